@@ -1,0 +1,2 @@
+irdl.dialect @hivm {
+}

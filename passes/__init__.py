@@ -1,0 +1,23 @@
+"""The pass registry: flag name -> pass class. Adding a pass is one file in
+this folder and one line in `_PASS_MODULES`."""
+
+from __future__ import annotations
+
+import importlib
+
+from npu.passes.base import Option, OptionError, Pass, PassError
+
+# module name -> class name; one line per pass.
+_PASS_MODULES: dict[str, str] = {
+}
+
+
+def registry() -> dict[str, type[Pass]]:
+    passes: dict[str, type[Pass]] = {}
+    for module, cls_name in _PASS_MODULES.items():
+        cls = getattr(importlib.import_module(f"npu.passes.{module}"), cls_name)
+        passes[cls.name] = cls
+    return passes
+
+
+__all__ = ["Option", "OptionError", "Pass", "PassError", "registry"]

@@ -1,0 +1,280 @@
+"""Shared IR helpers: contexts, parsing with real file locations, walks,
+attribute and type accessors, and op builders.
+
+Passes, the simulator and the tools use these instead of re-writing a walk or
+a builder each. Everything here is thin over the upstream `mlir` bindings.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Iterator, Sequence
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import arith, memref, scf
+
+from npu import diagnostics
+
+# ----------------------------------------------------------------------------
+# Contexts and parsing
+# ----------------------------------------------------------------------------
+
+
+def make_context() -> ir.Context:
+    """A context with upstream dialects and ascend/cce/hivm loaded."""
+    from npu.dialects import load_dialects
+
+    ctx = ir.Context()
+    load_dialects(ctx)
+    diagnostics.attach_to_context(ctx)
+    return ctx
+
+
+class ParseError(Exception):
+    pass
+
+
+def parse_module(text: str, ctx: ir.Context, first_line: int = 1) -> ir.Module:
+    """Parse `text` whose first line is line `first_line` of the input file.
+
+    Leading newlines keep locations those of the original file (needed for
+    `--split-input-file`). Errors go to the current diagnostics engine and
+    raise `ParseError`; our declarative verifiers run after a clean parse.
+    """
+    from npu.dialects import verify
+
+    padded = "\n" * (first_line - 1) + text
+    with ctx:
+        try:
+            module = ir.Module.parse(padded)
+        except ir.MLIRError as e:
+            for d in e.error_diagnostics:
+                diagnostics.current().emit_mlir(d)
+            if not e.error_diagnostics:
+                diagnostics.emit_error(str(e))
+            raise ParseError() from None
+    if not verify(module.operation):
+        raise ParseError()
+    return module
+
+
+# ----------------------------------------------------------------------------
+# Walking
+# ----------------------------------------------------------------------------
+
+
+def walk(op: ir.Operation | ir.OpView, predicate: Callable[[ir.Operation], bool] | None = None
+         ) -> Iterator[ir.Operation]:
+    """Pre-order walk over `op` and everything nested in it.
+
+    Collects first, so callers may erase or replace the ops they get.
+    """
+    op = op.operation
+    found: list[ir.Operation] = []
+
+    def visit(o: ir.Operation) -> None:
+        if predicate is None or predicate(o):
+            found.append(o)
+        for region in o.regions:
+            for block in region.blocks:
+                for child in block.operations:
+                    visit(child.operation)
+
+    visit(op)
+    return iter(found)
+
+
+def ops_named(root: ir.Operation | ir.OpView, *names: str) -> list[ir.Operation]:
+    wanted = set(names)
+    return list(walk(root, lambda o: o.name in wanted))
+
+
+def ops_in_dialect(root: ir.Operation | ir.OpView, dialect: str) -> list[ir.Operation]:
+    prefix = dialect + "."
+    return list(walk(root, lambda o: o.name.startswith(prefix)))
+
+
+def functions(module: ir.Module | ir.Operation) -> list[ir.Operation]:
+    op = module.operation
+    return [o.operation for o in op.regions[0].blocks[0].operations if o.operation.name == "func.func"]
+
+
+def symbol_name(func_op: ir.Operation) -> str:
+    return ir.StringAttr(func_op.attributes["sym_name"]).value
+
+
+# ----------------------------------------------------------------------------
+# Types and attributes
+# ----------------------------------------------------------------------------
+
+ELEMENT_BYTES = {"f16": 2, "f32": 4, "i8": 1, "i32": 4, "i64": 8, "bf16": 2, "i16": 2}
+NUMPY_DTYPES = {"f16": np.float16, "f32": np.float32, "i8": np.int8, "i32": np.int32,
+                "i64": np.int64, "i16": np.int16}
+
+
+def element_type_name(t: ir.Type) -> str:
+    return str(t)
+
+
+def memref_type(value_or_type: ir.Value | ir.Type) -> ir.MemRefType:
+    t = value_or_type.type if isinstance(value_or_type, ir.Value) else value_or_type
+    return ir.MemRefType(t)
+
+
+def is_memref(t: ir.Type) -> bool:
+    return ir.MemRefType.isinstance(t)
+
+
+def memory_space(t: ir.Type | ir.Value) -> str:
+    """Memory space name of a memref ("gm" when none is given)."""
+    mt = memref_type(t)
+    space = mt.memory_space
+    if space is None:
+        return "gm"
+    if ir.StringAttr.isinstance(space):
+        return ir.StringAttr(space).value
+    return str(space)
+
+
+def memref_element(t: ir.Type | ir.Value) -> str:
+    return element_type_name(memref_type(t).element_type)
+
+
+def memref_shape(t: ir.Type | ir.Value) -> list[int]:
+    return list(memref_type(t).shape)
+
+
+def element_bytes(type_name: str) -> int:
+    return ELEMENT_BYTES[type_name]
+
+
+def memref_layout(t: ir.Type | ir.Value) -> tuple[list[int], int]:
+    """(strides, offset) in elements; dynamic entries are None."""
+    mt = memref_type(t)
+    strides, offset = mt.get_strides_and_offset()
+    dyn = ir.ShapedType.get_dynamic_stride_or_offset()
+    return [None if s == dyn else s for s in strides], (None if offset == dyn else offset)
+
+
+def int_attr(op: ir.Operation, name: str) -> int:
+    return ir.IntegerAttr(op.attributes[name]).value
+
+
+def float_attr(op: ir.Operation, name: str) -> float:
+    return ir.FloatAttr(op.attributes[name]).value
+
+
+def str_attr(op: ir.Operation, name: str) -> str:
+    return ir.StringAttr(op.attributes[name]).value
+
+
+def bool_attr(op: ir.Operation, name: str) -> bool:
+    return ir.BoolAttr(op.attributes[name]).value
+
+
+def int_array_attr(op: ir.Operation, name: str) -> list[int]:
+    return list(ir.DenseI64ArrayAttr(op.attributes[name]))
+
+
+def has_attr(op: ir.Operation, name: str) -> bool:
+    return name in op.attributes
+
+
+# ----------------------------------------------------------------------------
+# Builders (call inside `with ctx, loc, ir.InsertionPoint(...)`)
+# ----------------------------------------------------------------------------
+
+
+def i64_attr(v: int) -> ir.Attribute:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(v))
+
+
+def f64_attr(v: float) -> ir.Attribute:
+    return ir.FloatAttr.get(ir.F64Type.get(), float(v))
+
+
+def str_attr_of(v: str) -> ir.Attribute:
+    return ir.StringAttr.get(v)
+
+
+def bool_attr_of(v: bool) -> ir.Attribute:
+    return ir.BoolAttr.get(bool(v))
+
+
+def i64_array_attr(values: Sequence[int]) -> ir.Attribute:
+    return ir.DenseI64ArrayAttr.get([int(v) for v in values])
+
+
+def to_attr(v) -> ir.Attribute:
+    """Python value -> attribute, following the dialects' conventions."""
+    if isinstance(v, ir.Attribute):
+        return v
+    if isinstance(v, bool):
+        return bool_attr_of(v)
+    if isinstance(v, (int, np.integer)):
+        return i64_attr(int(v))
+    if isinstance(v, (float, np.floating)):
+        return f64_attr(float(v))
+    if isinstance(v, str):
+        return str_attr_of(v)
+    if isinstance(v, (list, tuple)):
+        return i64_array_attr(v)
+    raise TypeError(f"no attribute for {v!r}")
+
+
+def create_op(name: str, operands: Iterable[ir.Value] = (), results: Sequence[ir.Type] = (),
+              **attrs) -> ir.Operation:
+    """Create a generic op (the form our IRDL ops take) at the current insertion point."""
+    return ir.Operation.create(name, results=list(results), operands=list(operands),
+                               attributes={k: to_attr(v) for k, v in attrs.items()})
+
+
+def memref_of(shape: Sequence[int], element: str | ir.Type, space: str,
+              layout: ir.Attribute | None = None) -> ir.MemRefType:
+    et = ir.Type.parse(element) if isinstance(element, str) else element
+    return ir.MemRefType.get(list(shape), et, layout, ir.StringAttr.get(space))
+
+
+def alloc(shape: Sequence[int], element: str | ir.Type, space: str) -> ir.Value:
+    return memref.AllocOp(memref_of(shape, element, space), [], []).result
+
+
+def index_const(v: int) -> ir.Value:
+    return arith.ConstantOp(ir.IndexType.get(), int(v)).result
+
+
+def for_loop(lb: int | ir.Value, ub: int | ir.Value, step: int | ir.Value = 1,
+             iter_args: Sequence[ir.Value] = ()) -> scf.ForOp:
+    """`scf.for`; callers build the body inside `with ir.InsertionPoint(loop.body)`
+    and must end it with `scf.YieldOp(...)` (see `yield_`)."""
+    def v(x):
+        return x if isinstance(x, ir.Value) else index_const(x)
+    return scf.ForOp(v(lb), v(ub), v(step), list(iter_args))
+
+
+def yield_(values: Sequence[ir.Value] = ()) -> None:
+    scf.YieldOp(list(values))
+
+
+def subview(source: ir.Value, offsets: Sequence[int | ir.Value], sizes: Sequence[int],
+            strides: Sequence[int] | None = None) -> ir.Value:
+    """`memref.subview` with mixed static/dynamic offsets and static sizes.
+
+    The result type carries the strided layout MLIR infers.
+    """
+    strides = list(strides) if strides is not None else [1] * len(sizes)
+    src_t = memref_type(source)
+    dyn = ir.ShapedType.get_dynamic_stride_or_offset()
+    static_offsets = [o if isinstance(o, int) else dyn for o in offsets]
+    dynamic_offsets = [o for o in offsets if not isinstance(o, int)]
+    src_strides, src_off = src_t.get_strides_and_offset()
+    # Result layout: offset = src_off + sum(off_i * stride_i), strides = src_stride_i * step_i.
+    if src_off == dyn or any(o == dyn for o in static_offsets):
+        res_off = dyn
+    else:
+        res_off = src_off + sum(o * s for o, s in zip(static_offsets, src_strides))
+    res_strides = [s * st for s, st in zip(src_strides, strides)]
+    layout = ir.StridedLayoutAttr.get(res_off, res_strides)
+    result_t = ir.MemRefType.get(list(sizes), src_t.element_type, layout, src_t.memory_space)
+    return memref.SubViewOp(result_t, source, dynamic_offsets, [], [],
+                            static_offsets, list(sizes), strides).result

@@ -1,0 +1,107 @@
+"""Textual pass pipelines mixing our Python passes with upstream MLIR passes.
+
+`builtin.module(npu-lower-matmul{strategy=os},canonicalize,func.func(cse))`
+is split at the top level; our registered passes become Python passes added
+with `PassManager.add(callable)`, everything else is handed to MLIR's own
+pipeline parser, all in one `PassManager`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.passmanager import PassManager
+
+from npu.passes import OptionError, Pass, registry
+from npu.target import Target
+
+
+class PipelineError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class PipelineElement:
+    name: str
+    options: str = ""
+    text: str = ""  # the element as written, for upstream passes
+
+
+def _split_top_level(text: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "({":
+            depth += 1
+        elif ch in ")}":
+            depth -= 1
+            if depth < 0:
+                raise PipelineError(f"unbalanced ')' in pass pipeline '{text}'")
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    if depth != 0:
+        raise PipelineError(f"unbalanced brackets in pass pipeline '{text}'")
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def parse_pipeline(text: str) -> list[PipelineElement]:
+    """Elements of `builtin.module(...)` (or of a bare comma-separated list)."""
+    text = text.strip()
+    if text.startswith("builtin.module(") and text.endswith(")"):
+        text = text[len("builtin.module("):-1]
+    elements = []
+    for part in _split_top_level(text):
+        name = part
+        options = ""
+        if "{" in part and part.endswith("}") and "(" not in part.split("{", 1)[0]:
+            name, options = part.split("{", 1)
+            options = options[:-1]
+        elements.append(PipelineElement(name.strip(), options, part))
+    return elements
+
+
+def instantiate(element: PipelineElement, target: Target) -> Pass | None:
+    """Our pass for `element`, or None if it names an upstream pass."""
+    cls = registry().get(element.name)
+    if cls is None:
+        return None
+    try:
+        return cls.from_option_string(element.options, target)
+    except OptionError as e:
+        raise PipelineError(str(e)) from None
+
+
+def build_pass_manager(elements: list[PipelineElement], ctx: ir.Context, target: Target,
+                       print_before_all: bool = False, print_after_all: bool = False,
+                       timing: bool = False) -> PassManager:
+    with ctx:
+        pm = PassManager("builtin.module")
+        for element in elements:
+            ours = instantiate(element, target)
+            if ours is not None:
+                pm.add(ours.to_callable(), name=ours.name, argument=ours.name,
+                       description=ours.summary)
+                continue
+            try:
+                pm.add(element.text)
+            except (ValueError, ir.MLIRError) as e:
+                msg = str(e).strip().splitlines()[-1] if str(e).strip() else ""
+                raise PipelineError(f"unknown pass or bad pipeline element '{element.text}'"
+                                    + (f": {msg}" if msg else "")) from None
+        if print_before_all or print_after_all:
+            pm.enable_ir_printing(print_before_all=print_before_all,
+                                  print_after_all=print_after_all, print_module_scope=True)
+        if timing:
+            pm.enable_timing()
+    return pm
+
+
+def is_upstream_pass(name: str, ctx: ir.Context) -> bool:
+    with ctx:
+        try:
+            PassManager.parse(f"builtin.module({name})")
+            return True
+        except (ValueError, ir.MLIRError):
+            return False

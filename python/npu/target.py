@@ -1,0 +1,230 @@
+"""The one place that holds every hardware number.
+
+Passes and the simulator read sizes, granules, bandwidths and latencies from a
+`Target`; nothing else in the project may hard-code them. Each number carries
+its source in `Target.sources` (key -> citation); "estimate" means no public
+measurement was found and the value is a documented guess.
+
+Sources cited below:
+  [T]   Vyazovtsev, "MLIR-based NN compiler for a matrix-architecture
+        processor", MIPT bachelor thesis (shared/seeds/003_*): buffer sizes of
+        the DaVinci Max core, fractal shapes, 255-repeat limit, 64-bit
+        configuration words.
+  [H]   Liao et al., "DaVinci: A Scalable Architecture for Neural Network
+        Computing", Hot Chips 31 (2019): cube 16x16x16 fp16 per cycle,
+        4096 MAC/cycle, vector unit 2048-bit wide, 32 cores on Ascend 910.
+  [M]   Published micro-benchmarks of Ascend 910 memory paths, as summarised
+        in issue 3: GM->L1/UB 32-87 B/cycle with ~350 cycles latency,
+        L1->L0A ~512 B/cycle, L1->L0B ~256 B/cycle, L0C->UB and UB traffic
+        ~128 B/cycle, vector 256 B/cycle for add/mul/max and ~64 B/cycle for
+        exp/ln/div/sqrt at fp16, mad latency ~20 cycles.
+  [C]   CANN "Ascend C" programming guide: 8 event ids per pipe pair,
+        32-byte UB/L1 alignment, 512-byte L0 fractal granules, dav-c220
+        (Ascend 910B) buffer sizes L1 512 KiB, L0C 128 KiB, UB 192 KiB.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Mapping
+
+KIB = 1024
+MIB = 1024 * KIB
+
+# On-chip buffers in data-flow order; "gm" is external and unbounded here.
+ON_CHIP_BUFFERS = ("l1", "l0a", "l0b", "l0c", "ub")
+MEMORY_SPACES = ("gm",) + ON_CHIP_BUFFERS
+PIPES = ("S", "V", "M", "MTE1", "MTE2", "MTE3")
+
+# Hardware data paths, named "<src>_to_<dst>", each served by one pipe.
+PATH_PIPES: Mapping[str, str] = {
+    "gm_to_l1": "MTE2",
+    "gm_to_ub": "MTE2",
+    "ub_to_gm": "MTE3",
+    "ub_to_l1": "MTE3",
+    "l1_to_l0a": "MTE1",
+    "l1_to_l0b": "MTE1",
+    "l0c_to_ub": "V",
+    "ub_to_ub": "V",
+}
+
+
+@dataclass(frozen=True)
+class Path:
+    """A data mover path: cost = latency + ceil(bytes / bytes_per_cycle)."""
+
+    bytes_per_cycle: int
+    latency: int
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    # Buffer capacities in bytes.
+    buffer_bytes: Mapping[str, int]
+    # Allocation / transfer granule of each buffer in bytes.
+    granule_bytes: Mapping[str, int]
+    paths: Mapping[str, Path]
+    # Cube: fractal block edge (fp16 16x16, int8 16x32) and throughput.
+    fractal: int = 16
+    fractal_k_int8: int = 32
+    cube_blocks_per_cycle: int = 1
+    mad_latency: int = 20
+    # Vector unit: one repeat covers vector_bytes (8 blocks of 32 B).
+    vector_bytes: int = 256
+    vector_block_bytes: int = 32
+    max_repeat: int = 255
+    vector_latency: int = 8
+    # Cycles per repeat per op class; transcendental ops are 4x slower.
+    vector_cycles_per_repeat: Mapping[str, int] = field(default_factory=dict)
+    vnchwconv_cycles_per_repeat: int = 2
+    # Scalar unit: cycles to dispatch one instruction / run one scalar op.
+    scalar_issue_cycles: int = 1
+    # Synchronisation.
+    events_per_pipe_pair: int = 8
+    flag_latency: int = 1
+    cores: int = 1
+    clock_ghz: float = 1.0
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    def capacity(self, space: str) -> int:
+        return self.buffer_bytes[space]
+
+    def granule(self, space: str) -> int:
+        return self.granule_bytes[space]
+
+    def path(self, name: str) -> Path:
+        return self.paths[name]
+
+    def vector_cycles(self, op_class: str) -> int:
+        return self.vector_cycles_per_repeat[op_class]
+
+    def lanes(self, elem_bytes: int) -> int:
+        """Elements one vector repeat covers (128 fp16, 64 fp32)."""
+        return self.vector_bytes // elem_bytes
+
+    def elements_per_block(self, elem_bytes: int) -> int:
+        return self.vector_block_bytes // elem_bytes
+
+    def fractal_bytes(self, elem_bytes: int) -> int:
+        """Bytes of one 16x16 (or 16x32 int8) fractal block."""
+        if elem_bytes == 1:
+            return self.fractal * self.fractal_k_int8
+        return self.fractal * self.fractal * elem_bytes
+
+    def summary(self) -> dict:
+        """Plain-data view for reports and `npu-run --json`."""
+        return {
+            "name": self.name,
+            "buffer_bytes": dict(self.buffer_bytes),
+            "granule_bytes": dict(self.granule_bytes),
+            "paths": {k: {"bytes_per_cycle": p.bytes_per_cycle, "latency": p.latency}
+                      for k, p in self.paths.items()},
+            "cube_blocks_per_cycle": self.cube_blocks_per_cycle,
+            "vector_bytes": self.vector_bytes,
+            "cores": self.cores,
+            "clock_ghz": self.clock_ghz,
+        }
+
+
+_GRANULES = {"gm": 1, "l1": 32, "ub": 32, "l0a": 512, "l0b": 512, "l0c": 512}
+
+_DAVINCI_PATHS = {
+    # [M]: 32-87 B/cycle measured; 64 is the middle of that range (estimate).
+    "gm_to_l1": Path(64, 350),
+    "gm_to_ub": Path(64, 350),
+    # [M] gives no separate write figure; assumed symmetric with reads (estimate).
+    "ub_to_gm": Path(64, 350),
+    # [M] "UB traffic about 128 B/cycle"; on-chip latency is an estimate.
+    "ub_to_l1": Path(128, 30),
+    # [M] L1->L0A 512 B/cycle, L1->L0B 256 B/cycle; latency an estimate.
+    "l1_to_l0a": Path(512, 20),
+    "l1_to_l0b": Path(256, 20),
+    # [M] L0C->UB ~128 B/cycle; latency an estimate.
+    "l0c_to_ub": Path(128, 20),
+    "ub_to_ub": Path(128, 8),
+}
+
+_VECTOR_RATES = {
+    # [M] 256 B/cycle = one 256-byte repeat per cycle for simple ops.
+    "simple": 1,
+    # [M] ~64 B/cycle for exp/ln/div/sqrt at fp16: four cycles per repeat.
+    "transcendental": 4,
+    # Cast and cross-lane reductions: estimate, same as simple ops.
+    "convert": 1,
+    "reduce": 1,
+}
+
+_COMMON_SOURCES = {
+    "buffer_bytes": "[T] section 5.2.1 (DaVinci Max)",
+    "granule_bytes": "[C] 32 B for L1/UB, 512 B for L0A/L0B/L0C",
+    "paths.gm_to_*": "[M] 32-87 B/cycle, ~350 cycles; 64 B/cycle chosen (estimate)",
+    "paths.ub_to_gm": "estimate: symmetric with GM reads",
+    "paths.l1_to_l0a": "[M] ~512 B/cycle",
+    "paths.l1_to_l0b": "[M] ~256 B/cycle",
+    "paths.l0c_to_ub": "[M] ~128 B/cycle",
+    "paths.*.latency (on-chip)": "estimate",
+    "fractal": "[T][H] 16x16 fp16 blocks, 16x32 int8",
+    "cube_blocks_per_cycle": "[H] 16x16x16 fp16 MACs per cycle",
+    "mad_latency": "[M] ~20 cycles",
+    "vector_bytes": "[H][T] 2048-bit vector unit, 8 blocks of 32 B per repeat",
+    "max_repeat": "[T] repeat count field of 8 bits (bits 56..63)",
+    "vector_cycles_per_repeat": "[M] 256 B/cycle simple, ~64 B/cycle transcendental",
+    "vector_latency": "estimate",
+    "vnchwconv_cycles_per_repeat": "estimate: two 16x16 fp16 tiles = 1 KiB per repeat at ~512 B/cycle",
+    "scalar_issue_cycles": "estimate: one dispatch per cycle",
+    "events_per_pipe_pair": "[C] 8 event ids",
+    "flag_latency": "estimate",
+}
+
+ASCEND910 = Target(
+    name="ascend910",
+    buffer_bytes={"l1": 1 * MIB, "l0a": 64 * KIB, "l0b": 64 * KIB, "l0c": 256 * KIB, "ub": 256 * KIB},
+    granule_bytes=_GRANULES,
+    paths=_DAVINCI_PATHS,
+    vector_cycles_per_repeat=_VECTOR_RATES,
+    cores=32,  # [H] 32 DaVinci Max cores on Ascend 910
+    clock_ghz=1.0,  # [H] 1.0 GHz nominal
+    sources={**_COMMON_SOURCES, "cores": "[H]", "clock_ghz": "[H]"},
+)
+
+ASCEND910B = replace(
+    ASCEND910,
+    name="ascend910b",
+    buffer_bytes={"l1": 512 * KIB, "l0a": 64 * KIB, "l0b": 64 * KIB, "l0c": 128 * KIB, "ub": 192 * KIB},
+    cores=24,  # estimate: 910B variants ship 20-25 cube cores
+    clock_ghz=1.65,  # estimate
+    sources={**_COMMON_SOURCES, "buffer_bytes": "[C] dav-c220",
+             "cores": "estimate", "clock_ghz": "estimate"},
+)
+
+ASCEND310 = replace(
+    ASCEND910,
+    name="ascend310",
+    # Estimate: the 310 uses DaVinci cores of the same family; no public
+    # per-buffer sizes were found, so L1 is assumed halved, the rest as 910.
+    buffer_bytes={"l1": 512 * KIB, "l0a": 64 * KIB, "l0b": 64 * KIB, "l0c": 256 * KIB, "ub": 256 * KIB},
+    # Estimate: LPDDR4X edge part, taken as half the 910's GM bandwidth.
+    paths={**_DAVINCI_PATHS, "gm_to_l1": Path(32, 350), "gm_to_ub": Path(32, 350),
+           "ub_to_gm": Path(32, 350)},
+    cores=2,  # [H] two DaVinci cores on Ascend 310
+    clock_ghz=0.9,  # estimate
+    sources={**_COMMON_SOURCES, "buffer_bytes": "estimate", "paths.gm_*": "estimate",
+             "cores": "[H]", "clock_ghz": "estimate"},
+)
+
+PRESETS: Mapping[str, Target] = {t.name: t for t in (ASCEND910, ASCEND910B, ASCEND310)}
+DEFAULT_TARGET = "ascend910"
+
+
+class UnknownTargetError(ValueError):
+    pass
+
+
+def get_target(name: str | None = None) -> Target:
+    name = name or DEFAULT_TARGET
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise UnknownTargetError(
+            f"unknown target preset '{name}' (known: {', '.join(PRESETS)})") from None

@@ -1,0 +1,1 @@
+"""Command-line tools: npu-opt and npu-run."""
