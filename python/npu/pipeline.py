@@ -105,3 +105,22 @@ def is_upstream_pass(name: str, ctx: ir.Context) -> bool:
             return True
         except (ValueError, ir.MLIRError):
             return False
+
+
+def run_pipeline(module: ir.Module, pipeline_text: str, target: Target) -> None:
+    """Run `pipeline_text` over `module` in place (the API tests and npu-run use).
+
+    Raises `PipelineError` with the diagnostics' text when a pass fails.
+    """
+    from npu import diagnostics
+
+    engine = diagnostics.current()
+    before = len(engine.diagnostics)
+    pm = build_pass_manager(parse_pipeline(pipeline_text), module.context, target)
+    try:
+        pm.run(module.operation)
+    except ir.MLIRError as e:
+        for d in e.error_diagnostics:
+            engine.emit_mlir(d)
+        errors = [d.format() for d in engine.diagnostics[before:] if d.severity == "error"]
+        raise PipelineError("\n".join(errors) or "pass pipeline failed") from None
