@@ -1,2 +1,253 @@
+// The `ascend` dialect: coarse tensor ops on GM memrefs, destination-passing
+// style (the last operand is the output; no results).
+//
+// Contract: dialects/README.md. IRDL checks operand kinds and attributes;
+// shapes, element types and memory spaces are checked by ascend.py.
+// Each constraint has its own SSA value: IRDL unifies the uses of one value,
+// so sharing it would force two operands (or attributes) to be equal.
 irdl.dialect @ascend {
+
+  // ===== Cube =====
+
+  // C (Nz [K1,M1,16,16]) = A (Nz [N1,M1,16,16]) x B (Nz [K1,N1,16,16])
+  irdl.operation @matmul {
+    %a = irdl.base "!builtin.memref"
+    %b = irdl.base "!builtin.memref"
+    %c = irdl.base "!builtin.memref"
+    irdl.operands(a: %a, b: %b, c: %c)
+  }
+
+  // matmul with one leading batch dimension on all three operands
+  irdl.operation @batch_matmul {
+    %a = irdl.base "!builtin.memref"
+    %b = irdl.base "!builtin.memref"
+    %c = irdl.base "!builtin.memref"
+    irdl.operands(a: %a, b: %b, c: %c)
+  }
+
+  // ===== Layout =====
+
+  // ND [...,R,C] -> Nz [...,ceil(C/16),ceil(R/16),16,16], zero padding
+  irdl.operation @fractalize {
+    %src = irdl.base "!builtin.memref"
+    %dst = irdl.base "!builtin.memref"
+    irdl.operands(src: %src, dst: %dst)
+  }
+
+  // Nz -> ND, inverse of fractalize
+  irdl.operation @defractalize {
+    %src = irdl.base "!builtin.memref"
+    %dst = irdl.base "!builtin.memref"
+    irdl.operands(src: %src, dst: %dst)
+  }
+
+  // out.shape[i] = in.shape[permutation[i]]
+  irdl.operation @transpose {
+    %in = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    %attr_permutation = irdl.base "#builtin.dense_array"
+    irdl.operands(in: %in, out: %out)
+    irdl.attributes {"permutation" = %attr_permutation}
+  }
+
+  // ===== Elementwise, binary with numpy broadcasting to out's shape =====
+
+  // out = lhs + rhs
+  irdl.operation @add {
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    irdl.operands(lhs: %lhs, rhs: %rhs, out: %out)
+  }
+
+  // out = lhs - rhs
+  irdl.operation @sub {
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    irdl.operands(lhs: %lhs, rhs: %rhs, out: %out)
+  }
+
+  // out = lhs * rhs
+  irdl.operation @mul {
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    irdl.operands(lhs: %lhs, rhs: %rhs, out: %out)
+  }
+
+  // out = lhs / rhs
+  irdl.operation @div {
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    irdl.operands(lhs: %lhs, rhs: %rhs, out: %out)
+  }
+
+  // out = max(lhs, rhs)
+  irdl.operation @max {
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    irdl.operands(lhs: %lhs, rhs: %rhs, out: %out)
+  }
+
+  // out = min(lhs, rhs)
+  irdl.operation @min {
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    irdl.operands(lhs: %lhs, rhs: %rhs, out: %out)
+  }
+
+  // ===== Elementwise with a scalar =====
+
+  // out = in + scalar
+  irdl.operation @adds {
+    %in = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    %attr_scalar = irdl.base "#builtin.float"
+    irdl.operands(in: %in, out: %out)
+    irdl.attributes {"scalar" = %attr_scalar}
+  }
+
+  // out = in * scalar
+  irdl.operation @muls {
+    %in = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    %attr_scalar = irdl.base "#builtin.float"
+    irdl.operands(in: %in, out: %out)
+    irdl.attributes {"scalar" = %attr_scalar}
+  }
+
+  // out = max(in, scalar)
+  irdl.operation @maxs {
+    %in = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    %attr_scalar = irdl.base "#builtin.float"
+    irdl.operands(in: %in, out: %out)
+    irdl.attributes {"scalar" = %attr_scalar}
+  }
+
+  // out = min(in, scalar)
+  irdl.operation @mins {
+    %in = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    %attr_scalar = irdl.base "#builtin.float"
+    irdl.operands(in: %in, out: %out)
+    irdl.attributes {"scalar" = %attr_scalar}
+  }
+
+  // ===== Elementwise, unary =====
+
+  // out = max(x, 0)
+  irdl.operation @relu {
+    %in = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    irdl.operands(in: %in, out: %out)
+  }
+
+  // out = |x|
+  irdl.operation @abs {
+    %in = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    irdl.operands(in: %in, out: %out)
+  }
+
+  // out = -x
+  irdl.operation @neg {
+    %in = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    irdl.operands(in: %in, out: %out)
+  }
+
+  // out = exp(x)
+  irdl.operation @exp {
+    %in = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    irdl.operands(in: %in, out: %out)
+  }
+
+  // out = ln(x)
+  irdl.operation @ln {
+    %in = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    irdl.operands(in: %in, out: %out)
+  }
+
+  // out = sqrt(x)
+  irdl.operation @sqrt {
+    %in = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    irdl.operands(in: %in, out: %out)
+  }
+
+  // out = 1/sqrt(x)
+  irdl.operation @rsqrt {
+    %in = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    irdl.operands(in: %in, out: %out)
+  }
+
+  // out = 1/x
+  irdl.operation @reciprocal {
+    %in = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    irdl.operands(in: %in, out: %out)
+  }
+
+  // out = tanh(x)
+  irdl.operation @tanh {
+    %in = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    irdl.operands(in: %in, out: %out)
+  }
+
+  // out = 1/(1+exp(-x))
+  irdl.operation @sigmoid {
+    %in = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    irdl.operands(in: %in, out: %out)
+  }
+
+  // out = convert(in), rounding per round_mode
+  irdl.operation @cast {
+    %in = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    %attr_round_mode_0 = irdl.is "rint"
+    %attr_round_mode_1 = irdl.is "floor"
+    %attr_round_mode_2 = irdl.is "ceil"
+    %attr_round_mode_3 = irdl.is "trunc"
+    %attr_round_mode_4 = irdl.is "round"
+    %attr_round_mode_5 = irdl.is "none"
+    %attr_round_mode = irdl.any_of(%attr_round_mode_0, %attr_round_mode_1, %attr_round_mode_2, %attr_round_mode_3, %attr_round_mode_4, %attr_round_mode_5)
+    irdl.operands(in: %in, out: %out)
+    irdl.attributes {"round_mode" = %attr_round_mode}
+  }
+
+  // out = min(max, max(in, min))
+  irdl.operation @clamp {
+    %in = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    %attr_min = irdl.base "#builtin.float"
+    %attr_max = irdl.base "#builtin.float"
+    irdl.operands(in: %in, out: %out)
+    irdl.attributes {"min" = %attr_min, "max" = %attr_max}
+  }
+
+  // ===== Reductions along the last axis =====
+
+  // out = sum over the last axis
+  irdl.operation @reduce_sum {
+    %in = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    irdl.operands(in: %in, out: %out)
+  }
+
+  // out = max over the last axis
+  irdl.operation @reduce_max {
+    %in = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    irdl.operands(in: %in, out: %out)
+  }
 }

@@ -116,13 +116,25 @@ def element_type_name(t: ir.Type) -> str:
     return str(t)
 
 
+def is_block_argument(value: ir.Value) -> bool:
+    return isinstance(value.owner, ir.Block)
+
+
+def defining_op(value: ir.Value) -> ir.Operation | None:
+    """The operation producing `value`, None for a block argument."""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return None
+    return owner.operation
+
+
 def memref_type(value_or_type: ir.Value | ir.Type) -> ir.MemRefType:
     t = value_or_type.type if isinstance(value_or_type, ir.Value) else value_or_type
     return ir.MemRefType(t)
 
 
 def is_memref(t: ir.Type) -> bool:
-    return ir.MemRefType.isinstance(t)
+    return isinstance(t, ir.MemRefType)
 
 
 def memory_space(t: ir.Type | ir.Value) -> str:
@@ -131,7 +143,7 @@ def memory_space(t: ir.Type | ir.Value) -> str:
     space = mt.memory_space
     if space is None:
         return "gm"
-    if ir.StringAttr.isinstance(space):
+    if isinstance(space, ir.StringAttr):
         return ir.StringAttr(space).value
     return str(space)
 
@@ -219,6 +231,8 @@ def to_attr(v) -> ir.Attribute:
         return str_attr_of(v)
     if isinstance(v, (list, tuple)):
         return i64_array_attr(v)
+    if isinstance(v, ir.Type):
+        return ir.TypeAttr.get(v)  # e.g. the `dtype` of hivm ops
     raise TypeError(f"no attribute for {v!r}")
 
 
@@ -278,3 +292,19 @@ def subview(source: ir.Value, offsets: Sequence[int | ir.Value], sizes: Sequence
     result_t = ir.MemRefType.get(list(sizes), src_t.element_type, layout, src_t.memory_space)
     return memref.SubViewOp(result_t, source, dynamic_offsets, [], [],
                             static_offsets, list(sizes), strides).result
+
+
+def flatten_memref(value: ir.Value) -> ir.Value:
+    """A 1-D view of a contiguous (identity-layout) memref: collapse_shape for
+    rank >= 2, expand_shape to `[1]` for rank 0, the value itself for rank 1."""
+    mt = memref_type(value)
+    rank = len(mt.shape)
+    if rank == 1:
+        return value
+    numel = int(np.prod(mt.shape)) if rank else 1
+    result_t = ir.MemRefType.get([numel], mt.element_type, None, mt.memory_space)
+    i64 = ir.IntegerType.get_signless(64)
+    if rank == 0:
+        return memref.ExpandShapeOp(result_t, value, ir.ArrayAttr.get([]), [], [1]).result
+    group = ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) for d in range(rank)])
+    return memref.CollapseShapeOp(result_t, value, ir.ArrayAttr.get([group])).result

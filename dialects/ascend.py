@@ -1,0 +1,253 @@
+"""Rules, op tables and shape helpers of the `ascend` dialect.
+
+All operands are static-shape memrefs in "gm"; the last one is the output.
+The table gives element types per op; the functions below check the shape
+relations (Nz matmul, fractalize, broadcasting, transpose, reduce) and are
+also what the lowerings and the reference semantics use to compute shapes,
+so that "what the verifier accepts" and "what a pass assumes" are one code.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, NamedTuple, Sequence
+
+from mlir import ir
+
+from npu.dialects.opspec import (
+    ARITH_TYPES, CAST_PAIRS, F64, FLOAT_TYPES, I64_ARRAY, STR, OpSpec, Operand, array_value,
+    float_value, memref_types, register, same_dtype, shape_of)
+from npu.dialects.rules import RuleError
+from npu.target import Target, get_target
+
+# ----------------------------------------------------------------------------
+# Op names per category
+# ----------------------------------------------------------------------------
+
+MATMUL = "ascend.matmul"
+BATCH_MATMUL = "ascend.batch_matmul"
+MATMUL_OPS = (MATMUL, BATCH_MATMUL)
+FRACTALIZE = "ascend.fractalize"
+DEFRACTALIZE = "ascend.defractalize"
+LAYOUT_OPS = (FRACTALIZE, DEFRACTALIZE)
+
+# Binary elementwise op -> the cce vector instruction computing it.
+BINARY_TO_CCE: Mapping[str, str] = {
+    "ascend.add": "cce.vadd", "ascend.sub": "cce.vsub", "ascend.mul": "cce.vmul",
+    "ascend.div": "cce.vdiv", "ascend.max": "cce.vmax", "ascend.min": "cce.vmin"}
+# Op with a scalar attribute -> its cce instruction.
+SCALAR_TO_CCE: Mapping[str, str] = {
+    "ascend.adds": "cce.vadds", "ascend.muls": "cce.vmuls",
+    "ascend.maxs": "cce.vmaxs", "ascend.mins": "cce.vmins"}
+# Unary op -> its single cce instruction; neg, tanh and sigmoid have none
+# (they are compositions, see UNARY_COMPOSITE).
+UNARY_TO_CCE: Mapping[str, str] = {
+    "ascend.relu": "cce.vrelu", "ascend.abs": "cce.vabs", "ascend.exp": "cce.vexp",
+    "ascend.ln": "cce.vln", "ascend.sqrt": "cce.vsqrt", "ascend.rsqrt": "cce.vrsqrt",
+    "ascend.reciprocal": "cce.vrec"}
+UNARY_COMPOSITE = ("ascend.neg", "ascend.tanh", "ascend.sigmoid")
+
+ELEMENTWISE_BINARY = tuple(BINARY_TO_CCE)
+SCALAR = tuple(SCALAR_TO_CCE)
+UNARY = tuple(UNARY_TO_CCE) + UNARY_COMPOSITE
+CAST = "ascend.cast"
+CLAMP = "ascend.clamp"
+TRANSPOSE = "ascend.transpose"
+REDUCE = ("ascend.reduce_sum", "ascend.reduce_max")
+# Everything `npu-lower-elementwise` handles.
+ELEMENTWISE = ELEMENTWISE_BINARY + SCALAR + UNARY + (CAST, CLAMP)
+ALL_OPS = MATMUL_OPS + LAYOUT_OPS + ELEMENTWISE + (TRANSPOSE,) + REDUCE
+
+# (a, b, c) element types of matmul / batch_matmul.
+MATMUL_SIGNATURES = (("f16", "f16", "f32"), ("f16", "f16", "f16"))
+
+# ----------------------------------------------------------------------------
+# Shape helpers
+# ----------------------------------------------------------------------------
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def nz_shape(rows: int, cols: int, target: Target | None = None) -> list[int]:
+    """Nz shape `[ceil(cols/f), ceil(rows/f), f, f]` of a rows x cols matrix."""
+    f = (target or get_target()).fractal
+    return [ceil_div(cols, f), ceil_div(rows, f), f, f]
+
+
+def fractalized_shape(nd_shape: Sequence[int], target: Target | None = None) -> list[int]:
+    """Shape `ascend.fractalize` produces from an ND `[..., R, C]` shape."""
+    if len(nd_shape) < 2:
+        raise ValueError(f"fractalize needs a matrix [..., R, C], got shape {list(nd_shape)}")
+    return list(nd_shape[:-2]) + nz_shape(nd_shape[-2], nd_shape[-1], target)
+
+
+class MatmulDims(NamedTuple):
+    """Padded problem size in elements (thesis naming: A is M x N, B N x K)."""
+
+    m: int
+    n: int
+    k: int
+    batch: int
+
+
+def matmul_dims(op: ir.Operation, target: Target | None = None) -> MatmulDims:
+    """(M, N, K, batch) of a verified matmul / batch_matmul (batch 1 for matmul)."""
+    f = (target or get_target()).fractal
+    a, b, _ = (shape_of(t) for t in memref_types(op))
+    batch = a[0] if op.name == BATCH_MATMUL else 1
+    n1, m1 = a[-4], a[-3]
+    k1 = b[-4]
+    return MatmulDims(m1 * f, n1 * f, k1 * f, batch)
+
+
+def broadcastable(shape: Sequence[int], to: Sequence[int]) -> bool:
+    """numpy rule: `shape` right-aligned with `to`, each dim equal or 1."""
+    if len(shape) > len(to):
+        return False
+    return all(s == t or s == 1 for s, t in zip(reversed(shape), reversed(to)))
+
+
+def reduced_shape(shape: Sequence[int]) -> list[int]:
+    """Shape after reducing the last axis (`[1]` for a 1-D input)."""
+    return list(shape[:-1]) or [1]
+
+
+def transposed_shape(shape: Sequence[int], permutation: Sequence[int]) -> list[int]:
+    return [shape[p] for p in permutation]
+
+
+# ----------------------------------------------------------------------------
+# Rules
+# ----------------------------------------------------------------------------
+
+
+def _shapes(op: ir.Operation) -> list[list[int]]:
+    return [shape_of(t) for t in memref_types(op)]
+
+
+def _check_nz_operands(op: ir.Operation, target: Target) -> list[list[int]]:
+    """Each matmul operand is (batch +) [outer, inner, f, f]; returns the shapes."""
+    f = target.fractal
+    rank = 5 if op.name == BATCH_MATMUL else 4
+    shapes = _shapes(op)
+    form = "[B, X1, Y1, %d, %d]" if rank == 5 else "[X1, Y1, %d, %d]"
+    for i, (name, shape) in enumerate(zip(("a", "b", "c"), shapes)):
+        if len(shape) != rank or shape[-2:] != [f, f]:
+            raise RuleError(f"operand #{i} ('{name}') must be an Nz fractal matrix "
+                            f"{form % (f, f)}, got shape {shape}")
+    return shapes
+
+
+def _check_matmul(op: ir.Operation, target: Target) -> None:
+    """A [N1,M1,f,f] x B [K1,N1,f,f] -> C [K1,M1,f,f] (thesis naming)."""
+    a, b, c = _check_nz_operands(op, target)
+    if op.name == BATCH_MATMUL and not a[0] == b[0] == c[0]:
+        raise RuleError(f"batch sizes differ: a {a[0]}, b {b[0]}, c {c[0]}")
+    n1_a, m1_a = a[-4], a[-3]
+    k1_b, n1_b = b[-4], b[-3]
+    k1_c, m1_c = c[-4], c[-3]
+    if n1_a != n1_b:
+        raise RuleError(f"reduction blocks differ: a [N1, M1, ...] has N1 = {n1_a}, "
+                        f"b [K1, N1, ...] has N1 = {n1_b}")
+    if (k1_c, m1_c) != (k1_b, m1_a):
+        raise RuleError(f"result c must be [K1, M1, ...] = [{k1_b}, {m1_a}, ...], "
+                        f"got [{k1_c}, {m1_c}, ...]")
+
+
+def _check_fractalize(op: ir.Operation, target: Target) -> None:
+    src, dst = _shapes(op)
+    if len(src) < 2:
+        raise RuleError(f"src must be a matrix [..., R, C], got shape {src}")
+    want = fractalized_shape(src, target)
+    if dst != want:
+        raise RuleError(f"dst must have the Nz shape {want} of src {src} "
+                        f"([..., ceil(C/{target.fractal}), ceil(R/{target.fractal}), "
+                        f"{target.fractal}, {target.fractal}]), got {dst}")
+
+
+def _check_defractalize(op: ir.Operation, target: Target) -> None:
+    src, dst = _shapes(op)
+    if len(dst) < 2:
+        raise RuleError(f"dst must be a matrix [..., R, C], got shape {dst}")
+    want = fractalized_shape(dst, target)
+    if src != want:
+        raise RuleError(f"src must have the Nz shape {want} of dst {dst} "
+                        f"([..., ceil(C/{target.fractal}), ceil(R/{target.fractal}), "
+                        f"{target.fractal}, {target.fractal}]), got {src}")
+
+
+def _check_broadcast(op: ir.Operation, target: Target) -> None:
+    lhs, rhs, out = _shapes(op)
+    for i, (name, shape) in enumerate((("lhs", lhs), ("rhs", rhs))):
+        if not broadcastable(shape, out):
+            raise RuleError(f"operand #{i} ('{name}') of shape {shape} cannot be broadcast "
+                            f"to the output shape {out}")
+
+
+def _check_same_shape(op: ir.Operation, target: Target) -> None:
+    src, dst = _shapes(op)
+    if src != dst:
+        raise RuleError(f"output shape {dst} must equal the input shape {src}")
+
+
+def _check_clamp_bounds(op: ir.Operation, target: Target) -> None:
+    lo, hi = float_value(op, "min"), float_value(op, "max")
+    if not lo <= hi:
+        raise RuleError(f"'min' ({lo}) must not exceed 'max' ({hi})")
+
+
+def _check_transpose(op: ir.Operation, target: Target) -> None:
+    src, dst = _shapes(op)
+    perm = array_value(op, "permutation")
+    if sorted(perm) != list(range(len(src))):
+        raise RuleError(f"'permutation' {perm} is not a permutation of the {len(src)} "
+                        f"dimensions of the input")
+    want = transposed_shape(src, perm)
+    if dst != want:
+        raise RuleError(f"output shape must be {want} (input {src} permuted by {perm}), got {dst}")
+
+
+def _check_reduce(op: ir.Operation, target: Target) -> None:
+    src, dst = _shapes(op)
+    want = reduced_shape(src)
+    if dst != want:
+        raise RuleError(f"output shape must be {want} (input {src} without its last axis), got {dst}")
+
+
+# ----------------------------------------------------------------------------
+# The table
+# ----------------------------------------------------------------------------
+
+
+def _gm(*names: str) -> tuple[Operand, ...]:
+    return tuple(Operand(n, "gm") for n in names)
+
+
+def _specs() -> list[OpSpec]:
+    def spec(name, operands, dtypes, attrs=None, checks=()):
+        return OpSpec(name, _gm(*operands), dtypes, attrs or {}, {}, tuple(checks), static_shapes=True)
+
+    specs = [spec(n, ("a", "b", "c"), MATMUL_SIGNATURES, checks=(_check_matmul,)) for n in MATMUL_OPS]
+    specs.append(spec(FRACTALIZE, ("src", "dst"), same_dtype(2, FLOAT_TYPES), checks=(_check_fractalize,)))
+    specs.append(spec(DEFRACTALIZE, ("src", "dst"), same_dtype(2, FLOAT_TYPES), checks=(_check_defractalize,)))
+    for n in ELEMENTWISE_BINARY:
+        types = FLOAT_TYPES if n == "ascend.div" else ARITH_TYPES
+        specs.append(spec(n, ("lhs", "rhs", "out"), same_dtype(3, types), checks=(_check_broadcast,)))
+    for n in SCALAR:
+        specs.append(spec(n, ("in", "out"), same_dtype(2, FLOAT_TYPES), {"scalar": F64},
+                          (_check_same_shape,)))
+    for n in UNARY:
+        specs.append(spec(n, ("in", "out"), same_dtype(2, FLOAT_TYPES), checks=(_check_same_shape,)))
+    specs.append(spec(CAST, ("in", "out"), CAST_PAIRS, {"round_mode": STR}, (_check_same_shape,)))
+    specs.append(spec(CLAMP, ("in", "out"), same_dtype(2, FLOAT_TYPES), {"min": F64, "max": F64},
+                      (_check_same_shape, _check_clamp_bounds)))
+    specs.append(spec(TRANSPOSE, ("in", "out"), same_dtype(2, ARITH_TYPES), {"permutation": I64_ARRAY},
+                      (_check_transpose,)))
+    for n in REDUCE:
+        specs.append(spec(n, ("in", "out"), same_dtype(2, FLOAT_TYPES), checks=(_check_reduce,)))
+    return specs
+
+
+SPECS = register(_specs())
+assert set(SPECS) == set(ALL_OPS)

@@ -1,0 +1,224 @@
+"""Rules and helpers of the `hivm` dialect: packed 64-bit configuration words.
+
+`CONFIG_LAYOUTS` is the one description of how each instruction class packs
+its fields (dialects/README.md, `hivm` section). `encode` / `decode` convert
+between field values and the word, so the cce -> hivm lowering, the
+simulator and the verifier agree on one layout. The rules check the `dtype`
+attributes and, when the config word is an `arith.constant`, its fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from mlir import ir
+
+from npu.dialects.opspec import (
+    ARITH_TYPES, CAST_PAIRS, F64, FLOAT_TYPES, I64, I64_ARRAY, LAST_EVENT, STR, TYPE, OpSpec,
+    Operand, Range, check_sync_pipes, register)
+from npu.dialects.rules import RuleError
+from npu.target import Target
+
+
+@dataclass(frozen=True)
+class Field:
+    """`width` bits starting at bit `lo` of the configuration word."""
+
+    name: str
+    lo: int
+    width: int
+
+    @property
+    def max(self) -> int:
+        return (1 << self.width) - 1
+
+
+CONFIG_LAYOUTS: Mapping[str, tuple[Field, ...]] = {
+    # Copies: counts in 32-byte blocks.
+    "copy": (Field("n_burst", 0, 12), Field("burst_len", 16, 16),
+             Field("src_gap", 32, 16), Field("dst_gap", 48, 16)),
+    # L1 -> L0A/L0B loads: strides in 512-byte fractals.
+    "load": (Field("src_stride", 0, 16), Field("dst_stride", 16, 16),
+             Field("transpose", 32, 1), Field("repeat", 56, 8)),
+    # Cube: init = 1 overwrites C, 0 accumulates.
+    "mad": (Field("m", 0, 12), Field("k", 12, 12), Field("n", 24, 12), Field("init", 63, 1)),
+    # Vector ops: strides in 32-byte blocks.
+    "vector": (Field("dst_blk_stride", 0, 8), Field("src0_blk_stride", 8, 8),
+               Field("src1_blk_stride", 16, 8), Field("dst_rep_stride", 24, 8),
+               Field("src0_rep_stride", 32, 8), Field("src1_rep_stride", 40, 8),
+               Field("repeat", 56, 8)),
+}
+
+_MASK64 = (1 << 64) - 1
+
+
+def config_field(kind: str, name: str) -> Field:
+    for f in CONFIG_LAYOUTS[kind]:
+        if f.name == name:
+            return f
+    raise KeyError(f"no field '{name}' in the {kind} configuration word")
+
+
+def encode(kind: str, **fields: int) -> int:
+    """Pack `fields` into a word, returned as a signed i64 (for `arith.constant`).
+
+    Missing fields are 0; a value that does not fit its field raises ValueError.
+    """
+    word = 0
+    known = {f.name: f for f in CONFIG_LAYOUTS[kind]}
+    for name, value in fields.items():
+        if name not in known:
+            raise ValueError(f"no field '{name}' in the {kind} configuration word")
+        f = known[name]
+        value = int(value)
+        if not 0 <= value <= f.max:
+            raise ValueError(f"{kind} config field '{name}' = {value} does not fit in {f.width} bits")
+        word |= value << f.lo
+    return word - (1 << 64) if word >> 63 else word
+
+
+def decode(kind: str, word: int) -> dict[str, int]:
+    """Field values of a word (signed or unsigned 64-bit)."""
+    word &= _MASK64
+    return {f.name: (word >> f.lo) & f.max for f in CONFIG_LAYOUTS[kind]}
+
+
+# ----------------------------------------------------------------------------
+# Op tables
+# ----------------------------------------------------------------------------
+
+COPY_OPS = tuple(f"hivm.copy_{p}" for p in
+                 ("gm_to_l1", "gm_to_ub", "ub_to_gm", "ub_to_l1", "ub_to_ub", "l0c_to_ub"))
+LOAD_OPS = ("hivm.load_l1_to_l0a", "hivm.load_l1_to_l0b")
+VECTOR_BINARY = tuple(f"hivm.{n}" for n in ("vadd", "vsub", "vmul", "vdiv", "vmax", "vmin"))
+VECTOR_SCALAR = tuple(f"hivm.{n}" for n in ("vadds", "vmuls", "vmaxs", "vmins"))
+VECTOR_UNARY = tuple(f"hivm.{n}" for n in ("vrelu", "vabs", "vexp", "vln", "vsqrt", "vrsqrt", "vrec"))
+VECTOR_REDUCE = ("hivm.vcadd", "hivm.vcmax")
+VECTOR_OPS = VECTOR_BINARY + VECTOR_SCALAR + VECTOR_UNARY + VECTOR_REDUCE + (
+    "hivm.vconv", "hivm.vdup", "hivm.vnchwconv")
+SYNC_OPS = ("hivm.set_flag", "hivm.wait_flag", "hivm.pipe_barrier")
+ALL_OPS = COPY_OPS + LOAD_OPS + ("hivm.mad",) + VECTOR_OPS + ("hivm.set_vector_mask",) + SYNC_OPS
+
+# Which layout each op's `config` operand uses.
+CONFIG_KIND: Mapping[str, str] = {
+    **{n: "copy" for n in COPY_OPS}, **{n: "load" for n in LOAD_OPS}, "hivm.mad": "mad",
+    **{n: "vector" for n in VECTOR_OPS},
+}
+
+# Element types per vector op (as in cce).
+VECTOR_DTYPES: Mapping[str, tuple[str, ...]] = {
+    **{n: ARITH_TYPES for n in VECTOR_BINARY if n != "hivm.vdiv"}, "hivm.vdiv": FLOAT_TYPES,
+    **{n: FLOAT_TYPES for n in VECTOR_SCALAR + VECTOR_UNARY + VECTOR_REDUCE},
+    "hivm.vdup": ARITH_TYPES, "hivm.vnchwconv": ARITH_TYPES,
+}
+
+
+def _type_attr(op: ir.Operation, name: str) -> str:
+    return str(ir.TypeAttr(op.attributes[name]).value)
+
+
+def _check_dtype(op: ir.Operation, target: Target) -> None:
+    allowed = VECTOR_DTYPES.get(op.name)
+    dtype = _type_attr(op, "dtype")
+    if allowed is not None and dtype not in allowed:
+        raise RuleError(f"dtype must be one of {', '.join(allowed)}, got {dtype}")
+
+
+def _check_conv_pair(op: ir.Operation, target: Target) -> None:
+    pair = (_type_attr(op, "src_dtype"), _type_attr(op, "dtype"))
+    if pair not in CAST_PAIRS:
+        supported = ", ".join(f"{s}->{d}" for s, d in CAST_PAIRS)
+        raise RuleError(f"unsupported conversion {pair[0]}->{pair[1]}; supported: {supported}")
+
+
+def _constant_int(value: ir.Value) -> int | None:
+    """The integer of an `arith.constant` producer, else None (config built at run time)."""
+    owner = value.owner
+    if not isinstance(owner, (ir.Operation, ir.OpView)):
+        return None  # a block argument
+    owner = owner.operation
+    if owner.name != "arith.constant" or not isinstance(owner.attributes["value"], ir.IntegerAttr):
+        return None
+    return ir.IntegerAttr(owner.attributes["value"]).value
+
+
+def _check_config(op: ir.Operation, target: Target) -> None:
+    """Check the fields of a constant config word (the last operand)."""
+    word = _constant_int(op.operands[len(op.operands) - 1])
+    if word is None:
+        return
+    kind = CONFIG_KIND[op.name]
+    fields = decode(kind, word)
+    if "repeat" in fields and not 1 <= fields["repeat"] <= target.max_repeat:
+        raise RuleError(f"config field 'repeat' must be in [1, {target.max_repeat}] "
+                        f"(target max_repeat), got {fields['repeat']}")
+    if kind == "copy":
+        for name in ("n_burst", "burst_len"):
+            if fields[name] < 1:
+                raise RuleError(f"config field '{name}' must be >= 1, got 0")
+    if kind == "mad":
+        dtype = _type_attr(op, "dtype")
+        check_mad_dims(fields["m"], fields["n"], fields["k"], dtype, target, "config field")
+
+
+def check_mad_dims(m: int, n: int, k: int, in_dtype: str, target: Target, what: str) -> None:
+    """m, k multiples of the fractal edge; n of the reduction block (32 for i8)."""
+    n_step = target.fractal_k_int8 if in_dtype == "i8" else target.fractal
+    for name, value, step in (("m", m, target.fractal), ("n", n, n_step), ("k", k, target.fractal)):
+        if value < 1 or value % step:
+            raise RuleError(f"{what} '{name}' must be a positive multiple of {step} "
+                            f"(target fractal for {in_dtype}), got {value}")
+
+
+def check_offsets_count(op: ir.Operation, target: Target) -> None:
+    """vnchwconv transposes fractal x fractal tiles: one offset per row."""
+    for name in ("src_offsets", "dst_offsets"):
+        n = len(ir.DenseI64ArrayAttr(op.attributes[name]))
+        if n != target.fractal:
+            raise RuleError(f"attribute '{name}' must have {target.fractal} entries "
+                            f"(one per row of a {target.fractal}x{target.fractal} tile), got {n}")
+
+
+def _addr(*names: str) -> tuple[Operand, ...]:
+    return tuple(Operand(n) for n in names)
+
+
+_OFFSETS = Range(0, None)
+
+
+def _specs() -> list[OpSpec]:
+    specs = [OpSpec(n, _addr("dst", "src", "config"), checks=(_check_config,)) for n in COPY_OPS + LOAD_OPS]
+    specs.append(OpSpec("hivm.mad", _addr("c", "a", "b", "config"), attrs={"dtype": TYPE},
+                        checks=(_check_config,)))
+    for n in VECTOR_BINARY:
+        specs.append(OpSpec(n, _addr("dst", "src0", "src1", "config"), attrs={"dtype": TYPE},
+                            checks=(_check_dtype, _check_config)))
+    for n in VECTOR_SCALAR:
+        specs.append(OpSpec(n, _addr("dst", "src", "config"), attrs={"dtype": TYPE, "scalar": F64},
+                            checks=(_check_dtype, _check_config)))
+    for n in VECTOR_UNARY + VECTOR_REDUCE:
+        specs.append(OpSpec(n, _addr("dst", "src", "config"), attrs={"dtype": TYPE},
+                            checks=(_check_dtype, _check_config)))
+    specs += [
+        OpSpec("hivm.vconv", _addr("dst", "src", "config"),
+               attrs={"dtype": TYPE, "src_dtype": TYPE, "round_mode": STR},
+               checks=(_check_conv_pair, _check_config)),
+        OpSpec("hivm.vdup", _addr("dst", "config"), attrs={"dtype": TYPE, "scalar": F64},
+               checks=(_check_dtype, _check_config)),
+        OpSpec("hivm.vnchwconv", _addr("dst", "src", "config"),
+               attrs={"dtype": TYPE, "src_offsets": I64_ARRAY, "dst_offsets": I64_ARRAY},
+               ranges={"src_offsets": _OFFSETS, "dst_offsets": _OFFSETS},
+               checks=(_check_dtype, check_offsets_count, _check_config)),
+        OpSpec("hivm.set_vector_mask", _addr("hi", "lo")),
+    ]
+    sync_attrs = {"src": STR, "dst": STR, "event": I64}
+    for n in ("hivm.set_flag", "hivm.wait_flag"):
+        specs.append(OpSpec(n, attrs=sync_attrs, ranges={"event": Range(0, LAST_EVENT)},
+                            checks=(check_sync_pipes,)))
+    specs.append(OpSpec("hivm.pipe_barrier", attrs={"pipe": STR}))
+    return specs
+
+
+SPECS = register(_specs())
+assert set(SPECS) == set(ALL_OPS)

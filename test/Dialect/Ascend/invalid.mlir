@@ -1,0 +1,280 @@
+// RUN: npu-opt %s --split-input-file --verify-diagnostics
+// One chunk per verifier rule of the ascend dialect (IRDL and ascend.py).
+
+// === IRDL: operand kinds, attribute presence and values ===
+
+func.func @operand_not_memref(%x: memref<16xf16, "gm">, %t: tensor<16xf16>) {
+  // expected-error@+1 {{expected base type 'builtin.memref' but got 'builtin.tensor'}}
+  "ascend.relu"(%x, %t) : (memref<16xf16, "gm">, tensor<16xf16>) -> ()
+  return
+}
+
+// -----
+
+func.func @no_results(%x: memref<16xf16, "gm">) {
+  // expected-error@+1 {{expects exactly 0 results, but got 1}}
+  %r = "ascend.exp"(%x, %x) : (memref<16xf16, "gm">, memref<16xf16, "gm">) -> (i32)
+  return
+}
+
+// -----
+
+func.func @missing_scalar(%x: memref<16xf16, "gm">) {
+  // expected-error@+1 {{attribute "scalar" is expected but not provided}}
+  "ascend.adds"(%x, %x) : (memref<16xf16, "gm">, memref<16xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @missing_permutation(%x: memref<4x8xf16, "gm">, %y: memref<8x4xf16, "gm">) {
+  // expected-error@+1 {{attribute "permutation" is expected but not provided}}
+  "ascend.transpose"(%x, %y) : (memref<4x8xf16, "gm">, memref<8x4xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @bad_round_mode(%x: memref<16xf32, "gm">, %y: memref<16xf16, "gm">) {
+  // expected-error@+1 {{'"down"' does not satisfy the constraint}}
+  "ascend.cast"(%x, %y) {round_mode = "down"} : (memref<16xf32, "gm">, memref<16xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @clamp_bound_not_float(%x: memref<16xf16, "gm">) {
+  // expected-error@+1 {{expected base attribute 'builtin.float' but got 'builtin.integer'}}
+  "ascend.clamp"(%x, %x) {min = 0 : i64, max = 1.0 : f64} : (memref<16xf16, "gm">, memref<16xf16, "gm">) -> ()
+  return
+}
+
+// === ascend.py: operands ===
+
+// -----
+
+func.func @not_in_gm(%x: memref<16xf16, "ub">, %y: memref<16xf16, "gm">) {
+  // expected-error@+1 {{'ascend.sqrt' op operand #0 ('in') must be in memory space 'gm', got 'ub'}}
+  "ascend.sqrt"(%x, %y) : (memref<16xf16, "ub">, memref<16xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @dynamic_shape(%x: memref<?xf16, "gm">, %y: memref<16xf16, "gm">) {
+  // expected-error@+1 {{operand #0 ('in') must have a static shape, got memref<?xf16, "gm">}}
+  "ascend.abs"(%x, %y) : (memref<?xf16, "gm">, memref<16xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @scalar_not_f64(%x: memref<16xf16, "gm">) {
+  // expected-error@+1 {{attribute 'scalar' must be an f64 float (e.g. `1.0 : f64`), got 2.000000e+00 : f32}}
+  "ascend.muls"(%x, %x) {scalar = 2.0 : f32} : (memref<16xf16, "gm">, memref<16xf16, "gm">) -> ()
+  return
+}
+
+// === ascend.py: element types ===
+
+// -----
+
+func.func @matmul_f32_inputs(%a: memref<1x1x16x16xf32, "gm">, %c: memref<1x1x16x16xf32, "gm">) {
+  // expected-error@+1 {{unsupported element types (a: f32, b: f32, c: f32); supported: (f16, f16, f32), (f16, f16, f16)}}
+  "ascend.matmul"(%a, %a, %c) : (memref<1x1x16x16xf32, "gm">, memref<1x1x16x16xf32, "gm">, memref<1x1x16x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @binary_mixed(%x: memref<16xf16, "gm">, %y: memref<16xf32, "gm">) {
+  // expected-error@+1 {{unsupported element types (lhs: f16, rhs: f32, out: f16); all operands must have the same element type, one of f16, f32, i32}}
+  "ascend.add"(%x, %y, %x) : (memref<16xf16, "gm">, memref<16xf32, "gm">, memref<16xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @div_integer(%x: memref<16xi32, "gm">) {
+  // expected-error@+1 {{all operands must have the same element type, one of f16, f32}}
+  "ascend.div"(%x, %x, %x) : (memref<16xi32, "gm">, memref<16xi32, "gm">, memref<16xi32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @unary_integer(%x: memref<16xi32, "gm">) {
+  // expected-error@+1 {{unsupported element types (in: i32, out: i32); all operands must have the same element type, one of f16, f32}}
+  "ascend.tanh"(%x, %x) : (memref<16xi32, "gm">, memref<16xi32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @cast_pair(%x: memref<16xf32, "gm">, %y: memref<16xi8, "gm">) {
+  // expected-error@+1 {{unsupported element types (in: f32, out: i8); supported: (f16, f32), (f32, f16), (f16, i32), (f32, i32), (i8, f16), (f16, i8)}}
+  "ascend.cast"(%x, %y) {round_mode = "rint"} : (memref<16xf32, "gm">, memref<16xi8, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @fractalize_types(%x: memref<16x16xf16, "gm">, %y: memref<1x1x16x16xf32, "gm">) {
+  // expected-error@+1 {{unsupported element types (src: f16, dst: f32)}}
+  "ascend.fractalize"(%x, %y) : (memref<16x16xf16, "gm">, memref<1x1x16x16xf32, "gm">) -> ()
+  return
+}
+
+// === ascend.py: shapes ===
+
+// -----
+
+func.func @matmul_not_fractal(%a: memref<32x32xf16, "gm">, %b: memref<2x2x16x16xf16, "gm">, %c: memref<2x2x16x16xf32, "gm">) {
+  // expected-error@+1 {{operand #0 ('a') must be an Nz fractal matrix [X1, Y1, 16, 16], got shape [32, 32]}}
+  "ascend.matmul"(%a, %b, %c) : (memref<32x32xf16, "gm">, memref<2x2x16x16xf16, "gm">, memref<2x2x16x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @matmul_block_not_16(%a: memref<2x2x16x16xf16, "gm">, %b: memref<2x2x16x8xf16, "gm">, %c: memref<2x2x16x16xf32, "gm">) {
+  // expected-error@+1 {{operand #1 ('b') must be an Nz fractal matrix [X1, Y1, 16, 16], got shape [2, 2, 16, 8]}}
+  "ascend.matmul"(%a, %b, %c) : (memref<2x2x16x16xf16, "gm">, memref<2x2x16x8xf16, "gm">, memref<2x2x16x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @matmul_reduction_mismatch(%a: memref<3x2x16x16xf16, "gm">, %b: memref<4x2x16x16xf16, "gm">, %c: memref<4x2x16x16xf32, "gm">) {
+  // expected-error@+1 {{reduction blocks differ: a [N1, M1, ...] has N1 = 3, b [K1, N1, ...] has N1 = 2}}
+  "ascend.matmul"(%a, %b, %c) : (memref<3x2x16x16xf16, "gm">, memref<4x2x16x16xf16, "gm">, memref<4x2x16x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @matmul_result_shape(%a: memref<3x2x16x16xf16, "gm">, %b: memref<4x3x16x16xf16, "gm">, %c: memref<2x4x16x16xf32, "gm">) {
+  // expected-error@+1 {{result c must be [K1, M1, ...] = [4, 2, ...], got [2, 4, ...]}}
+  "ascend.matmul"(%a, %b, %c) : (memref<3x2x16x16xf16, "gm">, memref<4x3x16x16xf16, "gm">, memref<2x4x16x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @batch_matmul_rank(%a: memref<1x1x16x16xf16, "gm">, %c: memref<1x1x16x16xf32, "gm">) {
+  // expected-error@+1 {{operand #0 ('a') must be an Nz fractal matrix [B, X1, Y1, 16, 16], got shape [1, 1, 16, 16]}}
+  "ascend.batch_matmul"(%a, %a, %c) : (memref<1x1x16x16xf16, "gm">, memref<1x1x16x16xf16, "gm">, memref<1x1x16x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @batch_mismatch(%a: memref<2x1x1x16x16xf16, "gm">, %b: memref<3x1x1x16x16xf16, "gm">, %c: memref<2x1x1x16x16xf32, "gm">) {
+  // expected-error@+1 {{batch sizes differ: a 2, b 3, c 2}}
+  "ascend.batch_matmul"(%a, %b, %c) : (memref<2x1x1x16x16xf16, "gm">, memref<3x1x1x16x16xf16, "gm">, memref<2x1x1x16x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @fractalize_padding(%x: memref<30x50xf16, "gm">, %y: memref<3x2x16x16xf16, "gm">) {
+  // expected-error@+1 {{dst must have the Nz shape [4, 2, 16, 16] of src [30, 50] ([..., ceil(C/16), ceil(R/16), 16, 16]), got [3, 2, 16, 16]}}
+  "ascend.fractalize"(%x, %y) : (memref<30x50xf16, "gm">, memref<3x2x16x16xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @fractalize_vector(%x: memref<64xf16, "gm">, %y: memref<4x1x16x16xf16, "gm">) {
+  // expected-error@+1 {{src must be a matrix [..., R, C], got shape [64]}}
+  "ascend.fractalize"(%x, %y) : (memref<64xf16, "gm">, memref<4x1x16x16xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @fractalize_batch(%x: memref<2x16x16xf32, "gm">, %y: memref<3x1x1x16x16xf32, "gm">) {
+  // expected-error@+1 {{dst must have the Nz shape [2, 1, 1, 16, 16] of src [2, 16, 16]}}
+  "ascend.fractalize"(%x, %y) : (memref<2x16x16xf32, "gm">, memref<3x1x1x16x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @defractalize_shape(%x: memref<2x2x16x16xf16, "gm">, %y: memref<40x20xf16, "gm">) {
+  // expected-error@+1 {{src must have the Nz shape [2, 3, 16, 16] of dst [40, 20]}}
+  "ascend.defractalize"(%x, %y) : (memref<2x2x16x16xf16, "gm">, memref<40x20xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @defractalize_vector(%x: memref<1x1x16x16xf16, "gm">, %y: memref<16xf16, "gm">) {
+  // expected-error@+1 {{dst must be a matrix [..., R, C], got shape [16]}}
+  "ascend.defractalize"(%x, %y) : (memref<1x1x16x16xf16, "gm">, memref<16xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @broadcast_lhs(%x: memref<3x8xf16, "gm">, %y: memref<4x8xf16, "gm">) {
+  // expected-error@+1 {{operand #0 ('lhs') of shape [3, 8] cannot be broadcast to the output shape [4, 8]}}
+  "ascend.sub"(%x, %y, %y) : (memref<3x8xf16, "gm">, memref<4x8xf16, "gm">, memref<4x8xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @broadcast_rhs_rank(%x: memref<8xf16, "gm">, %y: memref<2x8xf16, "gm">) {
+  // expected-error@+1 {{operand #1 ('rhs') of shape [2, 8] cannot be broadcast to the output shape [8]}}
+  "ascend.mul"(%x, %y, %x) : (memref<8xf16, "gm">, memref<2x8xf16, "gm">, memref<8xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @unary_shape(%x: memref<16xf16, "gm">, %y: memref<32xf16, "gm">) {
+  // expected-error@+1 {{output shape [32] must equal the input shape [16]}}
+  "ascend.neg"(%x, %y) : (memref<16xf16, "gm">, memref<32xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @clamp_bounds(%x: memref<16xf16, "gm">) {
+  // expected-error@+1 {{'min' (2.0) must not exceed 'max' (1.0)}}
+  "ascend.clamp"(%x, %x) {min = 2.0 : f64, max = 1.0 : f64} : (memref<16xf16, "gm">, memref<16xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @transpose_not_permutation(%x: memref<4x8xf16, "gm">, %y: memref<8x4xf16, "gm">) {
+  // expected-error@+1 {{'permutation' [1, 1] is not a permutation of the 2 dimensions of the input}}
+  "ascend.transpose"(%x, %y) {permutation = array<i64: 1, 1>} : (memref<4x8xf16, "gm">, memref<8x4xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @transpose_shape(%x: memref<2x4x8xf16, "gm">, %y: memref<8x2x4xf16, "gm">) {
+  // expected-error@+1 {{output shape must be [4, 8, 2] (input [2, 4, 8] permuted by [1, 2, 0]), got [8, 2, 4]}}
+  "ascend.transpose"(%x, %y) {permutation = array<i64: 1, 2, 0>} : (memref<2x4x8xf16, "gm">, memref<8x2x4xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @reduce_shape(%x: memref<4x8xf32, "gm">, %y: memref<8xf32, "gm">) {
+  // expected-error@+1 {{output shape must be [4] (input [4, 8] without its last axis), got [8]}}
+  "ascend.reduce_sum"(%x, %y) : (memref<4x8xf32, "gm">, memref<8xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @reduce_1d(%x: memref<8xf16, "gm">, %y: memref<8xf16, "gm">) {
+  // expected-error@+1 {{output shape must be [1] (input [8] without its last axis), got [8]}}
+  "ascend.reduce_max"(%x, %y) : (memref<8xf16, "gm">, memref<8xf16, "gm">) -> ()
+  return
+}

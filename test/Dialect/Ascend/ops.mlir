@@ -1,0 +1,128 @@
+// RUN: npu-opt %s | npu-opt | FileCheck %s
+// Every ascend op parses, verifies and prints back (generic form), twice.
+
+// CHECK-LABEL: func.func @cube(
+// CHECK:      "ascend.matmul"(%arg0, %arg1, %arg2) : (memref<4x2x16x16xf16, "gm">, memref<3x4x16x16xf16, "gm">, memref<3x2x16x16xf32, "gm">) -> ()
+// CHECK-NEXT: "ascend.matmul"(%arg0, %arg1, %arg3) : (memref<4x2x16x16xf16, "gm">, memref<3x4x16x16xf16, "gm">, memref<3x2x16x16xf16, "gm">) -> ()
+// CHECK-NEXT: "ascend.batch_matmul"(%arg4, %arg5, %arg6) : (memref<5x4x2x16x16xf16, "gm">, memref<5x3x4x16x16xf16, "gm">, memref<5x3x2x16x16xf32, "gm">) -> ()
+// CHECK-NEXT: return
+func.func @cube(%a: memref<4x2x16x16xf16, "gm">, %b: memref<3x4x16x16xf16, "gm">, %c: memref<3x2x16x16xf32, "gm">,
+                %c16: memref<3x2x16x16xf16, "gm">,
+                %ba: memref<5x4x2x16x16xf16, "gm">, %bb: memref<5x3x4x16x16xf16, "gm">, %bc: memref<5x3x2x16x16xf32, "gm">) {
+  "ascend.matmul"(%a, %b, %c) : (memref<4x2x16x16xf16, "gm">, memref<3x4x16x16xf16, "gm">, memref<3x2x16x16xf32, "gm">) -> ()
+  "ascend.matmul"(%a, %b, %c16) : (memref<4x2x16x16xf16, "gm">, memref<3x4x16x16xf16, "gm">, memref<3x2x16x16xf16, "gm">) -> ()
+  "ascend.batch_matmul"(%ba, %bb, %bc) : (memref<5x4x2x16x16xf16, "gm">, memref<5x3x4x16x16xf16, "gm">, memref<5x3x2x16x16xf32, "gm">) -> ()
+  return
+}
+
+// CHECK-LABEL: func.func @layout(
+// CHECK:      "ascend.fractalize"(%arg0, %arg1) : (memref<30x50xf16, "gm">, memref<4x2x16x16xf16, "gm">) -> ()
+// CHECK-NEXT: "ascend.defractalize"(%arg1, %arg0) : (memref<4x2x16x16xf16, "gm">, memref<30x50xf16, "gm">) -> ()
+// CHECK-NEXT: "ascend.fractalize"(%arg2, %arg3) : (memref<3x16x16xf32, "gm">, memref<3x1x1x16x16xf32, "gm">) -> ()
+// CHECK-NEXT: "ascend.defractalize"(%arg3, %arg2) : (memref<3x1x1x16x16xf32, "gm">, memref<3x16x16xf32, "gm">) -> ()
+// CHECK-NEXT: "ascend.transpose"(%arg4, %arg5) {permutation = array<i64: 2, 0, 1>} : (memref<2x3x4xf32, "gm">, memref<4x2x3xf32, "gm">) -> ()
+// CHECK-NEXT: return
+func.func @layout(%nd: memref<30x50xf16, "gm">, %nz: memref<4x2x16x16xf16, "gm">,
+                  %bnd: memref<3x16x16xf32, "gm">, %bnz: memref<3x1x1x16x16xf32, "gm">,
+                  %x: memref<2x3x4xf32, "gm">, %xt: memref<4x2x3xf32, "gm">) {
+  "ascend.fractalize"(%nd, %nz) : (memref<30x50xf16, "gm">, memref<4x2x16x16xf16, "gm">) -> ()
+  "ascend.defractalize"(%nz, %nd) : (memref<4x2x16x16xf16, "gm">, memref<30x50xf16, "gm">) -> ()
+  "ascend.fractalize"(%bnd, %bnz) : (memref<3x16x16xf32, "gm">, memref<3x1x1x16x16xf32, "gm">) -> ()
+  "ascend.defractalize"(%bnz, %bnd) : (memref<3x1x1x16x16xf32, "gm">, memref<3x16x16xf32, "gm">) -> ()
+  "ascend.transpose"(%x, %xt) {permutation = array<i64: 2, 0, 1>} : (memref<2x3x4xf32, "gm">, memref<4x2x3xf32, "gm">) -> ()
+  return
+}
+
+// CHECK-LABEL: func.func @binary(
+// CHECK:      "ascend.add"(%arg0, %arg0, %arg0) : (memref<8x64xf16, "gm">, memref<8x64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+// CHECK-NEXT: "ascend.sub"(%arg0, %arg1, %arg0) : (memref<8x64xf16, "gm">, memref<64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+// CHECK-NEXT: "ascend.mul"(%arg2, %arg0, %arg0) : (memref<8x1xf16, "gm">, memref<8x64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+// CHECK-NEXT: "ascend.div"(%arg3, %arg3, %arg3) : (memref<8x64xf32, "gm">, memref<8x64xf32, "gm">, memref<8x64xf32, "gm">) -> ()
+// CHECK-NEXT: "ascend.max"(%arg4, %arg5, %arg4) : (memref<8x64xi32, "gm">, memref<1xi32, "gm">, memref<8x64xi32, "gm">) -> ()
+// CHECK-NEXT: "ascend.min"(%arg1, %arg2, %arg0) : (memref<64xf16, "gm">, memref<8x1xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+// CHECK-NEXT: return
+func.func @binary(%x: memref<8x64xf16, "gm">, %row: memref<64xf16, "gm">, %col: memref<8x1xf16, "gm">,
+                  %f: memref<8x64xf32, "gm">, %i: memref<8x64xi32, "gm">, %one: memref<1xi32, "gm">) {
+  "ascend.add"(%x, %x, %x) : (memref<8x64xf16, "gm">, memref<8x64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+  "ascend.sub"(%x, %row, %x) : (memref<8x64xf16, "gm">, memref<64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+  "ascend.mul"(%col, %x, %x) : (memref<8x1xf16, "gm">, memref<8x64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+  "ascend.div"(%f, %f, %f) : (memref<8x64xf32, "gm">, memref<8x64xf32, "gm">, memref<8x64xf32, "gm">) -> ()
+  "ascend.max"(%i, %one, %i) : (memref<8x64xi32, "gm">, memref<1xi32, "gm">, memref<8x64xi32, "gm">) -> ()
+  "ascend.min"(%row, %col, %x) : (memref<64xf16, "gm">, memref<8x1xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+  return
+}
+
+// CHECK-LABEL: func.func @scalar(
+// CHECK:      "ascend.adds"(%arg0, %arg1) {scalar = 1.000000e+00 : f64} : (memref<8x64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+// CHECK-NEXT: "ascend.muls"(%arg0, %arg1) {scalar = -2.500000e+00 : f64} : (memref<8x64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+// CHECK-NEXT: "ascend.maxs"(%arg2, %arg2) {scalar = 0.000000e+00 : f64} : (memref<100xf32, "gm">, memref<100xf32, "gm">) -> ()
+// CHECK-NEXT: "ascend.mins"(%arg2, %arg2) {scalar = 6.000000e+00 : f64} : (memref<100xf32, "gm">, memref<100xf32, "gm">) -> ()
+// CHECK-NEXT: "ascend.clamp"(%arg0, %arg1) {max = 1.000000e+00 : f64, min = -1.000000e+00 : f64} : (memref<8x64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+// CHECK-NEXT: return
+func.func @scalar(%x: memref<8x64xf16, "gm">, %y: memref<8x64xf16, "gm">, %f: memref<100xf32, "gm">) {
+  "ascend.adds"(%x, %y) {scalar = 1.0 : f64} : (memref<8x64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+  "ascend.muls"(%x, %y) {scalar = -2.5 : f64} : (memref<8x64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+  "ascend.maxs"(%f, %f) {scalar = 0.0 : f64} : (memref<100xf32, "gm">, memref<100xf32, "gm">) -> ()
+  "ascend.mins"(%f, %f) {scalar = 6.0 : f64} : (memref<100xf32, "gm">, memref<100xf32, "gm">) -> ()
+  "ascend.clamp"(%x, %y) {min = -1.0 : f64, max = 1.0 : f64} : (memref<8x64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+  return
+}
+
+// CHECK-LABEL: func.func @unary(
+// CHECK:      "ascend.relu"(%arg0, %arg1) : (memref<8x64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+// CHECK-NEXT: "ascend.abs"(%arg0, %arg1) : (memref<8x64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+// CHECK-NEXT: "ascend.neg"(%arg0, %arg1) : (memref<8x64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+// CHECK-NEXT: "ascend.exp"(%arg0, %arg1) : (memref<8x64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+// CHECK-NEXT: "ascend.ln"(%arg2, %arg2) : (memref<100xf32, "gm">, memref<100xf32, "gm">) -> ()
+// CHECK-NEXT: "ascend.sqrt"(%arg2, %arg2) : (memref<100xf32, "gm">, memref<100xf32, "gm">) -> ()
+// CHECK-NEXT: "ascend.rsqrt"(%arg0, %arg1) : (memref<8x64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+// CHECK-NEXT: "ascend.reciprocal"(%arg0, %arg1) : (memref<8x64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+// CHECK-NEXT: "ascend.tanh"(%arg2, %arg2) : (memref<100xf32, "gm">, memref<100xf32, "gm">) -> ()
+// CHECK-NEXT: "ascend.sigmoid"(%arg0, %arg1) : (memref<8x64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+// CHECK-NEXT: return
+func.func @unary(%x: memref<8x64xf16, "gm">, %y: memref<8x64xf16, "gm">, %f: memref<100xf32, "gm">) {
+  "ascend.relu"(%x, %y) : (memref<8x64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+  "ascend.abs"(%x, %y) : (memref<8x64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+  "ascend.neg"(%x, %y) : (memref<8x64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+  "ascend.exp"(%x, %y) : (memref<8x64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+  "ascend.ln"(%f, %f) : (memref<100xf32, "gm">, memref<100xf32, "gm">) -> ()
+  "ascend.sqrt"(%f, %f) : (memref<100xf32, "gm">, memref<100xf32, "gm">) -> ()
+  "ascend.rsqrt"(%x, %y) : (memref<8x64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+  "ascend.reciprocal"(%x, %y) : (memref<8x64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+  "ascend.tanh"(%f, %f) : (memref<100xf32, "gm">, memref<100xf32, "gm">) -> ()
+  "ascend.sigmoid"(%x, %y) : (memref<8x64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+  return
+}
+
+// CHECK-LABEL: func.func @cast(
+// CHECK:      "ascend.cast"(%arg0, %arg1) {round_mode = "none"} : (memref<4x32xf16, "gm">, memref<4x32xf32, "gm">) -> ()
+// CHECK-NEXT: "ascend.cast"(%arg1, %arg0) {round_mode = "rint"} : (memref<4x32xf32, "gm">, memref<4x32xf16, "gm">) -> ()
+// CHECK-NEXT: "ascend.cast"(%arg0, %arg2) {round_mode = "floor"} : (memref<4x32xf16, "gm">, memref<4x32xi32, "gm">) -> ()
+// CHECK-NEXT: "ascend.cast"(%arg1, %arg2) {round_mode = "ceil"} : (memref<4x32xf32, "gm">, memref<4x32xi32, "gm">) -> ()
+// CHECK-NEXT: "ascend.cast"(%arg3, %arg0) {round_mode = "none"} : (memref<4x32xi8, "gm">, memref<4x32xf16, "gm">) -> ()
+// CHECK-NEXT: "ascend.cast"(%arg0, %arg3) {round_mode = "trunc"} : (memref<4x32xf16, "gm">, memref<4x32xi8, "gm">) -> ()
+// CHECK-NEXT: "ascend.cast"(%arg1, %arg2) {round_mode = "round"} : (memref<4x32xf32, "gm">, memref<4x32xi32, "gm">) -> ()
+// CHECK-NEXT: return
+func.func @cast(%h: memref<4x32xf16, "gm">, %f: memref<4x32xf32, "gm">, %i: memref<4x32xi32, "gm">,
+                %b: memref<4x32xi8, "gm">) {
+  "ascend.cast"(%h, %f) {round_mode = "none"} : (memref<4x32xf16, "gm">, memref<4x32xf32, "gm">) -> ()
+  "ascend.cast"(%f, %h) {round_mode = "rint"} : (memref<4x32xf32, "gm">, memref<4x32xf16, "gm">) -> ()
+  "ascend.cast"(%h, %i) {round_mode = "floor"} : (memref<4x32xf16, "gm">, memref<4x32xi32, "gm">) -> ()
+  "ascend.cast"(%f, %i) {round_mode = "ceil"} : (memref<4x32xf32, "gm">, memref<4x32xi32, "gm">) -> ()
+  "ascend.cast"(%b, %h) {round_mode = "none"} : (memref<4x32xi8, "gm">, memref<4x32xf16, "gm">) -> ()
+  "ascend.cast"(%h, %b) {round_mode = "trunc"} : (memref<4x32xf16, "gm">, memref<4x32xi8, "gm">) -> ()
+  "ascend.cast"(%f, %i) {round_mode = "round"} : (memref<4x32xf32, "gm">, memref<4x32xi32, "gm">) -> ()
+  return
+}
+
+// CHECK-LABEL: func.func @reduce(
+// CHECK:      "ascend.reduce_sum"(%arg0, %arg1) : (memref<8x64xf16, "gm">, memref<8xf16, "gm">) -> ()
+// CHECK-NEXT: "ascend.reduce_max"(%arg0, %arg1) : (memref<8x64xf16, "gm">, memref<8xf16, "gm">) -> ()
+// CHECK-NEXT: "ascend.reduce_sum"(%arg2, %arg3) : (memref<100xf32, "gm">, memref<1xf32, "gm">) -> ()
+// CHECK-NEXT: return
+func.func @reduce(%x: memref<8x64xf16, "gm">, %r: memref<8xf16, "gm">, %v: memref<100xf32, "gm">, %s: memref<1xf32, "gm">) {
+  "ascend.reduce_sum"(%x, %r) : (memref<8x64xf16, "gm">, memref<8xf16, "gm">) -> ()
+  "ascend.reduce_max"(%x, %r) : (memref<8x64xf16, "gm">, memref<8xf16, "gm">) -> ()
+  "ascend.reduce_sum"(%v, %s) : (memref<100xf32, "gm">, memref<1xf32, "gm">) -> ()
+  return
+}

@@ -1,0 +1,169 @@
+// RUN: npu-opt %s --split-input-file --verify-diagnostics
+// One chunk per verifier rule of the hivm dialect (IRDL and hivm.py).
+
+// === IRDL: operand types and attributes ===
+
+func.func @operand_not_i64(%d: i32, %s: i64, %cfg: i64) {
+  // expected-error@+1 {{expected 'i64' but got 'i32'}}
+  "hivm.copy_gm_to_ub"(%d, %s, %cfg) : (i32, i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @memref_operand(%d: memref<16xf16, "ub">, %s: i64, %cfg: i64) {
+  // expected-error@+1 {{expected 'i64' but got 'memref<16xf16, "ub">'}}
+  "hivm.vrelu"(%d, %s, %cfg) {dtype = f16} : (memref<16xf16, "ub">, i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @missing_config(%d: i64, %s: i64) {
+  // expected-error@+1 {{expects exactly 3 operands, but got 2}}
+  "hivm.load_l1_to_l0a"(%d, %s) : (i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @missing_dtype(%d: i64, %cfg: i64) {
+  // expected-error@+1 {{attribute "dtype" is expected but not provided}}
+  "hivm.vadd"(%d, %d, %d, %cfg) : (i64, i64, i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @dtype_not_element_type(%d: i64, %cfg: i64) {
+  // expected-error@+1 {{'f64' does not satisfy the constraint}}
+  "hivm.vexp"(%d, %d, %cfg) {dtype = f64} : (i64, i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @mad_dtype(%c: i64, %cfg: i64) {
+  // expected-error@+1 {{'f32' does not satisfy the constraint}}
+  "hivm.mad"(%c, %c, %c, %cfg) {dtype = f32} : (i64, i64, i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @barrier_pipe() {
+  // expected-error@+1 {{'"v"' does not satisfy the constraint}}
+  "hivm.pipe_barrier"() {pipe = "v"} : () -> ()
+  return
+}
+
+// === hivm.py: attributes ===
+
+// -----
+
+func.func @scalar_not_f64(%d: i64, %cfg: i64) {
+  // expected-error@+1 {{attribute 'scalar' must be an f64 float (e.g. `1.0 : f64`), got 1.000000e+00 : f32}}
+  "hivm.vdup"(%d, %cfg) {dtype = f32, scalar = 1.0 : f32} : (i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @vdiv_integer(%d: i64, %cfg: i64) {
+  // expected-error@+1 {{'hivm.vdiv' op dtype must be one of f16, f32, got i32}}
+  "hivm.vdiv"(%d, %d, %d, %cfg) {dtype = i32} : (i64, i64, i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @vconv_pair(%d: i64, %cfg: i64) {
+  // expected-error@+1 {{unsupported conversion i32->f16; supported: f16->f32, f32->f16, f16->i32, f32->i32, i8->f16, f16->i8}}
+  "hivm.vconv"(%d, %d, %cfg) {dtype = f16, src_dtype = i32, round_mode = "none"} : (i64, i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @vnchwconv_offsets(%d: i64, %cfg: i64) {
+  // expected-error@+1 {{attribute 'dst_offsets' must have 16 entries (one per row of a 16x16 tile), got 15}}
+  "hivm.vnchwconv"(%d, %d, %cfg) {dtype = f16, src_offsets = array<i64: 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15>, dst_offsets = array<i64: 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14>} : (i64, i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @event_range() {
+  // expected-error@+1 {{'hivm.wait_flag' op attribute 'event' must be in [0, 7] (target events_per_pipe_pair - 1), got 9}}
+  "hivm.wait_flag"() {src = "V", dst = "MTE3", event = 9 : i64} : () -> ()
+  return
+}
+
+// -----
+
+func.func @flag_same_pipe() {
+  // expected-error@+1 {{'hivm.set_flag' op src and dst pipes must differ (got 'MTE2' for both)}}
+  "hivm.set_flag"() {src = "MTE2", dst = "MTE2", event = 0 : i64} : () -> ()
+  return
+}
+
+// === hivm.py: constant configuration words ===
+
+// -----
+
+func.func @vector_repeat_zero(%d: i64) {
+  // block strides 1, repeat 0.
+  %cfg = arith.constant 257 : i64
+  // expected-error@+1 {{config field 'repeat' must be in [1, 255] (target max_repeat), got 0}}
+  "hivm.vmax"(%d, %d, %d, %cfg) {dtype = f16} : (i64, i64, i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @load_repeat_zero(%d: i64) {
+  %cfg = arith.constant 65537 : i64
+  // expected-error@+1 {{'hivm.load_l1_to_l0b' op config field 'repeat' must be in [1, 255] (target max_repeat), got 0}}
+  "hivm.load_l1_to_l0b"(%d, %d, %cfg) : (i64, i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @copy_no_bursts(%d: i64) {
+  // n_burst 0, burst_len 4.
+  %cfg = arith.constant 262144 : i64
+  // expected-error@+1 {{'hivm.copy_ub_to_gm' op config field 'n_burst' must be >= 1, got 0}}
+  "hivm.copy_ub_to_gm"(%d, %d, %cfg) : (i64, i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @copy_empty_burst(%d: i64) {
+  // n_burst 2, burst_len 0.
+  %cfg = arith.constant 2 : i64
+  // expected-error@+1 {{config field 'burst_len' must be >= 1, got 0}}
+  "hivm.copy_gm_to_l1"(%d, %d, %cfg) : (i64, i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @mad_m_not_fractal(%d: i64) {
+  // m 24, k 16, n 16, init.
+  %cfg = arith.constant -9223372036586274792 : i64
+  // expected-error@+1 {{'hivm.mad' op config field 'm' must be a positive multiple of 16 (target fractal for f16), got 24}}
+  "hivm.mad"(%d, %d, %d, %cfg) {dtype = f16} : (i64, i64, i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @mad_int8_n(%d: i64) {
+  // m 16, k 16, n 16, init: n must step by 32 for i8.
+  %cfg = arith.constant -9223372036586274800 : i64
+  // expected-error@+1 {{config field 'n' must be a positive multiple of 32 (target fractal for i8), got 16}}
+  "hivm.mad"(%d, %d, %d, %cfg) {dtype = i8} : (i64, i64, i64, i64) -> ()
+  return
+}
