@@ -9,6 +9,16 @@ from npu.passes.base import Option, OptionError, Pass, PassError
 
 # module name -> class name; one line per pass.
 _PASS_MODULES: dict[str, str] = {
+    "insert_sync": "InsertSyncPass",
+    "plan_memory": "PlanMemoryPass",
+    "lower": "LowerPass",
+    "double_buffer": "DoubleBufferPass",
+    "lower_elementwise": "LowerElementwise",
+    "lower_transpose": "LowerTranspose",
+    "lower_reduce": "LowerReduce",
+    "annotate_target": "AnnotateTargetPass",
+    "lower_matmul": "LowerMatmul",
+    "lower_fractalize": "LowerFractalize",
 }
 
 

@@ -1,4 +1,10 @@
-"""`npu-opt`: run pass pipelines over ascend/cce/hivm IR, like `mlir-opt`."""
+"""`npu-opt`: run pass pipelines over ascend/cce/hivm IR, like `mlir-opt`.
+
+Everything the user can get wrong (a flag, a pass, a pass option, a target
+preset, the IR itself) ends in one located error line and a non-zero exit,
+never a Python traceback, and never a partially written `-o` file. Command
+line problems exit with 2, problems in the input with 1.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +15,18 @@ import traceback
 from dataclasses import dataclass
 
 from npu import diagnostics
-from npu.tools.common import read_input, usage_error, write_output_atomically
+from npu.tools.common import write_output_atomically
 
 SPLIT_MARKER = "// -----"
+PROG = "npu-opt"
+
+# mlir-opt accepts `-split-input-file` as well as `--split-input-file`; these
+# are the single-letter options that must stay single-dash.
+_SHORT_OPTIONS = ("-o", "-p", "-h")
+
+
+class CommandLineError(Exception):
+    """A problem with the command line (exit 2)."""
 
 
 @dataclass
@@ -21,6 +36,7 @@ class Chunk:
 
 
 def split_input(text: str, split: bool) -> list[Chunk]:
+    """The input, or its `// -----`-separated chunks, each knowing its first line."""
     if not split:
         return [Chunk(text, 1)]
     chunks, current, start = [], [], 1
@@ -37,21 +53,26 @@ def split_input(text: str, split: bool) -> list[Chunk]:
 def _pass_help() -> str:
     from npu.passes import registry
 
-    lines = ["registered passes (use as --NAME[=\"opt=val ...\"] or inside --pass-pipeline):"]
+    lines = ["registered passes (use as --NAME or --NAME=\"opt=val ...\", "
+             "or inside --pass-pipeline):"]
     for name, cls in sorted(registry().items()):
         lines.append(f"  --{name:<28} {cls.summary}")
         for opt in cls.options:
             kind = opt.type.__name__
             choices = f" {{{'|'.join(map(str, opt.choices))}}}" if opt.choices else ""
-            lines.append(f"      {opt.name}=<{kind}>{choices:<14} {opt.help} (default: {opt.default})")
-    lines.append("upstream MLIR passes (canonicalize, cse, loop-invariant-code-motion, ...) "
-                 "may be mixed in by name.")
+            lines.append(f"      {opt.name}=<{kind}>{choices}  {opt.help} "
+                         f"(default: {opt.default if opt.default != '' else 'none'})")
+    lines.append("")
+    lines.append("Upstream MLIR passes (canonicalize, cse, loop-invariant-code-motion, "
+                 "symbol-dce, ...) are accepted the same way, with their own options, "
+                 "and can be mixed with the passes above in one pipeline.")
+    lines.append("Options may be spelled with one or two dashes, as in mlir-opt.")
     return "\n".join(lines)
 
 
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="npu-opt", formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
         description="Run pass pipelines over ascend/cce/hivm IR (mlir-opt for the NPU).",
         epilog=_pass_help())
     p.add_argument("input", nargs="?", default="-", help="input file (default: stdin)")
@@ -62,17 +83,36 @@ def make_parser() -> argparse.ArgumentParser:
                    help="split the input on '// -----' and process each chunk on its own")
     p.add_argument("--verify-diagnostics", action="store_true",
                    help="check emitted diagnostics against expected-* comments")
-    p.add_argument("--mlir-print-ir-after-all", action="store_true")
-    p.add_argument("--mlir-print-ir-before-all", action="store_true")
+    p.add_argument("--mlir-print-ir-after-all", action="store_true",
+                   help="print the IR to stderr after every pass")
+    p.add_argument("--mlir-print-ir-before-all", action="store_true",
+                   help="print the IR to stderr before every pass")
     p.add_argument("--mlir-timing", action="store_true", help="print pass timings to stderr")
-    p.add_argument("--target", default=None, help="target preset (default: ascend910)")
+    p.add_argument("--mlir-print-op-generic", action="store_true",
+                   help="print every op in the generic form")
+    p.add_argument("--allow-unregistered-dialect", action="store_true",
+                   help="accept ops of dialects that are not loaded")
+    p.add_argument("--target", default=None,
+                   help="target preset (default: ascend910); see npu.target.PRESETS")
     return p
 
 
-def parse_pass_flags(extra: list[str], parser: argparse.ArgumentParser) -> list[str]:
-    """`--some-pass` / `--some-pass="a=1 b=2"` flags -> pipeline element texts, in order."""
-    from mlir import ir as mlir_ir
+def normalize_argv(argv: list[str]) -> list[str]:
+    """`-split-input-file` -> `--split-input-file` (mlir-opt spelling), keeping
+    `-o FILE`, `-p PIPELINE`, `-h` and anything after `--` as they are."""
+    out = []
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            return out + argv[i:]
+        is_single_dash_long = (arg.startswith("-") and not arg.startswith("--") and len(arg) > 2
+                               and arg.split("=", 1)[0] not in _SHORT_OPTIONS)
+        out.append("-" + arg if is_single_dash_long else arg)
+    return out
 
+
+def pass_flags_to_pipeline(extra: list[str]) -> list[str]:
+    """`--some-pass` / `--some-pass="a=1 b=2"` flags -> pipeline elements, in order."""
+    from npu.ir import make_context
     from npu.passes import registry
     from npu.pipeline import is_upstream_pass
 
@@ -81,33 +121,51 @@ def parse_pass_flags(extra: list[str], parser: argparse.ArgumentParser) -> list[
     probe_ctx = None
     for arg in extra:
         if not arg.startswith("--"):
-            usage_error(parser, f"unexpected argument '{arg}'")
-        name, _, options = arg[2:].partition("=")
+            raise CommandLineError(f"unexpected argument '{arg}' (only one input file is accepted)")
+        name, has_options, options = arg[2:].partition("=")
         if name not in ours:
-            probe_ctx = probe_ctx or mlir_ir.Context()
-            if not is_upstream_pass(name + (f"{{{options}}}" if options else ""), probe_ctx):
-                usage_error(parser, f"unknown option or pass '--{name}'")
-        elements.append(f"{name}{{{options}}}" if options else name)
+            probe_ctx = probe_ctx or make_context()
+            if not name or not is_upstream_pass(name, probe_ctx):
+                raise CommandLineError(f"unknown command line argument or pass '--{name}' "
+                                       "(see --help)")
+        elements.append(f"{name}{{{options}}}" if has_options and options else name)
     return elements
 
 
-def process_chunk(chunk: Chunk, pipeline_text: str, args, target, filename: str) -> tuple[bool, str]:
-    """Parse, run the pipeline, and print one chunk. Returns (ok, output)."""
-    from npu.ir import ParseError, make_context, parse_module
+def check_pipeline(pipeline_text: str, target) -> list:
+    """Parse the pipeline and build it once, so that a bad pass or option is
+    reported before any input is read. Returns the parsed elements."""
+    from npu.ir import make_context
     from npu.pipeline import PipelineError, build_pass_manager, parse_pipeline
+
+    try:
+        elements = parse_pipeline(pipeline_text)
+        build_pass_manager(elements, make_context(), target)
+    except PipelineError as e:
+        raise CommandLineError(f"invalid pass pipeline: {e}") from None
+    return elements
+
+
+def process_chunk(chunk: Chunk, elements: list, args: argparse.Namespace, target,
+                  filename: str) -> tuple[bool, str]:
+    """Parse, transform and print one chunk. Returns (ok, printed IR or "")."""
     from mlir import ir as mlir_ir
+
+    from npu.ir import ParseError, make_context, parse_module
+    from npu.pipeline import PipelineError, build_pass_manager
 
     engine = diagnostics.DiagnosticEngine(display_name=filename)
     diagnostics.install(engine)
     ctx = make_context()
+    if args.allow_unregistered_dialect:
+        ctx.allow_unregistered_dialects = True
     ok = True
     output = ""
     try:
         module = parse_module(chunk.text, ctx, chunk.first_line)
-        if pipeline_text:
-            pm = build_pass_manager(parse_pipeline(pipeline_text), ctx, target,
-                                    args.mlir_print_ir_before_all, args.mlir_print_ir_after_all,
-                                    args.mlir_timing)
+        if elements:
+            pm = build_pass_manager(elements, ctx, target, args.mlir_print_ir_before_all,
+                                    args.mlir_print_ir_after_all, args.mlir_timing)
             try:
                 pm.run(module.operation)
             except mlir_ir.MLIRError as e:
@@ -117,12 +175,13 @@ def process_chunk(chunk: Chunk, pipeline_text: str, args, target, filename: str)
                     engine.emit("error", "pass pipeline failed")
                 ok = False
             finally:
-                del pm  # timing reports print when the pass manager goes away
+                sys.stderr.flush()
+                del pm  # the timing report prints when the pass manager goes away
         if ok:
-            output = str(module)
+            output = module.operation.get_asm(print_generic_op_form=args.mlir_print_op_generic)
     except ParseError:
         ok = False
-    except PipelineError as e:
+    except PipelineError as e:  # already validated; kept for safety
         engine.emit("error", str(e))
         ok = False
 
@@ -131,49 +190,86 @@ def process_chunk(chunk: Chunk, pipeline_text: str, args, target, filename: str)
         problems = diagnostics.check_expectations(expectations, engine.diagnostics, filename)
         for p in problems:
             print(p, file=sys.stderr)
-        return not problems, output
+        # Chunks that failed as expected print nothing; the others print their IR.
+        return not problems, (output if ok and not engine.has_errors else "")
     engine.print()
-    return ok and not engine.has_errors, output
+    ok = ok and not engine.has_errors
+    return ok, output if ok else ""
 
 
-def main(argv: list[str] | None = None) -> int:
+def read_source(path: str) -> tuple[str, str]:
+    """(name used in diagnostics, text) of the input file or stdin."""
+    if path == "-":
+        return "<stdin>", sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8") as f:
+            return path, f.read()
+    except OSError as e:
+        raise CommandLineError(f"cannot read '{path}': {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise CommandLineError(f"cannot read '{path}': not a UTF-8 text file") from None
+
+
+def check_output_path(path: str) -> None:
+    """Fail before doing any work if `-o` cannot be written."""
+    if path == "-":
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise CommandLineError(f"cannot write '{path}': no directory '{directory}'")
+    if os.path.isdir(path):
+        raise CommandLineError(f"cannot write '{path}': it is a directory")
+
+
+def run(argv: list[str]) -> int:
     from npu.target import UnknownTargetError, get_target
 
     parser = make_parser()
-    args, extra = parser.parse_known_args(argv)
+    args, extra = parser.parse_known_args(normalize_argv(argv))
     try:
         target = get_target(args.target)
     except UnknownTargetError as e:
-        usage_error(parser, str(e))
-    flag_elements = parse_pass_flags(extra, parser)
-    if args.pipeline and flag_elements:
-        usage_error(parser, "use either --pass-pipeline or individual pass flags, not both")
-    pipeline_text = args.pipeline or ",".join(flag_elements)
+        raise CommandLineError(str(e)) from None
+    flag_elements = pass_flags_to_pipeline(extra)
+    if args.pipeline is not None and flag_elements:
+        raise CommandLineError("use either --pass-pipeline or individual pass flags, not both")
+    pipeline_text = args.pipeline if args.pipeline is not None else ",".join(flag_elements)
+    elements = check_pipeline(pipeline_text, target) if pipeline_text.strip() else []
 
-    filename, text = read_input(args.input, parser)
+    filename, text = read_source(args.input)
+    check_output_path(args.output)
     outputs, all_ok = [], True
-    try:
-        for chunk in split_input(text, args.split_input_file):
-            ok, out = process_chunk(chunk, pipeline_text, args, target, filename)
-            all_ok &= ok
-            outputs.append(out)
-    except Exception as e:  # a bug in the compiler, never a traceback by default
-        if os.environ.get("NPU_DEBUG"):
-            traceback.print_exc()
-        print(f"{filename}: error: internal compiler error: {type(e).__name__}: {e} "
-              "(set NPU_DEBUG=1 for a traceback)", file=sys.stderr)
-        return 1
+    for chunk in split_input(text, args.split_input_file):
+        ok, out = process_chunk(chunk, elements, args, target, filename)
+        all_ok &= ok
+        outputs.append(out)
     joined = ("\n" + SPLIT_MARKER + "\n").join(o for o in outputs if o)
-    if args.verify_diagnostics and args.output == "-":
-        return 0 if all_ok else 1
     if not all_ok:
         # Like mlir-opt, stdout still shows the chunks that succeeded; a file
-        # named by -o is never written partially.
+        # named by -o is never written, not even partially.
         if args.output == "-" and joined:
             write_output_atomically("-", joined)
         return 1
     write_output_atomically(args.output, joined)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        return run(argv)
+    except CommandLineError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # e.g. a read-only output directory
+        print(f"{PROG}: error: cannot write the output: {e.strerror}", file=sys.stderr)
+        return 1
+    except Exception as e:  # a bug in the compiler: one line unless asked for more
+        if os.environ.get("NPU_DEBUG"):
+            traceback.print_exc()
+        print(f"{PROG}: error: internal compiler error: {type(e).__name__}: {e} "
+              "(set NPU_DEBUG=1 for a traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

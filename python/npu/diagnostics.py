@@ -92,7 +92,8 @@ class DiagnosticEngine:
     def has_errors(self) -> bool:
         return any(d.severity == "error" for d in self.diagnostics)
 
-    def print(self, stream: TextIO = sys.stderr) -> None:
+    def print(self, stream: TextIO | None = None) -> None:
+        stream = stream or sys.stderr  # looked up late: tests and tools may redirect it
         for d in self.diagnostics:
             print(d.format(), file=stream)
 
@@ -165,11 +166,16 @@ class Expectation:
     line: int
     message: str
     source_line: int
+    source_col: int = 1
     matched: bool = False
 
 
 def parse_expectations(text: str, first_line: int = 1) -> list[Expectation]:
-    """Expectations in `text`, whose first line is line `first_line` of the file."""
+    """Expectations in `text`, whose first line is line `first_line` of the file.
+
+    `@+N`/`@-N` are relative to the comment's line, `@above`/`@below` mean
+    -1/+1, `@N` is an absolute line number, no suffix means the same line.
+    """
     found = []
     for i, src in enumerate(text.splitlines()):
         lineno = first_line + i
@@ -184,13 +190,17 @@ def parse_expectations(text: str, first_line: int = 1) -> list[Expectation]:
                 target = lineno + int(where)
             elif where:
                 target = int(where)
-            found.append(Expectation(sev, target, msg, lineno))
+            found.append(Expectation(sev, target, msg, lineno, m.start() + 1))
     return found
 
 
 def check_expectations(expectations: list[Expectation], diagnostics: list[Diagnostic],
                        filename: str) -> list[str]:
-    """Messages for every unmatched diagnostic or expectation (empty = success)."""
+    """Messages for every unmatched diagnostic or expectation (empty = success).
+
+    As in MLIR, notes are checked like any other diagnostic, and each
+    expectation matches one diagnostic whose message contains its text.
+    """
     problems = []
     flat: list[Diagnostic] = []
     for d in diagnostics:
@@ -202,9 +212,10 @@ def check_expectations(expectations: list[Expectation], diagnostics: list[Diagno
                 e.matched = True
                 break
         else:
-            if d.severity != "note":
-                problems.append(f"{d.filename}:{d.line}:{d.col}: error: unexpected {d.severity}: {d.message}")
+            where = f"{d.filename}:{d.line}:{d.col}" if d.line else d.filename
+            problems.append(f"{where}: error: unexpected {d.severity}: {d.message}")
     for e in expectations:
         if not e.matched:
-            problems.append(f"{filename}:{e.source_line}:1: error: expected {e.severity} \"{e.message}\" was not produced")
+            problems.append(f"{filename}:{e.source_line}:{e.source_col}: error: "
+                            f"expected {e.severity} \"{e.message}\" was not produced")
     return problems

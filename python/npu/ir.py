@@ -308,3 +308,15 @@ def flatten_memref(value: ir.Value) -> ir.Value:
         return memref.ExpandShapeOp(result_t, value, ir.ArrayAttr.get([]), [], [1]).result
     group = ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) for d in range(rank)])
     return memref.CollapseShapeOp(result_t, value, ir.ArrayAttr.get([group])).result
+
+
+def is_contiguous(value: ir.Value | ir.Type) -> bool:
+    """True when the memref's elements are dense and row-major (any offset):
+    what `flatten_memref` and the 1-D views of the vector lowerings need."""
+    strides, _ = memref_layout(value)
+    expected = 1
+    for size, stride in reversed(list(zip(memref_shape(value), strides))):
+        if size != 1 and stride != expected:
+            return False
+        expected *= size
+    return True

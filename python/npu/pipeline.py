@@ -8,7 +8,13 @@ pipeline parser, all in one `PassManager`.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
+import sys
+import tempfile
 from dataclasses import dataclass
+from typing import Iterator
 
 from mlir import ir
 from mlir.passmanager import PassManager
@@ -84,13 +90,17 @@ def build_pass_manager(elements: list[PipelineElement], ctx: ir.Context, target:
                 pm.add(ours.to_callable(), name=ours.name, argument=ours.name,
                        description=ours.summary)
                 continue
-            try:
-                pm.add(element.text)
-            except (ValueError, ir.MLIRError) as e:
-                msg = str(e).strip().splitlines()[-1] if str(e).strip() else ""
-                raise PipelineError(f"unknown pass or bad pipeline element '{element.text}'"
-                                    + (f": {msg}" if msg else "")) from None
+            with _captured_native_stderr() as native:
+                try:
+                    pm.add(element.text)
+                    failure = None
+                except (ValueError, ir.MLIRError) as e:
+                    failure = str(e)
+            if failure is not None:
+                raise PipelineError(_upstream_error(element.text, failure + "\n" + native.text()))
         if print_before_all or print_after_all:
+            # MLIR refuses to print IR from a multi-threaded pass manager.
+            ctx.enable_multithreading(False)
             pm.enable_ir_printing(print_before_all=print_before_all,
                                   print_after_all=print_after_all, print_module_scope=True)
         if timing:
@@ -98,8 +108,57 @@ def build_pass_manager(elements: list[PipelineElement], ctx: ir.Context, target:
     return pm
 
 
+class _NativeStderr:
+    """What LLVM wrote straight to file descriptor 2 (pass-option errors)."""
+
+    def __init__(self) -> None:
+        self._file = tempfile.TemporaryFile(mode="w+b")
+
+    def text(self) -> str:
+        self._file.seek(0)
+        return self._file.read().decode("utf-8", "replace")
+
+
+@contextlib.contextmanager
+def _captured_native_stderr() -> Iterator[_NativeStderr]:
+    """Redirect fd 2 while MLIR parses pass options: LLVM's option parser
+    prints its complaints there instead of returning them."""
+    captured = _NativeStderr()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        os.dup2(captured._file.fileno(), 2)
+        yield captured
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _upstream_error(element: str, raw: str) -> str:
+    """One line out of MLIR's multi-line pipeline-parser / option-parser output."""
+    unknown = re.search(r"'([^']+)' does not refer to a registered pass", raw)
+    if unknown:
+        name = unknown.group(1)
+        if name in registry():
+            return (f"pass '{name}' is a Python pass and must appear at the top level of "
+                    f"builtin.module(...), not nested in '{element}'")
+        return f"unknown pass '{name}'" + (f" in '{element}'" if element != name else "")
+    parser_error = re.search(r"PassPipeline Parser:\d+:\d+: error: (.*)", raw)
+    if parser_error:
+        return f"bad pass pipeline '{element}': {parser_error.group(1).strip()}"
+    details = []
+    for line in raw.splitlines():
+        line = line.strip().lstrip(":").strip()
+        if not line or line.startswith("failed to add") or line.startswith("^"):
+            continue
+        line = line.replace("<Pass-Options-Parser>: ", "")
+        if line not in details:
+            details.append(line)
+    return f"bad options in '{element}'" + (f": {'; '.join(details)}" if details else "")
+
+
 def is_upstream_pass(name: str, ctx: ir.Context) -> bool:
-    with ctx:
+    with ctx, _captured_native_stderr():
         try:
             PassManager.parse(f"builtin.module({name})")
             return True

@@ -74,6 +74,9 @@ class Target:
     vector_bytes: int = 256
     vector_block_bytes: int = 32
     max_repeat: int = 255
+    # Largest block / repeat stride of a vector operand (8-bit fields of the
+    # configuration word, see dialects/README.md hivm section).
+    vector_max_stride: int = 255
     vector_latency: int = 8
     # Cycles per repeat per op class; transcendental ops are 4x slower.
     vector_cycles_per_repeat: Mapping[str, int] = field(default_factory=dict)
@@ -165,10 +168,13 @@ _COMMON_SOURCES = {
     "paths.l0c_to_ub": "[M] ~128 B/cycle",
     "paths.*.latency (on-chip)": "estimate",
     "fractal": "[T][H] 16x16 fp16 blocks, 16x32 int8",
+    "fractal_k_int8": "[T][H] int8 fractal blocks are 16x32",
     "cube_blocks_per_cycle": "[H] 16x16x16 fp16 MACs per cycle",
     "mad_latency": "[M] ~20 cycles",
     "vector_bytes": "[H][T] 2048-bit vector unit, 8 blocks of 32 B per repeat",
+    "vector_block_bytes": "[T][C] 32-byte blocks of a vector repeat (the UB granule)",
     "max_repeat": "[T] repeat count field of 8 bits (bits 56..63)",
+    "vector_max_stride": "[T] 8-bit stride fields of the vector configuration word",
     "vector_cycles_per_repeat": "[M] 256 B/cycle simple, ~64 B/cycle transcendental",
     "vector_latency": "estimate",
     "vnchwconv_cycles_per_repeat": "estimate: two 16x16 fp16 tiles = 1 KiB per repeat at ~512 B/cycle",

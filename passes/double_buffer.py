@@ -1,0 +1,145 @@
+"""`npu-double-buffer`: ping-pong the buffers a loop streams through.
+
+Why: with one buffer per tile, the MTE2 load of step i+1 must wait until the
+compute of step i has read the buffer, and the compute waits for the store of
+step i-1; the pipes take turns instead of overlapping. With two copies, step
+i+1 loads into the other slot while step i computes.
+
+How: every `scf.for` (constant bounds, at least two iterations, no
+iter_args) whose body allocates on-chip buffers is unrolled by two: the new
+body runs iteration i with the original allocs (slot 0) and iteration i+1
+with a second copy of them (slot 1); an odd trip count leaves one remainder
+iteration after the loop. Memory planning then sees two buffers alive for the
+whole body (so it never lets them share bytes) and sync insertion derives
+the flags of each slot separately (so each gets its own event ids).
+
+A buffer is only duplicated if the doubled body still fits its memory (the
+lower bound of the current plan plus the copy must stay within capacity);
+otherwise both slots share it, which is correct but serialises on it. A loop
+whose own buffers cannot be doubled is still unrolled when it contains loops
+that allocate (the matmul's output-tile loop around the reduction loop): the
+two copies of the inner loop get their own tiles, so the loads of the next
+output tile need not wait for the last reads of the current one. Allocs
+get `npu.slot = 0 | 1` so the tests and reports can see the slots.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, scf
+
+from npu.access_analysis import AccessAnalysis
+from npu.ir import i64_attr, index_const, memory_space, walk
+from npu.passes.base import Option, Pass
+from npu.target import ON_CHIP_BUFFERS
+
+SLOT_ATTR = "npu.slot"
+
+
+def _clone_into(ops: list[ir.Operation], mapping: dict[ir.Value, ir.Value],
+                skip: set[ir.Operation]) -> list[ir.Operation]:
+    """Clone `ops` at the current insertion point, remapping operands (also in
+    nested regions) through `mapping`, which learns the clones' results."""
+    clones = []
+    for op in ops:
+        if op in skip:
+            continue
+        clone = op.clone()
+        for inner in walk(clone):
+            for k, v in enumerate(inner.operands):
+                new = mapping.get(v)
+                if new is not None:
+                    inner.operands[k] = new
+        for old, new in zip(op.results, clone.results):
+            mapping[old] = new
+        clones.append(clone)
+    return clones
+
+
+class DoubleBufferPass(Pass):
+    name = "npu-double-buffer"
+    summary = "Unroll loops that stream on-chip buffers by two, with a second copy of the buffers"
+    options = (
+        Option("min-trip-count", int, 2, "only loops with at least this many iterations"),
+    )
+
+    def run(self, module: ir.Operation) -> None:
+        from npu.passes.plan_memory import collect_buffers, lower_bound
+
+        for func in walk(module, lambda o: o.name == "func.func"):
+            if not func.regions[0].blocks:
+                continue
+            # innermost loops first: an outer unroll then copies the inner ping-pong
+            loops = [o for o in walk(func, lambda o: o.name == "scf.for")]
+            loops.reverse()
+            for loop in loops:
+                body = loop.regions[0].blocks[0]
+                allocs = [o.operation for o in body.operations
+                          if o.operation.name == "memref.alloc"
+                          and memory_space(o.operation.results[0]) in ON_CHIP_BUFFERS]
+                # Buffers of nested loops get a fresh copy per slot when the
+                # body is cloned, even if none of this body's own buffers fit twice.
+                nested = any(o.name == "memref.alloc" and memory_space(o.results[0]) in ON_CHIP_BUFFERS
+                             for child in body.operations if child.operation.name == "scf.for"
+                             for o in walk(child.operation))
+                if not (allocs or nested) or len(loop.results):
+                    continue
+                analysis = AccessAnalysis(self.target)
+                iv = analysis.iv_key(body.arguments[0])
+                if iv is None:
+                    continue
+                r = analysis.iv_ranges[iv]
+                if r.trip_count < max(2, self.min_trip_count):
+                    continue
+                buffers = collect_buffers(func, self.target)
+                duplicated = self._fitting(allocs, buffers, lower_bound)
+                if duplicated or nested:
+                    self._unroll(loop, r, allocs, duplicated)
+
+    def _fitting(self, allocs, buffers, lower_bound) -> set[ir.Operation]:
+        """The allocs whose second copy keeps their memory within capacity."""
+        chosen = set()
+        for space in ON_CHIP_BUFFERS:
+            mine = [b for b in buffers if b.space == space and b.op in allocs]
+            if not mine:
+                continue
+            bound, _ = lower_bound([b for b in buffers if b.space == space])
+            extra = sum(b.size for b in mine)
+            if bound + extra <= self.target.capacity(space):
+                chosen.update(b.op for b in mine)
+            else:
+                # largest first: duplicate as many as still fit
+                for b in sorted(mine, key=lambda b: b.size):
+                    if bound + b.size <= self.target.capacity(space):
+                        bound += b.size
+                        chosen.add(b.op)
+        return chosen
+
+    def _unroll(self, loop: ir.Operation, r, allocs, duplicated: set[ir.Operation]) -> None:
+        body = loop.regions[0].blocks[0]
+        ops = [o.operation for o in body.operations][:-1]  # without scf.yield
+        old_iv = body.arguments[0]
+        pairs = r.trip_count // 2
+        with loop.context, loop.location, ir.InsertionPoint(loop):
+            new = scf.ForOp(index_const(r.lb), index_const(r.lb + 2 * pairs * r.step),
+                            index_const(2 * r.step), [])
+            with ir.InsertionPoint(new.body):
+                iv0 = new.induction_variable
+                iv1 = arith.AddIOp(iv0, index_const(r.step)).result
+                ping = _clone_into(ops, {old_iv: iv0}, set())
+                ping_map = {}
+                for old, new_op in zip([o for o in ops], ping):
+                    if old.name == "memref.alloc":
+                        ping_map[old.results[0]] = new_op.results[0]
+                        if old in duplicated:
+                            new_op.attributes[SLOT_ATTR] = i64_attr(0)
+                shared = {a for a in allocs if a not in duplicated}
+                pong_map = {old_iv: iv1, **{a.results[0]: ping_map[a.results[0]] for a in shared}}
+                pong = _clone_into(ops, pong_map, shared)
+                for old, clone in zip([o for o in ops if o not in shared], pong):
+                    if old in duplicated:
+                        clone.attributes[SLOT_ATTR] = i64_attr(1)
+                scf.YieldOp([])
+            if r.trip_count % 2:
+                _clone_into(ops, {old_iv: index_const(r.last)}, set())
+        loop.erase()

@@ -1,0 +1,531 @@
+"""`npu-insert-sync`: derive set_flag / wait_flag / pipe_barrier from the real
+dependencies between cce instructions, after memory planning.
+
+Why: the pipes run in parallel and only flags and barriers order them; the
+lowerings emit none, so this pass is what makes generated code race-free.
+
+Two modes:
+* `mode=barrier`: the conservative baseline. A `pipe_barrier(ALL)` goes
+  before every instruction (or loop) that depends on something issued since
+  the last barrier, loop-carried dependencies included.
+* `mode=precise`: RAW/WAR/WAW between two pipes become one flag pair (set
+  right after the producer, wait right before the consumer); a vector read
+  after a vector write becomes `pipe_barrier(V)` (V's WAR/WAW are safe in
+  its in-order pipeline, DESIGN.md section 2); loop-carried dependencies use
+  the standard pattern (the "buffer free" event is pre-set at the start of
+  the block holding the loop, waited on in the body before the consumer, set
+  after the producer, and waited once at the end of that block to balance,
+  where it delays nothing); syncs already
+  implied by others (tracked with per-pipe vector clocks) are dropped; event
+  ids are allocated so that no pipe pair uses more than
+  `target.events_per_pipe_pair`.
+
+Control flow is structured: a nested loop (or scf.if) is one compound node of
+its parent block, touching the union of its ops' bytes on each of its pipes;
+its inner dependencies are handled inside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mlir import ir
+
+from npu.access_analysis import (AccessAnalysis, AccessError, Affine, IvKey, OpAccess, Range,
+                                 SYNC_OPS, is_access_op, may_overlap)
+from npu.ir import create_op, walk
+from npu.passes.base import Option, Pass, PassError
+
+CONTROL_OPS = ("scf.for", "scf.if")
+
+
+@dataclass
+class Node:
+    """One element of a block: a cce instruction or a compound (loop / if)."""
+
+    op: ir.Operation
+    accesses: list[OpAccess]
+    pipes: frozenset[str]
+    children: list[list["Node"]] = field(default_factory=list)  # blocks of a compound
+    loop_iv: IvKey | None = None
+    trip_count: int = 1
+    step: int = 1
+
+    @property
+    def is_compound(self) -> bool:
+        return self.op.name in CONTROL_OPS
+
+
+def _widen(r: Range, analysis: AccessAnalysis, ivs: set[IvKey]) -> Range:
+    """`r` over every value of the ivs in `ivs` (the loops nested in a compound)."""
+    if not any(iv in ivs for iv, _ in r.start.terms):
+        return r
+    keep = [iv for iv, _ in r.start.terms if iv not in ivs]
+    b = analysis.bounds(r.start, keep)
+    if b is None:
+        return Range(r.root, r.space, Affine(0), 1 << 62)
+    lo, spread = b
+    return Range(r.root, r.space, lo, r.length + spread)
+
+
+def _inner_ivs(op: ir.Operation, analysis: AccessAnalysis) -> set[IvKey]:
+    ivs = set()
+    for loop in walk(op, lambda o: o.name == "scf.for"):
+        key = analysis.iv_key(loop.regions[0].blocks[0].arguments[0])
+        if key is not None:
+            ivs.add(key)
+    return ivs
+
+
+def build_block(block: ir.Block, analysis: AccessAnalysis) -> list[Node]:
+    """Nodes of `block` in program order (sync ops and scalar ops are skipped)."""
+    nodes: list[Node] = []
+    for child in block.operations:
+        op = child.operation
+        if op.name in SYNC_OPS:
+            raise PassError("npu-insert-sync expects code without synchronisation; "
+                            f"found '{op.name}' (run it once, on unsynchronised cce)", op)
+        if is_access_op(op):
+            try:
+                acc = analysis.access(op)
+            except AccessError as e:
+                raise PassError(e.message, e.op) from None
+            nodes.append(Node(op, [acc], frozenset([acc.pipe])))
+        elif op.name in CONTROL_OPS:
+            node = _compound(op, analysis)
+            if node is not None:
+                nodes.append(node)
+        elif op.regions and any(is_access_op(o) for o in walk(op) if o is not op):
+            raise PassError(f"npu-insert-sync does not handle cce ops nested in '{op.name}'", op)
+    return nodes
+
+
+def _compound(op: ir.Operation, analysis: AccessAnalysis) -> Node | None:
+    children = [build_block(region.blocks[0], analysis) for region in op.regions
+                if len(region.blocks)]
+    iv, trip, step = None, 1, 1
+    if op.name == "scf.for":
+        iv = analysis.iv_key(op.regions[0].blocks[0].arguments[0])
+        if iv is None:
+            raise PassError("npu-insert-sync needs scf.for loops with constant bounds", op)
+        r = analysis.iv_ranges[iv]
+        trip, step = r.trip_count, r.step
+        if trip == 0:
+            return None
+    flat: list[OpAccess] = []
+    ivs = _inner_ivs(op, analysis)
+    for inner in walk(op):
+        if is_access_op(inner):
+            try:
+                acc = analysis.access(inner)
+            except AccessError as e:
+                raise PassError(e.message, e.op) from None
+            flat.append(OpAccess(inner, acc.pipe, [_widen(r, analysis, ivs) for r in acc.reads],
+                                 [_widen(r, analysis, ivs) for r in acc.writes]))
+    if not flat:
+        return None
+    return Node(op, flat, frozenset(a.pipe for a in flat), children, iv, trip, step)
+
+
+def dependent_pipes(x: Node, y: Node, analysis: AccessAnalysis,
+                    carried: Node | None = None) -> set[tuple[str, str]]:
+    """(pipe of x, pipe of y) pairs with a RAW/WAR/WAW from x to y.
+
+    With `carried` (the enclosing loop), y is in any later iteration than x.
+    """
+    found: set[tuple[str, str]] = set()
+    for ax in x.accesses:
+        for ay in y.accesses:
+            if (ax.pipe, ay.pipe) in found:
+                continue
+            if ax.pipe == ay.pipe:
+                # Inside one in-order pipe only a vector read after a vector
+                # write is a hazard (DESIGN.md section 2); other pipes complete
+                # in order, and V's WAR/WAW are safe in its in-order pipeline.
+                if ax.pipe == "V" and _raw(ax, ay, analysis, carried):
+                    found.add((ax.pipe, ay.pipe))
+            elif _conflict(ax, ay, analysis, carried):
+                found.add((ax.pipe, ay.pipe))
+    return found
+
+
+def _overlap_later(a: Range, b: Range, analysis: AccessAnalysis, loop: Node | None) -> bool:
+    if loop is None:
+        return may_overlap(a, b, analysis)
+    coef = b.start.coef(loop.loop_iv)
+    if coef == 0 and a.start.coef(loop.loop_iv) == 0:
+        return may_overlap(a, b, analysis)
+    if a.start.terms != b.start.terms or loop.trip_count > 64:
+        # widen both over the loop's iterations
+        ivs = {loop.loop_iv}
+        return may_overlap(_widen(a, analysis, ivs), _widen(b, analysis, ivs), analysis)
+    return any(may_overlap(a, b, analysis, (loop.loop_iv, k * loop.step))
+               for k in range(1, loop.trip_count))
+
+
+def _raw(x: OpAccess, y: OpAccess, analysis: AccessAnalysis, loop: Node | None) -> bool:
+    return any(_overlap_later(w, r, analysis, loop) for w in x.writes for r in y.reads)
+
+
+def _conflict(x: OpAccess, y: OpAccess, analysis: AccessAnalysis, loop: Node | None) -> bool:
+    for w in x.writes:
+        for r in y.reads + y.writes:
+            if _overlap_later(w, r, analysis, loop):
+                return True
+    for r in x.reads:
+        for w in y.writes:
+            if _overlap_later(r, w, analysis, loop):
+                return True
+    return False
+
+
+def needs_order(p: str, q: str) -> bool:
+    """Pipes other than V complete in order, so only cross-pipe and V->V need syncs."""
+    return p != q or p == "V"
+
+
+# ----------------------------------------------------------------------------
+# Builders
+# ----------------------------------------------------------------------------
+
+
+def _emit(name: str, loc: ir.Location, **attrs) -> ir.Operation:
+    with loc:
+        return create_op(name, **attrs)
+
+
+def insert_before(op: ir.Operation, name: str, **attrs) -> ir.Operation:
+    with ir.InsertionPoint(op):
+        return _emit(name, op.location, **attrs)
+
+
+def insert_after(op: ir.Operation, name: str, **attrs) -> ir.Operation:
+    """Insert right after `op` (before its block's terminator at the latest)."""
+    block = op.block
+    ops = list(block.operations)
+    idx = next(i for i, o in enumerate(ops) if o.operation == op)
+    if idx + 1 < len(ops):
+        with ir.InsertionPoint(ops[idx + 1]):
+            return _emit(name, op.location, **attrs)
+    with ir.InsertionPoint(block):
+        return _emit(name, op.location, **attrs)
+
+
+# ----------------------------------------------------------------------------
+# mode=barrier
+# ----------------------------------------------------------------------------
+
+
+class _BarrierMode:
+    """pipe_barrier(ALL) before every node depending on a node since the last barrier."""
+
+    def __init__(self, analysis: AccessAnalysis):
+        self.analysis = analysis
+        self.count = 0
+
+    def run(self, nodes: list[Node], loop: Node | None = None) -> None:
+        barriers: set[int] = set()
+        start: list[tuple[Node, bool]] = []
+        while True:
+            before = len(barriers)
+            end = self._pass(nodes, start, barriers, loop)
+            # A loop body runs again after itself: iterate to the fixpoint with
+            # what the previous iteration left unordered.
+            if loop is None or loop.trip_count <= 1 or (
+                    len(barriers) == before and {id(x) for x, _ in start} == {id(x) for x, _ in end}):
+                break
+            unique = {id(x): x for x, _ in end}
+            start = [(x, True) for x in unique.values()]
+        for i in sorted(barriers):
+            insert_before(nodes[i].op, "cce.pipe_barrier", pipe="ALL")
+            self.count += 1
+        for y in nodes:
+            for child in y.children:
+                self.run(child, y if y.op.name == "scf.for" else None)
+
+    def _pass(self, nodes: list[Node], dirty: list[tuple[Node, bool]], barriers: set[int],
+              loop: Node | None) -> list[tuple[Node, bool]]:
+        """One walk over the block; dirty entries are (node, from the previous iteration)."""
+        dirty = list(dirty)
+        for i, y in enumerate(nodes):
+            if i not in barriers and any(
+                    needs_order(p, q) for x, prev in dirty
+                    for p, q in dependent_pipes(x, y, self.analysis, loop if prev else None)):
+                barriers.add(i)
+            if i in barriers:
+                dirty = []
+            dirty.append((y, False))
+        return dirty
+
+
+# ----------------------------------------------------------------------------
+# The pass
+# ----------------------------------------------------------------------------
+
+
+class InsertSyncPass(Pass):
+    name = "npu-insert-sync"
+    summary = "Insert set_flag/wait_flag/pipe_barrier from the dependencies between cce ops"
+    options = (
+        Option("mode", str, "precise", "precise flags per dependency, or the conservative "
+               "full-barrier baseline", choices=("precise", "barrier")),
+    )
+
+    def run(self, module: ir.Operation) -> None:
+        for func in walk(module, lambda o: o.name == "func.func"):
+            if not func.regions[0].blocks:
+                continue
+            analysis = AccessAnalysis(self.target)
+            nodes = build_block(func.regions[0].blocks[0], analysis)
+            if self.mode == "barrier":
+                _BarrierMode(analysis).run(nodes)
+            else:
+                _PreciseMode(analysis, self.target).run_function(nodes)
+
+
+# ----------------------------------------------------------------------------
+# mode=precise
+# ----------------------------------------------------------------------------
+
+
+@dataclass
+class FlagPair:
+    """One set_flag/wait_flag pair; `loop` is set for a loop-carried pair."""
+
+    src: str
+    dst: str
+    producer: Node
+    consumer: Node
+    loop: Node | None = None
+    intervals: list[tuple[int, int]] = field(default_factory=list)
+    event: int = -1
+
+
+@dataclass
+class _Positions:
+    before: int
+    after: int
+    pre: int = 0
+    post: int = 0
+
+
+class _BlockState:
+    """Vector clocks of one walk over a block: what each pipe knows has finished."""
+
+    def __init__(self) -> None:
+        self.count: dict[str, int] = {}
+        self.known: dict[str, dict[str, int]] = {}
+        self.index: dict[tuple[int, int], dict[str, int]] = {}      # (copy, node) -> pipe -> idx
+        self.snapshot: dict[tuple[int, int], dict[str, dict[str, int]]] = {}
+
+    def knows(self, q: str, p: str) -> int:
+        return self.known.get(q, {}).get(p, 0)
+
+    def learn(self, q: str, p: str, key: tuple[int, int]) -> None:
+        """Pipe q waited for a flag set by p right after node `key`."""
+        mine = self.known.setdefault(q, {})
+        for pipe, v in self.snapshot[key][p].items():
+            mine[pipe] = max(mine.get(pipe, 0), v)
+        mine[p] = max(mine.get(p, 0), self.index[key][p])
+
+    def barrier_v(self) -> None:
+        self.known.setdefault("V", {})["V"] = self.count.get("V", 0)
+
+    def issue(self, node: Node, key: tuple[int, int]) -> None:
+        self.index[key] = {}
+        for p in node.pipes:
+            self.count[p] = self.count.get(p, 0) + 1
+            self.index[key][p] = self.count[p]
+        self.snapshot[key] = {p: dict(self.known.get(p, {})) for p in node.pipes}
+
+
+class _PreciseMode:
+    def __init__(self, analysis: AccessAnalysis, target):
+        self.analysis = analysis
+        self.target = target
+        self.pairs: list[FlagPair] = []
+        self.v_barriers: list[Node] = []
+        self.all_barriers: list[Node] = []
+        self.pos: dict[int, _Positions] = {}
+        self.block_span: dict[int, tuple[int, int]] = {}
+        self._clock = 0
+
+    # -- timeline ----------------------------------------------------------------
+    def _tick(self) -> int:
+        self._clock += 1
+        return self._clock
+
+    def _number(self, nodes: list[Node]) -> None:
+        start = self._tick()
+        for n in nodes:
+            p = _Positions(self._tick(), 0)
+            if n.is_compound:
+                p.pre = self._tick()
+                for child in n.children:
+                    self._number(child)
+                p.post = self._tick()
+            p.after = self._tick()
+            self.pos[id(n)] = p
+        end = self._tick()
+        for n in nodes:
+            self.block_span[id(n)] = (start, end)
+
+    # -- analysis --------------------------------------------------------------------
+    def run_function(self, nodes: list[Node]) -> None:
+        self._number(nodes)
+        self._block(nodes, None)
+        self._allocate_events()
+        self._emit()
+
+    def _block(self, nodes: list[Node], loop: Node | None) -> None:
+        st = _BlockState()
+        # decisions of the first walk, replayed on the second (carried) walk
+        waits_before: dict[int, list[tuple[str, str, int]]] = {}
+        vbar: set[int] = set()
+        copies = 2 if loop is not None and loop.trip_count > 1 else 1
+        for copy in range(copies):
+            for i, y in enumerate(nodes):
+                key = (copy, i)
+                if copy == 1:
+                    for p, q, j in waits_before.get(i, []):
+                        st.learn(q, p, (1, j))
+                    if i in vbar:
+                        st.barrier_v()
+                need: dict[tuple[str, str], tuple[int, int]] = {}
+                need_vbar = False
+                # same-iteration dependencies (first walk only: replayed after)
+                candidates = [((copy, j), nodes[j], None) for j in range(i)] if copy == 0 else []
+                if copy == 1:
+                    candidates = [((0, j), nodes[j], loop) for j in range(len(nodes))]
+                for xkey, x, carried in candidates:
+                    for p, q in dependent_pipes(x, y, self.analysis, carried):
+                        if not needs_order(p, q):
+                            continue
+                        xidx = st.index[xkey][p]
+                        if p == q:  # V -> V
+                            if st.knows("V", "V") < xidx:
+                                need_vbar = True
+                        elif st.knows(q, p) < xidx:
+                            best = need.get((p, q))
+                            if best is None or st.index[best][p] < xidx:
+                                need[(p, q)] = xkey
+                # Latest producers first: their flags carry the most knowledge
+                # and often imply the others.
+                for (p, q), xkey in sorted(need.items(), key=lambda kv: kv[1], reverse=True):
+                    if st.knows(q, p) >= st.index[xkey][p]:
+                        continue  # implied by a flag added for another pipe pair just now
+                    j = xkey[1]
+                    if copy == 0:
+                        waits_before.setdefault(i, []).append((p, q, j))
+                        self._pair(p, q, nodes[j], y, None)
+                        st.learn(q, p, xkey)
+                    elif j < i:
+                        # X before Y in the body: order them in every iteration.
+                        waits_before.setdefault(i, []).append((p, q, j))
+                        self._pair(p, q, nodes[j], y, None)
+                        st.learn(q, p, (1, j))
+                    else:
+                        self._pair(p, q, nodes[j], y, loop)
+                        st.learn(q, p, xkey)
+                if need_vbar:
+                    vbar.add(i)
+                    self.v_barriers.append(y)
+                    st.barrier_v()
+                st.issue(y, key)
+        for y in nodes:
+            for child in y.children:
+                self._block(child, y if y.op.name == "scf.for" else None)
+
+    def _pair(self, p: str, q: str, x: Node, y: Node, loop: Node | None) -> None:
+        px, py = self.pos[id(x)], self.pos[id(y)]
+        if loop is None:
+            intervals = [(px.after, py.before)]
+        else:
+            # The pre-set goes to the start of the block holding the loop and
+            # the balancing wait to its end, where they delay nothing.
+            start, end = self.block_span[id(loop)]
+            intervals = [(start, py.before), (px.after, end)]
+        self.pairs.append(FlagPair(p, q, x, y, loop, intervals))
+
+    def _merge_carried(self, group: list[FlagPair]) -> list[FlagPair]:
+        """One carried pair per loop: set after the latest producer, wait
+        before the earliest consumer. It still orders every producer of one
+        iteration before every consumer of the next, with one event id per
+        loop instead of one per buffer slot (used only when ids run out)."""
+        merged: dict[int, FlagPair] = {}
+        kept = []
+        for fp in group:
+            if fp.loop is None:
+                kept.append(fp)
+                continue
+            have = merged.get(id(fp.loop))
+            if have is None:
+                merged[id(fp.loop)] = fp
+                kept.append(fp)
+                continue
+            if self.pos[id(fp.producer)].after > self.pos[id(have.producer)].after:
+                have.producer = fp.producer
+            if self.pos[id(fp.consumer)].before < self.pos[id(have.consumer)].before:
+                have.consumer = fp.consumer
+            start, end = self.block_span[id(have.loop)]
+            have.intervals = [(start, self.pos[id(have.consumer)].before),
+                              (self.pos[id(have.producer)].after, end)]
+        return kept
+
+    # -- event ids -------------------------------------------------------------------
+    def _color(self, group: list[FlagPair]) -> list[FlagPair]:
+        """Greedy interval colouring by first use; returns the pairs left without an id."""
+        limit = self.target.events_per_pipe_pair
+        group.sort(key=lambda f: min(a for a, _ in f.intervals))
+        used: list[list[FlagPair]] = [[] for _ in range(limit)]
+        failed = []
+        for fp in group:
+            fp.event = -1
+            for e in range(limit):
+                if not any(_intersects(fp, other) for other in used[e]):
+                    fp.event = e
+                    used[e].append(fp)
+                    break
+            else:
+                failed.append(fp)
+        return failed
+
+    def _allocate_events(self) -> None:
+        by_pipes: dict[tuple[str, str], list[FlagPair]] = {}
+        for fp in self.pairs:
+            by_pipes.setdefault((fp.src, fp.dst), []).append(fp)
+        kept = []
+        for group in by_pipes.values():
+            if self._color(group):
+                group = self._merge_carried(group)
+                for fp in self._color(group):
+                    # Still out of ids: a full barrier right before the
+                    # consumer orders the producer too (in any earlier iteration).
+                    self.all_barriers.append(fp.consumer)
+            kept += [fp for fp in group if fp.event >= 0]
+        self.pairs = kept
+
+    def _emit(self) -> None:
+        for fp in self.pairs:
+            attrs = dict(src=fp.src, dst=fp.dst, event=fp.event)
+            insert_after(fp.producer.op, "cce.set_flag", **attrs)
+            insert_before(fp.consumer.op, "cce.wait_flag", **attrs)
+            if fp.loop is not None:
+                block = fp.loop.op.block
+                first, last = list(block.operations)[0], list(block.operations)[-1]
+                insert_before(first.operation, "cce.set_flag", **attrs)
+                insert_before(last.operation, "cce.wait_flag", **attrs)
+        seen = set()
+        for node in self.v_barriers:
+            if id(node) not in seen:
+                seen.add(id(node))
+                insert_before(node.op, "cce.pipe_barrier", pipe="V")
+        seen = set()
+        for node in self.all_barriers:
+            if id(node) not in seen:
+                seen.add(id(node))
+                insert_before(node.op, "cce.pipe_barrier", pipe="ALL")
+
+
+def _intersects(a: FlagPair, b: FlagPair) -> bool:
+    return any(x0 <= y1 and y0 <= x1 for x0, x1 in a.intervals for y0, y1 in b.intervals)

@@ -1,0 +1,88 @@
+"""`npu-lower`: the default pipeline from `ascend` to planned, synchronised `cce`.
+
+Runs, in order and by instantiating the registered pass classes (one place,
+no copied code): every lowering (matmul, fractalize, elementwise, transpose,
+reduce), then `npu-double-buffer` (optional), `npu-plan-memory` and
+`npu-insert-sync`. Every choice of those passes is an option here and is
+forwarded to the pass that owns it. A lowering that is not registered is
+skipped, but no `ascend` op may survive: that is an error at the op.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlir import ir
+
+from npu.ir import walk
+from npu.passes.base import Option, Pass, PassError
+
+# flag -> {our option name: the lowering's option name}
+LOWERINGS: tuple[tuple[str, dict[str, str]], ...] = (
+    ("npu-lower-matmul", {"strategy": "strategy", "m": "m", "n": "n", "k": "k"}),
+    ("npu-lower-fractalize", {"fractalize": "algorithm", "ub-fraction": "ub-fraction"}),
+    ("npu-lower-elementwise", {"ub-fraction": "ub-fraction", "max-chunk": "max-chunk"}),
+    ("npu-lower-transpose", {"ub-fraction": "ub-fraction"}),
+    ("npu-lower-reduce", {"ub-fraction": "ub-fraction", "max-chunk": "max-chunk"}),
+)
+
+# Values meaning "leave the owning pass's default".
+_UNSET: dict[str, Any] = {"strategy": "", "m": 0, "n": 0, "k": 0, "fractalize": "",
+                          "ub-fraction": 0.0, "max-chunk": 0}
+
+
+class LowerPass(Pass):
+    name = "npu-lower"
+    summary = "Default pipeline: all ascend lowerings, double buffering, memory planning, sync"
+    options = (
+        Option("strategy", str, "", "matmul loop order (npu-lower-matmul strategy; empty: its default)"),
+        Option("m", int, 0, "matmul tile rows of A and C (0: cost model)"),
+        Option("n", int, 0, "matmul tile of the reduction dimension (0: cost model)"),
+        Option("k", int, 0, "matmul tile columns of B and C (0: cost model)"),
+        Option("fractalize", str, "", "fractalize algorithm (npu-lower-fractalize algorithm; "
+               "empty: its default)"),
+        Option("ub-fraction", float, 0.0, "UB share of vector chunks (0: each lowering's default)"),
+        Option("max-chunk", int, 0, "cap on the elements of a vector chunk (0: as UB allows); for tests"),
+        Option("double-buffer", bool, True, "ping-pong loop-streamed buffers (npu-double-buffer)"),
+        Option("plan", str, "auto", "memory planner heuristic (npu-plan-memory algorithm)",
+               choices=("auto", "greedy-by-size", "pushdown")),
+        Option("sync", str, "precise", "npu-insert-sync mode", choices=("precise", "barrier")),
+    )
+
+    def _make(self, flag: str, **values: Any) -> Pass | None:
+        from npu.passes import registry
+
+        cls = registry().get(flag)
+        if cls is None:
+            return None
+        known = {o.name for o in cls.options}
+        return cls(self.target, **{k: v for k, v in values.items() if k in known})
+
+    def _value(self, ours: str) -> Any:
+        return getattr(self, ours.replace("-", "_"))
+
+    def run(self, module: ir.Operation) -> None:
+        for flag, forwarded in LOWERINGS:
+            values = {theirs: self._value(ours) for ours, theirs in forwarded.items()
+                      if self._value(ours) != _UNSET[ours]}
+            lowering = self._make(flag, **values)
+            if lowering is not None:
+                lowering.run(module)
+        left = [op for op in walk(module) if op.name.startswith("ascend.")]
+        if left:
+            raise PassError(f"npu-lower: no registered lowering handled '{left[0].name}' "
+                            f"({len(left)} ascend op(s) left)", left[0])
+        steps: list[Pass | None] = []
+        if self.double_buffer:
+            steps.append(self._make("npu-double-buffer"))
+        steps.append(self._required("npu-plan-memory", algorithm=self.plan))
+        steps.append(self._required("npu-insert-sync", mode=self.sync))
+        for step in steps:
+            if step is not None:
+                step.run(module)
+
+    def _required(self, flag: str, **values: Any) -> Pass:
+        p = self._make(flag, **values)
+        if p is None:
+            raise PassError(f"npu-lower: pass '{flag}' is not registered")
+        return p

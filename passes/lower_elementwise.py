@@ -1,0 +1,608 @@
+"""npu-lower-elementwise: ascend binary/scalar/unary/cast/clamp ops -> cce
+vector code (thesis 6.4.3).
+
+Scheme, per op:
+  * classify each input against the output shape (numpy broadcasting):
+    `full` (same shape), `scalar` (one element), `row` (varies along the last
+    axis only: a bias row), `column` (varies along all but the last axis);
+    anything else is rejected at the op;
+  * with only full/scalar inputs the tensors are flattened and cut into the
+    largest chunk whose UB buffers fit `ub-fraction` of UB (the rest is left
+    for the double-buffered copy of the same buffers); the remainder that is
+    not a whole number of 32-byte blocks is handled by the overlap tail
+    (`npu.vector_tiling.plan_chunks`). When the output aliases an input, the
+    tail's inputs are loaded before the loop, so the overlap never re-reads
+    results;
+  * with a row or column input the output is viewed as [rows, N] and cut
+    into chunks of whole rows; row inputs are loaded once, column inputs per
+    chunk and expanded to one broadcast block per row with `vnchwconv`;
+    instructions run down the rows with a repeat stride of one row (column
+    operand: block stride 0, repeat stride one block). A row that is not
+    whole blocks is handled as its whole blocks plus the block ending at the
+    row's end (see `RowsLowering`);
+  * a scalar input is loaded as one granule and its lane 0 copied to a whole
+    block by `vcadd` (mask 1, source repeat stride 0), read with block and
+    repeat stride 0;
+  * vector instructions use the full mask over whole repeats, at most
+    `max_repeat` repeats each, and a partial mask for the last repeat;
+  * a tensor smaller than one granule is moved as one whole granule (the
+    padded-argument convention of dialects/README.md), computing only its
+    own lanes.
+
+Operations the vector unit lacks are composed, in place in the output
+buffer:
+  neg(x)     = vmuls(x, -1)                          exact
+  sigmoid(x) = vrec(vadds(vexp(vmuls(x, -1)), 1))   exp(-x) overflows to inf
+               for x < -88.7 (f32) giving 0 where the true value is < 3e-39
+  tanh(x)    = 1 - 2 / (exp(2x) + 1)                saturates to +-1 exactly;
+               near 0 the subtraction cancels: the error is a few f32 ulps
+               of 1 (~3e-7) absolute, not relative to x.
+For f16 data the two composed activations run in f32 (vconv in, the recipe,
+one vconv back with round-to-nearest), so the result is the f32 value
+rounded once: within one f16 ulp (plus ~3e-7 absolute for tanh near 0),
+where four f16-rounded steps would be ~4 ulps off. It costs an f32 buffer
+(6 bytes per element instead of 2) and two conversions per repeat.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+from mlir import ir
+
+from npu import ir as nir
+from npu.cce_build import View, copy, for_range, index_mul, lin, sub
+from npu.passes.base import Option, Pass, PassError
+from npu.vector_tiling import (ChunkPlan, VectorGeometry, max_chunk_elements, plan_chunks,
+                               round_down, split_repeats)
+
+BINARY = {"ascend.add": "cce.vadd", "ascend.sub": "cce.vsub", "ascend.mul": "cce.vmul",
+          "ascend.div": "cce.vdiv", "ascend.max": "cce.vmax", "ascend.min": "cce.vmin"}
+SCALAR = {"ascend.adds": "cce.vadds", "ascend.muls": "cce.vmuls",
+          "ascend.maxs": "cce.vmaxs", "ascend.mins": "cce.vmins"}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One in-place vector instruction of a unary recipe."""
+
+    op: str
+    scalar: float | None = None
+
+
+UNARY: dict[str, tuple[Step, ...]] = {
+    "ascend.relu": (Step("cce.vrelu"),),
+    "ascend.abs": (Step("cce.vabs"),),
+    "ascend.neg": (Step("cce.vmuls", -1.0),),
+    "ascend.exp": (Step("cce.vexp"),),
+    "ascend.ln": (Step("cce.vln"),),
+    "ascend.sqrt": (Step("cce.vsqrt"),),
+    "ascend.rsqrt": (Step("cce.vrsqrt"),),
+    "ascend.reciprocal": (Step("cce.vrec"),),
+    "ascend.sigmoid": (Step("cce.vmuls", -1.0), Step("cce.vexp"), Step("cce.vadds", 1.0),
+                       Step("cce.vrec")),
+    "ascend.tanh": (Step("cce.vmuls", 2.0), Step("cce.vexp"), Step("cce.vadds", 1.0),
+                    Step("cce.vrec"), Step("cce.vmuls", -2.0), Step("cce.vadds", 1.0)),
+}
+
+# Recipes of several rounded steps, computed in f32 for f16 data.
+COMPOSED = ("ascend.tanh", "ascend.sigmoid")
+
+# (from, to) pairs of ascend.cast (dialects/README.md).
+CASTS = {("f16", "f32"), ("f32", "f16"), ("f16", "i32"), ("f32", "i32"), ("i8", "f16"),
+         ("f16", "i8")}
+
+HANDLED = tuple(BINARY) + tuple(SCALAR) + tuple(UNARY) + ("ascend.cast", "ascend.clamp")
+
+
+# ----------------------------------------------------------------------------
+# Operands and views
+# ----------------------------------------------------------------------------
+
+
+@dataclass
+class Input:
+    """A GM input and how it broadcasts to the output."""
+
+    value: ir.Value
+    kind: str  # "full" | "scalar" | "row" | "column"
+    elem: str
+
+
+def classify(op: ir.Operation, in_shape: Sequence[int], out_shape: Sequence[int]) -> str:
+    rank = len(out_shape)
+    if len(in_shape) > rank:
+        raise PassError(f"operand shape {list(in_shape)} has more dimensions than the output "
+                        f"{list(out_shape)}", op)
+    padded = [1] * (rank - len(in_shape)) + list(in_shape)
+    if any(d not in (1, o) for d, o in zip(padded, out_shape)):
+        raise PassError(f"operand shape {list(in_shape)} does not broadcast to the output "
+                        f"shape {list(out_shape)}", op)
+    if padded == list(out_shape):
+        return "full"
+    if int(np.prod(padded)) == 1:
+        return "scalar"
+    if all(d == 1 for d in padded[:-1]) and padded[-1] == out_shape[-1]:
+        return "row"
+    if padded[-1] == 1 and padded[:-1] == list(out_shape[:-1]):
+        return "column"
+    raise PassError(f"unsupported broadcast of {list(in_shape)} to {list(out_shape)}: "
+                    "only same-shape, scalar, row-vector (last axis) and column-vector "
+                    "(all but the last axis) operands are lowered", op)
+
+
+# ----------------------------------------------------------------------------
+# The compute of one op on UB views
+# ----------------------------------------------------------------------------
+
+
+@dataclass
+class Compute:
+    """What to emit per vector instruction: `emit(dst, srcs, repeat, mask)`."""
+
+    op: ir.Operation
+    kind: str  # "binary" | "scalar" | "unary" | "cast"
+    vop: str = ""
+    scalar: float = 0.0
+    steps: tuple[Step, ...] = ()
+    round_mode: str = ""
+    # Element type a composed recipe runs in ("f32" for f16 tanh/sigmoid).
+    widen: str | None = None
+
+    def emit(self, dst: View, srcs: Sequence[View], repeat: int, mask: int,
+             tmp: View | None = None) -> None:
+        common = dict(repeat=repeat, mask=mask, dst_blk_stride=dst.blk, dst_rep_stride=dst.rep)
+        if self.widen:
+            # f16 -> f32, the recipe in f32, one rounding back to f16.
+            assert tmp is not None
+            wide = dict(repeat=repeat, mask=mask, dst_blk_stride=tmp.blk, dst_rep_stride=tmp.rep)
+            nir.create_op("cce.vconv", [tmp.value, srcs[0].value], **wide,
+                          src_blk_stride=srcs[0].blk, src_rep_stride=srcs[0].rep,
+                          round_mode="none")
+            for step in self.steps:
+                self._unary(step.op, tmp, tmp, wide, step.scalar)
+            nir.create_op("cce.vconv", [dst.value, tmp.value], **common,
+                          src_blk_stride=tmp.blk, src_rep_stride=tmp.rep, round_mode="rint")
+            return
+        if self.kind == "binary":
+            a, b = srcs
+            nir.create_op(self.vop, [dst.value, a.value, b.value], **common,
+                          src0_blk_stride=a.blk, src0_rep_stride=a.rep,
+                          src1_blk_stride=b.blk, src1_rep_stride=b.rep)
+        elif self.kind == "scalar":
+            self._unary(self.vop, dst, srcs[0], common, self.scalar)
+        elif self.kind == "cast":
+            (src,) = srcs
+            nir.create_op("cce.vconv", [dst.value, src.value], **common,
+                          src_blk_stride=src.blk, src_rep_stride=src.rep,
+                          round_mode=self.round_mode)
+        else:
+            src = srcs[0]
+            for step in self.steps:
+                self._unary(step.op, dst, src, common, step.scalar)
+                src = dst  # later steps work in place
+
+    @staticmethod
+    def _unary(name: str, dst: View, src: View, common: dict, scalar: float | None) -> None:
+        extra = {} if scalar is None else {"scalar": float(scalar)}
+        nir.create_op(name, [dst.value, src.value], **common, src_blk_stride=src.blk,
+                      src_rep_stride=src.rep, **extra)
+
+
+# ----------------------------------------------------------------------------
+# The pass
+# ----------------------------------------------------------------------------
+
+
+class LowerElementwise(Pass):
+    name = "npu-lower-elementwise"
+    summary = "Lower ascend elementwise/scalar/unary/cast/clamp ops to cce vector code"
+    options = (
+        Option("ub-fraction", float, 0.5,
+               "fraction of UB one iteration's buffers may use (0.5 leaves room for "
+               "double buffering)"),
+        Option("in-place-unary", bool, False,
+               "ops with one streamed input write the result over it (bigger chunks, but "
+               "double buffering cannot overlap the chain)"),
+        Option("max-chunk", int, 0,
+               "cap on the chunk size in elements (0: as large as UB allows); for tests"),
+    )
+
+    def run(self, module: ir.Operation) -> None:
+        if not 0.0 < self.ub_fraction <= 1.0:
+            raise PassError(f"ub-fraction must be in (0, 1], got {self.ub_fraction}")
+        for op in nir.ops_named(module, *HANDLED):
+            with op.location, ir.InsertionPoint(op):
+                self.lower(op)
+            op.erase()
+
+    # -- analysis -------------------------------------------------------------
+    def compute_of(self, op: ir.Operation, in_elem: str, out_elem: str) -> Compute:
+        name = op.name
+        if name == "ascend.cast":
+            if (in_elem, out_elem) not in CASTS:
+                pairs = ", ".join(f"{a}->{b}" for a, b in sorted(CASTS))
+                raise PassError(f"unsupported cast from {in_elem} to {out_elem} "
+                                f"(supported: {pairs})", op)
+            return Compute(op, "cast", round_mode=nir.str_attr(op, "round_mode"))
+        if in_elem != out_elem:
+            raise PassError(f"input element type {in_elem} differs from output {out_elem}", op)
+        if name in BINARY:
+            return Compute(op, "binary", vop=BINARY[name])
+        if name in SCALAR:
+            return Compute(op, "scalar", vop=SCALAR[name], scalar=nir.float_attr(op, "scalar"))
+        if in_elem not in ("f16", "f32"):
+            raise PassError(f"'{name}' needs f16 or f32 operands, got {in_elem}", op)
+        if name == "ascend.clamp":
+            lo, hi = nir.float_attr(op, "min"), nir.float_attr(op, "max")
+            return Compute(op, "unary", steps=(Step("cce.vmaxs", lo), Step("cce.vmins", hi)))
+        # Composed activations on f16 run in f32 and round once (as the
+        # ascend semantics does): f16 after every step would be ~4 ulps off.
+        widen = "f32" if name in COMPOSED and in_elem == "f16" else None
+        return Compute(op, "unary", steps=UNARY[name], widen=widen)
+
+    def lower(self, op: ir.Operation) -> None:
+        operands = list(op.operands)
+        out = operands[-1]
+        out_shape = nir.memref_shape(out)
+        for v in operands:
+            if nir.memory_space(v) != "gm":
+                raise PassError("elementwise operands must be memrefs in \"gm\"", op)
+            if not nir.is_contiguous(v):
+                raise PassError(f"operand of type {v.type} is not contiguous (row-major, "
+                                "dense); the vector lowering moves whole runs", op)
+        inputs = [Input(v, classify(op, nir.memref_shape(v), out_shape), nir.memref_element(v))
+                  for v in operands[:-1]]
+        if op.name not in BINARY:
+            if inputs[0].kind != "full":
+                raise PassError(f"input shape {nir.memref_shape(inputs[0].value)} must equal the "
+                                f"output shape {out_shape}", op)
+        if op.name in BINARY and inputs[0].elem != inputs[1].elem:
+            raise PassError(f"operand element types differ ({inputs[0].elem} vs "
+                            f"{inputs[1].elem})", op)
+        out_elem = nir.memref_element(out)
+        compute = self.compute_of(op, inputs[0].elem, out_elem)
+        if any(i.kind in ("row", "column") for i in inputs):
+            RowsLowering(self, op, inputs, out, out_elem, compute).emit()
+        else:
+            FlatLowering(self, op, inputs, out, out_elem, compute).emit()
+
+
+def writes_in_place(p: LowerElementwise, compute: Compute, full: list[Input]) -> bool:
+    """Whether the result overwrites the first streamed input's buffer (vector
+    ops may write their own source lanes), saving one buffer per element.
+
+    With two streamed inputs this is free. With one, the buffer would chain
+    load -> compute -> store -> next load of the same buffer, which double
+    buffering cannot overlap (one ping-pong copy busy for the whole chain);
+    a separate output buffer lets the next load start once the compute has
+    read the input. `in-place-unary` trades that for chunks twice as big
+    (fewer transfers: better without double buffering)."""
+    if compute.kind == "cast" or not full:
+        return False
+    return len(full) >= 2 or p.in_place_unary
+
+
+def budget_bytes(p: LowerElementwise, fixed_bytes: int) -> int:
+    """UB bytes one iteration's streamed buffers may take."""
+    return int((p.target.capacity("ub") - fixed_bytes) * p.ub_fraction)
+
+
+def expand_scalar_blocks(p: LowerElementwise, src: ir.Value, elem: str, count: int,
+                         dst: ir.Value, op: ir.Operation) -> None:
+    """Broadcast each of `count` consecutive elements at `src` (UB) to a whole
+    32-byte block at `dst` (block i = element i repeated), with vnchwconv:
+    all 16 source rows point at the same block, so row j of the transpose is
+    element j repeated. For 4-byte types each half-row is written twice (both
+    halves are the same value)."""
+    es = nir.element_bytes(elem)
+    per_block = p.target.granule("ub") // es
+    rows = p.target.fractal
+    if es == 2:
+        dst_offsets = list(range(rows))
+    elif es == 4:
+        dst_offsets = [t for t in range(per_block) for _ in range(2)]
+    else:
+        raise PassError(f"broadcasting {elem} operands is not supported (vnchwconv "
+                        "handles 2- and 4-byte types)", op)
+    per_repeat = per_block  # source elements expanded per vnchwconv repeat
+    repeats = -(-count // per_repeat)
+    done = 0
+    while done < repeats:
+        rep = min(repeats - done, p.target.max_repeat)
+        s = sub(src, done * per_block, rep * per_block) if done else src
+        d = sub(dst, done * per_block * per_block, rep * per_block * per_block) if done else dst
+        nir.create_op("cce.vnchwconv", [d, s], repeat=rep, src_offsets=[0] * rows,
+                      dst_offsets=dst_offsets, src_rep_stride=1, dst_rep_stride=per_block)
+        done += rep
+
+
+def load_scalar(p: LowerElementwise, inp: Input, flat: ir.Value) -> View:
+    """A one-element operand as a UB block holding that element in every lane
+    (read with block and repeat stride 0). The GM load is one granule (the
+    tensor's padded granule); `vcadd` with mask 1 and source repeat stride 0
+    copies lane 0 into each of the block's elements, reading nothing else."""
+    granule = p.target.granule("ub")
+    per_block = granule // nir.element_bytes(inp.elem)
+    raw = nir.alloc([per_block], inp.elem, "ub")
+    copy("cce.copy_gm_to_ub", sub(flat, 0, per_block), raw, 1, 1)
+    block = nir.alloc([per_block], inp.elem, "ub")
+    nir.create_op("cce.vcadd", [block, raw], repeat=per_block, mask=1, src_blk_stride=1,
+                  src_rep_stride=0, dst_rep_stride=1)
+    return View(block, 0, 0)
+
+
+class FlatLowering:
+    """All inputs full or scalar: flatten and chunk."""
+
+    def __init__(self, p: LowerElementwise, op: ir.Operation, inputs: list[Input], out: ir.Value,
+                 out_elem: str, compute: Compute):
+        self.p, self.op, self.inputs, self.out, self.out_elem = p, op, inputs, out, out_elem
+        self.compute = compute
+        self.total = int(np.prod(nir.memref_shape(out)))
+        sizes = [nir.element_bytes(i.elem) for i in inputs] + [nir.element_bytes(out_elem)]
+        if compute.widen:
+            sizes.append(nir.element_bytes(compute.widen))
+        self.geo = VectorGeometry.for_types(p.target, sizes)
+        self.full = [i for i in inputs if i.kind == "full"]
+        self.in_place = writes_in_place(p, compute, self.full)
+        per_elem = sum(nir.element_bytes(i.elem) for i in self.full)
+        if not self.in_place:
+            per_elem += nir.element_bytes(out_elem)
+        if compute.widen:
+            per_elem += nir.element_bytes(compute.widen)
+        self.per_elem = per_elem
+
+    def scalar_bytes(self) -> int:
+        granule = self.p.target.granule("ub")
+        return 2 * granule * sum(1 for i in self.inputs if i.kind == "scalar")
+
+    def plan(self) -> ChunkPlan:
+        budget = budget_bytes(self.p, self.scalar_bytes())
+        try:
+            chunk = max_chunk_elements(budget, self.per_elem, self.geo.lanes)
+        except ValueError as e:
+            raise PassError(str(e), self.op) from None
+        if self.p.max_chunk:
+            chunk = min(chunk, max(self.geo.lanes, round_down(self.p.max_chunk, self.geo.lanes)))
+        # A tensor under one block gets one padded piece (README: GM granules).
+        return plan_chunks(self.total, chunk, self.geo.block)
+
+    def emit(self) -> None:
+        plan = self.plan()
+        self.flat = {id(i): nir.flatten_memref(i.value) for i in self.inputs}
+        flat_out = nir.flatten_memref(self.out)
+        self.flat_out = flat_out
+        self.scalar_views = {id(i): self.load_scalar(i) for i in self.inputs if i.kind == "scalar"}
+        # Writing the output in place over an input makes the overlap re-read
+        # already-computed elements, so load the tail's inputs first.
+        aliased = any(i.value == self.out for i in self.full)
+        preloaded = None
+        if plan.tail is not None and plan.full_chunks and aliased:
+            preloaded = self.load_piece(plan.tail.start, plan.tail.length)
+        if plan.full_chunks:
+            loop = nir.for_loop(0, plan.full_chunks)
+            with ir.InsertionPoint(loop.body):
+                start = index_mul(loop.induction_variable, plan.chunk)
+                self.store_piece(start, plan.chunk, self.load_piece(start, plan.chunk))
+                nir.yield_()
+        if plan.tail is not None:
+            bufs = preloaded or self.load_piece(plan.tail.start, plan.tail.length)
+            self.store_piece(plan.tail.start, plan.tail.length, bufs)
+
+    def load_scalar(self, inp: Input) -> View:
+        return load_scalar(self.p, inp, self.flat[id(inp)])
+
+    def load_piece(self, start, length: int) -> dict:
+        bufs = {}
+        block_bytes = self.p.target.granule("ub")
+        for inp in self.full:
+            es = nir.element_bytes(inp.elem)
+            buf = nir.alloc([length], inp.elem, "ub")
+            copy("cce.copy_gm_to_ub", sub(self.flat[id(inp)], start, length), buf, 1,
+                 length * es // block_bytes)
+            bufs[id(inp)] = buf
+        return bufs
+
+    def store_piece(self, start, length: int, bufs: dict) -> None:
+        block_bytes = self.p.target.granule("ub")
+        if self.in_place:
+            out_buf = bufs[id(self.full[0])]
+        else:
+            out_buf = nir.alloc([length], self.out_elem, "ub")
+        out_es = nir.element_bytes(self.out_elem)
+        lanes = self.geo.lanes
+        wide = self.compute.widen
+        tmp_buf = nir.alloc([length], wide, "ub") if wide else None
+        # Only the tensor's own elements are computed (a padded piece is longer).
+        for ins in split_repeats(min(length, self.total), lanes, self.geo.max_repeat):
+            touched = (ins.repeat - 1) * lanes + ins.mask
+            dst = View(sub(out_buf, ins.offset, touched), 1, lanes * out_es // block_bytes)
+            tmp = None
+            if wide:
+                tmp = View(sub(tmp_buf, ins.offset, touched), 1,
+                           lanes * nir.element_bytes(wide) // block_bytes)
+            srcs = []
+            for inp in self.inputs:
+                if inp.kind == "scalar":
+                    srcs.append(self.scalar_views[id(inp)])
+                else:
+                    es = nir.element_bytes(inp.elem)
+                    srcs.append(View(sub(bufs[id(inp)], ins.offset, touched), 1,
+                                     lanes * es // block_bytes))
+            self.compute.emit(dst, srcs, ins.repeat, ins.mask, tmp)
+        copy("cce.copy_ub_to_gm", out_buf, sub(self.flat_out, start, length), 1,
+             length * out_es // block_bytes)
+
+
+class RowsLowering:
+    """A row or column input: the output viewed as [rows, N], chunks of whole
+    rows. In UB each row is its whole blocks (`nm` elements) so a row-wise
+    instruction steps from row to row with its repeat stride. When N is not
+    whole blocks, each row also gets the block that ends at the row's end
+    (elements N-b..N-1, in bounds), computed with the bias block that ends at
+    the bias's end; storing it rewrites b - r elements of the main part with
+    the same values (overlap). That costs one copy per row and part."""
+
+    def __init__(self, p: LowerElementwise, op: ir.Operation, inputs: list[Input], out: ir.Value,
+                 out_elem: str, compute: Compute):
+        self.p, self.op, self.inputs, self.out, self.out_elem = p, op, inputs, out, out_elem
+        self.compute = compute
+        out_shape = nir.memref_shape(out)
+        self.n = out_shape[-1]
+        self.m = int(np.prod(out_shape[:-1])) if len(out_shape) > 1 else 1
+        sizes = [nir.element_bytes(i.elem) for i in inputs] + [nir.element_bytes(out_elem)]
+        self.geo = VectorGeometry.for_types(p.target, sizes)
+        self.granule = p.target.granule("ub")
+        self.block = self.geo.block
+        self.r = self.n % self.block
+        self.nm = self.n - self.r
+        if self.r and self.n < self.block:
+            raise PassError(f"broadcasting a row or column operand needs the last dimension "
+                            f"({self.n}) to be at least one 32-byte block ({self.block} "
+                            "elements)", op)
+        self.full = [i for i in inputs if i.kind == "full"]
+        self.in_place = writes_in_place(p, compute, self.full)
+        widest = max(sizes)
+        if self.nm * widest // self.granule > p.target.vector_max_stride:
+            raise PassError(f"rows of {self.n} elements exceed the vector repeat stride limit "
+                            f"({p.target.vector_max_stride} blocks)", op)
+
+    def row_elems(self) -> int:
+        """UB elements per row of a streamed buffer: whole blocks (+ end block)."""
+        return self.nm + (self.block if self.r else 0)
+
+    def emit(self) -> None:
+        p, n = self.p, self.n
+        columns = [i for i in self.inputs if i.kind == "column"]
+        row_block = max((self.granule // nir.element_bytes(i.elem) for i in columns), default=1)
+        fixed = sum(self.row_elems() * nir.element_bytes(i.elem) for i in self.inputs
+                    if i.kind == "row")
+        fixed += sum(2 * self.granule for i in self.inputs if i.kind == "scalar")
+        per_row = self.row_elems() * (sum(nir.element_bytes(i.elem) for i in self.full)
+                                      + (0 if self.in_place else nir.element_bytes(self.out_elem)))
+        per_row += sum(nir.element_bytes(i.elem) + self.granule for i in columns)
+        try:
+            max_rows = max_chunk_elements(budget_bytes(p, fixed), per_row, row_block)
+        except ValueError:
+            raise PassError(f"rows of {n} elements do not fit the UB budget "
+                            f"({budget_bytes(p, fixed)} bytes)", self.op) from None
+        if p.max_chunk:
+            max_rows = min(max_rows, max(row_block, round_down(p.max_chunk // n, row_block)))
+        plan = plan_chunks(self.m, max_rows, row_block)
+        self.flat = {id(i): nir.flatten_memref(i.value) for i in self.inputs}
+        self.flat_out = nir.flatten_memref(self.out)
+        self.fixed_views: dict[int, tuple[ir.Value, ir.Value | None] | View] = {}
+        for inp in self.inputs:
+            if inp.kind == "row":
+                es = nir.element_bytes(inp.elem)
+                main = nir.alloc([self.nm], inp.elem, "ub")
+                copy("cce.copy_gm_to_ub", sub(self.flat[id(inp)], 0, self.nm), main, 1,
+                     self.nm * es // self.granule)
+                end = None
+                if self.r:
+                    end = nir.alloc([self.block], inp.elem, "ub")
+                    copy("cce.copy_gm_to_ub", sub(self.flat[id(inp)], n - self.block, self.block),
+                         end, 1, self.block * es // self.granule)
+                self.fixed_views[id(inp)] = (main, end)
+            elif inp.kind == "scalar":
+                self.fixed_views[id(inp)] = load_scalar(self.p, inp, self.flat[id(inp)])
+        aliased = any(i.value == self.out for i in self.full)
+        preloaded = None
+        if plan.tail is not None and plan.full_chunks and aliased:
+            preloaded = self.load_piece(plan.tail.start, plan.tail.length)
+        if plan.full_chunks:
+            loop = nir.for_loop(0, plan.full_chunks)
+            with ir.InsertionPoint(loop.body):
+                row0 = index_mul(loop.induction_variable, plan.chunk)
+                self.store_piece(row0, plan.chunk, self.load_piece(row0, plan.chunk))
+                nir.yield_()
+        if plan.tail is not None:
+            bufs = preloaded or self.load_piece(plan.tail.start, plan.tail.length)
+            self.store_piece(plan.tail.start, plan.tail.length, bufs)
+
+    def move_rows(self, name: str, gm: ir.Value, row0, rows: int, main: ir.Value,
+                  end: ir.Value | None, es: int) -> None:
+        """GM rows <-> UB (main part, end block): one copy for all rows when
+        rows are whole blocks, else two copies per row."""
+        n, nm, b, g = self.n, self.nm, self.block, self.granule
+        to_ub = name == "cce.copy_gm_to_ub"
+
+        def one(gm_view: ir.Value, ub_view: ir.Value, blocks: int) -> None:
+            if to_ub:
+                copy(name, gm_view, ub_view, 1, blocks)
+            else:
+                copy(name, ub_view, gm_view, 1, blocks)
+
+        if not self.r:
+            one(sub(gm, lin((row0, n)), rows * n), main, rows * n * es // g)
+            return
+
+        def one_row(k) -> None:
+            row = lin((row0, 1), (k, 1))
+            one(sub(gm, lin((row, n)), nm), sub(main, lin((k, nm)), nm), nm * es // g)
+            one(sub(gm, lin((row, n), (n - b, 1)), b), sub(end, lin((k, b)), b), b * es // g)
+
+        for_range(rows, one_row)
+
+    def load_piece(self, row0, rows: int) -> dict:
+        bufs = {}
+        col_rows = rows
+        rows = min(rows, self.m)  # a padded piece (column operand under one block)
+        for inp in self.inputs:
+            es = nir.element_bytes(inp.elem)
+            if inp.kind == "full":
+                main = nir.alloc([rows * self.nm], inp.elem, "ub")
+                end = nir.alloc([rows * self.block], inp.elem, "ub") if self.r else None
+                self.move_rows("cce.copy_gm_to_ub", self.flat[id(inp)], row0, rows, main, end, es)
+                bufs[id(inp)] = (main, end)
+            elif inp.kind == "column":
+                raw = nir.alloc([col_rows], inp.elem, "ub")
+                copy("cce.copy_gm_to_ub", sub(self.flat[id(inp)], row0, col_rows), raw, 1,
+                     col_rows * es // self.granule)
+                per_block = self.granule // es
+                expanded = nir.alloc([col_rows * per_block], inp.elem, "ub")
+                expand_scalar_blocks(self.p, raw, inp.elem, col_rows, expanded, self.op)
+                bufs[id(inp)] = expanded
+        return bufs
+
+    def store_piece(self, row0, rows: int, bufs: dict) -> None:
+        nm, b, lanes, g = self.nm, self.block, self.geo.lanes, self.granule
+        rows = min(rows, self.m)
+        out_es = nir.element_bytes(self.out_elem)
+        if self.in_place:
+            out_main, out_end = bufs[id(self.full[0])]
+        else:
+            out_main = nir.alloc([rows * nm], self.out_elem, "ub")
+            out_end = nir.alloc([rows * b], self.out_elem, "ub") if self.r else None
+        # (buffer part, row length in UB, column offset, active lanes)
+        segments = [(0, nm, j0, min(lanes, nm - j0)) for j0 in range(0, nm, lanes)]
+        if self.r:
+            segments.append((1, b, 0, b))
+        for part, row_len, j0, mask in segments:
+            r0 = 0
+            while r0 < rows:
+                rep = min(rows - r0, self.geo.max_repeat)
+                span = (rep - 1) * row_len + mask
+
+                def full_view(buf: ir.Value, es: int) -> View:
+                    return View(sub(buf, r0 * row_len + j0, span), 1, row_len * es // g)
+
+                dst = full_view((out_main, out_end)[part], out_es)
+                srcs = []
+                for inp in self.inputs:
+                    es = nir.element_bytes(inp.elem)
+                    if inp.kind == "full":
+                        srcs.append(full_view(bufs[id(inp)][part], es))
+                    elif inp.kind == "row":
+                        srcs.append(View(sub(self.fixed_views[id(inp)][part], j0, mask), 1, 0))
+                    elif inp.kind == "scalar":
+                        srcs.append(self.fixed_views[id(inp)])
+                    else:  # column: one broadcast block per row
+                        per_block = g // es
+                        srcs.append(View(sub(bufs[id(inp)], r0 * per_block, rep * per_block), 0, 1))
+                self.compute.emit(dst, srcs, rep, mask)
+                r0 += rep
+        self.move_rows("cce.copy_ub_to_gm", self.flat_out, row0, rows, out_main, out_end, out_es)

@@ -1,0 +1,425 @@
+"""npu-lower-matmul: ascend.matmul / ascend.batch_matmul -> cce loops (thesis 6.4.1).
+
+A: M x N (Nz in GM as [N1, M1, 16, 16]), B: N x K ([K1, N1, 16, 16]),
+C = A x B: M x K ([K1, M1, 16, 16]); N is the reduction, tiles are (m, n, k)
+and chosen by the cost model in `npu.matmul_tiling` unless given.
+
+Data path of one step: A tile GM -> L1 (one copy reading the Nz tile with
+burst/gap) -> L0A (loads reordering blocks to Zz); B tile GM -> L1 -> L0B
+(loads reordering to Zn and transposing each block); `mad` into L0C with
+accumulate=false on the first reduction step (peeled) and true afterwards;
+C: L0C -> UB -> (vconv to f16 if C is f16) -> GM, in chunks of whole column
+blocks that fit UB.
+
+Loop orders:
+  os: for x (M tiles) { for y (K tiles) { C tile; for s (N steps) {A, B, mad}; write C } }
+  is: for x { [C row strip]; for s { A tile stationary; for y {B, mad} }; write strip }
+  ws: for y { [C col strip]; for s { B tile stationary; for x {A, mad} }; write strip }
+With a single reduction step IS/WS need no strip: each C tile is written as
+soon as its one mad is done.
+
+Edge tiles (a dimension that is not a multiple of its tile) get their own
+copy of the loop body with smaller static sizes, since instruction
+attributes are static. No synchronisation is emitted (npu-insert-sync) and
+no addresses (npu-plan-memory); buffers streamed by a loop are allocated in
+its body, buffers live across a loop in the enclosing scope.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from mlir import ir
+from mlir.dialects import arith, memref, scf
+
+from npu import ir as nir
+from npu.matmul_tiling import MatmulShape, TilingChoice, TilingError, choose_tiling
+from npu.passes.base import Option, Pass, PassError
+
+IndexValue = ir.Value
+
+
+@dataclass(frozen=True)
+class Segment:
+    """`count` tiles of `size` blocks starting at block `start` of a dimension."""
+
+    start: int
+    count: int
+    size: int
+
+
+def segments(total_blocks: int, tile_blocks: int) -> list[Segment]:
+    """Full tiles, then the edge tile if the dimension is not a multiple."""
+    full, rest = divmod(total_blocks, tile_blocks)
+    segs = []
+    if full:
+        segs.append(Segment(0, full, tile_blocks))
+    if rest:
+        segs.append(Segment(full * tile_blocks, 1, rest))
+    return segs
+
+
+@dataclass
+class Operands:
+    """The three GM operands and the batch prefix of their indices."""
+
+    a: ir.Value
+    b: ir.Value
+    c: ir.Value
+    prefix: list  # [] or [batch index value]
+    M1: int
+    N1: int
+    K1: int
+    in_type: ir.Type
+    out_type: ir.Type
+
+
+class LowerMatmul(Pass):
+    name = "npu-lower-matmul"
+    summary = "Lower ascend.matmul/batch_matmul to tiled cce loops (OS/IS/WS, cost-model tiles)"
+    options = (
+        Option("strategy", str, "os", "loop order: output-, input- or weight-stationary, or "
+               "auto (cheapest by the cost model)", ("os", "is", "ws", "auto")),
+        Option("m", int, 0, "tile rows of A and C (0: cost model)"),
+        Option("n", int, 0, "tile of the reduction dimension (0: cost model)"),
+        Option("k", int, 0, "tile columns of B and C (0: cost model)"),
+        Option("first-step", str, "if", "how the first reduction step gets accumulate=false: "
+               "an scf.if in the reduction loop, or peeled into its own one-trip loop",
+               ("if", "peel")),
+    )
+
+    def run(self, module: ir.Operation) -> None:
+        for op in nir.ops_named(module, "ascend.matmul", "ascend.batch_matmul"):
+            self.lower(op)
+
+    # ------------------------------------------------------------------ analysis
+
+    def shape_of(self, op: ir.Operation) -> tuple[MatmulShape, int, int, int, int]:
+        """Checks the operands (PassError at the op) and returns the model's shape."""
+        batched = op.name == "ascend.batch_matmul"
+        rank = 5 if batched else 4
+        frac = self.target.fractal
+        if len(op.operands) != 3:
+            raise PassError(f"expects 3 operands (A, B, C), got {len(op.operands)}", op)
+        names = ("A", "B", "C")
+        shapes = []
+        for name, v in zip(names, op.operands):
+            if not nir.is_memref(v.type):
+                raise PassError(f"operand {name} must be a memref, got {v.type}", op)
+            if nir.memory_space(v) != "gm":
+                raise PassError(f"operand {name} must be in 'gm', got '{nir.memory_space(v)}'", op)
+            shape = nir.memref_shape(v)
+            if len(shape) != rank or shape[-2:] != [frac, frac]:
+                kind = "batch " if batched else ""
+                raise PassError(f"operand {name} of {kind}matmul must be a fractal (Nz) memref "
+                                f"[{'batch, ' if batched else ''}blocks, blocks, {frac}, {frac}], "
+                                f"got {v.type}", op)
+            shapes.append(shape)
+        a_t, b_t, c_t = (nir.memref_element(v) for v in op.operands)
+        if a_t != "f16" or b_t != "f16":
+            raise PassError(f"A and B must be f16, got {a_t} and {b_t}", op)
+        if c_t not in ("f16", "f32"):
+            raise PassError(f"C must be f32 or f16, got {c_t}", op)
+        a, b, c = shapes
+        off = 1 if batched else 0
+        N1, M1 = a[off], a[off + 1]
+        K1, NB1 = b[off], b[off + 1]
+        batch = a[0] if batched else 1
+        if batched and not (a[0] == b[0] == c[0]):
+            raise PassError(f"batch sizes differ: A {a[0]}, B {b[0]}, C {c[0]}", op)
+        if NB1 != N1:
+            raise PassError(f"reduction mismatch: A is {M1 * frac}x{N1 * frac} but B is "
+                            f"{NB1 * frac}x{K1 * frac} (Nz blocks A [N1={N1}, M1={M1}], "
+                            f"B [K1={K1}, N1={NB1}])", op)
+        if c[off:off + 2] != [K1, M1]:
+            raise PassError(f"C must be Nz [{K1}, {M1}, {frac}, {frac}] for a {M1 * frac}x"
+                            f"{K1 * frac} result, got {op.operands[2].type}", op)
+        acc = self.target.fractal_bytes(4) // (frac * frac)
+        shape = MatmulShape(M1 * frac, N1 * frac, K1 * frac, batch, in_bytes=2, acc_bytes=acc,
+                            out_bytes=nir.element_bytes(c_t))
+        return shape, batch, M1, N1, K1
+
+    # ------------------------------------------------------------------ lowering
+
+    def lower(self, op: ir.Operation) -> None:
+        shape, batch, M1, N1, K1 = self.shape_of(op)
+        try:
+            choice = choose_tiling(shape, self.target, self.strategy, self.m, self.n, self.k)
+        except TilingError as e:
+            raise PassError(str(e), op) from None
+        self.remark(op, choice.describe(shape))
+        a, b, c = op.operands
+        with op.location, ir.InsertionPoint(op):
+            ops = Operands(a, b, c, [], M1, N1, K1, ir.MemRefType(a.type).element_type,
+                           ir.MemRefType(c.type).element_type)
+            if op.name == "ascend.batch_matmul":
+                def per_batch(bi: IndexValue, _size: int) -> None:
+                    ops.prefix = [bi]
+                    self.emit_strategy(ops, choice)
+                self.emit_tiles(segments(batch, 1), per_batch)
+            else:
+                self.emit_strategy(ops, choice)
+        op.erase()
+
+    def emit_strategy(self, ops: Operands, choice: TilingChoice) -> None:
+        frac = self.target.fractal
+        mb, nb, kb = choice.tiles.m // frac, choice.tiles.n // frac, choice.tiles.k // frac
+        xs, ss, ys = segments(ops.M1, mb), segments(ops.N1, nb), segments(ops.K1, kb)
+        single_step = len(ss) == 1 and ss[0].count == 1
+        if choice.strategy == "os":
+            def os_x(x: IndexValue, m: int) -> None:
+                def os_y(y: IndexValue, k: int) -> None:
+                    c_tile = nir.alloc([k, m, frac, frac], "f32", "l0c")
+
+                    def step(s: IndexValue, n: int, accumulate: bool) -> None:
+                        a0 = self.load_a(ops, x, s, m, n)
+                        b0 = self.load_b(ops, s, y, n, k)
+                        self.mad(a0, b0, c_tile, m, n, k, accumulate)
+                    self.emit_reduction(ss, step)
+                    self.write_back(ops, c_tile, x, y, m, k)
+                self.emit_tiles(ys, os_y)
+            self.emit_tiles(xs, os_x)
+        elif choice.strategy == "is":
+            def is_x(x: IndexValue, m: int) -> None:
+                if single_step:
+                    a0 = self.load_a(ops, x, self.const(0), m, ss[0].size)
+
+                    def is_y1(y: IndexValue, k: int) -> None:
+                        c_tile = nir.alloc([k, m, frac, frac], "f32", "l0c")
+                        b0 = self.load_b(ops, self.const(0), y, ss[0].size, k)
+                        self.mad(a0, b0, c_tile, m, ss[0].size, k, False)
+                        self.write_back(ops, c_tile, x, y, m, k)
+                    self.emit_tiles(ys, is_y1)
+                    return
+                # The C row strip: tile y (k column blocks x m rows) at block y*m.
+                strip = nir.alloc([ops.K1 * m, frac, frac], "f32", "l0c")
+
+                def step(s: IndexValue, n: int, accumulate: bool) -> None:
+                    a0 = self.load_a(ops, x, s, m, n)
+
+                    def is_y(y: IndexValue, k: int) -> None:
+                        b0 = self.load_b(ops, s, y, n, k)
+                        self.mad(a0, b0, self.strip_tile(strip, y, m, k * m), m, n, k, accumulate)
+                    self.emit_tiles(ys, is_y)
+                self.emit_reduction(ss, step)
+
+                def is_write(y: IndexValue, k: int) -> None:
+                    self.write_back(ops, self.strip_tile(strip, y, m, k * m), x, y, m, k)
+                self.emit_tiles(ys, is_write)
+            self.emit_tiles(xs, is_x)
+        else:  # ws
+            def ws_y(y: IndexValue, k: int) -> None:
+                if single_step:
+                    b0 = self.load_b(ops, self.const(0), y, ss[0].size, k)
+
+                    def ws_x1(x: IndexValue, m: int) -> None:
+                        c_tile = nir.alloc([k, m, frac, frac], "f32", "l0c")
+                        a0 = self.load_a(ops, x, self.const(0), m, ss[0].size)
+                        self.mad(a0, b0, c_tile, m, ss[0].size, k, False)
+                        self.write_back(ops, c_tile, x, y, m, k)
+                    self.emit_tiles(xs, ws_x1)
+                    return
+                # The C column strip: tile x (k column blocks x m rows) at block x*k.
+                strip = nir.alloc([ops.M1 * k, frac, frac], "f32", "l0c")
+
+                def step(s: IndexValue, n: int, accumulate: bool) -> None:
+                    b0 = self.load_b(ops, s, y, n, k)
+
+                    def ws_x(x: IndexValue, m: int) -> None:
+                        a0 = self.load_a(ops, x, s, m, n)
+                        self.mad(a0, b0, self.strip_tile(strip, x, k, k * m), m, n, k, accumulate)
+                    self.emit_tiles(xs, ws_x)
+                self.emit_reduction(ss, step)
+
+                def ws_write(x: IndexValue, m: int) -> None:
+                    self.write_back(ops, self.strip_tile(strip, x, k, k * m), x, y, m, k)
+                self.emit_tiles(xs, ws_write)
+            self.emit_tiles(ys, ws_y)
+
+    # ------------------------------------------------------------------ loops
+
+    def const(self, v: int) -> IndexValue:
+        return nir.index_const(v)
+
+    def emit_tiles(self, segs: Sequence[Segment], body: Callable[[IndexValue, int], None]) -> None:
+        """One scf.for per segment (iv = first block of the tile). A single
+        tile (an edge tile, the peeled first reduction step) gets a one-trip
+        loop too: its body is the scope of the buffers it streams, so memory
+        planning sees them die at its end (an alloc in a loop body lives for
+        that body)."""
+        for seg in segs:
+            loop = nir.for_loop(seg.start, seg.start + seg.count * seg.size, seg.size)
+            with ir.InsertionPoint(loop.body):
+                body(loop.induction_variable, seg.size)
+                nir.yield_()
+
+    def emit_reduction(self, segs: Sequence[Segment],
+                       body: Callable[[IndexValue, int, bool], None]) -> None:
+        """The reduction loop: mad overwrites C on the first step
+        (accumulate=false) and accumulates on every later one. `first-step=if`
+        keeps one loop over the full steps and selects the flag with an
+        scf.if on the induction variable (one copy of the body, and an even
+        trip count stays even for double buffering); `first-step=peel`
+        emits the first step as its own one-trip loop."""
+        first = segs[0]
+        if self.first_step == "if" and first.count > 1:
+            def step(s: IndexValue, n: int) -> None:
+                is_first = arith.CmpIOp(arith.CmpIPredicate.eq, s, self.const(first.start)).result
+                body(s, n, is_first)
+            self.emit_tiles([first], step)
+            self.emit_tiles(segs[1:], lambda s, n: body(s, n, True))
+            return
+        self.emit_tiles([Segment(first.start, 1, first.size)], lambda s, n: body(s, n, False))
+        rest = list(segs[1:])
+        if first.count > 1:
+            rest.insert(0, Segment(first.start + first.size, first.count - 1, first.size))
+        self.emit_tiles(rest, lambda s, n: body(s, n, True))
+
+    def strip_tile(self, strip: ir.Value, index: IndexValue, scale: int, blocks: int) -> ir.Value:
+        """The tile of an L0C strip starting at block `index * scale`."""
+        offset = arith.MulIOp(index, self.const(scale)).result
+        frac = self.target.fractal
+        return nir.subview(strip, [offset, 0, 0], [blocks, frac, frac])
+
+    # ------------------------------------------------------------------ data movement
+
+    def blocks32(self, nbytes: int) -> int:
+        """Copy lengths and gaps are counted in 32-byte blocks."""
+        unit = self.target.vector_block_bytes
+        assert nbytes % unit == 0, (nbytes, unit)
+        return nbytes // unit
+
+    def load_a(self, ops: Operands, x: IndexValue, s: IndexValue, m: int, n: int) -> ir.Value:
+        """A tile (m x n blocks) GM -> L1 (Nz) -> L0A (Zz); returns the L0A buffer."""
+        frac = self.target.fractal
+        blk = self.target.fractal_bytes(2)
+        src = nir.subview(ops.a, ops.prefix + [s, x, 0, 0],
+                          [1] * len(ops.prefix) + [n, m, frac, frac])
+        l1 = nir.alloc([n, m, frac, frac], ops.in_type, "l1")
+        # One burst per column block: its m row blocks are contiguous in GM.
+        nir.create_op("cce.copy_gm_to_l1", [src, l1], n_burst=n, burst_len=self.blocks32(m * blk),
+                      src_gap=self.blocks32((ops.M1 - m) * blk), dst_gap=0)
+        l0a = nir.alloc([m, n, frac, frac], ops.in_type, "l0a")
+        # Nz block (i, j) is at j*m + i in L1, Zz wants it at i*n + j.
+        self.reorder_blocks(l1, l0a, rows=m, cols=n, transpose=False, op_name="cce.load_l1_to_l0a")
+        return l0a
+
+    def load_b(self, ops: Operands, s: IndexValue, y: IndexValue, n: int, k: int) -> ir.Value:
+        """B tile (n x k blocks) GM -> L1 (Nz) -> L0B (Zn); returns the L0B buffer."""
+        frac = self.target.fractal
+        blk = self.target.fractal_bytes(2)
+        src = nir.subview(ops.b, ops.prefix + [y, s, 0, 0],
+                          [1] * len(ops.prefix) + [k, n, frac, frac])
+        l1 = nir.alloc([k, n, frac, frac], ops.in_type, "l1")
+        nir.create_op("cce.copy_gm_to_l1", [src, l1], n_burst=k, burst_len=self.blocks32(n * blk),
+                      src_gap=self.blocks32((ops.N1 - n) * blk), dst_gap=0)
+        l0b = nir.alloc([n, k, frac, frac], ops.in_type, "l0b")
+        # Nz block (j, l) is at l*n + j in L1, Zn wants it at j*k + l, transposed.
+        self.reorder_blocks(l1, l0b, rows=n, cols=k, transpose=True, op_name="cce.load_l1_to_l0b")
+        return l0b
+
+    def reorder_blocks(self, src: ir.Value, dst: ir.Value, rows: int, cols: int,
+                       transpose: bool, op_name: str) -> None:
+        """Copy a rows x cols grid of fractals from column-major block order
+        (Nz) to row-major block order (Zz/Zn) with as few loads as possible:
+        one load per row (repeat over columns) or per column (repeat over rows)."""
+        max_rep = self.target.max_repeat
+        flat_src = self.flat_blocks(src, rows * cols)
+        flat_dst = self.flat_blocks(dst, rows * cols)
+        if rows <= cols:
+            # Per block row i: src blocks i, i+rows, ...; dst blocks i*cols + j.
+            lines = [(i, i * cols, cols, rows, 1) for i in range(rows)]
+        else:
+            # Per block column j: src blocks j*rows + i; dst blocks i*cols + j.
+            lines = [(j * rows, j, rows, 1, cols) for j in range(cols)]
+        for src0, dst0, count, src_stride, dst_stride in lines:
+            for first in range(0, count, max_rep):
+                rep = min(max_rep, count - first)
+                s = self.block_view(flat_src, src0 + first * src_stride, rows * cols)
+                d = self.block_view(flat_dst, dst0 + first * dst_stride, rows * cols)
+                nir.create_op(op_name, [s, d], repeat=rep, src_stride=src_stride,
+                              dst_stride=dst_stride, transpose=transpose)
+
+    def flat_blocks(self, buf: ir.Value, blocks: int) -> ir.Value:
+        """The buffer viewed as [blocks, 16, 16] (static shapes collapse freely)."""
+        shape = nir.memref_shape(buf)
+        if len(shape) == 3:
+            return buf
+        t = nir.memref_type(buf)
+        frac = self.target.fractal
+        result = ir.MemRefType.get([blocks, frac, frac], t.element_type, None, t.memory_space)
+        return memref.CollapseShapeOp(result, buf, [[0, 1], [2], [3]]).result
+
+    def block_view(self, flat: ir.Value, first: int, total: int) -> ir.Value:
+        """From block `first` to the end of the buffer: the operand address is
+        the first block, the view covers everything the instruction may touch."""
+        frac = self.target.fractal
+        return nir.subview(flat, [first, 0, 0], [total - first, frac, frac])
+
+    def mad(self, a0: ir.Value, b0: ir.Value, c: ir.Value, m: int, n: int, k: int,
+            accumulate: bool | ir.Value) -> None:
+        """`accumulate` is static, or an i1 "first step" flag: then an scf.if
+        holds the overwriting mad and its else branch the accumulating one."""
+        frac = self.target.fractal
+        if isinstance(accumulate, ir.Value):
+            branch = scf.IfOp(accumulate, [], has_else=True)
+            for block, acc in ((branch.then_block, False), (branch.else_block, True)):
+                with ir.InsertionPoint(block):
+                    self.mad(a0, b0, c, m, n, k, acc)
+                    scf.YieldOp([])
+            return
+        nir.create_op("cce.mad", [a0, b0, c], m=m * frac, n=n * frac, k=k * frac,
+                      accumulate=accumulate)
+
+    def write_back(self, ops: Operands, c_l0c: ir.Value, x: IndexValue, y: IndexValue,
+                   m: int, k: int) -> None:
+        """C tile (k column blocks x m row blocks, Nz, f32) L0C -> UB -> GM, in
+        chunks of whole column blocks that fit UB (with the f16 copy if C is f16)."""
+        frac = self.target.fractal
+        acc_blk = self.target.fractal_bytes(4)
+        out_name = str(ops.out_type)
+        out_blk = self.target.fractal_bytes(nir.element_bytes(out_name))
+        convert = out_name != "f32"
+        per_column = m * (acc_blk + (out_blk if convert else 0))
+        chunk = min(k, self.target.capacity("ub") // per_column)
+        assert chunk >= 1, "the cost model guarantees one column block fits UB"
+        flat = self.flat_blocks(c_l0c, k * m)
+        for c0 in range(0, k, chunk):
+            cols = min(chunk, k - c0)
+            src = self.block_view(flat, c0 * m, k * m)
+            ub32 = nir.alloc([cols, m, frac, frac], "f32", "ub")
+            nir.create_op("cce.copy_l0c_to_ub", [src, ub32], n_burst=1,
+                          burst_len=self.blocks32(cols * m * acc_blk), src_gap=0, dst_gap=0)
+            out = ub32
+            if convert:
+                out = nir.alloc([cols, m, frac, frac], ops.out_type, "ub")
+                self.convert(ub32, out, cols * m * frac * frac)
+            col = y if c0 == 0 else arith.AddIOp(y, self.const(c0)).result
+            dst = nir.subview(ops.c, ops.prefix + [col, x, 0, 0],
+                              [1] * len(ops.prefix) + [cols, m, frac, frac])
+            nir.create_op("cce.copy_ub_to_gm", [out, dst], n_burst=cols,
+                          burst_len=self.blocks32(m * out_blk), src_gap=0,
+                          dst_gap=self.blocks32((ops.M1 - m) * out_blk))
+
+    def convert(self, src: ir.Value, dst: ir.Value, elements: int) -> None:
+        """f32 -> f16 with vconv over whole repeats (elements is a multiple of 256)."""
+        t = self.target
+        lanes = t.lanes(4)
+        unit = t.vector_block_bytes
+        repeats = elements // lanes
+        assert repeats * lanes == elements
+        flat_src = memref.CollapseShapeOp(
+            ir.MemRefType.get([elements], nir.memref_type(src).element_type, None,
+                              nir.memref_type(src).memory_space), src, [[0, 1, 2, 3]]).result
+        flat_dst = memref.CollapseShapeOp(
+            ir.MemRefType.get([elements], nir.memref_type(dst).element_type, None,
+                              nir.memref_type(dst).memory_space), dst, [[0, 1, 2, 3]]).result
+        for first in range(0, repeats, t.max_repeat):
+            rep = min(t.max_repeat, repeats - first)
+            e0 = first * lanes
+            s = nir.subview(flat_src, [e0], [elements - e0])
+            d = nir.subview(flat_dst, [e0], [elements - e0])
+            nir.create_op("cce.vconv", [d, s], repeat=rep, mask=lanes, dst_blk_stride=1,
+                          dst_rep_stride=lanes * 2 // unit, src_blk_stride=1,
+                          src_rep_stride=lanes * 4 // unit, round_mode="rint")

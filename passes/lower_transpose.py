@@ -1,0 +1,240 @@
+"""npu-lower-transpose: ascend.transpose -> cce (thesis 6.4.4).
+
+Two forms, the ones BERT needs; leading dimensions that stay in place are
+batch dimensions:
+  * swap of the last two dims (`[1,0]`, `[0,2,1]`, ...): `dst[b,j,k] =
+    src[b,k,j]`. Per batch, the R x C matrix is cut into chunks of RT x CT
+    (RT a multiple of 16 rows, CT a multiple of one 32-byte block of
+    columns) that fit UB twice (source and result). Each chunk is loaded
+    GM->UB, transposed with `vnchwconv` (one instruction per column block,
+    repeating down the 16-row tiles; 16x16 tiles for 2-byte types, 16x8 for
+    4-byte ones) and stored. R and C that are not whole tiles are covered by
+    moving the last chunk back so it ends at the edge (overlap: a few rows or
+    columns are transposed twice, with identical results).
+  * swap of the two dims before the last (`[0,2,1,3]`): `dst[a,j,k,l] =
+    src[a,k,j,l]`. The last dim is moved as whole 32-byte blocks: chunks of K
+    source rows (`src[a,k,:,:]`) are loaded contiguously and written back
+    with one strided copy per j (gap = the other j's). Needs the last
+    dimension to be a whole number of 32-byte blocks.
+Any other permutation is rejected at the op's location.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from mlir import ir
+
+from npu import ir as nir
+from npu.cce_build import copy, for_pieces, for_range, lin, sub
+from npu.passes.base import Option, Pass, PassError
+from npu.vector_tiling import plan_chunks, round_down, round_up
+
+Index = int | ir.Value
+
+
+class LowerTranspose(Pass):
+    name = "npu-lower-transpose"
+    summary = "Lower ascend.transpose (last-two swap via vnchwconv, [0,2,1,3] via block copies)"
+    options = (
+        Option("ub-fraction", float, 0.5,
+               "fraction of UB one chunk's buffers may use (0.5 leaves room for double buffering)"),
+        Option("max-rows", int, 0, "cap on the rows of a chunk (0: as many as UB allows); for tests"),
+        Option("max-cols", int, 0, "cap on the columns of a chunk (0: as UB allows); for tests"),
+    )
+
+    def run(self, module: ir.Operation) -> None:
+        for op in nir.ops_named(module, "ascend.transpose"):
+            with op.location, ir.InsertionPoint(op):
+                self.lower(op)
+            op.erase()
+
+    def lower(self, op: ir.Operation) -> None:
+        src, dst = op.operands
+        perm = nir.int_array_attr(op, "permutation")
+        in_shape, out_shape = nir.memref_shape(src), nir.memref_shape(dst)
+        rank = len(in_shape)
+        if sorted(perm) != list(range(rank)) or len(out_shape) != rank:
+            raise PassError(f"permutation {perm} is not a permutation of the {rank} input "
+                            "dimensions", op)
+        if [in_shape[p] for p in perm] != out_shape:
+            raise PassError(f"output shape {out_shape} is not the input shape {in_shape} "
+                            f"permuted by {perm}", op)
+        elem = nir.memref_element(src)
+        if nir.memref_element(dst) != elem:
+            raise PassError("input and output element types differ", op)
+        for v in (src, dst):
+            if not nir.is_contiguous(v):
+                raise PassError(f"operand of type {v.type} is not contiguous (row-major, dense)",
+                                op)
+        if src == dst:
+            raise PassError("transpose cannot be done in place (output aliases the input)", op)
+        ident = list(range(rank))
+        if rank >= 2 and perm == ident[:-2] + [rank - 1, rank - 2]:
+            batch = int(np.prod(in_shape[:-2])) if rank > 2 else 1
+            self.swap_last_two(op, src, dst, elem, batch, in_shape[-2], in_shape[-1])
+        elif rank >= 3 and perm == ident[:-3] + [rank - 2, rank - 3, rank - 1]:
+            batch = int(np.prod(in_shape[:-3])) if rank > 3 else 1
+            self.swap_before_last(op, src, dst, elem, batch, *in_shape[-3:])
+        else:
+            raise PassError(f"unsupported permutation {perm}: only a swap of the last two "
+                            "dimensions (e.g. [0, 2, 1]) and a swap of the two dimensions "
+                            "before the last (e.g. [0, 2, 1, 3]) are lowered", op)
+
+    def budget(self) -> int:
+        if not 0.0 < self.ub_fraction <= 1.0:
+            raise PassError(f"ub-fraction must be in (0, 1], got {self.ub_fraction}")
+        return int(self.target.capacity("ub") * self.ub_fraction)
+
+    # -- dst[b, j, k] = src[b, k, j] ------------------------------------------------
+    def swap_last_two(self, op: ir.Operation, src: ir.Value, dst: ir.Value, elem: str,
+                      batch: int, rows: int, cols: int) -> None:
+        es = nir.element_bytes(elem)
+        granule = self.target.granule("ub")
+        tile_rows = self.target.fractal  # vnchwconv transposes 16 rows per repeat
+        if es not in (2, 4):
+            raise PassError(f"transpose of {elem} is not supported (vnchwconv handles 2- and "
+                            "4-byte types)", op)
+        col_block = granule // es  # columns of one tile: one 32-byte block
+        if rows < tile_rows or cols < col_block:
+            raise PassError(f"transposing a {rows}x{cols} matrix needs at least {tile_rows} "
+                            f"rows and {col_block} columns (one {tile_rows}x{col_block} "
+                            "vnchwconv tile)", op)
+        # vnchwconv's source repeat stride (16 rows of the chunk) is limited.
+        max_cols = round_down(self.target.vector_max_stride * granule // (tile_rows * es),
+                              col_block)
+        ct = min(round_down(cols, col_block), max_cols)
+        if self.max_cols:
+            ct = min(ct, max(col_block, round_down(self.max_cols, col_block)))
+        rt_budget = round_down(self.budget() // (2 * ct * es), tile_rows)
+        if rt_budget < tile_rows:
+            raise PassError("UB budget too small for one transpose tile", op)
+        rt = min(round_down(rows, tile_rows), rt_budget)
+        if self.max_rows:
+            rt = min(rt, max(tile_rows, round_down(self.max_rows, tile_rows)))
+        # Same number of chunks, evened out (no short last chunk to pipeline).
+        rt = min(rt, round_up(-(-rows // -(-rows // rt)), tile_rows))
+        row_plan = plan_chunks(rows, rt, tile_rows)
+        col_plan = plan_chunks(cols, ct, col_block)
+        flat_src, flat_dst = nir.flatten_memref(src), nir.flatten_memref(dst)
+        ctx = _Swap2(self, flat_src, flat_dst, elem, rows, cols)
+
+        def over_cols(b: Index, r0: Index, nrows: int) -> None:
+            for_pieces(col_plan, lambda c0, ncols: ctx.chunk(b, r0, nrows, c0, ncols))
+
+        def over_rows(b: Index) -> None:
+            for_pieces(row_plan, lambda r0, nrows: over_cols(b, r0, nrows))
+
+        for_range(batch, over_rows)
+
+    # -- dst[a, j, k, l] = src[a, k, j, l] -------------------------------------------
+    def swap_before_last(self, op: ir.Operation, src: ir.Value, dst: ir.Value, elem: str,
+                         batch: int, nk: int, nj: int, nl: int) -> None:
+        es = nir.element_bytes(elem)
+        granule = self.target.granule("ub")
+        if (nl * es) % granule:
+            raise PassError(f"permutation [0, 2, 1, 3] is lowered as block copies and needs the "
+                            f"last dimension ({nl} x {es} bytes) to be a whole number of "
+                            f"{granule}-byte blocks", op)
+        row_bytes = nj * nl * es
+        k_max = self.budget() // row_bytes
+        if self.max_rows:
+            k_max = min(k_max, self.max_rows)
+        if k_max < 1:
+            raise PassError(f"one source row ({row_bytes} bytes) does not fit the UB budget", op)
+        k = min(k_max, nk)
+        plan = plan_chunks(nk, -(-nk // -(-nk // k)), 1)  # evened-out chunks
+        flat_src, flat_dst = nir.flatten_memref(src), nir.flatten_memref(dst)
+        blocks_l = nl * es // granule
+
+        def chunk(a: Index, k0: Index, nrows: int) -> None:
+            buf = nir.alloc([nrows * nj * nl], elem, "ub")
+            start = lin((a, nk * nj * nl), (k0, nj * nl))
+            copy("cce.copy_gm_to_ub", sub(flat_src, start, nrows * nj * nl), buf, 1,
+                 nrows * nj * blocks_l)
+
+            def one_j(j: Index) -> None:
+                ub_view = sub(buf, lin((j, nl)), (nrows - 1) * nj * nl + nl)
+                out = lin((a, nj * nk * nl), (j, nk * nl), (k0, nl))
+                copy("cce.copy_ub_to_gm", ub_view, sub(flat_dst, out, nrows * nl), nrows,
+                     blocks_l, src_gap=(nj - 1) * blocks_l, dst_gap=0)
+
+            for_range(nj, one_j)
+
+        for_range(batch, lambda a: for_pieces(plan, lambda k0, n: chunk(a, k0, n)))
+
+
+class _Swap2:
+    """Emits one RT x CT chunk of the last-two-dims transpose."""
+
+    def __init__(self, p: LowerTranspose, src: ir.Value, dst: ir.Value, elem: str, rows: int,
+                 cols: int):
+        self.p, self.src, self.dst, self.elem = p, src, dst, elem
+        self.rows, self.cols = rows, cols
+        self.es = nir.element_bytes(elem)
+        self.granule = p.target.granule("ub")
+        self.tile_rows = p.target.fractal
+
+    def chunk(self, b: Index, r0: Index, rt: int, c0: Index, ct: int) -> None:
+        es, g, rows, cols = self.es, self.granule, self.rows, self.cols
+        src_ub = nir.alloc([rt * ct], self.elem, "ub")
+        # Source rows r0..r0+rt, columns c0..c0+ct -> UB rows of ct.
+        src_start = lin((b, rows * cols), (r0, cols), (c0, 1))
+        strided_copy("cce.copy_gm_to_ub", self.src, src_start, cols, src_ub, ct, rt, ct, es, g,
+                     gm_is_src=True)
+        dst_ub = nir.alloc([ct * rt], self.elem, "ub")
+        self.transpose_tiles(src_ub, dst_ub, rt, ct)
+        dst_start = lin((b, rows * cols), (c0, rows), (r0, 1))
+        strided_copy("cce.copy_ub_to_gm", self.dst, dst_start, rows, dst_ub, rt, ct, rt, es, g,
+                     gm_is_src=False)
+
+    def transpose_tiles(self, src_ub: ir.Value, dst_ub: ir.Value, rt: int, ct: int) -> None:
+        es, g, t = self.es, self.granule, self.tile_rows
+        col_block = g // es
+        src_row_blocks = ct * es // g
+        dst_row_blocks = rt * es // g
+        if es == 2:
+            dst_offsets = [r * dst_row_blocks for r in range(t)]
+        else:  # 4-byte: result row r (16 values, 2 blocks) in two halves
+            dst_offsets = [r * dst_row_blocks + half for r in range(col_block) for half in (0, 1)]
+        src_offsets = [k * src_row_blocks for k in range(t)]
+        row_tiles = rt // t
+        max_rep = self.p.target.max_repeat
+        for j in range(ct // col_block):
+            done = 0
+            while done < row_tiles:
+                rep = min(row_tiles - done, max_rep)
+                s_off = done * t * ct + j * col_block
+                d_off = j * col_block * rt + done * t
+                s = sub(src_ub, s_off, rt * ct - s_off)
+                d = sub(dst_ub, d_off, ct * rt - d_off)
+                nir.create_op("cce.vnchwconv", [d, s], repeat=rep, src_offsets=src_offsets,
+                              dst_offsets=dst_offsets, src_rep_stride=t * src_row_blocks,
+                              dst_rep_stride=t * es // g)
+                done += rep
+
+
+def strided_copy(name: str, gm: ir.Value, gm_start: Index, gm_row: int, ub: ir.Value,
+                 ub_row: int, nrows: int, ncols: int, es: int, granule: int,
+                 gm_is_src: bool) -> None:
+    """Copy `nrows` rows of `ncols` elements between GM rows of `gm_row`
+    elements and UB rows of `ub_row` (whole blocks): one burst if contiguous,
+    one strided copy if the GM row is whole blocks, else one copy per row."""
+    burst = ncols * es // granule
+
+    def emit(gm_view: ir.Value, ub_view: ir.Value, n: int, blen: int, gm_gap: int) -> None:
+        if gm_is_src:
+            copy(name, gm_view, ub_view, n, blen, src_gap=gm_gap, dst_gap=0)
+        else:
+            copy(name, ub_view, gm_view, n, blen, src_gap=0, dst_gap=gm_gap)
+
+    if gm_row == ncols and ub_row == ncols:
+        emit(sub(gm, gm_start, nrows * ncols), ub, 1, nrows * burst, 0)
+    elif (gm_row * es) % granule == 0:
+        span = (nrows - 1) * gm_row + ncols
+        emit(sub(gm, gm_start, span), ub, nrows, burst, (gm_row - ncols) * es // granule)
+    else:
+        def one_row(k: Index) -> None:
+            emit(sub(gm, lin((gm_start, 1), (k, gm_row)), ncols), sub(ub, lin((k, ub_row)), ncols),
+                 1, burst, 0)
+        for_range(nrows, one_row)
+

@@ -1,0 +1,439 @@
+"""Which pipe runs each `cce` op and which bytes it reads and writes.
+
+The one dependence analysis shared by `npu-insert-sync`, `npu-plan-memory`
+and `npu-double-buffer`: every `cce` instruction becomes an `OpAccess` (its
+pipe plus byte ranges read and written), derived from the op's attributes
+exactly as dialects/README.md defines them, on planned addresses
+(`npu.offset` of the root alloc + view offsets).
+
+Addresses inside loops are affine expressions of the enclosing `scf.for`
+induction variables when the index arithmetic is affine (constants,
+addi/subi/muli by a constant); anything else falls back, conservatively, to
+the whole root allocation. Each range is the hull of the bytes the op touches
+(a strided access is widened to its first..last byte): conservative, never
+missing a dependence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+from mlir import ir
+
+from npu.ir import (bool_attr, defining_op, element_bytes, int_array_attr, int_attr,
+                    is_block_argument, memory_space, walk)
+from npu.target import ON_CHIP_BUFFERS, PATH_PIPES, Target
+
+OFFSET_ATTR = "npu.offset"
+SYNC_OPS = ("cce.set_flag", "cce.wait_flag", "cce.pipe_barrier")
+VIEW_OPS = ("memref.subview", "memref.reinterpret_cast", "memref.collapse_shape",
+            "memref.expand_shape", "memref.cast")
+LOOP_OPS = ("scf.for",)
+VECTOR_OPS = ("vadd", "vsub", "vmul", "vdiv", "vmax", "vmin", "vadds", "vmuls", "vmaxs",
+              "vmins", "vrelu", "vabs", "vexp", "vln", "vsqrt", "vrsqrt", "vrec", "vconv",
+              "vdup", "vcadd", "vcmax", "vnchwconv")
+
+
+class AccessError(Exception):
+    """An op whose accesses cannot be derived (unknown cce op, bad operand)."""
+
+    def __init__(self, message: str, op: ir.Operation):
+        super().__init__(message)
+        self.message = message
+        self.op = op
+
+
+# ----------------------------------------------------------------------------
+# Affine index expressions over loop induction variables
+# ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Affine:
+    """const + sum(coef * iv); `terms` is sorted by the ivs' keys."""
+
+    const: int
+    terms: tuple[tuple["IvKey", int], ...] = ()
+
+    def __add__(self, other: "Affine") -> "Affine":
+        merged: dict[IvKey, int] = dict(self.terms)
+        for k, c in other.terms:
+            merged[k] = merged.get(k, 0) + c
+        return Affine(self.const + other.const, _norm(merged))
+
+    def scale(self, k: int) -> "Affine":
+        return Affine(self.const * k, _norm({iv: c * k for iv, c in self.terms}))
+
+    def coef(self, iv: "IvKey") -> int:
+        return dict(self.terms).get(iv, 0)
+
+    def shifted(self, iv: "IvKey", delta: int) -> "Affine":
+        """The expression with iv replaced by iv + delta."""
+        return Affine(self.const + self.coef(iv) * delta, self.terms)
+
+
+@dataclass(frozen=True, order=True)
+class IvKey:
+    """Identity of one scf.for induction variable (stable across Python wrappers)."""
+
+    ident: int
+
+
+def _norm(terms: Mapping["IvKey", int]) -> tuple[tuple["IvKey", int], ...]:
+    return tuple(sorted((k, c) for k, c in terms.items() if c != 0))
+
+
+@dataclass(frozen=True)
+class IvRange:
+    """Values lb, lb+step, ..., < ub of a constant-bound loop."""
+
+    lb: int
+    ub: int
+    step: int
+
+    @property
+    def trip_count(self) -> int:
+        return max(0, -(-(self.ub - self.lb) // self.step))
+
+    @property
+    def last(self) -> int:
+        return self.lb + (self.trip_count - 1) * self.step
+
+
+# ----------------------------------------------------------------------------
+# Byte ranges
+# ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Range:
+    """Bytes [start, start + length) of `root`.
+
+    `root` is ("space", name) for planned on-chip buffers (addresses are
+    absolute in the buffer), ("alloc", id) for unplanned allocs and
+    ("arg", i) for function arguments in GM.
+    """
+
+    root: tuple
+    space: str
+    start: Affine
+    length: int
+
+
+@dataclass
+class OpAccess:
+    op: ir.Operation
+    pipe: str
+    reads: list[Range] = field(default_factory=list)
+    writes: list[Range] = field(default_factory=list)
+
+
+def _ident(v) -> int:
+    return hash(v)
+
+
+class AccessAnalysis:
+    """Derives `OpAccess`es for the cce ops of one function."""
+
+    def __init__(self, target: Target):
+        self.target = target
+        self.iv_ranges: dict[IvKey, IvRange] = {}
+        self._alloc_ids: dict[int, int] = {}
+
+    # -- values --------------------------------------------------------------
+    def iv_key(self, value: ir.Value) -> IvKey | None:
+        """Key of `value` if it is the induction variable of a constant-bound scf.for."""
+        if not is_block_argument(value):
+            return None
+        arg = ir.BlockArgument(value)
+        parent = arg.owner.owner
+        if parent is None or parent.operation.name != "scf.for" or arg.arg_number != 0:
+            return None
+        loop = parent.operation
+        bounds = [self.index_value(loop.operands[i]) for i in range(3)]
+        if any(b is None or b.terms for b in bounds):
+            return None
+        key = IvKey(_ident(value))
+        self.iv_ranges[key] = IvRange(bounds[0].const, bounds[1].const, bounds[2].const)
+        return key
+
+    def index_value(self, value: ir.Value, depth: int = 0) -> Affine | None:
+        """Affine form of an index/integer SSA value, None if not affine."""
+        if depth > 64:
+            return None
+        if is_block_argument(value):
+            key = self.iv_key(value)
+            return Affine(0, ((key, 1),)) if key is not None else None
+        op = defining_op(value)
+        name = op.name
+        if name == "arith.constant":
+            attr = op.attributes["value"]
+            if isinstance(attr, ir.IntegerAttr):
+                return Affine(ir.IntegerAttr(attr).value)
+            return None
+        if name in ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui"):
+            return self.index_value(op.operands[0], depth + 1)
+        if name in ("arith.addi", "arith.subi", "arith.muli"):
+            a = self.index_value(op.operands[0], depth + 1)
+            b = self.index_value(op.operands[1], depth + 1)
+            if a is None or b is None:
+                return None
+            if name == "arith.addi":
+                return a + b
+            if name == "arith.subi":
+                return a + b.scale(-1)
+            if not a.terms:
+                return b.scale(a.const)
+            if not b.terms:
+                return a.scale(b.const)
+        return None
+
+    def bounds(self, expr: Affine, keep: Iterable[IvKey] = ()) -> tuple[Affine, int] | None:
+        """Eliminate all ivs not in `keep` by their ranges: (min expression, spread)."""
+        keep = set(keep)
+        lo, spread, kept = expr.const, 0, {}
+        for iv, c in expr.terms:
+            if iv in keep:
+                kept[iv] = c
+                continue
+            r = self.iv_ranges.get(iv)
+            if r is None or r.trip_count == 0:
+                return None
+            a, b = c * r.lb, c * r.last
+            lo += min(a, b)
+            spread += abs(b - a)
+        return Affine(lo, _norm(kept)), spread
+
+    # -- roots and view offsets ------------------------------------------------
+    def root_of(self, value: ir.Value) -> tuple[ir.Value, Affine | None]:
+        """(root memref value, byte offset of `value` from the root's base or None)."""
+        mt = ir.MemRefType(value.type)
+        ebytes = element_bytes(str(mt.element_type))
+        offset: Affine | None = Affine(0)
+        cur = value
+        # The strided layout offset of a view is relative to the root's base
+        # (MLIR semantics), so a static one is final; dynamic ones are rebuilt.
+        try:
+            _, static_off = mt.get_strides_and_offset()
+        except Exception:
+            static_off = None
+        dyn = ir.ShapedType.get_dynamic_stride_or_offset()
+        if static_off is not None and static_off != dyn:
+            offset = Affine(static_off * ebytes)
+            while self._view_source(cur) is not None:
+                cur = self._view_source(cur)
+            return cur, offset
+        elems = self._elem_offset(cur)
+        while self._view_source(cur) is not None:
+            cur = self._view_source(cur)
+        return cur, (elems.scale(ebytes) if elems is not None else None)
+
+    def _view_source(self, value: ir.Value) -> ir.Value | None:
+        op = defining_op(value)
+        if op is None:
+            return None
+        if op.name in VIEW_OPS:
+            return op.operands[0]
+        return None
+
+    def _elem_offset(self, value: ir.Value, depth: int = 0) -> Affine | None:
+        """Element offset of a (possibly dynamic) view from its root's base."""
+        mt = ir.MemRefType(value.type)
+        strides, off = mt.get_strides_and_offset()
+        dyn = ir.ShapedType.get_dynamic_stride_or_offset()
+        if off != dyn:
+            return Affine(off)
+        op = defining_op(value)
+        if op is None or depth > 32:
+            return None
+        if op.name in ("memref.collapse_shape", "memref.expand_shape", "memref.cast"):
+            return self._elem_offset(op.operands[0], depth + 1)
+        if op.name == "memref.subview":
+            src = op.operands[0]
+            src_strides, _ = ir.MemRefType(src.type).get_strides_and_offset()
+            base = self._elem_offset(src, depth + 1)
+            if base is None or any(s == dyn for s in src_strides):
+                return None
+            static = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
+            dynamic = iter(list(op.operands)[1:1 + sum(1 for s in static if s == dyn)])
+            total = base
+            for s, stride in zip(static, src_strides):
+                if s == dyn:
+                    part = self.index_value(next(dynamic))
+                    if part is None:
+                        return None
+                    total = total + part.scale(stride)
+                else:
+                    total = total + Affine(s * stride)
+            return total
+        if op.name == "memref.reinterpret_cast":
+            static = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
+            if static and static[0] != dyn:
+                return Affine(static[0])
+            # the dynamic offset is the first index operand after the source
+            return self.index_value(op.operands[1]) if len(op.operands) > 1 else None
+        return None
+
+    def root_key(self, root: ir.Value) -> tuple[tuple, str, int, int]:
+        """(key, space, base byte offset, byte size) of a root memref."""
+        space = memory_space(root)
+        mt = ir.MemRefType(root.type)
+        size = element_bytes(str(mt.element_type))
+        for d in mt.shape:
+            size *= d
+        op = defining_op(root)
+        if op is None:
+            return ("arg", ir.BlockArgument(root).arg_number), space, 0, size
+        if op.name == "memref.alloc" and OFFSET_ATTR in op.attributes and space in ON_CHIP_BUFFERS:
+            return ("space", space), space, ir.IntegerAttr(op.attributes[OFFSET_ATTR]).value, size
+        return ("alloc", _ident(op)), space, 0, size
+
+    def range_of(self, operand: ir.Value, lo: int, length: int) -> Range:
+        """Bytes [lo, lo+length) relative to `operand`'s address."""
+        root, offset = self.root_of(operand)
+        key, space, base, size = self.root_key(root)
+        if offset is None:  # unknown dynamic offset: the whole root allocation
+            return Range(key, space, Affine(base), size)
+        return Range(key, space, offset + Affine(base + lo), length)
+
+    # -- per op ------------------------------------------------------------------
+    def access(self, op: ir.Operation) -> OpAccess:
+        name = op.name
+        short = name.split(".", 1)[1]
+        t = self.target
+        blk = t.vector_block_bytes
+        if short.startswith("copy_"):
+            path = short[len("copy_"):]
+            if path not in PATH_PIPES:
+                raise AccessError(f"unknown data path '{path}'", op)
+            n, ln = int_attr(op, "n_burst"), int_attr(op, "burst_len")
+            sg, dg = int_attr(op, "src_gap"), int_attr(op, "dst_gap")
+            src_len = ((n - 1) * (ln + sg) + ln) * blk if n > 0 else 0
+            dst_len = ((n - 1) * (ln + dg) + ln) * blk if n > 0 else 0
+            return OpAccess(op, PATH_PIPES[path], [self.range_of(op.operands[0], 0, src_len)],
+                            [self.range_of(op.operands[1], 0, dst_len)])
+        if short in ("load_l1_to_l0a", "load_l1_to_l0b"):
+            frac = t.fractal_bytes(2)
+            rep = int_attr(op, "repeat")
+            ss, ds = int_attr(op, "src_stride"), int_attr(op, "dst_stride")
+            return OpAccess(op, PATH_PIPES[short[len("load_"):]],
+                            [self.range_of(op.operands[0], 0, ((rep - 1) * ss + 1) * frac)],
+                            [self.range_of(op.operands[1], 0, ((rep - 1) * ds + 1) * frac)])
+        if short == "mad":
+            m, n, k = int_attr(op, "m"), int_attr(op, "n"), int_attr(op, "k")
+            a, b, c = op.operands[0], op.operands[1], op.operands[2]
+            eb = [element_bytes(str(ir.MemRefType(v.type).element_type)) for v in (a, b, c)]
+            c_range = self.range_of(c, 0, m * k * eb[2])
+            reads = [self.range_of(a, 0, m * n * eb[0]), self.range_of(b, 0, n * k * eb[1])]
+            if bool_attr(op, "accumulate"):
+                reads.append(c_range)
+            return OpAccess(op, "M", reads, [c_range])
+        if short in VECTOR_OPS:
+            return self._vector_access(op, short)
+        raise AccessError(f"unknown cce op '{name}': its memory accesses are not modelled", op)
+
+    def _vector_access(self, op: ir.Operation, short: str) -> OpAccess:
+        t = self.target
+        blk = t.vector_block_bytes
+        memrefs = [v for v in op.operands if isinstance(v.type, ir.MemRefType)]
+        ebytes = [element_bytes(str(ir.MemRefType(v.type).element_type)) for v in memrefs]
+        rep = int_attr(op, "repeat")
+        if short == "vnchwconv":
+            dst, src = op.operands[0], op.operands[1]
+
+            def rows(offsets_attr: str, stride_attr: str) -> tuple[int, int]:
+                offs = int_array_attr(op, offsets_attr)
+                lo = min(offs) * blk
+                hi = (max(offs) + 1) * blk + (rep - 1) * int_attr(op, stride_attr) * blk
+                return lo, hi - lo
+            dlo, dlen = rows("dst_offsets", "dst_rep_stride")
+            slo, slen = rows("src_offsets", "src_rep_stride")
+            return OpAccess(op, "V", [self.range_of(src, slo, slen)], [self.range_of(dst, dlo, dlen)])
+        lanes = t.lanes(max(ebytes))
+        mask = int_attr(op, "mask") if "mask" in op.attributes else lanes
+
+        def extent(s: int, blk_stride: int, rep_stride: int) -> int:
+            active = mask * s
+            nblocks = -(-active // blk)
+            last = 0
+            for b in range(nblocks):
+                last = max(last, b * blk_stride * blk + min(blk, active - b * blk))
+            return (rep - 1) * rep_stride * blk + last
+
+        def attr(name: str, default: int = 1) -> int:
+            return int_attr(op, name) if name in op.attributes else default
+
+        dst = op.operands[0]
+        writes = []
+        reads = []
+        if short in ("vcadd", "vcmax"):
+            s = ebytes[0]
+            writes.append(self.range_of(dst, 0, (rep - 1) * attr("dst_rep_stride", 1) * s + s))
+        else:
+            writes.append(self.range_of(dst, 0, extent(ebytes[0], attr("dst_blk_stride"),
+                                                       attr("dst_rep_stride", 8))))
+        srcs = list(op.operands[1:])
+        prefixes = ["src"] if len(srcs) == 1 else ["src0", "src1"]
+        for v, p, s in zip(srcs, prefixes, ebytes[1:]):
+            reads.append(self.range_of(v, 0, extent(s, attr(f"{p}_blk_stride"),
+                                                    attr(f"{p}_rep_stride", 8))))
+        return OpAccess(op, "V", reads, writes)
+
+
+def is_access_op(op: ir.Operation) -> bool:
+    return op.name.startswith("cce.") and op.name not in SYNC_OPS
+
+
+# ----------------------------------------------------------------------------
+# Overlap tests
+# ----------------------------------------------------------------------------
+
+
+def may_overlap(a: Range, b: Range, analysis: AccessAnalysis,
+                shift: tuple[IvKey, int] | None = None) -> bool:
+    """Can `a` and `b` (b's iv optionally shifted by `shift` = (iv, delta)) share a byte?
+
+    Exact when both starts have the same symbolic part; otherwise both are
+    widened over the ranges of their ivs.
+    """
+    if a.root != b.root:
+        # Planned and unplanned buffers of one space may share addresses.
+        kinds = {a.root[0], b.root[0]}
+        if a.space == b.space and a.space in ON_CHIP_BUFFERS and "space" in kinds and "alloc" in kinds:
+            return True
+        return False
+    if a.length <= 0 or b.length <= 0:
+        return False
+    bstart = b.start.shifted(*shift) if shift is not None else b.start
+    if a.start.terms == bstart.terms:
+        d = bstart.const - a.start.const
+        return -b.length < d < a.length
+    ba = analysis.bounds(a.start)
+    bb = analysis.bounds(bstart)
+    if ba is None or bb is None:
+        return True
+    (alo, aspread), (blo, bspread) = ba, bb
+    a0, a1 = alo.const, alo.const + aspread + a.length
+    b0, b1 = blo.const, blo.const + bspread + b.length
+    return a0 < b1 and b0 < a1
+
+
+def conflicts(x: OpAccess, y: OpAccess, analysis: AccessAnalysis,
+              shift: tuple[IvKey, int] | None = None) -> bool:
+    """RAW, WAR or WAW between x (earlier) and y (later)."""
+    for w in x.writes:
+        for r in y.reads + y.writes:
+            if may_overlap(w, r, analysis, shift):
+                return True
+    for r in x.reads:
+        for w in y.writes:
+            if may_overlap(r, w, analysis, shift):
+                return True
+    return False
+
+
+def function_accesses(func_op: ir.Operation, target: Target) -> tuple[AccessAnalysis, list[OpAccess]]:
+    """All cce accesses of a function in program order."""
+    analysis = AccessAnalysis(target)
+    return analysis, [analysis.access(op) for op in walk(func_op) if is_access_op(op)]

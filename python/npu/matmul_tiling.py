@@ -1,0 +1,255 @@
+"""The matmul cost model: which strategy and tiles (m, n, k) to lower with.
+
+Thesis section 6.4.1, with A: M x N, B: N x K, C = A x B: M x K (N is the
+reduction) and tiles (m, n, k). The model counts elements moved between GM
+and the core:
+
+  IS (A tile stationary):  A once, B once per row strip    S = MN + MNK/m
+  WS (B tile stationary):  B once, A once per column strip S = KN + MNK/k
+  OS (C tile stationary):  A per column strip, B per row   S = MNK(m+k)/(mk)
+
+plus the write-back of C (MK elements, once, in every strategy). Edge tiles
+are counted as they are loaded (ceil instead of exact division), so the model
+is exact for the code `npu-lower-matmul` generates.
+
+Fitting is derived from the target: the A tile must fit L0A, the B tile L0B,
+the accumulator L0C (a whole C row strip for IS / column strip for WS when the
+reduction takes more than one step, because partial sums can only live in
+L0C), and the staged A and B tiles together L1. On ascend910 with f16 in and
+f32 out that is mn <= 2^15, nk <= 2^15, mk <= 2^16 elements. The C write-back
+goes through UB in chunks of whole column blocks, so UB only needs one column
+block of the tile.
+
+Among tilings of equal traffic the one using more buffer bytes wins (the
+thesis's empirical rule: bigger buffers mean fewer, longer instructions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+from npu.target import Target
+
+STRATEGIES = ("os", "is", "ws")
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class MatmulShape:
+    """A (batched) matmul in elements; M, N, K are the fractal-padded sizes."""
+
+    M: int
+    N: int
+    K: int
+    batch: int = 1
+    in_bytes: int = 2  # f16 inputs
+    acc_bytes: int = 4  # f32 accumulation in L0C
+    out_bytes: int = 4  # C in GM: f32, or f16 on request
+
+
+@dataclass(frozen=True)
+class Tiles:
+    m: int
+    n: int
+    k: int
+
+    def __str__(self) -> str:
+        return f"(m={self.m}, n={self.n}, k={self.k})"
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """GM traffic in elements (A and B reads, C write-back)."""
+
+    a_reads: int
+    b_reads: int
+    c_writes: int
+
+    @property
+    def reads(self) -> int:
+        return self.a_reads + self.b_reads
+
+    @property
+    def total(self) -> int:
+        return self.reads + self.c_writes
+
+    def read_bytes(self, shape: MatmulShape) -> int:
+        return self.reads * shape.in_bytes
+
+    def write_bytes(self, shape: MatmulShape) -> int:
+        return self.c_writes * shape.out_bytes
+
+
+@dataclass(frozen=True)
+class TilingChoice:
+    strategy: str
+    tiles: Tiles
+    traffic: Traffic
+    # Bytes each on-chip buffer holds at once (l1, l0a, l0b, l0c, ub).
+    buffer_bytes: Mapping[str, int] = field(default_factory=dict)
+
+    def describe(self, shape: MatmulShape) -> str:
+        """The text of the remark every lowered matmul emits."""
+        t = self.traffic
+        return (f"matmul tiling: strategy={self.strategy} tiles {self.tiles}; modelled GM "
+                f"traffic: read {t.reads} elements (A {t.a_reads}, B {t.b_reads}) = "
+                f"{t.read_bytes(shape)} bytes, write-back {t.c_writes} elements = "
+                f"{t.write_bytes(shape)} bytes, total {t.read_bytes(shape) + t.write_bytes(shape)} bytes")
+
+
+class TilingError(ValueError):
+    """No tiling fits, or an explicit one does not (names buffer and overflow)."""
+
+
+@dataclass(frozen=True)
+class Overflow:
+    buffer: str
+    what: str
+    needed: int
+    capacity: int
+
+    def message(self, tiles: Tiles) -> str:
+        return (f"tile {tiles} does not fit {self.buffer.upper()}: {self.what} needs "
+                f"{self.needed} bytes, capacity {self.capacity} bytes "
+                f"(overflow {self.needed - self.capacity} bytes)")
+
+
+def reduction_steps(shape: MatmulShape, tiles: Tiles) -> int:
+    return ceil_div(shape.N, tiles.n)
+
+
+def buffer_needs(strategy: str, shape: MatmulShape, tiles: Tiles, fractal: int
+                 ) -> list[tuple[str, str, int]]:
+    """(buffer, what, bytes) for every buffer the lowering allocates at once."""
+    m, n, k = tiles.m, tiles.n, tiles.k
+    needs = [
+        ("l0a", f"the A tile {m}x{n}", m * n * shape.in_bytes),
+        ("l0b", f"the B tile {n}x{k}", n * k * shape.in_bytes),
+    ]
+    multi_step = reduction_steps(shape, tiles) > 1
+    if strategy == "is" and multi_step:
+        needs.append(("l0c", f"the C row strip {m}x{shape.K} (IS accumulates a whole strip)",
+                      m * shape.K * shape.acc_bytes))
+    elif strategy == "ws" and multi_step:
+        needs.append(("l0c", f"the C column strip {shape.M}x{k} (WS accumulates a whole strip)",
+                      shape.M * k * shape.acc_bytes))
+    else:
+        needs.append(("l0c", f"the C tile {m}x{k}", m * k * shape.acc_bytes))
+    needs.append(("l1", f"the A and B tiles staged together ({m}x{n} + {n}x{k})",
+                  (m * n + n * k) * shape.in_bytes))
+    extra = shape.out_bytes if shape.out_bytes != shape.acc_bytes else 0
+    needs.append(("ub", f"one {m}x{fractal} column block of C on its way out",
+                  m * fractal * (shape.acc_bytes + extra)))
+    return needs
+
+
+def first_overflow(strategy: str, shape: MatmulShape, tiles: Tiles, target: Target
+                   ) -> Overflow | None:
+    for buffer, what, needed in buffer_needs(strategy, shape, tiles, target.fractal):
+        if needed > target.capacity(buffer):
+            return Overflow(buffer, what, needed, target.capacity(buffer))
+    return None
+
+
+def traffic(strategy: str, shape: MatmulShape, tiles: Tiles) -> Traffic:
+    M, N, K, B = shape.M, shape.N, shape.K, shape.batch
+    row_strips = ceil_div(M, tiles.m)
+    col_strips = ceil_div(K, tiles.k)
+    if strategy == "os":
+        a, b = M * N * col_strips, N * K * row_strips
+    elif strategy == "is":
+        a, b = M * N, N * K * row_strips
+    elif strategy == "ws":
+        a, b = M * N * col_strips, N * K
+    else:
+        raise ValueError(f"unknown strategy '{strategy}'")
+    return Traffic(a * B, b * B, M * K * B)
+
+
+def _multiples(limit: int, step: int) -> list[int]:
+    return list(range(step, limit + 1, step))
+
+
+def _largest_fitting_n(strategy: str, shape: MatmulShape, m: int, k: int, target: Target,
+                       ns: list[int]) -> int | None:
+    """Largest n in `ns` (ascending) that fits; needs grow with n below N, so
+    after trying the single-step n >= N a binary search finds it."""
+    def fits(n: int) -> bool:
+        return first_overflow(strategy, shape, Tiles(m, n, k), target) is None
+
+    if fits(ns[-1]):
+        return ns[-1]
+    lo, hi = 0, len(ns) - 1  # ns[hi] does not fit
+    if ns[-1] >= shape.N:
+        hi = len(ns) - 1
+    if not fits(ns[0]):
+        return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(ns[mid]):
+            lo = mid
+        else:
+            hi = mid
+    return ns[lo]
+
+
+def _score(choice: TilingChoice) -> tuple:
+    t = choice.tiles
+    used = sum(choice.buffer_bytes[b] for b in ("l0a", "l0b", "l0c"))
+    return (choice.traffic.total, -used, -t.m, -t.k, -t.n)
+
+
+def make_choice(strategy: str, shape: MatmulShape, tiles: Tiles, target: Target) -> TilingChoice:
+    needs = {b: v for b, _, v in buffer_needs(strategy, shape, tiles, target.fractal)}
+    return TilingChoice(strategy, tiles, traffic(strategy, shape, tiles), needs)
+
+
+def clamp_tiles(shape: MatmulShape, m: int, n: int, k: int) -> tuple[int, int, int]:
+    """A tile larger than its dimension is the whole dimension (0 stays 'free')."""
+    return (min(m, shape.M) if m else 0, min(n, shape.N) if n else 0, min(k, shape.K) if k else 0)
+
+
+def choose_tiling(shape: MatmulShape, target: Target, strategy: str = "os",
+                  m: int = 0, n: int = 0, k: int = 0) -> TilingChoice:
+    """The cheapest fitting tiling; `m`, `n`, `k` > 0 fix that tile edge.
+
+    `strategy="auto"` compares the three strategies. Raises TilingError when
+    an explicit tile edge is not a fractal multiple or nothing fits; the
+    message names the overflowing buffer and the overflow in bytes.
+    """
+    step = target.fractal
+    for name, value in (("m", m), ("n", n), ("k", k)):
+        if value < 0 or value % step:
+            raise TilingError(f"tile {name}={value} must be a positive multiple of the "
+                              f"fractal size {step}")
+    m, n, k = clamp_tiles(shape, m, n, k)
+    strategies = STRATEGIES if strategy == "auto" else (strategy,)
+    if any(s not in STRATEGIES for s in strategies):
+        raise TilingError(f"unknown strategy '{strategy}' (known: os, is, ws, auto)")
+    ms = [m] if m else _multiples(shape.M, step)
+    ks = [k] if k else _multiples(shape.K, step)
+    ns = [n] if n else _multiples(shape.N, step)
+    best: TilingChoice | None = None
+    for s in strategies:
+        for mm in ms:
+            for kk in ks:
+                # Traffic does not depend on n: the largest fitting n is best.
+                nn = _largest_fitting_n(s, shape, mm, kk, target, ns)
+                if nn is None:
+                    continue
+                choice = make_choice(s, shape, Tiles(mm, nn, kk), target)
+                if best is None or _score(choice) < _score(best):
+                    best = choice
+    if best is not None:
+        return best
+    # Nothing fits: explain with the smallest tile allowed by the explicit edges.
+    probe = Tiles(m or step, n or step, k or step)
+    over = first_overflow(strategies[0], shape, probe, target)
+    if over is not None:
+        raise TilingError(over.message(probe))
+    raise TilingError(f"no tiling of strategy {'/'.join(strategies)} fits target "
+                      f"'{target.name}' for M={shape.M}, N={shape.N}, K={shape.K}")

@@ -1,0 +1,301 @@
+"""Reference semantics of the `ascend` dialect in numpy.
+
+`evaluate(func_op, inputs)` runs an ascend-level `func.func` op by op and
+returns the final contents of every argument. It is the oracle the simulator
+tests compare against, so it is written from dialects/README.md alone, as
+plainly as possible, and shares no code with the lowerings or the simulator.
+
+Numerics (the contract's intent, made precise here):
+* fp16 ops compute in float32 and round to the output type once per op;
+  fp32 ops compute in float32; i32 ops wrap around.
+* matmul / batch_matmul multiply fp16 values exactly and accumulate in fp32,
+  then round once to C's type.
+* reduce_sum accumulates in fp32 and rounds once.
+* The `scalar` of adds/muls/maxs/mins is first converted to the operand's
+  element type (the hardware's scalar register holds it in that type).
+* cast: float -> int rounds with `round_mode` ("rint"/"none": nearest, ties
+  to even; "round": nearest, ties away from zero; "floor", "ceil", "trunc")
+  and saturates to the integer range, NaN -> 0; f32 -> f16 rounds with the
+  same mode (directed rounding picks the neighbouring fp16 value in that
+  direction); widening casts are exact.
+* `memref.alloc` in "gm" (a temporary) starts as NaN (floats) or 0 (integers),
+  so reading a temporary before writing it shows up in the result.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+from mlir import ir
+
+from npu import diagnostics
+from npu.ir import (NUMPY_DTYPES, float_attr, int_array_attr, memory_space, memref_element,
+                    memref_shape, str_attr)
+
+
+class EvaluationError(ValueError):
+    """The function cannot be evaluated (an op outside the ascend level, bad
+    inputs); the message is one `file:line:col: error: ...` line."""
+
+
+def _fail(op: ir.Operation, message: str) -> EvaluationError:
+    located = diagnostics.DiagnosticEngine().emit("error", message, op.location)
+    return EvaluationError(located.format())
+
+
+# ----------------------------------------------------------------------------
+# Layout: Nz fractals
+# ----------------------------------------------------------------------------
+
+
+def fractalize(src: np.ndarray, dst_shape: Sequence[int]) -> np.ndarray:
+    """ND `[..., R, C]` -> Nz `[..., C1, R1, f, f]`, zero padding; f from dst's shape."""
+    *lead, c1, r1, f, f2 = dst_shape
+    assert f == f2, "fractal blocks are square"
+    rows, cols = src.shape[-2], src.shape[-1]
+    padded = np.zeros(tuple(lead) + (r1 * f, c1 * f), dtype=src.dtype)
+    padded[..., :rows, :cols] = src
+    blocks = padded.reshape(tuple(lead) + (r1, f, c1, f))
+    # [..., R1, k, C1, l] -> [..., C1, R1, k, l]: dst[i][j][k][l] = src[j*f+k][i*f+l]
+    n = len(lead)
+    return blocks.transpose(*range(n), n + 2, n, n + 1, n + 3).copy()
+
+
+def defractalize(src: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    """Nz `[..., C1, R1, f, f]` -> ND `[..., rows, cols]` (the padding dropped)."""
+    *lead, c1, r1, f, _ = src.shape
+    n = len(lead)
+    nd = src.transpose(*range(n), n + 1, n + 2, n, n + 3).reshape(tuple(lead) + (r1 * f, c1 * f))
+    return nd[..., :rows, :cols].copy()
+
+
+# ----------------------------------------------------------------------------
+# Rounding
+# ----------------------------------------------------------------------------
+
+
+def _round_to_integral(x: np.ndarray, mode: str) -> np.ndarray:
+    x = x.astype(np.float64)
+    if mode in ("rint", "none"):
+        return np.rint(x)  # ties to even
+    if mode == "round":
+        return np.copysign(np.floor(np.abs(x) + 0.5), x)  # ties away from zero
+    if mode == "floor":
+        return np.floor(x)
+    if mode == "ceil":
+        return np.ceil(x)
+    if mode == "trunc":
+        return np.trunc(x)
+    raise ValueError(f"unknown round_mode '{mode}'")
+
+
+def _to_int(x: np.ndarray, dtype, mode: str) -> np.ndarray:
+    info = np.iinfo(dtype)
+    r = _round_to_integral(x, mode)
+    r = np.where(np.isnan(r), 0.0, np.clip(r, info.min, info.max))
+    return r.astype(dtype)
+
+
+def _to_f16(x: np.ndarray, mode: str) -> np.ndarray:
+    """Round float values to fp16 with `mode`, from the two fp16 neighbours of x."""
+    x64 = x.astype(np.float64)
+    with np.errstate(over="ignore"):
+        nearest = x64.astype(np.float16)  # IEEE nearest-even (overflow -> inf)
+    if mode in ("rint", "none"):
+        return nearest
+    n64 = nearest.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):  # nextafter(max) is inf: wanted
+        below = np.where(n64 <= x64, nearest, np.nextafter(nearest, np.float16(-np.inf)))
+        above = np.where(n64 >= x64, nearest, np.nextafter(nearest, np.float16(np.inf)))
+    if mode == "floor":
+        out = below
+    elif mode == "ceil":
+        out = above
+    elif mode == "trunc":
+        out = np.where(x64 >= 0, below, above)
+    elif mode == "round":
+        # Distances as if the format went on: inf stands where 2**16 would be.
+        edge = 2.0 ** np.finfo(np.float16).maxexp
+        b64 = np.where(np.isinf(below), np.copysign(edge, below.astype(np.float64)), below)
+        a64 = np.where(np.isinf(above), np.copysign(edge, above.astype(np.float64)), above)
+        d_below = x64 - b64
+        d_above = a64 - x64
+        tie_away = np.where(x64 >= 0, above, below)
+        out = np.where(d_below < d_above, below, np.where(d_above < d_below, above, tie_away))
+    else:
+        raise ValueError(f"unknown round_mode '{mode}'")
+    return np.where(np.isnan(x64), nearest, out).astype(np.float16)
+
+
+def cast(x: np.ndarray, out_dtype, mode: str) -> np.ndarray:
+    """`ascend.cast` between the element types of the contract."""
+    out_dtype = np.dtype(out_dtype)
+    if np.issubdtype(out_dtype, np.integer) and np.issubdtype(x.dtype, np.floating):
+        return _to_int(x, out_dtype, mode)
+    if out_dtype == np.float16 and x.dtype == np.float32:
+        return _to_f16(x, mode)
+    return x.astype(out_dtype)  # widening (f16 -> f32, i8 -> f16): exact
+
+
+# ----------------------------------------------------------------------------
+# Elementwise
+# ----------------------------------------------------------------------------
+
+_BINARY: dict[str, Callable] = {
+    "ascend.add": np.add, "ascend.sub": np.subtract, "ascend.mul": np.multiply,
+    "ascend.div": np.divide, "ascend.max": np.maximum, "ascend.min": np.minimum,
+}
+_SCALAR: dict[str, Callable] = {
+    "ascend.adds": np.add, "ascend.muls": np.multiply,
+    "ascend.maxs": np.maximum, "ascend.mins": np.minimum,
+}
+_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "ascend.relu": lambda x: np.maximum(x, np.float32(0)),
+    "ascend.abs": np.abs,
+    "ascend.neg": np.negative,
+    "ascend.exp": np.exp,
+    "ascend.ln": np.log,
+    "ascend.sqrt": np.sqrt,
+    "ascend.rsqrt": lambda x: np.float32(1) / np.sqrt(x),
+    "ascend.reciprocal": lambda x: np.float32(1) / x,
+    "ascend.tanh": np.tanh,
+    "ascend.sigmoid": lambda x: np.float32(1) / (np.float32(1) + np.exp(-x)),
+}
+
+
+def _compute_type(dtype: np.dtype) -> np.dtype:
+    """fp16 computes in fp32; everything else in its own type."""
+    return np.dtype(np.float32) if dtype == np.float16 else dtype
+
+
+def _elementwise(fn: Callable, out_dtype: np.dtype, *args: np.ndarray) -> np.ndarray:
+    ct = _compute_type(out_dtype)
+    with np.errstate(all="ignore"):  # inf/NaN are values here, as on the machine
+        result = fn(*(a.astype(ct) for a in args))
+    return np.asarray(result).astype(out_dtype)
+
+
+# ----------------------------------------------------------------------------
+# The interpreter
+# ----------------------------------------------------------------------------
+
+
+class _Frame:
+    """Arrays of the SSA memref values of one function."""
+
+    def __init__(self) -> None:
+        self.arrays: dict[ir.Value, np.ndarray] = {}
+
+    def __getitem__(self, value: ir.Value) -> np.ndarray:
+        return self.arrays[value]
+
+    def write(self, value: ir.Value, result: np.ndarray) -> None:
+        """Store into the existing buffer (so aliases of an argument see it)."""
+        dst = self.arrays[value]
+        assert dst.shape == result.shape, (dst.shape, result.shape)
+        dst[...] = result
+
+
+_OTHER_OPS = ("ascend.matmul", "ascend.batch_matmul", "ascend.fractalize", "ascend.defractalize",
+              "ascend.cast", "ascend.clamp", "ascend.transpose", "ascend.reduce_sum",
+              "ascend.reduce_max", "memref.alloc", "memref.dealloc")
+EVALUATED_OPS = frozenset(_BINARY) | frozenset(_SCALAR) | frozenset(_UNARY) | frozenset(_OTHER_OPS)
+
+
+def _execute(op: ir.Operation, frame: _Frame) -> None:
+    name = op.name
+    if name not in EVALUATED_OPS:
+        raise _fail(op, f"the reference semantics cannot evaluate '{name}' "
+                        "(only ascend ops, gm memref.alloc/dealloc and func.return)")
+    for i, v in enumerate(op.operands):
+        if v not in frame.arrays:
+            raise _fail(op, f"operand #{i} is not a memref argument or gm temporary of the function")
+    ins = [frame[v] for v in op.operands]
+    out_value = op.operands[len(op.operands) - 1] if len(op.operands) else None
+
+    if name in ("ascend.matmul", "ascend.batch_matmul"):
+        a, b, c = ins
+        f = a.shape[-1]
+        m, n, k = a.shape[-3] * f, a.shape[-4] * f, b.shape[-4] * f
+        a_nd = defractalize(a, m, n).astype(np.float32)  # fp16 -> fp32 is exact
+        b_nd = defractalize(b, n, k).astype(np.float32)
+        product = np.matmul(a_nd, b_nd)  # fp32 products (exact) and fp32 accumulation
+        frame.write(out_value, fractalize(product, c.shape).astype(c.dtype))
+    elif name == "ascend.fractalize":
+        src, dst = ins
+        frame.write(out_value, fractalize(src, dst.shape))
+    elif name == "ascend.defractalize":
+        src, dst = ins
+        frame.write(out_value, defractalize(src, dst.shape[-2], dst.shape[-1]))
+    elif name in _BINARY:
+        lhs, rhs, out = ins
+        result = _elementwise(_BINARY[name], out.dtype, lhs, rhs)
+        frame.write(out_value, np.broadcast_to(result, out.shape))
+    elif name in _SCALAR:
+        src, out = ins
+        scalar = np.asarray(float_attr(op, "scalar")).astype(src.dtype)
+        frame.write(out_value, _elementwise(_SCALAR[name], out.dtype, src, scalar))
+    elif name in _UNARY:
+        src, out = ins
+        frame.write(out_value, _elementwise(_UNARY[name], out.dtype, src))
+    elif name == "ascend.cast":
+        src, out = ins
+        frame.write(out_value, cast(src, out.dtype, str_attr(op, "round_mode")))
+    elif name == "ascend.clamp":
+        src, out = ins
+        lo, hi = float_attr(op, "min"), float_attr(op, "max")
+        frame.write(out_value, _elementwise(
+            lambda x: np.minimum(np.float32(hi), np.maximum(x, np.float32(lo))), out.dtype, src))
+    elif name == "ascend.transpose":
+        src, out = ins
+        frame.write(out_value, np.transpose(src, int_array_attr(op, "permutation")))
+    elif name == "ascend.reduce_sum":
+        src, out = ins
+        total = src.astype(np.float32).sum(axis=-1, dtype=np.float32)
+        frame.write(out_value, total.reshape(out.shape).astype(out.dtype))
+    elif name == "ascend.reduce_max":
+        src, out = ins
+        frame.write(out_value, src.max(axis=-1).reshape(out.shape).astype(out.dtype))
+    elif name == "memref.alloc":
+        result = op.results[0]
+        if memory_space(result.type) != "gm":
+            raise _fail(op, f"the reference semantics has no on-chip buffers; '{result.type}' "
+                            "belongs to a lowered program")
+        dtype = NUMPY_DTYPES[memref_element(result.type)]
+        fill = np.nan if np.issubdtype(dtype, np.floating) else 0
+        frame.arrays[result] = np.full(memref_shape(result.type), fill, dtype=dtype)
+    # memref.dealloc: nothing to do.
+
+
+def evaluate(func_op: ir.Operation | ir.OpView, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Run an ascend-level `func.func` in numpy; returns the final contents of
+    every argument (copies of `inputs`, updated), in argument order."""
+    func_op = func_op.operation
+    if func_op.name != "func.func":
+        raise _fail(func_op, f"expected a func.func, got '{func_op.name}'")
+    block = func_op.regions[0].blocks[0]
+    args = list(block.arguments)
+    if len(inputs) != len(args):
+        raise _fail(func_op, f"the function has {len(args)} arguments, got {len(inputs)} inputs")
+    frame = _Frame()
+    results = []
+    for i, (arg, value) in enumerate(zip(args, inputs)):
+        if not isinstance(arg.type, ir.MemRefType):
+            raise _fail(func_op, f"argument #{i} is {arg.type}, not a memref")
+        shape, dtype = memref_shape(arg.type), NUMPY_DTYPES[memref_element(arg.type)]
+        array = np.array(value, copy=True)
+        if list(array.shape) != shape or array.dtype != dtype:
+            raise _fail(func_op, f"argument #{i} is {arg.type}; the input is "
+                                 f"{array.dtype}{list(array.shape)}")
+        frame.arrays[arg] = array
+        results.append(array)
+    for op in block.operations:
+        op = op.operation
+        if op.name == "func.return":
+            break
+        if op.regions and any(len(r.blocks) for r in op.regions):
+            raise _fail(op, f"the reference semantics cannot evaluate '{op.name}' "
+                            "(control flow is not part of the ascend level)")
+        _execute(op, frame)
+    return results

@@ -1,0 +1,141 @@
+"""Race and uninitialised-read detection, independent of this run's timing.
+
+Happens-before is tracked with vector clocks, one component per pipe:
+
+* within a pipe other than V, queue order orders everything (the pipe's own
+  component advances with each instruction);
+* V is pipelined: a later vector instruction may read UB before an earlier
+  one's write lands, so V's own component only advances at pipe_barrier(V)
+  (or pipe_barrier(ALL), or a flag chain back into V). Write-after-read and
+  write-after-write inside V are safe on an in-order pipeline and not flagged;
+* set_flag publishes the setting pipe's clock (with every earlier instruction
+  of that pipe finished), wait_flag joins it into the waiting pipe's clock;
+* the scalar unit's clock flows into every instruction it dispatches.
+
+Two accesses race when they touch a common byte, at least one writes, and the
+earlier one's epoch is not covered by the later one's clock. Because the check
+compares clocks, never times, a racy program fails even when its timing
+happened to come out right.
+
+Per byte the shadow keeps the last writer's stamp and, per pipe, the last
+reader's stamp. Per overlap group (see `memory.Region.group`) a summary of the
+newest epoch per pipe lets most accesses skip the per-byte check entirely.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from npu.simulator.errors import RACE, UNINITIALIZED, SimulationError
+from npu.simulator.memory import Memory
+
+PIPE_NAMES = ("S", "V", "M", "MTE1", "MTE2", "MTE3")
+S, V, M, MTE1, MTE2, MTE3 = range(6)
+INIT = 6  # clock component of the caller's inputs: always covered
+NCOMP = 7
+MAX_REPORTED = 50
+
+
+class HazardDetector:
+    def __init__(self, n_entries: int, n_groups: int,
+                 describe: Callable[[int], tuple[str, str, str]], races: bool, strict: bool):
+        # stamp -> (pipe, epoch); stamp 0 = inputs, -1 (last slot) = never written.
+        self.stamp_pipe = np.full(n_entries + 2, INIT, np.int64)
+        self.stamp_n = np.zeros(n_entries + 2, np.int64)
+        self.describe = describe  # stamp -> (op name, pipe name, location)
+        self.races = races
+        self.strict = strict
+        # Per overlap group, the newest epoch per pipe of its writes / reads.
+        self.summary_w = [[0] * NCOMP for _ in range(n_groups)]
+        self.summary_r = [[0] * NCOMP for _ in range(n_groups)]
+        self.initialised: set[tuple] = set()
+        self.hazards: list[dict] = []
+        self._seen: set[tuple] = set()
+
+    # -- reporting --------------------------------------------------------------
+
+    def report(self, kind: str, message: str, where: str, key: tuple) -> None:
+        if self.strict:
+            raise SimulationError(kind, message, where)
+        if key in self._seen or len(self.hazards) >= MAX_REPORTED:
+            return
+        self._seen.add(key)
+        self.hazards.append({"kind": kind, "message": message, "location": where})
+
+    # -- accesses -----------------------------------------------------------------
+
+    def check_initialised(self, mem: Memory, sel, ckey: tuple, who: tuple[str, str, str]) -> None:
+        ws = mem.wstamp[sel]
+        if ws.min() < 0:
+            self._report_uninit(mem, sel, ws < 0, who)
+        else:
+            # Bytes never become unwritten again, so this read stays clean.
+            self.initialised.add(ckey)
+
+    def check_read_vs_writes(self, mem: Memory, sel, pipe: int, clock: np.ndarray,
+                             who: tuple[str, str, str]) -> None:
+        """Some pipe wrote this group at an epoch the reader's clock does not cover."""
+        self._check_writes(mem, sel, pipe, clock, who, reading=True)
+
+    def check_write_vs_writes(self, mem: Memory, sel, pipe: int, clock: np.ndarray,
+                              clock_list: list, sw: list, who: tuple[str, str, str]) -> None:
+        # V after V: write-after-write is ordered by the pipeline.
+        if pipe != V or any(sw[q] > clock_list[q] for q in range(NCOMP) if q != V):
+            self._check_writes(mem, sel, pipe, clock, who, reading=False)
+
+    def check_write_vs_reads(self, mem: Memory, sel, pipe: int, clock: np.ndarray,
+                             clock_list: list, sr: list, who: tuple[str, str, str]) -> None:
+        for q in range(1, 6):
+            # V after V: write-after-read is ordered by the pipeline.
+            if sr[q] > clock_list[q] and not (q == pipe == V) and q in mem.rstamp:
+                self._check_reads(mem, sel, q, clock, who)
+
+    # -- the per-byte checks ----------------------------------------------------
+
+    def _check_writes(self, mem: Memory, sel, pipe: int, clock: np.ndarray,
+                      who: tuple[str, str, str], reading: bool) -> None:
+        ws = mem.wstamp[sel]
+        wp = self.stamp_pipe[ws]
+        bad = clock[wp] < self.stamp_n[ws]
+        if pipe == V and not reading:
+            bad &= wp != V  # V after V: write-after-write is ordered by the pipeline
+        if bad.any():
+            first = int(np.argmax(bad))
+            self._report_race(mem, sel, bad, int(ws[first]), who,
+                              "reads" if reading else "overwrites", "written")
+
+    def _check_reads(self, mem: Memory, sel, reader_pipe: int, clock: np.ndarray,
+                     who: tuple[str, str, str]) -> None:
+        rs = mem.rstamp[reader_pipe][sel]
+        bad = clock[reader_pipe] < self.stamp_n[rs]
+        if bad.any():
+            first = int(np.argmax(bad))
+            self._report_race(mem, sel, bad, int(rs[first]), who, "overwrites", "read")
+
+    def _byte_range(self, sel, bad: np.ndarray) -> tuple[int, int]:
+        if isinstance(sel, slice):
+            idx = np.flatnonzero(bad) + sel.start
+        else:
+            idx = np.asarray(sel)[bad]
+        return int(idx.min()), int(idx.max()) + 1
+
+    def _report_race(self, mem: Memory, sel, bad: np.ndarray, other: int, who: tuple[str, str, str],
+                     verb: str, other_verb: str) -> None:
+        name, my_pipe, where = who
+        lo, hi = self._byte_range(sel, bad)
+        o_name, o_pipe, o_where = self.describe(other)
+        if o_pipe == "V" and my_pipe == "V":
+            why = "no pipe_barrier(V) between them (the vector pipeline does not order them)"
+        else:
+            why = "no set_flag/wait_flag chain or barrier orders them"
+        msg = (f"'{name}' on pipe {my_pipe} {verb} {mem.name} bytes [{lo}, {hi}) {other_verb} by "
+               f"'{o_name}' on pipe {o_pipe} at {o_where}; {why}")
+        self.report(RACE, msg, where, (RACE, where, o_where))
+
+    def _report_uninit(self, mem: Memory, sel, bad: np.ndarray, who: tuple[str, str, str]) -> None:
+        name, _, where = who
+        lo, hi = self._byte_range(sel, bad)
+        self.report(UNINITIALIZED, f"'{name}' reads {mem.name} bytes [{lo}, {hi}) that were never "
+                    f"written ({int(bad.sum())} of them uninitialised)", where, (UNINITIALIZED, where))

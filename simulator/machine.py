@@ -1,0 +1,101 @@
+"""Executes one instruction: checks every access, then applies its effect.
+
+Checks, in order, for each access: the operand address is aligned to what
+the instruction needs (its buffer's granule), the touched bytes lie inside
+the operand's root allocation, and then the hazard detector's
+uninitialised-read and race checks. This is the simulator's innermost loop,
+so the per-access plan is precomputed once per instruction.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from npu.simulator.errors import ALIGNMENT, BOUNDS, SimulationError
+from npu.simulator.hazards import V, HazardDetector
+from npu.simulator.instruction import Instr
+
+
+def access_plan(instr: Instr) -> tuple:
+    """(operand, lo, hi, byte_idx, align, write, pattern key) per access."""
+    return tuple((a.operand, a.pattern.lo, a.pattern.hi, a.pattern.byte_idx, a.align, a.write,
+                  a.pattern.key) for a in instr.accesses)
+
+
+class Machine:
+    def __init__(self, hazards: HazardDetector):
+        self.hazards = hazards
+
+    def execute(self, instr: Instr, views: tuple, stamp: int, n: int, clock: np.ndarray,
+                clock_list: list, pipe: int) -> None:
+        # The hazard detector's fast paths are inlined here (this runs once per
+        # dynamic instruction); the per-byte checks stay in HazardDetector.
+        hz = self.hazards
+        races = hz.races
+        initialised = hz.initialised
+        summary_w, summary_r = hz.summary_w, hz.summary_r
+        esizes = instr.esizes
+        if len(views) == 2:
+            v0, v1 = views
+            addrs = [v0[0].base + v0[1] * esizes[0], v1[0].base + v1[1] * esizes[1]]
+        else:
+            addrs = [v[0].base + v[1] * esizes[k] for k, v in enumerate(views)]
+        # Clock components of the five memory pipes (V=1, M=2, MTE1..3=3..5).
+        _, c1, c2, c3, c4, c5, _ = clock_list
+        not_v = pipe != V
+        for k, lo, hi, byte_idx, align, write, key in instr.plan:
+            addr = addrs[k]
+            region = views[k][0]
+            if addr % align:
+                self._misaligned(instr, k, addr, align, region)
+            lo += addr
+            hi += addr
+            base = region.base
+            if lo < base or hi > base + region.size:
+                self._out_of_bounds(instr, k, lo, hi, write, region)
+            sel = slice(lo, hi) if byte_idx is None else byte_idx + addr
+            mem = region.mem
+            group = region.group
+            if write:
+                if races:
+                    # Epoch summaries of the group: only an access some pipe made at
+                    # an epoch this clock does not cover can race. Inside V,
+                    # write-after-write and write-after-read are ordered.
+                    sw = summary_w[group]
+                    if ((not_v and sw[1] > c1) or sw[2] > c2 or sw[3] > c3 or sw[4] > c4
+                            or sw[5] > c5):
+                        hz.check_write_vs_writes(mem, sel, pipe, clock, clock_list, sw, instr.who)
+                    sr = summary_r[group]
+                    if ((not_v and sr[1] > c1) or sr[2] > c2 or sr[3] > c3 or sr[4] > c4
+                            or sr[5] > c5):
+                        hz.check_write_vs_reads(mem, sel, pipe, clock, clock_list, sr, instr.who)
+                    sw[pipe] = n
+                mem.wstamp[sel] = stamp
+            else:
+                ckey = (mem, addr, key)
+                if ckey not in initialised:
+                    hz.check_initialised(mem, sel, ckey, instr.who)
+                if races:
+                    sw = summary_w[group]
+                    if sw[1] > c1 or sw[2] > c2 or sw[3] > c3 or sw[4] > c4 or sw[5] > c5:
+                        hz.check_read_vs_writes(mem, sel, pipe, clock, instr.who)
+                    summary_r[group][pipe] = n
+                readers = mem.rstamp.get(pipe)
+                if readers is None:
+                    readers = mem.readers(pipe)
+                readers[sel] = stamp
+        instr.compute([v[0].mem for v in views], addrs)
+
+    @staticmethod
+    def _misaligned(instr: Instr, k: int, addr: int, align: int, region) -> None:
+        raise SimulationError(
+            ALIGNMENT, f"'{instr.name}' operand #{k} ({instr.operands[k].type_text}) is at "
+            f"{region.mem.name} byte {addr}, not aligned to {align} bytes", instr.where)
+
+    @staticmethod
+    def _out_of_bounds(instr: Instr, k: int, lo: int, hi: int, write: bool, region) -> None:
+        verb = "writes" if write else "reads"
+        raise SimulationError(
+            BOUNDS, f"'{instr.name}' {verb} {region.mem.name} bytes [{lo}, {hi}) outside "
+            f"its operand #{k}'s allocation [{region.base}, {region.base + region.size}) "
+            f"({region.label})", instr.where)

@@ -1,0 +1,108 @@
+"""Byte arrays of the simulated buffers and the static placement of allocations.
+
+Every memory is one `uint8` array with typed views over it (so an instruction
+reads fp16 lanes without copying) and the shadow state the hazard detector
+keeps per byte: the stamp of the last writer (-1 = never written) and, per
+pipe, the stamp of the last reader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from npu.simulator.errors import ALIGNMENT, CAPACITY, SimulationError
+
+DTYPES: dict[str, type] = {"f16": np.float16, "f32": np.float32, "i8": np.int8, "i32": np.int32}
+NEVER_WRITTEN = -1
+INPUT_STAMP = 0  # the values the caller passes in: ordered before every instruction
+
+
+@dataclass(eq=False)
+class Memory:
+    """One addressable buffer: an on-chip space, or one GM argument/allocation."""
+
+    name: str
+    space: str
+    nbytes: int
+    data: np.ndarray = field(init=False)
+    typed: dict[str, np.ndarray] = field(init=False)
+    wstamp: np.ndarray = field(init=False)
+    rstamp: dict[int, np.ndarray] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        padded = -(-max(self.nbytes, 1) // 8) * 8  # every typed view needs whole elements
+        self.data = np.zeros(padded, np.uint8)
+        self.typed = {name: self.data.view(dt) for name, dt in DTYPES.items()}
+        self.wstamp = np.full(padded, NEVER_WRITTEN, np.int32)
+
+    def readers(self, pipe: int) -> np.ndarray:
+        arr = self.rstamp.get(pipe)
+        if arr is None:
+            arr = self.rstamp[pipe] = np.full(self.data.size, NEVER_WRITTEN, np.int32)
+        return arr
+
+
+@dataclass(eq=False)
+class Region:
+    """A root allocation: where a memref.alloc (or a GM argument) lives.
+
+    `group` numbers the set of regions whose bytes may overlap (planned
+    allocations that share addresses); the hazard detector keeps one summary
+    per group so disjoint buffers never slow each other's checks down.
+    """
+
+    mem: Memory
+    base: int
+    size: int
+    group: int = 0
+    label: str = ""
+
+
+@dataclass
+class Placement:
+    """Static addresses of on-chip allocations (one per alloc op, no reuse)."""
+
+    capacity: dict[str, int]
+    granule: dict[str, int]
+    next_free: dict[str, int] = field(default_factory=dict)
+    regions: list[Region] = field(default_factory=list)
+    peak: dict[str, int] = field(default_factory=dict)
+
+    def place(self, mem: Memory, space: str, size: int, offset: int | None, where: str,
+              type_text: str) -> Region:
+        granule = self.granule[space]
+        if offset is None:
+            start = self.next_free.get(space, 0)
+            offset = -(-start // granule) * granule
+            self.next_free[space] = offset + size
+        elif offset % granule:
+            raise SimulationError(
+                ALIGNMENT, f"'memref.alloc' of {type_text} at npu.offset {offset} is not aligned "
+                f"to the {granule}-byte granule of {space}", where)
+        if offset < 0 or offset + size > self.capacity[space]:
+            raise SimulationError(
+                CAPACITY, f"'memref.alloc' of {type_text} ({size} bytes at offset {offset}) "
+                f"overflows {space}: bytes [{offset}, {offset + size}) past its capacity of "
+                f"{self.capacity[space]} bytes", where)
+        self.peak[space] = max(self.peak.get(space, 0), offset + size)
+        region = Region(mem, offset, size, label=f"{type_text} @ {where}")
+        self.regions.append(region)
+        return region
+
+    def assign_groups(self, first_group: int) -> int:
+        """Number the overlap groups of the placed regions; returns the next free id."""
+        gid = first_group
+        by_mem: dict[int, list[Region]] = {}
+        for r in self.regions:
+            by_mem.setdefault(id(r.mem), []).append(r)
+        for regions in by_mem.values():
+            regions.sort(key=lambda r: r.base)
+            end = -1
+            for r in regions:
+                if r.base >= end:
+                    gid += 1
+                r.group = gid
+                end = max(end, r.base + r.size)
+        return gid + 1

@@ -1,0 +1,117 @@
+"""The data movers: burst copies per hardware path and the L1 -> L0A/L0B loads.
+
+Cost of one instruction on its path: `latency + ceil(bytes / bytes_per_cycle)`,
+both from the target's `Path`. Copies move raw bytes (no conversion); the
+loads move whole fractals and may transpose each one (Nz -> Zn for L0B).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from npu.simulator import access
+from npu.simulator.errors import ALIGNMENT
+from npu.simulator.instruction import Access, DecodeContext, Instr
+from npu.simulator.memory import Memory
+from npu.target import PATH_PIPES
+
+COPY_PATHS = ("gm_to_l1", "gm_to_ub", "ub_to_gm", "ub_to_l1", "ub_to_ub", "l0c_to_ub")
+LOAD_PATHS = ("l1_to_l0a", "l1_to_l0b")
+
+
+def _set_cost(instr: Instr, ctx: DecodeContext, path: str, nbytes: int) -> None:
+    p = ctx.target.path(path)
+    instr.path = path
+    instr.nbytes = nbytes
+    instr.occupancy = -(-nbytes // p.bytes_per_cycle)
+    instr.latency = p.latency
+
+
+class Copy(Instr):
+    """`cce.copy_<src>_to_<dst>`: n_burst bursts of burst_len 32-byte blocks."""
+
+    def __init__(self, ctx: DecodeContext, path: str):
+        src_space, dst_space = path.split("_to_")
+        ctx.expect_operands(src_space, dst_space)
+        super().__init__(ctx, PATH_PIPES[path])
+        t = ctx.target
+        block = t.vector_block_bytes
+        n_burst, burst_len = ctx.int("n_burst"), ctx.int("burst_len")
+        src_gap, dst_gap = ctx.int("src_gap"), ctx.int("dst_gap")
+        if n_burst < 1 or burst_len < 1 or src_gap < 0 or dst_gap < 0:
+            raise ctx.fail(f"needs n_burst, burst_len >= 1 and gaps >= 0, got n_burst={n_burst} "
+                           f"burst_len={burst_len} src_gap={src_gap} dst_gap={dst_gap}")
+        burst = burst_len * block
+        aligns = []
+        for space, gap in ((src_space, src_gap), (dst_space, dst_gap)):
+            g = t.granule(space)
+            stride = (burst_len + gap) * block
+            if n_burst > 1 and stride % g:
+                raise ctx.fail(f"puts bursts {stride} bytes apart in {space}, not a multiple of "
+                               f"its {g}-byte granule", ALIGNMENT)
+            if space == "l0c" and burst % g:
+                raise ctx.fail(f"moves {burst}-byte bursts from l0c; an l0c burst must be a whole "
+                               f"number of {g}-byte granules", ALIGNMENT)
+            aligns.append(g)
+        src_pat = access.from_bursts(n_burst, burst, (burst_len + src_gap) * block)
+        dst_pat = access.from_bursts(n_burst, burst, (burst_len + dst_gap) * block)
+        self.accesses = (Access(0, src_pat, False, aligns[0]), Access(1, dst_pat, True, aligns[1]))
+        self.src_pat, self.dst_pat = src_pat, dst_pat
+        _set_cost(self, ctx, path, n_burst * burst)
+
+    def compute(self, mems: list[Memory], addrs: list[int]) -> None:
+        src, dst = mems[0].data, mems[1].data
+        sa, da = addrs
+        sp, dp = self.src_pat, self.dst_pat
+        values = src[sa:sa + sp.hi] if sp.dense else src[sp.byte_idx + sa]
+        if dp.dense:
+            dst[da:da + dp.hi] = values
+        else:
+            dst[dp.byte_idx + da] = values
+
+
+class Load(Instr):
+    """`cce.load_l1_to_l0a/l0b`: `repeat` fractals, optionally transposed each."""
+
+    def __init__(self, ctx: DecodeContext, path: str):
+        src_space, dst_space = path.split("_to_")
+        ctx.expect_operands(src_space, dst_space)
+        super().__init__(ctx, PATH_PIPES[path])
+        t = ctx.target
+        self.edge = t.fractal
+        frac = t.fractal_bytes(2)  # a fractal is 512 bytes for fp16 and int8 alike
+        repeat = ctx.int("repeat")
+        src_stride, dst_stride = ctx.int("src_stride"), ctx.int("dst_stride")
+        self.transpose = ctx.bool("transpose")
+        if repeat < 1 or src_stride < 0 or dst_stride < 0:
+            raise ctx.fail(f"needs repeat >= 1 and strides >= 0, got repeat={repeat} "
+                           f"src_stride={src_stride} dst_stride={dst_stride}")
+        if self.transpose and ctx.operands[0].esize != 2:
+            raise ctx.fail("can only transpose fractals of 2-byte elements")
+        self.repeat, self.frac = repeat, frac
+        src_pat = access.from_bursts(repeat, frac, src_stride * frac)
+        dst_pat = access.from_bursts(repeat, frac, dst_stride * frac)
+        self.src_pat, self.dst_pat = src_pat, dst_pat
+        self.accesses = (Access(0, src_pat, False, t.granule(src_space)),
+                         Access(1, dst_pat, True, t.granule(dst_space)))
+        _set_cost(self, ctx, path, repeat * frac)
+
+    def compute(self, mems: list[Memory], addrs: list[int]) -> None:
+        src, dst = mems[0].data, mems[1].data
+        sa, da = addrs
+        sp, dp = self.src_pat, self.dst_pat
+        values = src[sa:sa + sp.hi] if sp.dense else src[sp.byte_idx + sa]
+        if self.transpose:
+            e = self.edge
+            blocks = np.ascontiguousarray(values).view(np.uint16).reshape(self.repeat, e, e)
+            values = np.ascontiguousarray(blocks.transpose(0, 2, 1)).view(np.uint8).ravel()
+        if dp.dense:
+            dst[da:da + dp.hi] = values
+        else:
+            dst[dp.byte_idx + da] = values
+
+
+def decoders() -> dict:
+    table = {f"cce.copy_{p}": (lambda ctx, p=p: Copy(ctx, p)) for p in COPY_PATHS}
+    table.update({f"cce.load_{p}": (lambda ctx, p=p: Load(ctx, p)) for p in LOAD_PATHS})
+    return table

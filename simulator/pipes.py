@@ -1,0 +1,349 @@
+"""The pipes: one in-order queue each, fed by the scalar unit, ordered by flags.
+
+Timing model (all numbers from the target):
+
+* the scalar unit (S) dispatches trace entries in program order; entry i is
+  dispatched when S has spent its scalar cycles (`s_cost`), and S itself only
+  stalls on a `wait_flag` whose destination is S or on `pipe_barrier(ALL)`
+  (which waits for every instruction dispatched before it);
+* an instruction starts at max(dispatch time, its pipe's next free cycle).
+  V and M are pipelined: the next instruction may start after `occupancy`
+  cycles and the result lands `latency` cycles later. The movers (MTE1/2/3)
+  finish one transfer (latency + bytes / bandwidth) before starting the next;
+* `set_flag(src, dst, e)` fires when every earlier instruction of src has
+  finished and is visible `flag_latency` cycles later; the k-th `wait_flag`
+  of (src, dst, e) consumes the k-th `set_flag` (a counting flag);
+* `pipe_barrier(P)` holds later instructions of P until all earlier ones of
+  P have finished.
+
+Instructions execute (functionally and in the hazard detector) in the order
+this engine resolves them, which respects every flag and barrier; for a
+race-free program any such order gives the same result.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from npu.simulator.errors import DEADLOCK, FLAG, SimulationError
+from npu.simulator.hazards import NCOMP, PIPE_NAMES, S, V, M, HazardDetector
+from npu.simulator.instruction import BARRIER, OP, SET, WAIT
+from npu.simulator.machine import Machine
+from npu.target import Target
+
+NPIPES = len(PIPE_NAMES)
+PIPELINED = {V, M}
+INF = float("inf")
+
+
+def _head_time(instr, i: int, p: int, dispatch: list, free: list, done: list, events: dict) -> float:
+    """Earliest cycle the head of pipe p could start; INF when it is blocked."""
+    t0 = dispatch[i] if dispatch[i] > free[p] else free[p]
+    kind = instr.kind
+    if kind == WAIT:
+        dq = events.get(instr.key)
+        if not dq:
+            return INF
+        return dq[0][0] if dq[0][0] > t0 else t0
+    if kind != OP and done[p] > t0:
+        return done[p]
+    return t0
+
+
+@dataclass
+class Timeline:
+    start: list[int]
+    end: list[int]
+    total_cycles: int
+    busy: list[int]
+    counts: list[int]
+    sync_counts: list[int]
+    flows: list[tuple[int, int]] = field(default_factory=list)  # (set entry, wait entry)
+    unconsumed_sets: list[int] = field(default_factory=list)
+
+
+def check_flag_pairs(trace: list) -> None:
+    """Every wait_flag needs a set_flag to consume: the k-th wait of a flag
+    matches the k-th set of that flag anywhere in the program."""
+    sets: dict[tuple, int] = {}
+    for instr, _, _ in trace:
+        if instr.kind == SET:
+            sets[instr.key] = sets.get(instr.key, 0) + 1
+    waits: dict[tuple, int] = {}
+    for instr, _, _ in trace:
+        if instr.kind == WAIT:
+            k = waits[instr.key] = waits.get(instr.key, 0) + 1
+            if k > sets.get(instr.key, 0):
+                have = sets.get(instr.key, 0)
+                raise SimulationError(
+                    FLAG, f"'cce.wait_flag' ({instr.flag_text}) has no matching set_flag: this is "
+                    f"wait #{k} on that flag but the program sets it {have} time"
+                    f"{'' if have == 1 else 's'}", instr.where)
+
+
+def run(trace: list, machine: Machine, hazards: HazardDetector, target: Target,
+        trailing_scalar: int, serialize: bool) -> Timeline:
+    check_flag_pairs(trace)
+    if serialize:
+        return _run_serialized(trace, machine, hazards, target, trailing_scalar)
+    return _run_parallel(trace, machine, hazards, target, trailing_scalar)
+
+
+def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target: Target,
+                  trailing_scalar: int) -> Timeline:
+    n_entries = len(trace)
+    start = [0] * n_entries
+    end = [0] * n_entries
+    dispatch = [0] * n_entries
+    snap: list = [None] * n_entries
+    flag_latency = target.flag_latency
+    queues = [deque() for _ in range(NPIPES)]
+    clocks = [np.zeros(NCOMP, np.int64) for _ in range(NPIPES)]
+    clock_lists = [[0] * NCOMP for _ in range(NPIPES)]
+    last_snap: list = [None] * NPIPES
+    counts = [0] * NPIPES
+    free = [0] * NPIPES
+    done = [0] * NPIPES
+    busy = [0] * NPIPES
+    busy_end = [0] * NPIPES
+    events: dict[tuple, deque] = {}
+    set_of_event: dict[tuple, deque] = {}
+    flows: list[tuple[int, int]] = []
+    stamp_pipe, stamp_n = hazards.stamp_pipe, hazards.stamp_n
+    execute = machine.execute
+    s_clock = np.zeros(NCOMP, np.int64)
+    s_pos = 0
+    s_time = 0
+
+    def raise_event(key: tuple, t: int, clock: np.ndarray, entry: int) -> None:
+        events.setdefault(key, deque()).append((t + flag_latency, clock))
+        set_of_event.setdefault(key, deque()).append(entry)
+
+    def take_event(key: tuple, entry: int):
+        dq = events.get(key)
+        if not dq:
+            return None
+        flows.append((set_of_event[key].popleft(), entry))
+        return dq.popleft()
+
+    while True:
+        progressed = False
+        # --- the scalar unit dispatches until it stalls --------------------------
+        while s_pos < n_entries:
+            instr, _, cost = trace[s_pos]
+            t = s_time + cost
+            if instr.pipe == S:
+                kind = instr.kind
+                if kind == WAIT:
+                    ev = take_event(instr.key, s_pos)
+                    if ev is None:
+                        break
+                    start[s_pos] = t
+                    t = max(t, ev[0])
+                    s_clock = np.maximum(s_clock, ev[1])
+                elif kind == SET:
+                    start[s_pos] = t
+                    c = s_clock.copy()
+                    raise_event(instr.key, t, c, s_pos)
+                elif kind == BARRIER and instr.barrier_all:
+                    if any(queues):
+                        break
+                    start[s_pos] = t
+                    t = max([t] + done)
+                    joined = s_clock.copy()
+                    for p in range(1, NPIPES):
+                        c = clocks[p].copy()
+                        c[p] = counts[p]
+                        np.maximum(joined, c, out=joined)
+                    s_clock = joined
+                else:
+                    start[s_pos] = t
+                end[s_pos] = t
+            else:
+                dispatch[s_pos] = t
+                snap[s_pos] = s_clock
+                queues[instr.pipe].append(s_pos)
+            s_time = t
+            s_pos += 1
+            progressed = True
+
+        # --- the pipes: run the earliest-starting ready head, in bursts -------
+        # Functional effects happen in simulated-time order, so an unsynchronised
+        # program computes what this run's timing would give (and the hazard
+        # detector still reports the race).
+        while True:
+            best = -1
+            t_best = t_second = INF
+            for p in range(1, NPIPES):
+                q = queues[p]
+                if not q:
+                    continue
+                t = _head_time(trace[q[0]][0], q[0], p, dispatch, free, done, events)
+                if t < t_best:
+                    best, t_second, t_best = p, t_best, t
+                elif t < t_second:
+                    t_second = t
+            if best < 0:
+                break
+            p = best
+            q = queues[p]
+            clock = clocks[p]
+            clock_l = clock_lists[p]
+            pipelined = p in PIPELINED
+            while q:
+                i = q[0]
+                instr, views, _ = trace[i]
+                kind = instr.kind
+                t0 = dispatch[i]
+                if free[p] > t0:
+                    t0 = free[p]
+                if t0 > t_second:
+                    break  # another pipe's head starts earlier: let it run first
+                if kind == WAIT:
+                    dq = events.get(instr.key)
+                    if not dq or dq[0][0] > t_second:
+                        break
+                sn = snap[i]
+                if sn is not last_snap[p]:
+                    np.maximum(clock, sn, out=clock)
+                    clock_l[:] = clock.tolist()
+                    last_snap[p] = sn
+                if kind == OP:
+                    n = counts[p] = counts[p] + 1
+                    if p != V:
+                        clock[p] = n
+                        clock_l[p] = n
+                    stamp = i + 1
+                    stamp_pipe[stamp] = p
+                    stamp_n[stamp] = n
+                    execute(instr, views, stamp, n, clock, clock_l, p)
+                    e = t0 + instr.occupancy + instr.latency
+                    free[p] = t0 + instr.occupancy if pipelined else e
+                    if e > done[p]:
+                        done[p] = e
+                    b0 = t0 if t0 > busy_end[p] else busy_end[p]
+                    if e > b0:
+                        busy[p] += e - b0
+                        busy_end[p] = e
+                    start[i] = t0
+                    end[i] = e
+                elif kind == WAIT:
+                    ev = take_event(instr.key, i)
+                    t = ev[0] if ev[0] > t0 else t0
+                    np.maximum(clock, ev[1], out=clock)
+                    clock_l[:] = clock.tolist()
+                    free[p] = t
+                    start[i] = t0
+                    end[i] = t
+                else:  # SET or BARRIER: wait for every earlier instruction of p
+                    t = done[p] if done[p] > t0 else t0
+                    if kind == SET:
+                        c = clock.copy()
+                        c[p] = counts[p]
+                        raise_event(instr.key, t, c, i)
+                    elif p == V:
+                        clock[V] = counts[V]
+                        clock_l[V] = counts[V]
+                    free[p] = t
+                    start[i] = t
+                    end[i] = t + (flag_latency if kind == SET else 0)
+                q.popleft()
+                progressed = True
+                if kind == SET:
+                    break  # a blocked pipe may be able to start earlier now
+            if s_pos < n_entries and trace[s_pos][0].pipe == S:
+                break  # the scalar unit may be able to move again
+
+        if s_pos == n_entries and not any(queues):
+            break
+        if not progressed:
+            _deadlock(trace, queues, s_pos)
+
+    total = max([s_time + trailing_scalar] + done)
+    busy[S] = min(total, sum(entry[2] for entry in trace) + trailing_scalar)
+    counts_out, sync_out = _counts(trace)
+    unconsumed = [e for dq in set_of_event.values() for e in dq]
+    return Timeline(start, end, total, busy, counts_out, sync_out, flows, unconsumed)
+
+
+def _deadlock(trace: list, queues: list, s_pos: int) -> None:
+    blocked = []
+    if s_pos < len(trace):
+        instr = trace[s_pos][0]
+        what = (f"waits for flag {instr.flag_text}" if instr.kind == WAIT
+                else "waits at pipe_barrier(ALL)")
+        blocked.append((s_pos, f"S {what} at {instr.where}"))
+    for p in range(1, NPIPES):
+        if queues[p]:
+            i = queues[p][0]
+            instr = trace[i][0]
+            blocked.append((i, f"{PIPE_NAMES[p]} waits for flag {instr.flag_text} at {instr.where}"))
+    blocked.sort()
+    first = trace[blocked[0][0]][0]
+    raise SimulationError(DEADLOCK, "every pipe with work left is blocked: "
+                          + "; ".join(text for _, text in blocked), first.where)
+
+
+def _run_serialized(trace: list, machine: Machine, hazards: HazardDetector, target: Target,
+                    trailing_scalar: int) -> Timeline:
+    """Each instruction waits for all earlier ones: no overlap, no races."""
+    n_entries = len(trace)
+    start = [0] * n_entries
+    end = [0] * n_entries
+    counts = [0] * NPIPES
+    busy = [0] * NPIPES
+    pending: dict[tuple, deque] = {}
+    flows: list[tuple[int, int]] = []
+    everything = np.full(NCOMP, np.iinfo(np.int64).max // 2, np.int64)
+    everything_l = everything.tolist()
+    stamp_pipe, stamp_n = hazards.stamp_pipe, hazards.stamp_n
+    s_time = 0
+    last = 0
+    for i, (instr, views, cost) in enumerate(trace):
+        s_time += cost
+        t0 = max(s_time, last)
+        p = instr.pipe
+        kind = instr.kind
+        if kind == OP:
+            n = counts[p] = counts[p] + 1
+            stamp_pipe[i + 1] = p
+            stamp_n[i + 1] = n
+            machine.execute(instr, views, i + 1, n, everything, everything_l, p)
+            e = t0 + instr.occupancy + instr.latency
+            busy[p] += e - t0
+        elif kind == SET:
+            pending.setdefault(instr.key, deque()).append(i)
+            e = t0
+        elif kind == WAIT:
+            dq = pending.get(instr.key)
+            if not dq:
+                raise SimulationError(DEADLOCK, f"'cce.wait_flag' ({instr.flag_text}) waits for a "
+                                      "set_flag that comes later in program order; with "
+                                      "serialize=True every instruction waits for all earlier ones",
+                                      instr.where)
+            flows.append((dq.popleft(), i))
+            e = t0
+        else:
+            e = t0
+        start[i], end[i] = t0, e
+        last = e
+    total = max(s_time + trailing_scalar, last)
+    busy[S] = min(total, sum(entry[2] for entry in trace) + trailing_scalar)
+    counts_out, sync_out = _counts(trace)
+    unconsumed = [e for dq in pending.values() for e in dq]
+    return Timeline(start, end, total, busy, counts_out, sync_out, flows, unconsumed)
+
+
+def _counts(trace: list) -> tuple[list[int], list[int]]:
+    """Per pipe: instructions that compute or move data, and sync ops."""
+    ops, sync = [0] * NPIPES, [0] * NPIPES
+    for instr, _, _ in trace:
+        if instr.kind == OP:
+            ops[instr.pipe] += 1
+        else:
+            sync[instr.pipe] += 1
+    ops[S] = len(trace)  # the scalar unit dispatches every instruction
+    return ops, sync

@@ -1,0 +1,451 @@
+"""Decode a `func.func` once into closures the scalar unit runs.
+
+Every SSA value gets a slot in a flat list (`env`); every op becomes a small
+Python function over that list; `cce` ops become a dispatch that appends
+`(instr, operand views, scalar cycles)` to the trace. Nothing here touches the
+MLIR bindings after decoding, so running a loop nest costs a few Python calls
+per dynamic op.
+
+Scalar cost model: each executed arith op (other than constants), each view
+op with a dynamic operand, each scf.for iteration and each scf.if charges
+`target.scalar_issue_cycles`; each instruction dispatch charges it once more.
+Constants, static views and allocations are free (resolved before run time).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from mlir import ir
+
+from npu import ir as npu_ir
+from npu.simulator import cube_unit, mte, scalar_unit, vector_unit
+from npu.simulator.errors import INVALID, UNSUPPORTED, SimulationError, where_of
+from npu.simulator.instruction import BARRIER, SET, WAIT, DecodeContext, Instr, SyncInstr
+from npu.simulator.memory import Memory, Placement, Region
+from npu.simulator.scalar_unit import View
+from npu.target import ON_CHIP_BUFFERS, Target
+
+Fn = Callable[[list], None]
+DYNAMIC = ir.ShapedType.get_dynamic_stride_or_offset()
+
+
+def _instr_decoders() -> dict[str, Callable[[DecodeContext], Instr]]:
+    table: dict[str, Callable[[DecodeContext], Instr]] = {}
+    table.update(mte.decoders())
+    table.update(cube_unit.decoders())
+    table.update(vector_unit.decoders())
+    table["cce.set_flag"] = lambda ctx: SyncInstr(ctx, SET)
+    table["cce.wait_flag"] = lambda ctx: SyncInstr(ctx, WAIT)
+    table["cce.pipe_barrier"] = lambda ctx: SyncInstr(ctx, BARRIER)
+    return table
+
+
+INSTR_DECODERS = _instr_decoders()
+
+
+@dataclass
+class Program:
+    """The decoded entry function, bound to one run's trace list."""
+
+    func_name: str
+    args: list[tuple[Memory, Region, str, tuple[int, ...]]]  # memory, region, dtype, shape
+    env: list
+    body: list[Fn]
+    trace: list
+    pending: list[int]
+    placement: Placement
+    instrs: list[Instr] = field(default_factory=list)
+    n_groups: int = 0
+
+    def run_scalar(self) -> int:
+        """Walk the control flow, filling `trace`; returns trailing scalar cycles."""
+        env = self.env
+        for fn in self.body:
+            fn(env)
+        return self.pending[0]
+
+
+class Decoder:
+    def __init__(self, target: Target):
+        self.target = target
+        self.issue = target.scalar_issue_cycles
+        self.slots: dict[ir.Value, int] = {}
+        self.env: list = []
+        self.trace: list = []
+        self.pending = [0]
+        self.placement = Placement({s: target.capacity(s) for s in ON_CHIP_BUFFERS},
+                                   {s: target.granule(s) for s in ON_CHIP_BUFFERS})
+        self.on_chip: dict[str, Memory] = {}
+        self.gm_regions: list[Region] = []
+        self.instrs: list[Instr] = []
+
+    # -- slots --------------------------------------------------------------
+
+    def slot(self, value: ir.Value) -> int:
+        s = self.slots.get(value)
+        if s is None:
+            s = self.slots[value] = len(self.env)
+            self.env.append(None)
+        return s
+
+    def use(self, value: ir.Value, op: ir.Operation) -> int:
+        s = self.slots.get(value)
+        if s is None:  # defined outside the function (cannot happen in valid IR)
+            raise SimulationError(INVALID, f"'{op.name}' uses a value defined outside the function",
+                                  where_of(op.location))
+        return s
+
+    # -- entry ----------------------------------------------------------------
+
+    def decode(self, func_op: ir.Operation) -> Program:
+        block = func_op.regions[0].blocks[0]
+        args = []
+        for i, arg in enumerate(block.arguments):
+            where = where_of(func_op.location)
+            if not npu_ir.is_memref(arg.type):
+                raise SimulationError(UNSUPPORTED, f"argument #{i} of '{npu_ir.symbol_name(func_op)}' "
+                                      f"is {arg.type}; only memref arguments are supported", where)
+            mt = npu_ir.memref_type(arg.type)
+            space = npu_ir.memory_space(arg.type)
+            dtype = npu_ir.memref_element(arg.type)
+            if space != "gm":
+                raise SimulationError(UNSUPPORTED, f"argument #{i} is in '{space}'; arguments must "
+                                      f"be in gm", where)
+            if not mt.has_static_shape:
+                raise SimulationError(UNSUPPORTED, f"argument #{i} has a dynamic shape", where)
+            shape = tuple(mt.shape)
+            strides, offset = npu_ir.memref_layout(arg.type)
+            if offset != 0 or strides != _identity_strides(shape):
+                raise SimulationError(UNSUPPORTED, f"argument #{i} must have the identity layout", where)
+            nbytes = _numel(shape) * npu_ir.element_bytes(dtype)
+            mem = Memory(f"gm:arg{i}", "gm", nbytes)
+            region = Region(mem, 0, nbytes, label=f"argument #{i}")
+            self.gm_regions.append(region)
+            self.env.append(None)
+            self.slots[arg] = len(self.env) - 1
+            self.env[self.slots[arg]] = View(region, 0, shape, tuple(strides))
+            args.append((mem, region, dtype, shape))
+        body = self.block(block)
+        gid = self.placement.assign_groups(0)
+        for region in self.gm_regions:
+            region.group = gid
+            gid += 1
+        return Program(npu_ir.symbol_name(func_op), args, self.env, body, self.trace, self.pending,
+                       self.placement, self.instrs, gid)
+
+    # -- blocks ---------------------------------------------------------------
+
+    def block(self, block: ir.Block) -> list[Fn]:
+        """Closures for the ops of `block` (its terminator excluded)."""
+        fns: list[Fn] = []
+        static_cost = 0
+        pending = self.pending
+        for op_view in block.operations:
+            op = op_view.operation
+            name = op.name
+            if name in ("scf.yield", "func.return"):
+                continue
+            if name in INSTR_DECODERS:
+                fns.append(self.instruction(op, static_cost + self.issue))
+                static_cost = 0
+                continue
+            if name in ("scf.for", "scf.if"):
+                if static_cost:
+                    fns.append(_add_cost(pending, static_cost))
+                    static_cost = 0
+                fns.append(self.scf_for(op) if name == "scf.for" else self.scf_if(op))
+                continue
+            fn, cost = self.scalar(op)
+            static_cost += cost
+            if fn is not None:
+                fns.append(fn)
+        if static_cost:
+            fns.append(_add_cost(pending, static_cost))
+        return fns
+
+    def instruction(self, op: ir.Operation, pre_cost: int) -> Fn:
+        ctx = DecodeContext(op, where_of(op.location), self.target)
+        instr = INSTR_DECODERS[op.name](ctx).finish()
+        self.instrs.append(instr)
+        slots = tuple(self.use(v, op) for v in op.operands)
+        append = self.trace.append
+        pending = self.pending
+        if not slots:
+            def dispatch_sync(env: list, instr=instr, pre=pre_cost) -> None:
+                append((instr, (), pending[0] + pre))
+                pending[0] = 0
+            return dispatch_sync
+        if len(slots) == 2:
+            a, b = slots
+
+            def dispatch2(env: list, instr=instr, a=a, b=b, pre=pre_cost) -> None:
+                append((instr, (env[a], env[b]), pending[0] + pre))
+                pending[0] = 0
+            return dispatch2
+
+        def dispatch(env: list, instr=instr, slots=slots, pre=pre_cost) -> None:
+            append((instr, tuple([env[s] for s in slots]), pending[0] + pre))
+            pending[0] = 0
+        return dispatch
+
+    # -- control flow -----------------------------------------------------------
+
+    def scf_for(self, op: ir.Operation) -> Fn:
+        lb, ub, step = (self.use(v, op) for v in list(op.operands)[:3])
+        inits = tuple(self.use(v, op) for v in list(op.operands)[3:])
+        body_block = op.regions[0].blocks[0]
+        iv = self.slot(body_block.arguments[0])
+        bargs = tuple(self.slot(a) for a in list(body_block.arguments)[1:])
+        results = tuple(self.slot(r) for r in op.results)
+        body = self.block(body_block)
+        yields = self._yield_slots(body_block, op)
+        pending = self.pending
+        iter_cost = self.issue
+        where = where_of(op.location)
+
+        def run_for(env: list) -> None:
+            i, end, st = env[lb], env[ub], env[step]
+            if st <= 0:
+                raise SimulationError(INVALID, f"'scf.for' has non-positive step {st}", where)
+            vals = [env[s] for s in inits]
+            while i < end:
+                env[iv] = i
+                for s, v in zip(bargs, vals):
+                    env[s] = v
+                pending[0] += iter_cost
+                for fn in body:
+                    fn(env)
+                if yields:
+                    vals = [env[s] for s in yields]
+                i += st
+            for s, v in zip(results, vals):
+                env[s] = v
+
+        if inits:
+            return run_for
+
+        def run_simple_for(env: list) -> None:
+            i, end, st = env[lb], env[ub], env[step]
+            if st <= 0:
+                raise SimulationError(INVALID, f"'scf.for' has non-positive step {st}", where)
+            while i < end:
+                env[iv] = i
+                pending[0] += iter_cost
+                for fn in body:
+                    fn(env)
+                i += st
+        return run_simple_for
+
+    def scf_if(self, op: ir.Operation) -> Fn:
+        cond = self.use(op.operands[0], op)
+        results = tuple(self.slot(r) for r in op.results)
+        then_block = op.regions[0].blocks[0]
+        then_body = self.block(then_block)
+        then_yields = self._yield_slots(then_block, op)
+        has_else = len(op.regions) > 1 and len(op.regions[1].blocks) > 0
+        else_block = op.regions[1].blocks[0] if has_else else None
+        else_body = self.block(else_block) if else_block is not None else []
+        else_yields = self._yield_slots(else_block, op) if else_block is not None else ()
+        pending = self.pending
+        cost = self.issue
+
+        def run_if(env: list) -> None:
+            pending[0] += cost
+            body, yields = (then_body, then_yields) if env[cond] else (else_body, else_yields)
+            for fn in body:
+                fn(env)
+            for s, y in zip(results, yields):
+                env[s] = env[y]
+        return run_if
+
+    def _yield_slots(self, block: ir.Block, op: ir.Operation) -> tuple[int, ...]:
+        ops = list(block.operations)
+        if ops and ops[-1].operation.name == "scf.yield":
+            return tuple(self.use(v, op) for v in ops[-1].operation.operands)
+        return ()
+
+    # -- scalar ops and views ---------------------------------------------------
+
+    def scalar(self, op: ir.Operation) -> tuple[Fn | None, int]:
+        name = op.name
+        where = where_of(op.location)
+        if name == "arith.constant":
+            self.env[self.slot(op.results[0])] = _constant(op, where)
+            return None, 0
+        if name in scalar_unit.INT_BINARY:
+            f = scalar_unit.INT_BINARY[name]
+            a, b = (self.use(v, op) for v in op.operands)
+            r = self.slot(op.results[0])
+
+            def binary(env: list, r=r, a=a, b=b, f=f) -> None:
+                env[r] = f(env[a], env[b])
+            return binary, self.issue
+        if name == "arith.cmpi":
+            f = scalar_unit.CMPI[npu_ir.int_attr(op, "predicate")]
+            a, b = (self.use(v, op) for v in op.operands)
+            r = self.slot(op.results[0])
+
+            def cmp(env: list, r=r, a=a, b=b, f=f) -> None:
+                env[r] = f(env[a], env[b])
+            return cmp, self.issue
+        if name == "arith.select":
+            c, t, f_ = (self.use(v, op) for v in op.operands)
+            r = self.slot(op.results[0])
+
+            def select(env: list, r=r, c=c, t=t, f_=f_) -> None:
+                env[r] = env[t] if env[c] else env[f_]
+            return select, self.issue
+        if name in scalar_unit.INT_IDENTITY:
+            a = self.use(op.operands[0], op)
+            r = self.slot(op.results[0])
+
+            def copy(env: list, r=r, a=a) -> None:
+                env[r] = env[a]
+            return copy, self.issue
+        if name in ("memref.alloc", "memref.alloca"):
+            self.env[self.slot(op.results[0])] = self.alloc(op, where)
+            return None, 0
+        if name == "memref.dealloc":
+            return None, 0
+        if name in ("memref.cast", "memref.memory_space_cast"):
+            a = self.use(op.operands[0], op)
+            r = self.slot(op.results[0])
+
+            def same(env: list, r=r, a=a) -> None:
+                env[r] = env[a]
+            return same, 0
+        if name == "memref.subview":
+            return self.subview(op, where)
+        if name == "memref.reinterpret_cast":
+            return self.reinterpret_cast(op, where)
+        if name in ("memref.collapse_shape", "memref.expand_shape"):
+            a = self.use(op.operands[0], op)
+            r = self.slot(op.results[0])
+            groups = [[int(ir.IntegerAttr(x).value) for x in ir.ArrayAttr(g)]
+                      for g in ir.ArrayAttr(op.attributes["reassociation"])]
+            shape = _static_shape(op.results[0].type, op, where)
+            f = scalar_unit.collapse if name == "memref.collapse_shape" else scalar_unit.expand
+
+            def reshape(env: list, r=r, a=a, groups=groups, shape=shape, f=f) -> None:
+                env[r] = f(env[a], groups, shape)
+            return reshape, 0
+        raise SimulationError(UNSUPPORTED, f"the simulator cannot execute '{name}'", where)
+
+    def alloc(self, op: ir.Operation, where: str) -> View:
+        t = op.results[0].type
+        space = npu_ir.memory_space(t)
+        shape = _static_shape(t, op, where)
+        dtype = npu_ir.memref_element(t)
+        nbytes = _numel(shape) * npu_ir.element_bytes(dtype)
+        strides = tuple(_identity_strides(shape))
+        if space == "gm":
+            mem = Memory(f"gm:alloc@{where}", "gm", nbytes)
+            region = Region(mem, 0, nbytes, label=f"{t} @ {where}")
+            self.gm_regions.append(region)
+            return View(region, 0, shape, strides)
+        if space not in ON_CHIP_BUFFERS:
+            raise SimulationError(INVALID, f"'memref.alloc' in unknown memory space '{space}'", where)
+        mem = self.on_chip.get(space)
+        if mem is None:
+            mem = self.on_chip[space] = Memory(space, space, self.target.capacity(space))
+        offset = npu_ir.int_attr(op, "npu.offset") if "npu.offset" in op.attributes else None
+        region = self.placement.place(mem, space, nbytes, offset, where, str(t))
+        return View(region, 0, shape, strides)
+
+    def subview(self, op: ir.Operation, where: str) -> tuple[Fn, int]:
+        operands = list(op.operands)
+        src = self.use(operands[0], op)
+        seg = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+        n_off, n_size, n_stride = seg[1], seg[2], seg[3]
+        dyn_off = [self.use(v, op) for v in operands[1:1 + n_off]]
+        if n_size:
+            raise SimulationError(UNSUPPORTED, "'memref.subview' with dynamic sizes", where)
+        if n_stride:
+            raise SimulationError(UNSUPPORTED, "'memref.subview' with dynamic strides", where)
+        static_off = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
+        steps = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+        shape = _static_shape(op.results[0].type, op, where)
+        res_strides, _ = npu_ir.memref_layout(op.results[0].type)
+        r = self.slot(op.results[0])
+        # Offsets: static entries as ints, dynamic ones as slot references.
+        spec = []
+        it = iter(dyn_off)
+        for o in static_off:
+            spec.append((True, next(it)) if o == DYNAMIC else (False, o))
+        cost = self.issue if dyn_off else 0
+
+        def sub(env: list, r=r, src=src, spec=tuple(spec), shape=shape, steps=steps,
+                res_strides=res_strides) -> None:
+            offs = [env[v] if dyn else v for dyn, v in spec]
+            env[r] = scalar_unit.subview(env[src], offs, shape, steps, res_strides)
+        return sub, cost
+
+    def reinterpret_cast(self, op: ir.Operation, where: str) -> tuple[Fn, int]:
+        operands = list(op.operands)
+        src = self.use(operands[0], op)
+        seg = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+        n_off, n_size, n_stride = seg[1], seg[2], seg[3]
+        if n_size:
+            raise SimulationError(UNSUPPORTED, "'memref.reinterpret_cast' with dynamic sizes", where)
+        dyn = [self.use(v, op) for v in operands[1:]]
+        static_off = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
+        static_strides = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+        shape = _static_shape(op.results[0].type, op, where)
+        it = iter(dyn)
+        off_spec = [(True, next(it)) if o == DYNAMIC else (False, o) for o in static_off]
+        stride_spec = [(True, next(it)) if s == DYNAMIC else (False, s) for s in static_strides]
+        r = self.slot(op.results[0])
+        cost = self.issue if dyn else 0
+
+        def cast(env: list, r=r, src=src, off_spec=tuple(off_spec), stride_spec=tuple(stride_spec),
+                 shape=shape) -> None:
+            v = env[src]
+            off = sum(env[x] if d else x for d, x in off_spec)
+            strides = tuple(env[x] if d else x for d, x in stride_spec)
+            env[r] = View(v.region, off, shape, strides)
+        return cast, cost
+
+
+def _add_cost(pending: list[int], cost: int) -> Fn:
+    def add(env: list) -> None:
+        pending[0] += cost
+    return add
+
+
+def _constant(op: ir.Operation, where: str):
+    attr = op.attributes["value"]
+    if isinstance(attr, ir.BoolAttr):
+        return ir.BoolAttr(attr).value
+    if isinstance(attr, ir.IntegerAttr):
+        t = ir.IntegerAttr(attr).type
+        v = ir.IntegerAttr(attr).value
+        if isinstance(t, ir.IntegerType) and ir.IntegerType(t).width == 1:
+            return bool(v & 1)
+        return v
+    if isinstance(attr, ir.FloatAttr):
+        return ir.FloatAttr(attr).value
+    raise SimulationError(UNSUPPORTED, f"'arith.constant' of {attr} (only scalars)", where)
+
+
+def _static_shape(t: ir.Type, op: ir.Operation, where: str) -> tuple[int, ...]:
+    mt = npu_ir.memref_type(t)
+    if not mt.has_static_shape:
+        raise SimulationError(UNSUPPORTED, f"'{op.name}' produces a dynamically shaped {t}", where)
+    return tuple(mt.shape)
+
+
+def _identity_strides(shape: tuple[int, ...]) -> list[int]:
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= d
+    return list(reversed(strides))
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n

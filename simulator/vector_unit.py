@@ -1,0 +1,344 @@
+"""The vector unit: lane-wise ops with repeat, mask and strides; vconv;
+cross-lane reductions; vdup; vnchwconv.
+
+Lane `e` of repeat `r` of an operand with element size `s` is at byte
+`addr + r*rep_stride*32 + ((e*s)//32)*blk_stride*32 + (e*s)%32`; a repeat
+covers `vector_bytes / widest element` lanes and the first `mask` are active.
+
+Arithmetic is done in the operands' type: fp16 operands are computed with
+numpy's float16 ufuncs, which evaluate in float32 and round once to fp16 (for
++ - * / max min this equals the correctly rounded fp16 result); exp, ln,
+sqrt, rsqrt and 1/x are evaluated in float32 and rounded to fp16. vcadd sums
+a repeat's active lanes in float32 and rounds once.
+
+Cost: `repeat * target.vector_cycles(class)` cycles of the pipe plus
+`vector_latency` until the result lands (vnchwconv: its own per-repeat rate).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from npu.simulator import access
+from npu.simulator.instruction import Access, DecodeContext, Instr, np_dtype
+from npu.simulator.memory import Memory
+
+BINARY = {"cce.vadd": np.add, "cce.vsub": np.subtract, "cce.vmul": np.multiply,
+          "cce.vdiv": np.divide, "cce.vmax": np.maximum, "cce.vmin": np.minimum}
+SCALAR = {"cce.vadds": np.add, "cce.vmuls": np.multiply, "cce.vmaxs": np.maximum,
+          "cce.vmins": np.minimum}
+
+
+def _f32(fn):
+    """Evaluate in float32 and round back to the operand type."""
+    def run(x: np.ndarray) -> np.ndarray:
+        return fn(x.astype(np.float32)).astype(x.dtype)
+    return run
+
+
+UNARY = {
+    "cce.vrelu": lambda x: np.maximum(x, x.dtype.type(0)),
+    "cce.vabs": np.abs,
+    "cce.vexp": _f32(np.exp),
+    "cce.vln": _f32(np.log),
+    "cce.vsqrt": _f32(np.sqrt),
+    "cce.vrsqrt": _f32(lambda x: np.float32(1) / np.sqrt(x)),
+    "cce.vrec": _f32(lambda x: np.float32(1) / x),
+}
+TRANSCENDENTAL = {"cce.vexp", "cce.vln", "cce.vsqrt", "cce.vrsqrt", "cce.vrec", "cce.vdiv"}
+ROUND_MODES = ("rint", "floor", "ceil", "trunc", "round", "none")
+
+
+class Lanes:
+    """One operand's active lanes, in lane order, as element offsets."""
+
+    def __init__(self, ctx: DecodeContext, index: int, prefix: str | None, repeat: int,
+                 mask: int, lanes: int, rep_only: bool = False):
+        info = ctx.operands[index]
+        t = ctx.target
+        block = t.vector_block_bytes
+        s = info.esize
+        self.index, self.dtype, self.esize = index, info.dtype, s
+        if rep_only:  # vcadd/vcmax destination: one element per repeat
+            rep = ctx.int(f"{prefix}_rep_stride")
+            elems = np.arange(repeat, dtype=np.int64) * rep
+        else:
+            blk, rep = ctx.int(f"{prefix}_blk_stride"), ctx.int(f"{prefix}_rep_stride")
+            if blk < 0 or rep < 0:
+                raise ctx.fail(f"has negative strides for '{prefix}'")
+            e = np.arange(mask, dtype=np.int64) * s
+            lane_bytes = (e // block) * blk * block + e % block
+            byte = (np.arange(repeat, dtype=np.int64)[:, None] * rep * block + lane_bytes[None, :])
+            elems = (byte // s).ravel()
+        self.pattern = access.from_elements(elems, s)
+        self.lo = self.pattern.lo // s
+        self.hi = self.pattern.hi // s
+        self.idx = None if self.pattern.dense else self.pattern.elem_idx
+
+    def get(self, mems: list[Memory], addrs: list[int]) -> np.ndarray:
+        arr = mems[self.index].typed[self.dtype]
+        base = addrs[self.index] // self.esize
+        if self.idx is None:
+            return arr[base + self.lo:base + self.hi]
+        return arr[self.idx + base]
+
+    def put(self, mems: list[Memory], addrs: list[int], values: np.ndarray) -> None:
+        arr = mems[self.index].typed[self.dtype]
+        base = addrs[self.index] // self.esize
+        if self.idx is None:
+            arr[base + self.lo:base + self.hi] = values
+        else:
+            arr[self.idx + base] = values
+
+
+class VectorOp(Instr):
+    """Shared decoding: repeat, mask, lanes, cost class."""
+
+    def __init__(self, ctx: DecodeContext, op_class: str, n_operands: int):
+        if tuple(o.space for o in ctx.operands) != ("ub",) * n_operands:
+            raise ctx.fail(f"expects {n_operands} operand(s) in ub, got "
+                           f"({', '.join(o.space for o in ctx.operands)})")
+        super().__init__(ctx, "V")
+        t = ctx.target
+        self.repeat = ctx.int("repeat")
+        if not 1 <= self.repeat <= t.max_repeat:
+            raise ctx.fail(f"has repeat {self.repeat}; the target allows 1..{t.max_repeat}")
+        self.lanes = t.lanes(max(o.esize for o in ctx.operands))
+        self.ub_align = t.granule("ub")
+        self.occupancy = self.repeat * t.vector_cycles(op_class)
+        self.latency = t.vector_latency
+
+    def read_mask(self, ctx: DecodeContext) -> int:
+        mask = ctx.int("mask")
+        if not 1 <= mask <= self.lanes:
+            raise ctx.fail(f"has mask {mask}; a repeat of this type has 1..{self.lanes} lanes")
+        return mask
+
+    def set_accesses(self, reads: list[Lanes], writes: list[Lanes]) -> None:
+        self.accesses = tuple([Access(l.index, l.pattern, False, self.ub_align) for l in reads]
+                              + [Access(l.index, l.pattern, True, self.ub_align) for l in writes])
+
+
+class Binary(VectorOp):
+    def __init__(self, ctx: DecodeContext):
+        super().__init__(ctx, "transcendental" if ctx.name in TRANSCENDENTAL else "simple", 3)
+        if len({o.dtype for o in ctx.operands}) != 1:
+            raise ctx.fail("needs one element type for dst, src0 and src1")
+        mask = self.read_mask(ctx)
+        self.dst = Lanes(ctx, 0, "dst", self.repeat, mask, self.lanes)
+        self.src0 = Lanes(ctx, 1, "src0", self.repeat, mask, self.lanes)
+        self.src1 = Lanes(ctx, 2, "src1", self.repeat, mask, self.lanes)
+        self.fn = BINARY[ctx.name]
+        self.set_accesses([self.src0, self.src1], [self.dst])
+        # Fast path: all three operands are plain slices (the common case).
+        self.dense = (self.dst.idx is None and self.src0.idx is None and self.src1.idx is None)
+        self.slices = (ctx.operands[0].dtype, ctx.operands[0].esize, self.dst.lo, self.src0.lo,
+                       self.src1.lo, self.dst.hi - self.dst.lo)
+
+    def compute(self, mems: list[Memory], addrs: list[int]) -> None:
+        if self.dense:
+            dt, s, dlo, alo, blo, cnt = self.slices
+            z = addrs[0] // s + dlo
+            x = addrs[1] // s + alo
+            y = addrs[2] // s + blo
+            # ufuncs handle overlapping in/out operands (in-place vector ops) correctly.
+            self.fn(mems[1].typed[dt][x:x + cnt], mems[2].typed[dt][y:y + cnt],
+                    out=mems[0].typed[dt][z:z + cnt])
+            return
+        self.dst.put(mems, addrs, self.fn(self.src0.get(mems, addrs), self.src1.get(mems, addrs)))
+
+
+class Unary(VectorOp):
+    """Unary, scalar (`dst = src op scalar`) and vconv share the dst/src shape."""
+
+    def __init__(self, ctx: DecodeContext):
+        name = ctx.name
+        op_class = ("convert" if name == "cce.vconv" else
+                    "transcendental" if name in TRANSCENDENTAL else "simple")
+        super().__init__(ctx, op_class, 2)
+        mask = self.read_mask(ctx)
+        self.dst = Lanes(ctx, 0, "dst", self.repeat, mask, self.lanes)
+        self.src = Lanes(ctx, 1, "src", self.repeat, mask, self.lanes)
+        dst_t, src_t = ctx.operands[0].dtype, ctx.operands[1].dtype
+        if name == "cce.vconv":
+            mode = ctx.str("round_mode")
+            if mode not in ROUND_MODES:
+                raise ctx.fail(f"has unknown round_mode '{mode}' (one of {', '.join(ROUND_MODES)})")
+            if src_t == dst_t:
+                raise ctx.fail(f"converts {src_t} to itself")
+            self.fn = _converter(src_t, dst_t, mode)
+        else:
+            if dst_t != src_t:
+                raise ctx.fail("needs one element type for dst and src")
+            if name in SCALAR:
+                scalar = np_dtype(src_t)(ctx.float("scalar"))
+                ufunc = SCALAR[name]
+                self.fn = lambda x, s=scalar, f=ufunc: f(x, s)
+                # Fast path: a ufunc straight from the source slice into the destination.
+                if self.dst.idx is None and self.src.idx is None:
+                    self.direct = (ufunc, scalar, src_t, ctx.operands[0].esize, self.dst.lo,
+                                   self.src.lo, self.dst.hi - self.dst.lo)
+            else:
+                self.fn = UNARY[name]
+        self.set_accesses([self.src], [self.dst])
+
+    direct: tuple | None = None
+
+    def compute(self, mems: list[Memory], addrs: list[int]) -> None:
+        if self.direct is not None:
+            ufunc, scalar, dt, s, dlo, slo, cnt = self.direct
+            z = addrs[0] // s + dlo
+            x = addrs[1] // s + slo
+            ufunc(mems[1].typed[dt][x:x + cnt], scalar, out=mems[0].typed[dt][z:z + cnt])
+            return
+        self.dst.put(mems, addrs, self.fn(self.src.get(mems, addrs)))
+
+
+class Dup(VectorOp):
+    def __init__(self, ctx: DecodeContext):
+        super().__init__(ctx, "simple", 1)
+        mask = self.read_mask(ctx)
+        self.dst = Lanes(ctx, 0, "dst", self.repeat, mask, self.lanes)
+        dt = np_dtype(ctx.operands[0].dtype)
+        value = ctx.float("scalar")
+        self.value = dt(int(value)) if ctx.operands[0].dtype in ("i8", "i32") else dt(value)
+        self.set_accesses([], [self.dst])
+
+    def compute(self, mems: list[Memory], addrs: list[int]) -> None:
+        self.dst.put(mems, addrs, self.value)
+
+
+class Reduce(VectorOp):
+    """vcadd / vcmax: each repeat's active lanes reduce to one dst element."""
+
+    def __init__(self, ctx: DecodeContext):
+        super().__init__(ctx, "reduce", 2)
+        if ctx.operands[0].dtype != ctx.operands[1].dtype:
+            raise ctx.fail("needs one element type for dst and src")
+        self.mask = self.read_mask(ctx)
+        self.src = Lanes(ctx, 1, "src", self.repeat, self.mask, self.lanes)
+        self.dst = Lanes(ctx, 0, "dst", self.repeat, 1, self.lanes, rep_only=True)
+        self.is_sum = ctx.name == "cce.vcadd"
+        self.set_accesses([self.src], [self.dst])
+
+    def compute(self, mems: list[Memory], addrs: list[int]) -> None:
+        x = self.src.get(mems, addrs).reshape(self.repeat, self.mask)
+        if self.is_sum:
+            out = x.astype(np.float32).sum(axis=1).astype(x.dtype)
+        else:
+            out = x.max(axis=1)
+        self.dst.put(mems, addrs, out)
+
+
+class Nchwconv(VectorOp):
+    """vnchwconv: per repeat, 16 rows of one 32-byte block in, the transpose out."""
+
+    def __init__(self, ctx: DecodeContext):
+        if tuple(o.space for o in ctx.operands) != ("ub", "ub"):
+            raise ctx.fail("expects dst and src in ub")
+        Instr.__init__(self, ctx, "V")
+        t = ctx.target
+        self.repeat = ctx.int("repeat")
+        if not 1 <= self.repeat <= t.max_repeat:
+            raise ctx.fail(f"has repeat {self.repeat}; the target allows 1..{t.max_repeat}")
+        dst, src = ctx.operands
+        if dst.dtype != src.dtype or dst.esize not in (2, 4):
+            raise ctx.fail("transposes 2- or 4-byte elements of one type")
+        rows, block = t.fractal, t.vector_block_bytes
+        s = src.esize
+        self.rows, self.per_row, self.dtype, self.esize = rows, block // s, src.dtype, s
+        src_off, dst_off = ctx.ints("src_offsets"), ctx.ints("dst_offsets")
+        if len(src_off) != rows or len(dst_off) != rows:
+            raise ctx.fail(f"needs {rows} src_offsets and {rows} dst_offsets")
+        r = np.arange(self.repeat, dtype=np.int64)[:, None, None]
+        col = np.arange(self.per_row, dtype=np.int64)[None, None, :]
+
+        def elems(offsets: list[int], rep_stride: int) -> np.ndarray:
+            rows_at = np.asarray(offsets, np.int64)[None, :, None] * block
+            return ((r * rep_stride * block + rows_at) // s + col).ravel()
+
+        self.src_idx = elems(src_off, ctx.int("src_rep_stride"))
+        self.dst_idx = elems(dst_off, ctx.int("dst_rep_stride"))
+        src_pat = access.from_elements(self.src_idx, s)
+        dst_pat = access.from_elements(self.dst_idx, s)
+        align = t.granule("ub")
+        self.accesses = (Access(1, src_pat, False, align), Access(0, dst_pat, True, align))
+        self.occupancy = self.repeat * t.vnchwconv_cycles_per_repeat
+        self.latency = t.vector_latency
+
+    def compute(self, mems: list[Memory], addrs: list[int]) -> None:
+        s = self.esize
+        src_arr = mems[1].typed[self.dtype]
+        dst_arr = mems[0].typed[self.dtype]
+        m = src_arr[self.src_idx + addrs[1] // s].reshape(self.repeat, self.rows, self.per_row)
+        if self.per_row == self.rows:
+            out = m.transpose(0, 2, 1)
+        else:  # 4-byte: row t of S^T goes in halves to rows 2t and 2t+1
+            halves = self.rows // self.per_row
+            out = m.reshape(self.repeat, halves, self.per_row, self.per_row).transpose(0, 3, 1, 2)
+        dst_arr[self.dst_idx + addrs[0] // s] = out.ravel()
+
+
+# ----------------------------------------------------------------------------
+# vconv
+# ----------------------------------------------------------------------------
+
+
+def _round_float(x: np.ndarray, mode: str) -> np.ndarray:
+    """Round to integral values (float64) with the named mode."""
+    x = x.astype(np.float64)
+    if mode in ("rint", "none"):
+        return np.rint(x)
+    if mode == "floor":
+        return np.floor(x)
+    if mode == "ceil":
+        return np.ceil(x)
+    if mode == "trunc":
+        return np.trunc(x)
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)  # "round": half away from zero
+
+
+def _narrow_to_f16(x: np.ndarray, mode: str) -> np.ndarray:
+    """f32 -> f16 with a directed rounding mode (nearest-even for rint/none)."""
+    y = x.astype(np.float16)
+    if mode in ("rint", "none"):
+        return y
+    yf = y.astype(np.float32)
+    if mode == "floor":
+        fix = yf > x
+        toward = np.float16(-np.inf)
+    elif mode == "ceil":
+        fix = yf < x
+        toward = np.float16(np.inf)
+    elif mode == "trunc":
+        fix = np.abs(yf) > np.abs(x)
+        toward = np.float16(0)
+    else:  # "round": nearest, ties away from zero
+        other = np.nextafter(y, np.where(yf < x, np.float16(np.inf), np.float16(-np.inf)))
+        tie = (yf != x) & (np.abs(other.astype(np.float64) - x) == np.abs(yf.astype(np.float64) - x))
+        fix = tie & (np.abs(other) > np.abs(y))
+        return np.where(fix, other, y)
+    return np.where(fix, np.nextafter(y, toward), y)
+
+
+def _converter(src: str, dst: str, mode: str):
+    dst_np = np_dtype(dst)
+    if dst in ("i32", "i8"):
+        info = np.iinfo(dst_np)
+
+        def to_int(x: np.ndarray) -> np.ndarray:
+            r = _round_float(x, mode)
+            r = np.where(np.isnan(r), 0, r)  # NaN converts to 0
+            return np.clip(r, info.min, info.max).astype(dst_np)
+        return to_int
+    if src == "f32" and dst == "f16":
+        return lambda x: _narrow_to_f16(x, mode)
+    return lambda x: x.astype(dst_np)  # widening: exact
+
+
+def decoders() -> dict:
+    table: dict = {name: Binary for name in BINARY}
+    table.update({name: Unary for name in list(SCALAR) + list(UNARY) + ["cce.vconv"]})
+    table.update({"cce.vdup": Dup, "cce.vcadd": Reduce, "cce.vcmax": Reduce,
+                  "cce.vnchwconv": Nchwconv})
+    return table

@@ -1,0 +1,38 @@
+// RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-lower-elementwise
+// RUN: not npu-opt %s --split-input-file --npu-lower-elementwise 2>&1 | FileCheck %s
+
+// Caught by the ascend verifier before the pass runs.
+// CHECK: elementwise-invalid.mlir:[[@LINE+3]]:3: error: 'ascend.add' op operand #1 ('rhs') of shape [3, 8] cannot be broadcast to the output shape [4, 8]
+func.func @mismatch(%a: memref<4x8xf16, "gm">, %b: memref<3x8xf16, "gm">, %c: memref<4x8xf16, "gm">) {
+  // expected-error@+1 {{of shape [3, 8] cannot be broadcast to the output shape [4, 8]}}
+  "ascend.add"(%a, %b, %c) : (memref<4x8xf16, "gm">, memref<3x8xf16, "gm">, memref<4x8xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+// CHECK: elementwise-invalid.mlir:[[@LINE+3]]:3: error: unsupported broadcast of [4, 1, 8] to [4, 6, 8]
+func.func @middle_axis(%a: memref<4x6x8xf16, "gm">, %b: memref<4x1x8xf16, "gm">, %c: memref<4x6x8xf16, "gm">) {
+  // expected-error@+1 {{unsupported broadcast of [4, 1, 8] to [4, 6, 8]}}
+  "ascend.mul"(%a, %b, %c) : (memref<4x6x8xf16, "gm">, memref<4x1x8xf16, "gm">, memref<4x6x8xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+// CHECK: elementwise-invalid.mlir:[[@LINE+3]]:3: error: broadcasting a row or column operand needs the last dimension (10) to be at least one 32-byte block
+func.func @row_too_short(%a: memref<4x10xf16, "gm">, %b: memref<10xf16, "gm">, %c: memref<4x10xf16, "gm">) {
+  // expected-error@+1 {{needs the last dimension (10) to be at least one 32-byte block (16 elements)}}
+  "ascend.add"(%a, %b, %c) : (memref<4x10xf16, "gm">, memref<10xf16, "gm">, memref<4x10xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+// CHECK: elementwise-invalid.mlir:[[@LINE+4]]:3: error: operand of type memref<4x8xf16, strided<[16, 1]>, "gm"> is not contiguous
+func.func @strided(%p: memref<4x16xf16, "gm">, %c: memref<4x8xf16, "gm">) {
+  %v = memref.subview %p[0, 0] [4, 8] [1, 1] : memref<4x16xf16, "gm"> to memref<4x8xf16, strided<[16, 1]>, "gm">
+  // expected-error@+1 {{is not contiguous (row-major, dense)}}
+  "ascend.relu"(%v, %c) : (memref<4x8xf16, strided<[16, 1]>, "gm">, memref<4x8xf16, "gm">) -> ()
+  return
+}

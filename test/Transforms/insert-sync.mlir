@@ -1,0 +1,133 @@
+// RUN: not npu-opt %s --split-input-file --npu-insert-sync 2>/dev/null | FileCheck %s
+// RUN: not npu-opt %s --split-input-file --npu-insert-sync="mode=barrier" 2>/dev/null | FileCheck %s --check-prefix=BARRIER
+// RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-insert-sync -o /dev/null
+
+// load -> compute -> store: one flag per cross-pipe RAW, and the vadd's RAW
+// on the vexp's result inside V is a pipe_barrier(V).
+// CHECK-LABEL: func.func @chain
+// CHECK:      "cce.copy_gm_to_ub"
+// CHECK-NEXT: "cce.set_flag"() {dst = "V", event = 0 : i64, src = "MTE2"}
+// CHECK-NEXT: "cce.wait_flag"() {dst = "V", event = 0 : i64, src = "MTE2"}
+// CHECK-NEXT: "cce.vexp"
+// CHECK-NEXT: "cce.pipe_barrier"() {pipe = "V"}
+// CHECK-NEXT: "cce.vadd"
+// CHECK-NEXT: "cce.set_flag"() {dst = "MTE3", event = 0 : i64, src = "V"}
+// CHECK-NEXT: "cce.wait_flag"() {dst = "MTE3", event = 0 : i64, src = "V"}
+// CHECK-NEXT: "cce.copy_ub_to_gm"
+// CHECK-NEXT: return
+// BARRIER-LABEL: func.func @chain
+// BARRIER:      "cce.copy_gm_to_ub"
+// BARRIER-NEXT: "cce.pipe_barrier"() {pipe = "ALL"}
+// BARRIER-NEXT: "cce.vexp"
+// BARRIER-NEXT: "cce.pipe_barrier"() {pipe = "ALL"}
+// BARRIER-NEXT: "cce.vadd"
+// BARRIER-NEXT: "cce.pipe_barrier"() {pipe = "ALL"}
+// BARRIER-NEXT: "cce.copy_ub_to_gm"
+func.func @chain(%in: memref<2048xf16, "gm">, %out: memref<2048xf16, "gm">) {
+  %a = memref.alloc() {npu.offset = 0 : i64} : memref<2048xf16, "ub">
+  %b = memref.alloc() {npu.offset = 4096 : i64} : memref<2048xf16, "ub">
+  "cce.copy_gm_to_ub"(%in, %a) {n_burst = 1 : i64, burst_len = 128 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<2048xf16, "gm">, memref<2048xf16, "ub">) -> ()
+  "cce.vexp"(%b, %a) {repeat = 16 : i64, mask = 128 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, src_blk_stride = 1 : i64, src_rep_stride = 8 : i64} : (memref<2048xf16, "ub">, memref<2048xf16, "ub">) -> ()
+  "cce.vadd"(%b, %b, %a) {repeat = 16 : i64, mask = 128 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, src0_blk_stride = 1 : i64, src0_rep_stride = 8 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 8 : i64} : (memref<2048xf16, "ub">, memref<2048xf16, "ub">, memref<2048xf16, "ub">) -> ()
+  "cce.copy_ub_to_gm"(%b, %out) {n_burst = 1 : i64, burst_len = 128 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<2048xf16, "ub">, memref<2048xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+// Disjoint bytes need no sync at all; the vmuls only reads what the first
+// copy wrote (bytes [0, 256)), not what the second writes ([256, 512)).
+// CHECK-LABEL: func.func @disjoint
+// CHECK:      "cce.copy_gm_to_ub"
+// CHECK-NEXT: "cce.set_flag"() {dst = "V", event = 0 : i64, src = "MTE2"}
+// CHECK-NEXT: "cce.copy_gm_to_ub"
+// CHECK-NEXT: "cce.wait_flag"() {dst = "V", event = 0 : i64, src = "MTE2"}
+// CHECK-NEXT: "cce.vmuls"
+// CHECK-NEXT: return
+func.func @disjoint(%in: memref<256xf16, "gm">) {
+  %a = memref.alloc() {npu.offset = 0 : i64} : memref<128xf16, "ub">
+  %b = memref.alloc() {npu.offset = 256 : i64} : memref<128xf16, "ub">
+  %c = memref.alloc() {npu.offset = 512 : i64} : memref<128xf16, "ub">
+  %i0 = memref.subview %in[0] [128] [1] : memref<256xf16, "gm"> to memref<128xf16, strided<[1]>, "gm">
+  "cce.copy_gm_to_ub"(%i0, %a) {n_burst = 1 : i64, burst_len = 8 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<128xf16, strided<[1]>, "gm">, memref<128xf16, "ub">) -> ()
+  "cce.copy_gm_to_ub"(%i0, %b) {n_burst = 1 : i64, burst_len = 8 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<128xf16, strided<[1]>, "gm">, memref<128xf16, "ub">) -> ()
+  "cce.vmuls"(%c, %a) {repeat = 1 : i64, mask = 128 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, src_blk_stride = 1 : i64, src_rep_stride = 8 : i64, scalar = 2.0 : f64} : (memref<128xf16, "ub">, memref<128xf16, "ub">) -> ()
+  return
+}
+
+// -----
+
+// A loop over chunks with one UB buffer: iteration i+1's load (MTE2) must
+// wait until iteration i's store (MTE3) has read the buffer. The "buffer
+// free" event is pre-set before the loop, waited at the top of the body,
+// set after the store and consumed once after the loop.
+// CHECK-LABEL: func.func @carried
+// CHECK:      "cce.set_flag"() {dst = "MTE2", event = 0 : i64, src = "MTE3"}
+// CHECK:      scf.for
+// CHECK:      "cce.wait_flag"() {dst = "MTE2", event = 0 : i64, src = "MTE3"}
+// CHECK-NEXT: "cce.copy_gm_to_ub"
+// CHECK-NEXT: "cce.set_flag"() {dst = "MTE3", event = 0 : i64, src = "MTE2"}
+// CHECK:      "cce.wait_flag"() {dst = "MTE3", event = 0 : i64, src = "MTE2"}
+// CHECK-NEXT: "cce.copy_ub_to_gm"
+// CHECK-NEXT: "cce.set_flag"() {dst = "MTE2", event = 0 : i64, src = "MTE3"}
+// CHECK-NEXT: {{^ +}}}
+// CHECK-NEXT: "cce.wait_flag"() {dst = "MTE2", event = 0 : i64, src = "MTE3"}
+// CHECK-NEXT: return
+func.func @carried(%in: memref<4096xf16, "gm">, %out: memref<4096xf16, "gm">) {
+  %buf = memref.alloc() {npu.offset = 0 : i64} : memref<1024xf16, "ub">
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c1 = arith.constant 1 : index
+  %c1024 = arith.constant 1024 : index
+  scf.for %i = %c0 to %c4 step %c1 {
+    %off = arith.muli %i, %c1024 : index
+    %src = memref.subview %in[%off] [1024] [1] : memref<4096xf16, "gm"> to memref<1024xf16, strided<[1], offset: ?>, "gm">
+    %dst = memref.subview %out[%off] [1024] [1] : memref<4096xf16, "gm"> to memref<1024xf16, strided<[1], offset: ?>, "gm">
+    "cce.copy_gm_to_ub"(%src, %buf) {n_burst = 1 : i64, burst_len = 64 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<1024xf16, strided<[1], offset: ?>, "gm">, memref<1024xf16, "ub">) -> ()
+    "cce.copy_ub_to_gm"(%buf, %dst) {n_burst = 1 : i64, burst_len = 64 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<1024xf16, "ub">, memref<1024xf16, strided<[1], offset: ?>, "gm">) -> ()
+  }
+  return
+}
+
+// -----
+
+// Per-iteration address ranges are exact: each iteration accumulates into its
+// own slice of %acc, so the vector RAWs are within one iteration only: no
+// barrier at the top of the body for the previous iteration's vmuls.
+// CHECK-LABEL: func.func @exact_slices
+// CHECK:      scf.for
+// CHECK-NOT:  "cce.pipe_barrier"
+// CHECK:      "cce.vdup"
+// CHECK-NEXT: "cce.pipe_barrier"() {pipe = "V"}
+// CHECK-NEXT: "cce.vadds"
+// CHECK-NEXT: "cce.pipe_barrier"() {pipe = "V"}
+// CHECK-NEXT: "cce.vmuls"
+// CHECK-NEXT: {{^ +}}}
+// CHECK-NEXT: "cce.set_flag"() {dst = "MTE3", event = 0 : i64, src = "V"}
+// CHECK-NEXT: "cce.wait_flag"() {dst = "MTE3", event = 0 : i64, src = "V"}
+// CHECK-NEXT: "cce.copy_ub_to_gm"
+func.func @exact_slices(%out: memref<512xf16, "gm">) {
+  %acc = memref.alloc() {npu.offset = 0 : i64} : memref<512xf16, "ub">
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c1 = arith.constant 1 : index
+  %c128 = arith.constant 128 : index
+  scf.for %i = %c0 to %c4 step %c1 {
+    %off = arith.muli %i, %c128 : index
+    %s = memref.subview %acc[%off] [128] [1] : memref<512xf16, "ub"> to memref<128xf16, strided<[1], offset: ?>, "ub">
+    "cce.vdup"(%s) {repeat = 1 : i64, mask = 128 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, scalar = 1.0 : f64} : (memref<128xf16, strided<[1], offset: ?>, "ub">) -> ()
+    "cce.vadds"(%s, %s) {repeat = 1 : i64, mask = 128 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, src_blk_stride = 1 : i64, src_rep_stride = 8 : i64, scalar = 1.0 : f64} : (memref<128xf16, strided<[1], offset: ?>, "ub">, memref<128xf16, strided<[1], offset: ?>, "ub">) -> ()
+    "cce.vmuls"(%s, %s) {repeat = 1 : i64, mask = 128 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, src_blk_stride = 1 : i64, src_rep_stride = 8 : i64, scalar = 2.0 : f64} : (memref<128xf16, strided<[1], offset: ?>, "ub">, memref<128xf16, strided<[1], offset: ?>, "ub">) -> ()
+  }
+  "cce.copy_ub_to_gm"(%acc, %out) {n_burst = 1 : i64, burst_len = 32 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<512xf16, "ub">, memref<512xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+// Bad input: the pass runs once, on code without synchronisation.
+func.func @already_synced() {
+  // expected-error@+1 {{npu-insert-sync expects code without synchronisation; found 'cce.set_flag'}}
+  "cce.set_flag"() {src = "MTE2", dst = "V", event = 0 : i64} : () -> ()
+  return
+}

@@ -1,0 +1,4 @@
+func.func @f() {
+  "cce.no_such_op"() : () -> ()
+  return
+}

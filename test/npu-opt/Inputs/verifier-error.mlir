@@ -1,0 +1,3 @@
+func.func @wrong_result_count() -> i32 {
+  return
+}

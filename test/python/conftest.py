@@ -1,0 +1,77 @@
+"""Shared pytest configuration for the Python-level tests.
+
+`--runslow` enables tests marked `@pytest.mark.slow` (long randomized or
+benchmark-sized runs), which are skipped by default so that the default run
+stays fast. `test/python` is put on `sys.path` so tests can `import helpers`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Test folders have no __init__.py (pytest's default "prepend" import
+    mode, so tests can import helper modules beside them); two test files
+    with one basename would then clash with an obscure import error. Say so
+    plainly instead."""
+    root = os.path.dirname(os.path.abspath(__file__))
+    seen: dict[str, str] = {}
+    for folder, _, files in os.walk(root):
+        for name in files:
+            if name.startswith("test_") and name.endswith(".py"):
+                path = os.path.relpath(os.path.join(folder, name), root)
+                if name in seen:
+                    raise pytest.UsageError(
+                        f"test/python/{seen[name]} and test/python/{path} share a basename; "
+                        "give test files unique names")
+                seen[name] = path
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--runslow", action="store_true", default=False,
+                     help="also run tests marked @pytest.mark.slow")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--runslow"):
+        return
+    skip_slow = pytest.mark.skip(reason="slow test: run with --runslow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip_slow)
+
+
+@pytest.fixture
+def ctx():
+    """A fresh context with our dialects loaded, entered for the test's duration."""
+    from mlir import ir
+
+    from npu.ir import make_context
+
+    context = make_context()
+    with context, ir.Location.unknown():
+        yield context
+
+
+@pytest.fixture
+def target():
+    """The default target preset (ascend910)."""
+    from npu.target import get_target
+
+    return get_target()
+
+
+@pytest.fixture(autouse=True)
+def fresh_diagnostics():
+    """Each test gets its own diagnostics engine, so errors do not leak between tests."""
+    from npu import diagnostics
+
+    token = diagnostics.install(diagnostics.DiagnosticEngine())
+    yield diagnostics.current()
+    diagnostics._current.reset(token)

@@ -1,0 +1,159 @@
+"""Helpers shared by the tests that compile, simulate and compare with numpy.
+
+`compile_and_simulate` runs an ascend-level program through a pipeline and
+the simulator, and evaluates the same program with `npu.reference`, so a test
+only states the program, the pipeline and the inputs. `assert_close` holds
+the tolerances in one place; they follow from the number formats, not from
+what happens to pass.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from npu.ir import NUMPY_DTYPES, functions, make_context, memref_element, memref_shape, \
+    parse_module, symbol_name
+from npu.target import Target, get_target
+
+# Machine epsilon (spacing of 1.0) of fp16: a correctly rounded result is
+# within half of it, relative.
+FP16_EPS = float(np.finfo(np.float16).eps)  # 2**-10
+
+
+def _diagnostics_text() -> str:
+    from npu import diagnostics
+
+    return "\n".join(d.format() for d in diagnostics.current().diagnostics)
+
+
+def _entry(module, entry: str | None):
+    funcs = functions(module)
+    if not funcs:
+        raise AssertionError("the program has no func.func")
+    if entry is None:
+        return funcs[0]
+    for f in funcs:
+        if symbol_name(f) == entry:
+            return f
+    raise AssertionError(f"no func.func @{entry} in the program")
+
+
+def random_inputs(source_text: str, seed: int = 0, entry: str | None = None,
+                  low: float = -1.0, high: float = 1.0) -> list[np.ndarray]:
+    """One random array per memref argument of the entry function, with its
+    shape and dtype: floats uniform in [low, high), integers small enough that
+    products and sums of a few hundred of them do not overflow."""
+    ctx = make_context()
+    module = _parse(source_text, ctx)
+    func_op = _entry(module, entry)
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for arg_type in func_op.regions[0].blocks[0].arguments.types:
+        shape, dtype = memref_shape(arg_type), NUMPY_DTYPES[memref_element(arg_type)]
+        if np.issubdtype(dtype, np.floating):
+            arrays.append(rng.uniform(low, high, size=shape).astype(dtype))
+        else:
+            arrays.append(rng.integers(-8, 8, size=shape).astype(dtype))
+    return arrays
+
+
+def _parse(source_text: str, ctx):
+    from npu.ir import ParseError
+
+    try:
+        return parse_module(source_text, ctx)
+    except ParseError:
+        raise AssertionError("the test program does not parse:\n" + _diagnostics_text()) from None
+
+
+def compile_program(source_text: str, pipeline: str, target: Target | None = None):
+    """Parse `source_text` and run `pipeline` over it; returns the mlir Module.
+    A failing pass raises `npu.pipeline.PipelineError` with its diagnostics."""
+    from npu.pipeline import run_pipeline
+
+    module = _parse(source_text, make_context())
+    if pipeline:
+        run_pipeline(module, pipeline, target or get_target())
+    return module
+
+
+def compile_and_simulate(source_text: str, pipeline: str, inputs: Sequence[np.ndarray],
+                         target: Target | None = None, serialize: bool = False,
+                         entry: str | None = None):
+    """Compile `source_text` with `pipeline`, simulate it, and evaluate the
+    original program with numpy (`npu.reference`).
+
+    Returns (simulated outputs, reference outputs, SimResult). Inputs are
+    copied, so callers can reuse them. Simulation is strict: any fault raises.
+    """
+    from npu.pipeline import run_pipeline
+    from npu.reference import evaluate
+    from npu.simulator import simulate  # imported late: tests of other areas need not load it
+
+    target = target or get_target()
+    module = _parse(source_text, make_context())
+    expected = evaluate(_entry(module, entry), [np.array(a, copy=True) for a in inputs])
+    if pipeline:
+        run_pipeline(module, pipeline, target)
+    result = simulate(module, [np.array(a, copy=True) for a in inputs], entry=entry,
+                      target=target, strict=True, serialize=serialize)
+    return list(result.outputs), expected, result
+
+
+def tolerances(dtype, expected: np.ndarray) -> tuple[float, float]:
+    """(rtol, atol) for comparing a result of element type `dtype`.
+
+    fp16: results rounded to fp16 once (the reference) or after every
+    instruction (the machine) differ by a few half-ulps: rtol 1e-3 (about
+    one ulp), plus an atol of one ulp of the largest magnitude so that
+    values cancelled to near zero are not judged relatively.
+    fp32 (typically fp32 accumulation of fp16 products, whose summation order
+    differs): rtol 1e-3 and an atol of 1e-3 of the largest magnitude is far
+    below any real error (a wrong tile or a dropped block changes results by
+    O(magnitude)) and far above summation-order noise (~sqrt(n) * 2**-24).
+    Integers: exact.
+    """
+    dtype = np.dtype(dtype)
+    if not np.issubdtype(dtype, np.floating):
+        return 0.0, 0.0
+    finite = np.abs(expected[np.isfinite(expected)]).astype(np.float64)
+    scale = float(finite.max()) if finite.size else 1.0
+    if dtype == np.float16:
+        return 1e-3, FP16_EPS * max(scale, 2.0 ** -14)
+    return 1e-3, 1e-3 * max(scale, 1e-6)
+
+
+def assert_close(actual: np.ndarray, expected: np.ndarray, dtype=None, what: str = "result") -> None:
+    """Assert `actual` matches `expected` within the tolerances of `dtype`
+    (default: expected's dtype); NaNs and infinities must be in the same
+    places. The message names the worst element."""
+    actual = np.asarray(actual)
+    expected = np.asarray(expected)
+    dtype = np.dtype(dtype if dtype is not None else expected.dtype)
+    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != expected {expected.shape}"
+    assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != expected {expected.dtype}"
+    rtol, atol = tolerances(dtype, expected)
+    a = actual.astype(np.float64)
+    e = expected.astype(np.float64)
+    same_special = (np.isnan(a) == np.isnan(e)).all() and (np.isinf(e) <= (a == e)).all()
+    assert same_special, f"{what}: NaN/inf positions differ"
+    finite = np.isfinite(e)
+    with np.errstate(invalid="ignore"):  # inf - inf where both are inf: checked above
+        err = np.abs(a - e)
+    bad = finite & (err > atol + rtol * np.abs(e))
+    if bad.any():
+        idx = np.unravel_index(np.argmax(np.where(bad, err, -1.0)), e.shape)
+        raise AssertionError(
+            f"{what}: {int(bad.sum())} of {e.size} elements differ beyond rtol={rtol:g} "
+            f"atol={atol:g}; worst at {tuple(int(i) for i in idx)}: got {a[idx]!r}, "
+            f"expected {e[idx]!r} (|diff| {err[idx]:g})")
+
+
+def assert_outputs_close(actual: Sequence[np.ndarray], expected: Sequence[np.ndarray],
+                         names: Sequence[str] | None = None) -> None:
+    """`assert_close` over every argument (inputs included: they must be left intact)."""
+    assert len(actual) == len(expected), f"{len(actual)} outputs, expected {len(expected)}"
+    for i, (a, e) in enumerate(zip(actual, expected)):
+        assert_close(a, e, what=names[i] if names else f"argument #{i}")

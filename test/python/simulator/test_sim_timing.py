@@ -1,0 +1,125 @@
+"""Cycle counts computed by hand from the target description."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from npu.simulator import simulate
+from npu.target import get_target
+
+from sim_kernels import Kernel, gm, mem
+from test_sim_functional import f16, mad_kernel, roundtrip_kernel
+
+BLOCK = get_target().vector_block_bytes
+
+
+def entries(res, name):
+    return [i for i, (instr, _, _) in enumerate(res.trace_entries) if instr.name == name]
+
+
+@pytest.mark.parametrize("preset", ["ascend910", "ascend310"])
+def test_single_copy_cycles(preset):
+    t = get_target(preset)
+    n_burst, burst_len, gap = 4, 3, 2
+    k = Kernel([("a", gm([1024])), ("b", gm([1024]))])
+    k.alloc("u", mem([1024], "f16", "ub"))
+    k.copy("gm_to_ub", "a", "u", n_burst, burst_len, src_gap=gap)
+    res = simulate(k.parse(), [f16(1024), f16(1024)], target=t)
+    p = t.path("gm_to_ub")
+    nbytes = n_burst * burst_len * t.vector_block_bytes
+    assert res.cycles == t.scalar_issue_cycles + p.latency + math.ceil(nbytes / p.bytes_per_cycle)
+    assert res.report["bytes"]["gm_to_ub"] == nbytes
+    assert res.report["pipes"]["MTE2"]["busy_cycles"] == p.latency + math.ceil(nbytes / p.bytes_per_cycle)
+
+
+def test_roundtrip_total_cycles_by_hand():
+    """copy, copy, set/wait, vadd, set/wait, copy: every step from the target."""
+    t = get_target()
+    n = 512
+    res = simulate(roundtrip_kernel(n).parse(), [f16(n), f16(n), f16(n)])
+    issue = t.scalar_issue_cycles
+    nbytes = n * 2
+    gm_in, gm_out = t.path("gm_to_ub"), t.path("ub_to_gm")
+    copy_in = gm_in.latency + math.ceil(nbytes / gm_in.bytes_per_cycle)
+    repeats = n // t.lanes(2)
+    vadd = repeats * t.vector_cycles("simple")
+    # Dispatch times are issue, 2*issue, ...: the first copy starts at `issue`.
+    mte2_done = issue + 2 * copy_in                    # the two copies back to back
+    v_free = mte2_done + t.flag_latency                # set_flag(MTE2->V) fires, wait returns
+    v_done = v_free + vadd + t.vector_latency          # vadd issue time + latency
+    mte3_free = v_done + t.flag_latency                # set_flag(V->MTE3) waits for V to finish
+    total = mte3_free + gm_out.latency + math.ceil(nbytes / gm_out.bytes_per_cycle)
+    assert res.cycles == total
+    v = res.report["pipes"]["V"]
+    assert v["busy_cycles"] == vadd + t.vector_latency
+    assert (v["instructions"], v["sync_instructions"]) == (1, 2)  # vadd; wait, set
+
+
+@pytest.mark.parametrize("op,cls", [("vadd", "simple"), ("vdiv", "transcendental")])
+def test_vector_op_duration(op, cls):
+    t = get_target()
+    n = 1024
+    res = simulate(roundtrip_kernel(n, op).parse(), [f16(n), f16(n) + np.float16(3), f16(n)])
+    (i,) = entries(res, f"cce.{op}")
+    tl = res.timeline
+    assert tl.end[i] - tl.start[i] == (n // t.lanes(2)) * t.vector_cycles(cls) + t.vector_latency
+
+
+def test_mad_duration_and_bound():
+    t = get_target()
+    M, N, K, nt = 48, 64, 32, 32
+    k = mad_kernel(M, N, K, nt)
+    res = simulate(k.parse(), [np.zeros((N // 16, M // 16, 16, 16), np.float16),
+                               np.zeros((K // 16, N // 16, 16, 16), np.float16),
+                               np.zeros((K // 16, M // 16, 16, 16), np.float32)])
+    mads = entries(res, "cce.mad")
+    assert len(mads) == N // nt
+    blocks = math.ceil(M / 16) * math.ceil(K / 16) * math.ceil(nt / 16)
+    for i in mads:
+        assert res.timeline.end[i] - res.timeline.start[i] == \
+            math.ceil(blocks / t.cube_blocks_per_cycle) + t.mad_latency
+    # The cube's share of the bound: all block products over the cube rate.
+    assert res.report["bounds"]["M"] == (N // nt) * math.ceil(blocks / t.cube_blocks_per_cycle)
+    assert res.report["bound_cycles"] == math.ceil(max(res.report["bounds"].values()))
+
+
+def test_overlap_of_independent_pipes():
+    """A GM load (MTE2) and an unrelated vdup (V) overlap: total = the longer one."""
+    t = get_target()
+    k = Kernel([("a", gm([4096])), ("b", gm([4096]))])
+    k.alloc("u", mem([4096], "f16", "ub"))
+    k.alloc("w", mem([4096], "f16", "ub"))
+    k.copy("gm_to_ub", "a", "u", 1, 256)
+    k.vector("vdup", "w", repeat=32, mask=128, scalar=1.0)
+    res = simulate(k.parse(), [f16(4096), f16(4096)])
+    p2 = t.path("gm_to_ub")
+    copy = p2.latency + math.ceil(8192 / p2.bytes_per_cycle)
+    dup = 32 * t.vector_cycles("simple") + t.vector_latency
+    issue = t.scalar_issue_cycles
+    assert res.cycles == max(issue + copy, 2 * issue + dup) < issue + copy + dup
+
+
+def test_vector_pipe_is_pipelined_and_barrier_drains_it():
+    """Independent vector ops overlap their latency; pipe_barrier(V) waits for the result."""
+    t = get_target()
+    simple = t.vector_cycles("simple")
+
+    def run(barrier: bool):
+        k = Kernel([("a", gm([256]))])
+        k.alloc("u", mem([256], "f16", "ub"))
+        k.alloc("w", mem([384], "f16", "ub"))
+        k.vector("vdup", "u", repeat=2, mask=128, scalar=1.0)
+        if barrier:
+            k.barrier("V")
+        k.vector("vdup", "w", repeat=3, mask=128, scalar=2.0)
+        return simulate(k.parse(), [f16(256)])
+    issue = t.scalar_issue_cycles
+    first_start = issue
+    no_barrier = run(False)
+    # The second starts when the first has issued its repeats, not when its result lands.
+    assert no_barrier.cycles == first_start + 2 * simple + 3 * simple + t.vector_latency
+    with_barrier = run(True)
+    assert with_barrier.cycles == first_start + 2 * simple + t.vector_latency + 3 * simple + t.vector_latency
