@@ -402,7 +402,7 @@ class FlatLowering:
             es = nir.element_bytes(inp.elem)
             buf = nir.alloc([length], inp.elem, "ub")
             copy("cce.copy_gm_to_ub", sub(self.flat[id(inp)], start, length), buf, 1,
-                 length * es // block_bytes)
+                 self.moved_granules(length, es))
             bufs[id(inp)] = buf
         return bufs
 
@@ -434,7 +434,15 @@ class FlatLowering:
                                      lanes * es // block_bytes))
             self.compute.emit(dst, srcs, ins.repeat, ins.mask, tmp)
         copy("cce.copy_ub_to_gm", out_buf, sub(self.flat_out, start, length), 1,
-             length * out_es // block_bytes)
+             self.moved_granules(length, out_es))
+
+    def moved_granules(self, length: int, es: int) -> int:
+        """Granules one piece moves between GM and UB. A padded piece (the
+        tensor is under one common block) moves only the granules the
+        tensor's own elements start in: with mixed element sizes the piece
+        is longer than the narrow tensors' one padded granule."""
+        block_bytes = self.p.target.granule("ub")
+        return -(-min(length, self.total) * es // block_bytes)
 
 
 class RowsLowering:

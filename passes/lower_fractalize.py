@@ -15,7 +15,9 @@ r = a*t + b (a < 16, b < t), as in the thesis:
 `algorithm=naive` uses t = 1 (16-row strips: two vnchwconv of C1 repeats
 each per strip); `algorithm=fill-ub` (default) takes the largest t whose
 strip and tmp buffers fill UB (80 rows for a 768-wide f16 matrix on
-ascend910), then a shorter tail strip. Defractalize runs the same passes
+ascend910), then a shorter tail strip; `ub-fraction=0.5` limits the strips
+to half of UB so that npu-double-buffer can ping-pong them (measured
+fastest with double buffering, see bench/fractalize.py). Defractalize runs the same passes
 inverted. f32 uses the 4-byte vnchwconv (16 rows of 8 elements -> 8 rows of
 16, written in halves).
 

@@ -7,9 +7,11 @@ and chosen by the cost model in `npu.matmul_tiling` unless given.
 Data path of one step: A tile GM -> L1 (one copy reading the Nz tile with
 burst/gap) -> L0A (loads reordering blocks to Zz); B tile GM -> L1 -> L0B
 (loads reordering to Zn and transposing each block); `mad` into L0C with
-accumulate=false on the first reduction step (peeled) and true afterwards;
-C: L0C -> UB -> (vconv to f16 if C is f16) -> GM, in chunks of whole column
-blocks that fit UB.
+accumulate=false on the first reduction step and true afterwards (an scf.if
+on the induction variable, or with `first-step=peel` a separate first
+step); C: L0C -> UB -> (vconv to f16 if C is f16) -> GM, in chunks of whole
+column blocks that fit UB. `l1-steps=s` (OS) stages s reduction steps per
+GM -> L1 copy: same traffic, fewer and longer transfers.
 
 Loop orders:
   os: for x (M tiles) { for y (K tiles) { C tile; for s (N steps) {A, B, mad}; write C } }
@@ -20,9 +22,12 @@ soon as its one mad is done.
 
 Edge tiles (a dimension that is not a multiple of its tile) get their own
 copy of the loop body with smaller static sizes, since instruction
-attributes are static. No synchronisation is emitted (npu-insert-sync) and
-no addresses (npu-plan-memory); buffers streamed by a loop are allocated in
-its body, buffers live across a loop in the enclosing scope.
+attributes are static; every tile, even a single one, is an scf.for (a
+one-trip loop for an edge tile) because memory planning scopes a buffer's
+lifetime by the loop body it is allocated in. No synchronisation is emitted
+(npu-insert-sync) and no addresses (npu-plan-memory); buffers streamed by a
+loop are allocated in its body, buffers live across a loop (the L0C tile or
+strip, a stationary A/B tile) in the enclosing scope.
 """
 
 from __future__ import annotations
@@ -84,6 +89,8 @@ class LowerMatmul(Pass):
         Option("m", int, 0, "tile rows of A and C (0: cost model)"),
         Option("n", int, 0, "tile of the reduction dimension (0: cost model)"),
         Option("k", int, 0, "tile columns of B and C (0: cost model)"),
+        Option("l1-steps", int, 1, "OS only: reduction steps per GM -> L1 copy (longer "
+               "transfers; L1 must hold that many A and B tiles)"),
         Option("first-step", str, "if", "how the first reduction step gets accumulate=false: "
                "an scf.if in the reduction loop, or peeled into its own one-trip loop",
                ("if", "peel")),
@@ -148,7 +155,22 @@ class LowerMatmul(Pass):
             choice = choose_tiling(shape, self.target, self.strategy, self.m, self.n, self.k)
         except TilingError as e:
             raise PassError(str(e), op) from None
-        self.remark(op, choice.describe(shape))
+        if self.l1_steps < 1:
+            raise PassError(f"l1-steps must be at least 1, got {self.l1_steps}", op)
+        if self.l1_steps > 1:
+            if choice.strategy != "os":
+                raise PassError(f"l1-steps applies to the output-stationary loop order only "
+                                f"(strategy is '{choice.strategy}')", op)
+            t = choice.tiles
+            chunk = min(self.l1_steps * t.n, shape.N)
+            need = (t.m + t.k) * chunk * shape.in_bytes
+            if need > self.target.capacity("l1"):
+                raise PassError(f"l1-steps={self.l1_steps}: the staged A and B tiles "
+                                f"({t.m}+{t.k}) x {chunk} need {need} bytes of L1, capacity "
+                                f"{self.target.capacity('l1')} bytes (overflow "
+                                f"{need - self.target.capacity('l1')} bytes)", op)
+        self.remark(op, choice.describe(shape)
+                    + (f"; {self.l1_steps} reduction steps per L1 copy" if self.l1_steps > 1 else ""))
         a, b, c = op.operands
         with op.location, ir.InsertionPoint(op):
             ops = Operands(a, b, c, [], M1, N1, K1, ir.MemRefType(a.type).element_type,
@@ -171,12 +193,14 @@ class LowerMatmul(Pass):
             def os_x(x: IndexValue, m: int) -> None:
                 def os_y(y: IndexValue, k: int) -> None:
                     c_tile = nir.alloc([k, m, frac, frac], "f32", "l0c")
-
-                    def step(s: IndexValue, n: int, accumulate: bool) -> None:
-                        a0 = self.load_a(ops, x, s, m, n)
-                        b0 = self.load_b(ops, s, y, n, k)
-                        self.mad(a0, b0, c_tile, m, n, k, accumulate)
-                    self.emit_reduction(ss, step)
+                    if self.l1_steps > 1:
+                        self.staged_reduction(ops, x, y, m, nb, k, c_tile)
+                    else:
+                        def step(s: IndexValue, n: int, accumulate: bool) -> None:
+                            a0 = self.load_a(ops, x, s, m, n)
+                            b0 = self.load_b(ops, s, y, n, k)
+                            self.mad(a0, b0, c_tile, m, n, k, accumulate)
+                        self.emit_reduction(ss, step)
                     self.write_back(ops, c_tile, x, y, m, k)
                 self.emit_tiles(ys, os_y)
             self.emit_tiles(xs, os_x)
@@ -290,8 +314,8 @@ class LowerMatmul(Pass):
         assert nbytes % unit == 0, (nbytes, unit)
         return nbytes // unit
 
-    def load_a(self, ops: Operands, x: IndexValue, s: IndexValue, m: int, n: int) -> ir.Value:
-        """A tile (m x n blocks) GM -> L1 (Nz) -> L0A (Zz); returns the L0A buffer."""
+    def stage_a(self, ops: Operands, x: IndexValue, s: IndexValue, m: int, n: int) -> ir.Value:
+        """A tile (m x n blocks) GM -> L1, kept in Nz; returns the L1 buffer."""
         frac = self.target.fractal
         blk = self.target.fractal_bytes(2)
         src = nir.subview(ops.a, ops.prefix + [s, x, 0, 0],
@@ -300,13 +324,10 @@ class LowerMatmul(Pass):
         # One burst per column block: its m row blocks are contiguous in GM.
         nir.create_op("cce.copy_gm_to_l1", [src, l1], n_burst=n, burst_len=self.blocks32(m * blk),
                       src_gap=self.blocks32((ops.M1 - m) * blk), dst_gap=0)
-        l0a = nir.alloc([m, n, frac, frac], ops.in_type, "l0a")
-        # Nz block (i, j) is at j*m + i in L1, Zz wants it at i*n + j.
-        self.reorder_blocks(l1, l0a, rows=m, cols=n, transpose=False, op_name="cce.load_l1_to_l0a")
-        return l0a
+        return l1
 
-    def load_b(self, ops: Operands, s: IndexValue, y: IndexValue, n: int, k: int) -> ir.Value:
-        """B tile (n x k blocks) GM -> L1 (Nz) -> L0B (Zn); returns the L0B buffer."""
+    def stage_b(self, ops: Operands, s: IndexValue, y: IndexValue, n: int, k: int) -> ir.Value:
+        """B tile (n x k blocks) GM -> L1, kept in Nz; returns the L1 buffer."""
         frac = self.target.fractal
         blk = self.target.fractal_bytes(2)
         src = nir.subview(ops.b, ops.prefix + [y, s, 0, 0],
@@ -314,29 +335,82 @@ class LowerMatmul(Pass):
         l1 = nir.alloc([k, n, frac, frac], ops.in_type, "l1")
         nir.create_op("cce.copy_gm_to_l1", [src, l1], n_burst=k, burst_len=self.blocks32(n * blk),
                       src_gap=self.blocks32((ops.N1 - n) * blk), dst_gap=0)
-        l0b = nir.alloc([n, k, frac, frac], ops.in_type, "l0b")
-        # Nz block (j, l) is at l*n + j in L1, Zn wants it at j*k + l, transposed.
-        self.reorder_blocks(l1, l0b, rows=n, cols=k, transpose=True, op_name="cce.load_l1_to_l0b")
+        return l1
+
+    def to_l0a(self, l1: ir.Value, m: int, n: int, first_col: int = 0) -> ir.Value:
+        """Columns first_col.. (n blocks) of an L1 A tile -> L0A (Zz).
+        Nz block (i, j) is at j*m + i in L1, Zz wants it at i*n + j."""
+        frac = self.target.fractal
+        l0a = nir.alloc([m, n, frac, frac], nir.memref_type(l1).element_type, "l0a")
+        self.reorder_blocks(l1, l0a, rows=m, cols=n, transpose=False, op_name="cce.load_l1_to_l0a",
+                            src_first=first_col * m, src_col_stride=m)
+        return l0a
+
+    def to_l0b(self, l1: ir.Value, n: int, k: int, first_row: int = 0) -> ir.Value:
+        """Rows first_row.. (n blocks) of an L1 B tile -> L0B (Zn). Nz block
+        (j, l) is at l*ld + j in L1 (ld: the L1 tile's row blocks), Zn wants
+        it at j*k + l, transposed."""
+        frac = self.target.fractal
+        ld = nir.memref_shape(l1)[1]
+        l0b = nir.alloc([n, k, frac, frac], nir.memref_type(l1).element_type, "l0b")
+        self.reorder_blocks(l1, l0b, rows=n, cols=k, transpose=True, op_name="cce.load_l1_to_l0b",
+                            src_first=first_row, src_col_stride=ld)
         return l0b
 
+    def load_a(self, ops: Operands, x: IndexValue, s: IndexValue, m: int, n: int) -> ir.Value:
+        """A tile (m x n blocks) GM -> L1 (Nz) -> L0A (Zz); returns the L0A buffer."""
+        return self.to_l0a(self.stage_a(ops, x, s, m, n), m, n)
+
+    def load_b(self, ops: Operands, s: IndexValue, y: IndexValue, n: int, k: int) -> ir.Value:
+        """B tile (n x k blocks) GM -> L1 (Nz) -> L0B (Zn); returns the L0B buffer."""
+        return self.to_l0b(self.stage_b(ops, s, y, n, k), n, k)
+
+    def staged_reduction(self, ops: Operands, x: IndexValue, y: IndexValue, m: int, nb: int,
+                         k: int, c_tile: ir.Value) -> None:
+        """OS reduction with `l1-steps` reduction steps per GM -> L1 copy:
+        fewer, longer transfers (each pays the path latency once); the L0
+        tiles and mads stay per step. Each step is a one-trip loop (scope of
+        its L0 buffers); the first step of the first chunk overwrites C."""
+        chunk = nb * self.l1_steps
+
+        def per_chunk(sc: IndexValue, ncb: int, accumulate: bool | ir.Value) -> None:
+            a1 = self.stage_a(ops, x, sc, m, ncb)
+            b1 = self.stage_b(ops, sc, y, ncb, k)
+            for seg in segments(ncb, nb):
+                for t in range(seg.count):
+                    j0 = seg.start + t * seg.size
+
+                    def sub(_iv: IndexValue, n: int, j0: int = j0) -> None:
+                        a0 = self.to_l0a(a1, m, n, first_col=j0)
+                        b0 = self.to_l0b(b1, n, k, first_row=j0)
+                        self.mad(a0, b0, c_tile, m, n, k, accumulate if j0 == 0 else True)
+                    self.emit_tiles([Segment(j0, 1, seg.size)], sub)
+        self.emit_reduction(segments(ops.N1, chunk), per_chunk)
+
     def reorder_blocks(self, src: ir.Value, dst: ir.Value, rows: int, cols: int,
-                       transpose: bool, op_name: str) -> None:
+                       transpose: bool, op_name: str, src_first: int = 0,
+                       src_col_stride: int | None = None) -> None:
         """Copy a rows x cols grid of fractals from column-major block order
-        (Nz) to row-major block order (Zz/Zn) with as few loads as possible:
-        one load per row (repeat over columns) or per column (repeat over rows)."""
+        (Nz: block (i, j) at src_first + j*src_col_stride + i) to row-major
+        block order (Zz/Zn) with as few loads as possible: one load per row
+        (repeat over columns) or per column (repeat over rows)."""
         max_rep = self.target.max_repeat
-        flat_src = self.flat_blocks(src, rows * cols)
+        ld = rows if src_col_stride is None else src_col_stride
+        src_blocks = 1
+        for d in nir.memref_shape(src)[:-2]:
+            src_blocks *= d
+        flat_src = self.flat_blocks(src, src_blocks)
         flat_dst = self.flat_blocks(dst, rows * cols)
         if rows <= cols:
-            # Per block row i: src blocks i, i+rows, ...; dst blocks i*cols + j.
-            lines = [(i, i * cols, cols, rows, 1) for i in range(rows)]
+            # Per block row i: src blocks i, i+ld, ...; dst blocks i*cols + j.
+            lines = [(src_first + i, i * cols, cols, ld, 1) for i in range(rows)]
         else:
-            # Per block column j: src blocks j*rows + i; dst blocks i*cols + j.
-            lines = [(j * rows, j, rows, 1, cols) for j in range(cols)]
+            # Per block column j: src blocks j*ld + i; dst blocks i*cols + j.
+            lines = [(src_first + j * ld, j, rows, 1, cols) for j in range(cols)]
         for src0, dst0, count, src_stride, dst_stride in lines:
             for first in range(0, count, max_rep):
                 rep = min(max_rep, count - first)
-                s = self.block_view(flat_src, src0 + first * src_stride, rows * cols)
+                s = self.block_view(flat_src, src0 + first * src_stride, src_blocks)
                 d = self.block_view(flat_dst, dst0 + first * dst_stride, rows * cols)
                 nir.create_op(op_name, [s, d], repeat=rep, src_stride=src_stride,
                               dst_stride=dst_stride, transpose=transpose)

@@ -11,8 +11,10 @@ between buffers whose lifetimes do not overlap is what lets big tiles fit.
 * Two buffers may share bytes only if their lifetimes are disjoint. The
   planner first also refuses reuse that would add a dependency between two
   pipes (the earlier buffer's last access and the later one's first access on
-  different pipes), so that pipes stay free to overlap; only if that does not
-  fit a buffer does it fall back to plain lifetime reuse there.
+  different pipes), so that pipes stay free to overlap; if that does not fit
+  a buffer, it refuses such reuse only between lifetimes that are close in
+  program order (shrinking windows), and at last falls back to plain
+  lifetime reuse.
 * Two heuristics place the buffers: greedy-by-size best gap (largest first,
   into the smallest gap between conflicting buffers that fits) and
   MegEngine's pushdown (simulate allocation in program order with best-fit
@@ -77,6 +79,7 @@ class SpacePlan:
     algorithm: str
     buffers: int
     pipe_aware: bool   # True when no reuse adds a cross-pipe dependency
+    window: int | None = None  # see WINDOWS
 
 
 @dataclass
@@ -162,12 +165,24 @@ def collect_buffers(func_op: ir.Operation, target: Target) -> list[Buffer]:
     return buffers
 
 
-def conflicts(a: Buffer, b: Buffer, pipe_aware: bool) -> bool:
+# Pipe-aware windows tried in turn (program positions between the end of one
+# lifetime and the start of the next within which reuse is refused when it
+# would add a cross-pipe dependency); None is unlimited, 0 plain lifetimes.
+WINDOWS = (None, 256, 64, 16, 0)
+
+
+def conflicts(a: Buffer, b: Buffer, window: int | None) -> bool:
+    """May a and b not share bytes? Overlapping lifetimes never may; with a
+    window, neither may buffers whose reuse would make a pipe wait for
+    another (last access of the first and first access of the second on
+    different pipes) when they are less than `window` positions apart."""
     if a.overlaps(b):
         return True
-    if not pipe_aware:
+    if window == 0:
         return False
     first, second = (a, b) if a.end < b.start else (b, a)
+    if window is not None and second.start - first.end > window:
+        return False
     return (first.last_pipe is not None and second.first_pipe is not None
             and first.last_pipe != second.first_pipe)
 
@@ -261,12 +276,12 @@ def _check(buffers: list[Buffer], adj: list[set[int]], offsets: list[int]) -> No
                 raise AssertionError(f"planner bug: {b.name} overlaps {c.name}")
 
 
-def place(buffers: list[Buffer], pipe_aware: bool, algorithm: str) -> _Plan:
+def place(buffers: list[Buffer], window: int | None, algorithm: str) -> _Plan:
     n = len(buffers)
     adj = [set() for _ in range(n)]
     for i in range(n):
         for j in range(i + 1, n):
-            if conflicts(buffers[i], buffers[j], pipe_aware):
+            if conflicts(buffers[i], buffers[j], window):
                 adj[i].add(j)
                 adj[j].add(i)
     candidates = []
@@ -299,17 +314,17 @@ def plan_function(func_op: ir.Operation, target: Target, algorithm: str = "auto"
             continue
         capacity = target.capacity(space)
         bound, when = lower_bound(group)
-        plan = place(group, True, algorithm)
-        pipe_aware = True
-        if plan.peak > capacity:
-            plan = place(group, False, algorithm)
-            pipe_aware = False
+        for window in WINDOWS:
+            plan = place(group, window, algorithm)
+            if plan.peak <= capacity:
+                break
+        pipe_aware = window is None
         if plan.peak > capacity:
             _overflow(group, plan, bound, when, capacity, space)
         for b, off in zip(group, plan.offsets):
             b.offset = off
         result[space] = SpacePlan(space, plan.peak, bound, sum(b.size for b in group), capacity,
-                                  plan.algorithm, len(group), pipe_aware)
+                                  plan.algorithm, len(group), pipe_aware, window)
     if apply:
         with func_op.context:
             for b in buffers:

@@ -118,9 +118,13 @@ def _simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None
 
     hazards = HazardDetector(len(trace), program.n_groups, describe, races=not serialize, strict=strict)
     timeline = run(trace, Machine(hazards), hazards, target, trailing, serialize)
-    outputs = []
-    for mem, region, dtype, shape in program.args:
-        outputs.append(mem.data[:region.size].view(DTYPES[dtype]).reshape(shape).copy())
+    outputs, own_bytes = [], []
+    for i, (mem, region, dtype, shape) in enumerate(program.args):
+        # Only the argument's own elements: the granule padding is not its value.
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(DTYPES[dtype]).itemsize
+        outputs.append(mem.data[:nbytes].view(DTYPES[dtype]).reshape(shape).copy())
+        own_bytes.append((mem, nbytes, i))
+    hazards.check_results(own_bytes)
     rep = report_mod.build(trace, timeline, program, target, hazards.hazards, serialize)
     wall = time.perf_counter() - wall0
     rep["wall_seconds"] = wall

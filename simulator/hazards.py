@@ -66,13 +66,29 @@ class HazardDetector:
 
     # -- accesses -----------------------------------------------------------------
 
-    def check_initialised(self, mem: Memory, sel, ckey: tuple, who: tuple[str, str, str]) -> None:
+    def check_initialised(self, mem: Memory, sel, ckey: tuple, instr) -> bool:
+        """True when `instr` is a movement that must carry uninitialised bytes.
+
+        A computing instruction reading uninitialised bytes is a fault. A clean
+        read is cached in `initialised` until some movement carries
+        uninitialised bytes somewhere (the machine then clears the cache).
+        """
         ws = mem.wstamp[sel]
-        if ws.min() < 0:
-            self._report_uninit(mem, sel, ws < 0, who)
-        else:
-            # Bytes never become unwritten again, so this read stays clean.
+        shadow = mem.uninit
+        moved = None if shadow is None else shadow.data[sel]
+        if ws.min() >= 0 and (moved is None or not moved.any()):
             self.initialised.add(ckey)
+            return False
+        bad = ws < 0
+        if moved is not None:
+            bad |= moved != 0
+        if instr.moves:
+            # Never-written source bytes become explicit flags, so the
+            # instruction's own data movement can carry them to the destination.
+            mem.uninit_shadow().data[sel] = bad
+            return True
+        self._report_uninit(mem, sel, bad, ws, instr.who)
+        return False
 
     def check_read_vs_writes(self, mem: Memory, sel, pipe: int, clock: np.ndarray,
                              who: tuple[str, str, str]) -> None:
@@ -134,8 +150,33 @@ class HazardDetector:
                f"'{o_name}' on pipe {o_pipe} at {o_where}; {why}")
         self.report(RACE, msg, where, (RACE, where, o_where))
 
-    def _report_uninit(self, mem: Memory, sel, bad: np.ndarray, who: tuple[str, str, str]) -> None:
+    def _report_uninit(self, mem: Memory, sel, bad: np.ndarray, ws: np.ndarray,
+                       who: tuple[str, str, str]) -> None:
         name, _, where = who
         lo, hi = self._byte_range(sel, bad)
-        self.report(UNINITIALIZED, f"'{name}' reads {mem.name} bytes [{lo}, {hi}) that were never "
-                    f"written ({int(bad.sum())} of them uninitialised)", where, (UNINITIALIZED, where))
+        carried = bad & (ws >= 0)  # written, but by a movement of uninitialised bytes
+        if not carried.any():
+            msg = (f"'{name}' reads {mem.name} bytes [{lo}, {hi}) that were never written "
+                   f"({int(bad.sum())} of them uninitialised)")
+        else:
+            m_name, m_pipe, m_where = self.describe(int(ws[int(np.argmax(carried))]))
+            msg = (f"'{name}' reads {mem.name} bytes [{lo}, {hi}) that hold uninitialised data "
+                   f"({int(bad.sum())} of them), moved there by '{m_name}' on pipe {m_pipe} at "
+                   f"{m_where} from bytes that were never written")
+        self.report(UNINITIALIZED, msg, where, (UNINITIALIZED, where))
+
+    def check_results(self, args: list) -> None:
+        """An argument's own bytes must not end up holding uninitialised data
+        (its padding may); `args` are (memory, own byte count, argument number)."""
+        for mem, nbytes, i in args:
+            if mem.uninit is None:
+                continue
+            bad = mem.uninit.data[:nbytes] != 0
+            if not bad.any():
+                continue
+            lo, hi = self._byte_range(slice(0, nbytes), bad)
+            w_name, w_pipe, w_where = self.describe(int(mem.wstamp[lo]))
+            self.report(UNINITIALIZED, f"'{w_name}' on pipe {w_pipe} leaves uninitialised data in "
+                        f"argument #{i}: {mem.name} bytes [{lo}, {hi}) ({int(bad.sum())} of them) "
+                        f"were moved from bytes that were never written", w_where,
+                        (UNINITIALIZED, w_where, i))

@@ -106,6 +106,9 @@ class Instr:
     """A decoded instruction; subclasses set the cost and implement `compute`."""
 
     kind = OP
+    # Pure data movement (copies, loads, vnchwconv) carries uninitialised bytes
+    # along; every other instruction computes with what it reads.
+    moves = False
 
     def __init__(self, ctx: DecodeContext, pipe: str):
         self.name = ctx.name

@@ -5,6 +5,12 @@ the instruction needs (its buffer's granule), the touched bytes lie inside
 the operand's root allocation, and then the hazard detector's
 uninitialised-read and race checks. This is the simulator's innermost loop,
 so the per-access plan is precomputed once per instruction.
+
+Uninitialised bytes are an error where an instruction computes with them. A
+movement instruction (`Instr.moves`: copies, loads, vnchwconv) instead
+carries them: its own `compute` is replayed on the per-byte uninitialised
+flags (`memory.Shadow`), so the destination bytes become exactly as
+(un)initialised as the source bytes they came from.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ class Machine:
         # Clock components of the five memory pipes (V=1, M=2, MTE1..3=3..5).
         _, c1, c2, c3, c4, c5, _ = clock_list
         not_v = pipe != V
+        carry = False  # a movement read uninitialised bytes: move their flags too
         for k, lo, hi, byte_idx, align, write, key in instr.plan:
             addr = addrs[k]
             region = views[k][0]
@@ -71,10 +78,12 @@ class Machine:
                         hz.check_write_vs_reads(mem, sel, pipe, clock, clock_list, sr, instr.who)
                     sw[pipe] = n
                 mem.wstamp[sel] = stamp
+                if mem.uninit is not None and not carry:
+                    mem.uninit.data[sel] = 0  # freshly written bytes are initialised
             else:
                 ckey = (mem, addr, key)
-                if ckey not in initialised:
-                    hz.check_initialised(mem, sel, ckey, instr.who)
+                if ckey not in initialised and hz.check_initialised(mem, sel, ckey, instr):
+                    carry = True
                 if races:
                     sw = summary_w[group]
                     if sw[1] > c1 or sw[2] > c2 or sw[3] > c3 or sw[4] > c4 or sw[5] > c5:
@@ -84,7 +93,12 @@ class Machine:
                 if readers is None:
                     readers = mem.readers(pipe)
                 readers[sel] = stamp
-        instr.compute([v[0].mem for v in views], addrs)
+        mems = [v[0].mem for v in views]
+        instr.compute(mems, addrs)
+        if carry:
+            # Every destination byte gets the flag of the source byte it came from.
+            instr.compute([m.uninit_shadow() for m in mems], addrs)
+            initialised.clear()  # cached clean reads may now cover moved-in garbage
 
     @staticmethod
     def _misaligned(instr: Instr, k: int, addr: int, align: int, region) -> None:

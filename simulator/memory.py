@@ -2,8 +2,10 @@
 
 Every memory is one `uint8` array with typed views over it (so an instruction
 reads fp16 lanes without copying) and the shadow state the hazard detector
-keeps per byte: the stamp of the last writer (-1 = never written) and, per
-pipe, the stamp of the last reader.
+keeps per byte: the stamp of the last writer (-1 = never written), per pipe
+the stamp of the last reader, and (only once some data movement has carried
+uninitialised bytes into or out of this memory) which bytes hold such
+uninitialised data.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ class Memory:
     typed: dict[str, np.ndarray] = field(init=False)
     wstamp: np.ndarray = field(init=False)
     rstamp: dict[int, np.ndarray] = field(init=False, default_factory=dict)
+    # None until a movement instruction carries uninitialised bytes (see `Shadow`).
+    uninit: "Shadow | None" = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         padded = -(-max(self.nbytes, 1) // 8) * 8  # every typed view needs whole elements
@@ -42,6 +46,27 @@ class Memory:
         if arr is None:
             arr = self.rstamp[pipe] = np.full(self.data.size, NEVER_WRITTEN, np.int32)
         return arr
+
+    def uninit_shadow(self) -> "Shadow":
+        if self.uninit is None:
+            self.uninit = Shadow(np.zeros(self.data.size, np.uint8))
+        return self.uninit
+
+
+class Shadow:
+    """Per byte 1 = holds uninitialised data (0 = initialised, or see `wstamp`).
+
+    It has the `data`/`typed` shape of a `Memory`, so a movement instruction's
+    own `compute` moves these flags exactly as it moves the bytes (copy,
+    fractal transpose, vnchwconv permutation). A byte is uninitialised when
+    its `wstamp` is NEVER_WRITTEN or its flag here is 1.
+    """
+
+    __slots__ = ("data", "typed")
+
+    def __init__(self, data: np.ndarray):
+        self.data = data
+        self.typed = {name: data.view(dt) for name, dt in DTYPES.items()}
 
 
 @dataclass(eq=False)

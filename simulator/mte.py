@@ -30,6 +30,8 @@ def _set_cost(instr: Instr, ctx: DecodeContext, path: str, nbytes: int) -> None:
 class Copy(Instr):
     """`cce.copy_<src>_to_<dst>`: n_burst bursts of burst_len 32-byte blocks."""
 
+    moves = True
+
     def __init__(self, ctx: DecodeContext, path: str):
         src_space, dst_space = path.split("_to_")
         ctx.expect_operands(src_space, dst_space)
@@ -72,6 +74,8 @@ class Copy(Instr):
 
 class Load(Instr):
     """`cce.load_l1_to_l0a/l0b`: `repeat` fractals, optionally transposed each."""
+
+    moves = True
 
     def __init__(self, ctx: DecodeContext, path: str):
         src_space, dst_space = path.split("_to_")

@@ -7,9 +7,11 @@ Timing model (all numbers from the target):
   stalls on a `wait_flag` whose destination is S or on `pipe_barrier(ALL)`
   (which waits for every instruction dispatched before it);
 * an instruction starts at max(dispatch time, its pipe's next free cycle).
-  V and M are pipelined: the next instruction may start after `occupancy`
-  cycles and the result lands `latency` cycles later. The movers (MTE1/2/3)
-  finish one transfer (latency + bytes / bandwidth) before starting the next;
+  the pipes in `target.pipelined_pipes` (by default V, M and the movers) are
+  pipelined: the next instruction may start after `occupancy` cycles (bytes /
+  bandwidth, repeats, cube blocks) and the result lands `latency` cycles
+  later, so completion stays in order; any other pipe finishes one
+  instruction (occupancy + latency) before starting the next;
 * `set_flag(src, dst, e)` fires when every earlier instruction of src has
   finished and is visible `flag_latency` cycles later; the k-th `wait_flag`
   of (src, dst, e) consumes the k-th `set_flag` (a counting flag);
@@ -35,7 +37,11 @@ from npu.simulator.machine import Machine
 from npu.target import Target
 
 NPIPES = len(PIPE_NAMES)
-PIPELINED = {V, M}
+
+
+def pipelined_pipes(target: Target) -> frozenset[int]:
+    """Indices of the pipes whose start-up latency overlaps the next instruction."""
+    return frozenset(PIPE_NAMES.index(name) for name in target.pipelined_pipes)
 INF = float("inf")
 
 
@@ -100,6 +106,7 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
     dispatch = [0] * n_entries
     snap: list = [None] * n_entries
     flag_latency = target.flag_latency
+    pipelined_set = pipelined_pipes(target)
     queues = [deque() for _ in range(NPIPES)]
     clocks = [np.zeros(NCOMP, np.int64) for _ in range(NPIPES)]
     clock_lists = [[0] * NCOMP for _ in range(NPIPES)]
@@ -192,7 +199,7 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
             q = queues[p]
             clock = clocks[p]
             clock_l = clock_lists[p]
-            pipelined = p in PIPELINED
+            pipelined = p in pipelined_set
             while q:
                 i = q[0]
                 instr, views, _ = trace[i]

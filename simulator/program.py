@@ -50,7 +50,7 @@ class Program:
     """The decoded entry function, bound to one run's trace list."""
 
     func_name: str
-    args: list[tuple[Memory, Region, str, tuple[int, ...]]]  # memory, region, dtype, shape
+    args: list[tuple[Memory, Region, str, tuple[int, ...]]]  # memory, region (padded), dtype, shape
     env: list
     body: list[Fn]
     trace: list
@@ -120,8 +120,14 @@ class Decoder:
             if offset != 0 or strides != _identity_strides(shape):
                 raise SimulationError(UNSUPPORTED, f"argument #{i} must have the identity layout", where)
             nbytes = _numel(shape) * npu_ir.element_bytes(dtype)
-            mem = Memory(f"gm:arg{i}", "gm", nbytes)
-            region = Region(mem, 0, nbytes, label=f"argument #{i}")
+            # The runtime pads every argument to whole GM granules: transfers may
+            # run into the last granule's (never initialised) padding.
+            granule = self.target.gm_alloc_granule_bytes
+            padded = -(-max(nbytes, 1) // granule) * granule
+            label = f"argument #{i}" if padded == nbytes else (
+                f"argument #{i}: {nbytes} bytes padded to {padded}")
+            mem = Memory(f"gm:arg{i}", "gm", padded)
+            region = Region(mem, 0, padded, label=label)
             self.gm_regions.append(region)
             self.env.append(None)
             self.slots[arg] = len(self.env) - 1

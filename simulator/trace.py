@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from npu.simulator.hazards import PIPE_NAMES
 from npu.simulator.instruction import OP, SET, WAIT
-from npu.simulator.pipes import PIPELINED, Timeline
+from npu.simulator.pipes import Timeline, pipelined_pipes
 from npu.target import Target
 
 PID = 1
@@ -31,11 +31,12 @@ def chrome_trace(trace: list, timeline: Timeline, target: Target) -> dict:
         events.append({"name": "thread_sort_index", "ph": "M", "pid": PID, "tid": p,
                        "args": {"sort_index": p}})
     starts, ends = timeline.start, timeline.end
+    pipelined = pipelined_pipes(target)
     for i, (instr, _, _) in enumerate(trace):
         t0, t1 = starts[i], ends[i]
         args = {"cycle": t0, "end_cycle": t1, "location": instr.where}
         if instr.kind == OP:
-            dur = instr.occupancy if instr.pipe in PIPELINED else t1 - t0
+            dur = instr.occupancy if instr.pipe in pipelined else t1 - t0
             args["latency"] = instr.latency
             if instr.path:
                 args["path"] = instr.path

@@ -231,7 +231,13 @@ class Reduce(VectorOp):
 
 
 class Nchwconv(VectorOp):
-    """vnchwconv: per repeat, 16 rows of one 32-byte block in, the transpose out."""
+    """vnchwconv: per repeat, 16 rows of one 32-byte block in, the transpose out.
+
+    A pure permutation of elements, so it moves (rather than computes with)
+    uninitialised bytes, like a copy.
+    """
+
+    moves = True
 
     def __init__(self, ctx: DecodeContext):
         if tuple(o.space for o in ctx.operands) != ("ub", "ub"):

@@ -299,6 +299,16 @@ class AccessAnalysis:
 
     # -- per op ------------------------------------------------------------------
     def access(self, op: ir.Operation) -> OpAccess:
+        """Pipe and byte ranges of one cce instruction (the pipe from the dialect's table)."""
+        acc = self._access(op)
+        from npu.dialects.cce import pipe_of
+
+        pipe = pipe_of(op.name)
+        if pipe is not None:
+            acc.pipe = pipe
+        return acc
+
+    def _access(self, op: ir.Operation) -> OpAccess:
         name = op.name
         short = name.split(".", 1)[1]
         t = self.target

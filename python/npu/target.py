@@ -85,7 +85,15 @@ class Target:
     scalar_issue_cycles: int = 1
     # Synchronisation.
     events_per_pipe_pair: int = 8
+    # Pipes that start their next instruction once the previous one has
+    # occupied its unit (bytes / bandwidth, repeats, cube blocks); the fixed
+    # latency then only delays completion. DMA engines keep several requests
+    # in flight, so the movers overlap their start-up latency too.
+    pipelined_pipes: tuple[str, ...] = ("V", "M", "MTE1", "MTE2", "MTE3")
     flag_latency: int = 1
+    # Every GM kernel argument is allocated rounded up to whole granules of
+    # this size (the tail is padding: in bounds, never initialised).
+    gm_alloc_granule_bytes: int = 32
     cores: int = 1
     clock_ghz: float = 1.0
     sources: Mapping[str, str] = field(default_factory=dict)
@@ -180,7 +188,10 @@ _COMMON_SOURCES = {
     "vnchwconv_cycles_per_repeat": "estimate: two 16x16 fp16 tiles = 1 KiB per repeat at ~512 B/cycle",
     "scalar_issue_cycles": "estimate: one dispatch per cycle",
     "events_per_pipe_pair": "[C] 8 event ids",
+    "pipelined_pipes": "estimate: in-order queues whose start-up latency overlaps the previous "
+                       "instruction's data phase (outstanding DMA requests); completion stays in order",
     "flag_latency": "estimate",
+    "gm_alloc_granule_bytes": "[C] Ascend runtime allocations are 32-byte aligned and padded",
 }
 
 ASCEND910 = Target(

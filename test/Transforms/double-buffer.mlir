@@ -19,7 +19,7 @@
 // CHECK:        "cce.vexp"(%[[OUT1]], %[[IN1]])
 // CHECK:        "cce.copy_ub_to_gm"(%[[OUT1]], %{{.*}})
 // CHECK:      }
-// CHECK:      %[[LAST:.*]] = arith.constant 4 : index
+// CHECK:      scf.for %[[LAST:.*]] = %c4{{.*}} to %c5{{.*}} step %c1
 // CHECK:      arith.muli %[[LAST]]
 // CHECK:      "cce.vexp"
 // CHECK:      return

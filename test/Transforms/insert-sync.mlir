@@ -125,6 +125,26 @@ func.func @exact_slices(%out: memref<512xf16, "gm">) {
 
 // -----
 
+// A sync implied by others is dropped: the store of %b waits for V, and V
+// waited for the load, so the store of %a needs no MTE2 -> MTE3 flag.
+// CHECK-LABEL: func.func @implied
+// CHECK-NOT:  dst = "MTE3", event = {{[0-9]+}} : i64, src = "MTE2"
+// CHECK:      "cce.wait_flag"() {dst = "MTE3", event = 0 : i64, src = "V"}
+// CHECK-NEXT: "cce.copy_ub_to_gm"
+// CHECK-NEXT: "cce.copy_ub_to_gm"
+// CHECK-NEXT: return
+func.func @implied(%in: memref<128xf16, "gm">, %o1: memref<128xf16, "gm">, %o2: memref<128xf16, "gm">) {
+  %a = memref.alloc() {npu.offset = 0 : i64} : memref<128xf16, "ub">
+  %b = memref.alloc() {npu.offset = 256 : i64} : memref<128xf16, "ub">
+  "cce.copy_gm_to_ub"(%in, %a) {n_burst = 1 : i64, burst_len = 8 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<128xf16, "gm">, memref<128xf16, "ub">) -> ()
+  "cce.vexp"(%b, %a) {repeat = 1 : i64, mask = 128 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, src_blk_stride = 1 : i64, src_rep_stride = 8 : i64} : (memref<128xf16, "ub">, memref<128xf16, "ub">) -> ()
+  "cce.copy_ub_to_gm"(%b, %o1) {n_burst = 1 : i64, burst_len = 8 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<128xf16, "ub">, memref<128xf16, "gm">) -> ()
+  "cce.copy_ub_to_gm"(%a, %o2) {n_burst = 1 : i64, burst_len = 8 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<128xf16, "ub">, memref<128xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
 // Bad input: the pass runs once, on code without synchronisation.
 func.func @already_synced() {
   // expected-error@+1 {{npu-insert-sync expects code without synchronisation; found 'cce.set_flag'}}

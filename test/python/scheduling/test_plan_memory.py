@@ -88,7 +88,7 @@ def check_plan(module, algorithm: str = "auto") -> dict:
     return plans
 
 
-@pytest.mark.parametrize("seed", range(30))
+@pytest.mark.parametrize("seed", range(20))
 def test_random_lifetimes(seed):
     text = random_lifetimes_program(seed)
     ctx = make_context()
@@ -123,3 +123,43 @@ def test_reported_on_function():
     plan = func.attributes["npu.memory_plan"]["ub"]
     assert plan["capacity"].value == TARGET.capacity("ub")
     assert plan["lower_bound"].value <= plan["allocated"].value <= plan["sum"].value
+
+
+def _buffers(spec):
+    from npu.passes.plan_memory import Buffer
+
+    return [Buffer(None, "ub", size, start, end, "V", "V") for size, start, end in spec]
+
+
+def test_pushdown_beats_greedy_by_size_here():
+    """Neither heuristic dominates: here greedy-by-size places the two big
+    early buffers apart and the late 32 B one on top (224 B), while allocating
+    in program order and pushing down fits in 192 B; auto keeps that."""
+    from npu.passes.plan_memory import lower_bound, place
+
+    spec = [(96, 16, 17), (96, 6, 14), (32, 11, 19), (96, 3, 7)]
+    assert place(_buffers(spec), 0, "greedy-by-size").peak == 224
+    best = place(_buffers(spec), 0, "auto")
+    assert (best.algorithm, best.peak) == ("pushdown", 192)
+    assert lower_bound(_buffers(spec))[0] <= 192
+
+
+def test_greedy_by_size_beats_pushdown_somewhere():
+    """...and the other way round, on random lifetimes: auto is the minimum."""
+    import random as rnd
+
+    from npu.passes.plan_memory import place
+
+    greedy_wins = pushdown_wins = 0
+    for seed in range(300):
+        r = rnd.Random(seed)
+        spec = []
+        for _ in range(r.randint(4, 9)):
+            s = r.randint(0, 20)
+            spec.append((r.choice([1, 2, 3, 4, 5, 7]) * 32, s, s + r.randint(0, 8)))
+        g = place(_buffers(spec), 0, "greedy-by-size").peak
+        p = place(_buffers(spec), 0, "pushdown").peak
+        assert place(_buffers(spec), 0, "auto").peak == min(g, p)
+        greedy_wins += g < p
+        pushdown_wins += p < g
+    assert greedy_wins and pushdown_wins

@@ -47,7 +47,14 @@ def test_roundtrip_total_cycles_by_hand():
     repeats = n // t.lanes(2)
     vadd = repeats * t.vector_cycles("simple")
     # Dispatch times are issue, 2*issue, ...: the first copy starts at `issue`.
-    mte2_done = issue + 2 * copy_in                    # the two copies back to back
+    occupancy_in = math.ceil(nbytes / gm_in.bytes_per_cycle)
+    if "MTE2" in t.pipelined_pipes:
+        # The second copy starts once the first has streamed its bytes; its
+        # start-up latency overlaps the first's.
+        second_start = max(2 * issue, issue + occupancy_in)
+        mte2_done = second_start + occupancy_in + gm_in.latency
+    else:
+        mte2_done = issue + 2 * copy_in                # the two copies back to back
     v_free = mte2_done + t.flag_latency                # set_flag(MTE2->V) fires, wait returns
     v_done = v_free + vadd + t.vector_latency          # vadd issue time + latency
     mte3_free = v_done + t.flag_latency                # set_flag(V->MTE3) waits for V to finish
@@ -84,6 +91,31 @@ def test_mad_duration_and_bound():
     # The cube's share of the bound: all block products over the cube rate.
     assert res.report["bounds"]["M"] == (N // nt) * math.ceil(blocks / t.cube_blocks_per_cycle)
     assert res.report["bound_cycles"] == math.ceil(max(res.report["bounds"].values()))
+
+
+@pytest.mark.parametrize("pipelined", [True, False])
+def test_mover_latency_overlap_follows_target(pipelined):
+    """Back-to-back GM loads overlap their start-up latency exactly when the
+    target lists MTE2 as pipelined."""
+    import dataclasses
+
+    base = get_target()
+    pipes = tuple(p for p in base.pipelined_pipes if p != "MTE2") + (("MTE2",) if pipelined else ())
+    t = dataclasses.replace(base, pipelined_pipes=pipes)
+    k = Kernel([("a", gm([4096]))])
+    k.alloc("u", mem([2048], "f16", "ub"))
+    k.alloc("w", mem([2048], "f16", "ub"))
+    k.copy("gm_to_ub", "a", "u", 1, 128)
+    k.copy("gm_to_ub", "a", "w", 1, 128)
+    res = simulate(k.parse(), [f16(4096)], target=t)
+    p = t.path("gm_to_ub")
+    occupancy = math.ceil(4096 / p.bytes_per_cycle)
+    issue = t.scalar_issue_cycles
+    if pipelined:
+        expected = max(2 * issue, issue + occupancy) + occupancy + p.latency
+    else:
+        expected = issue + 2 * (occupancy + p.latency)
+    assert res.cycles == expected
 
 
 def test_overlap_of_independent_pipes():

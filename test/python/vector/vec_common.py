@@ -59,11 +59,6 @@ def pipeline_for(lowering: str, double_buffer: bool = False) -> tuple[str, bool]
     return lowering, True
 
 
-PADDING_XFAIL = ("a GM tensor smaller than one 32-byte granule is moved as one whole granule; "
-                 "the simulator does not model GM arguments padded to whole granules yet "
-                 "(dialects/README.md, 'GM arguments occupy whole 32-byte granules')")
-
-
 def compile_source(source: str, lowering: str, target: Target | None = None,
                    double_buffer: bool = False):
     """(module, serialize flag): `source` lowered through the pipeline."""
@@ -76,21 +71,14 @@ def compile_source(source: str, lowering: str, target: Target | None = None,
 
 def simulate_strict(module, inputs: Sequence[np.ndarray], serialize: bool,
                     target: Target | None = None, entry: str | None = None):
-    """Simulate strictly. A program with a GM tensor under one granule needs
-    the padded-argument convention; if the simulator rejects exactly that
-    access (bounds or uninitialised padding), the test is an expected
-    failure, not a pass."""
-    from npu.simulator import SimulationError, simulate
+    """Simulate strictly: bounds, granules, uninitialised reads and races are
+    errors (a GM tensor under one granule relies on its argument being padded
+    to whole granules, dialects/README.md)."""
+    from npu.simulator import simulate
 
     target = target or get_target()
-    try:
-        return simulate(module, [np.array(a, copy=True) for a in inputs], entry=entry,
-                        target=target, strict=True, serialize=serialize)
-    except SimulationError as e:
-        tiny = any(np.asarray(a).nbytes < target.granule("ub") for a in inputs)
-        if tiny and ("error: bounds:" in str(e) or "error: uninitialized:" in str(e)):
-            pytest.xfail(f"{PADDING_XFAIL}: {e}")
-        raise
+    return simulate(module, [np.array(a, copy=True) for a in inputs], entry=entry,
+                    target=target, strict=True, serialize=serialize)
 
 
 def run(source: str, lowering: str, inputs: Sequence[np.ndarray], target: Target | None = None,
