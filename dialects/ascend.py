@@ -14,8 +14,8 @@ from typing import Mapping, NamedTuple, Sequence
 from mlir import ir
 
 from npu.dialects.opspec import (
-    ARITH_TYPES, CAST_PAIRS, F64, FLOAT_TYPES, I64_ARRAY, STR, OpSpec, Operand, array_value,
-    float_value, memref_types, register, same_dtype, shape_of)
+    ARITH_TYPES, CAST_PAIRS, F64, FLOAT_TYPES, I64_ARRAY, STR, OpSpec, Operand, int_array_attr,
+    float_attr, memref_types, register, same_dtype, shape_of)
 from npu.dialects.rules import RuleError
 from npu.target import Target, get_target
 
@@ -155,26 +155,26 @@ def _check_matmul(op: ir.Operation, target: Target) -> None:
                         f"got [{k1_c}, {m1_c}, ...]")
 
 
+def _check_nz_pair(nd: list[int], nz: list[int], nd_name: str, nz_name: str,
+                   target: Target) -> None:
+    """The ND operand is a matrix and the Nz operand has its fractal shape."""
+    if len(nd) < 2:
+        raise RuleError(f"{nd_name} must be a matrix [..., R, C], got shape {nd}")
+    want = fractalized_shape(nd, target)
+    if nz != want:
+        f = target.fractal
+        raise RuleError(f"{nz_name} must have the Nz shape {want} of {nd_name} {nd} "
+                        f"([..., ceil(C/{f}), ceil(R/{f}), {f}, {f}]), got {nz}")
+
+
 def _check_fractalize(op: ir.Operation, target: Target) -> None:
     src, dst = _shapes(op)
-    if len(src) < 2:
-        raise RuleError(f"src must be a matrix [..., R, C], got shape {src}")
-    want = fractalized_shape(src, target)
-    if dst != want:
-        raise RuleError(f"dst must have the Nz shape {want} of src {src} "
-                        f"([..., ceil(C/{target.fractal}), ceil(R/{target.fractal}), "
-                        f"{target.fractal}, {target.fractal}]), got {dst}")
+    _check_nz_pair(src, dst, "src", "dst", target)
 
 
 def _check_defractalize(op: ir.Operation, target: Target) -> None:
     src, dst = _shapes(op)
-    if len(dst) < 2:
-        raise RuleError(f"dst must be a matrix [..., R, C], got shape {dst}")
-    want = fractalized_shape(dst, target)
-    if src != want:
-        raise RuleError(f"src must have the Nz shape {want} of dst {dst} "
-                        f"([..., ceil(C/{target.fractal}), ceil(R/{target.fractal}), "
-                        f"{target.fractal}, {target.fractal}]), got {src}")
+    _check_nz_pair(dst, src, "dst", "src", target)
 
 
 def _check_broadcast(op: ir.Operation, target: Target) -> None:
@@ -192,14 +192,14 @@ def _check_same_shape(op: ir.Operation, target: Target) -> None:
 
 
 def _check_clamp_bounds(op: ir.Operation, target: Target) -> None:
-    lo, hi = float_value(op, "min"), float_value(op, "max")
+    lo, hi = float_attr(op, "min"), float_attr(op, "max")
     if not lo <= hi:
         raise RuleError(f"'min' ({lo}) must not exceed 'max' ({hi})")
 
 
 def _check_transpose(op: ir.Operation, target: Target) -> None:
     src, dst = _shapes(op)
-    perm = array_value(op, "permutation")
+    perm = int_array_attr(op, "permutation")
     if sorted(perm) != list(range(len(src))):
         raise RuleError(f"'permutation' {perm} is not a permutation of the {len(src)} "
                         f"dimensions of the input")

@@ -17,7 +17,7 @@ from npu.dialects.hivm import CONFIG_LAYOUTS, check_mad_dims, check_offsets_coun
 from npu.dialects.opspec import (
     ARITH_TYPES, BOOL, CAST_PAIRS, ELEMENT_TYPES, F64, FLOAT_TYPES, I64, I64_ARRAY, LANES,
     LAST_EVENT, MAX_REPEAT, STR, Bound, OpSpec, Operand, Range, check_sync_pipes, dtype_of,
-    element_bytes, int_value, memref_types, register, same_dtype)
+    element_bytes, int_attr, memref_types, register, same_dtype)
 from npu.dialects.rules import RuleError
 from npu.target import PATH_PIPES, Target
 
@@ -105,7 +105,7 @@ def _i64s(ranges: Mapping[str, Range]) -> dict[str, str]:
 def _check_l0c_burst(op: ir.Operation, target: Target) -> None:
     """An L0C burst must move whole L0C granules (512-byte fractals)."""
     granule_blocks = target.granule("l0c") // target.vector_block_bytes
-    burst_len = int_value(op, "burst_len")
+    burst_len = int_attr(op, "burst_len")
     if burst_len % granule_blocks:
         raise RuleError(f"an l0c burst must be a whole number of {target.granule('l0c')}-byte "
                         f"granules: 'burst_len' must be a multiple of {granule_blocks} blocks, "
@@ -122,7 +122,7 @@ def _check_load_transpose(op: ir.Operation, target: Target) -> None:
 
 
 def _check_mad_dims(op: ir.Operation, target: Target) -> None:
-    check_mad_dims(int_value(op, "m"), int_value(op, "n"), int_value(op, "k"),
+    check_mad_dims(int_attr(op, "m"), int_attr(op, "n"), int_attr(op, "k"),
                    dtype_of(memref_types(op)[0]), target, "attribute")
 
 

@@ -19,7 +19,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 from mlir import ir
 
 from npu.dialects.rules import RuleError, rule
-from npu.ir import ELEMENT_BYTES
+from npu.ir import ELEMENT_BYTES, float_attr, int_array_attr, int_attr, str_attr
 from npu.target import Target, get_target
 
 # Element types of the dialects, and the subsets most ops accept.
@@ -124,22 +124,6 @@ def element_bytes(dtype: str) -> int:
     return ELEMENT_BYTES.get(dtype, 0)
 
 
-def int_value(op: ir.Operation, name: str) -> int:
-    return ir.IntegerAttr(op.attributes[name]).value
-
-
-def float_value(op: ir.Operation, name: str) -> float:
-    return ir.FloatAttr(op.attributes[name]).value
-
-
-def str_value(op: ir.Operation, name: str) -> str:
-    return ir.StringAttr(op.attributes[name]).value
-
-
-def array_value(op: ir.Operation, name: str) -> list[int]:
-    return list(ir.DenseI64ArrayAttr(op.attributes[name]))
-
-
 def lanes_of(op: ir.Operation, target: Target) -> int:
     """Lanes of one vector repeat: set by the widest element type of the memref operands."""
     widest = max((element_bytes(dtype_of(t)) for t in memref_types(op)), default=0)
@@ -155,7 +139,7 @@ LAST_EVENT = Bound(lambda t, op: t.events_per_pipe_pair - 1, "target events_per_
 
 def check_sync_pipes(op: ir.Operation, target: Target) -> None:
     """set_flag / wait_flag synchronise two different pipes."""
-    src, dst = str_value(op, "src"), str_value(op, "dst")
+    src, dst = str_attr(op, "src"), str_attr(op, "dst")
     if src == dst:
         raise RuleError(f"src and dst pipes must differ (got '{src}' for both); "
                         f"use pipe_barrier to order one pipe")
@@ -231,7 +215,7 @@ def _check_attrs(spec: OpSpec, op: ir.Operation, target: Target) -> None:
         if not _kind_ok(op.attributes[name], kind):
             raise RuleError(f"attribute '{name}' must be {_KIND_TEXT[kind]}, got {op.attributes[name]}")
     for name, rng in spec.ranges.items():
-        values = array_value(op, name) if spec.attrs.get(name) == I64_ARRAY else [int_value(op, name)]
+        values = int_array_attr(op, name) if spec.attrs.get(name) == I64_ARRAY else [int_attr(op, name)]
         lo = _bound_value(rng.lo, target, op)
         hi = _bound_value(rng.hi, target, op)
         what = f"attribute '{name}'" + (" entries" if spec.attrs.get(name) == I64_ARRAY else "")

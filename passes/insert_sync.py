@@ -269,6 +269,9 @@ class InsertSyncPass(Pass):
     options = (
         Option("mode", str, "precise", "precise flags per dependency, or the conservative "
                "full-barrier baseline", choices=("precise", "barrier")),
+        Option("sink-sets", bool, False, "precise mode: place a set_flag after the run of "
+               "instructions of the producer's pipe that directly follows the producer "
+               "(one flag for the run, and the pipe is not held for each one's latency)"),
     )
 
     def run(self, module: ir.Operation) -> None:
@@ -280,7 +283,7 @@ class InsertSyncPass(Pass):
             if self.mode == "barrier":
                 _BarrierMode(analysis).run(nodes)
             else:
-                _PreciseMode(analysis, self.target).run_function(nodes)
+                _PreciseMode(analysis, self.target, self.sink_sets).run_function(nodes)
 
 
 # ----------------------------------------------------------------------------
@@ -340,9 +343,10 @@ class _BlockState:
 
 
 class _PreciseMode:
-    def __init__(self, analysis: AccessAnalysis, target):
+    def __init__(self, analysis: AccessAnalysis, target, sink_sets: bool = False):
         self.analysis = analysis
         self.target = target
+        self.sink_sets = sink_sets
         self.pairs: list[FlagPair] = []
         self.v_barriers: list[Node] = []
         self.all_barriers: list[Node] = []
@@ -415,6 +419,9 @@ class _PreciseMode:
                     if st.knows(q, p) >= st.index[xkey][p]:
                         continue  # implied by a flag added for another pipe pair just now
                     j = xkey[1]
+                    if self.sink_sets and (copy == 0 or j < i):
+                        j = self._sink(nodes, j, i, p)
+                        xkey = (xkey[0], j)
                     if copy == 0:
                         waits_before.setdefault(i, []).append((p, q, j))
                         self._pair(p, q, nodes[j], y, None)
@@ -435,6 +442,18 @@ class _PreciseMode:
         for y in nodes:
             for child in y.children:
                 self._block(child, y if y.op.name == "scf.for" else None)
+
+    @staticmethod
+    def _sink(nodes: list[Node], j: int, i: int, p: str) -> int:
+        """The last node of the run of single instructions of pipe p that
+        follows node j and precedes node i. A set_flag holds its pipe until
+        every earlier instruction has finished, so a set between two
+        transfers of a mover pipe idles it for the first one's latency; set
+        after the run instead (one flag then covers the whole run, and the
+        consumer starts when the run has landed)."""
+        while j + 1 < i and not nodes[j + 1].is_compound and nodes[j + 1].pipes == {p}:
+            j += 1
+        return j
 
     def _pair(self, p: str, q: str, x: Node, y: Node, loop: Node | None) -> None:
         px, py = self.pos[id(x)], self.pos[id(y)]

@@ -19,7 +19,8 @@ from npu.passes.base import Option, Pass, PassError
 
 # flag -> {our option name: the lowering's option name}
 LOWERINGS: tuple[tuple[str, dict[str, str]], ...] = (
-    ("npu-lower-matmul", {"strategy": "strategy", "m": "m", "n": "n", "k": "k"}),
+    ("npu-lower-matmul", {"strategy": "strategy", "m": "m", "n": "n", "k": "k",
+                          "matmul-schedule": "schedule", "l1-chunk": "l1-chunk"}),
     ("npu-lower-fractalize", {"fractalize": "algorithm", "ub-fraction": "ub-fraction"}),
     ("npu-lower-elementwise", {"ub-fraction": "ub-fraction", "max-chunk": "max-chunk"}),
     ("npu-lower-transpose", {"ub-fraction": "ub-fraction"}),
@@ -27,7 +28,8 @@ LOWERINGS: tuple[tuple[str, dict[str, str]], ...] = (
 )
 
 # Values meaning "leave the owning pass's default".
-_UNSET: dict[str, Any] = {"strategy": "", "m": 0, "n": 0, "k": 0, "fractalize": "",
+_UNSET: dict[str, Any] = {"strategy": "", "m": 0, "n": 0, "k": 0, "matmul-schedule": "",
+                          "l1-chunk": 0, "fractalize": "",
                           "ub-fraction": 0.0, "max-chunk": 0}
 
 
@@ -39,6 +41,11 @@ class LowerPass(Pass):
         Option("m", int, 0, "matmul tile rows of A and C (0: cost model)"),
         Option("n", int, 0, "matmul tile of the reduction dimension (0: cost model)"),
         Option("k", int, 0, "matmul tile columns of B and C (0: cost model)"),
+        Option("matmul-schedule", str, "pipelined", "npu-lower-matmul schedule: the OS tile "
+               "loops streamed through one flat loop with L0 ping-pong and C drained in pieces "
+               "(pipelined), or the plain nest (simple)", choices=("pipelined", "simple")),
+        Option("l1-chunk", int, 0, "matmul reduction elements per GM -> L1 copy in the "
+               "pipelined schedule (0: npu-lower-matmul's choice)"),
         Option("fractalize", str, "", "fractalize algorithm (npu-lower-fractalize algorithm; "
                "empty: its default)"),
         Option("ub-fraction", float, 0.0, "UB share of vector chunks (0: each lowering's default)"),
@@ -47,6 +54,8 @@ class LowerPass(Pass):
         Option("plan", str, "auto", "memory planner heuristic (npu-plan-memory algorithm)",
                choices=("auto", "greedy-by-size", "pushdown")),
         Option("sync", str, "precise", "npu-insert-sync mode", choices=("precise", "barrier")),
+        Option("sink-sets", bool, True, "npu-insert-sync sink-sets: one set_flag after a run of "
+               "same-pipe transfers instead of one per transfer"),
     )
 
     def _make(self, flag: str, **values: Any) -> Pass | None:
@@ -76,7 +85,7 @@ class LowerPass(Pass):
         if self.double_buffer:
             steps.append(self._make("npu-double-buffer"))
         steps.append(self._required("npu-plan-memory", algorithm=self.plan))
-        steps.append(self._required("npu-insert-sync", mode=self.sync))
+        steps.append(self._required("npu-insert-sync", mode=self.sync, **{"sink-sets": self.sink_sets}))
         for step in steps:
             if step is not None:
                 step.run(module)

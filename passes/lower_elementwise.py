@@ -27,7 +27,8 @@ Scheme, per op:
     `max_repeat` repeats each, and a partial mask for the last repeat;
   * a tensor smaller than one granule is moved as one whole granule (the
     padded-argument convention of dialects/README.md), computing only its
-    own lanes.
+    own lanes; with mixed element sizes each tensor moves only the granules
+    its own elements occupy (never past its padded last granule).
 
 Operations the vector unit lacks are composed, in place in the output
 buffer:

@@ -32,6 +32,7 @@ strip, a stationary A/B tile) in the enclosing scope.
 
 from __future__ import annotations
 
+from contextlib import nullcontext as _nullcontext
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -65,6 +66,22 @@ def segments(total_blocks: int, tile_blocks: int) -> list[Segment]:
     return segs
 
 
+@dataclass(frozen=True)
+class PipelinedPlan:
+    """Block counts of the pipelined OS schedule: C tile mb x kb, L1 chunk
+    and L0 sub-step along the reduction, C pieces in L0C (along k)."""
+
+    mb: int
+    kb: int
+    chunk: int
+    sub: int
+    pieces: int
+
+    def describe(self, frac: int) -> str:
+        return (f"; pipelined schedule: L1 chunk n={self.chunk * frac}, L0 sub-step "
+                f"n={self.sub * frac}, {self.pieces} C piece(s) in L0C")
+
+
 @dataclass
 class Operands:
     """The three GM operands and the batch prefix of their indices."""
@@ -94,6 +111,14 @@ class LowerMatmul(Pass):
         Option("first-step", str, "if", "how the first reduction step gets accumulate=false: "
                "an scf.if in the reduction loop, or peeled into its own one-trip loop",
                ("if", "peel")),
+        Option("schedule", str, "simple", "OS only: 'simple' nests the tile loops as above; "
+               "'pipelined' streams (tile, L1 chunk) pairs through one flat loop with L0 "
+               "ping-pong sub-steps and C drained in pieces (same GM traffic; falls back to "
+               "'simple' when the tiles do not divide the shape)", ("simple", "pipelined")),
+        Option("l1-chunk", int, 0, "schedule=pipelined: reduction elements per GM -> L1 copy "
+               "(0: the largest divisor of N whose A and B chunks fit L1 twice)"),
+        Option("c-pieces", int, 0, "schedule=pipelined: L0C pieces the C tile is split into "
+               "along k, each drained as soon as its last mad is done (0: auto)"),
     )
 
     def run(self, module: ir.Operation) -> None:
@@ -169,8 +194,12 @@ class LowerMatmul(Pass):
                                 f"({t.m}+{t.k}) x {chunk} need {need} bytes of L1, capacity "
                                 f"{self.target.capacity('l1')} bytes (overflow "
                                 f"{need - self.target.capacity('l1')} bytes)", op)
+        self.pipelined = None
+        if self.schedule == "pipelined" and choice.strategy == "os" and self.l1_steps == 1:
+            self.pipelined = self.plan_pipelined(shape, choice, op)
         self.remark(op, choice.describe(shape)
-                    + (f"; {self.l1_steps} reduction steps per L1 copy" if self.l1_steps > 1 else ""))
+                    + (f"; {self.l1_steps} reduction steps per L1 copy" if self.l1_steps > 1 else "")
+                    + (self.pipelined.describe(self.target.fractal) if self.pipelined is not None else ""))
         a, b, c = op.operands
         with op.location, ir.InsertionPoint(op):
             ops = Operands(a, b, c, [], M1, N1, K1, ir.MemRefType(a.type).element_type,
@@ -189,7 +218,9 @@ class LowerMatmul(Pass):
         mb, nb, kb = choice.tiles.m // frac, choice.tiles.n // frac, choice.tiles.k // frac
         xs, ss, ys = segments(ops.M1, mb), segments(ops.N1, nb), segments(ops.K1, kb)
         single_step = len(ss) == 1 and ss[0].count == 1
-        if choice.strategy == "os":
+        if choice.strategy == "os" and self.pipelined is not None:
+            self.emit_pipelined(ops, choice, self.pipelined)
+        elif choice.strategy == "os":
             def os_x(x: IndexValue, m: int) -> None:
                 def os_y(y: IndexValue, k: int) -> None:
                     c_tile = nir.alloc([k, m, frac, frac], "f32", "l0c")
@@ -260,6 +291,127 @@ class LowerMatmul(Pass):
                     self.write_back(ops, self.strip_tile(strip, x, k, k * m), x, y, m, k)
                 self.emit_tiles(xs, ws_write)
             self.emit_tiles(ys, ws_y)
+
+    # ------------------------------------------------------------------ pipelined OS
+
+    def plan_pipelined(self, shape: MatmulShape, choice: TilingChoice,
+                       op: ir.Operation) -> "PipelinedPlan | None":
+        """Block sizes of the pipelined schedule, or None (fall back to
+        'simple') when the C tiles do not divide the shape or nothing fits.
+
+        GM traffic is the cost model's (one A and one B copy per C tile and
+        reduction element); only how that traffic is cut up changes: L1 chunks
+        (several reduction steps per copy, two chunks resident for the
+        ping-pong), L0 sub-steps small enough for two slots in L0A and L0B,
+        and the C tile in L0C pieces of whole column blocks that are drained
+        while the other pieces still accumulate."""
+        t = self.target
+        frac = t.fractal
+        blk = t.fractal_bytes(2)
+        acc_blk = t.fractal_bytes(4)
+        M1, N1, K1 = shape.M // frac, shape.N // frac, shape.K // frac
+        mb, kb = choice.tiles.m // frac, choice.tiles.k // frac
+        if M1 % mb or K1 % kb:
+            return None
+        pieces = self.c_pieces or (2 if kb % 2 == 0 else 1)
+        if kb % pieces:
+            raise PassError(f"c-pieces={pieces} must divide the C tile's {kb} column blocks", op)
+        khb = kb // pieces
+        if mb * kb * acc_blk > t.capacity("l0c"):
+            return None
+        if self.l1_chunk:
+            if self.l1_chunk % frac or N1 % (self.l1_chunk // frac):
+                raise PassError(f"l1-chunk={self.l1_chunk} must be a multiple of {frac} "
+                                f"dividing N={shape.N}", op)
+            chunks = [self.l1_chunk // frac]
+        else:
+            chunks = [d for d in range(N1, 0, -1) if N1 % d == 0]
+        l1_cap = t.capacity("l1")
+        chunk = next((d for d in chunks if 2 * (mb + kb) * d * blk <= l1_cap), None)
+        if chunk is None:
+            if self.l1_chunk:
+                need = 2 * (mb + kb) * chunks[0] * blk
+                raise PassError(f"l1-chunk={self.l1_chunk}: two A and B chunks need {need} "
+                                f"bytes of L1, capacity {l1_cap} bytes (overflow "
+                                f"{need - l1_cap} bytes)", op)
+            return None
+        # L0 sub-step: the requested n, else the largest divisor of the chunk
+        # with two slots in L0A (m x n) and in L0B (n x k/pieces).
+        subs = ([self.n // frac] if self.n else [d for d in range(chunk, 0, -1) if chunk % d == 0])
+        sub = next((d for d in subs if chunk % d == 0
+                    and 2 * mb * d * blk <= t.capacity("l0a")
+                    and 2 * d * khb * blk <= t.capacity("l0b")), None)
+        if sub is None:
+            return None
+        return PipelinedPlan(mb, kb, chunk, sub, pieces)
+
+    def emit_pipelined(self, ops: Operands, choice: TilingChoice, plan: "PipelinedPlan") -> None:
+        """One flat scf.for over (C tile, L1 chunk) pairs, tile-major:
+
+          C pieces in L0C (live across the loop)
+          for i in 0 .. tiles * chunks:
+            x, y, c = tile row, tile column, chunk of iteration i
+            A chunk (m x chunk), B chunk (chunk x k): GM -> L1
+            for each C piece h (k/pieces columns):
+              for each sub-step s of the chunk: A sub-tile, B sub-tile of piece h
+                -> the L0A / L0B slot (s alternating); mad into piece h
+                (accumulate=false on the first sub-step of chunk 0)
+              if c is the last chunk: drain piece h L0C -> UB -> GM
+
+        Why: every (tile, chunk) is one iteration of one loop, so
+        npu-double-buffer's ping-pong of the L1 chunks crosses tile
+        boundaries (the next tile's first chunk loads while this tile's last
+        chunk computes) and npu-insert-sync sees the pieces, slots and drains
+        as siblings of one block (precise flags, no coarse loop-boundary
+        dependencies). Pieces are the outer order within a chunk so that a
+        piece gets its last mad half a chunk before the next, and its drain
+        overlaps the other piece's mads and the next tile's first ones."""
+        frac = self.target.fractal
+        mb, kb, chunk, sub, pieces = plan.mb, plan.kb, plan.chunk, plan.sub, plan.pieces
+        khb = kb // pieces
+        chunks = ops.N1 // chunk
+        cols = ops.K1 // kb
+        trips = (ops.M1 // mb) * cols * chunks
+        c_pieces = [nir.alloc([khb, mb, frac, frac], "f32", "l0c") for _ in range(pieces)]
+        ub_budget = self.target.capacity("ub") // pieces
+        loop = nir.for_loop(0, trips, 1)
+        with ir.InsertionPoint(loop.body):
+            i = loop.induction_variable
+            c = arith.RemUIOp(i, self.const(chunks)).result
+            tile = arith.DivUIOp(i, self.const(chunks)).result
+            x = arith.MulIOp(arith.DivUIOp(tile, self.const(cols)).result, self.const(mb)).result
+            y = arith.MulIOp(arith.RemUIOp(tile, self.const(cols)).result, self.const(kb)).result
+            s0 = arith.MulIOp(c, self.const(chunk)).result
+            first = arith.CmpIOp(arith.CmpIPredicate.eq, c, self.const(0)).result
+            last = arith.CmpIOp(arith.CmpIPredicate.eq, c, self.const(chunks - 1)).result
+            a1 = self.stage_a(ops, x, s0, mb, chunk)
+            b1 = self.stage_b(ops, s0, y, chunk, kb)
+            in_t = ops.in_type
+            a_slots = [nir.alloc([mb, sub, frac, frac], in_t, "l0a") for _ in range(2)]
+            b_slots = [nir.alloc([sub, khb, frac, frac], in_t, "l0b") for _ in range(2)]
+            step = 0
+            for h in range(pieces):
+                for j0 in range(0, chunk, sub):
+                    a0, b0 = a_slots[step % 2], b_slots[step % 2]
+                    step += 1
+                    self.reorder_blocks(a1, a0, rows=mb, cols=sub, transpose=False,
+                                        op_name="cce.load_l1_to_l0a", src_first=j0 * mb,
+                                        src_col_stride=mb)
+                    self.reorder_blocks(b1, b0, rows=sub, cols=khb, transpose=True,
+                                        op_name="cce.load_l1_to_l0b",
+                                        src_first=j0 + h * khb * chunk, src_col_stride=chunk)
+                    if j0 > 0:
+                        accumulate: bool | ir.Value = True
+                    else:
+                        accumulate = first if chunks > 1 else False
+                    self.mad(a0, b0, c_pieces[h], mb, sub, khb, accumulate)
+                drain = scf.IfOp(last, [], has_else=False) if chunks > 1 else None
+                with ir.InsertionPoint(drain.then_block) if drain else _nullcontext():
+                    y_h = y if h == 0 else arith.AddIOp(y, self.const(h * khb)).result
+                    self.write_back(ops, c_pieces[h], x, y_h, mb, khb, ub_budget)
+                    if drain:
+                        scf.YieldOp([])
+            nir.yield_()
 
     # ------------------------------------------------------------------ loops
 
@@ -447,16 +599,18 @@ class LowerMatmul(Pass):
                       accumulate=accumulate)
 
     def write_back(self, ops: Operands, c_l0c: ir.Value, x: IndexValue, y: IndexValue,
-                   m: int, k: int) -> None:
+                   m: int, k: int, ub_budget: int | None = None) -> None:
         """C tile (k column blocks x m row blocks, Nz, f32) L0C -> UB -> GM, in
-        chunks of whole column blocks that fit UB (with the f16 copy if C is f16)."""
+        chunks of whole column blocks that fit UB, or `ub_budget` bytes of it
+        (with the f16 copy if C is f16)."""
         frac = self.target.fractal
         acc_blk = self.target.fractal_bytes(4)
         out_name = str(ops.out_type)
         out_blk = self.target.fractal_bytes(nir.element_bytes(out_name))
         convert = out_name != "f32"
         per_column = m * (acc_blk + (out_blk if convert else 0))
-        chunk = min(k, self.target.capacity("ub") // per_column)
+        budget = self.target.capacity("ub") if ub_budget is None else ub_budget
+        chunk = min(k, max(1, budget // per_column))
         assert chunk >= 1, "the cost model guarantees one column block fits UB"
         flat = self.flat_blocks(c_l0c, k * m)
         for c0 in range(0, k, chunk):

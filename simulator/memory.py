@@ -54,7 +54,8 @@ class Memory:
 
 
 class Shadow:
-    """Per byte 1 = holds uninitialised data (0 = initialised, or see `wstamp`).
+    """Per byte: 1 = holds uninitialised data; 0 = initialised unless its
+    `wstamp` says it was never written.
 
     It has the `data`/`typed` shape of a `Memory`, so a movement instruction's
     own `compute` moves these flags exactly as it moves the bytes (copy,

@@ -15,15 +15,29 @@ def usage_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
     sys.exit(2)
 
 
-def read_input(path: str, parser: argparse.ArgumentParser) -> tuple[str, str]:
-    """(display name, text) of the input file or stdin."""
+class CommandLineError(Exception):
+    """A usage problem: the tools print it as `<prog>: error: ...` and exit 2."""
+
+
+def read_source(path: str) -> tuple[str, str]:
+    """(name used in diagnostics, text) of the input file or stdin."""
     if path == "-":
         return "<stdin>", sys.stdin.read()
     try:
         with open(path, encoding="utf-8") as f:
             return path, f.read()
     except OSError as e:
-        usage_error(parser, f"cannot read '{path}': {e.strerror}")
+        raise CommandLineError(f"cannot read '{path}': {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise CommandLineError(f"cannot read '{path}': not a UTF-8 text file") from None
+
+
+def read_input(path: str, parser: argparse.ArgumentParser) -> tuple[str, str]:
+    """`read_source` for argparse-based tools: problems become usage errors."""
+    try:
+        return read_source(path)
+    except CommandLineError as e:
+        usage_error(parser, str(e))
 
 
 def write_output_atomically(path: str, text: str) -> None:

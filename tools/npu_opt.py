@@ -15,7 +15,7 @@ import traceback
 from dataclasses import dataclass
 
 from npu import diagnostics
-from npu.tools.common import write_output_atomically
+from npu.tools.common import CommandLineError, read_source, write_output_atomically
 
 SPLIT_MARKER = "// -----"
 PROG = "npu-opt"
@@ -23,10 +23,6 @@ PROG = "npu-opt"
 # mlir-opt accepts `-split-input-file` as well as `--split-input-file`; these
 # are the single-letter options that must stay single-dash.
 _SHORT_OPTIONS = ("-o", "-p", "-h")
-
-
-class CommandLineError(Exception):
-    """A problem with the command line (exit 2)."""
 
 
 @dataclass
@@ -195,19 +191,6 @@ def process_chunk(chunk: Chunk, elements: list, args: argparse.Namespace, target
     engine.print()
     ok = ok and not engine.has_errors
     return ok, output if ok else ""
-
-
-def read_source(path: str) -> tuple[str, str]:
-    """(name used in diagnostics, text) of the input file or stdin."""
-    if path == "-":
-        return "<stdin>", sys.stdin.read()
-    try:
-        with open(path, encoding="utf-8") as f:
-            return path, f.read()
-    except OSError as e:
-        raise CommandLineError(f"cannot read '{path}': {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise CommandLineError(f"cannot read '{path}': not a UTF-8 text file") from None
 
 
 def check_output_path(path: str) -> None:
