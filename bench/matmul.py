@@ -16,6 +16,10 @@ npu-plan-memory, npu-insert-sync) and simulated strictly. Columns:
   GM bytes   bytes read from GM (gm_to_l1) + written (ub_to_gm), as
              simulated; the model's prediction is checked against them
 
+The os-pipe row is the pipelined OS schedule (`schedule=pipelined`, the
+default of `npu-lower` with double buffering; run with --double-buffer to see
+it as `npu-lower` compiles it).
+
 Run: .venv/bin/python bench/matmul.py [--double-buffer] [--shapes 512x768x768,...]
 """
 
@@ -54,7 +58,12 @@ CONFIGS = [
     ("ws", None),
     ("ws", (32, 768, 32)),
     ("auto", None),
+    # The pipelined OS schedule (flat (tile, L1 chunk) loop, L0 ping-pong,
+    # C drained in pieces; cost-model tiles); its back end sinks set_flags
+    # past runs of same-pipe transfers, as `npu-lower` does by default.
+    ("os-pipe", None),
 ]
+PIPELINED = "schedule=pipelined"
 
 
 @dataclass
@@ -81,7 +90,11 @@ def ideal_bound(M: int, N: int, K: int, target) -> int:
 
 
 def run_one(M: int, N: int, K: int, strategy: str, tiles, backend: str, target) -> Row:
-    opts = [f"strategy={strategy}"]
+    pipelined = strategy == "os-pipe"
+    if pipelined:
+        strategy = "os"
+        backend = backend.replace("npu-insert-sync", "npu-insert-sync{sink-sets=true}")
+    opts = [f"strategy={strategy}"] + ([PIPELINED] if pipelined else [])
     if tiles:
         opts += [f"m={tiles[0]}", f"n={tiles[1]}", f"k={tiles[2]}"]
     shape = MatmulShape(M, N, K)
@@ -102,7 +115,7 @@ def run_one(M: int, N: int, K: int, strategy: str, tiles, backend: str, target) 
     assert err <= 1e-3 * float(np.abs(want).max()), f"wrong result: max error {err}"
     by = res.report["bytes"]
     t = choice.traffic
-    return Row(choice.strategy + ("(auto)" if strategy == "auto" else ""),
+    return Row(choice.strategy + ("(auto)" if strategy == "auto" else "") + ("-pipe" if pipelined else ""),
                f"({choice.tiles.m},{choice.tiles.n},{choice.tiles.k})" + ("" if tiles else "*"),
                res.cycles, int(res.report["bound_cycles"]), str(res.report.get("bound_unit", "")),
                ideal_bound(M, N, K, target), by.get("gm_to_l1", 0), by.get("ub_to_gm", 0),

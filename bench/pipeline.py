@@ -5,6 +5,10 @@ the lower bound for three configurations of `npu-lower`:
   precise      sync=precise, no double buffering
   precise+db   sync=precise, double buffering
 
+(`npu-lower`'s other defaults apply: set_flags sunk past runs of same-pipe
+transfers, and matmuls lowered with the pipelined OS schedule when double
+buffering is on, the plain tile nest otherwise.)
+
 for matmul (512,768,768) and (512,768,3072) fp16, add and exp on 1M fp16 and
 the BERT transpose (12,512,64) -> (12,64,512). The bound and the unit that
 sets it come from the simulator's report (max over cube work, each path's

@@ -18,7 +18,11 @@ Two modes:
   where it delays nothing); syncs already
   implied by others (tracked with per-pipe vector clocks) are dropped; event
   ids are allocated so that no pipe pair uses more than
-  `target.events_per_pipe_pair`.
+  `target.events_per_pipe_pair`. With `sink-sets=true` (npu-lower's
+  default) a set_flag goes after the run of same-pipe instructions that
+  directly follows its producer: a set holds its pipe until everything
+  before it has finished, so one set per run keeps a mover streaming
+  instead of paying each transfer's latency.
 
 Control flow is structured: a nested loop (or scf.if) is one compound node of
 its parent block, touching the union of its ops' bytes on each of its pipes;

@@ -20,7 +20,8 @@ from npu.passes.base import Option, Pass, PassError
 # flag -> {our option name: the lowering's option name}
 LOWERINGS: tuple[tuple[str, dict[str, str]], ...] = (
     ("npu-lower-matmul", {"strategy": "strategy", "m": "m", "n": "n", "k": "k",
-                          "matmul-schedule": "schedule", "l1-chunk": "l1-chunk"}),
+                          "matmul-schedule": "schedule", "l1-chunk": "l1-chunk",
+                          "c-pieces": "c-pieces"}),
     ("npu-lower-fractalize", {"fractalize": "algorithm", "ub-fraction": "ub-fraction"}),
     ("npu-lower-elementwise", {"ub-fraction": "ub-fraction", "max-chunk": "max-chunk"}),
     ("npu-lower-transpose", {"ub-fraction": "ub-fraction"}),
@@ -29,7 +30,7 @@ LOWERINGS: tuple[tuple[str, dict[str, str]], ...] = (
 
 # Values meaning "leave the owning pass's default".
 _UNSET: dict[str, Any] = {"strategy": "", "m": 0, "n": 0, "k": 0, "matmul-schedule": "",
-                          "l1-chunk": 0, "fractalize": "",
+                          "l1-chunk": 0, "c-pieces": 0, "fractalize": "",
                           "ub-fraction": 0.0, "max-chunk": 0}
 
 
@@ -41,11 +42,15 @@ class LowerPass(Pass):
         Option("m", int, 0, "matmul tile rows of A and C (0: cost model)"),
         Option("n", int, 0, "matmul tile of the reduction dimension (0: cost model)"),
         Option("k", int, 0, "matmul tile columns of B and C (0: cost model)"),
-        Option("matmul-schedule", str, "pipelined", "npu-lower-matmul schedule: the OS tile "
+        Option("matmul-schedule", str, "auto", "npu-lower-matmul schedule: the OS tile "
                "loops streamed through one flat loop with L0 ping-pong and C drained in pieces "
-               "(pipelined), or the plain nest (simple)", choices=("pipelined", "simple")),
+               "(pipelined), or the plain nest (simple); auto: pipelined with double buffering "
+               "(its L1 chunks only pay off when ping-ponged), simple without",
+               choices=("auto", "pipelined", "simple")),
         Option("l1-chunk", int, 0, "matmul reduction elements per GM -> L1 copy in the "
                "pipelined schedule (0: npu-lower-matmul's choice)"),
+        Option("c-pieces", int, 0, "L0C pieces of a matmul C tile in the pipelined schedule "
+               "(0: npu-lower-matmul's choice)"),
         Option("fractalize", str, "", "fractalize algorithm (npu-lower-fractalize algorithm; "
                "empty: its default)"),
         Option("ub-fraction", float, 0.0, "UB share of vector chunks (0: each lowering's default)"),
@@ -68,7 +73,10 @@ class LowerPass(Pass):
         return cls(self.target, **{k: v for k, v in values.items() if k in known})
 
     def _value(self, ours: str) -> Any:
-        return getattr(self, ours.replace("-", "_"))
+        value = getattr(self, ours.replace("-", "_"))
+        if ours == "matmul-schedule" and value == "auto":
+            return "pipelined" if self.double_buffer else "simple"
+        return value
 
     def run(self, module: ir.Operation) -> None:
         for flag, forwarded in LOWERINGS:

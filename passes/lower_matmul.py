@@ -20,6 +20,13 @@ Loop orders:
 With a single reduction step IS/WS need no strip: each C tile is written as
 soon as its one mad is done.
 
+`schedule=pipelined` (OS; the default of `npu-lower` with double buffering)
+keeps the cost model's tiles and GM traffic but streams them differently:
+one flat loop over (C tile, L1 chunk) pairs (several reduction steps per GM
+copy), L0A/L0B sub-steps in two alternating slots, and the C tile in L0C
+pieces (along k) each drained as soon as its last mad is done; see
+`emit_pipelined`. Tiles that do not divide the shape use the nest above.
+
 Edge tiles (a dimension that is not a multiple of its tile) get their own
 copy of the loop body with smaller static sizes, since instruction
 attributes are static; every tile, even a single one, is an scf.for (a
@@ -32,7 +39,6 @@ strip, a stationary A/B tile) in the enclosing scope.
 
 from __future__ import annotations
 
-from contextlib import nullcontext as _nullcontext
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -114,7 +120,8 @@ class LowerMatmul(Pass):
         Option("schedule", str, "simple", "OS only: 'simple' nests the tile loops as above; "
                "'pipelined' streams (tile, L1 chunk) pairs through one flat loop with L0 "
                "ping-pong sub-steps and C drained in pieces (same GM traffic; falls back to "
-               "'simple' when the tiles do not divide the shape)", ("simple", "pipelined")),
+               "'simple' when the tiles do not divide the shape or with l1-steps > 1)",
+               ("simple", "pipelined")),
         Option("l1-chunk", int, 0, "schedule=pipelined: reduction elements per GM -> L1 copy "
                "(0: the largest divisor of N whose A and B chunks fit L1 twice)"),
         Option("c-pieces", int, 0, "schedule=pipelined: L0C pieces the C tile is split into "
@@ -204,7 +211,10 @@ class LowerMatmul(Pass):
         with op.location, ir.InsertionPoint(op):
             ops = Operands(a, b, c, [], M1, N1, K1, ir.MemRefType(a.type).element_type,
                            ir.MemRefType(c.type).element_type)
-            if op.name == "ascend.batch_matmul":
+            if op.name == "ascend.batch_matmul" and self.pipelined is not None:
+                # The batch joins the flat loop: no loop boundary between batches.
+                self.emit_pipelined(ops, choice, self.pipelined, batch)
+            elif op.name == "ascend.batch_matmul":
                 def per_batch(bi: IndexValue, _size: int) -> None:
                     ops.prefix = [bi]
                     self.emit_strategy(ops, choice)
@@ -313,6 +323,9 @@ class LowerMatmul(Pass):
         mb, kb = choice.tiles.m // frac, choice.tiles.k // frac
         if M1 % mb or K1 % kb:
             return None
+        if self.c_pieces < 0 or self.l1_chunk < 0:
+            raise PassError(f"c-pieces and l1-chunk must not be negative, got "
+                            f"{self.c_pieces} and {self.l1_chunk}", op)
         pieces = self.c_pieces or (2 if kb % 2 == 0 else 1)
         if kb % pieces:
             raise PassError(f"c-pieces={pieces} must divide the C tile's {kb} column blocks", op)
@@ -327,7 +340,21 @@ class LowerMatmul(Pass):
         else:
             chunks = [d for d in range(N1, 0, -1) if N1 % d == 0]
         l1_cap = t.capacity("l1")
-        chunk = next((d for d in chunks if 2 * (mb + kb) * d * blk <= l1_cap), None)
+        fitting = [d for d in chunks if 2 * (mb + kb) * d * blk <= l1_cap
+                   and (not self.n or d % (self.n // frac) == 0)]
+        # The chunk trades the GM path's per-copy latency (paid once per
+        # chunk: one flag per chunk) against the pipeline's fill and drain
+        # (the first chunk's copy before the first mad, the last chunk's mads
+        # after the last copy). Estimate both from the target, keep the best.
+        tiles = (M1 // mb) * (K1 // kb)
+        path = t.path("gm_to_l1")
+
+        def estimate(d: int) -> float:
+            trips = tiles * (N1 // d)
+            copy = (mb + kb) * d * blk / path.bytes_per_cycle + path.latency
+            cube = mb * kb * d / t.cube_blocks_per_cycle
+            return max(copy + cube * trips, copy * trips + cube)
+        chunk = min(fitting, key=lambda d: (estimate(d), -d)) if fitting else None
         if chunk is None:
             if self.l1_chunk:
                 need = 2 * (mb + kb) * chunks[0] * blk
@@ -345,12 +372,13 @@ class LowerMatmul(Pass):
             return None
         return PipelinedPlan(mb, kb, chunk, sub, pieces)
 
-    def emit_pipelined(self, ops: Operands, choice: TilingChoice, plan: "PipelinedPlan") -> None:
+    def emit_pipelined(self, ops: Operands, choice: TilingChoice, plan: "PipelinedPlan",
+                       batch: int = 0) -> None:
         """One flat scf.for over (C tile, L1 chunk) pairs, tile-major:
 
           C pieces in L0C (live across the loop)
-          for i in 0 .. tiles * chunks:
-            x, y, c = tile row, tile column, chunk of iteration i
+          for i in 0 .. [batch *] tiles * chunks:
+            [matrix,] x, y, c = tile row, tile column, chunk of iteration i
             A chunk (m x chunk), B chunk (chunk x k): GM -> L1
             for each C piece h (k/pieces columns):
               for each sub-step s of the chunk: A sub-tile, B sub-tile of piece h
@@ -371,12 +399,20 @@ class LowerMatmul(Pass):
         khb = kb // pieces
         chunks = ops.N1 // chunk
         cols = ops.K1 // kb
-        trips = (ops.M1 // mb) * cols * chunks
+        per_matrix = (ops.M1 // mb) * cols * chunks
+        trips = per_matrix * max(batch, 1)
         c_pieces = [nir.alloc([khb, mb, frac, frac], "f32", "l0c") for _ in range(pieces)]
-        ub_budget = self.target.capacity("ub") // pieces
+        # Each piece leaves through UB in two parts, so that the GM write of
+        # one part overlaps the L0C -> UB move of the next and the last
+        # piece's drain (not hidden behind any mad) is short.
+        ub_budget = self.target.capacity("ub") // (2 * pieces)
         loop = nir.for_loop(0, trips, 1)
         with ir.InsertionPoint(loop.body):
             i = loop.induction_variable
+            if batch:
+                # batch_matmul: iteration i is (matrix, tile, chunk), matrix-major.
+                ops.prefix = [arith.DivUIOp(i, self.const(per_matrix)).result]
+                i = arith.RemUIOp(i, self.const(per_matrix)).result
             c = arith.RemUIOp(i, self.const(chunks)).result
             tile = arith.DivUIOp(i, self.const(chunks)).result
             x = arith.MulIOp(arith.DivUIOp(tile, self.const(cols)).result, self.const(mb)).result
@@ -405,12 +441,14 @@ class LowerMatmul(Pass):
                     else:
                         accumulate = first if chunks > 1 else False
                     self.mad(a0, b0, c_pieces[h], mb, sub, khb, accumulate)
-                drain = scf.IfOp(last, [], has_else=False) if chunks > 1 else None
-                with ir.InsertionPoint(drain.then_block) if drain else _nullcontext():
+                # Always an scf.if (taken every time with one chunk): its UB
+                # buffers then live from their first to their last use, not
+                # for the whole loop body, and the pieces' parts can share UB.
+                drain = scf.IfOp(last, [], has_else=False)
+                with ir.InsertionPoint(drain.then_block):
                     y_h = y if h == 0 else arith.AddIOp(y, self.const(h * khb)).result
                     self.write_back(ops, c_pieces[h], x, y_h, mb, khb, ub_budget)
-                    if drain:
-                        scf.YieldOp([])
+                    scf.YieldOp([])
             nir.yield_()
 
     # ------------------------------------------------------------------ loops
@@ -603,7 +641,6 @@ class LowerMatmul(Pass):
         """C tile (k column blocks x m row blocks, Nz, f32) L0C -> UB -> GM, in
         chunks of whole column blocks that fit UB, or `ub_budget` bytes of it
         (with the f16 copy if C is f16)."""
-        frac = self.target.fractal
         acc_blk = self.target.fractal_bytes(4)
         out_name = str(ops.out_type)
         out_blk = self.target.fractal_bytes(nir.element_bytes(out_name))
@@ -613,22 +650,42 @@ class LowerMatmul(Pass):
         chunk = min(k, max(1, budget // per_column))
         assert chunk >= 1, "the cost model guarantees one column block fits UB"
         flat = self.flat_blocks(c_l0c, k * m)
+        # Several chunks in one loop body would all live for the whole body
+        # (memory planning scopes a buffer by the loop it is allocated in) and
+        # together overflow UB: each chunk then gets its own one-trip loop.
+        # The pipelined schedule drains inside an scf.if, where lifetimes are
+        # the uses, and passes `ub_budget`.
+        scoped = ub_budget is None and chunk < k
         for c0 in range(0, k, chunk):
             cols = min(chunk, k - c0)
-            src = self.block_view(flat, c0 * m, k * m)
-            ub32 = nir.alloc([cols, m, frac, frac], "f32", "ub")
-            nir.create_op("cce.copy_l0c_to_ub", [src, ub32], n_burst=1,
-                          burst_len=self.blocks32(cols * m * acc_blk), src_gap=0, dst_gap=0)
-            out = ub32
-            if convert:
-                out = nir.alloc([cols, m, frac, frac], ops.out_type, "ub")
-                self.convert(ub32, out, cols * m * frac * frac)
-            col = y if c0 == 0 else arith.AddIOp(y, self.const(c0)).result
-            dst = nir.subview(ops.c, ops.prefix + [col, x, 0, 0],
-                              [1] * len(ops.prefix) + [cols, m, frac, frac])
-            nir.create_op("cce.copy_ub_to_gm", [out, dst], n_burst=cols,
-                          burst_len=self.blocks32(m * out_blk), src_gap=0,
-                          dst_gap=self.blocks32((ops.M1 - m) * out_blk))
+            if scoped:
+                part = nir.for_loop(0, 1, 1)
+                with ir.InsertionPoint(part.body):
+                    self.drain_chunk(ops, flat, x, y, m, k, c0, cols, convert)
+                    nir.yield_()
+            else:
+                self.drain_chunk(ops, flat, x, y, m, k, c0, cols, convert)
+
+    def drain_chunk(self, ops: Operands, flat: ir.Value, x: IndexValue, y: IndexValue, m: int,
+                    k: int, c0: int, cols: int, convert: bool) -> None:
+        """Column blocks c0 .. c0+cols of a C tile: L0C -> UB (-> f16) -> GM."""
+        frac = self.target.fractal
+        acc_blk = self.target.fractal_bytes(4)
+        out_blk = self.target.fractal_bytes(nir.element_bytes(str(ops.out_type)))
+        src = self.block_view(flat, c0 * m, k * m)
+        ub32 = nir.alloc([cols, m, frac, frac], "f32", "ub")
+        nir.create_op("cce.copy_l0c_to_ub", [src, ub32], n_burst=1,
+                      burst_len=self.blocks32(cols * m * acc_blk), src_gap=0, dst_gap=0)
+        out = ub32
+        if convert:
+            out = nir.alloc([cols, m, frac, frac], ops.out_type, "ub")
+            self.convert(ub32, out, cols * m * frac * frac)
+        col = y if c0 == 0 else arith.AddIOp(y, self.const(c0)).result
+        dst = nir.subview(ops.c, ops.prefix + [col, x, 0, 0],
+                          [1] * len(ops.prefix) + [cols, m, frac, frac])
+        nir.create_op("cce.copy_ub_to_gm", [out, dst], n_burst=cols,
+                      burst_len=self.blocks32(m * out_blk), src_gap=0,
+                      dst_gap=self.blocks32((ops.M1 - m) * out_blk))
 
     def convert(self, src: ir.Value, dst: ir.Value, elements: int) -> None:
         """f32 -> f16 with vconv over whole repeats (elements is a multiple of 256)."""

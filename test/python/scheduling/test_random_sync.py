@@ -16,6 +16,9 @@ from random_cce import random_program
 TARGET = get_target("ascend910")
 FAST_SEEDS = range(30)
 SLOW_SEEDS = range(30, 600)
+# npu-insert-sync options: both modes, and precise with set_flags sunk past
+# runs of same-pipe instructions (npu-lower's default).
+MODES = ["mode=precise", "mode=barrier", "mode=precise sink-sets=true"]
 
 
 def _inputs(seed: int) -> list[np.ndarray]:
@@ -30,7 +33,7 @@ def check_seed(seed: int, mode: str) -> None:
     # Without sync the strict simulator must find a race in most programs:
     # that is what makes the synchronised run below a real test.
     module = parse_module(text, ctx)
-    run_pipeline(module, f"npu-insert-sync{{mode={mode}}}", TARGET)
+    run_pipeline(module, f"npu-insert-sync{{{mode}}}", TARGET)
     try:
         res = simulate(module, _inputs(seed), target=TARGET, strict=True)
     except SimulationError as e:
@@ -39,7 +42,7 @@ def check_seed(seed: int, mode: str) -> None:
         assert got.view(np.uint16).tolist() == want.view(np.uint16).tolist(), f"seed {seed} ({mode})"
 
 
-@pytest.mark.parametrize("mode", ["precise", "barrier"])
+@pytest.mark.parametrize("mode", MODES)
 def test_random_programs_are_race_free(mode):
     for seed in FAST_SEEDS:
         check_seed(seed, mode)
@@ -60,7 +63,7 @@ def test_unsynchronised_programs_do_race():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["precise", "barrier"])
+@pytest.mark.parametrize("mode", MODES)
 def test_random_programs_are_race_free_many_seeds(mode):
     for seed in SLOW_SEEDS:
         check_seed(seed, mode)
