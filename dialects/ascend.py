@@ -15,8 +15,9 @@ from mlir import ir
 
 from npu.dialects.opspec import (
     ARITH_TYPES, CAST_PAIRS, F64, FLOAT_TYPES, I64_ARRAY, STR, OpSpec, Operand, int_array_attr,
-    float_attr, memref_types, register, same_dtype, shape_of)
+    float_attr, memref_types, register, same_dtype)
 from npu.dialects.rules import RuleError
+from npu.ir import memref_shape
 from npu.target import Target, get_target
 
 # ----------------------------------------------------------------------------
@@ -94,7 +95,7 @@ class MatmulDims(NamedTuple):
 def matmul_dims(op: ir.Operation, target: Target | None = None) -> MatmulDims:
     """(M, N, K, batch) of a verified matmul / batch_matmul (batch 1 for matmul)."""
     f = (target or get_target()).fractal
-    a, b, _ = (shape_of(t) for t in memref_types(op))
+    a, b, _ = (memref_shape(t) for t in memref_types(op))
     batch = a[0] if op.name == BATCH_MATMUL else 1
     n1, m1 = a[-4], a[-3]
     k1 = b[-4]
@@ -123,7 +124,7 @@ def transposed_shape(shape: Sequence[int], permutation: Sequence[int]) -> list[i
 
 
 def _shapes(op: ir.Operation) -> list[list[int]]:
-    return [shape_of(t) for t in memref_types(op)]
+    return [memref_shape(t) for t in memref_types(op)]
 
 
 def _check_nz_operands(op: ir.Operation, target: Target) -> list[list[int]]:

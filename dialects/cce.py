@@ -16,9 +16,10 @@ from mlir import ir
 from npu.dialects.hivm import CONFIG_LAYOUTS, check_mad_dims, check_offsets_count
 from npu.dialects.opspec import (
     ARITH_TYPES, BOOL, CAST_PAIRS, ELEMENT_TYPES, F64, FLOAT_TYPES, I64, I64_ARRAY, LANES,
-    LAST_EVENT, MAX_REPEAT, STR, Bound, OpSpec, Operand, Range, check_sync_pipes, dtype_of,
+    LAST_EVENT, MAX_REPEAT, STR, Bound, OpSpec, Operand, Range, check_sync_pipes,
     element_bytes, int_attr, memref_types, register, same_dtype)
 from npu.dialects.rules import RuleError
+from npu.ir import memref_element
 from npu.target import PATH_PIPES, Target
 
 # ----------------------------------------------------------------------------
@@ -115,7 +116,7 @@ def _check_l0c_burst(op: ir.Operation, target: Target) -> None:
 def _check_load_transpose(op: ir.Operation, target: Target) -> None:
     """The per-block transpose views a fractal as 2-byte elements."""
     if ir.BoolAttr(op.attributes["transpose"]).value:
-        dtype = dtype_of(memref_types(op)[0])
+        dtype = memref_element(memref_types(op)[0])
         if element_bytes(dtype) != 2:
             raise RuleError(f"'transpose' needs 2-byte elements (a {target.fractal}x{target.fractal}"
                             f" block), got {dtype}")
@@ -123,7 +124,7 @@ def _check_load_transpose(op: ir.Operation, target: Target) -> None:
 
 def _check_mad_dims(op: ir.Operation, target: Target) -> None:
     check_mad_dims(int_attr(op, "m"), int_attr(op, "n"), int_attr(op, "k"),
-                   dtype_of(memref_types(op)[0]), target, "attribute")
+                   memref_element(memref_types(op)[0]), target, "attribute")
 
 
 # ----------------------------------------------------------------------------

@@ -19,7 +19,8 @@ from typing import Callable, Iterable, Mapping, Sequence
 from mlir import ir
 
 from npu.dialects.rules import RuleError, rule
-from npu.ir import ELEMENT_BYTES, float_attr, int_array_attr, int_attr, str_attr
+from npu.ir import (ELEMENT_BYTES, float_attr, int_array_attr, int_attr, memory_space,
+                    memref_element, str_attr)
 from npu.target import Target, get_target
 
 # Element types of the dialects, and the subsets most ops accept.
@@ -101,24 +102,6 @@ def memref_types(op: ir.Operation) -> list[ir.MemRefType]:
     return [ir.MemRefType(v.type) for v in op.operands if isinstance(v.type, ir.MemRefType)]
 
 
-def dtype_of(t: ir.MemRefType) -> str:
-    return str(t.element_type)
-
-
-def space_of(t: ir.MemRefType) -> str:
-    """Memory space name ("gm" when the memref has none)."""
-    space = t.memory_space
-    if space is None:
-        return "gm"
-    if isinstance(space, ir.StringAttr):
-        return ir.StringAttr(space).value
-    return str(space)
-
-
-def shape_of(t: ir.MemRefType) -> list[int]:
-    return list(t.shape)
-
-
 def element_bytes(dtype: str) -> int:
     """Bytes of an element type; 0 when it is not one the dialects know."""
     return ELEMENT_BYTES.get(dtype, 0)
@@ -126,7 +109,7 @@ def element_bytes(dtype: str) -> int:
 
 def lanes_of(op: ir.Operation, target: Target) -> int:
     """Lanes of one vector repeat: set by the widest element type of the memref operands."""
-    widest = max((element_bytes(dtype_of(t)) for t in memref_types(op)), default=0)
+    widest = max((element_bytes(memref_element(t)) for t in memref_types(op)), default=0)
     if widest == 0:
         raise RuleError("cannot determine the vector width: no memref operand with a known element type")
     return target.lanes(widest)
@@ -162,9 +145,9 @@ def _check_operands(spec: OpSpec, op: ir.Operation) -> None:
         if not isinstance(value.type, ir.MemRefType):
             continue
         t = ir.MemRefType(value.type)
-        if want.space is not None and space_of(t) != want.space:
+        if want.space is not None and memory_space(t) != want.space:
             raise RuleError(f"operand #{i} ('{want.name}') must be in memory space "
-                            f"'{want.space}', got '{space_of(t)}'")
+                            f"'{want.space}', got '{memory_space(t)}'")
         if spec.static_shapes and not t.has_static_shape:
             raise RuleError(f"operand #{i} ('{want.name}') must have a static shape, got {t}")
 
@@ -173,7 +156,7 @@ def _check_dtypes(spec: OpSpec, op: ir.Operation) -> None:
     if not spec.dtypes:
         return
     names = [o.name for o, v in zip(spec.operands, op.operands) if isinstance(v.type, ir.MemRefType)]
-    got = tuple(dtype_of(t) for t in memref_types(op))
+    got = tuple(memref_element(t) for t in memref_types(op))
     if got in spec.dtypes:
         return
     if all(len(set(s)) == 1 for s in spec.dtypes) and len(got) > 1:

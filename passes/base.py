@@ -62,6 +62,12 @@ class PassError(Exception):
         self.op = op.operation if op is not None else None
 
 
+def check_ub_fraction(value: float, op: ir.Operation | ir.OpView | None = None) -> None:
+    """The `ub-fraction` option of the lowerings: a share of UB in (0, 1]."""
+    if not 0.0 < value <= 1.0:
+        raise PassError(f"ub-fraction must be in (0, 1], got {value}", op)
+
+
 class OptionError(ValueError):
     pass
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from mlir import ir
 
 from npu.access_analysis import (AccessAnalysis, AccessError, Affine, IvKey, OpAccess, Range,
-                                 SYNC_OPS, is_access_op, may_overlap)
+                                 SYNC_OPS, conflicts_by, is_access_op, may_overlap)
 from npu.ir import create_op, walk
 from npu.passes.base import Option, Pass, PassError
 
@@ -172,15 +172,7 @@ def _raw(x: OpAccess, y: OpAccess, analysis: AccessAnalysis, loop: Node | None) 
 
 
 def _conflict(x: OpAccess, y: OpAccess, analysis: AccessAnalysis, loop: Node | None) -> bool:
-    for w in x.writes:
-        for r in y.reads + y.writes:
-            if _overlap_later(w, r, analysis, loop):
-                return True
-    for r in x.reads:
-        for w in y.writes:
-            if _overlap_later(r, w, analysis, loop):
-                return True
-    return False
+    return conflicts_by(x, y, lambda a, b: _overlap_later(a, b, analysis, loop))
 
 
 def needs_order(p: str, q: str) -> bool:

@@ -48,14 +48,14 @@ where four f16-rounded steps would be ~4 ulps off. It costs an f32 buffer
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from mlir import ir
 
 from npu import ir as nir
 from npu.cce_build import View, copy, for_range, index_mul, lin, sub
-from npu.passes.base import Option, Pass, PassError
+from npu.passes.base import Option, Pass, PassError, check_ub_fraction
 from npu.vector_tiling import (ChunkPlan, VectorGeometry, max_chunk_elements, plan_chunks,
                                round_down, split_repeats)
 
@@ -212,12 +212,8 @@ class LowerElementwise(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
-        if not 0.0 < self.ub_fraction <= 1.0:
-            raise PassError(f"ub-fraction must be in (0, 1], got {self.ub_fraction}")
-        for op in nir.ops_named(module, *HANDLED):
-            with op.location, ir.InsertionPoint(op):
-                self.lower(op)
-            op.erase()
+        check_ub_fraction(self.ub_fraction)
+        nir.replace_ops(module, HANDLED, self.lower)
 
     # -- analysis -------------------------------------------------------------
     def compute_of(self, op: ir.Operation, in_elem: str, out_elem: str) -> Compute:
@@ -335,6 +331,26 @@ def load_scalar(p: LowerElementwise, inp: Input, flat: ir.Value) -> View:
     return View(block, 0, 0)
 
 
+def stream_chunks(plan: ChunkPlan, load_piece: Callable[[object, int], dict],
+                  store_piece: Callable[[object, int, dict], None], aliased: bool) -> None:
+    """Load, compute and store each piece of `plan`: an scf.for over the full
+    chunks, then the tail. When the output aliases an input, the tail's
+    overlap would re-read already-computed elements, so the tail's inputs are
+    loaded before the loop."""
+    preloaded = None
+    if plan.tail is not None and plan.full_chunks and aliased:
+        preloaded = load_piece(plan.tail.start, plan.tail.length)
+    if plan.full_chunks:
+        loop = nir.for_loop(0, plan.full_chunks)
+        with ir.InsertionPoint(loop.body):
+            start = index_mul(loop.induction_variable, plan.chunk)
+            store_piece(start, plan.chunk, load_piece(start, plan.chunk))
+            nir.yield_()
+    if plan.tail is not None:
+        bufs = preloaded or load_piece(plan.tail.start, plan.tail.length)
+        store_piece(plan.tail.start, plan.tail.length, bufs)
+
+
 class FlatLowering:
     """All inputs full or scalar: flatten and chunk."""
 
@@ -377,21 +393,8 @@ class FlatLowering:
         flat_out = nir.flatten_memref(self.out)
         self.flat_out = flat_out
         self.scalar_views = {id(i): self.load_scalar(i) for i in self.inputs if i.kind == "scalar"}
-        # Writing the output in place over an input makes the overlap re-read
-        # already-computed elements, so load the tail's inputs first.
-        aliased = any(i.value == self.out for i in self.full)
-        preloaded = None
-        if plan.tail is not None and plan.full_chunks and aliased:
-            preloaded = self.load_piece(plan.tail.start, plan.tail.length)
-        if plan.full_chunks:
-            loop = nir.for_loop(0, plan.full_chunks)
-            with ir.InsertionPoint(loop.body):
-                start = index_mul(loop.induction_variable, plan.chunk)
-                self.store_piece(start, plan.chunk, self.load_piece(start, plan.chunk))
-                nir.yield_()
-        if plan.tail is not None:
-            bufs = preloaded or self.load_piece(plan.tail.start, plan.tail.length)
-            self.store_piece(plan.tail.start, plan.tail.length, bufs)
+        stream_chunks(plan, self.load_piece, self.store_piece,
+                      aliased=any(i.value == self.out for i in self.full))
 
     def load_scalar(self, inp: Input) -> View:
         return load_scalar(self.p, inp, self.flat[id(inp)])
@@ -518,19 +521,8 @@ class RowsLowering:
                 self.fixed_views[id(inp)] = (main, end)
             elif inp.kind == "scalar":
                 self.fixed_views[id(inp)] = load_scalar(self.p, inp, self.flat[id(inp)])
-        aliased = any(i.value == self.out for i in self.full)
-        preloaded = None
-        if plan.tail is not None and plan.full_chunks and aliased:
-            preloaded = self.load_piece(plan.tail.start, plan.tail.length)
-        if plan.full_chunks:
-            loop = nir.for_loop(0, plan.full_chunks)
-            with ir.InsertionPoint(loop.body):
-                row0 = index_mul(loop.induction_variable, plan.chunk)
-                self.store_piece(row0, plan.chunk, self.load_piece(row0, plan.chunk))
-                nir.yield_()
-        if plan.tail is not None:
-            bufs = preloaded or self.load_piece(plan.tail.start, plan.tail.length)
-            self.store_piece(plan.tail.start, plan.tail.length, bufs)
+        stream_chunks(plan, self.load_piece, self.store_piece,
+                      aliased=any(i.value == self.out for i in self.full))
 
     def move_rows(self, name: str, gm: ir.Value, row0, rows: int, main: ir.Value,
                   end: ir.Value | None, es: int) -> None:

@@ -45,7 +45,7 @@ from mlir.dialects import arith, memref
 
 from npu import ir as nir
 from npu.dialects.hivm import config_field
-from npu.passes.base import Option, Pass, PassError
+from npu.passes.base import Option, Pass, PassError, check_ub_fraction
 
 # The plans below are written for the vnchwconv of dialects/README.md: 16 row
 # pointers of one 32-byte block each (16 fp16 / 8 fp32), i.e. the target's
@@ -199,8 +199,7 @@ class LowerFractalize(Pass):
         """Row blocks per strip: 1 (naive) or as many as strip + tmp fit UB."""
         frac = self.target.fractal
         per_block = 2 * frac * g.Cp * g.e  # strip and tmp buffers for one row block
-        if not 0.0 < self.ub_fraction <= 1.0:
-            raise PassError(f"ub-fraction must be in (0, 1], got {self.ub_fraction}", op)
+        check_ub_fraction(self.ub_fraction, op)
         budget = int(self.target.capacity("ub") * self.ub_fraction)
         whole = (self.target.capacity("ub") - self.scratch_bytes(g)) // per_block
         fit = min(whole, max(1, (budget - self.scratch_bytes(g)) // per_block))

@@ -29,7 +29,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.cce_build import copy, for_pieces, for_range, lin, sub
-from npu.passes.base import Option, Pass, PassError
+from npu.passes.base import Option, Pass, PassError, check_ub_fraction
 from npu.vector_tiling import (VectorGeometry, max_chunk_elements, plan_chunks, round_down,
                                split_repeats)
 
@@ -48,12 +48,8 @@ class LowerReduce(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
-        if not 0.0 < self.ub_fraction <= 1.0:
-            raise PassError(f"ub-fraction must be in (0, 1], got {self.ub_fraction}")
-        for op in nir.ops_named(module, *OPS):
-            with op.location, ir.InsertionPoint(op):
-                self.lower(op)
-            op.erase()
+        check_ub_fraction(self.ub_fraction)
+        nir.replace_ops(module, OPS, self.lower)
 
     def lower(self, op: ir.Operation) -> None:
         src, dst = op.operands

@@ -26,7 +26,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.cce_build import copy, for_pieces, for_range, lin, sub
-from npu.passes.base import Option, Pass, PassError
+from npu.passes.base import Option, Pass, PassError, check_ub_fraction
 from npu.vector_tiling import plan_chunks, round_down, round_up
 
 Index = int | ir.Value
@@ -43,10 +43,7 @@ class LowerTranspose(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
-        for op in nir.ops_named(module, "ascend.transpose"):
-            with op.location, ir.InsertionPoint(op):
-                self.lower(op)
-            op.erase()
+        nir.replace_ops(module, ["ascend.transpose"], self.lower)
 
     def lower(self, op: ir.Operation) -> None:
         src, dst = op.operands
@@ -81,8 +78,7 @@ class LowerTranspose(Pass):
                             "before the last (e.g. [0, 2, 1, 3]) are lowered", op)
 
     def budget(self) -> int:
-        if not 0.0 < self.ub_fraction <= 1.0:
-            raise PassError(f"ub-fraction must be in (0, 1], got {self.ub_fraction}")
+        check_ub_fraction(self.ub_fraction)
         return int(self.target.capacity("ub") * self.ub_fraction)
 
     # -- dst[b, j, k] = src[b, k, j] ------------------------------------------------

@@ -27,8 +27,10 @@ def _set_cost(instr: Instr, ctx: DecodeContext, path: str, nbytes: int) -> None:
     instr.latency = p.latency
 
 
-class Copy(Instr):
-    """`cce.copy_<src>_to_<dst>`: n_burst bursts of burst_len 32-byte blocks."""
+class _Transfer(Instr):
+    """A move from operand 0 (in `src_space`) to operand 1 (in `dst_space`) on
+    one path; subclasses set the byte patterns `src_pat` / `dst_pat`, the
+    accesses and the cost."""
 
     moves = True
 
@@ -36,6 +38,25 @@ class Copy(Instr):
         src_space, dst_space = path.split("_to_")
         ctx.expect_operands(src_space, dst_space)
         super().__init__(ctx, PATH_PIPES[path])
+        self.src_space, self.dst_space = src_space, dst_space
+
+    def read_src(self, mems: list[Memory], addrs: list[int]) -> np.ndarray:
+        src, sa, sp = mems[0].data, addrs[0], self.src_pat
+        return src[sa:sa + sp.hi] if sp.dense else src[sp.byte_idx + sa]
+
+    def write_dst(self, mems: list[Memory], addrs: list[int], values: np.ndarray) -> None:
+        dst, da, dp = mems[1].data, addrs[1], self.dst_pat
+        if dp.dense:
+            dst[da:da + dp.hi] = values
+        else:
+            dst[dp.byte_idx + da] = values
+
+
+class Copy(_Transfer):
+    """`cce.copy_<src>_to_<dst>`: n_burst bursts of burst_len 32-byte blocks."""
+
+    def __init__(self, ctx: DecodeContext, path: str):
+        super().__init__(ctx, path)
         t = ctx.target
         block = t.vector_block_bytes
         n_burst, burst_len = ctx.int("n_burst"), ctx.int("burst_len")
@@ -45,7 +66,7 @@ class Copy(Instr):
                            f"burst_len={burst_len} src_gap={src_gap} dst_gap={dst_gap}")
         burst = burst_len * block
         aligns = []
-        for space, gap in ((src_space, src_gap), (dst_space, dst_gap)):
+        for space, gap in ((self.src_space, src_gap), (self.dst_space, dst_gap)):
             g = t.granule(space)
             stride = (burst_len + gap) * block
             if n_burst > 1 and stride % g:
@@ -62,25 +83,14 @@ class Copy(Instr):
         _set_cost(self, ctx, path, n_burst * burst)
 
     def compute(self, mems: list[Memory], addrs: list[int]) -> None:
-        src, dst = mems[0].data, mems[1].data
-        sa, da = addrs
-        sp, dp = self.src_pat, self.dst_pat
-        values = src[sa:sa + sp.hi] if sp.dense else src[sp.byte_idx + sa]
-        if dp.dense:
-            dst[da:da + dp.hi] = values
-        else:
-            dst[dp.byte_idx + da] = values
+        self.write_dst(mems, addrs, self.read_src(mems, addrs))
 
 
-class Load(Instr):
+class Load(_Transfer):
     """`cce.load_l1_to_l0a/l0b`: `repeat` fractals, optionally transposed each."""
 
-    moves = True
-
     def __init__(self, ctx: DecodeContext, path: str):
-        src_space, dst_space = path.split("_to_")
-        ctx.expect_operands(src_space, dst_space)
-        super().__init__(ctx, PATH_PIPES[path])
+        super().__init__(ctx, path)
         t = ctx.target
         self.edge = t.fractal
         frac = t.fractal_bytes(2)  # a fractal is 512 bytes for fp16 and int8 alike
@@ -96,23 +106,17 @@ class Load(Instr):
         src_pat = access.from_bursts(repeat, frac, src_stride * frac)
         dst_pat = access.from_bursts(repeat, frac, dst_stride * frac)
         self.src_pat, self.dst_pat = src_pat, dst_pat
-        self.accesses = (Access(0, src_pat, False, t.granule(src_space)),
-                         Access(1, dst_pat, True, t.granule(dst_space)))
+        self.accesses = (Access(0, src_pat, False, t.granule(self.src_space)),
+                         Access(1, dst_pat, True, t.granule(self.dst_space)))
         _set_cost(self, ctx, path, repeat * frac)
 
     def compute(self, mems: list[Memory], addrs: list[int]) -> None:
-        src, dst = mems[0].data, mems[1].data
-        sa, da = addrs
-        sp, dp = self.src_pat, self.dst_pat
-        values = src[sa:sa + sp.hi] if sp.dense else src[sp.byte_idx + sa]
+        values = self.read_src(mems, addrs)
         if self.transpose:
             e = self.edge
             blocks = np.ascontiguousarray(values).view(np.uint16).reshape(self.repeat, e, e)
             values = np.ascontiguousarray(blocks.transpose(0, 2, 1)).view(np.uint8).ravel()
-        if dp.dense:
-            dst[da:da + dp.hi] = values
-        else:
-            dst[dp.byte_idx + da] = values
+        self.write_dst(mems, addrs, values)
 
 
 def decoders() -> dict:

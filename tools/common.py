@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 import tempfile
+import traceback
 from typing import NoReturn
 
 
@@ -17,6 +18,16 @@ def usage_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
 
 class CommandLineError(Exception):
     """A usage problem: the tools print it as `<prog>: error: ...` and exit 2."""
+
+
+def report_internal_error(where: str, what: str, e: Exception) -> int:
+    """A bug in a tool (call from its `except` block): one line on stderr, the
+    traceback only when NPU_DEBUG is set; returns the exit status 1."""
+    if os.environ.get("NPU_DEBUG"):
+        traceback.print_exc()
+    print(f"{where}: error: {what}: {type(e).__name__}: {e} "
+          "(set NPU_DEBUG=1 for a traceback)", file=sys.stderr)
+    return 1
 
 
 def read_source(path: str) -> tuple[str, str]:

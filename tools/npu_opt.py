@@ -11,11 +11,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import traceback
 from dataclasses import dataclass
 
 from npu import diagnostics
-from npu.tools.common import CommandLineError, read_source, write_output_atomically
+from npu.tools.common import (CommandLineError, read_source, report_internal_error,
+                              write_output_atomically)
 
 SPLIT_MARKER = "// -----"
 PROG = "npu-opt"
@@ -248,11 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: cannot write the output: {e.strerror}", file=sys.stderr)
         return 1
     except Exception as e:  # a bug in the compiler: one line unless asked for more
-        if os.environ.get("NPU_DEBUG"):
-            traceback.print_exc()
-        print(f"{PROG}: error: internal compiler error: {type(e).__name__}: {e} "
-              "(set NPU_DEBUG=1 for a traceback)", file=sys.stderr)
-        return 1
+        return report_internal_error(PROG, "internal compiler error", e)
 
 
 if __name__ == "__main__":

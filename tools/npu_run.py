@@ -16,13 +16,13 @@ import json
 import os
 import sys
 import time
-import traceback
 from dataclasses import dataclass
 
 import numpy as np
 
 from npu import diagnostics
-from npu.tools.common import read_input, usage_error, write_output_atomically
+from npu.tools.common import (read_input, report_internal_error, usage_error,
+                              write_output_atomically)
 
 DEFAULT_PIPELINE = "npu-lower"
 
@@ -270,11 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `npu-run ... | head`
         return 1
     except Exception as e:  # a bug in the tool: never a traceback by default
-        if os.environ.get("NPU_DEBUG"):
-            traceback.print_exc()
-        print(f"{filename}: error: internal error: {type(e).__name__}: {e} "
-              "(set NPU_DEBUG=1 for a traceback)", file=sys.stderr)
-        return 1
+        return report_internal_error(filename, "internal error", e)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ missing a dependence.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from mlir import ir
 
@@ -429,18 +429,24 @@ def may_overlap(a: Range, b: Range, analysis: AccessAnalysis,
     return a0 < b1 and b0 < a1
 
 
-def conflicts(x: OpAccess, y: OpAccess, analysis: AccessAnalysis,
-              shift: tuple[IvKey, int] | None = None) -> bool:
-    """RAW, WAR or WAW between x (earlier) and y (later)."""
+def conflicts_by(x: OpAccess, y: OpAccess, overlap: Callable[[Range, Range], bool]) -> bool:
+    """RAW, WAR or WAW between x (earlier) and y (later), with `overlap(a, b)`
+    deciding whether x's range `a` and y's range `b` may share a byte."""
     for w in x.writes:
         for r in y.reads + y.writes:
-            if may_overlap(w, r, analysis, shift):
+            if overlap(w, r):
                 return True
     for r in x.reads:
         for w in y.writes:
-            if may_overlap(r, w, analysis, shift):
+            if overlap(r, w):
                 return True
     return False
+
+
+def conflicts(x: OpAccess, y: OpAccess, analysis: AccessAnalysis,
+              shift: tuple[IvKey, int] | None = None) -> bool:
+    """RAW, WAR or WAW between x (earlier) and y (later)."""
+    return conflicts_by(x, y, lambda a, b: may_overlap(a, b, analysis, shift))
 
 
 def function_accesses(func_op: ir.Operation, target: Target) -> tuple[AccessAnalysis, list[OpAccess]]:

@@ -89,6 +89,17 @@ def ops_named(root: ir.Operation | ir.OpView, *names: str) -> list[ir.Operation]
     return list(walk(root, lambda o: o.name in wanted))
 
 
+def replace_ops(root: ir.Operation | ir.OpView, names: Iterable[str],
+                build: Callable[[ir.Operation], None]) -> None:
+    """Replace each op named one of `names`: `build(op)` creates the replacement
+    just before it, under its location (so errors point at the user's source),
+    then the op is erased."""
+    for op in ops_named(root, *names):
+        with op.location, ir.InsertionPoint(op):
+            build(op)
+        op.erase()
+
+
 def ops_in_dialect(root: ir.Operation | ir.OpView, dialect: str) -> list[ir.Operation]:
     prefix = dialect + "."
     return list(walk(root, lambda o: o.name.startswith(prefix)))

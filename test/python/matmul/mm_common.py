@@ -47,6 +47,11 @@ def memref(shape: Sequence[int], elem: str) -> str:
     return f'memref<{"x".join(map(str, shape))}x{elem}, "gm">'
 
 
+def nz_memref(lead: list[int], R: int, C: int, elem: str) -> str:
+    """GM type of an R x C matrix in Nz layout: [..., C1, R1, 16, 16]."""
+    return memref(lead + [blocks(C), blocks(R), FRAC, FRAC], elem)
+
+
 def nz(x: np.ndarray) -> np.ndarray:
     """numpy ND [..., R, C] -> Nz [..., C1, R1, 16, 16], zero padded."""
     *lead, R, C = x.shape
@@ -69,9 +74,9 @@ def un_nz(z: np.ndarray, R: int, C: int) -> np.ndarray:
 def nz_matmul_program(M: int, N: int, K: int, out: str = "f32", batch: int = 0) -> str:
     """C = A x B on Nz operands (A: M x N, B: N x K)."""
     lead = [batch] if batch else []
-    ta = memref(lead + [blocks(N), blocks(M), FRAC, FRAC], "f16")
-    tb = memref(lead + [blocks(K), blocks(N), FRAC, FRAC], "f16")
-    tc = memref(lead + [blocks(K), blocks(M), FRAC, FRAC], out)
+    ta = nz_memref(lead, M, N, "f16")
+    tb = nz_memref(lead, N, K, "f16")
+    tc = nz_memref(lead, M, K, out)
     op = "ascend.batch_matmul" if batch else "ascend.matmul"
     return (f"func.func @mm(%a: {ta}, %b: {tb}, %c: {tc}) {{\n"
             f'  "{op}"(%a, %b, %c) : ({ta}, {tb}, {tc}) -> ()\n'
@@ -83,9 +88,9 @@ def nd_matmul_program(M: int, N: int, K: int, out: str = "f32", batch: int = 0) 
     temporaries are extra GM arguments, destination-passing style)."""
     lead = [batch] if batch else []
     a, b, c = (memref(lead + [M, N], "f16"), memref(lead + [N, K], "f16"), memref(lead + [M, K], out))
-    an = memref(lead + [blocks(N), blocks(M), FRAC, FRAC], "f16")
-    bn = memref(lead + [blocks(K), blocks(N), FRAC, FRAC], "f16")
-    cn = memref(lead + [blocks(K), blocks(M), FRAC, FRAC], out)
+    an = nz_memref(lead, M, N, "f16")
+    bn = nz_memref(lead, N, K, "f16")
+    cn = nz_memref(lead, M, K, out)
     op = "ascend.batch_matmul" if batch else "ascend.matmul"
     return (f"func.func @mm(%a: {a}, %b: {b}, %c: {c}, %an: {an}, %bn: {bn}, %cn: {cn}) {{\n"
             f'  "ascend.fractalize"(%a, %an) : ({a}, {an}) -> ()\n'

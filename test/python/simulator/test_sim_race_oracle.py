@@ -22,58 +22,61 @@ TILES = 4
 PIPES_WITH_MEMORY = ("MTE2", "V", "MTE3")
 
 
-def tile_view(k: Kernel, t: int) -> str:
-    name = f"t{t}"
+def tile_view(k: Kernel, name: str, source: str, space: str, t: int) -> str:
+    """%name = tile `t` of the TILES-tile memref %source in `space` (made once)."""
     if name not in k.types:
-        typ = f'memref<{TILE}xf16, strided<[1], offset: {t * TILE}>, "ub">'
-        k.raw(f'%{name} = memref.subview %buf[{t * TILE}] [{TILE}] [1] : '
-              f'memref<{TILES * TILE}xf16, "ub"> to {typ}')
+        typ = f'memref<{TILE}xf16, strided<[1], offset: {t * TILE}>, "{space}">'
+        k.raw(f'%{name} = memref.subview %{source}[{t * TILE}] [{TILE}] [1] : '
+              f'memref<{TILES * TILE}xf16, "{space}"> to {typ}')
         k.types[name] = typ
     return name
 
 
-def gm_view(k: Kernel, arg: str, t: int) -> str:
-    name = f"{arg}{t}"
-    if name not in k.types:
-        typ = f'memref<{TILE}xf16, strided<[1], offset: {t * TILE}>, "gm">'
-        k.raw(f'%{name} = memref.subview %{arg}[{t * TILE}] [{TILE}] [1] : '
-              f'memref<{TILES * TILE}xf16, "gm"> to {typ}')
-        k.types[name] = typ
-    return name
-
-
-def random_program(seed: int):
-    """(kernel, events) where events describe every dispatched item in order."""
-    rng = np.random.default_rng(seed)
+def tiled_kernel() -> tuple[Kernel, list]:
+    """A kernel with UB tiles %t<i> and GM tiles %x<i>, %y<i>, and its items
+    (kind, pipe, info) so far: every tile written by V, then everything
+    ordered by pipe_barrier(ALL)."""
     k = Kernel([("x", gm([TILES * TILE])), ("y", gm([TILES * TILE]))])
     k.alloc("buf", mem([TILES * TILE], "f16", "ub"))
     for t in range(TILES):
-        tile_view(k, t)
-        gm_view(k, "x", t)
-        gm_view(k, "y", t)
-    items = []  # (kind, pipe, info)
-    # Prelude: every tile written by V, then everything ordered by pipe_barrier(ALL).
+        tile_view(k, f"t{t}", "buf", "ub", t)
+        tile_view(k, f"x{t}", "x", "gm", t)
+        tile_view(k, f"y{t}", "y", "gm", t)
+    items = []
     for t in range(TILES):
         k.vector("vdup", f"t{t}", repeat=1, mask=TILE, scalar=1.0)
         items.append(("op", "V", {"w": {t}, "r": set()}))
     k.barrier("ALL")
     items.append(("barrier_all", "S", {}))
+    return k, items
+
+
+def tile_op(k: Kernel, items: list, pipe: str, t: int, s: int | None) -> None:
+    """One memory op on `pipe`: MTE2 loads tile t, MTE3 stores it, V writes
+    tile t from tile s."""
+    if pipe == "MTE2":
+        k.copy("gm_to_ub", f"x{t}", f"t{t}", 1, 8)
+        items.append(("op", pipe, {"w": {t}, "r": set()}))
+    elif pipe == "MTE3":
+        k.copy("ub_to_gm", f"t{t}", f"y{t}", 1, 8)
+        items.append(("op", pipe, {"w": set(), "r": {t}, "gm_w": {t}}))
+    else:
+        k.vector("vadds", f"t{t}", f"t{s}", repeat=1, mask=TILE, scalar=1.0)
+        items.append(("op", pipe, {"w": {t}, "r": {s}}))
+
+
+def random_program(seed: int):
+    """(kernel, events) where events describe every dispatched item in order."""
+    rng = np.random.default_rng(seed)
+    k, items = tiled_kernel()
     outstanding: dict[tuple, int] = {}
     for _ in range(int(rng.integers(6, 14))):
         choice = rng.random()
         if choice < 0.45:
             pipe = PIPES_WITH_MEMORY[int(rng.integers(0, 3))]
             t = int(rng.integers(0, TILES))
-            if pipe == "MTE2":
-                k.copy("gm_to_ub", f"x{t}", f"t{t}", 1, 8)
-                items.append(("op", pipe, {"w": {t}, "r": set()}))
-            elif pipe == "MTE3":
-                k.copy("ub_to_gm", f"t{t}", f"y{t}", 1, 8)
-                items.append(("op", pipe, {"w": set(), "r": {t}, "gm_w": {t}}))
-            else:
-                s = int(rng.integers(0, TILES))
-                k.vector("vadds", f"t{t}", f"t{s}", repeat=1, mask=TILE, scalar=1.0)
-                items.append(("op", pipe, {"w": {t}, "r": {s}}))
+            s = int(rng.integers(0, TILES)) if pipe == "V" else None
+            tile_op(k, items, pipe, t, s)
         elif choice < 0.75:
             src, dst = rng.choice(PIPES_WITH_MEMORY, 2, replace=False)
             key = (str(src), str(dst), 0)
@@ -101,18 +104,7 @@ def synced_program(seed: int):
     """Mostly correctly synchronised programs with the odd missing order, so
     that a single wrong decision of the detector changes the verdict."""
     rng = np.random.default_rng(10_000 + seed)
-    k = Kernel([("x", gm([TILES * TILE])), ("y", gm([TILES * TILE]))])
-    k.alloc("buf", mem([TILES * TILE], "f16", "ub"))
-    for t in range(TILES):
-        tile_view(k, t)
-        gm_view(k, "x", t)
-        gm_view(k, "y", t)
-    items = []
-    for t in range(TILES):
-        k.vector("vdup", f"t{t}", repeat=1, mask=TILE, scalar=1.0)
-        items.append(("op", "V", {"w": {t}, "r": set()}))
-    k.barrier("ALL")
-    items.append(("barrier_all", "S", {}))
+    k, items = tiled_kernel()
     last: dict[int, list[tuple[str, bool]]] = {t: [] for t in range(TILES)}  # accesses since sync
 
     def order(src: str, dst: str) -> None:
@@ -142,15 +134,7 @@ def synced_program(seed: int):
             for q, q_write in last[tile]:
                 if (write or q_write) and (q != pipe or (q == "V" and q_write and not write)):
                     order(q, pipe)
-        if pipe == "MTE2":
-            k.copy("gm_to_ub", f"x{t}", f"t{t}", 1, 8)
-            items.append(("op", pipe, {"w": {t}, "r": set()}))
-        elif pipe == "MTE3":
-            k.copy("ub_to_gm", f"t{t}", f"y{t}", 1, 8)
-            items.append(("op", pipe, {"w": set(), "r": {t}, "gm_w": {t}}))
-        else:
-            k.vector("vadds", f"t{t}", f"t{s_}", repeat=1, mask=TILE, scalar=1.0)
-            items.append(("op", pipe, {"w": {t}, "r": {s_}}))
+        tile_op(k, items, pipe, t, s_)
         for tile, write in touched:
             last[tile].append((pipe, write))
     return k, items
@@ -226,22 +210,21 @@ def oracle_has_race(items) -> bool:
 SEEDS = range(60)
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-def test_race_detector_matches_oracle(seed):
-    k, items = random_program(seed)
+def assert_detector_matches_oracle(k: Kernel, items: list) -> None:
     x = np.ones(TILES * TILE, np.float16)
     res = simulate(k.parse(), [x, np.zeros_like(x)], strict=False)
     found = any(h["kind"] == "race" for h in res.hazards)
     assert found == oracle_has_race(items), (k.text(), res.hazards)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_race_detector_matches_oracle(seed):
+    assert_detector_matches_oracle(*random_program(seed))
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_race_detector_matches_oracle_on_mostly_synced_programs(seed):
-    k, items = synced_program(seed)
-    x = np.ones(TILES * TILE, np.float16)
-    res = simulate(k.parse(), [x, np.zeros_like(x)], strict=False)
-    found = any(h["kind"] == "race" for h in res.hazards)
-    assert found == oracle_has_race(items), (k.text(), res.hazards)
+    assert_detector_matches_oracle(*synced_program(seed))
 
 
 def test_oracle_programs_cover_both_verdicts():
