@@ -132,8 +132,9 @@ def _compound(op: ir.Operation, analysis: AccessAnalysis) -> Node | None:
 
 
 def dependent_pipes(x: Node, y: Node, analysis: AccessAnalysis,
-                    carried: Node | None = None) -> set[tuple[str, str]]:
-    """(pipe of x, pipe of y) pairs with a RAW/WAR/WAW from x to y.
+                    carried: Node | None = None) -> list[tuple[str, str]]:
+    """(pipe of x, pipe of y) pairs with a RAW/WAR/WAW from x to y, sorted so
+    that the syncs inserted do not depend on string hashing.
 
     With `carried` (the enclosing loop), y is in any later iteration than x.
     """
@@ -150,7 +151,7 @@ def dependent_pipes(x: Node, y: Node, analysis: AccessAnalysis,
                     found.add((ax.pipe, ay.pipe))
             elif _conflict(ax, ay, analysis, carried):
                 found.add((ax.pipe, ay.pipe))
-    return found
+    return sorted(found)
 
 
 def _overlap_later(a: Range, b: Range, analysis: AccessAnalysis, loop: Node | None) -> bool:
