@@ -41,9 +41,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 from mlir import ir
-from mlir.dialects import arith, memref
+from mlir.dialects import arith
 
 from npu import ir as nir
+from npu.cce_build import copy, index_add, index_mul
 from npu.dialects.hivm import config_field
 from npu.passes.base import Option, Pass, PassError, check_ub_fraction
 
@@ -244,8 +245,8 @@ class LowerFractalize(Pass):
                             f" = {g.R * g.C * g.e} bytes)", op)
         src, dst = op.operands
         with op.location, ir.InsertionPoint(op):
-            nd = self.flatten(src if forward else dst)
-            nz = self.flatten(dst if forward else src)
+            nd = nir.flatten_memref(src if forward else dst)
+            nz = nir.flatten_memref(dst if forward else src)
             plan = self.strip_plan(g, t, op)
             for p_seg, last_batch in self.batch_segments(g):
                 def per_batch(p: ir.Value, last: bool = last_batch) -> None:
@@ -256,7 +257,7 @@ class LowerFractalize(Pass):
                                             rb0 if is_last else None, last and is_last)
                         self.emit_range(rb0, count, tt, per_strip)
                 if g.batch == 1:
-                    per_batch(self.const(0))  # no batch loop for a single matrix
+                    per_batch(nir.index_const(0))  # no batch loop for a single matrix
                 else:
                     self.emit_range(p_seg[0], p_seg[1], 1, per_batch)
         op.erase()
@@ -324,9 +325,6 @@ class LowerFractalize(Pass):
 
     # ------------------------------------------------------------------ emission helpers
 
-    def const(self, v: int) -> ir.Value:
-        return nir.index_const(v)
-
     def emit_range(self, start: int, count: int, step: int, body: Callable[[ir.Value], None]) -> None:
         """scf.for over `count` steps; one step is a one-trip loop so that its
         body scopes the buffers it allocates (memory planning)."""
@@ -334,16 +332,6 @@ class LowerFractalize(Pass):
         with ir.InsertionPoint(loop.body):
             body(loop.induction_variable)
             nir.yield_()
-
-    def flatten(self, v: ir.Value) -> ir.Value:
-        t = nir.memref_type(v)
-        n = 1
-        for d in t.shape:
-            n *= d
-        if len(t.shape) == 1:
-            return v
-        flat_t = ir.MemRefType.get([n], t.element_type, None, t.memory_space)
-        return memref.CollapseShapeOp(flat_t, v, [list(range(len(t.shape)))]).result
 
     def view(self, flat: ir.Value, offset: int | ir.Value, length: int | None = None) -> ir.Value:
         """From element `offset` to the end of the flat buffer (or `length`)."""
@@ -353,22 +341,6 @@ class LowerFractalize(Pass):
                 raise AssertionError("dynamic offsets need an explicit length")
             length = size - offset
         return nir.subview(flat, [offset], [length])
-
-    def add(self, v: ir.Value, c: int) -> ir.Value:
-        return v if c == 0 else arith.AddIOp(v, self.const(c)).result
-
-    def mul(self, v: ir.Value, c: int) -> ir.Value:
-        return arith.MulIOp(v, self.const(c)).result
-
-    def blocks(self, nbytes: int) -> int:
-        unit = self.target.vector_block_bytes
-        assert nbytes % unit == 0, (nbytes, unit)
-        return nbytes // unit
-
-    def copy(self, name: str, src: ir.Value, dst: ir.Value, n_burst: int, burst_len: int,
-             src_gap: int = 0, dst_gap: int = 0) -> None:
-        nir.create_op(name, [src, dst], n_burst=n_burst, burst_len=burst_len, src_gap=src_gap,
-                      dst_gap=dst_gap)
 
     def zero(self, buf: ir.Value, first_byte: int, nbytes: int, e: int) -> None:
         """vdup 0 over [first_byte, first_byte + nbytes) of a UB buffer (whole blocks)."""
@@ -401,16 +373,16 @@ class LowerFractalize(Pass):
                         nbytes: int, e: int) -> None:
         """One or more single-burst copies of `nbytes` (whole blocks)."""
         max_len = config_field("copy", "burst_len").max
-        total = self.blocks(nbytes)
+        total = self.target.blocks(nbytes)
         unit = self.target.vector_block_bytes // e
         done = 0
         while done < total:
             n = min(max_len, total - done)
-            s = self.view(src, self.add(src_off, done * unit) if not isinstance(src_off, int)
+            s = self.view(src, index_add(src_off, done * unit) if not isinstance(src_off, int)
                           else src_off + done * unit, n * unit)
-            d = self.view(dst, self.add(dst_off, done * unit) if not isinstance(dst_off, int)
+            d = self.view(dst, index_add(dst_off, done * unit) if not isinstance(dst_off, int)
                           else dst_off + done * unit, n * unit)
-            self.copy(name, s, d, 1, n)
+            copy(name, s, d, 1, n)
             done += n
 
     # ------------------------------------------------------------------ one strip
@@ -430,10 +402,10 @@ class LowerFractalize(Pass):
         strip = nir.alloc([h * g.Cp], et, "ub")
         tmp = nir.alloc([h * g.Cp], et, "ub")
         bufs = {"strip": strip, "tmp": tmp}
-        row0 = self.add(self.mul(p, g.R * g.C), 0)
-        row0 = arith.AddIOp(row0, self.mul(rb, frac * g.C)).result  # ND element of the first row
-        nz0 = arith.AddIOp(self.mul(p, g.C1 * g.R1 * frac * frac),
-                           self.mul(rb, frac * frac)).result  # Nz element of block (0, rb)
+        row0 = index_add(index_mul(p, g.R * g.C), 0)
+        row0 = arith.AddIOp(row0, index_mul(rb, frac * g.C)).result  # ND element of the first row
+        nz0 = arith.AddIOp(index_mul(p, g.C1 * g.R1 * frac * frac),
+                           index_mul(rb, frac * frac)).result  # Nz element of block (0, rb)
         aligned_rows = g.row_bytes % unit == 0
         if forward:
             if not aligned_rows or g.C != g.Cp or hv < h:
@@ -448,12 +420,12 @@ class LowerFractalize(Pass):
             # out[c][t*16 rows] -> Nz column block c, row blocks rb..rb+t.
             src = self.view(strip, 0)
             dst = nir.subview(nz, [nz0], [self.nz_span(g, t)])
-            self.copy("cce.copy_ub_to_gm", src, dst, g.C1, self.blocks(t * fb), 0,
-                      self.blocks((g.R1 - t) * fb))
+            copy("cce.copy_ub_to_gm", src, dst, g.C1, self.target.blocks(t * fb), 0,
+                      self.target.blocks((g.R1 - t) * fb))
         else:
             src = nir.subview(nz, [nz0], [self.nz_span(g, t)])
-            self.copy("cce.copy_gm_to_ub", src, self.view(strip, 0), g.C1, self.blocks(t * fb),
-                      self.blocks((g.R1 - t) * fb), 0)
+            copy("cce.copy_gm_to_ub", src, self.view(strip, 0), g.C1, self.target.blocks(t * fb),
+                      self.target.blocks((g.R1 - t) * fb), 0)
             for q in inverse_passes(t, g.C1, e):
                 self.vnchw(q, bufs, e)
             self.store_rows(g, nd, row0, strip, hv, final, rb_static)
@@ -474,8 +446,8 @@ class LowerFractalize(Pass):
                 self.copy_contiguous("cce.copy_gm_to_ub", nd, row0, strip, 0, hv * g.row_bytes, e)
             else:
                 src = nir.subview(nd, [row0], [hv * g.C])
-                self.copy("cce.copy_gm_to_ub", src, self.view(strip, 0), hv,
-                          self.blocks(g.row_bytes), 0, self.blocks((g.Cp - g.C) * e))
+                copy("cce.copy_gm_to_ub", src, self.view(strip, 0), hv,
+                          self.target.blocks(g.row_bytes), 0, self.target.blocks((g.Cp - g.C) * e))
             return
         L = -(-g.row_bytes // unit)
         per_block = unit // e
@@ -484,8 +456,8 @@ class LowerFractalize(Pass):
         for i in range(hv):
             if final and base_row + i >= first_end:
                 continue  # near the end: load_end_rows
-            src = nir.subview(nd, [self.add(row0, i * g.C)], [L * per_block])
-            self.copy("cce.copy_gm_to_ub", src, self.view(strip, i * g.Cp, L * per_block), 1, L)
+            src = nir.subview(nd, [index_add(row0, i * g.C)], [L * per_block])
+            copy("cce.copy_gm_to_ub", src, self.view(strip, i * g.Cp, L * per_block), 1, L)
         if final:
             self.load_end_rows(g, nd, strip, base_row, hv, first_end)
 
@@ -499,13 +471,13 @@ class LowerFractalize(Pass):
         et = "f16" if e == 2 else "f32"
         window = nir.alloc([W], et, "ub")
         if nd_len >= W:
-            self.copy("cce.copy_gm_to_ub", nir.subview(nd, [nd_len - W], [W]), window, 1, 1)
+            copy("cce.copy_gm_to_ub", nir.subview(nd, [nd_len - W], [W]), window, 1, 1)
         else:
             # A tensor under one block: the read runs into its last granule's
             # padding (in bounds, uninitialised); a masked x1.0 keeps only the
             # tensor's own lanes (exact, -0.0 and NaN included) over zeros.
             raw = nir.alloc([W], et, "ub")
-            self.copy("cce.copy_gm_to_ub", nd, raw, 1, 1)
+            copy("cce.copy_gm_to_ub", nd, raw, 1, 1)
             self.zero(window, 0, unit, e)
             rep_blocks = self.target.vector_bytes // unit
             nir.create_op("cce.vmuls", [window, raw], repeat=1, mask=nd_len, dst_blk_stride=1,
@@ -519,7 +491,7 @@ class LowerFractalize(Pass):
             inside = (nd_len - row_start) // W  # whole blocks of this row inside the tensor
             whole = min(inside, -(-g.C // W))
             if whole:
-                self.copy("cce.copy_gm_to_ub", nir.subview(nd, [row_start], [whole * W]),
+                copy("cce.copy_gm_to_ub", nir.subview(nd, [row_start], [whole * W]),
                           self.view(strip, i * g.Cp), 1, whole)
             if whole * W >= g.C:
                 continue
@@ -558,7 +530,7 @@ class LowerFractalize(Pass):
         nir.create_op("cce.vnchwconv", [picked, self.view(bcast, 0)], repeat=1,
                       src_offsets=ptrs, dst_offsets=list(range(frac)), src_rep_stride=0,
                       dst_rep_stride=0)
-        self.copy("cce.copy_ub_to_ub", self.view(picked, 0, W), dst, 1, 1)
+        copy("cce.copy_ub_to_ub", self.view(picked, 0, W), dst, 1, 1)
 
     def zero_pad_columns(self, g: Geometry, tmp: ir.Value, t: int) -> None:
         """After pass 1 the columns C.. of the last column block are rows of
@@ -580,8 +552,8 @@ class LowerFractalize(Pass):
                 self.copy_contiguous("cce.copy_ub_to_gm", strip, 0, nd, row0, hv * g.row_bytes, e)
             else:
                 dst = nir.subview(nd, [row0], [hv * g.C])
-                self.copy("cce.copy_ub_to_gm", self.view(strip, 0), dst, hv,
-                          self.blocks(g.row_bytes), self.blocks((g.Cp - g.C) * e), 0)
+                copy("cce.copy_ub_to_gm", self.view(strip, 0), dst, hv,
+                          self.target.blocks(g.row_bytes), self.target.blocks((g.Cp - g.C) * e), 0)
             return
         L = -(-g.row_bytes // unit)
         W = unit // e
@@ -596,11 +568,11 @@ class LowerFractalize(Pass):
                 row_start = last_p + r * g.C
                 whole = min((nd_len - row_start) // W, L)
                 if whole:
-                    self.copy("cce.copy_ub_to_gm", self.view(strip, i * g.Cp, whole * W),
+                    copy("cce.copy_ub_to_gm", self.view(strip, i * g.Cp, whole * W),
                               nir.subview(nd, [row_start], [whole * W]), 1, whole)
                 continue
-            dst = nir.subview(nd, [self.add(row0, i * g.C)], [L * W])
-            self.copy("cce.copy_ub_to_gm", self.view(strip, i * g.Cp, L * W), dst, 1, L)
+            dst = nir.subview(nd, [index_add(row0, i * g.C)], [L * W])
+            copy("cce.copy_ub_to_gm", self.view(strip, i * g.Cp, L * W), dst, 1, L)
         if final and first_end < g.R:
             et = "f16" if e == 2 else "f32"
             sources = []
@@ -613,4 +585,4 @@ class LowerFractalize(Pass):
             # A tensor under one block is written whole, into its last
             # granule's padding (in bounds; padding is not part of the value).
             dst = nir.subview(nd, [first], [W]) if nd_len >= W else nd
-            self.copy("cce.copy_ub_to_gm", window, dst, 1, 1)
+            copy("cce.copy_ub_to_gm", window, dst, 1, 1)

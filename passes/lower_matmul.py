@@ -248,11 +248,11 @@ class LowerMatmul(Pass):
         elif choice.strategy == "is":
             def is_x(x: IndexValue, m: int) -> None:
                 if single_step:
-                    a0 = self.load_a(ops, x, self.const(0), m, ss[0].size)
+                    a0 = self.load_a(ops, x, nir.index_const(0), m, ss[0].size)
 
                     def is_y1(y: IndexValue, k: int) -> None:
                         c_tile = nir.alloc([k, m, frac, frac], "f32", "l0c")
-                        b0 = self.load_b(ops, self.const(0), y, ss[0].size, k)
+                        b0 = self.load_b(ops, nir.index_const(0), y, ss[0].size, k)
                         self.mad(a0, b0, c_tile, m, ss[0].size, k, False)
                         self.write_back(ops, c_tile, x, y, m, k)
                     self.emit_tiles(ys, is_y1)
@@ -276,11 +276,11 @@ class LowerMatmul(Pass):
         else:  # ws
             def ws_y(y: IndexValue, k: int) -> None:
                 if single_step:
-                    b0 = self.load_b(ops, self.const(0), y, ss[0].size, k)
+                    b0 = self.load_b(ops, nir.index_const(0), y, ss[0].size, k)
 
                     def ws_x1(x: IndexValue, m: int) -> None:
                         c_tile = nir.alloc([k, m, frac, frac], "f32", "l0c")
-                        a0 = self.load_a(ops, x, self.const(0), m, ss[0].size)
+                        a0 = self.load_a(ops, x, nir.index_const(0), m, ss[0].size)
                         self.mad(a0, b0, c_tile, m, ss[0].size, k, False)
                         self.write_back(ops, c_tile, x, y, m, k)
                     self.emit_tiles(xs, ws_x1)
@@ -411,15 +411,15 @@ class LowerMatmul(Pass):
             i = loop.induction_variable
             if batch:
                 # batch_matmul: iteration i is (matrix, tile, chunk), matrix-major.
-                ops.prefix = [arith.DivUIOp(i, self.const(per_matrix)).result]
-                i = arith.RemUIOp(i, self.const(per_matrix)).result
-            c = arith.RemUIOp(i, self.const(chunks)).result
-            tile = arith.DivUIOp(i, self.const(chunks)).result
-            x = arith.MulIOp(arith.DivUIOp(tile, self.const(cols)).result, self.const(mb)).result
-            y = arith.MulIOp(arith.RemUIOp(tile, self.const(cols)).result, self.const(kb)).result
-            s0 = arith.MulIOp(c, self.const(chunk)).result
-            first = arith.CmpIOp(arith.CmpIPredicate.eq, c, self.const(0)).result
-            last = arith.CmpIOp(arith.CmpIPredicate.eq, c, self.const(chunks - 1)).result
+                ops.prefix = [arith.DivUIOp(i, nir.index_const(per_matrix)).result]
+                i = arith.RemUIOp(i, nir.index_const(per_matrix)).result
+            c = arith.RemUIOp(i, nir.index_const(chunks)).result
+            tile = arith.DivUIOp(i, nir.index_const(chunks)).result
+            x = arith.MulIOp(arith.DivUIOp(tile, nir.index_const(cols)).result, nir.index_const(mb)).result
+            y = arith.MulIOp(arith.RemUIOp(tile, nir.index_const(cols)).result, nir.index_const(kb)).result
+            s0 = arith.MulIOp(c, nir.index_const(chunk)).result
+            first = arith.CmpIOp(arith.CmpIPredicate.eq, c, nir.index_const(0)).result
+            last = arith.CmpIOp(arith.CmpIPredicate.eq, c, nir.index_const(chunks - 1)).result
             a1 = self.stage_a(ops, x, s0, mb, chunk)
             b1 = self.stage_b(ops, s0, y, chunk, kb)
             in_t = ops.in_type
@@ -446,15 +446,12 @@ class LowerMatmul(Pass):
                 # for the whole loop body, and the pieces' parts can share UB.
                 drain = scf.IfOp(last, [], has_else=False)
                 with ir.InsertionPoint(drain.then_block):
-                    y_h = y if h == 0 else arith.AddIOp(y, self.const(h * khb)).result
+                    y_h = y if h == 0 else arith.AddIOp(y, nir.index_const(h * khb)).result
                     self.write_back(ops, c_pieces[h], x, y_h, mb, khb, ub_budget)
                     scf.YieldOp([])
             nir.yield_()
 
     # ------------------------------------------------------------------ loops
-
-    def const(self, v: int) -> IndexValue:
-        return nir.index_const(v)
 
     def emit_tiles(self, segs: Sequence[Segment], body: Callable[[IndexValue, int], None]) -> None:
         """One scf.for per segment (iv = first block of the tile). A single
@@ -479,7 +476,7 @@ class LowerMatmul(Pass):
         first = segs[0]
         if self.first_step == "if" and first.count > 1:
             def step(s: IndexValue, n: int) -> None:
-                is_first = arith.CmpIOp(arith.CmpIPredicate.eq, s, self.const(first.start)).result
+                is_first = arith.CmpIOp(arith.CmpIPredicate.eq, s, nir.index_const(first.start)).result
                 body(s, n, is_first)
             self.emit_tiles([first], step)
             self.emit_tiles(segs[1:], lambda s, n: body(s, n, True))
@@ -492,17 +489,11 @@ class LowerMatmul(Pass):
 
     def strip_tile(self, strip: ir.Value, index: IndexValue, scale: int, blocks: int) -> ir.Value:
         """The tile of an L0C strip starting at block `index * scale`."""
-        offset = arith.MulIOp(index, self.const(scale)).result
+        offset = arith.MulIOp(index, nir.index_const(scale)).result
         frac = self.target.fractal
         return nir.subview(strip, [offset, 0, 0], [blocks, frac, frac])
 
     # ------------------------------------------------------------------ data movement
-
-    def blocks32(self, nbytes: int) -> int:
-        """Copy lengths and gaps are counted in 32-byte blocks."""
-        unit = self.target.vector_block_bytes
-        assert nbytes % unit == 0, (nbytes, unit)
-        return nbytes // unit
 
     def stage_a(self, ops: Operands, x: IndexValue, s: IndexValue, m: int, n: int) -> ir.Value:
         """A tile (m x n blocks) GM -> L1, kept in Nz; returns the L1 buffer."""
@@ -512,8 +503,8 @@ class LowerMatmul(Pass):
                           [1] * len(ops.prefix) + [n, m, frac, frac])
         l1 = nir.alloc([n, m, frac, frac], ops.in_type, "l1")
         # One burst per column block: its m row blocks are contiguous in GM.
-        nir.create_op("cce.copy_gm_to_l1", [src, l1], n_burst=n, burst_len=self.blocks32(m * blk),
-                      src_gap=self.blocks32((ops.M1 - m) * blk), dst_gap=0)
+        nir.create_op("cce.copy_gm_to_l1", [src, l1], n_burst=n, burst_len=self.target.blocks(m * blk),
+                      src_gap=self.target.blocks((ops.M1 - m) * blk), dst_gap=0)
         return l1
 
     def stage_b(self, ops: Operands, s: IndexValue, y: IndexValue, n: int, k: int) -> ir.Value:
@@ -523,8 +514,8 @@ class LowerMatmul(Pass):
         src = nir.subview(ops.b, ops.prefix + [y, s, 0, 0],
                           [1] * len(ops.prefix) + [k, n, frac, frac])
         l1 = nir.alloc([k, n, frac, frac], ops.in_type, "l1")
-        nir.create_op("cce.copy_gm_to_l1", [src, l1], n_burst=k, burst_len=self.blocks32(n * blk),
-                      src_gap=self.blocks32((ops.N1 - n) * blk), dst_gap=0)
+        nir.create_op("cce.copy_gm_to_l1", [src, l1], n_burst=k, burst_len=self.target.blocks(n * blk),
+                      src_gap=self.target.blocks((ops.N1 - n) * blk), dst_gap=0)
         return l1
 
     def to_l0a(self, l1: ir.Value, m: int, n: int, first_col: int = 0) -> ir.Value:
@@ -675,17 +666,17 @@ class LowerMatmul(Pass):
         src = self.block_view(flat, c0 * m, k * m)
         ub32 = nir.alloc([cols, m, frac, frac], "f32", "ub")
         nir.create_op("cce.copy_l0c_to_ub", [src, ub32], n_burst=1,
-                      burst_len=self.blocks32(cols * m * acc_blk), src_gap=0, dst_gap=0)
+                      burst_len=self.target.blocks(cols * m * acc_blk), src_gap=0, dst_gap=0)
         out = ub32
         if convert:
             out = nir.alloc([cols, m, frac, frac], ops.out_type, "ub")
             self.convert(ub32, out, cols * m * frac * frac)
-        col = y if c0 == 0 else arith.AddIOp(y, self.const(c0)).result
+        col = y if c0 == 0 else arith.AddIOp(y, nir.index_const(c0)).result
         dst = nir.subview(ops.c, ops.prefix + [col, x, 0, 0],
                           [1] * len(ops.prefix) + [cols, m, frac, frac])
         nir.create_op("cce.copy_ub_to_gm", [out, dst], n_burst=cols,
-                      burst_len=self.blocks32(m * out_blk), src_gap=0,
-                      dst_gap=self.blocks32((ops.M1 - m) * out_blk))
+                      burst_len=self.target.blocks(m * out_blk), src_gap=0,
+                      dst_gap=self.target.blocks((ops.M1 - m) * out_blk))
 
     def convert(self, src: ir.Value, dst: ir.Value, elements: int) -> None:
         """f32 -> f16 with vconv over whole repeats (elements is a multiple of 256)."""

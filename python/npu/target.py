@@ -114,6 +114,13 @@ class Target:
         """Elements one vector repeat covers (128 fp16, 64 fp32)."""
         return self.vector_bytes // elem_bytes
 
+    def blocks(self, nbytes: int) -> int:
+        """`nbytes` as whole 32-byte blocks, the unit of copy lengths and gaps."""
+        if nbytes % self.vector_block_bytes:
+            raise ValueError(f"{nbytes} bytes is not a whole number of "
+                             f"{self.vector_block_bytes}-byte blocks")
+        return nbytes // self.vector_block_bytes
+
     def elements_per_block(self, elem_bytes: int) -> int:
         return self.vector_block_bytes // elem_bytes
 
