@@ -460,9 +460,14 @@ class Converter:
                     x = scaled
                 continue
             dropped = [e for j, e in enumerate(x.shape) if j != d] or [1]
+            src = x
+            if d != len(x.shape) - 1:
+                # Bring the axis last (the reductions reduce the last axis).
+                perm = [j for j in range(len(x.shape)) if j != d] + [d]
+                src = self.em.alloc([x.shape[j] for j in perm], x.dtype, loc)
+                self.em.op("ascend.transpose", [x, src], loc, permutation=_i64_array(perm))
             out = self.em.alloc(dropped, x.dtype, loc)
-            attrs = {} if d == len(x.shape) - 1 else {"axis": f"{d} : i64"}
-            self.em.op(name, [x, out], loc, **attrs)
+            self.em.op(name, [src, out], loc)
             kept = list(x.shape)
             kept[d] = 1
             x = self.em.reshape(out, kept, loc)
