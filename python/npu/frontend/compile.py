@@ -258,7 +258,10 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
     try:
         run_pipeline(module, pipeline, tgt)
     except PipelineError as e:
-        raise CompileError(str(e)) from None
+        message = str(e)
+        for loc_where, label in (locate.by_where.items() if locate else ()):
+            message = message.replace(f"{loc_where}: error:", f"{where}: error: node {label}:")
+        raise CompileError(message) from None
     finally:
         diagnostics._current.reset(token)  # noqa: SLF001
     stages["lowered"] = _short(module)
