@@ -207,10 +207,27 @@ class AccessAnalysis:
 
     # -- roots and view offsets ------------------------------------------------
     def root_of(self, value: ir.Value) -> tuple[ir.Value, Affine | None]:
-        """(root memref value, byte offset of `value` from the root's base or None)."""
+        """(root memref value, byte offset of `value` from the root's base or None).
+
+        A `memref.view` starts a new base (its result's layout offsets count
+        from the view's first byte), so its byte shift is added and the walk
+        goes on from its source: views of a GM workspace resolve to the
+        workspace argument.
+        """
+        base, offset = self._base_of(value)
+        view = defining_op(base)
+        if view is None or view.name != "memref.view":
+            return base, offset
+        shift = self.index_value(view.operands[1])
+        root, src_offset = self.root_of(view.operands[0])
+        if offset is None or shift is None or src_offset is None:
+            return root, None
+        return root, src_offset + shift + offset
+
+    def _base_of(self, value: ir.Value) -> tuple[ir.Value, Affine | None]:
+        """(root or memref.view result `value` derives from, byte offset from it)."""
         mt = ir.MemRefType(value.type)
         ebytes = element_bytes(str(mt.element_type))
-        offset: Affine | None = Affine(0)
         cur = value
         # The strided layout offset of a view is relative to the root's base
         # (MLIR semantics), so a static one is final; dynamic ones are rebuilt.

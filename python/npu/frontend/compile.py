@@ -5,9 +5,8 @@
     outputs, report = kernel(x)            # numpy arrays in model input order
 
 Stages (each visible as text in `kernel.stages`): `linalg` (import),
-`ascend` (conversion and layout choice, constants laid out on the host),
-`planned` (GM workspace planning, when `npu-plan-gm` is registered) and
-`lowered` (the `npu-lower` pipeline).
+`ascend` (conversion and layout choice, constants laid out on the host) and
+`lowered` (the `npu-lower` pipeline, which starts with `npu-plan-gm`).
 """
 
 from __future__ import annotations
@@ -250,9 +249,6 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
     module = _parse(text, ctx, where)
     stages["ascend"] = _short(module)
     interface = read_interface(functions(module)[0])
-    workspace = plan_gm(module, tgt, where)
-    if workspace is not None:
-        stages["planned"] = _short(module)
     engine = diagnostics.DiagnosticEngine(display_name=where)
     token = diagnostics.install(engine)
     try:
@@ -266,29 +262,18 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
         diagnostics._current.reset(token)  # noqa: SLF001
     stages["lowered"] = _short(module)
     names = locate.by_where if locate else {}
-    return Kernel(module, interface, tgt, stages, time.perf_counter() - t0, names, workspace)
+    return Kernel(module, interface, tgt, stages, time.perf_counter() - t0, names, gm_plan(module))
 
 
-def plan_gm(module: ir.Module, target, where: str) -> dict | None:
-    """Pack the GM temporaries into one workspace (`npu-plan-gm`), when available.
-
-    Returns the plan's report (bytes against the lower bound), or None when
-    the pass is not registered (every temporary then keeps its own alloc)."""
-    from npu.passes import registry
-    from npu.pipeline import PipelineError, run_pipeline
-
-    if "npu-plan-gm" not in registry():
-        return None
-    try:
-        run_pipeline(module, "npu-plan-gm", target)
-    except PipelineError as e:
-        raise CompileError(str(e)) from None
+def gm_plan(module: ir.Module) -> dict | None:
+    """The GM workspace plan `npu-plan-gm` (run by `npu-lower`) recorded:
+    workspace bytes against the lower bound (peak live) and the sum of sizes."""
     func = functions(module)[0]
-    if "npu.gm_plan" in func.attributes:
-        plan = ir.DictAttr(func.attributes["npu.gm_plan"])
-        return {k: _attr_value(plan[k]) for k in ("allocated", "lower_bound", "sum", "algorithm")
-                if k in plan}
-    return {}
+    if "npu.gm_plan" not in func.attributes:
+        return None
+    plan = ir.DictAttr(func.attributes["npu.gm_plan"])
+    return {k: _attr_value(plan[k]) for k in ("allocated", "lower_bound", "sum", "tensors", "algorithm")
+            if k in plan}
 
 
 def _attr_value(attr):
