@@ -37,7 +37,7 @@ _ELEMENTWISE: dict[str, Callable] = {
     "math.exp": np.exp, "math.log": np.log, "math.sqrt": np.sqrt,
     "math.rsqrt": lambda x: 1 / np.sqrt(x), "math.tanh": np.tanh, "math.absf": np.abs,
     "math.erf": lambda x: _erf(x).astype(x.dtype), "math.powf": np.power,
-    "math.fpowi": lambda x, n: np.power(x, n.astype(x.dtype)),
+    "math.fpowi": lambda x, n: np.power(x, np.asarray(n).astype(np.asarray(x).dtype)),
 }
 
 _CMPF = {"oeq": np.equal, "ueq": np.equal, "one": np.not_equal, "une": np.not_equal,

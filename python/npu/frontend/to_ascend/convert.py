@@ -38,6 +38,11 @@ CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul")
 
 
 
+def storage_type(element: str) -> str:
+    """Booleans (i1 compare results) are held as i8 0/1."""
+    return "i8" if element == "i1" else element
+
+
 def is_neutral(array: np.ndarray, kind: str) -> bool:
     if kind == "sum":
         return bool(np.all(array == 0))
@@ -378,7 +383,7 @@ class Converter:
     def _store(self, op, result: ir.Value, term: Term, loop_shape, since: int, loc: str) -> None:
         """Make `term` (loop space) the value of `result`, writing into its destination."""
         shape = tuple(tensor_shape(result))
-        dtype = element_name(result)
+        dtype = storage_type(element_name(result))
         if not isinstance(term, Buf):
             array = np.full(shape, term, dtype=NUMPY_DTYPES[dtype])
             self.tensors[result] = Tensor(shape, dtype, array=array)
@@ -459,14 +464,21 @@ class Converter:
                     self.em.op("ascend.muls", [x, scaled], loc, scalar=f"{float_text(size)} : f64")
                     x = scaled
                 continue
-            dropped = [e for j, e in enumerate(x.shape) if j != d] or [1]
             src = x
             if d != len(x.shape) - 1:
-                # Bring the axis last (the reductions reduce the last axis).
-                perm = [j for j in range(len(x.shape)) if j != d] + [d]
-                src = self.em.alloc([x.shape[j] for j in perm], x.dtype, loc)
-                self.em.op("ascend.transpose", [x, src], loc, permutation=_i64_array(perm))
-            out = self.em.alloc(dropped, x.dtype, loc)
+                # Bring the axis last (the reductions reduce the last axis);
+                # size-1 axes are dropped first (a view) so the transpose is
+                # as small a permutation as possible.
+                keep = [j for j in range(len(x.shape)) if x.shape[j] != 1 or j == d]
+                squeezed = self.em.reshape(x, [x.shape[j] for j in keep], loc)
+                axis = keep.index(d)
+                perm = [j for j in range(len(keep)) if j != axis] + [axis]
+                if perm != list(range(len(keep))):
+                    src = self.em.alloc([squeezed.shape[j] for j in perm], x.dtype, loc)
+                    self.em.op("ascend.transpose", [squeezed, src], loc, permutation=_i64_array(perm))
+                else:
+                    src = squeezed
+            out = self.em.alloc(list(src.shape[:-1]) or [1], x.dtype, loc)
             self.em.op(name, [src, out], loc)
             kept = list(x.shape)
             kept[d] = 1

@@ -157,6 +157,9 @@ class BodyLowering:
                 return self.scalar_op("ascend.adds", self.scalar_op("ascend.muls", x, -1.0), c)
             if ascend_name == "ascend.div" and x_first and c != 0 and math.frexp(c)[0] == 0.5:
                 return self.scalar_op("ascend.muls", x, 1.0 / c)  # exact for powers of two
+            if ascend_name == "ascend.div" and not x_first:  # c / x
+                inverse = self.unary("ascend.reciprocal", x)
+                return inverse if c == 1.0 else self.scalar_op("ascend.muls", inverse, c)
         a_buf, b_buf = self.buffer(a, dtype), self.buffer(b, dtype)
         out = self._out(broadcast_shape(a_buf.shape, b_buf.shape), dtype)
         self.em.op(ascend_name, [a_buf, b_buf, out], self.loc)
@@ -194,30 +197,33 @@ class BodyLowering:
         self.em.op("ascend.select", [cond, a_buf, b_buf, out], self.loc)
         return out
 
-    def _clamp_pattern(self, op, a: Term, b: Term) -> Buf | None:
-        """select(cmpf(x, c), x, c) / select(cmpf(x, c), c, x) -> maxs / mins."""
+    def _clamp_pattern(self, op, a: Term, b: Term) -> Term | None:
+        """select(cmpf(x, y), x, y) and select(cmpf(x, y), y, x) are max / min
+        of x and y (maxs / mins when one is a scalar): no compare needed."""
         cond_op = op.operands[0].owner
-        if not isinstance(cond_op, ir.Operation) and hasattr(cond_op, "operation"):
-            cond_op = cond_op.operation
+        cond_op = getattr(cond_op, "operation", cond_op)
         if getattr(cond_op, "name", "") != "arith.cmpf":
             return None
-        x_val, c_val = cond_op.operands[0], cond_op.operands[1]
-        if op.operands[1] == x_val and op.operands[2] == c_val:
-            keep_x_when = predicate_name(cond_op)
-        elif op.operands[1] == c_val and op.operands[2] == x_val:
-            keep_x_when = {"gt": "le", "ge": "lt", "lt": "ge", "le": "gt"}.get(
-                CMP[predicate_name(cond_op)], "?")
+        x_val, y_val = cond_op.operands[0], cond_op.operands[1]
+        kind = CMP[predicate_name(cond_op)]
+        if op.operands[1] == x_val and op.operands[2] == y_val:
+            x, y = a, b
+        elif op.operands[1] == y_val and op.operands[2] == x_val:
+            x, y = b, a  # picks y when x > y: the smaller one
+            kind = {"gt": "lt", "ge": "le", "lt": "gt", "le": "ge"}.get(kind, kind)
         else:
             return None
-        x, c = (a, b) if op.operands[1] == x_val else (b, a)
-        if not isinstance(x, Buf) or not is_scalar(c):
+        if kind not in ("gt", "ge", "lt", "le"):
             return None
-        kind = CMP.get(keep_x_when, keep_x_when)
-        if kind in ("gt", "ge"):
-            return self.scalar_op("ascend.maxs", x, float(c))
-        if kind in ("lt", "le"):
-            return self.scalar_op("ascend.mins", x, float(c))
-        return None
+        larger = kind in ("gt", "ge")
+        if is_scalar(x) and is_scalar(y):
+            return max(x, y) if larger else min(x, y)
+        if isinstance(x, Buf) and isinstance(y, Buf):
+            out = self._out(broadcast_shape(x.shape, y.shape), x.dtype)
+            self.em.op("ascend.max" if larger else "ascend.min", [x, y, out], self.loc)
+            return out
+        buf, c = (x, y) if isinstance(x, Buf) else (y, x)
+        return self.scalar_op("ascend.maxs" if larger else "ascend.mins", buf, float(c))
 
     def power(self, op, x: Term, e: Term) -> Buf:
         if not is_scalar(e) or float(e) != int(float(e)) or abs(int(float(e))) > 64:

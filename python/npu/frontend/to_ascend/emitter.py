@@ -91,6 +91,8 @@ class Emitter:
         return buf
 
     def constant(self, array: np.ndarray) -> Buf:
+        if array.dtype == np.bool_:
+            array = array.astype(np.int8)
         dtype = ELEMENT_OF_NUMPY[np.dtype(array.dtype)]
         return self.argument(array.shape, dtype, "constant", data=np.ascontiguousarray(array))
 
