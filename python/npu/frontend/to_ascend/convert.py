@@ -21,21 +21,17 @@ from __future__ import annotations
 import numpy as np
 from mlir import ir
 
-from npu.dialects.ascend import fractalized_shape
 from npu.frontend.linalg_eval import Evaluator, constant_value
 from npu.frontend.structure import (Structured, UnsupportedOp, element_name, structured,
                                     tensor_shape, to_loop_space)
 from npu.frontend.to_ascend.elementwise import SUPPORTED_TYPES, BodyLowering, Term, Unreadable
-from npu.frontend.to_ascend.emitter import Buf, Emitter, float_text
+from npu.frontend.to_ascend.emitter import Buf, Emitter, i64_array
+from npu.frontend.to_ascend.matmul import MatmulLowering
+from npu.frontend.to_ascend.reduction import ReductionLowering
 from npu.frontend.to_ascend.values import Tensor
 from npu.ir import NUMPY_DTYPES
-from npu.reference import fractalize
 
-COMBINERS = {"arith.addf": "sum", "arith.addi": "sum", "arith.maximumf": "max",
-             "arith.maxnumf": "max", "arith.maxsi": "max"}
 CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul")
-
-
 
 
 def storage_type(element: str) -> str:
@@ -43,13 +39,7 @@ def storage_type(element: str) -> str:
     return "i8" if element == "i1" else element
 
 
-def is_neutral(array: np.ndarray, kind: str) -> bool:
-    if kind == "sum":
-        return bool(np.all(array == 0))
-    return bool(np.all(array <= np.finfo(np.float32).min)) if array.dtype.kind == "f" else False
-
-
-class Converter:
+class Converter(MatmulLowering, ReductionLowering):
     def __init__(self, func_op: ir.Operation, input_names=None, output_names=None, locate=None):
         self.func = func_op
         self.locate = locate
@@ -163,29 +153,6 @@ class Converter:
             t.nd = self.em.reshape(dst, t.shape, t.nz_loc)
         return t.nd
 
-    def nz16(self, value: ir.Value, matrix_shape, loc: str) -> Buf:
-        """`value` (viewed as `matrix_shape` = [batch?, R, C]) in Nz f16 for the cube."""
-        t = self.tensors[value]
-        if t.nz16 is not None and t.nz_nd_shape == tuple(matrix_shape):
-            return t.nz16
-        nz_shape = fractalized_shape(matrix_shape)
-        if t.array is not None:
-            host = fractalize(t.array.reshape(matrix_shape).astype(np.float16), nz_shape)
-            t.nz16 = self.em.constant(host)
-        elif t.nz is not None and t.nz_nd_shape == tuple(matrix_shape):
-            t.nz16 = self.em.alloc(nz_shape, "f16", loc)
-            self.em.op("ascend.cast", [t.nz, t.nz16], loc, round_mode='"rint"')
-        else:
-            src = self.em.reshape(self.nd(value, loc), matrix_shape, loc)
-            if src.dtype != "f16":
-                half = self.em.alloc(matrix_shape, "f16", loc)
-                self.em.op("ascend.cast", [src, half], loc, round_mode='"rint"')
-                src = half
-            t.nz16 = self.em.alloc(nz_shape, "f16", loc)
-            self.em.op("ascend.fractalize", [src, t.nz16], loc)
-        t.nz_nd_shape = t.nz_nd_shape or tuple(matrix_shape)
-        return t.nz16
-
     def scalar(self, value: ir.Value) -> Term:
         if value in self.scalars:
             return self.scalars[value]
@@ -253,67 +220,6 @@ class Converter:
             value = np.asarray(value)
             self.tensors[r] = Tensor(tuple(value.shape), element_name(r), array=value)
 
-    # -- matmul ----------------------------------------------------------------
-    def _contraction(self, op, s: Structured) -> bool:
-        """A generic whose body is out + a * b over one reduction loop."""
-        body = op.regions[0].blocks[0]
-        names = [o.name for o in body.operations]
-        return (len(s.inputs) == 2 and len(s.outputs) == 1 and len(s.reduction_dims) == 1
-                and names == ["arith.mulf", "arith.addf", "linalg.yield"])
-
-    def matmul(self, op, s: Structured) -> None:
-        loc = self.loc(op)
-        a_map, b_map, c_map = s.maps
-        if None in a_map + b_map + c_map or len(s.reduction_dims) != 1:
-            raise UnsupportedOp(op, "contraction maps are not plain permutations over one reduction")
-        k = s.reduction_dims[0]
-        batch = [d for d in c_map if d in a_map and d in b_map]
-        ms = [d for d in c_map if d in a_map and d not in b_map]
-        ns = [d for d in c_map if d in b_map and d not in a_map]
-        if len(ms) != 1 or len(ns) != 1 or c_map != batch + ms + ns:
-            raise UnsupportedOp(op, "contraction is not [batch..., M, N] = A[batch..., M, K] x B[batch..., K, N]")
-        m, n = ms[0], ns[0]
-        sizes = s.loop_sizes
-        nb = int(np.prod([sizes[d] for d in batch])) if batch else 0
-        lead = [nb] if batch else []
-        a_nz = self._cube_operand(op, s.inputs[0], a_map, batch + [m, k], lead + [sizes[m], sizes[k]], loc)
-        b_nz = self._cube_operand(op, s.inputs[1], b_map, batch + [k, n], lead + [sizes[k], sizes[n]], loc)
-        c_nd_shape = tuple(lead + [sizes[m], sizes[n]])
-        c = self.em.alloc(fractalized_shape(c_nd_shape), "f32", loc)
-        self.em.op("ascend.batch_matmul" if batch else "ascend.matmul", [a_nz, b_nz, c], loc)
-        result = op.results[0]
-        out_dtype = element_name(result)
-        if out_dtype != "f32":
-            raise UnsupportedOp(op, f"matmul result type {out_dtype}: the cube accumulates in f32")
-        t = Tensor(tuple(tensor_shape(result)), "f32", nz=c, nz_loc=loc)
-        t.nz_nd_shape = c_nd_shape
-        self.tensors[result] = t
-        init = self.tensors.get(s.outputs[0])
-        if init is not None and not (init.is_constant and is_neutral(init.array, "sum")):
-            acc = self.nd(result, loc)
-            total = self.dest(result, t.shape, "f32", loc)
-            self.em.op("ascend.add", [acc, self.nd(s.outputs[0], loc), total], loc)
-            self.tensors[result] = Tensor(t.shape, "f32", nd=total)
-
-    def _cube_operand(self, op, value, op_map, want_dims, matrix_shape, loc) -> Buf:
-        t = self.tensors[value]
-        missing = [d for d in want_dims if d not in op_map]
-        if missing:
-            raise UnsupportedOp(op, f"a matmul operand broadcast along batch loops {missing}")
-        perm = [op_map.index(d) for d in want_dims]
-        if perm == sorted(perm) and perm == list(range(len(perm))):
-            return self.nz16(value, matrix_shape, loc)
-        if t.is_constant:
-            host = Tensor(t.shape, t.dtype, array=np.ascontiguousarray(np.transpose(t.array, perm)))
-        else:
-            src = self.nd(value, loc)
-            out = self.em.alloc([src.shape[p] for p in perm], src.dtype, loc)
-            self.em.op("ascend.transpose", [src, out], loc, permutation=_i64_array(perm))
-            host = Tensor(out.shape, out.dtype, nd=out)
-        key = _Synthetic()
-        self.tensors[key] = host
-        return self.nz16(key, matrix_shape, loc)
-
     # -- transpose / broadcast -------------------------------------------------
     def transpose(self, op) -> None:
         loc = self.loc(op)
@@ -321,7 +227,7 @@ class Converter:
         src = self.nd(op.operands[0], loc)
         shape = tuple(tensor_shape(op.results[0]))
         out = self.dest(op.results[0], shape, src.dtype, loc)
-        self.em.op("ascend.transpose", [src, out], loc, permutation=_i64_array(perm))
+        self.em.op("ascend.transpose", [src, out], loc, permutation=i64_array(perm))
         self.tensors[op.results[0]] = Tensor(shape, src.dtype, nd=out)
 
     def broadcast(self, op) -> None:
@@ -354,7 +260,7 @@ class Converter:
         order = sorted(range(len(dims)), key=lambda i: dims[i])
         if order != list(range(len(dims))):
             out = self.em.alloc([kept[i] for i in order], buf.dtype, loc)
-            self.em.op("ascend.transpose", [buf, out], loc, permutation=_i64_array(order))
+            self.em.op("ascend.transpose", [buf, out], loc, permutation=i64_array(order))
             buf = out
         shape = [1] * n_loops
         for d, size in zip(sorted(dims), buf.shape if dims else []):
@@ -423,72 +329,3 @@ class Converter:
         if t is not None and t.is_constant:
             return self.loop_term(v, s.maps[len(s.inputs) + i], len(s.loop_sizes), loc)
         return Unreadable()
-
-    def reduction(self, op, s: Structured) -> None:
-        loc = self.loc(op)
-        body = op.regions[0].blocks[0]
-        n_in = len(s.inputs)
-        yields = list(body.operations)[-1].operands
-        since = self.em.mark()
-        lowering, args = self._body(op, s, loc)
-        args += [Unreadable() for _ in s.outputs]
-        body_ops = {r: o for o in body.operations for r in o.results}
-        for i in self._used_results(op):
-            comb = body_ops.get(yields[i])
-            out_arg = body.arguments[n_in + i]
-            kind = COMBINERS.get(comb.name) if comb is not None else None
-            if kind is None or out_arg not in list(comb.operands):
-                raise UnsupportedOp(op, "reduction body is not `out = x + out` or `out = max(x, out)`")
-            x_value = comb.operands[1] if comb.operands[0] == out_arg else comb.operands[0]
-            (x,) = lowering.run(body, args, [x_value])
-            if not isinstance(x, Buf):
-                raise UnsupportedOp(op, "reduction of a constant")
-            x = self._reduce(x, kind, s, loc)
-            init = self.tensors[s.outputs[i]]
-            if not (init.is_constant and is_neutral(init.array, kind)):
-                init_term = self.loop_term(s.outputs[i], s.maps[n_in + i], len(s.loop_sizes), loc)
-                lowering_bin = "ascend.add" if kind == "sum" else "ascend.max"
-                init_buf = lowering.buffer(init_term, x.dtype)
-                out = self.em.alloc(x.shape, x.dtype, loc)
-                self.em.op(lowering_bin, [x, init_buf, out], loc)
-                x = out
-            self._store(op, op.results[i], x, self._loop_shape_of_output(op, s, i), since, loc)
-
-    def _reduce(self, x: Buf, kind: str, s: Structured, loc: str) -> Buf:
-        name = "ascend.reduce_sum" if kind == "sum" else "ascend.reduce_max"
-        for d in sorted(s.reduction_dims, reverse=True):
-            size = s.loop_sizes[d]
-            if x.shape[d] == 1:
-                if kind == "sum" and size > 1:
-                    scaled = self.em.alloc(x.shape, x.dtype, loc)
-                    self.em.op("ascend.muls", [x, scaled], loc, scalar=f"{float_text(size)} : f64")
-                    x = scaled
-                continue
-            src = x
-            if d != len(x.shape) - 1:
-                # Bring the axis last (the reductions reduce the last axis);
-                # size-1 axes are dropped first (a view) so the transpose is
-                # as small a permutation as possible.
-                keep = [j for j in range(len(x.shape)) if x.shape[j] != 1 or j == d]
-                squeezed = self.em.reshape(x, [x.shape[j] for j in keep], loc)
-                axis = keep.index(d)
-                perm = [j for j in range(len(keep)) if j != axis] + [axis]
-                if perm != list(range(len(keep))):
-                    src = self.em.alloc([squeezed.shape[j] for j in perm], x.dtype, loc)
-                    self.em.op("ascend.transpose", [squeezed, src], loc, permutation=_i64_array(perm))
-                else:
-                    src = squeezed
-            out = self.em.alloc(list(src.shape[:-1]) or [1], x.dtype, loc)
-            self.em.op(name, [src, out], loc)
-            kept = list(x.shape)
-            kept[d] = 1
-            x = self.em.reshape(out, kept, loc)
-        return x
-
-
-class _Synthetic:
-    """A dictionary key for a tensor the conversion makes (a transposed operand)."""
-
-
-def _i64_array(values) -> str:
-    return "array<i64: " + ", ".join(str(int(v)) for v in values) + ">"

@@ -61,6 +61,10 @@ def _scalar_text(value, dtype: str) -> str:
     return repr(float(value)) if dtype.startswith("f") else str(int(value))
 
 
+def i64_array(values) -> str:
+    return "array<i64: " + ", ".join(str(int(v)) for v in values) + ">"
+
+
 def float_text(value: float) -> str:
     v = float(value)
     if np.isinf(v):
