@@ -135,14 +135,15 @@ def import_onnx(model_or_path, where: str | None = None) -> ImportedModel:
     model = type(model).FromString(model.SerializeToString())  # never touch the caller's proto
     node_types = _name_nodes(model)
     check_model(model, where)
-    text = _run_torch_mlir(model, where, node_types)
     initialized = {t.name for t in model.graph.initializer}
     inputs = [v.name for v in model.graph.input if v.name not in initialized]
     outputs = [v.name for v in model.graph.output]
+    text = _run_torch_mlir(model, where, node_types, inputs, outputs)
     return ImportedModel(text, inputs, outputs, node_types)
 
 
-def _run_torch_mlir(model, where: str, node_types: dict[str, str]) -> str:
+def _run_torch_mlir(model, where: str, node_types: dict[str, str], inputs: list[str],
+                    outputs: list[str]) -> str:
     import onnx
     from torch_mlir import ir as tir
     from torch_mlir.dialects import torch as torch_d
@@ -167,6 +168,12 @@ def _run_torch_mlir(model, where: str, node_types: dict[str, str]) -> str:
             TorchPassManager.parse(TORCH_PIPELINE).run(module)
         except Exception as e:
             raise _error(where, _lowering_failure(str(e), node_types)) from None
+        # The model's names travel with the module (`npu.input_names`,
+        # `npu.output_names`): the conversion names its arguments after them.
+        for op in module.regions[0].blocks[0].operations:
+            if op.operation.name == "func.func":
+                for attr, names in (("npu.input_names", inputs), ("npu.output_names", outputs)):
+                    op.operation.attributes[attr] = tir.ArrayAttr.get([tir.StringAttr.get(n) for n in names])
     return module.get_asm(enable_debug_info=True, large_elements_limit=None)
 
 

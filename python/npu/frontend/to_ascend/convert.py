@@ -47,8 +47,8 @@ class Converter(MatmulLowering, ReductionLowering):
         self.tensors: dict[ir.Value, Tensor] = {}
         self.scalars: dict[ir.Value, Term] = {}
         self.folder = Evaluator(func_op)
-        self.input_names = input_names
-        self.output_names = output_names
+        self.input_names = input_names or _names(func_op, "npu.input_names")
+        self.output_names = output_names or _names(func_op, "npu.output_names")
         self.claims: dict[ir.Value, Buf] = {}    # returned value -> its output argument
 
     # -- the function ---------------------------------------------------------
@@ -329,3 +329,10 @@ class Converter(MatmulLowering, ReductionLowering):
         if t is not None and t.is_constant:
             return self.loop_term(v, s.maps[len(s.inputs) + i], len(s.loop_sizes), loc)
         return Unreadable()
+
+
+def _names(func_op: ir.Operation, attr: str) -> list[str] | None:
+    """Names an importer recorded on the function (see onnx_import)."""
+    if attr not in func_op.attributes:
+        return None
+    return [ir.StringAttr(a).value for a in ir.ArrayAttr(func_op.attributes[attr])]
