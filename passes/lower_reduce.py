@@ -65,6 +65,8 @@ class LowerReduce(Pass):
                                 op)
         if not in_shape:
             raise PassError("cannot reduce a rank-0 tensor", op)
+        if "axis" in op.attributes and nir.int_attr(op, "axis") % len(in_shape) != len(in_shape) - 1:
+            raise PassError("only the last axis is lowered so far", op)
         expected = in_shape[:-1] if len(in_shape) > 1 else [1]
         if out_shape != expected:
             raise PassError(f"output shape {out_shape} should be the input shape without its "
