@@ -28,9 +28,16 @@ ELEMENT_TYPES = ("f16", "f32", "i8", "i32")
 FLOAT_TYPES = ("f16", "f32")
 ARITH_TYPES = ("f16", "f32", "i32")
 
-# Supported conversions (src, dst) of ascend.cast and cce/hivm vconv.
+# Conversions (src, dst) the vector unit does in one cce/hivm vconv.
 CAST_PAIRS: tuple[tuple[str, str], ...] = (
-    ("f16", "f32"), ("f32", "f16"), ("f16", "i32"), ("f32", "i32"), ("i8", "f16"), ("f16", "i8"))
+    ("f16", "f32"), ("f32", "f16"), ("f16", "i32"), ("f32", "i32"), ("i8", "f16"), ("f16", "i8"),
+    ("i32", "f32"))
+# Conversions of ascend.cast: every ordered pair of distinct element types
+# (the lowering chains vconvs through f16/f32 where there is no direct one).
+ASCEND_CAST_PAIRS: tuple[tuple[str, str], ...] = tuple(
+    (a, b) for a in ELEMENT_TYPES for b in ELEMENT_TYPES if a != b)
+# Predicates of ascend.cmp and cce.vcmp.
+CMP_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
 
 # A bound of an attribute range: a number, or computed from the target and op.
 BoundFn = Callable[[Target, ir.Operation], int]

@@ -1,5 +1,11 @@
-"""npu-lower-reduce: ascend.reduce_sum / reduce_max along the last axis ->
-cce vector code.
+"""npu-lower-reduce: ascend.reduce_sum / reduce_max / reduce_min along any
+axis -> cce vector code.
+
+The input is viewed as [outer, reduced, inner] around the reduced axis. With
+inner = 1 (the last axis, or only size-1 dims after it) this is the row
+reduction below on [outer, reduced]; otherwise rows of `inner` elements are
+accumulated elementwise (`npu.passes.reduce_columns`). The output may drop
+the axis or keep it as size 1: the same elements either way.
 
 The input is viewed as [M, N] and cut into chunks of R whole rows (N must be
 a whole number of 32-byte blocks so rows sit on block boundaries in UB):
@@ -29,17 +35,22 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.cce_build import copy, for_pieces, for_range, lin, sub
+from npu.dialects.ascend import reduce_axis, reduced_shape
 from npu.passes.base import Option, Pass, PassError, check_ub_fraction
+from npu.passes.reduce_columns import IDENTITY, ColumnReduce
 from npu.vector_tiling import (VectorGeometry, max_chunk_elements, plan_chunks, round_down,
                                split_repeats)
 
 OPS = {"ascend.reduce_sum": ("cce.vadd", "cce.vcadd"),
-       "ascend.reduce_max": ("cce.vmax", "cce.vcmax")}
+       "ascend.reduce_max": ("cce.vmax", "cce.vcmax"),
+       "ascend.reduce_min": ("cce.vmin", "cce.vcmin")}
+
 
 
 class LowerReduce(Pass):
     name = "npu-lower-reduce"
-    summary = "Lower ascend.reduce_sum/reduce_max (last axis) to vcadd/vcmax with vadd/vmax folds"
+    summary = ("Lower ascend.reduce_sum/max/min: the last axis with vcadd/vcmax/vcmin after "
+               "vadd/vmax/vmin folds, an outer axis by accumulating rows")
     options = (
         Option("ub-fraction", float, 0.5,
                "fraction of UB one chunk's buffers may use (0.5 leaves room for double buffering)"),
@@ -65,10 +76,17 @@ class LowerReduce(Pass):
                                 op)
         if not in_shape:
             raise PassError("cannot reduce a rank-0 tensor", op)
-        expected = in_shape[:-1] if len(in_shape) > 1 else [1]
-        if out_shape != expected:
-            raise PassError(f"output shape {out_shape} should be the input shape without its "
-                            f"last dimension ({expected})", op)
+        axis = reduce_axis(op)
+        if out_shape not in (reduced_shape(in_shape, axis), reduced_shape(in_shape, axis, True)):
+            raise PassError(f"output shape {out_shape} should be the input shape without axis "
+                            f"{axis} ({reduced_shape(in_shape, axis)}) or with it kept as 1", op)
+        # Viewed as [outer, reduced, inner]: inner > 1 accumulates rows.
+        outer = int(np.prod(in_shape[:axis]))
+        inner = int(np.prod(in_shape[axis + 1:]))
+        if inner > 1:
+            ColumnReduce(self, op, outer, in_shape[axis], inner, OPS[op.name][0]).emit()
+            return
+        in_shape = [outer, in_shape[axis]]
         self.fold_op, self.reduce_op = OPS[op.name]
         self.op, self.elem = op, elem
         # The type the reduction runs in: sums of f16 accumulate in f32.
@@ -77,8 +95,7 @@ class LowerReduce(Pass):
         self.aes = nir.element_bytes(self.acc)
         self.granule = self.target.granule("ub")
         self.geo = VectorGeometry.for_types(self.target, [self.es, self.aes])
-        self.m = int(np.prod(in_shape[:-1])) if len(in_shape) > 1 else 1
-        self.n = in_shape[-1]
+        self.m, self.n = in_shape
         block = self.geo.block
         # Rows that are not whole blocks: the whole blocks of each row (`nm`
         # elements) plus one block ending at the row's end whose leading
@@ -160,7 +177,7 @@ class LowerReduce(Pass):
         for_range(valid, one_row)
         work = self.widen(buf, valid * nm)
         twork = self.widen(tail, valid * block)
-        identity = 0.0 if self.fold_op == "cce.vadd" else -np.inf
+        identity = IDENTITY[self.fold_op]
         tail_stride = block * aes // g
         row_stride = nm * aes // g
         self.over_rows(valid, lambda r0, rep: nir.create_op(
@@ -233,7 +250,7 @@ class LowerReduce(Pass):
             cols = min(cols, max(lanes, round_down(self.max_chunk, lanes)))
         col_plan = plan_chunks(n, cols, self.geo.block)
         row_plan = plan_chunks(self.m, out_block, out_block)
-        identity = 0.0 if self.fold_op == "cce.vadd" else -np.inf
+        identity = IDENTITY[self.fold_op]
         rep_stride = lanes * aes // g
 
         def group(row0, rows: int) -> None:

@@ -11,9 +11,11 @@ func.func @mismatch(%a: memref<4x8xf16, "gm">, %b: memref<3x8xf16, "gm">, %c: me
 
 // -----
 
-// CHECK: elementwise-invalid.mlir:[[@LINE+3]]:3: error: unsupported broadcast of [4, 1, 8] to [4, 6, 8]
+// A middle-axis broadcast loops over slices; here a slice of the rhs ([1, 8])
+// is under one granule.
+// CHECK: elementwise-invalid.mlir:[[@LINE+3]]:3: error: broadcasting to [4, 6, 8] is lowered as a loop over slices of shape [6, 8]; a slice of shape [1, 8] is smaller than one 32-byte block (16 elements): not supported
 func.func @middle_axis(%a: memref<4x6x8xf16, "gm">, %b: memref<4x1x8xf16, "gm">, %c: memref<4x6x8xf16, "gm">) {
-  // expected-error@+1 {{unsupported broadcast of [4, 1, 8] to [4, 6, 8]}}
+  // expected-error@+1 {{a slice of shape [1, 8] is smaller than one 32-byte block (16 elements)}}
   "ascend.mul"(%a, %b, %c) : (memref<4x6x8xf16, "gm">, memref<4x1x8xf16, "gm">, memref<4x6x8xf16, "gm">) -> ()
   return
 }

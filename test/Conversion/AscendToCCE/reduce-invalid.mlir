@@ -16,3 +16,12 @@ func.func @long_unaligned(%a: memref<4x5000xf16, "gm">, %b: memref<4xf16, "gm">)
   "ascend.reduce_max"(%a, %b) : (memref<4x5000xf16, "gm">, memref<4xf16, "gm">) -> ()
   return
 }
+
+// -----
+
+// CHECK: reduce-invalid.mlir:[[@LINE+3]]:3: error: reducing an outer axis needs the 3 trailing elements per reduced index to be at least one 32-byte block (8 elements)
+func.func @outer_axis_short_rows(%a: memref<4x10x3xf32, "gm">, %b: memref<4x3xf32, "gm">) {
+  // expected-error@+1 {{reducing an outer axis needs the 3 trailing elements per reduced index to be at least one 32-byte block (8 elements)}}
+  "ascend.reduce_sum"(%a, %b) {axis = 1 : i64} : (memref<4x10x3xf32, "gm">, memref<4x3xf32, "gm">) -> ()
+  return
+}
