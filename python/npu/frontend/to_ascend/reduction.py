@@ -2,10 +2,9 @@
 `out = max(x, out)` where x is any elementwise expression of the inputs.
 
 x is computed in loop space, then each reduction loop is reduced with
-`ascend.reduce_sum` / `reduce_max` (last axis; another axis is first brought
-last by a transpose after dropping unit axes), keeping the loop space's rank
-with size-1 axes; an init that is not the neutral element is combined at the
-end.
+`ascend.reduce_sum` / `reduce_max` along its axis (unit axes dropped by a
+view first, the reduced axis kept as size 1), so the loop space's rank
+stays; an init that is not the neutral element is combined at the end.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import numpy as np
 
 from npu.frontend.structure import Structured, UnsupportedOp
 from npu.frontend.to_ascend.elementwise import Unreadable
-from npu.frontend.to_ascend.emitter import Buf, float_text, i64_array
+from npu.frontend.to_ascend.emitter import Buf, float_text
 
 COMBINERS = {"arith.addf": "sum", "arith.addi": "sum", "arith.maximumf": "max",
              "arith.maxnumf": "max", "arith.maxsi": "max"}
@@ -61,7 +60,8 @@ class ReductionLowering:
 
     def _reduce(self, x: Buf, kind: str, s: Structured, loc: str) -> Buf:
         name = "ascend.reduce_sum" if kind == "sum" else "ascend.reduce_max"
-        for d in sorted(s.reduction_dims, reverse=True):
+        # Outer axes first: their rows of trailing elements are longest then.
+        for d in sorted(s.reduction_dims):
             size = s.loop_sizes[d]
             if x.shape[d] == 1:
                 if kind == "sum" and size > 1:
@@ -69,22 +69,15 @@ class ReductionLowering:
                     self.em.op("ascend.muls", [x, scaled], loc, scalar=f"{float_text(size)} : f64")
                     x = scaled
                 continue
-            src = x
-            if d != len(x.shape) - 1:
-                # Bring the axis last (the reductions reduce the last axis);
-                # size-1 axes are dropped first (a view) so the transpose is
-                # as small a permutation as possible.
-                keep = [j for j in range(len(x.shape)) if x.shape[j] != 1 or j == d]
-                squeezed = self.em.reshape(x, [x.shape[j] for j in keep], loc)
-                axis = keep.index(d)
-                perm = [j for j in range(len(keep)) if j != axis] + [axis]
-                if perm != list(range(len(keep))):
-                    src = self.em.alloc([squeezed.shape[j] for j in perm], x.dtype, loc)
-                    self.em.op("ascend.transpose", [squeezed, src], loc, permutation=i64_array(perm))
-                else:
-                    src = squeezed
-            out = self.em.alloc(list(src.shape[:-1]) or [1], x.dtype, loc)
-            self.em.op(name, [src, out], loc)
+            # Size-1 axes are dropped first (a view): the reduction then sees
+            # the fewest, largest dims; the result keeps the reduced axis as 1.
+            keep = [j for j in range(len(x.shape)) if x.shape[j] != 1 or j == d]
+            squeezed = self.em.reshape(x, [x.shape[j] for j in keep], loc)
+            axis = keep.index(d)
+            reduced = [e if j != axis else 1 for j, e in enumerate(squeezed.shape)]
+            out = self.em.alloc(reduced, x.dtype, loc)
+            attrs = {} if axis == len(keep) - 1 else {"axis": f"{axis} : i64"}
+            self.em.op(name, [squeezed, out], loc, **attrs)
             kept = list(x.shape)
             kept[d] = 1
             x = self.em.reshape(out, kept, loc)
