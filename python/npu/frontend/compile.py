@@ -235,10 +235,10 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
             where: str | None = None) -> Kernel:
     """Compile an ONNX model (proto / path / bytes) or a linalg module (text / path / ir.Module)."""
     from npu.pipeline import PipelineError, run_pipeline
-    from npu.target import get_target
+    from npu.target import Target, get_target
 
     t0 = time.perf_counter()
-    tgt = get_target(target)
+    tgt = target if isinstance(target, Target) else get_target(target)
     where = where or (os.fspath(source) if isinstance(source, (str, os.PathLike)) and
                       os.path.exists(os.fspath(source)) else "<model>" if not isinstance(source, (str, ir.Module)) else "<module>")
     ctx = make_context()
@@ -249,6 +249,7 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
     module = _parse(text, ctx, where)
     stages["ascend"] = _short(module)
     interface = read_interface(functions(module)[0])
+    check_size(module, tgt, where, locate)
     engine = diagnostics.DiagnosticEngine(display_name=where)
     token = diagnostics.install(engine)
     try:
@@ -261,8 +262,31 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
     finally:
         diagnostics._current.reset(token)  # noqa: SLF001
     stages["lowered"] = _short(module)
+    check_size(module, tgt, where, locate)
     names = locate.by_where if locate else {}
     return Kernel(module, interface, tgt, stages, time.perf_counter() - t0, names, gm_plan(module))
+
+
+def check_size(module: ir.Module, target, where: str, locate) -> None:
+    """The arguments (weights, inputs, outputs and, once planned, the GM
+    workspace) must fit the target's global memory; the error names the op
+    whose constant is the largest."""
+    from npu.ir import element_bytes
+
+    func = functions(module)[0]
+    args = list(func.regions[0].blocks[0].arguments)
+    sizes = [int(np.prod(memref_shape(a.type), dtype=np.int64)) * element_bytes(memref_element(a.type))
+             for a in args]
+    total = sum(sizes)
+    if total <= target.gm_bytes:
+        return
+    largest = max(range(len(args)), key=lambda i: sizes[i])
+    loc = args[largest].location
+    who = (locate.describe(loc) if locate else None) or diagnostics.DiagnosticEngine(
+        display_name=where).emit("error", "", loc).format().removesuffix(" error: ").rstrip(":")
+    raise CompileError(f"{where}: error: {who}: the model needs {total} bytes of global memory "
+                       f"(its largest buffer {sizes[largest]} bytes), more than the "
+                       f"{target.gm_bytes} bytes of target '{target.name}'")
 
 
 def gm_plan(module: ir.Module) -> dict | None:

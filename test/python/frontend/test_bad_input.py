@@ -105,3 +105,26 @@ def test_linalg_module_checks_against_numpy(tmp_path):
     bad.write_text(LINALG.replace("%r = linalg.generic", "%s = tensor.extract_slice %x[0, 0] [2, 24] [1, 1] : tensor<4x24xf32> to tensor<2x24xf32>\n  %r = linalg.generic"))
     r = npu_run(bad, "--check")
     assert_one_line_failure(r, "slice.mlir:5:8: error:", "'tensor.extract_slice' is not supported")
+
+
+def test_model_too_large_for_the_target_names_the_node():
+    import dataclasses
+
+    import npu
+    from npu.frontend.compile import CompileError
+    from npu.target import get_target
+    from onnx_models import mlp
+
+    # fc1's weight (72 x 40 in f16 Nz: 5 x 3 fractals of 512 bytes) is the
+    # largest buffer; a target with 4 KiB of GM cannot hold the model.
+    tiny = dataclasses.replace(get_target("ascend910"), gm_bytes=4096)
+    try:
+        npu.compile(mlp(), target=tiny, where="mlp.onnx")
+    except CompileError as e:
+        message = str(e)
+    else:
+        raise AssertionError("a model larger than the target's GM compiled")
+    assert message.startswith("mlp.onnx: error: node 'fc1' (Gemm): the model needs ")
+    assert "more than the 4096 bytes of target 'ascend910'" in message
+    assert "\n" not in message
+    npu.compile(mlp(), target=dataclasses.replace(tiny, gm_bytes=1 << 20))  # fits

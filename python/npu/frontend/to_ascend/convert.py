@@ -166,6 +166,7 @@ class Converter(MatmulLowering, ReductionLowering):
     def visit(self, op: ir.Operation) -> None:
         name = op.name
         loc = self.loc(op)
+        self.em.origin = loc
         if name == "arith.constant":
             value = constant_value(op)
             self.folder.env[op.results[0]] = value

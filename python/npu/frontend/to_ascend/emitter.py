@@ -47,6 +47,7 @@ class Argument:
     role: str                      # "input" | "output" | "constant"
     name: str = ""                 # ONNX / source name of an input or output
     data: np.ndarray | None = None  # constants only
+    loc: str = ""                  # constants: the op that needed them
 
 
 def dense_hex(array: np.ndarray, dtype: str) -> str:
@@ -79,6 +80,7 @@ class Emitter:
     lines: list[str] = field(default_factory=list)
     args: list[Argument] = field(default_factory=list)
     _count: int = 0
+    origin: str = ""  # location of the op being converted (constants record it)
     _alloc_line: dict = field(default_factory=dict)
     _root: dict = field(default_factory=dict)   # view name -> the buffer it views
     _flat: dict = field(default_factory=dict)   # buffer name -> its 1-D view
@@ -98,7 +100,9 @@ class Emitter:
         if array.dtype == np.bool_:
             array = array.astype(np.int8)
         dtype = ELEMENT_OF_NUMPY[np.dtype(array.dtype)]
-        return self.argument(array.shape, dtype, "constant", data=np.ascontiguousarray(array))
+        buf = self.argument(array.shape, dtype, "constant", data=np.ascontiguousarray(array))
+        self.args[-1].loc = self.origin
+        return buf
 
     def alloc(self, shape, dtype: str, loc: str) -> Buf:
         buf = Buf(self.fresh(), tuple(int(s) for s in shape), dtype)
@@ -183,6 +187,6 @@ class Emitter:
                 attr = f"npu.constant = {dense_hex(a.data, a.buf.dtype)}"
             else:
                 attr = f'npu.{a.role} = "{a.name}"'
-            params.append(f"{a.buf.name}: {a.buf.type} {{{attr}}}")
+            params.append(f"{a.buf.name}: {a.buf.type} {{{attr}}}" + (f" {a.loc}" if a.loc else ""))
         head = f"  func.func @{name}({', '.join(params)}) {{"
         return "\n".join(["module {", head, *self.lines, f"    return {loc}", f"  }} {loc}", "}"])
