@@ -312,6 +312,8 @@ class Converter(MatmulLowering, ReductionLowering):
         self.tensors[result] = Tensor(shape, dtype, bcast=self.em.reshape(term, small, loc))
 
     def elementwise(self, op, s: Structured) -> None:
+        if self.elementwise_in_nz(op, s):
+            return
         loc = self.loc(op)
         body = op.regions[0].blocks[0]
         used = self._used_results(op)
