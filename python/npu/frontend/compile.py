@@ -153,6 +153,7 @@ class Kernel:
     compile_seconds: float = 0.0
     source_names: dict[str, str] = field(default_factory=dict)   # where -> op label
     workspace: dict | None = None
+    stage_seconds: dict[str, float] = field(default_factory=dict)   # import, to_ascend, lower
 
     @property
     def input_names(self) -> list[str]:
@@ -189,6 +190,7 @@ class Kernel:
         report["per_op"] = per_op_breakdown(result, self.target, self.source_names)
         report["per_op_bound_cycles"] = sum(r["bound_cycles"] for r in report["per_op"])
         report["compile_seconds"] = round(self.compile_seconds, 3)
+        report["compile_stage_seconds"] = self.stage_seconds
         if self.workspace is not None:
             report["gm_workspace"] = self.workspace
         report["trace"] = result.chrome_trace
@@ -243,10 +245,13 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
                       os.path.exists(os.fspath(source)) else "<model>" if not isinstance(source, (str, ir.Module)) else "<module>")
     ctx = make_context()
     stages: dict[str, str] = {}
+    seconds: dict[str, float] = {}
     linalg, in_names, out_names, locate = import_linalg(source, ctx, where)
+    seconds["import"] = time.perf_counter() - t0
     stages["linalg"] = _short(linalg)
     text = linalg_to_ascend_text(linalg, in_names, out_names, locate, where)
     module = _parse(text, ctx, where)
+    seconds["to_ascend"] = time.perf_counter() - t0 - sum(seconds.values())
     stages["ascend"] = _short(module)
     interface = read_interface(functions(module)[0])
     check_size(module, tgt, where, locate)
@@ -261,10 +266,12 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
         raise CompileError(message) from None
     finally:
         diagnostics._current.reset(token)  # noqa: SLF001
+    seconds["lower"] = time.perf_counter() - t0 - sum(seconds.values())
     stages["lowered"] = _short(module)
     check_size(module, tgt, where, locate)
     names = locate.by_where if locate else {}
-    return Kernel(module, interface, tgt, stages, time.perf_counter() - t0, names, gm_plan(module))
+    return Kernel(module, interface, tgt, stages, time.perf_counter() - t0, names, gm_plan(module),
+                  {k: round(v, 3) for k, v in seconds.items()})
 
 
 def check_size(module: ir.Module, target, where: str, locate) -> None:
