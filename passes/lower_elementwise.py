@@ -53,7 +53,7 @@ import numpy as np
 from mlir import ir
 
 from npu import ir as nir
-from npu.cce_build import View, copy, for_range, index_mul, lin, sub
+from npu.cce_build import View, copy, delinearize, for_range, index_mul, lin, sub
 from npu.dialects.ascend import broadcastable
 from npu.passes.base import Option, Pass, PassError, check_ub_fraction
 from npu.vector_compute import (BINARY, CAST_CHAINS, SCALAR, UNARY, Compute, Step, cast_compute,
@@ -272,19 +272,6 @@ def collapse_broadcast(in_shapes: Sequence[Sequence[int]], out_shape: Sequence[i
         out_strides.append(stride)
         stride *= size
     return OuterDims(outer, in_strides, list(reversed(out_strides))), slice_in, slice_out
-
-
-def delinearize(i, sizes: Sequence[int]) -> list:
-    """The multi-index (row-major over `sizes`) of the linear index `i`."""
-    from mlir.dialects import arith
-    if isinstance(i, int):
-        return list(np.unravel_index(i, sizes)) if sizes else []
-    index = []
-    for k, size in enumerate(sizes):
-        inner = int(np.prod(sizes[k + 1:]))
-        q = i if inner == 1 else arith.DivUIOp(i, nir.index_const(inner)).result
-        index.append(q if k == 0 else arith.RemUIOp(q, nir.index_const(size)).result)
-    return index
 
 
 def writes_in_place(p: LowerElementwise, compute: Compute, full: list[Input]) -> bool:

@@ -4,6 +4,9 @@ index arithmetic). Call inside `with ctx, loc, ir.InsertionPoint(...)`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
 
 from mlir import ir
 from mlir.dialects import arith
@@ -69,6 +72,18 @@ def lin(*terms: tuple[Index, int]) -> Index:
     if dynamic is None:
         return const
     return index_add(dynamic, const)
+
+
+def delinearize(i, sizes: Sequence[int]) -> list:
+    """The multi-index (row-major over `sizes`) of the linear index `i`."""
+    if isinstance(i, int):
+        return [int(v) for v in np.unravel_index(i, sizes)] if sizes else []
+    index = []
+    for k, size in enumerate(sizes):
+        inner = int(np.prod(sizes[k + 1:]))
+        q = i if inner == 1 else arith.DivUIOp(i, nir.index_const(inner)).result
+        index.append(q if k == 0 else arith.RemUIOp(q, nir.index_const(size)).result)
+    return index
 
 
 def for_range(count: int, body) -> None:
