@@ -21,8 +21,10 @@ in the output are merged (`transpose_general.collapse_permutation`): e.g.
 [2, 0, 1] on [4, 16, 32] is the 2-D transpose of [64, 32]. A permutation
 that only moves size-1 dims is a copy. Everything else, and shapes too small
 for one vnchwconv tile, go to the general fallback of
-`npu.passes.transpose_general` (whole tensor in UB, element gather by
-block copies); tensors too large for it are rejected at the op.
+`npu.passes.transpose_general`: a chain of at most rank - 1 last-two swaps
+(block rotations [B, X, Y] -> [B, Y, X]) through GM temporaries when every
+step has a whole vnchwconv tile, else the whole tensor in UB with an element
+gather by block copies; tensors too large for both are rejected at the op.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ from mlir import ir
 from npu import ir as nir
 from npu.cce_build import copy, for_pieces, for_range, lin, sub
 from npu.passes.base import Option, Pass, PassError, check_ub_fraction
-from npu.passes.transpose_general import GatherTranspose, collapse_permutation, copy_through_ub
+from npu.passes.transpose_general import (GatherTranspose, collapse_permutation, copy_through_ub,
+                                         rotation_steps)
 from npu.vector_tiling import plan_chunks, round_down, round_up
 
 Index = int | ir.Value
@@ -89,8 +92,27 @@ class LowerTranspose(Pass):
               and shape[-1] * shape[-2] * es <= self.budget()):
             batch = int(np.prod(shape[:-3]))
             self.swap_before_last(op, src, dst, elem, batch, *shape[-3:])
+        elif self.rotations_fit(rotation_steps(shape, perm), es):
+            self.rotate(op, src, dst, elem, rotation_steps(shape, perm))
         else:
             GatherTranspose(self, op, elem, shape, perm).emit(src, dst)
+
+    def rotations_fit(self, steps: list[tuple[int, int, int]], es: int) -> bool:
+        """Every rotation is a last-two swap with at least one vnchwconv tile."""
+        col_block = self.target.granule("ub") // es
+        return es in (2, 4) and all(rows >= self.target.fractal and cols >= col_block
+                                    for _, rows, cols in steps)
+
+    def rotate(self, op: ir.Operation, src: ir.Value, dst: ir.Value, elem: str,
+               steps: list[tuple[int, int, int]]) -> None:
+        """A chain of last-two swaps through GM temporaries (one full pass over
+        the tensor per step, each at vnchwconv speed)."""
+        total = int(np.prod(nir.memref_shape(src)))
+        cur = src
+        for k, (batch, rows, cols) in enumerate(steps):
+            out = dst if k == len(steps) - 1 else nir.alloc([total], elem, "gm")
+            self.swap_last_two(op, cur, out, elem, batch, rows, cols)
+            cur = out
 
     def budget(self) -> int:
         check_ub_fraction(self.ub_fraction)

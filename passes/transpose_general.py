@@ -22,8 +22,9 @@ fast forms need at least one 16 x block tile):
   5. store the output (one copy).
 The cost is two vnchwconv passes over 16x (f16) / 8x (f32) the data plus
 one UB copy instruction per output row, so it is meant for tensors of a few
-thousand elements; larger ones with a permutation the fast forms cannot do
-are rejected at the op.
+thousand elements; larger ones go through `rotation_steps` (a chain of
+last-two swaps via GM temporaries, in `npu-lower-transpose`) when every step
+has a whole vnchwconv tile, and are rejected at the op otherwise.
 """
 
 from __future__ import annotations
@@ -57,6 +58,23 @@ def collapse_permutation(shape: Sequence[int], perm: Sequence[int]
     merged_shape = [int(np.prod([shape[d] for d in groups[g]])) for g in order]
     position = {g: i for i, g in enumerate(order)}
     return merged_shape, [position[g] for g in range(len(groups))]
+
+
+def rotation_steps(shape: Sequence[int], perm: Sequence[int]) -> list[tuple[int, int, int]]:
+    """The permutation as a chain of block rotations [B, X, Y] -> [B, Y, X]
+    (each a last-two swap of merged dims): output position j = 0, 1, ...
+    gets its dim by rotating the dims before it to the end. Returns the
+    (batch, rows, cols) of each step; at most rank - 1 steps."""
+    cur = list(range(len(shape)))
+    steps = []
+    for j, d in enumerate(perm):
+        p = cur.index(d)
+        if p == j:
+            continue
+        size = lambda dims: int(np.prod([shape[x] for x in dims]))  # noqa: E731
+        steps.append((size(cur[:j]), size(cur[j:p]), size(cur[p:])))
+        cur = cur[:j] + cur[p:] + cur[j:p]
+    return steps
 
 
 def copy_through_ub(p, src: ir.Value, dst: ir.Value, elem: str, total: int) -> None:
@@ -98,9 +116,10 @@ class GatherTranspose:
         if need > budget:
             raise PassError(f"permutation {list(perm)} of shape {list(shape)} needs the general "
                             f"transpose, which holds the whole tensor in UB ({need} bytes, "
-                            f"budget {budget}); only the last-two swap ([..., 1, 0]) and the "
-                            "swap before the last dim ([..., 1, 0, 2], last dim whole blocks) "
-                            "are lowered for larger tensors", op)
+                            f"budget {budget}); larger tensors need the last-two swap, the "
+                            "swap before a last dim of whole blocks, or a chain of last-two "
+                            f"swaps each with at least {self.rows} rows and one block of "
+                            "columns", op)
 
     def ub_bytes(self) -> int:
         g = self.granule

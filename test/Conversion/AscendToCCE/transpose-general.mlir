@@ -44,3 +44,19 @@ func.func @copy_only(%a: memref<1x64x1x8xf32, "gm">, %b: memref<1x1x64x8xf32, "g
   "ascend.transpose"(%a, %b) {permutation = array<i64: 0, 2, 1, 3>} : (memref<1x64x1x8xf32, "gm">, memref<1x1x64x8xf32, "gm">) -> ()
   return
 }
+
+// -----
+
+// A reversal of 64x48x32 f32 as two rotations: [1 | 64*48, 32] into a GM
+// temporary, then batch 32 of [64 | 48] into the output.
+// CHECK-LABEL: func.func @rotations
+// CHECK: %[[TMP:.*]] = memref.alloc() : memref<98304xf32, "gm">
+// CHECK: "cce.vnchwconv"
+// CHECK: "cce.copy_ub_to_gm"({{.*}}, %{{.*}}) {{.*}} -> ()
+// CHECK: scf.for
+// CHECK: memref.subview %[[TMP]]
+// CHECK: "cce.vnchwconv"
+func.func @rotations(%a: memref<64x48x32xf32, "gm">, %b: memref<32x48x64xf32, "gm">) {
+  "ascend.transpose"(%a, %b) {permutation = array<i64: 2, 1, 0>} : (memref<64x48x32xf32, "gm">, memref<32x48x64xf32, "gm">) -> ()
+  return
+}

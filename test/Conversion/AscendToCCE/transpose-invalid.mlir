@@ -1,12 +1,13 @@
 // RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-lower-transpose
 // RUN: not npu-opt %s --split-input-file --npu-lower-transpose 2>&1 | FileCheck %s
 
-// A permutation no fast form covers ([2, 1, 0] stays a 3-D reversal after
-// merging dims) on a tensor too large for the general fallback's UB gather.
-// CHECK: transpose-invalid.mlir:[[@LINE+3]]:3: error: permutation [2, 1, 0] of shape [64, 64, 64] needs the general transpose
-func.func @reverse_large(%a: memref<64x64x64xf32, "gm">, %b: memref<64x64x64xf32, "gm">) {
-  // expected-error@+1 {{permutation [2, 1, 0] of shape [64, 64, 64] needs the general transpose, which holds the whole tensor in UB}}
-  "ascend.transpose"(%a, %b) {permutation = array<i64: 2, 1, 0>} : (memref<64x64x64xf32, "gm">, memref<64x64x64xf32, "gm">) -> ()
+// A reversal no fast form covers: as rotations its second step would swap
+// [3 | 200] (3 rows, under one 16-row tile), and the tensor is too large for
+// the UB gather.
+// CHECK: transpose-invalid.mlir:[[@LINE+3]]:3: error: permutation [2, 1, 0] of shape [3, 200, 300] needs the general transpose
+func.func @reverse_large(%a: memref<3x200x300xf32, "gm">, %b: memref<300x200x3xf32, "gm">) {
+  // expected-error@+1 {{permutation [2, 1, 0] of shape [3, 200, 300] needs the general transpose, which holds the whole tensor in UB}}
+  "ascend.transpose"(%a, %b) {permutation = array<i64: 2, 1, 0>} : (memref<3x200x300xf32, "gm">, memref<300x200x3xf32, "gm">) -> ()
   return
 }
 

@@ -45,6 +45,19 @@ def test_general_permutations(shape, perm, elem):
     check(shape, perm, elem)
 
 
+@pytest.mark.parametrize("shape,perm,elem", [
+    ((64, 48, 32), (2, 1, 0), "f32"),       # two rotations through a GM temporary
+    ((32, 40, 16), (1, 2, 0), "f16"),       # merges to one rotation
+])
+def test_rotation_chain(shape, perm, elem):
+    check(shape, perm, elem)
+
+
+@pytest.mark.slow
+def test_rotation_chain_three_steps():
+    check((16, 24, 32, 16), (3, 1, 0, 2), "f16")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("perm", list(itertools.permutations(range(4))), ids=str)
 @pytest.mark.parametrize("elem", ["f16", "f32"])
