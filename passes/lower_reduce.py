@@ -205,9 +205,14 @@ class LowerReduce(Pass):
                           src_rep_stride=lanes * ses // g, round_mode=round_mode)
 
     def over_rows(self, rows: int, body) -> None:
+        """`body(r0, rep)` over groups of at most `max_repeat` rows. Groups
+        start on whole blocks of rows (248 f32 / 240 f16 rows, not 255):
+        the per-row results of a group (vcadd/vcmax dst, element r0) must
+        start on a 32-byte boundary."""
+        step = round_down(self.geo.max_repeat, self.geo.block)
         r0 = 0
         while r0 < rows:
-            rep = min(rows - r0, self.geo.max_repeat)
+            rep = min(rows - r0, step)
             body(r0, rep)
             r0 += rep
 

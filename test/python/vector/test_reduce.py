@@ -48,6 +48,15 @@ def test_reduce(op, elem, shape):
     check(op, elem, shape)
 
 
+@pytest.mark.parametrize("op,elem,shape", [
+    ("sum", "f32", (256, 8)), ("max", "f32", (256, 8)), ("sum", "f16", (256, 16)),
+    ("max", "f16", (600, 16)), ("sum", "f32", (513, 24))], ids=str)
+def test_reduce_many_short_rows(op, elem, shape):
+    # Over max_repeat rows of one chunk: the reduction instructions are
+    # split in row groups whose results start on a 32-byte boundary.
+    check(op, elem, shape)
+
+
 @pytest.mark.parametrize("op", ["sum", "max"])
 def test_reduce_small_chunks(op):
     # 64 rows a chunk at most: several chunks plus an overlapped tail of rows.
