@@ -55,7 +55,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.cce_build import View, copy, for_range, index_mul, lin, sub
-from npu.passes.base import Option, Pass, PassError, check_ub_fraction
+from npu.passes.base import Option, Pass, PassError, check_ub_fraction, drop_empty_work
 from npu.vector_tiling import (ChunkPlan, VectorGeometry, max_chunk_elements, plan_chunks,
                                round_down, split_repeats)
 
@@ -213,6 +213,7 @@ class LowerElementwise(Pass):
 
     def run(self, module: ir.Operation) -> None:
         check_ub_fraction(self.ub_fraction)
+        drop_empty_work(module, HANDLED)
         nir.replace_ops(module, HANDLED, self.lower)
 
     # -- analysis -------------------------------------------------------------

@@ -47,7 +47,7 @@ from mlir.dialects import arith, memref, scf
 
 from npu import ir as nir
 from npu.matmul_tiling import MatmulShape, TilingChoice, TilingError, choose_tiling
-from npu.passes.base import Option, Pass, PassError
+from npu.passes.base import Option, Pass, PassError, drop_empty_work
 
 IndexValue = ir.Value
 
@@ -129,6 +129,7 @@ class LowerMatmul(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
+        drop_empty_work(module, ["ascend.matmul", "ascend.batch_matmul"])
         for op in nir.ops_named(module, "ascend.matmul", "ascend.batch_matmul"):
             self.lower(op)
 

@@ -29,7 +29,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.cce_build import copy, for_pieces, for_range, lin, sub
-from npu.passes.base import Option, Pass, PassError, check_ub_fraction
+from npu.passes.base import Option, Pass, PassError, check_ub_fraction, drop_empty_work
 from npu.vector_tiling import (VectorGeometry, max_chunk_elements, plan_chunks, round_down,
                                split_repeats)
 
@@ -49,6 +49,7 @@ class LowerReduce(Pass):
 
     def run(self, module: ir.Operation) -> None:
         check_ub_fraction(self.ub_fraction)
+        drop_empty_work(module, list(OPS))
         nir.replace_ops(module, OPS, self.lower)
 
     def lower(self, op: ir.Operation) -> None:

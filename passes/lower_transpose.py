@@ -26,7 +26,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.cce_build import copy, for_pieces, for_range, lin, sub
-from npu.passes.base import Option, Pass, PassError, check_ub_fraction
+from npu.passes.base import Option, Pass, PassError, check_ub_fraction, drop_empty_work
 from npu.vector_tiling import plan_chunks, round_down, round_up
 
 Index = int | ir.Value
@@ -43,6 +43,7 @@ class LowerTranspose(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
+        drop_empty_work(module, ["ascend.transpose"])
         nir.replace_ops(module, ["ascend.transpose"], self.lower)
 
     def lower(self, op: ir.Operation) -> None:
