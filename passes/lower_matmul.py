@@ -46,6 +46,7 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf
 
 from npu import ir as nir
+from npu.cce_build import copy_bursts
 from npu.matmul_tiling import MatmulShape, TilingChoice, TilingError, choose_tiling
 from npu.passes.base import Option, Pass, PassError, drop_empty_work
 
@@ -504,8 +505,8 @@ class LowerMatmul(Pass):
                           [1] * len(ops.prefix) + [n, m, frac, frac])
         l1 = nir.alloc([n, m, frac, frac], ops.in_type, "l1")
         # One burst per column block: its m row blocks are contiguous in GM.
-        nir.create_op("cce.copy_gm_to_l1", [src, l1], n_burst=n, burst_len=self.target.blocks(m * blk),
-                      src_gap=self.target.blocks((ops.M1 - m) * blk), dst_gap=0)
+        copy_bursts("cce.copy_gm_to_l1", src, l1, n, self.target.blocks(m * blk),
+                    src_gap=self.target.blocks((ops.M1 - m) * blk))
         return l1
 
     def stage_b(self, ops: Operands, s: IndexValue, y: IndexValue, n: int, k: int) -> ir.Value:
@@ -515,8 +516,8 @@ class LowerMatmul(Pass):
         src = nir.subview(ops.b, ops.prefix + [y, s, 0, 0],
                           [1] * len(ops.prefix) + [k, n, frac, frac])
         l1 = nir.alloc([k, n, frac, frac], ops.in_type, "l1")
-        nir.create_op("cce.copy_gm_to_l1", [src, l1], n_burst=k, burst_len=self.target.blocks(n * blk),
-                      src_gap=self.target.blocks((ops.N1 - n) * blk), dst_gap=0)
+        copy_bursts("cce.copy_gm_to_l1", src, l1, k, self.target.blocks(n * blk),
+                    src_gap=self.target.blocks((ops.N1 - n) * blk))
         return l1
 
     def to_l0a(self, l1: ir.Value, m: int, n: int, first_col: int = 0) -> ir.Value:
@@ -675,9 +676,8 @@ class LowerMatmul(Pass):
         col = y if c0 == 0 else arith.AddIOp(y, nir.index_const(c0)).result
         dst = nir.subview(ops.c, ops.prefix + [col, x, 0, 0],
                           [1] * len(ops.prefix) + [cols, m, frac, frac])
-        nir.create_op("cce.copy_ub_to_gm", [out, dst], n_burst=cols,
-                      burst_len=self.target.blocks(m * out_blk), src_gap=0,
-                      dst_gap=self.target.blocks((ops.M1 - m) * out_blk))
+        copy_bursts("cce.copy_ub_to_gm", out, dst, cols, self.target.blocks(m * out_blk),
+                    dst_gap=self.target.blocks((ops.M1 - m) * out_blk))
 
     def convert(self, src: ir.Value, dst: ir.Value, elements: int) -> None:
         """f32 -> f16 with vconv over whole repeats (elements is a multiple of 256)."""
