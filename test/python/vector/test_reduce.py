@@ -73,6 +73,16 @@ def test_reduce_long_rows(op, elem):
     check(op, elem, shape, "npu-lower-reduce{max-chunk=2048}")
 
 
+@pytest.mark.parametrize("op,elem,shape", [
+    ("sum", "f32", (40, 2048)), ("max", "f32", (9, 2120)), ("sum", "f16", (17, 4624)),
+    ("max", "f16", (5, 4624)), ("sum", "f32", (3, 5, 4096))], ids=str)
+def test_reduce_rows_past_the_repeat_stride(op, elem, shape):
+    # Rows over 255 blocks that fit a chunk: pieces of whole blocks, one copy
+    # per piece for all rows of a chunk (unequal last piece for 2120 f32 and
+    # for 4624 f16 max: 2320 + 2304), combined onto the first piece.
+    check(op, elem, shape)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("op", ["sum", "max"])
 def test_reduce_big(op):
