@@ -157,6 +157,18 @@ def _check_operands(spec: OpSpec, op: ir.Operation) -> None:
                             f"'{want.space}', got '{memory_space(t)}'")
         if spec.static_shapes and not t.has_static_shape:
             raise RuleError(f"operand #{i} ('{want.name}') must have a static shape, got {t}")
+        if not _is_strided(t):
+            raise RuleError(f"operand #{i} ('{want.name}') has the layout {t.layout}, which is "
+                            "not strided: operands are row-major or strided<...> memrefs, the "
+                            "address of an element must be offset + sum(index * stride)")
+
+
+def _is_strided(t: ir.MemRefType) -> bool:
+    try:
+        t.get_strides_and_offset()
+    except RuntimeError:  # MLIR's "Failed to extract strides and offset"
+        return False
+    return True
 
 
 def _check_dtypes(spec: OpSpec, op: ir.Operation) -> None:

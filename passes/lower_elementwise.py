@@ -20,9 +20,9 @@ Scheme, per op:
     operand: block stride 0, repeat stride one block). A row that is not
     whole blocks is handled as its whole blocks plus the block ending at the
     row's end (see `RowsLowering`);
-  * a scalar input is loaded as one granule and its lane 0 copied to a whole
-    block by `vcadd` (mask 1, source repeat stride 0), read with block and
-    repeat stride 0;
+  * a scalar input is loaded as one granule and its element 0 broadcast to
+    a whole block by one `vnchwconv` (any 2- or 4-byte type), read with
+    block and repeat stride 0;
   * vector instructions use the full mask over whole repeats, at most
     `max_repeat` repeats each, and a partial mask for the last repeat;
   * a tensor smaller than one granule is moved as one whole granule (the
@@ -53,9 +53,9 @@ import numpy as np
 from mlir import ir
 
 from npu import ir as nir
-from npu.cce_build import View, copy, for_range, index_mul, lin, sub
+from npu.cce_build import View, copy, delinearize, for_range, index_mul, lin, sub
 from npu.dialects.ascend import broadcastable
-from npu.passes.base import Option, Pass, PassError, check_ub_fraction
+from npu.passes.base import Option, Pass, PassError, check_ub_fraction, drop_empty_work
 from npu.vector_compute import (BINARY, CAST_CHAINS, SCALAR, UNARY, Compute, Step, cast_compute,
                                 unary_compute)
 from npu.vector_tiling import (ChunkPlan, VectorGeometry, max_chunk_elements, plan_chunks,
@@ -126,6 +126,7 @@ class LowerElementwise(Pass):
 
     def run(self, module: ir.Operation) -> None:
         check_ub_fraction(self.ub_fraction)
+        drop_empty_work(module, HANDLED)
         nir.replace_ops(module, HANDLED, self.lower)
 
     # -- analysis -------------------------------------------------------------
@@ -211,7 +212,10 @@ class LowerElementwise(Pass):
             self.target, [nir.element_bytes(e) for e in elems + [out_elem]]).block
         # A slice under one block would move a whole granule: past the slice
         # (clobbering the next one, or out of the tensor for the last).
-        small = [list(s) for s in slice_in + [slice_out] if 1 < int(np.prod(s)) < block]
+        # (A one-element slice moves a granule too: fine only when it never moves.)
+        moving = [s for s, strides in zip(slice_in, dims.in_strides) if any(strides)]
+        small = [list(s) for s in slice_in + [slice_out]
+                 if 1 < int(np.prod(s)) < block or (s in moving and int(np.prod(s)) == 1)]
         if small:
             raise PassError(f"broadcasting to {out_shape} is lowered as a loop over "
                             f"slices of shape {slice_out}; a slice of shape {small[0]} is smaller "
@@ -274,19 +278,6 @@ def collapse_broadcast(in_shapes: Sequence[Sequence[int]], out_shape: Sequence[i
     return OuterDims(outer, in_strides, list(reversed(out_strides))), slice_in, slice_out
 
 
-def delinearize(i, sizes: Sequence[int]) -> list:
-    """The multi-index (row-major over `sizes`) of the linear index `i`."""
-    from mlir.dialects import arith
-    if isinstance(i, int):
-        return list(np.unravel_index(i, sizes)) if sizes else []
-    index = []
-    for k, size in enumerate(sizes):
-        inner = int(np.prod(sizes[k + 1:]))
-        q = i if inner == 1 else arith.DivUIOp(i, nir.index_const(inner)).result
-        index.append(q if k == 0 else arith.RemUIOp(q, nir.index_const(size)).result)
-    return index
-
-
 def writes_in_place(p: LowerElementwise, compute: Compute, full: list[Input]) -> bool:
     """Whether the result overwrites the first streamed input's buffer (vector
     ops may write their own source lanes), saving one buffer per element.
@@ -336,19 +327,31 @@ def expand_scalar_blocks(p: LowerElementwise, src: ir.Value, elem: str, count: i
         done += rep
 
 
-def load_scalar(p: LowerElementwise, inp: Input, flat: ir.Value) -> View:
+def load_scalar(p: LowerElementwise, inp: Input, flat: ir.Value, op: ir.Operation) -> View:
     """A one-element operand as a UB block holding that element in every lane
     (read with block and repeat stride 0). The GM load is one granule (the
-    tensor's padded granule); `vcadd` with mask 1 and source repeat stride 0
-    copies lane 0 into each of the block's elements, reading nothing else."""
+    tensor's padded granule); one vnchwconv with all 16 row pointers on that
+    granule makes row j of its transpose element j repeated, and only row 0
+    (both halves for 4-byte types) is kept: pure data movement, so it works
+    for every 2- and 4-byte type (i32 included) and never reads the padding
+    as a value."""
     granule = p.target.granule("ub")
-    per_block = granule // nir.element_bytes(inp.elem)
+    es = nir.element_bytes(inp.elem)
+    if es not in (2, 4):
+        raise PassError(f"broadcasting {inp.elem} operands is not supported (vnchwconv "
+                        "handles 2- and 4-byte types)", op)
+    per_block = granule // es
     raw = nir.alloc([per_block], inp.elem, "ub")
     copy("cce.copy_gm_to_ub", sub(flat, 0, per_block), raw, 1, 1)
-    block = nir.alloc([per_block], inp.elem, "ub")
-    nir.create_op("cce.vcadd", [block, raw], repeat=per_block, mask=1, src_blk_stride=1,
-                  src_rep_stride=0, dst_rep_stride=1)
-    return View(block, 0, 0)
+    # Block 0: row 0 (its first half for 4-byte types); every other row
+    # lands in block 1, a scratch block never read.
+    keep = 1 if es == 2 else 2
+    rows = p.target.fractal
+    both = nir.alloc([2 * per_block], inp.elem, "ub")
+    nir.create_op("cce.vnchwconv", [both, raw], repeat=1, src_offsets=[0] * rows,
+                  dst_offsets=[0] * keep + [1] * (rows - keep), src_rep_stride=0,
+                  dst_rep_stride=0)
+    return View(sub(both, 0, per_block), 0, 0)
 
 
 def stream_chunks(plan: ChunkPlan, load_piece: Callable[[object, int], dict],
@@ -391,7 +394,7 @@ class FlatLowering:
 
     def scalar_bytes(self) -> int:
         granule = self.p.target.granule("ub")
-        return 2 * granule * sum(1 for i in self.inputs if i.kind == "scalar")
+        return 3 * granule * sum(1 for i in self.inputs if i.kind == "scalar")
 
     def plan(self) -> ChunkPlan:
         budget = budget_bytes(self.p, self.scalar_bytes())
@@ -414,7 +417,7 @@ class FlatLowering:
                       aliased=any(i.aliases_out for i in self.full))
 
     def load_scalar(self, inp: Input) -> View:
-        return load_scalar(self.p, inp, self.flat[id(inp)])
+        return load_scalar(self.p, inp, self.flat[id(inp)], self.op)
 
     def load_piece(self, start, length: int) -> dict:
         bufs = {}
@@ -508,7 +511,7 @@ class RowsLowering:
         row_block = max((self.granule // nir.element_bytes(i.elem) for i in columns), default=1)
         fixed = sum(self.row_elems() * nir.element_bytes(i.elem) for i in self.inputs
                     if i.kind == "row")
-        fixed += sum(2 * self.granule for i in self.inputs if i.kind == "scalar")
+        fixed += sum(3 * self.granule for i in self.inputs if i.kind == "scalar")
         per_row = self.row_elems() * (sum(nir.element_bytes(i.elem) for i in self.full)
                                       + (0 if self.in_place else nir.element_bytes(self.out_elem)))
         per_row += sum(nir.element_bytes(i.elem) + self.granule for i in columns)
@@ -536,7 +539,7 @@ class RowsLowering:
                          end, 1, self.block * es // self.granule)
                 self.fixed_views[id(inp)] = (main, end)
             elif inp.kind == "scalar":
-                self.fixed_views[id(inp)] = load_scalar(self.p, inp, self.flat[id(inp)])
+                self.fixed_views[id(inp)] = load_scalar(self.p, inp, self.flat[id(inp)], self.op)
         stream_chunks(plan, self.load_piece, self.store_piece,
                       aliased=any(i.aliases_out for i in self.full))
 

@@ -17,9 +17,13 @@ a whole number of 32-byte blocks so rows sit on block boundaries in UB):
   3. the R results are stored; R is a multiple of one 32-byte block of the
      output so stores are whole granules, and a remainder of rows is handled
      by moving the last chunk back (overlap: some rows are reduced twice).
-A row longer than UB allows is cut into column chunks folded into a
-one-repeat accumulator (partial results combined with vadd / vmax across
-chunks) before the final vcadd / vcmax.
+A row longer than the vector repeat stride (255 blocks: 2048 f32) is cut
+into a few pieces of whole blocks, each moved for all rows of the chunk by
+one copy into an area of its own, so every area has a row stride within
+the limit; the areas are folded like short rows and combined onto the first
+(`pieces_chunk`). A row longer than UB allows is cut into column chunks
+folded into a one-repeat accumulator (partial results combined with vadd /
+vmax across chunks) before the final vcadd / vcmax.
 
 Numerics: f16 sums are accumulated in f32 as the ascend semantics says
 (`reduce_sum` accumulates in fp32, dialects/README.md): each chunk is
@@ -36,7 +40,7 @@ from mlir import ir
 from npu import ir as nir
 from npu.cce_build import copy, for_pieces, for_range, lin, sub
 from npu.dialects.ascend import reduce_axis, reduced_shape
-from npu.passes.base import Option, Pass, PassError, check_ub_fraction
+from npu.passes.base import Option, Pass, PassError, check_ub_fraction, drop_empty_work
 from npu.passes.reduce_columns import IDENTITY, ColumnReduce
 from npu.vector_tiling import (VectorGeometry, max_chunk_elements, plan_chunks, round_down,
                                split_repeats)
@@ -60,6 +64,7 @@ class LowerReduce(Pass):
 
     def run(self, module: ir.Operation) -> None:
         check_ub_fraction(self.ub_fraction)
+        drop_empty_work(module, list(OPS))
         nir.replace_ops(module, OPS, self.lower)
 
     def lower(self, op: ir.Operation) -> None:
@@ -110,18 +115,26 @@ class LowerReduce(Pass):
         budget = int(self.target.capacity("ub") * self.ub_fraction)
         out_block = block
         row_blocks = self.nm * self.aes // self.granule
+        # Rows over the repeat stride are cut into `pieces` of `piece`
+        # elements (whole blocks, each within the stride).
+        max_stride = self.target.vector_max_stride
+        self.pieces = -(-row_blocks // max_stride)
+        self.piece = -(-self.nm // (self.pieces * block)) * block
         widened = self.es if self.acc != elem else 0  # the f16 copy beside the f32 one
-        per_row = (self.nm + (block if self.r else 0) + 1) * (self.aes + widened)
+        slot = self.pieces * self.piece if self.pieces > 1 else self.nm  # a row in UB
+        per_row = (slot + (block if self.r else 0) + 1) * (self.aes + widened)
         try:
             max_rows = max_chunk_elements(budget, per_row, out_block)
         except ValueError:
             max_rows = 0
-        if self.max_chunk:
+        if self.max_chunk and self.max_chunk < slot and not self.r:
+            max_rows = 0  # a row is more than a chunk: column chunks (long_rows)
+        elif self.max_chunk:
             max_rows = min(max_rows, max(out_block, round_down(self.max_chunk // self.n,
                                                                out_block)))
-        if max_rows and row_blocks <= self.target.vector_max_stride:
+        if max_rows and (row_blocks <= max_stride or not self.r):
             plan = plan_chunks(self.m, max_rows, out_block)
-            for_pieces(plan, self.rows_chunk)
+            for_pieces(plan, self.rows_chunk if self.pieces == 1 else self.pieces_chunk)
         elif self.r:
             raise PassError(f"rows of {self.n} elements that are not whole 32-byte blocks must "
                             "fit one chunk and the vector repeat stride "
@@ -153,6 +166,49 @@ class LowerReduce(Pass):
             self.reduce_op, [sub(out, r0, rep), sub(work, r0 * n, (rep - 1) * n + width)],
             repeat=rep, mask=width, src_blk_stride=1, src_rep_stride=row_stride,
             dst_rep_stride=1))
+        self.store(out, row0, rows, valid)
+
+    def pieces_chunk(self, row0, rows: int) -> None:
+        """Rows longer than the repeat stride, whole rows per chunk: piece p
+        (columns p*w .. p*w+w) of every row of the chunk is moved by one
+        copy (a burst per row, the rest of the row as the GM gap) into area
+        p of UB, [rows][w]; the areas are folded like short rows (stride w
+        blocks), area p's first repeat of each row is folded onto area 0's,
+        and one vcadd / vcmax reduces area 0. `pieces` copies a chunk, not
+        one per row."""
+        es, g, lanes = self.es, self.granule, self.geo.lanes
+        n, w = self.n, self.piece
+        valid = min(rows, self.m)
+        area = valid * w
+        buf = nir.alloc([self.pieces * area], self.elem, "ub")
+        widths = [min(w, n - p * w) for p in range(self.pieces)]
+        for p, wp in enumerate(widths):
+            copy("cce.copy_gm_to_ub", sub(self.src, lin((row0, n), (p * w, 1)), (valid - 1) * n + wp),
+                 sub(buf, p * area, area), valid, wp * es // g, (n - wp) * es // g,
+                 (w - wp) * es // g)
+        work = self.widen(buf, self.pieces * area)
+        stride = w * self.aes // g
+        width = min(lanes, w)
+        for p, wp in enumerate(widths):
+            base = p * area
+            for j0 in range(lanes, wp, lanes):
+                mask = min(lanes, wp - j0)
+                self.over_rows(valid, lambda r0, rep, base=base, j0=j0, mask=mask: self.fold(
+                    sub(work, base + r0 * w, (rep - 1) * w + mask),
+                    sub(work, base + r0 * w + j0, (rep - 1) * w + mask), rep, mask, stride))
+            if p:
+                mask = min(width, wp)
+                self.over_rows(valid, lambda r0, rep, base=base, mask=mask: nir.create_op(
+                    self.fold_op, [sub(work, r0 * w, (rep - 1) * w + mask),
+                                   sub(work, r0 * w, (rep - 1) * w + mask),
+                                   sub(work, base + r0 * w, (rep - 1) * w + mask)],
+                    repeat=rep, mask=mask, dst_blk_stride=1, dst_rep_stride=stride,
+                    src0_blk_stride=1, src0_rep_stride=stride, src1_blk_stride=1,
+                    src1_rep_stride=stride))
+        out = nir.alloc([rows], self.acc, "ub")
+        self.over_rows(valid, lambda r0, rep: nir.create_op(
+            self.reduce_op, [sub(out, r0, rep), sub(work, r0 * w, (rep - 1) * w + width)],
+            repeat=rep, mask=width, src_blk_stride=1, src_rep_stride=stride, dst_rep_stride=1))
         self.store(out, row0, rows, valid)
 
     def unaligned_rows(self, buf: ir.Value, row0, valid: int) -> ir.Value:
@@ -222,9 +278,14 @@ class LowerReduce(Pass):
                           src_rep_stride=lanes * ses // g, round_mode=round_mode)
 
     def over_rows(self, rows: int, body) -> None:
+        """`body(r0, rep)` over groups of at most `max_repeat` rows. Groups
+        start on whole blocks of rows (248 f32 / 240 f16 rows, not 255):
+        the per-row results of a group (vcadd/vcmax dst, element r0) must
+        start on a 32-byte boundary."""
+        step = round_down(self.geo.max_repeat, self.geo.block)
         r0 = 0
         while r0 < rows:
-            rep = min(rows - r0, self.geo.max_repeat)
+            rep = min(rows - r0, step)
             body(r0, rep)
             r0 += rep
 

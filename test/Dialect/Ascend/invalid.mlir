@@ -69,6 +69,14 @@ func.func @dynamic_shape(%x: memref<?xf16, "gm">, %y: memref<16xf16, "gm">) {
 
 // -----
 
+func.func @affine_layout(%x: memref<16x16xf16, affine_map<(d0, d1) -> (d1, d0)>, "gm">, %y: memref<16x16xf16, "gm">) {
+  // expected-error@+1 {{operand #0 ('in') has the layout affine_map<(d0, d1) -> (d1, d0)>, which is not strided}}
+  "ascend.exp"(%x, %y) : (memref<16x16xf16, affine_map<(d0, d1) -> (d1, d0)>, "gm">, memref<16x16xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
 func.func @scalar_not_f64(%x: memref<16xf16, "gm">) {
   // expected-error@+1 {{attribute 'scalar' must be an f64 float (e.g. `1.0 : f64`), got 2.000000e+00 : f32}}
   "ascend.muls"(%x, %x) {scalar = 2.0 : f32} : (memref<16xf16, "gm">, memref<16xf16, "gm">) -> ()

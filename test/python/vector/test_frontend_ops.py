@@ -105,8 +105,6 @@ def test_cmp_broadcast(lhs, rhs, out):
 def test_select(elem, cond_shape, a_shape, b_shape, out):
     """where(cond, a, b); the unselected side holds inf / NaN / huge values
     that must not reach the result."""
-    if elem == "i32" and b_shape == (1,):
-        pytest.skip("scalar i32 operands: see npu-lower-elementwise's scalar broadcast")
     rng = np.random.default_rng(4)
     cond = rng.integers(0, 3, size=cond_shape).astype(np.int8) - 1  # -1, 0, 1
     a = _operand(rng, a_shape, elem)
