@@ -122,3 +122,34 @@ def test_insert_sync_sees_the_dependency_reuse_creates():
 
     assert accesses("npu-plan-gm,npu-lower-elementwise,npu-plan-memory")
     assert not accesses("npu-lower-elementwise,npu-plan-memory")
+
+
+NON_AFFINE = """
+func.func @f(%ws: memref<4096xi8, "gm"> {npu.workspace}) {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %c1 = arith.constant 1 : index
+  %c1024 = arith.constant 1024 : index
+  %t = memref.view %ws[%c1024][] : memref<4096xi8, "gm"> to memref<8x16xf16, "gm">
+  %u = memref.alloc() : memref<16xf16, "ub">
+  scf.for %i = %c0 to %c4 step %c1 {
+    %row = arith.divsi %i, %c2 : index
+    %r = memref.subview %t[%row, 0] [1, 16] [1, 1] : memref<8x16xf16, "gm"> to memref<16xf16, strided<[1], offset: ?>, "gm">
+    "cce.copy_gm_to_ub"(%r, %u) {n_burst = 1 : i64, burst_len = 1 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<16xf16, strided<[1], offset: ?>, "gm">, memref<16xf16, "ub">) -> ()
+  }
+  return
+}
+"""
+
+
+def test_unknown_offsets_in_a_workspace_tensor_stay_in_that_tensor():
+    """A non-affine index (divsi) hides the row: the access may touch any byte
+    of the tensor, i.e. the view's 256 bytes at 1024, not the whole 4 KiB
+    workspace (which would order it after every other tensor's accesses)."""
+    from npu.access_analysis import Affine, function_accesses
+
+    func = next(iter(ops_named(compile_program(NON_AFFINE, "").operation, "func.func")))
+    _, (copy,) = function_accesses(func, get_target())
+    (read,) = copy.reads
+    assert (read.root, read.start, read.length) == (("arg", 0), Affine(1024), 256)
