@@ -201,6 +201,9 @@ class PlanGmPass(Pass):
         for func in walk(module, lambda o: o.name == "func.func"):
             if not func.regions[0].blocks:
                 continue
+            if len(func.regions[0].blocks) > 1:
+                raise PassError("npu-plan-gm orders lifetimes by the ops of one block; this "
+                                "function has several (unstructured control flow)", func)
             tensors, _ = collect_tensors(func, self.target)
             if tensors:
                 _check_not_called(module, func)

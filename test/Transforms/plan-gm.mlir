@@ -175,3 +175,17 @@ func.func @caller(%in: memref<64xf32, "gm">, %out: memref<64xf32, "gm">) {
   func.call @callee(%in, %out) : (memref<64xf32, "gm">, memref<64xf32, "gm">) -> ()
   return
 }
+
+// -----
+
+// Lifetimes follow op order in one block; branches between blocks are not
+// supported.
+// expected-error@+1 {{npu-plan-gm orders lifetimes by the ops of one block; this function has several (unstructured control flow)}}
+func.func @blocks(%in: memref<64xf32, "gm">, %out: memref<64xf32, "gm">) {
+  %t = memref.alloc() : memref<64xf32, "gm">
+  "ascend.relu"(%in, %t) : (memref<64xf32, "gm">, memref<64xf32, "gm">) -> ()
+  cf.br ^bb1
+^bb1:
+  "ascend.relu"(%t, %out) : (memref<64xf32, "gm">, memref<64xf32, "gm">) -> ()
+  return
+}

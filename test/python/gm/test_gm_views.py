@@ -37,11 +37,12 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("reshaped_inputs", [False, True], ids=["reshaped-out", "reshaped-in"])
 @pytest.mark.parametrize("planned", [False, True], ids=["allocs", "workspace"])
 @pytest.mark.parametrize("case", list(CASES))
-def test_lowering_with_viewed_operands(case, planned):
+def test_lowering_with_viewed_operands(case, planned, reshaped_inputs):
     op, ins, out, attrs = CASES[case]
-    source = through_temporaries(op, ins, out, attrs)
+    source = through_temporaries(op, ins, out, attrs, reshaped_inputs=reshaped_inputs)
     inputs = random_inputs(source, seed=len(case))
     pipeline = "npu-lower" if planned else "npu-lower{plan-gm=false}"
     got, expected, result = compile_and_simulate(source, pipeline, inputs)
