@@ -64,6 +64,27 @@ func.func @uses_through_views(%in: memref<16x32xf16, "gm">, %out: memref<512xf16
 
 // -----
 
+// Allocs hoisted to the top: a lifetime starts at the first use, not at the
+// alloc, so %c still takes %a's bytes.
+// CHECK-LABEL: func.func @hoisted_allocs
+// CHECK-SAME: allocated = 8192 : i64, lower_bound = 8192 : i64, sum = 12288 : i64
+// CHECK: arith.constant [[A:[0-9]+]] : index
+// CHECK: arith.constant [[B:[0-9]+]] : index
+// CHECK: arith.constant [[A]] : index
+// expected-remark@+1 {{gm workspace: allocated 8192 B, lower bound 8192 B}}
+func.func @hoisted_allocs(%in: memref<1024xf32, "gm">, %out: memref<1024xf32, "gm">) {
+  %a = memref.alloc() : memref<1024xf32, "gm">
+  %b = memref.alloc() : memref<1024xf32, "gm">
+  %c = memref.alloc() : memref<1024xf32, "gm">
+  "ascend.relu"(%in, %a) : (memref<1024xf32, "gm">, memref<1024xf32, "gm">) -> ()
+  "ascend.exp"(%a, %b) : (memref<1024xf32, "gm">, memref<1024xf32, "gm">) -> ()
+  "ascend.exp"(%b, %c) : (memref<1024xf32, "gm">, memref<1024xf32, "gm">) -> ()
+  "ascend.relu"(%c, %out) : (memref<1024xf32, "gm">, memref<1024xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
 // Sizes are whole units of the workspace alignment (512 B on ascend910): a
 // 20-byte tensor takes 512. Deallocs are erased and do not extend a lifetime.
 // CHECK-LABEL: func.func @alignment_and_dealloc

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import assert_outputs_close, compile_and_simulate, compile_program, random_inputs
-from npu.ir import int_attr, ops_named, workspace_args
+from npu.ir import functions, int_attr, ops_named, workspace_args
 from npu.passes.plan_gm import plan_function
 from npu.target import get_target
 
@@ -70,7 +70,8 @@ def test_chain_planned_and_unplanned_agree_with_numpy():
     res_u, res_p = _planned_vs_unplanned(CHAIN)
     # an, bn, cn, c, s, r (all whole 512 B units already)
     sizes = [4096, 3072, 12288, 12288, 12288, 12288]
-    plan = plan_function(_func(CHAIN), get_target(), apply=False)
+    module = compile_program(CHAIN, "")  # kept alive while its function is used
+    plan = plan_function(functions(module)[0], get_target(), apply=False)
     assert (plan.total, plan.tensors) == (sum(sizes), 6)
     # Two 12 KiB tensors are live at each op from the defractalize on; at the
     # matmul an + bn + cn = 19 KiB.
@@ -78,12 +79,6 @@ def test_chain_planned_and_unplanned_agree_with_numpy():
     assert plan.allocated == plan.lower_bound  # optimal here
     assert res_p.report["gm"] == {"workspace_bytes": plan.allocated, "alloc_bytes": 0}
     assert res_u.report["gm"] == {"workspace_bytes": 0, "alloc_bytes": sum(sizes)}
-
-
-def _func(source: str):
-    from npu.ir import functions
-
-    return functions(compile_program(source, ""))[0]
 
 
 def _view_shifts(module) -> list[int]:

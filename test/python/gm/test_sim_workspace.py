@@ -121,8 +121,9 @@ def test_tensors_under_one_granule_use_the_padding():
 def test_reference_evaluates_planned_programs():
     source = through_temporaries("ascend.exp", [((6, 40), "f32")], ((6, 40), "f32"))
     inputs = random_inputs(source, seed=5)
-    planned = functions(compile_program(source, "npu-plan-gm"))[0]
-    unplanned = functions(compile_program(source, ""))[0]
+    planned_module = compile_program(source, "npu-plan-gm")  # modules outlive their functions' use
+    unplanned_module = compile_program(source, "")
+    planned, unplanned = functions(planned_module)[0], functions(unplanned_module)[0]
     got = evaluate(planned, inputs)
     assert len(got) == 2  # the workspace is not among the results
     for g, e in zip(got, evaluate(unplanned, inputs)):
