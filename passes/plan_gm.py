@@ -9,8 +9,10 @@ small scratch buffer to provide, as real NPU runtimes do.
   in a loop or another region counts at the position of its top-level
   ancestor (conservative: the whole loop).
 * A tensor (`memref.alloc` in "gm" with a static shape and identity layout)
-  lives from its alloc to its last use, counting uses through views
-  (expand_shape, collapse_shape, subview, cast, reinterpret_cast, view).
+  lives from its first to its last use, counting uses through views
+  (expand_shape, collapse_shape, subview, cast, reinterpret_cast, view); its
+  bytes mean nothing before the first use, so where the alloc stands does
+  not matter (allocs hoisted to the top still share bytes).
   `memref.dealloc` is not a use; it is erased with the alloc. A tensor that
   leaves the function (returned, passed to a call) or flows into a region's
   terminator (yielded) is left as it is: its lifetime is not the op order's.
@@ -87,9 +89,11 @@ def _positions(func_op: ir.Operation) -> tuple[dict[ir.Operation, int], int]:
 
 
 def _lifetime(alloc: ir.Operation, where: dict[ir.Operation, int]
-              ) -> tuple[int, list[ir.Operation]] | None:
-    """(last position using the tensor, its deallocs), None when it escapes."""
-    end = where[alloc]
+              ) -> tuple[int, int, list[ir.Operation]] | None:
+    """(first and last position that reads or writes the tensor, its
+    deallocs), None when it escapes. Views only compute addresses: they
+    neither start nor end a lifetime (their uses do)."""
+    positions = []
     deallocs = []
     pending = [alloc.results[0]]
     while pending:
@@ -98,13 +102,15 @@ def _lifetime(alloc: ir.Operation, where: dict[ir.Operation, int]
             user = use.owner.operation
             if user.name == "memref.dealloc":
                 deallocs.append(user)
-                continue
-            if _escapes(user):
+            elif _escapes(user):
                 return None
-            if user.name in VIEW_OPS and use.operand_number == 0:
+            elif user.name in VIEW_OPS and use.operand_number == 0:
                 pending.extend(user.results)
-            end = max(end, where[user])
-    return end, deallocs
+            else:
+                positions.append(where[user])
+    if not positions:
+        positions = [where[alloc]]
+    return min(positions), max(positions), deallocs
 
 
 def collect_tensors(func_op: ir.Operation, target: Target) -> tuple[list[Tensor], int]:
@@ -129,7 +135,7 @@ def collect_tensors(func_op: ir.Operation, target: Target) -> tuple[list[Tensor]
         for d in mtype.shape:
             nbytes *= d
         size = max(align, -(-nbytes // align) * align)
-        tensors.append(Tensor(alloc, size, nbytes, where[alloc], life[0], life[1]))
+        tensors.append(Tensor(alloc, size, nbytes, *life))
     return tensors, unplanned
 
 
@@ -201,6 +207,9 @@ class PlanGmPass(Pass):
         for func in walk(module, lambda o: o.name == "func.func"):
             if not func.regions[0].blocks:
                 continue
+            if len(func.regions[0].blocks) > 1:
+                raise PassError("npu-plan-gm orders lifetimes by the ops of one block; this "
+                                "function has several (unstructured control flow)", func)
             tensors, _ = collect_tensors(func, self.target)
             if tensors:
                 _check_not_called(module, func)

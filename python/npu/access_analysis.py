@@ -9,7 +9,8 @@ exactly as dialects/README.md defines them, on planned addresses
 Addresses inside loops are affine expressions of the enclosing `scf.for`
 induction variables when the index arithmetic is affine (constants,
 addi/subi/muli by a constant); anything else falls back, conservatively, to
-the whole root allocation. Each range is the hull of the bytes the op touches
+the whole root allocation, or to the bytes of the `memref.view` the operand
+derives from (a tensor of a planned GM workspace) when its shift is known. Each range is the hull of the bytes the op touches
 (a strided access is widened to its first..last byte): conservative, never
 missing a dependence.
 """
@@ -310,9 +311,33 @@ class AccessAnalysis:
         """Bytes [lo, lo+length) relative to `operand`'s address."""
         root, offset = self.root_of(operand)
         key, space, base, size = self.root_key(root)
-        if offset is None:  # unknown dynamic offset: the whole root allocation
+        if offset is None:
+            # Unknown dynamic offset: the tensor's own bytes when it is a
+            # memref.view at a known shift (a tensor of a planned workspace),
+            # else the whole root allocation.
+            extent = self._view_extent(operand)
+            if extent is not None:
+                return Range(key, space, extent[0] + Affine(base), extent[1])
             return Range(key, space, Affine(base), size)
         return Range(key, space, offset + Affine(base + lo), length)
+
+    def _view_extent(self, value: ir.Value) -> tuple[Affine, int] | None:
+        """(byte offset from the root, length) of the `memref.view` `value`
+        derives from, its bytes rounded up to whole GM allocation granules
+        (the padding a GM tensor may be accessed in); None if unknown."""
+        base, _ = self._base_of(value)
+        view = defining_op(base)
+        if view is None or view.name != "memref.view":
+            return None
+        root, start = self.root_of(base)
+        if start is None:
+            return None
+        mt = ir.MemRefType(base.type)
+        nbytes = element_bytes(str(mt.element_type))
+        for d in mt.shape:
+            nbytes *= d
+        granule = self.target.gm_alloc_granule_bytes if memory_space(base) == "gm" else 1
+        return start, -(-nbytes // granule) * granule
 
     # -- per op ------------------------------------------------------------------
     def access(self, op: ir.Operation) -> OpAccess:
