@@ -185,19 +185,7 @@ class Evaluator:
         return self.reduction(s, body, loop_inputs, loop_outs, out_dtypes)
 
     def body(self, block: ir.Block, ins: list, outs: list, loop_sizes: list[int]) -> list:
-        env = dict(zip(block.arguments, ins + outs))
-        for op in block.operations:
-            if op.name == "linalg.yield":
-                return [env[v] for v in op.operands]
-            if op.name == "linalg.index":
-                dim = ir.IntegerAttr(op.attributes["dim"]).value
-                shape = [1] * len(loop_sizes)
-                shape[dim] = loop_sizes[dim]
-                env[op.results[0]] = np.arange(loop_sizes[dim]).reshape(shape)
-                continue
-            args = [env[v] if v in env else self.env[v] for v in op.operands]
-            env[op.results[0]] = eval_scalar_op(op, args, numpy_dtype(op.results[0]))
-        raise ValueError("body without linalg.yield")
+        return self.body_at(block, ins, outs, loop_sizes, [], ())
 
     def reduction(self, s, body, ins: list, outs: list, out_dtypes) -> list:
         red = s.reduction_dims
@@ -213,6 +201,8 @@ class Evaluator:
         return [from_loop_space(a, m).astype(t) for a, m, t in zip(acc, s.maps[len(s.inputs):], out_dtypes)]
 
     def body_at(self, block, ins, outs, loop_sizes, red, index) -> list:
+        """The body over the whole loop space, except the reduction loops
+        `red`, which sit at `index` (one step of a reduction)."""
         env = dict(zip(block.arguments, ins + outs))
         for op in block.operations:
             if op.name == "linalg.yield":
