@@ -15,6 +15,23 @@ import time
 import numpy as np
 
 
+def ideal_bound(target, seq: int, hidden: int, heads: int, ffn: int) -> dict:
+    """The problem's ideal: every weight read once from GM in f16, x read and
+    y written once in f32 (GM bandwidth), against the cube's block rate for
+    the six matmuls and the two attention products; the larger one."""
+    f = target.fractal
+
+    def blocks(m, k, n):
+        return -(-m // f) * -(-k // f) * -(-n // f)
+
+    cube = (4 * blocks(seq, hidden, hidden) + 2 * blocks(seq, hidden, ffn)
+            + 2 * heads * blocks(seq, hidden // heads, seq)) / target.cube_blocks_per_cycle
+    weight_bytes = 2 * (4 * hidden * hidden + 2 * hidden * ffn)
+    io_bytes = 4 * 2 * seq * hidden
+    gm = (weight_bytes + io_bytes) / target.path("gm_to_l1").bytes_per_cycle
+    return {"cube": int(cube), "gm": int(gm), "ideal": int(max(cube, gm))}
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--seq", type=int, default=128)
@@ -45,7 +62,10 @@ def main() -> int:
     stages = ", ".join(f"{k} {v:.1f} s" for k, v in kernel.stage_seconds.items())
     print(f"compile time          {kernel.compile_seconds:.2f} s ({stages}; simulation {sim_seconds:.1f} s)")
     print(f"simulated cycles      {report['cycles']}")
-    print(f"program lower bound   {report['bound_cycles']} ({report['bound_unit']})")
+    print(f"program lower bound   {report['bound_cycles']} ({report['bound_unit']}: this program's traffic and issue)")
+    ideal = ideal_bound(kernel.target, args.seq, args.hidden, args.heads, args.ffn)
+    print(f"problem's ideal       {ideal['ideal']} (cube {ideal['cube']}, GM traffic of weights and "
+          f"activations once {ideal['gm']})")
     print(f"sum of per-op bounds  {report['per_op_bound_cycles']}")
     ws = report.get("gm_workspace") or {}
     if ws:
