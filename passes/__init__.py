@@ -21,6 +21,8 @@ _PASS_MODULES: dict[str, str] = {
     "lower_matmul": "LowerMatmul",
     "lower_fractalize": "LowerFractalize",
     "linalg_to_ascend": "LinalgToAscendPass",
+    "fuse": "FusePass",
+    "lower_fused": "LowerFused",
 }
 
 

@@ -1,7 +1,8 @@
 """`npu-lower`: the default pipeline from `ascend` to planned, synchronised `cce`.
 
 Runs, in order and by instantiating the registered pass classes (one place,
-no copied code): `npu-plan-gm` (GM temporaries into one workspace; skip with
+no copied code): `npu-fuse` and `npu-lower-fused` (fused kernels of row
+ops; skip with `fuse=false`), `npu-plan-gm` (GM temporaries into one workspace; skip with
 `plan-gm=false`), every lowering (matmul, fractalize, elementwise, transpose,
 reduce), then `npu-double-buffer` (optional), `npu-plan-memory` and
 `npu-insert-sync`. Every choice of those passes is an option here and is
@@ -59,6 +60,8 @@ class LowerPass(Pass):
         Option("double-buffer", bool, True, "ping-pong loop-streamed buffers (npu-double-buffer)"),
         Option("plan", str, "auto", "memory planner heuristic (npu-plan-memory and "
                "npu-plan-gm algorithm)", choices=("auto", "greedy-by-size", "pushdown")),
+        Option("fuse", bool, True, "group row ops into fused kernels first (npu-fuse); false "
+               "lowers every ascend op as its own kernel"),
         Option("plan-gm", bool, True, "pack GM memref.alloc temporaries into one workspace "
                "argument first (npu-plan-gm); false leaves them as allocs"),
         Option("sync", str, "precise", "npu-insert-sync mode", choices=("precise", "barrier")),
@@ -82,6 +85,12 @@ class LowerPass(Pass):
         return value
 
     def run(self, module: ir.Operation) -> None:
+        if self.fuse:
+            values = {} if self.ub_fraction == 0.0 else {"ub-fraction": self.ub_fraction}
+            self._required("npu-fuse", **values).run(module)
+            self._required("npu-lower-fused", **{k: v for k, v in (
+                ("ub-fraction", self.ub_fraction), ("max-chunk", self.max_chunk))
+                if v != _UNSET[k]}).run(module)
         if self.plan_gm:
             self._required("npu-plan-gm", algorithm=self.plan).run(module)
         for flag, forwarded in LOWERINGS:

@@ -1,0 +1,219 @@
+"""npu-fuse: group ascend row ops (elementwise, broadcasts of rows/columns,
+last-axis reductions) that run over the same rows into one kernel each, so
+intermediate tensors stay in UB instead of making a GM round trip.
+
+Decisions come from a cost model (`npu.fusion`), not from patterns:
+  * every row op starts as its own group; a producer group and a consumer
+    group joined by a tensor are candidates for merging;
+  * the benefit of a merge is the GM bytes it saves: the modelled traffic of
+    the two kernels (each tensor loaded once, each tensor leaving a kernel
+    stored once) minus that of the merged kernel; the largest positive
+    benefit is merged first, until none is left;
+  * a merge is refused when the rows differ, when the merged kernel's UB
+    footprint (liveness of its per-row buffers in op order) leaves no chunk
+    of whole-block rows within `ub-fraction` of UB, or when an op between
+    the members conflicts with moving them together (it reads a member's
+    result or writes a member's input).
+Each group of two or more ops becomes an `scf.execute_region` marked
+`npu.fused` (dialects/README.md, "Fused groups") at the position of its last
+member; the allocs of tensors that never leave the group move into it. A
+remark reports each group (ops, rows, GM bytes before -> after, UB per
+chunk) and, for every row op left alone, why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from npu import fusion
+from npu import ir as nir
+from npu.passes.base import Option, Pass, check_ub_fraction
+
+
+@dataclass
+class _Candidate:
+    benefit: int
+    producer: int
+    consumer: int
+
+
+class FusePass(Pass):
+    name = "npu-fuse"
+    summary = "Group row ops (elementwise, broadcasts, last-axis reductions) into fused kernels"
+    options = (
+        Option("ub-fraction", float, 0.5,
+               "UB share a fused kernel's chunk may use (the rest: double buffering)"),
+        Option("remarks", bool, True, "report each group formed and why row ops were left out"),
+    )
+
+    def run(self, module: ir.Operation) -> None:
+        check_ub_fraction(self.ub_fraction)
+        for func in nir.functions(module):
+            self.fuse_function(func)
+
+    def fuse_function(self, func: ir.Operation) -> None:
+        ops = [o.operation for o in func.regions[0].blocks[0].operations]
+        index = {op: k for k, op in enumerate(ops)}
+        users: dict = {}
+        touches: dict[int, tuple[set, set]] = {}
+        for op in ops:
+            if op.name in fusion.VIEW_OPS or op.name in ("memref.alloc", "memref.dealloc"):
+                continue
+            memrefs = [v for v in op.operands if nir.is_memref(v.type)]
+            roots = [fusion.root_of(v) for v in memrefs]
+            for r in roots:
+                users.setdefault(r, set()).add(op)
+            if op.name.startswith("ascend.") and roots:
+                touches[index[op]] = (set(roots[:-1]), {roots[-1]})
+            elif roots:
+                touches[index[op]] = (set(roots), set(roots))
+        row_ops: dict[ir.Operation, fusion.RowOp] = {}
+        reasons: dict[ir.Operation, list[str]] = {}
+        for op in ops:
+            if op.name.startswith("ascend."):
+                d = fusion.describe(op, index[op], self.target)
+                if isinstance(d, str):
+                    reasons[op] = [d]
+                else:
+                    row_ops[op] = d
+        group_of = {op: k for k, op in enumerate(row_ops)}
+        groups: dict[int, list[fusion.RowOp]] = {k: [r] for k, r in enumerate(row_ops.values())}
+        # Producer -> consumer edges through a tensor (the last writer before the read).
+        writers: dict = {}
+        edges: list[tuple[ir.Operation, ir.Operation]] = []
+        for op in ops:
+            r = row_ops.get(op)
+            if r is None:
+                continue
+            for i in r.ins:
+                w = writers.get(i.root)
+                if w is not None:
+                    edges.append((w, op))
+            writers[r.out.root] = op
+        budget = int(self.target.capacity("ub") * self.ub_fraction)
+        granule = self.target.granule("ub")
+
+        def cost(members: list[fusion.RowOp]) -> int:
+            return fusion.gm_bytes(fusion.model(members, users), granule)
+
+        while True:
+            best: _Candidate | None = None
+            for p_op, c_op in edges:
+                gp, gc = group_of[p_op], group_of[c_op]
+                if gp == gc:
+                    continue
+                merged = groups[gp] + groups[gc]
+                why = self.illegal(merged, touches)
+                if why is None:
+                    benefit = cost(groups[gp]) + cost(groups[gc]) - cost(merged)
+                    if benefit <= 0:
+                        why = "fusing saves no GM traffic"
+                    else:
+                        fp = fusion.footprint(fusion.model(merged, users), self.target)
+                        if fp.rows_fitting(budget) < max(1, fp.row_block):
+                            why = (f"the fused kernel would not fit on chip: one chunk of "
+                                   f"{fp.row_block} row(s) needs {fp.fixed + fp.per_row * fp.row_block}"
+                                   f" bytes of UB, the budget is {budget}")
+                if why is not None:
+                    reasons.setdefault(c_op, []).append(
+                        f"not fused with its producer '{p_op.name}': {why}")
+                    continue
+                if best is None or benefit > best.benefit:
+                    best = _Candidate(benefit, gp, gc)
+            if best is None:
+                break
+            merged = sorted(groups[best.producer] + groups.pop(best.consumer),
+                            key=lambda m: m.index)
+            groups[best.producer] = merged
+            for m in merged:
+                group_of[m.op] = best.producer
+        for members in groups.values():
+            if len(members) > 1:
+                self.form(members, users, granule, budget, cost)
+        if self.remarks:
+            for op, r in row_ops.items():
+                if len(groups[group_of[op]]) == 1:
+                    why = reasons.get(op) or ["no row op produces or consumes its tensors"]
+                    self.remark(op, f"'{op.name}' left unfused: {'; '.join(dict.fromkeys(why))}")
+
+    def illegal(self, members: list[fusion.RowOp], touches: dict) -> str | None:
+        """Why `members` cannot be one kernel (None: they can)."""
+        rows = {m.rows for m in members}
+        ns = {m.n for m in members if m.n is not None}
+        if len(rows) > 1 or len(ns) > 1:
+            return (f"its rows differ ({sorted(rows)} rows of {sorted(ns)} elements)")
+        members = sorted(members, key=lambda m: m.index)
+        written, kinds = set(), {}
+        for m in members:
+            for o in m.ins + [m.out]:
+                if o.kind in ("row", "col") and kinds.setdefault(o.root, o.kind) != o.kind:
+                    return "one tensor would be both a row and a column operand"
+            if m.out.root in written:
+                return "two members write the same tensor"
+            written.add(m.out.root)
+        for k, m in enumerate(members):
+            if any(i.root in written and all(w.out.root != i.root for w in members[:k])
+                   for i in m.ins):
+                return "a member reads a tensor before another member writes it"
+        place = members[-1].index
+        member_index = {m.index for m in members}
+        for m in members[:-1]:
+            reads = {i.root for i in m.ins}
+            for k in range(m.index + 1, place):
+                if k in member_index or k not in touches:
+                    continue
+                r, w = touches[k]
+                if m.out.root in r | w or reads & w:
+                    return ("an op between the members uses a member's result or writes "
+                            "its input")
+        return None
+
+    def form(self, members: list[fusion.RowOp], users: dict, granule: int, budget: int,
+             cost) -> None:
+        g = fusion.model(members, users)
+        fp = fusion.footprint(g, self.target)
+        unfused = sum(cost([m]) for m in members)
+        fused = cost(members)
+        internal = [m.out.root for m in members if m.out.root not in g.leaving]
+        last = members[-1].op
+        ctx = last.context
+        attrs = {"rows": g.rows, "row_length": g.n or 1, "gm_bytes": fused,
+                 "unfused_gm_bytes": unfused, "ub_bytes_per_row": fp.per_row}
+        with ctx, members[0].op.location, ir.InsertionPoint(last):
+            region_op = ir.Operation.create(
+                "scf.execute_region", results=[], operands=[], regions=1,
+                attributes={fusion.FUSED_ATTR: ir.DictAttr.get(
+                    {k: nir.i64_attr(v) for k, v in attrs.items()})})
+            block = region_op.regions[0].blocks.append()
+            with ir.InsertionPoint(block):
+                terminator = ir.Operation.create("scf.yield", results=[], operands=[])
+        for root in internal:
+            for op in _view_closure(root):
+                op.move_before(terminator)
+        for m in members:
+            m.op.move_before(terminator)
+        chain = ", ".join(m.short for m in members)
+        rows_per_chunk = min(g.rows, fp.rows_fitting(budget))
+        self.remark(region_op, f"fused {len(members)} ops ({chain}) over {g.rows} rows of "
+                               f"{g.n or 1}: GM traffic {unfused} -> {fused} bytes, "
+                               f"{len(internal)} tensor(s) stay on chip; UB {fp.per_row} bytes "
+                               f"per row, up to {rows_per_chunk} rows per chunk")
+
+
+def _view_closure(root: ir.Value) -> list[ir.Operation]:
+    """The alloc of `root` and every view derived from it, in order."""
+    alloc = nir.defining_op(root)
+    out = [alloc]
+    pending = [root]
+    while pending:
+        v = pending.pop()
+        for use in v.uses:
+            user = use.owner.operation
+            if user.name in fusion.VIEW_OPS and user not in out:
+                out.append(user)
+                pending.extend(user.results)
+    block_ops = [o.operation for o in alloc.block.operations]
+    pos = {op: k for k, op in enumerate(block_ops)}
+    return sorted(out, key=lambda o: pos[o])

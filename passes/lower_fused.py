@@ -1,0 +1,265 @@
+"""npu-lower-fused: each `npu.fused` group (from `npu-fuse`) -> one cce
+vector kernel over chunks of whole rows.
+
+Per chunk of rows: every tensor the group reads from GM is loaded once
+(at its first use), every member op computes in UB on the chunk's buffers,
+and only the tensors leaving the group are stored (right after the op that
+computes them). Row operands (bias, gamma) and scalars are loaded once
+before the loop. Chunk rows are a whole number of `row_block` (32-byte
+blocks of the col values) and as many as the footprint model
+(`npu.fusion.footprint`) lets fit in `ub-fraction` of UB; the last chunk is
+moved back to end at the last row (overlap: a few rows computed twice, which
+is safe since a group never writes a tensor it loads).
+
+Per member op, the UB-level builders of the vector lowerings:
+  * elementwise ops whose operands are full/scalar (or all col): the
+    per-instruction `Compute` of `npu-lower-elementwise` over the chunk as a
+    flat run (recipes with temporaries, casts, f16 widening included);
+  * a row or col operand: instructions run down the rows (repeat stride one
+    row) per segment of `lanes` columns, the row operand with repeat stride
+    0, the col operand expanded to one broadcast block per row by the
+    elementwise lowering's `expand_scalar_blocks` (block stride 0);
+  * last-axis reductions: the row's segments folded onto a `lanes`-wide
+    work row with vadd/vmax/vmin (the source stays intact for later ops),
+    one vcadd/vcmax/vcmin per row; f16 sums accumulate in f32 and round once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from mlir import ir
+
+from npu import fusion
+from npu import ir as nir
+from npu.cce_build import View, copy, for_pieces, lin, sub
+from npu.passes.base import Option, Pass, PassError, check_ub_fraction
+from npu.passes.lower_elementwise import Input, expand_scalar_blocks, load_scalar
+from npu.vector_compute import Compute
+from npu.vector_tiling import VectorGeometry, plan_chunks, round_down, split_repeats
+
+
+class LowerFused(Pass):
+    name = "npu-lower-fused"
+    summary = "Lower npu.fused groups of row ops to one cce vector kernel each"
+    options = (
+        Option("ub-fraction", float, 0.5,
+               "UB share of one chunk's buffers (0.5 leaves room for double buffering)"),
+        Option("max-chunk", int, 0,
+               "cap on the elements of one chunk (0: as UB allows); for tests"),
+    )
+
+    def run(self, module: ir.Operation) -> None:
+        check_ub_fraction(self.ub_fraction)
+        for func in nir.functions(module):
+            groups = nir.walk(func, lambda o: o.name == "scf.execute_region"
+                              and fusion.FUSED_ATTR in o.attributes)
+            if not groups:
+                continue
+            users = fusion.tensor_users(func)
+            for region in groups:
+                FusedKernel(self, region, users).emit()
+                region.erase()
+
+
+class FusedKernel:
+    def __init__(self, p: LowerFused, region: ir.Operation, users: dict):
+        self.p, self.region = p, region
+        self.target = p.target
+        self.granule = self.target.granule("ub")
+        members = []
+        for k, op in enumerate(region.regions[0].blocks[0].operations):
+            op = op.operation
+            if not op.name.startswith("ascend."):
+                continue
+            d = fusion.describe(op, k, self.target)
+            if isinstance(d, str):
+                raise PassError(f"cannot be part of a fused group: {d}", op)
+            members.append(d)
+        if not members:
+            raise PassError("an npu.fused group without ascend ops", region)
+        self.g = fusion.model(members, users)
+        self.members = self.g.members
+        self.rows, self.n = self.g.rows, self.g.n or 1
+        fp = fusion.footprint(self.g, self.target)
+        budget = int(self.target.capacity("ub") * p.ub_fraction)
+        max_rows = fp.rows_fitting(budget)
+        if p.max_chunk:
+            max_rows = min(max_rows, max(fp.row_block,
+                                         round_down(p.max_chunk // self.n, fp.row_block)))
+        if max_rows < fp.row_block or max_rows <= 0:
+            raise PassError(f"the fused group does not fit UB: {fp.fixed} + {fp.per_row} bytes "
+                            f"per row, budget {budget}", region)
+        self.plan = plan_chunks(self.rows, max_rows, fp.row_block)
+
+    # -- structure ------------------------------------------------------------
+    def emit(self) -> None:
+        with self.region.location, ir.InsertionPoint(self.region):
+            # GM views of what moves between GM and UB (never the group's own tensors).
+            self.flat = {}
+            for m in self.members:
+                for o in m.ins + [m.out]:
+                    moves = o.root in self.g.loaded or o.root in self.g.leaving
+                    if moves and o.value not in self.flat:
+                        self.flat[o.value] = nir.flatten_memref(o.value)
+            self.fixed: dict = {}
+            for o in self.g.loaded.values():
+                if o.kind == "row":
+                    buf = nir.alloc([self.n], o.elem, "ub")
+                    copy("cce.copy_gm_to_ub", self.flat[o.value], buf, 1,
+                         self.n * o.es // self.granule)
+                    self.fixed[o.root] = buf
+                elif o.kind == "scalar":
+                    self.fixed[o.root] = load_scalar(self.p, Input(o.value, "scalar", o.elem),
+                                                     self.flat[o.value], self.region)
+            for_pieces(self.plan, self.chunk)
+
+    def chunk(self, row0, rows: int) -> None:
+        valid = min(rows, self.rows)
+        bufs: dict = {}
+        expanded: dict = {}
+        for m in self.members:
+            for i in m.ins:
+                if i.kind in ("full", "col") and i.root not in bufs:
+                    bufs[i.root] = self.load(i, row0, rows, valid)
+            out = nir.alloc([valid * self.n if m.out.kind == "full" else rows], m.out.elem, "ub")
+            if m.compute is None:
+                self.reduce(m, bufs[m.ins[0].root], out, rows, valid)
+            else:
+                self.elementwise(m, bufs, expanded, out, rows, valid)
+            bufs[m.out.root] = out
+            if m.out.root in self.g.leaving:
+                self.store(m.out, out, row0, valid)
+
+    def load(self, o: fusion.Operand, row0, rows: int, valid: int) -> ir.Value:
+        if o.kind == "full":
+            buf = nir.alloc([valid * self.n], o.elem, "ub")
+            copy("cce.copy_gm_to_ub", sub(self.flat[o.value], lin((row0, self.n)), valid * self.n),
+                 buf, 1, valid * self.n * o.es // self.granule)
+            return buf
+        buf = nir.alloc([rows], o.elem, "ub")
+        copy("cce.copy_gm_to_ub", sub(self.flat[o.value], row0, rows), buf, 1,
+             -(-valid * o.es // self.granule))
+        return buf
+
+    def store(self, o: fusion.Operand, buf: ir.Value, row0, valid: int) -> None:
+        if o.kind == "full":
+            copy("cce.copy_ub_to_gm", buf, sub(self.flat[o.value], lin((row0, self.n)),
+                                               valid * self.n), 1,
+                 valid * self.n * o.es // self.granule)
+        else:
+            copy("cce.copy_ub_to_gm", buf, sub(self.flat[o.value], row0, valid), 1,
+                 -(-valid * o.es // self.granule))
+
+    # -- elementwise ----------------------------------------------------------
+    def elementwise(self, m: fusion.RowOp, bufs: dict, expanded: dict, out: ir.Value,
+                    rows: int, valid: int) -> None:
+        compute = m.compute
+        sizes = [o.es for o in m.ins + [m.out]] + [nir.element_bytes(t) for t in compute.temps]
+        geo = VectorGeometry.for_types(self.target, sizes)
+        g = self.granule
+        if m.out.kind == "col" or all(i.kind in ("full", "scalar") for i in m.ins):
+            count = valid * (self.n if m.out.kind == "full" else 1)
+            lanes = geo.lanes
+            temps = [(nir.alloc([count], t, "ub"), nir.element_bytes(t)) for t in compute.temps]
+            for ins in split_repeats(count, lanes, geo.max_repeat):
+                touched = (ins.repeat - 1) * lanes + ins.mask
+
+                def flat(buf: ir.Value, es: int) -> View:
+                    return View(sub(buf, ins.offset, touched), 1, lanes * es // g)
+
+                srcs = [self.fixed[i.root] if i.kind == "scalar" else flat(bufs[i.root], i.es)
+                        for i in m.ins]
+                compute.emit(flat(out, m.out.es), srcs, ins.repeat, ins.mask,
+                             [flat(b, es) for b, es in temps])
+            return
+        for i in m.ins:
+            if i.kind == "col" and i.root not in expanded:
+                per_block = g // i.es
+                wide = nir.alloc([rows * per_block], i.elem, "ub")
+                expand_scalar_blocks(self.p, bufs[i.root], i.elem, rows, wide, m.op)
+                expanded[i.root] = wide
+        n, lanes = self.n, geo.lanes
+        for j0 in range(0, n, lanes):
+            mask = min(lanes, n - j0)
+            r0 = 0
+            while r0 < valid:
+                rep = min(valid - r0, geo.max_repeat)
+                span = (rep - 1) * n + mask
+                srcs = []
+                for i in m.ins:
+                    if i.kind == "full":
+                        srcs.append(View(sub(bufs[i.root], r0 * n + j0, span), 1, n * i.es // g))
+                    elif i.kind == "row":
+                        srcs.append(View(sub(self.fixed[i.root], j0, mask), 1, 0))
+                    elif i.kind == "scalar":
+                        srcs.append(self.fixed[i.root])
+                    else:
+                        per_block = g // i.es
+                        srcs.append(View(sub(expanded[i.root], r0 * per_block, rep * per_block),
+                                         0, 1))
+                dst = View(sub(out, r0 * n + j0, span), 1, n * m.out.es // g)
+                compute.emit(dst, srcs, rep, mask)
+                r0 += rep
+
+    # -- reductions -----------------------------------------------------------
+    def reduce(self, m: fusion.RowOp, src: ir.Value, out: ir.Value, rows: int,
+               valid: int) -> None:
+        fold_op, reduce_op = fusion.REDUCE[m.op.name]
+        elem = m.ins[0].elem
+        acc = "f32" if m.op.name == "ascend.reduce_sum" and elem == "f16" else elem
+        aes, g, n = nir.element_bytes(acc), self.granule, self.n
+        geo = VectorGeometry.for_types(self.target, [aes])
+        lanes = geo.lanes
+        if acc != elem:
+            wide = nir.alloc([valid * n], acc, "ub")
+            self.convert(wide, acc, src, elem, valid * n, "none")
+            src = wide
+        step = round_down(geo.max_repeat, geo.block)  # result groups start on blocks
+
+        def over_rows(body) -> None:
+            r0 = 0
+            while r0 < valid:
+                rep = min(valid - r0, step)
+                body(r0, rep)
+                r0 += rep
+
+        row = n * aes // g
+        if n <= lanes:  # one segment: reduce the rows where they are
+            work, width, pitch = src, n, n
+        else:
+            work, width, pitch = nir.alloc([valid * lanes], acc, "ub"), lanes, lanes
+        stride = pitch * aes // g
+        if n > lanes:  # the first segment copied, the others folded onto it
+            copy_rows = Compute("copy")
+            over_rows(lambda r0, rep: copy_rows.emit(
+                View(sub(work, r0 * lanes, rep * lanes), 1, stride),
+                [View(sub(src, r0 * n, (rep - 1) * n + lanes), 1, row)], rep, lanes))
+            for j0 in range(lanes, n, lanes):
+                mask = min(lanes, n - j0)
+                over_rows(lambda r0, rep, j0=j0, mask=mask: nir.create_op(
+                    fold_op, [sub(work, r0 * lanes, (rep - 1) * lanes + mask),
+                              sub(work, r0 * lanes, (rep - 1) * lanes + mask),
+                              sub(src, r0 * n + j0, (rep - 1) * n + mask)],
+                    repeat=rep, mask=mask, dst_blk_stride=1, dst_rep_stride=stride,
+                    src0_blk_stride=1, src0_rep_stride=stride, src1_blk_stride=1,
+                    src1_rep_stride=row))
+        result = out if acc == elem else nir.alloc([rows], acc, "ub")
+        over_rows(lambda r0, rep: nir.create_op(
+            reduce_op, [sub(result, r0, rep), sub(work, r0 * pitch, (rep - 1) * pitch + width)],
+            repeat=rep, mask=width, src_blk_stride=1, src_rep_stride=stride, dst_rep_stride=1))
+        if acc != elem:
+            self.convert(out, elem, result, acc, valid, "rint")
+
+    def convert(self, dst: ir.Value, dst_elem: str, src: ir.Value, src_elem: str, count: int,
+                round_mode: str) -> None:
+        from npu.vector_compute import cast_compute
+
+        compute = cast_compute(src_elem, dst_elem, round_mode)
+        geo = VectorGeometry.for_types(self.target, [4])
+        lanes, g = geo.lanes, self.granule
+        des, ses = nir.element_bytes(dst_elem), nir.element_bytes(src_elem)
+        for ins in split_repeats(count, lanes, geo.max_repeat):
+            span = (ins.repeat - 1) * lanes + ins.mask
+            compute.emit(View(sub(dst, ins.offset, span), 1, lanes * des // g),
+                         [View(sub(src, ins.offset, span), 1, lanes * ses // g)],
+                         ins.repeat, ins.mask)

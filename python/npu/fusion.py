@@ -1,0 +1,286 @@
+"""What `npu-fuse` and `npu-lower-fused` share: which ascend ops are row ops,
+how each operand of one relates to the group's rows, and the cost model
+(GM bytes a group moves, UB bytes one chunk of rows needs).
+
+A *row group* works on tensors viewed as [R, N] (R rows of N elements).
+Each operand of a member op is one of
+  full    R x N elements (a row-chunk of it is loaded, computed or stored),
+  col     R elements, one per row (a reduction's result, `[..., 1]`),
+  row     N elements shared by all rows (a bias, a layernorm's gamma),
+  scalar  one element.
+Member ops: elementwise binary/scalar/unary ops and casts whose output is
+full (any operand kinds) or col (col/scalar operands only), and reductions
+along the last axis (full -> col). Tensors are identified by their *root*
+buffer (the alloc or argument behind memref views), so two views of one
+tensor are one value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from mlir import ir
+
+from npu import ir as nir
+from npu.dialects.ascend import reduce_axis
+from npu.passes.base import PassError
+from npu.target import Target
+from npu.vector_compute import BINARY, SCALAR, UNARY, Compute
+from npu.vector_tiling import VectorGeometry
+
+REDUCE = {"ascend.reduce_sum": ("cce.vadd", "cce.vcadd"),
+          "ascend.reduce_max": ("cce.vmax", "cce.vcmax"),
+          "ascend.reduce_min": ("cce.vmin", "cce.vcmin")}
+ELEMENTWISE = tuple(BINARY) + tuple(SCALAR) + tuple(UNARY) + ("ascend.cast",)
+ROW_OPS = ELEMENTWISE + tuple(REDUCE)
+FUSED_ATTR = "npu.fused"
+# Ops whose result is a view of their first operand (address arithmetic only).
+VIEW_OPS = ("memref.expand_shape", "memref.collapse_shape", "memref.subview", "memref.cast",
+            "memref.reinterpret_cast", "memref.view", "memref.memory_space_cast")
+
+
+def root_of(value: ir.Value) -> ir.Value:
+    """The buffer behind a chain of views."""
+    while True:
+        op = nir.defining_op(value)
+        if op is None or op.name not in VIEW_OPS:
+            return value
+        value = op.operands[0]
+
+
+def elements(value: ir.Value) -> int:
+    return int(np.prod(nir.memref_shape(value)))
+
+
+def nbytes(value: ir.Value) -> int:
+    return elements(value) * nir.element_bytes(nir.memref_element(value))
+
+
+@dataclass
+class Operand:
+    value: ir.Value
+    root: ir.Value
+    kind: str  # "full" | "col" | "row" | "scalar"
+    elem: str
+
+    @property
+    def es(self) -> int:
+        return nir.element_bytes(self.elem)
+
+
+@dataclass
+class RowOp:
+    """One member candidate: its rows, row length (None: it works on col
+    values only, any row length fits), operands and what it computes."""
+
+    op: ir.Operation
+    index: int
+    rows: int
+    n: int | None
+    ins: list[Operand]
+    out: Operand
+    compute: Compute | None  # None for reductions
+
+    @property
+    def short(self) -> str:
+        return self.op.name.split(".", 1)[1]
+
+
+def describe(op: ir.Operation, index: int, target: Target) -> RowOp | str:
+    """The op as a row op, or why it is not one."""
+    from npu.passes.lower_elementwise import LowerElementwise, classify
+
+    name = op.name
+    if name not in ROW_OPS:
+        return f"'{name}' is not a row op (elementwise, or a reduction along the last axis)"
+    operands = list(op.operands)
+    for v in operands:
+        if not nir.is_contiguous(v) or nir.memory_space(v) != "gm":
+            return "an operand is not a contiguous GM tensor"
+        if nir.memref_element(v) not in ("f16", "f32"):
+            return f"element type {nir.memref_element(v)} (fused kernels take f16/f32)"
+        if elements(root_of(v)) != elements(v):
+            return "an operand is a partial view of its tensor"
+        if elements(v) == 0:
+            return "an operand has no elements"
+    out = operands[-1]
+    if any(root_of(v) == root_of(out) for v in operands[:-1]):
+        return "it writes over its own input"
+    out_shape = nir.memref_shape(out)
+    compute = None
+    if name in REDUCE:
+        src = operands[0]
+        shape = nir.memref_shape(src)
+        if not shape or reduce_axis(op) % len(shape) != len(shape) - 1:
+            return "it reduces an axis other than the last"
+        n = shape[-1]
+        rows = elements(src) // n
+        ins = [Operand(src, root_of(src), "full", nir.memref_element(src))]
+        out_kind = "col"
+    else:
+        n = out_shape[-1] if out_shape else 1
+        col_level = n == 1
+        rows = elements(out) if col_level else elements(out) // n
+        ins = []
+        for v in operands[:-1]:
+            try:
+                kind = classify(op, nir.memref_shape(v), out_shape)
+            except PassError as e:
+                return e.message
+            if col_level:
+                kind = "col" if kind == "full" else kind
+            else:
+                kind = {"column": "col"}.get(kind, kind)
+            if kind not in ("full", "col", "row", "scalar") or (col_level and kind != "col"
+                                                               and kind != "scalar"):
+                return f"operand broadcast '{kind}' at the col level"
+            ins.append(Operand(v, root_of(v), kind, nir.memref_element(v)))
+        probe = [_probe(v) for v in operands[:-1]]
+        try:
+            compute = LowerElementwise(target).compute_of(op, probe, nir.memref_element(out))
+        except PassError as e:
+            return e.message
+        if compute.temps and any(i.kind in ("row", "col") for i in ins) and not col_level:
+            return "a composed recipe with temporaries cannot broadcast a row or col operand"
+        out_kind = "col" if col_level else "full"
+        if col_level:
+            n = None
+    row_op = RowOp(op, index, rows, n, ins, Operand(out, root_of(out), out_kind,
+                                                    nir.memref_element(out)), compute)
+    if n is not None:
+        for o in row_op.ins + [row_op.out]:
+            if o.kind in ("full", "row") and (n * o.es) % target.granule("ub"):
+                return (f"rows of {n} {o.elem} elements are not whole 32-byte blocks "
+                        "(fused kernels move whole-block rows)")
+        if n * 4 // target.granule("ub") > target.vector_max_stride:
+            return (f"rows of {n} elements exceed the vector repeat stride "
+                    f"({target.vector_max_stride} blocks)")
+    return row_op
+
+
+def _probe(v: ir.Value):
+    from npu.passes.lower_elementwise import Input
+    return Input(v, "full", nir.memref_element(v))
+
+
+# ----------------------------------------------------------------------------
+# Cost model
+# ----------------------------------------------------------------------------
+
+
+@dataclass
+class Footprint:
+    """UB bytes of one chunk: `fixed` (row and scalar operands, loaded once)
+    plus `per_row` times the chunk's rows; `row_block` rows keep every col
+    value's GM transfers whole 32-byte blocks."""
+
+    fixed: int
+    per_row: int
+    row_block: int
+
+    def rows_fitting(self, budget: int) -> int:
+        rows = (budget - self.fixed) // max(1, self.per_row)
+        return rows - rows % self.row_block
+
+
+@dataclass
+class GroupModel:
+    members: list[RowOp]
+    leaving: set = field(default_factory=set)     # roots written to GM
+    loaded: dict = field(default_factory=dict)    # root -> Operand read from GM
+
+    @property
+    def rows(self) -> int:
+        return self.members[0].rows
+
+    @property
+    def n(self) -> int | None:
+        return next((m.n for m in self.members if m.n is not None), None)
+
+
+def model(members: list[RowOp], outside_users: dict) -> GroupModel:
+    """Which roots the group loads and which it stores, in member order.
+    `outside_users[root]`: the non-view ops using that tensor."""
+    g = GroupModel(sorted(members, key=lambda m: m.index))
+    ops = {m.op for m in g.members}
+    written = set()
+    for m in g.members:
+        for i in m.ins:
+            if i.root not in written and i.root not in g.loaded:
+                g.loaded[i.root] = i
+        written.add(m.out.root)
+        if not _is_alloc(m.out.root) or any(u not in ops for u in outside_users.get(m.out.root, ())):
+            g.leaving.add(m.out.root)
+    return g
+
+
+def tensor_users(func: ir.Operation) -> dict:
+    """root tensor -> the ops (not views, allocs or deallocs) using it, at any depth."""
+    users: dict = {}
+    for op in nir.walk(func):
+        if op.name in VIEW_OPS or op.name in ("memref.alloc", "memref.dealloc"):
+            continue
+        for v in op.operands:
+            if nir.is_memref(v.type):
+                users.setdefault(root_of(v), set()).add(op)
+    return users
+
+
+def _is_alloc(root: ir.Value) -> bool:
+    op = nir.defining_op(root)
+    return op is not None and op.name == "memref.alloc"
+
+
+def gm_bytes(g: GroupModel, granule: int) -> int:
+    """GM bytes the group's kernel moves: each loaded tensor once, each
+    tensor leaving the group once (a scalar moves one granule)."""
+    loads = sum(max(granule, nbytes(o.value)) if o.kind == "scalar" else nbytes(o.value)
+                for o in g.loaded.values())
+    return loads + sum(nbytes(r) for r in g.leaving)
+
+
+def footprint(g: GroupModel, target: Target) -> Footprint:
+    """UB of one chunk, by liveness in member order: a loaded full/col
+    tensor from its first to its last use, a computed one from its op to
+    its last use (stored right after its op when it leaves), plus each op's
+    transient buffers (recipe temporaries, a reduction's f32 work rows, col
+    operands expanded to one block per row)."""
+    granule = target.granule("ub")
+    n = g.n or 1
+    last_use: dict = {}
+    for k, m in enumerate(g.members):
+        for i in m.ins:
+            last_use[i.root] = k
+    fixed = 0
+    for o in g.loaded.values():
+        if o.kind == "row":
+            fixed += n * o.es
+        elif o.kind == "scalar":
+            fixed += 3 * granule
+    col_es = [o.es for m in g.members for o in m.ins + [m.out] if o.kind == "col"]
+    row_block = granule // min(col_es) if col_es else 1
+
+    def row_bytes(o: Operand) -> int:
+        return n * o.es if o.kind == "full" else o.es
+
+    live: dict = {}
+    peak = 0
+    for k, m in enumerate(g.members):
+        for i in m.ins:
+            if i.kind in ("full", "col") and i.root in g.loaded and i.root not in live:
+                live[i.root] = row_bytes(i)
+        live[m.out.root] = row_bytes(m.out)
+        transient = 0
+        if m.compute is not None:
+            width = n if m.out.kind == "full" else 1
+            transient += sum(width * nir.element_bytes(t) for t in m.compute.temps)
+            if m.out.kind == "full":
+                transient += sum(granule for i in m.ins if i.kind == "col")
+        else:
+            lanes = VectorGeometry.for_types(target, [4]).lanes
+            transient += lanes * 4 + (n * 4 if m.ins[0].elem != "f32" else 0)
+        peak = max(peak, sum(live.values()) + transient)
+        for root in [r for r in live if last_use.get(r, -1) <= k]:
+            del live[root]
+    return Footprint(fixed, peak, row_block)
