@@ -51,7 +51,8 @@ class FusePass(Pass):
     def run(self, module: ir.Operation) -> None:
         check_ub_fraction(self.ub_fraction)
         for func in nir.functions(module):
-            self.fuse_function(func)
+            if len(func.regions[0].blocks):  # declarations have no body
+                self.fuse_function(func)
 
     def fuse_function(self, func: ir.Operation) -> None:
         ops = [o.operation for o in func.regions[0].blocks[0].operations]
@@ -98,6 +99,7 @@ class FusePass(Pass):
         def cost(members: list[fusion.RowOp]) -> int:
             return fusion.gm_bytes(fusion.model(members, users), granule)
 
+        refused: dict[ir.Operation, dict[ir.Operation, str]] = {}
         while True:
             best: _Candidate | None = None
             for p_op, c_op in edges:
@@ -116,9 +118,11 @@ class FusePass(Pass):
                             why = (f"the fused kernel would not fit on chip: one chunk of "
                                    f"{fp.row_block} row(s) needs {fp.fixed + fp.per_row * fp.row_block}"
                                    f" bytes of UB, the budget is {budget}")
-                if why is not None:
-                    reasons.setdefault(c_op, []).append(
+                if why is not None:  # the latest reason per producer
+                    refused.setdefault(c_op, {})[p_op] = (
                         f"not fused with its producer '{p_op.name}': {why}")
+                    refused.setdefault(p_op, {})[c_op] = (
+                        f"not fused with its consumer '{c_op.name}': {why}")
                     continue
                 if best is None or benefit > best.benefit:
                     best = _Candidate(benefit, gp, gc)
@@ -133,9 +137,11 @@ class FusePass(Pass):
             if len(members) > 1:
                 self.form(members, users, granule, budget, cost)
         if self.remarks:
-            for op, r in row_ops.items():
-                if len(groups[group_of[op]]) == 1:
-                    why = reasons.get(op) or ["no row op produces or consumes its tensors"]
+            for op in ops:
+                alone = op in row_ops and len(groups[group_of[op]]) == 1
+                if alone or (op not in row_ops and op in reasons):
+                    why = (reasons.get(op, []) + list(refused.get(op, {}).values())
+                           or ["no row op produces or consumes its tensors"])
                     self.remark(op, f"'{op.name}' left unfused: {'; '.join(dict.fromkeys(why))}")
 
     def illegal(self, members: list[fusion.RowOp], touches: dict) -> str | None:
@@ -143,7 +149,8 @@ class FusePass(Pass):
         rows = {m.rows for m in members}
         ns = {m.n for m in members if m.n is not None}
         if len(rows) > 1 or len(ns) > 1:
-            return (f"its rows differ ({sorted(rows)} rows of {sorted(ns)} elements)")
+            shapes = dict.fromkeys(f"{m.rows} rows of {m.n or 1}" for m in members)
+            return f"the rows differ ({' vs '.join(shapes)})"
         members = sorted(members, key=lambda m: m.index)
         written, kinds = set(), {}
         for m in members:

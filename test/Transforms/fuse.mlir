@@ -1,0 +1,109 @@
+// RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-fuse | FileCheck %s
+// RUN: npu-opt %s --split-input-file --npu-fuse --npu-lower-fused 2>/dev/null | FileCheck %s --check-prefix=KERNEL
+
+// Softmax: five row ops become one group; the four intermediates (their
+// allocs move into the group) never reach GM: 2 x 80 x 64 x 4 bytes move.
+// CHECK-LABEL: func.func @softmax
+// CHECK:       scf.execute_region {
+// CHECK-COUNT-4: memref.alloc() : memref<2x40x{{1|64}}xf32, "gm">
+// CHECK:         "ascend.reduce_max"
+// CHECK-NEXT:    "ascend.sub"
+// CHECK-NEXT:    "ascend.exp"
+// CHECK-NEXT:    "ascend.reduce_sum"
+// CHECK-NEXT:    "ascend.div"
+// CHECK-NEXT:    scf.yield
+// CHECK-NEXT:  } {npu.fused = {gm_bytes = 40960 : i64, row_length = 64 : i64, rows = 80 : i64, ub_bytes_per_row = {{[0-9]+}} : i64, unfused_gm_bytes = 165120 : i64}}
+// CHECK-NEXT:  return
+// The kernel: x loaded once per chunk, y stored once; no GM temporaries.
+// KERNEL-LABEL: func.func @softmax
+// KERNEL-NOT:   memref.alloc() : memref<{{.*}}"gm">
+// KERNEL-COUNT-1: cce.copy_gm_to_ub
+// KERNEL:       cce.vcmax
+// KERNEL:       cce.vexp
+// KERNEL:       cce.vcadd
+// KERNEL:       cce.vdiv
+// KERNEL:       cce.copy_ub_to_gm
+// KERNEL-NOT:   cce.copy_gm_to_ub
+// KERNEL:       return
+func.func @softmax(%x: memref<2x40x64xf32, "gm">, %y: memref<2x40x64xf32, "gm">) {
+  %m = memref.alloc() : memref<2x40x1xf32, "gm">
+  // expected-remark @+1 {{fused 5 ops (reduce_max, sub, exp, reduce_sum, div) over 80 rows of 64: GM traffic 165120 -> 40960 bytes, 4 tensor(s) stay on chip}}
+  "ascend.reduce_max"(%x, %m) : (memref<2x40x64xf32, "gm">, memref<2x40x1xf32, "gm">) -> ()
+  %d = memref.alloc() : memref<2x40x64xf32, "gm">
+  "ascend.sub"(%x, %m, %d) : (memref<2x40x64xf32, "gm">, memref<2x40x1xf32, "gm">, memref<2x40x64xf32, "gm">) -> ()
+  %e = memref.alloc() : memref<2x40x64xf32, "gm">
+  "ascend.exp"(%d, %e) : (memref<2x40x64xf32, "gm">, memref<2x40x64xf32, "gm">) -> ()
+  %s = memref.alloc() : memref<2x40x1xf32, "gm">
+  "ascend.reduce_sum"(%e, %s) : (memref<2x40x64xf32, "gm">, memref<2x40x1xf32, "gm">) -> ()
+  "ascend.div"(%e, %s, %y) : (memref<2x40x64xf32, "gm">, memref<2x40x1xf32, "gm">, memref<2x40x64xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+// A tensor also read after the group leaves it (stored once, not re-read);
+// an op over other rows is left out, and says why.
+// CHECK-LABEL: func.func @leaving
+// CHECK:       memref.alloc() : memref<16x32xf32, "gm">
+// CHECK:       scf.execute_region {
+// CHECK-NEXT:    "ascend.exp"
+// CHECK-NEXT:    "ascend.muls"
+// CHECK-NEXT:    scf.yield
+// CHECK:       "ascend.transpose"
+// CHECK:       "ascend.adds"
+func.func @leaving(%x: memref<16x32xf32, "gm">, %y: memref<16x32xf32, "gm">, %z: memref<32x16xf32, "gm">, %w: memref<32x16xf32, "gm">) {
+  %e = memref.alloc() : memref<16x32xf32, "gm">
+  // expected-remark @+1 {{fused 2 ops (exp, muls) over 16 rows of 32: GM traffic 8192 -> 6144 bytes, 0 tensor(s) stay on chip}}
+  "ascend.exp"(%x, %e) : (memref<16x32xf32, "gm">, memref<16x32xf32, "gm">) -> ()
+  "ascend.muls"(%e, %y) {scalar = 2.0 : f64} : (memref<16x32xf32, "gm">, memref<16x32xf32, "gm">) -> ()
+  // expected-remark @+1 {{'ascend.transpose' left unfused: 'ascend.transpose' is not a row op (elementwise, or a reduction along the last axis)}}
+  "ascend.transpose"(%e, %z) {permutation = array<i64: 1, 0>} : (memref<16x32xf32, "gm">, memref<32x16xf32, "gm">) -> ()
+  // expected-remark @+1 {{'ascend.adds' left unfused: no row op produces or consumes its tensors}}
+  "ascend.adds"(%z, %w) {scalar = 1.0 : f64} : (memref<32x16xf32, "gm">, memref<32x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+// Softmax plus its input over rows of 2040 f32 (255 blocks, the repeat-stride
+// limit; x stays live to the end): the softmax fits, but with the last add a
+// chunk of 8 rows (whole blocks of the col values) would need more UB than
+// the budget, so the add stays out (no two-pass scheme yet) and says why.
+// CHECK-LABEL: func.func @too_long
+// CHECK:       scf.execute_region
+// CHECK:         "ascend.div"
+// CHECK-NEXT:    scf.yield
+// CHECK:       "ascend.add"
+func.func @too_long(%x: memref<8x2040xf32, "gm">, %y: memref<8x2040xf32, "gm">) {
+  %m = memref.alloc() : memref<8x1xf32, "gm">
+  // expected-remark @+1 {{fused 5 ops (reduce_max, sub, exp, reduce_sum, div) over 8 rows of 2040}}
+  "ascend.reduce_max"(%x, %m) : (memref<8x2040xf32, "gm">, memref<8x1xf32, "gm">) -> ()
+  %d = memref.alloc() : memref<8x2040xf32, "gm">
+  "ascend.sub"(%x, %m, %d) : (memref<8x2040xf32, "gm">, memref<8x1xf32, "gm">, memref<8x2040xf32, "gm">) -> ()
+  %e = memref.alloc() : memref<8x2040xf32, "gm">
+  "ascend.exp"(%d, %e) : (memref<8x2040xf32, "gm">, memref<8x2040xf32, "gm">) -> ()
+  %s = memref.alloc() : memref<8x1xf32, "gm">
+  "ascend.reduce_sum"(%e, %s) : (memref<8x2040xf32, "gm">, memref<8x1xf32, "gm">) -> ()
+  %q = memref.alloc() : memref<8x2040xf32, "gm">
+  "ascend.div"(%e, %s, %q) : (memref<8x2040xf32, "gm">, memref<8x1xf32, "gm">, memref<8x2040xf32, "gm">) -> ()
+  // expected-remark @+1 {{'ascend.add' left unfused: not fused with its producer 'ascend.div': the fused kernel would not fit on chip: one chunk of 8 row(s) needs 196128 bytes of UB, the budget is 131072}}
+  "ascend.add"(%q, %x, %y) : (memref<8x2040xf32, "gm">, memref<8x2040xf32, "gm">, memref<8x2040xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+// Rows of different lengths are different kernels.
+// CHECK-LABEL: func.func @rows_differ
+// CHECK-NOT:   scf.execute_region
+func.func @rows_differ(%x: memref<16x32xf32, "gm">, %y: memref<8x64xf32, "gm">) {
+  %e = memref.alloc() : memref<16x32xf32, "gm">
+  // expected-remark @+1 {{'ascend.exp' left unfused: not fused with its consumer 'ascend.muls': the rows differ (16 rows of 32 vs 32 rows of 16)}}
+  "ascend.exp"(%x, %e) : (memref<16x32xf32, "gm">, memref<16x32xf32, "gm">) -> ()
+  %v = memref.expand_shape %e [[0], [1, 2]] output_shape [16, 2, 16] : memref<16x32xf32, "gm"> into memref<16x2x16xf32, "gm">
+  %c = memref.collapse_shape %v [[0, 1], [2]] : memref<16x2x16xf32, "gm"> into memref<32x16xf32, "gm">
+  %z = memref.alloc() : memref<32x16xf32, "gm">
+  // expected-remark @+1 {{'ascend.muls' left unfused: not fused with its producer 'ascend.exp': the rows differ (16 rows of 32 vs 32 rows of 16)}}
+  "ascend.muls"(%c, %z) {scalar = 2.0 : f64} : (memref<32x16xf32, "gm">, memref<32x16xf32, "gm">) -> ()
+  return
+}
