@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from npu import fusion
+from npu.fusion import FUSED_UB_FRACTION
 from npu import ir as nir
 from npu.passes.base import Option, Pass, check_ub_fraction
 
@@ -43,8 +44,9 @@ class FusePass(Pass):
     name = "npu-fuse"
     summary = "Group row ops (elementwise, broadcasts, last-axis reductions) into fused kernels"
     options = (
-        Option("ub-fraction", float, 0.5,
-               "UB share a fused kernel's chunk may use (the rest: double buffering)"),
+        Option("ub-fraction", float, FUSED_UB_FRACTION,
+               "UB share of one chunk's buffers by the footprint model (the rest: double "
+               "buffering and the memory planner's longer lifetimes)"),
         Option("remarks", bool, True, "report each group formed and why row ops were left out"),
     )
 
@@ -188,7 +190,7 @@ class FusePass(Pass):
         ctx = last.context
         attrs = {"rows": g.rows, "row_length": g.n or 1, "gm_bytes": fused,
                  "unfused_gm_bytes": unfused, "ub_bytes_per_row": fp.per_row}
-        with ctx, members[0].op.location, ir.InsertionPoint(last):
+        with ctx, _group_location(members), ir.InsertionPoint(last):
             region_op = ir.Operation.create(
                 "scf.execute_region", results=[], operands=[], regions=1,
                 attributes={fusion.FUSED_ATTR: ir.DictAttr.get(
@@ -224,3 +226,16 @@ def _view_closure(root: ir.Value) -> list[ir.Operation]:
     block_ops = [o.operation for o in alloc.block.operations]
     pos = {op: k for k, op in enumerate(block_ops)}
     return sorted(out, key=lambda o: pos[o])
+
+
+def _group_location(members: list[fusion.RowOp]) -> ir.Location:
+    """The members' locations fused, the most frequent first: a kernel made
+    mostly of one source op's steps (a softmax, a layernorm) is reported as
+    that op (tools show a fused location by its first part)."""
+    by_text: dict[str, tuple[int, ir.Location]] = {}
+    for m in members:
+        loc = m.op.location
+        count, _ = by_text.get(str(loc), (0, loc))
+        by_text[str(loc)] = (count + 1, loc)
+    ordered = [loc for _, loc in sorted(by_text.values(), key=lambda c: -c[0])]
+    return ordered[0] if len(ordered) == 1 else ir.Location.fused(ordered)

@@ -30,6 +30,7 @@ import numpy as np
 from mlir import ir
 
 from npu import fusion
+from npu.fusion import FUSED_UB_FRACTION
 from npu import ir as nir
 from npu.cce_build import View, copy, for_pieces, lin, sub
 from npu.passes.base import Option, Pass, PassError, check_ub_fraction
@@ -42,8 +43,9 @@ class LowerFused(Pass):
     name = "npu-lower-fused"
     summary = "Lower npu.fused groups of row ops to one cce vector kernel each"
     options = (
-        Option("ub-fraction", float, 0.5,
-               "UB share of one chunk's buffers (0.5 leaves room for double buffering)"),
+        Option("ub-fraction", float, FUSED_UB_FRACTION,
+               "UB share of one chunk's buffers by the footprint model (the rest: double "
+               "buffering and the memory planner's longer lifetimes)"),
         Option("max-chunk", int, 0,
                "cap on the elements of one chunk (0: as UB allows); for tests"),
     )
@@ -153,26 +155,29 @@ class FusedKernel:
     # -- elementwise ----------------------------------------------------------
     def elementwise(self, m: fusion.RowOp, bufs: dict, expanded: dict, out: ir.Value,
                     rows: int, valid: int) -> None:
-        compute = m.compute
+        compute, ins = m.compute, list(m.ins)
         sizes = [o.es for o in m.ins + [m.out]] + [nir.element_bytes(t) for t in compute.temps]
         geo = VectorGeometry.for_types(self.target, sizes)
         g = self.granule
-        if m.out.kind == "col" or all(i.kind in ("full", "scalar") for i in m.ins):
+        if m.op.name == "ascend.div" and ins[1].kind == "col" and m.out.kind == "full":
+            ins[1] = self.reciprocal(ins[1], bufs, rows, valid, geo)
+            compute = Compute("binary", vop="cce.vmul")
+        if m.out.kind == "col" or all(i.kind in ("full", "scalar") for i in ins):
             count = valid * (self.n if m.out.kind == "full" else 1)
             lanes = geo.lanes
             temps = [(nir.alloc([count], t, "ub"), nir.element_bytes(t)) for t in compute.temps]
-            for ins in split_repeats(count, lanes, geo.max_repeat):
-                touched = (ins.repeat - 1) * lanes + ins.mask
+            for piece in split_repeats(count, lanes, geo.max_repeat):
+                touched = (piece.repeat - 1) * lanes + piece.mask
 
                 def flat(buf: ir.Value, es: int) -> View:
-                    return View(sub(buf, ins.offset, touched), 1, lanes * es // g)
+                    return View(sub(buf, piece.offset, touched), 1, lanes * es // g)
 
                 srcs = [self.fixed[i.root] if i.kind == "scalar" else flat(bufs[i.root], i.es)
-                        for i in m.ins]
-                compute.emit(flat(out, m.out.es), srcs, ins.repeat, ins.mask,
+                        for i in ins]
+                compute.emit(flat(out, m.out.es), srcs, piece.repeat, piece.mask,
                              [flat(b, es) for b, es in temps])
             return
-        for i in m.ins:
+        for i in ins:
             if i.kind == "col" and i.root not in expanded:
                 per_block = g // i.es
                 wide = nir.alloc([rows * per_block], i.elem, "ub")
@@ -186,7 +191,7 @@ class FusedKernel:
                 rep = min(valid - r0, geo.max_repeat)
                 span = (rep - 1) * n + mask
                 srcs = []
-                for i in m.ins:
+                for i in ins:
                     if i.kind == "full":
                         srcs.append(View(sub(bufs[i.root], r0 * n + j0, span), 1, n * i.es // g))
                     elif i.kind == "row":
@@ -200,6 +205,24 @@ class FusedKernel:
                 dst = View(sub(out, r0 * n + j0, span), 1, n * m.out.es // g)
                 compute.emit(dst, srcs, rep, mask)
                 r0 += rep
+
+    def reciprocal(self, o: fusion.Operand, bufs: dict, rows: int, valid: int,
+                   geo: VectorGeometry) -> fusion.Operand:
+        """1 / a col operand, once per row: dividing a row by its own value
+        (softmax's sum) becomes a multiplication, a quarter of vdiv's cost
+        per element; two roundings instead of one (within one ulp)."""
+        key = ("reciprocal", o.root)
+        if key not in bufs:
+            rec = nir.alloc([rows], o.elem, "ub")
+            lanes = VectorGeometry.for_types(self.target, [o.es]).lanes
+            for ins in split_repeats(valid, lanes, geo.max_repeat):
+                span = (ins.repeat - 1) * lanes + ins.mask
+                stride = lanes * o.es // self.granule
+                nir.create_op("cce.vrec", [sub(rec, ins.offset, span), sub(bufs[o.root], ins.offset, span)],
+                              repeat=ins.repeat, mask=ins.mask, dst_blk_stride=1,
+                              dst_rep_stride=stride, src_blk_stride=1, src_rep_stride=stride)
+            bufs[key] = rec
+        return fusion.Operand(o.value, key, "col", o.elem)
 
     # -- reductions -----------------------------------------------------------
     def reduce(self, m: fusion.RowOp, src: ir.Value, out: ir.Value, rows: int,
@@ -229,12 +252,24 @@ class FusedKernel:
         else:
             work, width, pitch = nir.alloc([valid * lanes], acc, "ub"), lanes, lanes
         stride = pitch * aes // g
-        if n > lanes:  # the first segment copied, the others folded onto it
-            copy_rows = Compute("copy")
-            over_rows(lambda r0, rep: copy_rows.emit(
-                View(sub(work, r0 * lanes, rep * lanes), 1, stride),
-                [View(sub(src, r0 * n, (rep - 1) * n + lanes), 1, row)], rep, lanes))
-            for j0 in range(lanes, n, lanes):
+        if n > lanes:
+            # work = segment 0 op segment 1 when segment 1 is whole; else a
+            # copy of segment 0. The further segments fold onto it.
+            first = lanes if n >= 2 * lanes else 0
+            if first:
+                over_rows(lambda r0, rep: nir.create_op(
+                    fold_op, [sub(work, r0 * lanes, rep * lanes),
+                              sub(src, r0 * n, (rep - 1) * n + lanes),
+                              sub(src, r0 * n + lanes, (rep - 1) * n + lanes)],
+                    repeat=rep, mask=lanes, dst_blk_stride=1, dst_rep_stride=stride,
+                    src0_blk_stride=1, src0_rep_stride=row, src1_blk_stride=1,
+                    src1_rep_stride=row))
+            else:
+                copy_rows = Compute("copy")
+                over_rows(lambda r0, rep: copy_rows.emit(
+                    View(sub(work, r0 * lanes, rep * lanes), 1, stride),
+                    [View(sub(src, r0 * n, (rep - 1) * n + lanes), 1, row)], rep, lanes))
+            for j0 in range(lanes * (2 if first else 1), n, lanes):
                 mask = min(lanes, n - j0)
                 over_rows(lambda r0, rep, j0=j0, mask=mask: nir.create_op(
                     fold_op, [sub(work, r0 * lanes, (rep - 1) * lanes + mask),

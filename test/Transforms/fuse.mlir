@@ -1,4 +1,4 @@
-// RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-fuse | FileCheck %s
+// RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-fuse=ub-fraction=0.5 | FileCheck %s
 // RUN: npu-opt %s --split-input-file --npu-fuse --npu-lower-fused 2>/dev/null | FileCheck %s --check-prefix=KERNEL
 
 // Softmax: five row ops become one group; the four intermediates (their

@@ -1,0 +1,151 @@
+"""Fusion on ascend910, one core: cycles and GM bytes moved unfused
+(`npu-lower{fuse=false}`) and fused (`npu-lower`, which runs npu-fuse), against
+the problem's ideal bound: the larger of the cube's cycles (sum over matmuls
+of M*N*K / 16^3 blocks at the target's block rate) and the minimal GM traffic
+(inputs, weights and outputs once) over the GM bandwidth. Every run is
+checked against numpy / onnxruntime before its figures are printed.
+
+    .venv/bin/python bench/fusion.py [--seq 128] [--skip-bert] [--bert-seq 128 512]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "test", "python", "fusion"))
+sys.path.insert(0, HERE)
+
+
+def gm_bytes(report: dict) -> int:
+    moved = report["bytes"]
+    return sum(n for path, n in moved.items() if path.startswith("gm_") or path.endswith("_gm"))
+
+
+def gm_bound(target, nbytes: int) -> int:
+    return -(-nbytes // target.path("gm_to_ub").bytes_per_cycle)
+
+
+def run_ascend(text: str, pipeline: str, target):
+    from npu.ir import functions, make_context, memref_element, memref_shape, parse_module
+    from npu.pipeline import run_pipeline
+    from npu.reference import evaluate
+    from npu.simulator import simulate
+
+    module = parse_module(text, make_context())
+    args = functions(module)[0].regions[0].blocks[0].arguments
+    rng = np.random.default_rng(0)
+    dtypes = {"f16": np.float16, "f32": np.float32}
+    ins = [rng.standard_normal(memref_shape(a.type)).astype(dtypes[memref_element(a.type)])
+           for a in args]
+    want = evaluate(functions(module)[0], [a.copy() for a in ins])
+    run_pipeline(module, pipeline, target)
+    result = simulate(module, [a.copy() for a in ins], target=target, strict=True)
+    for got, exp in zip(result.outputs, want):
+        np.testing.assert_allclose(got.astype(np.float64), exp.astype(np.float64),
+                                   rtol=2e-3, atol=2e-3 * float(np.abs(exp).max()))
+    return result.report
+
+
+def run_onnx(model, feeds: dict, pipeline: str, target_name: str):
+    import onnxruntime
+
+    import npu
+
+    kernel = npu.compile(model, target=target_name, pipeline=pipeline)
+    outs, report = kernel(*feeds.values())
+    want = onnxruntime.InferenceSession(model.SerializeToString()).run(None, feeds)
+    for got, exp in zip(outs, want):
+        np.testing.assert_allclose(got, exp, rtol=2e-2, atol=1e-2 * float(np.abs(exp).max()))
+    return report
+
+
+def ffn_in_model(seq: int, hidden: int, ffn: int):
+    """x @ W + b, then GELU (erf form): the FFN's first half."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    w = (rng.standard_normal((hidden, ffn)) / np.sqrt(hidden)).astype(np.float32)
+    b = (rng.standard_normal(ffn) * 0.02).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h0"], name="ffn_in"),
+             helper.make_node("Add", ["h0", "b"], ["h1"], name="ffn_bias"),
+             helper.make_node("Gelu", ["h1"], ["y"], name="gelu")]
+    graph = helper.make_graph(
+        nodes, "ffn_in", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [seq, hidden])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [seq, ffn])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+
+
+def row(name: str, unfused: dict, fused: dict, ideal: int, note: str = "") -> None:
+    print(f"{name:<30} {unfused['cycles']:>10} {fused['cycles']:>10} "
+          f"{unfused['cycles'] / fused['cycles']:>7.2f}x {gm_bytes(unfused):>11} "
+          f"{gm_bytes(fused):>11} {ideal:>9} {fused['cycles'] / ideal:>7.2f}x  {note}")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--hidden", type=int, default=768)
+    p.add_argument("--heads", type=int, default=12)
+    p.add_argument("--ffn", type=int, default=3072)
+    p.add_argument("--bert-seq", type=int, nargs="*", default=[128])
+    p.add_argument("--skip-bert", action="store_true")
+    args = p.parse_args()
+
+    from patterns import layernorm, softmax
+
+    from bert_layer import ideal_bound
+    from npu.frontend.bert import bert_layer
+    from npu.target import get_target
+
+    target = get_target("ascend910")
+    seq, hidden, heads, ffn = args.seq, args.hidden, args.heads, args.ffn
+    print(f"ascend910, one core; cycles unfused / fused; GM bytes moved; ideal bound "
+          f"(max of cube cycles and minimal GM bytes / {target.path('gm_to_ub').bytes_per_cycle} B "
+          "per cycle)\n")
+    print(f"{'case':<30} {'unfused':>10} {'fused':>10} {'speedup':>8} {'GM B unf.':>11} "
+          f"{'GM B fused':>11} {'ideal':>9} {'fused/ideal':>8}")
+    cases = [(f"softmax {heads}x{seq}x{seq} f32", softmax((heads, seq), seq), 2 * heads * seq * seq * 4),
+             (f"softmax {heads}x{seq}x{seq} f16", softmax((heads, seq), seq, "f16"),
+              2 * heads * seq * seq * 2),
+             (f"add+layernorm {seq}x{hidden} f32", layernorm(seq, hidden),
+              (3 * seq * hidden + 2 * hidden) * 4),
+             (f"layernorm {seq}x{hidden} f16", layernorm(seq, hidden, "f16", residual=False),
+              (2 * seq * hidden + 2 * hidden) * 2)]
+    for name, text, minimal in cases:
+        t0 = time.perf_counter()
+        unfused = run_ascend(text, "npu-lower{fuse=false}", target)
+        fused = run_ascend(text, "npu-lower", target)
+        row(name, unfused, fused, gm_bound(target, minimal),
+            f"program bound {fused['bound_cycles']} ({fused['bound_unit']}); "
+            f"{time.perf_counter() - t0:.0f} s")
+    x = np.random.default_rng(1).standard_normal((seq, hidden)).astype(np.float32)
+    model = ffn_in_model(seq, hidden, ffn)
+    unfused = run_onnx(model, {"x": x}, "npu-lower{fuse=false}", "ascend910")
+    fused = run_onnx(model, {"x": x}, "npu-lower", "ascend910")
+    f = target.fractal
+    cube = (seq // f) * (hidden // f) * (ffn // f) // target.cube_blocks_per_cycle
+    minimal = 2 * (seq * hidden + hidden * ffn) + 4 * (ffn + seq * ffn)
+    row(f"matmul+bias+GELU {seq}x{hidden}x{ffn}", unfused, fused,
+        max(cube, gm_bound(target, minimal)), f"cube {cube}, GM {gm_bound(target, minimal)}")
+    if not args.skip_bert:
+        for s in args.bert_seq:
+            model = bert_layer(s, hidden, heads, ffn)
+            x = np.random.default_rng(1).standard_normal((1, s, hidden)).astype(np.float32)
+            t0 = time.perf_counter()
+            unfused = run_onnx(model, {"x": x}, "npu-lower{fuse=false}", "ascend910")
+            fused = run_onnx(model, {"x": x}, "npu-lower", "ascend910")
+            ideal = ideal_bound(target, s, hidden, heads, ffn)
+            row(f"BERT layer seq {s}", unfused, fused, ideal["ideal"],
+                f"cube {ideal['cube']}, GM {ideal['gm']}; {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
