@@ -21,7 +21,8 @@
 // KERNEL:       cce.vcmax
 // KERNEL:       cce.vexp
 // KERNEL:       cce.vcadd
-// KERNEL:       cce.vdiv
+// KERNEL:       cce.vrec
+// KERNEL:       cce.vmul
 // KERNEL:       cce.copy_ub_to_gm
 // KERNEL-NOT:   cce.copy_gm_to_ub
 // KERNEL:       return
