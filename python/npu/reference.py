@@ -376,6 +376,12 @@ def evaluate(func_op: ir.Operation | ir.OpView, inputs: Sequence[np.ndarray]) ->
         op = op.operation
         if op.name == "func.return":
             break
+        if op.name == "scf.execute_region" and "npu.fused" in op.attributes:
+            # A fused group (dialects/README.md): its ops in order.
+            for inner in op.regions[0].blocks[0].operations:
+                if inner.operation.name != "scf.yield":
+                    _execute(inner.operation, frame)
+            continue
         if op.regions and any(len(r.blocks) for r in op.regions):
             raise _fail(op, f"the reference semantics cannot evaluate '{op.name}' "
                             "(control flow is not part of the ascend level)")

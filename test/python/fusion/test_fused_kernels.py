@@ -74,3 +74,17 @@ def test_group_gm_traffic_is_inputs_and_outputs_once():
     # x, r, y (37 x 768 f32) and gamma, beta (768 f32) once each.
     assert g["gm_bytes"] == 3 * 37 * 768 * 4 + 2 * 768 * 4
     assert g["unfused_gm_bytes"] > 4 * g["gm_bytes"]
+
+
+def test_reference_of_the_fused_program_equals_the_unfused():
+    """The npu.fused region's semantics (its ops in order) is the program's."""
+    from npu.reference import evaluate
+
+    text = layernorm(13, 96)
+    ins = inputs_for(text)
+    fused = compile_program(text, "npu-fuse")
+    plain = compile_program(text, "")
+    got = evaluate(functions(fused)[0], [a.copy() for a in ins])
+    want = evaluate(functions(plain)[0], [a.copy() for a in ins])
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
