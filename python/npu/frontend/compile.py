@@ -261,8 +261,9 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
         run_pipeline(module, pipeline, tgt)
     except PipelineError as e:
         message = str(e)
-        for loc_where, label in (locate.by_where.items() if locate else ()):
-            message = message.replace(f"{loc_where}: error:", f"{where}: error: node {label}:")
+        for name, line in (locate.order.items() if locate else ()):
+            message = message.replace(f"{locate.model}:{line}:1: error:",
+                                      f"{where}: error: node '{name}' ({locate.types[name]}):")
         raise CompileError(message) from None
     finally:
         diagnostics._current.reset(token)  # noqa: SLF001
