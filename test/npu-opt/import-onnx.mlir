@@ -16,5 +16,6 @@
 // ASCEND: "ascend.reduce_max"
 // ASCEND: "ascend.exp"
 // ASCEND: "ascend.reduce_sum"
-// ASCEND: "ascend.div"({{.*}}, %arg1)
+// ASCEND: "ascend.reciprocal"
+// ASCEND: "ascend.mul"({{.*}}, %arg1)
 // BAD: bad.onnx: error: not an ONNX model

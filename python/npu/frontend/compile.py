@@ -203,13 +203,14 @@ def import_linalg(source, ctx: ir.Context, where: str):
 
     if isinstance(source, ir.Module):
         return parse_module(str(source), ctx), None, None, None
-    is_path = isinstance(source, (str, os.PathLike)) and not str(source).lstrip().startswith(
-        ("module", "func.func", "#", "//"))
-    if is_path and not str(source).endswith(".onnx") and os.path.exists(source):
-        with open(source) as f:
-            return _parse(f.read(), ctx, where), None, None, None
-    if isinstance(source, str) and not is_path:
+    if isinstance(source, str) and _looks_like_mlir(source):
         return _parse(source, ctx, where), None, None, None
+    if isinstance(source, (str, os.PathLike)):
+        if not os.path.exists(source):
+            raise CompileError(f"{where}: error: no such file")
+        if not os.fspath(source).endswith(".onnx"):
+            with open(source) as f:
+                return _parse(f.read(), ctx, where), None, None, None
     try:
         imported = import_onnx(source, where)
     except ImportError_ as e:
@@ -217,6 +218,10 @@ def import_linalg(source, ctx: ir.Context, where: str):
     locate = NodeLocations(os.path.basename(where), imported.node_types)
     module = _parse(imported.mlir, ctx, where)
     return module, imported.input_names, imported.output_names, locate
+
+
+def _looks_like_mlir(text: str) -> bool:
+    return "\n" in text or text.lstrip().startswith(("module", "func.func", "#", "//"))
 
 
 def _parse(text: str, ctx: ir.Context, where: str) -> ir.Module:
@@ -241,8 +246,10 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
 
     t0 = time.perf_counter()
     tgt = target if isinstance(target, Target) else get_target(target)
-    where = where or (os.fspath(source) if isinstance(source, (str, os.PathLike)) and
-                      os.path.exists(os.fspath(source)) else "<model>" if not isinstance(source, (str, ir.Module)) else "<module>")
+    if where is None:
+        is_text = isinstance(source, ir.Module) or (isinstance(source, str) and _looks_like_mlir(source))
+        where = ("<module>" if is_text else os.fspath(source)
+                 if isinstance(source, (str, os.PathLike)) else "<model>")
     ctx = make_context()
     stages: dict[str, str] = {}
     seconds: dict[str, float] = {}
@@ -261,8 +268,9 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
         run_pipeline(module, pipeline, tgt)
     except PipelineError as e:
         message = str(e)
-        for loc_where, label in (locate.by_where.items() if locate else ()):
-            message = message.replace(f"{loc_where}: error:", f"{where}: error: node {label}:")
+        for name, line in (locate.order.items() if locate else ()):
+            message = message.replace(f"{locate.model}:{line}:1: error:",
+                                      f"{where}: error: node '{name}' ({locate.types[name]}):")
         raise CompileError(message) from None
     finally:
         diagnostics._current.reset(token)  # noqa: SLF001

@@ -131,7 +131,12 @@ class BodyLowering:
     def binary(self, op, ascend_name: str, a: Term, b: Term) -> Buf:
         dtype = element_name(op.results[0])
         if isinstance(a, Buf) and isinstance(b, Buf):
-            out = self._out(broadcast_shape(a.shape, b.shape), dtype)
+            shape = broadcast_shape(a.shape, b.shape)
+            if ascend_name == "ascend.div" and b.shape != shape and dtype.startswith("f"):
+                # a / b with b broadcast (softmax's row sums): one reciprocal
+                # per element of b, then a multiplication (within 2 ulp).
+                b, ascend_name = self.unary("ascend.reciprocal", b), "ascend.mul"
+            out = self._out(shape, dtype)
             self.em.op(ascend_name, [a, b, out], self.loc)
             return out
         if dtype.startswith("f"):
@@ -155,8 +160,10 @@ class BodyLowering:
                 if x_first:
                     return self.scalar_op("ascend.adds", x, -c)
                 return self.scalar_op("ascend.adds", self.scalar_op("ascend.muls", x, -1.0), c)
-            if ascend_name == "ascend.div" and x_first and c != 0 and math.frexp(c)[0] == 0.5:
-                return self.scalar_op("ascend.muls", x, 1.0 / c)  # exact for powers of two
+            if ascend_name == "ascend.div" and x_first and c != 0 and math.isfinite(c):
+                # x * (1/c): exact for powers of two, within 2 ulp otherwise; a
+                # vector division would be a broadcast transcendental op.
+                return self.scalar_op("ascend.muls", x, 1.0 / c)
             if ascend_name == "ascend.div" and not x_first:  # c / x
                 inverse = self.unary("ascend.reciprocal", x)
                 return inverse if c == 1.0 else self.scalar_op("ascend.muls", inverse, c)
