@@ -50,13 +50,17 @@ def tunable_options(family: str) -> dict[str, Option]:
     return {name: ours[name] for name in (*mapping, DOUBLE_BUFFER_KEY)}
 
 
-def _lowering_default(family: str, name: str) -> Any:
-    """The value `name` takes when npu-lower leaves it unset."""
+def _lowering_option(family: str, name: str) -> Option:
+    """The lowering's option that npu-lower's `name` is forwarded to."""
     from npu.passes import registry
 
     theirs = dict(LOWERINGS)[family][name]
-    cls = registry()[family]
-    return {o.name: o.default for o in cls.options}[theirs]
+    return next(o for o in registry()[family].options if o.name == theirs)
+
+
+def _lowering_default(family: str, name: str) -> Any:
+    """The value `name` takes when npu-lower leaves it unset."""
+    return _lowering_option(family, name).default
 
 
 def _tile_edges(dim: int, edges: tuple[int, ...]) -> list[int]:
@@ -101,7 +105,11 @@ def space_for(task: OpTask, spec: dict | None, target: Target) -> Space:
                     continue
                 raise SpaceError(f"space spec '{key}': '{name}' is not a tunable option of "
                                  f"{task.family} (options: {', '.join(allowed)})")
-            space[name] = parse_values(allowed[name], values, f"space spec '{key}'")
+            where = f"space spec '{key}'"
+            space[name] = parse_values(allowed[name], values, where)
+            given = [v for v in space[name] if v not in (None, _UNSET.get(name), "auto")]
+            if name != DOUBLE_BUFFER_KEY and given:  # the lowering's own choices, too
+                parse_values(_lowering_option(task.family, name), given, where)
     return space
 
 

@@ -15,7 +15,11 @@ class ResultStore:
     def __init__(self, path: str | None):
         self.path = path
         self.results: dict[str, dict[str, Any]] = {}
-        if path and os.path.exists(path):
+        self._torn = False  # the file ends inside a line: start a new one first
+        if path and os.path.exists(path) and os.path.getsize(path):
+            with open(path, "rb") as f:
+                f.seek(-1, os.SEEK_END)
+                self._torn = f.read(1) != b"\n"
             with open(path, encoding="utf-8") as f:
                 for line in f:
                     try:
@@ -33,6 +37,9 @@ class ResultStore:
         if not self.path:
             return
         with open(self.path, "a", encoding="utf-8") as f:
+            if self._torn:
+                f.write("\n")
+                self._torn = False
             f.write(json.dumps(entry, sort_keys=True) + "\n")
             f.flush()
             os.fsync(f.fileno())
