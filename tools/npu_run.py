@@ -1,8 +1,8 @@
 """`npu-run`: compile (if needed), simulate, check and report one kernel.
 
     npu-run prog.mlir [--entry NAME] [--target PRESET] [--seed N | --inputs in.npz]
-                      [--check] [--json] [--trace t.json] [--serialize] [-o out.npz]
-                      [--tuning-record record.json]
+                      [--check] [--json] [--trace t.json] [--serialize] [--no-numerics]
+                      [--tuning-record record.json] [-o out.npz]
 
 A module with `ascend` ops is compiled through the default pipeline
 (`npu-lower`) first; `--check` compares every argument's final value with the
@@ -65,6 +65,9 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--trace", default=None, help="write a Chrome/Perfetto trace to this file")
     p.add_argument("--serialize", action="store_true",
                    help="every instruction waits for all earlier ones (code without sync)")
+    p.add_argument("--no-numerics", dest="numerics", action="store_false",
+                   help="timing only: skip the arithmetic (addresses, checks and cycles as in a "
+                   "full run; the outputs are not computed)")
     p.add_argument("--no-strict", dest="strict", action="store_false",
                    help="report races and uninitialised reads as hazards instead of failing")
     p.add_argument("--pipeline", default=DEFAULT_PIPELINE,
@@ -212,7 +215,7 @@ def run(args, filename: str, text: str) -> int:
     result = None
     try:
         result = simulate(module, inputs, entry=entry, target=target, strict=args.strict,
-                          serialize=args.serialize)
+                          serialize=args.serialize, numerics=args.numerics)
     except SimulationError as e:
         if args.json:
             print(json.dumps({"error": str(e), "kind": e.kind}, indent=2))
@@ -278,6 +281,8 @@ def reference_outputs(original, entry: str, inputs, filename: str) -> list[np.nd
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser()
     args = parser.parse_args(argv)
+    if args.check and not args.numerics:
+        usage_error(parser, "--check compares the outputs, which --no-numerics does not compute")
     for given in (args.inputs, args.tuning_record):
         if given and not os.path.exists(given):
             usage_error(parser, f"cannot read '{given}': no such file")
