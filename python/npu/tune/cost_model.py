@@ -28,6 +28,30 @@ def estimate(task: OpTask, options: dict[str, Any], target: Target) -> float:
     return _vector(task, options, target)
 
 
+def ideal_bound(task: OpTask, target: Target) -> float:
+    """The problem's own lower bound: compulsory GM traffic (each operand
+    read once, the result written once) over the GM bandwidth, and the
+    compute (cube blocks, or one vector repeat per element run), whichever
+    pipe is busiest."""
+    from npu.ir import element_bytes
+
+    *inputs, output = task.operands
+    reads = sum(math.prod(o.shape) * element_bytes(o.dtype) for o in inputs)
+    writes = math.prod(output.shape) * element_bytes(output.dtype)
+    busy = [reads / target.path("gm_to_l1").bytes_per_cycle,
+            writes / target.path("ub_to_gm").bytes_per_cycle]
+    if task.family == "npu-lower-matmul":
+        shape = matmul_shape(task, target)
+        frac = target.fractal
+        busy.append(shape.batch * (shape.M // frac) * (shape.N // frac) * (shape.K // frac)
+                    / target.cube_blocks_per_cycle)
+    else:
+        lanes = target.lanes(max(element_bytes(o.dtype) for o in task.operands))
+        elems = max(math.prod(o.shape) for o in task.operands)
+        busy.append(math.ceil(elems / lanes) * _vector_cycles_per_repeat(task, target))
+    return max(busy)
+
+
 def _combine(busy: dict[str, float], latencies: float, overlapped: bool,
              exposed: float) -> float:
     if overlapped:

@@ -36,6 +36,7 @@ class Outcome:
     key: str
     status: str  # ok, failed, timeout
     cycles: int | None = None
+    bound: int | None = None  # the simulator's lower bound of this program (its traffic)
     error: str | None = None
     seconds: float = 0.0
     check: dict | None = None
@@ -108,7 +109,8 @@ def _evaluate(job: Job) -> Outcome:
         result = simulate_cycles(module, inputs, target, job.numerics or job.check)
     except SimulationError as e:
         raise _Failure(str(e)) from None
-    outcome = Outcome(job.key, "ok", cycles=int(result.cycles))
+    outcome = Outcome(job.key, "ok", cycles=int(result.cycles),
+                      bound=int(result.report.get("bound_cycles") or 0) or None)
     if job.check:
         try:
             expected = reference_outputs(original, entry, [np.array(a) for a in inputs], job.filename)

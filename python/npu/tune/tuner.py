@@ -52,6 +52,7 @@ class Result:
     candidate: Candidate
     status: str = "pending"  # ok, failed, timeout
     cycles: int | None = None
+    bound: int | None = None
     error: str | None = None
     seconds: float = 0.0
     reused: bool = False  # taken from the store, not run now
@@ -165,6 +166,7 @@ class Sweep:
 def _fill(result: Result, outcome: dict, reused: bool) -> None:
     result.status = outcome["status"]
     result.cycles = outcome.get("cycles")
+    result.bound = outcome.get("bound")
     result.error = outcome.get("error")
     result.seconds = outcome.get("seconds", 0.0)
     result.reused = reused
