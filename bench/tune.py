@@ -18,7 +18,8 @@ ascend910, candidates simulated timing-only as Ray tasks on a local cluster.
      spearman  rank correlation of the cost model's estimate with the
                simulated cycles over the random sample (unbiased)
    then the whole program with the chosen options, checked against numpy.
-2. Wall time of one fixed set of candidates with 1 and with 2 workers.
+2. Wall time of one fixed set of candidates with 1 and with 2 workers
+   (the machine is shared: the load average before each run is printed).
 3. Design space: the (512, 768, 768) matmul example against L1, L0C, UB and
    GM bandwidth; table and plot (PNG).
 
@@ -37,12 +38,13 @@ from npu.target import get_target
 from npu.tune import TuneOptions, load_program, sweep_design, tune
 from npu.tune.cost_model import ideal_bound
 from npu.tune.design import plot
+from npu.tune.program import Program
 from npu.tune.runner import RayRunner
 from npu.tune.tuner import describe_options
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-PROGRAM = os.path.join(ROOT, "examples", "bert_layer_ops.mlir")
-MATMUL = os.path.join(ROOT, "examples", "matmul_512x768x768.mlir")
+ROOT = os.path.relpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+PROGRAM = os.path.normpath(os.path.join(ROOT, "examples", "bert_layer_ops.mlir"))
+MATMUL = os.path.normpath(os.path.join(ROOT, "examples", "matmul_512x768x768.mlir"))
 
 
 def shape_of(task) -> str:
@@ -72,6 +74,9 @@ def search_table(random_result, guided_result) -> None:
     failed = sum(r.status != "ok" for op in random_result.ops for r in op.results)
     print(f"failed candidates: {failed} (compile errors or over the time limit)")
     p = random_result.program
+    if p.get("rejected"):
+        print(f"faster alone but slower in the program (all choices: {p['cycles_all_choices']} "
+              f"cycles), left at the defaults: {'; '.join(p['rejected'])}")
     print(f"whole program: default {p['cycles_default']} cycles, tuned {p['cycles_tuned']} cycles, "
           f"speedup {p.get('speedup', float('nan')):.3f}, numerics check "
           f"{'passed' if p['check']['passed'] else 'FAILED: ' + str(p['check'].get('failure'))}")
@@ -81,20 +86,25 @@ def search_table(random_result, guided_result) -> None:
 
 
 def worker_scaling(runner: RayRunner, program) -> None:
-    """The same candidates (the first matmul's random sample of 8 and every
-    add candidate) with 1 and 2 tasks in flight; no store, nothing reused."""
-    spec = {"ops": {"ascend.matmul": {"strategy": ["os", "ws"]}}}
-    print("| workers | candidates | wall s | speedup |")
-    print("|---|---|---|---|")
+    """The same 12 candidates of the (512, 768, 3072) matmul (OS tilings, a
+    second or so each) with 1 and 2 tasks in flight; no store, nothing reused."""
+    from npu.tune.program import extract_ops
+
+    (task,) = [t for t in extract_ops(program) if t.operands[1].shape[0] == 192]
+    spec = {"ops": {task.signature: {"strategy": ["os"]}, "*": {}}}
+    alone = Program(program.filename, task.kernel)
+    print("| workers | candidates | wall s | speedup | load average before |")
+    print("|---|---|---|---|---|")
     base = None
     for workers in (1, 2):
         runner.workers = workers
-        opts = TuneOptions(search="random", budget=8, seed=1, progress=False, verify=False)
+        opts = TuneOptions(search="random", budget=12, seed=1, progress=False, verify=False)
+        load = os.getloadavg()[0]
         t0 = time.perf_counter()
-        result = tune(program, spec, opts, runner=runner)
+        result = tune(alone, spec, opts, runner=runner)
         wall = time.perf_counter() - t0
         base = base or wall
-        print(f"| {workers} | {result.ran} | {wall:.1f} | {base / wall:.2f} |")
+        print(f"| {workers} | {result.ran} | {wall:.1f} | {base / wall:.2f} | {load:.1f} |")
     runner.workers = 2
 
 
@@ -119,7 +129,7 @@ def main() -> int:
             search_table(random_result, guided_result)
         if "workers" not in skip:
             print("\n## Wall time, 1 vs 2 workers (local Ray, this 2-core machine, shared)")
-            worker_scaling(runner, load_program(MATMUL))
+            worker_scaling(runner, program)
         if "design" not in skip:
             print("\n## Design space:", os.path.relpath(MATMUL, ROOT))
             design = sweep_design(load_program(MATMUL), None, TuneOptions(store=args.store),

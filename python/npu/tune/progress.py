@@ -1,5 +1,5 @@
-"""A progress bar for long sweeps: done/total, rate, ETA and the best result
-so far. Redrawn in place on a terminal; on a pipe or file, one line per
+"""A progress bar for long sweeps: done/total, ETA and the best result so
+far (of the group, e.g. the op, that the latest result belongs to). Redrawn in place on a terminal; on a pipe or file, one line per
 tenth of the sweep (and at the end), so logs stay short."""
 
 from __future__ import annotations
@@ -23,17 +23,20 @@ class Progress:
         self.enabled = enabled and total > 0
         self.width = width
         self.done = self.failed = 0
-        self.best: tuple[int, str] | None = None
+        self.bests: dict[str, tuple[int, str]] = {}
+        self.group = ""
         self.start = time.monotonic()
         self._tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self._next_line = 0.0
 
-    def update(self, cycles: int | None, what: str = "") -> None:
+    def update(self, cycles: int | None, what: str = "", group: str = "") -> None:
         self.done += 1
+        self.group = group
+        best = self.bests.get(group)
         if cycles is None:
             self.failed += 1
-        elif self.best is None or cycles < self.best[0]:
-            self.best = (cycles, what)
+        elif best is None or cycles < best[0]:
+            self.bests[group] = (cycles, what)
         self.draw()
 
     def line(self) -> str:
@@ -41,7 +44,9 @@ class Progress:
         filled = self.width * self.done // max(1, self.total)
         bar = "#" * filled + "." * (self.width - filled)
         eta = elapsed / self.done * (self.total - self.done) if self.done else 0.0
-        best = f"best {self.best[0]} cycles {self.best[1]}" if self.best else "best -"
+        mine = self.bests.get(self.group)
+        where = f" of {self.group}" if self.group else ""
+        best = f"best{where} {mine[0]} cycles: {mine[1]}" if mine else "best -"
         failed = f", {self.failed} failed" if self.failed else ""
         return (f"{self.label} [{bar}] {self.done}/{self.total}{failed} "
                 f"elapsed {_clock(elapsed)} ETA {_clock(eta)} {best}")

@@ -14,6 +14,7 @@ def _fmt(value: float | None, digits: int = 3) -> str:
 def tuning_text(result: TuneResult) -> str:
     lines = ["| op | family | run / space | cost-model choice (cycles) | best (cycles) | "
              "ratio | spearman | best options |", "|---|---|---|---|---|---|---|---|"]
+    rejected = set(result.program.get("rejected", []))
     for op in result.ops:
         best, default = op.best, op.default
         ratio = default.cycles / best.cycles if best and default.ok else None
@@ -23,7 +24,8 @@ def tuning_text(result: TuneResult) -> str:
             f"| {op.task.family.removeprefix('npu-lower-')} | {len(op.results)} / {op.space_size} "
             f"| {default.cycles if default.ok else default.status} "
             f"| {best.cycles if best else '-'} | {_fmt(ratio)} | {_fmt(rho, 2)} (n={n}) "
-            f"| {describe_options(best.candidate.options) if best else 'none compiled'} |")
+            f"| {describe_options(best.candidate.options) if best else 'none compiled'}"
+            f"{' (not kept: slower in the program)' if op.task.signature in rejected else ''} |")
     lines.append("")
     lines.append("Spearman correlation of the cost model's ranking with the simulator's, per family:")
     for family, (rho, n) in result.spearman_by_family().items():
@@ -33,6 +35,10 @@ def tuning_text(result: TuneResult) -> str:
         lines.append(f"{len(failed)} candidate(s) failed, e.g. {failed[0][1].status}: "
                      f"{(failed[0][1].error or '').splitlines()[0][:200]}")
     p = result.program
+    if p.get("rejected"):
+        lines.append(f"{len(p['rejected'])} op choice(s) were faster alone but made the program "
+                     f"slower ({p['cycles_all_choices']} cycles with all); left to npu-lower's "
+                     "defaults: " + "; ".join(p["rejected"]))
     if p:
         check = p.get("check", {})
         lines.append(f"whole program: cost-model choices {p.get('cycles_default')} cycles, tuned "

@@ -24,6 +24,7 @@ class Candidate:
     key: str
     estimate: float = math.nan
     default: bool = False
+    label: str = ""  # short name of what it belongs to (the op), for progress
 
 
 def select(search: str, candidates: list[Candidate], budget: int | None = None,

@@ -180,11 +180,20 @@ def canonical(task: OpTask, options: dict[str, Any], target: Target) -> dict[str
     if task.family == "npu-lower-matmul":
         if out["matmul-schedule"] == "auto":
             out["matmul-schedule"] = "pipelined" if double_buffer else "simple"
+        shape = matmul_shape(task, target)
         try:
-            choice = choose_tiling(matmul_shape(task, target), target, out["strategy"],
-                                   out["m"], out["n"], out["k"])
+            choice = choose_tiling(shape, target, out["strategy"], out["m"], out["n"], out["k"])
             out.update(strategy=choice.strategy, m=choice.tiles.m, n=choice.tiles.n,
                        k=choice.tiles.k)
+            # npu-lower-matmul's plan_pipelined falls back to the simple nest
+            # when the C tiles do not divide C or one C tile overflows L0C.
+            m, k = choice.tiles.m, choice.tiles.k
+            if shape.M % m or shape.K % k or m * k * shape.acc_bytes > target.capacity("l0c"):
+                out["matmul-schedule"] = "simple"
+            elif out["strategy"] == "os" and out["matmul-schedule"] == "pipelined":
+                # The pipelined schedule takes n as its L0 sub-step; 0 lets it
+                # choose (another program than the cost model's n).
+                out["n"] = options.get("n", 0)
         except TilingError:
             pass  # left as given: compiling it fails and is recorded as such
         if out["strategy"] != "os":

@@ -46,7 +46,12 @@ def test_same_op_twice_is_one_task_and_candidates_are_canonical():
     default = canonical(task, {}, target)
     # npu-lower's defaults spelt out give the cost model's tiles.
     assert default == canonical(task, {"strategy": "os", "m": 256, "double-buffer": True}, target)
-    assert (default["m"], default["n"], default["k"]) == (256, 128, 256)
+    assert (default["m"], default["k"], default["matmul-schedule"]) == (256, 256, "pipelined")
+    # The pipelined schedule picks its own L0 sub-step when n is 0; an
+    # explicit n is another program. The simple nest uses the model's n.
+    assert default["n"] == 0
+    assert canonical(task, {"n": 128}, target) != default
+    assert canonical(task, {"matmul-schedule": "simple"}, target)["n"] == 128
     # The pipelined schedule's knobs vanish where they cannot apply.
     assert "l1-chunk" not in canonical(task, {"strategy": "ws"}, target)
     assert "matmul-schedule" not in canonical(task, {"strategy": "is"}, target)
@@ -101,13 +106,16 @@ def test_record_round_trip_and_errors(tmp_path):
 
 def test_progress_line_has_eta_and_best():
     out = io.StringIO()
-    bar = Progress(4, "t", stream=out)
-    bar.update(100, "a")
-    bar.update(None)
-    bar.update(50, "b")
-    bar.update(70, "c")
-    last = out.getvalue().strip().splitlines()[-1]
-    assert "4/4, 1 failed" in last and "ETA" in last and "best 50 cycles b" in last
+    bar = Progress(5, "t", stream=out)
+    bar.update(100, "a", "exp")
+    bar.update(None, "", "exp")
+    bar.update(50, "b", "exp")
+    bar.update(900, "c", "matmul")
+    bar.update(70, "d", "exp")
+    lines = out.getvalue().strip().splitlines()
+    assert "4/5, 1 failed" in lines[-2] and "ETA" in lines[-2]
+    assert "best of matmul 900 cycles: c" in lines[-2]  # per op: the latest result's
+    assert "5/5" in lines[-1] and "best of exp 50 cycles: b" in lines[-1]
 
 
 def test_cli_usage_errors(tmp_path, capsys):
@@ -129,3 +137,40 @@ def test_cli_usage_errors(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main([str(prog), "--no-store", "--space", str(prog)])
     assert e.value.code == 2 and "p.mlir: not JSON" in capsys.readouterr().err
+
+
+class ProgramCycles:
+    """A runner that 'simulates' the whole program: 1000 cycles plus a cost
+    per op choice in the record (what the ops do to each other in the real
+    program is what per-op tuning cannot see)."""
+
+    def __init__(self, effect: dict[str, int]):
+        self.effect = effect
+        self.records: list[set[str]] = []
+
+    def run(self, jobs, on_outcome):
+        for job in jobs:
+            ops = set(TuningRecord.from_json(job.record_json).ops)
+            self.records.append(ops)
+            on_outcome({"key": job.key, "status": "ok", "cycles": 1000 + sum(self.effect[o] for o in ops)})
+
+
+@pytest.mark.parametrize("effect, kept", [
+    ({"a": -100, "b": -50}, {"a", "b"}),  # all choices together are fastest
+    ({"a": -100, "b": +300}, {"a"}),  # b wins alone but loses in the program
+    ({"a": +100, "b": +300}, set()),  # nothing helps: npu-lower's defaults
+])
+def test_verify_keeps_only_choices_that_help_the_program(effect, kept):
+    from npu.tune.record import OpChoice
+    from npu.tune.store import ResultStore
+    from npu.tune.tuner import Sweep, verify
+
+    record = TuningRecord("ascend910", {s: OpChoice({"ub-fraction": 0.25}) for s in effect})
+    runner = ProgramCycles(effect)
+    chosen, evidence = verify(Program("p.mlir", MATMUL), record, "ascend910",
+                              Sweep(runner, ResultStore(None), False, "t"))
+    assert set(chosen.ops) == kept
+    assert evidence["cycles_default"] == 1000
+    assert evidence["cycles_tuned"] == 1000 + sum(effect[s] for s in kept) <= 1000
+    assert set(evidence.get("rejected", [])) == set(effect) - kept
+    assert runner.records[-1] == kept  # the record that was checked is the one kept
