@@ -6,7 +6,8 @@ softmax's reduce_max and exp, the GELU's tanh, the residual add), on
 ascend910, candidates simulated timing-only as Ray tasks on a local cluster.
 
 1. Random search, `--budget` candidates per op (every candidate when the
-   op's space is smaller: the vector ops' spaces are), then guided search
+   op's space is smaller: the vector ops' spaces are; `--search grid`: all
+   of every op's default space), then guided search
    with a budget of 8 (the cost model's top ranks), sharing the store, so a
    candidate both pick is simulated once. Per op:
      default   cycles with npu-lower's defaults (the cost model's choice)
@@ -90,7 +91,8 @@ def worker_scaling(runner: RayRunner, program) -> None:
     second or so each) with 1 and 2 tasks in flight; no store, nothing reused."""
     from npu.tune.program import extract_ops
 
-    (task,) = [t for t in extract_ops(program) if t.operands[1].shape[0] == 192]
+    (task,) = [t for t in extract_ops(program)
+               if t.op_name == "ascend.matmul" and t.operands[1].shape[0] == 192]
     spec = {"ops": {task.signature: {"strategy": ["os"]}, "*": {}}}
     alone = Program(program.filename, task.kernel)
     print("| workers | candidates | wall s | speedup | load average before |")
@@ -110,6 +112,8 @@ def worker_scaling(runner: RayRunner, program) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--search", choices=("random", "grid"), default="random",
+                   help="the first search: a random sample of --budget per op, or every candidate")
     p.add_argument("--budget", type=int, default=24, help="random candidates per op")
     p.add_argument("--store", default=None, help="results store (default: none, run everything)")
     p.add_argument("--plot", default="tune_design.png", help="design-space plot (PNG)")
@@ -121,7 +125,7 @@ def main() -> int:
         program = load_program(PROGRAM)
         if "search" not in skip:
             print("## Per-op search on", os.path.relpath(PROGRAM, ROOT))
-            opts = TuneOptions(search="random", budget=args.budget, store=args.store, progress=True)
+            opts = TuneOptions(search=args.search, budget=args.budget, store=args.store, progress=True)
             random_result = tune(program, None, opts, runner=runner)
             opts = TuneOptions(search="guided", budget=8, store=args.store, progress=True,
                                verify=False)

@@ -175,7 +175,10 @@ class Pass:
 
     def for_op(self, op: ir.Operation) -> "Pass":
         """This pass, or a copy of it with the op's per-op options applied."""
-        values = {k: v for k, v in self.op_options(op).items() if k != DOUBLE_BUFFER_KEY}
+        return self._with(self.op_options(op))
+
+    def _with(self, options: dict[str, Any]) -> "Pass":
+        values = {k: v for k, v in options.items() if k != DOUBLE_BUFFER_KEY}
         if not values:
             return self
         clone = copy.copy(self)
@@ -192,8 +195,9 @@ class Pass:
         `npu.double_buffer` for npu-double-buffer.
         """
         for op in ops_named(root, *self.handles):
-            double_buffer = self.op_options(op).get(DOUBLE_BUFFER_KEY)
-            lowering = self.for_op(op)
+            options = self.op_options(op)
+            double_buffer = options.get(DOUBLE_BUFFER_KEY)
+            lowering = self._with(options)
             scope = op.parent
             before = set(_loops(scope)) if double_buffer is not None else set()
             if erase:

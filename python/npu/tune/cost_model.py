@@ -94,10 +94,11 @@ def _vector(task: OpTask, options: dict[str, Any], target: Target) -> float:
     from npu.ir import element_bytes
 
     *inputs, output = task.operands
-    elems = math.prod(output.shape)
+    # The streamed volume: a reduction's output is small, its input is not.
+    elems = max(math.prod(o.shape) for o in task.operands)
     in_bytes = sum(math.prod(o.shape) * element_bytes(o.dtype) for o in inputs)
-    out_bytes = elems * element_bytes(output.dtype)
-    per_elem = sum(element_bytes(o.dtype) for o in task.operands)
+    out_bytes = math.prod(output.shape) * element_bytes(output.dtype)
+    per_elem = sum(element_bytes(o.dtype) * math.prod(o.shape) / elems for o in task.operands)
     fraction = float(options.get("ub-fraction", 1.0))
     if not 0 < fraction <= 1:
         return math.inf

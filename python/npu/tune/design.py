@@ -45,7 +45,8 @@ class DesignResult:
         rows = []
         for p in self.points:
             r = p.result
-            rows.append({"param": p.param or "(preset)", "value": p.value, "preset_value": p.base_value,
+            rows.append({"param": p.param or "(preset)", "value": "-" if p.value is None else p.value,
+                         "preset_value": "-" if p.base_value is None else p.base_value,
                          "status": r.status, "cycles": r.cycles,
                          "vs_preset": round(r.cycles / base, 4) if r.cycles and base else None,
                          "error": (r.error or "").splitlines()[0] if r.error else ""})

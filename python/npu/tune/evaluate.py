@@ -71,7 +71,6 @@ class _Failure(Exception):
 
 
 def _evaluate(job: Job) -> Outcome:
-    from npu import diagnostics
     from npu import ir as npu_ir
     from npu.passes import PassError
     from npu.passes.lower import LowerPass
@@ -80,18 +79,16 @@ def _evaluate(job: Job) -> Outcome:
     from npu.simulator.core import find_entry
     from npu.target import get_target
     from npu.tools.npu_run import ToolError, compare, random_inputs, reference_outputs
+    from npu.tune.program import ProgramError, parse_program
     from npu.tune.record import RecordError, TuningRecord
     from npu.tune.space import target_with
 
     target = target_with(get_target(job.target), job.target_params)
-    engine = diagnostics.DiagnosticEngine(display_name=job.filename)
-    diagnostics.install(engine)
-    ctx = npu_ir.make_context()
     try:
-        module = npu_ir.parse_module(job.text, ctx)
-    except npu_ir.ParseError:
-        raise _Failure("\n".join(d.format() for d in engine.diagnostics if d.severity == "error"))
-    original = npu_ir.parse_module(job.text, ctx) if job.check else None
+        module, engine = parse_program(job.filename, job.text)
+    except ProgramError as e:
+        raise _Failure(str(e)) from None
+    original = npu_ir.parse_module(job.text, module.context) if job.check else None
     try:
         if job.record_json:
             record = TuningRecord.from_json(job.record_json)

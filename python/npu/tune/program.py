@@ -72,17 +72,25 @@ def lowering_of() -> dict[str, str]:
     return {name: flag for flag, cls in registry().items() for name in cls.handles}
 
 
-def extract_ops(program: Program) -> list[OpTask]:
-    """The program's ascend ops, one task per signature, in program order."""
+def parse_program(filename: str, text: str):
+    """(module, diagnostics engine) of `text`, with diagnostics named after
+    `filename`; ProgramError with the located errors if it does not parse."""
     from npu import diagnostics
 
-    engine = diagnostics.DiagnosticEngine(display_name=program.filename)
+    engine = diagnostics.DiagnosticEngine(display_name=filename)
     diagnostics.install(engine)
-    ctx = nir.make_context()
     try:
-        module = nir.parse_module(program.text, ctx)
+        module = nir.parse_module(text, nir.make_context())
     except nir.ParseError:
-        raise ProgramError("\n".join(d.format() for d in engine.diagnostics)) from None
+        raise ProgramError("\n".join(d.format() for d in engine.diagnostics
+                                     if d.severity == "error")) from None
+    return module, engine
+
+
+def extract_ops(program: Program) -> list[OpTask]:
+    """The program's ascend ops, one task per signature, in program order."""
+    module, engine = parse_program(program.filename, program.text)
+    ctx = module.context
     families = lowering_of()
     tasks: dict[str, OpTask] = {}
     for op in nir.ops_in_dialect(module.operation, "ascend"):
