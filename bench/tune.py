@@ -1,6 +1,6 @@
 """npu-tune on the ops of a BERT layer: what tuning buys over the cost model.
 
-Program: examples/bert_layer_ops.mlir (the (512, 768, 768) and (512, 768,
+Program: bench/bert_layer_ops.mlir (the (512, 768, 768) and (512, 768,
 3072) matmuls with their fractal conversions, the attention transpose, the
 softmax's reduce_max and exp, the GELU's tanh, the residual add), on
 ascend910, candidates simulated timing-only as Ray tasks on a local cluster.
@@ -44,7 +44,7 @@ from npu.tune.runner import RayRunner
 from npu.tune.tuner import describe_options
 
 ROOT = os.path.relpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-PROGRAM = os.path.normpath(os.path.join(ROOT, "examples", "bert_layer_ops.mlir"))
+PROGRAM = os.path.normpath(os.path.join(ROOT, "bench", "bert_layer_ops.mlir"))
 MATMUL = os.path.normpath(os.path.join(ROOT, "examples", "matmul_512x768x768.mlir"))
 
 

@@ -3,8 +3,10 @@
 // matmuls with their fractal conversions, the attention transpose, the
 // softmax's row max and exp, the GELU's tanh and the residual add.
 //
-//   npu-tune examples/bert_layer_ops.mlir -o record.json
-//   npu-run examples/bert_layer_ops.mlir --check --tuning-record record.json
+// The input of bench/tune.py (kept out of examples/: simulating it with
+// numerics takes half a minute, too long for the pinned-examples test).
+//   npu-tune bench/bert_layer_ops.mlir -o record.json
+//   npu-run bench/bert_layer_ops.mlir --check --tuning-record record.json
 func.func @bert_layer_ops(
     %x: memref<512x768xf16, "gm">, %w: memref<768x768xf16, "gm">, %w1: memref<768x3072xf16, "gm">,
     %xn: memref<48x32x16x16xf16, "gm">, %wn: memref<48x48x16x16xf16, "gm">,
