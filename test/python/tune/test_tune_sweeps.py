@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -216,3 +217,23 @@ def test_guided_sweep_of_the_bert_matmul(ray_runner):
         assert op.best.cycles <= op.default.cycles
         if op.task.family == "npu-lower-fractalize":
             assert op.best.cycles < op.default.cycles
+
+
+def test_cli_runs_on_an_existing_cluster(ray_runner, tmp_path):
+    """`--address` connects to a running cluster (here the tests' own) instead
+    of starting one; the cluster outlives the command."""
+    import subprocess
+    import sys
+
+    import ray
+
+    prog = tmp_path / "exp.mlir"
+    prog.write_text(EXP_ONLY)
+    tool = os.path.join(os.path.dirname(sys.executable), "npu-tune")
+    run = subprocess.run([tool, str(prog), "--address", ray.get_runtime_context().gcs_address,
+                          "--no-store", "--no-progress", "--no-verify", "--search", "grid",
+                          "--param", "ub-fraction=0.25,0.5", "--param", "double-buffer=true"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "| ascend.exp 4096 x 4096 | elementwise | 2 / 2 |" in run.stdout
+    assert ray.is_initialized() and ray.cluster_resources().get("CPU") == 2
