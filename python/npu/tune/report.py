@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from npu.tune.tuner import TuneResult, describe_options
@@ -57,7 +58,8 @@ def tuning_json(result: TuneResult) -> dict[str, Any]:
             "signature": op.task.signature, "family": op.task.family, "space": op.space_size,
             "spearman": rho, "spearman_pairs": n,
             "candidates": [{"options": r.candidate.options, "default": r.candidate.default,
-                            "estimate": r.candidate.estimate, "status": r.status, "cycles": r.cycles,
+                            "estimate": (r.candidate.estimate if math.isfinite(r.candidate.estimate)
+                                         else None), "status": r.status, "cycles": r.cycles,
                             "error": r.error, "seconds": r.seconds, "reused": r.reused}
                            for r in op.results]})
     return {"target": result.record.target, "ops": ops, "program": result.program,

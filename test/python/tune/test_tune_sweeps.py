@@ -188,8 +188,11 @@ def test_cli_tunes_writes_a_record_npu_run_applies(ray_runner, tmp_path, capsys)
     assert npu_run.main([str(prog), "--check", "--tuning-record", str(record)]) == 0
     assert f"cycles            {choice.cycles}" in capsys.readouterr().out
     # A rerun finds everything in the store.
-    assert npu_tune.main(args) == 0
-    assert "0 run, 5 reused from the store" in capsys.readouterr().out
+    assert npu_tune.main(args + ["--json"]) == 0
+    report = json.loads(capsys.readouterr().out,  # strict JSON: no NaN or Infinity
+                        parse_constant=lambda c: pytest.fail(f"{c} in the JSON report"))
+    assert (report["ran"], report["reused"]) == (0, 5)
+    assert report["program"]["check"]["passed"] and len(report["ops"][0]["candidates"]) == 2
 
     table, png = tmp_path / "t.csv", tmp_path / "p.png"
     assert npu_tune.main([str(prog), "--design", "--param", "ub=128KiB,256KiB", "--no-store",
