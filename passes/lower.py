@@ -92,6 +92,12 @@ class LowerPass(Pass):
                 record = TuningRecord.load(self.tuning_record)
             except RecordError as e:
                 raise PassError(f"npu-lower: {e}", module) from None
+            if record.target and record.target != self.target.name.split("+")[0]:
+                from npu import diagnostics
+
+                diagnostics.emit_warning(f"npu-lower: tuning record '{self.tuning_record}' was made "
+                                         f"for target '{record.target}', compiling for "
+                                         f"'{self.target.name}'", module.location)
             self.apply_tuning_record(module, record)
         for flag, forwarded in LOWERINGS:
             values = {theirs: self._value(ours) for ours, theirs in forwarded.items()

@@ -5,6 +5,9 @@
 // RUN: npu-opt %s --split-input-file --npu-lower-matmul --npu-lower-elementwise 2>&1 | FileCheck %s
 // RUN: npu-opt %s --split-input-file --npu-lower-elementwise --npu-double-buffer | FileCheck %s --check-prefix=DB
 // RUN: npu-opt %s --split-input-file --npu-lower="tuning-record=%S/Inputs/tuning-record.json" 2>&1 | FileCheck %s --check-prefix=REC
+// RUN: npu-opt %s --split-input-file --target=ascend310 --npu-lower="tuning-record=%S/Inputs/tuning-record.json" 2>&1 | FileCheck %s --check-prefix=OTHER
+
+// OTHER: warning: npu-lower: tuning record {{.*}}tuning-record.json' was made for target 'ascend910', compiling for 'ascend310'
 
 // Two matmuls of one shape: the first with its own tiles, the second with
 // the cost model's.
