@@ -78,14 +78,13 @@ class GmPlan:
     unplanned: int    # GM allocs left as they are (dynamic, escaping, strided)
 
 
-def _positions(func_op: ir.Operation) -> tuple[dict[ir.Operation, int], int]:
+def _positions(func_op: ir.Operation) -> dict[ir.Operation, int]:
     """Every op of the function -> the position of its entry-block ancestor."""
     where: dict[ir.Operation, int] = {}
-    ops = list(func_op.regions[0].blocks[0].operations)
-    for i, top in enumerate(ops):
+    for i, top in enumerate(func_op.regions[0].blocks[0].operations):
         for op in walk(top.operation):
             where[op] = i
-    return where, len(ops) - 1
+    return where
 
 
 def _lifetime(alloc: ir.Operation, where: dict[ir.Operation, int]
@@ -115,7 +114,7 @@ def _lifetime(alloc: ir.Operation, where: dict[ir.Operation, int]
 
 def collect_tensors(func_op: ir.Operation, target: Target) -> tuple[list[Tensor], int]:
     """The plannable GM allocs of `func_op` and how many GM allocs are not."""
-    where, _ = _positions(func_op)
+    where = _positions(func_op)
     align = target.gm_workspace_alignment
     tensors, unplanned = [], 0
     for alloc in walk(func_op, lambda o: o.name == "memref.alloc"):

@@ -103,7 +103,8 @@ def _load_inputs(program: Program, inputs: Sequence[np.ndarray], where: str) -> 
 
 
 def simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None = None,
-             target: Target | None = None, strict: bool = True, serialize: bool = False) -> SimResult:
+             target: Target | None = None, strict: bool = True, serialize: bool = False,
+             numerics: bool = True) -> SimResult:
     """Run `entry` of `module` on `inputs` (one array per memref argument;
     workspace arguments, `npu.workspace`, may be left out and are then
     allocated uninitialised). `outputs` holds every argument but the
@@ -113,6 +114,9 @@ def simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None 
     and races are collected in `hazards` and the run continues (bounds,
     alignment, capacity, flag and deadlock faults always raise).
     `serialize`: each instruction waits for all earlier ones (no overlap).
+    `numerics=False`: timing only; no arithmetic is done (the outputs hold
+    the inputs' bytes where nothing was computed), every check that needs no
+    values still runs, and the cycles equal those of the full run.
     """
     wall0 = time.perf_counter()
     # The trace holds one small tuple per dynamic instruction; the cyclic
@@ -122,7 +126,7 @@ def simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None 
     # inf/NaN results (exp overflow, log of 0, ...) are values, as on the hardware.
     old_err = np.seterr(all="ignore")
     try:
-        return _simulate(module, inputs, entry, target, strict, serialize, wall0)
+        return _simulate(module, inputs, entry, target, strict, serialize, numerics, wall0)
     finally:
         np.seterr(**old_err)
         if gc_was_enabled:
@@ -130,7 +134,8 @@ def simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None 
 
 
 def _simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None,
-              target: Target | None, strict: bool, serialize: bool, wall0: float) -> SimResult:
+              target: Target | None, strict: bool, serialize: bool, numerics: bool,
+              wall0: float) -> SimResult:
     target = target or get_target()
     func_op = find_entry(module, entry)
     where = where_of(func_op.location)
@@ -146,7 +151,7 @@ def _simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None
         return (instr.name, PIPE_NAMES[instr.pipe], instr.where)
 
     hazards = HazardDetector(len(trace), program.n_groups, describe, races=not serialize, strict=strict)
-    timeline = run(trace, Machine(hazards), hazards, target, trailing, serialize)
+    timeline = run(trace, Machine(hazards, numerics), hazards, target, trailing, serialize)
     outputs, own_bytes = [], []
     for i, (mem, region, dtype, shape) in enumerate(program.args):
         if i in program.workspace_args:

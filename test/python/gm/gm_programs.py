@@ -76,3 +76,20 @@ def through_temporaries(op: str, inputs: Sequence[tuple[Sequence[int], str]],
     body.append(_copy(flat, "%out", n, elem))
     body.append("  return")
     return f"func.func @{name}({', '.join(args)}) {{\n" + "\n".join(body) + "\n}\n"
+
+
+def through_argument_views(op: str, inputs: Sequence[tuple[Sequence[int], str]],
+                           output: tuple[Sequence[int], str], attrs: str = "",
+                           name: str = "f") -> str:
+    """One ascend op on `expand_shape` views of flat (1-D) arguments, the
+    output included: reshapes of function arguments rather than temporaries."""
+    args, body, operands = [], [], []
+    for i, (shape, elem) in enumerate(list(inputs) + [output]):
+        n = prod(shape)
+        args.append(f"%a{i}: {mt([n], elem)}")
+        operands.append((_reshaped(f"%v{i}", f"%a{i}", shape, elem, True, body), mt(shape, elem)))
+    attr_text = f" {{{attrs}}}" if attrs else ""
+    body.append(f'  "{op}"({", ".join(v for v, _ in operands)}){attr_text} : '
+                f"({', '.join(t for _, t in operands)}) -> ()")
+    body.append("  return")
+    return f"func.func @{name}({', '.join(args)}) {{\n" + "\n".join(body) + "\n}\n"
