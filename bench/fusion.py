@@ -79,7 +79,7 @@ def ffn_in_model(seq: int, hidden: int, ffn: int):
         nodes, "ffn_in", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [seq, hidden])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [seq, ffn])],
         [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=9)
 
 
 def row(name: str, unfused: dict, fused: dict, ideal: int, note: str = "") -> None:

@@ -66,6 +66,8 @@ class LowerPass(Pass):
                "npu-plan-gm algorithm)", choices=("auto", "greedy-by-size", "pushdown")),
         Option("fuse", bool, True, "group row ops into fused kernels first (npu-fuse); false "
                "lowers every ascend op as its own kernel"),
+        Option("fuse-remarks", bool, False, "npu-fuse's remarks: each group formed and why "
+               "ops were left out"),
         Option("plan-gm", bool, True, "pack GM memref.alloc temporaries into one workspace "
                "argument first (npu-plan-gm); false leaves them as allocs"),
         Option("sync", str, "precise", "npu-insert-sync mode", choices=("precise", "barrier")),
@@ -93,7 +95,7 @@ class LowerPass(Pass):
     def run(self, module: ir.Operation) -> None:
         if self.fuse:
             values = {} if self.ub_fraction == 0.0 else {"ub-fraction": self.ub_fraction}
-            self._required("npu-fuse", **values).run(module)
+            self._required("npu-fuse", remarks=self.fuse_remarks, **values).run(module)
             self._required("npu-lower-fused", **{k: v for k, v in (
                 ("ub-fraction", self.ub_fraction), ("max-chunk", self.max_chunk))
                 if v != _UNSET[k]}).run(module)

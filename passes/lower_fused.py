@@ -39,6 +39,10 @@ from npu.vector_compute import Compute
 from npu.vector_tiling import VectorGeometry, plan_chunks, round_down, split_repeats
 
 
+# What a fused group's body may hold besides its member ops.
+BODY_OPS = ("memref.alloc", "scf.yield", "arith.constant") + fusion.VIEW_OPS
+
+
 class LowerFused(Pass):
     name = "npu-lower-fused"
     summary = "Lower npu.fused groups of row ops to one cce vector kernel each"
@@ -72,6 +76,9 @@ class FusedKernel:
         for k, op in enumerate(region.regions[0].blocks[0].operations):
             op = op.operation
             if not op.name.startswith("ascend."):
+                if op.name not in BODY_OPS:
+                    raise PassError(f"'{op.name}' cannot be part of a fused group (only ascend row "
+                                    "ops, memref.alloc, views and scf.yield)", op)
                 continue
             d = fusion.describe(op, k, self.target)
             if isinstance(d, str):

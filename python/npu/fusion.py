@@ -101,14 +101,14 @@ def describe(op: ir.Operation, index: int, target: Target) -> RowOp | str:
         return f"'{name}' is not a row op (elementwise, or a reduction along the last axis)"
     operands = list(op.operands)
     for v in operands:
+        if elements(v) == 0:
+            return "an operand has no elements"
         if not nir.is_contiguous(v) or nir.memory_space(v) != "gm":
             return "an operand is not a contiguous GM tensor"
         if nir.memref_element(v) not in ("f16", "f32"):
             return f"element type {nir.memref_element(v)} (fused kernels take f16/f32)"
         if elements(root_of(v)) != elements(v):
             return "an operand is a partial view of its tensor"
-        if elements(v) == 0:
-            return "an operand has no elements"
     out = operands[-1]
     if any(root_of(v) == root_of(out) for v in operands[:-1]):
         return "it writes over its own input"

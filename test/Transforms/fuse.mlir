@@ -108,3 +108,4 @@ func.func @rows_differ(%x: memref<16x32xf32, "gm">, %y: memref<8x64xf32, "gm">) 
   "ascend.muls"(%c, %z) {scalar = 2.0 : f64} : (memref<32x16xf32, "gm">, memref<32x16xf32, "gm">) -> ()
   return
 }
+
