@@ -93,12 +93,35 @@ class LowerPass(Pass):
         return value
 
     def run(self, module: ir.Operation) -> None:
-        if self.fuse:
-            values = {} if self.ub_fraction == 0.0 else {"ub-fraction": self.ub_fraction}
-            self._required("npu-fuse", remarks=self.fuse_remarks, **values).run(module)
-            self._required("npu-lower-fused", **{k: v for k, v in (
-                ("ub-fraction", self.ub_fraction), ("max-chunk", self.max_chunk))
-                if v != _UNSET[k]}).run(module)
+        """With fusion, a fused kernel whose chunk the footprint model sized
+        too large for the memory planner (UB overflow) is retried with half
+        the UB share, then unfused: attempting fusion never fails a program."""
+        if not self.fuse:
+            self._lower(module, None)
+            return
+        from npu.fusion import FUSED_UB_FRACTION
+
+        share = self.ub_fraction or FUSED_UB_FRACTION
+        snapshot = module.clone()
+        for fraction in (share, share / 2, None):
+            try:
+                self._lower(module, fraction)
+                return
+            except PassError as e:
+                if fraction is None or "overflows" not in e.message:
+                    raise
+                _restore(module, snapshot.clone())
+                if self.fuse_remarks:
+                    then = "unfused" if fraction == share / 2 else f"at UB share {share / 2:g}"
+                    self.remark(module, f"npu-fuse: fused kernels at UB share {fraction:g} "
+                                        f"overflowed UB ({e.message.split(':')[0]}); retrying {then}")
+
+    def _lower(self, module: ir.Operation, fuse_fraction: float | None) -> None:
+        if fuse_fraction is not None:
+            self._required("npu-fuse", remarks=self.fuse_remarks,
+                           **{"ub-fraction": fuse_fraction}).run(module)
+            self._required("npu-lower-fused", **{"ub-fraction": fuse_fraction}, **(
+                {"max-chunk": self.max_chunk} if self.max_chunk else {})).run(module)
         if self.plan_gm:
             self._required("npu-plan-gm", algorithm=self.plan).run(module)
         if self.tuning_record:
@@ -169,3 +192,13 @@ class LowerPass(Pass):
                 values.update(dict_attr_items(op.attributes[OP_OPTIONS_ATTR]))
             with op.context, op.location:
                 op.attributes[OP_OPTIONS_ATTR] = dict_attr_of(values)
+
+
+def _restore(module: ir.Operation, copy: ir.Operation) -> None:
+    """Replace the body of `module` by the body of `copy` (a clone of it)."""
+    body = module.regions[0].blocks[0]
+    for op in list(body.operations):
+        op.erase()
+    for op in list(copy.regions[0].blocks[0].operations):
+        op.detach_from_parent()
+        ir.InsertionPoint(body).insert(op)
