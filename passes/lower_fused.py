@@ -39,6 +39,8 @@ from npu.vector_compute import Compute
 from npu.vector_tiling import VectorGeometry, plan_chunks, round_down, split_repeats
 
 
+# UB share a chunk's buffers may take when all of them are doubled.
+DOUBLED_SHARE = 0.9
 # What a fused group's body may hold besides its member ops.
 BODY_OPS = ("memref.alloc", "scf.yield", "arith.constant") + fusion.VIEW_OPS
 
@@ -92,6 +94,20 @@ class FusedKernel:
         fp = fusion.footprint(self.g, self.target)
         budget = int(self.target.capacity("ub") * p.ub_fraction)
         max_rows = fp.rows_fitting(budget)
+        # npu-double-buffer gives each buffer of the loop body a second copy,
+        # live for the whole body, only while both fit: a chunk whose buffers
+        # all fit twice overlaps load, compute and store; the liveness-sized
+        # chunk would leave some buffers single (serialising on them).
+        doubled = (int(self.target.capacity("ub") * DOUBLED_SHARE) - 2 * fp.fixed) // max(
+            1, 2 * fp.all_per_row)
+        doubled -= doubled % fp.row_block
+        # ... worth it only while one chunk's load takes at least half the GM latency.
+        path = self.target.path("gm_to_ub")
+        widest_row = max((self.n * o.es for o in self.g.loaded.values() if o.kind == "full"),
+                         default=0)
+        long_enough = 2 * doubled * widest_row >= path.latency * path.bytes_per_cycle
+        if doubled >= fp.row_block and long_enough:
+            max_rows = min(max_rows, doubled)
         if p.max_chunk:
             max_rows = min(max_rows, max(fp.row_block,
                                          round_down(p.max_chunk // self.n, fp.row_block)))

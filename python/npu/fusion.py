@@ -183,6 +183,7 @@ class Footprint:
     fixed: int
     per_row: int
     row_block: int
+    all_per_row: int = 0  # every buffer of a chunk at once (no reuse)
 
     def rows_fitting(self, budget: int) -> int:
         rows = (budget - self.fixed) // max(1, self.per_row)
@@ -270,7 +271,7 @@ def footprint(g: GroupModel, target: Target) -> Footprint:
         return n * o.es if o.kind == "full" else o.es
 
     live: dict = {}
-    peak = 0
+    peak = total = 0
     for k, m in enumerate(g.members):
         for i in m.ins:
             if i.kind in ("full", "col") and i.root in g.loaded and i.root not in live:
@@ -286,6 +287,9 @@ def footprint(g: GroupModel, target: Target) -> Footprint:
             lanes = VectorGeometry.for_types(target, [4]).lanes
             transient += lanes * 4 + (n * 4 if m.ins[0].elem != "f32" else 0)
         peak = max(peak, sum(live.values()) + transient)
+        total += transient + row_bytes(m.out) + sum(
+            row_bytes(i) for i in m.ins if i.kind in ("full", "col") and i.root in g.loaded
+            and all(i.root not in (o.root for o in p.ins) for p in g.members[:k]))
         for root in [r for r in live if last_use.get(r, -1) <= k]:
             del live[root]
-    return Footprint(fixed, peak, row_block)
+    return Footprint(fixed, peak, row_block, total)

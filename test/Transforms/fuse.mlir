@@ -14,17 +14,18 @@
 // CHECK-NEXT:    scf.yield
 // CHECK-NEXT:  } {npu.fused = {gm_bytes = 40960 : i64, row_length = 64 : i64, rows = 80 : i64, ub_bytes_per_row = {{[0-9]+}} : i64, unfused_gm_bytes = 165120 : i64}}
 // CHECK-NEXT:  return
-// The kernel: x loaded once per chunk, y stored once; no GM temporaries.
+// The kernel: per chunk x loaded once, every step in UB, y stored once; no
+// GM temporaries.
 // KERNEL-LABEL: func.func @softmax
 // KERNEL-NOT:   memref.alloc() : memref<{{.*}}"gm">
-// KERNEL-COUNT-1: cce.copy_gm_to_ub
+// KERNEL:       cce.copy_gm_to_ub
+// KERNEL-NOT:   cce.copy_
 // KERNEL:       cce.vcmax
 // KERNEL:       cce.vexp
 // KERNEL:       cce.vcadd
 // KERNEL:       cce.vrec
 // KERNEL:       cce.vmul
 // KERNEL:       cce.copy_ub_to_gm
-// KERNEL-NOT:   cce.copy_gm_to_ub
 // KERNEL:       return
 func.func @softmax(%x: memref<2x40x64xf32, "gm">, %y: memref<2x40x64xf32, "gm">) {
   %m = memref.alloc() : memref<2x40x1xf32, "gm">
