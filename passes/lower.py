@@ -1,10 +1,11 @@
-"""`npu-lower`: the default pipeline from `ascend` to planned, synchronised `cce`.
+"""`npu-lower`: the default pipeline from `ascend` to `hivm` instructions.
 
 Runs, in order and by instantiating the registered pass classes (one place,
 no copied code): every lowering (matmul, fractalize, elementwise, transpose,
-reduce), then `npu-double-buffer` (optional), `npu-plan-memory` and
-`npu-insert-sync`. Every choice of those passes is an option here and is
-forwarded to the pass that owns it. A lowering that is not registered is
+reduce), then `npu-double-buffer` (optional), `npu-plan-memory`,
+`npu-insert-sync` and `npu-lower-cce-to-hivm` (`emit=cce` stops before it,
+at planned, synchronised cce). Every choice of those passes is an option
+here and is forwarded to the pass that owns it. A lowering that is not registered is
 skipped, but no `ascend` op may survive: that is an error at the op.
 """
 
@@ -61,6 +62,8 @@ class LowerPass(Pass):
         Option("sync", str, "precise", "npu-insert-sync mode", choices=("precise", "barrier")),
         Option("sink-sets", bool, True, "npu-insert-sync sink-sets: one set_flag after a run of "
                "same-pipe transfers instead of one per transfer"),
+        Option("emit", str, "hivm", "the level to stop at: planned, synchronised cce, or hivm "
+               "instructions (npu-lower-cce-to-hivm)", choices=("cce", "hivm")),
     )
 
     def _make(self, flag: str, **values: Any) -> Pass | None:
@@ -94,6 +97,8 @@ class LowerPass(Pass):
             steps.append(self._make("npu-double-buffer"))
         steps.append(self._required("npu-plan-memory", algorithm=self.plan))
         steps.append(self._required("npu-insert-sync", mode=self.sync, **{"sink-sets": self.sink_sets}))
+        if self.emit == "hivm":
+            steps.append(self._required("npu-lower-cce-to-hivm"))
         for step in steps:
             if step is not None:
                 step.run(module)

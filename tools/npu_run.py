@@ -4,7 +4,8 @@
                       [--check] [--json] [--trace t.json] [--serialize] [-o out.npz]
 
 A module with `ascend` ops is compiled through the default pipeline
-(`npu-lower`) first; `--check` compares every argument's final value with the
+(`npu-lower`, to `hivm`; `--emit cce` stops at `cce`) first; a `cce` module
+is simulated as it is, or lowered to `hivm` with `--emit hivm`; `--check` compares every argument's final value with the
 numpy reference evaluation of the ORIGINAL (ascend-level) program. Exit code
 1 on a fault, a failed check or bad input; 2 on bad usage.
 """
@@ -68,6 +69,8 @@ def make_parser() -> argparse.ArgumentParser:
                    help="report races and uninitialised reads as hazards instead of failing")
     p.add_argument("--pipeline", default=DEFAULT_PIPELINE,
                    help=f"pipeline for ascend-level input (default: {DEFAULT_PIPELINE})")
+    p.add_argument("--emit", choices=("cce", "hivm"), default=None,
+                   help="the level to simulate (default: hivm for ascend input, else the input's)")
     p.add_argument("-o", "--output", default=None, help="save the final arguments to this .npz")
     return p
 
@@ -184,9 +187,17 @@ def run(args, filename: str, text: str) -> int:
     compiled = bool(npu_ir.ops_in_dialect(module, "ascend"))
     if compiled:
         original = parse_module(text, ctx)  # the reference runs on the program as written
-        compile_module(module, args.pipeline, target, filename)
+        pipeline = args.pipeline
+        if pipeline == DEFAULT_PIPELINE and args.emit == "cce":
+            pipeline = f"{DEFAULT_PIPELINE}{{emit=cce}}"
+        compile_module(module, pipeline, target, filename)
         func_op = find_entry(module, entry)
-    elif args.check:
+    if args.emit == "hivm" and npu_ir.ops_in_dialect(module, "cce"):
+        compile_module(module, "npu-lower-cce-to-hivm", target, filename)
+    elif args.emit == "cce" and npu_ir.ops_in_dialect(module, "hivm"):
+        raise ToolError(f"{filename}: error: --emit cce: the program is already at the hivm "
+                        "level")
+    if not compiled and args.check:
         raise ToolError(f"{filename}: error: --check needs an ascend-level program: the numpy "
                         "reference (npu.reference) evaluates ascend ops, and this module has none")
 
@@ -201,6 +212,7 @@ def run(args, filename: str, text: str) -> int:
         return 1
     report = dict(result.report)
     report["compiled"] = compiled
+    report["level"] = "hivm" if npu_ir.ops_in_dialect(module, "hivm") else "cce"
     status = 0 if not result.hazards else 1
     if args.check:
         expected = reference_outputs(original, entry, inputs, filename)
