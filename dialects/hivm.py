@@ -297,7 +297,7 @@ def _specs() -> list[OpSpec]:
                ranges={"src_offsets": _OFFSETS, "dst_offsets": _OFFSETS},
                checks=(_check_dtype, check_offsets_count, _check_config)),
         OpSpec("hivm.set_vector_mask", _addr("hi", "lo")),
-        OpSpec("hivm.addr", attrs={"base": I64, "scales": I64_ARRAY}, variadic=True,
+        OpSpec("hivm.addr", _addr("terms"), attrs={"base": I64, "scales": I64_ARRAY}, variadic=True,
                checks=(_check_addr,)),
     ]
     sync_attrs = {"src": STR, "dst": STR, "event": I64}

@@ -52,7 +52,8 @@ class CheckResult:
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="npu-run", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("input", help="MLIR file (ascend- or cce-level), '-' for stdin")
+    p.add_argument("input", help="MLIR file (ascend-, cce- or hivm-level) or a hivm binary "
+                   "(npu-as), '-' for stdin")
     p.add_argument("--entry", default=None, help="function to run (default: the only one)")
     p.add_argument("--target", default=None, help="target preset (default: ascend910)")
     src = p.add_mutually_exclusive_group()
@@ -268,13 +269,35 @@ def reference_outputs(original, entry: str, inputs, filename: str) -> list[np.nd
         raise ToolError(str(e) if "error:" in str(e) else f"{filename}: error: reference: {e}") from None
 
 
+def read_program(path: str, parser) -> tuple[str, str]:
+    """(name, MLIR text) of the input; a hivm binary is decoded to text that
+    keeps each op's location (`file:1:<byte offset of its instruction>`)."""
+    from npu.hivm_binary import MAGIC, BinaryError
+
+    if path != "-" and os.path.isfile(path):
+        with open(path, "rb") as f:
+            head = f.read(len(MAGIC))
+        if head == MAGIC:
+            from npu.hivm_disasm import decode
+            from npu.ir import make_context
+
+            with open(path, "rb") as f:
+                data = f.read()
+            try:
+                module = decode(data, path, make_context())
+            except BinaryError as e:
+                raise ToolError(f"{path}: error: corrupt binary {e}") from None
+            return path, module.operation.get_asm(enable_debug_info=True)
+    return read_input(path, parser)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser()
     args = parser.parse_args(argv)
     if args.inputs and not os.path.exists(args.inputs):
         usage_error(parser, f"cannot read '{args.inputs}': no such file")
-    filename, text = read_input(args.input, parser)
     try:
+        filename, text = read_program(args.input, parser)
         return run(args, filename, text)
     except ToolError as e:
         print(str(e), file=sys.stderr)

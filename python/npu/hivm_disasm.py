@@ -67,6 +67,11 @@ def _parse_attr(text: str, what: str, at: int) -> ir.Attribute:
 
 def decode(data: bytes, filename: str, ctx: ir.Context) -> ir.Module:
     """The module a binary encodes; raises BinaryError on any corruption."""
+    return decode_entries(data, filename, ctx)[0]
+
+
+def decode_entries(data: bytes, filename: str, ctx: ir.Context) -> tuple[ir.Module, list]:
+    """The module and, per instruction, (offset, raw bytes, opcode, op or None)."""
     if data[:4] != MAGIC:
         raise BinaryError(0, "not a hivm binary (bad magic)")
     head = _Reader(data, 4, len(data), 0)
@@ -105,8 +110,30 @@ def decode(data: bytes, filename: str, ctx: ir.Context) -> ir.Module:
         for i in range(len(func_attrs)):
             func_op.attributes[func_attrs[i].name] = func_attrs[i].attr
         block = func_op.regions[0].blocks.append(*arg_types)
-        _Decoder(data, code_start, filename).run(block)
-    return module
+        decoder = _Decoder(data, code_start, filename)
+        decoder.run(block)
+    return module, decoder.entries
+
+
+def listing(data: bytes, filename: str, ctx: ir.Context) -> str:
+    """One line per instruction: byte offset, raw bytes, mnemonic and operands,
+    and for a constant configuration word its decoded fields."""
+    _module, entries = decode_entries(data, filename, ctx)
+    lines = [f"; {filename}: {len(entries)} instructions, {len(data)} bytes"]
+    for offset, raw, opcode, op in entries:
+        mnemonic = op.name if op is not None else _NAMES[opcode]
+        text = mnemonic
+        if op is not None and op.name in hivm.CONFIG_KIND:
+            word = op.operands[len(op.operands) - 1].owner
+            if isinstance(word, ir.OpView) and word.operation.name == "arith.constant":
+                value = ir.IntegerAttr(word.operation.attributes["value"]).value
+                kind = hivm.CONFIG_KIND[op.name]
+                fields = " ".join(f"{k}={v}" for k, v in hivm.decode(kind, value).items())
+                text += f"  [{kind} 0x{value & (2**64 - 1):016x}: {fields}]"
+        elif op is not None and opcode == OP_CONST:
+            text += f" {op.attributes['value']}"
+        lines.append(f"{offset:08x}: {raw.hex():<24} {text}")
+    return "\n".join(lines) + "\n"
 
 
 class _Decoder:
@@ -114,6 +141,8 @@ class _Decoder:
         self.data, self.pos, self.filename = data, start, filename
         self.regs: list[ir.Value] = []
         self.at = start
+        self.entries: list[tuple[int, bytes, int, ir.Operation | None]] = []
+        self.last: ir.Operation | None = None
 
     def fail(self, message: str) -> BinaryError:
         return BinaryError(self.at, message)
@@ -184,7 +213,10 @@ class _Decoder:
                     raise self.fail(f"unknown opcode 0x{opcode:04x}")
             if p.pos != end:
                 raise self.fail(f"payload has {end - p.pos} byte(s) more than "
-                                f"{_NAMES.get(opcode, 'the instruction')} uses")
+                                f"{_NAMES.get(opcode) or HIVM_OPS[opcode - OP_HIVM]} uses")
+            self.entries.append((self.at, bytes(self.data[self.at:end]), opcode,
+                                 self.last if opcode in (OP_CONST, OP_ARITH) or opcode >= OP_HIVM
+                                 else None))
         self.at = self.pos
         if stack:
             raise self.fail("the code ends inside an open FOR or IF")
@@ -209,8 +241,8 @@ class _Decoder:
             if str(t) == "i1":
                 value &= 1
             attr = ir.IntegerAttr.get(t, value)
-        self.regs.append(ir.Operation.create("arith.constant", results=[t],
-                                             attributes={"value": attr}).results[0])
+        self.last = ir.Operation.create("arith.constant", results=[t], attributes={"value": attr})
+        self.regs.append(self.last.results[0])
 
     def arith(self, p: _Reader) -> None:
         name = _enum(ARITH_OPS, p.take("<B"), "arith op", self.at)
@@ -229,8 +261,8 @@ class _Decoder:
             attrs["predicate"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), pred)
         elif pred != NO_PREDICATE:
             raise self.fail(f"'{name}' carries a predicate")
-        self.regs.append(ir.Operation.create(name, results=[t], operands=operands,
-                                             attributes=attrs).results[0])
+        self.last = ir.Operation.create(name, results=[t], operands=operands, attributes=attrs)
+        self.regs.append(self.last.results[0])
 
     def hivm_op(self, name: str, p: _Reader) -> None:
         operands = self.reg_list(p)
@@ -253,6 +285,7 @@ class _Decoder:
             elif kind == "scales":
                 attrs[attr] = nir.i64_array_attr([p.take("<q") for _ in operands])
         results = [ir.IntegerType.get_signless(64)] if name == "hivm.addr" else []
-        op = ir.Operation.create(name, results=results, operands=operands, attributes=attrs)
+        op = self.last = ir.Operation.create(name, results=results, operands=operands,
+                                             attributes=attrs)
         self.regs.extend(op.results)
 
