@@ -177,7 +177,9 @@ def _encode_op(w: _Writer, op: ir.Operation) -> None:
     if name == "arith.constant":
         attr = op.attributes["value"]
         t = op.results[0].type
-        if isinstance(attr, ir.FloatAttr):
+        if isinstance(attr, ir.BoolAttr):
+            value = struct.pack("<q", int(ir.BoolAttr(attr).value))
+        elif isinstance(attr, ir.FloatAttr):
             value = struct.pack("<d", ir.FloatAttr(attr).value)
         elif isinstance(attr, ir.IntegerAttr):
             value = struct.pack("<q", ir.IntegerAttr(attr).value)
