@@ -91,6 +91,7 @@ class _FunctionLowering:
             op = op_view.operation
             name = op.name
             if len(op.regions):
+                self.no_memref_operands(op)
                 for region in op.regions:
                     for inner in region.blocks:
                         self.block(inner)
@@ -110,12 +111,16 @@ class _FunctionLowering:
                         mask = self.instruction(op, block, mask)
                     self.dead.append(op)
                 else:
-                    if any(nir.is_memref(v.type) for v in op.operands):
-                        raise PassError(f"'{name}' uses a memref; only cce instructions and views "
-                                        "can be lowered to hivm", op)
+                    self.no_memref_operands(op)
                     self.no_memref_results(op)
             except AddressError as e:
                 raise PassError(str(e), op) from None
+
+    @staticmethod
+    def no_memref_operands(op: ir.Operation) -> None:
+        if any(nir.is_memref(v.type) for v in op.operands):
+            raise PassError(f"'{op.name}' uses a memref; only cce instructions and views can be "
+                            "lowered to hivm", op)
 
     @staticmethod
     def no_memref_results(op: ir.Operation) -> None:
