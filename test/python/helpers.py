@@ -79,8 +79,9 @@ def compile_program(source_text: str, pipeline: str, target: Target | None = Non
     return module
 
 
-# Calls per test file that also run the hivm level (all of them under --runslow).
-HIVM_SAMPLE = 3
+# Calls per test file that also run the hivm level (all of them under --runslow;
+# NPU_TEST_HIVM_SAMPLE overrides, e.g. 0 to measure what the sample costs).
+HIVM_SAMPLE = int(__import__("os").environ.get("NPU_TEST_HIVM_SAMPLE", "3"))
 _hivm_calls: dict[str, int] = {}
 
 
