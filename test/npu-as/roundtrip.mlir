@@ -11,6 +11,7 @@
 // RUN: not npu-as -d %t.bad.register -o %t.never 2>&1 | FileCheck %s --check-prefix=REG
 // RUN: not ls %t.never
 // RUN: not npu-run %t.bad.truncated 2>&1 | FileCheck %s --check-prefix=TRUNC
+// RUN: not npu-run %t.bad.word 2>&1 | FileCheck %s --check-prefix=WORD
 
 // LIST: instructions,
 // LIST: FOR
@@ -26,6 +27,7 @@
 
 // OPCODE: error: corrupt binary at byte offset {{[0-9]+}} (0x{{[0-9a-f]+}}): unknown opcode 0x00ee
 // REG: error: corrupt binary at byte offset {{[0-9]+}} (0x{{[0-9a-f]+}}): register r{{[0-9]+}} is used before it is defined
+// WORD: .bad.word:1:{{[0-9]+}}: error: 'hivm.copy_gm_to_ub' op malformed copy configuration word 0x0000000000101001: bits 0x0000000000001000 belong to no field
 // TRUNC: error: corrupt binary at byte offset {{[0-9]+}} (0x{{[0-9a-f]+}}): code size
 
 func.func @scale(%a: memref<1024xf16, "gm">, %b: memref<1024xf16, "gm">) {
