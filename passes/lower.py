@@ -37,7 +37,8 @@ _UNSET: dict[str, Any] = {"strategy": "", "m": 0, "n": 0, "k": 0, "matmul-schedu
 
 class LowerPass(Pass):
     name = "npu-lower"
-    summary = "Default pipeline: all ascend lowerings, double buffering, memory planning, sync"
+    summary = ("Default pipeline: all ascend lowerings, double buffering, memory planning, sync, "
+               "cce -> hivm")
     options = (
         Option("strategy", str, "", "matmul loop order (npu-lower-matmul strategy; empty: its default)"),
         Option("m", int, 0, "matmul tile rows of A and C (0: cost model)"),
