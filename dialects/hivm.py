@@ -3,8 +3,12 @@
 `CONFIG_LAYOUTS` is the one description of how each instruction class packs
 its fields (dialects/README.md, `hivm` section). `encode` / `decode` convert
 between field values and the word, so the cce -> hivm lowering, the
-simulator and the verifier agree on one layout. The rules check the `dtype`
-attributes and, when the config word is an `arith.constant`, its fields.
+simulator, the binary listing and the verifier agree on one layout; the mask
+register (`mask_words` / `mask_lanes`), the buffer of each address operand
+(`ADDRESS_SPACES`) and the GM argument area (`gm_arg_bases`) are defined
+here for the same reason. The rules check the `dtype` attributes and, when
+an address or the config word is an `arith.constant`, its alignment, range
+and fields (bits outside every field make a word malformed).
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ def _word(kind: str, op: ir.Operation) -> int:
     stray = sorted(set(fields) - known)
     if stray:
         raise PassError(f"'{op.name}': attribute(s) {', '.join(stray)} have no field in the "
-                        f"{kind} configuration word")
+                        f"{kind} configuration word", op)
     for name, value in fields.items():
         f = hivm.config_field(kind, name)
         if not 0 <= value <= f.max:

@@ -79,6 +79,14 @@ class BinaryError(Exception):
         return f"at byte offset {self.offset} (0x{self.offset:x}): {self.message}"
 
 
+class EncodeError(Exception):
+    """An op the binary form cannot hold; reported at the op's location."""
+
+    def __init__(self, op: ir.Operation, message: str):
+        super().__init__(message)
+        self.op = op
+
+
 # ----------------------------------------------------------------------------
 # Encoding
 # ----------------------------------------------------------------------------
@@ -154,12 +162,6 @@ def encode(module: ir.Module) -> bytes:
     for a in args:
         header += _str(str(a.type))
     return bytes(header) + struct.pack("<I", len(w.code)) + bytes(w.code)
-
-
-class EncodeError(Exception):
-    def __init__(self, op: ir.Operation, message: str):
-        super().__init__(message)
-        self.op = op
 
 
 def _encode_block(w: _Writer, block: ir.Block) -> None:
