@@ -96,6 +96,15 @@ def view_address(op: ir.Operation, source: Address) -> tuple[Address, bool]:
             else:
                 const += off * stride * esize
         return source.shifted(const, tuple(terms)), bool(terms)
+    if name == "memref.view":
+        # A typed tensor at a byte shift of an i8 buffer (the GM workspace).
+        if len(operands) > 2:
+            raise AddressError("memref.view with dynamic sizes is not supported")
+        shift = operands[1]
+        producer = nir.defining_op(shift)
+        if producer is not None and producer.name == "arith.constant":
+            return source.shifted(ir.IntegerAttr(producer.attributes["value"]).value), False
+        return source.shifted(0, ((shift, 1),)), True
     if name == "memref.reinterpret_cast":
         offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
         base = Address(source.space, source.root, (), source.root)

@@ -108,14 +108,16 @@ def at_cce(pipeline: str) -> str:
 
 
 def _lowerable(module) -> bool:
-    """Planned cce: every on-chip allocation has its npu.offset."""
+    """Planned cce: every on-chip allocation has its npu.offset and no GM
+    temporary is left as an alloc (hivm has no place for one)."""
     from npu.ir import memory_space, walk
 
     ops = list(walk(module.operation))
     if not any(op.name.startswith("cce.") for op in ops):
         return False
-    return all("npu.offset" in op.attributes for op in ops
-               if op.name == "memref.alloc" and memory_space(op.results[0].type) != "gm")
+    allocs = [op for op in ops if op.name == "memref.alloc"]
+    return all(memory_space(op.results[0].type) != "gm" and "npu.offset" in op.attributes
+               for op in allocs)
 
 
 def simulate_levels(module, inputs: Sequence[np.ndarray], target: Target | None = None,
