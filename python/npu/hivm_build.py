@@ -118,7 +118,8 @@ def alloc_address(op: ir.Operation) -> Address:
     space = nir.memory_space(op.results[0].type)
     if space == "gm":
         raise AddressError("GM temporaries (memref.alloc in gm) have no place in the kernel's "
-                           "argument area; pass them as arguments")
+                           "argument area: plan them into the workspace argument (npu-plan-gm) "
+                           "or stop at cce (npu-lower emit=cce)")
     if "npu.offset" not in op.attributes:
         raise AddressError(f"on-chip allocation in {space} has no planned address (npu.offset): "
                            "run npu-plan-memory first")
