@@ -69,13 +69,14 @@ def _parse(source_text: str, ctx):
 
 
 def compile_program(source_text: str, pipeline: str, target: Target | None = None):
-    """Parse `source_text` and run `pipeline` over it; returns the mlir Module.
-    A failing pass raises `npu.pipeline.PipelineError` with its diagnostics."""
+    """Parse `source_text` and run `pipeline` over it (`npu-lower` stopping at
+    cce, see `at_cce`); returns the mlir Module. A failing pass raises
+    `npu.pipeline.PipelineError` with its diagnostics."""
     from npu.pipeline import run_pipeline
 
     module = _parse(source_text, make_context())
     if pipeline:
-        run_pipeline(module, pipeline, target or get_target())
+        run_pipeline(module, at_cce(pipeline), target or get_target())
     return module
 
 
