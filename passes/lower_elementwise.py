@@ -114,6 +114,7 @@ def classify(op: ir.Operation, in_shape: Sequence[int], out_shape: Sequence[int]
 class LowerElementwise(Pass):
     name = "npu-lower-elementwise"
     summary = "Lower ascend elementwise/scalar/unary/cast/clamp ops to cce vector code"
+    handles = HANDLED
     options = (
         Option("ub-fraction", float, 0.5,
                "fraction of UB one iteration's buffers may use (0.5 leaves room for "
@@ -128,7 +129,7 @@ class LowerElementwise(Pass):
     def run(self, module: ir.Operation) -> None:
         check_ub_fraction(self.ub_fraction)
         drop_empty_work(module, HANDLED)
-        nir.replace_ops(module, HANDLED, self.lower)
+        self.lower_each(module, erase=True)
 
     # -- analysis -------------------------------------------------------------
     def compute_of(self, op: ir.Operation, inputs: list["Input"], out_elem: str) -> Compute:

@@ -57,6 +57,7 @@ class LowerReduce(Pass):
     name = "npu-lower-reduce"
     summary = ("Lower ascend.reduce_sum/max/min: the last axis with vcadd/vcmax/vcmin after "
                "vadd/vmax/vmin folds, an outer axis by accumulating rows")
+    handles = tuple(OPS)
     options = (
         Option("ub-fraction", float, 0.5,
                "fraction of UB one chunk's buffers may use (0.5 leaves room for double buffering)"),
@@ -67,7 +68,7 @@ class LowerReduce(Pass):
     def run(self, module: ir.Operation) -> None:
         check_ub_fraction(self.ub_fraction)
         drop_empty_work(module, list(OPS))
-        nir.replace_ops(module, OPS, self.lower)
+        self.lower_each(module, erase=True)
 
     def lower(self, op: ir.Operation) -> None:
         src, dst = op.operands

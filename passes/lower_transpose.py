@@ -46,6 +46,7 @@ class LowerTranspose(Pass):
     name = "npu-lower-transpose"
     summary = ("Lower ascend.transpose: last-two swap via vnchwconv, [0,2,1,3] via block "
                "copies, any other permutation by a gather in UB")
+    handles = ("ascend.transpose",)
     options = (
         Option("ub-fraction", float, 0.5,
                "fraction of UB one chunk's buffers may use (0.5 leaves room for double buffering)"),
@@ -55,7 +56,7 @@ class LowerTranspose(Pass):
 
     def run(self, module: ir.Operation) -> None:
         drop_empty_work(module, ["ascend.transpose"])
-        nir.replace_ops(module, ["ascend.transpose"], self.lower)
+        self.lower_each(module, erase=True)
 
     def lower(self, op: ir.Operation) -> None:
         src, dst = op.operands

@@ -93,13 +93,17 @@ def _load_inputs(program: Program, inputs: Sequence[np.ndarray], where: str) -> 
 
 
 def simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None = None,
-             target: Target | None = None, strict: bool = True, serialize: bool = False) -> SimResult:
+             target: Target | None = None, strict: bool = True, serialize: bool = False,
+             numerics: bool = True) -> SimResult:
     """Run `entry` of `module` on `inputs` (one array per memref argument).
 
     `strict`: any fault raises `SimulationError`; otherwise uninitialised reads
     and races are collected in `hazards` and the run continues (bounds,
     alignment, capacity, flag and deadlock faults always raise).
     `serialize`: each instruction waits for all earlier ones (no overlap).
+    `numerics=False`: timing only; no arithmetic is done (the outputs hold
+    the inputs' bytes where nothing was computed), every check that needs no
+    values still runs, and the cycles equal those of the full run.
     """
     wall0 = time.perf_counter()
     # The trace holds one small tuple per dynamic instruction; the cyclic
@@ -109,7 +113,7 @@ def simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None 
     # inf/NaN results (exp overflow, log of 0, ...) are values, as on the hardware.
     old_err = np.seterr(all="ignore")
     try:
-        return _simulate(module, inputs, entry, target, strict, serialize, wall0)
+        return _simulate(module, inputs, entry, target, strict, serialize, numerics, wall0)
     finally:
         np.seterr(**old_err)
         if gc_was_enabled:
@@ -117,7 +121,8 @@ def simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None 
 
 
 def _simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None,
-              target: Target | None, strict: bool, serialize: bool, wall0: float) -> SimResult:
+              target: Target | None, strict: bool, serialize: bool, numerics: bool,
+              wall0: float) -> SimResult:
     target = target or get_target()
     func_op = find_entry(module, entry)
     where = where_of(func_op.location)
@@ -133,7 +138,7 @@ def _simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None
         return (instr.name, PIPE_NAMES[instr.pipe], instr.where)
 
     hazards = HazardDetector(len(trace), program.n_groups, describe, races=not serialize, strict=strict)
-    timeline = run(trace, Machine(hazards), hazards, target, trailing, serialize)
+    timeline = run(trace, Machine(hazards, numerics), hazards, target, trailing, serialize)
     outputs, own_bytes = [], []
     for i, (mem, region, dtype, shape) in enumerate(program.args):
         # Only the argument's own elements: the granule padding is not its value.

@@ -247,6 +247,23 @@ def to_attr(v) -> ir.Attribute:
     raise TypeError(f"no attribute for {v!r}")
 
 
+def from_attr(a: ir.Attribute) -> bool | int | float | str:
+    """A scalar attribute (bool, integer, float, string) as a Python value."""
+    if isinstance(a, (ir.BoolAttr, ir.IntegerAttr, ir.FloatAttr, ir.StringAttr)):
+        return a.value
+    raise TypeError(f"not a scalar attribute: {a}")
+
+
+def dict_attr_items(a: ir.Attribute) -> dict[str, bool | int | float | str]:
+    """A dictionary attribute of scalars as a Python dict."""
+    d = ir.DictAttr(a)
+    return {d[i].name: from_attr(d[i].attr) for i in range(len(d))}
+
+
+def dict_attr_of(values: dict) -> ir.Attribute:
+    return ir.DictAttr.get({k: to_attr(v) for k, v in values.items()})
+
+
 def create_op(name: str, operands: Iterable[ir.Value] = (), results: Sequence[ir.Type] = (),
               **attrs) -> ir.Operation:
     """Create a generic op (the form our IRDL ops take) at the current insertion point."""
