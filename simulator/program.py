@@ -349,8 +349,12 @@ class Decoder:
         nbytes = _numel(shape) * npu_ir.element_bytes(dtype)
         strides = tuple(_identity_strides(shape))
         if space == "gm":
-            mem = Memory(f"gm:alloc@{where}", "gm", nbytes)
-            region = Region(mem, 0, nbytes, label=f"{t} @ {where}")
+            # GM temporaries come from the runtime's allocator like the
+            # arguments: whole granules, the padding never initialised.
+            granule = self.target.gm_alloc_granule_bytes
+            padded = -(-max(nbytes, 1) // granule) * granule
+            mem = Memory(f"gm:alloc@{where}", "gm", padded)
+            region = Region(mem, 0, padded, label=f"{t} @ {where}")
             self.gm_regions.append(region)
             return View(region, 0, shape, strides)
         if space not in ON_CHIP_BUFFERS:

@@ -223,3 +223,27 @@ def test_cast_every_pair(src, dst, mode):
     with np.errstate(invalid="ignore", over="ignore"):
         expected = reference_cast(x, NP[dst], mode)
     assert_matches(got, expected, 0.0, 0.0, f"cast {src}->{dst} {mode}")
+
+
+@pytest.mark.parametrize("shape,axis", [((2, 37, 24), 1), ((3, 10), -1), ((4, 5, 6), 0)])
+def test_softmax_composed_along_any_axis(shape, axis):
+    """Softmax as the frontend composes it: reduce_max (keepdims), sub with
+    broadcasting, exp, reduce_sum (keepdims), div with broadcasting; the
+    intermediates are GM temporaries. Through the lowerings, memory planning
+    and sync insertion, against numpy."""
+    kept = [1 if i == axis % len(shape) else d for i, d in enumerate(shape)]
+    t, k = memref(shape, "f32"), memref(kept, "f32")
+    src = (f"func.func @softmax(%x: {t}, %y: {t}) {{\n"
+           f'  %m = memref.alloc() : {k}\n  %e = memref.alloc() : {t}\n  %s = memref.alloc() : {k}\n'
+           f'  "ascend.reduce_max"(%x, %m) {{axis = {axis} : i64}} : ({t}, {k}) -> ()\n'
+           f'  "ascend.sub"(%x, %m, %e) : ({t}, {k}, {t}) -> ()\n'
+           f'  "ascend.exp"(%e, %e) : ({t}, {t}) -> ()\n'
+           f'  "ascend.reduce_sum"(%e, %s) {{axis = {axis} : i64}} : ({t}, {k}) -> ()\n'
+           f'  "ascend.div"(%e, %s, %y) : ({t}, {k}, {t}) -> ()\n  return\n}}\n')
+    x = np.random.default_rng(10).uniform(-5, 5, size=shape).astype(np.float32)
+    got = run(src, "npu-lower-elementwise,npu-lower-reduce",
+              [x, np.zeros(shape, np.float32)]).outputs[1]
+    e = np.exp(x.astype(np.float64) - x.max(axis=axis, keepdims=True))
+    expected = e / e.sum(axis=axis, keepdims=True)
+    # exp within 4 f32 ulps, a sum of n terms, one division: 1e-5 relative.
+    assert_matches(got, expected, 1e-5, 1e-7, f"softmax axis {axis} {shape}")
