@@ -1,7 +1,8 @@
 """`npu-lower`: the default pipeline from `ascend` to planned, synchronised `cce`.
 
 Runs, in order and by instantiating the registered pass classes (one place,
-no copied code): every lowering (matmul, fractalize, elementwise, transpose,
+no copied code): `npu-plan-gm` (GM temporaries into one workspace; skip with
+`plan-gm=false`), every lowering (matmul, fractalize, elementwise, transpose,
 reduce), then `npu-double-buffer` (optional), `npu-plan-memory` and
 `npu-insert-sync`. Every choice of those passes is an option here and is
 forwarded to the pass that owns it. A lowering that is not registered is
@@ -60,8 +61,10 @@ class LowerPass(Pass):
         Option("ub-fraction", float, 0.0, "UB share of vector chunks (0: each lowering's default)"),
         Option("max-chunk", int, 0, "cap on the elements of a vector chunk (0: as UB allows); for tests"),
         Option("double-buffer", bool, True, "ping-pong loop-streamed buffers (npu-double-buffer)"),
-        Option("plan", str, "auto", "memory planner heuristic (npu-plan-memory algorithm)",
-               choices=("auto", "greedy-by-size", "pushdown")),
+        Option("plan", str, "auto", "memory planner heuristic (npu-plan-memory and "
+               "npu-plan-gm algorithm)", choices=("auto", "greedy-by-size", "pushdown")),
+        Option("plan-gm", bool, True, "pack GM memref.alloc temporaries into one workspace "
+               "argument first (npu-plan-gm); false leaves them as allocs"),
         Option("sync", str, "precise", "npu-insert-sync mode", choices=("precise", "barrier")),
         Option("sink-sets", bool, True, "npu-insert-sync sink-sets: one set_flag after a run of "
                "same-pipe transfers instead of one per transfer"),
@@ -85,6 +88,8 @@ class LowerPass(Pass):
         return value
 
     def run(self, module: ir.Operation) -> None:
+        if self.plan_gm:
+            self._required("npu-plan-gm", algorithm=self.plan).run(module)
         if self.tuning_record:
             from npu.tune.record import RecordError, TuningRecord
 

@@ -95,12 +95,21 @@ class ToolError(Exception):
     """A user-facing error already formatted as `file:line:col: error: ...`."""
 
 
+def _input_args(func_op) -> list:
+    """The arguments the caller provides: all but the GM workspace (scratch the
+    simulator allocates itself)."""
+    from npu import ir as npu_ir
+
+    scratch = npu_ir.workspace_args(func_op)
+    return [a for i, a in enumerate(func_op.regions[0].blocks[0].arguments) if i not in scratch]
+
+
 def random_inputs(func_op, seed: int) -> list[np.ndarray]:
     from npu import ir as npu_ir
 
     rng = np.random.default_rng(seed)
     arrays = []
-    for arg in func_op.regions[0].blocks[0].arguments:
+    for arg in _input_args(func_op):
         shape = tuple(npu_ir.memref_shape(arg.type))
         dtype = npu_ir.memref_element(arg.type)
         if dtype in ("f16", "f32"):
@@ -119,7 +128,7 @@ def load_inputs(path: str, func_op, filename: str) -> list[np.ndarray]:
         data = np.load(path)
     except (OSError, ValueError) as e:
         raise ToolError(f"{filename}: error: cannot read inputs '{path}': {e}") from None
-    args = list(func_op.regions[0].blocks[0].arguments)
+    args = _input_args(func_op)
     keys = [f"arg{i}" for i in range(len(args))]
     names = keys if all(k in data.files for k in keys) else list(data.files)
     if len(names) != len(args):

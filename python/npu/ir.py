@@ -114,6 +114,28 @@ def symbol_name(func_op: ir.Operation) -> str:
     return ir.StringAttr(func_op.attributes["sym_name"]).value
 
 
+# Argument attribute of the GM workspace `npu-plan-gm` appends: scratch bytes
+# the caller provides (the simulator allocates it), neither input nor output.
+WORKSPACE_ATTR = "npu.workspace"
+
+
+def arg_attrs(func_op: ir.Operation, index: int) -> dict[str, ir.Attribute]:
+    """The attribute dictionary of argument `index` of a func.func."""
+    if "arg_attrs" not in func_op.attributes:
+        return {}
+    attrs = ir.ArrayAttr(func_op.attributes["arg_attrs"])
+    if index >= len(attrs):
+        return {}
+    d = ir.DictAttr(attrs[index])
+    return {d[i].name: d[i].attr for i in range(len(d))}
+
+
+def workspace_args(func_op: ir.Operation) -> list[int]:
+    """Indices of the arguments marked as GM workspace."""
+    n = len(func_op.regions[0].blocks[0].arguments) if func_op.regions[0].blocks else 0
+    return [i for i in range(n) if WORKSPACE_ATTR in arg_attrs(func_op, i)]
+
+
 # ----------------------------------------------------------------------------
 # Types and attributes
 # ----------------------------------------------------------------------------
