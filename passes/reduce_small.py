@@ -27,23 +27,17 @@ from mlir import ir
 from npu import ir as nir
 from npu.cce_build import copy, for_range, lin, sub
 from npu.passes.base import PassError
-from npu.passes.reduce_columns import IDENTITY
+from npu.passes.reduce_columns import IDENTITY, Reduction
 from npu.passes.transpose_general import compact_blocks, expand_to_blocks
 from npu.vector_tiling import round_up, split_repeats
 
 
 
-class SmallReduce:
+class SmallReduce(Reduction):
     """Emits one reduction (module docstring)."""
 
     def __init__(self, p, op: ir.Operation, outer: int, rows: int, inner: int, fold_op: str):
-        src = op.operands[0]
-        self.p, self.op, self.fold_op = p, op, fold_op
-        self.outer, self.rows, self.inner = outer, rows, inner
-        self.elem = nir.memref_element(src)
-        self.acc = "f32" if fold_op == "cce.vadd" and self.elem == "f16" else self.elem
-        self.es, self.aes = nir.element_bytes(self.elem), nir.element_bytes(self.acc)
-        self.granule = p.target.granule("ub")
+        super().__init__(p, op, outer, rows, inner, fold_op)
         self.block = self.granule // self.es
         self.total = outer * rows * inner
         self.m = outer * inner
