@@ -7,6 +7,7 @@ passes and upstream passes run in one `mlir.passmanager.PassManager`.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import traceback
@@ -16,6 +17,7 @@ from typing import Any, ClassVar, Sequence
 from mlir import ir
 
 from npu import diagnostics
+from npu.ir import ops_named
 from npu.target import Target, get_target
 
 
@@ -69,9 +71,7 @@ def drop_empty_work(module: ir.Operation, names: Sequence[str]) -> None:
     non-empty output (a reduction over an empty axis, a matmul with an empty
     reduction dimension) is an error at the op: the lowerings do not
     produce an identity fill."""
-    from npu import ir as nir
-
-    for op in nir.ops_named(module, *names):
+    for op in ops_named(module, *names):
         sizes = [_elements(v.type) for v in op.operands]
         if not sizes or min(sizes) > 0:
             continue
@@ -85,12 +85,7 @@ def drop_empty_work(module: ir.Operation, names: Sequence[str]) -> None:
 
 
 def _elements(t: ir.Type) -> int:
-    if not isinstance(t, ir.MemRefType):
-        return 1
-    count = 1
-    for d in t.shape:
-        count *= d
-    return count
+    return math.prod(t.shape) if isinstance(t, ir.MemRefType) else 1
 
 
 def check_ub_fraction(value: float, op: ir.Operation | ir.OpView | None = None) -> None:
