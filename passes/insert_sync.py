@@ -31,7 +31,9 @@ at its exit feeds the parent's clocks: a pipe that waited (in the last
 iteration) for a flag set after another pipe's last instruction of the body
 needs no new pair for the loop's work, and a carried pair whose set follows
 its pipe's last instruction of the body has its balancing wait moved right
-before the first later node that needs that order (instead of a new pair).
+before the first later node that needs that order (instead of a new pair);
+one left at the end of its block orders the loop's work before the block's
+next iteration and exit (no carried pair of an enclosing loop for it).
 """
 
 from __future__ import annotations
