@@ -55,7 +55,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.cce_build import View, copy, for_range, index_mul, lin, sub
-from npu.passes.base import Option, Pass, PassError, check_ub_fraction, drop_empty_work
+from npu.passes.base import Option, Pass, PassError, check_ub_fraction
 from npu.vector_tiling import (ChunkPlan, VectorGeometry, max_chunk_elements, plan_chunks,
                                round_down, split_repeats)
 
@@ -200,6 +200,7 @@ class Compute:
 class LowerElementwise(Pass):
     name = "npu-lower-elementwise"
     summary = "Lower ascend elementwise/scalar/unary/cast/clamp ops to cce vector code"
+    handles = HANDLED
     options = (
         Option("ub-fraction", float, 0.5,
                "fraction of UB one iteration's buffers may use (0.5 leaves room for "
@@ -213,8 +214,7 @@ class LowerElementwise(Pass):
 
     def run(self, module: ir.Operation) -> None:
         check_ub_fraction(self.ub_fraction)
-        drop_empty_work(module, HANDLED)
-        nir.replace_ops(module, HANDLED, self.lower)
+        self.lower_each(module, erase=True)
 
     # -- analysis -------------------------------------------------------------
     def compute_of(self, op: ir.Operation, in_elem: str, out_elem: str) -> Compute:

@@ -48,7 +48,7 @@ from mlir.dialects import arith, memref, scf
 from npu import ir as nir
 from npu.cce_build import copy_bursts
 from npu.matmul_tiling import MatmulShape, TilingChoice, TilingError, choose_tiling
-from npu.passes.base import Option, Pass, PassError, drop_empty_work
+from npu.passes.base import Option, Pass, PassError
 
 IndexValue = ir.Value
 
@@ -107,6 +107,7 @@ class Operands:
 class LowerMatmul(Pass):
     name = "npu-lower-matmul"
     summary = "Lower ascend.matmul/batch_matmul to tiled cce loops (OS/IS/WS, cost-model tiles)"
+    handles = ("ascend.matmul", "ascend.batch_matmul")
     options = (
         Option("strategy", str, "os", "loop order: output-, input- or weight-stationary, or "
                "auto (cheapest by the cost model)", ("os", "is", "ws", "auto")),
@@ -130,9 +131,7 @@ class LowerMatmul(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
-        drop_empty_work(module, ["ascend.matmul", "ascend.batch_matmul"])
-        for op in nir.ops_named(module, "ascend.matmul", "ascend.batch_matmul"):
-            self.lower(op)
+        self.lower_each(module)
 
     # ------------------------------------------------------------------ analysis
 

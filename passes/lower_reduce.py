@@ -33,7 +33,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.cce_build import copy, for_pieces, for_range, lin, sub
-from npu.passes.base import Option, Pass, PassError, check_ub_fraction, drop_empty_work
+from npu.passes.base import Option, Pass, PassError, check_ub_fraction
 from npu.vector_tiling import (VectorGeometry, max_chunk_elements, plan_chunks, round_down,
                                split_repeats)
 
@@ -44,6 +44,7 @@ OPS = {"ascend.reduce_sum": ("cce.vadd", "cce.vcadd"),
 class LowerReduce(Pass):
     name = "npu-lower-reduce"
     summary = "Lower ascend.reduce_sum/reduce_max (last axis) to vcadd/vcmax with vadd/vmax folds"
+    handles = tuple(OPS)
     options = (
         Option("ub-fraction", float, 0.5,
                "fraction of UB one chunk's buffers may use (0.5 leaves room for double buffering)"),
@@ -53,8 +54,7 @@ class LowerReduce(Pass):
 
     def run(self, module: ir.Operation) -> None:
         check_ub_fraction(self.ub_fraction)
-        drop_empty_work(module, list(OPS))
-        nir.replace_ops(module, OPS, self.lower)
+        self.lower_each(module, erase=True)
 
     def lower(self, op: ir.Operation) -> None:
         src, dst = op.operands

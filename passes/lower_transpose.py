@@ -26,7 +26,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.cce_build import copy, for_pieces, for_range, lin, sub
-from npu.passes.base import Option, Pass, PassError, check_ub_fraction, drop_empty_work
+from npu.passes.base import Option, Pass, PassError, check_ub_fraction
 from npu.vector_tiling import plan_chunks, round_down, round_up
 
 Index = int | ir.Value
@@ -35,6 +35,7 @@ Index = int | ir.Value
 class LowerTranspose(Pass):
     name = "npu-lower-transpose"
     summary = "Lower ascend.transpose (last-two swap via vnchwconv, [0,2,1,3] via block copies)"
+    handles = ("ascend.transpose",)
     options = (
         Option("ub-fraction", float, 0.5,
                "fraction of UB one chunk's buffers may use (0.5 leaves room for double buffering)"),
@@ -43,8 +44,7 @@ class LowerTranspose(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
-        drop_empty_work(module, ["ascend.transpose"])
-        nir.replace_ops(module, ["ascend.transpose"], self.lower)
+        self.lower_each(module, erase=True)
 
     def lower(self, op: ir.Operation) -> None:
         src, dst = op.operands
