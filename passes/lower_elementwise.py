@@ -55,7 +55,8 @@ from mlir import ir
 from npu import ir as nir
 from npu.cce_build import View, copy, delinearize, for_range, index_mul, lin, sub
 from npu.dialects.ascend import broadcastable
-from npu.passes.base import Option, Pass, PassError, check_ub_fraction, drop_empty_work
+from npu.passes.base import Option, Pass, PassError, check_ub_fraction
+from npu.passes.elementwise_small import SmallElementwise
 from npu.vector_compute import (BINARY, CAST_CHAINS, SCALAR, UNARY, Compute, Step, cast_compute,
                                 unary_compute)
 from npu.vector_tiling import (ChunkPlan, VectorGeometry, max_chunk_elements, plan_chunks,
@@ -127,7 +128,6 @@ class LowerElementwise(Pass):
 
     def run(self, module: ir.Operation) -> None:
         check_ub_fraction(self.ub_fraction)
-        drop_empty_work(module, HANDLED)
         self.lower_each(module, erase=True)
 
     # -- analysis -------------------------------------------------------------
@@ -206,21 +206,14 @@ class LowerElementwise(Pass):
             else:
                 FlatLowering(self, op, inputs, out_view, slice_out, out_elem, compute).emit()
 
+        why = self.untileable(op, dims, slice_in, slice_out, elems, out_elem)
+        if why:
+            SmallElementwise(self, op, in_shapes, out_shape, elems, out_elem, compute,
+                             why).emit()
+            return
         if not dims.outer:
             lower_slice(None, None)
             return
-        block = VectorGeometry.for_types(
-            self.target, [nir.element_bytes(e) for e in elems + [out_elem]]).block
-        # A slice under one block would move a whole granule: past the slice
-        # (clobbering the next one, or out of the tensor for the last).
-        # (A one-element slice moves a granule too: fine only when it never moves.)
-        moving = [s for s, strides in zip(slice_in, dims.in_strides) if any(strides)]
-        small = [list(s) for s in slice_in + [slice_out]
-                 if 1 < int(np.prod(s)) < block or (s in moving and int(np.prod(s)) == 1)]
-        if small:
-            raise PassError(f"broadcasting to {out_shape} is lowered as a loop over "
-                            f"slices of shape {slice_out}; a slice of shape {small[0]} is smaller "
-                            f"than one 32-byte block ({block} elements): not supported", op)
 
         def body(i) -> None:
             index = delinearize(i, dims.outer)
@@ -230,6 +223,33 @@ class LowerElementwise(Pass):
             lower_slice(offsets, out_offset)
 
         for_range(int(np.prod(dims.outer)), body)
+
+
+    def untileable(self, op: ir.Operation, dims: "OuterDims", slice_in: list[list[int]],
+                   slice_out: list[int], elems: list[str], out_elem: str) -> str:
+        """Why the tiled lowering (flat / rows, in a slice loop) cannot place
+        this broadcast; empty when it can."""
+        block = VectorGeometry.for_types(
+            self.target, [nir.element_bytes(e) for e in elems + [out_elem]]).block
+        kinds = [classify(op, s, slice_out) for s in slice_in]
+        if dims.outer:
+            # A slice under one block would move a whole granule: past the
+            # slice (clobbering the next one, or out of the tensor for the
+            # last); a one-element slice too, unless it never moves.
+            moving = [s for s, strides in zip(slice_in, dims.in_strides) if any(strides)]
+            small = [list(s) for s in slice_in + [slice_out]
+                     if 1 < int(np.prod(s)) < block or (s in moving and int(np.prod(s)) == 1)]
+            if small:
+                return (f"broadcasting to {nir.memref_shape(op.operands[-1])} loops over slices "
+                        f"of shape {slice_out}, and a slice of shape {small[0]} is smaller than "
+                        f"one 32-byte block ({block} elements)")
+        n = slice_out[-1]
+        if any(k in ("row", "column") for k in kinds) and n % block and n < block:
+            return (f"broadcasting a row or column operand needs the last dimension ({n}) to be "
+                    f"at least one 32-byte block ({block} elements)")
+        if any(e == "i8" and k in ("column", "scalar") for e, k in zip(elems, kinds)):
+            return "an i8 operand broadcast as a column or scalar"
+        return ""
 
 
 @dataclass(frozen=True)

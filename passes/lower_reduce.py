@@ -4,8 +4,9 @@ axis -> cce vector code.
 The input is viewed as [outer, reduced, inner] around the reduced axis. With
 inner = 1 (the last axis, or only size-1 dims after it) this is the row
 reduction below on [outer, reduced]; otherwise rows of `inner` elements are
-accumulated elementwise (`npu.passes.reduce_columns`). The output may drop
-the axis or keep it as size 1: the same elements either way.
+accumulated elementwise (`npu.passes.reduce_columns`). Rows shorter than
+one 32-byte block (either kind) go through `npu.passes.reduce_small`. The
+output may drop the axis or keep it as size 1: the same elements either way.
 
 The input is viewed as [M, N] and cut into chunks of R whole rows (N must be
 a whole number of 32-byte blocks so rows sit on block boundaries in UB):
@@ -40,8 +41,9 @@ from mlir import ir
 from npu import ir as nir
 from npu.cce_build import copy, for_pieces, for_range, lin, sub
 from npu.dialects.ascend import reduce_axis, reduced_shape
-from npu.passes.base import Option, Pass, PassError, check_ub_fraction, drop_empty_work
+from npu.passes.base import Option, Pass, PassError, check_ub_fraction
 from npu.passes.reduce_columns import IDENTITY, ColumnReduce
+from npu.passes.reduce_small import SmallReduce
 from npu.vector_tiling import (VectorGeometry, max_chunk_elements, plan_chunks, round_down,
                                split_repeats)
 
@@ -65,7 +67,6 @@ class LowerReduce(Pass):
 
     def run(self, module: ir.Operation) -> None:
         check_ub_fraction(self.ub_fraction)
-        drop_empty_work(module, list(OPS))
         self.lower_each(module, erase=True)
 
     def lower(self, op: ir.Operation) -> None:
@@ -89,8 +90,15 @@ class LowerReduce(Pass):
         # Viewed as [outer, reduced, inner]: inner > 1 accumulates rows.
         outer = int(np.prod(in_shape[:axis]))
         inner = int(np.prod(in_shape[axis + 1:]))
+        fold_op = OPS[op.name][0]
+        acc_bytes = 4 if op.name == "ascend.reduce_sum" else nir.element_bytes(elem)
+        block = VectorGeometry.for_types(self.target, [nir.element_bytes(elem), acc_bytes]).block
+        rows = in_shape[axis]
+        if (inner > 1 and inner < block) or (inner == 1 and rows < block and rows % block):
+            SmallReduce(self, op, outer, rows, inner, fold_op).emit()
+            return
         if inner > 1:
-            ColumnReduce(self, op, outer, in_shape[axis], inner, OPS[op.name][0]).emit()
+            ColumnReduce(self, op, outer, rows, inner, fold_op).emit()
             return
         in_shape = [outer, in_shape[axis]]
         self.fold_op, self.reduce_op = OPS[op.name]

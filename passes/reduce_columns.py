@@ -37,23 +37,31 @@ def copy_field_max(name: str) -> int:
     return next(f.max for f in CONFIG_LAYOUTS["copy"] if f.name == name)
 
 
-class ColumnReduce:
-    """Emits the reduction of one op (see the module docstring)."""
+class Reduction:
+    """One reduction viewed as [outer, rows, inner] (fold over rows), with the
+    type it accumulates in: f32 for f16 sums (the ascend semantics), else
+    the element type."""
 
     def __init__(self, p, op: ir.Operation, outer: int, rows: int, inner: int, fold_op: str):
-        src, dst = op.operands
         self.p, self.op, self.fold_op = p, op, fold_op
         self.outer, self.rows, self.inner = outer, rows, inner
-        self.elem = nir.memref_element(src)
+        self.elem = nir.memref_element(op.operands[0])
         self.acc = "f32" if fold_op == "cce.vadd" and self.elem == "f16" else self.elem
         self.es, self.aes = nir.element_bytes(self.elem), nir.element_bytes(self.acc)
         self.granule = p.target.granule("ub")
+
+
+class ColumnReduce(Reduction):
+    """Emits the reduction of one op (see the module docstring)."""
+
+    def __init__(self, p, op: ir.Operation, outer: int, rows: int, inner: int, fold_op: str):
+        super().__init__(p, op, outer, rows, inner, fold_op)
         self.geo = VectorGeometry.for_types(p.target, [self.es, self.aes])
         if inner < self.geo.block:
             raise PassError(f"reducing an outer axis needs the {inner} trailing elements per "
                             f"reduced index to be at least one 32-byte block "
                             f"({self.geo.block} elements)", op)
-        self.src, self.dst = nir.flatten_memref(src), nir.flatten_memref(dst)
+        self.src, self.dst = (nir.flatten_memref(v) for v in op.operands)
         self.aligned = (inner * self.es) % self.granule == 0
 
     def emit(self) -> None:

@@ -95,6 +95,49 @@ def copy_through_ub(p, src: ir.Value, dst: ir.Value, elem: str, total: int) -> N
     for_pieces(plan, piece)
 
 
+def vnchwconv(p, dst: ir.Value, src: ir.Value, repeats: int, src_offsets: list[int],
+              dst_offsets: list[int], src_rep: int, dst_rep: int, src_step: int,
+              dst_step: int) -> None:
+    """vnchwconv over `repeats` repeats, split at max_repeat; `*_step`:
+    elements one repeat advances each operand."""
+    done = 0
+    while done < repeats:
+        rep = min(repeats - done, p.target.max_repeat)
+        s = sub(src, done * src_step, nir.memref_shape(src)[0] - done * src_step)
+        d = sub(dst, done * dst_step, nir.memref_shape(dst)[0] - done * dst_step)
+        nir.create_op("cce.vnchwconv", [d, s], repeat=rep, src_offsets=src_offsets,
+                      dst_offsets=dst_offsets, src_rep_stride=src_rep, dst_rep_stride=dst_rep)
+        done += rep
+
+
+def expand_to_blocks(p, inp: ir.Value, expanded: ir.Value, count: int, es: int) -> None:
+    """Block i of `expanded` = element i of `inp` repeated, i < count (a
+    repeat reads one source block and writes one block per element)."""
+    b = p.target.granule("ub") // es
+    rows = p.target.fractal
+    if es == 2:
+        dst_offsets = list(range(rows))
+    else:  # 4-byte: result row t in halves to offsets 2t, 2t+1 (equal halves)
+        dst_offsets = [t for t in range(b) for _ in range(2)]
+    vnchwconv(p, expanded, inp, -(-count // b), [0] * rows, dst_offsets, 1, b, b, b * b)
+
+
+def compact_blocks(p, blocks: ir.Value, out: ir.Value, groups: int, es: int) -> None:
+    """Element j of `out` = leading element of block j of `blocks`, for
+    j < 16 * groups: per repeat 16 blocks are transposed; the first result
+    row (16 elements) is the compacted run, the other rows land in a scratch
+    area after the output (`out` holds 2 * out_blocks + 2 blocks)."""
+    b, rows = p.target.granule("ub") // es, p.target.fractal
+    per_rep = rows // b  # output blocks one repeat produces (1 f16, 2 f32)
+    scratch = groups * per_rep  # rows 1.. of every repeat, overwriting each other
+    if es == 2:
+        dst_offsets = [0] + [scratch] * (rows - 1)
+    else:
+        dst_offsets = [0, 1] + [scratch] * (rows - 2)
+    vnchwconv(p, out, blocks, groups, list(range(rows)), dst_offsets, rows, per_rep, rows * b,
+              per_rep * b)
+
+
 class GatherTranspose:
     """The general fallback (module docstring) for one op."""
 
@@ -135,41 +178,15 @@ class GatherTranspose:
         inp = nir.alloc([padded], elem, "ub")
         copy("cce.copy_gm_to_ub", nir.flatten_memref(src), inp, 1, padded * es // g)
         expanded = nir.alloc([blocks * self.block], elem, "ub")
-        self.expand(inp, expanded)
+        expand_to_blocks(self.p, inp, expanded, total, es)
         assembled = nir.alloc([blocks * self.block], elem, "ub")
         self.assemble(expanded, assembled)
         out_blocks = blocks // self.block
         # The compacted output, then the scratch rows of the compaction.
         out = nir.alloc([(2 * out_blocks + 2) * self.block], elem, "ub")
-        self.compact(assembled, out, out_blocks)
+        compact_blocks(self.p, assembled, out, self.groups, es)
         copy("cce.copy_ub_to_gm", sub(out, 0, padded), nir.flatten_memref(dst), 1,
              padded * es // g)
-
-    def vnchwconv(self, dst: ir.Value, src: ir.Value, repeats: int, src_offsets: list[int],
-                  dst_offsets: list[int], src_rep: int, dst_rep: int, src_step: int,
-                  dst_step: int) -> None:
-        """vnchwconv over `repeats` repeats, split at max_repeat; `*_step`:
-        elements one repeat advances each operand."""
-        done = 0
-        while done < repeats:
-            rep = min(repeats - done, self.p.target.max_repeat)
-            s = sub(src, done * src_step, nir.memref_shape(src)[0] - done * src_step)
-            d = sub(dst, done * dst_step, nir.memref_shape(dst)[0] - done * dst_step)
-            nir.create_op("cce.vnchwconv", [d, s], repeat=rep, src_offsets=src_offsets,
-                          dst_offsets=dst_offsets, src_rep_stride=src_rep,
-                          dst_rep_stride=dst_rep)
-            done += rep
-
-    def expand(self, inp: ir.Value, expanded: ir.Value) -> None:
-        """Block i of `expanded` = element i repeated (a repeat reads one source
-        block, i.e. `block` elements, and writes `block` blocks)."""
-        b, rows = self.block, self.rows
-        if self.es == 2:
-            dst_offsets = list(range(rows))
-        else:  # 4-byte: result row t in halves to offsets 2t, 2t+1 (equal halves)
-            dst_offsets = [t for t in range(b) for _ in range(2)]
-        repeats = -(-self.total // b)
-        self.vnchwconv(expanded, inp, repeats, [0] * rows, dst_offsets, 1, b, b, b * b)
 
     def assemble(self, expanded: ir.Value, assembled: ir.Value) -> None:
         """Block j of `assembled` = block src(j) of `expanded`, one UB copy per
@@ -190,17 +207,3 @@ class GatherTranspose:
 
         for_range(int(np.prod(lead)) if lead else 1, row)
 
-    def compact(self, assembled: ir.Value, out: ir.Value, out_blocks: int) -> None:
-        """Element j of `out` = leading element of block j of `assembled`: per
-        repeat, 16 blocks transposed; the first result row (16 elements) is
-        the compacted run, the other rows land in the scratch after the
-        output."""
-        b, rows = self.block, self.rows
-        per_rep = rows // b  # output blocks one repeat produces (1 f16, 2 f32)
-        scratch = out_blocks  # rows 1.. of every repeat, overwriting each other
-        if self.es == 2:
-            dst_offsets = [0] + [scratch] * (rows - 1)
-        else:
-            dst_offsets = [0, 1] + [scratch] * (rows - 2)
-        self.vnchwconv(out, assembled, self.groups, list(range(rows)), dst_offsets, rows,
-                       per_rep, rows * b, per_rep * b)

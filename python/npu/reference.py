@@ -41,7 +41,7 @@ from mlir import ir
 
 from npu import diagnostics
 from npu.ir import (NUMPY_DTYPES, float_attr, int_array_attr, int_attr, memory_space,
-                    memref_element, memref_shape, str_attr)
+                    memref_element, memref_shape, str_attr, workspace_args)
 
 
 class EvaluationError(ValueError):

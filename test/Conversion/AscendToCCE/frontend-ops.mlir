@@ -87,3 +87,21 @@ func.func @cast_chain(%a: memref<64xf32, "gm">, %b: memref<64xi8, "gm">) {
   "ascend.cast"(%a, %b) {round_mode = "floor"} : (memref<64xf32, "gm">, memref<64xi8, "gm">) -> ()
   return
 }
+
+// -----
+
+// [2, 10] + [10] in f16: rows under one block. The row operand is expanded to
+// one block per element, assembled in output order (one UB copy of 10
+// one-block bursts per output row), compacted, and one vadd covers all 20
+// lanes; one store.
+// CHECK-LABEL: func.func @short_row
+// CHECK: "cce.vnchwconv"
+// CHECK: scf.for
+// CHECK: "cce.copy_ub_to_ub"({{.*}}) {burst_len = 1 : i64, dst_gap = 0 : i64, n_burst = 10 : i64, src_gap = 0 : i64}
+// CHECK: "cce.vnchwconv"({{.*}}) {dst_offsets = array<i64: 0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2>
+// CHECK: "cce.vadd"({{.*}}) {{{.*}}mask = 20 : i64, repeat = 1 : i64
+// CHECK: "cce.copy_ub_to_gm"({{.*}}) {burst_len = 2 : i64
+func.func @short_row(%a: memref<2x10xf16, "gm">, %b: memref<10xf16, "gm">, %c: memref<2x10xf16, "gm">) {
+  "ascend.add"(%a, %b, %c) : (memref<2x10xf16, "gm">, memref<10xf16, "gm">, memref<2x10xf16, "gm">) -> ()
+  return
+}

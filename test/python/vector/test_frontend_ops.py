@@ -154,6 +154,41 @@ def test_general_broadcast(op, fn, lhs, rhs, out):
     np.testing.assert_array_equal(got, fn(a, b))
 
 
+SMALL = {"add": np.add, "mul": np.multiply, "sub": np.subtract}
+
+
+@pytest.mark.parametrize("op,shapes,elem", [
+    ("add", [(2, 10), (10,), (2, 10)], "f16"),          # row under one f16 block
+    ("mul", [(3, 1), (3, 7), (3, 7)], "f32"),           # column against short rows
+    ("mul", [(4, 6, 8), (4, 1, 8), (4, 6, 8)], "f16"),  # loop slices under one block
+    ("sub", [(5, 1, 3), (1, 4, 3), (5, 4, 3)], "i32"),  # both broadcast, odd sizes
+    ("add", [(10, 1, 3), (10, 1, 1), (10, 4, 3)], "f32"),
+])
+def test_small_broadcasts(op, shapes, elem):
+    """Broadcasts the tiled lowering cannot place: the whole-tensor fallback."""
+    rng = np.random.default_rng(8)
+    a, b = (_operand(rng, s, elem) for s in shapes[:2])
+    src = func("f", f"ascend.{op}", [memref(s, elem) for s in shapes])
+    got = run(src, LOWER, [a, b, np.zeros(shapes[2], NP[elem])]).outputs[2]
+    np.testing.assert_array_equal(got, np.broadcast_to(SMALL[op](a, b), shapes[2]))
+
+
+def test_small_broadcasts_i8_cond_column_and_cmp_short_rows():
+    rng = np.random.default_rng(9)
+    cond = rng.integers(0, 2, size=(3, 1)).astype(np.int8)
+    a = _operand(rng, (3, 7), "f32")
+    b = np.array([np.nan], np.float32)
+    src = func("f", "ascend.select", [memref((3, 1), "i8"), memref((3, 7), "f32"),
+                                      memref((1,), "f32"), memref((3, 7), "f32")])
+    got = run(src, LOWER, [cond, a, b, np.zeros((3, 7), np.float32)]).outputs[3]
+    assert_matches(got, np.where(cond != 0, a, b), 0.0, 0.0, "select i8 column")
+    x, row = _operand(rng, (2, 10), "f16"), _operand(rng, (10,), "f16")
+    src = func("f", "ascend.cmp", [memref((2, 10), "f16"), memref((10,), "f16"),
+                                   memref((2, 10), "i8")], 'predicate = "gt"')
+    got = run(src, LOWER, [x, row, np.zeros((2, 10), np.int8)]).outputs[2]
+    np.testing.assert_array_equal(got, (x > row).astype(np.int8))
+
+
 CAST_VALUES = np.array([0.0, -0.0, 1.5, 2.5, -2.5, -0.5, 0.49, 100.7, -128.4, 127.6, 300.0,
                         -1000.0, 65504.0, 70000.0, -3e9, 3e9, 1e-3, 2049.0, 16777217.0])
 
@@ -188,3 +223,27 @@ def test_cast_every_pair(src, dst, mode):
     with np.errstate(invalid="ignore", over="ignore"):
         expected = reference_cast(x, NP[dst], mode)
     assert_matches(got, expected, 0.0, 0.0, f"cast {src}->{dst} {mode}")
+
+
+@pytest.mark.parametrize("shape,axis", [((2, 37, 24), 1), ((3, 10), -1), ((4, 5, 6), 0)])
+def test_softmax_composed_along_any_axis(shape, axis):
+    """Softmax as the frontend composes it: reduce_max (keepdims), sub with
+    broadcasting, exp, reduce_sum (keepdims), div with broadcasting; the
+    intermediates are GM temporaries. Through the lowerings, memory planning
+    and sync insertion, against numpy."""
+    kept = [1 if i == axis % len(shape) else d for i, d in enumerate(shape)]
+    t, k = memref(shape, "f32"), memref(kept, "f32")
+    src = (f"func.func @softmax(%x: {t}, %y: {t}) {{\n"
+           f'  %m = memref.alloc() : {k}\n  %e = memref.alloc() : {t}\n  %s = memref.alloc() : {k}\n'
+           f'  "ascend.reduce_max"(%x, %m) {{axis = {axis} : i64}} : ({t}, {k}) -> ()\n'
+           f'  "ascend.sub"(%x, %m, %e) : ({t}, {k}, {t}) -> ()\n'
+           f'  "ascend.exp"(%e, %e) : ({t}, {t}) -> ()\n'
+           f'  "ascend.reduce_sum"(%e, %s) {{axis = {axis} : i64}} : ({t}, {k}) -> ()\n'
+           f'  "ascend.div"(%e, %s, %y) : ({t}, {k}, {t}) -> ()\n  return\n}}\n')
+    x = np.random.default_rng(10).uniform(-5, 5, size=shape).astype(np.float32)
+    got = run(src, "npu-lower-elementwise,npu-lower-reduce",
+              [x, np.zeros(shape, np.float32)]).outputs[1]
+    e = np.exp(x.astype(np.float64) - x.max(axis=axis, keepdims=True))
+    expected = e / e.sum(axis=axis, keepdims=True)
+    # exp within 4 f32 ulps, a sum of n terms, one division: 1e-5 relative.
+    assert_matches(got, expected, 1e-5, 1e-7, f"softmax axis {axis} {shape}")

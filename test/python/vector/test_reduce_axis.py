@@ -50,6 +50,20 @@ def test_reduce_keepdims(op):
     check(op, "f16", (6, 40, 24), -1, keepdims=True)
 
 
+@pytest.mark.parametrize("op,elem,shape,axis", [
+    ("sum", "f32", (3, 5), 0),         # inner 5 under one f32 block
+    ("max", "f16", (2, 10), -1),       # softmax-style short rows
+    ("sum", "f16", (2, 10), 1),        # f32 accumulation of short rows
+    ("min", "f32", (4, 10, 3), 1),
+    ("sum", "f16", (7,), 0),
+    ("max", "f32", (3, 4, 5), 0),
+    ("sum", "f32", (2, 3, 4, 5), 2),
+])
+def test_reduce_short_rows(op, elem, shape, axis):
+    """Rows or trailing runs under one 32-byte block: the UB rearrangement."""
+    check(op, elem, shape, axis)
+
+
 def test_reduce_min_last_axis():
     check("min", "f16", (17, 100), -1)
 
