@@ -197,14 +197,9 @@ def insert_before(op: ir.Operation, name: str, **attrs) -> ir.Operation:
 
 
 def insert_after(op: ir.Operation, name: str, **attrs) -> ir.Operation:
-    """Insert right after `op` (before its block's terminator at the latest)."""
-    block = op.block
-    ops = list(block.operations)
-    idx = next(i for i, o in enumerate(ops) if o.operation == op)
-    if idx + 1 < len(ops):
-        with ir.InsertionPoint(ops[idx + 1]):
-            return _emit(name, op.location, **attrs)
-    with ir.InsertionPoint(block):
+    """Insert right after `op` (without listing its block: that made the pass
+    quadratic in the block's length)."""
+    with ir.InsertionPoint.after(op):
         return _emit(name, op.location, **attrs)
 
 
@@ -328,6 +323,21 @@ class _BlockState:
             mine[pipe] = max(mine.get(pipe, 0), v)
         mine[p] = max(mine.get(p, 0), self.index[key][p])
 
+    def orders_all(self, key: tuple[int, int], x_pipes: frozenset[str],
+                   y_pipes: frozenset[str]) -> bool:
+        """True when every pipe of y already knows node `key` finished on each
+        of x's pipes (or needs no order after it): no dependency from that
+        node can call for a sync, so there is nothing to analyse."""
+        index = self.index[key]
+        for p in x_pipes:
+            for q in y_pipes:
+                if p == q:
+                    if p == "V" and self.knows("V", "V") < index[p]:
+                        return False
+                elif self.knows(q, p) < index[p]:
+                    return False
+        return True
+
     def barrier_v(self) -> None:
         self.known.setdefault("V", {})["V"] = self.count.get("V", 0)
 
@@ -399,6 +409,8 @@ class _PreciseMode:
                 if copy == 1:
                     candidates = [((0, j), nodes[j], loop) for j in range(len(nodes))]
                 for xkey, x, carried in candidates:
+                    if st.orders_all(xkey, x.pipes, y.pipes):
+                        continue  # whatever x -> y depends on is ordered already
                     for p, q in dependent_pipes(x, y, self.analysis, carried):
                         if not needs_order(p, q):
                             continue
@@ -527,10 +539,12 @@ class _PreciseMode:
             insert_after(fp.producer.op, "cce.set_flag", **attrs)
             insert_before(fp.consumer.op, "cce.wait_flag", **attrs)
             if fp.loop is not None:
+                # Before the first op of the loop's block and before its terminator.
                 block = fp.loop.op.block
-                first, last = list(block.operations)[0], list(block.operations)[-1]
-                insert_before(first.operation, "cce.set_flag", **attrs)
-                insert_before(last.operation, "cce.wait_flag", **attrs)
+                for where, name in ((ir.InsertionPoint.at_block_begin(block), "cce.set_flag"),
+                                    (ir.InsertionPoint.at_block_terminator(block), "cce.wait_flag")):
+                    with where:
+                        _emit(name, where.ref_operation.location, **attrs)
         seen = set()
         for node in self.v_barriers:
             if id(node) not in seen:
