@@ -51,28 +51,21 @@ class Buffer:
 
 
 @dataclass
-class _Alloc:
-    """An on-chip alloc found in a piece; `size` is None for a dynamic shape."""
-
-    op: ir.Operation
-    space: str
-    size: int | None
-    position: int           # pre-order position of the alloc, relative to its piece
-    parent: ir.Operation | None
-
-
-@dataclass
 class _Piece:
-    """Positions relative to the piece's first op, and what the op's accesses use.
+    """One top-level op of the function body, analysed on its own.
 
-    `allocs` are in pre-order; `uses` are (alloc, use, the use's chain of
-    enclosing ops below the function, pipe) in pre-order of the uses.
+    `buffers` are the on-chip allocs inside it (pre-order), their positions
+    relative to the op's own. A use of an alloc of the function body (which
+    lives from the first to the last top-level op using it) is summarised in
+    `outer_uses`: alloc -> (first use, its pipe, last use, its pipe), the
+    positions relative too.
     """
 
     length: int
-    spans: dict[ir.Operation, tuple[int, int]]
-    allocs: list[_Alloc]
-    uses: list[tuple[ir.Operation, ir.Operation, list[ir.Operation], str]]
+    buffers: list[Buffer]
+    outer_uses: dict[ir.Operation, tuple[int, str, int, str]]
+    alloc: Buffer | None = None  # the op itself when it is an on-chip alloc
+    dynamic: ir.Operation | None = None  # first on-chip alloc with a dynamic shape
 
 
 class BufferCollector:
@@ -90,11 +83,8 @@ class BufferCollector:
     def collect(self, func_op: ir.Operation) -> list[Buffer]:
         """On-chip allocs of a function with their lifetimes and first/last pipes."""
         func_op = func_op.operation
-        spans: dict[ir.Operation, tuple[int, int]] = {}
-        allocs: list[_Alloc] = []
-        uses: dict[ir.Operation, list[tuple[ir.Operation, list[ir.Operation], str]]] = {}
+        pieces: list[tuple[int, _Piece]] = []
         offset = 1  # the function itself is position 0
-        pieces = []
         for region in func_op.regions:
             for block in region.blocks:
                 for child in block.operations:
@@ -104,46 +94,36 @@ class BufferCollector:
                         piece = self._pieces[op] = self._piece(op)
                     pieces.append((offset, piece))
                     offset += piece.length
-        spans[func_op] = (0, offset - 1)
-        # Accesses are analysed piece by piece above; shapes are checked after
-        # all of them, as a single walk over the function would.
+        # Accesses were analysed piece by piece; shapes are checked after all
+        # of them, as in one walk over the function.
+        for _, piece in pieces:
+            if piece.dynamic is not None:
+                raise PassError("npu-plan-memory needs static shapes for on-chip buffers",
+                                piece.dynamic)
+        # Function-level allocs: from the first to the last top-level op using them.
+        lifetimes: dict[ir.Operation, list] = {}
         for base, piece in pieces:
-            for op, (s, e) in piece.spans.items():
-                spans[op] = (s + base, e + base)
-            allocs += [(base, a) for a in piece.allocs]
-            for alloc, use, chain, pipe in piece.uses:
-                uses.setdefault(alloc, []).append((use, [func_op] + chain, pipe))
-        for base, a in allocs:
-            if a.size is None:
-                raise PassError("npu-plan-memory needs static shapes for on-chip buffers", a.op)
+            for alloc, (first, first_pipe, last, last_pipe) in piece.outer_uses.items():
+                span = lifetimes.get(alloc)
+                if span is None:
+                    lifetimes[alloc] = [base, base + piece.length - 1, first_pipe, last_pipe]
+                else:
+                    span[1] = base + piece.length - 1
+                    span[3] = last_pipe
         buffers = []
-        for base, a in allocs:
-            parent = a.parent if a.parent is not None else func_op
-            alloc_uses = uses.get(a.op, [])
-            if not alloc_uses:
-                start = end = a.position + base
-            else:
-                start, end = None, None
-                for use, chain, _pipe in alloc_uses:
-                    full = chain + [use]
-                    idx = next((i for i, o in enumerate(full) if o == parent), None)
-                    top = full[idx + 1] if idx is not None and idx + 1 < len(full) else use
-                    s, e = spans[top]
-                    start = s if start is None else min(start, s)
-                    end = e if end is None else max(end, e)
-            if parent.name == "scf.for":
-                body_start, body_end = spans[parent]
-                start, end = body_start + 1, body_end
-            ordered = sorted(alloc_uses, key=lambda u: spans[u[0]][0])
-            buffers.append(Buffer(a.op, a.space, a.size, start, end,
-                                  ordered[0][2] if ordered else None,
-                                  ordered[-1][2] if ordered else None))
+        for base, piece in pieces:
+            if piece.alloc is not None:
+                b = piece.alloc
+                start, end, first_pipe, last_pipe = lifetimes.get(b.op, (base, base, None, None))
+                buffers.append(Buffer(b.op, b.space, b.size, start, end, first_pipe, last_pipe))
+            buffers += [Buffer(b.op, b.space, b.size, b.start + base, b.end + base, b.first_pipe,
+                               b.last_pipe) for b in piece.buffers]
         return buffers
 
     def _piece(self, top: ir.Operation) -> _Piece:
         spans: dict[ir.Operation, tuple[int, int]] = {}
         chains: list[tuple[ir.Operation, list[ir.Operation]]] = []
-        allocs: list[_Alloc] = []
+        allocs: list[tuple[ir.Operation, ir.Operation | None]] = []  # (alloc, parent)
         counter = [0]
 
         def number(op: ir.Operation, chain: list[ir.Operation]) -> None:
@@ -152,7 +132,7 @@ class BufferCollector:
             if is_access_op(op):
                 chains.append((op, chain))
             elif op.name == "memref.alloc":
-                allocs.append(self._alloc(op, start, chain[-1] if chain else None))
+                allocs.append((op, chain[-1] if chain else None))
             for region in op.regions:
                 for block in region.blocks:
                     for child in block.operations:
@@ -161,7 +141,7 @@ class BufferCollector:
 
         number(top, [])
         analysis = AccessAnalysis(self.target)
-        uses = []
+        uses: dict[ir.Operation, list[tuple[ir.Operation, list[ir.Operation], str]]] = {}
         for op, chain in chains:
             try:
                 acc = analysis.access(op)
@@ -173,22 +153,57 @@ class BufferCollector:
                 root, _ = analysis.root_of(operand)
                 alloc = defining_op(root)
                 if alloc is not None and alloc.name == "memref.alloc":
-                    uses.append((alloc, op, chain, acc.pipe))
-        return _Piece(counter[0], spans, [a for a in allocs if a is not None], uses)
+                    uses.setdefault(alloc, []).append((op, chain, acc.pipe))
+        piece = _Piece(counter[0], [], {})
+        for alloc, parent in allocs:
+            space, size = self._space_size(alloc)
+            if space is None:
+                continue
+            if size is None:
+                piece.dynamic = piece.dynamic or alloc
+                continue
+            alloc_uses = uses.pop(alloc, [])
+            if parent is None:  # the piece is this alloc of the function body
+                piece.alloc = Buffer(alloc, space, size, 0, 0, None, None)
+                continue
+            if not alloc_uses:
+                start = end = spans[alloc][0]
+            else:
+                start, end = None, None
+                for use, chain, _pipe in alloc_uses:
+                    full = chain + [use]
+                    idx = next((i for i, o in enumerate(full) if o == parent), None)
+                    top_use = full[idx + 1] if idx is not None and idx + 1 < len(full) else use
+                    s, e = spans[top_use]
+                    start = s if start is None else min(start, s)
+                    end = e if end is None else max(end, e)
+            if parent.name == "scf.for":
+                body_start, body_end = spans[parent]
+                start, end = body_start + 1, body_end
+            ordered = sorted(alloc_uses, key=lambda u: spans[u[0]][0])
+            piece.buffers.append(Buffer(alloc, space, size, start, end,
+                                        ordered[0][2] if ordered else None,
+                                        ordered[-1][2] if ordered else None))
+        # What is left are uses of allocs outside this op (the function body's).
+        for alloc, alloc_uses in uses.items():
+            ordered = sorted(alloc_uses, key=lambda u: spans[u[0]][0])
+            piece.outer_uses[alloc] = (spans[ordered[0][0]][0], ordered[0][2],
+                                       spans[ordered[-1][0]][0], ordered[-1][2])
+        return piece
 
-    def _alloc(self, op: ir.Operation, position: int, parent: ir.Operation | None) -> _Alloc | None:
+    def _space_size(self, op: ir.Operation) -> tuple[str | None, int | None]:
+        """(on-chip space or None, bytes rounded to its granule or None if dynamic)."""
         mtype = ir.MemRefType(op.results[0].type)
         space = memory_space(mtype)
         if space not in ON_CHIP_BUFFERS:
-            return None
-        size = None
-        if all(d >= 0 for d in mtype.shape):
-            size = element_bytes(str(mtype.element_type))
-            for d in mtype.shape:
-                size *= d
-            g = self.target.granule(space)
-            size = max(g, -(-size // g) * g)
-        return _Alloc(op, space, size, position, parent)
+            return None, None
+        if any(d < 0 for d in mtype.shape):
+            return space, None
+        size = element_bytes(str(mtype.element_type))
+        for d in mtype.shape:
+            size *= d
+        g = self.target.granule(space)
+        return space, max(g, -(-size // g) * g)
 
 
 def collect_buffers(func_op: ir.Operation, target: Target) -> list[Buffer]:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from mlir import ir
 
 from npu.access_analysis import (AccessAnalysis, AccessError, Affine, IvKey, OpAccess, Range,
-                                 SYNC_OPS, conflicts_by, is_access_op, may_overlap)
+                                 SYNC_OPS, is_access_op, may_overlap)
 from npu.ir import create_op, walk
 from npu.passes.base import Option, Pass, PassError
 
@@ -58,6 +58,21 @@ class Node:
     @property
     def is_compound(self) -> bool:
         return self.op.name in CONTROL_OPS
+
+    def ranges_by_pipe(self) -> dict[str, tuple[tuple[Range, ...], tuple[Range, ...]]]:
+        """pipe -> (distinct ranges written, distinct ranges read) by the node's
+        ops on that pipe: a dependency between two nodes is one between some
+        pair of these, and a compound's many ops repeat the same ranges."""
+        cached = self.__dict__.get("_by_pipe")
+        if cached is None:
+            writes: dict[str, dict[Range, None]] = {}
+            reads: dict[str, dict[Range, None]] = {}
+            for a in self.accesses:
+                writes.setdefault(a.pipe, {}).update(dict.fromkeys(a.writes))
+                reads.setdefault(a.pipe, {}).update(dict.fromkeys(a.reads))
+            cached = self.__dict__["_by_pipe"] = {
+                p: (tuple(writes[p]), tuple(reads[p])) for p in writes}
+        return cached
 
 
 def _widen(r: Range, analysis: AccessAnalysis, ivs: set[IvKey]) -> Range:
@@ -138,20 +153,25 @@ def dependent_pipes(x: Node, y: Node, analysis: AccessAnalysis,
 
     With `carried` (the enclosing loop), y is in any later iteration than x.
     """
-    found: set[tuple[str, str]] = set()
-    for ax in x.accesses:
-        for ay in y.accesses:
-            if (ax.pipe, ay.pipe) in found:
-                continue
-            if ax.pipe == ay.pipe:
+    found = []
+    x_ranges, y_ranges = x.ranges_by_pipe(), y.ranges_by_pipe()
+    for p, (x_writes, x_reads) in x_ranges.items():
+        for q, (y_writes, y_reads) in y_ranges.items():
+            if p == q:
                 # Inside one in-order pipe only a vector read after a vector
                 # write is a hazard (DESIGN.md section 2); other pipes complete
                 # in order, and V's WAR/WAW are safe in its in-order pipeline.
-                if ax.pipe == "V" and _raw(ax, ay, analysis, carried):
-                    found.add((ax.pipe, ay.pipe))
-            elif _conflict(ax, ay, analysis, carried):
-                found.add((ax.pipe, ay.pipe))
+                if p == "V" and _any_overlap(x_writes, y_reads, analysis, carried):
+                    found.append((p, q))
+            elif (_any_overlap(x_writes, y_reads + y_writes, analysis, carried)
+                  or _any_overlap(x_reads, y_writes, analysis, carried)):
+                found.append((p, q))
     return sorted(found)
+
+
+def _any_overlap(earlier: tuple[Range, ...], later: tuple[Range, ...], analysis: AccessAnalysis,
+                 loop: Node | None) -> bool:
+    return any(_overlap_later(a, b, analysis, loop) for a in earlier for b in later)
 
 
 def _overlap_later(a: Range, b: Range, analysis: AccessAnalysis, loop: Node | None) -> bool:
@@ -166,14 +186,6 @@ def _overlap_later(a: Range, b: Range, analysis: AccessAnalysis, loop: Node | No
         return may_overlap(_widen(a, analysis, ivs), _widen(b, analysis, ivs), analysis)
     return any(may_overlap(a, b, analysis, (loop.loop_iv, k * loop.step))
                for k in range(1, loop.trip_count))
-
-
-def _raw(x: OpAccess, y: OpAccess, analysis: AccessAnalysis, loop: Node | None) -> bool:
-    return any(_overlap_later(w, r, analysis, loop) for w in x.writes for r in y.reads)
-
-
-def _conflict(x: OpAccess, y: OpAccess, analysis: AccessAnalysis, loop: Node | None) -> bool:
-    return conflicts_by(x, y, lambda a, b: _overlap_later(a, b, analysis, loop))
 
 
 def needs_order(p: str, q: str) -> bool:
