@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from mlir import ir
 
+from npu import memory_planning as planner
 from npu.access_analysis import AccessAnalysis, AccessError, is_access_op
 from npu.diagnostics import _location_parts
 from npu.ir import defining_op, element_bytes, memory_space
@@ -47,7 +48,7 @@ class Buffer:
         return f"{self.space} alloc of {self.size} B at {where}"
 
     def overlaps(self, other: "Buffer") -> bool:
-        return self.start <= other.end and other.start <= self.end
+        return planner.overlaps(self, other)
 
 
 @dataclass

@@ -40,6 +40,7 @@ OPS = {"ascend.reduce_sum": ("cce.vadd", "cce.vcadd"),
 class LowerReduce(Pass):
     name = "npu-lower-reduce"
     summary = "Lower ascend.reduce_sum/reduce_max (last axis) to vcadd/vcmax with vadd/vmax folds"
+    handles = tuple(OPS)
     options = (
         Option("ub-fraction", float, 0.5,
                "fraction of UB one chunk's buffers may use (0.5 leaves room for double buffering)"),
@@ -49,7 +50,7 @@ class LowerReduce(Pass):
 
     def run(self, module: ir.Operation) -> None:
         check_ub_fraction(self.ub_fraction)
-        nir.replace_ops(module, OPS, self.lower)
+        self.lower_each(module, erase=True)
 
     def lower(self, op: ir.Operation) -> None:
         src, dst = op.operands

@@ -63,14 +63,24 @@ def find_entry(module: ir.Module, entry: str | None) -> ir.Operation:
 
 
 def _load_inputs(program: Program, inputs: Sequence[np.ndarray], where: str) -> None:
-    if len(inputs) != len(program.args):
+    """Copy `inputs` into the argument memories. Workspace arguments are
+    scratch: when `inputs` leaves them out they stay uninitialised."""
+    n_given = len(program.args) - len(program.workspace_args)
+    if len(inputs) == len(program.args):
+        loaded = list(range(len(program.args)))
+    elif len(inputs) == n_given:
+        loaded = [i for i in range(len(program.args)) if i not in program.workspace_args]
+    else:
+        extra = (f" ({n_given} without the {len(program.workspace_args)} workspace argument(s))"
+                 if program.workspace_args else "")
         raise SimulationError(INVALID, f"'{program.func_name}' takes {len(program.args)} memref "
-                              f"arguments, got {len(inputs)} input arrays", where)
-    for i, ((mem, region, dtype, shape), value) in enumerate(zip(program.args, inputs)):
+                              f"arguments{extra}, got {len(inputs)} input arrays", where)
+    for n, (i, value) in enumerate(zip(loaded, inputs)):
+        mem, region, dtype, shape = program.args[i]
         arr = np.asarray(value)
         want = np.dtype(DTYPES[dtype])
         if tuple(arr.shape) != shape or arr.dtype != want:
-            raise SimulationError(INVALID, f"input #{i} is {arr.dtype}{list(arr.shape)}; argument "
+            raise SimulationError(INVALID, f"input #{n} is {arr.dtype}{list(arr.shape)}; argument "
                                   f"#{i} needs {want}{list(shape)}", where)
         raw = np.ascontiguousarray(arr).view(np.uint8).ravel()
         mem.data[:raw.size] = raw
@@ -80,7 +90,10 @@ def _load_inputs(program: Program, inputs: Sequence[np.ndarray], where: str) -> 
 def simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None = None,
              target: Target | None = None, strict: bool = True, serialize: bool = False,
              numerics: bool = True) -> SimResult:
-    """Run `entry` of `module` on `inputs` (one array per memref argument).
+    """Run `entry` of `module` on `inputs` (one array per memref argument;
+    workspace arguments, `npu.workspace`, may be left out and are then
+    allocated uninitialised). `outputs` holds every argument but the
+    workspaces, in order.
 
     `strict`: any fault raises `SimulationError`; otherwise uninitialised reads
     and races are collected in `hazards` and the run continues (bounds,
@@ -129,6 +142,8 @@ def _simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None
     timeline = run(trace, Machine(hazards, numerics), hazards, target, trailing, serialize)
     outputs, own_bytes = [], []
     for i, (mem, region, dtype, shape) in enumerate(program.args):
+        if i in program.workspace_args:
+            continue  # scratch: neither an output nor required to end initialised
         # Only the argument's own elements: the granule padding is not its value.
         nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(DTYPES[dtype]).itemsize
         outputs.append(mem.data[:nbytes].view(DTYPES[dtype]).reshape(shape).copy())

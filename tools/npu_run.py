@@ -2,7 +2,7 @@
 
     npu-run prog.mlir [--entry NAME] [--target PRESET] [--seed N | --inputs in.npz]
                       [--check] [--json] [--trace t.json] [--serialize] [--no-numerics]
-                      [-o out.npz]
+                      [--tuning-record record.json] [-o out.npz]
 
 A module with `ascend` ops is compiled through the default pipeline
 (`npu-lower`) first; `--check` compares every argument's final value with the
@@ -75,12 +75,36 @@ def make_parser() -> argparse.ArgumentParser:
                    help="report races and uninitialised reads as hazards instead of failing")
     p.add_argument("--pipeline", default=DEFAULT_PIPELINE,
                    help=f"pipeline for ascend-level input (default: {DEFAULT_PIPELINE})")
+    p.add_argument("--tuning-record", default=None,
+                   help="per-op options chosen by npu-tune (JSON), passed to npu-lower")
     p.add_argument("-o", "--output", default=None, help="save the final arguments to this .npz")
     return p
 
 
+def with_tuning_record(pipeline: str, path: str) -> str:
+    """`pipeline` with `tuning-record=path` added to its npu-lower."""
+    from npu.pipeline import parse_pipeline
+
+    elements = parse_pipeline(pipeline)
+    if not any(e.name == "npu-lower" for e in elements):
+        raise ToolError(f"npu-run: error: --tuning-record needs npu-lower in the pipeline "
+                        f"('{pipeline}')")
+    parts = [f'npu-lower{{{e.options} tuning-record="{path}"}}' if e.name == "npu-lower" else e.text
+             for e in elements]
+    return "builtin.module(" + ",".join(parts) + ")"
+
+
 class ToolError(Exception):
     """A user-facing error already formatted as `file:line:col: error: ...`."""
+
+
+def _input_args(func_op) -> list:
+    """The arguments the caller provides: all but the GM workspace (scratch the
+    simulator allocates itself)."""
+    from npu import ir as npu_ir
+
+    scratch = npu_ir.workspace_args(func_op)
+    return [a for i, a in enumerate(func_op.regions[0].blocks[0].arguments) if i not in scratch]
 
 
 def random_inputs(func_op, seed: int) -> list[np.ndarray]:
@@ -90,7 +114,7 @@ def random_inputs(func_op, seed: int) -> list[np.ndarray]:
 
     rng = np.random.default_rng(seed)
     arrays = []
-    for arg in func_op.regions[0].blocks[0].arguments:
+    for arg in _input_args(func_op):
         shape = tuple(npu_ir.memref_shape(arg.type))
         dtype = npu_ir.memref_element(arg.type)
         if dtype in ("f16", "f32"):
@@ -111,7 +135,7 @@ def load_inputs(path: str, func_op, filename: str) -> list[np.ndarray]:
         data = np.load(path)
     except (OSError, ValueError) as e:
         raise ToolError(f"{filename}: error: cannot read inputs '{path}': {e}") from None
-    args = list(func_op.regions[0].blocks[0].arguments)
+    args = _input_args(func_op)
     keys = [f"arg{i}" for i in range(len(args))]
     names = keys if all(k in data.files for k in keys) else list(data.files)
     if len(names) != len(args):
@@ -200,7 +224,10 @@ def run(args, filename: str, text: str) -> int:
     compiled = bool(npu_ir.ops_in_dialect(module, "ascend"))
     if compiled:
         original = parse_module(text, ctx)  # the reference runs on the program as written
-        compile_module(module, args.pipeline, target, filename)
+        pipeline = args.pipeline
+        if args.tuning_record:
+            pipeline = with_tuning_record(pipeline, args.tuning_record)
+        compile_module(module, pipeline, target, filename)
         func_op = find_entry(module, entry)
     elif args.check:
         raise ToolError(f"{filename}: error: --check needs an ascend-level program: the numpy "
@@ -279,8 +306,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.check and not args.numerics:
         usage_error(parser, "--check compares the outputs, which --no-numerics does not compute")
-    if args.inputs and not os.path.exists(args.inputs):
-        usage_error(parser, f"cannot read '{args.inputs}': no such file")
+    for given in (args.inputs, args.tuning_record):
+        if given and not os.path.exists(given):
+            usage_error(parser, f"cannot read '{given}': no such file")
     filename, text = read_input(args.input, parser)
     try:
         return run(args, filename, text)
