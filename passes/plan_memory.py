@@ -88,7 +88,10 @@ def conflicts(a: Buffer, b: Buffer, window: int | None) -> bool:
 
 
 def place(buffers: list[Buffer], window: int | None, algorithm: str) -> Plan:
-    adj = conflict_graph(buffers, lambda a, b: conflicts(a, b, window))
+    if window == 0:  # plain lifetimes: conflicts are overlaps
+        adj = planner.overlap_graph(buffers)
+    else:
+        adj = conflict_graph(buffers, lambda a, b: conflicts(a, b, window))
     return planner.place(buffers, adj, algorithm)
 
 
