@@ -63,6 +63,8 @@ class LowerCCEToHIVM(Pass):
 
     def run(self, module: ir.Operation) -> None:
         for func_op in nir.functions(module):
+            if len(func_op.regions[0].blocks) == 0:
+                continue  # a declaration has no instructions to lower
             _FunctionLowering(self.target, func_op).run()
 
 

@@ -19,10 +19,13 @@ import os
 import sys
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
-from npu import diagnostics
+# numpy, MLIR and the compiler are imported where used: `npu-run --help` and
+# bad command lines never pay for them.
 from npu.tools.common import (read_input, report_internal_error, usage_error,
                               write_output_atomically)
 
@@ -110,6 +113,8 @@ def _input_args(func_op) -> list:
 
 
 def random_inputs(func_op, seed: int) -> list[np.ndarray]:
+    import numpy as np
+
     from npu import ir as npu_ir
 
     rng = np.random.default_rng(seed)
@@ -127,6 +132,8 @@ def random_inputs(func_op, seed: int) -> list[np.ndarray]:
 
 
 def load_inputs(path: str, func_op, filename: str) -> list[np.ndarray]:
+    import numpy as np
+
     from npu import ir as npu_ir
 
     try:
@@ -155,6 +162,8 @@ def compare(outputs: list[np.ndarray], expected: list[np.ndarray],
             tolerances: dict | None = None) -> CheckResult:
     """Element-wise comparison; names the first output and element that differ.
     `tolerances` (dtype name -> (rtol, atol)) replaces TOLERANCES."""
+    import numpy as np
+
     max_abs = max_rel = 0.0
     failure = None
     for i, (got, want) in enumerate(zip(outputs, expected)):
@@ -186,6 +195,9 @@ def compare(outputs: list[np.ndarray], expected: list[np.ndarray],
 
 
 def run(args, filename: str, text: str) -> int:
+    import numpy as np
+
+    from npu import diagnostics
     from npu import ir as npu_ir
     from npu.ir import ParseError, make_context, parse_module
     from npu.simulator import SimulationError, simulate
@@ -290,6 +302,8 @@ def compile_module(module, pipeline: str, target, filename: str) -> None:
 
 
 def reference_outputs(original, entry: str, inputs, filename: str) -> list[np.ndarray]:
+    import numpy as np
+
     from npu.simulator.core import find_entry
 
     try:
