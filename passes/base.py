@@ -8,6 +8,7 @@ passes and upstream passes run in one `mlir.passmanager.PassManager`.
 from __future__ import annotations
 
 import copy
+import math
 import os
 import re
 import traceback
@@ -81,9 +82,7 @@ def drop_empty_work(module: ir.Operation, names: Sequence[str]) -> None:
     non-empty output (a reduction over an empty axis, a matmul with an empty
     reduction dimension) is an error at the op: the lowerings do not
     produce an identity fill."""
-    from npu import ir as nir
-
-    for op in nir.ops_named(module, *names):
+    for op in ops_named(module, *names):
         sizes = [_elements(v.type) for v in op.operands]
         if not sizes or min(sizes) > 0:
             continue
@@ -97,12 +96,7 @@ def drop_empty_work(module: ir.Operation, names: Sequence[str]) -> None:
 
 
 def _elements(t: ir.Type) -> int:
-    if not isinstance(t, ir.MemRefType):
-        return 1
-    count = 1
-    for d in t.shape:
-        count *= d
-    return count
+    return math.prod(t.shape) if isinstance(t, ir.MemRefType) else 1
 
 
 def check_ub_fraction(value: float, op: ir.Operation | ir.OpView | None = None) -> None:
@@ -223,8 +217,10 @@ class Pass:
         `erase`: `lower` builds at the op's insertion point and the op is
         erased here (otherwise `lower` places and erases by itself). The
         loops created for an op with a per-op `double-buffer` are marked
-        `npu.double_buffer` for npu-double-buffer.
+        `npu.double_buffer` for npu-double-buffer. Zero-sized work is
+        dropped first (`drop_empty_work`).
         """
+        drop_empty_work(root, self.handles)
         for op in ops_named(root, *self.handles):
             options = self.op_options(op)
             double_buffer = options.get(DOUBLE_BUFFER_KEY)

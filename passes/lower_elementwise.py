@@ -55,7 +55,7 @@ from mlir import ir
 from npu import ir as nir
 from npu.cce_build import View, copy, delinearize, for_range, index_mul, lin, sub
 from npu.dialects.ascend import broadcastable
-from npu.passes.base import Option, Pass, PassError, check_ub_fraction, drop_empty_work
+from npu.passes.base import Option, Pass, PassError, check_ub_fraction
 from npu.passes.elementwise_small import SmallElementwise
 from npu.vector_compute import (BINARY, CAST_CHAINS, SCALAR, UNARY, Compute, Step, cast_compute,
                                 unary_compute)
@@ -128,7 +128,6 @@ class LowerElementwise(Pass):
 
     def run(self, module: ir.Operation) -> None:
         check_ub_fraction(self.ub_fraction)
-        drop_empty_work(module, HANDLED)
         self.lower_each(module, erase=True)
 
     # -- analysis -------------------------------------------------------------
