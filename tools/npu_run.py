@@ -222,6 +222,11 @@ def run(args, filename: str, text: str) -> int:
     except SimulationError as e:
         raise ToolError(str(e)) from None
     entry = npu_ir.symbol_name(func_op)
+    # Only the entry runs, so only it is compiled: another function of the
+    # file (one that cannot be a kernel, say) must not stop it.
+    for other in npu_ir.functions(module):
+        if other != func_op.operation:
+            other.erase()
     if args.inputs:
         inputs = load_inputs(args.inputs, func_op, filename)
     else:
