@@ -86,6 +86,7 @@ class OpSpec:
     ranges: Mapping[str, Range] = field(default_factory=dict)
     checks: tuple[Check, ...] = ()
     static_shapes: bool = False
+    variadic: bool = False  # any number of operands (IRDL checks their types)
 
 
 def same_dtype(n: int, types: Iterable[str]) -> tuple[tuple[str, ...], ...]:
@@ -138,6 +139,8 @@ def _fmt_sig(sig: Sequence[str]) -> str:
 
 
 def _check_operands(spec: OpSpec, op: ir.Operation) -> None:
+    if spec.variadic:
+        return
     if len(op.operands) != len(spec.operands):
         # IRDL reports this first; kept for ops built without verification.
         raise RuleError(f"expects {len(spec.operands)} operands, got {len(op.operands)}")

@@ -20,7 +20,7 @@ from typing import Callable
 from mlir import ir
 
 from npu import ir as npu_ir
-from npu.simulator import cube_unit, mte, scalar_unit, vector_unit
+from npu.simulator import cube_unit, hivm_decode, mte, scalar_unit, vector_unit
 from npu.simulator.errors import BOUNDS, INVALID, UNSUPPORTED, SimulationError, where_of
 from npu.simulator.instruction import BARRIER, SET, WAIT, DecodeContext, Instr, SyncInstr
 from npu.simulator.memory import Memory, Placement, Region
@@ -165,6 +165,15 @@ class Decoder:
             if name in INSTR_DECODERS:
                 fns.append(self.instruction(op, static_cost + self.issue))
                 static_cost = 0
+                continue
+            if name.startswith("hivm."):  # the hivm level: decoded from its words
+                scalar = hivm_decode.scalar_op(self, op)
+                if scalar is None:
+                    fns.append(hivm_decode.instruction(self, op, static_cost + self.issue))
+                    static_cost = 0
+                else:
+                    fns.append(scalar[0])
+                    static_cost += scalar[1]
                 continue
             if name in ("scf.for", "scf.if"):
                 if static_cost:

@@ -121,14 +121,14 @@ class VectorOp(Instr):
 
 class Binary(VectorOp):
     def __init__(self, ctx: DecodeContext):
-        super().__init__(ctx, "transcendental" if ctx.name in TRANSCENDENTAL else "simple", 3)
+        super().__init__(ctx, "transcendental" if ctx.cce_name in TRANSCENDENTAL else "simple", 3)
         if len({o.dtype for o in ctx.operands}) != 1:
             raise ctx.fail("needs one element type for dst, src0 and src1")
         mask = self.read_mask(ctx)
         self.dst = Lanes(ctx, 0, "dst", self.repeat, mask, self.lanes)
         self.src0 = Lanes(ctx, 1, "src0", self.repeat, mask, self.lanes)
         self.src1 = Lanes(ctx, 2, "src1", self.repeat, mask, self.lanes)
-        self.fn = BINARY[ctx.name]
+        self.fn = BINARY[ctx.cce_name]
         self.set_accesses([self.src0, self.src1], [self.dst])
         # Fast path: all three operands are plain slices (the common case).
         self.dense = (self.dst.idx is None and self.src0.idx is None and self.src1.idx is None)
@@ -152,7 +152,7 @@ class Unary(VectorOp):
     """Unary, scalar (`dst = src op scalar`) and vconv share the dst/src shape."""
 
     def __init__(self, ctx: DecodeContext):
-        name = ctx.name
+        name = ctx.cce_name
         op_class = ("convert" if name == "cce.vconv" else
                     "transcendental" if name in TRANSCENDENTAL else "simple")
         super().__init__(ctx, op_class, 2)
@@ -218,7 +218,7 @@ class Reduce(VectorOp):
         self.mask = self.read_mask(ctx)
         self.src = Lanes(ctx, 1, "src", self.repeat, self.mask, self.lanes)
         self.dst = Lanes(ctx, 0, "dst", self.repeat, 1, self.lanes, rep_only=True)
-        self.is_sum = ctx.name == "cce.vcadd"
+        self.is_sum = ctx.cce_name == "cce.vcadd"
         self.set_accesses([self.src], [self.dst])
 
     def compute(self, mems: list[Memory], addrs: list[int]) -> None:

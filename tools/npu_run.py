@@ -5,7 +5,8 @@
                       [--tuning-record record.json] [-o out.npz]
 
 A module with `ascend` ops is compiled through the default pipeline
-(`npu-lower`) first; `--check` compares every argument's final value with the
+(`npu-lower`, to `hivm`; `--emit cce` stops at `cce`) first; a `cce` module
+is simulated as it is, or lowered to `hivm` with `--emit hivm`; `--check` compares every argument's final value with the
 numpy reference evaluation of the ORIGINAL (ascend-level) program. Exit code
 1 on a fault, a failed check or bad input; 2 on bad usage.
 """
@@ -52,7 +53,8 @@ class CheckResult:
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="npu-run", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("input", help="MLIR file (ascend- or cce-level), '-' for stdin")
+    p.add_argument("input", help="MLIR file (ascend-, cce- or hivm-level) or a hivm binary "
+                   "(npu-as), '-' for stdin")
     p.add_argument("--entry", default=None, help="function to run (default: the only one)")
     p.add_argument("--target", default=None, help="target preset (default: ascend910)")
     src = p.add_mutually_exclusive_group()
@@ -74,6 +76,8 @@ def make_parser() -> argparse.ArgumentParser:
                    help=f"pipeline for ascend-level input (default: {DEFAULT_PIPELINE})")
     p.add_argument("--tuning-record", default=None,
                    help="per-op options chosen by npu-tune (JSON), passed to npu-lower")
+    p.add_argument("--emit", choices=("cce", "hivm"), default=None,
+                   help="the level to simulate (default: hivm for ascend input, else the input's)")
     p.add_argument("-o", "--output", default=None, help="save the final arguments to this .npz")
     return p
 
@@ -213,11 +217,18 @@ def run(args, filename: str, text: str) -> int:
     if compiled:
         original = parse_module(text, ctx)  # the reference runs on the program as written
         pipeline = args.pipeline
+        if pipeline == DEFAULT_PIPELINE and args.emit == "cce":
+            pipeline = f"{DEFAULT_PIPELINE}{{emit=cce}}"
         if args.tuning_record:
             pipeline = with_tuning_record(pipeline, args.tuning_record)
         compile_module(module, pipeline, target, filename)
         func_op = find_entry(module, entry)
-    elif args.check:
+    if args.emit == "hivm" and npu_ir.ops_in_dialect(module, "cce"):
+        compile_module(module, "npu-lower-cce-to-hivm", target, filename)
+    elif args.emit == "cce" and npu_ir.ops_in_dialect(module, "hivm"):
+        raise ToolError(f"{filename}: error: --emit cce: the program is already at the hivm "
+                        "level")
+    if not compiled and args.check:
         raise ToolError(f"{filename}: error: --check needs an ascend-level program: the numpy "
                         "reference (npu.reference) evaluates ascend ops, and this module has none")
 
@@ -232,6 +243,7 @@ def run(args, filename: str, text: str) -> int:
         return 1
     report = dict(result.report)
     report["compiled"] = compiled
+    report["level"] = "hivm" if npu_ir.ops_in_dialect(module, "hivm") else "cce"
     status = 0 if not result.hazards else 1
     if args.check:
         expected = reference_outputs(original, entry, inputs, filename)
@@ -287,6 +299,28 @@ def reference_outputs(original, entry: str, inputs, filename: str) -> list[np.nd
         raise ToolError(str(e) if "error:" in str(e) else f"{filename}: error: reference: {e}") from None
 
 
+def read_program(path: str, parser) -> tuple[str, str]:
+    """(name, MLIR text) of the input; a hivm binary is decoded to text that
+    keeps each op's location (`file:1:<byte offset of its instruction>`)."""
+    from npu.hivm_binary import MAGIC, BinaryError
+
+    if path != "-" and os.path.isfile(path):
+        with open(path, "rb") as f:
+            head = f.read(len(MAGIC))
+        if head == MAGIC:
+            from npu.hivm_disasm import decode
+            from npu.ir import make_context
+
+            with open(path, "rb") as f:
+                data = f.read()
+            try:
+                module = decode(data, path, make_context())
+            except BinaryError as e:
+                raise ToolError(f"{path}: error: corrupt binary {e}") from None
+            return path, module.operation.get_asm(enable_debug_info=True)
+    return read_input(path, parser)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser()
     args = parser.parse_args(argv)
@@ -295,8 +329,9 @@ def main(argv: list[str] | None = None) -> int:
     for given in (args.inputs, args.tuning_record):
         if given and not os.path.exists(given):
             usage_error(parser, f"cannot read '{given}': no such file")
-    filename, text = read_input(args.input, parser)
+    filename = args.input
     try:
+        filename, text = read_program(args.input, parser)
         return run(args, filename, text)
     except ToolError as e:
         print(str(e), file=sys.stderr)

@@ -16,13 +16,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from helpers import assert_close
+from helpers import assert_close, at_cce, simulate_levels
 from mm_common import blocks, matmul_reference, nz, nz_matmul_program, un_nz
 
 from npu.ir import make_context, parse_module, walk
 from npu.matmul_tiling import MatmulShape, choose_tiling
 from npu.pipeline import run_pipeline
-from npu.simulator import simulate
 from npu.target import get_target
 
 TARGET = get_target("ascend910")
@@ -37,8 +36,8 @@ def compile_and_run(M: int, N: int, K: int, pipeline: str, out: str = "f32", bat
     out_dt = np.float32 if out == "f32" else np.float16
     c0 = np.full(lead + (blocks(K), blocks(M), 16, 16), np.nan, out_dt)
     module = parse_module(nz_matmul_program(M, N, K, out, batch), make_context())
-    run_pipeline(module, pipeline, TARGET)
-    res = simulate(module, [nz(a), nz(b), c0], target=TARGET, strict=True)
+    run_pipeline(module, at_cce(pipeline), TARGET)
+    res = simulate_levels(module, [nz(a), nz(b), c0], TARGET, strict=True)
     assert not res.hazards
     assert_close(un_nz(res.outputs[2], M, K), matmul_reference(a, b).astype(out_dt))
     return module, res
