@@ -1,8 +1,8 @@
 """`npu-lower`: the default pipeline from `ascend` to `hivm` instructions.
 
 Runs, in order and by instantiating the registered pass classes (one place,
-no copied code): `npu-split-cores` (with `cores` other than 1), `npu-plan-gm` (GM temporaries into one workspace; skip with
-`plan-gm=false`), every lowering (matmul, fractalize, elementwise, transpose,
+no copied code): `npu-split-cores` (with `cores` other than 1), `npu-plan-gm`
+(GM temporaries into one workspace; skip with `plan-gm=false`), every lowering (matmul, fractalize, elementwise, transpose,
 reduce), then `npu-double-buffer` (optional), `npu-plan-memory`,
 `npu-insert-sync` and `npu-lower-cce-to-hivm` (`emit=cce` stops before it,
 at planned, synchronised cce). Every choice of those passes is an option

@@ -22,7 +22,7 @@ from npu.hivm_build import (Address, AddressError, Constants, alloc_address,
                             gm_argument_addresses, materialize, view_address)
 from npu.passes.base import Pass, PassError
 
-VIEW_OPS = ("memref.subview", "memref.reinterpret_cast", "memref.collapse_shape",
+VIEW_OPS = ("memref.subview", "memref.reinterpret_cast", "memref.view", "memref.collapse_shape",
             "memref.expand_shape", "memref.cast", "memref.memory_space_cast")
 ALLOC_OPS = ("memref.alloc", "memref.alloca")
 # cce attributes that are not configuration-word fields but travel otherwise.

@@ -98,6 +98,15 @@ def view_address(op: ir.Operation, source: Address) -> tuple[Address, bool]:
             else:
                 const += off * stride * esize
         return source.shifted(const, tuple(terms)), bool(terms)
+    if name == "memref.view":
+        # A typed tensor at a byte shift of an i8 buffer (the GM workspace).
+        if len(operands) > 2:
+            raise AddressError("memref.view with dynamic sizes is not supported")
+        shift = operands[1]
+        producer = nir.defining_op(shift)
+        if producer is not None and producer.name == "arith.constant":
+            return source.shifted(ir.IntegerAttr(producer.attributes["value"]).value), False
+        return source.shifted(0, ((shift, 1),)), True
     if name == "memref.reinterpret_cast":
         offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
         base = Address(source.space, source.root, (), source.root)
@@ -111,7 +120,8 @@ def alloc_address(op: ir.Operation) -> Address:
     space = nir.memory_space(op.results[0].type)
     if space == "gm":
         raise AddressError("GM temporaries (memref.alloc in gm) have no place in the kernel's "
-                           "argument area; pass them as arguments")
+                           "argument area: plan them into the workspace argument (npu-plan-gm) "
+                           "or stop at cce (npu-lower emit=cce)")
     if "npu.offset" not in op.attributes:
         raise AddressError(f"on-chip allocation in {space} has no planned address (npu.offset): "
                            "run npu-plan-memory first")

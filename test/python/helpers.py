@@ -69,13 +69,14 @@ def _parse(source_text: str, ctx):
 
 
 def compile_program(source_text: str, pipeline: str, target: Target | None = None):
-    """Parse `source_text` and run `pipeline` over it; returns the mlir Module.
-    A failing pass raises `npu.pipeline.PipelineError` with its diagnostics."""
+    """Parse `source_text` and run `pipeline` over it (`npu-lower` stopping at
+    cce, see `at_cce`); returns the mlir Module. A failing pass raises
+    `npu.pipeline.PipelineError` with its diagnostics."""
     from npu.pipeline import run_pipeline
 
     module = _parse(source_text, make_context())
     if pipeline:
-        run_pipeline(module, pipeline, target or get_target())
+        run_pipeline(module, at_cce(pipeline), target or get_target())
     return module
 
 
@@ -108,14 +109,16 @@ def at_cce(pipeline: str) -> str:
 
 
 def _lowerable(module) -> bool:
-    """Planned cce: every on-chip allocation has its npu.offset."""
+    """Planned cce: every on-chip allocation has its npu.offset and no GM
+    temporary is left as an alloc (hivm has no place for one)."""
     from npu.ir import memory_space, walk
 
     ops = list(walk(module.operation))
     if not any(op.name.startswith("cce.") for op in ops):
         return False
-    return all("npu.offset" in op.attributes for op in ops
-               if op.name == "memref.alloc" and memory_space(op.results[0].type) != "gm")
+    allocs = [op for op in ops if op.name == "memref.alloc"]
+    return all(memory_space(op.results[0].type) != "gm" and "npu.offset" in op.attributes
+               for op in allocs)
 
 
 def simulate_levels(module, inputs: Sequence[np.ndarray], target: Target | None = None,
