@@ -22,6 +22,7 @@ _PASS_MODULES: dict[str, str] = {
     "lower_fractalize": "LowerFractalize",
     "lower_cce_to_hivm": "LowerCCEToHIVM",
     "split_cores": "SplitCoresPass",
+    "linalg_to_ascend": "LinalgToAscendPass",
 }
 
 

@@ -131,6 +131,8 @@ class Decoder:
                 raise SimulationError(UNSUPPORTED, f"argument #{i} has a dynamic shape", where)
             shape = tuple(mt.shape)
             strides, offset = npu_ir.memref_layout(arg.type)
+            if not _numel(shape):  # MLIR gives no static stride before a 0 dimension
+                strides, offset = _identity_strides(shape), 0
             if offset != 0 or strides != _identity_strides(shape):
                 raise SimulationError(UNSUPPORTED, f"argument #{i} must have the identity layout", where)
             nbytes = _numel(shape) * npu_ir.element_bytes(dtype)

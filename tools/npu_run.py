@@ -53,16 +53,17 @@ class CheckResult:
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="npu-run", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("input", help="MLIR file (ascend-, cce- or hivm-level) or a hivm binary "
-                   "(npu-as), '-' for stdin")
+    p.add_argument("input", help="ONNX model (.onnx), MLIR file (linalg on tensors, ascend-, "
+                   "cce- or hivm-level) or a hivm binary (npu-as), '-' for stdin")
     p.add_argument("--entry", default=None, help="function to run (default: the only one)")
     p.add_argument("--target", default=None, help="target preset (default: ascend910)")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--seed", type=int, default=None, help="random inputs from this seed (default 0)")
     src.add_argument("--inputs", default=None, help=".npz with one array per argument "
-                     "(keys arg0, arg1, ... or in argument order)")
+                     "(keys arg0, arg1, ... or in argument order; for a model: its input names)")
     p.add_argument("--check", action="store_true",
-                   help="compare every argument with the numpy reference of the original program")
+                   help="compare every argument with the numpy reference of the original program "
+                   "(a model: its outputs with onnxruntime, or with numpy for a linalg module)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--trace", default=None, help="write a Chrome/Perfetto trace to this file")
     p.add_argument("--serialize", action="store_true",
@@ -154,8 +155,10 @@ def load_inputs(path: str, func_op, filename: str) -> list[np.ndarray]:
     return arrays
 
 
-def compare(outputs: list[np.ndarray], expected: list[np.ndarray]) -> CheckResult:
-    """Element-wise comparison; names the first output and element that differ."""
+def compare(outputs: list[np.ndarray], expected: list[np.ndarray],
+            tolerances: dict | None = None) -> CheckResult:
+    """Element-wise comparison; names the first output and element that differ.
+    `tolerances` (dtype name -> (rtol, atol)) replaces TOLERANCES."""
     max_abs = max_rel = 0.0
     failure = None
     for i, (got, want) in enumerate(zip(outputs, expected)):
@@ -169,7 +172,7 @@ def compare(outputs: list[np.ndarray], expected: list[np.ndarray]) -> CheckResul
         diff = np.where(np.isnan(diff), np.inf, diff)
         if diff.size:
             max_abs = max(max_abs, float(diff.max()))
-        rtol, atol = TOLERANCES.get(str(want.dtype), (0.0, 0.0))
+        rtol, atol = (tolerances or TOLERANCES).get(str(want.dtype), (0.0, 0.0))
         finite_w = np.abs(w[np.isfinite(w)])
         scale = max(1.0, float(finite_w.max())) if finite_w.size else 1.0
         if diff.size:
@@ -339,9 +342,18 @@ def main(argv: list[str] | None = None) -> int:
     for given in (args.inputs, args.tuning_record):
         if given and not os.path.exists(given):
             usage_error(parser, f"cannot read '{given}': no such file")
+    from npu.tools.run_model import is_model, run_model
+
     filename = args.input
     try:
-        filename, text = read_program(args.input, parser)
+        if args.input.endswith(".onnx"):
+            if not os.path.exists(args.input):
+                usage_error(parser, f"cannot read '{args.input}': no such file")
+            text = None
+        else:
+            filename, text = read_program(args.input, parser)
+        if is_model(filename, text):
+            return run_model(args, filename, text)
         return run(args, filename, text)
     except ToolError as e:
         print(str(e), file=sys.stderr)

@@ -107,6 +107,9 @@ class Target:
     # Every tensor `npu-plan-gm` places in the GM workspace starts on (and is
     # sized in) whole units of this alignment.
     gm_workspace_alignment: int = 512
+    # Global memory (HBM / DDR) a model's weights, inputs, outputs and
+    # workspace must fit in.
+    gm_bytes: int = 32 * 1024 * MIB
     cores: int = 1
     clock_ghz: float = 1.0
     # The chip's memory system, shared by every core (see simulator/README.md
@@ -248,6 +251,7 @@ _COMMON_SOURCES = {
                        "reach a third of a long transfer's rate)",
     "l2_line_bytes": "estimate: 128-byte lines",
     "cube_cycles_per_block": "[P] derived from the published fp16 peak",
+    "gm_bytes": "[H] 32 GB HBM2 on Ascend 910",
     "gm_workspace_alignment": "estimate: 512 B (the L0 fractal granule, a whole number of GM "
                               "bursts and cache lines) for tensors packed into one workspace",
 }
@@ -281,8 +285,9 @@ ASCEND910B = replace(
     # [P] ~1.6 TB/s HBM2e at 1.65 GHz = ~970 B/cycle.
     gm_chip_bytes_per_cycle=970,
     l2_bytes=192 * MIB,  # estimate: 192 MiB L2 as commonly reported for the 910B
+    gm_bytes=64 * 1024 * MIB,  # estimate: 64 GB HBM on 910B boards
     sources={**_COMMON_SOURCES, "buffer_bytes": "[C] dav-c220",
-             "cores": "estimate", "clock_ghz": "estimate",
+             "cores": "estimate", "clock_ghz": "estimate", "gm_bytes": "estimate",
              "gm_chip_bytes_per_cycle": "[P] ~1.6 TB/s at 1.65 GHz",
              "l2_bytes": "estimate: 192 MiB as commonly reported",
              "peak": "[P] ~313 TFLOPS fp16 (910B3); this description: 24 x 4096 x 2 x 1.65 GHz "
@@ -308,8 +313,9 @@ ASCEND310 = replace(
     # estimate: LPDDR4X, 2 x 64-bit at 3733 MT/s = ~60 GB/s for the chip.
     gm_chip_bytes_per_cycle=60,
     l2_bytes=8 * MIB,  # estimate: 8 MiB on-chip buffer as commonly reported
+    gm_bytes=8 * 1024 * MIB,  # estimate: 8 GB LPDDR4X on Atlas 200-class boards
     sources={**_COMMON_SOURCES, "buffer_bytes": "estimate", "paths.gm_*": "estimate",
-             "cores": "[H]", "clock_ghz": "estimate (fits [P] 8 TFLOPS)",
+             "cores": "[H]", "clock_ghz": "estimate (fits [P] 8 TFLOPS)", "gm_bytes": "estimate",
              "cube_cycles_per_block": "[P] 8 TFLOPS fp16 per chip = ~4 per core",
              "gm_chip_bytes_per_cycle": "estimate: LPDDR4X ~60 GB/s",
              "l2_bytes": "estimate: 8 MiB",
