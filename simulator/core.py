@@ -65,14 +65,16 @@ def find_entry(module: ir.Module, entry: str | None) -> ir.Operation:
 
 def _runnable(func_op: ir.Operation) -> ir.Operation:
     """The entry as the simulator runs it: a body, and only memref arguments
-    (each one a GM tensor the caller passes in)."""
+    (each one a GM tensor the caller passes in) but a multi-core kernel's
+    block index (`npu.block_idx`, which the launch provides)."""
     name = npu_ir.symbol_name(func_op)
     where = where_of(func_op.location)
     if not func_op.regions[0].blocks:
         raise SimulationError(INVALID, f"'{name}' is only a declaration: an entry function needs "
                               "a body to run", where)
+    blk = npu_ir.block_idx_arg(func_op)
     for i, t in enumerate(func_op.regions[0].blocks[0].arguments.types):
-        if not npu_ir.is_memref(t):
+        if not npu_ir.is_memref(t) and i != blk:
             raise SimulationError(INVALID, f"argument #{i} of '{name}' has type {t}: an entry "
                                   "function takes memref arguments only (its tensors in GM)",
                                   where)
