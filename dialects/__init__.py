@@ -77,6 +77,6 @@ def verify(root: ir.Operation) -> bool:
         return False
     ok = True
     for op in walk(root):
-        if op.name.split(".", 1)[0] in ("ascend", "cce", "hivm"):
+        if op.name.split(".", 1)[0] in ("ascend", "cce", "hivm") or op.name == "func.func":
             ok &= verify_op(op)
     return ok

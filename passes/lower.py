@@ -1,8 +1,8 @@
 """`npu-lower`: the default pipeline from `ascend` to `hivm` instructions.
 
 Runs, in order and by instantiating the registered pass classes (one place,
-no copied code): `npu-plan-gm` (GM temporaries into one workspace; skip with
-`plan-gm=false`), every lowering (matmul, fractalize, elementwise, transpose,
+no copied code): `npu-split-cores` (with `cores` other than 1), `npu-plan-gm`
+(GM temporaries into one workspace; skip with `plan-gm=false`), every lowering (matmul, fractalize, elementwise, transpose,
 reduce), then `npu-double-buffer` (optional), `npu-plan-memory`,
 `npu-insert-sync` and `npu-lower-cce-to-hivm` (`emit=cce` stops before it,
 at planned, synchronised cce). Every choice of those passes is an option
@@ -72,6 +72,8 @@ class LowerPass(Pass):
                "same-pipe transfers instead of one per transfer"),
         Option("tuning-record", str, "", "npu-tune record (JSON) whose per-op options apply "
                "to the ops they match"),
+        Option("cores", int, 1, "AI cores to split each kernel over first (npu-split-cores; "
+               "0: all of the target's, 1: one core, today's program)"),
         Option("emit", str, "hivm", "the level to stop at: planned, synchronised cce, or hivm "
                "instructions (npu-lower-cce-to-hivm)", choices=("cce", "hivm")),
     )
@@ -92,6 +94,8 @@ class LowerPass(Pass):
         return value
 
     def run(self, module: ir.Operation) -> None:
+        if self.cores != 1:
+            self._required("npu-split-cores", cores=self.cores).run(module)
         if self.plan_gm:
             self._required("npu-plan-gm", algorithm=self.plan).run(module)
         if self.tuning_record:

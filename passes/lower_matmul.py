@@ -102,6 +102,21 @@ class Operands:
     K1: int
     in_type: ir.Type
     out_type: ir.Type
+    # Fractals from one block column (A, C) or row (B) to the next in GM: M1,
+    # N1 and M1 for dense operands, more for a slice of a larger tensor
+    # (npu-split-cores gives each core one).
+    a_pitch: int = 0
+    b_pitch: int = 0
+    c_pitch: int = 0
+
+
+def block_pitch(value: ir.Value, frac: int, op: ir.Operation) -> int:
+    """Fractals between consecutive outer blocks of an Nz GM operand; its
+    fractals themselves must be dense (strides [.., frac*frac, frac, 1])."""
+    strides, _ = nir.memref_layout(value.type)
+    if strides[-3:] != [frac * frac, frac, 1] or strides[-4] % (frac * frac):
+        raise PassError(f"Nz operand {value.type} must hold whole dense fractals", op)
+    return strides[-4] // (frac * frac)
 
 
 class LowerMatmul(Pass):
@@ -217,8 +232,10 @@ class LowerMatmul(Pass):
                        if self.why_simple else ""))
         a, b, c = op.operands
         with op.location, ir.InsertionPoint(op):
+            frac = self.target.fractal
             ops = Operands(a, b, c, [], M1, N1, K1, ir.MemRefType(a.type).element_type,
-                           ir.MemRefType(c.type).element_type)
+                           ir.MemRefType(c.type).element_type, block_pitch(a, frac, op),
+                           block_pitch(b, frac, op), block_pitch(c, frac, op))
             if op.name == "ascend.batch_matmul" and self.pipelined is not None:
                 # The batch joins the flat loop: no loop boundary between batches.
                 self.emit_pipelined(ops, choice, self.pipelined, batch)
@@ -363,7 +380,7 @@ class LowerMatmul(Pass):
         def estimate(d: int) -> float:
             trips = tiles * (N1 // d)
             copy = (mb + kb) * d * blk / path.bytes_per_cycle + path.latency
-            cube = mb * kb * d / t.cube_blocks_per_cycle
+            cube = t.cube_cycles(float(mb * kb * d))
             return max(copy + cube * trips, copy * trips + cube)
         chunk = min(fitting, key=lambda d: (estimate(d), -d)) if fitting else None
         if chunk is None:
@@ -525,7 +542,7 @@ class LowerMatmul(Pass):
         l1 = nir.alloc([n, m, frac, frac], ops.in_type, "l1")
         # One burst per column block: its m row blocks are contiguous in GM.
         copy_bursts("cce.copy_gm_to_l1", src, l1, n, self.target.blocks(m * blk),
-                    src_gap=self.target.blocks((ops.M1 - m) * blk))
+                    src_gap=self.target.blocks((ops.a_pitch - m) * blk))
         return l1
 
     def stage_b(self, ops: Operands, s: IndexValue, y: IndexValue, n: int, k: int) -> ir.Value:
@@ -536,7 +553,7 @@ class LowerMatmul(Pass):
                           [1] * len(ops.prefix) + [k, n, frac, frac])
         l1 = nir.alloc([k, n, frac, frac], ops.in_type, "l1")
         copy_bursts("cce.copy_gm_to_l1", src, l1, k, self.target.blocks(n * blk),
-                    src_gap=self.target.blocks((ops.N1 - n) * blk))
+                    src_gap=self.target.blocks((ops.b_pitch - n) * blk))
         return l1
 
     def to_l0a(self, l1: ir.Value, m: int, n: int, first_col: int = 0) -> ir.Value:
@@ -696,7 +713,7 @@ class LowerMatmul(Pass):
         dst = nir.subview(ops.c, ops.prefix + [col, x, 0, 0],
                           [1] * len(ops.prefix) + [cols, m, frac, frac])
         copy_bursts("cce.copy_ub_to_gm", out, dst, cols, self.target.blocks(m * out_blk),
-                    dst_gap=self.target.blocks((ops.M1 - m) * out_blk))
+                    dst_gap=self.target.blocks((ops.c_pitch - m) * out_blk))
 
     def convert(self, src: ir.Value, dst: ir.Value, elements: int) -> None:
         """f32 -> f16 with vconv over whole repeats (elements is a multiple of 256)."""

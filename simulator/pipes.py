@@ -91,15 +91,17 @@ def check_flag_pairs(trace: list) -> None:
 
 
 def run(trace: list, machine: Machine, hazards: HazardDetector, target: Target,
-        trailing_scalar: int, serialize: bool) -> Timeline:
+        trailing_scalar: int, serialize: bool, memsys=None) -> Timeline:
+    """`memsys` (a `memory_system.MemorySystem`, shared by the cores of one
+    launch) times GM transfers; without it they cost their static occupancy."""
     check_flag_pairs(trace)
     if serialize:
         return _run_serialized(trace, machine, hazards, target, trailing_scalar)
-    return _run_parallel(trace, machine, hazards, target, trailing_scalar)
+    return _run_parallel(trace, machine, hazards, target, trailing_scalar, memsys)
 
 
 def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target: Target,
-                  trailing_scalar: int) -> Timeline:
+                  trailing_scalar: int, memsys=None) -> Timeline:
     n_entries = len(trace)
     start = [0] * n_entries
     end = [0] * n_entries
@@ -227,8 +229,15 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
                     stamp_pipe[stamp] = p
                     stamp_n[stamp] = n
                     execute(instr, views, stamp, n, clock, clock_l, p)
-                    e = t0 + instr.occupancy + instr.latency
-                    free[p] = t0 + instr.occupancy if pipelined else e
+                    occ = instr.occupancy
+                    k = instr.gm_operand
+                    if k is not None and memsys is not None:
+                        region = views[k][0]
+                        occ = memsys.transfer(t0, instr.nbytes, instr.n_bursts, instr.rate,
+                                              region.mem, instr.src_pat if k == 0 else instr.dst_pat,
+                                              region.base + views[k][1] * instr.esizes[k], k == 1)
+                    e = t0 + occ + instr.latency
+                    free[p] = t0 + occ if pipelined else e
                     if e > done[p]:
                         done[p] = e
                     b0 = t0 if t0 > busy_end[p] else busy_end[p]

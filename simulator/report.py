@@ -94,6 +94,33 @@ def build(trace: list, timeline, program, target: Target, hazards: list[dict],
     }
 
 
+def combine(per_core: list[dict], memory: dict) -> dict:
+    """The chip's report of a launch: the slowest core's report with the
+    chip's cycles, bound and totals, plus one summary line per core and the
+    memory system's figures. The chip's lower bound is the largest of any
+    core's own bound and the chip GM bus bound (its bytes over its bandwidth)."""
+    slowest = max(per_core, key=lambda r: r["cycles"])
+    rep = dict(slowest)
+    rep["cycles"] = max(r["cycles"] for r in per_core)
+    rep["instructions"] = sum(r["instructions"] for r in per_core)
+    rep["bytes"] = {k: sum(r["bytes"][k] for r in per_core) for k in slowest["bytes"]}
+    rep["hazards"] = [h for r in per_core for h in r["hazards"]]
+    core_bound = max(per_core, key=lambda r: r["bound_cycles"])
+    bus = memory["chip_bus_bound_cycles"]
+    if bus > core_bound["bound_cycles"]:
+        rep["bound_unit"], rep["bound_cycles"] = "chip:gm", math.ceil(bus)
+    else:
+        rep["bound_unit"], rep["bound_cycles"] = core_bound["bound_unit"], core_bound["bound_cycles"]
+    rep["bound_ratio"] = (round(rep["cycles"] / rep["bound_cycles"], 4)
+                          if rep["bound_cycles"] else None)
+    rep["block_dim"] = len(per_core)
+    rep["cores"] = [{"core": c, "cycles": r["cycles"], "bound_unit": r["bound_unit"],
+                     "bound_cycles": r["bound_cycles"], "instructions": r["instructions"]}
+                    for c, r in enumerate(per_core)]
+    rep["memory_system"] = memory
+    return rep
+
+
 def format_text(rep: dict) -> str:
     lines = [f"target {rep['target']}, entry @{rep['entry']}"
              + (" (serialized)" if rep.get("serialize") else ""),
@@ -122,6 +149,14 @@ def format_text(rep: dict) -> str:
         lines.append(f"{'gm workspace':<12} {gm['workspace_bytes']:>12}"
                      + (f"  (+ {gm['alloc_bytes']} bytes of unplanned gm allocs)"
                         if gm["alloc_bytes"] else ""))
+    if rep.get("cores"):
+        lines += ["", f"{'core':<6} {'cycles':>12} {'bound':>12}  limited by"]
+        for c in rep["cores"]:
+            lines.append(f"{c['core']:<6} {c['cycles']:>12} {c['bound_cycles']:>12}  {c['bound_unit']}")
+    if rep.get("memory_system"):
+        m = rep["memory_system"]
+        lines += ["", f"chip GM bus: {m['chip_bus_bytes']} bytes ({100 * m['chip_bus_utilisation']:.1f}% "
+                  f"of its bandwidth), L2 hits {m['l2_hit_bytes']} of {m['gm_read_bytes']} bytes read"]
     if rep.get("hotspots"):
         lines += ["", f"{'hotspot (cycles from start to result)':<44} {'count':>8} {'cycles':>10}"]
         for h in rep["hotspots"]:

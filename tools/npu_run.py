@@ -2,7 +2,7 @@
 
     npu-run prog.mlir [--entry NAME] [--target PRESET] [--seed N | --inputs in.npz]
                       [--check] [--json] [--trace t.json] [--serialize] [--no-numerics]
-                      [--tuning-record record.json] [-o out.npz]
+                      [--tuning-record record.json] [--cores N] [-o out.npz]
 
 A module with `ascend` ops is compiled through the default pipeline
 (`npu-lower`, to `hivm`; `--emit cce` stops at `cce`) first; a `cce` module
@@ -80,21 +80,25 @@ def make_parser() -> argparse.ArgumentParser:
                    help=f"pipeline for ascend-level input (default: {DEFAULT_PIPELINE})")
     p.add_argument("--tuning-record", default=None,
                    help="per-op options chosen by npu-tune (JSON), passed to npu-lower")
+    p.add_argument("--cores", type=int, default=None,
+                   help="AI cores: an ascend program is split over up to this many "
+                   "(npu-lower cores=N; 1: one core); a compiled kernel must have been split for "
+                   "exactly this many")
     p.add_argument("--emit", choices=("cce", "hivm"), default=None,
                    help="the level to simulate (default: hivm for ascend input, else the input's)")
     p.add_argument("-o", "--output", default=None, help="save the final arguments to this .npz")
     return p
 
 
-def with_tuning_record(pipeline: str, path: str) -> str:
-    """`pipeline` with `tuning-record=path` added to its npu-lower."""
+def with_lower_option(pipeline: str, option: str, flag: str) -> str:
+    """`pipeline` with `option` (`key=value`) added to its npu-lower."""
     from npu.pipeline import parse_pipeline
 
     elements = parse_pipeline(pipeline)
     if not any(e.name == "npu-lower" for e in elements):
-        raise ToolError(f"npu-run: error: --tuning-record needs npu-lower in the pipeline "
+        raise ToolError(f"npu-run: error: {flag} needs npu-lower in the pipeline "
                         f"('{pipeline}')")
-    parts = [f'npu-lower{{{e.options} tuning-record="{path}"}}' if e.name == "npu-lower" else e.text
+    parts = [f'npu-lower{{{e.options} {option}}}' if e.name == "npu-lower" else e.text
              for e in elements]
     return "builtin.module(" + ",".join(parts) + ")"
 
@@ -105,10 +109,10 @@ class ToolError(Exception):
 
 def _input_args(func_op) -> list:
     """The arguments the caller provides: all but the GM workspace (scratch the
-    simulator allocates itself)."""
+    simulator allocates itself) and a multi-core kernel's block index."""
     from npu import ir as npu_ir
 
-    scratch = npu_ir.workspace_args(func_op)
+    scratch = npu_ir.workspace_args(func_op) + [npu_ir.block_idx_arg(func_op)]
     return [a for i, a in enumerate(func_op.regions[0].blocks[0].arguments) if i not in scratch]
 
 
@@ -240,7 +244,10 @@ def run(args, filename: str, text: str) -> int:
         if pipeline == DEFAULT_PIPELINE and args.emit == "cce":
             pipeline = f"{DEFAULT_PIPELINE}{{emit=cce}}"
         if args.tuning_record:
-            pipeline = with_tuning_record(pipeline, args.tuning_record)
+            pipeline = with_lower_option(pipeline, f'tuning-record="{args.tuning_record}"',
+                                         "--tuning-record")
+        if args.cores is not None:
+            pipeline = with_lower_option(pipeline, f"cores={args.cores}", "--cores")
         compile_module(module, pipeline, target, filename)
         func_op = find_entry(module, entry)
     if args.emit == "hivm" and npu_ir.ops_in_dialect(module, "cce"):
@@ -255,7 +262,8 @@ def run(args, filename: str, text: str) -> int:
     result = None
     try:
         result = simulate(module, inputs, entry=entry, target=target, strict=args.strict,
-                          serialize=args.serialize, numerics=args.numerics)
+                          serialize=args.serialize, numerics=args.numerics,
+                          cores=None if compiled else args.cores)
     except SimulationError as e:
         if args.json:
             print(json.dumps({"error": str(e), "kind": e.kind}, indent=2))
@@ -346,6 +354,8 @@ def read_program(path: str, parser) -> tuple[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser()
     args = parser.parse_args(argv)
+    if args.cores is not None and args.cores < 1:
+        usage_error(parser, f"--cores {args.cores}: needs at least one core")
     if args.check and not args.numerics:
         usage_error(parser, "--check compares the outputs, which --no-numerics does not compute")
     for given in (args.inputs, args.tuning_record):

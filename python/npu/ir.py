@@ -138,6 +138,44 @@ def workspace_args(func_op: ir.Operation) -> list[int]:
     return [i for i in range(n) if WORKSPACE_ATTR in arg_attrs(func_op, i)]
 
 
+# A multi-core kernel (npu-split-cores): `npu.block_dim = N : i64` on the
+# func.func says how many cores it is launched on, and its one `index`
+# argument marked `{npu.block_idx}` holds each instance's core number.
+BLOCK_IDX_ATTR = "npu.block_idx"
+BLOCK_DIM_ATTR = "npu.block_dim"
+
+
+def append_argument(func_op: ir.Operation, arg_type: ir.Type,
+                    attrs: dict[str, ir.Attribute] | None = None) -> ir.Value:
+    """A new last argument of `func_op` (its type and argument attributes
+    kept in step with the block)."""
+    block = func_op.regions[0].blocks[0]
+    value = block.add_argument(arg_type, func_op.location)
+    ftype = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
+    func_op.attributes["function_type"] = ir.TypeAttr.get(
+        ir.FunctionType.get(list(ftype.inputs) + [arg_type], list(ftype.results)))
+    n_args = len(block.arguments)
+    old = (list(ir.ArrayAttr(func_op.attributes["arg_attrs"]))
+           if "arg_attrs" in func_op.attributes else [])
+    old += [ir.DictAttr.get({})] * (n_args - 1 - len(old))
+    func_op.attributes["arg_attrs"] = ir.ArrayAttr.get(old + [ir.DictAttr.get(attrs or {})])
+    return value
+
+
+def block_idx_arg(func_op: ir.Operation) -> int | None:
+    """Index of the argument that receives the block index, if any."""
+    n = len(func_op.regions[0].blocks[0].arguments) if func_op.regions[0].blocks else 0
+    found = [i for i in range(n) if BLOCK_IDX_ATTR in arg_attrs(func_op, i)]
+    return found[0] if found else None
+
+
+def block_dim(func_op: ir.Operation) -> int:
+    """How many cores the kernel is launched on (1 without `npu.block_dim`)."""
+    if BLOCK_DIM_ATTR not in func_op.attributes:
+        return 1
+    return ir.IntegerAttr(func_op.attributes[BLOCK_DIM_ATTR]).value
+
+
 # ----------------------------------------------------------------------------
 # Types and attributes
 # ----------------------------------------------------------------------------

@@ -84,7 +84,7 @@ def test_target_parameters():
     assert {t.path(p).bytes_per_cycle for p in ("gm_to_l1", "gm_to_ub", "ub_to_gm")} == {32}
     assert t.path("l1_to_l0a") == base.path("l1_to_l0a") and t.mad_latency == 40
     assert parse_quantity("1MiB") == 1 << 20 and parse_quantity("1.5") == 1.5
-    with pytest.raises(SpaceError, match="simulator models one AI core"):
+    with pytest.raises(SpaceError, match="npu-tune compiles one-core programs"):
         target_with(base, {"cores": 4})
     with pytest.raises(SpaceError, match="unknown target parameter 'l2'"):
         target_with(base, {"l2": 4})
