@@ -29,7 +29,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.cce_build import copy, for_pieces, for_range, lin, sub
-from npu.passes.base import Option, Pass, PassError, check_ub_fraction
+from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.vector_tiling import (VectorGeometry, max_chunk_elements, plan_chunks, round_down,
                                split_repeats)
 
@@ -41,14 +41,13 @@ class LowerReduce(Pass):
     name = "npu-lower-reduce"
     summary = "Lower ascend.reduce_sum/reduce_max (last axis) to vcadd/vcmax with vadd/vmax folds"
     options = (
-        Option("ub-fraction", float, 0.5,
-               "fraction of UB one chunk's buffers may use (0.5 leaves room for double buffering)"),
+        ub_fraction_option(0.5, "fraction of UB one chunk's buffers may use (0.5 leaves "
+                           "room for double buffering)"),
         Option("max-chunk", int, 0,
-               "cap on the elements of one chunk (0: as many as UB allows); for tests"),
+               "cap on the elements of one chunk (0: as many as UB allows); for tests", low=0),
     )
 
     def run(self, module: ir.Operation) -> None:
-        check_ub_fraction(self.ub_fraction)
         nir.replace_ops(module, OPS, self.lower)
 
     def lower(self, op: ir.Operation) -> None:

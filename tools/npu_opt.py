@@ -9,13 +9,12 @@ line problems exit with 2, problems in the input with 1.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from dataclasses import dataclass
 
 from npu import diagnostics
-from npu.tools.common import (CommandLineError, read_source, report_internal_error,
-                              write_output_atomically)
+from npu.tools.common import (ArgumentParser, CommandLineError, check_output_path, read_source,
+                              report_internal_error, write_output_atomically)
 
 SPLIT_MARKER = "// -----"
 PROG = "npu-opt"
@@ -56,6 +55,8 @@ def _pass_help() -> str:
         for opt in cls.options:
             kind = opt.type.__name__
             choices = f" {{{'|'.join(map(str, opt.choices))}}}" if opt.choices else ""
+            if opt.range_text():
+                choices += f" in {opt.range_text()}"
             lines.append(f"      {opt.name}=<{kind}>{choices}  {opt.help} "
                          f"(default: {opt.default if opt.default != '' else 'none'})")
     lines.append("")
@@ -67,7 +68,7 @@ def _pass_help() -> str:
 
 
 def make_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
         description="Run pass pipelines over ascend/cce/hivm IR (mlir-opt for the NPU).",
         epilog=_pass_help())
@@ -191,17 +192,6 @@ def process_chunk(chunk: Chunk, elements: list, args: argparse.Namespace, target
     engine.print()
     ok = ok and not engine.has_errors
     return ok, output if ok else ""
-
-
-def check_output_path(path: str) -> None:
-    """Fail before doing any work if `-o` cannot be written."""
-    if path == "-":
-        return
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise CommandLineError(f"cannot write '{path}': no directory '{directory}'")
-    if os.path.isdir(path):
-        raise CommandLineError(f"cannot write '{path}': it is a directory")
 
 
 def run(argv: list[str]) -> int:

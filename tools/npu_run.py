@@ -1,28 +1,32 @@
 """`npu-run`: compile (if needed), simulate, check and report one kernel.
 
     npu-run prog.mlir [--entry NAME] [--target PRESET] [--seed N | --inputs in.npz]
-                      [--check] [--json] [--trace t.json] [--serialize] [-o out.npz]
+                      [--check] [--json] [--trace t.json] [--html t.html] [--csv DIR]
+                      [--serialize] [-o out.npz]
 
 A module with `ascend` ops is compiled through the default pipeline
 (`npu-lower`) first; `--check` compares every argument's final value with the
 numpy reference evaluation of the ORIGINAL (ascend-level) program. Exit code
-1 on a fault, a failed check or bad input; 2 on bad usage.
+1 on a fault, a failed check or bad input; 2 on bad usage (options, the
+pipeline, output paths: all checked before anything is compiled or run).
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
 import time
+import zipfile
 from dataclasses import dataclass
 
 import numpy as np
 
 from npu import diagnostics
-from npu.tools.common import (read_input, report_internal_error, usage_error,
-                              write_output_atomically)
+from npu.tools.common import (ArgumentParser, CommandLineError, check_output_path, read_input,
+                              report_internal_error, usage_error, write_output_atomically)
 
 DEFAULT_PIPELINE = "npu-lower"
 
@@ -49,19 +53,25 @@ class CheckResult:
 
 
 def make_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="npu-run", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = ArgumentParser(prog="npu-run", description=__doc__, allow_abbrev=False,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("input", help="MLIR file (ascend- or cce-level), '-' for stdin")
     p.add_argument("--entry", default=None, help="function to run (default: the only one)")
     p.add_argument("--target", default=None, help="target preset (default: ascend910)")
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--seed", type=int, default=None, help="random inputs from this seed (default 0)")
+    src.add_argument("--seed", type=_seed, default=None,
+                     help="random inputs from this seed, 0 <= N < 2**64 (default 0)")
     src.add_argument("--inputs", default=None, help=".npz with one array per argument "
                      "(keys arg0, arg1, ... or in argument order)")
     p.add_argument("--check", action="store_true",
                    help="compare every argument with the numpy reference of the original program")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--trace", default=None, help="write a Chrome/Perfetto trace to this file")
+    p.add_argument("--html", default=None, help="write a self-contained HTML page with a per-pipe "
+                   "timeline and utilisation chart (inline SVG) to this file")
+    p.add_argument("--csv", default=None, metavar="DIR",
+                   help="write msprof-style CSVs (PipeUtilization.csv, instr_types.csv) into DIR "
+                   "(created if missing)")
     p.add_argument("--serialize", action="store_true",
                    help="every instruction waits for all earlier ones (code without sync)")
     p.add_argument("--no-strict", dest="strict", action="store_false",
@@ -70,6 +80,17 @@ def make_parser() -> argparse.ArgumentParser:
                    help=f"pipeline for ascend-level input (default: {DEFAULT_PIPELINE})")
     p.add_argument("-o", "--output", default=None, help="save the final arguments to this .npz")
     return p
+
+
+def _seed(text: str) -> int:
+    """numpy's generators take seeds in [0, 2**64): say so up front."""
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got '{text}'") from None
+    if not 0 <= value < 2**64:
+        raise argparse.ArgumentTypeError(f"must be in [0, 2**64), got {value}")
+    return value
 
 
 class ToolError(Exception):
@@ -97,18 +118,22 @@ def load_inputs(path: str, func_op, filename: str) -> list[np.ndarray]:
     from npu import ir as npu_ir
 
     try:
-        data = np.load(path)
-    except (OSError, ValueError) as e:
+        data = np.load(path, allow_pickle=False)
+        if not hasattr(data, "files"):
+            raise ValueError("not an .npz archive (np.savez writes one)")
+        arrays_in_file = {name: data[name] for name in data.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        # An object array (needs pickle), a truncated or non-npz file, a bare .npy ...
         raise ToolError(f"{filename}: error: cannot read inputs '{path}': {e}") from None
     args = list(func_op.regions[0].blocks[0].arguments)
     keys = [f"arg{i}" for i in range(len(args))]
-    names = keys if all(k in data.files for k in keys) else list(data.files)
+    names = keys if all(k in arrays_in_file for k in keys) else list(arrays_in_file)
     if len(names) != len(args):
-        raise ToolError(f"{filename}: error: '{path}' holds {len(data.files)} arrays; the entry takes "
+        raise ToolError(f"{filename}: error: '{path}' holds {len(arrays_in_file)} arrays; the entry takes "
                         f"{len(args)} arguments")
     arrays = []
     for i, (name, arg) in enumerate(zip(names, args)):
-        arr = data[name]
+        arr = arrays_in_file[name]
         shape = tuple(npu_ir.memref_shape(arg.type))
         dtype = np.dtype(npu_ir.NUMPY_DTYPES[npu_ir.memref_element(arg.type)])
         if arr.shape != shape or arr.dtype != dtype:
@@ -150,18 +175,41 @@ def compare(outputs: list[np.ndarray], expected: list[np.ndarray]) -> CheckResul
     return CheckResult(failure is None, max_abs, max_rel, failure)
 
 
+def check_command_line(args) -> tuple:
+    """Everything about the command line that can be wrong, before any work:
+    the target, the pipeline and every output path. Returns (target, pipeline)."""
+    from npu.ir import make_context
+    from npu.pipeline import PipelineError, build_pass_manager, parse_pipeline
+    from npu.target import UnknownTargetError, get_target
+
+    try:
+        target = get_target(args.target)
+    except UnknownTargetError as e:
+        raise CommandLineError(str(e)) from None
+    try:
+        elements = parse_pipeline(args.pipeline)
+        build_pass_manager(elements, make_context(), target)
+    except PipelineError as e:
+        raise CommandLineError(f"invalid pass pipeline: {e}") from None
+    for path in (args.trace, args.output, args.html):
+        if path is not None:
+            check_output_path(path)
+    if args.csv is not None:
+        if os.path.exists(args.csv) and not os.path.isdir(args.csv):
+            raise CommandLineError(f"cannot write CSVs into '{args.csv}': not a directory")
+        check_output_path(os.path.join(args.csv, "PipeUtilization.csv")
+                          if os.path.isdir(args.csv) else args.csv)
+    return target, elements
+
+
 def run(args, filename: str, text: str) -> int:
     from npu import ir as npu_ir
     from npu.ir import ParseError, make_context, parse_module
     from npu.simulator import SimulationError, simulate
     from npu.simulator.core import find_entry
-    from npu.target import UnknownTargetError, get_target
 
     t_start = time.perf_counter()
-    try:
-        target = get_target(args.target)
-    except UnknownTargetError as e:
-        raise ToolError(f"npu-run: error: {e}") from None
+    target, _ = check_command_line(args)
     engine = diagnostics.DiagnosticEngine(display_name=filename)
     diagnostics.install(engine)
     ctx = make_context()
@@ -211,10 +259,7 @@ def run(args, filename: str, text: str) -> int:
             status = 1
     else:
         report["check"] = None
-    if args.trace:
-        write_output_atomically(args.trace, json.dumps(result.chrome_trace()))
-    if args.output:
-        np.savez(args.output, **{f"arg{i}": a for i, a in enumerate(result.outputs)})
+    write_outputs(args, result, report)
     report["wall_seconds"] = round(time.perf_counter() - t_start, 4)
     report["simulate_seconds"] = round(result.wall_seconds, 4)
     if args.json:
@@ -225,6 +270,29 @@ def run(args, filename: str, text: str) -> int:
     for h in result.hazards:
         print(f"{h['location']}: error: {h['kind']}: {h['message']}", file=sys.stderr)
     return status
+
+
+def write_outputs(args, result, report: dict) -> None:
+    """The files asked for, each whole or not at all (paths checked up front)."""
+    if args.trace:
+        write_output_atomically(args.trace, json.dumps(result.chrome_trace()))
+    if args.output:
+        buffer = io.BytesIO()
+        np.savez(buffer, **{f"arg{i}": a for i, a in enumerate(result.outputs)})
+        write_output_atomically(args.output, buffer.getvalue())
+    if args.csv:
+        from npu.simulator import profile
+
+        os.makedirs(args.csv, exist_ok=True)
+        write_output_atomically(os.path.join(args.csv, profile.PIPE_UTILIZATION_CSV),
+                                profile.pipe_utilization_csv(report, result.target))
+        write_output_atomically(os.path.join(args.csv, profile.INSTR_TYPES_CSV),
+                                profile.instruction_types_csv(result.trace_entries, result.timeline,
+                                                              result.target))
+    if args.html:
+        from npu.simulator.html_report import html_report
+
+        write_output_atomically(args.html, html_report(result, report))
 
 
 def compile_module(module, pipeline: str, target, filename: str) -> None:
@@ -264,10 +332,16 @@ def main(argv: list[str] | None = None) -> int:
     filename, text = read_input(args.input, parser)
     try:
         return run(args, filename, text)
+    except CommandLineError as e:
+        print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        return 2
     except ToolError as e:
         print(str(e), file=sys.stderr)
         return 1
     except BrokenPipeError:  # e.g. `npu-run ... | head`
+        return 1
+    except OSError as e:  # an output that became unwritable during the run
+        print(f"{parser.prog}: error: cannot write the output: {e.strerror}", file=sys.stderr)
         return 1
     except Exception as e:  # a bug in the tool: never a traceback by default
         return report_internal_error(filename, "internal error", e)
