@@ -97,6 +97,38 @@ class ToolError(Exception):
     """A user-facing error already formatted as `file:line:col: error: ...`."""
 
 
+# Inputs, outputs and the simulator's copy of GM all live in this process's
+# memory; past this many argument bytes a run is refused up front (a tool
+# limit, not a hardware number).
+MAX_ARGUMENT_BYTES = 1 << 30
+
+
+def check_entry_arguments(func_op) -> None:
+    """npu-run feeds one array per argument: every argument must be a memref
+    of static shape with an element type numpy has, and all of them must fit."""
+    from npu import ir as npu_ir
+    from npu.simulator.errors import where_of
+
+    where = where_of(func_op.location)
+    total = 0
+    for i, arg in enumerate(func_op.regions[0].blocks[0].arguments):
+        if not npu_ir.is_memref(arg.type):
+            raise ToolError(f"{where}: error: argument #{i} of the entry is {arg.type}; npu-run "
+                            "passes memref arguments only")
+        t = npu_ir.memref_type(arg.type)
+        if not t.has_static_shape:
+            raise ToolError(f"{where}: error: argument #{i} ({t}) has a dynamic shape; npu-run "
+                            "needs static shapes")
+        dtype = npu_ir.memref_element(t)
+        if dtype not in npu_ir.NUMPY_DTYPES:
+            raise ToolError(f"{where}: error: argument #{i} ({t}) has element type {dtype}; npu-run "
+                            f"supports {', '.join(npu_ir.NUMPY_DTYPES)}")
+        total += int(np.prod(t.shape, dtype=object)) * np.dtype(npu_ir.NUMPY_DTYPES[dtype]).itemsize
+    if total > MAX_ARGUMENT_BYTES:
+        raise ToolError(f"{where}: error: the entry's arguments take {total} bytes; npu-run "
+                        f"simulates at most {MAX_ARGUMENT_BYTES} bytes of arguments")
+
+
 def random_inputs(func_op, seed: int) -> list[np.ndarray]:
     from npu import ir as npu_ir
 
@@ -223,6 +255,7 @@ def run(args, filename: str, text: str) -> int:
     except SimulationError as e:
         raise ToolError(str(e)) from None
     entry = npu_ir.symbol_name(func_op)
+    check_entry_arguments(func_op)
     if args.inputs:
         inputs = load_inputs(args.inputs, func_op, filename)
     else:

@@ -77,10 +77,12 @@ class DiagnosticEngine:
         self.diagnostics.append(diag)
         return diag
 
-    def emit_mlir(self, d) -> Diagnostic:
-        """Record a diagnostic object coming from the MLIR C++ side."""
+    def emit_mlir(self, d, message: str | None = None) -> Diagnostic:
+        """Record a diagnostic object coming from the MLIR C++ side (with
+        `message` instead of its own, when given)."""
         notes = tuple(self._convert(n) for n in d.notes if not _is_op_dump(n.message))
-        return self.emit(_SEVERITY_NAMES.get(d.severity, "error"), d.message, d.location, notes)
+        return self.emit(_SEVERITY_NAMES.get(d.severity, "error"), message or d.message,
+                         d.location, notes)
 
     def _convert(self, d) -> Diagnostic:
         filename, line, col = _location_parts(d.location)

@@ -48,8 +48,10 @@ def parse_module(text: str, ctx: ir.Context, first_line: int = 1) -> ir.Module:
         try:
             module = ir.Module.parse(padded)
         except ir.MLIRError as e:
+            from npu.dialects.irdl_errors import explain_in_text
+
             for d in e.error_diagnostics:
-                diagnostics.current().emit_mlir(d)
+                diagnostics.current().emit_mlir(d, explain_in_text(d.message, padded, d.location))
             if not e.error_diagnostics:
                 diagnostics.emit_error(str(e))
             raise ParseError() from None
