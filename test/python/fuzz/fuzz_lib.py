@@ -87,12 +87,16 @@ def truncate(text: str, rng: random.Random) -> str:
 
 def delete_line(text: str, rng: random.Random) -> str:
     lines = _lines(text)
+    if not lines:
+        return text
     del lines[rng.randrange(len(lines))]
     return "".join(lines)
 
 
 def duplicate_line(text: str, rng: random.Random) -> str:
     lines = _lines(text)
+    if not lines:
+        return text
     i = rng.randrange(len(lines))
     lines.insert(rng.randrange(len(lines) + 1), lines[i])
     return "".join(lines)

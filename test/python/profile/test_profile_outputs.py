@@ -219,3 +219,70 @@ def test_npu_run_writes_html_and_csvs(tmp_path, capsys):
     (row,) = _rows((csv_dir / profile.PIPE_UTILIZATION_CSV).read_text())
     assert int(row["aic_total_cycles"]) == rep["cycles"]
     assert any(r["instr"] == "mad" for r in _rows((csv_dir / profile.INSTR_TYPES_CSV).read_text()))
+
+
+def _decode_png(data: bytes) -> tuple[int, int, list[bytes]]:
+    """8-bit RGB/RGBA PNG -> (width, height, rows of RGBA bytes); enough for
+    what rsvg-convert writes."""
+    import struct
+    import zlib
+
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, header = 8, b"", None
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    width, height, depth, colour = header[:4]
+    assert depth == 8 and colour in (2, 6)
+    bpp = 4 if colour == 6 else 3
+    raw, stride, rows, prev = zlib.decompress(idat), width * bpp, [], bytearray(width * bpp)
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            left = line[i - bpp] if i >= bpp else 0
+            up, up_left = prev[i], prev[i - bpp] if i >= bpp else 0
+            if kind == 1:
+                line[i] = (line[i] + left) & 255
+            elif kind == 2:
+                line[i] = (line[i] + up) & 255
+            elif kind == 3:
+                line[i] = (line[i] + (left + up) // 2) & 255
+            elif kind == 4:
+                p = left + up - up_left
+                pa, pb, pc = abs(p - left), abs(p - up), abs(p - up_left)
+                line[i] = (line[i] + (left if pa <= pb and pa <= pc else up if pb <= pc else up_left)) & 255
+        rows.append(bytes(line) if bpp == 4 else b"".join(bytes(line[i:i + 3]) + b"\xff"
+                                                           for i in range(0, stride, 3)))
+        prev = line
+    return width, height, rows
+
+
+@pytest.mark.slow
+def test_html_timeline_renders_its_bars(run, tmp_path):
+    """Rasterise the timeline (optional: needs rsvg-convert) and look at the
+    pixels: a drawn bar has its colour where the SVG put it."""
+    import shutil
+    import subprocess
+
+    if shutil.which("rsvg-convert") is None:
+        pytest.skip("rsvg-convert is not installed")
+    figures = render(html_report(run, run.report))
+    svg = tmp_path / "timeline.svg"
+    svg.write_bytes(ET.tostring(figures["timeline"]))
+    png = tmp_path / "timeline.png"
+    subprocess.run(["rsvg-convert", "-b", "white", str(svg), "-o", str(png)], check=True, timeout=60)
+    width, height, rows = _decode_png(png.read_bytes())
+    assert width == int(figures["timeline"].get("width"))
+    lane = next(g for g in figures["timeline"].iter(f"{SVG}g") if g.get("data-pipe") == "M")
+    bar = max((r for r in lane.iter(f"{SVG}rect") if r.get("class") == "busy"),
+              key=lambda r: float(r.get("width")))
+    x = int(float(bar.get("x")) + float(bar.get("width")) / 2)
+    y = int(float(bar.get("y")) + float(bar.get("height")) / 2)
+    fill = bytes.fromhex(bar.get("fill")[1:])
+    assert rows[y][4 * x:4 * x + 3] == fill
+    assert rows[y][4 * (LABEL + WIDTH + 20):4 * (LABEL + WIDTH + 20) + 3] == b"\xff\xff\xff"
