@@ -199,6 +199,11 @@ class Pass:
                 pass_.signal_pass_failure()
                 return
             if not verify(op.operation):
+                # The input verified before this pass: invalid output is a
+                # compiler bug (say so, rather than blame the user's op).
+                diagnostics.emit_error(
+                    f"internal error: pass '{self.name}' produced IR that does not verify "
+                    "(the error above)", op.location)
                 pass_.signal_pass_failure()
 
         run.__name__ = self.name.replace("-", "_")

@@ -67,6 +67,7 @@ class DiagnosticEngine:
 
     display_name: str = "-"
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    _seen: set[Diagnostic] = field(default_factory=set, repr=False)
 
     def emit(self, severity: str, message: str, loc: ir.Location | None = None,
              notes: tuple[Diagnostic, ...] = ()) -> Diagnostic:
@@ -74,6 +75,11 @@ class DiagnosticEngine:
         if filename == "-":
             filename = self.display_name
         diag = Diagnostic(severity, message, filename, line, col, notes)
+        if diag in self._seen:
+            # One op lowered to many (all at its location) repeats a message
+            # many times; once says it.
+            return diag
+        self._seen.add(diag)
         self.diagnostics.append(diag)
         return diag
 
