@@ -160,3 +160,27 @@ def test_good_options_still_pass(src, tmp_path):
                          "strategy=auto double-buffer}", "-o", str(out)]) == 0
     assert "cce.vadd" in out.read_text()
     assert npu_opt.main([str(src), "-p", "func.func(cse),any(canonicalize)", "-o", str(out)]) == 0
+
+
+def test_overflow_and_nan_are_results_not_warnings(tmp_path, capsys):
+    """f16 division by tiny numbers overflows to inf, 0/0 is NaN: both are
+    values, compared as such, and npu-run prints no numpy warning."""
+    import warnings
+
+    t = 'memref<256xf16, "gm">'
+    src = tmp_path / "div.mlir"
+    src.write_text(f'func.func @d(%a: {t}, %b: {t}, %c: {t}) {{\n'
+                   f'  "ascend.div"(%a, %b, %c) : ({t}, {t}, {t}) -> ()\n  return\n}}\n')
+    a = np.full(256, 60000, np.float16)
+    a[:8] = 0
+    b = np.full(256, 1e-3, np.float16)
+    b[:8] = 0
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, arg0=a, arg1=b, arg2=np.zeros(256, np.float16))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert npu_run.main([str(src), "--inputs", str(inputs), "--check", "-o",
+                             str(tmp_path / "o.npz")]) == 0
+    out = np.load(tmp_path / "o.npz")["arg2"]
+    assert np.isnan(out[:8]).all() and np.isinf(out[8:]).all()
+    assert "check: passed" in capsys.readouterr().out
