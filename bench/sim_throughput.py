@@ -1,10 +1,20 @@
-"""Simulated instructions per wall-clock second on a vector-heavy kernel.
+"""Simulator speed on two workloads, every check on (numerics, bounds,
+initialised state, races):
 
-The kernel streams tiles GM -> UB -> (a chain of small-repeat vector ops) ->
-GM in an scf.for, fully synchronised (flags between pipes, pipe_barrier(V)
-between dependent vector ops), so every check of the simulator is on. Run:
+  vector  instructions per second: a kernel streaming tiles GM -> UB -> (a
+          chain of small-repeat vector ops) -> GM in an scf.for, fully
+          synchronised (flags between pipes, pipe_barrier(V) between
+          dependent vector ops);
+  matmul  simulated cycles per second: `ascend.matmul` of 2048^3 (fp16 in
+          Nz, fp32 out) compiled by `npu-lower`, checked against the numpy
+          reference.
 
-    .venv/bin/python bench/sim_throughput.py [--iterations N] [--ops-per-tile K]
+Rates are given per CPU second of this process (what the simulator costs;
+other users of a shared machine inflate wall time) and per wall second.
+`--no-numerics` runs `simulate(..., numerics=False)` (timing only). Run:
+
+    .venv/bin/python bench/sim_throughput.py [--workload vector,matmul] [--iterations N]
+        [--ops-per-tile K] [--matmul-size N] [--no-numerics] [--profile]
 """
 
 from __future__ import annotations
@@ -78,27 +88,94 @@ def reference(x: np.ndarray, ops_per_tile: int) -> np.ndarray:
     return (c if ops_per_tile % 2 == 1 else b).ravel()
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--iterations", type=int, default=2500)
-    ap.add_argument("--ops-per-tile", type=int, default=20)
-    args = ap.parse_args()
+def matmul_text(size: int) -> str:
+    blocks = size // 16
+    nz16 = f'memref<{blocks}x{blocks}x16x16xf16, "gm">'
+    nz32 = f'memref<{blocks}x{blocks}x16x16xf32, "gm">'
+    return "\n".join([f"func.func @matmul(%a: {nz16}, %b: {nz16}, %c: {nz32}) {{",
+                      f'  "ascend.matmul"(%a, %b, %c) : ({nz16}, {nz16}, {nz32}) -> ()',
+                      "  return", "}", ""])
+
+
+def timed_simulate(module, inputs: list[np.ndarray], options: dict, profile: bool):
+    """(result, wall seconds, CPU seconds) of one simulation."""
+    prof = None
+    if profile:
+        import cProfile
+        prof = cProfile.Profile()
+        prof.enable()
+    t0, c0 = time.perf_counter(), time.process_time()
+    res = simulate(module, inputs, **options)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    if prof is not None:
+        import pstats
+        prof.disable()
+        pstats.Stats(prof).sort_stats("tottime").print_stats(20)
+    return res, wall, cpu
+
+
+def run_vector(args, options: dict) -> bool:
     module = parse_module(kernel_text(args.iterations, args.ops_per_tile), make_context())
     rng = np.random.default_rng(0)
     x = rng.uniform(-1, 1, args.iterations * 128).astype(np.float16)
-    t0, c0 = time.perf_counter(), time.process_time()
-    res = simulate(module, [x, np.zeros_like(x)])
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    ok = np.array_equal(res.outputs[1], reference(x, args.ops_per_tile))
+    res, wall, cpu = timed_simulate(module, [x, np.zeros_like(x)], options, args.profile)
+    ok = np.array_equal(res.outputs[1], reference(x, args.ops_per_tile)) or not args.numerics
     n = res.instructions
-    print(f"dynamic instructions   {n}")
-    print(f"simulated cycles       {res.cycles}")
-    print(f"wall seconds           {wall:.3f}  ({n / wall:,.0f} instructions / wall second)")
-    print(f"cpu seconds            {cpu:.3f}  ({n / cpu:,.0f} instructions / cpu second; "
-          "differs from wall time when the machine is shared)")
-    print(f"result matches numpy   {ok}")
-    print(f"bound                  {res.report['bound_cycles']} ({res.report['bound_unit']}), "
+    print(f"vector: {args.iterations} tiles x {args.ops_per_tile} vector ops")
+    print(f"  dynamic instructions   {n}")
+    print(f"  simulated cycles       {res.cycles}")
+    print(f"  cpu seconds            {cpu:.3f}  ({n / cpu:,.0f} instructions / cpu second)")
+    print(f"  wall seconds           {wall:.3f}  ({n / wall:,.0f} instructions / wall second)")
+    print(f"  result matches numpy   {ok if args.numerics else 'not computed (--no-numerics)'}")
+    print(f"  bound                  {res.report['bound_cycles']} ({res.report['bound_unit']}), "
           f"cycles / bound {res.report['bound_ratio']}")
+    return ok
+
+
+def run_matmul(args, options: dict) -> bool:
+    from npu.pipeline import run_pipeline
+    from npu.reference import evaluate
+    from npu.simulator.core import find_entry
+    from npu.target import get_target
+    from npu.tools.npu_run import compare, random_inputs
+
+    ctx = make_context()
+    text = matmul_text(args.matmul_size)
+    module = parse_module(text, ctx)
+    inputs = random_inputs(find_entry(module, None), 0)
+    c0 = time.process_time()
+    run_pipeline(module, "npu-lower", get_target())
+    compile_cpu = time.process_time() - c0
+    res, wall, cpu = timed_simulate(module, inputs, options, args.profile)
+    ok = True
+    if args.numerics:
+        expected = evaluate(find_entry(parse_module(text, ctx), None), [a.copy() for a in inputs])
+        ok = compare(res.outputs, expected).passed
+    size = args.matmul_size
+    print(f"matmul: {size}x{size}x{size} fp16 -> fp32 through npu-lower ({compile_cpu:.2f} cpu s to compile)")
+    print(f"  dynamic instructions   {res.instructions}")
+    print(f"  simulated cycles       {res.cycles}")
+    print(f"  cpu seconds            {cpu:.3f}  ({res.cycles / cpu:,.0f} cycles / cpu second, "
+          f"{res.instructions / cpu:,.0f} instructions / cpu second)")
+    print(f"  wall seconds           {wall:.3f}  ({res.cycles / wall:,.0f} cycles / wall second)")
+    print(f"  result matches numpy   {ok if args.numerics else 'not computed (--no-numerics)'}")
+    return ok
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workload", default="vector,matmul", help="comma-separated: vector, matmul")
+    ap.add_argument("--iterations", type=int, default=2500)
+    ap.add_argument("--ops-per-tile", type=int, default=20)
+    ap.add_argument("--matmul-size", type=int, default=2048)
+    ap.add_argument("--no-numerics", dest="numerics", action="store_false",
+                    help="timing only: simulate(..., numerics=False)")
+    ap.add_argument("--profile", action="store_true", help="print cProfile's top entries per run")
+    args = ap.parse_args()
+    options = {} if args.numerics else {"numerics": False}
+    ok = True
+    for workload in args.workload.split(","):
+        ok &= {"vector": run_vector, "matmul": run_matmul}[workload](args, options)
     if not ok:
         raise SystemExit(1)
 

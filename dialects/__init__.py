@@ -18,12 +18,31 @@ from npu.dialects.rules import verify_op
 _DIR = Path(__file__).resolve().parent
 DIALECT_FILES = ("ascend.irdl.mlir", "cce.irdl.mlir", "hivm.irdl.mlir")
 _LOADED_ATTR = "_npu_dialects_loaded"
+DIALECT_NAMES = ("ascend", "cce", "hivm")
+
+
+def _register_python_modules() -> None:
+    """Name this package as where the bindings find our dialects' Python modules.
+
+    Each time the MLIR bindings wrap an op they import `mlir.dialects.<its
+    dialect>` to find an op class; a failed import is not remembered, so
+    without this every wrap of an ascend/cce/hivm op searched the file
+    system again (60k-225k times per compile). `npu.dialects.<name>` exists
+    for each of ours; once imported, the bindings cache the dialect as loaded.
+    """
+    from mlir._mlir_libs import _mlir
+
+    if __name__ not in _mlir.globals.dialect_search_modules:
+        _mlir.globals.append_dialect_search_prefix(__name__)
+    for name in DIALECT_NAMES:
+        _mlir.globals._check_dialect_module_loaded(name)
 
 
 def load_dialects(ctx: ir.Context) -> None:
     """Load the three IRDL dialects into `ctx` (idempotent per context)."""
     if getattr(ctx, _LOADED_ATTR, False):
         return
+    _register_python_modules()
     with ctx, ir.Location.unknown():
         for name in DIALECT_FILES:
             definition = ir.Module.parse((_DIR / name).read_text())

@@ -11,6 +11,7 @@ from npu.passes.base import Option, OptionError, Pass, PassError
 _PASS_MODULES: dict[str, str] = {
     "insert_sync": "InsertSyncPass",
     "plan_memory": "PlanMemoryPass",
+    "plan_gm": "PlanGmPass",
     "lower": "LowerPass",
     "double_buffer": "DoubleBufferPass",
     "lower_elementwise": "LowerElementwise",

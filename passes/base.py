@@ -7,6 +7,7 @@ passes and upstream passes run in one `mlir.passmanager.PassManager`.
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 import re
@@ -17,7 +18,18 @@ from typing import Any, ClassVar, Sequence
 from mlir import ir
 
 from npu import diagnostics
+from npu.ir import dict_attr_items, ops_named, walk
 from npu.target import Target, get_target
+
+# Per-op options of a lowering, written in the source or set by a tuning
+# record (`npu-lower tuning-record=...`): a dictionary in the lowering's own
+# option names, e.g. {m = 128 : i64, strategy = "os"}. They override the
+# pass's options for that op only.
+OP_OPTIONS_ATTR = "npu.options"
+# The one per-op key every lowering accepts besides its own options: the
+# loops the op lowers to are marked for (or exempt from) npu-double-buffer.
+DOUBLE_BUFFER_KEY = "double-buffer"
+DOUBLE_BUFFER_ATTR = "npu.double_buffer"
 
 
 @dataclass(frozen=True)
@@ -138,6 +150,8 @@ class Pass:
     name: ClassVar[str]
     summary: ClassVar[str]
     options: ClassVar[Sequence[Option]] = ()
+    # A lowering: the ascend ops it replaces (per-op options apply to them).
+    handles: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, target: Target | None = None, **values: Any):
         self.target = target or get_target()
@@ -174,6 +188,79 @@ class Pass:
     def run(self, module: ir.Operation) -> None:  # pragma: no cover - interface
         raise NotImplementedError
 
+    # -- per-op options -------------------------------------------------------
+    def op_options(self, op: ir.Operation) -> dict[str, Any]:
+        """The op's `npu.options`, parsed and checked like pass options."""
+        if OP_OPTIONS_ATTR not in op.attributes:
+            return {}
+        try:
+            items = dict_attr_items(op.attributes[OP_OPTIONS_ATTR])
+        except (TypeError, ValueError) as e:
+            raise PassError(f"'{OP_OPTIONS_ATTR}' must be a dictionary of scalar option "
+                            f"values: {e}", op) from None
+        by_name = {o.name: o for o in self.options}
+        values: dict[str, Any] = {}
+        for key, value in items.items():
+            if key == DOUBLE_BUFFER_KEY:
+                if not isinstance(value, bool):
+                    raise PassError(f"'{OP_OPTIONS_ATTR}': '{key}' must be a boolean, got {value!r}", op)
+                values[key] = value
+                continue
+            opt = by_name.get(key)
+            if opt is None:
+                known = ", ".join([o.name for o in self.options] + [DOUBLE_BUFFER_KEY])
+                raise PassError(f"'{OP_OPTIONS_ATTR}' sets '{key}', which is not an option of "
+                                f"{self.name} (options: {known})", op)
+            text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+            try:
+                values[key] = opt.parse(text)
+            except ValueError as e:
+                raise PassError(f"'{OP_OPTIONS_ATTR}': bad value for option '{key}' of "
+                                f"{self.name}: {e}", op) from None
+        return values
+
+    def for_op(self, op: ir.Operation) -> "Pass":
+        """This pass, or a copy of it with the op's per-op options applied."""
+        return self._with(self.op_options(op))
+
+    def _with(self, options: dict[str, Any]) -> "Pass":
+        values = {k: v for k, v in options.items() if k != DOUBLE_BUFFER_KEY}
+        if not values:
+            return self
+        clone = copy.copy(self)
+        for key, value in values.items():
+            setattr(clone, key.replace("-", "_"), value)
+        return clone
+
+    def lower_each(self, root: ir.Operation, erase: bool = False) -> None:
+        """`lower(op)` for every op in `handles`, each through `for_op(op)`.
+
+        `erase`: `lower` builds at the op's insertion point and the op is
+        erased here (otherwise `lower` places and erases by itself). The
+        loops created for an op with a per-op `double-buffer` are marked
+        `npu.double_buffer` for npu-double-buffer.
+        """
+        for op in ops_named(root, *self.handles):
+            options = self.op_options(op)
+            double_buffer = options.get(DOUBLE_BUFFER_KEY)
+            lowering = self._with(options)
+            scope = op.parent
+            before = set(_loops(scope)) if double_buffer is not None else set()
+            if erase:
+                with op.location, ir.InsertionPoint(op):
+                    lowering.lower(op)
+                op.erase()
+            else:
+                lowering.lower(op)
+            if double_buffer is not None:
+                with scope.context:
+                    for loop in _loops(scope):
+                        if loop not in before:
+                            loop.attributes[DOUBLE_BUFFER_ATTR] = ir.BoolAttr.get(double_buffer)
+
+    def lower(self, op: ir.Operation) -> None:  # pragma: no cover - interface of lowerings
+        raise NotImplementedError
+
     # -- diagnostics helpers for subclasses ---------------------------------
     def remark(self, op: ir.Operation | ir.OpView, message: str) -> None:
         diagnostics.emit_remark(message, op.operation.location)
@@ -208,3 +295,7 @@ class Pass:
 
         run.__name__ = self.name.replace("-", "_")
         return run
+
+
+def _loops(scope: ir.Operation) -> list[ir.Operation]:
+    return list(walk(scope, lambda o: o.name == "scf.for"))

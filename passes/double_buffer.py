@@ -17,6 +17,10 @@ A buffer is only duplicated if the doubled body still fits its memory (the
 lower bound of the current plan plus the copy must stay within capacity);
 otherwise both slots share it, which is correct but serialises on it. Allocs
 get `npu.slot = 0 | 1` so the tests and reports can see the slots.
+
+A loop marked `npu.double_buffer = true | false` (by a lowering, for an op
+with the per-op option `double-buffer`, see `Pass.lower_each`) follows its
+mark; unmarked loops follow the `unmarked` option.
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from npu.access_analysis import AccessAnalysis
-from npu.ir import i64_attr, index_const, memory_space, walk
-from npu.passes.base import Option, Pass
+from npu.ir import bool_attr, i64_attr, index_const, memory_space, walk
+from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass
 from npu.target import ON_CHIP_BUFFERS
 
 SLOT_ATTR = "npu.slot"
@@ -58,6 +62,8 @@ class DoubleBufferPass(Pass):
     options = (
         Option("min-trip-count", int, 2, "only loops with at least this many iterations",
                low=1),
+        Option("unmarked", bool, True, "ping-pong loops without an npu.double_buffer mark "
+               "(marked loops follow their mark)"),
     )
 
     def run(self, module: ir.Operation) -> None:
@@ -70,6 +76,9 @@ class DoubleBufferPass(Pass):
             loops = [o for o in walk(func, lambda o: o.name == "scf.for")]
             loops.reverse()
             for loop in loops:
+                marked = DOUBLE_BUFFER_ATTR in loop.attributes
+                if not (bool_attr(loop, DOUBLE_BUFFER_ATTR) if marked else self.unmarked):
+                    continue
                 body = loop.regions[0].blocks[0]
                 allocs = [o.operation for o in body.operations
                           if o.operation.name == "memref.alloc"

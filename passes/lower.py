@@ -1,11 +1,16 @@
 """`npu-lower`: the default pipeline from `ascend` to planned, synchronised `cce`.
 
 Runs, in order and by instantiating the registered pass classes (one place,
-no copied code): every lowering (matmul, fractalize, elementwise, transpose,
+no copied code): `npu-plan-gm` (GM temporaries into one workspace; skip with
+`plan-gm=false`), every lowering (matmul, fractalize, elementwise, transpose,
 reduce), then `npu-double-buffer` (optional), `npu-plan-memory` and
 `npu-insert-sync`. Every choice of those passes is an option here and is
 forwarded to the pass that owns it. A lowering that is not registered is
 skipped, but no `ascend` op may survive: that is an error at the op.
+
+`tuning-record=FILE` (written by `npu-tune`) gives options per op: they are
+set as the ops' `npu.options` (in the lowering's option names) before the
+lowerings run, and override the options above for those ops only.
 """
 
 from __future__ import annotations
@@ -14,8 +19,8 @@ from typing import Any
 
 from mlir import ir
 
-from npu.ir import walk
-from npu.passes.base import Option, Pass, PassError
+from npu.ir import dict_attr_items, dict_attr_of, walk
+from npu.passes.base import DOUBLE_BUFFER_KEY, OP_OPTIONS_ATTR, Option, Pass, PassError
 from npu.passes.lower_fractalize import ALGORITHMS as FRACTALIZE_ALGORITHMS
 from npu.passes.lower_matmul import STRATEGY_CHOICES as STRATEGIES
 
@@ -61,11 +66,15 @@ class LowerPass(Pass):
         Option("max-chunk", int, 0, "cap on the elements of a vector chunk (0: as UB allows); for tests",
                low=0),
         Option("double-buffer", bool, True, "ping-pong loop-streamed buffers (npu-double-buffer)"),
-        Option("plan", str, "auto", "memory planner heuristic (npu-plan-memory algorithm)",
-               choices=("auto", "greedy-by-size", "pushdown")),
+        Option("plan", str, "auto", "memory planner heuristic (npu-plan-memory and "
+               "npu-plan-gm algorithm)", choices=("auto", "greedy-by-size", "pushdown")),
+        Option("plan-gm", bool, True, "pack GM memref.alloc temporaries into one workspace "
+               "argument first (npu-plan-gm); false leaves them as allocs"),
         Option("sync", str, "precise", "npu-insert-sync mode", choices=("precise", "barrier")),
         Option("sink-sets", bool, True, "npu-insert-sync sink-sets: one set_flag after a run of "
                "same-pipe transfers instead of one per transfer"),
+        Option("tuning-record", str, "", "npu-tune record (JSON) whose per-op options apply "
+               "to the ops they match"),
     )
 
     def _make(self, flag: str, **values: Any) -> Pass | None:
@@ -98,15 +107,30 @@ class LowerPass(Pass):
         return lowerings
 
     def run(self, module: ir.Operation) -> None:
+        if self.plan_gm:
+            self._required("npu-plan-gm", algorithm=self.plan).run(module)
+        if self.tuning_record:
+            from npu.tune.record import RecordError, TuningRecord
+
+            try:
+                record = TuningRecord.load(self.tuning_record)
+            except RecordError as e:
+                raise PassError(f"npu-lower: {e}", module) from None
+            if record.target and record.target != self.target.name.split("+")[0]:
+                from npu import diagnostics
+
+                diagnostics.emit_warning(f"npu-lower: tuning record '{self.tuning_record}' was made "
+                                         f"for target '{record.target}', compiling for "
+                                         f"'{self.target.name}'", module.location)
+            self.apply_tuning_record(module, record)
         for lowering in self._lowerings():
             lowering.run(module)
         left = [op for op in walk(module) if op.name.startswith("ascend.")]
         if left:
             raise PassError(f"npu-lower: no registered lowering handled '{left[0].name}' "
                             f"({len(left)} ascend op(s) left)", left[0])
-        steps: list[Pass | None] = []
-        if self.double_buffer:
-            steps.append(self._make("npu-double-buffer"))
+        # Loops of ops with a per-op `double-buffer` carry a mark it follows.
+        steps: list[Pass | None] = [self._make("npu-double-buffer", unmarked=self.double_buffer)]
         steps.append(self._required("npu-plan-memory", algorithm=self.plan))
         steps.append(self._required("npu-insert-sync", mode=self.sync, **{"sink-sets": self.sink_sets}))
         for step in steps:
@@ -118,3 +142,34 @@ class LowerPass(Pass):
         if p is None:
             raise PassError(f"npu-lower: pass '{flag}' is not registered")
         return p
+
+    def apply_tuning_record(self, module: ir.Operation, record) -> None:
+        """Set each matching op's `npu.options` from `record` (npu-lower option
+        names translated to its lowering's); options already on an op win."""
+        from npu.passes import registry
+
+        lowering_of = {name: flag for flag, cls in registry().items() for name in cls.handles}
+        forwarded = dict(LOWERINGS)
+        for op in walk(module, lambda o: o.name.startswith("ascend.")):
+            options = record.options_for(op)
+            if not options:
+                continue
+            flag = lowering_of.get(op.name)
+            mapping = forwarded.get(flag, {})
+            values = {}
+            for key, value in options.items():
+                if key != DOUBLE_BUFFER_KEY and key not in mapping:
+                    takes = ", ".join([*mapping, DOUBLE_BUFFER_KEY])
+                    source = f" '{self.tuning_record}'" if self.tuning_record else ""
+                    raise PassError(f"tuning record{source}: option '{key}' does not apply to "
+                                    f"{op.name} ({flag or 'its lowering'} takes: {takes})", op)
+                values[mapping.get(key, key)] = value
+            if "matmul-schedule" in mapping:
+                schedule = options.get("matmul-schedule", self.matmul_schedule)
+                if schedule == "auto":
+                    per_op = options.get(DOUBLE_BUFFER_KEY, self.double_buffer)
+                    values[mapping["matmul-schedule"]] = "pipelined" if per_op else "simple"
+            if OP_OPTIONS_ATTR in op.attributes:
+                values.update(dict_attr_items(op.attributes[OP_OPTIONS_ATTR]))
+            with op.context, op.location:
+                op.attributes[OP_OPTIONS_ATTR] = dict_attr_of(values)

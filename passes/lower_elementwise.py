@@ -200,6 +200,7 @@ class Compute:
 class LowerElementwise(Pass):
     name = "npu-lower-elementwise"
     summary = "Lower ascend elementwise/scalar/unary/cast/clamp ops to cce vector code"
+    handles = HANDLED
     options = (
         ub_fraction_option(0.5,
                            "fraction of UB one iteration's buffers may use (0.5 leaves room for "
@@ -212,7 +213,7 @@ class LowerElementwise(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
-        nir.replace_ops(module, HANDLED, self.lower)
+        self.lower_each(module, erase=True)
 
     # -- analysis -------------------------------------------------------------
     def compute_of(self, op: ir.Operation, in_elem: str, out_elem: str) -> Compute:

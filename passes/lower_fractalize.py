@@ -155,6 +155,7 @@ class Geometry:
 class LowerFractalize(Pass):
     name = "npu-lower-fractalize"
     summary = "Lower ascend.fractalize/defractalize to cce (UB strips + vnchwconv)"
+    handles = ("ascend.fractalize", "ascend.defractalize")
     options = (
         Option("algorithm", str, "fill-ub", "naive: 16-row strips; fill-ub: strips as tall "
                "as UB allows, then the tail", ALGORITHMS),
@@ -163,8 +164,7 @@ class LowerFractalize(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
-        for op in nir.ops_named(module, "ascend.fractalize", "ascend.defractalize"):
-            self.lower(op)
+        self.lower_each(module)
 
     # ------------------------------------------------------------------ analysis
 

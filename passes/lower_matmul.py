@@ -108,6 +108,7 @@ class Operands:
 class LowerMatmul(Pass):
     name = "npu-lower-matmul"
     summary = "Lower ascend.matmul/batch_matmul to tiled cce loops (OS/IS/WS, cost-model tiles)"
+    handles = ("ascend.matmul", "ascend.batch_matmul")
     options = (
         Option("strategy", str, "os", "loop order: output-, input- or weight-stationary, or "
                "auto (cheapest by the cost model)", STRATEGY_CHOICES),
@@ -131,8 +132,7 @@ class LowerMatmul(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
-        for op in nir.ops_named(module, "ascend.matmul", "ascend.batch_matmul"):
-            self.lower(op)
+        self.lower_each(module)
 
     # ------------------------------------------------------------------ analysis
 

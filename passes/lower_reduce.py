@@ -40,6 +40,7 @@ OPS = {"ascend.reduce_sum": ("cce.vadd", "cce.vcadd"),
 class LowerReduce(Pass):
     name = "npu-lower-reduce"
     summary = "Lower ascend.reduce_sum/reduce_max (last axis) to vcadd/vcmax with vadd/vmax folds"
+    handles = tuple(OPS)
     options = (
         ub_fraction_option(0.5, "fraction of UB one chunk's buffers may use (0.5 leaves "
                            "room for double buffering)"),
@@ -48,7 +49,7 @@ class LowerReduce(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
-        nir.replace_ops(module, OPS, self.lower)
+        self.lower_each(module, erase=True)
 
     def lower(self, op: ir.Operation) -> None:
         src, dst = op.operands

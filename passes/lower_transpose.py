@@ -35,6 +35,7 @@ Index = int | ir.Value
 class LowerTranspose(Pass):
     name = "npu-lower-transpose"
     summary = "Lower ascend.transpose (last-two swap via vnchwconv, [0,2,1,3] via block copies)"
+    handles = ("ascend.transpose",)
     options = (
         ub_fraction_option(0.5, "fraction of UB one chunk's buffers may use (0.5 leaves "
                            "room for double buffering)"),
@@ -45,7 +46,7 @@ class LowerTranspose(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
-        nir.replace_ops(module, ["ascend.transpose"], self.lower)
+        self.lower_each(module, erase=True)
 
     def lower(self, op: ir.Operation) -> None:
         src, dst = op.operands

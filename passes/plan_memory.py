@@ -15,11 +15,9 @@ between buffers whose lifetimes do not overlap is what lets big tiles fit.
   a buffer, it refuses such reuse only between lifetimes that are close in
   program order (shrinking windows), and at last falls back to plain
   lifetime reuse.
-* Two heuristics place the buffers: greedy-by-size best gap (largest first,
-  into the smallest gap between conflicting buffers that fits) and
-  MegEngine's pushdown (simulate allocation in program order with best-fit
-  free chunks, growing the largest free chunk when none fits, then push every
-  chunk down onto the chunks below it). The plan with the lower peak wins.
+* The placement (greedy by size and MegEngine's pushdown, the lower peak
+  wins) is the shared planner of `npu.memory_planning`, also used by
+  `npu-plan-gm` for the GM workspace.
 * Offsets and sizes are whole granules of their buffer (target.granule).
 
 Per buffer the pass records bytes allocated, the lower bound (most bytes live
@@ -30,18 +28,19 @@ figures come from `plan_function` as dataclasses.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from mlir import ir
 
 from npu.access_analysis import AccessAnalysis, AccessError, OFFSET_ATTR, is_access_op
 from npu.diagnostics import _location_parts
+from npu import memory_planning as planner
 from npu.ir import defining_op, element_bytes, i64_attr, memory_space, walk
+from npu.memory_planning import ALGORITHMS, Plan, conflict_graph, lower_bound
 from npu.passes.base import Option, Pass, PassError
 from npu.target import ON_CHIP_BUFFERS, Target
 
 PLAN_ATTR = "npu.memory_plan"
-ALGORITHMS = ("auto", "greedy-by-size", "pushdown")
 
 
 @dataclass
@@ -64,7 +63,7 @@ class Buffer:
         return f"{self.space} alloc of {self.size} B at {where}"
 
     def overlaps(self, other: "Buffer") -> bool:
-        return self.start <= other.end and other.start <= self.end
+        return planner.overlaps(self, other)
 
 
 @dataclass(frozen=True)
@@ -80,13 +79,6 @@ class SpacePlan:
     buffers: int
     pipe_aware: bool   # True when no reuse adds a cross-pipe dependency
     window: int | None = None  # see WINDOWS
-
-
-@dataclass
-class _Plan:
-    peak: int
-    algorithm: str
-    offsets: list[int] = field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------
@@ -187,115 +179,9 @@ def conflicts(a: Buffer, b: Buffer, window: int | None) -> bool:
             and first.last_pipe != second.first_pipe)
 
 
-def lower_bound(buffers: list[Buffer]) -> tuple[int, int]:
-    """(most bytes live at once, a program position where that happens)."""
-    events = sorted({b.start for b in buffers})
-    best, where = 0, 0
-    for t in events:
-        live = sum(b.size for b in buffers if b.start <= t <= b.end)
-        if live > best:
-            best, where = live, t
-    return best, where
-
-
-# ----------------------------------------------------------------------------
-# Placement heuristics (on a conflict graph)
-# ----------------------------------------------------------------------------
-
-
-def _gaps(placed: list[tuple[int, int]]) -> tuple[list[tuple[int, int]], int]:
-    """Free [lo, hi) gaps below the top of `placed` intervals, and the top."""
-    gaps, cursor = [], 0
-    for lo, hi in sorted(placed):
-        if lo > cursor:
-            gaps.append((cursor, lo))
-        cursor = max(cursor, hi)
-    return gaps, cursor
-
-
-def greedy_by_size(buffers: list[Buffer], adj: list[set[int]]) -> list[int]:
-    order = sorted(range(len(buffers)), key=lambda i: (-buffers[i].size, buffers[i].start))
-    offsets = [-1] * len(buffers)
-    for i in order:
-        placed = [(offsets[j], offsets[j] + buffers[j].size) for j in adj[i] if offsets[j] >= 0]
-        gaps, top = _gaps(placed)
-        fitting = [g for g in gaps if g[1] - g[0] >= buffers[i].size]
-        offsets[i] = min(fitting, key=lambda g: (g[1] - g[0], g[0]))[0] if fitting else top
-    return offsets
-
-
-def pushdown(buffers: list[Buffer], adj: list[set[int]]) -> list[int]:
-    """MegEngine-style: allocate in program order into the best-fitting free
-    chunk; when none fits, grow the largest free chunk (pushing the chunks
-    above it up) if that is cheaper than starting a new one on top."""
-    order = sorted(range(len(buffers)), key=lambda i: (buffers[i].start, -buffers[i].size))
-    offsets = [-1] * len(buffers)
-    for i in order:
-        size = buffers[i].size
-        placed = [(offsets[j], offsets[j] + buffers[j].size) for j in adj[i] if offsets[j] >= 0]
-        gaps, top = _gaps(placed)
-        fitting = [g for g in gaps if g[1] - g[0] >= size]
-        if fitting:
-            offsets[i] = min(fitting, key=lambda g: (g[1] - g[0], g[0]))[0]
-            continue
-        peak = max((offsets[j] + buffers[j].size for j in range(len(buffers)) if offsets[j] >= 0),
-                   default=0)
-        if gaps:
-            lo, hi = max(gaps, key=lambda g: (g[1] - g[0], -g[0]))
-            grow = size - (hi - lo)
-            if peak + grow < max(peak, top + size):
-                for j in range(len(buffers)):
-                    if offsets[j] >= hi:
-                        offsets[j] += grow
-                offsets[i] = lo
-                continue
-        offsets[i] = top
-    return offsets
-
-
-def compact(buffers: list[Buffer], adj: list[set[int]], offsets: list[int]) -> list[int]:
-    """Push every buffer down onto the conflicting buffers below it (keeps order)."""
-    order = sorted(range(len(buffers)), key=lambda i: (offsets[i], i))
-    new = [-1] * len(buffers)
-    for i in order:
-        below = [new[j] + buffers[j].size for j in adj[i]
-                 if new[j] >= 0 and (offsets[j], j) < (offsets[i], i)]
-        new[i] = max(below, default=0)
-    return new
-
-
-def _peak(buffers: list[Buffer], offsets: list[int]) -> int:
-    return max((o + b.size for o, b in zip(offsets, buffers)), default=0)
-
-
-def _check(buffers: list[Buffer], adj: list[set[int]], offsets: list[int]) -> None:
-    for i, b in enumerate(buffers):
-        for j in adj[i]:
-            c = buffers[j]
-            if offsets[i] < offsets[j] + c.size and offsets[j] < offsets[i] + b.size:
-                raise AssertionError(f"planner bug: {b.name} overlaps {c.name}")
-
-
-def place(buffers: list[Buffer], window: int | None, algorithm: str) -> _Plan:
-    n = len(buffers)
-    adj = [set() for _ in range(n)]
-    for i in range(n):
-        for j in range(i + 1, n):
-            if conflicts(buffers[i], buffers[j], window):
-                adj[i].add(j)
-                adj[j].add(i)
-    candidates = []
-    if algorithm in ("auto", "greedy-by-size"):
-        candidates.append(("greedy-by-size", compact(buffers, adj, greedy_by_size(buffers, adj))))
-    if algorithm in ("auto", "pushdown"):
-        candidates.append(("pushdown", compact(buffers, adj, pushdown(buffers, adj))))
-    best = None
-    for name, offsets in candidates:
-        _check(buffers, adj, offsets)
-        plan = _Plan(_peak(buffers, offsets), name, offsets)
-        if best is None or plan.peak < best.peak:
-            best = plan
-    return best
+def place(buffers: list[Buffer], window: int | None, algorithm: str) -> Plan:
+    adj = conflict_graph(buffers, lambda a, b: conflicts(a, b, window))
+    return planner.place(buffers, adj, algorithm)
 
 
 # ----------------------------------------------------------------------------
@@ -339,7 +225,7 @@ def plan_function(func_op: ir.Operation, target: Target, algorithm: str = "auto"
     return result
 
 
-def _overflow(group: list[Buffer], plan: _Plan, bound: int, when: int, capacity: int,
+def _overflow(group: list[Buffer], plan: Plan, bound: int, when: int, capacity: int,
               space: str) -> None:
     worst = max(range(len(group)), key=lambda i: plan.offsets[i] + group[i].size)
     live = sorted((b for b in group if b.start <= when <= b.end), key=lambda b: -b.size)

@@ -62,14 +62,24 @@ def find_entry(module: ir.Module, entry: str | None) -> ir.Operation:
 
 
 def _load_inputs(program: Program, inputs: Sequence[np.ndarray], where: str) -> None:
-    if len(inputs) != len(program.args):
+    """Copy `inputs` into the argument memories. Workspace arguments are
+    scratch: when `inputs` leaves them out they stay uninitialised."""
+    n_given = len(program.args) - len(program.workspace_args)
+    if len(inputs) == len(program.args):
+        loaded = list(range(len(program.args)))
+    elif len(inputs) == n_given:
+        loaded = [i for i in range(len(program.args)) if i not in program.workspace_args]
+    else:
+        extra = (f" ({n_given} without the {len(program.workspace_args)} workspace argument(s))"
+                 if program.workspace_args else "")
         raise SimulationError(INVALID, f"'{program.func_name}' takes {len(program.args)} memref "
-                              f"arguments, got {len(inputs)} input arrays", where)
-    for i, ((mem, region, dtype, shape), value) in enumerate(zip(program.args, inputs)):
+                              f"arguments{extra}, got {len(inputs)} input arrays", where)
+    for n, (i, value) in enumerate(zip(loaded, inputs)):
+        mem, region, dtype, shape = program.args[i]
         arr = np.asarray(value)
         want = np.dtype(DTYPES[dtype])
         if tuple(arr.shape) != shape or arr.dtype != want:
-            raise SimulationError(INVALID, f"input #{i} is {arr.dtype}{list(arr.shape)}; argument "
+            raise SimulationError(INVALID, f"input #{n} is {arr.dtype}{list(arr.shape)}; argument "
                                   f"#{i} needs {want}{list(shape)}", where)
         raw = np.ascontiguousarray(arr).view(np.uint8).ravel()
         mem.data[:raw.size] = raw
@@ -77,13 +87,20 @@ def _load_inputs(program: Program, inputs: Sequence[np.ndarray], where: str) -> 
 
 
 def simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None = None,
-             target: Target | None = None, strict: bool = True, serialize: bool = False) -> SimResult:
-    """Run `entry` of `module` on `inputs` (one array per memref argument).
+             target: Target | None = None, strict: bool = True, serialize: bool = False,
+             numerics: bool = True) -> SimResult:
+    """Run `entry` of `module` on `inputs` (one array per memref argument;
+    workspace arguments, `npu.workspace`, may be left out and are then
+    allocated uninitialised). `outputs` holds every argument but the
+    workspaces, in order.
 
     `strict`: any fault raises `SimulationError`; otherwise uninitialised reads
     and races are collected in `hazards` and the run continues (bounds,
     alignment, capacity, flag and deadlock faults always raise).
     `serialize`: each instruction waits for all earlier ones (no overlap).
+    `numerics=False`: timing only; no arithmetic is done (the outputs hold
+    the inputs' bytes where nothing was computed), every check that needs no
+    values still runs, and the cycles equal those of the full run.
     """
     wall0 = time.perf_counter()
     # The trace holds one small tuple per dynamic instruction; the cyclic
@@ -93,7 +110,7 @@ def simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None 
     # inf/NaN results (exp overflow, log of 0, ...) are values, as on the hardware.
     old_err = np.seterr(all="ignore")
     try:
-        return _simulate(module, inputs, entry, target, strict, serialize, wall0)
+        return _simulate(module, inputs, entry, target, strict, serialize, numerics, wall0)
     finally:
         np.seterr(**old_err)
         if gc_was_enabled:
@@ -101,7 +118,8 @@ def simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None 
 
 
 def _simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None,
-              target: Target | None, strict: bool, serialize: bool, wall0: float) -> SimResult:
+              target: Target | None, strict: bool, serialize: bool, numerics: bool,
+              wall0: float) -> SimResult:
     target = target or get_target()
     func_op = find_entry(module, entry)
     where = where_of(func_op.location)
@@ -117,9 +135,11 @@ def _simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None
         return (instr.name, PIPE_NAMES[instr.pipe], instr.where)
 
     hazards = HazardDetector(len(trace), program.n_groups, describe, races=not serialize, strict=strict)
-    timeline = run(trace, Machine(hazards), hazards, target, trailing, serialize)
+    timeline = run(trace, Machine(hazards, numerics), hazards, target, trailing, serialize)
     outputs, own_bytes = [], []
     for i, (mem, region, dtype, shape) in enumerate(program.args):
+        if i in program.workspace_args:
+            continue  # scratch: neither an output nor required to end initialised
         # Only the argument's own elements: the granule padding is not its value.
         nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(DTYPES[dtype]).itemsize
         outputs.append(mem.data[:nbytes].view(DTYPES[dtype]).reshape(shape).copy())

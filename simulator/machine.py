@@ -29,8 +29,14 @@ def access_plan(instr: Instr) -> tuple:
 
 
 class Machine:
-    def __init__(self, hazards: HazardDetector):
+    """`numerics=False` (timing only) skips every instruction's arithmetic;
+    addresses, bounds, alignment, races and the initialised state (which
+    movement carries without looking at values) are checked as usual, and
+    timing never depends on data, so the cycles are those of a full run."""
+
+    def __init__(self, hazards: HazardDetector, numerics: bool = True):
         self.hazards = hazards
+        self.numerics = numerics
 
     def execute(self, instr: Instr, views: tuple, stamp: int, n: int, clock: np.ndarray,
                 clock_list: list, pipe: int) -> None:
@@ -94,7 +100,8 @@ class Machine:
                     readers = mem.readers(pipe)
                 readers[sel] = stamp
         mems = [v[0].mem for v in views]
-        instr.compute(mems, addrs)
+        if self.numerics:
+            instr.compute(mems, addrs)
         if carry:
             # Every destination byte gets the flag of the source byte it came from.
             instr.compute([m.uninit_shadow() for m in mems], addrs)

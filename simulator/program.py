@@ -21,7 +21,7 @@ from mlir import ir
 
 from npu import ir as npu_ir
 from npu.simulator import cube_unit, mte, scalar_unit, vector_unit
-from npu.simulator.errors import INVALID, UNSUPPORTED, SimulationError, where_of
+from npu.simulator.errors import BOUNDS, INVALID, UNSUPPORTED, SimulationError, where_of
 from npu.simulator.instruction import BARRIER, SET, WAIT, DecodeContext, Instr, SyncInstr
 from npu.simulator.memory import Memory, Placement, Region
 from npu.simulator.scalar_unit import View
@@ -58,6 +58,8 @@ class Program:
     placement: Placement
     instrs: list[Instr] = field(default_factory=list)
     n_groups: int = 0
+    workspace_args: tuple[int, ...] = ()  # indices of scratch (npu.workspace) arguments
+    gm_alloc_bytes: int = 0  # bytes of GM memref.alloc temporaries (each executed op once)
 
     def run_scalar(self) -> int:
         """Walk the control flow, filling `trace`; returns trailing scalar cycles."""
@@ -79,6 +81,7 @@ class Decoder:
                                    {s: target.granule(s) for s in ON_CHIP_BUFFERS})
         self.on_chip: dict[str, Memory] = {}
         self.gm_regions: list[Region] = []
+        self.gm_alloc_bytes = 0
         self.instrs: list[Instr] = []
 
     # -- slots --------------------------------------------------------------
@@ -120,15 +123,7 @@ class Decoder:
             if offset != 0 or strides != _identity_strides(shape):
                 raise SimulationError(UNSUPPORTED, f"argument #{i} must have the identity layout", where)
             nbytes = _numel(shape) * npu_ir.element_bytes(dtype)
-            # The runtime pads every argument to whole GM granules: transfers may
-            # run into the last granule's (never initialised) padding.
-            granule = self.target.gm_alloc_granule_bytes
-            padded = -(-max(nbytes, 1) // granule) * granule
-            label = f"argument #{i}" if padded == nbytes else (
-                f"argument #{i}: {nbytes} bytes padded to {padded}")
-            mem = Memory(f"gm:arg{i}", "gm", padded)
-            region = Region(mem, 0, padded, label=label)
-            self.gm_regions.append(region)
+            mem, region = self.gm_memory(f"gm:arg{i}", f"argument #{i}", nbytes)
             self.env.append(None)
             self.slots[arg] = len(self.env) - 1
             self.env[self.slots[arg]] = View(region, 0, shape, tuple(strides))
@@ -139,7 +134,21 @@ class Decoder:
             region.group = gid
             gid += 1
         return Program(npu_ir.symbol_name(func_op), args, self.env, body, self.trace, self.pending,
-                       self.placement, self.instrs, gid)
+                       self.placement, self.instrs, gid, tuple(npu_ir.workspace_args(func_op)),
+                       self.gm_alloc_bytes)
+
+    def gm_memory(self, name: str, label: str, nbytes: int) -> tuple[Memory, Region]:
+        """A GM allocation (argument or temporary): the runtime pads it to whole
+        GM granules, so transfers may run into the last granule's (never
+        initialised) padding."""
+        granule = self.target.gm_alloc_granule_bytes
+        padded = -(-max(nbytes, 1) // granule) * granule
+        if padded != nbytes:
+            label = f"{label}: {nbytes} bytes padded to {padded}"
+        mem = Memory(name, "gm", padded)
+        region = Region(mem, 0, padded, label=label)
+        self.gm_regions.append(region)
+        return mem, region
 
     # -- blocks ---------------------------------------------------------------
 
@@ -326,6 +335,8 @@ class Decoder:
             return self.subview(op, where)
         if name == "memref.reinterpret_cast":
             return self.reinterpret_cast(op, where)
+        if name == "memref.view":
+            return self.view(op, where)
         if name in ("memref.collapse_shape", "memref.expand_shape"):
             a = self.use(op.operands[0], op)
             r = self.slot(op.results[0])
@@ -347,9 +358,8 @@ class Decoder:
         nbytes = _numel(shape) * npu_ir.element_bytes(dtype)
         strides = tuple(_identity_strides(shape))
         if space == "gm":
-            mem = Memory(f"gm:alloc@{where}", "gm", nbytes)
-            region = Region(mem, 0, nbytes, label=f"{t} @ {where}")
-            self.gm_regions.append(region)
+            _, region = self.gm_memory(f"gm:alloc@{where}", f"{t} @ {where}", nbytes)
+            self.gm_alloc_bytes += nbytes
             return View(region, 0, shape, strides)
         if space not in ON_CHIP_BUFFERS:
             raise SimulationError(INVALID, f"'memref.alloc' in unknown memory space '{space}'", where)
@@ -412,6 +422,41 @@ class Decoder:
             strides = tuple(env[x] if d else x for d, x in stride_spec)
             env[r] = View(v.region, off, shape, strides)
         return cast, cost
+
+
+    def view(self, op: ir.Operation, where: str) -> tuple[Fn, int]:
+        """`memref.view`: a typed tensor at a byte shift of an i8 buffer. It is a
+        root of its own for bounds (its bytes, rounded up to the GM granule
+        like any GM tensor, inside its source) and shares the source's memory
+        and hazard group, so reuse of the same bytes is race-checked."""
+        operands = list(op.operands)
+        if len(operands) > 2:
+            raise SimulationError(UNSUPPORTED, "'memref.view' with dynamic sizes", where)
+        src, shift = self.use(operands[0], op), self.use(operands[1], op)
+        src_bytes = npu_ir.element_bytes(npu_ir.memref_element(operands[0].type))
+        t = op.results[0].type
+        shape = _static_shape(t, op, where)
+        strides = tuple(_identity_strides(shape))
+        nbytes = _numel(shape) * npu_ir.element_bytes(npu_ir.memref_element(t))
+        granule = self.target.gm_alloc_granule_bytes if npu_ir.memory_space(t) == "gm" else 1
+        padded = -(-max(nbytes, 1) // granule) * granule
+        r = self.slot(op.results[0])
+        label = f"{t} view @ {where}"
+        shift_op = npu_ir.defining_op(operands[1])
+        cost = 0 if shift_op is not None and shift_op.name == "arith.constant" else self.issue
+
+        def view(env: list, r=r, src=src, shift=shift, src_bytes=src_bytes) -> None:
+            source = env[src]
+            region = source.region
+            start = region.base + source.offset * src_bytes + env[shift]
+            end = region.base + region.size
+            if env[shift] < 0 or start + nbytes > end:
+                raise SimulationError(
+                    BOUNDS, f"'memref.view' of {nbytes} bytes at byte shift {env[shift]} does not "
+                    f"fit its source's allocation [{region.base}, {end}) ({region.label})", where)
+            env[r] = View(Region(region.mem, start, min(padded, end - start), region.group, label),
+                          0, shape, strides)
+        return view, cost
 
 
 def _add_cost(pending: list[int], cost: int) -> Fn:

@@ -87,6 +87,8 @@ def build(trace: list, timeline, program, target: Target, hazards: list[dict],
         "bytes": {k: int(v) for k, v in path_bytes.items()},
         "peak_bytes": {space: int(program.placement.peak.get(space, 0))
                        for space in target.buffer_bytes},
+        "gm": {"workspace_bytes": sum(int(program.args[i][1].size) for i in program.workspace_args),
+               "alloc_bytes": int(program.gm_alloc_bytes)},
         "instructions": len(trace),
         "hazards": list(hazards),
         "warnings": warnings,
@@ -157,6 +159,11 @@ def format_text(rep: dict) -> str:
     lines += ["", f"{'buffer':<12} {'peak bytes':>12}"]
     for buf, n in rep["peak_bytes"].items():
         lines.append(f"{buf:<12} {n:>12}")
+    gm = rep.get("gm")
+    if gm and (gm["workspace_bytes"] or gm["alloc_bytes"]):
+        lines.append(f"{'gm workspace':<12} {gm['workspace_bytes']:>12}"
+                     + (f"  (+ {gm['alloc_bytes']} bytes of unplanned gm allocs)"
+                        if gm["alloc_bytes"] else ""))
     if rep.get("hotspots"):
         labels = [f"{h['location']} {h['op'].removeprefix('cce.')} ({h['pipe']})"
                   for h in rep["hotspots"]]

@@ -2,7 +2,7 @@
 
     npu-run prog.mlir [--entry NAME] [--target PRESET] [--seed N | --inputs in.npz]
                       [--check] [--json] [--trace t.json] [--html t.html] [--csv DIR]
-                      [--serialize] [-o out.npz]
+                      [--serialize] [--no-numerics] [--tuning-record record.json] [-o out.npz]
 
 A module with `ascend` ops is compiled through the default pipeline
 (`npu-lower`) first; `--check` compares every argument's final value with the
@@ -74,10 +74,15 @@ def make_parser() -> argparse.ArgumentParser:
                    "(created if missing)")
     p.add_argument("--serialize", action="store_true",
                    help="every instruction waits for all earlier ones (code without sync)")
+    p.add_argument("--no-numerics", dest="numerics", action="store_false",
+                   help="timing only: skip the arithmetic (addresses, checks and cycles as in a "
+                   "full run; the outputs are not computed)")
     p.add_argument("--no-strict", dest="strict", action="store_false",
                    help="report races and uninitialised reads as hazards instead of failing")
     p.add_argument("--pipeline", default=DEFAULT_PIPELINE,
                    help=f"pipeline for ascend-level input (default: {DEFAULT_PIPELINE})")
+    p.add_argument("--tuning-record", default=None,
+                   help="per-op options chosen by npu-tune (JSON), passed to npu-lower")
     p.add_argument("-o", "--output", default=None, help="save the final arguments to this .npz")
     return p
 
@@ -91,6 +96,18 @@ def _seed(text: str) -> int:
     if not 0 <= value < 2**64:
         raise argparse.ArgumentTypeError(f"must be in [0, 2**64), got {value}")
     return value
+
+
+def with_tuning_record(pipeline: str, path: str) -> str:
+    """`pipeline` with `tuning-record=path` added to its npu-lower."""
+    from npu.pipeline import parse_pipeline
+
+    elements = parse_pipeline(pipeline)
+    if not any(e.name == "npu-lower" for e in elements):
+        raise CommandLineError(f"--tuning-record needs npu-lower in the pipeline ('{pipeline}')")
+    parts = [f'npu-lower{{{e.options} tuning-record="{path}"}}' if e.name == "npu-lower" else e.text
+             for e in elements]
+    return "builtin.module(" + ",".join(parts) + ")"
 
 
 def compare(outputs: list[np.ndarray], expected: list[np.ndarray]) -> CheckResult:
@@ -139,6 +156,8 @@ def check_command_line(args) -> tuple:
     try:
         elements = parse_pipeline(args.pipeline)
         build_pass_manager(elements, make_context(), target)
+        if args.tuning_record:
+            with_tuning_record(args.pipeline, args.tuning_record)
     except PipelineError as e:
         raise CommandLineError(f"invalid pass pipeline: {e}") from None
     for path in (args.trace, args.output, args.html):
@@ -183,7 +202,10 @@ def run(args, filename: str, text: str) -> int:
     compiled = bool(npu_ir.ops_in_dialect(module, "ascend"))
     if compiled:
         original = parse_module(text, ctx)  # the reference runs on the program as written
-        compile_module(module, args.pipeline, target, filename)
+        pipeline = args.pipeline
+        if args.tuning_record:
+            pipeline = with_tuning_record(pipeline, args.tuning_record)
+        compile_module(module, pipeline, target, filename)
         func_op = find_entry(module, entry)
     elif args.check:
         raise ToolError(f"{filename}: error: --check needs an ascend-level program: the numpy "
@@ -192,7 +214,7 @@ def run(args, filename: str, text: str) -> int:
     result = None
     try:
         result = simulate(module, inputs, entry=entry, target=target, strict=args.strict,
-                          serialize=args.serialize)
+                          serialize=args.serialize, numerics=args.numerics)
     except SimulationError as e:
         if args.json:
             print(json.dumps({"error": str(e), "kind": e.kind}, indent=2))
@@ -279,8 +301,11 @@ def reference_outputs(original, entry: str, inputs, filename: str) -> list[np.nd
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser()
     args = parser.parse_args(argv)
-    if args.inputs and not os.path.exists(args.inputs):
-        usage_error(parser, f"cannot read '{args.inputs}': no such file")
+    if args.check and not args.numerics:
+        usage_error(parser, "--check compares the outputs, which --no-numerics does not compute")
+    for given in (args.inputs, args.tuning_record):
+        if given and not os.path.exists(given):
+            usage_error(parser, f"cannot read '{given}': no such file")
     filename, text = read_input(args.input, parser)
     try:
         return run(args, filename, text)

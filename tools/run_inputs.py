@@ -44,12 +44,21 @@ def check_entry_arguments(func_op) -> None:
                         f"simulates at most {MAX_ARGUMENT_BYTES} bytes of arguments")
 
 
+def input_args(func_op) -> list:
+    """The arguments the caller provides: all but the GM workspace (scratch the
+    simulator allocates itself)."""
+    from npu import ir as npu_ir
+
+    scratch = npu_ir.workspace_args(func_op)
+    return [a for i, a in enumerate(func_op.regions[0].blocks[0].arguments) if i not in scratch]
+
+
 def random_inputs(func_op, seed: int) -> list[np.ndarray]:
     from npu import ir as npu_ir
 
     rng = np.random.default_rng(seed)
     arrays = []
-    for arg in func_op.regions[0].blocks[0].arguments:
+    for arg in input_args(func_op):
         shape = tuple(npu_ir.memref_shape(arg.type))
         dtype = npu_ir.memref_element(arg.type)
         if dtype in ("f16", "f32"):
@@ -72,7 +81,7 @@ def load_inputs(path: str, func_op, filename: str) -> list[np.ndarray]:
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
         # An object array (needs pickle), a truncated or non-npz file, a bare .npy ...
         raise ToolError(f"{filename}: error: cannot read inputs '{path}': {e}") from None
-    args = list(func_op.regions[0].blocks[0].arguments)
+    args = input_args(func_op)
     keys = [f"arg{i}" for i in range(len(args))]
     names = keys if all(k in arrays_in_file for k in keys) else list(arrays_in_file)
     if len(names) != len(args):

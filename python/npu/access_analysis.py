@@ -9,7 +9,8 @@ exactly as dialects/README.md defines them, on planned addresses
 Addresses inside loops are affine expressions of the enclosing `scf.for`
 induction variables when the index arithmetic is affine (constants,
 addi/subi/muli by a constant); anything else falls back, conservatively, to
-the whole root allocation. Each range is the hull of the bytes the op touches
+the whole root allocation, or to the bytes of the `memref.view` the operand
+derives from (a tensor of a planned GM workspace) when its shift is known. Each range is the hull of the bytes the op touches
 (a strided access is widened to its first..last byte): conservative, never
 missing a dependence.
 """
@@ -207,10 +208,27 @@ class AccessAnalysis:
 
     # -- roots and view offsets ------------------------------------------------
     def root_of(self, value: ir.Value) -> tuple[ir.Value, Affine | None]:
-        """(root memref value, byte offset of `value` from the root's base or None)."""
+        """(root memref value, byte offset of `value` from the root's base or None).
+
+        A `memref.view` starts a new base (its result's layout offsets count
+        from the view's first byte), so its byte shift is added and the walk
+        goes on from its source: views of a GM workspace resolve to the
+        workspace argument.
+        """
+        base, offset = self._base_of(value)
+        view = defining_op(base)
+        if view is None or view.name != "memref.view":
+            return base, offset
+        shift = self.index_value(view.operands[1])
+        root, src_offset = self.root_of(view.operands[0])
+        if offset is None or shift is None or src_offset is None:
+            return root, None
+        return root, src_offset + shift + offset
+
+    def _base_of(self, value: ir.Value) -> tuple[ir.Value, Affine | None]:
+        """(root or memref.view result `value` derives from, byte offset from it)."""
         mt = ir.MemRefType(value.type)
         ebytes = element_bytes(str(mt.element_type))
-        offset: Affine | None = Affine(0)
         cur = value
         # The strided layout offset of a view is relative to the root's base
         # (MLIR semantics), so a static one is final; dynamic ones are rebuilt.
@@ -293,9 +311,33 @@ class AccessAnalysis:
         """Bytes [lo, lo+length) relative to `operand`'s address."""
         root, offset = self.root_of(operand)
         key, space, base, size = self.root_key(root)
-        if offset is None:  # unknown dynamic offset: the whole root allocation
+        if offset is None:
+            # Unknown dynamic offset: the tensor's own bytes when it is a
+            # memref.view at a known shift (a tensor of a planned workspace),
+            # else the whole root allocation.
+            extent = self._view_extent(operand)
+            if extent is not None:
+                return Range(key, space, extent[0] + Affine(base), extent[1])
             return Range(key, space, Affine(base), size)
         return Range(key, space, offset + Affine(base + lo), length)
+
+    def _view_extent(self, value: ir.Value) -> tuple[Affine, int] | None:
+        """(byte offset from the root, length) of the `memref.view` `value`
+        derives from, its bytes rounded up to whole GM allocation granules
+        (the padding a GM tensor may be accessed in); None if unknown."""
+        base, _ = self._base_of(value)
+        view = defining_op(base)
+        if view is None or view.name != "memref.view":
+            return None
+        root, start = self.root_of(base)
+        if start is None:
+            return None
+        mt = ir.MemRefType(base.type)
+        nbytes = element_bytes(str(mt.element_type))
+        for d in mt.shape:
+            nbytes *= d
+        granule = self.target.gm_alloc_granule_bytes if memory_space(base) == "gm" else 1
+        return start, -(-nbytes // granule) * granule
 
     # -- per op ------------------------------------------------------------------
     def access(self, op: ir.Operation) -> OpAccess:

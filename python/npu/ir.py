@@ -136,6 +136,28 @@ def symbol_name(func_op: ir.Operation) -> str:
     return ir.StringAttr(func_op.attributes["sym_name"]).value
 
 
+# Argument attribute of the GM workspace `npu-plan-gm` appends: scratch bytes
+# the caller provides (the simulator allocates it), neither input nor output.
+WORKSPACE_ATTR = "npu.workspace"
+
+
+def arg_attrs(func_op: ir.Operation, index: int) -> dict[str, ir.Attribute]:
+    """The attribute dictionary of argument `index` of a func.func."""
+    if "arg_attrs" not in func_op.attributes:
+        return {}
+    attrs = ir.ArrayAttr(func_op.attributes["arg_attrs"])
+    if index >= len(attrs):
+        return {}
+    d = ir.DictAttr(attrs[index])
+    return {d[i].name: d[i].attr for i in range(len(d))}
+
+
+def workspace_args(func_op: ir.Operation) -> list[int]:
+    """Indices of the arguments marked as GM workspace."""
+    n = len(func_op.regions[0].blocks[0].arguments) if func_op.regions[0].blocks else 0
+    return [i for i in range(n) if WORKSPACE_ATTR in arg_attrs(func_op, i)]
+
+
 # ----------------------------------------------------------------------------
 # Types and attributes
 # ----------------------------------------------------------------------------
@@ -267,6 +289,23 @@ def to_attr(v) -> ir.Attribute:
     if isinstance(v, ir.Type):
         return ir.TypeAttr.get(v)  # e.g. the `dtype` of hivm ops
     raise TypeError(f"no attribute for {v!r}")
+
+
+def from_attr(a: ir.Attribute) -> bool | int | float | str:
+    """A scalar attribute (bool, integer, float, string) as a Python value."""
+    if isinstance(a, (ir.BoolAttr, ir.IntegerAttr, ir.FloatAttr, ir.StringAttr)):
+        return a.value
+    raise TypeError(f"not a scalar attribute: {a}")
+
+
+def dict_attr_items(a: ir.Attribute) -> dict[str, bool | int | float | str]:
+    """A dictionary attribute of scalars as a Python dict."""
+    d = ir.DictAttr(a)
+    return {d[i].name: from_attr(d[i].attr) for i in range(len(d))}
+
+
+def dict_attr_of(values: dict) -> ir.Attribute:
+    return ir.DictAttr.get({k: to_attr(v) for k, v in values.items()})
 
 
 def create_op(name: str, operands: Iterable[ir.Value] = (), results: Sequence[ir.Type] = (),

@@ -20,6 +20,11 @@ Numerics (the contract's intent, made precise here):
   direction); widening casts are exact.
 * `memref.alloc` in "gm" (a temporary) starts as NaN (floats) or 0 (integers),
   so reading a temporary before writing it shows up in the result.
+* Views share their source's elements: `memref.expand_shape` /
+  `collapse_shape` are reshapes of the (contiguous) source, `memref.view` is
+  the typed tensor at a constant byte shift of an i8 buffer. A GM workspace
+  argument (`npu.workspace`) the caller leaves out starts as all-ones bytes
+  (NaN in f16/f32), is scratch, and is not among the results.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from mlir import ir
 
 from npu import diagnostics
 from npu.ir import (NUMPY_DTYPES, float_attr, int_array_attr, memory_space, memref_element,
-                    memref_shape, str_attr)
+                    memref_shape, str_attr, workspace_args)
 
 
 class EvaluationError(ValueError):
@@ -202,14 +207,49 @@ class _Frame:
 _OTHER_OPS = ("ascend.matmul", "ascend.batch_matmul", "ascend.fractalize", "ascend.defractalize",
               "ascend.cast", "ascend.clamp", "ascend.transpose", "ascend.reduce_sum",
               "ascend.reduce_max", "memref.alloc", "memref.dealloc")
-EVALUATED_OPS = frozenset(_BINARY) | frozenset(_SCALAR) | frozenset(_UNARY) | frozenset(_OTHER_OPS)
+_VIEW_OPS = ("memref.expand_shape", "memref.collapse_shape", "memref.view", "arith.constant")
+EVALUATED_OPS = (frozenset(_BINARY) | frozenset(_SCALAR) | frozenset(_UNARY)
+                 | frozenset(_OTHER_OPS) | frozenset(_VIEW_OPS))
+
+
+def _view(op: ir.Operation, frame: _Frame) -> None:
+    """Views alias their source's elements (numpy views, never copies)."""
+    result = op.results[0]
+    if op.name == "arith.constant":
+        attr = op.attributes["value"]
+        if not isinstance(attr, ir.IntegerAttr):
+            raise _fail(op, "the reference semantics only evaluates integer constants (view shifts)")
+        frame.arrays[result] = ir.IntegerAttr(attr).value
+        return
+    if any(v not in frame.arrays for v in op.operands):
+        raise _fail(op, "its source is not a memref argument, gm temporary or view of one")
+    src = frame[op.operands[0]]
+    shape = tuple(memref_shape(result.type))
+    if op.name == "memref.view":
+        if len(op.operands) != 2:
+            raise _fail(op, "'memref.view' with dynamic sizes")
+        shift = frame[op.operands[1]]
+        dtype = np.dtype(NUMPY_DTYPES[memref_element(result.type)])
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        raw = src.reshape(-1).view(np.uint8)
+        if shift < 0 or shift + nbytes > raw.size:
+            raise _fail(op, f"'memref.view' of {nbytes} bytes at byte shift {shift} is outside its "
+                            f"{raw.size}-byte source")
+        view = raw[shift:shift + nbytes].view(dtype)
+    else:
+        view = src.view()
+    view.shape = shape  # raises instead of copying: a view must alias its source
+    frame.arrays[result] = view
 
 
 def _execute(op: ir.Operation, frame: _Frame) -> None:
     name = op.name
     if name not in EVALUATED_OPS:
-        raise _fail(op, f"the reference semantics cannot evaluate '{name}' "
-                        "(only ascend ops, gm memref.alloc/dealloc and func.return)")
+        raise _fail(op, f"the reference semantics cannot evaluate '{name}' (only ascend ops, gm "
+                        "memref.alloc/dealloc, views, integer constants and func.return)")
+    if name in _VIEW_OPS:
+        _view(op, frame)
+        return
     for i, v in enumerate(op.operands):
         if v not in frame.arrays:
             raise _fail(op, f"operand #{i} is not a memref argument or gm temporary of the function")
@@ -272,12 +312,17 @@ def _execute(op: ir.Operation, frame: _Frame) -> None:
 
 def evaluate(func_op: ir.Operation | ir.OpView, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Run an ascend-level `func.func` in numpy; returns the final contents of
-    every argument (copies of `inputs`, updated), in argument order."""
+    every argument but the workspaces (copies of `inputs`, updated), in
+    argument order. `inputs` may leave the workspace arguments out."""
     func_op = func_op.operation
     if func_op.name != "func.func":
         raise _fail(func_op, f"expected a func.func, got '{func_op.name}'")
     block = func_op.regions[0].blocks[0]
     args = list(block.arguments)
+    scratch = workspace_args(func_op)
+    if len(inputs) == len(args) - len(scratch):
+        given = iter(inputs)
+        inputs = [None if i in scratch else next(given) for i in range(len(args))]
     if len(inputs) != len(args):
         raise _fail(func_op, f"the function has {len(args)} arguments, got {len(inputs)} inputs")
     frame = _Frame()
@@ -286,12 +331,15 @@ def evaluate(func_op: ir.Operation | ir.OpView, inputs: Sequence[np.ndarray]) ->
         if not isinstance(arg.type, ir.MemRefType):
             raise _fail(func_op, f"argument #{i} is {arg.type}, not a memref")
         shape, dtype = memref_shape(arg.type), NUMPY_DTYPES[memref_element(arg.type)]
+        if value is None:  # a workspace left out: undefined bytes
+            value = np.full(shape, -1, np.int64).astype(dtype)
         array = np.array(value, copy=True)
         if list(array.shape) != shape or array.dtype != dtype:
             raise _fail(func_op, f"argument #{i} is {arg.type}; the input is "
                                  f"{array.dtype}{list(array.shape)}")
         frame.arrays[arg] = array
-        results.append(array)
+        if i not in scratch:
+            results.append(array)
     for op in block.operations:
         op = op.operation
         if op.name == "func.return":

@@ -94,6 +94,9 @@ class Target:
     # Every GM kernel argument is allocated rounded up to whole granules of
     # this size (the tail is padding: in bounds, never initialised).
     gm_alloc_granule_bytes: int = 32
+    # Every tensor `npu-plan-gm` places in the GM workspace starts on (and is
+    # sized in) whole units of this alignment.
+    gm_workspace_alignment: int = 512
     cores: int = 1
     clock_ghz: float = 1.0
     sources: Mapping[str, str] = field(default_factory=dict)
@@ -199,6 +202,8 @@ _COMMON_SOURCES = {
                        "instruction's data phase (outstanding DMA requests); completion stays in order",
     "flag_latency": "estimate",
     "gm_alloc_granule_bytes": "[C] Ascend runtime allocations are 32-byte aligned and padded",
+    "gm_workspace_alignment": "estimate: 512 B (the L0 fractal granule, a whole number of GM "
+                              "bursts and cache lines) for tensors packed into one workspace",
 }
 
 ASCEND910 = Target(

@@ -5,6 +5,12 @@
 // RUN: %PYTHON -c "import json,sys; d=json.load(open(sys.argv[1])); print(len([e for e in d['traceEvents'] if e['ph']=='X']))" %t.trace.json | FileCheck %s --check-prefix=TRACE
 // RUN: sed -e '/SYN[C]/d' %s > %t.racy.mlir
 // RUN: not npu-run %t.racy.mlir 2>&1 | FileCheck %s --check-prefix=RACE
+// Timing only: the same cycles, the same race found, no --check.
+// RUN: npu-run %s --json > %t.full.json
+// RUN: npu-run %s --json --no-numerics > %t.timing.json
+// RUN: %PYTHON -c "import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:]); print('same cycles', a['cycles'] == b['cycles'] > 0, a['pipes'] == b['pipes'])" %t.full.json %t.timing.json | FileCheck %s --check-prefix=TIMING
+// RUN: not npu-run %t.racy.mlir --no-numerics 2>&1 | FileCheck %s --check-prefix=RACE
+// RUN: not npu-run %s --no-numerics --check 2>&1 | FileCheck %s --check-prefix=NOCHECK
 
 // TEXT: target ascend910, entry @scale
 // TEXT: cycles
@@ -28,6 +34,9 @@
 // JSON-DAG: "wall_seconds":
 
 // TRACE: 7
+
+// TIMING: same cycles True True
+// NOCHECK: npu-run: error: --check compares the outputs, which --no-numerics does not compute
 
 // RACE: racy.mlir:[[@LINE+5]]:3: error: race: 'cce.vmuls' on pipe V reads ub bytes [0, 512) written by 'cce.copy_gm_to_ub' on pipe MTE2 at {{.*}}racy.mlir:[[@LINE+4]]:3; no set_flag/wait_flag chain or barrier orders them
 

@@ -1,0 +1,221 @@
+"""`npu-plan-gm`: pack every GM temporary of a function into one workspace.
+
+Why: a graph of ascend ops allocates one GM tensor per intermediate result;
+most die soon after they are made. Planning them statically into one
+workspace (reusing the bytes of dead tensors) gives the caller a single,
+small scratch buffer to provide, as real NPU runtimes do.
+
+* Positions are the ops of the function's entry block in order; an op nested
+  in a loop or another region counts at the position of its top-level
+  ancestor (conservative: the whole loop).
+* A tensor (`memref.alloc` in "gm" with a static shape and identity layout)
+  lives from its first to its last use, counting uses through views
+  (expand_shape, collapse_shape, subview, cast, reinterpret_cast, view); its
+  bytes mean nothing before the first use, so where the alloc stands does
+  not matter (allocs hoisted to the top still share bytes).
+  `memref.dealloc` is not a use; it is erased with the alloc. A tensor that
+  leaves the function (returned, passed to a call) or flows into a region's
+  terminator (yielded) is left as it is: its lifetime is not the op order's.
+* Placement is the shared planner (`npu.memory_planning`): greedy by size and
+  MegEngine's pushdown, the lower peak wins. Offsets and sizes are whole
+  units of `target.gm_workspace_alignment`.
+* The function gets one more argument, `memref<BYTES x i8, "gm">` marked
+  `npu.workspace` (scratch: the caller provides it, it is neither input nor
+  output), and each alloc becomes `memref.view` of it at its offset.
+
+The function records `npu.gm_plan = {allocated, lower_bound, sum, tensors,
+algorithm}` (bytes of the workspace, most bytes live at once, sum of the
+aligned sizes without reuse) and, with `remarks=true`, says so as a remark.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import memref
+
+from npu import memory_planning as planner
+from npu.ir import (WORKSPACE_ATTR, element_bytes, i64_attr, index_const, memory_space,
+                    memref_layout, symbol_name, walk)
+from npu.passes.base import Option, Pass, PassError
+from npu.target import Target
+
+PLAN_ATTR = "npu.gm_plan"
+# Ops whose result is a view of their first operand.
+VIEW_OPS = ("memref.expand_shape", "memref.collapse_shape", "memref.subview", "memref.cast",
+            "memref.reinterpret_cast", "memref.view", "memref.memory_space_cast")
+ESCAPES = ("func.return", "func.call", "func.call_indirect", "scf.condition", "cf.br",
+           "cf.cond_br")
+
+
+def _escapes(user: ir.Operation) -> bool:
+    """Does passing a tensor to `user` let it outlive op order (returned,
+    called with, yielded to a loop's next iteration or a region's result)?"""
+    return user.name in ESCAPES or user.name.endswith(".yield")
+
+
+@dataclass
+class Tensor:
+    """One GM temporary and its lifetime in entry-block positions."""
+
+    op: ir.Operation
+    size: int    # bytes rounded up to the workspace alignment
+    nbytes: int  # bytes of its elements
+    start: int
+    end: int
+    deallocs: list[ir.Operation]
+    offset: int = -1
+
+
+@dataclass(frozen=True)
+class GmPlan:
+    allocated: int    # workspace bytes
+    lower_bound: int  # most (aligned) bytes live at once
+    total: int        # sum of the aligned sizes
+    algorithm: str
+    tensors: int
+    unplanned: int    # GM allocs left as they are (dynamic, escaping, strided)
+
+
+def _positions(func_op: ir.Operation) -> dict[ir.Operation, int]:
+    """Every op of the function -> the position of its entry-block ancestor."""
+    where: dict[ir.Operation, int] = {}
+    for i, top in enumerate(func_op.regions[0].blocks[0].operations):
+        for op in walk(top.operation):
+            where[op] = i
+    return where
+
+
+def _lifetime(alloc: ir.Operation, where: dict[ir.Operation, int]
+              ) -> tuple[int, int, list[ir.Operation]] | None:
+    """(first and last position that reads or writes the tensor, its
+    deallocs), None when it escapes. Views only compute addresses: they
+    neither start nor end a lifetime (their uses do)."""
+    positions = []
+    deallocs = []
+    pending = [alloc.results[0]]
+    while pending:
+        value = pending.pop()
+        for use in value.uses:
+            user = use.owner.operation
+            if user.name == "memref.dealloc":
+                deallocs.append(user)
+            elif _escapes(user):
+                return None
+            elif user.name in VIEW_OPS and use.operand_number == 0:
+                pending.extend(user.results)
+            else:
+                positions.append(where[user])
+    if not positions:
+        positions = [where[alloc]]
+    return min(positions), max(positions), deallocs
+
+
+def collect_tensors(func_op: ir.Operation, target: Target) -> tuple[list[Tensor], int]:
+    """The plannable GM allocs of `func_op` and how many GM allocs are not."""
+    where = _positions(func_op)
+    align = target.gm_workspace_alignment
+    tensors, unplanned = [], 0
+    for alloc in walk(func_op, lambda o: o.name == "memref.alloc"):
+        mtype = ir.MemRefType(alloc.results[0].type)
+        if memory_space(mtype) != "gm":
+            continue
+        strides, offset = memref_layout(mtype)
+        expected, identity = 1, offset == 0
+        for d, s in reversed(list(zip(mtype.shape, strides))):
+            identity = identity and s == expected
+            expected *= d
+        life = _lifetime(alloc, where) if mtype.has_static_shape and identity else None
+        if life is None:
+            unplanned += 1
+            continue
+        nbytes = element_bytes(str(mtype.element_type))
+        for d in mtype.shape:
+            nbytes *= d
+        size = max(align, -(-nbytes // align) * align)
+        tensors.append(Tensor(alloc, size, nbytes, *life))
+    return tensors, unplanned
+
+
+def plan_function(func_op: ir.Operation, target: Target, algorithm: str = "auto",
+                  apply: bool = True) -> GmPlan | None:
+    """Plan the GM temporaries of `func_op`; with `apply`, rewrite them into
+    views of a new workspace argument. None when there is nothing to plan."""
+    tensors, unplanned = collect_tensors(func_op, target)
+    if not tensors:
+        return None
+    adj = planner.conflict_graph(tensors, planner.overlaps)
+    plan = planner.place(tensors, adj, algorithm)
+    for t, off in zip(tensors, plan.offsets):
+        t.offset = off
+    result = GmPlan(plan.peak, planner.lower_bound(tensors)[0], sum(t.size for t in tensors),
+                    plan.algorithm, len(tensors), unplanned)
+    if apply:
+        _rewrite(func_op, tensors, result)
+    return result
+
+
+def _rewrite(func_op: ir.Operation, tensors: list[Tensor], plan: GmPlan) -> None:
+    with func_op.context, func_op.location:
+        block = func_op.regions[0].blocks[0]
+        ws_type = ir.MemRefType.get([plan.allocated], ir.IntegerType.get_signless(8), None,
+                                    ir.StringAttr.get("gm"))
+        workspace = block.add_argument(ws_type, func_op.location)
+        ftype = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
+        func_op.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get(list(ftype.inputs) + [ws_type], list(ftype.results)))
+        n_args = len(block.arguments)
+        old = (list(ir.ArrayAttr(func_op.attributes["arg_attrs"]))
+               if "arg_attrs" in func_op.attributes else [])
+        old += [ir.DictAttr.get({})] * (n_args - 1 - len(old))
+        func_op.attributes["arg_attrs"] = ir.ArrayAttr.get(
+            old + [ir.DictAttr.get({WORKSPACE_ATTR: ir.UnitAttr.get()})])
+        for t in tensors:
+            for d in t.deallocs:
+                d.erase()
+            with t.op.location, ir.InsertionPoint(t.op):
+                shift = index_const(t.offset)
+                view = memref.ViewOp(t.op.results[0].type, workspace, shift, []).result
+            t.op.results[0].replace_all_uses_with(view)
+            t.op.erase()
+        func_op.attributes[PLAN_ATTR] = ir.DictAttr.get({
+            "allocated": i64_attr(plan.allocated), "lower_bound": i64_attr(plan.lower_bound),
+            "sum": i64_attr(plan.total), "tensors": i64_attr(plan.tensors),
+            "algorithm": ir.StringAttr.get(plan.algorithm)})
+
+
+def _check_not_called(module: ir.Operation, func_op: ir.Operation) -> None:
+    name = symbol_name(func_op)
+    for call in walk(module, lambda o: o.name == "func.call"):
+        if ir.FlatSymbolRefAttr(call.attributes["callee"]).value == name:
+            raise PassError(f"npu-plan-gm cannot add a workspace argument to '@{name}': it is "
+                            "called here", call)
+
+
+class PlanGmPass(Pass):
+    name = "npu-plan-gm"
+    summary = "Pack GM memref.alloc temporaries into one workspace argument (lifetime-based reuse)"
+    options = (
+        Option("algorithm", str, "auto", "placement heuristic; auto keeps the better of both",
+               choices=planner.ALGORITHMS),
+        Option("remarks", bool, False, "report the plan as a remark on each function"),
+    )
+
+    def run(self, module: ir.Operation) -> None:
+        for func in walk(module, lambda o: o.name == "func.func"):
+            if not func.regions[0].blocks:
+                continue
+            if len(func.regions[0].blocks) > 1:
+                raise PassError("npu-plan-gm orders lifetimes by the ops of one block; this "
+                                "function has several (unstructured control flow)", func)
+            tensors, _ = collect_tensors(func, self.target)
+            if tensors:
+                _check_not_called(module, func)
+            plan = plan_function(func, self.target, self.algorithm)
+            if plan is not None and self.remarks:
+                self.remark(func, f"gm workspace: allocated {plan.allocated} B, lower bound "
+                            f"{plan.lower_bound} B, sum of sizes {plan.total} B ({plan.tensors} "
+                            f"tensors, {plan.algorithm}"
+                            + (f"; {plan.unplanned} gm allocs left unplanned)"
+                               if plan.unplanned else ")"))

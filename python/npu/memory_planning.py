@@ -1,0 +1,157 @@
+"""The static memory planner shared by `npu-plan-memory` (on-chip buffers)
+and `npu-plan-gm` (the GM workspace of a whole graph).
+
+The planner sees buffers only as sizes with lifetimes (closed intervals of
+program positions) and a conflict graph (which buffers may not share bytes);
+the passes decide what a position and a conflict are. Two heuristics from the
+seeds place the buffers:
+
+* greedy by size (seed 000): largest first, each into the smallest gap
+  between the already placed buffers it conflicts with that fits, else on top;
+* MegEngine's pushdown (seed 002): in program order into the best-fitting
+  free chunk; when none fits, grow the largest free chunk (pushing the chunks
+  above it up) if that is cheaper than starting a new one on top.
+
+Both results are then pushed down (every buffer onto the conflicting buffers
+below it) and the plan with the lower peak wins (`algorithm="auto"`). The
+lower bound is the most bytes live at once: no placement can beat it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Protocol, Sequence, TypeVar
+
+ALGORITHMS = ("auto", "greedy-by-size", "pushdown")
+
+
+class Lifetime(Protocol):
+    """What the planner needs of a buffer."""
+
+    size: int   # bytes, already rounded to the granule / alignment
+    start: int  # first program position where it is live
+    end: int    # last program position where it is live (closed)
+
+
+B = TypeVar("B", bound=Lifetime)
+
+
+@dataclass
+class Plan:
+    peak: int          # bytes from 0 to the highest placed byte
+    algorithm: str
+    offsets: list[int] = field(default_factory=list)
+
+
+def overlaps(a: Lifetime, b: Lifetime) -> bool:
+    return a.start <= b.end and b.start <= a.end
+
+
+def lower_bound(buffers: Sequence[Lifetime]) -> tuple[int, int]:
+    """(most bytes live at once, a program position where that happens)."""
+    best, where = 0, 0
+    for t in sorted({b.start for b in buffers}):
+        live = sum(b.size for b in buffers if b.start <= t <= b.end)
+        if live > best:
+            best, where = live, t
+    return best, where
+
+
+def conflict_graph(buffers: Sequence[B], conflicts: Callable[[B, B], bool]) -> list[set[int]]:
+    n = len(buffers)
+    adj: list[set[int]] = [set() for _ in range(n)]
+    for i in range(n):
+        for j in range(i + 1, n):
+            if conflicts(buffers[i], buffers[j]):
+                adj[i].add(j)
+                adj[j].add(i)
+    return adj
+
+
+def _gaps(placed: list[tuple[int, int]]) -> tuple[list[tuple[int, int]], int]:
+    """Free [lo, hi) gaps below the top of `placed` intervals, and the top."""
+    gaps, cursor = [], 0
+    for lo, hi in sorted(placed):
+        if lo > cursor:
+            gaps.append((cursor, lo))
+        cursor = max(cursor, hi)
+    return gaps, cursor
+
+
+def greedy_by_size(buffers: Sequence[Lifetime], adj: list[set[int]]) -> list[int]:
+    order = sorted(range(len(buffers)), key=lambda i: (-buffers[i].size, buffers[i].start))
+    offsets = [-1] * len(buffers)
+    for i in order:
+        placed = [(offsets[j], offsets[j] + buffers[j].size) for j in adj[i] if offsets[j] >= 0]
+        gaps, top = _gaps(placed)
+        fitting = [g for g in gaps if g[1] - g[0] >= buffers[i].size]
+        offsets[i] = min(fitting, key=lambda g: (g[1] - g[0], g[0]))[0] if fitting else top
+    return offsets
+
+
+def pushdown(buffers: Sequence[Lifetime], adj: list[set[int]]) -> list[int]:
+    order = sorted(range(len(buffers)), key=lambda i: (buffers[i].start, -buffers[i].size))
+    offsets = [-1] * len(buffers)
+    for i in order:
+        size = buffers[i].size
+        placed = [(offsets[j], offsets[j] + buffers[j].size) for j in adj[i] if offsets[j] >= 0]
+        gaps, top = _gaps(placed)
+        fitting = [g for g in gaps if g[1] - g[0] >= size]
+        if fitting:
+            offsets[i] = min(fitting, key=lambda g: (g[1] - g[0], g[0]))[0]
+            continue
+        peak = max((offsets[j] + buffers[j].size for j in range(len(buffers)) if offsets[j] >= 0),
+                   default=0)
+        if gaps:
+            lo, hi = max(gaps, key=lambda g: (g[1] - g[0], -g[0]))
+            grow = size - (hi - lo)
+            if peak + grow < max(peak, top + size):
+                for j in range(len(buffers)):
+                    if offsets[j] >= hi:
+                        offsets[j] += grow
+                offsets[i] = lo
+                continue
+        offsets[i] = top
+    return offsets
+
+
+def compact(buffers: Sequence[Lifetime], adj: list[set[int]], offsets: list[int]) -> list[int]:
+    """Push every buffer down onto the conflicting buffers below it (keeps order)."""
+    order = sorted(range(len(buffers)), key=lambda i: (offsets[i], i))
+    new = [-1] * len(buffers)
+    for i in order:
+        below = [new[j] + buffers[j].size for j in adj[i]
+                 if new[j] >= 0 and (offsets[j], j) < (offsets[i], i)]
+        new[i] = max(below, default=0)
+    return new
+
+
+def peak(buffers: Sequence[Lifetime], offsets: list[int]) -> int:
+    return max((o + b.size for o, b in zip(offsets, buffers)), default=0)
+
+
+def check_disjoint(buffers: Sequence[Lifetime], adj: list[set[int]], offsets: list[int]) -> None:
+    """Conflicting buffers must not share a byte (a planner bug otherwise)."""
+    for i, b in enumerate(buffers):
+        for j in adj[i]:
+            c = buffers[j]
+            if offsets[i] < offsets[j] + c.size and offsets[j] < offsets[i] + b.size:
+                raise AssertionError(f"planner bug: buffers #{i} and #{j} overlap")
+
+
+def place(buffers: Sequence[Lifetime], adj: list[set[int]], algorithm: str = "auto") -> Plan:
+    """Offsets for `buffers` such that no two adjacent in `adj` share bytes."""
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"unknown planning algorithm '{algorithm}'")
+    candidates = []
+    if algorithm in ("auto", "greedy-by-size"):
+        candidates.append(("greedy-by-size", compact(buffers, adj, greedy_by_size(buffers, adj))))
+    if algorithm in ("auto", "pushdown"):
+        candidates.append(("pushdown", compact(buffers, adj, pushdown(buffers, adj))))
+    best = None
+    for name, offsets in candidates:
+        check_disjoint(buffers, adj, offsets)
+        plan = Plan(peak(buffers, offsets), name, offsets)
+        if best is None or plan.peak < best.peak:
+            best = plan
+    return best

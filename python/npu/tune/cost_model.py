@@ -1,0 +1,137 @@
+"""An analytic cycle estimate per candidate: what guided search ranks by.
+
+It extends the project's own models rather than inventing new ones: the
+matmul's GM traffic comes from `npu.matmul_tiling` (the model that picks
+tiles), the vector ops' chunking from the lowerings' UB budget. Each pipe's
+busy time is bytes / bandwidth (or repeats, or cube blocks) from the target;
+with double buffering the pipes overlap (the estimate is the busiest pipe
+plus one start-up latency), without it they take turns (the sum, plus a
+latency per transfer). The Spearman correlation `npu-tune` reports measures
+how far this ranking is from the simulator's.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from npu.target import Target
+from npu.tune.program import OpTask
+from npu.tune.space import matmul_shape
+
+
+def estimate(task: OpTask, options: dict[str, Any], target: Target) -> float:
+    """Estimated cycles of `task` lowered with canonical `options`; inf when
+    the model says it cannot compile."""
+    if task.family == "npu-lower-matmul":
+        return _matmul(task, options, target)
+    return _vector(task, options, target)
+
+
+def ideal_bound(task: OpTask, target: Target) -> float:
+    """The problem's own lower bound: compulsory GM traffic (each operand
+    read once, the result written once) over the GM bandwidth, and the
+    compute (cube blocks, or one vector repeat per element run), whichever
+    pipe is busiest."""
+    from npu.ir import element_bytes
+
+    *inputs, output = task.operands
+    reads = sum(math.prod(o.shape) * element_bytes(o.dtype) for o in inputs)
+    writes = math.prod(output.shape) * element_bytes(output.dtype)
+    busy = [reads / target.path("gm_to_l1").bytes_per_cycle,
+            writes / target.path("ub_to_gm").bytes_per_cycle]
+    if task.family == "npu-lower-matmul":
+        shape = matmul_shape(task, target)
+        frac = target.fractal
+        busy.append(shape.batch * (shape.M // frac) * (shape.N // frac) * (shape.K // frac)
+                    / target.cube_blocks_per_cycle)
+    else:
+        lanes = target.lanes(max(element_bytes(o.dtype) for o in task.operands))
+        elems = max(math.prod(o.shape) for o in task.operands)
+        busy.append(math.ceil(elems / lanes) * _vector_cycles_per_repeat(task, target))
+    return max(busy)
+
+
+def _combine(busy: dict[str, float], latencies: float, overlapped: bool,
+             exposed: float) -> float:
+    if overlapped:
+        return max(busy.values()) + latencies
+    return sum(busy.values()) + exposed
+
+
+def _matmul(task: OpTask, options: dict[str, Any], target: Target) -> float:
+    from npu.matmul_tiling import Tiles, first_overflow, traffic
+
+    shape = matmul_shape(task, target)
+    frac = target.fractal
+    strategy, m, n, k = options["strategy"], options["m"], options["n"], options["k"]
+    if not m or not n or not k or m % frac or n % frac or k % frac or strategy not in ("os", "is", "ws"):
+        return math.inf
+    tiles = Tiles(m, n, k)
+    if first_overflow(strategy, shape, tiles, target) is not None:
+        return math.inf
+    t = traffic(strategy, shape, tiles)
+    xs, ys, ss = (math.ceil(shape.M / m), math.ceil(shape.K / k), math.ceil(shape.N / n))
+    copies = {"os": 2 * xs * ys * ss, "is": xs * ss * (1 + ys), "ws": ys * ss * (1 + xs)}[strategy]
+    gm_in, gm_out = target.path("gm_to_l1"), target.path("ub_to_gm")
+    l0a, l0b, drain = target.path("l1_to_l0a"), target.path("l1_to_l0b"), target.path("l0c_to_ub")
+    blocks = shape.batch * (shape.M // frac) * (shape.N // frac) * (shape.K // frac)
+    busy = {
+        "MTE2": t.read_bytes(shape) / gm_in.bytes_per_cycle,
+        "MTE1": (t.a_reads * shape.in_bytes / l0a.bytes_per_cycle
+                 + t.b_reads * shape.in_bytes / l0b.bytes_per_cycle),
+        "M": blocks / target.cube_blocks_per_cycle,
+        "V": t.c_writes * shape.acc_bytes / drain.bytes_per_cycle,
+        "MTE3": t.write_bytes(shape) / gm_out.bytes_per_cycle,
+    }
+    overlapped = bool(options.get("double-buffer", True))
+    exposed = copies * gm_in.latency + xs * ys * (gm_out.latency + drain.latency) \
+        + xs * ys * ss * target.mad_latency
+    return _combine(busy, gm_in.latency + gm_out.latency, overlapped, exposed)
+
+
+def _vector(task: OpTask, options: dict[str, Any], target: Target) -> float:
+    from npu.ir import element_bytes
+
+    *inputs, output = task.operands
+    # The streamed volume: a reduction's output is small, its input is not.
+    elems = max(math.prod(o.shape) for o in task.operands)
+    in_bytes = sum(math.prod(o.shape) * element_bytes(o.dtype) for o in inputs)
+    out_bytes = math.prod(output.shape) * element_bytes(output.dtype)
+    per_elem = sum(element_bytes(o.dtype) * math.prod(o.shape) / elems for o in task.operands)
+    fraction = float(options.get("ub-fraction", 1.0))
+    if not 0 < fraction <= 1:
+        return math.inf
+    if options.get("fractalize") == "naive":
+        nd = min(task.operands, key=lambda o: len(o.shape))  # strips of 16 ND rows
+        chunks = math.ceil(elems / (target.fractal * nd.shape[-1]))
+        fraction = 0.0  # small strips: both slots fit
+    else:
+        chunk = target.capacity("ub") * fraction / per_elem
+        if chunk < target.lanes(max(element_bytes(o.dtype) for o in task.operands)):
+            return math.inf
+        chunks = math.ceil(elems / chunk)
+    gm_in, gm_out = target.path("gm_to_ub"), target.path("ub_to_gm")
+    lanes = target.lanes(max(element_bytes(o.dtype) for o in task.operands))
+    busy = {
+        "MTE2": in_bytes / gm_in.bytes_per_cycle,
+        "V": math.ceil(elems / lanes) * _vector_cycles_per_repeat(task, target),
+        "MTE3": out_bytes / gm_out.bytes_per_cycle,
+    }
+    # The double-buffer pass duplicates a chunk's buffers only if both fit UB.
+    overlapped = bool(options.get("double-buffer", True)) and 2 * fraction <= 1 and chunks > 1
+    exposed = chunks * (gm_in.latency + gm_out.latency + target.vector_latency)
+    return _combine(busy, gm_in.latency + gm_out.latency, overlapped, exposed)
+
+
+def _vector_cycles_per_repeat(task: OpTask, target: Target) -> float:
+    """Cycles per repeat summed over the vector instructions of one element."""
+    from npu.passes.lower_elementwise import UNARY
+    from npu.simulator.vector_unit import TRANSCENDENTAL
+
+    if task.family == "npu-lower-elementwise" and task.op_name in UNARY:
+        return sum(target.vector_cycles("transcendental" if s.op in TRANSCENDENTAL else "simple")
+                   for s in UNARY[task.op_name])
+    if task.family in ("npu-lower-transpose", "npu-lower-fractalize"):
+        return target.vnchwconv_cycles_per_repeat
+    return target.vector_cycles("simple")

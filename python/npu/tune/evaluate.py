@@ -1,0 +1,120 @@
+"""One candidate, compiled and simulated: the body of every Ray task.
+
+Runs in a Ray worker (or anywhere): takes plain data (`Job`), returns plain
+data (`Outcome`), and turns every failure into a failed outcome with the
+compiler's or simulator's message instead of raising.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+INPUT_SEED = 0
+
+
+@dataclass(frozen=True)
+class Job:
+    """Compile `text` with `npu-lower` (and the per-op options of `record_json`)
+    for the target preset with `target_params` changed, then simulate."""
+
+    key: str
+    filename: str
+    text: str
+    target: str
+    target_params: dict[str, Any] = field(default_factory=dict)
+    record_json: str | None = None
+    numerics: bool = False  # False: only the cycles are wanted
+    check: bool = False  # compare the outputs with the numpy reference
+
+
+@dataclass
+class Outcome:
+    key: str
+    status: str  # ok, failed, timeout
+    cycles: int | None = None
+    bound: int | None = None  # the simulator's lower bound of this program (its traffic)
+    error: str | None = None
+    seconds: float = 0.0
+    check: dict | None = None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def simulate_cycles(module, inputs, target, numerics: bool):
+    """The one place that picks the simulation mode: timing only (no
+    arithmetic, same cycles and checks) unless the outputs are wanted."""
+    from npu.simulator import simulate
+
+    return simulate(module, inputs, target=target, numerics=numerics)
+
+
+def evaluate(job: Job) -> dict:
+    """`Outcome.as_dict()` of `job`; never raises for a bad candidate."""
+    t0 = time.perf_counter()
+    try:
+        outcome = _evaluate(job)
+    except _Failure as e:
+        outcome = Outcome(job.key, "failed", error=str(e))
+    except Exception as e:  # a compiler bug is a failed candidate, not a failed sweep
+        outcome = Outcome(job.key, "failed", error=f"internal error: {type(e).__name__}: {e}")
+    outcome.seconds = round(time.perf_counter() - t0, 3)
+    return outcome.as_dict()
+
+
+class _Failure(Exception):
+    pass
+
+
+def _evaluate(job: Job) -> Outcome:
+    from npu import ir as npu_ir
+    from npu.passes import PassError
+    from npu.passes.lower import LowerPass
+    from npu.pipeline import PipelineError, run_pipeline
+    from npu.simulator import SimulationError
+    from npu.simulator.core import find_entry
+    from npu.target import get_target
+    from npu.tools.npu_run import ToolError, compare, random_inputs, reference_outputs
+    from npu.tune.program import ProgramError, parse_program
+    from npu.tune.record import RecordError, TuningRecord
+    from npu.tune.space import target_with
+
+    target = target_with(get_target(job.target), job.target_params)
+    try:
+        module, engine = parse_program(job.filename, job.text)
+    except ProgramError as e:
+        raise _Failure(str(e)) from None
+    original = npu_ir.parse_module(job.text, module.context) if job.check else None
+    try:
+        if job.record_json:
+            record = TuningRecord.from_json(job.record_json)
+            LowerPass(target).apply_tuning_record(module.operation, record)
+        run_pipeline(module, "npu-lower", target)
+    except PassError as e:
+        loc = e.op.location if e.op is not None else None
+        raise _Failure(engine.emit("error", e.message, loc).format()) from None
+    except (PipelineError, RecordError) as e:
+        raise _Failure(str(e)) from None
+    func_op = find_entry(module, None)
+    entry = npu_ir.symbol_name(func_op)
+    inputs = random_inputs(func_op, INPUT_SEED)
+    try:
+        result = simulate_cycles(module, inputs, target, job.numerics or job.check)
+    except SimulationError as e:
+        raise _Failure(str(e)) from None
+    outcome = Outcome(job.key, "ok", cycles=int(result.cycles),
+                      bound=int(result.report.get("bound_cycles") or 0) or None)
+    if job.check:
+        try:
+            expected = reference_outputs(original, entry, [np.array(a) for a in inputs], job.filename)
+        except ToolError as e:
+            raise _Failure(str(e)) from None
+        check = compare(result.outputs, expected)
+        outcome.check = check.as_dict()
+        if not check.passed:
+            outcome.status, outcome.error = "failed", f"check failed: {check.failure}"
+    return outcome

@@ -1,0 +1,133 @@
+"""Pins the simulated cycles, instruction counts and output bytes of every
+example and of a few lowering cases.
+
+Speed work on the compiler or the simulator must not change what either
+computes: any change to these numbers has to be deliberate (a new schedule,
+a timing-model fix) and re-pinned in the same commit, with the reason in its
+message. Regenerate the table with
+
+    .venv/bin/python test/python/simulator/test_pinned_cycles.py
+
+The output digests are sha256 of the arguments' final bytes with npu-run's
+seed-0 inputs. fp32 matmul results depend on the BLAS kernel's summation
+order, so a machine with another CPU may need new digests (the cycle counts
+must not change).
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+EXAMPLES = sorted(glob.glob(os.path.join(ROOT, "examples", "*.mlir")))
+
+ND = 'memref<256x512xf16, "gm">'
+ND32 = 'memref<256x512xf32, "gm">'
+ROW = 'memref<256xf16, "gm">'
+A_NZ = 'memref<32x16x16x16xf16, "gm">'  # A 256x512 (M x K) in Nz
+B_NZ = 'memref<16x32x16x16xf16, "gm">'  # B 512x256
+C_NZ = 'memref<16x16x16x16xf32, "gm">'  # C 256x256
+
+
+def _func(name: str, args: list[str], body: list[str]) -> str:
+    return "\n".join([f"func.func @{name}(" + ", ".join(args) + ") {", *body, "  return", "}", ""])
+
+
+CHAIN = _func("chain", [f"%x: {ND}", f"%w: {ND}", f"%t1: {ND}", f"%t2: {ND}", f"%t3: {ND}",
+                        f"%t4: {ND}"], [
+    f'  "ascend.add"(%x, %w, %t1) : ({ND}, {ND}, {ND}) -> ()',
+    f'  "ascend.exp"(%t1, %t2) : ({ND}, {ND}) -> ()',
+    f'  "ascend.mul"(%t2, %w, %t3) : ({ND}, {ND}, {ND}) -> ()',
+    f'  "ascend.relu"(%t3, %t4) : ({ND}, {ND}) -> ()'])
+
+LAYER = _func("layer", [f"%x: {ND}", f"%xn: {A_NZ}", f"%b: {B_NZ}", f"%cn: {C_NZ}",
+                        '%c: memref<256x256xf32, "gm">', '%bias: memref<256x256xf32, "gm">',
+                        '%y: memref<256x256xf32, "gm">'], [
+    f'  "ascend.fractalize"(%x, %xn) : ({ND}, {A_NZ}) -> ()',
+    f'  "ascend.matmul"(%xn, %b, %cn) : ({A_NZ}, {B_NZ}, {C_NZ}) -> ()',
+    f'  "ascend.defractalize"(%cn, %c) : ({C_NZ}, memref<256x256xf32, "gm">) -> ()',
+    '  "ascend.add"(%c, %bias, %y) : (memref<256x256xf32, "gm">, memref<256x256xf32, "gm">, '
+    'memref<256x256xf32, "gm">) -> ()',
+    '  "ascend.relu"(%y, %y) : (memref<256x256xf32, "gm">, memref<256x256xf32, "gm">) -> ()'])
+
+REDUCE = _func("reduce", [f"%x: {ND}", f"%s: {ROW}", f"%m: {ROW}", '%t: memref<512x256xf16, "gm">'], [
+    f'  "ascend.reduce_sum"(%x, %s) : ({ND}, {ROW}) -> ()',
+    f'  "ascend.reduce_max"(%x, %m) : ({ND}, {ROW}) -> ()',
+    f'  "ascend.transpose"(%x, %t) {{permutation = array<i64: 1, 0>}} : ({ND}, '
+    'memref<512x256xf16, "gm">) -> ()'])
+
+# name -> (program text or example path, pipeline, simulate keyword arguments)
+CASES: dict[str, tuple[str, str, dict]] = {
+    **{os.path.basename(p): (p, "npu-lower", {}) for p in EXAMPLES},
+    "matmul-simple-no-double-buffer": (os.path.join(ROOT, "examples", "matmul_512x768x768.mlir"),
+                                       "npu-lower{double-buffer=false}", {}),
+    "matmul-is": (os.path.join(ROOT, "examples", "matmul_512x768x768.mlir"),
+                  "npu-lower{strategy=is}", {}),
+    "chain": (CHAIN, "npu-lower", {}),
+    "chain-serialized": (CHAIN, "npu-lower", {"serialize": True}),
+    "layer": (LAYER, "npu-lower", {}),
+    "reduce-transpose": (REDUCE, "npu-lower{max-chunk=4096}", {}),
+}
+
+# name -> (cycles, dynamic instructions, sha256 of the outputs' bytes)
+PINNED: dict[str, tuple[int, int, str]] = {
+    'bert_transpose.mlir': (18138, 176, 'a1a8aa46aa7cc8ab'),
+    'chain': (50468, 227, 'c05de75249d53946'),
+    'chain-serialized': (62397, 227, 'c05de75249d53946'),
+    'elementwise_add_1m.mlir': (78384, 356, '2ca46f0d988297ab'),
+    'exp_1m.mlir': (46386, 392, 'd3b2c3e1983e8a03'),
+    'layer': (66629, 627, 'ba4826c9247838d8'),
+    'matmul-is': (397251, 3508, '75cd4bc9cede0fbb'),
+    'matmul-simple-no-double-buffer': (284757, 1914, '80afdaa8f04d3248'),
+    'matmul_512x768x768.mlir': (250892, 2882, 'ca7fbe108505f70d'),
+    'reduce-transpose': (31491, 880, '60c9d95268d44da6'),
+}
+
+
+def run_case(name: str, numerics: bool = True) -> tuple[int, int, str]:
+    from npu.ir import make_context, parse_module
+    from npu.pipeline import run_pipeline
+    from npu.simulator import simulate
+    from npu.simulator.core import find_entry
+    from npu.target import get_target
+    from npu.tools.npu_run import random_inputs
+
+    source, pipeline, kwargs = CASES[name]
+    text = open(source).read() if source.endswith(".mlir") else source
+    module = parse_module(text, make_context())
+    inputs = random_inputs(find_entry(module, None), 0)
+    run_pipeline(module, pipeline, get_target())
+    res = simulate(module, inputs, numerics=numerics, **kwargs)
+    digest = hashlib.sha256()
+    for out in res.outputs:
+        digest.update(np.ascontiguousarray(out).tobytes())
+    return res.cycles, res.instructions, digest.hexdigest()[:16]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_pinned(name: str) -> None:
+    assert name in PINNED, f"no pinned numbers for '{name}': regenerate the table"
+    cycles, instructions, digest = run_case(name)
+    want_cycles, want_instructions, want_digest = PINNED[name]
+    assert (cycles, instructions) == (want_cycles, want_instructions), (
+        f"{name}: the timing changed: {cycles} cycles, {instructions} instructions")
+    assert digest == want_digest, f"{name}: the outputs changed (digest {digest})"
+
+
+@pytest.mark.parametrize("name", ["matmul_512x768x768.mlir", "layer", "reduce-transpose",
+                                  "chain-serialized"])
+def test_timing_only_run_has_the_same_cycles(name: str) -> None:
+    cycles, instructions, _ = run_case(name, numerics=False)
+    assert (cycles, instructions) == PINNED[name][:2]
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for case in sorted(CASES):
+        print(f"    {case!r}: {run_case(case)!r},")

@@ -1,0 +1,176 @@
+"""The tuner's parts that need no Ray: statistics, spaces, records, CLI errors."""
+
+from __future__ import annotations
+
+import io
+import math
+
+import pytest
+
+from npu.target import get_target
+from npu.tune import SpaceError, TuningRecord
+from npu.tune.program import Program, extract_ops
+from npu.tune.progress import Progress
+from npu.tune.record import RecordError
+from npu.tune.search import Candidate, select
+from npu.tune.space import canonical, parse_quantity, space_for, target_with
+from npu.tune.stats import ranks, spearman
+from npu.tune.tuner import op_candidates
+
+MATMUL = """
+func.func @mm(%a: memref<48x32x16x16xf16, "gm">, %b: memref<48x48x16x16xf16, "gm">,
+              %c: memref<48x32x16x16xf32, "gm">, %d: memref<48x32x16x16xf32, "gm">) {
+  "ascend.matmul"(%a, %b, %c) : (memref<48x32x16x16xf16, "gm">, memref<48x48x16x16xf16, "gm">, memref<48x32x16x16xf32, "gm">) -> ()
+  "ascend.matmul"(%a, %b, %d) : (memref<48x32x16x16xf16, "gm">, memref<48x48x16x16xf16, "gm">, memref<48x32x16x16xf32, "gm">) -> ()
+  return
+}
+"""
+
+
+def test_spearman_matches_definition():
+    assert ranks([10, 20, 20, 5]) == [2.0, 3.5, 3.5, 1.0]
+    assert spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    # Without ties: 1 - 6 sum d^2 / (n (n^2 - 1)); d = (0, 1, -1, 0, 0).
+    assert spearman([1, 2, 3, 4, 5], [1, 3, 2, 4, 5]) == pytest.approx(1 - 6 * 2 / (5 * 24))
+    assert spearman([1, 1, 1], [1, 2, 3]) is None  # a constant side has no ranking
+    assert spearman([1, 2], [1, 2]) is None
+
+
+def test_same_op_twice_is_one_task_and_candidates_are_canonical():
+    target = get_target()
+    (task,) = extract_ops(Program("mm.mlir", MATMUL))
+    assert task.count == 2 and task.family == "npu-lower-matmul"
+    # The kernel keeps the op's location: errors point into the program.
+    assert "func.func @tune_kernel" in task.kernel and 'loc("-":4:3)' in task.kernel
+    default = canonical(task, {}, target)
+    # npu-lower's defaults spelt out give the cost model's tiles.
+    assert default == canonical(task, {"strategy": "os", "m": 256, "double-buffer": True}, target)
+    assert (default["m"], default["k"], default["matmul-schedule"]) == (256, 256, "pipelined")
+    # The pipelined schedule picks its own L0 sub-step when n is 0; an
+    # explicit n is another program. The simple nest uses the model's n.
+    assert default["n"] == 0
+    assert canonical(task, {"n": 128}, target) != default
+    assert canonical(task, {"matmul-schedule": "simple"}, target)["n"] == 128
+    # The pipelined schedule's knobs vanish where they cannot apply.
+    assert "l1-chunk" not in canonical(task, {"strategy": "ws"}, target)
+    assert "matmul-schedule" not in canonical(task, {"strategy": "is"}, target)
+    candidates, size = op_candidates(task, None, target)
+    assert size == len(candidates) == len({c.key for c in candidates})
+    assert sum(c.default for c in candidates) == 1
+    guided = select("guided", candidates, budget=4)
+    assert guided[0].default and len(guided) == 4
+    finite = [c.estimate for c in guided[1:]]
+    assert finite == sorted(finite)
+    assert all(math.isfinite(e) for e in finite)
+
+
+def test_space_spec_is_checked():
+    target = get_target()
+    (task,) = extract_ops(Program("mm.mlir", MATMUL))
+    space = space_for(task, {"ops": {"ascend.matmul": {"strategy": ["ws"]},
+                                     "*": {"ub-fraction": [0.5]}}}, target)
+    assert space["strategy"] == ["ws"] and "ub-fraction" not in space
+    with pytest.raises(SpaceError, match="'ub-fraction' is not a tunable option of npu-lower-matmul"):
+        space_for(task, {"ops": {"ascend.matmul": {"ub-fraction": [0.5]}}}, target)
+    with pytest.raises(SpaceError, match="expected one of '', os, is, ws, auto, got 'diagonal'"):
+        space_for(task, {"ops": {"ascend.matmul": {"strategy": ["diagonal"]}}}, target)
+
+
+def test_target_parameters():
+    base = get_target("ascend910")
+    t = target_with(base, {"ub": "128KiB", "gm-bandwidth": 32, "mad_latency": 40})
+    assert t.capacity("ub") == 128 * 1024 and t.capacity("l1") == base.capacity("l1")
+    assert {t.path(p).bytes_per_cycle for p in ("gm_to_l1", "gm_to_ub", "ub_to_gm")} == {32}
+    assert t.path("l1_to_l0a") == base.path("l1_to_l0a") and t.mad_latency == 40
+    assert parse_quantity("1MiB") == 1 << 20 and parse_quantity("1.5") == 1.5
+    with pytest.raises(SpaceError, match="simulator models one AI core"):
+        target_with(base, {"cores": 4})
+    with pytest.raises(SpaceError, match="unknown target parameter 'l2'"):
+        target_with(base, {"l2": 4})
+
+
+def test_record_round_trip_and_errors(tmp_path):
+    record = TuningRecord.from_json('{"format": "npu-tune-record", "version": 1, "target": "t", '
+                                    '"ops": {"sig": {"options": {"m": 64}, "cycles": 5}}}')
+    assert record.ops["sig"].options == {"m": 64} and record.ops["sig"].cycles == 5
+    assert TuningRecord.from_json(record.to_json()).ops["sig"].options == {"m": 64}
+    with pytest.raises(RecordError, match="not an npu-tune record"):
+        TuningRecord.from_json("{}")
+    with pytest.raises(RecordError, match="option 'm' must be a scalar"):
+        TuningRecord.from_json('{"format": "npu-tune-record", "version": 1, '
+                               '"ops": {"sig": {"options": {"m": [1]}}}}')
+    with pytest.raises(RecordError, match="cannot read tuning record"):
+        TuningRecord.load(str(tmp_path / "missing.json"))
+
+
+def test_progress_line_has_eta_and_best():
+    out = io.StringIO()
+    bar = Progress(5, "t", stream=out)
+    bar.update(100, "a", "exp")
+    bar.update(None, "", "exp")
+    bar.update(50, "b", "exp")
+    bar.update(900, "c", "matmul")
+    bar.update(70, "d", "exp")
+    lines = out.getvalue().strip().splitlines()
+    assert "4/5, 1 failed" in lines[-2] and "ETA" in lines[-2]
+    assert "best of matmul 900 cycles: c" in lines[-2]  # per op: the latest result's
+    assert "5/5" in lines[-1] and "best of exp 50 cycles: b" in lines[-1]
+
+
+def test_cli_usage_errors(tmp_path, capsys):
+    from npu.tools.npu_tune import main
+
+    prog = tmp_path / "p.mlir"
+    prog.write_text(MATMUL)
+    with pytest.raises(SystemExit) as e:
+        main([str(prog), "--param", "ub=1KiB"])
+    assert e.value.code == 2
+    assert "'ub' is not an npu-lower option (target parameters need --design)" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([str(prog), "--table", "t.csv"])
+    assert "belong to --design" in capsys.readouterr().err
+    onnx = tmp_path / "model.onnx"
+    onnx.write_bytes(b"\0")
+    assert main([str(onnx), "--no-store"]) == 1
+    assert "needs the frontend" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        main([str(prog), "--no-store", "--space", str(prog)])
+    assert e.value.code == 2 and "p.mlir: not JSON" in capsys.readouterr().err
+
+
+class ProgramCycles:
+    """A runner that 'simulates' the whole program: 1000 cycles plus a cost
+    per op choice in the record (what the ops do to each other in the real
+    program is what per-op tuning cannot see)."""
+
+    def __init__(self, effect: dict[str, int]):
+        self.effect = effect
+        self.records: list[set[str]] = []
+
+    def run(self, jobs, on_outcome):
+        for job in jobs:
+            ops = set(TuningRecord.from_json(job.record_json).ops)
+            self.records.append(ops)
+            on_outcome({"key": job.key, "status": "ok", "cycles": 1000 + sum(self.effect[o] for o in ops)})
+
+
+@pytest.mark.parametrize("effect, kept", [
+    ({"a": -100, "b": -50}, {"a", "b"}),  # all choices together are fastest
+    ({"a": -100, "b": +300}, {"a"}),  # b wins alone but loses in the program
+    ({"a": +100, "b": +300}, set()),  # nothing helps: npu-lower's defaults
+])
+def test_verify_keeps_only_choices_that_help_the_program(effect, kept):
+    from npu.tune.record import OpChoice
+    from npu.tune.store import ResultStore
+    from npu.tune.tuner import Sweep, verify
+
+    record = TuningRecord("ascend910", {s: OpChoice({"ub-fraction": 0.25}) for s in effect})
+    runner = ProgramCycles(effect)
+    chosen, evidence = verify(Program("p.mlir", MATMUL), record, "ascend910",
+                              Sweep(runner, ResultStore(None), False, "t"))
+    assert set(chosen.ops) == kept
+    assert evidence["cycles_default"] == 1000
+    assert evidence["cycles_tuned"] == 1000 + sum(effect[s] for s in kept) <= 1000
+    assert set(evidence.get("rejected", [])) == set(effect) - kept
+    assert runner.records[-1] == kept  # the record that was checked is the one kept
