@@ -235,17 +235,65 @@ irdl.dialect @ascend {
     irdl.attributes {"min" = %attr_min, "max" = %attr_max}
   }
 
-  // ===== Reductions along the last axis =====
+  // out = erf(x)
+  irdl.operation @erf {
+    %in = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    irdl.operands(in: %in, out: %out)
+  }
 
-  // out = sum over the last axis
+  // ===== Comparison, selection, broadcast =====
+
+  // out (i8) = lhs <predicate> rhs ? 1 : 0, numpy broadcasting to out's shape
+  irdl.operation @cmp {
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    %attr_predicate_0 = irdl.is "eq"
+    %attr_predicate_1 = irdl.is "ne"
+    %attr_predicate_2 = irdl.is "lt"
+    %attr_predicate_3 = irdl.is "le"
+    %attr_predicate_4 = irdl.is "gt"
+    %attr_predicate_5 = irdl.is "ge"
+    %attr_predicate = irdl.any_of(%attr_predicate_0, %attr_predicate_1, %attr_predicate_2, %attr_predicate_3, %attr_predicate_4, %attr_predicate_5)
+    irdl.operands(lhs: %lhs, rhs: %rhs, out: %out)
+    irdl.attributes {"predicate" = %attr_predicate}
+  }
+
+  // out = cond != 0 ? a : b, numpy broadcasting of all three to out's shape
+  irdl.operation @select {
+    %cond = irdl.base "!builtin.memref"
+    %a = irdl.base "!builtin.memref"
+    %b = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    irdl.operands(cond: %cond, a: %a, b: %b, out: %out)
+  }
+
+  // out = numpy.broadcast_to(in, out.shape)
+  irdl.operation @broadcast {
+    %in = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    irdl.operands(in: %in, out: %out)
+  }
+
+  // ===== Reductions along one axis (optional `axis : i64`, default -1) =====
+
+  // out = sum over the axis (removed, or kept as size 1)
   irdl.operation @reduce_sum {
     %in = irdl.base "!builtin.memref"
     %out = irdl.base "!builtin.memref"
     irdl.operands(in: %in, out: %out)
   }
 
-  // out = max over the last axis
+  // out = max over the axis (removed, or kept as size 1)
   irdl.operation @reduce_max {
+    %in = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    irdl.operands(in: %in, out: %out)
+  }
+
+  // out = min over the axis (removed, or kept as size 1)
+  irdl.operation @reduce_min {
     %in = irdl.base "!builtin.memref"
     %out = irdl.base "!builtin.memref"
     irdl.operands(in: %in, out: %out)

@@ -14,8 +14,8 @@ from typing import Mapping, NamedTuple, Sequence
 from mlir import ir
 
 from npu.dialects.opspec import (
-    ARITH_TYPES, CAST_PAIRS, F64, FLOAT_TYPES, I64_ARRAY, STR, OpSpec, Operand, int_array_attr,
-    float_attr, memref_types, register, same_dtype)
+    ARITH_TYPES, ASCEND_CAST_PAIRS, F64, FLOAT_TYPES, I64_ARRAY, STR, OpSpec, Operand,
+    int_array_attr, int_attr, float_attr, memref_types, register, same_dtype)
 from npu.dialects.rules import RuleError
 from npu.ir import memref_shape
 from npu.target import Target, get_target
@@ -45,7 +45,7 @@ UNARY_TO_CCE: Mapping[str, str] = {
     "ascend.relu": "cce.vrelu", "ascend.abs": "cce.vabs", "ascend.exp": "cce.vexp",
     "ascend.ln": "cce.vln", "ascend.sqrt": "cce.vsqrt", "ascend.rsqrt": "cce.vrsqrt",
     "ascend.reciprocal": "cce.vrec"}
-UNARY_COMPOSITE = ("ascend.neg", "ascend.tanh", "ascend.sigmoid")
+UNARY_COMPOSITE = ("ascend.neg", "ascend.tanh", "ascend.sigmoid", "ascend.erf")
 
 ELEMENTWISE_BINARY = tuple(BINARY_TO_CCE)
 SCALAR = tuple(SCALAR_TO_CCE)
@@ -53,9 +53,12 @@ UNARY = tuple(UNARY_TO_CCE) + UNARY_COMPOSITE
 CAST = "ascend.cast"
 CLAMP = "ascend.clamp"
 TRANSPOSE = "ascend.transpose"
-REDUCE = ("ascend.reduce_sum", "ascend.reduce_max")
+REDUCE = ("ascend.reduce_sum", "ascend.reduce_max", "ascend.reduce_min")
+CMP = "ascend.cmp"
+SELECT = "ascend.select"
+BROADCAST = "ascend.broadcast"
 # Everything `npu-lower-elementwise` handles.
-ELEMENTWISE = ELEMENTWISE_BINARY + SCALAR + UNARY + (CAST, CLAMP)
+ELEMENTWISE = ELEMENTWISE_BINARY + SCALAR + UNARY + (CAST, CLAMP, CMP, SELECT, BROADCAST)
 ALL_OPS = MATMUL_OPS + LAYOUT_OPS + ELEMENTWISE + (TRANSPOSE,) + REDUCE
 
 # (a, b, c) element types of matmul / batch_matmul.
@@ -109,9 +112,39 @@ def broadcastable(shape: Sequence[int], to: Sequence[int]) -> bool:
     return all(s == t or s == 1 for s, t in zip(reversed(shape), reversed(to)))
 
 
-def reduced_shape(shape: Sequence[int]) -> list[int]:
-    """Shape after reducing the last axis (`[1]` for a 1-D input)."""
-    return list(shape[:-1]) or [1]
+def reduced_shape(shape: Sequence[int], axis: int = -1, keepdims: bool = False) -> list[int]:
+    """Shape after reducing `axis` (negative: from the end): the axis removed
+    (`[1]` when nothing is left) or, with `keepdims`, kept as size 1."""
+    axis = normalize_axis(axis, len(shape))
+    if keepdims:
+        return [1 if i == axis else d for i, d in enumerate(shape)]
+    return [d for i, d in enumerate(shape) if i != axis] or [1]
+
+
+def normalize_axis(axis: int, rank: int) -> int:
+    """`axis` in [0, rank); raises ValueError when out of range."""
+    if not -rank <= axis < rank:
+        raise ValueError(f"axis {axis} is out of range for rank {rank}")
+    return axis % rank
+
+
+def reduce_axis(op: ir.Operation) -> int:
+    """The (normalized) axis of a verified reduce op; the last one by default."""
+    rank = len(memref_shape(memref_types(op)[0]))
+    axis = int_attr(op, "axis") if "axis" in op.attributes else -1
+    return normalize_axis(axis, rank)
+
+
+def broadcast_shape(*shapes: Sequence[int]) -> list[int] | None:
+    """numpy's broadcast of `shapes`, or None when they do not broadcast."""
+    rank = max(len(s) for s in shapes)
+    out = []
+    for i in range(rank):
+        dims = {s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0} - {1}
+        if len(dims) > 1:
+            return None
+        out.append(dims.pop() if dims else 1)
+    return out
 
 
 def transposed_shape(shape: Sequence[int], permutation: Sequence[int]) -> list[int]:
@@ -179,8 +212,10 @@ def _check_defractalize(op: ir.Operation, target: Target) -> None:
 
 
 def _check_broadcast(op: ir.Operation, target: Target) -> None:
-    lhs, rhs, out = _shapes(op)
-    for i, (name, shape) in enumerate((("lhs", lhs), ("rhs", rhs))):
+    """Every input broadcasts (numpy rule) to the output's shape."""
+    *ins, out = _shapes(op)
+    names = _INPUT_NAMES[op.name]
+    for i, (name, shape) in enumerate(zip(names, ins)):
         if not broadcastable(shape, out):
             raise RuleError(f"operand #{i} ('{name}') of shape {shape} cannot be broadcast "
                             f"to the output shape {out}")
@@ -209,16 +244,38 @@ def _check_transpose(op: ir.Operation, target: Target) -> None:
         raise RuleError(f"output shape must be {want} (input {src} permuted by {perm}), got {dst}")
 
 
+def _check_reduce_axis_attr(op: ir.Operation, target: Target) -> None:
+    """`axis` is optional, but when present an i64."""
+    if "axis" in op.attributes:
+        a = op.attributes["axis"]
+        if not (isinstance(a, ir.IntegerAttr) and str(ir.IntegerAttr(a).type) == "i64"):
+            raise RuleError(f"attribute 'axis' must be a 64-bit integer (e.g. `1 : i64`), got {a}")
+
+
 def _check_reduce(op: ir.Operation, target: Target) -> None:
     src, dst = _shapes(op)
-    want = reduced_shape(src)
-    if dst != want:
-        raise RuleError(f"output shape must be {want} (input {src} without its last axis), got {dst}")
+    axis = int_attr(op, "axis") if "axis" in op.attributes else -1
+    if not src:
+        raise RuleError("cannot reduce a rank-0 tensor")
+    try:
+        a = normalize_axis(axis, len(src))
+    except ValueError:
+        raise RuleError(f"'axis' {axis} is out of range for the input of rank {len(src)}") from None
+    removed, kept = reduced_shape(src, a), reduced_shape(src, a, keepdims=True)
+    if dst not in (removed, kept):
+        keep = f" or {kept} (axis kept as size 1)" if kept != removed else ""
+        raise RuleError(f"output shape must be {removed} (input {src} without axis {a}){keep}, "
+                        f"got {dst}")
 
 
 # ----------------------------------------------------------------------------
 # The table
 # ----------------------------------------------------------------------------
+
+
+# Names of the inputs of the broadcasting ops, for messages.
+_INPUT_NAMES = {**{n: ("lhs", "rhs") for n in ELEMENTWISE_BINARY}, CMP: ("lhs", "rhs"),
+                SELECT: ("cond", "a", "b"), BROADCAST: ("in",)}
 
 
 def _gm(*names: str) -> tuple[Operand, ...]:
@@ -240,13 +297,21 @@ def _specs() -> list[OpSpec]:
                           (_check_same_shape,)))
     for n in UNARY:
         specs.append(spec(n, ("in", "out"), same_dtype(2, FLOAT_TYPES), checks=(_check_same_shape,)))
-    specs.append(spec(CAST, ("in", "out"), CAST_PAIRS, {"round_mode": STR}, (_check_same_shape,)))
+    specs.append(spec(CAST, ("in", "out"), ASCEND_CAST_PAIRS, {"round_mode": STR},
+                      (_check_same_shape,)))
+    specs.append(spec(CMP, ("lhs", "rhs", "out"), tuple((t, t, "i8") for t in ARITH_TYPES),
+                      {"predicate": STR}, (_check_broadcast,)))
+    specs.append(spec(SELECT, ("cond", "a", "b", "out"), tuple(("i8", t, t, t) for t in ARITH_TYPES),
+                      checks=(_check_broadcast,)))
+    specs.append(spec(BROADCAST, ("in", "out"), same_dtype(2, ARITH_TYPES),
+                      checks=(_check_broadcast,)))
     specs.append(spec(CLAMP, ("in", "out"), same_dtype(2, FLOAT_TYPES), {"min": F64, "max": F64},
                       (_check_same_shape, _check_clamp_bounds)))
     specs.append(spec(TRANSPOSE, ("in", "out"), same_dtype(2, ARITH_TYPES), {"permutation": I64_ARRAY},
                       (_check_transpose,)))
     for n in REDUCE:
-        specs.append(spec(n, ("in", "out"), same_dtype(2, FLOAT_TYPES), checks=(_check_reduce,)))
+        specs.append(OpSpec(n, _gm("in", "out"), same_dtype(2, FLOAT_TYPES), {}, {},
+                            (_check_reduce_axis_attr, _check_reduce), static_shapes=True))
     return specs
 
 

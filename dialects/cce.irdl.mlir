@@ -453,6 +453,63 @@ irdl.dialect @cce {
     irdl.attributes {"repeat" = %attr_repeat, "mask" = %attr_mask, "src_blk_stride" = %attr_src_blk_stride, "src_rep_stride" = %attr_src_rep_stride, "dst_rep_stride" = %attr_dst_rep_stride}
   }
 
+  // min over each repeat's active lanes, one element per repeat
+  irdl.operation @vcmin {
+    %dst = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %attr_repeat = irdl.base "#builtin.integer"
+    %attr_mask = irdl.base "#builtin.integer"
+    %attr_src_blk_stride = irdl.base "#builtin.integer"
+    %attr_src_rep_stride = irdl.base "#builtin.integer"
+    %attr_dst_rep_stride = irdl.base "#builtin.integer"
+    irdl.operands(dst: %dst, src: %src)
+    irdl.attributes {"repeat" = %attr_repeat, "mask" = %attr_mask, "src_blk_stride" = %attr_src_blk_stride, "src_rep_stride" = %attr_src_rep_stride, "dst_rep_stride" = %attr_dst_rep_stride}
+  }
+
+  // dst (i8) = src0 <predicate> src1 ? 1 : 0
+  irdl.operation @vcmp {
+    %dst = irdl.base "!builtin.memref"
+    %src0 = irdl.base "!builtin.memref"
+    %src1 = irdl.base "!builtin.memref"
+    %attr_repeat = irdl.base "#builtin.integer"
+    %attr_mask = irdl.base "#builtin.integer"
+    %attr_dst_blk_stride = irdl.base "#builtin.integer"
+    %attr_dst_rep_stride = irdl.base "#builtin.integer"
+    %attr_src0_blk_stride = irdl.base "#builtin.integer"
+    %attr_src0_rep_stride = irdl.base "#builtin.integer"
+    %attr_src1_blk_stride = irdl.base "#builtin.integer"
+    %attr_src1_rep_stride = irdl.base "#builtin.integer"
+    %attr_predicate_0 = irdl.is "eq"
+    %attr_predicate_1 = irdl.is "ne"
+    %attr_predicate_2 = irdl.is "lt"
+    %attr_predicate_3 = irdl.is "le"
+    %attr_predicate_4 = irdl.is "gt"
+    %attr_predicate_5 = irdl.is "ge"
+    %attr_predicate = irdl.any_of(%attr_predicate_0, %attr_predicate_1, %attr_predicate_2, %attr_predicate_3, %attr_predicate_4, %attr_predicate_5)
+    irdl.operands(dst: %dst, src0: %src0, src1: %src1)
+    irdl.attributes {"repeat" = %attr_repeat, "mask" = %attr_mask, "dst_blk_stride" = %attr_dst_blk_stride, "dst_rep_stride" = %attr_dst_rep_stride, "src0_blk_stride" = %attr_src0_blk_stride, "src0_rep_stride" = %attr_src0_rep_stride, "src1_blk_stride" = %attr_src1_blk_stride, "src1_rep_stride" = %attr_src1_rep_stride, "predicate" = %attr_predicate}
+  }
+
+  // dst = cond (i8) != 0 ? src0 : src1
+  irdl.operation @vsel {
+    %dst = irdl.base "!builtin.memref"
+    %cond = irdl.base "!builtin.memref"
+    %src0 = irdl.base "!builtin.memref"
+    %src1 = irdl.base "!builtin.memref"
+    %attr_repeat = irdl.base "#builtin.integer"
+    %attr_mask = irdl.base "#builtin.integer"
+    %attr_dst_blk_stride = irdl.base "#builtin.integer"
+    %attr_dst_rep_stride = irdl.base "#builtin.integer"
+    %attr_cond_blk_stride = irdl.base "#builtin.integer"
+    %attr_cond_rep_stride = irdl.base "#builtin.integer"
+    %attr_src0_blk_stride = irdl.base "#builtin.integer"
+    %attr_src0_rep_stride = irdl.base "#builtin.integer"
+    %attr_src1_blk_stride = irdl.base "#builtin.integer"
+    %attr_src1_rep_stride = irdl.base "#builtin.integer"
+    irdl.operands(dst: %dst, cond: %cond, src0: %src0, src1: %src1)
+    irdl.attributes {"repeat" = %attr_repeat, "mask" = %attr_mask, "dst_blk_stride" = %attr_dst_blk_stride, "dst_rep_stride" = %attr_dst_rep_stride, "cond_blk_stride" = %attr_cond_blk_stride, "cond_rep_stride" = %attr_cond_rep_stride, "src0_blk_stride" = %attr_src0_blk_stride, "src0_rep_stride" = %attr_src0_rep_stride, "src1_blk_stride" = %attr_src1_blk_stride, "src1_rep_stride" = %attr_src1_rep_stride}
+  }
+
   // 16x16 transpose of rows at src_offsets to rows at dst_offsets (32-byte blocks)
   irdl.operation @vnchwconv {
     %dst = irdl.base "!builtin.memref"

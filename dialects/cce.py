@@ -15,7 +15,7 @@ from mlir import ir
 
 from npu.dialects.hivm import CONFIG_LAYOUTS, check_mad_dims, check_offsets_count
 from npu.dialects.opspec import (
-    ARITH_TYPES, BOOL, CAST_PAIRS, ELEMENT_TYPES, F64, FLOAT_TYPES, I64, I64_ARRAY, LANES,
+    ARITH_TYPES, BOOL, CAST_PAIRS, CMP_PREDICATES, ELEMENT_TYPES, F64, FLOAT_TYPES, I64, I64_ARRAY, LANES,
     LAST_EVENT, MAX_REPEAT, STR, Bound, OpSpec, Operand, Range, check_sync_pipes,
     element_bytes, int_attr, memref_types, register, same_dtype)
 from npu.dialects.rules import RuleError
@@ -33,11 +33,13 @@ LOAD_OPS = tuple(f"cce.load_{p}" for p in LOAD_PATHS)
 VECTOR_BINARY = tuple(f"cce.{n}" for n in ("vadd", "vsub", "vmul", "vdiv", "vmax", "vmin"))
 VECTOR_SCALAR = tuple(f"cce.{n}" for n in ("vadds", "vmuls", "vmaxs", "vmins"))
 VECTOR_UNARY = tuple(f"cce.{n}" for n in ("vrelu", "vabs", "vexp", "vln", "vsqrt", "vrsqrt", "vrec"))
-VECTOR_REDUCE = ("cce.vcadd", "cce.vcmax")
+VECTOR_REDUCE = ("cce.vcadd", "cce.vcmax", "cce.vcmin")
+VECTOR_CMP = "cce.vcmp"
+VECTOR_SELECT = "cce.vsel"
 # The slow class of the vector unit (target.vector_cycles_per_repeat["transcendental"]).
 VECTOR_TRANSCENDENTAL = tuple(f"cce.{n}" for n in ("vexp", "vln", "vsqrt", "vrsqrt", "vrec", "vdiv"))
 VECTOR_OPS = VECTOR_BINARY + VECTOR_SCALAR + VECTOR_UNARY + VECTOR_REDUCE + (
-    "cce.vconv", "cce.vdup", "cce.vnchwconv")
+    "cce.vconv", "cce.vdup", "cce.vnchwconv", VECTOR_CMP, VECTOR_SELECT)
 SYNC_OPS = ("cce.set_flag", "cce.wait_flag", "cce.pipe_barrier")
 ALL_OPS = COPY_OPS + LOAD_OPS + ("cce.mad",) + VECTOR_OPS + SYNC_OPS
 
@@ -122,6 +124,13 @@ def _check_load_transpose(op: ir.Operation, target: Target) -> None:
                             f" block), got {dtype}")
 
 
+def _check_predicate(op: ir.Operation, target: Target) -> None:
+    from npu.ir import str_attr
+    pred = str_attr(op, "predicate")
+    if pred not in CMP_PREDICATES:
+        raise RuleError(f"unknown predicate '{pred}' (one of {', '.join(CMP_PREDICATES)})")
+
+
 def _check_mad_dims(op: ir.Operation, target: Target) -> None:
     check_mad_dims(int_attr(op, "m"), int_attr(op, "n"), int_attr(op, "k"),
                    memref_element(memref_types(op)[0]), target, "attribute")
@@ -172,6 +181,13 @@ def _specs() -> list[OpSpec]:
         specs.append(OpSpec(name, ub("dst", "src"), same_dtype(2, FLOAT_TYPES), _i64s(unary), unary))
     specs.append(OpSpec("cce.vconv", ub("dst", "src"), VCONV_SIGNATURES,
                         {**_i64s(unary), "round_mode": STR}, unary))
+    specs.append(OpSpec(VECTOR_CMP, ub("dst", "src0", "src1"), tuple(("i8", t, t) for t in ARITH_TYPES),
+                        {**_i64s(binary), "predicate": STR}, binary, (_check_predicate,)))
+    # The condition's strides share the 8-bit fields of the vector word's layout.
+    select = {**binary, "cond_blk_stride": binary["src1_blk_stride"],
+              "cond_rep_stride": binary["src1_rep_stride"]}
+    specs.append(OpSpec(VECTOR_SELECT, ub("dst", "cond", "src0", "src1"),
+                        tuple((t, "i8", t, t) for t in ARITH_TYPES), _i64s(select), select))
     dup = _vector_ranges("dst")
     specs.append(OpSpec("cce.vdup", ub("dst"), same_dtype(1, ARITH_TYPES), {**_i64s(dup), "scalar": F64}, dup))
     reduce = _vector_ranges("src", rep_only=("dst",))

@@ -430,6 +430,20 @@ irdl.dialect @hivm {
     irdl.operands(hi: %hi, lo: %lo)
   }
 
+  // ===== Scalar address arithmetic =====
+
+  // addr = base + sum(operand_i * scales[i]): one scalar instruction (like
+  // getelementptr) for an address that depends on loop indices.
+  irdl.operation @addr {
+    %term = irdl.is index
+    %result = irdl.is i64
+    %attr_base = irdl.base "#builtin.integer"
+    %attr_scales = irdl.base "#builtin.dense_array"
+    irdl.operands(terms: variadic %term)
+    irdl.results(addr: %result)
+    irdl.attributes {"base" = %attr_base, "scales" = %attr_scales}
+  }
+
   // ===== Synchronisation (as in cce) =====
 
   // raise event `event` of (src, dst)

@@ -3,8 +3,12 @@
 `CONFIG_LAYOUTS` is the one description of how each instruction class packs
 its fields (dialects/README.md, `hivm` section). `encode` / `decode` convert
 between field values and the word, so the cce -> hivm lowering, the
-simulator and the verifier agree on one layout. The rules check the `dtype`
-attributes and, when the config word is an `arith.constant`, its fields.
+simulator, the binary listing and the verifier agree on one layout; the mask
+register (`mask_words` / `mask_lanes`), the buffer of each address operand
+(`ADDRESS_SPACES`) and the GM argument area (`gm_arg_bases`) are defined
+here for the same reason. The rules check the `dtype` attributes and, when
+an address or the config word is an `arith.constant`, its alignment, range
+and fields (bits outside every field make a word malformed).
 """
 
 from __future__ import annotations
@@ -84,6 +88,58 @@ def decode(kind: str, word: int) -> dict[str, int]:
     return {f.name: (word >> f.lo) & f.max for f in CONFIG_LAYOUTS[kind]}
 
 
+def reserved_bits(kind: str, word: int) -> int:
+    """The bits of `word` that belong to no field (a well-formed word has none)."""
+    used = 0
+    for f in CONFIG_LAYOUTS[kind]:
+        used |= f.max << f.lo
+    return word & _MASK64 & ~used
+
+
+def to_signed(value: int) -> int:
+    """A 64-bit pattern as the signed i64 an `arith.constant` holds."""
+    value &= _MASK64
+    return value - (1 << 64) if value >> 63 else value
+
+
+# ----------------------------------------------------------------------------
+# Vector mask register and cce attribute names
+# ----------------------------------------------------------------------------
+
+
+def mask_words(active: int) -> tuple[int, int]:
+    """(hi, lo) of the mask register with the first `active` lanes on, as signed i64."""
+    lo = (1 << min(active, 64)) - 1
+    hi = (1 << max(active - 64, 0)) - 1
+    return to_signed(hi), to_signed(lo)
+
+
+def mask_lanes(hi: int, lo: int) -> int | None:
+    """Number of leading active lanes of a mask, or None when the set bits are
+    not a prefix (lane e is on iff bit e of hi:lo)."""
+    bits = ((hi & _MASK64) << 64) | (lo & _MASK64)
+    count = bits.bit_length()
+    return count if bits == (1 << count) - 1 else None
+
+
+def word_field(kind: str, cce_name: str) -> str:
+    """The word field holding a cce attribute: vector ops with one source call
+    its strides `src_*` in cce and use the `src0_*` fields."""
+    if kind == "vector" and cce_name.startswith("src_"):
+        return "src0_" + cce_name[len("src_"):]
+    return cce_name
+
+
+def gm_arg_bases(arg_bytes: list[int], granule: int) -> list[int]:
+    """Where each kernel argument starts in the GM argument area: in order, each
+    rounded up to whole `granule`s (the runtime's allocation unit)."""
+    bases, at = [], 0
+    for n in arg_bytes:
+        bases.append(at)
+        at += -(-max(n, 1) // granule) * granule
+    return bases
+
+
 # ----------------------------------------------------------------------------
 # Op tables
 # ----------------------------------------------------------------------------
@@ -98,7 +154,19 @@ VECTOR_REDUCE = ("hivm.vcadd", "hivm.vcmax")
 VECTOR_OPS = VECTOR_BINARY + VECTOR_SCALAR + VECTOR_UNARY + VECTOR_REDUCE + (
     "hivm.vconv", "hivm.vdup", "hivm.vnchwconv")
 SYNC_OPS = ("hivm.set_flag", "hivm.wait_flag", "hivm.pipe_barrier")
-ALL_OPS = COPY_OPS + LOAD_OPS + ("hivm.mad",) + VECTOR_OPS + ("hivm.set_vector_mask",) + SYNC_OPS
+ALL_OPS = (COPY_OPS + LOAD_OPS + ("hivm.mad",) + VECTOR_OPS + ("hivm.set_vector_mask", "hivm.addr")
+           + SYNC_OPS)
+
+# The buffer each address operand points into, in operand order (config excluded).
+ADDRESS_SPACES: Mapping[str, tuple[str, ...]] = {
+    **{n: tuple(reversed(n[len("hivm.copy_"):].split("_to_"))) for n in COPY_OPS},
+    **{n: tuple(reversed(n[len("hivm.load_"):].split("_to_"))) for n in LOAD_OPS},
+    "hivm.mad": ("l0c", "l0a", "l0b"),
+    **{n: ("ub",) * 3 for n in VECTOR_BINARY},
+    **{n: ("ub",) * 2 for n in VECTOR_SCALAR + VECTOR_UNARY + VECTOR_REDUCE
+       + ("hivm.vconv", "hivm.vnchwconv")},
+    "hivm.vdup": ("ub",),
+}
 
 # Which layout each op's `config` operand uses.
 CONFIG_KIND: Mapping[str, str] = {
@@ -144,11 +212,27 @@ def _constant_int(value: ir.Value) -> int | None:
 
 
 def _check_config(op: ir.Operation, target: Target) -> None:
-    """Check the fields of a constant config word (the last operand)."""
+    """Check the fields of a constant config word (the last operand) and the
+    constant addresses (aligned to their buffer's granule, inside it)."""
+    for i, space in enumerate(ADDRESS_SPACES[op.name]):
+        addr = _constant_int(op.operands[i])
+        if addr is None or space == "gm":
+            continue
+        granule, capacity = target.granule(space), target.capacity(space)
+        if addr % granule:
+            raise RuleError(f"address operand #{i} = {addr} is not aligned to the "
+                            f"{granule}-byte granule of {space}")
+        if not 0 <= addr < capacity:
+            raise RuleError(f"address operand #{i} = {addr} is outside {space} "
+                            f"[0, {capacity})")
     word = _constant_int(op.operands[len(op.operands) - 1])
     if word is None:
         return
     kind = CONFIG_KIND[op.name]
+    stray = reserved_bits(kind, word)
+    if stray:
+        raise RuleError(f"malformed {kind} configuration word 0x{word & _MASK64:016x}: bits "
+                        f"0x{stray:016x} belong to no field")
     fields = decode(kind, word)
     if "repeat" in fields and not 1 <= fields["repeat"] <= target.max_repeat:
         raise RuleError(f"config field 'repeat' must be in [1, {target.max_repeat}] "
@@ -178,6 +262,12 @@ def check_offsets_count(op: ir.Operation, target: Target) -> None:
         if n != target.fractal:
             raise RuleError(f"attribute '{name}' must have {target.fractal} entries "
                             f"(one per row of a {target.fractal}x{target.fractal} tile), got {n}")
+
+
+def _check_addr(op: ir.Operation, target: Target) -> None:
+    n = len(ir.DenseI64ArrayAttr(op.attributes["scales"]))
+    if n != len(op.operands):
+        raise RuleError(f"has {len(op.operands)} operands but {n} scales (one per operand)")
 
 
 def _addr(*names: str) -> tuple[Operand, ...]:
@@ -211,6 +301,8 @@ def _specs() -> list[OpSpec]:
                ranges={"src_offsets": _OFFSETS, "dst_offsets": _OFFSETS},
                checks=(_check_dtype, check_offsets_count, _check_config)),
         OpSpec("hivm.set_vector_mask", _addr("hi", "lo")),
+        OpSpec("hivm.addr", _addr("terms"), attrs={"base": I64, "scales": I64_ARRAY}, variadic=True,
+               checks=(_check_addr,)),
     ]
     sync_attrs = {"src": STR, "dst": STR, "event": I64}
     for n in ("hivm.set_flag", "hivm.wait_flag"):

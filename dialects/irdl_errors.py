@@ -61,6 +61,7 @@ class Constraint:
 @dataclass
 class OpConstraints:
     operands: list[tuple[str, Constraint]] = field(default_factory=list)
+    variadic: bool = False  # some operand group takes any number: counts are not checked here
     attributes: dict[str, Constraint] = field(default_factory=dict)
 
 
@@ -85,7 +86,9 @@ def _parse_irdl(text: str) -> dict[str, OpConstraints]:
                 else:
                     values[var] = Constraint(kind, rest.strip().strip('"') if kind == "base" else rest.strip())
             elif line.startswith("irdl.operands("):
-                spec.operands = [(n, values[v]) for n, v in re.findall(r"(\w+): (%\w+)", line)]
+                spec.operands = [(n, values[v]) for n, v in
+                                 re.findall(r"(\w+): (?:variadic |optional )?(%\w+)", line)]
+                spec.variadic = "variadic " in line or "optional " in line
             elif line.startswith("irdl.attributes"):
                 spec.attributes = {n: values[v] for n, v in re.findall(r'"(\w+)" = (%\w+)', line)}
         ops[f"{dialect}.{name}"] = spec
@@ -121,11 +124,14 @@ def violation(op: ir.Operation) -> str | None:
     if spec is None:
         return None
     prefix = f"'{op.name}' op"
-    if len(op.operands) != len(spec.operands):
+    # With a variadic group, which operand is which needs the segment sizes:
+    # operands are then left to IRDL's own message.
+    if not spec.variadic and len(op.operands) != len(spec.operands):
         names = ", ".join(n for n, _ in spec.operands)
         return (f"{prefix} expects {len(spec.operands)} operands ({names}), "
                 f"got {len(op.operands)}")
-    for i, ((name, c), value) in enumerate(zip(spec.operands, op.operands)):
+    for i, ((name, c), value) in enumerate(zip([] if spec.variadic else spec.operands,
+                                               op.operands)):
         if not c.allows(str(value.type), _base_of_type(value.type)):
             return f"{prefix} operand #{i} ('{name}') must be {c.describe()}, got {value.type}"
     for name, c in spec.attributes.items():

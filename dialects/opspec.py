@@ -28,9 +28,16 @@ ELEMENT_TYPES = ("f16", "f32", "i8", "i32")
 FLOAT_TYPES = ("f16", "f32")
 ARITH_TYPES = ("f16", "f32", "i32")
 
-# Supported conversions (src, dst) of ascend.cast and cce/hivm vconv.
+# Conversions (src, dst) the vector unit does in one cce/hivm vconv.
 CAST_PAIRS: tuple[tuple[str, str], ...] = (
-    ("f16", "f32"), ("f32", "f16"), ("f16", "i32"), ("f32", "i32"), ("i8", "f16"), ("f16", "i8"))
+    ("f16", "f32"), ("f32", "f16"), ("f16", "i32"), ("f32", "i32"), ("i8", "f16"), ("f16", "i8"),
+    ("i32", "f32"))
+# Conversions of ascend.cast: every ordered pair of distinct element types
+# (the lowering chains vconvs through f16/f32 where there is no direct one).
+ASCEND_CAST_PAIRS: tuple[tuple[str, str], ...] = tuple(
+    (a, b) for a in ELEMENT_TYPES for b in ELEMENT_TYPES if a != b)
+# Predicates of ascend.cmp and cce.vcmp.
+CMP_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
 
 # A bound of an attribute range: a number, or computed from the target and op.
 BoundFn = Callable[[Target, ir.Operation], int]
@@ -86,6 +93,7 @@ class OpSpec:
     ranges: Mapping[str, Range] = field(default_factory=dict)
     checks: tuple[Check, ...] = ()
     static_shapes: bool = False
+    variadic: bool = False  # any number of operands (IRDL checks their types)
 
 
 def same_dtype(n: int, types: Iterable[str]) -> tuple[tuple[str, ...], ...]:
@@ -142,6 +150,8 @@ def _shape_text(t: ir.MemRefType) -> str:
 
 
 def _check_operands(spec: OpSpec, op: ir.Operation) -> None:
+    if spec.variadic:
+        return
     if len(op.operands) != len(spec.operands):
         # IRDL reports this first; kept for ops built without verification.
         raise RuleError(f"expects {len(spec.operands)} operands, got {len(op.operands)}")
@@ -160,6 +170,18 @@ def _check_operands(spec: OpSpec, op: ir.Operation) -> None:
                             f"'{want.space}', got '{memory_space(t)}'")
         if spec.static_shapes and not t.has_static_shape:
             raise RuleError(f"operand #{i} ('{want.name}') must have a static shape, got {t}")
+        if not _is_strided(t):
+            raise RuleError(f"operand #{i} ('{want.name}') has the layout {t.layout}, which is "
+                            "not strided: operands are row-major or strided<...> memrefs, the "
+                            "address of an element must be offset + sum(index * stride)")
+
+
+def _is_strided(t: ir.MemRefType) -> bool:
+    try:
+        t.get_strides_and_offset()
+    except RuntimeError:  # MLIR's "Failed to extract strides and offset"
+        return False
+    return True
 
 
 def _check_dtypes(spec: OpSpec, op: ir.Operation) -> None:

@@ -20,6 +20,8 @@ _PASS_MODULES: dict[str, str] = {
     "annotate_target": "AnnotateTargetPass",
     "lower_matmul": "LowerMatmul",
     "lower_fractalize": "LowerFractalize",
+    "lower_cce_to_hivm": "LowerCCEToHIVM",
+    "linalg_to_ascend": "LinalgToAscendPass",
 }
 
 

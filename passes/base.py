@@ -114,6 +114,37 @@ class PassError(Exception):
         self.op = op.operation if op is not None else None
 
 
+def drop_empty_work(module: ir.Operation, names: Sequence[str]) -> None:
+    """Erase the ops named `names` whose output (the last operand: ascend ops
+    are destination-passing) has no elements: they compute nothing, so the
+    correct program for them is empty. An op with an empty input but a
+    non-empty output (a reduction over an empty axis, a matmul with an empty
+    reduction dimension) is an error at the op: the lowerings do not
+    produce an identity fill."""
+    from npu import ir as nir
+
+    for op in nir.ops_named(module, *names):
+        sizes = [_elements(v.type) for v in op.operands]
+        if not sizes or min(sizes) > 0:
+            continue
+        if sizes[-1] == 0:
+            op.erase()
+            continue
+        i = sizes.index(0)
+        raise PassError(f"operand #{i} ({op.operands[i].type}) has no elements but the output "
+                        f"has {sizes[-1]}: an empty reduction or contraction is not supported",
+                        op)
+
+
+def _elements(t: ir.Type) -> int:
+    if not isinstance(t, ir.MemRefType):
+        return 1
+    count = 1
+    for d in t.shape:
+        count *= d
+    return count
+
+
 def ub_fraction_option(default: float, help: str) -> Option:
     """The `ub-fraction` option of the lowerings: a share of UB in (0, 1]."""
     return Option("ub-fraction", float, default, help, low=0.0, high=1.0, low_open=True)

@@ -26,7 +26,12 @@ Two modes:
 
 Control flow is structured: a nested loop (or scf.if) is one compound node of
 its parent block, touching the union of its ops' bytes on each of its pipes;
-its inner dependencies are handled inside it.
+its inner dependencies are handled inside it, first. What its syncs imply
+at its exit feeds the parent's clocks: a pipe that waited (in the last
+iteration) for a flag set after another pipe's last instruction of the body
+needs no new pair for the loop's work, and a carried pair whose set follows
+its pipe's last instruction of the body has its balancing wait moved right
+before the first later node that needs that order (instead of a new pair).
 """
 
 from __future__ import annotations
@@ -299,6 +304,9 @@ class FlagPair:
     loop: Node | None = None
     intervals: list[tuple[int, int]] = field(default_factory=list)
     event: int = -1
+    # A carried pair's balancing wait goes before this node of the loop's
+    # block (a consumer of the loop's work it orders) instead of at the end.
+    balance_at: Node | None = None
 
 
 @dataclass
@@ -331,12 +339,33 @@ class _BlockState:
     def barrier_v(self) -> None:
         self.known.setdefault("V", {})["V"] = self.count.get("V", 0)
 
+    def implies(self, pairs, key: tuple[int, int]) -> None:
+        """Node `key` (a compound) leaves pipe q knowing that all of p's work
+        in it is done, for each (q, p) in `pairs`: a later q instruction needs
+        no flag (or V barrier, q == p == V) for a dependency on it."""
+        for q, p in pairs:
+            mine = self.known.setdefault(q, {})
+            mine[p] = max(mine.get(p, 0), self.index[key][p])
+
+    def implied(self) -> set[tuple[str, str]]:
+        """(q, p): q knows p's last instruction so far has finished."""
+        return {(q, p) for q in self.known for p, n in self.count.items()
+                if n and self.knows(q, p) >= n}
+
     def issue(self, node: Node, key: tuple[int, int]) -> None:
         self.index[key] = {}
         for p in node.pipes:
             self.count[p] = self.count.get(p, 0) + 1
             self.index[key][p] = self.count[p]
         self.snapshot[key] = {p: dict(self.known.get(p, {})) for p in node.pipes}
+
+
+@dataclass
+class _Exit:
+    """What finishing a block implies (see `_PreciseMode._block`)."""
+
+    implied: set[tuple[str, str]]
+    offers: dict[tuple[str, str], FlagPair]
 
 
 class _PreciseMode:
@@ -378,7 +407,42 @@ class _PreciseMode:
         self._allocate_events()
         self._emit()
 
-    def _block(self, nodes: list[Node], loop: Node | None) -> None:
+    def _block(self, nodes: list[Node], loop: Node | None) -> "_Exit":
+        """Synchronise one block (and, first, the blocks nested in it).
+        Returns what the block's exit implies: the (q, p) pipe pairs where q
+        has waited for a flag set after p's last instruction of the block,
+        and the carried pairs whose balancing wait would imply it."""
+        # Nested blocks first: what their exits imply feeds this block's
+        # clocks. Their pairs still follow this block's (stable output).
+        outer_pairs, outer_vbars = self.pairs, self.v_barriers
+        self.pairs, self.v_barriers = [], []
+        exits = {id(y): self._exit_of(y) for y in nodes if y.children}
+        inner_pairs, inner_vbars = self.pairs, self.v_barriers
+        self.pairs, self.v_barriers = outer_pairs, outer_vbars
+        first_new = len(self.pairs)
+        st = self._walk(nodes, loop, exits)
+        offers: dict[tuple[str, str], FlagPair] = {}
+        for fp in self.pairs[first_new:]:
+            if fp.loop is not None and self._last_of(nodes, fp.src) is fp.producer:
+                offers[(fp.src, fp.dst)] = fp
+        self.pairs += inner_pairs
+        self.v_barriers += inner_vbars
+        return _Exit(st.implied(), offers)
+
+    @staticmethod
+    def _last_of(nodes: list[Node], pipe: str) -> Node | None:
+        return next((n for n in reversed(nodes) if pipe in n.pipes), None)
+
+    def _exit_of(self, y: Node) -> "_Exit":
+        """What a compound implies once it is done: a loop's body exit (the
+        last iteration's), an scf.if's only when both branches imply it."""
+        if y.op.name == "scf.for":
+            return self._block(y.children[0], y)
+        implied = [self._block(child, None).implied for child in y.children]
+        return _Exit(set.intersection(*implied) if len(implied) == 2 else set(), {})
+
+    def _walk(self, nodes: list[Node], loop: Node | None,
+              exits: dict[int, "_Exit"]) -> "_BlockState":
         st = _BlockState()
         # decisions of the first walk, replayed on the second (carried) walk
         waits_before: dict[int, list[tuple[str, str, int]]] = {}
@@ -416,6 +480,16 @@ class _PreciseMode:
                     if st.knows(q, p) >= st.index[xkey][p]:
                         continue  # implied by a flag added for another pipe pair just now
                     j = xkey[1]
+                    offer = exits[id(nodes[j])].offers.get((p, q)) if id(nodes[j]) in exits else None
+                    if offer is not None and (copy == 0 or j < i) and (
+                            offer.balance_at is None or offer.balance_at is y):
+                        # The loop's balancing wait, moved before y, orders y
+                        # after all of p's work in the loop: no new pair.
+                        offer.balance_at = y
+                        if copy == 0:
+                            waits_before.setdefault(i, []).append((p, q, j))
+                        st.learn(q, p, xkey if copy == 0 else (1, j))
+                        continue
                     if self.sink_sets and (copy == 0 or j < i):
                         j = self._sink(nodes, j, i, p)
                         xkey = (xkey[0], j)
@@ -436,9 +510,9 @@ class _PreciseMode:
                     self.v_barriers.append(y)
                     st.barrier_v()
                 st.issue(y, key)
-        for y in nodes:
-            for child in y.children:
-                self._block(child, y if y.op.name == "scf.for" else None)
+                if id(y) in exits:
+                    st.implies(exits[id(y)].implied, key)
+        return st
 
     @staticmethod
     def _sink(nodes: list[Node], j: int, i: int, p: str) -> int:
@@ -483,6 +557,10 @@ class _PreciseMode:
                 have.producer = fp.producer
             if self.pos[id(fp.consumer)].before < self.pos[id(have.consumer)].before:
                 have.consumer = fp.consumer
+            if fp.balance_at is not None and (
+                    have.balance_at is None
+                    or self.pos[id(fp.balance_at)].before < self.pos[id(have.balance_at)].before):
+                have.balance_at = fp.balance_at
             start, end = self.block_span[id(have.loop)]
             have.intervals = [(start, self.pos[id(have.consumer)].before),
                               (self.pos[id(have.producer)].after, end)]
@@ -516,8 +594,11 @@ class _PreciseMode:
                 group = self._merge_carried(group)
                 for fp in self._color(group):
                     # Still out of ids: a full barrier right before the
-                    # consumer orders the producer too (in any earlier iteration).
+                    # consumer orders the producer too (in any earlier iteration),
+                    # and one before the node its balancing wait was to order.
                     self.all_barriers.append(fp.consumer)
+                    if fp.balance_at is not None:
+                        self.all_barriers.append(fp.balance_at)
             kept += [fp for fp in group if fp.event >= 0]
         self.pairs = kept
 
@@ -530,7 +611,8 @@ class _PreciseMode:
                 block = fp.loop.op.block
                 first, last = list(block.operations)[0], list(block.operations)[-1]
                 insert_before(first.operation, "cce.set_flag", **attrs)
-                insert_before(last.operation, "cce.wait_flag", **attrs)
+                balance = fp.balance_at.op if fp.balance_at is not None else last.operation
+                insert_before(balance, "cce.wait_flag", **attrs)
         seen = set()
         for node in self.v_barriers:
             if id(node) not in seen:

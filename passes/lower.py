@@ -1,11 +1,12 @@
-"""`npu-lower`: the default pipeline from `ascend` to planned, synchronised `cce`.
+"""`npu-lower`: the default pipeline from `ascend` to `hivm` instructions.
 
 Runs, in order and by instantiating the registered pass classes (one place,
 no copied code): `npu-plan-gm` (GM temporaries into one workspace; skip with
 `plan-gm=false`), every lowering (matmul, fractalize, elementwise, transpose,
-reduce), then `npu-double-buffer` (optional), `npu-plan-memory` and
-`npu-insert-sync`. Every choice of those passes is an option here and is
-forwarded to the pass that owns it. A lowering that is not registered is
+reduce), then `npu-double-buffer` (optional), `npu-plan-memory`,
+`npu-insert-sync` and `npu-lower-cce-to-hivm` (`emit=cce` stops before it,
+at planned, synchronised cce). Every choice of those passes is an option
+here and is forwarded to the pass that owns it. A lowering that is not registered is
 skipped, but no `ascend` op may survive: that is an error at the op.
 
 `tuning-record=FILE` (written by `npu-tune`) gives options per op: they are
@@ -43,7 +44,8 @@ _UNSET: dict[str, Any] = {"strategy": "", "m": 0, "n": 0, "k": 0, "matmul-schedu
 
 class LowerPass(Pass):
     name = "npu-lower"
-    summary = "Default pipeline: all ascend lowerings, double buffering, memory planning, sync"
+    summary = ("Default pipeline: all ascend lowerings, double buffering, memory planning, sync, "
+               "cce -> hivm")
     options = (
         Option("strategy", str, "", "matmul loop order (npu-lower-matmul strategy; empty: its default)",
                choices=("",) + STRATEGIES),
@@ -75,6 +77,8 @@ class LowerPass(Pass):
                "same-pipe transfers instead of one per transfer"),
         Option("tuning-record", str, "", "npu-tune record (JSON) whose per-op options apply "
                "to the ops they match"),
+        Option("emit", str, "hivm", "the level to stop at: planned, synchronised cce, or hivm "
+               "instructions (npu-lower-cce-to-hivm)", choices=("cce", "hivm")),
     )
 
     def _make(self, flag: str, **values: Any) -> Pass | None:
@@ -133,6 +137,8 @@ class LowerPass(Pass):
         steps: list[Pass | None] = [self._make("npu-double-buffer", unmarked=self.double_buffer)]
         steps.append(self._required("npu-plan-memory", algorithm=self.plan))
         steps.append(self._required("npu-insert-sync", mode=self.sync, **{"sink-sets": self.sink_sets}))
+        if self.emit == "hivm":
+            steps.append(self._required("npu-lower-cce-to-hivm"))
         for step in steps:
             if step is not None:
                 step.run(module)

@@ -20,9 +20,9 @@ Scheme, per op:
     operand: block stride 0, repeat stride one block). A row that is not
     whole blocks is handled as its whole blocks plus the block ending at the
     row's end (see `RowsLowering`);
-  * a scalar input is loaded as one granule and its lane 0 copied to a whole
-    block by `vcadd` (mask 1, source repeat stride 0), read with block and
-    repeat stride 0;
+  * a scalar input is loaded as one granule and its element 0 broadcast to
+    a whole block by one `vnchwconv` (any 2- or 4-byte type), read with
+    block and repeat stride 0;
   * vector instructions use the full mask over whole repeats, at most
     `max_repeat` repeats each, and a partial mask for the last repeat;
   * a tensor smaller than one granule is moved as one whole granule (the
@@ -30,19 +30,18 @@ Scheme, per op:
     own lanes; with mixed element sizes each tensor moves only the granules
     its own elements occupy (never past its padded last granule).
 
-Operations the vector unit lacks are composed, in place in the output
-buffer:
-  neg(x)     = vmuls(x, -1)                          exact
-  sigmoid(x) = vrec(vadds(vexp(vmuls(x, -1)), 1))   exp(-x) overflows to inf
-               for x < -88.7 (f32) giving 0 where the true value is < 3e-39
-  tanh(x)    = 1 - 2 / (exp(2x) + 1)                saturates to +-1 exactly;
-               near 0 the subtraction cancels: the error is a few f32 ulps
-               of 1 (~3e-7) absolute, not relative to x.
-For f16 data the two composed activations run in f32 (vconv in, the recipe,
-one vconv back with round-to-nearest), so the result is the f32 value
-rounded once: within one f16 ulp (plus ~3e-7 absolute for tanh near 0),
-where four f16-rounded steps would be ~4 ulps off. It costs an f32 buffer
-(6 bytes per element instead of 2) and two conversions per repeat.
+What each op computes per instruction (the composed recipes of neg,
+sigmoid, tanh and erf, the vconv chains of casts, vcmp / vsel for cmp and
+select, vmax(x, x) for broadcast copies) and its precision is in
+`npu.vector_compute`.
+
+General broadcasting: the output's dims of size 1 are dropped and adjacent
+dims that every input either follows or broadcasts alike are merged. Two
+merged dims or fewer are exactly the cases above (same-shape, scalar, row,
+column). With more, the leading merged dims become an `scf.for` over 2-D
+slices (the last two merged dims), each slice lowered as above at its GM
+offset; a slice of the output must then be at least one 32-byte block
+(smaller ones would share a granule with the next slice).
 """
 
 from __future__ import annotations
@@ -54,48 +53,19 @@ import numpy as np
 from mlir import ir
 
 from npu import ir as nir
-from npu.cce_build import View, copy, for_range, index_mul, lin, sub
-from npu.passes.base import Option, Pass, PassError, ub_fraction_option
+from npu.cce_build import View, copy, delinearize, for_range, index_mul, lin, sub
+from npu.dialects.ascend import broadcastable
+from npu.passes.base import Option, Pass, PassError, drop_empty_work, ub_fraction_option
+from npu.passes.elementwise_small import SmallElementwise
+from npu.vector_compute import (BINARY, CAST_CHAINS, SCALAR, UNARY, Compute, Step, cast_compute,
+                                unary_compute)
 from npu.vector_tiling import (ChunkPlan, VectorGeometry, max_chunk_elements, plan_chunks,
                                round_down, split_repeats)
 
-BINARY = {"ascend.add": "cce.vadd", "ascend.sub": "cce.vsub", "ascend.mul": "cce.vmul",
-          "ascend.div": "cce.vdiv", "ascend.max": "cce.vmax", "ascend.min": "cce.vmin"}
-SCALAR = {"ascend.adds": "cce.vadds", "ascend.muls": "cce.vmuls",
-          "ascend.maxs": "cce.vmaxs", "ascend.mins": "cce.vmins"}
-
-
-@dataclass(frozen=True)
-class Step:
-    """One in-place vector instruction of a unary recipe."""
-
-    op: str
-    scalar: float | None = None
-
-
-UNARY: dict[str, tuple[Step, ...]] = {
-    "ascend.relu": (Step("cce.vrelu"),),
-    "ascend.abs": (Step("cce.vabs"),),
-    "ascend.neg": (Step("cce.vmuls", -1.0),),
-    "ascend.exp": (Step("cce.vexp"),),
-    "ascend.ln": (Step("cce.vln"),),
-    "ascend.sqrt": (Step("cce.vsqrt"),),
-    "ascend.rsqrt": (Step("cce.vrsqrt"),),
-    "ascend.reciprocal": (Step("cce.vrec"),),
-    "ascend.sigmoid": (Step("cce.vmuls", -1.0), Step("cce.vexp"), Step("cce.vadds", 1.0),
-                       Step("cce.vrec")),
-    "ascend.tanh": (Step("cce.vmuls", 2.0), Step("cce.vexp"), Step("cce.vadds", 1.0),
-                    Step("cce.vrec"), Step("cce.vmuls", -2.0), Step("cce.vadds", 1.0)),
-}
-
-# Recipes of several rounded steps, computed in f32 for f16 data.
-COMPOSED = ("ascend.tanh", "ascend.sigmoid")
-
-# (from, to) pairs of ascend.cast (dialects/README.md).
-CASTS = {("f16", "f32"), ("f32", "f16"), ("f16", "i32"), ("f32", "i32"), ("i8", "f16"),
-         ("f16", "i8")}
-
-HANDLED = tuple(BINARY) + tuple(SCALAR) + tuple(UNARY) + ("ascend.cast", "ascend.clamp")
+CMP, SELECT, BROADCAST = "ascend.cmp", "ascend.select", "ascend.broadcast"
+# Ops whose inputs broadcast (numpy) to the output.
+BROADCASTING = tuple(BINARY) + (CMP, SELECT, BROADCAST)
+HANDLED = BROADCASTING + tuple(SCALAR) + tuple(UNARY) + ("ascend.cast", "ascend.clamp")
 
 
 # ----------------------------------------------------------------------------
@@ -105,11 +75,13 @@ HANDLED = tuple(BINARY) + tuple(SCALAR) + tuple(UNARY) + ("ascend.cast", "ascend
 
 @dataclass
 class Input:
-    """A GM input and how it broadcasts to the output."""
+    """A GM input (`value`: a 1-D view of the elements one lowering sees) and
+    how it broadcasts to the output."""
 
     value: ir.Value
     kind: str  # "full" | "scalar" | "row" | "column"
     elem: str
+    aliases_out: bool = False  # the same GM memref as the output
 
 
 def classify(op: ir.Operation, in_shape: Sequence[int], out_shape: Sequence[int]) -> str:
@@ -135,64 +107,6 @@ def classify(op: ir.Operation, in_shape: Sequence[int], out_shape: Sequence[int]
 
 
 # ----------------------------------------------------------------------------
-# The compute of one op on UB views
-# ----------------------------------------------------------------------------
-
-
-@dataclass
-class Compute:
-    """What to emit per vector instruction: `emit(dst, srcs, repeat, mask)`."""
-
-    op: ir.Operation
-    kind: str  # "binary" | "scalar" | "unary" | "cast"
-    vop: str = ""
-    scalar: float = 0.0
-    steps: tuple[Step, ...] = ()
-    round_mode: str = ""
-    # Element type a composed recipe runs in ("f32" for f16 tanh/sigmoid).
-    widen: str | None = None
-
-    def emit(self, dst: View, srcs: Sequence[View], repeat: int, mask: int,
-             tmp: View | None = None) -> None:
-        common = dict(repeat=repeat, mask=mask, dst_blk_stride=dst.blk, dst_rep_stride=dst.rep)
-        if self.widen:
-            # f16 -> f32, the recipe in f32, one rounding back to f16.
-            assert tmp is not None
-            wide = dict(repeat=repeat, mask=mask, dst_blk_stride=tmp.blk, dst_rep_stride=tmp.rep)
-            nir.create_op("cce.vconv", [tmp.value, srcs[0].value], **wide,
-                          src_blk_stride=srcs[0].blk, src_rep_stride=srcs[0].rep,
-                          round_mode="none")
-            for step in self.steps:
-                self._unary(step.op, tmp, tmp, wide, step.scalar)
-            nir.create_op("cce.vconv", [dst.value, tmp.value], **common,
-                          src_blk_stride=tmp.blk, src_rep_stride=tmp.rep, round_mode="rint")
-            return
-        if self.kind == "binary":
-            a, b = srcs
-            nir.create_op(self.vop, [dst.value, a.value, b.value], **common,
-                          src0_blk_stride=a.blk, src0_rep_stride=a.rep,
-                          src1_blk_stride=b.blk, src1_rep_stride=b.rep)
-        elif self.kind == "scalar":
-            self._unary(self.vop, dst, srcs[0], common, self.scalar)
-        elif self.kind == "cast":
-            (src,) = srcs
-            nir.create_op("cce.vconv", [dst.value, src.value], **common,
-                          src_blk_stride=src.blk, src_rep_stride=src.rep,
-                          round_mode=self.round_mode)
-        else:
-            src = srcs[0]
-            for step in self.steps:
-                self._unary(step.op, dst, src, common, step.scalar)
-                src = dst  # later steps work in place
-
-    @staticmethod
-    def _unary(name: str, dst: View, src: View, common: dict, scalar: float | None) -> None:
-        extra = {} if scalar is None else {"scalar": float(scalar)}
-        nir.create_op(name, [dst.value, src.value], **common, src_blk_stride=src.blk,
-                      src_rep_stride=src.rep, **extra)
-
-
-# ----------------------------------------------------------------------------
 # The pass
 # ----------------------------------------------------------------------------
 
@@ -213,32 +127,45 @@ class LowerElementwise(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
+        drop_empty_work(module, HANDLED)
         self.lower_each(module, erase=True)
 
     # -- analysis -------------------------------------------------------------
-    def compute_of(self, op: ir.Operation, in_elem: str, out_elem: str) -> Compute:
+    def compute_of(self, op: ir.Operation, inputs: list["Input"], out_elem: str) -> Compute:
         name = op.name
+        in_elem = inputs[-1].elem  # the data operand (select: a/b, not cond)
         if name == "ascend.cast":
-            if (in_elem, out_elem) not in CASTS:
-                pairs = ", ".join(f"{a}->{b}" for a, b in sorted(CASTS))
+            compute = cast_compute(in_elem, out_elem, nir.str_attr(op, "round_mode"))
+            if compute is None:
+                pairs = ", ".join(f"{a}->{b}" for a, b in sorted(CAST_CHAINS))
                 raise PassError(f"unsupported cast from {in_elem} to {out_elem} "
                                 f"(supported: {pairs})", op)
-            return Compute(op, "cast", round_mode=nir.str_attr(op, "round_mode"))
-        if in_elem != out_elem:
+            return compute
+        if name == CMP:
+            if inputs[0].elem != inputs[1].elem or out_elem != "i8":
+                raise PassError(f"cmp compares two operands of one type into i8, got "
+                                f"{inputs[0].elem}, {inputs[1].elem} -> {out_elem}", op)
+            return Compute("cmp", predicate=nir.str_attr(op, "predicate"))
+        if name == SELECT:
+            if inputs[0].elem != "i8" or not inputs[1].elem == inputs[2].elem == out_elem:
+                raise PassError("select needs an i8 condition and a, b, out of one type, got "
+                                f"{', '.join(i.elem for i in inputs)} -> {out_elem}", op)
+            return Compute("select")
+        if any(i.elem != out_elem for i in inputs):
             raise PassError(f"input element type {in_elem} differs from output {out_elem}", op)
+        if name == BROADCAST:
+            return Compute("copy")
         if name in BINARY:
-            return Compute(op, "binary", vop=BINARY[name])
+            return Compute("binary", vop=BINARY[name])
         if name in SCALAR:
-            return Compute(op, "scalar", vop=SCALAR[name], scalar=nir.float_attr(op, "scalar"))
+            return Compute("scalar", vop=SCALAR[name], scalar=nir.float_attr(op, "scalar"))
         if in_elem not in ("f16", "f32"):
             raise PassError(f"'{name}' needs f16 or f32 operands, got {in_elem}", op)
         if name == "ascend.clamp":
             lo, hi = nir.float_attr(op, "min"), nir.float_attr(op, "max")
-            return Compute(op, "unary", steps=(Step("cce.vmaxs", lo), Step("cce.vmins", hi)))
-        # Composed activations on f16 run in f32 and round once (as the
-        # ascend semantics does): f16 after every step would be ~4 ulps off.
-        widen = "f32" if name in COMPOSED and in_elem == "f16" else None
-        return Compute(op, "unary", steps=UNARY[name], widen=widen)
+            return Compute("unary", steps=(Step("cce.vmaxs", lo, "y", ("x",)),
+                                           Step("cce.vmins", hi)))
+        return unary_compute(name, in_elem)
 
     def lower(self, op: ir.Operation) -> None:
         operands = list(op.operands)
@@ -250,21 +177,126 @@ class LowerElementwise(Pass):
             if not nir.is_contiguous(v):
                 raise PassError(f"operand of type {v.type} is not contiguous (row-major, "
                                 "dense); the vector lowering moves whole runs", op)
-        inputs = [Input(v, classify(op, nir.memref_shape(v), out_shape), nir.memref_element(v))
-                  for v in operands[:-1]]
-        if op.name not in BINARY:
-            if inputs[0].kind != "full":
-                raise PassError(f"input shape {nir.memref_shape(inputs[0].value)} must equal the "
-                                f"output shape {out_shape}", op)
-        if op.name in BINARY and inputs[0].elem != inputs[1].elem:
-            raise PassError(f"operand element types differ ({inputs[0].elem} vs "
-                            f"{inputs[1].elem})", op)
+        in_shapes = [nir.memref_shape(v) for v in operands[:-1]]
+        for shape in in_shapes:
+            if not broadcastable(shape, out_shape):
+                raise PassError(f"operand shape {shape} does not broadcast to the output shape "
+                                f"{out_shape}", op)
+        if op.name not in BROADCASTING and in_shapes[0] != out_shape:
+            raise PassError(f"input shape {in_shapes[0]} must equal the output shape "
+                            f"{out_shape}", op)
         out_elem = nir.memref_element(out)
-        compute = self.compute_of(op, inputs[0].elem, out_elem)
-        if any(i.kind in ("row", "column") for i in inputs):
-            RowsLowering(self, op, inputs, out, out_elem, compute).emit()
+        elems = [nir.memref_element(v) for v in operands[:-1]]
+        probe = [Input(v, "full", e) for v, e in zip(operands[:-1], elems)]
+        compute = self.compute_of(op, probe, out_elem)
+        dims, slice_in, slice_out = collapse_broadcast(in_shapes, out_shape)
+        flats = [nir.flatten_memref(v) for v in operands]
+        aliased = [v == out for v in operands[:-1]]
+
+        def lower_slice(in_offsets, out_offset) -> None:
+            inputs = []
+            for k, (flat, shape, e) in enumerate(zip(flats, slice_in, elems)):
+                size = int(np.prod(shape))
+                view = flat if in_offsets is None else sub(flat, in_offsets[k], size)
+                inputs.append(Input(view, classify(op, shape, slice_out), e, aliased[k]))
+            out_view = flats[-1] if out_offset is None else sub(flats[-1], out_offset,
+                                                                 int(np.prod(slice_out)))
+            if any(i.kind in ("row", "column") for i in inputs):
+                RowsLowering(self, op, inputs, out_view, slice_out, out_elem, compute).emit()
+            else:
+                FlatLowering(self, op, inputs, out_view, slice_out, out_elem, compute).emit()
+
+        why = self.untileable(op, dims, slice_in, slice_out, elems, out_elem)
+        if why:
+            SmallElementwise(self, op, in_shapes, out_shape, elems, out_elem, compute,
+                             why).emit()
+            return
+        if not dims.outer:
+            lower_slice(None, None)
+            return
+
+        def body(i) -> None:
+            index = delinearize(i, dims.outer)
+            offsets = [lin(*[(ix, st) for ix, st in zip(index, strides) if st])
+                       for strides in dims.in_strides]
+            out_offset = lin(*[(ix, st) for ix, st in zip(index, dims.out_strides)])
+            lower_slice(offsets, out_offset)
+
+        for_range(int(np.prod(dims.outer)), body)
+
+
+    def untileable(self, op: ir.Operation, dims: "OuterDims", slice_in: list[list[int]],
+                   slice_out: list[int], elems: list[str], out_elem: str) -> str:
+        """Why the tiled lowering (flat / rows, in a slice loop) cannot place
+        this broadcast; empty when it can."""
+        block = VectorGeometry.for_types(
+            self.target, [nir.element_bytes(e) for e in elems + [out_elem]]).block
+        kinds = [classify(op, s, slice_out) for s in slice_in]
+        if dims.outer:
+            # A slice under one block would move a whole granule: past the
+            # slice (clobbering the next one, or out of the tensor for the
+            # last); a one-element slice too, unless it never moves.
+            moving = [s for s, strides in zip(slice_in, dims.in_strides) if any(strides)]
+            small = [list(s) for s in slice_in + [slice_out]
+                     if 1 < int(np.prod(s)) < block or (s in moving and int(np.prod(s)) == 1)]
+            if small:
+                return (f"broadcasting to {nir.memref_shape(op.operands[-1])} loops over slices "
+                        f"of shape {slice_out}, and a slice of shape {small[0]} is smaller than "
+                        f"one 32-byte block ({block} elements)")
+        n = slice_out[-1]
+        if any(k in ("row", "column") for k in kinds) and n % block and n < block:
+            return (f"broadcasting a row or column operand needs the last dimension ({n}) to be "
+                    f"at least one 32-byte block ({block} elements)")
+        if any(e == "i8" and k in ("column", "scalar") for e, k in zip(elems, kinds)):
+            return "an i8 operand broadcast as a column or scalar"
+        return ""
+
+
+@dataclass(frozen=True)
+class OuterDims:
+    """Leading merged dims looped over: their sizes, and per operand the
+    element stride of each (0 where the operand broadcasts)."""
+
+    outer: list[int]
+    in_strides: list[list[int]]
+    out_strides: list[int]
+
+
+def collapse_broadcast(in_shapes: Sequence[Sequence[int]], out_shape: Sequence[int]
+                       ) -> tuple[OuterDims, list[list[int]], list[int]]:
+    """Merge the output's dims into runs every input follows or broadcasts
+    alike; returns the leading runs (all but the last two) as loop dims and
+    the per-input / output shapes of one slice (the last two runs)."""
+    rank = len(out_shape)
+    padded = [[1] * (rank - len(s)) + list(s) for s in in_shapes]
+    groups: list[list] = []  # [size, signature]
+    for d, size in enumerate(out_shape):
+        if size == 1:
+            continue
+        sig = tuple(p[d] == size for p in padded)
+        if groups and groups[-1][1] == sig:
+            groups[-1][0] *= size
         else:
-            FlatLowering(self, op, inputs, out, out_elem, compute).emit()
+            groups.append([size, sig])
+    if not groups:
+        groups = [[1, tuple(True for _ in in_shapes)]]
+    inner, lead = groups[-2:], groups[:-2]
+    slice_out = [g[0] for g in inner]
+    slice_in = [[g[0] if g[1][k] else 1 for g in inner] for k in range(len(in_shapes))]
+    outer = [g[0] for g in lead]
+    in_strides, out_strides = [], []
+    for k in range(len(in_shapes)):
+        stride = int(np.prod(slice_in[k]))
+        strides = []
+        for size, sig in reversed(lead):
+            strides.append(stride if sig[k] else 0)
+            stride *= size if sig[k] else 1
+        in_strides.append(list(reversed(strides)))
+    stride = int(np.prod(slice_out))
+    for size, _ in reversed(lead):
+        out_strides.append(stride)
+        stride *= size
+    return OuterDims(outer, in_strides, list(reversed(out_strides))), slice_in, slice_out
 
 
 def writes_in_place(p: LowerElementwise, compute: Compute, full: list[Input]) -> bool:
@@ -277,8 +309,8 @@ def writes_in_place(p: LowerElementwise, compute: Compute, full: list[Input]) ->
     a separate output buffer lets the next load start once the compute has
     read the input. `in-place-unary` trades that for chunks twice as big
     (fewer transfers: better without double buffering)."""
-    if compute.kind == "cast" or not full:
-        return False
+    if compute.kind in ("cast", "cmp", "select") or not full:
+        return False  # the output's type differs from the first streamed input's
     return len(full) >= 2 or p.in_place_unary
 
 
@@ -316,19 +348,31 @@ def expand_scalar_blocks(p: LowerElementwise, src: ir.Value, elem: str, count: i
         done += rep
 
 
-def load_scalar(p: LowerElementwise, inp: Input, flat: ir.Value) -> View:
+def load_scalar(p: LowerElementwise, inp: Input, flat: ir.Value, op: ir.Operation) -> View:
     """A one-element operand as a UB block holding that element in every lane
     (read with block and repeat stride 0). The GM load is one granule (the
-    tensor's padded granule); `vcadd` with mask 1 and source repeat stride 0
-    copies lane 0 into each of the block's elements, reading nothing else."""
+    tensor's padded granule); one vnchwconv with all 16 row pointers on that
+    granule makes row j of its transpose element j repeated, and only row 0
+    (both halves for 4-byte types) is kept: pure data movement, so it works
+    for every 2- and 4-byte type (i32 included) and never reads the padding
+    as a value."""
     granule = p.target.granule("ub")
-    per_block = granule // nir.element_bytes(inp.elem)
+    es = nir.element_bytes(inp.elem)
+    if es not in (2, 4):
+        raise PassError(f"broadcasting {inp.elem} operands is not supported (vnchwconv "
+                        "handles 2- and 4-byte types)", op)
+    per_block = granule // es
     raw = nir.alloc([per_block], inp.elem, "ub")
     copy("cce.copy_gm_to_ub", sub(flat, 0, per_block), raw, 1, 1)
-    block = nir.alloc([per_block], inp.elem, "ub")
-    nir.create_op("cce.vcadd", [block, raw], repeat=per_block, mask=1, src_blk_stride=1,
-                  src_rep_stride=0, dst_rep_stride=1)
-    return View(block, 0, 0)
+    # Block 0: row 0 (its first half for 4-byte types); every other row
+    # lands in block 1, a scratch block never read.
+    keep = 1 if es == 2 else 2
+    rows = p.target.fractal
+    both = nir.alloc([2 * per_block], inp.elem, "ub")
+    nir.create_op("cce.vnchwconv", [both, raw], repeat=1, src_offsets=[0] * rows,
+                  dst_offsets=[0] * keep + [1] * (rows - keep), src_rep_stride=0,
+                  dst_rep_stride=0)
+    return View(sub(both, 0, per_block), 0, 0)
 
 
 def stream_chunks(plan: ChunkPlan, load_piece: Callable[[object, int], dict],
@@ -355,26 +399,23 @@ class FlatLowering:
     """All inputs full or scalar: flatten and chunk."""
 
     def __init__(self, p: LowerElementwise, op: ir.Operation, inputs: list[Input], out: ir.Value,
-                 out_elem: str, compute: Compute):
+                 out_shape: Sequence[int], out_elem: str, compute: Compute):
         self.p, self.op, self.inputs, self.out, self.out_elem = p, op, inputs, out, out_elem
         self.compute = compute
-        self.total = int(np.prod(nir.memref_shape(out)))
+        self.total = int(np.prod(out_shape))
+        temp_bytes = [nir.element_bytes(t) for t in compute.temps]
         sizes = [nir.element_bytes(i.elem) for i in inputs] + [nir.element_bytes(out_elem)]
-        if compute.widen:
-            sizes.append(nir.element_bytes(compute.widen))
-        self.geo = VectorGeometry.for_types(p.target, sizes)
+        self.geo = VectorGeometry.for_types(p.target, sizes + temp_bytes)
         self.full = [i for i in inputs if i.kind == "full"]
         self.in_place = writes_in_place(p, compute, self.full)
         per_elem = sum(nir.element_bytes(i.elem) for i in self.full)
         if not self.in_place:
             per_elem += nir.element_bytes(out_elem)
-        if compute.widen:
-            per_elem += nir.element_bytes(compute.widen)
-        self.per_elem = per_elem
+        self.per_elem = per_elem + sum(temp_bytes)
 
     def scalar_bytes(self) -> int:
         granule = self.p.target.granule("ub")
-        return 2 * granule * sum(1 for i in self.inputs if i.kind == "scalar")
+        return 3 * granule * sum(1 for i in self.inputs if i.kind == "scalar")
 
     def plan(self) -> ChunkPlan:
         budget = budget_bytes(self.p, self.scalar_bytes())
@@ -394,10 +435,10 @@ class FlatLowering:
         self.flat_out = flat_out
         self.scalar_views = {id(i): self.load_scalar(i) for i in self.inputs if i.kind == "scalar"}
         stream_chunks(plan, self.load_piece, self.store_piece,
-                      aliased=any(i.value == self.out for i in self.full))
+                      aliased=any(i.aliases_out for i in self.full))
 
     def load_scalar(self, inp: Input) -> View:
-        return load_scalar(self.p, inp, self.flat[id(inp)])
+        return load_scalar(self.p, inp, self.flat[id(inp)], self.op)
 
     def load_piece(self, start, length: int) -> dict:
         bufs = {}
@@ -418,16 +459,13 @@ class FlatLowering:
             out_buf = nir.alloc([length], self.out_elem, "ub")
         out_es = nir.element_bytes(self.out_elem)
         lanes = self.geo.lanes
-        wide = self.compute.widen
-        tmp_buf = nir.alloc([length], wide, "ub") if wide else None
+        tmp_bufs = [(nir.alloc([length], t, "ub"), nir.element_bytes(t)) for t in self.compute.temps]
         # Only the tensor's own elements are computed (a padded piece is longer).
         for ins in split_repeats(min(length, self.total), lanes, self.geo.max_repeat):
             touched = (ins.repeat - 1) * lanes + ins.mask
             dst = View(sub(out_buf, ins.offset, touched), 1, lanes * out_es // block_bytes)
-            tmp = None
-            if wide:
-                tmp = View(sub(tmp_buf, ins.offset, touched), 1,
-                           lanes * nir.element_bytes(wide) // block_bytes)
+            tmps = [View(sub(buf, ins.offset, touched), 1, lanes * es // block_bytes)
+                    for buf, es in tmp_bufs]
             srcs = []
             for inp in self.inputs:
                 if inp.kind == "scalar":
@@ -436,7 +474,7 @@ class FlatLowering:
                     es = nir.element_bytes(inp.elem)
                     srcs.append(View(sub(bufs[id(inp)], ins.offset, touched), 1,
                                      lanes * es // block_bytes))
-            self.compute.emit(dst, srcs, ins.repeat, ins.mask, tmp)
+            self.compute.emit(dst, srcs, ins.repeat, ins.mask, tmps)
         copy("cce.copy_ub_to_gm", out_buf, sub(self.flat_out, start, length), 1,
              self.moved_granules(length, out_es))
 
@@ -459,10 +497,12 @@ class RowsLowering:
     the same values (overlap). That costs one copy per row and part."""
 
     def __init__(self, p: LowerElementwise, op: ir.Operation, inputs: list[Input], out: ir.Value,
-                 out_elem: str, compute: Compute):
+                 out_shape: Sequence[int], out_elem: str, compute: Compute):
         self.p, self.op, self.inputs, self.out, self.out_elem = p, op, inputs, out, out_elem
         self.compute = compute
-        out_shape = nir.memref_shape(out)
+        if compute.temps:
+            raise PassError("an op with temporaries (a composed recipe or cast chain) cannot "
+                            "broadcast its input", op)
         self.n = out_shape[-1]
         self.m = int(np.prod(out_shape[:-1])) if len(out_shape) > 1 else 1
         sizes = [nir.element_bytes(i.elem) for i in inputs] + [nir.element_bytes(out_elem)]
@@ -492,7 +532,7 @@ class RowsLowering:
         row_block = max((self.granule // nir.element_bytes(i.elem) for i in columns), default=1)
         fixed = sum(self.row_elems() * nir.element_bytes(i.elem) for i in self.inputs
                     if i.kind == "row")
-        fixed += sum(2 * self.granule for i in self.inputs if i.kind == "scalar")
+        fixed += sum(3 * self.granule for i in self.inputs if i.kind == "scalar")
         per_row = self.row_elems() * (sum(nir.element_bytes(i.elem) for i in self.full)
                                       + (0 if self.in_place else nir.element_bytes(self.out_elem)))
         per_row += sum(nir.element_bytes(i.elem) + self.granule for i in columns)
@@ -520,9 +560,9 @@ class RowsLowering:
                          end, 1, self.block * es // self.granule)
                 self.fixed_views[id(inp)] = (main, end)
             elif inp.kind == "scalar":
-                self.fixed_views[id(inp)] = load_scalar(self.p, inp, self.flat[id(inp)])
+                self.fixed_views[id(inp)] = load_scalar(self.p, inp, self.flat[id(inp)], self.op)
         stream_chunks(plan, self.load_piece, self.store_piece,
-                      aliased=any(i.value == self.out for i in self.full))
+                      aliased=any(i.aliases_out for i in self.full))
 
     def move_rows(self, name: str, gm: ir.Value, row0, rows: int, main: ir.Value,
                   end: ir.Value | None, es: int) -> None:

@@ -46,7 +46,7 @@ from mlir.dialects import arith
 from npu import ir as nir
 from npu.cce_build import copy, index_add, index_mul
 from npu.dialects.hivm import config_field
-from npu.passes.base import Option, Pass, PassError, ub_fraction_option
+from npu.passes.base import Option, Pass, PassError, drop_empty_work, ub_fraction_option
 
 # The plans below are written for the vnchwconv of dialects/README.md: 16 row
 # pointers of one 32-byte block each (16 fp16 / 8 fp32), i.e. the target's
@@ -119,7 +119,15 @@ def inverse_passes(t: int, C1: int, elem_bytes: int) -> list[Vnchw]:
     return q2 + q1
 
 
-def split_repeats(p: Vnchw, max_repeat: int) -> list[Vnchw]:
+def split_repeats(p: Vnchw, max_repeat: int, max_rep_stride: int) -> list[Vnchw]:
+    """`p` as instructions whose fields fit: at most `max_repeat` repeats,
+    and repeat strides within their field; a stride that does not fit (a
+    tall strip of narrow columns: 16 rows of t fractals) is replaced by one
+    instruction per repeat, whose strides are then unused (0)."""
+    if max(p.src_rep, p.dst_rep) > max_rep_stride:
+        return [Vnchw(p.src_buf, p.src_block + r * p.src_rep, p.dst_buf,
+                      p.dst_block + r * p.dst_rep, 1, p.src_offsets, p.dst_offsets, 0, 0)
+                for r in range(p.repeat)]
     out = []
     for first in range(0, p.repeat, max_repeat):
         out.append(Vnchw(p.src_buf, p.src_block + first * p.src_rep, p.dst_buf,
@@ -164,6 +172,7 @@ class LowerFractalize(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
+        drop_empty_work(module, ["ascend.fractalize", "ascend.defractalize"])
         self.lower_each(module)
 
     # ------------------------------------------------------------------ analysis
@@ -361,7 +370,9 @@ class LowerFractalize(Pass):
 
     def vnchw(self, p: Vnchw, bufs: dict[str, ir.Value], e: int) -> None:
         unit = self.target.vector_block_bytes // e  # elements per 32-byte block
-        for q in split_repeats(p, self.target.max_repeat):
+        max_stride = min(config_field("vector", f).max
+                         for f in ("src0_rep_stride", "dst_rep_stride"))
+        for q in split_repeats(p, self.target.max_repeat, max_stride):
             nir.create_op("cce.vnchwconv",
                           [self.view(bufs[q.dst_buf], q.dst_block * unit),
                            self.view(bufs[q.src_buf], q.src_block * unit)],

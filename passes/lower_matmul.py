@@ -46,8 +46,9 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf
 
 from npu import ir as nir
+from npu.cce_build import copy_bursts
 from npu.matmul_tiling import STRATEGIES, MatmulShape, TilingChoice, TilingError, choose_tiling
-from npu.passes.base import Option, Pass, PassError
+from npu.passes.base import Option, Pass, PassError, drop_empty_work
 
 STRATEGY_CHOICES = STRATEGIES + ("auto",)
 
@@ -132,6 +133,7 @@ class LowerMatmul(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
+        drop_empty_work(module, ["ascend.matmul", "ascend.batch_matmul"])
         self.lower_each(module)
 
     # ------------------------------------------------------------------ analysis
@@ -204,11 +206,18 @@ class LowerMatmul(Pass):
                                 f"{self.target.capacity('l1')} bytes (overflow "
                                 f"{need - self.target.capacity('l1')} bytes)", op)
         self.pipelined = None
+        self.why_simple = ""
         if self.schedule == "pipelined" and choice.strategy == "os" and self.l1_steps == 1:
             self.pipelined = self.plan_pipelined(shape, choice, op)
+        elif self.schedule == "pipelined":
+            self.why_simple = (f"strategy={choice.strategy} (the pipelined schedule is "
+                               "output-stationary)" if choice.strategy != "os" else
+                               f"l1-steps={self.l1_steps}")
         self.remark(op, choice.describe(shape)
                     + (f"; {self.l1_steps} reduction steps per L1 copy" if self.l1_steps > 1 else "")
-                    + (self.pipelined.describe(self.target.fractal) if self.pipelined is not None else ""))
+                    + (self.pipelined.describe(self.target.fractal) if self.pipelined is not None else "")
+                    + (f"; simple schedule: no pipelined plan because {self.why_simple}"
+                       if self.why_simple else ""))
         a, b, c = op.operands
         with op.location, ir.InsertionPoint(op):
             ops = Operands(a, b, c, [], M1, N1, K1, ir.MemRefType(a.type).element_type,
@@ -323,8 +332,10 @@ class LowerMatmul(Pass):
         acc_blk = t.fractal_bytes(4)
         M1, N1, K1 = shape.M // frac, shape.N // frac, shape.K // frac
         mb, kb = choice.tiles.m // frac, choice.tiles.k // frac
+        nb_fixed = choice.tiles.n // frac if self.n else 0  # an explicit n (clamped to N)
         if M1 % mb or K1 % kb:
-            return None
+            return self.fall_back(f"the C tile ({choice.tiles.m}x{choice.tiles.k}) does not "
+                                  f"divide M x K ({shape.M}x{shape.K})")
         if self.c_pieces < 0 or self.l1_chunk < 0:
             raise PassError(f"c-pieces and l1-chunk must not be negative, got "
                             f"{self.c_pieces} and {self.l1_chunk}", op)
@@ -333,7 +344,8 @@ class LowerMatmul(Pass):
             raise PassError(f"c-pieces={pieces} must divide the C tile's {kb} column blocks", op)
         khb = kb // pieces
         if mb * kb * acc_blk > t.capacity("l0c"):
-            return None
+            return self.fall_back(f"the C tile needs {mb * kb * acc_blk} bytes of L0C, "
+                                  f"capacity {t.capacity('l0c')}")
         if self.l1_chunk:
             if self.l1_chunk % frac or N1 % (self.l1_chunk // frac):
                 raise PassError(f"l1-chunk={self.l1_chunk} must be a multiple of {frac} "
@@ -343,7 +355,7 @@ class LowerMatmul(Pass):
             chunks = [d for d in range(N1, 0, -1) if N1 % d == 0]
         l1_cap = t.capacity("l1")
         fitting = [d for d in chunks if 2 * (mb + kb) * d * blk <= l1_cap
-                   and (not self.n or d % (self.n // frac) == 0)]
+                   and (not nb_fixed or d % nb_fixed == 0)]
         # The chunk trades the GM path's per-copy latency (paid once per
         # chunk: one flag per chunk) against the pipeline's fill and drain
         # (the first chunk's copy before the first mad, the last chunk's mads
@@ -363,16 +375,26 @@ class LowerMatmul(Pass):
                 raise PassError(f"l1-chunk={self.l1_chunk}: two A and B chunks need {need} "
                                 f"bytes of L1, capacity {l1_cap} bytes (overflow "
                                 f"{need - l1_cap} bytes)", op)
-            return None
-        # L0 sub-step: the requested n, else the largest divisor of the chunk
-        # with two slots in L0A (m x n) and in L0B (n x k/pieces).
-        subs = ([self.n // frac] if self.n else [d for d in range(chunk, 0, -1) if chunk % d == 0])
+            return self.fall_back(f"no L1 chunk of the reduction fits two A and B chunks "
+                                  f"({2 * (mb + kb) * (nb_fixed or 1) * blk} bytes at least"
+                                  f", L1 capacity {l1_cap})")
+        # L0 sub-step: the largest divisor of the requested n (else of the
+        # chunk) with two slots in L0A (m x n) and in L0B (n x k/pieces): a
+        # tile n that fills L0 once (the simple schedule's) is halved.
+        top = nb_fixed or chunk
+        subs = [d for d in range(top, 0, -1) if top % d == 0]
         sub = next((d for d in subs if chunk % d == 0
                     and 2 * mb * d * blk <= t.capacity("l0a")
                     and 2 * d * khb * blk <= t.capacity("l0b")), None)
         if sub is None:
-            return None
+            return self.fall_back(f"two L0 slots of one reduction block do not fit L0A/L0B "
+                                  f"(m={choice.tiles.m}, k/pieces={khb * frac})")
         return PipelinedPlan(mb, kb, chunk, sub, pieces)
+
+    def fall_back(self, reason: str) -> None:
+        """No pipelined plan: the remark says why (the simple schedule runs)."""
+        self.why_simple = reason
+        return None
 
     def emit_pipelined(self, ops: Operands, choice: TilingChoice, plan: "PipelinedPlan",
                        batch: int = 0) -> None:
@@ -505,8 +527,8 @@ class LowerMatmul(Pass):
                           [1] * len(ops.prefix) + [n, m, frac, frac])
         l1 = nir.alloc([n, m, frac, frac], ops.in_type, "l1")
         # One burst per column block: its m row blocks are contiguous in GM.
-        nir.create_op("cce.copy_gm_to_l1", [src, l1], n_burst=n, burst_len=self.target.blocks(m * blk),
-                      src_gap=self.target.blocks((ops.M1 - m) * blk), dst_gap=0)
+        copy_bursts("cce.copy_gm_to_l1", src, l1, n, self.target.blocks(m * blk),
+                    src_gap=self.target.blocks((ops.M1 - m) * blk))
         return l1
 
     def stage_b(self, ops: Operands, s: IndexValue, y: IndexValue, n: int, k: int) -> ir.Value:
@@ -516,8 +538,8 @@ class LowerMatmul(Pass):
         src = nir.subview(ops.b, ops.prefix + [y, s, 0, 0],
                           [1] * len(ops.prefix) + [k, n, frac, frac])
         l1 = nir.alloc([k, n, frac, frac], ops.in_type, "l1")
-        nir.create_op("cce.copy_gm_to_l1", [src, l1], n_burst=k, burst_len=self.target.blocks(n * blk),
-                      src_gap=self.target.blocks((ops.N1 - n) * blk), dst_gap=0)
+        copy_bursts("cce.copy_gm_to_l1", src, l1, k, self.target.blocks(n * blk),
+                    src_gap=self.target.blocks((ops.N1 - n) * blk))
         return l1
 
     def to_l0a(self, l1: ir.Value, m: int, n: int, first_col: int = 0) -> ir.Value:
@@ -676,9 +698,8 @@ class LowerMatmul(Pass):
         col = y if c0 == 0 else arith.AddIOp(y, nir.index_const(c0)).result
         dst = nir.subview(ops.c, ops.prefix + [col, x, 0, 0],
                           [1] * len(ops.prefix) + [cols, m, frac, frac])
-        nir.create_op("cce.copy_ub_to_gm", [out, dst], n_burst=cols,
-                      burst_len=self.target.blocks(m * out_blk), src_gap=0,
-                      dst_gap=self.target.blocks((ops.M1 - m) * out_blk))
+        copy_bursts("cce.copy_ub_to_gm", out, dst, cols, self.target.blocks(m * out_blk),
+                    dst_gap=self.target.blocks((ops.M1 - m) * out_blk))
 
     def convert(self, src: ir.Value, dst: ir.Value, elements: int) -> None:
         """f32 -> f16 with vconv over whole repeats (elements is a multiple of 256)."""

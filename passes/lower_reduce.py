@@ -1,5 +1,12 @@
-"""npu-lower-reduce: ascend.reduce_sum / reduce_max along the last axis ->
-cce vector code.
+"""npu-lower-reduce: ascend.reduce_sum / reduce_max / reduce_min along any
+axis -> cce vector code.
+
+The input is viewed as [outer, reduced, inner] around the reduced axis. With
+inner = 1 (the last axis, or only size-1 dims after it) this is the row
+reduction below on [outer, reduced]; otherwise rows of `inner` elements are
+accumulated elementwise (`npu.passes.reduce_columns`). Rows shorter than
+one 32-byte block (either kind) go through `npu.passes.reduce_small`. The
+output may drop the axis or keep it as size 1: the same elements either way.
 
 The input is viewed as [M, N] and cut into chunks of R whole rows (N must be
 a whole number of 32-byte blocks so rows sit on block boundaries in UB):
@@ -11,9 +18,13 @@ a whole number of 32-byte blocks so rows sit on block boundaries in UB):
   3. the R results are stored; R is a multiple of one 32-byte block of the
      output so stores are whole granules, and a remainder of rows is handled
      by moving the last chunk back (overlap: some rows are reduced twice).
-A row longer than UB allows is cut into column chunks folded into a
-one-repeat accumulator (partial results combined with vadd / vmax across
-chunks) before the final vcadd / vcmax.
+A row longer than the vector repeat stride (255 blocks: 2048 f32) is cut
+into a few pieces of whole blocks, each moved for all rows of the chunk by
+one copy into an area of its own, so every area has a row stride within
+the limit; the areas are folded like short rows and combined onto the first
+(`pieces_chunk`). A row longer than UB allows is cut into column chunks
+folded into a one-repeat accumulator (partial results combined with vadd /
+vmax across chunks) before the final vcadd / vcmax.
 
 Numerics: f16 sums are accumulated in f32 as the ascend semantics says
 (`reduce_sum` accumulates in fp32, dialects/README.md): each chunk is
@@ -29,17 +40,23 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.cce_build import copy, for_pieces, for_range, lin, sub
-from npu.passes.base import Option, Pass, PassError, ub_fraction_option
+from npu.dialects.ascend import reduce_axis, reduced_shape
+from npu.passes.base import Option, Pass, PassError, drop_empty_work, ub_fraction_option
+from npu.passes.reduce_columns import IDENTITY, ColumnReduce
+from npu.passes.reduce_small import SmallReduce
 from npu.vector_tiling import (VectorGeometry, max_chunk_elements, plan_chunks, round_down,
                                split_repeats)
 
 OPS = {"ascend.reduce_sum": ("cce.vadd", "cce.vcadd"),
-       "ascend.reduce_max": ("cce.vmax", "cce.vcmax")}
+       "ascend.reduce_max": ("cce.vmax", "cce.vcmax"),
+       "ascend.reduce_min": ("cce.vmin", "cce.vcmin")}
+
 
 
 class LowerReduce(Pass):
     name = "npu-lower-reduce"
-    summary = "Lower ascend.reduce_sum/reduce_max (last axis) to vcadd/vcmax with vadd/vmax folds"
+    summary = ("Lower ascend.reduce_sum/max/min: the last axis with vcadd/vcmax/vcmin after "
+               "vadd/vmax/vmin folds, an outer axis by accumulating rows")
     handles = tuple(OPS)
     options = (
         ub_fraction_option(0.5, "fraction of UB one chunk's buffers may use (0.5 leaves "
@@ -49,6 +66,7 @@ class LowerReduce(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
+        drop_empty_work(module, list(OPS))
         self.lower_each(module, erase=True)
 
     def lower(self, op: ir.Operation) -> None:
@@ -65,10 +83,24 @@ class LowerReduce(Pass):
                                 op)
         if not in_shape:
             raise PassError("cannot reduce a rank-0 tensor", op)
-        expected = in_shape[:-1] if len(in_shape) > 1 else [1]
-        if out_shape != expected:
-            raise PassError(f"output shape {out_shape} should be the input shape without its "
-                            f"last dimension ({expected})", op)
+        axis = reduce_axis(op)
+        if out_shape not in (reduced_shape(in_shape, axis), reduced_shape(in_shape, axis, True)):
+            raise PassError(f"output shape {out_shape} should be the input shape without axis "
+                            f"{axis} ({reduced_shape(in_shape, axis)}) or with it kept as 1", op)
+        # Viewed as [outer, reduced, inner]: inner > 1 accumulates rows.
+        outer = int(np.prod(in_shape[:axis]))
+        inner = int(np.prod(in_shape[axis + 1:]))
+        fold_op = OPS[op.name][0]
+        acc_bytes = 4 if op.name == "ascend.reduce_sum" else nir.element_bytes(elem)
+        block = VectorGeometry.for_types(self.target, [nir.element_bytes(elem), acc_bytes]).block
+        rows = in_shape[axis]
+        if (inner > 1 and inner < block) or (inner == 1 and rows < block and rows % block):
+            SmallReduce(self, op, outer, rows, inner, fold_op).emit()
+            return
+        if inner > 1:
+            ColumnReduce(self, op, outer, rows, inner, fold_op).emit()
+            return
+        in_shape = [outer, in_shape[axis]]
         self.fold_op, self.reduce_op = OPS[op.name]
         self.op, self.elem = op, elem
         # The type the reduction runs in: sums of f16 accumulate in f32.
@@ -77,8 +109,7 @@ class LowerReduce(Pass):
         self.aes = nir.element_bytes(self.acc)
         self.granule = self.target.granule("ub")
         self.geo = VectorGeometry.for_types(self.target, [self.es, self.aes])
-        self.m = int(np.prod(in_shape[:-1])) if len(in_shape) > 1 else 1
-        self.n = in_shape[-1]
+        self.m, self.n = in_shape
         block = self.geo.block
         # Rows that are not whole blocks: the whole blocks of each row (`nm`
         # elements) plus one block ending at the row's end whose leading
@@ -93,18 +124,26 @@ class LowerReduce(Pass):
         budget = int(self.target.capacity("ub") * self.ub_fraction)
         out_block = block
         row_blocks = self.nm * self.aes // self.granule
+        # Rows over the repeat stride are cut into `pieces` of `piece`
+        # elements (whole blocks, each within the stride).
+        max_stride = self.target.vector_max_stride
+        self.pieces = -(-row_blocks // max_stride)
+        self.piece = -(-self.nm // (self.pieces * block)) * block
         widened = self.es if self.acc != elem else 0  # the f16 copy beside the f32 one
-        per_row = (self.nm + (block if self.r else 0) + 1) * (self.aes + widened)
+        slot = self.pieces * self.piece if self.pieces > 1 else self.nm  # a row in UB
+        per_row = (slot + (block if self.r else 0) + 1) * (self.aes + widened)
         try:
             max_rows = max_chunk_elements(budget, per_row, out_block)
         except ValueError:
             max_rows = 0
-        if self.max_chunk:
+        if self.max_chunk and self.max_chunk < slot and not self.r:
+            max_rows = 0  # a row is more than a chunk: column chunks (long_rows)
+        elif self.max_chunk:
             max_rows = min(max_rows, max(out_block, round_down(self.max_chunk // self.n,
                                                                out_block)))
-        if max_rows and row_blocks <= self.target.vector_max_stride:
+        if max_rows and (row_blocks <= max_stride or not self.r):
             plan = plan_chunks(self.m, max_rows, out_block)
-            for_pieces(plan, self.rows_chunk)
+            for_pieces(plan, self.rows_chunk if self.pieces == 1 else self.pieces_chunk)
         elif self.r:
             raise PassError(f"rows of {self.n} elements that are not whole 32-byte blocks must "
                             "fit one chunk and the vector repeat stride "
@@ -138,6 +177,49 @@ class LowerReduce(Pass):
             dst_rep_stride=1))
         self.store(out, row0, rows, valid)
 
+    def pieces_chunk(self, row0, rows: int) -> None:
+        """Rows longer than the repeat stride, whole rows per chunk: piece p
+        (columns p*w .. p*w+w) of every row of the chunk is moved by one
+        copy (a burst per row, the rest of the row as the GM gap) into area
+        p of UB, [rows][w]; the areas are folded like short rows (stride w
+        blocks), area p's first repeat of each row is folded onto area 0's,
+        and one vcadd / vcmax reduces area 0. `pieces` copies a chunk, not
+        one per row."""
+        es, g, lanes = self.es, self.granule, self.geo.lanes
+        n, w = self.n, self.piece
+        valid = min(rows, self.m)
+        area = valid * w
+        buf = nir.alloc([self.pieces * area], self.elem, "ub")
+        widths = [min(w, n - p * w) for p in range(self.pieces)]
+        for p, wp in enumerate(widths):
+            copy("cce.copy_gm_to_ub", sub(self.src, lin((row0, n), (p * w, 1)), (valid - 1) * n + wp),
+                 sub(buf, p * area, area), valid, wp * es // g, (n - wp) * es // g,
+                 (w - wp) * es // g)
+        work = self.widen(buf, self.pieces * area)
+        stride = w * self.aes // g
+        width = min(lanes, w)
+        for p, wp in enumerate(widths):
+            base = p * area
+            for j0 in range(lanes, wp, lanes):
+                mask = min(lanes, wp - j0)
+                self.over_rows(valid, lambda r0, rep, base=base, j0=j0, mask=mask: self.fold(
+                    sub(work, base + r0 * w, (rep - 1) * w + mask),
+                    sub(work, base + r0 * w + j0, (rep - 1) * w + mask), rep, mask, stride))
+            if p:
+                mask = min(width, wp)
+                self.over_rows(valid, lambda r0, rep, base=base, mask=mask: nir.create_op(
+                    self.fold_op, [sub(work, r0 * w, (rep - 1) * w + mask),
+                                   sub(work, r0 * w, (rep - 1) * w + mask),
+                                   sub(work, base + r0 * w, (rep - 1) * w + mask)],
+                    repeat=rep, mask=mask, dst_blk_stride=1, dst_rep_stride=stride,
+                    src0_blk_stride=1, src0_rep_stride=stride, src1_blk_stride=1,
+                    src1_rep_stride=stride))
+        out = nir.alloc([rows], self.acc, "ub")
+        self.over_rows(valid, lambda r0, rep: nir.create_op(
+            self.reduce_op, [sub(out, r0, rep), sub(work, r0 * w, (rep - 1) * w + width)],
+            repeat=rep, mask=width, src_blk_stride=1, src_rep_stride=stride, dst_rep_stride=1))
+        self.store(out, row0, rows, valid)
+
     def unaligned_rows(self, buf: ir.Value, row0, valid: int) -> ir.Value:
         """Rows whose length is not whole blocks: GM rows start at any
         element, so each row is one copy of its whole blocks (into a slot of
@@ -160,7 +242,7 @@ class LowerReduce(Pass):
         for_range(valid, one_row)
         work = self.widen(buf, valid * nm)
         twork = self.widen(tail, valid * block)
-        identity = 0.0 if self.fold_op == "cce.vadd" else -np.inf
+        identity = IDENTITY[self.fold_op]
         tail_stride = block * aes // g
         row_stride = nm * aes // g
         self.over_rows(valid, lambda r0, rep: nir.create_op(
@@ -205,9 +287,14 @@ class LowerReduce(Pass):
                           src_rep_stride=lanes * ses // g, round_mode=round_mode)
 
     def over_rows(self, rows: int, body) -> None:
+        """`body(r0, rep)` over groups of at most `max_repeat` rows. Groups
+        start on whole blocks of rows (248 f32 / 240 f16 rows, not 255):
+        the per-row results of a group (vcadd/vcmax dst, element r0) must
+        start on a 32-byte boundary."""
+        step = round_down(self.geo.max_repeat, self.geo.block)
         r0 = 0
         while r0 < rows:
-            rep = min(rows - r0, self.geo.max_repeat)
+            rep = min(rows - r0, step)
             body(r0, rep)
             r0 += rep
 
@@ -233,7 +320,7 @@ class LowerReduce(Pass):
             cols = min(cols, max(lanes, round_down(self.max_chunk, lanes)))
         col_plan = plan_chunks(n, cols, self.geo.block)
         row_plan = plan_chunks(self.m, out_block, out_block)
-        identity = 0.0 if self.fold_op == "cce.vadd" else -np.inf
+        identity = IDENTITY[self.fold_op]
         rep_stride = lanes * aes // g
 
         def group(row0, rows: int) -> None:

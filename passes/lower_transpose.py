@@ -16,7 +16,15 @@ batch dimensions:
     source rows (`src[a,k,:,:]`) are loaded contiguously and written back
     with one strided copy per j (gap = the other j's). Needs the last
     dimension to be a whole number of 32-byte blocks.
-Any other permutation is rejected at the op's location.
+Before choosing, size-1 dims are dropped and input dims that stay adjacent
+in the output are merged (`transpose_general.collapse_permutation`): e.g.
+[2, 0, 1] on [4, 16, 32] is the 2-D transpose of [64, 32]. A permutation
+that only moves size-1 dims is a copy. Everything else, and shapes too small
+for one vnchwconv tile, go to the general fallback of
+`npu.passes.transpose_general`: a chain of at most rank - 1 last-two swaps
+(block rotations [B, X, Y] -> [B, Y, X]) through GM temporaries when every
+step has a whole vnchwconv tile, else the whole tensor in UB with an element
+gather by block copies; tensors too large for both are rejected at the op.
 """
 
 from __future__ import annotations
@@ -26,7 +34,9 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.cce_build import copy, for_pieces, for_range, lin, sub
-from npu.passes.base import Option, Pass, PassError, ub_fraction_option
+from npu.passes.base import Option, Pass, PassError, drop_empty_work, ub_fraction_option
+from npu.passes.transpose_general import (GatherTranspose, collapse_permutation, copy_through_ub,
+                                         rotation_steps)
 from npu.vector_tiling import plan_chunks, round_down, round_up
 
 Index = int | ir.Value
@@ -34,7 +44,8 @@ Index = int | ir.Value
 
 class LowerTranspose(Pass):
     name = "npu-lower-transpose"
-    summary = "Lower ascend.transpose (last-two swap via vnchwconv, [0,2,1,3] via block copies)"
+    summary = ("Lower ascend.transpose: last-two swap via vnchwconv, [0,2,1,3] via block "
+               "copies, any other permutation by a gather in UB")
     handles = ("ascend.transpose",)
     options = (
         ub_fraction_option(0.5, "fraction of UB one chunk's buffers may use (0.5 leaves "
@@ -46,6 +57,7 @@ class LowerTranspose(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
+        drop_empty_work(module, ["ascend.transpose"])
         self.lower_each(module, erase=True)
 
     def lower(self, op: ir.Operation) -> None:
@@ -68,17 +80,43 @@ class LowerTranspose(Pass):
                                 op)
         if src == dst:
             raise PassError("transpose cannot be done in place (output aliases the input)", op)
+        shape, perm = collapse_permutation(in_shape, perm)
+        rank = len(shape)
         ident = list(range(rank))
-        if rank >= 2 and perm == ident[:-2] + [rank - 1, rank - 2]:
-            batch = int(np.prod(in_shape[:-2])) if rank > 2 else 1
-            self.swap_last_two(op, src, dst, elem, batch, in_shape[-2], in_shape[-1])
-        elif rank >= 3 and perm == ident[:-3] + [rank - 2, rank - 3, rank - 1]:
-            batch = int(np.prod(in_shape[:-3])) if rank > 3 else 1
-            self.swap_before_last(op, src, dst, elem, batch, *in_shape[-3:])
+        es = nir.element_bytes(elem)
+        granule = self.target.granule("ub")
+        if perm == ident:
+            copy_through_ub(self, src, dst, elem, int(np.prod(in_shape)))
+        elif (perm == ident[:-2] + [rank - 1, rank - 2] and es in (2, 4)
+              and shape[-2] >= self.target.fractal and shape[-1] >= granule // es):
+            batch = int(np.prod(shape[:-2]))
+            self.swap_last_two(op, src, dst, elem, batch, shape[-2], shape[-1])
+        elif (rank >= 3 and perm == ident[:-3] + [rank - 2, rank - 3, rank - 1]
+              and (shape[-1] * es) % granule == 0
+              and shape[-1] * shape[-2] * es <= self.budget()):
+            batch = int(np.prod(shape[:-3]))
+            self.swap_before_last(op, src, dst, elem, batch, *shape[-3:])
+        elif self.rotations_fit(rotation_steps(shape, perm), es):
+            self.rotate(op, src, dst, elem, rotation_steps(shape, perm))
         else:
-            raise PassError(f"unsupported permutation {perm}: only a swap of the last two "
-                            "dimensions (e.g. [0, 2, 1]) and a swap of the two dimensions "
-                            "before the last (e.g. [0, 2, 1, 3]) are lowered", op)
+            GatherTranspose(self, op, elem, shape, perm).emit(src, dst)
+
+    def rotations_fit(self, steps: list[tuple[int, int, int]], es: int) -> bool:
+        """Every rotation is a last-two swap with at least one vnchwconv tile."""
+        col_block = self.target.granule("ub") // es
+        return es in (2, 4) and all(rows >= self.target.fractal and cols >= col_block
+                                    for _, rows, cols in steps)
+
+    def rotate(self, op: ir.Operation, src: ir.Value, dst: ir.Value, elem: str,
+               steps: list[tuple[int, int, int]]) -> None:
+        """A chain of last-two swaps through GM temporaries (one full pass over
+        the tensor per step, each at vnchwconv speed)."""
+        total = int(np.prod(nir.memref_shape(src)))
+        cur = src
+        for k, (batch, rows, cols) in enumerate(steps):
+            out = dst if k == len(steps) - 1 else nir.alloc([total], elem, "gm")
+            self.swap_last_two(op, cur, out, elem, batch, rows, cols)
+            cur = out
 
     def budget(self) -> int:
         return int(self.target.capacity("ub") * self.ub_fraction)

@@ -53,12 +53,28 @@ def find_entry(module: ir.Module, entry: str | None) -> ir.Operation:
             names = ", ".join(npu_ir.symbol_name(f) for f in funcs)
             raise SimulationError(INVALID, f"the module has several functions ({names}); name the "
                                   "entry", where_of(module.operation.location))
-        return funcs[0]
+        return _runnable(funcs[0])
     for f in funcs:
         if npu_ir.symbol_name(f) == entry:
-            return f
+            return _runnable(f)
     raise SimulationError(INVALID, f"no function named '{entry}' in the module",
                           where_of(module.operation.location))
+
+
+def _runnable(func_op: ir.Operation) -> ir.Operation:
+    """The entry as the simulator runs it: a body, and only memref arguments
+    (each one a GM tensor the caller passes in)."""
+    name = npu_ir.symbol_name(func_op)
+    where = where_of(func_op.location)
+    if not func_op.regions[0].blocks:
+        raise SimulationError(INVALID, f"'{name}' is only a declaration: an entry function needs "
+                              "a body to run", where)
+    for i, t in enumerate(func_op.regions[0].blocks[0].arguments.types):
+        if not npu_ir.is_memref(t):
+            raise SimulationError(INVALID, f"argument #{i} of '{name}' has type {t}: an entry "
+                                  "function takes memref arguments only (its tensors in GM)",
+                                  where)
+    return func_op
 
 
 def _load_inputs(program: Program, inputs: Sequence[np.ndarray], where: str) -> None:

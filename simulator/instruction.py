@@ -48,6 +48,7 @@ class DecodeContext:
     def __init__(self, op: ir.Operation, where: str, target: Target):
         self.op = op
         self.name = op.name
+        self.cce_name = op.name  # the semantics the units look up (hivm: its cce twin)
         self.where = where
         self.target = target
         self.operands: list[OperandInfo] = []

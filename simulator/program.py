@@ -20,7 +20,7 @@ from typing import Callable
 from mlir import ir
 
 from npu import ir as npu_ir
-from npu.simulator import cube_unit, mte, scalar_unit, vector_unit
+from npu.simulator import cube_unit, hivm_decode, mte, scalar_unit, vector_unit
 from npu.simulator.errors import BOUNDS, INVALID, UNSUPPORTED, SimulationError, where_of
 from npu.simulator.instruction import BARRIER, SET, WAIT, DecodeContext, Instr, SyncInstr
 from npu.simulator.memory import Memory, Placement, Region
@@ -120,6 +120,8 @@ class Decoder:
                 raise SimulationError(UNSUPPORTED, f"argument #{i} has a dynamic shape", where)
             shape = tuple(mt.shape)
             strides, offset = npu_ir.memref_layout(arg.type)
+            if not _numel(shape):  # MLIR gives no static stride before a 0 dimension
+                strides, offset = _identity_strides(shape), 0
             if offset != 0 or strides != _identity_strides(shape):
                 raise SimulationError(UNSUPPORTED, f"argument #{i} must have the identity layout", where)
             nbytes = _numel(shape) * npu_ir.element_bytes(dtype)
@@ -165,6 +167,15 @@ class Decoder:
             if name in INSTR_DECODERS:
                 fns.append(self.instruction(op, static_cost + self.issue))
                 static_cost = 0
+                continue
+            if name.startswith("hivm."):  # the hivm level: decoded from its words
+                scalar = hivm_decode.scalar_op(self, op)
+                if scalar is None:
+                    fns.append(hivm_decode.instruction(self, op, static_cost + self.issue))
+                    static_cost = 0
+                else:
+                    fns.append(scalar[0])
+                    static_cost += scalar[1]
                 continue
             if name in ("scf.for", "scf.if"):
                 if static_cost:

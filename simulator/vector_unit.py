@@ -121,14 +121,14 @@ class VectorOp(Instr):
 
 class Binary(VectorOp):
     def __init__(self, ctx: DecodeContext):
-        super().__init__(ctx, "transcendental" if ctx.name in TRANSCENDENTAL else "simple", 3)
+        super().__init__(ctx, "transcendental" if ctx.cce_name in TRANSCENDENTAL else "simple", 3)
         if len({o.dtype for o in ctx.operands}) != 1:
             raise ctx.fail("needs one element type for dst, src0 and src1")
         mask = self.read_mask(ctx)
         self.dst = Lanes(ctx, 0, "dst", self.repeat, mask, self.lanes)
         self.src0 = Lanes(ctx, 1, "src0", self.repeat, mask, self.lanes)
         self.src1 = Lanes(ctx, 2, "src1", self.repeat, mask, self.lanes)
-        self.fn = BINARY[ctx.name]
+        self.fn = BINARY[ctx.cce_name]
         self.set_accesses([self.src0, self.src1], [self.dst])
         # Fast path: all three operands are plain slices (the common case).
         self.dense = (self.dst.idx is None and self.src0.idx is None and self.src1.idx is None)
@@ -152,7 +152,7 @@ class Unary(VectorOp):
     """Unary, scalar (`dst = src op scalar`) and vconv share the dst/src shape."""
 
     def __init__(self, ctx: DecodeContext):
-        name = ctx.name
+        name = ctx.cce_name
         op_class = ("convert" if name == "cce.vconv" else
                     "transcendental" if name in TRANSCENDENTAL else "simple")
         super().__init__(ctx, op_class, 2)
@@ -218,16 +218,69 @@ class Reduce(VectorOp):
         self.mask = self.read_mask(ctx)
         self.src = Lanes(ctx, 1, "src", self.repeat, self.mask, self.lanes)
         self.dst = Lanes(ctx, 0, "dst", self.repeat, 1, self.lanes, rep_only=True)
-        self.is_sum = ctx.name == "cce.vcadd"
+        self.reduction = ctx.cce_name
         self.set_accesses([self.src], [self.dst])
 
     def compute(self, mems: list[Memory], addrs: list[int]) -> None:
         x = self.src.get(mems, addrs).reshape(self.repeat, self.mask)
-        if self.is_sum:
+        if self.reduction == "cce.vcadd":
             out = x.astype(np.float32).sum(axis=1).astype(x.dtype)
-        else:
+        elif self.reduction == "cce.vcmax":
             out = x.max(axis=1)
+        else:
+            out = x.min(axis=1)
         self.dst.put(mems, addrs, out)
+
+
+CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+       "gt": np.greater, "ge": np.greater_equal}
+
+
+class Compare(VectorOp):
+    """vcmp: dst (i8) lane = 1 where `src0 <predicate> src1`, else 0; lanes
+    by the widest operand (the sources), the i8 destination packed densely."""
+
+    def __init__(self, ctx: DecodeContext):
+        super().__init__(ctx, "simple", 3)
+        dst_t, a_t, b_t = (o.dtype for o in ctx.operands)
+        if dst_t != "i8" or a_t != b_t:
+            raise ctx.fail("compares two sources of one type into an i8 destination")
+        pred = ctx.str("predicate")
+        if pred not in CMP:
+            raise ctx.fail(f"has unknown predicate '{pred}'")
+        self.fn = CMP[pred]
+        mask = self.read_mask(ctx)
+        self.dst = Lanes(ctx, 0, "dst", self.repeat, mask, self.lanes)
+        self.src0 = Lanes(ctx, 1, "src0", self.repeat, mask, self.lanes)
+        self.src1 = Lanes(ctx, 2, "src1", self.repeat, mask, self.lanes)
+        self.set_accesses([self.src0, self.src1], [self.dst])
+
+    def compute(self, mems: list[Memory], addrs: list[int]) -> None:
+        with np.errstate(invalid="ignore"):
+            result = self.fn(self.src0.get(mems, addrs), self.src1.get(mems, addrs))
+        self.dst.put(mems, addrs, result.astype(np.int8))
+
+
+class Select(VectorOp):
+    """vsel: dst lane = src0 where the i8 cond lane is non-zero, else src1
+    (the unselected value is never read into the result)."""
+
+    def __init__(self, ctx: DecodeContext):
+        super().__init__(ctx, "simple", 4)
+        dst_t, cond_t, a_t, b_t = (o.dtype for o in ctx.operands)
+        if cond_t != "i8" or not dst_t == a_t == b_t:
+            raise ctx.fail("selects between two sources of the destination's type by an i8 cond")
+        mask = self.read_mask(ctx)
+        self.dst = Lanes(ctx, 0, "dst", self.repeat, mask, self.lanes)
+        self.cond = Lanes(ctx, 1, "cond", self.repeat, mask, self.lanes)
+        self.src0 = Lanes(ctx, 2, "src0", self.repeat, mask, self.lanes)
+        self.src1 = Lanes(ctx, 3, "src1", self.repeat, mask, self.lanes)
+        self.set_accesses([self.cond, self.src0, self.src1], [self.dst])
+
+    def compute(self, mems: list[Memory], addrs: list[int]) -> None:
+        cond = self.cond.get(mems, addrs) != 0
+        self.dst.put(mems, addrs, np.where(cond, self.src0.get(mems, addrs),
+                                           self.src1.get(mems, addrs)))
 
 
 class Nchwconv(VectorOp):
@@ -345,6 +398,6 @@ def _converter(src: str, dst: str, mode: str):
 def decoders() -> dict:
     table: dict = {name: Binary for name in BINARY}
     table.update({name: Unary for name in list(SCALAR) + list(UNARY) + ["cce.vconv"]})
-    table.update({"cce.vdup": Dup, "cce.vcadd": Reduce, "cce.vcmax": Reduce,
-                  "cce.vnchwconv": Nchwconv})
+    table.update({"cce.vdup": Dup, "cce.vcadd": Reduce, "cce.vcmax": Reduce, "cce.vcmin": Reduce,
+                  "cce.vnchwconv": Nchwconv, "cce.vcmp": Compare, "cce.vsel": Select})
     return table

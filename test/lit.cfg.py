@@ -81,6 +81,7 @@ def _tool(name: str) -> str:
 config.substitutions.append(("%PYTHON", python))
 config.substitutions.append((_tool("npu-opt"), os.path.join(tools_bin, "npu-opt")))
 config.substitutions.append((_tool("npu-run"), os.path.join(tools_bin, "npu-run")))
+config.substitutions.append((_tool("npu-as"), os.path.join(tools_bin, "npu-as")))
 config.substitutions.append((_tool("FileCheck"), os.path.join(llvm_bin, "FileCheck")))
 # `not` only where a command starts, so Python code in RUN lines stays intact.
 config.substitutions.append((r"(^|[|;&]\s*)not(?=\s)", r"\g<1>" + os.path.join(llvm_bin, "not")))

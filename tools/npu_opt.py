@@ -9,6 +9,7 @@ line problems exit with 2, problems in the input with 1.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import dataclass
 
@@ -87,6 +88,9 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--mlir-timing", action="store_true", help="print pass timings to stderr")
     p.add_argument("--mlir-print-op-generic", action="store_true",
                    help="print every op in the generic form")
+    p.add_argument("--npu-import-onnx", action="store_true",
+                   help="the input is an ONNX model: import it (torch-mlir) to linalg on tensors "
+                   "first; pass flags then apply to that module")
     p.add_argument("--allow-unregistered-dialect", action="store_true",
                    help="accept ops of dialects that are not loaded")
     p.add_argument("--target", default=None,
@@ -194,6 +198,21 @@ def process_chunk(chunk: Chunk, elements: list, args: argparse.Namespace, target
     return ok, output if ok else ""
 
 
+class InputError(Exception):
+    """A problem with the input file itself (exit 1, not a usage error)."""
+
+
+def import_onnx_text(path: str) -> str:
+    from npu.frontend.onnx_import import ImportError_, import_onnx
+
+    if not os.path.exists(path):
+        raise CommandLineError(f"cannot read '{path}': no such file")
+    try:
+        return import_onnx(path).mlir
+    except ImportError_ as e:
+        raise InputError(str(e)) from None
+
+
 def run(argv: list[str]) -> int:
     from npu.target import UnknownTargetError, get_target
 
@@ -209,7 +228,10 @@ def run(argv: list[str]) -> int:
     pipeline_text = args.pipeline if args.pipeline is not None else ",".join(flag_elements)
     elements = check_pipeline(pipeline_text, target) if pipeline_text.strip() else []
 
-    filename, text = read_source(args.input)
+    if args.npu_import_onnx:
+        filename, text = args.input, import_onnx_text(args.input)
+    else:
+        filename, text = read_source(args.input)
     check_output_path(args.output)
     outputs, all_ok = [], True
     for chunk in split_input(text, args.split_input_file):
@@ -234,6 +256,9 @@ def main(argv: list[str] | None = None) -> int:
     except CommandLineError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
+    except InputError as e:
+        print(e, file=sys.stderr)
+        return 1
     except OSError as e:  # e.g. a read-only output directory
         print(f"{PROG}: error: cannot write the output: {e.strerror}", file=sys.stderr)
         return 1

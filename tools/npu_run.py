@@ -5,7 +5,8 @@
                       [--serialize] [--no-numerics] [--tuning-record record.json] [-o out.npz]
 
 A module with `ascend` ops is compiled through the default pipeline
-(`npu-lower`) first; `--check` compares every argument's final value with the
+(`npu-lower`, to `hivm`; `--emit cce` stops at `cce`) first; a `cce` module
+is simulated as it is, or lowered to `hivm` with `--emit hivm`; `--check` compares every argument's final value with the
 numpy reference evaluation of the ORIGINAL (ascend-level) program. Exit code
 1 on a fault, a failed check or bad input; 2 on bad usage (options, the
 pipeline, output paths: all checked before anything is compiled or run).
@@ -55,16 +56,18 @@ class CheckResult:
 def make_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(prog="npu-run", description=__doc__, allow_abbrev=False,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("input", help="MLIR file (ascend- or cce-level), '-' for stdin")
+    p.add_argument("input", help="ONNX model (.onnx), MLIR file (linalg on tensors, ascend-, "
+                   "cce- or hivm-level) or a hivm binary (npu-as), '-' for stdin")
     p.add_argument("--entry", default=None, help="function to run (default: the only one)")
     p.add_argument("--target", default=None, help="target preset (default: ascend910)")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--seed", type=_seed, default=None,
                      help="random inputs from this seed, 0 <= N < 2**64 (default 0)")
     src.add_argument("--inputs", default=None, help=".npz with one array per argument "
-                     "(keys arg0, arg1, ... or in argument order)")
+                     "(keys arg0, arg1, ... or in argument order; for a model: its input names)")
     p.add_argument("--check", action="store_true",
-                   help="compare every argument with the numpy reference of the original program")
+                   help="compare every argument with the numpy reference of the original program "
+                   "(a model: its outputs with onnxruntime, or with numpy for a linalg module)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--trace", default=None, help="write a Chrome/Perfetto trace to this file")
     p.add_argument("--html", default=None, help="write a self-contained HTML page with a per-pipe "
@@ -83,6 +86,8 @@ def make_parser() -> argparse.ArgumentParser:
                    help=f"pipeline for ascend-level input (default: {DEFAULT_PIPELINE})")
     p.add_argument("--tuning-record", default=None,
                    help="per-op options chosen by npu-tune (JSON), passed to npu-lower")
+    p.add_argument("--emit", choices=("cce", "hivm"), default=None,
+                   help="the level to simulate (default: hivm for ascend input, else the input's)")
     p.add_argument("-o", "--output", default=None, help="save the final arguments to this .npz")
     return p
 
@@ -110,8 +115,10 @@ def with_tuning_record(pipeline: str, path: str) -> str:
     return "builtin.module(" + ",".join(parts) + ")"
 
 
-def compare(outputs: list[np.ndarray], expected: list[np.ndarray]) -> CheckResult:
-    """Element-wise comparison; names the first output and element that differ."""
+def compare(outputs: list[np.ndarray], expected: list[np.ndarray],
+            tolerances: dict | None = None) -> CheckResult:
+    """Element-wise comparison; names the first output and element that differ.
+    `tolerances` (dtype name -> (rtol, atol)) replaces TOLERANCES."""
     max_abs = max_rel = 0.0
     failure = None
     for i, (got, want) in enumerate(zip(outputs, expected)):
@@ -125,7 +132,7 @@ def compare(outputs: list[np.ndarray], expected: list[np.ndarray]) -> CheckResul
         diff = np.where(np.isnan(diff), np.inf, diff)
         if diff.size:
             max_abs = max(max_abs, float(diff.max()))
-        rtol, atol = TOLERANCES.get(str(want.dtype), (0.0, 0.0))
+        rtol, atol = (tolerances or TOLERANCES).get(str(want.dtype), (0.0, 0.0))
         finite_w = np.abs(w[np.isfinite(w)])
         scale = max(1.0, float(finite_w.max())) if finite_w.size else 1.0
         if diff.size:
@@ -193,6 +200,7 @@ def run(args, filename: str, text: str) -> int:
         raise ToolError(str(e)) from None
     entry = npu_ir.symbol_name(func_op)
     check_entry_arguments(func_op)
+    keep_only_entry(module, entry)
     if args.inputs:
         inputs = load_inputs(args.inputs, func_op, filename)
     else:
@@ -203,11 +211,18 @@ def run(args, filename: str, text: str) -> int:
     if compiled:
         original = parse_module(text, ctx)  # the reference runs on the program as written
         pipeline = args.pipeline
+        if pipeline == DEFAULT_PIPELINE and args.emit == "cce":
+            pipeline = f"{DEFAULT_PIPELINE}{{emit=cce}}"
         if args.tuning_record:
             pipeline = with_tuning_record(pipeline, args.tuning_record)
         compile_module(module, pipeline, target, filename)
         func_op = find_entry(module, entry)
-    elif args.check:
+    if args.emit == "hivm" and npu_ir.ops_in_dialect(module, "cce"):
+        compile_module(module, "npu-lower-cce-to-hivm", target, filename)
+    elif args.emit == "cce" and npu_ir.ops_in_dialect(module, "hivm"):
+        raise ToolError(f"{filename}: error: --emit cce: the program is already at the hivm "
+                        "level")
+    if not compiled and args.check:
         raise ToolError(f"{filename}: error: --check needs an ascend-level program: the numpy "
                         "reference (npu.reference) evaluates ascend ops, and this module has none")
 
@@ -222,6 +237,7 @@ def run(args, filename: str, text: str) -> int:
         return 1
     report = dict(result.report)
     report["compiled"] = compiled
+    report["level"] = "hivm" if npu_ir.ops_in_dialect(module, "hivm") else "cce"
     status = 0 if not result.hazards else 1
     if args.check:
         with np.errstate(all="ignore"):  # inf and NaN are results, as on the hardware
@@ -244,6 +260,18 @@ def run(args, filename: str, text: str) -> int:
     for h in result.hazards:
         print(f"{h['location']}: error: {h['kind']}: {h['message']}", file=sys.stderr)
     return status
+
+
+def keep_only_entry(module, entry: str) -> None:
+    """npu-run runs one kernel: the file's other functions (other kernels, which
+    may not even compile) are dropped before compiling, unless one is called."""
+    from npu import ir as npu_ir
+
+    if any(op.name == "func.call" for op in npu_ir.walk(module.operation)):
+        return
+    for func_op in npu_ir.functions(module):
+        if npu_ir.symbol_name(func_op) != entry:
+            func_op.erase()
 
 
 def write_outputs(args, result, report: dict) -> None:
@@ -298,6 +326,28 @@ def reference_outputs(original, entry: str, inputs, filename: str) -> list[np.nd
         raise ToolError(str(e) if "error:" in str(e) else f"{filename}: error: reference: {e}") from None
 
 
+def read_program(path: str, parser) -> tuple[str, str]:
+    """(name, MLIR text) of the input; a hivm binary is decoded to text that
+    keeps each op's location (`file:1:<byte offset of its instruction>`)."""
+    from npu.hivm_binary import MAGIC, BinaryError
+
+    if path != "-" and os.path.isfile(path):
+        with open(path, "rb") as f:
+            head = f.read(len(MAGIC))
+        if head == MAGIC:
+            from npu.hivm_disasm import decode
+            from npu.ir import make_context
+
+            with open(path, "rb") as f:
+                data = f.read()
+            try:
+                module = decode(data, path, make_context())
+            except BinaryError as e:
+                raise ToolError(f"{path}: error: corrupt binary {e}") from None
+            return path, module.operation.get_asm(enable_debug_info=True)
+    return read_input(path, parser)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser()
     args = parser.parse_args(argv)
@@ -306,8 +356,19 @@ def main(argv: list[str] | None = None) -> int:
     for given in (args.inputs, args.tuning_record):
         if given and not os.path.exists(given):
             usage_error(parser, f"cannot read '{given}': no such file")
-    filename, text = read_input(args.input, parser)
+    from npu.tools.run_model import is_model, run_model
+
+    filename = args.input
     try:
+        if args.input.endswith(".onnx"):
+            if not os.path.exists(args.input):
+                usage_error(parser, f"cannot read '{args.input}': no such file")
+            text = None
+        else:
+            filename, text = read_program(args.input, parser)
+        if is_model(filename, text):
+            check_command_line(args)
+            return run_model(args, filename, text)
         return run(args, filename, text)
     except CommandLineError as e:
         print(f"{parser.prog}: error: {e}", file=sys.stderr)

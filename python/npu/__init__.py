@@ -2,3 +2,11 @@
 DaVinci-style matrix NPU. Sub-packages map onto the repository's top-level
 folders: `npu.dialects` (dialects/), `npu.passes` (passes/), `npu.simulator`
 (simulator/), `npu.tools` (tools/)."""
+
+
+def compile(source, target: str | None = "ascend910", **options):
+    """Compile an ONNX model or a linalg-on-tensors module into a `Kernel`
+    (see `npu.frontend.compile`); `outputs, report = kernel(*arrays)`."""
+    from npu.frontend.compile import compile as _compile
+
+    return _compile(source, target=target, **options)

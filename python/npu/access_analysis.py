@@ -33,7 +33,7 @@ VIEW_OPS = ("memref.subview", "memref.reinterpret_cast", "memref.collapse_shape"
 LOOP_OPS = ("scf.for",)
 VECTOR_OPS = ("vadd", "vsub", "vmul", "vdiv", "vmax", "vmin", "vadds", "vmuls", "vmaxs",
               "vmins", "vrelu", "vabs", "vexp", "vln", "vsqrt", "vrsqrt", "vrec", "vconv",
-              "vdup", "vcadd", "vcmax", "vnchwconv")
+              "vdup", "vcadd", "vcmax", "vcmin", "vnchwconv", "vcmp", "vsel")
 
 
 class AccessError(Exception):
@@ -419,14 +419,14 @@ class AccessAnalysis:
         dst = op.operands[0]
         writes = []
         reads = []
-        if short in ("vcadd", "vcmax"):
+        if short in ("vcadd", "vcmax", "vcmin"):
             s = ebytes[0]
             writes.append(self.range_of(dst, 0, (rep - 1) * attr("dst_rep_stride", 1) * s + s))
         else:
             writes.append(self.range_of(dst, 0, extent(ebytes[0], attr("dst_blk_stride"),
                                                        attr("dst_rep_stride", 8))))
         srcs = list(op.operands[1:])
-        prefixes = ["src"] if len(srcs) == 1 else ["src0", "src1"]
+        prefixes = {0: [], 1: ["src"], 2: ["src0", "src1"], 3: ["cond", "src0", "src1"]}[len(srcs)]
         for v, p, s in zip(srcs, prefixes, ebytes[1:]):
             reads.append(self.range_of(v, 0, extent(s, attr(f"{p}_blk_stride"),
                                                     attr(f"{p}_rep_stride", 8))))

@@ -4,11 +4,15 @@ index arithmetic). Call inside `with ctx, loc, ir.InsertionPoint(...)`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
 
 from mlir import ir
 from mlir.dialects import arith
 
 from npu import ir as nir
+from npu.dialects.hivm import config_field
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,30 @@ def copy(name: str, src: ir.Value, dst: ir.Value, n_burst: int, burst_len: int,
          src_gap: int = 0, dst_gap: int = 0) -> None:
     nir.create_op(name, [src, dst], n_burst=n_burst, burst_len=burst_len, src_gap=src_gap,
                   dst_gap=dst_gap)
+
+
+def copy_bursts(name: str, src: ir.Value, dst: ir.Value, n_burst: int, burst_len: int,
+                src_gap: int = 0, dst_gap: int = 0) -> None:
+    """A copy of `n_burst` bursts between views whose first non-unit
+    dimension is the burst. When a gap does not fit its field (a tile of a
+    matrix with more than ~4096 row blocks: the gap is the rest of the
+    column), it becomes one copy per burst, each with no gap."""
+    fits = all(gap <= config_field("copy", field).max
+               for gap, field in ((src_gap, "src_gap"), (dst_gap, "dst_gap")))
+    if fits or n_burst == 1:  # one burst: the gaps are unused
+        copy(name, src, dst, n_burst, burst_len, src_gap if fits else 0, dst_gap if fits else 0)
+        return
+    for b in range(n_burst):
+        copy(name, _burst(src, b, n_burst), _burst(dst, b, n_burst), 1, burst_len)
+
+
+def _burst(view: ir.Value, index: int, n_burst: int) -> ir.Value:
+    shape = nir.memref_shape(view)
+    dim = next(i for i, d in enumerate(shape) if d != 1)
+    assert shape[dim] == n_burst, (shape, n_burst)
+    offsets = [0] * len(shape)
+    offsets[dim] = index
+    return nir.subview(view, offsets, shape[:dim] + [1] + shape[dim + 1:])
 
 
 def index_add(a: ir.Value | int, b: int) -> ir.Value | int:
@@ -69,6 +97,18 @@ def lin(*terms: tuple[Index, int]) -> Index:
     if dynamic is None:
         return const
     return index_add(dynamic, const)
+
+
+def delinearize(i, sizes: Sequence[int]) -> list:
+    """The multi-index (row-major over `sizes`) of the linear index `i`."""
+    if isinstance(i, int):
+        return [int(v) for v in np.unravel_index(i, sizes)] if sizes else []
+    index = []
+    for k, size in enumerate(sizes):
+        inner = int(np.prod(sizes[k + 1:]))
+        q = i if inner == 1 else arith.DivUIOp(i, nir.index_const(inner)).result
+        index.append(q if k == 0 else arith.RemUIOp(q, nir.index_const(size)).result)
+    return index
 
 
 def for_range(count: int, body) -> None:

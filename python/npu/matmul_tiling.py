@@ -234,13 +234,19 @@ def choose_tiling(shape: MatmulShape, target: Target, strategy: str = "os",
     ks = [k] if k else _multiples(shape.K, step)
     ns = [n] if n else _multiples(shape.N, step)
     best: TilingChoice | None = None
+    # Every buffer need grows with m and with k, so the (m, k) pairs that fit
+    # (with the smallest n) form a staircase: the search walks only that,
+    # stopping each row at its first misfit; the buffers bound it, not the
+    # matrix (a 65536^3 matmul has 2^24 pairs, a few hundred of which fit).
     for s in strategies:
         for mm in ms:
+            if _largest_fitting_n(s, shape, mm, ks[0], target, ns) is None:
+                break  # larger m fits no k either
             for kk in ks:
                 # Traffic does not depend on n: the largest fitting n is best.
                 nn = _largest_fitting_n(s, shape, mm, kk, target, ns)
                 if nn is None:
-                    continue
+                    break  # larger k does not fit either
                 choice = make_choice(s, shape, Tiles(mm, nn, kk), target)
                 if best is None or _score(choice) < _score(best):
                     best = choice

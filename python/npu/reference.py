@@ -10,7 +10,11 @@ Numerics (the contract's intent, made precise here):
   fp32 ops compute in float32; i32 ops wrap around.
 * matmul / batch_matmul multiply fp16 values exactly and accumulate in fp32,
   then round once to C's type.
-* reduce_sum accumulates in fp32 and rounds once.
+* reduce_sum accumulates in fp32 and rounds once; reductions take an
+  optional `axis` (default the last) and the output may keep it as size 1.
+* erf is math.erf of the (fp32) value, rounded once.
+* cmp writes 1/0 (i8) from the comparison of the values in their own type
+  (NaN compares unequal to everything); select takes `a` where cond != 0.
 * The `scalar` of adds/muls/maxs/mins is first converted to the operand's
   element type (the hardware's scalar register holds it in that type).
 * cast: float -> int rounds with `round_mode` ("rint"/"none": nearest, ties
@@ -29,14 +33,15 @@ Numerics (the contract's intent, made precise here):
 
 from __future__ import annotations
 
+import math
 from typing import Callable, Sequence
 
 import numpy as np
 from mlir import ir
 
 from npu import diagnostics
-from npu.ir import (NUMPY_DTYPES, float_attr, int_array_attr, memory_space, memref_element,
-                    memref_shape, str_attr, workspace_args)
+from npu.ir import (NUMPY_DTYPES, float_attr, int_array_attr, int_attr, memory_space,
+                    memref_element, memref_shape, str_attr, workspace_args)
 
 
 class EvaluationError(ValueError):
@@ -138,11 +143,14 @@ def _to_f16(x: np.ndarray, mode: str) -> np.ndarray:
 def cast(x: np.ndarray, out_dtype, mode: str) -> np.ndarray:
     """`ascend.cast` between the element types of the contract."""
     out_dtype = np.dtype(out_dtype)
-    if np.issubdtype(out_dtype, np.integer) and np.issubdtype(x.dtype, np.floating):
-        return _to_int(x, out_dtype, mode)
-    if out_dtype == np.float16 and x.dtype == np.float32:
-        return _to_f16(x, mode)
-    return x.astype(out_dtype)  # widening (f16 -> f32, i8 -> f16): exact
+    if np.issubdtype(out_dtype, np.integer):
+        if np.issubdtype(x.dtype, np.floating):
+            return _to_int(x, out_dtype, mode)
+        info = np.iinfo(out_dtype)  # int -> int saturates
+        return np.clip(x.astype(np.int64), info.min, info.max).astype(out_dtype)
+    if out_dtype == np.float16 and x.dtype in (np.float32, np.int32):
+        return _to_f16(x, mode)  # i32 -> f16: |x| <= 65504 is exact, beyond rounds by mode
+    return x.astype(out_dtype)  # i32 -> f32 nearest-even; the rest widen exactly
 
 
 # ----------------------------------------------------------------------------
@@ -168,7 +176,11 @@ _UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "ascend.reciprocal": lambda x: np.float32(1) / x,
     "ascend.tanh": np.tanh,
     "ascend.sigmoid": lambda x: np.float32(1) / (np.float32(1) + np.exp(-x)),
+    "ascend.erf": lambda x: np.vectorize(math.erf, otypes=[np.float64])(x),
 }
+
+_CMP: dict[str, Callable] = {"eq": np.equal, "ne": np.not_equal, "lt": np.less,
+                             "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
 
 
 def _compute_type(dtype: np.dtype) -> np.dtype:
@@ -206,10 +218,13 @@ class _Frame:
 
 _OTHER_OPS = ("ascend.matmul", "ascend.batch_matmul", "ascend.fractalize", "ascend.defractalize",
               "ascend.cast", "ascend.clamp", "ascend.transpose", "ascend.reduce_sum",
-              "ascend.reduce_max", "memref.alloc", "memref.dealloc")
+              "ascend.reduce_max", "ascend.reduce_min", "ascend.cmp", "ascend.select",
+              "ascend.broadcast", "memref.alloc", "memref.dealloc")
+EVALUATED_OPS = frozenset(_BINARY) | frozenset(_SCALAR) | frozenset(_UNARY) | frozenset(_OTHER_OPS)
+
+# Views of GM buffers, and the integer constants of their byte shifts.
 _VIEW_OPS = ("memref.expand_shape", "memref.collapse_shape", "memref.view", "arith.constant")
-EVALUATED_OPS = (frozenset(_BINARY) | frozenset(_SCALAR) | frozenset(_UNARY)
-                 | frozenset(_OTHER_OPS) | frozenset(_VIEW_OPS))
+EVALUATED_OPS |= frozenset(_VIEW_OPS)
 
 
 def _view(op: ir.Operation, frame: _Frame) -> None:
@@ -294,11 +309,23 @@ def _execute(op: ir.Operation, frame: _Frame) -> None:
         frame.write(out_value, np.transpose(src, int_array_attr(op, "permutation")))
     elif name == "ascend.reduce_sum":
         src, out = ins
-        total = src.astype(np.float32).sum(axis=-1, dtype=np.float32)
+        total = src.astype(np.float32).sum(axis=_axis(op), dtype=np.float32)
         frame.write(out_value, total.reshape(out.shape).astype(out.dtype))
-    elif name == "ascend.reduce_max":
+    elif name in ("ascend.reduce_max", "ascend.reduce_min"):
         src, out = ins
-        frame.write(out_value, src.max(axis=-1).reshape(out.shape).astype(out.dtype))
+        fn = np.max if name == "ascend.reduce_max" else np.min
+        frame.write(out_value, fn(src, axis=_axis(op)).reshape(out.shape).astype(out.dtype))
+    elif name == "ascend.cmp":
+        lhs, rhs, out = ins
+        with np.errstate(invalid="ignore"):
+            result = _CMP[str_attr(op, "predicate")](lhs, rhs)
+        frame.write(out_value, np.broadcast_to(result, out.shape).astype(np.int8))
+    elif name == "ascend.select":
+        cond, a, b, out = ins
+        frame.write(out_value, np.broadcast_to(np.where(cond != 0, a, b), out.shape))
+    elif name == "ascend.broadcast":
+        src, out = ins
+        frame.write(out_value, np.broadcast_to(src, out.shape))
     elif name == "memref.alloc":
         result = op.results[0]
         if memory_space(result.type) != "gm":
@@ -310,6 +337,11 @@ def _execute(op: ir.Operation, frame: _Frame) -> None:
     # memref.dealloc: nothing to do.
 
 
+def _axis(op: ir.Operation) -> int:
+    """The reduced axis: the `axis` attribute (negative counts from the end) or the last."""
+    return int_attr(op, "axis") if "axis" in op.attributes else -1
+
+
 def evaluate(func_op: ir.Operation | ir.OpView, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Run an ascend-level `func.func` in numpy; returns the final contents of
     every argument but the workspaces (copies of `inputs`, updated), in
@@ -318,6 +350,8 @@ def evaluate(func_op: ir.Operation | ir.OpView, inputs: Sequence[np.ndarray]) ->
     if func_op.name != "func.func":
         raise _fail(func_op, f"expected a func.func, got '{func_op.name}'")
     block = func_op.regions[0].blocks[0]
+    from npu.ir import workspace_args  # here: keeps the import list above the ops' own
+
     args = list(block.arguments)
     scratch = workspace_args(func_op)
     if len(inputs) == len(args) - len(scratch):

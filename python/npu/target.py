@@ -97,6 +97,9 @@ class Target:
     # Every tensor `npu-plan-gm` places in the GM workspace starts on (and is
     # sized in) whole units of this alignment.
     gm_workspace_alignment: int = 512
+    # Global memory (HBM / DDR) a model's weights, inputs, outputs and
+    # workspace must fit in.
+    gm_bytes: int = 32 * 1024 * MIB
     cores: int = 1
     clock_ghz: float = 1.0
     sources: Mapping[str, str] = field(default_factory=dict)
@@ -202,6 +205,7 @@ _COMMON_SOURCES = {
                        "instruction's data phase (outstanding DMA requests); completion stays in order",
     "flag_latency": "estimate",
     "gm_alloc_granule_bytes": "[C] Ascend runtime allocations are 32-byte aligned and padded",
+    "gm_bytes": "[H] 32 GB HBM2 on Ascend 910",
     "gm_workspace_alignment": "estimate: 512 B (the L0 fractal granule, a whole number of GM "
                               "bursts and cache lines) for tensors packed into one workspace",
 }
@@ -223,8 +227,9 @@ ASCEND910B = replace(
     buffer_bytes={"l1": 512 * KIB, "l0a": 64 * KIB, "l0b": 64 * KIB, "l0c": 128 * KIB, "ub": 192 * KIB},
     cores=24,  # estimate: 910B variants ship 20-25 cube cores
     clock_ghz=1.65,  # estimate
+    gm_bytes=64 * 1024 * MIB,  # estimate: 64 GB HBM on 910B boards
     sources={**_COMMON_SOURCES, "buffer_bytes": "[C] dav-c220",
-             "cores": "estimate", "clock_ghz": "estimate"},
+             "cores": "estimate", "clock_ghz": "estimate", "gm_bytes": "estimate"},
 )
 
 ASCEND310 = replace(
@@ -238,8 +243,9 @@ ASCEND310 = replace(
            "ub_to_gm": Path(32, 350)},
     cores=2,  # [H] two DaVinci cores on Ascend 310
     clock_ghz=0.9,  # estimate
+    gm_bytes=8 * 1024 * MIB,  # estimate: 8 GB LPDDR4X on Atlas 200-class boards
     sources={**_COMMON_SOURCES, "buffer_bytes": "estimate", "paths.gm_*": "estimate",
-             "cores": "[H]", "clock_ghz": "estimate"},
+             "cores": "[H]", "clock_ghz": "estimate", "gm_bytes": "estimate"},
 )
 
 PRESETS: Mapping[str, Target] = {t.name: t for t in (ASCEND910, ASCEND910B, ASCEND310)}

@@ -145,6 +145,47 @@ func.func @implied(%in: memref<128xf16, "gm">, %o1: memref<128xf16, "gm">, %o2: 
 
 // -----
 
+// A loop is one node of its block, but what its body's syncs imply at its
+// exit counts: V waited for the last iteration's load, so the vmuls of %a
+// after the loop needs no MTE2 -> V pair; the vdup of %b must wait for the
+// last store (MTE3 -> V), which the loop's balancing wait of its carried
+// MTE3 -> V pair already does when it goes right before the vdup instead
+// of at the end (no second pair, no V barrier).
+// CHECK-LABEL: func.func @after_loop
+// CHECK:      scf.for
+// CHECK:      "cce.set_flag"() {dst = "V", event = 0 : i64, src = "MTE3"}
+// CHECK-NEXT: {{^ +}}}
+// CHECK-NEXT: "cce.wait_flag"() {dst = "V", event = 0 : i64, src = "MTE3"}
+// CHECK-NEXT: "cce.vdup"
+// CHECK-NEXT: "cce.vmuls"
+// CHECK-NEXT: "cce.set_flag"() {dst = "MTE3", event = 0 : i64, src = "V"}
+// CHECK-NEXT: "cce.wait_flag"() {dst = "MTE3", event = 0 : i64, src = "V"}
+// CHECK-NEXT: "cce.copy_ub_to_gm"
+// CHECK-NEXT: "cce.wait_flag"() {dst = "MTE2", event = 0 : i64, src = "V"}
+// CHECK-NEXT: return
+func.func @after_loop(%in: memref<4096xf16, "gm">, %out: memref<4096xf16, "gm">, %o2: memref<1024xf16, "gm">) {
+  %a = memref.alloc() {npu.offset = 0 : i64} : memref<1024xf16, "ub">
+  %b = memref.alloc() {npu.offset = 2048 : i64} : memref<1024xf16, "ub">
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c1 = arith.constant 1 : index
+  %c1024 = arith.constant 1024 : index
+  scf.for %i = %c0 to %c4 step %c1 {
+    %off = arith.muli %i, %c1024 : index
+    %src = memref.subview %in[%off] [1024] [1] : memref<4096xf16, "gm"> to memref<1024xf16, strided<[1], offset: ?>, "gm">
+    %dst = memref.subview %out[%off] [1024] [1] : memref<4096xf16, "gm"> to memref<1024xf16, strided<[1], offset: ?>, "gm">
+    "cce.copy_gm_to_ub"(%src, %a) {n_burst = 1 : i64, burst_len = 64 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<1024xf16, strided<[1], offset: ?>, "gm">, memref<1024xf16, "ub">) -> ()
+    "cce.vexp"(%b, %a) {repeat = 8 : i64, mask = 128 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, src_blk_stride = 1 : i64, src_rep_stride = 8 : i64} : (memref<1024xf16, "ub">, memref<1024xf16, "ub">) -> ()
+    "cce.copy_ub_to_gm"(%b, %dst) {n_burst = 1 : i64, burst_len = 64 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<1024xf16, "ub">, memref<1024xf16, strided<[1], offset: ?>, "gm">) -> ()
+  }
+  "cce.vdup"(%b) {repeat = 8 : i64, mask = 128 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, scalar = 0.0 : f64} : (memref<1024xf16, "ub">) -> ()
+  "cce.vmuls"(%a, %a) {repeat = 8 : i64, mask = 128 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, src_blk_stride = 1 : i64, src_rep_stride = 8 : i64, scalar = 2.0 : f64} : (memref<1024xf16, "ub">, memref<1024xf16, "ub">) -> ()
+  "cce.copy_ub_to_gm"(%a, %o2) {n_burst = 1 : i64, burst_len = 64 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<1024xf16, "ub">, memref<1024xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
 // Bad input: the pass runs once, on code without synchronisation.
 func.func @already_synced() {
   // expected-error@+1 {{npu-insert-sync expects code without synchronisation; found 'cce.set_flag'}}

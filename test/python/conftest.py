@@ -40,6 +40,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.getoption("--runslow"):
+        # Every simulator-backed lowering test also runs at the hivm level
+        # (helpers.simulate_levels); by default a sample per test file does.
+        os.environ["NPU_TEST_ALL_LEVELS"] = "1"
         return
     skip_slow = pytest.mark.skip(reason="slow test: run with --runslow")
     for item in items:

@@ -69,14 +69,80 @@ def _parse(source_text: str, ctx):
 
 
 def compile_program(source_text: str, pipeline: str, target: Target | None = None):
-    """Parse `source_text` and run `pipeline` over it; returns the mlir Module.
-    A failing pass raises `npu.pipeline.PipelineError` with its diagnostics."""
+    """Parse `source_text` and run `pipeline` over it (`npu-lower` stopping at
+    cce, see `at_cce`); returns the mlir Module. A failing pass raises
+    `npu.pipeline.PipelineError` with its diagnostics."""
     from npu.pipeline import run_pipeline
 
     module = _parse(source_text, make_context())
     if pipeline:
-        run_pipeline(module, pipeline, target or get_target())
+        run_pipeline(module, at_cce(pipeline), target or get_target())
     return module
+
+
+# Calls per test file that also run the hivm level (all of them under --runslow;
+# NPU_TEST_HIVM_SAMPLE overrides, e.g. 0 to measure what the sample costs).
+HIVM_SAMPLE = int(__import__("os").environ.get("NPU_TEST_HIVM_SAMPLE", "3"))
+_hivm_calls: dict[str, int] = {}
+
+
+def hivm_check_due() -> bool:
+    """Whether this simulation should also run at the hivm level: always under
+    --runslow (conftest sets NPU_TEST_ALL_LEVELS), else for the first
+    `HIVM_SAMPLE` simulations of each test file."""
+    import os
+
+    if os.environ.get("NPU_TEST_ALL_LEVELS"):
+        return True
+    test_file = os.environ.get("PYTEST_CURRENT_TEST", "").split("::")[0]
+    _hivm_calls[test_file] = _hivm_calls.get(test_file, 0) + 1
+    return _hivm_calls[test_file] <= HIVM_SAMPLE
+
+
+def at_cce(pipeline: str) -> str:
+    """`pipeline` with `npu-lower` stopped at cce (`emit=cce`), so the caller
+    sees the cce it checks and `simulate_levels` lowers it to hivm itself."""
+    import re
+
+    pipeline = re.sub(r"npu-lower\{", "npu-lower{emit=cce ", pipeline)
+    return re.sub(r"npu-lower(?![-\w{])", "npu-lower{emit=cce}", pipeline)
+
+
+def _lowerable(module) -> bool:
+    """Planned cce: every on-chip allocation has its npu.offset and no GM
+    temporary is left as an alloc (hivm has no place for one)."""
+    from npu.ir import memory_space, walk
+
+    ops = list(walk(module.operation))
+    if not any(op.name.startswith("cce.") for op in ops):
+        return False
+    allocs = [op for op in ops if op.name == "memref.alloc"]
+    return all(memory_space(op.results[0].type) != "gm" and "npu.offset" in op.attributes
+               for op in allocs)
+
+
+def simulate_levels(module, inputs: Sequence[np.ndarray], target: Target | None = None,
+                    force_hivm: bool = False, **kwargs):
+    """Simulate a cce-level `module`; when due (`hivm_check_due`, or
+    `force_hivm`) and the module is planned, also lower a copy to hivm and
+    simulate it: outputs (bit for bit), cycles, instruction count and hazards
+    must be identical. Returns the cce result."""
+    from npu.pipeline import run_pipeline
+    from npu.simulator import simulate
+
+    target = target or get_target()
+    result = simulate(module, [np.array(a, copy=True) for a in inputs], target=target, **kwargs)
+    if not _lowerable(module) or not (force_hivm or hivm_check_due()):
+        return result
+    lowered = parse_module(module.operation.get_asm(enable_debug_info=True), module.context)
+    run_pipeline(lowered, "npu-lower-cce-to-hivm", target)
+    at_hivm = simulate(lowered, [np.array(a, copy=True) for a in inputs], target=target, **kwargs)
+    for i, (c, h) in enumerate(zip(result.outputs, at_hivm.outputs)):
+        assert c.tobytes() == h.tobytes(), f"argument #{i} differs between cce and hivm"
+    assert at_hivm.cycles == result.cycles, f"cycles: cce {result.cycles}, hivm {at_hivm.cycles}"
+    assert at_hivm.instructions == result.instructions
+    assert len(at_hivm.hazards) == len(result.hazards)
+    return result
 
 
 def compile_and_simulate(source_text: str, pipeline: str, inputs: Sequence[np.ndarray],
@@ -87,18 +153,19 @@ def compile_and_simulate(source_text: str, pipeline: str, inputs: Sequence[np.nd
 
     Returns (simulated outputs, reference outputs, SimResult). Inputs are
     copied, so callers can reuse them. Simulation is strict: any fault raises.
+    The program is compiled to cce and simulated there and (see
+    `simulate_levels`) at the hivm level, which must agree exactly.
     """
     from npu.pipeline import run_pipeline
     from npu.reference import evaluate
-    from npu.simulator import simulate  # imported late: tests of other areas need not load it
 
     target = target or get_target()
     module = _parse(source_text, make_context())
     expected = evaluate(_entry(module, entry), [np.array(a, copy=True) for a in inputs])
     if pipeline:
-        run_pipeline(module, pipeline, target)
-    result = simulate(module, [np.array(a, copy=True) for a in inputs], entry=entry,
-                      target=target, strict=True, serialize=serialize)
+        run_pipeline(module, at_cce(pipeline), target)
+    result = simulate_levels(module, inputs, target, entry=entry, strict=True,
+                             serialize=serialize)
     return list(result.outputs), expected, result
 
 

@@ -173,14 +173,27 @@ func.func @column(%a: memref<40x64xf16, "gm">, %b: memref<40x1xf16, "gm">, %c: m
 
 // -----
 
-// Scalar operand (rank 0): one block loaded, lane 0 copied into all 16
-// elements of a block by vcadd with mask 1 and source repeat stride 0, then
+// Scalar operand (rank 0): one block loaded, element 0 broadcast to a whole
+// block by one vnchwconv (every row pointer on the loaded block; row 0 of
+// the transpose is kept in block 0, the others go to a scratch block), then
 // read with block and repeat stride 0.
 // CHECK-LABEL: func.func @scalar
-// CHECK: "cce.vcadd"({{.*}}) {dst_rep_stride = 1 : i64, mask = 1 : i64, repeat = 16 : i64, src_blk_stride = 1 : i64, src_rep_stride = 0 : i64}
+// CHECK: "cce.vnchwconv"({{.*}}) {dst_offsets = array<i64: 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1>, dst_rep_stride = 0 : i64, repeat = 1 : i64, src_offsets = array<i64: 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, src_rep_stride = 0 : i64}
 // CHECK: "cce.vmax"({{.*}}) {{{.*}}src1_blk_stride = 0 : i64, src1_rep_stride = 0 : i64}
 func.func @scalar(%a: memref<300xf16, "gm">, %b: memref<f16, "gm">, %c: memref<300xf16, "gm">) {
   "ascend.max"(%a, %b, %c) : (memref<300xf16, "gm">, memref<f16, "gm">, memref<300xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+// i32 with a scalar operand: the same broadcast (vnchwconv moves any 4-byte
+// type; the two halves of row 0 both go to block 0), then an i32 vadd.
+// CHECK-LABEL: func.func @scalar_i32
+// CHECK: "cce.vnchwconv"({{.*}}) {dst_offsets = array<i64: 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1>
+// CHECK: "cce.vadd"({{.*}}) {{{.*}}src1_blk_stride = 0 : i64, src1_rep_stride = 0 : i64} : (memref<{{.*}}xi32
+func.func @scalar_i32(%a: memref<300xi32, "gm">, %b: memref<1xi32, "gm">, %c: memref<300xi32, "gm">) {
+  "ascend.add"(%a, %b, %c) : (memref<300xi32, "gm">, memref<1xi32, "gm">, memref<300xi32, "gm">) -> ()
   return
 }
 

@@ -1,10 +1,12 @@
 // RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-lower-reduce
 // RUN: not npu-opt %s --split-input-file --npu-lower-reduce 2>&1 | FileCheck %s
 
-// CHECK: reduce-invalid.mlir:[[@LINE+3]]:3: error: the reduced dimension (10) must be at least one 32-byte block (16 f16 elements)
-func.func @short_unaligned(%a: memref<4x10xf16, "gm">, %b: memref<4xf16, "gm">) {
-  // expected-error@+1 {{the reduced dimension (10) must be at least one 32-byte block (16 f16 elements) when it is not a whole number of blocks}}
-  "ascend.reduce_sum"(%a, %b) : (memref<4x10xf16, "gm">, memref<4xf16, "gm">) -> ()
+// Rows under one block go through the UB rearrangement, which holds the
+// whole tensor expanded 8x (f32): too large here.
+// CHECK: reduce-invalid.mlir:[[@LINE+3]]:3: error: reducing rows of 5 x 1 elements (shorter than one 32-byte block) holds the whole tensor in UB
+func.func @short_rows_too_large(%a: memref<20000x5xf32, "gm">, %b: memref<20000xf32, "gm">) {
+  // expected-error@+1 {{reducing rows of 5 x 1 elements (shorter than one 32-byte block) holds the whole tensor in UB}}
+  "ascend.reduce_sum"(%a, %b) : (memref<20000x5xf32, "gm">, memref<20000xf32, "gm">) -> ()
   return
 }
 
@@ -14,5 +16,14 @@ func.func @short_unaligned(%a: memref<4x10xf16, "gm">, %b: memref<4xf16, "gm">) 
 func.func @long_unaligned(%a: memref<4x5000xf16, "gm">, %b: memref<4xf16, "gm">) {
   // expected-error@+1 {{rows of 5000 elements that are not whole 32-byte blocks must fit one chunk}}
   "ascend.reduce_max"(%a, %b) : (memref<4x5000xf16, "gm">, memref<4xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+// CHECK: reduce-invalid.mlir:[[@LINE+3]]:3: error: reducing rows of 100 x 3 elements (shorter than one 32-byte block) holds the whole tensor in UB
+func.func @outer_axis_short_rows_too_large(%a: memref<400x100x3xf32, "gm">, %b: memref<400x3xf32, "gm">) {
+  // expected-error@+1 {{reducing rows of 100 x 3 elements (shorter than one 32-byte block) holds the whole tensor in UB}}
+  "ascend.reduce_sum"(%a, %b) {axis = 1 : i64} : (memref<400x100x3xf32, "gm">, memref<400x3xf32, "gm">) -> ()
   return
 }

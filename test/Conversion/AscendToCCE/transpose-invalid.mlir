@@ -1,27 +1,23 @@
 // RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-lower-transpose
 // RUN: not npu-opt %s --split-input-file --npu-lower-transpose 2>&1 | FileCheck %s
 
-// CHECK: transpose-invalid.mlir:[[@LINE+3]]:3: error: unsupported permutation [2, 0, 1]
-func.func @rotate(%a: memref<4x16x32xf16, "gm">, %b: memref<32x4x16xf16, "gm">) {
-  // expected-error@+1 {{unsupported permutation [2, 0, 1]: only a swap of the last two dimensions}}
-  "ascend.transpose"(%a, %b) {permutation = array<i64: 2, 0, 1>} : (memref<4x16x32xf16, "gm">, memref<32x4x16xf16, "gm">) -> ()
+// A reversal no fast form covers: as rotations its second step would swap
+// [3 | 200] (3 rows, under one 16-row tile), and the tensor is too large for
+// the UB gather.
+// CHECK: transpose-invalid.mlir:[[@LINE+3]]:3: error: permutation [2, 1, 0] of shape [3, 200, 300] needs the general transpose
+func.func @reverse_large(%a: memref<3x200x300xf32, "gm">, %b: memref<300x200x3xf32, "gm">) {
+  // expected-error@+1 {{permutation [2, 1, 0] of shape [3, 200, 300] needs the general transpose, which holds the whole tensor in UB}}
+  "ascend.transpose"(%a, %b) {permutation = array<i64: 2, 1, 0>} : (memref<3x200x300xf32, "gm">, memref<300x200x3xf32, "gm">) -> ()
   return
 }
 
 // -----
 
-// CHECK: transpose-invalid.mlir:[[@LINE+3]]:3: error: permutation [0, 2, 1, 3] is lowered as block copies and needs the last dimension (10 x 2 bytes)
-func.func @unaligned_last(%a: memref<2x3x4x10xf16, "gm">, %b: memref<2x4x3x10xf16, "gm">) {
-  // expected-error@+1 {{needs the last dimension (10 x 2 bytes) to be a whole number of 32-byte blocks}}
-  "ascend.transpose"(%a, %b) {permutation = array<i64: 0, 2, 1, 3>} : (memref<2x3x4x10xf16, "gm">, memref<2x4x3x10xf16, "gm">) -> ()
-  return
-}
-
-// -----
-
-// CHECK: transpose-invalid.mlir:[[@LINE+3]]:3: error: transposing a 8x64 matrix needs at least 16 rows
-func.func @too_few_rows(%a: memref<8x64xf16, "gm">, %b: memref<64x8xf16, "gm">) {
-  // expected-error@+1 {{transposing a 8x64 matrix needs at least 16 rows and 16 columns}}
-  "ascend.transpose"(%a, %b) {permutation = array<i64: 1, 0>} : (memref<8x64xf16, "gm">, memref<64x8xf16, "gm">) -> ()
+// The last dimension is not whole blocks, so [0, 2, 1, 3] cannot use block
+// copies, and the tensor is too large for the gather.
+// CHECK: transpose-invalid.mlir:[[@LINE+3]]:3: error: permutation [0, 2, 1, 3] of shape [2, 30, 40, 10] needs the general transpose
+func.func @unaligned_last_large(%a: memref<2x30x40x10xf16, "gm">, %b: memref<2x40x30x10xf16, "gm">) {
+  // expected-error@+1 {{permutation [0, 2, 1, 3] of shape [2, 30, 40, 10] needs the general transpose}}
+  "ascend.transpose"(%a, %b) {permutation = array<i64: 0, 2, 1, 3>} : (memref<2x30x40x10xf16, "gm">, memref<2x40x30x10xf16, "gm">) -> ()
   return
 }

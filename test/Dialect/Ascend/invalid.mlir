@@ -69,6 +69,14 @@ func.func @dynamic_shape(%x: memref<?xf16, "gm">, %y: memref<16xf16, "gm">) {
 
 // -----
 
+func.func @affine_layout(%x: memref<16x16xf16, affine_map<(d0, d1) -> (d1, d0)>, "gm">, %y: memref<16x16xf16, "gm">) {
+  // expected-error@+1 {{operand #0 ('in') has the layout affine_map<(d0, d1) -> (d1, d0)>, which is not strided}}
+  "ascend.exp"(%x, %y) : (memref<16x16xf16, affine_map<(d0, d1) -> (d1, d0)>, "gm">, memref<16x16xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
 func.func @scalar_not_f64(%x: memref<16xf16, "gm">) {
   // expected-error@+1 {{attribute 'scalar' must be an f64 float (e.g. `1.0 : f64`), got 2.000000e+00 : f32}}
   "ascend.muls"(%x, %x) {scalar = 2.0 : f32} : (memref<16xf16, "gm">, memref<16xf16, "gm">) -> ()
@@ -111,9 +119,9 @@ func.func @unary_integer(%x: memref<16xi32, "gm">) {
 
 // -----
 
-func.func @cast_pair(%x: memref<16xf32, "gm">, %y: memref<16xi8, "gm">) {
-  // expected-error@+1 {{unsupported element types (in: f32, out: i8); supported: (f16, f32), (f32, f16), (f16, i32), (f32, i32), (i8, f16), (f16, i8)}}
-  "ascend.cast"(%x, %y) {round_mode = "rint"} : (memref<16xf32, "gm">, memref<16xi8, "gm">) -> ()
+func.func @cast_pair(%x: memref<16xf32, "gm">, %y: memref<16xf32, "gm">) {
+  // expected-error@+1 {{unsupported element types (in: f32, out: f32); supported: (f16, f32), (f16, i8), (f16, i32), (f32, f16), (f32, i8), (f32, i32), (i8, f16), (i8, f32), (i8, i32), (i32, f16), (i32, f32), (i32, i8)}}
+  "ascend.cast"(%x, %y) {round_mode = "rint"} : (memref<16xf32, "gm">, memref<16xf32, "gm">) -> ()
   return
 }
 
@@ -266,7 +274,7 @@ func.func @transpose_shape(%x: memref<2x4x8xf16, "gm">, %y: memref<8x2x4xf16, "g
 // -----
 
 func.func @reduce_shape(%x: memref<4x8xf32, "gm">, %y: memref<8xf32, "gm">) {
-  // expected-error@+1 {{output shape must be [4] (input [4, 8] without its last axis), got [8]}}
+  // expected-error@+1 {{output shape must be [4] (input [4, 8] without axis 1) or [4, 1] (axis kept as size 1), got [8]}}
   "ascend.reduce_sum"(%x, %y) : (memref<4x8xf32, "gm">, memref<8xf32, "gm">) -> ()
   return
 }
@@ -274,7 +282,7 @@ func.func @reduce_shape(%x: memref<4x8xf32, "gm">, %y: memref<8xf32, "gm">) {
 // -----
 
 func.func @reduce_1d(%x: memref<8xf16, "gm">, %y: memref<8xf16, "gm">) {
-  // expected-error@+1 {{output shape must be [1] (input [8] without its last axis), got [8]}}
+  // expected-error@+1 {{output shape must be [1] (input [8] without axis 0), got [8]}}
   "ascend.reduce_max"(%x, %y) : (memref<8xf16, "gm">, memref<8xf16, "gm">) -> ()
   return
 }
@@ -285,5 +293,85 @@ func.func @reduce_1d(%x: memref<8xf16, "gm">, %y: memref<8xf16, "gm">) {
 func.func @no_memory_space(%x: memref<256xf16>, %y: memref<256xf16, "gm">) {
   // expected-error@+1 {{'ascend.relu' op operand #0 ('in') has no memory space; write it in the type, e.g. memref<256xf16, "gm">}}
   "ascend.relu"(%x, %y) : (memref<256xf16>, memref<256xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @reduce_axis_range(%x: memref<4x8xf32, "gm">, %y: memref<4xf32, "gm">) {
+  // expected-error@+1 {{'axis' 2 is out of range for the input of rank 2}}
+  "ascend.reduce_sum"(%x, %y) {axis = 2 : i64} : (memref<4x8xf32, "gm">, memref<4xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @reduce_axis_type(%x: memref<4x8xf32, "gm">, %y: memref<4xf32, "gm">) {
+  // expected-error@+1 {{attribute 'axis' must be a 64-bit integer (e.g. `1 : i64`), got 1 : i32}}
+  "ascend.reduce_min"(%x, %y) {axis = 1 : i32} : (memref<4x8xf32, "gm">, memref<4xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @reduce_axis_shape(%x: memref<4x8x3xf32, "gm">, %y: memref<4x3xf32, "gm">) {
+  // expected-error@+1 {{output shape must be [8, 3] (input [4, 8, 3] without axis 0) or [1, 8, 3] (axis kept as size 1), got [4, 3]}}
+  "ascend.reduce_max"(%x, %y) {axis = -3 : i64} : (memref<4x8x3xf32, "gm">, memref<4x3xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @erf_int(%x: memref<16xi32, "gm">) {
+  // expected-error@+1 {{unsupported element types (in: i32, out: i32); all operands must have the same element type, one of f16, f32}}
+  "ascend.erf"(%x, %x) : (memref<16xi32, "gm">, memref<16xi32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @cmp_predicate(%x: memref<16xf32, "gm">, %y: memref<16xi8, "gm">) {
+  // expected-error@+1 {{'ascend.cmp' op attribute 'predicate' must be one of "eq", "ne", "lt", "le", "gt", "ge"; got "lte"}}
+  "ascend.cmp"(%x, %x, %y) {predicate = "lte"} : (memref<16xf32, "gm">, memref<16xf32, "gm">, memref<16xi8, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @cmp_out_type(%x: memref<16xf32, "gm">) {
+  // expected-error@+1 {{unsupported element types (lhs: f32, rhs: f32, out: f32); supported: (f16, f16, i8), (f32, f32, i8), (i32, i32, i8)}}
+  "ascend.cmp"(%x, %x, %x) {predicate = "lt"} : (memref<16xf32, "gm">, memref<16xf32, "gm">, memref<16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @cmp_broadcast(%x: memref<4x16xf16, "gm">, %r: memref<4xf16, "gm">, %y: memref<4x16xi8, "gm">) {
+  // expected-error@+1 {{operand #1 ('rhs') of shape [4] cannot be broadcast to the output shape [4, 16]}}
+  "ascend.cmp"(%x, %r, %y) {predicate = "eq"} : (memref<4x16xf16, "gm">, memref<4xf16, "gm">, memref<4x16xi8, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @select_types(%c: memref<16xi8, "gm">, %a: memref<16xf32, "gm">, %b: memref<16xf16, "gm">) {
+  // expected-error@+1 {{unsupported element types (cond: i8, a: f32, b: f16, out: f32); supported: (i8, f16, f16, f16), (i8, f32, f32, f32), (i8, i32, i32, i32)}}
+  "ascend.select"(%c, %a, %b, %a) : (memref<16xi8, "gm">, memref<16xf32, "gm">, memref<16xf16, "gm">, memref<16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @select_broadcast(%c: memref<3x1xi8, "gm">, %a: memref<4x16xf32, "gm">) {
+  // expected-error@+1 {{operand #0 ('cond') of shape [3, 1] cannot be broadcast to the output shape [4, 16]}}
+  "ascend.select"(%c, %a, %a, %a) : (memref<3x1xi8, "gm">, memref<4x16xf32, "gm">, memref<4x16xf32, "gm">, memref<4x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @broadcast_shape(%x: memref<2x16xf32, "gm">, %y: memref<4x16xf32, "gm">) {
+  // expected-error@+1 {{operand #0 ('in') of shape [2, 16] cannot be broadcast to the output shape [4, 16]}}
+  "ascend.broadcast"(%x, %y) : (memref<2x16xf32, "gm">, memref<4x16xf32, "gm">) -> ()
   return
 }

@@ -126,3 +126,27 @@ func.func @reduce(%x: memref<8x64xf16, "gm">, %r: memref<8xf16, "gm">, %v: memre
   "ascend.reduce_sum"(%v, %s) : (memref<100xf32, "gm">, memref<1xf32, "gm">) -> ()
   return
 }
+
+// CHECK-LABEL: func.func @frontend_ops(
+// CHECK:      "ascend.erf"(%arg0, %arg0) : (memref<8x64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+// CHECK-NEXT: "ascend.cmp"(%arg0, %arg1, %arg2) {predicate = "lt"} : (memref<8x64xf16, "gm">, memref<64xf16, "gm">, memref<8x64xi8, "gm">) -> ()
+// CHECK-NEXT: "ascend.select"(%arg2, %arg0, %arg1, %arg0) : (memref<8x64xi8, "gm">, memref<8x64xf16, "gm">, memref<64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+// CHECK-NEXT: "ascend.broadcast"(%arg1, %arg0) : (memref<64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+// CHECK-NEXT: "ascend.reduce_sum"(%arg3, %arg4) {axis = 0 : i64} : (memref<4x8x3xf32, "gm">, memref<8x3xf32, "gm">) -> ()
+// CHECK-NEXT: "ascend.reduce_max"(%arg3, %arg5) {axis = -2 : i64} : (memref<4x8x3xf32, "gm">, memref<4x1x3xf32, "gm">) -> ()
+// CHECK-NEXT: "ascend.reduce_min"(%arg3, %arg6) : (memref<4x8x3xf32, "gm">, memref<4x8xf32, "gm">) -> ()
+// CHECK-NEXT: "ascend.cast"(%arg7, %arg2) {round_mode = "rint"} : (memref<8x64xi32, "gm">, memref<8x64xi8, "gm">) -> ()
+// CHECK-NEXT: return
+func.func @frontend_ops(%x: memref<8x64xf16, "gm">, %row: memref<64xf16, "gm">, %m: memref<8x64xi8, "gm">,
+                        %t: memref<4x8x3xf32, "gm">, %s0: memref<8x3xf32, "gm">, %k1: memref<4x1x3xf32, "gm">,
+                        %s2: memref<4x8xf32, "gm">, %i: memref<8x64xi32, "gm">) {
+  "ascend.erf"(%x, %x) : (memref<8x64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+  "ascend.cmp"(%x, %row, %m) {predicate = "lt"} : (memref<8x64xf16, "gm">, memref<64xf16, "gm">, memref<8x64xi8, "gm">) -> ()
+  "ascend.select"(%m, %x, %row, %x) : (memref<8x64xi8, "gm">, memref<8x64xf16, "gm">, memref<64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+  "ascend.broadcast"(%row, %x) : (memref<64xf16, "gm">, memref<8x64xf16, "gm">) -> ()
+  "ascend.reduce_sum"(%t, %s0) {axis = 0 : i64} : (memref<4x8x3xf32, "gm">, memref<8x3xf32, "gm">) -> ()
+  "ascend.reduce_max"(%t, %k1) {axis = -2 : i64} : (memref<4x8x3xf32, "gm">, memref<4x1x3xf32, "gm">) -> ()
+  "ascend.reduce_min"(%t, %s2) : (memref<4x8x3xf32, "gm">, memref<4x8xf32, "gm">) -> ()
+  "ascend.cast"(%i, %m) {round_mode = "rint"} : (memref<8x64xi32, "gm">, memref<8x64xi8, "gm">) -> ()
+  return
+}

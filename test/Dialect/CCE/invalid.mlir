@@ -194,7 +194,7 @@ func.func @vdup_i8(%d: memref<256xi8, "ub">) {
 // -----
 
 func.func @vconv_pair(%d: memref<128xi8, "ub">, %s: memref<128xf32, "ub">) {
-  // expected-error@+1 {{unsupported element types (dst: i8, src: f32); supported: (f32, f16), (f16, f32), (i32, f16), (i32, f32), (f16, i8), (i8, f16)}}
+  // expected-error@+1 {{unsupported element types (dst: i8, src: f32); supported: (f32, f16), (f16, f32), (i32, f16), (i32, f32), (f16, i8), (i8, f16), (f32, i32)}}
   "cce.vconv"(%d, %s) {repeat = 2 : i64, mask = 64 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 2 : i64, src_blk_stride = 1 : i64, src_rep_stride = 8 : i64, round_mode = "rint"} : (memref<128xi8, "ub">, memref<128xf32, "ub">) -> ()
   return
 }
@@ -368,5 +368,37 @@ func.func @set_flag_same_pipe() {
 func.func @wait_flag_same_pipe() {
   // expected-error@+1 {{'cce.wait_flag' op src and dst pipes must differ (got 'M' for both)}}
   "cce.wait_flag"() {src = "M", dst = "M", event = 0 : i64} : () -> ()
+  return
+}
+
+// -----
+
+func.func @vcmp_dst_type(%d: memref<128xf32, "ub">, %x: memref<128xf32, "ub">) {
+  // expected-error@+1 {{unsupported element types (dst: f32, src0: f32, src1: f32); supported: (i8, f16, f16), (i8, f32, f32), (i8, i32, i32)}}
+  "cce.vcmp"(%d, %x, %x) {repeat = 1 : i64, mask = 64 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, src0_blk_stride = 1 : i64, src0_rep_stride = 8 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 8 : i64, predicate = "eq"} : (memref<128xf32, "ub">, memref<128xf32, "ub">, memref<128xf32, "ub">) -> ()
+  return
+}
+
+// -----
+
+func.func @vcmp_predicate(%d: memref<128xi8, "ub">, %x: memref<128xf32, "ub">) {
+  // expected-error@+1 {{'cce.vcmp' op attribute 'predicate' must be one of "eq", "ne", "lt", "le", "gt", "ge"; got "lte"}}
+  "cce.vcmp"(%d, %x, %x) {repeat = 1 : i64, mask = 64 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 2 : i64, src0_blk_stride = 1 : i64, src0_rep_stride = 8 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 8 : i64, predicate = "lte"} : (memref<128xi8, "ub">, memref<128xf32, "ub">, memref<128xf32, "ub">) -> ()
+  return
+}
+
+// -----
+
+func.func @vsel_cond_type(%c: memref<128xf32, "ub">, %x: memref<128xf32, "ub">) {
+  // expected-error@+1 {{unsupported element types (dst: f32, cond: f32, src0: f32, src1: f32); supported: (f16, i8, f16, f16), (f32, i8, f32, f32), (i32, i8, i32, i32)}}
+  "cce.vsel"(%x, %c, %x, %x) {repeat = 1 : i64, mask = 64 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, cond_blk_stride = 1 : i64, cond_rep_stride = 8 : i64, src0_blk_stride = 1 : i64, src0_rep_stride = 8 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 8 : i64} : (memref<128xf32, "ub">, memref<128xf32, "ub">, memref<128xf32, "ub">, memref<128xf32, "ub">) -> ()
+  return
+}
+
+// -----
+
+func.func @vsel_cond_stride(%c: memref<128xi8, "ub">, %x: memref<128xf32, "ub">) {
+  // expected-error@+1 {{attribute 'cond_rep_stride' must be in [0, 255] (8-bit field of the instruction), got 256}}
+  "cce.vsel"(%x, %c, %x, %x) {repeat = 1 : i64, mask = 64 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, cond_blk_stride = 1 : i64, cond_rep_stride = 256 : i64, src0_blk_stride = 1 : i64, src0_rep_stride = 8 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 8 : i64} : (memref<128xf32, "ub">, memref<128xi8, "ub">, memref<128xf32, "ub">, memref<128xf32, "ub">) -> ()
   return
 }

@@ -131,3 +131,14 @@ func.func @sync() {
   "cce.wait_flag"() {src = "S", dst = "MTE3", event = 1 : i64} : () -> ()
   return
 }
+
+// CHECK-LABEL: func.func @compare_select(
+// CHECK:      "cce.vcmp"(%arg0, %arg1, %arg1) {{{.*}}predicate = "lt"{{.*}}} : (memref<128xi8, "ub">, memref<128xf32, "ub">, memref<128xf32, "ub">) -> ()
+// CHECK-NEXT: "cce.vsel"(%arg1, %arg0, %arg1, %arg1) {{{.*}}cond_rep_stride = 2 : i64{{.*}}} : (memref<128xf32, "ub">, memref<128xi8, "ub">, memref<128xf32, "ub">, memref<128xf32, "ub">) -> ()
+// CHECK-NEXT: "cce.vcmin"(%arg1, %arg1) {{.*}} : (memref<128xf32, "ub">, memref<128xf32, "ub">) -> ()
+func.func @compare_select(%m: memref<128xi8, "ub">, %x: memref<128xf32, "ub">) {
+  "cce.vcmp"(%m, %x, %x) {repeat = 2 : i64, mask = 64 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 2 : i64, src0_blk_stride = 1 : i64, src0_rep_stride = 8 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 8 : i64, predicate = "lt"} : (memref<128xi8, "ub">, memref<128xf32, "ub">, memref<128xf32, "ub">) -> ()
+  "cce.vsel"(%x, %m, %x, %x) {repeat = 2 : i64, mask = 64 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, cond_blk_stride = 1 : i64, cond_rep_stride = 2 : i64, src0_blk_stride = 1 : i64, src0_rep_stride = 8 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 8 : i64} : (memref<128xf32, "ub">, memref<128xi8, "ub">, memref<128xf32, "ub">, memref<128xf32, "ub">) -> ()
+  "cce.vcmin"(%x, %x) {repeat = 2 : i64, mask = 64 : i64, src_blk_stride = 1 : i64, src_rep_stride = 8 : i64, dst_rep_stride = 1 : i64} : (memref<128xf32, "ub">, memref<128xf32, "ub">) -> ()
+  return
+}

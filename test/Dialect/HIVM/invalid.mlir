@@ -167,3 +167,56 @@ func.func @mad_int8_n(%d: i64) {
   "hivm.mad"(%d, %d, %d, %cfg) {dtype = i8} : (i64, i64, i64, i64) -> ()
   return
 }
+
+// -----
+
+// === hivm.addr ===
+
+func.func @addr_scales_count(%i: index) {
+  // expected-error@+1 {{has 1 operands but 2 scales (one per operand)}}
+  %a = "hivm.addr"(%i) {base = 0 : i64, scales = array<i64: 2, 4>} : (index) -> i64
+  return
+}
+
+// -----
+
+func.func @addr_operand_type(%i: i64) {
+  // expected-error@+1 {{expected 'index' but got 'i64'}}
+  %a = "hivm.addr"(%i) {base = 0 : i64, scales = array<i64: 2>} : (i64) -> i64
+  return
+}
+
+// -----
+
+// === constant addresses and malformed words ===
+
+func.func @address_misaligned() {
+  %d = arith.constant 48 : i64
+  %s = arith.constant 0 : i64
+  %cfg = arith.constant 65537 : i64
+  // expected-error@+1 {{'hivm.copy_gm_to_ub' op address operand #0 = 48 is not aligned to the 32-byte granule of ub}}
+  "hivm.copy_gm_to_ub"(%d, %s, %cfg) : (i64, i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @address_outside_buffer() {
+  %a = arith.constant 0 : i64
+  %cfg = arith.constant -9223372036317773792 : i64
+  %c65536 = arith.constant 65536 : i64
+  // expected-error@+1 {{address operand #1 = 65536 is outside l0a [0, 65536)}}
+  "hivm.mad"(%a, %c65536, %a, %cfg) {dtype = f16} : (i64, i64, i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @malformed_word() {
+  %a = arith.constant 0 : i64
+  // bit 12 lies between n_burst (0-11) and burst_len (16-31)
+  %cfg = arith.constant 69633 : i64
+  // expected-error@+1 {{malformed copy configuration word 0x0000000000011001: bits 0x0000000000001000 belong to no field}}
+  "hivm.copy_ub_to_gm"(%a, %a, %cfg) : (i64, i64, i64) -> ()
+  return
+}

@@ -125,3 +125,12 @@ func.func @sync() {
   "hivm.pipe_barrier"() {pipe = "MTE3"} : () -> ()
   return
 }
+
+// CHECK-LABEL: func.func @address_arithmetic(
+// CHECK:      %[[A:.*]] = "hivm.addr"(%arg0, %arg1) {base = 64 : i64, scales = array<i64: 2, 512>} : (index, index) -> i64
+// CHECK-NEXT: "hivm.addr"() {base = 0 : i64, scales = array<i64>} : () -> i64
+func.func @address_arithmetic(%i: index, %j: index) {
+  %a = "hivm.addr"(%i, %j) {base = 64 : i64, scales = array<i64: 2, 512>} : (index, index) -> i64
+  %b = "hivm.addr"() {base = 0 : i64, scales = array<i64>} : () -> i64
+  return
+}

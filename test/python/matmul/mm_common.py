@@ -103,9 +103,9 @@ def nd_matmul_program(M: int, N: int, K: int, out: str = "f32", batch: int = 0) 
 def simulate_program(text: str, lowering: str, inputs: Sequence[np.ndarray],
                      double_buffer: bool = False, target=None):
     """Compile `text` with `lowering` + the back end and simulate strictly."""
+    from helpers import simulate_levels
     from npu.ir import make_context, parse_module
     from npu.pipeline import run_pipeline
-    from npu.simulator import simulate
     from npu.target import get_target
 
     target = target or get_target()
@@ -113,8 +113,7 @@ def simulate_program(text: str, lowering: str, inputs: Sequence[np.ndarray],
     module = parse_module(text, ctx)
     text_pipeline, serialize = pipeline(lowering, double_buffer)
     run_pipeline(module, text_pipeline, target)
-    return simulate(module, [np.array(a, copy=True) for a in inputs], target=target,
-                    strict=True, serialize=serialize)
+    return simulate_levels(module, inputs, target, strict=True, serialize=serialize)
 
 
 def matmul_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:

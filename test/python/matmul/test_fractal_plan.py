@@ -40,21 +40,23 @@ def nz_of(x: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])
-@pytest.mark.parametrize("t,C1", [(1, 1), (1, 3), (5, 48), (2, 4), (7, 2)])
+@pytest.mark.parametrize("t,C1", [(1, 1), (1, 3), (5, 48), (2, 4), (7, 2), (16, 3), (9, 2)])
 def test_forward_and_inverse_passes(dtype, t, C1):
     e = np.dtype(dtype).itemsize
     rng = np.random.default_rng(t * 100 + C1)
     x = rng.standard_normal((16 * t, 16 * C1)).astype(dtype)
     bufs = {"strip": x.reshape(-1).copy(), "tmp": np.zeros(x.size, dtype)}
     for p in forward_passes(t, C1, e):
-        for q in split_repeats(p, 255):
-            assert q.repeat <= 255
+        for q in split_repeats(p, 255, 255):
+            # t = 16 (f16) or t >= 8 (f32): strides past 8 bits, one repeat each
+            assert q.repeat <= 255 and q.src_rep <= 255 and q.dst_rep <= 255
             vnchwconv(bufs, q, e)
     out = bufs["strip"].reshape(C1, t, 16, 16)
     np.testing.assert_array_equal(out, nz_of(x))
     bufs["tmp"][:] = 0
     for p in inverse_passes(t, C1, e):
-        for q in split_repeats(p, 255):
+        for q in split_repeats(p, 255, 255):
+            assert q.src_rep <= 255 and q.dst_rep <= 255
             vnchwconv(bufs, q, e)
     np.testing.assert_array_equal(bufs["strip"].reshape(16 * t, 16 * C1), x)
 

@@ -169,3 +169,13 @@ def test_os_with_several_reduction_steps_per_l1_copy(l1_steps, double_buffer):
     _, _, one = run_nz(80, 112, 48, "npu-lower-matmul{m=32 n=16 k=32}")
     assert res.report["bytes"]["gm_to_l1"] == one.report["bytes"]["gm_to_l1"]
     assert res.report["pipes"]["MTE2"]["instructions"] < one.report["pipes"]["MTE2"]["instructions"]
+
+
+@pytest.mark.parametrize("N,K", [(16, 16), (32, 48)])
+def test_tall_matrix_gaps_past_the_copy_field(N, K):
+    """M = 36,864 (2,304 row blocks): with m = 2048 the GM gap between the
+    column blocks of a C tile (and of an A tile when N > 16) is the rest of
+    the column, over the 16-bit gap field; those copies go one burst each."""
+    M = 2304 * 16
+    got, want, res = run_nz(M, N, K, tile_opts("os", 2048, 0, 0))
+    assert_close(got, want)

@@ -99,3 +99,23 @@ def test_edge_tiles_are_counted_as_loaded():
     # k = 512 on K = 768: two column strips (one of 256), so A is read twice.
     t = traffic("ws", BERT, Tiles(64, 64, 512))
     assert t.a_reads == 2 * 512 * 768 and t.b_reads == 768 * 768
+
+
+@pytest.mark.parametrize("strategy", ["os", "auto"])
+def test_search_cost_is_bounded_by_the_buffers(strategy, monkeypatch):
+    """The search evaluates only the (m, k) pairs that fit (and their
+    first misfits), each with a binary search over n: 16x the matrix edge
+    costs only the longer binary searches (log N), not 256x the (m, k)
+    pairs ((M/16) * (K/16) = 2^24 at 65536^3)."""
+    import npu.matmul_tiling as mt
+
+    calls = []
+    real = mt.first_overflow
+    monkeypatch.setattr(mt, "first_overflow", lambda *a: calls.append(1) or real(*a))
+    counts, choices = [], []
+    for edge in (4096, 65536):
+        calls.clear()
+        choices.append(mt.choose_tiling(MatmulShape(edge, edge, edge), T910, strategy).tiles)
+        counts.append(len(calls))
+    assert counts[1] < 1.5 * counts[0] and counts[1] < 25_000, counts
+    assert choices[0] == choices[1] == Tiles(256, 128, 256)

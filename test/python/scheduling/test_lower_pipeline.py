@@ -12,11 +12,11 @@ import pytest
 
 from npu.ir import make_context, parse_module, walk
 from npu.pipeline import PipelineError, run_pipeline
-from npu.simulator import simulate
 from npu.target import get_target
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "matmul"))
 from mm_common import nz, nz_matmul_program, un_nz  # noqa: E402
+from helpers import at_cce, simulate_levels  # noqa: E402
 
 TARGET = get_target("ascend910")
 CONFIGS = [("barrier", False), ("precise", False), ("precise", True)]
@@ -28,9 +28,9 @@ def gm(shape, elem="f16") -> str:
 
 def compile_and_run(text: str, inputs, options: str):
     module = parse_module(text, make_context())
-    run_pipeline(module, f"npu-lower{{{options}}}", TARGET)
+    run_pipeline(module, at_cce(f"npu-lower{{{options}}}"), TARGET)
     assert not [op for op in walk(module.operation) if op.name.startswith("ascend.")]
-    return module, simulate(module, inputs, target=TARGET, strict=True)
+    return module, simulate_levels(module, inputs, TARGET, strict=True)
 
 
 @pytest.mark.parametrize("sync,db", CONFIGS)

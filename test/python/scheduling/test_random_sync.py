@@ -11,6 +11,7 @@ from npu.ir import make_context, parse_module
 from npu.pipeline import run_pipeline
 from npu.simulator import SimulationError, simulate
 from npu.target import get_target
+from helpers import simulate_levels
 from random_cce import random_program
 
 TARGET = get_target("ascend910")
@@ -35,7 +36,7 @@ def check_seed(seed: int, mode: str) -> None:
     module = parse_module(text, ctx)
     run_pipeline(module, f"npu-insert-sync{{{mode}}}", TARGET)
     try:
-        res = simulate(module, _inputs(seed), target=TARGET, strict=True)
+        res = simulate_levels(module, _inputs(seed), TARGET, strict=True)
     except SimulationError as e:
         pytest.fail(f"seed {seed} ({mode}): {e}\n{module}")
     for got, want in zip(res.outputs, reference.outputs):

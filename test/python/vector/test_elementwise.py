@@ -469,6 +469,24 @@ def test_binary_i32(op, n):
         assert np.array_equal(res.outputs[2], BINARY[op](a, b))
 
 
+@pytest.mark.parametrize("shapes", [((300,), (1,)), ((1,), (129,)), ((3, 5, 7), ()),
+                                    ((40, 64), (40, 1)), ((7, 100), (100,))], ids=str)
+@pytest.mark.parametrize("op", ["add", "mul", "max"])
+def test_binary_i32_broadcast(op, shapes):
+    """i32 with a scalar, column or row operand (the broadcast moves data
+    with vnchwconv, which handles any 4-byte type)."""
+    ls, rs = shapes
+    out = np.broadcast_shapes(ls, rs)
+    rng = np.random.default_rng(len(ls) + 3 * len(rs))
+    a = rng.integers(-2**31, 2**31, ls, dtype=np.int64).astype(np.int32)
+    b = rng.integers(-2**31, 2**31, rs, dtype=np.int64).astype(np.int32)
+    src = func("f", f"ascend.{op}", [memref(list(ls), "i32"), memref(list(rs), "i32"),
+                                     memref(list(out), "i32")])
+    res = run(src, SMALL_CHUNKS, [a, b, np.zeros(out, np.int32)])
+    with np.errstate(over="ignore"):
+        assert np.array_equal(res.outputs[2], BINARY[op](a, b))
+
+
 @pytest.mark.parametrize("shape,rhs", [((40, 64), (40, 1)), ((40, 21), (40, 1)), ((7, 100), (100,))],
                          ids=str)
 def test_in_place_rows(shape, rhs):

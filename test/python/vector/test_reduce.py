@@ -48,6 +48,15 @@ def test_reduce(op, elem, shape):
     check(op, elem, shape)
 
 
+@pytest.mark.parametrize("op,elem,shape", [
+    ("sum", "f32", (256, 8)), ("max", "f32", (256, 8)), ("sum", "f16", (256, 16)),
+    ("max", "f16", (600, 16)), ("sum", "f32", (513, 24))], ids=str)
+def test_reduce_many_short_rows(op, elem, shape):
+    # Over max_repeat rows of one chunk: the reduction instructions are
+    # split in row groups whose results start on a 32-byte boundary.
+    check(op, elem, shape)
+
+
 @pytest.mark.parametrize("op", ["sum", "max"])
 def test_reduce_small_chunks(op):
     # 64 rows a chunk at most: several chunks plus an overlapped tail of rows.
@@ -62,6 +71,16 @@ def test_reduce_long_rows(op, elem):
     # 17 (f16) / 9 (f32) rows: one block of results plus an overlapped group.
     shape = (17, 4624) if elem == "f16" else (9, 2120)
     check(op, elem, shape, "npu-lower-reduce{max-chunk=2048}")
+
+
+@pytest.mark.parametrize("op,elem,shape", [
+    ("sum", "f32", (40, 2048)), ("max", "f32", (9, 2120)), ("sum", "f16", (17, 4624)),
+    ("max", "f16", (5, 4624)), ("sum", "f32", (3, 5, 4096))], ids=str)
+def test_reduce_rows_past_the_repeat_stride(op, elem, shape):
+    # Rows over 255 blocks that fit a chunk: pieces of whole blocks, one copy
+    # per piece for all rows of a chunk (unequal last piece for 2120 f32 and
+    # for 4624 f16 max: 2320 + 2304), combined onto the first piece.
+    check(op, elem, shape)
 
 
 @pytest.mark.slow

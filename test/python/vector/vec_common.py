@@ -74,11 +74,9 @@ def simulate_strict(module, inputs: Sequence[np.ndarray], serialize: bool,
     """Simulate strictly: bounds, granules, uninitialised reads and races are
     errors (a GM tensor under one granule relies on its argument being padded
     to whole granules, dialects/README.md)."""
-    from npu.simulator import simulate
+    from helpers import simulate_levels
 
-    target = target or get_target()
-    return simulate(module, [np.array(a, copy=True) for a in inputs], entry=entry,
-                    target=target, strict=True, serialize=serialize)
+    return simulate_levels(module, inputs, target, entry=entry, strict=True, serialize=serialize)
 
 
 def run(source: str, lowering: str, inputs: Sequence[np.ndarray], target: Target | None = None,

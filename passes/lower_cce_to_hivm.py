@@ -1,0 +1,200 @@
+"""`npu-lower-cce-to-hivm`: planned, synchronised `cce` -> `hivm` instructions.
+
+Every memref becomes a byte address (`npu.hivm_build`): GM arguments are
+base pointers into the kernel's argument area, on-chip allocations their
+planned `npu.offset`, views add their offsets (a dynamic one through one
+`hivm.addr`). Each cce instruction becomes its hivm form with its counts
+packed into the configuration word of `dialects/README.md`
+(`npu.dialects.hivm.encode`); a vector op's mask becomes a
+`hivm.set_vector_mask` whenever it differs from the mask already set in the
+same block. Loops and scalar arithmetic stay as they are. A value that does
+not fit its field, or an address the hardware cannot use, is an error at the
+op, never a truncated word.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from npu import ir as nir
+from npu.dialects import cce, hivm
+from npu.hivm_build import (Address, AddressError, Constants, alloc_address,
+                            gm_argument_addresses, materialize, view_address)
+from npu.passes.base import Pass, PassError
+
+VIEW_OPS = ("memref.subview", "memref.reinterpret_cast", "memref.view", "memref.collapse_shape",
+            "memref.expand_shape", "memref.cast", "memref.memory_space_cast")
+ALLOC_OPS = ("memref.alloc", "memref.alloca")
+# cce attributes that are not configuration-word fields but travel otherwise.
+NOT_IN_WORD = {"mask", "scalar", "round_mode", "src_offsets", "dst_offsets"}
+
+
+def _word(kind: str, op: ir.Operation) -> int:
+    """Pack the op's count attributes into its `kind` word; every attribute
+    must land in a field (nothing is dropped silently)."""
+    fields: dict[str, int] = {}
+    for i in range(len(op.attributes)):
+        name = op.attributes[i].name
+        if name in NOT_IN_WORD:
+            continue
+        if name == "accumulate":
+            fields["init"] = 0 if nir.bool_attr(op, name) else 1
+        elif name == "transpose":
+            fields["transpose"] = int(nir.bool_attr(op, name))
+        else:
+            fields[hivm.word_field(kind, name)] = nir.int_attr(op, name)
+    known = {f.name for f in hivm.CONFIG_LAYOUTS[kind]}
+    stray = sorted(set(fields) - known)
+    if stray:
+        raise PassError(f"'{op.name}': attribute(s) {', '.join(stray)} have no field in the "
+                        f"{kind} configuration word", op)
+    for name, value in fields.items():
+        f = hivm.config_field(kind, name)
+        if not 0 <= value <= f.max:
+            raise PassError(f"'{op.name}': {name} = {value} does not fit the {f.width}-bit field "
+                            f"(bits {f.lo}-{f.lo + f.width - 1}) of the {kind} configuration word "
+                            f"(0..{f.max})", op)
+    return hivm.encode(kind, **fields)
+
+
+class LowerCCEToHIVM(Pass):
+    name = "npu-lower-cce-to-hivm"
+    summary = "cce -> hivm: byte addresses, packed configuration words, mask register"
+
+    def run(self, module: ir.Operation) -> None:
+        for func_op in nir.functions(module):
+            if func_op.regions[0].blocks:  # declarations have no code to lower
+                _FunctionLowering(self.target, func_op).run()
+
+
+class _FunctionLowering:
+    def __init__(self, target, func_op: ir.Operation):
+        self.target = target
+        self.func_op = func_op
+        self.addresses: dict[ir.Value, Address] = {}
+        self.constants = Constants()
+        self.dead: list[ir.Operation] = []
+
+    def run(self) -> None:
+        try:
+            self.addresses.update(gm_argument_addresses(self.func_op, self.target.gm_alloc_granule_bytes))
+        except AddressError as e:
+            raise PassError(str(e), self.func_op) from None
+        self.block(self.func_op.regions[0].blocks[0])
+        for op in reversed(self.dead):
+            op.erase()
+
+    # -- walking -----------------------------------------------------------
+
+    def block(self, block: ir.Block) -> None:
+        mask: int | None = None  # the mask register as this block last set it
+        for op_view in list(block.operations):
+            op = op_view.operation
+            name = op.name
+            if len(op.regions):
+                self.no_memref_operands(op)
+                for region in op.regions:
+                    for inner in region.blocks:
+                        self.block(inner)
+                mask = None  # the nested code may have set another mask
+                self.no_memref_results(op)
+                continue
+            try:
+                if name in VIEW_OPS:
+                    self.view(op)
+                elif name in ALLOC_OPS:
+                    self.addresses[op.results[0]] = alloc_address(op)
+                    self.dead.append(op)
+                elif name == "memref.dealloc":
+                    self.dead.append(op)
+                elif name.startswith("cce."):
+                    with op.location, ir.InsertionPoint(op):
+                        mask = self.instruction(op, block, mask)
+                    self.dead.append(op)
+                else:
+                    self.no_memref_operands(op)
+                    self.no_memref_results(op)
+            except AddressError as e:
+                raise PassError(str(e), op) from None
+
+    @staticmethod
+    def no_memref_operands(op: ir.Operation) -> None:
+        if any(nir.is_memref(v.type) for v in op.operands):
+            raise PassError(f"'{op.name}' uses a memref; only cce instructions and views can be "
+                            "lowered to hivm", op)
+
+    @staticmethod
+    def no_memref_results(op: ir.Operation) -> None:
+        if any(nir.is_memref(r.type) for r in op.results):
+            raise PassError(f"'{op.name}' produces a memref, which has no hivm form", op)
+
+    def view(self, op: ir.Operation) -> None:
+        source = self.addresses.get(op.operands[0])
+        if source is None:
+            raise PassError(f"'{op.name}': cannot trace its source memref to an allocation", op)
+        address, dynamic = view_address(op, source)
+        if dynamic:
+            # One scalar instruction, where the cce view op charged one.
+            with op.location, ir.InsertionPoint(op):
+                address = Address(address.space, address.const, address.terms, address.root,
+                                  materialize(address))
+        self.addresses[op.results[0]] = address
+        self.dead.append(op)
+
+    # -- instructions --------------------------------------------------------
+
+    def address_of(self, value: ir.Value, block: ir.Block, op: ir.Operation) -> ir.Value:
+        a = self.addresses.get(value)
+        if a is None:
+            raise PassError(f"'{op.name}': cannot trace an operand to an allocation", op)
+        if a.value is not None:
+            return a.value
+        if a.terms:
+            # A static view of a dynamic one: the cce view cost nothing, this costs an issue.
+            return materialize(a)
+        if a.space != "gm":
+            granule, capacity = self.target.granule(a.space), self.target.capacity(a.space)
+            if a.const % granule:
+                raise PassError(f"'{op.name}': {a.space} address {a.const} is not aligned to the "
+                                f"{granule}-byte granule", op)
+            if not 0 <= a.const < capacity:
+                raise PassError(f"'{op.name}': {a.space} address {a.const} is outside the buffer "
+                                f"[0, {capacity})", op)
+        return self.constants.get(block, a.const)
+
+    def instruction(self, op: ir.Operation, block: ir.Block, mask: int | None) -> int | None:
+        name = op.name
+        new = "hivm." + name[len("cce."):]
+        attrs = {k: op.attributes[k] for k in ("src", "dst", "event", "pipe")
+                 if k in op.attributes}
+        if name in cce.SYNC_OPS:
+            nir.create_op(new, (), (), **attrs)
+            return mask
+        addrs = [self.address_of(v, block, op) for v in op.operands]
+        kind = hivm.CONFIG_KIND[new]
+        word = self.constants.get(block, _word(kind, op))
+        dtype = ir.Type.parse(nir.memref_element(op.operands[0].type))
+        if name in cce.COPY_OPS or name in cce.LOAD_OPS:
+            nir.create_op(new, [addrs[1], addrs[0], word])  # (src, dst) -> (dst, src)
+            return mask
+        if name == "cce.mad":
+            nir.create_op(new, [addrs[2], addrs[0], addrs[1], word], dtype=dtype)
+            return mask
+        extra = {}
+        if "scalar" in op.attributes:
+            extra["scalar"] = op.attributes["scalar"]
+        if name == "cce.vconv":
+            extra["src_dtype"] = ir.Type.parse(nir.memref_element(op.operands[1].type))
+            extra["round_mode"] = op.attributes["round_mode"]
+        if name == "cce.vnchwconv":
+            extra["src_offsets"] = op.attributes["src_offsets"]
+            extra["dst_offsets"] = op.attributes["dst_offsets"]
+        if "mask" in op.attributes:
+            active = nir.int_attr(op, "mask")
+            if active != mask:
+                hi, lo = hivm.mask_words(active)
+                nir.create_op("hivm.set_vector_mask",
+                              [self.constants.get(block, hi), self.constants.get(block, lo)])
+                mask = active
+        nir.create_op(new, addrs + [word], dtype=dtype, **extra)
+        return mask

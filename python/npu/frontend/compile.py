@@ -1,0 +1,328 @@
+"""`npu.compile`: a model (ONNX proto or path), a linalg module (text, path or
+`ir.Module`) in; a `Kernel` that runs on the simulator out.
+
+    kernel = npu.compile("model.onnx", target="ascend910")
+    outputs, report = kernel(x)            # numpy arrays in model input order
+
+Stages (each visible as text in `kernel.stages`): `linalg` (import),
+`ascend` (conversion and layout choice, constants laid out on the host) and
+`lowered` (the `npu-lower` pipeline, which starts with `npu-plan-gm`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+from mlir import ir
+
+from npu import diagnostics
+from npu.frontend.structure import UnsupportedOp
+from npu.ir import NUMPY_DTYPES, functions, make_context, memref_element, memref_shape, parse_module
+
+DEFAULT_PIPELINE = "npu-lower"
+
+
+class CompileError(ValueError):
+    """One user-facing line (`file:line:col: error: ...` or `model: error: node ...`)."""
+
+
+@dataclass
+class Port:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def numpy_dtype(self) -> np.dtype:
+        return np.dtype(NUMPY_DTYPES[self.dtype])
+
+
+@dataclass
+class Interface:
+    """The compiled function's arguments: model inputs, outputs, host constants."""
+    inputs: list[Port]
+    outputs: list[Port]
+    roles: list[str]                       # per argument: input / output / constant
+    constants: dict[int, np.ndarray]       # argument index -> data
+
+    def arguments(self, inputs: Sequence[np.ndarray], extra_args: Sequence[ir.Value] = ()) -> list[np.ndarray]:
+        arrays, it_in, it_out = [], iter(inputs), iter(self.outputs)
+        for i, role in enumerate(self.roles):
+            if role == "input":
+                arrays.append(next(it_in))
+            elif role == "output":
+                port = next(it_out)
+                arrays.append(np.zeros(port.shape, port.numpy_dtype))
+            else:
+                arrays.append(self.constants[i])
+        for value in extra_args:  # e.g. the GM workspace npu-plan-gm adds
+            arrays.append(np.zeros(memref_shape(value.type), NUMPY_DTYPES[memref_element(value.type)]))
+        return arrays
+
+
+def read_interface(func_op: ir.Operation) -> Interface:
+    """Recover the interface from the `npu.input/output/constant` argument attributes."""
+    inputs, outputs, roles, constants = [], [], [], {}
+    arg_attrs = func_op.attributes["arg_attrs"] if "arg_attrs" in func_op.attributes else []
+    for i, (arg, attrs) in enumerate(zip(func_op.regions[0].blocks[0].arguments, arg_attrs)):
+        attrs = ir.DictAttr(attrs)
+        port = Port("", tuple(memref_shape(arg.type)), memref_element(arg.type))
+        if "npu.constant" in attrs:
+            dense = ir.DenseElementsAttr(attrs["npu.constant"])
+            dtype = NUMPY_DTYPES[port.dtype]
+            data = (np.full(port.shape, np.array(dense.get_splat_value().value, dtype)) if dense.is_splat
+                    else np.array(dense).astype(dtype).reshape(port.shape))
+            roles.append("constant")
+            constants[i] = data
+        elif "npu.output" in attrs:
+            port.name = ir.StringAttr(attrs["npu.output"]).value
+            roles.append("output")
+            outputs.append(port)
+        else:
+            port.name = ir.StringAttr(attrs["npu.input"]).value if "npu.input" in attrs else f"arg{i}"
+            roles.append("input")
+            inputs.append(port)
+    return Interface(inputs, outputs, roles, constants)
+
+
+def linalg_to_ascend_text(module: ir.Module, input_names=None, output_names=None,
+                          locate=None, where: str = "-") -> str:
+    """Convert the one function of a linalg module; located errors as CompileError."""
+    from npu.frontend.to_ascend import Converter
+
+    funcs = functions(module)
+    if len(funcs) != 1:
+        raise CompileError(f"{where}: error: expected one func.func, found {len(funcs)}")
+    try:
+        return Converter(funcs[0], input_names, output_names, locate=locate).convert()
+    except UnsupportedOp as e:
+        raise CompileError(_located(e, locate, where)) from None
+
+
+def _located(e: UnsupportedOp, locate, where: str) -> str:
+    op = e.op.operation if hasattr(e.op, "operation") else e.op
+    name = getattr(op, "name", "op")
+    if locate is not None and locate.describe(op.location):
+        return f"{where}: error: {locate.describe(op.location)}: cannot compile '{name}': {e.reason}"
+    d = diagnostics.DiagnosticEngine(display_name=where).emit(
+        "error", f"cannot convert '{name}' to ascend: {e.reason}", op.location)
+    return d.format()
+
+
+class NodeLocations:
+    """ONNX node name locations -> `model:<node number>:1`, so simulated
+    instructions (which carry file:line:col) map back to their node."""
+
+    def __init__(self, model_name: str, node_types: dict[str, str]):
+        self.model = model_name
+        self.order = {name: i + 1 for i, name in enumerate(node_types)}
+        self.types = node_types
+        self.by_where = {f"{model_name}:{i}:1": f"{name} ({node_types[name]})"
+                         for name, i in self.order.items()}
+
+    def _name(self, loc: ir.Location) -> str | None:
+        try:
+            if loc.is_a_name() and loc.name_str in self.order:
+                return loc.name_str
+        except AttributeError:
+            pass
+        return None
+
+    def text(self, loc: ir.Location) -> str:
+        name = self._name(loc)
+        if name is None:
+            return str(loc)
+        return f'loc("{name}"("{self.model}":{self.order[name]}:1))'
+
+    def describe(self, loc: ir.Location) -> str | None:
+        name = self._name(loc)
+        return f"node '{name}' ({self.types[name]})" if name else None
+
+
+@dataclass
+class Kernel:
+    """A compiled model: call it with numpy arrays in input order."""
+    module: ir.Module
+    interface: Interface
+    target: object
+    stages: dict[str, str] = field(default_factory=dict)
+    compile_seconds: float = 0.0
+    source_names: dict[str, str] = field(default_factory=dict)   # where -> op label
+    workspace: dict | None = None
+    stage_seconds: dict[str, float] = field(default_factory=dict)   # import, to_ascend, lower
+
+    @property
+    def input_names(self) -> list[str]:
+        return [p.name for p in self.interface.inputs]
+
+    @property
+    def output_names(self) -> list[str]:
+        return [p.name for p in self.interface.outputs]
+
+    def check_inputs(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        ports = self.interface.inputs
+        if len(arrays) != len(ports):
+            raise ValueError(f"the kernel takes {len(ports)} inputs "
+                             f"({', '.join(p.name for p in ports)}), got {len(arrays)}")
+        out = []
+        for port, a in zip(ports, arrays):
+            a = np.asarray(a)
+            if tuple(a.shape) != port.shape:
+                raise ValueError(f"input '{port.name}' must have shape {list(port.shape)}, got {list(a.shape)}")
+            out.append(a.astype(port.numpy_dtype, copy=False))
+        return out
+
+    def __call__(self, *arrays: np.ndarray, strict: bool = True):
+        from npu.frontend.report import per_op_breakdown
+        from npu.simulator import simulate
+
+        inputs = self.check_inputs(arrays)
+        func = functions(self.module)[0]
+        extra = list(func.regions[0].blocks[0].arguments)[len(self.interface.roles):]
+        args = self.interface.arguments(inputs, extra)
+        result = simulate(self.module, args, target=self.target, strict=strict)
+        outputs = [result.outputs[i] for i, r in enumerate(self.interface.roles) if r == "output"]
+        report = dict(result.report)
+        report["per_op"] = per_op_breakdown(result, self.target, self.source_names)
+        report["per_op_bound_cycles"] = sum(r["bound_cycles"] for r in report["per_op"])
+        report["compile_seconds"] = round(self.compile_seconds, 3)
+        report["compile_stage_seconds"] = self.stage_seconds
+        if self.workspace is not None:
+            report["gm_workspace"] = self.workspace
+        report["trace"] = result.chrome_trace
+        return outputs, report
+
+
+def import_linalg(source, ctx: ir.Context, where: str):
+    """(linalg module, input names, output names, NodeLocations | None) from any source."""
+    from npu.frontend.onnx_import import ImportError_, import_onnx
+
+    if isinstance(source, ir.Module):
+        return parse_module(str(source), ctx), None, None, None
+    if isinstance(source, str) and _looks_like_mlir(source):
+        return _parse(source, ctx, where), None, None, None
+    if isinstance(source, (str, os.PathLike)):
+        if not os.path.exists(source):
+            raise CompileError(f"{where}: error: no such file")
+        if not os.fspath(source).endswith(".onnx"):
+            with open(source) as f:
+                return _parse(f.read(), ctx, where), None, None, None
+    try:
+        imported = import_onnx(source, where)
+    except ImportError_ as e:
+        raise CompileError(str(e)) from None
+    locate = NodeLocations(os.path.basename(where), imported.node_types)
+    module = _parse(imported.mlir, ctx, where)
+    return module, imported.input_names, imported.output_names, locate
+
+
+def _looks_like_mlir(text: str) -> bool:
+    return "\n" in text or text.lstrip().startswith(("module", "func.func", "#", "//"))
+
+
+def _parse(text: str, ctx: ir.Context, where: str) -> ir.Module:
+    from npu.ir import ParseError
+
+    engine = diagnostics.DiagnosticEngine(display_name=where)
+    token = diagnostics.install(engine)
+    try:
+        return parse_module(text, ctx)
+    except ParseError:
+        raise CompileError("\n".join(d.format() for d in engine.diagnostics if d.severity == "error")
+                           or f"{where}: error: cannot parse") from None
+    finally:
+        diagnostics._current.reset(token)  # noqa: SLF001
+
+
+def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PIPELINE,
+            where: str | None = None) -> Kernel:
+    """Compile an ONNX model (proto / path / bytes) or a linalg module (text / path / ir.Module)."""
+    from npu.pipeline import PipelineError, run_pipeline
+    from npu.target import Target, get_target
+
+    t0 = time.perf_counter()
+    tgt = target if isinstance(target, Target) else get_target(target)
+    if where is None:
+        is_text = isinstance(source, ir.Module) or (isinstance(source, str) and _looks_like_mlir(source))
+        where = ("<module>" if is_text else os.fspath(source)
+                 if isinstance(source, (str, os.PathLike)) else "<model>")
+    ctx = make_context()
+    stages: dict[str, str] = {}
+    seconds: dict[str, float] = {}
+    linalg, in_names, out_names, locate = import_linalg(source, ctx, where)
+    seconds["import"] = time.perf_counter() - t0
+    stages["linalg"] = _short(linalg)
+    text = linalg_to_ascend_text(linalg, in_names, out_names, locate, where)
+    module = _parse(text, ctx, where)
+    seconds["to_ascend"] = time.perf_counter() - t0 - sum(seconds.values())
+    stages["ascend"] = _short(module)
+    interface = read_interface(functions(module)[0])
+    check_size(module, tgt, where, locate)
+    engine = diagnostics.DiagnosticEngine(display_name=where)
+    token = diagnostics.install(engine)
+    try:
+        run_pipeline(module, pipeline, tgt)
+    except PipelineError as e:
+        message = str(e)
+        for name, line in (locate.order.items() if locate else ()):
+            message = message.replace(f"{locate.model}:{line}:1: error:",
+                                      f"{where}: error: node '{name}' ({locate.types[name]}):")
+        raise CompileError(message) from None
+    finally:
+        diagnostics._current.reset(token)  # noqa: SLF001
+    seconds["lower"] = time.perf_counter() - t0 - sum(seconds.values())
+    stages["lowered"] = _short(module)
+    check_size(module, tgt, where, locate)
+    names = locate.by_where if locate else {}
+    return Kernel(module, interface, tgt, stages, time.perf_counter() - t0, names, gm_plan(module),
+                  {k: round(v, 3) for k, v in seconds.items()})
+
+
+def check_size(module: ir.Module, target, where: str, locate) -> None:
+    """The arguments (weights, inputs, outputs and, once planned, the GM
+    workspace) must fit the target's global memory; the error names the op
+    whose constant is the largest."""
+    from npu.ir import element_bytes
+
+    func = functions(module)[0]
+    args = list(func.regions[0].blocks[0].arguments)
+    sizes = [int(np.prod(memref_shape(a.type), dtype=np.int64)) * element_bytes(memref_element(a.type))
+             for a in args]
+    total = sum(sizes)
+    if total <= target.gm_bytes:
+        return
+    largest = max(range(len(args)), key=lambda i: sizes[i])
+    loc = args[largest].location
+    who = (locate.describe(loc) if locate else None) or diagnostics.DiagnosticEngine(
+        display_name=where).emit("error", "", loc).format().removesuffix(" error: ").rstrip(":")
+    raise CompileError(f"{where}: error: {who}: the model needs {total} bytes of global memory "
+                       f"(its largest buffer {sizes[largest]} bytes), more than the "
+                       f"{target.gm_bytes} bytes of target '{target.name}'")
+
+
+def gm_plan(module: ir.Module) -> dict | None:
+    """The GM workspace plan `npu-plan-gm` (run by `npu-lower`) recorded:
+    workspace bytes against the lower bound (peak live) and the sum of sizes."""
+    func = functions(module)[0]
+    if "npu.gm_plan" not in func.attributes:
+        return None
+    plan = ir.DictAttr(func.attributes["npu.gm_plan"])
+    return {k: _attr_value(plan[k]) for k in ("allocated", "lower_bound", "sum", "tensors", "algorithm")
+            if k in plan}
+
+
+def _attr_value(attr):
+    if isinstance(attr, ir.IntegerAttr):
+        return attr.value
+    if isinstance(attr, ir.StringAttr):
+        return attr.value
+    return str(attr)
+
+
+def _short(module: ir.Module) -> str:
+    """Module text with large constants elided (the stages are for reading)."""
+    return module.operation.get_asm(large_elements_limit=16, enable_debug_info=False)

@@ -1,0 +1,234 @@
+"""A numpy evaluation of `linalg` / `tensor` / `arith` / `math` on tensors.
+
+The oracle `npu-run --check` uses for a linalg module, and the host-side
+folder the conversion to `ascend` uses for ops whose inputs are all
+constants (transposed or reshaped weights). Written from the upstream op
+definitions, independently of the conversion: a `linalg.generic` body is
+evaluated vectorised over its whole loop space, reductions step along their
+loops (or reduce in one numpy call when the combiner is a plain add or max).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+from mlir import ir
+
+from npu.frontend.structure import (UnsupportedOp, element_name, from_loop_space, structured,
+                                    tensor_shape, to_loop_space)
+
+DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i64": np.int64,
+          "i32": np.int32, "i8": np.int8, "i1": np.bool_, "index": np.int64, "bf16": np.float32}
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+# arith/math ops in a body: name -> numpy function of the operand arrays.
+_ELEMENTWISE: dict[str, Callable] = {
+    "arith.addf": np.add, "arith.subf": np.subtract, "arith.mulf": np.multiply,
+    "arith.divf": np.divide, "arith.maximumf": np.maximum, "arith.minimumf": np.minimum,
+    "arith.maxnumf": np.fmax, "arith.minnumf": np.fmin, "arith.negf": np.negative,
+    "arith.remf": np.fmod,
+    "arith.addi": np.add, "arith.subi": np.subtract, "arith.muli": np.multiply,
+    "arith.maxsi": np.maximum, "arith.minsi": np.minimum, "arith.andi": np.logical_and,
+    "arith.ori": np.logical_or, "arith.xori": np.logical_xor,
+    "arith.select": lambda c, a, b: np.where(c, a, b),
+    "math.exp": np.exp, "math.log": np.log, "math.sqrt": np.sqrt,
+    "math.rsqrt": lambda x: 1 / np.sqrt(x), "math.tanh": np.tanh, "math.absf": np.abs,
+    "math.erf": lambda x: _erf(x).astype(x.dtype), "math.powf": np.power,
+    "math.fpowi": lambda x, n: np.power(x, np.asarray(n).astype(np.asarray(x).dtype)),
+}
+
+_CMPF = {"oeq": np.equal, "ueq": np.equal, "one": np.not_equal, "une": np.not_equal,
+         "ogt": np.greater, "ugt": np.greater, "oge": np.greater_equal, "uge": np.greater_equal,
+         "olt": np.less, "ult": np.less, "ole": np.less_equal, "ule": np.less_equal}
+_CMPI = {"eq": np.equal, "ne": np.not_equal, "sgt": np.greater, "sge": np.greater_equal,
+         "slt": np.less, "sle": np.less_equal, "ugt": np.greater, "uge": np.greater_equal,
+         "ult": np.less, "ule": np.less_equal}
+CMPF_PREDICATES = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt", "uge",
+                   "ult", "ule", "une", "uno", "true"]
+CMPI_PREDICATES = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
+
+
+def numpy_dtype(value_or_type) -> np.dtype:
+    name = element_name(value_or_type)
+    if name not in DTYPES:
+        raise KeyError(name)
+    return np.dtype(DTYPES[name])
+
+
+def constant_value(op: ir.Operation) -> np.ndarray | float | int:
+    """The value of an `arith.constant` (a numpy array for tensors)."""
+    attr = op.attributes["value"]
+    result_type = op.results[0].type
+    if isinstance(result_type, ir.RankedTensorType):
+        dtype = numpy_dtype(result_type)
+        shape = ir.RankedTensorType(result_type).shape
+        dense = ir.DenseElementsAttr(attr)
+        if dense.is_splat:
+            return np.full(shape, _scalar(dense.get_splat_value()), dtype=dtype)
+        return np.array(dense).astype(dtype).reshape(shape)
+    return _scalar(attr)
+
+
+def _scalar(attr: ir.Attribute):
+    if isinstance(attr, ir.FloatAttr):
+        return ir.FloatAttr(attr).value
+    if isinstance(attr, ir.BoolAttr):
+        return bool(ir.BoolAttr(attr).value)
+    return ir.IntegerAttr(attr).value
+
+
+def predicate_name(op: ir.Operation) -> str:
+    value = ir.IntegerAttr(op.attributes["predicate"]).value
+    return (CMPF_PREDICATES if op.name == "arith.cmpf" else CMPI_PREDICATES)[value]
+
+
+def eval_scalar_op(op: ir.Operation, args: Sequence, result_dtype: np.dtype):
+    """One arith/math op on numpy operands (arrays or scalars)."""
+    name = op.name
+    if name == "arith.constant":
+        return constant_value(op)
+    if name == "arith.cmpf":
+        return _CMPF[predicate_name(op)](args[0], args[1])
+    if name == "arith.cmpi":
+        return _CMPI[predicate_name(op)](args[0], args[1])
+    if name in ("arith.extf", "arith.truncf", "arith.sitofp", "arith.uitofp", "arith.index_cast",
+                "arith.extsi", "arith.extui", "arith.trunci", "arith.bitcast"):
+        return np.asarray(args[0]).astype(result_dtype)
+    if name in ("arith.fptosi", "arith.fptoui"):
+        return np.trunc(args[0]).astype(result_dtype)
+    fn = _ELEMENTWISE.get(name)
+    if fn is None:
+        raise UnsupportedOp(op, f"'{name}' is not supported in a linalg body")
+    with np.errstate(all="ignore"):
+        return np.asarray(fn(*args)).astype(result_dtype)
+
+
+class Evaluator:
+    """Evaluates one `func.func` on tensors, op by op."""
+
+    def __init__(self, func_op: ir.Operation) -> None:
+        self.func = func_op
+        self.env: dict = {}
+
+    def value(self, v: ir.Value):
+        return self.env[v]
+
+    def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        block = self.func.regions[0].blocks[0]
+        for arg, array in zip(block.arguments, inputs):
+            self.env[arg] = np.asarray(array)
+        for op in block.operations:
+            if op.name == "func.return":
+                return [np.asarray(self.env[v]) for v in op.operands]
+            self.step(op)
+        raise ValueError("function has no return")
+
+    def step(self, op: ir.Operation) -> None:
+        outs = self.evaluate_op(op, [self.env[v] for v in op.operands])
+        for result, out in zip(op.results, outs):
+            self.env[result] = out
+
+    def evaluate_op(self, op: ir.Operation, operands: list) -> list:
+        name = op.name
+        if name == "tensor.empty":
+            return [np.zeros(tensor_shape(op.results[0]), numpy_dtype(op.results[0]))]
+        if name in ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape"):
+            return [np.reshape(operands[0], tensor_shape(op.results[0]))]
+        if name == "tensor.cast":
+            return [operands[0]]
+        if name == "linalg.fill":
+            out = np.empty(tensor_shape(op.results[0]), numpy_dtype(op.results[0]))
+            out[...] = operands[0]
+            return [out]
+        if name == "linalg.transpose":
+            perm = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
+            return [np.ascontiguousarray(np.transpose(operands[0], perm))]
+        if name == "linalg.broadcast":
+            added = list(ir.DenseI64ArrayAttr(op.attributes["dimensions"]))
+            shape = tensor_shape(op.results[0])
+            src = np.expand_dims(operands[0], added)
+            return [np.broadcast_to(src, shape).copy()]
+        if name == "linalg.copy":
+            return [np.array(operands[0], dtype=numpy_dtype(op.results[0]))]
+        if name.startswith("linalg.") and "indexing_maps" in op.attributes:
+            return self.structured_op(op, operands)
+        if name.startswith("arith.") or name.startswith("math."):
+            dtype = numpy_dtype(op.results[0]) if op.results else None
+            return [eval_scalar_op(op, operands, dtype)]
+        raise UnsupportedOp(op, f"'{name}' is not supported")
+
+    def structured_op(self, op: ir.Operation, operands: list) -> list:
+        s = structured(op)
+        n = len(s.loop_sizes)
+        n_in = len(s.inputs)
+        loop_inputs = [to_loop_space(np.asarray(a), m, n) for a, m in zip(operands[:n_in], s.maps)]
+        inits = [np.asarray(a) for a in operands[n_in:]]
+        if op.name == "linalg.generic":
+            body = op.regions[0].blocks[0]
+        else:
+            body = None
+        red = s.reduction_dims
+        out_dtypes = [numpy_dtype(v) for v in s.outputs]
+        if body is None:  # a named contraction: out += prod(ins) summed over reductions
+            prod = np.multiply(*[a.astype(np.float64) for a in loop_inputs]) if n_in == 2 else loop_inputs[0]
+            acc = to_loop_space(inits[0], s.maps[-1], n).astype(np.float64)
+            total = acc + (prod.sum(axis=tuple(red), keepdims=True) if red else prod)
+            return [from_loop_space(total, s.maps[-1]).astype(out_dtypes[0])]
+        loop_outs = [to_loop_space(a, m, n) for a, m in zip(inits, s.maps[n_in:])]
+        if not red:
+            results = self.body(body, loop_inputs, loop_outs, s.loop_sizes)
+            return [from_loop_space(np.broadcast_to(r, s.loop_sizes), m).astype(t)
+                    for r, m, t in zip(results, s.maps[n_in:], out_dtypes)]
+        return self.reduction(s, body, loop_inputs, loop_outs, out_dtypes)
+
+    def body(self, block: ir.Block, ins: list, outs: list, loop_sizes: list[int]) -> list:
+        return self.body_at(block, ins, outs, loop_sizes, [], ())
+
+    def reduction(self, s, body, ins: list, outs: list, out_dtypes) -> list:
+        red = s.reduction_dims
+        red_sizes = [s.loop_sizes[d] for d in red]
+        par_shape = [1 if d in red else size for d, size in enumerate(s.loop_sizes)]
+        acc = [np.broadcast_to(o, par_shape).copy() for o in outs]
+        for index in np.ndindex(*red_sizes):
+            step_ins = [_take(a, red, index) for a in ins]
+            idx_sizes = list(s.loop_sizes)
+            acc = [np.asarray(r).astype(t) for r, t in
+                   zip(self.body_at(body, step_ins, acc, idx_sizes, red, index), out_dtypes)]
+            acc = [np.broadcast_to(a, par_shape) for a in acc]
+        return [from_loop_space(a, m).astype(t) for a, m, t in zip(acc, s.maps[len(s.inputs):], out_dtypes)]
+
+    def body_at(self, block, ins, outs, loop_sizes, red, index) -> list:
+        """The body over the whole loop space, except the reduction loops
+        `red`, which sit at `index` (one step of a reduction)."""
+        env = dict(zip(block.arguments, ins + outs))
+        for op in block.operations:
+            if op.name == "linalg.yield":
+                return [env[v] for v in op.operands]
+            if op.name == "linalg.index":
+                dim = ir.IntegerAttr(op.attributes["dim"]).value
+                if dim in red:
+                    env[op.results[0]] = np.int64(index[red.index(dim)])
+                else:
+                    shape = [1] * len(loop_sizes)
+                    shape[dim] = loop_sizes[dim]
+                    env[op.results[0]] = np.arange(loop_sizes[dim]).reshape(shape)
+                continue
+            args = [env[v] if v in env else self.env[v] for v in op.operands]
+            env[op.results[0]] = eval_scalar_op(op, args, numpy_dtype(op.results[0]))
+        raise ValueError("body without linalg.yield")
+
+
+def _take(a: np.ndarray, red: list[int], index: tuple) -> np.ndarray:
+    sel = [slice(None)] * a.ndim
+    for d, i in zip(red, index):
+        if a.shape[d] != 1:
+            sel[d] = slice(i, i + 1)
+    return a[tuple(sel)]
+
+
+def evaluate(func_op: ir.Operation, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The results of `func_op` (a func on tensors) for `inputs`."""
+    return Evaluator(func_op).run(inputs)

@@ -1,0 +1,191 @@
+"""ONNX -> upstream `linalg` on tensors, through torch-mlir.
+
+The whole dependency on torch-mlir lives here: another importer (an FX
+exporter, IREE's ONNX importer) can replace this module as long as it returns
+the same thing, MLIR text of one `func.func` on tensors in `linalg`, `tensor`,
+`arith` and `math`, whose op locations are the ONNX node names.
+
+Before torch-mlir sees the model we check what we can name precisely: that the
+file is a model, that every node is an operator we compile, and that every
+shape is static. Each failure is one `ImportError` line naming the node (its
+ONNX name and op type) and the reason.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+SUPPORTED_OPS = frozenset({
+    "MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Pow", "Relu", "Gelu", "Erf", "Tanh",
+    "Sigmoid", "Exp", "Log", "Sqrt", "Reciprocal", "Neg", "Abs", "Softmax",
+    "LayerNormalization", "ReduceSum", "ReduceMean", "ReduceMax", "Transpose", "Reshape",
+    "Flatten", "Squeeze", "Unsqueeze", "Cast", "Clip", "Max", "Min", "Where", "Constant",
+    "Identity", "Greater", "Less", "Equal", "GreaterOrEqual", "LessOrEqual",
+})
+
+# ONNX elem_type -> numpy dtype name for the types the NPU holds.
+ONNX_DTYPES = {1: "float32", 10: "float16", 6: "int32", 3: "int8", 9: "bool"}
+
+# torch-mlir's two documented pipelines from the torch-onnx dialect to linalg.
+TORCH_PIPELINE = ("builtin.module(torch-onnx-to-torch-backend-pipeline,"
+                  "torch-backend-to-linalg-on-tensors-backend-pipeline)")
+
+
+class ImportError_(ValueError):
+    """One user-facing line: `<model>: error: node 'n' (Op): reason`."""
+
+
+@dataclass
+class ImportedModel:
+    """The linalg module text and the model's interface, in argument order."""
+    mlir: str
+    input_names: list[str]
+    output_names: list[str]
+    node_types: dict[str, str] = field(default_factory=dict)  # node name -> op type
+
+
+def _error(where: str, message: str) -> ImportError_:
+    return ImportError_(f"{where}: error: {message}")
+
+
+def load_model(model_or_path, where: str):
+    """An `onnx.ModelProto` from a proto, a path or bytes; a one-line error otherwise."""
+    import onnx
+
+    if isinstance(model_or_path, onnx.ModelProto):
+        return model_or_path
+    try:
+        if isinstance(model_or_path, (bytes, bytearray)):
+            model = onnx.load_from_string(bytes(model_or_path))
+        else:
+            model = onnx.load(os.fspath(model_or_path))
+    except Exception as e:  # protobuf raises several types for garbage
+        raise _error(where, f"not an ONNX model ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'unreadable'})") from None
+    if not model.graph.node and not model.graph.output:
+        raise _error(where, "not an ONNX model (no graph)")
+    return model
+
+
+def _name_nodes(model) -> dict[str, str]:
+    """Give every node a unique name (locations and errors need one)."""
+    seen: set[str] = set()
+    types = {}
+    for i, node in enumerate(model.graph.node):
+        name = node.name or f"{node.op_type}_{i}"
+        while name in seen:
+            name = f"{name}_{i}"
+        node.name = name
+        seen.add(name)
+        types[name] = node.op_type
+    return types
+
+
+def _static_shape(value_info) -> list[int] | None:
+    tt = value_info.type.tensor_type
+    if not tt.HasField("shape"):
+        return None
+    dims = []
+    for d in tt.shape.dim:
+        if not d.HasField("dim_value") or d.dim_value <= 0:
+            return None
+        dims.append(d.dim_value)
+    return dims
+
+
+def check_model(model, where: str) -> None:
+    """Reject what we cannot compile, naming the node and the reason."""
+    import onnx
+
+    for node in model.graph.node:
+        if node.domain not in ("", "ai.onnx"):
+            raise _error(where, f"node '{node.name}' ({node.op_type}): operator domain "
+                         f"'{node.domain}' is not supported")
+        if node.op_type not in SUPPORTED_OPS:
+            raise _error(where, f"node '{node.name}' ({node.op_type}): unsupported operator")
+    initialized = {t.name for t in model.graph.initializer}
+    for value in list(model.graph.input) + list(model.graph.output):
+        if value.name in initialized:
+            continue
+        if _static_shape(value) is None:
+            raise _error(where, f"{'input' if value in model.graph.input else 'output'} "
+                         f"'{value.name}': dynamic or unknown shape (only static shapes compile)")
+        if value.type.tensor_type.elem_type not in ONNX_DTYPES:
+            raise _error(where, f"'{value.name}': element type "
+                         f"{onnx.TensorProto.DataType.Name(value.type.tensor_type.elem_type)} "
+                         "is not supported (f32, f16, i32, i8, bool)")
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    except Exception as e:
+        raise _error(where, f"shape inference failed: {str(e).splitlines()[0]}") from None
+    shapes = {v.name: v for v in inferred.graph.value_info}
+    for node in inferred.graph.node:
+        for out in node.output:
+            info = shapes.get(out)
+            if info is not None and _static_shape(info) is None:
+                raise _error(where, f"node '{node.name}' ({node.op_type}): output '{out}' has a "
+                             "dynamic shape (only static shapes compile)")
+
+
+def import_onnx(model_or_path, where: str | None = None) -> ImportedModel:
+    """ONNX model (proto, path or bytes) -> linalg-on-tensors text."""
+    where = where or (os.fspath(model_or_path) if isinstance(model_or_path, (str, os.PathLike))
+                      else "<model>")
+    model = load_model(model_or_path, where)
+    model = type(model).FromString(model.SerializeToString())  # never touch the caller's proto
+    node_types = _name_nodes(model)
+    check_model(model, where)
+    initialized = {t.name for t in model.graph.initializer}
+    inputs = [v.name for v in model.graph.input if v.name not in initialized]
+    outputs = [v.name for v in model.graph.output]
+    text = _run_torch_mlir(model, where, node_types, inputs, outputs)
+    return ImportedModel(text, inputs, outputs, node_types)
+
+
+def _run_torch_mlir(model, where: str, node_types: dict[str, str], inputs: list[str],
+                    outputs: list[str]) -> str:
+    import onnx
+    from torch_mlir import ir as tir
+    from torch_mlir.dialects import torch as torch_d
+    from torch_mlir.extras import onnx_importer
+    from torch_mlir.passmanager import PassManager as TorchPassManager
+
+    try:
+        model = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    except Exception as e:
+        raise _error(where, f"shape inference failed: {str(e).splitlines()[0]}") from None
+    ctx = tir.Context()
+    torch_d.register_dialect(ctx)
+    try:
+        info = onnx_importer.ModelInfo(model)
+        module = info.create_module(context=ctx).operation
+        onnx_importer.NodeImporter.define_function(info.main_graph, module).import_all()
+    except onnx_importer.OnnxImportError as e:
+        raise _error(where, f"import: {str(e).splitlines()[0]}") from None
+    with ctx:
+        ctx.emit_error_diagnostics = True
+        try:
+            TorchPassManager.parse(TORCH_PIPELINE).run(module)
+        except Exception as e:
+            raise _error(where, _lowering_failure(str(e), node_types)) from None
+        # The model's names travel with the module (`npu.input_names`,
+        # `npu.output_names`): the conversion names its arguments after them.
+        for op in module.regions[0].blocks[0].operations:
+            if op.operation.name == "func.func":
+                for attr, names in (("npu.input_names", inputs), ("npu.output_names", outputs)):
+                    op.operation.attributes[attr] = tir.ArrayAttr.get([tir.StringAttr.get(n) for n in names])
+    return module.get_asm(enable_debug_info=True, large_elements_limit=None)
+
+
+def _lowering_failure(message: str, node_types: dict[str, str]) -> str:
+    """torch-mlir's diagnostic, reduced to one line naming the node."""
+    import re
+
+    lines = [l.strip() for l in message.splitlines() if l.strip()]
+    for line in lines:
+        m = re.search(r'loc\("([^"]+)"\)', line) or re.search(r'at "([^"]+)"', line)
+        if m and m.group(1) in node_types:
+            detail = line.split("error:", 1)[-1].strip()
+            return f"node '{m.group(1)}' ({node_types[m.group(1)]}): cannot lower: {detail}"
+    detail = next((l.split("error:", 1)[-1].strip() for l in lines if "error:" in l), lines[0] if lines else "")
+    return f"torch-mlir lowering failed: {detail}"

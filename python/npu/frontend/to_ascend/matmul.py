@@ -1,0 +1,186 @@
+"""Matmuls on the cube, and the layout choice around them.
+
+Operands are cast to f16 and fractalized to Nz (constant weights on the host
+at compile time, so they arrive laid out); the f32 Nz result stays Nz while
+only matmuls consume it (cast to f16 in its Nz shape) and is defractalized
+once, lazily, for the first consumer that needs row-major data
+(`Converter.nd`). Transposed operands (Gemm transB, attention's K^T) are
+transposed on the host when constant, by `ascend.transpose` otherwise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from npu.dialects.ascend import fractalized_shape
+from npu.frontend.structure import (Structured, UnsupportedOp, element_name, tensor_shape,
+                                    to_loop_space)
+from npu.frontend.to_ascend.elementwise import BodyLowering, Unreadable
+from npu.frontend.to_ascend.emitter import Buf, i64_array
+from npu.frontend.to_ascend.values import Tensor
+from npu.reference import fractalize
+from npu.target import get_target
+
+
+def is_zero(array: np.ndarray) -> bool:
+    return bool(np.all(array == 0))
+
+
+class _Synthetic:
+    """A dictionary key for a tensor the conversion makes (a transposed operand)."""
+
+
+class MatmulLowering:
+    """Mixed into `Converter` (uses its tensors, emitter, nd and dest)."""
+
+    def nz16(self, value: ir.Value, matrix_shape, loc: str) -> Buf:
+        """`value` (viewed as `matrix_shape` = [batch?, R, C]) in Nz f16 for the cube."""
+        t = self.tensors[value]
+        if t.nz16 is not None and t.nz_nd_shape == tuple(matrix_shape):
+            return t.nz16
+        nz_shape = fractalized_shape(matrix_shape)
+        if t.array is not None:
+            host = fractalize(t.array.reshape(matrix_shape).astype(np.float16), nz_shape)
+            t.nz16 = self.em.constant(host)
+        elif t.nz is not None and t.nz_nd_shape == tuple(matrix_shape):
+            t.nz16 = self.em.alloc(nz_shape, "f16", loc)
+            self.em.op("ascend.cast", [t.nz, t.nz16], loc, round_mode='"rint"')
+        else:
+            src = self.em.reshape(self.nd(value, loc), matrix_shape, loc)
+            if src.dtype != "f16":
+                half = self.em.alloc(matrix_shape, "f16", loc)
+                self.em.op("ascend.cast", [src, half], loc, round_mode='"rint"')
+                src = half
+            t.nz16 = self.em.alloc(nz_shape, "f16", loc)
+            self.em.op("ascend.fractalize", [src, t.nz16], loc)
+        t.nz_nd_shape = t.nz_nd_shape or tuple(matrix_shape)
+        return t.nz16
+
+    # -- matmul ----------------------------------------------------------------
+    def _contraction(self, op, s: Structured) -> bool:
+        """A generic whose body is out + a * b over one reduction loop."""
+        body = op.regions[0].blocks[0]
+        names = [o.name for o in body.operations]
+        return (len(s.inputs) == 2 and len(s.outputs) == 1 and len(s.reduction_dims) == 1
+                and names == ["arith.mulf", "arith.addf", "linalg.yield"])
+
+    def matmul(self, op, s: Structured) -> None:
+        loc = self.loc(op)
+        a_map, b_map, c_map = s.maps
+        if None in a_map + b_map + c_map or len(s.reduction_dims) != 1:
+            raise UnsupportedOp(op, "contraction maps are not plain permutations over one reduction")
+        k = s.reduction_dims[0]
+        batch = [d for d in c_map if d in a_map and d in b_map]
+        ms = [d for d in c_map if d in a_map and d not in b_map]
+        ns = [d for d in c_map if d in b_map and d not in a_map]
+        if len(ms) != 1 or len(ns) != 1 or c_map != batch + ms + ns:
+            raise UnsupportedOp(op, "contraction is not [batch..., M, N] = A[batch..., M, K] x B[batch..., K, N]")
+        m, n = ms[0], ns[0]
+        sizes = s.loop_sizes
+        nb = int(np.prod([sizes[d] for d in batch])) if batch else 1
+        lead = [nb] if nb > 1 else []  # batch loops collapse to one; a batch of 1 is a matmul
+        a_nz = self._cube_operand(op, s.inputs[0], a_map, batch + [m, k], lead + [sizes[m], sizes[k]], loc)
+        b_nz = self._cube_operand(op, s.inputs[1], b_map, batch + [k, n], lead + [sizes[k], sizes[n]], loc)
+        c_nd_shape = tuple(lead + [sizes[m], sizes[n]])
+        c = self.em.alloc(fractalized_shape(c_nd_shape), "f32", loc)
+        self.em.op("ascend.batch_matmul" if lead else "ascend.matmul", [a_nz, b_nz, c], loc)
+        result = op.results[0]
+        out_dtype = element_name(result)
+        if out_dtype != "f32":
+            raise UnsupportedOp(op, f"matmul result type {out_dtype}: the cube accumulates in f32")
+        t = Tensor(tuple(tensor_shape(result)), "f32", nz=c, nz_loc=loc)
+        t.nz_nd_shape = c_nd_shape
+        self.tensors[result] = t
+        init = self.tensors.get(s.outputs[0])
+        if init is not None and not (init.is_constant and is_zero(init.array)):
+            acc = self.nd(result, loc)
+            total = self.dest(result, t.shape, "f32", loc)
+            self.em.op("ascend.add", [acc, self.nd(s.outputs[0], loc), total], loc)
+            self.tensors[result] = Tensor(t.shape, "f32", nd=total)
+
+    def _cube_operand(self, op, value, op_map, want_dims, matrix_shape, loc) -> Buf:
+        t = self.tensors[value]
+        missing = [d for d in want_dims if d not in op_map]
+        if missing:
+            raise UnsupportedOp(op, f"a matmul operand broadcast along batch loops {missing}")
+        perm = [op_map.index(d) for d in want_dims]
+        if perm == sorted(perm) and perm == list(range(len(perm))):
+            return self.nz16(value, matrix_shape, loc)
+        if t.is_constant:
+            host = Tensor(t.shape, t.dtype, array=np.ascontiguousarray(np.transpose(t.array, perm)))
+        else:
+            src = self.nd(value, loc)
+            out = self.em.alloc([src.shape[p] for p in perm], src.dtype, loc)
+            self.em.op("ascend.transpose", [src, out], loc, permutation=i64_array(perm))
+            host = Tensor(out.shape, out.dtype, nd=out)
+        key = _Synthetic()
+        self.tensors[key] = host
+        return self.nz16(key, matrix_shape, loc)
+
+
+    # -- elementwise ops between matmuls stay in Nz ------------------------------
+    def elementwise_in_nz(self, op, s: Structured) -> bool:
+        """An elementwise generic over matmul results (bias add, GELU between
+        the two FFN matmuls) runs on their Nz buffers: elementwise ops do not
+        care about the order of elements, so no defractalize / fractalize pair
+        is needed. Only when the matrices are whole fractals (Nz has no
+        padding whose values would change), every tensor operand is an
+        Nz-only matmul result read with the identity map or a constant, and
+        the output map is the identity. Returns False (nothing emitted) otherwise."""
+        n = len(s.loop_sizes)
+        f = get_target().fractal
+        if n < 2 or len(s.outputs) != 1 or len(op.results) != 1:
+            return False
+        rows, cols = s.loop_sizes[-2:]
+        batch = int(np.prod(s.loop_sizes[:-2], dtype=np.int64))
+        identity = list(range(n))
+        if rows % f or cols % f or s.maps[-1] != identity or element_name(op.results[0]) != "f32":
+            return False
+        matrix = tuple(([batch] if batch > 1 else []) + [rows, cols])
+        kinds = []
+        for v, m in zip(s.inputs, s.maps):
+            t = self.tensors.get(v)
+            if v in self.scalars or (t is not None and t.is_constant):
+                kinds.append("host")
+            elif (t is not None and t.nd is None and t.nz is not None and m == identity
+                  and t.nz_nd_shape == matrix):
+                kinds.append("nz")
+            else:
+                return False
+        if "nz" not in kinds:
+            return False
+        loc = self.loc(op)
+        nz_shape = tuple(fractalized_shape(matrix))
+        args = []
+        for v, m, kind in zip(s.inputs, s.maps, kinds):
+            if kind == "nz":
+                args.append(self.tensors[v].nz)
+            elif v in self.scalars:
+                args.append(self.scalars[v])
+            else:
+                args.append(self._nz_constant(to_loop_space(self.tensors[v].array, m, n), matrix, nz_shape))
+        body = op.regions[0].blocks[0]
+        lowering = BodyLowering(self.em, loc, len(nz_shape), self.scalar)
+        (term,) = lowering.run(body, args + [Unreadable()], [list(body.operations)[-1].operands[0]])
+        if not isinstance(term, Buf) or term.shape != nz_shape:
+            full = self.em.alloc(nz_shape, "f32", loc)
+            self.em.op("ascend.broadcast", [lowering.buffer(term, "f32"), full], loc)
+            term = full
+        t = Tensor(tuple(tensor_shape(op.results[0])), "f32", nz=term, nz_loc=loc)
+        t.nz_nd_shape = matrix
+        self.tensors[op.results[0]] = t
+        return True
+
+    def _nz_constant(self, array: np.ndarray, matrix, nz_shape) -> float | Buf:
+        """A constant (loop-space shape, broadcastable) in the Nz order of
+        `matrix`: a scalar, or the whole matrix broadcast and fractalized on
+        the host. A bias row could stay a [N1, 1, 1, 16] vector, but the
+        vector lowerings broadcast along outer axes slice by slice: on a
+        128x256x1024 FFN the full constant measured 129k cycles against 150k
+        (row vector) and 147k (the ND path with defractalize/fractalize)."""
+        flat = array.reshape(-1)
+        if np.all(flat == flat[0]):
+            return flat[0].item()
+        lead = array.shape[:-2]
+        full = np.broadcast_to(array, tuple(lead) + tuple(matrix[-2:])).reshape(matrix)
+        return self.em.constant(fractalize(full.astype(np.float32), nz_shape))

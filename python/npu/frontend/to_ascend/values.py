@@ -1,0 +1,32 @@
+"""What a tensor SSA value has become during the conversion.
+
+A tensor is a host constant (`array`), a GM buffer in row-major order
+(`nd`), or a matmul result in Nz order (`nz`, f32) that gets its ND copy
+only when a non-matmul consumer asks for it (`Layouts.nd`). Tensors are
+immutable, so views and buffers may be shared freely between values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from npu.frontend.to_ascend.emitter import Buf
+
+
+@dataclass
+class Tensor:
+    shape: tuple[int, ...]
+    dtype: str
+    array: np.ndarray | None = None     # host constant
+    nd: Buf | None = None
+    bcast: Buf | None = None            # same rank, size-1 dims broadcast (not materialised)
+    nz: Buf | None = None               # Nz of the last two dims (f32 matmul result)
+    nz16: Buf | None = None             # Nz in f16, ready for the cube
+    nz_loc: str = ""                    # the producing matmul's location
+    nz_nd_shape: tuple = ()             # [batch?, R, C] the Nz buffers hold
+
+    @property
+    def is_constant(self) -> bool:
+        return self.array is not None

@@ -1,0 +1,151 @@
+"""Byte addresses of cce memref values, and the hivm ops that compute them.
+
+The cce -> hivm lowering follows every memref value back to its root (a GM
+argument or a planned on-chip `memref.alloc`) and keeps its address as an
+affine form `const + sum(index_value * scale)` in bytes. A view whose offset
+is dynamic becomes one `hivm.addr` (one scalar instruction, as the
+simulator charges one scalar issue for a cce view op with a dynamic
+operand); static views fold into constants, which are free. So the scalar
+unit does the same work at both levels and the cycle counts agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from npu import ir as nir
+from npu.dialects.hivm import gm_arg_bases
+
+DYNAMIC = ir.ShapedType.get_dynamic_stride_or_offset()
+
+
+@dataclass(frozen=True)
+class Address:
+    """Where a memref value starts: `const + sum(value * scale)` bytes in `space`.
+
+    `root` is the byte address of its root allocation (reinterpret_cast
+    offsets count from there); `value` is the i64 SSA value holding exactly
+    this address once a `hivm.addr` computed it.
+    """
+
+    space: str
+    const: int
+    terms: tuple[tuple[ir.Value, int], ...] = ()
+    root: int = 0
+    value: ir.Value | None = None
+
+    def shifted(self, const: int, terms: tuple[tuple[ir.Value, int], ...] = ()) -> "Address":
+        merged = list(self.terms)
+        for v, s in terms:
+            for i, (w, t) in enumerate(merged):
+                if w == v:
+                    merged[i] = (w, t + s)
+                    break
+            else:
+                merged.append((v, s))
+        merged = [(v, s) for v, s in merged if s]
+        same = const == 0 and tuple(merged) == self.terms
+        return Address(self.space, self.const + const, tuple(merged), self.root,
+                       self.value if same else None)
+
+
+class AddressError(Exception):
+    """An address the hardware cannot form; the lowering reports it at the op."""
+
+
+def gm_argument_addresses(func_op: ir.Operation, gm_granule: int) -> dict[ir.Value, Address]:
+    """The GM arguments as base pointers into the kernel's argument area."""
+    args = list(func_op.regions[0].blocks[0].arguments)
+    sizes = []
+    for a in args:
+        if not nir.is_memref(a.type) or nir.memory_space(a.type) != "gm":
+            raise AddressError(f"kernel argument of type {a.type}: only GM memrefs can be "
+                               "passed to a kernel")
+        n = 1
+        for d in nir.memref_shape(a.type):
+            n *= d
+        sizes.append(n * nir.element_bytes(nir.memref_element(a.type)))
+    return {a: Address("gm", b, (), b) for a, b in zip(args, gm_arg_bases(sizes, gm_granule))}
+
+
+def _element_size(t: ir.Type) -> int:
+    return nir.element_bytes(nir.memref_element(t))
+
+
+def view_address(op: ir.Operation, source: Address) -> tuple[Address, bool]:
+    """The address of a view op's result from its source's; True when it has a
+    dynamic operand (and so costs a scalar instruction)."""
+    name = op.name
+    if name in ("memref.collapse_shape", "memref.expand_shape", "memref.cast",
+                "memref.memory_space_cast"):
+        return source, False
+    esize = _element_size(op.results[0].type)
+    operands = list(op.operands)
+    if name == "memref.subview":
+        strides, _ = nir.memref_layout(operands[0].type)
+        if any(s == DYNAMIC for s in strides):
+            raise AddressError(f"subview of {operands[0].type}: dynamic strides are not supported")
+        offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
+        dynamic = iter(operands[1:])
+        const, terms = 0, []
+        for off, stride in zip(offsets, strides):
+            if off == DYNAMIC:
+                terms.append((next(dynamic), stride * esize))
+            else:
+                const += off * stride * esize
+        return source.shifted(const, tuple(terms)), bool(terms)
+    if name == "memref.view":
+        # A typed tensor at a byte shift of an i8 buffer (the GM workspace).
+        if len(operands) > 2:
+            raise AddressError("memref.view with dynamic sizes is not supported")
+        shift = operands[1]
+        producer = nir.defining_op(shift)
+        if producer is not None and producer.name == "arith.constant":
+            return source.shifted(ir.IntegerAttr(producer.attributes["value"]).value), False
+        return source.shifted(0, ((shift, 1),)), True
+    if name == "memref.reinterpret_cast":
+        offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
+        base = Address(source.space, source.root, (), source.root)
+        if offsets[0] == DYNAMIC:
+            return base.shifted(0, ((operands[1], esize),)), True
+        return base.shifted(offsets[0] * esize), len(operands) > 1
+    raise AddressError(f"'{name}' cannot be lowered to a hivm address")
+
+
+def alloc_address(op: ir.Operation) -> Address:
+    space = nir.memory_space(op.results[0].type)
+    if space == "gm":
+        raise AddressError("GM temporaries (memref.alloc in gm) have no place in the kernel's "
+                           "argument area: plan them into the workspace argument (npu-plan-gm) "
+                           "or stop at cce (npu-lower emit=cce)")
+    if "npu.offset" not in op.attributes:
+        raise AddressError(f"on-chip allocation in {space} has no planned address (npu.offset): "
+                           "run npu-plan-memory first")
+    offset = nir.int_attr(op, "npu.offset")
+    return Address(space, offset, (), offset)
+
+
+def materialize(address: Address) -> ir.Value:
+    """One `hivm.addr` computing `address` at the insertion point."""
+    values = [v for v, _ in address.terms]
+    op = nir.create_op("hivm.addr", values, [ir.IntegerType.get_signless(64)],
+                       base=address.const, scales=[s for _, s in address.terms])
+    return op.results[0]
+
+
+class Constants:
+    """i64 constants per block, created at first use (free for the scalar unit)."""
+
+    def __init__(self) -> None:
+        self.cache: dict[tuple[int, int], ir.Value] = {}
+
+    def get(self, block_key: int, value: int) -> ir.Value:
+        key = (block_key, value)
+        v = self.cache.get(key)
+        if v is None:
+            i64 = ir.IntegerType.get_signless(64)
+            v = self.cache[key] = nir.create_op(
+                "arith.constant", (), [i64], value=ir.IntegerAttr.get(i64, value)).results[0]
+        return v

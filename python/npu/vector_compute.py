@@ -1,0 +1,233 @@
+"""What one elementwise ascend op computes per vector instruction: the cce
+instruction (or recipe of instructions) `npu-lower-elementwise` emits on UB
+views, whatever the tiling around it.
+
+Operations the vector unit lacks are composed. Unary recipes run in place
+in the output (or a temporary) buffer:
+  neg(x)     = vmuls(x, -1)                          exact
+  sigmoid(x) = vrec(vadds(vexp(vmuls(x, -1)), 1))   exp(-x) overflows to inf
+               for x < -88.7 (f32) giving 0 where the true value is < 3e-39
+  tanh(x)    = 1 - 2 / (exp(2x) + 1)                saturates to +-1 exactly;
+               near 0 the subtraction cancels: the error is a few f32 ulps
+               of 1 (~3e-7) absolute, not relative to x.
+  erf(x)     Abramowitz & Stegun 7.1.26 on |x| with the sign restored:
+               t = 1 / (1 + p|x|),
+               erf(|x|) = 1 - t(a1 + t(a2 + t(a3 + t(a4 + t a5)))) exp(-x^2),
+               sign(x) = min(max(x * 1e30, -1), 1) (exact except for
+               |x| < 1e-30, where erf(x) is below 1.2e-30 anyway).
+               The formula's own error is <= 1.5e-7 absolute; in f32 with
+               rounded steps the measured error is under 3e-7 absolute
+               (test/python/vector/test_frontend_ops.py checks 4e-7 against
+               math.erf). Absolute, not relative: erf(1e-6) comes out
+               within 3e-7 of 1.13e-6. inf/-inf give +-1, NaN stays NaN.
+For f16 data the composed recipes run in f32 (vconv in, the recipe, one
+vconv back with round-to-nearest), so the result is the f32 value rounded
+once: within one f16 ulp (plus the absolute errors above), where f16
+rounding after every step would be several ulps off. It costs f32
+temporaries (the FlatLowering sizes its chunks by `Compute.temps`).
+
+Casts without a direct vconv are chained through f16/f32/i32 (`CAST_CHAINS`),
+with `round_mode` applied at the one step that rounds to an integer or
+narrows a float, so every chain rounds once, as a direct conversion would:
+  f32 -> i8   f32 -i32(mode)-> f32 -> f16 -> i8   (saturates at the i8 range)
+  i32 -> i8   i32 -> f32 -> f16 -> i8             (saturates)
+  i32 -> f16  i32 -> f32 -f16(mode)->             (exact below 2^24 >> 65504)
+  i8 -> f32   i8 -> f16 -> f32                    (exact)
+  i8 -> i32   i8 -> f16 -> i32                    (exact)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from mlir import ir
+
+from npu import ir as nir
+from npu.cce_build import View
+from npu.dialects.opspec import CAST_PAIRS
+
+BINARY = {"ascend.add": "cce.vadd", "ascend.sub": "cce.vsub", "ascend.mul": "cce.vmul",
+          "ascend.div": "cce.vdiv", "ascend.max": "cce.vmax", "ascend.min": "cce.vmin"}
+SCALAR = {"ascend.adds": "cce.vadds", "ascend.muls": "cce.vmuls",
+          "ascend.maxs": "cce.vmaxs", "ascend.mins": "cce.vmins"}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One vector instruction of a recipe. `dst` and `srcs` name registers:
+    "x" the input, "y" the output, "t0", "t1", ... temporaries; by default
+    the step works in place on "y". "x" and "y" may be one buffer (in-place
+    lowering, widened f16), so a recipe reads "x" only before writing "y"."""
+
+    op: str
+    scalar: float | None = None
+    dst: str = "y"
+    srcs: tuple[str, ...] = ("y",)
+
+
+def _inplace(*steps: Step) -> tuple[Step, ...]:
+    """A chain of in-place steps whose first one reads the input."""
+    first, *rest = steps
+    return (Step(first.op, first.scalar, "y", ("x",)),) + tuple(rest)
+
+
+# Abramowitz & Stegun 7.1.26 (Handbook of Mathematical Functions, 1964).
+ERF_P = 0.3275911
+ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+ERF_SIGN_SCALE = 1e30
+
+
+def _erf_recipe() -> tuple[Step, ...]:
+    a, t, q = "t0", "t1", "t2"
+    steps = [Step("cce.vabs", None, a, ("x",)),
+             Step("cce.vmuls", ERF_P, t, (a,)), Step("cce.vadds", 1.0, t, (t,)),
+             Step("cce.vrec", None, t, (t,)),
+             Step("cce.vmuls", ERF_A[4], q, (t,))]
+    for coef in reversed(ERF_A[:4]):  # Horner: q = (q + a_i) * t
+        steps += [Step("cce.vadds", coef, q, (q,)), Step("cce.vmul", None, q, (q, t))]
+    steps += [Step("cce.vmul", None, a, (a, a)), Step("cce.vmuls", -1.0, a, (a,)),
+              Step("cce.vexp", None, a, (a,)), Step("cce.vmul", None, q, (q, a)),
+              Step("cce.vmuls", -1.0, q, (q,)), Step("cce.vadds", 1.0, q, (q,)),
+              Step("cce.vmuls", ERF_SIGN_SCALE, a, ("x",)), Step("cce.vmaxs", -1.0, a, (a,)),
+              Step("cce.vmins", 1.0, a, (a,)), Step("cce.vmul", None, "y", (q, a))]
+    return tuple(steps)
+
+
+UNARY: dict[str, tuple[Step, ...]] = {
+    "ascend.relu": _inplace(Step("cce.vrelu")),
+    "ascend.abs": _inplace(Step("cce.vabs")),
+    "ascend.neg": _inplace(Step("cce.vmuls", -1.0)),
+    "ascend.exp": _inplace(Step("cce.vexp")),
+    "ascend.ln": _inplace(Step("cce.vln")),
+    "ascend.sqrt": _inplace(Step("cce.vsqrt")),
+    "ascend.rsqrt": _inplace(Step("cce.vrsqrt")),
+    "ascend.reciprocal": _inplace(Step("cce.vrec")),
+    "ascend.sigmoid": _inplace(Step("cce.vmuls", -1.0), Step("cce.vexp"), Step("cce.vadds", 1.0),
+                               Step("cce.vrec")),
+    "ascend.tanh": _inplace(Step("cce.vmuls", 2.0), Step("cce.vexp"), Step("cce.vadds", 1.0),
+                            Step("cce.vrec"), Step("cce.vmuls", -2.0), Step("cce.vadds", 1.0)),
+    "ascend.erf": _erf_recipe(),
+}
+
+# Recipes of several rounded steps: computed in f32 for f16 data.
+COMPOSED = ("ascend.tanh", "ascend.sigmoid", "ascend.erf")
+# Temporaries (beyond input and output) a recipe needs, in its compute type.
+RECIPE_TEMPS: Mapping[str, int] = {"ascend.erf": 3}
+
+# (src, dst) -> the types after each vconv and the round mode of each step;
+# "mode" is replaced by the op's round_mode.
+CAST_CHAINS: Mapping[tuple[str, str], tuple[tuple[str, str], ...]] = {
+    **{pair: ((pair[1], "mode"),) for pair in CAST_PAIRS},
+    ("f32", "i8"): (("i32", "mode"), ("f32", "rint"), ("f16", "rint"), ("i8", "rint")),
+    ("i32", "i8"): (("f32", "rint"), ("f16", "rint"), ("i8", "rint")),
+    ("i32", "f16"): (("f32", "rint"), ("f16", "mode")),
+    ("i8", "f32"): (("f16", "none"), ("f32", "none")),
+    ("i8", "i32"): (("f16", "none"), ("i32", "rint")),
+}
+
+CMP_TO_CCE = "cce.vcmp"
+SELECT_TO_CCE = "cce.vsel"
+
+
+@dataclass
+class Compute:
+    """What to emit per vector instruction: `emit(dst, srcs, repeat, mask, tmps)`.
+
+    kind: "binary" | "scalar" | "unary" | "cast" | "cmp" | "select" | "copy".
+    `temps` are the element types of the temporary buffers `emit` needs (one
+    element per output element each), in the order of `tmps`."""
+
+    kind: str
+    vop: str = ""
+    scalar: float = 0.0
+    steps: tuple[Step, ...] = ()
+    chain: tuple[tuple[str, str], ...] = ()
+    predicate: str = ""
+    temps: tuple[str, ...] = ()
+    # Element type a composed recipe runs in ("f32" for f16 data), None: its own.
+    widen: str | None = None
+
+    def emit(self, dst: View, srcs: Sequence[View], repeat: int, mask: int,
+             tmps: Sequence[View] = ()) -> None:
+        common = dict(repeat=repeat, mask=mask)
+        if self.kind == "binary":
+            a, b = srcs
+            nir.create_op(self.vop, [dst.value, a.value, b.value], **common,
+                          **_strides(dst=dst, src0=a, src1=b))
+        elif self.kind == "copy":  # max(x, x) == x for every type, NaN included
+            (a,) = srcs
+            nir.create_op("cce.vmax", [dst.value, a.value, a.value], **common,
+                          **_strides(dst=dst, src0=a, src1=a))
+        elif self.kind == "cmp":
+            a, b = srcs
+            nir.create_op(CMP_TO_CCE, [dst.value, a.value, b.value], **common,
+                          predicate=self.predicate, **_strides(dst=dst, src0=a, src1=b))
+        elif self.kind == "select":
+            c, a, b = srcs
+            nir.create_op(SELECT_TO_CCE, [dst.value, c.value, a.value, b.value], **common,
+                          **_strides(dst=dst, cond=c, src0=a, src1=b))
+        elif self.kind == "scalar":
+            _unary(self.vop, dst, srcs[0], common, self.scalar)
+        elif self.kind == "cast":
+            src = srcs[0]
+            for k, (_, mode) in enumerate(self.chain):
+                out = dst if k == len(self.chain) - 1 else tmps[k]
+                nir.create_op("cce.vconv", [out.value, src.value], **common,
+                              round_mode=mode, **_strides(dst=out, src=src))
+                src = out
+        else:
+            self._recipe(dst, srcs[0], common, tmps)
+
+    def _recipe(self, dst: View, src: View, common: dict, tmps: Sequence[View]) -> None:
+        regs: dict[str, View] = {"x": src, "y": dst}
+        if self.widen:
+            # f16 -> f32, the recipe in f32 (input and result share the
+            # buffer: recipes write "y" last or in place), one rounding back.
+            wide, *rest = tmps
+            nir.create_op("cce.vconv", [wide.value, src.value], **common, round_mode="none",
+                          **_strides(dst=wide, src=src))
+            regs = {"x": wide, "y": wide}
+            tmps = rest
+        regs.update({f"t{i}": v for i, v in enumerate(tmps)})
+        for step in self.steps:
+            ins = [regs[s] for s in step.srcs]
+            out = regs[step.dst]
+            if len(ins) == 2:
+                nir.create_op(step.op, [out.value, ins[0].value, ins[1].value], **common,
+                              **_strides(dst=out, src0=ins[0], src1=ins[1]))
+            else:
+                _unary(step.op, out, ins[0], common, step.scalar)
+        if self.widen:
+            nir.create_op("cce.vconv", [dst.value, regs["y"].value], **common, round_mode="rint",
+                          **_strides(dst=dst, src=regs["y"]))
+
+
+def _strides(**views: View) -> dict[str, int]:
+    out = {}
+    for name, v in views.items():
+        out[f"{name}_blk_stride"] = v.blk
+        out[f"{name}_rep_stride"] = v.rep
+    return out
+
+
+def _unary(name: str, dst: View, src: View, common: dict, scalar: float | None) -> None:
+    extra = {} if scalar is None else {"scalar": float(scalar)}
+    nir.create_op(name, [dst.value, src.value], **common, **_strides(dst=dst, src=src), **extra)
+
+
+def unary_compute(name: str, elem: str) -> Compute:
+    """The recipe of a unary op on `elem` data, with its temporaries."""
+    widen = "f32" if name in COMPOSED and elem == "f16" else None
+    compute_type = widen or elem
+    temps = (compute_type,) * ((1 if widen else 0) + RECIPE_TEMPS.get(name, 0))
+    return Compute("unary", steps=UNARY[name], temps=temps, widen=widen)
+
+
+def cast_compute(src: str, dst: str, round_mode: str) -> Compute | None:
+    """The vconv chain of `ascend.cast` from src to dst (None: unsupported)."""
+    chain = CAST_CHAINS.get((src, dst))
+    if chain is None:
+        return None
+    steps = tuple((t, round_mode if m == "mode" else m) for t, m in chain)
+    return Compute("cast", chain=steps, temps=tuple(t for t, _ in steps[:-1]))

@@ -1,0 +1,234 @@
+"""Decode `hivm` instructions into the same `Instr` objects as `cce` ones.
+
+Nothing here looks at cce: the counts come from the instruction's packed
+configuration word, decoded with the layouts of `npu.dialects.hivm`
+(dialects/README.md), the lane mask from the mask register
+(`hivm.set_vector_mask`), the element types from the `dtype` attributes, and
+the buffers from the op names. The units (`mte`, `cube_unit`,
+`vector_unit`) then see a context with the cce attribute names and operand
+order, so semantics, costs and checks are shared by both levels.
+
+Addresses and configuration words are run-time values (SSA operands), so an
+instruction is decoded when it is dispatched, once per distinct (word,
+mask), and each address becomes a view of its buffer: the whole on-chip
+buffer, or the GM argument whose padded extent holds it (the kernel's
+argument area, `npu.dialects.hivm.gm_arg_bases`).
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Callable
+
+from mlir import ir
+
+from npu.dialects import hivm
+from npu.simulator import cube_unit, mte, vector_unit
+from npu.simulator.errors import ALIGNMENT, BOUNDS, INVALID, UNSUPPORTED, SimulationError, where_of
+from npu.simulator.instruction import (BARRIER, SET, WAIT, DecodeContext, Instr, OperandInfo,
+                                       SyncInstr)
+from npu.simulator.memory import Memory, Region
+from npu.target import ON_CHIP_BUFFERS, Target
+
+_CCE_DECODERS: dict[str, Callable[[DecodeContext], Instr]] = {
+    **mte.decoders(), **cube_unit.decoders(), **vector_unit.decoders()}
+_SYNC = {"hivm.set_flag": SET, "hivm.wait_flag": WAIT, "hivm.pipe_barrier": BARRIER}
+# hivm address operand -> position in the cce operand order the units use.
+_COPY_ORDER = (1, 0)  # (dst, src) -> (src, dst)
+_MAD_ORDER = (2, 0, 1)  # (c, a, b) -> (a, b, c)
+_ESIZE = {"f16": 2, "f32": 4, "i8": 1, "i32": 4}
+_CUBE_OUT = {"f16": "f32", "i8": "i32"}
+
+
+def _operand_order(name: str, n: int) -> tuple[int, ...]:
+    if name in hivm.COPY_OPS or name in hivm.LOAD_OPS:
+        return _COPY_ORDER
+    if name == "hivm.mad":
+        return _MAD_ORDER
+    return tuple(range(n))
+
+
+def _type_attr(op: ir.Operation, name: str) -> str:
+    return str(ir.TypeAttr(op.attributes[name]).value)
+
+
+def _dtypes(op: ir.Operation) -> list[str]:
+    """Element type of each hivm address operand, in hivm order."""
+    name = op.name
+    if name in hivm.COPY_OPS:
+        return ["i8", "i8"]  # copies move bytes
+    if name in hivm.LOAD_OPS:
+        return ["f16", "f16"]  # whole 512-byte fractals of 16x16 2-byte cells
+    dtype = _type_attr(op, "dtype")
+    if name == "hivm.mad":
+        return [_CUBE_OUT.get(dtype, dtype), dtype, dtype]
+    if name == "hivm.vconv":
+        return [dtype, _type_attr(op, "src_dtype")]
+    return [dtype] * len(hivm.ADDRESS_SPACES[name])
+
+
+class HivmDecodeContext(DecodeContext):
+    """A `DecodeContext` whose counts come from a configuration word and the
+    mask register; operands are listed in the cce order of the unit."""
+
+    def __init__(self, op: ir.Operation, where: str, target: Target, word: int | None,
+                 mask: int | None, infos: list[OperandInfo]):
+        self.op = op
+        self.name = op.name
+        self.cce_name = "cce." + op.name[len("hivm."):]
+        self.where = where
+        self.target = target
+        self.operands = infos
+        self.kind = hivm.CONFIG_KIND.get(op.name)
+        self.fields = hivm.decode(self.kind, word) if self.kind else {}
+        self.mask = mask
+
+    def int(self, name: str, default: int | None = None) -> int:
+        if name == "mask" and self.kind == "vector":
+            if self.mask is None:
+                raise self.fail("runs with no lanes enabled: set the mask register "
+                                "(hivm.set_vector_mask) first")
+            return self.mask
+        field = hivm.word_field(self.kind, name) if self.kind else name
+        if field in self.fields:
+            return self.fields[field]
+        return super().int(name, default)
+
+    def bool(self, name: str, default: bool | None = None) -> bool:
+        if name == "accumulate" and self.kind == "mad":
+            return not self.fields["init"]
+        if name in self.fields:
+            return bool(self.fields[name])
+        return super().bool(name, default)
+
+
+class HivmProgram:
+    """Per-run decoding state: the buffers as regions and the mask register."""
+
+    def __init__(self, decoder) -> None:
+        target: Target = decoder.target
+        self.target = target
+        self.buffers: dict[str, Region] = {}
+        for space in ON_CHIP_BUFFERS:
+            mem = decoder.on_chip.get(space)
+            if mem is None:
+                mem = decoder.on_chip[space] = Memory(space, space, target.capacity(space))
+            region = Region(mem, 0, target.capacity(space), label=f"the whole {space} buffer")
+            decoder.placement.regions.append(region)  # numbered with the others
+            self.buffers[space] = region
+        self.gm = decoder.gm_regions  # argument regions, in argument order
+        arg_bytes = [r.size for r in self.gm]
+        self.gm_bases = hivm.gm_arg_bases(arg_bytes, target.gm_alloc_granule_bytes)
+        self.mask: list[int | None] = [None]
+
+    def view(self, space: str, addr: int, esize: int, instr_name: str, k: int, where: str):
+        """(region, element offset) of a byte address in `space`."""
+        if space == "gm":
+            i = bisect.bisect_right(self.gm_bases, addr) - 1
+            if addr < 0 or i < 0 or addr >= self.gm_bases[i] + self.gm[i].size:
+                raise SimulationError(BOUNDS, f"'{instr_name}' operand #{k}: GM address {addr} "
+                                      "is outside every kernel argument", where)
+            region, rel = self.gm[i], addr - self.gm_bases[i]
+        else:
+            region, rel = self.buffers[space], addr
+            if not 0 <= addr < region.size:
+                raise SimulationError(BOUNDS, f"'{instr_name}' operand #{k}: {space} address "
+                                      f"{addr} is outside the buffer [0, {region.size})", where)
+        if rel % esize:
+            raise SimulationError(ALIGNMENT, f"'{instr_name}' operand #{k}: {space} address "
+                                  f"{addr} is not a multiple of its {esize}-byte element", where)
+        return (region, rel // esize)
+
+
+def _state(decoder) -> HivmProgram:
+    state = getattr(decoder, "hivm_state", None)
+    if state is None:
+        state = decoder.hivm_state = HivmProgram(decoder)
+    return state
+
+
+def scalar_op(decoder, op: ir.Operation) -> tuple[Callable | None, int] | None:
+    """`hivm.addr` (one scalar issue) and `hivm.set_vector_mask` (free: the
+    mask travels with the next vector dispatch, as the cce `mask` attribute
+    does); None for instructions."""
+    if op.name == "hivm.addr":
+        base = ir.IntegerAttr(op.attributes["base"]).value
+        scales = tuple(ir.DenseI64ArrayAttr(op.attributes["scales"]))
+        terms = tuple(zip((decoder.use(v, op) for v in op.operands), scales))
+        r = decoder.slot(op.results[0])
+
+        def addr(env: list, r=r, base=base, terms=terms) -> None:
+            env[r] = base + sum(env[s] * c for s, c in terms)
+        return addr, decoder.issue
+    if op.name == "hivm.set_vector_mask":
+        state = _state(decoder)
+        hi, lo = (decoder.use(v, op) for v in op.operands)
+        where = where_of(op.location)
+
+        def set_mask(env: list, hi=hi, lo=lo, reg=state.mask) -> None:
+            lanes = hivm.mask_lanes(env[hi], env[lo])
+            if lanes is None:
+                raise SimulationError(UNSUPPORTED, f"mask 0x{env[hi] & (2**64 - 1):016x}"
+                                      f"{env[lo] & (2**64 - 1):016x} enables lanes that are not "
+                                      "a leading run; the vector unit model supports leading "
+                                      "runs only", where)
+            reg[0] = lanes
+        return set_mask, 0
+    return None
+
+
+def instruction(decoder, op: ir.Operation, pre_cost: int) -> Callable:
+    """The dispatch closure of one hivm instruction."""
+    where = where_of(op.location)
+    name = op.name
+    target = decoder.target
+    if name in _SYNC:
+        ctx = HivmDecodeContext(op, where, target, None, None, [])
+        instr = SyncInstr(ctx, _SYNC[name]).finish()
+        decoder.instrs.append(instr)
+        append, pending = decoder.trace.append, decoder.pending
+
+        def dispatch_sync(env: list, instr=instr, pre=pre_cost) -> None:
+            append((instr, (), pending[0] + pre))
+            pending[0] = 0
+        return dispatch_sync
+    if name not in hivm.ADDRESS_SPACES:
+        raise SimulationError(UNSUPPORTED, f"the simulator cannot execute '{name}'", where)
+    state = _state(decoder)
+    spaces = hivm.ADDRESS_SPACES[name]
+    dtypes = _dtypes(op)
+    for d in dtypes:
+        if d not in _ESIZE:
+            raise SimulationError(INVALID, f"'{name}': unsupported element type {d}", where)
+    order = _operand_order(name, len(spaces))
+    infos = [None] * len(spaces)
+    for k, (space, dtype) in enumerate(zip(spaces, dtypes)):
+        infos[order[k]] = OperandInfo(space, dtype, _ESIZE[dtype], f"{space} address, {dtype}")
+    slots = tuple(decoder.use(v, op) for v in op.operands)
+    addr_slots, word_slot = slots[:-1], slots[-1]
+    is_vector = hivm.CONFIG_KIND[name] == "vector"
+    cache: dict = {}
+    build = _CCE_DECODERS["cce." + name[len("hivm."):]]
+    append, pending, instrs, mask = decoder.trace.append, decoder.pending, decoder.instrs, state.mask
+    # (cce operand index, hivm slot, space, esize) in cce order
+    plan = tuple(sorted((order[k], addr_slots[k], spaces[k], _ESIZE[dtypes[k]])
+                        for k in range(len(spaces))))
+    view = state.view
+
+    def dispatch(env: list, pre=pre_cost) -> None:
+        word = env[word_slot]
+        key = (word, mask[0]) if is_vector else word
+        instr = cache.get(key)
+        if instr is None:
+            if hivm.reserved_bits(hivm.CONFIG_KIND[name], word):
+                raise SimulationError(INVALID, f"'{name}': malformed configuration word "
+                                      f"0x{word & (2**64 - 1):016x} (bits outside every field)",
+                                      where)
+            ctx = HivmDecodeContext(op, where, target, word, mask[0] if is_vector else None,
+                                    infos)
+            instr = cache[key] = build(ctx).finish()
+            instrs.append(instr)
+        views = tuple(view(space, env[s], esize, name, k, where) for k, s, space, esize in plan)
+        append((instr, views, pending[0] + pre))
+        pending[0] = 0
+    return dispatch

@@ -1,0 +1,137 @@
+"""`npu-run` on a model: an ONNX file or a module of upstream linalg on tensors.
+
+Compiles through the frontend (`npu.compile`), simulates, and with `--check`
+compares with onnxruntime (ONNX) or with the numpy evaluation of the linalg
+module. `--inputs` arrays are keyed by the model's input names, `-o` writes
+the outputs keyed by its output names (only when everything succeeded).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+# Cube matmuls take f16 operands (f32 accumulation): results carry about
+# 2^-11 relative error per operand times sqrt(reduction length); vector-only
+# f32 programs are f32 throughout.
+CUBE_TOLERANCES = {"float32": (2e-2, 1e-2), "float16": (2e-2, 2e-2)}
+VECTOR_TOLERANCES = {"float32": (1e-4, 1e-4), "float16": (1e-2, 1e-3)}
+
+
+def is_model(path: str, text: str | None) -> bool:
+    if path.endswith(".onnx"):
+        return True
+    return text is not None and "linalg." in text and "ascend." not in text and "cce." not in text
+
+
+def run_model(args, path: str, text: str | None) -> int:
+    from npu.frontend.compile import CompileError, compile as npu_compile
+    from npu.tools.npu_run import ToolError, compare
+
+    from npu import diagnostics
+
+    diagnostics.install(diagnostics.DiagnosticEngine(display_name=path))
+    source = path if text is None else text
+    try:
+        kernel = npu_compile(source, target=args.target, pipeline=args.pipeline, where=path)
+    except CompileError as e:
+        raise ToolError(str(e)) from None
+    inputs = model_inputs(kernel, args, path)
+    outputs, report = kernel(*inputs, strict=args.strict)
+    trace = report.pop("trace")
+    status = 0
+    if args.check:
+        expected = reference(kernel, source, path, inputs)
+        uses_cube = "ascend.matmul" in kernel.stages["ascend"] or "ascend.batch_matmul" in kernel.stages["ascend"]
+        check = compare(outputs, expected, CUBE_TOLERANCES if uses_cube else VECTOR_TOLERANCES)
+        report["check"] = check.as_dict()
+        if not check.passed:
+            names = kernel.output_names
+            print(f"{path}: error: check failed: {_named(check.failure, names)}", file=sys.stderr)
+            status = 1
+    if args.trace and status == 0:
+        from npu.tools.common import write_output_atomically
+        write_output_atomically(args.trace, json.dumps(trace()))
+    if args.output and status == 0:
+        save_npz(args.output, dict(zip(kernel.output_names, outputs)))
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+    else:
+        print(format_report(report))
+    return status
+
+
+def _named(failure: str, names: list[str]) -> str:
+    for i, name in enumerate(names):
+        failure = failure.replace(f"output #{i} (argument #{i})", f"output '{name}'")
+    return failure
+
+
+def model_inputs(kernel, args, path: str) -> list[np.ndarray]:
+    from npu.tools.npu_run import ToolError
+
+    ports = kernel.interface.inputs
+    if args.inputs:
+        try:
+            data = np.load(args.inputs)
+        except (OSError, ValueError) as e:
+            raise ToolError(f"{path}: error: cannot read inputs '{args.inputs}': {e}") from None
+        arrays = []
+        for port in ports:
+            if port.name not in data.files:
+                raise ToolError(f"{path}: error: '{args.inputs}' has no array '{port.name}' "
+                                f"(it holds {', '.join(data.files) or 'nothing'})")
+            a = data[port.name]
+            if tuple(a.shape) != port.shape or a.dtype != port.numpy_dtype:
+                raise ToolError(f"{path}: error: input '{port.name}' is {a.dtype}{list(a.shape)}; the "
+                                f"model needs {port.numpy_dtype}{list(port.shape)}")
+            arrays.append(a)
+        return arrays
+    rng = np.random.default_rng(args.seed if args.seed is not None else 0)
+    return [(rng.uniform(-1, 1, p.shape) if p.dtype.startswith("f")
+             else rng.integers(-8, 8, p.shape)).astype(p.numpy_dtype) for p in ports]
+
+
+def reference(kernel, source, path: str, inputs) -> list[np.ndarray]:
+    """onnxruntime for an ONNX model; the numpy linalg evaluation otherwise."""
+    if str(path).endswith(".onnx"):
+        import onnxruntime
+
+        session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+        feeds = dict(zip(kernel.input_names, inputs))
+        return session.run(kernel.output_names, feeds)
+    from npu.frontend.linalg_eval import evaluate
+    from npu.ir import functions, make_context, parse_module
+
+    module = parse_module(source, make_context())
+    return evaluate(functions(module)[0], inputs)
+
+
+def save_npz(path: str, arrays: dict) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".npu-tmp-", suffix=".npz")
+    os.close(fd)
+    try:
+        np.savez(tmp, **arrays)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def format_report(report: dict) -> str:
+    from npu.simulator.report import format_text
+
+    lines = [format_text(report), "per source op (span = first start to last end):",
+             f"  {'op':<36} {'instr':>7} {'span':>9} {'bound':>8}  unit"]
+    for row in report["per_op"]:
+        lines.append(f"  {row['op'][:36]:<36} {row['instructions']:>7} {row['span_cycles']:>9} "
+                     f"{row['bound_cycles']:>8}  {row['bound_unit']}")
+    lines.append(f"  sum of per-op bounds: {report['per_op_bound_cycles']} cycles")
+    if report.get("gm_workspace"):
+        lines.append(f"GM workspace: {report['gm_workspace']}")
+    return "\n".join(lines)
