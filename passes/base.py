@@ -121,9 +121,7 @@ def drop_empty_work(module: ir.Operation, names: Sequence[str]) -> None:
     non-empty output (a reduction over an empty axis, a matmul with an empty
     reduction dimension) is an error at the op: the lowerings do not
     produce an identity fill."""
-    from npu import ir as nir
-
-    for op in nir.ops_named(module, *names):
+    for op in ops_named(module, *names):
         sizes = [_elements(v.type) for v in op.operands]
         if not sizes or min(sizes) > 0:
             continue
@@ -137,12 +135,7 @@ def drop_empty_work(module: ir.Operation, names: Sequence[str]) -> None:
 
 
 def _elements(t: ir.Type) -> int:
-    if not isinstance(t, ir.MemRefType):
-        return 1
-    count = 1
-    for d in t.shape:
-        count *= d
-    return count
+    return math.prod(t.shape) if isinstance(t, ir.MemRefType) else 1
 
 
 def ub_fraction_option(default: float, help: str) -> Option:
@@ -269,8 +262,10 @@ class Pass:
         `erase`: `lower` builds at the op's insertion point and the op is
         erased here (otherwise `lower` places and erases by itself). The
         loops created for an op with a per-op `double-buffer` are marked
-        `npu.double_buffer` for npu-double-buffer.
+        `npu.double_buffer` for npu-double-buffer. Zero-sized work is
+        dropped first (`drop_empty_work`).
         """
+        drop_empty_work(root, self.handles)
         for op in ops_named(root, *self.handles):
             options = self.op_options(op)
             double_buffer = options.get(DOUBLE_BUFFER_KEY)

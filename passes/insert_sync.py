@@ -31,7 +31,9 @@ at its exit feeds the parent's clocks: a pipe that waited (in the last
 iteration) for a flag set after another pipe's last instruction of the body
 needs no new pair for the loop's work, and a carried pair whose set follows
 its pipe's last instruction of the body has its balancing wait moved right
-before the first later node that needs that order (instead of a new pair).
+before the first later node that needs that order (instead of a new pair);
+one left at the end of its block orders the loop's work before the block's
+next iteration and exit (no carried pair of an enclosing loop for it).
 """
 
 from __future__ import annotations
@@ -305,8 +307,10 @@ class FlagPair:
     intervals: list[tuple[int, int]] = field(default_factory=list)
     event: int = -1
     # A carried pair's balancing wait goes before this node of the loop's
-    # block (a consumer of the loop's work it orders) instead of at the end.
+    # block (a consumer of the loop's work it orders) instead of at the end;
+    # `balance_fixed`: it stays at the end, where later syncs count on it.
     balance_at: Node | None = None
+    balance_fixed: bool = False
 
 
 @dataclass
@@ -376,6 +380,7 @@ class _PreciseMode:
         self.pairs: list[FlagPair] = []
         self.v_barriers: list[Node] = []
         self.all_barriers: list[Node] = []
+        self.end_barriers: list[Node] = []  # loops: a barrier at their block's end
         self.pos: dict[int, _Positions] = {}
         self.block_span: dict[int, tuple[int, int]] = {}
         self._clock = 0
@@ -482,7 +487,7 @@ class _PreciseMode:
                     j = xkey[1]
                     offer = exits[id(nodes[j])].offers.get((p, q)) if id(nodes[j]) in exits else None
                     if offer is not None and (copy == 0 or j < i) and (
-                            offer.balance_at is None or offer.balance_at is y):
+                            offer.balance_at is y or not (offer.balance_at or offer.balance_fixed)):
                         # The loop's balancing wait, moved before y, orders y
                         # after all of p's work in the loop: no new pair.
                         offer.balance_at = y
@@ -512,6 +517,13 @@ class _PreciseMode:
                 st.issue(y, key)
                 if id(y) in exits:
                     st.implies(exits[id(y)].implied, key)
+            # The balancing waits left at the block's end order the loops'
+            # work before the next iteration (and the block's exit).
+            for j, y in enumerate(nodes):
+                for (p, q), offer in (exits[id(y)].offers.items() if id(y) in exits else ()):
+                    if offer.balance_at is None:
+                        offer.balance_fixed = True
+                        st.learn(q, p, (copy, j))
         return st
 
     @staticmethod
@@ -561,6 +573,7 @@ class _PreciseMode:
                     have.balance_at is None
                     or self.pos[id(fp.balance_at)].before < self.pos[id(have.balance_at)].before):
                 have.balance_at = fp.balance_at
+            have.balance_fixed |= fp.balance_fixed
             start, end = self.block_span[id(have.loop)]
             have.intervals = [(start, self.pos[id(have.consumer)].before),
                               (self.pos[id(have.producer)].after, end)]
@@ -599,6 +612,8 @@ class _PreciseMode:
                     self.all_barriers.append(fp.consumer)
                     if fp.balance_at is not None:
                         self.all_barriers.append(fp.balance_at)
+                    elif fp.balance_fixed:
+                        self.end_barriers.append(fp.loop)
             kept += [fp for fp in group if fp.event >= 0]
         self.pairs = kept
 
@@ -623,6 +638,9 @@ class _PreciseMode:
             if id(node) not in seen:
                 seen.add(id(node))
                 insert_before(node.op, "cce.pipe_barrier", pipe="ALL")
+        for loop in {id(n): n for n in self.end_barriers}.values():
+            last = list(loop.op.block.operations)[-1]
+            insert_before(last.operation, "cce.pipe_barrier", pipe="ALL")
 
 
 def _intersects(a: FlagPair, b: FlagPair) -> bool:

@@ -63,8 +63,7 @@ class LowerCCEToHIVM(Pass):
 
     def run(self, module: ir.Operation) -> None:
         for func_op in nir.functions(module):
-            if func_op.regions[0].blocks:  # declarations have no code to lower
-                _FunctionLowering(self.target, func_op).run()
+            _FunctionLowering(self.target, func_op).run()
 
 
 class _FunctionLowering:

@@ -55,7 +55,7 @@ from mlir import ir
 from npu import ir as nir
 from npu.cce_build import View, copy, delinearize, for_range, index_mul, lin, sub
 from npu.dialects.ascend import broadcastable
-from npu.passes.base import Option, Pass, PassError, drop_empty_work, ub_fraction_option
+from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.passes.elementwise_small import SmallElementwise
 from npu.vector_compute import (BINARY, CAST_CHAINS, SCALAR, UNARY, Compute, Step, cast_compute,
                                 unary_compute)
@@ -127,7 +127,6 @@ class LowerElementwise(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
-        drop_empty_work(module, HANDLED)
         self.lower_each(module, erase=True)
 
     # -- analysis -------------------------------------------------------------

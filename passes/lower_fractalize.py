@@ -46,7 +46,7 @@ from mlir.dialects import arith
 from npu import ir as nir
 from npu.cce_build import copy, index_add, index_mul
 from npu.dialects.hivm import config_field
-from npu.passes.base import Option, Pass, PassError, drop_empty_work, ub_fraction_option
+from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 
 # The plans below are written for the vnchwconv of dialects/README.md: 16 row
 # pointers of one 32-byte block each (16 fp16 / 8 fp32), i.e. the target's
@@ -172,7 +172,6 @@ class LowerFractalize(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
-        drop_empty_work(module, ["ascend.fractalize", "ascend.defractalize"])
         self.lower_each(module)
 
     # ------------------------------------------------------------------ analysis

@@ -48,7 +48,7 @@ from mlir.dialects import arith, memref, scf
 from npu import ir as nir
 from npu.cce_build import copy_bursts
 from npu.matmul_tiling import STRATEGIES, MatmulShape, TilingChoice, TilingError, choose_tiling
-from npu.passes.base import Option, Pass, PassError, drop_empty_work
+from npu.passes.base import Option, Pass, PassError
 
 STRATEGY_CHOICES = STRATEGIES + ("auto",)
 
@@ -133,7 +133,6 @@ class LowerMatmul(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
-        drop_empty_work(module, ["ascend.matmul", "ascend.batch_matmul"])
         self.lower_each(module)
 
     # ------------------------------------------------------------------ analysis

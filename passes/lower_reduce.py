@@ -41,7 +41,7 @@ from mlir import ir
 from npu import ir as nir
 from npu.cce_build import copy, for_pieces, for_range, lin, sub
 from npu.dialects.ascend import reduce_axis, reduced_shape
-from npu.passes.base import Option, Pass, PassError, drop_empty_work, ub_fraction_option
+from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.passes.reduce_columns import IDENTITY, ColumnReduce
 from npu.passes.reduce_small import SmallReduce
 from npu.vector_tiling import (VectorGeometry, max_chunk_elements, plan_chunks, round_down,
@@ -66,7 +66,6 @@ class LowerReduce(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
-        drop_empty_work(module, list(OPS))
         self.lower_each(module, erase=True)
 
     def lower(self, op: ir.Operation) -> None:

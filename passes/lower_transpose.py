@@ -34,7 +34,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.cce_build import copy, for_pieces, for_range, lin, sub
-from npu.passes.base import Option, Pass, PassError, drop_empty_work, ub_fraction_option
+from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.passes.transpose_general import (GatherTranspose, collapse_permutation, copy_through_ub,
                                          rotation_steps)
 from npu.vector_tiling import plan_chunks, round_down, round_up
@@ -57,7 +57,6 @@ class LowerTranspose(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
-        drop_empty_work(module, ["ascend.transpose"])
         self.lower_each(module, erase=True)
 
     def lower(self, op: ir.Operation) -> None:

@@ -8,8 +8,6 @@ Precision per operator (what the tolerance follows from):
   erf, sigmoid, sqrt, reciprocal, divisions in softmax / layernorm) follow
   numpy's f32 within a few ulp (rtol 1e-4); reductions sum in a different
   order (rtol 1e-4 of the row's magnitude).
-Shapes the vector lowerings do not handle yet are marked xfail (strict: they
-must fail, with a located error, until they are handled).
 """
 
 from __future__ import annotations
@@ -123,8 +121,6 @@ def reshape_chain():
 # The vector lowerings broadcast a row or column operand only when the last
 # dimension is at least one 32-byte block (8 f32); these odd small shapes
 # fail in npu-lower with a located error naming the node until they do.
-NEEDS_GENERAL_LOWERINGS = {"Add-broadcast", "Add-odd-both", "Mul-column", "Softmax-axis0"}
-
 CASES = {
     "Add-broadcast": (binary("Add"), EXACT),
     "Add-odd-both": (binary("Add", (3, 1, 5), (4, 1), (3, 4, 5)), EXACT),
@@ -190,10 +186,7 @@ def _inputs(m, rng, positive):
     return arrays
 
 
-@pytest.mark.parametrize("case", [
-    pytest.param(c, marks=pytest.mark.xfail(reason="row/column broadcast with a last dimension "
-                                            "under one 32-byte block is not lowered yet", strict=True))
-    if c in NEEDS_GENERAL_LOWERINGS else c for c in sorted(CASES)])
+@pytest.mark.parametrize("case", sorted(CASES))
 def test_operator_matches_onnxruntime(case):
     m, (rtol, atol) = CASES[case]
     kernel = npu.compile(m)

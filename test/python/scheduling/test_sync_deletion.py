@@ -46,11 +46,15 @@ KERNELS = {
     "matmul_pipelined": (nz_matmul_program(64, 96, 64), "npu-lower"),
     # nested tile loops with a reduction loop inside: syncs around loops
     "matmul_nest": (nz_matmul_program(64, 96, 64), "npu-lower{m=32 k=32 matmul-schedule=simple}"),
+    # a loop nest whose inner loop's balancing waits order the outer loop's
+    # iterations (no outer carried pairs)
+    "matmul_nest_no_db": (nz_matmul_program(64, 96, 64),
+                          "npu-lower{m=32 k=32 matmul-schedule=simple double-buffer=false}"),
 }
 SLOW_KERNELS = {
     "reduce_long_rows": (unary("reduce_max", [40, 2048], [40], "f32"), "npu-lower"),
-    "matmul_nest_no_db": (nz_matmul_program(64, 96, 64),
-                          "npu-lower{m=32 k=32 matmul-schedule=simple double-buffer=false}"),
+    "matmul_nest_batch": (nz_matmul_program(32, 64, 32, batch=2),
+                          "npu-lower{m=16 k=16 matmul-schedule=simple double-buffer=false}"),
 }
 
 

@@ -84,7 +84,7 @@ PINNED: dict[str, tuple[int, int, str]] = {
     'exp_1m.mlir': (46386, 392, 'd3b2c3e1983e8a03'),
     'layer': (66629, 595, 'ba4826c9247838d8'),
     'matmul-is': (397247, 3278, '75cd4bc9cede0fbb'),
-    'matmul-simple-no-double-buffer': (284753, 1826, '80afdaa8f04d3248'),
+    'matmul-simple-no-double-buffer': (284749, 1770, '80afdaa8f04d3248'),
     'matmul_512x768x768.mlir': (250892, 2850, 'ca7fbe108505f70d'),
     'reduce-transpose': (31491, 874, '60c9d95268d44da6'),
 }
