@@ -67,7 +67,7 @@ class DoubleBufferPass(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
-        from npu.passes.plan_memory import collect_buffers
+        from npu.passes.buffer_lifetimes import BufferCollector
 
         for func in walk(module, lambda o: o.name == "func.func"):
             if not func.regions[0].blocks:
@@ -75,6 +75,8 @@ class DoubleBufferPass(Pass):
             # innermost loops first: an outer unroll then copies the inner ping-pong
             loops = [o for o in walk(func, lambda o: o.name == "scf.for")]
             loops.reverse()
+            # Re-planned after every unroll; only the unrolled part is re-walked.
+            collector = BufferCollector(self.target)
             for loop in loops:
                 marked = DOUBLE_BUFFER_ATTR in loop.attributes
                 if not (bool_attr(loop, DOUBLE_BUFFER_ATTR) if marked else self.unmarked):
@@ -92,12 +94,13 @@ class DoubleBufferPass(Pass):
                 r = analysis.iv_ranges[iv]
                 if r.trip_count < max(2, self.min_trip_count):
                     continue
-                buffers = collect_buffers(func, self.target)
+                buffers = collector.collect(func)
                 duplicated = self._fitting(allocs, buffers)
                 # Unrolling a loop none of whose own buffers fit twice would
                 # only copy its nested loops' buffers: measured on the BERT
                 # matmuls it bought < 1% (the L0 tiles stay single), so no.
                 if duplicated:
+                    collector.forget(loop)
                     self._unroll(loop, r, allocs, duplicated)
 
     def _fitting(self, allocs, buffers) -> set[ir.Operation]:

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from mlir import ir
 
 from npu.access_analysis import (AccessAnalysis, AccessError, Affine, IvKey, OpAccess, Range,
-                                 SYNC_OPS, conflicts_by, is_access_op, may_overlap)
+                                 SYNC_OPS, is_access_op, may_overlap)
 from npu.ir import create_op, walk
 from npu.passes.base import Option, Pass, PassError
 
@@ -65,6 +65,21 @@ class Node:
     @property
     def is_compound(self) -> bool:
         return self.op.name in CONTROL_OPS
+
+    def ranges_by_pipe(self) -> dict[str, tuple[tuple[Range, ...], tuple[Range, ...]]]:
+        """pipe -> (distinct ranges written, distinct ranges read) by the node's
+        ops on that pipe: a dependency between two nodes is one between some
+        pair of these, and a compound's many ops repeat the same ranges."""
+        cached = self.__dict__.get("_by_pipe")
+        if cached is None:
+            writes: dict[str, dict[Range, None]] = {}
+            reads: dict[str, dict[Range, None]] = {}
+            for a in self.accesses:
+                writes.setdefault(a.pipe, {}).update(dict.fromkeys(a.writes))
+                reads.setdefault(a.pipe, {}).update(dict.fromkeys(a.reads))
+            cached = self.__dict__["_by_pipe"] = {
+                p: (tuple(writes[p]), tuple(reads[p])) for p in writes}
+        return cached
 
 
 def _widen(r: Range, analysis: AccessAnalysis, ivs: set[IvKey]) -> Range:
@@ -145,20 +160,25 @@ def dependent_pipes(x: Node, y: Node, analysis: AccessAnalysis,
 
     With `carried` (the enclosing loop), y is in any later iteration than x.
     """
-    found: set[tuple[str, str]] = set()
-    for ax in x.accesses:
-        for ay in y.accesses:
-            if (ax.pipe, ay.pipe) in found:
-                continue
-            if ax.pipe == ay.pipe:
+    found = []
+    x_ranges, y_ranges = x.ranges_by_pipe(), y.ranges_by_pipe()
+    for p, (x_writes, x_reads) in x_ranges.items():
+        for q, (y_writes, y_reads) in y_ranges.items():
+            if p == q:
                 # Inside one in-order pipe only a vector read after a vector
                 # write is a hazard (DESIGN.md section 2); other pipes complete
                 # in order, and V's WAR/WAW are safe in its in-order pipeline.
-                if ax.pipe == "V" and _raw(ax, ay, analysis, carried):
-                    found.add((ax.pipe, ay.pipe))
-            elif _conflict(ax, ay, analysis, carried):
-                found.add((ax.pipe, ay.pipe))
+                if p == "V" and _any_overlap(x_writes, y_reads, analysis, carried):
+                    found.append((p, q))
+            elif (_any_overlap(x_writes, y_reads + y_writes, analysis, carried)
+                  or _any_overlap(x_reads, y_writes, analysis, carried)):
+                found.append((p, q))
     return sorted(found)
+
+
+def _any_overlap(earlier: tuple[Range, ...], later: tuple[Range, ...], analysis: AccessAnalysis,
+                 loop: Node | None) -> bool:
+    return any(_overlap_later(a, b, analysis, loop) for a in earlier for b in later)
 
 
 def _overlap_later(a: Range, b: Range, analysis: AccessAnalysis, loop: Node | None) -> bool:
@@ -173,14 +193,6 @@ def _overlap_later(a: Range, b: Range, analysis: AccessAnalysis, loop: Node | No
         return may_overlap(_widen(a, analysis, ivs), _widen(b, analysis, ivs), analysis)
     return any(may_overlap(a, b, analysis, (loop.loop_iv, k * loop.step))
                for k in range(1, loop.trip_count))
-
-
-def _raw(x: OpAccess, y: OpAccess, analysis: AccessAnalysis, loop: Node | None) -> bool:
-    return any(_overlap_later(w, r, analysis, loop) for w in x.writes for r in y.reads)
-
-
-def _conflict(x: OpAccess, y: OpAccess, analysis: AccessAnalysis, loop: Node | None) -> bool:
-    return conflicts_by(x, y, lambda a, b: _overlap_later(a, b, analysis, loop))
 
 
 def needs_order(p: str, q: str) -> bool:
@@ -204,14 +216,9 @@ def insert_before(op: ir.Operation, name: str, **attrs) -> ir.Operation:
 
 
 def insert_after(op: ir.Operation, name: str, **attrs) -> ir.Operation:
-    """Insert right after `op` (before its block's terminator at the latest)."""
-    block = op.block
-    ops = list(block.operations)
-    idx = next(i for i, o in enumerate(ops) if o.operation == op)
-    if idx + 1 < len(ops):
-        with ir.InsertionPoint(ops[idx + 1]):
-            return _emit(name, op.location, **attrs)
-    with ir.InsertionPoint(block):
+    """Insert right after `op` (without listing its block: that made the pass
+    quadratic in the block's length)."""
+    with ir.InsertionPoint.after(op):
         return _emit(name, op.location, **attrs)
 
 
@@ -339,6 +346,21 @@ class _BlockState:
         for pipe, v in self.snapshot[key][p].items():
             mine[pipe] = max(mine.get(pipe, 0), v)
         mine[p] = max(mine.get(p, 0), self.index[key][p])
+
+    def orders_all(self, key: tuple[int, int], x_pipes: frozenset[str],
+                   y_pipes: frozenset[str]) -> bool:
+        """True when every pipe of y already knows node `key` finished on each
+        of x's pipes (or needs no order after it): no dependency from that
+        node can call for a sync, so there is nothing to analyse."""
+        index = self.index[key]
+        for p in x_pipes:
+            for q in y_pipes:
+                if p == q:
+                    if p == "V" and self.knows("V", "V") < index[p]:
+                        return False
+                elif self.knows(q, p) < index[p]:
+                    return False
+        return True
 
     def barrier_v(self) -> None:
         self.known.setdefault("V", {})["V"] = self.count.get("V", 0)
@@ -468,6 +490,8 @@ class _PreciseMode:
                 if copy == 1:
                     candidates = [((0, j), nodes[j], loop) for j in range(len(nodes))]
                 for xkey, x, carried in candidates:
+                    if st.orders_all(xkey, x.pipes, y.pipes):
+                        continue  # whatever x -> y depends on is ordered already
                     for p, q in dependent_pipes(x, y, self.analysis, carried):
                         if not needs_order(p, q):
                             continue
@@ -623,11 +647,15 @@ class _PreciseMode:
             insert_after(fp.producer.op, "cce.set_flag", **attrs)
             insert_before(fp.consumer.op, "cce.wait_flag", **attrs)
             if fp.loop is not None:
+                # Before the first op of the loop's block and before its terminator.
                 block = fp.loop.op.block
-                first, last = list(block.operations)[0], list(block.operations)[-1]
-                insert_before(first.operation, "cce.set_flag", **attrs)
-                balance = fp.balance_at.op if fp.balance_at is not None else last.operation
-                insert_before(balance, "cce.wait_flag", **attrs)
+                with ir.InsertionPoint.at_block_begin(block) as start:
+                    _emit("cce.set_flag", start.ref_operation.location, **attrs)
+                if fp.balance_at is not None:
+                    insert_before(fp.balance_at.op, "cce.wait_flag", **attrs)
+                else:
+                    with ir.InsertionPoint.at_block_terminator(block) as end:
+                        _emit("cce.wait_flag", end.ref_operation.location, **attrs)
         seen = set()
         for node in self.v_barriers:
             if id(node) not in seen:

@@ -133,6 +133,10 @@ class LowerPass(Pass):
         if left:
             raise PassError(f"npu-lower: no registered lowering handled '{left[0].name}' "
                             f"({len(left)} ascend op(s) left)", left[0])
+        if self.plan_gm:
+            # Lowerings that stage through GM (the general transpose's steps)
+            # make temporaries of their own: they get a workspace too.
+            self._required("npu-plan-gm", algorithm=self.plan).run(module)
         # Loops of ops with a per-op `double-buffer` carry a mark it follows.
         steps: list[Pass | None] = [self._make("npu-double-buffer", unmarked=self.double_buffer)]
         steps.append(self._required("npu-plan-memory", algorithm=self.plan))

@@ -32,38 +32,17 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from npu.access_analysis import AccessAnalysis, AccessError, OFFSET_ATTR, is_access_op
-from npu.diagnostics import _location_parts
 from npu import memory_planning as planner
-from npu.ir import defining_op, element_bytes, i64_attr, memory_space, walk
+from npu.access_analysis import OFFSET_ATTR
+from npu.ir import i64_attr, walk
 from npu.memory_planning import ALGORITHMS, Plan, conflict_graph, lower_bound
 from npu.passes.base import Option, Pass, PassError
+from npu.passes.buffer_lifetimes import Buffer, collect_buffers
 from npu.target import ON_CHIP_BUFFERS, Target
 
+__all__ = ["Buffer", "collect_buffers", "plan_function", "PlanMemoryPass"]
+
 PLAN_ATTR = "npu.memory_plan"
-
-
-@dataclass
-class Buffer:
-    """One on-chip alloc and what the planner knows about it."""
-
-    op: ir.Operation
-    space: str
-    size: int               # bytes, rounded up to the granule
-    start: int              # lifetime [start, end] in program positions
-    end: int
-    first_pipe: str | None  # pipe of the first / last access in program order
-    last_pipe: str | None
-    offset: int = -1
-
-    @property
-    def name(self) -> str:
-        filename, line, col = _location_parts(self.op.location)
-        where = f"line {line}" if line else "unknown location"
-        return f"{self.space} alloc of {self.size} B at {where}"
-
-    def overlaps(self, other: "Buffer") -> bool:
-        return planner.overlaps(self, other)
 
 
 @dataclass(frozen=True)
@@ -82,79 +61,8 @@ class SpacePlan:
 
 
 # ----------------------------------------------------------------------------
-# Lifetimes
+# Conflicts (lifetimes: npu.passes.buffer_lifetimes)
 # ----------------------------------------------------------------------------
-
-
-def collect_buffers(func_op: ir.Operation, target: Target) -> list[Buffer]:
-    """On-chip allocs of a function with their lifetimes and first/last pipes."""
-    spans: dict[ir.Operation, tuple[int, int]] = {}
-    chains: list[tuple[ir.Operation, list[ir.Operation]]] = []
-    counter = [0]
-
-    def number(op: ir.Operation, chain: list[ir.Operation]) -> None:
-        start = counter[0]
-        counter[0] += 1
-        if is_access_op(op):
-            chains.append((op, chain))
-        for region in op.regions:
-            for block in region.blocks:
-                for child in block.operations:
-                    number(child.operation, chain + [op])
-        spans[op] = (start, counter[0] - 1)  # closed: the last position inside
-
-    number(func_op, [])
-    analysis = AccessAnalysis(target)
-    uses: dict[ir.Operation, list[tuple[ir.Operation, list[ir.Operation], str]]] = {}
-    for op, chain in chains:
-        try:
-            acc = analysis.access(op)
-        except AccessError as e:
-            raise PassError(e.message, e.op) from None
-        for operand in op.operands:
-            if not isinstance(operand.type, ir.MemRefType):
-                continue
-            root, _ = analysis.root_of(operand)
-            alloc = defining_op(root)
-            if alloc is not None and alloc.name == "memref.alloc":
-                uses.setdefault(alloc, []).append((op, chain, acc.pipe))
-
-    buffers = []
-    for alloc in walk(func_op, lambda o: o.name == "memref.alloc"):
-        mtype = ir.MemRefType(alloc.results[0].type)
-        space = memory_space(mtype)
-        if space not in ON_CHIP_BUFFERS:
-            continue
-        if any(d < 0 for d in mtype.shape):
-            raise PassError("npu-plan-memory needs static shapes for on-chip buffers", alloc)
-        size = element_bytes(str(mtype.element_type))
-        for d in mtype.shape:
-            size *= d
-        g = target.granule(space)
-        size = max(g, -(-size // g) * g)
-        parent = alloc.parent
-        parent = parent.operation if parent is not None else None
-        own = spans[alloc]
-        alloc_uses = uses.get(alloc, [])
-        if not alloc_uses:
-            start, end = own[0], own[0]
-        else:
-            start, end = None, None
-            for use, chain, _pipe in alloc_uses:
-                full = chain + [use]
-                idx = next((i for i, o in enumerate(full) if o == parent), None)
-                top = full[idx + 1] if idx is not None and idx + 1 < len(full) else use
-                s, e = spans[top]
-                start = s if start is None else min(start, s)
-                end = e if end is None else max(end, e)
-        if parent is not None and parent.name == "scf.for":
-            body_start, body_end = spans[parent]
-            start, end = body_start + 1, body_end
-        ordered = sorted(alloc_uses, key=lambda u: spans[u[0]][0])
-        buffers.append(Buffer(alloc, space, size, start, end,
-                              ordered[0][2] if ordered else None,
-                              ordered[-1][2] if ordered else None))
-    return buffers
 
 
 # Pipe-aware windows tried in turn (program positions between the end of one
@@ -180,7 +88,10 @@ def conflicts(a: Buffer, b: Buffer, window: int | None) -> bool:
 
 
 def place(buffers: list[Buffer], window: int | None, algorithm: str) -> Plan:
-    adj = conflict_graph(buffers, lambda a, b: conflicts(a, b, window))
+    if window == 0:  # plain lifetimes: conflicts are overlaps
+        adj = planner.overlap_graph(buffers)
+    else:
+        adj = conflict_graph(buffers, lambda a, b: conflicts(a, b, window))
     return planner.place(buffers, adj, algorithm)
 
 

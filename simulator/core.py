@@ -9,6 +9,7 @@ from typing import Sequence
 
 import numpy as np
 from mlir import ir
+from threadpoolctl import threadpool_limits
 
 from npu import ir as npu_ir
 from npu.simulator import report as report_mod
@@ -126,7 +127,10 @@ def simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None 
     # inf/NaN results (exp overflow, log of 0, ...) are values, as on the hardware.
     old_err = np.seterr(all="ignore")
     try:
-        return _simulate(module, inputs, entry, target, strict, serialize, numerics, wall0)
+        # The matrix products are small (one mad's tiles): BLAS threads only
+        # contend with each other, and on a loaded machine made them 40x slower.
+        with threadpool_limits(limits=1, user_api="blas"):
+            return _simulate(module, inputs, entry, target, strict, serialize, numerics, wall0)
     finally:
         np.seterr(**old_err)
         if gc_was_enabled:

@@ -68,11 +68,19 @@ def _pass_help() -> str:
     return "\n".join(lines)
 
 
+class _Parser(ArgumentParser):
+    """The list of passes (which imports every pass) is built only for --help."""
+
+    def format_help(self) -> str:
+        if self.epilog is None:
+            self.epilog = _pass_help()
+        return super().format_help()
+
+
 def make_parser() -> argparse.ArgumentParser:
-    p = ArgumentParser(
+    p = _Parser(
         prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
-        description="Run pass pipelines over ascend/cce/hivm IR (mlir-opt for the NPU).",
-        epilog=_pass_help())
+        description="Run pass pipelines over ascend/cce/hivm IR (mlir-opt for the NPU).")
     p.add_argument("input", nargs="?", default="-", help="input file (default: stdin)")
     p.add_argument("-o", dest="output", default="-", help="output file (default: stdout)")
     p.add_argument("--pass-pipeline", "-p", dest="pipeline", default=None,
@@ -113,6 +121,8 @@ def normalize_argv(argv: list[str]) -> list[str]:
 
 def pass_flags_to_pipeline(extra: list[str]) -> list[str]:
     """`--some-pass` / `--some-pass="a=1 b=2"` flags -> pipeline elements, in order."""
+    if not extra:
+        return []  # importing every pass only to list them costs most of a trivial run
     from npu.ir import make_context
     from npu.passes import registry
     from npu.pipeline import is_upstream_pass

@@ -119,6 +119,8 @@ def compare(outputs: list[np.ndarray], expected: list[np.ndarray],
             tolerances: dict | None = None) -> CheckResult:
     """Element-wise comparison; names the first output and element that differ.
     `tolerances` (dtype name -> (rtol, atol)) replaces TOLERANCES."""
+    import numpy as np
+
     max_abs = max_rel = 0.0
     failure = None
     for i, (got, want) in enumerate(zip(outputs, expected)):
@@ -179,6 +181,9 @@ def check_command_line(args) -> tuple:
 
 
 def run(args, filename: str, text: str) -> int:
+    import numpy as np
+
+    from npu import diagnostics
     from npu import ir as npu_ir
     from npu.ir import ParseError, make_context, parse_module
     from npu.simulator import SimulationError, simulate
@@ -200,7 +205,11 @@ def run(args, filename: str, text: str) -> int:
         raise ToolError(str(e)) from None
     entry = npu_ir.symbol_name(func_op)
     check_entry_arguments(func_op)
-    keep_only_entry(module, entry)
+    # Only the entry runs, so only it is compiled: another function of the
+    # file (one that cannot be a kernel, say) must not stop it.
+    for other in npu_ir.functions(module):
+        if other != func_op.operation:
+            other.erase()
     if args.inputs:
         inputs = load_inputs(args.inputs, func_op, filename)
     else:
@@ -262,18 +271,6 @@ def run(args, filename: str, text: str) -> int:
     return status
 
 
-def keep_only_entry(module, entry: str) -> None:
-    """npu-run runs one kernel: the file's other functions (other kernels, which
-    may not even compile) are dropped before compiling, unless one is called."""
-    from npu import ir as npu_ir
-
-    if any(op.name == "func.call" for op in npu_ir.walk(module.operation)):
-        return
-    for func_op in npu_ir.functions(module):
-        if npu_ir.symbol_name(func_op) != entry:
-            func_op.erase()
-
-
 def write_outputs(args, result, report: dict) -> None:
     """The files asked for, each whole or not at all (paths checked up front)."""
     if args.trace:
@@ -314,6 +311,8 @@ def compile_module(module, pipeline: str, target, filename: str) -> None:
 
 
 def reference_outputs(original, entry: str, inputs, filename: str) -> list[np.ndarray]:
+    import numpy as np
+
     from npu.simulator.core import find_entry
 
     try:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterable, Iterator, Sequence
 
-import numpy as np
+import math
+import numbers
+
 from mlir import ir
 from mlir.dialects import arith, memref, scf
 
@@ -163,8 +165,17 @@ def workspace_args(func_op: ir.Operation) -> list[int]:
 # ----------------------------------------------------------------------------
 
 ELEMENT_BYTES = {"f16": 2, "f32": 4, "i8": 1, "i32": 4, "i64": 8, "bf16": 2, "i16": 2}
-NUMPY_DTYPES = {"f16": np.float16, "f32": np.float32, "i8": np.int8, "i32": np.int32,
-                "i64": np.int64, "i16": np.int16}
+def __getattr__(name: str):
+    """`NUMPY_DTYPES` imports numpy on first use: the tools that only parse,
+    transform and print IR never need it."""
+    if name == "NUMPY_DTYPES":
+        import numpy as np
+
+        table = {"f16": np.float16, "f32": np.float32, "i8": np.int8, "i32": np.int32,
+                 "i64": np.int64, "i16": np.int16}
+        globals()["NUMPY_DTYPES"] = table
+        return table
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def element_type_name(t: ir.Type) -> str:
@@ -278,9 +289,9 @@ def to_attr(v) -> ir.Attribute:
         return v
     if isinstance(v, bool):
         return bool_attr_of(v)
-    if isinstance(v, (int, np.integer)):
+    if isinstance(v, numbers.Integral):  # numpy's integers too
         return i64_attr(int(v))
-    if isinstance(v, (float, np.floating)):
+    if isinstance(v, numbers.Real):
         return f64_attr(float(v))
     if isinstance(v, str):
         return str_attr_of(v)
@@ -373,7 +384,7 @@ def flatten_memref(value: ir.Value) -> ir.Value:
     rank = len(mt.shape)
     if rank == 1:
         return value
-    numel = int(np.prod(mt.shape)) if rank else 1
+    numel = math.prod(mt.shape) if rank else 1
     result_t = ir.MemRefType.get([numel], mt.element_type, None, mt.memory_space)
     i64 = ir.IntegerType.get_signless(64)
     if rank == 0:

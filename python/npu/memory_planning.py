@@ -47,14 +47,50 @@ def overlaps(a: Lifetime, b: Lifetime) -> bool:
     return a.start <= b.end and b.start <= a.end
 
 
+def _ordered(buffers: Sequence[Lifetime]) -> bool:
+    return all(b.start <= b.end for b in buffers)
+
+
 def lower_bound(buffers: Sequence[Lifetime]) -> tuple[int, int]:
     """(most bytes live at once, a program position where that happens)."""
     best, where = 0, 0
+    if not _ordered(buffers):  # the sweep below assumes start <= end
+        for t in sorted({b.start for b in buffers}):
+            live = sum(b.size for b in buffers if b.start <= t <= b.end)
+            if live > best:
+                best, where = live, t
+        return best, where
+    # Sweep the start positions: bytes live at t = started by t - ended before t.
+    by_start = sorted(buffers, key=lambda b: b.start)
+    by_end = sorted(buffers, key=lambda b: b.end)
+    live = i = k = 0
     for t in sorted({b.start for b in buffers}):
-        live = sum(b.size for b in buffers if b.start <= t <= b.end)
+        while i < len(by_start) and by_start[i].start <= t:
+            live += by_start[i].size
+            i += 1
+        while k < len(by_end) and by_end[k].end < t:
+            live -= by_end[k].size
+            k += 1
         if live > best:
             best, where = live, t
     return best, where
+
+
+def overlap_graph(buffers: Sequence[Lifetime]) -> list[set[int]]:
+    """`conflict_graph(buffers, overlaps)`, by a sweep in start order instead
+    of testing every pair (npu-double-buffer plans once per loop)."""
+    if not _ordered(buffers):
+        return conflict_graph(buffers, overlaps)
+    adj: list[set[int]] = [set() for _ in buffers]
+    live: list[int] = []
+    for i in sorted(range(len(buffers)), key=lambda i: buffers[i].start):
+        start = buffers[i].start
+        live = [j for j in live if buffers[j].end >= start]
+        for j in live:
+            adj[i].add(j)
+            adj[j].add(i)
+        live.append(i)
+    return adj
 
 
 def conflict_graph(buffers: Sequence[B], conflicts: Callable[[B, B], bool]) -> list[set[int]]:

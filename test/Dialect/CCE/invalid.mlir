@@ -402,3 +402,12 @@ func.func @vsel_cond_stride(%c: memref<128xi8, "ub">, %x: memref<128xf32, "ub">)
   "cce.vsel"(%x, %c, %x, %x) {repeat = 1 : i64, mask = 64 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, cond_blk_stride = 1 : i64, cond_rep_stride = 256 : i64, src0_blk_stride = 1 : i64, src0_rep_stride = 8 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 8 : i64} : (memref<128xf32, "ub">, memref<128xi8, "ub">, memref<128xf32, "ub">, memref<128xf32, "ub">) -> ()
   return
 }
+
+// -----
+
+// vsel's word has four operands' strides: block strides get 4 bits each.
+func.func @vsel_blk_stride(%c: memref<128xi8, "ub">, %x: memref<2048xf32, "ub">) {
+  // expected-error@+1 {{attribute 'src0_blk_stride' must be in [0, 15] (4-bit field of the instruction), got 16}}
+  "cce.vsel"(%x, %c, %x, %x) {repeat = 1 : i64, mask = 64 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, cond_blk_stride = 1 : i64, cond_rep_stride = 2 : i64, src0_blk_stride = 16 : i64, src0_rep_stride = 8 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 8 : i64} : (memref<2048xf32, "ub">, memref<128xi8, "ub">, memref<2048xf32, "ub">, memref<2048xf32, "ub">) -> ()
+  return
+}

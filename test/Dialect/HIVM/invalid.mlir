@@ -220,3 +220,50 @@ func.func @malformed_word() {
   "hivm.copy_ub_to_gm"(%a, %a, %cfg) : (i64, i64, i64) -> ()
   return
 }
+
+// -----
+
+// === vcmp, vsel, vcmin ===
+
+func.func @vcmp_unknown_predicate(%d: i64, %x: i64, %y: i64) {
+  // predicate field (bits 48-50) = 6: there are six predicates, 0..5
+  %cfg = arith.constant 145812868456055041 : i64
+  // expected-error@+1 {{'hivm.vcmp' op config field 'predicate' = 6 names no predicate (0..5: eq, ne, lt, le, gt, ge)}}
+  "hivm.vcmp"(%d, %x, %y, %cfg) {dtype = f16} : (i64, i64, i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @vcmp_i8_sources(%d: i64, %x: i64, %y: i64) {
+  %cfg = arith.constant 144686968549212417 : i64
+  // expected-error@+1 {{'hivm.vcmp' op dtype must be one of f16, f32, i32, got i8}}
+  "hivm.vcmp"(%d, %x, %y, %cfg) {dtype = i8} : (i64, i64, i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @vsel_missing_cond(%d: i64, %x: i64, %y: i64, %cfg: i64) {
+  // expected-error@+1 {{'hivm.vsel' op expects 5 operands (dst, cond, src0, src1, config), got 4}}
+  "hivm.vsel"(%d, %x, %y, %cfg) {dtype = f16} : (i64, i64, i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @vsel_malformed_word(%d: i64, %c: i64, %x: i64, %y: i64) {
+  // bit 50 lies in no field of the select word (bits 48-55 are unused)
+  %cfg = arith.constant 145249918503096593 : i64
+  // expected-error@+1 {{malformed select configuration word 0x0204080804081111: bits 0x0004000000000000 belong to no field}}
+  "hivm.vsel"(%d, %c, %x, %y, %cfg) {dtype = f16} : (i64, i64, i64, i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @vcmin_integer(%d: i64, %x: i64, %cfg: i64) {
+  // expected-error@+1 {{'hivm.vcmin' op dtype must be one of f16, f32, got i32}}
+  "hivm.vcmin"(%d, %x, %cfg) {dtype = i32} : (i64, i64, i64) -> ()
+  return
+}

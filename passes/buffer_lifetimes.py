@@ -1,0 +1,212 @@
+"""Lifetimes of a function's on-chip buffers (what `npu-plan-memory` places
+and `npu-double-buffer` sizes its second copies against).
+
+Program positions number every op in pre-order; an alloc lives from the
+first to the last position of the ops (at its own nesting level) that use
+it, and an alloc in a loop body lives for the whole body.
+
+`BufferCollector` computes the positions and the accesses of each top-level
+op of the function body once and keeps them until told that the op changed
+(`forget`): `npu-double-buffer` re-plans after every loop it unrolls, and
+re-walking the whole function each time made its compile time quadratic.
+The buffers it returns are exactly those of a fresh walk (positions are a
+running count over the top-level ops, so cached pieces only move by an
+offset).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mlir import ir
+
+from npu import memory_planning as planner
+from npu.access_analysis import AccessAnalysis, AccessError, is_access_op
+from npu.diagnostics import _location_parts
+from npu.ir import defining_op, element_bytes, memory_space
+from npu.passes.base import PassError
+from npu.target import ON_CHIP_BUFFERS, Target
+
+
+@dataclass
+class Buffer:
+    """One on-chip alloc and what the planner knows about it."""
+
+    op: ir.Operation
+    space: str
+    size: int               # bytes, rounded up to the granule
+    start: int              # lifetime [start, end] in program positions
+    end: int
+    first_pipe: str | None  # pipe of the first / last access in program order
+    last_pipe: str | None
+    offset: int = -1
+
+    @property
+    def name(self) -> str:
+        filename, line, col = _location_parts(self.op.location)
+        where = f"line {line}" if line else "unknown location"
+        return f"{self.space} alloc of {self.size} B at {where}"
+
+    def overlaps(self, other: "Buffer") -> bool:
+        return planner.overlaps(self, other)
+
+
+@dataclass
+class _Piece:
+    """One top-level op of the function body, analysed on its own.
+
+    `buffers` are the on-chip allocs inside it (pre-order), their positions
+    relative to the op's own. A use of an alloc of the function body (which
+    lives from the first to the last top-level op using it) is summarised in
+    `outer_uses`: alloc -> (first use, its pipe, last use, its pipe), the
+    positions relative too.
+    """
+
+    length: int
+    buffers: list[Buffer]
+    outer_uses: dict[ir.Operation, tuple[int, str, int, str]]
+    alloc: Buffer | None = None  # the op itself when it is an on-chip alloc
+    dynamic: ir.Operation | None = None  # first on-chip alloc with a dynamic shape
+
+
+class BufferCollector:
+    def __init__(self, target: Target):
+        self.target = target
+        self._pieces: dict[ir.Operation, _Piece] = {}
+
+    def forget(self, op: ir.Operation) -> None:
+        """The top-level op holding `op` is about to change (or to be erased)."""
+        top = op.operation
+        while top.parent is not None and top.parent.operation.name != "func.func":
+            top = top.parent.operation
+        self._pieces.pop(top, None)
+
+    def collect(self, func_op: ir.Operation) -> list[Buffer]:
+        """On-chip allocs of a function with their lifetimes and first/last pipes."""
+        func_op = func_op.operation
+        pieces: list[tuple[int, _Piece]] = []
+        offset = 1  # the function itself is position 0
+        for region in func_op.regions:
+            for block in region.blocks:
+                for child in block.operations:
+                    op = child.operation
+                    piece = self._pieces.get(op)
+                    if piece is None:
+                        piece = self._pieces[op] = self._piece(op)
+                    pieces.append((offset, piece))
+                    offset += piece.length
+        # Accesses were analysed piece by piece; shapes are checked after all
+        # of them, as in one walk over the function.
+        for _, piece in pieces:
+            if piece.dynamic is not None:
+                raise PassError("npu-plan-memory needs static shapes for on-chip buffers",
+                                piece.dynamic)
+        # Function-level allocs: from the first to the last top-level op using them.
+        lifetimes: dict[ir.Operation, list] = {}
+        for base, piece in pieces:
+            for alloc, (first, first_pipe, last, last_pipe) in piece.outer_uses.items():
+                span = lifetimes.get(alloc)
+                if span is None:
+                    lifetimes[alloc] = [base, base + piece.length - 1, first_pipe, last_pipe]
+                else:
+                    span[1] = base + piece.length - 1
+                    span[3] = last_pipe
+        buffers = []
+        for base, piece in pieces:
+            if piece.alloc is not None:
+                b = piece.alloc
+                start, end, first_pipe, last_pipe = lifetimes.get(b.op, (base, base, None, None))
+                buffers.append(Buffer(b.op, b.space, b.size, start, end, first_pipe, last_pipe))
+            buffers += [Buffer(b.op, b.space, b.size, b.start + base, b.end + base, b.first_pipe,
+                               b.last_pipe) for b in piece.buffers]
+        return buffers
+
+    def _piece(self, top: ir.Operation) -> _Piece:
+        spans: dict[ir.Operation, tuple[int, int]] = {}
+        chains: list[tuple[ir.Operation, list[ir.Operation]]] = []
+        allocs: list[tuple[ir.Operation, ir.Operation | None]] = []  # (alloc, parent)
+        counter = [0]
+
+        def number(op: ir.Operation, chain: list[ir.Operation]) -> None:
+            start = counter[0]
+            counter[0] += 1
+            if is_access_op(op):
+                chains.append((op, chain))
+            elif op.name == "memref.alloc":
+                allocs.append((op, chain[-1] if chain else None))
+            for region in op.regions:
+                for block in region.blocks:
+                    for child in block.operations:
+                        number(child.operation, chain + [op])
+            spans[op] = (start, counter[0] - 1)  # closed: the last position inside
+
+        number(top, [])
+        analysis = AccessAnalysis(self.target)
+        uses: dict[ir.Operation, list[tuple[ir.Operation, list[ir.Operation], str]]] = {}
+        for op, chain in chains:
+            try:
+                acc = analysis.access(op)
+            except AccessError as e:
+                raise PassError(e.message, e.op) from None
+            for operand in op.operands:
+                if not isinstance(operand.type, ir.MemRefType):
+                    continue
+                root, _ = analysis.root_of(operand)
+                alloc = defining_op(root)
+                if alloc is not None and alloc.name == "memref.alloc":
+                    uses.setdefault(alloc, []).append((op, chain, acc.pipe))
+        piece = _Piece(counter[0], [], {})
+        for alloc, parent in allocs:
+            space, size = self._space_size(alloc)
+            if space is None:
+                continue
+            if size is None:
+                piece.dynamic = piece.dynamic or alloc
+                continue
+            alloc_uses = uses.pop(alloc, [])
+            if parent is None:  # the piece is this alloc of the function body
+                piece.alloc = Buffer(alloc, space, size, 0, 0, None, None)
+                continue
+            if not alloc_uses:
+                start = end = spans[alloc][0]
+            else:
+                start, end = None, None
+                for use, chain, _pipe in alloc_uses:
+                    full = chain + [use]
+                    idx = next((i for i, o in enumerate(full) if o == parent), None)
+                    top_use = full[idx + 1] if idx is not None and idx + 1 < len(full) else use
+                    s, e = spans[top_use]
+                    start = s if start is None else min(start, s)
+                    end = e if end is None else max(end, e)
+            if parent.name == "scf.for":
+                body_start, body_end = spans[parent]
+                start, end = body_start + 1, body_end
+            ordered = sorted(alloc_uses, key=lambda u: spans[u[0]][0])
+            piece.buffers.append(Buffer(alloc, space, size, start, end,
+                                        ordered[0][2] if ordered else None,
+                                        ordered[-1][2] if ordered else None))
+        # What is left are uses of allocs outside this op (the function body's).
+        for alloc, alloc_uses in uses.items():
+            ordered = sorted(alloc_uses, key=lambda u: spans[u[0]][0])
+            piece.outer_uses[alloc] = (spans[ordered[0][0]][0], ordered[0][2],
+                                       spans[ordered[-1][0]][0], ordered[-1][2])
+        return piece
+
+    def _space_size(self, op: ir.Operation) -> tuple[str | None, int | None]:
+        """(on-chip space or None, bytes rounded to its granule or None if dynamic)."""
+        mtype = ir.MemRefType(op.results[0].type)
+        space = memory_space(mtype)
+        if space not in ON_CHIP_BUFFERS:
+            return None, None
+        if any(d < 0 for d in mtype.shape):
+            return space, None
+        size = element_bytes(str(mtype.element_type))
+        for d in mtype.shape:
+            size *= d
+        g = self.target.granule(space)
+        return space, max(g, -(-size // g) * g)
+
+
+def collect_buffers(func_op: ir.Operation, target: Target) -> list[Buffer]:
+    """On-chip allocs of a function with their lifetimes and first/last pipes."""
+    return BufferCollector(target).collect(func_op)
