@@ -56,7 +56,7 @@ def lane_bars(result) -> dict[int, list[tuple[str, int, int, int]]]:
     for i, (instr, _, _) in enumerate(trace):
         start, end = tl.start[i], tl.end[i]
         if instr.kind == OP:
-            kind = instr.name.removeprefix("cce.")
+            kind = instr.name.split(".", 1)[-1]
             end = start + unit_cycles(instr, start, end, pipelined)
         elif instr.kind == WAIT and end > start:
             kind = "wait"

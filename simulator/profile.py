@@ -71,7 +71,7 @@ def instruction_types_csv(trace: list, timeline: Timeline, target: Target) -> st
     dispatch = timeline.dispatch or starts
     for i, (instr, _, _) in enumerate(trace):
         if instr.kind == OP:
-            name = instr.name.removeprefix("cce.")
+            name = instr.name.split(".", 1)[-1]
             held, done_waiting = unit_cycles(instr, starts[i], ends[i], pipelined), starts[i]
         else:
             name = _sync_name(instr)

@@ -165,7 +165,7 @@ def format_text(rep: dict) -> str:
                      + (f"  (+ {gm['alloc_bytes']} bytes of unplanned gm allocs)"
                         if gm["alloc_bytes"] else ""))
     if rep.get("hotspots"):
-        labels = [f"{h['location']} {h['op'].removeprefix('cce.')} ({h['pipe']})"
+        labels = [f"{h['location']} {h['op'].split('.', 1)[-1]} ({h['pipe']})"
                   for h in rep["hotspots"]]
         width = max([44] + [len(label) for label in labels])
         lines += ["", f"{'hotspot':<{width}} {'count':>8} {'on unit':>10} {'waiting':>10}"]

@@ -158,7 +158,7 @@ def test_good_options_still_pass(src, tmp_path):
     out = tmp_path / "o.mlir"
     assert npu_opt.main([str(src), "-p", "npu-lower{ub-fraction=0.25 fractalize=naive "
                          "strategy=auto double-buffer}", "-o", str(out)]) == 0
-    assert "cce.vadd" in out.read_text()
+    assert ".vadd\"" in out.read_text()  # cce or hivm, as npu-lower emits
     assert npu_opt.main([str(src), "-p", "func.func(cse),any(canonicalize)", "-o", str(out)]) == 0
 
 
