@@ -22,6 +22,8 @@ from mlir import ir
 
 from npu.ir import dict_attr_items, dict_attr_of, walk
 from npu.passes.base import DOUBLE_BUFFER_KEY, OP_OPTIONS_ATTR, Option, Pass, PassError
+from npu.passes.lower_fractalize import ALGORITHMS as FRACTALIZE_ALGORITHMS
+from npu.passes.lower_matmul import STRATEGY_CHOICES as STRATEGIES
 
 # flag -> {our option name: the lowering's option name}
 LOWERINGS: tuple[tuple[str, dict[str, str]], ...] = (
@@ -45,23 +47,26 @@ class LowerPass(Pass):
     summary = ("Default pipeline: all ascend lowerings, double buffering, memory planning, sync, "
                "cce -> hivm")
     options = (
-        Option("strategy", str, "", "matmul loop order (npu-lower-matmul strategy; empty: its default)"),
-        Option("m", int, 0, "matmul tile rows of A and C (0: cost model)"),
-        Option("n", int, 0, "matmul tile of the reduction dimension (0: cost model)"),
-        Option("k", int, 0, "matmul tile columns of B and C (0: cost model)"),
+        Option("strategy", str, "", "matmul loop order (npu-lower-matmul strategy; empty: its default)",
+               choices=("",) + STRATEGIES),
+        Option("m", int, 0, "matmul tile rows of A and C (0: cost model)", low=0),
+        Option("n", int, 0, "matmul tile of the reduction dimension (0: cost model)", low=0),
+        Option("k", int, 0, "matmul tile columns of B and C (0: cost model)", low=0),
         Option("matmul-schedule", str, "auto", "npu-lower-matmul schedule: the OS tile "
                "loops streamed through one flat loop with L0 ping-pong and C drained in pieces "
                "(pipelined), or the plain nest (simple); auto: pipelined with double buffering "
                "(its L1 chunks only pay off when ping-ponged), simple without",
                choices=("auto", "pipelined", "simple")),
         Option("l1-chunk", int, 0, "matmul reduction elements per GM -> L1 copy in the "
-               "pipelined schedule (0: npu-lower-matmul's choice)"),
+               "pipelined schedule (0: npu-lower-matmul's choice)", low=0),
         Option("c-pieces", int, 0, "L0C pieces of a matmul C tile in the pipelined schedule "
-               "(0: npu-lower-matmul's choice)"),
+               "(0: npu-lower-matmul's choice)", low=0),
         Option("fractalize", str, "", "fractalize algorithm (npu-lower-fractalize algorithm; "
-               "empty: its default)"),
-        Option("ub-fraction", float, 0.0, "UB share of vector chunks (0: each lowering's default)"),
-        Option("max-chunk", int, 0, "cap on the elements of a vector chunk (0: as UB allows); for tests"),
+               "empty: its default)", choices=("",) + FRACTALIZE_ALGORITHMS),
+        Option("ub-fraction", float, 0.0, "UB share of vector chunks (0: each lowering's default)",
+               low=0.0, high=1.0),
+        Option("max-chunk", int, 0, "cap on the elements of a vector chunk (0: as UB allows); for tests",
+               low=0),
         Option("double-buffer", bool, True, "ping-pong loop-streamed buffers (npu-double-buffer)"),
         Option("plan", str, "auto", "memory planner heuristic (npu-plan-memory and "
                "npu-plan-gm algorithm)", choices=("auto", "greedy-by-size", "pushdown")),
@@ -93,6 +98,20 @@ class LowerPass(Pass):
             return "pipelined" if self.double_buffer else "simple"
         return value
 
+    def __init__(self, target=None, **values: Any):
+        super().__init__(target, **values)
+        self._lowerings()  # the owning passes check the values forwarded to them now
+
+    def _lowerings(self) -> list[Pass]:
+        lowerings = []
+        for flag, forwarded in LOWERINGS:
+            values = {theirs: self._value(ours) for ours, theirs in forwarded.items()
+                      if self._value(ours) != _UNSET[ours]}
+            lowering = self._make(flag, **values)
+            if lowering is not None:
+                lowerings.append(lowering)
+        return lowerings
+
     def run(self, module: ir.Operation) -> None:
         if self.cores != 1:
             self._required("npu-split-cores", cores=self.cores).run(module)
@@ -112,12 +131,8 @@ class LowerPass(Pass):
                                          f"for target '{record.target}', compiling for "
                                          f"'{self.target.name}'", module.location)
             self.apply_tuning_record(module, record)
-        for flag, forwarded in LOWERINGS:
-            values = {theirs: self._value(ours) for ours, theirs in forwarded.items()
-                      if self._value(ours) != _UNSET[ours]}
-            lowering = self._make(flag, **values)
-            if lowering is not None:
-                lowering.run(module)
+        for lowering in self._lowerings():
+            lowering.run(module)
         left = [op for op in walk(module) if op.name.startswith("ascend.")]
         if left:
             raise PassError(f"npu-lower: no registered lowering handled '{left[0].name}' "

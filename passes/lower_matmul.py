@@ -47,8 +47,10 @@ from mlir.dialects import arith, memref, scf
 
 from npu import ir as nir
 from npu.cce_build import copy_bursts
-from npu.matmul_tiling import MatmulShape, TilingChoice, TilingError, choose_tiling
+from npu.matmul_tiling import STRATEGIES, MatmulShape, TilingChoice, TilingError, choose_tiling
 from npu.passes.base import Option, Pass, PassError
+
+STRATEGY_CHOICES = STRATEGIES + ("auto",)
 
 IndexValue = ir.Value
 
@@ -125,12 +127,12 @@ class LowerMatmul(Pass):
     handles = ("ascend.matmul", "ascend.batch_matmul")
     options = (
         Option("strategy", str, "os", "loop order: output-, input- or weight-stationary, or "
-               "auto (cheapest by the cost model)", ("os", "is", "ws", "auto")),
-        Option("m", int, 0, "tile rows of A and C (0: cost model)"),
-        Option("n", int, 0, "tile of the reduction dimension (0: cost model)"),
-        Option("k", int, 0, "tile columns of B and C (0: cost model)"),
+               "auto (cheapest by the cost model)", STRATEGY_CHOICES),
+        Option("m", int, 0, "tile rows of A and C (0: cost model)", low=0),
+        Option("n", int, 0, "tile of the reduction dimension (0: cost model)", low=0),
+        Option("k", int, 0, "tile columns of B and C (0: cost model)", low=0),
         Option("l1-steps", int, 1, "OS only: reduction steps per GM -> L1 copy (longer "
-               "transfers; L1 must hold that many A and B tiles)"),
+               "transfers; L1 must hold that many A and B tiles)", low=1),
         Option("first-step", str, "if", "how the first reduction step gets accumulate=false: "
                "an scf.if in the reduction loop, or peeled into its own one-trip loop",
                ("if", "peel")),
@@ -140,9 +142,9 @@ class LowerMatmul(Pass):
                "'simple' when the tiles do not divide the shape or with l1-steps > 1)",
                ("simple", "pipelined")),
         Option("l1-chunk", int, 0, "schedule=pipelined: reduction elements per GM -> L1 copy "
-               "(0: the largest divisor of N whose A and B chunks fit L1 twice)"),
+               "(0: the largest divisor of N whose A and B chunks fit L1 twice)", low=0),
         Option("c-pieces", int, 0, "schedule=pipelined: L0C pieces the C tile is split into "
-               "along k, each drained as soon as its last mad is done (0: auto)"),
+               "along k, each drained as soon as its last mad is done (0: auto)", low=0),
     )
 
     def run(self, module: ir.Operation) -> None:

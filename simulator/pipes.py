@@ -69,6 +69,7 @@ class Timeline:
     sync_counts: list[int]
     flows: list[tuple[int, int]] = field(default_factory=list)  # (set entry, wait entry)
     unconsumed_sets: list[int] = field(default_factory=list)
+    dispatch: list[int] = field(default_factory=list)  # when S handed each entry to its pipe
 
 
 def check_flag_pairs(trace: list) -> None:
@@ -282,7 +283,7 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
     busy[S] = min(total, sum(entry[2] for entry in trace) + trailing_scalar)
     counts_out, sync_out = _counts(trace)
     unconsumed = [e for dq in set_of_event.values() for e in dq]
-    return Timeline(start, end, total, busy, counts_out, sync_out, flows, unconsumed)
+    return Timeline(start, end, total, busy, counts_out, sync_out, flows, unconsumed, dispatch)
 
 
 def _deadlock(trace: list, queues: list, s_pos: int) -> None:
@@ -316,10 +317,12 @@ def _run_serialized(trace: list, machine: Machine, hazards: HazardDetector, targ
     everything = np.full(NCOMP, np.iinfo(np.int64).max // 2, np.int64)
     everything_l = everything.tolist()
     stamp_pipe, stamp_n = hazards.stamp_pipe, hazards.stamp_n
+    dispatch = [0] * n_entries
     s_time = 0
     last = 0
     for i, (instr, views, cost) in enumerate(trace):
         s_time += cost
+        dispatch[i] = s_time
         t0 = max(s_time, last)
         p = instr.pipe
         kind = instr.kind
@@ -350,7 +353,7 @@ def _run_serialized(trace: list, machine: Machine, hazards: HazardDetector, targ
     busy[S] = min(total, sum(entry[2] for entry in trace) + trailing_scalar)
     counts_out, sync_out = _counts(trace)
     unconsumed = [e for dq in pending.values() for e in dq]
-    return Timeline(start, end, total, busy, counts_out, sync_out, flows, unconsumed)
+    return Timeline(start, end, total, busy, counts_out, sync_out, flows, unconsumed, dispatch)
 
 
 def _counts(trace: list) -> tuple[list[int], list[int]]:

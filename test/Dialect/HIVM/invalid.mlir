@@ -4,7 +4,7 @@
 // === IRDL: operand types and attributes ===
 
 func.func @operand_not_i64(%d: i32, %s: i64, %cfg: i64) {
-  // expected-error@+1 {{expected 'i64' but got 'i32'}}
+  // expected-error@+1 {{'hivm.copy_gm_to_ub' op operand #0 ('dst') must be i64, got i32}}
   "hivm.copy_gm_to_ub"(%d, %s, %cfg) : (i32, i64, i64) -> ()
   return
 }
@@ -12,7 +12,7 @@ func.func @operand_not_i64(%d: i32, %s: i64, %cfg: i64) {
 // -----
 
 func.func @memref_operand(%d: memref<16xf16, "ub">, %s: i64, %cfg: i64) {
-  // expected-error@+1 {{expected 'i64' but got 'memref<16xf16, "ub">'}}
+  // expected-error@+1 {{'hivm.vrelu' op operand #0 ('dst') must be i64, got memref<16xf16, "ub">}}
   "hivm.vrelu"(%d, %s, %cfg) {dtype = f16} : (memref<16xf16, "ub">, i64, i64) -> ()
   return
 }
@@ -20,7 +20,7 @@ func.func @memref_operand(%d: memref<16xf16, "ub">, %s: i64, %cfg: i64) {
 // -----
 
 func.func @missing_config(%d: i64, %s: i64) {
-  // expected-error@+1 {{expects exactly 3 operands, but got 2}}
+  // expected-error@+1 {{'hivm.load_l1_to_l0a' op expects 3 operands (dst, src, config), got 2}}
   "hivm.load_l1_to_l0a"(%d, %s) : (i64, i64) -> ()
   return
 }
@@ -36,7 +36,7 @@ func.func @missing_dtype(%d: i64, %cfg: i64) {
 // -----
 
 func.func @dtype_not_element_type(%d: i64, %cfg: i64) {
-  // expected-error@+1 {{'f64' does not satisfy the constraint}}
+  // expected-error@+1 {{'hivm.vexp' op attribute 'dtype' must be one of f16, f32, i8, i32; got f64}}
   "hivm.vexp"(%d, %d, %cfg) {dtype = f64} : (i64, i64, i64) -> ()
   return
 }
@@ -44,7 +44,7 @@ func.func @dtype_not_element_type(%d: i64, %cfg: i64) {
 // -----
 
 func.func @mad_dtype(%c: i64, %cfg: i64) {
-  // expected-error@+1 {{'f32' does not satisfy the constraint}}
+  // expected-error@+1 {{'hivm.mad' op attribute 'dtype' must be one of f16, i8; got f32}}
   "hivm.mad"(%c, %c, %c, %cfg) {dtype = f32} : (i64, i64, i64, i64) -> ()
   return
 }
@@ -52,7 +52,7 @@ func.func @mad_dtype(%c: i64, %cfg: i64) {
 // -----
 
 func.func @barrier_pipe() {
-  // expected-error@+1 {{'"v"' does not satisfy the constraint}}
+  // expected-error@+1 {{'hivm.pipe_barrier' op attribute 'pipe' must be one of "S", "V", "M", "MTE1", "MTE2", "MTE3", "ALL"; got "v"}}
   "hivm.pipe_barrier"() {pipe = "v"} : () -> ()
   return
 }
@@ -245,7 +245,7 @@ func.func @vcmp_i8_sources(%d: i64, %x: i64, %y: i64) {
 // -----
 
 func.func @vsel_missing_cond(%d: i64, %x: i64, %y: i64, %cfg: i64) {
-  // expected-error@+1 {{expects exactly 5 operands, but got 4}}
+  // expected-error@+1 {{'hivm.vsel' op expects 5 operands (dst, cond, src0, src1, config), got 4}}
   "hivm.vsel"(%d, %x, %y, %cfg) {dtype = f16} : (i64, i64, i64, i64) -> ()
   return
 }
