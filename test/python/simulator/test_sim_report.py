@@ -52,7 +52,10 @@ def test_report_keys_and_consistency():
     # Three 1 KiB copies hold their movers longest (ties go to the longer wait).
     copies = [h for h in spots if h["op"].startswith("cce.copy")]
     assert len(copies) == 3 and spots[:3] == copies and spots[3]["op"] == "cce.vadd"
-    assert {h["unit_cycles"] for h in copies} == {1024 // T.path("gm_to_ub").bytes_per_cycle}
+    # Each copy is one burst: its bytes over the path's bandwidth plus the
+    # burst's set-up on the mover.
+    assert {h["unit_cycles"] for h in copies} == {1024 // T.path("gm_to_ub").bytes_per_cycle
+                                                  + T.gm_burst_cycles}
     assert spots[0]["count"] == 1 and len(spots) == 4
     text = res.text_report()
     for needle in ("cycles", "lower bound", "path:gm_to_ub", "MTE2", "gm_to_ub", "peak bytes",
