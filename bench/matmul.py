@@ -83,7 +83,7 @@ class Row:
 
 def ideal_bound(M: int, N: int, K: int, target) -> int:
     f = target.fractal
-    cube = M * N * K // (f * f * f) // target.cube_blocks_per_cycle
+    cube = target.cube_cycles(M * N * K // (f * f * f))
     read = (M * N + N * K) * 2 / target.path("gm_to_l1").bytes_per_cycle
     write = M * K * 4 / target.path("ub_to_gm").bytes_per_cycle
     return int(max(cube, read, write))

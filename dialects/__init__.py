@@ -72,11 +72,13 @@ def verify(root: ir.Operation) -> bool:
     try:
         root.verify()
     except ir.MLIRError as e:
+        from npu.dialects.irdl_errors import explain, ops_at
+
         for d in e.error_diagnostics:
-            diagnostics.current().emit_mlir(d)
+            diagnostics.current().emit_mlir(d, explain(d.message, ops_at(root, d.location)))
         return False
     ok = True
     for op in walk(root):
-        if op.name.split(".", 1)[0] in ("ascend", "cce", "hivm"):
+        if op.name.split(".", 1)[0] in ("ascend", "cce", "hivm") or op.name == "func.func":
             ok &= verify_op(op)
     return ok

@@ -83,16 +83,18 @@ def field_bound(kind: str, name: str) -> Bound:
     return Bound(lambda t, op, m=f.max: m, f"{f.width}-bit field of the instruction")
 
 
-def _vector_ranges(*operands: str, rep_only: tuple[str, ...] = ()) -> dict[str, Range]:
-    """repeat, mask and the block/repeat strides of `operands` (hivm names src -> src0)."""
+def _vector_ranges(*operands: str, rep_only: tuple[str, ...] = (),
+                   kind: str = "vector") -> dict[str, Range]:
+    """repeat, mask and the block/repeat strides of `operands` (hivm names src -> src0),
+    bounded by the fields of the `kind` word."""
     ranges = {"repeat": Range(1, MAX_REPEAT), "mask": Range(1, LANES)}
     for o in operands:
         field = "src0" if o == "src" else o
-        ranges[f"{o}_blk_stride"] = Range(0, field_bound("vector", f"{field}_blk_stride"))
-        ranges[f"{o}_rep_stride"] = Range(0, field_bound("vector", f"{field}_rep_stride"))
+        ranges[f"{o}_blk_stride"] = Range(0, field_bound(kind, f"{field}_blk_stride"))
+        ranges[f"{o}_rep_stride"] = Range(0, field_bound(kind, f"{field}_rep_stride"))
     for o in rep_only:
         field = "src0" if o == "src" else o
-        ranges[f"{o}_rep_stride"] = Range(0, field_bound("vector", f"{field}_rep_stride"))
+        ranges[f"{o}_rep_stride"] = Range(0, field_bound(kind, f"{field}_rep_stride"))
     return ranges
 
 
@@ -181,11 +183,10 @@ def _specs() -> list[OpSpec]:
         specs.append(OpSpec(name, ub("dst", "src"), same_dtype(2, FLOAT_TYPES), _i64s(unary), unary))
     specs.append(OpSpec("cce.vconv", ub("dst", "src"), VCONV_SIGNATURES,
                         {**_i64s(unary), "round_mode": STR}, unary))
+    compare = _vector_ranges("dst", "src0", "src1", kind="compare")
     specs.append(OpSpec(VECTOR_CMP, ub("dst", "src0", "src1"), tuple(("i8", t, t) for t in ARITH_TYPES),
-                        {**_i64s(binary), "predicate": STR}, binary, (_check_predicate,)))
-    # The condition's strides share the 8-bit fields of the vector word's layout.
-    select = {**binary, "cond_blk_stride": binary["src1_blk_stride"],
-              "cond_rep_stride": binary["src1_rep_stride"]}
+                        {**_i64s(compare), "predicate": STR}, compare, (_check_predicate,)))
+    select = _vector_ranges("dst", "cond", "src0", "src1", kind="select")
     specs.append(OpSpec(VECTOR_SELECT, ub("dst", "cond", "src0", "src1"),
                         tuple((t, "i8", t, t) for t in ARITH_TYPES), _i64s(select), select))
     dup = _vector_ranges("dst")

@@ -407,6 +407,53 @@ irdl.dialect @hivm {
     irdl.attributes {"dtype" = %attr_dtype}
   }
 
+  // per-repeat min of the active lanes
+  irdl.operation @vcmin {
+    %dst = irdl.is i64
+    %src = irdl.is i64
+    %config = irdl.is i64
+    %attr_dtype_f16 = irdl.is f16
+    %attr_dtype_f32 = irdl.is f32
+    %attr_dtype_i8 = irdl.is i8
+    %attr_dtype_i32 = irdl.is i32
+    %attr_dtype = irdl.any_of(%attr_dtype_f16, %attr_dtype_f32, %attr_dtype_i8, %attr_dtype_i32)
+    irdl.operands(dst: %dst, src: %src, config: %config)
+    irdl.attributes {"dtype" = %attr_dtype}
+  }
+
+  // dst (i8) = src0 <predicate> src1 ? 1 : 0; config packs the predicate
+  // (bits 48-50); dtype is the sources' type
+  irdl.operation @vcmp {
+    %dst = irdl.is i64
+    %src0 = irdl.is i64
+    %src1 = irdl.is i64
+    %config = irdl.is i64
+    %attr_dtype_f16 = irdl.is f16
+    %attr_dtype_f32 = irdl.is f32
+    %attr_dtype_i8 = irdl.is i8
+    %attr_dtype_i32 = irdl.is i32
+    %attr_dtype = irdl.any_of(%attr_dtype_f16, %attr_dtype_f32, %attr_dtype_i8, %attr_dtype_i32)
+    irdl.operands(dst: %dst, src0: %src0, src1: %src1, config: %config)
+    irdl.attributes {"dtype" = %attr_dtype}
+  }
+
+  // dst = cond (i8) != 0 ? src0 : src1; config has the select layout (four
+  // operands' strides); dtype is dst's, src0's and src1's type
+  irdl.operation @vsel {
+    %dst = irdl.is i64
+    %cond = irdl.is i64
+    %src0 = irdl.is i64
+    %src1 = irdl.is i64
+    %config = irdl.is i64
+    %attr_dtype_f16 = irdl.is f16
+    %attr_dtype_f32 = irdl.is f32
+    %attr_dtype_i8 = irdl.is i8
+    %attr_dtype_i32 = irdl.is i32
+    %attr_dtype = irdl.any_of(%attr_dtype_f16, %attr_dtype_f32, %attr_dtype_i8, %attr_dtype_i32)
+    irdl.operands(dst: %dst, cond: %cond, src0: %src0, src1: %src1, config: %config)
+    irdl.attributes {"dtype" = %attr_dtype}
+  }
+
   // 16x16 transposes; config packs repeat and repeat strides
   irdl.operation @vnchwconv {
     %dst = irdl.is i64

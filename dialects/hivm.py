@@ -19,8 +19,8 @@ from typing import Mapping
 from mlir import ir
 
 from npu.dialects.opspec import (
-    ARITH_TYPES, CAST_PAIRS, F64, FLOAT_TYPES, I64, I64_ARRAY, LAST_EVENT, STR, TYPE, OpSpec,
-    Operand, Range, check_sync_pipes, register)
+    ARITH_TYPES, CAST_PAIRS, CMP_PREDICATES, F64, FLOAT_TYPES, I64, I64_ARRAY, LAST_EVENT, STR,
+    TYPE, OpSpec, Operand, Range, check_sync_pipes, register)
 from npu.dialects.rules import RuleError
 from npu.target import Target
 
@@ -38,6 +38,12 @@ class Field:
         return (1 << self.width) - 1
 
 
+# Vector ops: strides in 32-byte blocks.
+_VECTOR = (Field("dst_blk_stride", 0, 8), Field("src0_blk_stride", 8, 8),
+           Field("src1_blk_stride", 16, 8), Field("dst_rep_stride", 24, 8),
+           Field("src0_rep_stride", 32, 8), Field("src1_rep_stride", 40, 8),
+           Field("repeat", 56, 8))
+
 CONFIG_LAYOUTS: Mapping[str, tuple[Field, ...]] = {
     # Copies: counts in 32-byte blocks.
     "copy": (Field("n_burst", 0, 12), Field("burst_len", 16, 16),
@@ -47,12 +53,18 @@ CONFIG_LAYOUTS: Mapping[str, tuple[Field, ...]] = {
              Field("transpose", 32, 1), Field("repeat", 56, 8)),
     # Cube: init = 1 overwrites C, 0 accumulates.
     "mad": (Field("m", 0, 12), Field("k", 12, 12), Field("n", 24, 12), Field("init", 63, 1)),
-    # Vector ops: strides in 32-byte blocks.
-    "vector": (Field("dst_blk_stride", 0, 8), Field("src0_blk_stride", 8, 8),
-               Field("src1_blk_stride", 16, 8), Field("dst_rep_stride", 24, 8),
+    "vector": _VECTOR,
+    # vcmp: the vector layout plus its predicate (the index in `CMP_PREDICATES`).
+    "compare": _VECTOR + (Field("predicate", 48, 3),),
+    # vsel has four operands: 4-bit block strides, 8-bit repeat strides.
+    "select": (Field("dst_blk_stride", 0, 4), Field("cond_blk_stride", 4, 4),
+               Field("src0_blk_stride", 8, 4), Field("src1_blk_stride", 12, 4),
+               Field("dst_rep_stride", 16, 8), Field("cond_rep_stride", 24, 8),
                Field("src0_rep_stride", 32, 8), Field("src1_rep_stride", 40, 8),
                Field("repeat", 56, 8)),
 }
+# The layouts of vector-pipe instructions (they run under the mask register).
+VECTOR_KINDS = ("vector", "compare", "select")
 
 _MASK64 = (1 << 64) - 1
 
@@ -125,7 +137,7 @@ def mask_lanes(hi: int, lo: int) -> int | None:
 def word_field(kind: str, cce_name: str) -> str:
     """The word field holding a cce attribute: vector ops with one source call
     its strides `src_*` in cce and use the `src0_*` fields."""
-    if kind == "vector" and cce_name.startswith("src_"):
+    if kind in VECTOR_KINDS and cce_name.startswith("src_"):
         return "src0_" + cce_name[len("src_"):]
     return cce_name
 
@@ -150,19 +162,25 @@ LOAD_OPS = ("hivm.load_l1_to_l0a", "hivm.load_l1_to_l0b")
 VECTOR_BINARY = tuple(f"hivm.{n}" for n in ("vadd", "vsub", "vmul", "vdiv", "vmax", "vmin"))
 VECTOR_SCALAR = tuple(f"hivm.{n}" for n in ("vadds", "vmuls", "vmaxs", "vmins"))
 VECTOR_UNARY = tuple(f"hivm.{n}" for n in ("vrelu", "vabs", "vexp", "vln", "vsqrt", "vrsqrt", "vrec"))
-VECTOR_REDUCE = ("hivm.vcadd", "hivm.vcmax")
+VECTOR_REDUCE = ("hivm.vcadd", "hivm.vcmax", "hivm.vcmin")
+VECTOR_CMP = "hivm.vcmp"
+VECTOR_SELECT = "hivm.vsel"
 VECTOR_OPS = VECTOR_BINARY + VECTOR_SCALAR + VECTOR_UNARY + VECTOR_REDUCE + (
-    "hivm.vconv", "hivm.vdup", "hivm.vnchwconv")
+    "hivm.vconv", "hivm.vdup", "hivm.vnchwconv", VECTOR_CMP, VECTOR_SELECT)
 SYNC_OPS = ("hivm.set_flag", "hivm.wait_flag", "hivm.pipe_barrier")
-ALL_OPS = (COPY_OPS + LOAD_OPS + ("hivm.mad",) + VECTOR_OPS + ("hivm.set_vector_mask", "hivm.addr")
-           + SYNC_OPS)
+# Binary opcodes follow this order: ops added later go at the end, so the
+# existing opcodes keep their numbers.
+_ADDED = (VECTOR_CMP, VECTOR_SELECT, "hivm.vcmin")
+ALL_OPS = (COPY_OPS + LOAD_OPS + ("hivm.mad",) + tuple(n for n in VECTOR_OPS if n not in _ADDED)
+           + ("hivm.set_vector_mask", "hivm.addr") + SYNC_OPS + _ADDED)
 
 # The buffer each address operand points into, in operand order (config excluded).
 ADDRESS_SPACES: Mapping[str, tuple[str, ...]] = {
     **{n: tuple(reversed(n[len("hivm.copy_"):].split("_to_"))) for n in COPY_OPS},
     **{n: tuple(reversed(n[len("hivm.load_"):].split("_to_"))) for n in LOAD_OPS},
     "hivm.mad": ("l0c", "l0a", "l0b"),
-    **{n: ("ub",) * 3 for n in VECTOR_BINARY},
+    **{n: ("ub",) * 3 for n in VECTOR_BINARY + (VECTOR_CMP,)},
+    VECTOR_SELECT: ("ub",) * 4,
     **{n: ("ub",) * 2 for n in VECTOR_SCALAR + VECTOR_UNARY + VECTOR_REDUCE
        + ("hivm.vconv", "hivm.vnchwconv")},
     "hivm.vdup": ("ub",),
@@ -171,7 +189,7 @@ ADDRESS_SPACES: Mapping[str, tuple[str, ...]] = {
 # Which layout each op's `config` operand uses.
 CONFIG_KIND: Mapping[str, str] = {
     **{n: "copy" for n in COPY_OPS}, **{n: "load" for n in LOAD_OPS}, "hivm.mad": "mad",
-    **{n: "vector" for n in VECTOR_OPS},
+    **{n: "vector" for n in VECTOR_OPS}, VECTOR_CMP: "compare", VECTOR_SELECT: "select",
 }
 
 # Element types per vector op (as in cce).
@@ -179,6 +197,8 @@ VECTOR_DTYPES: Mapping[str, tuple[str, ...]] = {
     **{n: ARITH_TYPES for n in VECTOR_BINARY if n != "hivm.vdiv"}, "hivm.vdiv": FLOAT_TYPES,
     **{n: FLOAT_TYPES for n in VECTOR_SCALAR + VECTOR_UNARY + VECTOR_REDUCE},
     "hivm.vdup": ARITH_TYPES, "hivm.vnchwconv": ARITH_TYPES,
+    # vcmp: the sources' type (dst is i8); vsel: dst/src0/src1's (cond is i8).
+    VECTOR_CMP: ARITH_TYPES, VECTOR_SELECT: ARITH_TYPES,
 }
 
 
@@ -237,6 +257,9 @@ def _check_config(op: ir.Operation, target: Target) -> None:
     if "repeat" in fields and not 1 <= fields["repeat"] <= target.max_repeat:
         raise RuleError(f"config field 'repeat' must be in [1, {target.max_repeat}] "
                         f"(target max_repeat), got {fields['repeat']}")
+    if kind == "compare" and fields["predicate"] >= len(CMP_PREDICATES):
+        raise RuleError(f"config field 'predicate' = {fields['predicate']} names no predicate "
+                        f"(0..{len(CMP_PREDICATES) - 1}: {', '.join(CMP_PREDICATES)})")
     if kind == "copy":
         for name in ("n_burst", "burst_len"):
             if fields[name] < 1:
@@ -290,6 +313,10 @@ def _specs() -> list[OpSpec]:
     for n in VECTOR_UNARY + VECTOR_REDUCE:
         specs.append(OpSpec(n, _addr("dst", "src", "config"), attrs={"dtype": TYPE},
                             checks=(_check_dtype, _check_config)))
+    specs.append(OpSpec(VECTOR_CMP, _addr("dst", "src0", "src1", "config"), attrs={"dtype": TYPE},
+                        checks=(_check_dtype, _check_config)))
+    specs.append(OpSpec(VECTOR_SELECT, _addr("dst", "cond", "src0", "src1", "config"),
+                        attrs={"dtype": TYPE}, checks=(_check_dtype, _check_config)))
     specs += [
         OpSpec("hivm.vconv", _addr("dst", "src", "config"),
                attrs={"dtype": TYPE, "src_dtype": TYPE, "round_mode": STR},

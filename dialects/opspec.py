@@ -145,6 +145,10 @@ def _fmt_sig(sig: Sequence[str]) -> str:
     return "(" + ", ".join(sig) + ")"
 
 
+def _shape_text(t: ir.MemRefType) -> str:
+    return "".join(f"{d}x" if d >= 0 else "?x" for d in t.shape)
+
+
 def _check_operands(spec: OpSpec, op: ir.Operation) -> None:
     if spec.variadic:
         return
@@ -155,6 +159,12 @@ def _check_operands(spec: OpSpec, op: ir.Operation) -> None:
         if not isinstance(value.type, ir.MemRefType):
             continue
         t = ir.MemRefType(value.type)
+        if t.memory_space is None:
+            # The dialects' docs require one: "gm" is not assumed, so a
+            # forgotten space cannot silently put a buffer in the wrong memory.
+            example = want.space or "gm"
+            raise RuleError(f"operand #{i} ('{want.name}') has no memory space; write it in the "
+                            f"type, e.g. memref<{_shape_text(t)}{t.element_type}, \"{example}\">")
         if want.space is not None and memory_space(t) != want.space:
             raise RuleError(f"operand #{i} ('{want.name}') must be in memory space "
                             f"'{want.space}', got '{memory_space(t)}'")

@@ -1,6 +1,7 @@
 """Registry of per-op verification rules written in Python.
 
-Rules live in `ascend.py`, `cce.py`, `hivm.py`; each registers with
+Rules live in `ascend.py`, `cce.py`, `hivm.py` (and `launch.py`, on
+`func.func`); each registers with
 `@rule("cce.mad", ...)` a function that raises `RuleError(message)`.
 """
 
@@ -46,7 +47,7 @@ def _load_rule_modules() -> None:
     if not _loaded:
         _loaded = True
         import importlib
-        for mod in ("ascend", "cce", "hivm"):
+        for mod in ("ascend", "cce", "hivm", "launch"):
             try:
                 importlib.import_module(f"npu.dialects.{mod}")
             except ModuleNotFoundError as e:

@@ -21,6 +21,7 @@ _PASS_MODULES: dict[str, str] = {
     "lower_matmul": "LowerMatmul",
     "lower_fractalize": "LowerFractalize",
     "lower_cce_to_hivm": "LowerCCEToHIVM",
+    "split_cores": "SplitCoresPass",
     "linalg_to_ascend": "LinalgToAscendPass",
     "fuse": "FusePass",
     "lower_fused": "LowerFused",

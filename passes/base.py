@@ -34,15 +34,29 @@ DOUBLE_BUFFER_ATTR = "npu.double_buffer"
 
 @dataclass(frozen=True)
 class Option:
-    """A typed pass option, spelled `name=value` in pipelines."""
+    """A typed pass option, spelled `name=value` in pipelines.
+
+    What a value may be is declared here, once: `choices` for an enumeration,
+    `low`/`high` for a numeric range (`low_open`: the lower bound itself is
+    excluded). Every way of setting an option (pipeline text, pass flag,
+    keyword argument, `npu-lower` forwarding) is checked against it.
+    """
 
     name: str
     type: type
     default: Any
     help: str
     choices: tuple = ()
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
 
-    def parse(self, text: str) -> Any:
+    def parse(self, text: str | None) -> Any:
+        """The value of `name=text` (`text` None: the option was given without `=`)."""
+        if text is None:
+            if self.type is bool:
+                return True
+            raise ValueError(f"expected '{self.name}=<{self.type.__name__}>', got no value")
         if self.type is bool:
             if text.lower() in ("1", "true", "yes", "on", ""):
                 return True
@@ -61,9 +75,34 @@ class Option:
                 raise ValueError(f"expected a number, got '{text}'") from None
         else:
             value = text
-        if self.choices and value not in self.choices:
-            raise ValueError(f"expected one of {', '.join(map(str, self.choices))}, got '{text}'")
+        self.check(value, text)
         return value
+
+    def check(self, value: Any, text: str | None = None) -> None:
+        """Raise ValueError unless `value` (spelled `text`) is one this option allows."""
+        shown = value if text is None else text
+        if value == self.default and type(value) is type(self.default):
+            return  # a default such as "" or 0 may stand for "unset"
+        if self.type is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not math.isfinite(value):
+                raise ValueError(f"expected a finite number, got '{shown}'")
+        elif not isinstance(value, self.type) or (self.type is int and isinstance(value, bool)):
+            raise ValueError(f"expected a {self.type.__name__}, got {value!r}")
+        if self.choices and value not in self.choices:
+            allowed = ", ".join(repr(c) if c == "" else str(c) for c in self.choices)
+            raise ValueError(f"expected one of {allowed}, got '{shown}'")
+        low_ok = self.low is None or (value > self.low if self.low_open else value >= self.low)
+        high_ok = self.high is None or value <= self.high
+        if not (low_ok and high_ok):
+            raise ValueError(f"expected a value in {self.range_text()}, got '{shown}'")
+
+    def range_text(self) -> str:
+        """`(0, 1]`, `[1, inf)`, ... or "" when the option has no range."""
+        if self.low is None and self.high is None:
+            return ""
+        lo = "-inf" if self.low is None else f"{self.low:g}"
+        hi = "inf" if self.high is None else f"{self.high:g}"
+        return f"{'(' if self.low_open or self.low is None else '['}{lo}, {hi}{']' if self.high is not None else ')'}"
 
 
 class PassError(Exception):
@@ -99,10 +138,9 @@ def _elements(t: ir.Type) -> int:
     return math.prod(t.shape) if isinstance(t, ir.MemRefType) else 1
 
 
-def check_ub_fraction(value: float, op: ir.Operation | ir.OpView | None = None) -> None:
+def ub_fraction_option(default: float, help: str) -> Option:
     """The `ub-fraction` option of the lowerings: a share of UB in (0, 1]."""
-    if not 0.0 < value <= 1.0:
-        raise PassError(f"ub-fraction must be in (0, 1], got {value}", op)
+    return Option("ub-fraction", float, default, help, low=0.0, high=1.0, low_open=True)
 
 
 class OptionError(ValueError):
@@ -112,8 +150,9 @@ class OptionError(ValueError):
 _OPTION_RE = re.compile(r"\s*([A-Za-z0-9_-]+)(?:\s*=\s*(\"[^\"]*\"|'[^']*'|\{[^}]*\}|[^\s]*))?")
 
 
-def split_options(text: str) -> list[tuple[str, str]]:
-    """MLIR pass-option syntax: space-separated `key=value` pairs."""
+def split_options(text: str) -> list[tuple[str, str | None]]:
+    """MLIR pass-option syntax: space-separated `key=value` pairs (value None
+    for a bare `key`)."""
     pairs = []
     pos = 0
     text = text.strip()
@@ -121,8 +160,8 @@ def split_options(text: str) -> list[tuple[str, str]]:
         m = _OPTION_RE.match(text, pos)
         if not m or m.end() == pos:
             raise OptionError(f"malformed pass options '{text}'")
-        value = m.group(2) if m.group(2) is not None else ""
-        if value[:1] in "\"'{" and len(value) >= 2:
+        value = m.group(2)
+        if value is not None and value[:1] in "\"'{" and len(value) >= 2:
             value = value[1:-1]
         pairs.append((m.group(1), value))
         pos = m.end()
@@ -145,7 +184,15 @@ class Pass:
             if key.replace("-", "_") not in known:
                 raise OptionError(f"pass '{self.name}' has no option '{key}'")
         for attr, opt in known.items():
-            setattr(self, attr, values.get(attr, values.get(opt.name, opt.default)))
+            value = values.get(attr, values.get(opt.name, opt.default))
+            if type(value) is int and opt.type is float:
+                value = float(value)
+            try:
+                opt.check(value)
+            except ValueError as e:
+                raise OptionError(f"bad value for option '{opt.name}' of pass '{self.name}': "
+                                  f"{e}") from None
+            setattr(self, attr, value)
 
     @classmethod
     def from_option_string(cls, text: str, target: Target | None = None) -> "Pass":
@@ -194,8 +241,6 @@ class Pass:
             except ValueError as e:
                 raise PassError(f"'{OP_OPTIONS_ATTR}': bad value for option '{key}' of "
                                 f"{self.name}: {e}", op) from None
-            if key == "ub-fraction":
-                check_ub_fraction(values[key], op)
         return values
 
     def for_op(self, op: ir.Operation) -> "Pass":
@@ -267,6 +312,11 @@ class Pass:
                 pass_.signal_pass_failure()
                 return
             if not verify(op.operation):
+                # The input verified before this pass: invalid output is a
+                # compiler bug (say so, rather than blame the user's op).
+                diagnostics.emit_error(
+                    f"internal error: pass '{self.name}' produced IR that does not verify "
+                    "(the error above)", op.location)
                 pass_.signal_pass_failure()
 
         run.__name__ = self.name.replace("-", "_")

@@ -60,7 +60,8 @@ class DoubleBufferPass(Pass):
     name = "npu-double-buffer"
     summary = "Unroll loops that stream on-chip buffers by two, with a second copy of the buffers"
     options = (
-        Option("min-trip-count", int, 2, "only loops with at least this many iterations"),
+        Option("min-trip-count", int, 2, "only loops with at least this many iterations",
+               low=1),
         Option("unmarked", bool, True, "ping-pong loops without an npu.double_buffer mark "
                "(marked loops follow their mark)"),
     )

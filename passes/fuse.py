@@ -30,7 +30,7 @@ from mlir import ir
 from npu import fusion
 from npu.fusion import FUSED_UB_FRACTION
 from npu import ir as nir
-from npu.passes.base import Option, Pass, check_ub_fraction
+from npu.passes.base import Option, Pass, ub_fraction_option
 
 
 @dataclass
@@ -44,14 +44,13 @@ class FusePass(Pass):
     name = "npu-fuse"
     summary = "Group row ops (elementwise, broadcasts, last-axis reductions) into fused kernels"
     options = (
-        Option("ub-fraction", float, FUSED_UB_FRACTION,
-               "UB share of one chunk's buffers by the footprint model (the rest: double "
-               "buffering and the memory planner's longer lifetimes)"),
+        ub_fraction_option(FUSED_UB_FRACTION,
+                           "UB share of one chunk's buffers by the footprint model (the rest: "
+                           "double buffering and the memory planner's longer lifetimes)"),
         Option("remarks", bool, True, "report each group formed and why row ops were left out"),
     )
 
     def run(self, module: ir.Operation) -> None:
-        check_ub_fraction(self.ub_fraction)
         for func in nir.functions(module):
             if len(func.regions[0].blocks):  # declarations have no body
                 self.fuse_function(func)

@@ -1,9 +1,10 @@
 """`npu-lower`: the default pipeline from `ascend` to `hivm` instructions.
 
 Runs, in order and by instantiating the registered pass classes (one place,
-no copied code): `npu-fuse` and `npu-lower-fused` (fused kernels of row
-ops; skip with `fuse=false`), `npu-plan-gm` (GM temporaries into one workspace; skip with
-`plan-gm=false`), every lowering (matmul, fractalize, elementwise, transpose,
+no copied code): `npu-split-cores` (with `cores` other than 1), `npu-fuse` and
+`npu-lower-fused` (fused kernels of row ops, one core only; skip with `fuse=false`),
+`npu-plan-gm` (GM temporaries into one workspace; skip with `plan-gm=false`),
+every lowering (matmul, fractalize, elementwise, transpose,
 reduce), then `npu-double-buffer` (optional), `npu-plan-memory`,
 `npu-insert-sync` and `npu-lower-cce-to-hivm` (`emit=cce` stops before it,
 at planned, synchronised cce). Every choice of those passes is an option
@@ -23,6 +24,8 @@ from mlir import ir
 
 from npu.ir import dict_attr_items, dict_attr_of, walk
 from npu.passes.base import DOUBLE_BUFFER_KEY, OP_OPTIONS_ATTR, Option, Pass, PassError
+from npu.passes.lower_fractalize import ALGORITHMS as FRACTALIZE_ALGORITHMS
+from npu.passes.lower_matmul import STRATEGY_CHOICES as STRATEGIES
 
 # flag -> {our option name: the lowering's option name}
 LOWERINGS: tuple[tuple[str, dict[str, str]], ...] = (
@@ -46,23 +49,26 @@ class LowerPass(Pass):
     summary = ("Default pipeline: all ascend lowerings, double buffering, memory planning, sync, "
                "cce -> hivm")
     options = (
-        Option("strategy", str, "", "matmul loop order (npu-lower-matmul strategy; empty: its default)"),
-        Option("m", int, 0, "matmul tile rows of A and C (0: cost model)"),
-        Option("n", int, 0, "matmul tile of the reduction dimension (0: cost model)"),
-        Option("k", int, 0, "matmul tile columns of B and C (0: cost model)"),
+        Option("strategy", str, "", "matmul loop order (npu-lower-matmul strategy; empty: its default)",
+               choices=("",) + STRATEGIES),
+        Option("m", int, 0, "matmul tile rows of A and C (0: cost model)", low=0),
+        Option("n", int, 0, "matmul tile of the reduction dimension (0: cost model)", low=0),
+        Option("k", int, 0, "matmul tile columns of B and C (0: cost model)", low=0),
         Option("matmul-schedule", str, "auto", "npu-lower-matmul schedule: the OS tile "
                "loops streamed through one flat loop with L0 ping-pong and C drained in pieces "
                "(pipelined), or the plain nest (simple); auto: pipelined with double buffering "
                "(its L1 chunks only pay off when ping-ponged), simple without",
                choices=("auto", "pipelined", "simple")),
         Option("l1-chunk", int, 0, "matmul reduction elements per GM -> L1 copy in the "
-               "pipelined schedule (0: npu-lower-matmul's choice)"),
+               "pipelined schedule (0: npu-lower-matmul's choice)", low=0),
         Option("c-pieces", int, 0, "L0C pieces of a matmul C tile in the pipelined schedule "
-               "(0: npu-lower-matmul's choice)"),
+               "(0: npu-lower-matmul's choice)", low=0),
         Option("fractalize", str, "", "fractalize algorithm (npu-lower-fractalize algorithm; "
-               "empty: its default)"),
-        Option("ub-fraction", float, 0.0, "UB share of vector chunks (0: each lowering's default)"),
-        Option("max-chunk", int, 0, "cap on the elements of a vector chunk (0: as UB allows); for tests"),
+               "empty: its default)", choices=("",) + FRACTALIZE_ALGORITHMS),
+        Option("ub-fraction", float, 0.0, "UB share of vector chunks (0: each lowering's default)",
+               low=0.0, high=1.0),
+        Option("max-chunk", int, 0, "cap on the elements of a vector chunk (0: as UB allows); for tests",
+               low=0),
         Option("double-buffer", bool, True, "ping-pong loop-streamed buffers (npu-double-buffer)"),
         Option("plan", str, "auto", "memory planner heuristic (npu-plan-memory and "
                "npu-plan-gm algorithm)", choices=("auto", "greedy-by-size", "pushdown")),
@@ -77,6 +83,8 @@ class LowerPass(Pass):
                "same-pipe transfers instead of one per transfer"),
         Option("tuning-record", str, "", "npu-tune record (JSON) whose per-op options apply "
                "to the ops they match"),
+        Option("cores", int, 1, "AI cores to split each kernel over first (npu-split-cores; "
+               "0: all of the target's, 1: one core, today's program)"),
         Option("emit", str, "hivm", "the level to stop at: planned, synchronised cce, or hivm "
                "instructions (npu-lower-cce-to-hivm)", choices=("cce", "hivm")),
     )
@@ -96,11 +104,25 @@ class LowerPass(Pass):
             return "pipelined" if self.double_buffer else "simple"
         return value
 
+    def __init__(self, target=None, **values: Any):
+        super().__init__(target, **values)
+        self._lowerings()  # the owning passes check the values forwarded to them now
+
+    def _lowerings(self) -> list[Pass]:
+        lowerings = []
+        for flag, forwarded in LOWERINGS:
+            values = {theirs: self._value(ours) for ours, theirs in forwarded.items()
+                      if self._value(ours) != _UNSET[ours]}
+            lowering = self._make(flag, **values)
+            if lowering is not None:
+                lowerings.append(lowering)
+        return lowerings
+
     def run(self, module: ir.Operation) -> None:
         """With fusion, a fused kernel whose chunk the footprint model sized
         too large for the memory planner (UB overflow) is retried with half
         the UB share, then unfused: attempting fusion never fails a program."""
-        if not self.fuse:
+        if not self.fuse or self.cores != 1:
             self._lower(module, None)
             return
         from npu.fusion import FUSED_UB_FRACTION
@@ -126,6 +148,8 @@ class LowerPass(Pass):
                            **{"ub-fraction": fuse_fraction}).run(module)
             self._required("npu-lower-fused", **{"ub-fraction": fuse_fraction}, **(
                 {"max-chunk": self.max_chunk} if self.max_chunk else {})).run(module)
+        if self.cores != 1:  # fusion is not combined with core splitting yet
+            self._required("npu-split-cores", cores=self.cores).run(module)
         if self.plan_gm:
             self._required("npu-plan-gm", algorithm=self.plan).run(module)
         if self.tuning_record:
@@ -142,16 +166,16 @@ class LowerPass(Pass):
                                          f"for target '{record.target}', compiling for "
                                          f"'{self.target.name}'", module.location)
             self.apply_tuning_record(module, record)
-        for flag, forwarded in LOWERINGS:
-            values = {theirs: self._value(ours) for ours, theirs in forwarded.items()
-                      if self._value(ours) != _UNSET[ours]}
-            lowering = self._make(flag, **values)
-            if lowering is not None:
-                lowering.run(module)
+        for lowering in self._lowerings():
+            lowering.run(module)
         left = [op for op in walk(module) if op.name.startswith("ascend.")]
         if left:
             raise PassError(f"npu-lower: no registered lowering handled '{left[0].name}' "
                             f"({len(left)} ascend op(s) left)", left[0])
+        if self.plan_gm:
+            # Lowerings that stage through GM (the general transpose's steps)
+            # make temporaries of their own: they get a workspace too.
+            self._required("npu-plan-gm", algorithm=self.plan).run(module)
         # Loops of ops with a per-op `double-buffer` carry a mark it follows.
         steps: list[Pass | None] = [self._make("npu-double-buffer", unmarked=self.double_buffer)]
         steps.append(self._required("npu-plan-memory", algorithm=self.plan))

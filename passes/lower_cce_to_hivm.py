@@ -18,6 +18,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.dialects import cce, hivm
+from npu.dialects.opspec import CMP_PREDICATES
 from npu.hivm_build import (Address, AddressError, Constants, alloc_address,
                             gm_argument_addresses, materialize, view_address)
 from npu.passes.base import Pass, PassError
@@ -41,6 +42,11 @@ def _word(kind: str, op: ir.Operation) -> int:
             fields["init"] = 0 if nir.bool_attr(op, name) else 1
         elif name == "transpose":
             fields["transpose"] = int(nir.bool_attr(op, name))
+        elif name == "predicate":
+            predicate = nir.str_attr(op, name)
+            if predicate not in CMP_PREDICATES:
+                raise PassError(f"'{op.name}': unknown predicate '{predicate}'", op)
+            fields["predicate"] = CMP_PREDICATES.index(predicate)
         else:
             fields[hivm.word_field(kind, name)] = nir.int_attr(op, name)
     known = {f.name for f in hivm.CONFIG_LAYOUTS[kind]}
@@ -63,9 +69,8 @@ class LowerCCEToHIVM(Pass):
 
     def run(self, module: ir.Operation) -> None:
         for func_op in nir.functions(module):
-            if len(func_op.regions[0].blocks) == 0:
-                continue  # a declaration has no instructions to lower
-            _FunctionLowering(self.target, func_op).run()
+            if len(func_op.regions[0].blocks):  # a declaration has no code to lower
+                _FunctionLowering(self.target, func_op).run()
 
 
 class _FunctionLowering:
@@ -171,10 +176,14 @@ class _FunctionLowering:
         if name in cce.SYNC_OPS:
             nir.create_op(new, (), (), **attrs)
             return mask
+        kind = hivm.CONFIG_KIND.get(new)
+        if kind is None:
+            raise PassError(f"'{name}' has no hivm form (stop at cce: npu-lower emit=cce)", op)
         addrs = [self.address_of(v, block, op) for v in op.operands]
-        kind = hivm.CONFIG_KIND[new]
         word = self.constants.get(block, _word(kind, op))
-        dtype = ir.Type.parse(nir.memref_element(op.operands[0].type))
+        # The type the instruction computes in: vcmp's sources (its dst is i8).
+        typed = op.operands[1] if name == cce.VECTOR_CMP else op.operands[0]
+        dtype = ir.Type.parse(nir.memref_element(typed.type))
         if name in cce.COPY_OPS or name in cce.LOAD_OPS:
             nir.create_op(new, [addrs[1], addrs[0], word])  # (src, dst) -> (dst, src)
             return mask

@@ -55,7 +55,7 @@ from mlir import ir
 from npu import ir as nir
 from npu.cce_build import View, copy, delinearize, for_range, index_mul, lin, sub
 from npu.dialects.ascend import broadcastable
-from npu.passes.base import Option, Pass, PassError, check_ub_fraction
+from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.passes.elementwise_small import SmallElementwise
 from npu.vector_compute import (BINARY, CAST_CHAINS, SCALAR, UNARY, Compute, Step, cast_compute,
                                 unary_compute)
@@ -116,18 +116,17 @@ class LowerElementwise(Pass):
     summary = "Lower ascend elementwise/scalar/unary/cast/clamp ops to cce vector code"
     handles = HANDLED
     options = (
-        Option("ub-fraction", float, 0.5,
-               "fraction of UB one iteration's buffers may use (0.5 leaves room for "
-               "double buffering)"),
+        ub_fraction_option(0.5,
+                           "fraction of UB one iteration's buffers may use (0.5 leaves room for "
+                           "double buffering)"),
         Option("in-place-unary", bool, False,
                "ops with one streamed input write the result over it (bigger chunks, but "
                "double buffering cannot overlap the chain)"),
         Option("max-chunk", int, 0,
-               "cap on the chunk size in elements (0: as large as UB allows); for tests"),
+               "cap on the chunk size in elements (0: as large as UB allows); for tests", low=0),
     )
 
     def run(self, module: ir.Operation) -> None:
-        check_ub_fraction(self.ub_fraction)
         self.lower_each(module, erase=True)
 
     # -- analysis -------------------------------------------------------------

@@ -46,11 +46,12 @@ from mlir.dialects import arith
 from npu import ir as nir
 from npu.cce_build import copy, index_add, index_mul
 from npu.dialects.hivm import config_field
-from npu.passes.base import Option, Pass, PassError, check_ub_fraction
+from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 
 # The plans below are written for the vnchwconv of dialects/README.md: 16 row
 # pointers of one 32-byte block each (16 fp16 / 8 fp32), i.e. the target's
 # fractal edge and block size; `lower` checks the target agrees.
+ALGORITHMS = ("naive", "fill-ub")
 VNCHW_ROWS = 16
 VNCHW_BLOCK_BYTES = 32
 
@@ -165,9 +166,9 @@ class LowerFractalize(Pass):
     handles = ("ascend.fractalize", "ascend.defractalize")
     options = (
         Option("algorithm", str, "fill-ub", "naive: 16-row strips; fill-ub: strips as tall "
-               "as UB allows, then the tail", ("naive", "fill-ub")),
-        Option("ub-fraction", float, 1.0, "share of UB the fill-ub strips may use (0.5 leaves "
-               "room for npu-double-buffer to ping-pong them)"),
+               "as UB allows, then the tail", ALGORITHMS),
+        ub_fraction_option(1.0, "share of UB the fill-ub strips may use (0.5 leaves "
+                           "room for npu-double-buffer to ping-pong them)"),
     )
 
     def run(self, module: ir.Operation) -> None:
@@ -208,7 +209,6 @@ class LowerFractalize(Pass):
         """Row blocks per strip: 1 (naive) or as many as strip + tmp fit UB."""
         frac = self.target.fractal
         per_block = 2 * frac * g.Cp * g.e  # strip and tmp buffers for one row block
-        check_ub_fraction(self.ub_fraction, op)
         budget = int(self.target.capacity("ub") * self.ub_fraction)
         whole = (self.target.capacity("ub") - self.scratch_bytes(g)) // per_block
         fit = min(whole, max(1, (budget - self.scratch_bytes(g)) // per_block))

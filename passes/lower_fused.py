@@ -33,7 +33,7 @@ from npu import fusion
 from npu.fusion import FUSED_UB_FRACTION
 from npu import ir as nir
 from npu.cce_build import View, copy, for_pieces, lin, sub
-from npu.passes.base import Option, Pass, PassError, check_ub_fraction
+from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.passes.lower_elementwise import Input, expand_scalar_blocks, load_scalar
 from npu.vector_compute import Compute
 from npu.vector_tiling import VectorGeometry, plan_chunks, round_down, split_repeats
@@ -49,15 +49,14 @@ class LowerFused(Pass):
     name = "npu-lower-fused"
     summary = "Lower npu.fused groups of row ops to one cce vector kernel each"
     options = (
-        Option("ub-fraction", float, FUSED_UB_FRACTION,
-               "UB share of one chunk's buffers by the footprint model (the rest: double "
-               "buffering and the memory planner's longer lifetimes)"),
+        ub_fraction_option(FUSED_UB_FRACTION,
+                           "UB share of one chunk's buffers by the footprint model (the rest: "
+                           "double buffering and the memory planner's longer lifetimes)"),
         Option("max-chunk", int, 0,
                "cap on the elements of one chunk (0: as UB allows); for tests"),
     )
 
     def run(self, module: ir.Operation) -> None:
-        check_ub_fraction(self.ub_fraction)
         for func in nir.functions(module):
             groups = nir.walk(func, lambda o: o.name == "scf.execute_region"
                               and fusion.FUSED_ATTR in o.attributes)

@@ -47,8 +47,10 @@ from mlir.dialects import arith, memref, scf
 
 from npu import ir as nir
 from npu.cce_build import copy_bursts
-from npu.matmul_tiling import MatmulShape, TilingChoice, TilingError, choose_tiling
+from npu.matmul_tiling import STRATEGIES, MatmulShape, TilingChoice, TilingError, choose_tiling
 from npu.passes.base import Option, Pass, PassError
+
+STRATEGY_CHOICES = STRATEGIES + ("auto",)
 
 IndexValue = ir.Value
 
@@ -102,6 +104,21 @@ class Operands:
     K1: int
     in_type: ir.Type
     out_type: ir.Type
+    # Fractals from one block column (A, C) or row (B) to the next in GM: M1,
+    # N1 and M1 for dense operands, more for a slice of a larger tensor
+    # (npu-split-cores gives each core one).
+    a_pitch: int = 0
+    b_pitch: int = 0
+    c_pitch: int = 0
+
+
+def block_pitch(value: ir.Value, frac: int, op: ir.Operation) -> int:
+    """Fractals between consecutive outer blocks of an Nz GM operand; its
+    fractals themselves must be dense (strides [.., frac*frac, frac, 1])."""
+    strides, _ = nir.memref_layout(value.type)
+    if strides[-3:] != [frac * frac, frac, 1] or strides[-4] % (frac * frac):
+        raise PassError(f"Nz operand {value.type} must hold whole dense fractals", op)
+    return strides[-4] // (frac * frac)
 
 
 class LowerMatmul(Pass):
@@ -110,12 +127,12 @@ class LowerMatmul(Pass):
     handles = ("ascend.matmul", "ascend.batch_matmul")
     options = (
         Option("strategy", str, "os", "loop order: output-, input- or weight-stationary, or "
-               "auto (cheapest by the cost model)", ("os", "is", "ws", "auto")),
-        Option("m", int, 0, "tile rows of A and C (0: cost model)"),
-        Option("n", int, 0, "tile of the reduction dimension (0: cost model)"),
-        Option("k", int, 0, "tile columns of B and C (0: cost model)"),
+               "auto (cheapest by the cost model)", STRATEGY_CHOICES),
+        Option("m", int, 0, "tile rows of A and C (0: cost model)", low=0),
+        Option("n", int, 0, "tile of the reduction dimension (0: cost model)", low=0),
+        Option("k", int, 0, "tile columns of B and C (0: cost model)", low=0),
         Option("l1-steps", int, 1, "OS only: reduction steps per GM -> L1 copy (longer "
-               "transfers; L1 must hold that many A and B tiles)"),
+               "transfers; L1 must hold that many A and B tiles)", low=1),
         Option("first-step", str, "if", "how the first reduction step gets accumulate=false: "
                "an scf.if in the reduction loop, or peeled into its own one-trip loop",
                ("if", "peel")),
@@ -125,9 +142,9 @@ class LowerMatmul(Pass):
                "'simple' when the tiles do not divide the shape or with l1-steps > 1)",
                ("simple", "pipelined")),
         Option("l1-chunk", int, 0, "schedule=pipelined: reduction elements per GM -> L1 copy "
-               "(0: the largest divisor of N whose A and B chunks fit L1 twice)"),
+               "(0: the largest divisor of N whose A and B chunks fit L1 twice)", low=0),
         Option("c-pieces", int, 0, "schedule=pipelined: L0C pieces the C tile is split into "
-               "along k, each drained as soon as its last mad is done (0: auto)"),
+               "along k, each drained as soon as its last mad is done (0: auto)", low=0),
     )
 
     def run(self, module: ir.Operation) -> None:
@@ -217,8 +234,10 @@ class LowerMatmul(Pass):
                        if self.why_simple else ""))
         a, b, c = op.operands
         with op.location, ir.InsertionPoint(op):
+            frac = self.target.fractal
             ops = Operands(a, b, c, [], M1, N1, K1, ir.MemRefType(a.type).element_type,
-                           ir.MemRefType(c.type).element_type)
+                           ir.MemRefType(c.type).element_type, block_pitch(a, frac, op),
+                           block_pitch(b, frac, op), block_pitch(c, frac, op))
             if op.name == "ascend.batch_matmul" and self.pipelined is not None:
                 # The batch joins the flat loop: no loop boundary between batches.
                 self.emit_pipelined(ops, choice, self.pipelined, batch)
@@ -363,7 +382,7 @@ class LowerMatmul(Pass):
         def estimate(d: int) -> float:
             trips = tiles * (N1 // d)
             copy = (mb + kb) * d * blk / path.bytes_per_cycle + path.latency
-            cube = mb * kb * d / t.cube_blocks_per_cycle
+            cube = t.cube_cycles(float(mb * kb * d))
             return max(copy + cube * trips, copy * trips + cube)
         chunk = min(fitting, key=lambda d: (estimate(d), -d)) if fitting else None
         if chunk is None:
@@ -525,7 +544,7 @@ class LowerMatmul(Pass):
         l1 = nir.alloc([n, m, frac, frac], ops.in_type, "l1")
         # One burst per column block: its m row blocks are contiguous in GM.
         copy_bursts("cce.copy_gm_to_l1", src, l1, n, self.target.blocks(m * blk),
-                    src_gap=self.target.blocks((ops.M1 - m) * blk))
+                    src_gap=self.target.blocks((ops.a_pitch - m) * blk))
         return l1
 
     def stage_b(self, ops: Operands, s: IndexValue, y: IndexValue, n: int, k: int) -> ir.Value:
@@ -536,7 +555,7 @@ class LowerMatmul(Pass):
                           [1] * len(ops.prefix) + [k, n, frac, frac])
         l1 = nir.alloc([k, n, frac, frac], ops.in_type, "l1")
         copy_bursts("cce.copy_gm_to_l1", src, l1, k, self.target.blocks(n * blk),
-                    src_gap=self.target.blocks((ops.N1 - n) * blk))
+                    src_gap=self.target.blocks((ops.b_pitch - n) * blk))
         return l1
 
     def to_l0a(self, l1: ir.Value, m: int, n: int, first_col: int = 0) -> ir.Value:
@@ -696,7 +715,7 @@ class LowerMatmul(Pass):
         dst = nir.subview(ops.c, ops.prefix + [col, x, 0, 0],
                           [1] * len(ops.prefix) + [cols, m, frac, frac])
         copy_bursts("cce.copy_ub_to_gm", out, dst, cols, self.target.blocks(m * out_blk),
-                    dst_gap=self.target.blocks((ops.M1 - m) * out_blk))
+                    dst_gap=self.target.blocks((ops.c_pitch - m) * out_blk))
 
     def convert(self, src: ir.Value, dst: ir.Value, elements: int) -> None:
         """f32 -> f16 with vconv over whole repeats (elements is a multiple of 256)."""

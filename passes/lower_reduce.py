@@ -41,7 +41,7 @@ from mlir import ir
 from npu import ir as nir
 from npu.cce_build import copy, for_pieces, for_range, lin, sub
 from npu.dialects.ascend import reduce_axis, reduced_shape
-from npu.passes.base import Option, Pass, PassError, check_ub_fraction
+from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.passes.reduce_columns import IDENTITY, ColumnReduce
 from npu.passes.reduce_small import SmallReduce
 from npu.vector_tiling import (VectorGeometry, max_chunk_elements, plan_chunks, round_down,
@@ -59,14 +59,13 @@ class LowerReduce(Pass):
                "vadd/vmax/vmin folds, an outer axis by accumulating rows")
     handles = tuple(OPS)
     options = (
-        Option("ub-fraction", float, 0.5,
-               "fraction of UB one chunk's buffers may use (0.5 leaves room for double buffering)"),
+        ub_fraction_option(0.5, "fraction of UB one chunk's buffers may use (0.5 leaves "
+                           "room for double buffering)"),
         Option("max-chunk", int, 0,
-               "cap on the elements of one chunk (0: as many as UB allows); for tests"),
+               "cap on the elements of one chunk (0: as many as UB allows); for tests", low=0),
     )
 
     def run(self, module: ir.Operation) -> None:
-        check_ub_fraction(self.ub_fraction)
         self.lower_each(module, erase=True)
 
     def lower(self, op: ir.Operation) -> None:

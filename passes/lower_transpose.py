@@ -34,7 +34,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.cce_build import copy, for_pieces, for_range, lin, sub
-from npu.passes.base import Option, Pass, PassError, check_ub_fraction
+from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.passes.transpose_general import (GatherTranspose, collapse_permutation, copy_through_ub,
                                          rotation_steps)
 from npu.vector_tiling import plan_chunks, round_down, round_up
@@ -48,10 +48,12 @@ class LowerTranspose(Pass):
                "copies, any other permutation by a gather in UB")
     handles = ("ascend.transpose",)
     options = (
-        Option("ub-fraction", float, 0.5,
-               "fraction of UB one chunk's buffers may use (0.5 leaves room for double buffering)"),
-        Option("max-rows", int, 0, "cap on the rows of a chunk (0: as many as UB allows); for tests"),
-        Option("max-cols", int, 0, "cap on the columns of a chunk (0: as UB allows); for tests"),
+        ub_fraction_option(0.5, "fraction of UB one chunk's buffers may use (0.5 leaves "
+                           "room for double buffering)"),
+        Option("max-rows", int, 0, "cap on the rows of a chunk (0: as many as UB allows); for tests",
+               low=0),
+        Option("max-cols", int, 0, "cap on the columns of a chunk (0: as UB allows); for tests",
+               low=0),
     )
 
     def run(self, module: ir.Operation) -> None:
@@ -116,7 +118,6 @@ class LowerTranspose(Pass):
             cur = out
 
     def budget(self) -> int:
-        check_ub_fraction(self.ub_fraction)
         return int(self.target.capacity("ub") * self.ub_fraction)
 
     # -- dst[b, j, k] = src[b, k, j] ------------------------------------------------

@@ -36,8 +36,8 @@ from mlir import ir
 from mlir.dialects import memref
 
 from npu import memory_planning as planner
-from npu.ir import (WORKSPACE_ATTR, element_bytes, i64_attr, index_const, memory_space,
-                    memref_layout, symbol_name, walk)
+from npu.ir import (WORKSPACE_ATTR, append_argument, element_bytes, i64_attr, index_const,
+                    memory_space, memref_layout, symbol_name, walk)
 from npu.passes.base import Option, Pass, PassError
 from npu.target import Target
 
@@ -158,19 +158,9 @@ def plan_function(func_op: ir.Operation, target: Target, algorithm: str = "auto"
 
 def _rewrite(func_op: ir.Operation, tensors: list[Tensor], plan: GmPlan) -> None:
     with func_op.context, func_op.location:
-        block = func_op.regions[0].blocks[0]
         ws_type = ir.MemRefType.get([plan.allocated], ir.IntegerType.get_signless(8), None,
                                     ir.StringAttr.get("gm"))
-        workspace = block.add_argument(ws_type, func_op.location)
-        ftype = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
-        func_op.attributes["function_type"] = ir.TypeAttr.get(
-            ir.FunctionType.get(list(ftype.inputs) + [ws_type], list(ftype.results)))
-        n_args = len(block.arguments)
-        old = (list(ir.ArrayAttr(func_op.attributes["arg_attrs"]))
-               if "arg_attrs" in func_op.attributes else [])
-        old += [ir.DictAttr.get({})] * (n_args - 1 - len(old))
-        func_op.attributes["arg_attrs"] = ir.ArrayAttr.get(
-            old + [ir.DictAttr.get({WORKSPACE_ATTR: ir.UnitAttr.get()})])
+        workspace = append_argument(func_op, ws_type, {WORKSPACE_ATTR: ir.UnitAttr.get()})
         for t in tensors:
             for d in t.deallocs:
                 d.erase()

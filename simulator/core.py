@@ -14,9 +14,10 @@ from threadpoolctl import threadpool_limits
 from npu import ir as npu_ir
 from npu.simulator import report as report_mod
 from npu.simulator.errors import INVALID, SimulationError, where_of
-from npu.simulator.hazards import PIPE_NAMES, HazardDetector
+from npu.simulator.hazards import PIPE_NAMES, CrossCoreChecker, HazardDetector
 from npu.simulator.machine import Machine
 from npu.simulator.memory import DTYPES, INPUT_STAMP
+from npu.simulator.memory_system import MemorySystem
 from npu.simulator.pipes import Timeline, run
 from npu.simulator.program import Decoder, Program
 from npu.target import Target, get_target
@@ -64,14 +65,16 @@ def find_entry(module: ir.Module, entry: str | None) -> ir.Operation:
 
 def _runnable(func_op: ir.Operation) -> ir.Operation:
     """The entry as the simulator runs it: a body, and only memref arguments
-    (each one a GM tensor the caller passes in)."""
+    (each one a GM tensor the caller passes in) but a multi-core kernel's
+    block index (`npu.block_idx`, which the launch provides)."""
     name = npu_ir.symbol_name(func_op)
     where = where_of(func_op.location)
     if not func_op.regions[0].blocks:
         raise SimulationError(INVALID, f"'{name}' is only a declaration: an entry function needs "
                               "a body to run", where)
+    blk = npu_ir.block_idx_arg(func_op)
     for i, t in enumerate(func_op.regions[0].blocks[0].arguments.types):
-        if not npu_ir.is_memref(t):
+        if not npu_ir.is_memref(t) and i != blk:
             raise SimulationError(INVALID, f"argument #{i} of '{name}' has type {t}: an entry "
                                   "function takes memref arguments only (its tensors in GM)",
                                   where)
@@ -105,7 +108,7 @@ def _load_inputs(program: Program, inputs: Sequence[np.ndarray], where: str) -> 
 
 def simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None = None,
              target: Target | None = None, strict: bool = True, serialize: bool = False,
-             numerics: bool = True) -> SimResult:
+             numerics: bool = True, cores: int | None = None) -> SimResult:
     """Run `entry` of `module` on `inputs` (one array per memref argument;
     workspace arguments, `npu.workspace`, may be left out and are then
     allocated uninitialised). `outputs` holds every argument but the
@@ -118,6 +121,10 @@ def simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None 
     `numerics=False`: timing only; no arithmetic is done (the outputs hold
     the inputs' bytes where nothing was computed), every check that needs no
     values still runs, and the cycles equal those of the full run.
+    A kernel with `npu.block_dim = N` runs as N cores (each its own pipes,
+    buffers and flags, seeing its number in the `npu.block_idx` argument)
+    sharing GM through the memory system; `cores`, when given, is the launch
+    size the caller expects, and a kernel split for another count is refused.
     """
     wall0 = time.perf_counter()
     # The trace holds one small tuple per dynamic instruction; the cyclic
@@ -130,32 +137,69 @@ def simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None 
         # The matrix products are small (one mad's tiles): BLAS threads only
         # contend with each other, and on a loaded machine made them 40x slower.
         with threadpool_limits(limits=1, user_api="blas"):
-            return _simulate(module, inputs, entry, target, strict, serialize, numerics, wall0)
+            return _simulate(module, inputs, entry, target, strict, serialize, numerics, wall0,
+                             cores)
     finally:
         np.seterr(**old_err)
         if gc_was_enabled:
             gc.enable()
 
 
+def check_launch(func_op: ir.Operation, target: Target, cores: int | None) -> int:
+    """The number of cores the kernel runs on; refuses a launch it cannot take."""
+    where = where_of(func_op.location)
+    name = npu_ir.symbol_name(func_op)
+    n = npu_ir.block_dim(func_op)
+    blk = npu_ir.block_idx_arg(func_op)
+    if n < 1:
+        raise SimulationError(INVALID, f"'{name}' has npu.block_dim = {n}; it must be at least 1",
+                              where)
+    if cores is not None and cores != n:
+        raise SimulationError(INVALID, f"'{name}' was split for {n} core{'s' * (n != 1)} "
+                              f"(npu.block_dim = {n}) and cannot run on {cores}: its block index "
+                              "arithmetic depends on that count", where)
+    if n > target.cores:
+        raise SimulationError(INVALID, f"'{name}' is launched on {n} cores (npu.block_dim) but "
+                              f"{target.name} has {target.cores}", where)
+    if n > 1 and blk is None:
+        raise SimulationError(INVALID, f"'{name}' is launched on {n} cores but has no "
+                              "npu.block_idx argument: every core would do the same work", where)
+    return n
+
+
+def _hand_over(program: Program) -> None:
+    """What earlier cores wrote to GM is, to this core's own race and
+    initialisation checks, data from outside (the cross-core checker owns
+    conflicts between cores)."""
+    for mem, _, _, _ in program.args:
+        mem.wstamp[mem.wstamp > INPUT_STAMP] = INPUT_STAMP
+        mem.rstamp.clear()
+
+
 def _simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None,
               target: Target | None, strict: bool, serialize: bool, numerics: bool,
-              wall0: float) -> SimResult:
+              wall0: float, cores: int | None = None) -> SimResult:
     target = target or get_target()
     func_op = find_entry(module, entry)
     where = where_of(func_op.location)
-    program = Decoder(target).decode(func_op)
-    _load_inputs(program, inputs, where)
-    trailing = program.run_scalar()
-    trace = program.trace
-
-    def describe(stamp: int) -> tuple[str, str, str]:
-        if stamp <= 0 or stamp > len(trace):
-            return ("<inputs>", "-", where)
-        instr = trace[stamp - 1][0]
-        return (instr.name, PIPE_NAMES[instr.pipe], instr.where)
-
-    hazards = HazardDetector(len(trace), program.n_groups, describe, races=not serialize, strict=strict)
-    timeline = run(trace, Machine(hazards, numerics), hazards, target, trailing, serialize)
+    n_cores = check_launch(func_op, target, cores)
+    memsys = MemorySystem(target)
+    cross = CrossCoreChecker(n_cores) if n_cores > 1 else None
+    shared = None
+    reports, all_hazards = [], []
+    for core in range(n_cores):
+        program = Decoder(target, core, shared).decode(func_op)
+        if shared is None:
+            shared = program.args
+            _load_inputs(program, inputs, where)
+        else:
+            _hand_over(program)
+        trace, timeline, hazards = _run_core(program, target, strict, serialize, numerics, memsys,
+                                             cross, core, where)
+        all_hazards += hazards.hazards
+        if n_cores > 1:
+            reports.append(report_mod.build(trace, timeline, program, target, hazards.hazards,
+                                            serialize))
     outputs, own_bytes = [], []
     for i, (mem, region, dtype, shape) in enumerate(program.args):
         if i in program.workspace_args:
@@ -165,8 +209,34 @@ def _simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None
         outputs.append(mem.data[:nbytes].view(DTYPES[dtype]).reshape(shape).copy())
         own_bytes.append((mem, nbytes, i))
     hazards.check_results(own_bytes)
-    rep = report_mod.build(trace, timeline, program, target, hazards.hazards, serialize)
+    if n_cores > 1:
+        all_hazards += hazards.hazards[len(reports[-1]["hazards"]):]
+        cycles = max(r["cycles"] for r in reports)
+        rep = report_mod.combine(reports, memsys.summary(cycles))
+    else:
+        all_hazards = list(hazards.hazards)
+        rep = report_mod.build(trace, timeline, program, target, hazards.hazards, serialize)
+        rep["memory_system"] = memsys.summary(rep["cycles"])
+        cycles = timeline.total_cycles
     wall = time.perf_counter() - wall0
     rep["wall_seconds"] = wall
-    return SimResult(outputs, timeline.total_cycles, rep, list(hazards.hazards), timeline, trace,
-                     target, wall)
+    return SimResult(outputs, cycles, rep, all_hazards, timeline, trace, target, wall)
+
+
+def _run_core(program: Program, target: Target, strict: bool, serialize: bool, numerics: bool,
+              memsys: MemorySystem, cross: CrossCoreChecker | None, core: int, where: str):
+    """One core's instance: its scalar walk, its pipes, its own hazard checks."""
+    trailing = program.run_scalar()
+    trace = program.trace
+
+    def describe(stamp: int) -> tuple[str, str, str]:
+        if stamp <= 0 or stamp > len(trace):
+            return ("<inputs>", "-", where)
+        instr = trace[stamp - 1][0]
+        return (instr.name, PIPE_NAMES[instr.pipe], instr.where)
+
+    hazards = HazardDetector(len(trace), program.n_groups, describe, races=not serialize,
+                             strict=strict)
+    machine = Machine(hazards, numerics, cross, core)
+    timeline = run(trace, machine, hazards, target, trailing, serialize, memsys)
+    return trace, timeline, hazards

@@ -7,7 +7,7 @@ matmul; the summation order differs from the hardware's, well within fp32
 rounding); int8 x int8 accumulates exactly in int32.
 
 Cost: ceil(m/16) * ceil(k/16) * ceil(n/16) block products (n steps by 32
-for int8) at `cube_blocks_per_cycle`, plus `mad_latency`.
+for int8) at `Target.cube_cycles`, plus `mad_latency`.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class Mad(Instr):
         self.accesses = tuple(accesses)
         self.sizes = (a_bytes // in_size, b_bytes // in_size, c_bytes // out_size)
         self.blocks = self.m1 * self.k1 * -(-n // n_edge)
-        self.occupancy = -(-self.blocks // t.cube_blocks_per_cycle)
+        self.occupancy = t.cube_cycles(self.blocks)
         self.latency = t.mad_latency
 
     def compute(self, mems: list[Memory], addrs: list[int]) -> None:

@@ -180,3 +180,50 @@ class HazardDetector:
                         f"argument #{i}: {mem.name} bytes [{lo}, {hi}) ({int(bad.sum())} of them) "
                         f"were moved from bytes that were never written", w_where,
                         (UNINITIALIZED, w_where, i))
+
+
+class CrossCoreChecker:
+    """GM races between the cores of one launch.
+
+    The cores of a launch have no synchronisation between them (none is
+    modelled), so any byte of GM that one core writes and another core reads
+    or writes is a race, whatever the timing. Per GM byte it keeps the core
+    that wrote it (-1: none) and a bit mask of the cores that read it; the
+    caller's inputs are neither.
+    """
+
+    def __init__(self, cores: int):
+        if cores > 64:
+            raise ValueError("the cross-core race check tracks at most 64 cores")
+        self.cores = cores
+        self._writer: dict[Memory, np.ndarray] = {}
+        self._readers: dict[Memory, np.ndarray] = {}
+
+    def _state(self, mem: Memory) -> tuple[np.ndarray, np.ndarray]:
+        w = self._writer.get(mem)
+        if w is None:
+            w = self._writer[mem] = np.full(mem.data.size, -1, np.int16)
+            self._readers[mem] = np.zeros(mem.data.size, np.uint64)
+        return w, self._readers[mem]
+
+    def access(self, mem: Memory, sel, write: bool, core: int, instr, detector: HazardDetector) -> None:
+        writer, readers = self._state(mem)
+        w = writer[sel]
+        other = (w >= 0) & (w != core)
+        bit = np.uint64(1 << core)
+        if write:
+            other |= (readers[sel] & ~bit) != 0
+        if other.any():
+            idx = np.flatnonzero(other)
+            flat = np.arange(mem.data.size)[sel] if not isinstance(sel, slice) else None
+            lo = int(idx[0] + sel.start) if flat is None else int(flat[idx[0]])
+            first = int(w[idx[0]])
+            them = f"core {first} writes" if first >= 0 and first != core else "another core reads"
+            verb = "writes" if write else "reads"
+            detector.report(RACE, f"'{instr.name}' on core {core} {verb} {mem.name} byte {lo} "
+                            f"({idx.size} bytes in all) that {them} too, with no ordering between "
+                            "the cores of a launch", instr.where, (RACE, "cores", instr.where, mem.name))
+        if write:
+            writer[sel] = core
+        else:
+            readers[sel] |= bit

@@ -23,6 +23,7 @@ from typing import Callable
 from mlir import ir
 
 from npu.dialects import hivm
+from npu.dialects.opspec import CMP_PREDICATES
 from npu.simulator import cube_unit, mte, vector_unit
 from npu.simulator.errors import ALIGNMENT, BOUNDS, INVALID, UNSUPPORTED, SimulationError, where_of
 from npu.simulator.instruction import (BARRIER, SET, WAIT, DecodeContext, Instr, OperandInfo,
@@ -64,6 +65,10 @@ def _dtypes(op: ir.Operation) -> list[str]:
         return [_CUBE_OUT.get(dtype, dtype), dtype, dtype]
     if name == "hivm.vconv":
         return [dtype, _type_attr(op, "src_dtype")]
+    if name == hivm.VECTOR_CMP:
+        return ["i8", dtype, dtype]
+    if name == hivm.VECTOR_SELECT:
+        return [dtype, "i8", dtype, dtype]
     return [dtype] * len(hivm.ADDRESS_SPACES[name])
 
 
@@ -84,7 +89,7 @@ class HivmDecodeContext(DecodeContext):
         self.mask = mask
 
     def int(self, name: str, default: int | None = None) -> int:
-        if name == "mask" and self.kind == "vector":
+        if name == "mask" and self.kind in hivm.VECTOR_KINDS:
             if self.mask is None:
                 raise self.fail("runs with no lanes enabled: set the mask register "
                                 "(hivm.set_vector_mask) first")
@@ -93,6 +98,14 @@ class HivmDecodeContext(DecodeContext):
         if field in self.fields:
             return self.fields[field]
         return super().int(name, default)
+
+    def str(self, name: str) -> str:
+        if name == "predicate" and self.kind == "compare":
+            index = self.fields["predicate"]
+            if index >= len(CMP_PREDICATES):
+                raise self.fail(f"config field 'predicate' = {index} names no predicate")
+            return CMP_PREDICATES[index]
+        return super().str(name)
 
     def bool(self, name: str, default: bool | None = None) -> bool:
         if name == "accumulate" and self.kind == "mad":
@@ -206,7 +219,7 @@ def instruction(decoder, op: ir.Operation, pre_cost: int) -> Callable:
         infos[order[k]] = OperandInfo(space, dtype, _ESIZE[dtype], f"{space} address, {dtype}")
     slots = tuple(decoder.use(v, op) for v in op.operands)
     addr_slots, word_slot = slots[:-1], slots[-1]
-    is_vector = hivm.CONFIG_KIND[name] == "vector"
+    is_vector = hivm.CONFIG_KIND[name] in hivm.VECTOR_KINDS
     cache: dict = {}
     build = _CCE_DECODERS["cce." + name[len("hivm."):]]
     append, pending, instrs, mask = decoder.trace.append, decoder.pending, decoder.instrs, state.mask

@@ -120,6 +120,9 @@ class Instr:
         self.occupancy = 0  # cycles the pipe is busy before it can start the next one
         self.latency = 0  # further cycles until the result is visible
         self.path: str | None = None  # data path whose bytes this moves
+        self.gm_operand: int | None = None  # a GM transfer: its GM operand (memory system)
+        self.n_bursts = 0
+        self.rate = 0
         self.nbytes = 0
         self.accesses: tuple[Access, ...] = ()
         self.who = (self.name, pipe, self.where)

@@ -34,9 +34,11 @@ class Machine:
     movement carries without looking at values) are checked as usual, and
     timing never depends on data, so the cycles are those of a full run."""
 
-    def __init__(self, hazards: HazardDetector, numerics: bool = True):
+    def __init__(self, hazards: HazardDetector, numerics: bool = True, cross=None, core: int = 0):
         self.hazards = hazards
         self.numerics = numerics
+        self.cross = cross  # hazards.CrossCoreChecker of a multi-core launch, or None
+        self.core = core
 
     def execute(self, instr: Instr, views: tuple, stamp: int, n: int, clock: np.ndarray,
                 clock_list: list, pipe: int) -> None:
@@ -69,6 +71,8 @@ class Machine:
             sel = slice(lo, hi) if byte_idx is None else byte_idx + addr
             mem = region.mem
             group = region.group
+            if self.cross is not None and mem.space == "gm":
+                self.cross.access(mem, sel, write, self.core, instr, hz)
             if write:
                 if races:
                     # Epoch summaries of the group: only an access some pipe made at

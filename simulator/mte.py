@@ -19,12 +19,19 @@ COPY_PATHS = ("gm_to_l1", "gm_to_ub", "ub_to_gm", "ub_to_l1", "ub_to_ub", "l0c_t
 LOAD_PATHS = ("l1_to_l0a", "l1_to_l0b")
 
 
-def _set_cost(instr: Instr, ctx: DecodeContext, path: str, nbytes: int) -> None:
+def _set_cost(instr: Instr, ctx: DecodeContext, path: str, nbytes: int, n_bursts: int = 1) -> None:
+    """The uncontended cost; a GM transfer's real data phase comes from the
+    memory system when it starts (`memory_system.MemorySystem.transfer`)."""
     p = ctx.target.path(path)
     instr.path = path
     instr.nbytes = nbytes
     instr.occupancy = -(-nbytes // p.bytes_per_cycle)
     instr.latency = p.latency
+    instr.rate = p.bytes_per_cycle
+    if "gm" in (instr.src_space, instr.dst_space):
+        instr.gm_operand = 0 if instr.src_space == "gm" else 1
+        instr.n_bursts = n_bursts
+        instr.occupancy += n_bursts * ctx.target.gm_burst_cycles
 
 
 class _Transfer(Instr):
@@ -80,7 +87,7 @@ class Copy(_Transfer):
         dst_pat = access.from_bursts(n_burst, burst, (burst_len + dst_gap) * block)
         self.accesses = (Access(0, src_pat, False, aligns[0]), Access(1, dst_pat, True, aligns[1]))
         self.src_pat, self.dst_pat = src_pat, dst_pat
-        _set_cost(self, ctx, path, n_burst * burst)
+        _set_cost(self, ctx, path, n_burst * burst, n_burst)
 
     def compute(self, mems: list[Memory], addrs: list[int]) -> None:
         self.write_dst(mems, addrs, self.read_src(mems, addrs))

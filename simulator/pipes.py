@@ -69,6 +69,7 @@ class Timeline:
     sync_counts: list[int]
     flows: list[tuple[int, int]] = field(default_factory=list)  # (set entry, wait entry)
     unconsumed_sets: list[int] = field(default_factory=list)
+    dispatch: list[int] = field(default_factory=list)  # when S handed each entry to its pipe
 
 
 def check_flag_pairs(trace: list) -> None:
@@ -91,15 +92,17 @@ def check_flag_pairs(trace: list) -> None:
 
 
 def run(trace: list, machine: Machine, hazards: HazardDetector, target: Target,
-        trailing_scalar: int, serialize: bool) -> Timeline:
+        trailing_scalar: int, serialize: bool, memsys=None) -> Timeline:
+    """`memsys` (a `memory_system.MemorySystem`, shared by the cores of one
+    launch) times GM transfers; without it they cost their static occupancy."""
     check_flag_pairs(trace)
     if serialize:
         return _run_serialized(trace, machine, hazards, target, trailing_scalar)
-    return _run_parallel(trace, machine, hazards, target, trailing_scalar)
+    return _run_parallel(trace, machine, hazards, target, trailing_scalar, memsys)
 
 
 def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target: Target,
-                  trailing_scalar: int) -> Timeline:
+                  trailing_scalar: int, memsys=None) -> Timeline:
     n_entries = len(trace)
     start = [0] * n_entries
     end = [0] * n_entries
@@ -227,8 +230,15 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
                     stamp_pipe[stamp] = p
                     stamp_n[stamp] = n
                     execute(instr, views, stamp, n, clock, clock_l, p)
-                    e = t0 + instr.occupancy + instr.latency
-                    free[p] = t0 + instr.occupancy if pipelined else e
+                    occ = instr.occupancy
+                    k = instr.gm_operand
+                    if k is not None and memsys is not None:
+                        region = views[k][0]
+                        occ = memsys.transfer(t0, instr.nbytes, instr.n_bursts, instr.rate,
+                                              region.mem, instr.src_pat if k == 0 else instr.dst_pat,
+                                              region.base + views[k][1] * instr.esizes[k], k == 1)
+                    e = t0 + occ + instr.latency
+                    free[p] = t0 + occ if pipelined else e
                     if e > done[p]:
                         done[p] = e
                     b0 = t0 if t0 > busy_end[p] else busy_end[p]
@@ -273,7 +283,7 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
     busy[S] = min(total, sum(entry[2] for entry in trace) + trailing_scalar)
     counts_out, sync_out = _counts(trace)
     unconsumed = [e for dq in set_of_event.values() for e in dq]
-    return Timeline(start, end, total, busy, counts_out, sync_out, flows, unconsumed)
+    return Timeline(start, end, total, busy, counts_out, sync_out, flows, unconsumed, dispatch)
 
 
 def _deadlock(trace: list, queues: list, s_pos: int) -> None:
@@ -307,10 +317,12 @@ def _run_serialized(trace: list, machine: Machine, hazards: HazardDetector, targ
     everything = np.full(NCOMP, np.iinfo(np.int64).max // 2, np.int64)
     everything_l = everything.tolist()
     stamp_pipe, stamp_n = hazards.stamp_pipe, hazards.stamp_n
+    dispatch = [0] * n_entries
     s_time = 0
     last = 0
     for i, (instr, views, cost) in enumerate(trace):
         s_time += cost
+        dispatch[i] = s_time
         t0 = max(s_time, last)
         p = instr.pipe
         kind = instr.kind
@@ -341,7 +353,7 @@ def _run_serialized(trace: list, machine: Machine, hazards: HazardDetector, targ
     busy[S] = min(total, sum(entry[2] for entry in trace) + trailing_scalar)
     counts_out, sync_out = _counts(trace)
     unconsumed = [e for dq in pending.values() for e in dq]
-    return Timeline(start, end, total, busy, counts_out, sync_out, flows, unconsumed)
+    return Timeline(start, end, total, busy, counts_out, sync_out, flows, unconsumed, dispatch)
 
 
 def _counts(trace: list) -> tuple[list[int], list[int]]:

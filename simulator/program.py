@@ -70,8 +70,14 @@ class Program:
 
 
 class Decoder:
-    def __init__(self, target: Target):
+    """`block_idx`: this instance's core number (the `npu.block_idx`
+    argument); `shared_args`: the GM argument memories of core 0, which every
+    other core of the launch uses too."""
+
+    def __init__(self, target: Target, block_idx: int = 0, shared_args: list | None = None):
         self.target = target
+        self.block_idx = block_idx
+        self.shared_args = shared_args
         self.issue = target.scalar_issue_cycles
         self.slots: dict[ir.Value, int] = {}
         self.env: list = []
@@ -105,8 +111,13 @@ class Decoder:
     def decode(self, func_op: ir.Operation) -> Program:
         block = func_op.regions[0].blocks[0]
         args = []
+        blk_arg = npu_ir.block_idx_arg(func_op)
         for i, arg in enumerate(block.arguments):
             where = where_of(func_op.location)
+            if i == blk_arg and str(arg.type) == "index":
+                self.slots[arg] = len(self.env)
+                self.env.append(self.block_idx)
+                continue
             if not npu_ir.is_memref(arg.type):
                 raise SimulationError(UNSUPPORTED, f"argument #{i} of '{npu_ir.symbol_name(func_op)}' "
                                       f"is {arg.type}; only memref arguments are supported", where)
@@ -125,7 +136,11 @@ class Decoder:
             if offset != 0 or strides != _identity_strides(shape):
                 raise SimulationError(UNSUPPORTED, f"argument #{i} must have the identity layout", where)
             nbytes = _numel(shape) * npu_ir.element_bytes(dtype)
-            mem, region = self.gm_memory(f"gm:arg{i}", f"argument #{i}", nbytes)
+            if self.shared_args is not None:
+                mem, region = self.shared_args[len(args)][:2]
+                self.gm_regions.append(region)
+            else:
+                mem, region = self.gm_memory(f"gm:arg{i}", f"argument #{i}", nbytes)
             self.env.append(None)
             self.slots[arg] = len(self.env) - 1
             self.env[self.slots[arg]] = View(region, 0, shape, tuple(strides))
@@ -136,7 +151,9 @@ class Decoder:
             region.group = gid
             gid += 1
         return Program(npu_ir.symbol_name(func_op), args, self.env, body, self.trace, self.pending,
-                       self.placement, self.instrs, gid, tuple(npu_ir.workspace_args(func_op)),
+                       self.placement, self.instrs, gid,
+                       tuple(i - (blk_arg is not None and i > blk_arg)
+                             for i in npu_ir.workspace_args(func_op)),
                        self.gm_alloc_bytes)
 
     def gm_memory(self, name: str, label: str, nbytes: int) -> tuple[Memory, Region]:

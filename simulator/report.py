@@ -14,13 +14,16 @@ named, being the more specific answer.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from npu.simulator.hazards import PIPE_NAMES, S, V, M
 from npu.simulator.instruction import OP, WAIT
+from npu.simulator.pipes import pipelined_pipes
 from npu.target import PATH_PIPES, Target
 
-HOTSPOTS = 10  # source locations listed, by instruction cycles (start to result)
-REPORT_KEYS = ("cycles", "bound_cycles", "bound_unit", "bound_ratio", "pipes", "bytes",
+HOTSPOTS = 10  # source locations listed, by cycles on their unit
+REPORT_VERSION = 2  # bumped when a key changes meaning or goes away
+REPORT_KEYS = ("version", "cycles", "bound_cycles", "bound_unit", "bound_ratio", "pipes", "bytes",
                "peak_bytes", "instructions", "hazards")
 
 
@@ -30,8 +33,9 @@ def build(trace: list, timeline, program, target: Target, hazards: list[dict],
     path_bytes = {p: 0 for p in target.paths}
     issue = [0] * len(PIPE_NAMES)
     waited = [0] * len(PIPE_NAMES)
-    spots: dict[tuple[str, str], list[int]] = {}
+    spots: dict[tuple[str, str], Hotspot] = {}
     starts, ends = timeline.start, timeline.end
+    pipelined = pipelined_pipes(target)
     for i, (instr, _, _) in enumerate(trace):
         if instr.kind != OP:
             if instr.kind == WAIT:
@@ -43,9 +47,9 @@ def build(trace: list, timeline, program, target: Target, hazards: list[dict],
             issue[instr.pipe] += instr.occupancy
         spot = spots.get((instr.where, instr.name))
         if spot is None:
-            spot = spots[(instr.where, instr.name)] = [0, 0, instr.pipe]
-        spot[0] += 1
-        spot[1] += ends[i] - starts[i]
+            spot = spots[(instr.where, instr.name)] = Hotspot(instr.where, instr.name, instr.pipe)
+        spot.add(unit_cycles(instr, starts[i], ends[i], pipelined),
+                 timeline.dispatch[i] if timeline.dispatch else starts[i], starts[i])
     bounds: dict[str, float] = {}
     for path, nbytes in path_bytes.items():
         bounds[f"path:{path}"] = nbytes / target.path(path).bytes_per_cycle
@@ -70,6 +74,7 @@ def build(trace: list, timeline, program, target: Target, hazards: list[dict],
         warnings.append({"kind": "flag", "message": f"'cce.set_flag' ({instr.flag_text}) is never "
                          "waited for", "location": instr.where})
     return {
+        "version": REPORT_VERSION,
         "target": target.name,
         "entry": program.func_name,
         "serialize": serialize,
@@ -87,11 +92,75 @@ def build(trace: list, timeline, program, target: Target, hazards: list[dict],
         "instructions": len(trace),
         "hazards": list(hazards),
         "warnings": warnings,
-        "hotspots": [{"location": where, "op": name, "pipe": PIPE_NAMES[pipe], "count": count,
-                      "cycles": int(total)}
-                     for (where, name), (count, total, pipe)
-                     in sorted(spots.items(), key=lambda kv: -kv[1][1])[:HOTSPOTS]],
+        "hotspots": [spot.as_dict() for spot in
+                     sorted(spots.values(), key=lambda h: (-h.unit, -h.waiting))[:HOTSPOTS]],
     }
+
+
+def combine(per_core: list[dict], memory: dict) -> dict:
+    """The chip's report of a launch: the slowest core's report with the
+    chip's cycles, bound and totals, plus one summary line per core and the
+    memory system's figures. The chip's lower bound is the largest of any
+    core's own bound and the chip GM bus bound (its bytes over its bandwidth)."""
+    slowest = max(per_core, key=lambda r: r["cycles"])
+    rep = dict(slowest)
+    rep["cycles"] = max(r["cycles"] for r in per_core)
+    rep["instructions"] = sum(r["instructions"] for r in per_core)
+    rep["bytes"] = {k: sum(r["bytes"][k] for r in per_core) for k in slowest["bytes"]}
+    rep["hazards"] = [h for r in per_core for h in r["hazards"]]
+    core_bound = max(per_core, key=lambda r: r["bound_cycles"])
+    bus = memory["chip_bus_bound_cycles"]
+    if bus > core_bound["bound_cycles"]:
+        rep["bound_unit"], rep["bound_cycles"] = "chip:gm", math.ceil(bus)
+    else:
+        rep["bound_unit"], rep["bound_cycles"] = core_bound["bound_unit"], core_bound["bound_cycles"]
+    rep["bound_ratio"] = (round(rep["cycles"] / rep["bound_cycles"], 4)
+                          if rep["bound_cycles"] else None)
+    rep["block_dim"] = len(per_core)
+    rep["cores"] = [{"core": c, "cycles": r["cycles"], "bound_unit": r["bound_unit"],
+                     "bound_cycles": r["bound_cycles"], "instructions": r["instructions"]}
+                    for c, r in enumerate(per_core)]
+    rep["memory_system"] = memory
+    return rep
+
+
+def unit_cycles(instr, start: int, end: int, pipelined: frozenset[int]) -> int:
+    """Cycles an instruction holds its unit: a pipelined unit takes the next
+    one after `occupancy`; any other is held until the result (end)."""
+    return instr.occupancy if instr.pipe in pipelined else end - start
+
+
+@dataclass
+class Hotspot:
+    """One source location's instructions of one kind.
+
+    `unit`: cycles they held their unit. One unit runs one instruction at a
+    time, so these never overlap and never exceed the run. `waiting`: cycles
+    in which at least one of them was dispatched but not started (its unit
+    busy, or a flag or barrier not yet passed), counted once however many
+    waited together.
+    """
+
+    location: str
+    op: str
+    pipe: int
+    count: int = 0
+    unit: int = 0
+    waiting: int = 0
+    _wait_until: int = 0  # end of the waiting interval counted so far
+
+    def add(self, unit: int, dispatched: int, started: int) -> None:
+        self.count += 1
+        self.unit += unit
+        lo = max(dispatched, self._wait_until)  # dispatch times only grow
+        if started > lo:
+            self.waiting += started - lo
+        self._wait_until = max(self._wait_until, started)
+
+    def as_dict(self) -> dict:
+        return {"location": self.location, "op": self.op, "pipe": PIPE_NAMES[self.pipe],
+                "count": self.count, "unit_cycles": int(self.unit),
+                "wait_cycles": int(self.waiting)}
 
 
 def format_text(rep: dict) -> str:
@@ -122,11 +191,24 @@ def format_text(rep: dict) -> str:
         lines.append(f"{'gm workspace':<12} {gm['workspace_bytes']:>12}"
                      + (f"  (+ {gm['alloc_bytes']} bytes of unplanned gm allocs)"
                         if gm["alloc_bytes"] else ""))
+    if rep.get("cores"):
+        lines += ["", f"{'core':<6} {'cycles':>12} {'bound':>12}  limited by"]
+        for c in rep["cores"]:
+            lines.append(f"{c['core']:<6} {c['cycles']:>12} {c['bound_cycles']:>12}  {c['bound_unit']}")
+    if rep.get("memory_system"):
+        m = rep["memory_system"]
+        lines += ["", f"chip GM bus: {m['chip_bus_bytes']} bytes ({100 * m['chip_bus_utilisation']:.1f}% "
+                  f"of its bandwidth), L2 hits {m['l2_hit_bytes']} of {m['gm_read_bytes']} bytes read"]
     if rep.get("hotspots"):
-        lines += ["", f"{'hotspot (cycles from start to result)':<44} {'count':>8} {'cycles':>10}"]
-        for h in rep["hotspots"]:
-            label = f"{h['location']} {h['op'].removeprefix('cce.')} ({h['pipe']})"
-            lines.append(f"{label:<44} {h['count']:>8} {h['cycles']:>10}")
+        labels = [f"{h['location']} {h['op'].split('.', 1)[-1]} ({h['pipe']})"
+                  for h in rep["hotspots"]]
+        width = max([44] + [len(label) for label in labels])
+        lines += ["", f"{'hotspot':<{width}} {'count':>8} {'on unit':>10} {'waiting':>10}"]
+        for label, h in zip(labels, rep["hotspots"]):
+            lines.append(f"{label:<{width}} {h['count']:>8} {h['unit_cycles']:>10} "
+                         f"{h['wait_cycles']:>10}")
+        lines.append("(on unit: cycles the instructions held their pipe; waiting: cycles one of "
+                     "them was dispatched but not started, each cycle counted once)")
     lines.append("")
     if rep["hazards"]:
         lines.append(f"hazards ({len(rep['hazards'])}):")

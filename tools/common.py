@@ -10,9 +10,16 @@ import traceback
 from typing import NoReturn
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line, `<prog>: error: ...`, exit 2
+    (argparse would print the whole usage block first)."""
+
+    def error(self, message: str) -> NoReturn:
+        usage_error(self, message)
+
+
 def usage_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
-    parser.print_usage(sys.stderr)
-    print(f"{parser.prog}: error: {message}", file=sys.stderr)
+    print(f"{parser.prog}: error: {message} (see --help)", file=sys.stderr)
     sys.exit(2)
 
 
@@ -51,21 +58,60 @@ def read_input(path: str, parser: argparse.ArgumentParser) -> tuple[str, str]:
         usage_error(parser, str(e))
 
 
-def write_output_atomically(path: str, text: str) -> None:
-    """Write all of `text` or nothing: a failed run never leaves a partial file."""
+def check_output_path(path: str) -> None:
+    """Fail before doing any work if `path` cannot be written (`-` is stdout)."""
     if path == "-":
-        sys.stdout.write(text)
-        if text and not text.endswith("\n"):
-            sys.stdout.write("\n")
         return
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".npu-tmp-")
+    if os.path.isdir(path):
+        raise CommandLineError(f"cannot write '{path}': it is a directory")
+    if os.path.exists(path) and not os.path.isfile(path):
+        if not os.access(path, os.W_OK):
+            raise CommandLineError(f"cannot write '{path}': permission denied")
+        return  # a FIFO, a device, ...: written through
+    directory = os.path.dirname(os.path.realpath(path))
+    if not os.path.isdir(directory):
+        raise CommandLineError(f"cannot write '{path}': no directory '{directory}'")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise CommandLineError(f"cannot write '{path}': directory '{directory}' is not writable")
+
+
+def _new_file_mode() -> int:
+    """What `open(path, "w")` would give a new file: 0666 minus the umask."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def write_output_atomically(path: str, data: str | bytes) -> None:
+    """Write all of `data` or nothing: a failed run never leaves a partial file.
+
+    A regular file (or a symlink's target) is replaced by a rename, keeping
+    the mode of the file it replaces, or 0666 minus the umask for a new one.
+    A FIFO, a device or another special file cannot be renamed onto; it is
+    opened and written through, once the whole output is ready.
+    """
+    if isinstance(data, str) and data and not data.endswith("\n"):
+        data += "\n"
+    if path == "-":
+        if isinstance(data, str):
+            sys.stdout.write(data)
+        else:
+            sys.stdout.flush()
+            sys.stdout.buffer.write(data)
+        return
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    real = os.path.realpath(path)  # a symlink stays a symlink: its target is written
+    if os.path.exists(real) and not os.path.isfile(real):
+        with open(real, "wb") as f:
+            f.write(payload)
+        return
+    mode = os.stat(real).st_mode & 0o7777 if os.path.exists(real) else _new_file_mode()
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(real), prefix=".npu-tmp-")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            if text and not text.endswith("\n"):
-                f.write("\n")
-        os.replace(tmp, path)
+        with os.fdopen(fd, "wb") as f:
+            f.write(payload)
+        os.chmod(tmp, mode)
+        os.replace(tmp, real)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)

@@ -14,8 +14,8 @@ import sys
 from dataclasses import dataclass
 
 from npu import diagnostics
-from npu.tools.common import (CommandLineError, read_source, report_internal_error,
-                              write_output_atomically)
+from npu.tools.common import (ArgumentParser, CommandLineError, check_output_path, read_source,
+                              report_internal_error, write_output_atomically)
 
 SPLIT_MARKER = "// -----"
 PROG = "npu-opt"
@@ -56,6 +56,8 @@ def _pass_help() -> str:
         for opt in cls.options:
             kind = opt.type.__name__
             choices = f" {{{'|'.join(map(str, opt.choices))}}}" if opt.choices else ""
+            if opt.range_text():
+                choices += f" in {opt.range_text()}"
             lines.append(f"      {opt.name}=<{kind}>{choices}  {opt.help} "
                          f"(default: {opt.default if opt.default != '' else 'none'})")
     lines.append("")
@@ -66,7 +68,7 @@ def _pass_help() -> str:
     return "\n".join(lines)
 
 
-class _Parser(argparse.ArgumentParser):
+class _Parser(ArgumentParser):
     """The list of passes (which imports every pass) is built only for --help."""
 
     def format_help(self) -> str:
@@ -219,17 +221,6 @@ def import_onnx_text(path: str) -> str:
         return import_onnx(path).mlir
     except ImportError_ as e:
         raise InputError(str(e)) from None
-
-
-def check_output_path(path: str) -> None:
-    """Fail before doing any work if `-o` cannot be written."""
-    if path == "-":
-        return
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise CommandLineError(f"cannot write '{path}': no directory '{directory}'")
-    if os.path.isdir(path):
-        raise CommandLineError(f"cannot write '{path}': it is a directory")
 
 
 def run(argv: list[str]) -> int:

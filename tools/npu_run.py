@@ -1,33 +1,34 @@
 """`npu-run`: compile (if needed), simulate, check and report one kernel.
 
     npu-run prog.mlir [--entry NAME] [--target PRESET] [--seed N | --inputs in.npz]
-                      [--check] [--json] [--trace t.json] [--serialize] [--no-numerics]
-                      [--tuning-record record.json] [-o out.npz]
+                      [--check] [--json] [--trace t.json] [--html t.html] [--csv DIR]
+                      [--serialize] [--no-numerics] [--tuning-record record.json] [--cores N]
+                      [-o out.npz]
 
 A module with `ascend` ops is compiled through the default pipeline
 (`npu-lower`, to `hivm`; `--emit cce` stops at `cce`) first; a `cce` module
 is simulated as it is, or lowered to `hivm` with `--emit hivm`; `--check` compares every argument's final value with the
 numpy reference evaluation of the ORIGINAL (ascend-level) program. Exit code
-1 on a fault, a failed check or bad input; 2 on bad usage.
+1 on a fault, a failed check or bad input; 2 on bad usage (options, the
+pipeline, output paths: all checked before anything is compiled or run).
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import numpy as np
+import numpy as np
 
-# numpy, MLIR and the compiler are imported where used: `npu-run --help` and
-# bad command lines never pay for them.
-from npu.tools.common import (read_input, report_internal_error, usage_error,
-                              write_output_atomically)
+from npu import diagnostics
+from npu.tools.common import (ArgumentParser, CommandLineError, check_output_path, read_input,
+                              report_internal_error, usage_error, write_output_atomically)
+from npu.tools.run_inputs import ToolError, check_entry_arguments, load_inputs, random_inputs
 
 DEFAULT_PIPELINE = "npu-lower"
 
@@ -54,14 +55,15 @@ class CheckResult:
 
 
 def make_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="npu-run", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = ArgumentParser(prog="npu-run", description=__doc__, allow_abbrev=False,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("input", help="ONNX model (.onnx), MLIR file (linalg on tensors, ascend-, "
                    "cce- or hivm-level) or a hivm binary (npu-as), '-' for stdin")
     p.add_argument("--entry", default=None, help="function to run (default: the only one)")
     p.add_argument("--target", default=None, help="target preset (default: ascend910)")
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--seed", type=int, default=None, help="random inputs from this seed (default 0)")
+    src.add_argument("--seed", type=_seed, default=None,
+                     help="random inputs from this seed, 0 <= N < 2**64 (default 0)")
     src.add_argument("--inputs", default=None, help=".npz with one array per argument "
                      "(keys arg0, arg1, ... or in argument order; for a model: its input names)")
     p.add_argument("--check", action="store_true",
@@ -69,6 +71,11 @@ def make_parser() -> argparse.ArgumentParser:
                    "(a model: its outputs with onnxruntime, or with numpy for a linalg module)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--trace", default=None, help="write a Chrome/Perfetto trace to this file")
+    p.add_argument("--html", default=None, help="write a self-contained HTML page with a per-pipe "
+                   "timeline and utilisation chart (inline SVG) to this file")
+    p.add_argument("--csv", default=None, metavar="DIR",
+                   help="write msprof-style CSVs (PipeUtilization.csv, instr_types.csv) into DIR "
+                   "(created if missing)")
     p.add_argument("--serialize", action="store_true",
                    help="every instruction waits for all earlier ones (code without sync)")
     p.add_argument("--no-numerics", dest="numerics", action="store_false",
@@ -80,82 +87,37 @@ def make_parser() -> argparse.ArgumentParser:
                    help=f"pipeline for ascend-level input (default: {DEFAULT_PIPELINE})")
     p.add_argument("--tuning-record", default=None,
                    help="per-op options chosen by npu-tune (JSON), passed to npu-lower")
+    p.add_argument("--cores", type=int, default=None,
+                   help="AI cores: an ascend program is split over up to this many "
+                   "(npu-lower cores=N; 1: one core); a compiled kernel must have been split for "
+                   "exactly this many")
     p.add_argument("--emit", choices=("cce", "hivm"), default=None,
                    help="the level to simulate (default: hivm for ascend input, else the input's)")
     p.add_argument("-o", "--output", default=None, help="save the final arguments to this .npz")
     return p
 
 
-def with_tuning_record(pipeline: str, path: str) -> str:
-    """`pipeline` with `tuning-record=path` added to its npu-lower."""
+def _seed(text: str) -> int:
+    """numpy's generators take seeds in [0, 2**64): say so up front."""
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got '{text}'") from None
+    if not 0 <= value < 2**64:
+        raise argparse.ArgumentTypeError(f"must be in [0, 2**64), got {value}")
+    return value
+
+
+def with_lower_option(pipeline: str, option: str, flag: str) -> str:
+    """`pipeline` with `option` (`key=value`) added to its npu-lower."""
     from npu.pipeline import parse_pipeline
 
     elements = parse_pipeline(pipeline)
     if not any(e.name == "npu-lower" for e in elements):
-        raise ToolError(f"npu-run: error: --tuning-record needs npu-lower in the pipeline "
-                        f"('{pipeline}')")
-    parts = [f'npu-lower{{{e.options} tuning-record="{path}"}}' if e.name == "npu-lower" else e.text
+        raise CommandLineError(f"{flag} needs npu-lower in the pipeline ('{pipeline}')")
+    parts = [f'npu-lower{{{e.options} {option}}}' if e.name == "npu-lower" else e.text
              for e in elements]
     return "builtin.module(" + ",".join(parts) + ")"
-
-
-class ToolError(Exception):
-    """A user-facing error already formatted as `file:line:col: error: ...`."""
-
-
-def _input_args(func_op) -> list:
-    """The arguments the caller provides: all but the GM workspace (scratch the
-    simulator allocates itself)."""
-    from npu import ir as npu_ir
-
-    scratch = npu_ir.workspace_args(func_op)
-    return [a for i, a in enumerate(func_op.regions[0].blocks[0].arguments) if i not in scratch]
-
-
-def random_inputs(func_op, seed: int) -> list[np.ndarray]:
-    import numpy as np
-
-    from npu import ir as npu_ir
-
-    rng = np.random.default_rng(seed)
-    arrays = []
-    for arg in _input_args(func_op):
-        shape = tuple(npu_ir.memref_shape(arg.type))
-        dtype = npu_ir.memref_element(arg.type)
-        if dtype in ("f16", "f32"):
-            arrays.append(rng.uniform(-1, 1, shape).astype(npu_ir.NUMPY_DTYPES[dtype]))
-        elif dtype == "i8":
-            arrays.append(rng.integers(-8, 8, shape).astype(np.int8))
-        else:
-            arrays.append(rng.integers(-64, 64, shape).astype(npu_ir.NUMPY_DTYPES.get(dtype, np.int32)))
-    return arrays
-
-
-def load_inputs(path: str, func_op, filename: str) -> list[np.ndarray]:
-    import numpy as np
-
-    from npu import ir as npu_ir
-
-    try:
-        data = np.load(path)
-    except (OSError, ValueError) as e:
-        raise ToolError(f"{filename}: error: cannot read inputs '{path}': {e}") from None
-    args = _input_args(func_op)
-    keys = [f"arg{i}" for i in range(len(args))]
-    names = keys if all(k in data.files for k in keys) else list(data.files)
-    if len(names) != len(args):
-        raise ToolError(f"{filename}: error: '{path}' holds {len(data.files)} arrays; the entry takes "
-                        f"{len(args)} arguments")
-    arrays = []
-    for i, (name, arg) in enumerate(zip(names, args)):
-        arr = data[name]
-        shape = tuple(npu_ir.memref_shape(arg.type))
-        dtype = np.dtype(npu_ir.NUMPY_DTYPES[npu_ir.memref_element(arg.type)])
-        if arr.shape != shape or arr.dtype != dtype:
-            raise ToolError(f"{filename}: error: input '{name}' is {arr.dtype}{list(arr.shape)}; "
-                            f"argument #{i} needs {dtype}{list(shape)}")
-        arrays.append(arr)
-    return arrays
 
 
 def compare(outputs: list[np.ndarray], expected: list[np.ndarray],
@@ -194,6 +156,36 @@ def compare(outputs: list[np.ndarray], expected: list[np.ndarray],
     return CheckResult(failure is None, max_abs, max_rel, failure)
 
 
+def check_command_line(args) -> tuple:
+    """Everything about the command line that can be wrong, before any work:
+    the target, the pipeline and every output path. Returns (target, pipeline)."""
+    from npu.ir import make_context
+    from npu.pipeline import PipelineError, build_pass_manager, parse_pipeline
+    from npu.target import UnknownTargetError, get_target
+
+    try:
+        target = get_target(args.target)
+    except UnknownTargetError as e:
+        raise CommandLineError(str(e)) from None
+    try:
+        elements = parse_pipeline(args.pipeline)
+        build_pass_manager(elements, make_context(), target)
+        if args.tuning_record:
+            with_lower_option(args.pipeline, f'tuning-record="{args.tuning_record}"',
+                              "--tuning-record")
+    except PipelineError as e:
+        raise CommandLineError(f"invalid pass pipeline: {e}") from None
+    for path in (args.trace, args.output, args.html):
+        if path is not None:
+            check_output_path(path)
+    if args.csv is not None:
+        if os.path.exists(args.csv) and not os.path.isdir(args.csv):
+            raise CommandLineError(f"cannot write CSVs into '{args.csv}': not a directory")
+        check_output_path(os.path.join(args.csv, "PipeUtilization.csv")
+                          if os.path.isdir(args.csv) else args.csv)
+    return target, elements
+
+
 def run(args, filename: str, text: str) -> int:
     import numpy as np
 
@@ -202,13 +194,9 @@ def run(args, filename: str, text: str) -> int:
     from npu.ir import ParseError, make_context, parse_module
     from npu.simulator import SimulationError, simulate
     from npu.simulator.core import find_entry
-    from npu.target import UnknownTargetError, get_target
 
     t_start = time.perf_counter()
-    try:
-        target = get_target(args.target)
-    except UnknownTargetError as e:
-        raise ToolError(f"npu-run: error: {e}") from None
+    target, _ = check_command_line(args)
     engine = diagnostics.DiagnosticEngine(display_name=filename)
     diagnostics.install(engine)
     ctx = make_context()
@@ -222,6 +210,12 @@ def run(args, filename: str, text: str) -> int:
     except SimulationError as e:
         raise ToolError(str(e)) from None
     entry = npu_ir.symbol_name(func_op)
+    check_entry_arguments(func_op)
+    # Only the entry runs, so only it is compiled: another function of the
+    # file (one that cannot be a kernel, say) must not stop it.
+    for other in npu_ir.functions(module):
+        if other != func_op.operation:
+            other.erase()
     if args.inputs:
         inputs = load_inputs(args.inputs, func_op, filename)
     else:
@@ -235,7 +229,10 @@ def run(args, filename: str, text: str) -> int:
         if pipeline == DEFAULT_PIPELINE and args.emit == "cce":
             pipeline = f"{DEFAULT_PIPELINE}{{emit=cce}}"
         if args.tuning_record:
-            pipeline = with_tuning_record(pipeline, args.tuning_record)
+            pipeline = with_lower_option(pipeline, f'tuning-record="{args.tuning_record}"',
+                                         "--tuning-record")
+        if args.cores is not None:
+            pipeline = with_lower_option(pipeline, f"cores={args.cores}", "--cores")
         compile_module(module, pipeline, target, filename)
         func_op = find_entry(module, entry)
     if args.emit == "hivm" and npu_ir.ops_in_dialect(module, "cce"):
@@ -250,7 +247,8 @@ def run(args, filename: str, text: str) -> int:
     result = None
     try:
         result = simulate(module, inputs, entry=entry, target=target, strict=args.strict,
-                          serialize=args.serialize, numerics=args.numerics)
+                          serialize=args.serialize, numerics=args.numerics,
+                          cores=None if compiled else args.cores)
     except SimulationError as e:
         if args.json:
             print(json.dumps({"error": str(e), "kind": e.kind}, indent=2))
@@ -261,18 +259,16 @@ def run(args, filename: str, text: str) -> int:
     report["level"] = "hivm" if npu_ir.ops_in_dialect(module, "hivm") else "cce"
     status = 0 if not result.hazards else 1
     if args.check:
-        expected = reference_outputs(original, entry, inputs, filename)
-        check = compare(result.outputs, expected)
+        with np.errstate(all="ignore"):  # inf and NaN are results, as on the hardware
+            expected = reference_outputs(original, entry, inputs, filename)
+            check = compare(result.outputs, expected)
         report["check"] = check.as_dict()
         if not check.passed:
             print(f"{filename}: error: check failed: {check.failure}", file=sys.stderr)
             status = 1
     else:
         report["check"] = None
-    if args.trace:
-        write_output_atomically(args.trace, json.dumps(result.chrome_trace()))
-    if args.output:
-        np.savez(args.output, **{f"arg{i}": a for i, a in enumerate(result.outputs)})
+    write_outputs(args, result, report)
     report["wall_seconds"] = round(time.perf_counter() - t_start, 4)
     report["simulate_seconds"] = round(result.wall_seconds, 4)
     if args.json:
@@ -283,6 +279,29 @@ def run(args, filename: str, text: str) -> int:
     for h in result.hazards:
         print(f"{h['location']}: error: {h['kind']}: {h['message']}", file=sys.stderr)
     return status
+
+
+def write_outputs(args, result, report: dict) -> None:
+    """The files asked for, each whole or not at all (paths checked up front)."""
+    if args.trace:
+        write_output_atomically(args.trace, json.dumps(result.chrome_trace()))
+    if args.output:
+        buffer = io.BytesIO()
+        np.savez(buffer, **{f"arg{i}": a for i, a in enumerate(result.outputs)})
+        write_output_atomically(args.output, buffer.getvalue())
+    if args.csv:
+        from npu.simulator import profile
+
+        os.makedirs(args.csv, exist_ok=True)
+        write_output_atomically(os.path.join(args.csv, profile.PIPE_UTILIZATION_CSV),
+                                profile.pipe_utilization_csv(report, result.target))
+        write_output_atomically(os.path.join(args.csv, profile.INSTR_TYPES_CSV),
+                                profile.instruction_types_csv(result.trace_entries, result.timeline,
+                                                              result.target))
+    if args.html:
+        from npu.simulator.html_report import html_report
+
+        write_output_atomically(args.html, html_report(result, report))
 
 
 def compile_module(module, pipeline: str, target, filename: str) -> None:
@@ -341,6 +360,8 @@ def read_program(path: str, parser) -> tuple[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser()
     args = parser.parse_args(argv)
+    if args.cores is not None and args.cores < 1:
+        usage_error(parser, f"--cores {args.cores}: needs at least one core")
     if args.check and not args.numerics:
         usage_error(parser, "--check compares the outputs, which --no-numerics does not compute")
     for given in (args.inputs, args.tuning_record):
@@ -357,12 +378,19 @@ def main(argv: list[str] | None = None) -> int:
         else:
             filename, text = read_program(args.input, parser)
         if is_model(filename, text):
+            check_command_line(args)
             return run_model(args, filename, text)
         return run(args, filename, text)
+    except CommandLineError as e:
+        print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        return 2
     except ToolError as e:
         print(str(e), file=sys.stderr)
         return 1
     except BrokenPipeError:  # e.g. `npu-run ... | head`
+        return 1
+    except OSError as e:  # an output that became unwritable during the run
+        print(f"{parser.prog}: error: cannot write the output: {e.strerror}", file=sys.stderr)
         return 1
     except Exception as e:  # a bug in the tool: never a traceback by default
         return report_internal_error(filename, "internal error", e)

@@ -67,6 +67,7 @@ class DiagnosticEngine:
 
     display_name: str = "-"
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    _seen: set[Diagnostic] = field(default_factory=set, repr=False)
 
     def emit(self, severity: str, message: str, loc: ir.Location | None = None,
              notes: tuple[Diagnostic, ...] = ()) -> Diagnostic:
@@ -74,13 +75,20 @@ class DiagnosticEngine:
         if filename == "-":
             filename = self.display_name
         diag = Diagnostic(severity, message, filename, line, col, notes)
+        if diag in self._seen:
+            # One op lowered to many (all at its location) repeats a message
+            # many times; once says it.
+            return diag
+        self._seen.add(diag)
         self.diagnostics.append(diag)
         return diag
 
-    def emit_mlir(self, d) -> Diagnostic:
-        """Record a diagnostic object coming from the MLIR C++ side."""
+    def emit_mlir(self, d, message: str | None = None) -> Diagnostic:
+        """Record a diagnostic object coming from the MLIR C++ side (with
+        `message` instead of its own, when given)."""
         notes = tuple(self._convert(n) for n in d.notes if not _is_op_dump(n.message))
-        return self.emit(_SEVERITY_NAMES.get(d.severity, "error"), d.message, d.location, notes)
+        return self.emit(_SEVERITY_NAMES.get(d.severity, "error"), message or d.message,
+                         d.location, notes)
 
     def _convert(self, d) -> Diagnostic:
         filename, line, col = _location_parts(d.location)

@@ -56,8 +56,10 @@ class AddressError(Exception):
 
 
 def gm_argument_addresses(func_op: ir.Operation, gm_granule: int) -> dict[ir.Value, Address]:
-    """The GM arguments as base pointers into the kernel's argument area."""
-    args = list(func_op.regions[0].blocks[0].arguments)
+    """The GM arguments as base pointers into the kernel's argument area (the
+    `npu.block_idx` argument of a multi-core kernel is a scalar, not GM)."""
+    blk = nir.block_idx_arg(func_op)
+    args = [a for i, a in enumerate(func_op.regions[0].blocks[0].arguments) if i != blk]
     sizes = []
     for a in args:
         if not nir.is_memref(a.type) or nir.memory_space(a.type) != "gm":

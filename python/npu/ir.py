@@ -7,6 +7,7 @@ a builder each. Everything here is thin over the upstream `mlir` bindings.
 
 from __future__ import annotations
 
+import re
 from typing import Callable, Iterable, Iterator, Sequence
 
 import math
@@ -36,6 +37,24 @@ class ParseError(Exception):
     pass
 
 
+# Input MLIR's parser does not reject but aborts the process on (an assertion
+# in the LLVM 22 build): a dense array of `index` (`array<index: 0, 1>`).
+_PARSER_CRASHES = ((re.compile(r"array\s*<\s*index\b"),
+                    "dense arrays of 'index' are not supported (use array<i64: ...>)"),)
+
+
+def _reject_parser_crashes(text: str, ctx: ir.Context) -> None:
+    """Report what would abort MLIR's parser as an ordinary located error."""
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        code = line.split("//", 1)[0]
+        for pattern, message in _PARSER_CRASHES:
+            m = pattern.search(code)
+            if m:
+                diagnostics.emit_error(message, ir.Location.file("-", lineno, m.start() + 1,
+                                                                 context=ctx))
+                raise ParseError()
+
+
 def parse_module(text: str, ctx: ir.Context, first_line: int = 1) -> ir.Module:
     """Parse `text` whose first line is line `first_line` of the input file.
 
@@ -46,12 +65,15 @@ def parse_module(text: str, ctx: ir.Context, first_line: int = 1) -> ir.Module:
     from npu.dialects import verify
 
     padded = "\n" * (first_line - 1) + text
+    _reject_parser_crashes(padded, ctx)
     with ctx:
         try:
             module = ir.Module.parse(padded)
         except ir.MLIRError as e:
+            from npu.dialects.irdl_errors import explain_in_text
+
             for d in e.error_diagnostics:
-                diagnostics.current().emit_mlir(d)
+                diagnostics.current().emit_mlir(d, explain_in_text(d.message, padded, d.location))
             if not e.error_diagnostics:
                 diagnostics.emit_error(str(e))
             raise ParseError() from None
@@ -136,6 +158,44 @@ def workspace_args(func_op: ir.Operation) -> list[int]:
     """Indices of the arguments marked as GM workspace."""
     n = len(func_op.regions[0].blocks[0].arguments) if func_op.regions[0].blocks else 0
     return [i for i in range(n) if WORKSPACE_ATTR in arg_attrs(func_op, i)]
+
+
+# A multi-core kernel (npu-split-cores): `npu.block_dim = N : i64` on the
+# func.func says how many cores it is launched on, and its one `index`
+# argument marked `{npu.block_idx}` holds each instance's core number.
+BLOCK_IDX_ATTR = "npu.block_idx"
+BLOCK_DIM_ATTR = "npu.block_dim"
+
+
+def append_argument(func_op: ir.Operation, arg_type: ir.Type,
+                    attrs: dict[str, ir.Attribute] | None = None) -> ir.Value:
+    """A new last argument of `func_op` (its type and argument attributes
+    kept in step with the block)."""
+    block = func_op.regions[0].blocks[0]
+    value = block.add_argument(arg_type, func_op.location)
+    ftype = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
+    func_op.attributes["function_type"] = ir.TypeAttr.get(
+        ir.FunctionType.get(list(ftype.inputs) + [arg_type], list(ftype.results)))
+    n_args = len(block.arguments)
+    old = (list(ir.ArrayAttr(func_op.attributes["arg_attrs"]))
+           if "arg_attrs" in func_op.attributes else [])
+    old += [ir.DictAttr.get({})] * (n_args - 1 - len(old))
+    func_op.attributes["arg_attrs"] = ir.ArrayAttr.get(old + [ir.DictAttr.get(attrs or {})])
+    return value
+
+
+def block_idx_arg(func_op: ir.Operation) -> int | None:
+    """Index of the argument that receives the block index, if any."""
+    n = len(func_op.regions[0].blocks[0].arguments) if func_op.regions[0].blocks else 0
+    found = [i for i in range(n) if BLOCK_IDX_ATTR in arg_attrs(func_op, i)]
+    return found[0] if found else None
+
+
+def block_dim(func_op: ir.Operation) -> int:
+    """How many cores the kernel is launched on (1 without `npu.block_dim`)."""
+    if BLOCK_DIM_ATTR not in func_op.attributes:
+        return 1
+    return ir.IntegerAttr(func_op.attributes[BLOCK_DIM_ATTR]).value
 
 
 # ----------------------------------------------------------------------------

@@ -90,6 +90,7 @@ def build_pass_manager(elements: list[PipelineElement], ctx: ir.Context, target:
                 pm.add(ours.to_callable(), name=ours.name, argument=ours.name,
                        description=ours.summary)
                 continue
+            _check_anchor(element)
             with _captured_native_stderr() as native:
                 try:
                     pm.add(element.text)
@@ -106,6 +107,19 @@ def build_pass_manager(elements: list[PipelineElement], ctx: ir.Context, target:
         if timing:
             pm.enable_timing()
     return pm
+
+
+# Ops a nested pipeline can run on in our programs (isolated from above).
+NESTED_ANCHORS = ("func.func", "builtin.module", "any")
+
+
+def _check_anchor(element: PipelineElement) -> None:
+    """`gpu.module(cse)` is valid MLIR but would silently never run here."""
+    anchor, nested, _ = element.text.partition("(")
+    anchor = anchor.strip()
+    if nested and "{" not in anchor and anchor not in NESTED_ANCHORS:
+        raise PipelineError(f"nested pipeline '{element.text}' runs on '{anchor}' ops, which our "
+                            f"programs do not have (anchors: {', '.join(NESTED_ANCHORS)})")
 
 
 class _NativeStderr:

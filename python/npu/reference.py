@@ -50,7 +50,9 @@ class EvaluationError(ValueError):
 
 
 def _fail(op: ir.Operation, message: str) -> EvaluationError:
-    located = diagnostics.DiagnosticEngine().emit("error", message, op.location)
+    # Named like the tool's input (not "-"), as every other diagnostic.
+    engine = diagnostics.DiagnosticEngine(display_name=diagnostics.current().display_name)
+    located = engine.emit("error", message, op.location)
     return EvaluationError(located.format())
 
 

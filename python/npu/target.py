@@ -18,6 +18,13 @@ Sources cited below:
         L1->L0A ~512 B/cycle, L1->L0B ~256 B/cycle, L0C->UB and UB traffic
         ~128 B/cycle, vector 256 B/cycle for add/mul/max and ~64 B/cycle for
         exp/ln/div/sqrt at fp16, mad latency ~20 cycles.
+  [P]   Huawei product figures as reported (Hot Chips 31 slides, Huawei
+        Ascend 910 / 310 launch material, summarised e.g. by AnandTech's Hot
+        Chips 31 live blog and the Architects' Tech Alliance write-up of the
+        910): Ascend 910: 32 DaVinci Max cores, 256 TFLOPS fp16, 512 TOPS
+        int8, four HBM2 stacks with 1.2 TB/s in total; Ascend 310: two cores,
+        8 TFLOPS fp16, 16 TOPS int8; Ascend 910B (as sold, 910B3): ~313
+        TFLOPS fp16, HBM2e ~1.6 TB/s.
   [C]   CANN "Ascend C" programming guide: 8 event ids per pipe pair,
         32-byte UB/L1 alignment, 512-byte L0 fractal granules, dav-c220
         (Ascend 910B) buffer sizes L1 512 KiB, L0C 128 KiB, UB 192 KiB.
@@ -69,6 +76,9 @@ class Target:
     fractal: int = 16
     fractal_k_int8: int = 32
     cube_blocks_per_cycle: int = 1
+    # A cube narrower than 16x16x16 per cycle (the 310's) takes this many
+    # cycles per fractal block.
+    cube_cycles_per_block: int = 1
     mad_latency: int = 20
     # Vector unit: one repeat covers vector_bytes (8 blocks of 32 B).
     vector_bytes: int = 256
@@ -102,6 +112,18 @@ class Target:
     gm_bytes: int = 32 * 1024 * MIB
     cores: int = 1
     clock_ghz: float = 1.0
+    # The chip's memory system, shared by every core (see simulator/README.md
+    # "The memory system"): GM (HBM/DDR) bandwidth of the whole chip in bytes
+    # per cycle, reads and writes on the same bus; each core's movers are
+    # limited by their own paths' bytes_per_cycle (the per-core MTE limit).
+    gm_chip_bytes_per_cycle: int = 1200
+    # Fixed cost of one burst on the core's mover (request set-up): many
+    # short bursts cost more than one long transfer of the same bytes.
+    gm_burst_cycles: int = 1
+    # L2 cache in front of GM: capacity and line size. A re-read of a line
+    # still in L2 costs the core's mover time but no chip GM bandwidth.
+    l2_bytes: int = 32 * MIB
+    l2_line_bytes: int = 128
     sources: Mapping[str, str] = field(default_factory=dict)
 
     def capacity(self, space: str) -> int:
@@ -115,6 +137,20 @@ class Target:
 
     def vector_cycles(self, op_class: str) -> int:
         return self.vector_cycles_per_repeat[op_class]
+
+    def cube_cycles(self, blocks: int | float) -> int | float:
+        """Cycles the cube needs for `blocks` 16x16x16 fractal products."""
+        work = blocks * self.cube_cycles_per_block
+        return -(-work // self.cube_blocks_per_cycle) if isinstance(work, int) else \
+            work / self.cube_blocks_per_cycle
+
+    def peak_tflops_fp16(self) -> float:
+        """The chip's fp16 peak this description implies (all cores)."""
+        macs = self.fractal ** 3 * self.cube_blocks_per_cycle / self.cube_cycles_per_block
+        return 2 * macs * self.clock_ghz * self.cores / 1000
+
+    def gm_chip_gbps(self) -> float:
+        return self.gm_chip_bytes_per_cycle * self.clock_ghz
 
     def lanes(self, elem_bytes: int) -> int:
         """Elements one vector repeat covers (128 fp16, 64 fp32)."""
@@ -148,6 +184,10 @@ class Target:
             "vector_bytes": self.vector_bytes,
             "cores": self.cores,
             "clock_ghz": self.clock_ghz,
+            "gm_chip_bytes_per_cycle": self.gm_chip_bytes_per_cycle,
+            "gm_burst_cycles": self.gm_burst_cycles,
+            "l2_bytes": self.l2_bytes,
+            "l2_line_bytes": self.l2_line_bytes,
         }
 
 
@@ -205,6 +245,12 @@ _COMMON_SOURCES = {
                        "instruction's data phase (outstanding DMA requests); completion stays in order",
     "flag_latency": "estimate",
     "gm_alloc_granule_bytes": "[C] Ascend runtime allocations are 32-byte aligned and padded",
+    "paths.gm_* (per-core MTE limit)": "[M] 32-87 B/cycle per core; each core's GM movers are "
+                                       "limited to their path's bytes_per_cycle",
+    "gm_burst_cycles": "estimate: one cycle of request set-up per burst (32-byte bursts then "
+                       "reach a third of a long transfer's rate)",
+    "l2_line_bytes": "estimate: 128-byte lines",
+    "cube_cycles_per_block": "[P] derived from the published fp16 peak",
     "gm_bytes": "[H] 32 GB HBM2 on Ascend 910",
     "gm_workspace_alignment": "estimate: 512 B (the L0 fractal granule, a whole number of GM "
                               "bursts and cache lines) for tensors packed into one workspace",
@@ -218,7 +264,16 @@ ASCEND910 = Target(
     vector_cycles_per_repeat=_VECTOR_RATES,
     cores=32,  # [H] 32 DaVinci Max cores on Ascend 910
     clock_ghz=1.0,  # [H] 1.0 GHz nominal
-    sources={**_COMMON_SOURCES, "cores": "[H]", "clock_ghz": "[H]"},
+    # [P] 32 cores x 4096 fp16 MAC x 2 x 1.0 GHz = 262 TFLOPS vs 256 published.
+    # [P] 1.2 TB/s HBM at 1.0 GHz = 1200 B/cycle for the whole chip.
+    gm_chip_bytes_per_cycle=1200,
+    # estimate: 32 MiB on-chip L2 as commonly reported for the 910 (no
+    # primary source found).
+    l2_bytes=32 * MIB,
+    sources={**_COMMON_SOURCES, "cores": "[H]", "clock_ghz": "[H]",
+             "gm_chip_bytes_per_cycle": "[P] 1.2 TB/s at 1.0 GHz",
+             "l2_bytes": "estimate: 32 MiB as commonly reported",
+             "peak": "[P] 256 TFLOPS fp16; this description: 262 TFLOPS"},
 )
 
 ASCEND910B = replace(
@@ -227,9 +282,16 @@ ASCEND910B = replace(
     buffer_bytes={"l1": 512 * KIB, "l0a": 64 * KIB, "l0b": 64 * KIB, "l0c": 128 * KIB, "ub": 192 * KIB},
     cores=24,  # estimate: 910B variants ship 20-25 cube cores
     clock_ghz=1.65,  # estimate
+    # [P] ~1.6 TB/s HBM2e at 1.65 GHz = ~970 B/cycle.
+    gm_chip_bytes_per_cycle=970,
+    l2_bytes=192 * MIB,  # estimate: 192 MiB L2 as commonly reported for the 910B
     gm_bytes=64 * 1024 * MIB,  # estimate: 64 GB HBM on 910B boards
     sources={**_COMMON_SOURCES, "buffer_bytes": "[C] dav-c220",
-             "cores": "estimate", "clock_ghz": "estimate", "gm_bytes": "estimate"},
+             "cores": "estimate", "clock_ghz": "estimate", "gm_bytes": "estimate",
+             "gm_chip_bytes_per_cycle": "[P] ~1.6 TB/s at 1.65 GHz",
+             "l2_bytes": "estimate: 192 MiB as commonly reported",
+             "peak": "[P] ~313 TFLOPS fp16 (910B3); this description: 24 x 4096 x 2 x 1.65 GHz "
+                     "= 324 TFLOPS"},
 )
 
 ASCEND310 = replace(
@@ -242,10 +304,22 @@ ASCEND310 = replace(
     paths={**_DAVINCI_PATHS, "gm_to_l1": Path(32, 350), "gm_to_ub": Path(32, 350),
            "ub_to_gm": Path(32, 350)},
     cores=2,  # [H] two DaVinci cores on Ascend 310
-    clock_ghz=0.9,  # estimate
+    # [P] 8 TFLOPS fp16 for the whole two-core chip, i.e. ~4 per core: a
+    # full-rate 4096-MAC cube at 0.9 GHz would give 7.4 per core (14.7 per
+    # chip, the old preset's error), so the cube takes two cycles per
+    # 16x16x16 block: 2 x 2048 x 2 x 1.0 GHz = 8.2 TFLOPS for the chip.
+    cube_cycles_per_block=2,
+    clock_ghz=1.0,  # estimate, consistent with the published 8 TFLOPS / 16 TOPS
+    # estimate: LPDDR4X, 2 x 64-bit at 3733 MT/s = ~60 GB/s for the chip.
+    gm_chip_bytes_per_cycle=60,
+    l2_bytes=8 * MIB,  # estimate: 8 MiB on-chip buffer as commonly reported
     gm_bytes=8 * 1024 * MIB,  # estimate: 8 GB LPDDR4X on Atlas 200-class boards
     sources={**_COMMON_SOURCES, "buffer_bytes": "estimate", "paths.gm_*": "estimate",
-             "cores": "[H]", "clock_ghz": "estimate", "gm_bytes": "estimate"},
+             "cores": "[H]", "clock_ghz": "estimate (fits [P] 8 TFLOPS)", "gm_bytes": "estimate",
+             "cube_cycles_per_block": "[P] 8 TFLOPS fp16 per chip = ~4 per core",
+             "gm_chip_bytes_per_cycle": "estimate: LPDDR4X ~60 GB/s",
+             "l2_bytes": "estimate: 8 MiB",
+             "peak": "[P] 8 TFLOPS fp16; this description: 8.2 TFLOPS"},
 )
 
 PRESETS: Mapping[str, Target] = {t.name: t for t in (ASCEND910, ASCEND910B, ASCEND310)}

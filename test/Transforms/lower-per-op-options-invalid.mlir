@@ -21,7 +21,7 @@ func.func @bad_choice(%a: memref<4x4x16x16xf16, "gm">, %b: memref<4x4x16x16xf16,
 // -----
 
 func.func @bad_fraction(%x: memref<4096xf16, "gm">, %y: memref<4096xf16, "gm">) {
-  // expected-error@+1 {{ub-fraction must be in (0, 1], got 1.5}}
+  // expected-error@+1 {{'npu.options': bad value for option 'ub-fraction' of npu-lower-elementwise: expected a value in (0, 1], got '1.5'}}
   "ascend.exp"(%x, %y) {npu.options = {"ub-fraction" = 1.5 : f64}} : (memref<4096xf16, "gm">, memref<4096xf16, "gm">) -> ()
   return
 }

@@ -43,8 +43,8 @@ def ideal_bound(task: OpTask, target: Target) -> float:
     if task.family == "npu-lower-matmul":
         shape = matmul_shape(task, target)
         frac = target.fractal
-        busy.append(shape.batch * (shape.M // frac) * (shape.N // frac) * (shape.K // frac)
-                    / target.cube_blocks_per_cycle)
+        busy.append(target.cube_cycles(
+            float(shape.batch * (shape.M // frac) * (shape.N // frac) * (shape.K // frac))))
     else:
         lanes = target.lanes(max(element_bytes(o.dtype) for o in task.operands))
         elems = max(math.prod(o.shape) for o in task.operands)
@@ -80,7 +80,7 @@ def _matmul(task: OpTask, options: dict[str, Any], target: Target) -> float:
         "MTE2": t.read_bytes(shape) / gm_in.bytes_per_cycle,
         "MTE1": (t.a_reads * shape.in_bytes / l0a.bytes_per_cycle
                  + t.b_reads * shape.in_bytes / l0b.bytes_per_cycle),
-        "M": blocks / target.cube_blocks_per_cycle,
+        "M": target.cube_cycles(float(blocks)),
         "V": t.c_writes * shape.acc_bytes / drain.bytes_per_cycle,
         "MTE3": t.write_bytes(shape) / gm_out.bytes_per_cycle,
     }

@@ -218,7 +218,8 @@ BUFFERS = ("l1", "l0a", "l0b", "l0c", "ub")
 GM_PATHS = ("gm_to_l1", "gm_to_ub", "ub_to_gm")
 # Scalar fields of Target that the passes or the simulator read.
 _SCALAR_FIELDS = {f.name for f in fields(Target) if f.type in ("int", "float")} - {"cores", "clock_ghz"}
-_UNUSED = {"cores": "the simulator models one AI core",
+_UNUSED = {"cores": "npu-tune compiles one-core programs (npu-lower cores=1); "
+                    "bench/multicore.py sweeps the core count",
            "clock_ghz": "cycles do not depend on the clock"}
 
 TARGET_PARAMS_HELP = (f"buffers {', '.join(BUFFERS)} (bytes, e.g. 256KiB); gm-bandwidth "

@@ -23,7 +23,7 @@
 // CHECK:           "cce.load_l1_to_l0b"({{.*}}) {dst_stride = 1 : i64, repeat = 2 : i64, src_stride = 2 : i64, transpose = true} : (memref<3x16x16xf16, strided<[256, 16, 1], offset: 256>, "l1">
 // CHECK:           "cce.mad"({{.*}}) {accumulate = true, k = 32 : i64, m = 32 : i64, n = 16 : i64}
 // NOTOS: error: l1-steps applies to the output-stationary loop order only (strategy is 'is')
-// ZERO: error: l1-steps must be at least 1, got 0
+// ZERO: npu-opt: error: invalid pass pipeline: bad value for option 'l1-steps' of pass 'npu-lower-matmul': expected a value in [1, inf), got '0'
 func.func @staged(%a: memref<4x2x16x16xf16, "gm">, %b: memref<2x4x16x16xf16, "gm">, %c: memref<2x2x16x16xf32, "gm">) {
   "ascend.matmul"(%a, %b, %c) : (memref<4x2x16x16xf16, "gm">, memref<2x4x16x16xf16, "gm">, memref<2x2x16x16xf32, "gm">) -> ()
   return

@@ -62,3 +62,9 @@ func.func @l0c_out(%out: memref<512xf32, "gm">) {
   "cce.copy_ub_to_gm"(%u, %out) {n_burst = 1 : i64, burst_len = 64 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<512xf32, "ub">, memref<512xf32, "gm">) -> ()
   return
 }
+
+// -----
+
+// A declaration has no code: the lowering leaves it as it is.
+// CHECK-LABEL: func.func private @declared(memref<16xf16, "gm">)
+func.func private @declared(%a: memref<16xf16, "gm">)

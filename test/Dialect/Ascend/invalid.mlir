@@ -4,7 +4,7 @@
 // === IRDL: operand kinds, attribute presence and values ===
 
 func.func @operand_not_memref(%x: memref<16xf16, "gm">, %t: tensor<16xf16>) {
-  // expected-error@+1 {{expected base type 'builtin.memref' but got 'builtin.tensor'}}
+  // expected-error@+1 {{'ascend.relu' op operand #1 ('out') must be a memref, got tensor<16xf16>}}
   "ascend.relu"(%x, %t) : (memref<16xf16, "gm">, tensor<16xf16>) -> ()
   return
 }
@@ -36,7 +36,7 @@ func.func @missing_permutation(%x: memref<4x8xf16, "gm">, %y: memref<8x4xf16, "g
 // -----
 
 func.func @bad_round_mode(%x: memref<16xf32, "gm">, %y: memref<16xf16, "gm">) {
-  // expected-error@+1 {{'"down"' does not satisfy the constraint}}
+  // expected-error@+1 {{'ascend.cast' op attribute 'round_mode' must be one of "rint", "floor", "ceil", "trunc", "round", "none"; got "down"}}
   "ascend.cast"(%x, %y) {round_mode = "down"} : (memref<16xf32, "gm">, memref<16xf16, "gm">) -> ()
   return
 }
@@ -44,7 +44,7 @@ func.func @bad_round_mode(%x: memref<16xf32, "gm">, %y: memref<16xf16, "gm">) {
 // -----
 
 func.func @clamp_bound_not_float(%x: memref<16xf16, "gm">) {
-  // expected-error@+1 {{expected base attribute 'builtin.float' but got 'builtin.integer'}}
+  // expected-error@+1 {{'ascend.clamp' op attribute 'min' must be a float attribute; got 0 : i64}}
   "ascend.clamp"(%x, %x) {min = 0 : i64, max = 1.0 : f64} : (memref<16xf16, "gm">, memref<16xf16, "gm">) -> ()
   return
 }
@@ -289,6 +289,15 @@ func.func @reduce_1d(%x: memref<8xf16, "gm">, %y: memref<8xf16, "gm">) {
 
 // -----
 
+// The memory space is part of the contract: none is not read as "gm".
+func.func @no_memory_space(%x: memref<256xf16>, %y: memref<256xf16, "gm">) {
+  // expected-error@+1 {{'ascend.relu' op operand #0 ('in') has no memory space; write it in the type, e.g. memref<256xf16, "gm">}}
+  "ascend.relu"(%x, %y) : (memref<256xf16>, memref<256xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
 func.func @reduce_axis_range(%x: memref<4x8xf32, "gm">, %y: memref<4xf32, "gm">) {
   // expected-error@+1 {{'axis' 2 is out of range for the input of rank 2}}
   "ascend.reduce_sum"(%x, %y) {axis = 2 : i64} : (memref<4x8xf32, "gm">, memref<4xf32, "gm">) -> ()
@@ -322,7 +331,7 @@ func.func @erf_int(%x: memref<16xi32, "gm">) {
 // -----
 
 func.func @cmp_predicate(%x: memref<16xf32, "gm">, %y: memref<16xi8, "gm">) {
-  // expected-error@+1 {{'"lte"' does not satisfy the constraint}}
+  // expected-error@+1 {{'ascend.cmp' op attribute 'predicate' must be one of "eq", "ne", "lt", "le", "gt", "ge"; got "lte"}}
   "ascend.cmp"(%x, %x, %y) {predicate = "lte"} : (memref<16xf32, "gm">, memref<16xf32, "gm">, memref<16xi8, "gm">) -> ()
   return
 }

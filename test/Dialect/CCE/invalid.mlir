@@ -4,7 +4,7 @@
 // === IRDL: operand kinds, attribute presence and values ===
 
 func.func @operand_not_memref(%g: i64, %u: memref<256xf16, "ub">) {
-  // expected-error@+1 {{expected base type 'builtin.memref' but got 'builtin.integer'}}
+  // expected-error@+1 {{'cce.copy_gm_to_ub' op operand #0 ('src') must be a memref, got i64}}
   "cce.copy_gm_to_ub"(%g, %u) {n_burst = 1 : i64, burst_len = 16 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (i64, memref<256xf16, "ub">) -> ()
   return
 }
@@ -12,7 +12,7 @@ func.func @operand_not_memref(%g: i64, %u: memref<256xf16, "ub">) {
 // -----
 
 func.func @wrong_operand_count(%g: memref<256xf16, "gm">) {
-  // expected-error@+1 {{expects exactly 2 operands, but got 1}}
+  // expected-error@+1 {{'cce.copy_gm_to_ub' op expects 2 operands (src, dst), got 1}}
   "cce.copy_gm_to_ub"(%g) {n_burst = 1 : i64, burst_len = 16 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<256xf16, "gm">) -> ()
   return
 }
@@ -28,7 +28,7 @@ func.func @missing_attribute(%g: memref<256xf16, "gm">, %u: memref<256xf16, "ub"
 // -----
 
 func.func @attribute_wrong_kind(%g: memref<256xf16, "gm">, %u: memref<256xf16, "ub">) {
-  // expected-error@+1 {{expected base attribute 'builtin.integer' but got 'builtin.string'}}
+  // expected-error@+1 {{'cce.copy_gm_to_ub' op attribute 'n_burst' must be an integer attribute; got "one"}}
   "cce.copy_gm_to_ub"(%g, %u) {n_burst = "one", burst_len = 16 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<256xf16, "gm">, memref<256xf16, "ub">) -> ()
   return
 }
@@ -36,7 +36,7 @@ func.func @attribute_wrong_kind(%g: memref<256xf16, "gm">, %u: memref<256xf16, "
 // -----
 
 func.func @unknown_pipe() {
-  // expected-error@+1 {{'"MTE4"' does not satisfy the constraint}}
+  // expected-error@+1 {{'cce.set_flag' op attribute 'src' must be one of "S", "V", "M", "MTE1", "MTE2", "MTE3"; got "MTE4"}}
   "cce.set_flag"() {src = "MTE4", dst = "V", event = 0 : i64} : () -> ()
   return
 }
@@ -44,7 +44,7 @@ func.func @unknown_pipe() {
 // -----
 
 func.func @all_only_for_barrier() {
-  // expected-error@+1 {{'"ALL"' does not satisfy the constraint}}
+  // expected-error@+1 {{'cce.wait_flag' op attribute 'src' must be one of "S", "V", "M", "MTE1", "MTE2", "MTE3"; got "ALL"}}
   "cce.wait_flag"() {src = "ALL", dst = "V", event = 0 : i64} : () -> ()
   return
 }
@@ -52,7 +52,7 @@ func.func @all_only_for_barrier() {
 // -----
 
 func.func @unknown_round_mode(%d: memref<128xf32, "ub">, %s: memref<128xf16, "ub">) {
-  // expected-error@+1 {{'"nearest"' does not satisfy the constraint}}
+  // expected-error@+1 {{'cce.vconv' op attribute 'round_mode' must be one of "rint", "floor", "ceil", "trunc", "round", "none"; got "nearest"}}
   "cce.vconv"(%d, %s) {repeat = 2 : i64, mask = 64 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, src_blk_stride = 1 : i64, src_rep_stride = 4 : i64, round_mode = "nearest"} : (memref<128xf32, "ub">, memref<128xf16, "ub">) -> ()
   return
 }
@@ -60,7 +60,7 @@ func.func @unknown_round_mode(%d: memref<128xf32, "ub">, %s: memref<128xf16, "ub
 // -----
 
 func.func @bool_attribute_not_bool(%l1: memref<256xf16, "l1">, %a: memref<256xf16, "l0a">) {
-  // expected-error@+1 {{'1 : i64' does not satisfy the constraint}}
+  // expected-error@+1 {{'cce.load_l1_to_l0a' op attribute 'transpose' must be one of true, false; got 1 : i64}}
   "cce.load_l1_to_l0a"(%l1, %a) {repeat = 1 : i64, src_stride = 1 : i64, dst_stride = 1 : i64, transpose = 1} : (memref<256xf16, "l1">, memref<256xf16, "l0a">) -> ()
   return
 }
@@ -68,7 +68,7 @@ func.func @bool_attribute_not_bool(%l1: memref<256xf16, "l1">, %a: memref<256xf1
 // -----
 
 func.func @offsets_not_array(%d: memref<256xf16, "ub">, %s: memref<256xf16, "ub">) {
-  // expected-error@+1 {{expected base attribute 'builtin.dense_array' but got 'builtin.array'}}
+  // expected-error@+1 {{'cce.vnchwconv' op attribute 'src_offsets' must be a dense array; got [0, 1]}}
   "cce.vnchwconv"(%d, %s) {repeat = 1 : i64, src_offsets = [0, 1], dst_offsets = array<i64: 0>, src_rep_stride = 0 : i64, dst_rep_stride = 0 : i64} : (memref<256xf16, "ub">, memref<256xf16, "ub">) -> ()
   return
 }
@@ -111,8 +111,8 @@ func.func @copy_dst_space(%u: memref<256xf16, "ub">, %g: memref<256xf16, "gm">) 
 
 // -----
 
-func.func @default_space_is_gm(%g: memref<256xf16>, %u: memref<256xf16, "ub">) {
-  // expected-error@+1 {{operand #0 ('src') must be in memory space 'ub', got 'gm'}}
+func.func @no_memory_space(%g: memref<256xf16>, %u: memref<256xf16, "ub">) {
+  // expected-error@+1 {{'cce.copy_ub_to_ub' op operand #0 ('src') has no memory space; write it in the type, e.g. memref<256xf16, "ub">}}
   "cce.copy_ub_to_ub"(%g, %u) {n_burst = 1 : i64, burst_len = 16 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<256xf16>, memref<256xf16, "ub">) -> ()
   return
 }
@@ -382,7 +382,7 @@ func.func @vcmp_dst_type(%d: memref<128xf32, "ub">, %x: memref<128xf32, "ub">) {
 // -----
 
 func.func @vcmp_predicate(%d: memref<128xi8, "ub">, %x: memref<128xf32, "ub">) {
-  // expected-error@+1 {{'"lte"' does not satisfy the constraint}}
+  // expected-error@+1 {{'cce.vcmp' op attribute 'predicate' must be one of "eq", "ne", "lt", "le", "gt", "ge"; got "lte"}}
   "cce.vcmp"(%d, %x, %x) {repeat = 1 : i64, mask = 64 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 2 : i64, src0_blk_stride = 1 : i64, src0_rep_stride = 8 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 8 : i64, predicate = "lte"} : (memref<128xi8, "ub">, memref<128xf32, "ub">, memref<128xf32, "ub">) -> ()
   return
 }
@@ -400,5 +400,14 @@ func.func @vsel_cond_type(%c: memref<128xf32, "ub">, %x: memref<128xf32, "ub">) 
 func.func @vsel_cond_stride(%c: memref<128xi8, "ub">, %x: memref<128xf32, "ub">) {
   // expected-error@+1 {{attribute 'cond_rep_stride' must be in [0, 255] (8-bit field of the instruction), got 256}}
   "cce.vsel"(%x, %c, %x, %x) {repeat = 1 : i64, mask = 64 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, cond_blk_stride = 1 : i64, cond_rep_stride = 256 : i64, src0_blk_stride = 1 : i64, src0_rep_stride = 8 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 8 : i64} : (memref<128xf32, "ub">, memref<128xi8, "ub">, memref<128xf32, "ub">, memref<128xf32, "ub">) -> ()
+  return
+}
+
+// -----
+
+// vsel's word has four operands' strides: block strides get 4 bits each.
+func.func @vsel_blk_stride(%c: memref<128xi8, "ub">, %x: memref<2048xf32, "ub">) {
+  // expected-error@+1 {{attribute 'src0_blk_stride' must be in [0, 15] (4-bit field of the instruction), got 16}}
+  "cce.vsel"(%x, %c, %x, %x) {repeat = 1 : i64, mask = 64 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, cond_blk_stride = 1 : i64, cond_rep_stride = 2 : i64, src0_blk_stride = 16 : i64, src0_rep_stride = 8 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 8 : i64} : (memref<2048xf32, "ub">, memref<128xi8, "ub">, memref<2048xf32, "ub">, memref<2048xf32, "ub">) -> ()
   return
 }

@@ -4,7 +4,7 @@
 // === IRDL: operand types and attributes ===
 
 func.func @operand_not_i64(%d: i32, %s: i64, %cfg: i64) {
-  // expected-error@+1 {{expected 'i64' but got 'i32'}}
+  // expected-error@+1 {{'hivm.copy_gm_to_ub' op operand #0 ('dst') must be i64, got i32}}
   "hivm.copy_gm_to_ub"(%d, %s, %cfg) : (i32, i64, i64) -> ()
   return
 }
@@ -12,7 +12,7 @@ func.func @operand_not_i64(%d: i32, %s: i64, %cfg: i64) {
 // -----
 
 func.func @memref_operand(%d: memref<16xf16, "ub">, %s: i64, %cfg: i64) {
-  // expected-error@+1 {{expected 'i64' but got 'memref<16xf16, "ub">'}}
+  // expected-error@+1 {{'hivm.vrelu' op operand #0 ('dst') must be i64, got memref<16xf16, "ub">}}
   "hivm.vrelu"(%d, %s, %cfg) {dtype = f16} : (memref<16xf16, "ub">, i64, i64) -> ()
   return
 }
@@ -20,7 +20,7 @@ func.func @memref_operand(%d: memref<16xf16, "ub">, %s: i64, %cfg: i64) {
 // -----
 
 func.func @missing_config(%d: i64, %s: i64) {
-  // expected-error@+1 {{expects exactly 3 operands, but got 2}}
+  // expected-error@+1 {{'hivm.load_l1_to_l0a' op expects 3 operands (dst, src, config), got 2}}
   "hivm.load_l1_to_l0a"(%d, %s) : (i64, i64) -> ()
   return
 }
@@ -36,7 +36,7 @@ func.func @missing_dtype(%d: i64, %cfg: i64) {
 // -----
 
 func.func @dtype_not_element_type(%d: i64, %cfg: i64) {
-  // expected-error@+1 {{'f64' does not satisfy the constraint}}
+  // expected-error@+1 {{'hivm.vexp' op attribute 'dtype' must be one of f16, f32, i8, i32; got f64}}
   "hivm.vexp"(%d, %d, %cfg) {dtype = f64} : (i64, i64, i64) -> ()
   return
 }
@@ -44,7 +44,7 @@ func.func @dtype_not_element_type(%d: i64, %cfg: i64) {
 // -----
 
 func.func @mad_dtype(%c: i64, %cfg: i64) {
-  // expected-error@+1 {{'f32' does not satisfy the constraint}}
+  // expected-error@+1 {{'hivm.mad' op attribute 'dtype' must be one of f16, i8; got f32}}
   "hivm.mad"(%c, %c, %c, %cfg) {dtype = f32} : (i64, i64, i64, i64) -> ()
   return
 }
@@ -52,7 +52,7 @@ func.func @mad_dtype(%c: i64, %cfg: i64) {
 // -----
 
 func.func @barrier_pipe() {
-  // expected-error@+1 {{'"v"' does not satisfy the constraint}}
+  // expected-error@+1 {{'hivm.pipe_barrier' op attribute 'pipe' must be one of "S", "V", "M", "MTE1", "MTE2", "MTE3", "ALL"; got "v"}}
   "hivm.pipe_barrier"() {pipe = "v"} : () -> ()
   return
 }
@@ -218,5 +218,52 @@ func.func @malformed_word() {
   %cfg = arith.constant 69633 : i64
   // expected-error@+1 {{malformed copy configuration word 0x0000000000011001: bits 0x0000000000001000 belong to no field}}
   "hivm.copy_ub_to_gm"(%a, %a, %cfg) : (i64, i64, i64) -> ()
+  return
+}
+
+// -----
+
+// === vcmp, vsel, vcmin ===
+
+func.func @vcmp_unknown_predicate(%d: i64, %x: i64, %y: i64) {
+  // predicate field (bits 48-50) = 6: there are six predicates, 0..5
+  %cfg = arith.constant 145812868456055041 : i64
+  // expected-error@+1 {{'hivm.vcmp' op config field 'predicate' = 6 names no predicate (0..5: eq, ne, lt, le, gt, ge)}}
+  "hivm.vcmp"(%d, %x, %y, %cfg) {dtype = f16} : (i64, i64, i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @vcmp_i8_sources(%d: i64, %x: i64, %y: i64) {
+  %cfg = arith.constant 144686968549212417 : i64
+  // expected-error@+1 {{'hivm.vcmp' op dtype must be one of f16, f32, i32, got i8}}
+  "hivm.vcmp"(%d, %x, %y, %cfg) {dtype = i8} : (i64, i64, i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @vsel_missing_cond(%d: i64, %x: i64, %y: i64, %cfg: i64) {
+  // expected-error@+1 {{'hivm.vsel' op expects 5 operands (dst, cond, src0, src1, config), got 4}}
+  "hivm.vsel"(%d, %x, %y, %cfg) {dtype = f16} : (i64, i64, i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @vsel_malformed_word(%d: i64, %c: i64, %x: i64, %y: i64) {
+  // bit 50 lies in no field of the select word (bits 48-55 are unused)
+  %cfg = arith.constant 145249918503096593 : i64
+  // expected-error@+1 {{malformed select configuration word 0x0204080804081111: bits 0x0004000000000000 belong to no field}}
+  "hivm.vsel"(%d, %c, %x, %y, %cfg) {dtype = f16} : (i64, i64, i64, i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @vcmin_integer(%d: i64, %x: i64, %cfg: i64) {
+  // expected-error@+1 {{'hivm.vcmin' op dtype must be one of f16, f32, got i32}}
+  "hivm.vcmin"(%d, %x, %cfg) {dtype = i32} : (i64, i64, i64) -> ()
   return
 }

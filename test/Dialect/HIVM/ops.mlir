@@ -112,6 +112,32 @@ func.func @vector(%d: i64, %x: i64, %y: i64) {
   return
 }
 
+// vcmp packs its predicate in bits 48-50 of the compare word; vsel has the
+// select word (4-bit block strides of dst, cond, src0, src1; 8-bit repeat
+// strides); vcmin is a vector-word reduction.
+// CHECK-LABEL: func.func @compare_select(
+// CHECK:      %c144686968549212417_i64 = arith.constant 144686968549212417 : i64
+// CHECK-NEXT: %c144124018596253969_i64 = arith.constant 144124018596253969 : i64
+// CHECK-NEXT: %c144115222452371712_i64 = arith.constant 144115222452371712 : i64
+// CHECK:      "hivm.vcmp"(%arg0, %arg1, %arg2, %c144686968549212417_i64) {dtype = f16} : (i64, i64, i64, i64) -> ()
+// CHECK-NEXT: "hivm.vsel"(%arg1, %arg0, %arg1, %arg2, %c144124018596253969_i64) {dtype = f16} : (i64, i64, i64, i64, i64) -> ()
+// CHECK-NEXT: "hivm.vcmin"(%arg1, %arg2, %c144115222452371712_i64) {dtype = f32} : (i64, i64, i64) -> ()
+// CHECK-NEXT: return
+func.func @compare_select(%mask: i64, %x: i64, %y: i64) {
+  // 0x0202_0808_0401_0101: predicate 2 (lt), dst rep 4 (i8), src rep 8, repeat 2.
+  %cmp = arith.constant 144686968549212417 : i64
+  // 0x0200_0808_0408_1111: block strides 1, rep strides dst 8, cond 4, src 8, repeat 2.
+  %sel = arith.constant 144124018596253969 : i64
+  // 0x0200_0008_0100_0100: src0 blk 1, src0 rep 8, dst rep 1, repeat 2.
+  %red = arith.constant 144115222452371712 : i64
+  %hi = arith.constant -1 : i64
+  "hivm.set_vector_mask"(%hi, %hi) : (i64, i64) -> ()
+  "hivm.vcmp"(%mask, %x, %y, %cmp) {dtype = f16} : (i64, i64, i64, i64) -> ()
+  "hivm.vsel"(%x, %mask, %x, %y, %sel) {dtype = f16} : (i64, i64, i64, i64, i64) -> ()
+  "hivm.vcmin"(%x, %y, %red) {dtype = f32} : (i64, i64, i64) -> ()
+  return
+}
+
 // CHECK-LABEL: func.func @sync(
 // CHECK:      "hivm.set_flag"() {dst = "V", event = 0 : i64, src = "MTE2"} : () -> ()
 // CHECK-NEXT: "hivm.wait_flag"() {dst = "V", event = 0 : i64, src = "MTE2"} : () -> ()

@@ -116,3 +116,44 @@ def test_lowering_checks_fields_even_without_the_verifier():
                        r"of the copy configuration word \(0\.\.4095\)") as e:
         LowerCCEToHIVM(TARGET).run(module.operation)
     assert e.value.op.name == "cce.copy_gm_to_ub"
+
+
+def test_cce_instruction_without_a_hivm_form_is_an_error_at_the_op(monkeypatch):
+    """A cce instruction the hivm level does not know (here vcmin, with its
+    hivm form taken away) is a located error, never a KeyError."""
+    from npu.dialects import hivm
+
+    monkeypatch.delitem(hivm.CONFIG_KIND, "hivm.vcmin")
+    text = """func.func @k() {
+  %x = memref.alloc() {npu.offset = 0 : i64} : memref<256xf16, "ub">
+  %r = memref.alloc() {npu.offset = 512 : i64} : memref<16xf16, "ub">
+  "cce.vcmin"(%r, %x) {repeat = 2 : i64, mask = 128 : i64, src_blk_stride = 1 : i64, src_rep_stride = 8 : i64, dst_rep_stride = 1 : i64} : (memref<16xf16, "ub">, memref<256xf16, "ub">) -> ()
+  return
+}
+"""
+    module = parse_module(text, make_context())
+    with pytest.raises(PassError, match=r"'cce\.vcmin' has no hivm form") as e:
+        LowerCCEToHIVM(TARGET).run(module.operation)
+    assert e.value.op.name == "cce.vcmin"
+    assert str(e.value.op.location).endswith(":4:3)")
+
+
+def test_vcmp_predicate_built_at_run_time_names_no_predicate():
+    """The verifier checks a constant predicate field; one computed at run
+    time (6: past `ge`) is the simulator's error at the instruction."""
+    text = """func.func @k() {
+  %a = arith.constant 0 : i64
+  %x = arith.constant 256 : i64
+  %w0 = arith.constant 72066424524308737 : i64
+  %p = arith.constant 1688849860263936 : i64
+  %w = arith.addi %w0, %p : i64
+  %lo = arith.constant -1 : i64
+  "hivm.set_vector_mask"(%a, %lo) : (i64, i64) -> ()
+  "hivm.vcmp"(%a, %x, %x, %w) {dtype = f32} : (i64, i64, i64, i64) -> ()
+  return
+}
+"""
+    module = parse_module(text, make_context())
+    with pytest.raises(SimulationError, match=r":9:3: error: invalid: 'hivm.vcmp' config field "
+                       r"'predicate' = 6 names no predicate"):
+        simulate(module, [], target=TARGET)

@@ -49,11 +49,17 @@ def test_report_keys_and_consistency():
                  if ins.name == "cce.wait_flag" and ins.pipe_name == "V"]
     assert rep["pipes"]["V"]["wait_cycles"] == res.timeline.end[wait_v] - res.timeline.start[wait_v] > 0
     spots = rep["hotspots"]
-    assert [h["op"] for h in spots][:1] == ["cce.copy_gm_to_ub"]  # 2 copies, the costliest
+    # Three 1 KiB copies hold their movers longest (ties go to the longer wait).
+    copies = [h for h in spots if h["op"].startswith("cce.copy")]
+    assert len(copies) == 3 and spots[:3] == copies and spots[3]["op"] == "cce.vadd"
+    # Each copy is one burst: its bytes over the path's bandwidth plus the
+    # burst's set-up on the mover.
+    assert {h["unit_cycles"] for h in copies} == {1024 // T.path("gm_to_ub").bytes_per_cycle
+                                                  + T.gm_burst_cycles}
     assert spots[0]["count"] == 1 and len(spots) == 4
     text = res.text_report()
     for needle in ("cycles", "lower bound", "path:gm_to_ub", "MTE2", "gm_to_ub", "peak bytes",
-                   "hazards: none", "hotspot", "wait cycles"):
+                   "hazards: none", "hotspot", "on unit", "wait cycles"):
         assert needle in text
 
 

@@ -30,9 +30,11 @@ def test_single_copy_cycles(preset):
     res = simulate(k.parse(), [f16(1024), f16(1024)], target=t)
     p = t.path("gm_to_ub")
     nbytes = n_burst * burst_len * t.vector_block_bytes
-    assert res.cycles == t.scalar_issue_cycles + p.latency + math.ceil(nbytes / p.bytes_per_cycle)
+    # Each GM burst costs its set-up on the mover (target.gm_burst_cycles).
+    data = math.ceil(nbytes / p.bytes_per_cycle) + n_burst * t.gm_burst_cycles
+    assert res.cycles == t.scalar_issue_cycles + p.latency + data
     assert res.report["bytes"]["gm_to_ub"] == nbytes
-    assert res.report["pipes"]["MTE2"]["busy_cycles"] == p.latency + math.ceil(nbytes / p.bytes_per_cycle)
+    assert res.report["pipes"]["MTE2"]["busy_cycles"] == p.latency + data
 
 
 def test_roundtrip_total_cycles_by_hand():
@@ -43,11 +45,12 @@ def test_roundtrip_total_cycles_by_hand():
     issue = t.scalar_issue_cycles
     nbytes = n * 2
     gm_in, gm_out = t.path("gm_to_ub"), t.path("ub_to_gm")
-    copy_in = gm_in.latency + math.ceil(nbytes / gm_in.bytes_per_cycle)
+    burst = t.gm_burst_cycles  # one burst per copy
+    copy_in = gm_in.latency + math.ceil(nbytes / gm_in.bytes_per_cycle) + burst
     repeats = n // t.lanes(2)
     vadd = repeats * t.vector_cycles("simple")
     # Dispatch times are issue, 2*issue, ...: the first copy starts at `issue`.
-    occupancy_in = math.ceil(nbytes / gm_in.bytes_per_cycle)
+    occupancy_in = math.ceil(nbytes / gm_in.bytes_per_cycle) + burst
     if "MTE2" in t.pipelined_pipes:
         # The second copy starts once the first has streamed its bytes; its
         # start-up latency overlaps the first's.
@@ -58,7 +61,7 @@ def test_roundtrip_total_cycles_by_hand():
     v_free = mte2_done + t.flag_latency                # set_flag(MTE2->V) fires, wait returns
     v_done = v_free + vadd + t.vector_latency          # vadd issue time + latency
     mte3_free = v_done + t.flag_latency                # set_flag(V->MTE3) waits for V to finish
-    total = mte3_free + gm_out.latency + math.ceil(nbytes / gm_out.bytes_per_cycle)
+    total = mte3_free + gm_out.latency + math.ceil(nbytes / gm_out.bytes_per_cycle) + burst
     assert res.cycles == total
     v = res.report["pipes"]["V"]
     assert v["busy_cycles"] == vadd + t.vector_latency
@@ -87,9 +90,9 @@ def test_mad_duration_and_bound():
     blocks = math.ceil(M / 16) * math.ceil(K / 16) * math.ceil(nt / 16)
     for i in mads:
         assert res.timeline.end[i] - res.timeline.start[i] == \
-            math.ceil(blocks / t.cube_blocks_per_cycle) + t.mad_latency
+            t.cube_cycles(blocks) + t.mad_latency
     # The cube's share of the bound: all block products over the cube rate.
-    assert res.report["bounds"]["M"] == (N // nt) * math.ceil(blocks / t.cube_blocks_per_cycle)
+    assert res.report["bounds"]["M"] == (N // nt) * t.cube_cycles(blocks)
     assert res.report["bound_cycles"] == math.ceil(max(res.report["bounds"].values()))
 
 
@@ -109,7 +112,7 @@ def test_mover_latency_overlap_follows_target(pipelined):
     k.copy("gm_to_ub", "a", "w", 1, 128)
     res = simulate(k.parse(), [f16(4096)], target=t)
     p = t.path("gm_to_ub")
-    occupancy = math.ceil(4096 / p.bytes_per_cycle)
+    occupancy = math.ceil(4096 / p.bytes_per_cycle) + t.gm_burst_cycles  # one burst each
     issue = t.scalar_issue_cycles
     if pipelined:
         expected = max(2 * issue, issue + occupancy) + occupancy + p.latency
@@ -128,7 +131,7 @@ def test_overlap_of_independent_pipes():
     k.vector("vdup", "w", repeat=32, mask=128, scalar=1.0)
     res = simulate(k.parse(), [f16(4096), f16(4096)])
     p2 = t.path("gm_to_ub")
-    copy = p2.latency + math.ceil(8192 / p2.bytes_per_cycle)
+    copy = p2.latency + math.ceil(8192 / p2.bytes_per_cycle) + t.gm_burst_cycles
     dup = 32 * t.vector_cycles("simple") + t.vector_latency
     issue = t.scalar_issue_cycles
     assert res.cycles == max(issue + copy, 2 * issue + dup) < issue + copy + dup

@@ -112,3 +112,47 @@ def test_exit_codes_bad_input(text, tmp_path, capsys):
     assert npu_opt.main([str(src)]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"{src}:") and len(err.strip().splitlines()) == 1, err
+
+
+class _Breaking(Pass):
+    """Writes an out-of-range event into every set_flag: invalid output IR."""
+
+    name = "npu-test-break"
+    summary = "produces IR that does not verify"
+
+    def run(self, module):
+        from mlir import ir
+
+        from npu.ir import walk
+        with module.context:
+            for op in walk(module):
+                if op.name == "cce.set_flag":
+                    op.attributes["event"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 99)
+
+
+SET_FLAGS = """func.func @f() {
+  "cce.set_flag"() {src = "MTE2", dst = "V", event = 0 : i64} : () -> () loc("same.mlir":2:3)
+  "cce.set_flag"() {src = "MTE2", dst = "V", event = 1 : i64} : () -> () loc("same.mlir":2:3)
+  "cce.wait_flag"() {src = "MTE2", dst = "V", event = 0 : i64} : () -> ()
+  "cce.wait_flag"() {src = "MTE2", dst = "V", event = 1 : i64} : () -> ()
+  return
+}
+"""
+
+
+def test_a_pass_that_breaks_the_ir_is_an_internal_error_said_once(monkeypatch, tmp_path, capsys):
+    passes = dict(registry(), **{_Breaking.name: _Breaking})
+    monkeypatch.setattr(npu.passes, "registry", lambda: passes)
+    monkeypatch.setattr(npu.pipeline, "registry", lambda: passes)
+    src = tmp_path / "in.mlir"
+    src.write_text(SET_FLAGS)
+    out = tmp_path / "out.mlir"
+    assert npu_opt.main([str(src), "--npu-test-break", "-o", str(out)]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    # Two ops at one location break the same way: one line for both, then
+    # the verdict that this is the compiler's fault, not the input's.
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("same.mlir:2:3: error: ") and "'event'" in lines[0]
+    assert lines[1] == (f"{src}: error: internal error: pass 'npu-test-break' produced IR that "
+                        "does not verify (the error above)")
+    assert not out.exists()

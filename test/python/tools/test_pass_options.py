@@ -14,7 +14,7 @@ def test_split_options_pairs_quotes_and_braces():
     assert split_options("  a=1   b=2 ") == [("a", "1"), ("b", "2")]
     assert split_options("sizes=1,2,3") == [("sizes", "1,2,3")]  # commas belong to list values
     assert split_options('name="x y" list={1,2,3} flag') == [
-        ("name", "x y"), ("list", "1,2,3"), ("flag", "")]
+        ("name", "x y"), ("list", "1,2,3"), ("flag", None)]
     assert split_options("tile-m=256") == [("tile-m", "256")]
 
 

@@ -37,7 +37,7 @@ def test_ci_runs_the_readme_test_command_verbatim():
 def test_the_main_command_names_files_and_passes_that_exist():
     main = _two_commands()[0]
     words = shlex.split(main.replace("&&", " "))
-    files = [w for w in words if w.endswith(".mlir")]
+    files = [w for w in words if w.endswith((".mlir", ".onnx"))]
     assert files and all((ROOT / f).is_file() for f in files), files
     pipeline = next((w for w in words if w.startswith("builtin.module(")), "")
     ours = set(re.findall(r"npu-[a-z0-9-]+", pipeline))

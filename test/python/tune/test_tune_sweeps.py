@@ -123,17 +123,19 @@ def test_interrupted_sweep_resumes(ray_runner, tmp_path):
 
 def test_failing_and_hanging_candidates_are_recorded(ray_runner, tmp_path):
     store = tmp_path / "results.jsonl"
-    spec = {"ops": {"ascend.exp": {"ub-fraction": [0.25, 1.5], "double-buffer": [True]}}}
+    # 0.0001 is a valid option value (in (0, 1]) whose UB budget cannot hold
+    # one repeat: the candidate compiles to a located error.
+    spec = {"ops": {"ascend.exp": {"ub-fraction": [0.25, 0.0001], "double-buffer": [True]}}}
     result = tune(Program("exp.mlir", EXP_ONLY), spec,
                   TuneOptions(search="grid", store=str(store), progress=False, verify=False),
                   runner=ray_runner)
     (op,) = result.ops
     by_fraction = {r.candidate.options["ub-fraction"]: r for r in op.results}
-    assert by_fraction[1.5].status == "failed"
-    assert "ub-fraction must be in (0, 1], got 1.5" in by_fraction[1.5].error
-    assert "exp.mlir:3:3: error:" in by_fraction[1.5].error  # located in the program
+    assert by_fraction[0.0001].status == "failed"
+    assert "UB budget of 26 bytes cannot hold one repeat" in by_fraction[0.0001].error
+    assert "exp.mlir:3:3: error:" in by_fraction[0.0001].error  # located in the program
     assert by_fraction[0.25].ok and op.best is not None
-    assert result.record.ops[op.task.signature].options["ub-fraction"] != 1.5
+    assert result.record.ops[op.task.signature].options["ub-fraction"] != 0.0001
     failed = [json.loads(line) for line in store.read_text().splitlines()
               if json.loads(line)["status"] == "failed"]
     assert len(failed) == 1

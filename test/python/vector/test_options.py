@@ -43,7 +43,8 @@ def test_results_on_other_targets(target_name):
 
 
 @pytest.mark.parametrize("pipeline,message", [
-    ("npu-lower-elementwise{ub-fraction=0}", "ub-fraction must be in (0, 1]"),
+    ("npu-lower-elementwise{ub-fraction=0}", "'ub-fraction' of pass 'npu-lower-elementwise': "
+     "expected a value in (0, 1], got '0'"),
     ("npu-lower-elementwise{ub-fraction=x}", "bad value for option 'ub-fraction'"),
     ("npu-lower-transpose{tile=3}", "has no option 'tile'"),
 ])

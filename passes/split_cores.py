@@ -1,0 +1,291 @@
+"""`npu-split-cores`: one kernel launched on several AI cores.
+
+The function gets a last argument `%blk: index {npu.block_idx}` and the
+attribute `npu.block_dim = P`; every ascend op then works on the slice of
+its operands that core `%blk` owns (a `memref.subview` whose offset is
+computed from `%blk`), and the lowerings that follow tile that slice. Each
+core's share is equal, so no core idles while another does more:
+
+* matmul (Nz): the output's fractal columns and rows form a grid of
+  `pk x pm = P` tiles (B and C split along N, A and C along M); the grid is
+  the one whose per-core shape, tiled by the matmul cost model
+  (`choose_tiling`), gives the least estimated time: the larger of the
+  core's cube time, its GM traffic over its movers, and the chip's GM
+  traffic over the chip's bandwidth (npu-lower-matmul reads and writes
+  strided slices of Nz operands with burst gaps);
+* elementwise, unary and reduce ops split the output's outermost dimension
+  that divides evenly into contiguous slices (broadcast operands are not
+  sliced);
+* transpose splits one output dimension (and the input dimension it comes
+  from), fractalize / defractalize the rows of the ND side.
+
+P is the largest count up to `cores` (0: all of the target's) that every op
+of the function can be split into equally, with 32-byte aligned slices and
+at least `min-bytes` of output per core (default: the bytes a GM transfer
+moves during its own latency, below which a core spends more time starting
+than moving). When P is below the count asked for, a remark says why.
+Functions whose ops depend on each other through GM stay on one core: no
+synchronisation between cores is modelled.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import arith
+
+from npu import ir as nir
+from npu.matmul_tiling import MatmulShape, TilingError, choose_tiling
+from npu.passes.base import Option, Pass, PassError
+
+ELEMENTWISE = {"ascend.add", "ascend.sub", "ascend.mul", "ascend.div", "ascend.max",
+               "ascend.min"}
+UNARY = {"ascend.adds", "ascend.muls", "ascend.maxs", "ascend.mins", "ascend.relu", "ascend.abs",
+         "ascend.neg", "ascend.exp", "ascend.ln", "ascend.sqrt", "ascend.rsqrt",
+         "ascend.reciprocal", "ascend.tanh", "ascend.sigmoid", "ascend.cast", "ascend.clamp"}
+REDUCE = {"ascend.reduce_sum", "ascend.reduce_max"}
+_VIEWS = ("memref.subview", "memref.expand_shape", "memref.collapse_shape", "memref.view",
+          "memref.cast", "memref.reinterpret_cast")
+
+
+@dataclass(frozen=True)
+class Split:
+    """How one op is cut: per operand, dim -> parts; `grid` orders the cut
+    dims (outermost first) as (name, parts) so that a block index maps to one
+    coordinate per name."""
+
+    cuts: tuple[dict[int, str], ...]  # operand -> {dim: grid axis name}
+    grid: tuple[tuple[str, int], ...]
+    cost: float = 0.0
+
+
+def _root(value: ir.Value) -> ir.Value:
+    while True:
+        op = nir.defining_op(value)
+        if op is None or op.name not in _VIEWS:
+            return value
+        value = op.operands[0]
+
+
+class SplitCoresPass(Pass):
+    name = "npu-split-cores"
+    summary = "Split each function's work over the target's AI cores (npu.block_idx)"
+    options = (
+        Option("cores", int, 0, "cores to split over (0: all of the target's)"),
+        Option("min-bytes", int, -1, "least output bytes per core (-1: a GM transfer's latency "
+               "worth of bytes; 0: no minimum)"),
+        Option("remarks", bool, False, "report each function's split as a remark"),
+    )
+
+    def run(self, module: ir.Operation) -> None:
+        wanted = self.cores or self.target.cores
+        if wanted < 1:
+            raise PassError(f"npu-split-cores: cores={wanted} must be at least 1", module)
+        if wanted > self.target.cores:
+            raise PassError(f"npu-split-cores: cores={wanted} but {self.target.name} has "
+                            f"{self.target.cores} cores", module)
+        if wanted == 1:
+            return
+        for func in nir.functions(module):
+            if func.regions[0].blocks:
+                self._split_function(func, wanted)
+
+    # -- one function ---------------------------------------------------------
+
+    def _split_function(self, func: ir.Operation, wanted: int) -> None:
+        if nir.block_idx_arg(func) is not None or nir.BLOCK_DIM_ATTR in func.attributes:
+            raise PassError("npu-split-cores: the function is already split over cores", func)
+        body = list(func.regions[0].blocks[0].operations)
+        ops = [op.operation for op in body if op.operation.name.startswith("ascend.")]
+        nested = [o for o in nir.walk(func, lambda o: o.name.startswith("ascend."))
+                  if o.parent is not None and o.parent.operation != func]
+        why = None
+        if not ops:
+            why = "it has no ascend ops"
+        elif nested:
+            why = "an ascend op sits inside a loop or branch"
+        else:
+            why = self._dependence(ops)
+        plan = None
+        if why is None:
+            for parts in range(wanted, 1, -1):
+                splits = [self._split(op, parts) for op in ops]
+                if all(s is not None for s in splits):
+                    plan = (parts, splits)
+                    break
+            if plan is None:
+                why = "no op divides evenly into equal, 32-byte aligned, large enough slices"
+        if plan is None:
+            self.remark(func, f"npu-split-cores: one core of {wanted}: {why}")
+            return
+        parts, splits = plan
+        if parts < wanted or self.remarks:
+            self.remark(func, f"npu-split-cores: {parts} of {wanted} cores (the largest count "
+                        "every op splits into equally)" + "".join(
+                            f"; {op.name} {'x'.join(str(n) for _, n in s.grid)}"
+                            for op, s in zip(ops, splits)))
+        with func.context, func.location:
+            blk = nir.append_argument(func, ir.IndexType.get(),
+                                      {nir.BLOCK_IDX_ATTR: ir.UnitAttr.get()})
+            func.attributes[nir.BLOCK_DIM_ATTR] = nir.i64_attr(parts)
+            for op, split in zip(ops, splits):
+                with op.location, ir.InsertionPoint(op):
+                    self._apply(op, split, blk)
+
+    def _dependence(self, ops: list[ir.Operation]) -> str | None:
+        """Why the ops cannot run split (a later op reads or writes what an
+        earlier one wrote, which would need ordering between cores)."""
+        written: set = set()
+        for op in ops:
+            roots = [_root(v) for v in op.operands]
+            if any(r in written for r in roots):
+                return (f"'{op.name}' uses a GM buffer an earlier op writes, and no "
+                        "synchronisation between cores is modelled")
+            written.add(roots[-1])
+        return None
+
+    # -- choosing a split -----------------------------------------------------
+
+    def _min_bytes(self) -> int:
+        if self.min_bytes >= 0:
+            return self.min_bytes
+        p = self.target.path("gm_to_ub")
+        return p.latency * p.bytes_per_cycle
+
+    def _aligned(self, t: ir.Type, dim: int, parts: int) -> bool:
+        """A slice of `t` along `dim` in `parts` equal pieces starts every
+        piece on a 32-byte boundary."""
+        shape = nir.memref_shape(t)
+        if shape[dim] % parts:
+            return False
+        strides, _ = nir.memref_layout(t)
+        step = shape[dim] // parts * strides[dim] * nir.element_bytes(nir.memref_element(t))
+        return step % self.target.vector_block_bytes == 0
+
+    def _big_enough(self, out_t: ir.Type, parts: int) -> bool:
+        nbytes = math.prod(nir.memref_shape(out_t)) * nir.element_bytes(nir.memref_element(out_t))
+        return nbytes // parts >= self._min_bytes()
+
+    def _split(self, op: ir.Operation, parts: int) -> Split | None:
+        types = [v.type for v in op.operands]
+        if not self._big_enough(types[-1], parts):
+            return None
+        name = op.name
+        if name == "ascend.matmul":
+            return self._split_matmul(op, types, parts)
+        if name == "ascend.batch_matmul":
+            cuts = tuple({0: "x"} for _ in types)
+            return Split(cuts, (("x", parts),)) if self._cuts_aligned(types, cuts, parts) else None
+        if name in ELEMENTWISE or name in UNARY or name in REDUCE:
+            out_shape = nir.memref_shape(types[-1])
+            for d in range(len(out_shape)):
+                cuts = self._cut_dim(types, d, name in REDUCE)
+                if cuts is not None and self._cuts_aligned(types, cuts, parts):
+                    return Split(cuts, (("x", parts),))
+            return None
+        if name == "ascend.transpose":
+            perm = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
+            for d in range(len(perm)):
+                cuts = ({perm[d]: "x"}, {d: "x"})
+                if self._cuts_aligned(types, cuts, parts):
+                    return Split(cuts, (("x", parts),))
+            return None
+        if name in ("ascend.fractalize", "ascend.defractalize"):
+            nd, nz = (0, 1) if name == "ascend.fractalize" else (1, 0)
+            nd_shape = nir.memref_shape(types[nd])
+            frac = self.target.fractal
+            cuts = [{}, {}]
+            if len(nd_shape) > 2:  # a leading batch dim
+                cuts[nd], cuts[nz] = {0: "x"}, {0: "x"}
+            else:
+                if nd_shape[-2] % (frac * parts):
+                    return None
+                cuts[nd], cuts[nz] = {len(nd_shape) - 2: "x"}, {len(nd_shape) - 1: "x"}
+            if self._cuts_aligned(types, cuts, parts):
+                return Split(tuple(cuts), (("x", parts),))
+            return None
+        return None
+
+    @staticmethod
+    def _cut_dim(types: list, d: int, reduce: bool) -> tuple[dict[int, str], ...] | None:
+        """Cuts of output dim `d` for every operand, numpy broadcasting
+        aligning trailing dims (a reduce's input has one more, last, dim);
+        None when an operand has another size there but 1."""
+        out_shape = nir.memref_shape(types[-1])
+        cuts = []
+        for t in types:
+            shape = nir.memref_shape(t)
+            dd = d if reduce else d + len(shape) - len(out_shape)
+            if 0 <= dd < len(shape) and shape[dd] == out_shape[d]:
+                cuts.append({dd: "x"})
+            elif 0 <= dd < len(shape) and shape[dd] != 1:
+                return None
+            else:
+                cuts.append({})
+        return tuple(cuts)
+
+    def _cuts_aligned(self, types: list, cuts, parts: int) -> bool:
+        """Every slice 32-byte aligned and contiguous: all dims outside the
+        cut are 1. The vector, transpose and fractalize lowerings take a GM
+        operand's strides as dense (a strided slice gave wrong results)."""
+        return all(self._aligned(t, d, parts) and all(x == 1 for x in nir.memref_shape(t)[:d])
+                   for t, cut in zip(types, cuts) for d in cut)
+
+    def _split_matmul(self, op: ir.Operation, types: list, parts: int) -> Split | None:
+        # A Nz [N1, M1, f, f], B Nz [K1, N1, f, f], C Nz [K1, M1, f, f] (dialects/README.md).
+        a_shape, b_shape, c_shape = (nir.memref_shape(t) for t in types)
+        n1, m1, f = a_shape[0], a_shape[1], a_shape[2]
+        k1 = b_shape[0]
+        t = self.target
+        in_bytes = nir.element_bytes(nir.memref_element(types[0]))
+        out_bytes = nir.element_bytes(nir.memref_element(types[2]))
+        rate = t.path("gm_to_l1").bytes_per_cycle
+        best = None
+        for pk in range(1, parts + 1):
+            if parts % pk:
+                continue
+            pm = parts // pk
+            if k1 % pk or m1 % pm:
+                continue
+            cuts = ({1: "m"}, {0: "k"}, {0: "k", 1: "m"})  # whole fractals: always aligned
+            shape = MatmulShape(m1 // pm * f, n1 * f, k1 // pk * f, 1, in_bytes, 4, out_bytes)
+            try:
+                choice = choose_tiling(shape, t)
+            except TilingError:
+                continue
+            core_bytes = (choice.traffic.read_bytes(shape) + choice.traffic.write_bytes(shape))
+            cube = t.cube_cycles(float(m1 // pm * n1 * (k1 // pk)))
+            cost = max(cube, core_bytes / rate, parts * core_bytes / t.gm_chip_bytes_per_cycle)
+            if best is None or cost < best.cost:
+                best = Split(cuts, (("k", pk), ("m", pm)), cost)
+        return best
+
+    # -- rewriting ----------------------------------------------------------------
+
+    def _apply(self, op: ir.Operation, split: Split, blk: ir.Value) -> None:
+        coords: dict[str, ir.Value] = {}
+        inner = 1
+        for axis, n in reversed(split.grid):
+            v = blk if inner == 1 else arith.DivUIOp(blk, nir.index_const(inner)).result
+            if inner * n < math.prod(n for _, n in split.grid):
+                v = arith.RemUIOp(v, nir.index_const(n)).result
+            coords[axis] = v
+            inner *= n
+        parts = dict(split.grid)
+        offsets_of: dict[tuple[str, int], ir.Value] = {}
+        for i, cut in enumerate(split.cuts):
+            if not cut:
+                continue
+            value = op.operands[i]
+            shape = nir.memref_shape(value.type)
+            offsets: list = [0] * len(shape)
+            sizes = list(shape)
+            for d, axis in cut.items():
+                sizes[d] = shape[d] // parts[axis]
+                key = (axis, sizes[d])
+                if key not in offsets_of:
+                    offsets_of[key] = arith.MulIOp(coords[axis], nir.index_const(sizes[d])).result
+                offsets[d] = offsets_of[key]
+            op.operands[i] = nir.subview(value, offsets, sizes)

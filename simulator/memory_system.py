@@ -1,0 +1,125 @@
+"""The chip's memory system: GM bandwidth shared by every core, and an L2.
+
+Every GM transfer (`cce.copy_gm_to_*`, `cce.copy_ub_to_gm`) asks `transfer`
+for its data-phase cycles when its pipe starts it. All numbers come from the
+target:
+
+* each core's mover runs at most at its path's `bytes_per_cycle` (the
+  per-core MTE limit);
+* the chip's GM bus carries `gm_chip_bytes_per_cycle` in total, reads and
+  writes alike. The bus is a calendar of `BIN`-cycle bins, each holding the
+  bytes it still has room for; a transfer takes, bin after bin, what its
+  core's rate allows and the bin has left. Cores are simulated one after
+  another on the same calendar, so the bus behaves as a fixed-priority
+  arbiter (lower block index first): the chip's total time under saturation
+  is right to within a bin, the split of the delay between cores is not
+  fair-share;
+* every burst costs `gm_burst_cycles` of request set-up on the core's mover
+  (many 32-byte bursts cost more than one long transfer of the same bytes);
+* L2 (`l2_bytes`, `l2_line_bytes`): a read of a line counts as a hit when
+  the line was touched (by any core) less than `l2_bytes /
+  gm_chip_bytes_per_cycle` cycles before or after, in simulated time: the
+  shortest time in which the chip can bring in enough new data to evict it
+  (an approximation of LRU by line that errs towards misses when the bus is
+  not saturated). A hit costs the core's mover time but no chip bandwidth.
+  Writes go through to GM and leave their lines in L2.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from npu.target import Target
+
+BIN = 64  # cycles per bus calendar bin
+
+
+class MemorySystem:
+    def __init__(self, target: Target):
+        self.target = target
+        self.bin_bytes = target.gm_chip_bytes_per_cycle * BIN
+        self.room = np.full(1024, float(self.bin_bytes))
+        self.line = target.l2_line_bytes
+        self.window = target.l2_bytes / target.gm_chip_bytes_per_cycle
+        self._last_touch: dict[object, np.ndarray] = {}
+        self._lines_of: dict[tuple, np.ndarray] = {}
+        self.gm_bytes = {"read": 0, "write": 0}
+        self.l2_hit_bytes = 0
+        self.bus_bytes = 0.0
+        self.last_cycle = 0
+
+    # -- L2 -------------------------------------------------------------------
+
+    def _lines(self, pattern, addr: int) -> np.ndarray:
+        line = self.line
+        key = (pattern.key, addr % line)
+        rel = self._lines_of.get(key)
+        if rel is None:
+            shift = addr % line
+            if pattern.dense:
+                rel = np.arange((pattern.lo + shift) // line, (pattern.hi - 1 + shift) // line + 1)
+            else:
+                rel = np.unique((pattern.byte_idx + shift) // line)
+            self._lines_of[key] = rel
+        return rel + (addr - addr % line) // line
+
+    def _touch(self, mem, lines: np.ndarray, t0: int) -> int:
+        """Lines of `lines` that hit in L2; marks all of them touched at t0."""
+        last = self._last_touch.get(mem)
+        if last is None:
+            n = -(-mem.data.size // self.line)
+            last = self._last_touch[mem] = np.full(n, -np.inf)
+        seen = last[lines]
+        hits = int(np.count_nonzero(np.abs(seen - t0) <= self.window))
+        last[lines] = np.maximum(seen, t0)
+        return hits
+
+    # -- the bus --------------------------------------------------------------
+
+    def transfer(self, t0: int, nbytes: int, n_bursts: int, rate: int, mem, pattern, addr: int,
+                 write: bool) -> int:
+        """Cycles the core's mover is busy with this transfer from cycle t0."""
+        if write:
+            chip = float(nbytes)
+            self._touch(mem, self._lines(pattern, addr), t0)
+            self.gm_bytes["write"] += nbytes
+        else:
+            lines = self._lines(pattern, addr)
+            hits = self._touch(mem, lines, t0)
+            miss_share = 1.0 - hits / len(lines)
+            chip = nbytes * miss_share
+            self.gm_bytes["read"] += nbytes
+            self.l2_hit_bytes += nbytes - int(chip)
+        self.bus_bytes += chip
+        t = float(t0)
+        if chip <= 0:
+            t += nbytes / rate
+        else:
+            share = chip / nbytes  # bus bytes per byte the core moves
+            left = float(nbytes)
+            while left > 0:
+                b = int(t // BIN)
+                if b >= self.room.size:
+                    grown = np.full(max(self.room.size * 2, b + 1), float(self.bin_bytes))
+                    grown[:self.room.size] = self.room
+                    self.room = grown
+                end = (b + 1) * BIN
+                take = min(left, rate * (end - t), self.room[b] / share)
+                self.room[b] -= take * share
+                left -= take
+                t = t + take / rate if left <= 0 else end
+        cycles = int(-(-(t - t0) // 1)) + n_bursts * self.target.gm_burst_cycles
+        self.last_cycle = max(self.last_cycle, t0 + cycles)
+        return max(cycles, 1)
+
+    def summary(self, total_cycles: int) -> dict:
+        t = self.target
+        bound = self.bus_bytes / t.gm_chip_bytes_per_cycle
+        return {
+            "gm_read_bytes": self.gm_bytes["read"],
+            "gm_write_bytes": self.gm_bytes["write"],
+            "l2_hit_bytes": self.l2_hit_bytes,
+            "chip_bus_bytes": int(self.bus_bytes),
+            "chip_bus_bound_cycles": round(bound, 1),
+            "chip_bus_utilisation": round(bound / total_cycles, 4) if total_cycles else 0.0,
+        }

@@ -1,0 +1,54 @@
+// RUN: npu-opt %s --split-input-file --npu-split-cores="cores=4 min-bytes=0" | FileCheck %s
+// RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-split-cores="cores=4 min-bytes=0 remarks=true" -o %t
+// RUN: not npu-opt %s --split-input-file --target=ascend310 --npu-split-cores="cores=4" 2>&1 | FileCheck %s --check-prefix=TOO-MANY
+
+// TOO-MANY: error: npu-split-cores: cores=4 but ascend310 has 2 cores
+
+// A vector op: each core takes a quarter of the elements.
+// CHECK-LABEL: func.func @add
+// CHECK-SAME: %[[BLK:[a-z0-9]+]]: index {npu.block_idx}) attributes {npu.block_dim = 4 : i64}
+// CHECK: %[[OFF:.*]] = arith.muli %[[BLK]], %{{.*}} : index
+// CHECK: memref.subview %{{.*}}[%[[OFF]]] [1024] [1]
+// CHECK: "ascend.add"({{.*}}) : (memref<1024xf16, strided<[1], offset: ?>, "gm">
+// expected-remark@+1 {{npu-split-cores: 4 of 4 cores (the largest count every op splits into equally); ascend.add 4}}
+func.func @add(%a: memref<4096xf16, "gm">, %b: memref<4096xf16, "gm">, %c: memref<4096xf16, "gm">) {
+  "ascend.add"(%a, %b, %c) : (memref<4096xf16, "gm">, memref<4096xf16, "gm">, memref<4096xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+// Three heads: the largest equal split is 3 cores, not 4.
+// CHECK-LABEL: func.func @heads
+// CHECK-SAME: attributes {npu.block_dim = 3 : i64}
+// CHECK: "ascend.transpose"({{.*}}) {permutation = array<i64: 0, 2, 1>} : (memref<1x64x32xf16, strided<[2048, 32, 1], offset: ?>, "gm">, memref<1x32x64xf16, strided<[2048, 64, 1], offset: ?>, "gm">)
+// expected-remark@+1 {{npu-split-cores: 3 of 4 cores (the largest count every op splits into equally); ascend.transpose 3}}
+func.func @heads(%x: memref<3x64x32xf16, "gm">, %y: memref<3x32x64xf16, "gm">) {
+  "ascend.transpose"(%x, %y) {permutation = array<i64: 0, 2, 1>} : (memref<3x64x32xf16, "gm">, memref<3x32x64xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+// The second op reads what the first wrote: no ordering between cores exists, so one core.
+// CHECK-LABEL: func.func @chain
+// CHECK-NOT: npu.block_dim
+// expected-remark@+1 {{npu-split-cores: one core of 4: 'ascend.add' uses a GM buffer an earlier op writes, and no synchronisation between cores is modelled}}
+func.func @chain(%a: memref<4096xf16, "gm">, %b: memref<4096xf16, "gm">) {
+  "ascend.exp"(%a, %b) : (memref<4096xf16, "gm">, memref<4096xf16, "gm">) -> ()
+  "ascend.add"(%b, %b, %a) : (memref<4096xf16, "gm">, memref<4096xf16, "gm">, memref<4096xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+// Matmul, A 128x64 and B 64x64: splitting M (A and C into row-block slices,
+// strided) moves less than splitting N (every core would read all of A).
+// CHECK-LABEL: func.func @matmul
+// CHECK-SAME: attributes {npu.block_dim = 4 : i64}
+// CHECK: "ascend.matmul"({{.*}}) : (memref<4x2x16x16xf16, strided<[2048, 256, 16, 1], offset: ?>, "gm">, memref<4x4x16x16xf16, strided<[1024, 256, 16, 1], offset: ?>, "gm">, memref<4x2x16x16xf32, strided<[2048, 256, 16, 1], offset: ?>, "gm">)
+// expected-remark@+1 {{npu-split-cores: 4 of 4 cores (the largest count every op splits into equally); ascend.matmul 1x4}}
+func.func @matmul(%a: memref<4x8x16x16xf16, "gm">, %b: memref<4x4x16x16xf16, "gm">, %c: memref<4x8x16x16xf32, "gm">) {
+  "ascend.matmul"(%a, %b, %c) : (memref<4x8x16x16xf16, "gm">, memref<4x4x16x16xf16, "gm">, memref<4x8x16x16xf32, "gm">) -> ()
+  return
+}

@@ -1,0 +1,102 @@
+"""npu-run's inputs: which entry signatures it can feed, and the arrays it
+feeds them (random from a seed, or read from an .npz without pickle)."""
+
+from __future__ import annotations
+
+import zipfile
+
+import numpy as np
+
+
+class ToolError(Exception):
+    """A user-facing error already formatted as `file:line:col: error: ...`."""
+
+
+# Inputs, outputs and the simulator's copy of GM all live in this process's
+# memory; past this many argument bytes a run is refused up front (a tool
+# limit, not a hardware number).
+MAX_ARGUMENT_BYTES = 1 << 30
+
+
+def check_entry_arguments(func_op) -> None:
+    """npu-run feeds one array per argument: every argument must be a memref
+    of static shape with an element type numpy has, and all of them must fit."""
+    from npu import ir as npu_ir
+    from npu.simulator.errors import where_of
+
+    where = where_of(func_op.location)
+    total = 0
+    block_idx = npu_ir.block_idx_arg(func_op)  # the launch fills it in, not the caller
+    for i, arg in enumerate(func_op.regions[0].blocks[0].arguments):
+        if i == block_idx:
+            continue
+        if not npu_ir.is_memref(arg.type):
+            raise ToolError(f"{where}: error: argument #{i} of the entry is {arg.type}; npu-run "
+                            "passes memref arguments only")
+        t = npu_ir.memref_type(arg.type)
+        if not t.has_static_shape:
+            raise ToolError(f"{where}: error: argument #{i} ({t}) has a dynamic shape; npu-run "
+                            "needs static shapes")
+        dtype = npu_ir.memref_element(t)
+        if dtype not in npu_ir.NUMPY_DTYPES:
+            raise ToolError(f"{where}: error: argument #{i} ({t}) has element type {dtype}; npu-run "
+                            f"supports {', '.join(npu_ir.NUMPY_DTYPES)}")
+        total += int(np.prod(t.shape, dtype=object)) * np.dtype(npu_ir.NUMPY_DTYPES[dtype]).itemsize
+    if total > MAX_ARGUMENT_BYTES:
+        raise ToolError(f"{where}: error: the entry's arguments take {total} bytes; npu-run "
+                        f"simulates at most {MAX_ARGUMENT_BYTES} bytes of arguments")
+
+
+def input_args(func_op) -> list:
+    """The arguments the caller provides: all but the GM workspace (scratch the
+    simulator allocates itself) and a multi-core kernel's block index."""
+    from npu import ir as npu_ir
+
+    scratch = npu_ir.workspace_args(func_op) + [npu_ir.block_idx_arg(func_op)]
+    return [a for i, a in enumerate(func_op.regions[0].blocks[0].arguments) if i not in scratch]
+
+
+def random_inputs(func_op, seed: int) -> list[np.ndarray]:
+    from npu import ir as npu_ir
+
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for arg in input_args(func_op):
+        shape = tuple(npu_ir.memref_shape(arg.type))
+        dtype = npu_ir.memref_element(arg.type)
+        if dtype in ("f16", "f32"):
+            arrays.append(rng.uniform(-1, 1, shape).astype(npu_ir.NUMPY_DTYPES[dtype]))
+        elif dtype == "i8":
+            arrays.append(rng.integers(-8, 8, shape).astype(np.int8))
+        else:
+            arrays.append(rng.integers(-64, 64, shape).astype(npu_ir.NUMPY_DTYPES.get(dtype, np.int32)))
+    return arrays
+
+
+def load_inputs(path: str, func_op, filename: str) -> list[np.ndarray]:
+    from npu import ir as npu_ir
+
+    try:
+        data = np.load(path, allow_pickle=False)
+        if not hasattr(data, "files"):
+            raise ValueError("not an .npz archive (np.savez writes one)")
+        arrays_in_file = {name: data[name] for name in data.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        # An object array (needs pickle), a truncated or non-npz file, a bare .npy ...
+        raise ToolError(f"{filename}: error: cannot read inputs '{path}': {e}") from None
+    args = input_args(func_op)
+    keys = [f"arg{i}" for i in range(len(args))]
+    names = keys if all(k in arrays_in_file for k in keys) else list(arrays_in_file)
+    if len(names) != len(args):
+        raise ToolError(f"{filename}: error: '{path}' holds {len(arrays_in_file)} arrays; the entry takes "
+                        f"{len(args)} arguments")
+    arrays = []
+    for i, (name, arg) in enumerate(zip(names, args)):
+        arr = arrays_in_file[name]
+        shape = tuple(npu_ir.memref_shape(arg.type))
+        dtype = np.dtype(npu_ir.NUMPY_DTYPES[npu_ir.memref_element(arg.type)])
+        if arr.shape != shape or arr.dtype != dtype:
+            raise ToolError(f"{filename}: error: input '{name}' is {arr.dtype}{list(arr.shape)}; "
+                            f"argument #{i} needs {dtype}{list(shape)}")
+        arrays.append(arr)
+    return arrays
