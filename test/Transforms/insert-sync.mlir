@@ -1,6 +1,6 @@
 // RUN: not npu-opt %s --split-input-file --npu-insert-sync 2>/dev/null | FileCheck %s
 // RUN: not npu-opt %s --split-input-file --npu-insert-sync="mode=barrier" 2>/dev/null | FileCheck %s --check-prefix=BARRIER
-// RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-insert-sync -o /dev/null
+// RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-insert-sync -o %t
 
 // load -> compute -> store: one flag per cross-pipe RAW, and the vadd's RAW
 // on the vexp's result inside V is a pipe_barrier(V).

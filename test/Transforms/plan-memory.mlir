@@ -1,5 +1,5 @@
 // RUN: not npu-opt %s --split-input-file --npu-plan-memory 2>/dev/null | FileCheck %s
-// RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-plan-memory="remarks=true" -o /dev/null
+// RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-plan-memory="remarks=true" -o %t
 
 // Three UB buffers in a chain: %a dies at the first vexp, so %c (first
 // written by V, like %a's last access) reuses its bytes; %b is live with both.
