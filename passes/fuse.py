@@ -61,10 +61,10 @@ class FusePass(Pass):
         users: dict = {}
         touches: dict[int, tuple[set, set]] = {}
         for op in ops:
-            if op.name in fusion.VIEW_OPS or op.name in ("memref.alloc", "memref.dealloc"):
+            if op.name in nir.VIEW_OPS or op.name in ("memref.alloc", "memref.dealloc"):
                 continue
             memrefs = [v for v in op.operands if nir.is_memref(v.type)]
-            roots = [fusion.root_of(v) for v in memrefs]
+            roots = [nir.view_root(v) for v in memrefs]
             for r in roots:
                 users.setdefault(r, set()).add(op)
             if op.name.startswith("ascend.") and roots:
@@ -219,7 +219,7 @@ def _view_closure(root: ir.Value) -> list[ir.Operation]:
         v = pending.pop()
         for use in v.uses:
             user = use.owner.operation
-            if user.name in fusion.VIEW_OPS and user not in out:
+            if user.name in nir.VIEW_OPS and user not in out:
                 out.append(user)
                 pending.extend(user.results)
     block_ops = [o.operation for o in alloc.block.operations]

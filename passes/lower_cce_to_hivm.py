@@ -23,8 +23,6 @@ from npu.hivm_build import (Address, AddressError, Constants, alloc_address,
                             gm_argument_addresses, materialize, view_address)
 from npu.passes.base import Pass, PassError
 
-VIEW_OPS = ("memref.subview", "memref.reinterpret_cast", "memref.view", "memref.collapse_shape",
-            "memref.expand_shape", "memref.cast", "memref.memory_space_cast")
 ALLOC_OPS = ("memref.alloc", "memref.alloca")
 # cce attributes that are not configuration-word fields but travel otherwise.
 NOT_IN_WORD = {"mask", "scalar", "round_mode", "src_offsets", "dst_offsets"}
@@ -106,7 +104,7 @@ class _FunctionLowering:
                 self.no_memref_results(op)
                 continue
             try:
-                if name in VIEW_OPS:
+                if name in nir.VIEW_OPS:
                     self.view(op)
                 elif name in ALLOC_OPS:
                     self.addresses[op.results[0]] = alloc_address(op)

@@ -42,7 +42,7 @@ from npu.vector_tiling import VectorGeometry, plan_chunks, round_down, split_rep
 # UB share a chunk's buffers may take when all of them are doubled.
 DOUBLED_SHARE = 0.9
 # What a fused group's body may hold besides its member ops.
-BODY_OPS = ("memref.alloc", "scf.yield", "arith.constant") + fusion.VIEW_OPS
+BODY_OPS = ("memref.alloc", "scf.yield", "arith.constant") + nir.VIEW_OPS
 
 
 class LowerFused(Pass):

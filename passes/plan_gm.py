@@ -36,15 +36,12 @@ from mlir import ir
 from mlir.dialects import memref
 
 from npu import memory_planning as planner
-from npu.ir import (WORKSPACE_ATTR, append_argument, element_bytes, i64_attr, index_const,
-                    memory_space, memref_layout, symbol_name, walk)
+from npu.ir import (VIEW_OPS, WORKSPACE_ATTR, append_argument, element_bytes, i64_attr,
+                    index_const, memory_space, memref_layout, symbol_name, walk)
 from npu.passes.base import Option, Pass, PassError
 from npu.target import Target
 
 PLAN_ATTR = "npu.gm_plan"
-# Ops whose result is a view of their first operand.
-VIEW_OPS = ("memref.expand_shape", "memref.collapse_shape", "memref.subview", "memref.cast",
-            "memref.reinterpret_cast", "memref.view", "memref.memory_space_cast")
 ESCAPES = ("func.return", "func.call", "func.call_indirect", "scf.condition", "cf.br",
            "cf.cond_br")
 

@@ -46,8 +46,6 @@ UNARY = {"ascend.adds", "ascend.muls", "ascend.maxs", "ascend.mins", "ascend.rel
          "ascend.neg", "ascend.exp", "ascend.ln", "ascend.sqrt", "ascend.rsqrt",
          "ascend.reciprocal", "ascend.tanh", "ascend.sigmoid", "ascend.cast", "ascend.clamp"}
 REDUCE = {"ascend.reduce_sum", "ascend.reduce_max"}
-_VIEWS = ("memref.subview", "memref.expand_shape", "memref.collapse_shape", "memref.view",
-          "memref.cast", "memref.reinterpret_cast")
 
 
 @dataclass(frozen=True)
@@ -59,14 +57,6 @@ class Split:
     cuts: tuple[dict[int, str], ...]  # operand -> {dim: grid axis name}
     grid: tuple[tuple[str, int], ...]
     cost: float = 0.0
-
-
-def _root(value: ir.Value) -> ir.Value:
-    while True:
-        op = nir.defining_op(value)
-        if op is None or op.name not in _VIEWS:
-            return value
-        value = op.operands[0]
 
 
 class SplitCoresPass(Pass):
@@ -139,7 +129,7 @@ class SplitCoresPass(Pass):
         earlier one wrote, which would need ordering between cores)."""
         written: set = set()
         for op in ops:
-            roots = [_root(v) for v in op.operands]
+            roots = [nir.view_root(v) for v in op.operands]
             if any(r in written for r in roots):
                 return (f"'{op.name}' uses a GM buffer an earlier op writes, and no "
                         "synchronisation between cores is modelled")

@@ -41,17 +41,6 @@ FUSED_ATTR = "npu.fused"
 # softmax chunks), so 0.35 rather than 0.5.
 FUSED_UB_FRACTION = 0.35
 # Ops whose result is a view of their first operand (address arithmetic only).
-VIEW_OPS = ("memref.expand_shape", "memref.collapse_shape", "memref.subview", "memref.cast",
-            "memref.reinterpret_cast", "memref.view", "memref.memory_space_cast")
-
-
-def root_of(value: ir.Value) -> ir.Value:
-    """The buffer behind a chain of views."""
-    while True:
-        op = nir.defining_op(value)
-        if op is None or op.name not in VIEW_OPS:
-            return value
-        value = op.operands[0]
 
 
 def elements(value: ir.Value) -> int:
@@ -107,10 +96,10 @@ def describe(op: ir.Operation, index: int, target: Target) -> RowOp | str:
             return "an operand is not a contiguous GM tensor"
         if nir.memref_element(v) not in ("f16", "f32"):
             return f"element type {nir.memref_element(v)} (fused kernels take f16/f32)"
-        if elements(root_of(v)) != elements(v):
+        if elements(nir.view_root(v)) != elements(v):
             return "an operand is a partial view of its tensor"
     out = operands[-1]
-    if any(root_of(v) == root_of(out) for v in operands[:-1]):
+    if any(nir.view_root(v) == nir.view_root(out) for v in operands[:-1]):
         return "it writes over its own input"
     out_shape = nir.memref_shape(out)
     compute = None
@@ -121,7 +110,7 @@ def describe(op: ir.Operation, index: int, target: Target) -> RowOp | str:
             return "it reduces an axis other than the last"
         n = shape[-1]
         rows = elements(src) // n
-        ins = [Operand(src, root_of(src), "full", nir.memref_element(src))]
+        ins = [Operand(src, nir.view_root(src), "full", nir.memref_element(src))]
         out_kind = "col"
     else:
         n = out_shape[-1] if out_shape else 1
@@ -140,7 +129,7 @@ def describe(op: ir.Operation, index: int, target: Target) -> RowOp | str:
             if kind not in ("full", "col", "row", "scalar") or (col_level and kind != "col"
                                                                and kind != "scalar"):
                 return f"operand broadcast '{kind}' at the col level"
-            ins.append(Operand(v, root_of(v), kind, nir.memref_element(v)))
+            ins.append(Operand(v, nir.view_root(v), kind, nir.memref_element(v)))
         probe = [_probe(v) for v in operands[:-1]]
         try:
             compute = LowerElementwise(target).compute_of(op, probe, nir.memref_element(out))
@@ -151,7 +140,7 @@ def describe(op: ir.Operation, index: int, target: Target) -> RowOp | str:
         out_kind = "col" if col_level else "full"
         if col_level:
             n = None
-    row_op = RowOp(op, index, rows, n, ins, Operand(out, root_of(out), out_kind,
+    row_op = RowOp(op, index, rows, n, ins, Operand(out, nir.view_root(out), out_kind,
                                                     nir.memref_element(out)), compute)
     if n is not None:
         for o in row_op.ins + [row_op.out]:
@@ -225,11 +214,11 @@ def tensor_users(func: ir.Operation) -> dict:
     """root tensor -> the ops (not views, allocs or deallocs) using it, at any depth."""
     users: dict = {}
     for op in nir.walk(func):
-        if op.name in VIEW_OPS or op.name in ("memref.alloc", "memref.dealloc"):
+        if op.name in nir.VIEW_OPS or op.name in ("memref.alloc", "memref.dealloc"):
             continue
         for v in op.operands:
             if nir.is_memref(v.type):
-                users.setdefault(root_of(v), set()).add(op)
+                users.setdefault(nir.view_root(v), set()).add(op)
     return users
 
 

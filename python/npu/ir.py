@@ -232,6 +232,20 @@ def defining_op(value: ir.Value) -> ir.Operation | None:
     return owner.operation
 
 
+# Ops whose result aliases (views) the bytes of their first operand.
+VIEW_OPS = ("memref.subview", "memref.reinterpret_cast", "memref.view", "memref.collapse_shape",
+            "memref.expand_shape", "memref.cast", "memref.memory_space_cast")
+
+
+def view_root(value: ir.Value) -> ir.Value:
+    """The buffer behind a chain of views."""
+    while True:
+        op = defining_op(value)
+        if op is None or op.name not in VIEW_OPS:
+            return value
+        value = op.operands[0]
+
+
 def memref_type(value_or_type: ir.Value | ir.Type) -> ir.MemRefType:
     t = value_or_type.type if isinstance(value_or_type, ir.Value) else value_or_type
     return ir.MemRefType(t)
