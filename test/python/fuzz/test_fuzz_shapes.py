@@ -32,15 +32,6 @@ ACCEPTED_REFUSALS = tuple(re.compile(p) for p in (
     r"permutation \[0, 2, 1, 3\] is lowered as block copies and needs the last dimension",
 ))
 
-# Failures already filed and being fixed elsewhere: (signature, where it is tracked).
-# A case that fails this way is reported as xfail; once fixed it simply passes.
-KNOWN_BUGS = (
-    (re.compile(r"alignment: 'cce\.vc(add|max|min)' operand #0 .* not aligned to 32 bytes"),
-     "issue 9 item 1: reductions over 256 or more short rows (branch i9a)"),
-    (re.compile(r"'cce\.vnchwconv' op attribute 'dst_rep_stride' must be in \[0, 255\].*got 256"),
-     "issue 9 item 2: fractalize of 241 to 255 rows (branch i9a)"),
-)
-
 CASES_PER_FAMILY, SLOW_PER_FAMILY = 10, 150
 
 
@@ -154,9 +145,6 @@ def test_shapes_compute_what_numpy_computes(family, seed, tmp_path):
     argv = [str(path), "--check", "--seed", str(seed)]
     outcome = fuzz_lib.run_tool(npu_run.main, argv)
     error = next((line for line in outcome.err.splitlines() if ": error: " in line), "")
-    for signature, tracked in KNOWN_BUGS:
-        if outcome.code != 0 and signature.search(error):
-            pytest.xfail(f"known bug, {tracked}: {error[:200]}")
     found = fuzz_lib.problems(outcome, str(path))
     if outcome.code != 0 and not found:
         if not any(p.search(error) for p in ACCEPTED_REFUSALS):
