@@ -220,11 +220,10 @@ _OTHER_OPS = ("ascend.matmul", "ascend.batch_matmul", "ascend.fractalize", "asce
               "ascend.cast", "ascend.clamp", "ascend.transpose", "ascend.reduce_sum",
               "ascend.reduce_max", "ascend.reduce_min", "ascend.cmp", "ascend.select",
               "ascend.broadcast", "memref.alloc", "memref.dealloc")
-EVALUATED_OPS = frozenset(_BINARY) | frozenset(_SCALAR) | frozenset(_UNARY) | frozenset(_OTHER_OPS)
-
 # Views of GM buffers, and the integer constants of their byte shifts.
 _VIEW_OPS = ("memref.expand_shape", "memref.collapse_shape", "memref.view", "arith.constant")
-EVALUATED_OPS |= frozenset(_VIEW_OPS)
+EVALUATED_OPS = (frozenset(_BINARY) | frozenset(_SCALAR) | frozenset(_UNARY)
+                 | frozenset(_OTHER_OPS) | frozenset(_VIEW_OPS))
 
 
 def _view(op: ir.Operation, frame: _Frame) -> None:
