@@ -42,6 +42,7 @@ epilogues), on `ascend` ops.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -259,8 +260,9 @@ class FuseHorizontalPass(Pass):
         for i, op in enumerate(readers):
             if op.name != first.name or {a.name: str(a.attr) for a in op.attributes} != attrs:
                 return "they are different ops"
-            out = op.operands[-1]
-            if not _is_fresh_alloc(out) or out.type != first.operands[-1].type:
+            out, out0 = op.operands[-1], first.operands[-1]
+            if not _is_fresh_alloc(out) or nir.memref_shape(out)[1:] != nir.memref_shape(out0)[1:] \
+                    or nir.memref_element(out) != nir.memref_element(out0):
                 return f"the result of {_label(op)} is not a GM temporary like the others"
         if len(set(readers)) < len(readers):
             return f"{_label(first)} reads two of the slices"
@@ -331,11 +333,7 @@ class FuseHorizontalPass(Pass):
         ops = self._ops()
         start, end = ops.index(group[0]), ops.index(group[-1])
         members = set(group)
-        reads, writes = set(), set()
-        for op in group[:-1]:
-            r, w = _effects(op)
-            reads |= r
-            writes |= w
+        reads, writes = _effects(group[0])  # later members join as the walk reaches them
         needed = {nir.view_root(v) for v in inputs}
         sunk = []
         for op in ops[start + 1:end]:
@@ -347,7 +345,8 @@ class FuseHorizontalPass(Pass):
             r, w = _effects(op)
             if (r & writes) or (w & (reads | writes)):
                 if w & needed:
-                    return f"{_label(op)} between them writes an input of the group and depends on its results"
+                    return (f"{_label(op)} between them must stay after the first (it touches "
+                            f"what that one reads or writes) but writes an input of the group")
                 sunk.append(op)
                 reads |= r
                 writes |= w
@@ -373,10 +372,12 @@ class FuseHorizontalPass(Pass):
 
 
 def _label(op: ir.Operation) -> str:
+    """The ONNX node name of a frontend op, else the op and its line:col."""
     loc = op.location
     try:
         if loc.is_a_name():
             return f"'{loc.name_str}'"
     except AttributeError:
         pass
-    return f"{op.name} at {str(loc).removeprefix('loc(').removesuffix(')')}"
+    where = re.search(r":(\d+):(\d+)", str(loc))
+    return f"{op.name} at {where.group(1)}:{where.group(2)}" if where else op.name
