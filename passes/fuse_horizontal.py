@@ -144,8 +144,8 @@ class FuseHorizontalPass(Pass):
         b_blocks = [nir.memref_shape(op.operands[1])[0] for op in group]
         M, K = a_shape[1] * f, a_shape[0] * f
         shape = MatmulShape(M, K, sum(b_blocks) * f)
-        apart = sum(self._traffic(MatmulShape(M, K, n * f)) for n in b_blocks)
         try:
+            apart = sum(self._traffic(MatmulShape(M, K, n * f)) for n in b_blocks)
             fused = self._traffic(shape)
         except TilingError as e:
             self._remark(first, f"npu-fuse-horizontal: matmuls {names} stay apart: the fused "
@@ -156,7 +156,7 @@ class FuseHorizontalPass(Pass):
                                 f"move {fused} GM bytes, apart {apart}")
             return None
         last = group[-1]
-        moved = self._make_room(group, [op.operands[1] for op in group])
+        moved = self._make_room(group, [a] + [op.operands[1] for op in group])
         if isinstance(moved, str):
             self._remark(first, f"npu-fuse-horizontal: matmuls {names} stay apart: {moved}")
             return None
