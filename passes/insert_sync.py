@@ -584,15 +584,19 @@ class _PreciseMode:
         intervals = [(px.after, py.before)] if loop is None else []
         self.pairs.append(FlagPair(p, q, x, y, loop, intervals))
 
-    def _merge_carried(self, group: list[FlagPair]) -> list[FlagPair]:
+    def _merge_carried(self, group: list[FlagPair], keep_up_to: int = 0) -> list[FlagPair]:
         """One carried pair per loop: set after the latest producer, wait
         before the earliest consumer. It still orders every producer of one
         iteration before every consumer of the next, with one event id per
         loop instead of one per buffer slot (used only when ids run out)."""
         merged: dict[int, FlagPair] = {}
         kept = []
+        per_loop: dict[int, int] = {}
         for fp in group:
-            if fp.loop is None:
+            if fp.loop is not None:
+                per_loop[id(fp.loop)] = per_loop.get(id(fp.loop), 0) + 1
+        for fp in group:
+            if fp.loop is None or per_loop[id(fp.loop)] <= keep_up_to:
                 kept.append(fp)
                 continue
             have = merged.get(id(fp.loop))
@@ -704,13 +708,36 @@ class _PreciseMode:
             fp.intervals = [(x, consumer), (producer, y)]
             by_event.setdefault(fp.event, []).append(fp)
 
+    def _fit(self, group: list[FlagPair]) -> list[FlagPair]:
+        """`carried-span=fit` for a pipe pair whose block-wide intervals ran
+        out of ids: returns the pairs still without one (`group` is updated
+        in place). A loop with more carried pairs than half the ids is
+        merged first (its sets would hold the producer pipe once per buffer
+        every iteration: the fused 4-op chain of test_pinned_cycles runs 40%
+        slower unmerged), the others keep one pair per buffer (merging a
+        matmul's 3 or 4 L1/L0 ping-pong pairs costs BERT's ffn_in 20%);
+        every loop is merged if ids still run out."""
+        merged = self._merge_carried(group, self.target.events_per_pipe_pair // 2)
+        for fp in merged:
+            if fp.loop is not None:
+                self._carried_intervals(fp, tight=True)
+        failed = self._color(merged)
+        if failed:
+            merged = self._merge_carried(merged)
+            for fp in merged:
+                if fp.loop is not None:
+                    self._carried_intervals(fp, tight=True)
+            failed = self._color(merged)
+        self._widen_carried([fp for fp in merged if fp.event >= 0])
+        group[:] = merged
+        return failed
+
     def _allocate_events(self) -> None:
         """Event ids per pipe pair, by interval colouring. Carried pairs first
-        span their whole block; when the ids run out, a loop's carried pairs
-        are merged into one (fewer set_flags, each of which holds its pipe);
-        when they still run out, `carried-span=fit` shrinks the carried
-        intervals to the loop and widens them again as far as ids allow,
-        before any pair is left to a full barrier."""
+        span their whole block. When the ids run out, `carried-span=block`
+        merges each loop's carried pairs into one; `fit` shrinks them to the
+        loop and widens them again as far as ids allow (`_fit`). A pair
+        still without an id becomes a full barrier."""
         by_pipes: dict[tuple[str, str], list[FlagPair]] = {}
         for fp in self.pairs:
             if fp.loop is not None:
@@ -719,14 +746,11 @@ class _PreciseMode:
         kept = []
         for group in by_pipes.values():
             if self._color(group):
-                group = self._merge_carried(group)
-                failed = self._color(group)
-                if failed and self.carried_span == "fit":
-                    for fp in group:
-                        if fp.loop is not None:
-                            self._carried_intervals(fp, tight=True)
+                if self.carried_span == "fit":
+                    failed = self._fit(group)
+                else:
+                    group = self._merge_carried(group)
                     failed = self._color(group)
-                    self._widen_carried([fp for fp in group if fp.event >= 0])
                 for fp in failed:
                     # Still out of ids: a full barrier right before the
                     # consumer orders the producer too (in any earlier iteration),
