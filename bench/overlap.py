@@ -21,10 +21,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from npu.frontend.report import per_op_breakdown  # noqa: E402
 from npu.ir import make_context, parse_module, walk  # noqa: E402
 from npu.pipeline import run_pipeline  # noqa: E402
 from npu.simulator import simulate  # noqa: E402
-from npu.simulator.instruction import OP  # noqa: E402
 from npu.target import get_target  # noqa: E402
 
 SPANS = ("block", "fit")
@@ -46,14 +46,8 @@ def adds(n: int) -> str:
     return f"func.func @adds({args}) {{\n{body}  return\n}}\n"
 
 
-def sum_of_spans(result) -> int:
-    spans: dict[str, list[int]] = {}
-    for i, (instr, _, _) in enumerate(result.trace_entries):
-        if instr.kind == OP:
-            s = spans.setdefault(instr.where, [result.timeline.start[i], 0])
-            s[0] = min(s[0], result.timeline.start[i])
-            s[1] = max(s[1], result.timeline.end[i])
-    return sum(e - s for s, e in spans.values())
+def sum_of_spans(result, target) -> int:
+    return sum(row["span_cycles"] for row in per_op_breakdown(result, target, {}))
 
 
 def full_barriers(module) -> int:
@@ -70,7 +64,7 @@ def run_mlir(text: str, span: str, target) -> tuple[int, int, int, int, int | No
     inputs = random_inputs(find_entry(module, None), 0)
     run_pipeline(module, f"npu-lower{{max-chunk=4096 fuse=false carried-span={span}}}", target)
     res = simulate(module, inputs, target=target, numerics=False)
-    return (res.cycles, full_barriers(module), sum_of_spans(res), res.report["bound_cycles"],
+    return (res.cycles, full_barriers(module), sum_of_spans(res, target), res.report["bound_cycles"],
             None)
 
 

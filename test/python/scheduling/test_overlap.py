@@ -14,10 +14,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from npu.frontend.report import per_op_breakdown
 from npu.ir import make_context, parse_module, walk
 from npu.pipeline import run_pipeline
 from npu.simulator import simulate
-from npu.simulator.instruction import OP
 from npu.target import get_target
 
 TARGET = get_target("ascend910")
@@ -46,13 +46,8 @@ def full_barriers(module) -> int:
 
 def op_spans(result) -> list[tuple[int, int]]:
     """(first start, last end) of each source op's instructions, in program order."""
-    spans: dict[str, list[int]] = {}
-    for i, (instr, _, _) in enumerate(result.trace_entries):
-        if instr.kind == OP:
-            span = spans.setdefault(instr.where, [result.timeline.start[i], 0])
-            span[0] = min(span[0], result.timeline.start[i])
-            span[1] = max(span[1], result.timeline.end[i])
-    return sorted((s, e) for s, e in spans.values())
+    rows = per_op_breakdown(result, TARGET, {})
+    return sorted((row["first_cycle"], row["last_cycle"]) for row in rows)
 
 
 @pytest.fixture(scope="module")
