@@ -18,7 +18,10 @@ Two modes:
   where it delays nothing); syncs already
   implied by others (tracked with per-pipe vector clocks) are dropped; event
   ids are allocated so that no pipe pair uses more than
-  `target.events_per_pipe_pair`. With `sink-sets=true` (npu-lower's
+  `target.events_per_pipe_pair`. When a function has more loops than ids,
+  `carried-span=fit` (the default) moves a loop's pre-set and balancing
+  wait in towards the loop, only as far as needed for the ids to go round,
+  instead of fencing the loops off with full barriers (`block`). With `sink-sets=true` (npu-lower's
   default) a set_flag goes after the run of same-pipe instructions that
   directly follows its producer: a set holds its pipe until everything
   before it has finished, so one set per run keeps a mover streaming
