@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from mlir import ir
 
-from npu import fusion
+from npu import fusion, online_rows
 from npu.fusion import FUSED_UB_FRACTION
 from npu import ir as nir
 from npu.cce_build import View, copy, for_pieces, lin, sub
@@ -90,8 +90,20 @@ class FusedKernel:
         self.g = fusion.model(members, users)
         self.members = self.g.members
         self.rows, self.n = self.g.rows, self.g.n or 1
+        self.width = self.n  # columns of the UB buffers (a piece's in the two-pass kernel)
         fp = fusion.footprint(self.g, self.target)
         budget = int(self.target.capacity("ub") * p.ub_fraction)
+        self.online = None
+        if not online_rows.whole_rows_fit(self.g, self.target, budget):
+            plan = online_rows.plan(self.g, self.target, budget)
+            if isinstance(plan, str):
+                raise PassError(f"the fused group does not fit UB: {fp.fixed} + {fp.per_row} "
+                                f"bytes per row, budget {budget}; {plan}", region)
+            self.online = plan
+            rows = online_rows.chunk_rows(self.g, self.target, budget, plan.width)
+            rows = min(rows, -(-self.rows // fp.row_block) * fp.row_block)
+            self.plan = plan_chunks(self.rows, rows, fp.row_block)
+            return
         max_rows = fp.rows_fitting(budget)
         # npu-double-buffer gives each buffer of the loop body a second copy,
         # live for the whole body, only while both fit: a chunk whose buffers
@@ -127,7 +139,7 @@ class FusedKernel:
                         self.flat[o.value] = nir.flatten_memref(o.value)
             self.fixed: dict = {}
             for o in self.g.loaded.values():
-                if o.kind == "row":
+                if o.kind == "row" and self.online is None:  # two-pass: per piece
                     buf = nir.alloc([self.n], o.elem, "ub")
                     copy("cce.copy_gm_to_ub", self.flat[o.value], buf, 1,
                          self.n * o.es // self.granule)
@@ -135,7 +147,12 @@ class FusedKernel:
                 elif o.kind == "scalar":
                     self.fixed[o.root] = load_scalar(self.p, Input(o.value, "scalar", o.elem),
                                                      self.flat[o.value], self.region)
-            for_pieces(self.plan, self.chunk)
+            if self.online is not None:
+                from npu.online_kernel import TwoPass
+
+                for_pieces(self.plan, lambda row0, rows: TwoPass(self, row0, rows).emit())
+            else:
+                for_pieces(self.plan, self.chunk)
 
     def chunk(self, row0, rows: int) -> None:
         valid = min(rows, self.rows)
@@ -185,7 +202,7 @@ class FusedKernel:
             ins[1] = self.reciprocal(ins[1], bufs, rows, valid, geo)
             compute = Compute("binary", vop="cce.vmul")
         if m.out.kind == "col" or all(i.kind in ("full", "scalar") for i in ins):
-            count = valid * (self.n if m.out.kind == "full" else 1)
+            count = valid * (self.width if m.out.kind == "full" else 1)
             lanes = geo.lanes
             temps = [(nir.alloc([count], t, "ub"), nir.element_bytes(t)) for t in compute.temps]
             for piece in split_repeats(count, lanes, geo.max_repeat):
@@ -205,7 +222,7 @@ class FusedKernel:
                 wide = nir.alloc([rows * per_block], i.elem, "ub")
                 expand_scalar_blocks(self.p, bufs[i.root], i.elem, rows, wide, m.op)
                 expanded[i.root] = wide
-        n, lanes = self.n, geo.lanes
+        n, lanes = self.width, geo.lanes
         for j0 in range(0, n, lanes):
             mask = min(lanes, n - j0)
             r0 = 0
@@ -248,17 +265,19 @@ class FusedKernel:
 
     # -- reductions -----------------------------------------------------------
     def reduce(self, m: fusion.RowOp, src: ir.Value, out: ir.Value, rows: int,
-               valid: int) -> None:
+               valid: int, wide: bool = False) -> None:
+        """Row results of reduction `m` into `out` (of `accumulator(m)`'s type
+        when `wide`: two-pass partials stay unrounded)."""
         fold_op, reduce_op = fusion.REDUCE[m.op.name]
         elem = m.ins[0].elem
-        acc = "f32" if m.op.name == "ascend.reduce_sum" and elem == "f16" else elem
-        aes, g, n = nir.element_bytes(acc), self.granule, self.n
+        acc = accumulator(m)
+        aes, g, n = nir.element_bytes(acc), self.granule, self.width
         geo = VectorGeometry.for_types(self.target, [aes])
         lanes = geo.lanes
         if acc != elem:
-            wide = nir.alloc([valid * n], acc, "ub")
-            self.convert(wide, acc, src, elem, valid * n, "none")
-            src = wide
+            widened = nir.alloc([valid * n], acc, "ub")
+            self.convert(widened, acc, src, elem, valid * n, "none")
+            src = widened
         step = round_down(geo.max_repeat, geo.block)  # result groups start on blocks
 
         def over_rows(body) -> None:
@@ -300,11 +319,12 @@ class FusedKernel:
                     repeat=rep, mask=mask, dst_blk_stride=1, dst_rep_stride=stride,
                     src0_blk_stride=1, src0_rep_stride=stride, src1_blk_stride=1,
                     src1_rep_stride=row))
-        result = out if acc == elem else nir.alloc([rows], acc, "ub")
+        keep = wide or acc == elem
+        result = out if keep else nir.alloc([rows], acc, "ub")
         over_rows(lambda r0, rep: nir.create_op(
             reduce_op, [sub(result, r0, rep), sub(work, r0 * pitch, (rep - 1) * pitch + width)],
             repeat=rep, mask=width, src_blk_stride=1, src_rep_stride=stride, dst_rep_stride=1))
-        if acc != elem:
+        if not keep:
             self.convert(out, elem, result, acc, valid, "rint")
 
     def convert(self, dst: ir.Value, dst_elem: str, src: ir.Value, src_elem: str, count: int,
@@ -320,3 +340,9 @@ class FusedKernel:
             compute.emit(View(sub(dst, ins.offset, span), 1, lanes * des // g),
                          [View(sub(src, ins.offset, span), 1, lanes * ses // g)],
                          ins.repeat, ins.mask)
+
+
+def accumulator(m: fusion.RowOp) -> str:
+    """Element type a reduction accumulates in: f16 sums in f32 (rounded once)."""
+    elem = m.ins[0].elem
+    return "f32" if m.op.name == "ascend.reduce_sum" and elem == "f16" else elem

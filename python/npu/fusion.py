@@ -147,9 +147,6 @@ def describe(op: ir.Operation, index: int, target: Target) -> RowOp | str:
             if o.kind in ("full", "row") and (n * o.es) % target.granule("ub"):
                 return (f"rows of {n} {o.elem} elements are not whole 32-byte blocks "
                         "(fused kernels move whole-block rows)")
-        if n * 4 // target.granule("ub") > target.vector_max_stride:
-            return (f"rows of {n} elements exceed the vector repeat stride "
-                    f"({target.vector_max_stride} blocks)")
     return row_op
 
 
@@ -235,14 +232,15 @@ def gm_bytes(g: GroupModel, granule: int) -> int:
     return loads + sum(nbytes(r) for r in g.leaving)
 
 
-def footprint(g: GroupModel, target: Target) -> Footprint:
+def footprint(g: GroupModel, target: Target, width: int | None = None) -> Footprint:
     """UB of one chunk, by liveness in member order: a loaded full/col
     tensor from its first to its last use, a computed one from its op to
     its last use (stored right after its op when it leaves), plus each op's
     transient buffers (recipe temporaries, a reduction's f32 work rows, col
-    operands expanded to one block per row)."""
+    operands expanded to one block per row). `width`: rows cut to pieces of
+    that many columns (the two-pass kernel, `npu.online_rows`)."""
     granule = target.granule("ub")
-    n = g.n or 1
+    n = width or g.n or 1
     last_use: dict = {}
     for k, m in enumerate(g.members):
         for i in m.ins:
@@ -268,8 +266,8 @@ def footprint(g: GroupModel, target: Target) -> Footprint:
         live[m.out.root] = row_bytes(m.out)
         transient = 0
         if m.compute is not None:
-            width = n if m.out.kind == "full" else 1
-            transient += sum(width * nir.element_bytes(t) for t in m.compute.temps)
+            span = n if m.out.kind == "full" else 1
+            transient += sum(span * nir.element_bytes(t) for t in m.compute.temps)
             if m.out.kind == "full":
                 transient += sum(granule for i in m.ins if i.kind == "col")
         else:

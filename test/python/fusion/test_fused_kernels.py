@@ -88,3 +88,59 @@ def test_reference_of_the_fused_program_equals_the_unfused():
     want = evaluate(functions(plain)[0], [a.copy() for a in ins])
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+def check_long(text: str, gm_bytes: int):
+    """A long-row group: one two-pass kernel moving `gm_bytes` (2 reads and
+    1 write per element), matching the reference, race-free. The unfused
+    lowering is compared when it can lower these rows (today it cannot:
+    its row broadcasts need a row within the repeat stride)."""
+    from npu.pipeline import PipelineError
+
+    ins = inputs_for(text)
+    fused, expected, fres = compile_and_simulate(text, "npu-lower", ins)
+    assert_outputs_close(fused, expected)
+    assert fres.hazards == [], fres.hazards
+    (g,) = groups(text)
+    assert g["gm_bytes"] == gm_bytes, (g["gm_bytes"], gm_bytes)
+    try:
+        unfused, _, _ = compile_and_simulate(text, "npu-lower{fuse=false}", ins)
+    except PipelineError as e:
+        assert "exceed the vector repeat stride" in str(e) or "do not fit" in str(e), e
+    else:
+        assert_outputs_close(fused, unfused)
+
+
+# Rows longer than UB (or than the vector repeat stride, 2040 f32): the
+# two-pass kernel over column pieces (npu.online_rows), odd lengths leave a
+# shorter last piece; one chunk of rows holds fewer rows than a block.
+@pytest.mark.parametrize("rows_shape,n,elem", [((3,), 4008, "f32"), ((20,), 5008, "f16"),
+                                               ((2,), 100008, "f32")])
+def test_softmax_long_rows(rows_shape, n, elem):
+    full = int(np.prod(rows_shape)) * n * (2 if elem == "f16" else 4)
+    check_long(softmax(rows_shape, n, elem), gm_bytes=3 * full)
+
+
+@pytest.mark.parametrize("rows,n,elem,residual", [(5, 4008, "f32", False), (17, 3008, "f16", True),
+                                                  (3, 100000, "f32", True)])
+def test_layernorm_long_rows(rows, n, elem, residual):
+    es = 2 if elem == "f16" else 4
+    chunks = -(-rows // (32 // es))  # gamma and beta: once per chunk of rows
+    reads = 2 if residual else 1
+    want = (2 * reads + 1) * rows * n * es + 2 * chunks * n * es
+    check_long(layernorm(rows, n, elem, residual), gm_bytes=want)
+
+
+def test_layernorm_long_rows_far_from_zero():
+    """Data with mean 1000 and spread 1: the variance around the first
+    piece's mean loses nothing to cancellation (the sum-of-squares form
+    would lose most of f32's digits); checked against float64 numpy."""
+    text = layernorm(9, 6016, "f32", residual=False)
+    x, g, b, _ = inputs_for(text)
+    x = (1000 + x / 2).astype(np.float32)
+    fused, _, res = compile_and_simulate(text, "npu-lower", [x, g, b, np.zeros_like(x)])
+    x64 = x.astype(np.float64)
+    mean = x64.mean(-1, keepdims=True)
+    want = (x64 - mean) / np.sqrt(x64.var(-1, keepdims=True) + 1e-5) * g + b
+    assert res.hazards == []
+    np.testing.assert_allclose(fused[-1], want, rtol=0, atol=2e-3)

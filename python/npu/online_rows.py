@@ -1,0 +1,214 @@
+"""Fused row groups whose rows do not fit UB: the two-pass (online) scheme
+that `npu-fuse` chooses and `npu-lower-fused` emits.
+
+Each chunk of `row_block` rows is processed in column *pieces* of `width`
+columns (the last piece shorter), twice:
+  pass 1  streams the pieces, computing the full-level ops the reductions
+          need and folding each piece's reductions into per-row
+          accumulators;
+  pass 2  streams the pieces again with the final per-row values, computing
+          the ops whose results leave the group and storing them.
+Between the passes the col-level ops (mean = sum / n, rsqrt(var + eps))
+run once per chunk. GM traffic: the inputs of pass 1 and of pass 2 once
+each, the outputs once: 2 reads + 1 write per element for softmax and
+layernorm.
+
+A reduction is foldable across pieces when its input depends on no per-row
+value computed by the group (*plain*: sum, max, min of partials), or in two
+recognised recurrences where it depends on an earlier reduction:
+  softmax   sum(exp(X - max(X))): the running max m and the running sum s,
+            rescaled when m grows: s = s * exp(m_old - m_new) + sum(exp(X - m_new));
+  variance  sum((X - mean)^2) with mean = sum(X) * c: squares around a fixed
+            shift K (the first piece's mean), Q = sum((X - K)^2), and at the
+            end sum((X - mean)^2) = Q - (S - n K)^2 / n. K is within a few
+            standard errors of the mean, so the correction is small and the
+            cancellation of the textbook sum-of-squares form is avoided (the
+            error stays at that of the one-pass kernel's, see the tests).
+Anything else (a reduction over a value that depends on another reduction in
+another way) has no online form: the group is not formed, and the remark
+says why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from npu import fusion
+from npu.fusion import GroupModel, RowOp
+from npu.target import Target
+
+# Piece widths are multiples of this many columns (whole f16 and f32 repeats).
+WIDTH_STEP = 128
+
+
+@dataclass
+class OnlineReduction:
+    member: RowOp
+    mode: str                  # "plain" | "softmax" | "variance"
+    base: RowOp | None = None  # the reduction it depends on (softmax, variance)
+    shift_root: object = None  # the col value bound to the running max / shift in pass 1
+
+
+@dataclass
+class OnlinePlan:
+    width: int
+    reductions: dict = field(default_factory=dict)   # op -> OnlineReduction
+    pass1: list = field(default_factory=list)        # full ops and reductions, member order
+    early_cols: list = field(default_factory=list)   # col ops before pass 1
+    late_cols: list = field(default_factory=list)    # col ops after pass 1
+    pass2: list = field(default_factory=list)        # full ops whose results leave (or feed one)
+
+    def describe(self) -> str:
+        modes = sorted({r.mode for r in self.reductions.values() if r.mode != "plain"})
+        how = {"softmax": "online softmax (running max, rescaled sum)",
+               "variance": "variance around the first piece's mean"}
+        extra = "".join(f"; {how[m]}" for m in modes)
+        return f"two-pass online over pieces of {self.width} columns{extra}"
+
+
+def whole_rows_fit(g: GroupModel, target: Target, budget: int) -> bool:
+    """The one-pass kernel's condition: a chunk of whole rows fits `budget`
+    and a row's f32 pitch fits the vector repeat stride."""
+    n = g.n or 1
+    if n * 4 // target.granule("ub") > target.vector_max_stride:
+        return False
+    fp = fusion.footprint(g, target)
+    return fp.rows_fitting(budget) >= max(1, fp.row_block)
+
+
+def plan(g: GroupModel, target: Target, budget: int) -> OnlinePlan | str:
+    """The two-pass plan of a group, or why it has none."""
+    n = g.n or 1
+    producer = {m.out.root: m for m in g.members}
+    derived: set = set()  # col roots whose value comes from a member reduction
+    for m in g.members:
+        if m.compute is None or (m.out.kind == "col" and any(i.root in derived for i in m.ins)):
+            derived.add(m.out.root)
+
+    def closure(root) -> list[RowOp]:
+        """The full-level members computing `root` (not through col values)."""
+        seen: dict = {}
+        pending = [root]
+        while pending:
+            m = producer.get(pending.pop())
+            if m is None or m.compute is None or m.out.kind != "full" or m.op in seen:
+                continue
+            seen[m.op] = m
+            pending.extend(i.root for i in m.ins if i.kind == "full")
+        return list(seen.values())
+
+    p = OnlinePlan(width=0)
+    pass1: dict = {}
+    for m in g.members:
+        if m.compute is not None:
+            continue
+        chain = closure(m.ins[0].root)
+        deps = {i.root for c in chain for i in c.ins if i.kind == "col" and i.root in derived}
+        if not deps:
+            p.reductions[m.op] = OnlineReduction(m, "plain")
+        else:
+            r = _recurrence(m, deps, producer, p.reductions)
+            if isinstance(r, str):
+                return r
+            p.reductions[m.op] = r
+        for c in chain + [m]:
+            pass1[c.op] = c
+    p.pass1 = [m for m in g.members if m.op in pass1]
+    for m in g.members:
+        if m.compute is not None and m.out.kind == "col":
+            (p.late_cols if any(i.root in derived for i in m.ins) else p.early_cols).append(m)
+    needed: dict = {}
+    for m in g.members:
+        if m.compute is not None and m.out.kind == "full" and m.out.root in g.leaving:
+            needed.update((c.op, c) for c in closure(m.out.root))
+    p.pass2 = [m for m in g.members if m.op in needed]
+    width = piece_width(g, target, budget)
+    if isinstance(width, str):
+        return width
+    p.width = min(width, n)
+    return p
+
+
+def _recurrence(m: RowOp, deps: set, producer: dict, known: dict) -> OnlineReduction | str:
+    """`m` as the softmax or variance recurrence over an earlier reduction."""
+    no = (f"'{m.short}' reduces a value that depends on another reduction of the group in a "
+          "way with no online form (only softmax's sum(exp(x - max)) and variance's "
+          "sum((x - mean)^2))")
+    if m.op.name != "ascend.reduce_sum" or len(deps) != 1:
+        return no
+    (c,) = deps
+    step = producer.get(m.ins[0].root)
+    if step is None:
+        return no
+    if step.op.name == "ascend.exp":
+        sub = producer.get(step.ins[0].root)
+        base = producer.get(c)
+        if (sub is not None and sub.op.name == "ascend.sub" and sub.ins[1].root == c
+                and sub.ins[0].kind == "full" and base is not None
+                and base.op.name == "ascend.reduce_max"
+                and base.ins[0].root == sub.ins[0].root and _plain(base, known)):
+            return OnlineReduction(m, "softmax", base, c)
+        return no
+    if step.op.name == "ascend.mul" and step.ins[0].root == step.ins[1].root:
+        sub = producer.get(step.ins[0].root)
+        scale = producer.get(c)
+        base = producer.get(scale.ins[0].root) if scale is not None else None
+        if (sub is not None and sub.op.name == "ascend.sub" and sub.ins[1].root == c
+                and sub.ins[0].kind == "full" and scale is not None
+                and scale.op.name == "ascend.muls"
+                and base is not None and base.op.name == "ascend.reduce_sum"
+                and base.ins[0].root == sub.ins[0].root and _plain(base, known)):
+            return OnlineReduction(m, "variance", base, c)
+    return no
+
+
+def _plain(m: RowOp, known: dict) -> bool:
+    r = known.get(m.op)
+    return r is not None and r.mode == "plain"
+
+
+def piece_width(g: GroupModel, target: Target, budget: int) -> int | str:
+    """The widest piece (a multiple of WIDTH_STEP within the vector repeat
+    stride) of which one chunk of `row_block` rows fits `budget`, counting
+    the per-row accumulators of pass 1."""
+    granule = target.granule("ub")
+    widest = target.vector_max_stride * granule // 4
+    width = min(widest, g.n or 1)
+    width -= width % WIDTH_STEP
+    while width >= WIDTH_STEP:
+        if chunk_rows(g, target, budget, width) >= fusion.footprint(g, target).row_block:
+            return width
+        width -= WIDTH_STEP
+    return (f"not even a piece of {WIDTH_STEP} columns of {fusion.footprint(g, target).row_block} "
+            f"row(s) fits the UB budget {budget}")
+
+
+def chunk_rows(g: GroupModel, target: Target, budget: int, width: int) -> int:
+    """Rows (whole `row_block`s) of one chunk of pieces `width` wide within
+    `budget`: more rows make longer transfers when the width is capped."""
+    fp = fusion.footprint(g, target, width=width)
+    reductions = sum(1 for m in g.members if m.compute is None)
+    accumulators = 4 * 4 * reductions + 3 * 4  # running values, partials, shift
+    rows = (budget - fp.fixed) // (fp.per_row + accumulators)
+    return rows - rows % fp.row_block
+
+
+def gm_bytes(g: GroupModel, p: OnlinePlan, target: Target) -> int:
+    """GM bytes of the two-pass kernel: the full inputs of each pass once,
+    row operands once per chunk and pass, col/scalar inputs and outputs once."""
+    granule = target.granule("ub")
+    chunks = -(-g.rows // fusion.footprint(g, target).row_block)
+    total = sum(fusion.nbytes(r) for r in g.leaving)
+    for members in (p.pass1, p.pass2):
+        seen = set()
+        for m in members:
+            for i in m.ins:
+                if i.root in g.loaded and i.root not in seen and i.kind in ("full", "row"):
+                    seen.add(i.root)
+                    total += fusion.nbytes(i.value) * (chunks if i.kind == "row" else 1)
+    for o in g.loaded.values():
+        if o.kind == "col":
+            total += fusion.nbytes(o.value)
+        elif o.kind == "scalar":
+            total += max(granule, fusion.nbytes(o.value))
+    return total
