@@ -100,7 +100,7 @@ class FusedKernel:
                 raise PassError(f"the fused group does not fit UB: {fp.fixed} + {fp.per_row} "
                                 f"bytes per row, budget {budget}; {plan}", region)
             self.online = plan
-            rows = online_rows.chunk_rows(self.g, self.target, budget, plan.width)
+            rows = online_rows.chunk_rows(self.g, plan, self.target, budget, plan.width)
             rows = min(rows, -(-self.rows // fp.row_block) * fp.row_block)
             self.plan = plan_chunks(self.rows, rows, fp.row_block)
             return
@@ -223,6 +223,10 @@ class FusedKernel:
                 expand_scalar_blocks(self.p, bufs[i.root], i.elem, rows, wide, m.op)
                 expanded[i.root] = wide
         n, lanes = self.width, geo.lanes
+        along_rows = split_repeats(n, lanes, geo.max_repeat)
+        if valid * len(along_rows) < -(-n // lanes) * -(-valid // geo.max_repeat):
+            self.broadcast_by_row(m, compute, ins, bufs, expanded, out, valid, along_rows, lanes)
+            return
         for j0 in range(0, n, lanes):
             mask = min(lanes, n - j0)
             r0 = 0
@@ -244,6 +248,33 @@ class FusedKernel:
                 dst = View(sub(out, r0 * n + j0, span), 1, n * m.out.es // g)
                 compute.emit(dst, srcs, rep, mask)
                 r0 += rep
+
+    def broadcast_by_row(self, m: fusion.RowOp, compute: Compute, ins: list, bufs: dict,
+                         expanded: dict, out: ir.Value, valid: int, along_rows,
+                         lanes: int) -> None:
+        """The row-broadcast op one row at a time (repeats along the row, a
+        col operand's broadcast block re-read by every repeat): fewer
+        instructions than one per `lanes` columns when rows are long and few."""
+        g, n = self.granule, self.width
+        for r in range(valid):
+            for piece in along_rows:
+                span = (piece.repeat - 1) * lanes + piece.mask
+
+                def along(buf: ir.Value, start: int, es: int) -> View:
+                    return View(sub(buf, start + piece.offset, span), 1, lanes * es // g)
+
+                srcs = []
+                for i in ins:
+                    if i.kind == "full":
+                        srcs.append(along(bufs[i.root], r * n, i.es))
+                    elif i.kind == "row":
+                        srcs.append(along(self.fixed[i.root], 0, i.es))
+                    elif i.kind == "scalar":
+                        srcs.append(self.fixed[i.root])
+                    else:
+                        per_block = g // i.es
+                        srcs.append(View(sub(expanded[i.root], r * per_block, per_block), 0, 0))
+                compute.emit(along(out, r * n, m.out.es), srcs, piece.repeat, piece.mask)
 
     def reciprocal(self, o: fusion.Operand, bufs: dict, rows: int, valid: int,
                    geo: VectorGeometry) -> fusion.Operand:
@@ -288,12 +319,28 @@ class FusedKernel:
                 r0 += rep
 
         row = n * aes // g
+        partials = n // lanes
+        two_level = (self.online is not None and n % lanes == 0 and 1 < partials <= lanes
+                     and partials * aes % g == 0)
         if n <= lanes:  # one segment: reduce the rows where they are
             work, width, pitch = src, n, n
+        elif two_level:
+            # One cross-lane reduction per repeat over whole rows (a row's
+            # partials land contiguous, block-aligned), then one per row over
+            # its partials: two instructions per group of rows instead of
+            # one fold per `lanes` columns.
+            work, width, pitch = nir.alloc([valid * partials], acc, "ub"), partials, partials
+            per = max(1, geo.max_repeat // partials)
+            for r0 in range(0, valid, per):
+                rr = min(valid - r0, per)
+                nir.create_op(reduce_op, [sub(work, r0 * partials, rr * partials),
+                                          sub(src, r0 * n, rr * n)],
+                              repeat=rr * partials, mask=lanes, src_blk_stride=1,
+                              src_rep_stride=lanes * aes // g, dst_rep_stride=1)
         else:
             work, width, pitch = nir.alloc([valid * lanes], acc, "ub"), lanes, lanes
         stride = pitch * aes // g
-        if n > lanes:
+        if n > lanes and not two_level:
             # work = segment 0 op segment 1 when segment 1 is whole; else a
             # copy of segment 0. The further segments fold onto it.
             first = lanes if n >= 2 * lanes else 0

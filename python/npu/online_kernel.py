@@ -17,7 +17,7 @@ from mlir import ir
 from npu import ir as nir
 from npu.cce_build import View, copy, lin, sub
 from npu.dialects.hivm import config_field
-from npu.online_rows import OnlineReduction
+from npu.online_rows import OnlineReduction, in_place_source, last_uses
 from npu.vector_compute import Compute, Step
 from npu.vector_tiling import VectorGeometry, split_repeats
 
@@ -82,10 +82,11 @@ class TwoPass:
         bufs.update({root: pair[0] for root, pair in self.shift.items()})
         expanded: dict = {}
         self.load_rows(self.plan.pass1, j0, width)
-        for m in self.plan.pass1:
+        last = last_uses(self.plan.pass1)
+        for index, m in enumerate(self.plan.pass1):
             self.load_inputs(m, bufs, j0, width)
             if m.compute is not None:
-                out = nir.alloc([self.valid * width], m.out.elem, "ub")
+                out = self.result_buffer(m, index, last, bufs, width)
                 k.elementwise(m, bufs, expanded, out, self.rows, self.valid)
                 bufs[m.out.root] = out
                 continue
@@ -178,13 +179,22 @@ class TwoPass:
         bufs = dict(self.cols)
         expanded: dict = {}
         self.load_rows(self.plan.pass2, j0, width)
-        for m in self.plan.pass2:
+        last = last_uses(self.plan.pass2)
+        for index, m in enumerate(self.plan.pass2):
             self.load_inputs(m, bufs, j0, width)
-            out = nir.alloc([self.valid * width], m.out.elem, "ub")
+            out = self.result_buffer(m, index, last, bufs, width)
             k.elementwise(m, bufs, expanded, out, self.rows, self.valid)
             bufs[m.out.root] = out
             if m.out.root in k.g.leaving:
                 self.move("cce.copy_ub_to_gm", m.out, out, j0, width)
+
+    def result_buffer(self, m, index: int, last: dict, bufs: dict, width: int) -> ir.Value:
+        """An input's piece buffer when `m` is its last use (lane-wise ops
+        may write over what they read), else a new one."""
+        source = in_place_source(m, index, last)
+        if source is not None:
+            return bufs[source.root]
+        return nir.alloc([self.valid * width], m.out.elem, "ub")
 
     # -- data movement --------------------------------------------------------
     def load_rows(self, members, j0, width: int) -> None:

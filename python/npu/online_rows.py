@@ -122,7 +122,7 @@ def plan(g: GroupModel, target: Target, budget: int) -> OnlinePlan | str:
         if m.compute is not None and m.out.kind == "full" and m.out.root in g.leaving:
             needed.update((c.op, c) for c in closure(m.out.root))
     p.pass2 = [m for m in g.members if m.op in needed]
-    width = piece_width(g, target, budget)
+    width = piece_width(g, p, target, budget)
     if isinstance(width, str):
         return width
     p.width = min(width, n)
@@ -167,30 +167,92 @@ def _plain(m: RowOp, known: dict) -> bool:
     return r is not None and r.mode == "plain"
 
 
-def piece_width(g: GroupModel, target: Target, budget: int) -> int | str:
+def piece_width(g: GroupModel, p: OnlinePlan, target: Target, budget: int) -> int | str:
     """The widest piece (a multiple of WIDTH_STEP within the vector repeat
-    stride) of which one chunk of `row_block` rows fits `budget`, counting
-    the per-row accumulators of pass 1."""
+    stride) of which one chunk of `row_block` rows fits `budget`."""
     granule = target.granule("ub")
-    widest = target.vector_max_stride * granule // 4
-    width = min(widest, g.n or 1)
-    width -= width % WIDTH_STEP
-    while width >= WIDTH_STEP:
-        if chunk_rows(g, target, budget, width) >= fusion.footprint(g, target).row_block:
-            return width
-        width -= WIDTH_STEP
-    return (f"not even a piece of {WIDTH_STEP} columns of {fusion.footprint(g, target).row_block} "
-            f"row(s) fits the UB budget {budget}")
+    widest = min(target.vector_max_stride * granule // 4, g.n or 1)
+    row_block = fusion.footprint(g, target).row_block
+    # Multiples of 8 f32 repeats first: a row's partial reductions then
+    # fill whole blocks (two-instruction reductions, see npu-lower-fused).
+    for step in (8 * target.lanes(4), WIDTH_STEP):
+        width = widest - widest % step
+        while width >= step:
+            if chunk_rows(g, p, target, budget, width) >= row_block:
+                return width
+            width -= step
+    return (f"not even a piece of {WIDTH_STEP} columns of {row_block} row(s) fits the UB "
+            f"budget {budget}")
 
 
-def chunk_rows(g: GroupModel, target: Target, budget: int, width: int) -> int:
+def chunk_rows(g: GroupModel, p: OnlinePlan, target: Target, budget: int, width: int) -> int:
     """Rows (whole `row_block`s) of one chunk of pieces `width` wide within
-    `budget`: more rows make longer transfers when the width is capped."""
-    fp = fusion.footprint(g, target, width=width)
+    `budget`, by the larger of the two passes' footprints."""
+    row_block = fusion.footprint(g, target).row_block
     reductions = sum(1 for m in g.members if m.compute is None)
-    accumulators = 4 * 4 * reductions + 3 * 4  # running values, partials, shift
-    rows = (budget - fp.fixed) // (fp.per_row + accumulators)
-    return rows - rows % fp.row_block
+    per_row = 4 * 4 * reductions + 3 * 4  # accumulators, partials, shift
+    per_row += 4 * (len(p.early_cols) + len(p.late_cols)) + granule_cols(g, target)
+    fixed = 0
+    worst = 0
+    for members in (p.pass1, p.pass2):
+        rows_bytes = {i.root: i for m in members for i in m.ins if i.kind == "row"}
+        fixed = max(fixed, sum(width * o.es for o in rows_bytes.values()))
+        worst = max(worst, pass_row_bytes(members, width, target))
+    rows = (budget - fixed) // (per_row + worst)
+    return rows - rows % row_block
+
+
+def granule_cols(g: GroupModel, target: Target) -> int:
+    """Per-row bytes of the col values loaded once per chunk."""
+    return sum(o.es for o in g.loaded.values() if o.kind == "col")
+
+
+def in_place_source(m: RowOp, k: int, last_use: dict):
+    """The full input of member `m` (at `k` in its pass) whose buffer its
+    result can overwrite: same type, and `m` is its last use in the pass."""
+    if m.compute is None or m.out.kind != "full":
+        return None
+    return next((i for i in m.ins if i.kind == "full" and i.elem == m.out.elem
+                 and last_use.get(i.root) == k), None)
+
+
+def last_uses(members: list[RowOp]) -> dict:
+    last: dict = {}
+    for k, m in enumerate(members):
+        for i in m.ins:
+            last[i.root] = k
+    return last
+
+
+def pass_row_bytes(members: list[RowOp], width: int, target: Target) -> int:
+    """Peak UB bytes per row of one pass over a piece: its live piece buffers
+    in member order (results written in place as `in_place_source` allows)
+    plus each op's transient buffers."""
+    from npu import ir as nir
+    from npu.vector_tiling import VectorGeometry
+
+    granule = target.granule("ub")
+    lanes = VectorGeometry.for_types(target, [4]).lanes
+    last = last_uses(members)
+    live: dict = {}
+    peak = 0
+    for k, m in enumerate(members):
+        for i in m.ins:
+            if i.kind == "full" and i.root not in live:
+                live[i.root] = width * i.es
+        if m.compute is None:
+            transient = lanes * 4 + (width * 4 if m.ins[0].elem != "f32" else 0)
+        else:
+            transient = sum(width * nir.element_bytes(t) for t in m.compute.temps)
+            transient += granule * sum(1 for i in m.ins if i.kind == "col")
+            source = in_place_source(m, k, last)
+            if source is not None:
+                live.pop(source.root)
+            live[m.out.root] = width * m.out.es
+        peak = max(peak, sum(live.values()) + transient)
+        for root in [r for r in live if last.get(r, -1) <= k]:
+            del live[root]
+    return peak
 
 
 def gm_bytes(g: GroupModel, p: OnlinePlan, target: Target) -> int:
