@@ -100,9 +100,8 @@ class FusedKernel:
                 raise PassError(f"the fused group does not fit UB: {fp.fixed} + {fp.per_row} "
                                 f"bytes per row, budget {budget}; {plan}", region)
             self.online = plan
-            rows = online_rows.chunk_rows(self.g, plan, self.target, budget, plan.width)
-            rows = min(rows, -(-self.rows // fp.row_block) * fp.row_block)
-            self.plan = plan_chunks(self.rows, rows, fp.row_block)
+            self.plan = plan_chunks(self.rows, plan.rows,
+                                    online_rows.online_row_block(self.g, self.target))
             return
         max_rows = fp.rows_fitting(budget)
         # npu-double-buffer gives each buffer of the loop body a second copy,
@@ -218,8 +217,8 @@ class FusedKernel:
             return
         for i in ins:
             if i.kind == "col" and i.root not in expanded:
-                per_block = g // i.es
-                wide = nir.alloc([rows * per_block], i.elem, "ub")
+                per_block = g // i.es  # vnchwconv expands whole blocks of col values
+                wide = nir.alloc([-(-rows // per_block) * per_block * per_block], i.elem, "ub")
                 expand_scalar_blocks(self.p, bufs[i.root], i.elem, rows, wide, m.op)
                 expanded[i.root] = wide
         n, lanes = self.width, geo.lanes

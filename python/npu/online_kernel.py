@@ -26,8 +26,11 @@ class TwoPass:
     def __init__(self, kernel, row0, rows: int):
         from npu.passes.lower_fused import accumulator
 
-        self.k, self.row0, self.rows = kernel, row0, rows
+        self.k, self.row0, self.chunk_rows = kernel, row0, rows
         self.valid = min(rows, kernel.rows)
+        # Per-row buffers hold whole blocks of 16 values: col operands are
+        # broadcast a block of values at a time (vnchwconv).
+        self.rows = -(-rows // 16) * 16
         self.plan = kernel.online
         self.n = kernel.n
         self.accumulator = accumulator
@@ -44,7 +47,7 @@ class TwoPass:
         self.cols: dict = {}
         for o in k.g.loaded.values():
             if o.kind == "col":
-                self.cols[o.root] = k.load(o, self.row0, self.rows, self.valid)
+                self.cols[o.root] = k.load(o, self.row0, self.chunk_rows, self.valid)
         self.col_ops(self.plan.early_cols)
         if self.plan.pass1:
             self.acc = {m.op: nir.alloc([self.rows], self.accumulator(m), "ub")

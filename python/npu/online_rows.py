@@ -1,7 +1,7 @@
 """Fused row groups whose rows do not fit UB: the two-pass (online) scheme
 that `npu-fuse` chooses and `npu-lower-fused` emits.
 
-Each chunk of `row_block` rows is processed in column *pieces* of `width`
+Each chunk of rows is processed in column *pieces* of `width`
 columns (the last piece shorter), twice:
   pass 1  streams the pieces, computing the full-level ops the reductions
           need and folding each piece's reductions into per-row
@@ -52,6 +52,7 @@ class OnlineReduction:
 @dataclass
 class OnlinePlan:
     width: int
+    rows: int = 0  # rows of one chunk
     reductions: dict = field(default_factory=dict)   # op -> OnlineReduction
     pass1: list = field(default_factory=list)        # full ops and reductions, member order
     early_cols: list = field(default_factory=list)   # col ops before pass 1
@@ -122,10 +123,10 @@ def plan(g: GroupModel, target: Target, budget: int) -> OnlinePlan | str:
         if m.compute is not None and m.out.kind == "full" and m.out.root in g.leaving:
             needed.update((c.op, c) for c in closure(m.out.root))
     p.pass2 = [m for m in g.members if m.op in needed]
-    width = piece_width(g, p, target, budget)
-    if isinstance(width, str):
-        return width
-    p.width = min(width, n)
+    shape = piece_shape(g, p, target, budget)
+    if isinstance(shape, str):
+        return shape
+    p.width, p.rows = shape
     return p
 
 
@@ -167,28 +168,36 @@ def _plain(m: RowOp, known: dict) -> bool:
     return r is not None and r.mode == "plain"
 
 
-def piece_width(g: GroupModel, p: OnlinePlan, target: Target, budget: int) -> int | str:
-    """The widest piece (a multiple of WIDTH_STEP within the vector repeat
-    stride) of which one chunk of `row_block` rows fits `budget`."""
-    granule = target.granule("ub")
-    widest = min(target.vector_max_stride * granule // 4, g.n or 1)
-    row_block = fusion.footprint(g, target).row_block
-    # Multiples of 8 f32 repeats first: a row's partial reductions then
-    # fill whole blocks (two-instruction reductions, see npu-lower-fused).
-    for step in (8 * target.lanes(4), WIDTH_STEP):
-        width = widest - widest % step
-        while width >= step:
-            if chunk_rows(g, p, target, budget, width) >= row_block:
-                return width
-            width -= step
-    return (f"not even a piece of {WIDTH_STEP} columns of {row_block} row(s) fits the UB "
-            f"budget {budget}")
+def piece_shape(g: GroupModel, p: OnlinePlan, target: Target,
+                budget: int) -> tuple[int, int] | str:
+    """(width, rows) of one chunk's pieces within `budget`: widths are
+    multiples of WIDTH_STEP within the vector repeat stride. Widths of whole
+    8-repeat groups first (a row's partial reductions then fill whole
+    blocks: two-instruction reductions in npu-lower-fused), then the fewest
+    transfers (chunks x pieces, each paying the GM latency), then the wider."""
+    n = g.n or 1
+    widest = min(target.vector_max_stride * target.granule("ub") // 4, n)
+    block = online_row_block(g, target)
+    all_rows = -(-g.rows // block) * block
+    whole_groups = 8 * target.lanes(4)
+    best = None
+    for width in range(widest - widest % WIDTH_STEP, WIDTH_STEP - 1, -WIDTH_STEP):
+        rows = min(chunk_rows(g, p, target, budget, width), all_rows)
+        if rows < block:
+            continue
+        key = (width % whole_groups != 0, -(-g.rows // rows) * -(-n // width), -width)
+        if best is None or key < best[0]:
+            best = (key, width, rows)
+    if best is None:
+        return (f"not even a piece of {WIDTH_STEP} columns of {block} row(s) fits the UB "
+                f"budget {budget}")
+    return best[1], best[2]
 
 
 def chunk_rows(g: GroupModel, p: OnlinePlan, target: Target, budget: int, width: int) -> int:
     """Rows (whole `row_block`s) of one chunk of pieces `width` wide within
     `budget`, by the larger of the two passes' footprints."""
-    row_block = fusion.footprint(g, target).row_block
+    row_block = online_row_block(g, target)
     reductions = sum(1 for m in g.members if m.compute is None)
     per_row = 4 * 4 * reductions + 3 * 4  # accumulators, partials, shift
     per_row += 4 * (len(p.early_cols) + len(p.late_cols)) + granule_cols(g, target)
@@ -200,6 +209,15 @@ def chunk_rows(g: GroupModel, p: OnlinePlan, target: Target, budget: int, width:
         worst = max(worst, pass_row_bytes(members, width, target))
     rows = (budget - fixed) // (per_row + worst)
     return rows - rows % row_block
+
+
+def online_row_block(g: GroupModel, target: Target) -> int:
+    """Rows of a chunk come in multiples of this: whole 32-byte blocks of
+    the col values that move between GM and UB (per-row values that stay
+    in UB take any count)."""
+    moving = [o.es for o in g.loaded.values() if o.kind == "col"]
+    moving += [m.out.es for m in g.members if m.out.kind == "col" and m.out.root in g.leaving]
+    return target.granule("ub") // min(moving) if moving else 1
 
 
 def granule_cols(g: GroupModel, target: Target) -> int:
@@ -259,7 +277,7 @@ def gm_bytes(g: GroupModel, p: OnlinePlan, target: Target) -> int:
     """GM bytes of the two-pass kernel: the full inputs of each pass once,
     row operands once per chunk and pass, col/scalar inputs and outputs once."""
     granule = target.granule("ub")
-    chunks = -(-g.rows // fusion.footprint(g, target).row_block)
+    chunks = -(-g.rows // p.rows)
     total = sum(fusion.nbytes(r) for r in g.leaving)
     for members in (p.pass1, p.pass2):
         seen = set()

