@@ -52,7 +52,7 @@ class TwoPass:
         if self.plan.pass1:
             self.acc = {m.op: nir.alloc([self.rows], self.accumulator(m), "ub")
                         for m in self.plan.pass1 if m.compute is None}
-            self.shift: dict = {}   # shift root -> (K in its type, K in the accumulator type)
+            self.shift = self.shift_buffers()  # root -> (K in its type, K in the accumulator type)
             self.correction: dict = {}  # softmax base op -> exp(m_old - m_new) (f32)
             self.pieces(self.statistics, peel_first=True)
             self.finish()
@@ -61,28 +61,40 @@ class TwoPass:
         k.width = k.n
 
     def pieces(self, body, peel_first: bool) -> None:
+        """`body(j0, width, first)` per piece, each inside a loop of its own
+        (a one-trip loop for a single piece): buffers allocated in a loop
+        body live for that body only (npu-plan-memory), so pieces and passes
+        reuse each other's UB."""
         w, n = self.plan.width, self.n
         full, tail = n // w, n % w
         start = 0
         if peel_first:
-            body(0, w, True)
+            self.scoped(lambda: body(0, w, True))
             start = 1
         if full - start == 1:
-            body(start * w, w, False)
+            self.scoped(lambda: body(start * w, w, False))
         elif full - start > 1:
             loop = nir.for_loop(start, full)
             with ir.InsertionPoint(loop.body):
                 body(lin((loop.induction_variable, w)), w, False)
                 nir.yield_()
         if tail:
-            body(full * w, tail, False)
+            self.scoped(lambda: body(full * w, tail, False))
+
+    @staticmethod
+    def scoped(emit) -> None:
+        loop = nir.for_loop(0, 1)
+        with ir.InsertionPoint(loop.body):
+            emit()
+            nir.yield_()
 
     # -- pass 1 ---------------------------------------------------------------
     def statistics(self, j0, width: int, first: bool) -> None:
         k = self.k
         k.width = width
         bufs = dict(self.cols)
-        bufs.update({root: pair[0] for root, pair in self.shift.items()})
+        if not first:
+            bufs.update({root: pair[0] for root, pair in self.shift.items()})
         expanded: dict = {}
         self.load_rows(self.plan.pass1, j0, width)
         last = last_uses(self.plan.pass1)
@@ -102,22 +114,32 @@ class TwoPass:
             if first:
                 for dep in self.dependents.get(m.op, []):
                     if dep.mode == "variance":
-                        self.shift[dep.shift_root] = self.variance_shift(m, dep, width)
+                        self.variance_shift(m, dep, width)
                         bufs[dep.shift_root] = self.shift[dep.shift_root][0]
 
-    def variance_shift(self, base, dep: OnlineReduction, width: int):
+    def shift_buffers(self) -> dict:
+        """The variance shifts' buffers, per chunk (set by the first piece)."""
+        out = {}
+        for r in self.reductions.values():
+            if r.mode == "variance":
+                acc_elem = self.accumulator(r.base)
+                elem = next(i.elem for c in self.plan.pass1 for i in c.ins
+                            if i.root == r.shift_root)
+                wide = nir.alloc([self.rows], acc_elem, "ub")
+                narrow = wide if elem == acc_elem else nir.alloc([self.rows], elem, "ub")
+                out[r.shift_root] = (narrow, wide)
+        return out
+
+    def variance_shift(self, base, dep: OnlineReduction, width: int) -> None:
         """K = the first piece's mean, in the shift's type and (exactly) in
         the accumulator's."""
         acc_elem = self.accumulator(base)
-        elem = next(i.elem for c in self.plan.pass1 for i in c.ins if i.root == dep.shift_root)
-        wide = nir.alloc([self.rows], acc_elem, "ub")
+        narrow, wide = self.shift[dep.shift_root]
         self.vec("cce.vmuls", wide, [self.acc[base.op]], acc_elem, 1.0 / width)
-        if elem == acc_elem:
-            return wide, wide
-        narrow = nir.alloc([self.rows], elem, "ub")
-        self.k.convert(narrow, elem, wide, acc_elem, self.valid, "rint")
-        self.k.convert(wide, acc_elem, narrow, elem, self.valid, "none")
-        return narrow, wide
+        if narrow is not wide:
+            elem = nir.memref_element(narrow)
+            self.k.convert(narrow, elem, wide, acc_elem, self.valid, "rint")
+            self.k.convert(wide, acc_elem, narrow, elem, self.valid, "none")
 
     def merge(self, r: OnlineReduction, part: ir.Value) -> None:
         m = r.member
@@ -194,7 +216,7 @@ class TwoPass:
     def result_buffer(self, m, index: int, last: dict, bufs: dict, width: int) -> ir.Value:
         """An input's piece buffer when `m` is its last use (lane-wise ops
         may write over what they read), else a new one."""
-        source = in_place_source(m, index, last)
+        source = in_place_source(m, index, last, self.k.g.leaving)
         if source is not None:
             return bufs[source.root]
         return nir.alloc([self.valid * width], m.out.elem, "ub")

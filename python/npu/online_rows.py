@@ -206,7 +206,7 @@ def chunk_rows(g: GroupModel, p: OnlinePlan, target: Target, budget: int, width:
     for members in (p.pass1, p.pass2):
         rows_bytes = {i.root: i for m in members for i in m.ins if i.kind == "row"}
         fixed = max(fixed, sum(width * o.es for o in rows_bytes.values()))
-        worst = max(worst, pass_row_bytes(members, width, target))
+        worst = max(worst, pass_row_bytes(members, g.leaving, width, target))
     rows = (budget - fixed) // (per_row + worst)
     return rows - rows % row_block
 
@@ -225,10 +225,12 @@ def granule_cols(g: GroupModel, target: Target) -> int:
     return sum(o.es for o in g.loaded.values() if o.kind == "col")
 
 
-def in_place_source(m: RowOp, k: int, last_use: dict):
+def in_place_source(m: RowOp, k: int, last_use: dict, leaving: set):
     """The full input of member `m` (at `k` in its pass) whose buffer its
-    result can overwrite: same type, and `m` is its last use in the pass."""
-    if m.compute is None or m.out.kind != "full":
+    result can overwrite: same type, and `m` is its last use in the pass.
+    A result stored to GM gets its own buffer: the next piece's load into
+    the input's buffer then need not wait for the store."""
+    if m.compute is None or m.out.kind != "full" or m.out.root in leaving:
         return None
     return next((i for i in m.ins if i.kind == "full" and i.elem == m.out.elem
                  and last_use.get(i.root) == k), None)
@@ -242,7 +244,7 @@ def last_uses(members: list[RowOp]) -> dict:
     return last
 
 
-def pass_row_bytes(members: list[RowOp], width: int, target: Target) -> int:
+def pass_row_bytes(members: list[RowOp], leaving: set, width: int, target: Target) -> int:
     """Peak UB bytes per row of one pass over a piece: its live piece buffers
     in member order (results written in place as `in_place_source` allows)
     plus each op's transient buffers."""
@@ -263,7 +265,7 @@ def pass_row_bytes(members: list[RowOp], width: int, target: Target) -> int:
         else:
             transient = sum(width * nir.element_bytes(t) for t in m.compute.temps)
             transient += granule * sum(1 for i in m.ins if i.kind == "col")
-            source = in_place_source(m, k, last)
+            source = in_place_source(m, k, last, leaving)
             if source is not None:
                 live.pop(source.root)
             live[m.out.root] = width * m.out.es
