@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from mlir import ir
 
-from npu import fusion, online_rows
+from npu import fusion, gelu, online_rows
 from npu.fusion import FUSED_UB_FRACTION
 from npu import ir as nir
 from npu.cce_build import View, copy, for_pieces, lin, sub
@@ -88,6 +88,10 @@ class FusedKernel:
         if not members:
             raise PassError("an npu.fused group without ascend ops", region)
         self.g = fusion.model(members, users)
+        collapsed = gelu.collapse(self.g.members, self.g.leaving)
+        if len(collapsed) < len(members):
+            kept = {m.op for m in collapsed}
+            self.g = fusion.model(collapsed, users, [m.op for m in members if m.op not in kept])
         self.members = self.g.members
         self.rows, self.n = self.g.rows, self.g.n or 1
         self.width = self.n  # columns of the UB buffers (a piece's in the two-pass kernel)

@@ -191,11 +191,12 @@ class GroupModel:
         return next((m.n for m in self.members if m.n is not None), None)
 
 
-def model(members: list[RowOp], outside_users: dict) -> GroupModel:
+def model(members: list[RowOp], outside_users: dict, absorbed=()) -> GroupModel:
     """Which roots the group loads and which it stores, in member order.
-    `outside_users[root]`: the non-view ops using that tensor."""
+    `outside_users[root]`: the non-view ops using that tensor; `absorbed`:
+    ops of the group folded into a member (a GELU chain's), not outside."""
     g = GroupModel(sorted(members, key=lambda m: m.index))
-    ops = {m.op for m in g.members}
+    ops = {m.op for m in g.members} | set(absorbed)
     written = set()
     for m in g.members:
         for i in m.ins:
