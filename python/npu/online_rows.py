@@ -80,6 +80,10 @@ def whole_rows_fit(g: GroupModel, target: Target, budget: int) -> bool:
 def plan(g: GroupModel, target: Target, budget: int) -> OnlinePlan | str:
     """The two-pass plan of a group, or why it has none."""
     n = g.n or 1
+    if all(m.compute is not None for m in g.members):
+        # Without a reduction the rows are only a view: each op alone
+        # streams the tensor flat in long chunks, pieces of rows would not.
+        return "no reduction needs whole rows, so there is no two-pass form"
     producer = {m.out.root: m for m in g.members}
     derived: set = set()  # col roots whose value comes from a member reduction
     for m in g.members:
