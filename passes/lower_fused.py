@@ -227,7 +227,9 @@ class FusedKernel:
                 expanded[i.root] = wide
         n, lanes = self.width, geo.lanes
         along_rows = split_repeats(n, lanes, geo.max_repeat)
-        if valid * len(along_rows) < -(-n // lanes) * -(-valid // geo.max_repeat):
+        pitch = n * max(o.es for o in ins + [m.out]) // g
+        if (pitch > self.target.vector_max_stride
+                or valid * len(along_rows) < -(-n // lanes) * -(-valid // geo.max_repeat)):
             self.broadcast_by_row(m, compute, ins, bufs, expanded, out, valid, along_rows, lanes)
             return
         for j0 in range(0, n, lanes):
@@ -304,7 +306,7 @@ class FusedKernel:
         when `wide`: two-pass partials stay unrounded)."""
         fold_op, reduce_op = fusion.REDUCE[m.op.name]
         elem = m.ins[0].elem
-        acc = accumulator(m)
+        acc = fusion.accumulator(m)
         aes, g, n = nir.element_bytes(acc), self.granule, self.width
         geo = VectorGeometry.for_types(self.target, [aes])
         lanes = geo.lanes
@@ -390,9 +392,3 @@ class FusedKernel:
             compute.emit(View(sub(dst, ins.offset, span), 1, lanes * des // g),
                          [View(sub(src, ins.offset, span), 1, lanes * ses // g)],
                          ins.repeat, ins.mask)
-
-
-def accumulator(m: fusion.RowOp) -> str:
-    """Element type a reduction accumulates in: f16 sums in f32 (rounded once)."""
-    elem = m.ins[0].elem
-    return "f32" if m.op.name == "ascend.reduce_sum" and elem == "f16" else elem

@@ -81,6 +81,12 @@ class RowOp:
         return self.op.name.split(".", 1)[1]
 
 
+def accumulator(m: RowOp) -> str:
+    """Element type a reduction accumulates in: f16 sums in f32 (rounded once)."""
+    elem = m.ins[0].elem
+    return "f32" if m.op.name == "ascend.reduce_sum" and elem == "f16" else elem
+
+
 def describe(op: ir.Operation, index: int, target: Target) -> RowOp | str:
     """The op as a row op, or why it is not one."""
     from npu.passes.lower_elementwise import LowerElementwise, classify

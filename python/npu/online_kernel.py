@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from mlir import ir
 
+from npu import fusion
 from npu import ir as nir
 from npu.cce_build import View, copy, lin, sub
 from npu.dialects.hivm import config_field
@@ -23,17 +24,19 @@ from npu.vector_tiling import VectorGeometry, split_repeats
 
 
 class TwoPass:
-    def __init__(self, kernel, row0, rows: int):
-        from npu.passes.lower_fused import accumulator
+    """One chunk of `rows` rows from `row0` of `kernel` (a FusedKernel with
+    an online plan)."""
 
+    def __init__(self, kernel, row0, rows: int):
         self.k, self.row0, self.chunk_rows = kernel, row0, rows
         self.valid = min(rows, kernel.rows)
-        # Per-row buffers hold whole blocks of 16 values: col operands are
-        # broadcast a block of values at a time (vnchwconv).
-        self.rows = -(-rows // 16) * 16
+        # Per-row buffers hold whole blocks of the narrowest (2-byte) values:
+        # col operands are broadcast a block of values at a time (vnchwconv).
+        per_block = kernel.granule // 2
+        self.rows = -(-rows // per_block) * per_block
         self.plan = kernel.online
         self.n = kernel.n
-        self.accumulator = accumulator
+        self.accumulator = fusion.accumulator
         self.reductions: dict = self.plan.reductions
         # base reduction op -> its softmax / variance dependents
         self.dependents: dict = {}

@@ -69,9 +69,11 @@ class OnlinePlan:
 
 def whole_rows_fit(g: GroupModel, target: Target, budget: int) -> bool:
     """The one-pass kernel's condition: a chunk of whole rows fits `budget`
-    and a row's f32 pitch fits the vector repeat stride."""
+    and, with a reduction, a row's f32 pitch fits the vector repeat stride
+    (elementwise ops can run along each row instead)."""
     n = g.n or 1
-    if n * 4 // target.granule("ub") > target.vector_max_stride:
+    reduces = any(m.compute is None for m in g.members)
+    if reduces and n * 4 // target.granule("ub") > target.vector_max_stride:
         return False
     fp = fusion.footprint(g, target)
     return fp.rows_fitting(budget) >= max(1, fp.row_block)
@@ -79,7 +81,6 @@ def whole_rows_fit(g: GroupModel, target: Target, budget: int) -> bool:
 
 def plan(g: GroupModel, target: Target, budget: int) -> OnlinePlan | str:
     """The two-pass plan of a group, or why it has none."""
-    n = g.n or 1
     if all(m.compute is not None for m in g.members):
         # Without a reduction the rows are only a view: each op alone
         # streams the tensor flat in long chunks, pieces of rows would not.
@@ -199,12 +200,13 @@ def piece_shape(g: GroupModel, p: OnlinePlan, target: Target,
 
 
 def chunk_rows(g: GroupModel, p: OnlinePlan, target: Target, budget: int, width: int) -> int:
-    """Rows (whole `row_block`s) of one chunk of pieces `width` wide within
-    `budget`, by the larger of the two passes' footprints."""
+    """Rows (whole `online_row_block`s) of one chunk of pieces `width` wide
+    within `budget`, by the larger of the two passes' footprints."""
     row_block = online_row_block(g, target)
     reductions = sum(1 for m in g.members if m.compute is None)
     per_row = 4 * 4 * reductions + 3 * 4  # accumulators, partials, shift
-    per_row += 4 * (len(p.early_cols) + len(p.late_cols)) + granule_cols(g, target)
+    per_row += 4 * (len(p.early_cols) + len(p.late_cols))
+    per_row += sum(o.es for o in g.loaded.values() if o.kind == "col")  # loaded per chunk
     fixed = 0
     worst = 0
     for members in (p.pass1, p.pass2):
@@ -222,11 +224,6 @@ def online_row_block(g: GroupModel, target: Target) -> int:
     moving = [o.es for o in g.loaded.values() if o.kind == "col"]
     moving += [m.out.es for m in g.members if m.out.kind == "col" and m.out.root in g.leaving]
     return target.granule("ub") // min(moving) if moving else 1
-
-
-def granule_cols(g: GroupModel, target: Target) -> int:
-    """Per-row bytes of the col values loaded once per chunk."""
-    return sum(o.es for o in g.loaded.values() if o.kind == "col")
 
 
 def in_place_source(m: RowOp, k: int, last_use: dict, leaving: set):
