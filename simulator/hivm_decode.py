@@ -125,7 +125,8 @@ class HivmProgram:
         for space in ON_CHIP_BUFFERS:
             mem = decoder.on_chip.get(space)
             if mem is None:
-                mem = decoder.on_chip[space] = Memory(space, space, target.capacity(space))
+                mem = decoder.on_chip[space] = Memory(space, space, target.capacity(space),
+                                                      target.granule(space))
             region = Region(mem, 0, target.capacity(space), label=f"the whole {space} buffer")
             decoder.placement.regions.append(region)  # numbered with the others
             self.buffers[space] = region
