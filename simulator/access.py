@@ -42,9 +42,16 @@ class Pattern:
         None. Computed once per granule size."""
         if g in self._granules:
             return self._granules[g]
-        uniq = np.unique(self.byte_idx)
-        blocks = np.unique(uniq // g)
-        rel = blocks if blocks.size * g == uniq.size else None
+        if self.bursts is not None:
+            n, burst, stride = self.bursts
+            rel = None
+            if burst % g == 0 and stride % g == 0:
+                rel = ((np.arange(n, dtype=np.int64) * (stride // g))[:, None]
+                       + np.arange(burst // g)).ravel()
+        else:
+            uniq = np.unique(self.byte_idx)
+            blocks = np.unique(uniq // g)
+            rel = blocks if blocks.size * g == uniq.size else None
         self._granules[g] = rel
         return rel
 

@@ -24,9 +24,9 @@ from npu.simulator.stamps import selection
 
 
 def access_plan(instr: Instr) -> tuple:
-    """(operand, lo, hi, pattern, align, write, pattern key) per access."""
-    return tuple((a.operand, a.pattern.lo, a.pattern.hi, a.pattern, a.align, a.write,
-                  a.pattern.key) for a in instr.accesses)
+    """(operand, lo, hi, pattern, dense, align, write, pattern key) per access."""
+    return tuple((a.operand, a.pattern.lo, a.pattern.hi, a.pattern, a.pattern.dense, a.align,
+                  a.write, a.pattern.key) for a in instr.accesses)
 
 
 class Machine:
@@ -59,7 +59,7 @@ class Machine:
         _, c1, c2, c3, c4, c5, _ = clock_list
         not_v = pipe != V
         carry = False  # a movement read uninitialised bytes: move their flags too
-        for k, lo, hi, pat, align, write, key in instr.plan:
+        for k, lo, hi, pat, dense, align, write, key in instr.plan:
             addr = addrs[k]
             region = views[k][0]
             if addr % align:
@@ -89,7 +89,14 @@ class Machine:
                         hz.check_write_vs_reads(mem, pat, addr, pipe, clock, clock_list, sr,
                                                 instr.who)
                     sw[pipe] = n
-                mem.wstamp.set(pat, addr, stamp)
+                ws = mem.wstamp
+                g = ws.g
+                if dense and not (lo % g or hi % g):  # whole granules: the common case
+                    ws.coarse[lo // g:hi // g] = stamp
+                    if ws.any_mixed:
+                        ws.mixed[lo // g:hi // g] = False
+                else:
+                    ws.set(pat, addr, stamp)
                 if mem.uninit is not None and not carry:
                     mem.uninit.data[selection(pat, addr)] = 0  # freshly written bytes are initialised
             else:
@@ -104,7 +111,13 @@ class Machine:
                 readers = mem.rstamp.get(pipe)
                 if readers is None:
                     readers = mem.readers(pipe)
-                readers.set(pat, addr, stamp)
+                g = readers.g
+                if dense and not (lo % g or hi % g):
+                    readers.coarse[lo // g:hi // g] = stamp
+                    if readers.any_mixed:
+                        readers.mixed[lo // g:hi // g] = False
+                else:
+                    readers.set(pat, addr, stamp)
         mems = [v[0].mem for v in views]
         if self.numerics:
             instr.compute(mems, addrs)
