@@ -38,6 +38,7 @@ S, V, M, MTE1, MTE2, MTE3 = range(6)
 INIT = 6  # clock component of the caller's inputs: always covered
 NCOMP = 7
 MAX_REPORTED = 50
+COVERS_ALL = np.iinfo(np.int32).max  # above every stamp
 
 
 class HazardDetector:
@@ -46,6 +47,9 @@ class HazardDetector:
         # stamp -> (pipe, epoch); stamp 0 = inputs, -1 (last slot) = never written.
         self.stamp_pipe = np.full(n_entries + 2, INIT, np.int64)
         self.stamp_n = np.zeros(n_entries + 2, np.int64)
+        # Per pipe, the stamps of its instructions in execution order: a pipe
+        # runs in dispatch order, so its epochs grow with its stamps.
+        self.pipe_stamps: list[list[int]] = [[] for _ in range(NCOMP)]
         self.describe = describe  # stamp -> (op name, pipe name, location)
         self.races = races
         self.strict = strict
@@ -99,16 +103,16 @@ class HazardDetector:
         return False
 
     def check_read_vs_writes(self, mem: Memory, pat: Pattern, addr: int, pipe: int,
-                             clock: np.ndarray, who: tuple[str, str, str]) -> None:
+                             clock: np.ndarray, clock_list: list, who: tuple[str, str, str]) -> None:
         """Some pipe wrote this group at an epoch the reader's clock does not cover."""
-        self._check_writes(mem, pat, addr, pipe, clock, who, reading=True)
+        self._check_writes(mem, pat, addr, pipe, clock, clock_list, who, reading=True)
 
     def check_write_vs_writes(self, mem: Memory, pat: Pattern, addr: int, pipe: int,
                               clock: np.ndarray, clock_list: list, sw: list,
                               who: tuple[str, str, str]) -> None:
         # V after V: write-after-write is ordered by the pipeline.
         if pipe != V or any(sw[q] > clock_list[q] for q in range(NCOMP) if q != V):
-            self._check_writes(mem, pat, addr, pipe, clock, who, reading=False)
+            self._check_writes(mem, pat, addr, pipe, clock, clock_list, who, reading=False)
 
     def check_write_vs_reads(self, mem: Memory, pat: Pattern, addr: int, pipe: int,
                              clock: np.ndarray, clock_list: list, sr: list,
@@ -116,11 +120,22 @@ class HazardDetector:
         for q in range(1, 6):
             # V after V: write-after-read is ordered by the pipeline.
             if sr[q] > clock_list[q] and not (q == pipe == V) and q in mem.rstamp:
-                self._check_reads(mem, pat, addr, q, clock, who)
+                self._check_reads(mem, pat, addr, q, clock, clock_list, who)
 
     # -- the per-byte checks ----------------------------------------------------
-    # Each first tests the stamps the access covers (one per uniform granule)
-    # and only goes byte by byte, to name the bytes, when some stamp fails.
+    # Each first compares the newest stamp the access covers with the newest
+    # stamp the clock covers on each pipe that could have left it (a pipe's
+    # epochs grow with its stamps), then tests every stamp the access covers
+    # (one per uniform granule), and only goes byte by byte, to name the
+    # bytes, when some stamp fails.
+
+    def _covered(self, q: int, epoch: int) -> int:
+        """The newest stamp of pipe q's instructions up to `epoch`; every stamp
+        of q up to it is covered, every later one is not."""
+        stamps = self.pipe_stamps[q]
+        if epoch >= len(stamps):
+            return COVERS_ALL
+        return stamps[epoch - 1] if epoch > 0 else 0
 
     def _racing_writes(self, ws: np.ndarray, pipe: int, clock: np.ndarray, reading: bool) -> np.ndarray:
         wp = self.stamp_pipe[ws]
@@ -130,8 +145,10 @@ class HazardDetector:
         return bad
 
     def _check_writes(self, mem: Memory, pat: Pattern, addr: int, pipe: int, clock: np.ndarray,
-                      who: tuple[str, str, str], reading: bool) -> None:
-        if not self._racing_writes(mem.wstamp.values(pat, addr), pipe, clock, reading).any():
+                      clock_list: list, who: tuple[str, str, str], reading: bool) -> None:
+        stamps = mem.wstamp.values(pat, addr)
+        top = min([self._covered(q, clock_list[q]) for q in mem.writers], default=COVERS_ALL)
+        if stamps.max() <= top or not self._racing_writes(stamps, pipe, clock, reading).any():
             return
         sel = selection(pat, addr)
         ws = mem.wstamp.get(sel)
@@ -141,9 +158,9 @@ class HazardDetector:
                           "reads" if reading else "overwrites", "written")
 
     def _check_reads(self, mem: Memory, pat: Pattern, addr: int, reader_pipe: int,
-                     clock: np.ndarray, who: tuple[str, str, str]) -> None:
+                     clock: np.ndarray, clock_list: list, who: tuple[str, str, str]) -> None:
         stamps = mem.rstamp[reader_pipe]
-        if not (clock[reader_pipe] < self.stamp_n[stamps.values(pat, addr)]).any():
+        if stamps.values(pat, addr).max() <= self._covered(reader_pipe, clock_list[reader_pipe]):
             return
         sel = selection(pat, addr)
         rs = stamps.get(sel)

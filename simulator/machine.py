@@ -89,6 +89,8 @@ class Machine:
                         hz.check_write_vs_reads(mem, pat, addr, pipe, clock, clock_list, sr,
                                                 instr.who)
                     sw[pipe] = n
+                if pipe not in mem.writers:
+                    mem.writers.add(pipe)
                 ws = mem.wstamp
                 g = ws.g
                 if dense and not (lo % g or hi % g):  # whole granules: the common case
@@ -106,7 +108,7 @@ class Machine:
                 if races:
                     sw = summary_w[group]
                     if sw[1] > c1 or sw[2] > c2 or sw[3] > c3 or sw[4] > c4 or sw[5] > c5:
-                        hz.check_read_vs_writes(mem, pat, addr, pipe, clock, instr.who)
+                        hz.check_read_vs_writes(mem, pat, addr, pipe, clock, clock_list, instr.who)
                     summary_r[group][pipe] = n
                 readers = mem.rstamp.get(pipe)
                 if readers is None:

@@ -35,6 +35,7 @@ class Memory:
     typed: dict[str, np.ndarray] = field(init=False)
     wstamp: Stamps = field(init=False)
     rstamp: dict[int, Stamps] = field(init=False, default_factory=dict)
+    writers: set[int] = field(init=False, default_factory=set)  # pipes that wrote it
     # None until a movement instruction carries uninitialised bytes (see `Shadow`).
     uninit: "Shadow | None" = field(init=False, default=None)
 
