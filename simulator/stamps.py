@@ -22,6 +22,9 @@ import numpy as np
 from npu.simulator.access import Pattern
 
 
+BLOCKS_CACHE_ENTRIES = 1 << 16
+
+
 def selection(pat: Pattern, addr: int):
     """The bytes `pat` touches at `addr`, as a numpy index (slice or array)."""
     if pat.byte_idx is None:
@@ -30,7 +33,7 @@ def selection(pat: Pattern, addr: int):
 
 
 class Stamps:
-    __slots__ = ("g", "coarse", "mixed", "fine", "any_mixed")
+    __slots__ = ("g", "coarse", "mixed", "fine", "any_mixed", "_blocks_at")
 
     def __init__(self, nbytes: int, granule: int, fill: int):
         n = -(-nbytes // granule)
@@ -39,12 +42,23 @@ class Stamps:
         self.mixed = np.zeros(n, bool)
         self.fine: np.ndarray | None = None  # only bytes of mixed granules are meaningful
         self.any_mixed = False
+        self._blocks_at: dict[tuple[int, int], object] = {}  # (pattern key, addr) -> _granules
 
     # -- the granules an access covers whole ------------------------------------
 
     def _granules(self, pat: Pattern, addr: int):
         """Index of the granules `pat` covers at `addr` when it covers only whole
-        granules; None when it touches some granule in part."""
+        granules; None when it touches some granule in part. Loops repeat
+        their addresses, so each (pattern, address) is worked out once."""
+        key = (pat.key, addr)
+        if key in self._blocks_at:
+            return self._blocks_at[key]
+        if len(self._blocks_at) >= BLOCKS_CACHE_ENTRIES:
+            self._blocks_at.clear()  # a program that never repeats an address
+        blocks = self._blocks_at[key] = self._find_granules(pat, addr)
+        return blocks
+
+    def _find_granules(self, pat: Pattern, addr: int):
         g = self.g
         if pat.byte_idx is None:
             lo, hi = addr + pat.lo, addr + pat.hi
