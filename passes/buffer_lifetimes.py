@@ -67,6 +67,7 @@ class _Piece:
     outer_uses: dict[ir.Operation, tuple[int, str, int, str]]
     alloc: Buffer | None = None  # the op itself when it is an on-chip alloc
     dynamic: ir.Operation | None = None  # first on-chip alloc with a dynamic shape
+    bounds: dict[str, tuple[int, int]] = field(default_factory=dict)  # space -> lifetime_bounds
 
 
 class BufferCollector:
@@ -81,8 +82,8 @@ class BufferCollector:
             top = top.parent.operation
         self._pieces.pop(top, None)
 
-    def collect(self, func_op: ir.Operation) -> list[Buffer]:
-        """On-chip allocs of a function with their lifetimes and first/last pipes."""
+    def _pieces_of(self, func_op: ir.Operation) -> list[tuple[int, _Piece]]:
+        """(first position, piece) of every top-level op of the function."""
         func_op = func_op.operation
         pieces: list[tuple[int, _Piece]] = []
         offset = 1  # the function itself is position 0
@@ -101,6 +102,31 @@ class BufferCollector:
             if piece.dynamic is not None:
                 raise PassError("npu-plan-memory needs static shapes for on-chip buffers",
                                 piece.dynamic)
+        return pieces
+
+    def space_bounds(self, func_op: ir.Operation, space: str) -> tuple[int, int]:
+        """(lower, upper) bound of the bytes a plan of the function's `space`
+        buffers with plain lifetime reuse needs: `planner.lifetime_bounds`.
+
+        Without function-level allocs every lifetime lies inside one top-level
+        op, so both are maxima over the pieces, each bounded once (what makes
+        `npu-double-buffer` linear instead of planning the function per loop).
+        """
+        pieces = self._pieces_of(func_op)
+        if any(piece.alloc is not None or piece.outer_uses for _, piece in pieces):
+            return planner.lifetime_bounds([b for b in self.collect(func_op) if b.space == space])
+        low = high = 0
+        for _, piece in pieces:
+            bounds = piece.bounds.get(space)
+            if bounds is None:
+                bounds = piece.bounds[space] = planner.lifetime_bounds(
+                    [b for b in piece.buffers if b.space == space])
+            low, high = max(low, bounds[0]), max(high, bounds[1])
+        return low, high
+
+    def collect(self, func_op: ir.Operation) -> list[Buffer]:
+        """On-chip allocs of a function with their lifetimes and first/last pipes."""
+        pieces = self._pieces_of(func_op)
         # Function-level allocs: from the first to the last top-level op using them.
         lifetimes: dict[ir.Operation, list] = {}
         for base, piece in pieces:
@@ -157,7 +183,7 @@ class BufferCollector:
                     uses.setdefault(alloc, []).append((op, chain, acc.pipe))
         piece = _Piece(counter[0], [], {})
         for alloc, parent in allocs:
-            space, size = self._space_size(alloc)
+            space, size = self.space_size(alloc)
             if space is None:
                 continue
             if size is None:
@@ -192,7 +218,7 @@ class BufferCollector:
                                        spans[ordered[-1][0]][0], ordered[-1][2])
         return piece
 
-    def _space_size(self, op: ir.Operation) -> tuple[str | None, int | None]:
+    def space_size(self, op: ir.Operation) -> tuple[str | None, int | None]:
         """(on-chip space or None, bytes rounded to its granule or None if dynamic)."""
         mtype = ir.MemRefType(op.results[0].type)
         space = memory_space(mtype)

@@ -25,6 +25,8 @@ mark; unmarked loops follow the `unmarked` option.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mlir import ir
 from mlir.dialects import arith, scf
 
@@ -32,6 +34,9 @@ from npu.access_analysis import AccessAnalysis
 from npu.ir import bool_attr, i64_attr, index_const, memory_space, walk
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass
 from npu.target import ON_CHIP_BUFFERS
+
+if TYPE_CHECKING:
+    from npu.passes.buffer_lifetimes import BufferCollector
 
 SLOT_ATTR = "npu.slot"
 
@@ -94,8 +99,7 @@ class DoubleBufferPass(Pass):
                 r = analysis.iv_ranges[iv]
                 if r.trip_count < max(2, self.min_trip_count):
                     continue
-                buffers = collector.collect(func)
-                duplicated = self._fitting(allocs, buffers)
+                duplicated = self._fitting(func, allocs, collector)
                 # Unrolling a loop none of whose own buffers fit twice would
                 # only copy its nested loops' buffers: measured on the BERT
                 # matmuls it bought < 1% (the L0 tiles stay single), so no.
@@ -103,31 +107,43 @@ class DoubleBufferPass(Pass):
                     collector.forget(loop)
                     self._unroll(loop, r, allocs, duplicated)
 
-    def _fitting(self, allocs, buffers) -> set[ir.Operation]:
+    def _fitting(self, func: ir.Operation, allocs: list[ir.Operation],
+                 collector: "BufferCollector") -> set[ir.Operation]:
         """The allocs whose second copy keeps their memory within capacity.
 
         The base is what the planner needs today with plain lifetime reuse
         (at least the lower bound); a copy lives with the whole body, so it
-        adds its full size.
+        adds its full size. The base is planned only when its bounds leave
+        the answer open (they rarely do: planning per loop was quadratic).
         """
         from npu.passes.plan_memory import lower_bound, place
 
         chosen = set()
+        sizes = {op: collector.space_size(op) for op in allocs}
         for space in ON_CHIP_BUFFERS:
-            mine = [b for b in buffers if b.space == space and b.op in allocs]
+            mine = [(op, size) for op, (where, size) in sizes.items() if where == space]
             if not mine:
                 continue
-            group = [b for b in buffers if b.space == space]
-            base = max(lower_bound(group)[0], place(group, 0, "auto").peak)
             capacity = self.target.capacity(space)
-            if base + sum(b.size for b in mine) <= capacity:
-                chosen.update(b.op for b in mine)
+            low, high = collector.space_bounds(func, space)
+            if high + sum(size for _, size in mine) <= capacity:
+                chosen.update(op for op, _ in mine)
+                continue
+            if low + min(size for _, size in mine) > capacity:
+                continue
+            if low == high:
+                base = low
+            else:
+                group = [b for b in collector.collect(func) if b.space == space]
+                base = max(lower_bound(group)[0], place(group, 0, "auto").peak)
+            if base + sum(size for _, size in mine) <= capacity:
+                chosen.update(op for op, _ in mine)
                 continue
             # Not all fit: the smallest first, as many as fit.
-            for b in sorted(mine, key=lambda b: b.size):
-                if base + b.size <= capacity:
-                    base += b.size
-                    chosen.add(b.op)
+            for op, size in sorted(mine, key=lambda m: m[1]):
+                if base + size <= capacity:
+                    base += size
+                    chosen.add(op)
         return chosen
 
     def _unroll(self, loop: ir.Operation, r, allocs, duplicated: set[ir.Operation]) -> None:

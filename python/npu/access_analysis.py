@@ -141,6 +141,9 @@ class AccessAnalysis:
         self.target = target
         self.iv_ranges: dict[IvKey, IvRange] = {}
         self._alloc_ids: dict[int, int] = {}
+        # op -> its access: npu-insert-sync asks again for every loop an op
+        # is nested in. An analysis lives while the IR it reads is unchanged.
+        self._accesses: dict[ir.Operation, OpAccess] = {}
 
     # -- values --------------------------------------------------------------
     def iv_key(self, value: ir.Value) -> IvKey | None:
@@ -342,7 +345,10 @@ class AccessAnalysis:
     # -- per op ------------------------------------------------------------------
     def access(self, op: ir.Operation) -> OpAccess:
         """Pipe and byte ranges of one cce instruction (the pipe from the dialect's table)."""
-        acc = self._access(op)
+        acc = self._accesses.get(op)
+        if acc is not None:
+            return acc
+        acc = self._accesses[op] = self._access(op)
         from npu.dialects.cce import pipe_of
 
         pipe = pipe_of(op.name)
