@@ -77,12 +77,16 @@ class DoubleBufferPass(Pass):
         for func in walk(module, lambda o: o.name == "func.func"):
             if not func.regions[0].blocks:
                 continue
-            # innermost loops first: an outer unroll then copies the inner ping-pong
-            loops = [o for o in walk(func, lambda o: o.name == "scf.for")]
-            loops.reverse()
             # Re-planned after every unroll; only the unrolled part is re-walked.
             collector = BufferCollector(self.target)
-            for loop in loops:
+            # (index of the top-level op holding it, loop, the loop is that op)
+            loops = [(k, loop, loop == top) for k, top in enumerate(collector.track(func))
+                     for loop in walk(top, lambda o: o.name == "scf.for")]
+            # innermost loops first: an outer unroll then copies the inner
+            # ping-pong; from the last op back, so the indices of the
+            # top-level ops still to come stay valid when one is replaced
+            loops.reverse()
+            for top_index, loop, is_top in loops:
                 marked = DOUBLE_BUFFER_ATTR in loop.attributes
                 if not (bool_attr(loop, DOUBLE_BUFFER_ATTR) if marked else self.unmarked):
                     continue
@@ -104,8 +108,8 @@ class DoubleBufferPass(Pass):
                 # only copy its nested loops' buffers: measured on the BERT
                 # matmuls it bought < 1% (the L0 tiles stay single), so no.
                 if duplicated:
-                    collector.forget(loop)
-                    self._unroll(loop, r, allocs, duplicated)
+                    replacement = self._unroll(loop, r, allocs, duplicated)
+                    collector.changed(top_index, replacement if is_top else None)
 
     def _fitting(self, func: ir.Operation, allocs: list[ir.Operation],
                  collector: "BufferCollector") -> set[ir.Operation]:
@@ -146,7 +150,9 @@ class DoubleBufferPass(Pass):
                     chosen.add(op)
         return chosen
 
-    def _unroll(self, loop: ir.Operation, r, allocs, duplicated: set[ir.Operation]) -> None:
+    def _unroll(self, loop: ir.Operation, r, allocs, duplicated: set[ir.Operation]
+                ) -> list[ir.Operation]:
+        """Replace `loop` by its unrolled form; returns the ops now in its place."""
         body = loop.regions[0].blocks[0]
         ops = [o.operation for o in body.operations][:-1]  # without scf.yield
         old_iv = body.arguments[0]
@@ -181,3 +187,4 @@ class DoubleBufferPass(Pass):
                     _clone_into(ops, {old_iv: rest.induction_variable}, set())
                     scf.YieldOp([])
         loop.erase()
+        return [new.operation] + ([rest.operation] if r.trip_count % 2 else [])

@@ -97,8 +97,25 @@ class FusePass(Pass):
         budget = int(self.target.capacity("ub") * self.ub_fraction)
         granule = self.target.granule("ub")
 
+        costs: dict[tuple[int, ...], int] = {}
+
         def cost(members: list[fusion.RowOp]) -> int:
-            return fusion.gm_bytes(fusion.model(members, users), granule)
+            key = tuple(sorted(m.index for m in members))  # the model sorts them too
+            if key not in costs:
+                costs[key] = fusion.gm_bytes(fusion.model(members, users), granule)
+            return costs[key]
+
+        # A pair of groups is judged once: each round re-reads the verdicts
+        # of the pairs no merge has changed (judging them every round made
+        # the pass quadratic in the function's row ops, with a big constant).
+        verdicts: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[str | None, int]] = {}
+
+        def judge(producer: list[fusion.RowOp], consumer: list[fusion.RowOp]) -> tuple[str | None, int]:
+            key = (tuple(m.index for m in producer), tuple(m.index for m in consumer))
+            verdict = verdicts.get(key)
+            if verdict is None:
+                verdict = verdicts[key] = self.judge(producer, consumer, touches, users, budget, cost)
+            return verdict
 
         refused: dict[ir.Operation, dict[ir.Operation, str]] = {}
         while True:
@@ -107,18 +124,7 @@ class FusePass(Pass):
                 gp, gc = group_of[p_op], group_of[c_op]
                 if gp == gc:
                     continue
-                merged = groups[gp] + groups[gc]
-                why = self.illegal(merged, touches)
-                if why is None:
-                    benefit = cost(groups[gp]) + cost(groups[gc]) - cost(merged)
-                    if benefit <= 0:
-                        why = "fusing saves no GM traffic"
-                    else:
-                        fp = fusion.footprint(fusion.model(merged, users), self.target)
-                        if fp.rows_fitting(budget) < max(1, fp.row_block):
-                            why = (f"the fused kernel would not fit on chip: one chunk of "
-                                   f"{fp.row_block} row(s) needs {fp.fixed + fp.per_row * fp.row_block}"
-                                   f" bytes of UB, the budget is {budget}")
+                why, benefit = judge(groups[gp], groups[gc])
                 if why is not None:  # the latest reason per producer
                     refused.setdefault(c_op, {})[p_op] = (
                         f"not fused with its producer '{p_op.name}': {why}")
@@ -144,6 +150,23 @@ class FusePass(Pass):
                     why = (reasons.get(op, []) + list(refused.get(op, {}).values())
                            or ["no row op produces or consumes its tensors"])
                     self.remark(op, f"'{op.name}' left unfused: {'; '.join(dict.fromkeys(why))}")
+
+    def judge(self, producer: list[fusion.RowOp], consumer: list[fusion.RowOp], touches: dict,
+              users: dict, budget: int, cost) -> tuple[str | None, int]:
+        """(why the two groups cannot merge or None, the GM bytes merging saves)."""
+        merged = producer + consumer
+        why = self.illegal(merged, touches)
+        if why is not None:
+            return why, 0
+        benefit = cost(producer) + cost(consumer) - cost(merged)
+        if benefit <= 0:
+            return "fusing saves no GM traffic", benefit
+        fp = fusion.footprint(fusion.model(merged, users), self.target)
+        if fp.rows_fitting(budget) < max(1, fp.row_block):
+            return (f"the fused kernel would not fit on chip: one chunk of "
+                    f"{fp.row_block} row(s) needs {fp.fixed + fp.per_row * fp.row_block}"
+                    f" bytes of UB, the budget is {budget}"), benefit
+        return None, benefit
 
     def illegal(self, members: list[fusion.RowOp], touches: dict) -> str | None:
         """Why `members` cannot be one kernel (None: they can)."""
