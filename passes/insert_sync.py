@@ -340,8 +340,8 @@ class _BlockState:
 
     def first_unordered(self, y_pipes: frozenset[str], limit: int) -> int:
         """A node number before which `orders_all` holds for every node of
-        copy 0 against a node on `y_pipes` (at most `limit`): the same-
-        iteration scan starts there instead of at the block's first node."""
+        copy 0 against a node on `y_pipes` (at most `limit`): the scans for
+        dependencies start there instead of at the block's first node."""
         first = limit
         for p, issued in self.issued_on.items():
             for q in y_pipes:
@@ -505,7 +505,8 @@ class _PreciseMode:
                 candidates = [((copy, j), nodes[j], None)
                               for j in range(st.first_unordered(y.pipes, i), i)] if copy == 0 else []
                 if copy == 1:
-                    candidates = [((0, j), nodes[j], loop) for j in range(len(nodes))]
+                    candidates = [((0, j), nodes[j], loop)
+                                  for j in range(st.first_unordered(y.pipes, len(nodes)), len(nodes))]
                 for xkey, x, carried in candidates:
                     if st.orders_all(xkey, x.pipes, y.pipes):
                         continue  # whatever x -> y depends on is ordered already
