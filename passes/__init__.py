@@ -25,6 +25,8 @@ _PASS_MODULES: dict[str, str] = {
     "linalg_to_ascend": "LinalgToAscendPass",
     "fuse": "FusePass",
     "lower_fused": "LowerFused",
+    "fuse_attention": "FuseAttentionPass",
+    "lower_attention": "LowerAttention",
 }
 
 

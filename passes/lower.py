@@ -144,10 +144,12 @@ class LowerPass(Pass):
 
     def _lower(self, module: ir.Operation, fuse_fraction: float | None) -> None:
         if fuse_fraction is not None:
+            self._required("npu-fuse-attention", remarks=self.fuse_remarks).run(module)
             self._required("npu-fuse", remarks=self.fuse_remarks,
                            **{"ub-fraction": fuse_fraction}).run(module)
             self._required("npu-lower-fused", **{"ub-fraction": fuse_fraction}, **(
                 {"max-chunk": self.max_chunk} if self.max_chunk else {})).run(module)
+            self._required("npu-lower-attention").run(module)
         if self.cores != 1:  # fusion is not combined with core splitting yet
             self._required("npu-split-cores", cores=self.cores).run(module)
         if self.plan_gm:

@@ -102,3 +102,61 @@ def gelu(rows: int, n: int, elem: str = "f32") -> str:
         v = out
     p.op("mul", [h, v, ("%y", full, elem)])
     return p.text()
+
+
+def attention(heads: int, seq: int, head_dim: int, normalise: str = "reciprocal",
+              scale: float | None = None) -> str:
+    """Self-attention as the frontend emits it: f32 Q [H,S,D], K^T [H,D,S] and
+    V [H,S,D] cast to f16 and fractalized, scores = Q.K^T (batch_matmul, f32),
+    defractalized, scaled, softmax along the keys (`normalise`: "reciprocal"
+    then mul, or "div"), P cast and fractalized, context = P.V, defractalized
+    into y [H,S,D] f32."""
+    s1, d1 = -(-seq // 16), -(-head_dim // 16)
+    qs, ks, ss, col = (heads, seq, head_dim), (heads, head_dim, seq), (heads, seq, seq), (heads, seq, 1)
+    p = _Program("attention", [("%q", qs, "f32"), ("%kt", ks, "f32"), ("%v", qs, "f32"),
+                               ("%y", qs, "f32")])
+
+    def new(shape, elem):
+        return (p.alloc(shape, elem), shape, elem)
+
+    def nz(src, rows_cols):
+        half = new(src[1], "f16")
+        p.op("cast", [src, half], 'round_mode = "rint"')
+        r, c = rows_cols
+        out = new((heads, -(-c // 16), -(-r // 16), 16, 16), "f16")
+        p.op("fractalize", [half, out])
+        return out
+
+    qf = nz(("%q", qs, "f32"), (seq, head_dim))
+    kf = nz(("%kt", ks, "f32"), (head_dim, seq))
+    c1 = new((heads, s1, s1, 16, 16), "f32")
+    p.op("batch_matmul", [qf, kf, c1])
+    s = new(ss, "f32")
+    p.op("defractalize", [c1, s])
+    if scale is None:
+        scale = 1 / math.sqrt(head_dim)
+    if scale != 1.0:
+        scaled = new(ss, "f32")
+        p.op("muls", [s, scaled], f"scalar = {scale:.17e} : f64")
+        s = scaled
+    m = new(col, "f32")
+    p.op("reduce_max", [s, m])
+    t = new(ss, "f32")
+    p.op("sub", [s, m, t])
+    e = new(ss, "f32")
+    p.op("exp", [t, e])
+    total = new(col, "f32")
+    p.op("reduce_sum", [e, total])
+    probs = new(ss, "f32")
+    if normalise == "div":
+        p.op("div", [e, total, probs])
+    else:
+        r = new(col, "f32")
+        p.op("reciprocal", [total, r])
+        p.op("mul", [e, r, probs])
+    pf = nz(probs, (seq, seq))
+    vf = nz(("%v", qs, "f32"), (seq, head_dim))
+    c2 = new((heads, d1, s1, 16, 16), "f32")
+    p.op("batch_matmul", [pf, vf, c2])
+    p.op("defractalize", [c2, ("%y", qs, "f32")])
+    return p.text()

@@ -1,0 +1,272 @@
+"""npu-lower-attention: each `npu.attention` group (from `npu-fuse-attention`)
+-> one cce kernel in which the scores never leave the chip.
+
+Per head and query tile (rows of Q, `query_rows` of the group's plan):
+  Q tile GM -> L1 -> L0A once. Per key tile (`key_rows` keys):
+    K^T tile GM -> L1 -> L0B; mad: scores -> L0C; drained to UB (Nz: one
+    [rows, 16] f32 slab per 16 keys, so row operations are slab-wise);
+    scale (vmuls); padded keys of the last tile get -1e30 (a bias slab);
+    row max: slabs folded with vmax, one vcmax per row (16 lanes);
+    online softmax: m' = max(m, tile max), alpha = exp(m - m'), the row
+    max broadcast over 16 lanes by vnchwconv, subtracted per slab, vexp,
+    row sum as the max, l = l * alpha + sum;
+    P cast to f16 in UB (its Nz is the A operand's Nz) -> L1 (MTE3) -> L0A;
+    V tile GM -> L1 -> L0B; mad: P.V -> L0C -> UB; the context accumulator
+    O = O * alpha + P.V (the first tile writes O directly).
+  O / l per row, stored once to GM (one burst per row and 16 columns).
+With one key tile (all keys fit), no rescaling is emitted: the scores of
+the tile are on chip at once. The cube builders (L1 -> L0 block reorder,
+mad) are `npu-lower-matmul`'s, the vector instructions the `Compute`
+recipes of `npu.vector_compute`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from mlir import ir
+
+from npu import attention as att
+from npu import ir as nir
+from npu.cce_build import View, copy, copy_bursts, lin, sub
+from npu.passes.base import DOUBLE_BUFFER_ATTR, Pass, PassError
+from npu.passes.lower_matmul import LowerMatmul
+from npu.vector_compute import Compute, cast_compute, unary_compute
+from npu.vector_tiling import split_repeats
+
+# Added to the scores of padded keys: exp(x - 1e30 - max) is 0 in f32.
+MASKED = -1e30
+BODY_OPS = ("memref.alloc", "scf.yield") + nir.VIEW_OPS
+
+
+class LowerAttention(Pass):
+    name = "npu-lower-attention"
+    summary = "Lower npu.attention groups to one cube + vector kernel each (scores on chip)"
+    options = ()
+
+    def run(self, module: ir.Operation) -> None:
+        regions = nir.walk(module, lambda o: o.name == "scf.execute_region"
+                           and att.ATTENTION_ATTR in o.attributes)
+        for region in regions:
+            _Kernel(self, region).emit()
+            region.erase()
+
+
+class _Kernel:
+    def __init__(self, p: LowerAttention, region: ir.Operation):
+        self.p, self.region, self.t = p, region, p.target
+        body = [o.operation for o in region.regions[0].blocks[0].operations]
+        first = next((o for o in body if o.name == "ascend.batch_matmul"), None)
+        if first is None:
+            raise PassError("npu.attention group without a batch_matmul", region)
+        found = att.match(first, att.users_of(body))
+        if isinstance(found, str):
+            raise PassError(f"npu.attention group is not an attention: {found}", region)
+        extra = [o for o in body if o.name not in BODY_OPS and o not in found.members]
+        if extra:
+            raise PassError(f"npu.attention group holds '{extra[0].name}', not a member", region)
+        self.a = found
+        attrs = nir.dict_attr_items(region.attributes[att.ATTENTION_ATTR])
+        s1, d1 = found.seq_blocks, found.d_blocks
+        self.qb, self.kb = attrs["query_rows"] // 16, attrs["key_rows"] // 16
+        if not (0 < self.qb <= min(s1, att.MAX_Q_BLOCKS) and 0 < self.kb <= s1
+                and attrs["query_rows"] % 16 == 0 and attrs["key_rows"] % 16 == 0):
+            raise PassError(f"npu.attention tile {attrs['query_rows']} x {attrs['key_rows']} "
+                            f"is not whole 16-row blocks within seq {found.seq}", region)
+        need = att.footprint(self.qb, self.kb, d1)
+        for space, nbytes in need.items():
+            if nbytes > self.t.capacity(space):
+                raise PassError(f"npu.attention tile needs {nbytes} bytes of {space}, more than "
+                                f"its {self.t.capacity(space)}", region)
+        self.mm = LowerMatmul(self.t)
+        self.lanes = self.t.lanes(4)
+        self.granule = self.t.granule("ub")
+
+    # -- structure ------------------------------------------------------------
+    def emit(self) -> None:
+        a = self.a
+        with self.region.location, ir.InsertionPoint(self.region):
+            self.flat_out = nir.flatten_memref(a.out)
+            self.loop(a.heads, lambda h: self.query_tiles(h))
+
+    def loop(self, count: int, body: Callable) -> None:
+        if count == 1:
+            body(0)
+            return
+        loop = nir.for_loop(0, count)
+        loop.operation.attributes[DOUBLE_BUFFER_ATTR] = ir.BoolAttr.get(False)
+        with ir.InsertionPoint(loop.body):
+            body(loop.induction_variable)
+            nir.yield_()
+
+    def query_tiles(self, h) -> None:
+        s1, qb = self.a.seq_blocks, self.qb
+        last = -(-s1 // qb) - 1
+        if last:
+            self.loop(last, lambda x: self.query_tile(h, lin((x, qb)), qb, qb * 16))
+        self.query_tile(h, last * qb, s1 - last * qb, self.a.seq - last * qb * 16)
+
+    def query_tile(self, h, x0, mq: int, valid: int) -> None:
+        a, t = self.a, self.t
+        d1, rows = a.d_blocks, mq * 16
+        ql1 = nir.alloc([d1, mq, 16, 16], "f16", "l1")
+        src = nir.subview(a.q, [h, 0, x0, 0, 0], [1, d1, mq, 16, 16])
+        copy_bursts("cce.copy_gm_to_l1", src, ql1, d1, mq * 16,
+                    src_gap=(a.seq_blocks - mq) * 16)
+        q0 = self.mm.to_l0a(ql1, mq, d1)
+        self.row_max = nir.alloc([rows], "f32", "ub")
+        self.row_sum = nir.alloc([rows], "f32", "ub")
+        self.context = nir.alloc([d1 * rows * 16], "f32", "ub")
+        s1, kb = a.seq_blocks, self.kb
+        last = -(-s1 // kb) - 1
+        tail = s1 - last * kb
+        masked = a.seq % 16
+        self.key_tile(h, q0, mq, 0, tail if last == 0 else kb, True, masked and last == 0)
+        if last > 1:
+            self.loop(last - 1, lambda y: self.key_tile(h, q0, mq, lin((y, kb), (1, kb)), kb,
+                                                        False, False))
+        if last:
+            self.key_tile(h, q0, mq, last * kb, tail, False, bool(masked))
+        self.finish(h, x0, mq, valid)
+
+    # -- one key tile ---------------------------------------------------------
+    def key_tile(self, h, q0, mq: int, y0, kbk: int, first: bool, masked: bool) -> None:
+        a = self.a
+        d1, s1, rows = a.d_blocks, a.seq_blocks, mq * 16
+        slab = rows * 16
+        kl1 = nir.alloc([kbk, d1, 16, 16], "f16", "l1")
+        copy("cce.copy_gm_to_l1", nir.subview(a.k, [h, y0, 0, 0, 0], [1, kbk, d1, 16, 16]),
+             kl1, 1, kbk * d1 * 16)
+        k0 = self.mm.to_l0b(kl1, d1, kbk)
+        sc = nir.alloc([kbk, mq, 16, 16], "f32", "l0c")
+        self.mm.mad(q0, k0, sc, mq, d1, kbk, False)
+        scores = nir.alloc([kbk * slab], "f32", "ub")
+        copy("cce.copy_l0c_to_ub", sc, scores, 1, kbk * mq * 32)
+        count = kbk * slab
+        if a.scale != 1.0:
+            self.apply(Compute("scalar", vop="cce.vmuls", scalar=a.scale), scores, [scores], count)
+        if masked:
+            bias = self.key_mask(rows, a.seq % 16)
+            self.apply(Compute("binary", vop="cce.vadd"), scores, [scores, bias], slab,
+                       offsets=((kbk - 1) * slab, (kbk - 1) * slab, 0))
+        tile_max = self.row_reduce(scores, kbk, rows, "cce.vmax", "cce.vcmax",
+                                   self.row_max if first else None)
+        vmax, vsub = Compute("binary", vop="cce.vmax"), Compute("binary", vop="cce.vsub")
+        exp = unary_compute("ascend.exp", "f32")
+        if first:
+            shift = self.broadcast(self.row_max, rows)
+        else:
+            new_max = nir.alloc([rows], "f32", "ub")
+            self.apply(vmax, new_max, [self.row_max, tile_max], rows)
+            alpha = nir.alloc([rows], "f32", "ub")
+            self.apply(vsub, alpha, [self.row_max, new_max], rows)
+            self.apply(exp, alpha, [alpha], rows)
+            self.apply(vmax, self.row_max, [self.row_max, tile_max], rows)
+            shift = self.broadcast(new_max, rows)
+        for j in range(kbk):
+            self.apply(vsub, scores, [scores, shift], slab, offsets=(j * slab, j * slab, 0))
+        self.apply(exp, scores, [scores], count)
+        tile_sum = self.row_reduce(scores, kbk, rows, "cce.vadd", "cce.vcadd",
+                                   self.row_sum if first else None)
+        if not first:
+            self.apply(Compute("binary", vop="cce.vmul"), self.row_sum, [self.row_sum, alpha], rows)
+            self.apply(Compute("binary", vop="cce.vadd"), self.row_sum, [self.row_sum, tile_sum],
+                       rows)
+        probs = nir.alloc([count], "f16", "ub")
+        self.apply(cast_compute("f32", "f16", "rint"), probs, [scores], count, sizes=(2, 4))
+        pl1 = nir.alloc([kbk, mq, 16, 16], "f16", "l1")
+        copy("cce.copy_ub_to_l1", probs, pl1, 1, kbk * mq * 16)
+        p0 = self.mm.to_l0a(pl1, mq, kbk)
+        vl1 = nir.alloc([d1, kbk, 16, 16], "f16", "l1")
+        copy_bursts("cce.copy_gm_to_l1", nir.subview(a.v, [h, 0, y0, 0, 0], [1, d1, kbk, 16, 16]),
+                    vl1, d1, kbk * 16, src_gap=(s1 - kbk) * 16)
+        v0 = self.mm.to_l0b(vl1, kbk, d1)
+        pv = nir.alloc([d1, mq, 16, 16], "f32", "l0c")
+        self.mm.mad(p0, v0, pv, mq, kbk, d1, False)
+        if first:
+            copy("cce.copy_l0c_to_ub", pv, self.context, 1, d1 * mq * 32)
+            return
+        part = nir.alloc([d1 * slab], "f32", "ub")
+        copy("cce.copy_l0c_to_ub", pv, part, 1, d1 * mq * 32)
+        rescale = self.broadcast(alpha, rows)
+        for j in range(d1):
+            at = (j * slab, j * slab, 0)
+            self.apply(Compute("binary", vop="cce.vmul"), self.context, [self.context, rescale],
+                       slab, offsets=at)
+            self.apply(Compute("binary", vop="cce.vadd"), self.context, [self.context, part],
+                       slab, offsets=(j * slab, j * slab, j * slab))
+
+    def finish(self, h, x0, mq: int, valid: int) -> None:
+        """O / l per row, then one burst per valid row and 16 columns to GM."""
+        a = self.a
+        rows, d = mq * 16, a.head_dim
+        slab = rows * 16
+        self.apply(unary_compute("ascend.reciprocal", "f32"), self.row_sum, [self.row_sum], rows)
+        inv = self.broadcast(self.row_sum, rows)
+        for j in range(a.d_blocks):
+            self.apply(Compute("binary", vop="cce.vmul"), self.context, [self.context, inv], slab,
+                       offsets=(j * slab, j * slab, 0))
+            first = lin((h, a.seq * d), (x0, 16 * d), (1, 16 * j))
+            dst = sub(self.flat_out, first, (valid - 1) * d + 16)
+            copy("cce.copy_ub_to_gm", sub(self.context, j * slab, valid * 16), dst, valid,
+                 16 * 4 // self.granule, 0, (d - 16) * 4 // self.granule)
+
+    # -- vector helpers -------------------------------------------------------
+    def apply(self, compute: Compute, dst: ir.Value, srcs: list[ir.Value], count: int,
+              offsets: tuple[int, ...] | None = None, sizes: tuple[int, int] = (4, 4)) -> None:
+        """`compute` over `count` contiguous elements of dst and srcs (f32
+        unless `sizes` = (dst bytes, src bytes)), from the element offsets."""
+        offsets = offsets or (0,) * (1 + len(srcs))
+        des, ses = sizes
+        lanes, g = self.lanes, self.granule
+        for piece in split_repeats(count, lanes, self.t.max_repeat):
+            touched = (piece.repeat - 1) * lanes + piece.mask
+
+            def view(buf: ir.Value, at: int, es: int) -> View:
+                return View(sub(buf, at + piece.offset, touched), 1, lanes * es // g)
+
+            compute.emit(view(dst, offsets[0], des),
+                         [view(s, o, ses) for s, o in zip(srcs, offsets[1:])],
+                         piece.repeat, piece.mask)
+
+    def row_reduce(self, scores: ir.Value, slabs: int, rows: int, fold: str, across: str,
+                   into: ir.Value | None) -> ir.Value:
+        """Per row of the Nz tile: slabs folded elementwise onto one [rows, 16]
+        slab, then one 16-lane reduction per row into `into` (or a new buffer)."""
+        slab = rows * 16
+        work = scores
+        if slabs > 1:
+            work = nir.alloc([slab], "f32", "ub")
+            self.apply(Compute("binary", vop=fold), work, [scores, scores], slab,
+                       offsets=(0, 0, slab))
+            for j in range(2, slabs):
+                self.apply(Compute("binary", vop=fold), work, [work, scores], slab,
+                           offsets=(0, 0, j * slab))
+        out = into if into is not None else nir.alloc([rows], "f32", "ub")
+        nir.create_op(across, [out, sub(work, 0, slab)], repeat=rows, mask=16,
+                      src_blk_stride=1, src_rep_stride=16 * 4 // self.granule, dst_rep_stride=1)
+        return out
+
+    def broadcast(self, col: ir.Value, rows: int) -> ir.Value:
+        """[rows] -> [rows, 16]: each value over one slab row, by vnchwconv
+        with all 16 source rows on the same 8 values (row t of the
+        transpose is value t repeated, written to both 32-byte halves)."""
+        per_block = self.granule // 4
+        wide = nir.alloc([rows * 16], "f32", "ub")
+        nir.create_op("cce.vnchwconv", [wide, col], repeat=rows // per_block,
+                      src_offsets=[0] * 16, dst_offsets=list(range(16)), src_rep_stride=1,
+                      dst_rep_stride=16)
+        return wide
+
+    def key_mask(self, rows: int, valid_keys: int) -> ir.Value:
+        """A [rows, 16] slab: 0 for the first `valid_keys` lanes of each row,
+        MASKED for the padded keys."""
+        bias = nir.alloc([rows * 16], "f32", "ub")
+        for piece in split_repeats(rows * 16, self.lanes, self.t.max_repeat):
+            nir.create_op("cce.vdup", [sub(bias, piece.offset, (piece.repeat - 1) * self.lanes
+                                           + piece.mask)],
+                          repeat=piece.repeat, mask=piece.mask, dst_blk_stride=1,
+                          dst_rep_stride=8, scalar=MASKED)
+        nir.create_op("cce.vdup", [bias], repeat=rows, mask=valid_keys, dst_blk_stride=1,
+                      dst_rep_stride=16 * 4 // self.granule, scalar=0.0)
+        return bias

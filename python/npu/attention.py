@@ -1,0 +1,275 @@
+"""What `npu-fuse-attention` and `npu-lower-attention` share: the attention
+pattern as the frontend produces it (found by structure), and the tile plan
+with its on-chip footprint (the cost model).
+
+The pattern, per batch of heads H, seq S, head dim D (Nz operands f16):
+
+    C1 = batch_matmul(Qf, Kf)            Qf Nz of Q [S x D], Kf Nz of K^T [D x S]
+    S  = defractalize(C1)                [H, S, S] f32
+    S' = muls(S, scale)                  optional
+    P  = softmax(S') along keys          reduce_max, sub, exp, reduce_sum and
+                                         div, or reciprocal and mul
+    Pf = fractalize(cast(P -> f16))
+    C2 = batch_matmul(Pf, Vf)            Vf Nz of V [S x D]
+    O  = defractalize(C2)                [H, S, D] f32, leaves the group
+
+Every tensor but Qf, Kf, Vf and O must be a GM temporary that only the
+members touch: those are the ones that never go to GM once fused.
+
+The plan: a query tile of `q_blocks` 16-row blocks and a key tile of
+`k_blocks` 16-key blocks. A key tile covering all keys keeps one head's
+scores of the query tile on chip at once; otherwise the keys are streamed
+in tiles with a running row max and sum (online softmax) and the partial
+context rescaled.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from mlir import ir
+
+from npu import ir as nir
+from npu.target import Target
+
+ATTENTION_ATTR = "npu.attention"
+# UB share of one tile's buffers by `footprint` (the kernel's loops are not
+# double buffered; the rest covers the planner's lifetimes).
+ATTENTION_UB_FRACTION = 0.8
+# Largest query tile in 16-row blocks: a vcmax/vcadd repeat per row (<= 255).
+MAX_Q_BLOCKS = 8
+
+
+@dataclass
+class Attention:
+    """One matched attention: its members in program order and its operands."""
+
+    members: list[ir.Operation]
+    q: ir.Value
+    k: ir.Value
+    v: ir.Value
+    out: ir.Value
+    internal: list[ir.Value]  # roots that stay on chip
+    heads: int
+    seq: int
+    head_dim: int
+    scale: float
+    reciprocal: bool = field(default=False)  # softmax ends with reciprocal + mul
+
+    @property
+    def seq_blocks(self) -> int:
+        return -(-self.seq // 16)
+
+    @property
+    def d_blocks(self) -> int:
+        return self.head_dim // 16
+
+
+def _root(v: ir.Value) -> ir.Value:
+    return nir.view_root(v)
+
+
+def users_of(ops: list[ir.Operation]) -> dict:
+    """root -> the ops of `ops` (not views or allocs) with an operand on it."""
+    users: dict = {}
+    for op in ops:
+        if op.name in nir.VIEW_OPS or op.name in ("memref.alloc", "memref.dealloc"):
+            continue
+        for v in op.operands:
+            if nir.is_memref(v.type):
+                users.setdefault(_root(v), []).append(op)
+    return users
+
+
+def match(bm1: ir.Operation, users: dict) -> Attention | str:
+    """The attention rooted at batch_matmul `bm1`, or why it is not one."""
+    members = [bm1]
+
+    def out(op):
+        return _root(op.operands[-1])
+
+    def arg(op, i):
+        return _root(op.operands[i])
+
+    def readers(root, writer):
+        return [u for u in users.get(root, []) if u is not writer]
+
+    def consume(root, writer, name: str, what: str):
+        rs = readers(root, writer)
+        if len(rs) != 1:
+            return f"{what} is read by {len(rs)} ops (the fused kernel keeps it on chip: " \
+                   f"exactly one consumer, '{name}')"
+        if rs[0].name != name:
+            return f"{what} is consumed by '{rs[0].name}', not '{name}'"
+        members.append(rs[0])
+        return rs[0]
+
+    c1 = out(bm1)
+    d1 = consume(c1, bm1, "ascend.defractalize", "the scores (batch_matmul result)")
+    if isinstance(d1, str):
+        return d1
+    s = out(d1)
+    scale = 1.0
+    rs = readers(s, d1)
+    if len(rs) == 1 and rs[0].name == "ascend.muls":
+        scale = nir.float_attr(rs[0], "scalar")
+        members.append(rs[0])
+        s, writer = out(rs[0]), rs[0]
+    else:
+        writer = d1
+    rs = readers(s, writer)
+    names = sorted(r.name for r in rs)
+    if names != ["ascend.reduce_max", "ascend.sub"]:
+        return (f"the scores feed {', '.join(names) or 'nothing'}, not a softmax "
+                "(reduce_max and sub)")
+    rmax = next(r for r in rs if r.name == "ascend.reduce_max")
+    sub = next(r for r in rs if r.name == "ascend.sub")
+    if not _last_axis(rmax):
+        return "the row max is not taken along the keys (last axis)"
+    mx = out(rmax)
+    if arg(sub, 0) != s or arg(sub, 1) != mx or readers(mx, rmax) != [sub]:
+        return "the softmax does not subtract its row max from the scores"
+    members += [rmax, sub]
+    ex = consume(out(sub), sub, "ascend.exp", "the shifted scores")
+    if isinstance(ex, str):
+        return ex
+    e = out(ex)
+    rs = readers(e, ex)
+    rsum = next((r for r in rs if r.name == "ascend.reduce_sum"), None)
+    norm = [r for r in rs if r is not rsum]
+    if rsum is None or len(norm) != 1 or not _last_axis(rsum):
+        return "the exponentials are not summed along the keys and normalised"
+    members.append(rsum)
+    sm, last = out(rsum), norm[0]
+    reciprocal = False
+    if last.name == "ascend.div":
+        if arg(last, 0) != e or arg(last, 1) != sm or readers(sm, rsum) != [last]:
+            return "the softmax does not divide the exponentials by their row sum"
+    elif last.name == "ascend.mul":
+        rec = readers(sm, rsum)
+        if len(rec) != 1 or rec[0].name != "ascend.reciprocal":
+            return "the softmax does not multiply by the reciprocal of its row sum"
+        r = out(rec[0])
+        if {arg(last, 0), arg(last, 1)} != {e, r} or readers(r, rec[0]) != [last]:
+            return "the softmax does not multiply the exponentials by 1/sum"
+        members.append(rec[0])
+        reciprocal = True
+    else:
+        return f"the exponentials are normalised by '{last.name}'"
+    members.append(last)
+    cast = consume(out(last), last, "ascend.cast", "the probabilities")
+    if isinstance(cast, str):
+        return cast
+    frac = consume(out(cast), cast, "ascend.fractalize", "the f16 probabilities")
+    if isinstance(frac, str):
+        return frac
+    bm2 = consume(out(frac), frac, "ascend.batch_matmul", "the fractalized probabilities")
+    if isinstance(bm2, str):
+        return bm2
+    if arg(bm2, 0) != out(frac):
+        return "the probabilities are the B operand of the second batch_matmul, not A"
+    d2 = consume(out(bm2), bm2, "ascend.defractalize", "the context (batch_matmul result)")
+    if isinstance(d2, str):
+        return d2
+    internal = [out(m) for m in members[:-1]]
+    for root in internal:
+        owner = nir.defining_op(root)
+        if owner is None or owner.name != "memref.alloc":
+            return "an intermediate tensor is a function argument, not a temporary"
+        if any(u not in members for u in users.get(root, [])):
+            return "an intermediate tensor is used outside the attention"
+    q, k, v, o = bm1.operands[0], bm1.operands[1], bm2.operands[1], d2.operands[-1]
+    types = {"Q": (q, "f16"), "K": (k, "f16"), "V": (v, "f16"), "the context": (o, "f32"),
+             "the scores": (d1.operands[-1], "f32")}
+    for what, (value, elem) in types.items():
+        if nir.memref_element(value) != elem:
+            return f"{what} is {nir.memref_element(value)}, the fused kernel takes {elem}"
+    if nir.memref_element(cast.operands[-1]) != "f16" or nir.memref_element(bm1.operands[-1]) != "f32":
+        return "the scores are not accumulated in f32 and cast to f16 for P.V"
+    qs, ks, vs = (nir.memref_shape(x) for x in (q, k, v))
+    os_, ss = nir.memref_shape(o), nir.memref_shape(d1.operands[-1])
+    if len(os_) != 3 or len(ss) != 3:
+        return "the scores or the context are not [heads, rows, columns]"
+    heads, seq, head_dim = os_
+    s1, d1b = -(-seq // 16), head_dim // 16
+    if head_dim % 16:
+        return f"head dim {head_dim} is not a whole number of 16-element fractals"
+    if not (qs == [heads, d1b, s1, 16, 16] and ks == [heads, s1, d1b, 16, 16]
+            and vs == [heads, d1b, s1, 16, 16] and ss == [heads, seq, seq]):
+        return "the operand shapes are not those of self-attention (Q, K, V of one seq)"
+    if not nir.is_contiguous(o):
+        return "the context is not a contiguous tensor"
+    return Attention(members, q, k, v, o, internal, heads, seq, head_dim, scale, reciprocal)
+
+
+def _last_axis(op: ir.Operation) -> bool:
+    rank = len(nir.memref_shape(op.operands[0]))
+    axis = nir.int_attr(op, "axis") if "axis" in op.attributes else -1
+    return axis in (-1, rank - 1)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Tile sizes in 16-row / 16-key blocks, and what one tile needs on chip."""
+
+    q_blocks: int
+    k_blocks: int
+    ub_bytes: int
+
+    def online(self, seq_blocks: int) -> bool:
+        return self.k_blocks < seq_blocks
+
+
+def footprint(q_blocks: int, k_blocks: int, d_blocks: int) -> dict[str, int]:
+    """Bytes per on-chip buffer of one tile (every buffer counted as live at
+    once: an upper bound of what the memory planner packs)."""
+    frac4, frac2 = 16 * 16 * 4, 16 * 16 * 2
+    slab = q_blocks * frac4  # one [rows, 16] f32 slab
+    rows = q_blocks * 16
+    ub = (k_blocks * slab              # scores, f32
+           + k_blocks * q_blocks * frac2   # P, f16
+           + 2 * d_blocks * slab      # context accumulator and P.V tile
+           + 4 * slab                 # row fold, row max / rescale / 1/sum broadcasts, key mask
+           + 8 * rows * 4)            # per-row max, sum, rescale factors
+    return {"ub": ub,
+            "l0a": (d_blocks + k_blocks) * q_blocks * frac2,
+            "l0b": 2 * k_blocks * d_blocks * frac2,
+            "l0c": (k_blocks + d_blocks) * slab,
+            "l1": (d_blocks * q_blocks + 2 * k_blocks * d_blocks + k_blocks * q_blocks) * frac2}
+
+
+def plan(a: Attention, target: Target, ub_fraction: float) -> Plan | str:
+    """The largest tile (query rows x keys) that fits on chip; ties go to the
+    taller query tile (fewer K/V reloads). A key tile of all keys keeps the
+    scores on chip; a smaller one streams them (online softmax)."""
+    s1, d1 = a.seq_blocks, a.d_blocks
+    best: Plan | None = None
+    for qb in range(min(s1, MAX_Q_BLOCKS), 0, -1):
+        for kb in range(s1, 0, -1):
+            need = footprint(qb, kb, d1)
+            budget = {sp: target.capacity(sp) for sp in need}
+            budget["ub"] = int(budget["ub"] * ub_fraction)
+            if all(need[sp] <= budget[sp] for sp in need):
+                if best is None or qb * kb > best.q_blocks * best.k_blocks:
+                    best = Plan(qb, kb, need["ub"])
+                break
+    if best is None:
+        need = footprint(1, 1, d1)
+        return (f"one tile of 16 queries x 16 keys with head dim {a.head_dim} needs "
+                f"{need['ub']} bytes of UB, more than {ub_fraction:g} of "
+                f"{target.capacity('ub')}")
+    return best
+
+
+def gm_bytes(a: Attention, p: Plan) -> tuple[int, int]:
+    """(unfused, fused) modelled GM bytes: each member reads its inputs and
+    writes its output once; the fused kernel reads Q once, K and V once per
+    query tile, and writes the context once."""
+    def nbytes(v: ir.Value) -> int:
+        return math.prod(nir.memref_shape(v)) * nir.element_bytes(nir.memref_element(v))
+
+    unfused = sum(nbytes(v) for m in a.members for v in m.operands)
+    q_tiles = -(-a.seq_blocks // p.q_blocks)
+    fused = nbytes(a.q) + q_tiles * (nbytes(a.k) + nbytes(a.v)) + nbytes(a.out)
+    return unfused, fused
