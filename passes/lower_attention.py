@@ -90,9 +90,9 @@ class _Kernel:
             self.loop(a.heads, lambda h: self.query_tiles(h))
 
     def loop(self, count: int, body: Callable) -> None:
-        if count == 1:
-            body(0)
-            return
+        """`body(i)` in an scf.for, also for one trip: the memory planner
+        scopes a buffer by the loop it is allocated in, so the tiles emitted
+        one after another never hold their buffers at once."""
         loop = nir.for_loop(0, count)
         loop.operation.attributes[DOUBLE_BUFFER_ATTR] = ir.BoolAttr.get(False)
         with ir.InsertionPoint(loop.body):
@@ -104,7 +104,8 @@ class _Kernel:
         last = -(-s1 // qb) - 1
         if last:
             self.loop(last, lambda x: self.query_tile(h, lin((x, qb)), qb, qb * 16))
-        self.query_tile(h, last * qb, s1 - last * qb, self.a.seq - last * qb * 16)
+        self.loop(1, lambda _: self.query_tile(h, last * qb, s1 - last * qb,
+                                               self.a.seq - last * qb * 16))
 
     def query_tile(self, h, x0, mq: int, valid: int) -> None:
         a, t = self.a, self.t
@@ -121,12 +122,13 @@ class _Kernel:
         last = -(-s1 // kb) - 1
         tail = s1 - last * kb
         masked = a.seq % 16
-        self.key_tile(h, q0, mq, 0, tail if last == 0 else kb, True, masked and last == 0)
+        self.loop(1, lambda _: self.key_tile(h, q0, mq, 0, tail if last == 0 else kb, True,
+                                             bool(masked) and last == 0))
         if last > 1:
             self.loop(last - 1, lambda y: self.key_tile(h, q0, mq, lin((y, kb), (1, kb)), kb,
                                                         False, False))
         if last:
-            self.key_tile(h, q0, mq, last * kb, tail, False, bool(masked))
+            self.loop(1, lambda _: self.key_tile(h, q0, mq, last * kb, tail, False, bool(masked)))
         self.finish(h, x0, mq, valid)
 
     # -- one key tile ---------------------------------------------------------
