@@ -1,8 +1,10 @@
 """`npu-lower`: the default pipeline from `ascend` to `hivm` instructions.
 
 Runs, in order and by instantiating the registered pass classes (one place,
-no copied code): `npu-split-cores` (with `cores` other than 1), `npu-fuse` and
-`npu-lower-fused` (fused kernels of row ops, one core only; skip with `fuse=false`),
+no copied code): `npu-split-cores` (with `cores` other than 1),
+`npu-fuse-attention` (skip with `fuse-attention=false`), `npu-fuse`,
+`npu-lower-fused` and `npu-lower-attention` (fused kernels, one core only;
+skip with `fuse=false`),
 `npu-plan-gm` (GM temporaries into one workspace; skip with `plan-gm=false`),
 every lowering (matmul, fractalize, elementwise, transpose,
 reduce), then `npu-double-buffer` (optional), `npu-plan-memory`,
@@ -74,6 +76,8 @@ class LowerPass(Pass):
                "npu-plan-gm algorithm)", choices=("auto", "greedy-by-size", "pushdown")),
         Option("fuse", bool, True, "group row ops into fused kernels first (npu-fuse); false "
                "lowers every ascend op as its own kernel"),
+        Option("fuse-attention", bool, True, "with fuse: attention (Q.K^T, scale, softmax, P.V) "
+               "as one kernel per head tile, scores on chip (npu-fuse-attention)"),
         Option("fuse-remarks", bool, False, "npu-fuse's remarks: each group formed and why "
                "ops were left out"),
         Option("plan-gm", bool, True, "pack GM memref.alloc temporaries into one workspace "
@@ -144,7 +148,8 @@ class LowerPass(Pass):
 
     def _lower(self, module: ir.Operation, fuse_fraction: float | None) -> None:
         if fuse_fraction is not None:
-            self._required("npu-fuse-attention", remarks=self.fuse_remarks).run(module)
+            if self.fuse_attention:
+                self._required("npu-fuse-attention", remarks=self.fuse_remarks).run(module)
             self._required("npu-fuse", remarks=self.fuse_remarks,
                            **{"ub-fraction": fuse_fraction}).run(module)
             self._required("npu-lower-fused", **{"ub-fraction": fuse_fraction}, **(

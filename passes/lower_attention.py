@@ -94,7 +94,7 @@ class _Kernel:
         scopes a buffer by the loop it is allocated in, so the tiles emitted
         one after another never hold their buffers at once."""
         loop = nir.for_loop(0, count)
-        loop.operation.attributes[DOUBLE_BUFFER_ATTR] = ir.BoolAttr.get(False)
+        loop.operation.attributes[DOUBLE_BUFFER_ATTR] = ir.BoolAttr.get(True)
         with ir.InsertionPoint(loop.body):
             body(loop.induction_variable)
             nir.yield_()
@@ -104,8 +104,11 @@ class _Kernel:
         last = -(-s1 // qb) - 1
         if last:
             self.loop(last, lambda x: self.query_tile(h, lin((x, qb)), qb, qb * 16))
-        self.loop(1, lambda _: self.query_tile(h, last * qb, s1 - last * qb,
-                                               self.a.seq - last * qb * 16))
+        tail = lambda _: self.query_tile(h, last * qb, s1 - last * qb, self.a.seq - last * qb * 16)
+        if last:
+            self.loop(1, tail)
+        else:  # the only tile: its buffers belong to the head loop (double buffered)
+            tail(0)
 
     def query_tile(self, h, x0, mq: int, valid: int) -> None:
         a, t = self.a, self.t
@@ -122,8 +125,12 @@ class _Kernel:
         last = -(-s1 // kb) - 1
         tail = s1 - last * kb
         masked = a.seq % 16
-        self.loop(1, lambda _: self.key_tile(h, q0, mq, 0, tail if last == 0 else kb, True,
-                                             bool(masked) and last == 0))
+        first = lambda _: self.key_tile(h, q0, mq, 0, tail if last == 0 else kb, True,
+                                        bool(masked) and last == 0)
+        if last:
+            self.loop(1, first)
+        else:
+            first(0)
         if last > 1:
             self.loop(last - 1, lambda y: self.key_tile(h, q0, mq, lin((y, kb), (1, kb)), kb,
                                                         False, False))

@@ -121,7 +121,7 @@ def match(bm1: ir.Operation, users: dict) -> Attention | str:
     rs = readers(s, writer)
     names = sorted(r.name for r in rs)
     if names != ["ascend.reduce_max", "ascend.sub"]:
-        return (f"the scores feed {', '.join(names) or 'nothing'}, not a softmax "
+        return (f"the scores feed {', '.join(names) or 'no op'}, not a softmax "
                 "(reduce_max and sub)")
     rmax = next(r for r in rs if r.name == "ascend.reduce_max")
     sub = next(r for r in rs if r.name == "ascend.sub")
