@@ -51,7 +51,12 @@ class FuseAttentionPass(Pass):
             if isinstance(found, str):
                 why = found
             else:
+                index = {o: k for k, o in enumerate(ops)}
+                found.members.sort(key=lambda o: index[o])
                 why = self.conflict(found, ops)
+                if why is not None and found.prologue:
+                    att.drop_prologues(found)  # perhaps only a cast or fractalize conflicts
+                    why = self.conflict(found, ops)
                 if why is None:
                     plan = att.plan(found, self.target, self.ub_fraction)
                     if isinstance(plan, att.Plan):
@@ -112,7 +117,9 @@ class FuseAttentionPass(Pass):
         keys = (f"all {a.seq} keys per tile: the scores stay on chip" if not plan.online(s1)
                 else f"keys in tiles of {plan.k_blocks * 16} with an online softmax "
                      f"({-(-s1 // plan.k_blocks)} tiles per row)")
-        self.remark(region_op, f"fused attention ({len(a.members)} ops) over {a.heads} heads, "
+        loads = ("Q, K, V loaded in f32 and cast and laid out on chip" if a.sources
+                 else "Q, K, V read as f16 fractals")
+        self.remark(region_op, f"fused attention ({len(a.members)} ops; {loads}) over {a.heads} heads, "
                                f"seq {a.seq}, head dim {a.head_dim}: query tiles of "
                                f"{plan.q_blocks * 16} rows, {keys}; GM traffic {unfused} -> "
                                f"{fused} bytes; UB {plan.ub_bytes} bytes per tile")

@@ -113,11 +113,7 @@ class _Kernel:
     def query_tile(self, h, x0, mq: int, valid: int) -> None:
         a, t = self.a, self.t
         d1, rows = a.d_blocks, mq * 16
-        ql1 = nir.alloc([d1, mq, 16, 16], "f16", "l1")
-        src = nir.subview(a.q, [h, 0, x0, 0, 0], [1, d1, mq, 16, 16])
-        copy_bursts("cce.copy_gm_to_l1", src, ql1, d1, mq * 16,
-                    src_gap=(a.seq_blocks - mq) * 16)
-        q0 = self.mm.to_l0a(ql1, mq, d1)
+        q0 = self.mm.to_l0a(self.load_q(h, x0, mq), mq, d1)
         self.row_max = nir.alloc([rows], "f32", "ub")
         self.row_sum = nir.alloc([rows], "f32", "ub")
         self.context = nir.alloc([d1 * rows * 16], "f32", "ub")
@@ -140,24 +136,41 @@ class _Kernel:
 
     # -- one key tile ---------------------------------------------------------
     def key_tile(self, h, q0, mq: int, y0, kbk: int, first: bool, masked: bool) -> None:
+        """One key tile; its UB phases (scores and softmax, the context
+        update) are scopes of their own so the planner can reuse their bytes."""
         a = self.a
-        d1, s1, rows = a.d_blocks, a.seq_blocks, mq * 16
-        slab = rows * 16
-        kl1 = nir.alloc([kbk, d1, 16, 16], "f16", "l1")
-        copy("cce.copy_gm_to_l1", nir.subview(a.k, [h, y0, 0, 0, 0], [1, kbk, d1, 16, 16]),
-             kl1, 1, kbk * d1 * 16)
-        k0 = self.mm.to_l0b(kl1, d1, kbk)
+        d1, rows = a.d_blocks, mq * 16
+        k0 = self.mm.to_l0b(self.load_k(h, y0, kbk), d1, kbk)
         sc = nir.alloc([kbk, mq, 16, 16], "f32", "l0c")
         self.mm.mad(q0, k0, sc, mq, d1, kbk, False)
-        scores = nir.alloc([kbk * slab], "f32", "ub")
+        pl1 = nir.alloc([kbk, mq, 16, 16], "f16", "l1")
+        alpha = None if first else nir.alloc([rows], "f32", "ub")
+        self.scope(lambda: self.softmax_tile(sc, pl1, mq, kbk, alpha, masked))
+        p0 = self.mm.to_l0a(pl1, mq, kbk)
+        v0 = self.mm.to_l0b(self.load_v(h, y0, kbk), kbk, d1)
+        pv = nir.alloc([d1, mq, 16, 16], "f32", "l0c")
+        self.mm.mad(p0, v0, pv, mq, kbk, d1, False)
+        if first:
+            copy("cce.copy_l0c_to_ub", pv, self.context, 1, d1 * mq * 32)
+        else:
+            self.scope(lambda: self.rescale_context(pv, alpha, mq))
+
+    def softmax_tile(self, sc: ir.Value, pl1: ir.Value, mq: int, kbk: int,
+                     alpha: ir.Value | None, masked: bool) -> None:
+        """Scores L0C -> UB, scale, key mask, the (online) softmax step, P in
+        f16 -> L1. `alpha` (None: the first tile) gets exp(old max - new max)."""
+        a = self.a
+        rows = mq * 16
+        slab, count = rows * 16, kbk * rows * 16
+        scores = nir.alloc([count], "f32", "ub")
         copy("cce.copy_l0c_to_ub", sc, scores, 1, kbk * mq * 32)
-        count = kbk * slab
         if a.scale != 1.0:
             self.apply(Compute("scalar", vop="cce.vmuls", scalar=a.scale), scores, [scores], count)
         if masked:
             bias = self.key_mask(rows, a.seq % 16)
             self.apply(Compute("binary", vop="cce.vadd"), scores, [scores, bias], slab,
                        offsets=((kbk - 1) * slab, (kbk - 1) * slab, 0))
+        first = alpha is None
         tile_max = self.row_reduce(scores, kbk, rows, "cce.vmax", "cce.vcmax",
                                    self.row_max if first else None)
         vmax, vsub = Compute("binary", vop="cce.vmax"), Compute("binary", vop="cce.vsub")
@@ -167,7 +180,6 @@ class _Kernel:
         else:
             new_max = nir.alloc([rows], "f32", "ub")
             self.apply(vmax, new_max, [self.row_max, tile_max], rows)
-            alpha = nir.alloc([rows], "f32", "ub")
             self.apply(vsub, alpha, [self.row_max, new_max], rows)
             self.apply(exp, alpha, [alpha], rows)
             self.apply(vmax, self.row_max, [self.row_max, tile_max], rows)
@@ -183,18 +195,12 @@ class _Kernel:
                        rows)
         probs = nir.alloc([count], "f16", "ub")
         self.apply(cast_compute("f32", "f16", "rint"), probs, [scores], count, sizes=(2, 4))
-        pl1 = nir.alloc([kbk, mq, 16, 16], "f16", "l1")
         copy("cce.copy_ub_to_l1", probs, pl1, 1, kbk * mq * 16)
-        p0 = self.mm.to_l0a(pl1, mq, kbk)
-        vl1 = nir.alloc([d1, kbk, 16, 16], "f16", "l1")
-        copy_bursts("cce.copy_gm_to_l1", nir.subview(a.v, [h, 0, y0, 0, 0], [1, d1, kbk, 16, 16]),
-                    vl1, d1, kbk * 16, src_gap=(s1 - kbk) * 16)
-        v0 = self.mm.to_l0b(vl1, kbk, d1)
-        pv = nir.alloc([d1, mq, 16, 16], "f32", "l0c")
-        self.mm.mad(p0, v0, pv, mq, kbk, d1, False)
-        if first:
-            copy("cce.copy_l0c_to_ub", pv, self.context, 1, d1 * mq * 32)
-            return
+
+    def rescale_context(self, pv: ir.Value, alpha: ir.Value, mq: int) -> None:
+        """O = O * alpha + P.V per row (the online softmax's correction)."""
+        d1, rows = self.a.d_blocks, mq * 16
+        slab = rows * 16
         part = nir.alloc([d1 * slab], "f32", "ub")
         copy("cce.copy_l0c_to_ub", pv, part, 1, d1 * mq * 32)
         rescale = self.broadcast(alpha, rows)
@@ -204,6 +210,76 @@ class _Kernel:
                        slab, offsets=at)
             self.apply(Compute("binary", vop="cce.vadd"), self.context, [self.context, part],
                        slab, offsets=(j * slab, j * slab, j * slab))
+
+    def scope(self, body: Callable[[], None]) -> None:
+        self.loop(1, lambda _: body())
+
+    # -- operand tiles in L1 (Nz, f16) ------------------------------------------
+    def load_q(self, h, x0, mq: int) -> ir.Value:
+        """Rows x0.. (mq blocks) of Q as the A operand's Nz [D/16, mq, 16, 16]."""
+        a, d1 = self.a, self.a.d_blocks
+        l1 = nir.alloc([d1, mq, 16, 16], "f16", "l1")
+        if a.sources is None:
+            copy_bursts("cce.copy_gm_to_l1", nir.subview(a.q, [h, 0, x0, 0, 0], [1, d1, mq, 16, 16]),
+                        l1, d1, mq * 16, src_gap=(a.seq_blocks - mq) * 16)
+            return l1
+        first = lin((h, a.seq * a.head_dim), (x0, 16 * a.head_dim))
+        self.stage(a.sources[0], first, mq * 16, a.head_dim, a.head_dim, l1)
+        return l1
+
+    def load_k(self, h, y0, kbk: int) -> ir.Value:
+        """Keys y0.. (kbk blocks) of K^T as the B operand's Nz [kbk, D/16, 16, 16]."""
+        a, d1 = self.a, self.a.d_blocks
+        l1 = nir.alloc([kbk, d1, 16, 16], "f16", "l1")
+        if a.sources is None:
+            copy("cce.copy_gm_to_l1", nir.subview(a.k, [h, y0, 0, 0, 0], [1, kbk, d1, 16, 16]),
+                 l1, 1, kbk * d1 * 16)
+            return l1
+        first = lin((h, a.seq * a.head_dim), (y0, 16))
+        self.stage(a.sources[1], first, a.head_dim, kbk * 16, a.seq, l1)
+        return l1
+
+    def load_v(self, h, y0, kbk: int) -> ir.Value:
+        """Keys y0.. (kbk blocks) of V as the B operand's Nz [D/16, kbk, 16, 16]."""
+        a, d1 = self.a, self.a.d_blocks
+        l1 = nir.alloc([d1, kbk, 16, 16], "f16", "l1")
+        if a.sources is None:
+            copy_bursts("cce.copy_gm_to_l1", nir.subview(a.v, [h, 0, y0, 0, 0], [1, d1, kbk, 16, 16]),
+                        l1, d1, kbk * 16, src_gap=(a.seq_blocks - kbk) * 16)
+            return l1
+        first = lin((h, a.seq * a.head_dim), (y0, 16 * a.head_dim))
+        self.stage(a.sources[2], first, kbk * 16, a.head_dim, a.head_dim, l1)
+        return l1
+
+    def stage(self, source: ir.Value, first, rows: int, cols: int, pitch: int,
+              l1: ir.Value) -> None:
+        """rows x cols f32 of a GM matrix with `pitch` columns from element
+        `first` -> UB, cast to f16 there (the absorbed cast), laid out as Nz
+        in `l1` (the absorbed fractalize); the UB staging is a scope of its own."""
+        self.scope(lambda: self.to_nz(self.stage_half(source, first, rows, cols, pitch), l1,
+                                      rows, cols))
+
+    def stage_half(self, source: ir.Value, first, rows: int, cols: int, pitch: int) -> ir.Value:
+        g = self.granule
+        wide = nir.alloc([rows * cols], "f32", "ub")
+        copy_bursts("cce.copy_gm_to_ub",
+                    sub(nir.flatten_memref(source), first, (rows - 1) * pitch + cols), wide,
+                    1 if pitch == cols else rows, rows * cols * 4 // g if pitch == cols
+                    else cols * 4 // g, src_gap=0 if pitch == cols else (pitch - cols) * 4 // g)
+        half = nir.alloc([rows * cols], "f16", "ub")
+        self.apply(cast_compute("f32", "f16", "rint"), half, [wide], rows * cols, sizes=(2, 4))
+        return half
+
+    def to_nz(self, half: ir.Value, l1: ir.Value, rows: int, cols: int) -> None:
+        """A row-major rows x cols f16 matrix in UB -> Nz in L1 (the absorbed
+        fractalize): column block j is `rows` bursts of 16 elements."""
+        blocks = rows // 16 * (cols // 16)
+        flat = self.mm.flat_blocks(l1, blocks)
+        per_row = cols * 2 // self.granule
+        for j in range(cols // 16):
+            dst = self.mm.block_view(flat, j * rows // 16, blocks)
+            copy("cce.copy_ub_to_l1", sub(half, 16 * j, (rows - 1) * cols + 16), dst, rows, 1,
+                 per_row - 1, 0)
 
     def finish(self, h, x0, mq: int, valid: int) -> None:
         """O / l per row, then one burst per valid row and 16 columns to GM."""

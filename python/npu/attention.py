@@ -56,6 +56,11 @@ class Attention:
     head_dim: int
     scale: float
     reciprocal: bool = field(default=False)  # softmax ends with reciprocal + mul
+    # The f32 ND tensors Q [H,S,D], K^T [H,D,S], V [H,S,D] when their casts to
+    # f16 and fractalizes are members too (loaded, converted and laid out on
+    # chip); None: the kernel reads the f16 Nz operands.
+    sources: tuple[ir.Value, ir.Value, ir.Value] | None = None
+    prologue: list[ir.Operation] = field(default_factory=list)
 
     @property
     def seq_blocks(self) -> int:
@@ -200,7 +205,53 @@ def match(bm1: ir.Operation, users: dict) -> Attention | str:
         return "the operand shapes are not those of self-attention (Q, K, V of one seq)"
     if not nir.is_contiguous(o):
         return "the context is not a contiguous tensor"
-    return Attention(members, q, k, v, o, internal, heads, seq, head_dim, scale, reciprocal)
+    found = Attention(members, q, k, v, o, internal, heads, seq, head_dim, scale, reciprocal)
+    _absorb_prologues(found, users)
+    return found
+
+
+def _absorb_prologues(a: Attention, users: dict) -> None:
+    """Q, K^T and V made by cast f32 -> f16 then fractalize, each read only by
+    the next step, become members: the kernel loads the f32 rows and lays
+    them out on chip. All three or none, and only for a seq of whole 16-row
+    blocks (every row of a tile is a whole number of f16 blocks)."""
+    if a.seq % 16:
+        return
+    found = []
+    for nz, shape in ((a.q, [a.heads, a.seq, a.head_dim]), (a.k, [a.heads, a.head_dim, a.seq]),
+                      (a.v, [a.heads, a.seq, a.head_dim])):
+        root = _root(nz)
+        frac = nir.defining_op(root)
+        writers = [u for u in users.get(root, []) if _root(u.operands[-1]) == root]
+        if frac is None or frac.name != "memref.alloc" or len(writers) != 1:
+            return
+        frac = writers[0]
+        if frac.name != "ascend.fractalize" or len(users[root]) != 2:
+            return
+        half = _root(frac.operands[0])
+        casts = [u for u in users.get(half, []) if u is not frac]
+        if (nir.defining_op(half) is None or nir.defining_op(half).name != "memref.alloc"
+                or len(casts) != 1 or casts[0].name != "ascend.cast"
+                or _root(casts[0].operands[-1]) != half):
+            return
+        src = casts[0].operands[0]
+        if (nir.memref_element(src) != "f32" or nir.memref_shape(src) != shape
+                or not nir.is_contiguous(src)):
+            return
+        found.append((casts[0], frac, src, half, root))
+    for cast, frac, _, half, root in found:
+        a.members += [cast, frac]
+        a.internal += [half, root]
+        a.prologue += [cast, frac]
+    a.sources = tuple(f[2] for f in found)
+
+
+def drop_prologues(a: Attention) -> None:
+    """Leave the casts and fractalizes of Q, K, V out of the group again."""
+    a.members = [m for m in a.members if m not in a.prologue]
+    dropped = {nir.view_root(p.operands[-1]) for p in a.prologue}
+    a.internal = [r for r in a.internal if r not in dropped]
+    a.prologue, a.sources = [], None
 
 
 def _last_axis(op: ir.Operation) -> bool:
@@ -221,17 +272,19 @@ class Plan:
         return self.k_blocks < seq_blocks
 
 
-def footprint(q_blocks: int, k_blocks: int, d_blocks: int) -> dict[str, int]:
-    """Bytes per on-chip buffer of one tile (every buffer counted as live at
-    once: an upper bound of what the memory planner packs)."""
+def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = False
+              ) -> dict[str, int]:
+    """Bytes per on-chip buffer of one tile. UB: what lives through the tile
+    (context, row statistics) plus the largest of its phases: the f32 -> f16
+    staging of a Q, K or V tile (`absorbed`), the scores phase (scores, P,
+    the row fold, the key mask and two broadcasts) and the P.V phase."""
     frac4, frac2 = 16 * 16 * 4, 16 * 16 * 2
     slab = q_blocks * frac4  # one [rows, 16] f32 slab
     rows = q_blocks * 16
-    ub = (k_blocks * slab              # scores, f32
-           + k_blocks * q_blocks * frac2   # P, f16
-           + 2 * d_blocks * slab      # context accumulator and P.V tile
-           + 4 * slab                 # row fold, row max / rescale / 1/sum broadcasts, key mask
-           + 8 * rows * 4)            # per-row max, sum, rescale factors
+    persistent = d_blocks * slab + 8 * rows * 4
+    scores = k_blocks * slab + k_blocks * q_blocks * frac2 + 4 * slab
+    staging = max(q_blocks, k_blocks) * d_blocks * 16 * 16 * 6 if absorbed else 0
+    ub = persistent + max(scores, staging, d_blocks * slab + slab)
     return {"ub": ub,
             "l0a": (d_blocks + k_blocks) * q_blocks * frac2,
             "l0b": 2 * k_blocks * d_blocks * frac2,
@@ -242,12 +295,26 @@ def footprint(q_blocks: int, k_blocks: int, d_blocks: int) -> dict[str, int]:
 def plan(a: Attention, target: Target, ub_fraction: float) -> Plan | str:
     """The largest tile (query rows x keys) that fits on chip; ties go to the
     taller query tile (fewer K/V reloads). A key tile of all keys keeps the
-    scores on chip; a smaller one streams them (online softmax)."""
+    scores on chip; a smaller one streams them (online softmax).
+
+    Absorbed casts (f32 Q, K, V loaded and cast per tile) pay off only when a
+    head has one query tile: with more, K and V would be reloaded in f32 and
+    re-cast per query tile, so the casts and fractalizes are left out (once
+    over GM, f16 tiles reloaded) and the tile planned again."""
+    chosen = _plan(a, target, ub_fraction)
+    if a.sources is not None and (isinstance(chosen, str)
+                                  or chosen.q_blocks < a.seq_blocks):
+        drop_prologues(a)
+        chosen = _plan(a, target, ub_fraction)
+    return chosen
+
+
+def _plan(a: Attention, target: Target, ub_fraction: float) -> Plan | str:
     s1, d1 = a.seq_blocks, a.d_blocks
     best: Plan | None = None
     for qb in range(min(s1, MAX_Q_BLOCKS), 0, -1):
         for kb in range(s1, 0, -1):
-            need = footprint(qb, kb, d1)
+            need = footprint(qb, kb, d1, a.sources is not None)
             budget = {sp: target.capacity(sp) for sp in need}
             budget["ub"] = int(budget["ub"] * ub_fraction)
             if all(need[sp] <= budget[sp] for sp in need):
@@ -255,7 +322,7 @@ def plan(a: Attention, target: Target, ub_fraction: float) -> Plan | str:
                     best = Plan(qb, kb, need["ub"])
                 break
     if best is None:
-        need = footprint(1, 1, d1)
+        need = footprint(1, 1, d1, a.sources is not None)
         return (f"one tile of 16 queries x 16 keys with head dim {a.head_dim} needs "
                 f"{need['ub']} bytes of UB, more than {ub_fraction:g} of "
                 f"{target.capacity('ub')}")
@@ -271,5 +338,6 @@ def gm_bytes(a: Attention, p: Plan) -> tuple[int, int]:
 
     unfused = sum(nbytes(v) for m in a.members for v in m.operands)
     q_tiles = -(-a.seq_blocks // p.q_blocks)
-    fused = nbytes(a.q) + q_tiles * (nbytes(a.k) + nbytes(a.v)) + nbytes(a.out)
+    q, k, v = a.sources or (a.q, a.k, a.v)
+    fused = nbytes(q) + q_tiles * (nbytes(k) + nbytes(v)) + nbytes(a.out)
     return unfused, fused
