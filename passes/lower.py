@@ -135,7 +135,7 @@ class LowerPass(Pass):
         snapshot = module.clone()
         for fraction in (share, share / 2, None):
             try:
-                self._lower(module, fraction)
+                self._lower(module, fraction, 1.0 if fraction == share else 0.5)
                 return
             except PassError as e:
                 if fraction is None or "overflows" not in e.message:
@@ -146,10 +146,16 @@ class LowerPass(Pass):
                     self.remark(module, f"npu-fuse: fused kernels at UB share {fraction:g} "
                                         f"overflowed UB ({e.message.split(':')[0]}); retrying {then}")
 
-    def _lower(self, module: ir.Operation, fuse_fraction: float | None) -> None:
+    def _lower(self, module: ir.Operation, fuse_fraction: float | None,
+               attention_share: float = 1.0) -> None:
+        """`attention_share`: of npu-fuse-attention's UB share (halved on the
+        retry after an overflow, like the row groups')."""
         if fuse_fraction is not None:
             if self.fuse_attention:
-                self._required("npu-fuse-attention", remarks=self.fuse_remarks).run(module)
+                from npu.attention import ATTENTION_UB_FRACTION
+
+                self._required("npu-fuse-attention", remarks=self.fuse_remarks, **{
+                    "ub-fraction": ATTENTION_UB_FRACTION * attention_share}).run(module)
             self._required("npu-fuse", remarks=self.fuse_remarks,
                            **{"ub-fraction": fuse_fraction}).run(module)
             self._required("npu-lower-fused", **{"ub-fraction": fuse_fraction}, **(

@@ -140,7 +140,7 @@ class _Kernel:
         update) are scopes of their own so the planner can reuse their bytes."""
         a = self.a
         d1, rows = a.d_blocks, mq * 16
-        k0 = self.mm.to_l0b(self.load_k(h, y0, kbk), d1, kbk)
+        k0 = self.load_k(h, y0, kbk)
         sc = nir.alloc([kbk, mq, 16, 16], "f32", "l0c")
         self.mm.mad(q0, k0, sc, mq, d1, kbk, False)
         pl1 = nir.alloc([kbk, mq, 16, 16], "f16", "l1")
@@ -223,21 +223,42 @@ class _Kernel:
             copy_bursts("cce.copy_gm_to_l1", nir.subview(a.q, [h, 0, x0, 0, 0], [1, d1, mq, 16, 16]),
                         l1, d1, mq * 16, src_gap=(a.seq_blocks - mq) * 16)
             return l1
-        first = lin((h, a.seq * a.head_dim), (x0, 16 * a.head_dim))
-        self.stage(a.sources[0], first, mq * 16, a.head_dim, a.head_dim, l1)
+        first, pitch = self.rows_of(h, x0)
+        self.stage(a.sources[0], first, mq * 16, a.head_dim, pitch, l1)
         return l1
 
+    def rows_of(self, h, block0) -> tuple:
+        """(first element, row pitch) of a head's rows from 16-row block
+        `block0` in a Q or V source: [H, S, D], or [S, H*D] (interleaved)."""
+        a = self.a
+        if a.interleaved:
+            pitch = a.heads * a.head_dim
+            return lin((block0, 16 * pitch), (h, a.head_dim)), pitch
+        return lin((h, a.seq * a.head_dim), (block0, 16 * a.head_dim)), a.head_dim
+
     def load_k(self, h, y0, kbk: int) -> ir.Value:
-        """Keys y0.. (kbk blocks) of K^T as the B operand's Nz [kbk, D/16, 16, 16]."""
+        """Keys y0.. (kbk blocks) of K^T in L0B (Zn) for Q.K^T."""
         a, d1 = self.a, self.a.d_blocks
+        if a.interleaved:
+            # K's own rows [keys, D] laid out as Nz [D/16, keys/16] in L1: each
+            # 16x16 block of K row-major is the Zn block of K^T, and block
+            # (j, l) of K^T sits at j * keys/16 + l in both, so one plain load.
+            l1 = nir.alloc([d1, kbk, 16, 16], "f16", "l1")
+            pitch = a.heads * a.head_dim
+            self.stage(a.sources[1], lin((y0, 16 * pitch), (h, a.head_dim)), kbk * 16,
+                       a.head_dim, pitch, l1)
+            l0b = nir.alloc([d1, kbk, 16, 16], "f16", "l0b")
+            self.mm.reorder_blocks(l1, l0b, rows=1, cols=d1 * kbk, transpose=False,
+                                   op_name="cce.load_l1_to_l0b", src_col_stride=1)
+            return l0b
         l1 = nir.alloc([kbk, d1, 16, 16], "f16", "l1")
         if a.sources is None:
             copy("cce.copy_gm_to_l1", nir.subview(a.k, [h, y0, 0, 0, 0], [1, kbk, d1, 16, 16]),
                  l1, 1, kbk * d1 * 16)
-            return l1
-        first = lin((h, a.seq * a.head_dim), (y0, 16))
-        self.stage(a.sources[1], first, a.head_dim, kbk * 16, a.seq, l1)
-        return l1
+        else:
+            first = lin((h, a.seq * a.head_dim), (y0, 16))
+            self.stage(a.sources[1], first, a.head_dim, kbk * 16, a.seq, l1)
+        return self.mm.to_l0b(l1, d1, kbk)
 
     def load_v(self, h, y0, kbk: int) -> ir.Value:
         """Keys y0.. (kbk blocks) of V as the B operand's Nz [D/16, kbk, 16, 16]."""
@@ -247,8 +268,8 @@ class _Kernel:
             copy_bursts("cce.copy_gm_to_l1", nir.subview(a.v, [h, 0, y0, 0, 0], [1, d1, kbk, 16, 16]),
                         l1, d1, kbk * 16, src_gap=(a.seq_blocks - kbk) * 16)
             return l1
-        first = lin((h, a.seq * a.head_dim), (y0, 16 * a.head_dim))
-        self.stage(a.sources[2], first, kbk * 16, a.head_dim, a.head_dim, l1)
+        first, pitch = self.rows_of(h, y0)
+        self.stage(a.sources[2], first, kbk * 16, a.head_dim, pitch, l1)
         return l1
 
     def stage(self, source: ir.Value, first, rows: int, cols: int, pitch: int,

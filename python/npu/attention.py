@@ -61,6 +61,9 @@ class Attention:
     # chip); None: the kernel reads the f16 Nz operands.
     sources: tuple[ir.Value, ir.Value, ir.Value] | None = None
     prologue: list[ir.Operation] = field(default_factory=list)
+    # The sources are the projections [S, H*D] before the head transposes
+    # (which are members too): a head's rows are read with the row pitch H*D.
+    interleaved: bool = False
 
     @property
     def seq_blocks(self) -> int:
@@ -244,6 +247,40 @@ def _absorb_prologues(a: Attention, users: dict) -> None:
         a.internal += [half, root]
         a.prologue += [cast, frac]
     a.sources = tuple(f[2] for f in found)
+    heads = [_head_transpose(src, users, a, k_side) for src, k_side in
+             zip(a.sources, (False, True, False))]
+    if all(h is not None for h in heads):
+        for transpose, _ in heads:
+            a.members.append(transpose)
+            a.internal.append(_root(transpose.operands[-1]))
+            a.prologue.append(transpose)
+        a.sources = tuple(base for _, base in heads)
+        a.interleaved = True
+
+
+def _head_transpose(src: ir.Value, users: dict, a: Attention, k_side: bool):
+    """(transpose, its input) when `src` is the head transpose of a [S, H, D]
+    projection ([S, H, D] -> [H, S, D], or [H, D, S] for K^T) read only by
+    its cast; else None."""
+    root = _root(src)
+    owner = nir.defining_op(root)
+    readers = users.get(root, [])
+    writers = [u for u in readers if _root(u.operands[-1]) == root]
+    if owner is None or owner.name != "memref.alloc" or len(readers) != 2 or len(writers) != 1:
+        return None
+    t = writers[0]
+    if t.name != "ascend.transpose":
+        return None
+    base = t.operands[0]
+    shape = nir.memref_shape(base)
+    lead = len(shape) - 3
+    perm = nir.int_array_attr(t, "permutation")
+    want = [lead + 1, lead + 2, lead] if k_side else [lead + 1, lead, lead + 2]
+    if (shape[:lead] != [1] * lead or shape[lead:] != [a.seq, a.heads, a.head_dim]
+            or perm != list(range(lead)) + want or nir.memref_element(base) != "f32"
+            or not nir.is_contiguous(base)):
+        return None
+    return t, base
 
 
 def drop_prologues(a: Attention) -> None:
@@ -251,7 +288,7 @@ def drop_prologues(a: Attention) -> None:
     a.members = [m for m in a.members if m not in a.prologue]
     dropped = {nir.view_root(p.operands[-1]) for p in a.prologue}
     a.internal = [r for r in a.internal if r not in dropped]
-    a.prologue, a.sources = [], None
+    a.prologue, a.sources, a.interleaved = [], None, False
 
 
 def _last_axis(op: ir.Operation) -> bool:
