@@ -312,10 +312,15 @@ class _Kernel:
         for j in range(a.d_blocks):
             self.apply(Compute("binary", vop="cce.vmul"), self.context, [self.context, inv], slab,
                        offsets=(j * slab, j * slab, 0))
-            first = lin((h, a.seq * d), (x0, 16 * d), (1, 16 * j))
-            dst = sub(self.flat_out, first, (valid - 1) * d + 16)
+            if a.merged:  # head h's columns of the merged [S, H*D] rows
+                pitch = a.heads * d
+                first = lin((x0, 16 * pitch), (h, d), (1, 16 * j))
+            else:
+                pitch = d
+                first = lin((h, a.seq * d), (x0, 16 * d), (1, 16 * j))
+            dst = sub(self.flat_out, first, (valid - 1) * pitch + 16)
             copy("cce.copy_ub_to_gm", sub(self.context, j * slab, valid * 16), dst, valid,
-                 16 * 4 // self.granule, 0, (d - 16) * 4 // self.granule)
+                 16 * 4 // self.granule, 0, (pitch - 16) * 4 // self.granule)
 
     # -- vector helpers -------------------------------------------------------
     def apply(self, compute: Compute, dst: ir.Value, srcs: list[ir.Value], count: int,

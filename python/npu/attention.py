@@ -64,6 +64,8 @@ class Attention:
     # The sources are the projections [S, H*D] before the head transposes
     # (which are members too): a head's rows are read with the row pitch H*D.
     interleaved: bool = False
+    # `out` is the merged [S, H, D] context (the head-merging transpose is a member).
+    merged: bool = False
 
     @property
     def seq_blocks(self) -> int:
@@ -210,7 +212,32 @@ def match(bm1: ir.Operation, users: dict) -> Attention | str:
         return "the context is not a contiguous tensor"
     found = Attention(members, q, k, v, o, internal, heads, seq, head_dim, scale, reciprocal)
     _absorb_prologues(found, users)
+    _absorb_merge(found, users)
     return found
+
+
+def _absorb_merge(a: Attention, users: dict) -> None:
+    """The context [H, S, D] read only by the transpose that merges the heads
+    ([H, S, D] -> [S, H, D]): the transpose is a member and the kernel writes
+    each head's rows into the merged tensor (row pitch H*D)."""
+    root = _root(a.out)
+    owner = nir.defining_op(root)
+    if owner is None or owner.name != "memref.alloc":
+        return
+    readers = [u for u in users.get(root, []) if _root(u.operands[-1]) != root]
+    if len(readers) != 1 or readers[0].name != "ascend.transpose":
+        return
+    t = readers[0]
+    src, dst = nir.memref_shape(t.operands[0]), nir.memref_shape(t.operands[-1])
+    lead = len(src) - 3
+    perm = nir.int_array_attr(t, "permutation")
+    if (src[:lead] != [1] * lead or src[lead:] != [a.heads, a.seq, a.head_dim]
+            or perm != list(range(lead)) + [lead + 1, lead, lead + 2]
+            or not nir.is_contiguous(t.operands[-1]) or _root(t.operands[0]) != root):
+        return
+    a.members.append(t)
+    a.internal.append(root)
+    a.out, a.merged = t.operands[-1], True
 
 
 def _absorb_prologues(a: Attention, users: dict) -> None:

@@ -111,13 +111,15 @@ def attention(heads: int, seq: int, head_dim: int, normalise: str = "reciprocal"
     defractalized, scaled, softmax along the keys (`normalise`: "reciprocal"
     then mul, or "div"), P cast and fractalized, context = P.V, defractalized
     into y [H,S,D] f32. `projections`: the inputs are the projections
-    q, k, v [1,S,H,D] (= [S, H*D]) and the heads come from transposes."""
+    q, k, v [1,S,H,D] (= [S, H*D]) and the heads come from transposes, and
+    the heads are merged back by a transpose into y [1,S,H,D]."""
     s1, d1 = -(-seq // 16), -(-head_dim // 16)
     qs, ks, ss, col = (heads, seq, head_dim), (heads, head_dim, seq), (heads, seq, seq), (heads, seq, 1)
     ps = (1, seq, heads, head_dim)
     names = [("%q", ps if projections else qs), ("%kt", ps if projections else ks),
              ("%v", ps if projections else qs)]
-    p = _Program("attention", [(n, sh, "f32") for n, sh in names] + [("%y", qs, "f32")])
+    p = _Program("attention", [(n, sh, "f32") for n, sh in names]
+                 + [("%y", ps if projections else qs, "f32")])
 
     def new(shape, elem):
         return (p.alloc(shape, elem), shape, elem)
@@ -175,5 +177,15 @@ def attention(heads: int, seq: int, head_dim: int, normalise: str = "reciprocal"
     vf = nz(v_in, (seq, head_dim))
     c2 = new((heads, d1, s1, 16, 16), "f32")
     p.op("batch_matmul", [pf, vf, c2])
-    p.op("defractalize", [c2, ("%y", qs, "f32")])
+    if not projections:
+        p.op("defractalize", [c2, ("%y", qs, "f32")])
+        return p.text()
+    ctx = new(qs, "f32")
+    p.op("defractalize", [c2, ctx])
+    view = f"%v{len(p.lines)}"
+    p.lines.append(f'  {view} = memref.expand_shape {ctx[0]} [[0, 1], [2], [3]] output_shape '
+                   f'[1, {heads}, {seq}, {head_dim}] : memref<{"x".join(map(str, qs))}xf32, "gm"> '
+                   f'into memref<1x{heads}x{seq}x{head_dim}xf32, "gm">')
+    p.op("transpose", [(view, (1,) + qs, "f32"), ("%y", ps, "f32")],
+         "permutation = array<i64: 0, 2, 1, 3>")
     return p.text()
