@@ -100,7 +100,9 @@ class FuseAttentionPass(Pass):
         attrs = {"heads": a.heads, "seq": a.seq, "head_dim": a.head_dim,
                  "query_rows": plan.q_blocks * 16, "key_rows": plan.k_blocks * 16,
                  "gm_bytes": fused, "unfused_gm_bytes": unfused, "ub_bytes": plan.ub_bytes}
-        with last.context, _location(a.members), ir.InsertionPoint(last):
+        scores = next(m for m in a.members if m.name == "ascend.batch_matmul")
+        named = [scores] + [m for m in a.members if m is not scores]
+        with last.context, _location(named), ir.InsertionPoint(last):
             region_op = ir.Operation.create(
                 "scf.execute_region", results=[], operands=[], regions=1,
                 attributes={att.ATTENTION_ATTR: ir.DictAttr.get(
@@ -126,8 +128,8 @@ class FuseAttentionPass(Pass):
 
 
 def _location(members: list[ir.Operation]) -> ir.Location:
-    """The members' distinct locations fused in program order: tools show a
-    fused location by its first part, the first matmul's (the scores)."""
+    """The members' distinct locations fused, the scores matmul's first:
+    tools show a fused location by its first part."""
     by_text = {str(m.location): m.location for m in members}
     locs = list(by_text.values())
     return locs[0] if len(locs) == 1 else ir.Location.fused(locs)
