@@ -6,7 +6,7 @@ Every `ascend.batch_matmul` is a candidate; `npu.attention.match` follows
 its result by structure (not by names) through the defractalize, the
 optional scaling, the softmax steps, the cast and fractalize of P into the
 second batch_matmul and its defractalize. The cost model
-(`npu.attention.plan`) picks the tile of query rows x keys that fits on
+(`npu.attention_plan.plan`) picks the tile of query rows x keys that fits on
 chip: all keys at once keeps the scores on chip, fewer streams them with an
 online softmax. A candidate is refused when the structure differs, when an
 intermediate tensor is used elsewhere, when an op between the members
@@ -21,6 +21,7 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import attention as att
+from npu import attention_plan as cost
 from npu import ir as nir
 from npu.passes.base import Option, Pass, ub_fraction_option
 from npu.passes.fuse import _view_closure
@@ -30,7 +31,7 @@ class FuseAttentionPass(Pass):
     name = "npu-fuse-attention"
     summary = "Group attention (Q.K^T, scale, softmax, P.V) into one kernel per head tile"
     options = (
-        ub_fraction_option(att.ATTENTION_UB_FRACTION,
+        ub_fraction_option(cost.ATTENTION_UB_FRACTION,
                            "UB share of one tile's buffers by the footprint model"),
         Option("remarks", bool, True, "report each attention fused and why a candidate was not"),
     )
@@ -58,8 +59,8 @@ class FuseAttentionPass(Pass):
                     att.drop_prologues(found)  # perhaps only a cast or fractalize conflicts
                     why = self.conflict(found, ops)
                 if why is None:
-                    plan = att.plan(found, self.target, self.ub_fraction)
-                    if isinstance(plan, att.Plan):
+                    plan = cost.plan(found, self.target, self.ub_fraction)
+                    if isinstance(plan, cost.Plan):
                         taken.update(found.members)
                         self.form(found, plan)
                         continue
@@ -94,8 +95,8 @@ class FuseAttentionPass(Pass):
                             "writes its input")
         return None
 
-    def form(self, a: att.Attention, plan: att.Plan) -> None:
-        unfused, fused = att.gm_bytes(a, plan)
+    def form(self, a: att.Attention, plan: cost.Plan) -> None:
+        unfused, fused = cost.gm_bytes(a, plan)
         last = a.members[-1]
         attrs = {"heads": a.heads, "seq": a.seq, "head_dim": a.head_dim,
                  "query_rows": plan.q_blocks * 16, "key_rows": plan.k_blocks * 16,

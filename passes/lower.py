@@ -152,7 +152,7 @@ class LowerPass(Pass):
         retry after an overflow, like the row groups')."""
         if fuse_fraction is not None:
             if self.fuse_attention:
-                from npu.attention import ATTENTION_UB_FRACTION
+                from npu.attention_plan import ATTENTION_UB_FRACTION
 
                 self._required("npu-fuse-attention", remarks=self.fuse_remarks, **{
                     "ub-fraction": ATTENTION_UB_FRACTION * attention_share}).run(module)

@@ -27,6 +27,7 @@ from typing import Callable
 from mlir import ir
 
 from npu import attention as att
+from npu import attention_plan as cost
 from npu import ir as nir
 from npu.cce_build import View, copy, copy_bursts, lin, sub
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Pass, PassError
@@ -69,11 +70,11 @@ class _Kernel:
         attrs = nir.dict_attr_items(region.attributes[att.ATTENTION_ATTR])
         s1, d1 = found.seq_blocks, found.d_blocks
         self.qb, self.kb = attrs["query_rows"] // 16, attrs["key_rows"] // 16
-        if not (0 < self.qb <= min(s1, att.MAX_Q_BLOCKS) and 0 < self.kb <= s1
+        if not (0 < self.qb <= min(s1, cost.MAX_Q_BLOCKS) and 0 < self.kb <= s1
                 and attrs["query_rows"] % 16 == 0 and attrs["key_rows"] % 16 == 0):
             raise PassError(f"npu.attention tile {attrs['query_rows']} x {attrs['key_rows']} "
                             f"is not whole 16-row blocks within seq {found.seq}", region)
-        need = att.footprint(self.qb, self.kb, d1)
+        need = cost.footprint(self.qb, self.kb, d1, found.sources is not None)
         for space, nbytes in need.items():
             if nbytes > self.t.capacity(space):
                 raise PassError(f"npu.attention tile needs {nbytes} bytes of {space}, more than "
