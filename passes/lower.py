@@ -1,7 +1,8 @@
 """`npu-lower`: the default pipeline from `ascend` to `hivm` instructions.
 
 Runs, in order and by instantiating the registered pass classes (one place,
-no copied code): `npu-split-cores` (with `cores` other than 1),
+no copied code): `npu-split-cores` (with `cores` other than 1), `npu-fuse-horizontal`
+(sibling matmuls sharing A; skip with `fuse-horizontal=false`),
 `npu-fuse-attention` (skip with `fuse-attention=false`), `npu-fuse`,
 `npu-lower-fused` and `npu-lower-attention` (fused kernels, one core only;
 skip with `fuse=false`),
@@ -76,6 +77,8 @@ class LowerPass(Pass):
                "npu-plan-gm algorithm)", choices=("auto", "greedy-by-size", "pushdown")),
         Option("fuse", bool, True, "group row ops into fused kernels first (npu-fuse); false "
                "lowers every ascend op as its own kernel"),
+        Option("fuse-horizontal", bool, True, "with fuse: join sibling matmuls that share A "
+               "(Q/K/V) and their bias adds first (npu-fuse-horizontal)"),
         Option("fuse-attention", bool, True, "with fuse: attention (Q.K^T, scale, softmax, P.V) "
                "as one kernel per head tile, scores on chip (npu-fuse-attention)"),
         Option("fuse-remarks", bool, False, "npu-fuse's remarks: each group formed and why "
@@ -135,6 +138,8 @@ class LowerPass(Pass):
         from npu.fusion import FUSED_UB_FRACTION
 
         share = self.ub_fraction or FUSED_UB_FRACTION
+        if self.fuse_horizontal:
+            self._required("npu-fuse-horizontal", remarks=self.fuse_remarks).run(module)
         snapshot = module.clone()
         for fraction in (share, share / 2, None):
             try:
