@@ -64,7 +64,8 @@ class FusePass(Pass):
         for op in ops:
             if op.name in nir.VIEW_OPS or op.name in ("memref.alloc", "memref.dealloc"):
                 continue
-            memrefs = [v for v in op.operands if nir.is_memref(v.type)]
+            # A region op (an attention group) touches what its body touches.
+            memrefs = [v for o in nir.walk(op) for v in o.operands if nir.is_memref(v.type)]
             roots = [nir.view_root(v) for v in memrefs]
             for r in roots:
                 users.setdefault(r, set()).add(op)
