@@ -64,7 +64,8 @@ class FusePass(Pass):
         for op in ops:
             if op.name in nir.VIEW_OPS or op.name in ("memref.alloc", "memref.dealloc"):
                 continue
-            memrefs = [v for v in op.operands if nir.is_memref(v.type)]
+            # A region op (an attention group) touches what its body touches.
+            memrefs = [v for o in nir.walk(op) for v in o.operands if nir.is_memref(v.type)]
             roots = [nir.view_root(v) for v in memrefs]
             for r in roots:
                 users.setdefault(r, set()).add(op)
@@ -98,23 +99,31 @@ class FusePass(Pass):
         budget = int(self.target.capacity("ub") * self.ub_fraction)
         granule = self.target.granule("ub")
 
+        kernels: dict[tuple[int, ...], tuple[int | None, online_rows.OnlinePlan | str | None]] = {}
+
         def kernel(members: list[fusion.RowOp]):
             """(GM bytes, two-pass plan or None) of the members' kernel, or
-            (None, why) when no kernel of them fits UB."""
-            g = fusion.model(members, users)
-            if len(members) == 1 or online_rows.whole_rows_fit(g, self.target, budget):
-                return fusion.gm_bytes(g, granule), None
-            plan = online_rows.plan(g, self.target, budget)
-            if isinstance(plan, str):
-                fp = fusion.footprint(g, self.target)
-                return None, (f"the fused kernel would not fit on chip: one chunk of "
-                              f"{fp.row_block} row(s) needs {fp.fixed + fp.per_row * fp.row_block}"
-                              f" bytes of UB, the budget is {budget}, and a two-pass kernel "
-                              f"over column pieces cannot be formed: {plan}")
-            return online_rows.gm_bytes(g, plan, self.target), plan
+            (None, why) when no kernel of them fits UB; each set of members
+            is modelled once."""
+            key = tuple(sorted(m.index for m in members))  # the model sorts them too
+            if key not in kernels:
+                kernels[key] = self.kernel(members, users, budget, granule)
+            return kernels[key]
 
         def cost(members: list[fusion.RowOp]) -> int:
             return kernel(members)[0]
+
+        # A pair of groups is judged once: each round re-reads the verdicts
+        # of the pairs no merge has changed (judging them every round made
+        # the pass quadratic in the function's row ops, with a big constant).
+        verdicts: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[str | None, int]] = {}
+
+        def judge(producer: list[fusion.RowOp], consumer: list[fusion.RowOp]) -> tuple[str | None, int]:
+            key = (tuple(m.index for m in producer), tuple(m.index for m in consumer))
+            verdict = verdicts.get(key)
+            if verdict is None:
+                verdict = verdicts[key] = self.judge(producer, consumer, touches, kernel)
+            return verdict
 
         refused: dict[ir.Operation, dict[ir.Operation, str]] = {}
         while True:
@@ -123,16 +132,7 @@ class FusePass(Pass):
                 gp, gc = group_of[p_op], group_of[c_op]
                 if gp == gc:
                     continue
-                merged = groups[gp] + groups[gc]
-                why = self.illegal(merged, touches)
-                if why is None:
-                    merged_bytes, plan = kernel(merged)
-                    if merged_bytes is None:
-                        why = plan
-                    else:
-                        benefit = cost(groups[gp]) + cost(groups[gc]) - merged_bytes
-                        if benefit <= 0:
-                            why = "fusing saves no GM traffic"
+                why, benefit = judge(groups[gp], groups[gc])
                 if why is not None:  # the latest reason per producer
                     refused.setdefault(c_op, {})[p_op] = (
                         f"not fused with its producer '{p_op.name}': {why}")
@@ -158,6 +158,36 @@ class FusePass(Pass):
                     why = (reasons.get(op, []) + list(refused.get(op, {}).values())
                            or ["no row op produces or consumes its tensors"])
                     self.remark(op, f"'{op.name}' left unfused: {'; '.join(dict.fromkeys(why))}")
+
+    def kernel(self, members: list[fusion.RowOp], users: dict, budget: int, granule: int):
+        """(GM bytes, two-pass plan or None) of the members' kernel, or
+        (None, why) when no kernel of them fits UB."""
+        g = fusion.model(members, users)
+        if len(members) == 1 or online_rows.whole_rows_fit(g, self.target, budget):
+            return fusion.gm_bytes(g, granule), None
+        plan = online_rows.plan(g, self.target, budget)
+        if isinstance(plan, str):
+            fp = fusion.footprint(g, self.target)
+            return None, (f"the fused kernel would not fit on chip: one chunk of "
+                          f"{fp.row_block} row(s) needs {fp.fixed + fp.per_row * fp.row_block}"
+                          f" bytes of UB, the budget is {budget}, and a two-pass kernel "
+                          f"over column pieces cannot be formed: {plan}")
+        return online_rows.gm_bytes(g, plan, self.target), plan
+
+    def judge(self, producer: list[fusion.RowOp], consumer: list[fusion.RowOp], touches: dict,
+              kernel) -> tuple[str | None, int]:
+        """(why the two groups cannot merge or None, the GM bytes merging saves)."""
+        merged = producer + consumer
+        why = self.illegal(merged, touches)
+        if why is not None:
+            return why, 0
+        merged_bytes, plan = kernel(merged)
+        if merged_bytes is None:
+            return plan, 0
+        benefit = kernel(producer)[0] + kernel(consumer)[0] - merged_bytes
+        if benefit <= 0:
+            return "fusing saves no GM traffic", benefit
+        return None, benefit
 
     def illegal(self, members: list[fusion.RowOp], touches: dict) -> str | None:
         """Why `members` cannot be one kernel (None: they can)."""
