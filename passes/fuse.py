@@ -27,10 +27,10 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from npu import fusion
+from npu import epilogue, fusion
 from npu.fusion import FUSED_UB_FRACTION
 from npu import ir as nir
-from npu.passes.base import Option, Pass, ub_fraction_option
+from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 
 
 @dataclass
@@ -56,21 +56,11 @@ class FusePass(Pass):
                 self.fuse_function(func)
 
     def fuse_function(self, func: ir.Operation) -> None:
-        ops = [o.operation for o in func.regions[0].blocks[0].operations]
-        index = {op: k for k, op in enumerate(ops)}
-        users: dict = {}
-        touches: dict[int, tuple[set, set]] = {}
-        for op in ops:
-            if op.name in nir.VIEW_OPS or op.name in ("memref.alloc", "memref.dealloc"):
-                continue
-            memrefs = [v for v in op.operands if nir.is_memref(v.type)]
-            roots = [nir.view_root(v) for v in memrefs]
-            for r in roots:
-                users.setdefault(r, set()).add(op)
-            if op.name.startswith("ascend.") and roots:
-                touches[index[op]] = (set(roots[:-1]), {roots[-1]})
-            elif roots:
-                touches[index[op]] = (set(roots), set(roots))
+        budget = int(self.target.capacity("ub") * self.ub_fraction)
+        # Matmul epilogues first: a consumer of C joined to its matmul saves
+        # C's round trip, more than a row group of the same ops would.
+        epilogue_remarks = self.group_epilogues(func, budget)
+        ops, index, users, touches = _scan(func)
         row_ops: dict[ir.Operation, fusion.RowOp] = {}
         reasons: dict[ir.Operation, list[str]] = {}
         for op in ops:
@@ -94,7 +84,6 @@ class FusePass(Pass):
                 if w is not None:
                     edges.append((w, op))
             writers[r.out.root] = op
-        budget = int(self.target.capacity("ub") * self.ub_fraction)
         granule = self.target.granule("ub")
 
         def cost(members: list[fusion.RowOp]) -> int:
@@ -140,10 +129,143 @@ class FusePass(Pass):
         if self.remarks:
             for op in ops:
                 alone = op in row_ops and len(groups[group_of[op]]) == 1
-                if alone or (op not in row_ops and op in reasons):
+                if op in epilogue_remarks:
+                    self.remark(op, epilogue_remarks[op])
+                elif alone or (op not in row_ops and op in reasons):
                     why = (reasons.get(op, []) + list(refused.get(op, {}).values())
                            or ["no row op produces or consumes its tensors"])
                     self.remark(op, f"'{op.name}' left unfused: {'; '.join(dict.fromkeys(why))}")
+
+    # ------------------------------------------------------------------ epilogues
+
+    def group_epilogues(self, func: ir.Operation, budget: int) -> dict:
+        """Join each matmul with the elementwise consumers of its result (in
+        program order, each while it saves GM bytes, the tile's epilogue
+        fits UB and moving it is legal) into an `npu.epilogue` region.
+        Returns the remark of each matmul left without an epilogue."""
+        from npu.passes.lower_matmul import LowerMatmul
+        from npu.matmul_tiling import TilingError, choose_tiling
+
+        ops, index, users, touches = _scan(func)
+        granule = self.target.granule("ub")
+        taken: set = set()
+        remarks: dict = {}
+        for mm in [op for op in ops if op.name in epilogue.MATMULS]:
+            c = epilogue.result_of(mm)
+            if isinstance(c, str):
+                remarks[mm] = f"'{mm.name}' without epilogue: {c}"
+                continue
+            try:
+                shape = LowerMatmul(self.target).shape_of(mm)[0]
+                row_blocks = choose_tiling(shape, self.target).tiles.m // self.target.fractal
+            except (PassError, TilingError) as e:
+                remarks[mm] = f"'{mm.name}' without epilogue: {e}"
+                continue
+            members: list[fusion.RowOp] = []
+            produced = {c.root}
+            why_not: dict = {}
+            for op in ops[index[mm] + 1:]:
+                if op in taken or not any(nir.view_root(v) in produced for v in op.operands[:-1]
+                                          if nir.is_memref(v.type)):
+                    continue
+                d = epilogue.describe_member(op, index[op], c, self.target)
+                if isinstance(d, str):
+                    why_not[op] = d
+                    continue
+                trial = members + [d]
+                why = self.epilogue_illegal(mm, trial, index, touches)
+                if why is None:
+                    before = epilogue.model(mm, c, members, epilogue.used_outside(
+                        {mm} | {m.op for m in members}, users))
+                    after = epilogue.model(mm, c, trial, epilogue.used_outside(
+                        {mm} | {m.op for m in trial}, users))
+                    alone = fusion.gm_bytes(fusion.model([d], users), granule)
+                    plan = epilogue.plan(after, self.target)
+                    if epilogue.gm_bytes(after) >= epilogue.gm_bytes(before) + alone:
+                        why = "joining saves no GM traffic"
+                    elif row_blocks * plan.per_fractal > budget:
+                        why = (f"the epilogue would not fit UB: one column block of the C tile "
+                               f"({row_blocks} fractals) needs {row_blocks * plan.per_fractal} "
+                               f"bytes, the budget is {budget}")
+                if why is not None:
+                    why_not[op] = why
+                    continue
+                members = trial
+                produced.add(d.out.root)
+            if not members:
+                listed = "; ".join(f"'{op.name}': {w}" for op, w in why_not.items())
+                remarks[mm] = (f"'{mm.name}' without epilogue: "
+                               + (f"consumers left out: {listed}" if listed else
+                                  "no elementwise op consumes its result"))
+                continue
+            taken.update(m.op for m in members)
+            leaves = epilogue.used_outside({mm} | {m.op for m in members}, users)
+            self.form_epilogue(epilogue.model(mm, c, members, leaves), users, granule,
+                               row_blocks, why_not)
+        return remarks
+
+    def epilogue_illegal(self, mm: ir.Operation, members: list[fusion.RowOp], index: dict,
+                         touches: dict) -> str | None:
+        """Why the matmul and `members` cannot run as one drain (None: they
+        can). The group runs at its last member's position, tile by tile."""
+        a_b = {nir.view_root(v) for v in mm.operands[:-1]}
+        written = {nir.view_root(mm.operands[-1])}
+        for m in members:
+            if m.out.root in written:
+                return "two members write the same tensor"
+            if m.out.root in a_b:
+                return "it writes an input of the matmul"
+            written.add(m.out.root)
+        for k, m in enumerate(members):
+            if any(i.root in {w.out.root for w in members[k:]} for i in m.ins):
+                return "a member reads a tensor before another member writes it"
+        place = members[-1].index
+        moved = [(index[mm], a_b, nir.view_root(mm.operands[-1]))] + [
+            (m.index, {i.root for i in m.ins}, m.out.root) for m in members[:-1]]
+        member_index = {m.index for m in members}
+        for at, reads, out in moved:
+            for k in range(at + 1, place):
+                if k in member_index or k not in touches:
+                    continue
+                r, w = touches[k]
+                if out in r | w or reads & w:
+                    return ("an op between the matmul and it uses a member's result or writes "
+                            "a member's input")
+        return None
+
+    def form_epilogue(self, e: epilogue.Epilogue, users: dict, granule: int, row_blocks: int,
+                      why_not: dict) -> None:
+        plan = epilogue.plan(e, self.target)
+        fused = epilogue.gm_bytes(e)
+        unfused = epilogue.unfused_gm_bytes(e, users, granule)
+        outs = [e.c.root] + [m.out.root for m in e.members]
+        internal = [r for r in outs if r not in e.leaving]
+        last = e.members[-1].op
+        attrs = {"gm_bytes": fused, "unfused_gm_bytes": unfused,
+                 "ub_bytes_per_fractal": plan.per_fractal}
+        with last.context, ir.Location.fused([e.matmul.location] + [m.op.location
+                                                                    for m in e.members]), \
+                ir.InsertionPoint(last):
+            region_op = ir.Operation.create(
+                "scf.execute_region", results=[], operands=[], regions=1,
+                attributes={epilogue.EPILOGUE_ATTR: ir.DictAttr.get(
+                    {k: nir.i64_attr(v) for k, v in attrs.items()})})
+            block = region_op.regions[0].blocks.append()
+            with ir.InsertionPoint(block):
+                terminator = ir.Operation.create("scf.yield", results=[], operands=[])
+        for root in internal:
+            for op in _view_closure(root):
+                op.move_before(terminator)
+        for op in [e.matmul] + [m.op for m in e.members]:
+            op.move_before(terminator)
+        if self.remarks:
+            left = "".join(f"; '{op.name}' left out: {w}" for op, w in why_not.items())
+            self.remark(region_op, f"matmul epilogue: {len(e.members)} op(s) ({e.short}) "
+                                   f"applied to each C tile as it drains: GM traffic "
+                                   f"{unfused} -> {fused} bytes beyond A and B, {len(internal)} "
+                                   f"tensor(s) stay on chip; UB {plan.per_fractal} bytes per C "
+                                   f"fractal, {row_blocks * plan.per_fractal} per column block"
+                                   f"{left}")
 
     def illegal(self, members: list[fusion.RowOp], touches: dict) -> str | None:
         """Why `members` cannot be one kernel (None: they can)."""
@@ -238,3 +360,34 @@ def _group_location(members: list[fusion.RowOp]) -> ir.Location:
         by_text[str(loc)] = (count + 1, loc)
     ordered = [loc for _, loc in sorted(by_text.values(), key=lambda c: -c[0])]
     return ordered[0] if len(ordered) == 1 else ir.Location.fused(ordered)
+
+
+def _scan(func: ir.Operation):
+    """The function's top-level ops, their positions, the users of each
+    root tensor (at any depth: the members of a group are its users) and
+    what each op reads and writes (a group: what its members do)."""
+    ops = [o.operation for o in func.regions[0].blocks[0].operations]
+    index = {op: k for k, op in enumerate(ops)}
+    users: dict = {}
+    touches: dict[int, tuple[set, set]] = {}
+    for op in ops:
+        if op.name in nir.VIEW_OPS or op.name in ("memref.alloc", "memref.dealloc"):
+            continue
+        inner = [op]
+        if op.regions:
+            inner = nir.walk(op, lambda o: bool(o.operands) and o.name not in nir.VIEW_OPS
+                             and o.name not in ("memref.alloc", "memref.dealloc"))
+        reads, writes = set(), set()
+        for o in inner:
+            roots = [nir.view_root(v) for v in o.operands if nir.is_memref(v.type)]
+            for r in roots:
+                users.setdefault(r, set()).add(o)
+            if o.name.startswith("ascend.") and roots:
+                reads |= set(roots[:-1])
+                writes.add(roots[-1])
+            elif roots:
+                reads |= set(roots)
+                writes |= set(roots)
+        if reads or writes:
+            touches[index[op]] = (reads, writes)
+    return ops, index, users, touches

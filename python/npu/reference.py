@@ -377,7 +377,8 @@ def evaluate(func_op: ir.Operation | ir.OpView, inputs: Sequence[np.ndarray]) ->
         op = op.operation
         if op.name == "func.return":
             break
-        if op.name == "scf.execute_region" and "npu.fused" in op.attributes:
+        if op.name == "scf.execute_region" and ("npu.fused" in op.attributes
+                                                or "npu.epilogue" in op.attributes):
             # A fused group (dialects/README.md): its ops in order.
             for inner in op.regions[0].blocks[0].operations:
                 if inner.operation.name != "scf.yield":
