@@ -155,6 +155,14 @@ class FusePass(Pass):
             if isinstance(c, str):
                 remarks[mm] = f"'{mm.name}' without epilogue: {c}"
                 continue
+            consumers = [op for op in ops[index[mm] + 1:] if op not in taken and any(
+                nir.view_root(v) == c.root for v in op.operands[:-1] if nir.is_memref(v.type))]
+            if not consumers:
+                remarks[mm] = f"'{mm.name}' without epilogue: no op consumes its result"
+                continue
+            if any(fusion.elements(v) == 0 for v in mm.operands):
+                remarks[mm] = f"'{mm.name}' without epilogue: an operand has no elements"
+                continue
             try:
                 shape = LowerMatmul(self.target).shape_of(mm)[0]
                 row_blocks = choose_tiling(shape, self.target).tiles.m // self.target.fractal
