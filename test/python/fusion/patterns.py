@@ -111,14 +111,16 @@ def matmul_epilogue(m: int, n: int, k: int, steps: tuple[str, ...], out: str = "
     "bias" (+ a tensor shaped like C, as the frontend materialises a bias),
     "scale" (x 1/sqrt(64)), "gelu" (erf form: five ops), "residual"
     (+ another input tensor), "cast" (to f16, the last step); the result
-    goes to %y with element type `out`."""
+    goes to %y with element type `out`. Operands and intermediates have C's
+    element type."""
     f = 16
     a_s, b_s, c_s = (n // f, m // f, f, f), (k // f, n // f, f, f), (k // f, m // f, f, f)
     args = [("%a", a_s, "f16"), ("%b", b_s, "f16")]
+    e = c_elem
     if "bias" in steps:
-        args.append(("%bias", c_s, "f32"))
+        args.append(("%bias", c_s, e))
     if "residual" in steps:
-        args.append(("%r", c_s, "f32"))
+        args.append(("%r", c_s, e))
     args.append(("%y", c_s, out))
     p = _Program("matmul_epilogue", args)
     c = (p.alloc(c_s, c_elem), c_s, c_elem)
@@ -127,7 +129,7 @@ def matmul_epilogue(m: int, n: int, k: int, steps: tuple[str, ...], out: str = "
     todo = list(steps)
     y = ("%y", c_s, out)
 
-    def emit(name, ins, attrs="", last=False, elem="f32"):
+    def emit(name, ins, attrs="", last=False, elem=e):
         dst = y if last else (p.alloc(c_s, elem), c_s, elem)
         p.op(name, list(ins) + [dst], attrs)
         return dst
@@ -135,9 +137,9 @@ def matmul_epilogue(m: int, n: int, k: int, steps: tuple[str, ...], out: str = "
     for i, step in enumerate(todo):
         last = i == len(todo) - 1
         if step == "bias":
-            v = emit("add", [v, ("%bias", c_s, "f32")], last=last)
+            v = emit("add", [v, ("%bias", c_s, e)], last=last)
         elif step == "residual":
-            v = emit("add", [v, ("%r", c_s, "f32")], last=last)
+            v = emit("add", [v, ("%r", c_s, e)], last=last)
         elif step == "scale":
             v = emit("muls", [v], "scalar = 1.25e-01 : f64", last=last)
         elif step == "cast":
