@@ -209,7 +209,7 @@ class FusePass(Pass):
             taken.update(m.op for m in members)
             leaves = epilogue.used_outside({mm} | {m.op for m in members}, users)
             self.form_epilogue(epilogue.model(mm, c, members, leaves), users, granule,
-                               row_blocks, why_not)
+                               row_blocks, budget, why_not)
         return remarks
 
     def epilogue_illegal(self, mm: ir.Operation, members: list[fusion.RowOp], index: dict,
@@ -242,7 +242,7 @@ class FusePass(Pass):
         return None
 
     def form_epilogue(self, e: epilogue.Epilogue, users: dict, granule: int, row_blocks: int,
-                      why_not: dict) -> None:
+                      budget: int, why_not: dict) -> None:
         plan = epilogue.plan(e, self.target)
         fused = epilogue.gm_bytes(e)
         unfused = epilogue.unfused_gm_bytes(e, users, granule)
@@ -250,7 +250,7 @@ class FusePass(Pass):
         internal = [r for r in outs if r not in e.leaving]
         last = e.members[-1].op
         attrs = {"gm_bytes": fused, "unfused_gm_bytes": unfused,
-                 "ub_bytes_per_fractal": plan.per_fractal}
+                 "ub_bytes_per_fractal": plan.per_fractal, "ub_budget": budget}
         with last.context, ir.Location.fused([e.matmul.location] + [m.op.location
                                                                     for m in e.members]), \
                 ir.InsertionPoint(last):

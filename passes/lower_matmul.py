@@ -685,9 +685,13 @@ class LowerMatmul(Pass):
         out_blk = self.target.fractal_bytes(nir.element_bytes(out_name))
         convert = out_name != "f32"
         per_column = m * (acc_blk + (out_blk if convert else 0))
-        if self.epilogue is not None:
-            per_column = m * self.epilogue.bytes_per_fractal
         budget = self.target.capacity("ub") if ub_budget is None else ub_budget
+        if self.epilogue is not None:
+            # The pipelined drain's parts get at least the share of UB
+            # npu-fuse sized the epilogue for: longer vector runs, fewer
+            # per-copy latencies.
+            per_column = m * self.epilogue.bytes_per_fractal
+            budget = max(budget, self.epilogue.ub_budget)
         chunk = min(k, max(1, budget // per_column))
         assert chunk >= 1, "the cost model guarantees one column block fits UB"
         flat = self.flat_blocks(c_l0c, k * m)

@@ -95,6 +95,14 @@ class MatmulEpilogue:
     def bytes_per_fractal(self) -> int:
         return self.plan.per_fractal
 
+    @property
+    def ub_budget(self) -> int:
+        """UB bytes one drained piece may take (npu-fuse's share)."""
+        attrs = nir.dict_attr_items(self.region.attributes[epilogue.EPILOGUE_ATTR])
+        if "ub_budget" not in attrs:
+            raise PassError("an npu.epilogue group needs its ub_budget", self.region)
+        return int(attrs["ub_budget"])
+
     def emit(self, acc: ir.Value, piece: Piece) -> None:
         """The members on one drained piece (`acc`: its f32 UB buffer)."""
         frac = self.target.fractal

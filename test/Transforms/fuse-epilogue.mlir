@@ -12,7 +12,7 @@
 // CHECK-NEXT:    "ascend.muls"
 // CHECK-NEXT:    "ascend.cast"
 // CHECK-NEXT:    scf.yield
-// CHECK-NEXT:  } {npu.epilogue = {gm_bytes = 23040 : i64, ub_bytes_per_fractal = 2048 : i64, unfused_gm_bytes = 115200 : i64}}
+// CHECK-NEXT:  } {npu.epilogue = {gm_bytes = 23040 : i64, ub_budget = 52428 : i64, ub_bytes_per_fractal = 2048 : i64, unfused_gm_bytes = 115200 : i64}}
 // CHECK-NEXT:  return
 // The drain of each C tile: L0C -> UB, the bias tile GM -> UB, the steps in
 // UB (the add over the accumulator in place), one store of the f16 result;
