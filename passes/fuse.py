@@ -19,6 +19,12 @@ Each group of two or more ops becomes an `scf.execute_region` marked
 member; the allocs of tensors that never leave the group move into it. A
 remark reports each group (ops, rows, GM bytes before -> after, UB per
 chunk) and, for every row op left alone, why.
+
+Before the row groups, matmul epilogues (`npu.epilogue`): each matmul takes
+the elementwise consumers of its result, in program order, while joining
+saves GM bytes, one column block of its C tile's drain fits the UB share
+and moving the op is legal (`npu.epilogue`'s model); the group is an
+`scf.execute_region` marked `npu.epilogue` that `npu-lower-matmul` lowers.
 """
 
 from __future__ import annotations
@@ -181,7 +187,7 @@ class FusePass(Pass):
                     why_not[op] = d
                     continue
                 trial = members + [d]
-                why = self.epilogue_illegal(mm, trial, index, touches)
+                why = epilogue.illegal(mm, trial, index, touches)
                 if why is None:
                     before = epilogue.model(mm, c, members, epilogue.used_outside(
                         {mm} | {m.op for m in members}, users))
@@ -211,35 +217,6 @@ class FusePass(Pass):
             self.form_epilogue(epilogue.model(mm, c, members, leaves), users, granule,
                                row_blocks, budget, why_not)
         return remarks
-
-    def epilogue_illegal(self, mm: ir.Operation, members: list[fusion.RowOp], index: dict,
-                         touches: dict) -> str | None:
-        """Why the matmul and `members` cannot run as one drain (None: they
-        can). The group runs at its last member's position, tile by tile."""
-        a_b = {nir.view_root(v) for v in mm.operands[:-1]}
-        written = {nir.view_root(mm.operands[-1])}
-        for m in members:
-            if m.out.root in written:
-                return "two members write the same tensor"
-            if m.out.root in a_b:
-                return "it writes an input of the matmul"
-            written.add(m.out.root)
-        for k, m in enumerate(members):
-            if any(i.root in {w.out.root for w in members[k:]} for i in m.ins):
-                return "a member reads a tensor before another member writes it"
-        place = members[-1].index
-        moved = [(index[mm], a_b, nir.view_root(mm.operands[-1]))] + [
-            (m.index, {i.root for i in m.ins}, m.out.root) for m in members[:-1]]
-        member_index = {m.index for m in members}
-        for at, reads, out in moved:
-            for k in range(at + 1, place):
-                if k in member_index or k not in touches:
-                    continue
-                r, w = touches[k]
-                if out in r | w or reads & w:
-                    return ("an op between the matmul and it uses a member's result or writes "
-                            "a member's input")
-        return None
 
     def form_epilogue(self, e: epilogue.Epilogue, users: dict, granule: int, row_blocks: int,
                       budget: int, why_not: dict) -> None:

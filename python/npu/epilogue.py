@@ -93,6 +93,38 @@ def describe_member(op: ir.Operation, index: int, c: fusion.Operand,
     return d
 
 
+def illegal(mm: ir.Operation, members: list[fusion.RowOp], index: dict,
+            touches: dict) -> str | None:
+    """Why the matmul and `members` cannot run as one drain (None: they
+    can). The group runs at its last member's position, tile by tile;
+    `index`: op -> position in the block, `touches[position]`: the roots
+    the op there reads and writes."""
+    a_b = {nir.view_root(v) for v in mm.operands[:-1]}
+    written = {nir.view_root(mm.operands[-1])}
+    for m in members:
+        if m.out.root in written:
+            return "two members write the same tensor"
+        if m.out.root in a_b:
+            return "it writes an input of the matmul"
+        written.add(m.out.root)
+    for k, m in enumerate(members):
+        if any(i.root in {w.out.root for w in members[k:]} for i in m.ins):
+            return "a member reads a tensor before another member writes it"
+    place = members[-1].index
+    moved = [(index[mm], a_b, nir.view_root(mm.operands[-1]))] + [
+        (m.index, {i.root for i in m.ins}, m.out.root) for m in members[:-1]]
+    member_index = {m.index for m in members}
+    for at, reads, out in moved:
+        for k in range(at + 1, place):
+            if k in member_index or k not in touches:
+                continue
+            r, w = touches[k]
+            if out in r | w or reads & w:
+                return ("an op between the matmul and it uses a member's result or writes "
+                        "a member's input")
+    return None
+
+
 def model(matmul: ir.Operation, c: fusion.Operand, members: list[fusion.RowOp],
           leaves: Callable[[ir.Value], bool]) -> Epilogue:
     """Which tensors the epilogue loads and stores; `leaves(root)`: the
