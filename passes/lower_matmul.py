@@ -47,6 +47,7 @@ from mlir.dialects import arith, memref, scf
 
 from npu import ir as nir
 from npu.cce_build import copy_bursts
+from npu.fusion import FUSED_UB_FRACTION
 from npu.matmul_tiling import STRATEGIES, MatmulShape, TilingChoice, TilingError, choose_tiling
 from npu.passes.base import Option, Pass, PassError
 from npu.passes.matmul_epilogue import MatmulEpilogue, Piece, group_of
@@ -687,11 +688,14 @@ class LowerMatmul(Pass):
         per_column = m * (acc_blk + (out_blk if convert else 0))
         budget = self.target.capacity("ub") if ub_budget is None else ub_budget
         if self.epilogue is not None:
-            # The pipelined drain's parts get at least the share of UB
-            # npu-fuse sized the epilogue for: longer vector runs, fewer
-            # per-copy latencies.
+            # npu-fuse's share sizes the epilogue's parts: the pipelined
+            # drain gets at least that (longer vector runs); the simple one
+            # all of UB at the default share, as its plain drain, and less
+            # when npu-lower retries fusion at a smaller share.
             per_column = m * self.epilogue.bytes_per_fractal
-            budget = max(budget, self.epilogue.ub_budget)
+            share = self.epilogue.ub_budget
+            budget = max(budget, share) if ub_budget is not None else min(
+                budget, int(share / FUSED_UB_FRACTION) + self.target.granule("ub"))
         chunk = min(k, max(1, budget // per_column))
         assert chunk >= 1, "the cost model guarantees one column block fits UB"
         flat = self.flat_blocks(c_l0c, k * m)
