@@ -18,7 +18,10 @@ Two modes:
   where it delays nothing); syncs already
   implied by others (tracked with per-pipe vector clocks) are dropped; event
   ids are allocated so that no pipe pair uses more than
-  `target.events_per_pipe_pair`. With `sink-sets=true` (npu-lower's
+  `target.events_per_pipe_pair`. When a function has more loops than ids,
+  `carried-span=fit` (the default) moves a loop's pre-set and balancing
+  wait in towards the loop, only as far as needed for the ids to go round,
+  instead of fencing the loops off with full barriers (`block`). With `sink-sets=true` (npu-lower's
   default) a set_flag goes after the run of same-pipe instructions that
   directly follows its producer: a set holds its pipe until everything
   before it has finished, so one set per run keeps a mover streaming
@@ -283,6 +286,11 @@ class InsertSyncPass(Pass):
         Option("sink-sets", bool, False, "precise mode: place a set_flag after the run of "
                "instructions of the producer's pipe that directly follows the producer "
                "(one flag for the run, and the pipe is not held for each one's latency)"),
+        Option("carried-span", str, "fit", "precise mode: a loop-carried pair's pre-set and "
+               "balancing wait go as far before and after the loop as a free event id allows "
+               "(fit), or always at the start and end of the loop's block (block: the old "
+               "placement, which runs out of ids in a function of many loops)",
+               choices=("fit", "block")),
     )
 
     def run(self, module: ir.Operation) -> None:
@@ -294,7 +302,8 @@ class InsertSyncPass(Pass):
             if self.mode == "barrier":
                 _BarrierMode(analysis).run(nodes)
             else:
-                _PreciseMode(analysis, self.target, self.sink_sets).run_function(nodes)
+                _PreciseMode(analysis, self.target, self.sink_sets,
+                             self.carried_span).run_function(nodes)
 
 
 # ----------------------------------------------------------------------------
@@ -318,6 +327,11 @@ class FlagPair:
     # `balance_fixed`: it stays at the end, where later syncs count on it.
     balance_at: Node | None = None
     balance_fixed: bool = False
+    # Where event allocation put a carried pair's pre-set (before this node
+    # of the loop's block; None: at the block's start) and, without
+    # `balance_at`, its balancing wait (None: at the block's end).
+    preset_before: Node | None = None
+    wait_before: Node | None = None
 
 
 @dataclass
@@ -395,16 +409,19 @@ class _Exit:
 
 
 class _PreciseMode:
-    def __init__(self, analysis: AccessAnalysis, target, sink_sets: bool = False):
+    def __init__(self, analysis: AccessAnalysis, target, sink_sets: bool = False,
+                 carried_span: str = "fit"):
         self.analysis = analysis
         self.target = target
         self.sink_sets = sink_sets
+        self.carried_span = carried_span
         self.pairs: list[FlagPair] = []
         self.v_barriers: list[Node] = []
         self.all_barriers: list[Node] = []
         self.end_barriers: list[Node] = []  # loops: a barrier at their block's end
         self.pos: dict[int, _Positions] = {}
         self.block_span: dict[int, tuple[int, int]] = {}
+        self.block_nodes: dict[int, list[Node]] = {}
         self._clock = 0
 
     # -- timeline ----------------------------------------------------------------
@@ -426,6 +443,7 @@ class _PreciseMode:
         end = self._tick()
         for n in nodes:
             self.block_span[id(n)] = (start, end)
+            self.block_nodes[id(n)] = nodes
 
     # -- analysis --------------------------------------------------------------------
     def run_function(self, nodes: list[Node]) -> None:
@@ -564,24 +582,24 @@ class _PreciseMode:
 
     def _pair(self, p: str, q: str, x: Node, y: Node, loop: Node | None) -> None:
         px, py = self.pos[id(x)], self.pos[id(y)]
-        if loop is None:
-            intervals = [(px.after, py.before)]
-        else:
-            # The pre-set goes to the start of the block holding the loop and
-            # the balancing wait to its end, where they delay nothing.
-            start, end = self.block_span[id(loop)]
-            intervals = [(start, py.before), (px.after, end)]
+        # A carried pair's intervals are set when event ids are allocated
+        # (`_carried_intervals`), once its balancing wait has found its place.
+        intervals = [(px.after, py.before)] if loop is None else []
         self.pairs.append(FlagPair(p, q, x, y, loop, intervals))
 
-    def _merge_carried(self, group: list[FlagPair]) -> list[FlagPair]:
+    def _merge_carried(self, group: list[FlagPair], keep_up_to: int = 0) -> list[FlagPair]:
         """One carried pair per loop: set after the latest producer, wait
         before the earliest consumer. It still orders every producer of one
         iteration before every consumer of the next, with one event id per
         loop instead of one per buffer slot (used only when ids run out)."""
         merged: dict[int, FlagPair] = {}
         kept = []
+        per_loop: dict[int, int] = {}
         for fp in group:
-            if fp.loop is None:
+            if fp.loop is not None:
+                per_loop[id(fp.loop)] = per_loop.get(id(fp.loop), 0) + 1
+        for fp in group:
+            if fp.loop is None or per_loop[id(fp.loop)] <= keep_up_to:
                 kept.append(fp)
                 continue
             have = merged.get(id(fp.loop))
@@ -598,9 +616,7 @@ class _PreciseMode:
                     or self.pos[id(fp.balance_at)].before < self.pos[id(have.balance_at)].before):
                 have.balance_at = fp.balance_at
             have.balance_fixed |= fp.balance_fixed
-            start, end = self.block_span[id(have.loop)]
-            have.intervals = [(start, self.pos[id(have.consumer)].before),
-                              (self.pos[id(have.producer)].after, end)]
+            self._carried_intervals(have, tight=False)
         return kept
 
     # -- event ids -------------------------------------------------------------------
@@ -621,15 +637,124 @@ class _PreciseMode:
                 failed.append(fp)
         return failed
 
+    # -- carried pairs: where the pre-set and the balancing wait go ----------------
+    #
+    # A carried pair's pre-set may stand anywhere in the loop's block before
+    # the loop, and its balancing wait anywhere after it (before `balance_at`
+    # when a later node counts on it): earlier or later only changes how
+    # long the other pipe waits, never what is ordered. The farther out, the
+    # less they delay (a pre-set right before the loop makes the loop's first
+    # consumer wait for all of the producer pipe's earlier work, e.g. the
+    # previous op's stores; a balancing wait right after it stalls the
+    # consumer pipe's next op), but the longer they hold an event id. With
+    # `carried-span=block` they span the whole block, as before: a function
+    # of many loops then ran out of ids and fell back to full barriers
+    # between ops. With `fit` they start at the loop (ids are allocated on
+    # those tight intervals) and are then widened as far as some id stays
+    # free (`_widen_carried`).
+
+    def _preset_ticks(self, fp: FlagPair) -> list[tuple[int, Node | None]]:
+        """(tick, node the pre-set goes before; None: block start), latest first."""
+        nodes = self.block_nodes[id(fp.loop)]
+        start, _ = self.block_span[id(fp.loop)]
+        k = next(i for i, n in enumerate(nodes) if n is fp.loop)
+        return [(self.pos[id(n)].before, n) for n in reversed(nodes[:k + 1])] + [(start, None)]
+
+    def _wait_ticks(self, fp: FlagPair) -> list[tuple[int, Node | None]]:
+        """(tick, node the balancing wait goes before; None: block end), earliest first."""
+        if fp.balance_at is not None:
+            return [(self.pos[id(fp.balance_at)].before, fp.balance_at)]
+        nodes = self.block_nodes[id(fp.loop)]
+        _, end = self.block_span[id(fp.loop)]
+        k = next(i for i, n in enumerate(nodes) if n is fp.loop)
+        return [(self.pos[id(n)].before, n) for n in nodes[k + 1:]] + [(end, None)]
+
+    def _carried_intervals(self, fp: FlagPair, tight: bool) -> None:
+        """Right around the loop (`tight`) or over the whole block."""
+        pre, wait = self._preset_ticks(fp), self._wait_ticks(fp)
+        if tight:
+            (x, fp.preset_before), (y, fp.wait_before) = pre[0], wait[0]
+        else:
+            (x, fp.preset_before), y = pre[-1], self.block_span[id(fp.loop)][1]
+            fp.wait_before = None
+        fp.intervals = [(x, self.pos[id(fp.consumer)].before),
+                        (self.pos[id(fp.producer)].after, y)]
+
+    def _widen_carried(self, group: list[FlagPair]) -> None:
+        """Move each carried pair's pre-set earlier and balancing wait later,
+        on whichever event id lets them go farthest without meeting another
+        pair's interval on that id (loops in program order)."""
+        by_event: dict[int, list[FlagPair]] = {}
+        for fp in group:
+            by_event.setdefault(fp.event, []).append(fp)
+        carried = sorted((fp for fp in group if fp.loop is not None),
+                         key=lambda f: self.pos[id(f.loop)].before)
+        for fp in carried:
+            by_event[fp.event].remove(fp)
+            consumer, producer = self.pos[id(fp.consumer)].before, self.pos[id(fp.producer)].after
+            pre, wait = self._preset_ticks(fp), self._wait_ticks(fp)
+            tight = [(pre[0][0], consumer), (producer, wait[0][0])]
+            best = None
+            for event in range(self.target.events_per_pipe_pair):
+                others = [iv for o in by_event.get(event, ()) for iv in o.intervals]
+                if any(x0 <= y1 and y0 <= x1 for x0, x1 in tight for y0, y1 in others):
+                    continue
+                # [x, consumer] and [producer, y] must miss every other interval.
+                after = max((hi for lo, hi in others if lo <= consumer), default=-1)
+                before = min((lo for lo, hi in others if hi >= producer), default=1 << 62)
+                x = next(c for c in reversed(pre) if c[0] > after)
+                y = next(c for c in reversed(wait) if c[0] < before)
+                gain = (pre[0][0] - x[0]) + (y[0] - wait[0][0])
+                if best is None or gain > best[0] or (gain == best[0] and event == fp.event):
+                    best = (gain, event, x, y)
+            _, fp.event, (x, fp.preset_before), (y, fp.wait_before) = best
+            fp.intervals = [(x, consumer), (producer, y)]
+            by_event.setdefault(fp.event, []).append(fp)
+
+    def _fit(self, group: list[FlagPair]) -> list[FlagPair]:
+        """`carried-span=fit` for a pipe pair whose block-wide intervals ran
+        out of ids: returns the pairs still without one (`group` is updated
+        in place). A loop with more carried pairs than half the ids is
+        merged first (its sets would hold the producer pipe once per buffer
+        every iteration: the fused 4-op chain of test_pinned_cycles runs 40%
+        slower unmerged), the others keep one pair per buffer (merging a
+        matmul's 3 or 4 L1/L0 ping-pong pairs costs BERT's ffn_in 20%);
+        every loop is merged if ids still run out."""
+        merged = self._merge_carried(group, self.target.events_per_pipe_pair // 2)
+        for fp in merged:
+            if fp.loop is not None:
+                self._carried_intervals(fp, tight=True)
+        failed = self._color(merged)
+        if failed:
+            merged = self._merge_carried(merged)
+            for fp in merged:
+                if fp.loop is not None:
+                    self._carried_intervals(fp, tight=True)
+            failed = self._color(merged)
+        self._widen_carried([fp for fp in merged if fp.event >= 0])
+        group[:] = merged
+        return failed
+
     def _allocate_events(self) -> None:
+        """Event ids per pipe pair, by interval colouring. Carried pairs first
+        span their whole block. When the ids run out, `carried-span=block`
+        merges each loop's carried pairs into one; `fit` shrinks them to the
+        loop and widens them again as far as ids allow (`_fit`). A pair
+        still without an id becomes a full barrier."""
         by_pipes: dict[tuple[str, str], list[FlagPair]] = {}
         for fp in self.pairs:
+            if fp.loop is not None:
+                self._carried_intervals(fp, tight=False)
             by_pipes.setdefault((fp.src, fp.dst), []).append(fp)
         kept = []
         for group in by_pipes.values():
             if self._color(group):
-                group = self._merge_carried(group)
-                for fp in self._color(group):
+                if self.carried_span == "fit":
+                    failed = self._fit(group)
+                else:
+                    group = self._merge_carried(group)
+                    failed = self._color(group)
+                for fp in failed:
                     # Still out of ids: a full barrier right before the
                     # consumer orders the producer too (in any earlier iteration),
                     # and one before the node its balancing wait was to order.
@@ -647,12 +772,18 @@ class _PreciseMode:
             insert_after(fp.producer.op, "cce.set_flag", **attrs)
             insert_before(fp.consumer.op, "cce.wait_flag", **attrs)
             if fp.loop is not None:
-                # Before the first op of the loop's block and before its terminator.
+                # In the loop's block: the pre-set before the loop, the
+                # balancing wait after it (at the block's start and end when
+                # no node is named).
                 block = fp.loop.op.block
-                with ir.InsertionPoint.at_block_begin(block) as start:
-                    _emit("cce.set_flag", start.ref_operation.location, **attrs)
-                if fp.balance_at is not None:
-                    insert_before(fp.balance_at.op, "cce.wait_flag", **attrs)
+                if fp.preset_before is not None:
+                    insert_before(fp.preset_before.op, "cce.set_flag", **attrs)
+                else:
+                    with ir.InsertionPoint.at_block_begin(block) as start:
+                        _emit("cce.set_flag", start.ref_operation.location, **attrs)
+                wait_before = fp.balance_at or fp.wait_before
+                if wait_before is not None:
+                    insert_before(wait_before.op, "cce.wait_flag", **attrs)
                 else:
                     with ir.InsertionPoint.at_block_terminator(block) as end:
                         _emit("cce.wait_flag", end.ref_operation.location, **attrs)

@@ -81,6 +81,9 @@ class LowerPass(Pass):
         Option("sync", str, "precise", "npu-insert-sync mode", choices=("precise", "barrier")),
         Option("sink-sets", bool, True, "npu-insert-sync sink-sets: one set_flag after a run of "
                "same-pipe transfers instead of one per transfer"),
+        Option("carried-span", str, "fit", "npu-insert-sync carried-span: loop-carried flags' "
+               "pre-set and balancing wait as far out as a free event id allows (fit), or at "
+               "the block's start and end (block)", choices=("fit", "block")),
         Option("tuning-record", str, "", "npu-tune record (JSON) whose per-op options apply "
                "to the ops they match"),
         Option("cores", int, 1, "AI cores to split each kernel over first (npu-split-cores; "
@@ -179,7 +182,8 @@ class LowerPass(Pass):
         # Loops of ops with a per-op `double-buffer` carry a mark it follows.
         steps: list[Pass | None] = [self._make("npu-double-buffer", unmarked=self.double_buffer)]
         steps.append(self._required("npu-plan-memory", algorithm=self.plan))
-        steps.append(self._required("npu-insert-sync", mode=self.sync, **{"sink-sets": self.sink_sets}))
+        steps.append(self._required("npu-insert-sync", mode=self.sync, **{"sink-sets": self.sink_sets,
+                                                                       "carried-span": self.carried_span}))
         if self.emit == "hivm":
             steps.append(self._required("npu-lower-cce-to-hivm"))
         for step in steps:

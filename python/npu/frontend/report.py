@@ -37,6 +37,7 @@ def per_op_breakdown(result, target, names: dict[str, str]) -> list[dict]:
         unit = max(bounds, key=bounds.get)
         rows.append({"op": names.get(where, where), "location": where,
                      "instructions": g["instructions"], "span_cycles": int(g["last"] - g["first"]),
+                     "first_cycle": int(g["first"]), "last_cycle": int(g["last"]),
                      "bound_cycles": int(math.ceil(bounds[unit])), "bound_unit": unit,
                      "bytes": sum(g["bytes"].values())})
     rows.sort(key=lambda r: -r["span_cycles"])

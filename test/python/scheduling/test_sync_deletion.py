@@ -35,6 +35,14 @@ def unary(op: str, src: list[int], dst: list[int], elem: str = "f16", attrs: str
             f"({a}, {b}) -> ()\n  return\n}}\n")
 
 
+def many_loops(n: int) -> str:
+    """n independent exps of 4 chunks each (2 iterations once ping-ponged)."""
+    t = gm([16384])
+    args = ", ".join(f"%a{i}: {t}" for i in range(2 * n))
+    body = "".join(f'  "ascend.exp"(%a{i}, %a{n + i}) : ({t}, {t}) -> ()\n' for i in range(n))
+    return f"func.func @f({args}) {{\n{body}  return\n}}\n"
+
+
 t = gm([5 * 2048 + 48])
 KERNELS = {
     "add": (f"func.func @f(%a: {t}, %b: {t}, %c: {t}) {{\n  \"ascend.add\"(%a, %b, %c) : "
@@ -50,6 +58,9 @@ KERNELS = {
     # iterations (no outer carried pairs)
     "matmul_nest_no_db": (nz_matmul_program(64, 96, 64),
                           "npu-lower{m=32 k=32 matmul-schedule=simple double-buffer=false}"),
+    # more loops than event ids per pipe pair: the carried pairs' pre-sets
+    # and balancing waits are fitted around their loops (carried-span=fit)
+    "many_loops": (many_loops(10), "npu-lower{max-chunk=4096 fuse=false}"),
 }
 SLOW_KERNELS = {
     "reduce_long_rows": (unary("reduce_max", [40, 2048], [40], "f32"), "npu-lower"),
