@@ -53,6 +53,8 @@ class FusePass(Pass):
         ub_fraction_option(FUSED_UB_FRACTION,
                            "UB share of one chunk's buffers by the footprint model (the rest: "
                            "double buffering and the memory planner's longer lifetimes)"),
+        Option("epilogues", bool, True, "join matmuls with the elementwise consumers of their "
+               "result (matmul epilogues) before forming row groups"),
         Option("remarks", bool, True, "report each group formed and why row ops were left out"),
     )
 
@@ -65,7 +67,7 @@ class FusePass(Pass):
         budget = int(self.target.capacity("ub") * self.ub_fraction)
         # Matmul epilogues first: a consumer of C joined to its matmul saves
         # C's round trip, more than a row group of the same ops would.
-        epilogue_remarks = self.group_epilogues(func, budget)
+        epilogue_remarks = self.group_epilogues(func, budget) if self.epilogues else {}
         ops, index, users, touches = _scan(func)
         row_ops: dict[ir.Operation, fusion.RowOp] = {}
         reasons: dict[ir.Operation, list[str]] = {}
@@ -171,7 +173,8 @@ class FusePass(Pass):
                 continue
             try:
                 shape = LowerMatmul(self.target).shape_of(mm)[0]
-                row_blocks = choose_tiling(shape, self.target).tiles.m // self.target.fractal
+                choice = choose_tiling(shape, self.target)
+                row_blocks = choice.tiles.m // self.target.fractal
             except (PassError, TilingError) as e:
                 remarks[mm] = f"'{mm.name}' without epilogue: {e}"
                 continue
@@ -206,6 +209,19 @@ class FusePass(Pass):
                     continue
                 members = trial
                 produced.add(d.out.root)
+            # The matmul's own time: its cube work or its A and B traffic.
+            own = max(self.target.cube_cycles(shape.M * shape.N * shape.K * shape.batch
+                                              // self.target.fractal ** 3),
+                      choice.traffic.read_bytes(shape)
+                      / self.target.path("gm_to_l1").bytes_per_cycle)
+            # All or nothing: a cut GELU would store two tensors where C was one,
+            # and a lone bias add is free in the row group that takes the rest.
+            work = epilogue.vector_cycles(members, self.target)
+            if work > own:
+                why_not = {m.op: (f"the epilogue's vector work ({work} cycles) would exceed the "
+                                  f"matmul's own ({int(own)}): its drain would hold the matmul "
+                                  "back, a separate kernel overlaps better") for m in members}
+                members = []
             if not members:
                 listed = "; ".join(f"'{op.name}': {w}" for op, w in why_not.items())
                 remarks[mm] = (f"'{mm.name}' without epilogue: "

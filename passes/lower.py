@@ -74,6 +74,8 @@ class LowerPass(Pass):
                "npu-plan-gm algorithm)", choices=("auto", "greedy-by-size", "pushdown")),
         Option("fuse", bool, True, "group row ops into fused kernels first (npu-fuse); false "
                "lowers every ascend op as its own kernel"),
+        Option("fuse-epilogues", bool, True, "npu-fuse's matmul epilogues (elementwise "
+               "consumers of a matmul applied as its C tiles drain)"),
         Option("fuse-remarks", bool, False, "npu-fuse's remarks: each group formed and why "
                "ops were left out"),
         Option("plan-gm", bool, True, "pack GM memref.alloc temporaries into one workspace "
@@ -147,7 +149,7 @@ class LowerPass(Pass):
 
     def _lower(self, module: ir.Operation, fuse_fraction: float | None) -> None:
         if fuse_fraction is not None:
-            self._required("npu-fuse", remarks=self.fuse_remarks,
+            self._required("npu-fuse", remarks=self.fuse_remarks, epilogues=self.fuse_epilogues,
                            **{"ub-fraction": fuse_fraction}).run(module)
             self._required("npu-lower-fused", **{"ub-fraction": fuse_fraction}, **(
                 {"max-chunk": self.max_chunk} if self.max_chunk else {})).run(module)

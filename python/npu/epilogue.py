@@ -21,6 +21,10 @@ Cost model:
     of its element type that no later member reads (`Plan.reuse`). One
     column block of the matmul's C tile (its row blocks times that) must
     fit the UB share, which is what the drain needs at the least.
+  * Vector work (`vector_cycles`): the drain runs in the matmul's loop, so
+    an epilogue whose vector cycles exceed the matmul's own time (cube or
+    A/B traffic) holds the matmul back; npu-fuse then forms none (a row
+    group of the same ops overlaps its neighbours instead).
 """
 
 from __future__ import annotations
@@ -217,3 +221,27 @@ def plan(e: Epilogue, target: Target) -> Plan:
             live[m.out.root] = out_size
             elem_of[m.out.root] = m.out.elem
     return Plan(reuse, peak)
+
+
+def vector_cycles(members: list[fusion.RowOp], target: Target) -> int:
+    """The vector unit's busy cycles for the members over all of C: per
+    element run, each instruction of each member's `Compute` costs one
+    repeat at its class's rate (a recipe's steps, a cast's conversions)."""
+    from npu.simulator.vector_unit import TRANSCENDENTAL
+
+    def rate(op: str) -> int:
+        return target.vector_cycles("transcendental" if op in TRANSCENDENTAL else "simple")
+
+    total = 0
+    for m in members:
+        k = m.compute
+        if k.kind == "unary":
+            per_repeat = sum(rate(s.op) for s in k.steps) + (2 * rate("cce.vconv") if k.widen
+                                                              else 0)
+        elif k.kind == "cast":
+            per_repeat = len(k.chain) * target.vector_cycles("convert")
+        else:
+            per_repeat = rate(k.vop)
+        widest = max(o.es for o in m.ins + [m.out])
+        total += -(-fusion.elements(m.out.value) // target.lanes(widest)) * per_repeat
+    return total

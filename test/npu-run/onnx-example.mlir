@@ -6,8 +6,7 @@
 // CHECK: hazards: none
 // CHECK: check: passed
 // CHECK: per source op
-// The bias add and the GELU's steps (Div, Erf, Add, Mul, Mul) are the first
-// matmul's epilogue: its instructions are reported under the matmul.
-// CHECK-DAG: ffn_in (MatMul)
-// CHECK-NOT: ffn_in_bias (Add)
+// The bias add and the GELU's steps (Div, Erf, Add, Mul, Mul) are one fused
+// kernel, reported under its first member.
+// CHECK-DAG: ffn_in_bias (Add)
 // CHECK-DAG: layernorm (LayerNormalization)
