@@ -6,6 +6,11 @@ of M*N*K / 16^3 blocks at the target's block rate) and the minimal GM traffic
 checked against numpy / onnxruntime before its figures are printed.
 
     .venv/bin/python bench/fusion.py [--seq 128] [--skip-bert] [--bert-seq 128 512]
+
+Columns: cycles unfused and fused, the speedup, GM bytes moved unfused and
+fused (every GM read and write the simulator counted), the ideal bound and
+fused / ideal. BERT layers run at sequence 128 and 512 by default (about
+two minutes in all on an idle core).
 """
 
 from __future__ import annotations
@@ -82,6 +87,24 @@ def ffn_in_model(seq: int, hidden: int, ffn: int):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=9)
 
 
+def qkv_model(seq: int, hidden: int):
+    """Q, K and V projections with their biases: three matmuls reading x."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    nodes, inits, outs = [], [], []
+    for p in "qkv":
+        inits += [numpy_helper.from_array((rng.standard_normal((hidden, hidden)) / np.sqrt(hidden))
+                                          .astype(np.float32), f"w{p}"),
+                  numpy_helper.from_array((rng.standard_normal(hidden) * 0.02).astype(np.float32), f"b{p}")]
+        nodes += [helper.make_node("MatMul", ["x", f"w{p}"], [f"{p}0"], name=f"{p}_proj"),
+                  helper.make_node("Add", [f"{p}0", f"b{p}"], [p], name=f"{p}_bias")]
+        outs.append(helper.make_tensor_value_info(p, TensorProto.FLOAT, [seq, hidden]))
+    graph = helper.make_graph(
+        nodes, "qkv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [seq, hidden])], outs, inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=9)
+
+
 def row(name: str, unfused: dict, fused: dict, ideal: int, note: str = "") -> None:
     print(f"{name:<30} {unfused['cycles']:>10} {fused['cycles']:>10} "
           f"{unfused['cycles'] / fused['cycles']:>7.2f}x {gm_bytes(unfused):>11} "
@@ -97,7 +120,7 @@ def main() -> int:
     p.add_argument("--mlp-width", type=int, default=1536,
                    help="N of the standalone matmul+bias+GELU (its ND output must be "
                         "defractalized, which needs 16 rows and their transpose in UB)")
-    p.add_argument("--bert-seq", type=int, nargs="*", default=[128])
+    p.add_argument("--bert-seq", type=int, nargs="*", default=[128, 512])
     p.add_argument("--skip-bert", action="store_true")
     args = p.parse_args()
 
@@ -137,6 +160,15 @@ def main() -> int:
     minimal = 2 * (seq * hidden + hidden * args.mlp_width) + 4 * (args.mlp_width + seq * args.mlp_width)
     row(f"matmul+bias+GELU {seq}x{hidden}x{args.mlp_width}", unfused, fused,
         max(cube, gm_bound(target, minimal)), f"cube {cube}, GM {gm_bound(target, minimal)}")
+    # Horizontal fusion alone: unfused = every fusion on but npu-fuse-horizontal.
+    model = qkv_model(seq, hidden)
+    unfused = run_onnx(model, {"x": x}, "npu-lower{fuse-horizontal=false}", "ascend910")
+    fused = run_onnx(model, {"x": x}, "npu-lower", "ascend910")
+    cube = 3 * (seq // f) * (hidden // f) * (hidden // f) // target.cube_blocks_per_cycle
+    minimal = 4 * seq * hidden + 3 * (2 * hidden * hidden + 4 * hidden + 4 * seq * hidden)
+    row(f"Q/K/V proj+bias {seq}x{hidden}x3x{hidden}", unfused, fused,
+        max(cube, gm_bound(target, minimal)),
+        f"cube {cube}, GM {gm_bound(target, minimal)}; unfused: fuse-horizontal=false")
     if not args.skip_bert:
         for s in args.bert_seq:
             model = bert_layer(s, hidden, heads, ffn)

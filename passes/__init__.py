@@ -24,6 +24,7 @@ _PASS_MODULES: dict[str, str] = {
     "split_cores": "SplitCoresPass",
     "linalg_to_ascend": "LinalgToAscendPass",
     "fuse": "FusePass",
+    "fuse_horizontal": "FuseHorizontalPass",
     "lower_fused": "LowerFused",
 }
 

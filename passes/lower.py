@@ -1,7 +1,8 @@
 """`npu-lower`: the default pipeline from `ascend` to `hivm` instructions.
 
 Runs, in order and by instantiating the registered pass classes (one place,
-no copied code): `npu-split-cores` (with `cores` other than 1), `npu-fuse` and
+no copied code): `npu-split-cores` (with `cores` other than 1), `npu-fuse-horizontal`
+(sibling matmuls sharing A; skip with `fuse-horizontal=false`), `npu-fuse` and
 `npu-lower-fused` (fused kernels of row ops, one core only; skip with `fuse=false`),
 `npu-plan-gm` (GM temporaries into one workspace; skip with `plan-gm=false`),
 every lowering (matmul, fractalize, elementwise, transpose,
@@ -76,6 +77,8 @@ class LowerPass(Pass):
                "lowers every ascend op as its own kernel"),
         Option("fuse-epilogues", bool, True, "npu-fuse's matmul epilogues (elementwise "
                "consumers of a matmul applied as its C tiles drain)"),
+        Option("fuse-horizontal", bool, True, "with fuse: join sibling matmuls that share A "
+               "(Q/K/V) and their bias adds first (npu-fuse-horizontal)"),
         Option("fuse-remarks", bool, False, "npu-fuse's remarks: each group formed and why "
                "ops were left out"),
         Option("plan-gm", bool, True, "pack GM memref.alloc temporaries into one workspace "
@@ -133,6 +136,8 @@ class LowerPass(Pass):
         from npu.fusion import FUSED_UB_FRACTION
 
         share = self.ub_fraction or FUSED_UB_FRACTION
+        if self.fuse_horizontal:
+            self._required("npu-fuse-horizontal", remarks=self.fuse_remarks).run(module)
         snapshot = module.clone()
         for fraction in (share, share / 2, None):
             try:

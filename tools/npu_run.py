@@ -28,7 +28,8 @@ import numpy as np
 from npu import diagnostics
 from npu.tools.common import (ArgumentParser, CommandLineError, check_output_path, read_input,
                               report_internal_error, usage_error, write_output_atomically)
-from npu.tools.run_inputs import ToolError, check_entry_arguments, load_inputs, random_inputs
+from npu.tools.run_inputs import (ToolError, bind_to_lowered, check_entry_arguments, load_inputs,
+                                  random_inputs)
 
 DEFAULT_PIPELINE = "npu-lower"
 
@@ -244,9 +245,12 @@ def run(args, filename: str, text: str) -> int:
         raise ToolError(f"{filename}: error: --check needs an ascend-level program: the numpy "
                         "reference (npu.reference) evaluates ascend ops, and this module has none")
 
+    lowered_inputs, where = inputs, None
+    if compiled:
+        lowered_inputs, where = bind_to_lowered(find_entry(original, entry), func_op, inputs)
     result = None
     try:
-        result = simulate(module, inputs, entry=entry, target=target, strict=args.strict,
+        result = simulate(module, lowered_inputs, entry=entry, target=target, strict=args.strict,
                           serialize=args.serialize, numerics=args.numerics,
                           cores=None if compiled else args.cores)
     except SimulationError as e:
@@ -254,6 +258,8 @@ def run(args, filename: str, text: str) -> int:
             print(json.dumps({"error": str(e), "kind": e.kind}, indent=2))
         print(str(e), file=sys.stderr)
         return 1
+    if where is not None:  # outputs by the program's own arguments
+        result.outputs = [result.outputs[j] if j is not None else inputs[i] for i, j in enumerate(where)]
     report = dict(result.report)
     report["compiled"] = compiled
     report["level"] = "hivm" if npu_ir.ops_in_dialect(module, "hivm") else "cce"

@@ -56,6 +56,42 @@ def input_args(func_op) -> list:
     return [a for i, a in enumerate(func_op.regions[0].blocks[0].arguments) if i not in scratch]
 
 
+def constant_of(func_op, arg) -> np.ndarray | None:
+    """The data of an `npu.constant` argument (host data the frontend laid out), else None."""
+    from npu import ir as npu_ir
+
+    attrs = npu_ir.arg_attrs(func_op, arg.arg_number)
+    if "npu.constant" not in attrs:
+        return None
+    return npu_ir.constant_data(attrs["npu.constant"], npu_ir.memref_shape(arg.type),
+                                npu_ir.memref_element(arg.type))
+
+
+def bind_to_lowered(original_func, lowered_func, inputs: list) -> tuple[list, list]:
+    """The pipeline may replace `npu.constant` arguments (npu-fuse-horizontal
+    concatenates weights into a new one): the lowered function's constants
+    come from their own data and its other arguments are the original's
+    non-constant ones, in order. Returns the lowered function's inputs and,
+    per original argument, its index in the lowered function (None for a
+    constant the pipeline dropped), or None when the arguments are unchanged."""
+    originals = input_args(original_func)
+    kept = [i for i, a in enumerate(originals) if constant_of(original_func, a) is None]
+    lowered_args = input_args(lowered_func)
+    arrays, where = [], [None] * len(originals)
+    it = iter(kept)
+    for j, arg in enumerate(lowered_args):
+        data = constant_of(lowered_func, arg)
+        if data is None:
+            i = next(it)
+            where[i] = j
+            arrays.append(inputs[i])
+        else:
+            arrays.append(data)
+    if len(lowered_args) == len(originals):  # nothing replaced: positions agree
+        return list(inputs), None
+    return arrays, where
+
+
 def random_inputs(func_op, seed: int) -> list[np.ndarray]:
     from npu import ir as npu_ir
 
@@ -64,7 +100,10 @@ def random_inputs(func_op, seed: int) -> list[np.ndarray]:
     for arg in input_args(func_op):
         shape = tuple(npu_ir.memref_shape(arg.type))
         dtype = npu_ir.memref_element(arg.type)
-        if dtype in ("f16", "f32"):
+        constant = constant_of(func_op, arg)
+        if constant is not None:
+            arrays.append(constant)
+        elif dtype in ("f16", "f32"):
             arrays.append(rng.uniform(-1, 1, shape).astype(npu_ir.NUMPY_DTYPES[dtype]))
         elif dtype == "i8":
             arrays.append(rng.integers(-8, 8, shape).astype(np.int8))

@@ -184,6 +184,34 @@ def append_argument(func_op: ir.Operation, arg_type: ir.Type,
     return value
 
 
+def erase_argument(func_op: ir.Operation, index: int) -> None:
+    """Remove argument `index` (unused) of `func_op`, its type and attributes."""
+    block = func_op.regions[0].blocks[0]
+    block.erase_argument(index)
+    ftype = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
+    inputs = list(ftype.inputs)
+    del inputs[index]
+    func_op.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, list(ftype.results)))
+    if "arg_attrs" in func_op.attributes:
+        attrs = list(ir.ArrayAttr(func_op.attributes["arg_attrs"]))
+        if index < len(attrs):
+            del attrs[index]
+        func_op.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+
+
+def constant_data(attr: ir.Attribute, shape: Sequence[int], element: str):
+    """The numpy array of an `npu.constant` argument's dense elements."""
+    import numpy as np
+
+    from npu.ir import NUMPY_DTYPES
+
+    dense = ir.DenseElementsAttr(attr)
+    dtype = NUMPY_DTYPES[element]
+    if dense.is_splat:
+        return np.full(tuple(shape), np.array(dense.get_splat_value().value, dtype))
+    return np.array(dense).astype(dtype).reshape(tuple(shape))
+
+
 def block_idx_arg(func_op: ir.Operation) -> int | None:
     """Index of the argument that receives the block index, if any."""
     n = len(func_op.regions[0].blocks[0].arguments) if func_op.regions[0].blocks else 0

@@ -65,19 +65,21 @@ class Interface:
 
 
 def read_interface(func_op: ir.Operation) -> Interface:
-    """Recover the interface from the `npu.input/output/constant` argument attributes."""
+    """Recover the interface from the `npu.input/output/constant` argument
+    attributes. Arguments the pipeline appends for the caller to provide
+    (the GM workspace) end it: `Interface.arguments` makes them."""
+    from npu.ir import WORKSPACE_ATTR, constant_data
+
     inputs, outputs, roles, constants = [], [], [], {}
     arg_attrs = func_op.attributes["arg_attrs"] if "arg_attrs" in func_op.attributes else []
     for i, (arg, attrs) in enumerate(zip(func_op.regions[0].blocks[0].arguments, arg_attrs)):
         attrs = ir.DictAttr(attrs)
+        if WORKSPACE_ATTR in attrs:
+            break
         port = Port("", tuple(memref_shape(arg.type)), memref_element(arg.type))
         if "npu.constant" in attrs:
-            dense = ir.DenseElementsAttr(attrs["npu.constant"])
-            dtype = NUMPY_DTYPES[port.dtype]
-            data = (np.full(port.shape, np.array(dense.get_splat_value().value, dtype)) if dense.is_splat
-                    else np.array(dense).astype(dtype).reshape(port.shape))
             roles.append("constant")
-            constants[i] = data
+            constants[i] = constant_data(attrs["npu.constant"], port.shape, port.dtype)
         elif "npu.output" in attrs:
             port.name = ir.StringAttr(attrs["npu.output"]).value
             roles.append("output")
@@ -260,7 +262,6 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
     module = _parse(text, ctx, where)
     seconds["to_ascend"] = time.perf_counter() - t0 - sum(seconds.values())
     stages["ascend"] = _short(module)
-    interface = read_interface(functions(module)[0])
     check_size(module, tgt, where, locate)
     engine = diagnostics.DiagnosticEngine(display_name=where)
     token = diagnostics.install(engine)
@@ -276,6 +277,8 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
         diagnostics._current.reset(token)  # noqa: SLF001
     seconds["lower"] = time.perf_counter() - t0 - sum(seconds.values())
     stages["lowered"] = _short(module)
+    # The pipeline may change the constants (npu-fuse-horizontal concatenates weights).
+    interface = read_interface(functions(module)[0])
     check_size(module, tgt, where, locate)
     names = locate.by_where if locate else {}
     return Kernel(module, interface, tgt, stages, time.perf_counter() - t0, names, gm_plan(module),
