@@ -74,7 +74,7 @@ def result_of(matmul: ir.Operation) -> fusion.Operand | str:
     c = matmul.operands[-1]
     if nir.memory_space(c) != "gm" or not nir.is_contiguous(c):
         return "its result is not a contiguous GM tensor"
-    if fusion.elements(nir.view_root(c)) != fusion.elements(c):
+    if fusion.nbytes(nir.view_root(c)) != fusion.nbytes(c):
         return "its result is a partial view of a tensor"
     return fusion.Operand(c, nir.view_root(c), "full", nir.memref_element(c))
 
