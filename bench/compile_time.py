@@ -9,6 +9,11 @@ Three families of `ascend` modules, each with 1, 10, 50 and 200 ops:
   mixed        fractalize, matmul, defractalize, add, relu repeated (the
                ops of one dense layer)
 
+and a BERT-base encoder (hidden 768, 12 heads, FFN 3072, sequence 128) of
+1 and 12 layers (`bert:N`) through the frontend as `npu.compile` runs it:
+ONNX import to linalg, conversion to ascend, then `npu-lower`, each stage's
+CPU seconds shown apart.
+
 For each module: the ops before lowering, the ops of the lowered IR (every
 op, nested ones included), CPU seconds of parse + `npu-lower` (process time,
 which the other users of a shared machine disturb less than wall time), wall
@@ -16,7 +21,7 @@ seconds, and microseconds of CPU per lowered op. Linear compile time shows as
 a flat last column. Run:
 
     .venv/bin/python bench/compile_time.py [--sizes 1,10,50,200] [--families matmul,...]
-                                           [--profile matmul:50]
+                                           [--bert 1,12] [--profile matmul:50 | bert:12]
 """
 
 from __future__ import annotations
@@ -104,11 +109,34 @@ def compile_once(text: str, pipeline: str) -> tuple[int, int, float, float]:
     return before, lowered, cpu, wall
 
 
+def compile_bert(layers: int) -> tuple[int, int, dict[str, float], float]:
+    """(ascend ops, lowered ops, CPU seconds per stage, wall seconds) of one
+    BERT encoder of `layers` layers, stage by stage as `npu.compile` runs them."""
+    from npu.frontend.bert import bert_layer
+    from npu.frontend.compile import _parse, import_linalg, linalg_to_ascend_text
+
+    model = bert_layer(layers=layers)
+    target = get_target("ascend910")
+    cpu: dict[str, float] = {}
+    c0, t0 = time.process_time(), time.perf_counter()
+    ctx = make_context()
+    linalg, inputs, outputs, locate = import_linalg(model, ctx, "bert.onnx")
+    cpu["import"] = time.process_time() - c0
+    module = _parse(linalg_to_ascend_text(linalg, inputs, outputs, locate, "bert.onnx"), ctx, "bert.onnx")
+    cpu["to_ascend"] = time.process_time() - c0 - sum(cpu.values())
+    before = sum(1 for o in walk(module.operation) if o.name.startswith("ascend."))
+    run_pipeline(module, "npu-lower", target)
+    cpu["lower"] = time.process_time() - c0 - sum(cpu.values())
+    wall = time.perf_counter() - t0
+    return before, sum(1 for _ in walk(module.operation)) - 1, cpu, wall
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1,10,50,200")
     ap.add_argument("--families", default=",".join(FAMILIES))
     ap.add_argument("--pipeline", default="npu-lower")
+    ap.add_argument("--bert", default="1,12", help="BERT encoder depths ('' for none)")
     ap.add_argument("--profile", default=None, metavar="FAMILY:N",
                     help="profile one module with cProfile and print the top entries instead")
     ap.add_argument("--top", type=int, default=25)
@@ -116,10 +144,14 @@ def main() -> None:
 
     if args.profile:
         family, n = args.profile.split(":")
-        text = FAMILIES[family](int(n))
         prof = cProfile.Profile()
-        prof.enable()
-        compile_once(text, args.pipeline)
+        if family == "bert":
+            prof.enable()
+            compile_bert(int(n))
+        else:
+            text = FAMILIES[family](int(n))
+            prof.enable()
+            compile_once(text, args.pipeline)
         prof.disable()
         stats = pstats.Stats(prof, stream=sys.stdout)
         stats.sort_stats("tottime").print_stats(args.top)
@@ -133,6 +165,12 @@ def main() -> None:
             before, lowered, cpu, wall = compile_once(FAMILIES[family](n), args.pipeline)
             print(f"{family:<12} {before:>5} {lowered:>12} {cpu:>8.2f} {wall:>8.2f} "
                   f"{1e6 * cpu / lowered:>14.1f}", flush=True)
+    for layers in [int(n) for n in args.bert.split(",") if n]:
+        before, lowered, stages, wall = compile_bert(layers)
+        cpu = sum(stages.values())
+        print(f"{'bert':<12} {before:>5} {lowered:>12} {cpu:>8.2f} {wall:>8.2f} "
+              f"{1e6 * cpu / lowered:>14.1f}  ({layers} layer(s): "
+              + ", ".join(f"{k} {v:.2f}" for k, v in stages.items()) + ")", flush=True)
 
 
 if __name__ == "__main__":

@@ -111,6 +111,40 @@ def row(name: str, unfused: dict, fused: dict, ideal: int, note: str = "") -> No
           f"{gm_bytes(fused):>11} {ideal:>9} {fused['cycles'] / ideal:>7.2f}x  {note}")
 
 
+def long_rows(target, n: int) -> None:
+    """Rows longer than UB: the fused two-pass kernel reads its inputs twice
+    and writes once (its own traffic bound), against the ideal of once each.
+    The unfused lowering cannot lower rows past the vector repeat stride."""
+    from patterns import layernorm, softmax
+
+    from npu.pipeline import PipelineError
+
+    rows = 8
+    print(f"\nrows of {n} (longer than UB): two-pass kernels; own bound = its GM traffic "
+          "(2 reads + 1 write) / bandwidth")
+    print(f"{'case':<30} {'unfused':>10} {'fused':>10} {'GM B fused':>11} {'own bound':>10} "
+          f"{'fused/own':>9} {'ideal':>9} {'fused/ideal':>11}")
+    cases = [(f"softmax {rows}x{n} f32", softmax((rows,), n), 1),
+             (f"softmax {rows}x{n} f16", softmax((rows,), n, "f16"), 1),
+             (f"layernorm {rows}x{n} f32", layernorm(rows, n, residual=False), 1),
+             (f"add+layernorm {rows}x{n} f32", layernorm(rows, n), 2)]
+    for name, text, inputs in cases:
+        es = 2 if "f16" in name else 4
+        t0 = time.perf_counter()
+        try:
+            unfused = str(run_ascend(text, "npu-lower{fuse=false}", target)["cycles"])
+        except PipelineError:
+            unfused = "n/a"
+        fused = run_ascend(text, "npu-lower", target)
+        params = 2 * n * es if "layernorm" in name else 0  # gamma, beta
+        own = gm_bound(target, gm_bytes(fused))
+        ideal = gm_bound(target, (inputs + 1) * rows * n * es + params)
+        print(f"{name:<30} {unfused:>10} {fused['cycles']:>10} {gm_bytes(fused):>11} {own:>10} "
+              f"{fused['cycles'] / own:>8.2f}x {ideal:>9} {fused['cycles'] / ideal:>10.2f}x  "
+              f"program bound {fused['bound_cycles']} ({fused['bound_unit']}); "
+              f"{time.perf_counter() - t0:.0f} s")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--seq", type=int, default=128)
@@ -122,6 +156,9 @@ def main() -> int:
                         "defractalized, which needs 16 rows and their transpose in UB)")
     p.add_argument("--bert-seq", type=int, nargs="*", default=[128, 512])
     p.add_argument("--skip-bert", action="store_true")
+    p.add_argument("--long-rows", type=int, default=100000,
+                   help="row length of the long-row cases (rows longer than UB: the two-pass "
+                        "kernel); 0 skips them")
     args = p.parse_args()
 
     from patterns import layernorm, softmax
@@ -151,6 +188,8 @@ def main() -> int:
         row(name, unfused, fused, gm_bound(target, minimal),
             f"program bound {fused['bound_cycles']} ({fused['bound_unit']}); "
             f"{time.perf_counter() - t0:.0f} s")
+    if args.long_rows:
+        long_rows(target, args.long_rows)
     x = np.random.default_rng(1).standard_normal((seq, hidden)).astype(np.float32)
     model = ffn_in_model(seq, hidden, args.mlp_width)
     unfused = run_onnx(model, {"x": x}, "npu-lower{fuse=false}", "ascend910")

@@ -7,8 +7,9 @@ it, and an alloc in a loop body lives for the whole body.
 
 `BufferCollector` computes the positions and the accesses of each top-level
 op of the function body once and keeps them until told that the op changed
-(`forget`): `npu-double-buffer` re-plans after every loop it unrolls, and
-re-walking the whole function each time made its compile time quadratic.
+(`track`, `changed`): `npu-double-buffer` asks again after every loop it
+unrolls, and re-walking the whole function each time made its compile time
+quadratic.
 The buffers it returns are exactly those of a fresh walk (positions are a
 running count over the top-level ops, so cached pieces only move by an
 offset).
@@ -67,41 +68,72 @@ class _Piece:
     outer_uses: dict[ir.Operation, tuple[int, str, int, str]]
     alloc: Buffer | None = None  # the op itself when it is an on-chip alloc
     dynamic: ir.Operation | None = None  # first on-chip alloc with a dynamic shape
+    # space -> (lower bound, upper bound, total bytes) of `buffers` in it
+    bounds: dict[str, tuple[int, int, int]] = field(default_factory=dict)
 
 
 class BufferCollector:
     def __init__(self, target: Target):
         self.target = target
         self._pieces: dict[ir.Operation, _Piece] = {}
+        # With `track`: the function body's ops and their pieces (None: to redo).
+        self._tops: list[ir.Operation] | None = None
+        self._top_pieces: list[_Piece | None] = []
+        self._bounds: dict[str, tuple[int, int]] = {}  # space -> space_bounds, while unchanged
 
-    def forget(self, op: ir.Operation) -> None:
-        """The top-level op holding `op` is about to change (or to be erased)."""
-        top = op.operation
-        while top.parent is not None and top.parent.operation.name != "func.func":
-            top = top.parent.operation
-        self._pieces.pop(top, None)
+    def track(self, func_op: ir.Operation) -> list[ir.Operation]:
+        """Follow the body of `func_op` through `changed` from now on instead
+        of listing it again at every query (that alone was quadratic);
+        returns its ops, whose indices `changed` takes."""
+        self._tops = [child.operation for child in func_op.regions[0].blocks[0].operations]
+        self._top_pieces = [None] * len(self._tops)
+        self._bounds.clear()
+        return list(self._tops)
 
-    def collect(self, func_op: ir.Operation) -> list[Buffer]:
-        """On-chip allocs of a function with their lifetimes and first/last pipes."""
-        func_op = func_op.operation
+    def changed(self, index: int, replacement: list[ir.Operation] | None = None) -> None:
+        """Tracked top-level op `index` changed inside, or was replaced by the
+        ops `replacement` (only ops after it may have moved since `track`)."""
+        if replacement is not None:
+            self._tops[index:index + 1] = replacement
+            self._top_pieces[index:index + 1] = [None] * len(replacement)
+        else:
+            self._top_pieces[index] = None
+        self._bounds.clear()
+
+    def _pieces_of(self, func_op: ir.Operation) -> list[tuple[int, _Piece]]:
+        """(first position, piece) of every top-level op of the function."""
+        if self._tops is not None:
+            for k, piece in enumerate(self._top_pieces):
+                if piece is None:
+                    self._top_pieces[k] = self._piece(self._tops[k])
+            tops = self._top_pieces
+        else:
+            tops = []
+            for region in func_op.operation.regions:
+                for block in region.blocks:
+                    for child in block.operations:
+                        op = child.operation
+                        piece = self._pieces.get(op)
+                        if piece is None:
+                            piece = self._pieces[op] = self._piece(op)
+                        tops.append(piece)
         pieces: list[tuple[int, _Piece]] = []
         offset = 1  # the function itself is position 0
-        for region in func_op.regions:
-            for block in region.blocks:
-                for child in block.operations:
-                    op = child.operation
-                    piece = self._pieces.get(op)
-                    if piece is None:
-                        piece = self._pieces[op] = self._piece(op)
-                    pieces.append((offset, piece))
-                    offset += piece.length
+        for piece in tops:
+            pieces.append((offset, piece))
+            offset += piece.length
         # Accesses were analysed piece by piece; shapes are checked after all
         # of them, as in one walk over the function.
         for _, piece in pieces:
             if piece.dynamic is not None:
                 raise PassError("npu-plan-memory needs static shapes for on-chip buffers",
                                 piece.dynamic)
-        # Function-level allocs: from the first to the last top-level op using them.
+        return pieces
+
+    @staticmethod
+    def _function_level(pieces: list[tuple[int, _Piece]]) -> dict[ir.Operation, Buffer]:
+        """The function body's own on-chip allocs: each lives from the first
+        to the last top-level op using it (only where it is when unused)."""
         lifetimes: dict[ir.Operation, list] = {}
         for base, piece in pieces:
             for alloc, (first, first_pipe, last, last_pipe) in piece.outer_uses.items():
@@ -111,12 +143,69 @@ class BufferCollector:
                 else:
                     span[1] = base + piece.length - 1
                     span[3] = last_pipe
-        buffers = []
+        out = {}
         for base, piece in pieces:
             if piece.alloc is not None:
                 b = piece.alloc
                 start, end, first_pipe, last_pipe = lifetimes.get(b.op, (base, base, None, None))
-                buffers.append(Buffer(b.op, b.space, b.size, start, end, first_pipe, last_pipe))
+                out[b.op] = Buffer(b.op, b.space, b.size, start, end, first_pipe, last_pipe)
+        return out
+
+    def space_bounds(self, func_op: ir.Operation, space: str) -> tuple[int, int]:
+        """(lower, upper) bound of the bytes a plan of the function's `space`
+        buffers with plain lifetime reuse needs, as `planner.lifetime_bounds`
+        of `collect` gives them, from bounds of each top-level op's own
+        buffers (cached with its piece) and the function-level allocs: those
+        live over whole top-level ops, so they add to what is live inside
+        each one they span and join its buffers into one component. This
+        keeps `npu-double-buffer` linear instead of planning per loop."""
+        if self._tops is not None and space in self._bounds:
+            return self._bounds[space]
+        pieces = self._pieces_of(func_op)
+        outer = [b for b in self._function_level(pieces).values() if b.space == space]
+        # Merged spans of the function-level lifetimes: [start, end, bytes in that component].
+        spans: list[list[int]] = []
+        for b in sorted(outer, key=lambda b: b.start):
+            if spans and b.start <= spans[-1][1]:
+                spans[-1][1] = max(spans[-1][1], b.end)
+                spans[-1][2] += b.size
+            else:
+                spans.append([b.start, b.end, b.size])
+        by_start = sorted(outer, key=lambda b: b.start)
+        by_end = sorted(outer, key=lambda b: b.end)
+        low = high = live = i = k = s = 0
+        for base, piece in pieces:
+            inner = piece.bounds.get(space)
+            if inner is None:
+                mine = [b for b in piece.buffers if b.space == space]
+                inner = piece.bounds[space] = (*planner.lifetime_bounds(mine),
+                                               sum(b.size for b in mine))
+            while i < len(by_start) and by_start[i].start <= base:
+                live += by_start[i].size
+                i += 1
+            while k < len(by_end) and by_end[k].end < base:
+                live -= by_end[k].size
+                k += 1
+            low = max(low, inner[0] + live)
+            while s < len(spans) and spans[s][1] < base:
+                s += 1
+            if s < len(spans) and spans[s][0] <= base:
+                spans[s][2] += inner[2]
+            else:
+                high = max(high, inner[1])
+        bounds = low, max([high] + [span[2] for span in spans])
+        if self._tops is not None:
+            self._bounds[space] = bounds
+        return bounds
+
+    def collect(self, func_op: ir.Operation) -> list[Buffer]:
+        """On-chip allocs of a function with their lifetimes and first/last pipes."""
+        pieces = self._pieces_of(func_op)
+        outer = self._function_level(pieces)
+        buffers = []
+        for base, piece in pieces:
+            if piece.alloc is not None:
+                buffers.append(outer[piece.alloc.op])
             buffers += [Buffer(b.op, b.space, b.size, b.start + base, b.end + base, b.first_pipe,
                                b.last_pipe) for b in piece.buffers]
         return buffers
@@ -157,7 +246,7 @@ class BufferCollector:
                     uses.setdefault(alloc, []).append((op, chain, acc.pipe))
         piece = _Piece(counter[0], [], {})
         for alloc, parent in allocs:
-            space, size = self._space_size(alloc)
+            space, size = self.space_size(alloc)
             if space is None:
                 continue
             if size is None:
@@ -192,7 +281,7 @@ class BufferCollector:
                                        spans[ordered[-1][0]][0], ordered[-1][2])
         return piece
 
-    def _space_size(self, op: ir.Operation) -> tuple[str | None, int | None]:
+    def space_size(self, op: ir.Operation) -> tuple[str | None, int | None]:
         """(on-chip space or None, bytes rounded to its granule or None if dynamic)."""
         mtype = ir.MemRefType(op.results[0].type)
         space = memory_space(mtype)

@@ -25,6 +25,8 @@ mark; unmarked loops follow the `unmarked` option.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mlir import ir
 from mlir.dialects import arith, scf
 
@@ -32,6 +34,9 @@ from npu.access_analysis import AccessAnalysis
 from npu.ir import bool_attr, i64_attr, index_const, memory_space, walk
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass
 from npu.target import ON_CHIP_BUFFERS
+
+if TYPE_CHECKING:
+    from npu.passes.buffer_lifetimes import BufferCollector
 
 SLOT_ATTR = "npu.slot"
 
@@ -72,12 +77,16 @@ class DoubleBufferPass(Pass):
         for func in walk(module, lambda o: o.name == "func.func"):
             if not func.regions[0].blocks:
                 continue
-            # innermost loops first: an outer unroll then copies the inner ping-pong
-            loops = [o for o in walk(func, lambda o: o.name == "scf.for")]
-            loops.reverse()
             # Re-planned after every unroll; only the unrolled part is re-walked.
             collector = BufferCollector(self.target)
-            for loop in loops:
+            # (index of the top-level op holding it, loop, the loop is that op)
+            loops = [(k, loop, loop == top) for k, top in enumerate(collector.track(func))
+                     for loop in walk(top, lambda o: o.name == "scf.for")]
+            # innermost loops first: an outer unroll then copies the inner
+            # ping-pong; from the last op back, so the indices of the
+            # top-level ops still to come stay valid when one is replaced
+            loops.reverse()
+            for top_index, loop, is_top in loops:
                 marked = DOUBLE_BUFFER_ATTR in loop.attributes
                 if not (bool_attr(loop, DOUBLE_BUFFER_ATTR) if marked else self.unmarked):
                     continue
@@ -94,43 +103,56 @@ class DoubleBufferPass(Pass):
                 r = analysis.iv_ranges[iv]
                 if r.trip_count < max(2, self.min_trip_count):
                     continue
-                buffers = collector.collect(func)
-                duplicated = self._fitting(allocs, buffers)
+                duplicated = self._fitting(func, allocs, collector)
                 # Unrolling a loop none of whose own buffers fit twice would
                 # only copy its nested loops' buffers: measured on the BERT
                 # matmuls it bought < 1% (the L0 tiles stay single), so no.
                 if duplicated:
-                    collector.forget(loop)
-                    self._unroll(loop, r, allocs, duplicated)
+                    replacement = self._unroll(loop, r, allocs, duplicated)
+                    collector.changed(top_index, replacement if is_top else None)
 
-    def _fitting(self, allocs, buffers) -> set[ir.Operation]:
+    def _fitting(self, func: ir.Operation, allocs: list[ir.Operation],
+                 collector: "BufferCollector") -> set[ir.Operation]:
         """The allocs whose second copy keeps their memory within capacity.
 
         The base is what the planner needs today with plain lifetime reuse
         (at least the lower bound); a copy lives with the whole body, so it
-        adds its full size.
+        adds its full size. The base is planned only when its bounds leave
+        the answer open (they rarely do: planning per loop was quadratic).
         """
         from npu.passes.plan_memory import lower_bound, place
 
         chosen = set()
+        sizes = {op: collector.space_size(op) for op in allocs}
         for space in ON_CHIP_BUFFERS:
-            mine = [b for b in buffers if b.space == space and b.op in allocs]
+            mine = [(op, size) for op, (where, size) in sizes.items() if where == space]
             if not mine:
                 continue
-            group = [b for b in buffers if b.space == space]
-            base = max(lower_bound(group)[0], place(group, 0, "auto").peak)
             capacity = self.target.capacity(space)
-            if base + sum(b.size for b in mine) <= capacity:
-                chosen.update(b.op for b in mine)
+            low, high = collector.space_bounds(func, space)
+            if high + sum(size for _, size in mine) <= capacity:
+                chosen.update(op for op, _ in mine)
+                continue
+            if low + min(size for _, size in mine) > capacity:
+                continue
+            if low == high:
+                base = low
+            else:
+                group = [b for b in collector.collect(func) if b.space == space]
+                base = max(lower_bound(group)[0], place(group, 0, "auto").peak)
+            if base + sum(size for _, size in mine) <= capacity:
+                chosen.update(op for op, _ in mine)
                 continue
             # Not all fit: the smallest first, as many as fit.
-            for b in sorted(mine, key=lambda b: b.size):
-                if base + b.size <= capacity:
-                    base += b.size
-                    chosen.add(b.op)
+            for op, size in sorted(mine, key=lambda m: m[1]):
+                if base + size <= capacity:
+                    base += size
+                    chosen.add(op)
         return chosen
 
-    def _unroll(self, loop: ir.Operation, r, allocs, duplicated: set[ir.Operation]) -> None:
+    def _unroll(self, loop: ir.Operation, r, allocs, duplicated: set[ir.Operation]
+                ) -> list[ir.Operation]:
+        """Replace `loop` by its unrolled form; returns the ops now in its place."""
         body = loop.regions[0].blocks[0]
         ops = [o.operation for o in body.operations][:-1]  # without scf.yield
         old_iv = body.arguments[0]
@@ -165,3 +187,4 @@ class DoubleBufferPass(Pass):
                     _clone_into(ops, {old_iv: rest.induction_variable}, set())
                     scf.YieldOp([])
         loop.erase()
+        return [new.operation] + ([rest.operation] if r.trip_count % 2 else [])

@@ -36,6 +36,7 @@ from mlir import ir
 from npu import epilogue, fusion
 from npu.fusion import FUSED_UB_FRACTION
 from npu import ir as nir
+from npu import online_rows
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 
 
@@ -94,8 +95,31 @@ class FusePass(Pass):
             writers[r.out.root] = op
         granule = self.target.granule("ub")
 
+        kernels: dict[tuple[int, ...], tuple[int | None, online_rows.OnlinePlan | str | None]] = {}
+
+        def kernel(members: list[fusion.RowOp]):
+            """(GM bytes, two-pass plan or None) of the members' kernel, or
+            (None, why) when no kernel of them fits UB; each set of members
+            is modelled once."""
+            key = tuple(sorted(m.index for m in members))  # the model sorts them too
+            if key not in kernels:
+                kernels[key] = self.kernel(members, users, budget, granule)
+            return kernels[key]
+
         def cost(members: list[fusion.RowOp]) -> int:
-            return fusion.gm_bytes(fusion.model(members, users), granule)
+            return kernel(members)[0]
+
+        # A pair of groups is judged once: each round re-reads the verdicts
+        # of the pairs no merge has changed (judging them every round made
+        # the pass quadratic in the function's row ops, with a big constant).
+        verdicts: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[str | None, int]] = {}
+
+        def judge(producer: list[fusion.RowOp], consumer: list[fusion.RowOp]) -> tuple[str | None, int]:
+            key = (tuple(m.index for m in producer), tuple(m.index for m in consumer))
+            verdict = verdicts.get(key)
+            if verdict is None:
+                verdict = verdicts[key] = self.judge(producer, consumer, touches, kernel)
+            return verdict
 
         refused: dict[ir.Operation, dict[ir.Operation, str]] = {}
         while True:
@@ -104,18 +128,7 @@ class FusePass(Pass):
                 gp, gc = group_of[p_op], group_of[c_op]
                 if gp == gc:
                     continue
-                merged = groups[gp] + groups[gc]
-                why = self.illegal(merged, touches)
-                if why is None:
-                    benefit = cost(groups[gp]) + cost(groups[gc]) - cost(merged)
-                    if benefit <= 0:
-                        why = "fusing saves no GM traffic"
-                    else:
-                        fp = fusion.footprint(fusion.model(merged, users), self.target)
-                        if fp.rows_fitting(budget) < max(1, fp.row_block):
-                            why = (f"the fused kernel would not fit on chip: one chunk of "
-                                   f"{fp.row_block} row(s) needs {fp.fixed + fp.per_row * fp.row_block}"
-                                   f" bytes of UB, the budget is {budget}")
+                why, benefit = judge(groups[gp], groups[gc])
                 if why is not None:  # the latest reason per producer
                     refused.setdefault(c_op, {})[p_op] = (
                         f"not fused with its producer '{p_op.name}': {why}")
@@ -133,7 +146,7 @@ class FusePass(Pass):
                 group_of[m.op] = best.producer
         for members in groups.values():
             if len(members) > 1:
-                self.form(members, users, granule, budget, cost)
+                self.form(members, users, budget, cost, kernel(members)[1])
         if self.remarks:
             for op in ops:
                 alone = op in row_ops and len(groups[group_of[op]]) == 1
@@ -143,6 +156,36 @@ class FusePass(Pass):
                     why = (reasons.get(op, []) + list(refused.get(op, {}).values())
                            or ["no row op produces or consumes its tensors"])
                     self.remark(op, f"'{op.name}' left unfused: {'; '.join(dict.fromkeys(why))}")
+
+    def kernel(self, members: list[fusion.RowOp], users: dict, budget: int, granule: int):
+        """(GM bytes, two-pass plan or None) of the members' kernel, or
+        (None, why) when no kernel of them fits UB."""
+        g = fusion.model(members, users)
+        if len(members) == 1 or online_rows.whole_rows_fit(g, self.target, budget):
+            return fusion.gm_bytes(g, granule), None
+        plan = online_rows.plan(g, self.target, budget)
+        if isinstance(plan, str):
+            fp = fusion.footprint(g, self.target)
+            return None, (f"the fused kernel would not fit on chip: one chunk of "
+                          f"{fp.row_block} row(s) needs {fp.fixed + fp.per_row * fp.row_block}"
+                          f" bytes of UB, the budget is {budget}, and a two-pass kernel "
+                          f"over column pieces cannot be formed: {plan}")
+        return online_rows.gm_bytes(g, plan, self.target), plan
+
+    def judge(self, producer: list[fusion.RowOp], consumer: list[fusion.RowOp], touches: dict,
+              kernel) -> tuple[str | None, int]:
+        """(why the two groups cannot merge or None, the GM bytes merging saves)."""
+        merged = producer + consumer
+        why = self.illegal(merged, touches)
+        if why is not None:
+            return why, 0
+        merged_bytes, plan = kernel(merged)
+        if merged_bytes is None:
+            return plan, 0
+        benefit = kernel(producer)[0] + kernel(consumer)[0] - merged_bytes
+        if benefit <= 0:
+            return "fusing saves no GM traffic", benefit
+        return None, benefit
 
     # ------------------------------------------------------------------ epilogues
 
@@ -301,8 +344,8 @@ class FusePass(Pass):
                             "its input")
         return None
 
-    def form(self, members: list[fusion.RowOp], users: dict, granule: int, budget: int,
-             cost) -> None:
+    def form(self, members: list[fusion.RowOp], users: dict, budget: int, cost,
+             plan: online_rows.OnlinePlan | None) -> None:
         g = fusion.model(members, users)
         fp = fusion.footprint(g, self.target)
         unfused = sum(cost([m]) for m in members)
@@ -326,11 +369,14 @@ class FusePass(Pass):
         for m in members:
             m.op.move_before(terminator)
         chain = ", ".join(m.short for m in members)
-        rows_per_chunk = min(g.rows, fp.rows_fitting(budget))
+        if plan is None:
+            rows_per_chunk = min(g.rows, fp.rows_fitting(budget))
+            how = f"UB {fp.per_row} bytes per row, up to {rows_per_chunk} rows per chunk"
+        else:
+            how = f"rows longer than UB: {plan.describe()}"
         self.remark(region_op, f"fused {len(members)} ops ({chain}) over {g.rows} rows of "
                                f"{g.n or 1}: GM traffic {unfused} -> {fused} bytes, "
-                               f"{len(internal)} tensor(s) stay on chip; UB {fp.per_row} bytes "
-                               f"per row, up to {rows_per_chunk} rows per chunk")
+                               f"{len(internal)} tensor(s) stay on chip; {how}")
 
 
 def _view_closure(root: ir.Value) -> list[ir.Operation]:

@@ -350,6 +350,20 @@ class _BlockState:
         self.known: dict[str, dict[str, int]] = {}
         self.index: dict[tuple[int, int], dict[str, int]] = {}      # (copy, node) -> pipe -> idx
         self.snapshot: dict[tuple[int, int], dict[str, dict[str, int]]] = {}
+        self.issued_on: dict[str, list[int]] = {}  # pipe -> node numbers in issue order (copy 0)
+
+    def first_unordered(self, y_pipes: frozenset[str], limit: int) -> int:
+        """A node number before which `orders_all` holds for every node of
+        copy 0 against a node on `y_pipes` (at most `limit`): the scans for
+        dependencies start there instead of at the block's first node."""
+        first = limit
+        for p, issued in self.issued_on.items():
+            for q in y_pipes:
+                if p != q or p == "V":
+                    known = self.knows(q, p)  # p's first `known` instructions are ordered
+                    if known < len(issued):
+                        first = min(first, issued[known])
+        return first
 
     def knows(self, q: str, p: str) -> int:
         return self.known.get(q, {}).get(p, 0)
@@ -397,6 +411,8 @@ class _BlockState:
         for p in node.pipes:
             self.count[p] = self.count.get(p, 0) + 1
             self.index[key][p] = self.count[p]
+            if key[0] == 0:
+                self.issued_on.setdefault(p, []).append(key[1])
         self.snapshot[key] = {p: dict(self.known.get(p, {})) for p in node.pipes}
 
 
@@ -504,9 +520,11 @@ class _PreciseMode:
                 need: dict[tuple[str, str], tuple[int, int]] = {}
                 need_vbar = False
                 # same-iteration dependencies (first walk only: replayed after)
-                candidates = [((copy, j), nodes[j], None) for j in range(i)] if copy == 0 else []
+                candidates = [((copy, j), nodes[j], None)
+                              for j in range(st.first_unordered(y.pipes, i), i)] if copy == 0 else []
                 if copy == 1:
-                    candidates = [((0, j), nodes[j], loop) for j in range(len(nodes))]
+                    candidates = [((0, j), nodes[j], loop)
+                                  for j in range(st.first_unordered(y.pipes, len(nodes)), len(nodes))]
                 for xkey, x, carried in candidates:
                     if st.orders_all(xkey, x.pipes, y.pipes):
                         continue  # whatever x -> y depends on is ordered already

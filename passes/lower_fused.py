@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from mlir import ir
 
-from npu import fusion
+from npu import fusion, gelu, online_rows
 from npu.fusion import FUSED_UB_FRACTION
 from npu import ir as nir
 from npu.cce_build import View, copy, for_pieces, lin, sub
@@ -88,10 +88,25 @@ class FusedKernel:
         if not members:
             raise PassError("an npu.fused group without ascend ops", region)
         self.g = fusion.model(members, users)
+        collapsed = gelu.collapse(self.g.members, self.g.leaving)
+        if len(collapsed) < len(members):
+            kept = {m.op for m in collapsed}
+            self.g = fusion.model(collapsed, users, [m.op for m in members if m.op not in kept])
         self.members = self.g.members
         self.rows, self.n = self.g.rows, self.g.n or 1
+        self.width = self.n  # columns of the UB buffers (a piece's in the two-pass kernel)
         fp = fusion.footprint(self.g, self.target)
         budget = int(self.target.capacity("ub") * p.ub_fraction)
+        self.online = None
+        if not online_rows.whole_rows_fit(self.g, self.target, budget):
+            plan = online_rows.plan(self.g, self.target, budget)
+            if isinstance(plan, str):
+                raise PassError(f"the fused group does not fit UB: {fp.fixed} + {fp.per_row} "
+                                f"bytes per row, budget {budget}; {plan}", region)
+            self.online = plan
+            self.plan = plan_chunks(self.rows, plan.rows,
+                                    online_rows.online_row_block(self.g, self.target))
+            return
         max_rows = fp.rows_fitting(budget)
         # npu-double-buffer gives each buffer of the loop body a second copy,
         # live for the whole body, only while both fit: a chunk whose buffers
@@ -127,7 +142,7 @@ class FusedKernel:
                         self.flat[o.value] = nir.flatten_memref(o.value)
             self.fixed: dict = {}
             for o in self.g.loaded.values():
-                if o.kind == "row":
+                if o.kind == "row" and self.online is None:  # two-pass: per piece
                     buf = nir.alloc([self.n], o.elem, "ub")
                     copy("cce.copy_gm_to_ub", self.flat[o.value], buf, 1,
                          self.n * o.es // self.granule)
@@ -135,7 +150,12 @@ class FusedKernel:
                 elif o.kind == "scalar":
                     self.fixed[o.root] = load_scalar(self.p, Input(o.value, "scalar", o.elem),
                                                      self.flat[o.value], self.region)
-            for_pieces(self.plan, self.chunk)
+            if self.online is not None:
+                from npu.online_kernel import TwoPass
+
+                for_pieces(self.plan, lambda row0, rows: TwoPass(self, row0, rows).emit())
+            else:
+                for_pieces(self.plan, self.chunk)
 
     def chunk(self, row0, rows: int) -> None:
         valid = min(rows, self.rows)
@@ -185,7 +205,7 @@ class FusedKernel:
             ins[1] = self.reciprocal(ins[1], bufs, rows, valid, geo)
             compute = Compute("binary", vop="cce.vmul")
         if m.out.kind == "col" or all(i.kind in ("full", "scalar") for i in ins):
-            count = valid * (self.n if m.out.kind == "full" else 1)
+            count = valid * (self.width if m.out.kind == "full" else 1)
             lanes = geo.lanes
             temps = [(nir.alloc([count], t, "ub"), nir.element_bytes(t)) for t in compute.temps]
             for piece in split_repeats(count, lanes, geo.max_repeat):
@@ -201,11 +221,17 @@ class FusedKernel:
             return
         for i in ins:
             if i.kind == "col" and i.root not in expanded:
-                per_block = g // i.es
-                wide = nir.alloc([rows * per_block], i.elem, "ub")
+                per_block = g // i.es  # vnchwconv expands whole blocks of col values
+                wide = nir.alloc([-(-rows // per_block) * per_block * per_block], i.elem, "ub")
                 expand_scalar_blocks(self.p, bufs[i.root], i.elem, rows, wide, m.op)
                 expanded[i.root] = wide
-        n, lanes = self.n, geo.lanes
+        n, lanes = self.width, geo.lanes
+        along_rows = split_repeats(n, lanes, geo.max_repeat)
+        pitch = n * max(o.es for o in ins + [m.out]) // g
+        if (pitch > self.target.vector_max_stride
+                or valid * len(along_rows) < -(-n // lanes) * -(-valid // geo.max_repeat)):
+            self.broadcast_by_row(m, compute, ins, bufs, expanded, out, valid, along_rows, lanes)
+            return
         for j0 in range(0, n, lanes):
             mask = min(lanes, n - j0)
             r0 = 0
@@ -228,6 +254,33 @@ class FusedKernel:
                 compute.emit(dst, srcs, rep, mask)
                 r0 += rep
 
+    def broadcast_by_row(self, m: fusion.RowOp, compute: Compute, ins: list, bufs: dict,
+                         expanded: dict, out: ir.Value, valid: int, along_rows,
+                         lanes: int) -> None:
+        """The row-broadcast op one row at a time (repeats along the row, a
+        col operand's broadcast block re-read by every repeat): fewer
+        instructions than one per `lanes` columns when rows are long and few."""
+        g, n = self.granule, self.width
+        for r in range(valid):
+            for piece in along_rows:
+                span = (piece.repeat - 1) * lanes + piece.mask
+
+                def along(buf: ir.Value, start: int, es: int) -> View:
+                    return View(sub(buf, start + piece.offset, span), 1, lanes * es // g)
+
+                srcs = []
+                for i in ins:
+                    if i.kind == "full":
+                        srcs.append(along(bufs[i.root], r * n, i.es))
+                    elif i.kind == "row":
+                        srcs.append(along(self.fixed[i.root], 0, i.es))
+                    elif i.kind == "scalar":
+                        srcs.append(self.fixed[i.root])
+                    else:
+                        per_block = g // i.es
+                        srcs.append(View(sub(expanded[i.root], r * per_block, per_block), 0, 0))
+                compute.emit(along(out, r * n, m.out.es), srcs, piece.repeat, piece.mask)
+
     def reciprocal(self, o: fusion.Operand, bufs: dict, rows: int, valid: int,
                    geo: VectorGeometry) -> fusion.Operand:
         """1 / a col operand, once per row: dividing a row by its own value
@@ -248,17 +301,19 @@ class FusedKernel:
 
     # -- reductions -----------------------------------------------------------
     def reduce(self, m: fusion.RowOp, src: ir.Value, out: ir.Value, rows: int,
-               valid: int) -> None:
+               valid: int, wide: bool = False) -> None:
+        """Row results of reduction `m` into `out` (of `accumulator(m)`'s type
+        when `wide`: two-pass partials stay unrounded)."""
         fold_op, reduce_op = fusion.REDUCE[m.op.name]
         elem = m.ins[0].elem
-        acc = "f32" if m.op.name == "ascend.reduce_sum" and elem == "f16" else elem
-        aes, g, n = nir.element_bytes(acc), self.granule, self.n
+        acc = fusion.accumulator(m)
+        aes, g, n = nir.element_bytes(acc), self.granule, self.width
         geo = VectorGeometry.for_types(self.target, [aes])
         lanes = geo.lanes
         if acc != elem:
-            wide = nir.alloc([valid * n], acc, "ub")
-            self.convert(wide, acc, src, elem, valid * n, "none")
-            src = wide
+            widened = nir.alloc([valid * n], acc, "ub")
+            self.convert(widened, acc, src, elem, valid * n, "none")
+            src = widened
         step = round_down(geo.max_repeat, geo.block)  # result groups start on blocks
 
         def over_rows(body) -> None:
@@ -269,12 +324,28 @@ class FusedKernel:
                 r0 += rep
 
         row = n * aes // g
+        partials = n // lanes
+        two_level = (self.online is not None and n % lanes == 0 and 1 < partials <= lanes
+                     and partials * aes % g == 0)
         if n <= lanes:  # one segment: reduce the rows where they are
             work, width, pitch = src, n, n
+        elif two_level:
+            # One cross-lane reduction per repeat over whole rows (a row's
+            # partials land contiguous, block-aligned), then one per row over
+            # its partials: two instructions per group of rows instead of
+            # one fold per `lanes` columns.
+            work, width, pitch = nir.alloc([valid * partials], acc, "ub"), partials, partials
+            per = max(1, geo.max_repeat // partials)
+            for r0 in range(0, valid, per):
+                rr = min(valid - r0, per)
+                nir.create_op(reduce_op, [sub(work, r0 * partials, rr * partials),
+                                          sub(src, r0 * n, rr * n)],
+                              repeat=rr * partials, mask=lanes, src_blk_stride=1,
+                              src_rep_stride=lanes * aes // g, dst_rep_stride=1)
         else:
             work, width, pitch = nir.alloc([valid * lanes], acc, "ub"), lanes, lanes
         stride = pitch * aes // g
-        if n > lanes:
+        if n > lanes and not two_level:
             # work = segment 0 op segment 1 when segment 1 is whole; else a
             # copy of segment 0. The further segments fold onto it.
             first = lanes if n >= 2 * lanes else 0
@@ -300,11 +371,12 @@ class FusedKernel:
                     repeat=rep, mask=mask, dst_blk_stride=1, dst_rep_stride=stride,
                     src0_blk_stride=1, src0_rep_stride=stride, src1_blk_stride=1,
                     src1_rep_stride=row))
-        result = out if acc == elem else nir.alloc([rows], acc, "ub")
+        keep = wide or acc == elem
+        result = out if keep else nir.alloc([rows], acc, "ub")
         over_rows(lambda r0, rep: nir.create_op(
             reduce_op, [sub(result, r0, rep), sub(work, r0 * pitch, (rep - 1) * pitch + width)],
             repeat=rep, mask=width, src_blk_stride=1, src_rep_stride=stride, dst_rep_stride=1))
-        if acc != elem:
+        if not keep:
             self.convert(out, elem, result, acc, valid, "rint")
 
     def convert(self, dst: ir.Value, dst_elem: str, src: ir.Value, src_elem: str, count: int,

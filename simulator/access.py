@@ -23,7 +23,10 @@ class Pattern:
     esize: int
     byte_idx: np.ndarray | None = None  # None: every byte of [lo, hi)
     elem_idx: np.ndarray | None = None  # element offsets (sparse patterns only)
+    # (count, bytes, stride) of a pattern of equal bursts (from_bursts), else None
+    bursts: tuple[int, int, int] | None = None
     key: int = field(default_factory=lambda: next(_ids))
+    _granules: dict = field(default_factory=dict, repr=False)
 
     @property
     def dense(self) -> bool:
@@ -32,6 +35,25 @@ class Pattern:
     @property
     def nbytes(self) -> int:
         return self.hi - self.lo if self.byte_idx is None else int(self.byte_idx.size)
+
+    def granules(self, g: int) -> np.ndarray | None:
+        """Relative indices of the `g`-byte granules a sparse pattern covers,
+        when it covers each of them whole (applied at a multiple of `g`); else
+        None. Computed once per granule size."""
+        if g in self._granules:
+            return self._granules[g]
+        if self.bursts is not None:
+            n, burst, stride = self.bursts
+            rel = None
+            if burst % g == 0 and stride % g == 0:
+                rel = ((np.arange(n, dtype=np.int64) * (stride // g))[:, None]
+                       + np.arange(burst // g)).ravel()
+        else:
+            uniq = np.unique(self.byte_idx)
+            blocks = np.unique(uniq // g)
+            rel = blocks if blocks.size * g == uniq.size else None
+        self._granules[g] = rel
+        return rel
 
 
 def from_elements(elem_offsets: np.ndarray, esize: int) -> Pattern:
@@ -52,7 +74,7 @@ def from_bursts(n_burst: int, burst_bytes: int, stride_bytes: int, esize: int = 
     starts = np.arange(n_burst, dtype=np.int64) * stride_bytes
     byte_idx = (starts[:, None] + np.arange(burst_bytes)).ravel()
     hi = int(starts[-1]) + burst_bytes
-    return Pattern(0, hi, esize, byte_idx, None)
+    return Pattern(0, hi, esize, byte_idx, None, (n_burst, burst_bytes, stride_bytes))
 
 
 def dense(nbytes: int, esize: int = 1) -> Pattern:

@@ -103,7 +103,7 @@ def _load_inputs(program: Program, inputs: Sequence[np.ndarray], where: str) -> 
                                   f"#{i} needs {want}{list(shape)}", where)
         raw = np.ascontiguousarray(arr).view(np.uint8).ravel()
         mem.data[:raw.size] = raw
-        mem.wstamp[:raw.size] = INPUT_STAMP
+        mem.wstamp.set_range(0, raw.size, INPUT_STAMP)
 
 
 def simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None = None,
@@ -172,7 +172,7 @@ def _hand_over(program: Program) -> None:
     initialisation checks, data from outside (the cross-core checker owns
     conflicts between cores)."""
     for mem, _, _, _ in program.args:
-        mem.wstamp[mem.wstamp > INPUT_STAMP] = INPUT_STAMP
+        mem.wstamp.clamp(INPUT_STAMP)
         mem.rstamp.clear()
 
 

@@ -65,17 +65,21 @@ class Mad(Instr):
         a_raw = mems[0].typed[self.in_dtype][a_at:a_at + na]
         b_raw = mems[1].typed[self.in_dtype][b_at:b_at + nb]
         # Zz: block (i, j) row-major inside; Zn: block (j, l) column-major inside.
-        a = a_raw.reshape(m1, n1, e, ne).transpose(0, 2, 1, 3).reshape(m1 * e, n1 * ne)
-        b = b_raw.reshape(n1, k1, e, ne).transpose(0, 3, 1, 2).reshape(n1 * ne, k1 * e)
+        # One conversion each straight into the row-major operand of one product.
         acc_type = np.int32 if self.in_dtype == "i8" else np.float32
-        prod = a.astype(acc_type) @ b.astype(acc_type)
+        a = a_raw.reshape(m1, n1, e, ne).transpose(0, 2, 1, 3).astype(acc_type, order="C")
+        b = b_raw.reshape(n1, k1, e, ne).transpose(0, 3, 1, 2).astype(acc_type, order="C")
+        prod = a.reshape(m1 * e, n1 * ne) @ b.reshape(n1 * ne, k1 * e)
         c_view = mems[2].typed[self.out_dtype][c_at:c_at + nc]
         # Nz: block (i, l) at fractal index l*m1 + i, row-major inside.
-        if self.accumulate:
-            prev = c_view.reshape(k1, m1, e, e).transpose(1, 2, 0, 3).reshape(m1 * e, k1 * e)
-            prod = prev.astype(acc_type) + prod
         out = prod.reshape(m1, e, k1, e).transpose(2, 0, 1, 3)
-        c_view[:] = out.astype(c_view.dtype).ravel()
+        c_nz = c_view.reshape(k1, m1, e, e)
+        if self.accumulate and c_view.dtype == acc_type:
+            c_nz += out
+        elif self.accumulate:
+            c_nz[...] = (c_nz.astype(acc_type) + out).astype(c_view.dtype)
+        else:
+            c_nz[...] = out
 
 
 def decoders() -> dict:

@@ -18,7 +18,7 @@ compares clocks, never times, a racy program fails even when its timing
 happened to come out right.
 
 Per byte the shadow keeps the last writer's stamp and, per pipe, the last
-reader's stamp. Per overlap group (see `memory.Region.group`) a summary of the
+reader's stamp (`stamps.Stamps`: one stamp per granule while its bytes agree). Per overlap group (see `memory.Region.group`) a summary of the
 newest epoch per pipe lets most accesses skip the per-byte check entirely.
 """
 
@@ -29,13 +29,16 @@ from typing import Callable
 import numpy as np
 
 from npu.simulator.errors import RACE, UNINITIALIZED, SimulationError
+from npu.simulator.access import Pattern
 from npu.simulator.memory import Memory
+from npu.simulator.stamps import selection
 
 PIPE_NAMES = ("S", "V", "M", "MTE1", "MTE2", "MTE3")
 S, V, M, MTE1, MTE2, MTE3 = range(6)
 INIT = 6  # clock component of the caller's inputs: always covered
 NCOMP = 7
 MAX_REPORTED = 50
+COVERS_ALL = np.iinfo(np.int32).max  # above every stamp
 
 
 class HazardDetector:
@@ -44,6 +47,9 @@ class HazardDetector:
         # stamp -> (pipe, epoch); stamp 0 = inputs, -1 (last slot) = never written.
         self.stamp_pipe = np.full(n_entries + 2, INIT, np.int64)
         self.stamp_n = np.zeros(n_entries + 2, np.int64)
+        # Per pipe, the stamps of its instructions in execution order: a pipe
+        # runs in dispatch order, so its epochs grow with its stamps.
+        self.pipe_stamps: list[list[int]] = [[] for _ in range(NCOMP)]
         self.describe = describe  # stamp -> (op name, pipe name, location)
         self.races = races
         self.strict = strict
@@ -66,19 +72,25 @@ class HazardDetector:
 
     # -- accesses -----------------------------------------------------------------
 
-    def check_initialised(self, mem: Memory, sel, ckey: tuple, instr) -> bool:
+    def check_initialised(self, mem: Memory, pat: Pattern, addr: int, ckey: tuple, instr) -> bool:
         """True when `instr` is a movement that must carry uninitialised bytes.
 
         A computing instruction reading uninitialised bytes is a fault. A clean
         read is cached in `initialised` until some movement carries
         uninitialised bytes somewhere (the machine then clears the cache).
         """
-        ws = mem.wstamp[sel]
         shadow = mem.uninit
-        moved = None if shadow is None else shadow.data[sel]
-        if ws.min() >= 0 and (moved is None or not moved.any()):
+        sel = None
+        moved = None
+        if shadow is not None:
+            sel = selection(pat, addr)
+            moved = shadow.data[sel]
+        if mem.wstamp.values(pat, addr).min() >= 0 and (moved is None or not moved.any()):
             self.initialised.add(ckey)
             return False
+        if sel is None:
+            sel = selection(pat, addr)
+        ws = mem.wstamp.get(sel)
         bad = ws < 0
         if moved is not None:
             bad |= moved != 0
@@ -90,45 +102,71 @@ class HazardDetector:
         self._report_uninit(mem, sel, bad, ws, instr.who)
         return False
 
-    def check_read_vs_writes(self, mem: Memory, sel, pipe: int, clock: np.ndarray,
-                             who: tuple[str, str, str]) -> None:
+    def check_read_vs_writes(self, mem: Memory, pat: Pattern, addr: int, pipe: int,
+                             clock: np.ndarray, clock_list: list, who: tuple[str, str, str]) -> None:
         """Some pipe wrote this group at an epoch the reader's clock does not cover."""
-        self._check_writes(mem, sel, pipe, clock, who, reading=True)
+        self._check_writes(mem, pat, addr, pipe, clock, clock_list, who, reading=True)
 
-    def check_write_vs_writes(self, mem: Memory, sel, pipe: int, clock: np.ndarray,
-                              clock_list: list, sw: list, who: tuple[str, str, str]) -> None:
+    def check_write_vs_writes(self, mem: Memory, pat: Pattern, addr: int, pipe: int,
+                              clock: np.ndarray, clock_list: list, sw: list,
+                              who: tuple[str, str, str]) -> None:
         # V after V: write-after-write is ordered by the pipeline.
         if pipe != V or any(sw[q] > clock_list[q] for q in range(NCOMP) if q != V):
-            self._check_writes(mem, sel, pipe, clock, who, reading=False)
+            self._check_writes(mem, pat, addr, pipe, clock, clock_list, who, reading=False)
 
-    def check_write_vs_reads(self, mem: Memory, sel, pipe: int, clock: np.ndarray,
-                             clock_list: list, sr: list, who: tuple[str, str, str]) -> None:
+    def check_write_vs_reads(self, mem: Memory, pat: Pattern, addr: int, pipe: int,
+                             clock: np.ndarray, clock_list: list, sr: list,
+                             who: tuple[str, str, str]) -> None:
         for q in range(1, 6):
             # V after V: write-after-read is ordered by the pipeline.
             if sr[q] > clock_list[q] and not (q == pipe == V) and q in mem.rstamp:
-                self._check_reads(mem, sel, q, clock, who)
+                self._check_reads(mem, pat, addr, q, clock, clock_list, who)
 
     # -- the per-byte checks ----------------------------------------------------
+    # Each first compares the newest stamp the access covers with the newest
+    # stamp the clock covers on each pipe that could have left it (a pipe's
+    # epochs grow with its stamps), then tests every stamp the access covers
+    # (one per uniform granule), and only goes byte by byte, to name the
+    # bytes, when some stamp fails.
 
-    def _check_writes(self, mem: Memory, sel, pipe: int, clock: np.ndarray,
-                      who: tuple[str, str, str], reading: bool) -> None:
-        ws = mem.wstamp[sel]
+    def _covered(self, q: int, epoch: int) -> int:
+        """The newest stamp of pipe q's instructions up to `epoch`; every stamp
+        of q up to it is covered, every later one is not."""
+        stamps = self.pipe_stamps[q]
+        if epoch >= len(stamps):
+            return COVERS_ALL
+        return stamps[epoch - 1] if epoch > 0 else 0
+
+    def _racing_writes(self, ws: np.ndarray, pipe: int, clock: np.ndarray, reading: bool) -> np.ndarray:
         wp = self.stamp_pipe[ws]
         bad = clock[wp] < self.stamp_n[ws]
         if pipe == V and not reading:
             bad &= wp != V  # V after V: write-after-write is ordered by the pipeline
-        if bad.any():
-            first = int(np.argmax(bad))
-            self._report_race(mem, sel, bad, int(ws[first]), who,
-                              "reads" if reading else "overwrites", "written")
+        return bad
 
-    def _check_reads(self, mem: Memory, sel, reader_pipe: int, clock: np.ndarray,
-                     who: tuple[str, str, str]) -> None:
-        rs = mem.rstamp[reader_pipe][sel]
+    def _check_writes(self, mem: Memory, pat: Pattern, addr: int, pipe: int, clock: np.ndarray,
+                      clock_list: list, who: tuple[str, str, str], reading: bool) -> None:
+        stamps = mem.wstamp.values(pat, addr)
+        top = min([self._covered(q, clock_list[q]) for q in mem.writers], default=COVERS_ALL)
+        if stamps.max() <= top or not self._racing_writes(stamps, pipe, clock, reading).any():
+            return
+        sel = selection(pat, addr)
+        ws = mem.wstamp.get(sel)
+        bad = self._racing_writes(ws, pipe, clock, reading)
+        first = int(np.argmax(bad))
+        self._report_race(mem, sel, bad, int(ws[first]), who,
+                          "reads" if reading else "overwrites", "written")
+
+    def _check_reads(self, mem: Memory, pat: Pattern, addr: int, reader_pipe: int,
+                     clock: np.ndarray, clock_list: list, who: tuple[str, str, str]) -> None:
+        stamps = mem.rstamp[reader_pipe]
+        if stamps.values(pat, addr).max() <= self._covered(reader_pipe, clock_list[reader_pipe]):
+            return
+        sel = selection(pat, addr)
+        rs = stamps.get(sel)
         bad = clock[reader_pipe] < self.stamp_n[rs]
-        if bad.any():
-            first = int(np.argmax(bad))
-            self._report_race(mem, sel, bad, int(rs[first]), who, "overwrites", "read")
+        first = int(np.argmax(bad))
+        self._report_race(mem, sel, bad, int(rs[first]), who, "overwrites", "read")
 
     def _byte_range(self, sel, bad: np.ndarray) -> tuple[int, int]:
         if isinstance(sel, slice):
@@ -175,7 +213,7 @@ class HazardDetector:
             if not bad.any():
                 continue
             lo, hi = self._byte_range(slice(0, nbytes), bad)
-            w_name, w_pipe, w_where = self.describe(int(mem.wstamp[lo]))
+            w_name, w_pipe, w_where = self.describe(mem.wstamp.at(lo))
             self.report(UNINITIALIZED, f"'{w_name}' on pipe {w_pipe} leaves uninitialised data in "
                         f"argument #{i}: {mem.name} bytes [{lo}, {hi}) ({int(bad.sum())} of them) "
                         f"were moved from bytes that were never written", w_where,

@@ -125,7 +125,8 @@ class HivmProgram:
         for space in ON_CHIP_BUFFERS:
             mem = decoder.on_chip.get(space)
             if mem is None:
-                mem = decoder.on_chip[space] = Memory(space, space, target.capacity(space))
+                mem = decoder.on_chip[space] = Memory(space, space, target.capacity(space),
+                                                      target.granule(space))
             region = Region(mem, 0, target.capacity(space), label=f"the whole {space} buffer")
             decoder.placement.regions.append(region)  # numbered with the others
             self.buffers[space] = region
@@ -227,6 +228,8 @@ def instruction(decoder, op: ir.Operation, pre_cost: int) -> Callable:
     plan = tuple(sorted((order[k], addr_slots[k], spaces[k], _ESIZE[dtypes[k]])
                         for k in range(len(spaces))))
     view = state.view
+    addr_order = tuple(s for _, s, _, _ in plan)
+    views_at: dict[tuple, tuple] = {}
 
     def dispatch(env: list, pre=pre_cost) -> None:
         word = env[word_slot]
@@ -241,7 +244,11 @@ def instruction(decoder, op: ir.Operation, pre_cost: int) -> Callable:
                                     infos)
             instr = cache[key] = build(ctx).finish()
             instrs.append(instr)
-        views = tuple(view(space, env[s], esize, name, k, where) for k, s, space, esize in plan)
+        addrs = tuple([env[s] for s in addr_order])
+        views = views_at.get(addrs)
+        if views is None:  # checked once per distinct address set (loops repeat them)
+            views = views_at[addrs] = tuple(view(space, a, esize, name, k, where)
+                                            for (k, _, space, esize), a in zip(plan, addrs))
         append((instr, views, pending[0] + pre))
         pending[0] = 0
     return dispatch

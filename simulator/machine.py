@@ -20,12 +20,13 @@ import numpy as np
 from npu.simulator.errors import ALIGNMENT, BOUNDS, SimulationError
 from npu.simulator.hazards import V, HazardDetector
 from npu.simulator.instruction import Instr
+from npu.simulator.stamps import selection
 
 
 def access_plan(instr: Instr) -> tuple:
-    """(operand, lo, hi, byte_idx, align, write, pattern key) per access."""
-    return tuple((a.operand, a.pattern.lo, a.pattern.hi, a.pattern.byte_idx, a.align, a.write,
-                  a.pattern.key) for a in instr.accesses)
+    """(operand, lo, hi, pattern, dense, align, write, pattern key) per access."""
+    return tuple((a.operand, a.pattern.lo, a.pattern.hi, a.pattern, a.pattern.dense, a.align,
+                  a.write, a.pattern.key) for a in instr.accesses)
 
 
 class Machine:
@@ -58,7 +59,7 @@ class Machine:
         _, c1, c2, c3, c4, c5, _ = clock_list
         not_v = pipe != V
         carry = False  # a movement read uninitialised bytes: move their flags too
-        for k, lo, hi, byte_idx, align, write, key in instr.plan:
+        for k, lo, hi, pat, dense, align, write, key in instr.plan:
             addr = addrs[k]
             region = views[k][0]
             if addr % align:
@@ -68,11 +69,10 @@ class Machine:
             base = region.base
             if lo < base or hi > base + region.size:
                 self._out_of_bounds(instr, k, lo, hi, write, region)
-            sel = slice(lo, hi) if byte_idx is None else byte_idx + addr
             mem = region.mem
             group = region.group
             if self.cross is not None and mem.space == "gm":
-                self.cross.access(mem, sel, write, self.core, instr, hz)
+                self.cross.access(mem, selection(pat, addr), write, self.core, instr, hz)
             if write:
                 if races:
                     # Epoch summaries of the group: only an access some pipe made at
@@ -81,28 +81,45 @@ class Machine:
                     sw = summary_w[group]
                     if ((not_v and sw[1] > c1) or sw[2] > c2 or sw[3] > c3 or sw[4] > c4
                             or sw[5] > c5):
-                        hz.check_write_vs_writes(mem, sel, pipe, clock, clock_list, sw, instr.who)
+                        hz.check_write_vs_writes(mem, pat, addr, pipe, clock, clock_list, sw,
+                                                 instr.who)
                     sr = summary_r[group]
                     if ((not_v and sr[1] > c1) or sr[2] > c2 or sr[3] > c3 or sr[4] > c4
                             or sr[5] > c5):
-                        hz.check_write_vs_reads(mem, sel, pipe, clock, clock_list, sr, instr.who)
+                        hz.check_write_vs_reads(mem, pat, addr, pipe, clock, clock_list, sr,
+                                                instr.who)
                     sw[pipe] = n
-                mem.wstamp[sel] = stamp
+                if pipe not in mem.writers:
+                    mem.writers.add(pipe)
+                ws = mem.wstamp
+                g = ws.g
+                if dense and not (lo % g or hi % g):  # whole granules: the common case
+                    ws.coarse[lo // g:hi // g] = stamp
+                    if ws.any_mixed:
+                        ws.mixed[lo // g:hi // g] = False
+                else:
+                    ws.set(pat, addr, stamp)
                 if mem.uninit is not None and not carry:
-                    mem.uninit.data[sel] = 0  # freshly written bytes are initialised
+                    mem.uninit.data[selection(pat, addr)] = 0  # freshly written bytes are initialised
             else:
                 ckey = (mem, addr, key)
-                if ckey not in initialised and hz.check_initialised(mem, sel, ckey, instr):
+                if ckey not in initialised and hz.check_initialised(mem, pat, addr, ckey, instr):
                     carry = True
                 if races:
                     sw = summary_w[group]
                     if sw[1] > c1 or sw[2] > c2 or sw[3] > c3 or sw[4] > c4 or sw[5] > c5:
-                        hz.check_read_vs_writes(mem, sel, pipe, clock, instr.who)
+                        hz.check_read_vs_writes(mem, pat, addr, pipe, clock, clock_list, instr.who)
                     summary_r[group][pipe] = n
                 readers = mem.rstamp.get(pipe)
                 if readers is None:
                     readers = mem.readers(pipe)
-                readers[sel] = stamp
+                g = readers.g
+                if dense and not (lo % g or hi % g):
+                    readers.coarse[lo // g:hi // g] = stamp
+                    if readers.any_mixed:
+                        readers.mixed[lo // g:hi // g] = False
+                else:
+                    readers.set(pat, addr, stamp)
         mems = [v[0].mem for v in views]
         if self.numerics:
             instr.compute(mems, addrs)

@@ -2,8 +2,9 @@
 
 Every memory is one `uint8` array with typed views over it (so an instruction
 reads fp16 lanes without copying) and the shadow state the hazard detector
-keeps per byte: the stamp of the last writer (-1 = never written), per pipe
-the stamp of the last reader, and (only once some data movement has carried
+keeps per byte (`stamps.Stamps`, stored per granule while a granule's bytes
+agree): the stamp of the last writer (-1 = never written), per pipe the
+stamp of the last reader, and (only once some data movement has carried
 uninitialised bytes into or out of this memory) which bytes hold such
 uninitialised data.
 """
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from npu.simulator.errors import ALIGNMENT, CAPACITY, SimulationError
+from npu.simulator.stamps import Stamps
 
 DTYPES: dict[str, type] = {"f16": np.float16, "f32": np.float32, "i8": np.int8, "i32": np.int32}
 NEVER_WRITTEN = -1
@@ -28,10 +30,12 @@ class Memory:
     name: str
     space: str
     nbytes: int
+    granule: int = 32  # how the stamps are stored (any size is exact; see `Stamps`)
     data: np.ndarray = field(init=False)
     typed: dict[str, np.ndarray] = field(init=False)
-    wstamp: np.ndarray = field(init=False)
-    rstamp: dict[int, np.ndarray] = field(init=False, default_factory=dict)
+    wstamp: Stamps = field(init=False)
+    rstamp: dict[int, Stamps] = field(init=False, default_factory=dict)
+    writers: set[int] = field(init=False, default_factory=set)  # pipes that wrote it
     # None until a movement instruction carries uninitialised bytes (see `Shadow`).
     uninit: "Shadow | None" = field(init=False, default=None)
 
@@ -39,13 +43,13 @@ class Memory:
         padded = -(-max(self.nbytes, 1) // 8) * 8  # every typed view needs whole elements
         self.data = np.zeros(padded, np.uint8)
         self.typed = {name: self.data.view(dt) for name, dt in DTYPES.items()}
-        self.wstamp = np.full(padded, NEVER_WRITTEN, np.int32)
+        self.wstamp = Stamps(padded, self.granule, NEVER_WRITTEN)
 
-    def readers(self, pipe: int) -> np.ndarray:
-        arr = self.rstamp.get(pipe)
-        if arr is None:
-            arr = self.rstamp[pipe] = np.full(self.data.size, NEVER_WRITTEN, np.int32)
-        return arr
+    def readers(self, pipe: int) -> Stamps:
+        stamps = self.rstamp.get(pipe)
+        if stamps is None:
+            stamps = self.rstamp[pipe] = Stamps(self.data.size, self.granule, NEVER_WRITTEN)
+        return stamps
 
     def uninit_shadow(self) -> "Shadow":
         if self.uninit is None:

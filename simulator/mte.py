@@ -49,14 +49,33 @@ class _Transfer(Instr):
 
     def read_src(self, mems: list[Memory], addrs: list[int]) -> np.ndarray:
         src, sa, sp = mems[0].data, addrs[0], self.src_pat
-        return src[sa:sa + sp.hi] if sp.dense else src[sp.byte_idx + sa]
+        if sp.dense:
+            return src[sa:sa + sp.hi]
+        rows = _bursts_view(src, sa, sp)
+        return rows if rows is not None else src[sp.byte_idx + sa]
 
     def write_dst(self, mems: list[Memory], addrs: list[int], values: np.ndarray) -> None:
         dst, da, dp = mems[1].data, addrs[1], self.dst_pat
         if dp.dense:
-            dst[da:da + dp.hi] = values
+            dst[da:da + dp.hi] = values.reshape(-1)
+            return
+        rows = _bursts_view(dst, da, dp)
+        if rows is not None:
+            rows[...] = values.reshape(rows.shape)
         else:
-            dst[dp.byte_idx + da] = values
+            dst[dp.byte_idx + da] = values.reshape(-1)
+
+
+def _bursts_view(data: np.ndarray, addr: int, pat) -> np.ndarray | None:
+    """The bursts of `pat` at `addr` as a (bursts, bytes) view of `data`, when
+    they are disjoint and the last stride fits in the array; else None (index
+    the bytes one by one)."""
+    if pat.bursts is None:
+        return None
+    n, burst, stride = pat.bursts
+    if stride < burst or addr + n * stride > data.size:
+        return None
+    return data[addr:addr + n * stride].reshape(n, stride)[:, :burst]
 
 
 class Copy(_Transfer):
@@ -120,9 +139,10 @@ class Load(_Transfer):
     def compute(self, mems: list[Memory], addrs: list[int]) -> None:
         values = self.read_src(mems, addrs)
         if self.transpose:
+            # Fractal by fractal, 2-byte elements: one copy into the transposed order.
             e = self.edge
-            blocks = np.ascontiguousarray(values).view(np.uint16).reshape(self.repeat, e, e)
-            values = np.ascontiguousarray(blocks.transpose(0, 2, 1)).view(np.uint8).ravel()
+            blocks = values.reshape(self.repeat, self.frac).view(np.uint16).reshape(self.repeat, e, e)
+            values = blocks.transpose(0, 2, 1).copy().view(np.uint8)
         self.write_dst(mems, addrs, values)
 
 

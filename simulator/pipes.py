@@ -123,6 +123,7 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
     set_of_event: dict[tuple, deque] = {}
     flows: list[tuple[int, int]] = []
     stamp_pipe, stamp_n = hazards.stamp_pipe, hazards.stamp_n
+    pipe_stamps = hazards.pipe_stamps
     execute = machine.execute
     s_clock = np.zeros(NCOMP, np.int64)
     s_pos = 0
@@ -229,6 +230,7 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
                     stamp = i + 1
                     stamp_pipe[stamp] = p
                     stamp_n[stamp] = n
+                    pipe_stamps[p].append(stamp)
                     execute(instr, views, stamp, n, clock, clock_l, p)
                     occ = instr.occupancy
                     k = instr.gm_operand
@@ -330,6 +332,7 @@ def _run_serialized(trace: list, machine: Machine, hazards: HazardDetector, targ
             n = counts[p] = counts[p] + 1
             stamp_pipe[i + 1] = p
             stamp_n[i + 1] = n
+            hazards.pipe_stamps[p].append(i + 1)
             machine.execute(instr, views, i + 1, n, everything, everything_l, p)
             e = t0 + instr.occupancy + instr.latency
             busy[p] += e - t0

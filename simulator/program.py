@@ -164,7 +164,7 @@ class Decoder:
         padded = -(-max(nbytes, 1) // granule) * granule
         if padded != nbytes:
             label = f"{label}: {nbytes} bytes padded to {padded}"
-        mem = Memory(name, "gm", padded)
+        mem = Memory(name, "gm", padded, granule)
         region = Region(mem, 0, padded, label=label)
         self.gm_regions.append(region)
         return mem, region
@@ -393,7 +393,8 @@ class Decoder:
             raise SimulationError(INVALID, f"'memref.alloc' in unknown memory space '{space}'", where)
         mem = self.on_chip.get(space)
         if mem is None:
-            mem = self.on_chip[space] = Memory(space, space, self.target.capacity(space))
+            mem = self.on_chip[space] = Memory(space, space, self.target.capacity(space),
+                                               self.target.granule(space))
         offset = npu_ir.int_attr(op, "npu.offset") if "npu.offset" in op.attributes else None
         region = self.placement.place(mem, space, nbytes, offset, where, str(t))
         return View(region, 0, shape, strides)

@@ -130,6 +130,16 @@ class OpAccess:
     writes: list[Range] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class _MemrefFacts:
+    """What the analysis reads of a memref type, read once per type."""
+
+    element_bytes: int
+    static_offset: int | None  # of the strided layout; None when dynamic
+    space: str
+    size: int  # bytes
+
+
 def _ident(v) -> int:
     return hash(v)
 
@@ -141,6 +151,27 @@ class AccessAnalysis:
         self.target = target
         self.iv_ranges: dict[IvKey, IvRange] = {}
         self._alloc_ids: dict[int, int] = {}
+        # op -> its access: npu-insert-sync asks again for every loop an op
+        # is nested in. An analysis lives while the IR it reads is unchanged.
+        self._accesses: dict[ir.Operation, OpAccess] = {}
+        self._memrefs: dict[ir.Type, _MemrefFacts] = {}  # types are uniqued: few distinct
+
+    def memref_facts(self, t: ir.Type) -> "_MemrefFacts":
+        facts = self._memrefs.get(t)
+        if facts is None:
+            mt = ir.MemRefType(t)
+            ebytes = element_bytes(str(mt.element_type))
+            try:
+                _, offset = mt.get_strides_and_offset()
+            except Exception:
+                offset = None
+            if offset == ir.ShapedType.get_dynamic_stride_or_offset():
+                offset = None
+            size = ebytes
+            for d in mt.shape:
+                size *= d
+            facts = self._memrefs[t] = _MemrefFacts(ebytes, offset, memory_space(mt), size)
+        return facts
 
     # -- values --------------------------------------------------------------
     def iv_key(self, value: ir.Value) -> IvKey | None:
@@ -227,24 +258,19 @@ class AccessAnalysis:
 
     def _base_of(self, value: ir.Value) -> tuple[ir.Value, Affine | None]:
         """(root or memref.view result `value` derives from, byte offset from it)."""
-        mt = ir.MemRefType(value.type)
-        ebytes = element_bytes(str(mt.element_type))
+        facts = self.memref_facts(value.type)
+        ebytes, static_off = facts.element_bytes, facts.static_offset
         cur = value
         # The strided layout offset of a view is relative to the root's base
         # (MLIR semantics), so a static one is final; dynamic ones are rebuilt.
-        try:
-            _, static_off = mt.get_strides_and_offset()
-        except Exception:
-            static_off = None
-        dyn = ir.ShapedType.get_dynamic_stride_or_offset()
-        if static_off is not None and static_off != dyn:
+        if static_off is not None:
             offset = Affine(static_off * ebytes)
-            while self._view_source(cur) is not None:
-                cur = self._view_source(cur)
+            while (source := self._view_source(cur)) is not None:
+                cur = source
             return cur, offset
         elems = self._elem_offset(cur)
-        while self._view_source(cur) is not None:
-            cur = self._view_source(cur)
+        while (source := self._view_source(cur)) is not None:
+            cur = source
         return cur, (elems.scale(ebytes) if elems is not None else None)
 
     def _view_source(self, value: ir.Value) -> ir.Value | None:
@@ -295,11 +321,8 @@ class AccessAnalysis:
 
     def root_key(self, root: ir.Value) -> tuple[tuple, str, int, int]:
         """(key, space, base byte offset, byte size) of a root memref."""
-        space = memory_space(root)
-        mt = ir.MemRefType(root.type)
-        size = element_bytes(str(mt.element_type))
-        for d in mt.shape:
-            size *= d
+        facts = self.memref_facts(root.type)
+        space, size = facts.space, facts.size
         op = defining_op(root)
         if op is None:
             return ("arg", ir.BlockArgument(root).arg_number), space, 0, size
@@ -342,7 +365,10 @@ class AccessAnalysis:
     # -- per op ------------------------------------------------------------------
     def access(self, op: ir.Operation) -> OpAccess:
         """Pipe and byte ranges of one cce instruction (the pipe from the dialect's table)."""
-        acc = self._access(op)
+        acc = self._accesses.get(op)
+        if acc is not None:
+            return acc
+        acc = self._accesses[op] = self._access(op)
         from npu.dialects.cce import pipe_of
 
         pipe = pipe_of(op.name)

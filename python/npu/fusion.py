@@ -81,6 +81,12 @@ class RowOp:
         return self.op.name.split(".", 1)[1]
 
 
+def accumulator(m: RowOp) -> str:
+    """Element type a reduction accumulates in: f16 sums in f32 (rounded once)."""
+    elem = m.ins[0].elem
+    return "f32" if m.op.name == "ascend.reduce_sum" and elem == "f16" else elem
+
+
 def describe(op: ir.Operation, index: int, target: Target) -> RowOp | str:
     """The op as a row op, or why it is not one."""
     from npu.passes.lower_elementwise import LowerElementwise, classify
@@ -147,9 +153,6 @@ def describe(op: ir.Operation, index: int, target: Target) -> RowOp | str:
             if o.kind in ("full", "row") and (n * o.es) % target.granule("ub"):
                 return (f"rows of {n} {o.elem} elements are not whole 32-byte blocks "
                         "(fused kernels move whole-block rows)")
-        if n * 4 // target.granule("ub") > target.vector_max_stride:
-            return (f"rows of {n} elements exceed the vector repeat stride "
-                    f"({target.vector_max_stride} blocks)")
     return row_op
 
 
@@ -194,11 +197,12 @@ class GroupModel:
         return next((m.n for m in self.members if m.n is not None), None)
 
 
-def model(members: list[RowOp], outside_users: dict) -> GroupModel:
+def model(members: list[RowOp], outside_users: dict, absorbed=()) -> GroupModel:
     """Which roots the group loads and which it stores, in member order.
-    `outside_users[root]`: the non-view ops using that tensor."""
+    `outside_users[root]`: the non-view ops using that tensor; `absorbed`:
+    ops of the group folded into a member (a GELU chain's), not outside."""
     g = GroupModel(sorted(members, key=lambda m: m.index))
-    ops = {m.op for m in g.members}
+    ops = {m.op for m in g.members} | set(absorbed)
     written = set()
     for m in g.members:
         for i in m.ins:
@@ -235,14 +239,15 @@ def gm_bytes(g: GroupModel, granule: int) -> int:
     return loads + sum(nbytes(r) for r in g.leaving)
 
 
-def footprint(g: GroupModel, target: Target) -> Footprint:
+def footprint(g: GroupModel, target: Target, width: int | None = None) -> Footprint:
     """UB of one chunk, by liveness in member order: a loaded full/col
     tensor from its first to its last use, a computed one from its op to
     its last use (stored right after its op when it leaves), plus each op's
     transient buffers (recipe temporaries, a reduction's f32 work rows, col
-    operands expanded to one block per row)."""
+    operands expanded to one block per row). `width`: rows cut to pieces of
+    that many columns (the two-pass kernel, `npu.online_rows`)."""
     granule = target.granule("ub")
-    n = g.n or 1
+    n = width or g.n or 1
     last_use: dict = {}
     for k, m in enumerate(g.members):
         for i in m.ins:
@@ -268,8 +273,8 @@ def footprint(g: GroupModel, target: Target) -> Footprint:
         live[m.out.root] = row_bytes(m.out)
         transient = 0
         if m.compute is not None:
-            width = n if m.out.kind == "full" else 1
-            transient += sum(width * nir.element_bytes(t) for t in m.compute.temps)
+            span = n if m.out.kind == "full" else 1
+            transient += sum(span * nir.element_bytes(t) for t in m.compute.temps)
             if m.out.kind == "full":
                 transient += sum(granule for i in m.ins if i.kind == "col")
         else:

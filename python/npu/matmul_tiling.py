@@ -27,6 +27,7 @@ thesis's empirical rule: bigger buffers mean fewer, longer instructions).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Iterable, Mapping
 
 from npu.target import Target
@@ -230,6 +231,44 @@ def choose_tiling(shape: MatmulShape, target: Target, strategy: str = "os",
     strategies = STRATEGIES if strategy == "auto" else (strategy,)
     if any(s not in STRATEGIES for s in strategies):
         raise TilingError(f"unknown strategy '{strategy}' (known: os, is, ws, auto)")
+    # A model repeats its matmul shapes (BERT: six per layer, twelve layers):
+    # the search depends only on these, so it runs once per distinct shape.
+    best = _search(shape, strategies, m, n, k, step, _capacities(target))
+    if best is not None:
+        return best
+    # Nothing fits: explain with the smallest tile allowed by the explicit edges.
+    probe = Tiles(m or step, n or step, k or step)
+    over = first_overflow(strategies[0], shape, probe, target)
+    if over is not None:
+        raise TilingError(over.message(probe))
+    raise TilingError(f"no tiling of strategy {'/'.join(strategies)} fits target "
+                      f"'{target.name}' for M={shape.M}, N={shape.N}, K={shape.K}")
+
+
+@dataclass(frozen=True)
+class _Capacities:
+    """What the tiling search reads of a target (hashable, unlike Target)."""
+
+    name: str
+    fractal: int
+    buffer_bytes: tuple[tuple[str, int], ...]
+    by_space: dict[str, int] = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.by_space.update(self.buffer_bytes)
+
+    def capacity(self, space: str) -> int:
+        return self.by_space[space]
+
+
+def _capacities(target: Target) -> _Capacities:
+    return _Capacities(target.name, target.fractal, tuple(sorted(target.buffer_bytes.items())))
+
+
+@lru_cache(maxsize=256)
+def _search(shape: MatmulShape, strategies: tuple[str, ...], m: int, n: int, k: int, step: int,
+            target: _Capacities) -> TilingChoice | None:
+    """The best fitting tiling (None if nothing fits); m, n, k > 0 are fixed."""
     ms = [m] if m else _multiples(shape.M, step)
     ks = [k] if k else _multiples(shape.K, step)
     ns = [n] if n else _multiples(shape.N, step)
@@ -250,12 +289,4 @@ def choose_tiling(shape: MatmulShape, target: Target, strategy: str = "os",
                 choice = make_choice(s, shape, Tiles(mm, nn, kk), target)
                 if best is None or _score(choice) < _score(best):
                     best = choice
-    if best is not None:
-        return best
-    # Nothing fits: explain with the smallest tile allowed by the explicit edges.
-    probe = Tiles(m or step, n or step, k or step)
-    over = first_overflow(strategies[0], shape, probe, target)
-    if over is not None:
-        raise TilingError(over.message(probe))
-    raise TilingError(f"no tiling of strategy {'/'.join(strategies)} fits target "
-                      f"'{target.name}' for M={shape.M}, N={shape.N}, K={shape.K}")
+    return best

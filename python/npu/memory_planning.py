@@ -76,6 +76,27 @@ def lower_bound(buffers: Sequence[Lifetime]) -> tuple[int, int]:
     return best, where
 
 
+def lifetime_bounds(buffers: Sequence[Lifetime]) -> tuple[int, int]:
+    """(lower, upper) bound of the peak `place` reaches with plain lifetime
+    conflicts (`overlap_graph`). Lower: the most bytes live at once. Upper:
+    the largest sum of sizes over the connected components of the lifetimes
+    (after compaction every buffer rests on a chain of conflicting buffers of
+    its own component). When the two meet, that is the peak, without placing."""
+    if not buffers:
+        return 0, 0
+    low = lower_bound(buffers)[0]
+    if not _ordered(buffers):
+        return low, sum(b.size for b in buffers)
+    high = component = 0
+    end = None
+    for b in sorted(buffers, key=lambda b: b.start):
+        if end is None or b.start > end:  # a new component starts
+            high, component, end = max(high, component), 0, b.end
+        component += b.size
+        end = max(end, b.end)
+    return low, max(high, component)
+
+
 def overlap_graph(buffers: Sequence[Lifetime]) -> list[set[int]]:
     """`conflict_graph(buffers, overlaps)`, by a sweep in start order instead
     of testing every pair (npu-double-buffer plans once per loop)."""
@@ -128,6 +149,7 @@ def greedy_by_size(buffers: Sequence[Lifetime], adj: list[set[int]]) -> list[int
 def pushdown(buffers: Sequence[Lifetime], adj: list[set[int]]) -> list[int]:
     order = sorted(range(len(buffers)), key=lambda i: (buffers[i].start, -buffers[i].size))
     offsets = [-1] * len(buffers)
+    peak = 0  # top of everything placed so far (kept as it goes: rescanning was quadratic)
     for i in order:
         size = buffers[i].size
         placed = [(offsets[j], offsets[j] + buffers[j].size) for j in adj[i] if offsets[j] >= 0]
@@ -135,9 +157,8 @@ def pushdown(buffers: Sequence[Lifetime], adj: list[set[int]]) -> list[int]:
         fitting = [g for g in gaps if g[1] - g[0] >= size]
         if fitting:
             offsets[i] = min(fitting, key=lambda g: (g[1] - g[0], g[0]))[0]
+            peak = max(peak, offsets[i] + size)
             continue
-        peak = max((offsets[j] + buffers[j].size for j in range(len(buffers)) if offsets[j] >= 0),
-                   default=0)
         if gaps:
             lo, hi = max(gaps, key=lambda g: (g[1] - g[0], -g[0]))
             grow = size - (hi - lo)
@@ -146,8 +167,11 @@ def pushdown(buffers: Sequence[Lifetime], adj: list[set[int]]) -> list[int]:
                     if offsets[j] >= hi:
                         offsets[j] += grow
                 offsets[i] = lo
+                peak = max((offsets[j] + buffers[j].size for j in range(len(buffers))
+                            if offsets[j] >= 0), default=0)
                 continue
         offsets[i] = top
+        peak = max(peak, top + size)
     return offsets
 
 

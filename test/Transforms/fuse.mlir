@@ -68,17 +68,42 @@ func.func @leaving(%x: memref<16x32xf32, "gm">, %y: memref<16x32xf32, "gm">, %z:
 // -----
 
 // Softmax plus its input over rows of 2040 f32 (255 blocks, the repeat-stride
-// limit; x stays live to the end): the softmax fits, but with the last add a
-// chunk of 8 rows (whole blocks of the col values) would need more UB than
-// the budget, so the add stays out (no two-pass scheme yet) and says why.
+// limit; x stays live to the end): with the last add a chunk of 8 whole rows
+// would need more UB than the budget, so the group becomes a two-pass kernel
+// over column pieces (pass 1: running max and rescaled sum; pass 2: outputs).
 // CHECK-LABEL: func.func @too_long
 // CHECK:       scf.execute_region
 // CHECK:         "ascend.div"
+// CHECK-NEXT:    "ascend.add"
 // CHECK-NEXT:    scf.yield
-// CHECK:       "ascend.add"
+// KERNEL-LABEL: func.func @too_long
+// Pass 1, first piece: its max and sum initialise the accumulators.
+// KERNEL:       cce.copy_gm_to_ub
+// KERNEL-NOT:   cce.copy_
+// KERNEL:       cce.vcmax
+// KERNEL:       cce.vexp
+// KERNEL:       cce.vcadd
+// Further pieces: m_new = max(m, piece max), s = s * exp(m - m_new) + piece sum.
+// KERNEL:       cce.copy_gm_to_ub
+// KERNEL-NOT:   cce.copy_
+// KERNEL:       cce.vcmax
+// KERNEL:       cce.vmax
+// KERNEL:       cce.vsub
+// KERNEL:       cce.vexp
+// KERNEL:       cce.vmax
+// KERNEL:       cce.vcadd
+// KERNEL:       cce.vmul
+// KERNEL:       cce.vadd
+// Pass 2 (a first piece, then the shorter rest): x read again, the
+// outputs written once.
+// KERNEL:       cce.copy_gm_to_ub
+// KERNEL-NOT:   cce.copy_gm_to_ub
+// KERNEL:       cce.vrec
+// KERNEL:       cce.copy_ub_to_gm
+// KERNEL:       return
 func.func @too_long(%x: memref<8x2040xf32, "gm">, %y: memref<8x2040xf32, "gm">) {
   %m = memref.alloc() : memref<8x1xf32, "gm">
-  // expected-remark @+1 {{fused 5 ops (reduce_max, sub, exp, reduce_sum, div) over 8 rows of 2040}}
+  // expected-remark @+1 {{fused 6 ops (reduce_max, sub, exp, reduce_sum, div, add) over 8 rows of 2040: GM traffic 718208 -> 195840 bytes, 5 tensor(s) stay on chip; rows longer than UB: two-pass online over pieces of 1024 columns; online softmax (running max, rescaled sum)}}
   "ascend.reduce_max"(%x, %m) : (memref<8x2040xf32, "gm">, memref<8x1xf32, "gm">) -> ()
   %d = memref.alloc() : memref<8x2040xf32, "gm">
   "ascend.sub"(%x, %m, %d) : (memref<8x2040xf32, "gm">, memref<8x1xf32, "gm">, memref<8x2040xf32, "gm">) -> ()
@@ -88,8 +113,72 @@ func.func @too_long(%x: memref<8x2040xf32, "gm">, %y: memref<8x2040xf32, "gm">) 
   "ascend.reduce_sum"(%e, %s) : (memref<8x2040xf32, "gm">, memref<8x1xf32, "gm">) -> ()
   %q = memref.alloc() : memref<8x2040xf32, "gm">
   "ascend.div"(%e, %s, %q) : (memref<8x2040xf32, "gm">, memref<8x1xf32, "gm">, memref<8x2040xf32, "gm">) -> ()
-  // expected-remark @+1 {{'ascend.add' left unfused: not fused with its producer 'ascend.div': the fused kernel would not fit on chip: one chunk of 8 row(s) needs 196128 bytes of UB, the budget is 131072}}
   "ascend.add"(%q, %x, %y) : (memref<8x2040xf32, "gm">, memref<8x2040xf32, "gm">, memref<8x2040xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+// Layernorm over rows of 4096 (past the repeat stride): the variance is
+// accumulated around the first piece's mean (pass 1), then normalised (pass 2).
+// CHECK-LABEL: func.func @long_layernorm
+// CHECK:       scf.execute_region
+// KERNEL-LABEL: func.func @long_layernorm
+// KERNEL:       cce.vcadd
+// KERNEL:       cce.vmuls
+// KERNEL:       cce.vcadd
+// KERNEL:       cce.vcadd
+// KERNEL:       cce.vadd
+// KERNEL:       cce.vcadd
+// KERNEL:       cce.vadd
+// Q - (S - n K)^2 / n, clamped at 0, before rsqrt.
+// KERNEL:       cce.vmuls
+// KERNEL:       cce.vadd
+// KERNEL:       cce.vmul
+// KERNEL:       cce.vmuls
+// KERNEL:       cce.vadd
+// KERNEL:       cce.vmaxs
+// KERNEL:       cce.vrsqrt
+// KERNEL:       scf.for
+// KERNEL:       cce.copy_ub_to_gm
+func.func @long_layernorm(%x: memref<8x4096xf32, "gm">, %y: memref<8x4096xf32, "gm">) {
+  %s = memref.alloc() : memref<8x1xf32, "gm">
+  // expected-remark @+1 {{fused 8 ops (reduce_sum, muls, sub, mul, reduce_sum, muls, rsqrt, mul) over 8 rows of 4096: GM traffic 1048896 -> 393216 bytes, 7 tensor(s) stay on chip; rows longer than UB: two-pass online over pieces of 1536 columns; variance around the first piece's mean}}
+  "ascend.reduce_sum"(%x, %s) : (memref<8x4096xf32, "gm">, memref<8x1xf32, "gm">) -> ()
+  %mean = memref.alloc() : memref<8x1xf32, "gm">
+  "ascend.muls"(%s, %mean) {scalar = 2.44140625e-04 : f64} : (memref<8x1xf32, "gm">, memref<8x1xf32, "gm">) -> ()
+  %d = memref.alloc() : memref<8x4096xf32, "gm">
+  "ascend.sub"(%x, %mean, %d) : (memref<8x4096xf32, "gm">, memref<8x1xf32, "gm">, memref<8x4096xf32, "gm">) -> ()
+  %sq = memref.alloc() : memref<8x4096xf32, "gm">
+  "ascend.mul"(%d, %d, %sq) : (memref<8x4096xf32, "gm">, memref<8x4096xf32, "gm">, memref<8x4096xf32, "gm">) -> ()
+  %v = memref.alloc() : memref<8x1xf32, "gm">
+  "ascend.reduce_sum"(%sq, %v) : (memref<8x4096xf32, "gm">, memref<8x1xf32, "gm">) -> ()
+  %var = memref.alloc() : memref<8x1xf32, "gm">
+  "ascend.muls"(%v, %var) {scalar = 2.44140625e-04 : f64} : (memref<8x1xf32, "gm">, memref<8x1xf32, "gm">) -> ()
+  %r = memref.alloc() : memref<8x1xf32, "gm">
+  "ascend.rsqrt"(%var, %r) : (memref<8x1xf32, "gm">, memref<8x1xf32, "gm">) -> ()
+  "ascend.mul"(%d, %r, %y) : (memref<8x4096xf32, "gm">, memref<8x1xf32, "gm">, memref<8x4096xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+// A reduction over a value that depends on another reduction in a way with
+// no online form (sum of |x - max|): whole rows do not fit, so the max stays
+// out and says why; the rest (a plain sum over the loaded max) is two-pass.
+// CHECK-LABEL: func.func @no_online_form
+// CHECK:       "ascend.reduce_max"
+// CHECK-NEXT:  scf.execute_region
+func.func @no_online_form(%x: memref<8x4096xf32, "gm">, %y: memref<8x1xf32, "gm">) {
+  %m = memref.alloc() : memref<8x1xf32, "gm">
+  // expected-remark @+1 {{'ascend.reduce_max' left unfused: not fused with its consumer 'ascend.sub': the fused kernel would not fit on chip: one chunk of 8 row(s) needs 262432 bytes of UB, the budget is 131072, and a two-pass kernel over column pieces cannot be formed: 'reduce_sum' reduces a value that depends on another reduction of the group in a way with no online form}}
+  "ascend.reduce_max"(%x, %m) : (memref<8x4096xf32, "gm">, memref<8x1xf32, "gm">) -> ()
+  %d = memref.alloc() : memref<8x4096xf32, "gm">
+  // expected-remark @+1 {{fused 3 ops (sub, abs, reduce_sum) over 8 rows of 4096: GM traffic 655424 -> 131136 bytes, 2 tensor(s) stay on chip; rows longer than UB: two-pass online over pieces of 1536 columns}}
+  "ascend.sub"(%x, %m, %d) : (memref<8x4096xf32, "gm">, memref<8x1xf32, "gm">, memref<8x4096xf32, "gm">) -> ()
+  %a = memref.alloc() : memref<8x4096xf32, "gm">
+  "ascend.abs"(%d, %a) : (memref<8x4096xf32, "gm">, memref<8x4096xf32, "gm">) -> ()
+  "ascend.reduce_sum"(%a, %y) : (memref<8x4096xf32, "gm">, memref<8x1xf32, "gm">) -> ()
   return
 }
 

@@ -1,40 +1,78 @@
-"""One BERT encoder layer as an ONNX model built with onnx.helper (random
+"""BERT encoder layers as an ONNX model built with onnx.helper (random
 weights): self-attention with its reshapes and transposes, softmax, two
-residual layernorms and a GELU feed-forward. Used by bench/bert_layer.py
-and the slow frontend test."""
+residual layernorms and a GELU feed-forward. Used by bench/bert_layer.py,
+bench/compile_time.py and the slow frontend test."""
 
 from __future__ import annotations
 
 import numpy as np
 
 
-def bert_layer(seq=128, hidden=768, heads=12, ffn=3072, batch=1, seed=0, gelu_approximation="none"):
+def bert_layer(seq=128, hidden=768, heads=12, ffn=3072, batch=1, seed=0, gelu_approximation="none",
+               layers=1):
+    """`layers` encoder layers chained x -> ... -> y, each with its own weights.
+
+    Layer 0's weights, names and nodes do not depend on `layers`, so the
+    one-layer model is the same whatever the depth; later layers draw their
+    weights after it from the same generator and prefix their names with
+    `l<i>_`."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(seed)
-    head = hidden // heads
+    inits: dict[str, np.ndarray] = {}
+    nodes = []
+    shared = {"split": np.array([batch, seq, heads, hidden // heads], np.int64),
+              "merge": np.array([batch, seq, hidden], np.int64),
+              "scale": np.array(1 / np.sqrt(hidden // heads), np.float32)}
+    for i in range(layers):
+        prefix = f"l{i}_" if i else ""
+        x = "x" if i == 0 else f"layer{i - 1}_out"
+        y = "y" if i == layers - 1 else f"layer{i}_out"
+        layer_inits, layer_nodes = _encoder_layer(rng, prefix, x, y, hidden, ffn, gelu_approximation)
+        if i == 0:
+            layer_inits.update(shared)
+        inits.update(layer_inits)
+        nodes += layer_nodes
+    graph = helper.make_graph(
+        nodes, "bert_layer", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, seq, hidden])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, seq, hidden])],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=9)
+    onnx.checker.check_model(model)
+    return model
+
+
+def _encoder_layer(rng, prefix: str, x: str, y: str, hidden: int, ffn: int, gelu_approximation: str):
+    """One layer's initializers and nodes from input `x` to output `y`; every
+    other name carries `prefix`. The shared shape and scale constants are
+    `split`, `merge` and `scale` (unprefixed)."""
+    from onnx import helper
 
     def w(*shape, scale=None):
         return (rng.standard_normal(shape) * (scale or 1 / np.sqrt(shape[0]))).astype(np.float32)
 
-    inits = {"wq": w(hidden, hidden), "wk": w(hidden, hidden), "wv": w(hidden, hidden),
-             "wo": w(hidden, hidden), "w1": w(hidden, ffn), "w2": w(ffn, hidden),
-             "bq": w(hidden, scale=0.02), "bk": w(hidden, scale=0.02), "bv": w(hidden, scale=0.02),
-             "bo": w(hidden, scale=0.02), "b1": w(ffn, scale=0.02), "b2": w(hidden, scale=0.02),
-             "g1": 1 + w(hidden, scale=0.1), "be1": w(hidden, scale=0.1),
-             "g2": 1 + w(hidden, scale=0.1), "be2": w(hidden, scale=0.1),
-             "split": np.array([batch, seq, heads, head], np.int64),
-             "merge": np.array([batch, seq, hidden], np.int64),
-             "scale": np.array(1 / np.sqrt(head), np.float32)}
-    n = helper.make_node
+    raw = {"wq": w(hidden, hidden), "wk": w(hidden, hidden), "wv": w(hidden, hidden),
+           "wo": w(hidden, hidden), "w1": w(hidden, ffn), "w2": w(ffn, hidden),
+           "bq": w(hidden, scale=0.02), "bk": w(hidden, scale=0.02), "bv": w(hidden, scale=0.02),
+           "bo": w(hidden, scale=0.02), "b1": w(ffn, scale=0.02), "b2": w(hidden, scale=0.02),
+           "g1": 1 + w(hidden, scale=0.1), "be1": w(hidden, scale=0.1),
+           "g2": 1 + w(hidden, scale=0.1), "be2": w(hidden, scale=0.1)}
+    inits = {prefix + k: v for k, v in raw.items()}
+
+    def p(name: str) -> str:
+        return name if name in (x, y, "split", "merge", "scale") else prefix + name
+
+    def n(op: str, inputs: list[str], outputs: list[str], name: str, **attrs):
+        return helper.make_node(op, [p(v) for v in inputs], [p(v) for v in outputs], name=prefix + name, **attrs)
+
     nodes = []
-    for p in "qkv":
-        nodes += [n("MatMul", ["x", f"w{p}"], [f"{p}0"], name=f"{p}_proj"),
-                  n("Add", [f"{p}0", f"b{p}"], [f"{p}1"], name=f"{p}_bias"),
-                  n("Reshape", [f"{p}1", "split"], [f"{p}2"], name=f"{p}_split"),
-                  n("Transpose", [f"{p}2"], [f"{p}h"], name=f"{p}_heads",
-                    perm=[0, 2, 3, 1] if p == "k" else [0, 2, 1, 3])]
+    for q in "qkv":
+        nodes += [n("MatMul", [x, f"w{q}"], [f"{q}0"], name=f"{q}_proj"),
+                  n("Add", [f"{q}0", f"b{q}"], [f"{q}1"], name=f"{q}_bias"),
+                  n("Reshape", [f"{q}1", "split"], [f"{q}2"], name=f"{q}_split"),
+                  n("Transpose", [f"{q}2"], [f"{q}h"], name=f"{q}_heads",
+                    perm=[0, 2, 3, 1] if q == "k" else [0, 2, 1, 3])]
     nodes += [n("MatMul", ["qh", "kh"], ["s0"], name="scores"),
               n("Mul", ["s0", "scale"], ["s1"], name="scale"),
               n("Softmax", ["s1"], ["p"], name="softmax", axis=-1),
@@ -43,7 +81,7 @@ def bert_layer(seq=128, hidden=768, heads=12, ffn=3072, batch=1, seed=0, gelu_ap
               n("Reshape", ["c1", "merge"], ["c2"], name="merge"),
               n("MatMul", ["c2", "wo"], ["o0"], name="out_proj"),
               n("Add", ["o0", "bo"], ["o1"], name="out_bias"),
-              n("Add", ["o1", "x"], ["r1"], name="residual1"),
+              n("Add", ["o1", x], ["r1"], name="residual1"),
               n("LayerNormalization", ["r1", "g1", "be1"], ["h1"], name="ln1", axis=-1, epsilon=1e-12),
               n("MatMul", ["h1", "w1"], ["f0"], name="ffn_in"),
               n("Add", ["f0", "b1"], ["f1"], name="ffn_bias1"),
@@ -51,11 +89,5 @@ def bert_layer(seq=128, hidden=768, heads=12, ffn=3072, batch=1, seed=0, gelu_ap
               n("MatMul", ["f2", "w2"], ["f3"], name="ffn_out"),
               n("Add", ["f3", "b2"], ["f4"], name="ffn_bias2"),
               n("Add", ["f4", "h1"], ["r2"], name="residual2"),
-              n("LayerNormalization", ["r2", "g2", "be2"], ["y"], name="ln2", axis=-1, epsilon=1e-12)]
-    graph = helper.make_graph(
-        nodes, "bert_layer", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, seq, hidden])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, seq, hidden])],
-        [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=9)
-    onnx.checker.check_model(model)
-    return model
+              n("LayerNormalization", ["r2", "g2", "be2"], [y], name="ln2", axis=-1, epsilon=1e-12)]
+    return inits, nodes

@@ -32,11 +32,11 @@ def groups(text: str) -> list[dict]:
             for op in walk(module.operation) if FUSED_ATTR in op.attributes]
 
 
-def check(text: str, fused_ops_groups: int = 1, max_chunk: int = 0):
+def check(text: str, fused_ops_groups: int = 1, max_chunk: int = 0, options: str = ""):
     """Fused and unfused lowerings both match the reference and each other;
     the fused one forms the expected groups and is faster."""
     ins = inputs_for(text)
-    opts = f" max-chunk={max_chunk}" if max_chunk else ""
+    opts = (f" max-chunk={max_chunk}" if max_chunk else "") + (f" {options}" if options else "")
     fused, expected, fres = compile_and_simulate(text, f"npu-lower{{{opts.strip()}}}", ins)
     unfused, _, ures = compile_and_simulate(text, f"npu-lower{{fuse=false{opts}}}", ins)
     assert_outputs_close(fused, expected)
@@ -88,3 +88,81 @@ def test_reference_of_the_fused_program_equals_the_unfused():
     want = evaluate(functions(plain)[0], [a.copy() for a in ins])
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+def check_long(text: str, gm_bytes: int, row_operand_bytes: int = 0):
+    """A long-row group: one two-pass kernel moving `gm_bytes` (2 reads and
+    1 write per element; row operands such as gamma once per chunk of rows
+    in pass 2), matching the reference, race-free. The unfused
+    lowering is compared when it can lower these rows (today it cannot:
+    its row broadcasts need a row within the repeat stride)."""
+    from npu.pipeline import PipelineError
+
+    ins = inputs_for(text)
+    fused, expected, fres = compile_and_simulate(text, "npu-lower", ins)
+    assert_outputs_close(fused, expected)
+    assert fres.hazards == [], fres.hazards
+    (g,) = groups(text)
+    if row_operand_bytes:
+        chunks, rest = divmod(g["gm_bytes"] - gm_bytes, row_operand_bytes)
+        assert rest == 0 and 1 <= chunks <= g["rows"], (g["gm_bytes"], gm_bytes)
+    else:
+        assert g["gm_bytes"] == gm_bytes, (g["gm_bytes"], gm_bytes)
+    try:
+        unfused, _, _ = compile_and_simulate(text, "npu-lower{fuse=false}", ins)
+    except PipelineError as e:
+        assert "exceed the vector repeat stride" in str(e) or "do not fit" in str(e), e
+    else:
+        assert_outputs_close(fused, unfused)
+
+
+# Rows longer than UB (or than the vector repeat stride, 2040 f32): the
+# two-pass kernel over column pieces (npu.online_rows), odd lengths leave a
+# shorter last piece; one chunk of rows holds fewer rows than a block.
+@pytest.mark.parametrize("rows_shape,n,elem", [((3,), 4008, "f32"), ((20,), 5008, "f16"),
+                                               ((2,), 100008, "f32")])
+def test_softmax_long_rows(rows_shape, n, elem):
+    full = int(np.prod(rows_shape)) * n * (2 if elem == "f16" else 4)
+    check_long(softmax(rows_shape, n, elem), gm_bytes=3 * full)
+
+
+@pytest.mark.parametrize("rows,n,elem,residual", [(5, 4008, "f32", False), (17, 3008, "f16", True),
+                                                  (3, 100000, "f32", True)])
+def test_layernorm_long_rows(rows, n, elem, residual):
+    es = 2 if elem == "f16" else 4
+    reads = 2 if residual else 1
+    check_long(layernorm(rows, n, elem, residual),
+               gm_bytes=(2 * reads + 1) * rows * n * es, row_operand_bytes=2 * n * es)
+
+
+def test_layernorm_long_rows_far_from_zero():
+    """Data with mean 1000 and spread 1: the variance around the first
+    piece's mean loses nothing to cancellation (the sum-of-squares form
+    would lose most of f32's digits); checked against float64 numpy."""
+    text = layernorm(9, 6016, "f32", residual=False)
+    x, g, b, _ = inputs_for(text)
+    x = (1000 + x / 2).astype(np.float32)
+    fused, _, res = compile_and_simulate(text, "npu-lower", [x, g, b, np.zeros_like(x)])
+    x64 = x.astype(np.float64)
+    mean = x64.mean(-1, keepdims=True)
+    want = (x64 - mean) / np.sqrt(x64.var(-1, keepdims=True) + 1e-5) * g + b
+    assert res.hazards == []
+    np.testing.assert_allclose(fused[-1], want, rtol=0, atol=2e-3)
+
+
+@pytest.mark.parametrize("make", [lambda: softmax((3, 7), 2040), lambda: layernorm(19, 1536)])
+def test_two_pass_equals_unfused_where_both_lower(make):
+    """Rows the unfused lowering handles, fused with a UB share so small
+    that whole rows do not fit a chunk: the two-pass kernel matches the
+    unfused program and the reference, race-free."""
+    text = make()
+    fuse = "npu-fuse{ub-fraction=0.05},npu-lower-fused{ub-fraction=0.05}"
+    lowered = compile_program(text, fuse)
+    assert "cce.vcadd" in str(lowered) and "scf.for" in str(lowered)
+    assert "ascend." not in str(lowered)  # one group, all of it two-pass
+    ins = inputs_for(text)
+    fused, expected, fres = compile_and_simulate(text, f"{fuse},npu-lower{{fuse=false}}", ins)
+    unfused, _, _ = compile_and_simulate(text, "npu-lower{fuse=false}", ins)
+    assert_outputs_close(fused, expected)
+    assert_outputs_close(fused, unfused)
+    assert fres.hazards == []

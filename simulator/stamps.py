@@ -1,0 +1,154 @@
+"""Per-byte stamps (last writer; last reader of a pipe), stored per granule.
+
+The hazard detector needs, for every byte, the stamp of the instruction that
+last wrote it and of the one that last read it on each pipe. Nearly every
+access covers whole granules (32 B in UB, L1 and GM; 512 B in L0), so a
+granule whose bytes all carry the same stamp keeps it once (`coarse`); only a
+granule that an access covered in part becomes `mixed` and keeps one stamp
+per byte (`fine`) until a whole-granule write makes it uniform again. Every
+query answers exactly what a plain per-byte array would; the granule only
+decides how much work an access costs (a 128 KiB copy updates 4096 granule
+stamps, not 131072 byte stamps).
+
+An access is given as its `access.Pattern` and the address it is applied at;
+`selection` turns that into the numpy index of its bytes for the slow paths
+(reports, the uninitialised-data shadow, the cross-core checker).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from npu.simulator.access import Pattern
+
+
+BLOCKS_CACHE_ENTRIES = 1 << 16
+
+
+def selection(pat: Pattern, addr: int):
+    """The bytes `pat` touches at `addr`, as a numpy index (slice or array)."""
+    if pat.byte_idx is None:
+        return slice(addr + pat.lo, addr + pat.hi)
+    return pat.byte_idx + addr
+
+
+class Stamps:
+    __slots__ = ("g", "coarse", "mixed", "fine", "any_mixed", "_blocks_at")
+
+    def __init__(self, nbytes: int, granule: int, fill: int):
+        n = -(-nbytes // granule)
+        self.g = granule
+        self.coarse = np.full(n, fill, np.int32)
+        self.mixed = np.zeros(n, bool)
+        self.fine: np.ndarray | None = None  # only bytes of mixed granules are meaningful
+        self.any_mixed = False
+        self._blocks_at: dict[tuple[int, int], object] = {}  # (pattern key, addr) -> _granules
+
+    # -- the granules an access covers whole ------------------------------------
+
+    def _granules(self, pat: Pattern, addr: int):
+        """Index of the granules `pat` covers at `addr` when it covers only whole
+        granules; None when it touches some granule in part. Loops repeat
+        their addresses, so each (pattern, address) is worked out once."""
+        key = (pat.key, addr)
+        if key in self._blocks_at:
+            return self._blocks_at[key]
+        if len(self._blocks_at) >= BLOCKS_CACHE_ENTRIES:
+            self._blocks_at.clear()  # a program that never repeats an address
+        blocks = self._blocks_at[key] = self._find_granules(pat, addr)
+        return blocks
+
+    def _find_granules(self, pat: Pattern, addr: int):
+        g = self.g
+        if pat.byte_idx is None:
+            lo, hi = addr + pat.lo, addr + pat.hi
+            if lo % g or hi % g:
+                return None
+            return slice(lo // g, hi // g)
+        if addr % g:
+            return None
+        rel = pat.granules(g)
+        return None if rel is None else rel + addr // g
+
+    # -- updates ----------------------------------------------------------------
+
+    def set(self, pat: Pattern, addr: int, value: int) -> None:
+        blocks = self._granules(pat, addr)
+        if blocks is not None:
+            self.coarse[blocks] = value
+            if self.any_mixed:
+                self.mixed[blocks] = False
+            return
+        if pat.byte_idx is None:
+            self.set_range(addr + pat.lo, addr + pat.hi, value)
+        else:
+            self.set_bytes(pat.byte_idx + addr, value)
+
+    def set_range(self, lo: int, hi: int, value: int) -> None:
+        """Bytes [lo, hi): whole granules at granule level, the ends per byte."""
+        if lo >= hi:
+            return
+        g = self.g
+        a, b = -(-lo // g), hi // g
+        if a >= b:
+            self.set_bytes(slice(lo, hi), value)
+            return
+        self.coarse[a:b] = value
+        if self.any_mixed:
+            self.mixed[a:b] = False
+        if lo < a * g:
+            self.set_bytes(slice(lo, a * g), value)
+        if b * g < hi:
+            self.set_bytes(slice(b * g, hi), value)
+
+    def set_bytes(self, sel, value: int) -> None:
+        """Byte-level update of `sel` (a slice or an index array)."""
+        g = self.g
+        if isinstance(sel, slice):
+            blocks = np.arange(sel.start // g, (sel.stop - 1) // g + 1)
+        else:
+            blocks = np.unique(sel // g)
+        self._split(blocks)
+        self.fine[sel] = value
+
+    def _split(self, blocks: np.ndarray) -> None:
+        """Give every granule of `blocks` per-byte stamps."""
+        if self.fine is None:
+            self.fine = np.empty(self.coarse.size * self.g, np.int32)
+        fresh = blocks[~self.mixed[blocks]]
+        if fresh.size:
+            self.fine.reshape(-1, self.g)[fresh] = self.coarse[fresh][:, None]
+            self.mixed[fresh] = True
+            self.any_mixed = True
+
+    def clamp(self, top: int) -> None:
+        """Every stamp above `top` becomes `top`."""
+        np.minimum(self.coarse, top, out=self.coarse)
+        if self.fine is not None:
+            np.minimum(self.fine, top, out=self.fine)
+
+    # -- queries ----------------------------------------------------------------
+
+    def values(self, pat: Pattern, addr: int) -> np.ndarray:
+        """Every stamp the bytes of the access carry (each at least once, one
+        per whole uniform granule): enough to decide whether any byte fails a
+        test on its stamp. `get` gives them byte by byte."""
+        blocks = self._granules(pat, addr)
+        if blocks is not None and not (self.any_mixed and self.mixed[blocks].any()):
+            return self.coarse[blocks]
+        return self.get(selection(pat, addr))
+
+    def get(self, sel) -> np.ndarray:
+        """The stamp of every byte of `sel` (a slice or an index array), in order."""
+        idx = np.arange(sel.start, sel.stop) if isinstance(sel, slice) else np.asarray(sel)
+        blocks = idx // self.g
+        out = self.coarse[blocks]
+        if self.any_mixed:
+            m = self.mixed[blocks]
+            if m.any():
+                out[m] = self.fine[idx[m]]
+        return out
+
+    def at(self, byte: int) -> int:
+        b = byte // self.g
+        return int(self.fine[byte] if self.mixed[b] else self.coarse[b])
