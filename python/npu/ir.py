@@ -22,6 +22,36 @@ from npu import diagnostics
 # Contexts and parsing
 # ----------------------------------------------------------------------------
 
+# The bindings have a Python class for dense arrays of i1/i8/i16/i32/i64/f32/
+# f64 only, and their caster raises TypeError on any other element type
+# (`array<ui8: 1>`, `array<bf16: 1.0>`, all valid MLIR). Every read of such an
+# attribute (`op.attributes[...]`, iterating an ArrayAttr or DictAttr) then
+# failed, or aborted the process when the read happened inside C++. Input is
+# the user's: those arrays stay plain `ir.Attribute`s, which our verifiers
+# reject with a located error where an array<i64: ...> is expected.
+_DENSE_ARRAY_CLASSES = (ir.DenseBoolArrayAttr, ir.DenseI8ArrayAttr, ir.DenseI16ArrayAttr,
+                        ir.DenseI32ArrayAttr, ir.DenseI64ArrayAttr, ir.DenseF32ArrayAttr,
+                        ir.DenseF64ArrayAttr)
+
+
+def _dense_array_or_plain(attr: ir.Attribute) -> ir.Attribute:
+    for cls in _DENSE_ARRAY_CLASSES:
+        try:
+            return cls(attr)
+        except ValueError:
+            pass
+    return attr
+
+
+def _install_dense_array_caster() -> None:
+    """Replace the upstream dense-array caster (process-wide, keyed by TypeID)."""
+    with ir.Context():
+        typeid = ir.DenseI64ArrayAttr.get([]).typeid
+    ir.register_type_caster(typeid, replace=True)(_dense_array_or_plain)
+
+
+_install_dense_array_caster()
+
 
 def make_context() -> ir.Context:
     """A context with upstream dialects and ascend/cce/hivm loaded."""
