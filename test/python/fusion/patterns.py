@@ -151,6 +151,9 @@ def matmul_epilogue(m: int, n: int, k: int, steps: tuple[str, ...], out: str = "
                                 ("muls", "scalar = 5.0e-01 : f64")):
                 v = emit(name, [v], attrs)
             v = emit("mul", [h, v], last=last)
+    return p.text()
+
+
 def attention(heads: int, seq: int, head_dim: int, normalise: str = "reciprocal",
               scale: float | None = None, projections: bool = False) -> str:
     """Self-attention as the frontend emits it: f32 Q [H,S,D], K^T [H,D,S] and
