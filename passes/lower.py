@@ -77,6 +77,8 @@ class LowerPass(Pass):
                "npu-plan-gm algorithm)", choices=("auto", "greedy-by-size", "pushdown")),
         Option("fuse", bool, True, "group row ops into fused kernels first (npu-fuse); false "
                "lowers every ascend op as its own kernel"),
+        Option("fuse-epilogues", bool, True, "npu-fuse's matmul epilogues (elementwise "
+               "consumers of a matmul applied as its C tiles drain)"),
         Option("fuse-horizontal", bool, True, "with fuse: join sibling matmuls that share A "
                "(Q/K/V) and their bias adds first (npu-fuse-horizontal)"),
         Option("fuse-attention", bool, True, "with fuse: attention (Q.K^T, scale, softmax, P.V) "
@@ -164,7 +166,7 @@ class LowerPass(Pass):
 
                 self._required("npu-fuse-attention", remarks=self.fuse_remarks, **{
                     "ub-fraction": ATTENTION_UB_FRACTION * attention_share}).run(module)
-            self._required("npu-fuse", remarks=self.fuse_remarks,
+            self._required("npu-fuse", remarks=self.fuse_remarks, epilogues=self.fuse_epilogues,
                            **{"ub-fraction": fuse_fraction}).run(module)
             self._required("npu-lower-fused", **{"ub-fraction": fuse_fraction}, **(
                 {"max-chunk": self.max_chunk} if self.max_chunk else {})).run(module)

@@ -378,8 +378,9 @@ def evaluate(func_op: ir.Operation | ir.OpView, inputs: Sequence[np.ndarray]) ->
         if op.name == "func.return":
             break
         if op.name == "scf.execute_region" and ("npu.fused" in op.attributes
-                                                 or "npu.attention" in op.attributes):
-            # A fused or attention group (dialects/README.md): its ops in order.
+                                                or "npu.epilogue" in op.attributes
+                                                or "npu.attention" in op.attributes):
+            # A fused, epilogue or attention group (dialects/README.md): its ops in order.
             for inner in op.regions[0].blocks[0].operations:
                 if inner.operation.name != "scf.yield":
                     _execute(inner.operation, frame)

@@ -104,6 +104,56 @@ def gelu(rows: int, n: int, elem: str = "f32") -> str:
     return p.text()
 
 
+def matmul_epilogue(m: int, n: int, k: int, steps: tuple[str, ...], out: str = "f32",
+                    c_elem: str = "f32") -> str:
+    """C = A x B (Nz fractals, f16 in, `c_elem` out: an M x K result of an
+    N-long reduction), then the elementwise `steps` on C, each one of
+    "bias" (+ a tensor shaped like C, as the frontend materialises a bias),
+    "scale" (x 1/sqrt(64)), "gelu" (erf form: five ops), "residual"
+    (+ another input tensor), "cast" (to f16, the last step); the result
+    goes to %y with element type `out`. Operands and intermediates have C's
+    element type."""
+    f = 16
+    a_s, b_s, c_s = (n // f, m // f, f, f), (k // f, n // f, f, f), (k // f, m // f, f, f)
+    args = [("%a", a_s, "f16"), ("%b", b_s, "f16")]
+    e = c_elem
+    if "bias" in steps:
+        args.append(("%bias", c_s, e))
+    if "residual" in steps:
+        args.append(("%r", c_s, e))
+    args.append(("%y", c_s, out))
+    p = _Program("matmul_epilogue", args)
+    c = (p.alloc(c_s, c_elem), c_s, c_elem)
+    p.op("matmul", [("%a", a_s, "f16"), ("%b", b_s, "f16"), c])
+    v = c
+    todo = list(steps)
+    y = ("%y", c_s, out)
+
+    def emit(name, ins, attrs="", last=False, elem=e):
+        dst = y if last else (p.alloc(c_s, elem), c_s, elem)
+        p.op(name, list(ins) + [dst], attrs)
+        return dst
+
+    for i, step in enumerate(todo):
+        last = i == len(todo) - 1
+        if step == "bias":
+            v = emit("add", [v, ("%bias", c_s, e)], last=last)
+        elif step == "residual":
+            v = emit("add", [v, ("%r", c_s, e)], last=last)
+        elif step == "scale":
+            v = emit("muls", [v], "scalar = 1.25e-01 : f64", last=last)
+        elif step == "cast":
+            v = emit("cast", [v], 'round_mode = "rint"', last=last, elem="f16")
+        elif step == "gelu":
+            h = v
+            for name, attrs in (("muls", f"scalar = {1 / math.sqrt(2):.17e} : f64"),
+                                ("erf", ""), ("adds", "scalar = 1.0 : f64"),
+                                ("muls", "scalar = 5.0e-01 : f64")):
+                v = emit(name, [v], attrs)
+            v = emit("mul", [h, v], last=last)
+    return p.text()
+
+
 def attention(heads: int, seq: int, head_dim: int, normalise: str = "reciprocal",
               scale: float | None = None, projections: bool = False) -> str:
     """Self-attention as the frontend emits it: f32 Q [H,S,D], K^T [H,D,S] and
