@@ -287,21 +287,10 @@ class FusePass(Pass):
         last = e.members[-1].op
         attrs = {"gm_bytes": fused, "unfused_gm_bytes": unfused,
                  "ub_bytes_per_fractal": plan.per_fractal, "ub_budget": budget}
-        with last.context, ir.Location.fused([e.matmul.location] + [m.op.location
-                                                                    for m in e.members]), \
-                ir.InsertionPoint(last):
-            region_op = ir.Operation.create(
-                "scf.execute_region", results=[], operands=[], regions=1,
-                attributes={epilogue.EPILOGUE_ATTR: ir.DictAttr.get(
-                    {k: nir.i64_attr(v) for k, v in attrs.items()})})
-            block = region_op.regions[0].blocks.append()
-            with ir.InsertionPoint(block):
-                terminator = ir.Operation.create("scf.yield", results=[], operands=[])
-        for root in internal:
-            for op in _view_closure(root):
-                op.move_before(terminator)
-        for op in [e.matmul] + [m.op for m in e.members]:
-            op.move_before(terminator)
+        location = ir.Location.fused([e.matmul.location] + [m.op.location for m in e.members],
+                                     context=last.context)
+        region_op = nir.form_group_region(epilogue.EPILOGUE_ATTR, attrs, location, last, internal,
+                                          [e.matmul] + [m.op for m in e.members])
         if self.remarks:
             left = "".join(f"; '{op.name}' left out: {w}" for op, w in why_not.items())
             self.remark(region_op, f"matmul epilogue: {len(e.members)} op(s) ({e.short}) "
@@ -352,22 +341,12 @@ class FusePass(Pass):
         fused = cost(members)
         internal = [m.out.root for m in members if m.out.root not in g.leaving]
         last = members[-1].op
-        ctx = last.context
         attrs = {"rows": g.rows, "row_length": g.n or 1, "gm_bytes": fused,
                  "unfused_gm_bytes": unfused, "ub_bytes_per_row": fp.per_row}
-        with ctx, _group_location(members), ir.InsertionPoint(last):
-            region_op = ir.Operation.create(
-                "scf.execute_region", results=[], operands=[], regions=1,
-                attributes={fusion.FUSED_ATTR: ir.DictAttr.get(
-                    {k: nir.i64_attr(v) for k, v in attrs.items()})})
-            block = region_op.regions[0].blocks.append()
-            with ir.InsertionPoint(block):
-                terminator = ir.Operation.create("scf.yield", results=[], operands=[])
-        for root in internal:
-            for op in _view_closure(root):
-                op.move_before(terminator)
-        for m in members:
-            m.op.move_before(terminator)
+        with last.context:
+            location = _group_location(members)
+        region_op = nir.form_group_region(fusion.FUSED_ATTR, attrs, location, last, internal,
+                                          [m.op for m in members])
         chain = ", ".join(m.short for m in members)
         if plan is None:
             rows_per_chunk = min(g.rows, fp.rows_fitting(budget))
@@ -377,23 +356,6 @@ class FusePass(Pass):
         self.remark(region_op, f"fused {len(members)} ops ({chain}) over {g.rows} rows of "
                                f"{g.n or 1}: GM traffic {unfused} -> {fused} bytes, "
                                f"{len(internal)} tensor(s) stay on chip; {how}")
-
-
-def _view_closure(root: ir.Value) -> list[ir.Operation]:
-    """The alloc of `root` and every view derived from it, in order."""
-    alloc = nir.defining_op(root)
-    out = [alloc]
-    pending = [root]
-    while pending:
-        v = pending.pop()
-        for use in v.uses:
-            user = use.owner.operation
-            if user.name in nir.VIEW_OPS and user not in out:
-                out.append(user)
-                pending.extend(user.results)
-    block_ops = [o.operation for o in alloc.block.operations]
-    pos = {op: k for k, op in enumerate(block_ops)}
-    return sorted(out, key=lambda o: pos[o])
 
 
 def _group_location(members: list[fusion.RowOp]) -> ir.Location:

@@ -24,7 +24,6 @@ from npu import attention as att
 from npu import attention_plan as cost
 from npu import ir as nir
 from npu.passes.base import Option, Pass, ub_fraction_option
-from npu.passes.fuse import _view_closure
 
 
 class FuseAttentionPass(Pass):
@@ -103,19 +102,10 @@ class FuseAttentionPass(Pass):
                  "gm_bytes": fused, "unfused_gm_bytes": unfused, "ub_bytes": plan.ub_bytes}
         scores = next(m for m in a.members if m.name == "ascend.batch_matmul")
         named = [scores] + [m for m in a.members if m is not scores]
-        with last.context, _location(named), ir.InsertionPoint(last):
-            region_op = ir.Operation.create(
-                "scf.execute_region", results=[], operands=[], regions=1,
-                attributes={att.ATTENTION_ATTR: ir.DictAttr.get(
-                    {k: nir.i64_attr(v) for k, v in attrs.items()})})
-            block = region_op.regions[0].blocks.append()
-            with ir.InsertionPoint(block):
-                terminator = ir.Operation.create("scf.yield", results=[], operands=[])
-        for root in a.internal:
-            for op in _view_closure(root):
-                op.move_before(terminator)
-        for m in a.members:
-            m.move_before(terminator)
+        with last.context:
+            location = _location(named)
+        region_op = nir.form_group_region(att.ATTENTION_ATTR, attrs, location, last, a.internal,
+                                          list(a.members))
         s1 = a.seq_blocks
         keys = (f"all {a.seq} keys per tile: the scores stay on chip" if not plan.online(s1)
                 else f"keys in tiles of {plan.k_blocks * 16} with an online softmax "

@@ -513,3 +513,40 @@ def is_contiguous(value: ir.Value | ir.Type) -> bool:
             return False
         expected *= size
     return True
+
+
+def view_closure(root: ir.Value) -> list[ir.Operation]:
+    """The alloc of `root` and every view derived from it, in block order."""
+    alloc = defining_op(root)
+    out = [alloc]
+    pending = [root]
+    while pending:
+        v = pending.pop()
+        for use in v.uses:
+            user = use.owner.operation
+            if user.name in VIEW_OPS and user not in out:
+                out.append(user)
+                pending.extend(user.results)
+    pos = {op: k for k, op in enumerate(o.operation for o in alloc.block.operations)}
+    return sorted(out, key=lambda o: pos[o])
+
+
+def form_group_region(kind_attr: str, figures: dict[str, int], location: ir.Location,
+                      before: ir.Operation, internal: list[ir.Value],
+                      members: list[ir.Operation]) -> ir.Operation:
+    """Wrap `members` (and the allocs and views of the `internal` tensors,
+    which never leave the group) in an `scf.execute_region {kind_attr =
+    {figures}}` placed at `before`: the fusion passes' one form of a group."""
+    with before.context, location, ir.InsertionPoint(before):
+        region_op = ir.Operation.create(
+            "scf.execute_region", results=[], operands=[], regions=1,
+            attributes={kind_attr: ir.DictAttr.get({k: i64_attr(v) for k, v in figures.items()})})
+        block = region_op.regions[0].blocks.append()
+        with ir.InsertionPoint(block):
+            terminator = ir.Operation.create("scf.yield", results=[], operands=[])
+    for root in internal:
+        for op in view_closure(root):
+            op.move_before(terminator)
+    for op in members:
+        op.move_before(terminator)
+    return region_op
