@@ -218,14 +218,21 @@ class _Kernel:
     # -- operand tiles in L1 (Nz, f16) ------------------------------------------
     def load_q(self, h, x0, mq: int) -> ir.Value:
         """Rows x0.. (mq blocks) of Q as the A operand's Nz [D/16, mq, 16, 16]."""
+        return self.load_rows(self.a.q, 0, h, x0, mq)
+
+    def load_rows(self, tensor: ir.Value, source: int, h, block0, blocks: int) -> ir.Value:
+        """Rows from 16-row block `block0` (`blocks` of them) of a head of Q
+        or V as Nz [D/16, blocks, 16, 16] in L1: from the f16 fractals, or
+        staged from `a.sources[source]` in f32."""
         a, d1 = self.a, self.a.d_blocks
-        l1 = nir.alloc([d1, mq, 16, 16], "f16", "l1")
+        l1 = nir.alloc([d1, blocks, 16, 16], "f16", "l1")
         if a.sources is None:
-            copy_bursts("cce.copy_gm_to_l1", nir.subview(a.q, [h, 0, x0, 0, 0], [1, d1, mq, 16, 16]),
-                        l1, d1, mq * 16, src_gap=(a.seq_blocks - mq) * 16)
+            copy_bursts("cce.copy_gm_to_l1",
+                        nir.subview(tensor, [h, 0, block0, 0, 0], [1, d1, blocks, 16, 16]),
+                        l1, d1, blocks * 16, src_gap=(a.seq_blocks - blocks) * 16)
             return l1
-        first, pitch = self.rows_of(h, x0)
-        self.stage(a.sources[0], first, mq * 16, a.head_dim, pitch, l1)
+        first, pitch = self.rows_of(h, block0)
+        self.stage(a.sources[source], first, blocks * 16, a.head_dim, pitch, l1)
         return l1
 
     def rows_of(self, h, block0) -> tuple:
@@ -263,15 +270,7 @@ class _Kernel:
 
     def load_v(self, h, y0, kbk: int) -> ir.Value:
         """Keys y0.. (kbk blocks) of V as the B operand's Nz [D/16, kbk, 16, 16]."""
-        a, d1 = self.a, self.a.d_blocks
-        l1 = nir.alloc([d1, kbk, 16, 16], "f16", "l1")
-        if a.sources is None:
-            copy_bursts("cce.copy_gm_to_l1", nir.subview(a.v, [h, 0, y0, 0, 0], [1, d1, kbk, 16, 16]),
-                        l1, d1, kbk * 16, src_gap=(a.seq_blocks - kbk) * 16)
-            return l1
-        first, pitch = self.rows_of(h, y0)
-        self.stage(a.sources[2], first, kbk * 16, a.head_dim, pitch, l1)
-        return l1
+        return self.load_rows(self.a.v, 2, h, y0, kbk)
 
     def stage(self, source: ir.Value, first, rows: int, cols: int, pitch: int,
               l1: ir.Value) -> None:
