@@ -119,3 +119,22 @@ def test_search_cost_is_bounded_by_the_buffers(strategy, monkeypatch):
         counts.append(len(calls))
     assert counts[1] < 1.5 * counts[0] and counts[1] < 25_000, counts
     assert choices[0] == choices[1] == Tiles(256, 128, 256)
+
+
+def test_pipelined_ranking_prefers_tiles_that_divide():
+    """BERT's fused QKV (128x768x2304): by traffic k=512 wins (5 column strips,
+    the last a 256-wide edge), but only dividing C tiles stream through the
+    pipelined schedule; ranked by estimated time, k=384 (6 strips) wins."""
+    qkv = MatmulShape(128, 768, 2304, out_bytes=2)
+    assert choose_tiling(qkv, T910, "os").tiles.k == 512
+    pick = choose_tiling(qkv, T910, "os", pipelined=True)
+    assert (pick.tiles.m, pick.tiles.k) == (128, 384)
+    # Where the traffic optimum divides M x K, the ranking does not change it.
+    for shape in (BERT, MatmulShape(512, 768, 3072), MatmulShape(128, 768, 3072)):
+        assert choose_tiling(shape, T910, "os", pipelined=True) == choose_tiling(shape, T910, "os")
+
+
+@pytest.mark.parametrize("strategy", ["is", "ws"])
+def test_pipelined_flag_leaves_is_and_ws_ranked_by_traffic(strategy):
+    shape = MatmulShape(128, 768, 2304)
+    assert choose_tiling(shape, T910, strategy, pipelined=True) == choose_tiling(shape, T910, strategy)
