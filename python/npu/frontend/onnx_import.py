@@ -139,14 +139,19 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     where = where or (os.fspath(model_or_path) if isinstance(model_or_path, (str, os.PathLike))
                       else "<model>")
     model = load_model(model_or_path, where)
-    model = type(model).FromString(model.SerializeToString())  # never touch the caller's proto
+    copy = type(model)()
+    copy.CopyFrom(model)  # never touch the caller's proto
+    model = copy
     node_types = _name_nodes(model)
+    # Shape inference serialises the model: without the large weights' bytes
+    # (it reads no float data) that no longer costs a copy of every weight.
+    weight_bytes = _strip_weight_bytes(model)
     check_model(model, where)
     initialized = {t.name for t in model.graph.initializer}
     inputs = [v.name for v in model.graph.input if v.name not in initialized]
     outputs = [v.name for v in model.graph.output]
     weights: dict[str, object] | None = {} if detach_weights else None
-    text = _run_torch_mlir(model, where, node_types, inputs, outputs, weights)
+    text = _run_torch_mlir(model, where, node_types, inputs, outputs, weights, weight_bytes)
     return ImportedModel(text, inputs, outputs, node_types, weights or {})
 
 
@@ -201,8 +206,29 @@ def attach_weights(module, weights: dict) -> None:
                 del op.attributes[WEIGHT_ATTR]
 
 
+def _strip_weight_bytes(model) -> dict[int, bytes]:
+    """Take the raw bytes out of the large floating-point initializers
+    (index -> bytes); `_restore_weight_bytes` puts them back."""
+    import onnx
+
+    floats = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE,
+              onnx.TensorProto.BFLOAT16)
+    taken = {}
+    for i, t in enumerate(model.graph.initializer):
+        if t.data_type in floats and t.raw_data and len(t.raw_data) >= 4 * DETACH_MIN_ELEMENTS:
+            taken[i] = t.raw_data
+            t.ClearField("raw_data")
+    return taken
+
+
+def _restore_weight_bytes(model, taken: dict[int, bytes]) -> None:
+    for i, data in taken.items():
+        model.graph.initializer[i].raw_data = data
+
+
 def _run_torch_mlir(model, where: str, node_types: dict[str, str], inputs: list[str],
-                    outputs: list[str], weights: dict | None = None) -> str:
+                    outputs: list[str], weights: dict | None = None,
+                    weight_bytes: dict[int, bytes] | None = None) -> str:
     import onnx
     from torch_mlir import ir as tir
     from torch_mlir.dialects import torch as torch_d
@@ -213,6 +239,7 @@ def _run_torch_mlir(model, where: str, node_types: dict[str, str], inputs: list[
         model = onnx.shape_inference.infer_shapes(model, data_prop=True)
     except Exception as e:
         raise _error(where, f"shape inference failed: {str(e).splitlines()[0]}") from None
+    _restore_weight_bytes(model, weight_bytes or {})
     ctx = tir.Context()
     torch_d.register_dialect(ctx)
     try:
