@@ -4,6 +4,7 @@ against each op's own lower bound, and the GM workspace against its lower
 bound. Numerics are checked against onnxruntime.
 
     .venv/bin/python bench/bert_layer.py [--seq 128] [--hidden 768] [--heads 12] [--ffn 3072]
+                                         [--pipeline 'npu-lower{fuse-attention=false}']
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ def main() -> int:
     p.add_argument("--hidden", type=int, default=768)
     p.add_argument("--heads", type=int, default=12)
     p.add_argument("--ffn", type=int, default=3072)
+    p.add_argument("--pipeline", default="npu-lower",
+                   help="e.g. 'npu-lower{fuse-attention=false}' for the figures without attention fusion")
     args = p.parse_args()
 
     import onnxruntime
@@ -48,7 +51,8 @@ def main() -> int:
 
     model = bert_layer(args.seq, args.hidden, args.heads, args.ffn)
     try:
-        kernel = npu.compile(model, target="ascend910", where="bert_layer.onnx")
+        kernel = npu.compile(model, target="ascend910", where="bert_layer.onnx",
+                             pipeline=args.pipeline)
     except CompileError as e:
         print(e, file=sys.stderr)
         return 1

@@ -155,13 +155,15 @@ def main() -> int:
                    help="N of the standalone matmul+bias+GELU (its ND output must be "
                         "defractalized, which needs 16 rows and their transpose in UB)")
     p.add_argument("--bert-seq", type=int, nargs="*", default=[128, 512])
+    p.add_argument("--attention-seq", type=int, nargs="*", default=[128, 512],
+                   help="seqs of the attention case (heads x seq x hidden/heads, f32 inputs)")
     p.add_argument("--skip-bert", action="store_true")
     p.add_argument("--long-rows", type=int, default=100000,
                    help="row length of the long-row cases (rows longer than UB: the two-pass "
                         "kernel); 0 skips them")
     args = p.parse_args()
 
-    from patterns import layernorm, softmax
+    from patterns import attention, layernorm, softmax
 
     from bert_layer import ideal_bound
     from npu.frontend.bert import bert_layer
@@ -188,13 +190,27 @@ def main() -> int:
         row(name, unfused, fused, gm_bound(target, minimal),
             f"program bound {fused['bound_cycles']} ({fused['bound_unit']}); "
             f"{time.perf_counter() - t0:.0f} s")
+    f = target.fractal
+    head = hidden // heads
+    for s in args.attention_seq:
+        # Q, K^T, V in and the context out once (f32); the cube's blocks of
+        # Q.K^T and P.V.
+        blocks = 2 * heads * -(-s // f) * -(-head // f) * -(-s // f)
+        cube = blocks // target.cube_blocks_per_cycle
+        gm = gm_bound(target, 4 * heads * s * head * 4)
+        t0 = time.perf_counter()
+        text = attention(heads, s, head)
+        unfused = run_ascend(text, "npu-lower{fuse=false}", target)
+        fused = run_ascend(text, "npu-lower", target)
+        row(f"attention {heads}x{s}x{head} f32", unfused, fused, max(cube, gm),
+            f"cube {cube}, GM {gm}; program bound {fused['bound_cycles']} "
+            f"({fused['bound_unit']}); {time.perf_counter() - t0:.0f} s")
     if args.long_rows:
         long_rows(target, args.long_rows)
     x = np.random.default_rng(1).standard_normal((seq, hidden)).astype(np.float32)
     model = ffn_in_model(seq, hidden, args.mlp_width)
     unfused = run_onnx(model, {"x": x}, "npu-lower{fuse=false}", "ascend910")
     fused = run_onnx(model, {"x": x}, "npu-lower", "ascend910")
-    f = target.fractal
     cube = (seq // f) * (hidden // f) * (args.mlp_width // f) // target.cube_blocks_per_cycle
     minimal = 2 * (seq * hidden + hidden * args.mlp_width) + 4 * (args.mlp_width + seq * args.mlp_width)
     row(f"matmul+bias+GELU {seq}x{hidden}x{args.mlp_width}", unfused, fused,

@@ -227,8 +227,13 @@ def _check_attrs(spec: OpSpec, op: ir.Operation, target: Target) -> None:
     for name, kind in spec.attrs.items():
         if name not in op.attributes:
             raise RuleError(f"requires attribute '{name}'")
-        if not _kind_ok(op.attributes[name], kind):
-            raise RuleError(f"attribute '{name}' must be {_KIND_TEXT[kind]}, got {op.attributes[name]}")
+        try:
+            attr = op.attributes[name]
+        except TypeError:  # the bindings cannot represent it (e.g. array<ui8: ...>)
+            raise RuleError(f"attribute '{name}' must be {_KIND_TEXT[kind]}, got a dense array "
+                            "of an unsupported element type") from None
+        if not _kind_ok(attr, kind):
+            raise RuleError(f"attribute '{name}' must be {_KIND_TEXT[kind]}, got {attr}")
     for name, rng in spec.ranges.items():
         values = int_array_attr(op, name) if spec.attrs.get(name) == I64_ARRAY else [int_attr(op, name)]
         lo = _bound_value(rng.lo, target, op)

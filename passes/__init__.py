@@ -26,6 +26,8 @@ _PASS_MODULES: dict[str, str] = {
     "fuse": "FusePass",
     "fuse_horizontal": "FuseHorizontalPass",
     "lower_fused": "LowerFused",
+    "fuse_attention": "FuseAttentionPass",
+    "lower_attention": "LowerAttention",
 }
 
 

@@ -19,6 +19,12 @@ Each group of two or more ops becomes an `scf.execute_region` marked
 member; the allocs of tensors that never leave the group move into it. A
 remark reports each group (ops, rows, GM bytes before -> after, UB per
 chunk) and, for every row op left alone, why.
+
+Before the row groups, matmul epilogues (`npu.epilogue`): each matmul takes
+the elementwise consumers of its result, in program order, while joining
+saves GM bytes, one column block of its C tile's drain fits the UB share
+and moving the op is legal (`npu.epilogue`'s model); the group is an
+`scf.execute_region` marked `npu.epilogue` that `npu-lower-matmul` lowers.
 """
 
 from __future__ import annotations
@@ -27,11 +33,11 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from npu import fusion
+from npu import epilogue, fusion
 from npu.fusion import FUSED_UB_FRACTION
 from npu import ir as nir
 from npu import online_rows
-from npu.passes.base import Option, Pass, ub_fraction_option
+from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 
 
 @dataclass
@@ -48,6 +54,8 @@ class FusePass(Pass):
         ub_fraction_option(FUSED_UB_FRACTION,
                            "UB share of one chunk's buffers by the footprint model (the rest: "
                            "double buffering and the memory planner's longer lifetimes)"),
+        Option("epilogues", bool, True, "join matmuls with the elementwise consumers of their "
+               "result (matmul epilogues) before forming row groups"),
         Option("remarks", bool, True, "report each group formed and why row ops were left out"),
     )
 
@@ -57,21 +65,11 @@ class FusePass(Pass):
                 self.fuse_function(func)
 
     def fuse_function(self, func: ir.Operation) -> None:
-        ops = [o.operation for o in func.regions[0].blocks[0].operations]
-        index = {op: k for k, op in enumerate(ops)}
-        users: dict = {}
-        touches: dict[int, tuple[set, set]] = {}
-        for op in ops:
-            if op.name in nir.VIEW_OPS or op.name in ("memref.alloc", "memref.dealloc"):
-                continue
-            memrefs = [v for v in op.operands if nir.is_memref(v.type)]
-            roots = [nir.view_root(v) for v in memrefs]
-            for r in roots:
-                users.setdefault(r, set()).add(op)
-            if op.name.startswith("ascend.") and roots:
-                touches[index[op]] = (set(roots[:-1]), {roots[-1]})
-            elif roots:
-                touches[index[op]] = (set(roots), set(roots))
+        budget = int(self.target.capacity("ub") * self.ub_fraction)
+        # Matmul epilogues first: a consumer of C joined to its matmul saves
+        # C's round trip, more than a row group of the same ops would.
+        epilogue_remarks = self.group_epilogues(func, budget) if self.epilogues else {}
+        ops, index, users, touches = _scan(func)
         row_ops: dict[ir.Operation, fusion.RowOp] = {}
         reasons: dict[ir.Operation, list[str]] = {}
         for op in ops:
@@ -95,7 +93,6 @@ class FusePass(Pass):
                 if w is not None:
                     edges.append((w, op))
             writers[r.out.root] = op
-        budget = int(self.target.capacity("ub") * self.ub_fraction)
         granule = self.target.granule("ub")
 
         kernels: dict[tuple[int, ...], tuple[int | None, online_rows.OnlinePlan | str | None]] = {}
@@ -153,7 +150,9 @@ class FusePass(Pass):
         if self.remarks:
             for op in ops:
                 alone = op in row_ops and len(groups[group_of[op]]) == 1
-                if alone or (op not in row_ops and op in reasons):
+                if op in epilogue_remarks:
+                    self.remark(op, epilogue_remarks[op])
+                elif alone or (op not in row_ops and op in reasons):
                     why = (reasons.get(op, []) + list(refused.get(op, {}).values())
                            or ["no row op produces or consumes its tensors"])
                     self.remark(op, f"'{op.name}' left unfused: {'; '.join(dict.fromkeys(why))}")
@@ -187,6 +186,119 @@ class FusePass(Pass):
         if benefit <= 0:
             return "fusing saves no GM traffic", benefit
         return None, benefit
+
+    # ------------------------------------------------------------------ epilogues
+
+    def group_epilogues(self, func: ir.Operation, budget: int) -> dict:
+        """Join each matmul with the elementwise consumers of its result (in
+        program order, each while it saves GM bytes, the tile's epilogue
+        fits UB and moving it is legal) into an `npu.epilogue` region.
+        Returns the remark of each matmul left without an epilogue."""
+        from npu.passes.lower_matmul import LowerMatmul
+        from npu.matmul_tiling import TilingError, choose_tiling
+
+        ops, index, users, touches = _scan(func)
+        granule = self.target.granule("ub")
+        taken: set = set()
+        remarks: dict = {}
+        for mm in [op for op in ops if op.name in epilogue.MATMULS]:
+            c = epilogue.result_of(mm)
+            if isinstance(c, str):
+                remarks[mm] = f"'{mm.name}' without epilogue: {c}"
+                continue
+            consumers = [op for op in ops[index[mm] + 1:] if op not in taken and any(
+                nir.view_root(v) == c.root for v in op.operands[:-1] if nir.is_memref(v.type))]
+            if not consumers:
+                remarks[mm] = f"'{mm.name}' without epilogue: no op consumes its result"
+                continue
+            if any(fusion.elements(v) == 0 for v in mm.operands):
+                remarks[mm] = f"'{mm.name}' without epilogue: an operand has no elements"
+                continue
+            try:
+                shape = LowerMatmul(self.target).shape_of(mm)[0]
+                choice = choose_tiling(shape, self.target)
+                row_blocks = choice.tiles.m // self.target.fractal
+            except (PassError, TilingError) as e:
+                remarks[mm] = f"'{mm.name}' without epilogue: {e}"
+                continue
+            members: list[fusion.RowOp] = []
+            produced = {c.root}
+            why_not: dict = {}
+            for op in ops[index[mm] + 1:]:
+                if op in taken or not any(nir.view_root(v) in produced for v in op.operands[:-1]
+                                          if nir.is_memref(v.type)):
+                    continue
+                d = epilogue.describe_member(op, index[op], c, self.target)
+                if isinstance(d, str):
+                    why_not[op] = d
+                    continue
+                trial = members + [d]
+                why = epilogue.illegal(mm, trial, index, touches)
+                if why is None:
+                    before = epilogue.model(mm, c, members, epilogue.used_outside(
+                        {mm} | {m.op for m in members}, users))
+                    after = epilogue.model(mm, c, trial, epilogue.used_outside(
+                        {mm} | {m.op for m in trial}, users))
+                    alone = fusion.gm_bytes(fusion.model([d], users), granule)
+                    plan = epilogue.plan(after, self.target)
+                    if epilogue.gm_bytes(after) >= epilogue.gm_bytes(before) + alone:
+                        why = "joining saves no GM traffic"
+                    elif row_blocks * plan.per_fractal > budget:
+                        why = (f"the epilogue would not fit UB: one column block of the C tile "
+                               f"({row_blocks} fractals) needs {row_blocks * plan.per_fractal} "
+                               f"bytes, the budget is {budget}")
+                if why is not None:
+                    why_not[op] = why
+                    continue
+                members = trial
+                produced.add(d.out.root)
+            # The matmul's own time: its cube work or its A and B traffic.
+            own = max(self.target.cube_cycles(shape.M * shape.N * shape.K * shape.batch
+                                              // self.target.fractal ** 3),
+                      choice.traffic.read_bytes(shape)
+                      / self.target.path("gm_to_l1").bytes_per_cycle)
+            # All or nothing: a cut GELU would store two tensors where C was one,
+            # and a lone bias add is free in the row group that takes the rest.
+            work = epilogue.vector_cycles(members, self.target)
+            if work > own:
+                why_not = {m.op: (f"the epilogue's vector work ({work} cycles) would exceed the "
+                                  f"matmul's own ({int(own)}): its drain would hold the matmul "
+                                  "back, a separate kernel overlaps better") for m in members}
+                members = []
+            if not members:
+                listed = "; ".join(f"'{op.name}': {w}" for op, w in why_not.items())
+                remarks[mm] = (f"'{mm.name}' without epilogue: "
+                               + (f"consumers left out: {listed}" if listed else
+                                  "no elementwise op consumes its result"))
+                continue
+            taken.update(m.op for m in members)
+            leaves = epilogue.used_outside({mm} | {m.op for m in members}, users)
+            self.form_epilogue(epilogue.model(mm, c, members, leaves), users, granule,
+                               row_blocks, budget, why_not)
+        return remarks
+
+    def form_epilogue(self, e: epilogue.Epilogue, users: dict, granule: int, row_blocks: int,
+                      budget: int, why_not: dict) -> None:
+        plan = epilogue.plan(e, self.target)
+        fused = epilogue.gm_bytes(e)
+        unfused = epilogue.unfused_gm_bytes(e, users, granule)
+        outs = [e.c.root] + [m.out.root for m in e.members]
+        internal = [r for r in outs if r not in e.leaving]
+        last = e.members[-1].op
+        attrs = {"gm_bytes": fused, "unfused_gm_bytes": unfused,
+                 "ub_bytes_per_fractal": plan.per_fractal, "ub_budget": budget}
+        location = ir.Location.fused([e.matmul.location] + [m.op.location for m in e.members],
+                                     context=last.context)
+        region_op = nir.form_group_region(epilogue.EPILOGUE_ATTR, attrs, location, last, internal,
+                                          [e.matmul] + [m.op for m in e.members])
+        if self.remarks:
+            left = "".join(f"; '{op.name}' left out: {w}" for op, w in why_not.items())
+            self.remark(region_op, f"matmul epilogue: {len(e.members)} op(s) ({e.short}) "
+                                   f"applied to each C tile as it drains: GM traffic "
+                                   f"{unfused} -> {fused} bytes beyond A and B, {len(internal)} "
+                                   f"tensor(s) stay on chip; UB {plan.per_fractal} bytes per C "
+                                   f"fractal, {row_blocks * plan.per_fractal} per column block"
+                                   f"{left}")
 
     def illegal(self, members: list[fusion.RowOp], touches: dict) -> str | None:
         """Why `members` cannot be one kernel (None: they can)."""
@@ -229,22 +341,12 @@ class FusePass(Pass):
         fused = cost(members)
         internal = [m.out.root for m in members if m.out.root not in g.leaving]
         last = members[-1].op
-        ctx = last.context
         attrs = {"rows": g.rows, "row_length": g.n or 1, "gm_bytes": fused,
                  "unfused_gm_bytes": unfused, "ub_bytes_per_row": fp.per_row}
-        with ctx, _group_location(members), ir.InsertionPoint(last):
-            region_op = ir.Operation.create(
-                "scf.execute_region", results=[], operands=[], regions=1,
-                attributes={fusion.FUSED_ATTR: ir.DictAttr.get(
-                    {k: nir.i64_attr(v) for k, v in attrs.items()})})
-            block = region_op.regions[0].blocks.append()
-            with ir.InsertionPoint(block):
-                terminator = ir.Operation.create("scf.yield", results=[], operands=[])
-        for root in internal:
-            for op in _view_closure(root):
-                op.move_before(terminator)
-        for m in members:
-            m.op.move_before(terminator)
+        with last.context:
+            location = _group_location(members)
+        region_op = nir.form_group_region(fusion.FUSED_ATTR, attrs, location, last, internal,
+                                          [m.op for m in members])
         chain = ", ".join(m.short for m in members)
         if plan is None:
             rows_per_chunk = min(g.rows, fp.rows_fitting(budget))
@@ -254,23 +356,6 @@ class FusePass(Pass):
         self.remark(region_op, f"fused {len(members)} ops ({chain}) over {g.rows} rows of "
                                f"{g.n or 1}: GM traffic {unfused} -> {fused} bytes, "
                                f"{len(internal)} tensor(s) stay on chip; {how}")
-
-
-def _view_closure(root: ir.Value) -> list[ir.Operation]:
-    """The alloc of `root` and every view derived from it, in order."""
-    alloc = nir.defining_op(root)
-    out = [alloc]
-    pending = [root]
-    while pending:
-        v = pending.pop()
-        for use in v.uses:
-            user = use.owner.operation
-            if user.name in nir.VIEW_OPS and user not in out:
-                out.append(user)
-                pending.extend(user.results)
-    block_ops = [o.operation for o in alloc.block.operations]
-    pos = {op: k for k, op in enumerate(block_ops)}
-    return sorted(out, key=lambda o: pos[o])
 
 
 def _group_location(members: list[fusion.RowOp]) -> ir.Location:
@@ -284,3 +369,34 @@ def _group_location(members: list[fusion.RowOp]) -> ir.Location:
         by_text[str(loc)] = (count + 1, loc)
     ordered = [loc for _, loc in sorted(by_text.values(), key=lambda c: -c[0])]
     return ordered[0] if len(ordered) == 1 else ir.Location.fused(ordered)
+
+
+def _scan(func: ir.Operation):
+    """The function's top-level ops, their positions, the users of each
+    root tensor (at any depth: the members of a group are its users) and
+    what each op reads and writes (a group: what its members do)."""
+    ops = [o.operation for o in func.regions[0].blocks[0].operations]
+    index = {op: k for k, op in enumerate(ops)}
+    users: dict = {}
+    touches: dict[int, tuple[set, set]] = {}
+    for op in ops:
+        if op.name in nir.VIEW_OPS or op.name in ("memref.alloc", "memref.dealloc"):
+            continue
+        inner = [op]
+        if op.regions:
+            inner = nir.walk(op, lambda o: bool(o.operands) and o.name not in nir.VIEW_OPS
+                             and o.name not in ("memref.alloc", "memref.dealloc"))
+        reads, writes = set(), set()
+        for o in inner:
+            roots = [nir.view_root(v) for v in o.operands if nir.is_memref(v.type)]
+            for r in roots:
+                users.setdefault(r, set()).add(o)
+            if o.name.startswith("ascend.") and roots:
+                reads |= set(roots[:-1])
+                writes.add(roots[-1])
+            elif roots:
+                reads |= set(roots)
+                writes |= set(roots)
+        if reads or writes:
+            touches[index[op]] = (reads, writes)
+    return ops, index, users, touches

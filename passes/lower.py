@@ -2,8 +2,10 @@
 
 Runs, in order and by instantiating the registered pass classes (one place,
 no copied code): `npu-split-cores` (with `cores` other than 1), `npu-fuse-horizontal`
-(sibling matmuls sharing A; skip with `fuse-horizontal=false`), `npu-fuse` and
-`npu-lower-fused` (fused kernels of row ops, one core only; skip with `fuse=false`),
+(sibling matmuls sharing A; skip with `fuse-horizontal=false`),
+`npu-fuse-attention` (skip with `fuse-attention=false`), `npu-fuse`,
+`npu-lower-fused` and `npu-lower-attention` (fused kernels, one core only;
+skip with `fuse=false`),
 `npu-plan-gm` (GM temporaries into one workspace; skip with `plan-gm=false`),
 every lowering (matmul, fractalize, elementwise, transpose,
 reduce), then `npu-double-buffer` (optional), `npu-plan-memory`,
@@ -75,8 +77,12 @@ class LowerPass(Pass):
                "npu-plan-gm algorithm)", choices=("auto", "greedy-by-size", "pushdown")),
         Option("fuse", bool, True, "group row ops into fused kernels first (npu-fuse); false "
                "lowers every ascend op as its own kernel"),
+        Option("fuse-epilogues", bool, True, "npu-fuse's matmul epilogues (elementwise "
+               "consumers of a matmul applied as its C tiles drain)"),
         Option("fuse-horizontal", bool, True, "with fuse: join sibling matmuls that share A "
                "(Q/K/V) and their bias adds first (npu-fuse-horizontal)"),
+        Option("fuse-attention", bool, True, "with fuse: attention (Q.K^T, scale, softmax, P.V) "
+               "as one kernel per head tile, scores on chip (npu-fuse-attention)"),
         Option("fuse-remarks", bool, False, "npu-fuse's remarks: each group formed and why "
                "ops were left out"),
         Option("plan-gm", bool, True, "pack GM memref.alloc temporaries into one workspace "
@@ -139,7 +145,7 @@ class LowerPass(Pass):
         snapshot = module.clone()
         for fraction in (share, share / 2, None):
             try:
-                self._lower(module, fraction)
+                self._lower(module, fraction, 1.0 if fraction == share else 0.5)
                 return
             except PassError as e:
                 if fraction is None or "overflows" not in e.message:
@@ -150,12 +156,21 @@ class LowerPass(Pass):
                     self.remark(module, f"npu-fuse: fused kernels at UB share {fraction:g} "
                                         f"overflowed UB ({e.message.split(':')[0]}); retrying {then}")
 
-    def _lower(self, module: ir.Operation, fuse_fraction: float | None) -> None:
+    def _lower(self, module: ir.Operation, fuse_fraction: float | None,
+               attention_share: float = 1.0) -> None:
+        """`attention_share`: of npu-fuse-attention's UB share (halved on the
+        retry after an overflow, like the row groups')."""
         if fuse_fraction is not None:
-            self._required("npu-fuse", remarks=self.fuse_remarks,
+            if self.fuse_attention:
+                from npu.attention_plan import ATTENTION_UB_FRACTION
+
+                self._required("npu-fuse-attention", remarks=self.fuse_remarks, **{
+                    "ub-fraction": ATTENTION_UB_FRACTION * attention_share}).run(module)
+            self._required("npu-fuse", remarks=self.fuse_remarks, epilogues=self.fuse_epilogues,
                            **{"ub-fraction": fuse_fraction}).run(module)
             self._required("npu-lower-fused", **{"ub-fraction": fuse_fraction}, **(
                 {"max-chunk": self.max_chunk} if self.max_chunk else {})).run(module)
+            self._required("npu-lower-attention").run(module)
         if self.cores != 1:  # fusion is not combined with core splitting yet
             self._required("npu-split-cores", cores=self.cores).run(module)
         if self.plan_gm:

@@ -32,9 +32,14 @@ def _word(kind: str, op: ir.Operation) -> int:
     """Pack the op's count attributes into its `kind` word; every attribute
     must land in a field (nothing is dropped silently)."""
     fields: dict[str, int] = {}
+    known = {f.name for f in hivm.CONFIG_LAYOUTS[kind]}
     for i in range(len(op.attributes)):
         name = op.attributes[i].name
         if name in NOT_IN_WORD:
+            continue
+        if name not in ("accumulate", "transpose", "predicate") and \
+                hivm.word_field(kind, name) not in known:
+            fields[name] = 0  # reported below, whatever its value
             continue
         if name == "accumulate":
             fields["init"] = 0 if nir.bool_attr(op, name) else 1
@@ -47,7 +52,6 @@ def _word(kind: str, op: ir.Operation) -> int:
             fields["predicate"] = CMP_PREDICATES.index(predicate)
         else:
             fields[hivm.word_field(kind, name)] = nir.int_attr(op, name)
-    known = {f.name for f in hivm.CONFIG_LAYOUTS[kind]}
     stray = sorted(set(fields) - known)
     if stray:
         raise PassError(f"'{op.name}': attribute(s) {', '.join(stray)} have no field in the "

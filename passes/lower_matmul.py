@@ -47,8 +47,10 @@ from mlir.dialects import arith, memref, scf
 
 from npu import ir as nir
 from npu.cce_build import copy_bursts
+from npu.fusion import FUSED_UB_FRACTION
 from npu.matmul_tiling import STRATEGIES, MatmulShape, TilingChoice, TilingError, choose_tiling
 from npu.passes.base import Option, Pass, PassError
+from npu.passes.matmul_epilogue import MatmulEpilogue, Piece, group_of
 
 STRATEGY_CHOICES = STRATEGIES + ("auto",)
 
@@ -221,6 +223,8 @@ class LowerMatmul(Pass):
                                 f"{need - self.target.capacity('l1')} bytes)", op)
         self.pipelined = None
         self.why_simple = ""
+        group = group_of(op)
+        self.epilogue = MatmulEpilogue(self, group, op) if group is not None else None
         if self.schedule == "pipelined" and choice.strategy == "os" and self.l1_steps == 1:
             self.pipelined = self.plan_pipelined(shape, choice, op)
         elif self.schedule == "pipelined":
@@ -231,7 +235,10 @@ class LowerMatmul(Pass):
                     + (f"; {self.l1_steps} reduction steps per L1 copy" if self.l1_steps > 1 else "")
                     + (self.pipelined.describe(self.target.fractal) if self.pipelined is not None else "")
                     + (f"; simple schedule: no pipelined plan because {self.why_simple}"
-                       if self.why_simple else ""))
+                       if self.why_simple else "")
+                    + (f"; epilogue ({self.epilogue.e.short}) on each drained piece, "
+                       f"{self.epilogue.bytes_per_fractal} bytes of UB per C fractal"
+                       if self.epilogue is not None else ""))
         a, b, c = op.operands
         with op.location, ir.InsertionPoint(op):
             frac = self.target.fractal
@@ -249,6 +256,8 @@ class LowerMatmul(Pass):
             else:
                 self.emit_strategy(ops, choice)
         op.erase()
+        if self.epilogue is not None:
+            self.epilogue.finish()
 
     def emit_strategy(self, ops: Operands, choice: TilingChoice) -> None:
         frac = self.target.fractal
@@ -678,6 +687,15 @@ class LowerMatmul(Pass):
         convert = out_name != "f32"
         per_column = m * (acc_blk + (out_blk if convert else 0))
         budget = self.target.capacity("ub") if ub_budget is None else ub_budget
+        if self.epilogue is not None:
+            # npu-fuse's share sizes the epilogue's parts: the pipelined
+            # drain gets at least that (longer vector runs); the simple one
+            # all of UB at the default share, as its plain drain, and less
+            # when npu-lower retries fusion at a smaller share.
+            per_column = m * self.epilogue.bytes_per_fractal
+            share = self.epilogue.ub_budget
+            budget = max(budget, share) if ub_budget is not None else min(
+                budget, int(share / FUSED_UB_FRACTION) + self.target.granule("ub"))
         chunk = min(k, max(1, budget // per_column))
         assert chunk >= 1, "the cost model guarantees one column block fits UB"
         flat = self.flat_blocks(c_l0c, k * m)
@@ -707,11 +725,14 @@ class LowerMatmul(Pass):
         ub32 = nir.alloc([cols, m, frac, frac], "f32", "ub")
         nir.create_op("cce.copy_l0c_to_ub", [src, ub32], n_burst=1,
                       burst_len=self.target.blocks(cols * m * acc_blk), src_gap=0, dst_gap=0)
+        col = y if c0 == 0 else arith.AddIOp(y, nir.index_const(c0)).result
+        if self.epilogue is not None:
+            self.epilogue.emit(ub32, Piece(ops.prefix, col, x, cols, m))
+            return
         out = ub32
         if convert:
             out = nir.alloc([cols, m, frac, frac], ops.out_type, "ub")
             self.convert(ub32, out, cols * m * frac * frac)
-        col = y if c0 == 0 else arith.AddIOp(y, nir.index_const(c0)).result
         dst = nir.subview(ops.c, ops.prefix + [col, x, 0, 0],
                           [1] * len(ops.prefix) + [cols, m, frac, frac])
         copy_bursts("cce.copy_ub_to_gm", out, dst, cols, self.target.blocks(m * out_blk),

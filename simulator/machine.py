@@ -50,18 +50,27 @@ class Machine:
         initialised = hz.initialised
         summary_w, summary_r = hz.summary_w, hz.summary_r
         esizes = instr.esizes
-        if len(views) == 2:
+        n_ops = len(views)
+        if n_ops == 3:
+            v0, v1, v2 = views
+            r0, r1, r2 = regions = (v0[0], v1[0], v2[0])
+            addrs = [r0.base + v0[1] * esizes[0], r1.base + v1[1] * esizes[1],
+                     r2.base + v2[1] * esizes[2]]
+        elif n_ops == 2:
             v0, v1 = views
-            addrs = [v0[0].base + v0[1] * esizes[0], v1[0].base + v1[1] * esizes[1]]
+            r0, r1 = regions = (v0[0], v1[0])
+            addrs = [r0.base + v0[1] * esizes[0], r1.base + v1[1] * esizes[1]]
         else:
+            regions = [v[0] for v in views]
             addrs = [v[0].base + v[1] * esizes[k] for k, v in enumerate(views)]
+        cross = self.cross
         # Clock components of the five memory pipes (V=1, M=2, MTE1..3=3..5).
         _, c1, c2, c3, c4, c5, _ = clock_list
         not_v = pipe != V
         carry = False  # a movement read uninitialised bytes: move their flags too
         for k, lo, hi, pat, dense, align, write, key in instr.plan:
             addr = addrs[k]
-            region = views[k][0]
+            region = regions[k]
             if addr % align:
                 self._misaligned(instr, k, addr, align, region)
             lo += addr
@@ -71,8 +80,8 @@ class Machine:
                 self._out_of_bounds(instr, k, lo, hi, write, region)
             mem = region.mem
             group = region.group
-            if self.cross is not None and mem.space == "gm":
-                self.cross.access(mem, selection(pat, addr), write, self.core, instr, hz)
+            if cross is not None and mem.space == "gm":
+                cross.access(mem, selection(pat, addr), write, self.core, instr, hz)
             if write:
                 if races:
                     # Epoch summaries of the group: only an access some pipe made at
@@ -120,7 +129,7 @@ class Machine:
                         readers.mixed[lo // g:hi // g] = False
                 else:
                     readers.set(pat, addr, stamp)
-        mems = [v[0].mem for v in views]
+        mems = [r.mem for r in regions]
         if self.numerics:
             instr.compute(mems, addrs)
         if carry:

@@ -138,12 +138,27 @@ class Load(_Transfer):
 
     def compute(self, mems: list[Memory], addrs: list[int]) -> None:
         values = self.read_src(mems, addrs)
-        if self.transpose:
-            # Fractal by fractal, 2-byte elements: one copy into the transposed order.
-            e = self.edge
-            blocks = values.reshape(self.repeat, self.frac).view(np.uint16).reshape(self.repeat, e, e)
-            values = blocks.transpose(0, 2, 1).copy().view(np.uint8)
-        self.write_dst(mems, addrs, values)
+        if not self.transpose:
+            self.write_dst(mems, addrs, values)
+            return
+        # Fractal by fractal, 2-byte elements, transposed straight into the
+        # destination when its fractals form a strided view.
+        e, n = self.edge, self.repeat
+        blocks = values.reshape(n, self.frac).view(np.uint16).reshape(n, e, e).transpose(0, 2, 1)
+        dst = self._dst_fractals(mems[1].data, addrs[1])
+        if dst is not None:
+            dst[...] = blocks
+        else:
+            self.write_dst(mems, addrs, blocks.copy().view(np.uint8))
+
+    def _dst_fractals(self, data: np.ndarray, addr: int) -> np.ndarray | None:
+        """The destination fractals as an (n, edge, edge) 2-byte view, or None."""
+        dp = self.dst_pat
+        rows = data[addr:addr + dp.hi].reshape(1, -1) if dp.dense else _bursts_view(data, addr, dp)
+        if rows is None:
+            return None
+        e = self.edge
+        return rows.view(np.uint16).reshape(self.repeat, e, e)
 
 
 def decoders() -> dict:

@@ -25,8 +25,9 @@ race-free program any such order gives the same result.
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 import numpy as np
 
@@ -70,11 +71,30 @@ class Timeline:
     flows: list[tuple[int, int]] = field(default_factory=list)  # (set entry, wait entry)
     unconsumed_sets: list[int] = field(default_factory=list)
     dispatch: list[int] = field(default_factory=list)  # when S handed each entry to its pipe
+    static_counts: Counter = field(default_factory=Counter)  # dispatches per static instruction
 
 
-def check_flag_pairs(trace: list) -> None:
+def static_counts(trace: list) -> Counter:
+    """How often each static instruction was dispatched: one C-speed pass over
+    the trace that the flag check, the per-pipe counts and the report share."""
+    return Counter(map(itemgetter(0), trace))
+
+
+def check_flag_pairs(trace: list, counts: Counter | None = None) -> None:
     """Every wait_flag needs a set_flag to consume: the k-th wait of a flag
-    matches the k-th set of that flag anywhere in the program."""
+    matches the k-th set of that flag anywhere in the program. The totals per
+    flag decide whether some wait goes unmatched; only then is the trace
+    walked to name the first one."""
+    if counts is None:
+        counts = static_counts(trace)
+    balance: dict[tuple, int] = {}
+    for instr, n in counts.items():
+        if instr.kind == SET:
+            balance[instr.key] = balance.get(instr.key, 0) + n
+        elif instr.kind == WAIT:
+            balance[instr.key] = balance.get(instr.key, 0) - n
+    if all(b >= 0 for b in balance.values()):
+        return
     sets: dict[tuple, int] = {}
     for instr, _, _ in trace:
         if instr.kind == SET:
@@ -95,10 +115,15 @@ def run(trace: list, machine: Machine, hazards: HazardDetector, target: Target,
         trailing_scalar: int, serialize: bool, memsys=None) -> Timeline:
     """`memsys` (a `memory_system.MemorySystem`, shared by the cores of one
     launch) times GM transfers; without it they cost their static occupancy."""
-    check_flag_pairs(trace)
+    counts = static_counts(trace)
+    check_flag_pairs(trace, counts)
     if serialize:
-        return _run_serialized(trace, machine, hazards, target, trailing_scalar)
-    return _run_parallel(trace, machine, hazards, target, trailing_scalar, memsys)
+        timeline = _run_serialized(trace, machine, hazards, target, trailing_scalar)
+    else:
+        timeline = _run_parallel(trace, machine, hazards, target, trailing_scalar, memsys)
+    timeline.counts, timeline.sync_counts = _counts(counts, len(trace))
+    timeline.static_counts = counts
+    return timeline
 
 
 def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target: Target,
@@ -282,10 +307,9 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
             _deadlock(trace, queues, s_pos)
 
     total = max([s_time + trailing_scalar] + done)
-    busy[S] = min(total, sum(entry[2] for entry in trace) + trailing_scalar)
-    counts_out, sync_out = _counts(trace)
+    busy[S] = min(total, sum(map(itemgetter(2), trace)) + trailing_scalar)
     unconsumed = [e for dq in set_of_event.values() for e in dq]
-    return Timeline(start, end, total, busy, counts_out, sync_out, flows, unconsumed, dispatch)
+    return Timeline(start, end, total, busy, [], [], flows, unconsumed, dispatch)
 
 
 def _deadlock(trace: list, queues: list, s_pos: int) -> None:
@@ -353,19 +377,18 @@ def _run_serialized(trace: list, machine: Machine, hazards: HazardDetector, targ
         start[i], end[i] = t0, e
         last = e
     total = max(s_time + trailing_scalar, last)
-    busy[S] = min(total, sum(entry[2] for entry in trace) + trailing_scalar)
-    counts_out, sync_out = _counts(trace)
+    busy[S] = min(total, sum(map(itemgetter(2), trace)) + trailing_scalar)
     unconsumed = [e for dq in pending.values() for e in dq]
-    return Timeline(start, end, total, busy, counts_out, sync_out, flows, unconsumed, dispatch)
+    return Timeline(start, end, total, busy, [], [], flows, unconsumed, dispatch)
 
 
-def _counts(trace: list) -> tuple[list[int], list[int]]:
+def _counts(counts: Counter, n_entries: int) -> tuple[list[int], list[int]]:
     """Per pipe: instructions that compute or move data, and sync ops."""
     ops, sync = [0] * NPIPES, [0] * NPIPES
-    for instr, _, _ in trace:
+    for instr, n in counts.items():
         if instr.kind == OP:
-            ops[instr.pipe] += 1
+            ops[instr.pipe] += n
         else:
-            sync[instr.pipe] += 1
-    ops[S] = len(trace)  # the scalar unit dispatches every instruction
+            sync[instr.pipe] += n
+    ops[S] = n_entries  # the scalar unit dispatches every instruction
     return ops, sync

@@ -14,7 +14,9 @@ named, being the more specific answer.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
+from operator import itemgetter
 
 from npu.simulator.hazards import PIPE_NAMES, S, V, M
 from npu.simulator.instruction import OP, WAIT
@@ -33,23 +35,34 @@ def build(trace: list, timeline, program, target: Target, hazards: list[dict],
     path_bytes = {p: 0 for p in target.paths}
     issue = [0] * len(PIPE_NAMES)
     waited = [0] * len(PIPE_NAMES)
+    counts = timeline.static_counts or Counter(map(itemgetter(0), trace))
+    for instr, n in counts.items():
+        if instr.kind == OP:
+            if instr.path is not None:
+                path_bytes[instr.path] += instr.nbytes * n
+            if instr.pipe in (V, M):
+                issue[instr.pipe] += instr.occupancy * n
+    # The hotspots need every dynamic instruction in order (waiting intervals);
+    # each static instruction's spot and unit cost are looked up once.
     spots: dict[tuple[str, str], Hotspot] = {}
-    starts, ends = timeline.start, timeline.end
+    spot_of: dict = {}
     pipelined = pipelined_pipes(target)
+    for instr in counts:
+        if instr.kind == OP:
+            spot = spots.get((instr.where, instr.name))
+            if spot is None:
+                spot = spots[(instr.where, instr.name)] = Hotspot(instr.where, instr.name, instr.pipe)
+            spot_of[instr] = (spot, instr.occupancy if instr.pipe in pipelined else None)
+    starts, ends = timeline.start, timeline.end
+    dispatched = timeline.dispatch or starts
     for i, (instr, _, _) in enumerate(trace):
         if instr.kind != OP:
             if instr.kind == WAIT:
                 waited[instr.pipe] += ends[i] - starts[i]
             continue
-        if instr.path is not None:
-            path_bytes[instr.path] += instr.nbytes
-        if instr.pipe in (V, M):
-            issue[instr.pipe] += instr.occupancy
-        spot = spots.get((instr.where, instr.name))
-        if spot is None:
-            spot = spots[(instr.where, instr.name)] = Hotspot(instr.where, instr.name, instr.pipe)
-        spot.add(unit_cycles(instr, starts[i], ends[i], pipelined),
-                 timeline.dispatch[i] if timeline.dispatch else starts[i], starts[i])
+        spot, unit = spot_of[instr]
+        started = starts[i]
+        spot.add(ends[i] - started if unit is None else unit, dispatched[i], started)
     bounds: dict[str, float] = {}
     for path, nbytes in path_bytes.items():
         bounds[f"path:{path}"] = nbytes / target.path(path).bytes_per_cycle

@@ -41,10 +41,30 @@ def check_entry_arguments(func_op) -> None:
         if dtype not in npu_ir.NUMPY_DTYPES:
             raise ToolError(f"{where}: error: argument #{i} ({t}) has element type {dtype}; npu-run "
                             f"supports {', '.join(npu_ir.NUMPY_DTYPES)}")
+        _check_constant(func_op, i, t, where)
         total += int(np.prod(t.shape, dtype=object)) * np.dtype(npu_ir.NUMPY_DTYPES[dtype]).itemsize
     if total > MAX_ARGUMENT_BYTES:
         raise ToolError(f"{where}: error: the entry's arguments take {total} bytes; npu-run "
                         f"simulates at most {MAX_ARGUMENT_BYTES} bytes of arguments")
+
+
+def _check_constant(func_op, i: int, t, where: str) -> None:
+    """An `npu.constant` argument carries its data as dense elements of the
+    argument's own shape (the frontend lays them out so)."""
+    from mlir import ir
+
+    from npu import ir as npu_ir
+
+    attr = npu_ir.arg_attrs(func_op, i).get("npu.constant")
+    if attr is None:
+        return
+    ok = isinstance(attr, ir.DenseElementsAttr)
+    if ok:
+        dense = ir.DenseElementsAttr(attr)
+        ok = dense.is_splat or np.prod(ir.ShapedType(dense.type).shape) == np.prod(t.shape)
+    if not ok:
+        raise ToolError(f"{where}: error: argument #{i} ({t}) has npu.constant = {attr}; it must be "
+                        f"dense elements with {int(np.prod(t.shape))} values (or a splat)")
 
 
 def input_args(func_op) -> list:

@@ -102,7 +102,7 @@ def describe(op: ir.Operation, index: int, target: Target) -> RowOp | str:
             return "an operand is not a contiguous GM tensor"
         if nir.memref_element(v) not in ("f16", "f32"):
             return f"element type {nir.memref_element(v)} (fused kernels take f16/f32)"
-        if elements(nir.view_root(v)) != elements(v):
+        if nbytes(nir.view_root(v)) != nbytes(v):  # a memref.view of a whole byte buffer is whole
             return "an operand is a partial view of its tensor"
     out = operands[-1]
     if any(nir.view_root(v) == nir.view_root(out) for v in operands[:-1]):

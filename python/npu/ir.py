@@ -22,6 +22,36 @@ from npu import diagnostics
 # Contexts and parsing
 # ----------------------------------------------------------------------------
 
+# The bindings have a Python class for dense arrays of i1/i8/i16/i32/i64/f32/
+# f64 only, and their caster raises TypeError on any other element type
+# (`array<ui8: 1>`, `array<bf16: 1.0>`, all valid MLIR). Every read of such an
+# attribute (`op.attributes[...]`, iterating an ArrayAttr or DictAttr) then
+# failed, or aborted the process when the read happened inside C++. Input is
+# the user's: those arrays stay plain `ir.Attribute`s, which our verifiers
+# reject with a located error where an array<i64: ...> is expected.
+_DENSE_ARRAY_CLASSES = (ir.DenseBoolArrayAttr, ir.DenseI8ArrayAttr, ir.DenseI16ArrayAttr,
+                        ir.DenseI32ArrayAttr, ir.DenseI64ArrayAttr, ir.DenseF32ArrayAttr,
+                        ir.DenseF64ArrayAttr)
+
+
+def _dense_array_or_plain(attr: ir.Attribute) -> ir.Attribute:
+    for cls in _DENSE_ARRAY_CLASSES:
+        try:
+            return cls(attr)
+        except ValueError:
+            pass
+    return attr
+
+
+def _install_dense_array_caster() -> None:
+    """Replace the upstream dense-array caster (process-wide, keyed by TypeID)."""
+    with ir.Context():
+        typeid = ir.DenseI64ArrayAttr.get([]).typeid
+    ir.register_type_caster(typeid, replace=True)(_dense_array_or_plain)
+
+
+_install_dense_array_caster()
+
 
 def make_context() -> ir.Context:
     """A context with upstream dialects and ascend/cce/hivm loaded."""
@@ -483,3 +513,40 @@ def is_contiguous(value: ir.Value | ir.Type) -> bool:
             return False
         expected *= size
     return True
+
+
+def view_closure(root: ir.Value) -> list[ir.Operation]:
+    """The alloc of `root` and every view derived from it, in block order."""
+    alloc = defining_op(root)
+    out = [alloc]
+    pending = [root]
+    while pending:
+        v = pending.pop()
+        for use in v.uses:
+            user = use.owner.operation
+            if user.name in VIEW_OPS and user not in out:
+                out.append(user)
+                pending.extend(user.results)
+    pos = {op: k for k, op in enumerate(o.operation for o in alloc.block.operations)}
+    return sorted(out, key=lambda o: pos[o])
+
+
+def form_group_region(kind_attr: str, figures: dict[str, int], location: ir.Location,
+                      before: ir.Operation, internal: list[ir.Value],
+                      members: list[ir.Operation]) -> ir.Operation:
+    """Wrap `members` (and the allocs and views of the `internal` tensors,
+    which never leave the group) in an `scf.execute_region {kind_attr =
+    {figures}}` placed at `before`: the fusion passes' one form of a group."""
+    with before.context, location, ir.InsertionPoint(before):
+        region_op = ir.Operation.create(
+            "scf.execute_region", results=[], operands=[], regions=1,
+            attributes={kind_attr: ir.DictAttr.get({k: i64_attr(v) for k, v in figures.items()})})
+        block = region_op.regions[0].blocks.append()
+        with ir.InsertionPoint(block):
+            terminator = ir.Operation.create("scf.yield", results=[], operands=[])
+    for root in internal:
+        for op in view_closure(root):
+            op.move_before(terminator)
+    for op in members:
+        op.move_before(terminator)
+    return region_op

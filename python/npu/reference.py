@@ -377,8 +377,10 @@ def evaluate(func_op: ir.Operation | ir.OpView, inputs: Sequence[np.ndarray]) ->
         op = op.operation
         if op.name == "func.return":
             break
-        if op.name == "scf.execute_region" and "npu.fused" in op.attributes:
-            # A fused group (dialects/README.md): its ops in order.
+        if op.name == "scf.execute_region" and ("npu.fused" in op.attributes
+                                                or "npu.epilogue" in op.attributes
+                                                or "npu.attention" in op.attributes):
+            # A fused, epilogue or attention group (dialects/README.md): its ops in order.
             for inner in op.regions[0].blocks[0].operations:
                 if inner.operation.name != "scf.yield":
                     _execute(inner.operation, frame)

@@ -281,3 +281,27 @@ def cast_compute(src: str, dst: str, round_mode: str) -> Compute | None:
         return None
     steps = tuple((t, round_mode if m == "mode" else m) for t, m in chain)
     return Compute("cast", chain=steps, temps=tuple(t for t, _ in steps[:-1]))
+
+
+def emit_flat_run(compute: Compute, target, count: int, dst: tuple[ir.Value, str],
+                  srcs: Sequence[tuple[ir.Value, str] | View], temps: Sequence[ir.Value] = ()
+                  ) -> None:
+    """`compute` over `count` contiguous elements of UB buffers given as
+    (buffer, element type); a `View` source (a broadcast scalar) is passed
+    as is. `temps` are the buffers of `compute.temps`, `count` elements each."""
+    from npu.cce_build import sub
+    from npu.vector_tiling import VectorGeometry, split_repeats
+
+    types = [dst[1]] + [s[1] for s in srcs if not isinstance(s, View)] + list(compute.temps)
+    geo = VectorGeometry.for_types(target, [nir.element_bytes(t) for t in types])
+    lanes, granule = geo.lanes, target.granule("ub")
+    for piece in split_repeats(count, lanes, geo.max_repeat):
+        touched = (piece.repeat - 1) * lanes + piece.mask
+
+        def flat(buf: ir.Value, elem: str) -> View:
+            return View(sub(buf, piece.offset, touched), 1,
+                        lanes * nir.element_bytes(elem) // granule)
+
+        compute.emit(flat(*dst), [s if isinstance(s, View) else flat(*s) for s in srcs],
+                     piece.repeat, piece.mask,
+                     [flat(t, elem) for t, elem in zip(temps, compute.temps)])

@@ -11,3 +11,11 @@ func.func @index_arg(%a: memref<16xf16, "gm">, %b: memref<16xf16, "gm">, %n: ind
   "ascend.exp"(%a, %b) : (memref<16xf16, "gm">, memref<16xf16, "gm">) -> ()
   return
 }
+
+// An `npu.constant` argument carries dense elements of its own size.
+// RUN: not npu-run %s --entry bad_constant 2>&1 | FileCheck %s --check-prefix=CONST
+// CONST: entry.mlir:[[@LINE+1]]:1: error: argument #0 (memref<16xf16, "gm">) has npu.constant = array<i64: 1>; it must be dense elements with 16 values (or a splat)
+func.func @bad_constant(%a: memref<16xf16, "gm"> {npu.constant = array<i64: 1>}, %b: memref<16xf16, "gm">) {
+  "ascend.exp"(%a, %b) : (memref<16xf16, "gm">, memref<16xf16, "gm">) -> ()
+  return
+}

@@ -66,3 +66,14 @@ func.func @memref_escapes(%a: memref<256xf16, "gm">) -> f16 {
   %x = memref.load %ub[%c0] : memref<256xf16, "ub">
   return %x : f16
 }
+
+// -----
+
+// An attribute that is no field of the word (whatever its type) is refused
+// by name, not dropped.
+func.func @stray_attribute(%a: memref<256xf16, "gm">) {
+  %ub = memref.alloc() {npu.offset = 0 : i64} : memref<256xf16, "ub">
+  // expected-error@+1 {{attribute(s) x have no field in the copy configuration word}}
+  "cce.copy_gm_to_ub"(%a, %ub) {n_burst = 1 : i64, burst_len = 16 : i64, src_gap = 0 : i64, dst_gap = 0 : i64, x = "y"} : (memref<256xf16, "gm">, memref<256xf16, "ub">) -> ()
+  return
+}

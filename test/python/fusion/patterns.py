@@ -102,3 +102,140 @@ def gelu(rows: int, n: int, elem: str = "f32") -> str:
         v = out
     p.op("mul", [h, v, ("%y", full, elem)])
     return p.text()
+
+
+def matmul_epilogue(m: int, n: int, k: int, steps: tuple[str, ...], out: str = "f32",
+                    c_elem: str = "f32") -> str:
+    """C = A x B (Nz fractals, f16 in, `c_elem` out: an M x K result of an
+    N-long reduction), then the elementwise `steps` on C, each one of
+    "bias" (+ a tensor shaped like C, as the frontend materialises a bias),
+    "scale" (x 1/sqrt(64)), "gelu" (erf form: five ops), "residual"
+    (+ another input tensor), "cast" (to f16, the last step); the result
+    goes to %y with element type `out`. Operands and intermediates have C's
+    element type."""
+    f = 16
+    a_s, b_s, c_s = (n // f, m // f, f, f), (k // f, n // f, f, f), (k // f, m // f, f, f)
+    args = [("%a", a_s, "f16"), ("%b", b_s, "f16")]
+    e = c_elem
+    if "bias" in steps:
+        args.append(("%bias", c_s, e))
+    if "residual" in steps:
+        args.append(("%r", c_s, e))
+    args.append(("%y", c_s, out))
+    p = _Program("matmul_epilogue", args)
+    c = (p.alloc(c_s, c_elem), c_s, c_elem)
+    p.op("matmul", [("%a", a_s, "f16"), ("%b", b_s, "f16"), c])
+    v = c
+    todo = list(steps)
+    y = ("%y", c_s, out)
+
+    def emit(name, ins, attrs="", last=False, elem=e):
+        dst = y if last else (p.alloc(c_s, elem), c_s, elem)
+        p.op(name, list(ins) + [dst], attrs)
+        return dst
+
+    for i, step in enumerate(todo):
+        last = i == len(todo) - 1
+        if step == "bias":
+            v = emit("add", [v, ("%bias", c_s, e)], last=last)
+        elif step == "residual":
+            v = emit("add", [v, ("%r", c_s, e)], last=last)
+        elif step == "scale":
+            v = emit("muls", [v], "scalar = 1.25e-01 : f64", last=last)
+        elif step == "cast":
+            v = emit("cast", [v], 'round_mode = "rint"', last=last, elem="f16")
+        elif step == "gelu":
+            h = v
+            for name, attrs in (("muls", f"scalar = {1 / math.sqrt(2):.17e} : f64"),
+                                ("erf", ""), ("adds", "scalar = 1.0 : f64"),
+                                ("muls", "scalar = 5.0e-01 : f64")):
+                v = emit(name, [v], attrs)
+            v = emit("mul", [h, v], last=last)
+    return p.text()
+
+
+def attention(heads: int, seq: int, head_dim: int, normalise: str = "reciprocal",
+              scale: float | None = None, projections: bool = False) -> str:
+    """Self-attention as the frontend emits it: f32 Q [H,S,D], K^T [H,D,S] and
+    V [H,S,D] cast to f16 and fractalized, scores = Q.K^T (batch_matmul, f32),
+    defractalized, scaled, softmax along the keys (`normalise`: "reciprocal"
+    then mul, or "div"), P cast and fractalized, context = P.V, defractalized
+    into y [H,S,D] f32. `projections`: the inputs are the projections
+    q, k, v [1,S,H,D] (= [S, H*D]) and the heads come from transposes, and
+    the heads are merged back by a transpose into y [1,S,H,D]."""
+    s1, d1 = -(-seq // 16), -(-head_dim // 16)
+    qs, ks, ss, col = (heads, seq, head_dim), (heads, head_dim, seq), (heads, seq, seq), (heads, seq, 1)
+    ps = (1, seq, heads, head_dim)
+    names = [("%q", ps if projections else qs), ("%kt", ps if projections else ks),
+             ("%v", ps if projections else qs)]
+    p = _Program("attention", [(n, sh, "f32") for n, sh in names]
+                 + [("%y", ps if projections else qs, "f32")])
+
+    def new(shape, elem):
+        return (p.alloc(shape, elem), shape, elem)
+
+    def heads_of(name: str, perm: tuple, shape: tuple) -> tuple:
+        out = new((1,) + shape, "f32")
+        p.op("transpose", [(name, ps, "f32"), out], f"permutation = array<i64: {', '.join(map(str, perm))}>")
+        view = f"%v{len(p.lines)}"
+        full = "x".join(map(str, (1,) + shape))
+        short = "x".join(map(str, shape))
+        p.lines.append(f'  {view} = memref.collapse_shape {out[0]} [[0, 1], [2], [3]] : '
+                       f'memref<{full}xf32, "gm"> into memref<{short}xf32, "gm">')
+        return (view, shape, "f32")
+
+    def nz(src, rows_cols):
+        half = new(src[1], "f16")
+        p.op("cast", [src, half], 'round_mode = "rint"')
+        r, c = rows_cols
+        out = new((heads, -(-c // 16), -(-r // 16), 16, 16), "f16")
+        p.op("fractalize", [half, out])
+        return out
+
+    q_in, k_in, v_in = ("%q", qs, "f32"), ("%kt", ks, "f32"), ("%v", qs, "f32")
+    if projections:
+        q_in, k_in = heads_of("%q", (0, 2, 1, 3), qs), heads_of("%kt", (0, 2, 3, 1), ks)
+        v_in = heads_of("%v", (0, 2, 1, 3), qs)
+    qf = nz(q_in, (seq, head_dim))
+    kf = nz(k_in, (head_dim, seq))
+    c1 = new((heads, s1, s1, 16, 16), "f32")
+    p.op("batch_matmul", [qf, kf, c1])
+    s = new(ss, "f32")
+    p.op("defractalize", [c1, s])
+    if scale is None:
+        scale = 1 / math.sqrt(head_dim)
+    if scale != 1.0:
+        scaled = new(ss, "f32")
+        p.op("muls", [s, scaled], f"scalar = {scale:.17e} : f64")
+        s = scaled
+    m = new(col, "f32")
+    p.op("reduce_max", [s, m])
+    t = new(ss, "f32")
+    p.op("sub", [s, m, t])
+    e = new(ss, "f32")
+    p.op("exp", [t, e])
+    total = new(col, "f32")
+    p.op("reduce_sum", [e, total])
+    probs = new(ss, "f32")
+    if normalise == "div":
+        p.op("div", [e, total, probs])
+    else:
+        r = new(col, "f32")
+        p.op("reciprocal", [total, r])
+        p.op("mul", [e, r, probs])
+    pf = nz(probs, (seq, seq))
+    vf = nz(v_in, (seq, head_dim))
+    c2 = new((heads, d1, s1, 16, 16), "f32")
+    p.op("batch_matmul", [pf, vf, c2])
+    if not projections:
+        p.op("defractalize", [c2, ("%y", qs, "f32")])
+        return p.text()
+    ctx = new(qs, "f32")
+    p.op("defractalize", [c2, ctx])
+    view = f"%v{len(p.lines)}"
+    p.lines.append(f'  {view} = memref.expand_shape {ctx[0]} [[0, 1], [2], [3]] output_shape '
+                   f'[1, {heads}, {seq}, {head_dim}] : memref<{"x".join(map(str, qs))}xf32, "gm"> '
+                   f'into memref<1x{heads}x{seq}x{head_dim}xf32, "gm">')
+    p.op("transpose", [(view, (1,) + qs, "f32"), ("%y", ps, "f32")],
+         "permutation = array<i64: 0, 2, 1, 3>")
+    return p.text()

@@ -538,3 +538,43 @@ def test_random_vector_lanes(seed):
     for (r, e), (a, b) in reads.items():  # all reads happen before the writes of one instruction
         expect[lane("dst", r, e)] = max(a, b)
     np.testing.assert_array_equal(res.outputs[1], expect)
+
+
+def test_transposed_load_into_strided_fractals():
+    """Two transposed L1 -> L0B loads interleave their fractals (dst_stride 2);
+    a mad with the identity in L0A copies L0B's Zn blocks out to L0C."""
+    e = 16
+    frac = e * e
+    k = Kernel([("a", gm([frac])), ("x", gm([4 * frac])), ("c", gm([4, 1, e, e], "f32"))])
+    k.alloc("l1a", mem([frac], "f16", "l1"))
+    k.alloc("l1b", mem([4 * frac], "f16", "l1"))
+    k.alloc("l0a", mem([frac], "f16", "l0a"))
+    k.alloc("l0b", mem([4 * frac], "f16", "l0b"))
+    k.alloc("l0c", mem([4 * frac], "f32", "l0c"))
+    k.alloc("uc", mem([4 * frac], "f32", "ub"))
+    k.copy("gm_to_l1", "a", "l1a", 1, frac * 2 // BLOCK)
+    k.copy("gm_to_l1", "x", "l1b", 1, 4 * frac * 2 // BLOCK)
+    k.sync("MTE2", "MTE1")
+    k.op("load_l1_to_l0a", "l1a", "l0a", repeat=1, src_stride=1, dst_stride=1, transpose=False)
+    for half in range(2):
+        src_t = f'memref<{2 * frac}xf16, strided<[1], offset: {half * 2 * frac}>, "l1">'
+        dst_t = f'memref<{3 * frac}xf16, strided<[1], offset: {half * frac}>, "l0b">'
+        k.raw(f"%s{half} = memref.subview %l1b[{half * 2 * frac}] [{2 * frac}] [1] : "
+              f"{k.types['l1b']} to {src_t}")
+        k.raw(f"%d{half} = memref.subview %l0b[{half * frac}] [{3 * frac}] [1] : "
+              f"{k.types['l0b']} to {dst_t}")
+        k.types[f"s{half}"], k.types[f"d{half}"] = src_t, dst_t
+        k.op("load_l1_to_l0b", f"s{half}", f"d{half}", repeat=2, src_stride=1, dst_stride=2,
+             transpose=True)
+    k.sync("MTE1", "M")
+    k.op("mad", "l0a", "l0b", "l0c", m=e, n=e, k=4 * e, accumulate=False)
+    k.sync("M", "V")
+    k.copy("l0c_to_ub", "l0c", "uc", 1, 4 * frac * 4 // BLOCK)
+    k.sync("V", "MTE3")
+    k.copy("ub_to_gm", "uc", "c", 1, 4 * frac * 4 // BLOCK)
+    x = np.random.default_rng(3).uniform(-4, 4, (4, e, e)).astype(np.float16)
+    res = simulate(k.parse(), [np.eye(e, dtype=np.float16).ravel(), x.ravel(),
+                               np.zeros((4, 1, e, e), np.float32)])
+    # L0B slots hold X0^T, X2^T, X1^T, X3^T; read as Zn, column block l of B is X[order[l]].
+    order = [0, 2, 1, 3]
+    np.testing.assert_array_equal(res.outputs[2][:, 0], x[order].astype(np.float32))

@@ -1,0 +1,126 @@
+"""npu-fuse-attention: group attention (Q.K^T, scale, softmax, P.V per head,
+`npu.attention` documents the pattern) into one kernel whose score matrix
+never goes to GM.
+
+Every `ascend.batch_matmul` is a candidate; `npu.attention.match` follows
+its result by structure (not by names) through the defractalize, the
+optional scaling, the softmax steps, the cast and fractalize of P into the
+second batch_matmul and its defractalize. The cost model
+(`npu.attention_plan.plan`) picks the tile of query rows x keys that fits on
+chip: all keys at once keeps the scores on chip, fewer streams them with an
+online softmax. A candidate is refused when the structure differs, when an
+intermediate tensor is used elsewhere, when an op between the members
+conflicts with moving them together, or when no tile fits; a remark says
+why. A group becomes an `scf.execute_region {npu.attention = {...}}` at the
+position of its last member holding the members and the allocs of the
+tensors that stay on chip (dialects/README.md, "Attention groups").
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from npu import attention as att
+from npu import attention_plan as cost
+from npu import ir as nir
+from npu.passes.base import Option, Pass, ub_fraction_option
+
+
+class FuseAttentionPass(Pass):
+    name = "npu-fuse-attention"
+    summary = "Group attention (Q.K^T, scale, softmax, P.V) into one kernel per head tile"
+    options = (
+        ub_fraction_option(cost.ATTENTION_UB_FRACTION,
+                           "UB share of one tile's buffers by the footprint model"),
+        Option("remarks", bool, True, "report each attention fused and why a candidate was not"),
+    )
+
+    def run(self, module: ir.Operation) -> None:
+        for func in nir.functions(module):
+            if len(func.regions[0].blocks):
+                self.fuse_function(func)
+
+    def fuse_function(self, func: ir.Operation) -> None:
+        ops = [o.operation for o in func.regions[0].blocks[0].operations]
+        users = att.users_of(ops)
+        taken: set = set()
+        for op in ops:
+            if op.name != "ascend.batch_matmul" or op in taken:
+                continue
+            found = att.match(op, users)
+            if isinstance(found, str):
+                why = found
+            else:
+                index = {o: k for k, o in enumerate(ops)}
+                found.members.sort(key=lambda o: index[o])
+                why = self.conflict(found, ops)
+                if why is not None and found.prologue:
+                    att.drop_prologues(found)  # perhaps only a cast or fractalize conflicts
+                    why = self.conflict(found, ops)
+                if why is None:
+                    plan = cost.plan(found, self.target, self.ub_fraction)
+                    if isinstance(plan, cost.Plan):
+                        taken.update(found.members)
+                        self.form(found, plan)
+                        continue
+                    why = plan
+            # The second batch_matmul of a fused attention is never a candidate.
+            if self.remarks and op not in taken:
+                self.remark(op, f"'{op.name}' not fused as attention: {why}")
+
+    @staticmethod
+    def conflict(a: att.Attention, ops: list[ir.Operation]) -> str | None:
+        """Why the members cannot move to the last one's position: an op in
+        between writes what a member reads, or touches what it writes."""
+        index = {op: k for k, op in enumerate(ops)}
+        members = set(a.members)
+        end = index[a.members[-1]]
+
+        def touches(op: ir.Operation) -> tuple[set, set]:
+            roots = [nir.view_root(v) for o in nir.walk(op) for v in o.operands
+                     if nir.is_memref(v.type)]
+            if op.name.startswith("ascend.") and roots:
+                return set(roots[:-1]), {roots[-1]}
+            return set(roots), set(roots)
+
+        for m in a.members[:-1]:
+            reads, writes = touches(m)
+            for op in ops[index[m] + 1:end]:
+                if op in members or op.name in nir.VIEW_OPS or op.name == "memref.alloc":
+                    continue
+                r, w = touches(op)
+                if w & reads or (r | w) & writes:
+                    return (f"'{op.name}' between the members uses a member's result or "
+                            "writes its input")
+        return None
+
+    def form(self, a: att.Attention, plan: cost.Plan) -> None:
+        unfused, fused = cost.gm_bytes(a, plan)
+        last = a.members[-1]
+        attrs = {"heads": a.heads, "seq": a.seq, "head_dim": a.head_dim,
+                 "query_rows": plan.q_blocks * 16, "key_rows": plan.k_blocks * 16,
+                 "gm_bytes": fused, "unfused_gm_bytes": unfused, "ub_bytes": plan.ub_bytes}
+        scores = next(m for m in a.members if m.name == "ascend.batch_matmul")
+        named = [scores] + [m for m in a.members if m is not scores]
+        with last.context:
+            location = _location(named)
+        region_op = nir.form_group_region(att.ATTENTION_ATTR, attrs, location, last, a.internal,
+                                          list(a.members))
+        s1 = a.seq_blocks
+        keys = (f"all {a.seq} keys per tile: the scores stay on chip" if not plan.online(s1)
+                else f"keys in tiles of {plan.k_blocks * 16} with an online softmax "
+                     f"({-(-s1 // plan.k_blocks)} tiles per row)")
+        loads = ("Q, K, V loaded in f32 and cast and laid out on chip" if a.sources
+                 else "Q, K, V read as f16 fractals")
+        self.remark(region_op, f"fused attention ({len(a.members)} ops; {loads}) over {a.heads} heads, "
+                               f"seq {a.seq}, head dim {a.head_dim}: query tiles of "
+                               f"{plan.q_blocks * 16} rows, {keys}; GM traffic {unfused} -> "
+                               f"{fused} bytes; UB {plan.ub_bytes} bytes per tile")
+
+
+def _location(members: list[ir.Operation]) -> ir.Location:
+    """The members' distinct locations fused, the scores matmul's first:
+    tools show a fused location by its first part."""
+    by_text = {str(m.location): m.location for m in members}
+    locs = list(by_text.values())
+    return locs[0] if len(locs) == 1 else ir.Location.fused(locs)

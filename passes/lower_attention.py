@@ -1,0 +1,383 @@
+"""npu-lower-attention: each `npu.attention` group (from `npu-fuse-attention`)
+-> one cce kernel in which the scores never leave the chip.
+
+Per head and query tile (rows of Q, `query_rows` of the group's plan):
+  Q tile GM -> L1 -> L0A once. Per key tile (`key_rows` keys):
+    K^T tile GM -> L1 -> L0B; mad: scores -> L0C; drained to UB (Nz: one
+    [rows, 16] f32 slab per 16 keys, so row operations are slab-wise);
+    scale (vmuls); padded keys of the last tile get -1e30 (a bias slab);
+    row max: slabs folded with vmax, one vcmax per row (16 lanes);
+    online softmax: m' = max(m, tile max), alpha = exp(m - m'), the row
+    max broadcast over 16 lanes by vnchwconv, subtracted per slab, vexp,
+    row sum as the max, l = l * alpha + sum;
+    P cast to f16 in UB (its Nz is the A operand's Nz) -> L1 (MTE3) -> L0A;
+    V tile GM -> L1 -> L0B; mad: P.V -> L0C -> UB; the context accumulator
+    O = O * alpha + P.V (the first tile writes O directly).
+  O / l per row, stored once to GM (one burst per row and 16 columns).
+With one key tile (all keys fit), no rescaling is emitted: the scores of
+the tile are on chip at once. The cube builders (L1 -> L0 block reorder,
+mad) are `npu-lower-matmul`'s, the vector instructions the `Compute`
+recipes of `npu.vector_compute`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from mlir import ir
+
+from npu import attention as att
+from npu import attention_plan as cost
+from npu import ir as nir
+from npu.cce_build import View, copy, copy_bursts, lin, sub
+from npu.passes.base import DOUBLE_BUFFER_ATTR, Pass, PassError
+from npu.passes.lower_matmul import LowerMatmul
+from npu.vector_compute import Compute, cast_compute, unary_compute
+from npu.vector_tiling import split_repeats
+
+# Added to the scores of padded keys: exp(x - 1e30 - max) is 0 in f32.
+MASKED = -1e30
+BODY_OPS = ("memref.alloc", "scf.yield") + nir.VIEW_OPS
+
+
+class LowerAttention(Pass):
+    name = "npu-lower-attention"
+    summary = "Lower npu.attention groups to one cube + vector kernel each (scores on chip)"
+    options = ()
+
+    def run(self, module: ir.Operation) -> None:
+        regions = nir.walk(module, lambda o: o.name == "scf.execute_region"
+                           and att.ATTENTION_ATTR in o.attributes)
+        for region in regions:
+            _Kernel(self, region).emit()
+            region.erase()
+
+
+class _Kernel:
+    def __init__(self, p: LowerAttention, region: ir.Operation):
+        self.p, self.region, self.t = p, region, p.target
+        body = [o.operation for o in region.regions[0].blocks[0].operations]
+        first = next((o for o in body if o.name == "ascend.batch_matmul"), None)
+        if first is None:
+            raise PassError("npu.attention group without a batch_matmul", region)
+        found = att.match(first, att.users_of(body))
+        if isinstance(found, str):
+            raise PassError(f"npu.attention group is not an attention: {found}", region)
+        extra = [o for o in body if o.name not in BODY_OPS and o not in found.members]
+        if extra:
+            raise PassError(f"npu.attention group holds '{extra[0].name}', not a member", region)
+        self.a = found
+        attrs = nir.dict_attr_items(region.attributes[att.ATTENTION_ATTR])
+        s1, d1 = found.seq_blocks, found.d_blocks
+        self.qb, self.kb = attrs["query_rows"] // 16, attrs["key_rows"] // 16
+        if not (0 < self.qb <= min(s1, cost.MAX_Q_BLOCKS) and 0 < self.kb <= s1
+                and attrs["query_rows"] % 16 == 0 and attrs["key_rows"] % 16 == 0):
+            raise PassError(f"npu.attention tile {attrs['query_rows']} x {attrs['key_rows']} "
+                            f"is not whole 16-row blocks within seq {found.seq}", region)
+        need = cost.footprint(self.qb, self.kb, d1, found.sources is not None)
+        for space, nbytes in need.items():
+            if nbytes > self.t.capacity(space):
+                raise PassError(f"npu.attention tile needs {nbytes} bytes of {space}, more than "
+                                f"its {self.t.capacity(space)}", region)
+        self.mm = LowerMatmul(self.t)
+        self.lanes = self.t.lanes(4)
+        self.granule = self.t.granule("ub")
+
+    # -- structure ------------------------------------------------------------
+    def emit(self) -> None:
+        a = self.a
+        with self.region.location, ir.InsertionPoint(self.region):
+            self.flat_out = nir.flatten_memref(a.out)
+            self.loop(a.heads, lambda h: self.query_tiles(h))
+
+    def loop(self, count: int, body: Callable) -> None:
+        """`body(i)` in an scf.for, also for one trip: the memory planner
+        scopes a buffer by the loop it is allocated in, so the tiles emitted
+        one after another never hold their buffers at once."""
+        loop = nir.for_loop(0, count)
+        loop.operation.attributes[DOUBLE_BUFFER_ATTR] = ir.BoolAttr.get(True)
+        with ir.InsertionPoint(loop.body):
+            body(loop.induction_variable)
+            nir.yield_()
+
+    def query_tiles(self, h) -> None:
+        s1, qb = self.a.seq_blocks, self.qb
+        last = -(-s1 // qb) - 1
+        if last:
+            self.loop(last, lambda x: self.query_tile(h, lin((x, qb)), qb, qb * 16))
+        tail = lambda _: self.query_tile(h, last * qb, s1 - last * qb, self.a.seq - last * qb * 16)
+        if last:
+            self.loop(1, tail)
+        else:  # the only tile: its buffers belong to the head loop (double buffered)
+            tail(0)
+
+    def query_tile(self, h, x0, mq: int, valid: int) -> None:
+        a, t = self.a, self.t
+        d1, rows = a.d_blocks, mq * 16
+        q0 = self.mm.to_l0a(self.load_q(h, x0, mq), mq, d1)
+        self.row_max = nir.alloc([rows], "f32", "ub")
+        self.row_sum = nir.alloc([rows], "f32", "ub")
+        self.context = nir.alloc([d1 * rows * 16], "f32", "ub")
+        s1, kb = a.seq_blocks, self.kb
+        last = -(-s1 // kb) - 1
+        tail = s1 - last * kb
+        masked = a.seq % 16
+        first = lambda _: self.key_tile(h, q0, mq, 0, tail if last == 0 else kb, True,
+                                        bool(masked) and last == 0)
+        if last:
+            self.loop(1, first)
+        else:
+            first(0)
+        if last > 1:
+            self.loop(last - 1, lambda y: self.key_tile(h, q0, mq, lin((y, kb), (1, kb)), kb,
+                                                        False, False))
+        if last:
+            self.loop(1, lambda _: self.key_tile(h, q0, mq, last * kb, tail, False, bool(masked)))
+        self.finish(h, x0, mq, valid)
+
+    # -- one key tile ---------------------------------------------------------
+    def key_tile(self, h, q0, mq: int, y0, kbk: int, first: bool, masked: bool) -> None:
+        """One key tile; its UB phases (scores and softmax, the context
+        update) are scopes of their own so the planner can reuse their bytes."""
+        a = self.a
+        d1, rows = a.d_blocks, mq * 16
+        k0 = self.load_k(h, y0, kbk)
+        sc = nir.alloc([kbk, mq, 16, 16], "f32", "l0c")
+        self.mm.mad(q0, k0, sc, mq, d1, kbk, False)
+        pl1 = nir.alloc([kbk, mq, 16, 16], "f16", "l1")
+        alpha = None if first else nir.alloc([rows], "f32", "ub")
+        self.scope(lambda: self.softmax_tile(sc, pl1, mq, kbk, alpha, masked))
+        p0 = self.mm.to_l0a(pl1, mq, kbk)
+        v0 = self.mm.to_l0b(self.load_v(h, y0, kbk), kbk, d1)
+        pv = nir.alloc([d1, mq, 16, 16], "f32", "l0c")
+        self.mm.mad(p0, v0, pv, mq, kbk, d1, False)
+        if first:
+            copy("cce.copy_l0c_to_ub", pv, self.context, 1, d1 * mq * 32)
+        else:
+            self.scope(lambda: self.rescale_context(pv, alpha, mq))
+
+    def softmax_tile(self, sc: ir.Value, pl1: ir.Value, mq: int, kbk: int,
+                     alpha: ir.Value | None, masked: bool) -> None:
+        """Scores L0C -> UB, scale, key mask, the (online) softmax step, P in
+        f16 -> L1. `alpha` (None: the first tile) gets exp(old max - new max)."""
+        a = self.a
+        rows = mq * 16
+        slab, count = rows * 16, kbk * rows * 16
+        scores = nir.alloc([count], "f32", "ub")
+        copy("cce.copy_l0c_to_ub", sc, scores, 1, kbk * mq * 32)
+        if a.scale != 1.0:
+            self.apply(Compute("scalar", vop="cce.vmuls", scalar=a.scale), scores, [scores], count)
+        if masked:
+            bias = self.key_mask(rows, a.seq % 16)
+            self.apply(Compute("binary", vop="cce.vadd"), scores, [scores, bias], slab,
+                       offsets=((kbk - 1) * slab, (kbk - 1) * slab, 0))
+        first = alpha is None
+        tile_max = self.row_reduce(scores, kbk, rows, "cce.vmax", "cce.vcmax",
+                                   self.row_max if first else None)
+        vmax, vsub = Compute("binary", vop="cce.vmax"), Compute("binary", vop="cce.vsub")
+        exp = unary_compute("ascend.exp", "f32")
+        if first:
+            shift = self.broadcast(self.row_max, rows)
+        else:
+            new_max = nir.alloc([rows], "f32", "ub")
+            self.apply(vmax, new_max, [self.row_max, tile_max], rows)
+            self.apply(vsub, alpha, [self.row_max, new_max], rows)
+            self.apply(exp, alpha, [alpha], rows)
+            self.apply(vmax, self.row_max, [self.row_max, tile_max], rows)
+            shift = self.broadcast(new_max, rows)
+        for j in range(kbk):
+            self.apply(vsub, scores, [scores, shift], slab, offsets=(j * slab, j * slab, 0))
+        self.apply(exp, scores, [scores], count)
+        tile_sum = self.row_reduce(scores, kbk, rows, "cce.vadd", "cce.vcadd",
+                                   self.row_sum if first else None)
+        if not first:
+            self.apply(Compute("binary", vop="cce.vmul"), self.row_sum, [self.row_sum, alpha], rows)
+            self.apply(Compute("binary", vop="cce.vadd"), self.row_sum, [self.row_sum, tile_sum],
+                       rows)
+        probs = nir.alloc([count], "f16", "ub")
+        self.apply(cast_compute("f32", "f16", "rint"), probs, [scores], count, sizes=(2, 4))
+        copy("cce.copy_ub_to_l1", probs, pl1, 1, kbk * mq * 16)
+
+    def rescale_context(self, pv: ir.Value, alpha: ir.Value, mq: int) -> None:
+        """O = O * alpha + P.V per row (the online softmax's correction)."""
+        d1, rows = self.a.d_blocks, mq * 16
+        slab = rows * 16
+        part = nir.alloc([d1 * slab], "f32", "ub")
+        copy("cce.copy_l0c_to_ub", pv, part, 1, d1 * mq * 32)
+        rescale = self.broadcast(alpha, rows)
+        for j in range(d1):
+            at = (j * slab, j * slab, 0)
+            self.apply(Compute("binary", vop="cce.vmul"), self.context, [self.context, rescale],
+                       slab, offsets=at)
+            self.apply(Compute("binary", vop="cce.vadd"), self.context, [self.context, part],
+                       slab, offsets=(j * slab, j * slab, j * slab))
+
+    def scope(self, body: Callable[[], None]) -> None:
+        self.loop(1, lambda _: body())
+
+    # -- operand tiles in L1 (Nz, f16) ------------------------------------------
+    def load_q(self, h, x0, mq: int) -> ir.Value:
+        """Rows x0.. (mq blocks) of Q as the A operand's Nz [D/16, mq, 16, 16]."""
+        return self.load_rows(self.a.q, 0, h, x0, mq)
+
+    def load_rows(self, tensor: ir.Value, source: int, h, block0, blocks: int) -> ir.Value:
+        """Rows from 16-row block `block0` (`blocks` of them) of a head of Q
+        or V as Nz [D/16, blocks, 16, 16] in L1: from the f16 fractals, or
+        staged from `a.sources[source]` in f32."""
+        a, d1 = self.a, self.a.d_blocks
+        l1 = nir.alloc([d1, blocks, 16, 16], "f16", "l1")
+        if a.sources is None:
+            copy_bursts("cce.copy_gm_to_l1",
+                        nir.subview(tensor, [h, 0, block0, 0, 0], [1, d1, blocks, 16, 16]),
+                        l1, d1, blocks * 16, src_gap=(a.seq_blocks - blocks) * 16)
+            return l1
+        first, pitch = self.rows_of(h, block0)
+        self.stage(a.sources[source], first, blocks * 16, a.head_dim, pitch, l1)
+        return l1
+
+    def rows_of(self, h, block0) -> tuple:
+        """(first element, row pitch) of a head's rows from 16-row block
+        `block0` in a Q or V source: [H, S, D], or [S, H*D] (interleaved)."""
+        a = self.a
+        if a.interleaved:
+            pitch = a.heads * a.head_dim
+            return lin((block0, 16 * pitch), (h, a.head_dim)), pitch
+        return lin((h, a.seq * a.head_dim), (block0, 16 * a.head_dim)), a.head_dim
+
+    def load_k(self, h, y0, kbk: int) -> ir.Value:
+        """Keys y0.. (kbk blocks) of K^T in L0B (Zn) for Q.K^T."""
+        a, d1 = self.a, self.a.d_blocks
+        if a.interleaved:
+            # K's own rows [keys, D] laid out as Nz [D/16, keys/16] in L1: each
+            # 16x16 block of K row-major is the Zn block of K^T, and block
+            # (j, l) of K^T sits at j * keys/16 + l in both, so one plain load.
+            l1 = nir.alloc([d1, kbk, 16, 16], "f16", "l1")
+            pitch = a.heads * a.head_dim
+            self.stage(a.sources[1], lin((y0, 16 * pitch), (h, a.head_dim)), kbk * 16,
+                       a.head_dim, pitch, l1)
+            l0b = nir.alloc([d1, kbk, 16, 16], "f16", "l0b")
+            self.mm.reorder_blocks(l1, l0b, rows=1, cols=d1 * kbk, transpose=False,
+                                   op_name="cce.load_l1_to_l0b", src_col_stride=1)
+            return l0b
+        l1 = nir.alloc([kbk, d1, 16, 16], "f16", "l1")
+        if a.sources is None:
+            copy("cce.copy_gm_to_l1", nir.subview(a.k, [h, y0, 0, 0, 0], [1, kbk, d1, 16, 16]),
+                 l1, 1, kbk * d1 * 16)
+        else:
+            first = lin((h, a.seq * a.head_dim), (y0, 16))
+            self.stage(a.sources[1], first, a.head_dim, kbk * 16, a.seq, l1)
+        return self.mm.to_l0b(l1, d1, kbk)
+
+    def load_v(self, h, y0, kbk: int) -> ir.Value:
+        """Keys y0.. (kbk blocks) of V as the B operand's Nz [D/16, kbk, 16, 16]."""
+        return self.load_rows(self.a.v, 2, h, y0, kbk)
+
+    def stage(self, source: ir.Value, first, rows: int, cols: int, pitch: int,
+              l1: ir.Value) -> None:
+        """rows x cols f32 of a GM matrix with `pitch` columns from element
+        `first` -> UB, cast to f16 there (the absorbed cast), laid out as Nz
+        in `l1` (the absorbed fractalize); the UB staging is a scope of its own."""
+        self.scope(lambda: self.to_nz(self.stage_half(source, first, rows, cols, pitch), l1,
+                                      rows, cols))
+
+    def stage_half(self, source: ir.Value, first, rows: int, cols: int, pitch: int) -> ir.Value:
+        g = self.granule
+        wide = nir.alloc([rows * cols], "f32", "ub")
+        copy_bursts("cce.copy_gm_to_ub",
+                    sub(nir.flatten_memref(source), first, (rows - 1) * pitch + cols), wide,
+                    1 if pitch == cols else rows, rows * cols * 4 // g if pitch == cols
+                    else cols * 4 // g, src_gap=0 if pitch == cols else (pitch - cols) * 4 // g)
+        half = nir.alloc([rows * cols], "f16", "ub")
+        self.apply(cast_compute("f32", "f16", "rint"), half, [wide], rows * cols, sizes=(2, 4))
+        return half
+
+    def to_nz(self, half: ir.Value, l1: ir.Value, rows: int, cols: int) -> None:
+        """A row-major rows x cols f16 matrix in UB -> Nz in L1 (the absorbed
+        fractalize): column block j is `rows` bursts of 16 elements."""
+        blocks = rows // 16 * (cols // 16)
+        flat = self.mm.flat_blocks(l1, blocks)
+        per_row = cols * 2 // self.granule
+        for j in range(cols // 16):
+            dst = self.mm.block_view(flat, j * rows // 16, blocks)
+            copy("cce.copy_ub_to_l1", sub(half, 16 * j, (rows - 1) * cols + 16), dst, rows, 1,
+                 per_row - 1, 0)
+
+    def finish(self, h, x0, mq: int, valid: int) -> None:
+        """O / l per row, then one burst per valid row and 16 columns to GM."""
+        a = self.a
+        rows, d = mq * 16, a.head_dim
+        slab = rows * 16
+        self.apply(unary_compute("ascend.reciprocal", "f32"), self.row_sum, [self.row_sum], rows)
+        inv = self.broadcast(self.row_sum, rows)
+        for j in range(a.d_blocks):
+            self.apply(Compute("binary", vop="cce.vmul"), self.context, [self.context, inv], slab,
+                       offsets=(j * slab, j * slab, 0))
+            if a.merged:  # head h's columns of the merged [S, H*D] rows
+                pitch = a.heads * d
+                first = lin((x0, 16 * pitch), (h, d), (1, 16 * j))
+            else:
+                pitch = d
+                first = lin((h, a.seq * d), (x0, 16 * d), (1, 16 * j))
+            dst = sub(self.flat_out, first, (valid - 1) * pitch + 16)
+            copy("cce.copy_ub_to_gm", sub(self.context, j * slab, valid * 16), dst, valid,
+                 16 * 4 // self.granule, 0, (pitch - 16) * 4 // self.granule)
+
+    # -- vector helpers -------------------------------------------------------
+    def apply(self, compute: Compute, dst: ir.Value, srcs: list[ir.Value], count: int,
+              offsets: tuple[int, ...] | None = None, sizes: tuple[int, int] = (4, 4)) -> None:
+        """`compute` over `count` contiguous elements of dst and srcs (f32
+        unless `sizes` = (dst bytes, src bytes)), from the element offsets."""
+        offsets = offsets or (0,) * (1 + len(srcs))
+        des, ses = sizes
+        lanes, g = self.lanes, self.granule
+        for piece in split_repeats(count, lanes, self.t.max_repeat):
+            touched = (piece.repeat - 1) * lanes + piece.mask
+
+            def view(buf: ir.Value, at: int, es: int) -> View:
+                return View(sub(buf, at + piece.offset, touched), 1, lanes * es // g)
+
+            compute.emit(view(dst, offsets[0], des),
+                         [view(s, o, ses) for s, o in zip(srcs, offsets[1:])],
+                         piece.repeat, piece.mask)
+
+    def row_reduce(self, scores: ir.Value, slabs: int, rows: int, fold: str, across: str,
+                   into: ir.Value | None) -> ir.Value:
+        """Per row of the Nz tile: slabs folded elementwise onto one [rows, 16]
+        slab, then one 16-lane reduction per row into `into` (or a new buffer)."""
+        slab = rows * 16
+        work = scores
+        if slabs > 1:
+            work = nir.alloc([slab], "f32", "ub")
+            self.apply(Compute("binary", vop=fold), work, [scores, scores], slab,
+                       offsets=(0, 0, slab))
+            for j in range(2, slabs):
+                self.apply(Compute("binary", vop=fold), work, [work, scores], slab,
+                           offsets=(0, 0, j * slab))
+        out = into if into is not None else nir.alloc([rows], "f32", "ub")
+        nir.create_op(across, [out, sub(work, 0, slab)], repeat=rows, mask=16,
+                      src_blk_stride=1, src_rep_stride=16 * 4 // self.granule, dst_rep_stride=1)
+        return out
+
+    def broadcast(self, col: ir.Value, rows: int) -> ir.Value:
+        """[rows] -> [rows, 16]: each value over one slab row, by vnchwconv
+        with all 16 source rows on the same 8 values (row t of the
+        transpose is value t repeated, written to both 32-byte halves)."""
+        per_block = self.granule // 4
+        wide = nir.alloc([rows * 16], "f32", "ub")
+        nir.create_op("cce.vnchwconv", [wide, col], repeat=rows // per_block,
+                      src_offsets=[0] * 16, dst_offsets=list(range(16)), src_rep_stride=1,
+                      dst_rep_stride=16)
+        return wide
+
+    def key_mask(self, rows: int, valid_keys: int) -> ir.Value:
+        """A [rows, 16] slab: 0 for the first `valid_keys` lanes of each row,
+        MASKED for the padded keys."""
+        bias = nir.alloc([rows * 16], "f32", "ub")
+        for piece in split_repeats(rows * 16, self.lanes, self.t.max_repeat):
+            nir.create_op("cce.vdup", [sub(bias, piece.offset, (piece.repeat - 1) * self.lanes
+                                           + piece.mask)],
+                          repeat=piece.repeat, mask=piece.mask, dst_blk_stride=1,
+                          dst_rep_stride=8, scalar=MASKED)
+        nir.create_op("cce.vdup", [bias], repeat=rows, mask=valid_keys, dst_blk_stride=1,
+                      dst_rep_stride=16 * 4 // self.granule, scalar=0.0)
+        return bias

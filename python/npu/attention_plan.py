@@ -1,0 +1,107 @@
+"""The cost model of `npu-fuse-attention`: the tile of query rows x keys one
+head is computed in, what it needs on chip, and the GM bytes it moves.
+
+A key tile covering all keys keeps one head's scores of the query tile on
+chip at once; otherwise the keys are streamed in tiles with a running row
+max and sum (online softmax) and the partial context rescaled.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from mlir import ir
+
+from npu import ir as nir
+from npu.attention import Attention, drop_prologues
+from npu.target import Target
+
+# UB share of one tile's buffers by `footprint` (the rest covers the memory
+# planner's pipe-aware lifetimes and the head loop's double buffering).
+ATTENTION_UB_FRACTION = 0.8
+# Largest query tile in 16-row blocks: a vcmax/vcadd repeat per row (<= 255).
+MAX_Q_BLOCKS = 8
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Tile sizes in 16-row / 16-key blocks, and what one tile needs on chip."""
+
+    q_blocks: int
+    k_blocks: int
+    ub_bytes: int
+
+    def online(self, seq_blocks: int) -> bool:
+        return self.k_blocks < seq_blocks
+
+
+def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = False
+              ) -> dict[str, int]:
+    """Bytes per on-chip buffer of one tile. UB: what lives through the tile
+    (context, row statistics) plus the largest of its phases: the f32 -> f16
+    staging of a Q, K or V tile (`absorbed`), the scores phase (scores, P,
+    the row fold, the key mask and two broadcasts) and the P.V phase."""
+    frac4, frac2 = 16 * 16 * 4, 16 * 16 * 2
+    slab = q_blocks * frac4  # one [rows, 16] f32 slab
+    rows = q_blocks * 16
+    persistent = d_blocks * slab + 8 * rows * 4
+    scores = k_blocks * slab + k_blocks * q_blocks * frac2 + 4 * slab
+    staging = max(q_blocks, k_blocks) * d_blocks * 16 * 16 * 6 if absorbed else 0
+    ub = persistent + max(scores, staging, d_blocks * slab + slab)
+    return {"ub": ub,
+            "l0a": (d_blocks + k_blocks) * q_blocks * frac2,
+            "l0b": 2 * k_blocks * d_blocks * frac2,
+            "l0c": (k_blocks + d_blocks) * slab,
+            "l1": (d_blocks * q_blocks + 2 * k_blocks * d_blocks + k_blocks * q_blocks) * frac2}
+
+
+def plan(a: Attention, target: Target, ub_fraction: float) -> Plan | str:
+    """The largest tile (query rows x keys) that fits on chip; ties go to the
+    taller query tile (fewer K/V reloads). A key tile of all keys keeps the
+    scores on chip; a smaller one streams them (online softmax).
+
+    Absorbed casts (f32 Q, K, V loaded and cast per tile) pay off only when a
+    head has one query tile: with more, K and V would be reloaded in f32 and
+    re-cast per query tile, so the casts and fractalizes are left out (once
+    over GM, f16 tiles reloaded) and the tile planned again."""
+    chosen = _plan(a, target, ub_fraction)
+    if a.sources is not None and (isinstance(chosen, str)
+                                  or chosen.q_blocks < a.seq_blocks):
+        drop_prologues(a)
+        chosen = _plan(a, target, ub_fraction)
+    return chosen
+
+
+def _plan(a: Attention, target: Target, ub_fraction: float) -> Plan | str:
+    s1, d1 = a.seq_blocks, a.d_blocks
+    best: Plan | None = None
+    for qb in range(min(s1, MAX_Q_BLOCKS), 0, -1):
+        for kb in range(s1, 0, -1):
+            need = footprint(qb, kb, d1, a.sources is not None)
+            budget = {sp: target.capacity(sp) for sp in need}
+            budget["ub"] = int(budget["ub"] * ub_fraction)
+            if all(need[sp] <= budget[sp] for sp in need):
+                if best is None or qb * kb > best.q_blocks * best.k_blocks:
+                    best = Plan(qb, kb, need["ub"])
+                break
+    if best is None:
+        need = footprint(1, 1, d1, a.sources is not None)
+        return (f"one tile of 16 queries x 16 keys with head dim {a.head_dim} needs "
+                f"{need['ub']} bytes of UB, more than {ub_fraction:g} of "
+                f"{target.capacity('ub')}")
+    return best
+
+
+def gm_bytes(a: Attention, p: Plan) -> tuple[int, int]:
+    """(unfused, fused) modelled GM bytes: each member reads its inputs and
+    writes its output once; the fused kernel reads Q once, K and V once per
+    query tile, and writes the context once."""
+    def nbytes(v: ir.Value) -> int:
+        return math.prod(nir.memref_shape(v)) * nir.element_bytes(nir.memref_element(v))
+
+    unfused = sum(nbytes(v) for m in a.members for v in m.operands)
+    q_tiles = -(-a.seq_blocks // p.q_blocks)
+    q, k, v = a.sources or (a.q, a.k, a.v)
+    fused = nbytes(q) + q_tiles * (nbytes(k) + nbytes(v)) + nbytes(a.out)
+    return unfused, fused

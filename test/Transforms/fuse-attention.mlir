@@ -1,0 +1,177 @@
+// RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-fuse-attention | FileCheck %s
+// RUN: npu-opt %s --split-input-file --npu-fuse-attention --npu-lower-attention 2>&1 | FileCheck %s --check-prefix=KERNEL
+
+// Attention as the frontend emits it (batch_matmul, defractalize, scale,
+// softmax, cast, fractalize, batch_matmul, defractalize) is one group; the
+// scores, P and every softmax step stay on chip. 40 keys fit one tile (the
+// 8 padded keys are masked), so no online softmax.
+// CHECK-LABEL: func.func @attention
+// CHECK:       scf.execute_region {
+// CHECK-COUNT-11: memref.alloc() : memref<{{.*}}, "gm">
+// CHECK:         "ascend.batch_matmul"
+// CHECK:         "ascend.div"
+// CHECK:         "ascend.batch_matmul"
+// CHECK-NEXT:    "ascend.defractalize"
+// CHECK-NEXT:    scf.yield
+// CHECK-NEXT:  } {npu.attention = {gm_bytes = 57344 : i64, head_dim = 64 : i64, heads = 2 : i64, key_rows = 48 : i64, query_rows = 48 : i64, seq = 40 : i64, ub_bytes = {{[0-9]+}} : i64, unfused_gm_bytes = 329472 : i64}}
+// CHECK-NEXT:  return
+// The kernel: no GM temporary; per head Q.K^T on the cube, drained to UB,
+// scale, key mask, row max, exp, row sum, P to f16 -> L1 for P.V, 1/sum,
+// the context stored once (one copy per 16 columns).
+// KERNEL-LABEL: func.func @attention
+// KERNEL-NOT:   memref.alloc() : memref<{{.*}}"gm">
+// KERNEL:       scf.for
+// KERNEL:       cce.copy_gm_to_l1
+// KERNEL:       cce.load_l1_to_l0a
+// KERNEL:       cce.load_l1_to_l0b
+// KERNEL:       cce.mad
+// KERNEL:       cce.copy_l0c_to_ub
+// KERNEL:       cce.vmuls
+// KERNEL:       cce.vdup
+// KERNEL:       cce.vadd
+// KERNEL:       cce.vcmax
+// KERNEL:       cce.vnchwconv
+// KERNEL:       cce.vsub
+// KERNEL:       cce.vexp
+// KERNEL:       cce.vcadd
+// KERNEL:       cce.vconv
+// KERNEL:       cce.copy_ub_to_l1
+// KERNEL:       cce.load_l1_to_l0a
+// KERNEL:       cce.copy_gm_to_l1
+// KERNEL:       cce.mad
+// KERNEL:       cce.copy_l0c_to_ub
+// KERNEL:       cce.vrec
+// KERNEL:       cce.vmul
+// KERNEL-COUNT-4: cce.copy_ub_to_gm
+// KERNEL-NOT:   cce.copy_ub_to_gm
+// KERNEL:       return
+func.func @attention(%q: memref<2x4x3x16x16xf16, "gm">, %k: memref<2x3x4x16x16xf16, "gm">, %v: memref<2x4x3x16x16xf16, "gm">, %y: memref<2x40x64xf32, "gm">) {
+  %c1 = memref.alloc() : memref<2x3x3x16x16xf32, "gm">
+  // expected-remark @+1 {{fused attention (12 ops; Q, K, V read as f16 fractals) over 2 heads, seq 40, head dim 64: query tiles of 48 rows, all 40 keys per tile: the scores stay on chip; GM traffic 329472 -> 57344 bytes}}
+  "ascend.batch_matmul"(%q, %k, %c1) : (memref<2x4x3x16x16xf16, "gm">, memref<2x3x4x16x16xf16, "gm">, memref<2x3x3x16x16xf32, "gm">) -> ()
+  %s = memref.alloc() : memref<2x40x40xf32, "gm">
+  "ascend.defractalize"(%c1, %s) : (memref<2x3x3x16x16xf32, "gm">, memref<2x40x40xf32, "gm">) -> ()
+  %t = memref.alloc() : memref<2x40x40xf32, "gm">
+  "ascend.muls"(%s, %t) {scalar = 0.125 : f64} : (memref<2x40x40xf32, "gm">, memref<2x40x40xf32, "gm">) -> ()
+  %m = memref.alloc() : memref<2x40x1xf32, "gm">
+  "ascend.reduce_max"(%t, %m) : (memref<2x40x40xf32, "gm">, memref<2x40x1xf32, "gm">) -> ()
+  %d = memref.alloc() : memref<2x40x40xf32, "gm">
+  "ascend.sub"(%t, %m, %d) : (memref<2x40x40xf32, "gm">, memref<2x40x1xf32, "gm">, memref<2x40x40xf32, "gm">) -> ()
+  %e = memref.alloc() : memref<2x40x40xf32, "gm">
+  "ascend.exp"(%d, %e) : (memref<2x40x40xf32, "gm">, memref<2x40x40xf32, "gm">) -> ()
+  %u = memref.alloc() : memref<2x40x1xf32, "gm">
+  "ascend.reduce_sum"(%e, %u) : (memref<2x40x40xf32, "gm">, memref<2x40x1xf32, "gm">) -> ()
+  %p = memref.alloc() : memref<2x40x40xf32, "gm">
+  "ascend.div"(%e, %u, %p) : (memref<2x40x40xf32, "gm">, memref<2x40x1xf32, "gm">, memref<2x40x40xf32, "gm">) -> ()
+  %h = memref.alloc() : memref<2x40x40xf16, "gm">
+  "ascend.cast"(%p, %h) {round_mode = "rint"} : (memref<2x40x40xf32, "gm">, memref<2x40x40xf16, "gm">) -> ()
+  %f = memref.alloc() : memref<2x3x3x16x16xf16, "gm">
+  "ascend.fractalize"(%h, %f) : (memref<2x40x40xf16, "gm">, memref<2x3x3x16x16xf16, "gm">) -> ()
+  %c2 = memref.alloc() : memref<2x4x3x16x16xf32, "gm">
+  "ascend.batch_matmul"(%f, %v, %c2) : (memref<2x3x3x16x16xf16, "gm">, memref<2x4x3x16x16xf16, "gm">, memref<2x4x3x16x16xf32, "gm">) -> ()
+  "ascend.defractalize"(%c2, %y) : (memref<2x4x3x16x16xf32, "gm">, memref<2x40x64xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+// The scores are also read by another op: not fused (they must reach GM).
+// CHECK-LABEL: func.func @scores_read_twice
+// CHECK-NOT:   scf.execute_region
+func.func @scores_read_twice(%q: memref<1x4x2x16x16xf16, "gm">, %k: memref<1x2x4x16x16xf16, "gm">, %v: memref<1x4x2x16x16xf16, "gm">, %y: memref<1x32x64xf32, "gm">, %z: memref<1x32x32xf32, "gm">) {
+  %c1 = memref.alloc() : memref<1x2x2x16x16xf32, "gm">
+  // expected-remark @+1 {{not fused as attention: the scores feed ascend.muls, ascend.muls, not a softmax}}
+  "ascend.batch_matmul"(%q, %k, %c1) : (memref<1x4x2x16x16xf16, "gm">, memref<1x2x4x16x16xf16, "gm">, memref<1x2x2x16x16xf32, "gm">) -> ()
+  %s = memref.alloc() : memref<1x32x32xf32, "gm">
+  "ascend.defractalize"(%c1, %s) : (memref<1x2x2x16x16xf32, "gm">, memref<1x32x32xf32, "gm">) -> ()
+  "ascend.muls"(%s, %z) {scalar = 1.0 : f64} : (memref<1x32x32xf32, "gm">, memref<1x32x32xf32, "gm">) -> ()
+  %t = memref.alloc() : memref<1x32x32xf32, "gm">
+  "ascend.muls"(%s, %t) {scalar = 0.125 : f64} : (memref<1x32x32xf32, "gm">, memref<1x32x32xf32, "gm">) -> ()
+  %m = memref.alloc() : memref<1x32x1xf32, "gm">
+  "ascend.reduce_max"(%t, %m) : (memref<1x32x32xf32, "gm">, memref<1x32x1xf32, "gm">) -> ()
+  %d = memref.alloc() : memref<1x32x32xf32, "gm">
+  "ascend.sub"(%t, %m, %d) : (memref<1x32x32xf32, "gm">, memref<1x32x1xf32, "gm">, memref<1x32x32xf32, "gm">) -> ()
+  %e = memref.alloc() : memref<1x32x32xf32, "gm">
+  "ascend.exp"(%d, %e) : (memref<1x32x32xf32, "gm">, memref<1x32x32xf32, "gm">) -> ()
+  %u = memref.alloc() : memref<1x32x1xf32, "gm">
+  "ascend.reduce_sum"(%e, %u) : (memref<1x32x32xf32, "gm">, memref<1x32x1xf32, "gm">) -> ()
+  %p = memref.alloc() : memref<1x32x32xf32, "gm">
+  "ascend.div"(%e, %u, %p) : (memref<1x32x32xf32, "gm">, memref<1x32x1xf32, "gm">, memref<1x32x32xf32, "gm">) -> ()
+  %h = memref.alloc() : memref<1x32x32xf16, "gm">
+  "ascend.cast"(%p, %h) {round_mode = "rint"} : (memref<1x32x32xf32, "gm">, memref<1x32x32xf16, "gm">) -> ()
+  %f = memref.alloc() : memref<1x2x2x16x16xf16, "gm">
+  "ascend.fractalize"(%h, %f) : (memref<1x32x32xf16, "gm">, memref<1x2x2x16x16xf16, "gm">) -> ()
+  %c2 = memref.alloc() : memref<1x4x2x16x16xf32, "gm">
+  // expected-remark @+1 {{not fused as attention: the scores feed no op, not a softmax}}
+  "ascend.batch_matmul"(%f, %v, %c2) : (memref<1x2x2x16x16xf16, "gm">, memref<1x4x2x16x16xf16, "gm">, memref<1x4x2x16x16xf32, "gm">) -> ()
+  "ascend.defractalize"(%c2, %y) : (memref<1x4x2x16x16xf32, "gm">, memref<1x32x64xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+// A head dim that is not whole fractals is left alone.
+// CHECK-LABEL: func.func @head_dim_40
+// CHECK-NOT:   scf.execute_region
+func.func @head_dim_40(%q: memref<1x3x2x16x16xf16, "gm">, %k: memref<1x2x3x16x16xf16, "gm">, %v: memref<1x3x2x16x16xf16, "gm">, %y: memref<1x32x40xf32, "gm">) {
+  %c1 = memref.alloc() : memref<1x2x2x16x16xf32, "gm">
+  // expected-remark @+1 {{not fused as attention: head dim 40 is not a whole number of 16-element fractals}}
+  "ascend.batch_matmul"(%q, %k, %c1) : (memref<1x3x2x16x16xf16, "gm">, memref<1x2x3x16x16xf16, "gm">, memref<1x2x2x16x16xf32, "gm">) -> ()
+  %s = memref.alloc() : memref<1x32x32xf32, "gm">
+  "ascend.defractalize"(%c1, %s) : (memref<1x2x2x16x16xf32, "gm">, memref<1x32x32xf32, "gm">) -> ()
+  %t = memref.alloc() : memref<1x32x32xf32, "gm">
+  "ascend.muls"(%s, %t) {scalar = 0.125 : f64} : (memref<1x32x32xf32, "gm">, memref<1x32x32xf32, "gm">) -> ()
+  %m = memref.alloc() : memref<1x32x1xf32, "gm">
+  "ascend.reduce_max"(%t, %m) : (memref<1x32x32xf32, "gm">, memref<1x32x1xf32, "gm">) -> ()
+  %d = memref.alloc() : memref<1x32x32xf32, "gm">
+  "ascend.sub"(%t, %m, %d) : (memref<1x32x32xf32, "gm">, memref<1x32x1xf32, "gm">, memref<1x32x32xf32, "gm">) -> ()
+  %e = memref.alloc() : memref<1x32x32xf32, "gm">
+  "ascend.exp"(%d, %e) : (memref<1x32x32xf32, "gm">, memref<1x32x32xf32, "gm">) -> ()
+  %u = memref.alloc() : memref<1x32x1xf32, "gm">
+  "ascend.reduce_sum"(%e, %u) : (memref<1x32x32xf32, "gm">, memref<1x32x1xf32, "gm">) -> ()
+  %p = memref.alloc() : memref<1x32x32xf32, "gm">
+  "ascend.div"(%e, %u, %p) : (memref<1x32x32xf32, "gm">, memref<1x32x1xf32, "gm">, memref<1x32x32xf32, "gm">) -> ()
+  %h = memref.alloc() : memref<1x32x32xf16, "gm">
+  "ascend.cast"(%p, %h) {round_mode = "rint"} : (memref<1x32x32xf32, "gm">, memref<1x32x32xf16, "gm">) -> ()
+  %f = memref.alloc() : memref<1x2x2x16x16xf16, "gm">
+  "ascend.fractalize"(%h, %f) : (memref<1x32x32xf16, "gm">, memref<1x2x2x16x16xf16, "gm">) -> ()
+  %c2 = memref.alloc() : memref<1x3x2x16x16xf32, "gm">
+  // expected-remark @+1 {{not fused as attention: the scores feed no op}}
+  "ascend.batch_matmul"(%f, %v, %c2) : (memref<1x2x2x16x16xf16, "gm">, memref<1x3x2x16x16xf16, "gm">, memref<1x3x2x16x16xf32, "gm">) -> ()
+  "ascend.defractalize"(%c2, %y) : (memref<1x3x2x16x16xf32, "gm">, memref<1x32x40xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+// A head dim whose smallest tile does not fit UB: not fused, and why.
+// CHECK-LABEL: func.func @too_big
+// CHECK-NOT:   scf.execute_region
+func.func @too_big(%q: memref<1x256x1x16x16xf16, "gm">, %k: memref<1x1x256x16x16xf16, "gm">, %v: memref<1x256x1x16x16xf16, "gm">, %y: memref<1x16x4096xf32, "gm">) {
+  %c1 = memref.alloc() : memref<1x1x1x16x16xf32, "gm">
+  // expected-remark @+1 {{one tile of 16 queries x 16 keys with head dim 4096 needs 525824 bytes of UB}}
+  "ascend.batch_matmul"(%q, %k, %c1) : (memref<1x256x1x16x16xf16, "gm">, memref<1x1x256x16x16xf16, "gm">, memref<1x1x1x16x16xf32, "gm">) -> ()
+  %s = memref.alloc() : memref<1x16x16xf32, "gm">
+  "ascend.defractalize"(%c1, %s) : (memref<1x1x1x16x16xf32, "gm">, memref<1x16x16xf32, "gm">) -> ()
+  %t = memref.alloc() : memref<1x16x16xf32, "gm">
+  "ascend.muls"(%s, %t) {scalar = 0.125 : f64} : (memref<1x16x16xf32, "gm">, memref<1x16x16xf32, "gm">) -> ()
+  %m = memref.alloc() : memref<1x16x1xf32, "gm">
+  "ascend.reduce_max"(%t, %m) : (memref<1x16x16xf32, "gm">, memref<1x16x1xf32, "gm">) -> ()
+  %d = memref.alloc() : memref<1x16x16xf32, "gm">
+  "ascend.sub"(%t, %m, %d) : (memref<1x16x16xf32, "gm">, memref<1x16x1xf32, "gm">, memref<1x16x16xf32, "gm">) -> ()
+  %e = memref.alloc() : memref<1x16x16xf32, "gm">
+  "ascend.exp"(%d, %e) : (memref<1x16x16xf32, "gm">, memref<1x16x16xf32, "gm">) -> ()
+  %u = memref.alloc() : memref<1x16x1xf32, "gm">
+  "ascend.reduce_sum"(%e, %u) : (memref<1x16x16xf32, "gm">, memref<1x16x1xf32, "gm">) -> ()
+  %p = memref.alloc() : memref<1x16x16xf32, "gm">
+  "ascend.div"(%e, %u, %p) : (memref<1x16x16xf32, "gm">, memref<1x16x1xf32, "gm">, memref<1x16x16xf32, "gm">) -> ()
+  %h = memref.alloc() : memref<1x16x16xf16, "gm">
+  "ascend.cast"(%p, %h) {round_mode = "rint"} : (memref<1x16x16xf32, "gm">, memref<1x16x16xf16, "gm">) -> ()
+  %f = memref.alloc() : memref<1x1x1x16x16xf16, "gm">
+  "ascend.fractalize"(%h, %f) : (memref<1x16x16xf16, "gm">, memref<1x1x1x16x16xf16, "gm">) -> ()
+  %c2 = memref.alloc() : memref<1x256x1x16x16xf32, "gm">
+  // expected-remark @+1 {{not fused as attention: the scores feed no op}}
+  "ascend.batch_matmul"(%f, %v, %c2) : (memref<1x1x1x16x16xf16, "gm">, memref<1x256x1x16x16xf16, "gm">, memref<1x256x1x16x16xf32, "gm">) -> ()
+  "ascend.defractalize"(%c2, %y) : (memref<1x256x1x16x16xf32, "gm">, memref<1x16x4096xf32, "gm">) -> ()
+  return
+}
