@@ -113,7 +113,7 @@ def compile_bert(layers: int) -> tuple[int, int, dict[str, float], float]:
     """(ascend ops, lowered ops, CPU seconds per stage, wall seconds) of one
     BERT encoder of `layers` layers, stage by stage as `npu.compile` runs them."""
     from npu.frontend.bert import bert_layer
-    from npu.frontend.compile import _parse, import_linalg, linalg_to_ascend_text
+    from npu.frontend.compile import import_linalg, linalg_to_ascend
 
     model = bert_layer(layers=layers)
     target = get_target("ascend910")
@@ -122,7 +122,7 @@ def compile_bert(layers: int) -> tuple[int, int, dict[str, float], float]:
     ctx = make_context()
     linalg, inputs, outputs, locate = import_linalg(model, ctx, "bert.onnx")
     cpu["import"] = time.process_time() - c0
-    module = _parse(linalg_to_ascend_text(linalg, inputs, outputs, locate, "bert.onnx"), ctx, "bert.onnx")
+    module = linalg_to_ascend(linalg, inputs, outputs, locate, "bert.onnx", ctx)
     cpu["to_ascend"] = time.process_time() - c0 - sum(cpu.values())
     before = sum(1 for o in walk(module.operation) if o.name.startswith("ascend."))
     run_pipeline(module, "npu-lower", target)

@@ -102,6 +102,15 @@ class BufferCollector:
 
     def _pieces_of(self, func_op: ir.Operation) -> list[tuple[int, _Piece]]:
         """(first position, piece) of every top-level op of the function."""
+        pieces: list[tuple[int, _Piece]] = []
+        offset = 1  # the function itself is position 0
+        for piece in self._top_level(func_op):
+            pieces.append((offset, piece))
+            offset += piece.length
+        return pieces
+
+    def _top_level(self, func_op: ir.Operation) -> list[_Piece]:
+        """The piece of every top-level op of the function, in order."""
         if self._tops is not None:
             for k, piece in enumerate(self._top_pieces):
                 if piece is None:
@@ -117,18 +126,13 @@ class BufferCollector:
                         if piece is None:
                             piece = self._pieces[op] = self._piece(op)
                         tops.append(piece)
-        pieces: list[tuple[int, _Piece]] = []
-        offset = 1  # the function itself is position 0
-        for piece in tops:
-            pieces.append((offset, piece))
-            offset += piece.length
         # Accesses were analysed piece by piece; shapes are checked after all
         # of them, as in one walk over the function.
-        for _, piece in pieces:
+        for piece in tops:
             if piece.dynamic is not None:
                 raise PassError("npu-plan-memory needs static shapes for on-chip buffers",
                                 piece.dynamic)
-        return pieces
+        return tops
 
     @staticmethod
     def _function_level(pieces: list[tuple[int, _Piece]]) -> dict[ir.Operation, Buffer]:
@@ -161,35 +165,43 @@ class BufferCollector:
         keeps `npu-double-buffer` linear instead of planning per loop."""
         if self._tops is not None and space in self._bounds:
             return self._bounds[space]
-        pieces = self._pieces_of(func_op)
-        outer = [b for b in self._function_level(pieces).values() if b.space == space]
-        # Merged spans of the function-level lifetimes: [start, end, bytes in that component].
+        # In top-level op indices, not positions: a function-level alloc is
+        # live over the top-level ops from its first to its last user (its
+        # own op when unused), which is what the positions of `collect` say.
+        tops = self._top_level(func_op)
+        first: dict[ir.Operation, int] = {}
+        last: dict[ir.Operation, int] = {}
+        for k, piece in enumerate(tops):
+            for alloc in piece.outer_uses:
+                first.setdefault(alloc, k)
+                last[alloc] = k
+        outer = [(first.get(piece.alloc.op, k), last.get(piece.alloc.op, k), piece.alloc.size)
+                 for k, piece in enumerate(tops)
+                 if piece.alloc is not None and piece.alloc.space == space]
+        # Merged spans of the function-level lifetimes: [first, last, bytes in that component].
         spans: list[list[int]] = []
-        for b in sorted(outer, key=lambda b: b.start):
-            if spans and b.start <= spans[-1][1]:
-                spans[-1][1] = max(spans[-1][1], b.end)
-                spans[-1][2] += b.size
+        for start, end, size in sorted(outer, key=lambda b: b[0]):
+            if spans and start <= spans[-1][1]:
+                spans[-1][1] = max(spans[-1][1], end)
+                spans[-1][2] += size
             else:
-                spans.append([b.start, b.end, b.size])
-        by_start = sorted(outer, key=lambda b: b.start)
-        by_end = sorted(outer, key=lambda b: b.end)
-        low = high = live = i = k = s = 0
-        for base, piece in pieces:
+                spans.append([start, end, size])
+        delta = [0] * (len(tops) + 1)  # live bytes of function-level allocs, as differences
+        for start, end, size in outer:
+            delta[start] += size
+            delta[end + 1] -= size
+        low = high = live = s = 0
+        for k, piece in enumerate(tops):
             inner = piece.bounds.get(space)
             if inner is None:
                 mine = [b for b in piece.buffers if b.space == space]
                 inner = piece.bounds[space] = (*planner.lifetime_bounds(mine),
                                                sum(b.size for b in mine))
-            while i < len(by_start) and by_start[i].start <= base:
-                live += by_start[i].size
-                i += 1
-            while k < len(by_end) and by_end[k].end < base:
-                live -= by_end[k].size
-                k += 1
+            live += delta[k]
             low = max(low, inner[0] + live)
-            while s < len(spans) and spans[s][1] < base:
+            while s < len(spans) and spans[s][1] < k:
                 s += 1
-            if s < len(spans) and spans[s][0] <= base:
+            if s < len(spans) and spans[s][0] <= k:
                 spans[s][2] += inner[2]
             else:
                 high = max(high, inner[1])

@@ -49,6 +49,7 @@ from npu.access_analysis import (AccessAnalysis, AccessError, Affine, IvKey, OpA
                                  SYNC_OPS, is_access_op, may_overlap)
 from npu.ir import create_op, walk
 from npu.passes.base import Option, Pass, PassError
+from npu.target import ON_CHIP_BUFFERS
 
 CONTROL_OPS = ("scf.for", "scf.if")
 
@@ -83,6 +84,25 @@ class Node:
             cached = self.__dict__["_by_pipe"] = {
                 p: (tuple(writes[p]), tuple(reads[p])) for p in writes}
         return cached
+
+    def keys_by_pipe(self) -> dict[str, tuple[frozenset, frozenset]]:
+        """pipe -> (`_overlap_key`s written, read): ranges whose keys differ
+        never overlap, so most node pairs need no range-by-range test."""
+        cached = self.__dict__.get("_keys_by_pipe")
+        if cached is None:
+            cached = self.__dict__["_keys_by_pipe"] = {
+                p: (frozenset(map(_overlap_key, w)), frozenset(map(_overlap_key, r)))
+                for p, (w, r) in self.ranges_by_pipe().items()}
+        return cached
+
+
+def _overlap_key(r: Range) -> tuple:
+    """Ranges with different keys cannot overlap (`may_overlap`): those of
+    different roots, except planned and unplanned buffers of one on-chip
+    space, which share the space's key."""
+    if r.space in ON_CHIP_BUFFERS and r.root[0] in ("space", "alloc"):
+        return ("on-chip", r.space)
+    return r.root
 
 
 def _widen(r: Range, analysis: AccessAnalysis, ivs: set[IvKey]) -> Range:
@@ -165,16 +185,20 @@ def dependent_pipes(x: Node, y: Node, analysis: AccessAnalysis,
     """
     found = []
     x_ranges, y_ranges = x.ranges_by_pipe(), y.ranges_by_pipe()
+    x_keys, y_keys = x.keys_by_pipe(), y.keys_by_pipe()
     for p, (x_writes, x_reads) in x_ranges.items():
+        xw, xr = x_keys[p]
         for q, (y_writes, y_reads) in y_ranges.items():
+            yw, yr = y_keys[q]
             if p == q:
                 # Inside one in-order pipe only a vector read after a vector
                 # write is a hazard (DESIGN.md section 2); other pipes complete
                 # in order, and V's WAR/WAW are safe in its in-order pipeline.
-                if p == "V" and _any_overlap(x_writes, y_reads, analysis, carried):
+                if p == "V" and not xw.isdisjoint(yr) and _any_overlap(x_writes, y_reads, analysis, carried):
                     found.append((p, q))
-            elif (_any_overlap(x_writes, y_reads + y_writes, analysis, carried)
-                  or _any_overlap(x_reads, y_writes, analysis, carried)):
+            elif ((not (xw.isdisjoint(yr) and xw.isdisjoint(yw))
+                   and _any_overlap(x_writes, y_reads + y_writes, analysis, carried))
+                  or (not xr.isdisjoint(yw) and _any_overlap(x_reads, y_writes, analysis, carried))):
                 found.append((p, q))
     return sorted(found)
 

@@ -30,12 +30,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from mlir import ir
 
 from npu import memory_planning as planner
 from npu.access_analysis import OFFSET_ATTR
 from npu.ir import i64_attr, walk
-from npu.memory_planning import ALGORITHMS, Plan, conflict_graph, lower_bound
+from npu.memory_planning import ALGORITHMS, Plan, lower_bound
 from npu.passes.base import Option, Pass, PassError
 from npu.passes.buffer_lifetimes import Buffer, collect_buffers
 from npu.target import ON_CHIP_BUFFERS, Target
@@ -87,11 +88,51 @@ def conflicts(a: Buffer, b: Buffer, window: int | None) -> bool:
             and first.last_pipe != second.first_pipe)
 
 
+def conflict_graph(buffers: list[Buffer], window: int | None, rows: int = 512) -> list[set[int]]:
+    """`planner.conflict_graph(buffers, conflicts(., ., window))`, every pair
+    tested at once with numpy (a few rows at a time to bound the memory):
+    testing pair by pair in Python was most of the pass on a large model.
+    Pair (i, j), i < j, is tested as `conflicts(buffers[i], buffers[j])`."""
+    n = len(buffers)
+    codes: dict[str, int] = {}
+    start = np.array([b.start for b in buffers], np.int64)
+    end = np.array([b.end for b in buffers], np.int64)
+    last = np.array([-1 if b.last_pipe is None else codes.setdefault(b.last_pipe, len(codes))
+                     for b in buffers], np.int64)
+    first = np.array([-1 if b.first_pipe is None else codes.setdefault(b.first_pipe, len(codes))
+                      for b in buffers], np.int64)
+    columns = np.arange(n)
+    adj: list[set[int]] = []
+    for r0 in range(0, n, rows):
+        r = slice(r0, min(n, r0 + rows))
+        below = columns[None, :] < columns[r, None]  # j < i: tested as conflicts(b_j, b_i)
+        a_start = np.where(below, start[None, :], start[r, None])
+        a_end = np.where(below, end[None, :], end[r, None])
+        b_start = np.where(below, start[r, None], start[None, :])
+        b_end = np.where(below, end[r, None], end[None, :])
+        a_last = np.where(below, last[None, :], last[r, None])
+        a_first = np.where(below, first[None, :], first[r, None])
+        b_last = np.where(below, last[r, None], last[None, :])
+        b_first = np.where(below, first[r, None], first[None, :])
+        overlap = (a_start <= b_end) & (b_start <= a_end)
+        a_before = a_end < b_start  # else b is the first of the two
+        gap = np.where(a_before, b_start - a_end, a_start - b_end)
+        earlier_last = np.where(a_before, a_last, b_last)
+        later_first = np.where(a_before, b_first, a_first)
+        hand_over = (earlier_last >= 0) & (later_first >= 0) & (earlier_last != later_first)
+        if window is not None:
+            hand_over &= gap <= window
+        conflict = overlap | hand_over
+        conflict[np.arange(r.stop - r0), columns[r]] = False
+        adj += [set(np.flatnonzero(row).tolist()) for row in conflict]
+    return adj
+
+
 def place(buffers: list[Buffer], window: int | None, algorithm: str) -> Plan:
     if window == 0:  # plain lifetimes: conflicts are overlaps
         adj = planner.overlap_graph(buffers)
     else:
-        adj = conflict_graph(buffers, lambda a, b: conflicts(a, b, window))
+        adj = conflict_graph(buffers, window)
     return planner.place(buffers, adj, algorithm)
 
 

@@ -7,6 +7,8 @@ a builder each. Everything here is thin over the upstream `mlir` bindings.
 
 from __future__ import annotations
 
+import functools
+
 import re
 from typing import Callable, Iterable, Iterator, Sequence
 
@@ -29,8 +31,9 @@ from npu import diagnostics
 # failed, or aborted the process when the read happened inside C++. Input is
 # the user's: those arrays stay plain `ir.Attribute`s, which our verifiers
 # reject with a located error where an array<i64: ...> is expected.
-_DENSE_ARRAY_CLASSES = (ir.DenseBoolArrayAttr, ir.DenseI8ArrayAttr, ir.DenseI16ArrayAttr,
-                        ir.DenseI32ArrayAttr, ir.DenseI64ArrayAttr, ir.DenseF32ArrayAttr,
+# i64 first: nearly every array read is one, and each failed cast raises.
+_DENSE_ARRAY_CLASSES = (ir.DenseI64ArrayAttr, ir.DenseI32ArrayAttr, ir.DenseBoolArrayAttr,
+                        ir.DenseI8ArrayAttr, ir.DenseI16ArrayAttr, ir.DenseF32ArrayAttr,
                         ir.DenseF64ArrayAttr)
 
 
@@ -527,8 +530,10 @@ def view_closure(root: ir.Value) -> list[ir.Operation]:
             if user.name in VIEW_OPS and user not in out:
                 out.append(user)
                 pending.extend(user.results)
-    pos = {op: k for k, op in enumerate(o.operation for o in alloc.block.operations)}
-    return sorted(out, key=lambda o: pos[o])
+    # A few ops: compare them pairwise rather than number the whole block
+    # (which made forming every group of a large function quadratic).
+    return sorted(out, key=functools.cmp_to_key(
+        lambda a, b: 0 if a == b else -1 if a.is_before_in_block(b) else 1))
 
 
 def form_group_region(kind_attr: str, figures: dict[str, int], location: ir.Location,

@@ -94,15 +94,37 @@ def read_interface(func_op: ir.Operation) -> Interface:
 def linalg_to_ascend_text(module: ir.Module, input_names=None, output_names=None,
                           locate=None, where: str = "-") -> str:
     """Convert the one function of a linalg module; located errors as CompileError."""
+    return _convert(module, input_names, output_names, locate, where).convert()
+
+
+def linalg_to_ascend(module: ir.Module, input_names, output_names, locate, where: str,
+                     ctx: ir.Context) -> ir.Module:
+    """`linalg_to_ascend_text` parsed, with the large constants kept out of
+    the text (they are attached from their arrays after the parse)."""
+    from npu.frontend.to_ascend.emitter import attach_constants
+
+    converter = _convert(module, input_names, output_names, locate, where, detach_constants=True)
+    ascend = _parse(converter.convert(), ctx, where)
+    attach_constants(functions(ascend)[0].operation, converter.em.detached)
+    return ascend
+
+
+def _convert(module: ir.Module, input_names, output_names, locate, where: str, detach_constants=False):
+    """A converter whose `convert()` reports unsupported ops as CompileError."""
     from npu.frontend.to_ascend import Converter
 
     funcs = functions(module)
     if len(funcs) != 1:
         raise CompileError(f"{where}: error: expected one func.func, found {len(funcs)}")
-    try:
-        return Converter(funcs[0], input_names, output_names, locate=locate).convert()
-    except UnsupportedOp as e:
-        raise CompileError(_located(e, locate, where)) from None
+
+    class Located(Converter):
+        def convert(self) -> str:
+            try:
+                return super().convert()
+            except UnsupportedOp as e:
+                raise CompileError(_located(e, locate, where)) from None
+
+    return Located(funcs[0], input_names, output_names, locate=locate, detach_constants=detach_constants)
 
 
 def _located(e: UnsupportedOp, locate, where: str) -> str:
@@ -201,7 +223,7 @@ class Kernel:
 
 def import_linalg(source, ctx: ir.Context, where: str):
     """(linalg module, input names, output names, NodeLocations | None) from any source."""
-    from npu.frontend.onnx_import import ImportError_, import_onnx
+    from npu.frontend.onnx_import import ImportError_, attach_weights, import_onnx
 
     if isinstance(source, ir.Module):
         return parse_module(str(source), ctx), None, None, None
@@ -214,11 +236,12 @@ def import_linalg(source, ctx: ir.Context, where: str):
             with open(source) as f:
                 return _parse(f.read(), ctx, where), None, None, None
     try:
-        imported = import_onnx(source, where)
+        imported = import_onnx(source, where, detach_weights=True)
     except ImportError_ as e:
         raise CompileError(str(e)) from None
     locate = NodeLocations(os.path.basename(where), imported.node_types)
     module = _parse(imported.mlir, ctx, where)
+    attach_weights(module, imported.weights)
     return module, imported.input_names, imported.output_names, locate
 
 
@@ -258,8 +281,7 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
     linalg, in_names, out_names, locate = import_linalg(source, ctx, where)
     seconds["import"] = time.perf_counter() - t0
     stages["linalg"] = _short(linalg)
-    text = linalg_to_ascend_text(linalg, in_names, out_names, locate, where)
-    module = _parse(text, ctx, where)
+    module = linalg_to_ascend(linalg, in_names, out_names, locate, where, ctx)
     seconds["to_ascend"] = time.perf_counter() - t0 - sum(seconds.values())
     stages["ascend"] = _short(module)
     check_size(module, tgt, where, locate)

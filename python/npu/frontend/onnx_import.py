@@ -43,6 +43,9 @@ class ImportedModel:
     input_names: list[str]
     output_names: list[str]
     node_types: dict[str, str] = field(default_factory=dict)  # node name -> op type
+    # With `detach_weights`: key -> data of the large `arith.constant`s, whose
+    # text carries a zero splat and `npu.weight = "<key>"` instead.
+    weights: dict[str, object] = field(default_factory=dict)
 
 
 def _error(where: str, message: str) -> ImportError_:
@@ -127,23 +130,105 @@ def check_model(model, where: str) -> None:
                              "dynamic shape (only static shapes compile)")
 
 
-def import_onnx(model_or_path, where: str | None = None) -> ImportedModel:
-    """ONNX model (proto, path or bytes) -> linalg-on-tensors text."""
+def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = False) -> ImportedModel:
+    """ONNX model (proto, path or bytes) -> linalg-on-tensors text.
+
+    `detach_weights` keeps the large constants out of the text (see
+    `ImportedModel.weights`): printing and re-parsing hundreds of megabytes of
+    literals dominated the import of a large model."""
     where = where or (os.fspath(model_or_path) if isinstance(model_or_path, (str, os.PathLike))
                       else "<model>")
     model = load_model(model_or_path, where)
-    model = type(model).FromString(model.SerializeToString())  # never touch the caller's proto
+    copy = type(model)()
+    copy.CopyFrom(model)  # never touch the caller's proto
+    model = copy
     node_types = _name_nodes(model)
+    # Shape inference serialises the model: without the large weights' bytes
+    # (it reads no float data) that no longer costs a copy of every weight.
+    weight_bytes = _strip_weight_bytes(model)
     check_model(model, where)
     initialized = {t.name for t in model.graph.initializer}
     inputs = [v.name for v in model.graph.input if v.name not in initialized]
     outputs = [v.name for v in model.graph.output]
-    text = _run_torch_mlir(model, where, node_types, inputs, outputs)
-    return ImportedModel(text, inputs, outputs, node_types)
+    weights: dict[str, object] | None = {} if detach_weights else None
+    text = _run_torch_mlir(model, where, node_types, inputs, outputs, weights, weight_bytes)
+    return ImportedModel(text, inputs, outputs, node_types, weights or {})
+
+
+# Constants with fewer elements stay in the text (detaching them saves nothing).
+DETACH_MIN_ELEMENTS = 256
+WEIGHT_ATTR = "npu.weight"
+
+
+def _detach_weights(func, tir, weights: dict) -> None:
+    """Move the data of large, non-uniform `arith.constant`s of `func` into
+    `weights`, leaving a zero splat and the key. Uniform ones stay: the
+    parser would make them splats, which `attach_weights` must reproduce."""
+    import numpy as np
+
+    for op in func.regions[0].blocks[0].operations:
+        op = op.operation
+        if op.name != "arith.constant" or not isinstance(op.results[0].type, tir.RankedTensorType):
+            continue
+        ttype = tir.RankedTensorType(op.results[0].type)
+        if isinstance(ttype.element_type, tir.IntegerType) and tir.IntegerType(ttype.element_type).width == 1:
+            continue
+        try:
+            dense = tir.DenseElementsAttr(op.attributes["value"])
+        except (ValueError, TypeError):  # e.g. dense_resource
+            continue
+        if dense.is_splat or ttype.rank == 0 or np.prod(ttype.shape) < DETACH_MIN_ELEMENTS:
+            continue
+        data = np.array(dense).reshape(ttype.shape)
+        key = f"w{len(weights)}"
+        weights[key] = data
+        zero = tir.FloatAttr.get(ttype.element_type, 0.0, loc=tir.Location.unknown()) if not isinstance(
+            ttype.element_type, tir.IntegerType) else tir.IntegerAttr.get(ttype.element_type, 0)
+        op.attributes["value"] = tir.DenseElementsAttr.get_splat(ttype, zero)
+        op.attributes[WEIGHT_ATTR] = tir.StringAttr.get(key)
+
+
+def attach_weights(module, weights: dict) -> None:
+    """Put the detached data back into the parsed module (the inverse of
+    `_detach_weights`, without a text round trip)."""
+    from mlir import ir
+
+    if not weights:
+        return
+    with module.context:
+        for func in module.body.operations:
+            for op in func.regions[0].blocks[0].operations if func.operation.name == "func.func" else ():
+                op = op.operation
+                if WEIGHT_ATTR not in op.attributes:
+                    continue
+                key = ir.StringAttr(op.attributes[WEIGHT_ATTR]).value
+                op.attributes["value"] = ir.DenseElementsAttr.get(weights[key], type=op.results[0].type)
+                del op.attributes[WEIGHT_ATTR]
+
+
+def _strip_weight_bytes(model) -> dict[int, bytes]:
+    """Take the raw bytes out of the large floating-point initializers
+    (index -> bytes); `_restore_weight_bytes` puts them back."""
+    import onnx
+
+    floats = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE,
+              onnx.TensorProto.BFLOAT16)
+    taken = {}
+    for i, t in enumerate(model.graph.initializer):
+        if t.data_type in floats and t.raw_data and len(t.raw_data) >= 4 * DETACH_MIN_ELEMENTS:
+            taken[i] = t.raw_data
+            t.ClearField("raw_data")
+    return taken
+
+
+def _restore_weight_bytes(model, taken: dict[int, bytes]) -> None:
+    for i, data in taken.items():
+        model.graph.initializer[i].raw_data = data
 
 
 def _run_torch_mlir(model, where: str, node_types: dict[str, str], inputs: list[str],
-                    outputs: list[str]) -> str:
+                    outputs: list[str], weights: dict | None = None,
+                    weight_bytes: dict[int, bytes] | None = None) -> str:
     import onnx
     from torch_mlir import ir as tir
     from torch_mlir.dialects import torch as torch_d
@@ -154,6 +239,7 @@ def _run_torch_mlir(model, where: str, node_types: dict[str, str], inputs: list[
         model = onnx.shape_inference.infer_shapes(model, data_prop=True)
     except Exception as e:
         raise _error(where, f"shape inference failed: {str(e).splitlines()[0]}") from None
+    _restore_weight_bytes(model, weight_bytes or {})
     ctx = tir.Context()
     torch_d.register_dialect(ctx)
     try:
@@ -174,6 +260,8 @@ def _run_torch_mlir(model, where: str, node_types: dict[str, str], inputs: list[
             if op.operation.name == "func.func":
                 for attr, names in (("npu.input_names", inputs), ("npu.output_names", outputs)):
                     op.operation.attributes[attr] = tir.ArrayAttr.get([tir.StringAttr.get(n) for n in names])
+                if weights is not None:
+                    _detach_weights(op.operation, tir, weights)
     return module.get_asm(enable_debug_info=True, large_elements_limit=None)
 
 

@@ -41,3 +41,22 @@ def test_empty_and_touching_lifetimes():
     touching = [Life(32, 0, 5), Life(64, 5, 9), Life(32, 10, 12)]
     assert overlap_graph(touching) == [{1}, {0}, set()]
     assert lower_bound(touching) == (96, 5)
+
+
+def test_pipe_aware_conflict_graph_matches_the_pairwise_test():
+    """npu-plan-memory's vectorised graph against `conflicts` pair by pair,
+    with unordered lifetimes (start > end) and missing pipes included, and
+    row blocks smaller than the graph."""
+    from npu.passes.plan_memory import Buffer, conflict_graph as pipe_graph, conflicts
+
+    rng = random.Random(7)
+    pipes = [None, "mte2", "vector", "cube"]
+    for _ in range(300):
+        buffers = []
+        for _ in range(rng.randrange(0, 30)):
+            start = rng.randrange(0, 60)
+            end = start + rng.randrange(-2, 15)
+            buffers.append(Buffer(None, "ub", 32, start, end, rng.choice(pipes), rng.choice(pipes)))
+        for window in (None, 16, 4):
+            want = conflict_graph(buffers, lambda a, b: conflicts(a, b, window))
+            assert pipe_graph(buffers, window, rows=7) == want

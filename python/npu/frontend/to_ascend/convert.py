@@ -40,10 +40,11 @@ def storage_type(element: str) -> str:
 
 
 class Converter(MatmulLowering, ReductionLowering):
-    def __init__(self, func_op: ir.Operation, input_names=None, output_names=None, locate=None):
+    def __init__(self, func_op: ir.Operation, input_names=None, output_names=None, locate=None,
+                 detach_constants: bool = False):
         self.func = func_op
         self.locate = locate
-        self.em = Emitter()
+        self.em = Emitter(detached={} if detach_constants else None)
         self.tensors: dict[ir.Value, Tensor] = {}
         self.scalars: dict[ir.Value, Term] = {}
         self.folder = Evaluator(func_op)

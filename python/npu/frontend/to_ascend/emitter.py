@@ -18,6 +18,7 @@ import numpy as np
 from npu.ir import NUMPY_DTYPES
 
 ELEMENT_OF_NUMPY = {np.dtype(v): k for k, v in NUMPY_DTYPES.items()}
+DETACH_MIN_ELEMENTS = 256  # smaller constants stay in the text
 
 
 def memref_text(shape, dtype: str) -> str:
@@ -85,6 +86,9 @@ class Emitter:
     _root: dict = field(default_factory=dict)   # view name -> the buffer it views
     _flat: dict = field(default_factory=dict)   # buffer name -> its 1-D view
     _views: dict = field(default_factory=dict)  # (buffer name, shape) -> view
+    # When set, large constants leave the text: their attribute is the key
+    # (a string) into this table, and `attach_constants` puts the data back.
+    detached: dict[str, np.ndarray] | None = None
 
     def fresh(self, prefix: str = "t") -> str:
         self._count += 1
@@ -183,10 +187,36 @@ class Emitter:
     def function_text(self, name: str, loc: str) -> str:
         params = []
         for a in self.args:
-            if a.role == "constant":
+            if a.role == "constant" and self.detached is not None and a.data.size >= DETACH_MIN_ELEMENTS:
+                key = a.buf.name[1:]
+                self.detached[key] = np.ascontiguousarray(a.data.astype(NUMPY_DTYPES[a.buf.dtype]))
+                attr = f'npu.constant = "{key}"'
+            elif a.role == "constant":
                 attr = f"npu.constant = {dense_hex(a.data, a.buf.dtype)}"
             else:
                 attr = f'npu.{a.role} = "{a.name}"'
             params.append(f"{a.buf.name}: {a.buf.type} {{{attr}}}" + (f" {a.loc}" if a.loc else ""))
         head = f"  func.func @{name}({', '.join(params)}) {{"
         return "\n".join(["module {", head, *self.lines, f"    return {loc}", f"  }} {loc}", "}"])
+
+
+def attach_constants(func_op, detached: dict[str, np.ndarray]) -> None:
+    """Replace the keys `function_text` left in `npu.constant` attributes by
+    the data (built from the arrays, not parsed from text)."""
+    from mlir import ir
+
+    if not detached or "arg_attrs" not in func_op.attributes:
+        return
+    args = func_op.regions[0].blocks[0].arguments
+    new = []
+    with func_op.context, ir.Location.unknown():
+        for arg, attrs in zip(args, ir.ArrayAttr(func_op.attributes["arg_attrs"])):
+            attrs = ir.DictAttr(attrs)
+            if "npu.constant" in attrs and isinstance(attrs["npu.constant"], ir.StringAttr):
+                memref = ir.MemRefType(arg.type)
+                tensor = ir.RankedTensorType.get(memref.shape, memref.element_type)
+                data = detached[ir.StringAttr(attrs["npu.constant"]).value]
+                attrs = ir.DictAttr.get({**{a.name: a.attr for a in attrs},
+                                         "npu.constant": ir.DenseElementsAttr.get(data, type=tensor)})
+            new.append(attrs)
+        func_op.attributes["arg_attrs"] = ir.ArrayAttr.get(new)
