@@ -1,0 +1,203 @@
+"""npu-lower-matmul: ascend.matmul / ascend.batch_matmul -> cce loops (thesis 6.4.1).
+
+A: M x N (Nz in GM as [N1, M1, 16, 16]), B: N x K ([K1, N1, 16, 16]),
+C = A x B: M x K ([K1, M1, 16, 16]); N is the reduction, tiles are (m, n, k)
+and chosen by the cost model in `npu.matmul_tiling` unless given.
+
+Data path of one step: A tile GM -> L1 (one copy reading the Nz tile with
+burst/gap) -> L0A (loads reordering blocks to Zz); B tile GM -> L1 -> L0B
+(loads reordering to Zn and transposing each block); `mad` into L0C with
+accumulate=false on the first reduction step and true afterwards (an scf.if
+on the induction variable, or with `first-step=peel` a separate first
+step); C: L0C -> UB -> (vconv to f16 if C is f16) -> GM, in chunks of whole
+column blocks that fit UB. `l1-steps=s` (OS) stages s reduction steps per
+GM -> L1 copy: same traffic, fewer and longer transfers.
+
+Loop orders:
+  os: for x (M tiles) { for y (K tiles) { C tile; for s (N steps) {A, B, mad}; write C } }
+  is: for x { [C row strip]; for s { A tile stationary; for y {B, mad} }; write strip }
+  ws: for y { [C col strip]; for s { B tile stationary; for x {A, mad} }; write strip }
+With a single reduction step IS/WS need no strip: each C tile is written as
+soon as its one mad is done.
+
+`schedule=pipelined` (OS; the default of `npu-lower` with double buffering)
+keeps the cost model's tiles and GM traffic but streams them differently:
+one flat loop over (C tile, L1 chunk) pairs (several reduction steps per GM
+copy), L0A/L0B sub-steps in two alternating slots, and the C tile in L0C
+pieces (along k) each drained as soon as its last mad is done; see
+`emit_pipelined`. Tiles that do not divide the shape use the nest above.
+
+Edge tiles (a dimension that is not a multiple of its tile) get their own
+copy of the loop body with smaller static sizes, since instruction
+attributes are static; every tile, even a single one, is an scf.for (a
+one-trip loop for an edge tile) because memory planning scopes a buffer's
+lifetime by the loop body it is allocated in. No synchronisation is emitted
+(npu-insert-sync) and no addresses (npu-plan-memory); buffers streamed by a
+loop are allocated in its body, buffers live across a loop (the L0C tile or
+strip, a stationary A/B tile) in the enclosing scope.
+
+Modules: this one holds the pass (options, checks, dispatch); `simple` the
+loop nests above, `pipelined` the pipelined OS schedule, `blocks` the tile
+loops and GM/L1/L0/UB builders both use (and `npu-lower-attention` reuses).
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from npu import ir as nir
+from npu.matmul_tiling import STRATEGIES, MatmulShape, TilingError, choose_tiling
+from npu.passes.base import Option, Pass, PassError
+from npu.passes.lower_matmul.blocks import (IndexValue, MatmulBlocks, Operands, Segment,
+                                            block_pitch, segments)
+from npu.passes.lower_matmul.pipelined import PipelinedPlan, PipelinedSchedule
+from npu.passes.lower_matmul.simple import SimpleSchedule
+from npu.passes.matmul_epilogue import MatmulEpilogue, group_of
+
+STRATEGY_CHOICES = STRATEGIES + ("auto",)
+
+__all__ = ["STRATEGY_CHOICES", "LowerMatmul", "MatmulBlocks", "Operands", "PipelinedPlan",
+           "Segment", "block_pitch", "segments"]
+
+
+class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, Pass):
+    name = "npu-lower-matmul"
+    summary = "Lower ascend.matmul/batch_matmul to tiled cce loops (OS/IS/WS, cost-model tiles)"
+    handles = ("ascend.matmul", "ascend.batch_matmul")
+    options = (
+        Option("strategy", str, "os", "loop order: output-, input- or weight-stationary, or "
+               "auto (cheapest by the cost model)", STRATEGY_CHOICES),
+        Option("m", int, 0, "tile rows of A and C (0: cost model)", low=0),
+        Option("n", int, 0, "tile of the reduction dimension (0: cost model)", low=0),
+        Option("k", int, 0, "tile columns of B and C (0: cost model)", low=0),
+        Option("l1-steps", int, 1, "OS only: reduction steps per GM -> L1 copy (longer "
+               "transfers; L1 must hold that many A and B tiles)", low=1),
+        Option("first-step", str, "if", "how the first reduction step gets accumulate=false: "
+               "an scf.if in the reduction loop, or peeled into its own one-trip loop",
+               ("if", "peel")),
+        Option("schedule", str, "simple", "OS only: 'simple' nests the tile loops as above; "
+               "'pipelined' streams (tile, L1 chunk) pairs through one flat loop with L0 "
+               "ping-pong sub-steps and C drained in pieces (same GM traffic; falls back to "
+               "'simple' when the tiles do not divide the shape or with l1-steps > 1)",
+               ("simple", "pipelined")),
+        Option("l1-chunk", int, 0, "schedule=pipelined: reduction elements per GM -> L1 copy "
+               "(0: the largest divisor of N whose A and B chunks fit L1 twice)", low=0),
+        Option("c-pieces", int, 0, "schedule=pipelined: L0C pieces the C tile is split into "
+               "along k, each drained as soon as its last mad is done (0: auto)", low=0),
+    )
+
+    def run(self, module: ir.Operation) -> None:
+        self.lower_each(module)
+
+    # ------------------------------------------------------------------ analysis
+
+    def shape_of(self, op: ir.Operation) -> tuple[MatmulShape, int, int, int, int]:
+        """Checks the operands (PassError at the op) and returns the model's shape."""
+        batched = op.name == "ascend.batch_matmul"
+        rank = 5 if batched else 4
+        frac = self.target.fractal
+        if len(op.operands) != 3:
+            raise PassError(f"expects 3 operands (A, B, C), got {len(op.operands)}", op)
+        names = ("A", "B", "C")
+        shapes = []
+        for name, v in zip(names, op.operands):
+            if not nir.is_memref(v.type):
+                raise PassError(f"operand {name} must be a memref, got {v.type}", op)
+            if nir.memory_space(v) != "gm":
+                raise PassError(f"operand {name} must be in 'gm', got '{nir.memory_space(v)}'", op)
+            shape = nir.memref_shape(v)
+            if len(shape) != rank or shape[-2:] != [frac, frac]:
+                kind = "batch " if batched else ""
+                raise PassError(f"operand {name} of {kind}matmul must be a fractal (Nz) memref "
+                                f"[{'batch, ' if batched else ''}blocks, blocks, {frac}, {frac}], "
+                                f"got {v.type}", op)
+            shapes.append(shape)
+        a_t, b_t, c_t = (nir.memref_element(v) for v in op.operands)
+        if a_t != "f16" or b_t != "f16":
+            raise PassError(f"A and B must be f16, got {a_t} and {b_t}", op)
+        if c_t not in ("f16", "f32"):
+            raise PassError(f"C must be f32 or f16, got {c_t}", op)
+        a, b, c = shapes
+        off = 1 if batched else 0
+        N1, M1 = a[off], a[off + 1]
+        K1, NB1 = b[off], b[off + 1]
+        batch = a[0] if batched else 1
+        if batched and not (a[0] == b[0] == c[0]):
+            raise PassError(f"batch sizes differ: A {a[0]}, B {b[0]}, C {c[0]}", op)
+        if NB1 != N1:
+            raise PassError(f"reduction mismatch: A is {M1 * frac}x{N1 * frac} but B is "
+                            f"{NB1 * frac}x{K1 * frac} (Nz blocks A [N1={N1}, M1={M1}], "
+                            f"B [K1={K1}, N1={NB1}])", op)
+        if c[off:off + 2] != [K1, M1]:
+            raise PassError(f"C must be Nz [{K1}, {M1}, {frac}, {frac}] for a {M1 * frac}x"
+                            f"{K1 * frac} result, got {op.operands[2].type}", op)
+        acc = self.target.fractal_bytes(4) // (frac * frac)
+        shape = MatmulShape(M1 * frac, N1 * frac, K1 * frac, batch, in_bytes=2, acc_bytes=acc,
+                            out_bytes=nir.element_bytes(c_t))
+        return shape, batch, M1, N1, K1
+
+    # ------------------------------------------------------------------ lowering
+
+    def lower(self, op: ir.Operation) -> None:
+        shape, batch, M1, N1, K1 = self.shape_of(op)
+        group = group_of(op)
+        # Tiles are ranked by the pipelined schedule's time only without an
+        # epilogue: measured on BERT, its drains with a bias epilogue are slower
+        # than the simple nest's (q_proj 182k pipelined at k=384 vs 162k simple
+        # at k=512), which the time estimate does not model yet.
+        pipelined = self.schedule == "pipelined" and self.l1_steps == 1 and group is None
+        try:
+            choice = choose_tiling(shape, self.target, self.strategy, self.m, self.n, self.k,
+                                   pipelined=pipelined)
+        except TilingError as e:
+            raise PassError(str(e), op) from None
+        if self.l1_steps < 1:
+            raise PassError(f"l1-steps must be at least 1, got {self.l1_steps}", op)
+        if self.l1_steps > 1:
+            if choice.strategy != "os":
+                raise PassError(f"l1-steps applies to the output-stationary loop order only "
+                                f"(strategy is '{choice.strategy}')", op)
+            t = choice.tiles
+            chunk = min(self.l1_steps * t.n, shape.N)
+            need = (t.m + t.k) * chunk * shape.in_bytes
+            if need > self.target.capacity("l1"):
+                raise PassError(f"l1-steps={self.l1_steps}: the staged A and B tiles "
+                                f"({t.m}+{t.k}) x {chunk} need {need} bytes of L1, capacity "
+                                f"{self.target.capacity('l1')} bytes (overflow "
+                                f"{need - self.target.capacity('l1')} bytes)", op)
+        self.pipelined = None
+        self.why_simple = ""
+        self.epilogue = MatmulEpilogue(self, group, op) if group is not None else None
+        if self.schedule == "pipelined" and choice.strategy == "os" and self.l1_steps == 1:
+            self.pipelined = self.plan_pipelined(shape, choice, op)
+        elif self.schedule == "pipelined":
+            self.why_simple = (f"strategy={choice.strategy} (the pipelined schedule is "
+                               "output-stationary)" if choice.strategy != "os" else
+                               f"l1-steps={self.l1_steps}")
+        self.remark(op, choice.describe(shape)
+                    + (f"; {self.l1_steps} reduction steps per L1 copy" if self.l1_steps > 1 else "")
+                    + (self.pipelined.describe(self.target.fractal) if self.pipelined is not None else "")
+                    + (f"; simple schedule: no pipelined plan because {self.why_simple}"
+                       if self.why_simple else "")
+                    + (f"; epilogue ({self.epilogue.e.short}) on each drained piece, "
+                       f"{self.epilogue.bytes_per_fractal} bytes of UB per C fractal"
+                       if self.epilogue is not None else ""))
+        a, b, c = op.operands
+        with op.location, ir.InsertionPoint(op):
+            frac = self.target.fractal
+            ops = Operands(a, b, c, [], M1, N1, K1, ir.MemRefType(a.type).element_type,
+                           ir.MemRefType(c.type).element_type, block_pitch(a, frac, op),
+                           block_pitch(b, frac, op), block_pitch(c, frac, op))
+            if op.name == "ascend.batch_matmul" and self.pipelined is not None:
+                # The batch joins the flat loop: no loop boundary between batches.
+                self.emit_pipelined(ops, choice, self.pipelined, batch)
+            elif op.name == "ascend.batch_matmul":
+                def per_batch(bi: IndexValue, _size: int) -> None:
+                    ops.prefix = [bi]
+                    self.emit_strategy(ops, choice)
+                self.emit_tiles(segments(batch, 1), per_batch)
+            else:
+                self.emit_strategy(ops, choice)
+        op.erase()
+        if self.epilogue is not None:
+            self.epilogue.finish()

@@ -1,0 +1,196 @@
+"""The pipelined output-stationary schedule of `npu-lower-matmul`
+(`schedule=pipelined`): one flat loop over (C tile, L1 chunk) pairs, L0
+ping-pong sub-steps and C drained in pieces; see `emit_pipelined`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import arith, scf
+
+from npu import ir as nir
+from npu.matmul_tiling import MatmulShape, TilingChoice
+from npu.passes.base import PassError
+from npu.passes.lower_matmul.blocks import Operands
+
+
+@dataclass(frozen=True)
+class PipelinedPlan:
+    """Block counts of the pipelined OS schedule: C tile mb x kb, L1 chunk
+    and L0 sub-step along the reduction, C pieces in L0C (along k)."""
+
+    mb: int
+    kb: int
+    chunk: int
+    sub: int
+    pieces: int
+
+    def describe(self, frac: int) -> str:
+        return (f"; pipelined schedule: L1 chunk n={self.chunk * frac}, L0 sub-step "
+                f"n={self.sub * frac}, {self.pieces} C piece(s) in L0C")
+
+
+
+class PipelinedSchedule:
+    """Mixed into `LowerMatmul` (its options, target and `MatmulBlocks`)."""
+
+    def plan_pipelined(self, shape: MatmulShape, choice: TilingChoice,
+                       op: ir.Operation) -> "PipelinedPlan | None":
+        """Block sizes of the pipelined schedule, or None (fall back to
+        'simple') when the C tiles do not divide the shape or nothing fits.
+
+        GM traffic is the cost model's (one A and one B copy per C tile and
+        reduction element); only how that traffic is cut up changes: L1 chunks
+        (several reduction steps per copy, two chunks resident for the
+        ping-pong), L0 sub-steps small enough for two slots in L0A and L0B,
+        and the C tile in L0C pieces of whole column blocks that are drained
+        while the other pieces still accumulate."""
+        t = self.target
+        frac = t.fractal
+        blk = t.fractal_bytes(2)
+        acc_blk = t.fractal_bytes(4)
+        M1, N1, K1 = shape.M // frac, shape.N // frac, shape.K // frac
+        mb, kb = choice.tiles.m // frac, choice.tiles.k // frac
+        nb_fixed = choice.tiles.n // frac if self.n else 0  # an explicit n (clamped to N)
+        if M1 % mb or K1 % kb:
+            return self.fall_back(f"the C tile ({choice.tiles.m}x{choice.tiles.k}) does not "
+                                  f"divide M x K ({shape.M}x{shape.K})")
+        if self.c_pieces < 0 or self.l1_chunk < 0:
+            raise PassError(f"c-pieces and l1-chunk must not be negative, got "
+                            f"{self.c_pieces} and {self.l1_chunk}", op)
+        pieces = self.c_pieces or (2 if kb % 2 == 0 else 1)
+        if kb % pieces:
+            raise PassError(f"c-pieces={pieces} must divide the C tile's {kb} column blocks", op)
+        khb = kb // pieces
+        if mb * kb * acc_blk > t.capacity("l0c"):
+            return self.fall_back(f"the C tile needs {mb * kb * acc_blk} bytes of L0C, "
+                                  f"capacity {t.capacity('l0c')}")
+        if self.l1_chunk:
+            if self.l1_chunk % frac or N1 % (self.l1_chunk // frac):
+                raise PassError(f"l1-chunk={self.l1_chunk} must be a multiple of {frac} "
+                                f"dividing N={shape.N}", op)
+            chunks = [self.l1_chunk // frac]
+        else:
+            chunks = [d for d in range(N1, 0, -1) if N1 % d == 0]
+        l1_cap = t.capacity("l1")
+        fitting = [d for d in chunks if 2 * (mb + kb) * d * blk <= l1_cap
+                   and (not nb_fixed or d % nb_fixed == 0)]
+        # The chunk trades the GM path's per-copy latency (paid once per
+        # chunk: one flag per chunk) against the pipeline's fill and drain
+        # (the first chunk's copy before the first mad, the last chunk's mads
+        # after the last copy). Estimate both from the target, keep the best.
+        tiles = (M1 // mb) * (K1 // kb)
+        path = t.path("gm_to_l1")
+
+        def estimate(d: int) -> float:
+            trips = tiles * (N1 // d)
+            copy = (mb + kb) * d * blk / path.bytes_per_cycle + path.latency
+            cube = t.cube_cycles(float(mb * kb * d))
+            return max(copy + cube * trips, copy * trips + cube)
+        chunk = min(fitting, key=lambda d: (estimate(d), -d)) if fitting else None
+        if chunk is None:
+            if self.l1_chunk:
+                need = 2 * (mb + kb) * chunks[0] * blk
+                raise PassError(f"l1-chunk={self.l1_chunk}: two A and B chunks need {need} "
+                                f"bytes of L1, capacity {l1_cap} bytes (overflow "
+                                f"{need - l1_cap} bytes)", op)
+            return self.fall_back(f"no L1 chunk of the reduction fits two A and B chunks "
+                                  f"({2 * (mb + kb) * (nb_fixed or 1) * blk} bytes at least"
+                                  f", L1 capacity {l1_cap})")
+        # L0 sub-step: the largest divisor of the requested n (else of the
+        # chunk) with two slots in L0A (m x n) and in L0B (n x k/pieces): a
+        # tile n that fills L0 once (the simple schedule's) is halved.
+        top = nb_fixed or chunk
+        subs = [d for d in range(top, 0, -1) if top % d == 0]
+        sub = next((d for d in subs if chunk % d == 0
+                    and 2 * mb * d * blk <= t.capacity("l0a")
+                    and 2 * d * khb * blk <= t.capacity("l0b")), None)
+        if sub is None:
+            return self.fall_back(f"two L0 slots of one reduction block do not fit L0A/L0B "
+                                  f"(m={choice.tiles.m}, k/pieces={khb * frac})")
+        return PipelinedPlan(mb, kb, chunk, sub, pieces)
+
+    def fall_back(self, reason: str) -> None:
+        """No pipelined plan: the remark says why (the simple schedule runs)."""
+        self.why_simple = reason
+        return None
+
+    def emit_pipelined(self, ops: Operands, choice: TilingChoice, plan: "PipelinedPlan",
+                       batch: int = 0) -> None:
+        """One flat scf.for over (C tile, L1 chunk) pairs, tile-major:
+
+          C pieces in L0C (live across the loop)
+          for i in 0 .. [batch *] tiles * chunks:
+            [matrix,] x, y, c = tile row, tile column, chunk of iteration i
+            A chunk (m x chunk), B chunk (chunk x k): GM -> L1
+            for each C piece h (k/pieces columns):
+              for each sub-step s of the chunk: A sub-tile, B sub-tile of piece h
+                -> the L0A / L0B slot (s alternating); mad into piece h
+                (accumulate=false on the first sub-step of chunk 0)
+              if c is the last chunk: drain piece h L0C -> UB -> GM
+
+        Why: every (tile, chunk) is one iteration of one loop, so
+        npu-double-buffer's ping-pong of the L1 chunks crosses tile
+        boundaries (the next tile's first chunk loads while this tile's last
+        chunk computes) and npu-insert-sync sees the pieces, slots and drains
+        as siblings of one block (precise flags, no coarse loop-boundary
+        dependencies). Pieces are the outer order within a chunk so that a
+        piece gets its last mad half a chunk before the next, and its drain
+        overlaps the other piece's mads and the next tile's first ones."""
+        frac = self.target.fractal
+        mb, kb, chunk, sub, pieces = plan.mb, plan.kb, plan.chunk, plan.sub, plan.pieces
+        khb = kb // pieces
+        chunks = ops.N1 // chunk
+        cols = ops.K1 // kb
+        per_matrix = (ops.M1 // mb) * cols * chunks
+        trips = per_matrix * max(batch, 1)
+        c_pieces = [nir.alloc([khb, mb, frac, frac], "f32", "l0c") for _ in range(pieces)]
+        # Each piece leaves through UB in two parts, so that the GM write of
+        # one part overlaps the L0C -> UB move of the next and the last
+        # piece's drain (not hidden behind any mad) is short.
+        ub_budget = self.target.capacity("ub") // (2 * pieces)
+        loop = nir.for_loop(0, trips, 1)
+        with ir.InsertionPoint(loop.body):
+            i = loop.induction_variable
+            if batch:
+                # batch_matmul: iteration i is (matrix, tile, chunk), matrix-major.
+                ops.prefix = [arith.DivUIOp(i, nir.index_const(per_matrix)).result]
+                i = arith.RemUIOp(i, nir.index_const(per_matrix)).result
+            c = arith.RemUIOp(i, nir.index_const(chunks)).result
+            tile = arith.DivUIOp(i, nir.index_const(chunks)).result
+            x = arith.MulIOp(arith.DivUIOp(tile, nir.index_const(cols)).result, nir.index_const(mb)).result
+            y = arith.MulIOp(arith.RemUIOp(tile, nir.index_const(cols)).result, nir.index_const(kb)).result
+            s0 = arith.MulIOp(c, nir.index_const(chunk)).result
+            first = arith.CmpIOp(arith.CmpIPredicate.eq, c, nir.index_const(0)).result
+            last = arith.CmpIOp(arith.CmpIPredicate.eq, c, nir.index_const(chunks - 1)).result
+            a1 = self.stage_a(ops, x, s0, mb, chunk)
+            b1 = self.stage_b(ops, s0, y, chunk, kb)
+            in_t = ops.in_type
+            a_slots = [nir.alloc([mb, sub, frac, frac], in_t, "l0a") for _ in range(2)]
+            b_slots = [nir.alloc([sub, khb, frac, frac], in_t, "l0b") for _ in range(2)]
+            step = 0
+            for h in range(pieces):
+                for j0 in range(0, chunk, sub):
+                    a0, b0 = a_slots[step % 2], b_slots[step % 2]
+                    step += 1
+                    self.reorder_blocks(a1, a0, rows=mb, cols=sub, transpose=False,
+                                        op_name="cce.load_l1_to_l0a", src_first=j0 * mb,
+                                        src_col_stride=mb)
+                    self.reorder_blocks(b1, b0, rows=sub, cols=khb, transpose=True,
+                                        op_name="cce.load_l1_to_l0b",
+                                        src_first=j0 + h * khb * chunk, src_col_stride=chunk)
+                    if j0 > 0:
+                        accumulate: bool | ir.Value = True
+                    else:
+                        accumulate = first if chunks > 1 else False
+                    self.mad(a0, b0, c_pieces[h], mb, sub, khb, accumulate)
+                # Always an scf.if (taken every time with one chunk): its UB
+                # buffers then live from their first to their last use, not
+                # for the whole loop body, and the pieces' parts can share UB.
+                drain = scf.IfOp(last, [], has_else=False)
+                with ir.InsertionPoint(drain.then_block):
+                    y_h = y if h == 0 else arith.AddIOp(y, nir.index_const(h * khb)).result
+                    self.write_back(ops, c_pieces[h], x, y_h, mb, khb, ub_budget)
+                    scf.YieldOp([])
+            nir.yield_()
