@@ -1,0 +1,84 @@
+"""`npu-insert-sync`: derive set_flag / wait_flag / pipe_barrier from the real
+dependencies between cce instructions, after memory planning.
+
+Why: the pipes run in parallel and only flags and barriers order them; the
+lowerings emit none, so this pass is what makes generated code race-free.
+
+Two modes:
+* `mode=barrier`: the conservative baseline. A `pipe_barrier(ALL)` goes
+  before every instruction (or loop) that depends on something issued since
+  the last barrier, loop-carried dependencies included.
+* `mode=precise`: RAW/WAR/WAW between two pipes become one flag pair (set
+  right after the producer, wait right before the consumer); a vector read
+  after a vector write becomes `pipe_barrier(V)` (V's WAR/WAW are safe in
+  its in-order pipeline, DESIGN.md section 2); loop-carried dependencies use
+  the standard pattern (the "buffer free" event is pre-set at the start of
+  the block holding the loop, waited on in the body before the consumer, set
+  after the producer, and waited once at the end of that block to balance,
+  where it delays nothing); syncs already
+  implied by others (tracked with per-pipe vector clocks) are dropped; event
+  ids are allocated so that no pipe pair uses more than
+  `target.events_per_pipe_pair`. When a function has more loops than ids,
+  `carried-span=fit` (the default) moves a loop's pre-set and balancing
+  wait in towards the loop, only as far as needed for the ids to go round,
+  instead of fencing the loops off with full barriers (`block`). With `sink-sets=true` (npu-lower's
+  default) a set_flag goes after the run of same-pipe instructions that
+  directly follows its producer: a set holds its pipe until everything
+  before it has finished, so one set per run keeps a mover streaming
+  instead of paying each transfer's latency.
+
+Control flow is structured: a nested loop (or scf.if) is one compound node of
+its parent block, touching the union of its ops' bytes on each of its pipes;
+its inner dependencies are handled inside it, first. What its syncs imply
+at its exit feeds the parent's clocks: a pipe that waited (in the last
+iteration) for a flag set after another pipe's last instruction of the body
+needs no new pair for the loop's work, and a carried pair whose set follows
+its pipe's last instruction of the body has its balancing wait moved right
+before the first later node that needs that order (instead of a new pair);
+one left at the end of its block orders the loop's work before the block's
+next iteration and exit (no carried pair of an enclosing loop for it).
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from npu.access_analysis import AccessAnalysis
+from npu.ir import walk
+from npu.passes.base import Option, Pass
+from npu.passes.insert_sync.barrier import _BarrierMode
+from npu.passes.insert_sync.builders import insert_after, insert_before  # noqa: F401
+from npu.passes.insert_sync.events import FlagPair  # noqa: F401
+from npu.passes.insert_sync.nodes import (CONTROL_OPS, Node, build_block,  # noqa: F401
+                                          dependent_pipes, needs_order)
+from npu.passes.insert_sync.precise import _PreciseMode
+
+
+
+class InsertSyncPass(Pass):
+    name = "npu-insert-sync"
+    summary = "Insert set_flag/wait_flag/pipe_barrier from the dependencies between cce ops"
+    options = (
+        Option("mode", str, "precise", "precise flags per dependency, or the conservative "
+               "full-barrier baseline", choices=("precise", "barrier")),
+        Option("sink-sets", bool, False, "precise mode: place a set_flag after the run of "
+               "instructions of the producer's pipe that directly follows the producer "
+               "(one flag for the run, and the pipe is not held for each one's latency)"),
+        Option("carried-span", str, "fit", "precise mode: a loop-carried pair's pre-set and "
+               "balancing wait go as far before and after the loop as a free event id allows "
+               "(fit), or always at the start and end of the loop's block (block: the old "
+               "placement, which runs out of ids in a function of many loops)",
+               choices=("fit", "block")),
+    )
+
+    def run(self, module: ir.Operation) -> None:
+        for func in walk(module, lambda o: o.name == "func.func"):
+            if not func.regions[0].blocks:
+                continue
+            analysis = AccessAnalysis(self.target)
+            nodes = build_block(func.regions[0].blocks[0], analysis)
+            if self.mode == "barrier":
+                _BarrierMode(analysis).run(nodes)
+            else:
+                _PreciseMode(analysis, self.target, self.sink_sets,
+                             self.carried_span).run_function(nodes)

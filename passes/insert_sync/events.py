@@ -1,0 +1,222 @@
+"""`npu-insert-sync` mode=precise, event ids: the flag pairs, their
+allocation by interval colouring, and where a loop-carried pair's pre-set
+and balancing wait go (`carried-span` fit / block)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from npu.passes.insert_sync.nodes import Node
+
+
+
+@dataclass
+class FlagPair:
+    """One set_flag/wait_flag pair; `loop` is set for a loop-carried pair."""
+
+    src: str
+    dst: str
+    producer: Node
+    consumer: Node
+    loop: Node | None = None
+    intervals: list[tuple[int, int]] = field(default_factory=list)
+    event: int = -1
+    # A carried pair's balancing wait goes before this node of the loop's
+    # block (a consumer of the loop's work it orders) instead of at the end;
+    # `balance_fixed`: it stays at the end, where later syncs count on it.
+    balance_at: Node | None = None
+    balance_fixed: bool = False
+    # Where event allocation put a carried pair's pre-set (before this node
+    # of the loop's block; None: at the block's start) and, without
+    # `balance_at`, its balancing wait (None: at the block's end).
+    preset_before: Node | None = None
+    wait_before: Node | None = None
+
+
+
+class _EventAllocation:
+    """Event ids of `_PreciseMode`'s pairs (a mixin: it works on the pairs,
+    timeline and barrier lists of `_PreciseMode`)."""
+
+    def _merge_carried(self, group: list[FlagPair], keep_up_to: int = 0) -> list[FlagPair]:
+        """One carried pair per loop: set after the latest producer, wait
+        before the earliest consumer. It still orders every producer of one
+        iteration before every consumer of the next, with one event id per
+        loop instead of one per buffer slot (used only when ids run out)."""
+        merged: dict[int, FlagPair] = {}
+        kept = []
+        per_loop: dict[int, int] = {}
+        for fp in group:
+            if fp.loop is not None:
+                per_loop[id(fp.loop)] = per_loop.get(id(fp.loop), 0) + 1
+        for fp in group:
+            if fp.loop is None or per_loop[id(fp.loop)] <= keep_up_to:
+                kept.append(fp)
+                continue
+            have = merged.get(id(fp.loop))
+            if have is None:
+                merged[id(fp.loop)] = fp
+                kept.append(fp)
+                continue
+            if self.pos[id(fp.producer)].after > self.pos[id(have.producer)].after:
+                have.producer = fp.producer
+            if self.pos[id(fp.consumer)].before < self.pos[id(have.consumer)].before:
+                have.consumer = fp.consumer
+            if fp.balance_at is not None and (
+                    have.balance_at is None
+                    or self.pos[id(fp.balance_at)].before < self.pos[id(have.balance_at)].before):
+                have.balance_at = fp.balance_at
+            have.balance_fixed |= fp.balance_fixed
+            self._carried_intervals(have, tight=False)
+        return kept
+
+    # -- event ids -------------------------------------------------------------------
+    def _color(self, group: list[FlagPair]) -> list[FlagPair]:
+        """Greedy interval colouring by first use; returns the pairs left without an id."""
+        limit = self.target.events_per_pipe_pair
+        group.sort(key=lambda f: min(a for a, _ in f.intervals))
+        used: list[list[FlagPair]] = [[] for _ in range(limit)]
+        failed = []
+        for fp in group:
+            fp.event = -1
+            for e in range(limit):
+                if not any(_intersects(fp, other) for other in used[e]):
+                    fp.event = e
+                    used[e].append(fp)
+                    break
+            else:
+                failed.append(fp)
+        return failed
+
+    # -- carried pairs: where the pre-set and the balancing wait go ----------------
+    #
+    # A carried pair's pre-set may stand anywhere in the loop's block before
+    # the loop, and its balancing wait anywhere after it (before `balance_at`
+    # when a later node counts on it): earlier or later only changes how
+    # long the other pipe waits, never what is ordered. The farther out, the
+    # less they delay (a pre-set right before the loop makes the loop's first
+    # consumer wait for all of the producer pipe's earlier work, e.g. the
+    # previous op's stores; a balancing wait right after it stalls the
+    # consumer pipe's next op), but the longer they hold an event id. With
+    # `carried-span=block` they span the whole block, as before: a function
+    # of many loops then ran out of ids and fell back to full barriers
+    # between ops. With `fit` they start at the loop (ids are allocated on
+    # those tight intervals) and are then widened as far as some id stays
+    # free (`_widen_carried`).
+
+    def _preset_ticks(self, fp: FlagPair) -> list[tuple[int, Node | None]]:
+        """(tick, node the pre-set goes before; None: block start), latest first."""
+        nodes = self.block_nodes[id(fp.loop)]
+        start, _ = self.block_span[id(fp.loop)]
+        k = next(i for i, n in enumerate(nodes) if n is fp.loop)
+        return [(self.pos[id(n)].before, n) for n in reversed(nodes[:k + 1])] + [(start, None)]
+
+    def _wait_ticks(self, fp: FlagPair) -> list[tuple[int, Node | None]]:
+        """(tick, node the balancing wait goes before; None: block end), earliest first."""
+        if fp.balance_at is not None:
+            return [(self.pos[id(fp.balance_at)].before, fp.balance_at)]
+        nodes = self.block_nodes[id(fp.loop)]
+        _, end = self.block_span[id(fp.loop)]
+        k = next(i for i, n in enumerate(nodes) if n is fp.loop)
+        return [(self.pos[id(n)].before, n) for n in nodes[k + 1:]] + [(end, None)]
+
+    def _carried_intervals(self, fp: FlagPair, tight: bool) -> None:
+        """Right around the loop (`tight`) or over the whole block."""
+        pre, wait = self._preset_ticks(fp), self._wait_ticks(fp)
+        if tight:
+            (x, fp.preset_before), (y, fp.wait_before) = pre[0], wait[0]
+        else:
+            (x, fp.preset_before), y = pre[-1], self.block_span[id(fp.loop)][1]
+            fp.wait_before = None
+        fp.intervals = [(x, self.pos[id(fp.consumer)].before),
+                        (self.pos[id(fp.producer)].after, y)]
+
+    def _widen_carried(self, group: list[FlagPair]) -> None:
+        """Move each carried pair's pre-set earlier and balancing wait later,
+        on whichever event id lets them go farthest without meeting another
+        pair's interval on that id (loops in program order)."""
+        by_event: dict[int, list[FlagPair]] = {}
+        for fp in group:
+            by_event.setdefault(fp.event, []).append(fp)
+        carried = sorted((fp for fp in group if fp.loop is not None),
+                         key=lambda f: self.pos[id(f.loop)].before)
+        for fp in carried:
+            by_event[fp.event].remove(fp)
+            consumer, producer = self.pos[id(fp.consumer)].before, self.pos[id(fp.producer)].after
+            pre, wait = self._preset_ticks(fp), self._wait_ticks(fp)
+            tight = [(pre[0][0], consumer), (producer, wait[0][0])]
+            best = None
+            for event in range(self.target.events_per_pipe_pair):
+                others = [iv for o in by_event.get(event, ()) for iv in o.intervals]
+                if any(x0 <= y1 and y0 <= x1 for x0, x1 in tight for y0, y1 in others):
+                    continue
+                # [x, consumer] and [producer, y] must miss every other interval.
+                after = max((hi for lo, hi in others if lo <= consumer), default=-1)
+                before = min((lo for lo, hi in others if hi >= producer), default=1 << 62)
+                x = next(c for c in reversed(pre) if c[0] > after)
+                y = next(c for c in reversed(wait) if c[0] < before)
+                gain = (pre[0][0] - x[0]) + (y[0] - wait[0][0])
+                if best is None or gain > best[0] or (gain == best[0] and event == fp.event):
+                    best = (gain, event, x, y)
+            _, fp.event, (x, fp.preset_before), (y, fp.wait_before) = best
+            fp.intervals = [(x, consumer), (producer, y)]
+            by_event.setdefault(fp.event, []).append(fp)
+
+    def _fit(self, group: list[FlagPair]) -> list[FlagPair]:
+        """`carried-span=fit` for a pipe pair whose block-wide intervals ran
+        out of ids: returns the pairs still without one (`group` is updated
+        in place). A loop with more carried pairs than half the ids is
+        merged first (its sets would hold the producer pipe once per buffer
+        every iteration: the fused 4-op chain of test_pinned_cycles runs 40%
+        slower unmerged), the others keep one pair per buffer (merging a
+        matmul's 3 or 4 L1/L0 ping-pong pairs costs BERT's ffn_in 20%);
+        every loop is merged if ids still run out."""
+        merged = self._merge_carried(group, self.target.events_per_pipe_pair // 2)
+        for fp in merged:
+            if fp.loop is not None:
+                self._carried_intervals(fp, tight=True)
+        failed = self._color(merged)
+        if failed:
+            merged = self._merge_carried(merged)
+            for fp in merged:
+                if fp.loop is not None:
+                    self._carried_intervals(fp, tight=True)
+            failed = self._color(merged)
+        self._widen_carried([fp for fp in merged if fp.event >= 0])
+        group[:] = merged
+        return failed
+
+    def _allocate_events(self) -> None:
+        """Event ids per pipe pair, by interval colouring. Carried pairs first
+        span their whole block. When the ids run out, `carried-span=block`
+        merges each loop's carried pairs into one; `fit` shrinks them to the
+        loop and widens them again as far as ids allow (`_fit`). A pair
+        still without an id becomes a full barrier."""
+        by_pipes: dict[tuple[str, str], list[FlagPair]] = {}
+        for fp in self.pairs:
+            if fp.loop is not None:
+                self._carried_intervals(fp, tight=False)
+            by_pipes.setdefault((fp.src, fp.dst), []).append(fp)
+        kept = []
+        for group in by_pipes.values():
+            if self._color(group):
+                if self.carried_span == "fit":
+                    failed = self._fit(group)
+                else:
+                    group = self._merge_carried(group)
+                    failed = self._color(group)
+                for fp in failed:
+                    # Still out of ids: a full barrier right before the
+                    # consumer orders the producer too (in any earlier iteration),
+                    # and one before the node its balancing wait was to order.
+                    self.all_barriers.append(fp.consumer)
+                    if fp.balance_at is not None:
+                        self.all_barriers.append(fp.balance_at)
+                    elif fp.balance_fixed:
+                        self.end_barriers.append(fp.loop)
+            kept += [fp for fp in group if fp.event >= 0]
+        self.pairs = kept
+
+
+def _intersects(a: FlagPair, b: FlagPair) -> bool:
+    return any(x0 <= y1 and y0 <= x1 for x0, x1 in a.intervals for y0, y1 in b.intervals)

@@ -1,0 +1,189 @@
+"""The dependence graph of `npu-insert-sync`: a block's cce instructions and
+compound nodes (loops / ifs), and the RAW/WAR/WAW test between two nodes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mlir import ir
+
+from npu.access_analysis import (AccessAnalysis, AccessError, Affine, IvKey, OpAccess, Range,
+                                 SYNC_OPS, is_access_op, may_overlap)
+from npu.ir import walk
+from npu.passes.base import PassError
+from npu.target import ON_CHIP_BUFFERS
+
+CONTROL_OPS = ("scf.for", "scf.if")
+
+
+@dataclass
+class Node:
+    """One element of a block: a cce instruction or a compound (loop / if)."""
+
+    op: ir.Operation
+    accesses: list[OpAccess]
+    pipes: frozenset[str]
+    children: list[list["Node"]] = field(default_factory=list)  # blocks of a compound
+    loop_iv: IvKey | None = None
+    trip_count: int = 1
+    step: int = 1
+
+    @property
+    def is_compound(self) -> bool:
+        return self.op.name in CONTROL_OPS
+
+    def ranges_by_pipe(self) -> dict[str, tuple[tuple[Range, ...], tuple[Range, ...]]]:
+        """pipe -> (distinct ranges written, distinct ranges read) by the node's
+        ops on that pipe: a dependency between two nodes is one between some
+        pair of these, and a compound's many ops repeat the same ranges."""
+        cached = self.__dict__.get("_by_pipe")
+        if cached is None:
+            writes: dict[str, dict[Range, None]] = {}
+            reads: dict[str, dict[Range, None]] = {}
+            for a in self.accesses:
+                writes.setdefault(a.pipe, {}).update(dict.fromkeys(a.writes))
+                reads.setdefault(a.pipe, {}).update(dict.fromkeys(a.reads))
+            cached = self.__dict__["_by_pipe"] = {
+                p: (tuple(writes[p]), tuple(reads[p])) for p in writes}
+        return cached
+
+    def keys_by_pipe(self) -> dict[str, tuple[frozenset, frozenset]]:
+        """pipe -> (`_overlap_key`s written, read): ranges whose keys differ
+        never overlap, so most node pairs need no range-by-range test."""
+        cached = self.__dict__.get("_keys_by_pipe")
+        if cached is None:
+            cached = self.__dict__["_keys_by_pipe"] = {
+                p: (frozenset(map(_overlap_key, w)), frozenset(map(_overlap_key, r)))
+                for p, (w, r) in self.ranges_by_pipe().items()}
+        return cached
+
+
+def _overlap_key(r: Range) -> tuple:
+    """Ranges with different keys cannot overlap (`may_overlap`): those of
+    different roots, except planned and unplanned buffers of one on-chip
+    space, which share the space's key."""
+    if r.space in ON_CHIP_BUFFERS and r.root[0] in ("space", "alloc"):
+        return ("on-chip", r.space)
+    return r.root
+
+
+def _widen(r: Range, analysis: AccessAnalysis, ivs: set[IvKey]) -> Range:
+    """`r` over every value of the ivs in `ivs` (the loops nested in a compound)."""
+    if not any(iv in ivs for iv, _ in r.start.terms):
+        return r
+    keep = [iv for iv, _ in r.start.terms if iv not in ivs]
+    b = analysis.bounds(r.start, keep)
+    if b is None:
+        return Range(r.root, r.space, Affine(0), 1 << 62)
+    lo, spread = b
+    return Range(r.root, r.space, lo, r.length + spread)
+
+
+def _inner_ivs(op: ir.Operation, analysis: AccessAnalysis) -> set[IvKey]:
+    ivs = set()
+    for loop in walk(op, lambda o: o.name == "scf.for"):
+        key = analysis.iv_key(loop.regions[0].blocks[0].arguments[0])
+        if key is not None:
+            ivs.add(key)
+    return ivs
+
+
+def build_block(block: ir.Block, analysis: AccessAnalysis) -> list[Node]:
+    """Nodes of `block` in program order (sync ops and scalar ops are skipped)."""
+    nodes: list[Node] = []
+    for child in block.operations:
+        op = child.operation
+        if op.name in SYNC_OPS:
+            raise PassError("npu-insert-sync expects code without synchronisation; "
+                            f"found '{op.name}' (run it once, on unsynchronised cce)", op)
+        if is_access_op(op):
+            try:
+                acc = analysis.access(op)
+            except AccessError as e:
+                raise PassError(e.message, e.op) from None
+            nodes.append(Node(op, [acc], frozenset([acc.pipe])))
+        elif op.name in CONTROL_OPS:
+            node = _compound(op, analysis)
+            if node is not None:
+                nodes.append(node)
+        elif op.regions and any(is_access_op(o) for o in walk(op) if o is not op):
+            raise PassError(f"npu-insert-sync does not handle cce ops nested in '{op.name}'", op)
+    return nodes
+
+
+def _compound(op: ir.Operation, analysis: AccessAnalysis) -> Node | None:
+    children = [build_block(region.blocks[0], analysis) for region in op.regions
+                if len(region.blocks)]
+    iv, trip, step = None, 1, 1
+    if op.name == "scf.for":
+        iv = analysis.iv_key(op.regions[0].blocks[0].arguments[0])
+        if iv is None:
+            raise PassError("npu-insert-sync needs scf.for loops with constant bounds", op)
+        r = analysis.iv_ranges[iv]
+        trip, step = r.trip_count, r.step
+        if trip == 0:
+            return None
+    flat: list[OpAccess] = []
+    ivs = _inner_ivs(op, analysis)
+    for inner in walk(op):
+        if is_access_op(inner):
+            try:
+                acc = analysis.access(inner)
+            except AccessError as e:
+                raise PassError(e.message, e.op) from None
+            flat.append(OpAccess(inner, acc.pipe, [_widen(r, analysis, ivs) for r in acc.reads],
+                                 [_widen(r, analysis, ivs) for r in acc.writes]))
+    if not flat:
+        return None
+    return Node(op, flat, frozenset(a.pipe for a in flat), children, iv, trip, step)
+
+
+def dependent_pipes(x: Node, y: Node, analysis: AccessAnalysis,
+                    carried: Node | None = None) -> list[tuple[str, str]]:
+    """(pipe of x, pipe of y) pairs with a RAW/WAR/WAW from x to y, sorted so
+    that the syncs inserted do not depend on string hashing.
+
+    With `carried` (the enclosing loop), y is in any later iteration than x.
+    """
+    found = []
+    x_ranges, y_ranges = x.ranges_by_pipe(), y.ranges_by_pipe()
+    x_keys, y_keys = x.keys_by_pipe(), y.keys_by_pipe()
+    for p, (x_writes, x_reads) in x_ranges.items():
+        xw, xr = x_keys[p]
+        for q, (y_writes, y_reads) in y_ranges.items():
+            yw, yr = y_keys[q]
+            if p == q:
+                # Inside one in-order pipe only a vector read after a vector
+                # write is a hazard (DESIGN.md section 2); other pipes complete
+                # in order, and V's WAR/WAW are safe in its in-order pipeline.
+                if p == "V" and not xw.isdisjoint(yr) and _any_overlap(x_writes, y_reads, analysis, carried):
+                    found.append((p, q))
+            elif ((not (xw.isdisjoint(yr) and xw.isdisjoint(yw))
+                   and _any_overlap(x_writes, y_reads + y_writes, analysis, carried))
+                  or (not xr.isdisjoint(yw) and _any_overlap(x_reads, y_writes, analysis, carried))):
+                found.append((p, q))
+    return sorted(found)
+
+
+def _any_overlap(earlier: tuple[Range, ...], later: tuple[Range, ...], analysis: AccessAnalysis,
+                 loop: Node | None) -> bool:
+    return any(_overlap_later(a, b, analysis, loop) for a in earlier for b in later)
+
+
+def _overlap_later(a: Range, b: Range, analysis: AccessAnalysis, loop: Node | None) -> bool:
+    if loop is None:
+        return may_overlap(a, b, analysis)
+    coef = b.start.coef(loop.loop_iv)
+    if coef == 0 and a.start.coef(loop.loop_iv) == 0:
+        return may_overlap(a, b, analysis)
+    if a.start.terms != b.start.terms or loop.trip_count > 64:
+        # widen both over the loop's iterations
+        ivs = {loop.loop_iv}
+        return may_overlap(_widen(a, analysis, ivs), _widen(b, analysis, ivs), analysis)
+    return any(may_overlap(a, b, analysis, (loop.loop_iv, k * loop.step))
+               for k in range(1, loop.trip_count))
+
+
+def needs_order(p: str, q: str) -> bool:
+    """Pipes other than V complete in order, so only cross-pipe and V->V need syncs."""
+    return p != q or p == "V"

@@ -1,0 +1,321 @@
+"""`npu-insert-sync` mode=precise: one flag pair per dependency between
+pipes, V barriers, syncs implied by others dropped (vector clocks), loop
+exits feeding their parent block (see the package's docstring)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from npu.access_analysis import AccessAnalysis
+from npu.passes.insert_sync.builders import _emit, insert_after, insert_before
+from npu.passes.insert_sync.events import FlagPair, _EventAllocation
+from npu.passes.insert_sync.nodes import Node, dependent_pipes, needs_order
+
+
+@dataclass
+class _Positions:
+    before: int
+    after: int
+    pre: int = 0
+    post: int = 0
+
+
+class _BlockState:
+    """Vector clocks of one walk over a block: what each pipe knows has finished."""
+
+    def __init__(self) -> None:
+        self.count: dict[str, int] = {}
+        self.known: dict[str, dict[str, int]] = {}
+        self.index: dict[tuple[int, int], dict[str, int]] = {}      # (copy, node) -> pipe -> idx
+        self.snapshot: dict[tuple[int, int], dict[str, dict[str, int]]] = {}
+        self.issued_on: dict[str, list[int]] = {}  # pipe -> node numbers in issue order (copy 0)
+
+    def first_unordered(self, y_pipes: frozenset[str], limit: int) -> int:
+        """A node number before which `orders_all` holds for every node of
+        copy 0 against a node on `y_pipes` (at most `limit`): the scans for
+        dependencies start there instead of at the block's first node."""
+        first = limit
+        for p, issued in self.issued_on.items():
+            for q in y_pipes:
+                if p != q or p == "V":
+                    known = self.knows(q, p)  # p's first `known` instructions are ordered
+                    if known < len(issued):
+                        first = min(first, issued[known])
+        return first
+
+    def knows(self, q: str, p: str) -> int:
+        return self.known.get(q, {}).get(p, 0)
+
+    def learn(self, q: str, p: str, key: tuple[int, int]) -> None:
+        """Pipe q waited for a flag set by p right after node `key`."""
+        mine = self.known.setdefault(q, {})
+        for pipe, v in self.snapshot[key][p].items():
+            mine[pipe] = max(mine.get(pipe, 0), v)
+        mine[p] = max(mine.get(p, 0), self.index[key][p])
+
+    def orders_all(self, key: tuple[int, int], x_pipes: frozenset[str],
+                   y_pipes: frozenset[str]) -> bool:
+        """True when every pipe of y already knows node `key` finished on each
+        of x's pipes (or needs no order after it): no dependency from that
+        node can call for a sync, so there is nothing to analyse."""
+        index = self.index[key]
+        for p in x_pipes:
+            for q in y_pipes:
+                if p == q:
+                    if p == "V" and self.knows("V", "V") < index[p]:
+                        return False
+                elif self.knows(q, p) < index[p]:
+                    return False
+        return True
+
+    def barrier_v(self) -> None:
+        self.known.setdefault("V", {})["V"] = self.count.get("V", 0)
+
+    def implies(self, pairs, key: tuple[int, int]) -> None:
+        """Node `key` (a compound) leaves pipe q knowing that all of p's work
+        in it is done, for each (q, p) in `pairs`: a later q instruction needs
+        no flag (or V barrier, q == p == V) for a dependency on it."""
+        for q, p in pairs:
+            mine = self.known.setdefault(q, {})
+            mine[p] = max(mine.get(p, 0), self.index[key][p])
+
+    def implied(self) -> set[tuple[str, str]]:
+        """(q, p): q knows p's last instruction so far has finished."""
+        return {(q, p) for q in self.known for p, n in self.count.items()
+                if n and self.knows(q, p) >= n}
+
+    def issue(self, node: Node, key: tuple[int, int]) -> None:
+        self.index[key] = {}
+        for p in node.pipes:
+            self.count[p] = self.count.get(p, 0) + 1
+            self.index[key][p] = self.count[p]
+            if key[0] == 0:
+                self.issued_on.setdefault(p, []).append(key[1])
+        self.snapshot[key] = {p: dict(self.known.get(p, {})) for p in node.pipes}
+
+
+@dataclass
+class _Exit:
+    """What finishing a block implies (see `_PreciseMode._block`)."""
+
+    implied: set[tuple[str, str]]
+    offers: dict[tuple[str, str], FlagPair]
+
+
+class _PreciseMode(_EventAllocation):
+    def __init__(self, analysis: AccessAnalysis, target, sink_sets: bool = False,
+                 carried_span: str = "fit"):
+        self.analysis = analysis
+        self.target = target
+        self.sink_sets = sink_sets
+        self.carried_span = carried_span
+        self.pairs: list[FlagPair] = []
+        self.v_barriers: list[Node] = []
+        self.all_barriers: list[Node] = []
+        self.end_barriers: list[Node] = []  # loops: a barrier at their block's end
+        self.pos: dict[int, _Positions] = {}
+        self.block_span: dict[int, tuple[int, int]] = {}
+        self.block_nodes: dict[int, list[Node]] = {}
+        self._clock = 0
+
+    # -- timeline ----------------------------------------------------------------
+    def _tick(self) -> int:
+        self._clock += 1
+        return self._clock
+
+    def _number(self, nodes: list[Node]) -> None:
+        start = self._tick()
+        for n in nodes:
+            p = _Positions(self._tick(), 0)
+            if n.is_compound:
+                p.pre = self._tick()
+                for child in n.children:
+                    self._number(child)
+                p.post = self._tick()
+            p.after = self._tick()
+            self.pos[id(n)] = p
+        end = self._tick()
+        for n in nodes:
+            self.block_span[id(n)] = (start, end)
+            self.block_nodes[id(n)] = nodes
+
+    # -- analysis --------------------------------------------------------------------
+    def run_function(self, nodes: list[Node]) -> None:
+        self._number(nodes)
+        self._block(nodes, None)
+        self._allocate_events()
+        self._emit()
+
+    def _block(self, nodes: list[Node], loop: Node | None) -> "_Exit":
+        """Synchronise one block (and, first, the blocks nested in it).
+        Returns what the block's exit implies: the (q, p) pipe pairs where q
+        has waited for a flag set after p's last instruction of the block,
+        and the carried pairs whose balancing wait would imply it."""
+        # Nested blocks first: what their exits imply feeds this block's
+        # clocks. Their pairs still follow this block's (stable output).
+        outer_pairs, outer_vbars = self.pairs, self.v_barriers
+        self.pairs, self.v_barriers = [], []
+        exits = {id(y): self._exit_of(y) for y in nodes if y.children}
+        inner_pairs, inner_vbars = self.pairs, self.v_barriers
+        self.pairs, self.v_barriers = outer_pairs, outer_vbars
+        first_new = len(self.pairs)
+        st = self._walk(nodes, loop, exits)
+        offers: dict[tuple[str, str], FlagPair] = {}
+        for fp in self.pairs[first_new:]:
+            if fp.loop is not None and self._last_of(nodes, fp.src) is fp.producer:
+                offers[(fp.src, fp.dst)] = fp
+        self.pairs += inner_pairs
+        self.v_barriers += inner_vbars
+        return _Exit(st.implied(), offers)
+
+    @staticmethod
+    def _last_of(nodes: list[Node], pipe: str) -> Node | None:
+        return next((n for n in reversed(nodes) if pipe in n.pipes), None)
+
+    def _exit_of(self, y: Node) -> "_Exit":
+        """What a compound implies once it is done: a loop's body exit (the
+        last iteration's), an scf.if's only when both branches imply it."""
+        if y.op.name == "scf.for":
+            return self._block(y.children[0], y)
+        implied = [self._block(child, None).implied for child in y.children]
+        return _Exit(set.intersection(*implied) if len(implied) == 2 else set(), {})
+
+    def _walk(self, nodes: list[Node], loop: Node | None,
+              exits: dict[int, "_Exit"]) -> "_BlockState":
+        st = _BlockState()
+        # decisions of the first walk, replayed on the second (carried) walk
+        waits_before: dict[int, list[tuple[str, str, int]]] = {}
+        vbar: set[int] = set()
+        copies = 2 if loop is not None and loop.trip_count > 1 else 1
+        for copy in range(copies):
+            for i, y in enumerate(nodes):
+                key = (copy, i)
+                if copy == 1:
+                    for p, q, j in waits_before.get(i, []):
+                        st.learn(q, p, (1, j))
+                    if i in vbar:
+                        st.barrier_v()
+                need: dict[tuple[str, str], tuple[int, int]] = {}
+                need_vbar = False
+                # same-iteration dependencies (first walk only: replayed after)
+                candidates = [((copy, j), nodes[j], None)
+                              for j in range(st.first_unordered(y.pipes, i), i)] if copy == 0 else []
+                if copy == 1:
+                    candidates = [((0, j), nodes[j], loop)
+                                  for j in range(st.first_unordered(y.pipes, len(nodes)), len(nodes))]
+                for xkey, x, carried in candidates:
+                    if st.orders_all(xkey, x.pipes, y.pipes):
+                        continue  # whatever x -> y depends on is ordered already
+                    for p, q in dependent_pipes(x, y, self.analysis, carried):
+                        if not needs_order(p, q):
+                            continue
+                        xidx = st.index[xkey][p]
+                        if p == q:  # V -> V
+                            if st.knows("V", "V") < xidx:
+                                need_vbar = True
+                        elif st.knows(q, p) < xidx:
+                            best = need.get((p, q))
+                            if best is None or st.index[best][p] < xidx:
+                                need[(p, q)] = xkey
+                # Latest producers first: their flags carry the most knowledge
+                # and often imply the others.
+                for (p, q), xkey in sorted(need.items(), key=lambda kv: kv[1], reverse=True):
+                    if st.knows(q, p) >= st.index[xkey][p]:
+                        continue  # implied by a flag added for another pipe pair just now
+                    j = xkey[1]
+                    offer = exits[id(nodes[j])].offers.get((p, q)) if id(nodes[j]) in exits else None
+                    if offer is not None and (copy == 0 or j < i) and (
+                            offer.balance_at is y or not (offer.balance_at or offer.balance_fixed)):
+                        # The loop's balancing wait, moved before y, orders y
+                        # after all of p's work in the loop: no new pair.
+                        offer.balance_at = y
+                        if copy == 0:
+                            waits_before.setdefault(i, []).append((p, q, j))
+                        st.learn(q, p, xkey if copy == 0 else (1, j))
+                        continue
+                    if self.sink_sets and (copy == 0 or j < i):
+                        j = self._sink(nodes, j, i, p)
+                        xkey = (xkey[0], j)
+                    if copy == 0:
+                        waits_before.setdefault(i, []).append((p, q, j))
+                        self._pair(p, q, nodes[j], y, None)
+                        st.learn(q, p, xkey)
+                    elif j < i:
+                        # X before Y in the body: order them in every iteration.
+                        waits_before.setdefault(i, []).append((p, q, j))
+                        self._pair(p, q, nodes[j], y, None)
+                        st.learn(q, p, (1, j))
+                    else:
+                        self._pair(p, q, nodes[j], y, loop)
+                        st.learn(q, p, xkey)
+                if need_vbar:
+                    vbar.add(i)
+                    self.v_barriers.append(y)
+                    st.barrier_v()
+                st.issue(y, key)
+                if id(y) in exits:
+                    st.implies(exits[id(y)].implied, key)
+            # The balancing waits left at the block's end order the loops'
+            # work before the next iteration (and the block's exit).
+            for j, y in enumerate(nodes):
+                for (p, q), offer in (exits[id(y)].offers.items() if id(y) in exits else ()):
+                    if offer.balance_at is None:
+                        offer.balance_fixed = True
+                        st.learn(q, p, (copy, j))
+        return st
+
+    @staticmethod
+    def _sink(nodes: list[Node], j: int, i: int, p: str) -> int:
+        """The last node of the run of single instructions of pipe p that
+        follows node j and precedes node i. A set_flag holds its pipe until
+        every earlier instruction has finished, so a set between two
+        transfers of a mover pipe idles it for the first one's latency; set
+        after the run instead (one flag then covers the whole run, and the
+        consumer starts when the run has landed)."""
+        while j + 1 < i and not nodes[j + 1].is_compound and nodes[j + 1].pipes == {p}:
+            j += 1
+        return j
+
+    def _pair(self, p: str, q: str, x: Node, y: Node, loop: Node | None) -> None:
+        px, py = self.pos[id(x)], self.pos[id(y)]
+        # A carried pair's intervals are set when event ids are allocated
+        # (`_carried_intervals`), once its balancing wait has found its place.
+        intervals = [(px.after, py.before)] if loop is None else []
+        self.pairs.append(FlagPair(p, q, x, y, loop, intervals))
+
+    def _emit(self) -> None:
+        for fp in self.pairs:
+            attrs = dict(src=fp.src, dst=fp.dst, event=fp.event)
+            insert_after(fp.producer.op, "cce.set_flag", **attrs)
+            insert_before(fp.consumer.op, "cce.wait_flag", **attrs)
+            if fp.loop is not None:
+                # In the loop's block: the pre-set before the loop, the
+                # balancing wait after it (at the block's start and end when
+                # no node is named).
+                block = fp.loop.op.block
+                if fp.preset_before is not None:
+                    insert_before(fp.preset_before.op, "cce.set_flag", **attrs)
+                else:
+                    with ir.InsertionPoint.at_block_begin(block) as start:
+                        _emit("cce.set_flag", start.ref_operation.location, **attrs)
+                wait_before = fp.balance_at or fp.wait_before
+                if wait_before is not None:
+                    insert_before(wait_before.op, "cce.wait_flag", **attrs)
+                else:
+                    with ir.InsertionPoint.at_block_terminator(block) as end:
+                        _emit("cce.wait_flag", end.ref_operation.location, **attrs)
+        seen = set()
+        for node in self.v_barriers:
+            if id(node) not in seen:
+                seen.add(id(node))
+                insert_before(node.op, "cce.pipe_barrier", pipe="V")
+        seen = set()
+        for node in self.all_barriers:
+            if id(node) not in seen:
+                seen.add(id(node))
+                insert_before(node.op, "cce.pipe_barrier", pipe="ALL")
+        for loop in {id(n): n for n in self.end_barriers}.values():
+            last = list(loop.op.block.operations)[-1]
+            insert_before(last.operation, "cce.pipe_barrier", pipe="ALL")
