@@ -33,13 +33,10 @@ def _word(kind: str, op: ir.Operation) -> int:
     must land in a field (nothing is dropped silently)."""
     fields: dict[str, int] = {}
     known = {f.name for f in hivm.CONFIG_LAYOUTS[kind]}
+    unplaced: set[str] = set()
     for i in range(len(op.attributes)):
         name = op.attributes[i].name
         if name in NOT_IN_WORD:
-            continue
-        if name not in ("accumulate", "transpose", "predicate") and \
-                hivm.word_field(kind, name) not in known:
-            fields[name] = 0  # reported below, whatever its value
             continue
         if name == "accumulate":
             fields["init"] = 0 if nir.bool_attr(op, name) else 1
@@ -50,9 +47,11 @@ def _word(kind: str, op: ir.Operation) -> int:
             if predicate not in CMP_PREDICATES:
                 raise PassError(f"'{op.name}': unknown predicate '{predicate}'", op)
             fields["predicate"] = CMP_PREDICATES.index(predicate)
-        else:
+        elif hivm.word_field(kind, name) in known:
             fields[hivm.word_field(kind, name)] = nir.int_attr(op, name)
-    stray = sorted(set(fields) - known)
+        else:
+            unplaced.add(name)  # whatever its type: reported by name below
+    stray = sorted(unplaced | (set(fields) - known))
     if stray:
         raise PassError(f"'{op.name}': attribute(s) {', '.join(stray)} have no field in the "
                         f"{kind} configuration word", op)

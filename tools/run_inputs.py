@@ -49,8 +49,8 @@ def check_entry_arguments(func_op) -> None:
 
 
 def _check_constant(func_op, i: int, t, where: str) -> None:
-    """An `npu.constant` argument carries its data as dense elements of the
-    argument's own shape (the frontend lays them out so)."""
+    """An `npu.constant` argument carries its data as dense elements with as
+    many values as the argument has (or a splat)."""
     from mlir import ir
 
     from npu import ir as npu_ir
@@ -58,11 +58,8 @@ def _check_constant(func_op, i: int, t, where: str) -> None:
     attr = npu_ir.arg_attrs(func_op, i).get("npu.constant")
     if attr is None:
         return
-    ok = isinstance(attr, ir.DenseElementsAttr)
-    if ok:
-        dense = ir.DenseElementsAttr(attr)
-        ok = dense.is_splat or np.prod(ir.ShapedType(dense.type).shape) == np.prod(t.shape)
-    if not ok:
+    if not (isinstance(attr, ir.DenseElementsAttr)
+            and (attr.is_splat or np.prod(ir.ShapedType(attr.type).shape) == np.prod(t.shape))):
         raise ToolError(f"{where}: error: argument #{i} ({t}) has npu.constant = {attr}; it must be "
                         f"dense elements with {int(np.prod(t.shape))} values (or a splat)")
 
