@@ -163,6 +163,21 @@ class BufferCollector:
         live over whole top-level ops, so they add to what is live inside
         each one they span and join its buffers into one component. This
         keeps `npu-double-buffer` linear instead of planning per loop."""
+        return self._space_profile(func_op, space)[:2]
+
+    def space_bounds_at(self, func_op: ir.Operation, space: str, index: int) -> tuple[int, int]:
+        """`space_bounds` where top-level op `index` runs: what its own
+        buffers and the function-level allocs live over it need (the
+        function's bounds are the largest of these). A buffer added inside
+        that op raises only these: `npu-double-buffer` asks here, so that
+        one op needing most of a buffer does not keep every other loop of
+        the function single-buffered."""
+        _, _, lows, highs = self._space_profile(func_op, space)
+        return lows[index], highs[index]
+
+    def _space_profile(self, func_op: ir.Operation, space: str
+                       ) -> tuple[int, int, list[int], list[int]]:
+        """(lower, upper) bounds of the function and of each top-level op."""
         if self._tops is not None and space in self._bounds:
             return self._bounds[space]
         # In top-level op indices, not positions: a function-level alloc is
@@ -191,6 +206,8 @@ class BufferCollector:
             delta[start] += size
             delta[end + 1] -= size
         low = high = live = s = 0
+        lows: list[int] = []
+        highs: list = []  # an int, or the span whose total bounds op k
         for k, piece in enumerate(tops):
             inner = piece.bounds.get(space)
             if inner is None:
@@ -199,16 +216,20 @@ class BufferCollector:
                                                sum(b.size for b in mine))
             live += delta[k]
             low = max(low, inner[0] + live)
+            lows.append(inner[0] + live)
             while s < len(spans) and spans[s][1] < k:
                 s += 1
             if s < len(spans) and spans[s][0] <= k:
                 spans[s][2] += inner[2]
+                highs.append(spans[s])
             else:
                 high = max(high, inner[1])
-        bounds = low, max([high] + [span[2] for span in spans])
+                highs.append(inner[1])
+        profile = (low, max([high] + [span[2] for span in spans]), lows,
+                   [h if isinstance(h, int) else h[2] for h in highs])
         if self._tops is not None:
-            self._bounds[space] = bounds
-        return bounds
+            self._bounds[space] = profile
+        return profile
 
     def collect(self, func_op: ir.Operation) -> list[Buffer]:
         """On-chip allocs of a function with their lifetimes and first/last pipes."""

@@ -103,7 +103,7 @@ class DoubleBufferPass(Pass):
                 r = analysis.iv_ranges[iv]
                 if r.trip_count < max(2, self.min_trip_count):
                     continue
-                duplicated = self._fitting(func, allocs, collector)
+                duplicated = self._fitting(func, allocs, collector, top_index)
                 # Unrolling a loop none of whose own buffers fit twice would
                 # only copy its nested loops' buffers: measured on the BERT
                 # matmuls it bought < 1% (the L0 tiles stay single), so no.
@@ -112,13 +112,15 @@ class DoubleBufferPass(Pass):
                     collector.changed(top_index, replacement if is_top else None)
 
     def _fitting(self, func: ir.Operation, allocs: list[ir.Operation],
-                 collector: "BufferCollector") -> set[ir.Operation]:
+                 collector: "BufferCollector", top_index: int) -> set[ir.Operation]:
         """The allocs whose second copy keeps their memory within capacity.
 
         The base is what the planner needs today with plain lifetime reuse
-        (at least the lower bound); a copy lives with the whole body, so it
-        adds its full size. The base is planned only when its bounds leave
-        the answer open (they rarely do: planning per loop was quadratic).
+        (at least the lower bound) where the loop is (its top-level op, with
+        the function-level allocs live over it: elsewhere the copy is not
+        live); a copy lives with the whole body, so it adds its full size.
+        The function is planned only when those bounds leave the answer open
+        (they rarely do: planning per loop was quadratic).
         """
         from npu.passes.plan_memory import lower_bound, place
 
@@ -129,7 +131,7 @@ class DoubleBufferPass(Pass):
             if not mine:
                 continue
             capacity = self.target.capacity(space)
-            low, high = collector.space_bounds(func, space)
+            low, high = collector.space_bounds_at(func, space, top_index)
             if high + sum(size for _, size in mine) <= capacity:
                 chosen.update(op for op, _ in mine)
                 continue

@@ -223,6 +223,7 @@ class MatmulBlocks:
             share = self.epilogue.ub_budget
             budget = max(budget, share) if ub_budget is not None else min(
                 budget, int(share / FUSED_UB_FRACTION) + self.target.granule("ub"))
+            budget -= self.epilogue.resident_bytes  # the broadcast rows, for the whole matmul
         chunk = min(k, max(1, budget // per_column))
         assert chunk >= 1, "the cost model guarantees one column block fits UB"
         flat = self.flat_blocks(c_l0c, k * m)
