@@ -89,7 +89,8 @@ class MatmulEpilogue:
             while op is not None and op != region:
                 op = op.parent
             return op is None
-        self.e = epilogue.model(matmul, c, members, leaves)
+        self.ops = [m.op for m in members]
+        self.e = epilogue.model(matmul, c, epilogue.collapse_gelu(c, members, leaves), leaves)
         granule = self.target.granule("ub")
         self.e.broadcast = {r for r in self.e.broadcast
                             if (self.target.fractal * self.e.loaded[r].es) % granule == 0}
@@ -222,8 +223,8 @@ class MatmulEpilogue:
     def finish(self) -> None:
         """After the matmul is lowered (inside the region): drop the members
         and the tensors only they used, and put the rest where the region is."""
-        for m in self.e.members:
-            m.op.erase()
+        for op in self.ops:
+            op.erase()
         block = self.region.regions[0].blocks[0]
         for op in reversed([o.operation for o in block.operations]):
             if op.name in BODY_OPS and op.name != "scf.yield" and all(

@@ -153,6 +153,15 @@ def model(matmul: ir.Operation, c: fusion.Operand, members: list[fusion.RowOp],
     return e
 
 
+def collapse_gelu(c: fusion.Operand, members: list[fusion.RowOp],
+                  leaves: Callable[[ir.Value], bool]) -> list[fusion.RowOp]:
+    """`members` with each GELU chain as one recipe member (`npu.gelu`)."""
+    from npu import gelu
+
+    leaving = {o.root for o in [c] + [m.out for m in members] if leaves(o.root)}
+    return gelu.collapse(members, leaving)
+
+
 def row_broadcast(value: ir.Value) -> bool:
     """Whether `value`, an operand shaped like C, is a host constant
     (`npu.constant` argument) whose rows within each column block are all

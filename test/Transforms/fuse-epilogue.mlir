@@ -46,6 +46,50 @@ func.func @bias_scale_cast(%a: memref<4x3x16x16xf16, "gm">, %b: memref<5x4x16x16
 
 // -----
 
+// A host-constant bias whose rows all repeat (as the frontend broadcasts an
+// ONNX bias) is read once, one row of 16 per column block, before the
+// matmul's loops; the drain adds it with source strides 0 and loads nothing.
+// With no GM loads per piece, the GELU joins although its vector work is
+// more than this short reduction's own time (collapsed to one recipe).
+// CHECK-LABEL: func.func @broadcast_bias_gelu
+// CHECK:       scf.execute_region {
+// CHECK:         "ascend.matmul"
+// CHECK-NEXT:    "ascend.add"
+// CHECK:         "ascend.mul"
+// CHECK-NEXT:    scf.yield
+// CHECK-NEXT:  } {npu.epilogue = {gm_bytes = 15680 : i64
+// KERNEL-LABEL: func.func @broadcast_bias_gelu
+// KERNEL:       memref.alloc() : memref<5x1x1x16xf32, "ub">
+// KERNEL:       cce.copy_gm_to_ub{{.*}}burst_len = 2 : i64, dst_gap = 0 : i64, n_burst = 5 : i64, src_gap = 94 : i64
+// KERNEL:       scf.for
+// KERNEL:       cce.copy_l0c_to_ub
+// KERNEL-NOT:   cce.copy_gm_to_ub
+// KERNEL:       cce.vadd{{.*}}src1_blk_stride = 0 : i64, src1_rep_stride = 0 : i64
+// KERNEL-NOT:   cce.copy_gm_to_ub
+// KERNEL:       cce.vrec
+// KERNEL-NOT:   cce.copy_gm_to_ub
+// KERNEL:       cce.copy_ub_to_gm
+// KERNEL:       return
+func.func @broadcast_bias_gelu(%a: memref<4x3x16x16xf16, "gm">, %b: memref<5x4x16x16xf16, "gm">, %bias: memref<5x3x16x16xf32, "gm"> {npu.constant = dense<0.25> : tensor<5x3x16x16xf32>}, %y: memref<5x3x16x16xf32, "gm">) {
+  %c = memref.alloc() : memref<5x3x16x16xf32, "gm">
+  // expected-remark @+1 {{matmul epilogue: 6 op(s) (add, muls, erf, adds, muls, mul) applied to each C tile as it drains: GM traffic 230400 -> 15680 bytes beyond A and B}}
+  "ascend.matmul"(%a, %b, %c) : (memref<4x3x16x16xf16, "gm">, memref<5x4x16x16xf16, "gm">, memref<5x3x16x16xf32, "gm">) -> ()
+  %h = memref.alloc() : memref<5x3x16x16xf32, "gm">
+  "ascend.add"(%c, %bias, %h) : (memref<5x3x16x16xf32, "gm">, memref<5x3x16x16xf32, "gm">, memref<5x3x16x16xf32, "gm">) -> ()
+  %s = memref.alloc() : memref<5x3x16x16xf32, "gm">
+  "ascend.muls"(%h, %s) {scalar = 0.70710678118654757 : f64} : (memref<5x3x16x16xf32, "gm">, memref<5x3x16x16xf32, "gm">) -> ()
+  %e = memref.alloc() : memref<5x3x16x16xf32, "gm">
+  "ascend.erf"(%s, %e) : (memref<5x3x16x16xf32, "gm">, memref<5x3x16x16xf32, "gm">) -> ()
+  %p = memref.alloc() : memref<5x3x16x16xf32, "gm">
+  "ascend.adds"(%e, %p) {scalar = 1.0 : f64} : (memref<5x3x16x16xf32, "gm">, memref<5x3x16x16xf32, "gm">) -> ()
+  %q = memref.alloc() : memref<5x3x16x16xf32, "gm">
+  "ascend.muls"(%p, %q) {scalar = 0.5 : f64} : (memref<5x3x16x16xf32, "gm">, memref<5x3x16x16xf32, "gm">) -> ()
+  "ascend.mul"(%h, %q, %y) : (memref<5x3x16x16xf32, "gm">, memref<5x3x16x16xf32, "gm">, memref<5x3x16x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
 // A row-major consumer (the defractalize the frontend puts before a
 // row-major op) is not an epilogue member: the matmul stays alone and says why.
 // CHECK-LABEL: func.func @row_major_consumer
