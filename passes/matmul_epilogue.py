@@ -115,6 +115,11 @@ class MatmulEpilogue:
         return int(attrs["ub_budget"])
 
     @property
+    def vector_cycles(self) -> int:
+        """The members' vector work over all of C (`npu.epilogue.vector_cycles`)."""
+        return epilogue.vector_cycles(self.e.members, self.target)
+
+    @property
     def loads_pieces(self) -> bool:
         """Whether each drained piece loads operand pieces from GM."""
         return any(r not in self.e.broadcast for r in self.e.loaded)

@@ -152,7 +152,8 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, Pass):
             self.epilogue is None or not self.epilogue.loads_pieces)
         try:
             choice = choose_tiling(shape, self.target, self.strategy, self.m, self.n, self.k,
-                                   pipelined=pipelined)
+                                   pipelined=pipelined, epilogue_cycles=(
+                                       0 if self.epilogue is None else self.epilogue.vector_cycles))
         except TilingError as e:
             raise PassError(str(e), op) from None
         if self.l1_steps < 1:
