@@ -109,6 +109,16 @@ def _lifetime(alloc: ir.Operation, where: dict[ir.Operation, int]
     return min(positions), max(positions), deallocs
 
 
+def _in_epilogue(alloc: ir.Operation) -> bool:
+    """An alloc npu-fuse moved into a matmul epilogue group: its tensor stays
+    in UB (npu-lower-matmul erases the alloc), so it needs no workspace."""
+    from npu.epilogue import EPILOGUE_ATTR
+
+    parent = alloc.parent
+    return (parent is not None and parent.name == "scf.execute_region"
+            and EPILOGUE_ATTR in parent.attributes)
+
+
 def collect_tensors(func_op: ir.Operation, target: Target) -> tuple[list[Tensor], int]:
     """The plannable GM allocs of `func_op` and how many GM allocs are not."""
     where = _positions(func_op)
@@ -116,7 +126,7 @@ def collect_tensors(func_op: ir.Operation, target: Target) -> tuple[list[Tensor]
     tensors, unplanned = [], 0
     for alloc in walk(func_op, lambda o: o.name == "memref.alloc"):
         mtype = ir.MemRefType(alloc.results[0].type)
-        if memory_space(mtype) != "gm":
+        if memory_space(mtype) != "gm" or _in_epilogue(alloc):
             continue
         strides, offset = memref_layout(mtype)
         expected, identity = 1, offset == 0

@@ -1,5 +1,6 @@
 // RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-fuse=ub-fraction=0.2 | FileCheck %s
 // RUN: npu-opt %s --split-input-file --npu-fuse --npu-lower-matmul 2>/dev/null | FileCheck %s --check-prefix=KERNEL
+// RUN: npu-opt %s --split-input-file --npu-fuse --npu-plan-gm 2>/dev/null | FileCheck %s --check-prefix=GM
 
 // Bias add, scaling and the cast to f16 join the matmul: its C and the two
 // intermediates never reach GM (their allocs move into the group); per C
@@ -17,6 +18,14 @@
 // The drain of each C tile: L0C -> UB, the bias tile GM -> UB, the steps in
 // UB (the add over the accumulator in place), one store of the f16 result;
 // no GM temporaries are left.
+// The group's own tensors never reach GM: npu-plan-gm gives them no
+// workspace (npu-lower-matmul erases their allocs).
+// GM-LABEL: func.func @bias_scale_cast
+// GM-NOT:   npu.workspace
+// GM:       scf.execute_region {
+// GM-COUNT-3: memref.alloc() : memref<5x3x16x16xf32, "gm">
+// GM-NOT:   memref.view
+// GM:       return
 // KERNEL-LABEL: func.func @bias_scale_cast
 // KERNEL-NOT:   memref.alloc() : memref<{{.*}}"gm">
 // KERNEL:       cce.mad
