@@ -18,7 +18,7 @@
 // The drain of each C tile: L0C -> UB, the bias tile GM -> UB, the steps in
 // UB (the add over the accumulator in place), one store of the f16 result;
 // no GM temporaries are left.
-// The group's own tensors never reach GM: npu-plan-gm gives them no
+// The group's own tensors never reach global memory, so npu-plan-gm gives them no
 // workspace (npu-lower-matmul erases their allocs).
 // GM-LABEL: func.func @bias_scale_cast
 // GM-NOT:   npu.workspace
