@@ -240,7 +240,7 @@ class FusePass(Pass):
                     after = epilogue.model(mm, c, trial, epilogue.used_outside(
                         {mm} | {m.op for m in trial}, users))
                     alone = fusion.gm_bytes(fusion.model([d], users), granule)
-                    plan = epilogue.plan(after, self.target)
+                    plan = epilogue.lowered_plan(after, self.target)
                     if epilogue.gm_bytes(after) >= epilogue.gm_bytes(before) + alone:
                         why = "joining saves no GM traffic"
                     elif row_blocks * plan.per_fractal + epilogue.broadcast_bytes(after) > budget:
@@ -290,7 +290,7 @@ class FusePass(Pass):
 
     def form_epilogue(self, e: epilogue.Epilogue, users: dict, granule: int, row_blocks: int,
                       budget: int, why_not: dict) -> None:
-        plan = epilogue.plan(e, self.target)
+        plan = epilogue.lowered_plan(e, self.target)
         fused = epilogue.gm_bytes(e)
         unfused = epilogue.unfused_gm_bytes(e, users, granule)
         outs = [e.c.root] + [m.out.root for m in e.members]

@@ -162,6 +162,16 @@ def collapse_gelu(c: fusion.Operand, members: list[fusion.RowOp],
     return gelu.collapse(members, leaving)
 
 
+def lowered_plan(e: Epilogue, target: Target) -> Plan:
+    """`plan` of the members as npu-lower-matmul runs them: GELU chains
+    collapsed to their one recipe (fewer temporaries than the ops apart)."""
+    from dataclasses import replace
+
+    from npu import gelu
+
+    return plan(replace(e, members=gelu.collapse(e.members, e.leaving)), target)
+
+
 def row_broadcast(value: ir.Value) -> bool:
     """Whether `value`, an operand shaped like C, is a host constant
     (`npu.constant` argument) whose rows within each column block are all
