@@ -14,7 +14,9 @@ whole body (so it never lets them share bytes) and sync insertion derives
 the flags of each slot separately (so each gets its own event ids).
 
 A buffer is only duplicated if the doubled body still fits its memory (the
-lower bound of the current plan plus the copy must stay within capacity);
+lower bound of the current plan where the loop runs, i.e. in its top-level
+op, plus the copy must stay within capacity: one op needing most of UB
+does not keep every other loop of the function single-buffered);
 otherwise both slots share it, which is correct but serialises on it. Allocs
 get `npu.slot = 0 | 1` so the tests and reports can see the slots.
 
