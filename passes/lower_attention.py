@@ -22,6 +22,7 @@ recipes of `npu.vector_compute`.
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 from mlir import ir
@@ -37,6 +38,9 @@ from npu.vector_tiling import split_repeats
 
 # Added to the scores of padded keys: exp(x - 1e30 - max) is 0 in f32.
 MASKED = -1e30
+# The padded keys' shifted scores clamped to this before the f16 exp
+# (finite in f16; exp(-scale * F16_MASKED) is 0 there).
+F16_MASKED = 6e4
 BODY_OPS = ("memref.alloc", "scf.yield") + nir.VIEW_OPS
 
 
@@ -81,6 +85,9 @@ class _Kernel:
                                 f"its {self.t.capacity(space)}", region)
         self.mm = LowerMatmul(self.t)
         self.lanes = self.t.lanes(4)
+        # Scale the f32 scores before the max only when it does not commute
+        # with it (or is too small for the f16 mask value to vanish).
+        self.prescale = found.scale != 1.0 and not found.scale * F16_MASKED >= 30.0
         self.granule = self.t.granule("ub")
 
     # -- structure ------------------------------------------------------------
@@ -116,8 +123,7 @@ class _Kernel:
         d1, rows = a.d_blocks, mq * 16
         q0 = self.mm.to_l0a(self.load_q(h, x0, mq), mq, d1)
         self.row_max = nir.alloc([rows], "f32", "ub")
-        self.row_sum = nir.alloc([rows], "f32", "ub")
-        self.context = nir.alloc([d1 * rows * 16], "f32", "ub")
+        self.context = nir.alloc([(d1 + 1) * rows * 16], "f32", "ub")
         s1, kb = a.seq_blocks, self.kb
         last = -(-s1 // kb) - 1
         tail = s1 - last * kb
@@ -148,24 +154,27 @@ class _Kernel:
         alpha = None if first else nir.alloc([rows], "f32", "ub")
         self.scope(lambda: self.softmax_tile(sc, pl1, mq, kbk, alpha, masked))
         p0 = self.mm.to_l0a(pl1, mq, kbk)
-        v0 = self.mm.to_l0b(self.load_v(h, y0, kbk), kbk, d1)
-        pv = nir.alloc([d1, mq, 16, 16], "f32", "l0c")
-        self.mm.mad(p0, v0, pv, mq, kbk, d1, False)
+        v0 = self.mm.to_l0b(self.load_v(h, y0, kbk), kbk, d1 + 1)
+        pv = nir.alloc([d1 + 1, mq, 16, 16], "f32", "l0c")
+        self.mm.mad(p0, v0, pv, mq, kbk, d1 + 1, False)
         if first:
-            copy("cce.copy_l0c_to_ub", pv, self.context, 1, d1 * mq * 32)
+            copy("cce.copy_l0c_to_ub", pv, self.context, 1, (d1 + 1) * mq * 32)
         else:
             self.scope(lambda: self.rescale_context(pv, alpha, mq))
 
     def softmax_tile(self, sc: ir.Value, pl1: ir.Value, mq: int, kbk: int,
                      alpha: ir.Value | None, masked: bool) -> None:
-        """Scores L0C -> UB, scale, key mask, the (online) softmax step, P in
-        f16 -> L1. `alpha` (None: the first tile) gets exp(old max - new max)."""
+        """Scores L0C -> UB, key mask, the row max (online: the running max
+        and `alpha` = exp(old max - new max); None: the first tile), the
+        shift in f32, then P = exp(scale * shifted) in f16 (half the vector
+        repeats of f32; the shift keeps the rounding relative to s - max),
+        P -> L1. The row sums come from the cube (`load_v`'s ones column)."""
         a = self.a
         rows = mq * 16
         slab, count = rows * 16, kbk * rows * 16
         scores = nir.alloc([count], "f32", "ub")
         copy("cce.copy_l0c_to_ub", sc, scores, 1, kbk * mq * 32)
-        if a.scale != 1.0:
+        if self.prescale:
             self.apply(Compute("scalar", vop="cce.vmuls", scalar=a.scale), scores, [scores], count)
         if masked:
             bias = self.key_mask(rows, a.seq % 16)
@@ -175,37 +184,40 @@ class _Kernel:
         tile_max = self.row_reduce(scores, kbk, rows, "cce.vmax", "cce.vcmax",
                                    self.row_max if first else None)
         vmax, vsub = Compute("binary", vop="cce.vmax"), Compute("binary", vop="cce.vsub")
-        exp = unary_compute("ascend.exp", "f32")
         if first:
             shift = self.broadcast(self.row_max, rows)
         else:
             new_max = nir.alloc([rows], "f32", "ub")
             self.apply(vmax, new_max, [self.row_max, tile_max], rows)
             self.apply(vsub, alpha, [self.row_max, new_max], rows)
-            self.apply(exp, alpha, [alpha], rows)
+            if not self.prescale and a.scale != 1.0:
+                self.apply(Compute("scalar", vop="cce.vmuls", scalar=a.scale), alpha, [alpha],
+                           rows)
+            self.apply(unary_compute("ascend.exp", "f32"), alpha, [alpha], rows)
             self.apply(vmax, self.row_max, [self.row_max, tile_max], rows)
             shift = self.broadcast(new_max, rows)
         for j in range(kbk):
             self.apply(vsub, scores, [scores, shift], slab, offsets=(j * slab, j * slab, 0))
-        self.apply(exp, scores, [scores], count)
-        tile_sum = self.row_reduce(scores, kbk, rows, "cce.vadd", "cce.vcadd",
-                                   self.row_sum if first else None)
-        if not first:
-            self.apply(Compute("binary", vop="cce.vmul"), self.row_sum, [self.row_sum, alpha], rows)
-            self.apply(Compute("binary", vop="cce.vadd"), self.row_sum, [self.row_sum, tile_sum],
-                       rows)
+        if masked:  # padded keys' -1e30 would overflow f16: a large finite value instead
+            self.apply(Compute("scalar", vop="cce.vmaxs", scalar=-F16_MASKED), scores, [scores],
+                       slab, offsets=((kbk - 1) * slab, (kbk - 1) * slab))
         probs = nir.alloc([count], "f16", "ub")
         self.apply(cast_compute("f32", "f16", "rint"), probs, [scores], count, sizes=(2, 4))
+        if not self.prescale and a.scale != 1.0:
+            self.apply(Compute("scalar", vop="cce.vmuls", scalar=a.scale), probs, [probs], count,
+                       sizes=(2, 2))
+        self.apply(unary_compute("ascend.exp", "f16"), probs, [probs], count, sizes=(2, 2))
         copy("cce.copy_ub_to_l1", probs, pl1, 1, kbk * mq * 16)
 
     def rescale_context(self, pv: ir.Value, alpha: ir.Value, mq: int) -> None:
-        """O = O * alpha + P.V per row (the online softmax's correction)."""
-        d1, rows = self.a.d_blocks, mq * 16
+        """O = O * alpha + P.V per row (the online softmax's correction), the
+        row sums in the extra slab alike."""
+        slabs, rows = self.a.d_blocks + 1, mq * 16
         slab = rows * 16
-        part = nir.alloc([d1 * slab], "f32", "ub")
-        copy("cce.copy_l0c_to_ub", pv, part, 1, d1 * mq * 32)
+        part = nir.alloc([slabs * slab], "f32", "ub")
+        copy("cce.copy_l0c_to_ub", pv, part, 1, slabs * mq * 32)
         rescale = self.broadcast(alpha, rows)
-        for j in range(d1):
+        for j in range(slabs):
             at = (j * slab, j * slab, 0)
             self.apply(Compute("binary", vop="cce.vmul"), self.context, [self.context, rescale],
                        slab, offsets=at)
@@ -220,12 +232,20 @@ class _Kernel:
         """Rows x0.. (mq blocks) of Q as the A operand's Nz [D/16, mq, 16, 16]."""
         return self.load_rows(self.a.q, 0, h, x0, mq)
 
-    def load_rows(self, tensor: ir.Value, source: int, h, block0, blocks: int) -> ir.Value:
+    def load_rows(self, tensor: ir.Value, source: int, h, block0, blocks: int,
+                  ones: bool = False) -> ir.Value:
         """Rows from 16-row block `block0` (`blocks` of them) of a head of Q
         or V as Nz [D/16, blocks, 16, 16] in L1: from the f16 fractals, or
-        staged from `a.sources[source]` in f32."""
+        staged from `a.sources[source]` in f32. `ones`: one more column block
+        of ones, so that P.V also yields each row's sum of P (in f32, of the
+        f16 P the context is made of)."""
         a, d1 = self.a, self.a.d_blocks
-        l1 = nir.alloc([d1, blocks, 16, 16], "f16", "l1")
+        l1 = nir.alloc([d1 + ones, blocks, 16, 16], "f16", "l1")
+        if ones:
+            fill = blocks * 256
+            self.scope(lambda: copy("cce.copy_ub_to_l1", self.ones_blocks(blocks),
+                                    sub(nir.flatten_memref(l1), d1 * fill, fill), 1,
+                                    fill * 2 // self.granule))
         if a.sources is None:
             copy_bursts("cce.copy_gm_to_l1",
                         nir.subview(tensor, [h, 0, block0, 0, 0], [1, d1, blocks, 16, 16]),
@@ -270,7 +290,7 @@ class _Kernel:
 
     def load_v(self, h, y0, kbk: int) -> ir.Value:
         """Keys y0.. (kbk blocks) of V as the B operand's Nz [D/16, kbk, 16, 16]."""
-        return self.load_rows(self.a.v, 2, h, y0, kbk)
+        return self.load_rows(self.a.v, 2, h, y0, kbk, ones=True)
 
     def stage(self, source: ir.Value, first, rows: int, cols: int, pitch: int,
               l1: ir.Value) -> None:
@@ -294,7 +314,7 @@ class _Kernel:
     def to_nz(self, half: ir.Value, l1: ir.Value, rows: int, cols: int) -> None:
         """A row-major rows x cols f16 matrix in UB -> Nz in L1 (the absorbed
         fractalize): column block j is `rows` bursts of 16 elements."""
-        blocks = rows // 16 * (cols // 16)
+        blocks = math.prod(nir.memref_shape(l1)[:-2])  # V's tile has a ones column too
         flat = self.mm.flat_blocks(l1, blocks)
         per_row = cols * 2 // self.granule
         for j in range(cols // 16):
@@ -307,11 +327,12 @@ class _Kernel:
         a = self.a
         rows, d = mq * 16, a.head_dim
         slab = rows * 16
-        self.apply(unary_compute("ascend.reciprocal", "f32"), self.row_sum, [self.row_sum], rows)
-        inv = self.broadcast(self.row_sum, rows)
+        total = a.d_blocks * slab  # the row sums, one per lane of the last slab
+        self.apply(unary_compute("ascend.reciprocal", "f32"), self.context, [self.context], slab,
+                   offsets=(total, total))
         for j in range(a.d_blocks):
-            self.apply(Compute("binary", vop="cce.vmul"), self.context, [self.context, inv], slab,
-                       offsets=(j * slab, j * slab, 0))
+            self.apply(Compute("binary", vop="cce.vmul"), self.context,
+                       [self.context, self.context], slab, offsets=(j * slab, j * slab, total))
             if a.merged:  # head h's columns of the merged [S, H*D] rows
                 pitch = a.heads * d
                 first = lin((x0, 16 * pitch), (h, d), (1, 16 * j))
@@ -329,7 +350,7 @@ class _Kernel:
         unless `sizes` = (dst bytes, src bytes)), from the element offsets."""
         offsets = offsets or (0,) * (1 + len(srcs))
         des, ses = sizes
-        lanes, g = self.lanes, self.granule
+        lanes, g = self.t.lanes(max(des, ses)), self.granule
         for piece in split_repeats(count, lanes, self.t.max_repeat):
             touched = (piece.repeat - 1) * lanes + piece.mask
 
@@ -368,6 +389,18 @@ class _Kernel:
                       src_offsets=[0] * 16, dst_offsets=list(range(16)), src_rep_stride=1,
                       dst_rep_stride=16)
         return wide
+
+    def ones_blocks(self, blocks: int) -> ir.Value:
+        """`blocks` 16x16 f16 blocks of 1.0 in UB, the source of V's ones column."""
+        count = blocks * 256
+        ones = nir.alloc([count], "f16", "ub")
+        lanes = self.t.lanes(2)
+        for piece in split_repeats(count, lanes, self.t.max_repeat):
+            nir.create_op("cce.vdup", [sub(ones, piece.offset, (piece.repeat - 1) * lanes
+                                           + piece.mask)],
+                          repeat=piece.repeat, mask=piece.mask, dst_blk_stride=1,
+                          dst_rep_stride=8, scalar=1.0)
+        return ones
 
     def key_mask(self, rows: int, valid_keys: int) -> ir.Value:
         """A [rows, 16] slab: 0 for the first `valid_keys` lanes of each row,

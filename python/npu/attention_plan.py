@@ -39,21 +39,24 @@ class Plan:
 def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = False
               ) -> dict[str, int]:
     """Bytes per on-chip buffer of one tile. UB: what lives through the tile
-    (context, row statistics) plus the largest of its phases: the f32 -> f16
-    staging of a Q, K or V tile (`absorbed`), the scores phase (scores, P,
-    the row fold, the key mask and two broadcasts) and the P.V phase."""
+    (the context with its row-sum slab, the row max) plus
+    the largest of its phases: the f32 -> f16 staging of a Q, K or V tile
+    (`absorbed`), the scores phase (scores, P, the row fold, the key mask
+    and two broadcasts) and the P.V phase. P.V has one more column block
+    (ones: the row sums)."""
     frac4, frac2 = 16 * 16 * 4, 16 * 16 * 2
     slab = q_blocks * frac4  # one [rows, 16] f32 slab
     rows = q_blocks * 16
-    persistent = d_blocks * slab + 8 * rows * 4
+    persistent = (d_blocks + 1) * slab + 8 * rows * 4
     scores = k_blocks * slab + k_blocks * q_blocks * frac2 + 4 * slab
     staging = max(q_blocks, k_blocks) * d_blocks * 16 * 16 * 6 if absorbed else 0
-    ub = persistent + max(scores, staging, d_blocks * slab + slab)
+    ub = persistent + max(scores, staging, (d_blocks + 2) * slab, k_blocks * frac2)
     return {"ub": ub,
             "l0a": (d_blocks + k_blocks) * q_blocks * frac2,
-            "l0b": 2 * k_blocks * d_blocks * frac2,
-            "l0c": (k_blocks + d_blocks) * slab,
-            "l1": (d_blocks * q_blocks + 2 * k_blocks * d_blocks + k_blocks * q_blocks) * frac2}
+            "l0b": k_blocks * (2 * d_blocks + 1) * frac2,  # K^T and V with its ones
+            "l0c": (k_blocks + d_blocks + 1) * slab,
+            "l1": (d_blocks * q_blocks + k_blocks * (2 * d_blocks + 1) + k_blocks * q_blocks)
+            * frac2}
 
 
 def plan(a: Attention, target: Target, ub_fraction: float) -> Plan | str:
