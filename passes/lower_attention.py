@@ -85,6 +85,8 @@ class _Kernel:
                                 f"its {self.t.capacity(space)}", region)
         self.mm = LowerMatmul(self.t)
         self.lanes = self.t.lanes(4)
+        self.deferred: list[Callable[[], None]] | None = None
+        self.wides: list[ir.Value] = []  # staging buffers allocated ahead (`skewed`)
         # Scale the f32 scores before the max only when it does not commute
         # with it (or is too small for the f16 mask value to vanish).
         self.prescale = found.scale != 1.0 and not found.scale * F16_MASKED >= 30.0
@@ -95,17 +97,119 @@ class _Kernel:
         a = self.a
         with self.region.location, ir.InsertionPoint(self.region):
             self.flat_out = nir.flatten_memref(a.out)
-            self.loop(a.heads, lambda h: self.query_tiles(h))
+            if a.seq_blocks <= min(self.qb, self.kb):
+                self.head_pipeline()
+            else:
+                self.loop(a.heads, lambda h: self.query_tiles(h))
 
-    def loop(self, count: int, body: Callable) -> None:
+    def loop(self, count: int, body: Callable, double_buffer: bool = True) -> None:
         """`body(i)` in an scf.for, also for one trip: the memory planner
         scopes a buffer by the loop it is allocated in, so the tiles emitted
         one after another never hold their buffers at once."""
         loop = nir.for_loop(0, count)
-        loop.operation.attributes[DOUBLE_BUFFER_ATTR] = ir.BoolAttr.get(True)
+        loop.operation.attributes[DOUBLE_BUFFER_ATTR] = ir.BoolAttr.get(double_buffer)
         with ir.InsertionPoint(loop.body):
             body(loop.induction_variable)
             nir.yield_()
+
+    def skewed(self, n: int, load: Callable, soft: Callable, drain: Callable,
+               late: Callable | None = None) -> None:
+        """Steps 0..n-1, each in three stages: `load(k)` (operands on chip and
+        Q.K^T), `soft(k)` (softmax and P.V) and `drain(k)` (the context),
+        emitted software-pipelined: step k is soft(k), load(k+1), drain(k-1)
+        and `late(k+1)` (what load(k+1) leaves for later, if anything).
+        Each pipe runs its queue in program order, so this keeps the vector
+        unit on step k's softmax while the cube computes P.V of step k-1 and
+        the movers bring step k+1's operands. What a stage leaves for the
+        next one (scores, V's tile, P.V, alpha) is in two slots, by the
+        parity of k, allocated by the caller; every stage gets (k, slot)
+        with k an int or, inside the loop of middle steps, an index."""
+        def step(k, slot: int, static: int | None) -> None:
+            ahead = static is None or static + 1 < n
+            after = lin((k, 1), (1, 1)) if static is None else k + 1
+
+            soft(k, slot)
+            if ahead:
+                load(after, 1 - slot)
+            if static is None or static > 0:
+                drain(lin((k, 1), (-1, 1)) if static is None else k - 1, 1 - slot)
+            if ahead and late is not None:
+                late(after, 1 - slot)
+
+        load(0, 0)
+        if late is not None:
+            late(0, 0)
+        k = 0
+        while k < min(n, 2):
+            step(k, k % 2, k)
+            k += 1
+        # Middle steps (2 <= k <= n-3: their neighbours are middle steps too)
+        # in a loop over pairs, so that each slot is static.
+        pairs = max(0, n - 4) // 2
+        if pairs:
+            self.loop(pairs, lambda p: (step(lin((p, 2), (2, 1)), 0, None),
+                                        step(lin((p, 2), (3, 1)), 1, None)),
+                      double_buffer=False)
+            k += 2 * pairs
+        while k < n:
+            step(k, k % 2, k)
+            k += 1
+        drain(n - 1, (n - 1) % 2)
+
+    def slots(self, mq: int, kbk: int, online: bool) -> dict[str, list[ir.Value]]:
+        """The two slots of what a step's stages hand on (see `skewed`);
+        alpha only with several key tiles (online softmax)."""
+        d1, rows = self.a.d_blocks, mq * 16
+        return {"scores": [nir.alloc([kbk, mq, 16, 16], "f32", "l0c") for _ in range(2)],
+                "pv": [nir.alloc([d1 + 1, mq, 16, 16], "f32", "l0c") for _ in range(2)],
+                "v": [nir.alloc([d1 + 1, kbk, 16, 16], "f16", "l1") for _ in range(2)],
+                "alpha": [nir.alloc([rows], "f32", "ub") for _ in range(2 * online)]}
+
+    def head_pipeline(self) -> None:
+        """One tile per head (all queries, all keys): the heads are the steps."""
+        a = self.a
+        s1, d1 = a.seq_blocks, a.d_blocks
+        buf = self.slots(s1, s1, False)
+        masked = bool(a.seq % 16)
+
+        # The f32 staging of Q and K (absorbed casts; V reuses Q's once Q is
+        # cast), for all heads: never placed over a softmax's buffers, so the
+        # loads of head h+1 run during head h's softmax.
+        wides = ([nir.alloc([a.seq * a.head_dim], "f32", "ub") for _ in range(2)]
+                 if a.sources is not None else [])
+
+        def load(h, slot: int) -> None:
+            self.deferred, self.wides = [], list(wides)
+            reuse = list(wides[:1])
+            q1, k1 = self.load_q(h, 0, s1), self.load_k(h, 0, s1)
+            for lay_out in self.deferred:
+                lay_out()
+            self.deferred, self.wides = [], reuse
+            self.load_v(h, 0, s1, buf["v"][slot])
+            self.v_lay_out = self.deferred[0] if self.deferred else (lambda: None)
+            self.deferred = None
+            q0 = self.mm.to_l0a(q1, s1, d1)
+            self.mm.mad(q0, self.k_to_l0b(k1, s1), buf["scores"][slot], s1, d1, s1, False)
+
+        def soft(h, slot: int) -> None:
+            self.row_max = nir.alloc([s1 * 16], "f32", "ub")
+            self.probs_and_pv(s1, s1, buf, slot, True, masked)
+
+        # One context buffer for all heads, outside the loop: never placed
+        # over a step's buffers, so no step waits for the previous stores.
+        context = nir.alloc([(d1 + 1) * s1 * 256], "f32", "ub")
+
+        def drain(h, slot: int) -> None:
+            self.context = context
+            copy("cce.copy_l0c_to_ub", buf["pv"][slot], self.context, 1, (d1 + 1) * s1 * 32)
+            self.finish(h, 0, s1, a.seq)
+
+        # V's tile is laid out after the previous head's drain, so that the
+        # vector unit does not wait for V's load.
+        self.skewed(a.heads, lambda h, slot: self.scope(lambda: load(h, slot)),
+                    lambda h, slot: self.scope(lambda: soft(h, slot)),
+                    lambda h, slot: self.scope(lambda: drain(h, slot)),
+                    lambda h, slot: self.v_lay_out())
 
     def query_tiles(self, h) -> None:
         s1, qb = self.a.seq_blocks, self.qb
@@ -119,48 +223,70 @@ class _Kernel:
             tail(0)
 
     def query_tile(self, h, x0, mq: int, valid: int) -> None:
-        a, t = self.a, self.t
+        """One query tile; its key tiles are the steps of `skewed` (the
+        first writes the context, the others rescale it; the last may have
+        fewer blocks, masked padded keys, and ends with `finish`)."""
+        a = self.a
         d1, rows = a.d_blocks, mq * 16
         q0 = self.mm.to_l0a(self.load_q(h, x0, mq), mq, d1)
         self.row_max = nir.alloc([rows], "f32", "ub")
         self.context = nir.alloc([(d1 + 1) * rows * 16], "f32", "ub")
         s1, kb = a.seq_blocks, self.kb
-        last = -(-s1 // kb) - 1
-        tail = s1 - last * kb
-        masked = a.seq % 16
-        first = lambda _: self.key_tile(h, q0, mq, 0, tail if last == 0 else kb, True,
-                                        bool(masked) and last == 0)
-        if last:
-            self.loop(1, first)
-        else:
-            first(0)
-        if last > 1:
-            self.loop(last - 1, lambda y: self.key_tile(h, q0, mq, lin((y, kb), (1, kb)), kb,
-                                                        False, False))
-        if last:
-            self.loop(1, lambda _: self.key_tile(h, q0, mq, last * kb, tail, False, bool(masked)))
-        self.finish(h, x0, mq, valid)
+        n = -(-s1 // kb)
+        tail = s1 - (n - 1) * kb
+        buf = self.slots(mq, min(kb, s1), n > 1)
 
-    # -- one key tile ---------------------------------------------------------
-    def key_tile(self, h, q0, mq: int, y0, kbk: int, first: bool, masked: bool) -> None:
-        """One key tile; its UB phases (scores and softmax, the context
-        update) are scopes of their own so the planner can reuse their bytes."""
-        a = self.a
-        d1, rows = a.d_blocks, mq * 16
-        k0 = self.load_k(h, y0, kbk)
-        sc = nir.alloc([kbk, mq, 16, 16], "f32", "l0c")
-        self.mm.mad(q0, k0, sc, mq, d1, kbk, False)
+        def blocks(k) -> int:
+            return tail if isinstance(k, int) and k == n - 1 else kb
+
+        def load(k, slot: int) -> None:
+            self.scores_and_v(h, q0, mq, lin((k, kb)), blocks(k), buf, slot)
+
+        def soft(k, slot: int) -> None:
+            last = isinstance(k, int) and k == n - 1
+            self.probs_and_pv(mq, blocks(k), buf, slot, isinstance(k, int) and k == 0,
+                              last and bool(a.seq % 16))
+
+        def drain(k, slot: int) -> None:
+            if isinstance(k, int) and k == 0:
+                copy("cce.copy_l0c_to_ub", buf["pv"][slot], self.context, 1, (d1 + 1) * mq * 32)
+            else:
+                self.rescale_context(buf["pv"][slot], buf["alpha"][slot], mq)
+            if isinstance(k, int) and k == n - 1:
+                self.finish(h, x0, mq, valid)
+
+        self.skewed(n, lambda k, slot: self.scope(lambda: load(k, slot)),
+                    lambda k, slot: self.scope(lambda: soft(k, slot)),
+                    lambda k, slot: self.scope(lambda: drain(k, slot)))
+
+    # -- the stages of one key tile ---------------------------------------------
+    def scores_and_v(self, h, q0, mq: int, y0, kbk: int, buf: dict, slot: int) -> None:
+        """Keys y0.. (kbk blocks): Q.K^T into the slot's scores, V's tile
+        (with its ones column) into the slot's L1 tile."""
+        d1 = self.a.d_blocks
+        k0 = self.k_to_l0b(self.load_k(h, y0, kbk), kbk)
+        self.mm.mad(q0, k0, self.prefix(buf["scores"][slot], kbk), mq, d1, kbk, False)
+        self.load_v(h, y0, kbk, buf["v"][slot])
+
+    def probs_and_pv(self, mq: int, kbk: int, buf: dict, slot: int, first: bool,
+                     masked: bool) -> None:
+        """The softmax step of the slot's scores, P -> L1 -> L0A, P.V (and
+        the row sums) into the slot's P.V."""
+        d1 = self.a.d_blocks
         pl1 = nir.alloc([kbk, mq, 16, 16], "f16", "l1")
-        alpha = None if first else nir.alloc([rows], "f32", "ub")
-        self.scope(lambda: self.softmax_tile(sc, pl1, mq, kbk, alpha, masked))
+        alpha = None if first else buf["alpha"][slot]
+        self.softmax_tile(self.prefix(buf["scores"][slot], kbk), pl1, mq, kbk, alpha, masked)
         p0 = self.mm.to_l0a(pl1, mq, kbk)
-        v0 = self.mm.to_l0b(self.load_v(h, y0, kbk), kbk, d1 + 1)
-        pv = nir.alloc([d1 + 1, mq, 16, 16], "f32", "l0c")
-        self.mm.mad(p0, v0, pv, mq, kbk, d1 + 1, False)
-        if first:
-            copy("cce.copy_l0c_to_ub", pv, self.context, 1, (d1 + 1) * mq * 32)
-        else:
-            self.scope(lambda: self.rescale_context(pv, alpha, mq))
+        v0 = self.mm.to_l0b(buf["v"][slot], kbk, d1 + 1)
+        self.mm.mad(p0, v0, buf["pv"][slot], mq, kbk, d1 + 1, False)
+
+    @staticmethod
+    def prefix(buf: ir.Value, blocks: int) -> ir.Value:
+        """The first `blocks` column blocks of an Nz buffer (contiguous)."""
+        shape = nir.memref_shape(buf)
+        if shape[0] == blocks:
+            return buf
+        return nir.subview(buf, [0] * len(shape), [blocks] + shape[1:])
 
     def softmax_tile(self, sc: ir.Value, pl1: ir.Value, mq: int, kbk: int,
                      alpha: ir.Value | None, masked: bool) -> None:
@@ -233,23 +359,26 @@ class _Kernel:
         return self.load_rows(self.a.q, 0, h, x0, mq)
 
     def load_rows(self, tensor: ir.Value, source: int, h, block0, blocks: int,
-                  ones: bool = False) -> ir.Value:
+                  into: ir.Value | None = None) -> ir.Value:
         """Rows from 16-row block `block0` (`blocks` of them) of a head of Q
         or V as Nz [D/16, blocks, 16, 16] in L1: from the f16 fractals, or
-        staged from `a.sources[source]` in f32. `ones`: one more column block
-        of ones, so that P.V also yields each row's sum of P (in f32, of the
-        f16 P the context is made of)."""
+        staged from `a.sources[source]` in f32. `into` (V): a tile of
+        [D/16 + 1, >= blocks] blocks whose last column block gets ones, so
+        that P.V also yields each row's sum of P (in f32, of the f16 P the
+        context is made of)."""
         a, d1 = self.a, self.a.d_blocks
-        l1 = nir.alloc([d1 + ones, blocks, 16, 16], "f16", "l1")
-        if ones:
+        l1 = into if into is not None else nir.alloc([d1, blocks, 16, 16], "f16", "l1")
+        ld = nir.memref_shape(l1)[1]
+        if into is not None:
             fill = blocks * 256
             self.scope(lambda: copy("cce.copy_ub_to_l1", self.ones_blocks(blocks),
-                                    sub(nir.flatten_memref(l1), d1 * fill, fill), 1,
+                                    sub(nir.flatten_memref(l1), d1 * ld * 256, fill), 1,
                                     fill * 2 // self.granule))
         if a.sources is None:
             copy_bursts("cce.copy_gm_to_l1",
                         nir.subview(tensor, [h, 0, block0, 0, 0], [1, d1, blocks, 16, 16]),
-                        l1, d1, blocks * 16, src_gap=(a.seq_blocks - blocks) * 16)
+                        l1, d1, blocks * 16, src_gap=(a.seq_blocks - blocks) * 16,
+                        dst_gap=(ld - blocks) * 16)
             return l1
         first, pitch = self.rows_of(h, block0)
         self.stage(a.sources[source], first, blocks * 16, a.head_dim, pitch, l1)
@@ -265,7 +394,7 @@ class _Kernel:
         return lin((h, a.seq * a.head_dim), (block0, 16 * a.head_dim)), a.head_dim
 
     def load_k(self, h, y0, kbk: int) -> ir.Value:
-        """Keys y0.. (kbk blocks) of K^T in L0B (Zn) for Q.K^T."""
+        """Keys y0.. (kbk blocks) of K^T in L1, as `k_to_l0b` takes them."""
         a, d1 = self.a, self.a.d_blocks
         if a.interleaved:
             # K's own rows [keys, D] laid out as Nz [D/16, keys/16] in L1: each
@@ -275,10 +404,7 @@ class _Kernel:
             pitch = a.heads * a.head_dim
             self.stage(a.sources[1], lin((y0, 16 * pitch), (h, a.head_dim)), kbk * 16,
                        a.head_dim, pitch, l1)
-            l0b = nir.alloc([d1, kbk, 16, 16], "f16", "l0b")
-            self.mm.reorder_blocks(l1, l0b, rows=1, cols=d1 * kbk, transpose=False,
-                                   op_name="cce.load_l1_to_l0b", src_col_stride=1)
-            return l0b
+            return l1
         l1 = nir.alloc([kbk, d1, 16, 16], "f16", "l1")
         if a.sources is None:
             copy("cce.copy_gm_to_l1", nir.subview(a.k, [h, y0, 0, 0, 0], [1, kbk, d1, 16, 16]),
@@ -286,39 +412,62 @@ class _Kernel:
         else:
             first = lin((h, a.seq * a.head_dim), (y0, 16))
             self.stage(a.sources[1], first, a.head_dim, kbk * 16, a.seq, l1)
+        return l1
+
+    def k_to_l0b(self, l1: ir.Value, kbk: int) -> ir.Value:
+        """`load_k`'s tile -> L0B (Zn) for Q.K^T."""
+        d1 = self.a.d_blocks
+        if self.a.interleaved:
+            l0b = nir.alloc([d1, kbk, 16, 16], "f16", "l0b")
+            self.mm.reorder_blocks(l1, l0b, rows=1, cols=d1 * kbk, transpose=False,
+                                   op_name="cce.load_l1_to_l0b", src_col_stride=1)
+            return l0b
         return self.mm.to_l0b(l1, d1, kbk)
 
-    def load_v(self, h, y0, kbk: int) -> ir.Value:
-        """Keys y0.. (kbk blocks) of V as the B operand's Nz [D/16, kbk, 16, 16]."""
-        return self.load_rows(self.a.v, 2, h, y0, kbk, ones=True)
+    def load_v(self, h, y0, kbk: int, into: ir.Value) -> None:
+        """Keys y0.. (kbk blocks) of V as the B operand's Nz in `into`, with
+        a column block of ones (see `load_rows`)."""
+        self.load_rows(self.a.v, 2, h, y0, kbk, into)
 
     def stage(self, source: ir.Value, first, rows: int, cols: int, pitch: int,
               l1: ir.Value) -> None:
         """rows x cols f32 of a GM matrix with `pitch` columns from element
         `first` -> UB, cast to f16 there (the absorbed cast), laid out as Nz
-        in `l1` (the absorbed fractalize); the UB staging is a scope of its own."""
-        self.scope(lambda: self.to_nz(self.stage_half(source, first, rows, cols, pitch), l1,
-                                      rows, cols))
+        in `l1` (the absorbed fractalize); the UB staging is a scope of its own.
+        While `self.deferred` is a list, only the GM load is emitted here and
+        the rest appended to it: the caller issues all its loads first, so
+        MTE2 streams them back to back into separate buffers."""
+        if self.deferred is None:
+            self.scope(lambda: self.lay_out(self.fetch(source, first, rows, cols, pitch), l1,
+                                            rows, cols))
+            return
+        wide = self.fetch(source, first, rows, cols, pitch)
+        self.deferred.append(lambda: self.scope(lambda: self.lay_out(wide, l1, rows, cols)))
 
-    def stage_half(self, source: ir.Value, first, rows: int, cols: int, pitch: int) -> ir.Value:
+    def fetch(self, source: ir.Value, first, rows: int, cols: int, pitch: int) -> ir.Value:
         g = self.granule
-        wide = nir.alloc([rows * cols], "f32", "ub")
+        wide = self.wides.pop(0) if self.wides else nir.alloc([rows * cols], "f32", "ub")
         copy_bursts("cce.copy_gm_to_ub",
                     sub(nir.flatten_memref(source), first, (rows - 1) * pitch + cols), wide,
                     1 if pitch == cols else rows, rows * cols * 4 // g if pitch == cols
                     else cols * 4 // g, src_gap=0 if pitch == cols else (pitch - cols) * 4 // g)
+        return wide
+
+    def lay_out(self, wide: ir.Value, l1: ir.Value, rows: int, cols: int) -> None:
         half = nir.alloc([rows * cols], "f16", "ub")
         self.apply(cast_compute("f32", "f16", "rint"), half, [wide], rows * cols, sizes=(2, 4))
-        return half
+        self.to_nz(half, l1, rows, cols)
 
     def to_nz(self, half: ir.Value, l1: ir.Value, rows: int, cols: int) -> None:
         """A row-major rows x cols f16 matrix in UB -> Nz in L1 (the absorbed
-        fractalize): column block j is `rows` bursts of 16 elements."""
-        blocks = math.prod(nir.memref_shape(l1)[:-2])  # V's tile has a ones column too
+        fractalize): column block j is `rows` bursts of 16 elements, from
+        block j * ld (ld: the tile's row blocks, at least rows / 16)."""
+        shape = nir.memref_shape(l1)
+        blocks, ld = math.prod(shape[:-2]), shape[1]
         flat = self.mm.flat_blocks(l1, blocks)
         per_row = cols * 2 // self.granule
         for j in range(cols // 16):
-            dst = self.mm.block_view(flat, j * rows // 16, blocks)
+            dst = self.mm.block_view(flat, j * ld, blocks)
             copy("cce.copy_ub_to_l1", sub(half, 16 * j, (rows - 1) * cols + 16), dst, rows, 1,
                  per_row - 1, 0)
 
