@@ -78,7 +78,8 @@ class _Kernel:
                 and attrs["query_rows"] % 16 == 0 and attrs["key_rows"] % 16 == 0):
             raise PassError(f"npu.attention tile {attrs['query_rows']} x {attrs['key_rows']} "
                             f"is not whole 16-row blocks within seq {found.seq}", region)
-        need = cost.footprint(self.qb, self.kb, d1, found.sources is not None)
+        need = cost.footprint(self.qb, self.kb, d1, found.sources is not None,
+                              s1 <= min(self.qb, self.kb))
         for space, nbytes in need.items():
             if nbytes > self.t.capacity(space):
                 raise PassError(f"npu.attention tile needs {nbytes} bytes of {space}, more than "
@@ -99,6 +100,8 @@ class _Kernel:
             self.flat_out = nir.flatten_memref(a.out)
             if a.seq_blocks <= min(self.qb, self.kb):
                 self.head_pipeline()
+            elif a.seq_blocks % self.qb == 0:
+                self.loop(a.heads, self.head_tiles, double_buffer=False)
             else:
                 self.loop(a.heads, lambda h: self.query_tiles(h))
 
@@ -112,18 +115,21 @@ class _Kernel:
             body(loop.induction_variable)
             nir.yield_()
 
-    def skewed(self, n: int, load: Callable, soft: Callable, drain: Callable,
-               late: Callable | None = None) -> None:
-        """Steps 0..n-1, each in three stages: `load(k)` (operands on chip and
-        Q.K^T), `soft(k)` (softmax and P.V) and `drain(k)` (the context),
-        emitted software-pipelined: step k is soft(k), load(k+1), drain(k-1)
-        and `late(k+1)` (what load(k+1) leaves for later, if anything).
+    def skewed(self, n: int, load: Callable, soft: Callable, pv: Callable, drain: Callable,
+               late: Callable | None = None, uniform: bool = True) -> None:
+        """Steps 0..n-1, each in four stages: `load(k)` (operands on chip and
+        Q.K^T), `soft(k)` (the softmax, P to L1), `pv(k)` (P.V) and
+        `drain(k)` (the context), emitted software-pipelined: step k is
+        soft(k), load(k+1), pv(k), drain(k-1) and `late(k+1)` (what load(k+1)
+        leaves for later, if anything). Q.K^T of step k+1 precedes P.V of
+        step k in the cube's queue, so it does not wait for P.
         Each pipe runs its queue in program order, so this keeps the vector
         unit on step k's softmax while the cube computes P.V of step k-1 and
         the movers bring step k+1's operands. What a stage leaves for the
         next one (scores, V's tile, P.V, alpha) is in two slots, by the
         parity of k, allocated by the caller; every stage gets (k, slot)
-        with k an int or, inside the loop of middle steps, an index."""
+        with k an int or, inside the loop of middle steps, an index (only
+        when the middle steps are `uniform`; else every step is emitted)."""
         def step(k, slot: int, static: int | None) -> None:
             ahead = static is None or static + 1 < n
             after = lin((k, 1), (1, 1)) if static is None else k + 1
@@ -131,6 +137,7 @@ class _Kernel:
             soft(k, slot)
             if ahead:
                 load(after, 1 - slot)
+            pv(k, slot)
             if static is None or static > 0:
                 drain(lin((k, 1), (-1, 1)) if static is None else k - 1, 1 - slot)
             if ahead and late is not None:
@@ -145,7 +152,7 @@ class _Kernel:
             k += 1
         # Middle steps (2 <= k <= n-3: their neighbours are middle steps too)
         # in a loop over pairs, so that each slot is static.
-        pairs = max(0, n - 4) // 2
+        pairs = max(0, n - 4) // 2 if uniform else 0
         if pairs:
             self.loop(pairs, lambda p: (step(lin((p, 2), (2, 1)), 0, None),
                                         step(lin((p, 2), (3, 1)), 1, None)),
@@ -163,6 +170,7 @@ class _Kernel:
         return {"scores": [nir.alloc([kbk, mq, 16, 16], "f32", "l0c") for _ in range(2)],
                 "pv": [nir.alloc([d1 + 1, mq, 16, 16], "f32", "l0c") for _ in range(2)],
                 "v": [nir.alloc([d1 + 1, kbk, 16, 16], "f16", "l1") for _ in range(2)],
+                "p": [nir.alloc([kbk, mq, 16, 16], "f16", "l1") for _ in range(2)],
                 "alpha": [nir.alloc([rows], "f32", "ub") for _ in range(2 * online)]}
 
     def head_pipeline(self) -> None:
@@ -193,7 +201,7 @@ class _Kernel:
 
         def soft(h, slot: int) -> None:
             self.row_max = nir.alloc([s1 * 16], "f32", "ub")
-            self.probs_and_pv(s1, s1, buf, slot, True, masked)
+            self.probs(s1, s1, buf, slot, True, masked)
 
         # One context buffer for all heads, outside the loop: never placed
         # over a step's buffers, so no step waits for the previous stores.
@@ -208,8 +216,54 @@ class _Kernel:
         # vector unit does not wait for V's load.
         self.skewed(a.heads, lambda h, slot: self.scope(lambda: load(h, slot)),
                     lambda h, slot: self.scope(lambda: soft(h, slot)),
+                    lambda h, slot: self.scope(lambda: self.pv(s1, s1, buf, slot)),
                     lambda h, slot: self.scope(lambda: drain(h, slot)),
                     lambda h, slot: self.v_lay_out())
+
+    def head_tiles(self, h) -> None:
+        """A head whose query tiles are all alike: its (query tile, key tile)
+        pairs are the steps of one pipeline, so the next query tile's first
+        scores are computed while this one's last softmax runs. Q in L0A,
+        the row max and the context are one buffer each for the head."""
+        a = self.a
+        s1, d1, qb, kb = a.seq_blocks, a.d_blocks, self.qb, self.kb
+        n_keys = -(-s1 // kb)
+        tail = s1 - (n_keys - 1) * kb
+        buf = self.slots(qb, min(kb, s1), n_keys > 1)
+        q0 = nir.alloc([qb, d1, 16, 16], "f16", "l0a")
+        self.row_max = nir.alloc([qb * 16], "f32", "ub")
+        self.context = nir.alloc([(d1 + 1) * qb * 256], "f32", "ub")
+
+        def tile(j: int) -> tuple[int, int, int]:
+            """(query tile, key tile, key blocks) of step j."""
+            x, y = divmod(j, n_keys)
+            return x, y, tail if y == n_keys - 1 else kb
+
+        def load(j: int, slot: int) -> None:
+            x, y, kbk = tile(j)
+            if y == 0:
+                self.mm.reorder_blocks(self.load_q(h, x * qb, qb), q0, rows=qb, cols=d1,
+                                       transpose=False, op_name="cce.load_l1_to_l0a",
+                                       src_col_stride=qb)
+            self.scores_and_v(h, q0, qb, y * kb, kbk, buf, slot)
+
+        def soft(j: int, slot: int) -> None:
+            x, y, kbk = tile(j)
+            self.probs(qb, kbk, buf, slot, y == 0, y == n_keys - 1 and bool(a.seq % 16))
+
+        def drain(j: int, slot: int) -> None:
+            x, y, kbk = tile(j)
+            if y == 0:
+                copy("cce.copy_l0c_to_ub", buf["pv"][slot], self.context, 1, (d1 + 1) * qb * 32)
+            else:
+                self.rescale_context(buf["pv"][slot], buf["alpha"][slot], qb)
+            if y == n_keys - 1:
+                self.finish(h, x * qb, qb, min(qb * 16, a.seq - x * qb * 16))
+
+        self.skewed(s1 // qb * n_keys, lambda j, slot: self.scope(lambda: load(j, slot)),
+                    lambda j, slot: self.scope(lambda: soft(j, slot)),
+                    lambda j, slot: self.scope(lambda: self.pv(qb, tile(j)[2], buf, slot)),
+                    lambda j, slot: self.scope(lambda: drain(j, slot)), uniform=False)
 
     def query_tiles(self, h) -> None:
         s1, qb = self.a.seq_blocks, self.qb
@@ -244,8 +298,8 @@ class _Kernel:
 
         def soft(k, slot: int) -> None:
             last = isinstance(k, int) and k == n - 1
-            self.probs_and_pv(mq, blocks(k), buf, slot, isinstance(k, int) and k == 0,
-                              last and bool(a.seq % 16))
+            self.probs(mq, blocks(k), buf, slot, isinstance(k, int) and k == 0,
+                       last and bool(a.seq % 16))
 
         def drain(k, slot: int) -> None:
             if isinstance(k, int) and k == 0:
@@ -257,6 +311,7 @@ class _Kernel:
 
         self.skewed(n, lambda k, slot: self.scope(lambda: load(k, slot)),
                     lambda k, slot: self.scope(lambda: soft(k, slot)),
+                    lambda k, slot: self.scope(lambda: self.pv(mq, blocks(k), buf, slot)),
                     lambda k, slot: self.scope(lambda: drain(k, slot)))
 
     # -- the stages of one key tile ---------------------------------------------
@@ -268,17 +323,21 @@ class _Kernel:
         self.mm.mad(q0, k0, self.prefix(buf["scores"][slot], kbk), mq, d1, kbk, False)
         self.load_v(h, y0, kbk, buf["v"][slot])
 
-    def probs_and_pv(self, mq: int, kbk: int, buf: dict, slot: int, first: bool,
-                     masked: bool) -> None:
-        """The softmax step of the slot's scores, P -> L1 -> L0A, P.V (and
-        the row sums) into the slot's P.V."""
-        d1 = self.a.d_blocks
-        pl1 = nir.alloc([kbk, mq, 16, 16], "f16", "l1")
+    def probs(self, mq: int, kbk: int, buf: dict, slot: int, first: bool, masked: bool) -> None:
+        """The softmax step of the slot's scores, P into the slot's L1 tile."""
         alpha = None if first else buf["alpha"][slot]
-        self.softmax_tile(self.prefix(buf["scores"][slot], kbk), pl1, mq, kbk, alpha, masked)
-        p0 = self.mm.to_l0a(pl1, mq, kbk)
-        v0 = self.mm.to_l0b(buf["v"][slot], kbk, d1 + 1)
-        self.mm.mad(p0, v0, buf["pv"][slot], mq, kbk, d1 + 1, False)
+        self.softmax_tile(self.prefix(buf["scores"][slot], kbk), self.prefix(buf["p"][slot], kbk),
+                          mq, kbk, alpha, masked)
+
+    def pv(self, mq: int, kbk: int, buf: dict, slot: int) -> None:
+        """P -> L0A, P.V (and the row sums) into the slot's P.V."""
+        p1 = buf["p"][slot]  # blocks viewed whole: a prefix view would be strided
+        p0 = nir.alloc([mq, kbk, 16, 16], "f16", "l0a")
+        self.mm.reorder_blocks(self.mm.flat_blocks(p1, math.prod(nir.memref_shape(p1)[:2])), p0,
+                               rows=mq, cols=kbk, transpose=False, op_name="cce.load_l1_to_l0a",
+                               src_col_stride=mq)
+        v0 = self.mm.to_l0b(buf["v"][slot], kbk, self.a.d_blocks + 1)
+        self.mm.mad(p0, v0, buf["pv"][slot], mq, kbk, self.a.d_blocks + 1, False)
 
     @staticmethod
     def prefix(buf: ir.Value, blocks: int) -> ir.Value:
