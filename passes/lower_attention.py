@@ -78,7 +78,7 @@ class _Kernel:
                 and attrs["query_rows"] % 16 == 0 and attrs["key_rows"] % 16 == 0):
             raise PassError(f"npu.attention tile {attrs['query_rows']} x {attrs['key_rows']} "
                             f"is not whole 16-row blocks within seq {found.seq}", region)
-        need = cost.footprint(self.qb, self.kb, d1, found.sources is not None,
+        need = cost.footprint(self.qb, self.kb, d1, found.staged,
                               s1 <= min(self.qb, self.kb))
         for space, nbytes in need.items():
             if nbytes > self.t.capacity(space):
@@ -184,7 +184,7 @@ class _Kernel:
         # cast), for all heads: never placed over a softmax's buffers, so the
         # loads of head h+1 run during head h's softmax.
         wides = ([nir.alloc([a.seq * a.head_dim], "f32", "ub") for _ in range(2)]
-                 if a.sources is not None else [])
+                 if a.staged else [])
 
         def load(h, slot: int) -> None:
             self.deferred, self.wides = [], list(wides)
@@ -495,13 +495,28 @@ class _Kernel:
         in `l1` (the absorbed fractalize); the UB staging is a scope of its own.
         While `self.deferred` is a list, only the GM load is emitted here and
         the rest appended to it: the caller issues all its loads first, so
-        MTE2 streams them back to back into separate buffers."""
+        MTE2 streams them back to back into separate buffers. An f16 source
+        needs no UB: each column block is `rows` bursts straight to L1."""
+        if nir.memref_element(source) == "f16":
+            self.rows_to_nz(source, first, rows, cols, pitch, l1)
+            return
         if self.deferred is None:
             self.scope(lambda: self.lay_out(self.fetch(source, first, rows, cols, pitch), l1,
                                             rows, cols))
             return
         wide = self.fetch(source, first, rows, cols, pitch)
         self.deferred.append(lambda: self.scope(lambda: self.lay_out(wide, l1, rows, cols)))
+
+    def rows_to_nz(self, source: ir.Value, first, rows: int, cols: int, pitch: int,
+                   l1: ir.Value) -> None:
+        """rows x cols f16 of a GM matrix with `pitch` columns -> Nz in L1
+        (the absorbed fractalize), one copy per 16-column block."""
+        shape = nir.memref_shape(l1)
+        blocks, ld = math.prod(shape[:-2]), shape[1]
+        flat, src = self.mm.flat_blocks(l1, blocks), nir.flatten_memref(source)
+        for j in range(cols // 16):
+            copy("cce.copy_gm_to_l1", sub(src, lin((first, 1), (16 * j, 1)), (rows - 1) * pitch + 16),
+                 self.mm.block_view(flat, j * ld, blocks), rows, 1, pitch * 2 // self.granule - 1, 0)
 
     def fetch(self, source: ir.Value, first, rows: int, cols: int, pitch: int) -> ir.Value:
         g = self.granule

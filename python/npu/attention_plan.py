@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from npu import ir as nir
-from npu.attention import Attention, drop_prologues
+from npu.attention import Attention, drop_casts, drop_prologues
 from npu.target import Target
 
 # UB share of one tile's buffers by `footprint` (the rest: granule rounding
@@ -76,11 +76,14 @@ def plan(a: Attention, target: Target, ub_fraction: float) -> Plan | str:
 
     Absorbed casts (f32 Q, K, V loaded and cast per tile) pay off only when a
     head has one query tile: with more, K and V would be reloaded in f32 and
-    re-cast per query tile, so the casts and fractalizes are left out (once
-    over GM, f16 tiles reloaded) and the tile planned again."""
+    re-cast per query tile, so the casts are left out (once over GM) and the
+    tile planned again; the fractalizes stay (the loads lay the f16 rows
+    out as fractals on their way to L1)."""
     chosen = _plan(a, target, ub_fraction)
-    if a.sources is not None and (isinstance(chosen, str)
-                                  or chosen.q_blocks < a.seq_blocks):
+    if a.staged and (isinstance(chosen, str) or chosen.q_blocks < a.seq_blocks):
+        drop_casts(a)
+        chosen = _plan(a, target, ub_fraction)
+    if a.sources is not None and isinstance(chosen, str):
         drop_prologues(a)
         chosen = _plan(a, target, ub_fraction)
     return chosen
@@ -91,7 +94,7 @@ def _plan(a: Attention, target: Target, ub_fraction: float) -> Plan | str:
     best: Plan | None = None
     for qb in range(min(s1, MAX_Q_BLOCKS), 0, -1):
         for kb in range(s1, 0, -1):
-            need = footprint(qb, kb, d1, a.sources is not None, qb >= s1 and kb >= s1)
+            need = footprint(qb, kb, d1, a.staged, qb >= s1 and kb >= s1)
             budget = {sp: target.capacity(sp) for sp in need}
             budget["ub"] = int(budget["ub"] * ub_fraction)
             if all(need[sp] <= budget[sp] for sp in need):
@@ -100,7 +103,7 @@ def _plan(a: Attention, target: Target, ub_fraction: float) -> Plan | str:
                     best = found
                 break
     if best is None:
-        need = footprint(1, 1, d1, a.sources is not None)
+        need = footprint(1, 1, d1, a.staged)
         return (f"one tile of 16 queries x 16 keys with head dim {a.head_dim} needs "
                 f"{need['ub']} bytes of UB, more than {ub_fraction:g} of "
                 f"{target.capacity('ub')}")
