@@ -98,6 +98,13 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         # Scale the f32 scores before the max only when it does not commute
         # with it (or is too small for the f16 mask value to vanish).
         self.prescale = found.scale != 1.0 and not found.scale * F16_MASKED >= 30.0
+        # A power-of-two scale is exact in f16: with Q cast on chip for one
+        # tile per head it scales Q's f16 copy (a quarter of P's elements
+        # at seq 128 and fewer repeats than P's f16 vmuls).
+        self.scale_q = (not self.prescale and found.staged and s1 <= min(self.qb, self.kb)
+                        and found.scale > 0 and math.frexp(found.scale)[0] == 0.5
+                        and found.scale != 1.0)
+        self.scale_p = not self.prescale and not self.scale_q and found.scale != 1.0
         self.granule = self.t.granule("ub")
 
     # -- structure ------------------------------------------------------------

@@ -10,11 +10,11 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.cce_build import copy, copy_bursts, lin, sub
-from npu.vector_compute import cast_compute
+from npu.vector_compute import Compute, cast_compute
 
 
 class OperandTiles:
-    """Mixed into the kernel (`a`, `mm`, `granule`, `deferred`, `wides`,
+    """Mixed into the kernel (`a`, `mm`, `granule`, `deferred`, `wides`, `scale_q`,
     `scope`, `apply`, `ones_blocks`)."""
 
     def load_q(self, h, x0, mq: int) -> ir.Value:
@@ -44,7 +44,8 @@ class OperandTiles:
                         dst_gap=(ld - blocks) * 16)
             return l1
         first, pitch = self.rows_of(h, block0)
-        self.stage(a.sources[source], first, blocks * 16, a.head_dim, pitch, l1)
+        self.stage(a.sources[source], first, blocks * 16, a.head_dim, pitch, l1,
+                   a.scale if source == 0 and self.scale_q else 1.0)
         return l1
 
     def rows_of(self, h, block0) -> tuple:
@@ -93,7 +94,7 @@ class OperandTiles:
         self.load_rows(self.a.v, 2, h, y0, kbk, into)
 
     def stage(self, source: ir.Value, first, rows: int, cols: int, pitch: int,
-              l1: ir.Value) -> None:
+              l1: ir.Value, scale: float = 1.0) -> None:
         """rows x cols f32 of a GM matrix with `pitch` columns from element
         `first` -> UB, cast to f16 there (the absorbed cast), laid out as Nz
         in `l1` (the absorbed fractalize); the UB staging is a scope of its own.
@@ -106,10 +107,10 @@ class OperandTiles:
             return
         if self.deferred is None:
             self.scope(lambda: self.lay_out(self.fetch(source, first, rows, cols, pitch), l1,
-                                            rows, cols))
+                                            rows, cols, scale))
             return
         wide = self.fetch(source, first, rows, cols, pitch)
-        self.deferred.append(lambda: self.scope(lambda: self.lay_out(wide, l1, rows, cols)))
+        self.deferred.append(lambda: self.scope(lambda: self.lay_out(wide, l1, rows, cols, scale)))
 
     def rows_to_nz(self, source: ir.Value, first, rows: int, cols: int, pitch: int,
                    l1: ir.Value) -> None:
@@ -131,9 +132,14 @@ class OperandTiles:
                     else cols * 4 // g, src_gap=0 if pitch == cols else (pitch - cols) * 4 // g)
         return wide
 
-    def lay_out(self, wide: ir.Value, l1: ir.Value, rows: int, cols: int) -> None:
+    def lay_out(self, wide: ir.Value, l1: ir.Value, rows: int, cols: int,
+                scale: float = 1.0) -> None:
+        """The f32 staging -> f16 (times `scale`, exact: a power of two) -> Nz."""
         half = nir.alloc([rows * cols], "f16", "ub")
         self.apply(cast_compute("f32", "f16", "rint"), half, [wide], rows * cols, sizes=(2, 4))
+        if scale != 1.0:
+            self.apply(Compute("scalar", vop="cce.vmuls", scalar=scale), half, [half], rows * cols,
+                       sizes=(2, 2))
         self.to_nz(half, l1, rows, cols)
 
     def to_nz(self, half: ir.Value, l1: ir.Value, rows: int, cols: int) -> None:

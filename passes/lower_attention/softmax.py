@@ -20,7 +20,7 @@ F16_MASKED = 6e4
 
 
 class SoftmaxSteps:
-    """Mixed into the kernel (`a`, `t`, `granule`, `prescale`, `row_max`,
+    """Mixed into the kernel (`a`, `t`, `granule`, `prescale`, `scale_p`, `row_max`,
     `context`, `flat_out`)."""
 
     def softmax_tile(self, sc: ir.Value, pl1: ir.Value, mq: int, kbk: int,
@@ -51,7 +51,7 @@ class SoftmaxSteps:
             new_max = nir.alloc([rows], "f32", "ub")
             self.apply(vmax, new_max, [self.row_max, tile_max], rows)
             self.apply(vsub, alpha, [self.row_max, new_max], rows)
-            if not self.prescale and a.scale != 1.0:
+            if self.scale_p:
                 self.apply(Compute("scalar", vop="cce.vmuls", scalar=a.scale), alpha, [alpha],
                            rows)
             self.apply(unary_compute("ascend.exp", "f32"), alpha, [alpha], rows)
@@ -64,7 +64,7 @@ class SoftmaxSteps:
                        slab, offsets=((kbk - 1) * slab, (kbk - 1) * slab))
         probs = nir.alloc([count], "f16", "ub")
         self.apply(cast_compute("f32", "f16", "rint"), probs, [scores], count, sizes=(2, 4))
-        if not self.prescale and a.scale != 1.0:
+        if self.scale_p:
             self.apply(Compute("scalar", vop="cce.vmuls", scalar=a.scale), probs, [probs], count,
                        sizes=(2, 2))
         self.apply(unary_compute("ascend.exp", "f16"), probs, [probs], count, sizes=(2, 2))
