@@ -49,6 +49,10 @@ from npu.passes.lower_attention.softmax import F16_MASKED, SoftmaxSteps
 from npu.passes.lower_matmul import LowerMatmul
 
 BODY_OPS = ("memref.alloc", "scf.yield") + nir.VIEW_OPS
+# Most (query, key) tiles of a head emitted as one static pipeline
+# (`head_tiles`); longer sequences pipeline each query tile's key tiles,
+# the middle ones in a loop, so the kernel's size stays bounded.
+MAX_HEAD_STEPS = 32
 
 
 class LowerAttention(Pass):
@@ -114,7 +118,8 @@ class _Kernel(OperandTiles, SoftmaxSteps):
             self.flat_out = nir.flatten_memref(a.out)
             if a.seq_blocks <= min(self.qb, self.kb):
                 self.head_pipeline()
-            elif a.seq_blocks % self.qb == 0:
+            elif (a.seq_blocks % self.qb == 0 and a.seq_blocks // self.qb
+                  * -(-a.seq_blocks // self.kb) <= MAX_HEAD_STEPS):
                 self.loop(a.heads, self.head_tiles, double_buffer=False)
             else:
                 self.loop(a.heads, lambda h: self.query_tiles(h))
