@@ -120,7 +120,7 @@ class _Kernel(OperandTiles, SoftmaxSteps):
                 self.head_pipeline()
             elif (a.seq_blocks % self.qb == 0 and a.seq_blocks // self.qb
                   * -(-a.seq_blocks // self.kb) <= MAX_HEAD_STEPS):
-                self.loop(a.heads, self.head_tiles, double_buffer=False)
+                self.head_tiles()
             else:
                 self.loop(a.heads, lambda h: self.query_tiles(h))
 
@@ -135,52 +135,63 @@ class _Kernel(OperandTiles, SoftmaxSteps):
             nir.yield_()
 
     def skewed(self, n: int, load: Callable, soft: Callable, pv: Callable, drain: Callable,
-               late: Callable | None = None, uniform: bool = True) -> None:
-        """Steps 0..n-1, each in four stages: `load(k)` (operands on chip and
-        Q.K^T), `soft(k)` (the softmax, P to L1), `pv(k)` (P.V) and
-        `drain(k)` (the context), emitted software-pipelined: step k is
-        soft(k), load(k+1), pv(k), drain(k-1) and `late(k+1)` (what load(k+1)
-        leaves for later, if anything). Q.K^T of step k+1 precedes P.V of
-        step k in the cube's queue, so it does not wait for P.
-        Each pipe runs its queue in program order, so this keeps the vector
-        unit on step k's softmax while the cube computes P.V of step k-1 and
-        the movers bring step k+1's operands. What a stage leaves for the
-        next one (scores, V's tile, P.V, alpha) is in two slots, by the
-        parity of k, allocated by the caller; every stage gets (k, slot)
-        with k an int or, inside the loop of middle steps, an index (only
-        when the middle steps are `uniform`; else every step is emitted)."""
-        def step(k, slot: int, static: int | None) -> None:
-            ahead = static is None or static + 1 < n
-            after = lin((k, 1), (1, 1)) if static is None else k + 1
+               late: Callable | None = None, inner: int = 1, peel: int = 2) -> None:
+        """Steps (k, j), k in 0..n-1 and j in 0..inner-1 in that order, each in
+        four stages: `load` (operands on chip and Q.K^T), `soft` (the
+        softmax, P to L1), `pv` (P.V) and `drain` (the context), emitted
+        software-pipelined: a step is soft(s), load(s+1), pv(s), drain(s-1)
+        and `late(s+1)` (what load(s+1) leaves for later, if anything).
+        Each pipe runs its queue in program order, so the vector unit stays
+        on step s's softmax while the cube computes Q.K^T of step s+1 (ahead
+        of P.V of step s in its queue) and the movers bring step s+1's
+        operands. What a stage leaves for the next one (scores, P, V's tile,
+        P.V, alpha) is in two slots by the step's parity, allocated by the
+        caller. A stage gets (step, slot); the step is k when `inner` is 1,
+        else (k, j); k is an int, or an index inside the loop over the
+        middle k (`peel` <= k < n - `peel`: 2 when the first and last k
+        differ from the others, so the neighbours of a middle k are middle
+        ones; 1 when every k is alike), which covers one k per iteration
+        when `inner` is even, else two, so that every slot is static."""
+        def at(k, j: int):
+            return k if inner == 1 else (k, j)
 
-            soft(k, slot)
+        def shift(k, by: int):
+            return k + by if isinstance(k, int) else lin((k, 1), (by, 1))
+
+        def step(k, parity: int, j: int) -> None:
+            slot = (parity * inner + j) % 2
+            after = at(k, j + 1) if j + 1 < inner else at(shift(k, 1), 0)
+            ahead = not (isinstance(k, int) and k == n - 1 and j == inner - 1)
+            soft(at(k, j), slot)
             if ahead:
                 load(after, 1 - slot)
-            pv(k, slot)
-            if static is None or static > 0:
-                drain(lin((k, 1), (-1, 1)) if static is None else k - 1, 1 - slot)
+            pv(at(k, j), slot)
+            if not (isinstance(k, int) and k == 0 and j == 0):
+                drain(at(k, j - 1) if j else at(shift(k, -1), inner - 1), 1 - slot)
             if ahead and late is not None:
                 late(after, 1 - slot)
 
-        load(0, 0)
+        def outer(k, parity: int) -> None:
+            for j in range(inner):
+                step(k, parity, j)
+
+        load(at(0, 0), 0)
         if late is not None:
-            late(0, 0)
+            late(at(0, 0), 0)
         k = 0
-        while k < min(n, 2):
-            step(k, k % 2, k)
+        while k < min(n, peel):
+            outer(k, k % 2)
             k += 1
-        # Middle steps (2 <= k <= n-3: their neighbours are middle steps too)
-        # in a loop over pairs, so that each slot is static.
-        pairs = max(0, n - 4) // 2 if uniform else 0
-        if pairs:
-            self.loop(pairs, lambda p: (step(lin((p, 2), (2, 1)), 0, None),
-                                        step(lin((p, 2), (3, 1)), 1, None)),
-                      double_buffer=False)
-            k += 2 * pairs
+        group = 1 if inner % 2 == 0 else 2
+        rounds = max(0, n - 2 * peel) // group
+        if rounds:
+            self.loop(rounds, lambda p: [outer(lin((p, group), (peel + g, 1)), (peel + g) % 2)
+                                         for g in range(group)], double_buffer=False)
+            k += group * rounds
         while k < n:
-            step(k, k % 2, k)
+            outer(k, k % 2)
             k += 1
-        drain(n - 1, (n - 1) % 2)
+        drain(at(n - 1, inner - 1), ((n - 1) * inner + inner - 1) % 2)
 
     def slots(self, mq: int, kbk: int, online: bool) -> dict[str, list[ir.Value]]:
         """The two slots of what a step's stages hand on (see `skewed`);
@@ -239,11 +250,11 @@ class _Kernel(OperandTiles, SoftmaxSteps):
                     lambda h, slot: self.scope(lambda: drain(h, slot)),
                     lambda h, slot: self.v_lay_out())
 
-    def head_tiles(self, h) -> None:
-        """A head whose query tiles are all alike: its (query tile, key tile)
-        pairs are the steps of one pipeline, so the next query tile's first
-        scores are computed while this one's last softmax runs. Q in L0A,
-        the row max and the context are one buffer each for the head."""
+    def head_tiles(self) -> None:
+        """Heads whose query tiles are all alike: the (head, query tile, key
+        tile) triples are the steps of one pipeline, so the next query tile's
+        (or head's) first scores are computed while this one's last softmax
+        runs. Q in L0A, the row max and the context are one buffer each."""
         a = self.a
         s1, d1, qb, kb = a.seq_blocks, a.d_blocks, self.qb, self.kb
         n_keys = -(-s1 // kb)
@@ -258,7 +269,8 @@ class _Kernel(OperandTiles, SoftmaxSteps):
             x, y = divmod(j, n_keys)
             return x, y, tail if y == n_keys - 1 else kb
 
-        def load(j: int, slot: int) -> None:
+        def load(step: tuple, slot: int) -> None:
+            h, j = step
             x, y, kbk = tile(j)
             if y == 0:
                 self.mm.reorder_blocks(self.load_q(h, x * qb, qb), q0, rows=qb, cols=d1,
@@ -266,11 +278,12 @@ class _Kernel(OperandTiles, SoftmaxSteps):
                                        src_col_stride=qb)
             self.scores_and_v(h, q0, qb, y * kb, kbk, buf, slot)
 
-        def soft(j: int, slot: int) -> None:
-            x, y, kbk = tile(j)
+        def soft(step: tuple, slot: int) -> None:
+            x, y, kbk = tile(step[1])
             self.probs(qb, kbk, buf, slot, y == 0, y == n_keys - 1 and bool(a.seq % 16))
 
-        def drain(j: int, slot: int) -> None:
+        def drain(step: tuple, slot: int) -> None:
+            h, j = step
             x, y, kbk = tile(j)
             if y == 0:
                 copy("cce.copy_l0c_to_ub", buf["pv"][slot], self.context, 1, (d1 + 1) * qb * 32)
@@ -279,10 +292,11 @@ class _Kernel(OperandTiles, SoftmaxSteps):
             if y == n_keys - 1:
                 self.finish(h, x * qb, qb, min(qb * 16, a.seq - x * qb * 16))
 
-        self.skewed(s1 // qb * n_keys, lambda j, slot: self.scope(lambda: load(j, slot)),
-                    lambda j, slot: self.scope(lambda: soft(j, slot)),
-                    lambda j, slot: self.scope(lambda: self.pv(qb, tile(j)[2], buf, slot)),
-                    lambda j, slot: self.scope(lambda: drain(j, slot)), uniform=False)
+        self.skewed(a.heads, lambda st, slot: self.scope(lambda: load(st, slot)),
+                    lambda st, slot: self.scope(lambda: soft(st, slot)),
+                    lambda st, slot: self.scope(lambda: self.pv(qb, tile(st[1])[2], buf, slot)),
+                    lambda st, slot: self.scope(lambda: drain(st, slot)),
+                    inner=s1 // qb * n_keys, peel=1)
 
     def query_tiles(self, h) -> None:
         s1, qb = self.a.seq_blocks, self.qb
