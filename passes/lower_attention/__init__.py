@@ -98,7 +98,7 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         self.mm = LowerMatmul(self.t)
         self.lanes = self.t.lanes(4)
         self.deferred: list[Callable[[], None]] | None = None
-        self.wides: list[ir.Value] = []  # staging buffers allocated ahead (`skewed`)
+        self.wides: list[ir.Value] = []  # f32 staging given by `head_pipeline`, in order
         # Scale the f32 scores before the max only when it does not commute
         # with it (or is too small for the f16 mask value to vanish).
         self.prescale = found.scale != 1.0 and not found.scale * F16_MASKED >= 30.0
