@@ -47,7 +47,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import arith, memref
 
 from npu import ir as nir
 from npu.matmul_tiling import MatmulShape, TilingError, choose_tiling
@@ -280,33 +279,17 @@ class FuseHorizontalPass(Pass):
         """One i8 GM buffer at the top of the function; each alloc in
         `values` becomes a view of its part (in order), the combined shape a
         view of the whole."""
-        sizes = [_nbytes(v.type) for v in values]
         shape = nir.memref_shape(values[0].type)
         full_shape = [sum(nir.memref_shape(v.type)[0] for v in values)] + shape[1:]
         element = nir.memref_element(values[0].type)
-        with ir.InsertionPoint.at_block_begin(self.block):
-            buffer = nir.alloc([sum(sizes)], "i8", "gm")
-        parts, offset = [], 0
-        for v, size in zip(values, sizes):
-            alloc_op = nir.defining_op(v)
-            with ir.InsertionPoint(alloc_op):
-                view = self._view(buffer, offset, v.type)
-            v.replace_all_uses_with(view)
-            alloc_op.erase()
-            parts.append(view)
-            offset += size
+        buffer, parts = nir.join_allocs(self.block, values)
         with ir.InsertionPoint(self._after(nir.defining_op(buffer))):
-            full = self._view(buffer, 0, nir.memref_of(full_shape, element, "gm"))
+            full = nir.byte_view(buffer, 0, nir.memref_of(full_shape, element, "gm"))
         return _Slices(buffer, full, parts)
 
     def _after(self, op: ir.Operation) -> ir.Operation:
         ops = self._ops()
         return ops[ops.index(op) + 1]
-
-    @staticmethod
-    def _view(buffer: ir.Value, offset: int, t: ir.Type) -> ir.Value:
-        shift = arith.ConstantOp(ir.IndexType.get(), offset).result
-        return memref.ViewOp(t, buffer, shift, []).result
 
     def _concat_constants(self, values: list[ir.Value], where: ir.Operation) -> ir.Value:
         """A new constant argument holding `values`' data one after another

@@ -536,6 +536,51 @@ def view_closure(root: ir.Value) -> list[ir.Operation]:
         lambda a, b: 0 if a == b else -1 if a.is_before_in_block(b) else 1))
 
 
+def byte_view(buffer: ir.Value, offset: int, t: ir.Type) -> ir.Value:
+    """`memref.view` of an i8 buffer as type `t` from byte `offset`."""
+    shift = arith.ConstantOp(ir.IndexType.get(), offset).result
+    return memref.ViewOp(t, buffer, shift, []).result
+
+
+def join_allocs(block: ir.Block, values: list[ir.Value]) -> tuple[ir.Value, list[ir.Value]]:
+    """One i8 GM buffer at the start of `block` in place of the allocs of
+    `values`: each becomes a `memref.view` of its part (adjacent, in order).
+    Returns the buffer and the views."""
+    sizes = [math.prod(memref_shape(v)) * element_bytes(memref_element(v)) for v in values]
+    with ir.InsertionPoint.at_block_begin(block):
+        buffer = alloc([sum(sizes)], "i8", "gm")
+    parts, offset = [], 0
+    for v, size in zip(values, sizes):
+        alloc_op = defining_op(v)
+        with ir.InsertionPoint(alloc_op):
+            view = byte_view(buffer, offset, v.type)
+        v.replace_all_uses_with(view)
+        alloc_op.erase()
+        parts.append(view)
+        offset += size
+    return buffer, parts
+
+
+def hoist_definition(value: ir.Value, before: ir.Operation) -> bool:
+    """Move the ops that define `value` (allocs, views, constants, and what
+    their operands need) above `before` in its block when they come after
+    it. Returns False, moving nothing, when one of them is not such an op."""
+    pending, chain = [value], []
+    while pending:
+        op = defining_op(pending.pop())
+        if op is None or op in chain or op.parent != before.parent \
+                or op.is_before_in_block(before):
+            continue
+        if op.name not in VIEW_OPS + ("memref.alloc", "arith.constant"):
+            return False
+        chain.append(op)
+        pending.extend(op.operands)
+    for op in sorted(chain, key=functools.cmp_to_key(
+            lambda a, b: 0 if a == b else -1 if a.is_before_in_block(b) else 1)):
+        op.move_before(before)
+    return True
+
+
 def form_group_region(kind_attr: str, figures: dict[str, int], location: ir.Location,
                       before: ir.Operation, internal: list[ir.Value],
                       members: list[ir.Operation]) -> ir.Operation:
