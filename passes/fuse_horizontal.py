@@ -81,13 +81,6 @@ def _nbytes(t: ir.Type) -> int:
     return math.prod(nir.memref_shape(t)) * nir.element_bytes(nir.memref_element(t))
 
 
-def _is_fresh_alloc(value: ir.Value) -> bool:
-    op = nir.defining_op(value)
-    return (op is not None and op.name == "memref.alloc" and nir.memory_space(value) == "gm"
-            and nir.is_contiguous(value) and nir.memref_layout(value)[1] == 0
-            and not any(u.owner.name == "memref.dealloc" for u in value.uses))
-
-
 class FuseHorizontalPass(Pass):
     name = "npu-fuse-horizontal"
     summary = "Join sibling matmuls sharing A (Q/K/V) into one over concatenated weights"
@@ -194,7 +187,7 @@ class FuseHorizontalPass(Pass):
             if nir.memref_shape(c)[1:] != nir.memref_shape(c0)[1:] or \
                     nir.memref_element(c) != nir.memref_element(c0):
                 return "their results differ in rows or element type"
-            if not _is_fresh_alloc(op.operands[2]):
+            if not nir.is_fresh_gm_alloc(op.operands[2]):
                 return f"the result of {_label(op)} is not a GM temporary (memref.alloc) it can place"
         if len({nir.view_root(op.operands[2]) for op in group}) < len(group):
             return "two of them write the same buffer"
@@ -204,7 +197,7 @@ class FuseHorizontalPass(Pass):
         if nir.is_block_argument(b):
             index = ir.BlockArgument(b).arg_number
             return "constant" if CONSTANT_ATTR in nir.arg_attrs(self.func, index) else "argument"
-        return "alloc" if _is_fresh_alloc(b) else "argument"
+        return "alloc" if nir.is_fresh_gm_alloc(b) else "argument"
 
     def _traffic(self, shape: MatmulShape) -> int:
         choice = choose_tiling(shape, self.target, "os")
@@ -260,7 +253,7 @@ class FuseHorizontalPass(Pass):
             if op.name != first.name or {a.name: str(a.attr) for a in op.attributes} != attrs:
                 return "they are different ops"
             out, out0 = op.operands[-1], first.operands[-1]
-            if not _is_fresh_alloc(out) or nir.memref_shape(out)[1:] != nir.memref_shape(out0)[1:] \
+            if not nir.is_fresh_gm_alloc(out) or nir.memref_shape(out)[1:] != nir.memref_shape(out0)[1:] \
                     or nir.memref_element(out) != nir.memref_element(out0):
                 return f"the result of {_label(op)} is not a GM temporary like the others"
         if len(set(readers)) < len(readers):

@@ -28,9 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import memref
-
-from mlir.dialects import arith, scf
+from mlir.dialects import arith, memref, scf
 
 from npu import epilogue, fusion
 from npu import ir as nir
@@ -147,11 +145,14 @@ class MatmulEpilogue:
             rows, cols = nir.memref_shape(parts[0][2])
             shifts = [epilogue.view_shift(p[2]) for p in parts]
             size = rows * cols * nir.element_bytes(t.elem)
-            if [(p[0], p[1]) for p in parts] != [(s * width, width) for s in range(len(parts))] \
-                    or len(parts) * width != blocks or (len(parts) > 1 and (
-                        any(b != shifts[0][0] or sh != shifts[0][1] + s * size
-                            for s, (b, sh) in enumerate(shifts)) or cols != width * 16
-                        or any(nir.memref_shape(p[2]) != [rows, cols] for p in parts))):
+            runs_fit = [(p[0], p[1]) for p in parts] == [
+                (s * width, width) for s in range(len(parts))] and len(parts) * width == blocks
+            siblings_fit = len(parts) == 1 or (
+                cols == width * self.target.fractal
+                and all(nir.memref_shape(p[2]) == [rows, cols] for p in parts)
+                and all(b == shifts[0][0] and sh == shifts[0][1] + s * size
+                        for s, (b, sh) in enumerate(shifts)))
+            if not (runs_fit and siblings_fit):
                 raise PassError("the defractalizes of one tensor in an npu.epilogue group must "
                                 "cover its column blocks in equal runs, siblings adjacent in GM "
                                 "with whole column blocks", parts[0][3])

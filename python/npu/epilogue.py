@@ -198,18 +198,11 @@ def stores_refusal(stores: list[NdStore], tensor: ir.Value) -> str | None:
     if len(stores) == 1:
         return None
     shapes = {tuple(nir.memref_shape(s.dst.value)) for s in stores}
-    if len(shapes) > 1 or next(iter(shapes))[1] != width * 16:
+    if len(shapes) > 1 or next(iter(shapes))[1] != width * nir.memref_shape(tensor)[-1]:
         return "sibling row-major results differ in shape or have partial column blocks"
-    if any(not _fresh_gm_alloc(s.dst.value) for s in stores):
+    if any(not nir.is_fresh_gm_alloc(s.dst.value) for s in stores):
         return "a sibling's row-major result is not a GM temporary (memref.alloc) to place"
     return None
-
-
-def _fresh_gm_alloc(value: ir.Value) -> bool:
-    op = nir.defining_op(value)
-    return (op is not None and op.name == "memref.alloc" and nir.memory_space(value) == "gm"
-            and nir.memref_layout(value)[1] == 0
-            and not any(u.owner.name == "memref.dealloc" for u in value.uses))
 
 
 def join_nd_buffers(stores: list[NdStore], block: ir.Block) -> None:

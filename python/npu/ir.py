@@ -536,6 +536,15 @@ def view_closure(root: ir.Value) -> list[ir.Operation]:
         lambda a, b: 0 if a == b else -1 if a.is_before_in_block(b) else 1))
 
 
+def is_fresh_gm_alloc(value: ir.Value) -> bool:
+    """A dense GM `memref.alloc` never deallocated: a temporary a fusion pass
+    may place (join with others into one buffer)."""
+    op = defining_op(value)
+    return (op is not None and op.name == "memref.alloc" and memory_space(value) == "gm"
+            and is_contiguous(value) and memref_layout(value)[1] == 0
+            and not any(u.owner.name == "memref.dealloc" for u in value.uses))
+
+
 def byte_view(buffer: ir.Value, offset: int, t: ir.Type) -> ir.Value:
     """`memref.view` of an i8 buffer as type `t` from byte `offset`."""
     shift = arith.ConstantOp(ir.IndexType.get(), offset).result
