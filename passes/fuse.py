@@ -274,8 +274,6 @@ class FusePass(Pass):
                                   "no elementwise op consumes its result"))
                 continue
             taken.update([m.op for m in members] + [s.op for s in stores])
-            if len(stores) > 1:
-                epilogue.join_nd_buffers(stores, func.regions[0].blocks[0])
             at = None
             if hoist:  # the group stays where its last op before the stores is
                 at = members[-1].op if members else mm

@@ -13,7 +13,7 @@ Per drained piece (`cols` column blocks x `m` row blocks of C, Nz):
   * a tensor the group's defractalizes read (`npu.epilogue.NdStore`) is
     written row-major instead: per column block of the piece one copy of
     its 16-element rows (`n_burst` rows, the gap the rest of a GM row), to
-    the sibling buffer the block's index falls in (`RowMajor`); the piece
+    the sibling tensor whose columns the block is (`RowMajor`); the piece
     holding the last row block (or column block) of a shape that is not a
     whole number of them writes only the real rows (columns), under an
     scf.if on the piece's position.
@@ -63,15 +63,15 @@ class Piece:
 
 @dataclass
 class RowMajor:
-    """Where the row-major stores of one Nz tensor go: `siblings` buffers of
-    `rows` x `cols` elements one after another in GM (`flat`, all of them),
-    sibling s taking column blocks s*width .. (s+1)*width of the tensor."""
+    """One row-major tensor a defractalize writes: column blocks `first` ..
+    `first + width` of the group's Nz tensor, `rows` x `cols` elements
+    (`flat`: its 1-D view)."""
 
-    flat: ir.Value
-    siblings: int
+    first: int
     width: int
     rows: int
     cols: int
+    flat: ir.Value
     elem: str
 
 
@@ -119,13 +119,13 @@ class MatmulEpilogue:
             self.pitch[o.value] = strides[-4] // (frac * frac)
 
     def row_major_targets(self, stores: list[tuple[int, ir.Operation]]) -> dict:
-        """Tensor key -> `RowMajor` for the group's defractalizes (checked
-        as npu-fuse formed them: all column blocks of one tensor, siblings
-        of one shape adjacent in GM), with the flat GM views made before the
-        matmul."""
+        """Tensor key -> its `RowMajor` parts in column order, for the
+        group's defractalizes (checked as npu-fuse formed them: together
+        they cover the tensor's column blocks), with the flat GM views made
+        before the matmul."""
         tensors = [self.e.c] + [m.out for m in self.e.members]
-        runs: dict = {}
-        for k, op in stores:
+        out: dict = {}
+        for _, op in stores:
             src, dst = op.operands
             found = next(((t, r) for t in tensors
                           if (r := epilogue.column_blocks(src, t.value)) is not None), None)
@@ -136,31 +136,17 @@ class MatmulEpilogue:
             if len(nir.memref_shape(dst)) != 2 or not nir.is_contiguous(dst):
                 raise PassError("a defractalize in an npu.epilogue group must write a "
                                 "contiguous 2-D tensor", op)
-            runs.setdefault(t.root, (t, []))[1].append((first, width, dst, op))
-        out = {}
-        for key, (t, parts) in runs.items():
-            parts.sort(key=lambda p: p[0])
-            blocks = nir.memref_shape(t.value)[0]
-            width = parts[0][1]
-            rows, cols = nir.memref_shape(parts[0][2])
-            shifts = [epilogue.view_shift(p[2]) for p in parts]
-            size = rows * cols * nir.element_bytes(t.elem)
-            runs_fit = [(p[0], p[1]) for p in parts] == [
-                (s * width, width) for s in range(len(parts))] and len(parts) * width == blocks
-            siblings_fit = len(parts) == 1 or (
-                cols == width * self.target.fractal
-                and all(nir.memref_shape(p[2]) == [rows, cols] for p in parts)
-                and all(b == shifts[0][0] and sh == shifts[0][1] + s * size
-                        for s, (b, sh) in enumerate(shifts)))
-            if not (runs_fit and siblings_fit):
+            with op.location, ir.InsertionPoint(self.matmul):
+                flat = nir.flatten_memref(dst)
+            out.setdefault(t.root, []).append(
+                RowMajor(first, width, *nir.memref_shape(dst), flat, t.elem))
+        for key, parts in out.items():
+            parts.sort(key=lambda p: p.first)
+            blocks = nir.memref_shape(next(t.value for t in tensors if t.root == key))[0]
+            if [p.first for p in parts] != [0] + [p.first + p.width for p in parts[:-1]] \
+                    or parts[-1].first + parts[-1].width != blocks:
                 raise PassError("the defractalizes of one tensor in an npu.epilogue group must "
-                                "cover its column blocks in equal runs, siblings adjacent in GM "
-                                "with whole column blocks", parts[0][3])
-            with parts[0][3].location, ir.InsertionPoint(self.matmul):
-                flat = (nir.flatten_memref(parts[0][2]) if len(parts) == 1 else nir.byte_view(
-                    shifts[0][0], shifts[0][1],
-                    nir.memref_of([len(parts) * rows * cols], t.elem, "gm")))
-            out[key] = RowMajor(flat, len(parts), width, rows, cols, t.elem)
+                                "cover its column blocks, each once", self.region)
         self.stores = [op for _, op in stores]
         return out
 
@@ -223,60 +209,57 @@ class MatmulEpilogue:
         copy_bursts(name, src, dst, piece.cols, self.target.blocks(piece.rows * blk),
                     **({"src_gap": gap} if name == "cce.copy_gm_to_ub" else {"dst_gap": gap}))
 
-    def store_row_major(self, nd: RowMajor, ub: ir.Value, piece: Piece) -> None:
+    def store_row_major(self, parts: list[RowMajor], ub: ir.Value, piece: Piece) -> None:
         """The piece (Nz in UB) to its row-major places: one copy per column
-        block, a burst per row. The piece holding the last row block of a
-        height that is not whole blocks stores only the real rows, the last
-        column block of a width that is not only the real columns (an scf.if
-        on the piece's position picks the static sizes)."""
+        block, a burst per row, into the part (sibling) the block's index
+        falls in (a chain of scf.ifs when there are several). The piece
+        holding the last row block of a height that is not whole blocks
+        stores only the real rows, a part's last column block of a width
+        that is not only the real columns (scf.ifs on the position)."""
         frac = self.target.fractal
-        row_blocks = -(-nd.rows // frac)
-        last_rows = piece.rows * frac - (row_blocks * frac - nd.rows)  # padding rows dropped
-        last_cols = nd.cols - (nd.width - 1) * frac
+        rows = parts[0].rows
+        row_blocks = -(-rows // frac)
+        last_rows = piece.rows * frac - (row_blocks * frac - rows)  # padding rows dropped
         flat = _flat(ub)
-        row_offset = lin((piece.row, frac * nd.cols))
-        base = lin((row_offset, 1), (piece.col, frac)) if nd.siblings == 1 else None
 
-        def column_offset(jj: int):
-            """GM element offset of column block jj's first row."""
-            if base is not None:
-                return lin((base, 1), (jj * frac, 1))
-            j = lin((piece.col, 1), (jj, 1))
-            sibling = arith.DivUIOp(j, nir.index_const(nd.width)).result
-            return lin((sibling, nd.rows * nd.cols - nd.width * frac), (j, frac), (row_offset, 1))
+        def into(part: RowMajor, jj: int, j, n_rows: int) -> None:
+            """Column block jj of the piece (j of the tensor) into `part`."""
+            at = lin((piece.row, frac * part.cols), (j, frac), (part.first, -frac))
+            last_cols = part.cols - (part.width - 1) * frac
+            if last_cols == frac:
+                self.row_major_copy(part, flat, jj, at, piece, n_rows, frac)
+                return
+            _branches([(j, part.first + part.width - 1, "cols")], lambda which: (
+                self.row_major_copy(part, flat, jj, at, piece, n_rows,
+                                    last_cols if "cols" in which else frac)))
 
         def columns(which: set) -> None:
             n_rows = last_rows if "rows" in which else piece.rows * frac
             for jj in range(piece.cols):
-                at = column_offset(jj)
-                if last_cols == frac or jj < piece.cols - 1:  # no piece passes the last block
-                    self.row_major_copy(nd, flat, jj, at, piece, n_rows, frac)
-                    continue
                 j = lin((piece.col, 1), (jj, 1))
-                _branches([(j, nd.width - 1, "cols")], lambda w, jj=jj, at=at: self.row_major_copy(
-                    nd, flat, jj, at, piece, n_rows, last_cols if "cols" in w else frac))
+                _choose(j, parts, lambda part, jj=jj, j=j: into(part, jj, j, n_rows))
 
         rows_case = [(piece.row, row_blocks - piece.rows, "rows")] \
             if last_rows != piece.rows * frac else []
         _branches(rows_case, columns)
 
-    def row_major_copy(self, nd: RowMajor, flat: ir.Value, jj: int, at, piece: Piece,
+    def row_major_copy(self, part: RowMajor, flat: ir.Value, jj: int, at, piece: Piece,
                        n_rows: int, width: int) -> None:
         """Column block `jj` of the piece: its first `n_rows` rows, `width`
-        elements each, to GM from element `at` of the row-major buffers."""
+        elements each, to GM from element `at` of the row-major part."""
         frac = self.target.fractal
-        es = nir.element_bytes(nd.elem)
+        es = nir.element_bytes(part.elem)
         most = config_field("copy", "n_burst").max
-        burst, gap = self.target.blocks(width * es), self.target.blocks((nd.cols - width) * es)
+        burst, gap = self.target.blocks(width * es), self.target.blocks((part.cols - width) * es)
         src_gap = self.target.blocks((frac - width) * es)
         if gap > config_field("copy", "dst_gap").max:
-            raise PassError(f"a row-major store of rows of {nd.cols} elements needs a gap of "
+            raise PassError(f"a row-major store of rows of {part.cols} elements needs a gap of "
                             f"{gap} blocks, more than a copy's gap field holds", self.region)
         for r0 in range(0, n_rows, most):
             n = min(most, n_rows - r0)
             src = nir.subview(flat, [(jj * piece.rows * frac + r0) * frac], [n * frac])
-            dst = nir.subview(nd.flat, [lin((at, 1), (r0 * nd.cols, 1))],
-                              [(n - 1) * nd.cols + width])
+            dst = nir.subview(part.flat, [lin((at, 1), (r0 * part.cols, 1))],
+                              [(n - 1) * part.cols + width])
             copy("cce.copy_ub_to_gm", src, dst, n, burst, src_gap, gap)
 
     def finish(self) -> None:
@@ -307,6 +290,25 @@ def _flat(buf: ir.Value) -> ir.Value:
     return memref.CollapseShapeOp(ir.MemRefType.get([count], t.element_type, None,
                                                     t.memory_space),
                                   buf, [list(range(len(shape)))]).result
+
+
+def _choose(index, parts: list[RowMajor], emit) -> None:
+    """`emit(part)` for the part whose column blocks hold `index`: nested
+    scf.ifs on `index < part.first + part.width` (static when it is)."""
+    part, rest = parts[0], parts[1:]
+    if not rest:
+        emit(part)
+        return
+    end = part.first + part.width
+    if isinstance(index, int):
+        _choose(index, [part] if index < end else rest, emit)
+        return
+    before = arith.CmpIOp(arith.CmpIPredicate.ult, index, nir.index_const(end)).result
+    branch = scf.IfOp(before, [], has_else=True)
+    for block, choice in ((branch.then_block, [part]), (branch.else_block, rest)):
+        with ir.InsertionPoint(block):
+            _choose(index, choice, emit)
+            scf.YieldOp([])
 
 
 def _branches(conditions: list, emit, which: frozenset = frozenset()) -> None:

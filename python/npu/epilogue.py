@@ -31,10 +31,9 @@ group makes (C or a member's result) joins as the tensor's store, the way
 the hardware's fixpipe writes C in ND: each drained column block leaves
 as 16-element rows straight to their row-major places (one burst per row
 of the block), so the Nz tensor is neither stored nor read back. Several
-defractalizes of adjacent, equally wide column ranges (the Q/K/V siblings
-of `npu-fuse-horizontal`) each get their columns, in one row-major buffer
-per sibling (`join_nd_buffers`: adjacent in GM, so a column block's place
-is computed, not chosen). A row whose bytes are not whole 32-byte blocks
+defractalizes of adjacent column ranges that together cover the tensor (the
+Q/K/V siblings of `npu-fuse-horizontal`) each get their columns, in their
+own row-major tensors. A row whose bytes are not whole 32-byte blocks
 cannot be written by bursts without running into the next row (which an
 earlier column block may already hold): such a defractalize stays.
 """
@@ -186,34 +185,14 @@ def describe_store(op: ir.Operation, index: int, tensors: dict, target: Target) 
 
 def stores_refusal(stores: list[NdStore], tensor: ir.Value) -> str | None:
     """Why the row-major stores of one tensor cannot replace its Nz store
-    (None: they can): together they cover its column blocks in equal runs,
-    and several runs (siblings) go to row-major temporaries of one shape
-    with whole column blocks, which `join_nd_buffers` places side by side."""
+    (None: they can): together they must cover its column blocks, each once
+    (several runs: siblings, each written to its own row-major tensor)."""
     blocks = nir.memref_shape(tensor)[0]
     runs = sorted((s.first, s.width) for s in stores)
-    width = runs[0][1]
-    if runs != [(k * width, width) for k in range(blocks // width)] or blocks % width:
-        return (f"the row-major stores cover column blocks {runs} of {blocks}, not all of them "
-                "in runs of one width")
-    if len(stores) == 1:
-        return None
-    shapes = {tuple(nir.memref_shape(s.dst.value)) for s in stores}
-    if len(shapes) > 1 or next(iter(shapes))[1] != width * nir.memref_shape(tensor)[-1]:
-        return "sibling row-major results differ in shape or have partial column blocks"
-    if any(not nir.is_fresh_gm_alloc(s.dst.value) for s in stores):
-        return "a sibling's row-major result is not a GM temporary (memref.alloc) to place"
+    ends = [0] + [first + width for first, width in runs]
+    if [first for first, _ in runs] != ends[:-1] or ends[-1] != blocks:
+        return f"the row-major stores cover column blocks {runs} of {blocks}, not each once"
     return None
-
-
-def join_nd_buffers(stores: list[NdStore], block: ir.Block) -> None:
-    """Sibling row-major results into one GM buffer, in column order, so
-    that a drained column block's row-major place is a function of its
-    index (`npu-lower-matmul` computes it)."""
-    stores.sort(key=lambda s: s.first)
-    with stores[0].op.location:
-        _, views = nir.join_allocs(block, [s.dst.value for s in stores])
-    for s, v in zip(stores, views):
-        s.dst = fusion.Operand(v, nir.view_root(v), "full", s.dst.elem)
 
 
 def illegal(mm: ir.Operation, members: list[fusion.RowOp], index: dict,
