@@ -56,6 +56,8 @@ class FusePass(Pass):
                            "double buffering and the memory planner's longer lifetimes)"),
         Option("epilogues", bool, True, "join matmuls with the elementwise consumers of their "
                "result (matmul epilogues) before forming row groups"),
+        Option("row-major-stores", bool, True, "with epilogues: a defractalize of C (or of "
+               "an epilogue's result) joins as its row-major store"),
         Option("remarks", bool, True, "report each group formed and why row ops were left out"),
     )
 
@@ -265,8 +267,9 @@ class FusePass(Pass):
                                   f"matmul's own ({int(own)}): its drain would hold the matmul "
                                   "back, a separate kernel overlaps better") for m in members}
                 members = []
-            stores, hoist = self.row_major_stores(mm, c, members, ops, index, users, touches,
-                                                  taken, why_not)
+            stores, hoist = self.absorb_row_major_stores(
+                mm, c, members, ops, index, users, touches, taken, why_not) \
+                if self.row_major_stores else ([], False)
             if not members and not stores:
                 listed = "; ".join(f"'{op.name}': {w}" for op, w in why_not.items())
                 remarks[mm] = (f"'{mm.name}' without epilogue: "
@@ -286,7 +289,7 @@ class FusePass(Pass):
                                row_blocks, budget, why_not, at)
         return remarks
 
-    def row_major_stores(self, mm: ir.Operation, c: fusion.Operand,
+    def absorb_row_major_stores(self, mm: ir.Operation, c: fusion.Operand,
                          members: list[fusion.RowOp], ops: list, index: dict, users: dict,
                          touches: dict, taken: set,
                          why_not: dict) -> tuple[list[epilogue.NdStore], bool]:

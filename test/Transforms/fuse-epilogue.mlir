@@ -1,5 +1,6 @@
 // RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-fuse=ub-fraction=0.2 | FileCheck %s
 // RUN: npu-opt %s --split-input-file --npu-fuse --npu-lower-matmul 2>/dev/null | FileCheck %s --check-prefix=KERNEL
+// RUN: npu-opt %s --split-input-file --npu-fuse=row-major-stores=false 2>/dev/null | FileCheck %s --check-prefix=OFF
 
 // Bias add, scaling and the cast to f16 join the matmul: its C and the two
 // intermediates never reach GM (their allocs move into the group); per C
@@ -56,6 +57,11 @@ func.func @bias_scale_cast(%a: memref<4x3x16x16xf16, "gm">, %b: memref<5x4x16x16
 // CHECK-NEXT:    "ascend.defractalize"
 // CHECK-NEXT:    scf.yield
 // CHECK-NEXT:  } {npu.epilogue = {gm_bytes = 15360 : i64, ub_budget = 52428 : i64, ub_bytes_per_fractal = 1024 : i64, unfused_gm_bytes = 46080 : i64}}
+// Turned off, the defractalize stays a kernel of its own.
+// OFF-LABEL:   func.func @row_major_store
+// OFF-NOT:     scf.execute_region
+// OFF:         "ascend.matmul"
+// OFF-NEXT:    "ascend.defractalize"
 // KERNEL-LABEL: func.func @row_major_store
 // KERNEL-NOT:   memref.alloc() : memref<{{.*}}"gm">
 // KERNEL:       cce.copy_l0c_to_ub
