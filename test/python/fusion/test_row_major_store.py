@@ -100,3 +100,19 @@ def test_siblings_store_into_their_own_buffers(m, k, ns, options, stores):
     for got, same, exp in zip(fused, apart, want):
         np.testing.assert_allclose(got, exp, rtol=1e-2, atol=1e-2 * float(np.abs(exp).max()))
         np.testing.assert_array_equal(got, same)
+
+
+def test_rows_too_wide_for_a_defractalize_strip():
+    # 2304 f32 a row: a 16-row strip and its transpose need 288 KiB of UB, so
+    # npu-lower-fractalize refuses the defractalize on its own; stored
+    # row-major by the matmul's drain it needs no strip at all.
+    from npu.pipeline import PipelineError
+
+    text = matmul_epilogue(16, 32, 2304, ("bias",), "f32", nd=(16, 2304))
+    assert absorbed(text) == 1
+    ins = inputs_for(text)
+    got, expected, res = compile_and_simulate(text, "npu-lower", ins)
+    assert_outputs_close(got, expected)
+    assert res.hazards == []
+    with pytest.raises(PipelineError, match="too wide"):
+        compile_program(text, "npu-lower{fuse-row-major-stores=false}")
