@@ -64,8 +64,8 @@ class Piece:
 @dataclass
 class RowMajor:
     """One row-major tensor a defractalize writes: column blocks `first` ..
-    `first + width` of the group's Nz tensor, `rows` x `cols` elements
-    (`flat`: its 1-D view)."""
+    `first + width` of the group's Nz tensor, `rows` x `cols` elements, one
+    such matrix per batch element of a batched matmul (`flat`: its 1-D view)."""
 
     first: int
     width: int
@@ -133,16 +133,17 @@ class MatmulEpilogue:
                 raise PassError("a defractalize in an npu.epilogue group must read a run of "
                                 "whole column blocks of C or of a member's result", op)
             t, (first, width) = found
-            if len(nir.memref_shape(dst)) != 2 or not nir.is_contiguous(dst):
+            if len(nir.memref_shape(dst)) != len(nir.memref_shape(t.value)) - 2 \
+                    or not nir.is_contiguous(dst):
                 raise PassError("a defractalize in an npu.epilogue group must write a "
-                                "contiguous 2-D tensor", op)
+                                "contiguous [batch,] rows x columns tensor", op)
             with op.location, ir.InsertionPoint(self.matmul):
                 flat = nir.flatten_memref(dst)
             out.setdefault(t.root, []).append(
-                RowMajor(first, width, *nir.memref_shape(dst), flat, t.elem))
+                RowMajor(first, width, *nir.memref_shape(dst)[-2:], flat, t.elem))
         for key, parts in out.items():
             parts.sort(key=lambda p: p.first)
-            blocks = nir.memref_shape(next(t.value for t in tensors if t.root == key))[0]
+            blocks = nir.memref_shape(next(t.value for t in tensors if t.root == key))[-4]
             if [p.first for p in parts] != [0] + [p.first + p.width for p in parts[:-1]] \
                     or parts[-1].first + parts[-1].width != blocks:
                 raise PassError("the defractalizes of one tensor in an npu.epilogue group must "
@@ -224,7 +225,8 @@ class MatmulEpilogue:
 
         def into(part: RowMajor, jj: int, j, n_rows: int) -> None:
             """Column block jj of the piece (j of the tensor) into `part`."""
-            at = lin((piece.row, frac * part.cols), (j, frac), (part.first, -frac))
+            at = lin(*[(b, part.rows * part.cols) for b in piece.prefix],
+                     (piece.row, frac * part.cols), (j, frac), (part.first, -frac))
             last_cols = part.cols - (part.width - 1) * frac
             if last_cols == frac:
                 self.row_major_copy(part, flat, jj, at, piece, n_rows, frac)

@@ -140,15 +140,17 @@ def view_shift(value: ir.Value) -> tuple[ir.Value, int]:
 
 
 def column_blocks(src: ir.Value, tensor: ir.Value) -> tuple[int, int] | None:
-    """(first, count) of the column blocks of the 2-D Nz `tensor` that `src`
-    is (a `memref.view` of the same buffer a whole number of column blocks
-    further on, or the tensor itself); None when it is not such a run."""
+    """(first, count) of the column blocks of the Nz `tensor` that `src`
+    is: the tensor itself (all of them, a batch of matrices too), or a
+    `memref.view` of the same buffer a whole number of column blocks further
+    on (2-D only); None when it is not such a run."""
     s, t = nir.memref_shape(src), nir.memref_shape(tensor)
-    if len(s) != 4 or len(t) != 4 or s[1:] != t[1:] \
-            or nir.memref_element(src) != nir.memref_element(tensor):
+    if nir.memref_element(src) != nir.memref_element(tensor):
         return None
     if tensor_key(src) == tensor_key(tensor):
-        return (0, t[0]) if s == t else None
+        return (0, t[-4]) if s == t and len(t) in (4, 5) else None
+    if len(s) != 4 or len(t) != 4 or s[1:] != t[1:]:
+        return None
     (s_buf, s_shift), (t_buf, t_shift) = view_shift(src), view_shift(tensor)
     column = t[1] * t[2] * t[3] * nir.element_bytes(nir.memref_element(tensor))
     delta = s_shift - t_shift
@@ -166,18 +168,17 @@ def describe_store(op: ir.Operation, index: int, tensors: dict, target: Target) 
     t = tensors.get(nir.view_root(src))
     if t is None:
         return "it reads no tensor the group makes"
-    if len(nir.memref_shape(t.value)) != 4:
-        return "a batched result is not stored row-major (built for 2-D C)"
     run = column_blocks(src, t.value)
     if run is None:
         return "it reads a part of the result that is not a run of whole column blocks"
     shape = nir.memref_shape(dst)
-    if len(shape) != 2 or nir.memory_space(dst) != "gm" or not nir.is_contiguous(dst):
-        return "its row-major result is not a contiguous 2-D GM tensor"
+    rank = len(nir.memref_shape(t.value)) - 2  # [batch,] rows, columns
+    if len(shape) != rank or nir.memory_space(dst) != "gm" or not nir.is_contiguous(dst):
+        return f"its row-major result is not a contiguous {rank}-D GM tensor"
     elem = nir.memref_element(dst)
-    row_bytes = shape[1] * nir.element_bytes(elem)
+    row_bytes = shape[-1] * nir.element_bytes(elem)
     if row_bytes % target.vector_block_bytes:
-        return (f"its rows of {shape[1]} {elem} are not whole {target.vector_block_bytes}-byte "
+        return (f"its rows of {shape[-1]} {elem} are not whole {target.vector_block_bytes}-byte "
                 f"blocks: a burst per row would run into the next row")
     return NdStore(op, index, fusion.Operand(src, nir.view_root(src), "full", elem),
                    fusion.Operand(dst, nir.view_root(dst), "full", elem), *run)
@@ -187,7 +188,7 @@ def stores_refusal(stores: list[NdStore], tensor: ir.Value) -> str | None:
     """Why the row-major stores of one tensor cannot replace its Nz store
     (None: they can): together they must cover its column blocks, each once
     (several runs: siblings, each written to its own row-major tensor)."""
-    blocks = nir.memref_shape(tensor)[0]
+    blocks = nir.memref_shape(tensor)[-4]
     runs = sorted((s.first, s.width) for s in stores)
     ends = [0] + [first + width for first, width in runs]
     if [first for first, _ in runs] != ends[:-1] or ends[-1] != blocks:
@@ -294,8 +295,11 @@ def unfused_gm_bytes(e: Epilogue, users: dict, granule: int) -> int:
 def store_bursts(e: Epilogue) -> int:
     """GM bursts of the row-major stores: one per 16-element row piece of
     each column block (what the mover pays beyond the bytes)."""
-    return sum(nir.memref_shape(s.src.value)[0] * nir.memref_shape(s.dst.value)[0]
-               for s in e.stores)
+    total = 0
+    for s in e.stores:
+        *batch, rows, _ = nir.memref_shape(s.dst.value)
+        total += s.width * rows * (batch[0] if batch else 1)
+    return total
 
 
 def plan(e: Epilogue, target: Target) -> Plan:

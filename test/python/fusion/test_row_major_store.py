@@ -116,3 +116,27 @@ def test_rows_too_wide_for_a_defractalize_strip():
     assert res.hazards == []
     with pytest.raises(PipelineError, match="too wide"):
         compile_program(text, "npu-lower{fuse-row-major-stores=false}")
+
+
+def _batched(batch: int, m: int, k: int, elem: str) -> str:
+    """batch_matmul of [batch] (m x 32) x (32 x k) in Nz, C defractalized."""
+    m1, k1 = -(-m // 16), -(-k // 16)
+
+    def t(*shape, e):
+        return f'memref<{"x".join(map(str, shape))}x{e}, "gm">'
+    a, b = t(batch, 2, m1, 16, 16, e="f16"), t(batch, k1, 2, 16, 16, e="f16")
+    c, y = t(batch, k1, m1, 16, 16, e=elem), t(batch, m, k, e=elem)
+    return (f"func.func @bmm(%a: {a}, %b: {b}, %y: {y}) {{\n"
+            f"  %c = memref.alloc() : {c}\n"
+            f'  "ascend.batch_matmul"(%a, %b, %c) : ({a}, {b}, {c}) -> ()\n'
+            f'  "ascend.defractalize"(%c, %y) : ({c}, {y}) -> ()\n'
+            "  return\n}\n")
+
+
+@pytest.mark.parametrize("batch, m, k, elem", [
+    (3, 45, 72, "f32"), (2, 40, 80, "f16"),
+    (4, 64, 128, "f32"),  # whole tiles: the pipelined schedule, batch in its flat loop
+])
+def test_batched_matmul_then_defractalize(batch, m, k, elem):
+    # Each batch element's C goes to its own matrix of the row-major result.
+    check(_batched(batch, m, k, elem), faster=False)
