@@ -47,6 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from mlir import ir
+from mlir.dialects import arith, memref
 
 from npu import ir as nir
 from npu.matmul_tiling import MatmulShape, TilingError, choose_tiling
@@ -79,6 +80,13 @@ def _effects(op: ir.Operation) -> tuple[set, set]:
 
 def _nbytes(t: ir.Type) -> int:
     return math.prod(nir.memref_shape(t)) * nir.element_bytes(nir.memref_element(t))
+
+
+def _is_fresh_alloc(value: ir.Value) -> bool:
+    op = nir.defining_op(value)
+    return (op is not None and op.name == "memref.alloc" and nir.memory_space(value) == "gm"
+            and nir.is_contiguous(value) and nir.memref_layout(value)[1] == 0
+            and not any(u.owner.name == "memref.dealloc" for u in value.uses))
 
 
 class FuseHorizontalPass(Pass):
@@ -187,7 +195,7 @@ class FuseHorizontalPass(Pass):
             if nir.memref_shape(c)[1:] != nir.memref_shape(c0)[1:] or \
                     nir.memref_element(c) != nir.memref_element(c0):
                 return "their results differ in rows or element type"
-            if not nir.is_fresh_gm_alloc(op.operands[2]):
+            if not _is_fresh_alloc(op.operands[2]):
                 return f"the result of {_label(op)} is not a GM temporary (memref.alloc) it can place"
         if len({nir.view_root(op.operands[2]) for op in group}) < len(group):
             return "two of them write the same buffer"
@@ -197,7 +205,7 @@ class FuseHorizontalPass(Pass):
         if nir.is_block_argument(b):
             index = ir.BlockArgument(b).arg_number
             return "constant" if CONSTANT_ATTR in nir.arg_attrs(self.func, index) else "argument"
-        return "alloc" if nir.is_fresh_gm_alloc(b) else "argument"
+        return "alloc" if _is_fresh_alloc(b) else "argument"
 
     def _traffic(self, shape: MatmulShape) -> int:
         choice = choose_tiling(shape, self.target, "os")
@@ -253,7 +261,7 @@ class FuseHorizontalPass(Pass):
             if op.name != first.name or {a.name: str(a.attr) for a in op.attributes} != attrs:
                 return "they are different ops"
             out, out0 = op.operands[-1], first.operands[-1]
-            if not nir.is_fresh_gm_alloc(out) or nir.memref_shape(out)[1:] != nir.memref_shape(out0)[1:] \
+            if not _is_fresh_alloc(out) or nir.memref_shape(out)[1:] != nir.memref_shape(out0)[1:] \
                     or nir.memref_element(out) != nir.memref_element(out0):
                 return f"the result of {_label(op)} is not a GM temporary like the others"
         if len(set(readers)) < len(readers):
@@ -272,17 +280,33 @@ class FuseHorizontalPass(Pass):
         """One i8 GM buffer at the top of the function; each alloc in
         `values` becomes a view of its part (in order), the combined shape a
         view of the whole."""
+        sizes = [_nbytes(v.type) for v in values]
         shape = nir.memref_shape(values[0].type)
         full_shape = [sum(nir.memref_shape(v.type)[0] for v in values)] + shape[1:]
         element = nir.memref_element(values[0].type)
-        buffer, parts = nir.join_allocs(self.block, values)
+        with ir.InsertionPoint.at_block_begin(self.block):
+            buffer = nir.alloc([sum(sizes)], "i8", "gm")
+        parts, offset = [], 0
+        for v, size in zip(values, sizes):
+            alloc_op = nir.defining_op(v)
+            with ir.InsertionPoint(alloc_op):
+                view = self._view(buffer, offset, v.type)
+            v.replace_all_uses_with(view)
+            alloc_op.erase()
+            parts.append(view)
+            offset += size
         with ir.InsertionPoint(self._after(nir.defining_op(buffer))):
-            full = nir.byte_view(buffer, 0, nir.memref_of(full_shape, element, "gm"))
+            full = self._view(buffer, 0, nir.memref_of(full_shape, element, "gm"))
         return _Slices(buffer, full, parts)
 
     def _after(self, op: ir.Operation) -> ir.Operation:
         ops = self._ops()
         return ops[ops.index(op) + 1]
+
+    @staticmethod
+    def _view(buffer: ir.Value, offset: int, t: ir.Type) -> ir.Value:
+        shift = arith.ConstantOp(ir.IndexType.get(), offset).result
+        return memref.ViewOp(t, buffer, shift, []).result
 
     def _concat_constants(self, values: list[ir.Value], where: ir.Operation) -> ir.Value:
         """A new constant argument holding `values`' data one after another

@@ -530,44 +530,15 @@ def view_closure(root: ir.Value) -> list[ir.Operation]:
             if user.name in VIEW_OPS and user not in out:
                 out.append(user)
                 pending.extend(user.results)
-    # A few ops: compare them pairwise rather than number the whole block
-    # (which made forming every group of a large function quadratic).
-    return sorted(out, key=functools.cmp_to_key(
+    return in_block_order(out)
+
+
+def in_block_order(ops: list[ir.Operation]) -> list[ir.Operation]:
+    """A few ops of one block in their order there: compared pairwise rather
+    than by numbering the whole block (which made forming every group of a
+    large function quadratic)."""
+    return sorted(ops, key=functools.cmp_to_key(
         lambda a, b: 0 if a == b else -1 if a.is_before_in_block(b) else 1))
-
-
-def is_fresh_gm_alloc(value: ir.Value) -> bool:
-    """A dense GM `memref.alloc` never deallocated: a temporary a fusion pass
-    may place (join with others into one buffer)."""
-    op = defining_op(value)
-    return (op is not None and op.name == "memref.alloc" and memory_space(value) == "gm"
-            and is_contiguous(value) and memref_layout(value)[1] == 0
-            and not any(u.owner.name == "memref.dealloc" for u in value.uses))
-
-
-def byte_view(buffer: ir.Value, offset: int, t: ir.Type) -> ir.Value:
-    """`memref.view` of an i8 buffer as type `t` from byte `offset`."""
-    shift = arith.ConstantOp(ir.IndexType.get(), offset).result
-    return memref.ViewOp(t, buffer, shift, []).result
-
-
-def join_allocs(block: ir.Block, values: list[ir.Value]) -> tuple[ir.Value, list[ir.Value]]:
-    """One i8 GM buffer at the start of `block` in place of the allocs of
-    `values`: each becomes a `memref.view` of its part (adjacent, in order).
-    Returns the buffer and the views."""
-    sizes = [math.prod(memref_shape(v)) * element_bytes(memref_element(v)) for v in values]
-    with ir.InsertionPoint.at_block_begin(block):
-        buffer = alloc([sum(sizes)], "i8", "gm")
-    parts, offset = [], 0
-    for v, size in zip(values, sizes):
-        alloc_op = defining_op(v)
-        with ir.InsertionPoint(alloc_op):
-            view = byte_view(buffer, offset, v.type)
-        v.replace_all_uses_with(view)
-        alloc_op.erase()
-        parts.append(view)
-        offset += size
-    return buffer, parts
 
 
 def hoist_definition(value: ir.Value, before: ir.Operation) -> bool:
@@ -584,8 +555,7 @@ def hoist_definition(value: ir.Value, before: ir.Operation) -> bool:
             return False
         chain.append(op)
         pending.extend(op.operands)
-    for op in sorted(chain, key=functools.cmp_to_key(
-            lambda a, b: 0 if a == b else -1 if a.is_before_in_block(b) else 1)):
+    for op in in_block_order(chain):
         op.move_before(before)
     return True
 
