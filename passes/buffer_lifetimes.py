@@ -175,6 +175,19 @@ class BufferCollector:
         _, _, lows, highs = self._space_profile(func_op, space)
         return lows[index], highs[index]
 
+    def planned_at(self, func_op: ir.Operation, space: str, index: int) -> int:
+        """Bytes of `space` a plan with plain lifetime reuse takes where
+        top-level op `index` runs: its own buffers placed, plus the
+        function-level allocs live over it. For `npu-double-buffer` when
+        `space_bounds_at` leaves the answer open; planning the whole function
+        instead would charge this op with another op's peak."""
+        from npu.passes.plan_memory import place
+
+        piece = self._top_level(func_op)[index]
+        low, _ = self.space_bounds_at(func_op, space, index)
+        mine = [b for b in piece.buffers if b.space == space]
+        return low - piece.bounds[space][0] + (place(mine, 0, "auto").peak if mine else 0)
+
     def _space_profile(self, func_op: ir.Operation, space: str
                        ) -> tuple[int, int, list[int], list[int]]:
         """(lower, upper) bounds of the function and of each top-level op."""
@@ -300,7 +313,7 @@ class BufferCollector:
                     s, e = spans[top_use]
                     start = s if start is None else min(start, s)
                     end = e if end is None else max(end, e)
-            if parent.name == "scf.for":
+            if parent.name == "scf.for" and not vector_only(alloc_uses):
                 body_start, body_end = spans[parent]
                 start, end = body_start + 1, body_end
             ordered = sorted(alloc_uses, key=lambda u: spans[u[0]][0])
@@ -327,6 +340,15 @@ class BufferCollector:
             size *= d
         g = self.target.granule(space)
         return space, max(g, -(-size // g) * g)
+
+
+def vector_only(uses: list[tuple[ir.Operation, list[ir.Operation], str]]) -> bool:
+    """A loop-body buffer only the vector pipe touches lives from its first to
+    its last use instead of for the whole body: sharing bytes with another
+    such buffer orders V after V, across iterations too, which V's in-order
+    pipeline gives for free. Every other buffer of the body still lives for
+    the whole body, so it never shares bytes with these."""
+    return bool(uses) and all(pipe == "V" for _, _, pipe in uses)
 
 
 def collect_buffers(func_op: ir.Operation, target: Target) -> list[Buffer]:

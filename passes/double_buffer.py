@@ -16,9 +16,13 @@ the flags of each slot separately (so each gets its own event ids).
 A buffer is only duplicated if the doubled body still fits its memory (the
 lower bound of the current plan where the loop runs, i.e. in its top-level
 op, plus the copy must stay within capacity: one op needing most of UB
-does not keep every other loop of the function single-buffered);
-otherwise both slots share it, which is correct but serialises on it. Allocs
-get `npu.slot = 0 | 1` so the tests and reports can see the slots.
+does not keep every other loop of the function single-buffered; when the
+bounds leave it open, that op's own buffers are planned);
+otherwise both slots share it, which is correct but serialises on it.
+Buffers only the vector pipe touches are not counted: they live over their
+uses only (`npu-plan-memory`), so each half gets its own copy and the two
+share bytes; a second copy of them would buy nothing, V being in order.
+Allocs get `npu.slot = 0 | 1` so the tests and reports can see the slots.
 
 A loop marked `npu.double_buffer = true | false` (by a lowering, for an op
 with the per-op option `double-buffer`, see `Pass.lower_each`) follows its
@@ -32,8 +36,8 @@ from typing import TYPE_CHECKING
 from mlir import ir
 from mlir.dialects import arith, scf
 
-from npu.access_analysis import AccessAnalysis
-from npu.ir import bool_attr, i64_attr, index_const, memory_space, walk
+from npu.access_analysis import AccessAnalysis, is_access_op
+from npu.ir import bool_attr, defining_op, i64_attr, index_const, memory_space, walk
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass
 from npu.target import ON_CHIP_BUFFERS
 
@@ -105,13 +109,35 @@ class DoubleBufferPass(Pass):
                 r = analysis.iv_ranges[iv]
                 if r.trip_count < max(2, self.min_trip_count):
                     continue
-                duplicated = self._fitting(func, allocs, collector, top_index)
+                vector_only = self._vector_only(body, allocs, analysis)
+                duplicated = self._fitting(func, [a for a in allocs if a not in vector_only],
+                                           collector, top_index)
                 # Unrolling a loop none of whose own buffers fit twice would
                 # only copy its nested loops' buffers: measured on the BERT
                 # matmuls it bought < 1% (the L0 tiles stay single), so no.
                 if duplicated:
+                    # Each half gets its own vector-only buffers: they live
+                    # only over their uses, so the two copies share bytes
+                    # (no capacity), while one buffer used by both halves
+                    # would live over both and share with nothing.
+                    duplicated |= vector_only
                     replacement = self._unroll(loop, r, allocs, duplicated)
                     collector.changed(top_index, replacement if is_top else None)
+
+    @staticmethod
+    def _vector_only(body: ir.Block, allocs: list[ir.Operation],
+                     analysis: AccessAnalysis) -> set[ir.Operation]:
+        """The allocs of the body that only vector instructions access."""
+        pipes: dict[ir.Operation, set[str]] = {a: set() for a in allocs}
+        for block_op in body.operations:
+            for op in walk(block_op.operation, is_access_op):
+                pipe = analysis.access(op).pipe
+                for operand in op.operands:
+                    if isinstance(operand.type, ir.MemRefType):
+                        alloc = defining_op(analysis.root_of(operand)[0])
+                        if alloc in pipes:
+                            pipes[alloc].add(pipe)
+        return {a for a, used in pipes.items() if used == {"V"}}
 
     def _fitting(self, func: ir.Operation, allocs: list[ir.Operation],
                  collector: "BufferCollector", top_index: int) -> set[ir.Operation]:
@@ -121,11 +147,10 @@ class DoubleBufferPass(Pass):
         (at least the lower bound) where the loop is (its top-level op, with
         the function-level allocs live over it: elsewhere the copy is not
         live); a copy lives with the whole body, so it adds its full size.
-        The function is planned only when those bounds leave the answer open
-        (they rarely do: planning per loop was quadratic).
+        The loop's top-level op is planned only when those bounds leave the
+        answer open (planning the whole function per loop was quadratic, and
+        charged the loop with another op's peak).
         """
-        from npu.passes.plan_memory import lower_bound, place
-
         chosen = set()
         sizes = {op: collector.space_size(op) for op in allocs}
         for space in ON_CHIP_BUFFERS:
@@ -139,11 +164,7 @@ class DoubleBufferPass(Pass):
                 continue
             if low + min(size for _, size in mine) > capacity:
                 continue
-            if low == high:
-                base = low
-            else:
-                group = [b for b in collector.collect(func) if b.space == space]
-                base = max(lower_bound(group)[0], place(group, 0, "auto").peak)
+            base = low if low == high else max(low, collector.planned_at(func, space, top_index))
             if base + sum(size for _, size in mine) <= capacity:
                 chosen.update(op for op, _ in mine)
                 continue

@@ -6,8 +6,11 @@ between buffers whose lifetimes do not overlap is what lets big tiles fit.
 
 * Lifetimes are intervals over program order. An alloc inside a loop body
   lives for the whole body (the next iteration's instance of the same buffer
-  and every other buffer of the body share the loop); a use inside a nested
-  loop extends the lifetime over that whole loop.
+  and every other buffer of the body share the loop), unless only vector
+  instructions touch it: then it lives over its uses (reusing its bytes
+  orders V after V, across iterations too, which V's in-order pipeline
+  gives for free); a use inside a nested loop extends the lifetime over
+  that whole loop.
 * Two buffers may share bytes only if their lifetimes are disjoint. The
   planner first also refuses reuse that would add a dependency between two
   pipes (the earlier buffer's last access and the later one's first access on
