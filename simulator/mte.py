@@ -15,6 +15,7 @@ from npu.simulator.instruction import Access, DecodeContext, Instr
 from npu.simulator.memory import Memory
 from npu.target import PATH_PIPES
 
+MOVER_CACHE_ENTRIES = 1 << 14
 COPY_PATHS = ("gm_to_l1", "gm_to_ub", "ub_to_gm", "ub_to_l1", "ub_to_ub", "l0c_to_ub")
 LOAD_PATHS = ("l1_to_l0a", "l1_to_l0b")
 
@@ -46,6 +47,39 @@ class _Transfer(Instr):
         ctx.expect_operands(src_space, dst_space)
         super().__init__(ctx, PATH_PIPES[path])
         self.src_space, self.dst_space = src_space, dst_space
+        # (src address, dst address) -> (src memory, dst memory, dst view, src view):
+        # loops repeat their addresses, so each pair's numpy views are built once.
+        self._movers: dict[tuple[int, int], tuple] = {}
+
+    def compute(self, mems: list[Memory], addrs: list[int]) -> None:
+        key = (addrs[0], addrs[1])
+        mover = self._movers.get(key)
+        if mover is None or mover[0] is not mems[0] or mover[1] is not mems[1]:
+            views = self.views(mems, addrs)
+            if views is None:  # an index gather: no view to keep
+                self.move(mems, addrs)
+                return
+            mover = (mems[0], mems[1], *views)
+            if isinstance(mems[0], Memory) and isinstance(mems[1], Memory):  # not shadows
+                if len(self._movers) >= MOVER_CACHE_ENTRIES:
+                    self._movers.clear()
+                self._movers[key] = mover
+        np.copyto(mover[2], mover[3])
+
+    def views(self, mems: list[Memory], addrs: list[int]) -> tuple | None:
+        """(destination, source) views whose copy is this move, or None."""
+        raise NotImplementedError
+
+    def move(self, mems: list[Memory], addrs: list[int]) -> None:
+        """The move without cached views (source or destination bytes scattered)."""
+        raise NotImplementedError
+
+    def rows(self, data: np.ndarray, addr: int, pat) -> np.ndarray | None:
+        """The bytes of `pat` at `addr` as (bursts, burst bytes), or None."""
+        if pat.dense:
+            n, burst = self.burst_shape
+            return data[addr + pat.lo:addr + pat.hi].reshape(n, burst)
+        return _bursts_view(data, addr, pat)
 
     def read_src(self, mems: list[Memory], addrs: list[int]) -> np.ndarray:
         src, sa, sp = mems[0].data, addrs[0], self.src_pat
@@ -73,8 +107,12 @@ def _bursts_view(data: np.ndarray, addr: int, pat) -> np.ndarray | None:
     if pat.bursts is None:
         return None
     n, burst, stride = pat.bursts
-    if stride < burst or addr + n * stride > data.size:
+    if stride < burst:
         return None
+    if addr + n * stride > data.size:  # the last gap runs past the array
+        if addr + (n - 1) * stride + burst > data.size:
+            return None
+        return np.lib.stride_tricks.as_strided(data[addr:], (n, burst), (stride, 1))
     return data[addr:addr + n * stride].reshape(n, stride)[:, :burst]
 
 
@@ -106,9 +144,15 @@ class Copy(_Transfer):
         dst_pat = access.from_bursts(n_burst, burst, (burst_len + dst_gap) * block)
         self.accesses = (Access(0, src_pat, False, aligns[0]), Access(1, dst_pat, True, aligns[1]))
         self.src_pat, self.dst_pat = src_pat, dst_pat
+        self.burst_shape = (n_burst, burst)
         _set_cost(self, ctx, path, n_burst * burst, n_burst)
 
-    def compute(self, mems: list[Memory], addrs: list[int]) -> None:
+    def views(self, mems: list[Memory], addrs: list[int]) -> tuple | None:
+        src = self.rows(mems[0].data, addrs[0], self.src_pat)
+        dst = self.rows(mems[1].data, addrs[1], self.dst_pat)
+        return None if src is None or dst is None else (dst, src)
+
+    def move(self, mems: list[Memory], addrs: list[int]) -> None:
         self.write_dst(mems, addrs, self.read_src(mems, addrs))
 
 
@@ -132,11 +176,23 @@ class Load(_Transfer):
         src_pat = access.from_bursts(repeat, frac, src_stride * frac)
         dst_pat = access.from_bursts(repeat, frac, dst_stride * frac)
         self.src_pat, self.dst_pat = src_pat, dst_pat
+        self.burst_shape = (repeat, frac)
         self.accesses = (Access(0, src_pat, False, t.granule(self.src_space)),
                          Access(1, dst_pat, True, t.granule(self.dst_space)))
         _set_cost(self, ctx, path, repeat * frac)
 
-    def compute(self, mems: list[Memory], addrs: list[int]) -> None:
+    def views(self, mems: list[Memory], addrs: list[int]) -> tuple | None:
+        src = self.rows(mems[0].data, addrs[0], self.src_pat)
+        dst = self.rows(mems[1].data, addrs[1], self.dst_pat)
+        if src is None or dst is None:
+            return None
+        if self.transpose:  # each 2-byte fractal transposed on its way
+            e = self.edge
+            src = src.view(np.uint16).reshape(self.repeat, e, e).transpose(0, 2, 1)
+            dst = dst.view(np.uint16).reshape(self.repeat, e, e)
+        return dst, src
+
+    def move(self, mems: list[Memory], addrs: list[int]) -> None:
         values = self.read_src(mems, addrs)
         if not self.transpose:
             self.write_dst(mems, addrs, values)

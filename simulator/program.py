@@ -60,12 +60,17 @@ class Program:
     n_groups: int = 0
     workspace_args: tuple[int, ...] = ()  # indices of scratch (npu.workspace) arguments
     gm_alloc_bytes: int = 0  # bytes of GM memref.alloc temporaries (each executed op once)
+    hivm: "hivm_decode.HivmProgram | None" = None  # the hivm level's operand views
 
     def run_scalar(self) -> int:
-        """Walk the control flow, filling `trace`; returns trailing scalar cycles."""
+        """Walk the control flow, filling `trace`; returns trailing scalar cycles.
+        At the hivm level the operand views' hazard groups are numbered once
+        every address the program uses is known."""
         env = self.env
         for fn in self.body:
             fn(env)
+        if self.hivm is not None:
+            self.n_groups = self.hivm.assign_groups(self.n_groups)
         return self.pending[0]
 
 
@@ -154,7 +159,7 @@ class Decoder:
                        self.placement, self.instrs, gid,
                        tuple(i - (blk_arg is not None and i > blk_arg)
                              for i in npu_ir.workspace_args(func_op)),
-                       self.gm_alloc_bytes)
+                       self.gm_alloc_bytes, getattr(self, "hivm_state", None))
 
     def gm_memory(self, name: str, label: str, nbytes: int) -> tuple[Memory, Region]:
         """A GM allocation (argument or temporary): the runtime pads it to whole
