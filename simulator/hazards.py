@@ -24,6 +24,7 @@ newest epoch per pipe lets most accesses skip the per-byte check entirely.
 
 from __future__ import annotations
 
+from operator import attrgetter, itemgetter
 from typing import Callable
 
 import numpy as np
@@ -50,6 +51,8 @@ class HazardDetector:
         # Per pipe, the stamps of its instructions in execution order: a pipe
         # runs in dispatch order, so its epochs grow with its stamps.
         self.pipe_stamps: list[list[int]] = [[] for _ in range(NCOMP)]
+        # Per pipe, how many of its instructions have executed (the run's counters).
+        self.executed: list[int] = [0] * NCOMP
         self.describe = describe  # stamp -> (op name, pipe name, location)
         self.races = races
         self.strict = strict
@@ -59,6 +62,22 @@ class HazardDetector:
         self.initialised: set[tuple] = set()
         self.hazards: list[dict] = []
         self._seen: set[tuple] = set()
+
+    def number_stamps(self, trace: list, executed: list[int]) -> None:
+        """Every instruction's stamp (its trace index + 1), pipe and epoch, known
+        before the run: a pipe executes its instructions in trace order, so the
+        k-th of pipe p is epoch k. `executed` is the run's live count per pipe."""
+        pipes = np.fromiter(map(attrgetter("op_pipe"), map(itemgetter(0), trace)), np.int64,
+                            len(trace))
+        stamps = np.arange(1, len(trace) + 1)
+        for p in range(NCOMP):
+            mine = pipes == p
+            if not mine.any():
+                continue
+            self.stamp_pipe[1:len(trace) + 1][mine] = p
+            self.stamp_n[1:len(trace) + 1][mine] = np.arange(1, int(mine.sum()) + 1)
+            self.pipe_stamps[p] = stamps[mine].tolist()
+        self.executed = executed
 
     # -- reporting --------------------------------------------------------------
 
@@ -132,10 +151,9 @@ class HazardDetector:
     def _covered(self, q: int, epoch: int) -> int:
         """The newest stamp of pipe q's instructions up to `epoch`; every stamp
         of q up to it is covered, every later one is not."""
-        stamps = self.pipe_stamps[q]
-        if epoch >= len(stamps):
+        if epoch >= self.executed[q]:
             return COVERS_ALL
-        return stamps[epoch - 1] if epoch > 0 else 0
+        return self.pipe_stamps[q][epoch - 1] if epoch > 0 else 0
 
     def _racing_writes(self, ws: np.ndarray, pipe: int, clock: np.ndarray, reading: bool) -> np.ndarray:
         wp = self.stamp_pipe[ws]

@@ -116,6 +116,7 @@ class Instr:
         self.where = ctx.where
         self.pipe_name = pipe
         self.pipe = PIPE_INDEX[pipe]
+        self.op_pipe = self.pipe if self.kind == OP else -1  # the pipe whose epochs it counts in
         self.operands = ctx.operands
         self.occupancy = 0  # cycles the pipe is busy before it can start the next one
         self.latency = 0  # further cycles until the result is visible
@@ -166,6 +167,7 @@ class SyncInstr(Instr):
             self.barrier_all = False
             self.flag_text = f"{src} -> {dst}, event {event}"
         self.kind = kind
+        self.op_pipe = -1
 
     def compute(self, mems: list[Memory], addrs: list[int]) -> None:  # pragma: no cover
         pass

@@ -29,45 +29,37 @@ def access_plan(instr: Instr) -> tuple:
                   a.write, a.pattern.key) for a in instr.accesses)
 
 
+BOUND_CACHE_ENTRIES = 1 << 16
+
+
 class Machine:
     """`numerics=False` (timing only) skips every instruction's arithmetic;
     addresses, bounds, alignment, races and the initialised state (which
     movement carries without looking at values) are checked as usual, and
-    timing never depends on data, so the cycles are those of a full run."""
+    timing never depends on data, so the cycles are those of a full run.
+
+    An instruction's operands (a trace entry's views) are bound once: their
+    addresses, alignment and bounds checked, and each access resolved to its
+    memory, hazard group and stamp slices. Loops dispatch the same views
+    again and again (the hivm level shares one views tuple per address set),
+    so the per-run work is the hazard checks and the effect."""
 
     def __init__(self, hazards: HazardDetector, numerics: bool = True, cross=None, core: int = 0):
         self.hazards = hazards
         self.numerics = numerics
         self.cross = cross  # hazards.CrossCoreChecker of a multi-core launch, or None
         self.core = core
+        self.bound: dict[int, tuple] = {}  # id(views) -> (views, instr, mems, addrs, accesses)
 
-    def execute(self, instr: Instr, views: tuple, stamp: int, n: int, clock: np.ndarray,
-                clock_list: list, pipe: int) -> None:
-        # The hazard detector's fast paths are inlined here (this runs once per
-        # dynamic instruction); the per-byte checks stay in HazardDetector.
-        hz = self.hazards
-        races = hz.races
-        initialised = hz.initialised
-        summary_w, summary_r = hz.summary_w, hz.summary_r
+    def bind(self, instr: Instr, views: tuple) -> tuple:
+        """Check every operand's alignment and bounds (all before any hazard
+        check) and resolve its accesses:
+        (write, memory, group, pattern, address, clean-read key, granule slice
+        or None, cross-core GM access)."""
         esizes = instr.esizes
-        n_ops = len(views)
-        if n_ops == 3:
-            v0, v1, v2 = views
-            r0, r1, r2 = regions = (v0[0], v1[0], v2[0])
-            addrs = [r0.base + v0[1] * esizes[0], r1.base + v1[1] * esizes[1],
-                     r2.base + v2[1] * esizes[2]]
-        elif n_ops == 2:
-            v0, v1 = views
-            r0, r1 = regions = (v0[0], v1[0])
-            addrs = [r0.base + v0[1] * esizes[0], r1.base + v1[1] * esizes[1]]
-        else:
-            regions = [v[0] for v in views]
-            addrs = [v[0].base + v[1] * esizes[k] for k, v in enumerate(views)]
-        cross = self.cross
-        # Clock components of the five memory pipes (V=1, M=2, MTE1..3=3..5).
-        _, c1, c2, c3, c4, c5, _ = clock_list
-        not_v = pipe != V
-        carry = False  # a movement read uninitialised bytes: move their flags too
+        regions = [v[0] for v in views]
+        addrs = [v[0].base + v[1] * esizes[k] for k, v in enumerate(views)]
+        accesses = []
         for k, lo, hi, pat, dense, align, write, key in instr.plan:
             addr = addrs[k]
             region = regions[k]
@@ -75,13 +67,39 @@ class Machine:
                 self._misaligned(instr, k, addr, align, region)
             lo += addr
             hi += addr
-            base = region.base
-            if lo < base or hi > base + region.size:
+            if lo < region.base or hi > region.base + region.size:
                 self._out_of_bounds(instr, k, lo, hi, write, region)
             mem = region.mem
-            group = region.group
-            if cross is not None and mem.space == "gm":
-                cross.access(mem, selection(pat, addr), write, self.core, instr, hz)
+            g = mem.wstamp.g  # readers' stamps use the same granule
+            whole = slice(lo // g, hi // g) if dense and not (lo % g or hi % g) else None
+            accesses.append((write, mem, region.group, pat, addr,
+                             None if write else (mem, addr, key), whole,
+                             self.cross is not None and mem.space == "gm"))
+        entry = (views, instr, [r.mem for r in regions], addrs, tuple(accesses))
+        if len(self.bound) >= BOUND_CACHE_ENTRIES:
+            self.bound.clear()
+        self.bound[id(views)] = entry
+        return entry
+
+    def execute(self, instr: Instr, views: tuple, stamp: int, n: int, clock: np.ndarray,
+                clock_list: list, pipe: int) -> None:
+        # The hazard detector's fast paths are inlined here (this runs once per
+        # dynamic instruction); the per-byte checks stay in HazardDetector.
+        entry = self.bound.get(id(views))
+        if entry is None or entry[0] is not views or entry[1] is not instr:
+            entry = self.bind(instr, views)
+        _, _, mems, addrs, accesses = entry
+        hz = self.hazards
+        races = hz.races
+        initialised = hz.initialised
+        summary_w, summary_r = hz.summary_w, hz.summary_r
+        # Clock components of the five memory pipes (V=1, M=2, MTE1..3=3..5).
+        _, c1, c2, c3, c4, c5, _ = clock_list
+        not_v = pipe != V
+        carry = False  # a movement read uninitialised bytes: move their flags too
+        for write, mem, group, pat, addr, ckey, whole, cross_gm in accesses:
+            if cross_gm:
+                self.cross.access(mem, selection(pat, addr), write, self.core, instr, hz)
             if write:
                 if races:
                     # Epoch summaries of the group: only an access some pipe made at
@@ -101,17 +119,15 @@ class Machine:
                 if pipe not in mem.writers:
                     mem.writers.add(pipe)
                 ws = mem.wstamp
-                g = ws.g
-                if dense and not (lo % g or hi % g):  # whole granules: the common case
-                    ws.coarse[lo // g:hi // g] = stamp
+                if whole is not None:  # whole granules: the common case
+                    ws.coarse[whole] = stamp
                     if ws.any_mixed:
-                        ws.mixed[lo // g:hi // g] = False
+                        ws.mixed[whole] = False
                 else:
                     ws.set(pat, addr, stamp)
                 if mem.uninit is not None and not carry:
                     mem.uninit.data[selection(pat, addr)] = 0  # freshly written bytes are initialised
             else:
-                ckey = (mem, addr, key)
                 if ckey not in initialised and hz.check_initialised(mem, pat, addr, ckey, instr):
                     carry = True
                 if races:
@@ -122,14 +138,12 @@ class Machine:
                 readers = mem.rstamp.get(pipe)
                 if readers is None:
                     readers = mem.readers(pipe)
-                g = readers.g
-                if dense and not (lo % g or hi % g):
-                    readers.coarse[lo // g:hi // g] = stamp
+                if whole is not None:
+                    readers.coarse[whole] = stamp
                     if readers.any_mixed:
-                        readers.mixed[lo // g:hi // g] = False
+                        readers.mixed[whole] = False
                 else:
                     readers.set(pat, addr, stamp)
-        mems = [r.mem for r in regions]
         if self.numerics:
             instr.compute(mems, addrs)
         if carry:

@@ -147,8 +147,7 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
     events: dict[tuple, deque] = {}
     set_of_event: dict[tuple, deque] = {}
     flows: list[tuple[int, int]] = []
-    stamp_pipe, stamp_n = hazards.stamp_pipe, hazards.stamp_n
-    pipe_stamps = hazards.pipe_stamps
+    hazards.number_stamps(trace, counts)
     execute = machine.execute
     s_clock = np.zeros(NCOMP, np.int64)
     s_pos = 0
@@ -252,11 +251,7 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
                     if p != V:
                         clock[p] = n
                         clock_l[p] = n
-                    stamp = i + 1
-                    stamp_pipe[stamp] = p
-                    stamp_n[stamp] = n
-                    pipe_stamps[p].append(stamp)
-                    execute(instr, views, stamp, n, clock, clock_l, p)
+                    execute(instr, views, i + 1, n, clock, clock_l, p)
                     occ = instr.occupancy
                     k = instr.gm_operand
                     if k is not None and memsys is not None:
@@ -342,7 +337,7 @@ def _run_serialized(trace: list, machine: Machine, hazards: HazardDetector, targ
     flows: list[tuple[int, int]] = []
     everything = np.full(NCOMP, np.iinfo(np.int64).max // 2, np.int64)
     everything_l = everything.tolist()
-    stamp_pipe, stamp_n = hazards.stamp_pipe, hazards.stamp_n
+    hazards.number_stamps(trace, counts)
     dispatch = [0] * n_entries
     s_time = 0
     last = 0
@@ -354,9 +349,6 @@ def _run_serialized(trace: list, machine: Machine, hazards: HazardDetector, targ
         kind = instr.kind
         if kind == OP:
             n = counts[p] = counts[p] + 1
-            stamp_pipe[i + 1] = p
-            stamp_n[i + 1] = n
-            hazards.pipe_stamps[p].append(i + 1)
             machine.execute(instr, views, i + 1, n, everything, everything_l, p)
             e = t0 + instr.occupancy + instr.latency
             busy[p] += e - t0
