@@ -12,13 +12,14 @@ for int8) at `Target.cube_cycles`, plus `mad_latency`.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from npu.simulator import access
 from npu.simulator.instruction import Access, DecodeContext, Instr
 from npu.simulator.memory import Memory
 
-OPERAND_CACHE_ENTRIES = 1 << 12
 # (m1, n1, k1, edge, n_edge, input type) -> conversion and product buffers
 _SCRATCH: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
@@ -62,18 +63,15 @@ class Mad(Instr):
         self.blocks = self.m1 * self.k1 * -(-n // n_edge)
         self.occupancy = t.cube_cycles(self.blocks)
         self.latency = t.mad_latency
-        # (A, B, C addresses) -> (memories, operand views): loops repeat them
-        self._operands: dict[tuple[int, int, int], tuple] = {}
 
     def compute(self, mems: list[Memory], addrs: list[int]) -> None:
-        key = (addrs[0], addrs[1], addrs[2])
-        ops = self._operands.get(key)
-        if ops is None or ops[0] is not mems[0] or ops[1] is not mems[1] or ops[2] is not mems[2]:
-            ops = (mems[0], mems[1], mems[2], *self._views(mems, addrs))
-            if len(self._operands) >= OPERAND_CACHE_ENTRIES:
-                self._operands.clear()
-            self._operands[key] = ops
-        _, _, _, a_zz, b_zn, c_nz = ops
+        self.product(*self._views(mems, addrs))
+
+    def bound(self, mems: list[Memory], addrs: list[int]):
+        return partial(self.product, *self._views(mems, addrs))
+
+    def product(self, a_zz: np.ndarray, b_zn: np.ndarray, c_nz: np.ndarray) -> None:
+        """C (Nz) = or += A (Zz) x B (Zn), given as views (`_views`)."""
         a, b, prod = self._scratch()
         # One conversion each straight into the row-major operands of one product
         # (fp16 A through a table: numpy converts 16-element runs slowly).

@@ -10,6 +10,8 @@ modules only describe semantics.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
+from typing import Callable
 
 import numpy as np
 from mlir import ir
@@ -138,6 +140,12 @@ class Instr:
 
     def compute(self, mems: list[Memory], addrs: list[int]) -> None:
         raise NotImplementedError
+
+    def bound(self, mems: list[Memory], addrs: list[int]) -> Callable[[], None]:
+        """`compute` on these operands as a call without arguments. The machine
+        keeps it per operand set, so units whose effect is a numpy call on
+        fixed views build those views here, once."""
+        return partial(self.compute, mems, addrs)
 
 
 class SyncInstr(Instr):

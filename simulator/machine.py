@@ -49,13 +49,14 @@ class Machine:
         self.numerics = numerics
         self.cross = cross  # hazards.CrossCoreChecker of a multi-core launch, or None
         self.core = core
-        self.bound: dict[int, tuple] = {}  # id(views) -> (views, instr, mems, addrs, accesses)
+        self.bound: dict[int, tuple] = {}  # id(views) -> (views, instr, mems, addrs, accesses, effect)
 
     def bind(self, instr: Instr, views: tuple) -> tuple:
         """Check every operand's alignment and bounds (all before any hazard
         check) and resolve its accesses:
-        (write, memory, group, pattern, address, clean-read key, granule slice
-        or None, cross-core GM access)."""
+        (write, memory, group, pattern, address, clean-read key, the stamps it
+        updates, views of their whole granules (`Stamps.whole`) or None,
+        cross-core GM access)."""
         esizes = instr.esizes
         regions = [v[0] for v in views]
         addrs = [v[0].base + v[1] * esizes[k] for k, v in enumerate(views)]
@@ -70,12 +71,12 @@ class Machine:
             if lo < region.base or hi > region.base + region.size:
                 self._out_of_bounds(instr, k, lo, hi, write, region)
             mem = region.mem
-            g = mem.wstamp.g  # readers' stamps use the same granule
-            whole = slice(lo // g, hi // g) if dense and not (lo % g or hi % g) else None
+            stamps = mem.wstamp if write else mem.readers(instr.pipe)
             accesses.append((write, mem, region.group, pat, addr,
-                             None if write else (mem, addr, key), whole,
+                             None if write else (mem, addr, key), stamps, stamps.whole(pat, addr),
                              self.cross is not None and mem.space == "gm"))
-        entry = (views, instr, [r.mem for r in regions], addrs, tuple(accesses))
+        mems = [r.mem for r in regions]
+        entry = (views, instr, mems, addrs, tuple(accesses), instr.bound(mems, addrs))
         if len(self.bound) >= BOUND_CACHE_ENTRIES:
             self.bound.clear()
         self.bound[id(views)] = entry
@@ -88,7 +89,7 @@ class Machine:
         entry = self.bound.get(id(views))
         if entry is None or entry[0] is not views or entry[1] is not instr:
             entry = self.bind(instr, views)
-        _, _, mems, addrs, accesses = entry
+        _, _, mems, addrs, accesses, compute = entry
         hz = self.hazards
         races = hz.races
         initialised = hz.initialised
@@ -97,7 +98,7 @@ class Machine:
         _, c1, c2, c3, c4, c5, _ = clock_list
         not_v = pipe != V
         carry = False  # a movement read uninitialised bytes: move their flags too
-        for write, mem, group, pat, addr, ckey, whole, cross_gm in accesses:
+        for write, mem, group, pat, addr, ckey, stamps, whole, cross_gm in accesses:
             if cross_gm:
                 self.cross.access(mem, selection(pat, addr), write, self.core, instr, hz)
             if write:
@@ -118,13 +119,12 @@ class Machine:
                     sw[pipe] = n
                 if pipe not in mem.writers:
                     mem.writers.add(pipe)
-                ws = mem.wstamp
                 if whole is not None:  # whole granules: the common case
-                    ws.coarse[whole] = stamp
-                    if ws.any_mixed:
-                        ws.mixed[whole] = False
+                    whole[0].fill(stamp)
+                    if stamps.any_mixed:
+                        whole[1].fill(False)
                 else:
-                    ws.set(pat, addr, stamp)
+                    stamps.set(pat, addr, stamp)
                 if mem.uninit is not None and not carry:
                     mem.uninit.data[selection(pat, addr)] = 0  # freshly written bytes are initialised
             else:
@@ -135,17 +135,14 @@ class Machine:
                     if sw[1] > c1 or sw[2] > c2 or sw[3] > c3 or sw[4] > c4 or sw[5] > c5:
                         hz.check_read_vs_writes(mem, pat, addr, pipe, clock, clock_list, instr.who)
                     summary_r[group][pipe] = n
-                readers = mem.rstamp.get(pipe)
-                if readers is None:
-                    readers = mem.readers(pipe)
                 if whole is not None:
-                    readers.coarse[whole] = stamp
-                    if readers.any_mixed:
-                        readers.mixed[whole] = False
+                    whole[0].fill(stamp)
+                    if stamps.any_mixed:
+                        whole[1].fill(False)
                 else:
-                    readers.set(pat, addr, stamp)
+                    stamps.set(pat, addr, stamp)
         if self.numerics:
-            instr.compute(mems, addrs)
+            compute()
         if carry:
             # Every destination byte gets the flag of the source byte it came from.
             instr.compute([m.uninit_shadow() for m in mems], addrs)

@@ -7,6 +7,8 @@ loads move whole fractals and may transpose each one (Nz -> Zn for L0B).
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from npu.simulator import access
@@ -15,7 +17,6 @@ from npu.simulator.instruction import Access, DecodeContext, Instr
 from npu.simulator.memory import Memory
 from npu.target import PATH_PIPES
 
-MOVER_CACHE_ENTRIES = 1 << 14
 COPY_PATHS = ("gm_to_l1", "gm_to_ub", "ub_to_gm", "ub_to_l1", "ub_to_ub", "l0c_to_ub")
 LOAD_PATHS = ("l1_to_l0a", "l1_to_l0b")
 
@@ -47,24 +48,17 @@ class _Transfer(Instr):
         ctx.expect_operands(src_space, dst_space)
         super().__init__(ctx, PATH_PIPES[path])
         self.src_space, self.dst_space = src_space, dst_space
-        # (src address, dst address) -> (src memory, dst memory, dst view, src view):
-        # loops repeat their addresses, so each pair's numpy views are built once.
-        self._movers: dict[tuple[int, int], tuple] = {}
 
     def compute(self, mems: list[Memory], addrs: list[int]) -> None:
-        key = (addrs[0], addrs[1])
-        mover = self._movers.get(key)
-        if mover is None or mover[0] is not mems[0] or mover[1] is not mems[1]:
-            views = self.views(mems, addrs)
-            if views is None:  # an index gather: no view to keep
-                self.move(mems, addrs)
-                return
-            mover = (mems[0], mems[1], *views)
-            if isinstance(mems[0], Memory) and isinstance(mems[1], Memory):  # not shadows
-                if len(self._movers) >= MOVER_CACHE_ENTRIES:
-                    self._movers.clear()
-                self._movers[key] = mover
-        np.copyto(mover[2], mover[3])
+        views = self.views(mems, addrs)
+        if views is None:
+            self.move(mems, addrs)
+        else:
+            np.copyto(*views)
+
+    def bound(self, mems: list[Memory], addrs: list[int]):
+        views = self.views(mems, addrs)
+        return partial(self.move, mems, addrs) if views is None else partial(np.copyto, *views)
 
     def views(self, mems: list[Memory], addrs: list[int]) -> tuple | None:
         """(destination, source) views whose copy is this move, or None."""
