@@ -38,7 +38,7 @@ class MemorySystem:
     def __init__(self, target: Target):
         self.target = target
         self.bin_bytes = target.gm_chip_bytes_per_cycle * BIN
-        self.room = np.full(1024, float(self.bin_bytes))
+        self.room = [float(self.bin_bytes)] * 1024  # a list: read and written a bin at a time
         self.line = target.l2_line_bytes
         self.window = target.l2_bytes / target.gm_chip_bytes_per_cycle
         self._last_touch: dict[object, np.ndarray] = {}
@@ -97,15 +97,14 @@ class MemorySystem:
         else:
             share = chip / nbytes  # bus bytes per byte the core moves
             left = float(nbytes)
+            room = self.room
             while left > 0:
                 b = int(t // BIN)
-                if b >= self.room.size:
-                    grown = np.full(max(self.room.size * 2, b + 1), float(self.bin_bytes))
-                    grown[:self.room.size] = self.room
-                    self.room = grown
+                if b >= len(room):
+                    room.extend([float(self.bin_bytes)] * (max(len(room) * 2, b + 1) - len(room)))
                 end = (b + 1) * BIN
-                take = min(left, rate * (end - t), self.room[b] / share)
-                self.room[b] -= take * share
+                take = min(left, rate * (end - t), room[b] / share)
+                room[b] -= take * share
                 left -= take
                 t = t + take / rate if left <= 0 else end
         cycles = int(-(-(t - t0) // 1)) + n_bursts * self.target.gm_burst_cycles

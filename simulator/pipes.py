@@ -46,20 +46,6 @@ def pipelined_pipes(target: Target) -> frozenset[int]:
 INF = float("inf")
 
 
-def _head_time(instr, i: int, p: int, dispatch: list, free: list, done: list, events: dict) -> float:
-    """Earliest cycle the head of pipe p could start; INF when it is blocked."""
-    t0 = dispatch[i] if dispatch[i] > free[p] else free[p]
-    kind = instr.kind
-    if kind == WAIT:
-        dq = events.get(instr.key)
-        if not dq:
-            return INF
-        return dq[0][0] if dq[0][0] > t0 else t0
-    if kind != OP and done[p] > t0:
-        return done[p]
-    return t0
-
-
 @dataclass
 class Timeline:
     start: list[int]
@@ -216,7 +202,19 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
                 q = queues[p]
                 if not q:
                     continue
-                t = _head_time(trace[q[0]][0], q[0], p, dispatch, free, done, events)
+                # The earliest cycle the head could start; a wait with no flag is blocked.
+                i = q[0]
+                head = trace[i][0]
+                t = dispatch[i] if dispatch[i] > free[p] else free[p]
+                kind = head.kind
+                if kind == WAIT:
+                    dq = events.get(head.key)
+                    if not dq:
+                        continue  # blocked
+                    if dq[0][0] > t:
+                        t = dq[0][0]
+                elif kind != OP and done[p] > t:
+                    t = done[p]
                 if t < t_best:
                     best, t_second, t_best = p, t_best, t
                 elif t < t_second:
