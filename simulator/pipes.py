@@ -226,13 +226,15 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
             clock = clocks[p]
             clock_l = clock_lists[p]
             pipelined = p in pipelined_set
+            # This pipe's times, kept in locals for the burst (only it changes them).
+            p_free, p_done, p_busy, p_busy_end = free[p], done[p], busy[p], busy_end[p]
             while q:
                 i = q[0]
                 instr, views, _ = trace[i]
                 kind = instr.kind
                 t0 = dispatch[i]
-                if free[p] > t0:
-                    t0 = free[p]
+                if p_free > t0:
+                    t0 = p_free
                 if t0 > t_second:
                     break  # another pipe's head starts earlier: let it run first
                 if kind == WAIT:
@@ -258,13 +260,13 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
                                               region.mem, instr.src_pat if k == 0 else instr.dst_pat,
                                               region.base + views[k][1] * instr.esizes[k], k == 1)
                     e = t0 + occ + instr.latency
-                    free[p] = t0 + occ if pipelined else e
-                    if e > done[p]:
-                        done[p] = e
-                    b0 = t0 if t0 > busy_end[p] else busy_end[p]
+                    p_free = t0 + occ if pipelined else e
+                    if e > p_done:
+                        p_done = e
+                    b0 = t0 if t0 > p_busy_end else p_busy_end
                     if e > b0:
-                        busy[p] += e - b0
-                        busy_end[p] = e
+                        p_busy += e - b0
+                        p_busy_end = e
                     start[i] = t0
                     end[i] = e
                 elif kind == WAIT:
@@ -272,11 +274,11 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
                     t = ev[0] if ev[0] > t0 else t0
                     np.maximum(clock, ev[1], out=clock)
                     clock_l[:] = clock.tolist()
-                    free[p] = t
+                    p_free = t
                     start[i] = t0
                     end[i] = t
                 else:  # SET or BARRIER: wait for every earlier instruction of p
-                    t = done[p] if done[p] > t0 else t0
+                    t = p_done if p_done > t0 else t0
                     if kind == SET:
                         c = clock.copy()
                         c[p] = counts[p]
@@ -284,13 +286,14 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
                     elif p == V:
                         clock[V] = counts[V]
                         clock_l[V] = counts[V]
-                    free[p] = t
+                    p_free = t
                     start[i] = t
                     end[i] = t + (flag_latency if kind == SET else 0)
                 q.popleft()
                 progressed = True
                 if kind == SET:
                     break  # a blocked pipe may be able to start earlier now
+            free[p], done[p], busy[p], busy_end[p] = p_free, p_done, p_busy, p_busy_end
             if s_pos < n_entries and trace[s_pos][0].pipe == S:
                 break  # the scalar unit may be able to move again
 
