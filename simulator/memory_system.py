@@ -38,7 +38,7 @@ class MemorySystem:
     def __init__(self, target: Target):
         self.target = target
         self.bin_bytes = target.gm_chip_bytes_per_cycle * BIN
-        self.room = [float(self.bin_bytes)] * 1024  # a list: read and written a bin at a time
+        self.room = np.full(1024, float(self.bin_bytes))
         self.line = target.l2_line_bytes
         self.window = target.l2_bytes / target.gm_chip_bytes_per_cycle
         self._last_touch: dict[object, np.ndarray] = {}
@@ -97,19 +97,36 @@ class MemorySystem:
         else:
             share = chip / nbytes  # bus bytes per byte the core moves
             left = float(nbytes)
-            room = self.room
+            full = float(rate * BIN)  # what the core moves in a whole bin
             while left > 0:
                 b = int(t // BIN)
-                if b >= len(room):
-                    room.extend([float(self.bin_bytes)] * (max(len(room) * 2, b + 1) - len(room)))
+                self._grow(b + int(left // full) + 1)
+                if t == b * BIN and left > full:
+                    # Whole bins with room for the core's full rate, all but the
+                    # last one: the loop below would take `full` from each.
+                    span = self.room[b:b + int((left - 1) // full)]
+                    short = np.flatnonzero(span / share < full)
+                    k = int(short[0]) if short.size else span.size
+                    if k:
+                        span[:k] -= full * share
+                        left -= k * full
+                        t = float((b + k) * BIN)
+                        continue
                 end = (b + 1) * BIN
-                take = min(left, rate * (end - t), room[b] / share)
-                room[b] -= take * share
+                take = min(left, rate * (end - t), self.room[b] / share)
+                self.room[b] -= take * share
                 left -= take
                 t = t + take / rate if left <= 0 else end
         cycles = int(-(-(t - t0) // 1)) + n_bursts * self.target.gm_burst_cycles
         self.last_cycle = max(self.last_cycle, t0 + cycles)
         return max(cycles, 1)
+
+    def _grow(self, bins: int) -> None:
+        """Make the calendar at least `bins` long (new bins are empty)."""
+        if bins > self.room.size:
+            grown = np.full(max(self.room.size * 2, bins), float(self.bin_bytes))
+            grown[:self.room.size] = self.room
+            self.room = grown
 
     def summary(self, total_cycles: int) -> dict:
         t = self.target
