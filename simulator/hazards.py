@@ -59,7 +59,7 @@ class HazardDetector:
         # Per overlap group, the newest epoch per pipe of its writes / reads.
         self.summary_w = [[0] * NCOMP for _ in range(n_groups)]
         self.summary_r = [[0] * NCOMP for _ in range(n_groups)]
-        self.initialised: set[tuple] = set()
+        self.initialised: set = set()  # keys of reads known to be clean (`Machine.bind`)
         self.hazards: list[dict] = []
         self._seen: set[tuple] = set()
 
@@ -91,7 +91,7 @@ class HazardDetector:
 
     # -- accesses -----------------------------------------------------------------
 
-    def check_initialised(self, mem: Memory, pat: Pattern, addr: int, ckey: tuple, instr) -> bool:
+    def check_initialised(self, mem: Memory, pat: Pattern, addr: int, ckey, instr) -> bool:
         """True when `instr` is a movement that must carry uninitialised bytes.
 
         A computing instruction reading uninitialised bytes is a fault. A clean

@@ -253,7 +253,7 @@ class Decoder:
 
         def dispatch(env: list, instr=instr, slots=slots, pre=pre_cost, last=[()]) -> None:
             views = tuple([env[s] for s in slots])
-            if views == last[0] and all(x is y for x, y in zip(views, last[0])):
+            if all(x is y for x, y in zip(views, last[0] or (None,))):
                 views = last[0]
             else:
                 last[0] = views
