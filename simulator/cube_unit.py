@@ -78,7 +78,7 @@ class Mad(Instr):
         # rows moved whole into row-major order. B: its fractals are stored
         # column-major, so it is converted and transposed element by element.
         if self.in_dtype == "f16":
-            np.take(F16_TO_F32, a_zz, out=s.a_zz)
+            np.take(F16_TO_F32, a_zz, out=s.a_zz, mode="clip")  # every index is in the table
         else:
             np.copyto(s.a_zz, a_zz, casting="unsafe")
         np.copyto(s.a_rows, s.a_zz_rows)
