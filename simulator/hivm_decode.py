@@ -118,11 +118,12 @@ class HivmDecodeContext(DecodeContext):
 class HivmProgram:
     """Per-run decoding state: the buffers as regions and the mask register.
 
-    Every on-chip operand of an instruction at a distinct address set gets a
-    region of its own: bounds are still those of the whole buffer, but the
-    hazard group comes from the bytes it really touches (`assign_groups`), so
-    the race detector's per-group summaries tell a double buffer's halves
-    apart as they tell planned allocations apart at the cce level.
+    Every operand of an instruction at a distinct address set gets a region
+    of its own: bounds are still those of the whole buffer (or GM argument),
+    but the hazard group comes from the bytes it really touches
+    (`assign_groups`), so the race detector's per-group summaries tell a
+    double buffer's halves, or a workspace's tensors, apart as they tell
+    planned allocations apart at the cce level.
     """
 
     def __init__(self, decoder) -> None:
@@ -141,7 +142,7 @@ class HivmProgram:
         arg_bytes = [r.size for r in self.gm]
         self.gm_bases = hivm.gm_arg_bases(arg_bytes, target.gm_alloc_granule_bytes)
         self.mask: list[int | None] = [None]
-        # (region, first byte, one past the last byte) of every on-chip operand view
+        # (region, first byte, one past the last byte) of every operand view
         self.footprints: list[tuple[Region, int, int]] = []
 
     def view(self, space: str, addr: int, esize: int, instr_name: str, k: int, where: str):
@@ -164,17 +165,18 @@ class HivmProgram:
 
     def operand_views(self, instr: Instr, plan: tuple, addrs: tuple, name: str,
                       where: str) -> tuple:
-        """The views of one instruction at one address set; on-chip operands get
-        their own region, its footprint the extent of the operand's accesses."""
+        """The views of one instruction at one address set. Every operand gets
+        a region of its own (the bounds of its buffer or GM argument), its
+        footprint the extent of the operand's accesses in its memory."""
         views = []
         for (k, _, space, esize), a in zip(plan, addrs):
             region, offset = self.view(space, a, esize, name, k, where)
-            if space != "gm":
-                pats = [acc.pattern for acc in instr.accesses if acc.operand == k]
-                region = Region(region.mem, region.base, region.size, region.group, region.label)
-                if pats:
-                    self.footprints.append((region, a + min(p.lo for p in pats),
-                                            a + max(p.hi for p in pats)))
+            pats = [acc.pattern for acc in instr.accesses if acc.operand == k]
+            region = Region(region.mem, region.base, region.size, region.group, region.label)
+            if pats:
+                at = region.base + offset * esize
+                self.footprints.append((region, at + min(p.lo for p in pats),
+                                        at + max(p.hi for p in pats)))
             views.append((region, offset))
         return tuple(views)
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from npu.simulator.access import sorted_unique
 from npu.target import Target
 
 BIN = 64  # cycles per bus calendar bin
@@ -59,7 +60,7 @@ class MemorySystem:
             if pattern.dense:
                 rel = np.arange((pattern.lo + shift) // line, (pattern.hi - 1 + shift) // line + 1)
             else:
-                rel = np.unique((pattern.byte_idx + shift) // line)
+                rel = sorted_unique((pattern.byte_idx + shift) // line)
             self._lines_of[key] = rel
         return rel + (addr - addr % line) // line
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from npu.simulator.access import Pattern
+from npu.simulator.access import Pattern, sorted_unique
 
 
 BLOCKS_CACHE_ENTRIES = 1 << 16
@@ -130,7 +130,7 @@ class Stamps:
         if isinstance(sel, slice):
             blocks = np.arange(sel.start // g, (sel.stop - 1) // g + 1)
         else:
-            blocks = np.unique(sel // g)
+            blocks = sorted_unique(sel // g)
         self._split(blocks)
         self.fine[sel] = value
 
