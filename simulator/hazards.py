@@ -122,16 +122,18 @@ class HazardDetector:
         return False
 
     def check_read_vs_writes(self, mem: Memory, pat: Pattern, addr: int, pipe: int,
-                             clock: np.ndarray, clock_list: list, who: tuple[str, str, str]) -> None:
-        """Some pipe wrote this group at an epoch the reader's clock does not cover."""
-        self._check_writes(mem, pat, addr, pipe, clock, clock_list, who, reading=True)
+                             clock: np.ndarray, clock_list: list, sw: list,
+                             who: tuple[str, str, str]) -> None:
+        """Some pipe wrote this group (summary `sw`) at an epoch the reader's
+        clock does not cover."""
+        self._check_writes(mem, pat, addr, pipe, clock, clock_list, sw, who, reading=True)
 
     def check_write_vs_writes(self, mem: Memory, pat: Pattern, addr: int, pipe: int,
                               clock: np.ndarray, clock_list: list, sw: list,
                               who: tuple[str, str, str]) -> None:
         # V after V: write-after-write is ordered by the pipeline.
         if pipe != V or any(sw[q] > clock_list[q] for q in range(NCOMP) if q != V):
-            self._check_writes(mem, pat, addr, pipe, clock, clock_list, who, reading=False)
+            self._check_writes(mem, pat, addr, pipe, clock, clock_list, sw, who, reading=False)
 
     def check_write_vs_reads(self, mem: Memory, pat: Pattern, addr: int, pipe: int,
                              clock: np.ndarray, clock_list: list, sr: list,
@@ -163,9 +165,13 @@ class HazardDetector:
         return bad
 
     def _check_writes(self, mem: Memory, pat: Pattern, addr: int, pipe: int, clock: np.ndarray,
-                      clock_list: list, who: tuple[str, str, str], reading: bool) -> None:
+                      clock_list: list, sw: list, who: tuple[str, str, str], reading: bool) -> None:
         stamps = mem.wstamp.values(pat, addr)
-        top = min([self._covered(q, clock_list[q]) for q in mem.writers], default=COVERS_ALL)
+        # Every byte of the access was last written through this group, so only
+        # pipes whose newest write to the group the clock does not cover (`sw`)
+        # can have left an uncovered stamp.
+        top = min([self._covered(q, clock_list[q]) for q in mem.writers if sw[q] > clock_list[q]],
+                  default=COVERS_ALL)
         if stamps.max() <= top or not self._racing_writes(stamps, pipe, clock, reading).any():
             return
         sel = selection(pat, addr)

@@ -122,7 +122,8 @@ class Machine:
             if races:
                 sw = summary_w[group]
                 if sw[1] > c1 or sw[2] > c2 or sw[3] > c3 or sw[4] > c4 or sw[5] > c5:
-                    hz.check_read_vs_writes(mem, pat, addr, pipe, clock, clock_list, instr.who)
+                    hz.check_read_vs_writes(mem, pat, addr, pipe, clock, clock_list, sw,
+                                            instr.who)
                 summary_r[group][pipe] = n
             if whole is not None:  # whole granules: the common case
                 whole[0].fill(stamp)
