@@ -41,6 +41,7 @@ class Buffer:
     first_pipe: str | None  # pipe of the first / last access in program order
     last_pipe: str | None
     offset: int = -1
+    vector_only: bool = False  # a loop-body buffer only V touches (see `vector_only`)
 
     @property
     def name(self) -> str:
@@ -188,6 +189,10 @@ class BufferCollector:
         mine = [b for b in piece.buffers if b.space == space]
         return low - piece.bounds[space][0] + (place(mine, 0, "auto").peak if mine else 0)
 
+    def vector_only_at(self, func_op: ir.Operation, index: int) -> set[ir.Operation]:
+        """The loop-body allocs inside top-level op `index` that only V touches."""
+        return {b.op for b in self._top_level(func_op)[index].buffers if b.vector_only}
+
     def _space_profile(self, func_op: ir.Operation, space: str
                        ) -> tuple[int, int, list[int], list[int]]:
         """(lower, upper) bounds of the function and of each top-level op."""
@@ -253,7 +258,7 @@ class BufferCollector:
             if piece.alloc is not None:
                 buffers.append(outer[piece.alloc.op])
             buffers += [Buffer(b.op, b.space, b.size, b.start + base, b.end + base, b.first_pipe,
-                               b.last_pipe) for b in piece.buffers]
+                               b.last_pipe, vector_only=b.vector_only) for b in piece.buffers]
         return buffers
 
     def _piece(self, top: ir.Operation) -> _Piece:
@@ -313,13 +318,14 @@ class BufferCollector:
                     s, e = spans[top_use]
                     start = s if start is None else min(start, s)
                     end = e if end is None else max(end, e)
-            if parent.name == "scf.for" and not vector_only(alloc_uses):
+            only_v = parent.name == "scf.for" and vector_only(alloc_uses)
+            if parent.name == "scf.for" and not only_v:
                 body_start, body_end = spans[parent]
                 start, end = body_start + 1, body_end
             ordered = sorted(alloc_uses, key=lambda u: spans[u[0]][0])
             piece.buffers.append(Buffer(alloc, space, size, start, end,
                                         ordered[0][2] if ordered else None,
-                                        ordered[-1][2] if ordered else None))
+                                        ordered[-1][2] if ordered else None, vector_only=only_v))
         # What is left are uses of allocs outside this op (the function body's).
         for alloc, alloc_uses in uses.items():
             ordered = sorted(alloc_uses, key=lambda u: spans[u[0]][0])

@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING
 from mlir import ir
 from mlir.dialects import arith, scf
 
-from npu.access_analysis import AccessAnalysis, is_access_op
-from npu.ir import bool_attr, defining_op, i64_attr, index_const, memory_space, walk
+from npu.access_analysis import AccessAnalysis
+from npu.ir import bool_attr, i64_attr, index_const, memory_space, walk
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass
 from npu.target import ON_CHIP_BUFFERS
 
@@ -109,7 +109,7 @@ class DoubleBufferPass(Pass):
                 r = analysis.iv_ranges[iv]
                 if r.trip_count < max(2, self.min_trip_count):
                     continue
-                vector_only = self._vector_only(body, allocs, analysis)
+                vector_only = collector.vector_only_at(func, top_index).intersection(allocs)
                 duplicated = self._fitting(func, [a for a in allocs if a not in vector_only],
                                            collector, top_index)
                 # Unrolling a loop none of whose own buffers fit twice would
@@ -123,21 +123,6 @@ class DoubleBufferPass(Pass):
                     duplicated |= vector_only
                     replacement = self._unroll(loop, r, allocs, duplicated)
                     collector.changed(top_index, replacement if is_top else None)
-
-    @staticmethod
-    def _vector_only(body: ir.Block, allocs: list[ir.Operation],
-                     analysis: AccessAnalysis) -> set[ir.Operation]:
-        """The allocs of the body that only vector instructions access."""
-        pipes: dict[ir.Operation, set[str]] = {a: set() for a in allocs}
-        for block_op in body.operations:
-            for op in walk(block_op.operation, is_access_op):
-                pipe = analysis.access(op).pipe
-                for operand in op.operands:
-                    if isinstance(operand.type, ir.MemRefType):
-                        alloc = defining_op(analysis.root_of(operand)[0])
-                        if alloc in pipes:
-                            pipes[alloc].add(pipe)
-        return {a for a, used in pipes.items() if used == {"V"}}
 
     def _fitting(self, func: ir.Operation, allocs: list[ir.Operation],
                  collector: "BufferCollector", top_index: int) -> set[ir.Operation]:
