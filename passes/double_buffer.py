@@ -74,11 +74,15 @@ class DoubleBufferPass(Pass):
     def run(self, module: ir.Operation) -> None:
         from npu.passes.buffer_lifetimes import BufferCollector
 
+        # func -> its collector, up to date with the IR this pass leaves: the
+        # memory planner run right after takes the lifetimes from it
+        # (`PlanMemoryPass.collectors`) instead of analysing every op again.
+        self.collectors: dict[ir.Operation, BufferCollector] = {}
         for func in walk(module, lambda o: o.name == "func.func"):
             if not func.regions[0].blocks:
                 continue
             # Re-planned after every unroll; only the unrolled part is re-walked.
-            collector = BufferCollector(self.target)
+            collector = self.collectors[func] = BufferCollector(self.target)
             # (index of the top-level op holding it, loop, the loop is that op)
             loops = [(k, loop, loop == top) for k, top in enumerate(collector.track(func))
                      for loop in walk(top, lambda o: o.name == "scf.for")]

@@ -209,6 +209,10 @@ class LowerPass(Pass):
         for step in steps:
             if step is not None:
                 step.run(module)
+            if step is steps[0] and step is not None:
+                # Nothing changes the IR in between: the planner reuses the
+                # lifetimes double buffering kept up to date.
+                steps[1].collectors = step.collectors
 
     def _required(self, flag: str, **values: Any) -> Pass:
         p = self._make(flag, **values)

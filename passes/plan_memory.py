@@ -38,7 +38,7 @@ from npu.access_analysis import OFFSET_ATTR
 from npu.ir import i64_attr, walk
 from npu.memory_planning import ALGORITHMS, Plan, lower_bound
 from npu.passes.base import Option, Pass, PassError
-from npu.passes.buffer_lifetimes import Buffer, collect_buffers
+from npu.passes.buffer_lifetimes import Buffer, BufferCollector, collect_buffers
 from npu.target import ON_CHIP_BUFFERS, Target
 
 __all__ = ["Buffer", "collect_buffers", "plan_function", "PlanMemoryPass"]
@@ -142,9 +142,11 @@ def place(buffers: list[Buffer], window: int | None, algorithm: str) -> Plan:
 
 
 def plan_function(func_op: ir.Operation, target: Target, algorithm: str = "auto",
-                  apply: bool = True) -> dict[str, SpacePlan]:
-    """Plan every on-chip buffer of `func_op`; with `apply`, write `npu.offset`s."""
-    buffers = collect_buffers(func_op, target)
+                  apply: bool = True, collector: BufferCollector | None = None
+                  ) -> dict[str, SpacePlan]:
+    """Plan every on-chip buffer of `func_op`; with `apply`, write `npu.offset`s.
+    `collector`: one that follows `func_op` as it is now (see `PlanMemoryPass.collectors`)."""
+    buffers = (collector or BufferCollector(target)).collect(func_op)
     result: dict[str, SpacePlan] = {}
     for space in ON_CHIP_BUFFERS:
         group = [b for b in buffers if b.space == space]
@@ -198,11 +200,17 @@ class PlanMemoryPass(Pass):
         Option("remarks", bool, False, "report the plan of each buffer as a remark on the function"),
     )
 
+    # func -> a `BufferCollector` that follows it up to this pass (left by
+    # `npu-double-buffer` when `npu-lower` runs the two back to back): its
+    # lifetimes are those of a fresh analysis, which is then not repeated.
+    collectors: dict[ir.Operation, BufferCollector] = {}
+
     def run(self, module: ir.Operation) -> None:
         for func in walk(module, lambda o: o.name == "func.func"):
             if not func.regions[0].blocks:
                 continue
-            plans = plan_function(func, self.target, self.algorithm)
+            plans = plan_function(func, self.target, self.algorithm,
+                                  collector=self.collectors.get(func))
             if self.remarks:
                 for p in plans.values():
                     self.remark(func, f"{p.space}: allocated {p.allocated} B, lower bound "

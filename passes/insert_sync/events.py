@@ -4,6 +4,7 @@ and balancing wait go (`carried-span` fit / block)."""
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 from npu.passes.insert_sync.nodes import Node
@@ -72,9 +73,34 @@ class _EventAllocation:
 
     # -- event ids -------------------------------------------------------------------
     def _color(self, group: list[FlagPair]) -> list[FlagPair]:
-        """Greedy interval colouring by first use; returns the pairs left without an id."""
+        """Greedy interval colouring by first use; returns the pairs left without an id.
+
+        The pairs on one id never meet, so each id's intervals are kept as
+        one sorted list of disjoint ones (`_Occupied`) and a pair is tested
+        against it by bisection: testing it against every pair already on
+        the id made this quadratic in the pairs of a function."""
         limit = self.target.events_per_pipe_pair
         group.sort(key=lambda f: min(a for a, _ in f.intervals))
+        if any(lo > hi for fp in group for lo, hi in fp.intervals):
+            return self._color_pairwise(group)
+        used = [_Occupied() for _ in range(limit)]
+        failed = []
+        for fp in group:
+            fp.event = -1
+            for e in range(limit):
+                if not used[e].meets(fp.intervals):
+                    fp.event = e
+                    used[e].add(fp.intervals)
+                    break
+            else:
+                failed.append(fp)
+        return failed
+
+    def _color_pairwise(self, group: list[FlagPair]) -> list[FlagPair]:
+        """`_color` for sorted pairs some of whose intervals are empty (end
+        before start), which `_Occupied` does not represent: each pair is
+        tested against every pair already on an id."""
+        limit = self.target.events_per_pipe_pair
         used: list[list[FlagPair]] = [[] for _ in range(limit)]
         failed = []
         for fp in group:
@@ -216,6 +242,37 @@ class _EventAllocation:
                         self.end_barriers.append(fp.loop)
             kept += [fp for fp in group if fp.event >= 0]
         self.pairs = kept
+
+
+class _Occupied:
+    """The ticks one event id is held at: disjoint closed intervals sorted by
+    start (so also by end)."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+
+    def meets(self, intervals: list[tuple[int, int]]) -> bool:
+        """Does any of `intervals` (closed, start <= end) share a tick with these?"""
+        for lo, hi in intervals:
+            k = bisect.bisect_right(self.starts, hi) - 1  # the last one starting by hi
+            if k >= 0 and self.ends[k] >= lo:
+                return True
+        return False
+
+    def add(self, intervals: list[tuple[int, int]]) -> None:
+        """Hold the id over `intervals` too (they must not meet the held ones,
+        but may meet each other)."""
+        merged: list[list[int]] = []
+        for lo, hi in sorted(intervals):
+            if merged and lo <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], hi)
+            else:
+                merged.append([lo, hi])
+        for lo, hi in merged:
+            k = bisect.bisect_left(self.starts, lo)
+            self.starts.insert(k, lo)
+            self.ends.insert(k, hi)
 
 
 def _intersects(a: FlagPair, b: FlagPair) -> bool:
