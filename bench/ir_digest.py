@@ -3,8 +3,8 @@ a change meant only to make compiling faster can be shown not to change what
 is compiled.
 
 The set: the `examples/*.mlir` lowered to hivm and to cce, the three
-`bench/compile_time.py` families at 1, 10 and 50 ops, and a BERT encoder of 1
-and 2 layers through the frontend (the imported linalg, the `ascend` module
+`bench/compile_time.py` families at 1, 10 and 50 ops (and 200 with
+`--large`), and a BERT encoder of 1 and 2 layers (and 12) through the frontend (the imported linalg, the `ascend` module
 and the lowered module each digested apart). Each module is printed with its
 locations, and the SHA-256 of the text is recorded.
 
@@ -57,8 +57,9 @@ def _bert(layers: int) -> Iterator[tuple[str, str]]:
     yield f"bert:{layers}/lowered", _digest(module)
 
 
-def digests(only: str | None = None) -> Iterator[tuple[str, str]]:
-    """(module name, digest) for every module of the set (names containing `only`)."""
+def digests(only: str | None = None, large: bool = False) -> Iterator[tuple[str, str]]:
+    """(module name, digest) for every module of the set (names containing
+    `only`); `large` adds the 200-op families and a 12-layer BERT."""
     def wanted(name: str) -> bool:
         return only is None or only in name
 
@@ -68,11 +69,11 @@ def digests(only: str | None = None) -> Iterator[tuple[str, str]]:
             if wanted(name):
                 yield name, _lowered(path.read_text(), f"npu-lower{{emit={emit}}}")
     for family, make in compile_time.FAMILIES.items():
-        for n in (1, 10, 50):
+        for n in (1, 10, 50) + ((200,) if large else ()):
             name = f"{family}:{n}"
             if wanted(name):
                 yield name, _lowered(make(n), "npu-lower")
-    for layers in (1, 2):
+    for layers in (1, 2) + ((12,) if large else ()):
         if wanted(f"bert:{layers}"):
             yield from _bert(layers)
 
@@ -83,12 +84,14 @@ def main() -> int:
     mode.add_argument("--write", metavar="JSON", help="record the digests")
     mode.add_argument("--check", metavar="JSON", help="compare with recorded digests")
     ap.add_argument("--only", default=None, help="only the modules whose name contains this")
+    ap.add_argument("--large", action="store_true", help="add the 200-op families and BERT-12 "
+                    "(a few minutes)")
     args = ap.parse_args()
 
     reference = json.loads(pathlib.Path(args.check).read_text()) if args.check else {}
     found: dict[str, str] = {}
     differing = []
-    for name, digest in digests(args.only):
+    for name, digest in digests(args.only, args.large):
         found[name] = digest
         verdict = ""
         if args.check:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 from mlir import ir
 
 from npu import memory_planning as planner
@@ -52,7 +53,7 @@ class Buffer:
         return planner.overlaps(self, other)
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: `None in pieces` stays a C-level scan
 class _Piece:
     """One top-level op of the function body, analysed on its own.
 
@@ -72,13 +73,45 @@ class _Piece:
     bounds: dict[str, tuple[int, int, int]] = field(default_factory=dict)
 
 
+class _Table:
+    """What `space_bounds` reads of each top-level op's piece, as arrays
+    (row k: the k-th op), so that a query after one op changed costs no
+    Python work per op."""
+
+    def __init__(self, n: int):
+        self.inner = np.zeros((n, len(ON_CHIP_BUFFERS), 3), np.int64)  # (low, high, total) per space
+        self.alloc_space = np.full(n, -1, np.int64)  # the op is an on-chip alloc of this space
+        self.outer_users = np.zeros(n, bool)         # it uses allocs of the function body
+
+    def splice(self, index: int, count: int) -> None:
+        """Row `index` becomes `count` rows (to be filled)."""
+        for name in ("inner", "alloc_space", "outer_users"):
+            a = getattr(self, name)
+            setattr(self, name, np.concatenate([a[:index], a[index:index + 1].repeat(count, 0),
+                                                a[index + 1:]]))
+
+    def fill(self, k: int, piece: _Piece) -> None:
+        for column, space in enumerate(ON_CHIP_BUFFERS):
+            bounds = piece.bounds.get(space)
+            if bounds is None:
+                mine = [b for b in piece.buffers if b.space == space]
+                bounds = piece.bounds[space] = (*planner.lifetime_bounds(mine),
+                                                sum(b.size for b in mine))
+            self.inner[k, column] = bounds
+        self.alloc_space[k] = ON_CHIP_BUFFERS.index(piece.alloc.space) if piece.alloc else -1
+        self.outer_users[k] = bool(piece.outer_uses)
+
+
 class BufferCollector:
     def __init__(self, target: Target):
         self.target = target
         self._pieces: dict[ir.Operation, _Piece] = {}
-        # With `track`: the function body's ops and their pieces (None: to redo).
+        # With `track`: the function body's ops and their pieces (None: to
+        # redo, the indices in `_stale`), and per piece a row of `_Table`.
         self._tops: list[ir.Operation] | None = None
         self._top_pieces: list[_Piece | None] = []
+        self._stale: set[int] = set()
+        self._table: _Table | None = None
         self._bounds: dict[str, tuple[int, int]] = {}  # space -> space_bounds, while unchanged
 
     def track(self, func_op: ir.Operation) -> list[ir.Operation]:
@@ -87,17 +120,24 @@ class BufferCollector:
         returns its ops, whose indices `changed` takes."""
         self._tops = [child.operation for child in func_op.regions[0].blocks[0].operations]
         self._top_pieces = [None] * len(self._tops)
+        self._stale = set(range(len(self._tops)))
+        self._table = _Table(len(self._tops))
         self._bounds.clear()
         return list(self._tops)
 
     def changed(self, index: int, replacement: list[ir.Operation] | None = None) -> None:
         """Tracked top-level op `index` changed inside, or was replaced by the
         ops `replacement` (only ops after it may have moved since `track`)."""
+        count = 1
         if replacement is not None:
+            count = len(replacement)
             self._tops[index:index + 1] = replacement
-            self._top_pieces[index:index + 1] = [None] * len(replacement)
+            self._top_pieces[index:index + 1] = [None] * count
+            self._stale = {k if k < index else k + count - 1 for k in self._stale if k != index}
+            self._table.splice(index, count)
         else:
             self._top_pieces[index] = None
+        self._stale.update(range(index, index + count))
         self._bounds.clear()
 
     def _pieces_of(self, func_op: ir.Operation) -> list[tuple[int, _Piece]]:
@@ -112,10 +152,14 @@ class BufferCollector:
     def _top_level(self, func_op: ir.Operation) -> list[_Piece]:
         """The piece of every top-level op of the function, in order."""
         if self._tops is not None:
-            for k, piece in enumerate(self._top_pieces):
-                if piece is None:
-                    self._top_pieces[k] = self._piece(self._tops[k])
             tops = self._top_pieces
+            fresh = sorted(self._stale)
+            self._stale.clear()
+            for k in fresh:
+                tops[k] = self._piece(self._tops[k])
+                self._table.fill(k, tops[k])
+            if all(tops[k].dynamic is None for k in fresh):
+                return tops  # the others were checked when they were made
         else:
             tops = []
             for region in func_op.operation.regions:
@@ -169,15 +213,20 @@ class BufferCollector:
         # live over the top-level ops from its first to its last user (its
         # own op when unused), which is what the positions of `collect` say.
         tops = self._top_level(func_op)
+        table = self._table
+        if self._tops is None:
+            table = _Table(len(tops))
+            for k, piece in enumerate(tops):
+                table.fill(k, piece)
+        column = ON_CHIP_BUFFERS.index(space)
         first: dict[ir.Operation, int] = {}
         last: dict[ir.Operation, int] = {}
-        for k, piece in enumerate(tops):
-            for alloc in piece.outer_uses:
+        for k in np.flatnonzero(table.outer_users).tolist():
+            for alloc in tops[k].outer_uses:
                 first.setdefault(alloc, k)
                 last[alloc] = k
-        outer = [(first.get(piece.alloc.op, k), last.get(piece.alloc.op, k), piece.alloc.size)
-                 for k, piece in enumerate(tops)
-                 if piece.alloc is not None and piece.alloc.space == space]
+        outer = [(first.get(tops[k].alloc.op, k), last.get(tops[k].alloc.op, k), tops[k].alloc.size)
+                 for k in np.flatnonzero(table.alloc_space == column).tolist()]
         # Merged spans of the function-level lifetimes: [first, last, bytes in that component].
         spans: list[list[int]] = []
         for start, end, size in sorted(outer, key=lambda b: b[0]):
@@ -186,25 +235,21 @@ class BufferCollector:
                 spans[-1][2] += size
             else:
                 spans.append([start, end, size])
-        delta = [0] * (len(tops) + 1)  # live bytes of function-level allocs, as differences
+        n = len(tops)
+        inner = table.inner[:, column]  # per top-level op: its own buffers' (low, high, total)
+        delta = np.zeros(n + 1, np.int64)  # live bytes of function-level allocs, as differences
+        covered = np.zeros(n + 1, np.int64)  # inside a span, as differences
         for start, end, size in outer:
             delta[start] += size
             delta[end + 1] -= size
-        low = high = live = s = 0
-        for k, piece in enumerate(tops):
-            inner = piece.bounds.get(space)
-            if inner is None:
-                mine = [b for b in piece.buffers if b.space == space]
-                inner = piece.bounds[space] = (*planner.lifetime_bounds(mine),
-                                               sum(b.size for b in mine))
-            live += delta[k]
-            low = max(low, inner[0] + live)
-            while s < len(spans) and spans[s][1] < k:
-                s += 1
-            if s < len(spans) and spans[s][0] <= k:
-                spans[s][2] += inner[2]
-            else:
-                high = max(high, inner[1])
+        for start, end, _ in spans:
+            covered[start] += 1
+            covered[end + 1] -= 1
+        low = max(0, int((inner[:, 0] + np.cumsum(delta[:n])).max(initial=0)))
+        high = int(inner[np.cumsum(covered[:n]) == 0, 1].max(initial=0))
+        totals = np.concatenate(([0], np.cumsum(inner[:, 2])))
+        for span in spans:  # a component: its allocs and every top-level op it spans
+            span[2] += int(totals[span[1] + 1] - totals[span[0]])
         bounds = low, max([high] + [span[2] for span in spans])
         if self._tops is not None:
             self._bounds[space] = bounds
