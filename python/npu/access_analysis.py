@@ -67,7 +67,10 @@ class Affine:
         return Affine(self.const * k, _norm({iv: c * k for iv, c in self.terms}))
 
     def coef(self, iv: "IvKey") -> int:
-        return dict(self.terms).get(iv, 0)
+        for key, c in self.terms:  # a few terms: no dict for them
+            if key == iv:
+                return c
+        return 0
 
     def shifted(self, iv: "IvKey", delta: int) -> "Affine":
         """The expression with iv replaced by iv + delta."""
@@ -155,6 +158,9 @@ class AccessAnalysis:
         # is nested in. An analysis lives while the IR it reads is unchanged.
         self._accesses: dict[ir.Operation, OpAccess] = {}
         self._memrefs: dict[ir.Type, _MemrefFacts] = {}  # types are uniqued: few distinct
+        # value -> root_of(value): an operand's root is asked for its ranges
+        # and again for the alloc it uses (npu-plan-memory's lifetimes).
+        self._roots: dict[ir.Value, tuple[ir.Value, Affine | None]] = {}
 
     def memref_facts(self, t: ir.Type) -> "_MemrefFacts":
         facts = self._memrefs.get(t)
@@ -246,6 +252,12 @@ class AccessAnalysis:
         goes on from its source: views of a GM workspace resolve to the
         workspace argument.
         """
+        found = self._roots.get(value)
+        if found is None:
+            found = self._roots[value] = self._root_of(value)
+        return found
+
+    def _root_of(self, value: ir.Value) -> tuple[ir.Value, Affine | None]:
         base, offset = self._base_of(value)
         view = defining_op(base)
         if view is None or view.name != "memref.view":
