@@ -1,0 +1,288 @@
+"""npu-lower-fractalize: ascend.fractalize (ND -> Nz) and ascend.defractalize
+(Nz -> ND) through UB with `vnchwconv` (thesis 6.4.2).
+
+The matrix is processed in strips of `t` row blocks (h = 16t rows). A strip
+is loaded into UB row by row (pitch padded to whole column blocks) and two
+`vnchwconv` passes turn it into the Nz strip, which leaves with one copy
+(C1 bursts of t fractals, one per column block). With rows numbered
+r = a*t + b (a < 16, b < t), as in the thesis:
+
+  pass 1: pieces of rows {a*t+b : a} -> tmp[b][c][d][a]   (one instruction,
+          repeat over (b, c); "collects 16x16 blocks")
+  pass 2: tmp[b] -> out[c][a*t+b][d]                       (one per b
+          (two for f32); "transposes the blocks back")
+
+`algorithm=naive` uses t = 1 (16-row strips: two vnchwconv of C1 repeats
+each per strip); `algorithm=fill-ub` (default) takes the largest t whose
+strip and tmp buffers fill UB (80 rows for a 768-wide f16 matrix on
+ascend910), then a shorter tail strip; `ub-fraction=0.5` limits the strips
+to half of UB so that npu-double-buffer can ping-pong them (measured
+fastest with double buffering, see bench/fractalize.py). Defractalize runs the same passes
+inverted. f32 uses the 4-byte vnchwconv (16 rows of 8 elements -> 8 rows of
+16, written in halves).
+
+Tails: rows beyond R in the last row block are zero-filled in UB (Nz
+padding); columns beyond C in the last column block are zero-filled too.
+Rows whose byte length is not a whole number of 32-byte blocks are moved
+one row per copy (GM addresses have no alignment, UB rows stay aligned);
+a row read may run into the next row (those lanes are padding columns and
+are zeroed after pass 1), a row write may run into the next row (which is
+written later by the same pipe, in order). Near the tensor's end, where a
+whole-block access would pass the end, the last 32 bytes of the tensor are
+moved as one window: on reads the window is fetched and the row tails are
+shifted into place with two vnchwconv (broadcast every element to its own
+piece, then pick 16 pieces); on writes the window is gathered the same way
+from the UB rows and written last. No access ever passes the tensor's end.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from mlir import ir
+from mlir.dialects import arith
+
+from npu import ir as nir
+from npu.cce_build import copy, index_add, index_mul
+from npu.dialects.hivm import config_field
+from npu.passes.base import Option, Pass, PassError, ub_fraction_option
+
+from .plan import (ALGORITHMS, VNCHW_BLOCK_BYTES, VNCHW_ROWS, Geometry, Vnchw, forward_passes,
+                   inverse_passes, split_repeats)
+from .rows import RowMoves
+
+__all__ = ["LowerFractalize", "Geometry", "Vnchw", "forward_passes", "inverse_passes",
+           "split_repeats", "ALGORITHMS"]
+
+
+class LowerFractalize(RowMoves, Pass):
+    name = "npu-lower-fractalize"
+    summary = "Lower ascend.fractalize/defractalize to cce (UB strips + vnchwconv)"
+    handles = ("ascend.fractalize", "ascend.defractalize")
+    options = (
+        Option("algorithm", str, "fill-ub", "naive: 16-row strips; fill-ub: strips as tall "
+               "as UB allows, then the tail", ALGORITHMS),
+        ub_fraction_option(1.0, "share of UB the fill-ub strips may use (0.5 leaves "
+                           "room for npu-double-buffer to ping-pong them)"),
+    )
+
+    def run(self, module: ir.Operation) -> None:
+        self.lower_each(module)
+
+    # ------------------------------------------------------------------ analysis
+
+    def geometry(self, op: ir.Operation) -> Geometry:
+        frac = self.target.fractal
+        forward = op.name == "ascend.fractalize"
+        if len(op.operands) != 2:
+            raise PassError(f"expects 2 operands (src, dst), got {len(op.operands)}", op)
+        nd, nz = (op.operands[0], op.operands[1]) if forward else (op.operands[1], op.operands[0])
+        for v in (nd, nz):
+            if not nir.is_memref(v.type) or nir.memory_space(v) != "gm":
+                raise PassError(f"operands must be memrefs in 'gm', got {v.type}", op)
+        et = nir.memref_element(nd)
+        if et not in ("f16", "f32") or nir.memref_element(nz) != et:
+            raise PassError(f"fractalize needs f16 or f32 operands of one type, got "
+                            f"{nir.memref_element(op.operands[0])} and "
+                            f"{nir.memref_element(op.operands[1])}", op)
+        nd_shape, nz_shape = nir.memref_shape(nd), nir.memref_shape(nz)
+        if len(nd_shape) < 2:
+            raise PassError(f"the ND operand needs at least 2 dimensions, got {nd.type}", op)
+        R, C = nd_shape[-2:]
+        lead = nd_shape[:-2]
+        R1, C1 = -(-R // frac), -(-C // frac)
+        want = lead + [C1, R1, frac, frac]
+        if nz_shape != want:
+            raise PassError(f"the Nz operand of a {'x'.join(map(str, nd_shape))} matrix must be "
+                            f"{'x'.join(map(str, want))}, got {nz.type}", op)
+        batch = 1
+        for d in lead:
+            batch *= d
+        return Geometry(batch, R, C, nir.element_bytes(et), R1, C1)
+
+    def strip_rows_blocks(self, g: Geometry, op: ir.Operation) -> int:
+        """Row blocks per strip: 1 (naive) or as many as strip + tmp fit UB."""
+        frac = self.target.fractal
+        per_block = 2 * frac * g.Cp * g.e  # strip and tmp buffers for one row block
+        budget = int(self.target.capacity("ub") * self.ub_fraction)
+        whole = (self.target.capacity("ub") - self.scratch_bytes(g)) // per_block
+        fit = min(whole, max(1, (budget - self.scratch_bytes(g)) // per_block))
+        if whole < 1:
+            raise PassError(f"rows of {g.C} elements are too wide: one {frac}-row strip and its "
+                            f"transpose need {per_block} bytes of UB, capacity "
+                            f"{self.target.capacity('ub')} bytes", op)
+        if self.algorithm == "naive":
+            return 1
+        # vnchwconv repeat strides are 8-bit block counts; pass 2 steps over
+        # a column block of the Nz strip: t fractals.
+        max_rep_stride = config_field("vector", "dst_rep_stride").max
+        stride_per_t = self.target.fractal_bytes(g.e) // self.target.vector_block_bytes
+        return max(1, min(fit, g.R1, max_rep_stride // stride_per_t))
+
+    def scratch_bytes(self, g: Geometry) -> int:
+        """UB the end-of-tensor window needs beside the strip buffers: the
+        broadcast pieces of up to one source piece per lane, the picked
+        pieces and the window itself (only for rows of partial blocks)."""
+        unit = self.target.vector_block_bytes
+        if g.row_bytes % unit == 0:
+            return 0
+        frac = self.target.fractal
+        lanes = unit // g.e
+        return (lanes * frac + frac + 1) * unit
+
+    # ------------------------------------------------------------------ lowering
+
+    def lower(self, op: ir.Operation) -> None:
+        if (self.target.fractal, self.target.vector_block_bytes) != (VNCHW_ROWS, VNCHW_BLOCK_BYTES):
+            raise PassError(f"npu-lower-fractalize is written for {VNCHW_ROWS}x{VNCHW_ROWS} fractals "
+                            f"and {VNCHW_BLOCK_BYTES}-byte blocks; target '{self.target.name}' has "
+                            f"{self.target.fractal} and {self.target.vector_block_bytes}", op)
+        g = self.geometry(op)
+        t = self.strip_rows_blocks(g, op)
+        forward = op.name == "ascend.fractalize"
+        unit = self.target.vector_block_bytes
+        if g.row_bytes % unit and g.batch > 1 and g.R * g.C * g.e < unit:
+            # The end-of-tensor window must lie inside the last matrix.
+            raise PassError(f"batches of matrices smaller than one {unit}-byte block whose rows "
+                            f"are not whole blocks are not supported ({g.R}x{g.C} {'f16' if g.e == 2 else 'f32'}"
+                            f" = {g.R * g.C * g.e} bytes)", op)
+        src, dst = op.operands
+        with op.location, ir.InsertionPoint(op):
+            nd = nir.flatten_memref(src if forward else dst)
+            nz = nir.flatten_memref(dst if forward else src)
+            plan = self.strip_plan(g, t, op)
+            for p_seg, last_batch in self.batch_segments(g):
+                def per_batch(p: ir.Value, last: bool = last_batch) -> None:
+                    for rb0, count, tt, is_last in plan:
+                        def per_strip(rb: ir.Value, tt: int = tt, is_last: bool = is_last,
+                                      rb0: int = rb0):
+                            self.emit_strip(g, nd, nz, p, rb, tt, forward,
+                                            rb0 if is_last else None, last and is_last)
+                        self.emit_range(rb0, count, tt, per_strip)
+                if g.batch == 1:
+                    per_batch(nir.index_const(0))  # no batch loop for a single matrix
+                else:
+                    self.emit_range(p_seg[0], p_seg[1], 1, per_batch)
+        op.erase()
+
+    def batch_segments(self, g: Geometry) -> list[tuple[tuple[int, int], bool]]:
+        """Batch elements before the last (a loop) and the last (peeled: it
+        holds the tensor's end)."""
+        segs = []
+        if self.first_end_row(g) == g.R:  # no end window: no need to peel
+            return [((0, g.batch), True)]
+        if g.batch > 1:
+            segs.append(((0, g.batch - 1), False))
+        segs.append(((g.batch - 1, 1), True))
+        return segs
+
+    def strip_plan(self, g: Geometry, t: int, op: ir.Operation) -> list[tuple[int, int, int, bool]]:
+        """(first row block, strip count, row blocks per strip, is the last strip).
+
+        Full strips, then the tail strip; the last strip is always peeled and
+        extended backwards (overlapping) until it holds every row the
+        end-of-tensor window touches."""
+        full, rest = divmod(g.R1, t)
+        strips = [(i * t, t) for i in range(full)]
+        if rest:
+            strips.append((full * t, rest))
+        rb_last = strips[-1][0]
+        first_row = self.first_end_row(g)
+        frac = self.target.fractal
+        while rb_last * frac > first_row and rb_last > 0:
+            rb_last -= 1
+        # Earlier strips the last one now overlaps are merged into it.
+        body = [s for s in strips[:-1] if s[0] + s[1] <= rb_last]
+        rb_last = body[-1][0] + body[-1][1] if body else 0
+        t_last = g.R1 - rb_last
+        if t_last != strips[-1][1]:
+            per_block = 2 * frac * g.Cp * g.e
+            if t_last * per_block + self.scratch_bytes(g) > self.target.capacity("ub"):
+                raise PassError("the last strip cannot hold the rows of the tensor's final "
+                                "32-byte window within UB", op)
+        plan = []
+        if t_last == t and g.R == g.R1 * frac and first_row == g.R:
+            # Whole last strip and no end window: it joins the loop.
+            return [(0, len(body) + 1, t, False)]
+        if body:  # all full strips from row block 0: one loop
+            plan.append((0, len(body), t, False))
+        plan.append((rb_last, 1, t_last, True))
+        return plan
+
+    def first_end_row(self, g: Geometry) -> int:
+        """First row (of the last batch element) that needs the end window."""
+        unit = self.target.vector_block_bytes
+        if g.row_bytes % unit == 0:
+            return g.R  # whole-block rows never pass the end
+        total = g.R * g.C * g.e
+        L = -(-g.row_bytes // unit)
+        first = g.R
+        for r in range(g.R - 1, -1, -1):
+            reads_past = r * g.row_bytes + L * unit > total
+            in_window = (r + 1) * g.row_bytes > total - unit
+            if reads_past or in_window:
+                first = r
+            else:
+                break
+        return first
+
+    # ------------------------------------------------------------------ emission helpers
+
+    def emit_range(self, start: int, count: int, step: int, body: Callable[[ir.Value], None]) -> None:
+        """scf.for over `count` steps; one step is a one-trip loop so that its
+        body scopes the buffers it allocates (memory planning)."""
+        loop = nir.for_loop(start, start + count * step, step)
+        with ir.InsertionPoint(loop.body):
+            body(loop.induction_variable)
+            nir.yield_()
+
+    # ------------------------------------------------------------------ one strip
+
+    def emit_strip(self, g: Geometry, nd: ir.Value, nz: ir.Value, p: ir.Value, rb: ir.Value,
+                   t: int, forward: bool, rb_static: int | None, final: bool) -> None:
+        """Rows [16*rb, 16*rb + 16t) of batch element p. Only the last strip
+        of a matrix may have padding rows; it is peeled and its first row
+        block `rb_static` is known. The `final` one (last strip of the last
+        batch element) also owns the tensor's end."""
+        frac = self.target.fractal
+        e, unit = g.e, self.target.vector_block_bytes
+        fb = self.target.fractal_bytes(e)
+        h = frac * t
+        hv = min(h, g.R - rb_static * frac) if rb_static is not None else h
+        et = "f16" if e == 2 else "f32"
+        strip = nir.alloc([h * g.Cp], et, "ub")
+        tmp = nir.alloc([h * g.Cp], et, "ub")
+        bufs = {"strip": strip, "tmp": tmp}
+        row0 = index_add(index_mul(p, g.R * g.C), 0)
+        row0 = arith.AddIOp(row0, index_mul(rb, frac * g.C)).result  # ND element of the first row
+        nz0 = arith.AddIOp(index_mul(p, g.C1 * g.R1 * frac * frac),
+                           index_mul(rb, frac * frac)).result  # Nz element of block (0, rb)
+        aligned_rows = g.row_bytes % unit == 0
+        if forward:
+            if not aligned_rows or g.C != g.Cp or hv < h:
+                self.zero(strip, 0, h * g.Cp * e, e)
+            self.load_rows(g, nd, row0, strip, hv, final, rb_static)
+            for q in forward_passes(t, g.C1, e)[:1]:
+                self.vnchw(q, bufs, e)
+            if not aligned_rows:
+                self.zero_pad_columns(g, tmp, t)
+            for q in forward_passes(t, g.C1, e)[1:]:
+                self.vnchw(q, bufs, e)
+            # out[c][t*16 rows] -> Nz column block c, row blocks rb..rb+t.
+            src = self.view(strip, 0)
+            dst = nir.subview(nz, [nz0], [self.nz_span(g, t)])
+            copy("cce.copy_ub_to_gm", src, dst, g.C1, self.target.blocks(t * fb), 0,
+                      self.target.blocks((g.R1 - t) * fb))
+        else:
+            src = nir.subview(nz, [nz0], [self.nz_span(g, t)])
+            copy("cce.copy_gm_to_ub", src, self.view(strip, 0), g.C1, self.target.blocks(t * fb),
+                      self.target.blocks((g.R1 - t) * fb), 0)
+            for q in inverse_passes(t, g.C1, e):
+                self.vnchw(q, bufs, e)
+            self.store_rows(g, nd, row0, strip, hv, final, rb_static)
+
+    def nz_span(self, g: Geometry, t: int) -> int:
+        """Elements of the Nz tensor a strip copy touches from block (0, rb):
+        C1 bursts of t blocks, R1 blocks apart."""
+        frac = self.target.fractal
+        return ((g.C1 - 1) * g.R1 + t) * frac * frac
