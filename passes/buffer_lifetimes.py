@@ -71,6 +71,7 @@ class _Piece:
     dynamic: ir.Operation | None = None  # first on-chip alloc with a dynamic shape
     # space -> (lower bound, upper bound, total bytes) of `buffers` in it
     bounds: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    analysis: AccessAnalysis | None = None  # of the op's accesses
 
 
 class _Table:
@@ -255,6 +256,10 @@ class BufferCollector:
             self._bounds[space] = bounds
         return bounds
 
+    def analyses(self, func_op: ir.Operation) -> list[AccessAnalysis]:
+        """The access analyses of the function's ops (for `AccessAnalysis.adopt`)."""
+        return [piece.analysis for piece in self._top_level(func_op)]
+
     def collect(self, func_op: ir.Operation) -> list[Buffer]:
         """On-chip allocs of a function with their lifetimes and first/last pipes."""
         pieces = self._pieces_of(func_op)
@@ -301,7 +306,7 @@ class BufferCollector:
                 alloc = defining_op(root)
                 if alloc is not None and alloc.name == "memref.alloc":
                     uses.setdefault(alloc, []).append((op, chain, acc.pipe))
-        piece = _Piece(counter[0], [], {})
+        piece = _Piece(counter[0], [], {}, analysis=analysis)
         for alloc, parent in allocs:
             space, size = self.space_size(alloc)
             if space is None:
@@ -351,6 +356,14 @@ class BufferCollector:
             size *= d
         g = self.target.granule(space)
         return space, max(g, -(-size // g) * g)
+
+
+def collector_for(collectors: dict[ir.Operation, BufferCollector], func_op: ir.Operation
+                  ) -> BufferCollector | None:
+    """The collector of `func_op` in `collectors`, found by comparing the ops:
+    an op's hash covers its attributes, so `npu-plan-memory` giving the
+    function its plan changes it, and a dict lookup would miss."""
+    return next((c for f, c in collectors.items() if f == func_op), None)
 
 
 def collect_buffers(func_op: ir.Operation, target: Target) -> list[Buffer]:

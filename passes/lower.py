@@ -211,8 +211,9 @@ class LowerPass(Pass):
                 step.run(module)
             if step is steps[0] and step is not None:
                 # Nothing changes the IR in between: the planner reuses the
-                # lifetimes double buffering kept up to date.
-                steps[1].collectors = step.collectors
+                # lifetimes double buffering kept up to date, and sync
+                # insertion their accesses (moved to the planned offsets).
+                steps[1].collectors = steps[2].collectors = step.collectors
 
     def _required(self, flag: str, **values: Any) -> Pass:
         p = self._make(flag, **values)

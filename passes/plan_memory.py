@@ -38,7 +38,7 @@ from npu.access_analysis import OFFSET_ATTR
 from npu.ir import i64_attr, walk
 from npu.memory_planning import ALGORITHMS, Plan, lower_bound
 from npu.passes.base import Option, Pass, PassError
-from npu.passes.buffer_lifetimes import Buffer, BufferCollector, collect_buffers
+from npu.passes.buffer_lifetimes import Buffer, BufferCollector, collect_buffers, collector_for
 from npu.target import ON_CHIP_BUFFERS, Target
 
 __all__ = ["Buffer", "collect_buffers", "plan_function", "PlanMemoryPass"]
@@ -243,7 +243,7 @@ class PlanMemoryPass(Pass):
             if not func.regions[0].blocks:
                 continue
             plans = plan_function(func, self.target, self.algorithm,
-                                  collector=self.collectors.get(func))
+                                  collector=collector_for(self.collectors, func))
             if self.remarks:
                 for p in plans.values():
                     self.remark(func, f"{p.space}: allocated {p.allocated} B, lower bound "

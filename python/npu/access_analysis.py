@@ -123,6 +123,9 @@ class Range:
     space: str
     start: Affine
     length: int
+    # The root alloc of an ("alloc", id) range, for `AccessAnalysis.adopt`
+    # (ids come from op hashes, which two allocs may share); not compared.
+    alloc: ir.Operation | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -153,7 +156,6 @@ class AccessAnalysis:
     def __init__(self, target: Target):
         self.target = target
         self.iv_ranges: dict[IvKey, IvRange] = {}
-        self._alloc_ids: dict[int, int] = {}
         # op -> its access: npu-insert-sync asks again for every loop an op
         # is nested in. An analysis lives while the IR it reads is unchanged.
         self._accesses: dict[ir.Operation, OpAccess] = {}
@@ -346,15 +348,16 @@ class AccessAnalysis:
         """Bytes [lo, lo+length) relative to `operand`'s address."""
         root, offset = self.root_of(operand)
         key, space, base, size = self.root_key(root)
+        alloc = defining_op(root) if key[0] == "alloc" else None
         if offset is None:
             # Unknown dynamic offset: the tensor's own bytes when it is a
             # memref.view at a known shift (a tensor of a planned workspace),
             # else the whole root allocation.
             extent = self._view_extent(operand)
             if extent is not None:
-                return Range(key, space, extent[0] + Affine(base), extent[1])
-            return Range(key, space, Affine(base), size)
-        return Range(key, space, offset + Affine(base + lo), length)
+                return Range(key, space, extent[0] + Affine(base), extent[1], alloc)
+            return Range(key, space, Affine(base), size, alloc)
+        return Range(key, space, offset + Affine(base + lo), length, alloc)
 
     def _view_extent(self, value: ir.Value) -> tuple[Affine, int] | None:
         """(byte offset from the root, length) of the `memref.view` `value`
@@ -373,6 +376,18 @@ class AccessAnalysis:
             nbytes *= d
         granule = self.target.gm_alloc_granule_bytes if memory_space(base) == "gm" else 1
         return start, -(-nbytes // granule) * granule
+
+    def adopt(self, earlier: Iterable["AccessAnalysis"]) -> None:
+        """Take the accesses (and loop ranges) of analyses of the same IR made
+        before `npu-plan-memory` gave the allocs their `npu.offset`s, as this
+        analysis would derive them now: a range of an alloc since planned is
+        moved to its offset in the space (what `root_key` gives a planned
+        alloc). The IR must not have changed otherwise."""
+        for other in earlier:
+            self.iv_ranges.update(other.iv_ranges)
+            for op, acc in other._accesses.items():
+                self._accesses[op] = OpAccess(acc.op, acc.pipe, [_planned(r) for r in acc.reads],
+                                              [_planned(r) for r in acc.writes])
 
     # -- per op ------------------------------------------------------------------
     def access(self, op: ir.Operation) -> OpAccess:
@@ -469,6 +484,16 @@ class AccessAnalysis:
             reads.append(self.range_of(v, 0, extent(s, attr(f"{p}_blk_stride"),
                                                     attr(f"{p}_rep_stride", 8))))
         return OpAccess(op, "V", reads, writes)
+
+
+def _planned(r: Range) -> Range:
+    """`r` as `root_key` gives it once its alloc has an `npu.offset`."""
+    op = r.alloc
+    if (op is None or r.space not in ON_CHIP_BUFFERS or op.name != "memref.alloc"
+            or OFFSET_ATTR not in op.attributes):
+        return r
+    base = ir.IntegerAttr(op.attributes[OFFSET_ATTR]).value
+    return Range(("space", r.space), r.space, r.start + Affine(base), r.length)
 
 
 def is_access_op(op: ir.Operation) -> bool:
