@@ -31,7 +31,7 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from npu.access_analysis import AccessAnalysis
-from npu.ir import bool_attr, i64_attr, index_const, memory_space, walk
+from npu.ir import bool_attr, i64_attr, index_const, memory_space, walk_held
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass
 from npu.target import ON_CHIP_BUFFERS
 
@@ -50,7 +50,7 @@ def _clone_into(ops: list[ir.Operation], mapping: dict[ir.Value, ir.Value],
         if op in skip:
             continue
         clone = op.clone()
-        for inner in walk(clone):
+        for inner in walk_held(clone):
             for k, v in enumerate(inner.operands):
                 new = mapping.get(v)
                 if new is not None:
@@ -78,14 +78,14 @@ class DoubleBufferPass(Pass):
         # memory planner run right after takes the lifetimes from it
         # (`PlanMemoryPass.collectors`) instead of analysing every op again.
         self.collectors: dict[ir.Operation, BufferCollector] = {}
-        for func in walk(module, lambda o: o.name == "func.func"):
+        for func in walk_held(module, lambda o: o.name == "func.func"):
             if not func.regions[0].blocks:
                 continue
             # Re-planned after every unroll; only the unrolled part is re-walked.
             collector = self.collectors[func] = BufferCollector(self.target)
             # (index of the top-level op holding it, loop, the loop is that op)
             loops = [(k, loop, loop == top) for k, top in enumerate(collector.track(func))
-                     for loop in walk(top, lambda o: o.name == "scf.for")]
+                     for loop in walk_held(top, lambda o: o.name == "scf.for")]
             # innermost loops first: an outer unroll then copies the inner
             # ping-pong; from the last op back, so the indices of the
             # top-level ops still to come stay valid when one is replaced

@@ -35,7 +35,7 @@ from mlir import ir
 
 from npu import memory_planning as planner
 from npu.access_analysis import OFFSET_ATTR
-from npu.ir import i64_attr, walk
+from npu.ir import i64_attr, walk_held
 from npu.memory_planning import ALGORITHMS, Plan, lower_bound
 from npu.passes.base import Option, Pass, PassError
 from npu.passes.buffer_lifetimes import Buffer, BufferCollector, collect_buffers, collector_for
@@ -239,7 +239,7 @@ class PlanMemoryPass(Pass):
     collectors: dict[ir.Operation, BufferCollector] = {}
 
     def run(self, module: ir.Operation) -> None:
-        for func in walk(module, lambda o: o.name == "func.func"):
+        for func in walk_held(module, lambda o: o.name == "func.func"):
             if not func.regions[0].blocks:
                 continue
             plans = plan_function(func, self.target, self.algorithm,

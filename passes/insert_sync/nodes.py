@@ -9,7 +9,7 @@ from mlir import ir
 
 from npu.access_analysis import (AccessAnalysis, AccessError, Affine, IvKey, OpAccess, Range,
                                  SYNC_OPS, is_access_op, may_overlap)
-from npu.ir import walk
+from npu.ir import walk_held
 from npu.passes.base import PassError
 from npu.target import ON_CHIP_BUFFERS
 
@@ -81,7 +81,7 @@ def _widen(r: Range, analysis: AccessAnalysis, ivs: set[IvKey]) -> Range:
 
 def _inner_ivs(op: ir.Operation, analysis: AccessAnalysis) -> set[IvKey]:
     ivs = set()
-    for loop in walk(op, lambda o: o.name == "scf.for"):
+    for loop in walk_held(op, lambda o: o.name == "scf.for"):
         key = analysis.iv_key(loop.regions[0].blocks[0].arguments[0])
         if key is not None:
             ivs.add(key)
@@ -106,7 +106,7 @@ def build_block(block: ir.Block, analysis: AccessAnalysis) -> list[Node]:
             node = _compound(op, analysis)
             if node is not None:
                 nodes.append(node)
-        elif op.regions and any(is_access_op(o) for o in walk(op) if o is not op):
+        elif op.regions and any(is_access_op(o) for o in walk_held(op) if o is not op):
             raise PassError(f"npu-insert-sync does not handle cce ops nested in '{op.name}'", op)
     return nodes
 
@@ -125,7 +125,7 @@ def _compound(op: ir.Operation, analysis: AccessAnalysis) -> Node | None:
             return None
     flat: list[OpAccess] = []
     ivs = _inner_ivs(op, analysis)
-    for inner in walk(op):
+    for inner in walk_held(op):
         if is_access_op(inner):
             try:
                 acc = analysis.access(inner)

@@ -124,10 +124,30 @@ def walk(op: ir.Operation | ir.OpView, predicate: Callable[[ir.Operation], bool]
          ) -> Iterator[ir.Operation]:
     """Pre-order walk over `op` and everything nested in it.
 
-    Collects first, so callers may erase or replace the ops they get. The
-    walk itself is MLIR's (iterating blocks from Python cost about three
-    times as much); `op` itself is returned as the object given.
+    Collects first, so callers may erase or replace the ops they get. Each op
+    returned keeps the IR it belongs to alive (see `walk_held` for a faster
+    walk without that).
     """
+    op = op.operation
+    found: list[ir.Operation] = []
+
+    def visit(o: ir.Operation) -> None:
+        if predicate is None or predicate(o):
+            found.append(o)
+        for region in o.regions:
+            for block in region.blocks:
+                for child in block.operations:
+                    visit(child.operation)
+
+    visit(op)
+    return iter(found)
+
+
+def walk_held(op: ir.Operation | ir.OpView, predicate: Callable[[ir.Operation], bool] | None = None
+              ) -> list[ir.Operation]:
+    """`list(walk(op, predicate))` by MLIR's own walk, about three times as
+    fast, for passes (whose module the pipeline holds): the ops returned do
+    not keep their module alive, so a caller must hold it while using them."""
     op = op.operation
     found: list[ir.Operation] = []
     raised: list[BaseException] = []
@@ -151,8 +171,8 @@ def walk(op: ir.Operation | ir.OpView, predicate: Callable[[ir.Operation], bool]
     if raised:
         raise raised[0]
     if found and found[0] == op:
-        found[0] = op
-    return iter(found)
+        found[0] = op  # the object given, not a new one
+    return found
 
 
 def ops_named(root: ir.Operation | ir.OpView, *names: str) -> list[ir.Operation]:
