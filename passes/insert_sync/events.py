@@ -72,18 +72,21 @@ class _EventAllocation:
         return kept
 
     # -- event ids -------------------------------------------------------------------
-    def _color(self, group: list[FlagPair]) -> list[FlagPair]:
+    def _color(self, group: list[FlagPair], pairwise: bool = False) -> list[FlagPair]:
         """Greedy interval colouring by first use; returns the pairs left without an id.
 
         The pairs on one id never meet, so each id's intervals are kept as
         one sorted list of disjoint ones (`_Occupied`) and a pair is tested
-        against it by bisection: testing it against every pair already on
-        the id made this quadratic in the pairs of a function."""
+        against it by bisection: testing it against every interval on the
+        id (`_Intervals`, still used when an interval is empty, i.e. ends
+        before it starts, or with `pairwise`) made this quadratic in the
+        pairs of a function."""
         limit = self.target.events_per_pipe_pair
         group.sort(key=lambda f: min(a for a, _ in f.intervals))
-        if any(lo > hi for fp in group for lo, hi in fp.intervals):
-            return self._color_pairwise(group)
-        used = [_Occupied() for _ in range(limit)]
+        if pairwise or any(lo > hi for fp in group for lo, hi in fp.intervals):
+            used = [_Intervals() for _ in range(limit)]
+        else:
+            used = [_Occupied() for _ in range(limit)]
         failed = []
         for fp in group:
             fp.event = -1
@@ -91,24 +94,6 @@ class _EventAllocation:
                 if not used[e].meets(fp.intervals):
                     fp.event = e
                     used[e].add(fp.intervals)
-                    break
-            else:
-                failed.append(fp)
-        return failed
-
-    def _color_pairwise(self, group: list[FlagPair]) -> list[FlagPair]:
-        """`_color` for sorted pairs some of whose intervals are empty (end
-        before start), which `_Occupied` does not represent: each pair is
-        tested against every pair already on an id."""
-        limit = self.target.events_per_pipe_pair
-        used: list[list[FlagPair]] = [[] for _ in range(limit)]
-        failed = []
-        for fp in group:
-            fp.event = -1
-            for e in range(limit):
-                if not any(_intersects(fp, other) for other in used[e]):
-                    fp.event = e
-                    used[e].append(fp)
                     break
             else:
                 failed.append(fp)
@@ -275,5 +260,14 @@ class _Occupied:
             self.ends.insert(k, hi)
 
 
-def _intersects(a: FlagPair, b: FlagPair) -> bool:
-    return any(x0 <= y1 and y0 <= x1 for x0, x1 in a.intervals for y0, y1 in b.intervals)
+class _Intervals:
+    """The ticks one event id is held at, as the intervals of its pairs."""
+
+    def __init__(self) -> None:
+        self.intervals: list[tuple[int, int]] = []
+
+    def meets(self, intervals: list[tuple[int, int]]) -> bool:
+        return any(x0 <= y1 and y0 <= x1 for x0, x1 in intervals for y0, y1 in self.intervals)
+
+    def add(self, intervals: list[tuple[int, int]]) -> None:
+        self.intervals += intervals

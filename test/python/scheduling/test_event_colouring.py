@@ -1,6 +1,6 @@
 """npu-insert-sync's event-id colouring keeps each id's intervals as one
-sorted list (`_Occupied`) instead of testing a pair against every pair on the
-id: both must give every pair the same id."""
+sorted list (`_Occupied`) instead of testing a pair against every interval on
+the id (`pairwise`): both must give every pair the same id."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def test_bisection_colours_like_the_pairwise_test():
         pairs = _pairs(rng, rng.randrange(1, 60))
         twin = [FlagPair(p.src, p.dst, None, None, intervals=list(p.intervals)) for p in pairs]
         failed = alloc._color(list(pairs))
-        failed_twin = alloc._color_pairwise(sorted(twin, key=lambda f: min(a for a, _ in f.intervals)))
+        failed_twin = alloc._color(list(twin), pairwise=True)
         assert [p.event for p in pairs] == [p.event for p in twin], trial
         assert len(failed) == len(failed_twin)
         # Pairs on one id never share a tick.
