@@ -110,7 +110,8 @@ class FuseAttentionPass(Pass):
         keys = (f"all {a.seq} keys per tile: the scores stay on chip" if not plan.online(s1)
                 else f"keys in tiles of {plan.k_blocks * 16} with an online softmax "
                      f"({-(-s1 // plan.k_blocks)} tiles per row)")
-        loads = ("Q, K, V loaded in f32 and cast and laid out on chip" if a.sources
+        loads = ("Q, K, V loaded in f32 and cast and laid out on chip" if a.staged
+                 else "Q, K, V read as f16 rows and laid out on chip" if a.sources
                  else "Q, K, V read as f16 fractals")
         self.remark(region_op, f"fused attention ({len(a.members)} ops; {loads}) over {a.heads} heads, "
                                f"seq {a.seq}, head dim {a.head_dim}: query tiles of "

@@ -45,7 +45,8 @@ class Attention:
     reciprocal: bool = field(default=False)  # softmax ends with reciprocal + mul
     # The f32 ND tensors Q [H,S,D], K^T [H,D,S], V [H,S,D] when their casts to
     # f16 and fractalizes are members too (loaded, converted and laid out on
-    # chip); None: the kernel reads the f16 Nz operands.
+    # chip), or the f16 ND tensors when only the fractalizes are (laid out
+    # by the loads); None: the kernel reads the f16 Nz operands.
     sources: tuple[ir.Value, ir.Value, ir.Value] | None = None
     prologue: list[ir.Operation] = field(default_factory=list)
     # The sources are the projections [S, H*D] before the head transposes
@@ -53,6 +54,11 @@ class Attention:
     interleaved: bool = False
     # `out` is the merged [S, H, D] context (the head-merging transpose is a member).
     merged: bool = False
+
+    @property
+    def staged(self) -> bool:
+        """The sources are f32 (cast to f16 on chip, through UB)."""
+        return self.sources is not None and nir.memref_element(self.sources[0]) == "f32"
 
     @property
     def seq_blocks(self) -> int:
@@ -230,8 +236,10 @@ def _absorb_merge(a: Attention, users: dict) -> None:
 def _absorb_prologues(a: Attention, users: dict) -> None:
     """Q, K^T and V made by cast f32 -> f16 then fractalize, each read only by
     the next step, become members: the kernel loads the f32 rows and lays
-    them out on chip. All three or none, and only for a seq of whole 16-row
-    blocks (every row of a tile is a whole number of f16 blocks)."""
+    them out on chip. Without the casts (not among `users`, e.g. inside a
+    group that left them out), the fractalizes alone: the kernel reads the
+    f16 rows. All three or none, and only for a seq of whole 16-row blocks
+    (every row of a tile is a whole number of f16 blocks)."""
     if a.seq % 16:
         return
     found = []
@@ -245,22 +253,33 @@ def _absorb_prologues(a: Attention, users: dict) -> None:
         frac = writers[0]
         if frac.name != "ascend.fractalize" or len(users[root]) != 2:
             return
-        half = _root(frac.operands[0])
+        half_view = frac.operands[0]
+        if (nir.memref_element(half_view) != "f16" or nir.memref_shape(half_view) != shape
+                or not nir.is_contiguous(half_view)):
+            return
+        half = _root(half_view)
         casts = [u for u in users.get(half, []) if u is not frac]
-        if (nir.defining_op(half) is None or nir.defining_op(half).name != "memref.alloc"
-                or len(casts) != 1 or casts[0].name != "ascend.cast"
-                or _root(casts[0].operands[-1]) != half):
-            return
-        src = casts[0].operands[0]
-        if (nir.memref_element(src) != "f32" or nir.memref_shape(src) != shape
-                or not nir.is_contiguous(src)):
-            return
-        found.append((casts[0], frac, src, half, root))
+        cast = None
+        if (nir.defining_op(half) is not None and nir.defining_op(half).name == "memref.alloc"
+                and len(casts) == 1 and casts[0].name == "ascend.cast"
+                and _root(casts[0].operands[-1]) == half):
+            src = casts[0].operands[0]
+            if (nir.memref_element(src) == "f32" and nir.memref_shape(src) == shape
+                    and nir.is_contiguous(src)):
+                cast = casts[0]
+        found.append((cast, frac, half_view, half, root))
+    if any(cast is None for cast, *_ in found):
+        for _, frac, _, _, root in found:
+            a.members.append(frac)
+            a.internal.append(root)
+            a.prologue.append(frac)
+        a.sources = tuple(f[2] for f in found)
+        return
     for cast, frac, _, half, root in found:
         a.members += [cast, frac]
         a.internal += [half, root]
         a.prologue += [cast, frac]
-    a.sources = tuple(f[2] for f in found)
+    a.sources = tuple(f[0].operands[0] for f in found)
     heads = [_head_transpose(src, users, a, k_side) for src, k_side in
              zip(a.sources, (False, True, False))]
     if all(h is not None for h in heads):
@@ -295,6 +314,18 @@ def _head_transpose(src: ir.Value, users: dict, a: Attention, k_side: bool):
             or not nir.is_contiguous(base)):
         return None
     return t, base
+
+
+def drop_casts(a: Attention) -> None:
+    """Leave the casts (and head transposes) of Q, K, V out of the group
+    again, keeping the fractalizes: the kernel reads the f16 rows."""
+    fracs = [p for p in a.prologue if p.name == "ascend.fractalize"]
+    dropped = [p for p in a.prologue if p not in fracs]
+    a.members = [m for m in a.members if m not in dropped]
+    gone = {nir.view_root(p.operands[-1]) for p in dropped}
+    a.internal = [r for r in a.internal if r not in gone]
+    a.prologue, a.interleaved = fracs, False
+    a.sources = tuple(f.operands[0] for f in fracs)
 
 
 def drop_prologues(a: Attention) -> None:

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from mlir import ir
 
 from npu import ir as nir
-from npu.attention import Attention, drop_prologues
+from npu.attention import Attention, drop_casts, drop_prologues
 from npu.target import Target
 
-# UB share of one tile's buffers by `footprint` (the rest covers the memory
-# planner's pipe-aware lifetimes and the head loop's double buffering).
-ATTENTION_UB_FRACTION = 0.8
+# UB share of one tile's buffers by `footprint` (the rest: granule rounding
+# and room for the memory planner's pipe-aware placement).
+ATTENTION_UB_FRACTION = 0.94
 # Largest query tile in 16-row blocks: a vcmax/vcadd repeat per row (<= 255).
 MAX_Q_BLOCKS = 8
 
@@ -36,38 +36,54 @@ class Plan:
         return self.k_blocks < seq_blocks
 
 
-def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = False
-              ) -> dict[str, int]:
-    """Bytes per on-chip buffer of one tile. UB: what lives through the tile
-    (context, row statistics) plus the largest of its phases: the f32 -> f16
-    staging of a Q, K or V tile (`absorbed`), the scores phase (scores, P,
-    the row fold, the key mask and two broadcasts) and the P.V phase."""
+def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = False,
+              whole: bool = False) -> dict[str, int]:
+    """Bytes per on-chip buffer of one tile (`npu-lower-attention`'s
+    buffers). UB: what lives through the tile (the context with its row-sum
+    slab, the row max; `whole` and `absorbed`: the f32 staging of Q and K,
+    kept for all heads) plus the largest of its phases: the f32 -> f16
+    staging of a Q, K or V tile (`absorbed`; `whole`: only the f16 copy),
+    the scores phase (scores, P, the row fold, the key mask and two
+    broadcasts) and the P.V phase. P.V has one more column block (ones: the
+    row sums). The scores and P.V in L0C and V's tile in L1 have two slots
+    (the software pipeline of `npu-lower-attention`); `whole`: one tile per
+    head (all queries and keys)."""
     frac4, frac2 = 16 * 16 * 4, 16 * 16 * 2
     slab = q_blocks * frac4  # one [rows, 16] f32 slab
     rows = q_blocks * 16
-    persistent = d_blocks * slab + 8 * rows * 4
+    persistent = (d_blocks + 1) * slab + 8 * rows * 4
     scores = k_blocks * slab + k_blocks * q_blocks * frac2 + 4 * slab
     staging = max(q_blocks, k_blocks) * d_blocks * 16 * 16 * 6 if absorbed else 0
-    ub = persistent + max(scores, staging, d_blocks * slab + slab)
+    if whole and absorbed:
+        persistent += 2 * rows * d_blocks * 16 * 4
+        staging = rows * d_blocks * 16 * 2
+    ub = persistent + max(scores, staging, (d_blocks + 2) * slab, k_blocks * frac2)
     return {"ub": ub,
             "l0a": (d_blocks + k_blocks) * q_blocks * frac2,
-            "l0b": 2 * k_blocks * d_blocks * frac2,
-            "l0c": (k_blocks + d_blocks) * slab,
-            "l1": (d_blocks * q_blocks + 2 * k_blocks * d_blocks + k_blocks * q_blocks) * frac2}
+            "l0b": k_blocks * (2 * d_blocks + 1) * frac2,  # K^T and V with its ones
+            "l0c": 2 * (k_blocks + d_blocks + 1) * slab,
+            "l1": (d_blocks * q_blocks + k_blocks * (3 * d_blocks + 2) + k_blocks * q_blocks)
+            * frac2}
 
 
 def plan(a: Attention, target: Target, ub_fraction: float) -> Plan | str:
-    """The largest tile (query rows x keys) that fits on chip; ties go to the
-    taller query tile (fewer K/V reloads). A key tile of all keys keeps the
-    scores on chip; a smaller one streams them (online softmax).
+    """The tile (query rows x keys) that fits on chip with the fewest tiles
+    per head, then with query tiles that divide the sequence (every query
+    tile alike: `npu-lower-attention` pipelines across them), then the
+    largest; among equals the taller query tile (fewer K/V reloads). A key
+    tile of all keys keeps the scores on chip; a smaller one streams them
+    (online softmax).
 
     Absorbed casts (f32 Q, K, V loaded and cast per tile) pay off only when a
     head has one query tile: with more, K and V would be reloaded in f32 and
-    re-cast per query tile, so the casts and fractalizes are left out (once
-    over GM, f16 tiles reloaded) and the tile planned again."""
+    re-cast per query tile, so the casts are left out (once over GM) and the
+    tile planned again; the fractalizes stay (the loads lay the f16 rows
+    out as fractals on their way to L1)."""
     chosen = _plan(a, target, ub_fraction)
-    if a.sources is not None and (isinstance(chosen, str)
-                                  or chosen.q_blocks < a.seq_blocks):
+    if a.staged and (isinstance(chosen, str) or chosen.q_blocks < a.seq_blocks):
+        drop_casts(a)
+        chosen = _plan(a, target, ub_fraction)
+    if a.sources is not None and isinstance(chosen, str):
         drop_prologues(a)
         chosen = _plan(a, target, ub_fraction)
     return chosen
@@ -78,19 +94,27 @@ def _plan(a: Attention, target: Target, ub_fraction: float) -> Plan | str:
     best: Plan | None = None
     for qb in range(min(s1, MAX_Q_BLOCKS), 0, -1):
         for kb in range(s1, 0, -1):
-            need = footprint(qb, kb, d1, a.sources is not None)
+            need = footprint(qb, kb, d1, a.staged, qb >= s1 and kb >= s1)
             budget = {sp: target.capacity(sp) for sp in need}
             budget["ub"] = int(budget["ub"] * ub_fraction)
             if all(need[sp] <= budget[sp] for sp in need):
-                if best is None or qb * kb > best.q_blocks * best.k_blocks:
-                    best = Plan(qb, kb, need["ub"])
+                found = Plan(qb, kb, need["ub"])
+                if best is None or _rank(found, s1) < _rank(best, s1):
+                    best = found
                 break
     if best is None:
-        need = footprint(1, 1, d1, a.sources is not None)
+        need = footprint(1, 1, d1, a.staged)
         return (f"one tile of 16 queries x 16 keys with head dim {a.head_dim} needs "
                 f"{need['ub']} bytes of UB, more than {ub_fraction:g} of "
                 f"{target.capacity('ub')}")
     return best
+
+
+def _rank(p: Plan, seq_blocks: int) -> tuple[int, bool, int]:
+    """Fewer tiles first (each has a fixed cost and reloads K and V), then
+    query tiles that divide the sequence, then the larger tile."""
+    tiles = -(-seq_blocks // p.q_blocks) * -(-seq_blocks // p.k_blocks)
+    return tiles, seq_blocks % p.q_blocks != 0, -p.q_blocks * p.k_blocks
 
 
 def gm_bytes(a: Attention, p: Plan) -> tuple[int, int]:

@@ -1,0 +1,156 @@
+"""The Q, K and V tiles of `npu-lower-attention` in L1 (Nz, f16): read as f16
+fractals, as f16 rows laid out by the loads (absorbed fractalizes), or as
+f32 rows staged in UB and cast there (absorbed casts)."""
+
+from __future__ import annotations
+
+import math
+
+from mlir import ir
+
+from npu import ir as nir
+from npu.cce_build import copy, copy_bursts, lin, sub
+from npu.vector_compute import Compute, cast_compute
+
+
+class OperandTiles:
+    """Mixed into the kernel (`a`, `mm`, `granule`, `deferred`, `wides`, `scale_q`,
+    `scope`, `apply`, `ones_blocks`)."""
+
+    def load_q(self, h, x0, mq: int) -> ir.Value:
+        """Rows x0.. (mq blocks) of Q as the A operand's Nz [D/16, mq, 16, 16]."""
+        return self.load_rows(self.a.q, 0, h, x0, mq)
+
+    def load_rows(self, tensor: ir.Value, source: int, h, block0, blocks: int,
+                  into: ir.Value | None = None) -> ir.Value:
+        """Rows from 16-row block `block0` (`blocks` of them) of a head of Q
+        or V as Nz [D/16, blocks, 16, 16] in L1: from the f16 fractals, or
+        staged from `a.sources[source]` in f32. `into` (V): a tile of
+        [D/16 + 1, >= blocks] blocks whose last column block gets ones, so
+        that P.V also yields each row's sum of P (in f32, of the f16 P the
+        context is made of)."""
+        a, d1 = self.a, self.a.d_blocks
+        l1 = into if into is not None else nir.alloc([d1, blocks, 16, 16], "f16", "l1")
+        ld = nir.memref_shape(l1)[1]
+        if into is not None:
+            fill = blocks * 256
+            self.scope(lambda: copy("cce.copy_ub_to_l1", self.ones_blocks(blocks),
+                                    sub(nir.flatten_memref(l1), d1 * ld * 256, fill), 1,
+                                    fill * 2 // self.granule))
+        if a.sources is None:
+            copy_bursts("cce.copy_gm_to_l1",
+                        nir.subview(tensor, [h, 0, block0, 0, 0], [1, d1, blocks, 16, 16]),
+                        l1, d1, blocks * 16, src_gap=(a.seq_blocks - blocks) * 16,
+                        dst_gap=(ld - blocks) * 16)
+            return l1
+        first, pitch = self.rows_of(h, block0)
+        self.stage(a.sources[source], first, blocks * 16, a.head_dim, pitch, l1,
+                   a.scale if source == 0 and self.scale_q else 1.0)
+        return l1
+
+    def rows_of(self, h, block0) -> tuple:
+        """(first element, row pitch) of a head's rows from 16-row block
+        `block0` in a Q or V source: [H, S, D], or [S, H*D] (interleaved)."""
+        a = self.a
+        if a.interleaved:
+            pitch = a.heads * a.head_dim
+            return lin((block0, 16 * pitch), (h, a.head_dim)), pitch
+        return lin((h, a.seq * a.head_dim), (block0, 16 * a.head_dim)), a.head_dim
+
+    def load_k(self, h, y0, kbk: int) -> ir.Value:
+        """Keys y0.. (kbk blocks) of K^T in L1, as `k_to_l0b` takes them."""
+        a, d1 = self.a, self.a.d_blocks
+        if a.interleaved:
+            # K's own rows [keys, D] laid out as Nz [D/16, keys/16] in L1: each
+            # 16x16 block of K row-major is the Zn block of K^T, and block
+            # (j, l) of K^T sits at j * keys/16 + l in both, so one plain load.
+            l1 = nir.alloc([d1, kbk, 16, 16], "f16", "l1")
+            pitch = a.heads * a.head_dim
+            self.stage(a.sources[1], lin((y0, 16 * pitch), (h, a.head_dim)), kbk * 16,
+                       a.head_dim, pitch, l1)
+            return l1
+        l1 = nir.alloc([kbk, d1, 16, 16], "f16", "l1")
+        if a.sources is None:
+            copy("cce.copy_gm_to_l1", nir.subview(a.k, [h, y0, 0, 0, 0], [1, kbk, d1, 16, 16]),
+                 l1, 1, kbk * d1 * 16)
+        else:
+            first = lin((h, a.seq * a.head_dim), (y0, 16))
+            self.stage(a.sources[1], first, a.head_dim, kbk * 16, a.seq, l1)
+        return l1
+
+    def k_to_l0b(self, l1: ir.Value, kbk: int) -> ir.Value:
+        """`load_k`'s tile -> L0B (Zn) for Q.K^T."""
+        d1 = self.a.d_blocks
+        if self.a.interleaved:
+            l0b = nir.alloc([d1, kbk, 16, 16], "f16", "l0b")
+            self.mm.reorder_blocks(l1, l0b, rows=1, cols=d1 * kbk, transpose=False,
+                                   op_name="cce.load_l1_to_l0b", src_col_stride=1)
+            return l0b
+        return self.mm.to_l0b(l1, d1, kbk)
+
+    def load_v(self, h, y0, kbk: int, into: ir.Value) -> None:
+        """Keys y0.. (kbk blocks) of V as the B operand's Nz in `into`, with
+        a column block of ones (see `load_rows`)."""
+        self.load_rows(self.a.v, 2, h, y0, kbk, into)
+
+    def stage(self, source: ir.Value, first, rows: int, cols: int, pitch: int,
+              l1: ir.Value, scale: float = 1.0) -> None:
+        """rows x cols f32 of a GM matrix with `pitch` columns from element
+        `first` -> UB, cast to f16 there (the absorbed cast), laid out as Nz
+        in `l1` (the absorbed fractalize); the UB staging is a scope of its own.
+        While `self.deferred` is a list, only the GM load is emitted here and
+        the rest appended to it: the caller issues all its loads first, so
+        MTE2 streams them back to back into separate buffers. An f16 source
+        needs no UB: each column block is `rows` bursts straight to L1."""
+        if nir.memref_element(source) == "f16":
+            self.rows_to_nz(source, first, rows, cols, pitch, l1)
+            return
+        if self.deferred is None:
+            self.scope(lambda: self.lay_out(self.fetch(source, first, rows, cols, pitch), l1,
+                                            rows, cols, scale))
+            return
+        wide = self.fetch(source, first, rows, cols, pitch)
+        self.deferred.append(lambda: self.scope(lambda: self.lay_out(wide, l1, rows, cols, scale)))
+
+    def rows_to_nz(self, source: ir.Value, first, rows: int, cols: int, pitch: int,
+                   l1: ir.Value) -> None:
+        """rows x cols f16 of a GM matrix with `pitch` columns -> Nz in L1
+        (the absorbed fractalize), one copy per 16-column block."""
+        shape = nir.memref_shape(l1)
+        blocks, ld = math.prod(shape[:-2]), shape[1]
+        flat, src = self.mm.flat_blocks(l1, blocks), nir.flatten_memref(source)
+        for j in range(cols // 16):
+            copy("cce.copy_gm_to_l1", sub(src, lin((first, 1), (16 * j, 1)), (rows - 1) * pitch + 16),
+                 self.mm.block_view(flat, j * ld, blocks), rows, 1, pitch * 2 // self.granule - 1, 0)
+
+    def fetch(self, source: ir.Value, first, rows: int, cols: int, pitch: int) -> ir.Value:
+        g = self.granule
+        wide = self.wides.pop(0) if self.wides else nir.alloc([rows * cols], "f32", "ub")
+        copy_bursts("cce.copy_gm_to_ub",
+                    sub(nir.flatten_memref(source), first, (rows - 1) * pitch + cols), wide,
+                    1 if pitch == cols else rows, rows * cols * 4 // g if pitch == cols
+                    else cols * 4 // g, src_gap=0 if pitch == cols else (pitch - cols) * 4 // g)
+        return wide
+
+    def lay_out(self, wide: ir.Value, l1: ir.Value, rows: int, cols: int,
+                scale: float = 1.0) -> None:
+        """The f32 staging -> f16 (times `scale`, exact: a power of two) -> Nz."""
+        half = nir.alloc([rows * cols], "f16", "ub")
+        self.apply(cast_compute("f32", "f16", "rint"), half, [wide], rows * cols, sizes=(2, 4))
+        if scale != 1.0:
+            self.apply(Compute("scalar", vop="cce.vmuls", scalar=scale), half, [half], rows * cols,
+                       sizes=(2, 2))
+        self.to_nz(half, l1, rows, cols)
+
+    def to_nz(self, half: ir.Value, l1: ir.Value, rows: int, cols: int) -> None:
+        """A row-major rows x cols f16 matrix in UB -> Nz in L1 (the absorbed
+        fractalize): column block j is `rows` bursts of 16 elements, from
+        block j * ld (ld: the tile's row blocks, at least rows / 16)."""
+        shape = nir.memref_shape(l1)
+        blocks, ld = math.prod(shape[:-2]), shape[1]
+        flat = self.mm.flat_blocks(l1, blocks)
+        per_row = cols * 2 // self.granule
+        for j in range(cols // 16):
+            dst = self.mm.block_view(flat, j * ld, blocks)
+            copy("cce.copy_ub_to_l1", sub(half, 16 * j, (rows - 1) * cols + 16), dst, rows, 1,
+                 per_row - 1, 0)

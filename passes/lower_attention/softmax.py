@@ -1,0 +1,179 @@
+"""The vector work of `npu-lower-attention`'s steps: the (online) softmax
+of a tile of scores, the context's rescaling and normalisation, and the
+helpers they share (flat vector runs, row reductions and broadcasts over
+Nz slabs, masks)."""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from npu import ir as nir
+from npu.cce_build import View, copy, lin, sub
+from npu.vector_compute import Compute, cast_compute, unary_compute
+from npu.vector_tiling import split_repeats
+
+# Added to the scores of padded keys: exp(x - 1e30 - max) is 0 in f32.
+MASKED = -1e30
+# The padded keys' shifted scores clamped to this before the f16 exp
+# (finite in f16; exp(-scale * F16_MASKED) is 0 there).
+F16_MASKED = 6e4
+
+
+class SoftmaxSteps:
+    """Mixed into the kernel (`a`, `t`, `granule`, `prescale`, `scale_p`, `row_max`,
+    `context`, `flat_out`)."""
+
+    def softmax_tile(self, sc: ir.Value, pl1: ir.Value, mq: int, kbk: int,
+                     alpha: ir.Value | None, masked: bool) -> None:
+        """Scores L0C -> UB, key mask, the row max (online: the running max
+        and `alpha` = exp(old max - new max); None: the first tile), the
+        shift in f32, then P = exp(scale * shifted) in f16 (half the vector
+        repeats of f32; the shift keeps the rounding relative to s - max),
+        P -> L1. The row sums come from the cube (`load_v`'s ones column)."""
+        a = self.a
+        rows = mq * 16
+        slab, count = rows * 16, kbk * rows * 16
+        scores = nir.alloc([count], "f32", "ub")
+        copy("cce.copy_l0c_to_ub", sc, scores, 1, kbk * mq * 32)
+        if self.prescale:
+            self.apply(Compute("scalar", vop="cce.vmuls", scalar=a.scale), scores, [scores], count)
+        if masked:
+            bias = self.key_mask(rows, a.seq % 16)
+            self.apply(Compute("binary", vop="cce.vadd"), scores, [scores, bias], slab,
+                       offsets=((kbk - 1) * slab, (kbk - 1) * slab, 0))
+        first = alpha is None
+        tile_max = self.row_reduce(scores, kbk, rows, "cce.vmax", "cce.vcmax",
+                                   self.row_max if first else None)
+        vmax, vsub = Compute("binary", vop="cce.vmax"), Compute("binary", vop="cce.vsub")
+        if first:
+            shift = self.broadcast(self.row_max, rows)
+        else:
+            new_max = nir.alloc([rows], "f32", "ub")
+            self.apply(vmax, new_max, [self.row_max, tile_max], rows)
+            self.apply(vsub, alpha, [self.row_max, new_max], rows)
+            if self.scale_p:
+                self.apply(Compute("scalar", vop="cce.vmuls", scalar=a.scale), alpha, [alpha],
+                           rows)
+            self.apply(unary_compute("ascend.exp", "f32"), alpha, [alpha], rows)
+            self.apply(vmax, self.row_max, [self.row_max, tile_max], rows)
+            shift = self.broadcast(new_max, rows)
+        for j in range(kbk):
+            self.apply(vsub, scores, [scores, shift], slab, offsets=(j * slab, j * slab, 0))
+        if masked:  # padded keys' -1e30 would overflow f16: a large finite value instead
+            self.apply(Compute("scalar", vop="cce.vmaxs", scalar=-F16_MASKED), scores, [scores],
+                       slab, offsets=((kbk - 1) * slab, (kbk - 1) * slab))
+        probs = nir.alloc([count], "f16", "ub")
+        self.apply(cast_compute("f32", "f16", "rint"), probs, [scores], count, sizes=(2, 4))
+        if self.scale_p:
+            self.apply(Compute("scalar", vop="cce.vmuls", scalar=a.scale), probs, [probs], count,
+                       sizes=(2, 2))
+        self.apply(unary_compute("ascend.exp", "f16"), probs, [probs], count, sizes=(2, 2))
+        copy("cce.copy_ub_to_l1", probs, pl1, 1, kbk * mq * 16)
+
+    def rescale_context(self, pv: ir.Value, alpha: ir.Value, mq: int) -> None:
+        """O = O * alpha + P.V per row (the online softmax's correction), the
+        row sums in the extra slab alike."""
+        slabs, rows = self.a.d_blocks + 1, mq * 16
+        slab = rows * 16
+        part = nir.alloc([slabs * slab], "f32", "ub")
+        copy("cce.copy_l0c_to_ub", pv, part, 1, slabs * mq * 32)
+        rescale = self.broadcast(alpha, rows)
+        for j in range(slabs):
+            at = (j * slab, j * slab, 0)
+            self.apply(Compute("binary", vop="cce.vmul"), self.context, [self.context, rescale],
+                       slab, offsets=at)
+            self.apply(Compute("binary", vop="cce.vadd"), self.context, [self.context, part],
+                       slab, offsets=(j * slab, j * slab, j * slab))
+
+    def finish(self, h, x0, mq: int, valid: int) -> None:
+        """O / l per row, then one burst per valid row and 16 columns to GM."""
+        a = self.a
+        rows, d = mq * 16, a.head_dim
+        slab = rows * 16
+        total = a.d_blocks * slab  # the row sums, one per lane of the last slab
+        self.apply(unary_compute("ascend.reciprocal", "f32"), self.context, [self.context], slab,
+                   offsets=(total, total))
+        for j in range(a.d_blocks):
+            self.apply(Compute("binary", vop="cce.vmul"), self.context,
+                       [self.context, self.context], slab, offsets=(j * slab, j * slab, total))
+            if a.merged:  # head h's columns of the merged [S, H*D] rows
+                pitch = a.heads * d
+                first = lin((x0, 16 * pitch), (h, d), (1, 16 * j))
+            else:
+                pitch = d
+                first = lin((h, a.seq * d), (x0, 16 * d), (1, 16 * j))
+            dst = sub(self.flat_out, first, (valid - 1) * pitch + 16)
+            copy("cce.copy_ub_to_gm", sub(self.context, j * slab, valid * 16), dst, valid,
+                 16 * 4 // self.granule, 0, (pitch - 16) * 4 // self.granule)
+
+    # -- vector helpers -------------------------------------------------------
+    def apply(self, compute: Compute, dst: ir.Value, srcs: list[ir.Value], count: int,
+              offsets: tuple[int, ...] | None = None, sizes: tuple[int, int] = (4, 4)) -> None:
+        """`compute` over `count` contiguous elements of dst and srcs (f32
+        unless `sizes` = (dst bytes, src bytes)), from the element offsets."""
+        offsets = offsets or (0,) * (1 + len(srcs))
+        des, ses = sizes
+        lanes, g = self.t.lanes(max(des, ses)), self.granule
+        for piece in split_repeats(count, lanes, self.t.max_repeat):
+            touched = (piece.repeat - 1) * lanes + piece.mask
+
+            def view(buf: ir.Value, at: int, es: int) -> View:
+                return View(sub(buf, at + piece.offset, touched), 1, lanes * es // g)
+
+            compute.emit(view(dst, offsets[0], des),
+                         [view(s, o, ses) for s, o in zip(srcs, offsets[1:])],
+                         piece.repeat, piece.mask)
+
+    def row_reduce(self, scores: ir.Value, slabs: int, rows: int, fold: str, across: str,
+                   into: ir.Value | None) -> ir.Value:
+        """Per row of the Nz tile: slabs folded elementwise onto one [rows, 16]
+        slab, then one 16-lane reduction per row into `into` (or a new buffer)."""
+        slab = rows * 16
+        work = scores
+        if slabs > 1:
+            work = nir.alloc([slab], "f32", "ub")
+            self.apply(Compute("binary", vop=fold), work, [scores, scores], slab,
+                       offsets=(0, 0, slab))
+            for j in range(2, slabs):
+                self.apply(Compute("binary", vop=fold), work, [work, scores], slab,
+                           offsets=(0, 0, j * slab))
+        out = into if into is not None else nir.alloc([rows], "f32", "ub")
+        nir.create_op(across, [out, sub(work, 0, slab)], repeat=rows, mask=16,
+                      src_blk_stride=1, src_rep_stride=16 * 4 // self.granule, dst_rep_stride=1)
+        return out
+
+    def broadcast(self, col: ir.Value, rows: int) -> ir.Value:
+        """[rows] -> [rows, 16]: each value over one slab row, by vnchwconv
+        with all 16 source rows on the same 8 values (row t of the
+        transpose is value t repeated, written to both 32-byte halves)."""
+        per_block = self.granule // 4
+        wide = nir.alloc([rows * 16], "f32", "ub")
+        nir.create_op("cce.vnchwconv", [wide, col], repeat=rows // per_block,
+                      src_offsets=[0] * 16, dst_offsets=list(range(16)), src_rep_stride=1,
+                      dst_rep_stride=16)
+        return wide
+
+    def ones_blocks(self, blocks: int) -> ir.Value:
+        """`blocks` 16x16 f16 blocks of 1.0 in UB, the source of V's ones column."""
+        count = blocks * 256
+        ones = nir.alloc([count], "f16", "ub")
+        lanes = self.t.lanes(2)
+        for piece in split_repeats(count, lanes, self.t.max_repeat):
+            nir.create_op("cce.vdup", [sub(ones, piece.offset, (piece.repeat - 1) * lanes
+                                           + piece.mask)],
+                          repeat=piece.repeat, mask=piece.mask, dst_blk_stride=1,
+                          dst_rep_stride=8, scalar=1.0)
+        return ones
+
+    def key_mask(self, rows: int, valid_keys: int) -> ir.Value:
+        """A [rows, 16] slab: 0 for the first `valid_keys` lanes of each row,
+        MASKED for the padded keys."""
+        bias = nir.alloc([rows * 16], "f32", "ub")
+        for piece in split_repeats(rows * 16, self.lanes, self.t.max_repeat):
+            nir.create_op("cce.vdup", [sub(bias, piece.offset, (piece.repeat - 1) * self.lanes
+                                           + piece.mask)],
+                          repeat=piece.repeat, mask=piece.mask, dst_blk_stride=1,
+                          dst_rep_stride=8, scalar=MASKED)
+        nir.create_op("cce.vdup", [bias], repeat=rows, mask=valid_keys, dst_blk_stride=1,
+                      dst_rep_stride=16 * 4 // self.granule, scalar=0.0)
+        return bias
