@@ -297,11 +297,13 @@ class AccessAnalysis:
         analysis would derive them now: a range of an alloc since planned is
         moved to its offset in the space (what `root_key` gives a planned
         alloc). The IR must not have changed otherwise."""
+        offsets: dict[ir.Operation, int | None] = {}  # alloc -> its npu.offset, read once
         for other in earlier:
             self.iv_ranges.update(other.iv_ranges)
             for op, acc in other._accesses.items():
-                self._accesses[op] = OpAccess(acc.op, acc.pipe, [_planned(r) for r in acc.reads],
-                                              [_planned(r) for r in acc.writes])
+                self._accesses[op] = OpAccess(acc.op, acc.pipe,
+                                              [_planned(r, offsets) for r in acc.reads],
+                                              [_planned(r, offsets) for r in acc.writes])
 
     # -- per op ------------------------------------------------------------------
     def access(self, op: ir.Operation) -> OpAccess:
@@ -400,13 +402,20 @@ class AccessAnalysis:
         return OpAccess(op, "V", reads, writes)
 
 
-def _planned(r: Range) -> Range:
-    """`r` as `root_key` gives it once its alloc has an `npu.offset`."""
+def _planned(r: Range, offsets: dict[ir.Operation, int | None]) -> Range:
+    """`r` as `root_key` gives it once its alloc has an `npu.offset`
+    (`offsets` caches each alloc's)."""
     op = r.alloc
-    if (op is None or r.space not in ON_CHIP_BUFFERS or op.name != "memref.alloc"
-            or OFFSET_ATTR not in op.attributes):
+    if op is None or r.space not in ON_CHIP_BUFFERS:
         return r
-    base = ir.IntegerAttr(op.attributes[OFFSET_ATTR]).value
+    if op in offsets:
+        base = offsets[op]
+    else:
+        base = offsets[op] = (ir.IntegerAttr(op.attributes[OFFSET_ATTR]).value
+                              if op.name == "memref.alloc" and OFFSET_ATTR in op.attributes
+                              else None)
+    if base is None:
+        return r
     return Range(("space", r.space), r.space, r.start + Affine(base), r.length)
 
 
