@@ -56,6 +56,8 @@ class FusePass(Pass):
                            "double buffering and the memory planner's longer lifetimes)"),
         Option("epilogues", bool, True, "join matmuls with the elementwise consumers of their "
                "result (matmul epilogues) before forming row groups"),
+        Option("row-major-stores", bool, True, "with epilogues: a defractalize of C (or of "
+               "an epilogue's result) joins as its row-major store"),
         Option("remarks", bool, True, "report each group formed and why row ops were left out"),
     )
 
@@ -265,40 +267,127 @@ class FusePass(Pass):
                                   f"matmul's own ({int(own)}): its drain would hold the matmul "
                                   "back, a separate kernel overlaps better") for m in members}
                 members = []
-            if not members:
+            stores, hoist = self.absorb_row_major_stores(
+                mm, c, members, ops, index, users, touches, taken, why_not) \
+                if self.row_major_stores else ([], False)
+            if not members and not stores:
                 listed = "; ".join(f"'{op.name}': {w}" for op, w in why_not.items())
                 remarks[mm] = (f"'{mm.name}' without epilogue: "
                                + (f"consumers left out: {listed}" if listed else
                                   "no elementwise op consumes its result"))
                 continue
-            taken.update(m.op for m in members)
-            leaves = epilogue.used_outside({mm} | {m.op for m in members}, users)
-            self.form_epilogue(epilogue.model(mm, c, members, leaves), users, granule,
-                               row_blocks, budget, why_not)
+            taken.update([m.op for m in members] + [s.op for s in stores])
+            at = None
+            if hoist:  # the group stays where its last op before the stores is
+                at = members[-1].op if members else mm
+                for s in stores:
+                    for v in s.op.operands:
+                        nir.hoist_definition(v, at)
+            leaves = epilogue.used_outside({mm} | {m.op for m in members} | {s.op for s in stores},
+                                           users)
+            self.form_epilogue(epilogue.model(mm, c, members, leaves, stores), users, granule,
+                               row_blocks, budget, why_not, at)
         return remarks
 
+    def absorb_row_major_stores(self, mm: ir.Operation, c: fusion.Operand,
+                         members: list[fusion.RowOp], ops: list, index: dict, users: dict,
+                         touches: dict, taken: set,
+                         why_not: dict) -> tuple[list[epilogue.NdStore], bool]:
+        """The defractalizes of C or of a member's result that the epilogue
+        writes row-major as the tiles drain (`npu.epilogue.NdStore`): for each
+        such tensor, all of them or none, when that is legal and saves GM
+        bytes (the Nz round trip). `why_not` gets the reasons for the rest.
+        Also whether the stores move up to the group (True) or the group
+        down to the last store: siblings' consumers may come between them."""
+        tensors = {c.root: c} | {m.out.root: m.out for m in members}
+        found: dict = {}
+        for op in ops[index[mm] + 1:]:
+            if op in taken or op.name != "ascend.defractalize" \
+                    or nir.view_root(op.operands[0]) not in tensors:
+                continue
+            why_not.pop(op, None)
+            d = epilogue.describe_store(op, index[op], tensors, self.target)
+            if isinstance(d, str):
+                why_not[op] = d
+            else:
+                found.setdefault(d.src.root, []).append(d)
+        group = {mm} | {m.op for m in members}
+        before = epilogue.model(mm, c, members, epilogue.used_outside(group, users))
+        stores: list[epilogue.NdStore] = []
+        hoist = False
+        anchor = members[-1].op if members else mm
+        for root, runs in found.items():
+            trial = stores + runs
+            why = epilogue.stores_refusal(runs, tensors[root].value)
+            trial_hoist = why is None and self.hoistable(trial, anchor, index, touches)
+            if why is None and not trial_hoist:
+                why = epilogue.illegal(
+                    mm, sorted(members + [s.as_member() for s in trial], key=lambda m: m.index),
+                    index, touches)
+            if why is None:
+                after = epilogue.model(mm, c, members, epilogue.used_outside(
+                    group | {s.op for s in trial}, users), trial)
+                alone = sum(fusion.nbytes(s.src.value) + fusion.nbytes(s.dst.value) for s in runs)
+                if epilogue.gm_bytes(after) >= epilogue.gm_bytes(before) + alone:
+                    why = "storing row-major as C drains saves no GM traffic"
+            if why is not None:
+                why_not.update({s.op: why for s in runs})
+                continue
+            stores, hoist = trial, trial_hoist
+            before = after
+        return stores, hoist
+
+    @staticmethod
+    def hoistable(stores: list[epilogue.NdStore], anchor: ir.Operation, index: dict,
+                  touches: dict) -> bool:
+        """Whether each store may move up to just after `anchor`: no op in
+        between writes its Nz input or touches its row-major result, and its
+        operands' definitions (allocs, views) can move above the anchor."""
+        mine = {s.index for s in stores}
+        for s in stores:
+            for k in range(index[anchor] + 1, s.index):
+                if k in mine or k not in touches:
+                    continue
+                r, w = touches[k]
+                if s.src.root in w or s.dst.root in r | w:
+                    return False
+            for v in s.op.operands:
+                op = nir.defining_op(v)
+                while op is not None and op.name in nir.VIEW_OPS:
+                    op = nir.defining_op(op.operands[0])
+                if op is not None and op.name != "memref.alloc":
+                    return False
+        return True
+
     def form_epilogue(self, e: epilogue.Epilogue, users: dict, granule: int, row_blocks: int,
-                      budget: int, why_not: dict) -> None:
+                      budget: int, why_not: dict, at: ir.Operation | None = None) -> None:
+        """The group as a region where its last op is (or at `at`)."""
         plan = epilogue.plan(e, self.target)
         fused = epilogue.gm_bytes(e)
         unfused = epilogue.unfused_gm_bytes(e, users, granule)
         outs = [e.c.root] + [m.out.root for m in e.members]
         internal = [r for r in outs if r not in e.leaving]
-        last = e.members[-1].op
+        ordered = [op for _, op in sorted([(m.index, m.op) for m in e.members]
+                                          + [(s.index, s.op) for s in e.stores],
+                                          key=lambda item: item[0])]
+        last = at or ordered[-1]
         attrs = {"gm_bytes": fused, "unfused_gm_bytes": unfused,
                  "ub_bytes_per_fractal": plan.per_fractal, "ub_budget": budget}
-        location = ir.Location.fused([e.matmul.location] + [m.op.location for m in e.members],
+        location = ir.Location.fused([e.matmul.location] + [op.location for op in ordered],
                                      context=last.context)
         region_op = nir.form_group_region(epilogue.EPILOGUE_ATTR, attrs, location, last, internal,
-                                          [e.matmul] + [m.op for m in e.members])
+                                          [e.matmul] + ordered)
         if self.remarks:
             left = "".join(f"; '{op.name}' left out: {w}" for op, w in why_not.items())
+            nd = (f"; {len(e.stores)} defractalize(s) absorbed: stored row-major as it drains, "
+                  f"{epilogue.store_bursts(e)} bursts of {self.target.fractal} elements"
+                  if e.stores else "")
             self.remark(region_op, f"matmul epilogue: {len(e.members)} op(s) ({e.short}) "
                                    f"applied to each C tile as it drains: GM traffic "
                                    f"{unfused} -> {fused} bytes beyond A and B, {len(internal)} "
                                    f"tensor(s) stay on chip; UB {plan.per_fractal} bytes per C "
                                    f"fractal, {row_blocks * plan.per_fractal} per column block"
-                                   f"{left}")
+                                   f"{nd}{left}")
 
     def illegal(self, members: list[fusion.RowOp], touches: dict) -> str | None:
         """Why `members` cannot be one kernel (None: they can)."""

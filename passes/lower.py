@@ -79,6 +79,9 @@ class LowerPass(Pass):
                "lowers every ascend op as its own kernel"),
         Option("fuse-epilogues", bool, True, "npu-fuse's matmul epilogues (elementwise "
                "consumers of a matmul applied as its C tiles drain)"),
+        Option("fuse-row-major-stores", bool, True, "npu-fuse's row-major stores: a "
+               "defractalize after a matmul joins its epilogue (C written row-major as it "
+               "drains)"),
         Option("fuse-horizontal", bool, True, "with fuse: join sibling matmuls that share A "
                "(Q/K/V) and their bias adds first (npu-fuse-horizontal)"),
         Option("fuse-attention", bool, True, "with fuse: attention (Q.K^T, scale, softmax, P.V) "
@@ -167,7 +170,8 @@ class LowerPass(Pass):
                 self._required("npu-fuse-attention", remarks=self.fuse_remarks, **{
                     "ub-fraction": ATTENTION_UB_FRACTION * attention_share}).run(module)
             self._required("npu-fuse", remarks=self.fuse_remarks, epilogues=self.fuse_epilogues,
-                           **{"ub-fraction": fuse_fraction}).run(module)
+                           **{"ub-fraction": fuse_fraction,
+                              "row-major-stores": self.fuse_row_major_stores}).run(module)
             self._required("npu-lower-fused", **{"ub-fraction": fuse_fraction}, **(
                 {"max-chunk": self.max_chunk} if self.max_chunk else {})).run(module)
             self._required("npu-lower-attention").run(module)

@@ -9,7 +9,14 @@ Per drained piece (`cols` column blocks x `m` row blocks of C, Nz):
     C's store), computes into a new UB buffer or over an input no later
     member reads (`npu.epilogue.plan`), with the per-instruction `Compute`
     of the elementwise lowering over the piece as one flat run;
-  * every tensor that leaves the group is stored right after it is made.
+  * every tensor that leaves the group is stored right after it is made;
+  * a tensor the group's defractalizes read (`npu.epilogue.NdStore`) is
+    written row-major instead: per column block of the piece one copy of
+    its 16-element rows (`n_burst` rows, the gap the rest of a GM row), to
+    the sibling tensor whose columns the block is (`RowMajor`); the piece
+    holding the last row block (or column block) of a shape that is not a
+    whole number of them writes only the real rows (columns), under an
+    scf.if on the piece's position.
 The buffers are allocated where the drain is (its scf.if or one-trip
 loop), so npu-plan-memory places them and npu-insert-sync orders them like
 the drain's own; nothing assumes addresses or a free share of UB beyond
@@ -21,11 +28,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import memref
+from mlir.dialects import arith, memref, scf
 
 from npu import epilogue, fusion
 from npu import ir as nir
-from npu.cce_build import copy_bursts
+from npu.cce_build import copy, copy_bursts, lin
+from npu.dialects.hivm import config_field
 from npu.passes.base import Pass, PassError
 from npu.vector_compute import cast_compute, emit_flat_run
 
@@ -53,16 +61,33 @@ class Piece:
     rows: int
 
 
+@dataclass
+class RowMajor:
+    """One row-major tensor a defractalize writes: column blocks `first` ..
+    `first + width` of the group's Nz tensor, `rows` x `cols` elements, one
+    such matrix per batch element of a batched matmul (`flat`: its 1-D view)."""
+
+    first: int
+    width: int
+    rows: int
+    cols: int
+    flat: ir.Value
+    elem: str
+
+
 class MatmulEpilogue:
     def __init__(self, p: Pass, region: ir.Operation, matmul: ir.Operation):
         self.p, self.region, self.matmul = p, region, matmul
         self.target = p.target
         cv = matmul.operands[-1]
         c = fusion.Operand(cv, epilogue.tensor_key(cv), "full", nir.memref_element(cv))
-        members = []
+        members, stores = [], []
         for k, op in enumerate(region.regions[0].blocks[0].operations):
             op = op.operation
             if op == matmul:
+                continue
+            if op.name == "ascend.defractalize":
+                stores.append((k, op))
                 continue
             if not op.name.startswith("ascend."):
                 if op.name not in BODY_OPS:
@@ -75,8 +100,9 @@ class MatmulEpilogue:
                 raise PassError("a matmul epilogue member must be elementwise with operands "
                                 f"shaped like the matmul's C {cv.type}", op)
             members.append(epilogue.grouped_member(op, k, self.target))
-        if not members:
-            raise PassError("an npu.epilogue group without elementwise ops", region)
+        if not members and not stores:
+            raise PassError("an npu.epilogue group without elementwise ops or defractalizes",
+                            region)
 
         def leaves(root: ir.Value) -> bool:  # a tensor made inside lives in UB only
             op = nir.defining_op(root)
@@ -84,12 +110,46 @@ class MatmulEpilogue:
                 op = op.parent
             return op is None
         self.e = epilogue.model(matmul, c, members, leaves)
+        self.row_major = self.row_major_targets(stores)
         self.plan = epilogue.plan(self.e, self.target)
         frac = self.target.fractal
         self.pitch = {}
         for o in list(self.e.loaded.values()) + [c] + [m.out for m in members]:
             strides, _ = nir.memref_layout(o.value.type)
             self.pitch[o.value] = strides[-4] // (frac * frac)
+
+    def row_major_targets(self, stores: list[tuple[int, ir.Operation]]) -> dict:
+        """Tensor key -> its `RowMajor` parts in column order, for the
+        group's defractalizes (checked as npu-fuse formed them: together
+        they cover the tensor's column blocks), with the flat GM views made
+        before the matmul."""
+        tensors = [self.e.c] + [m.out for m in self.e.members]
+        out: dict = {}
+        for _, op in stores:
+            src, dst = op.operands
+            found = next(((t, r) for t in tensors
+                          if (r := epilogue.column_blocks(src, t.value)) is not None), None)
+            if found is None:
+                raise PassError("a defractalize in an npu.epilogue group must read a run of "
+                                "whole column blocks of C or of a member's result", op)
+            t, (first, width) = found
+            if len(nir.memref_shape(dst)) != len(nir.memref_shape(t.value)) - 2 \
+                    or not nir.is_contiguous(dst):
+                raise PassError("a defractalize in an npu.epilogue group must write a "
+                                "contiguous [batch,] rows x columns tensor", op)
+            with op.location, ir.InsertionPoint(self.matmul):
+                flat = nir.flatten_memref(dst)
+            out.setdefault(t.root, []).append(
+                RowMajor(first, width, *nir.memref_shape(dst)[-2:], flat, t.elem))
+        for key, parts in out.items():
+            parts.sort(key=lambda p: p.first)
+            blocks = nir.memref_shape(next(t.value for t in tensors if t.root == key))[-4]
+            if [p.first for p in parts] != [0] + [p.first + p.width for p in parts[:-1]] \
+                    or parts[-1].first + parts[-1].width != blocks:
+                raise PassError("the defractalizes of one tensor in an npu.epilogue group must "
+                                "cover its column blocks, each once", self.region)
+        self.stores = [op for _, op in stores]
+        return out
 
     @property
     def bytes_per_fractal(self) -> int:
@@ -117,6 +177,8 @@ class MatmulEpilogue:
                           (_flat(bufs[c.root]), c.elem), [(_flat(acc), "f32")])
         if c.root in self.e.leaving:
             self.move("cce.copy_ub_to_gm", c, bufs[c.root], piece)
+        if c.root in self.row_major:
+            self.store_row_major(self.row_major[c.root], bufs[c.root], piece)
         for m, reuse in zip(self.e.members, self.plan.reuse):
             for i in m.ins:
                 if i.root not in bufs:
@@ -129,6 +191,8 @@ class MatmulEpilogue:
             bufs[m.out.root] = out
             if m.out.root in self.e.leaving:
                 self.move("cce.copy_ub_to_gm", m.out, out, piece)
+            if m.out.root in self.row_major:
+                self.store_row_major(self.row_major[m.out.root], out, piece)
 
     def alloc(self, piece: Piece, elem: str) -> ir.Value:
         frac = self.target.fractal
@@ -146,11 +210,65 @@ class MatmulEpilogue:
         copy_bursts(name, src, dst, piece.cols, self.target.blocks(piece.rows * blk),
                     **({"src_gap": gap} if name == "cce.copy_gm_to_ub" else {"dst_gap": gap}))
 
+    def store_row_major(self, parts: list[RowMajor], ub: ir.Value, piece: Piece) -> None:
+        """The piece (Nz in UB) to its row-major places: one copy per column
+        block, a burst per row, into the part (sibling) the block's index
+        falls in (a chain of scf.ifs when there are several). The piece
+        holding the last row block of a height that is not whole blocks
+        stores only the real rows, a part's last column block of a width
+        that is not only the real columns (scf.ifs on the position)."""
+        frac = self.target.fractal
+        rows = parts[0].rows
+        row_blocks = -(-rows // frac)
+        last_rows = piece.rows * frac - (row_blocks * frac - rows)  # padding rows dropped
+        flat = _flat(ub)
+
+        def into(part: RowMajor, jj: int, j, n_rows: int) -> None:
+            """Column block jj of the piece (j of the tensor) into `part`."""
+            at = lin(*[(b, part.rows * part.cols) for b in piece.prefix],
+                     (piece.row, frac * part.cols), (j, frac), (part.first, -frac))
+            last_cols = part.cols - (part.width - 1) * frac
+            if last_cols == frac:
+                self.row_major_copy(part, flat, jj, at, piece, n_rows, frac)
+                return
+            _branches([(j, part.first + part.width - 1, "cols")], lambda which: (
+                self.row_major_copy(part, flat, jj, at, piece, n_rows,
+                                    last_cols if "cols" in which else frac)))
+
+        def columns(which: set) -> None:
+            n_rows = last_rows if "rows" in which else piece.rows * frac
+            for jj in range(piece.cols):
+                j = lin((piece.col, 1), (jj, 1))
+                _choose(j, parts, lambda part, jj=jj, j=j: into(part, jj, j, n_rows))
+
+        rows_case = [(piece.row, row_blocks - piece.rows, "rows")] \
+            if last_rows != piece.rows * frac else []
+        _branches(rows_case, columns)
+
+    def row_major_copy(self, part: RowMajor, flat: ir.Value, jj: int, at, piece: Piece,
+                       n_rows: int, width: int) -> None:
+        """Column block `jj` of the piece: its first `n_rows` rows, `width`
+        elements each, to GM from element `at` of the row-major part."""
+        frac = self.target.fractal
+        es = nir.element_bytes(part.elem)
+        most = config_field("copy", "n_burst").max
+        burst, gap = self.target.blocks(width * es), self.target.blocks((part.cols - width) * es)
+        src_gap = self.target.blocks((frac - width) * es)
+        if gap > config_field("copy", "dst_gap").max:
+            raise PassError(f"a row-major store of rows of {part.cols} elements needs a gap of "
+                            f"{gap} blocks, more than a copy's gap field holds", self.region)
+        for r0 in range(0, n_rows, most):
+            n = min(most, n_rows - r0)
+            src = nir.subview(flat, [(jj * piece.rows * frac + r0) * frac], [n * frac])
+            dst = nir.subview(part.flat, [lin((at, 1), (r0 * part.cols, 1))],
+                              [(n - 1) * part.cols + width])
+            copy("cce.copy_ub_to_gm", src, dst, n, burst, src_gap, gap)
+
     def finish(self) -> None:
         """After the matmul is lowered (inside the region): drop the members
         and the tensors only they used, and put the rest where the region is."""
-        for m in self.e.members:
-            m.op.erase()
+        for op in [m.op for m in self.e.members] + self.stores:
+            op.erase()
         block = self.region.regions[0].blocks[0]
         for op in reversed([o.operation for o in block.operations]):
             if op.name in BODY_OPS and op.name != "scf.yield" and all(
@@ -174,3 +292,40 @@ def _flat(buf: ir.Value) -> ir.Value:
     return memref.CollapseShapeOp(ir.MemRefType.get([count], t.element_type, None,
                                                     t.memory_space),
                                   buf, [list(range(len(shape)))]).result
+
+
+def _choose(index, parts: list[RowMajor], emit) -> None:
+    """`emit(part)` for the part whose column blocks hold `index`: nested
+    scf.ifs on `index < part.first + part.width` (static when it is)."""
+    part, rest = parts[0], parts[1:]
+    if not rest:
+        emit(part)
+        return
+    end = part.first + part.width
+    if isinstance(index, int):
+        _choose(index, [part] if index < end else rest, emit)
+        return
+    before = arith.CmpIOp(arith.CmpIPredicate.ult, index, nir.index_const(end)).result
+    branch = scf.IfOp(before, [], has_else=True)
+    for block, choice in ((branch.then_block, [part]), (branch.else_block, rest)):
+        with ir.InsertionPoint(block):
+            _choose(index, choice, emit)
+            scf.YieldOp([])
+
+
+def _branches(conditions: list, emit, which: frozenset = frozenset()) -> None:
+    """`emit(which)` under nested scf.ifs, one per (index, value, name)
+    condition: `name` joins `which` where index == value."""
+    if not conditions:
+        emit(set(which))
+        return
+    (index, value, name), rest = conditions[0], conditions[1:]
+    if isinstance(index, int):
+        _branches(rest, emit, which | {name} if index == value else which)
+        return
+    equal = arith.CmpIOp(arith.CmpIPredicate.eq, index, nir.index_const(value)).result
+    branch = scf.IfOp(equal, [], has_else=True)
+    for block, taken in ((branch.then_block, which | {name}), (branch.else_block, which)):
+        with ir.InsertionPoint(block):
+            _branches(rest, emit, taken)
+            scf.YieldOp([])

@@ -13,7 +13,9 @@ small scratch buffer to provide, as real NPU runtimes do.
   (expand_shape, collapse_shape, subview, cast, reinterpret_cast, view); its
   bytes mean nothing before the first use, so where the alloc stands does
   not matter (allocs hoisted to the top still share bytes).
-  `memref.dealloc` is not a use; it is erased with the alloc. A tensor that
+  `memref.dealloc` is not a use; it is erased with the alloc. The allocs
+  inside a matmul epilogue group (`npu.epilogue`) are its tensors that never
+  leave UB (`npu-lower-matmul` erases them): they get no bytes. A tensor that
   leaves the function (returned, passed to a call) or flows into a region's
   terminator (yielded) is left as it is: its lifetime is not the op order's.
 * Placement is the shared planner (`npu.memory_planning`): greedy by size and
@@ -36,6 +38,7 @@ from mlir import ir
 from mlir.dialects import memref
 
 from npu import memory_planning as planner
+from npu.epilogue import EPILOGUE_ATTR
 from npu.ir import (VIEW_OPS, WORKSPACE_ATTR, append_argument, element_bytes, i64_attr,
                     index_const, memory_space, memref_layout, symbol_name, walk_held)
 from npu.passes.base import Option, Pass, PassError
@@ -109,6 +112,15 @@ def _lifetime(alloc: ir.Operation, where: dict[ir.Operation, int]
     return min(positions), max(positions), deallocs
 
 
+def _in_epilogue(op: ir.Operation) -> bool:
+    parent = op.parent
+    while parent is not None and parent.name != "func.func":
+        if EPILOGUE_ATTR in parent.attributes:
+            return True
+        parent = parent.parent
+    return False
+
+
 def collect_tensors(func_op: ir.Operation, target: Target) -> tuple[list[Tensor], int]:
     """The plannable GM allocs of `func_op` and how many GM allocs are not."""
     where = _positions(func_op)
@@ -116,7 +128,7 @@ def collect_tensors(func_op: ir.Operation, target: Target) -> tuple[list[Tensor]
     tensors, unplanned = [], 0
     for alloc in walk_held(func_op, lambda o: o.name == "memref.alloc"):
         mtype = ir.MemRefType(alloc.results[0].type)
-        if memory_space(mtype) != "gm":
+        if memory_space(mtype) != "gm" or _in_epilogue(alloc):
             continue
         strides, offset = memref_layout(mtype)
         expected, identity = 1, offset == 0

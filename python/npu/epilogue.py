@@ -25,6 +25,17 @@ Cost model:
     an epilogue whose vector cycles exceed the matmul's own time (cube or
     A/B traffic) holds the matmul back; npu-fuse then forms none (a row
     group of the same ops overlaps its neighbours instead).
+
+Row-major stores (`NdStore`): an `ascend.defractalize` of a tensor the
+group makes (C or a member's result) joins as the tensor's store, the way
+the hardware's fixpipe writes C in ND: each drained column block leaves
+as 16-element rows straight to their row-major places (one burst per row
+of the block), so the Nz tensor is neither stored nor read back. Several
+defractalizes of adjacent column ranges that together cover the tensor (the
+Q/K/V siblings of `npu-fuse-horizontal`) each get their columns, in their
+own row-major tensors. A row whose bytes are not whole 32-byte blocks
+cannot be written by bursts without running into the next row (which an
+earlier column block may already hold): such a defractalize stays.
 """
 
 from __future__ import annotations
@@ -53,10 +64,30 @@ class Epilogue:
     members: list[fusion.RowOp]
     loaded: dict = field(default_factory=dict)
     leaving: set = field(default_factory=set)
+    stores: list["NdStore"] = field(default_factory=list)
 
     @property
     def short(self) -> str:
-        return ", ".join(m.short for m in self.members)
+        return ", ".join([m.short for m in self.members]
+                         + (["row-major store"] * bool(self.stores)))
+
+
+@dataclass
+class NdStore:
+    """An absorbed `ascend.defractalize`: column blocks `first` ..
+    `first + width` of the group's tensor `src.root` (Nz) written row-major
+    to `dst` ([rows, cols], `cols` elements a row)."""
+
+    op: ir.Operation
+    index: int
+    src: fusion.Operand
+    dst: fusion.Operand
+    first: int
+    width: int
+
+    def as_member(self) -> fusion.RowOp:
+        """For `illegal`: reads its Nz columns, writes its row-major tensor."""
+        return fusion.RowOp(self.op, self.index, 0, None, [self.src], self.dst, None)
 
 
 @dataclass
@@ -97,6 +128,74 @@ def describe_member(op: ir.Operation, index: int, c: fusion.Operand,
     return d
 
 
+def view_shift(value: ir.Value) -> tuple[ir.Value, int]:
+    """The buffer a `memref.view` with a constant byte shift reads, and the
+    shift (the value itself and 0 for anything else)."""
+    op = nir.defining_op(value)
+    if op is not None and op.name == "memref.view":
+        shift = nir.defining_op(op.operands[1])
+        if shift is not None and shift.name == "arith.constant":
+            return op.operands[0], ir.IntegerAttr(shift.attributes["value"]).value
+    return value, 0
+
+
+def column_blocks(src: ir.Value, tensor: ir.Value) -> tuple[int, int] | None:
+    """(first, count) of the column blocks of the Nz `tensor` that `src`
+    is: the tensor itself (all of them, a batch of matrices too), or a
+    `memref.view` of the same buffer a whole number of column blocks further
+    on (2-D only); None when it is not such a run."""
+    s, t = nir.memref_shape(src), nir.memref_shape(tensor)
+    if nir.memref_element(src) != nir.memref_element(tensor):
+        return None
+    if tensor_key(src) == tensor_key(tensor):
+        return (0, t[-4]) if s == t and len(t) in (4, 5) else None
+    if len(s) != 4 or len(t) != 4 or s[1:] != t[1:]:
+        return None
+    (s_buf, s_shift), (t_buf, t_shift) = view_shift(src), view_shift(tensor)
+    column = t[1] * t[2] * t[3] * nir.element_bytes(nir.memref_element(tensor))
+    delta = s_shift - t_shift
+    if s_buf != t_buf or delta < 0 or delta % column or delta // column + s[0] > t[0]:
+        return None
+    return delta // column, s[0]
+
+
+def describe_store(op: ir.Operation, index: int, tensors: dict, target: Target) -> NdStore | str:
+    """The defractalize as a row-major store of a tensor the group makes
+    (`tensors`: root -> the operand it is written through), or why not."""
+    if op.name != "ascend.defractalize":
+        return f"'{op.name}' is not elementwise"
+    src, dst = op.operands
+    t = tensors.get(nir.view_root(src))
+    if t is None:
+        return "it reads no tensor the group makes"
+    run = column_blocks(src, t.value)
+    if run is None:
+        return "it reads a part of the result that is not a run of whole column blocks"
+    shape = nir.memref_shape(dst)
+    rank = len(nir.memref_shape(t.value)) - 2  # [batch,] rows, columns
+    if len(shape) != rank or nir.memory_space(dst) != "gm" or not nir.is_contiguous(dst):
+        return f"its row-major result is not a contiguous {rank}-D GM tensor"
+    elem = nir.memref_element(dst)
+    row_bytes = shape[-1] * nir.element_bytes(elem)
+    if row_bytes % target.vector_block_bytes:
+        return (f"its rows of {shape[-1]} {elem} are not whole {target.vector_block_bytes}-byte "
+                f"blocks: a burst per row would run into the next row")
+    return NdStore(op, index, fusion.Operand(src, nir.view_root(src), "full", elem),
+                   fusion.Operand(dst, nir.view_root(dst), "full", elem), *run)
+
+
+def stores_refusal(stores: list[NdStore], tensor: ir.Value) -> str | None:
+    """Why the row-major stores of one tensor cannot replace its Nz store
+    (None: they can): together they must cover its column blocks, each once
+    (several runs: siblings, each written to its own row-major tensor)."""
+    blocks = nir.memref_shape(tensor)[-4]
+    runs = sorted((s.first, s.width) for s in stores)
+    ends = [0] + [first + width for first, width in runs]
+    if [first for first, _ in runs] != ends[:-1] or ends[-1] != blocks:
+        return f"the row-major stores cover column blocks {runs} of {blocks}, not each once"
+    return None
+
+
 def illegal(mm: ir.Operation, members: list[fusion.RowOp], index: dict,
             touches: dict) -> str | None:
     """Why the matmul and `members` cannot run as one drain (None: they
@@ -130,10 +229,11 @@ def illegal(mm: ir.Operation, members: list[fusion.RowOp], index: dict,
 
 
 def model(matmul: ir.Operation, c: fusion.Operand, members: list[fusion.RowOp],
-          leaves: Callable[[ir.Value], bool]) -> Epilogue:
+          leaves: Callable[[ir.Value], bool], stores: list[NdStore] = ()) -> Epilogue:
     """Which tensors the epilogue loads and stores; `leaves(root)`: the
-    tensor is needed outside the group (stored per tile)."""
-    e = Epilogue(matmul, c, sorted(members, key=lambda m: m.index))
+    tensor is needed outside the group (stored per tile in Nz; `stores`
+    write it row-major)."""
+    e = Epilogue(matmul, c, sorted(members, key=lambda m: m.index), stores=list(stores))
     written = {c.root}
     for m in e.members:
         for i in m.ins:
@@ -180,13 +280,26 @@ def gm_bytes(e: Epilogue) -> int:
     """GM bytes the epilogue adds to the matmul's A and B traffic."""
     values = {e.c.root: e.c.value} | {m.out.root: m.out.value for m in e.members}
     return (sum(fusion.nbytes(o.value) for o in e.loaded.values())
-            + sum(fusion.nbytes(values[r]) for r in e.leaving))
+            + sum(fusion.nbytes(values[r]) for r in e.leaving)
+            + sum(fusion.nbytes(s.dst.value) for s in e.stores))
 
 
 def unfused_gm_bytes(e: Epilogue, users: dict, granule: int) -> int:
-    """C written once, then each member as its own kernel."""
+    """C written once, then each member as its own kernel, and each
+    defractalize reading its Nz columns and writing them row-major."""
     return fusion.nbytes(e.c.value) + sum(
-        fusion.gm_bytes(fusion.model([m], users), granule) for m in e.members)
+        fusion.gm_bytes(fusion.model([m], users), granule) for m in e.members) + sum(
+        fusion.nbytes(s.src.value) + fusion.nbytes(s.dst.value) for s in e.stores)
+
+
+def store_bursts(e: Epilogue) -> int:
+    """GM bursts of the row-major stores: one per 16-element row piece of
+    each column block (what the mover pays beyond the bytes)."""
+    total = 0
+    for s in e.stores:
+        *batch, rows, _ = nir.memref_shape(s.dst.value)
+        total += s.width * rows * (batch[0] if batch else 1)
+    return total
 
 
 def plan(e: Epilogue, target: Target) -> Plan:

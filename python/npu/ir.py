@@ -564,10 +564,34 @@ def view_closure(root: ir.Value) -> list[ir.Operation]:
             if user.name in VIEW_OPS and user not in out:
                 out.append(user)
                 pending.extend(user.results)
-    # A few ops: compare them pairwise rather than number the whole block
-    # (which made forming every group of a large function quadratic).
-    return sorted(out, key=functools.cmp_to_key(
+    return in_block_order(out)
+
+
+def in_block_order(ops: list[ir.Operation]) -> list[ir.Operation]:
+    """A few ops of one block in their order there: compared pairwise rather
+    than by numbering the whole block (which made forming every group of a
+    large function quadratic)."""
+    return sorted(ops, key=functools.cmp_to_key(
         lambda a, b: 0 if a == b else -1 if a.is_before_in_block(b) else 1))
+
+
+def hoist_definition(value: ir.Value, before: ir.Operation) -> bool:
+    """Move the ops that define `value` (allocs, views, constants, and what
+    their operands need) above `before` in its block when they come after
+    it. Returns False, moving nothing, when one of them is not such an op."""
+    pending, chain = [value], []
+    while pending:
+        op = defining_op(pending.pop())
+        if op is None or op in chain or op.parent != before.parent \
+                or op.is_before_in_block(before):
+            continue
+        if op.name not in VIEW_OPS + ("memref.alloc", "arith.constant"):
+            return False
+        chain.append(op)
+        pending.extend(op.operands)
+    for op in in_block_order(chain):
+        op.move_before(before)
+    return True
 
 
 def form_group_region(kind_attr: str, figures: dict[str, int], location: ir.Location,

@@ -1,5 +1,6 @@
 // RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-fuse=ub-fraction=0.2 | FileCheck %s
 // RUN: npu-opt %s --split-input-file --npu-fuse --npu-lower-matmul 2>/dev/null | FileCheck %s --check-prefix=KERNEL
+// RUN: npu-opt %s --split-input-file --npu-fuse=row-major-stores=false 2>/dev/null | FileCheck %s --check-prefix=OFF
 
 // Bias add, scaling and the cast to f16 join the matmul: its C and the two
 // intermediates never reach GM (their allocs move into the group); per C
@@ -46,18 +47,131 @@ func.func @bias_scale_cast(%a: memref<4x3x16x16xf16, "gm">, %b: memref<5x4x16x16
 
 // -----
 
-// A row-major consumer (the defractalize the frontend puts before a
-// row-major op) is not an epilogue member: the matmul stays alone and says why.
-// CHECK-LABEL: func.func @row_major_consumer
+// A defractalize of C joins as its row-major store (the fixpipe's ND
+// store): C never reaches GM in Nz; each drained column block leaves as its
+// 48 rows of 16 f32 (2 blocks a burst, 8 blocks to the next 80-wide row).
+// CHECK-LABEL: func.func @row_major_store
+// CHECK:       scf.execute_region {
+// CHECK-NEXT:    memref.alloc() : memref<5x3x16x16xf32, "gm">
+// CHECK-NEXT:    "ascend.matmul"
+// CHECK-NEXT:    "ascend.defractalize"
+// CHECK-NEXT:    scf.yield
+// CHECK-NEXT:  } {npu.epilogue = {gm_bytes = 15360 : i64, ub_budget = 52428 : i64, ub_bytes_per_fractal = 1024 : i64, unfused_gm_bytes = 46080 : i64}}
+// Turned off, the defractalize stays a kernel of its own.
+// OFF-LABEL:   func.func @row_major_store
+// OFF-NOT:     scf.execute_region
+// OFF:         "ascend.matmul"
+// OFF-NEXT:    "ascend.defractalize"
+// KERNEL-LABEL: func.func @row_major_store
+// KERNEL-NOT:   memref.alloc() : memref<{{.*}}"gm">
+// KERNEL:       cce.copy_l0c_to_ub
+// KERNEL-NOT:   cce.vnchwconv
+// KERNEL-COUNT-5: "cce.copy_ub_to_gm"({{.*}}) {burst_len = 2 : i64, dst_gap = 8 : i64, n_burst = 48 : i64, src_gap = 0 : i64}
+// KERNEL-NOT:   cce.copy_
+// KERNEL:       return
+func.func @row_major_store(%a: memref<4x3x16x16xf16, "gm">, %b: memref<5x4x16x16xf16, "gm">, %y: memref<48x80xf32, "gm">) {
+  %c = memref.alloc() : memref<5x3x16x16xf32, "gm">
+  // expected-remark @+1 {{matmul epilogue: 0 op(s) (row-major store) applied to each C tile as it drains: GM traffic 46080 -> 15360 bytes beyond A and B, 1 tensor(s) stay on chip; UB 1024 bytes per C fractal, 3072 per column block; 1 defractalize(s) absorbed: stored row-major as it drains, 240 bursts of 16 elements}}
+  "ascend.matmul"(%a, %b, %c) : (memref<4x3x16x16xf16, "gm">, memref<5x4x16x16xf16, "gm">, memref<5x3x16x16xf32, "gm">) -> ()
+  "ascend.defractalize"(%c, %y) : (memref<5x3x16x16xf32, "gm">, memref<48x80xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+// After a bias add, into a 45x72 matrix: the piece holding the last row
+// block writes 45 rows, not 48 (scf.if on its position), and the last column
+// block of each row 8 elements (one block, skipping the 8 padding columns).
+// CHECK-LABEL: func.func @bias_odd_shape
+// CHECK:       scf.execute_region {
+// CHECK:         "ascend.matmul"
+// CHECK-NEXT:    "ascend.add"
+// CHECK-NEXT:    "ascend.defractalize"
+// CHECK-NEXT:    scf.yield
+// KERNEL-LABEL: func.func @bias_odd_shape
+// KERNEL:       cce.vadd
+// KERNEL:       scf.if
+// KERNEL:       "cce.copy_ub_to_gm"({{.*}}) {burst_len = 2 : i64, dst_gap = 7 : i64, n_burst = 45 : i64, src_gap = 0 : i64}
+// KERNEL:       "cce.copy_ub_to_gm"({{.*}}) {burst_len = 1 : i64, dst_gap = 8 : i64, n_burst = 45 : i64, src_gap = 1 : i64}
+// KERNEL:       } else {
+// KERNEL:       "cce.copy_ub_to_gm"({{.*}}) {burst_len = 2 : i64, dst_gap = 7 : i64, n_burst = 48 : i64, src_gap = 0 : i64}
+// KERNEL:       "cce.copy_ub_to_gm"({{.*}}) {burst_len = 1 : i64, dst_gap = 8 : i64, n_burst = 48 : i64, src_gap = 1 : i64}
+// KERNEL:       return
+func.func @bias_odd_shape(%a: memref<4x3x16x16xf16, "gm">, %b: memref<5x4x16x16xf16, "gm">, %bias: memref<5x3x16x16xf32, "gm">, %y: memref<45x72xf32, "gm">) {
+  %c = memref.alloc() : memref<5x3x16x16xf32, "gm">
+  // expected-remark @+1 {{matmul epilogue: 1 op(s) (add, row-major store) applied to each C tile as it drains: GM traffic 89760 -> 28320 bytes beyond A and B, 2 tensor(s) stay on chip; UB 2048 bytes per C fractal, 6144 per column block; 1 defractalize(s) absorbed: stored row-major as it drains, 225 bursts of 16 elements}}
+  "ascend.matmul"(%a, %b, %c) : (memref<4x3x16x16xf16, "gm">, memref<5x4x16x16xf16, "gm">, memref<5x3x16x16xf32, "gm">) -> ()
+  %h = memref.alloc() : memref<5x3x16x16xf32, "gm">
+  "ascend.add"(%c, %bias, %h) : (memref<5x3x16x16xf32, "gm">, memref<5x3x16x16xf32, "gm">, memref<5x3x16x16xf32, "gm">) -> ()
+  "ascend.defractalize"(%h, %y) : (memref<5x3x16x16xf32, "gm">, memref<45x72xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+// Rows of 72 f16 (144 bytes) are not whole 32-byte blocks: a burst per row
+// would run into the next row, so the defractalize stays and says why.
+// CHECK-LABEL: func.func @rows_not_whole_blocks
 // CHECK-NOT:   scf.execute_region
 // CHECK:       "ascend.matmul"
 // CHECK-NEXT:  "ascend.defractalize"
-func.func @row_major_consumer(%a: memref<4x3x16x16xf16, "gm">, %b: memref<5x4x16x16xf16, "gm">, %y: memref<48x80xf32, "gm">) {
-  %c = memref.alloc() : memref<5x3x16x16xf32, "gm">
-  // expected-remark @+1 {{'ascend.matmul' without epilogue: consumers left out: 'ascend.defractalize': 'ascend.defractalize' is not elementwise}}
-  "ascend.matmul"(%a, %b, %c) : (memref<4x3x16x16xf16, "gm">, memref<5x4x16x16xf16, "gm">, memref<5x3x16x16xf32, "gm">) -> ()
+func.func @rows_not_whole_blocks(%a: memref<4x3x16x16xf16, "gm">, %b: memref<5x4x16x16xf16, "gm">, %y: memref<48x72xf16, "gm">) {
+  %c = memref.alloc() : memref<5x3x16x16xf16, "gm">
+  // expected-remark @+1 {{'ascend.matmul' without epilogue: consumers left out: 'ascend.defractalize': its rows of 72 f16 are not whole 32-byte blocks: a burst per row would run into the next row}}
+  "ascend.matmul"(%a, %b, %c) : (memref<4x3x16x16xf16, "gm">, memref<5x4x16x16xf16, "gm">, memref<5x3x16x16xf16, "gm">) -> ()
   // expected-remark @+1 {{left unfused}}
-  "ascend.defractalize"(%c, %y) : (memref<5x3x16x16xf32, "gm">, memref<48x80xf32, "gm">) -> ()
+  "ascend.defractalize"(%c, %y) : (memref<5x3x16x16xf16, "gm">, memref<48x72xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+// Q/K/V-like siblings: the defractalizes of the three column-block runs of
+// one biased result join, each writing its own row-major tensor; a drained
+// column block finds its sibling by comparing its index with the runs' ends.
+// CHECK-LABEL: func.func @siblings
+// CHECK:       %[[Q:.*]] = memref.alloc() : memref<48x32xf32, "gm">
+// CHECK:       %[[K:.*]] = memref.alloc() : memref<48x32xf32, "gm">
+// CHECK:       %[[V:.*]] = memref.alloc() : memref<48x32xf32, "gm">
+// CHECK:       scf.execute_region {
+// CHECK:         "ascend.matmul"
+// CHECK-NEXT:    "ascend.add"
+// CHECK-NEXT:    "ascend.defractalize"(%{{.*}}, %[[Q]])
+// CHECK-NEXT:    "ascend.defractalize"(%{{.*}}, %[[K]])
+// CHECK-NEXT:    "ascend.defractalize"(%{{.*}}, %[[V]])
+// CHECK-NEXT:    scf.yield
+// CHECK:       "ascend.add"(%[[Q]], %[[K]]
+// KERNEL-LABEL: func.func @siblings
+// KERNEL:       cce.vadd
+// KERNEL:       arith.cmpi ult, %{{.*}}, %c2
+// KERNEL-NEXT:  scf.if
+// KERNEL:       "cce.copy_ub_to_gm"({{.*}}) {burst_len = 2 : i64, dst_gap = 2 : i64, n_burst = 48 : i64, src_gap = 0 : i64}
+// KERNEL:       } else {
+// KERNEL:       arith.cmpi ult, %{{.*}}, %c4
+func.func @siblings(%a: memref<4x3x16x16xf16, "gm">, %b: memref<6x4x16x16xf16, "gm">, %bias: memref<6x3x16x16xf32, "gm">, %z: memref<48x32xf32, "gm">) {
+  %c0 = arith.constant 0 : index
+  %c6144 = arith.constant 6144 : index
+  %c12288 = arith.constant 12288 : index
+  %cbuf = memref.alloc() : memref<18432xi8, "gm">
+  %c = memref.view %cbuf[%c0][] : memref<18432xi8, "gm"> to memref<6x3x16x16xf32, "gm">
+  %hbuf = memref.alloc() : memref<18432xi8, "gm">
+  %h = memref.view %hbuf[%c0][] : memref<18432xi8, "gm"> to memref<6x3x16x16xf32, "gm">
+  %h0 = memref.view %hbuf[%c0][] : memref<18432xi8, "gm"> to memref<2x3x16x16xf32, "gm">
+  %h1 = memref.view %hbuf[%c6144][] : memref<18432xi8, "gm"> to memref<2x3x16x16xf32, "gm">
+  %h2 = memref.view %hbuf[%c12288][] : memref<18432xi8, "gm"> to memref<2x3x16x16xf32, "gm">
+  %q = memref.alloc() : memref<48x32xf32, "gm">
+  %k = memref.alloc() : memref<48x32xf32, "gm">
+  %v = memref.alloc() : memref<48x32xf32, "gm">
+  // expected-remark @+1 {{3 defractalize(s) absorbed: stored row-major as it drains, 288 bursts of 16 elements}}
+  "ascend.matmul"(%a, %b, %c) : (memref<4x3x16x16xf16, "gm">, memref<6x4x16x16xf16, "gm">, memref<6x3x16x16xf32, "gm">) -> ()
+  "ascend.add"(%c, %bias, %h) : (memref<6x3x16x16xf32, "gm">, memref<6x3x16x16xf32, "gm">, memref<6x3x16x16xf32, "gm">) -> ()
+  "ascend.defractalize"(%h0, %q) : (memref<2x3x16x16xf32, "gm">, memref<48x32xf32, "gm">) -> ()
+  "ascend.defractalize"(%h1, %k) : (memref<2x3x16x16xf32, "gm">, memref<48x32xf32, "gm">) -> ()
+  "ascend.defractalize"(%h2, %v) : (memref<2x3x16x16xf32, "gm">, memref<48x32xf32, "gm">) -> ()
+  %t = memref.alloc() : memref<48x32xf32, "gm">
+  // expected-remark @+1 {{fused 2 ops (add, add)}}
+  "ascend.add"(%q, %k, %t) : (memref<48x32xf32, "gm">, memref<48x32xf32, "gm">, memref<48x32xf32, "gm">) -> ()
+  "ascend.add"(%t, %v, %z) : (memref<48x32xf32, "gm">, memref<48x32xf32, "gm">, memref<48x32xf32, "gm">) -> ()
   return
 }
 

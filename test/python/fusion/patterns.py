@@ -105,29 +105,31 @@ def gelu(rows: int, n: int, elem: str = "f32") -> str:
 
 
 def matmul_epilogue(m: int, n: int, k: int, steps: tuple[str, ...], out: str = "f32",
-                    c_elem: str = "f32") -> str:
+                    c_elem: str = "f32", nd: tuple[int, int] | None = None) -> str:
     """C = A x B (Nz fractals, f16 in, `c_elem` out: an M x K result of an
-    N-long reduction), then the elementwise `steps` on C, each one of
-    "bias" (+ a tensor shaped like C, as the frontend materialises a bias),
-    "scale" (x 1/sqrt(64)), "gelu" (erf form: five ops), "residual"
-    (+ another input tensor), "cast" (to f16, the last step); the result
-    goes to %y with element type `out`. Operands and intermediates have C's
-    element type."""
+    N-long reduction, M and K rounded up to whole blocks), then the
+    elementwise `steps` on C, each one of "bias" (+ a tensor shaped like C,
+    as the frontend materialises a bias), "scale" (x 1/sqrt(64)), "gelu"
+    (erf form: five ops), "residual" (+ another input tensor), "cast" (to
+    f16, the last step); the result goes to %y with element type `out`, or
+    with `nd` = (rows, cols) through a defractalize to %y of that shape.
+    Operands and intermediates have C's element type."""
     f = 16
-    a_s, b_s, c_s = (n // f, m // f, f, f), (k // f, n // f, f, f), (k // f, m // f, f, f)
+    m1, k1 = -(-m // f), -(-k // f)
+    a_s, b_s, c_s = (n // f, m1, f, f), (k1, n // f, f, f), (k1, m1, f, f)
     args = [("%a", a_s, "f16"), ("%b", b_s, "f16")]
     e = c_elem
     if "bias" in steps:
         args.append(("%bias", c_s, e))
     if "residual" in steps:
         args.append(("%r", c_s, e))
-    args.append(("%y", c_s, out))
+    args.append(("%y", nd or c_s, out))
     p = _Program("matmul_epilogue", args)
     c = (p.alloc(c_s, c_elem), c_s, c_elem)
     p.op("matmul", [("%a", a_s, "f16"), ("%b", b_s, "f16"), c])
     v = c
     todo = list(steps)
-    y = ("%y", c_s, out)
+    y = ("%y", c_s, out) if nd is None else (p.alloc(c_s, out), c_s, out) if steps else None
 
     def emit(name, ins, attrs="", last=False, elem=e):
         dst = y if last else (p.alloc(c_s, elem), c_s, elem)
@@ -151,6 +153,8 @@ def matmul_epilogue(m: int, n: int, k: int, steps: tuple[str, ...], out: str = "
                                 ("muls", "scalar = 5.0e-01 : f64")):
                 v = emit(name, [v], attrs)
             v = emit("mul", [h, v], last=last)
+    if nd is not None:
+        p.op("defractalize", [v if steps else c, ("%y", nd, out)])
     return p.text()
 
 

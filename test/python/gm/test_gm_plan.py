@@ -79,7 +79,10 @@ def test_chain_planned_and_unplanned_agree_with_numpy():
     assert plan.lower_bound == 2 * 12288
     assert plan.allocated == plan.lower_bound  # optimal here
     assert res_p.report["gm"] == {"workspace_bytes": plan.allocated, "alloc_bytes": 0}
-    assert res_u.report["gm"] == {"workspace_bytes": 0, "alloc_bytes": sum(sizes)}
+    # Unplanned, every tensor is its own GM allocation but cn: the matmul's
+    # drain writes c row-major (the defractalize joins its epilogue), so the
+    # Nz C never reaches GM.
+    assert res_u.report["gm"] == {"workspace_bytes": 0, "alloc_bytes": sum(sizes) - 12288}
 
 
 def _view_shifts(module) -> list[int]:

@@ -78,17 +78,20 @@ CASES: dict[str, tuple[str, str, dict]] = {
 # name -> (cycles, dynamic instructions, sha256 of the outputs' bytes)
 # Re-pinned for issue 14 (the shared memory system): every GM burst now costs
 # target.gm_burst_cycles of request set-up on its mover, +0.1% to +3% cycles;
-# the outputs are unchanged.
+# the outputs are unchanged. Re-pinned for the row-major matmul store (issue
+# 12, k-ndstore): a defractalize after a matmul is absorbed by its drain, which
+# writes C row-major straight to GM (matmul_512x768x768 -13%, layer -9%); the
+# outputs are unchanged.
 PINNED: dict[str, tuple[int, int, str]] = {
     'bert_transpose.mlir': (18151, 176, 'a1a8aa46aa7cc8ab'),
     'chain': (21213, 401, 'c05de75249d53946'),
     'chain-serialized': (61688, 401, 'c05de75249d53946'),
     'elementwise_add_1m.mlir': (78449, 356, '2ca46f0d988297ab'),
     'exp_1m.mlir': (46419, 392, 'd3b2c3e1983e8a03'),
-    'layer': (66875, 595, 'ba4826c9247838d8'),
-    'matmul-is': (399980, 3278, '75cd4bc9cede0fbb'),
-    'matmul-simple-no-double-buffer': (287214, 1770, '80afdaa8f04d3248'),
-    'matmul_512x768x768.mlir': (253005, 2850, 'ca7fbe108505f70d'),
+    'layer': (61106, 501, 'ba4826c9247838d8'),
+    'matmul-is': (372523, 3333, '75cd4bc9cede0fbb'),
+    'matmul-simple-no-double-buffer': (229868, 1587, '80afdaa8f04d3248'),
+    'matmul_512x768x768.mlir': (219963, 2667, 'ca7fbe108505f70d'),
     'reduce-transpose': (32436, 874, '60c9d95268d44da6'),
 }
 
