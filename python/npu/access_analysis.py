@@ -64,6 +64,14 @@ def _ident(v) -> int:
     return hash(v)
 
 
+_MAX_INDEX_DEPTH = 64
+_CUT_OFF = 1 << 30  # `_index` levels of a result the depth limit cut off
+
+
+def _below(levels: int) -> int:
+    return levels if levels == _CUT_OFF else levels + 1
+
+
 class AccessAnalysis:
     """Derives `OpAccess`es for the cce ops of one function."""
 
@@ -77,6 +85,7 @@ class AccessAnalysis:
         # value -> root_of(value): an operand's root is asked for its ranges
         # and again for the alloc it uses (npu-plan-memory's lifetimes).
         self._roots: dict[ir.Value, tuple[ir.Value, Affine | None]] = {}
+        self._indices: dict[ir.Value, tuple[Affine | None, int]] = {}  # see `_index`
 
     def memref_facts(self, t: ir.Type) -> "_MemrefFacts":
         facts = self._memrefs.get(t)
@@ -113,35 +122,55 @@ class AccessAnalysis:
         return key
 
     def index_value(self, value: ir.Value, depth: int = 0) -> Affine | None:
-        """Affine form of an index/integer SSA value, None if not affine."""
-        if depth > 64:
-            return None
+        """Affine form of an index/integer SSA value, None if not affine
+        (also when its definition nests deeper than 64 levels below `depth`)."""
+        return self._index(value, depth)[0]
+
+    def _index(self, value: ir.Value, depth: int) -> tuple[Affine | None, int]:
+        """(index_value, levels of definitions below `value` it looked
+        through). Memoised per value: many ops' offsets share their index
+        arithmetic. A result is reused at a depth where the 64-level limit
+        would not have cut it off, and one that was cut off is not kept."""
+        if depth > _MAX_INDEX_DEPTH:
+            return None, _CUT_OFF
+        hit = self._indices.get(value)
+        if hit is not None and depth + hit[1] <= _MAX_INDEX_DEPTH:
+            return hit
+        found = self._index_of(value, depth)
+        if found[1] != _CUT_OFF:
+            self._indices[value] = found
+        return found
+
+    def _index_of(self, value: ir.Value, depth: int) -> tuple[Affine | None, int]:
         if is_block_argument(value):
             key = self.iv_key(value)
-            return Affine(0, ((key, 1),)) if key is not None else None
+            return (Affine(0, ((key, 1),)) if key is not None else None), 0
         op = defining_op(value)
         name = op.name
         if name == "arith.constant":
             attr = op.attributes["value"]
             if isinstance(attr, ir.IntegerAttr):
-                return Affine(ir.IntegerAttr(attr).value)
-            return None
+                return Affine(ir.IntegerAttr(attr).value), 0
+            return None, 0
         if name in ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui"):
-            return self.index_value(op.operands[0], depth + 1)
+            inner, below = self._index(op.operands[0], depth + 1)
+            return inner, _below(below)
         if name in ("arith.addi", "arith.subi", "arith.muli"):
-            a = self.index_value(op.operands[0], depth + 1)
-            b = self.index_value(op.operands[1], depth + 1)
+            a, below_a = self._index(op.operands[0], depth + 1)
+            b, below_b = self._index(op.operands[1], depth + 1)
+            below = _below(max(below_a, below_b))
             if a is None or b is None:
-                return None
+                return None, below
             if name == "arith.addi":
-                return a + b
+                return a + b, below
             if name == "arith.subi":
-                return a + b.scale(-1)
+                return a + b.scale(-1), below
             if not a.terms:
-                return b.scale(a.const)
+                return b.scale(a.const), below
             if not b.terms:
-                return a.scale(b.const)
-        return None
+                return a.scale(b.const), below
+            return None, below
+        return None, 0
 
     def bounds(self, expr: Affine, keep: Iterable[IvKey] = ()) -> tuple[Affine, int] | None:
         """Eliminate all ivs not in `keep` by their ranges: (min expression, spread)."""
