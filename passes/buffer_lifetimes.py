@@ -208,6 +208,21 @@ class BufferCollector:
         live over whole top-level ops, so they add to what is live inside
         each one they span and join its buffers into one component. This
         keeps `npu-double-buffer` linear instead of planning per loop."""
+        return self._space_profile(func_op, space)[:2]
+
+    def space_bounds_at(self, func_op: ir.Operation, space: str, index: int) -> tuple[int, int]:
+        """`space_bounds` where top-level op `index` runs: what its own
+        buffers and the function-level allocs live over it need (the
+        function's bounds are the largest of these). A buffer added inside
+        that op raises only these: `npu-double-buffer` asks here, so that
+        one op needing most of a buffer does not keep every other loop of
+        the function single-buffered."""
+        _, _, lows, highs = self._space_profile(func_op, space)
+        return int(lows[index]), int(highs[index])
+
+    def _space_profile(self, func_op: ir.Operation, space: str
+                       ) -> tuple[int, int, np.ndarray, np.ndarray]:
+        """(lower, upper) bounds of the function and of each top-level op."""
         if self._tops is not None and space in self._bounds:
             return self._bounds[space]
         # In top-level op indices, not positions: a function-level alloc is
@@ -246,15 +261,18 @@ class BufferCollector:
         for start, end, _ in spans:
             covered[start] += 1
             covered[end + 1] -= 1
-        low = max(0, int((inner[:, 0] + np.cumsum(delta[:n])).max(initial=0)))
+        lows = inner[:, 0] + np.cumsum(delta[:n])  # per top-level op, with the allocs live over it
+        low = max(0, int(lows.max(initial=0)))
         high = int(inner[np.cumsum(covered[:n]) == 0, 1].max(initial=0))
         totals = np.concatenate(([0], np.cumsum(inner[:, 2])))
+        highs = inner[:, 1].copy()  # per top-level op: its own, or its component's total
         for span in spans:  # a component: its allocs and every top-level op it spans
             span[2] += int(totals[span[1] + 1] - totals[span[0]])
-        bounds = low, max([high] + [span[2] for span in spans])
+            highs[span[0]:span[1] + 1] = span[2]
+        profile = low, max([high] + [span[2] for span in spans]), lows, highs
         if self._tops is not None:
-            self._bounds[space] = bounds
-        return bounds
+            self._bounds[space] = profile
+        return profile
 
     def analyses(self, func_op: ir.Operation) -> list[AccessAnalysis]:
         """The access analyses of the function's ops (for `AccessAnalysis.adopt`)."""

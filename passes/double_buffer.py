@@ -14,7 +14,9 @@ whole body (so it never lets them share bytes) and sync insertion derives
 the flags of each slot separately (so each gets its own event ids).
 
 A buffer is only duplicated if the doubled body still fits its memory (the
-lower bound of the current plan plus the copy must stay within capacity);
+lower bound of the current plan where the loop runs, i.e. in its top-level
+op, plus the copy must stay within capacity: one op needing most of UB
+does not keep every other loop of the function single-buffered);
 otherwise both slots share it, which is correct but serialises on it. Allocs
 get `npu.slot = 0 | 1` so the tests and reports can see the slots.
 
@@ -31,7 +33,7 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from npu.access_analysis import AccessAnalysis
-from npu.ir import bool_attr, i64_attr, index_const, memory_space, walk_held
+from npu.ir import bool_attr, defining_op, i64_attr, index_const, memory_space, walk_held
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass
 from npu.target import ON_CHIP_BUFFERS
 
@@ -107,7 +109,7 @@ class DoubleBufferPass(Pass):
                 r = analysis.iv_ranges[iv]
                 if r.trip_count < max(2, self.min_trip_count):
                     continue
-                duplicated = self._fitting(func, allocs, collector)
+                duplicated = self._fitting(func, allocs, collector, top_index)
                 # Unrolling a loop none of whose own buffers fit twice would
                 # only copy its nested loops' buffers: measured on the BERT
                 # matmuls it bought < 1% (the L0 tiles stay single), so no.
@@ -116,13 +118,15 @@ class DoubleBufferPass(Pass):
                     collector.changed(top_index, replacement if is_top else None)
 
     def _fitting(self, func: ir.Operation, allocs: list[ir.Operation],
-                 collector: "BufferCollector") -> set[ir.Operation]:
+                 collector: "BufferCollector", top_index: int) -> set[ir.Operation]:
         """The allocs whose second copy keeps their memory within capacity.
 
         The base is what the planner needs today with plain lifetime reuse
-        (at least the lower bound); a copy lives with the whole body, so it
-        adds its full size. The base is planned only when its bounds leave
-        the answer open (they rarely do: planning per loop was quadratic).
+        (at least the lower bound) where the loop is (its top-level op, with
+        the function-level allocs live over it: elsewhere the copy is not
+        live); a copy lives with the whole body, so it adds its full size.
+        The function is planned only when those bounds leave the answer open
+        (they rarely do: planning per loop was quadratic).
         """
         from npu.passes.plan_memory import lower_bound, place
 
@@ -133,7 +137,7 @@ class DoubleBufferPass(Pass):
             if not mine:
                 continue
             capacity = self.target.capacity(space)
-            low, high = collector.space_bounds(func, space)
+            low, high = collector.space_bounds_at(func, space, top_index)
             if high + sum(size for _, size in mine) <= capacity:
                 chosen.update(op for op, _ in mine)
                 continue
@@ -191,4 +195,7 @@ class DoubleBufferPass(Pass):
                     _clone_into(ops, {old_iv: rest.induction_variable}, set())
                     scf.YieldOp([])
         loop.erase()
-        return [new.operation] + ([rest.operation] if r.trip_count % 2 else [])
+        # The new loops and the constants of their bounds, made just before them.
+        made = [new.operation] + ([rest.operation] if r.trip_count % 2 else [])
+        return [op for loop_op in made
+                for op in [defining_op(v) for v in loop_op.operands] + [loop_op]]

@@ -17,6 +17,12 @@ Per drained piece (`cols` column blocks x `m` row blocks of C, Nz):
     holding the last row block (or column block) of a shape that is not a
     whole number of them writes only the real rows (columns), under an
     scf.if on the piece's position.
+A broadcast operand (`npu.epilogue.row_broadcast`: a bias whose rows
+repeat) is read once before the matmul's loops, one row per column block
+of C, and stays in UB; a member reading it runs per column block with that
+row's blocks as a source of block and repeat stride 0 (the other operands
+and the result with a block stride of one row, so each repeat takes the
+same block of 8 rows), so no drained piece loads it from GM.
 The buffers are allocated where the drain is (its scf.if or one-trip
 loop), so npu-plan-memory places them and npu-insert-sync orders them like
 the drain's own; nothing assumes addresses or a free share of UB beyond
@@ -32,7 +38,7 @@ from mlir.dialects import arith, memref, scf
 
 from npu import epilogue, fusion
 from npu import ir as nir
-from npu.cce_build import copy, copy_bursts, lin
+from npu.cce_build import View, copy, copy_bursts, index_add, index_mul, lin, sub
 from npu.dialects.hivm import config_field
 from npu.passes.base import Pass, PassError
 from npu.vector_compute import cast_compute, emit_flat_run
@@ -109,7 +115,14 @@ class MatmulEpilogue:
             while op is not None and op != region:
                 op = op.parent
             return op is None
-        self.e = epilogue.model(matmul, c, members, leaves)
+        self.ops = [m.op for m in members]
+        stored = {epilogue.tensor_key(op.operands[0]) for _, op in stores}
+        self.e = epilogue.model(matmul, c, epilogue.collapse_gelu(c, members, leaves, stored),
+                                leaves)
+        granule = self.target.granule("ub")
+        self.e.broadcast = {r for r in self.e.broadcast
+                            if (self.target.fractal * self.e.loaded[r].es) % granule == 0}
+        self.rows_ub: dict = {}
         self.row_major = self.row_major_targets(stores)
         self.plan = epilogue.plan(self.e, self.target)
         frac = self.target.fractal
@@ -163,6 +176,35 @@ class MatmulEpilogue:
             raise PassError("an npu.epilogue group needs its ub_budget", self.region)
         return int(attrs["ub_budget"])
 
+    @property
+    def vector_cycles(self) -> int:
+        """The members' vector work over all of C (`npu.epilogue.vector_cycles`)."""
+        return epilogue.vector_cycles(self.e.members, self.target)
+
+    @property
+    def loads_pieces(self) -> bool:
+        """Whether each drained piece loads operand pieces from GM."""
+        return any(r not in self.e.broadcast for r in self.e.loaded)
+
+    @property
+    def resident_bytes(self) -> int:
+        """UB the broadcast rows hold for the whole matmul."""
+        return epilogue.broadcast_bytes(self.e)
+
+    def load_broadcast(self, prefix: list) -> None:
+        """Before the matmul's loops: each broadcast operand's first row
+        of every column block (of batch 0: they are equal), GM -> UB."""
+        frac = self.target.fractal
+        for root in self.e.broadcast:
+            o = self.e.loaded[root]
+            cols = nir.memref_shape(o.value)[-4]
+            ub = nir.alloc([cols, 1, 1, frac], o.elem, "ub")
+            gm = nir.subview(o.value, [0] * (len(prefix) + 4), [1] * len(prefix) + [cols, 1, 1, frac])
+            row = self.target.blocks(frac * o.es)
+            copy_bursts("cce.copy_gm_to_ub", gm, ub, cols, row,
+                        src_gap=self.target.blocks(self.pitch[o.value] * frac * frac * o.es) - row)
+            self.rows_ub[root] = _flat(ub)
+
     def emit(self, acc: ir.Value, piece: Piece) -> None:
         """The members on one drained piece (`acc`: its f32 UB buffer)."""
         frac = self.target.fractal
@@ -181,18 +223,57 @@ class MatmulEpilogue:
             self.store_row_major(self.row_major[c.root], bufs[c.root], piece)
         for m, reuse in zip(self.e.members, self.plan.reuse):
             for i in m.ins:
-                if i.root not in bufs:
+                if i.root not in bufs and i.root not in self.e.broadcast:
                     bufs[i.root] = self.alloc(piece, i.elem)
                     self.move("cce.copy_gm_to_ub", i, bufs[i.root], piece)
             out = bufs[reuse] if reuse is not None else self.alloc(piece, m.out.elem)
-            temps = [_flat(self.alloc(piece, t)) for t in m.compute.temps]
-            emit_flat_run(m.compute, self.target, count, (_flat(out), m.out.elem),
-                          [(_flat(bufs[i.root]), i.elem) for i in m.ins], temps)
+            if any(i.root in self.e.broadcast for i in m.ins):
+                self.emit_by_columns(m, out, bufs, piece)
+            else:
+                temps = [_flat(self.alloc(piece, t)) for t in m.compute.temps]
+                emit_flat_run(m.compute, self.target, count, (_flat(out), m.out.elem),
+                              [(_flat(bufs[i.root]), i.elem) for i in m.ins], temps)
             bufs[m.out.root] = out
             if m.out.root in self.e.leaving:
                 self.move("cce.copy_ub_to_gm", m.out, out, piece)
             if m.out.root in self.row_major:
                 self.store_row_major(self.row_major[m.out.root], out, piece)
+
+    def emit_by_columns(self, m, out: ir.Value, bufs: dict, piece: Piece) -> None:
+        """A binary member with a broadcast operand, per column block of the
+        piece and per block of a row: every repeat takes that block of 8
+        rows (block stride one row), the broadcast row's block is read with
+        strides 0."""
+        t = self.target
+        frac, granule = t.fractal, t.granule("ub")
+        es = m.out.es
+        per_block = granule // es                      # elements of one 32-byte block
+        row_blocks = frac * es // granule             # blocks of one row of 16
+        rows_per_repeat = t.vector_bytes // granule    # one block per row in a repeat
+        repeats = piece.rows * frac // rows_per_repeat
+        column = piece.rows * frac * frac
+        rep_stride = rows_per_repeat * row_blocks
+        first_row = index_mul(piece.col, frac)
+        flats = {i.root: _flat(bufs[i.root]) for i in m.ins if i.root not in self.e.broadcast}
+        flat_out = _flat(out)
+        for j in range(piece.cols):
+            for h in range(row_blocks):
+                for r0 in range(0, repeats, t.max_repeat):
+                    rep = min(t.max_repeat, repeats - r0)
+                    start = j * column + h * per_block + r0 * rep_stride * per_block
+                    extent = ((rep - 1) * rep_stride + (rows_per_repeat - 1) * row_blocks + 1) \
+                        * per_block
+
+                    def strided(flat: ir.Value) -> View:
+                        return View(sub(flat, start, extent), row_blocks, rep_stride)
+                    srcs = []
+                    for i in m.ins:
+                        if i.root in self.e.broadcast:
+                            at = index_add(first_row, j * frac + h * per_block)
+                            srcs.append(View(sub(self.rows_ub[i.root], at, per_block), 0, 0))
+                        else:
+                            srcs.append(strided(flats[i.root]))
+                    m.compute.emit(strided(flat_out), srcs, rep, t.lanes(es))
 
     def alloc(self, piece: Piece, elem: str) -> ir.Value:
         frac = self.target.fractal
@@ -267,7 +348,7 @@ class MatmulEpilogue:
     def finish(self) -> None:
         """After the matmul is lowered (inside the region): drop the members
         and the tensors only they used, and put the rest where the region is."""
-        for op in [m.op for m in self.e.members] + self.stores:
+        for op in self.ops + self.stores:
             op.erase()
         block = self.region.regions[0].blocks[0]
         for op in reversed([o.operation for o in block.operations]):

@@ -49,17 +49,31 @@ class Pattern:
                 rel = ((np.arange(n, dtype=np.int64) * (stride // g))[:, None]
                        + np.arange(burst // g)).ravel()
         else:
-            uniq = np.unique(self.byte_idx)
-            blocks = np.unique(uniq // g)
+            uniq = sorted_unique(self.byte_idx)
+            blocks = sorted_unique(uniq // g)
             rel = blocks if blocks.size * g == uniq.size else None
         self._granules[g] = rel
         return rel
 
 
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """`np.unique(values)`, without its sort when `values` already ascend
+    (lanes, bursts and fractals are built in address order)."""
+    values = np.asarray(values).ravel()
+    if values.size < 2:
+        return np.unique(values)
+    step = values[1:] > values[:-1]
+    if step.all():
+        return values
+    if (values[1:] >= values[:-1]).all():
+        return values[np.concatenate(([True], step))]
+    return np.unique(values)
+
+
 def from_elements(elem_offsets: np.ndarray, esize: int) -> Pattern:
     """Pattern of the elements at `elem_offsets` (element units, relative)."""
     elem_offsets = np.asarray(elem_offsets, np.int64).ravel()
-    uniq = np.unique(elem_offsets)
+    uniq = sorted_unique(elem_offsets)
     lo, hi = int(uniq[0]) * esize, (int(uniq[-1]) + 1) * esize
     if uniq.size * esize == hi - lo and np.array_equal(elem_offsets, uniq):
         return Pattern(lo, hi, esize)

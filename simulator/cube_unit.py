@@ -12,12 +12,19 @@ for int8) at `Target.cube_cycles`, plus `mad_latency`.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from npu.simulator import access
 from npu.simulator.instruction import Access, DecodeContext, Instr
 from npu.simulator.memory import Memory
 
+# (m1, n1, k1, edge, n_edge, input type) -> conversion and product buffers
+_SCRATCH: dict[tuple, "_Scratch"] = {}
+
+# fp32 value of every fp16 bit pattern, indexed by the pattern
+F16_TO_F32 = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)
 CUBE_TYPES = {("f16", "f16", "f32"), ("i8", "i8", "i32"), ("f16", "f16", "f16")}
 
 
@@ -58,28 +65,88 @@ class Mad(Instr):
         self.latency = t.mad_latency
 
     def compute(self, mems: list[Memory], addrs: list[int]) -> None:
+        self.product(*self._views(mems, addrs))
+
+    def bound(self, mems: list[Memory], addrs: list[int]):
+        return partial(self.product, *self._views(mems, addrs))
+
+    def product(self, a_zz: np.ndarray, b_zn: np.ndarray, c_nz: np.ndarray,
+                c_rows: np.ndarray | None) -> None:
+        """C (Nz) = or += A (Zz) x B (Zn), given as views (`_views`)."""
+        s = self._scratch()
+        # A: one contiguous conversion (fp16 through a table), then its 16-element
+        # rows moved whole into row-major order. B: its fractals are stored
+        # column-major, so it is converted and transposed element by element.
+        if self.in_dtype == "f16":
+            np.take(F16_TO_F32, a_zz, out=s.a_zz, mode="clip")  # every index is in the table
+        else:
+            np.copyto(s.a_zz, a_zz, casting="unsafe")
+        np.copyto(s.a_rows, s.a_zz_rows)
+        np.copyto(s.b, b_zn, casting="unsafe")
+        np.matmul(s.a2d, s.b2d, out=s.prod)
+        # Nz: block (i, l) at fractal index l*m1 + i, row-major inside: again
+        # whole rows of the product move.
+        if not self.accumulate and c_rows is not None:
+            np.copyto(c_rows, s.prod_rows)
+            return
+        np.copyto(s.nz_rows, s.prod_rows)
+        if not self.accumulate:
+            c_nz[...] = s.nz
+        elif c_nz.dtype == s.nz.dtype:
+            c_nz += s.nz
+        else:
+            c_nz[...] = (c_nz.astype(s.nz.dtype) + s.nz).astype(c_nz.dtype)
+
+    def _views(self, mems: list[Memory], addrs: list[int]) -> tuple:
+        """A in Zz order (fp16 as its bit patterns), B (Zn) in row-major
+        order, C as its Nz fractals and (when C has the product's type) as
+        rows of one fractal row each."""
         m1, n1, k1, e, ne = self.m1, self.n1, self.k1, self.edge, self.n_edge
         na, nb, nc = self.sizes
         a_at, b_at, c_at = (addrs[0] // self.operands[0].esize, addrs[1] // self.operands[1].esize,
                             addrs[2] // self.operands[2].esize)
         a_raw = mems[0].typed[self.in_dtype][a_at:a_at + na]
+        if self.in_dtype == "f16":
+            a_raw = a_raw.view(np.uint16)  # indices into F16_TO_F32
         b_raw = mems[1].typed[self.in_dtype][b_at:b_at + nb]
-        # Zz: block (i, j) row-major inside; Zn: block (j, l) column-major inside.
-        # One conversion each straight into the row-major operand of one product.
-        acc_type = np.int32 if self.in_dtype == "i8" else np.float32
-        a = a_raw.reshape(m1, n1, e, ne).transpose(0, 2, 1, 3).astype(acc_type, order="C")
-        b = b_raw.reshape(n1, k1, e, ne).transpose(0, 3, 1, 2).astype(acc_type, order="C")
-        prod = a.reshape(m1 * e, n1 * ne) @ b.reshape(n1 * ne, k1 * e)
         c_view = mems[2].typed[self.out_dtype][c_at:c_at + nc]
-        # Nz: block (i, l) at fractal index l*m1 + i, row-major inside.
-        out = prod.reshape(m1, e, k1, e).transpose(2, 0, 1, 3)
-        c_nz = c_view.reshape(k1, m1, e, e)
-        if self.accumulate and c_view.dtype == acc_type:
-            c_nz += out
-        elif self.accumulate:
-            c_nz[...] = (c_nz.astype(acc_type) + out).astype(c_view.dtype)
-        else:
-            c_nz[...] = out
+        acc = np.int32 if self.in_dtype == "i8" else np.float32
+        c_rows = _rows(c_view, e).reshape(k1, m1, e) if c_view.dtype == acc else None
+        # Zn: block (j, l) column-major inside.
+        return (a_raw, b_raw.reshape(n1, k1, e, ne).transpose(0, 3, 1, 2),
+                c_view.reshape(k1, m1, e, e), c_rows)
+
+    def _scratch(self) -> "_Scratch":
+        key = (self.m1, self.n1, self.k1, self.edge, self.n_edge, self.in_dtype)
+        scratch = _SCRATCH.get(key)
+        if scratch is None:
+            scratch = _SCRATCH[key] = _Scratch(self.m1, self.n1, self.k1, self.edge, self.n_edge,
+                                               np.int32 if self.in_dtype == "i8" else np.float32)
+        return scratch
+
+
+def _rows(arr: np.ndarray, width: int) -> np.ndarray:
+    """`arr` (contiguous, `width` elements per row) as one opaque item per row:
+    moving rows this way is a memcpy each, not an element-wise strided loop."""
+    return arr.reshape(-1, width).view(np.dtype((np.void, width * arr.itemsize))).reshape(-1)
+
+
+class _Scratch:
+    """Operand and product buffers of one mad shape (shared by the mads with
+    that shape), with their row views."""
+
+    def __init__(self, m1: int, n1: int, k1: int, e: int, ne: int, acc: type):
+        self.a_zz = np.empty(m1 * n1 * e * ne, acc)  # A converted, still in Zz order
+        a = np.empty((m1, e, n1, ne), acc)  # A row-major
+        self.a_rows = _rows(a, ne).reshape(m1, e, n1)
+        self.a_zz_rows = _rows(self.a_zz, ne).reshape(m1, n1, e).transpose(0, 2, 1)
+        self.b = np.empty((n1, ne, k1, e), acc)  # B row-major
+        self.a2d = a.reshape(m1 * e, n1 * ne)
+        self.b2d = self.b.reshape(n1 * ne, k1 * e)
+        self.prod = np.empty((m1 * e, k1 * e), acc)
+        self.prod_rows = _rows(self.prod, e).reshape(m1, e, k1).transpose(2, 0, 1)
+        self.nz = np.empty((k1, m1, e, e), acc)  # the product in Nz order
+        self.nz_rows = _rows(self.nz, e).reshape(k1, m1, e)
 
 
 def decoders() -> dict:

@@ -24,6 +24,7 @@ newest epoch per pipe lets most accesses skip the per-byte check entirely.
 
 from __future__ import annotations
 
+from operator import attrgetter, itemgetter
 from typing import Callable
 
 import numpy as np
@@ -50,15 +51,33 @@ class HazardDetector:
         # Per pipe, the stamps of its instructions in execution order: a pipe
         # runs in dispatch order, so its epochs grow with its stamps.
         self.pipe_stamps: list[list[int]] = [[] for _ in range(NCOMP)]
+        # Per pipe, how many of its instructions have executed (the run's counters).
+        self.executed: list[int] = [0] * NCOMP
         self.describe = describe  # stamp -> (op name, pipe name, location)
         self.races = races
         self.strict = strict
         # Per overlap group, the newest epoch per pipe of its writes / reads.
         self.summary_w = [[0] * NCOMP for _ in range(n_groups)]
         self.summary_r = [[0] * NCOMP for _ in range(n_groups)]
-        self.initialised: set[tuple] = set()
+        self.initialised: set = set()  # keys of reads known to be clean (`Machine.bind`)
         self.hazards: list[dict] = []
         self._seen: set[tuple] = set()
+
+    def number_stamps(self, trace: list, executed: list[int]) -> None:
+        """Every instruction's stamp (its trace index + 1), pipe and epoch, known
+        before the run: a pipe executes its instructions in trace order, so the
+        k-th of pipe p is epoch k. `executed` is the run's live count per pipe."""
+        pipes = np.fromiter(map(attrgetter("op_pipe"), map(itemgetter(0), trace)), np.int64,
+                            len(trace))
+        stamps = np.arange(1, len(trace) + 1)
+        for p in range(NCOMP):
+            mine = pipes == p
+            if not mine.any():
+                continue
+            self.stamp_pipe[1:len(trace) + 1][mine] = p
+            self.stamp_n[1:len(trace) + 1][mine] = np.arange(1, int(mine.sum()) + 1)
+            self.pipe_stamps[p] = stamps[mine].tolist()
+        self.executed = executed
 
     # -- reporting --------------------------------------------------------------
 
@@ -72,7 +91,7 @@ class HazardDetector:
 
     # -- accesses -----------------------------------------------------------------
 
-    def check_initialised(self, mem: Memory, pat: Pattern, addr: int, ckey: tuple, instr) -> bool:
+    def check_initialised(self, mem: Memory, pat: Pattern, addr: int, ckey, instr) -> bool:
         """True when `instr` is a movement that must carry uninitialised bytes.
 
         A computing instruction reading uninitialised bytes is a fault. A clean
@@ -103,16 +122,18 @@ class HazardDetector:
         return False
 
     def check_read_vs_writes(self, mem: Memory, pat: Pattern, addr: int, pipe: int,
-                             clock: np.ndarray, clock_list: list, who: tuple[str, str, str]) -> None:
-        """Some pipe wrote this group at an epoch the reader's clock does not cover."""
-        self._check_writes(mem, pat, addr, pipe, clock, clock_list, who, reading=True)
+                             clock: np.ndarray, clock_list: list, sw: list,
+                             who: tuple[str, str, str]) -> None:
+        """Some pipe wrote this group (summary `sw`) at an epoch the reader's
+        clock does not cover."""
+        self._check_writes(mem, pat, addr, pipe, clock, clock_list, sw, who, reading=True)
 
     def check_write_vs_writes(self, mem: Memory, pat: Pattern, addr: int, pipe: int,
                               clock: np.ndarray, clock_list: list, sw: list,
                               who: tuple[str, str, str]) -> None:
         # V after V: write-after-write is ordered by the pipeline.
         if pipe != V or any(sw[q] > clock_list[q] for q in range(NCOMP) if q != V):
-            self._check_writes(mem, pat, addr, pipe, clock, clock_list, who, reading=False)
+            self._check_writes(mem, pat, addr, pipe, clock, clock_list, sw, who, reading=False)
 
     def check_write_vs_reads(self, mem: Memory, pat: Pattern, addr: int, pipe: int,
                              clock: np.ndarray, clock_list: list, sr: list,
@@ -132,10 +153,9 @@ class HazardDetector:
     def _covered(self, q: int, epoch: int) -> int:
         """The newest stamp of pipe q's instructions up to `epoch`; every stamp
         of q up to it is covered, every later one is not."""
-        stamps = self.pipe_stamps[q]
-        if epoch >= len(stamps):
+        if epoch >= self.executed[q]:
             return COVERS_ALL
-        return stamps[epoch - 1] if epoch > 0 else 0
+        return self.pipe_stamps[q][epoch - 1] if epoch > 0 else 0
 
     def _racing_writes(self, ws: np.ndarray, pipe: int, clock: np.ndarray, reading: bool) -> np.ndarray:
         wp = self.stamp_pipe[ws]
@@ -145,9 +165,13 @@ class HazardDetector:
         return bad
 
     def _check_writes(self, mem: Memory, pat: Pattern, addr: int, pipe: int, clock: np.ndarray,
-                      clock_list: list, who: tuple[str, str, str], reading: bool) -> None:
+                      clock_list: list, sw: list, who: tuple[str, str, str], reading: bool) -> None:
         stamps = mem.wstamp.values(pat, addr)
-        top = min([self._covered(q, clock_list[q]) for q in mem.writers], default=COVERS_ALL)
+        # Every byte of the access was last written through this group, so only
+        # pipes whose newest write to the group the clock does not cover (`sw`)
+        # can have left an uncovered stamp.
+        top = min([self._covered(q, clock_list[q]) for q in mem.writers if sw[q] > clock_list[q]],
+                  default=COVERS_ALL)
         if stamps.max() <= top or not self._racing_writes(stamps, pipe, clock, reading).any():
             return
         sel = selection(pat, addr)

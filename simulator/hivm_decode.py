@@ -116,7 +116,15 @@ class HivmDecodeContext(DecodeContext):
 
 
 class HivmProgram:
-    """Per-run decoding state: the buffers as regions and the mask register."""
+    """Per-run decoding state: the buffers as regions and the mask register.
+
+    Every operand of an instruction at a distinct address set gets a region
+    of its own: bounds are still those of the whole buffer (or GM argument),
+    but the hazard group comes from the bytes it really touches
+    (`assign_groups`), so the race detector's per-group summaries tell a
+    double buffer's halves, or a workspace's tensors, apart as they tell
+    planned allocations apart at the cce level.
+    """
 
     def __init__(self, decoder) -> None:
         target: Target = decoder.target
@@ -134,6 +142,8 @@ class HivmProgram:
         arg_bytes = [r.size for r in self.gm]
         self.gm_bases = hivm.gm_arg_bases(arg_bytes, target.gm_alloc_granule_bytes)
         self.mask: list[int | None] = [None]
+        # (region, first byte, one past the last byte) of every operand view
+        self.footprints: list[tuple[Region, int, int]] = []
 
     def view(self, space: str, addr: int, esize: int, instr_name: str, k: int, where: str):
         """(region, element offset) of a byte address in `space`."""
@@ -152,6 +162,41 @@ class HivmProgram:
             raise SimulationError(ALIGNMENT, f"'{instr_name}' operand #{k}: {space} address "
                                   f"{addr} is not a multiple of its {esize}-byte element", where)
         return (region, rel // esize)
+
+    def operand_views(self, instr: Instr, plan: tuple, addrs: tuple, name: str,
+                      where: str) -> tuple:
+        """The views of one instruction at one address set. Every operand gets
+        a region of its own (the bounds of its buffer or GM argument), its
+        footprint the extent of the operand's accesses in its memory."""
+        views = []
+        for (k, _, space, esize), a in zip(plan, addrs):
+            region, offset = self.view(space, a, esize, name, k, where)
+            pats = [acc.pattern for acc in instr.accesses if acc.operand == k]
+            region = Region(region.mem, region.base, region.size, region.group, region.label)
+            if pats:
+                at = region.base + offset * esize
+                self.footprints.append((region, at + min(p.lo for p in pats),
+                                        at + max(p.hi for p in pats)))
+            views.append((region, offset))
+        return tuple(views)
+
+    def assign_groups(self, first_group: int) -> int:
+        """Number the hazard groups of the operand views: footprints whose byte
+        extents overlap (in one buffer) share a group. Returns the next free id."""
+        gid = first_group
+        by_mem: dict[int, list[tuple[int, int, Region]]] = {}
+        for region, lo, hi in self.footprints:
+            by_mem.setdefault(id(region.mem), []).append((lo, hi, region))
+        for spans in by_mem.values():
+            spans.sort(key=lambda s: s[0])
+            end = None
+            for lo, hi, region in spans:
+                if end is None or lo >= end:
+                    gid += 1
+                    end = hi
+                region.group = gid
+                end = max(end, hi)
+        return gid + 1
 
 
 def _state(decoder) -> HivmProgram:
@@ -227,9 +272,9 @@ def instruction(decoder, op: ir.Operation, pre_cost: int) -> Callable:
     # (cce operand index, hivm slot, space, esize) in cce order
     plan = tuple(sorted((order[k], addr_slots[k], spaces[k], _ESIZE[dtypes[k]])
                         for k in range(len(spaces))))
-    view = state.view
     addr_order = tuple(s for _, s, _, _ in plan)
     views_at: dict[tuple, tuple] = {}
+    operand_views = state.operand_views
 
     def dispatch(env: list, pre=pre_cost) -> None:
         word = env[word_slot]
@@ -244,11 +289,10 @@ def instruction(decoder, op: ir.Operation, pre_cost: int) -> Callable:
                                     infos)
             instr = cache[key] = build(ctx).finish()
             instrs.append(instr)
-        addrs = tuple([env[s] for s in addr_order])
+        addrs = (instr, *[env[s] for s in addr_order])
         views = views_at.get(addrs)
         if views is None:  # checked once per distinct address set (loops repeat them)
-            views = views_at[addrs] = tuple(view(space, a, esize, name, k, where)
-                                            for (k, _, space, esize), a in zip(plan, addrs))
+            views = views_at[addrs] = operand_views(instr, plan, addrs[1:], name, where)
         append((instr, views, pending[0] + pre))
         pending[0] = 0
     return dispatch

@@ -10,6 +10,8 @@ modules only describe semantics.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
+from typing import Callable
 
 import numpy as np
 from mlir import ir
@@ -116,6 +118,7 @@ class Instr:
         self.where = ctx.where
         self.pipe_name = pipe
         self.pipe = PIPE_INDEX[pipe]
+        self.op_pipe = self.pipe if self.kind == OP else -1  # the pipe whose epochs it counts in
         self.operands = ctx.operands
         self.occupancy = 0  # cycles the pipe is busy before it can start the next one
         self.latency = 0  # further cycles until the result is visible
@@ -137,6 +140,12 @@ class Instr:
 
     def compute(self, mems: list[Memory], addrs: list[int]) -> None:
         raise NotImplementedError
+
+    def bound(self, mems: list[Memory], addrs: list[int]) -> Callable[[], None]:
+        """`compute` on these operands as a call without arguments. The machine
+        keeps it per operand set, so units whose effect is a numpy call on
+        fixed views build those views here, once."""
+        return partial(self.compute, mems, addrs)
 
 
 class SyncInstr(Instr):
@@ -166,6 +175,7 @@ class SyncInstr(Instr):
             self.barrier_all = False
             self.flag_text = f"{src} -> {dst}, event {event}"
         self.kind = kind
+        self.op_pipe = -1
 
     def compute(self, mems: list[Memory], addrs: list[int]) -> None:  # pragma: no cover
         pass

@@ -24,50 +24,50 @@ from npu.simulator.stamps import selection
 
 
 def access_plan(instr: Instr) -> tuple:
-    """(operand, lo, hi, pattern, dense, align, write, pattern key) per access."""
+    """(operand, lo, hi, pattern, dense, align, write, pattern key) per access.
+    Reads come first: the machine checks them, then the writes."""
+    writes = [a.write for a in instr.accesses]
+    if writes != sorted(writes):
+        raise AssertionError(f"'{instr.name}' lists a read after a write")
     return tuple((a.operand, a.pattern.lo, a.pattern.hi, a.pattern, a.pattern.dense, a.align,
                   a.write, a.pattern.key) for a in instr.accesses)
+
+
+BOUND_CACHE_ENTRIES = 1 << 16
 
 
 class Machine:
     """`numerics=False` (timing only) skips every instruction's arithmetic;
     addresses, bounds, alignment, races and the initialised state (which
     movement carries without looking at values) are checked as usual, and
-    timing never depends on data, so the cycles are those of a full run."""
+    timing never depends on data, so the cycles are those of a full run.
+
+    An instruction's operands (a trace entry's views) are bound once: their
+    addresses, alignment and bounds checked, and each access resolved to its
+    memory, hazard group and stamp slices. Loops dispatch the same views
+    again and again (the hivm level shares one views tuple per address set),
+    so the per-run work is the hazard checks and the effect."""
 
     def __init__(self, hazards: HazardDetector, numerics: bool = True, cross=None, core: int = 0):
         self.hazards = hazards
         self.numerics = numerics
         self.cross = cross  # hazards.CrossCoreChecker of a multi-core launch, or None
         self.core = core
+        # id(views) -> (views, instr, memories, addresses, reads, writes, effect)
+        self.bound: dict[int, tuple] = {}
+        self.tokens: dict[tuple, object] = {}  # (memory, address, pattern key) -> clean-read key
 
-    def execute(self, instr: Instr, views: tuple, stamp: int, n: int, clock: np.ndarray,
-                clock_list: list, pipe: int) -> None:
-        # The hazard detector's fast paths are inlined here (this runs once per
-        # dynamic instruction); the per-byte checks stay in HazardDetector.
-        hz = self.hazards
-        races = hz.races
-        initialised = hz.initialised
-        summary_w, summary_r = hz.summary_w, hz.summary_r
+    def bind(self, instr: Instr, views: tuple) -> tuple:
+        """Check every operand's alignment and bounds (all before any hazard
+        check) and resolve its accesses. A read is (memory, group, pattern,
+        address, clean-read key, its pipe's reader stamps, views of their whole
+        granules (`Stamps.whole`) or None, cross-core GM access); a write the
+        same without the key, with the writer stamps. Every instruction reads
+        before it writes."""
         esizes = instr.esizes
-        n_ops = len(views)
-        if n_ops == 3:
-            v0, v1, v2 = views
-            r0, r1, r2 = regions = (v0[0], v1[0], v2[0])
-            addrs = [r0.base + v0[1] * esizes[0], r1.base + v1[1] * esizes[1],
-                     r2.base + v2[1] * esizes[2]]
-        elif n_ops == 2:
-            v0, v1 = views
-            r0, r1 = regions = (v0[0], v1[0])
-            addrs = [r0.base + v0[1] * esizes[0], r1.base + v1[1] * esizes[1]]
-        else:
-            regions = [v[0] for v in views]
-            addrs = [v[0].base + v[1] * esizes[k] for k, v in enumerate(views)]
-        cross = self.cross
-        # Clock components of the five memory pipes (V=1, M=2, MTE1..3=3..5).
-        _, c1, c2, c3, c4, c5, _ = clock_list
-        not_v = pipe != V
-        carry = False  # a movement read uninitialised bytes: move their flags too
+        regions = [v[0] for v in views]
+        addrs = [v[0].base + v[1] * esizes[k] for k, v in enumerate(views)]
+        reads, writes = [], []
         for k, lo, hi, pat, dense, align, write, key in instr.plan:
             addr = addrs[k]
             region = regions[k]
@@ -75,63 +75,93 @@ class Machine:
                 self._misaligned(instr, k, addr, align, region)
             lo += addr
             hi += addr
-            base = region.base
-            if lo < base or hi > base + region.size:
+            if lo < region.base or hi > region.base + region.size:
                 self._out_of_bounds(instr, k, lo, hi, write, region)
             mem = region.mem
-            group = region.group
-            if cross is not None and mem.space == "gm":
-                cross.access(mem, selection(pat, addr), write, self.core, instr, hz)
+            cross_gm = self.cross is not None and mem.space == "gm"
             if write:
-                if races:
-                    # Epoch summaries of the group: only an access some pipe made at
-                    # an epoch this clock does not cover can race. Inside V,
-                    # write-after-write and write-after-read are ordered.
-                    sw = summary_w[group]
-                    if ((not_v and sw[1] > c1) or sw[2] > c2 or sw[3] > c3 or sw[4] > c4
-                            or sw[5] > c5):
-                        hz.check_write_vs_writes(mem, pat, addr, pipe, clock, clock_list, sw,
-                                                 instr.who)
-                    sr = summary_r[group]
-                    if ((not_v and sr[1] > c1) or sr[2] > c2 or sr[3] > c3 or sr[4] > c4
-                            or sr[5] > c5):
-                        hz.check_write_vs_reads(mem, pat, addr, pipe, clock, clock_list, sr,
-                                                instr.who)
-                    sw[pipe] = n
-                if pipe not in mem.writers:
-                    mem.writers.add(pipe)
-                ws = mem.wstamp
-                g = ws.g
-                if dense and not (lo % g or hi % g):  # whole granules: the common case
-                    ws.coarse[lo // g:hi // g] = stamp
-                    if ws.any_mixed:
-                        ws.mixed[lo // g:hi // g] = False
-                else:
-                    ws.set(pat, addr, stamp)
-                if mem.uninit is not None and not carry:
-                    mem.uninit.data[selection(pat, addr)] = 0  # freshly written bytes are initialised
+                stamps = mem.wstamp
+                writes.append((mem, region.group, pat, addr, stamps, stamps.whole(pat, addr),
+                               cross_gm))
             else:
-                ckey = (mem, addr, key)
-                if ckey not in initialised and hz.check_initialised(mem, pat, addr, ckey, instr):
-                    carry = True
-                if races:
-                    sw = summary_w[group]
-                    if sw[1] > c1 or sw[2] > c2 or sw[3] > c3 or sw[4] > c4 or sw[5] > c5:
-                        hz.check_read_vs_writes(mem, pat, addr, pipe, clock, clock_list, instr.who)
-                    summary_r[group][pipe] = n
-                readers = mem.rstamp.get(pipe)
-                if readers is None:
-                    readers = mem.readers(pipe)
-                g = readers.g
-                if dense and not (lo % g or hi % g):
-                    readers.coarse[lo // g:hi // g] = stamp
-                    if readers.any_mixed:
-                        readers.mixed[lo // g:hi // g] = False
-                else:
-                    readers.set(pat, addr, stamp)
+                stamps = mem.readers(instr.pipe)
+                # One key object per distinct clean read (hashed by identity).
+                if len(self.tokens) >= BOUND_CACHE_ENTRIES:
+                    self.tokens.clear()  # later binds make new keys: only the cache misses
+                token = self.tokens.setdefault((mem, addr, key), object())
+                reads.append((mem, region.group, pat, addr, token, stamps,
+                               stamps.whole(pat, addr), cross_gm))
         mems = [r.mem for r in regions]
+        entry = (views, instr, mems, addrs, tuple(reads), tuple(writes),
+                 instr.bound(mems, addrs))
+        if len(self.bound) >= BOUND_CACHE_ENTRIES:
+            self.bound.clear()
+        self.bound[id(views)] = entry
+        return entry
+
+    def execute(self, instr: Instr, views: tuple, stamp: int, n: int, clock: np.ndarray,
+                clock_list: list, pipe: int) -> None:
+        # The hazard detector's fast paths are inlined here (this runs once per
+        # dynamic instruction); the per-byte checks stay in HazardDetector.
+        entry = self.bound.get(id(views))
+        if entry is None or entry[0] is not views or entry[1] is not instr:
+            entry = self.bind(instr, views)
+        _, _, mems, addrs, reads, writes, compute = entry
+        hz = self.hazards
+        races = hz.races
+        initialised = hz.initialised
+        summary_w, summary_r = hz.summary_w, hz.summary_r
+        # Clock components of the five memory pipes (V=1, M=2, MTE1..3=3..5).
+        _, c1, c2, c3, c4, c5, _ = clock_list
+        carry = False  # a movement read uninitialised bytes: move their flags too
+        for mem, group, pat, addr, token, stamps, whole, cross_gm in reads:
+            if cross_gm:
+                self.cross.access(mem, selection(pat, addr), False, self.core, instr, hz)
+            if token not in initialised and hz.check_initialised(mem, pat, addr, token, instr):
+                carry = True
+            if races:
+                sw = summary_w[group]
+                if sw[1] > c1 or sw[2] > c2 or sw[3] > c3 or sw[4] > c4 or sw[5] > c5:
+                    hz.check_read_vs_writes(mem, pat, addr, pipe, clock, clock_list, sw,
+                                            instr.who)
+                summary_r[group][pipe] = n
+            if whole is not None:  # whole granules: the common case
+                whole[0].fill(stamp)
+                if stamps.any_mixed:
+                    whole[1].fill(False)
+            else:
+                stamps.set(pat, addr, stamp)
+        not_v = pipe != V
+        for mem, group, pat, addr, stamps, whole, cross_gm in writes:
+            if cross_gm:
+                self.cross.access(mem, selection(pat, addr), True, self.core, instr, hz)
+            if races:
+                # Epoch summaries of the group: only an access some pipe made at
+                # an epoch this clock does not cover can race. Inside V,
+                # write-after-write and write-after-read are ordered.
+                sw = summary_w[group]
+                if ((not_v and sw[1] > c1) or sw[2] > c2 or sw[3] > c3 or sw[4] > c4
+                        or sw[5] > c5):
+                    hz.check_write_vs_writes(mem, pat, addr, pipe, clock, clock_list, sw,
+                                             instr.who)
+                sr = summary_r[group]
+                if ((not_v and sr[1] > c1) or sr[2] > c2 or sr[3] > c3 or sr[4] > c4
+                        or sr[5] > c5):
+                    hz.check_write_vs_reads(mem, pat, addr, pipe, clock, clock_list, sr,
+                                            instr.who)
+                sw[pipe] = n
+            if pipe not in mem.writers:
+                mem.writers.add(pipe)
+            if whole is not None:
+                whole[0].fill(stamp)
+                if stamps.any_mixed:
+                    whole[1].fill(False)
+            else:
+                stamps.set(pat, addr, stamp)
+            if mem.uninit is not None and not carry:
+                mem.uninit.data[selection(pat, addr)] = 0  # freshly written bytes are initialised
         if self.numerics:
-            instr.compute(mems, addrs)
+            compute()
         if carry:
             # Every destination byte gets the flag of the source byte it came from.
             instr.compute([m.uninit_shadow() for m in mems], addrs)

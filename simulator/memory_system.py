@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from npu.simulator.access import sorted_unique
 from npu.target import Target
 
 BIN = 64  # cycles per bus calendar bin
@@ -59,7 +60,7 @@ class MemorySystem:
             if pattern.dense:
                 rel = np.arange((pattern.lo + shift) // line, (pattern.hi - 1 + shift) // line + 1)
             else:
-                rel = np.unique((pattern.byte_idx + shift) // line)
+                rel = sorted_unique((pattern.byte_idx + shift) // line)
             self._lines_of[key] = rel
         return rel + (addr - addr % line) // line
 
@@ -97,12 +98,21 @@ class MemorySystem:
         else:
             share = chip / nbytes  # bus bytes per byte the core moves
             left = float(nbytes)
+            full = float(rate * BIN)  # what the core moves in a whole bin
             while left > 0:
                 b = int(t // BIN)
-                if b >= self.room.size:
-                    grown = np.full(max(self.room.size * 2, b + 1), float(self.bin_bytes))
-                    grown[:self.room.size] = self.room
-                    self.room = grown
+                self._grow(b + int(left // full) + 1)
+                if t == b * BIN and left > full:
+                    # Whole bins with room for the core's full rate, all but the
+                    # last one: the loop below would take `full` from each.
+                    span = self.room[b:b + int((left - 1) // full)]
+                    short = np.flatnonzero(span / share < full)
+                    k = int(short[0]) if short.size else span.size
+                    if k:
+                        span[:k] -= full * share
+                        left -= k * full
+                        t = float((b + k) * BIN)
+                        continue
                 end = (b + 1) * BIN
                 take = min(left, rate * (end - t), self.room[b] / share)
                 self.room[b] -= take * share
@@ -111,6 +121,13 @@ class MemorySystem:
         cycles = int(-(-(t - t0) // 1)) + n_bursts * self.target.gm_burst_cycles
         self.last_cycle = max(self.last_cycle, t0 + cycles)
         return max(cycles, 1)
+
+    def _grow(self, bins: int) -> None:
+        """Make the calendar at least `bins` long (new bins are empty)."""
+        if bins > self.room.size:
+            grown = np.full(max(self.room.size * 2, bins), float(self.bin_bytes))
+            grown[:self.room.size] = self.room
+            self.room = grown
 
     def summary(self, total_cycles: int) -> dict:
         t = self.target

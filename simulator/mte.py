@@ -7,6 +7,8 @@ loads move whole fractals and may transpose each one (Nz -> Zn for L0B).
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from npu.simulator import access
@@ -47,6 +49,32 @@ class _Transfer(Instr):
         super().__init__(ctx, PATH_PIPES[path])
         self.src_space, self.dst_space = src_space, dst_space
 
+    def compute(self, mems: list[Memory], addrs: list[int]) -> None:
+        views = self.views(mems, addrs)
+        if views is None:
+            self.move(mems, addrs)
+        else:
+            np.copyto(*views)
+
+    def bound(self, mems: list[Memory], addrs: list[int]):
+        views = self.views(mems, addrs)
+        return partial(self.move, mems, addrs) if views is None else partial(np.copyto, *views)
+
+    def views(self, mems: list[Memory], addrs: list[int]) -> tuple | None:
+        """(destination, source) views whose copy is this move, or None."""
+        raise NotImplementedError
+
+    def move(self, mems: list[Memory], addrs: list[int]) -> None:
+        """The move without cached views (source or destination bytes scattered)."""
+        raise NotImplementedError
+
+    def rows(self, data: np.ndarray, addr: int, pat) -> np.ndarray | None:
+        """The bytes of `pat` at `addr` as (bursts, burst bytes), or None."""
+        if pat.dense:
+            n, burst = self.burst_shape
+            return data[addr + pat.lo:addr + pat.hi].reshape(n, burst)
+        return _bursts_view(data, addr, pat)
+
     def read_src(self, mems: list[Memory], addrs: list[int]) -> np.ndarray:
         src, sa, sp = mems[0].data, addrs[0], self.src_pat
         if sp.dense:
@@ -73,8 +101,12 @@ def _bursts_view(data: np.ndarray, addr: int, pat) -> np.ndarray | None:
     if pat.bursts is None:
         return None
     n, burst, stride = pat.bursts
-    if stride < burst or addr + n * stride > data.size:
+    if stride < burst:
         return None
+    if addr + n * stride > data.size:  # the last gap runs past the array
+        if addr + (n - 1) * stride + burst > data.size:
+            return None
+        return np.lib.stride_tricks.as_strided(data[addr:], (n, burst), (stride, 1))
     return data[addr:addr + n * stride].reshape(n, stride)[:, :burst]
 
 
@@ -106,9 +138,15 @@ class Copy(_Transfer):
         dst_pat = access.from_bursts(n_burst, burst, (burst_len + dst_gap) * block)
         self.accesses = (Access(0, src_pat, False, aligns[0]), Access(1, dst_pat, True, aligns[1]))
         self.src_pat, self.dst_pat = src_pat, dst_pat
+        self.burst_shape = (n_burst, burst)
         _set_cost(self, ctx, path, n_burst * burst, n_burst)
 
-    def compute(self, mems: list[Memory], addrs: list[int]) -> None:
+    def views(self, mems: list[Memory], addrs: list[int]) -> tuple | None:
+        src = self.rows(mems[0].data, addrs[0], self.src_pat)
+        dst = self.rows(mems[1].data, addrs[1], self.dst_pat)
+        return None if src is None or dst is None else (dst, src)
+
+    def move(self, mems: list[Memory], addrs: list[int]) -> None:
         self.write_dst(mems, addrs, self.read_src(mems, addrs))
 
 
@@ -132,11 +170,23 @@ class Load(_Transfer):
         src_pat = access.from_bursts(repeat, frac, src_stride * frac)
         dst_pat = access.from_bursts(repeat, frac, dst_stride * frac)
         self.src_pat, self.dst_pat = src_pat, dst_pat
+        self.burst_shape = (repeat, frac)
         self.accesses = (Access(0, src_pat, False, t.granule(self.src_space)),
                          Access(1, dst_pat, True, t.granule(self.dst_space)))
         _set_cost(self, ctx, path, repeat * frac)
 
-    def compute(self, mems: list[Memory], addrs: list[int]) -> None:
+    def views(self, mems: list[Memory], addrs: list[int]) -> tuple | None:
+        src = self.rows(mems[0].data, addrs[0], self.src_pat)
+        dst = self.rows(mems[1].data, addrs[1], self.dst_pat)
+        if src is None or dst is None:
+            return None
+        if self.transpose:  # each 2-byte fractal transposed on its way
+            e = self.edge
+            src = src.view(np.uint16).reshape(self.repeat, e, e).transpose(0, 2, 1)
+            dst = dst.view(np.uint16).reshape(self.repeat, e, e)
+        return dst, src
+
+    def move(self, mems: list[Memory], addrs: list[int]) -> None:
         values = self.read_src(mems, addrs)
         if not self.transpose:
             self.write_dst(mems, addrs, values)

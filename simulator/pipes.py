@@ -46,20 +46,6 @@ def pipelined_pipes(target: Target) -> frozenset[int]:
 INF = float("inf")
 
 
-def _head_time(instr, i: int, p: int, dispatch: list, free: list, done: list, events: dict) -> float:
-    """Earliest cycle the head of pipe p could start; INF when it is blocked."""
-    t0 = dispatch[i] if dispatch[i] > free[p] else free[p]
-    kind = instr.kind
-    if kind == WAIT:
-        dq = events.get(instr.key)
-        if not dq:
-            return INF
-        return dq[0][0] if dq[0][0] > t0 else t0
-    if kind != OP and done[p] > t0:
-        return done[p]
-    return t0
-
-
 @dataclass
 class Timeline:
     start: list[int]
@@ -147,8 +133,7 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
     events: dict[tuple, deque] = {}
     set_of_event: dict[tuple, deque] = {}
     flows: list[tuple[int, int]] = []
-    stamp_pipe, stamp_n = hazards.stamp_pipe, hazards.stamp_n
-    pipe_stamps = hazards.pipe_stamps
+    hazards.number_stamps(trace, counts)
     execute = machine.execute
     s_clock = np.zeros(NCOMP, np.int64)
     s_pos = 0
@@ -217,7 +202,19 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
                 q = queues[p]
                 if not q:
                     continue
-                t = _head_time(trace[q[0]][0], q[0], p, dispatch, free, done, events)
+                # The earliest cycle the head could start; a wait with no flag is blocked.
+                i = q[0]
+                head = trace[i][0]
+                t = dispatch[i] if dispatch[i] > free[p] else free[p]
+                kind = head.kind
+                if kind == WAIT:
+                    dq = events.get(head.key)
+                    if not dq:
+                        continue  # blocked
+                    if dq[0][0] > t:
+                        t = dq[0][0]
+                elif kind != OP and done[p] > t:
+                    t = done[p]
                 if t < t_best:
                     best, t_second, t_best = p, t_best, t
                 elif t < t_second:
@@ -229,13 +226,15 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
             clock = clocks[p]
             clock_l = clock_lists[p]
             pipelined = p in pipelined_set
+            # This pipe's times, kept in locals for the burst (only it changes them).
+            p_free, p_done, p_busy, p_busy_end = free[p], done[p], busy[p], busy_end[p]
             while q:
                 i = q[0]
                 instr, views, _ = trace[i]
                 kind = instr.kind
                 t0 = dispatch[i]
-                if free[p] > t0:
-                    t0 = free[p]
+                if p_free > t0:
+                    t0 = p_free
                 if t0 > t_second:
                     break  # another pipe's head starts earlier: let it run first
                 if kind == WAIT:
@@ -252,11 +251,7 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
                     if p != V:
                         clock[p] = n
                         clock_l[p] = n
-                    stamp = i + 1
-                    stamp_pipe[stamp] = p
-                    stamp_n[stamp] = n
-                    pipe_stamps[p].append(stamp)
-                    execute(instr, views, stamp, n, clock, clock_l, p)
+                    execute(instr, views, i + 1, n, clock, clock_l, p)
                     occ = instr.occupancy
                     k = instr.gm_operand
                     if k is not None and memsys is not None:
@@ -265,13 +260,13 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
                                               region.mem, instr.src_pat if k == 0 else instr.dst_pat,
                                               region.base + views[k][1] * instr.esizes[k], k == 1)
                     e = t0 + occ + instr.latency
-                    free[p] = t0 + occ if pipelined else e
-                    if e > done[p]:
-                        done[p] = e
-                    b0 = t0 if t0 > busy_end[p] else busy_end[p]
+                    p_free = t0 + occ if pipelined else e
+                    if e > p_done:
+                        p_done = e
+                    b0 = t0 if t0 > p_busy_end else p_busy_end
                     if e > b0:
-                        busy[p] += e - b0
-                        busy_end[p] = e
+                        p_busy += e - b0
+                        p_busy_end = e
                     start[i] = t0
                     end[i] = e
                 elif kind == WAIT:
@@ -279,11 +274,11 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
                     t = ev[0] if ev[0] > t0 else t0
                     np.maximum(clock, ev[1], out=clock)
                     clock_l[:] = clock.tolist()
-                    free[p] = t
+                    p_free = t
                     start[i] = t0
                     end[i] = t
                 else:  # SET or BARRIER: wait for every earlier instruction of p
-                    t = done[p] if done[p] > t0 else t0
+                    t = p_done if p_done > t0 else t0
                     if kind == SET:
                         c = clock.copy()
                         c[p] = counts[p]
@@ -291,13 +286,14 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
                     elif p == V:
                         clock[V] = counts[V]
                         clock_l[V] = counts[V]
-                    free[p] = t
+                    p_free = t
                     start[i] = t
                     end[i] = t + (flag_latency if kind == SET else 0)
                 q.popleft()
                 progressed = True
                 if kind == SET:
                     break  # a blocked pipe may be able to start earlier now
+            free[p], done[p], busy[p], busy_end[p] = p_free, p_done, p_busy, p_busy_end
             if s_pos < n_entries and trace[s_pos][0].pipe == S:
                 break  # the scalar unit may be able to move again
 
@@ -342,7 +338,7 @@ def _run_serialized(trace: list, machine: Machine, hazards: HazardDetector, targ
     flows: list[tuple[int, int]] = []
     everything = np.full(NCOMP, np.iinfo(np.int64).max // 2, np.int64)
     everything_l = everything.tolist()
-    stamp_pipe, stamp_n = hazards.stamp_pipe, hazards.stamp_n
+    hazards.number_stamps(trace, counts)
     dispatch = [0] * n_entries
     s_time = 0
     last = 0
@@ -354,9 +350,6 @@ def _run_serialized(trace: list, machine: Machine, hazards: HazardDetector, targ
         kind = instr.kind
         if kind == OP:
             n = counts[p] = counts[p] + 1
-            stamp_pipe[i + 1] = p
-            stamp_n[i + 1] = n
-            hazards.pipe_stamps[p].append(i + 1)
             machine.execute(instr, views, i + 1, n, everything, everything_l, p)
             e = t0 + instr.occupancy + instr.latency
             busy[p] += e - t0

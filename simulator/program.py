@@ -29,6 +29,7 @@ from npu.target import ON_CHIP_BUFFERS, Target
 
 Fn = Callable[[list], None]
 DYNAMIC = ir.ShapedType.get_dynamic_stride_or_offset()
+VIEW_MEMO_ENTRIES = 1 << 12
 
 
 def _instr_decoders() -> dict[str, Callable[[DecodeContext], Instr]]:
@@ -60,12 +61,17 @@ class Program:
     n_groups: int = 0
     workspace_args: tuple[int, ...] = ()  # indices of scratch (npu.workspace) arguments
     gm_alloc_bytes: int = 0  # bytes of GM memref.alloc temporaries (each executed op once)
+    hivm: "hivm_decode.HivmProgram | None" = None  # the hivm level's operand views
 
     def run_scalar(self) -> int:
-        """Walk the control flow, filling `trace`; returns trailing scalar cycles."""
+        """Walk the control flow, filling `trace`; returns trailing scalar cycles.
+        At the hivm level the operand views' hazard groups are numbered once
+        every address the program uses is known."""
         env = self.env
         for fn in self.body:
             fn(env)
+        if self.hivm is not None:
+            self.n_groups = self.hivm.assign_groups(self.n_groups)
         return self.pending[0]
 
 
@@ -154,7 +160,7 @@ class Decoder:
                        self.placement, self.instrs, gid,
                        tuple(i - (blk_arg is not None and i > blk_arg)
                              for i in npu_ir.workspace_args(func_op)),
-                       self.gm_alloc_bytes)
+                       self.gm_alloc_bytes, getattr(self, "hivm_state", None))
 
     def gm_memory(self, name: str, label: str, nbytes: int) -> tuple[Memory, Region]:
         """A GM allocation (argument or temporary): the runtime pads it to whole
@@ -220,16 +226,38 @@ class Decoder:
                 append((instr, (), pending[0] + pre))
                 pending[0] = 0
             return dispatch_sync
+        # The same operand views give the same views tuple, which the machine
+        # recognises (it binds each tuple's accesses once).
         if len(slots) == 2:
             a, b = slots
 
-            def dispatch2(env: list, instr=instr, a=a, b=b, pre=pre_cost) -> None:
-                append((instr, (env[a], env[b]), pending[0] + pre))
+            def dispatch2(env: list, instr=instr, a=a, b=b, pre=pre_cost, last=[()]) -> None:
+                va, vb = env[a], env[b]
+                views = last[0]
+                if not views or views[0] is not va or views[1] is not vb:
+                    views = last[0] = (va, vb)
+                append((instr, views, pending[0] + pre))
                 pending[0] = 0
             return dispatch2
+        if len(slots) == 3:
+            a, b, c = slots
 
-        def dispatch(env: list, instr=instr, slots=slots, pre=pre_cost) -> None:
-            append((instr, tuple([env[s] for s in slots]), pending[0] + pre))
+            def dispatch3(env: list, instr=instr, a=a, b=b, c=c, pre=pre_cost, last=[()]) -> None:
+                va, vb, vc = env[a], env[b], env[c]
+                views = last[0]
+                if not views or views[0] is not va or views[1] is not vb or views[2] is not vc:
+                    views = last[0] = (va, vb, vc)
+                append((instr, views, pending[0] + pre))
+                pending[0] = 0
+            return dispatch3
+
+        def dispatch(env: list, instr=instr, slots=slots, pre=pre_cost, last=[()]) -> None:
+            views = tuple([env[s] for s in slots])
+            if all(x is y for x, y in zip(views, last[0] or (None,))):
+                views = last[0]
+            else:
+                last[0] = views
+            append((instr, views, pending[0] + pre))
             pending[0] = 0
         return dispatch
 
@@ -373,8 +401,11 @@ class Decoder:
             shape = _static_shape(op.results[0].type, op, where)
             f = scalar_unit.collapse if name == "memref.collapse_shape" else scalar_unit.expand
 
-            def reshape(env: list, r=r, a=a, groups=groups, shape=shape, f=f) -> None:
-                env[r] = f(env[a], groups, shape)
+            def reshape(env: list, r=r, a=a, groups=groups, shape=shape, f=f, last=[None, None]) -> None:
+                source = env[a]
+                if last[0] is not source:
+                    last[0], last[1] = source, f(source, groups, shape)
+                env[r] = last[1]
             return reshape, 0
         raise SimulationError(UNSUPPORTED, f"the simulator cannot execute '{name}'", where)
 
@@ -421,10 +452,19 @@ class Decoder:
             spec.append((True, next(it)) if o == DYNAMIC else (False, o))
         cost = self.issue if dyn_off else 0
 
+        memo: dict[tuple, tuple] = {}  # offsets -> (source, view): one object per distinct view
+
         def sub(env: list, r=r, src=src, spec=tuple(spec), shape=shape, steps=steps,
                 res_strides=res_strides) -> None:
-            offs = [env[v] if dyn else v for dyn, v in spec]
-            env[r] = scalar_unit.subview(env[src], offs, shape, steps, res_strides)
+            offs = tuple([env[v] if dyn else v for dyn, v in spec])
+            source = env[src]
+            hit = memo.get(offs)
+            if hit is None or hit[0] is not source:
+                if len(memo) >= VIEW_MEMO_ENTRIES:
+                    memo.clear()
+                hit = memo[offs] = (source, scalar_unit.subview(source, offs, shape, steps,
+                                                                res_strides))
+            env[r] = hit[1]
         return sub, cost
 
     def reinterpret_cast(self, op: ir.Operation, where: str) -> tuple[Fn, int]:

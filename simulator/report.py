@@ -18,6 +18,8 @@ from collections import Counter
 from dataclasses import dataclass
 from operator import itemgetter
 
+import numpy as np
+
 from npu.simulator.hazards import PIPE_NAMES, S, V, M
 from npu.simulator.instruction import OP, WAIT
 from npu.simulator.pipes import pipelined_pipes
@@ -42,27 +44,40 @@ def build(trace: list, timeline, program, target: Target, hazards: list[dict],
                 path_bytes[instr.path] += instr.nbytes * n
             if instr.pipe in (V, M):
                 issue[instr.pipe] += instr.occupancy * n
-    # The hotspots need every dynamic instruction in order (waiting intervals);
-    # each static instruction's spot and unit cost are looked up once.
+    # The hotspots need every dynamic instruction in order (waiting intervals):
+    # each static instruction's spot and unit cost are looked up once, then
+    # each spot takes its instructions as arrays, in trace order.
     spots: dict[tuple[str, str], Hotspot] = {}
-    spot_of: dict = {}
+    spot_index: dict[tuple[str, str], int] = {}
+    code_of: dict = {}  # OP: its spot's index; wait_flag: -2 - pipe; other sync: -1
+    unit_of: dict = {}  # cycles it holds its unit; -1: until its result (end - start)
     pipelined = pipelined_pipes(target)
     for instr in counts:
         if instr.kind == OP:
-            spot = spots.get((instr.where, instr.name))
-            if spot is None:
-                spot = spots[(instr.where, instr.name)] = Hotspot(instr.where, instr.name, instr.pipe)
-            spot_of[instr] = (spot, instr.occupancy if instr.pipe in pipelined else None)
-    starts, ends = timeline.start, timeline.end
-    dispatched = timeline.dispatch or starts
-    for i, (instr, _, _) in enumerate(trace):
-        if instr.kind != OP:
-            if instr.kind == WAIT:
-                waited[instr.pipe] += ends[i] - starts[i]
-            continue
-        spot, unit = spot_of[instr]
-        started = starts[i]
-        spot.add(ends[i] - started if unit is None else unit, dispatched[i], started)
+            key = (instr.where, instr.name)
+            if key not in spots:
+                spots[key] = Hotspot(instr.where, instr.name, instr.pipe)
+                spot_index[key] = len(spot_index)
+            code_of[instr] = spot_index[key]
+            unit_of[instr] = instr.occupancy if instr.pipe in pipelined else -1
+        else:
+            code_of[instr] = -2 - instr.pipe if instr.kind == WAIT else -1
+            unit_of[instr] = 0
+    instrs = list(map(itemgetter(0), trace))
+    code = np.fromiter(map(code_of.__getitem__, instrs), np.int64, len(instrs))
+    unit = np.fromiter(map(unit_of.__getitem__, instrs), np.int64, len(instrs))
+    starts = np.array(timeline.start, np.int64)
+    ends = np.array(timeline.end, np.int64)
+    dispatched = np.array(timeline.dispatch, np.int64) if timeline.dispatch else starts
+    for p in range(len(PIPE_NAMES)):
+        mine = code == -2 - p
+        waited[p] = int((ends[mine] - starts[mine]).sum())
+    order = np.argsort(code, kind="stable")
+    edges = np.searchsorted(code[order], np.arange(len(spots) + 1))
+    for k, spot in enumerate(spots.values()):
+        idx = order[edges[k]:edges[k + 1]]
+        held = np.where(unit[idx] >= 0, unit[idx], ends[idx] - starts[idx])
+        spot.add_all(held, dispatched[idx], starts[idx])
     bounds: dict[str, float] = {}
     for path, nbytes in path_bytes.items():
         bounds[f"path:{path}"] = nbytes / target.path(path).bytes_per_cycle
@@ -169,6 +184,17 @@ class Hotspot:
         if started > lo:
             self.waiting += started - lo
         self._wait_until = max(self._wait_until, started)
+
+    def add_all(self, unit: np.ndarray, dispatched: np.ndarray, started: np.ndarray) -> None:
+        """`add` for many instructions at once, given in dispatch order."""
+        if not started.size:
+            return
+        waited_until = np.maximum.accumulate(np.concatenate(([self._wait_until], started[:-1])))
+        lo = np.maximum(dispatched, waited_until)
+        self.count += int(started.size)
+        self.unit += int(unit.sum())
+        self.waiting += int(np.maximum(started - lo, 0).sum())
+        self._wait_until = max(self._wait_until, int(started.max()))
 
     def as_dict(self) -> dict:
         return {"location": self.location, "op": self.op, "pipe": PIPE_NAMES[self.pipe],

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from npu.simulator.access import Pattern
+from npu.simulator.access import Pattern, sorted_unique
 
 
 BLOCKS_CACHE_ENTRIES = 1 << 16
@@ -70,6 +70,29 @@ class Stamps:
         rel = pat.granules(g)
         return None if rel is None else rel + addr // g
 
+    def whole(self, pat: Pattern, addr: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """Writable views of the stamps and mixed flags of the granules `pat`
+        covers at `addr`, when it covers only whole granules laid out as one
+        run or as equal bursts (a 2-D view); else None. An access that repeats
+        its address keeps these and stamps its granules with one `fill`."""
+        g = self.g
+        if pat.byte_idx is None:
+            lo, hi = addr + pat.lo, addr + pat.hi
+            if lo % g or hi % g:
+                return None
+            return self.coarse[lo // g:hi // g], self.mixed[lo // g:hi // g]
+        if pat.bursts is None or addr % g:
+            return None
+        n, burst, stride = pat.bursts
+        if burst % g or stride % g or stride < burst:
+            return None
+        first, per_burst, step = addr // g, burst // g, stride // g
+        if first + (n - 1) * step + per_burst > self.coarse.size:
+            return None
+        return tuple(np.lib.stride_tricks.as_strided(
+            arr[first:], (n, per_burst), (step * arr.strides[0], arr.strides[0]))
+            for arr in (self.coarse, self.mixed))
+
     # -- updates ----------------------------------------------------------------
 
     def set(self, pat: Pattern, addr: int, value: int) -> None:
@@ -107,7 +130,7 @@ class Stamps:
         if isinstance(sel, slice):
             blocks = np.arange(sel.start // g, (sel.stop - 1) // g + 1)
         else:
-            blocks = np.unique(sel // g)
+            blocks = sorted_unique(sel // g)
         self._split(blocks)
         self.fine[sel] = value
 

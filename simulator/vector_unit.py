@@ -17,6 +17,8 @@ Cost: `repeat * target.vector_cycles(class)` cycles of the pipe plus
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from npu.simulator import access
@@ -147,6 +149,12 @@ class Binary(VectorOp):
             return
         self.dst.put(mems, addrs, self.fn(self.src0.get(mems, addrs), self.src1.get(mems, addrs)))
 
+    def bound(self, mems: list[Memory], addrs: list[int]):
+        if not self.dense:
+            return super().bound(mems, addrs)
+        return partial(self.fn, self.src0.get(mems, addrs), self.src1.get(mems, addrs),
+                       out=self.dst.get(mems, addrs))
+
 
 class Unary(VectorOp):
     """Unary, scalar (`dst = src op scalar`) and vconv share the dst/src shape."""
@@ -192,6 +200,12 @@ class Unary(VectorOp):
             ufunc(mems[1].typed[dt][x:x + cnt], scalar, out=mems[0].typed[dt][z:z + cnt])
             return
         self.dst.put(mems, addrs, self.fn(self.src.get(mems, addrs)))
+
+    def bound(self, mems: list[Memory], addrs: list[int]):
+        if self.direct is None:
+            return super().bound(mems, addrs)
+        ufunc, scalar = self.direct[:2]
+        return partial(ufunc, self.src.get(mems, addrs), scalar, out=self.dst.get(mems, addrs))
 
 
 class Dup(VectorOp):

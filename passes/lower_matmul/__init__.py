@@ -141,14 +141,19 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, Pass):
     def lower(self, op: ir.Operation) -> None:
         shape, batch, M1, N1, K1 = self.shape_of(op)
         group = group_of(op)
-        # Tiles are ranked by the pipelined schedule's time only without an
-        # epilogue: measured on BERT, its drains with a bias epilogue are slower
-        # than the simple nest's (q_proj 182k pipelined at k=384 vs 162k simple
-        # at k=512), which the time estimate does not model yet.
-        pipelined = self.schedule == "pipelined" and self.l1_steps == 1 and group is None
+        self.epilogue = MatmulEpilogue(self, group, op) if group is not None else None
+        # Tiles are ranked by the pipelined schedule's time unless the drains
+        # load operand pieces from GM: those queue in the in-order MTE2 between
+        # the A and B chunks, waiting for the previous piece's vector work,
+        # which the time estimate does not model (measured on BERT with
+        # full-size bias tiles: q_proj 182k pipelined at k=384 vs 162k simple
+        # at k=512). Broadcast bias rows are read once, before the loops.
+        pipelined = self.schedule == "pipelined" and self.l1_steps == 1 and (
+            self.epilogue is None or not self.epilogue.loads_pieces)
         try:
             choice = choose_tiling(shape, self.target, self.strategy, self.m, self.n, self.k,
-                                   pipelined=pipelined)
+                                   pipelined=pipelined, epilogue_cycles=(
+                                       0 if self.epilogue is None else self.epilogue.vector_cycles))
         except TilingError as e:
             raise PassError(str(e), op) from None
         if self.l1_steps < 1:
@@ -167,7 +172,6 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, Pass):
                                 f"{need - self.target.capacity('l1')} bytes)", op)
         self.pipelined = None
         self.why_simple = ""
-        self.epilogue = MatmulEpilogue(self, group, op) if group is not None else None
         if self.schedule == "pipelined" and choice.strategy == "os" and self.l1_steps == 1:
             self.pipelined = self.plan_pipelined(shape, choice, op)
         elif self.schedule == "pipelined":
@@ -185,6 +189,8 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, Pass):
         a, b, c = op.operands
         with op.location, ir.InsertionPoint(op):
             frac = self.target.fractal
+            if self.epilogue is not None:
+                self.epilogue.load_broadcast([0] if op.name == "ascend.batch_matmul" else [])
             ops = Operands(a, b, c, [], M1, N1, K1, ir.MemRefType(a.type).element_type,
                            ir.MemRefType(c.type).element_type, block_pitch(a, frac, op),
                            block_pitch(b, frac, op), block_pitch(c, frac, op))

@@ -215,14 +215,17 @@ class MatmulBlocks:
         per_column = m * (acc_blk + (out_blk if convert else 0))
         budget = self.target.capacity("ub") if ub_budget is None else ub_budget
         if self.epilogue is not None:
-            # npu-fuse's share sizes the epilogue's parts: the pipelined
-            # drain gets at least that (longer vector runs); the simple one
-            # all of UB at the default share, as its plain drain, and less
-            # when npu-lower retries fusion at a smaller share.
+            # npu-fuse's share sizes the epilogue's parts: all of UB at the
+            # default share (less when npu-lower retries fusion at a smaller
+            # one), in both schedules: the pipelined drain's two parts per
+            # piece overlap a plain drain's store with its next L0C move, but
+            # an epilogue's vector work dominates, and longer runs and fewer
+            # flag pairs pay more (BERT ffn_in + GELU 281k -> 252k).
             per_column = m * self.epilogue.bytes_per_fractal
             share = self.epilogue.ub_budget
-            budget = max(budget, share) if ub_budget is not None else min(
-                budget, int(share / FUSED_UB_FRACTION) + self.target.granule("ub"))
+            budget = min(self.target.capacity("ub"),
+                         int(share / FUSED_UB_FRACTION) + self.target.granule("ub"))
+            budget -= self.epilogue.resident_bytes  # the broadcast rows, for the whole matmul
         chunk = min(k, max(1, budget // per_column))
         assert chunk >= 1, "the cost model guarantees one column block fits UB"
         flat = self.flat_blocks(c_l0c, k * m)

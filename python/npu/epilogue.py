@@ -20,7 +20,9 @@ Cost model:
     temporaries, by liveness in member order; a result overwrites an input
     of its element type that no later member reads (`Plan.reuse`). One
     column block of the matmul's C tile (its row blocks times that) must
-    fit the UB share, which is what the drain needs at the least.
+    fit the UB share, which is what the drain needs at the least. A
+    broadcast operand (a bias: `row_broadcast`) is instead read once, one
+    row per column block of C, and stays in UB for the whole matmul.
   * Vector work (`vector_cycles`): the drain runs in the matmul's loop, so
     an epilogue whose vector cycles exceed the matmul's own time (cube or
     A/B traffic) holds the matmul back; npu-fuse then forms none (a row
@@ -51,19 +53,23 @@ from npu.target import Target
 
 MATMULS = ("ascend.matmul", "ascend.batch_matmul")
 EPILOGUE_ATTR = "npu.epilogue"
+CONSTANT_ATTR = "npu.constant"
 
 
 @dataclass
 class Epilogue:
     """A matmul and its members, in program order. `c` is the matmul's
     result; `loaded`: roots read from GM per tile (first use order);
-    `leaving`: roots stored per tile (C included when it leaves)."""
+    `leaving`: roots stored per tile (C included when it leaves);
+    `broadcast`: loaded roots whose rows repeat (`row_broadcast`), read
+    once for the whole matmul as one row per column block."""
 
     matmul: ir.Operation
     c: fusion.Operand
     members: list[fusion.RowOp]
     loaded: dict = field(default_factory=dict)
     leaving: set = field(default_factory=set)
+    broadcast: set = field(default_factory=set)
     stores: list["NdStore"] = field(default_factory=list)
 
     @property
@@ -241,7 +247,59 @@ def model(matmul: ir.Operation, c: fusion.Operand, members: list[fusion.RowOp],
                 e.loaded.setdefault(i.root, i)
         written.add(m.out.root)
     e.leaving = {o.root for o in [c] + [m.out for m in e.members] if leaves(o.root)}
+    e.broadcast = {r for r, o in e.loaded.items()
+                   if all(m.compute.kind == "binary" for m in e.members
+                          if any(i.root == r for i in m.ins)) and row_broadcast(o.value)}
     return e
+
+
+def collapse_gelu(c: fusion.Operand, members: list[fusion.RowOp],
+                  leaves: Callable[[ir.Value], bool], kept: set = frozenset()
+                  ) -> list[fusion.RowOp]:
+    """`members` with each GELU chain as one recipe member (`npu.gelu`);
+    `kept`: tensors read besides the members (row-major stores)."""
+    from npu import gelu
+
+    leaving = {o.root for o in [c] + [m.out for m in members] if leaves(o.root)}
+    return gelu.collapse(members, leaving | kept)
+
+
+def lowered_plan(e: Epilogue, target: Target) -> Plan:
+    """`plan` of the members as npu-lower-matmul runs them: GELU chains
+    collapsed to their one recipe (fewer temporaries than the ops apart)."""
+    from dataclasses import replace
+
+    from npu import gelu
+
+    kept = e.leaving | {s.src.root for s in e.stores}
+    return plan(replace(e, members=gelu.collapse(e.members, kept)), target)
+
+
+def row_broadcast(value: ir.Value) -> bool:
+    """Whether `value`, an operand shaped like C, is a host constant
+    (`npu.constant` argument) whose rows within each column block are all
+    the same (and the same in every batch): a bias the frontend broadcast
+    over the rows. Compared bit for bit, so reading one row is exact."""
+    import numpy as np
+
+    if not isinstance(value, ir.BlockArgument) and not ir.BlockArgument.isinstance(value):
+        return False
+    arg = ir.BlockArgument(value)
+    func = arg.owner.owner
+    attr = nir.arg_attrs(func, arg.arg_number).get(CONSTANT_ATTR)
+    if attr is None:
+        return False
+    shape = nir.memref_shape(value)
+    data = nir.constant_data(attr, shape, nir.memref_element(value))
+    bits = data.view(f"u{data.itemsize}").reshape(-1, shape[-4], shape[-3] * shape[-2], shape[-1])
+    return bool(np.array_equal(bits, np.broadcast_to(bits[:1, :, :1, :], bits.shape)))
+
+
+def broadcast_bytes(e: Epilogue) -> int:
+    """UB bytes of the broadcast operands, resident for the whole matmul:
+    one row of 16 elements per column block of C."""
+    return sum(nir.memref_shape(e.loaded[r].value)[-4] * nir.memref_shape(e.loaded[r].value)[-1]
+               * e.loaded[r].es for r in e.broadcast)
 
 
 def used_outside(group: set, users: dict) -> Callable[[ir.Value], bool]:
@@ -279,8 +337,8 @@ def grouped_member(op: ir.Operation, index: int, target: Target) -> fusion.RowOp
 def gm_bytes(e: Epilogue) -> int:
     """GM bytes the epilogue adds to the matmul's A and B traffic."""
     values = {e.c.root: e.c.value} | {m.out.root: m.out.value for m in e.members}
-    return (sum(fusion.nbytes(o.value) for o in e.loaded.values())
-            + sum(fusion.nbytes(values[r]) for r in e.leaving)
+    return (sum(fusion.nbytes(o.value) for r, o in e.loaded.items() if r not in e.broadcast)
+            + broadcast_bytes(e) + sum(fusion.nbytes(values[r]) for r in e.leaving)
             + sum(fusion.nbytes(s.dst.value) for s in e.stores))
 
 
@@ -318,10 +376,10 @@ def plan(e: Epilogue, target: Target) -> Plan:
     reuse = []
     for k, m in enumerate(e.members):
         for i in m.ins:
-            if i.root not in live:
+            if i.root not in live and i.root not in e.broadcast:
                 live[i.root] = i.es * fractal
                 elem_of[i.root] = i.elem
-        dying = [i.root for i in m.ins if last_use[i.root] == k]
+        dying = [i.root for i in m.ins if last_use[i.root] == k and i.root not in e.broadcast]
         mine = next((r for r in dying if elem_of[r] == m.out.elem), None)
         reuse.append(mine)
         out_bytes = 0 if mine is not None else m.out.es * fractal

@@ -209,13 +209,14 @@ def _largest_fitting_n(strategy: str, shape: MatmulShape, m: int, k: int, target
 
 
 def estimated_cycles(shape: MatmulShape, tiles: Tiles, traffic: Traffic, rates: "_Capacities",
-                     overlapped: bool) -> float:
+                     overlapped: bool, epilogue_cycles: float = 0.0) -> float:
     """Time of a tiling from the target's rates: the busiest pipe plus the GM
-    latency when the schedule overlaps its pipes, else the pipes' sum."""
+    latency when the schedule overlaps its pipes, else the pipes' sum. An
+    epilogue's vector work runs on the pipe that drains C (the vector unit)."""
     blocks = shape.M * shape.N * shape.K * shape.batch / rates.fractal ** 3
     pipes = (traffic.read_bytes(shape) / rates.gm_read_bytes_per_cycle,
              blocks * rates.cube_cycles_per_block,
-             traffic.c_writes * shape.acc_bytes / rates.drain_bytes_per_cycle,
+             traffic.c_writes * shape.acc_bytes / rates.drain_bytes_per_cycle + epilogue_cycles,
              traffic.write_bytes(shape) / rates.gm_write_bytes_per_cycle)
     return max(pipes) + rates.gm_latency if overlapped else sum(pipes)
 
@@ -225,12 +226,12 @@ def pipelines(shape: MatmulShape, tiles: Tiles) -> bool:
     return shape.M % tiles.m == 0 and shape.K % tiles.k == 0
 
 
-def _score(choice: TilingChoice, shape: MatmulShape, rates: "_Capacities", pipelined: bool
-           ) -> tuple:
+def _score(choice: TilingChoice, shape: MatmulShape, rates: "_Capacities", pipelined: bool,
+           epilogue_cycles: float = 0.0) -> tuple:
     t = choice.tiles
     used = sum(choice.buffer_bytes[b] for b in ("l0a", "l0b", "l0c"))
     overlapped = pipelined and choice.strategy == "os" and pipelines(shape, t)
-    time = estimated_cycles(shape, t, choice.traffic, rates, overlapped)
+    time = estimated_cycles(shape, t, choice.traffic, rates, overlapped, epilogue_cycles)
     return (time, choice.traffic.total, -used, -t.m, -t.k, -t.n)
 
 
@@ -245,9 +246,12 @@ def clamp_tiles(shape: MatmulShape, m: int, n: int, k: int) -> tuple[int, int, i
 
 
 def choose_tiling(shape: MatmulShape, target: Target, strategy: str = "os",
-                  m: int = 0, n: int = 0, k: int = 0, pipelined: bool = False) -> TilingChoice:
+                  m: int = 0, n: int = 0, k: int = 0, pipelined: bool = False,
+                  epilogue_cycles: float = 0.0) -> TilingChoice:
     """The fastest fitting tiling; `m`, `n`, `k` > 0 fix that tile edge;
-    `pipelined`: OS tiles for the pipelined schedule (see the module doc).
+    `pipelined`: OS tiles for the pipelined schedule (see the module doc);
+    `epilogue_cycles`: vector work of an epilogue on the drained C (it adds
+    to the drain's pipe in the time estimate).
 
     `strategy="auto"` compares the three strategies. Raises TilingError when
     an explicit tile edge is not a fractal multiple or nothing fits; the
@@ -264,7 +268,8 @@ def choose_tiling(shape: MatmulShape, target: Target, strategy: str = "os",
         raise TilingError(f"unknown strategy '{strategy}' (known: os, is, ws, auto)")
     # A model repeats its matmul shapes (BERT: six per layer, twelve layers):
     # the search depends only on these, so it runs once per distinct shape.
-    best = _search(shape, strategies, m, n, k, step, _capacities(target), pipelined)
+    best = _search(shape, strategies, m, n, k, step, _capacities(target), pipelined,
+                   float(epilogue_cycles))
     if best is not None:
         return best
     # Nothing fits: explain with the smallest tile allowed by the explicit edges.
@@ -307,7 +312,8 @@ def _capacities(target: Target) -> _Capacities:
 
 @lru_cache(maxsize=256)
 def _search(shape: MatmulShape, strategies: tuple[str, ...], m: int, n: int, k: int, step: int,
-            target: _Capacities, pipelined: bool = False) -> TilingChoice | None:
+            target: _Capacities, pipelined: bool = False, epilogue_cycles: float = 0.0
+            ) -> TilingChoice | None:
     """The best fitting tiling (None if nothing fits); m, n, k > 0 are fixed."""
     ms = [m] if m else _multiples(shape.M, step)
     ks = [k] if k else _multiples(shape.K, step)
@@ -328,7 +334,7 @@ def _search(shape: MatmulShape, strategies: tuple[str, ...], m: int, n: int, k: 
                 if nn is None:
                     break  # larger k does not fit either
                 choice = make_choice(s, shape, Tiles(mm, nn, kk), target)
-                score = _score(choice, shape, target, pipelined)
+                score = _score(choice, shape, target, pipelined, epilogue_cycles)
                 if best is None or score < best_score:
                     best, best_score = choice, score
     return best

@@ -92,3 +92,41 @@ func.func @too_big(%a: memref<163840xf16, "gm">) {
   }
   return
 }
+
+// -----
+
+// The first loop's buffer takes most of UB (256,000 of 262,144 bytes) and
+// cannot be doubled; the stream after it is doubled in full: the copies are
+// checked against what is live where that loop runs, not the function's peak.
+// CHECK-LABEL: func.func @big_then_stream
+// CHECK:      scf.for
+// CHECK-NEXT:   memref.alloc() : memref<128000xf16, "ub">
+// CHECK:      scf.for
+// CHECK-COUNT-2: memref.alloc() {npu.slot = 0 : i64} : memref<2048xf16, "ub">
+// CHECK-COUNT-2: memref.alloc() {npu.slot = 1 : i64} : memref<2048xf16, "ub">
+// SYNC-LABEL: func.func @big_then_stream
+// SYNC-COUNT-2: memref.alloc() {npu.offset = {{[0-9]+}} : i64, npu.slot = 1 : i64}
+func.func @big_then_stream(%big: memref<256000xf16, "gm">, %a: memref<10240xf16, "gm">, %o: memref<10240xf16, "gm">) {
+  %c0 = arith.constant 0 : index
+  %c5 = arith.constant 5 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c2048 = arith.constant 2048 : index
+  scf.for %j = %c0 to %c2 step %c1 {
+    %wide = memref.alloc() : memref<128000xf16, "ub">
+    %sb = memref.subview %big[0] [128000] [1] : memref<256000xf16, "gm"> to memref<128000xf16, strided<[1]>, "gm">
+    "cce.copy_gm_to_ub"(%sb, %wide) {n_burst = 1 : i64, burst_len = 8000 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<128000xf16, strided<[1]>, "gm">, memref<128000xf16, "ub">) -> ()
+    "cce.copy_ub_to_gm"(%wide, %sb) {n_burst = 1 : i64, burst_len = 8000 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<128000xf16, "ub">, memref<128000xf16, strided<[1]>, "gm">) -> ()
+  }
+  scf.for %i = %c0 to %c5 step %c1 {
+    %in = memref.alloc() : memref<2048xf16, "ub">
+    %out = memref.alloc() : memref<2048xf16, "ub">
+    %off = arith.muli %i, %c2048 : index
+    %sa = memref.subview %a[%off] [2048] [1] : memref<10240xf16, "gm"> to memref<2048xf16, strided<[1], offset: ?>, "gm">
+    %so = memref.subview %o[%off] [2048] [1] : memref<10240xf16, "gm"> to memref<2048xf16, strided<[1], offset: ?>, "gm">
+    "cce.copy_gm_to_ub"(%sa, %in) {n_burst = 1 : i64, burst_len = 128 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<2048xf16, strided<[1], offset: ?>, "gm">, memref<2048xf16, "ub">) -> ()
+    "cce.vexp"(%out, %in) {repeat = 16 : i64, mask = 128 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, src_blk_stride = 1 : i64, src_rep_stride = 8 : i64} : (memref<2048xf16, "ub">, memref<2048xf16, "ub">) -> ()
+    "cce.copy_ub_to_gm"(%out, %so) {n_burst = 1 : i64, burst_len = 128 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<2048xf16, "ub">, memref<2048xf16, strided<[1], offset: ?>, "gm">) -> ()
+  }
+  return
+}

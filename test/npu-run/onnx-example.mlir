@@ -6,7 +6,10 @@
 // CHECK: hazards: none
 // CHECK: check: passed
 // CHECK: per source op
-// The bias add and the GELU's steps (Div, Erf, Add, Mul, Mul) are one fused
-// kernel, reported under its first member.
-// CHECK-DAG: ffn_in_bias (Add)
+// The bias add and the GELU's steps (Div, Erf, Add, Mul, Mul) run in the
+// drains of the first matmul (its epilogue: the bias is a host constant
+// whose rows repeat), reported under the matmul.
+// CHECK-DAG: ffn_in (MatMul)
 // CHECK-DAG: layernorm (LayerNormalization)
+// CHECK-NOT: ffn_in_bias
+// CHECK-NOT: gelu_

@@ -30,7 +30,8 @@ class _Program:
         self.lines.append(f'  "ascend.{name}"({names}){attr} : ({types}) -> ()')
 
     def text(self) -> str:
-        sig = ", ".join(f"{v}: {_t(s, e)}" for v, s, e in self.args)
+        sig = ", ".join(f"{a[0]}: {_t(a[1], a[2])}" + (f" {{{a[3]}}}" if len(a) > 3 else "")
+                        for a in self.args)
         return "\n".join([f"func.func @{self.name}({sig}) {{"] + self.lines
                          + ["  return", "}"]) + "\n"
 
@@ -104,16 +105,34 @@ def gelu(rows: int, n: int, elem: str = "f32") -> str:
     return p.text()
 
 
+def _nz_constant(m: int, k: int, elem: str, rows_repeat: bool) -> str:
+    """The `npu.constant` attribute of an M x K matrix in Nz: random rows,
+    or one random row repeated (a bias broadcast over the rows)."""
+    import numpy as np
+
+    f = 16
+    rng = np.random.default_rng(7)
+    full = rng.standard_normal((1 if rows_repeat else m, k)).astype(
+        {"f32": np.float32, "f16": np.float16}[elem])
+    nz = np.broadcast_to(full, (m, k)).reshape(m // f, f, k // f, f).transpose(2, 0, 1, 3)
+    shape = "x".join(map(str, nz.shape))
+    return (f'npu.constant = dense<"0x{np.ascontiguousarray(nz).tobytes().hex().upper()}"> : '
+            f"tensor<{shape}x{elem}>")
+
+
 def matmul_epilogue(m: int, n: int, k: int, steps: tuple[str, ...], out: str = "f32",
                     c_elem: str = "f32", nd: tuple[int, int] | None = None) -> str:
     """C = A x B (Nz fractals, f16 in, `c_elem` out: an M x K result of an
     N-long reduction, M and K rounded up to whole blocks), then the
     elementwise `steps` on C, each one of "bias" (+ a tensor shaped like C,
-    as the frontend materialises a bias), "scale" (x 1/sqrt(64)), "gelu"
-    (erf form: five ops), "residual" (+ another input tensor), "cast" (to
-    f16, the last step); the result goes to %y with element type `out`, or
-    with `nd` = (rows, cols) through a defractalize to %y of that shape.
-    Operands and intermediates have C's element type."""
+    as the frontend materialises a bias), "bias_row" (+ that bias as a host
+    constant, `npu.constant`, every row the same: what the frontend makes of
+    an ONNX bias), "bias_table" (+ a host constant whose rows differ),
+    "scale" (x 1/sqrt(64)), "gelu" (erf form: five ops), "residual" (+
+    another input tensor), "cast" (to f16, the last step); the result goes
+    to %y with element type `out`, or with `nd` = (rows, cols) through a
+    defractalize to %y of that shape. Operands and intermediates have C's
+    element type."""
     f = 16
     m1, k1 = -(-m // f), -(-k // f)
     a_s, b_s, c_s = (n // f, m1, f, f), (k1, n // f, f, f), (k1, m1, f, f)
@@ -121,6 +140,9 @@ def matmul_epilogue(m: int, n: int, k: int, steps: tuple[str, ...], out: str = "
     e = c_elem
     if "bias" in steps:
         args.append(("%bias", c_s, e))
+    for step in ("bias_row", "bias_table"):
+        if step in steps:
+            args.append((f"%{step}", c_s, e, _nz_constant(m, k, e, step == "bias_row")))
     if "residual" in steps:
         args.append(("%r", c_s, e))
     args.append(("%y", nd or c_s, out))
@@ -138,8 +160,8 @@ def matmul_epilogue(m: int, n: int, k: int, steps: tuple[str, ...], out: str = "
 
     for i, step in enumerate(todo):
         last = i == len(todo) - 1
-        if step == "bias":
-            v = emit("add", [v, ("%bias", c_s, e)], last=last)
+        if step in ("bias", "bias_row", "bias_table"):
+            v = emit("add", [v, (f"%{step}", c_s, e)], last=last)
         elif step == "residual":
             v = emit("add", [v, ("%r", c_s, e)], last=last)
         elif step == "scale":

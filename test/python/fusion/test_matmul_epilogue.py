@@ -102,3 +102,58 @@ def test_reference_of_the_epilogue_group_equals_the_program():
     want = evaluate(functions(compile_program(text, ""))[0], [a.copy() for a in ins])
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+def constant_inputs(text: str) -> list:
+    """`inputs_for`, with each `npu.constant` argument's own data."""
+    from helpers import compile_program
+
+    from npu.ir import arg_attrs, constant_data, functions, memref_element, memref_shape
+
+    ins = inputs_for(text)
+    func = functions(compile_program(text, ""))[0]
+    for k, arg in enumerate(func.regions[0].blocks[0].arguments):
+        attr = arg_attrs(func, k).get("npu.constant")
+        if attr is not None:
+            ins[k] = constant_data(attr, memref_shape(arg.type), memref_element(arg.type))
+    return ins
+
+
+def check_constant(text: str, options: str = ""):
+    ins = constant_inputs(text)
+    fused, expected, fres = compile_and_simulate(text, f"npu-lower{{{options}}}", ins)
+    unfused, _, ures = compile_and_simulate(text, f"npu-lower{{fuse=false {options}}}", ins)
+    assert_outputs_close(fused, expected)
+    assert_outputs_close(fused, unfused)
+    assert fres.hazards == [], fres.hazards
+    return fres, ures
+
+
+@pytest.mark.parametrize("m,n,k,steps,c_elem,options", [
+    (48, 1024, 80, ("bias_row",), "f32", "m=32 k=32"),         # edge tiles, simple schedule
+    (64, 2048, 256, ("bias_row", "gelu"), "f32", ""),           # pipelined, GELU after the add
+    (32, 1024, 48, ("bias_row", "scale"), "f16", ""),           # f16 C: rows of one block
+])
+def test_broadcast_bias_rows_are_read_once(m, n, k, steps, c_elem, options):
+    text = matmul_epilogue(m, n, k, steps, "f32" if c_elem == "f32" else "f16", c_elem=c_elem)
+    fres, ures = check_constant(text, options)
+    es = 4 if c_elem == "f32" else 2
+    # GM -> UB carries one row of the bias per column block of C, nothing else.
+    assert fres.report["bytes"]["gm_to_ub"] == k * es, fres.report["bytes"]
+    assert fres.cycles < ures.cycles, (fres.cycles, ures.cycles)
+
+
+def test_constant_whose_rows_differ_is_read_per_tile():
+    text = matmul_epilogue(48, 1024, 80, ("bias_table",), "f32")
+    fres, _ = check_constant(text, "m=32 k=32")
+    assert fres.report["bytes"]["gm_to_ub"] == 48 * 80 * 4, fres.report["bytes"]
+
+
+def test_gelu_joins_a_short_reduction_when_the_drain_loads_nothing():
+    # The refused case above, with the bias a broadcast host constant: the
+    # drains load nothing from GM, so the GELU's vector work runs in them.
+    text = matmul_epilogue(48, 64, 80, ("bias_row", "gelu"), "f32")
+    (group,) = epilogues(text)
+    assert len(group["members"]) == 6, group
+    fres, ures = check_constant(text)
+    assert fres.cycles < ures.cycles, (fres.cycles, ures.cycles)

@@ -82,17 +82,24 @@ CASES: dict[str, tuple[str, str, dict]] = {
 # 12, k-ndstore): a defractalize after a matmul is absorbed by its drain, which
 # writes C row-major straight to GM (matmul_512x768x768 -13%, layer -9%); the
 # outputs are unchanged.
+# Re-pinned for issue 12 (k-mmepi): npu-double-buffer asks whether a loop's
+# second buffers fit where the loop runs, not against the function's peak;
+# more loops ping-pong (on its own: layer -8.6%, matmul-is -2.3%,
+# reduce-transpose -10.9%); a matmul drained with an epilogue (now also a
+# row-major store) takes C in 4 L0C pieces and each piece in as few UB parts
+# as fit (matmul_512x768x768 -5.4%, layer -7.8% beside the row-major store);
+# outputs unchanged.
 PINNED: dict[str, tuple[int, int, str]] = {
     'bert_transpose.mlir': (18151, 176, 'a1a8aa46aa7cc8ab'),
     'chain': (21213, 401, 'c05de75249d53946'),
     'chain-serialized': (61688, 401, 'c05de75249d53946'),
     'elementwise_add_1m.mlir': (78449, 356, '2ca46f0d988297ab'),
     'exp_1m.mlir': (46419, 392, 'd3b2c3e1983e8a03'),
-    'layer': (61106, 501, 'ba4826c9247838d8'),
-    'matmul-is': (372523, 3333, '75cd4bc9cede0fbb'),
+    'layer': (56355, 786, 'ba4826c9247838d8'),
+    'matmul-is': (363199, 3345, '75cd4bc9cede0fbb'),
     'matmul-simple-no-double-buffer': (229868, 1587, '80afdaa8f04d3248'),
-    'matmul_512x768x768.mlir': (219963, 2667, 'ca7fbe108505f70d'),
-    'reduce-transpose': (32436, 874, '60c9d95268d44da6'),
+    'matmul_512x768x768.mlir': (208142, 4711, 'ca7fbe108505f70d'),
+    'reduce-transpose': (28901, 882, '60c9d95268d44da6'),
 }
 
 

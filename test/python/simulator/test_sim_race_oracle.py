@@ -13,7 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from npu.pipeline import run_pipeline
 from npu.simulator import simulate
+from npu.target import get_target
 
 from sim_kernels import Kernel, gm, mem
 
@@ -210,9 +212,14 @@ def oracle_has_race(items) -> bool:
 SEEDS = range(60)
 
 
-def assert_detector_matches_oracle(k: Kernel, items: list) -> None:
+def assert_detector_matches_oracle(k: Kernel, items: list, hivm: bool = False) -> None:
+    """`hivm`: run the program lowered to hivm, where every buffer is one
+    address space and the detector's groups come from the operands' bytes."""
     x = np.ones(TILES * TILE, np.float16)
-    res = simulate(k.parse(), [x, np.zeros_like(x)], strict=False)
+    module = k.parse()
+    if hivm:
+        run_pipeline(module, "npu-plan-memory,npu-lower-cce-to-hivm", get_target())
+    res = simulate(module, [x, np.zeros_like(x)], strict=False)
     found = any(h["kind"] == "race" for h in res.hazards)
     assert found == oracle_has_race(items), (k.text(), res.hazards)
 
@@ -225,6 +232,12 @@ def test_race_detector_matches_oracle(seed):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_race_detector_matches_oracle_on_mostly_synced_programs(seed):
     assert_detector_matches_oracle(*synced_program(seed))
+
+
+@pytest.mark.parametrize("seed", SEEDS[:20])
+def test_race_detector_matches_oracle_at_the_hivm_level(seed):
+    assert_detector_matches_oracle(*random_program(seed), hivm=True)
+    assert_detector_matches_oracle(*synced_program(seed), hivm=True)
 
 
 def test_oracle_programs_cover_both_verdicts():
