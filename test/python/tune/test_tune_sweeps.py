@@ -140,10 +140,11 @@ def test_failing_and_hanging_candidates_are_recorded(ray_runner, tmp_path):
               if json.loads(line)["status"] == "failed"]
     assert len(failed) == 1
 
-    # Candidates past their time limit (a simulation of 2^20 elements takes
-    # seconds) are cancelled and recorded as timeouts.
+    # Candidates past their time limit are cancelled and recorded as
+    # timeouts. 2^24 elements take about a second to compile and simulate,
+    # 20x the limit (2^20 took 0.054 s once the simulator got faster).
     impatient = RayRunner(workers=1, timeout=0.05)
-    result = tune(Program("exp.mlir", EXP_ONLY.replace("4096", "1048576")), {"ops": {
+    result = tune(Program("exp.mlir", EXP_ONLY.replace("4096", "16777216")), {"ops": {
         "ascend.exp": {"ub-fraction": [0.125], "double-buffer": [False]}}},
         TuneOptions(search="grid", progress=False, verify=False), runner=impatient)
     (op,) = result.ops
