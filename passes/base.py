@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Sequence
 from mlir import ir
 
 from npu import diagnostics
-from npu.ir import dict_attr_items, ops_named, walk
+from npu.ir import dict_attr_items, walk, walk_held
 from npu.target import Target, get_target
 
 # Per-op options of a lowering, written in the source or set by a tuning
@@ -121,7 +121,8 @@ def drop_empty_work(module: ir.Operation, names: Sequence[str]) -> None:
     non-empty output (a reduction over an empty axis, a matmul with an empty
     reduction dimension) is an error at the op: the lowerings do not
     produce an identity fill."""
-    for op in ops_named(module, *names):
+    wanted = set(names)
+    for op in walk_held(module, lambda o: o.name in wanted):
         sizes = [_elements(v.type) for v in op.operands]
         if not sizes or min(sizes) > 0:
             continue
@@ -266,7 +267,8 @@ class Pass:
         dropped first (`drop_empty_work`).
         """
         drop_empty_work(root, self.handles)
-        for op in ops_named(root, *self.handles):
+        handled = set(self.handles)
+        for op in walk_held(root, lambda o: o.name in handled):
             options = self.op_options(op)
             double_buffer = options.get(DOUBLE_BUFFER_KEY)
             lowering = self._with(options)

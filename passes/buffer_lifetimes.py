@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 from mlir import ir
 
 from npu import memory_planning as planner
@@ -53,7 +54,7 @@ class Buffer:
         return planner.overlaps(self, other)
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: `None in pieces` stays a C-level scan
 class _Piece:
     """One top-level op of the function body, analysed on its own.
 
@@ -71,15 +72,48 @@ class _Piece:
     dynamic: ir.Operation | None = None  # first on-chip alloc with a dynamic shape
     # space -> (lower bound, upper bound, total bytes) of `buffers` in it
     bounds: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    analysis: AccessAnalysis | None = None  # of the op's accesses
+
+
+class _Table:
+    """What `space_bounds` reads of each top-level op's piece, as arrays
+    (row k: the k-th op), so that a query after one op changed costs no
+    Python work per op."""
+
+    def __init__(self, n: int):
+        self.inner = np.zeros((n, len(ON_CHIP_BUFFERS), 3), np.int64)  # (low, high, total) per space
+        self.alloc_space = np.full(n, -1, np.int64)  # the op is an on-chip alloc of this space
+        self.outer_users = np.zeros(n, bool)         # it uses allocs of the function body
+
+    def splice(self, index: int, count: int) -> None:
+        """Row `index` becomes `count` rows (to be filled)."""
+        for name in ("inner", "alloc_space", "outer_users"):
+            a = getattr(self, name)
+            setattr(self, name, np.concatenate([a[:index], a[index:index + 1].repeat(count, 0),
+                                                a[index + 1:]]))
+
+    def fill(self, k: int, piece: _Piece) -> None:
+        for column, space in enumerate(ON_CHIP_BUFFERS):
+            bounds = piece.bounds.get(space)
+            if bounds is None:
+                mine = [b for b in piece.buffers if b.space == space]
+                bounds = piece.bounds[space] = (*planner.lifetime_bounds(mine),
+                                                sum(b.size for b in mine))
+            self.inner[k, column] = bounds
+        self.alloc_space[k] = ON_CHIP_BUFFERS.index(piece.alloc.space) if piece.alloc else -1
+        self.outer_users[k] = bool(piece.outer_uses)
 
 
 class BufferCollector:
     def __init__(self, target: Target):
         self.target = target
         self._pieces: dict[ir.Operation, _Piece] = {}
-        # With `track`: the function body's ops and their pieces (None: to redo).
+        # With `track`: the function body's ops and their pieces (None: to
+        # redo, the indices in `_stale`), and per piece a row of `_Table`.
         self._tops: list[ir.Operation] | None = None
         self._top_pieces: list[_Piece | None] = []
+        self._stale: set[int] = set()
+        self._table: _Table | None = None
         self._bounds: dict[str, tuple[int, int]] = {}  # space -> space_bounds, while unchanged
 
     def track(self, func_op: ir.Operation) -> list[ir.Operation]:
@@ -88,17 +122,24 @@ class BufferCollector:
         returns its ops, whose indices `changed` takes."""
         self._tops = [child.operation for child in func_op.regions[0].blocks[0].operations]
         self._top_pieces = [None] * len(self._tops)
+        self._stale = set(range(len(self._tops)))
+        self._table = _Table(len(self._tops))
         self._bounds.clear()
         return list(self._tops)
 
     def changed(self, index: int, replacement: list[ir.Operation] | None = None) -> None:
         """Tracked top-level op `index` changed inside, or was replaced by the
         ops `replacement` (only ops after it may have moved since `track`)."""
+        count = 1
         if replacement is not None:
+            count = len(replacement)
             self._tops[index:index + 1] = replacement
-            self._top_pieces[index:index + 1] = [None] * len(replacement)
+            self._top_pieces[index:index + 1] = [None] * count
+            self._stale = {k if k < index else k + count - 1 for k in self._stale if k != index}
+            self._table.splice(index, count)
         else:
             self._top_pieces[index] = None
+        self._stale.update(range(index, index + count))
         self._bounds.clear()
 
     def _pieces_of(self, func_op: ir.Operation) -> list[tuple[int, _Piece]]:
@@ -113,10 +154,14 @@ class BufferCollector:
     def _top_level(self, func_op: ir.Operation) -> list[_Piece]:
         """The piece of every top-level op of the function, in order."""
         if self._tops is not None:
-            for k, piece in enumerate(self._top_pieces):
-                if piece is None:
-                    self._top_pieces[k] = self._piece(self._tops[k])
             tops = self._top_pieces
+            fresh = sorted(self._stale)
+            self._stale.clear()
+            for k in fresh:
+                tops[k] = self._piece(self._tops[k])
+                self._table.fill(k, tops[k])
+            if all(tops[k].dynamic is None for k in fresh):
+                return tops  # the others were checked when they were made
         else:
             tops = []
             for region in func_op.operation.regions:
@@ -174,7 +219,7 @@ class BufferCollector:
         one op needing most of a buffer does not keep every other loop of
         the function single-buffered."""
         _, _, lows, highs = self._space_profile(func_op, space)
-        return lows[index], highs[index]
+        return int(lows[index]), int(highs[index])
 
     def planned_at(self, func_op: ir.Operation, space: str, index: int) -> int:
         """Bytes of `space` a plan with plain lifetime reuse takes where
@@ -187,14 +232,15 @@ class BufferCollector:
         piece = self._top_level(func_op)[index]
         low, _ = self.space_bounds_at(func_op, space, index)
         mine = [b for b in piece.buffers if b.space == space]
-        return low - piece.bounds[space][0] + (place(mine, 0, "auto").peak if mine else 0)
+        own_low = piece.bounds[space][0] if space in piece.bounds else planner.lifetime_bounds(mine)[0]
+        return low - own_low + (place(mine, 0, "auto").peak if mine else 0)
 
     def vector_only_at(self, func_op: ir.Operation, index: int) -> set[ir.Operation]:
         """The loop-body allocs inside top-level op `index` that only V touches."""
         return {b.op for b in self._top_level(func_op)[index].buffers if b.vector_only}
 
     def _space_profile(self, func_op: ir.Operation, space: str
-                       ) -> tuple[int, int, list[int], list[int]]:
+                       ) -> tuple[int, int, np.ndarray, np.ndarray]:
         """(lower, upper) bounds of the function and of each top-level op."""
         if self._tops is not None and space in self._bounds:
             return self._bounds[space]
@@ -202,15 +248,20 @@ class BufferCollector:
         # live over the top-level ops from its first to its last user (its
         # own op when unused), which is what the positions of `collect` say.
         tops = self._top_level(func_op)
+        table = self._table
+        if self._tops is None:
+            table = _Table(len(tops))
+            for k, piece in enumerate(tops):
+                table.fill(k, piece)
+        column = ON_CHIP_BUFFERS.index(space)
         first: dict[ir.Operation, int] = {}
         last: dict[ir.Operation, int] = {}
-        for k, piece in enumerate(tops):
-            for alloc in piece.outer_uses:
+        for k in np.flatnonzero(table.outer_users).tolist():
+            for alloc in tops[k].outer_uses:
                 first.setdefault(alloc, k)
                 last[alloc] = k
-        outer = [(first.get(piece.alloc.op, k), last.get(piece.alloc.op, k), piece.alloc.size)
-                 for k, piece in enumerate(tops)
-                 if piece.alloc is not None and piece.alloc.space == space]
+        outer = [(first.get(tops[k].alloc.op, k), last.get(tops[k].alloc.op, k), tops[k].alloc.size)
+                 for k in np.flatnonzero(table.alloc_space == column).tolist()]
         # Merged spans of the function-level lifetimes: [first, last, bytes in that component].
         spans: list[list[int]] = []
         for start, end, size in sorted(outer, key=lambda b: b[0]):
@@ -219,35 +270,32 @@ class BufferCollector:
                 spans[-1][2] += size
             else:
                 spans.append([start, end, size])
-        delta = [0] * (len(tops) + 1)  # live bytes of function-level allocs, as differences
+        n = len(tops)
+        inner = table.inner[:, column]  # per top-level op: its own buffers' (low, high, total)
+        delta = np.zeros(n + 1, np.int64)  # live bytes of function-level allocs, as differences
+        covered = np.zeros(n + 1, np.int64)  # inside a span, as differences
         for start, end, size in outer:
             delta[start] += size
             delta[end + 1] -= size
-        low = high = live = s = 0
-        lows: list[int] = []
-        highs: list = []  # an int, or the span whose total bounds op k
-        for k, piece in enumerate(tops):
-            inner = piece.bounds.get(space)
-            if inner is None:
-                mine = [b for b in piece.buffers if b.space == space]
-                inner = piece.bounds[space] = (*planner.lifetime_bounds(mine),
-                                               sum(b.size for b in mine))
-            live += delta[k]
-            low = max(low, inner[0] + live)
-            lows.append(inner[0] + live)
-            while s < len(spans) and spans[s][1] < k:
-                s += 1
-            if s < len(spans) and spans[s][0] <= k:
-                spans[s][2] += inner[2]
-                highs.append(spans[s])
-            else:
-                high = max(high, inner[1])
-                highs.append(inner[1])
-        profile = (low, max([high] + [span[2] for span in spans]), lows,
-                   [h if isinstance(h, int) else h[2] for h in highs])
+        for start, end, _ in spans:
+            covered[start] += 1
+            covered[end + 1] -= 1
+        lows = inner[:, 0] + np.cumsum(delta[:n])  # per top-level op, with the allocs live over it
+        low = max(0, int(lows.max(initial=0)))
+        high = int(inner[np.cumsum(covered[:n]) == 0, 1].max(initial=0))
+        totals = np.concatenate(([0], np.cumsum(inner[:, 2])))
+        highs = inner[:, 1].copy()  # per top-level op: its own, or its component's total
+        for span in spans:  # a component: its allocs and every top-level op it spans
+            span[2] += int(totals[span[1] + 1] - totals[span[0]])
+            highs[span[0]:span[1] + 1] = span[2]
+        profile = low, max([high] + [span[2] for span in spans]), lows, highs
         if self._tops is not None:
             self._bounds[space] = profile
         return profile
+
+    def analyses(self, func_op: ir.Operation) -> list[AccessAnalysis]:
+        """The access analyses of the function's ops (for `AccessAnalysis.adopt`)."""
+        return [piece.analysis for piece in self._top_level(func_op)]
 
     def collect(self, func_op: ir.Operation) -> list[Buffer]:
         """On-chip allocs of a function with their lifetimes and first/last pipes."""
@@ -295,7 +343,7 @@ class BufferCollector:
                 alloc = defining_op(root)
                 if alloc is not None and alloc.name == "memref.alloc":
                     uses.setdefault(alloc, []).append((op, chain, acc.pipe))
-        piece = _Piece(counter[0], [], {})
+        piece = _Piece(counter[0], [], {}, analysis=analysis)
         for alloc, parent in allocs:
             space, size = self.space_size(alloc)
             if space is None:
@@ -355,6 +403,14 @@ def vector_only(uses: list[tuple[ir.Operation, list[ir.Operation], str]]) -> boo
     pipeline gives for free. Every other buffer of the body still lives for
     the whole body, so it never shares bytes with these."""
     return bool(uses) and all(pipe == "V" for _, _, pipe in uses)
+
+
+def collector_for(collectors: dict[ir.Operation, BufferCollector], func_op: ir.Operation
+                  ) -> BufferCollector | None:
+    """The collector of `func_op` in `collectors`, found by comparing the ops:
+    an op's hash covers its attributes, so `npu-plan-memory` giving the
+    function its plan changes it, and a dict lookup would miss."""
+    return next((c for f, c in collectors.items() if f == func_op), None)
 
 
 def collect_buffers(func_op: ir.Operation, target: Target) -> list[Buffer]:

@@ -37,7 +37,7 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from npu.access_analysis import AccessAnalysis
-from npu.ir import bool_attr, i64_attr, index_const, memory_space, walk
+from npu.ir import bool_attr, defining_op, i64_attr, index_const, memory_space, walk_held
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass
 from npu.target import ON_CHIP_BUFFERS
 
@@ -56,7 +56,7 @@ def _clone_into(ops: list[ir.Operation], mapping: dict[ir.Value, ir.Value],
         if op in skip:
             continue
         clone = op.clone()
-        for inner in walk(clone):
+        for inner in walk_held(clone):
             for k, v in enumerate(inner.operands):
                 new = mapping.get(v)
                 if new is not None:
@@ -80,14 +80,18 @@ class DoubleBufferPass(Pass):
     def run(self, module: ir.Operation) -> None:
         from npu.passes.buffer_lifetimes import BufferCollector
 
-        for func in walk(module, lambda o: o.name == "func.func"):
+        # func -> its collector, up to date with the IR this pass leaves: the
+        # memory planner run right after takes the lifetimes from it
+        # (`PlanMemoryPass.collectors`) instead of analysing every op again.
+        self.collectors: dict[ir.Operation, BufferCollector] = {}
+        for func in walk_held(module, lambda o: o.name == "func.func"):
             if not func.regions[0].blocks:
                 continue
             # Re-planned after every unroll; only the unrolled part is re-walked.
-            collector = BufferCollector(self.target)
+            collector = self.collectors[func] = BufferCollector(self.target)
             # (index of the top-level op holding it, loop, the loop is that op)
             loops = [(k, loop, loop == top) for k, top in enumerate(collector.track(func))
-                     for loop in walk(top, lambda o: o.name == "scf.for")]
+                     for loop in walk_held(top, lambda o: o.name == "scf.for")]
             # innermost loops first: an outer unroll then copies the inner
             # ping-pong; from the last op back, so the indices of the
             # top-level ops still to come stay valid when one is replaced
@@ -197,4 +201,7 @@ class DoubleBufferPass(Pass):
                     _clone_into(ops, {old_iv: rest.induction_variable}, set())
                     scf.YieldOp([])
         loop.erase()
-        return [new.operation] + ([rest.operation] if r.trip_count % 2 else [])
+        # The new loops and the constants of their bounds, made just before them.
+        made = [new.operation] + ([rest.operation] if r.trip_count % 2 else [])
+        return [op for loop_op in made
+                for op in [defining_op(v) for v in loop_op.operands] + [loop_op]]

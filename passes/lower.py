@@ -25,7 +25,7 @@ from typing import Any
 
 from mlir import ir
 
-from npu.ir import dict_attr_items, dict_attr_of, walk
+from npu.ir import dict_attr_items, dict_attr_of, walk, walk_held
 from npu.passes.base import DOUBLE_BUFFER_KEY, OP_OPTIONS_ATTR, Option, Pass, PassError
 from npu.passes.lower_fractalize import ALGORITHMS as FRACTALIZE_ALGORITHMS
 from npu.passes.lower_matmul import STRATEGY_CHOICES as STRATEGIES
@@ -195,7 +195,7 @@ class LowerPass(Pass):
             self.apply_tuning_record(module, record)
         for lowering in self._lowerings():
             lowering.run(module)
-        left = [op for op in walk(module) if op.name.startswith("ascend.")]
+        left = walk_held(module, lambda o: o.name.startswith("ascend."))
         if left:
             raise PassError(f"npu-lower: no registered lowering handled '{left[0].name}' "
                             f"({len(left)} ascend op(s) left)", left[0])
@@ -213,6 +213,11 @@ class LowerPass(Pass):
         for step in steps:
             if step is not None:
                 step.run(module)
+            if step is steps[0] and step is not None:
+                # Nothing changes the IR in between: the planner reuses the
+                # lifetimes double buffering kept up to date, and sync
+                # insertion their accesses (moved to the planned offsets).
+                steps[1].collectors = steps[2].collectors = step.collectors
 
     def _required(self, flag: str, **values: Any) -> Pass:
         p = self._make(flag, **values)

@@ -40,7 +40,7 @@ from mlir.dialects import memref
 from npu import memory_planning as planner
 from npu.epilogue import EPILOGUE_ATTR
 from npu.ir import (VIEW_OPS, WORKSPACE_ATTR, append_argument, element_bytes, i64_attr,
-                    index_const, memory_space, memref_layout, symbol_name, walk)
+                    index_const, memory_space, memref_layout, symbol_name, walk_held)
 from npu.passes.base import Option, Pass, PassError
 from npu.target import Target
 
@@ -82,7 +82,7 @@ def _positions(func_op: ir.Operation) -> dict[ir.Operation, int]:
     """Every op of the function -> the position of its entry-block ancestor."""
     where: dict[ir.Operation, int] = {}
     for i, top in enumerate(func_op.regions[0].blocks[0].operations):
-        for op in walk(top.operation):
+        for op in walk_held(top.operation):
             where[op] = i
     return where
 
@@ -126,7 +126,7 @@ def collect_tensors(func_op: ir.Operation, target: Target) -> tuple[list[Tensor]
     where = _positions(func_op)
     align = target.gm_workspace_alignment
     tensors, unplanned = [], 0
-    for alloc in walk(func_op, lambda o: o.name == "memref.alloc"):
+    for alloc in walk_held(func_op, lambda o: o.name == "memref.alloc"):
         mtype = ir.MemRefType(alloc.results[0].type)
         if memory_space(mtype) != "gm" or _in_epilogue(alloc):
             continue
@@ -186,7 +186,7 @@ def _rewrite(func_op: ir.Operation, tensors: list[Tensor], plan: GmPlan) -> None
 
 def _check_not_called(module: ir.Operation, func_op: ir.Operation) -> None:
     name = symbol_name(func_op)
-    for call in walk(module, lambda o: o.name == "func.call"):
+    for call in walk_held(module, lambda o: o.name == "func.call"):
         if ir.FlatSymbolRefAttr(call.attributes["callee"]).value == name:
             raise PassError(f"npu-plan-gm cannot add a workspace argument to '@{name}': it is "
                             "called here", call)
@@ -202,7 +202,7 @@ class PlanGmPass(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
-        for func in walk(module, lambda o: o.name == "func.func"):
+        for func in walk_held(module, lambda o: o.name == "func.func"):
             if not func.regions[0].blocks:
                 continue
             if len(func.regions[0].blocks) > 1:

@@ -38,10 +38,10 @@ from mlir import ir
 
 from npu import memory_planning as planner
 from npu.access_analysis import OFFSET_ATTR
-from npu.ir import i64_attr, walk
+from npu.ir import i64_attr, walk_held
 from npu.memory_planning import ALGORITHMS, Plan, lower_bound
 from npu.passes.base import Option, Pass, PassError
-from npu.passes.buffer_lifetimes import Buffer, collect_buffers
+from npu.passes.buffer_lifetimes import Buffer, BufferCollector, collect_buffers, collector_for
 from npu.target import ON_CHIP_BUFFERS, Target
 
 __all__ = ["Buffer", "collect_buffers", "plan_function", "PlanMemoryPass"]
@@ -91,32 +91,33 @@ def conflicts(a: Buffer, b: Buffer, window: int | None) -> bool:
             and first.last_pipe != second.first_pipe)
 
 
-def conflict_graph(buffers: list[Buffer], window: int | None, rows: int = 512) -> list[set[int]]:
-    """`planner.conflict_graph(buffers, conflicts(., ., window))`, every pair
-    tested at once with numpy (a few rows at a time to bound the memory):
-    testing pair by pair in Python was most of the pass on a large model.
-    Pair (i, j), i < j, is tested as `conflicts(buffers[i], buffers[j])`."""
-    n = len(buffers)
-    codes: dict[str, int] = {}
-    start = np.array([b.start for b in buffers], np.int64)
-    end = np.array([b.end for b in buffers], np.int64)
-    last = np.array([-1 if b.last_pipe is None else codes.setdefault(b.last_pipe, len(codes))
-                     for b in buffers], np.int64)
-    first = np.array([-1 if b.first_pipe is None else codes.setdefault(b.first_pipe, len(codes))
-                      for b in buffers], np.int64)
-    columns = np.arange(n)
-    adj: list[set[int]] = []
-    for r0 in range(0, n, rows):
-        r = slice(r0, min(n, r0 + rows))
-        below = columns[None, :] < columns[r, None]  # j < i: tested as conflicts(b_j, b_i)
-        a_start = np.where(below, start[None, :], start[r, None])
-        a_end = np.where(below, end[None, :], end[r, None])
-        b_start = np.where(below, start[r, None], start[None, :])
-        b_end = np.where(below, end[r, None], end[None, :])
-        a_last = np.where(below, last[None, :], last[r, None])
-        a_first = np.where(below, first[None, :], first[r, None])
-        b_last = np.where(below, last[r, None], last[None, :])
-        b_first = np.where(below, first[r, None], first[None, :])
+class _Lifetimes:
+    """A group's lifetimes and pipes as arrays, for testing many pairs at once."""
+
+    def __init__(self, buffers: list[Buffer]):
+        codes: dict[str, int] = {}
+        self.n = len(buffers)
+        self.start = np.array([b.start for b in buffers], np.int64)
+        self.end = np.array([b.end for b in buffers], np.int64)
+        self.last = np.array([-1 if b.last_pipe is None
+                              else codes.setdefault(b.last_pipe, len(codes)) for b in buffers], np.int64)
+        self.first = np.array([-1 if b.first_pipe is None
+                               else codes.setdefault(b.first_pipe, len(codes)) for b in buffers], np.int64)
+        self.columns = np.arange(self.n)
+
+    def conflicts(self, rows: np.ndarray, window: int | None) -> np.ndarray:
+        """[len(rows), n]: does buffer rows[k] conflict with buffer j? Pair
+        (i, j), i < j, is tested as `conflicts(buffers[i], buffers[j])`."""
+        start, end, last, first, columns = self.start, self.end, self.last, self.first, self.columns
+        below = columns[None, :] < rows[:, None]  # j < i: tested as conflicts(b_j, b_i)
+        a_start = np.where(below, start[None, :], start[rows, None])
+        a_end = np.where(below, end[None, :], end[rows, None])
+        b_start = np.where(below, start[rows, None], start[None, :])
+        b_end = np.where(below, end[rows, None], end[None, :])
+        a_last = np.where(below, last[None, :], last[rows, None])
+        a_first = np.where(below, first[None, :], first[rows, None])
+        b_last = np.where(below, last[rows, None], last[None, :])
+        b_first = np.where(below, first[rows, None], first[None, :])
         overlap = (a_start <= b_end) & (b_start <= a_end)
         a_before = a_end < b_start  # else b is the first of the two
         gap = np.where(a_before, b_start - a_end, a_start - b_end)
@@ -126,9 +127,39 @@ def conflict_graph(buffers: list[Buffer], window: int | None, rows: int = 512) -
         if window is not None:
             hand_over &= gap <= window
         conflict = overlap | hand_over
-        conflict[np.arange(r.stop - r0), columns[r]] = False
+        conflict[np.arange(len(rows)), rows] = False
+        return conflict
+
+
+def conflict_graph(buffers: list[Buffer], window: int | None, rows: int = 512) -> list[set[int]]:
+    """`planner.conflict_graph(buffers, conflicts(., ., window))`, every pair
+    tested at once with numpy (a few rows at a time to bound the memory):
+    testing pair by pair in Python was most of the pass on a large model.
+    Pair (i, j), i < j, is tested as `conflicts(buffers[i], buffers[j])`."""
+    lifetimes = _Lifetimes(buffers)
+    adj: list[set[int]] = []
+    for r0 in range(0, lifetimes.n, rows):
+        conflict = lifetimes.conflicts(np.arange(r0, min(lifetimes.n, r0 + rows)), window)
         adj += [set(np.flatnonzero(row).tolist()) for row in conflict]
     return adj
+
+
+def exceeds(buffers: list[Buffer], window: int | None, capacity: int) -> bool:
+    """True when no placement under `conflicts(., ., window)` fits in
+    `capacity`: a clique of pairwise conflicting buffers (grown greedily,
+    largest first) needs the sum of its sizes. The unlimited window makes
+    nearly every pair conflict on a large function, where placing only to
+    find the overflow cost more than all the other windows together."""
+    lifetimes = _Lifetimes(buffers)
+    candidates = np.ones(lifetimes.n, bool)
+    total = 0
+    for i in sorted(range(lifetimes.n), key=lambda i: -buffers[i].size):
+        if candidates[i]:
+            total += buffers[i].size
+            if total > capacity:
+                return True
+            candidates &= lifetimes.conflicts(np.array([i]), window)[0]
+    return False
 
 
 def place(buffers: list[Buffer], window: int | None, algorithm: str) -> Plan:
@@ -145,9 +176,11 @@ def place(buffers: list[Buffer], window: int | None, algorithm: str) -> Plan:
 
 
 def plan_function(func_op: ir.Operation, target: Target, algorithm: str = "auto",
-                  apply: bool = True) -> dict[str, SpacePlan]:
-    """Plan every on-chip buffer of `func_op`; with `apply`, write `npu.offset`s."""
-    buffers = collect_buffers(func_op, target)
+                  apply: bool = True, collector: BufferCollector | None = None
+                  ) -> dict[str, SpacePlan]:
+    """Plan every on-chip buffer of `func_op`; with `apply`, write `npu.offset`s.
+    `collector`: one that follows `func_op` as it is now (see `PlanMemoryPass.collectors`)."""
+    buffers = (collector or BufferCollector(target)).collect(func_op)
     result: dict[str, SpacePlan] = {}
     for space in ON_CHIP_BUFFERS:
         group = [b for b in buffers if b.space == space]
@@ -156,6 +189,8 @@ def plan_function(func_op: ir.Operation, target: Target, algorithm: str = "auto"
         capacity = target.capacity(space)
         bound, when = lower_bound(group)
         for window in WINDOWS:
+            if window != 0 and exceeds(group, window, capacity):
+                continue  # placing would only find the overflow
             plan = place(group, window, algorithm)
             if plan.peak <= capacity:
                 break
@@ -201,11 +236,17 @@ class PlanMemoryPass(Pass):
         Option("remarks", bool, False, "report the plan of each buffer as a remark on the function"),
     )
 
+    # func -> a `BufferCollector` that follows it up to this pass (left by
+    # `npu-double-buffer` when `npu-lower` runs the two back to back): its
+    # lifetimes are those of a fresh analysis, which is then not repeated.
+    collectors: dict[ir.Operation, BufferCollector] = {}
+
     def run(self, module: ir.Operation) -> None:
-        for func in walk(module, lambda o: o.name == "func.func"):
+        for func in walk_held(module, lambda o: o.name == "func.func"):
             if not func.regions[0].blocks:
                 continue
-            plans = plan_function(func, self.target, self.algorithm)
+            plans = plan_function(func, self.target, self.algorithm,
+                                  collector=collector_for(self.collectors, func))
             if self.remarks:
                 for p in plans.values():
                     self.remark(func, f"{p.space}: allocated {p.allocated} B, lower bound "

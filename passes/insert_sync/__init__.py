@@ -44,8 +44,9 @@ from __future__ import annotations
 from mlir import ir
 
 from npu.access_analysis import AccessAnalysis
-from npu.ir import walk
+from npu.ir import walk_held
 from npu.passes.base import Option, Pass
+from npu.passes.buffer_lifetimes import collector_for
 from npu.passes.insert_sync.barrier import _BarrierMode
 from npu.passes.insert_sync.builders import insert_after, insert_before  # noqa: F401
 from npu.passes.insert_sync.events import FlagPair  # noqa: F401
@@ -71,11 +72,20 @@ class InsertSyncPass(Pass):
                choices=("fit", "block")),
     )
 
+    # func -> a `BufferCollector` that followed it until `npu-plan-memory`
+    # placed its buffers, the IR unchanged since but for the offsets (as
+    # `npu-lower` runs the passes): its access analyses are adopted instead
+    # of analysing every op again.
+    collectors: dict = {}
+
     def run(self, module: ir.Operation) -> None:
-        for func in walk(module, lambda o: o.name == "func.func"):
+        for func in walk_held(module, lambda o: o.name == "func.func"):
             if not func.regions[0].blocks:
                 continue
             analysis = AccessAnalysis(self.target)
+            collector = collector_for(self.collectors, func)
+            if collector is not None:
+                analysis.adopt(collector.analyses(func))
             nodes = build_block(func.regions[0].blocks[0], analysis)
             if self.mode == "barrier":
                 _BarrierMode(analysis).run(nodes)

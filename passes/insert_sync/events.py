@@ -4,6 +4,7 @@ and balancing wait go (`carried-span` fit / block)."""
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 from npu.passes.insert_sync.nodes import Node
@@ -71,18 +72,28 @@ class _EventAllocation:
         return kept
 
     # -- event ids -------------------------------------------------------------------
-    def _color(self, group: list[FlagPair]) -> list[FlagPair]:
-        """Greedy interval colouring by first use; returns the pairs left without an id."""
+    def _color(self, group: list[FlagPair], pairwise: bool = False) -> list[FlagPair]:
+        """Greedy interval colouring by first use; returns the pairs left without an id.
+
+        The pairs on one id never meet, so each id's intervals are kept as
+        one sorted list of disjoint ones (`_Occupied`) and a pair is tested
+        against it by bisection: testing it against every interval on the
+        id (`_Intervals`, still used when an interval is empty, i.e. ends
+        before it starts, or with `pairwise`) made this quadratic in the
+        pairs of a function."""
         limit = self.target.events_per_pipe_pair
         group.sort(key=lambda f: min(a for a, _ in f.intervals))
-        used: list[list[FlagPair]] = [[] for _ in range(limit)]
+        if pairwise or any(lo > hi for fp in group for lo, hi in fp.intervals):
+            used = [_Intervals() for _ in range(limit)]
+        else:
+            used = [_Occupied() for _ in range(limit)]
         failed = []
         for fp in group:
             fp.event = -1
             for e in range(limit):
-                if not any(_intersects(fp, other) for other in used[e]):
+                if not used[e].meets(fp.intervals):
                     fp.event = e
-                    used[e].append(fp)
+                    used[e].add(fp.intervals)
                     break
             else:
                 failed.append(fp)
@@ -218,5 +229,45 @@ class _EventAllocation:
         self.pairs = kept
 
 
-def _intersects(a: FlagPair, b: FlagPair) -> bool:
-    return any(x0 <= y1 and y0 <= x1 for x0, x1 in a.intervals for y0, y1 in b.intervals)
+class _Occupied:
+    """The ticks one event id is held at: disjoint closed intervals sorted by
+    start (so also by end)."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+
+    def meets(self, intervals: list[tuple[int, int]]) -> bool:
+        """Does any of `intervals` (closed, start <= end) share a tick with these?"""
+        for lo, hi in intervals:
+            k = bisect.bisect_right(self.starts, hi) - 1  # the last one starting by hi
+            if k >= 0 and self.ends[k] >= lo:
+                return True
+        return False
+
+    def add(self, intervals: list[tuple[int, int]]) -> None:
+        """Hold the id over `intervals` too (they must not meet the held ones,
+        but may meet each other)."""
+        merged: list[list[int]] = []
+        for lo, hi in sorted(intervals):
+            if merged and lo <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], hi)
+            else:
+                merged.append([lo, hi])
+        for lo, hi in merged:
+            k = bisect.bisect_left(self.starts, lo)
+            self.starts.insert(k, lo)
+            self.ends.insert(k, hi)
+
+
+class _Intervals:
+    """The ticks one event id is held at, as the intervals of its pairs."""
+
+    def __init__(self) -> None:
+        self.intervals: list[tuple[int, int]] = []
+
+    def meets(self, intervals: list[tuple[int, int]]) -> bool:
+        return any(x0 <= y1 and y0 <= x1 for x0, x1 in intervals for y0, y1 in self.intervals)
+
+    def add(self, intervals: list[tuple[int, int]]) -> None:
+        self.intervals += intervals

@@ -9,7 +9,7 @@ from mlir import ir
 
 from npu.access_analysis import (AccessAnalysis, AccessError, Affine, IvKey, OpAccess, Range,
                                  SYNC_OPS, is_access_op, may_overlap)
-from npu.ir import walk
+from npu.ir import walk_held
 from npu.passes.base import PassError
 from npu.target import ON_CHIP_BUFFERS
 
@@ -47,15 +47,23 @@ class Node:
                 p: (tuple(writes[p]), tuple(reads[p])) for p in writes}
         return cached
 
-    def keys_by_pipe(self) -> dict[str, tuple[frozenset, frozenset]]:
-        """pipe -> (`_overlap_key`s written, read): ranges whose keys differ
-        never overlap, so most node pairs need no range-by-range test."""
-        cached = self.__dict__.get("_keys_by_pipe")
+    def groups_by_pipe(self) -> dict[str, tuple[dict[tuple, tuple[Range, ...]],
+                                                dict[tuple, tuple[Range, ...]]]]:
+        """pipe -> (ranges written, ranges read), grouped by `_overlap_key`:
+        ranges whose keys differ never overlap, so only ranges of one key
+        need testing against each other."""
+        cached = self.__dict__.get("_groups_by_pipe")
         if cached is None:
-            cached = self.__dict__["_keys_by_pipe"] = {
-                p: (frozenset(map(_overlap_key, w)), frozenset(map(_overlap_key, r)))
-                for p, (w, r) in self.ranges_by_pipe().items()}
+            cached = self.__dict__["_groups_by_pipe"] = {
+                p: (_grouped(w), _grouped(r)) for p, (w, r) in self.ranges_by_pipe().items()}
         return cached
+
+
+def _grouped(ranges: tuple[Range, ...]) -> dict[tuple, tuple[Range, ...]]:
+    groups: dict[tuple, list[Range]] = {}
+    for r in ranges:
+        groups.setdefault(_overlap_key(r), []).append(r)
+    return {key: tuple(rs) for key, rs in groups.items()}
 
 
 def _overlap_key(r: Range) -> tuple:
@@ -81,7 +89,7 @@ def _widen(r: Range, analysis: AccessAnalysis, ivs: set[IvKey]) -> Range:
 
 def _inner_ivs(op: ir.Operation, analysis: AccessAnalysis) -> set[IvKey]:
     ivs = set()
-    for loop in walk(op, lambda o: o.name == "scf.for"):
+    for loop in walk_held(op, lambda o: o.name == "scf.for"):
         key = analysis.iv_key(loop.regions[0].blocks[0].arguments[0])
         if key is not None:
             ivs.add(key)
@@ -106,7 +114,7 @@ def build_block(block: ir.Block, analysis: AccessAnalysis) -> list[Node]:
             node = _compound(op, analysis)
             if node is not None:
                 nodes.append(node)
-        elif op.regions and any(is_access_op(o) for o in walk(op) if o is not op):
+        elif op.regions and any(is_access_op(o) for o in walk_held(op) if o is not op):
             raise PassError(f"npu-insert-sync does not handle cce ops nested in '{op.name}'", op)
     return nodes
 
@@ -125,7 +133,7 @@ def _compound(op: ir.Operation, analysis: AccessAnalysis) -> Node | None:
             return None
     flat: list[OpAccess] = []
     ivs = _inner_ivs(op, analysis)
-    for inner in walk(op):
+    for inner in walk_held(op):
         if is_access_op(inner):
             try:
                 acc = analysis.access(inner)
@@ -146,28 +154,31 @@ def dependent_pipes(x: Node, y: Node, analysis: AccessAnalysis,
     With `carried` (the enclosing loop), y is in any later iteration than x.
     """
     found = []
-    x_ranges, y_ranges = x.ranges_by_pipe(), y.ranges_by_pipe()
-    x_keys, y_keys = x.keys_by_pipe(), y.keys_by_pipe()
-    for p, (x_writes, x_reads) in x_ranges.items():
-        xw, xr = x_keys[p]
-        for q, (y_writes, y_reads) in y_ranges.items():
-            yw, yr = y_keys[q]
+    y_groups = y.groups_by_pipe()
+    for p, (x_writes, x_reads) in x.groups_by_pipe().items():
+        for q, (y_writes, y_reads) in y_groups.items():
             if p == q:
                 # Inside one in-order pipe only a vector read after a vector
                 # write is a hazard (DESIGN.md section 2); other pipes complete
                 # in order, and V's WAR/WAW are safe in its in-order pipeline.
-                if p == "V" and not xw.isdisjoint(yr) and _any_overlap(x_writes, y_reads, analysis, carried):
+                if p == "V" and _any_overlap(x_writes, y_reads, analysis, carried):
                     found.append((p, q))
-            elif ((not (xw.isdisjoint(yr) and xw.isdisjoint(yw))
-                   and _any_overlap(x_writes, y_reads + y_writes, analysis, carried))
-                  or (not xr.isdisjoint(yw) and _any_overlap(x_reads, y_writes, analysis, carried))):
+            elif (_any_overlap(x_writes, y_reads, analysis, carried)
+                  or _any_overlap(x_writes, y_writes, analysis, carried)
+                  or _any_overlap(x_reads, y_writes, analysis, carried)):
                 found.append((p, q))
     return sorted(found)
 
 
-def _any_overlap(earlier: tuple[Range, ...], later: tuple[Range, ...], analysis: AccessAnalysis,
-                 loop: Node | None) -> bool:
-    return any(_overlap_later(a, b, analysis, loop) for a in earlier for b in later)
+def _any_overlap(earlier: dict[tuple, tuple[Range, ...]], later: dict[tuple, tuple[Range, ...]],
+                 analysis: AccessAnalysis, loop: Node | None) -> bool:
+    """May a range of `earlier` share a byte with a later one of `later`
+    (both grouped by `_overlap_key`)?"""
+    for key, ranges in earlier.items():
+        others = later.get(key)
+        if others and any(_overlap_later(a, b, analysis, loop) for a in ranges for b in others):
+            return True
+    return False
 
 
 def _overlap_later(a: Range, b: Range, analysis: AccessAnalysis, loop: Node | None) -> bool:

@@ -17,11 +17,15 @@ missing a dependence.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Iterable
 
 from mlir import ir
 
+# The analysis's values and overlap tests live in `npu.byte_ranges`; they are
+# imported from here by the passes.
+from npu.byte_ranges import (Affine, IvKey, IvRange, OpAccess, Range, _norm,  # noqa: F401
+                             conflicts, conflicts_by, may_overlap)
 from npu.ir import (bool_attr, defining_op, element_bytes, int_array_attr, int_attr,
                     is_block_argument, memory_space, walk)
 from npu.target import ON_CHIP_BUFFERS, PATH_PIPES, Target
@@ -45,90 +49,6 @@ class AccessError(Exception):
         self.op = op
 
 
-# ----------------------------------------------------------------------------
-# Affine index expressions over loop induction variables
-# ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Affine:
-    """const + sum(coef * iv); `terms` is sorted by the ivs' keys."""
-
-    const: int
-    terms: tuple[tuple["IvKey", int], ...] = ()
-
-    def __add__(self, other: "Affine") -> "Affine":
-        merged: dict[IvKey, int] = dict(self.terms)
-        for k, c in other.terms:
-            merged[k] = merged.get(k, 0) + c
-        return Affine(self.const + other.const, _norm(merged))
-
-    def scale(self, k: int) -> "Affine":
-        return Affine(self.const * k, _norm({iv: c * k for iv, c in self.terms}))
-
-    def coef(self, iv: "IvKey") -> int:
-        return dict(self.terms).get(iv, 0)
-
-    def shifted(self, iv: "IvKey", delta: int) -> "Affine":
-        """The expression with iv replaced by iv + delta."""
-        return Affine(self.const + self.coef(iv) * delta, self.terms)
-
-
-@dataclass(frozen=True, order=True)
-class IvKey:
-    """Identity of one scf.for induction variable (stable across Python wrappers)."""
-
-    ident: int
-
-
-def _norm(terms: Mapping["IvKey", int]) -> tuple[tuple["IvKey", int], ...]:
-    return tuple(sorted((k, c) for k, c in terms.items() if c != 0))
-
-
-@dataclass(frozen=True)
-class IvRange:
-    """Values lb, lb+step, ..., < ub of a constant-bound loop."""
-
-    lb: int
-    ub: int
-    step: int
-
-    @property
-    def trip_count(self) -> int:
-        return max(0, -(-(self.ub - self.lb) // self.step))
-
-    @property
-    def last(self) -> int:
-        return self.lb + (self.trip_count - 1) * self.step
-
-
-# ----------------------------------------------------------------------------
-# Byte ranges
-# ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Range:
-    """Bytes [start, start + length) of `root`.
-
-    `root` is ("space", name) for planned on-chip buffers (addresses are
-    absolute in the buffer), ("alloc", id) for unplanned allocs and
-    ("arg", i) for function arguments in GM.
-    """
-
-    root: tuple
-    space: str
-    start: Affine
-    length: int
-
-
-@dataclass
-class OpAccess:
-    op: ir.Operation
-    pipe: str
-    reads: list[Range] = field(default_factory=list)
-    writes: list[Range] = field(default_factory=list)
-
 
 @dataclass(frozen=True)
 class _MemrefFacts:
@@ -144,17 +64,28 @@ def _ident(v) -> int:
     return hash(v)
 
 
+_MAX_INDEX_DEPTH = 64
+_CUT_OFF = 1 << 30  # `_index` levels of a result the depth limit cut off
+
+
+def _below(levels: int) -> int:
+    return levels if levels == _CUT_OFF else levels + 1
+
+
 class AccessAnalysis:
     """Derives `OpAccess`es for the cce ops of one function."""
 
     def __init__(self, target: Target):
         self.target = target
         self.iv_ranges: dict[IvKey, IvRange] = {}
-        self._alloc_ids: dict[int, int] = {}
         # op -> its access: npu-insert-sync asks again for every loop an op
         # is nested in. An analysis lives while the IR it reads is unchanged.
         self._accesses: dict[ir.Operation, OpAccess] = {}
         self._memrefs: dict[ir.Type, _MemrefFacts] = {}  # types are uniqued: few distinct
+        # value -> root_of(value): an operand's root is asked for its ranges
+        # and again for the alloc it uses (npu-plan-memory's lifetimes).
+        self._roots: dict[ir.Value, tuple[ir.Value, Affine | None]] = {}
+        self._indices: dict[ir.Value, tuple[Affine | None, int]] = {}  # see `_index`
 
     def memref_facts(self, t: ir.Type) -> "_MemrefFacts":
         facts = self._memrefs.get(t)
@@ -191,35 +122,55 @@ class AccessAnalysis:
         return key
 
     def index_value(self, value: ir.Value, depth: int = 0) -> Affine | None:
-        """Affine form of an index/integer SSA value, None if not affine."""
-        if depth > 64:
-            return None
+        """Affine form of an index/integer SSA value, None if not affine
+        (also when its definition nests deeper than 64 levels below `depth`)."""
+        return self._index(value, depth)[0]
+
+    def _index(self, value: ir.Value, depth: int) -> tuple[Affine | None, int]:
+        """(index_value, levels of definitions below `value` it looked
+        through). Memoised per value: many ops' offsets share their index
+        arithmetic. A result is reused at a depth where the 64-level limit
+        would not have cut it off, and one that was cut off is not kept."""
+        if depth > _MAX_INDEX_DEPTH:
+            return None, _CUT_OFF
+        hit = self._indices.get(value)
+        if hit is not None and depth + hit[1] <= _MAX_INDEX_DEPTH:
+            return hit
+        found = self._index_of(value, depth)
+        if found[1] != _CUT_OFF:
+            self._indices[value] = found
+        return found
+
+    def _index_of(self, value: ir.Value, depth: int) -> tuple[Affine | None, int]:
         if is_block_argument(value):
             key = self.iv_key(value)
-            return Affine(0, ((key, 1),)) if key is not None else None
+            return (Affine(0, ((key, 1),)) if key is not None else None), 0
         op = defining_op(value)
         name = op.name
         if name == "arith.constant":
             attr = op.attributes["value"]
             if isinstance(attr, ir.IntegerAttr):
-                return Affine(ir.IntegerAttr(attr).value)
-            return None
+                return Affine(ir.IntegerAttr(attr).value), 0
+            return None, 0
         if name in ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui"):
-            return self.index_value(op.operands[0], depth + 1)
+            inner, below = self._index(op.operands[0], depth + 1)
+            return inner, _below(below)
         if name in ("arith.addi", "arith.subi", "arith.muli"):
-            a = self.index_value(op.operands[0], depth + 1)
-            b = self.index_value(op.operands[1], depth + 1)
+            a, below_a = self._index(op.operands[0], depth + 1)
+            b, below_b = self._index(op.operands[1], depth + 1)
+            below = _below(max(below_a, below_b))
             if a is None or b is None:
-                return None
+                return None, below
             if name == "arith.addi":
-                return a + b
+                return a + b, below
             if name == "arith.subi":
-                return a + b.scale(-1)
+                return a + b.scale(-1), below
             if not a.terms:
-                return b.scale(a.const)
+                return b.scale(a.const), below
             if not b.terms:
-                return a.scale(b.const)
-        return None
+                return a.scale(b.const), below
+            return None, below
+        return None, 0
 
     def bounds(self, expr: Affine, keep: Iterable[IvKey] = ()) -> tuple[Affine, int] | None:
         """Eliminate all ivs not in `keep` by their ranges: (min expression, spread)."""
@@ -246,6 +197,12 @@ class AccessAnalysis:
         goes on from its source: views of a GM workspace resolve to the
         workspace argument.
         """
+        found = self._roots.get(value)
+        if found is None:
+            found = self._roots[value] = self._root_of(value)
+        return found
+
+    def _root_of(self, value: ir.Value) -> tuple[ir.Value, Affine | None]:
         base, offset = self._base_of(value)
         view = defining_op(base)
         if view is None or view.name != "memref.view":
@@ -334,15 +291,16 @@ class AccessAnalysis:
         """Bytes [lo, lo+length) relative to `operand`'s address."""
         root, offset = self.root_of(operand)
         key, space, base, size = self.root_key(root)
+        alloc = defining_op(root) if key[0] == "alloc" else None
         if offset is None:
             # Unknown dynamic offset: the tensor's own bytes when it is a
             # memref.view at a known shift (a tensor of a planned workspace),
             # else the whole root allocation.
             extent = self._view_extent(operand)
             if extent is not None:
-                return Range(key, space, extent[0] + Affine(base), extent[1])
-            return Range(key, space, Affine(base), size)
-        return Range(key, space, offset + Affine(base + lo), length)
+                return Range(key, space, extent[0] + Affine(base), extent[1], alloc)
+            return Range(key, space, Affine(base), size, alloc)
+        return Range(key, space, offset + Affine(base + lo), length, alloc)
 
     def _view_extent(self, value: ir.Value) -> tuple[Affine, int] | None:
         """(byte offset from the root, length) of the `memref.view` `value`
@@ -361,6 +319,20 @@ class AccessAnalysis:
             nbytes *= d
         granule = self.target.gm_alloc_granule_bytes if memory_space(base) == "gm" else 1
         return start, -(-nbytes // granule) * granule
+
+    def adopt(self, earlier: Iterable["AccessAnalysis"]) -> None:
+        """Take the accesses (and loop ranges) of analyses of the same IR made
+        before `npu-plan-memory` gave the allocs their `npu.offset`s, as this
+        analysis would derive them now: a range of an alloc since planned is
+        moved to its offset in the space (what `root_key` gives a planned
+        alloc). The IR must not have changed otherwise."""
+        offsets: dict[ir.Operation, int | None] = {}  # alloc -> its npu.offset, read once
+        for other in earlier:
+            self.iv_ranges.update(other.iv_ranges)
+            for op, acc in other._accesses.items():
+                self._accesses[op] = OpAccess(acc.op, acc.pipe,
+                                              [_planned(r, offsets) for r in acc.reads],
+                                              [_planned(r, offsets) for r in acc.writes])
 
     # -- per op ------------------------------------------------------------------
     def access(self, op: ir.Operation) -> OpAccess:
@@ -459,62 +431,25 @@ class AccessAnalysis:
         return OpAccess(op, "V", reads, writes)
 
 
+def _planned(r: Range, offsets: dict[ir.Operation, int | None]) -> Range:
+    """`r` as `root_key` gives it once its alloc has an `npu.offset`
+    (`offsets` caches each alloc's)."""
+    op = r.alloc
+    if op is None or r.space not in ON_CHIP_BUFFERS:
+        return r
+    if op in offsets:
+        base = offsets[op]
+    else:
+        base = offsets[op] = (ir.IntegerAttr(op.attributes[OFFSET_ATTR]).value
+                              if op.name == "memref.alloc" and OFFSET_ATTR in op.attributes
+                              else None)
+    if base is None:
+        return r
+    return Range(("space", r.space), r.space, r.start + Affine(base), r.length)
+
+
 def is_access_op(op: ir.Operation) -> bool:
     return op.name.startswith("cce.") and op.name not in SYNC_OPS
-
-
-# ----------------------------------------------------------------------------
-# Overlap tests
-# ----------------------------------------------------------------------------
-
-
-def may_overlap(a: Range, b: Range, analysis: AccessAnalysis,
-                shift: tuple[IvKey, int] | None = None) -> bool:
-    """Can `a` and `b` (b's iv optionally shifted by `shift` = (iv, delta)) share a byte?
-
-    Exact when both starts have the same symbolic part; otherwise both are
-    widened over the ranges of their ivs.
-    """
-    if a.root != b.root:
-        # Planned and unplanned buffers of one space may share addresses.
-        kinds = {a.root[0], b.root[0]}
-        if a.space == b.space and a.space in ON_CHIP_BUFFERS and "space" in kinds and "alloc" in kinds:
-            return True
-        return False
-    if a.length <= 0 or b.length <= 0:
-        return False
-    bstart = b.start.shifted(*shift) if shift is not None else b.start
-    if a.start.terms == bstart.terms:
-        d = bstart.const - a.start.const
-        return -b.length < d < a.length
-    ba = analysis.bounds(a.start)
-    bb = analysis.bounds(bstart)
-    if ba is None or bb is None:
-        return True
-    (alo, aspread), (blo, bspread) = ba, bb
-    a0, a1 = alo.const, alo.const + aspread + a.length
-    b0, b1 = blo.const, blo.const + bspread + b.length
-    return a0 < b1 and b0 < a1
-
-
-def conflicts_by(x: OpAccess, y: OpAccess, overlap: Callable[[Range, Range], bool]) -> bool:
-    """RAW, WAR or WAW between x (earlier) and y (later), with `overlap(a, b)`
-    deciding whether x's range `a` and y's range `b` may share a byte."""
-    for w in x.writes:
-        for r in y.reads + y.writes:
-            if overlap(w, r):
-                return True
-    for r in x.reads:
-        for w in y.writes:
-            if overlap(r, w):
-                return True
-    return False
-
-
-def conflicts(x: OpAccess, y: OpAccess, analysis: AccessAnalysis,
-              shift: tuple[IvKey, int] | None = None) -> bool:
-    """RAW, WAR or WAW between x (earlier) and y (later)."""
-    return conflicts_by(x, y, lambda a, b: may_overlap(a, b, analysis, shift))
 
 
 def function_accesses(func_op: ir.Operation, target: Target) -> tuple[AccessAnalysis, list[OpAccess]]:

@@ -149,7 +149,8 @@ def test_unknown_offsets_in_a_workspace_tensor_stay_in_that_tensor():
     workspace (which would order it after every other tensor's accesses)."""
     from npu.access_analysis import Affine, function_accesses
 
-    func = next(iter(ops_named(compile_program(NON_AFFINE, "").operation, "func.func")))
+    module = compile_program(NON_AFFINE, "")  # held: the ops do not keep their module alive
+    func = next(iter(ops_named(module.operation, "func.func")))
     _, (copy,) = function_accesses(func, get_target())
     (read,) = copy.reads
     assert (read.root, read.start, read.length) == (("arg", 0), Affine(1024), 256)
