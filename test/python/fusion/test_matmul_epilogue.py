@@ -25,15 +25,21 @@ def epilogues(text: str) -> list[dict]:
             for op in walk(module.operation) if EPILOGUE_ATTR in op.attributes]
 
 
-def check(text: str, options: str = "", members: int | None = None, faster: bool = True):
-    """Fused and unfused lowerings both match the reference and each other,
-    the race detector is clean, and (`faster`) the epilogue saves cycles."""
-    ins = inputs_for(text)
+def fused_and_unfused(text: str, options: str, ins: dict):
+    """Simulation results of the fused and the unfused lowering, after
+    checking both against the reference and each other (race detector clean)."""
     fused, expected, fres = compile_and_simulate(text, f"npu-lower{{{options}}}", ins)
     unfused, _, ures = compile_and_simulate(text, f"npu-lower{{fuse=false {options}}}", ins)
     assert_outputs_close(fused, expected)
     assert_outputs_close(fused, unfused)
     assert fres.hazards == [], fres.hazards
+    return fres, ures
+
+
+def check(text: str, options: str = "", members: int | None = None, faster: bool = True):
+    """Fused and unfused lowerings both match the reference and each other,
+    the race detector is clean, and (`faster`) the epilogue saves cycles."""
+    fres, ures = fused_and_unfused(text, options, inputs_for(text))
     (group,) = epilogues(text)
     if members is not None:
         assert len(group["members"]) == members, group
@@ -120,13 +126,7 @@ def constant_inputs(text: str) -> list:
 
 
 def check_constant(text: str, options: str = ""):
-    ins = constant_inputs(text)
-    fused, expected, fres = compile_and_simulate(text, f"npu-lower{{{options}}}", ins)
-    unfused, _, ures = compile_and_simulate(text, f"npu-lower{{fuse=false {options}}}", ins)
-    assert_outputs_close(fused, expected)
-    assert_outputs_close(fused, unfused)
-    assert fres.hazards == [], fres.hazards
-    return fres, ures
+    return fused_and_unfused(text, options, constant_inputs(text))
 
 
 @pytest.mark.parametrize("m,n,k,steps,c_elem,options", [
