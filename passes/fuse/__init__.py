@@ -1,0 +1,263 @@
+"""npu-fuse: group ascend row ops (elementwise, broadcasts of rows/columns,
+last-axis reductions) that run over the same rows into one kernel each, so
+intermediate tensors stay in UB instead of making a GM round trip.
+
+Decisions come from a cost model (`npu.fusion`), not from patterns:
+  * every row op starts as its own group; a producer group and a consumer
+    group joined by a tensor are candidates for merging;
+  * the benefit of a merge is the GM bytes it saves: the modelled traffic of
+    the two kernels (each tensor loaded once, each tensor leaving a kernel
+    stored once) minus that of the merged kernel; the largest positive
+    benefit is merged first, until none is left;
+  * a merge is refused when the rows differ, when the merged kernel's UB
+    footprint (liveness of its per-row buffers in op order) leaves no chunk
+    of whole-block rows within `ub-fraction` of UB, or when an op between
+    the members conflicts with moving them together (it reads a member's
+    result or writes a member's input).
+Each group of two or more ops becomes an `scf.execute_region` marked
+`npu.fused` (dialects/README.md, "Fused groups") at the position of its last
+member; the allocs of tensors that never leave the group move into it. A
+remark reports each group (ops, rows, GM bytes before -> after, UB per
+chunk) and, for every row op left alone, why.
+
+Before the row groups, matmul epilogues (`npu.epilogue`): each matmul takes
+the elementwise consumers of its result, in program order, while joining
+saves GM bytes, one column block of its C tile's drain fits the UB share
+and moving the op is legal (`npu.epilogue`'s model); the group is an
+`scf.execute_region` marked `npu.epilogue` that `npu-lower-matmul` lowers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from npu import fusion
+from npu.fusion import FUSED_UB_FRACTION
+from npu import ir as nir
+from npu import online_rows
+from npu.passes.base import Option, Pass, ub_fraction_option
+
+from .epilogues import EpilogueGrouping
+from .scan import scan_top_level
+
+
+@dataclass
+class _Candidate:
+    benefit: int
+    producer: int
+    consumer: int
+
+
+class FusePass(EpilogueGrouping, Pass):
+    name = "npu-fuse"
+    summary = "Group row ops (elementwise, broadcasts, last-axis reductions) into fused kernels"
+    options = (
+        ub_fraction_option(FUSED_UB_FRACTION,
+                           "UB share of one chunk's buffers by the footprint model (the rest: "
+                           "double buffering and the memory planner's longer lifetimes)"),
+        Option("epilogues", bool, True, "join matmuls with the elementwise consumers of their "
+               "result (matmul epilogues) before forming row groups"),
+        Option("row-major-stores", bool, True, "with epilogues: a defractalize of C (or of "
+               "an epilogue's result) joins as its row-major store"),
+        Option("remarks", bool, True, "report each group formed and why row ops were left out"),
+    )
+
+    def run(self, module: ir.Operation) -> None:
+        for func in nir.functions(module):
+            if len(func.regions[0].blocks):  # declarations have no body
+                self.fuse_function(func)
+
+    def fuse_function(self, func: ir.Operation) -> None:
+        budget = int(self.target.capacity("ub") * self.ub_fraction)
+        # Matmul epilogues first: a consumer of C joined to its matmul saves
+        # C's round trip, more than a row group of the same ops would.
+        epilogue_remarks = self.group_epilogues(func, budget) if self.epilogues else {}
+        ops, index, users, touches = scan_top_level(func)
+        row_ops: dict[ir.Operation, fusion.RowOp] = {}
+        reasons: dict[ir.Operation, list[str]] = {}
+        for op in ops:
+            if op.name.startswith("ascend."):
+                d = fusion.describe(op, index[op], self.target)
+                if isinstance(d, str):
+                    reasons[op] = [d]
+                else:
+                    row_ops[op] = d
+        group_of = {op: k for k, op in enumerate(row_ops)}
+        groups: dict[int, list[fusion.RowOp]] = {k: [r] for k, r in enumerate(row_ops.values())}
+        # Producer -> consumer edges through a tensor (the last writer before the read).
+        writers: dict = {}
+        edges: list[tuple[ir.Operation, ir.Operation]] = []
+        for op in ops:
+            r = row_ops.get(op)
+            if r is None:
+                continue
+            for i in r.ins:
+                w = writers.get(i.root)
+                if w is not None:
+                    edges.append((w, op))
+            writers[r.out.root] = op
+        granule = self.target.granule("ub")
+
+        kernels: dict[tuple[int, ...], tuple[int | None, online_rows.OnlinePlan | str | None]] = {}
+
+        def kernel(members: list[fusion.RowOp]):
+            """(GM bytes, two-pass plan or None) of the members' kernel, or
+            (None, why) when no kernel of them fits UB; each set of members
+            is modelled once."""
+            key = tuple(sorted(m.index for m in members))  # the model sorts them too
+            if key not in kernels:
+                kernels[key] = self.kernel(members, users, budget, granule)
+            return kernels[key]
+
+        def cost(members: list[fusion.RowOp]) -> int:
+            return kernel(members)[0]
+
+        # A pair of groups is judged once: each round re-reads the verdicts
+        # of the pairs no merge has changed (judging them every round made
+        # the pass quadratic in the function's row ops, with a big constant).
+        verdicts: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[str | None, int]] = {}
+
+        def judge(producer: list[fusion.RowOp], consumer: list[fusion.RowOp]) -> tuple[str | None, int]:
+            key = (tuple(m.index for m in producer), tuple(m.index for m in consumer))
+            verdict = verdicts.get(key)
+            if verdict is None:
+                verdict = verdicts[key] = self.judge(producer, consumer, touches, kernel)
+            return verdict
+
+        refused: dict[ir.Operation, dict[ir.Operation, str]] = {}
+        while True:
+            best: _Candidate | None = None
+            for p_op, c_op in edges:
+                gp, gc = group_of[p_op], group_of[c_op]
+                if gp == gc:
+                    continue
+                why, benefit = judge(groups[gp], groups[gc])
+                if why is not None:  # the latest reason per producer
+                    refused.setdefault(c_op, {})[p_op] = (
+                        f"not fused with its producer '{p_op.name}': {why}")
+                    refused.setdefault(p_op, {})[c_op] = (
+                        f"not fused with its consumer '{c_op.name}': {why}")
+                    continue
+                if best is None or benefit > best.benefit:
+                    best = _Candidate(benefit, gp, gc)
+            if best is None:
+                break
+            merged = sorted(groups[best.producer] + groups.pop(best.consumer),
+                            key=lambda m: m.index)
+            groups[best.producer] = merged
+            for m in merged:
+                group_of[m.op] = best.producer
+        for members in groups.values():
+            if len(members) > 1:
+                self.form(members, users, budget, cost, kernel(members)[1])
+        if self.remarks:
+            for op in ops:
+                alone = op in row_ops and len(groups[group_of[op]]) == 1
+                if op in epilogue_remarks:
+                    self.remark(op, epilogue_remarks[op])
+                elif alone or (op not in row_ops and op in reasons):
+                    why = (reasons.get(op, []) + list(refused.get(op, {}).values())
+                           or ["no row op produces or consumes its tensors"])
+                    self.remark(op, f"'{op.name}' left unfused: {'; '.join(dict.fromkeys(why))}")
+
+    def kernel(self, members: list[fusion.RowOp], users: dict, budget: int, granule: int):
+        """(GM bytes, two-pass plan or None) of the members' kernel, or
+        (None, why) when no kernel of them fits UB."""
+        g = fusion.model(members, users)
+        if len(members) == 1 or online_rows.whole_rows_fit(g, self.target, budget):
+            return fusion.gm_bytes(g, granule), None
+        plan = online_rows.plan(g, self.target, budget)
+        if isinstance(plan, str):
+            fp = fusion.footprint(g, self.target)
+            return None, (f"the fused kernel would not fit on chip: one chunk of "
+                          f"{fp.row_block} row(s) needs {fp.fixed + fp.per_row * fp.row_block}"
+                          f" bytes of UB, the budget is {budget}, and a two-pass kernel "
+                          f"over column pieces cannot be formed: {plan}")
+        return online_rows.gm_bytes(g, plan, self.target), plan
+
+    def judge(self, producer: list[fusion.RowOp], consumer: list[fusion.RowOp], touches: dict,
+              kernel) -> tuple[str | None, int]:
+        """(why the two groups cannot merge or None, the GM bytes merging saves)."""
+        merged = producer + consumer
+        why = self.illegal(merged, touches)
+        if why is not None:
+            return why, 0
+        merged_bytes, plan = kernel(merged)
+        if merged_bytes is None:
+            return plan, 0
+        benefit = kernel(producer)[0] + kernel(consumer)[0] - merged_bytes
+        if benefit <= 0:
+            return "fusing saves no GM traffic", benefit
+        return None, benefit
+
+    def illegal(self, members: list[fusion.RowOp], touches: dict) -> str | None:
+        """Why `members` cannot be one kernel (None: they can)."""
+        rows = {m.rows for m in members}
+        ns = {m.n for m in members if m.n is not None}
+        if len(rows) > 1 or len(ns) > 1:
+            shapes = dict.fromkeys(f"{m.rows} rows of {m.n or 1}" for m in members)
+            return f"the rows differ ({' vs '.join(shapes)})"
+        members = sorted(members, key=lambda m: m.index)
+        written, kinds = set(), {}
+        for m in members:
+            for o in m.ins + [m.out]:
+                if o.kind in ("row", "col") and kinds.setdefault(o.root, o.kind) != o.kind:
+                    return "one tensor would be both a row and a column operand"
+            if m.out.root in written:
+                return "two members write the same tensor"
+            written.add(m.out.root)
+        for k, m in enumerate(members):
+            if any(i.root in written and all(w.out.root != i.root for w in members[:k])
+                   for i in m.ins):
+                return "a member reads a tensor before another member writes it"
+        place = members[-1].index
+        member_index = {m.index for m in members}
+        for m in members[:-1]:
+            reads = {i.root for i in m.ins}
+            for k in range(m.index + 1, place):
+                if k in member_index or k not in touches:
+                    continue
+                r, w = touches[k]
+                if m.out.root in r | w or reads & w:
+                    return ("an op between the members uses a member's result or writes "
+                            "its input")
+        return None
+
+    def form(self, members: list[fusion.RowOp], users: dict, budget: int, cost,
+             plan: online_rows.OnlinePlan | None) -> None:
+        g = fusion.model(members, users)
+        fp = fusion.footprint(g, self.target)
+        unfused = sum(cost([m]) for m in members)
+        fused = cost(members)
+        internal = [m.out.root for m in members if m.out.root not in g.leaving]
+        last = members[-1].op
+        attrs = {"rows": g.rows, "row_length": g.n or 1, "gm_bytes": fused,
+                 "unfused_gm_bytes": unfused, "ub_bytes_per_row": fp.per_row}
+        with last.context:
+            location = _group_location(members)
+        region_op = nir.form_group_region(fusion.FUSED_ATTR, attrs, location, last, internal,
+                                          [m.op for m in members])
+        chain = ", ".join(m.short for m in members)
+        if plan is None:
+            rows_per_chunk = min(g.rows, fp.rows_fitting(budget))
+            how = f"UB {fp.per_row} bytes per row, up to {rows_per_chunk} rows per chunk"
+        else:
+            how = f"rows longer than UB: {plan.describe()}"
+        self.remark(region_op, f"fused {len(members)} ops ({chain}) over {g.rows} rows of "
+                               f"{g.n or 1}: GM traffic {unfused} -> {fused} bytes, "
+                               f"{len(internal)} tensor(s) stay on chip; {how}")
+
+
+def _group_location(members: list[fusion.RowOp]) -> ir.Location:
+    """The members' locations fused, the most frequent first: a kernel made
+    mostly of one source op's steps (a softmax, a layernorm) is reported as
+    that op (tools show a fused location by its first part)."""
+    by_text: dict[str, tuple[int, ir.Location]] = {}
+    for m in members:
+        loc = m.op.location
+        count, _ = by_text.get(str(loc), (0, loc))
+        by_text[str(loc)] = (count + 1, loc)
+    ordered = [loc for _, loc in sorted(by_text.values(), key=lambda c: -c[0])]
+    return ordered[0] if len(ordered) == 1 else ir.Location.fused(ordered)

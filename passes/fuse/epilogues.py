@@ -1,0 +1,226 @@
+"""Matmul epilogue groups of `npu-fuse`: each matmul with the elementwise
+consumers of its result and the defractalizes it can store row-major."""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from npu import epilogue, fusion
+from npu import ir as nir
+from npu.passes.base import PassError
+
+from .scan import scan_top_level
+
+
+class EpilogueGrouping:
+    """Mixed into `FusePass` (uses its target, options and `remark`)."""
+
+    def group_epilogues(self, func: ir.Operation, budget: int) -> dict:
+        """Join each matmul with the elementwise consumers of its result (in
+        program order, each while it saves GM bytes, the tile's epilogue
+        fits UB and moving it is legal) into an `npu.epilogue` region.
+        Returns the remark of each matmul left without an epilogue."""
+        from npu.passes.lower_matmul import LowerMatmul
+        from npu.matmul_tiling import TilingError, choose_tiling
+
+        ops, index, users, touches = scan_top_level(func)
+        granule = self.target.granule("ub")
+        taken: set = set()
+        remarks: dict = {}
+        for mm in [op for op in ops if op.name in epilogue.MATMULS]:
+            c = epilogue.result_of(mm)
+            if isinstance(c, str):
+                remarks[mm] = f"'{mm.name}' without epilogue: {c}"
+                continue
+            consumers = [op for op in ops[index[mm] + 1:] if op not in taken and any(
+                nir.view_root(v) == c.root for v in op.operands[:-1] if nir.is_memref(v.type))]
+            if not consumers:
+                remarks[mm] = f"'{mm.name}' without epilogue: no op consumes its result"
+                continue
+            if any(fusion.elements(v) == 0 for v in mm.operands):
+                remarks[mm] = f"'{mm.name}' without epilogue: an operand has no elements"
+                continue
+            try:
+                shape = LowerMatmul(self.target).shape_of(mm)[0]
+                choice = choose_tiling(shape, self.target)
+                row_blocks = choice.tiles.m // self.target.fractal
+            except (PassError, TilingError) as e:
+                remarks[mm] = f"'{mm.name}' without epilogue: {e}"
+                continue
+            members: list[fusion.RowOp] = []
+            produced = {c.root}
+            why_not: dict = {}
+            for op in ops[index[mm] + 1:]:
+                if op in taken or not any(nir.view_root(v) in produced for v in op.operands[:-1]
+                                          if nir.is_memref(v.type)):
+                    continue
+                d = epilogue.describe_member(op, index[op], c, self.target)
+                if isinstance(d, str):
+                    why_not[op] = d
+                    continue
+                trial = members + [d]
+                why = epilogue.illegal(mm, trial, index, touches)
+                if why is None:
+                    before = epilogue.model(mm, c, members, epilogue.used_outside(
+                        {mm} | {m.op for m in members}, users))
+                    after = epilogue.model(mm, c, trial, epilogue.used_outside(
+                        {mm} | {m.op for m in trial}, users))
+                    alone = fusion.gm_bytes(fusion.model([d], users), granule)
+                    plan = epilogue.lowered_plan(after, self.target)
+                    if epilogue.gm_bytes(after) >= epilogue.gm_bytes(before) + alone:
+                        why = "joining saves no GM traffic"
+                    elif row_blocks * plan.per_fractal + epilogue.broadcast_bytes(after) > budget:
+                        rows = epilogue.broadcast_bytes(after)
+                        why = (f"the epilogue would not fit UB: one column block of the C tile "
+                               f"({row_blocks} fractals) needs {row_blocks * plan.per_fractal} "
+                               f"bytes{f' and its broadcast rows {rows}' if rows else ''}, "
+                               f"the budget is {budget}")
+                if why is not None:
+                    why_not[op] = why
+                    continue
+                members = trial
+                produced.add(d.out.root)
+            # The matmul's own time: its cube work or its A and B traffic.
+            own = max(self.target.cube_cycles(shape.M * shape.N * shape.K * shape.batch
+                                              // self.target.fractal ** 3),
+                      choice.traffic.read_bytes(shape)
+                      / self.target.path("gm_to_l1").bytes_per_cycle)
+            # All or nothing: a cut GELU would store two tensors where C was one,
+            # and a lone bias add is free in the row group that takes the rest.
+            # Vector work beyond the matmul's own time is still better in its
+            # drain (the kernel after it would wait for C anyway) unless each
+            # drained piece loads operands from GM: those loads queue in MTE2
+            # behind the previous piece's vector work and hold back the next
+            # tile's A and B (measured: 128x768x768 + bias + GELU 95.2k fused vs
+            # 91.0k apart); broadcast bias rows are loaded once instead.
+            leaves = epilogue.used_outside({mm} | {m.op for m in members}, users)
+            e = epilogue.model(mm, c, members, leaves)
+            work = epilogue.vector_cycles(epilogue.collapse_gelu(c, members, leaves),
+                                          self.target)
+            if work > own and any(r not in e.broadcast for r in e.loaded):
+                why_not = {m.op: (f"the epilogue's vector work ({work} cycles) would exceed the "
+                                  f"matmul's own ({int(own)}) while each drained piece loads "
+                                  "operands from GM: those loads would hold back the matmul's, "
+                                  "a separate kernel overlaps better") for m in members}
+                members = []
+            stores, hoist = self.absorb_row_major_stores(
+                mm, c, members, ops, index, users, touches, taken, why_not) \
+                if self.row_major_stores else ([], False)
+            if not members and not stores:
+                listed = "; ".join(f"'{op.name}': {w}" for op, w in why_not.items())
+                remarks[mm] = (f"'{mm.name}' without epilogue: "
+                               + (f"consumers left out: {listed}" if listed else
+                                  "no elementwise op consumes its result"))
+                continue
+            taken.update([m.op for m in members] + [s.op for s in stores])
+            at = None
+            if hoist:  # the group stays where its last op before the stores is
+                at = members[-1].op if members else mm
+                for s in stores:
+                    for v in s.op.operands:
+                        nir.hoist_definition(v, at)
+            leaves = epilogue.used_outside({mm} | {m.op for m in members} | {s.op for s in stores},
+                                           users)
+            self.form_epilogue(epilogue.model(mm, c, members, leaves, stores), users, granule,
+                               row_blocks, budget, why_not, at)
+        return remarks
+
+    def absorb_row_major_stores(self, mm: ir.Operation, c: fusion.Operand,
+                         members: list[fusion.RowOp], ops: list, index: dict, users: dict,
+                         touches: dict, taken: set,
+                         why_not: dict) -> tuple[list[epilogue.NdStore], bool]:
+        """The defractalizes of C or of a member's result that the epilogue
+        writes row-major as the tiles drain (`npu.epilogue.NdStore`): for each
+        such tensor, all of them or none, when that is legal and saves GM
+        bytes (the Nz round trip). `why_not` gets the reasons for the rest.
+        Also whether the stores move up to the group (True) or the group
+        down to the last store: siblings' consumers may come between them."""
+        tensors = {c.root: c} | {m.out.root: m.out for m in members}
+        found: dict = {}
+        for op in ops[index[mm] + 1:]:
+            if op in taken or op.name != "ascend.defractalize" \
+                    or nir.view_root(op.operands[0]) not in tensors:
+                continue
+            why_not.pop(op, None)
+            d = epilogue.describe_store(op, index[op], tensors, self.target)
+            if isinstance(d, str):
+                why_not[op] = d
+            else:
+                found.setdefault(d.src.root, []).append(d)
+        group = {mm} | {m.op for m in members}
+        before = epilogue.model(mm, c, members, epilogue.used_outside(group, users))
+        stores: list[epilogue.NdStore] = []
+        hoist = False
+        anchor = members[-1].op if members else mm
+        for root, runs in found.items():
+            trial = stores + runs
+            why = epilogue.stores_refusal(runs, tensors[root].value)
+            trial_hoist = why is None and self.hoistable(trial, anchor, index, touches)
+            if why is None and not trial_hoist:
+                why = epilogue.illegal(
+                    mm, sorted(members + [s.as_member() for s in trial], key=lambda m: m.index),
+                    index, touches)
+            if why is None:
+                after = epilogue.model(mm, c, members, epilogue.used_outside(
+                    group | {s.op for s in trial}, users), trial)
+                alone = sum(fusion.nbytes(s.src.value) + fusion.nbytes(s.dst.value) for s in runs)
+                if epilogue.gm_bytes(after) >= epilogue.gm_bytes(before) + alone:
+                    why = "storing row-major as C drains saves no GM traffic"
+            if why is not None:
+                why_not.update({s.op: why for s in runs})
+                continue
+            stores, hoist = trial, trial_hoist
+            before = after
+        return stores, hoist
+
+    @staticmethod
+    def hoistable(stores: list[epilogue.NdStore], anchor: ir.Operation, index: dict,
+                  touches: dict) -> bool:
+        """Whether each store may move up to just after `anchor`: no op in
+        between writes its Nz input or touches its row-major result, and its
+        operands' definitions (allocs, views) can move above the anchor."""
+        mine = {s.index for s in stores}
+        for s in stores:
+            for k in range(index[anchor] + 1, s.index):
+                if k in mine or k not in touches:
+                    continue
+                r, w = touches[k]
+                if s.src.root in w or s.dst.root in r | w:
+                    return False
+            for v in s.op.operands:
+                op = nir.defining_op(v)
+                while op is not None and op.name in nir.VIEW_OPS:
+                    op = nir.defining_op(op.operands[0])
+                if op is not None and op.name != "memref.alloc":
+                    return False
+        return True
+
+    def form_epilogue(self, e: epilogue.Epilogue, users: dict, granule: int, row_blocks: int,
+                      budget: int, why_not: dict, at: ir.Operation | None = None) -> None:
+        """The group as a region where its last op is (or at `at`)."""
+        plan = epilogue.lowered_plan(e, self.target)
+        fused = epilogue.gm_bytes(e)
+        unfused = epilogue.unfused_gm_bytes(e, users, granule)
+        outs = [e.c.root] + [m.out.root for m in e.members]
+        internal = [r for r in outs if r not in e.leaving]
+        ordered = [op for _, op in sorted([(m.index, m.op) for m in e.members]
+                                          + [(s.index, s.op) for s in e.stores],
+                                          key=lambda item: item[0])]
+        last = at or ordered[-1]
+        attrs = {"gm_bytes": fused, "unfused_gm_bytes": unfused,
+                 "ub_bytes_per_fractal": plan.per_fractal, "ub_budget": budget}
+        location = ir.Location.fused([e.matmul.location] + [op.location for op in ordered],
+                                     context=last.context)
+        region_op = nir.form_group_region(epilogue.EPILOGUE_ATTR, attrs, location, last, internal,
+                                          [e.matmul] + ordered)
+        if self.remarks:
+            left = "".join(f"; '{op.name}' left out: {w}" for op, w in why_not.items())
+            nd = (f"; {len(e.stores)} defractalize(s) absorbed: stored row-major as it drains, "
+                  f"{epilogue.store_bursts(e)} bursts of {self.target.fractal} elements"
+                  if e.stores else "")
+            self.remark(region_op, f"matmul epilogue: {len(e.members)} op(s) ({e.short}) "
+                                   f"applied to each C tile as it drains: GM traffic "
+                                   f"{unfused} -> {fused} bytes beyond A and B, {len(internal)} "
+                                   f"tensor(s) stay on chip; UB {plan.per_fractal} bytes per C "
+                                   f"fractal, {row_blocks * plan.per_fractal} per column block"
+                                   f"{nd}{left}")
