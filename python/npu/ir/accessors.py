@@ -1,0 +1,108 @@
+"""Type and attribute accessors."""
+
+from __future__ import annotations
+
+from mlir import ir
+
+
+ELEMENT_BYTES = {"f16": 2, "f32": 4, "i8": 1, "i32": 4, "i64": 8, "bf16": 2, "i16": 2}
+
+
+def element_type_name(t: ir.Type) -> str:
+    return str(t)
+
+
+def is_block_argument(value: ir.Value) -> bool:
+    return isinstance(value.owner, ir.Block)
+
+
+def defining_op(value: ir.Value) -> ir.Operation | None:
+    """The operation producing `value`, None for a block argument."""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return None
+    return owner.operation
+
+
+# Ops whose result aliases (views) the bytes of their first operand.
+VIEW_OPS = ("memref.subview", "memref.reinterpret_cast", "memref.view", "memref.collapse_shape",
+            "memref.expand_shape", "memref.cast", "memref.memory_space_cast")
+
+
+def view_root(value: ir.Value) -> ir.Value:
+    """The buffer behind a chain of views."""
+    while True:
+        op = defining_op(value)
+        if op is None or op.name not in VIEW_OPS:
+            return value
+        value = op.operands[0]
+
+
+def memref_type(value_or_type: ir.Value | ir.Type) -> ir.MemRefType:
+    t = value_or_type.type if isinstance(value_or_type, ir.Value) else value_or_type
+    return ir.MemRefType(t)
+
+
+def is_memref(t: ir.Type) -> bool:
+    return isinstance(t, ir.MemRefType)
+
+
+def memory_space(t: ir.Type | ir.Value) -> str:
+    """Memory space name of a memref ("gm" when none is given)."""
+    mt = memref_type(t)
+    space = mt.memory_space
+    if space is None:
+        return "gm"
+    if isinstance(space, ir.StringAttr):
+        return ir.StringAttr(space).value
+    return str(space)
+
+
+def memref_element(t: ir.Type | ir.Value) -> str:
+    return element_type_name(memref_type(t).element_type)
+
+
+def memref_shape(t: ir.Type | ir.Value) -> list[int]:
+    return list(memref_type(t).shape)
+
+
+def element_bytes(type_name: str) -> int:
+    return ELEMENT_BYTES[type_name]
+
+
+def memref_layout(t: ir.Type | ir.Value) -> tuple[list[int], int]:
+    """(strides, offset) in elements; dynamic entries are None."""
+    mt = memref_type(t)
+    strides, offset = mt.get_strides_and_offset()
+    dyn = ir.ShapedType.get_dynamic_stride_or_offset()
+    return [None if s == dyn else s for s in strides], (None if offset == dyn else offset)
+
+
+def int_attr(op: ir.Operation, name: str) -> int:
+    return ir.IntegerAttr(op.attributes[name]).value
+
+
+def float_attr(op: ir.Operation, name: str) -> float:
+    return ir.FloatAttr(op.attributes[name]).value
+
+
+def str_attr(op: ir.Operation, name: str) -> str:
+    return ir.StringAttr(op.attributes[name]).value
+
+
+def bool_attr(op: ir.Operation, name: str) -> bool:
+    return ir.BoolAttr(op.attributes[name]).value
+
+
+def int_array_attr(op: ir.Operation, name: str) -> list[int]:
+    return list(ir.DenseI64ArrayAttr(op.attributes[name]))
+
+
+def has_attr(op: ir.Operation, name: str) -> bool:
+    return name in op.attributes
+
+
+__all__ = ["ELEMENT_BYTES", "VIEW_OPS", "bool_attr", "defining_op", "element_bytes",
+           "element_type_name", "float_attr", "has_attr", "int_array_attr", "int_attr",
+           "is_block_argument", "is_memref", "memory_space", "memref_element", "memref_layout",
+           "memref_shape", "memref_type", "str_attr", "view_root"]

@@ -1,0 +1,185 @@
+"""Walks over ops, and the function-level queries and edits built on them."""
+
+from __future__ import annotations
+from typing import Callable, Iterable, Iterator, Sequence
+
+from mlir import ir
+
+
+def walk(op: ir.Operation | ir.OpView, predicate: Callable[[ir.Operation], bool] | None = None
+         ) -> Iterator[ir.Operation]:
+    """Pre-order walk over `op` and everything nested in it.
+
+    Collects first, so callers may erase or replace the ops they get. Each op
+    returned keeps the IR it belongs to alive (see `walk_held` for a faster
+    walk without that).
+    """
+    op = op.operation
+    found: list[ir.Operation] = []
+
+    def visit(o: ir.Operation) -> None:
+        if predicate is None or predicate(o):
+            found.append(o)
+        for region in o.regions:
+            for block in region.blocks:
+                for child in block.operations:
+                    visit(child.operation)
+
+    visit(op)
+    return iter(found)
+
+
+def walk_held(op: ir.Operation | ir.OpView, predicate: Callable[[ir.Operation], bool] | None = None
+              ) -> list[ir.Operation]:
+    """`list(walk(op, predicate))` by MLIR's own walk, about three times as
+    fast, for passes (whose module the pipeline holds): the ops returned do
+    not keep their module alive, so a caller must hold it while using them."""
+    op = op.operation
+    found: list[ir.Operation] = []
+    raised: list[BaseException] = []
+    advance, interrupt = ir.WalkResult.ADVANCE, ir.WalkResult.INTERRUPT
+
+    if predicate is None:
+        def visit(o: ir.Operation) -> ir.WalkResult:
+            found.append(o)
+            return advance
+    else:
+        def visit(o: ir.Operation) -> ir.WalkResult:
+            try:
+                if predicate(o):
+                    found.append(o)
+            except BaseException as e:  # re-raised as itself, not wrapped by the bindings
+                raised.append(e)
+                return interrupt
+            return advance
+
+    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    if raised:
+        raise raised[0]
+    if found and found[0] == op:
+        found[0] = op  # the object given, not a new one
+    return found
+
+
+def ops_named(root: ir.Operation | ir.OpView, *names: str) -> list[ir.Operation]:
+    wanted = set(names)
+    return list(walk(root, lambda o: o.name in wanted))
+
+
+def replace_ops(root: ir.Operation | ir.OpView, names: Iterable[str],
+                build: Callable[[ir.Operation], None]) -> None:
+    """Replace each op named one of `names`: `build(op)` creates the replacement
+    just before it, under its location (so errors point at the user's source),
+    then the op is erased."""
+    for op in ops_named(root, *names):
+        with op.location, ir.InsertionPoint(op):
+            build(op)
+        op.erase()
+
+
+def ops_in_dialect(root: ir.Operation | ir.OpView, dialect: str) -> list[ir.Operation]:
+    prefix = dialect + "."
+    return list(walk(root, lambda o: o.name.startswith(prefix)))
+
+
+def functions(module: ir.Module | ir.Operation) -> list[ir.Operation]:
+    op = module.operation
+    return [o.operation for o in op.regions[0].blocks[0].operations if o.operation.name == "func.func"]
+
+
+def symbol_name(func_op: ir.Operation) -> str:
+    return ir.StringAttr(func_op.attributes["sym_name"]).value
+
+
+# Argument attribute of the GM workspace `npu-plan-gm` appends: scratch bytes
+# the caller provides (the simulator allocates it), neither input nor output.
+WORKSPACE_ATTR = "npu.workspace"
+
+
+def arg_attrs(func_op: ir.Operation, index: int) -> dict[str, ir.Attribute]:
+    """The attribute dictionary of argument `index` of a func.func."""
+    if "arg_attrs" not in func_op.attributes:
+        return {}
+    attrs = ir.ArrayAttr(func_op.attributes["arg_attrs"])
+    if index >= len(attrs):
+        return {}
+    d = ir.DictAttr(attrs[index])
+    return {d[i].name: d[i].attr for i in range(len(d))}
+
+
+def workspace_args(func_op: ir.Operation) -> list[int]:
+    """Indices of the arguments marked as GM workspace."""
+    n = len(func_op.regions[0].blocks[0].arguments) if func_op.regions[0].blocks else 0
+    return [i for i in range(n) if WORKSPACE_ATTR in arg_attrs(func_op, i)]
+
+
+# A multi-core kernel (npu-split-cores): `npu.block_dim = N : i64` on the
+# func.func says how many cores it is launched on, and its one `index`
+# argument marked `{npu.block_idx}` holds each instance's core number.
+BLOCK_IDX_ATTR = "npu.block_idx"
+BLOCK_DIM_ATTR = "npu.block_dim"
+
+
+def append_argument(func_op: ir.Operation, arg_type: ir.Type,
+                    attrs: dict[str, ir.Attribute] | None = None) -> ir.Value:
+    """A new last argument of `func_op` (its type and argument attributes
+    kept in step with the block)."""
+    block = func_op.regions[0].blocks[0]
+    value = block.add_argument(arg_type, func_op.location)
+    ftype = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
+    func_op.attributes["function_type"] = ir.TypeAttr.get(
+        ir.FunctionType.get(list(ftype.inputs) + [arg_type], list(ftype.results)))
+    n_args = len(block.arguments)
+    old = (list(ir.ArrayAttr(func_op.attributes["arg_attrs"]))
+           if "arg_attrs" in func_op.attributes else [])
+    old += [ir.DictAttr.get({})] * (n_args - 1 - len(old))
+    func_op.attributes["arg_attrs"] = ir.ArrayAttr.get(old + [ir.DictAttr.get(attrs or {})])
+    return value
+
+
+def erase_argument(func_op: ir.Operation, index: int) -> None:
+    """Remove argument `index` (unused) of `func_op`, its type and attributes."""
+    block = func_op.regions[0].blocks[0]
+    block.erase_argument(index)
+    ftype = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
+    inputs = list(ftype.inputs)
+    del inputs[index]
+    func_op.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, list(ftype.results)))
+    if "arg_attrs" in func_op.attributes:
+        attrs = list(ir.ArrayAttr(func_op.attributes["arg_attrs"]))
+        if index < len(attrs):
+            del attrs[index]
+        func_op.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+
+
+def constant_data(attr: ir.Attribute, shape: Sequence[int], element: str):
+    """The numpy array of an `npu.constant` argument's dense elements."""
+    import numpy as np
+
+    from npu.ir import NUMPY_DTYPES
+
+    dense = ir.DenseElementsAttr(attr)
+    dtype = NUMPY_DTYPES[element]
+    if dense.is_splat:
+        return np.full(tuple(shape), np.array(dense.get_splat_value().value, dtype))
+    return np.array(dense).astype(dtype).reshape(tuple(shape))
+
+
+def block_idx_arg(func_op: ir.Operation) -> int | None:
+    """Index of the argument that receives the block index, if any."""
+    n = len(func_op.regions[0].blocks[0].arguments) if func_op.regions[0].blocks else 0
+    found = [i for i in range(n) if BLOCK_IDX_ATTR in arg_attrs(func_op, i)]
+    return found[0] if found else None
+
+
+def block_dim(func_op: ir.Operation) -> int:
+    """How many cores the kernel is launched on (1 without `npu.block_dim`)."""
+    if BLOCK_DIM_ATTR not in func_op.attributes:
+        return 1
+    return ir.IntegerAttr(func_op.attributes[BLOCK_DIM_ATTR]).value
+
+
+__all__ = ["BLOCK_DIM_ATTR", "BLOCK_IDX_ATTR", "WORKSPACE_ATTR", "append_argument", "arg_attrs",
+           "block_dim", "block_idx_arg", "constant_data", "erase_argument", "functions",
+           "ops_in_dialect", "ops_named", "replace_ops", "symbol_name", "walk", "walk_held",
+           "workspace_args"]
