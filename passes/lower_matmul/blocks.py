@@ -95,25 +95,24 @@ class MatmulBlocks:
 
     def stage_a(self, ops: Operands, x: IndexValue, s: IndexValue, m: int, n: int) -> ir.Value:
         """A tile (m x n blocks) GM -> L1, kept in Nz; returns the L1 buffer."""
-        frac = self.target.fractal
-        blk = self.target.fractal_bytes(2)
-        src = nir.subview(ops.a, ops.prefix + [s, x, 0, 0],
-                          [1] * len(ops.prefix) + [n, m, frac, frac])
-        l1 = nir.alloc([n, m, frac, frac], ops.in_type, "l1")
-        # One burst per column block: its m row blocks are contiguous in GM.
-        copy_bursts("cce.copy_gm_to_l1", src, l1, n, self.target.blocks(m * blk),
-                    src_gap=self.target.blocks((ops.a_pitch - m) * blk))
-        return l1
+        return self.stage_nz(ops, ops.a, ops.a_pitch, s, x, n, m)
 
     def stage_b(self, ops: Operands, s: IndexValue, y: IndexValue, n: int, k: int) -> ir.Value:
         """B tile (n x k blocks) GM -> L1, kept in Nz; returns the L1 buffer."""
+        return self.stage_nz(ops, ops.b, ops.b_pitch, y, s, k, n)
+
+    def stage_nz(self, ops: Operands, matrix: ir.Value, pitch: int, col: IndexValue,
+                 row: IndexValue, cols: int, rows: int) -> ir.Value:
+        """`cols` column blocks of `rows` row blocks of an Nz operand, from block
+        (row, col), GM -> L1: one burst per column block (its row blocks are
+        contiguous in GM, `pitch` row blocks apart)."""
         frac = self.target.fractal
         blk = self.target.fractal_bytes(2)
-        src = nir.subview(ops.b, ops.prefix + [y, s, 0, 0],
-                          [1] * len(ops.prefix) + [k, n, frac, frac])
-        l1 = nir.alloc([k, n, frac, frac], ops.in_type, "l1")
-        copy_bursts("cce.copy_gm_to_l1", src, l1, k, self.target.blocks(n * blk),
-                    src_gap=self.target.blocks((ops.b_pitch - n) * blk))
+        src = nir.subview(matrix, ops.prefix + [col, row, 0, 0],
+                          [1] * len(ops.prefix) + [cols, rows, frac, frac])
+        l1 = nir.alloc([cols, rows, frac, frac], ops.in_type, "l1")
+        copy_bursts("cce.copy_gm_to_l1", src, l1, cols, self.target.blocks(rows * blk),
+                    src_gap=self.target.blocks((pitch - rows) * blk))
         return l1
 
     def to_l0a(self, l1: ir.Value, m: int, n: int, first_col: int = 0) -> ir.Value:
