@@ -58,6 +58,15 @@ class Node:
                 p: (_grouped(w), _grouped(r)) for p, (w, r) in self.ranges_by_pipe().items()}
         return cached
 
+    def overlap_keys(self) -> frozenset[tuple]:
+        """Every `_overlap_key` of the node's ranges: two nodes without a
+        common one cannot depend on each other (most pairs a block tests)."""
+        cached = self.__dict__.get("_overlap_keys")
+        if cached is None:
+            cached = self.__dict__["_overlap_keys"] = frozenset(
+                key for w, r in self.groups_by_pipe().values() for key in (*w, *r))
+        return cached
+
 
 def _grouped(ranges: tuple[Range, ...]) -> dict[tuple, tuple[Range, ...]]:
     groups: dict[tuple, list[Range]] = {}
@@ -153,7 +162,9 @@ def dependent_pipes(x: Node, y: Node, analysis: AccessAnalysis,
 
     With `carried` (the enclosing loop), y is in any later iteration than x.
     """
-    found = []
+    found: list[tuple[str, str]] = []
+    if x.overlap_keys().isdisjoint(y.overlap_keys()):
+        return found
     y_groups = y.groups_by_pipe()
     for p, (x_writes, x_reads) in x.groups_by_pipe().items():
         for q, (y_writes, y_reads) in y_groups.items():
@@ -167,7 +178,7 @@ def dependent_pipes(x: Node, y: Node, analysis: AccessAnalysis,
                   or _any_overlap(x_writes, y_writes, analysis, carried)
                   or _any_overlap(x_reads, y_writes, analysis, carried)):
                 found.append((p, q))
-    return sorted(found)
+    return sorted(found) if len(found) > 1 else found
 
 
 def _any_overlap(earlier: dict[tuple, tuple[Range, ...]], later: dict[tuple, tuple[Range, ...]],
@@ -176,8 +187,13 @@ def _any_overlap(earlier: dict[tuple, tuple[Range, ...]], later: dict[tuple, tup
     (both grouped by `_overlap_key`)?"""
     for key, ranges in earlier.items():
         others = later.get(key)
-        if others and any(_overlap_later(a, b, analysis, loop) for a in ranges for b in others):
-            return True
+        if not others:
+            continue
+        for a in ranges:
+            for b in others:
+                if (may_overlap(a, b, analysis) if loop is None
+                        else _overlap_later(a, b, analysis, loop)):
+                    return True
     return False
 
 

@@ -32,18 +32,19 @@ class _BlockState:
         self.snapshot: dict[tuple[int, int], dict[str, dict[str, int]]] = {}
         self.issued_on: dict[str, list[int]] = {}  # pipe -> node numbers in issue order (copy 0)
 
-    def first_unordered(self, y_pipes: frozenset[str], limit: int) -> int:
-        """A node number before which `orders_all` holds for every node of
-        copy 0 against a node on `y_pipes` (at most `limit`): the scans for
-        dependencies start there instead of at the block's first node."""
-        first = limit
+    def unordered(self, y_pipes: frozenset[str]) -> list[int]:
+        """Node numbers (copy 0, issue order) that some pipe of y does not
+        yet know have finished on a pipe they use, where that pipe pair
+        needs an order: only these can call for a sync before y. Found from
+        each pipe's issue list and what y's pipes know of it, instead of
+        testing every earlier node (that scan was quadratic in a block)."""
+        found: set[int] = set()
         for p, issued in self.issued_on.items():
-            for q in y_pipes:
-                if p != q or p == "V":
-                    known = self.knows(q, p)  # p's first `known` instructions are ordered
-                    if known < len(issued):
-                        first = min(first, issued[known])
-        return first
+            known = min((self.knows(q, p) for q in y_pipes if p != q or p == "V"),
+                        default=len(issued))
+            if known < len(issued):
+                found.update(issued[known:])
+        return sorted(found)
 
     def knows(self, q: str, p: str) -> int:
         return self.known.get(q, {}).get(p, 0)
@@ -54,21 +55,6 @@ class _BlockState:
         for pipe, v in self.snapshot[key][p].items():
             mine[pipe] = max(mine.get(pipe, 0), v)
         mine[p] = max(mine.get(p, 0), self.index[key][p])
-
-    def orders_all(self, key: tuple[int, int], x_pipes: frozenset[str],
-                   y_pipes: frozenset[str]) -> bool:
-        """True when every pipe of y already knows node `key` finished on each
-        of x's pipes (or needs no order after it): no dependency from that
-        node can call for a sync, so there is nothing to analyse."""
-        index = self.index[key]
-        for p in x_pipes:
-            for q in y_pipes:
-                if p == q:
-                    if p == "V" and self.knows("V", "V") < index[p]:
-                        return False
-                elif self.knows(q, p) < index[p]:
-                    return False
-        return True
 
     def barrier_v(self) -> None:
         self.known.setdefault("V", {})["V"] = self.count.get("V", 0)
@@ -200,14 +186,11 @@ class _PreciseMode(_EventAllocation):
                 need: dict[tuple[str, str], tuple[int, int]] = {}
                 need_vbar = False
                 # same-iteration dependencies (first walk only: replayed after)
-                candidates = [((copy, j), nodes[j], None)
-                              for j in range(st.first_unordered(y.pipes, i), i)] if copy == 0 else []
-                if copy == 1:
-                    candidates = [((0, j), nodes[j], loop)
-                                  for j in range(st.first_unordered(y.pipes, len(nodes)), len(nodes))]
+                # copy 0: the nodes before y; copy 1: the body's nodes in
+                # the previous iteration (loop-carried)
+                candidates = [((0, j), nodes[j], None if copy == 0 else loop)
+                              for j in st.unordered(y.pipes)]
                 for xkey, x, carried in candidates:
-                    if st.orders_all(xkey, x.pipes, y.pipes):
-                        continue  # whatever x -> y depends on is ordered already
                     for p, q in dependent_pipes(x, y, self.analysis, carried):
                         if not needs_order(p, q):
                             continue

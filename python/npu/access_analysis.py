@@ -60,6 +60,9 @@ class _MemrefFacts:
     size: int  # bytes
 
 
+_DYNAMIC = ir.ShapedType.get_dynamic_stride_or_offset()
+
+
 def _ident(v) -> int:
     return hash(v)
 
@@ -86,6 +89,10 @@ class AccessAnalysis:
         # and again for the alloc it uses (npu-plan-memory's lifetimes).
         self._roots: dict[ir.Value, tuple[ir.Value, Affine | None]] = {}
         self._indices: dict[ir.Value, tuple[Affine | None, int]] = {}  # see `_index`
+        self._bases: dict[ir.Value, ir.Value] = {}  # view source -> `_chain_base`
+        self._layouts: dict[ir.Type, tuple[list[int], int]] = {}  # see `_layout`
+        # root memref value -> (`root_key`, the root's alloc when keyed by it)
+        self._root_keys: dict[ir.Value, tuple[tuple[tuple, str, int, int], ir.Operation | None]] = {}
 
     def memref_facts(self, t: ir.Type) -> "_MemrefFacts":
         facts = self._memrefs.get(t)
@@ -103,6 +110,13 @@ class AccessAnalysis:
                 size *= d
             facts = self._memrefs[t] = _MemrefFacts(ebytes, offset, memory_space(mt), size)
         return facts
+
+    def _layout(self, t: ir.Type) -> tuple[list[int], int]:
+        """(strides, offset) of a memref type's layout, read once per type."""
+        layout = self._layouts.get(t)
+        if layout is None:
+            layout = self._layouts[t] = ir.MemRefType(t).get_strides_and_offset()
+        return layout
 
     # -- values --------------------------------------------------------------
     def iv_key(self, value: ir.Value) -> IvKey | None:
@@ -217,32 +231,29 @@ class AccessAnalysis:
         """(root or memref.view result `value` derives from, byte offset from it)."""
         facts = self.memref_facts(value.type)
         ebytes, static_off = facts.element_bytes, facts.static_offset
-        cur = value
         # The strided layout offset of a view is relative to the root's base
         # (MLIR semantics), so a static one is final; dynamic ones are rebuilt.
         if static_off is not None:
-            offset = Affine(static_off * ebytes)
-            while (source := self._view_source(cur)) is not None:
-                cur = source
-            return cur, offset
-        elems = self._elem_offset(cur)
-        while (source := self._view_source(cur)) is not None:
-            cur = source
-        return cur, (elems.scale(ebytes) if elems is not None else None)
+            return self._chain_base(value), Affine(static_off * ebytes)
+        elems = self._elem_offset(value)
+        return self._chain_base(value), (elems.scale(ebytes) if elems is not None else None)
 
-    def _view_source(self, value: ir.Value) -> ir.Value | None:
+    def _chain_base(self, value: ir.Value) -> ir.Value:
+        """The value at the end of `value`'s chain of VIEW_OPS (memoised per
+        source: the views of one buffer share the rest of the chain)."""
         op = defining_op(value)
-        if op is None:
-            return None
-        if op.name in VIEW_OPS:
-            return op.operands[0]
-        return None
+        if op is None or op.name not in VIEW_OPS:
+            return value
+        source = op.operands[0]
+        base = self._bases.get(source)
+        if base is None:
+            base = self._bases[source] = self._chain_base(source)
+        return base
 
     def _elem_offset(self, value: ir.Value, depth: int = 0) -> Affine | None:
         """Element offset of a (possibly dynamic) view from its root's base."""
-        mt = ir.MemRefType(value.type)
-        strides, off = mt.get_strides_and_offset()
-        dyn = ir.ShapedType.get_dynamic_stride_or_offset()
+        strides, off = self._layout(value.type)
+        dyn = _DYNAMIC
         if off != dyn:
             return Affine(off)
         op = defining_op(value)
@@ -252,7 +263,7 @@ class AccessAnalysis:
             return self._elem_offset(op.operands[0], depth + 1)
         if op.name == "memref.subview":
             src = op.operands[0]
-            src_strides, _ = ir.MemRefType(src.type).get_strides_and_offset()
+            src_strides, _ = self._layout(src.type)
             base = self._elem_offset(src, depth + 1)
             if base is None or any(s == dyn for s in src_strides):
                 return None
@@ -290,8 +301,12 @@ class AccessAnalysis:
     def range_of(self, operand: ir.Value, lo: int, length: int) -> Range:
         """Bytes [lo, lo+length) relative to `operand`'s address."""
         root, offset = self.root_of(operand)
-        key, space, base, size = self.root_key(root)
-        alloc = defining_op(root) if key[0] == "alloc" else None
+        known = self._root_keys.get(root)
+        if known is None:
+            root_key = self.root_key(root)
+            known = self._root_keys[root] = (
+                root_key, defining_op(root) if root_key[0][0] == "alloc" else None)
+        (key, space, base, size), alloc = known
         if offset is None:
             # Unknown dynamic offset: the tensor's own bytes when it is a
             # memref.view at a known shift (a tensor of a planned workspace),
@@ -341,9 +356,7 @@ class AccessAnalysis:
         if acc is not None:
             return acc
         acc = self._accesses[op] = self._access(op)
-        from npu.dialects.cce import pipe_of
-
-        pipe = pipe_of(op.name)
+        pipe = _pipe_of(op.name)
         if pipe is not None:
             acc.pipe = pipe
         return acc
@@ -386,11 +399,17 @@ class AccessAnalysis:
     def _vector_access(self, op: ir.Operation, short: str) -> OpAccess:
         t = self.target
         blk = t.vector_block_bytes
-        memrefs = [v for v in op.operands if isinstance(v.type, ir.MemRefType)]
-        ebytes = [element_bytes(str(ir.MemRefType(v.type).element_type)) for v in memrefs]
-        rep = int_attr(op, "repeat")
+        operands = list(op.operands)
+        # operand -> element bytes of the memref ones (scalar operands skipped)
+        ebytes = []
+        for v in operands:
+            vt = v.type
+            if isinstance(vt, ir.MemRefType):
+                ebytes.append(self.memref_facts(vt).element_bytes)
+        attrs = op.attributes
+        rep = ir.IntegerAttr(attrs["repeat"]).value
         if short == "vnchwconv":
-            dst, src = op.operands[0], op.operands[1]
+            dst, src = operands[0], operands[1]
 
             def rows(offsets_attr: str, stride_attr: str) -> tuple[int, int]:
                 offs = int_array_attr(op, offsets_attr)
@@ -401,7 +420,7 @@ class AccessAnalysis:
             slo, slen = rows("src_offsets", "src_rep_stride")
             return OpAccess(op, "V", [self.range_of(src, slo, slen)], [self.range_of(dst, dlo, dlen)])
         lanes = t.lanes(max(ebytes))
-        mask = int_attr(op, "mask") if "mask" in op.attributes else lanes
+        mask = ir.IntegerAttr(attrs["mask"]).value if "mask" in attrs else lanes
 
         def extent(s: int, blk_stride: int, rep_stride: int) -> int:
             active = mask * s
@@ -412,9 +431,9 @@ class AccessAnalysis:
             return (rep - 1) * rep_stride * blk + last
 
         def attr(name: str, default: int = 1) -> int:
-            return int_attr(op, name) if name in op.attributes else default
+            return ir.IntegerAttr(attrs[name]).value if name in attrs else default
 
-        dst = op.operands[0]
+        dst = operands[0]
         writes = []
         reads = []
         if short in ("vcadd", "vcmax", "vcmin"):
@@ -423,7 +442,7 @@ class AccessAnalysis:
         else:
             writes.append(self.range_of(dst, 0, extent(ebytes[0], attr("dst_blk_stride"),
                                                        attr("dst_rep_stride", 8))))
-        srcs = list(op.operands[1:])
+        srcs = operands[1:]
         prefixes = {0: [], 1: ["src"], 2: ["src0", "src1"], 3: ["cond", "src0", "src1"]}[len(srcs)]
         for v, p, s in zip(srcs, prefixes, ebytes[1:]):
             reads.append(self.range_of(v, 0, extent(s, attr(f"{p}_blk_stride"),
@@ -446,6 +465,16 @@ def _planned(r: Range, offsets: dict[ir.Operation, int | None]) -> Range:
     if base is None:
         return r
     return Range(("space", r.space), r.space, r.start + Affine(base), r.length)
+
+
+def _pipe_of(name: str) -> str | None:
+    """The dialect's pipe of a cce op (imported on first use: the dialect
+    module imports this one)."""
+    global _pipe_of
+    from npu.dialects.cce import pipe_of
+
+    _pipe_of = pipe_of
+    return pipe_of(name)
 
 
 def is_access_op(op: ir.Operation) -> bool:

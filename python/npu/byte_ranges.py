@@ -6,7 +6,7 @@ a byte."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping, NamedTuple
 
 from mlir import ir
 
@@ -21,20 +21,30 @@ if TYPE_CHECKING:
 # ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Affine:
-    """const + sum(coef * iv); `terms` is sorted by the ivs' keys."""
+class Affine(NamedTuple):
+    """const + sum(coef * iv); `terms` is sorted by the ivs' keys.
+
+    A named tuple rather than a dataclass: the sync and lifetime analyses
+    hash and compare these hundreds of thousands of times per compile, and
+    a tuple's hash and equality run in C.
+    """
 
     const: int
     terms: tuple[tuple["IvKey", int], ...] = ()
 
-    def __add__(self, other: "Affine") -> "Affine":
+    def __add__(self, other: "Affine") -> "Affine":  # type: ignore[override]
+        if not other.terms:
+            return Affine(self.const + other.const, self.terms) if other.const else self
+        if not self.terms:
+            return Affine(self.const + other.const, other.terms)
         merged: dict[IvKey, int] = dict(self.terms)
         for k, c in other.terms:
             merged[k] = merged.get(k, 0) + c
         return Affine(self.const + other.const, _norm(merged))
 
     def scale(self, k: int) -> "Affine":
+        if not self.terms:
+            return Affine(self.const * k)
         return Affine(self.const * k, _norm({iv: c * k for iv, c in self.terms}))
 
     def coef(self, iv: "IvKey") -> int:
@@ -48,9 +58,9 @@ class Affine:
         return Affine(self.const + self.coef(iv) * delta, self.terms)
 
 
-@dataclass(frozen=True, order=True)
-class IvKey:
-    """Identity of one scf.for induction variable (stable across Python wrappers)."""
+class IvKey(NamedTuple):
+    """Identity of one scf.for induction variable (stable across Python
+    wrappers); ordered by `ident` (a named tuple: C-level hash and order)."""
 
     ident: int
 
