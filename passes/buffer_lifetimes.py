@@ -23,7 +23,7 @@ import numpy as np
 from mlir import ir
 
 from npu import memory_planning as planner
-from npu.access_analysis import AccessAnalysis, AccessError, is_access_op
+from npu.access_analysis import SYNC_OPS, AccessAnalysis, AccessError
 from npu.diagnostics import _location_parts
 from npu.ir import defining_op, element_bytes, memory_space
 from npu.passes.base import PassError
@@ -318,19 +318,24 @@ class BufferCollector:
         def number(op: ir.Operation, chain: list[ir.Operation]) -> None:
             start = counter[0]
             counter[0] += 1
-            if is_access_op(op):
+            name = op.name
+            if name.startswith("cce.") and name not in SYNC_OPS:  # is_access_op
                 chains.append((op, chain))
-            elif op.name == "memref.alloc":
+            elif name == "memref.alloc":
                 allocs.append((op, chain[-1] if chain else None))
-            for region in op.regions:
-                for block in region.blocks:
-                    for child in block.operations:
-                        number(child.operation, chain + [op])
+            regions = op.regions
+            if len(regions):
+                inner = chain + [op]  # shared by the children (not changed after)
+                for region in regions:
+                    for block in region.blocks:
+                        for child in block.operations:
+                            number(child.operation, inner)
             spans[op] = (start, counter[0] - 1)  # closed: the last position inside
 
         number(top, [])
         analysis = AccessAnalysis(self.target)
         uses: dict[ir.Operation, list[tuple[ir.Operation, list[ir.Operation], str]]] = {}
+        alloc_of: dict[ir.Value, ir.Operation | None] = {}  # root -> its memref.alloc
         for op, chain in chains:
             try:
                 acc = analysis.access(op)
@@ -340,8 +345,13 @@ class BufferCollector:
                 if not isinstance(operand.type, ir.MemRefType):
                     continue
                 root, _ = analysis.root_of(operand)
-                alloc = defining_op(root)
-                if alloc is not None and alloc.name == "memref.alloc":
+                if root in alloc_of:
+                    alloc = alloc_of[root]
+                else:
+                    alloc = alloc_of[root] = defining_op(root)
+                    if alloc is not None and alloc.name != "memref.alloc":
+                        alloc = alloc_of[root] = None
+                if alloc is not None:
                     uses.setdefault(alloc, []).append((op, chain, acc.pipe))
         piece = _Piece(counter[0], [], {}, analysis=analysis)
         for alloc, parent in allocs:
@@ -360,9 +370,9 @@ class BufferCollector:
             else:
                 start, end = None, None
                 for use, chain, _pipe in alloc_uses:
-                    full = chain + [use]
-                    idx = next((i for i, o in enumerate(full) if o == parent), None)
-                    top_use = full[idx + 1] if idx is not None and idx + 1 < len(full) else use
+                    # the use's ancestor (or itself) right below `parent`
+                    idx = next((i for i, o in enumerate(chain) if o == parent), None)
+                    top_use = chain[idx + 1] if idx is not None and idx + 1 < len(chain) else use
                     s, e = spans[top_use]
                     start = s if start is None else min(start, s)
                     end = e if end is None else max(end, e)

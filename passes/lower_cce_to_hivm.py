@@ -32,36 +32,51 @@ def _word(kind: str, op: ir.Operation) -> int:
     """Pack the op's count attributes into its `kind` word; every attribute
     must land in a field (nothing is dropped silently)."""
     fields: dict[str, int] = {}
-    known = {f.name for f in hivm.CONFIG_LAYOUTS[kind]}
+    known = _fields_of(kind)
     unplaced: set[str] = set()
-    for i in range(len(op.attributes)):
-        name = op.attributes[i].name
+    attributes = op.attributes
+    for i in range(len(attributes)):
+        named = attributes[i]
+        name = named.name
         if name in NOT_IN_WORD:
             continue
         if name == "accumulate":
-            fields["init"] = 0 if nir.bool_attr(op, name) else 1
+            fields["init"] = 0 if ir.BoolAttr(named.attr).value else 1
         elif name == "transpose":
-            fields["transpose"] = int(nir.bool_attr(op, name))
+            fields["transpose"] = int(ir.BoolAttr(named.attr).value)
         elif name == "predicate":
-            predicate = nir.str_attr(op, name)
+            predicate = ir.StringAttr(named.attr).value
             if predicate not in CMP_PREDICATES:
                 raise PassError(f"'{op.name}': unknown predicate '{predicate}'", op)
             fields["predicate"] = CMP_PREDICATES.index(predicate)
-        elif hivm.word_field(kind, name) in known:
-            fields[hivm.word_field(kind, name)] = nir.int_attr(op, name)
         else:
-            unplaced.add(name)  # whatever its type: reported by name below
-    stray = sorted(unplaced | (set(fields) - known))
+            field = hivm.word_field(kind, name)
+            if field in known:
+                fields[field] = ir.IntegerAttr(named.attr).value
+            else:
+                unplaced.add(name)  # whatever its type: reported by name below
+    stray = sorted(unplaced | (set(fields) - set(known)))
     if stray:
         raise PassError(f"'{op.name}': attribute(s) {', '.join(stray)} have no field in the "
                         f"{kind} configuration word", op)
     for name, value in fields.items():
-        f = hivm.config_field(kind, name)
+        f = known[name]
         if not 0 <= value <= f.max:
             raise PassError(f"'{op.name}': {name} = {value} does not fit the {f.width}-bit field "
                             f"(bits {f.lo}-{f.lo + f.width - 1}) of the {kind} configuration word "
                             f"(0..{f.max})", op)
     return hivm.encode(kind, **fields)
+
+
+_FIELDS: dict[str, dict[str, hivm.Field]] = {}
+
+
+def _fields_of(kind: str) -> dict[str, "hivm.Field"]:
+    """name -> field of a configuration word (built once per kind)."""
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _FIELDS[kind] = {f.name: f for f in hivm.CONFIG_LAYOUTS[kind]}
+    return fields
 
 
 class LowerCCEToHIVM(Pass):
@@ -81,6 +96,7 @@ class _FunctionLowering:
         self.addresses: dict[ir.Value, Address] = {}
         self.constants = Constants()
         self.dead: list[ir.Operation] = []
+        self.layouts: dict[ir.Type, tuple[list[int], int]] = {}  # for `view_address`
 
     def run(self) -> None:
         try:
@@ -139,7 +155,7 @@ class _FunctionLowering:
         source = self.addresses.get(op.operands[0])
         if source is None:
             raise PassError(f"'{op.name}': cannot trace its source memref to an allocation", op)
-        address, dynamic = view_address(op, source)
+        address, dynamic = view_address(op, source, self.layouts)
         if dynamic:
             # One scalar instruction, where the cce view op charged one.
             with op.location, ir.InsertionPoint(op):
@@ -172,10 +188,10 @@ class _FunctionLowering:
     def instruction(self, op: ir.Operation, block: ir.Block, mask: int | None) -> int | None:
         name = op.name
         new = "hivm." + name[len("cce."):]
-        attrs = {k: op.attributes[k] for k in ("src", "dst", "event", "pipe")
-                 if k in op.attributes}
         if name in cce.SYNC_OPS:
-            nir.create_op(new, (), (), **attrs)
+            attributes = op.attributes
+            ir.Operation.create(new, attributes={k: attributes[k] for k in ("src", "dst", "event", "pipe")
+                                                 if k in attributes})
             return mask
         kind = hivm.CONFIG_KIND.get(new)
         if kind is None:
@@ -184,7 +200,7 @@ class _FunctionLowering:
         word = self.constants.get(block, _word(kind, op))
         # The type the instruction computes in: vcmp's sources (its dst is i8).
         typed = op.operands[1] if name == cce.VECTOR_CMP else op.operands[0]
-        dtype = ir.Type.parse(nir.memref_element(typed.type))
+        dtype = ir.MemRefType(typed.type).element_type
         if name in cce.COPY_OPS or name in cce.LOAD_OPS:
             nir.create_op(new, [addrs[1], addrs[0], word])  # (src, dst) -> (dst, src)
             return mask
@@ -195,7 +211,7 @@ class _FunctionLowering:
         if "scalar" in op.attributes:
             extra["scalar"] = op.attributes["scalar"]
         if name == "cce.vconv":
-            extra["src_dtype"] = ir.Type.parse(nir.memref_element(op.operands[1].type))
+            extra["src_dtype"] = ir.MemRefType(op.operands[1].type).element_type
             extra["round_mode"] = op.attributes["round_mode"]
         if name == "cce.vnchwconv":
             extra["src_offsets"] = op.attributes["src_offsets"]

@@ -73,20 +73,29 @@ def gm_argument_addresses(func_op: ir.Operation, gm_granule: int) -> dict[ir.Val
 
 
 def _element_size(t: ir.Type) -> int:
-    return nir.element_bytes(nir.memref_element(t))
+    return nir.ELEMENT_BYTES[str(ir.MemRefType(t).element_type)]
 
 
-def view_address(op: ir.Operation, source: Address) -> tuple[Address, bool]:
+def view_address(op: ir.Operation, source: Address,
+                 layouts: dict[ir.Type, tuple[list[int], int]] | None = None
+                 ) -> tuple[Address, bool]:
     """The address of a view op's result from its source's; True when it has a
-    dynamic operand (and so costs a scalar instruction)."""
+    dynamic operand (and so costs a scalar instruction). `layouts` caches
+    memref types' (strides, offset) across calls (one lowering's types)."""
     name = op.name
     if name in ("memref.collapse_shape", "memref.expand_shape", "memref.cast",
                 "memref.memory_space_cast"):
         return source, False
-    esize = _element_size(op.results[0].type)
     operands = list(op.operands)
     if name == "memref.subview":
-        strides, _ = nir.memref_layout(operands[0].type)
+        esize = _element_size(op.results[0].type)
+        source_type = operands[0].type
+        layout = layouts.get(source_type) if layouts is not None else None
+        if layout is None:
+            layout = nir.memref_layout(source_type)
+            if layouts is not None:
+                layouts[source_type] = layout
+        strides, _ = layout
         if any(s == DYNAMIC for s in strides):
             raise AddressError(f"subview of {operands[0].type}: dynamic strides are not supported")
         offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
@@ -98,6 +107,7 @@ def view_address(op: ir.Operation, source: Address) -> tuple[Address, bool]:
             else:
                 const += off * stride * esize
         return source.shifted(const, tuple(terms)), bool(terms)
+    esize = _element_size(op.results[0].type)
     if name == "memref.view":
         # A typed tensor at a byte shift of an i8 buffer (the GM workspace).
         if len(operands) > 2:
