@@ -56,11 +56,13 @@ def _clone_into(ops: list[ir.Operation], mapping: dict[ir.Value, ir.Value],
         if op in skip:
             continue
         clone = op.clone()
-        for inner in walk_held(clone):
-            for k, v in enumerate(inner.operands):
+        # most ops hold no region: skip MLIR's walk for them
+        for inner in (walk_held(clone) if len(clone.regions) else (clone,)):
+            operands = inner.operands
+            for k, v in enumerate(operands):
                 new = mapping.get(v)
                 if new is not None:
-                    inner.operands[k] = new
+                    operands[k] = new
         for old, new in zip(op.results, clone.results):
             mapping[old] = new
         clones.append(clone)

@@ -7,7 +7,9 @@ planned `npu.offset`, views add their offsets (a dynamic one through one
 packed into the configuration word of `dialects/README.md`
 (`npu.dialects.hivm.encode`); a vector op's mask becomes a
 `hivm.set_vector_mask` whenever it differs from the mask already set in the
-same block. Loops and scalar arithmetic stay as they are. A value that does
+same block. The i64 constants (addresses, words, masks) are made once per
+value, at the start of the function (`hivm_build.Constants`). Loops and
+scalar arithmetic stay as they are. A value that does
 not fit its field, or an address the hardware cannot use, is an error at the
 op, never a truncated word.
 """
@@ -94,7 +96,8 @@ class _FunctionLowering:
         self.target = target
         self.func_op = func_op
         self.addresses: dict[ir.Value, Address] = {}
-        self.constants = Constants()
+        entry = func_op.regions[0].blocks[0]
+        self.constants = Constants(next(iter(entry.operations)).operation)
         self.dead: list[ir.Operation] = []
         self.layouts: dict[ir.Type, tuple[list[int], int]] = {}  # for `view_address`
 
@@ -132,7 +135,7 @@ class _FunctionLowering:
                     self.dead.append(op)
                 elif name.startswith("cce."):
                     with op.location, ir.InsertionPoint(op):
-                        mask = self.instruction(op, block, mask)
+                        mask = self.instruction(op, mask)
                     self.dead.append(op)
                 else:
                     self.no_memref_operands(op)
@@ -166,7 +169,7 @@ class _FunctionLowering:
 
     # -- instructions --------------------------------------------------------
 
-    def address_of(self, value: ir.Value, block: ir.Block, op: ir.Operation) -> ir.Value:
+    def address_of(self, value: ir.Value, op: ir.Operation) -> ir.Value:
         a = self.addresses.get(value)
         if a is None:
             raise PassError(f"'{op.name}': cannot trace an operand to an allocation", op)
@@ -183,9 +186,9 @@ class _FunctionLowering:
             if not 0 <= a.const < capacity:
                 raise PassError(f"'{op.name}': {a.space} address {a.const} is outside the buffer "
                                 f"[0, {capacity})", op)
-        return self.constants.get(block, a.const)
+        return self.constants.get(a.const)
 
-    def instruction(self, op: ir.Operation, block: ir.Block, mask: int | None) -> int | None:
+    def instruction(self, op: ir.Operation, mask: int | None) -> int | None:
         name = op.name
         new = "hivm." + name[len("cce."):]
         if name in cce.SYNC_OPS:
@@ -196,8 +199,8 @@ class _FunctionLowering:
         kind = hivm.CONFIG_KIND.get(new)
         if kind is None:
             raise PassError(f"'{name}' has no hivm form (stop at cce: npu-lower emit=cce)", op)
-        addrs = [self.address_of(v, block, op) for v in op.operands]
-        word = self.constants.get(block, _word(kind, op))
+        addrs = [self.address_of(v, op) for v in op.operands]
+        word = self.constants.get(_word(kind, op))
         # The type the instruction computes in: vcmp's sources (its dst is i8).
         typed = op.operands[1] if name == cce.VECTOR_CMP else op.operands[0]
         dtype = ir.MemRefType(typed.type).element_type
@@ -221,7 +224,7 @@ class _FunctionLowering:
             if active != mask:
                 hi, lo = hivm.mask_words(active)
                 nir.create_op("hivm.set_vector_mask",
-                              [self.constants.get(block, hi), self.constants.get(block, lo)])
+                              [self.constants.get(hi), self.constants.get(lo)])
                 mask = active
         nir.create_op(new, addrs + [word], dtype=dtype, **extra)
         return mask

@@ -86,7 +86,8 @@ def _overlap_key(r: Range) -> tuple:
 
 def _widen(r: Range, analysis: AccessAnalysis, ivs: set[IvKey]) -> Range:
     """`r` over every value of the ivs in `ivs` (the loops nested in a compound)."""
-    if not any(iv in ivs for iv, _ in r.start.terms):
+    terms = r.start.terms
+    if not terms or not any(iv in ivs for iv, _ in terms):
         return r
     keep = [iv for iv, _ in r.start.terms if iv not in ivs]
     b = analysis.bounds(r.start, keep)
@@ -94,15 +95,6 @@ def _widen(r: Range, analysis: AccessAnalysis, ivs: set[IvKey]) -> Range:
         return Range(r.root, r.space, Affine(0), 1 << 62)
     lo, spread = b
     return Range(r.root, r.space, lo, r.length + spread)
-
-
-def _inner_ivs(op: ir.Operation, analysis: AccessAnalysis) -> set[IvKey]:
-    ivs = set()
-    for loop in walk_held(op, lambda o: o.name == "scf.for"):
-        key = analysis.iv_key(loop.regions[0].blocks[0].arguments[0])
-        if key is not None:
-            ivs.add(key)
-    return ivs
 
 
 def build_block(block: ir.Block, analysis: AccessAnalysis) -> list[Node]:
@@ -141,15 +133,24 @@ def _compound(op: ir.Operation, analysis: AccessAnalysis) -> Node | None:
         if trip == 0:
             return None
     flat: list[OpAccess] = []
-    ivs = _inner_ivs(op, analysis)
+    # one walk for both the loops nested in `op` and its accesses
+    ivs: set[IvKey] = set()
+    accesses: list[ir.Operation] = []
     for inner in walk_held(op):
-        if is_access_op(inner):
-            try:
-                acc = analysis.access(inner)
-            except AccessError as e:
-                raise PassError(e.message, e.op) from None
-            flat.append(OpAccess(inner, acc.pipe, [_widen(r, analysis, ivs) for r in acc.reads],
-                                 [_widen(r, analysis, ivs) for r in acc.writes]))
+        name = inner.name
+        if name == "scf.for":
+            key = analysis.iv_key(inner.regions[0].blocks[0].arguments[0])
+            if key is not None:
+                ivs.add(key)
+        elif name.startswith("cce.") and name not in SYNC_OPS:  # is_access_op
+            accesses.append(inner)
+    for inner in accesses:
+        try:
+            acc = analysis.access(inner)
+        except AccessError as e:
+            raise PassError(e.message, e.op) from None
+        flat.append(OpAccess(inner, acc.pipe, [_widen(r, analysis, ivs) for r in acc.reads],
+                             [_widen(r, analysis, ivs) for r in acc.writes]))
     if not flat:
         return None
     return Node(op, flat, frozenset(a.pipe for a in flat), children, iv, trip, step)

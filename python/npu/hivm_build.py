@@ -148,16 +148,22 @@ def materialize(address: Address) -> ir.Value:
 
 
 class Constants:
-    """i64 constants per block, created at first use (free for the scalar unit)."""
+    """The function's i64 constants, one per value, created at first use at
+    the start of its entry block (before `anchor`, the block's first op when
+    the lowering began), so that they dominate every use. They are free for
+    the scalar unit; one per value and function, instead of one per block
+    using it, keeps them from being a third of the lowered ops."""
 
-    def __init__(self) -> None:
-        self.cache: dict[tuple[int, int], ir.Value] = {}
+    def __init__(self, anchor: ir.Operation) -> None:
+        self.anchor = anchor
+        self.cache: dict[int, ir.Value] = {}
+        self.i64 = ir.IntegerType.get_signless(64, anchor.context)
 
-    def get(self, block_key: int, value: int) -> ir.Value:
-        key = (block_key, value)
-        v = self.cache.get(key)
+    def get(self, value: int) -> ir.Value:
+        v = self.cache.get(value)
         if v is None:
-            i64 = ir.IntegerType.get_signless(64)
-            v = self.cache[key] = nir.create_op(
-                "arith.constant", (), [i64], value=ir.IntegerAttr.get(i64, value)).results[0]
+            with ir.InsertionPoint(self.anchor):
+                v = self.cache[value] = ir.Operation.create(
+                    "arith.constant", results=[self.i64],
+                    attributes={"value": ir.IntegerAttr.get(self.i64, value)}).results[0]
         return v

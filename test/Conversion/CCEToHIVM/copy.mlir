@@ -11,12 +11,12 @@
 // CHECK-DAG: %[[DST:.*]] = arith.constant 1024 : i64
 // 0x0002000000100003: n_burst 3, burst_len 16 (512 B), src_gap 0, dst_gap 2
 // CHECK-DAG: %[[W:.*]] = arith.constant 562949954469891 : i64
-// CHECK: "hivm.copy_gm_to_ub"(%[[DST]], %[[SRC]], %[[W]])
 // A 16-element f16 view at element 32 of the ub buffer: byte 1024 + 64; one block.
 // CHECK-DAG: %[[P:.*]] = arith.constant 1088 : i64
 // CHECK-DAG: %[[L1:.*]] = arith.constant 0 : i64
 // 0x0000000000010001: n_burst 1, burst_len 1
 // CHECK-DAG: %[[W2:.*]] = arith.constant 65537 : i64
+// CHECK: "hivm.copy_gm_to_ub"(%[[DST]], %[[SRC]], %[[W]])
 // CHECK: "hivm.copy_ub_to_l1"(%[[L1]], %[[P]], %[[W2]])
 // CHECK-NOT: memref.alloc
 func.func @gm_to_ub(%a: memref<100xf16, "gm">, %b: memref<4x256xf16, "gm">) {
@@ -51,9 +51,9 @@ func.func @one_block(%a: memref<1x16x1xf16, "gm">) {
 // CHECK-DAG: %[[U:.*]] = arith.constant 0 : i64
 // 0x0000000000200002: n_burst 2, burst_len 32 (1024 B)
 // CHECK-DAG: %[[W:.*]] = arith.constant 2097154 : i64
-// CHECK: "hivm.copy_l0c_to_ub"(%[[U]], %[[C]], %[[W]])
 // 0x0000000000400001: n_burst 1, burst_len 64 (2048 B)
-// CHECK: %[[W2:.*]] = arith.constant 4194305 : i64
+// CHECK-DAG: %[[W2:.*]] = arith.constant 4194305 : i64
+// CHECK: "hivm.copy_l0c_to_ub"(%[[U]], %[[C]], %[[W]])
 // CHECK: "hivm.copy_ub_to_gm"(%[[U]], %[[U]], %[[W2]])
 func.func @l0c_out(%out: memref<512xf32, "gm">) {
   %c = memref.alloc() {npu.offset = 2048 : i64} : memref<512xf32, "l0c">

@@ -8,16 +8,16 @@
 // CHECK-DAG: %[[A1:.*]] = arith.constant 1024 : i64
 // CHECK-DAG: %[[A0:.*]] = arith.constant 0 : i64
 // CHECK-DAG: %[[WA:.*]] = arith.constant 288230376151777284 : i64
-// CHECK: "hivm.load_l1_to_l0a"(%[[A0]], %[[A1]], %[[WA]])
 // transpose: 0x0400000100010001: src_stride 1, dst_stride 1, transpose 1, repeat 4
 // CHECK-DAG: %[[WB:.*]] = arith.constant 288230380446744577 : i64
-// CHECK: "hivm.load_l1_to_l0b"(%[[A0]], %[[A1]], %[[WB]])
 // m 32, k 32, n 32, overwrite: 0x8000000020020020
 // CHECK-DAG: %[[C:.*]] = arith.constant 4096 : i64
 // CHECK-DAG: %[[WM:.*]] = arith.constant -9223372036317773792 : i64
-// CHECK: "hivm.mad"(%[[C]], %[[A0]], %[[A0]], %[[WM]]) {dtype = f16}
 // accumulate clears bit 63: 0x0000000020020020
-// CHECK: %[[WACC:.*]] = arith.constant 537002016 : i64
+// CHECK-DAG: %[[WACC:.*]] = arith.constant 537002016 : i64
+// CHECK: "hivm.load_l1_to_l0a"(%[[A0]], %[[A1]], %[[WA]])
+// CHECK: "hivm.load_l1_to_l0b"(%[[A0]], %[[A1]], %[[WB]])
+// CHECK: "hivm.mad"(%[[C]], %[[A0]], %[[A0]], %[[WM]]) {dtype = f16}
 // CHECK: "hivm.mad"(%[[C]], %[[A0]], %[[A0]], %[[WACC]]) {dtype = f16}
 func.func @cube() {
   %l1 = memref.alloc() {npu.offset = 0 : i64} : memref<8192xf16, "l1">
