@@ -126,16 +126,18 @@ class _FunctionLowering:
                 self.no_memref_results(op)
                 continue
             try:
-                if name in nir.VIEW_OPS:
+                if name.startswith("cce."):
+                    with op.location, ir.InsertionPoint(op):
+                        mask = self.instruction(op, mask)
+                    self.dead.append(op)
+                elif name == "arith.constant":
+                    continue  # a scalar: no memref in or out
+                elif name in nir.VIEW_OPS:
                     self.view(op)
                 elif name in ALLOC_OPS:
                     self.addresses[op.results[0]] = alloc_address(op)
                     self.dead.append(op)
                 elif name == "memref.dealloc":
-                    self.dead.append(op)
-                elif name.startswith("cce."):
-                    with op.location, ir.InsertionPoint(op):
-                        mask = self.instruction(op, mask)
                     self.dead.append(op)
                 else:
                     self.no_memref_operands(op)

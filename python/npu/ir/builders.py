@@ -72,8 +72,18 @@ def dict_attr_of(values: dict) -> ir.Attribute:
 def create_op(name: str, operands: Iterable[ir.Value] = (), results: Sequence[ir.Type] = (),
               **attrs) -> ir.Operation:
     """Create a generic op (the form our IRDL ops take) at the current insertion point."""
+    attributes = {}
+    i64 = None
+    for k, v in attrs.items():
+        # integers (most attributes of cce ops) share one i64 type lookup
+        if type(v) is int:
+            if i64 is None:
+                i64 = ir.IntegerType.get_signless(64)
+            attributes[k] = ir.IntegerAttr.get(i64, v)
+        else:
+            attributes[k] = to_attr(v)
     return ir.Operation.create(name, results=list(results), operands=list(operands),
-                               attributes={k: to_attr(v) for k, v in attrs.items()})
+                               attributes=attributes)
 
 
 def memref_of(shape: Sequence[int], element: str | ir.Type, space: str,
