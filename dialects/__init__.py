@@ -67,7 +67,7 @@ def load_dialects(ctx: ir.Context) -> None:
 def verify(root: ir.Operation) -> bool:
     """Run MLIR's verifier and our rules over `root`; False if any error."""
     from npu import diagnostics
-    from npu.ir import walk_held
+    from npu.ir import walk
 
     try:
         root.verify()
@@ -78,8 +78,7 @@ def verify(root: ir.Operation) -> bool:
             diagnostics.current().emit_mlir(d, explain(d.message, ops_at(root, d.location)))
         return False
     ok = True
-    for op in walk_held(root):  # the caller holds `root`
-        name = op.name
-        if name.startswith(("ascend.", "cce.", "hivm.")) or name == "func.func":
+    for op in walk(root):
+        if op.name.split(".", 1)[0] in ("ascend", "cce", "hivm") or op.name == "func.func":
             ok &= verify_op(op)
     return ok
