@@ -90,7 +90,7 @@ class _Kernel(OperandTiles, SoftmaxSteps):
             raise PassError(f"npu.attention tile {attrs['query_rows']} x {attrs['key_rows']} "
                             f"is not whole 16-row blocks within seq {found.seq}", region)
         need = cost.footprint(self.qb, self.kb, d1, found.staged,
-                              s1 <= min(self.qb, self.kb))
+                              s1 <= min(self.qb, self.kb), found.scaled_q_rows)
         for space, nbytes in need.items():
             if nbytes > self.t.capacity(space):
                 raise PassError(f"npu.attention tile needs {nbytes} bytes of {space}, more than "
@@ -102,12 +102,14 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         # Scale the f32 scores before the max only when it does not commute
         # with it (or is too small for the f16 mask value to vanish).
         self.prescale = found.scale != 1.0 and not found.scale * F16_MASKED >= 30.0
-        # A power-of-two scale is exact in f16: with Q cast on chip for one
-        # tile per head it scales Q's f16 copy (a quarter of P's elements
-        # at seq 128 and fewer repeats than P's f16 vmuls).
-        self.scale_q = (not self.prescale and found.staged and s1 <= min(self.qb, self.kb)
-                        and found.scale > 0 and math.frexp(found.scale)[0] == 0.5
-                        and found.scale != 1.0)
+        # A power-of-two scale is exact in f16: with Q read as rows (cast
+        # on chip, or f16 rows passed through UB) it scales Q's f16 tile,
+        # once per query tile: a fraction of P's elements (D / key tile
+        # per key tile) in half the repeats of P's f16 vmuls.
+        self.scale_q = (not self.prescale and (found.scaled_q_rows or found.staged
+                                               and math.frexp(found.scale)[0] == 0.5
+                                               and found.scale not in (0.0, 1.0)))
+        self.q_rows: ir.Value | None = None  # UB of the scaled f16 Q rows (`q_staging`)
         self.scale_p = not self.prescale and not self.scale_q and found.scale != 1.0
         self.granule = self.t.granule("ub")
 
@@ -215,6 +217,7 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         # loads of head h+1 run during head h's softmax.
         wides = ([nir.alloc([a.seq * a.head_dim], "f32", "ub") for _ in range(2)]
                  if a.staged else [])
+        self.q_staging(s1)
 
         def load(h, slot: int) -> None:
             self.deferred, self.wides = [], list(wides)
@@ -263,6 +266,7 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         q0 = nir.alloc([qb, d1, 16, 16], "f16", "l0a")
         self.row_max = nir.alloc([qb * 16], "f32", "ub")
         self.context = nir.alloc([(d1 + 1) * qb * 256], "f32", "ub")
+        self.q_staging(qb)
 
         def tile(j: int) -> tuple[int, int, int]:
             """(query tile, key tile, key blocks) of step j."""
@@ -346,6 +350,13 @@ class _Kernel(OperandTiles, SoftmaxSteps):
                     lambda k, slot: self.scope(lambda: soft(k, slot)),
                     lambda k, slot: self.scope(lambda: self.pv(mq, blocks(k), buf, slot)),
                     lambda k, slot: self.scope(lambda: drain(k, slot)))
+
+    def q_staging(self, q_blocks: int) -> None:
+        """The UB of the scaled f16 Q rows, for all steps (allocated with the
+        kernel's persistent buffers, never over a step's: the next query
+        tile's rows load while a softmax runs)."""
+        if self.scale_q and self.a.scaled_q_rows:
+            self.q_rows = nir.alloc([q_blocks * 16 * self.a.head_dim], "f16", "ub")
 
     # -- the stages of one key tile ---------------------------------------------
     def scores_and_v(self, h, q0, mq: int, y0, kbk: int, buf: dict, slot: int) -> None:

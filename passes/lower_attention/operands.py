@@ -14,8 +14,8 @@ from npu.vector_compute import Compute, cast_compute
 
 
 class OperandTiles:
-    """Mixed into the kernel (`a`, `mm`, `granule`, `deferred`, `wides`, `scale_q`,
-    `scope`, `apply`, `ones_blocks`)."""
+    """Mixed into the kernel (`a`, `mm`, `granule`, `deferred`, `wides`, `q_rows`,
+    `scale_q`, `scope`, `apply`, `ones_blocks`)."""
 
     def load_q(self, h, x0, mq: int) -> ir.Value:
         """Rows x0.. (mq blocks) of Q as the A operand's Nz [D/16, mq, 16, 16]."""
@@ -101,9 +101,16 @@ class OperandTiles:
         While `self.deferred` is a list, only the GM load is emitted here and
         the rest appended to it: the caller issues all its loads first, so
         MTE2 streams them back to back into separate buffers. An f16 source
-        needs no UB: each column block is `rows` bursts straight to L1."""
+        needs no UB: each column block is `rows` bursts straight to L1,
+        unless it is scaled (Q): then its rows pass through UB, one burst
+        each, and are scaled there in f16 before the layout."""
         if nir.memref_element(source) == "f16":
-            self.rows_to_nz(source, first, rows, cols, pitch, l1)
+            if scale == 1.0:
+                self.rows_to_nz(source, first, rows, cols, pitch, l1)
+            else:
+                self.scope(lambda: self.scale_rows(
+                    self.fetch(source, first, rows, cols, pitch, self.q_rows), l1, rows, cols,
+                    scale))
             return
         if self.deferred is None:
             self.scope(lambda: self.lay_out(self.fetch(source, first, rows, cols, pitch), l1,
@@ -123,14 +130,26 @@ class OperandTiles:
             copy("cce.copy_gm_to_l1", sub(src, lin((first, 1), (16 * j, 1)), (rows - 1) * pitch + 16),
                  self.mm.block_view(flat, j * ld, blocks), rows, 1, pitch * 2 // self.granule - 1, 0)
 
-    def fetch(self, source: ir.Value, first, rows: int, cols: int, pitch: int) -> ir.Value:
-        g = self.granule
-        wide = self.wides.pop(0) if self.wides else nir.alloc([rows * cols], "f32", "ub")
+    def fetch(self, source: ir.Value, first, rows: int, cols: int, pitch: int,
+              into: ir.Value | None = None) -> ir.Value:
+        """rows x cols of a GM matrix with `pitch` columns -> UB, row-major:
+        into `into`, or (f32) the next of `wides`, or a new buffer."""
+        g, elem = self.granule, nir.memref_element(source)
+        es = nir.element_bytes(elem)
+        wide = into if into is not None else self.wides.pop(0) if self.wides and elem == "f32" \
+            else nir.alloc([rows * cols], elem, "ub")
         copy_bursts("cce.copy_gm_to_ub",
                     sub(nir.flatten_memref(source), first, (rows - 1) * pitch + cols), wide,
-                    1 if pitch == cols else rows, rows * cols * 4 // g if pitch == cols
-                    else cols * 4 // g, src_gap=0 if pitch == cols else (pitch - cols) * 4 // g)
+                    1 if pitch == cols else rows, rows * cols * es // g if pitch == cols
+                    else cols * es // g, src_gap=0 if pitch == cols else (pitch - cols) * es // g)
         return wide
+
+    def scale_rows(self, half: ir.Value, l1: ir.Value, rows: int, cols: int,
+                   scale: float) -> None:
+        """f16 rows in UB times `scale` (a power of two: exact) -> Nz in `l1`."""
+        self.apply(Compute("scalar", vop="cce.vmuls", scalar=scale), half, [half], rows * cols,
+                   sizes=(2, 2))
+        self.to_nz(half, l1, rows, cols)
 
     def lay_out(self, wide: ir.Value, l1: ir.Value, rows: int, cols: int,
                 scale: float = 1.0) -> None:
@@ -138,9 +157,9 @@ class OperandTiles:
         half = nir.alloc([rows * cols], "f16", "ub")
         self.apply(cast_compute("f32", "f16", "rint"), half, [wide], rows * cols, sizes=(2, 4))
         if scale != 1.0:
-            self.apply(Compute("scalar", vop="cce.vmuls", scalar=scale), half, [half], rows * cols,
-                       sizes=(2, 2))
-        self.to_nz(half, l1, rows, cols)
+            self.scale_rows(half, l1, rows, cols, scale)
+        else:
+            self.to_nz(half, l1, rows, cols)
 
     def to_nz(self, half: ir.Value, l1: ir.Value, rows: int, cols: int) -> None:
         """A row-major rows x cols f16 matrix in UB -> Nz in L1 (the absorbed
