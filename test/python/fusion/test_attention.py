@@ -152,3 +152,31 @@ def test_head_transposes_of_the_projections_join(seq, pipeline):
     close(fused[3], expected[3])
     close(fused[3], unfused[3])
     assert fres.hazards == [] and fres.cycles < ures.cycles
+
+
+def check_projections(heads: int, seq: int, d: int, pipeline: str = "npu-lower"):
+    """BERT's form (projections [S, H*D] split by transposes, the context
+    merged back) against numpy's attention on the f16-rounded inputs."""
+    text = attention(heads, seq, d, projections=True)
+    rng = np.random.default_rng(seq + d)
+    ins = [rng.standard_normal((1, seq, heads, d)).astype(np.float32) * 1.5 for _ in range(3)]
+    ins.append(np.zeros((1, seq, heads, d), np.float32))
+    fused, expected, fres = compile_and_simulate(text, pipeline, ins)
+    q, k, v = (a[0].transpose(1, 0, 2) for a in ins[:3])
+    close(fused[3], numpy_attention(q, k.transpose(0, 2, 1), v).transpose(1, 0, 2)[None])
+    close(fused[3], expected[3])
+    assert fres.hazards == [], fres.hazards
+    return fres
+
+
+# Every seq the kernel plans differently (one tile per head, odd seqs with
+# padded keys and rows, online softmax over key tiles with query tiles in
+# one pipeline, and in a loop per query tile at 1024) and every head dim.
+SWEEP = [(s, d) for s in (80, 128, 200, 384, 512, 1024) for d in (32, 64, 128)]
+DEFAULT_SWEEP = {(128, 64), (384, 32), (200, 128)}
+
+
+@pytest.mark.parametrize("seq,d", [pytest.param(s, d, marks=() if (s, d) in DEFAULT_SWEEP
+                                                 else pytest.mark.slow) for s, d in SWEEP])
+def test_seq_and_head_dim_sweep(seq, d):
+    check_projections(2 if seq < 1024 else 1, seq, d)
