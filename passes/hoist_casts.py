@@ -18,7 +18,10 @@ f16 buffer, L reads that, L's result buffer (and its views) becomes f16 and
 stands for H. Only casts whose result is read by one fractalize whose
 result only a batch_matmul reads are moved: the merged attention context
 (transpose -> cast -> fractalize -> matmul) is left to npu-fuse-attention,
-whose kernel stores it merged.
+whose kernel stores it merged. And only when the cast then reads what an
+op of the program computes (it joins that op's kernel): a cast of a
+function argument would be a kernel of its own, which the attention
+kernel does better on chip.
 """
 
 from __future__ import annotations
@@ -51,6 +54,8 @@ class HoistCastsPass(Pass):
         casts = [o.operation for o in func.regions[0].blocks[0].operations
                  if o.operation.name == "ascend.cast" and _feeds_batch_matmul(o.operation)]
         for cast in casts:
+            if _planned_crossings(cast) is None:
+                continue
             crossed = []
             while True:
                 moved = _hop(cast)
@@ -87,6 +92,43 @@ def _feeds_batch_matmul(cast: ir.Operation) -> bool:
             and nir.view_root(users[0].operands[-1]) != nz)
 
 
+def _layout_writer(src: ir.Value, reader: ir.Operation) -> ir.Operation | None:
+    """The layout op writing all of `src`'s buffer, when only `reader`
+    reads it (as a whole) and its views keep their element type."""
+    root = nir.view_root(src)
+    alloc = nir.defining_op(root)
+    if alloc is None or alloc.name != "memref.alloc" \
+            or any(op.name not in TYPED_VIEWS for op in nir.view_closure(root)[1:]):
+        return None
+    others = [o for o in touching(root) if o != reader]
+    if len(others) != 1 or others[0].name not in LAYOUT_OPS:
+        return None
+    layout = others[0]
+    if nir.view_root(layout.operands[-1]) != root or not _whole(layout.operands[-1], root) \
+            or not _whole(src, root) or not layout.is_before_in_block(reader):
+        return None
+    return layout
+
+
+def _planned_crossings(cast: ir.Operation) -> list[ir.Operation] | None:
+    """The layout ops the cast would cross, when it would then read the
+    result of the op computing its values (a bias add, a matmul: the cast
+    joins that op's epilogue or row group); None when it would end at a
+    function argument or another layout op, as a kernel of its own (an
+    attention kernel casts such inputs on chip)."""
+    crossed, src, reader = [], cast.operands[0], cast
+    while (layout := _layout_writer(src, reader)) is not None:
+        crossed.append(layout)
+        src, reader = layout.operands[0], layout
+    root = nir.view_root(src)
+    producers = [o for o in touching(root) if o != reader]
+    if not crossed or nir.defining_op(root) is None or len(producers) != 1 \
+            or not producers[0].name.startswith("ascend.") or producers[0].name in LAYOUT_OPS \
+            or nir.view_root(producers[0].operands[-1]) != root:
+        return None
+    return crossed
+
+
 def _whole(value: ir.Value, root: ir.Value) -> bool:
     """`value` is all of `root`'s elements, dense, from its first."""
     return (nir.is_contiguous(value) and nir.memref_layout(value)[1] == 0
@@ -99,21 +141,12 @@ def _hop(cast: ir.Operation) -> tuple[ir.Operation, str] | None:
     src, dst = cast.operands[0], cast.operands[-1]
     if nir.memref_element(src) != "f32" or nir.memref_element(dst) != "f16":
         return None
+    layout = _layout_writer(src, cast)
+    if layout is None or nir.view_root(dst) is not dst or nir.defining_op(dst) is None \
+            or nir.defining_op(dst).name != "memref.alloc":
+        return None
     root = nir.view_root(src)
-    alloc = nir.defining_op(root)
-    if alloc is None or alloc.name != "memref.alloc" or nir.view_root(dst) is not dst \
-            or nir.defining_op(dst) is None or nir.defining_op(dst).name != "memref.alloc":
-        return None
     closure = nir.view_closure(root)
-    if any(op.name not in TYPED_VIEWS for op in closure[1:]):
-        return None
-    others = [o for o in touching(root) if o != cast]
-    if len(others) != 1 or others[0].name not in LAYOUT_OPS:
-        return None
-    layout = others[0]
-    if nir.view_root(layout.operands[-1]) != root or not _whole(layout.operands[-1], root) \
-            or not _whole(src, root) or not layout.is_before_in_block(cast):
-        return None
     # The cast's result becomes `src` retyped: same shape and layout.
     if nir.memref_shape(src) != nir.memref_shape(dst) or nir.memref_layout(src) != nir.memref_layout(dst):
         return None

@@ -102,13 +102,16 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         # Scale the f32 scores before the max only when it does not commute
         # with it (or is too small for the f16 mask value to vanish).
         self.prescale = found.scale != 1.0 and not found.scale * F16_MASKED >= 30.0
-        # A power-of-two scale is exact in f16: with Q read as rows (cast
-        # on chip, or f16 rows passed through UB) it scales Q's f16 tile,
-        # once per query tile: a fraction of P's elements (D / key tile
-        # per key tile) in half the repeats of P's f16 vmuls.
-        self.scale_q = (not self.prescale and (found.scaled_q_rows or found.staged
-                                               and math.frexp(found.scale)[0] == 0.5
-                                               and found.scale not in (0.0, 1.0)))
+        # A power-of-two scale is exact in f16: with Q read as rows it
+        # scales Q's f16 tile once per query tile (a fraction of P's
+        # elements, D / key tile per key tile) instead of P per key tile:
+        # when Q is cast on chip, or with several tiles per head when f16
+        # rows pass through UB for it (with one, measured in BERT at seq
+        # 128, the detour through UB costs more than P's vmuls).
+        whole = s1 <= min(self.qb, self.kb)
+        self.scale_q = not self.prescale and (
+            found.scaled_q_rows and not whole or found.staged and whole
+            and math.frexp(found.scale)[0] == 0.5 and found.scale not in (0.0, 1.0))
         self.q_rows: ir.Value | None = None  # UB of the scaled f16 Q rows (`q_staging`)
         self.scale_p = not self.prescale and not self.scale_q and found.scale != 1.0
         self.granule = self.t.granule("ub")

@@ -46,20 +46,13 @@
 // KERNEL:       cce.vadd
 // KERNEL:       cce.vcmax
 // KERNEL:       cce.vnchwconv
-// P in runs of key slabs (here one slab each), each copied to L1 when made.
-// KERNEL:       cce.vsub
-// KERNEL-NOT:   cce.vmaxs
-// KERNEL:       cce.vconv{{.*}}xf32, strided<[1]>, "ub">) -> ()
-// KERNEL:       cce.vmuls{{.*}}xf16, strided<[1]>, "ub">
-// KERNEL:       cce.vexp{{.*}}xf16, strided<[1]>, "ub">
-// KERNEL:       cce.copy_ub_to_l1{{.*}}(memref<768xf16, strided<[1]>, "ub">, memref<1x3x16x16xf16
-// KERNEL:       cce.vsub
-// KERNEL:       cce.copy_ub_to_l1
 // KERNEL:       cce.vsub
 // KERNEL:       cce.vmaxs
 // KERNEL:       cce.vconv
-// KERNEL:       cce.vexp
-// KERNEL:       cce.copy_ub_to_l1
+// KERNEL-SAME:  xf32, "ub">) -> ()
+// KERNEL-NEXT:  cce.vmuls{{.*}}xf16, "ub">
+// KERNEL-NEXT:  cce.vexp{{.*}}xf16, "ub">
+// KERNEL-NEXT:  cce.copy_ub_to_l1
 // KERNEL:       cce.copy_gm_to_l1
 // KERNEL:       cce.mad
 // KERNEL-SAME:  k = 48 : i64, m = 48 : i64, n = 64 : i64

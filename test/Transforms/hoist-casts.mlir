@@ -42,7 +42,9 @@ func.func @projection(%x: memref<2x2x16x16xf16, "gm">, %w: memref<2x2x16x16xf16,
 // CHECK:       "ascend.transpose"({{.*}} : (memref<1x32x2x16xf32, "gm">, memref<1x2x32x16xf32, "gm">)
 // CHECK:       "ascend.exp"
 // CHECK:       "ascend.cast"({{.*}}) {round_mode = "rint"} : (memref<2x32x16xf32, "gm">, memref<2x32x16xf16, "gm">)
-func.func @shared_heads(%rows: memref<32x32xf32, "gm">, %kf: memref<2x2x1x16x16xf16, "gm">, %e: memref<1x2x32x16xf32, "gm">, %y: memref<2x2x2x16x16xf32, "gm">) {
+func.func @shared_heads(%x: memref<32x32xf32, "gm">, %kf: memref<2x2x1x16x16xf16, "gm">, %e: memref<1x2x32x16xf32, "gm">, %y: memref<2x2x2x16x16xf32, "gm">) {
+  %rows = memref.alloc() : memref<32x32xf32, "gm">
+  "ascend.adds"(%x, %rows) {scalar = 1.0 : f64} : (memref<32x32xf32, "gm">, memref<32x32xf32, "gm">) -> ()
   %split = memref.expand_shape %rows [[0, 1], [2, 3]] output_shape [1, 32, 2, 16] : memref<32x32xf32, "gm"> into memref<1x32x2x16xf32, "gm">
   %heads = memref.alloc() : memref<1x2x32x16xf32, "gm">
   "ascend.transpose"(%split, %heads) {permutation = array<i64: 0, 2, 1, 3>} : (memref<1x32x2x16xf32, "gm">, memref<1x2x32x16xf32, "gm">) -> ()
@@ -72,5 +74,25 @@ func.func @merged_context(%ctx: memref<1x2x32x16xf32, "gm">, %w: memref<2x2x16x1
   %a = memref.alloc() : memref<2x2x16x16xf16, "gm">
   "ascend.fractalize"(%h, %a) : (memref<32x32xf16, "gm">, memref<2x2x16x16xf16, "gm">) -> ()
   "ascend.matmul"(%a, %w, %y) : (memref<2x2x16x16xf16, "gm">, memref<2x2x16x16xf16, "gm">, memref<2x2x16x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+// Heads of a function argument: moved, the cast would be a kernel of its
+// own over the argument; it stays for npu-fuse-attention to absorb (the
+// kernel casts each tile on chip).
+// CHECK-LABEL: func.func @argument_heads
+// CHECK:       "ascend.transpose"({{.*}} : (memref<1x32x2x16xf32, "gm">, memref<1x2x32x16xf32, "gm">)
+// CHECK:       "ascend.cast"({{.*}}) {round_mode = "rint"} : (memref<2x32x16xf32, "gm">, memref<2x32x16xf16, "gm">)
+func.func @argument_heads(%x: memref<1x32x2x16xf32, "gm">, %kf: memref<2x2x1x16x16xf16, "gm">, %y: memref<2x2x2x16x16xf32, "gm">) {
+  %heads = memref.alloc() : memref<1x2x32x16xf32, "gm">
+  "ascend.transpose"(%x, %heads) {permutation = array<i64: 0, 2, 1, 3>} : (memref<1x32x2x16xf32, "gm">, memref<1x2x32x16xf32, "gm">) -> ()
+  %q = memref.collapse_shape %heads [[0, 1], [2], [3]] : memref<1x2x32x16xf32, "gm"> into memref<2x32x16xf32, "gm">
+  %qh = memref.alloc() : memref<2x32x16xf16, "gm">
+  "ascend.cast"(%q, %qh) {round_mode = "rint"} : (memref<2x32x16xf32, "gm">, memref<2x32x16xf16, "gm">) -> ()
+  %qf = memref.alloc() : memref<2x1x2x16x16xf16, "gm">
+  "ascend.fractalize"(%qh, %qf) : (memref<2x32x16xf16, "gm">, memref<2x1x2x16x16xf16, "gm">) -> ()
+  "ascend.batch_matmul"(%qf, %kf, %y) : (memref<2x1x2x16x16xf16, "gm">, memref<2x2x1x16x16xf16, "gm">, memref<2x2x2x16x16xf32, "gm">) -> ()
   return
 }
