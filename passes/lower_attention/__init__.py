@@ -49,9 +49,9 @@ from npu.passes.lower_attention.softmax import F16_MASKED, SoftmaxSteps
 from npu.passes.lower_matmul import LowerMatmul
 
 BODY_OPS = ("memref.alloc", "scf.yield") + nir.VIEW_OPS
-# Most (query, key) tiles of a head emitted as one static pipeline
-# (`head_tiles`); longer sequences pipeline each query tile's key tiles,
-# the middle ones in a loop, so the kernel's size stays bounded.
+# Most (query, key) tiles of a head emitted as static steps of one pipeline
+# over the heads (`head_tiles`); with more, each head is a pipeline whose
+# middle query tiles loop, so the kernel's size stays bounded.
 MAX_HEAD_STEPS = 32
 
 
@@ -123,8 +123,7 @@ class _Kernel(OperandTiles, SoftmaxSteps):
             self.flat_out = nir.flatten_memref(a.out)
             if a.seq_blocks <= min(self.qb, self.kb):
                 self.head_pipeline()
-            elif (a.seq_blocks % self.qb == 0 and a.seq_blocks // self.qb
-                  * -(-a.seq_blocks // self.kb) <= MAX_HEAD_STEPS):
+            elif a.seq_blocks % self.qb == 0:
                 self.head_tiles()
             else:
                 self.loop(a.heads, lambda h: self.query_tiles(h))
@@ -260,7 +259,10 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         """Heads whose query tiles are all alike: the (head, query tile, key
         tile) triples are the steps of one pipeline, so the next query tile's
         (or head's) first scores are computed while this one's last softmax
-        runs. Q in L0A, the row max and the context are one buffer each."""
+        runs. Up to MAX_HEAD_STEPS steps a head: a head's steps are static
+        and the heads loop; more: one pipeline per head, whose query tiles
+        loop (the middle ones; their key tiles static). Q in L0A, the row
+        max and the context are one buffer each."""
         a = self.a
         s1, d1, qb, kb = a.seq_blocks, a.d_blocks, self.qb, self.kb
         n_keys = -(-s1 // kb)
@@ -271,39 +273,55 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         self.context = nir.alloc([(d1 + 1) * qb * 256], "f32", "ub")
         self.q_staging(qb)
 
-        def tile(j: int) -> tuple[int, int, int]:
-            """(query tile, key tile, key blocks) of step j."""
-            x, y = divmod(j, n_keys)
-            return x, y, tail if y == n_keys - 1 else kb
+        def blocks(y: int) -> int:
+            return tail if y == n_keys - 1 else kb
 
-        def load(step: tuple, slot: int) -> None:
-            h, j = step
-            x, y, kbk = tile(j)
-            if y == 0:
-                self.mm.reorder_blocks(self.load_q(h, x * qb, qb), q0, rows=qb, cols=d1,
-                                       transpose=False, op_name="cce.load_l1_to_l0a",
-                                       src_col_stride=qb)
-            self.scores_and_v(h, q0, qb, y * kb, kbk, buf, slot)
+        def first_row_block(x):
+            return x * qb if isinstance(x, int) else lin((x, qb))
 
-        def soft(step: tuple, slot: int) -> None:
-            x, y, kbk = tile(step[1])
-            self.probs(qb, kbk, buf, slot, y == 0, y == n_keys - 1 and bool(a.seq % 16))
+        def valid_rows(x) -> int:
+            """A query tile inside the loop is never the last: all rows valid."""
+            return min(qb * 16, a.seq - x * qb * 16) if isinstance(x, int) else qb * 16
 
-        def drain(step: tuple, slot: int) -> None:
-            h, j = step
-            x, y, kbk = tile(j)
-            if y == 0:
-                copy("cce.copy_l0c_to_ub", buf["pv"][slot], self.context, 1, (d1 + 1) * qb * 32)
-            else:
-                self.rescale_context(buf["pv"][slot], buf["alpha"][slot], qb)
-            if y == n_keys - 1:
-                self.finish(h, x * qb, qb, min(qb * 16, a.seq - x * qb * 16))
+        def stages(locate: Callable) -> tuple[Callable, ...]:
+            """The four stages of a step, `locate(step)` = (head, query tile,
+            key tile)."""
+            def load(step, slot: int) -> None:
+                h, x, y = locate(step)
+                if y == 0:
+                    self.mm.reorder_blocks(self.load_q(h, first_row_block(x), qb), q0, rows=qb,
+                                           cols=d1, transpose=False,
+                                           op_name="cce.load_l1_to_l0a", src_col_stride=qb)
+                self.scores_and_v(h, q0, qb, y * kb, blocks(y), buf, slot)
 
-        self.skewed(a.heads, lambda st, slot: self.scope(lambda: load(st, slot)),
-                    lambda st, slot: self.scope(lambda: soft(st, slot)),
-                    lambda st, slot: self.scope(lambda: self.pv(qb, tile(st[1])[2], buf, slot)),
-                    lambda st, slot: self.scope(lambda: drain(st, slot)),
-                    inner=s1 // qb * n_keys, peel=1)
+            def soft(step, slot: int) -> None:
+                y = locate(step)[2]
+                self.probs(qb, blocks(y), buf, slot, y == 0, y == n_keys - 1 and bool(a.seq % 16))
+
+            def pv(step, slot: int) -> None:
+                self.pv(qb, blocks(locate(step)[2]), buf, slot)
+
+            def drain(step, slot: int) -> None:
+                h, x, y = locate(step)
+                if y == 0:
+                    copy("cce.copy_l0c_to_ub", buf["pv"][slot], self.context, 1,
+                         (d1 + 1) * qb * 32)
+                else:
+                    self.rescale_context(buf["pv"][slot], buf["alpha"][slot], qb)
+                if y == n_keys - 1:
+                    self.finish(h, first_row_block(x), qb, valid_rows(x))
+
+            return tuple((lambda st, slot, f=f: self.scope(lambda: f(st, slot)))
+                         for f in (load, soft, pv, drain))
+
+        per_head = s1 // qb * n_keys
+        if per_head <= MAX_HEAD_STEPS:
+            self.skewed(a.heads, *stages(lambda st: (st[0],) + divmod(st[1], n_keys)),
+                        inner=per_head, peel=1)
+        else:
+            self.loop(a.heads, lambda h: self.skewed(
+                s1 // qb, *stages(lambda st: (h,) + st), inner=n_keys, peel=1),
+                double_buffer=False)
 
     def query_tiles(self, h) -> None:
         s1, qb = self.a.seq_blocks, self.qb

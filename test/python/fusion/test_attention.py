@@ -185,7 +185,7 @@ DEFAULT_SWEEP = {(128, 64), (384, 32), (200, 128)}
 @pytest.mark.parametrize("seq,d", [pytest.param(s, d, marks=() if (s, d) in DEFAULT_SWEEP
                                                  else pytest.mark.slow) for s, d in SWEEP])
 def test_seq_and_head_dim_sweep(seq, d):
-    check_projections(2 if seq < 1024 else 1, seq, d)
+    check_projections(2, seq, d)
 
 
 def test_casts_absorbed_without_hoisting():
