@@ -70,13 +70,17 @@ class HoistCastsPass(Pass):
 
 
 def touching(root: ir.Value) -> list[ir.Operation]:
-    """The ops other than views that use `root` or a view of it."""
-    values = [root] + [r for op in nir.view_closure(root)[1:] for r in op.results]
-    found = []
-    for v in values:
-        for use in v.uses:
+    """The ops other than views that use `root` (an alloc or an argument)
+    or a view of it."""
+    found, pending, seen = [], [root], []
+    while pending:
+        for use in pending.pop().uses:
             owner = use.owner.operation
-            if owner.name not in nir.VIEW_OPS and owner not in found:
+            if owner.name in nir.VIEW_OPS:
+                if owner not in seen:
+                    seen.append(owner)
+                    pending.extend(owner.results)
+            elif owner not in found:
                 found.append(owner)
     return found
 

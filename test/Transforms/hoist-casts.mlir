@@ -96,3 +96,17 @@ func.func @argument_heads(%x: memref<1x32x2x16xf32, "gm">, %kf: memref<2x2x1x16x
   "ascend.batch_matmul"(%qf, %kf, %y) : (memref<2x1x2x16x16xf16, "gm">, memref<2x2x1x16x16xf16, "gm">, memref<2x2x2x16x16xf32, "gm">) -> ()
   return
 }
+
+// -----
+
+// The cast reads a function argument directly: nothing to cross.
+// CHECK-LABEL: func.func @argument_cast
+// CHECK:       "ascend.cast"(%arg0, {{.*}}) {round_mode = "rint"} : (memref<2x32x16xf32, "gm">, memref<2x32x16xf16, "gm">)
+func.func @argument_cast(%q: memref<2x32x16xf32, "gm">, %kf: memref<2x2x1x16x16xf16, "gm">, %y: memref<2x2x2x16x16xf32, "gm">) {
+  %qh = memref.alloc() : memref<2x32x16xf16, "gm">
+  "ascend.cast"(%q, %qh) {round_mode = "rint"} : (memref<2x32x16xf32, "gm">, memref<2x32x16xf16, "gm">) -> ()
+  %qf = memref.alloc() : memref<2x1x2x16x16xf16, "gm">
+  "ascend.fractalize"(%qh, %qf) : (memref<2x32x16xf16, "gm">, memref<2x1x2x16x16xf16, "gm">) -> ()
+  "ascend.batch_matmul"(%qf, %kf, %y) : (memref<2x1x2x16x16xf16, "gm">, memref<2x2x1x16x16xf16, "gm">, memref<2x2x2x16x16xf32, "gm">) -> ()
+  return
+}
