@@ -109,7 +109,8 @@ def _layout_writer(src: ir.Value, reader: ir.Operation) -> ir.Operation | None:
         return None
     layout = others[0]
     if nir.view_root(layout.operands[-1]) != root or not _whole(layout.operands[-1], root) \
-            or not _whole(src, root) or not layout.is_before_in_block(reader):
+            or not _whole(src, root) or layout.parent != reader.parent \
+            or not layout.is_before_in_block(reader):
         return None
     return layout
 
@@ -155,7 +156,7 @@ def _hop(cast: ir.Operation) -> tuple[ir.Operation, str] | None:
     if nir.memref_shape(src) != nir.memref_shape(dst) or nir.memref_layout(src) != nir.memref_layout(dst):
         return None
     readers = [o for o in touching(dst) if o != cast]
-    if any(not cast.is_before_in_block(o) for o in readers):
+    if any(o.parent != cast.parent or not cast.is_before_in_block(o) for o in readers):
         return None
     uses = [u.owner.operation for u in dst.uses if u.owner.operation != cast]
     if any(u.parent != cast.parent for u in uses):
