@@ -197,13 +197,14 @@ class _Kernel(OperandTiles, SoftmaxSteps):
             k += 1
         drain(at(n - 1, inner - 1), ((n - 1) * inner + inner - 1) % 2)
 
-    def slots(self, mq: int, kbk: int, online: bool) -> dict[str, list[ir.Value]]:
+    def slots(self, mq: int, kbk: int, online: bool, v: bool = True) -> dict[str, list[ir.Value]]:
         """The two slots of what a step's stages hand on (see `skewed`);
-        alpha only with several key tiles (online softmax)."""
+        alpha only with several key tiles (online softmax); V's tile unless
+        V stays in L1 (`head_tiles`)."""
         d1, rows = self.a.d_blocks, mq * 16
         return {"scores": [nir.alloc([kbk, mq, 16, 16], "f32", "l0c") for _ in range(2)],
                 "pv": [nir.alloc([d1 + 1, mq, 16, 16], "f32", "l0c") for _ in range(2)],
-                "v": [nir.alloc([d1 + 1, kbk, 16, 16], "f16", "l1") for _ in range(2)],
+                "v": [nir.alloc([d1 + 1, kbk, 16, 16], "f16", "l1") for _ in range(2 * v)],
                 "p": [nir.alloc([kbk, mq, 16, 16], "f16", "l1") for _ in range(2)],
                 "alpha": [nir.alloc([rows], "f32", "ub") for _ in range(2 * online)]}
 
@@ -267,14 +268,25 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         s1, d1, qb, kb = a.seq_blocks, a.d_blocks, self.qb, self.kb
         n_keys = -(-s1 // kb)
         tail = s1 - (n_keys - 1) * kb
-        buf = self.slots(qb, min(kb, s1), n_keys > 1)
+
+        def blocks(y: int) -> int:
+            return tail if y == n_keys - 1 else kb
+
+        # A head's K and V tiles stay in L1 over its query tiles (loaded by
+        # the first, the ones column of V written once) when they fit.
+        resident_bytes = s1 * (2 * d1 + 1) * 512
+        need = cost.footprint(qb, kb, d1, a.staged, False, a.scaled_q_rows)["l1"]
+        resident = s1 > qb and need + resident_bytes <= self.t.capacity("l1")
+        buf = self.slots(qb, min(kb, s1), n_keys > 1, v=not resident)
         q0 = nir.alloc([qb, d1, 16, 16], "f16", "l0a")
         self.row_max = nir.alloc([qb * 16], "f32", "ub")
         self.context = nir.alloc([(d1 + 1) * qb * 256], "f32", "ub")
         self.q_staging(qb)
-
-        def blocks(y: int) -> int:
-            return tail if y == n_keys - 1 else kb
+        if resident:
+            k_tiles = [self.k_tile(blocks(y)) for y in range(n_keys)]
+            v_tiles = [nir.alloc([d1 + 1, blocks(y), 16, 16], "f16", "l1") for y in range(n_keys)]
+            for y, v1 in enumerate(v_tiles):
+                self.fill_ones(v1, blocks(y))
 
         def first_row_block(x):
             return x * qb if isinstance(x, int) else lin((x, qb))
@@ -292,14 +304,22 @@ class _Kernel(OperandTiles, SoftmaxSteps):
                     self.mm.reorder_blocks(self.load_q(h, first_row_block(x), qb), q0, rows=qb,
                                            cols=d1, transpose=False,
                                            op_name="cce.load_l1_to_l0a", src_col_stride=qb)
-                self.scores_and_v(h, q0, qb, y * kb, blocks(y), buf, slot)
+                if not resident:
+                    self.scores_and_v(h, q0, qb, y * kb, blocks(y), buf, slot)
+                    return
+                if isinstance(x, int) and x == 0:
+                    self.load_k(h, y * kb, blocks(y), k_tiles[y])
+                    self.load_rows(a.v, 2, h, y * kb, blocks(y), v_tiles[y], ones=False)
+                self.mm.mad(q0, self.k_to_l0b(k_tiles[y], blocks(y)),
+                            self.prefix(buf["scores"][slot], blocks(y)), qb, d1, blocks(y), False)
 
             def soft(step, slot: int) -> None:
                 y = locate(step)[2]
                 self.probs(qb, blocks(y), buf, slot, y == 0, y == n_keys - 1 and bool(a.seq % 16))
 
             def pv(step, slot: int) -> None:
-                self.pv(qb, blocks(locate(step)[2]), buf, slot)
+                y = locate(step)[2]
+                self.pv(qb, blocks(y), buf, slot, v_tiles[y] if resident else None)
 
             def drain(step, slot: int) -> None:
                 h, x, y = locate(step)
@@ -394,14 +414,15 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         self.softmax_tile(self.prefix(buf["scores"][slot], kbk), self.prefix(buf["p"][slot], kbk),
                           mq, kbk, alpha, masked)
 
-    def pv(self, mq: int, kbk: int, buf: dict, slot: int) -> None:
-        """P -> L0A, P.V (and the row sums) into the slot's P.V."""
+    def pv(self, mq: int, kbk: int, buf: dict, slot: int, v1: ir.Value | None = None) -> None:
+        """P -> L0A, P.V (and the row sums) into the slot's P.V; V's tile is
+        the slot's or `v1`."""
         p1 = buf["p"][slot]  # blocks viewed whole: a prefix view would be strided
         p0 = nir.alloc([mq, kbk, 16, 16], "f16", "l0a")
         self.mm.reorder_blocks(self.mm.flat_blocks(p1, math.prod(nir.memref_shape(p1)[:2])), p0,
                                rows=mq, cols=kbk, transpose=False, op_name="cce.load_l1_to_l0a",
                                src_col_stride=mq)
-        v0 = self.mm.to_l0b(buf["v"][slot], kbk, self.a.d_blocks + 1)
+        v0 = self.mm.to_l0b(v1 if v1 is not None else buf["v"][slot], kbk, self.a.d_blocks + 1)
         self.mm.mad(p0, v0, buf["pv"][slot], mq, kbk, self.a.d_blocks + 1, False)
 
     @staticmethod

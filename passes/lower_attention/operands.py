@@ -22,21 +22,18 @@ class OperandTiles:
         return self.load_rows(self.a.q, 0, h, x0, mq)
 
     def load_rows(self, tensor: ir.Value, source: int, h, block0, blocks: int,
-                  into: ir.Value | None = None) -> ir.Value:
+                  into: ir.Value | None = None, ones: bool = True) -> ir.Value:
         """Rows from 16-row block `block0` (`blocks` of them) of a head of Q
         or V as Nz [D/16, blocks, 16, 16] in L1: from the f16 fractals, or
         staged from `a.sources[source]` in f32. `into` (V): a tile of
         [D/16 + 1, >= blocks] blocks whose last column block gets ones, so
         that P.V also yields each row's sum of P (in f32, of the f16 P the
-        context is made of)."""
+        context is made of; `ones` False: the tile has them already)."""
         a, d1 = self.a, self.a.d_blocks
         l1 = into if into is not None else nir.alloc([d1, blocks, 16, 16], "f16", "l1")
         ld = nir.memref_shape(l1)[1]
-        if into is not None:
-            fill = blocks * 256
-            self.scope(lambda: copy("cce.copy_ub_to_l1", self.ones_blocks(blocks),
-                                    sub(nir.flatten_memref(l1), d1 * ld * 256, fill), 1,
-                                    fill * 2 // self.granule))
+        if into is not None and ones:
+            self.fill_ones(l1, blocks)
         if a.sources is None:
             copy_bursts("cce.copy_gm_to_l1",
                         nir.subview(tensor, [h, 0, block0, 0, 0], [1, d1, blocks, 16, 16]),
@@ -48,6 +45,13 @@ class OperandTiles:
                    a.scale if source == 0 and self.scale_q else 1.0)
         return l1
 
+    def fill_ones(self, v1: ir.Value, blocks: int) -> None:
+        """The last column block of V's L1 tile: ones (see `load_rows`)."""
+        d1, ld, fill = self.a.d_blocks, nir.memref_shape(v1)[1], blocks * 256
+        self.scope(lambda: copy("cce.copy_ub_to_l1", self.ones_blocks(blocks),
+                                sub(nir.flatten_memref(v1), d1 * ld * 256, fill), 1,
+                                fill * 2 // self.granule))
+
     def rows_of(self, h, block0) -> tuple:
         """(first element, row pitch) of a head's rows from 16-row block
         `block0` in a Q or V source: [H, S, D], or [S, H*D] (interleaved)."""
@@ -57,19 +61,25 @@ class OperandTiles:
             return lin((block0, 16 * pitch), (h, a.head_dim)), pitch
         return lin((h, a.seq * a.head_dim), (block0, 16 * a.head_dim)), a.head_dim
 
-    def load_k(self, h, y0, kbk: int) -> ir.Value:
-        """Keys y0.. (kbk blocks) of K^T in L1, as `k_to_l0b` takes them."""
+    def k_tile(self, kbk: int) -> ir.Value:
+        """An L1 tile for `load_k` of kbk key blocks."""
+        d1 = self.a.d_blocks
+        shape = [d1, kbk] if self.a.interleaved else [kbk, d1]
+        return nir.alloc(shape + [16, 16], "f16", "l1")
+
+    def load_k(self, h, y0, kbk: int, into: ir.Value | None = None) -> ir.Value:
+        """Keys y0.. (kbk blocks) of K^T in L1 (`into`, or a new `k_tile`),
+        as `k_to_l0b` takes them."""
         a, d1 = self.a, self.a.d_blocks
+        l1 = into if into is not None else self.k_tile(kbk)
         if a.interleaved:
             # K's own rows [keys, D] laid out as Nz [D/16, keys/16] in L1: each
             # 16x16 block of K row-major is the Zn block of K^T, and block
             # (j, l) of K^T sits at j * keys/16 + l in both, so one plain load.
-            l1 = nir.alloc([d1, kbk, 16, 16], "f16", "l1")
             pitch = a.heads * a.head_dim
             self.stage(a.sources[1], lin((y0, 16 * pitch), (h, a.head_dim)), kbk * 16,
                        a.head_dim, pitch, l1)
             return l1
-        l1 = nir.alloc([kbk, d1, 16, 16], "f16", "l1")
         if a.sources is None:
             copy("cce.copy_gm_to_l1", nir.subview(a.k, [h, y0, 0, 0, 0], [1, kbk, d1, 16, 16]),
                  l1, 1, kbk * d1 * 16)
