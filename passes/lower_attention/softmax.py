@@ -94,10 +94,12 @@ class SoftmaxSteps:
         part = nir.alloc([slabs * slab], "f32", "ub")
         copy("cce.copy_l0c_to_ub", pv, part, 1, slabs * mq * 32)
         rescale = self.broadcast(alpha, rows)
+        # All the products, then all the sums: one vector barrier between
+        # them instead of one per slab.
         for j in range(slabs):
-            at = (j * slab, j * slab, 0)
             self.apply(Compute("binary", vop="cce.vmul"), self.context, [self.context, rescale],
-                       slab, offsets=at)
+                       slab, offsets=(j * slab, j * slab, 0))
+        for j in range(slabs):
             self.apply(Compute("binary", vop="cce.vadd"), self.context, [self.context, part],
                        slab, offsets=(j * slab, j * slab, j * slab))
 
