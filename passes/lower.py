@@ -82,6 +82,10 @@ class LowerPass(Pass):
         Option("fuse-row-major-stores", bool, True, "npu-fuse's row-major stores: a "
                "defractalize after a matmul joins its epilogue (C written row-major as it "
                "drains)"),
+        Option("fuse-nz-stores", bool, True, "npu-fuse's Nz stores: a fractalize of a row "
+               "group's result (a matmul's A operand) joins the group, which writes it in Nz "
+               "as it leaves UB; with fuse-attention, the attention kernel writes its context "
+               "as out-projection's f16 Nz A operand when that is its only use"),
         Option("fuse-horizontal", bool, True, "with fuse: join sibling matmuls that share A "
                "(Q/K/V) and their bias adds first (npu-fuse-horizontal)"),
         Option("fuse-attention", bool, True, "with fuse: attention (Q.K^T, scale, softmax, P.V) "
@@ -168,10 +172,12 @@ class LowerPass(Pass):
                 from npu.attention_plan import ATTENTION_UB_FRACTION
 
                 self._required("npu-fuse-attention", remarks=self.fuse_remarks, **{
-                    "ub-fraction": ATTENTION_UB_FRACTION * attention_share}).run(module)
+                    "ub-fraction": ATTENTION_UB_FRACTION * attention_share,
+                    "nz-out": self.fuse_nz_stores}).run(module)
             self._required("npu-fuse", remarks=self.fuse_remarks, epilogues=self.fuse_epilogues,
                            **{"ub-fraction": fuse_fraction,
-                              "row-major-stores": self.fuse_row_major_stores}).run(module)
+                              "row-major-stores": self.fuse_row_major_stores,
+                              "nz-stores": self.fuse_nz_stores}).run(module)
             self._required("npu-lower-fused", **{"ub-fraction": fuse_fraction}, **(
                 {"max-chunk": self.max_chunk} if self.max_chunk else {})).run(module)
             self._required("npu-lower-attention").run(module)
