@@ -75,9 +75,12 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         first = next((o for o in body if o.name == "ascend.batch_matmul"), None)
         if first is None:
             raise PassError("npu.attention group without a batch_matmul", region)
-        found = att.match(first, att.users_of(body))
+        users = att.users_of(body)
+        found = att.match(first, users)
         if isinstance(found, str):
             raise PassError(f"npu.attention group is not an attention: {found}", region)
+        if any(o.name == "ascend.fractalize" and o not in found.members for o in body):
+            att.absorb_nz_out(found, users)  # the context's f16 Nz store
         extra = [o for o in body if o.name not in BODY_OPS and o not in found.members]
         if extra:
             raise PassError(f"npu.attention group holds '{extra[0].name}', not a member", region)
