@@ -135,8 +135,8 @@ class FuseAttentionPass(Pass):
                else f"the context written in f32 (not as an Nz A operand: {a.nz_why})")
         self.remark(region_op, f"fused attention ({len(a.members)} ops; {loads}) over {a.heads} heads, "
                                f"seq {a.seq}, head dim {a.head_dim}: query tiles of "
-                               f"{plan.q_blocks * 16} rows, {keys}; {out}; GM traffic {unfused} -> "
-                               f"{fused} bytes; UB {plan.ub_bytes} bytes per tile")
+                               f"{plan.q_blocks * 16} rows, {keys}; GM traffic {unfused} -> "
+                               f"{fused} bytes; UB {plan.ub_bytes} bytes per tile; {out}")
 
 
 def _location(members: list[ir.Operation]) -> ir.Location:

@@ -49,7 +49,7 @@ func.func @attention(%q: memref<1x32x2x16xf32, "gm">, %kt: memref<1x32x2x16xf32,
   %t7 = memref.alloc() : memref<2x2x1x16x16xf16, "gm">
   "ascend.fractalize"(%t6, %t7) : (memref<2x16x32xf16, "gm">, memref<2x2x1x16x16xf16, "gm">) -> ()
   %t8 = memref.alloc() : memref<2x2x2x16x16xf32, "gm">
-  // expected-remark @+1 {{the context written as the f16 Nz A operand of the next matmul (its cast and fractalize absorbed: no separate pass over it); GM traffic 224768 -> 14336 bytes}}
+  // expected-remark @+1 {{GM traffic 224768 -> 14336 bytes; UB 23552 bytes per tile; the context written as the f16 Nz A operand of the next matmul (its cast and fractalize absorbed: no separate pass over it)}}
   "ascend.batch_matmul"(%t5, %t7, %t8) : (memref<2x1x2x16x16xf16, "gm">, memref<2x2x1x16x16xf16, "gm">, memref<2x2x2x16x16xf32, "gm">) -> ()
   %t9 = memref.alloc() : memref<2x32x32xf32, "gm">
   "ascend.defractalize"(%t8, %t9) : (memref<2x2x2x16x16xf32, "gm">, memref<2x32x32xf32, "gm">) -> ()
