@@ -20,6 +20,10 @@ member; the allocs of tensors that never leave the group move into it. A
 remark reports each group (ops, rows, GM bytes before -> after, UB per
 chunk) and, for every row op left alone, why.
 
+A fractalize of a group's result (a matmul's A operand) joins the group
+as an Nz store (`layouts`), unless `nz-stores=false`; a lone op with one
+forms a group of its own.
+
 Before the row groups, matmul epilogues (`npu.epilogue`): each matmul takes
 the elementwise consumers of its result, in program order, while joining
 saves GM bytes, one column block of its C tile's drain fits the UB share
