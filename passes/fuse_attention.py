@@ -14,6 +14,8 @@ conflicts with moving them together, or when no tile fits; a remark says
 why. A group becomes an `scf.execute_region {npu.attention = {...}}` at the
 position of its last member holding the members and the allocs of the
 tensors that stay on chip (dialects/README.md, "Attention groups").
+When the merged context is only cast to f16 and fractalized (out_proj's A
+operand), those two join too and the kernel writes f16 Nz (`nz-out`).
 """
 
 from __future__ import annotations

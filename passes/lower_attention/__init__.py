@@ -17,7 +17,9 @@ group's plan). Each step has four stages:
     its last column block the row sums of the f16 P, in f32;
   drain: P.V -> UB, the context O = O * alpha + P.V (the first tile writes
     O directly; the row sums ride along); on a query tile's last step,
-    O / sum per row stored once to GM (one burst per row and 16 columns).
+    O / sum per row stored once to GM (one burst per row and 16 columns;
+    with an absorbed cast + fractalize, cast to f16 and one burst per
+    column block into the Nz A operand of the next matmul).
 The steps are software-pipelined (`_Kernel.skewed`): every pipe runs its
 queue in program order, so step k is soft(k), load(k+1), pv(k), drain(k-1).
 One tile per head: the heads are the steps (with the f32 casts of Q, K, V
