@@ -5,7 +5,8 @@ no copied code): `npu-split-cores` (with `cores` other than 1), `npu-fuse-horizo
 (sibling matmuls sharing A; skip with `fuse-horizontal=false`),
 `npu-fuse-attention` (skip with `fuse-attention=false`), `npu-fuse`,
 `npu-lower-fused` and `npu-lower-attention` (fused kernels, one core only;
-skip with `fuse=false`),
+skip with `fuse=false`; `fuse-nz-stores=false` keeps the matmul A operands'
+separate casts and fractalizes),
 `npu-plan-gm` (GM temporaries into one workspace; skip with `plan-gm=false`),
 every lowering (matmul, fractalize, elementwise, transpose,
 reduce), then `npu-double-buffer` (optional), `npu-plan-memory`,
