@@ -81,6 +81,16 @@ class RowOp:
         return self.op.name.split(".", 1)[1]
 
 
+def fold_chains(n: int, lanes: int) -> int:
+    """Independent accumulators a row reduction folds its `lanes`-wide
+    segments into (1, 2 or 4: two whole segments each to start): the folds
+    of one round need no pipe_barrier(V) between them."""
+    chains = 1
+    while chains < 4 and 4 * chains * lanes <= n:
+        chains *= 2
+    return chains
+
+
 def accumulator(m: RowOp) -> str:
     """Element type a reduction accumulates in: f16 sums in f32 (rounded once)."""
     elem = m.ins[0].elem
@@ -279,7 +289,8 @@ def footprint(g: GroupModel, target: Target, width: int | None = None) -> Footpr
                 transient += sum(granule for i in m.ins if i.kind == "col")
         else:
             lanes = VectorGeometry.for_types(target, [4]).lanes
-            transient += lanes * 4 + (n * 4 if m.ins[0].elem != "f32" else 0)
+            transient += (fold_chains(n, lanes) * lanes * 4
+                          + (n * 4 if m.ins[0].elem != "f32" else 0))
         peak = max(peak, sum(live.values()) + transient)
         total += transient + row_bytes(m.out) + sum(
             row_bytes(i) for i in m.ins if i.kind in ("full", "col") and i.root in g.loaded

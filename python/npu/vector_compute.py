@@ -200,7 +200,8 @@ class Constants:
 class Compute:
     """What to emit per vector instruction: `emit(dst, srcs, repeat, mask, tmps)`.
 
-    kind: "binary" | "scalar" | "unary" | "cast" | "cmp" | "select" | "copy".
+    kind: "binary" | "scalar" | "unary" | "cast" | "cmp" | "select" | "copy" |
+    "multiply_add" (vmadd on a dst that holds the multiplicand).
     `temps` are the element types of the temporary buffers `emit` needs (one
     element per output element each), in the order of `tmps`."""
 
@@ -229,6 +230,10 @@ class Compute:
         if self.kind == "binary":
             a, b = srcs
             nir.create_op(self.vop, [dst.value, a.value, b.value], **common,
+                          **_strides(dst=dst, src0=a, src1=b))
+        elif self.kind == "multiply_add":  # dst = srcs[0] * dst + srcs[1], in place
+            a, b = srcs
+            nir.create_op("cce.vmadd", [dst.value, a.value, b.value], **common,
                           **_strides(dst=dst, src0=a, src1=b))
         elif self.kind == "copy":  # max(x, x) == x for every type, NaN included
             (a,) = srcs
