@@ -16,10 +16,15 @@ in the output (or a temporary) buffer:
                sign(x) = min(max(x * 1e30, -1), 1) (exact except for
                |x| < 1e-30, where erf(x) is below 1.2e-30 anyway).
                The formula's own error is <= 1.5e-7 absolute; in f32 with
-               rounded steps the measured error is under 3e-7 absolute
+               rounded steps 1 - t P e cancels near 0: over 200000 uniform
+               samples of [-4.5, 4.5] the largest error is 5.3e-7 .. 6e-7
+               absolute (seeds 1-3), the same with the multiply-adds (one
+               vmadd per Horner step after the innermost two, y = s q + s
+               as one vmla) as with vmul + vadds
                (test/python/vector/test_frontend_ops.py checks 4e-7 against
-               math.erf). Absolute, not relative: erf(1e-6) comes out
-               within 3e-7 of 1.13e-6. inf/-inf give +-1, NaN stays NaN.
+               math.erf on its sample). Absolute, not relative: erf(1e-6)
+               comes out within that of 1.13e-6. inf/-inf give +-1, NaN
+               stays NaN.
 For f16 data the composed recipes run in f32 (vconv in, the recipe, one
 vconv back with round-to-nearest), so the result is the f32 value rounded
 once: within one f16 ulp (plus the absolute errors above), where f16
