@@ -380,12 +380,12 @@ class FusedKernel:
                               src_rep_stride=lanes * aes // g, dst_rep_stride=1)
         else:
             chains = fusion.fold_chains(n, lanes)
-            work, width, pitch = nir.alloc([valid * chains * lanes], acc, "ub"), lanes, chains * lanes
+            work, width, pitch = nir.alloc([valid * chains * lanes], acc, "ub"), lanes, lanes
         stride = pitch * aes // g
         if n > lanes and not two_level:
             def fold(dst: int, a: tuple[ir.Value, int, int], b: tuple[ir.Value, int, int],
                      mask: int = lanes) -> None:
-                """work column dst = a op b; a, b: (buffer, first column, row pitch)."""
+                """work from element dst = a op b; a, b: (buffer, first element, row pitch)."""
                 def body(r0: int, rep: int) -> None:
                     (abuf, a0, ap), (bbuf, b0, bp) = a, b
                     nir.create_op(fold_op, [sub(work, r0 * pitch + dst, (rep - 1) * pitch + mask),
@@ -396,19 +396,22 @@ class FusedKernel:
                                   src1_blk_stride=1, src1_rep_stride=bp * aes // g)
                 over_rows(body)
 
-            # `chains` independent accumulators (work columns c * lanes): each
-            # round of folds waits for one pipe_barrier(V), not one per fold.
+            # `chains` independent accumulators, chain c's rows from element
+            # c * valid * lanes (disjoint byte ranges: npu-insert-sync sees
+            # them independent): a round of folds waits for one
+            # pipe_barrier(V), not one per fold.
+            base = [c * valid * lanes for c in range(chains)]
             segments = [(j0, min(lanes, n - j0)) for j0 in range(0, n, lanes)]
             if n >= 2 * lanes:
                 for c in range(chains):
-                    fold(c * lanes, (src, 2 * c * lanes, n), (src, (2 * c + 1) * lanes, n))
+                    fold(base[c], (src, 2 * c * lanes, n), (src, (2 * c + 1) * lanes, n))
                 for k, (j0, mask) in enumerate(segments[2 * chains:]):
                     c = k % chains
-                    fold(c * lanes, (work, c * lanes, pitch), (src, j0, n), mask)
+                    fold(base[c], (work, base[c], pitch), (src, j0, n), mask)
                 while chains > 1:
                     chains //= 2
                     for c in range(chains):
-                        fold(c * lanes, (work, c * lanes, pitch), (work, (c + chains) * lanes, pitch))
+                        fold(base[c], (work, base[c], pitch), (work, base[c + chains], pitch))
             else:  # one partial segment beyond the first: a copy of segment 0, then the fold
                 copy_rows = Compute("copy")
                 over_rows(lambda r0, rep: copy_rows.emit(

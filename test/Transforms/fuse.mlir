@@ -211,8 +211,8 @@ func.func @rows_differ(%x: memref<16x32xf32, "gm">, %y: memref<8x64xf32, "gm">) 
 // CHECK:       scf.execute_region
 // KERNEL-LABEL: func.func @layernorm_affine
 // KERNEL-COUNT-4: cce.vadd{{.*}}src0_rep_stride = 96 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 96 : i64
-// KERNEL-COUNT-4: cce.vadd{{.*}}src0_rep_stride = 32 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 96 : i64
-// KERNEL-COUNT-3: cce.vadd{{.*}}src0_rep_stride = 32 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 32 : i64
+// KERNEL-COUNT-4: cce.vadd{{.*}}src0_rep_stride = 8 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 96 : i64
+// KERNEL-COUNT-3: cce.vadd{{.*}}src0_rep_stride = 8 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 8 : i64
 // KERNEL:       cce.vcadd
 // KERNEL:       cce.vrsqrt
 // KERNEL:       cce.vmul

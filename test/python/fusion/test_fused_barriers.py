@@ -1,0 +1,45 @@
+"""Vector-pipe barriers of a fused kernel: every pipe_barrier(V) that
+npu-insert-sync leaves in the fused layernorm is needed (dropping any one
+of them makes the race detector fire), and the row sums' independent
+accumulators share one barrier per round of folds."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from helpers import compile_program
+from patterns import layernorm
+
+from npu.ir import make_context, parse_module
+from npu.simulator import SimulationError, simulate
+
+V_BARRIER = re.compile(r'^\s*"cce.pipe_barrier"\(\) \{pipe = "V"\}.*$', re.M)
+
+
+def test_every_vector_barrier_of_the_fused_layernorm_is_needed():
+    text = layernorm(16, 768, "f32", residual=False)
+    lowered = str(compile_program(text, "npu-lower"))
+    barriers = list(V_BARRIER.finditer(lowered))
+    rng = np.random.default_rng(3)
+    ins = [rng.standard_normal(s).astype(np.float32) for s in ((1, 16, 768), (768,), (768,))]
+    ins.append(np.zeros((1, 16, 768), np.float32))
+    ctx = make_context()
+    assert simulate(parse_module(lowered, ctx), ins).hazards == []
+    # 12 segments of 64 per row, four accumulators: 4 + 4 + 2 + 1 folds per
+    # sum in 4 rounds, where one chain would take 11 dependent folds.
+    bodies = lowered.count('"cce.vcadd"') // 2  # chunk bodies emitted (loop, tail)
+    assert lowered.count('"cce.vadd"') == bodies * 2 * 11
+    assert lowered.count('"cce.vmadd"') > 0  # the scale and shift
+    for body in lowered.split('"cce.vcadd"')[:-1:2]:  # up to the first sum of each body
+        folds = body[body.rfind("scf.for") if "scf.for" in body else 0:]
+        assert len(V_BARRIER.findall(folds[folds.find('"cce.vadd"'):])) <= 4
+    for b in barriers:
+        without = lowered[:b.start()] + lowered[b.end():]
+        try:
+            res = simulate(parse_module(without, ctx), ins)
+        except SimulationError as e:
+            assert "race" in str(e), e
+            continue
+        assert res.hazards, f"the barrier at offset {b.start()} is not needed"
