@@ -35,7 +35,7 @@ from npu import ir as nir
 from npu.cce_build import View, copy, for_pieces, lin, sub
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.passes.lower_elementwise import Input, expand_scalar_blocks, load_scalar
-from npu.vector_compute import Compute
+from npu.vector_compute import Compute, constant_blocks
 from npu.vector_tiling import VectorGeometry, plan_chunks, round_down, split_repeats
 
 
@@ -150,6 +150,9 @@ class FusedKernel:
                 elif o.kind == "scalar":
                     self.fixed[o.root] = load_scalar(self.p, Input(o.value, "scalar", o.elem),
                                                      self.flat[o.value], self.region)
+            # The recipes' constant blocks, once before the chunks.
+            self.consts = {m.index: constant_blocks(m.compute, self.target)
+                           for m in self.members if m.compute is not None}
             if self.online is not None:
                 from npu.online_kernel import TwoPass
 
@@ -253,7 +256,7 @@ class FusedKernel:
                 srcs = [self.fixed[i.root] if i.kind == "scalar" else flat(bufs[i.root], i.es)
                         for i in ins]
                 compute.emit(flat(out, m.out.es), srcs, piece.repeat, piece.mask,
-                             [flat(b, es) for b, es in temps])
+                             [flat(b, es) for b, es in temps], self.consts.get(m.index))
             return
         for i in ins:
             if i.kind == "col" and i.root not in expanded:

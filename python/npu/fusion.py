@@ -268,6 +268,9 @@ def footprint(g: GroupModel, target: Target, width: int | None = None) -> Footpr
             fixed += n * o.es
         elif o.kind == "scalar":
             fixed += 3 * granule
+    # The recipes' constant blocks (`vector_compute.constant_blocks`).
+    fixed += target.vector_block_bytes * sum(len(m.compute.constants) for m in g.members
+                                             if m.compute is not None)
     col_es = [o.es for m in g.members for o in m.ins + [m.out] if o.kind == "col"]
     row_block = granule // min(col_es) if col_es else 1
 

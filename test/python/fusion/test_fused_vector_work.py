@@ -1,7 +1,9 @@
-"""Vector-pipe barriers of a fused kernel: every pipe_barrier(V) that
+"""Vector work of fused kernels: every pipe_barrier(V) that
 npu-insert-sync leaves in the fused layernorm is needed (dropping any one
-of them makes the race detector fire), and the row sums' independent
-accumulators share one barrier per round of folds."""
+of them makes the race detector fire), the row sums' independent
+accumulators share one barrier per round of folds, and the GELU recipe's
+Horner steps are multiply-adds against constant blocks written before the
+chunk loop."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import re
 import numpy as np
 
 from helpers import compile_program
-from patterns import layernorm
+from patterns import gelu, layernorm
 
 from npu.ir import make_context, parse_module
 from npu.simulator import SimulationError, simulate
@@ -43,3 +45,16 @@ def test_every_vector_barrier_of_the_fused_layernorm_is_needed():
             assert "race" in str(e), e
             continue
         assert res.hazards, f"the barrier at offset {b.start()} is not needed"
+
+
+def test_fused_gelu_uses_multiply_adds_and_hoisted_constants():
+    # Chunks of 16 rows: a loop over two of them and a tail.
+    lowered = str(compile_program(gelu(40, 96, "f32"), f"npu-lower{{max-chunk={16 * 96}}}"))
+    head, _, loop = lowered.partition("scf.for")
+    # Three Horner coefficients as constant blocks, written once before the chunks.
+    assert head.count('"cce.vdup"') == 3 and '"cce.vdup"' not in loop
+    # Per emitted chunk (the loop body, double-buffered, and the tail): one
+    # vmla and three vmadds reading their constant with strides 0.
+    chunks = loop.count('"cce.vmla"')
+    assert chunks >= 2 and loop.count('"cce.vmadd"') == 3 * chunks
+    assert loop.count("src1_blk_stride = 0 : i64, src1_rep_stride = 0 : i64") == 3 * chunks
