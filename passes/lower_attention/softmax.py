@@ -94,14 +94,9 @@ class SoftmaxSteps:
         part = nir.alloc([slabs * slab], "f32", "ub")
         copy("cce.copy_l0c_to_ub", pv, part, 1, slabs * mq * 32)
         rescale = self.broadcast(alpha, rows)
-        # All the products, then all the sums: one vector barrier between
-        # them instead of one per slab.
-        for j in range(slabs):
-            self.apply(Compute("binary", vop="cce.vmul"), self.context, [self.context, rescale],
-                       slab, offsets=(j * slab, j * slab, 0))
-        for j in range(slabs):
-            self.apply(Compute("binary", vop="cce.vadd"), self.context, [self.context, part],
-                       slab, offsets=(j * slab, j * slab, j * slab))
+        for j in range(slabs):  # one vmadd: O = alpha * O + P.V
+            self.apply(Compute("multiply_add"), self.context, [rescale, part], slab,
+                       offsets=(j * slab, 0, j * slab))
 
     def finish(self, h, x0, mq: int, valid: int) -> None:
         """O / l per row, then one burst per valid row and 16 columns to GM."""
