@@ -15,8 +15,11 @@ flags (`memory.Shadow`), so the destination bytes become exactly as
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
+from npu.simulator import fast_path
 from npu.simulator.errors import ALIGNMENT, BOUNDS, SimulationError
 from npu.simulator.hazards import V, HazardDetector
 from npu.simulator.instruction import Instr
@@ -53,7 +56,7 @@ class Machine:
         self.numerics = numerics
         self.cross = cross  # hazards.CrossCoreChecker of a multi-core launch, or None
         self.core = core
-        # id(views) -> (views, instr, memories, addresses, reads, writes, effect)
+        # id(views) -> (views, instr, run(stamp, n, clock, clock list))
         self.bound: dict[int, tuple] = {}
         self.tokens: dict[tuple, object] = {}  # (memory, address, pattern key) -> clean-read key
 
@@ -92,8 +95,19 @@ class Machine:
                 reads.append((mem, region.group, pat, addr, token, stamps,
                                stamps.whole(pat, addr), cross_gm))
         mems = [r.mem for r in regions]
-        entry = (views, instr, mems, addrs, tuple(reads), tuple(writes),
-                 instr.bound(mems, addrs))
+        reads, writes = tuple(reads), tuple(writes)
+        compute = instr.bound(mems, addrs)
+        generic = partial(self.execute_generic, instr, mems, addrs, reads, writes, compute)
+        run = generic
+        if self.cross is None:
+            # A runner costs more to build than one generic execution: operand
+            # sets get theirs when they are used again (loops).
+            def run(stamp: int, n: int, clock: np.ndarray, clock_list: list) -> None:
+                generic(stamp, n, clock, clock_list)
+                fast = fast_path.runner(self.hazards, instr, reads, writes, mems, addrs, compute,
+                                        self.numerics)
+                self.bound[id(views)] = (views, instr, fast)
+        entry = (views, instr, run)
         if len(self.bound) >= BOUND_CACHE_ENTRIES:
             self.bound.clear()
         self.bound[id(views)] = entry
@@ -101,12 +115,19 @@ class Machine:
 
     def execute(self, instr: Instr, views: tuple, stamp: int, n: int, clock: np.ndarray,
                 clock_list: list, pipe: int) -> None:
-        # The hazard detector's fast paths are inlined here (this runs once per
-        # dynamic instruction); the per-byte checks stay in HazardDetector.
+        """Check and apply one dynamic instruction: its operand set's runner
+        (`fast_path.runner`, or the generic path on a multi-core launch)."""
         entry = self.bound.get(id(views))
         if entry is None or entry[0] is not views or entry[1] is not instr:
             entry = self.bind(instr, views)
-        _, _, mems, addrs, reads, writes, compute = entry
+        entry[2](stamp, n, clock, clock_list)
+
+    def execute_generic(self, instr: Instr, mems: list, addrs: list, reads: tuple,
+                        writes: tuple, compute, stamp: int, n: int, clock: np.ndarray,
+                        clock_list: list) -> None:
+        # The hazard detector's fast paths are inlined here (this runs once per
+        # dynamic instruction); the per-byte checks stay in HazardDetector.
+        pipe = instr.pipe
         hz = self.hazards
         races = hz.races
         initialised = hz.initialised
