@@ -134,7 +134,7 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
     set_of_event: dict[tuple, deque] = {}
     flows: list[tuple[int, int]] = []
     hazards.number_stamps(trace, counts)
-    execute = machine.execute
+    bound_get, bind = machine.bound.get, machine.bind
     s_clock = np.zeros(NCOMP, np.int64)
     s_pos = 0
     s_time = 0
@@ -251,7 +251,11 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
                     if p != V:
                         clock[p] = n
                         clock_l[p] = n
-                    execute(instr, views, i + 1, n, clock, clock_l, p)
+                    # Machine.execute, inlined: the operand set's runner.
+                    entry = bound_get(id(views))
+                    if entry is None or entry[0] is not views or entry[1] is not instr:
+                        entry = bind(instr, views)
+                    entry[2](i + 1, n, clock, clock_l)
                     occ = instr.occupancy
                     k = instr.gm_operand
                     if k is not None and memsys is not None:
