@@ -122,21 +122,21 @@ class HazardDetector:
         return False
 
     def check_read_vs_writes(self, mem: Memory, pat: Pattern, addr: int, pipe: int,
-                             clock: np.ndarray, clock_list: list, sw: list,
+                             clock: list, clock_list: list, sw: list,
                              who: tuple[str, str, str]) -> None:
         """Some pipe wrote this group (summary `sw`) at an epoch the reader's
         clock does not cover."""
         self._check_writes(mem, pat, addr, pipe, clock, clock_list, sw, who, reading=True)
 
     def check_write_vs_writes(self, mem: Memory, pat: Pattern, addr: int, pipe: int,
-                              clock: np.ndarray, clock_list: list, sw: list,
+                              clock: list, clock_list: list, sw: list,
                               who: tuple[str, str, str]) -> None:
         # V after V: write-after-write is ordered by the pipeline.
         if pipe != V or any(sw[q] > clock_list[q] for q in range(NCOMP) if q != V):
             self._check_writes(mem, pat, addr, pipe, clock, clock_list, sw, who, reading=False)
 
     def check_write_vs_reads(self, mem: Memory, pat: Pattern, addr: int, pipe: int,
-                             clock: np.ndarray, clock_list: list, sr: list,
+                             clock: list, clock_list: list, sr: list,
                              who: tuple[str, str, str]) -> None:
         for q in range(1, 6):
             # V after V: write-after-read is ordered by the pipeline.
@@ -157,14 +157,14 @@ class HazardDetector:
             return COVERS_ALL
         return self.pipe_stamps[q][epoch - 1] if epoch > 0 else 0
 
-    def _racing_writes(self, ws: np.ndarray, pipe: int, clock: np.ndarray, reading: bool) -> np.ndarray:
+    def _racing_writes(self, ws: np.ndarray, pipe: int, clock: list, reading: bool) -> np.ndarray:
         wp = self.stamp_pipe[ws]
-        bad = clock[wp] < self.stamp_n[ws]
+        bad = np.asarray(clock)[wp] < self.stamp_n[ws]
         if pipe == V and not reading:
             bad &= wp != V  # V after V: write-after-write is ordered by the pipeline
         return bad
 
-    def _check_writes(self, mem: Memory, pat: Pattern, addr: int, pipe: int, clock: np.ndarray,
+    def _check_writes(self, mem: Memory, pat: Pattern, addr: int, pipe: int, clock: list,
                       clock_list: list, sw: list, who: tuple[str, str, str], reading: bool) -> None:
         stamps = mem.wstamp.values(pat, addr)
         # Every byte of the access was last written through this group, so only
@@ -182,7 +182,7 @@ class HazardDetector:
                           "reads" if reading else "overwrites", "written")
 
     def _check_reads(self, mem: Memory, pat: Pattern, addr: int, reader_pipe: int,
-                     clock: np.ndarray, clock_list: list, who: tuple[str, str, str]) -> None:
+                     clock: list, clock_list: list, who: tuple[str, str, str]) -> None:
         stamps = mem.rstamp[reader_pipe]
         if stamps.values(pat, addr).max() <= self._covered(reader_pipe, clock_list[reader_pipe]):
             return

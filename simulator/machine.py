@@ -102,18 +102,22 @@ class Machine:
         if self.cross is None:
             # A runner costs more to build than one generic execution: operand
             # sets get theirs when they are used again (loops).
-            def run(stamp: int, n: int, clock: np.ndarray, clock_list: list) -> None:
-                generic(stamp, n, clock, clock_list)
+            def again(stamp: int, n: int, clock: list, clock_list: list) -> None:
                 fast = fast_path.runner(self.hazards, instr, reads, writes, mems, addrs, compute,
                                         self.numerics)
                 self.bound[id(views)] = (views, instr, fast)
+                fast(stamp, n, clock, clock_list)
+
+            def run(stamp: int, n: int, clock: list, clock_list: list) -> None:
+                generic(stamp, n, clock, clock_list)
+                self.bound[id(views)] = (views, instr, again)
         entry = (views, instr, run)
         if len(self.bound) >= BOUND_CACHE_ENTRIES:
             self.bound.clear()
         self.bound[id(views)] = entry
         return entry
 
-    def execute(self, instr: Instr, views: tuple, stamp: int, n: int, clock: np.ndarray,
+    def execute(self, instr: Instr, views: tuple, stamp: int, n: int, clock: list,
                 clock_list: list, pipe: int) -> None:
         """Check and apply one dynamic instruction: its operand set's runner
         (`fast_path.runner`, or the generic path on a multi-core launch)."""
@@ -123,7 +127,7 @@ class Machine:
         entry[2](stamp, n, clock, clock_list)
 
     def execute_generic(self, instr: Instr, mems: list, addrs: list, reads: tuple,
-                        writes: tuple, compute, stamp: int, n: int, clock: np.ndarray,
+                        writes: tuple, compute, stamp: int, n: int, clock: list,
                         clock_list: list) -> None:
         # The hazard detector's fast paths are inlined here (this runs once per
         # dynamic instruction); the per-byte checks stay in HazardDetector.

@@ -122,7 +122,8 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
     flag_latency = target.flag_latency
     pipelined_set = pipelined_pipes(target)
     queues = [deque() for _ in range(NPIPES)]
-    clocks = [np.zeros(NCOMP, np.int64) for _ in range(NPIPES)]
+    # Vector clocks as lists: 7 components, joined and copied far more often
+    # than the slow paths (which take them as arrays) read them.
     clock_lists = [[0] * NCOMP for _ in range(NPIPES)]
     last_snap: list = [None] * NPIPES
     counts = [0] * NPIPES
@@ -135,11 +136,11 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
     flows: list[tuple[int, int]] = []
     hazards.number_stamps(trace, counts)
     bound_get, bind = machine.bound.get, machine.bind
-    s_clock = np.zeros(NCOMP, np.int64)
+    s_clock = [0] * NCOMP
     s_pos = 0
     s_time = 0
 
-    def raise_event(key: tuple, t: int, clock: np.ndarray, entry: int) -> None:
+    def raise_event(key: tuple, t: int, clock: list, entry: int) -> None:
         events.setdefault(key, deque()).append((t + flag_latency, clock))
         set_of_event.setdefault(key, deque()).append(entry)
 
@@ -164,11 +165,10 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
                         break
                     start[s_pos] = t
                     t = max(t, ev[0])
-                    s_clock = np.maximum(s_clock, ev[1])
+                    s_clock = list(map(max, s_clock, ev[1]))
                 elif kind == SET:
                     start[s_pos] = t
-                    c = s_clock.copy()
-                    raise_event(instr.key, t, c, s_pos)
+                    raise_event(instr.key, t, s_clock.copy(), s_pos)
                 elif kind == BARRIER and instr.barrier_all:
                     if any(queues):
                         break
@@ -176,9 +176,9 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
                     t = max([t] + done)
                     joined = s_clock.copy()
                     for p in range(1, NPIPES):
-                        c = clocks[p].copy()
+                        c = clock_lists[p].copy()
                         c[p] = counts[p]
-                        np.maximum(joined, c, out=joined)
+                        joined = list(map(max, joined, c))
                     s_clock = joined
                 else:
                     start[s_pos] = t
@@ -223,7 +223,6 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
                 break
             p = best
             q = queues[p]
-            clock = clocks[p]
             clock_l = clock_lists[p]
             pipelined = p in pipelined_set
             # This pipe's times, kept in locals for the burst (only it changes them).
@@ -243,19 +242,17 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
                         break
                 sn = snap[i]
                 if sn is not last_snap[p]:
-                    np.maximum(clock, sn, out=clock)
-                    clock_l[:] = clock.tolist()
+                    clock_l[:] = map(max, clock_l, sn)
                     last_snap[p] = sn
                 if kind == OP:
                     n = counts[p] = counts[p] + 1
                     if p != V:
-                        clock[p] = n
                         clock_l[p] = n
                     # Machine.execute, inlined: the operand set's runner.
                     entry = bound_get(id(views))
                     if entry is None or entry[0] is not views or entry[1] is not instr:
                         entry = bind(instr, views)
-                    entry[2](i + 1, n, clock, clock_l)
+                    entry[2](i + 1, n, clock_l, clock_l)
                     occ = instr.occupancy
                     k = instr.gm_operand
                     if k is not None and memsys is not None:
@@ -276,19 +273,17 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
                 elif kind == WAIT:
                     ev = take_event(instr.key, i)
                     t = ev[0] if ev[0] > t0 else t0
-                    np.maximum(clock, ev[1], out=clock)
-                    clock_l[:] = clock.tolist()
+                    clock_l[:] = map(max, clock_l, ev[1])
                     p_free = t
                     start[i] = t0
                     end[i] = t
                 else:  # SET or BARRIER: wait for every earlier instruction of p
                     t = p_done if p_done > t0 else t0
                     if kind == SET:
-                        c = clock.copy()
+                        c = clock_l.copy()
                         c[p] = counts[p]
                         raise_event(instr.key, t, c, i)
                     elif p == V:
-                        clock[V] = counts[V]
                         clock_l[V] = counts[V]
                     p_free = t
                     start[i] = t
@@ -340,8 +335,7 @@ def _run_serialized(trace: list, machine: Machine, hazards: HazardDetector, targ
     busy = [0] * NPIPES
     pending: dict[tuple, deque] = {}
     flows: list[tuple[int, int]] = []
-    everything = np.full(NCOMP, np.iinfo(np.int64).max // 2, np.int64)
-    everything_l = everything.tolist()
+    everything = [np.iinfo(np.int64).max // 2] * NCOMP
     hazards.number_stamps(trace, counts)
     dispatch = [0] * n_entries
     s_time = 0
@@ -354,7 +348,7 @@ def _run_serialized(trace: list, machine: Machine, hazards: HazardDetector, targ
         kind = instr.kind
         if kind == OP:
             n = counts[p] = counts[p] + 1
-            machine.execute(instr, views, i + 1, n, everything, everything_l, p)
+            machine.execute(instr, views, i + 1, n, everything, everything, p)
             e = t0 + instr.occupancy + instr.latency
             busy[p] += e - t0
         elif kind == SET:
