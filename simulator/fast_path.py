@@ -102,6 +102,11 @@ def runner(hz: HazardDetector, instr, reads: tuple, writes: tuple, mems: list, a
     """`run(stamp, n, clock, clock_list)`: the checks and effect of `instr`
     on its bound `reads` and `writes` (see `Machine.bind`)."""
     carries = instr.moves and bool(reads)
+    for w in writes:
+        # The generic path adds the pipe after its write's checks. Only a pipe
+        # with an uncovered write to the access's group (so one it has already
+        # made) is looked up in `writers`, so adding it before is exact.
+        w[0].writers.add(instr.pipe)
     shape = (instr.pipe, tuple(r[6] is not None for r in reads),
              tuple(w[5] is not None for w in writes), hz.races, numerics, carries)
     factory = _FACTORIES.get(shape)

@@ -51,6 +51,12 @@ class Machine:
     again and again (the hivm level shares one views tuple per address set),
     so the per-run work is the hazard checks and the effect."""
 
+    # The use of an operand set from which it runs through a runner written for
+    # it (`fast_path`); before, and with None always, the generic path runs. A
+    # runner costs more to build than one generic execution, so only operand
+    # sets that are used again (loops) get one.
+    runner_from_use: int | None = 2
+
     def __init__(self, hazards: HazardDetector, numerics: bool = True, cross=None, core: int = 0):
         self.hazards = hazards
         self.numerics = numerics
@@ -98,19 +104,20 @@ class Machine:
         reads, writes = tuple(reads), tuple(writes)
         compute = instr.bound(mems, addrs)
         generic = partial(self.execute_generic, instr, mems, addrs, reads, writes, compute)
-        run = generic
-        if self.cross is None:
-            # A runner costs more to build than one generic execution: operand
-            # sets get theirs when they are used again (loops).
-            def again(stamp: int, n: int, clock: list, clock_list: list) -> None:
-                fast = fast_path.runner(self.hazards, instr, reads, writes, mems, addrs, compute,
-                                        self.numerics)
-                self.bound[id(views)] = (views, instr, fast)
-                fast(stamp, n, clock, clock_list)
 
-            def run(stamp: int, n: int, clock: list, clock_list: list) -> None:
-                generic(stamp, n, clock, clock_list)
-                self.bound[id(views)] = (views, instr, again)
+        def specialised(stamp: int, n: int, clock: list, clock_list: list) -> None:
+            fast = fast_path.runner(self.hazards, instr, reads, writes, mems, addrs, compute,
+                                    self.numerics)
+            self.bound[id(views)] = (views, instr, fast)
+            fast(stamp, n, clock, clock_list)
+
+        def first_use(stamp: int, n: int, clock: list, clock_list: list) -> None:
+            generic(stamp, n, clock, clock_list)
+            self.bound[id(views)] = (views, instr, specialised)
+
+        # A cross-core launch keeps the generic path (its GM checks).
+        after = None if self.cross is not None else self.runner_from_use
+        run = generic if after is None else specialised if after == 1 else first_use
         entry = (views, instr, run)
         if len(self.bound) >= BOUND_CACHE_ENTRIES:
             self.bound.clear()
