@@ -24,7 +24,6 @@ newest epoch per pipe lets most accesses skip the per-byte check entirely.
 
 from __future__ import annotations
 
-from operator import attrgetter, itemgetter
 from typing import Callable
 
 import numpy as np
@@ -63,15 +62,14 @@ class HazardDetector:
         self.hazards: list[dict] = []
         self._seen: set[tuple] = set()
 
-    def number_stamps(self, trace: list, executed: list[int]) -> None:
+    def number_stamps(self, trace: list, executed: list[int], op_pipes: np.ndarray) -> None:
         """Every instruction's stamp (its trace index + 1), pipe and epoch, known
         before the run: a pipe executes its instructions in trace order, so the
-        k-th of pipe p is epoch k. `executed` is the run's live count per pipe."""
-        pipes = np.fromiter(map(attrgetter("op_pipe"), map(itemgetter(0), trace)), np.int64,
-                            len(trace))
+        k-th of pipe p is epoch k. `executed` is the run's live count per pipe;
+        `op_pipes` each entry's `Instr.op_pipe`."""
         stamps = np.arange(1, len(trace) + 1)
         for p in range(NCOMP):
-            mine = pipes == p
+            mine = op_pipes == p
             if not mine.any():
                 continue
             self.stamp_pipe[1:len(trace) + 1][mine] = p
