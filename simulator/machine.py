@@ -53,9 +53,10 @@ class Machine:
 
     # The use of an operand set from which it runs through a runner written for
     # it (`fast_path`); before, and with None always, the generic path runs. A
-    # runner costs more to build than one generic execution, so only operand
-    # sets that are used again (loops) get one.
-    runner_from_use: int | None = 2
+    # runner costs about as much to build as it saves in 20 executions, so only
+    # operand sets that loops use many times get one (a BERT layer's are used
+    # 4 to 15 times; the streaming and matmul benchmarks' 32 to 2,500).
+    runner_from_use: int | None = 16
 
     def __init__(self, hazards: HazardDetector, numerics: bool = True, cross=None, core: int = 0):
         self.hazards = hazards
@@ -103,26 +104,29 @@ class Machine:
         mems = [r.mem for r in regions]
         reads, writes = tuple(reads), tuple(writes)
         compute = instr.bound(mems, addrs)
-        generic = partial(self.execute_generic, instr, mems, addrs, reads, writes, compute)
-
-        def specialised(stamp: int, n: int, clock: list, clock_list: list) -> None:
-            fast = fast_path.runner(self.hazards, instr, reads, writes, mems, addrs, compute,
-                                    self.numerics)
-            self.bound[id(views)] = (views, instr, fast)
-            fast(stamp, n, clock, clock_list)
-
-        def first_use(stamp: int, n: int, clock: list, clock_list: list) -> None:
-            generic(stamp, n, clock, clock_list)
-            self.bound[id(views)] = (views, instr, specialised)
 
         # A cross-core launch keeps the generic path (its GM checks).
         after = None if self.cross is not None else self.runner_from_use
-        run = generic if after is None else specialised if after == 1 else first_use
+        if after is not None and after <= 1:
+            run = fast_path.runner(self.hazards, instr, reads, writes, mems, addrs, compute,
+                                   self.numerics)
+        else:
+            # Generic executions left before the runner takes over, and the views.
+            countdown = None if after is None else [after - 1, views]
+            run = partial(self.execute_generic, instr, mems, addrs, reads, writes, compute,
+                          countdown)
         entry = (views, instr, run)
         if len(self.bound) >= BOUND_CACHE_ENTRIES:
             self.bound.clear()
         self.bound[id(views)] = entry
         return entry
+
+    def release(self) -> None:
+        """Drop the bound operand sets once the run is over: their generic
+        paths refer back to the machine, and without this the cycle would
+        leave every binding to the garbage collector."""
+        self.bound.clear()
+        self.tokens.clear()
 
     def execute(self, instr: Instr, views: tuple, stamp: int, n: int, clock: list,
                 clock_list: list, pipe: int) -> None:
@@ -134,8 +138,8 @@ class Machine:
         entry[2](stamp, n, clock, clock_list)
 
     def execute_generic(self, instr: Instr, mems: list, addrs: list, reads: tuple,
-                        writes: tuple, compute, stamp: int, n: int, clock: list,
-                        clock_list: list) -> None:
+                        writes: tuple, compute, countdown: list | None, stamp: int, n: int,
+                        clock: list, clock_list: list) -> None:
         # The hazard detector's fast paths are inlined here (this runs once per
         # dynamic instruction); the per-byte checks stay in HazardDetector.
         pipe = instr.pipe
@@ -198,6 +202,12 @@ class Machine:
             # Every destination byte gets the flag of the source byte it came from.
             instr.compute([m.uninit_shadow() for m in mems], addrs)
             initialised.clear()  # cached clean reads may now cover moved-in garbage
+        if countdown is not None:
+            countdown[0] -= 1
+            if not countdown[0]:  # from the next use on, the runner
+                views = countdown[1]
+                self.bound[id(views)] = (views, instr, fast_path.runner(
+                    self.hazards, instr, reads, writes, mems, addrs, compute, self.numerics))
 
     @staticmethod
     def _misaligned(instr: Instr, k: int, addr: int, align: int, region) -> None:

@@ -186,9 +186,7 @@ class Decoder(ScalarAndViewDecoding):
         # them and operands defined outside this block: (instr, operand slots,
         # pre cost), dispatched by one closure.
         run: list[tuple[Instr, tuple[int, ...], int]] = []
-        local = set(block.arguments)
-        for op_view in block.operations:
-            local.update(op_view.operation.results)
+        local: set | None = None  # values defined in this block (once a cce op needs them)
 
         def flush() -> None:
             if run:
@@ -202,6 +200,8 @@ class Decoder(ScalarAndViewDecoding):
                 continue
             if name in INSTR_DECODERS:
                 instr, slots = self.instruction(op)
+                if local is None:
+                    local = _defined_in(block)
                 if any(v in local for v in op.operands):  # changes within the block
                     flush()
                     fns.append(dispatch.dispatch_one(instr, slots, static_cost + self.issue,
@@ -319,6 +319,14 @@ class Decoder(ScalarAndViewDecoding):
         if ops and ops[-1].operation.name == "scf.yield":
             return tuple(self.use(v, op) for v in ops[-1].operation.operands)
         return ()
+
+
+def _defined_in(block: ir.Block) -> set:
+    """The values `block` defines: its arguments and its ops' results."""
+    local = set(block.arguments)
+    for op_view in block.operations:
+        local.update(op_view.operation.results)
+    return local
 
 
 def _add_cost(pending: list[int], cost: int) -> Fn:
