@@ -1,11 +1,14 @@
 """`npu-lower`: the default pipeline from `ascend` to `hivm` instructions.
 
 Runs, in order and by instantiating the registered pass classes (one place,
-no copied code): `npu-split-cores` (with `cores` other than 1), `npu-fuse-horizontal`
+no copied code): `npu-split-cores` (with `cores` other than 1), `npu-hoist-casts`
+(casts of attention's operands ahead of their layout ops; skip with
+`hoist-casts=false`), `npu-fuse-horizontal`
 (sibling matmuls sharing A; skip with `fuse-horizontal=false`),
 `npu-fuse-attention` (skip with `fuse-attention=false`), `npu-fuse`,
 `npu-lower-fused` and `npu-lower-attention` (fused kernels, one core only;
-skip with `fuse=false`),
+skip with `fuse=false`; `fuse-nz-stores=false` keeps the matmul A operands'
+separate casts and fractalizes),
 `npu-plan-gm` (GM temporaries into one workspace; skip with `plan-gm=false`),
 every lowering (matmul, fractalize, elementwise, transpose,
 reduce), then `npu-double-buffer` (optional), `npu-plan-memory`,
@@ -82,6 +85,13 @@ class LowerPass(Pass):
         Option("fuse-row-major-stores", bool, True, "npu-fuse's row-major stores: a "
                "defractalize after a matmul joins its epilogue (C written row-major as it "
                "drains)"),
+        Option("hoist-casts", bool, True, "with fuse: f32 -> f16 casts of batch_matmul "
+               "operands (attention's Q, K, V) move ahead of their transposes and "
+               "defractalizes, into the projection's epilogue (npu-hoist-casts)"),
+        Option("fuse-nz-stores", bool, True, "npu-fuse's Nz stores: a fractalize of a row "
+               "group's result (a matmul's A operand) joins the group, which writes it in Nz "
+               "as it leaves UB; with fuse-attention, the attention kernel writes its context "
+               "as out-projection's f16 Nz A operand when that is its only use"),
         Option("fuse-horizontal", bool, True, "with fuse: join sibling matmuls that share A "
                "(Q/K/V) and their bias adds first (npu-fuse-horizontal)"),
         Option("fuse-attention", bool, True, "with fuse: attention (Q.K^T, scale, softmax, P.V) "
@@ -143,6 +153,8 @@ class LowerPass(Pass):
         from npu.fusion import FUSED_UB_FRACTION
 
         share = self.ub_fraction or FUSED_UB_FRACTION
+        if self.hoist_casts:
+            self._required("npu-hoist-casts", remarks=self.fuse_remarks).run(module)
         if self.fuse_horizontal:
             self._required("npu-fuse-horizontal", remarks=self.fuse_remarks).run(module)
         snapshot = module.clone()
@@ -168,10 +180,12 @@ class LowerPass(Pass):
                 from npu.attention_plan import ATTENTION_UB_FRACTION
 
                 self._required("npu-fuse-attention", remarks=self.fuse_remarks, **{
-                    "ub-fraction": ATTENTION_UB_FRACTION * attention_share}).run(module)
+                    "ub-fraction": ATTENTION_UB_FRACTION * attention_share,
+                    "nz-out": self.fuse_nz_stores}).run(module)
             self._required("npu-fuse", remarks=self.fuse_remarks, epilogues=self.fuse_epilogues,
                            **{"ub-fraction": fuse_fraction,
-                              "row-major-stores": self.fuse_row_major_stores}).run(module)
+                              "row-major-stores": self.fuse_row_major_stores,
+                              "nz-stores": self.fuse_nz_stores}).run(module)
             self._required("npu-lower-fused", **{"ub-fraction": fuse_fraction}, **(
                 {"max-chunk": self.max_chunk} if self.max_chunk else {})).run(module)
             self._required("npu-lower-attention").run(module)

@@ -19,6 +19,7 @@ members touch: those are the ones that never go to GM once fused.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from mlir import ir
@@ -54,11 +55,23 @@ class Attention:
     interleaved: bool = False
     # `out` is the merged [S, H, D] context (the head-merging transpose is a member).
     merged: bool = False
+    # `out` is the f16 Nz [H*D/16, S/16, 16, 16] of the merged context: its
+    # cast and fractalize (a matmul's A operand, their only use) are members.
+    nz_out: bool = False
+    nz_round: str = "rint"  # the absorbed cast's round_mode
+    nz_why: str = ""  # why not nz_out (for remarks)
 
     @property
     def staged(self) -> bool:
         """The sources are f32 (cast to f16 on chip, through UB)."""
         return self.sources is not None and nir.memref_element(self.sources[0]) == "f32"
+
+    @property
+    def scaled_q_rows(self) -> bool:
+        """Q is read as f16 rows and the scale is a power of two (exact in
+        f16): the rows pass through UB, scaled there on their way to L1."""
+        return (self.sources is not None and not self.staged and self.scale > 0
+                and math.frexp(self.scale)[0] == 0.5 and self.scale != 1.0)
 
     @property
     def seq_blocks(self) -> int:
@@ -233,6 +246,45 @@ def _absorb_merge(a: Attention, users: dict) -> None:
     a.out, a.merged = t.operands[-1], True
 
 
+def absorb_nz_out(a: Attention, users: dict) -> str | None:
+    """The merged context read only by a cast to f16 whose result only a
+    fractalize reads (the out-projection's A operand): both become members
+    and the kernel writes each head's context in f16 Nz (cast on chip, the
+    same rounding). Returns why not (None: absorbed)."""
+    if not a.merged:
+        return "the context is not merged across heads by the group"
+    root = _root(a.out)
+    owner = nir.defining_op(root)
+    readers = [u for u in users.get(root, []) if _root(u.operands[-1]) != root]
+    if owner is None or owner.name != "memref.alloc":
+        return "the context is a function result"
+    if len(readers) != 1 or readers[0].name != "ascend.cast":
+        return "the context is not read by one cast alone"
+    cast = readers[0]
+    half = _root(cast.operands[-1])
+    rows, cols = a.seq, a.heads * a.head_dim
+    if (nir.memref_element(cast.operands[-1]) != "f16"
+            or math.prod(nir.memref_shape(cast.operands[-1])) != rows * cols
+            or not nir.is_contiguous(cast.operands[-1])):
+        return "the context's cast is not an f32 -> f16 cast of the whole context"
+    owner = nir.defining_op(half)
+    fracs = [u for u in users.get(half, []) if u is not cast]
+    if owner is None or owner.name != "memref.alloc" or len(fracs) != 1:
+        return "the f16 context is read by more than its fractalize"
+    frac = fracs[0]
+    nz = frac.operands[-1]
+    if (frac.name != "ascend.fractalize" or _root(frac.operands[0]) != half
+            or nir.memref_shape(frac.operands[0]) != [rows, cols]
+            or nir.memref_shape(nz) != [cols // 16, a.seq_blocks, 16, 16]
+            or not nir.is_contiguous(nz)):
+        return "the f16 context is not fractalized as one [seq, heads*head_dim] matrix"
+    a.members += [cast, frac]
+    a.internal += [root, half]
+    a.out, a.nz_out = nz, True
+    a.nz_round = nir.str_attr(cast, "round_mode") if "round_mode" in cast.attributes else "rint"
+    return None
+
+
 def _absorb_prologues(a: Attention, users: dict) -> None:
     """Q, K^T and V made by cast f32 -> f16 then fractalize, each read only by
     the next step, become members: the kernel loads the f32 rows and lays
@@ -274,12 +326,12 @@ def _absorb_prologues(a: Attention, users: dict) -> None:
             a.internal.append(root)
             a.prologue.append(frac)
         a.sources = tuple(f[2] for f in found)
-        return
-    for cast, frac, _, half, root in found:
-        a.members += [cast, frac]
-        a.internal += [half, root]
-        a.prologue += [cast, frac]
-    a.sources = tuple(f[0].operands[0] for f in found)
+    else:
+        for cast, frac, _, half, root in found:
+            a.members += [cast, frac]
+            a.internal += [half, root]
+            a.prologue += [cast, frac]
+        a.sources = tuple(f[0].operands[0] for f in found)
     heads = [_head_transpose(src, users, a, k_side) for src, k_side in
              zip(a.sources, (False, True, False))]
     if all(h is not None for h in heads):
@@ -294,7 +346,8 @@ def _absorb_prologues(a: Attention, users: dict) -> None:
 def _head_transpose(src: ir.Value, users: dict, a: Attention, k_side: bool):
     """(transpose, its input) when `src` is the head transpose of a [S, H, D]
     projection ([S, H, D] -> [H, S, D], or [H, D, S] for K^T) read only by
-    its cast; else None."""
+    its cast (f32), or by its fractalize (f16: the projection was cast, see
+    `npu-hoist-casts`); else None."""
     root = _root(src)
     owner = nir.defining_op(root)
     readers = users.get(root, [])
@@ -310,7 +363,8 @@ def _head_transpose(src: ir.Value, users: dict, a: Attention, k_side: bool):
     perm = nir.int_array_attr(t, "permutation")
     want = [lead + 1, lead + 2, lead] if k_side else [lead + 1, lead, lead + 2]
     if (shape[:lead] != [1] * lead or shape[lead:] != [a.seq, a.heads, a.head_dim]
-            or perm != list(range(lead)) + want or nir.memref_element(base) != "f32"
+            or perm != list(range(lead)) + want
+            or nir.memref_element(base) != nir.memref_element(src)
             or not nir.is_contiguous(base)):
         return None
     return t, base

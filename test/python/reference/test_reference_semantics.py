@@ -343,7 +343,8 @@ def test_an_op_outside_the_ascend_level_is_a_located_error():
 
 def test_inputs_must_match_the_signature():
     text = program([((4,), np.float16), ((4,), np.float16)], [("ascend.relu", [0, 1], "")])
-    f = functions(parse_module(text, make_context()))[0]
+    module = parse_module(text, make_context())  # owns f: keep it alive while f is used
+    f = functions(module)[0]
     with pytest.raises(EvaluationError, match="2 arguments, got 1 inputs"):
         evaluate(f, [np.zeros(4, np.float16)])
     with pytest.raises(EvaluationError, match=r"argument #1 .* the input is float32\[4\]"):
