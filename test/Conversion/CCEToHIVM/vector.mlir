@@ -71,10 +71,10 @@ func.func @transpose16() {
 // one-source word and keeps its scalar as an attribute.
 // CHECK-LABEL: func.func @multiply_add
 // CHECK-DAG: %[[W:.*]] = arith.constant 144124018662899969 : i64
-// CHECK: "hivm.vmadd"(%{{.*}}, %{{.*}}, %{{.*}}, %[[W]]) {dtype = f32}
 // src1: a 32-byte constant block re-read by every block and repeat (strides 0)
 // 0x0200000808000101: dst/src0 blk 1, src1 blk 0, dst/src0 rep 8, src1 rep 0
-// CHECK: %[[WB:.*]] = arith.constant 144115222569812225 : i64
+// CHECK-DAG: %[[WB:.*]] = arith.constant 144115222569812225 : i64
+// CHECK: "hivm.vmadd"(%{{.*}}, %{{.*}}, %{{.*}}, %[[W]]) {dtype = f32}
 // CHECK: "hivm.vmla"(%{{.*}}, %{{.*}}, %{{.*}}, %[[WB]]) {dtype = f32}
 // CHECK: "hivm.vaxpy"(%{{.*}}, %{{.*}}, %{{.*}}) {dtype = f16, scalar = -2.500000e-01 : f64}
 func.func @multiply_add() {
