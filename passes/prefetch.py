@@ -39,9 +39,9 @@ from mlir import ir
 
 from mlir.dialects import arith, scf
 
-from npu.ir import (VIEW_OPS, arg_attrs, clone_into, defining_op, element_bytes, memory_space,
+from npu.ir import (arg_attrs, clone_into, defining_op, element_bytes, memory_space,
                     memref_element, memref_shape, view_root, walk_held)
-from npu.passes.buffer_lifetimes import collector_for
+from npu.passes.buffer_lifetimes import BufferCollector, collector_for
 from npu.passes.base import Option, Pass
 from npu.pipe_work import constant_index, pipe_work, trip_count
 
@@ -98,6 +98,10 @@ class PrefetchPass(Pass):
             constants.discard(view_root(op.operands[1]))
         loops = [o.operation for o in block.operations if o.operation.name == "scf.for"
                  and walk_held(o.operation, lambda x: x.name == "cce.mad")]
+        collector = collector_for(self.collectors, func)
+        if collector is None:
+            collector = BufferCollector(self.target)
+            collector.track(func)
         seen: set[str] = set()
         for loop in loops:
             where = str(loop.location)
@@ -108,7 +112,7 @@ class PrefetchPass(Pass):
                 if first:  # once per op: attention has several such loops
                     self._say(loop, f"npu-prefetch: not prefetched: {why}")
                 continue
-            self._prefetch(func, candidate)
+            self._prefetch(func, candidate, collector)
 
     # ------------------------------------------------------------ analysis
 
@@ -142,105 +146,109 @@ class PrefetchPass(Pass):
         granule = self.target.granule(memory_space(value))
         return -(-n // granule) * granule
 
-    def _idle_tail(self, tops: list[ir.Operation], last: int) -> float:
-        """Estimated cycles MTE2 idles at the end of the ops up to `tops[last]`:
-        the work that follows their last GM load (summed over the pipes: in
-        the last iteration the chunk is moved to L0, multiplied, drained and
-        stored in turn)."""
-        tail = 0.0
-        for op in reversed(tops[:last + 1]):
-            work = pipe_work([op], self.target)
-            if not work.get("MTE2"):
-                tail += sum(work.get(p, 0.0) for p in _AFTER_LOAD_PIPES)
+    def _after_load(self, ops: list[ir.Operation]) -> float:
+        """Cycles of `ops`' work on the pipes that follow a load (summed: a
+        chunk is moved to L0, multiplied, drained and stored in turn)."""
+        work = pipe_work(ops, self.target)
+        return sum(work.get(p, 0.0) for p in _AFTER_LOAD_PIPES)
+
+    def _gaps(self, tops: list[ir.Operation], first: int, end: int) -> list[tuple[int, float]]:
+        """(k, cycles) for each op `tops[k]` in [first, end) with GM loads: how
+        long MTE2 is estimated to idle after its last load until the next op
+        with loads (the last iteration of a loop, then the ops in between)."""
+        gaps: list[tuple[int, float]] = []
+        idle = 0.0
+        for k in range(end - 1, first - 1, -1):
+            op = tops[k]
+            if not pipe_work([op], self.target).get("MTE2"):
+                idle += self._after_load([op])
                 continue
             if op.name == "scf.for":
-                body = [o.operation for o in op.regions[0].blocks[0].operations]
-                once = pipe_work(body, self.target)
-                tail += sum(once.get(p, 0.0) for p in _AFTER_LOAD_PIPES)
-            break
-        return tail
-
-    def _live_l1_across(self, tops: list[ir.Operation], first: int, last: int) -> int:
-        """L1 bytes of function-level allocs used both before `tops[first]`
-        and from it through `tops[last]` (they stay live next to the chunks)."""
-        index = {op: k for k, op in enumerate(tops)}
-        total = 0
-        for k, op in enumerate(tops[:first]):
-            if op.name != "memref.alloc" or memory_space(op.results[0]) != "l1":
-                continue
-            users = []
-            pending = [op.results[0]]
-            while pending:
-                for use in pending.pop().uses:
-                    user = use.owner.operation
-                    while user.parent is not None and user.parent.name != "func.func":
-                        user = user.parent
-                    if user.name in VIEW_OPS:
-                        pending.extend(user.results)
-                    users.append(index.get(user, -1))
-            if any(u >= first for u in users) and any(k < u < first for u in users):
-                total += self._bytes(op)
-        return total
+                idle += self._after_load([o.operation for o in op.regions[0].blocks[0].operations])
+            gaps.append((k, idle))
+            idle = 0.0
+        return gaps
 
     # ------------------------------------------------------------ transformation
 
-    def _prefetch(self, func: ir.Operation, c: Candidate) -> None:
+    def _prefetch(self, func: ir.Operation, c: Candidate, collector) -> None:
         tops = [o.operation for o in func.regions[0].blocks[0].operations]
         at = tops.index(c.loop)
         where = str(c.loop.location)
+
+        def works(k: int) -> bool:
+            return any(pipe_work([tops[k]], self.target).values())
+
         # The previous op: the last op before the loop doing any work under
         # another location (this op's own preparation, e.g. the cast of A,
-        # shares the loop's).
+        # shares the loop's); its first op, going back over its location.
         prev = next((k for k in range(at - 1, -1, -1) if str(tops[k].location) != where
-                     and any(pipe_work([tops[k]], self.target).values())), None)
+                     and works(k)), None)
         if prev is None:
             self._say(c.loop, "npu-prefetch: not prefetched: no earlier op whose idle MTE2 "
                               "time the weight loads could use")
             return
-        bandwidth = self.target.path("gm_to_l1").bytes_per_cycle
-        tail = self._idle_tail(tops, prev)
-        live = self._live_l1_across(tops, prev + 1, at)
-        between = sum(self._bytes(o) for k in range(prev + 1, at)
-                      for o in walk_held(tops[k], lambda x: x.name == "memref.alloc")
-                      if memory_space(o.results[0]) == "l1")
-        free = self.target.capacity("l1") - live - between
-        # Slots in body order while their loads fit the idle tail (the last
-        # one if at least half of it does) and their buffers fit in L1.
-        chosen, used, spent = 0, 0, 0.0
-        for alloc, _ in c.slots:
-            size = self._bytes(alloc)
-            cycles = size / bandwidth
-            if used + size > free:
-                break
-            if self.chunks:
-                if chosen == self.chunks:
+        before = str(tops[prev].location)
+        start = prev
+        for k in range(prev - 1, -1, -1):
+            if works(k):
+                if str(tops[k].location) != before:
                     break
-            elif spent + cycles / 2 > tail:
+                start = k
+        bandwidth = self.target.path("gm_to_l1").bytes_per_cycle
+        capacity = self.target.capacity("l1")
+        gaps = self._gaps(tops, start, at)
+        # L1 each op from a gap to the loop needs at most, plus the chunks
+        # placed so far that stay live over it.
+        need = {j: collector.space_bounds_at(func, "l1", j)[1] for j in range(start, at)}
+        # Slots in body order, each into the latest gap that still has idle
+        # time for at least half its load and L1 for it up to the loop.
+        placed: list[tuple[int, tuple[ir.Operation, list[ir.Operation]]]] = []
+        spent = {k: 0.0 for k, _ in gaps}
+        refusals = []
+        for slot in c.slots:
+            size = self._bytes(slot[0])
+            cycles = size / bandwidth
+            if self.chunks and len(placed) == self.chunks:
                 break
-            chosen, used, spent = chosen + 1, used + size, spent + cycles
+            spot = next((k for k, idle in gaps
+                         if (self.chunks or spent[k] + cycles / 2 <= idle)
+                         and all(need[j] + size <= capacity for j in range(k + 1, at))), None)
+            if spot is None:
+                refusals.append(size)
+                break
+            spent[spot] += cycles
+            for j in range(spot + 1, at):
+                need[j] += size
+            placed.append((spot, slot))
         chunk = self._bytes(c.slots[0][0])
-        figures = (f"'{_label(tops[prev])}' leaves MTE2 idle an estimated {int(tail)} cycles "
-                   f"after its last load; a chunk of {chunk} bytes takes "
-                   f"{int(chunk / bandwidth)}; {max(free, 0)} bytes of L1 free")
-        if not chosen:
-            reason = ("no chunk fits in L1" if chunk > free else
-                      "the idle tail is shorter than half a chunk's load")
+        idle = max((g for _, g in gaps), default=0.0)
+        figures = (f"after '{_label(tops[prev])}' MTE2 idles an estimated "
+                   f"{', '.join(str(int(g)) for _, g in gaps if g >= 1) or 'no'} cycles "
+                   f"after its loads; a chunk of {chunk} bytes takes {int(chunk / bandwidth)}")
+        if not placed:
+            reason = ("its idle gaps are shorter than half a chunk's load"
+                      if idle < chunk / bandwidth / 2 else "no chunk fits in L1 there")
             self._say(c.loop, f"npu-prefetch: not prefetched: {reason} ({figures})")
             return
-        new_ops = self._hoist_first_iteration(c, chosen, tops[prev + 1])
-        collector = collector_for(self.collectors, func)
-        if collector is not None:  # keep npu-double-buffer's lifetimes current
-            collector.changed(prev + 1, new_ops + [tops[prev + 1]])
-            collector.changed(at + len(new_ops))
-        self._say(c.loop, f"npu-prefetch: {chosen} of {len(c.slots)} weight slot(s) "
-                          f"({used} bytes) loaded after '{_label(tops[prev])}', ahead of this "
-                          f"op's first wait ({figures})")
+        # From the latest insertion point back: earlier indices stay valid.
+        for spot in sorted({k for k, _ in placed}, reverse=True):
+            issue = tops[spot + 1]
+            made = self._hoist_first_iteration(c, [s for k, s in placed if k == spot], issue)
+            collector.changed(spot + 1, made + [issue])
+        block_ops = [o.operation for o in func.regions[0].blocks[0].operations]
+        collector.changed(block_ops.index(c.loop))
+        points = ", ".join(f"after its op {spot - start + 1}" for spot, _ in placed)
+        self._say(c.loop, f"npu-prefetch: {len(placed)} of {len(c.slots)} weight slot(s) "
+                          f"({sum(self._bytes(s[0]) for _, s in placed)} bytes) loaded during "
+                          f"'{_label(tops[prev])}' ({points}), ahead of this op's first wait "
+                          f"({figures})")
 
-    def _hoist_first_iteration(self, c: Candidate, count: int, issue: ir.Operation
+    def _hoist_first_iteration(self, c: Candidate, slots, issue: ir.Operation
                                ) -> list[ir.Operation]:
-        """Move the first `count` slots' buffers before `issue`, clone their copies
-        of the loop's first iteration there, and make the loop's own copies
-        skip that iteration. Returns the ops now before `issue`."""
+        """Move `slots`' buffers before `issue`, clone their copies of the
+        loop's first iteration there, and make the loop's own copies skip
+        that iteration. Returns the ops now before `issue`."""
         loop = c.loop
         body = loop.regions[0].blocks[0]
         iv = body.arguments[0]
@@ -250,7 +258,7 @@ class PrefetchPass(Pass):
             with ir.InsertionPoint(issue):
                 first = arith.ConstantOp(ir.IndexType.get(), constant_index(loop.operands[0]))
             made.append(first.operation)
-            for alloc, copies in c.slots[:count]:
+            for alloc, copies in slots:
                 alloc.move_before(issue)
                 made.append(alloc)
                 for copy in copies:
