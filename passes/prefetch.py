@@ -43,6 +43,7 @@ from npu.ir import (arg_attrs, clone_into, defining_op, element_bytes, memory_sp
                     memref_element, memref_shape, view_root, walk_held)
 from npu.passes.buffer_lifetimes import BufferCollector, collector_for
 from npu.passes.base import Option, Pass
+from npu.dialects.cce import OP_SPACES
 from npu.pipe_work import constant_index, pipe_work, trip_count
 
 CONSTANT_ATTR = "npu.constant"
@@ -61,10 +62,13 @@ class Candidate:
 
 
 def _label(op: ir.Operation) -> str:
-    """The source op's name of a (name-)location, else the location itself."""
+    """The source op's name of a (name-)location, else its line."""
     text = str(op.location)
     names = re.findall(r'"([A-Za-z_][A-Za-z_0-9.]*)"\(', text)
-    return names[0] if names else text.removeprefix("loc(").removesuffix(")")
+    if names:
+        return names[0]
+    line = re.search(r":(\d+):\d+", text)
+    return f"line {line.group(1)}" if line else text
 
 
 class PrefetchPass(Pass):
@@ -146,6 +150,14 @@ class PrefetchPass(Pass):
         granule = self.target.granule(memory_space(value))
         return -(-n // granule) * granule
 
+    @staticmethod
+    def _gm_roots(ops: list[ir.Operation], operand: int) -> set[ir.Value]:
+        """GM buffers `ops`' copies read (`operand` 0) or write (1)."""
+        side = 0 if operand == 0 else 1
+        return {view_root(op.operands[operand]) for top in ops
+                for op in walk_held(top, lambda o: o.name in OP_SPACES)
+                if OP_SPACES[op.name][side] == "gm"}
+
     def _after_load(self, ops: list[ir.Operation]) -> float:
         """Cycles of `ops`' work on the pipes that follow a load (summed: a
         chunk is moved to L0, multiplied, drained and stored in turn)."""
@@ -195,6 +207,11 @@ class PrefetchPass(Pass):
                 if str(tops[k].location) != before:
                     break
                 start = k
+        if not self._gm_roots(tops[start:prev + 1], 1) & self._gm_roots(tops[prev + 1:at + 1], 0):
+            self._say(c.loop, f"npu-prefetch: not prefetched: this op reads nothing "
+                              f"'{_label(tops[prev])}' writes, so its loads follow that op's "
+                              f"without waiting")
+            return
         bandwidth = self.target.path("gm_to_l1").bytes_per_cycle
         capacity = self.target.capacity("l1")
         gaps = self._gaps(tops, start, at)
@@ -223,9 +240,9 @@ class PrefetchPass(Pass):
             placed.append((spot, slot))
         chunk = self._bytes(c.slots[0][0])
         idle = max((g for _, g in gaps), default=0.0)
-        figures = (f"after '{_label(tops[prev])}' MTE2 idles an estimated "
-                   f"{', '.join(str(int(g)) for _, g in gaps if g >= 1) or 'no'} cycles "
-                   f"after its loads; a chunk of {chunk} bytes takes {int(chunk / bandwidth)}")
+        figures = (f"estimated MTE2 idle gaps from '{_label(tops[prev])}' on: "
+                   f"{', '.join(str(int(g)) for _, g in reversed(gaps)) or 'none'} cycles; "
+                   f"a chunk of {chunk} bytes takes {int(chunk / bandwidth)}")
         if not placed:
             reason = ("its idle gaps are shorter than half a chunk's load"
                       if idle < chunk / bandwidth / 2 else "no chunk fits in L1 there")
@@ -238,11 +255,17 @@ class PrefetchPass(Pass):
             collector.changed(spot + 1, made + [issue])
         block_ops = [o.operation for o in func.regions[0].blocks[0].operations]
         collector.changed(block_ops.index(c.loop))
-        points = ", ".join(f"after its op {spot - start + 1}" for spot, _ in placed)
+        name = _label(tops[prev])
+
+        def nth(k: int, first: int) -> int:  # k's number among the working ops from `first`
+            return sum(1 for j in range(first, k + 1) if works(j))
+
+        points = ", ".join(f"after '{name}' step #{nth(k, start)} (of {nth(prev, start)})"
+                           if k <= prev else f"after this op's preparation step #{nth(k, prev + 1)}"
+                           for k in sorted({k for k, _ in placed}))
         self._say(c.loop, f"npu-prefetch: {len(placed)} of {len(c.slots)} weight slot(s) "
-                          f"({sum(self._bytes(s[0]) for _, s in placed)} bytes) loaded during "
-                          f"'{_label(tops[prev])}' ({points}), ahead of this op's first wait "
-                          f"({figures})")
+                          f"({sum(self._bytes(s[0]) for _, s in placed)} bytes) loaded "
+                          f"{points}, ahead of this op's first wait ({figures})")
 
     def _hoist_first_iteration(self, c: Candidate, slots, issue: ir.Operation
                                ) -> list[ir.Operation]:
