@@ -197,27 +197,33 @@ class PrefetchPass(Pass):
         prev = next((k for k in range(at - 1, -1, -1) if str(tops[k].location) != where
                      and works(k)), None)
         if prev is None:
-            self._say(c.loop, "npu-prefetch: not prefetched: no earlier op whose idle MTE2 "
-                              "time the weight loads could use")
-            return
-        before = str(tops[prev].location)
-        start = prev
-        for k in range(prev - 1, -1, -1):
-            if works(k):
-                if str(tops[k].location) != before:
-                    break
-                start = k
-        if not self._gm_roots(tops[start:prev + 1], 1) & self._gm_roots(tops[prev + 1:at + 1], 0):
-            self._say(c.loop, f"npu-prefetch: not prefetched: this op reads nothing "
-                              f"'{_label(tops[prev])}' writes, so its loads follow that op's "
-                              f"without waiting")
-            return
+            # The first op: only its own preparation (the cast and
+            # fractalize of A) can leave MTE2 idle before the loop.
+            prev = start = -1
+            name = "this op's preparation"
+            if not self._gm_roots(tops[:at], 1) & self._gm_roots([c.loop], 0):
+                self._say(c.loop, "npu-prefetch: not prefetched: no earlier op or preparation "
+                                  "whose idle MTE2 time the weight loads could use")
+                return
+        else:
+            name = f"'{_label(tops[prev])}'"
+            before = str(tops[prev].location)
+            start = prev
+            for k in range(prev - 1, -1, -1):
+                if works(k):
+                    if str(tops[k].location) != before:
+                        break
+                    start = k
+            if not self._gm_roots(tops[start:prev + 1], 1) & self._gm_roots(tops[prev + 1:at + 1], 0):
+                self._say(c.loop, f"npu-prefetch: not prefetched: this op reads nothing {name} "
+                                  f"writes, so its loads follow that op's without waiting")
+                return
         bandwidth = self.target.path("gm_to_l1").bytes_per_cycle
         capacity = self.target.capacity("l1")
-        gaps = self._gaps(tops, start, at)
+        gaps = self._gaps(tops, max(start, 0), at)
         # L1 each op from a gap to the loop needs at most, plus the chunks
         # placed so far that stay live over it.
-        need = {j: collector.space_bounds_at(func, "l1", j)[1] for j in range(start, at)}
+        need = {j: collector.space_bounds_at(func, "l1", j)[1] for j in range(max(start, 0), at)}
         # Slots in body order, each into the latest gap that still has idle
         # time for at least half its load and L1 for it up to the loop.
         placed: list[tuple[int, tuple[ir.Operation, list[ir.Operation]]]] = []
@@ -240,7 +246,7 @@ class PrefetchPass(Pass):
             placed.append((spot, slot))
         chunk = self._bytes(c.slots[0][0])
         idle = max((g for _, g in gaps), default=0.0)
-        figures = (f"estimated MTE2 idle gaps from '{_label(tops[prev])}' on: "
+        figures = (f"estimated MTE2 idle gaps from {name} on: "
                    f"{', '.join(str(int(g)) for _, g in reversed(gaps)) or 'none'} cycles; "
                    f"a chunk of {chunk} bytes takes {int(chunk / bandwidth)}")
         if not placed:
@@ -255,12 +261,11 @@ class PrefetchPass(Pass):
             collector.changed(spot + 1, made + [issue])
         block_ops = [o.operation for o in func.regions[0].blocks[0].operations]
         collector.changed(block_ops.index(c.loop))
-        name = _label(tops[prev])
 
         def nth(k: int, first: int) -> int:  # k's number among the working ops from `first`
             return sum(1 for j in range(first, k + 1) if works(j))
 
-        points = ", ".join(f"after '{name}' step #{nth(k, start)} (of {nth(prev, start)})"
+        points = ", ".join(f"after {name} step #{nth(k, start)} (of {nth(prev, start)})"
                            if k <= prev else f"after this op's preparation step #{nth(k, prev + 1)}"
                            for k in sorted({k for k, _ in placed}))
         self._say(c.loop, f"npu-prefetch: {len(placed)} of {len(c.slots)} weight slot(s) "

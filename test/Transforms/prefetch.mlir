@@ -60,8 +60,8 @@ func.func @after_exp(%x: memref<64x3x16x16xf16, "gm">, %a: memref<64x3x16x16xf16
 
 // -----
 
-// The first op has nothing before it to overlap: its weight copies stay
-// in the loop, unguarded.
+// The first op, with no preparation of its own, has nothing before it to
+// overlap: its weight copies stay in the loop, unguarded.
 // CHECK-LABEL: func.func @first_op
 // CHECK:       scf.for
 // CHECK:         memref.alloc() {npu.slot = 0 : i64} : memref<5x1x16x16xf16, "l1">
@@ -69,7 +69,7 @@ func.func @after_exp(%x: memref<64x3x16x16xf16, "gm">, %a: memref<64x3x16x16xf16
 // CHECK:       return
 func.func @first_op(%a: memref<4x3x16x16xf16, "gm">, %w: memref<5x4x16x16xf16, "gm"> {npu.constant = dense<0.5> : tensor<5x4x16x16xf16>}, %c: memref<5x3x16x16xf32, "gm">) {
   // expected-remark @+2 {{matmul tiling}}
-  // expected-remark @+1 {{npu-prefetch: not prefetched: no earlier op whose idle MTE2 time the weight loads could use}}
+  // expected-remark @+1 {{npu-prefetch: not prefetched: no earlier op or preparation whose idle MTE2 time the weight loads could use}}
   "ascend.matmul"(%a, %w, %c) : (memref<4x3x16x16xf16, "gm">, memref<5x4x16x16xf16, "gm">, memref<5x3x16x16xf32, "gm">) -> ()
   return
 }
