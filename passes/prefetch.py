@@ -32,6 +32,7 @@ each refusal is a remark (`remarks=true`).
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -39,17 +40,27 @@ from mlir import ir
 
 from mlir.dialects import arith, scf
 
-from npu.ir import (arg_attrs, clone_into, defining_op, element_bytes, memory_space,
-                    memref_element, memref_shape, view_root, walk_held)
+from npu.ir import (VIEW_OPS, arg_attrs, clone_into, create_op, defining_op, element_bytes, int_attr,
+                    memory_space, memref_element, memref_shape, subview, view_root, walk_held)
 from npu.passes.buffer_lifetimes import BufferCollector, collector_for
 from npu.passes.base import Option, Pass
 from npu.dialects.cce import OP_SPACES
-from npu.pipe_work import constant_index, pipe_work, trip_count
+from npu.pipe_work import constant_index, instruction_cycles, pipe_work, trip_count
 
 CONSTANT_ATTR = "npu.constant"
 # Pipes whose work follows an op's last GM load (everything but MTE2 and
 # the scalar unit, which only issues).
 _AFTER_LOAD_PIPES = ("MTE1", "M", "V", "MTE3")
+
+
+@dataclass(frozen=True)
+class Part:
+    """Bursts [first, end) of a weight copy, issued after top-level op `gap`."""
+
+    gap: int
+    copy: ir.Operation
+    first: int
+    end: int
 
 
 @dataclass
@@ -64,7 +75,8 @@ class Candidate:
 def _label(op: ir.Operation) -> str:
     """The source op's name of a (name-)location, else its line."""
     text = str(op.location)
-    names = re.findall(r'"([A-Za-z_][A-Za-z_0-9.]*)"\(', text)
+    names = re.findall(r'"([A-Za-z_][A-Za-z_0-9.]*)"\(', text) or \
+        re.findall(r'^loc\("([^"]+)"\)$', text)
     if names:
         return names[0]
     line = re.search(r":(\d+):\d+", text)
@@ -151,12 +163,33 @@ class PrefetchPass(Pass):
         return -(-n // granule) * granule
 
     @staticmethod
-    def _gm_roots(ops: list[ir.Operation], operand: int) -> set[ir.Value]:
-        """GM buffers `ops`' copies read (`operand` 0) or write (1)."""
-        side = 0 if operand == 0 else 1
-        return {view_root(op.operands[operand]) for top in ops
+    def _gm_ranges(ops: list[ir.Operation], operand: int) -> set[tuple[ir.Value, int, float]]:
+        """GM tensors `ops`' copies read (`operand` 0) or write (1): views
+        followed back to an argument, a `memref.view` of the workspace as
+        its byte range there (each temporary its own)."""
+        def tensor(value: ir.Value) -> tuple[ir.Value, int, float]:
+            while True:
+                op = defining_op(value)
+                if op is not None and op.name == "memref.view":
+                    shift = constant_index(op.operands[1])
+                    if shift is not None:
+                        size = element_bytes(memref_element(op.results[0]))
+                        for d in memref_shape(op.results[0]):
+                            size *= d
+                        return view_root(op.operands[0]), shift, shift + size
+                if op is None or op.name not in VIEW_OPS:
+                    return value, 0, math.inf
+                value = op.operands[0]
+
+        return {tensor(op.operands[operand]) for top in ops
                 for op in walk_held(top, lambda o: o.name in OP_SPACES)
-                if OP_SPACES[op.name][side] == "gm"}
+                if OP_SPACES[op.name][operand] == "gm"}
+
+    def _reads_written(self, readers: list[ir.Operation], writers: list[ir.Operation]) -> bool:
+        """Whether `readers` load GM bytes that `writers` store."""
+        written = self._gm_ranges(writers, 1)
+        return any(r == w and lo < w_hi and w_lo < hi
+                   for r, lo, hi in self._gm_ranges(readers, 0) for w, w_lo, w_hi in written)
 
     def _after_load(self, ops: list[ir.Operation]) -> float:
         """Cycles of `ops`' work on the pipes that follow a load (summed: a
@@ -164,21 +197,42 @@ class PrefetchPass(Pass):
         work = pipe_work(ops, self.target)
         return sum(work.get(p, 0.0) for p in _AFTER_LOAD_PIPES)
 
-    def _gaps(self, tops: list[ir.Operation], first: int, end: int) -> list[tuple[int, float]]:
-        """(k, cycles) for each op `tops[k]` in [first, end) with GM loads: how
-        long MTE2 is estimated to idle after its last load until the next op
-        with loads (the last iteration of a loop, then the ops in between)."""
+    def _gaps(self, tops: list[ir.Operation], first: int, last: int, end: int
+              ) -> list[tuple[int, float]]:
+        """(k, cycles), latest first, for each op `tops[k]` in [first, end) with
+        GM loads: how long MTE2 is estimated to idle after its last load (the
+        last iteration of a loop, then the ops up to the next op with loads).
+        `tops[last]` ends the previous op; the ops after it prepare this op.
+        A next op that reads nothing written since `first` does not wait: its
+        loads run at once (see below where the idle time then counts)."""
         gaps: list[tuple[int, float]] = []
         idle = 0.0
+        following = end
         for k in range(end - 1, first - 1, -1):
             op = tops[k]
-            if not pipe_work([op], self.target).get("MTE2"):
+            work = pipe_work([op], self.target)
+            if not work.get("MTE2"):
                 idle += self._after_load([op])
                 continue
             if op.name == "scf.for":
                 idle += self._after_load([o.operation for o in op.regions[0].blocks[0].operations])
+            if following != end and \
+                    not self._reads_written([tops[following]], tops[first:following]):
+                # MTE2 goes on to the next op's loads at once. In the
+                # previous op what remains of this idle time comes after
+                # them (its loads are its own work: not to be delayed); this
+                # op's preparation (a bias, gamma, beta) may wait for a
+                # chunk: its loads only precede the loop's first wait.
+                loads = pipe_work([tops[following]], self.target)["MTE2"]
+                if following > last:
+                    idle += max(0.0, gaps.pop()[1] - loads)
+                    gaps.append((following, 0.0))
+                else:
+                    gaps[-1] = (following, gaps[-1][1] + max(0.0, idle - loads))
+                    idle = 0.0
             gaps.append((k, idle))
             idle = 0.0
+            following = k
         return gaps
 
     # ------------------------------------------------------------ transformation
@@ -201,7 +255,7 @@ class PrefetchPass(Pass):
             # fractalize of A) can leave MTE2 idle before the loop.
             prev = start = -1
             name = "this op's preparation"
-            if not self._gm_roots(tops[:at], 1) & self._gm_roots([c.loop], 0):
+            if not self._reads_written([c.loop], tops[:at]):
                 self._say(c.loop, "npu-prefetch: not prefetched: no earlier op or preparation "
                                   "whose idle MTE2 time the weight loads could use")
                 return
@@ -214,51 +268,53 @@ class PrefetchPass(Pass):
                     if str(tops[k].location) != before:
                         break
                     start = k
-            if not self._gm_roots(tops[start:prev + 1], 1) & self._gm_roots(tops[prev + 1:at + 1], 0):
+            if not self._reads_written(tops[prev + 1:at + 1], tops[start:prev + 1]):
                 self._say(c.loop, f"npu-prefetch: not prefetched: this op reads nothing {name} "
                                   f"writes, so its loads follow that op's without waiting")
                 return
         bandwidth = self.target.path("gm_to_l1").bytes_per_cycle
         capacity = self.target.capacity("l1")
-        gaps = self._gaps(tops, max(start, 0), at)
-        # L1 each op from a gap to the loop needs at most, plus the chunks
+        gaps = self._gaps(tops, max(start, 0), prev, at)
+        # L1 each op from a gap to the loop needs at most, plus the slots
         # placed so far that stay live over it.
         need = {j: collector.space_bounds_at(func, "l1", j)[1] for j in range(max(start, 0), at)}
-        # Slots in body order, each into the latest gap that still has idle
-        # time for at least half its load and L1 for it up to the loop.
-        placed: list[tuple[int, tuple[ir.Operation, list[ir.Operation]]]] = []
-        spent = {k: 0.0 for k, _ in gaps}
-        refusals = []
-        for slot in c.slots:
-            size = self._bytes(slot[0])
-            cycles = size / bandwidth
-            if self.chunks and len(placed) == self.chunks:
+        left = dict(gaps)
+        parts: list[Part] = []
+        placed = 0
+        for alloc, copies in c.slots:
+            if self.chunks and placed == self.chunks:
                 break
-            spot = next((k for k, idle in gaps
-                         if (self.chunks or spent[k] + cycles / 2 <= idle)
-                         and all(need[j] + size <= capacity for j in range(k + 1, at))), None)
-            if spot is None:
-                refusals.append(size)
+            size = self._bytes(alloc)
+            trial, rest = self._fill(copies, gaps, left, bandwidth)
+            if trial is None:
                 break
-            spent[spot] += cycles
-            for j in range(spot + 1, at):
+            earliest = min(part.gap for part in trial)
+            if any(need[j] + size > capacity for j in range(earliest + 1, at)):
+                break
+            for j in range(earliest + 1, at):
                 need[j] += size
-            placed.append((spot, slot))
+            left = rest
+            parts.extend(trial)
+            placed += 1
         chunk = self._bytes(c.slots[0][0])
-        idle = max((g for _, g in gaps), default=0.0)
         figures = (f"estimated MTE2 idle gaps from {name} on: "
                    f"{', '.join(str(int(g)) for _, g in reversed(gaps)) or 'none'} cycles; "
                    f"a chunk of {chunk} bytes takes {int(chunk / bandwidth)}")
         if not placed:
-            reason = ("its idle gaps are shorter than half a chunk's load"
-                      if idle < chunk / bandwidth / 2 else "no chunk fits in L1 there")
+            fits = self._fill(c.slots[0][1], gaps, dict(gaps), bandwidth)[0] is not None
+            reason = ("no chunk fits in L1 there" if fits
+                      else "its idle gaps are too short for a chunk's load")
             self._say(c.loop, f"npu-prefetch: not prefetched: {reason} ({figures})")
             return
+        slots = c.slots[:placed]
+        home = {alloc: min(p.gap for p in parts if p.copy in copies) for alloc, copies in slots}
         # From the latest insertion point back: earlier indices stay valid.
-        for spot in sorted({k for k, _ in placed}, reverse=True):
-            issue = tops[spot + 1]
-            made = self._hoist_first_iteration(c, [s for k, s in placed if k == spot], issue)
-            collector.changed(spot + 1, made + [issue])
+        for gap in sorted({p.gap for p in parts}, reverse=True):
+            issue = tops[gap + 1]
+            made = self._emit(c, [a for a, k in home.items() if k == gap],
+                              [p for p in parts if p.gap == gap], issue)
+            collector.changed(gap + 1, made + [issue])
+        self._guard(c, slots)
         block_ops = [o.operation for o in func.regions[0].blocks[0].operations]
         collector.changed(block_ops.index(c.loop))
 
@@ -267,16 +323,52 @@ class PrefetchPass(Pass):
 
         points = ", ".join(f"after {name} step #{nth(k, start)} (of {nth(prev, start)})"
                            if k <= prev else f"after this op's preparation step #{nth(k, prev + 1)}"
-                           for k in sorted({k for k, _ in placed}))
-        self._say(c.loop, f"npu-prefetch: {len(placed)} of {len(c.slots)} weight slot(s) "
-                          f"({sum(self._bytes(s[0]) for _, s in placed)} bytes) loaded "
-                          f"{points}, ahead of this op's first wait ({figures})")
+                           for k in sorted({p.gap for p in parts}))
+        self._say(c.loop, f"npu-prefetch: {placed} of {len(c.slots)} weight slot(s) "
+                          f"({sum(self._bytes(a) for a, _ in slots)} bytes, {len(parts)} "
+                          f"copies) loaded {points}, ahead of this op's first wait ({figures})")
 
-    def _hoist_first_iteration(self, c: Candidate, slots, issue: ir.Operation
-                               ) -> list[ir.Operation]:
-        """Move `slots`' buffers before `issue`, clone their copies of the
-        loop's first iteration there, and make the loop's own copies skip
-        that iteration. Returns the ops now before `issue`."""
+    def _fill(self, copies: list[ir.Operation], gaps: list[tuple[int, float]],
+              left: dict[int, float], bandwidth: int) -> tuple[list[Part] | None, dict]:
+        """Split `copies` at bursts over the gaps, latest first: a gap takes
+        bursts while at least half of the next one's load fits its idle time
+        left (with `chunks` given, the latest gap takes everything). None
+        when they do not all fit."""
+        left = dict(left)
+        parts: list[Part] = []
+        order = iter(k for k, _ in gaps)
+        gap = next(order, None)
+        for copy in copies:
+            n = int_attr(copy, "n_burst")
+            bursts = n if self._splittable(copy) else 1
+            cycles = instruction_cycles(copy, self.target) / bursts
+            b = 0
+            while b < bursts:
+                if gap is None:
+                    return None, left
+                if not self.chunks and left[gap] < cycles / 2:
+                    gap = next(order, None)
+                    continue
+                take = bursts - b if self.chunks else \
+                    min(bursts - b, max(1, int((left[gap] + cycles / 2) // cycles)))
+                left[gap] -= take * cycles
+                parts.append(Part(gap, copy, b * n // bursts, (b + take) * n // bursts))
+                b += take
+        return parts, left
+
+    @staticmethod
+    def _splittable(copy: ir.Operation) -> bool:
+        """A copy whose views' first dimension is its bursts (a B chunk's
+        column blocks) can be cut into runs of bursts."""
+        n = int_attr(copy, "n_burst")
+        return n > 1 and all(memref_shape(v)[0] == n for v in copy.operands)
+
+    def _emit(self, c: Candidate, allocs: list[ir.Operation], parts: list[Part],
+              issue: ir.Operation) -> list[ir.Operation]:
+        """Move `allocs` before `issue` and clone there the loop's first
+        iteration of each part's copy (with its index arithmetic and views,
+        the induction variable replaced by the lower bound), cut to the
+        part's bursts. Returns the ops now before `issue`."""
         loop = c.loop
         body = loop.regions[0].blocks[0]
         iv = body.arguments[0]
@@ -286,29 +378,57 @@ class PrefetchPass(Pass):
             with ir.InsertionPoint(issue):
                 first = arith.ConstantOp(ir.IndexType.get(), constant_index(loop.operands[0]))
             made.append(first.operation)
-            for alloc, copies in slots:
+            for alloc in allocs:
                 alloc.move_before(issue)
                 made.append(alloc)
+            slot_allocs = {a for a, _ in c.slots}
+            for part in parts:
+                copy = part.copy
+                needed: set[ir.Operation] = set()
+                pending = list(copy.operands)
+                while pending:
+                    op = defining_op(pending.pop())
+                    if op is not None and op in body_ops and op not in needed \
+                            and op not in slot_allocs:
+                        needed.add(op)
+                        pending.extend(op.operands)
+                chain = [o for o in body_ops if o in needed] + [copy]
+                with ir.InsertionPoint(issue):
+                    clones = clone_into(chain, {iv: first.result}, set())
+                    whole = clones[-1]
+                    n = int_attr(copy, "n_burst")
+                    if (part.first, part.end) != (0, n):
+                        views = []
+                        for v in whole.operands:
+                            shape = memref_shape(v)
+                            views.append(subview(v, [part.first] + [0] * (len(shape) - 1),
+                                                 [part.end - part.first] + shape[1:]))
+                            clones.append(defining_op(views[-1]))
+                        cut = create_op(copy.name, views, **{
+                            "n_burst": part.end - part.first,
+                            "burst_len": int_attr(copy, "burst_len"),
+                            "src_gap": int_attr(copy, "src_gap"),
+                            "dst_gap": int_attr(copy, "dst_gap")})
+                        clones.remove(whole)
+                        whole.erase()
+                        clones.append(cut)
+                made.extend(clones)
+        return made
+
+    @staticmethod
+    def _guard(c: Candidate, slots) -> None:
+        """The loop's own copies of `slots` run from its second iteration on."""
+        loop = c.loop
+        iv = loop.regions[0].blocks[0].arguments[0]
+        with loop.context, loop.location:
+            for _, copies in slots:
                 for copy in copies:
-                    # The copy's index arithmetic and views inside the body.
-                    needed: set[ir.Operation] = set()
-                    pending = list(copy.operands)
-                    while pending:
-                        op = defining_op(pending.pop())
-                        if op is not None and op in body_ops and op not in needed \
-                                and op != alloc:
-                            needed.add(op)
-                            pending.extend(op.operands)
-                    chain = [o for o in body_ops if o in needed] + [copy]
-                    with ir.InsertionPoint(issue):
-                        made.extend(clone_into(chain, {iv: first.result}, set()))
                     with ir.InsertionPoint(copy):
                         later = arith.CmpIOp(arith.CmpIPredicate.ne, iv, loop.operands[0]).result
                         guard = scf.IfOp(later, [], has_else=False)
                     with ir.InsertionPoint(guard.then_block):
                         scf.YieldOp([])
                     copy.move_before(guard.then_block.operations[0].operation)
-        return made
 
     def _say(self, op: ir.Operation, message: str) -> None:
         if self.remarks:

@@ -14,10 +14,10 @@
 // CHECK:         cce.vexp
 // CHECK:       }
 // CHECK:       %[[FIRST:.*]] = arith.constant 0 : index
-// CHECK:       %[[SLOT0:.*]] = memref.alloc() {npu.slot = 0 : i64} : memref<5x1x16x16xf16, "l1">
+// CHECK-NEXT:  %[[SLOT0:.*]] = memref.alloc() {npu.slot = 0 : i64} : memref<5x1x16x16xf16, "l1">
+// CHECK-NEXT:  %[[SLOT1:.*]] = memref.alloc() {npu.slot = 1 : i64} : memref<5x1x16x16xf16, "l1">
 // CHECK:       %[[B0:.*]] = memref.subview %[[W]]
 // CHECK:       "cce.copy_gm_to_l1"(%[[B0]], %[[SLOT0]])
-// CHECK:       %[[SLOT1:.*]] = memref.alloc() {npu.slot = 1 : i64} : memref<5x1x16x16xf16, "l1">
 // CHECK:       arith.addi %[[FIRST]]
 // CHECK:       %[[B1:.*]] = memref.subview %[[W]]
 // CHECK:       "cce.copy_gm_to_l1"(%[[B1]], %[[SLOT1]])
@@ -53,7 +53,7 @@
 func.func @after_exp(%x: memref<64x3x16x16xf16, "gm">, %a: memref<64x3x16x16xf16, "gm">, %w: memref<5x64x16x16xf16, "gm"> {npu.constant = dense<0.5> : tensor<5x64x16x16xf16>}, %c: memref<5x3x16x16xf32, "gm">) {
   "ascend.exp"(%x, %a) : (memref<64x3x16x16xf16, "gm">, memref<64x3x16x16xf16, "gm">) -> ()
   // expected-remark @+2 {{matmul tiling}}
-  // expected-remark @+1 {{npu-prefetch: 2 of 2 weight slot(s) (5120 bytes) loaded after}}
+  // expected-remark @+1 {{npu-prefetch: 2 of 2 weight slot(s) (5120 bytes, 2 copies) loaded after}}
   "ascend.matmul"(%a, %w, %c) : (memref<64x3x16x16xf16, "gm">, memref<5x64x16x16xf16, "gm">, memref<5x3x16x16xf32, "gm">) -> ()
   return
 }
@@ -94,7 +94,7 @@ func.func @weights_are_an_input(%x: memref<64x1024xf32, "gm">, %e: memref<64x102
 func.func @short_tail(%x: memref<1x3x16x16xf16, "gm">, %a: memref<1x3x16x16xf16, "gm">, %w: memref<64x1x16x16xf16, "gm"> {npu.constant = dense<0.5> : tensor<64x1x16x16xf16>}, %c: memref<64x3x16x16xf32, "gm">) {
   "ascend.exp"(%x, %a) : (memref<1x3x16x16xf16, "gm">, memref<1x3x16x16xf16, "gm">) -> ()
   // expected-remark @+2 {{matmul tiling}}
-  // expected-remark @+1 {{npu-prefetch: not prefetched: its idle gaps are shorter than half a chunk's load}}
+  // expected-remark @+1 {{npu-prefetch: not prefetched: its idle gaps are too short for a chunk's load}}
   "ascend.matmul"(%a, %w, %c) : (memref<1x3x16x16xf16, "gm">, memref<64x1x16x16xf16, "gm">, memref<64x3x16x16xf32, "gm">) -> ()
   return
 }

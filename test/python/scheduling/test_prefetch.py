@@ -133,3 +133,58 @@ def test_prefetch_saves_the_idle_tail():
     _, _, res = compile_and_simulate(text, "npu-lower", ins)
     _, _, plain = compile_and_simulate(text, "npu-lower{prefetch=false}", ins)
     assert res.cycles < plain.cycles, (res.cycles, plain.cycles)
+
+
+def test_pipe_work_totals_are_the_programs_traffic_and_issue():
+    # npu.pipe_work, the cost model's view of where each pipe is busy: an
+    # exp over 64 x 1024 f32 moves 256 KiB each way and issues 1024 slow
+    # vector repeats, however the lowering cuts it into chunks; a 48 x 64 x
+    # 80 matmul is 3 * 4 * 5 cube blocks.
+    from npu.pipe_work import pipe_work
+    from npu.target import get_target
+
+    target = get_target("ascend910")
+    text = chain(48, 64, 80, 16, "f32", "none").replace(
+        "func.func @chain(", 'func.func @exp(%x: memref<64x1024xf32, "gm">, '
+        '%e: memref<64x1024xf32, "gm">) {\n  "ascend.exp"(%x, %e) : (memref<64x1024xf32, "gm">, '
+        'memref<64x1024xf32, "gm">) -> ()\n  return\n}\nfunc.func @chain(')
+    module = compile_program(text, "npu-lower-elementwise,npu-lower-matmul{schedule=pipelined},"
+                                   "npu-double-buffer")
+    exp, matmul = functions(module)
+    work = pipe_work([o.operation for o in exp.regions[0].blocks[0].operations], target)
+    nbytes = 64 * 1024 * 4
+    assert work["MTE2"] == nbytes / 64 and work["MTE3"] == nbytes / 64
+    assert work["V"] == 64 * 1024 // 64 * target.vector_cycles("transcendental")
+    work = pipe_work([o.operation for o in matmul.regions[0].blocks[0].operations], target)
+    assert work["M"] == 3 * 4 * 5 + 3 * 5 * 1
+
+
+def test_chunk_cut_over_several_gaps_matches_numpy():
+    # The first slot's chunk is cut at its bursts over the exp's tail and
+    # the gaps of the cast (this op's preparation: it shares the matmul's
+    # location), as in test/Transforms/prefetch-split.mlir, with random
+    # weights; planned, synchronised and simulated against numpy and the
+    # program without npu-prefetch.
+    w = _nz_weight(1024, 1280, 3)
+    text = f"""func.func @split(%x: {_t((64, 3, F, F), 'f32')}, %e: {_t((64, 3, F, F), 'f32')},
+    %a: {_t((64, 3, F, F), 'f16')}, %w: {_t((80, 64, F, F), 'f16')} {{{w}}}, %c: {_t((80, 3, F, F), 'f32')}) {{
+  "ascend.exp"(%x, %e) : ({_t((64, 3, F, F), 'f32')}, {_t((64, 3, F, F), 'f32')}) -> () loc("exp")
+  "ascend.cast"(%e, %a) {{round_mode = "rint"}} : ({_t((64, 3, F, F), 'f32')}, {_t((64, 3, F, F), 'f16')}) -> () loc("mm")
+  "ascend.matmul"(%a, %w, %c) {{npu.options = {{"l1-chunk" = 64 : i64}}}} : ({_t((64, 3, F, F), 'f16')}, {_t((80, 64, F, F), 'f16')}, {_t((80, 3, F, F), 'f32')}) -> () loc("mm")
+  return
+}}
+"""
+    steps = "npu-plan-gm,npu-lower-elementwise,npu-lower-matmul{schedule=pipelined},npu-double-buffer,"
+    ins = inputs(text)
+    ins[0] = (ins[0] * 0.25).astype(np.float32)  # exp stays within f16
+    got, expected, res = compile_and_simulate(
+        text, steps + "npu-prefetch,npu-plan-memory,npu-insert-sync", ins)
+    plain, _, plain_res = compile_and_simulate(text, steps + "npu-plan-memory,npu-insert-sync", ins)
+    assert_outputs_close(got, expected)
+    for a, b in zip(got, plain):
+        np.testing.assert_array_equal(a, b)
+    assert res.hazards == [] and plain_res.hazards == []
+    module = compile_program(text, steps + "npu-prefetch")
+    top = [o.operation for o in functions(module)[0].regions[0].blocks[0].operations]
+    assert sorted(int(str(o.attributes["n_burst"]).split(":")[0]) for o in top
+                  if o.name == "cce.copy_gm_to_l1") == [8, 8, 64, 80]
