@@ -14,6 +14,8 @@ from .parts import Candidate, Part
 
 
 class EmitParts:
+    """Clones and guards of the chosen weight copies."""
+
     def _emit(self, c: Candidate, allocs: list[ir.Operation], parts: list[Part],
               issue: ir.Operation) -> list[ir.Operation]:
         """Move `allocs` before `issue` and clone there the loop's first
