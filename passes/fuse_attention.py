@@ -14,6 +14,8 @@ conflicts with moving them together, or when no tile fits; a remark says
 why. A group becomes an `scf.execute_region {npu.attention = {...}}` at the
 position of its last member holding the members and the allocs of the
 tensors that stay on chip (dialects/README.md, "Attention groups").
+When the merged context is only cast to f16 and fractalized (out_proj's A
+operand), those two join too and the kernel writes f16 Nz (`nz-out`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ class FuseAttentionPass(Pass):
     options = (
         ub_fraction_option(cost.ATTENTION_UB_FRACTION,
                            "UB share of one tile's buffers by the footprint model"),
+        Option("nz-out", bool, True, "when the merged context's only use is a cast to f16 "
+               "and a fractalize (a matmul's A operand), the kernel writes it in f16 Nz"),
         Option("remarks", bool, True, "report each attention fused and why a candidate was not"),
     )
 
@@ -58,6 +62,7 @@ class FuseAttentionPass(Pass):
                     att.drop_prologues(found)  # perhaps only a cast or fractalize conflicts
                     why = self.conflict(found, ops)
                 if why is None:
+                    found.nz_why = self.absorb_nz_out(found, users, ops)
                     plan = cost.plan(found, self.target, self.ub_fraction)
                     if isinstance(plan, cost.Plan):
                         taken.update(found.members)
@@ -67,6 +72,20 @@ class FuseAttentionPass(Pass):
             # The second batch_matmul of a fused attention is never a candidate.
             if self.remarks and op not in taken:
                 self.remark(op, f"'{op.name}' not fused as attention: {why}")
+
+    def absorb_nz_out(self, a: att.Attention, users: dict, ops: list[ir.Operation]) -> str:
+        """The context's cast and fractalize join as its f16 Nz store
+        (`npu.attention.absorb_nz_out`), unless off or moving them conflicts."""
+        if not self.nz_out:
+            return "Nz output is off (nz-out=false)"
+        before = (list(a.members), list(a.internal), a.out)
+        why = att.absorb_nz_out(a, users)
+        if why is None:
+            why = self.conflict(a, ops)
+            if why is not None:
+                a.members, a.internal, a.out = before
+                a.nz_out = False
+        return why
 
     @staticmethod
     def conflict(a: att.Attention, ops: list[ir.Operation]) -> str | None:
@@ -113,10 +132,13 @@ class FuseAttentionPass(Pass):
         loads = ("Q, K, V loaded in f32 and cast and laid out on chip" if a.staged
                  else "Q, K, V read as f16 rows and laid out on chip" if a.sources
                  else "Q, K, V read as f16 fractals")
+        out = ("the context written as the f16 Nz A operand of the next matmul (its cast and "
+               "fractalize absorbed: no separate pass over it)" if a.nz_out
+               else f"the context written in f32 (not as an Nz A operand: {a.nz_why})")
         self.remark(region_op, f"fused attention ({len(a.members)} ops; {loads}) over {a.heads} heads, "
                                f"seq {a.seq}, head dim {a.head_dim}: query tiles of "
                                f"{plan.q_blocks * 16} rows, {keys}; GM traffic {unfused} -> "
-                               f"{fused} bytes; UB {plan.ub_bytes} bytes per tile")
+                               f"{fused} bytes; UB {plan.ub_bytes} bytes per tile; {out}")
 
 
 def _location(members: list[ir.Operation]) -> ir.Location:

@@ -5,7 +5,8 @@ no copied code): `npu-split-cores` (with `cores` other than 1), `npu-fuse-horizo
 (sibling matmuls sharing A; skip with `fuse-horizontal=false`),
 `npu-fuse-attention` (skip with `fuse-attention=false`), `npu-fuse`,
 `npu-lower-fused` and `npu-lower-attention` (fused kernels, one core only;
-skip with `fuse=false`),
+skip with `fuse=false`; `fuse-nz-stores=false` keeps the matmul A operands'
+separate casts and fractalizes),
 `npu-plan-gm` (GM temporaries into one workspace; skip with `plan-gm=false`),
 every lowering (matmul, fractalize, elementwise, transpose,
 reduce), then `npu-double-buffer` (optional), `npu-prefetch` (one core;
@@ -83,6 +84,10 @@ class LowerPass(Pass):
         Option("fuse-row-major-stores", bool, True, "npu-fuse's row-major stores: a "
                "defractalize after a matmul joins its epilogue (C written row-major as it "
                "drains)"),
+        Option("fuse-nz-stores", bool, True, "npu-fuse's Nz stores: a fractalize of a row "
+               "group's result (a matmul's A operand) joins the group, which writes it in Nz "
+               "as it leaves UB; with fuse-attention, the attention kernel writes its context "
+               "as out-projection's f16 Nz A operand when that is its only use"),
         Option("fuse-horizontal", bool, True, "with fuse: join sibling matmuls that share A "
                "(Q/K/V) and their bias adds first (npu-fuse-horizontal)"),
         Option("fuse-attention", bool, True, "with fuse: attention (Q.K^T, scale, softmax, P.V) "
@@ -174,10 +179,12 @@ class LowerPass(Pass):
                 from npu.attention_plan import ATTENTION_UB_FRACTION
 
                 self._required("npu-fuse-attention", remarks=self.fuse_remarks, **{
-                    "ub-fraction": ATTENTION_UB_FRACTION * attention_share}).run(module)
+                    "ub-fraction": ATTENTION_UB_FRACTION * attention_share,
+                    "nz-out": self.fuse_nz_stores}).run(module)
             self._required("npu-fuse", remarks=self.fuse_remarks, epilogues=self.fuse_epilogues,
                            **{"ub-fraction": fuse_fraction,
-                              "row-major-stores": self.fuse_row_major_stores}).run(module)
+                              "row-major-stores": self.fuse_row_major_stores,
+                              "nz-stores": self.fuse_nz_stores}).run(module)
             self._required("npu-lower-fused", **{"ub-fraction": fuse_fraction}, **(
                 {"max-chunk": self.max_chunk} if self.max_chunk else {})).run(module)
             self._required("npu-lower-attention").run(module)

@@ -32,6 +32,7 @@ from mlir import ir
 from npu import fusion, gelu, online_rows
 from npu.fusion import FUSED_UB_FRACTION
 from npu import ir as nir
+from npu.nz_store import NzStore
 from npu.cce_build import View, copy, for_pieces, lin, sub
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.passes.lower_elementwise import Input, expand_scalar_blocks, load_scalar
@@ -73,9 +74,12 @@ class FusedKernel:
         self.p, self.region = p, region
         self.target = p.target
         self.granule = self.target.granule("ub")
-        members = []
+        members, layouts = [], []
         for k, op in enumerate(region.regions[0].blocks[0].operations):
             op = op.operation
+            if op.name == "ascend.fractalize":  # an Nz store of a member's result
+                layouts.append(op)
+                continue
             if not op.name.startswith("ascend."):
                 if op.name not in BODY_OPS:
                     raise PassError(f"'{op.name}' cannot be part of a fused group (only ascend row "
@@ -87,11 +91,12 @@ class FusedKernel:
             members.append(d)
         if not members:
             raise PassError("an npu.fused group without ascend ops", region)
-        self.g = fusion.model(members, users)
+        self.g = fusion.model(members, users, layouts=layouts)
         collapsed = gelu.collapse(self.g.members, self.g.leaving)
         if len(collapsed) < len(members):
             kept = {m.op for m in collapsed}
-            self.g = fusion.model(collapsed, users, [m.op for m in members if m.op not in kept])
+            self.g = fusion.model(collapsed, users, [m.op for m in members if m.op not in kept],
+                                  layouts)
         self.members = self.g.members
         self.rows, self.n = self.g.rows, self.g.n or 1
         self.width = self.n  # columns of the UB buffers (a piece's in the two-pass kernel)
@@ -104,9 +109,11 @@ class FusedKernel:
                 raise PassError(f"the fused group does not fit UB: {fp.fixed} + {fp.per_row} "
                                 f"bytes per row, budget {budget}; {plan}", region)
             self.online = plan
+            self.check_layouts(layouts)
             self.plan = plan_chunks(self.rows, plan.rows,
                                     online_rows.online_row_block(self.g, self.target))
             return
+        self.check_layouts(layouts)
         max_rows = fp.rows_fitting(budget)
         # npu-double-buffer gives each buffer of the loop body a second copy,
         # live for the whole body, only while both fit: a chunk whose buffers
@@ -130,6 +137,18 @@ class FusedKernel:
                             f"per row, budget {budget}", region)
         self.plan = plan_chunks(self.rows, max_rows, fp.row_block)
 
+    def check_layouts(self, layouts: list[ir.Operation]) -> None:
+        written = {m.out.root for m in self.members if m.out.kind == "full"}
+        for f in layouts:
+            why = fusion.nz_layout(f.operands[0], f.operands[1], self.g.rows, self.g.n,
+                                   self.target)
+            if why is None and nir.view_root(f.operands[0]) not in written:
+                why = "it does not read a member's result"
+            if why is None and self.online is not None:
+                why = "the group's rows are longer than UB (two-pass kernel)"
+            if why is not None:
+                raise PassError(f"cannot be an Nz store of the fused group: {why}", f)
+
     # -- structure ------------------------------------------------------------
     def emit(self) -> None:
         with self.region.location, ir.InsertionPoint(self.region):
@@ -140,6 +159,10 @@ class FusedKernel:
                     moves = o.root in self.g.loaded or o.root in self.g.leaving
                     if moves and o.value not in self.flat:
                         self.flat[o.value] = nir.flatten_memref(o.value)
+            self.nz = {root: NzStore(self.target, nir.flatten_memref(nz), self.rows, self.n,
+                                     nir.memref_element(nz)) for root, nz in self.g.nz.items()}
+            for store in self.nz.values():
+                store.zero_padding()
             self.fixed: dict = {}
             for o in self.g.loaded.values():
                 if o.kind == "row" and self.online is None:  # two-pass: per piece
@@ -173,6 +196,8 @@ class FusedKernel:
             bufs[m.out.root] = out
             if m.out.root in self.g.leaving:
                 self.store(m.out, out, row0, valid)
+            if m.out.root in self.nz:
+                self.nz[m.out.root].store(out, row0, valid)
 
     def load(self, o: fusion.Operand, row0, rows: int, valid: int) -> ir.Value:
         if o.kind == "full":

@@ -20,6 +20,10 @@ member; the allocs of tensors that never leave the group move into it. A
 remark reports each group (ops, rows, GM bytes before -> after, UB per
 chunk) and, for every row op left alone, why.
 
+A fractalize of a group's result (a matmul's A operand) joins the group
+as an Nz store (`layouts`), unless `nz-stores=false`; a lone op with one
+forms a group of its own.
+
 Before the row groups, matmul epilogues (`npu.epilogue`): each matmul takes
 the elementwise consumers of its result, in program order, while joining
 saves GM bytes, one column block of its C tile's drain fits the UB share
@@ -40,6 +44,7 @@ from npu import online_rows
 from npu.passes.base import Option, Pass, ub_fraction_option
 
 from .epilogues import EpilogueGrouping
+from .layouts import NzLayouts
 from .scan import scan_top_level
 
 
@@ -50,7 +55,7 @@ class _Candidate:
     consumer: int
 
 
-class FusePass(EpilogueGrouping, Pass):
+class FusePass(EpilogueGrouping, NzLayouts, Pass):
     name = "npu-fuse"
     summary = "Group row ops (elementwise, broadcasts, last-axis reductions) into fused kernels"
     options = (
@@ -61,6 +66,9 @@ class FusePass(EpilogueGrouping, Pass):
                "result (matmul epilogues) before forming row groups"),
         Option("row-major-stores", bool, True, "with epilogues: a defractalize of C (or of "
                "an epilogue's result) joins as its row-major store"),
+        Option("nz-stores", bool, True, "an ascend.fractalize of a row group's result "
+               "joins the group, which writes that result in Nz (a matmul's A operand) as "
+               "it leaves UB; false keeps the separate fractalize"),
         Option("remarks", bool, True, "report each group formed and why row ops were left out"),
     )
 
@@ -149,13 +157,26 @@ class FusePass(EpilogueGrouping, Pass):
             groups[best.producer] = merged
             for m in merged:
                 group_of[m.op] = best.producer
-        for members in groups.values():
-            if len(members) > 1:
-                self.form(members, users, budget, cost, kernel(members)[1])
+        layout_why: dict[ir.Operation, str] = {}
+        layout_remarks: dict[ir.Operation, str] = {}
+        formed: set[int] = set()
+        for key, members in groups.items():
+            plan = kernel(members)[1]
+            layouts = self.nz_layouts(members, users, touches, index, budget,
+                                      plan is not None, layout_why)
+            for f in layouts:
+                layout_remarks[f] = self.nz_remark(f, members, users)
+            if len(members) > 1 or layouts:
+                formed.add(key)
+                self.form(members, users, budget, cost, plan, layouts)
         if self.remarks:
             for op in ops:
-                alone = op in row_ops and len(groups[group_of[op]]) == 1
-                if op in epilogue_remarks:
+                alone = op in row_ops and group_of[op] not in formed
+                if op in layout_remarks:
+                    self.remark(op, layout_remarks[op])
+                elif op in layout_why:
+                    self.remark(op, f"'ascend.fractalize' left as its own kernel: {layout_why[op]}")
+                elif op in epilogue_remarks:
                     self.remark(op, epilogue_remarks[op])
                 elif alone or (op not in row_ops and op in reasons):
                     why = (reasons.get(op, []) + list(refused.get(op, {}).values())
@@ -226,11 +247,12 @@ class FusePass(EpilogueGrouping, Pass):
         return None
 
     def form(self, members: list[fusion.RowOp], users: dict, budget: int, cost,
-             plan: online_rows.OnlinePlan | None) -> None:
-        g = fusion.model(members, users)
+             plan: online_rows.OnlinePlan | None, layouts: list[ir.Operation] = ()) -> None:
+        g = fusion.model(members, users, layouts=layouts)
         fp = fusion.footprint(g, self.target)
-        unfused = sum(cost([m]) for m in members)
-        fused = cost(members)
+        unfused = sum(cost([m]) for m in members) + sum(
+            fusion.nbytes(f.operands[0]) + fusion.nbytes(f.operands[1]) for f in layouts)
+        fused = fusion.gm_bytes(g, self.target.granule("ub")) if layouts else cost(members)
         internal = [m.out.root for m in members if m.out.root not in g.leaving]
         last = members[-1].op
         attrs = {"rows": g.rows, "row_length": g.n or 1, "gm_bytes": fused,
@@ -238,14 +260,14 @@ class FusePass(EpilogueGrouping, Pass):
         with last.context:
             location = _group_location(members)
         region_op = nir.form_group_region(fusion.FUSED_ATTR, attrs, location, last, internal,
-                                          [m.op for m in members])
-        chain = ", ".join(m.short for m in members)
+                                          [m.op for m in members] + list(layouts))
+        chain = ", ".join([m.short for m in members] + ["fractalize"] * len(layouts))
         if plan is None:
             rows_per_chunk = min(g.rows, fp.rows_fitting(budget))
             how = f"UB {fp.per_row} bytes per row, up to {rows_per_chunk} rows per chunk"
         else:
             how = f"rows longer than UB: {plan.describe()}"
-        self.remark(region_op, f"fused {len(members)} ops ({chain}) over {g.rows} rows of "
+        self.remark(region_op, f"fused {len(members) + len(layouts)} ops ({chain}) over {g.rows} rows of "
                                f"{g.n or 1}: GM traffic {unfused} -> {fused} bytes, "
                                f"{len(internal)} tensor(s) stay on chip; {how}")
 

@@ -17,7 +17,9 @@ group's plan). Each step has four stages:
     its last column block the row sums of the f16 P, in f32;
   drain: P.V -> UB, the context O = O * alpha + P.V (the first tile writes
     O directly; the row sums ride along); on a query tile's last step,
-    O / sum per row stored once to GM (one burst per row and 16 columns).
+    O / sum per row stored once to GM (one burst per row and 16 columns;
+    with an absorbed cast + fractalize, cast to f16 and one burst per
+    column block into the Nz A operand of the next matmul).
 The steps are software-pipelined (`_Kernel.skewed`): every pipe runs its
 queue in program order, so step k is soft(k), load(k+1), pv(k), drain(k-1).
 One tile per head: the heads are the steps (with the f32 casts of Q, K, V
@@ -75,9 +77,12 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         first = next((o for o in body if o.name == "ascend.batch_matmul"), None)
         if first is None:
             raise PassError("npu.attention group without a batch_matmul", region)
-        found = att.match(first, att.users_of(body))
+        users = att.users_of(body)
+        found = att.match(first, users)
         if isinstance(found, str):
             raise PassError(f"npu.attention group is not an attention: {found}", region)
+        if any(o.name == "ascend.fractalize" and o not in found.members for o in body):
+            att.absorb_nz_out(found, users)  # the context's f16 Nz store
         extra = [o for o in body if o.name not in BODY_OPS and o not in found.members]
         if extra:
             raise PassError(f"npu.attention group holds '{extra[0].name}', not a member", region)

@@ -96,6 +96,9 @@ class SoftmaxSteps:
         for j in range(a.d_blocks):
             self.apply(Compute("binary", vop="cce.vmul"), self.context,
                        [self.context, self.context], slab, offsets=(j * slab, j * slab, total))
+            if a.nz_out:
+                self.store_nz(h, x0, j, mq, valid)
+                continue
             if a.merged:  # head h's columns of the merged [S, H*D] rows
                 pitch = a.heads * d
                 first = lin((x0, 16 * pitch), (h, d), (1, 16 * j))
@@ -105,6 +108,28 @@ class SoftmaxSteps:
             dst = sub(self.flat_out, first, (valid - 1) * pitch + 16)
             copy("cce.copy_ub_to_gm", sub(self.context, j * slab, valid * 16), dst, valid,
                  16 * 4 // self.granule, 0, (pitch - 16) * 4 // self.granule)
+
+    def store_nz(self, h, x0, j: int, mq: int, valid: int) -> None:
+        """Column block j of head h's context (a slab: rows x 16, already in
+        the Nz order of one column block) cast to f16 with the absorbed
+        cast's rounding, padding rows zeroed, then one burst into the
+        merged context's Nz tensor at column block h * D/16 + j."""
+        a = self.a
+        rows = mq * 16
+        half = nir.alloc([rows * 16], "f16", "ub")
+        self.apply(cast_compute("f32", "f16", a.nz_round), half, [self.context], valid * 16,
+                   offsets=(0, j * rows * 16), sizes=(2, 4))
+        if valid < rows:  # the fractalize zero-fills the rows past seq
+            lanes = self.t.lanes(2)
+            for piece in split_repeats((rows - valid) * 16, lanes, self.t.max_repeat):
+                at = valid * 16 + piece.offset
+                nir.create_op("cce.vdup", [sub(half, at, (piece.repeat - 1) * lanes + piece.mask)],
+                              repeat=piece.repeat, mask=piece.mask, dst_blk_stride=1,
+                              dst_rep_stride=lanes * 2 // self.granule, scalar=0.0)
+        column = lin((h, a.d_blocks), (1, j))
+        first = lin((column, a.seq_blocks * 256), (x0, 256))
+        copy("cce.copy_ub_to_gm", half, sub(self.flat_out, first, rows * 16), 1,
+             rows * 16 * 2 // self.granule)
 
     # -- vector helpers -------------------------------------------------------
     def apply(self, compute: Compute, dst: ir.Value, srcs: list[ir.Value], count: int,

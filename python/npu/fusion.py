@@ -187,6 +187,9 @@ class GroupModel:
     members: list[RowOp]
     leaving: set = field(default_factory=set)     # roots written to GM
     loaded: dict = field(default_factory=dict)    # root -> Operand read from GM
+    # Nz stores: root -> the Nz tensor an absorbed `ascend.fractalize` of it
+    # makes (the matmul A operand written in the cube's layout as it leaves).
+    nz: dict = field(default_factory=dict)
 
     @property
     def rows(self) -> int:
@@ -197,12 +200,17 @@ class GroupModel:
         return next((m.n for m in self.members if m.n is not None), None)
 
 
-def model(members: list[RowOp], outside_users: dict, absorbed=()) -> GroupModel:
+def model(members: list[RowOp], outside_users: dict, absorbed=(), layouts=()) -> GroupModel:
     """Which roots the group loads and which it stores, in member order.
     `outside_users[root]`: the non-view ops using that tensor; `absorbed`:
-    ops of the group folded into a member (a GELU chain's), not outside."""
+    ops of the group folded into a member (a GELU chain's), not outside;
+    `layouts`: `ascend.fractalize` ops of members' results the group
+    absorbs (their result is stored in Nz; the ND tensor leaves only when
+    something else reads it)."""
     g = GroupModel(sorted(members, key=lambda m: m.index))
-    ops = {m.op for m in g.members} | set(absorbed)
+    for f in layouts:
+        g.nz[nir.view_root(f.operands[0])] = f.operands[1]
+    ops = {m.op for m in g.members} | set(absorbed) | set(layouts)
     written = set()
     for m in g.members:
         for i in m.ins:
@@ -236,7 +244,28 @@ def gm_bytes(g: GroupModel, granule: int) -> int:
     tensor leaving the group once (a scalar moves one granule)."""
     loads = sum(max(granule, nbytes(o.value)) if o.kind == "scalar" else nbytes(o.value)
                 for o in g.loaded.values())
-    return loads + sum(nbytes(r) for r in g.leaving)
+    return (loads + sum(nbytes(r) for r in g.leaving)
+            + sum(nbytes(nz) for nz in g.nz.values()))
+
+
+def nz_layout(nd: ir.Value, nz: ir.Value, rows: int, n: int | None, target: Target) -> str | None:
+    """Why a fractalize (ND `nd` -> `nz`) cannot be a group's Nz store of
+    rows x n results (None: it can): one matrix (no batch), the group's
+    rows and columns, whole fractal columns (the store moves 16-element
+    row pieces, the Nz tensor has no padding columns)."""
+    shape = nir.memref_shape(nd)
+    if len(shape) < 2 or any(d != 1 for d in shape[:-2]):
+        return "it fractalizes a batch of matrices"
+    if n is None or shape[-2:] != [rows, n]:
+        return "its matrix is not the group's rows"
+    if n % target.fractal:
+        return (f"rows of {n} elements are not whole {target.fractal}-column fractals "
+                "(the Nz tensor would need padding columns)")
+    if not nir.is_contiguous(nz) or nir.memref_element(nz) != nir.memref_element(nd):
+        return "its Nz tensor is not a contiguous tensor of the same type"
+    from npu.nz_store import layout_limits
+
+    return layout_limits(target, rows, n, nir.element_bytes(nir.memref_element(nd)))
 
 
 def footprint(g: GroupModel, target: Target, width: int | None = None) -> Footprint:
@@ -280,6 +309,8 @@ def footprint(g: GroupModel, target: Target, width: int | None = None) -> Footpr
         else:
             lanes = VectorGeometry.for_types(target, [4]).lanes
             transient += lanes * 4 + (n * 4 if m.ins[0].elem != "f32" else 0)
+        if m.out.root in g.nz:  # the chunk gathered into Nz order
+            transient += n * m.out.es
         peak = max(peak, sum(live.values()) + transient)
         total += transient + row_bytes(m.out) + sum(
             row_bytes(i) for i in m.ins if i.kind in ("full", "col") and i.root in g.loaded

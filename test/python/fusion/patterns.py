@@ -180,22 +180,71 @@ def matmul_epilogue(m: int, n: int, k: int, steps: tuple[str, ...], out: str = "
     return p.text()
 
 
+def nz_operand(rows: int, n: int, source: str = "layernorm", elem: str = "f16",
+               nd_also: bool = False, matmul_n: int = 0) -> str:
+    """A matmul's A operand made by a row kernel, then fractalized: `source`
+    "layernorm" (the f32 layernorm y also leaves, then its cast to `elem`),
+    "cast" (x f32 cast to f16 alone, as the input of q_proj) or "scale"
+    (x * 0.5 in `elem`). The Nz tensor is the result %a ([n/16, rows/16, 16,
+    16]); `nd_also`: the ND tensor is a result too (%nd); `matmul_n`: %a
+    also feeds a matmul with a 16-row constant B of that many columns (%c)."""
+    r1, c1 = -(-rows // 16), -(-n // 16)
+    full, vec = (1, rows, n), (n,)
+    nz_shape = (c1, r1, 16, 16)
+    args = [("%x", full, "f32" if source != "scale" else elem)]
+    if source == "layernorm":
+        args += [("%g", vec, "f32"), ("%b", vec, "f32"), ("%y", full, "f32")]
+    args += [("%a", nz_shape, elem)]
+    if nd_also:
+        args += [("%nd", (rows, n), elem)]
+    if matmul_n:
+        args += [("%w", (-(-matmul_n // 16), c1, 16, 16), "f16",
+                  _nz_constant(n, matmul_n, "f16", False)),
+                 ("%c", (-(-matmul_n // 16), r1, 16, 16), "f32")]
+    p = _Program("nz_operand", args)
+    if source == "layernorm":
+        body = layernorm(rows, n, "f32", residual=False).split("\n")
+        p.lines += [line.replace("%y", "%y") for line in body[1:-3]]
+        p.count = 1000
+        src, src_elem = "%y", "f32"
+    else:
+        src, src_elem = "%x", args[0][2]
+    nd = "%nd" if nd_also else p.alloc((rows, n), elem)
+    view = f"%flat{len(p.lines)}"
+    p.lines.append(f"  {view} = memref.collapse_shape {src} [[0, 1], [2]] : "
+                   f"{_t(full, src_elem)} into {_t((rows, n), src_elem)}")
+    if source == "scale":
+        p.op("muls", [(view, (rows, n), elem), (nd, (rows, n), elem)], "scalar = 5.0e-01 : f64")
+    else:
+        p.op("cast", [(view, (rows, n), "f32"), (nd, (rows, n), elem)], 'round_mode = "rint"')
+    p.op("fractalize", [(nd, (rows, n), elem), ("%a", nz_shape, elem)])
+    if matmul_n:
+        w = (-(-matmul_n // 16), c1, 16, 16)
+        p.op("matmul", [("%a", nz_shape, elem), ("%w", w, "f16"),
+                        ("%c", (-(-matmul_n // 16), r1, 16, 16), "f32")])
+    return p.text()
+
+
 def attention(heads: int, seq: int, head_dim: int, normalise: str = "reciprocal",
-              scale: float | None = None, projections: bool = False) -> str:
+              scale: float | None = None, projections: bool = False,
+              nz_out: bool = False) -> str:
     """Self-attention as the frontend emits it: f32 Q [H,S,D], K^T [H,D,S] and
     V [H,S,D] cast to f16 and fractalized, scores = Q.K^T (batch_matmul, f32),
     defractalized, scaled, softmax along the keys (`normalise`: "reciprocal"
     then mul, or "div"), P cast and fractalized, context = P.V, defractalized
     into y [H,S,D] f32. `projections`: the inputs are the projections
     q, k, v [1,S,H,D] (= [S, H*D]) and the heads come from transposes, and
-    the heads are merged back by a transpose into y [1,S,H,D]."""
+    the heads are merged back by a transpose into y [1,S,H,D]; with
+    `nz_out` the merged context is then cast to f16 and fractalized into y
+    [H*D/16, S/16, 16, 16] f16 (the out-projection's A operand)."""
     s1, d1 = -(-seq // 16), -(-head_dim // 16)
     qs, ks, ss, col = (heads, seq, head_dim), (heads, head_dim, seq), (heads, seq, seq), (heads, seq, 1)
     ps = (1, seq, heads, head_dim)
     names = [("%q", ps if projections else qs), ("%kt", ps if projections else ks),
              ("%v", ps if projections else qs)]
-    p = _Program("attention", [(n, sh, "f32") for n, sh in names]
-                 + [("%y", ps if projections else qs, "f32")])
+    y_arg = ((heads * head_dim // 16, s1, 16, 16), "f16") if nz_out else (
+        ps if projections else qs, "f32")
+    p = _Program("attention", [(n, sh, "f32") for n, sh in names] + [("%y",) + y_arg])
 
     def new(shape, elem):
         return (p.alloc(shape, elem), shape, elem)
@@ -262,6 +311,15 @@ def attention(heads: int, seq: int, head_dim: int, normalise: str = "reciprocal"
     p.lines.append(f'  {view} = memref.expand_shape {ctx[0]} [[0, 1], [2], [3]] output_shape '
                    f'[1, {heads}, {seq}, {head_dim}] : memref<{"x".join(map(str, qs))}xf32, "gm"> '
                    f'into memref<1x{heads}x{seq}x{head_dim}xf32, "gm">')
-    p.op("transpose", [(view, (1,) + qs, "f32"), ("%y", ps, "f32")],
+    merged = new(ps, "f32")[0] if nz_out else "%y"
+    p.op("transpose", [(view, (1,) + qs, "f32"), (merged, ps, "f32")],
          "permutation = array<i64: 0, 2, 1, 3>")
+    if nz_out:
+        rows_cols = (seq, heads * head_dim)
+        flat = f"%v{len(p.lines)}"
+        p.lines.append(f"  {flat} = memref.collapse_shape {merged} [[0, 1], [2, 3]] : "
+                       f"{_t(ps, 'f32')} into {_t(rows_cols, 'f32')}")
+        half = new(rows_cols, "f16")
+        p.op("cast", [(flat, rows_cols, "f32"), half], 'round_mode = "rint"')
+        p.op("fractalize", [half, ("%y",) + y_arg])
     return p.text()

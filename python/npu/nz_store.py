@@ -1,0 +1,96 @@
+"""Writing a chunk of rows held in UB (row-major, `n` columns) to a GM
+tensor in the cube's Nz layout [n/16, R1, 16, 16]: the Nz stores of fused
+row groups (`npu-fuse` absorbs a fractalize of a group's result), emitted
+by `npu-lower-fused`.
+
+In Nz, the rows of one column block are contiguous whatever row a chunk
+starts on: rows [row0, row0 + h) of column block j are h * 16 elements from
+(j * R1 * 16 + row0) * 16. So a chunk is gathered in UB into that order,
+[n/16][h][16], by vector copies whose blocks step down the rows (block
+stride: the row pitch) and whose repeats step across the column blocks (8
+rows per instruction, n/16 repeats; f32 rows of a column block are two
+blocks, copied as two halves), then leaves as one copy of n/16 bursts of h
+rows each. No alignment of the chunk to 16-row blocks is needed, so the
+group keeps its chunk size. The padding rows of the last row block are
+written with zeros once (`zero_padding`), as the fractalize does."""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from npu import ir as nir
+from npu.cce_build import View, copy, lin, sub
+from npu.dialects.hivm import config_field
+from npu.target import Target
+from npu.vector_compute import Compute
+
+ROWS_PER_GATHER = 8  # blocks of one vector repeat
+
+
+def layout_limits(target: Target, rows: int, n: int, es: int) -> str | None:
+    """Why rows x n elements cannot be stored as Nz this way (None: they can):
+    the gather's block stride is the row pitch, the copy's gap the rest of a
+    column block's rows, each within its instruction field."""
+    block = target.vector_block_bytes
+    r1 = -(-rows // target.fractal)
+    if n * es // block > target.vector_max_stride:
+        return (f"rows of {n * es} bytes exceed the vector block stride "
+                f"({target.vector_max_stride} blocks)")
+    if r1 * target.fractal * target.fractal * es // block > config_field("copy", "dst_gap").max:
+        return f"{rows} rows exceed the copy gap of one Nz column block"
+    return None
+
+
+class NzStore:
+    """Stores of rows of one [rows, n] result into the flat Nz tensor `nz`."""
+
+    def __init__(self, target: Target, nz: ir.Value, rows: int, n: int, elem: str):
+        self.t, self.nz, self.rows, self.n, self.elem = target, nz, rows, n, elem
+        self.e = nir.element_bytes(elem)
+        f = target.fractal
+        self.r1, self.c1 = -(-rows // f), n // f
+        self.per_piece = f * self.e // target.vector_block_bytes  # blocks of a row's 16 columns
+        # Rows per gather: the destination's repeat stride is the rows' blocks.
+        most = target.vector_max_stride // self.per_piece
+        self.most_rows = max(ROWS_PER_GATHER, most - most % ROWS_PER_GATHER)
+
+    def blocks(self, elements: int) -> int:
+        return elements * self.e // self.t.vector_block_bytes
+
+    def zero_padding(self) -> None:
+        """Zeros in the rows past `rows` of the last row block, every column block."""
+        f = self.t.fractal
+        pad = self.r1 * f - self.rows
+        if not pad:
+            return
+        lanes = self.t.vector_bytes // self.e
+        repeat = -(-pad * f // lanes)
+        zeros = nir.alloc([repeat * lanes], self.elem, "ub")
+        nir.create_op("cce.vdup", [zeros], repeat=repeat, mask=lanes, dst_blk_stride=1,
+                      dst_rep_stride=self.t.vector_bytes // self.t.vector_block_bytes, scalar=0.0)
+        for j in range(self.c1):
+            copy("cce.copy_ub_to_gm", sub(zeros, 0, pad * f),
+                 sub(self.nz, (j * self.r1 * f + self.rows) * f, pad * f), 1, self.blocks(pad * f))
+
+    def store(self, buf: ir.Value, row0: int | ir.Value, valid: int) -> None:
+        """Rows [row0, row0 + valid) held in `buf` (valid * n elements)."""
+        f, n, pp = self.t.fractal, self.n, self.per_piece
+        lanes_per_block = self.t.vector_block_bytes // self.e
+        step = min(valid, self.most_rows)
+        out = nir.alloc([step * n], self.elem, "ub")
+        gather = Compute("copy")
+        for r0 in range(0, valid, step):
+            h = min(step, valid - r0)
+            for g0 in range(0, h, ROWS_PER_GATHER):
+                k = min(ROWS_PER_GATHER, h - g0)
+                for half in range(pp):
+                    src = sub(buf, (r0 + g0) * n + half * lanes_per_block,
+                              (k - 1) * n + (self.c1 - 1) * f + lanes_per_block)
+                    dst = sub(out, g0 * f + half * lanes_per_block,
+                              ((self.c1 - 1) * h + k - 1) * f + lanes_per_block)
+                    gather.emit(View(dst, pp, h * pp), [View(src, self.blocks(n), pp)],
+                                self.c1, k * lanes_per_block)
+            first = lin((row0, f), (r0 * f, 1))
+            span = ((self.c1 - 1) * self.r1 * f + h) * f
+            copy("cce.copy_ub_to_gm", sub(out, 0, self.c1 * h * f), sub(self.nz, first, span),
+                 self.c1, self.blocks(h * f), 0, self.blocks((self.r1 * f - h) * f))
