@@ -77,8 +77,9 @@ class IdleGaps:
         GM loads: how long MTE2 is estimated to idle after its last load (the
         last iteration of a loop, then the ops up to the next op with loads).
         `tops[last]` ends the previous op; the ops after it prepare this op.
-        A next op that reads nothing written since `first` does not wait: its
-        loads run at once (see below where the idle time then counts)."""
+        A next op that reads nothing op `k` or a later one writes does not
+        wait: its loads run at once (see below where the idle time then
+        counts; before the loop there is none)."""
         gaps: list[tuple[int, float]] = []
         idle = 0.0
         following = end
@@ -90,8 +91,12 @@ class IdleGaps:
                 continue
             if op.name == "scf.for":
                 idle += self._loop_tail(op)
-            if following != end and \
-                    not self._reads_written([tops[following]], tops[first:following]):
+            if following == end:
+                # Writes before op k are long done: only its own and later
+                # ones keep the loop's first load waiting.
+                if not self._reads_written([tops[end]], tops[k:end]):
+                    idle = 0.0
+            elif not self._reads_written([tops[following]], tops[k:following]):
                 # MTE2 goes on to the next op's loads at once. In the
                 # previous op what remains of this idle time comes after
                 # them (its loads are its own work: not to be delayed); this
@@ -101,6 +106,8 @@ class IdleGaps:
                 if following > last:
                     idle += max(0.0, gaps.pop()[1] - loads)
                     gaps.append((following, 0.0))
+                    if not self._reads_written([tops[end]], tops[k:end]):
+                        idle = 0.0  # nor does the loop wait for op k
                 else:
                     gaps[-1] = (following, gaps[-1][1] + max(0.0, idle - loads))
                     idle = 0.0
