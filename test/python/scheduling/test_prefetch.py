@@ -187,4 +187,4 @@ def test_chunk_cut_over_several_gaps_matches_numpy():
     module = compile_program(text, steps + "npu-prefetch")
     top = [o.operation for o in functions(module)[0].regions[0].blocks[0].operations]
     assert sorted(int(str(o.attributes["n_burst"]).split(":")[0]) for o in top
-                  if o.name == "cce.copy_gm_to_l1") == [8, 32, 40]
+                  if o.name == "cce.copy_gm_to_l1") == [32, 48]
