@@ -14,7 +14,11 @@ other users of a shared machine inflate wall time) and per wall second.
 `--no-numerics` runs `simulate(..., numerics=False)` (timing only). Run:
 
     .venv/bin/python bench/sim_throughput.py [--workload vector,matmul] [--iterations N]
-        [--ops-per-tile K] [--matmul-size N] [--no-numerics] [--profile] [--repeat N]
+        [--ops-per-tile K] [--matmul-size N] [--no-numerics] [--profile] [--repeat N] [--floor]
+
+`--floor` adds, per workload, the CPU time with each component switched off
+(numerics, then the checks, then the pipes' timing) against the time the
+target allows, and for mads the fp32 BLAS calls alone.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ ATTRS = ("repeat = 1 : i64, mask = 128 : i64, dst_blk_stride = 1 : i64, dst_rep_
          "src1_rep_stride = 8 : i64")
 UNARY_ATTRS = ("repeat = 1 : i64, mask = 128 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, "
                "src_blk_stride = 1 : i64, src_rep_stride = 8 : i64")
+VECTOR_TARGET = 5e5  # instructions per CPU second (issue 13)
+MATMUL_TARGET = 1e7  # simulated cycles per CPU second
 T = 'memref<128xf16, strided<[1], offset: ?>, "gm">'
 U = 'memref<128xf16, "ub">'
 
@@ -120,6 +126,79 @@ def timed_simulate(module, inputs: list[np.ndarray], options: dict, profile: boo
     return best
 
 
+def _no_checks_bind(self, instr, views):
+    """`Machine.bind` of the floor's "no checks" run: every operand set's
+    runner does nothing (no bounds, alignment, hazard checks or effect)."""
+    entry = self.bound[id(views)] = (views, instr, lambda stamp, n, clock, clock_list: None)
+    return entry
+
+
+def _least_cpu(fn, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        c0 = time.process_time()
+        fn()
+        best = min(best, time.process_time() - c0)
+    return best
+
+
+def floor(name: str, module, inputs: list[np.ndarray], budget: float, repeat: int) -> None:
+    """Where the CPU time of `simulate` goes, against the target's `budget`
+    (CPU seconds): each row switches one more component off. "no checks"
+    replaces every operand set's runner by nothing (bench-only patch of
+    `Machine.bind`), leaving the scalar walk, the pipes' timing, the memory
+    system and the report. For mads, the bit-exact product needs one fp32
+    BLAS call per mad (its operands' own rounding): that call alone, timed on
+    operands of the same shapes, is a floor no interpreter change removes."""
+    from threadpoolctl import threadpool_limits
+    from npu.simulator.core import find_entry
+    from npu.simulator.cube_unit import Mad
+    from npu.simulator.machine import Machine
+    from npu.simulator.program import Decoder
+    from npu.target import get_target
+
+    def run(**kw):
+        return lambda: simulate(module, [a.copy() for a in inputs], **kw)
+
+    full = _least_cpu(run(), repeat)
+    timing = _least_cpu(run(numerics=False), repeat)
+    real_bind = Machine.bind
+    Machine.bind = _no_checks_bind
+    try:
+        bare = _least_cpu(run(numerics=False), repeat)
+    finally:
+        Machine.bind = real_bind
+
+    def walk():
+        Decoder(get_target(), 0, None).decode(find_entry(module, None)).run_scalar()
+    scalar = _least_cpu(walk, repeat)
+    print(f"{name} floor (CPU s, least of {repeat}; the target allows {budget:.3f} s):")
+    print(f"  every check and numerics        {full:.3f}")
+    print(f"  timing only (no numerics)       {timing:.3f}   numerics {full - timing:.3f}")
+    print(f"  no checks, no numerics          {bare:.3f}   checks {timing - bare:.3f}")
+    print(f"  decode + scalar walk            {scalar:.3f}   pipes' timing, memory system, "
+          f"report {bare - scalar:.3f}")
+    res = simulate(module, [a.copy() for a in inputs], numerics=False)
+    mads: dict = {}
+    for instr, n in res.timeline.static_counts.items():
+        if isinstance(instr, Mad):
+            shape = (instr.m1 * instr.edge, instr.n1 * instr.n_edge, instr.k1 * instr.edge)
+            mads[shape] = mads.get(shape, 0) + n
+    blas = 0.0
+    with threadpool_limits(limits=1, user_api="blas"):
+        for (m, k, n), count in mads.items():
+            a = np.ones((m, k), np.float32)
+            b = np.ones((k, n), np.float32)
+            out = np.empty((m, n), np.float32)
+            reps = min(count, 200)
+            per = _least_cpu(lambda: [np.matmul(a, b, out=out) for _ in range(reps)], 3) / reps
+            blas += per * count
+            print(f"  {count} mads of {m}x{k}x{n}: fp32 BLAS alone {per * 1e6:.1f} us each")
+    if mads:
+        print(f"  BLAS products alone             {blas:.3f}   (+ decode and walk: "
+              f"{blas + scalar:.3f})")
+
+
 def run_vector(args, options: dict) -> bool:
     module = parse_module(kernel_text(args.iterations, args.ops_per_tile), make_context())
     rng = np.random.default_rng(0)
@@ -136,6 +215,8 @@ def run_vector(args, options: dict) -> bool:
     print(f"  result matches numpy   {ok if args.numerics else 'not computed (--no-numerics)'}")
     print(f"  bound                  {res.report['bound_cycles']} ({res.report['bound_unit']}), "
           f"cycles / bound {res.report['bound_ratio']}")
+    if args.floor:
+        floor("vector", module, [x, np.zeros_like(x)], n / VECTOR_TARGET, args.repeat)
     return ok
 
 
@@ -166,6 +247,8 @@ def run_matmul(args, options: dict) -> bool:
           f"{res.instructions / cpu:,.0f} instructions / cpu second)")
     print(f"  wall seconds           {wall:.3f}  ({res.cycles / wall:,.0f} cycles / wall second)")
     print(f"  result matches numpy   {ok if args.numerics else 'not computed (--no-numerics)'}")
+    if args.floor:
+        floor("matmul", module, inputs, res.cycles / MATMUL_TARGET, args.repeat)
     return ok
 
 
@@ -180,6 +263,9 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true", help="print cProfile's top entries per run")
     ap.add_argument("--repeat", type=int, default=1,
                     help="simulate N times and report the run with the least CPU time")
+    ap.add_argument("--floor", action="store_true",
+                    help="also time the run with each component switched off, against the "
+                    "targets' budgets")
     args = ap.parse_args()
     options = {} if args.numerics else {"numerics": False}
     ok = True

@@ -230,6 +230,40 @@ irdl.dialect @cce {
     irdl.attributes {"repeat" = %attr_repeat, "mask" = %attr_mask, "dst_blk_stride" = %attr_dst_blk_stride, "dst_rep_stride" = %attr_dst_rep_stride, "src0_blk_stride" = %attr_src0_blk_stride, "src0_rep_stride" = %attr_src0_rep_stride, "src1_blk_stride" = %attr_src1_blk_stride, "src1_rep_stride" = %attr_src1_rep_stride}
   }
 
+  // dst = src0 * dst + src1 (multiply-add, one rounding: dialects/README.md)
+  irdl.operation @vmadd {
+    %dst = irdl.base "!builtin.memref"
+    %src0 = irdl.base "!builtin.memref"
+    %src1 = irdl.base "!builtin.memref"
+    %attr_repeat = irdl.base "#builtin.integer"
+    %attr_mask = irdl.base "#builtin.integer"
+    %attr_dst_blk_stride = irdl.base "#builtin.integer"
+    %attr_dst_rep_stride = irdl.base "#builtin.integer"
+    %attr_src0_blk_stride = irdl.base "#builtin.integer"
+    %attr_src0_rep_stride = irdl.base "#builtin.integer"
+    %attr_src1_blk_stride = irdl.base "#builtin.integer"
+    %attr_src1_rep_stride = irdl.base "#builtin.integer"
+    irdl.operands(dst: %dst, src0: %src0, src1: %src1)
+    irdl.attributes {"repeat" = %attr_repeat, "mask" = %attr_mask, "dst_blk_stride" = %attr_dst_blk_stride, "dst_rep_stride" = %attr_dst_rep_stride, "src0_blk_stride" = %attr_src0_blk_stride, "src0_rep_stride" = %attr_src0_rep_stride, "src1_blk_stride" = %attr_src1_blk_stride, "src1_rep_stride" = %attr_src1_rep_stride}
+  }
+
+  // dst = src0 * src1 + dst (multiply-accumulate, one rounding)
+  irdl.operation @vmla {
+    %dst = irdl.base "!builtin.memref"
+    %src0 = irdl.base "!builtin.memref"
+    %src1 = irdl.base "!builtin.memref"
+    %attr_repeat = irdl.base "#builtin.integer"
+    %attr_mask = irdl.base "#builtin.integer"
+    %attr_dst_blk_stride = irdl.base "#builtin.integer"
+    %attr_dst_rep_stride = irdl.base "#builtin.integer"
+    %attr_src0_blk_stride = irdl.base "#builtin.integer"
+    %attr_src0_rep_stride = irdl.base "#builtin.integer"
+    %attr_src1_blk_stride = irdl.base "#builtin.integer"
+    %attr_src1_rep_stride = irdl.base "#builtin.integer"
+    irdl.operands(dst: %dst, src0: %src0, src1: %src1)
+    irdl.attributes {"repeat" = %attr_repeat, "mask" = %attr_mask, "dst_blk_stride" = %attr_dst_blk_stride, "dst_rep_stride" = %attr_dst_rep_stride, "src0_blk_stride" = %attr_src0_blk_stride, "src0_rep_stride" = %attr_src0_rep_stride, "src1_blk_stride" = %attr_src1_blk_stride, "src1_rep_stride" = %attr_src1_rep_stride}
+  }
+
   // ===== Vector, with a scalar (pipe V) =====
 
   // dst = src + scalar
@@ -249,6 +283,21 @@ irdl.dialect @cce {
 
   // dst = src * scalar
   irdl.operation @vmuls {
+    %dst = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %attr_repeat = irdl.base "#builtin.integer"
+    %attr_mask = irdl.base "#builtin.integer"
+    %attr_dst_blk_stride = irdl.base "#builtin.integer"
+    %attr_dst_rep_stride = irdl.base "#builtin.integer"
+    %attr_src_blk_stride = irdl.base "#builtin.integer"
+    %attr_src_rep_stride = irdl.base "#builtin.integer"
+    %attr_scalar = irdl.base "#builtin.float"
+    irdl.operands(dst: %dst, src: %src)
+    irdl.attributes {"repeat" = %attr_repeat, "mask" = %attr_mask, "dst_blk_stride" = %attr_dst_blk_stride, "dst_rep_stride" = %attr_dst_rep_stride, "src_blk_stride" = %attr_src_blk_stride, "src_rep_stride" = %attr_src_rep_stride, "scalar" = %attr_scalar}
+  }
+
+  // dst = scalar * src + dst (one rounding)
+  irdl.operation @vaxpy {
     %dst = irdl.base "!builtin.memref"
     %src = irdl.base "!builtin.memref"
     %attr_repeat = irdl.base "#builtin.integer"

@@ -32,6 +32,10 @@ COPY_OPS = tuple(f"cce.copy_{p}" for p in COPY_PATHS)
 LOAD_OPS = tuple(f"cce.load_{p}" for p in LOAD_PATHS)
 VECTOR_BINARY = tuple(f"cce.{n}" for n in ("vadd", "vsub", "vmul", "vdiv", "vmax", "vmin"))
 VECTOR_SCALAR = tuple(f"cce.{n}" for n in ("vadds", "vmuls", "vmaxs", "vmins"))
+# Multiply-adds (read dst too; one rounding): vmadd dst = src0*dst + src1,
+# vmla dst = src0*src1 + dst; vaxpy dst = scalar*src + dst.
+VECTOR_FMA = ("cce.vmadd", "cce.vmla")
+VECTOR_AXPY = "cce.vaxpy"
 VECTOR_UNARY = tuple(f"cce.{n}" for n in ("vrelu", "vabs", "vexp", "vln", "vsqrt", "vrsqrt", "vrec"))
 VECTOR_REDUCE = ("cce.vcadd", "cce.vcmax", "cce.vcmin")
 VECTOR_CMP = "cce.vcmp"
@@ -39,7 +43,20 @@ VECTOR_SELECT = "cce.vsel"
 # The slow class of the vector unit (target.vector_cycles_per_repeat["transcendental"]).
 VECTOR_TRANSCENDENTAL = tuple(f"cce.{n}" for n in ("vexp", "vln", "vsqrt", "vrsqrt", "vrec", "vdiv"))
 VECTOR_OPS = VECTOR_BINARY + VECTOR_SCALAR + VECTOR_UNARY + VECTOR_REDUCE + (
-    "cce.vconv", "cce.vdup", "cce.vnchwconv", VECTOR_CMP, VECTOR_SELECT)
+    "cce.vconv", "cce.vdup", "cce.vnchwconv", VECTOR_CMP, VECTOR_SELECT) + VECTOR_FMA + (VECTOR_AXPY,)
+
+
+def vector_class(op_name: str) -> str:
+    """The cost class of an arithmetic vector op (a key of the target's
+    `vector_cycles_per_repeat`): what the simulator charges per repeat and
+    what cost models sum over a recipe."""
+    if op_name in VECTOR_TRANSCENDENTAL:
+        return "transcendental"
+    if op_name in VECTOR_FMA or op_name == VECTOR_AXPY:
+        return "multiply_add"
+    return "convert" if op_name == "cce.vconv" else "simple"
+
+
 SYNC_OPS = ("cce.set_flag", "cce.wait_flag", "cce.pipe_barrier")
 ALL_OPS = COPY_OPS + LOAD_OPS + ("cce.mad",) + VECTOR_OPS + SYNC_OPS
 
@@ -175,8 +192,11 @@ def _specs() -> list[OpSpec]:
     for name in VECTOR_BINARY:
         types = FLOAT_TYPES if name == "cce.vdiv" else ARITH_TYPES
         specs.append(OpSpec(name, ub("dst", "src0", "src1"), same_dtype(3, types), _i64s(binary), binary))
+    for name in VECTOR_FMA:
+        specs.append(OpSpec(name, ub("dst", "src0", "src1"), same_dtype(3, FLOAT_TYPES), _i64s(binary),
+                            binary))
     unary = _vector_ranges("dst", "src")
-    for name in VECTOR_SCALAR:
+    for name in VECTOR_SCALAR + (VECTOR_AXPY,):
         specs.append(OpSpec(name, ub("dst", "src"), same_dtype(2, FLOAT_TYPES),
                             {**_i64s(unary), "scalar": F64}, unary))
     for name in VECTOR_UNARY:

@@ -181,6 +181,36 @@ irdl.dialect @hivm {
     irdl.attributes {"dtype" = %attr_dtype}
   }
 
+  // dst = src0 * dst + src1
+  irdl.operation @vmadd {
+    %dst = irdl.is i64
+    %src0 = irdl.is i64
+    %src1 = irdl.is i64
+    %config = irdl.is i64
+    %attr_dtype_f16 = irdl.is f16
+    %attr_dtype_f32 = irdl.is f32
+    %attr_dtype_i8 = irdl.is i8
+    %attr_dtype_i32 = irdl.is i32
+    %attr_dtype = irdl.any_of(%attr_dtype_f16, %attr_dtype_f32, %attr_dtype_i8, %attr_dtype_i32)
+    irdl.operands(dst: %dst, src0: %src0, src1: %src1, config: %config)
+    irdl.attributes {"dtype" = %attr_dtype}
+  }
+
+  // dst = src0 * src1 + dst
+  irdl.operation @vmla {
+    %dst = irdl.is i64
+    %src0 = irdl.is i64
+    %src1 = irdl.is i64
+    %config = irdl.is i64
+    %attr_dtype_f16 = irdl.is f16
+    %attr_dtype_f32 = irdl.is f32
+    %attr_dtype_i8 = irdl.is i8
+    %attr_dtype_i32 = irdl.is i32
+    %attr_dtype = irdl.any_of(%attr_dtype_f16, %attr_dtype_f32, %attr_dtype_i8, %attr_dtype_i32)
+    irdl.operands(dst: %dst, src0: %src0, src1: %src1, config: %config)
+    irdl.attributes {"dtype" = %attr_dtype}
+  }
+
   // dst = src + scalar
   irdl.operation @vadds {
     %dst = irdl.is i64
@@ -198,6 +228,21 @@ irdl.dialect @hivm {
 
   // dst = src * scalar
   irdl.operation @vmuls {
+    %dst = irdl.is i64
+    %src = irdl.is i64
+    %config = irdl.is i64
+    %attr_dtype_f16 = irdl.is f16
+    %attr_dtype_f32 = irdl.is f32
+    %attr_dtype_i8 = irdl.is i8
+    %attr_dtype_i32 = irdl.is i32
+    %attr_dtype = irdl.any_of(%attr_dtype_f16, %attr_dtype_f32, %attr_dtype_i8, %attr_dtype_i32)
+    %attr_scalar = irdl.base "#builtin.float"
+    irdl.operands(dst: %dst, src: %src, config: %config)
+    irdl.attributes {"dtype" = %attr_dtype, "scalar" = %attr_scalar}
+  }
+
+  // dst = scalar * src + dst
+  irdl.operation @vaxpy {
     %dst = irdl.is i64
     %src = irdl.is i64
     %config = irdl.is i64

@@ -161,16 +161,19 @@ COPY_OPS = tuple(f"hivm.copy_{p}" for p in
 LOAD_OPS = ("hivm.load_l1_to_l0a", "hivm.load_l1_to_l0b")
 VECTOR_BINARY = tuple(f"hivm.{n}" for n in ("vadd", "vsub", "vmul", "vdiv", "vmax", "vmin"))
 VECTOR_SCALAR = tuple(f"hivm.{n}" for n in ("vadds", "vmuls", "vmaxs", "vmins"))
+VECTOR_FMA = ("hivm.vmadd", "hivm.vmla")
+VECTOR_AXPY = "hivm.vaxpy"
 VECTOR_UNARY = tuple(f"hivm.{n}" for n in ("vrelu", "vabs", "vexp", "vln", "vsqrt", "vrsqrt", "vrec"))
 VECTOR_REDUCE = ("hivm.vcadd", "hivm.vcmax", "hivm.vcmin")
 VECTOR_CMP = "hivm.vcmp"
 VECTOR_SELECT = "hivm.vsel"
 VECTOR_OPS = VECTOR_BINARY + VECTOR_SCALAR + VECTOR_UNARY + VECTOR_REDUCE + (
-    "hivm.vconv", "hivm.vdup", "hivm.vnchwconv", VECTOR_CMP, VECTOR_SELECT)
+    "hivm.vconv", "hivm.vdup", "hivm.vnchwconv", VECTOR_CMP, VECTOR_SELECT) + VECTOR_FMA + (
+    VECTOR_AXPY,)
 SYNC_OPS = ("hivm.set_flag", "hivm.wait_flag", "hivm.pipe_barrier")
 # Binary opcodes follow this order: ops added later go at the end, so the
 # existing opcodes keep their numbers.
-_ADDED = (VECTOR_CMP, VECTOR_SELECT, "hivm.vcmin")
+_ADDED = (VECTOR_CMP, VECTOR_SELECT, "hivm.vcmin") + VECTOR_FMA + (VECTOR_AXPY,)
 ALL_OPS = (COPY_OPS + LOAD_OPS + ("hivm.mad",) + tuple(n for n in VECTOR_OPS if n not in _ADDED)
            + ("hivm.set_vector_mask", "hivm.addr") + SYNC_OPS + _ADDED)
 
@@ -179,10 +182,10 @@ ADDRESS_SPACES: Mapping[str, tuple[str, ...]] = {
     **{n: tuple(reversed(n[len("hivm.copy_"):].split("_to_"))) for n in COPY_OPS},
     **{n: tuple(reversed(n[len("hivm.load_"):].split("_to_"))) for n in LOAD_OPS},
     "hivm.mad": ("l0c", "l0a", "l0b"),
-    **{n: ("ub",) * 3 for n in VECTOR_BINARY + (VECTOR_CMP,)},
+    **{n: ("ub",) * 3 for n in VECTOR_BINARY + VECTOR_FMA + (VECTOR_CMP,)},
     VECTOR_SELECT: ("ub",) * 4,
     **{n: ("ub",) * 2 for n in VECTOR_SCALAR + VECTOR_UNARY + VECTOR_REDUCE
-       + ("hivm.vconv", "hivm.vnchwconv")},
+       + ("hivm.vconv", "hivm.vnchwconv", VECTOR_AXPY)},
     "hivm.vdup": ("ub",),
 }
 
@@ -195,7 +198,8 @@ CONFIG_KIND: Mapping[str, str] = {
 # Element types per vector op (as in cce).
 VECTOR_DTYPES: Mapping[str, tuple[str, ...]] = {
     **{n: ARITH_TYPES for n in VECTOR_BINARY if n != "hivm.vdiv"}, "hivm.vdiv": FLOAT_TYPES,
-    **{n: FLOAT_TYPES for n in VECTOR_SCALAR + VECTOR_UNARY + VECTOR_REDUCE},
+    **{n: FLOAT_TYPES for n in VECTOR_SCALAR + VECTOR_UNARY + VECTOR_REDUCE + VECTOR_FMA
+       + (VECTOR_AXPY,)},
     "hivm.vdup": ARITH_TYPES, "hivm.vnchwconv": ARITH_TYPES,
     # vcmp: the sources' type (dst is i8); vsel: dst/src0/src1's (cond is i8).
     VECTOR_CMP: ARITH_TYPES, VECTOR_SELECT: ARITH_TYPES,
@@ -304,10 +308,10 @@ def _specs() -> list[OpSpec]:
     specs = [OpSpec(n, _addr("dst", "src", "config"), checks=(_check_config,)) for n in COPY_OPS + LOAD_OPS]
     specs.append(OpSpec("hivm.mad", _addr("c", "a", "b", "config"), attrs={"dtype": TYPE},
                         checks=(_check_config,)))
-    for n in VECTOR_BINARY:
+    for n in VECTOR_BINARY + VECTOR_FMA:
         specs.append(OpSpec(n, _addr("dst", "src0", "src1", "config"), attrs={"dtype": TYPE},
                             checks=(_check_dtype, _check_config)))
-    for n in VECTOR_SCALAR:
+    for n in VECTOR_SCALAR + (VECTOR_AXPY,):
         specs.append(OpSpec(n, _addr("dst", "src", "config"), attrs={"dtype": TYPE, "scalar": F64},
                             checks=(_check_dtype, _check_config)))
     for n in VECTOR_UNARY + VECTOR_REDUCE:

@@ -25,6 +25,7 @@ _PASS_MODULES: dict[str, str] = {
     "linalg_to_ascend": "LinalgToAscendPass",
     "fuse": "FusePass",
     "fuse_horizontal": "FuseHorizontalPass",
+    "hoist_casts": "HoistCastsPass",
     "lower_fused": "LowerFused",
     "fuse_attention": "FuseAttentionPass",
     "lower_attention": "LowerAttention",

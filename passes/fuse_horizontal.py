@@ -240,7 +240,7 @@ class FuseHorizontalPass(Pass):
                 else:
                     operands.append(self._concat_constants(column, first))
             outs = self._join_allocs([op.operands[-1] for op in readers])
-            attrs = {a.name: a.attr for a in first.attributes}
+            attrs = {name: first.attributes[name] for name in first.attributes}
             with ir.InsertionPoint(readers[-1]):
                 fused = ir.Operation.create(first.name, results=[], operands=operands + [outs.full],
                                             attributes=attrs)
@@ -256,9 +256,9 @@ class FuseHorizontalPass(Pass):
         first = readers[0]
         if first.name not in ELEMENTWISE:
             return f"'{first.name}' is not elementwise"
-        attrs = {a.name: str(a.attr) for a in first.attributes}
+        attrs = {name: str(first.attributes[name]) for name in first.attributes}
         for i, op in enumerate(readers):
-            if op.name != first.name or {a.name: str(a.attr) for a in op.attributes} != attrs:
+            if op.name != first.name or {name: str(op.attributes[name]) for name in op.attributes} != attrs:
                 return "they are different ops"
             out, out0 = op.operands[-1], first.operands[-1]
             if not _is_fresh_alloc(out) or nir.memref_shape(out)[1:] != nir.memref_shape(out0)[1:] \

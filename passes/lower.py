@@ -1,7 +1,9 @@
 """`npu-lower`: the default pipeline from `ascend` to `hivm` instructions.
 
 Runs, in order and by instantiating the registered pass classes (one place,
-no copied code): `npu-split-cores` (with `cores` other than 1), `npu-fuse-horizontal`
+no copied code): `npu-split-cores` (with `cores` other than 1), `npu-hoist-casts`
+(casts of attention's operands ahead of their layout ops; skip with
+`hoist-casts=false`), `npu-fuse-horizontal`
 (sibling matmuls sharing A; skip with `fuse-horizontal=false`),
 `npu-fuse-attention` (skip with `fuse-attention=false`), `npu-fuse`,
 `npu-lower-fused` and `npu-lower-attention` (fused kernels, one core only;
@@ -84,6 +86,9 @@ class LowerPass(Pass):
         Option("fuse-row-major-stores", bool, True, "npu-fuse's row-major stores: a "
                "defractalize after a matmul joins its epilogue (C written row-major as it "
                "drains)"),
+        Option("hoist-casts", bool, True, "with fuse: f32 -> f16 casts of batch_matmul "
+               "operands (attention's Q, K, V) move ahead of their transposes and "
+               "defractalizes, into the projection's epilogue (npu-hoist-casts)"),
         Option("fuse-nz-stores", bool, True, "npu-fuse's Nz stores: a fractalize of a row "
                "group's result (a matmul's A operand) joins the group, which writes it in Nz "
                "as it leaves UB; with fuse-attention, the attention kernel writes its context "
@@ -154,6 +159,8 @@ class LowerPass(Pass):
         from npu.fusion import FUSED_UB_FRACTION
 
         share = self.ub_fraction or FUSED_UB_FRACTION
+        if self.hoist_casts:
+            self._required("npu-hoist-casts", remarks=self.fuse_remarks).run(module)
         if self.fuse_horizontal:
             self._required("npu-fuse-horizontal", remarks=self.fuse_remarks).run(module)
         snapshot = module.clone()

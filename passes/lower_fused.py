@@ -36,7 +36,7 @@ from npu.nz_store import NzStore
 from npu.cce_build import View, copy, for_pieces, lin, sub
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.passes.lower_elementwise import Input, expand_scalar_blocks, load_scalar
-from npu.vector_compute import Compute
+from npu.vector_compute import Compute, constant_blocks
 from npu.vector_tiling import VectorGeometry, plan_chunks, round_down, split_repeats
 
 
@@ -173,6 +173,9 @@ class FusedKernel:
                 elif o.kind == "scalar":
                     self.fixed[o.root] = load_scalar(self.p, Input(o.value, "scalar", o.elem),
                                                      self.flat[o.value], self.region)
+            # The recipes' constant blocks, once before the chunks.
+            self.consts = {m.index: constant_blocks(m.compute, self.target)
+                           for m in self.members if m.compute is not None}
             if self.online is not None:
                 from npu.online_kernel import TwoPass
 
@@ -184,11 +187,21 @@ class FusedKernel:
         valid = min(rows, self.rows)
         bufs: dict = {}
         expanded: dict = {}
-        for m in self.members:
-            for i in m.ins:
+        k = 0
+        while k < len(self.members):
+            m = self.members[k]
+            pair = self.multiply_add(k)
+            if pair is not None:
+                m, x = pair
+                k += 1
+            for i in m.ins + ([x] if pair is not None else []):
                 if i.kind in ("full", "col") and i.root not in bufs:
                     bufs[i.root] = self.load(i, row0, rows, valid)
-            out = nir.alloc([valid * self.n if m.out.kind == "full" else rows], m.out.elem, "ub")
+            if pair is not None:
+                out = bufs[x.root]  # dead after the pair: the result overwrites it
+            else:
+                out = nir.alloc([valid * self.n if m.out.kind == "full" else rows], m.out.elem,
+                                "ub")
             if m.compute is None:
                 self.reduce(m, bufs[m.ins[0].root], out, rows, valid)
             else:
@@ -198,6 +211,33 @@ class FusedKernel:
                 self.store(m.out, out, row0, valid)
             if m.out.root in self.nz:
                 self.nz[m.out.root].store(out, row0, valid)
+            k += 1
+
+    def multiply_add(self, k: int) -> tuple[fusion.RowOp, fusion.Operand] | None:
+        """Members k, k+1 as one vmadd: t = x * p then y = t + q, where t is
+        used by nothing else and x (a full operand) by nothing after; y is
+        computed in x's buffer as p * x + q (one rounding where there were
+        two). Returns (the vmadd member over (p, q), x) or None."""
+        if k + 1 >= len(self.members):
+            return None
+        m, m2 = self.members[k], self.members[k + 1]
+        if not (m.compute and m2.compute and (m.compute.kind, m.compute.vop) == ("binary", "cce.vmul")
+                and (m2.compute.kind, m2.compute.vop) == ("binary", "cce.vadd")):
+            return None
+        t = m.out.root
+        later = [i.root for n in self.members[k + 2:] for i in n.ins]
+        if (t in self.g.leaving or t in self.nz or t in later
+                or [i.root for i in m2.ins].count(t) != 1):
+            return None
+        (q,) = [i for i in m2.ins if i.root != t]
+        elems = {o.elem for o in m.ins + m2.ins + [m.out, m2.out]}
+        if m2.out.kind != "full" or len(elems) != 1 or elems - {"f16", "f32"}:
+            return None
+        for x, p in ((m.ins[0], m.ins[1]), (m.ins[1], m.ins[0])):
+            if x.kind == "full" and x.root not in later and x.root not in (p.root, q.root):
+                return fusion.RowOp(m2.op, m2.index, m2.rows, m2.n, [p, q], m2.out,
+                                    Compute("multiply_add")), x
+        return None
 
     def load(self, o: fusion.Operand, row0, rows: int, valid: int) -> ir.Value:
         if o.kind == "full":
@@ -242,7 +282,7 @@ class FusedKernel:
                 srcs = [self.fixed[i.root] if i.kind == "scalar" else flat(bufs[i.root], i.es)
                         for i in ins]
                 compute.emit(flat(out, m.out.es), srcs, piece.repeat, piece.mask,
-                             [flat(b, es) for b, es in temps])
+                             [flat(b, es) for b, es in temps], self.consts.get(m.index))
             return
         for i in ins:
             if i.kind == "col" and i.root not in expanded:
@@ -368,34 +408,46 @@ class FusedKernel:
                               repeat=rr * partials, mask=lanes, src_blk_stride=1,
                               src_rep_stride=lanes * aes // g, dst_rep_stride=1)
         else:
-            work, width, pitch = nir.alloc([valid * lanes], acc, "ub"), lanes, lanes
+            chains = fusion.fold_chains(n, lanes)
+            work, width, pitch = nir.alloc([valid * chains * lanes], acc, "ub"), lanes, lanes
         stride = pitch * aes // g
         if n > lanes and not two_level:
-            # work = segment 0 op segment 1 when segment 1 is whole; else a
-            # copy of segment 0. The further segments fold onto it.
-            first = lanes if n >= 2 * lanes else 0
-            if first:
-                over_rows(lambda r0, rep: nir.create_op(
-                    fold_op, [sub(work, r0 * lanes, rep * lanes),
-                              sub(src, r0 * n, (rep - 1) * n + lanes),
-                              sub(src, r0 * n + lanes, (rep - 1) * n + lanes)],
-                    repeat=rep, mask=lanes, dst_blk_stride=1, dst_rep_stride=stride,
-                    src0_blk_stride=1, src0_rep_stride=row, src1_blk_stride=1,
-                    src1_rep_stride=row))
-            else:
+            def fold(dst: int, a: tuple[ir.Value, int, int], b: tuple[ir.Value, int, int],
+                     mask: int = lanes) -> None:
+                """work from element dst = a op b; a, b: (buffer, first element, row pitch)."""
+                def body(r0: int, rep: int) -> None:
+                    (abuf, a0, ap), (bbuf, b0, bp) = a, b
+                    nir.create_op(fold_op, [sub(work, r0 * pitch + dst, (rep - 1) * pitch + mask),
+                                            sub(abuf, r0 * ap + a0, (rep - 1) * ap + mask),
+                                            sub(bbuf, r0 * bp + b0, (rep - 1) * bp + mask)],
+                                  repeat=rep, mask=mask, dst_blk_stride=1, dst_rep_stride=stride,
+                                  src0_blk_stride=1, src0_rep_stride=ap * aes // g,
+                                  src1_blk_stride=1, src1_rep_stride=bp * aes // g)
+                over_rows(body)
+
+            # `chains` independent accumulators, chain c's rows from element
+            # c * valid * lanes (disjoint byte ranges: npu-insert-sync sees
+            # them independent): a round of folds waits for one
+            # pipe_barrier(V), not one per fold.
+            base = [c * valid * lanes for c in range(chains)]
+            segments = [(j0, min(lanes, n - j0)) for j0 in range(0, n, lanes)]
+            if n >= 2 * lanes:
+                for c in range(chains):
+                    fold(base[c], (src, 2 * c * lanes, n), (src, (2 * c + 1) * lanes, n))
+                for k, (j0, mask) in enumerate(segments[2 * chains:]):
+                    c = k % chains
+                    fold(base[c], (work, base[c], pitch), (src, j0, n), mask)
+                while chains > 1:
+                    chains //= 2
+                    for c in range(chains):
+                        fold(base[c], (work, base[c], pitch), (work, base[c + chains], pitch))
+            else:  # one partial segment beyond the first: a copy of segment 0, then the fold
                 copy_rows = Compute("copy")
                 over_rows(lambda r0, rep: copy_rows.emit(
-                    View(sub(work, r0 * lanes, rep * lanes), 1, stride),
+                    View(sub(work, r0 * pitch, (rep - 1) * pitch + lanes), 1, stride),
                     [View(sub(src, r0 * n, (rep - 1) * n + lanes), 1, row)], rep, lanes))
-            for j0 in range(lanes * (2 if first else 1), n, lanes):
-                mask = min(lanes, n - j0)
-                over_rows(lambda r0, rep, j0=j0, mask=mask: nir.create_op(
-                    fold_op, [sub(work, r0 * lanes, (rep - 1) * lanes + mask),
-                              sub(work, r0 * lanes, (rep - 1) * lanes + mask),
-                              sub(src, r0 * n + j0, (rep - 1) * n + mask)],
-                    repeat=rep, mask=mask, dst_blk_stride=1, dst_rep_stride=stride,
-                    src0_blk_stride=1, src0_rep_stride=stride, src1_blk_stride=1,
-                    src1_rep_stride=row))
+                (j0, mask), = segments[1:]
+                fold(0, (work, 0, pitch), (src, j0, n), mask)
         keep = wide or acc == elem
         result = out if keep else nir.alloc([rows], acc, "ub")
         over_rows(lambda r0, rep: nir.create_op(

@@ -41,7 +41,7 @@ from npu import ir as nir
 from npu.cce_build import View, copy, copy_bursts, index_add, index_mul, lin, sub
 from npu.dialects.hivm import config_field
 from npu.passes.base import Pass, PassError
-from npu.vector_compute import cast_compute, emit_flat_run
+from npu.vector_compute import cast_compute, constant_blocks, emit_flat_run
 
 BODY_OPS = ("memref.alloc", "scf.yield", "arith.constant") + nir.VIEW_OPS
 
@@ -123,6 +123,7 @@ class MatmulEpilogue:
         self.e.broadcast = {r for r in self.e.broadcast
                             if (self.target.fractal * self.e.loaded[r].es) % granule == 0}
         self.rows_ub: dict = {}
+        self.consts: dict = {}  # member index -> its recipe's `Constants`
         self.row_major = self.row_major_targets(stores)
         self.plan = epilogue.plan(self.e, self.target)
         frac = self.target.fractal
@@ -188,12 +189,19 @@ class MatmulEpilogue:
 
     @property
     def resident_bytes(self) -> int:
-        """UB the broadcast rows hold for the whole matmul."""
-        return epilogue.broadcast_bytes(self.e)
+        """UB the broadcast rows and the recipes' constant blocks hold for the
+        whole matmul."""
+        blocks = sum(len(m.compute.constants) for m in self.e.members)
+        return epilogue.broadcast_bytes(self.e) + blocks * self.target.vector_block_bytes
 
     def load_broadcast(self, prefix: list) -> None:
         """Before the matmul's loops: each broadcast operand's first row
-        of every column block (of batch 0: they are equal), GM -> UB."""
+        of every column block (of batch 0: they are equal), GM -> UB, and
+        the recipes' constant blocks."""
+        for k, m in enumerate(self.e.members):
+            consts = constant_blocks(m.compute, self.target)
+            if consts is not None:
+                self.consts[k] = consts
         frac = self.target.fractal
         for root in self.e.broadcast:
             o = self.e.loaded[root]
@@ -221,7 +229,7 @@ class MatmulEpilogue:
             self.move("cce.copy_ub_to_gm", c, bufs[c.root], piece)
         if c.root in self.row_major:
             self.store_row_major(self.row_major[c.root], bufs[c.root], piece)
-        for m, reuse in zip(self.e.members, self.plan.reuse):
+        for k, (m, reuse) in enumerate(zip(self.e.members, self.plan.reuse)):
             for i in m.ins:
                 if i.root not in bufs and i.root not in self.e.broadcast:
                     bufs[i.root] = self.alloc(piece, i.elem)
@@ -232,7 +240,8 @@ class MatmulEpilogue:
             else:
                 temps = [_flat(self.alloc(piece, t)) for t in m.compute.temps]
                 emit_flat_run(m.compute, self.target, count, (_flat(out), m.out.elem),
-                              [(_flat(bufs[i.root]), i.elem) for i in m.ins], temps)
+                              [(_flat(bufs[i.root]), i.elem) for i in m.ins], temps,
+                              self.consts.get(k))
             bufs[m.out.root] = out
             if m.out.root in self.e.leaving:
                 self.move("cce.copy_ub_to_gm", m.out, out, piece)

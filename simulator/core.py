@@ -239,5 +239,8 @@ def _run_core(program: Program, target: Target, strict: bool, serialize: bool, n
     hazards = HazardDetector(len(trace), program.n_groups, describe, races=not serialize,
                              strict=strict)
     machine = Machine(hazards, numerics, cross, core)
-    timeline = run(trace, machine, hazards, target, trailing, serialize, memsys)
+    try:
+        timeline = run(trace, machine, hazards, target, trailing, serialize, memsys)
+    finally:
+        machine.release()
     return trace, timeline, hazards

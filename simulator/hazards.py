@@ -24,7 +24,6 @@ newest epoch per pipe lets most accesses skip the per-byte check entirely.
 
 from __future__ import annotations
 
-from operator import attrgetter, itemgetter
 from typing import Callable
 
 import numpy as np
@@ -63,15 +62,14 @@ class HazardDetector:
         self.hazards: list[dict] = []
         self._seen: set[tuple] = set()
 
-    def number_stamps(self, trace: list, executed: list[int]) -> None:
+    def number_stamps(self, trace: list, executed: list[int], op_pipes: np.ndarray) -> None:
         """Every instruction's stamp (its trace index + 1), pipe and epoch, known
         before the run: a pipe executes its instructions in trace order, so the
-        k-th of pipe p is epoch k. `executed` is the run's live count per pipe."""
-        pipes = np.fromiter(map(attrgetter("op_pipe"), map(itemgetter(0), trace)), np.int64,
-                            len(trace))
+        k-th of pipe p is epoch k. `executed` is the run's live count per pipe;
+        `op_pipes` each entry's `Instr.op_pipe`."""
         stamps = np.arange(1, len(trace) + 1)
         for p in range(NCOMP):
-            mine = pipes == p
+            mine = op_pipes == p
             if not mine.any():
                 continue
             self.stamp_pipe[1:len(trace) + 1][mine] = p
@@ -122,21 +120,21 @@ class HazardDetector:
         return False
 
     def check_read_vs_writes(self, mem: Memory, pat: Pattern, addr: int, pipe: int,
-                             clock: np.ndarray, clock_list: list, sw: list,
+                             clock: list, clock_list: list, sw: list,
                              who: tuple[str, str, str]) -> None:
         """Some pipe wrote this group (summary `sw`) at an epoch the reader's
         clock does not cover."""
         self._check_writes(mem, pat, addr, pipe, clock, clock_list, sw, who, reading=True)
 
     def check_write_vs_writes(self, mem: Memory, pat: Pattern, addr: int, pipe: int,
-                              clock: np.ndarray, clock_list: list, sw: list,
+                              clock: list, clock_list: list, sw: list,
                               who: tuple[str, str, str]) -> None:
         # V after V: write-after-write is ordered by the pipeline.
         if pipe != V or any(sw[q] > clock_list[q] for q in range(NCOMP) if q != V):
             self._check_writes(mem, pat, addr, pipe, clock, clock_list, sw, who, reading=False)
 
     def check_write_vs_reads(self, mem: Memory, pat: Pattern, addr: int, pipe: int,
-                             clock: np.ndarray, clock_list: list, sr: list,
+                             clock: list, clock_list: list, sr: list,
                              who: tuple[str, str, str]) -> None:
         for q in range(1, 6):
             # V after V: write-after-read is ordered by the pipeline.
@@ -157,14 +155,14 @@ class HazardDetector:
             return COVERS_ALL
         return self.pipe_stamps[q][epoch - 1] if epoch > 0 else 0
 
-    def _racing_writes(self, ws: np.ndarray, pipe: int, clock: np.ndarray, reading: bool) -> np.ndarray:
+    def _racing_writes(self, ws: np.ndarray, pipe: int, clock: list, reading: bool) -> np.ndarray:
         wp = self.stamp_pipe[ws]
-        bad = clock[wp] < self.stamp_n[ws]
+        bad = np.asarray(clock)[wp] < self.stamp_n[ws]
         if pipe == V and not reading:
             bad &= wp != V  # V after V: write-after-write is ordered by the pipeline
         return bad
 
-    def _check_writes(self, mem: Memory, pat: Pattern, addr: int, pipe: int, clock: np.ndarray,
+    def _check_writes(self, mem: Memory, pat: Pattern, addr: int, pipe: int, clock: list,
                       clock_list: list, sw: list, who: tuple[str, str, str], reading: bool) -> None:
         stamps = mem.wstamp.values(pat, addr)
         # Every byte of the access was last written through this group, so only
@@ -182,7 +180,7 @@ class HazardDetector:
                           "reads" if reading else "overwrites", "written")
 
     def _check_reads(self, mem: Memory, pat: Pattern, addr: int, reader_pipe: int,
-                     clock: np.ndarray, clock_list: list, who: tuple[str, str, str]) -> None:
+                     clock: list, clock_list: list, who: tuple[str, str, str]) -> None:
         stamps = mem.rstamp[reader_pipe]
         if stamps.values(pat, addr).max() <= self._covered(reader_pipe, clock_list[reader_pipe]):
             return

@@ -274,6 +274,8 @@ def instruction(decoder, op: ir.Operation, pre_cost: int) -> Callable:
                         for k in range(len(spaces))))
     addr_order = tuple(s for _, s, _, _ in plan)
     views_at: dict[tuple, tuple] = {}
+    n_addrs = len(addr_order)
+    a0, a1, a2 = (addr_order + (None, None, None))[:3]  # the common arities, unrolled
     operand_views = state.operand_views
 
     def dispatch(env: list, pre=pre_cost) -> None:
@@ -289,7 +291,12 @@ def instruction(decoder, op: ir.Operation, pre_cost: int) -> Callable:
                                     infos)
             instr = cache[key] = build(ctx).finish()
             instrs.append(instr)
-        addrs = (instr, *[env[s] for s in addr_order])
+        if n_addrs == 3:
+            addrs = (instr, env[a0], env[a1], env[a2])
+        elif n_addrs == 2:
+            addrs = (instr, env[a0], env[a1])
+        else:
+            addrs = (instr, *[env[s] for s in addr_order])
         views = views_at.get(addrs)
         if views is None:  # checked once per distinct address set (loops repeat them)
             views = views_at[addrs] = operand_views(instr, plan, addrs[1:], name, where)

@@ -15,8 +15,11 @@ flags (`memory.Shadow`), so the destination bytes become exactly as
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
+from npu.simulator import fast_path
 from npu.simulator.errors import ALIGNMENT, BOUNDS, SimulationError
 from npu.simulator.hazards import V, HazardDetector
 from npu.simulator.instruction import Instr
@@ -48,12 +51,19 @@ class Machine:
     again and again (the hivm level shares one views tuple per address set),
     so the per-run work is the hazard checks and the effect."""
 
+    # The use of an operand set from which it runs through a runner written for
+    # it (`fast_path`); before, and with None always, the generic path runs. A
+    # runner costs about as much to build as it saves in 20 executions, so only
+    # operand sets that loops use many times get one (a BERT layer's are used
+    # 4 to 15 times; the streaming and matmul benchmarks' 32 to 2,500).
+    runner_from_use: int | None = 16
+
     def __init__(self, hazards: HazardDetector, numerics: bool = True, cross=None, core: int = 0):
         self.hazards = hazards
         self.numerics = numerics
         self.cross = cross  # hazards.CrossCoreChecker of a multi-core launch, or None
         self.core = core
-        # id(views) -> (views, instr, memories, addresses, reads, writes, effect)
+        # id(views) -> (views, instr, run(stamp, n, clock, clock list))
         self.bound: dict[int, tuple] = {}
         self.tokens: dict[tuple, object] = {}  # (memory, address, pattern key) -> clean-read key
 
@@ -92,21 +102,47 @@ class Machine:
                 reads.append((mem, region.group, pat, addr, token, stamps,
                                stamps.whole(pat, addr), cross_gm))
         mems = [r.mem for r in regions]
-        entry = (views, instr, mems, addrs, tuple(reads), tuple(writes),
-                 instr.bound(mems, addrs))
+        reads, writes = tuple(reads), tuple(writes)
+        compute = instr.bound(mems, addrs)
+
+        # A cross-core launch keeps the generic path (its GM checks).
+        after = None if self.cross is not None else self.runner_from_use
+        if after is not None and after <= 1:
+            run = fast_path.runner(self.hazards, instr, reads, writes, mems, addrs, compute,
+                                   self.numerics)
+        else:
+            # Generic executions left before the runner takes over, and the views.
+            countdown = None if after is None else [after - 1, views]
+            run = partial(self.execute_generic, instr, mems, addrs, reads, writes, compute,
+                          countdown)
+        entry = (views, instr, run)
         if len(self.bound) >= BOUND_CACHE_ENTRIES:
             self.bound.clear()
         self.bound[id(views)] = entry
         return entry
 
-    def execute(self, instr: Instr, views: tuple, stamp: int, n: int, clock: np.ndarray,
+    def release(self) -> None:
+        """Drop the bound operand sets once the run is over: their generic
+        paths refer back to the machine, and without this the cycle would
+        leave every binding to the garbage collector."""
+        self.bound.clear()
+        self.tokens.clear()
+
+    def execute(self, instr: Instr, views: tuple, stamp: int, n: int, clock: list,
                 clock_list: list, pipe: int) -> None:
-        # The hazard detector's fast paths are inlined here (this runs once per
-        # dynamic instruction); the per-byte checks stay in HazardDetector.
+        """Check and apply one dynamic instruction: its operand set's runner
+        (`fast_path.runner`, or the generic path on a multi-core launch)."""
         entry = self.bound.get(id(views))
         if entry is None or entry[0] is not views or entry[1] is not instr:
             entry = self.bind(instr, views)
-        _, _, mems, addrs, reads, writes, compute = entry
+        entry[2](stamp, n, clock, clock_list)
+
+    def execute_generic(self, instr: Instr, mems: list, addrs: list, reads: tuple,
+                        writes: tuple, compute, countdown: list | None, stamp: int, n: int,
+                        clock: list, clock_list: list) -> None:
+        # The hazard detector's fast paths are inlined here (this runs once per
+        # dynamic instruction); the per-byte checks stay in HazardDetector.
+        pipe = instr.pipe
         hz = self.hazards
         races = hz.races
         initialised = hz.initialised
@@ -166,6 +202,12 @@ class Machine:
             # Every destination byte gets the flag of the source byte it came from.
             instr.compute([m.uninit_shadow() for m in mems], addrs)
             initialised.clear()  # cached clean reads may now cover moved-in garbage
+        if countdown is not None:
+            countdown[0] -= 1
+            if not countdown[0]:  # from the next use on, the runner
+                views = countdown[1]
+                self.bound[id(views)] = (views, instr, fast_path.runner(
+                    self.hazards, instr, reads, writes, mems, addrs, compute, self.numerics))
 
     @staticmethod
     def _misaligned(instr: Instr, k: int, addr: int, align: int, region) -> None:

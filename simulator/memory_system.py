@@ -33,6 +33,7 @@ from npu.simulator.access import sorted_unique
 from npu.target import Target
 
 BIN = 64  # cycles per bus calendar bin
+SMALL_RUN = 16  # L2 lines of a transfer short enough to test one by one
 
 
 class MemorySystem:
@@ -51,29 +52,56 @@ class MemorySystem:
 
     # -- L2 -------------------------------------------------------------------
 
-    def _lines(self, pattern, addr: int) -> np.ndarray:
-        line = self.line
-        key = (pattern.key, addr % line)
-        rel = self._lines_of.get(key)
-        if rel is None:
-            shift = addr % line
-            if pattern.dense:
-                rel = np.arange((pattern.lo + shift) // line, (pattern.hi - 1 + shift) // line + 1)
-            else:
-                rel = sorted_unique((pattern.byte_idx + shift) // line)
-            self._lines_of[key] = rel
-        return rel + (addr - addr % line) // line
-
-    def _touch(self, mem, lines: np.ndarray, t0: int) -> int:
-        """Lines of `lines` that hit in L2; marks all of them touched at t0."""
+    def _last(self, mem) -> np.ndarray:
+        """When each line of `mem` was last touched (-inf: never)."""
         last = self._last_touch.get(mem)
         if last is None:
             n = -(-mem.data.size // self.line)
             last = self._last_touch[mem] = np.full(n, -np.inf)
+        return last
+
+    def _lines(self, last: np.ndarray, pattern, addr: int):
+        """The L2 lines the transfer touches, as a selection of `last`: a
+        slice when they are one run (a dense pattern), a strided 2-D view
+        when they are equal line-aligned bursts, else their indices (each
+        line once in every case)."""
+        line = self.line
+        first = (addr - addr % line) // line
+        if pattern.dense:
+            shift = addr % line
+            return slice(first + (pattern.lo + shift) // line,
+                         first + (pattern.hi - 1 + shift) // line + 1)
+        if pattern.bursts is not None and addr % line == 0:
+            n, burst, stride = pattern.bursts
+            if burst % line == 0 and stride % line == 0 and stride >= burst:
+                per, step = burst // line, stride // line
+                if first + n * step <= last.size:
+                    return last[first:first + n * step].reshape(n, step)[:, :per]
+        key = (pattern.key, addr % line)
+        rel = self._lines_of.get(key)
+        if rel is None:
+            rel = self._lines_of[key] = sorted_unique((pattern.byte_idx + addr % line) // line)
+        return rel + first
+
+    def _touch(self, mem, pattern, addr: int, t0: int) -> tuple[int, int]:
+        """(lines the transfer touches that hit in L2, lines in all); marks
+        all of them touched at t0."""
+        last = self._last(mem)
+        lines = self._lines(last, pattern, addr)
+        if isinstance(lines, np.ndarray) and lines.ndim == 2:  # a view of `last`
+            hits = int(np.count_nonzero(np.abs(lines - t0) <= self.window))
+            np.maximum(lines, t0, out=lines)
+            return hits, lines.size
         seen = last[lines]
+        if isinstance(lines, slice) and seen.size <= SMALL_RUN:
+            # A few lines (short transfers): Python floats, the same doubles.
+            window = self.window
+            hits = sum(1 for s in seen.tolist() if abs(s - t0) <= window)
+            np.maximum(seen, t0, out=seen)  # a view: updates `last`
+            return hits, seen.size
         hits = int(np.count_nonzero(np.abs(seen - t0) <= self.window))
         last[lines] = np.maximum(seen, t0)
-        return hits
+        return hits, seen.size
 
     # -- the bus --------------------------------------------------------------
 
@@ -82,12 +110,11 @@ class MemorySystem:
         """Cycles the core's mover is busy with this transfer from cycle t0."""
         if write:
             chip = float(nbytes)
-            self._touch(mem, self._lines(pattern, addr), t0)
+            self._touch(mem, pattern, addr, t0)
             self.gm_bytes["write"] += nbytes
         else:
-            lines = self._lines(pattern, addr)
-            hits = self._touch(mem, lines, t0)
-            miss_share = 1.0 - hits / len(lines)
+            hits, n_lines = self._touch(mem, pattern, addr, t0)
+            miss_share = 1.0 - hits / n_lines
             chip = nbytes * miss_share
             self.gm_bytes["read"] += nbytes
             self.l2_hit_bytes += nbytes - int(chip)
@@ -114,8 +141,9 @@ class MemorySystem:
                         t = float((b + k) * BIN)
                         continue
                 end = (b + 1) * BIN
-                take = min(left, rate * (end - t), self.room[b] / share)
-                self.room[b] -= take * share
+                room = float(self.room[b])  # the same double, as a Python float
+                take = min(left, rate * (end - t), room / share)
+                self.room[b] = room - take * share
                 left -= take
                 t = t + take / rate if left <= 0 else end
         cycles = int(-(-(t - t0) // 1)) + n_bursts * self.target.gm_burst_cycles

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from operator import itemgetter
+from itertools import accumulate
+from operator import attrgetter, itemgetter
 
 import numpy as np
 
@@ -58,6 +59,30 @@ class Timeline:
     unconsumed_sets: list[int] = field(default_factory=list)
     dispatch: list[int] = field(default_factory=list)  # when S handed each entry to its pipe
     static_counts: Counter = field(default_factory=Counter)  # dispatches per static instruction
+    codes: "TraceCodes | None" = None  # each entry's static instruction, as an array
+
+
+@dataclass
+class TraceCodes:
+    """Each trace entry's static instruction as an index into `instrs`, so
+    that per-entry facts (pipe, kind, cost class) are one numpy gather from a
+    per-instruction table instead of a Python pass over the trace."""
+
+    instrs: list
+    codes: np.ndarray
+
+    @classmethod
+    def of(cls, trace: list, counts: Counter) -> "TraceCodes":
+        instrs = list(counts)
+        index = {instr: k for k, instr in enumerate(instrs)}
+        codes = np.fromiter(map(index.__getitem__, map(itemgetter(0), trace)), np.int64,
+                            len(trace))
+        return cls(instrs, codes)
+
+    def column(self, fact) -> np.ndarray:
+        """`fact(instr)` of every entry's instruction."""
+        table = np.array([fact(instr) for instr in self.instrs], np.int64)
+        return table[self.codes] if table.size else np.zeros(0, np.int64)
 
 
 def static_counts(trace: list) -> Counter:
@@ -103,17 +128,21 @@ def run(trace: list, machine: Machine, hazards: HazardDetector, target: Target,
     launch) times GM transfers; without it they cost their static occupancy."""
     counts = static_counts(trace)
     check_flag_pairs(trace, counts)
+    codes = TraceCodes.of(trace, counts)
+    hazards.number_stamps(trace, [0] * NPIPES, codes.column(attrgetter("op_pipe")))
     if serialize:
         timeline = _run_serialized(trace, machine, hazards, target, trailing_scalar)
     else:
-        timeline = _run_parallel(trace, machine, hazards, target, trailing_scalar, memsys)
+        timeline = _run_parallel(trace, machine, hazards, target, trailing_scalar, memsys,
+                                 codes.column(attrgetter("pipe")))
     timeline.counts, timeline.sync_counts = _counts(counts, len(trace))
     timeline.static_counts = counts
+    timeline.codes = codes
     return timeline
 
 
 def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target: Target,
-                  trailing_scalar: int, memsys=None) -> Timeline:
+                  trailing_scalar: int, memsys, entry_pipes: np.ndarray) -> Timeline:
     n_entries = len(trace)
     start = [0] * n_entries
     end = [0] * n_entries
@@ -122,24 +151,29 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
     flag_latency = target.flag_latency
     pipelined_set = pipelined_pipes(target)
     queues = [deque() for _ in range(NPIPES)]
-    clocks = [np.zeros(NCOMP, np.int64) for _ in range(NPIPES)]
+    # Vector clocks as lists: 7 components, joined and copied far more often
+    # than the slow paths (which take them as arrays) read them.
     clock_lists = [[0] * NCOMP for _ in range(NPIPES)]
     last_snap: list = [None] * NPIPES
-    counts = [0] * NPIPES
+    counts = hazards.executed  # the run's live count per pipe (numbered stamps read it)
     free = [0] * NPIPES
     done = [0] * NPIPES
     busy = [0] * NPIPES
     busy_end = [0] * NPIPES
+    # The scalar unit stalls only at its own instructions: between two of
+    # them it hands every entry to its pipe in one step.
+    s_entries = np.flatnonzero(entry_pipes == S).tolist() + [n_entries]
+    s_next = 0  # index into s_entries of the first S entry at or after s_pos
+    costs = list(map(itemgetter(2), trace))
     events: dict[tuple, deque] = {}
     set_of_event: dict[tuple, deque] = {}
     flows: list[tuple[int, int]] = []
-    hazards.number_stamps(trace, counts)
-    execute = machine.execute
-    s_clock = np.zeros(NCOMP, np.int64)
+    bound_get, bind = machine.bound.get, machine.bind
+    s_clock = [0] * NCOMP
     s_pos = 0
     s_time = 0
 
-    def raise_event(key: tuple, t: int, clock: np.ndarray, entry: int) -> None:
+    def raise_event(key: tuple, t: int, clock: list, entry: int) -> None:
         events.setdefault(key, deque()).append((t + flag_latency, clock))
         set_of_event.setdefault(key, deque()).append(entry)
 
@@ -154,39 +188,49 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
         progressed = False
         # --- the scalar unit dispatches until it stalls --------------------------
         while s_pos < n_entries:
-            instr, _, cost = trace[s_pos]
+            while s_entries[s_next] < s_pos:
+                s_next += 1
+            stop = s_entries[s_next]
+            if stop > s_pos:  # entries for the other pipes, up to the next S entry
+                times = list(accumulate(costs[s_pos:stop], initial=s_time))
+                dispatch[s_pos:stop] = times[1:]
+                snap[s_pos:stop] = [s_clock] * (stop - s_pos)
+                segment = entry_pipes[s_pos:stop]
+                for p in range(1, NPIPES):
+                    mine = np.flatnonzero(segment == p)
+                    if mine.size:
+                        queues[p].extend((mine + s_pos).tolist())
+                s_time = times[-1]
+                s_pos = stop
+                progressed = True
+                continue
+            instr, _, cost = trace[s_pos]  # the scalar unit's own instruction
             t = s_time + cost
-            if instr.pipe == S:
-                kind = instr.kind
-                if kind == WAIT:
-                    ev = take_event(instr.key, s_pos)
-                    if ev is None:
-                        break
-                    start[s_pos] = t
-                    t = max(t, ev[0])
-                    s_clock = np.maximum(s_clock, ev[1])
-                elif kind == SET:
-                    start[s_pos] = t
-                    c = s_clock.copy()
-                    raise_event(instr.key, t, c, s_pos)
-                elif kind == BARRIER and instr.barrier_all:
-                    if any(queues):
-                        break
-                    start[s_pos] = t
-                    t = max([t] + done)
-                    joined = s_clock.copy()
-                    for p in range(1, NPIPES):
-                        c = clocks[p].copy()
-                        c[p] = counts[p]
-                        np.maximum(joined, c, out=joined)
-                    s_clock = joined
-                else:
-                    start[s_pos] = t
-                end[s_pos] = t
+            kind = instr.kind
+            if kind == WAIT:
+                ev = take_event(instr.key, s_pos)
+                if ev is None:
+                    break
+                start[s_pos] = t
+                t = max(t, ev[0])
+                s_clock = list(map(max, s_clock, ev[1]))
+            elif kind == SET:
+                start[s_pos] = t
+                raise_event(instr.key, t, s_clock.copy(), s_pos)
+            elif kind == BARRIER and instr.barrier_all:
+                if any(queues):
+                    break
+                start[s_pos] = t
+                t = max([t] + done)
+                joined = s_clock.copy()
+                for p in range(1, NPIPES):
+                    c = clock_lists[p].copy()
+                    c[p] = counts[p]
+                    joined = list(map(max, joined, c))
+                s_clock = joined
             else:
-                dispatch[s_pos] = t
-                snap[s_pos] = s_clock
-                queues[instr.pipe].append(s_pos)
+                start[s_pos] = t
+            end[s_pos] = t
             s_time = t
             s_pos += 1
             progressed = True
@@ -223,7 +267,6 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
                 break
             p = best
             q = queues[p]
-            clock = clocks[p]
             clock_l = clock_lists[p]
             pipelined = p in pipelined_set
             # This pipe's times, kept in locals for the burst (only it changes them).
@@ -243,15 +286,17 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
                         break
                 sn = snap[i]
                 if sn is not last_snap[p]:
-                    np.maximum(clock, sn, out=clock)
-                    clock_l[:] = clock.tolist()
+                    clock_l[:] = map(max, clock_l, sn)
                     last_snap[p] = sn
                 if kind == OP:
                     n = counts[p] = counts[p] + 1
                     if p != V:
-                        clock[p] = n
                         clock_l[p] = n
-                    execute(instr, views, i + 1, n, clock, clock_l, p)
+                    # Machine.execute, inlined: the operand set's runner.
+                    entry = bound_get(id(views))
+                    if entry is None or entry[0] is not views or entry[1] is not instr:
+                        entry = bind(instr, views)
+                    entry[2](i + 1, n, clock_l, clock_l)
                     occ = instr.occupancy
                     k = instr.gm_operand
                     if k is not None and memsys is not None:
@@ -272,19 +317,17 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
                 elif kind == WAIT:
                     ev = take_event(instr.key, i)
                     t = ev[0] if ev[0] > t0 else t0
-                    np.maximum(clock, ev[1], out=clock)
-                    clock_l[:] = clock.tolist()
+                    clock_l[:] = map(max, clock_l, ev[1])
                     p_free = t
                     start[i] = t0
                     end[i] = t
                 else:  # SET or BARRIER: wait for every earlier instruction of p
                     t = p_done if p_done > t0 else t0
                     if kind == SET:
-                        c = clock.copy()
+                        c = clock_l.copy()
                         c[p] = counts[p]
                         raise_event(instr.key, t, c, i)
                     elif p == V:
-                        clock[V] = counts[V]
                         clock_l[V] = counts[V]
                     p_free = t
                     start[i] = t
@@ -336,9 +379,8 @@ def _run_serialized(trace: list, machine: Machine, hazards: HazardDetector, targ
     busy = [0] * NPIPES
     pending: dict[tuple, deque] = {}
     flows: list[tuple[int, int]] = []
-    everything = np.full(NCOMP, np.iinfo(np.int64).max // 2, np.int64)
-    everything_l = everything.tolist()
-    hazards.number_stamps(trace, counts)
+    everything = [np.iinfo(np.int64).max // 2] * NCOMP
+    counts = hazards.executed  # the run's live count per pipe (numbered stamps read it)
     dispatch = [0] * n_entries
     s_time = 0
     last = 0
@@ -350,7 +392,7 @@ def _run_serialized(trace: list, machine: Machine, hazards: HazardDetector, targ
         kind = instr.kind
         if kind == OP:
             n = counts[p] = counts[p] + 1
-            machine.execute(instr, views, i + 1, n, everything, everything_l, p)
+            machine.execute(instr, views, i + 1, n, everything, everything, p)
             e = t0 + instr.occupancy + instr.latency
             busy[p] += e - t0
         elif kind == SET:

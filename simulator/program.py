@@ -20,7 +20,7 @@ from typing import Callable
 from mlir import ir
 
 from npu import ir as npu_ir
-from npu.simulator import cube_unit, hivm_decode, mte, vector_unit
+from npu.simulator import cube_unit, dispatch, hivm_decode, mte, vector_unit
 from npu.simulator.errors import INVALID, UNSUPPORTED, SimulationError, where_of
 from npu.simulator.instruction import BARRIER, SET, WAIT, DecodeContext, Instr, SyncInstr
 from npu.simulator.memory import Memory, Placement, Region
@@ -182,17 +182,37 @@ class Decoder(ScalarAndViewDecoding):
         fns: list[Fn] = []
         static_cost = 0
         pending = self.pending
+        # Consecutive cce instructions with only static scalar cost between
+        # them and operands defined outside this block: (instr, operand slots,
+        # pre cost), dispatched by one closure.
+        run: list[tuple[Instr, tuple[int, ...], int]] = []
+        local: set | None = None  # values defined in this block (once a cce op needs them)
+
+        def flush() -> None:
+            if run:
+                fns.append(dispatch.dispatch_run(list(run), self.trace, pending))
+                run.clear()
+
         for op_view in block.operations:
             op = op_view.operation
             name = op.name
             if name in ("scf.yield", "func.return"):
                 continue
             if name in INSTR_DECODERS:
-                fns.append(self.instruction(op, static_cost + self.issue))
+                instr, slots = self.instruction(op)
+                if local is None:
+                    local = _defined_in(block)
+                if any(v in local for v in op.operands):  # changes within the block
+                    flush()
+                    fns.append(dispatch.dispatch_one(instr, slots, static_cost + self.issue,
+                                                     self.trace, pending))
+                else:
+                    run.append((instr, slots, static_cost + self.issue))
                 static_cost = 0
                 continue
             if name.startswith("hivm."):  # the hivm level: decoded from its words
                 scalar = hivm_decode.scalar_op(self, op)
+                flush()
                 if scalar is None:
                     fns.append(hivm_decode.instruction(self, op, static_cost + self.issue))
                     static_cost = 0
@@ -201,6 +221,7 @@ class Decoder(ScalarAndViewDecoding):
                     static_cost += scalar[1]
                 continue
             if name in ("scf.for", "scf.if"):
+                flush()
                 if static_cost:
                     fns.append(_add_cost(pending, static_cost))
                     static_cost = 0
@@ -209,57 +230,19 @@ class Decoder(ScalarAndViewDecoding):
             fn, cost = self.scalar(op)
             static_cost += cost
             if fn is not None:
+                flush()
                 fns.append(fn)
+        flush()
         if static_cost:
             fns.append(_add_cost(pending, static_cost))
         return fns
 
-    def instruction(self, op: ir.Operation, pre_cost: int) -> Fn:
+    def instruction(self, op: ir.Operation) -> tuple[Instr, tuple[int, ...]]:
+        """Decode a cce op (once, in program order): its `Instr` and operand slots."""
         ctx = DecodeContext(op, where_of(op.location), self.target)
         instr = INSTR_DECODERS[op.name](ctx).finish()
         self.instrs.append(instr)
-        slots = tuple(self.use(v, op) for v in op.operands)
-        append = self.trace.append
-        pending = self.pending
-        if not slots:
-            def dispatch_sync(env: list, instr=instr, pre=pre_cost) -> None:
-                append((instr, (), pending[0] + pre))
-                pending[0] = 0
-            return dispatch_sync
-        # The same operand views give the same views tuple, which the machine
-        # recognises (it binds each tuple's accesses once).
-        if len(slots) == 2:
-            a, b = slots
-
-            def dispatch2(env: list, instr=instr, a=a, b=b, pre=pre_cost, last=[()]) -> None:
-                va, vb = env[a], env[b]
-                views = last[0]
-                if not views or views[0] is not va or views[1] is not vb:
-                    views = last[0] = (va, vb)
-                append((instr, views, pending[0] + pre))
-                pending[0] = 0
-            return dispatch2
-        if len(slots) == 3:
-            a, b, c = slots
-
-            def dispatch3(env: list, instr=instr, a=a, b=b, c=c, pre=pre_cost, last=[()]) -> None:
-                va, vb, vc = env[a], env[b], env[c]
-                views = last[0]
-                if not views or views[0] is not va or views[1] is not vb or views[2] is not vc:
-                    views = last[0] = (va, vb, vc)
-                append((instr, views, pending[0] + pre))
-                pending[0] = 0
-            return dispatch3
-
-        def dispatch(env: list, instr=instr, slots=slots, pre=pre_cost, last=[()]) -> None:
-            views = tuple([env[s] for s in slots])
-            if all(x is y for x, y in zip(views, last[0] or (None,))):
-                views = last[0]
-            else:
-                last[0] = views
-            append((instr, views, pending[0] + pre))
-            pending[0] = 0
-        return dispatch
+        return instr, tuple(self.use(v, op) for v in op.operands)
 
     # -- control flow -----------------------------------------------------------
 
@@ -336,6 +319,14 @@ class Decoder(ScalarAndViewDecoding):
         if ops and ops[-1].operation.name == "scf.yield":
             return tuple(self.use(v, op) for v in ops[-1].operation.operands)
         return ()
+
+
+def _defined_in(block: ir.Block) -> set:
+    """The values `block` defines: its arguments and its ops' results."""
+    local = set(block.arguments)
+    for op_view in block.operations:
+        local.update(op_view.operation.results)
+    return local
 
 
 def _add_cost(pending: list[int], cost: int) -> Fn:

@@ -22,7 +22,7 @@ import numpy as np
 
 from npu.simulator.hazards import PIPE_NAMES, S, V, M
 from npu.simulator.instruction import OP, WAIT
-from npu.simulator.pipes import pipelined_pipes
+from npu.simulator.pipes import TraceCodes, pipelined_pipes
 from npu.target import PATH_PIPES, Target
 
 HOTSPOTS = 10  # source locations listed, by cycles on their unit
@@ -63,9 +63,9 @@ def build(trace: list, timeline, program, target: Target, hazards: list[dict],
         else:
             code_of[instr] = -2 - instr.pipe if instr.kind == WAIT else -1
             unit_of[instr] = 0
-    instrs = list(map(itemgetter(0), trace))
-    code = np.fromiter(map(code_of.__getitem__, instrs), np.int64, len(instrs))
-    unit = np.fromiter(map(unit_of.__getitem__, instrs), np.int64, len(instrs))
+    codes = timeline.codes or TraceCodes.of(trace, counts)
+    code = codes.column(code_of.__getitem__)
+    unit = codes.column(unit_of.__getitem__)
     starts = np.array(timeline.start, np.int64)
     ends = np.array(timeline.end, np.int64)
     dispatched = np.array(timeline.dispatch, np.int64) if timeline.dispatch else starts

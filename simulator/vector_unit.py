@@ -11,8 +11,19 @@ numpy's float16 ufuncs, which evaluate in float32 and round once to fp16 (for
 sqrt, rsqrt and 1/x are evaluated in float32 and rounded to fp16. vcadd sums
 a repeat's active lanes in float32 and rounds once.
 
-Cost: `repeat * target.vector_cycles(class)` cycles of the pipe plus
-`vector_latency` until the result lands (vnchwconv: its own per-repeat rate).
+Multiply-adds (vmadd dst = src0*dst + src1, vmla dst = src0*src1 + dst,
+vaxpy dst = scalar*src + dst) round once, like a fused multiply-add: the
+result is the exact a*b + c rounded to the operand type (nearest-even).
+f16: a*b + c is exact in float64 (22-bit products, exponents within 53 bits)
+and is rounded once. f32: the float64 sum of the exact product and c is
+corrected by its TwoSum error where rounding it to f32 would tie, so double
+rounding never happens (`fma_round`). The CCE intrinsic reference gives the
+formulas but not the rounding; one rounding is the model here, and vmul
+then vadd (two roundings) differ from it by at most an ulp per step.
+
+Cost: `repeat * target.vector_cycles(cce.vector_class(op))` cycles of the
+pipe plus `vector_latency` until the result lands (vnchwconv: its own
+per-repeat rate).
 """
 
 from __future__ import annotations
@@ -21,6 +32,7 @@ from functools import partial
 
 import numpy as np
 
+from npu.dialects.cce import VECTOR_AXPY, VECTOR_FMA, vector_class
 from npu.simulator import access
 from npu.simulator.instruction import Access, DecodeContext, Instr, np_dtype
 from npu.simulator.memory import Memory
@@ -48,6 +60,28 @@ UNARY = {
     "cce.vrec": _f32(lambda x: np.float32(1) / x),
 }
 TRANSCENDENTAL = {"cce.vexp", "cce.vln", "cce.vsqrt", "cce.vrsqrt", "cce.vrec", "cce.vdiv"}
+
+
+def fma_round(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """a*b + c rounded once to the type of `c` (f16 or f32), nearest-even."""
+    dt = c.dtype
+    with np.errstate(all="ignore"):
+        p = a.astype(np.float64) * b.astype(np.float64)  # exact for f16/f32 inputs
+        c64 = c.astype(np.float64)
+        s = p + c64
+        if dt == np.float16:
+            return s.astype(dt)  # exact sum: one rounding
+        r = s.astype(dt)
+        # TwoSum: s + err == p + c exactly (finite values).
+        bb = s - p
+        err = (p - (s - bb)) + (c64 - bb)
+        r64 = r.astype(np.float64)
+        toward = np.where(s > r64, np.inf, -np.inf).astype(dt)
+        other = np.nextafter(r, toward)
+        tie = (s != r64) & np.isfinite(s) & (other.astype(np.float64) - s == s - r64)
+        # On a tie of s, the exact value lies on err's side of s.
+        fix = tie & (err != 0) & ((err > 0) == (other.astype(np.float64) > s))
+        return np.where(fix, other, r)
 ROUND_MODES = ("rint", "floor", "ceil", "trunc", "round", "none")
 
 
@@ -123,7 +157,7 @@ class VectorOp(Instr):
 
 class Binary(VectorOp):
     def __init__(self, ctx: DecodeContext):
-        super().__init__(ctx, "transcendental" if ctx.cce_name in TRANSCENDENTAL else "simple", 3)
+        super().__init__(ctx, vector_class(ctx.cce_name), 3)
         if len({o.dtype for o in ctx.operands}) != 1:
             raise ctx.fail("needs one element type for dst, src0 and src1")
         mask = self.read_mask(ctx)
@@ -156,14 +190,45 @@ class Binary(VectorOp):
                        out=self.dst.get(mems, addrs))
 
 
+class MultiplyAdd(VectorOp):
+    """vmadd (dst = src0*dst + src1), vmla (dst = src0*src1 + dst) and vaxpy
+    (dst = scalar*src + dst): dst is read as well as written; one rounding."""
+
+    def __init__(self, ctx: DecodeContext):
+        name = ctx.cce_name
+        axpy = name == VECTOR_AXPY
+        super().__init__(ctx, vector_class(name), 2 if axpy else 3)
+        if len({o.dtype for o in ctx.operands}) != 1:
+            raise ctx.fail("needs one element type for all operands")
+        mask = self.read_mask(ctx)
+        self.dst = Lanes(ctx, 0, "dst", self.repeat, mask, self.lanes)
+        if axpy:
+            self.srcs = [Lanes(ctx, 1, "src", self.repeat, mask, self.lanes)]
+            self.scalar = np_dtype(ctx.operands[1].dtype)(ctx.float("scalar"))
+        else:
+            self.srcs = [Lanes(ctx, i + 1, f"src{i}", self.repeat, mask, self.lanes)
+                         for i in range(2)]
+        self.form = name
+        self.set_accesses(self.srcs + [self.dst], [self.dst])
+
+    def compute(self, mems: list[Memory], addrs: list[int]) -> None:
+        d = self.dst.get(mems, addrs)
+        vals = [l.get(mems, addrs) for l in self.srcs]
+        if self.form == "cce.vmadd":
+            out = fma_round(vals[0], d, vals[1])
+        elif self.form == "cce.vmla":
+            out = fma_round(vals[0], vals[1], d)
+        else:
+            out = fma_round(np.full_like(d, self.scalar), vals[0], d)
+        self.dst.put(mems, addrs, out)
+
+
 class Unary(VectorOp):
     """Unary, scalar (`dst = src op scalar`) and vconv share the dst/src shape."""
 
     def __init__(self, ctx: DecodeContext):
         name = ctx.cce_name
-        op_class = ("convert" if name == "cce.vconv" else
-                    "transcendental" if name in TRANSCENDENTAL else "simple")
-        super().__init__(ctx, op_class, 2)
+        super().__init__(ctx, vector_class(name), 2)
         mask = self.read_mask(ctx)
         self.dst = Lanes(ctx, 0, "dst", self.repeat, mask, self.lanes)
         self.src = Lanes(ctx, 1, "src", self.repeat, mask, self.lanes)
@@ -412,6 +477,7 @@ def _converter(src: str, dst: str, mode: str):
 def decoders() -> dict:
     table: dict = {name: Binary for name in BINARY}
     table.update({name: Unary for name in list(SCALAR) + list(UNARY) + ["cce.vconv"]})
+    table.update({name: MultiplyAdd for name in VECTOR_FMA + (VECTOR_AXPY,)})
     table.update({"cce.vdup": Dup, "cce.vcadd": Reduce, "cce.vcmax": Reduce, "cce.vcmin": Reduce,
                   "cce.vnchwconv": Nchwconv, "cce.vcmp": Compare, "cce.vsel": Select})
     return table

@@ -51,9 +51,9 @@ from npu.passes.lower_attention.softmax import F16_MASKED, SoftmaxSteps
 from npu.passes.lower_matmul import LowerMatmul
 
 BODY_OPS = ("memref.alloc", "scf.yield") + nir.VIEW_OPS
-# Most (query, key) tiles of a head emitted as one static pipeline
-# (`head_tiles`); longer sequences pipeline each query tile's key tiles,
-# the middle ones in a loop, so the kernel's size stays bounded.
+# Most (query, key) tiles of a head emitted as static steps of one pipeline
+# over the heads (`head_tiles`); with more, each head is a pipeline whose
+# middle query tiles loop, so the kernel's size stays bounded.
 MAX_HEAD_STEPS = 32
 
 
@@ -95,7 +95,7 @@ class _Kernel(OperandTiles, SoftmaxSteps):
             raise PassError(f"npu.attention tile {attrs['query_rows']} x {attrs['key_rows']} "
                             f"is not whole 16-row blocks within seq {found.seq}", region)
         need = cost.footprint(self.qb, self.kb, d1, found.staged,
-                              s1 <= min(self.qb, self.kb))
+                              s1 <= min(self.qb, self.kb), found.scaled_q_rows)
         for space, nbytes in need.items():
             if nbytes > self.t.capacity(space):
                 raise PassError(f"npu.attention tile needs {nbytes} bytes of {space}, more than "
@@ -107,12 +107,17 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         # Scale the f32 scores before the max only when it does not commute
         # with it (or is too small for the f16 mask value to vanish).
         self.prescale = found.scale != 1.0 and not found.scale * F16_MASKED >= 30.0
-        # A power-of-two scale is exact in f16: with Q cast on chip for one
-        # tile per head it scales Q's f16 copy (a quarter of P's elements
-        # at seq 128 and fewer repeats than P's f16 vmuls).
-        self.scale_q = (not self.prescale and found.staged and s1 <= min(self.qb, self.kb)
-                        and found.scale > 0 and math.frexp(found.scale)[0] == 0.5
-                        and found.scale != 1.0)
+        # A power-of-two scale is exact in f16: with Q read as rows it
+        # scales Q's f16 tile once per query tile (a fraction of P's
+        # elements, D / key tile per key tile) instead of P per key tile:
+        # when Q is cast on chip, or with several tiles per head when f16
+        # rows pass through UB for it (with one, measured in BERT at seq
+        # 128, the detour through UB costs more than P's vmuls).
+        whole = s1 <= min(self.qb, self.kb)
+        self.scale_q = not self.prescale and (
+            found.scaled_q_rows and not whole or found.staged and whole
+            and math.frexp(found.scale)[0] == 0.5 and found.scale not in (0.0, 1.0))
+        self.q_rows: ir.Value | None = None  # UB of the scaled f16 Q rows (`q_staging`)
         self.scale_p = not self.prescale and not self.scale_q and found.scale != 1.0
         self.granule = self.t.granule("ub")
 
@@ -123,8 +128,7 @@ class _Kernel(OperandTiles, SoftmaxSteps):
             self.flat_out = nir.flatten_memref(a.out)
             if a.seq_blocks <= min(self.qb, self.kb):
                 self.head_pipeline()
-            elif (a.seq_blocks % self.qb == 0 and a.seq_blocks // self.qb
-                  * -(-a.seq_blocks // self.kb) <= MAX_HEAD_STEPS):
+            elif a.seq_blocks % self.qb == 0:
                 self.head_tiles()
             else:
                 self.loop(a.heads, lambda h: self.query_tiles(h))
@@ -198,13 +202,14 @@ class _Kernel(OperandTiles, SoftmaxSteps):
             k += 1
         drain(at(n - 1, inner - 1), ((n - 1) * inner + inner - 1) % 2)
 
-    def slots(self, mq: int, kbk: int, online: bool) -> dict[str, list[ir.Value]]:
+    def slots(self, mq: int, kbk: int, online: bool, v: bool = True) -> dict[str, list[ir.Value]]:
         """The two slots of what a step's stages hand on (see `skewed`);
-        alpha only with several key tiles (online softmax)."""
+        alpha only with several key tiles (online softmax); V's tile unless
+        V stays in L1 (`head_tiles`)."""
         d1, rows = self.a.d_blocks, mq * 16
         return {"scores": [nir.alloc([kbk, mq, 16, 16], "f32", "l0c") for _ in range(2)],
                 "pv": [nir.alloc([d1 + 1, mq, 16, 16], "f32", "l0c") for _ in range(2)],
-                "v": [nir.alloc([d1 + 1, kbk, 16, 16], "f16", "l1") for _ in range(2)],
+                "v": [nir.alloc([d1 + 1, kbk, 16, 16], "f16", "l1") for _ in range(2 * v)],
                 "p": [nir.alloc([kbk, mq, 16, 16], "f16", "l1") for _ in range(2)],
                 "alpha": [nir.alloc([rows], "f32", "ub") for _ in range(2 * online)]}
 
@@ -220,6 +225,7 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         # loads of head h+1 run during head h's softmax.
         wides = ([nir.alloc([a.seq * a.head_dim], "f32", "ub") for _ in range(2)]
                  if a.staged else [])
+        self.q_staging(s1)
 
         def load(h, slot: int) -> None:
             self.deferred, self.wides = [], list(wides)
@@ -259,49 +265,88 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         """Heads whose query tiles are all alike: the (head, query tile, key
         tile) triples are the steps of one pipeline, so the next query tile's
         (or head's) first scores are computed while this one's last softmax
-        runs. Q in L0A, the row max and the context are one buffer each."""
+        runs. Up to MAX_HEAD_STEPS steps a head: a head's steps are static
+        and the heads loop; more: one pipeline per head, whose query tiles
+        loop (the middle ones; their key tiles static). Q in L0A, the row
+        max and the context are one buffer each."""
         a = self.a
         s1, d1, qb, kb = a.seq_blocks, a.d_blocks, self.qb, self.kb
         n_keys = -(-s1 // kb)
         tail = s1 - (n_keys - 1) * kb
-        buf = self.slots(qb, min(kb, s1), n_keys > 1)
+
+        def blocks(y: int) -> int:
+            return tail if y == n_keys - 1 else kb
+
+        # A head's K and V tiles stay in L1 over its query tiles (loaded by
+        # the first, the ones column of V written once) when they fit.
+        resident_bytes = s1 * (2 * d1 + 1) * 512
+        need = cost.footprint(qb, kb, d1, a.staged, False, a.scaled_q_rows)["l1"]
+        resident = s1 > qb and need + resident_bytes <= self.t.capacity("l1")
+        buf = self.slots(qb, min(kb, s1), n_keys > 1, v=not resident)
         q0 = nir.alloc([qb, d1, 16, 16], "f16", "l0a")
         self.row_max = nir.alloc([qb * 16], "f32", "ub")
         self.context = nir.alloc([(d1 + 1) * qb * 256], "f32", "ub")
+        self.q_staging(qb)
+        if resident:
+            k_tiles = [self.k_tile(blocks(y)) for y in range(n_keys)]
+            v_tiles = [nir.alloc([d1 + 1, blocks(y), 16, 16], "f16", "l1") for y in range(n_keys)]
+            for y, v1 in enumerate(v_tiles):
+                self.fill_ones(v1, blocks(y))
 
-        def tile(j: int) -> tuple[int, int, int]:
-            """(query tile, key tile, key blocks) of step j."""
-            x, y = divmod(j, n_keys)
-            return x, y, tail if y == n_keys - 1 else kb
+        def first_row_block(x):
+            return x * qb if isinstance(x, int) else lin((x, qb))
 
-        def load(step: tuple, slot: int) -> None:
-            h, j = step
-            x, y, kbk = tile(j)
-            if y == 0:
-                self.mm.reorder_blocks(self.load_q(h, x * qb, qb), q0, rows=qb, cols=d1,
-                                       transpose=False, op_name="cce.load_l1_to_l0a",
-                                       src_col_stride=qb)
-            self.scores_and_v(h, q0, qb, y * kb, kbk, buf, slot)
+        def valid_rows(x) -> int:
+            """A query tile inside the loop is never the last: all rows valid."""
+            return min(qb * 16, a.seq - x * qb * 16) if isinstance(x, int) else qb * 16
 
-        def soft(step: tuple, slot: int) -> None:
-            x, y, kbk = tile(step[1])
-            self.probs(qb, kbk, buf, slot, y == 0, y == n_keys - 1 and bool(a.seq % 16))
+        def stages(locate: Callable) -> tuple[Callable, ...]:
+            """The four stages of a step, `locate(step)` = (head, query tile,
+            key tile)."""
+            def load(step, slot: int) -> None:
+                h, x, y = locate(step)
+                if y == 0:
+                    self.mm.reorder_blocks(self.load_q(h, first_row_block(x), qb), q0, rows=qb,
+                                           cols=d1, transpose=False,
+                                           op_name="cce.load_l1_to_l0a", src_col_stride=qb)
+                if not resident:
+                    self.scores_and_v(h, q0, qb, y * kb, blocks(y), buf, slot)
+                    return
+                if isinstance(x, int) and x == 0:
+                    self.load_k(h, y * kb, blocks(y), k_tiles[y])
+                    self.load_rows(a.v, 2, h, y * kb, blocks(y), v_tiles[y], ones=False)
+                self.mm.mad(q0, self.k_to_l0b(k_tiles[y], blocks(y)),
+                            self.prefix(buf["scores"][slot], blocks(y)), qb, d1, blocks(y), False)
 
-        def drain(step: tuple, slot: int) -> None:
-            h, j = step
-            x, y, kbk = tile(j)
-            if y == 0:
-                copy("cce.copy_l0c_to_ub", buf["pv"][slot], self.context, 1, (d1 + 1) * qb * 32)
-            else:
-                self.rescale_context(buf["pv"][slot], buf["alpha"][slot], qb)
-            if y == n_keys - 1:
-                self.finish(h, x * qb, qb, min(qb * 16, a.seq - x * qb * 16))
+            def soft(step, slot: int) -> None:
+                y = locate(step)[2]
+                self.probs(qb, blocks(y), buf, slot, y == 0, y == n_keys - 1 and bool(a.seq % 16))
 
-        self.skewed(a.heads, lambda st, slot: self.scope(lambda: load(st, slot)),
-                    lambda st, slot: self.scope(lambda: soft(st, slot)),
-                    lambda st, slot: self.scope(lambda: self.pv(qb, tile(st[1])[2], buf, slot)),
-                    lambda st, slot: self.scope(lambda: drain(st, slot)),
-                    inner=s1 // qb * n_keys, peel=1)
+            def pv(step, slot: int) -> None:
+                y = locate(step)[2]
+                self.pv(qb, blocks(y), buf, slot, v_tiles[y] if resident else None)
+
+            def drain(step, slot: int) -> None:
+                h, x, y = locate(step)
+                if y == 0:
+                    copy("cce.copy_l0c_to_ub", buf["pv"][slot], self.context, 1,
+                         (d1 + 1) * qb * 32)
+                else:
+                    self.rescale_context(buf["pv"][slot], buf["alpha"][slot], qb)
+                if y == n_keys - 1:
+                    self.finish(h, first_row_block(x), qb, valid_rows(x))
+
+            return tuple((lambda st, slot, f=f: self.scope(lambda: f(st, slot)))
+                         for f in (load, soft, pv, drain))
+
+        per_head = s1 // qb * n_keys
+        if per_head <= MAX_HEAD_STEPS:
+            self.skewed(a.heads, *stages(lambda st: (st[0],) + divmod(st[1], n_keys)),
+                        inner=per_head, peel=1)
+        else:
+            self.loop(a.heads, lambda h: self.skewed(
+                s1 // qb, *stages(lambda st: (h,) + st), inner=n_keys, peel=1),
+                double_buffer=False)
 
     def query_tiles(self, h) -> None:
         s1, qb = self.a.seq_blocks, self.qb
@@ -352,6 +397,13 @@ class _Kernel(OperandTiles, SoftmaxSteps):
                     lambda k, slot: self.scope(lambda: self.pv(mq, blocks(k), buf, slot)),
                     lambda k, slot: self.scope(lambda: drain(k, slot)))
 
+    def q_staging(self, q_blocks: int) -> None:
+        """The UB of the scaled f16 Q rows, for all steps (allocated with the
+        kernel's persistent buffers, never over a step's: the next query
+        tile's rows load while a softmax runs)."""
+        if self.scale_q and self.a.scaled_q_rows:
+            self.q_rows = nir.alloc([q_blocks * 16 * self.a.head_dim], "f16", "ub")
+
     # -- the stages of one key tile ---------------------------------------------
     def scores_and_v(self, h, q0, mq: int, y0, kbk: int, buf: dict, slot: int) -> None:
         """Keys y0.. (kbk blocks): Q.K^T into the slot's scores, V's tile
@@ -367,14 +419,15 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         self.softmax_tile(self.prefix(buf["scores"][slot], kbk), self.prefix(buf["p"][slot], kbk),
                           mq, kbk, alpha, masked)
 
-    def pv(self, mq: int, kbk: int, buf: dict, slot: int) -> None:
-        """P -> L0A, P.V (and the row sums) into the slot's P.V."""
+    def pv(self, mq: int, kbk: int, buf: dict, slot: int, v1: ir.Value | None = None) -> None:
+        """P -> L0A, P.V (and the row sums) into the slot's P.V; V's tile is
+        the slot's or `v1`."""
         p1 = buf["p"][slot]  # blocks viewed whole: a prefix view would be strided
         p0 = nir.alloc([mq, kbk, 16, 16], "f16", "l0a")
         self.mm.reorder_blocks(self.mm.flat_blocks(p1, math.prod(nir.memref_shape(p1)[:2])), p0,
                                rows=mq, cols=kbk, transpose=False, op_name="cce.load_l1_to_l0a",
                                src_col_stride=mq)
-        v0 = self.mm.to_l0b(buf["v"][slot], kbk, self.a.d_blocks + 1)
+        v0 = self.mm.to_l0b(v1 if v1 is not None else buf["v"][slot], kbk, self.a.d_blocks + 1)
         self.mm.mad(p0, v0, buf["pv"][slot], mq, kbk, self.a.d_blocks + 1, False)
 
     @staticmethod

@@ -14,29 +14,26 @@ from npu.vector_compute import Compute, cast_compute
 
 
 class OperandTiles:
-    """Mixed into the kernel (`a`, `mm`, `granule`, `deferred`, `wides`, `scale_q`,
-    `scope`, `apply`, `ones_blocks`)."""
+    """Mixed into the kernel (`a`, `mm`, `granule`, `deferred`, `wides`, `q_rows`,
+    `scale_q`, `scope`, `apply`, `ones_blocks`)."""
 
     def load_q(self, h, x0, mq: int) -> ir.Value:
         """Rows x0.. (mq blocks) of Q as the A operand's Nz [D/16, mq, 16, 16]."""
         return self.load_rows(self.a.q, 0, h, x0, mq)
 
     def load_rows(self, tensor: ir.Value, source: int, h, block0, blocks: int,
-                  into: ir.Value | None = None) -> ir.Value:
+                  into: ir.Value | None = None, ones: bool = True) -> ir.Value:
         """Rows from 16-row block `block0` (`blocks` of them) of a head of Q
         or V as Nz [D/16, blocks, 16, 16] in L1: from the f16 fractals, or
         staged from `a.sources[source]` in f32. `into` (V): a tile of
         [D/16 + 1, >= blocks] blocks whose last column block gets ones, so
         that P.V also yields each row's sum of P (in f32, of the f16 P the
-        context is made of)."""
+        context is made of; `ones` False: the tile has them already)."""
         a, d1 = self.a, self.a.d_blocks
         l1 = into if into is not None else nir.alloc([d1, blocks, 16, 16], "f16", "l1")
         ld = nir.memref_shape(l1)[1]
-        if into is not None:
-            fill = blocks * 256
-            self.scope(lambda: copy("cce.copy_ub_to_l1", self.ones_blocks(blocks),
-                                    sub(nir.flatten_memref(l1), d1 * ld * 256, fill), 1,
-                                    fill * 2 // self.granule))
+        if into is not None and ones:
+            self.fill_ones(l1, blocks)
         if a.sources is None:
             copy_bursts("cce.copy_gm_to_l1",
                         nir.subview(tensor, [h, 0, block0, 0, 0], [1, d1, blocks, 16, 16]),
@@ -48,6 +45,13 @@ class OperandTiles:
                    a.scale if source == 0 and self.scale_q else 1.0)
         return l1
 
+    def fill_ones(self, v1: ir.Value, blocks: int) -> None:
+        """The last column block of V's L1 tile: ones (see `load_rows`)."""
+        d1, ld, fill = self.a.d_blocks, nir.memref_shape(v1)[1], blocks * 256
+        self.scope(lambda: copy("cce.copy_ub_to_l1", self.ones_blocks(blocks),
+                                sub(nir.flatten_memref(v1), d1 * ld * 256, fill), 1,
+                                fill * 2 // self.granule))
+
     def rows_of(self, h, block0) -> tuple:
         """(first element, row pitch) of a head's rows from 16-row block
         `block0` in a Q or V source: [H, S, D], or [S, H*D] (interleaved)."""
@@ -57,19 +61,25 @@ class OperandTiles:
             return lin((block0, 16 * pitch), (h, a.head_dim)), pitch
         return lin((h, a.seq * a.head_dim), (block0, 16 * a.head_dim)), a.head_dim
 
-    def load_k(self, h, y0, kbk: int) -> ir.Value:
-        """Keys y0.. (kbk blocks) of K^T in L1, as `k_to_l0b` takes them."""
+    def k_tile(self, kbk: int) -> ir.Value:
+        """An L1 tile for `load_k` of kbk key blocks."""
+        d1 = self.a.d_blocks
+        shape = [d1, kbk] if self.a.interleaved else [kbk, d1]
+        return nir.alloc(shape + [16, 16], "f16", "l1")
+
+    def load_k(self, h, y0, kbk: int, into: ir.Value | None = None) -> ir.Value:
+        """Keys y0.. (kbk blocks) of K^T in L1 (`into`, or a new `k_tile`),
+        as `k_to_l0b` takes them."""
         a, d1 = self.a, self.a.d_blocks
+        l1 = into if into is not None else self.k_tile(kbk)
         if a.interleaved:
             # K's own rows [keys, D] laid out as Nz [D/16, keys/16] in L1: each
             # 16x16 block of K row-major is the Zn block of K^T, and block
             # (j, l) of K^T sits at j * keys/16 + l in both, so one plain load.
-            l1 = nir.alloc([d1, kbk, 16, 16], "f16", "l1")
             pitch = a.heads * a.head_dim
             self.stage(a.sources[1], lin((y0, 16 * pitch), (h, a.head_dim)), kbk * 16,
                        a.head_dim, pitch, l1)
             return l1
-        l1 = nir.alloc([kbk, d1, 16, 16], "f16", "l1")
         if a.sources is None:
             copy("cce.copy_gm_to_l1", nir.subview(a.k, [h, y0, 0, 0, 0], [1, kbk, d1, 16, 16]),
                  l1, 1, kbk * d1 * 16)
@@ -101,9 +111,16 @@ class OperandTiles:
         While `self.deferred` is a list, only the GM load is emitted here and
         the rest appended to it: the caller issues all its loads first, so
         MTE2 streams them back to back into separate buffers. An f16 source
-        needs no UB: each column block is `rows` bursts straight to L1."""
+        needs no UB: each column block is `rows` bursts straight to L1,
+        unless it is scaled (Q): then its rows pass through UB, one burst
+        each, and are scaled there in f16 before the layout."""
         if nir.memref_element(source) == "f16":
-            self.rows_to_nz(source, first, rows, cols, pitch, l1)
+            if scale == 1.0:
+                self.rows_to_nz(source, first, rows, cols, pitch, l1)
+            else:
+                self.scope(lambda: self.scale_rows(
+                    self.fetch(source, first, rows, cols, pitch, self.q_rows), l1, rows, cols,
+                    scale))
             return
         if self.deferred is None:
             self.scope(lambda: self.lay_out(self.fetch(source, first, rows, cols, pitch), l1,
@@ -123,14 +140,26 @@ class OperandTiles:
             copy("cce.copy_gm_to_l1", sub(src, lin((first, 1), (16 * j, 1)), (rows - 1) * pitch + 16),
                  self.mm.block_view(flat, j * ld, blocks), rows, 1, pitch * 2 // self.granule - 1, 0)
 
-    def fetch(self, source: ir.Value, first, rows: int, cols: int, pitch: int) -> ir.Value:
-        g = self.granule
-        wide = self.wides.pop(0) if self.wides else nir.alloc([rows * cols], "f32", "ub")
+    def fetch(self, source: ir.Value, first, rows: int, cols: int, pitch: int,
+              into: ir.Value | None = None) -> ir.Value:
+        """rows x cols of a GM matrix with `pitch` columns -> UB, row-major:
+        into `into`, or (f32) the next of `wides`, or a new buffer."""
+        g, elem = self.granule, nir.memref_element(source)
+        es = nir.element_bytes(elem)
+        wide = into if into is not None else self.wides.pop(0) if self.wides and elem == "f32" \
+            else nir.alloc([rows * cols], elem, "ub")
         copy_bursts("cce.copy_gm_to_ub",
                     sub(nir.flatten_memref(source), first, (rows - 1) * pitch + cols), wide,
-                    1 if pitch == cols else rows, rows * cols * 4 // g if pitch == cols
-                    else cols * 4 // g, src_gap=0 if pitch == cols else (pitch - cols) * 4 // g)
+                    1 if pitch == cols else rows, rows * cols * es // g if pitch == cols
+                    else cols * es // g, src_gap=0 if pitch == cols else (pitch - cols) * es // g)
         return wide
+
+    def scale_rows(self, half: ir.Value, l1: ir.Value, rows: int, cols: int,
+                   scale: float) -> None:
+        """f16 rows in UB times `scale` (a power of two: exact) -> Nz in `l1`."""
+        self.apply(Compute("scalar", vop="cce.vmuls", scalar=scale), half, [half], rows * cols,
+                   sizes=(2, 2))
+        self.to_nz(half, l1, rows, cols)
 
     def lay_out(self, wide: ir.Value, l1: ir.Value, rows: int, cols: int,
                 scale: float = 1.0) -> None:
@@ -138,9 +167,9 @@ class OperandTiles:
         half = nir.alloc([rows * cols], "f16", "ub")
         self.apply(cast_compute("f32", "f16", "rint"), half, [wide], rows * cols, sizes=(2, 4))
         if scale != 1.0:
-            self.apply(Compute("scalar", vop="cce.vmuls", scalar=scale), half, [half], rows * cols,
-                       sizes=(2, 2))
-        self.to_nz(half, l1, rows, cols)
+            self.scale_rows(half, l1, rows, cols, scale)
+        else:
+            self.to_nz(half, l1, rows, cols)
 
     def to_nz(self, half: ir.Value, l1: ir.Value, rows: int, cols: int) -> None:
         """A row-major rows x cols f16 matrix in UB -> Nz in L1 (the absorbed

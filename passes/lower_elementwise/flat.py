@@ -11,7 +11,7 @@ from mlir import ir
 from npu import ir as nir
 from npu.cce_build import View, copy, index_mul, sub
 from npu.passes.base import PassError
-from npu.vector_compute import Compute
+from npu.vector_compute import Compute, constant_blocks
 from npu.vector_tiling import (ChunkPlan, VectorGeometry, max_chunk_elements, plan_chunks,
                                round_down, split_repeats)
 
@@ -82,7 +82,8 @@ class FlatLowering:
 
     def scalar_bytes(self) -> int:
         granule = self.p.target.granule("ub")
-        return 3 * granule * sum(1 for i in self.inputs if i.kind == "scalar")
+        return granule * (3 * sum(1 for i in self.inputs if i.kind == "scalar")
+                          + len(self.compute.constants))
 
     def plan(self) -> ChunkPlan:
         budget = budget_bytes(self.p, self.scalar_bytes())
@@ -101,6 +102,7 @@ class FlatLowering:
         flat_out = nir.flatten_memref(self.out)
         self.flat_out = flat_out
         self.scalar_views = {id(i): self.load_scalar(i) for i in self.inputs if i.kind == "scalar"}
+        self.consts = constant_blocks(self.compute, self.p.target)
         stream_chunks(plan, self.load_piece, self.store_piece,
                       aliased=any(i.aliases_out for i in self.full))
 
@@ -141,7 +143,7 @@ class FlatLowering:
                     es = nir.element_bytes(inp.elem)
                     srcs.append(View(sub(bufs[id(inp)], ins.offset, touched), 1,
                                      lanes * es // block_bytes))
-            self.compute.emit(dst, srcs, ins.repeat, ins.mask, tmps)
+            self.compute.emit(dst, srcs, ins.repeat, ins.mask, tmps, self.consts)
         copy("cce.copy_ub_to_gm", out_buf, sub(self.flat_out, start, length), 1,
              self.moved_granules(length, out_es))
 

@@ -37,7 +37,10 @@ VIEW_OPS = ("memref.subview", "memref.reinterpret_cast", "memref.collapse_shape"
 LOOP_OPS = ("scf.for",)
 VECTOR_OPS = ("vadd", "vsub", "vmul", "vdiv", "vmax", "vmin", "vadds", "vmuls", "vmaxs",
               "vmins", "vrelu", "vabs", "vexp", "vln", "vsqrt", "vrsqrt", "vrec", "vconv",
-              "vdup", "vcadd", "vcmax", "vcmin", "vnchwconv", "vcmp", "vsel")
+              "vdup", "vcadd", "vcmax", "vcmin", "vnchwconv", "vcmp", "vsel", "vmadd", "vmla",
+              "vaxpy")
+# Vector ops that read their destination as well (multiply-adds).
+READS_DST = ("vmadd", "vmla", "vaxpy")
 
 
 class AccessError(Exception):
@@ -428,6 +431,8 @@ class AccessAnalysis:
         for v, p, s in zip(srcs, prefixes, ebytes[1:]):
             reads.append(self.range_of(v, 0, extent(s, attr(f"{p}_blk_stride"),
                                                     attr(f"{p}_rep_stride", 8))))
+        if short in READS_DST:
+            reads += writes
         return OpAccess(op, "V", reads, writes)
 
 

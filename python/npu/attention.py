@@ -67,6 +67,13 @@ class Attention:
         return self.sources is not None and nir.memref_element(self.sources[0]) == "f32"
 
     @property
+    def scaled_q_rows(self) -> bool:
+        """Q is read as f16 rows and the scale is a power of two (exact in
+        f16): the rows pass through UB, scaled there on their way to L1."""
+        return (self.sources is not None and not self.staged and self.scale > 0
+                and math.frexp(self.scale)[0] == 0.5 and self.scale != 1.0)
+
+    @property
     def seq_blocks(self) -> int:
         return -(-self.seq // 16)
 
@@ -319,12 +326,12 @@ def _absorb_prologues(a: Attention, users: dict) -> None:
             a.internal.append(root)
             a.prologue.append(frac)
         a.sources = tuple(f[2] for f in found)
-        return
-    for cast, frac, _, half, root in found:
-        a.members += [cast, frac]
-        a.internal += [half, root]
-        a.prologue += [cast, frac]
-    a.sources = tuple(f[0].operands[0] for f in found)
+    else:
+        for cast, frac, _, half, root in found:
+            a.members += [cast, frac]
+            a.internal += [half, root]
+            a.prologue += [cast, frac]
+        a.sources = tuple(f[0].operands[0] for f in found)
     heads = [_head_transpose(src, users, a, k_side) for src, k_side in
              zip(a.sources, (False, True, False))]
     if all(h is not None for h in heads):
@@ -339,7 +346,8 @@ def _absorb_prologues(a: Attention, users: dict) -> None:
 def _head_transpose(src: ir.Value, users: dict, a: Attention, k_side: bool):
     """(transpose, its input) when `src` is the head transpose of a [S, H, D]
     projection ([S, H, D] -> [H, S, D], or [H, D, S] for K^T) read only by
-    its cast; else None."""
+    its cast (f32), or by its fractalize (f16: the projection was cast, see
+    `npu-hoist-casts`); else None."""
     root = _root(src)
     owner = nir.defining_op(root)
     readers = users.get(root, [])
@@ -355,7 +363,8 @@ def _head_transpose(src: ir.Value, users: dict, a: Attention, k_side: bool):
     perm = nir.int_array_attr(t, "permutation")
     want = [lead + 1, lead + 2, lead] if k_side else [lead + 1, lead, lead + 2]
     if (shape[:lead] != [1] * lead or shape[lead:] != [a.seq, a.heads, a.head_dim]
-            or perm != list(range(lead)) + want or nir.memref_element(base) != "f32"
+            or perm != list(range(lead)) + want
+            or nir.memref_element(base) != nir.memref_element(src)
             or not nir.is_contiguous(base)):
         return None
     return t, base

@@ -398,10 +398,10 @@ def vector_cycles(members: list[fusion.RowOp], target: Target) -> int:
     """The vector unit's busy cycles for the members over all of C: per
     element run, each instruction of each member's `Compute` costs one
     repeat at its class's rate (a recipe's steps, a cast's conversions)."""
-    from npu.simulator.vector_unit import TRANSCENDENTAL
+    from npu.dialects.cce import vector_class
 
     def rate(op: str) -> int:
-        return target.vector_cycles("transcendental" if op in TRANSCENDENTAL else "simple")
+        return target.vector_cycles(vector_class(op))
 
     total = 0
     for m in members:

@@ -81,6 +81,16 @@ class RowOp:
         return self.op.name.split(".", 1)[1]
 
 
+def fold_chains(n: int, lanes: int) -> int:
+    """Independent accumulators a row reduction folds its `lanes`-wide
+    segments into (1, 2 or 4: two whole segments each to start): the folds
+    of one round need no pipe_barrier(V) between them."""
+    chains = 1
+    while chains < 4 and 4 * chains * lanes <= n:
+        chains *= 2
+    return chains
+
+
 def accumulator(m: RowOp) -> str:
     """Element type a reduction accumulates in: f16 sums in f32 (rounded once)."""
     elem = m.ins[0].elem
@@ -287,6 +297,9 @@ def footprint(g: GroupModel, target: Target, width: int | None = None) -> Footpr
             fixed += n * o.es
         elif o.kind == "scalar":
             fixed += 3 * granule
+    # The recipes' constant blocks (`vector_compute.constant_blocks`).
+    fixed += target.vector_block_bytes * sum(len(m.compute.constants) for m in g.members
+                                             if m.compute is not None)
     col_es = [o.es for m in g.members for o in m.ins + [m.out] if o.kind == "col"]
     row_block = granule // min(col_es) if col_es else 1
 
@@ -308,7 +321,8 @@ def footprint(g: GroupModel, target: Target, width: int | None = None) -> Footpr
                 transient += sum(granule for i in m.ins if i.kind == "col")
         else:
             lanes = VectorGeometry.for_types(target, [4]).lanes
-            transient += lanes * 4 + (n * 4 if m.ins[0].elem != "f32" else 0)
+            transient += (fold_chains(n, lanes) * lanes * 4
+                          + (n * 4 if m.ins[0].elem != "f32" else 0))
         if m.out.root in g.nz:  # the chunk gathered into Nz order
             transient += n * m.out.es
         peak = max(peak, sum(live.values()) + transient)

@@ -61,7 +61,7 @@ def attr_fields(name: str) -> tuple[tuple[str, str], ...]:
         fields.append(("dtype", "type"))
     if name == "hivm.vconv":
         fields += [("src_dtype", "type"), ("round_mode", "round")]
-    if name in hivm.VECTOR_SCALAR or name == "hivm.vdup":
+    if name in hivm.VECTOR_SCALAR or name in ("hivm.vdup", hivm.VECTOR_AXPY):
         fields.append(("scalar", "f64"))
     if name == "hivm.vnchwconv":
         fields += [("src_offsets", "offsets"), ("dst_offsets", "offsets")]

@@ -214,6 +214,10 @@ _VECTOR_RATES = {
     "simple": 1,
     # [M] ~64 B/cycle for exp/ln/div/sqrt at fp16: four cycles per repeat.
     "transcendental": 4,
+    # vmadd/vmla/vaxpy (three operands read, one rounding): estimate, the
+    # rate of vmul (the CCE intrinsic docs give no throughput; the multiply-
+    # add datapath is the one vmul and vadd use).
+    "multiply_add": 1,
     # Cast and cross-lane reductions: estimate, same as simple ops.
     "convert": 1,
     "reduce": 1,
@@ -236,7 +240,8 @@ _COMMON_SOURCES = {
     "vector_block_bytes": "[T][C] 32-byte blocks of a vector repeat (the UB granule)",
     "max_repeat": "[T] repeat count field of 8 bits (bits 56..63)",
     "vector_max_stride": "[T] 8-bit stride fields of the vector configuration word",
-    "vector_cycles_per_repeat": "[M] 256 B/cycle simple, ~64 B/cycle transcendental",
+    "vector_cycles_per_repeat": "[M] 256 B/cycle simple, ~64 B/cycle transcendental; "
+                                "multiply_add, convert, reduce: estimates",
     "vector_latency": "estimate",
     "vnchwconv_cycles_per_repeat": "estimate: two 16x16 fp16 tiles = 1 KiB per repeat at ~512 B/cycle",
     "scalar_issue_cycles": "estimate: one dispatch per cycle",

@@ -1,5 +1,6 @@
 // RUN: npu-opt %s --verify-diagnostics --npu-fuse-attention=ub-fraction=0.12 | FileCheck %s
 // RUN: npu-opt %s --npu-fuse-attention=ub-fraction=0.12 --npu-lower-attention 2>&1 | FileCheck %s --check-prefix=KERNEL
+// RUN: npu-opt %s --npu-fuse-attention=ub-fraction=0.12 --npu-lower-attention 2>&1 | FileCheck %s --check-prefix=RESIDENT
 
 // Several query tiles per head (a small UB share: 2 tiles of 32 rows): the
 // casts of Q, K, V to f16 stay separate ops (K and V would be re-cast per
@@ -22,13 +23,33 @@
 // KERNEL:       cce.copy_gm_to_l1{{.*}}burst_len = 1 : i64, dst_gap = 0 : i64, n_burst = 32 : i64, src_gap = 1 : i64
 // KERNEL:       cce.copy_gm_to_l1{{.*}}burst_len = 1 : i64, dst_gap = 0 : i64, n_burst = 32 : i64, src_gap = 3 : i64
 // KERNEL:       cce.mad
+// P in two runs of two key slabs (32 rows each), each copied to L1 once
+// made: the next tile's scores wait only for the last run's copy.
+// KERNEL:       cce.vsub
+// KERNEL:       cce.vsub
+// KERNEL:       cce.vconv{{.*}}(memref<1024xf16, strided<[1]>, "ub">, memref<1024xf32, strided<[1]>, "ub">)
+// KERNEL:       cce.vexp{{.*}}memref<1024xf16
+// KERNEL:       cce.copy_ub_to_l1{{.*}}memref<2x2x16x16xf16, strided<[512, 256, 16, 1]>, "l1">
+// KERNEL:       cce.vsub
+// KERNEL:       cce.vsub
+// KERNEL:       cce.vconv{{.*}}offset: 1024>, "ub">, memref<1024xf32, strided<[1], offset: 1024>, "ub">)
 // KERNEL:       cce.vexp
+// KERNEL:       cce.copy_ub_to_l1{{.*}}memref<2x2x16x16xf16, strided<[512, 256, 16, 1], offset: 1024>, "l1">
 // KERNEL:       cce.mad
 // KERNEL-SAME:  k = 64 : i64, m = 32 : i64, n = 32 : i64
 // KERNEL:       cce.mad
 // KERNEL-SAME:  k = 48 : i64, m = 32 : i64, n = 64 : i64
 // KERNEL:       cce.copy_ub_to_gm
 // KERNEL-NOT:   cce.copy_gm_to_ub
+// A head's K and V stay in L1 over its query tiles: the first loads Q (two
+// column blocks), K^T (four) and V (two), the second Q alone.
+// RESIDENT-LABEL: func.func @attention
+// RESIDENT-COUNT-8: cce.copy_gm_to_l1
+// RESIDENT-NOT:     cce.copy_gm_to_l1
+// RESIDENT:         cce.mad
+// RESIDENT-COUNT-2: cce.copy_gm_to_l1
+// RESIDENT-NOT:     cce.copy_gm_to_l1
+// RESIDENT:         cce.mad
 func.func @attention(%q: memref<2x64x32xf32, "gm">, %kt: memref<2x32x64xf32, "gm">, %v: memref<2x64x32xf32, "gm">, %y: memref<2x64x32xf32, "gm">) {
   %t1 = memref.alloc() : memref<2x64x32xf16, "gm">
   "ascend.cast"(%q, %t1) {round_mode = "rint"} : (memref<2x64x32xf32, "gm">, memref<2x64x32xf16, "gm">) -> ()

@@ -199,3 +199,48 @@ func.func @rows_differ(%x: memref<16x32xf32, "gm">, %y: memref<8x64xf32, "gm">) 
   return
 }
 
+
+// -----
+
+// Layernorm with scale and shift over rows of 768 (12 segments of 64 f32):
+// each row sum folds into four independent accumulators (four folds, then
+// rounds of four, two and one: one pipe_barrier(V) per round once synced),
+// and (d * rstd) * gamma + beta is one vmadd per row in the normalised
+// buffer (gamma and beta read along the row).
+// CHECK-LABEL: func.func @layernorm_affine
+// CHECK:       scf.execute_region
+// KERNEL-LABEL: func.func @layernorm_affine
+// KERNEL-COUNT-4: cce.vadd{{.*}}src0_rep_stride = 96 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 96 : i64
+// KERNEL-COUNT-4: cce.vadd{{.*}}src0_rep_stride = 8 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 96 : i64
+// KERNEL-COUNT-3: cce.vadd{{.*}}src0_rep_stride = 8 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 8 : i64
+// KERNEL:       cce.vcadd
+// KERNEL:       cce.vrsqrt
+// KERNEL:       cce.vmul
+// KERNEL-NOT:   cce.vadd
+// KERNEL-COUNT-8: cce.vmadd{{.*}}repeat = 12 : i64
+// KERNEL-NOT:   cce.vadd
+// KERNEL:       cce.copy_ub_to_gm
+func.func @layernorm_affine(%x: memref<16x768xf32, "gm">, %gamma: memref<768xf32, "gm">,
+                            %beta: memref<768xf32, "gm">, %y: memref<16x768xf32, "gm">) {
+  %s = memref.alloc() : memref<16x1xf32, "gm">
+  // expected-remark @+1 {{fused 10 ops}}
+  "ascend.reduce_sum"(%x, %s) : (memref<16x768xf32, "gm">, memref<16x1xf32, "gm">) -> ()
+  %mean = memref.alloc() : memref<16x1xf32, "gm">
+  "ascend.muls"(%s, %mean) {scalar = 1.3020833333333333e-03 : f64} : (memref<16x1xf32, "gm">, memref<16x1xf32, "gm">) -> ()
+  %d = memref.alloc() : memref<16x768xf32, "gm">
+  "ascend.sub"(%x, %mean, %d) : (memref<16x768xf32, "gm">, memref<16x1xf32, "gm">, memref<16x768xf32, "gm">) -> ()
+  %sq = memref.alloc() : memref<16x768xf32, "gm">
+  "ascend.mul"(%d, %d, %sq) : (memref<16x768xf32, "gm">, memref<16x768xf32, "gm">, memref<16x768xf32, "gm">) -> ()
+  %v = memref.alloc() : memref<16x1xf32, "gm">
+  "ascend.reduce_sum"(%sq, %v) : (memref<16x768xf32, "gm">, memref<16x1xf32, "gm">) -> ()
+  %var = memref.alloc() : memref<16x1xf32, "gm">
+  "ascend.muls"(%v, %var) {scalar = 1.3020833333333333e-03 : f64} : (memref<16x1xf32, "gm">, memref<16x1xf32, "gm">) -> ()
+  %r = memref.alloc() : memref<16x1xf32, "gm">
+  "ascend.rsqrt"(%var, %r) : (memref<16x1xf32, "gm">, memref<16x1xf32, "gm">) -> ()
+  %n = memref.alloc() : memref<16x768xf32, "gm">
+  "ascend.mul"(%d, %r, %n) : (memref<16x768xf32, "gm">, memref<16x1xf32, "gm">, memref<16x768xf32, "gm">) -> ()
+  %g = memref.alloc() : memref<16x768xf32, "gm">
+  "ascend.mul"(%n, %gamma, %g) : (memref<16x768xf32, "gm">, memref<768xf32, "gm">, memref<16x768xf32, "gm">) -> ()
+  "ascend.add"(%g, %beta, %y) : (memref<16x768xf32, "gm">, memref<768xf32, "gm">, memref<16x768xf32, "gm">) -> ()
+  return
+}

@@ -127,11 +127,10 @@ def _vector(task: OpTask, options: dict[str, Any], target: Target) -> float:
 def _vector_cycles_per_repeat(task: OpTask, target: Target) -> float:
     """Cycles per repeat summed over the vector instructions of one element."""
     from npu.passes.lower_elementwise import UNARY
-    from npu.simulator.vector_unit import TRANSCENDENTAL
+    from npu.dialects.cce import vector_class
 
     if task.family == "npu-lower-elementwise" and task.op_name in UNARY:
-        return sum(target.vector_cycles("transcendental" if s.op in TRANSCENDENTAL else "simple")
-                   for s in UNARY[task.op_name])
+        return sum(target.vector_cycles(vector_class(s.op)) for s in UNARY[task.op_name])
     if task.family in ("npu-lower-transpose", "npu-lower-fractalize"):
         return target.vnchwconv_cycles_per_repeat
     return target.vector_cycles("simple")

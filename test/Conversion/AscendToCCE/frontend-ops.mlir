@@ -1,21 +1,30 @@
 // RUN: npu-opt %s --split-input-file --npu-lower-elementwise | FileCheck %s
 
 // erf of f16 data: converted to f32, Abramowitz-Stegun 7.1.26 in f32
-// (t = 1/(1 + p|x|), Horner from a5, exp(-x^2), sign by clamping x*1e30),
-// one rounding back to f16. Four f32 temporaries beside the f16 buffers.
+// (t = 1/(1 + p|x|), Horner from a5 with negated coefficients, one vmadd
+// per coefficient after the innermost two against a constant block (vdup'ed
+// once before the loop, read with strides 0), exp(-x^2), the sign by
+// clamping x*1e30 and y = s*q + s in one vmla), one rounding back to f16.
+// Four f32 temporaries beside the f16 buffers.
 // CHECK-LABEL: func.func @erf
+// CHECK: "cce.vdup"({{.*}}mask = 8 : i64, repeat = 1 : i64, scalar = -1.4214137410000001 : f64
+// CHECK: "cce.vdup"({{.*}}scalar = 0.28449673599999997 : f64
+// CHECK: "cce.vdup"({{.*}}scalar = -0.25482959199999999 : f64
 // CHECK-COUNT-4: memref.alloc() : memref<256xf32, "ub">
 // CHECK: "cce.vconv"({{.*}}round_mode = "none"
 // CHECK-NEXT: "cce.vabs"
 // CHECK-NEXT: "cce.vmuls"({{.*}}scalar = 0.32759110000000002 : f64
 // CHECK-NEXT: "cce.vadds"({{.*}}scalar = 1.000000e+00 : f64
 // CHECK-NEXT: "cce.vrec"
-// CHECK-NEXT: "cce.vmuls"({{.*}}scalar = 1.0614054289999999 : f64
+// CHECK-NEXT: "cce.vmuls"({{.*}}scalar = -1.0614054289999999 : f64
+// CHECK-NEXT: "cce.vadds"({{.*}}scalar = 1.453152027 : f64
+// CHECK-COUNT-3: "cce.vmadd"({{.*}}src1_blk_stride = 0 : i64, src1_rep_stride = 0 : i64}
+// CHECK-NEXT: "cce.vmul"
 // CHECK: "cce.vexp"
 // CHECK: "cce.vmuls"({{.*}}scalar = 1.000000e+30 : f64
 // CHECK-NEXT: "cce.vmaxs"({{.*}}scalar = -1.000000e+00 : f64
 // CHECK-NEXT: "cce.vmins"({{.*}}scalar = 1.000000e+00 : f64
-// CHECK-NEXT: "cce.vmul"
+// CHECK-NEXT: "cce.vmla"
 // CHECK-NEXT: "cce.vconv"({{.*}}round_mode = "rint"
 func.func @erf(%a: memref<256xf16, "gm">, %b: memref<256xf16, "gm">) {
   "ascend.erf"(%a, %b) : (memref<256xf16, "gm">, memref<256xf16, "gm">) -> ()

@@ -64,3 +64,26 @@ func.func @transpose16() {
   "cce.vnchwconv"(%b, %a) {repeat = 3 : i64, src_offsets = array<i64: 0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 33, 36, 39, 42, 45>, dst_offsets = array<i64: 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15>, src_rep_stride = 1 : i64, dst_rep_stride = 16 : i64} : (memref<768xf16, "ub">, memref<768xf16, "ub">) -> ()
   return
 }
+
+// -----
+
+// Multiply-adds: vmadd/vmla take the binary word (dst is read too); vaxpy the
+// one-source word and keeps its scalar as an attribute.
+// CHECK-LABEL: func.func @multiply_add
+// CHECK-DAG: %[[W:.*]] = arith.constant 144124018662899969 : i64
+// CHECK: "hivm.vmadd"(%{{.*}}, %{{.*}}, %{{.*}}, %[[W]]) {dtype = f32}
+// src1: a 32-byte constant block re-read by every block and repeat (strides 0)
+// 0x0200000808000101: dst/src0 blk 1, src1 blk 0, dst/src0 rep 8, src1 rep 0
+// CHECK: %[[WB:.*]] = arith.constant 144115222569812225 : i64
+// CHECK: "hivm.vmla"(%{{.*}}, %{{.*}}, %{{.*}}, %[[WB]]) {dtype = f32}
+// CHECK: "hivm.vaxpy"(%{{.*}}, %{{.*}}, %{{.*}}) {dtype = f16, scalar = -2.500000e-01 : f64}
+func.func @multiply_add() {
+  %x = memref.alloc() {npu.offset = 0 : i64} : memref<128xf32, "ub">
+  %y = memref.alloc() {npu.offset = 512 : i64} : memref<128xf32, "ub">
+  %c = memref.alloc() {npu.offset = 1024 : i64} : memref<8xf32, "ub">
+  %h = memref.alloc() {npu.offset = 1056 : i64} : memref<128xf16, "ub">
+  "cce.vmadd"(%x, %y, %x) {repeat = 2 : i64, mask = 64 : i64, dst_blk_stride = 1 : i64, src0_blk_stride = 1 : i64, src1_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, src0_rep_stride = 8 : i64, src1_rep_stride = 8 : i64} : (memref<128xf32, "ub">, memref<128xf32, "ub">, memref<128xf32, "ub">) -> ()
+  "cce.vmla"(%x, %y, %c) {repeat = 2 : i64, mask = 64 : i64, dst_blk_stride = 1 : i64, src0_blk_stride = 1 : i64, src1_blk_stride = 0 : i64, dst_rep_stride = 8 : i64, src0_rep_stride = 8 : i64, src1_rep_stride = 0 : i64} : (memref<128xf32, "ub">, memref<128xf32, "ub">, memref<8xf32, "ub">) -> ()
+  "cce.vaxpy"(%h, %h) {repeat = 1 : i64, mask = 128 : i64, dst_blk_stride = 1 : i64, src_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, src_rep_stride = 8 : i64, scalar = -0.25 : f64} : (memref<128xf16, "ub">, memref<128xf16, "ub">) -> ()
+  return
+}

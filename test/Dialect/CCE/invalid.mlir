@@ -411,3 +411,35 @@ func.func @vsel_blk_stride(%c: memref<128xi8, "ub">, %x: memref<2048xf32, "ub">)
   "cce.vsel"(%x, %c, %x, %x) {repeat = 1 : i64, mask = 64 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, cond_blk_stride = 1 : i64, cond_rep_stride = 2 : i64, src0_blk_stride = 16 : i64, src0_rep_stride = 8 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 8 : i64} : (memref<2048xf32, "ub">, memref<128xi8, "ub">, memref<2048xf32, "ub">, memref<2048xf32, "ub">) -> ()
   return
 }
+
+// -----
+
+func.func @vmadd_integer(%d: memref<64xi32, "ub">) {
+  // expected-error@+1 {{'cce.vmadd' op unsupported element types (dst: i32, src0: i32, src1: i32); all operands must have the same element type, one of f16, f32}}
+  "cce.vmadd"(%d, %d, %d) {repeat = 1 : i64, mask = 64 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, src0_blk_stride = 1 : i64, src0_rep_stride = 8 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 8 : i64} : (memref<64xi32, "ub">, memref<64xi32, "ub">, memref<64xi32, "ub">) -> ()
+  return
+}
+
+// -----
+
+func.func @vmla_mixed_types(%d: memref<64xf32, "ub">, %h: memref<128xf16, "ub">) {
+  // expected-error@+1 {{'cce.vmla' op unsupported element types (dst: f32, src0: f16, src1: f16); all operands must have the same element type, one of f16, f32}}
+  "cce.vmla"(%d, %h, %h) {repeat = 1 : i64, mask = 64 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, src0_blk_stride = 1 : i64, src0_rep_stride = 8 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 8 : i64} : (memref<64xf32, "ub">, memref<128xf16, "ub">, memref<128xf16, "ub">) -> ()
+  return
+}
+
+// -----
+
+func.func @vaxpy_no_scalar(%d: memref<64xf32, "ub">) {
+  // expected-error@+1 {{attribute "scalar" is expected but not provided}}
+  "cce.vaxpy"(%d, %d) {repeat = 1 : i64, mask = 64 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, src_blk_stride = 1 : i64, src_rep_stride = 8 : i64} : (memref<64xf32, "ub">, memref<64xf32, "ub">) -> ()
+  return
+}
+
+// -----
+
+func.func @vmadd_in_l1(%d: memref<64xf32, "l1">, %x: memref<64xf32, "ub">) {
+  // expected-error@+1 {{'cce.vmadd' op operand #0 ('dst') must be in memory space 'ub', got 'l1'}}
+  "cce.vmadd"(%d, %x, %x) {repeat = 1 : i64, mask = 64 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, src0_blk_stride = 1 : i64, src0_rep_stride = 8 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 8 : i64} : (memref<64xf32, "l1">, memref<64xf32, "ub">, memref<64xf32, "ub">) -> ()
+  return
+}

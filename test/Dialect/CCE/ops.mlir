@@ -142,3 +142,18 @@ func.func @compare_select(%m: memref<128xi8, "ub">, %x: memref<128xf32, "ub">) {
   "cce.vcmin"(%x, %x) {repeat = 2 : i64, mask = 64 : i64, src_blk_stride = 1 : i64, src_rep_stride = 8 : i64, dst_rep_stride = 1 : i64} : (memref<128xf32, "ub">, memref<128xf32, "ub">) -> ()
   return
 }
+
+// Multiply-adds: vmadd dst = src0*dst + src1, vmla dst = src0*src1 + dst,
+// vaxpy dst = scalar*src + dst (f16/f32; a constant block with strides 0).
+// CHECK-LABEL: func.func @vector_multiply_add(
+// CHECK:      "cce.vmadd"(%arg0, %arg1, %arg2) {dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, mask = 64 : i64, repeat = 2 : i64, src0_blk_stride = 1 : i64, src0_rep_stride = 8 : i64, src1_blk_stride = 0 : i64, src1_rep_stride = 0 : i64} : (memref<128xf32, "ub">, memref<128xf32, "ub">, memref<8xf32, "ub">) -> ()
+// CHECK-NEXT: "cce.vmla"(%arg3, %arg4, %arg4) {dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, mask = 100 : i64, repeat = 1 : i64, src0_blk_stride = 1 : i64, src0_rep_stride = 8 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 8 : i64} : (memref<128xf16, "ub">, memref<128xf16, "ub">, memref<128xf16, "ub">) -> ()
+// CHECK-NEXT: "cce.vaxpy"(%arg0, %arg1) {dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, mask = 64 : i64, repeat = 2 : i64, scalar = 5.000000e-01 : f64, src_blk_stride = 1 : i64, src_rep_stride = 8 : i64} : (memref<128xf32, "ub">, memref<128xf32, "ub">) -> ()
+// CHECK-NEXT: return
+func.func @vector_multiply_add(%d: memref<128xf32, "ub">, %x: memref<128xf32, "ub">, %c: memref<8xf32, "ub">,
+                               %dh: memref<128xf16, "ub">, %xh: memref<128xf16, "ub">) {
+  "cce.vmadd"(%d, %x, %c) {repeat = 2 : i64, mask = 64 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, src0_blk_stride = 1 : i64, src0_rep_stride = 8 : i64, src1_blk_stride = 0 : i64, src1_rep_stride = 0 : i64} : (memref<128xf32, "ub">, memref<128xf32, "ub">, memref<8xf32, "ub">) -> ()
+  "cce.vmla"(%dh, %xh, %xh) {repeat = 1 : i64, mask = 100 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, src0_blk_stride = 1 : i64, src0_rep_stride = 8 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 8 : i64} : (memref<128xf16, "ub">, memref<128xf16, "ub">, memref<128xf16, "ub">) -> ()
+  "cce.vaxpy"(%d, %x) {repeat = 2 : i64, mask = 64 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, src_blk_stride = 1 : i64, src_rep_stride = 8 : i64, scalar = 0.5 : f64} : (memref<128xf32, "ub">, memref<128xf32, "ub">) -> ()
+  return
+}

@@ -267,3 +267,11 @@ func.func @vcmin_integer(%d: i64, %x: i64, %cfg: i64) {
   "hivm.vcmin"(%d, %x, %cfg) {dtype = i32} : (i64, i64, i64) -> ()
   return
 }
+
+// -----
+
+func.func @vmadd_integer(%d: i64, %cfg: i64) {
+  // expected-error@+1 {{'hivm.vmadd' op dtype must be one of f16, f32, got i32}}
+  "hivm.vmadd"(%d, %d, %d, %cfg) {dtype = i32} : (i64, i64, i64, i64) -> ()
+  return
+}

@@ -160,3 +160,17 @@ func.func @address_arithmetic(%i: index, %j: index) {
   %b = "hivm.addr"() {base = 0 : i64, scales = array<i64>} : () -> i64
   return
 }
+
+// Multiply-adds: (dst, src0, src1, config) with the vector word; vaxpy (dst, src, config) + scalar.
+// CHECK-LABEL: func.func @multiply_add(
+// CHECK:      "hivm.vmadd"(%arg0, %arg1, %arg2, %{{.*}}) {dtype = f32} : (i64, i64, i64, i64) -> ()
+// CHECK-NEXT: "hivm.vmla"(%arg0, %arg1, %arg2, %{{.*}}) {dtype = f16} : (i64, i64, i64, i64) -> ()
+// CHECK-NEXT: "hivm.vaxpy"(%arg0, %arg1, %{{.*}}) {dtype = f32, scalar = 2.500000e-01 : f64} : (i64, i64, i64) -> ()
+// CHECK-NEXT: return
+func.func @multiply_add(%d: i64, %x: i64, %y: i64) {
+  %cfg = arith.constant 144124018662899969 : i64
+  "hivm.vmadd"(%d, %x, %y, %cfg) {dtype = f32} : (i64, i64, i64, i64) -> ()
+  "hivm.vmla"(%d, %x, %y, %cfg) {dtype = f16} : (i64, i64, i64, i64) -> ()
+  "hivm.vaxpy"(%d, %x, %cfg) {dtype = f32, scalar = 0.25 : f64} : (i64, i64, i64) -> ()
+  return
+}

@@ -227,7 +227,7 @@ def nz_operand(rows: int, n: int, source: str = "layernorm", elem: str = "f16",
 
 def attention(heads: int, seq: int, head_dim: int, normalise: str = "reciprocal",
               scale: float | None = None, projections: bool = False,
-              nz_out: bool = False) -> str:
+              nz_out: bool = False, biased: bool = False) -> str:
     """Self-attention as the frontend emits it: f32 Q [H,S,D], K^T [H,D,S] and
     V [H,S,D] cast to f16 and fractalized, scores = Q.K^T (batch_matmul, f32),
     defractalized, scaled, softmax along the keys (`normalise`: "reciprocal"
@@ -236,22 +236,30 @@ def attention(heads: int, seq: int, head_dim: int, normalise: str = "reciprocal"
     q, k, v [1,S,H,D] (= [S, H*D]) and the heads come from transposes, and
     the heads are merged back by a transpose into y [1,S,H,D]; with
     `nz_out` the merged context is then cast to f16 and fractalized into y
-    [H*D/16, S/16, 16, 16] f16 (the out-projection's A operand)."""
+    [H*D/16, S/16, 16, 16] f16 (the out-projection's A operand). `biased`
+    (with `projections`): each projection is computed first, q + bq (bias
+    arguments bq, bk, bv of the same shape after v), as a projection's bias
+    add in BERT."""
     s1, d1 = -(-seq // 16), -(-head_dim // 16)
     qs, ks, ss, col = (heads, seq, head_dim), (heads, head_dim, seq), (heads, seq, seq), (heads, seq, 1)
     ps = (1, seq, heads, head_dim)
     names = [("%q", ps if projections else qs), ("%kt", ps if projections else ks),
              ("%v", ps if projections else qs)]
+    biases = [("%bq", ps), ("%bk", ps), ("%bv", ps)] if projections and biased else []
     y_arg = ((heads * head_dim // 16, s1, 16, 16), "f16") if nz_out else (
         ps if projections else qs, "f32")
-    p = _Program("attention", [(n, sh, "f32") for n, sh in names] + [("%y",) + y_arg])
+    p = _Program("attention", [(n, sh, "f32") for n, sh in names + biases] + [("%y",) + y_arg])
 
     def new(shape, elem):
         return (p.alloc(shape, elem), shape, elem)
 
     def heads_of(name: str, perm: tuple, shape: tuple) -> tuple:
+        src = (name, ps, "f32")
+        if biased:
+            src = new(ps, "f32")
+            p.op("add", [(name, ps, "f32"), ("%b" + name[1], ps, "f32"), src])
         out = new((1,) + shape, "f32")
-        p.op("transpose", [(name, ps, "f32"), out], f"permutation = array<i64: {', '.join(map(str, perm))}>")
+        p.op("transpose", [src, out], f"permutation = array<i64: {', '.join(map(str, perm))}>")
         view = f"%v{len(p.lines)}"
         full = "x".join(map(str, (1,) + shape))
         short = "x".join(map(str, shape))

@@ -120,18 +120,31 @@ def test_casts_join_only_with_one_query_tile():
     assert names.count("ascend.cast") == 4 and names.count("ascend.fractalize") == 4
 
 
-def test_head_transposes_of_the_projections_join():
+@pytest.mark.parametrize("seq", [64, 512])
+def test_head_transposes_of_the_projections_join(seq):
     """As in BERT: q, k, v [S, H*D] projections, split into heads by
     transposes; with one query tile per head the transposes, casts and
     fractalizes are members and each head's rows are read with the row
     pitch H*D (K's rows as the Zn blocks of K^T). The transpose merging the
-    heads joins too: each head's context rows are written with pitch H*D."""
-    heads, seq, d = 3, 64, 32
+    heads joins too: each head's context rows are written with pitch H*D.
+    With several query tiles (seq 512) the casts stay out; when the
+    projections are computed (their bias adds), npu-hoist-casts moves the
+    casts to them and the transposes still join: the kernel reads f16 rows
+    with that pitch (simulated in `test_seq_and_head_dim_sweep`)."""
+    heads, d = 3, 32
     text = attention(heads, seq, d, projections=True)
-    module = compile_program(text, "npu-fuse-attention")
+    module = compile_program(text, "npu-hoist-casts,npu-fuse-attention")
     (region,) = [op for op in walk(module.operation) if ATTENTION_ATTR in op.attributes]
     names = [o.operation.name for o in region.regions[0].blocks[0].operations]
-    assert names.count("ascend.transpose") == 4  # and the one merging the heads
+    # With one query tile the casts of the arguments (not hoisted: there is
+    # no producer to join) are members; with several they stay out.
+    assert names.count("ascend.transpose") == (4 if seq == 64 else 1)  # and the one merging the heads
+    assert names.count("ascend.cast") == (4 if seq == 64 else 1)  # and P's
+    biased = attention(heads, seq, d, projections=True, biased=True)
+    module = compile_program(biased, "npu-hoist-casts,npu-fuse-attention")
+    (region,) = [op for op in walk(module.operation) if ATTENTION_ATTR in op.attributes]
+    names = [o.operation.name for o in region.regions[0].blocks[0].operations]
+    assert names.count("ascend.transpose") == 4 and names.count("ascend.cast") == 1  # P's
     rng = np.random.default_rng(1)
     ins = [rng.standard_normal((1, seq, heads, d)).astype(np.float32) for _ in range(3)]
     ins.append(np.zeros((1, seq, heads, d), np.float32))
@@ -143,3 +156,39 @@ def test_head_transposes_of_the_projections_join():
     close(fused[3], expected[3])
     close(fused[3], unfused[3])
     assert fres.hazards == [] and fres.cycles < ures.cycles
+
+
+def check_projections(heads: int, seq: int, d: int, pipeline: str = "npu-lower"):
+    """BERT's form (projections [S, H*D] with their bias adds, split by
+    transposes, the context merged back) against numpy's attention on the
+    f16-rounded inputs. The casts join the bias adds (npu-hoist-casts): the
+    kernel reads f16 rows with the row pitch H*D."""
+    text = attention(heads, seq, d, projections=True, biased=True)
+    rng = np.random.default_rng(seq + d)
+    ins = [rng.standard_normal((1, seq, heads, d)).astype(np.float32) * 1.5 for _ in range(6)]
+    ins.append(np.zeros((1, seq, heads, d), np.float32))
+    fused, expected, fres = compile_and_simulate(text, pipeline, ins)
+    q, k, v = (a[0].transpose(1, 0, 2) + b[0].transpose(1, 0, 2) for a, b in zip(ins[:3], ins[3:6]))
+    close(fused[6], numpy_attention(q, k.transpose(0, 2, 1), v).transpose(1, 0, 2)[None])
+    close(fused[6], expected[6])
+    assert fres.hazards == [], fres.hazards
+    return fres
+
+
+# Every seq the kernel plans differently (one tile per head, odd seqs with
+# padded keys and rows, online softmax over key tiles with query tiles in
+# one pipeline, and in a loop per query tile at 1024) and every head dim.
+SWEEP = [(s, d) for s in (80, 128, 200, 384, 512, 1024) for d in (32, 64, 128)]
+DEFAULT_SWEEP = {(128, 64), (384, 32), (200, 128)}
+
+
+@pytest.mark.parametrize("seq,d", [pytest.param(s, d, marks=() if (s, d) in DEFAULT_SWEEP
+                                                 else pytest.mark.slow) for s, d in SWEEP])
+def test_seq_and_head_dim_sweep(seq, d):
+    check_projections(2, seq, d)
+
+
+def test_casts_absorbed_without_hoisting():
+    """npu-lower{hoist-casts=false}: the casts of the computed projections
+    join the kernel (one query tile per head), loaded in f32 and cast on chip."""
+    check_projections(2, 128, 64, "npu-lower{hoist-casts=false}")

@@ -1,0 +1,60 @@
+"""Vector work of fused kernels: every pipe_barrier(V) that
+npu-insert-sync leaves in the fused layernorm is needed (dropping any one
+of them makes the race detector fire), the row sums' independent
+accumulators share one barrier per round of folds, and the GELU recipe's
+Horner steps are multiply-adds against constant blocks written before the
+chunk loop."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from helpers import compile_program
+from patterns import gelu, layernorm
+
+from npu.ir import make_context, parse_module
+from npu.simulator import SimulationError, simulate
+
+V_BARRIER = re.compile(r'^\s*"cce.pipe_barrier"\(\) \{pipe = "V"\}.*$', re.M)
+
+
+def test_every_vector_barrier_of_the_fused_layernorm_is_needed():
+    text = layernorm(16, 768, "f32", residual=False)
+    lowered = str(compile_program(text, "npu-lower"))
+    barriers = list(V_BARRIER.finditer(lowered))
+    rng = np.random.default_rng(3)
+    ins = [rng.standard_normal(s).astype(np.float32) for s in ((1, 16, 768), (768,), (768,))]
+    ins.append(np.zeros((1, 16, 768), np.float32))
+    ctx = make_context()
+    assert simulate(parse_module(lowered, ctx), ins).hazards == []
+    # 12 segments of 64 per row, four accumulators: 4 + 4 + 2 + 1 folds per
+    # sum in 4 rounds, where one chain would take 11 dependent folds.
+    bodies = lowered.count('"cce.vcadd"') // 2  # chunk bodies emitted (loop, tail)
+    assert lowered.count('"cce.vadd"') == bodies * 2 * 11
+    assert lowered.count('"cce.vmadd"') > 0  # the scale and shift
+    for body in lowered.split('"cce.vcadd"')[:-1:2]:  # up to the first sum of each body
+        folds = body[body.rfind("scf.for") if "scf.for" in body else 0:]
+        assert len(V_BARRIER.findall(folds[folds.find('"cce.vadd"'):])) <= 4
+    for b in barriers:
+        without = lowered[:b.start()] + lowered[b.end():]
+        try:
+            res = simulate(parse_module(without, ctx), ins)
+        except SimulationError as e:
+            assert "race" in str(e), e
+            continue
+        assert res.hazards, f"the barrier at offset {b.start()} is not needed"
+
+
+def test_fused_gelu_uses_multiply_adds_and_hoisted_constants():
+    # Chunks of 16 rows: a loop over two of them and a tail.
+    lowered = str(compile_program(gelu(40, 96, "f32"), f"npu-lower{{max-chunk={16 * 96}}}"))
+    head, _, loop = lowered.partition("scf.for")
+    # Three Horner coefficients as constant blocks, written once before the chunks.
+    assert head.count('"cce.vdup"') == 3 and '"cce.vdup"' not in loop
+    # Per emitted chunk (the loop body, double-buffered, and the tail): one
+    # vmla and three vmadds reading their constant with strides 0.
+    chunks = loop.count('"cce.vmla"')
+    assert chunks >= 2 and loop.count('"cce.vmadd"') == 3 * chunks
+    assert loop.count("src1_blk_stride = 0 : i64, src1_rep_stride = 0 : i64") == 3 * chunks
