@@ -109,7 +109,7 @@ def compile_once(text: str, pipeline: str) -> tuple[int, int, float, float]:
     return before, lowered, cpu, wall
 
 
-def compile_bert(layers: int) -> tuple[int, int, dict[str, float], float]:
+def compile_bert(layers: int, pipeline: str) -> tuple[int, int, dict[str, float], float]:
     """(ascend ops, lowered ops, CPU seconds per stage, wall seconds) of one
     BERT encoder of `layers` layers, stage by stage as `npu.compile` runs them."""
     from npu.frontend.bert import bert_layer
@@ -125,7 +125,7 @@ def compile_bert(layers: int) -> tuple[int, int, dict[str, float], float]:
     module = linalg_to_ascend(linalg, inputs, outputs, locate, "bert.onnx", ctx)
     cpu["to_ascend"] = time.process_time() - c0 - sum(cpu.values())
     before = sum(1 for o in walk(module.operation) if o.name.startswith("ascend."))
-    run_pipeline(module, "npu-lower", target)
+    run_pipeline(module, pipeline, target)
     cpu["lower"] = time.process_time() - c0 - sum(cpu.values())
     wall = time.perf_counter() - t0
     return before, sum(1 for _ in walk(module.operation)) - 1, cpu, wall
@@ -147,7 +147,7 @@ def main() -> None:
         prof = cProfile.Profile()
         if family == "bert":
             prof.enable()
-            compile_bert(int(n))
+            compile_bert(int(n), args.pipeline)
         else:
             text = FAMILIES[family](int(n))
             prof.enable()
@@ -160,13 +160,13 @@ def main() -> None:
 
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"{'family':<12} {'ops':>5} {'lowered ops':>12} {'cpu s':>8} {'wall s':>8} {'us/lowered op':>14}")
-    for family in args.families.split(","):
+    for family in [f for f in args.families.split(",") if f]:
         for n in sizes:
             before, lowered, cpu, wall = compile_once(FAMILIES[family](n), args.pipeline)
             print(f"{family:<12} {before:>5} {lowered:>12} {cpu:>8.2f} {wall:>8.2f} "
                   f"{1e6 * cpu / lowered:>14.1f}", flush=True)
     for layers in [int(n) for n in args.bert.split(",") if n]:
-        before, lowered, stages, wall = compile_bert(layers)
+        before, lowered, stages, wall = compile_bert(layers, args.pipeline)
         cpu = sum(stages.values())
         print(f"{'bert':<12} {before:>5} {lowered:>12} {cpu:>8.2f} {wall:>8.2f} "
               f"{1e6 * cpu / lowered:>14.1f}  ({layers} layer(s): "

@@ -6,6 +6,7 @@ of M*N*K / 16^3 blocks at the target's block rate) and the minimal GM traffic
 checked against numpy / onnxruntime before its figures are printed.
 
     .venv/bin/python bench/fusion.py [--seq 128] [--skip-bert] [--bert-seq 128 512]
+                                     [--options prefetch=false]
 
 Columns: cycles unfused and fused, the speedup, GM bytes moved unfused and
 fused (every GM read and write the simulator counted), the ideal bound and
@@ -34,6 +35,16 @@ def gm_bytes(report: dict) -> int:
 
 def gm_bound(target, nbytes: int) -> int:
     return -(-nbytes // target.path("gm_to_ub").bytes_per_cycle)
+
+
+# npu-lower options every row adds (--options), e.g. "prefetch=false".
+EXTRA_OPTIONS = ""
+
+
+def lower(options: str = "") -> str:
+    """The npu-lower pipeline with `options` and the --options of the run."""
+    both = " ".join(o for o in (options, EXTRA_OPTIONS) if o)
+    return f"npu-lower{{{both}}}" if both else "npu-lower"
 
 
 def run_ascend(text: str, pipeline: str, target):
@@ -132,10 +143,10 @@ def long_rows(target, n: int) -> None:
         es = 2 if "f16" in name else 4
         t0 = time.perf_counter()
         try:
-            unfused = str(run_ascend(text, "npu-lower{fuse=false}", target)["cycles"])
+            unfused = str(run_ascend(text, lower("fuse=false"), target)["cycles"])
         except PipelineError:
             unfused = "n/a"
-        fused = run_ascend(text, "npu-lower", target)
+        fused = run_ascend(text, lower(), target)
         params = 2 * n * es if "layernorm" in name else 0  # gamma, beta
         own = gm_bound(target, gm_bytes(fused))
         ideal = gm_bound(target, (inputs + 1) * rows * n * es + params)
@@ -161,7 +172,11 @@ def main() -> int:
     p.add_argument("--long-rows", type=int, default=100000,
                    help="row length of the long-row cases (rows longer than UB: the two-pass "
                         "kernel); 0 skips them")
+    p.add_argument("--options", default="",
+                   help="npu-lower options added to both pipelines, e.g. 'prefetch=false'")
     args = p.parse_args()
+    global EXTRA_OPTIONS
+    EXTRA_OPTIONS = args.options
 
     from patterns import attention, layernorm, softmax
 
@@ -185,8 +200,8 @@ def main() -> int:
               (2 * seq * hidden + 2 * hidden) * 2)]
     for name, text, minimal in cases:
         t0 = time.perf_counter()
-        unfused = run_ascend(text, "npu-lower{fuse=false}", target)
-        fused = run_ascend(text, "npu-lower", target)
+        unfused = run_ascend(text, lower("fuse=false"), target)
+        fused = run_ascend(text, lower(), target)
         row(name, unfused, fused, gm_bound(target, minimal),
             f"program bound {fused['bound_cycles']} ({fused['bound_unit']}); "
             f"{time.perf_counter() - t0:.0f} s")
@@ -200,8 +215,8 @@ def main() -> int:
         gm = gm_bound(target, 4 * heads * s * head * 4)
         t0 = time.perf_counter()
         text = attention(heads, s, head)
-        unfused = run_ascend(text, "npu-lower{fuse=false}", target)
-        fused = run_ascend(text, "npu-lower", target)
+        unfused = run_ascend(text, lower("fuse=false"), target)
+        fused = run_ascend(text, lower(), target)
         row(f"attention {heads}x{s}x{head} f32", unfused, fused, max(cube, gm),
             f"cube {cube}, GM {gm}; program bound {fused['bound_cycles']} "
             f"({fused['bound_unit']}); {time.perf_counter() - t0:.0f} s")
@@ -209,16 +224,16 @@ def main() -> int:
         long_rows(target, args.long_rows)
     x = np.random.default_rng(1).standard_normal((seq, hidden)).astype(np.float32)
     model = ffn_in_model(seq, hidden, args.mlp_width)
-    unfused = run_onnx(model, {"x": x}, "npu-lower{fuse=false}", "ascend910")
-    fused = run_onnx(model, {"x": x}, "npu-lower", "ascend910")
+    unfused = run_onnx(model, {"x": x}, lower("fuse=false"), "ascend910")
+    fused = run_onnx(model, {"x": x}, lower(), "ascend910")
     cube = (seq // f) * (hidden // f) * (args.mlp_width // f) // target.cube_blocks_per_cycle
     minimal = 2 * (seq * hidden + hidden * args.mlp_width) + 4 * (args.mlp_width + seq * args.mlp_width)
     row(f"matmul+bias+GELU {seq}x{hidden}x{args.mlp_width}", unfused, fused,
         max(cube, gm_bound(target, minimal)), f"cube {cube}, GM {gm_bound(target, minimal)}")
     # Horizontal fusion alone: unfused = every fusion on but npu-fuse-horizontal.
     model = qkv_model(seq, hidden)
-    unfused = run_onnx(model, {"x": x}, "npu-lower{fuse-horizontal=false}", "ascend910")
-    fused = run_onnx(model, {"x": x}, "npu-lower", "ascend910")
+    unfused = run_onnx(model, {"x": x}, lower("fuse-horizontal=false"), "ascend910")
+    fused = run_onnx(model, {"x": x}, lower(), "ascend910")
     cube = 3 * (seq // f) * (hidden // f) * (hidden // f) // target.cube_blocks_per_cycle
     minimal = 4 * seq * hidden + 3 * (2 * hidden * hidden + 4 * hidden + 4 * seq * hidden)
     row(f"Q/K/V proj+bias {seq}x{hidden}x3x{hidden}", unfused, fused,
@@ -229,8 +244,8 @@ def main() -> int:
             model = bert_layer(s, hidden, heads, ffn)
             x = np.random.default_rng(1).standard_normal((1, s, hidden)).astype(np.float32)
             t0 = time.perf_counter()
-            unfused = run_onnx(model, {"x": x}, "npu-lower{fuse=false}", "ascend910")
-            fused = run_onnx(model, {"x": x}, "npu-lower", "ascend910")
+            unfused = run_onnx(model, {"x": x}, lower("fuse=false"), "ascend910")
+            fused = run_onnx(model, {"x": x}, lower(), "ascend910")
             ideal = ideal_bound(target, s, hidden, heads, ffn)
             row(f"BERT layer seq {s}", unfused, fused, ideal["ideal"],
                 f"cube {ideal['cube']}, GM {ideal['gm']}; {time.perf_counter() - t0:.0f} s")

@@ -29,6 +29,7 @@ _PASS_MODULES: dict[str, str] = {
     "lower_fused": "LowerFused",
     "fuse_attention": "FuseAttentionPass",
     "lower_attention": "LowerAttention",
+    "prefetch": "PrefetchPass",
 }
 
 

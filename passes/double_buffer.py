@@ -37,7 +37,7 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from npu.access_analysis import AccessAnalysis
-from npu.ir import bool_attr, defining_op, i64_attr, index_const, memory_space, walk_held
+from npu.ir import bool_attr, clone_into, defining_op, i64_attr, index_const, memory_space, walk_held
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass
 from npu.target import ON_CHIP_BUFFERS
 
@@ -45,28 +45,6 @@ if TYPE_CHECKING:
     from npu.passes.buffer_lifetimes import BufferCollector
 
 SLOT_ATTR = "npu.slot"
-
-
-def _clone_into(ops: list[ir.Operation], mapping: dict[ir.Value, ir.Value],
-                skip: set[ir.Operation]) -> list[ir.Operation]:
-    """Clone `ops` at the current insertion point, remapping operands (also in
-    nested regions) through `mapping`, which learns the clones' results."""
-    clones = []
-    for op in ops:
-        if op in skip:
-            continue
-        clone = op.clone()
-        # most ops hold no region: skip MLIR's walk for them
-        for inner in (walk_held(clone) if len(clone.regions) else (clone,)):
-            operands = inner.operands
-            for k, v in enumerate(operands):
-                new = mapping.get(v)
-                if new is not None:
-                    operands[k] = new
-        for old, new in zip(op.results, clone.results):
-            mapping[old] = new
-        clones.append(clone)
-    return clones
 
 
 class DoubleBufferPass(Pass):
@@ -179,7 +157,7 @@ class DoubleBufferPass(Pass):
             with ir.InsertionPoint(new.body):
                 iv0 = new.induction_variable
                 iv1 = arith.AddIOp(iv0, index_const(r.step)).result
-                ping = _clone_into(ops, {old_iv: iv0}, set())
+                ping = clone_into(ops, {old_iv: iv0}, set())
                 ping_map = {}
                 for old, new_op in zip([o for o in ops], ping):
                     if old.name == "memref.alloc":
@@ -188,7 +166,7 @@ class DoubleBufferPass(Pass):
                             new_op.attributes[SLOT_ATTR] = i64_attr(0)
                 shared = {a for a in allocs if a not in duplicated}
                 pong_map = {old_iv: iv1, **{a.results[0]: ping_map[a.results[0]] for a in shared}}
-                pong = _clone_into(ops, pong_map, shared)
+                pong = clone_into(ops, pong_map, shared)
                 for old, clone in zip([o for o in ops if o not in shared], pong):
                     if old in duplicated:
                         clone.attributes[SLOT_ATTR] = i64_attr(1)
@@ -200,7 +178,7 @@ class DoubleBufferPass(Pass):
                 rest = scf.ForOp(index_const(r.last), index_const(r.last + r.step),
                                  index_const(r.step), [])
                 with ir.InsertionPoint(rest.body):
-                    _clone_into(ops, {old_iv: rest.induction_variable}, set())
+                    clone_into(ops, {old_iv: rest.induction_variable}, set())
                     scf.YieldOp([])
         loop.erase()
         # The new loops and the constants of their bounds, made just before them.

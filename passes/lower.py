@@ -11,7 +11,8 @@ skip with `fuse=false`; `fuse-nz-stores=false` keeps the matmul A operands'
 separate casts and fractalizes),
 `npu-plan-gm` (GM temporaries into one workspace; skip with `plan-gm=false`),
 every lowering (matmul, fractalize, elementwise, transpose,
-reduce), then `npu-double-buffer` (optional), `npu-plan-memory`,
+reduce), then `npu-double-buffer` (optional), `npu-prefetch` (one core;
+skip with `prefetch=false`), `npu-plan-memory`,
 `npu-insert-sync` and `npu-lower-cce-to-hivm` (`emit=cce` stops before it,
 at planned, synchronised cce). Every choice of those passes is an option
 here and is forwarded to the pass that owns it. A lowering that is not registered is
@@ -98,6 +99,11 @@ class LowerPass(Pass):
                "as one kernel per head tile, scores on chip (npu-fuse-attention)"),
         Option("fuse-remarks", bool, False, "npu-fuse's remarks: each group formed and why "
                "ops were left out"),
+        Option("prefetch", bool, True, "npu-prefetch: a matmul's first host-constant weight "
+               "chunks load during the previous op's idle MTE2 tail (one core only); false "
+               "keeps every load in its op"),
+        Option("prefetch-remarks", bool, False, "npu-prefetch's remarks: each prefetch and "
+               "each matmul loop left alone, with the cost model's figures"),
         Option("plan-gm", bool, True, "pack GM memref.alloc temporaries into one workspace "
                "argument first (npu-plan-gm); false leaves them as allocs"),
         Option("sync", str, "precise", "npu-insert-sync mode", choices=("precise", "barrier")),
@@ -219,6 +225,8 @@ class LowerPass(Pass):
             self._required("npu-plan-gm", algorithm=self.plan).run(module)
         # Loops of ops with a per-op `double-buffer` carry a mark it follows.
         steps: list[Pass | None] = [self._make("npu-double-buffer", unmarked=self.double_buffer)]
+        if self.prefetch and self.cores == 1:
+            steps.append(self._required("npu-prefetch", remarks=self.prefetch_remarks))
         steps.append(self._required("npu-plan-memory", algorithm=self.plan))
         steps.append(self._required("npu-insert-sync", mode=self.sync, **{"sink-sets": self.sink_sets,
                                                                        "carried-span": self.carried_span}))
@@ -228,10 +236,13 @@ class LowerPass(Pass):
             if step is not None:
                 step.run(module)
             if step is steps[0] and step is not None:
-                # Nothing changes the IR in between: the planner reuses the
-                # lifetimes double buffering kept up to date, and sync
-                # insertion their accesses (moved to the planned offsets).
-                steps[1].collectors = steps[2].collectors = step.collectors
+                # Only npu-prefetch changes the IR in between, and it tells the
+                # collectors: the planner reuses the lifetimes double buffering
+                # kept up to date, and sync insertion their accesses (moved to
+                # the planned offsets).
+                for later in steps[1:]:
+                    if later is not None and hasattr(later, "collectors"):
+                        later.collectors = step.collectors
 
     def _required(self, flag: str, **values: Any) -> Pass:
         p = self._make(flag, **values)

@@ -11,6 +11,7 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf
 
 from .accessors import VIEW_OPS, defining_op, memref_layout, memref_shape, memref_type
+from .walks import walk_held
 
 
 def i64_attr(v: int) -> ir.Attribute:
@@ -165,6 +166,28 @@ def is_contiguous(value: ir.Value | ir.Type) -> bool:
     return True
 
 
+def clone_into(ops: list[ir.Operation], mapping: dict[ir.Value, ir.Value],
+                skip: set[ir.Operation]) -> list[ir.Operation]:
+    """Clone `ops` at the current insertion point, remapping operands (also in
+    nested regions) through `mapping`, which learns the clones' results."""
+    clones = []
+    for op in ops:
+        if op in skip:
+            continue
+        clone = op.clone()
+        # most ops hold no region: skip MLIR's walk for them
+        for inner in (walk_held(clone) if len(clone.regions) else (clone,)):
+            operands = inner.operands
+            for k, v in enumerate(operands):
+                new = mapping.get(v)
+                if new is not None:
+                    operands[k] = new
+        for old, new in zip(op.results, clone.results):
+            mapping[old] = new
+        clones.append(clone)
+    return clones
+
+
 def view_closure(root: ir.Value) -> list[ir.Operation]:
     """The alloc of `root` and every view derived from it, in block order."""
     alloc = defining_op(root)
@@ -228,7 +251,7 @@ def form_group_region(kind_attr: str, figures: dict[str, int], location: ir.Loca
     return region_op
 
 
-__all__ = ["alloc", "bool_attr_of", "create_op", "dict_attr_items", "dict_attr_of", "f64_attr",
+__all__ = ["alloc", "bool_attr_of", "clone_into", "create_op", "dict_attr_items", "dict_attr_of", "f64_attr",
            "flatten_memref", "for_loop", "form_group_region", "from_attr", "hoist_definition",
            "i64_array_attr", "i64_attr", "in_block_order", "index_const", "is_contiguous",
            "memref_of", "str_attr_of", "subview", "to_attr", "view_closure", "yield_"]

@@ -1,0 +1,247 @@
+"""`npu-prefetch`: load a matmul's first weight chunks while the op before it
+still runs.
+
+Why: MTE2 issues in program order, so a matmul's weight loads (GM -> L1)
+queue behind its first wait on its activation input, i.e. behind the end of
+the previous op; meanwhile the previous op (a GELU epilogue, attention, a
+layernorm) often leaves MTE2 idle for thousands of cycles after its last
+load. Weights are host constants (`npu.constant` arguments nothing writes),
+so nothing orders their loads after the previous op but L1 space.
+
+How, on lowered `cce` after `npu-double-buffer` and before memory planning
+and sync insertion: in an op's first top-level matmul loop (`scf.for` with
+`cce.mad`) that stages a host constant GM -> L1 in its body (the pipelined
+schedule's B chunk, once per ping-pong slot), the first iteration's weight
+copies are cloned (with their index arithmetic, the induction variable
+replaced by the lower bound) into the MTE2 idle gaps of the previous op
+and of this op's own preparation (the cast and fractalize of A), ahead of
+this op's first wait on its input; their L1 buffers move out of the loop to
+function level, and the copies in the loop run only on later iterations
+(`scf.if`). The first op of a function uses its preparation's gaps alone.
+The loop's steady state and its L1 footprint stay as they were: the
+prefetched chunks are the slots the loop streams through, only filled
+earlier. Memory planning places them where nothing live needs
+L1, and sync insertion orders them after the previous op's last reads of
+bytes they reuse.
+
+The cost model (`npu.pipe_work`: each pipe's work from the target's rates)
+estimates the MTE2 idle gaps from the previous op's first step to the loop:
+after each top-level op with GM loads, the other pipes' work that follows
+its last load (the last iteration of a loop, then the ops up to the next
+op with loads), where that next op waits, i.e. reads GM bytes written since
+(loads that need nothing run at once: in the previous op the idle time
+counts after them, in this op's preparation, e.g. a bias, before them).
+Slots are placed in body order, each cut at its bursts (the chunk's column
+blocks) over the gaps, latest first, a gap taking bursts while at least
+half of the next one fits its idle time left; a slot is prefetched only
+whole, and only if L1 (the collector's bound at every op from its first
+part to the loop, plus the slots placed before) has room. An op that reads
+nothing the previous op writes gets nothing: its loads do not wait. Each
+prefetch and each refusal is a remark (`remarks=true`), with the gaps.
+"""
+
+from __future__ import annotations
+
+import re
+
+from mlir import ir
+
+from npu.ir import (arg_attrs, defining_op, element_bytes, memory_space, memref_element,
+                    memref_shape, view_root, walk_held)
+from npu.passes.base import Option, Pass
+from npu.passes.buffer_lifetimes import BufferCollector, collector_for
+from npu.pipe_work import pipe_work, trip_count
+
+from .emit import EmitParts
+from .gaps import IdleGaps
+from .parts import Candidate, Part
+
+CONSTANT_ATTR = "npu.constant"
+
+
+def _label(op: ir.Operation) -> str:
+    """The source op's name of a (name-)location, else its line."""
+    text = str(op.location)
+    names = re.findall(r'"([A-Za-z_][A-Za-z_0-9.]*)"\(', text) or \
+        re.findall(r'^loc\("([^"]+)"\)$', text)
+    if names:
+        return names[0]
+    line = re.search(r":(\d+):\d+", text)
+    return f"line {line.group(1)}" if line else text
+
+
+class PrefetchPass(IdleGaps, EmitParts, Pass):
+    name = "npu-prefetch"
+    summary = ("Issue a matmul's first host-constant weight loads during the previous op's "
+               "idle MTE2 tail, into L1 free there")
+    options = (
+        Option("remarks", bool, False, "a remark for each prefetch formed and each matmul loop "
+               "left alone, with the cost model's figures"),
+        Option("chunks", int, 0, "weight slots (ping-pong buffers) to prefetch per matmul "
+               "loop instead of the cost model's choice (still bounded by L1; 0: cost model)",
+               low=0),
+    )
+
+    # func -> the `BufferCollector` `npu-double-buffer` left (set by
+    # `npu-lower`): told about every change, so that the memory planner can
+    # keep reusing it.
+    collectors: dict = {}
+
+    def run(self, module: ir.Operation) -> None:
+        for func in walk_held(module, lambda o: o.name == "func.func"):
+            if func.regions[0].blocks:
+                self._run_function(func)
+
+    def _run_function(self, func: ir.Operation) -> None:
+        block = func.regions[0].blocks[0]
+        constants = {arg for arg in block.arguments
+                     if CONSTANT_ATTR in arg_attrs(func, arg.arg_number)}
+        # A constant argument some op writes is not a host constant to us.
+        for op in walk_held(func, lambda o: o.name.startswith("cce.copy_")):
+            constants.discard(view_root(op.operands[1]))
+        loops = [o.operation for o in block.operations if o.operation.name == "scf.for"
+                 and walk_held(o.operation, lambda x: x.name == "cce.mad")]
+        collector = collector_for(self.collectors, func)
+        if collector is None:
+            collector = BufferCollector(self.target)
+            collector.track(func)
+        seen: set[str] = set()
+        for loop in loops:
+            where = str(loop.location)
+            first = where not in seen
+            seen.add(where)
+            candidate, why = self._candidate(loop, constants)
+            if candidate is None or not first:
+                if first:  # once per op: attention has several such loops
+                    self._say(loop, f"npu-prefetch: not prefetched: {why}")
+                continue
+            self._prefetch(func, candidate, collector)
+
+    # ------------------------------------------------------------ analysis
+
+    def _candidate(self, loop: ir.Operation, constants: set[ir.Value]
+                   ) -> tuple[Candidate | None, str]:
+        body = loop.regions[0].blocks[0]
+        ops = [o.operation for o in body.operations]
+        copies = [o for o in ops if o.name == "cce.copy_gm_to_l1"
+                  and view_root(o.operands[0]) in constants]
+        if not copies:
+            return None, "the loop stages no host-constant weights into L1"
+        if trip_count(loop) is None:
+            return None, "the loop has no constant trip count"
+        slots: dict[ir.Value, list[ir.Operation]] = {}
+        for copy in copies:
+            slots.setdefault(view_root(copy.operands[1]), []).append(copy)
+        owners = [defining_op(a) for a in slots]
+        if any(o is None or o.name != "memref.alloc" or o not in ops for o in owners):
+            return None, "a weight buffer is not allocated in the loop body"
+        # The weight buffers are written by the weight copies only.
+        for op in walk_held(loop, lambda o: o.name.startswith("cce.copy_")):
+            if view_root(op.operands[1]) in slots and op not in copies:
+                return None, "a weight buffer is also written by another copy"
+        return Candidate(loop, [(defining_op(a), c) for a, c in slots.items()]), ""
+
+    def _bytes(self, alloc: ir.Operation) -> int:
+        value = alloc.results[0]
+        n = element_bytes(memref_element(value))
+        for d in memref_shape(value):
+            n *= d
+        granule = self.target.granule(memory_space(value))
+        return -(-n // granule) * granule
+
+    # ------------------------------------------------------------ transformation
+
+    def _prefetch(self, func: ir.Operation, c: Candidate, collector) -> None:
+        tops = [o.operation for o in func.regions[0].blocks[0].operations]
+        at = tops.index(c.loop)
+        where = str(c.loop.location)
+
+        def works(k: int) -> bool:
+            return any(pipe_work([tops[k]], self.target).values())
+
+        # The previous op: the last op before the loop doing any work under
+        # another location (this op's own preparation, e.g. the cast of A,
+        # shares the loop's); its first op, going back over its location.
+        prev = next((k for k in range(at - 1, -1, -1) if str(tops[k].location) != where
+                     and works(k)), None)
+        if prev is None:
+            # The first op: only its own preparation (the cast and
+            # fractalize of A) can leave MTE2 idle before the loop.
+            prev = start = -1
+            name = "this op's preparation"
+            if not self._reads_written([c.loop], tops[:at]):
+                self._say(c.loop, "npu-prefetch: not prefetched: no earlier op or preparation "
+                                  "whose idle MTE2 time the weight loads could use")
+                return
+        else:
+            name = f"'{_label(tops[prev])}'"
+            before = str(tops[prev].location)
+            start = prev
+            for k in range(prev - 1, -1, -1):
+                if works(k):
+                    if str(tops[k].location) != before:
+                        break
+                    start = k
+            if not self._reads_written(tops[prev + 1:at + 1], tops[start:prev + 1]):
+                self._say(c.loop, f"npu-prefetch: not prefetched: this op reads nothing {name} "
+                                  f"writes, so its loads follow that op's without waiting")
+                return
+        bandwidth = self.target.path("gm_to_l1").bytes_per_cycle
+        capacity = self.target.capacity("l1")
+        gaps = self._gaps(tops, max(start, 0), prev, at)
+        # L1 each op from a gap to the loop needs at most, plus the slots
+        # placed so far that stay live over it.
+        need = {j: collector.space_bounds_at(func, "l1", j)[1] for j in range(max(start, 0), at)}
+        left = dict(gaps)
+        parts: list[Part] = []
+        placed = 0
+        for alloc, copies in c.slots:
+            if self.chunks and placed == self.chunks:
+                break
+            size = self._bytes(alloc)
+            trial, rest = self._fill(copies, gaps, left, bandwidth)
+            if trial is None:
+                break
+            earliest = min(part.gap for part in trial)
+            if any(need[j] + size > capacity for j in range(earliest + 1, at)):
+                break
+            for j in range(earliest + 1, at):
+                need[j] += size
+            left = rest
+            parts.extend(trial)
+            placed += 1
+        chunk = self._bytes(c.slots[0][0])
+        figures = (f"estimated MTE2 idle gaps from {name} on: "
+                   f"{', '.join(str(int(g)) for _, g in reversed(gaps)) or 'none'} cycles; "
+                   f"a chunk of {chunk} bytes takes {int(chunk / bandwidth)}")
+        if not placed:
+            fits = self._fill(c.slots[0][1], gaps, dict(gaps), bandwidth)[0] is not None
+            reason = ("no chunk fits in L1 there" if fits
+                      else "its idle gaps are too short for a chunk's load")
+            self._say(c.loop, f"npu-prefetch: not prefetched: {reason} ({figures})")
+            return
+        slots = c.slots[:placed]
+        home = {alloc: min(p.gap for p in parts if p.copy in copies) for alloc, copies in slots}
+        # From the latest insertion point back: earlier indices stay valid.
+        for gap in sorted({p.gap for p in parts}, reverse=True):
+            issue = tops[gap + 1]
+            made = self._emit(c, [a for a, k in home.items() if k == gap],
+                              [p for p in parts if p.gap == gap], issue)
+            collector.changed(gap + 1, made + [issue])
+        self._guard(c, slots)
+        block_ops = [o.operation for o in func.regions[0].blocks[0].operations]
+        collector.changed(block_ops.index(c.loop))
+
+        def nth(k: int, first: int) -> int:  # k's number among the working ops from `first`
+            return sum(1 for j in range(first, k + 1) if works(j))
+
+        points = ", ".join(f"after {name} step #{nth(k, start)} (of {nth(prev, start)})"
+                           if k <= prev else f"after this op's preparation step #{nth(k, prev + 1)}"
+                           for k in sorted({p.gap for p in parts}))
+        self._say(c.loop, f"npu-prefetch: {placed} of {len(c.slots)} weight slot(s) "
+                          f"({sum(self._bytes(a) for a, _ in slots)} bytes, {len(parts)} "
+                          f"copies) loaded {points}, ahead of this op's first wait ({figures})")
+
+    def _say(self, op: ir.Operation, message: str) -> None:
+        if self.remarks:
+            self.remark(op, message)

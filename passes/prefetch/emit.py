@@ -1,0 +1,85 @@
+"""The IR side of `npu-prefetch` (mixed into `PrefetchPass`): weight copies
+of a loop's first iteration cloned, cut to their parts, before an op; the
+loop's own copies guarded to skip that iteration."""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, scf
+
+from npu.ir import clone_into, create_op, defining_op, int_attr, memref_shape, subview
+from npu.pipe_work import constant_index
+
+from .parts import Candidate, Part
+
+
+class EmitParts:
+    """Clones and guards of the chosen weight copies."""
+
+    def _emit(self, c: Candidate, allocs: list[ir.Operation], parts: list[Part],
+              issue: ir.Operation) -> list[ir.Operation]:
+        """Move `allocs` before `issue` and clone there the loop's first
+        iteration of each part's copy (with its index arithmetic and views,
+        the induction variable replaced by the lower bound), cut to the
+        part's bursts. Returns the ops now before `issue`."""
+        loop = c.loop
+        body = loop.regions[0].blocks[0]
+        iv = body.arguments[0]
+        body_ops = [o.operation for o in body.operations]
+        made: list[ir.Operation] = []
+        with loop.context, loop.location:
+            with ir.InsertionPoint(issue):
+                first = arith.ConstantOp(ir.IndexType.get(), constant_index(loop.operands[0]))
+            made.append(first.operation)
+            for alloc in allocs:
+                alloc.move_before(issue)
+                made.append(alloc)
+            slot_allocs = {a for a, _ in c.slots}
+            for part in parts:
+                copy = part.copy
+                needed: set[ir.Operation] = set()
+                pending = list(copy.operands)
+                while pending:
+                    op = defining_op(pending.pop())
+                    if op is not None and op in body_ops and op not in needed \
+                            and op not in slot_allocs:
+                        needed.add(op)
+                        pending.extend(op.operands)
+                chain = [o for o in body_ops if o in needed] + [copy]
+                with ir.InsertionPoint(issue):
+                    clones = clone_into(chain, {iv: first.result}, set())
+                    whole = clones[-1]
+                    n = int_attr(copy, "n_burst")
+                    if (part.first, part.end) != (0, n):
+                        views = []
+                        for v in whole.operands:
+                            shape = memref_shape(v)
+                            views.append(subview(v, [part.first] + [0] * (len(shape) - 1),
+                                                 [part.end - part.first] + shape[1:]))
+                            clones.append(defining_op(views[-1]))
+                        cut = create_op(copy.name, views, **{
+                            "n_burst": part.end - part.first,
+                            "burst_len": int_attr(copy, "burst_len"),
+                            "src_gap": int_attr(copy, "src_gap"),
+                            "dst_gap": int_attr(copy, "dst_gap")})
+                        clones.remove(whole)
+                        whole.erase()
+                        clones.append(cut)
+                made.extend(clones)
+        return made
+
+    @staticmethod
+    def _guard(c: Candidate, slots) -> None:
+        """The loop's own copies of `slots` run from its second iteration on."""
+        loop = c.loop
+        iv = loop.regions[0].blocks[0].arguments[0]
+        with loop.context, loop.location:
+            for _, copies in slots:
+                for copy in copies:
+                    with ir.InsertionPoint(copy):
+                        later = arith.CmpIOp(arith.CmpIPredicate.ne, iv, loop.operands[0]).result
+                        guard = scf.IfOp(later, [], has_else=False)
+                    with ir.InsertionPoint(guard.then_block):
+                        scf.YieldOp([])
+                    copy.move_before(guard.then_block.operations[0].operation)
+

@@ -1,0 +1,113 @@
+// RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-lower-elementwise --npu-lower-matmul="schedule=pipelined l1-chunk=16" --npu-double-buffer --npu-prefetch=remarks=true | FileCheck %s
+// RUN: npu-opt %s --split-input-file --npu-lower-elementwise --npu-lower-matmul="schedule=pipelined l1-chunk=16" --npu-double-buffer 2>/dev/null | FileCheck %s --check-prefix=OFF
+// RUN: npu-opt %s --split-input-file --npu-lower="emit=cce l1-chunk=16 fuse=false" 2>/dev/null | FileCheck %s --check-prefix=PLANNED
+
+// The exp leaves MTE2 idle while its last chunk (step 3 and 4 of its
+// lowering: vexp, store) is computed and stored, a gap after its last load:
+// both ping-pong slots of the matmul's weight (a host constant) are filled
+// there, after the exp's loop and before the matmul's own loop, which then
+// loads B only from its second iteration on. Nothing else moves: A is
+// still loaded in the loop.
+// CHECK-LABEL: func.func @after_exp
+// CHECK-SAME:  %[[W:[a-z0-9_]+]]: memref<5x64x16x16xf16, "gm"> {npu.constant
+// CHECK:       scf.for
+// CHECK:         cce.vexp
+// CHECK:       }
+// CHECK:       %[[FIRST:.*]] = arith.constant 0 : index
+// CHECK-NEXT:  %[[SLOT0:.*]] = memref.alloc() {npu.slot = 0 : i64} : memref<5x1x16x16xf16, "l1">
+// CHECK-NEXT:  %[[SLOT1:.*]] = memref.alloc() {npu.slot = 1 : i64} : memref<5x1x16x16xf16, "l1">
+// CHECK:       %[[B0:.*]] = memref.subview %[[W]]
+// CHECK:       "cce.copy_gm_to_l1"(%[[B0]], %[[SLOT0]])
+// CHECK:       arith.addi %[[FIRST]]
+// CHECK:       %[[B1:.*]] = memref.subview %[[W]]
+// CHECK:       "cce.copy_gm_to_l1"(%[[B1]], %[[SLOT1]])
+// CHECK:       scf.for %[[I:[a-z0-9_]+]] = %[[LB:[a-z0-9_]+]] to
+// CHECK:         "cce.copy_gm_to_l1"(%{{.*}}, %{{.*}}) {{.*}}memref<1x3x16x16xf16, "l1">
+// CHECK:         %[[LATER:.*]] = arith.cmpi ne, %[[I]], %[[LB]] : index
+// CHECK-NEXT:    scf.if %[[LATER]] {
+// CHECK-NEXT:      "cce.copy_gm_to_l1"(%{{.*}}, %[[SLOT0]])
+// CHECK-NEXT:    {{^ +}}}{{$}}
+// CHECK:         cce.mad
+// CHECK:         %[[LATER1:.*]] = arith.cmpi ne, %[[I]], %[[LB]] : index
+// CHECK-NEXT:    scf.if %[[LATER1]] {
+// CHECK-NEXT:      "cce.copy_gm_to_l1"(%{{.*}}, %[[SLOT1]])
+// CHECK-NEXT:    {{^ +}}}{{$}}
+// CHECK:         cce.mad
+// CHECK:       return
+// Without npu-prefetch every weight copy stays in the loop, unguarded.
+// OFF-LABEL:   func.func @after_exp
+// OFF:         scf.for
+// OFF:         scf.for
+// OFF:           memref.alloc() {npu.slot = 0 : i64} : memref<5x1x16x16xf16, "l1">
+// OFF-NEXT:      "cce.copy_gm_to_l1"
+// OFF:         return
+// Planned and synchronised by npu-lower: the chunks load before the
+// matmul's first wait on the A its loop stages.
+// PLANNED-LABEL: func.func @after_exp
+// PLANNED:       cce.vexp
+// PLANNED:       "cce.copy_gm_to_l1"(%{{.*}}, %{{.*}}) {{.*}}memref<5x1x16x16xf16, "l1">
+// PLANNED:       "cce.copy_gm_to_l1"(%{{.*}}, %{{.*}}) {{.*}}memref<5x1x16x16xf16, "l1">
+// PLANNED:       scf.for
+// PLANNED:         scf.if
+// PLANNED-NEXT:      "cce.copy_gm_to_l1"
+func.func @after_exp(%x: memref<64x3x16x16xf16, "gm">, %a: memref<64x3x16x16xf16, "gm">, %w: memref<5x64x16x16xf16, "gm"> {npu.constant = dense<0.5> : tensor<5x64x16x16xf16>}, %c: memref<5x3x16x16xf32, "gm">) {
+  "ascend.exp"(%x, %a) : (memref<64x3x16x16xf16, "gm">, memref<64x3x16x16xf16, "gm">) -> ()
+  // expected-remark @+2 {{matmul tiling}}
+  // expected-remark @+1 {{npu-prefetch: 2 of 2 weight slot(s) (5120 bytes, 2 copies) loaded after}}
+  "ascend.matmul"(%a, %w, %c) : (memref<64x3x16x16xf16, "gm">, memref<5x64x16x16xf16, "gm">, memref<5x3x16x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+// The first op, with no preparation of its own, has nothing before it to
+// overlap: its weight copies stay in the loop, unguarded.
+// CHECK-LABEL: func.func @first_op
+// CHECK:       scf.for
+// CHECK:         memref.alloc() {npu.slot = 0 : i64} : memref<5x1x16x16xf16, "l1">
+// CHECK-NEXT:    "cce.copy_gm_to_l1"
+// CHECK:       return
+func.func @first_op(%a: memref<4x3x16x16xf16, "gm">, %w: memref<5x4x16x16xf16, "gm"> {npu.constant = dense<0.5> : tensor<5x4x16x16xf16>}, %c: memref<5x3x16x16xf32, "gm">) {
+  // expected-remark @+2 {{matmul tiling}}
+  // expected-remark @+1 {{npu-prefetch: not prefetched: no earlier op or preparation whose idle MTE2 time the weight loads could use}}
+  "ascend.matmul"(%a, %w, %c) : (memref<4x3x16x16xf16, "gm">, memref<5x4x16x16xf16, "gm">, memref<5x3x16x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+// B is an input, not a host constant: the program could have written it.
+// CHECK-LABEL: func.func @weights_are_an_input
+func.func @weights_are_an_input(%x: memref<64x1024xf32, "gm">, %e: memref<64x1024xf32, "gm">, %a: memref<4x3x16x16xf16, "gm">, %w: memref<5x4x16x16xf16, "gm">, %c: memref<5x3x16x16xf32, "gm">) {
+  "ascend.exp"(%x, %e) : (memref<64x1024xf32, "gm">, memref<64x1024xf32, "gm">) -> ()
+  // expected-remark @+2 {{matmul tiling}}
+  // expected-remark @+1 {{npu-prefetch: not prefetched: the loop stages no host-constant weights into L1}}
+  "ascend.matmul"(%a, %w, %c) : (memref<4x3x16x16xf16, "gm">, memref<5x4x16x16xf16, "gm">, memref<5x3x16x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+// A 48x16 exp leaves MTE2 idle a few dozen cycles, far less than half the
+// load of a 32 KiB weight chunk: loading it there would only delay A.
+// CHECK-LABEL: func.func @short_tail
+func.func @short_tail(%x: memref<1x3x16x16xf16, "gm">, %a: memref<1x3x16x16xf16, "gm">, %w: memref<64x1x16x16xf16, "gm"> {npu.constant = dense<0.5> : tensor<64x1x16x16xf16>}, %c: memref<64x3x16x16xf32, "gm">) {
+  "ascend.exp"(%x, %a) : (memref<1x3x16x16xf16, "gm">, memref<1x3x16x16xf16, "gm">) -> ()
+  // expected-remark @+2 {{matmul tiling}}
+  // expected-remark @+1 {{npu-prefetch: not prefetched: its idle gaps are too short for a chunk's load}}
+  "ascend.matmul"(%a, %w, %c) : (memref<1x3x16x16xf16, "gm">, memref<64x1x16x16xf16, "gm">, memref<64x3x16x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+// The matmul reads nothing the exp writes: its loads follow the exp's at
+// once, MTE2 is not idle in between.
+// CHECK-LABEL: func.func @independent
+func.func @independent(%x: memref<64x1024xf32, "gm">, %e: memref<64x1024xf32, "gm">, %a: memref<4x3x16x16xf16, "gm">, %w: memref<5x4x16x16xf16, "gm"> {npu.constant = dense<0.5> : tensor<5x4x16x16xf16>}, %c: memref<5x3x16x16xf32, "gm">) {
+  "ascend.exp"(%x, %e) : (memref<64x1024xf32, "gm">, memref<64x1024xf32, "gm">) -> ()
+  // expected-remark @+2 {{matmul tiling}}
+  // expected-remark @+1 {{npu-prefetch: not prefetched: this op reads nothing}}
+  "ascend.matmul"(%a, %w, %c) : (memref<4x3x16x16xf16, "gm">, memref<5x4x16x16xf16, "gm">, memref<5x3x16x16xf32, "gm">) -> ()
+  return
+}
