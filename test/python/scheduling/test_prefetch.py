@@ -94,7 +94,7 @@ def inputs(text: str) -> list[np.ndarray]:
     return out
 
 
-def prefetched_weights(text: str, options: str = "") -> list[int]:
+def prefetched_weights(text: str, options: str = "prefetch=true") -> list[int]:
     """Argument numbers of the weights a top-level copy loads into L1."""
     module = compile_program(text, f"npu-lower{{{options}}}" if options else "npu-lower")
     func = functions(module)[0]
@@ -112,7 +112,7 @@ def prefetched_weights(text: str, options: str = "") -> list[int]:
 def test_prefetched_chain_matches_numpy_and_the_unprefetched_result(m, n, k1, k2, out, lead):
     text = chain(m, n, k1, k2, out, lead)
     ins = inputs(text)
-    got, expected, res = compile_and_simulate(text, "npu-lower", ins)
+    got, expected, res = compile_and_simulate(text, "npu-lower{prefetch=true}", ins)
     plain, _, plain_res = compile_and_simulate(text, "npu-lower{prefetch=false}", ins)
     assert_outputs_close(got, expected)
     for a, b in zip(got, plain):
@@ -122,6 +122,7 @@ def test_prefetched_chain_matches_numpy_and_the_unprefetched_result(m, n, k1, k2
     # the exp (the first op, when there is none, has nothing to overlap).
     assert prefetched_weights(text) == ([1, 2] if lead == "exp" else [2])
     assert prefetched_weights(text, "prefetch=false") == []
+    assert prefetched_weights(text, "") == []  # off by default (compile time)
 
 
 def test_prefetch_saves_the_idle_tail():
@@ -130,7 +131,7 @@ def test_prefetch_saves_the_idle_tail():
     # exp's result).
     text = chain(48, 1024, 256, 112, "f32", "exp")
     ins = inputs(text)
-    _, _, res = compile_and_simulate(text, "npu-lower", ins)
+    _, _, res = compile_and_simulate(text, "npu-lower{prefetch=true}", ins)
     _, _, plain = compile_and_simulate(text, "npu-lower{prefetch=false}", ins)
     assert res.cycles < plain.cycles, (res.cycles, plain.cycles)
 
