@@ -178,6 +178,13 @@ class MatmulEpilogue:
         return int(attrs["ub_budget"])
 
     @property
+    def stored_bytes_per_element(self) -> int:
+        """GM bytes the drain writes per element of C (every tensor that
+        leaves the group, Nz or row-major)."""
+        outs = [self.e.c] + [m.out for m in self.e.members]
+        return sum(o.es for o in outs if o.root in self.e.leaving or o.root in self.row_major)
+
+    @property
     def vector_cycles(self) -> int:
         """The members' vector work over all of C (`npu.epilogue.vector_cycles`)."""
         return epilogue.vector_cycles(self.e.members, self.target)

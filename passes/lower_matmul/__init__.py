@@ -84,6 +84,10 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, Pass):
                "(0: the largest divisor of N whose A and B chunks fit L1 twice)", low=0),
         Option("c-pieces", int, 0, "schedule=pipelined: L0C pieces the C tile is split into "
                "along k, each drained as soon as its last mad is done (0: auto)", low=0),
+        Option("staged-drain", int, 7, "schedule=pipelined with an epilogue: with at least "
+               "this many C tiles, each piece moves L0C -> UB on its own before the "
+               "epilogue, so the next tile's mads refill it during the vector work (0: never)",
+               low=0),
     )
 
     def run(self, module: ir.Operation) -> None:

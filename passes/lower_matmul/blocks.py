@@ -207,26 +207,16 @@ class MatmulBlocks:
         """C tile (k column blocks x m row blocks, Nz, f32) L0C -> UB -> GM, in
         chunks of whole column blocks that fit UB, or `ub_budget` bytes of it
         (with the f16 copy if C is f16)."""
-        acc_blk = self.target.fractal_bytes(4)
         out_name = str(ops.out_type)
-        out_blk = self.target.fractal_bytes(nir.element_bytes(out_name))
         convert = out_name != "f32"
-        per_column = m * (acc_blk + (out_blk if convert else 0))
-        budget = self.target.capacity("ub") if ub_budget is None else ub_budget
         if self.epilogue is not None:
-            # npu-fuse's share sizes the epilogue's parts: all of UB at the
-            # default share (less when npu-lower retries fusion at a smaller
-            # one), in both schedules: the pipelined drain's two parts per
-            # piece overlap a plain drain's store with its next L0C move, but
-            # an epilogue's vector work dominates, and longer runs and fewer
-            # flag pairs pay more (BERT ffn_in + GELU 281k -> 252k).
-            per_column = m * self.epilogue.bytes_per_fractal
-            share = self.epilogue.ub_budget
-            budget = min(self.target.capacity("ub"),
-                         int(share / FUSED_UB_FRACTION) + self.target.granule("ub"))
-            budget -= self.epilogue.resident_bytes  # the broadcast rows, for the whole matmul
-        chunk = min(k, max(1, budget // per_column))
-        assert chunk >= 1, "the cost model guarantees one column block fits UB"
+            chunk = min(k, self.epilogue_part_columns(m))
+        else:
+            acc_blk = self.target.fractal_bytes(4)
+            out_blk = self.target.fractal_bytes(nir.element_bytes(out_name))
+            per_column = m * (acc_blk + (out_blk if convert else 0))
+            budget = self.target.capacity("ub") if ub_budget is None else ub_budget
+            chunk = min(k, max(1, budget // per_column))
         flat = self.flat_blocks(c_l0c, k * m)
         # Several chunks in one loop body would all live for the whole body
         # (memory planning scopes a buffer by the loop it is allocated in) and
@@ -243,6 +233,24 @@ class MatmulBlocks:
                     nir.yield_()
             else:
                 self.drain_chunk(ops, flat, x, y, m, k, c0, cols, convert)
+
+    def epilogue_part_columns(self, m: int, staged: int = 0) -> int:
+        """Column blocks (of m row blocks) of C one epilogue part may drain.
+
+        npu-fuse's share sizes the epilogue's parts: all of UB at the
+        default share (less when npu-lower retries fusion at a smaller one),
+        in both schedules: an epilogue's vector work dominates, and longer
+        runs and fewer flag pairs pay more (BERT ffn_in + GELU 281k -> 252k).
+        `staged`: UB bytes the pipelined schedule's staged piece holds
+        (0 when it returns 0, a part does not fit beside it)."""
+        share = self.epilogue.ub_budget
+        budget = min(self.target.capacity("ub"),
+                     int(share / FUSED_UB_FRACTION) + self.target.granule("ub"))
+        budget -= self.epilogue.resident_bytes  # the broadcast rows, for the whole matmul
+        per_column = m * self.epilogue.bytes_per_fractal
+        if staged:
+            return max(0, budget - staged) // per_column
+        return max(1, budget // per_column)
 
     def drain_chunk(self, ops: Operands, flat: ir.Value, x: IndexValue, y: IndexValue, m: int,
                     k: int, c0: int, cols: int, convert: bool) -> None:

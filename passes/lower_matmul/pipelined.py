@@ -13,6 +13,12 @@ from npu import ir as nir
 from npu.matmul_tiling import MatmulShape, TilingChoice
 from npu.passes.base import PassError
 from npu.passes.lower_matmul.blocks import Operands
+from npu.passes.matmul_epilogue import Piece
+
+
+# A vector-bound epilogue stages its drain from this many C tiles on
+# (`stages_drain`).
+VECTOR_BOUND_TILES = 4
 
 
 @dataclass(frozen=True)
@@ -59,9 +65,12 @@ class PipelinedSchedule:
         if self.c_pieces < 0 or self.l1_chunk < 0:
             raise PassError(f"c-pieces and l1-chunk must not be negative, got "
                             f"{self.c_pieces} and {self.l1_chunk}", op)
-        # An epilogue's vector work holds its piece of L0C while it drains:
-        # smaller pieces let the cube refill sooner (BERT's ffn_in + GELU
-        # 295k -> 281k cycles with 4; 8 is slower again, 307k).
+        # An epilogue's vector work holds its piece of L0C while it drains
+        # (unless staged, below): smaller pieces let the cube refill sooner
+        # (BERT's ffn_in + GELU 295k -> 281k cycles with 4). 8 need more
+        # carried event ids than npu-insert-sync leaves a loop inside the
+        # BERT layer (it merges them into one: ffn_in 217k -> 256k there,
+        # although alone it runs 239k -> 209k).
         split = 4 if self.epilogue is not None and kb % 4 == 0 else 2
         pieces = self.c_pieces or (split if kb % split == 0 else 1)
         if kb % pieces:
@@ -114,6 +123,59 @@ class PipelinedSchedule:
             return self.fall_back(f"two L0 slots of one reduction block do not fit L0A/L0B "
                                   f"(m={choice.tiles.m}, k/pieces={khb * frac})")
         return PipelinedPlan(mb, kb, chunk, sub, pieces)
+
+    def stages_drain(self, tiles: int, blocks: int, mb: int, khb: int) -> bool:
+        """Whether the pipelined loop over `tiles` C tiles (`blocks` fractal
+        products, pieces of mb x khb blocks) moves each piece to UB before
+        its epilogue (never when an epilogue part would not fit beside it).
+
+        The staged buffer lives for the whole loop and shrinks the
+        epilogue's parts, which npu-plan-memory then packs without its
+        pipe-aware gaps (the vector unit waits for the previous part's
+        store); the early release pays for that only over enough tile
+        hand-offs: at `staged-drain` tiles (default 7) for any epilogue,
+        at 4 for one whose vector work exceeds the cube's (the vector unit
+        is the bound, and a piece held during its work stalls the cube that
+        feeds it), unless it stores f32 (each part's store is then twice as
+        long to wait for). Measured (cycles, ascend910): BERT seq 128 ffn_in
+        + GELU to f16, 6 tiles, 216.8k -> 201.2k; seq 512 ffn_in 24 tiles
+        822.8k -> 797.9k, q_proj 257.7k -> 250.5k; staged regardless,
+        128x768x1536 + GELU (3 tiles) 140.2k -> 153.9k, Q/K/V + bias (6
+        tiles) 98.8k -> 100.4k, 128x768x3072 + GELU to f32 (6 tiles) 239.6k
+        -> 270.3k."""
+        if self.epilogue is None or not self.staged_drain or not self.epilogue_part_columns(
+                mb, khb * mb * self.target.fractal_bytes(4)):
+            return False
+        vector_bound = self.epilogue.vector_cycles > self.target.cube_cycles(blocks)
+        narrow = self.epilogue.stored_bytes_per_element <= 2
+        return tiles >= self.staged_drain or (
+            vector_bound and narrow and tiles >= VECTOR_BOUND_TILES)
+
+    def drain_staged(self, ops: Operands, c_piece: ir.Value, staged: ir.Value, last: ir.Value,
+                     x: ir.Value, y: ir.Value, h: int, plan: "PipelinedPlan") -> None:
+        """Piece h of the C tile: L0C -> `staged` under one scf.if, then the
+        epilogue over it in parts under another (its temporaries live
+        there, from their first to their last use)."""
+        frac = self.target.fractal
+        mb, khb = plan.mb, plan.kb // plan.pieces
+        move = scf.IfOp(last, [], has_else=False)
+        with ir.InsertionPoint(move.then_block):
+            nir.create_op("cce.copy_l0c_to_ub", [self.flat_blocks(c_piece, khb * mb), staged],
+                          n_burst=1, burst_len=self.target.blocks(
+                              khb * mb * self.target.fractal_bytes(4)), src_gap=0, dst_gap=0)
+            scf.YieldOp([])
+        staged_bytes = khb * mb * self.target.fractal_bytes(4)
+        part = min(khb, self.epilogue_part_columns(mb, staged_bytes))
+        drain = scf.IfOp(last, [], has_else=False)
+        with ir.InsertionPoint(drain.then_block):
+            for c0 in range(0, khb, part):
+                cols = min(part, khb - c0)
+                view = staged if cols == khb else nir.subview(
+                    staged, [c0, 0, 0, 0], [cols, mb, frac, frac])
+                col = arith.AddIOp(y, nir.index_const(h * khb + c0)).result \
+                    if h * khb + c0 else y
+                self.epilogue.emit(view, Piece(ops.prefix, col, x, cols, mb))
+            scf.YieldOp([])
 
     def fall_back(self, reason: str) -> None:
         """No pipelined plan: the remark says why (the simple schedule runs)."""
@@ -173,6 +235,13 @@ class PipelinedSchedule:
             in_t = ops.in_type
             a_slots = [nir.alloc([mb, sub, frac, frac], in_t, "l0a") for _ in range(2)]
             b_slots = [nir.alloc([sub, khb, frac, frac], in_t, "l0b") for _ in range(2)]
+            # With an epilogue, each piece may move to one UB buffer (shared
+            # by the pieces: V runs them in order) in its own scf.if, so that
+            # its L0C is released to the next tile's mads right after the
+            # move, not after the epilogue's vector work (`stages_drain`).
+            staged = (nir.alloc([khb, mb, frac, frac], "f32", "ub")
+                      if self.stages_drain(trips // chunks, trips * mb * kb * chunk, mb, khb)
+                      else None)
             step = 0
             for h in range(pieces):
                 for j0 in range(0, chunk, sub):
@@ -189,6 +258,9 @@ class PipelinedSchedule:
                     else:
                         accumulate = first if chunks > 1 else False
                     self.mad(a0, b0, c_pieces[h], mb, sub, khb, accumulate)
+                if staged is not None:
+                    self.drain_staged(ops, c_pieces[h], staged, last, x, y, h, plan)
+                    continue
                 # Always an scf.if (taken every time with one chunk): its UB
                 # buffers then live from their first to their last use, not
                 # for the whole loop body, and the pieces' parts can share UB.
