@@ -5,21 +5,7 @@ Lane `e` of repeat `r` of an operand with element size `s` is at byte
 `addr + r*rep_stride*32 + ((e*s)//32)*blk_stride*32 + (e*s)%32`; a repeat
 covers `vector_bytes / widest element` lanes and the first `mask` are active.
 
-Arithmetic is done in the operands' type: fp16 operands are computed with
-numpy's float16 ufuncs, which evaluate in float32 and round once to fp16 (for
-+ - * / max min this equals the correctly rounded fp16 result); exp, ln,
-sqrt, rsqrt and 1/x are evaluated in float32 and rounded to fp16. vcadd sums
-a repeat's active lanes in float32 and rounds once.
-
-Multiply-adds (vmadd dst = src0*dst + src1, vmla dst = src0*src1 + dst,
-vaxpy dst = scalar*src + dst) round once, like a fused multiply-add: the
-result is the exact a*b + c rounded to the operand type (nearest-even).
-f16: a*b + c is exact in float64 (22-bit products, exponents within 53 bits)
-and is rounded once. f32: the float64 sum of the exact product and c is
-corrected by its TwoSum error where rounding it to f32 would tie, so double
-rounding never happens (`fma_round`). The CCE intrinsic reference gives the
-formulas but not the rounding; one rounding is the model here, and vmul
-then vadd (two roundings) differ from it by at most an ulp per step.
+Arithmetic (each op's numerics and rounding) is in `vector_numerics`.
 
 Cost: `repeat * target.vector_cycles(cce.vector_class(op))` cycles of the
 pipe plus `vector_latency` until the result lands (vnchwconv: its own
@@ -36,53 +22,7 @@ from npu.dialects.cce import VECTOR_AXPY, VECTOR_FMA, vector_class
 from npu.simulator import access
 from npu.simulator.instruction import Access, DecodeContext, Instr, np_dtype
 from npu.simulator.memory import Memory
-
-BINARY = {"cce.vadd": np.add, "cce.vsub": np.subtract, "cce.vmul": np.multiply,
-          "cce.vdiv": np.divide, "cce.vmax": np.maximum, "cce.vmin": np.minimum}
-SCALAR = {"cce.vadds": np.add, "cce.vmuls": np.multiply, "cce.vmaxs": np.maximum,
-          "cce.vmins": np.minimum}
-
-
-def _f32(fn):
-    """Evaluate in float32 and round back to the operand type."""
-    def run(x: np.ndarray) -> np.ndarray:
-        return fn(x.astype(np.float32)).astype(x.dtype)
-    return run
-
-
-UNARY = {
-    "cce.vrelu": lambda x: np.maximum(x, x.dtype.type(0)),
-    "cce.vabs": np.abs,
-    "cce.vexp": _f32(np.exp),
-    "cce.vln": _f32(np.log),
-    "cce.vsqrt": _f32(np.sqrt),
-    "cce.vrsqrt": _f32(lambda x: np.float32(1) / np.sqrt(x)),
-    "cce.vrec": _f32(lambda x: np.float32(1) / x),
-}
-TRANSCENDENTAL = {"cce.vexp", "cce.vln", "cce.vsqrt", "cce.vrsqrt", "cce.vrec", "cce.vdiv"}
-
-
-def fma_round(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """a*b + c rounded once to the type of `c` (f16 or f32), nearest-even."""
-    dt = c.dtype
-    with np.errstate(all="ignore"):
-        p = a.astype(np.float64) * b.astype(np.float64)  # exact for f16/f32 inputs
-        c64 = c.astype(np.float64)
-        s = p + c64
-        if dt == np.float16:
-            return s.astype(dt)  # exact sum: one rounding
-        r = s.astype(dt)
-        # TwoSum: s + err == p + c exactly (finite values).
-        bb = s - p
-        err = (p - (s - bb)) + (c64 - bb)
-        r64 = r.astype(np.float64)
-        toward = np.where(s > r64, np.inf, -np.inf).astype(dt)
-        other = np.nextafter(r, toward)
-        tie = (s != r64) & np.isfinite(s) & (other.astype(np.float64) - s == s - r64)
-        # On a tie of s, the exact value lies on err's side of s.
-        fix = tie & (err != 0) & ((err > 0) == (other.astype(np.float64) > s))
-        return np.where(fix, other, r)
-ROUND_MODES = ("rint", "floor", "ceil", "trunc", "round", "none")
+from npu.simulator.vector_numerics import BINARY, ROUND_MODES, SCALAR, UNARY, converter, fma_round
 
 
 class Lanes:
@@ -239,7 +179,7 @@ class Unary(VectorOp):
                 raise ctx.fail(f"has unknown round_mode '{mode}' (one of {', '.join(ROUND_MODES)})")
             if src_t == dst_t:
                 raise ctx.fail(f"converts {src_t} to itself")
-            self.fn = _converter(src_t, dst_t, mode)
+            self.fn = converter(src_t, dst_t, mode)
         else:
             if dst_t != src_t:
                 raise ctx.fail("needs one element type for dst and src")
@@ -415,63 +355,6 @@ class Nchwconv(VectorOp):
             halves = self.rows // self.per_row
             out = m.reshape(self.repeat, halves, self.per_row, self.per_row).transpose(0, 3, 1, 2)
         dst_arr[self.dst_idx + addrs[0] // s] = out.ravel()
-
-
-# ----------------------------------------------------------------------------
-# vconv
-# ----------------------------------------------------------------------------
-
-
-def _round_float(x: np.ndarray, mode: str) -> np.ndarray:
-    """Round to integral values (float64) with the named mode."""
-    x = x.astype(np.float64)
-    if mode in ("rint", "none"):
-        return np.rint(x)
-    if mode == "floor":
-        return np.floor(x)
-    if mode == "ceil":
-        return np.ceil(x)
-    if mode == "trunc":
-        return np.trunc(x)
-    return np.sign(x) * np.floor(np.abs(x) + 0.5)  # "round": half away from zero
-
-
-def _narrow_to_f16(x: np.ndarray, mode: str) -> np.ndarray:
-    """f32 -> f16 with a directed rounding mode (nearest-even for rint/none)."""
-    y = x.astype(np.float16)
-    if mode in ("rint", "none"):
-        return y
-    yf = y.astype(np.float32)
-    if mode == "floor":
-        fix = yf > x
-        toward = np.float16(-np.inf)
-    elif mode == "ceil":
-        fix = yf < x
-        toward = np.float16(np.inf)
-    elif mode == "trunc":
-        fix = np.abs(yf) > np.abs(x)
-        toward = np.float16(0)
-    else:  # "round": nearest, ties away from zero
-        other = np.nextafter(y, np.where(yf < x, np.float16(np.inf), np.float16(-np.inf)))
-        tie = (yf != x) & (np.abs(other.astype(np.float64) - x) == np.abs(yf.astype(np.float64) - x))
-        fix = tie & (np.abs(other) > np.abs(y))
-        return np.where(fix, other, y)
-    return np.where(fix, np.nextafter(y, toward), y)
-
-
-def _converter(src: str, dst: str, mode: str):
-    dst_np = np_dtype(dst)
-    if dst in ("i32", "i8"):
-        info = np.iinfo(dst_np)
-
-        def to_int(x: np.ndarray) -> np.ndarray:
-            r = _round_float(x, mode)
-            r = np.where(np.isnan(r), 0, r)  # NaN converts to 0
-            return np.clip(r, info.min, info.max).astype(dst_np)
-        return to_int
-    if src == "f32" and dst == "f16":
-        return lambda x: _narrow_to_f16(x, mode)
-    return lambda x: x.astype(dst_np)  # widening: exact
 
 
 def decoders() -> dict:

@@ -15,7 +15,7 @@ from collections import Counter
 
 from mlir import ir
 
-from npu.dialects.cce import OP_SPACES, PIPE_OF, VECTOR_TRANSCENDENTAL
+from npu.dialects.cce import OP_SPACES, PIPE_OF, vector_class
 from npu.ir import defining_op, int_attr
 from npu.target import Target
 
@@ -52,8 +52,7 @@ def instruction_cycles(op: ir.Operation, target: Target) -> float:
         nbytes = int_attr(op, "repeat") * target.fractal_bytes(2)
         return nbytes / target.path(f"{src}_to_{dst}").bytes_per_cycle
     if PIPE_OF.get(name) == "V" and "repeat" in op.attributes:
-        rate = "transcendental" if name in VECTOR_TRANSCENDENTAL else "simple"
-        return float(int_attr(op, "repeat") * target.vector_cycles(rate))
+        return float(int_attr(op, "repeat") * target.vector_cycles(vector_class(name)))
     return 0.0
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from npu.dialects.cce import vector_class
 from npu.simulator import simulate
-from npu.simulator.vector_unit import fma_round
+from npu.simulator.vector_numerics import fma_round
 from npu.target import get_target
 
 from sim_kernels import Kernel, gm, mem
