@@ -282,10 +282,12 @@ def row_broadcast(value: ir.Value) -> bool:
     over the rows. Compared bit for bit, so reading one row is exact."""
     import numpy as np
 
-    if not isinstance(value, ir.BlockArgument) and not ir.BlockArgument.isinstance(value):
+    if not nir.is_block_argument(value):
         return False
     arg = ir.BlockArgument(value)
-    func = arg.owner.owner
+    func = arg.owner.owner.operation
+    if func.name != "func.func":  # a loop's or region's argument, not an input
+        return False
     attr = nir.arg_attrs(func, arg.arg_number).get(CONSTANT_ATTR)
     if attr is None:
         return False

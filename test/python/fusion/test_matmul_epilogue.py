@@ -186,3 +186,20 @@ def test_staged_drain_releases_l0c_before_the_epilogue_bit_identically():
         outs.append(got)
     for a, b in zip(*outs):
         assert a.tobytes() == b.tobytes()
+
+
+def test_bias_computed_by_an_op_is_an_ordinary_operand():
+    # The broadcast-row test (`row_broadcast`) looks at function arguments
+    # only; a bias that an earlier op writes (an alloc's result) once made it
+    # raise instead of answering no (found by the npu-opt fuzzer).
+    t = 'memref<5x3x16x16xf32, "gm">'
+    text = f"""func.func @computed_bias(%a: memref<4x3x16x16xf16, "gm">, %b: memref<5x4x16x16xf16, "gm">,
+                               %bias0: {t}, %y: {t}) {{
+  %bias = memref.alloc() : {t}
+  "ascend.relu"(%bias0, %bias) : ({t}, {t}) -> ()
+  %c = memref.alloc() : {t}
+  "ascend.matmul"(%a, %b, %c) : (memref<4x3x16x16xf16, "gm">, memref<5x4x16x16xf16, "gm">, {t}) -> ()
+  "ascend.add"(%c, %bias, %y) : ({t}, {t}, {t}) -> ()
+  return
+}}"""
+    check(text, members=1, faster=False)
