@@ -46,8 +46,7 @@ import re
 
 from mlir import ir
 
-from npu.ir import (arg_attrs, defining_op, element_bytes, memory_space, memref_element,
-                    memref_shape, view_root, walk_held)
+from npu.ir import arg_attrs, defining_op, view_root, walk_held
 from npu.passes.base import Option, Pass
 from npu.passes.buffer_lifetimes import BufferCollector, collector_for
 from npu.pipe_work import pipe_work, trip_count
@@ -141,14 +140,6 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
                 return None, "a weight buffer is also written by another copy"
         return Candidate(loop, [(defining_op(a), c) for a, c in slots.items()]), ""
 
-    def _bytes(self, alloc: ir.Operation) -> int:
-        value = alloc.results[0]
-        n = element_bytes(memref_element(value))
-        for d in memref_shape(value):
-            n *= d
-        granule = self.target.granule(memory_space(value))
-        return -(-n // granule) * granule
-
     # ------------------------------------------------------------ transformation
 
     def _prefetch(self, func: ir.Operation, c: Candidate, collector) -> None:
@@ -198,7 +189,7 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
         for alloc, copies in c.slots:
             if self.chunks and placed == self.chunks:
                 break
-            size = self._bytes(alloc)
+            size = collector.space_size(alloc)[1]
             trial, rest = self._fill(copies, gaps, left, bandwidth)
             if trial is None:
                 break
@@ -210,7 +201,7 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
             left = rest
             parts.extend(trial)
             placed += 1
-        chunk = self._bytes(c.slots[0][0])
+        chunk = collector.space_size(c.slots[0][0])[1]
         figures = (f"estimated MTE2 idle gaps from {name} on: "
                    f"{', '.join(str(int(g)) for _, g in reversed(gaps)) or 'none'} cycles; "
                    f"a chunk of {chunk} bytes takes {int(chunk / bandwidth)}")
@@ -239,8 +230,8 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
                            if k <= prev else f"after this op's preparation step #{nth(k, prev + 1)}"
                            for k in sorted({p.gap for p in parts}))
         self._say(c.loop, f"npu-prefetch: {placed} of {len(c.slots)} weight slot(s) "
-                          f"({sum(self._bytes(a) for a, _ in slots)} bytes, {len(parts)} "
-                          f"copies) loaded {points}, ahead of this op's first wait ({figures})")
+                          f"({sum(collector.space_size(a)[1] for a, _ in slots)} bytes, "
+                          f"{len(parts)} copies) loaded {points}, ahead of this op's first wait ({figures})")
 
     def _say(self, op: ir.Operation, message: str) -> None:
         if self.remarks:
