@@ -184,7 +184,7 @@ class PipelinedSchedule:
                 self.epilogue.emit(view, Piece(ops.prefix, col, x, cols, mb))
             scf.YieldOp([])
 
-    def separate_drains(self, loop: ir.Operation, reserved: int) -> bool:
+    def alternate_drain_buffers(self, loop: ir.Operation, reserved: int) -> bool:
         """Give the drain buffers of consecutive C pieces bytes of their own:
         two sets of them (pieces alternate) move from the drains' scf.ifs to
         before `loop` (like the L0C pieces: live over the loop, one copy, not
@@ -234,7 +234,7 @@ class PipelinedSchedule:
 
     def drain_part_cap(self, khb: int) -> int:
         """Column blocks of one drained part of a C piece: half the piece
-        when `separate_drains` is to run and the piece halves, so that its
+        when `alternate_drain_buffers` is to run and the piece halves, so that its
         two alternating sets together hold one piece (the UB the loop holds
         stays that of one piece; a part's store overlaps the next part's
         vector work); else the whole piece."""
@@ -318,8 +318,12 @@ class PipelinedSchedule:
             self.drains: list[scf.IfOp] = []
             # Drains whose store, not their vector work, is the longer part
             # (an epilogue cheaper than the cube's work) alternate two sets
-            # of UB buffers (`separate_drains`).
-            self.separating = self.epilogue is not None and not self.vector_bound(
+            # of UB buffers (`alternate_drain_buffers`); not when each part
+            # loads operand pieces from GM (twice the parts, twice the
+            # loads queued in MTE2 between the chunks: 64x1024x512 + bias
+            # 35.2k -> 40.5k cycles).
+            self.separating = self.separate_drains and self.epilogue is not None \
+                and not self.epilogue.loads_pieces and not self.vector_bound(
                 trips * mb * kb * chunk)
             for h in range(pieces):
                 for j0 in range(0, chunk, sub):
@@ -350,5 +354,5 @@ class PipelinedSchedule:
                                                        self.drain_part_cap(khb))
                     scf.YieldOp([])
             staged_bytes = 0 if staged is None else khb * mb * self.target.fractal_bytes(4)
-            self.separate_drains(loop, staged_bytes)
+            self.alternate_drain_buffers(loop, staged_bytes)
             nir.yield_()
