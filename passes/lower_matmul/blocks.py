@@ -203,15 +203,14 @@ class MatmulBlocks:
                       accumulate=accumulate)
 
     def write_back(self, ops: Operands, c_l0c: ir.Value, x: IndexValue, y: IndexValue,
-                   m: int, k: int, ub_budget: int | None = None, max_part: int = 0) -> int:
+                   m: int, k: int, ub_budget: int | None = None) -> None:
         """C tile (k column blocks x m row blocks, Nz, f32) L0C -> UB -> GM, in
         chunks of whole column blocks that fit UB, or `ub_budget` bytes of it
-        (with the f16 copy if C is f16), at most `max_part` columns each when
-        given; returns the number of chunks."""
+        (with the f16 copy if C is f16)."""
         out_name = str(ops.out_type)
         convert = out_name != "f32"
         if self.epilogue is not None:
-            chunk = min(k, self.epilogue_part_columns(m), max_part or k)
+            chunk = min(k, self.epilogue_part_columns(m))
         else:
             acc_blk = self.target.fractal_bytes(4)
             out_blk = self.target.fractal_bytes(nir.element_bytes(out_name))
@@ -234,7 +233,6 @@ class MatmulBlocks:
                     nir.yield_()
             else:
                 self.drain_chunk(ops, flat, x, y, m, k, c0, cols, convert)
-        return -(-k // chunk)
 
     def epilogue_part_columns(self, m: int, staged: int = 0) -> int:
         """Column blocks (of m row blocks) of C one epilogue part may drain.

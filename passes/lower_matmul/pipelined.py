@@ -146,15 +146,10 @@ class PipelinedSchedule:
         if self.epilogue is None or not self.staged_drain or not self.epilogue_part_columns(
                 mb, khb * mb * self.target.fractal_bytes(4)):
             return False
-        vector_bound = self.vector_bound(blocks)
+        vector_bound = self.epilogue.vector_cycles > self.target.cube_cycles(blocks)
         narrow = self.epilogue.stored_bytes_per_element <= 2
         return tiles >= self.staged_drain or (
             vector_bound and narrow and tiles >= VECTOR_BOUND_TILES)
-
-    def vector_bound(self, blocks: int) -> bool:
-        """Whether the epilogue's vector work exceeds the cube's `blocks`
-        fractal products (the vector unit is the loop's bound)."""
-        return self.epilogue.vector_cycles > self.target.cube_cycles(blocks)
 
     def drain_staged(self, ops: Operands, c_piece: ir.Value, staged: ir.Value, last: ir.Value,
                      x: ir.Value, y: ir.Value, h: int, plan: "PipelinedPlan") -> None:
@@ -170,10 +165,8 @@ class PipelinedSchedule:
                               khb * mb * self.target.fractal_bytes(4)), src_gap=0, dst_gap=0)
             scf.YieldOp([])
         staged_bytes = khb * mb * self.target.fractal_bytes(4)
-        part = min(khb, self.epilogue_part_columns(mb, staged_bytes), self.drain_part_cap(khb))
-        self.drain_parts = -(-khb // part)
+        part = min(khb, self.epilogue_part_columns(mb, staged_bytes))
         drain = scf.IfOp(last, [], has_else=False)
-        self.drains.append(drain)
         with ir.InsertionPoint(drain.then_block):
             for c0 in range(0, khb, part):
                 cols = min(part, khb - c0)
@@ -184,70 +177,23 @@ class PipelinedSchedule:
                 self.epilogue.emit(view, Piece(ops.prefix, col, x, cols, mb))
             scf.YieldOp([])
 
-    def alternate_drain_buffers(self, loop: ir.Operation, reserved: int) -> bool:
-        """Give the drain buffers of consecutive C pieces bytes of their own:
-        two sets of them (pieces alternate) move from the drains' scf.ifs to
-        before `loop` (like the L0C pieces: live over the loop, one copy, not
-        ping-ponged by npu-double-buffer), when both fit UB beside `reserved`
-        bytes (the staged piece) and the epilogue's resident rows.
-
-        Why: allocated in its scf.if a piece's buffers live over their uses
-        only, and npu-plan-memory may then place every piece at the same
-        bytes (it does in the BERT layer, whose UB plan cannot refuse all
-        cross-pipe reuse): piece h+1's L0C -> UB move (V) waits for piece
-        h's store (MTE3) to finish reading them, so the drain of the last C
-        tile, which nothing hides, runs its pieces' moves, vector work and
-        stores back to back instead of overlapping a piece's store with the
-        next piece's vector work. Two sets (not one per piece) keep the UB
-        the loop holds small: piece h+2 starts after piece h's store."""
-        t = self.target
-        granule = t.granule("ub")
-
-        def ub_allocs(drain: scf.IfOp) -> list[ir.Operation]:
-            return [op.operation for op in drain.then_block.operations
-                    if op.operation.name == "memref.alloc"
-                    and nir.memory_space(op.operation.results[0]) == "ub"]
-
-        flat = [op for d in self.drains for op in ub_allocs(d)]
-        parts = self.drain_parts * len(self.drains)
-        if not self.separating or len(self.drains) < 2 or not flat or len(flat) % parts:
-            return False
-        size = len(flat) // parts
-        sets = [flat[i:i + size] for i in range(0, len(flat), size)]
-        types = [[str(op.results[0].type) for op in allocs] for allocs in sets]
-        if any(types[i] != types[i % 2] for i in range(len(sets))):
-            return False  # parts of different shapes: nothing to share
-        need = reserved + sum(-(-self.alloc_bytes(op) // granule) * granule
-                              for allocs in sets[:2] for op in allocs)
-        if self.epilogue is not None:
-            need += self.epilogue.resident_bytes
-        if need > t.capacity("ub"):
-            return False
-        for i, allocs in enumerate(sets):
-            for k, op in enumerate(allocs):
-                if i < 2:
-                    op.move_before(loop.operation)
-                else:
-                    op.results[0].replace_all_uses_with(sets[i % 2][k].results[0])
-                    op.erase()
-        return True
-
-    def drain_part_cap(self, khb: int) -> int:
-        """Column blocks of one drained part of a C piece: half the piece
-        when `alternate_drain_buffers` is to run and the piece halves, so that its
-        two alternating sets together hold one piece (the UB the loop holds
-        stays that of one piece; a part's store overlaps the next part's
-        vector work); else the whole piece."""
-        return khb // 2 if self.separating and khb % 2 == 0 else khb
-
-    @staticmethod
-    def alloc_bytes(op: ir.Operation) -> int:
-        """Bytes of the memref a static memref.alloc makes."""
-        value = op.operation.results[0]
-        size = nir.element_bytes(nir.memref_element(value))
-        for d in nir.memref_shape(value):
-            size *= d
-        return size
+    def drain_piece(self, ops: Operands, plan: "PipelinedPlan", c_piece: ir.Value,
+                    staged: ir.Value | None, last: ir.Value, x: ir.Value, y: ir.Value, h: int,
+                    ub_budget: int) -> None:
+        """Piece h of the C tile L0C -> UB -> GM when `last` (the tile's last
+        chunk): staged (`drain_staged`) or straight, with the epilogue if any."""
+        if staged is not None:
+            self.drain_staged(ops, c_piece, staged, last, x, y, h, plan)
+            return
+        # Always an scf.if (taken every time with one chunk): its UB buffers
+        # then live from their first to their last use, not for the whole
+        # loop body, and the pieces' parts can share UB.
+        khb = plan.kb // plan.pieces
+        drain = scf.IfOp(last, [], has_else=False)
+        with ir.InsertionPoint(drain.then_block):
+            y_h = y if h == 0 else arith.AddIOp(y, nir.index_const(h * khb)).result
+            self.write_back(ops, c_piece, x, y_h, plan.mb, khb, ub_budget)
+            scf.YieldOp([])
 
     def fall_back(self, reason: str) -> None:
         """No pipelined plan: the remark says why (the simple schedule runs)."""
@@ -266,7 +212,9 @@ class PipelinedSchedule:
               for each sub-step s of the chunk: A sub-tile, B sub-tile of piece h
                 -> the L0A / L0B slot (s alternating); mad into piece h
                 (accumulate=false on the first sub-step of chunk 0)
-              if c is the last chunk: drain piece h L0C -> UB -> GM
+            for each C piece h, if c is the last chunk:
+              drain piece h L0C -> UB -> GM  (drain-order=per-piece: right
+              after piece h's mads instead)
 
         Why: every (tile, chunk) is one iteration of one loop, so
         npu-double-buffer's ping-pong of the L1 chunks crosses tile
@@ -275,7 +223,17 @@ class PipelinedSchedule:
         as siblings of one block (precise flags, no coarse loop-boundary
         dependencies). Pieces are the outer order within a chunk so that a
         piece gets its last mad half a chunk before the next, and its drain
-        overlaps the other piece's mads and the next tile's first ones."""
+        overlaps the other piece's mads and the next tile's first ones: the
+        drain waits for its piece's flag, not for its place in the body.
+        The drains sit side by side after the mads because npu-plan-memory
+        refuses a cross-pipe reuse of UB only between lifetimes close in
+        program order once a function's UB is tight (its windows): after
+        their own pieces' mads, piece h+1's L0C -> UB move (V) and piece h's
+        store (MTE3) lay far apart, got the same bytes in the BERT layer,
+        and the drain of the last C tile, which nothing hides, ran its
+        pieces' moves, vector work and stores back to back (BERT seq 128
+        out_proj loop 41.0k -> 36.6k, ffn_out 116.2k -> 114.3k cycles with
+        them side by side)."""
         frac = self.target.fractal
         mb, kb, chunk, sub, pieces = plan.mb, plan.kb, plan.chunk, plan.sub, plan.pieces
         khb = kb // pieces
@@ -315,16 +273,6 @@ class PipelinedSchedule:
                       if self.stages_drain(trips // chunks, trips * mb * kb * chunk, mb, khb)
                       else None)
             step = 0
-            self.drains: list[scf.IfOp] = []
-            # Drains whose store, not their vector work, is the longer part
-            # (an epilogue cheaper than the cube's work) alternate two sets
-            # of UB buffers (`alternate_drain_buffers`); not when each part
-            # loads operand pieces from GM (twice the parts, twice the
-            # loads queued in MTE2 between the chunks: 64x1024x512 + bias
-            # 35.2k -> 40.5k cycles).
-            self.separating = self.separate_drains and self.epilogue is not None \
-                and not self.epilogue.loads_pieces and not self.vector_bound(
-                trips * mb * kb * chunk)
             for h in range(pieces):
                 for j0 in range(0, chunk, sub):
                     a0, b0 = a_slots[step % 2], b_slots[step % 2]
@@ -340,19 +288,9 @@ class PipelinedSchedule:
                     else:
                         accumulate = first if chunks > 1 else False
                     self.mad(a0, b0, c_pieces[h], mb, sub, khb, accumulate)
-                if staged is not None:
-                    self.drain_staged(ops, c_pieces[h], staged, last, x, y, h, plan)
-                    continue
-                # Always an scf.if (taken every time with one chunk): its UB
-                # buffers then live from their first to their last use, not
-                # for the whole loop body, and the pieces' parts can share UB.
-                drain = scf.IfOp(last, [], has_else=False)
-                self.drains.append(drain)
-                with ir.InsertionPoint(drain.then_block):
-                    y_h = y if h == 0 else arith.AddIOp(y, nir.index_const(h * khb)).result
-                    self.drain_parts = self.write_back(ops, c_pieces[h], x, y_h, mb, khb, ub_budget,
-                                                       self.drain_part_cap(khb))
-                    scf.YieldOp([])
-            staged_bytes = 0 if staged is None else khb * mb * self.target.fractal_bytes(4)
-            self.alternate_drain_buffers(loop, staged_bytes)
+                if self.drain_order == "per-piece":
+                    self.drain_piece(ops, plan, c_pieces[h], staged, last, x, y, h, ub_budget)
+            if self.drain_order == "after-mads":
+                for h in range(pieces):
+                    self.drain_piece(ops, plan, c_pieces[h], staged, last, x, y, h, ub_budget)
             nir.yield_()
