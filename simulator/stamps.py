@@ -96,16 +96,16 @@ class Stamps:
     # -- updates ----------------------------------------------------------------
 
     def set(self, pat: Pattern, addr: int, value: int) -> None:
+        if pat.byte_idx is None:  # one run: its granules are a slice, nothing to cache
+            self.set_range(addr + pat.lo, addr + pat.hi, value)
+            return
         blocks = self._granules(pat, addr)
         if blocks is not None:
             self.coarse[blocks] = value
             if self.any_mixed:
                 self.mixed[blocks] = False
             return
-        if pat.byte_idx is None:
-            self.set_range(addr + pat.lo, addr + pat.hi, value)
-        else:
-            self.set_bytes(pat.byte_idx + addr, value)
+        self.set_bytes(pat.byte_idx + addr, value)
 
     def set_range(self, lo: int, hi: int, value: int) -> None:
         """Bytes [lo, hi): whole granules at granule level, the ends per byte."""
