@@ -107,11 +107,8 @@ def runner(hz: HazardDetector, instr, reads: tuple, writes: tuple, mems: list, a
         # with an uncovered write to the access's group (so one it has already
         # made) is looked up in `writers`, so adding it before is exact.
         w[0].writers.add(instr.pipe)
-    # Views of the whole granules each access stamps (one fill per run), or None.
-    read_whole = [r[5].whole(r[2], r[3]) for r in reads]
-    write_whole = [w[4].whole(w[2], w[3]) for w in writes]
-    shape = (instr.pipe, tuple(v is not None for v in read_whole),
-             tuple(v is not None for v in write_whole), hz.races, numerics, carries)
+    shape = (instr.pipe, tuple(r[6] is not None for r in reads),
+             tuple(w[5] is not None for w in writes), hz.races, numerics, carries)
     factory = _FACTORIES.get(shape)
     if factory is None:
         names, source = _source(*shape)
@@ -119,10 +116,10 @@ def runner(hz: HazardDetector, instr, reads: tuple, writes: tuple, mems: list, a
         exec(compile(source, f"<runner {shape}>", "exec"), {}, namespace)
         factory = _FACTORIES[shape] = namespace["make"]
     values = [hz, instr, instr.who, hz.initialised, compute, mems, addrs, selection]
-    for (mem, group, pat, addr, token, stamps, _), whole in zip(reads, read_whole):
+    for mem, group, pat, addr, token, stamps, whole, _ in reads:
         values += [mem, pat, addr, token, stamps, hz.summary_w[group], hz.summary_r[group],
                    *((whole[0].fill, whole[1].fill) if whole is not None else (None, None))]
-    for (mem, group, pat, addr, stamps, _), whole in zip(writes, write_whole):
+    for mem, group, pat, addr, stamps, whole, _ in writes:
         values += [mem, pat, addr, stamps, hz.summary_w[group], hz.summary_r[group],
                    *((whole[0].fill, whole[1].fill) if whole is not None else (None, None))]
     return factory(*values)

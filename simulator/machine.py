@@ -70,12 +70,10 @@ class Machine:
     def bind(self, instr: Instr, views: tuple) -> tuple:
         """Check every operand's alignment and bounds (all before any hazard
         check) and resolve its accesses. A read is (memory, group, pattern,
-        address, clean-read key, its pipe's reader stamps, cross-core GM
-        access); a write the same without the key, with the writer stamps.
-        Every instruction reads before it writes. The views of the whole
-        granules an access stamps (`Stamps.whole`) are only made for a runner:
-        most operand sets that loops create afresh (a moving GM window) run
-        once or a few times, generically."""
+        address, clean-read key, its pipe's reader stamps, views of their whole
+        granules (`Stamps.whole`) or None, cross-core GM access); a write the
+        same without the key, with the writer stamps. Every instruction reads
+        before it writes."""
         esizes = instr.esizes
         regions = [v[0] for v in views]
         addrs = [v[0].base + v[1] * esizes[k] for k, v in enumerate(views)]
@@ -93,14 +91,16 @@ class Machine:
             cross_gm = self.cross is not None and mem.space == "gm"
             if write:
                 stamps = mem.wstamp
-                writes.append((mem, region.group, pat, addr, stamps, cross_gm))
+                writes.append((mem, region.group, pat, addr, stamps, stamps.whole(pat, addr),
+                               cross_gm))
             else:
                 stamps = mem.readers(instr.pipe)
                 # One key object per distinct clean read (hashed by identity).
                 if len(self.tokens) >= BOUND_CACHE_ENTRIES:
                     self.tokens.clear()  # later binds make new keys: only the cache misses
                 token = self.tokens.setdefault((mem, addr, key), object())
-                reads.append((mem, region.group, pat, addr, token, stamps, cross_gm))
+                reads.append((mem, region.group, pat, addr, token, stamps,
+                               stamps.whole(pat, addr), cross_gm))
         mems = [r.mem for r in regions]
         reads, writes = tuple(reads), tuple(writes)
         compute = instr.bound(mems, addrs)
@@ -150,7 +150,7 @@ class Machine:
         # Clock components of the five memory pipes (V=1, M=2, MTE1..3=3..5).
         _, c1, c2, c3, c4, c5, _ = clock_list
         carry = False  # a movement read uninitialised bytes: move their flags too
-        for mem, group, pat, addr, token, stamps, cross_gm in reads:
+        for mem, group, pat, addr, token, stamps, whole, cross_gm in reads:
             if cross_gm:
                 self.cross.access(mem, selection(pat, addr), False, self.core, instr, hz)
             if token not in initialised and hz.check_initialised(mem, pat, addr, token, instr):
@@ -161,9 +161,14 @@ class Machine:
                     hz.check_read_vs_writes(mem, pat, addr, pipe, clock, clock_list, sw,
                                             instr.who)
                 summary_r[group][pipe] = n
-            stamps.set(pat, addr, stamp)
+            if whole is not None:  # whole granules: the common case
+                whole[0].fill(stamp)
+                if stamps.any_mixed:
+                    whole[1].fill(False)
+            else:
+                stamps.set(pat, addr, stamp)
         not_v = pipe != V
-        for mem, group, pat, addr, stamps, cross_gm in writes:
+        for mem, group, pat, addr, stamps, whole, cross_gm in writes:
             if cross_gm:
                 self.cross.access(mem, selection(pat, addr), True, self.core, instr, hz)
             if races:
@@ -183,7 +188,12 @@ class Machine:
                 sw[pipe] = n
             if pipe not in mem.writers:
                 mem.writers.add(pipe)
-            stamps.set(pat, addr, stamp)
+            if whole is not None:
+                whole[0].fill(stamp)
+                if stamps.any_mixed:
+                    whole[1].fill(False)
+            else:
+                stamps.set(pat, addr, stamp)
             if mem.uninit is not None and not carry:
                 mem.uninit.data[selection(pat, addr)] = 0  # freshly written bytes are initialised
         if self.numerics:

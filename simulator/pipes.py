@@ -267,16 +267,10 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
                 break
             p = best
             q = queues[p]
-            popleft = q.popleft
             clock_l = clock_lists[p]
             pipelined = p in pipelined_set
-            own_clock = p != V  # V's own component advances only at its barriers
-            # This pipe's times and last snapshot, kept in locals for the burst
-            # (only it changes them).
+            # This pipe's times, kept in locals for the burst (only it changes them).
             p_free, p_done, p_busy, p_busy_end = free[p], done[p], busy[p], busy_end[p]
-            p_snap = last_snap[p]
-            # The head always runs: it is the earliest (t_best <= t_second).
-            progressed = True
             while q:
                 i = q[0]
                 instr, views, _ = trace[i]
@@ -291,12 +285,12 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
                     if not dq or dq[0][0] > t_second:
                         break
                 sn = snap[i]
-                if sn is not p_snap:
+                if sn is not last_snap[p]:
                     clock_l[:] = map(max, clock_l, sn)
-                    p_snap = sn
+                    last_snap[p] = sn
                 if kind == OP:
                     n = counts[p] = counts[p] + 1
-                    if own_clock:
+                    if p != V:
                         clock_l[p] = n
                     # Machine.execute, inlined: the operand set's runner.
                     entry = bound_get(id(views))
@@ -338,11 +332,11 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
                     p_free = t
                     start[i] = t
                     end[i] = t + (flag_latency if kind == SET else 0)
-                popleft()
+                q.popleft()
+                progressed = True
                 if kind == SET:
                     break  # a blocked pipe may be able to start earlier now
             free[p], done[p], busy[p], busy_end[p] = p_free, p_done, p_busy, p_busy_end
-            last_snap[p] = p_snap
             if s_pos < n_entries and trace[s_pos][0].pipe == S:
                 break  # the scalar unit may be able to move again
 

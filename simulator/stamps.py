@@ -23,8 +23,6 @@ from npu.simulator.access import Pattern, sorted_unique
 
 
 BLOCKS_CACHE_ENTRIES = 1 << 16
-_UNKNOWN = object()  # `Stamps.set` has not seen this address
-_SEEN_ONCE = object()  # ... has seen it once (no views made yet)
 
 
 def selection(pat: Pattern, addr: int):
@@ -35,7 +33,7 @@ def selection(pat: Pattern, addr: int):
 
 
 class Stamps:
-    __slots__ = ("g", "coarse", "mixed", "fine", "any_mixed", "_blocks_at", "_whole_at")
+    __slots__ = ("g", "coarse", "mixed", "fine", "any_mixed", "_blocks_at")
 
     def __init__(self, nbytes: int, granule: int, fill: int):
         n = -(-nbytes // granule)
@@ -45,7 +43,6 @@ class Stamps:
         self.fine: np.ndarray | None = None  # only bytes of mixed granules are meaningful
         self.any_mixed = False
         self._blocks_at: dict[tuple[int, int], object] = {}  # (pattern key, addr) -> _granules
-        self._whole_at: dict[tuple[int, int], object] = {}  # (pattern key, addr) -> `whole`
 
     # -- the granules an access covers whole ------------------------------------
 
@@ -99,35 +96,16 @@ class Stamps:
     # -- updates ----------------------------------------------------------------
 
     def set(self, pat: Pattern, addr: int, value: int) -> None:
-        # From an address's second use on, one fill of the views of its whole
-        # granules (`whole`: a run or equal bursts). Many addresses are used
-        # once (a window moving over GM): they get no views made.
-        key = (pat.key, addr)
-        known = self._whole_at.get(key, _UNKNOWN)
-        views = None
-        if known is _UNKNOWN:
-            if len(self._whole_at) >= BLOCKS_CACHE_ENTRIES:
-                self._whole_at.clear()
-            self._whole_at[key] = _SEEN_ONCE
-        elif known is _SEEN_ONCE:
-            views = self._whole_at[key] = self.whole(pat, addr)
-        else:
-            views = known
-        if views is not None:
-            views[0].fill(value)
-            if self.any_mixed:
-                views[1].fill(False)
-            return
-        if pat.byte_idx is None:
-            self.set_range(addr + pat.lo, addr + pat.hi, value)
-            return
         blocks = self._granules(pat, addr)
         if blocks is not None:
             self.coarse[blocks] = value
             if self.any_mixed:
                 self.mixed[blocks] = False
             return
-        self.set_bytes(pat.byte_idx + addr, value)
+        if pat.byte_idx is None:
+            self.set_range(addr + pat.lo, addr + pat.hi, value)
+        else:
+            self.set_bytes(pat.byte_idx + addr, value)
 
     def set_range(self, lo: int, hi: int, value: int) -> None:
         """Bytes [lo, hi): whole granules at granule level, the ends per byte."""

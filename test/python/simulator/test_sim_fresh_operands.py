@@ -1,8 +1,8 @@
 """Operand sets that a loop makes afresh on every iteration (a window moving
-over GM): they run through the generic path, which stamps through
-`Stamps.set` and binds dense copies as plain slices, and their short GM
-transfers test L2 lines on Python floats. Every check must still fire on
-them, and the short-transfer path must account exactly as the numpy one."""
+over GM): each is bound anew and runs through the generic path (dense copies
+bound as plain slices), and their short GM transfers test L2 lines on Python
+floats. Every check must still fire on them, and the short-transfer path
+must account exactly as the numpy one."""
 
 from __future__ import annotations
 
