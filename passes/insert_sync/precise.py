@@ -218,8 +218,8 @@ class _PreciseMode(_EventAllocation):
                             waits_before.setdefault(i, []).append((p, q, j))
                         st.learn(q, p, xkey if copy == 0 else (1, j))
                         continue
-                    if self.sink_sets and (copy == 0 or j < i):
-                        j = self._sink(nodes, j, i, p)
+                    if self.sink_sets:  # carried (j >= i): the run up to the body's end
+                        j = self._sink(nodes, j, i if copy == 0 or j < i else len(nodes), p)
                         xkey = (xkey[0], j)
                     if copy == 0:
                         waits_before.setdefault(i, []).append((p, q, j))

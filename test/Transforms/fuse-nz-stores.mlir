@@ -47,7 +47,8 @@ func.func @cast_nz(%x: memref<100x64xf32, "gm">, %w: memref<2x4x16x16xf16, "gm">
 // -----
 
 // The f16 tensor is also read after the group: it still leaves in ND, and
-// in Nz for the fractalize.
+// in Nz for the fractalize. Both stores are issued together at the chunk's
+// end, after the Nz gather (one MTE3 flag covers them).
 // CHECK-LABEL: func.func @nd_also_read
 // CHECK:       scf.execute_region {
 // CHECK:         "ascend.muls"
@@ -57,8 +58,9 @@ func.func @cast_nz(%x: memref<100x64xf32, "gm">, %w: memref<2x4x16x16xf16, "gm">
 // CHECK:       "ascend.adds"
 // KERNEL-LABEL: func.func @nd_also_read
 // KERNEL:       cce.vconv
-// KERNEL:       "cce.copy_ub_to_gm"{{.*}}burst_len = 80 : i64, dst_gap = 0 : i64, n_burst = 1
 // KERNEL:       "cce.vmax"
+// KERNEL:       "cce.copy_ub_to_gm"{{.*}}burst_len = 80 : i64, dst_gap = 0 : i64, n_burst = 1
+// KERNEL-NOT:   cce.v
 // KERNEL:       "cce.copy_ub_to_gm"{{.*}}burst_len = 40 : i64, dst_gap = 8 : i64, n_burst = 2
 func.func @nd_also_read(%x: memref<40x32xf32, "gm">, %y: memref<40x32xf16, "gm">, %a: memref<2x3x16x16xf16, "gm">) {
   %s = memref.alloc() : memref<40x32xf32, "gm">
