@@ -26,7 +26,7 @@ P_RUNS = 3
 
 class SoftmaxSteps:
     """Mixed into the kernel (`a`, `t`, `qb`, `kb`, `granule`, `prescale`, `scale_p`,
-    `row_max`, `context`, `flat_out`)."""
+    `row_max`, `context`, `nz_slabs`, `flat_out`)."""
 
     def softmax_tile(self, sc: ir.Value, pl1: ir.Value, mq: int, kbk: int,
                      alpha: ir.Value | None, masked: bool) -> None:
@@ -129,7 +129,7 @@ class SoftmaxSteps:
         merged context's Nz tensor at column block h * D/16 + j."""
         a = self.a
         rows = mq * 16
-        half = nir.alloc([rows * 16], "f16", "ub")
+        half = self.nz_slabs[j] if self.nz_slabs else nir.alloc([rows * 16], "f16", "ub")
         self.apply(cast_compute("f32", "f16", a.nz_round), half, [self.context], valid * 16,
                    offsets=(0, j * rows * 16), sizes=(2, 4))
         if valid < rows:  # the fractalize zero-fills the rows past seq
