@@ -95,11 +95,11 @@ PINNED: dict[str, tuple[int, int, str]] = {
     'chain-serialized': (61688, 401, 'c05de75249d53946'),
     'elementwise_add_1m.mlir': (78449, 356, '2ca46f0d988297ab'),
     'exp_1m.mlir': (46419, 392, 'd3b2c3e1983e8a03'),
-    'layer': (56353, 774, 'ba4826c9247838d8'),
+    'layer': (56355, 786, 'ba4826c9247838d8'),
     'matmul-is': (363199, 3345, '75cd4bc9cede0fbb'),
     'matmul-simple-no-double-buffer': (229868, 1587, '80afdaa8f04d3248'),
-    'matmul_512x768x768.mlir': (208140, 4683, 'ca7fbe108505f70d'),
-    'reduce-transpose': (28901, 880, '60c9d95268d44da6'),
+    'matmul_512x768x768.mlir': (208142, 4711, 'ca7fbe108505f70d'),
+    'reduce-transpose': (28901, 882, '60c9d95268d44da6'),
 }
 
 
