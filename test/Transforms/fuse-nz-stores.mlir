@@ -108,3 +108,21 @@ func.func @nz_read_in_between(%x: memref<32x32xf32, "gm">, %a: memref<2x2x16x16x
   "ascend.fractalize"(%h, %a) : (memref<32x32xf16, "gm">, memref<2x2x16x16xf16, "gm">) -> ()
   return
 }
+
+// -----
+
+// Without an Nz result the stores leave right after their results (the
+// vector work after them overlaps them): %y's store comes before the vrelu.
+// KERNEL-LABEL: func.func @stores_right_away
+// KERNEL:       "cce.vadds"
+// KERNEL-NEXT:  "cce.copy_ub_to_gm"
+// KERNEL:       "cce.vrelu"
+// KERNEL-NEXT:  "cce.copy_ub_to_gm"
+func.func @stores_right_away(%x: memref<40x32xf32, "gm">, %y: memref<40x32xf32, "gm">, %z: memref<40x32xf32, "gm">) {
+  %s = memref.alloc() : memref<40x32xf32, "gm">
+  // expected-remark @+1 {{fused 3 ops (muls, adds, relu) over 40 rows of 32}}
+  "ascend.muls"(%x, %s) {scalar = 5.0e-01 : f64} : (memref<40x32xf32, "gm">, memref<40x32xf32, "gm">) -> ()
+  "ascend.adds"(%s, %y) {scalar = 1.0 : f64} : (memref<40x32xf32, "gm">, memref<40x32xf32, "gm">) -> ()
+  "ascend.relu"(%s, %z) : (memref<40x32xf32, "gm">, memref<40x32xf32, "gm">) -> ()
+  return
+}
