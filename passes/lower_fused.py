@@ -227,9 +227,13 @@ class FusedKernel:
                 self.elementwise(m, bufs, expanded, out, rows, valid)
             bufs[m.out.root] = out
             if m.out.root in self.g.leaving:
-                pending.append(lambda o=m.out, b=out: self.store(o, b, row0, valid))
-                if m.out.root not in self.deferred:
-                    pending.pop()()
+                def leave(o: fusion.Operand = m.out, buf: ir.Value = out) -> None:
+                    self.store(o, buf, row0, valid)
+
+                if m.out.root in self.deferred:
+                    pending.append(leave)
+                else:
+                    leave()
             if m.out.root in self.nz:
                 self.nz[m.out.root].store(out, row0, valid,
                                           pending if m.out.root in self.deferred else None)

@@ -43,11 +43,12 @@ def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = Fals
     slab, the row max; `whole` and `absorbed`: the f32 staging of Q and K,
     kept for all heads; `q_rows`: the f16 Q tile scaled on its way to L1,
     apart from the steps' buffers so that its load never waits for them;
-    `nz_out` with several tiles per head: the f16 context slabs on their way
-    to the Nz output, apart from the steps' buffers so that the next
-    scores never wait for their stores) plus the largest of its phases: the f32 -> f16 staging of a Q, K or V
-    tile (`absorbed`; `whole`: only the f16 copy), the scores phase (scores, P, the row fold, the key mask and two
-    broadcasts) and the P.V phase. P.V has one more column block (ones: the
+    `nz_out` with several tiles per head: the f16 context slabs on their
+    way to the Nz output, apart from the steps' buffers so that the next
+    scores never wait for their stores) plus the largest of its phases: the
+    f32 -> f16 staging of a Q, K or V tile (`absorbed`; `whole`: only the
+    f16 copy), the scores phase (scores, P, the row fold, the key mask and
+    two broadcasts) and the P.V phase. P.V has one more column block (ones: the
     row sums). The scores and P.V in L0C and V's tile in L1 have two slots
     (the software pipeline of `npu-lower-attention`); `whole`: one tile per
     head (all queries and keys)."""
