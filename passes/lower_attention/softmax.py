@@ -165,16 +165,28 @@ class SoftmaxSteps:
     def row_reduce(self, scores: ir.Value, slabs: int, rows: int, fold: str, across: str,
                    into: ir.Value | None) -> ir.Value:
         """Per row of the Nz tile: slabs folded elementwise onto one [rows, 16]
-        slab, then one 16-lane reduction per row into `into` (or a new buffer)."""
+        slab, then one 16-lane reduction per row into `into` (or a new buffer).
+        A max or min (exact, so the order does not matter) folds onto two
+        slabs in turn, merged at the end: two independent chains, so one
+        pipe_barrier(V) per two folds instead of one per fold. The second
+        slab lives only over the folds, before P (so within the scores
+        phase of `npu.attention_plan.footprint`)."""
         slab = rows * 16
         work = scores
+        combine = Compute("binary", vop=fold)
         if slabs > 1:
             work = nir.alloc([slab], "f32", "ub")
-            self.apply(Compute("binary", vop=fold), work, [scores, scores], slab,
-                       offsets=(0, 0, slab))
-            for j in range(2, slabs):
-                self.apply(Compute("binary", vop=fold), work, [work, scores], slab,
-                           offsets=(0, 0, j * slab))
+            self.apply(combine, work, [scores, scores], slab, offsets=(0, 0, slab))
+            chains = [work]
+            if slabs >= 4 and fold in ("cce.vmax", "cce.vmin"):
+                chains.append(nir.alloc([slab], "f32", "ub"))
+                self.apply(combine, chains[1], [scores, scores], slab,
+                           offsets=(0, 2 * slab, 3 * slab))
+            for j in range(2 * len(chains), slabs):
+                acc = chains[j % len(chains)]
+                self.apply(combine, acc, [acc, scores], slab, offsets=(0, 0, j * slab))
+            if len(chains) > 1:
+                self.apply(combine, work, chains, slab)
         out = into if into is not None else nir.alloc([rows], "f32", "ub")
         nir.create_op(across, [out, sub(work, 0, slab)], repeat=rows, mask=16,
                       src_blk_stride=1, src_rep_stride=16 * 4 // self.granule, dst_rep_stride=1)
