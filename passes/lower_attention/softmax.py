@@ -5,6 +5,8 @@ Nz slabs, masks)."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 from mlir import ir
 
 from npu import ir as nir
@@ -67,24 +69,50 @@ class SoftmaxSteps:
         # last run's copy is all that the next tile's scores (which the
         # memory planner may place over P) wait for.
         per_run = kbk if self.a.seq_blocks <= min(self.qb, self.kb) else -(-kbk // P_RUNS)
-        for j0 in range(0, kbk, per_run):
-            j1 = min(kbk, j0 + per_run)
+        runs = [self.p_run(scores, probs, pl1, shift, j0, min(kbk, j0 + per_run), mq, kbk,
+                           masked) for j0 in range(0, kbk, per_run)]
+        # The runs' stages emitted diagonally (stage s of run r in wave r + s,
+        # the older run's first): the runs touch disjoint slabs, so the stages
+        # of one wave need no pipe_barrier(V) between them, one per wave
+        # instead of one per stage and run.
+        for wave in range(len(runs) + len(runs[0]) - 1):
+            for stage in reversed(range(len(runs[0]))):
+                if 0 <= wave - stage < len(runs):
+                    runs[wave - stage][stage]()
+
+    def p_run(self, scores: ir.Value, probs: ir.Value, pl1: ir.Value, shift: ir.Value,
+              j0: int, j1: int, mq: int, kbk: int, masked: bool) -> list[Callable[[], None]]:
+        """The stages of P's run of key slabs j0..j1-1: the shift by the row
+        max in f32, the cast to f16, the scale (`scale_p`), then exp and the
+        copy to L1."""
+        a, rows = self.a, mq * 16
+        slab = rows * 16
+        at, n = j0 * slab, (j1 - j0) * slab
+        vsub = Compute("binary", vop="cce.vsub")
+
+        def shifted() -> None:
             for j in range(j0, j1):
                 self.apply(vsub, scores, [scores, shift], slab, offsets=(j * slab, j * slab, 0))
             if masked and j1 == kbk:  # padded keys' -1e30 would overflow f16: a finite value
                 self.apply(Compute("scalar", vop="cce.vmaxs", scalar=-F16_MASKED), scores,
                            [scores], slab, offsets=((kbk - 1) * slab, (kbk - 1) * slab))
-            at, n = j0 * slab, (j1 - j0) * slab
+
+        def half() -> None:
             self.apply(cast_compute("f32", "f16", "rint"), probs, [scores], n, offsets=(at, at),
                        sizes=(2, 4))
-            if self.scale_p:
-                self.apply(Compute("scalar", vop="cce.vmuls", scalar=a.scale), probs, [probs], n,
-                           offsets=(at, at), sizes=(2, 2))
+
+        def scaled() -> None:
+            self.apply(Compute("scalar", vop="cce.vmuls", scalar=a.scale), probs, [probs], n,
+                       offsets=(at, at), sizes=(2, 2))
+
+        def exp_to_l1() -> None:
             self.apply(unary_compute("ascend.exp", "f16"), probs, [probs], n, offsets=(at, at),
                        sizes=(2, 2))
             run = pl1 if j1 - j0 == kbk else \
                 nir.subview(pl1, [j0, 0, 0, 0], [j1 - j0] + nir.memref_shape(pl1)[1:])
             copy("cce.copy_ub_to_l1", sub(probs, at, n), run, 1, (j1 - j0) * mq * 16)
+
+        return [shifted, half] + ([scaled] if self.scale_p else []) + [exp_to_l1]
 
     def rescale_context(self, pv: ir.Value, alpha: ir.Value, mq: int) -> None:
         """O = O * alpha + P.V per row (the online softmax's correction), the
@@ -99,7 +127,9 @@ class SoftmaxSteps:
                        offsets=(j * slab, 0, j * slab))
 
     def finish(self, h, x0, mq: int, valid: int) -> None:
-        """O / l per row, then one burst per valid row and 16 columns to GM."""
+        """O / l per row (every column block first: they are independent, one
+        pipe_barrier(V) before their stores), then one burst per valid row
+        and 16 columns to GM."""
         a = self.a
         rows, d = mq * 16, a.head_dim
         slab = rows * 16
@@ -109,6 +139,7 @@ class SoftmaxSteps:
         for j in range(a.d_blocks):
             self.apply(Compute("binary", vop="cce.vmul"), self.context,
                        [self.context, self.context], slab, offsets=(j * slab, j * slab, total))
+        for j in range(a.d_blocks):
             if a.nz_out:
                 self.store_nz(h, x0, j, mq, valid)
                 continue
