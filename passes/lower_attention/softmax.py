@@ -127,22 +127,28 @@ class SoftmaxSteps:
                        offsets=(j * slab, 0, j * slab))
 
     def finish(self, h, x0, mq: int, valid: int) -> None:
-        """O / l per row (every column block first: they are independent, one
-        pipe_barrier(V) before their stores), then one burst per valid row
-        and 16 columns to GM."""
+        """O / l per row, then one burst per valid row and 16 columns to GM
+        (with `nz_out`, every column block is scaled before any is cast to
+        f16: the casts then wait for one pipe_barrier(V), not one each)."""
         a = self.a
         rows, d = mq * 16, a.head_dim
         slab = rows * 16
         total = a.d_blocks * slab  # the row sums, one per lane of the last slab
         self.apply(unary_compute("ascend.reciprocal", "f32"), self.context, [self.context], slab,
                    offsets=(total, total))
-        for j in range(a.d_blocks):
+
+        def scaled(j: int) -> None:
             self.apply(Compute("binary", vop="cce.vmul"), self.context,
                        [self.context, self.context], slab, offsets=(j * slab, j * slab, total))
-        for j in range(a.d_blocks):
-            if a.nz_out:
+
+        if a.nz_out:
+            for j in range(a.d_blocks):
+                scaled(j)
+            for j in range(a.d_blocks):
                 self.store_nz(h, x0, j, mq, valid)
-                continue
+            return
+        for j in range(a.d_blocks):
+            scaled(j)
             if a.merged:  # head h's columns of the merged [S, H*D] rows
                 pitch = a.heads * d
                 first = lin((x0, 16 * pitch), (h, d), (1, 16 * j))
