@@ -21,16 +21,23 @@
 // CHECK:       arith.addi %[[FIRST]]
 // CHECK:       %[[B1:.*]] = memref.subview %[[W]]
 // CHECK:       "cce.copy_gm_to_l1"(%[[B1]], %[[SLOT1]])
+// The guard holds the whole run of loads the weight copy ends (A's copy
+// too, in both branches), so that one flag after the run orders them.
 // CHECK:       scf.for %[[I:[a-z0-9_]+]] = %[[LB:[a-z0-9_]+]] to
-// CHECK:         "cce.copy_gm_to_l1"(%{{.*}}, %{{.*}}) {{.*}}memref<1x3x16x16xf16, "l1">
 // CHECK:         %[[LATER:.*]] = arith.cmpi ne, %[[I]], %[[LB]] : index
 // CHECK-NEXT:    scf.if %[[LATER]] {
+// CHECK-NEXT:      "cce.copy_gm_to_l1"(%[[A0:.*]], %[[ASLOT0:.*]]) {{.*}}memref<1x3x16x16xf16, "l1">
 // CHECK-NEXT:      "cce.copy_gm_to_l1"(%{{.*}}, %[[SLOT0]])
+// CHECK-NEXT:    } else {
+// CHECK-NEXT:      "cce.copy_gm_to_l1"(%[[A0]], %[[ASLOT0]])
 // CHECK-NEXT:    {{^ +}}}{{$}}
 // CHECK:         cce.mad
 // CHECK:         %[[LATER1:.*]] = arith.cmpi ne, %[[I]], %[[LB]] : index
 // CHECK-NEXT:    scf.if %[[LATER1]] {
+// CHECK-NEXT:      "cce.copy_gm_to_l1"
 // CHECK-NEXT:      "cce.copy_gm_to_l1"(%{{.*}}, %[[SLOT1]])
+// CHECK-NEXT:    } else {
+// CHECK-NEXT:      "cce.copy_gm_to_l1"
 // CHECK-NEXT:    {{^ +}}}{{$}}
 // CHECK:         cce.mad
 // CHECK:       return
@@ -50,6 +57,11 @@
 // PLANNED:       scf.for
 // PLANNED:         scf.if
 // PLANNED-NEXT:      "cce.copy_gm_to_l1"
+// PLANNED-NEXT:      "cce.copy_gm_to_l1"
+// PLANNED-NEXT:    } else {
+// PLANNED-NEXT:      "cce.copy_gm_to_l1"
+// PLANNED-NEXT:    {{^ +}}}{{$}}
+// PLANNED-NEXT:    cce.set_flag
 func.func @after_exp(%x: memref<64x3x16x16xf16, "gm">, %a: memref<64x3x16x16xf16, "gm">, %w: memref<5x64x16x16xf16, "gm"> {npu.constant = dense<0.5> : tensor<5x64x16x16xf16>}, %c: memref<5x3x16x16xf32, "gm">) {
   "ascend.exp"(%x, %a) : (memref<64x3x16x16xf16, "gm">, memref<64x3x16x16xf16, "gm">) -> ()
   // expected-remark @+2 {{matmul tiling}}
