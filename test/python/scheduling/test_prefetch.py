@@ -122,7 +122,7 @@ def test_prefetched_chain_matches_numpy_and_the_unprefetched_result(m, n, k1, k2
     # the exp (the first op, when there is none, has nothing to overlap).
     assert prefetched_weights(text) == ([1, 2] if lead == "exp" else [2])
     assert prefetched_weights(text, "prefetch=false") == []
-    assert prefetched_weights(text, "") == []  # off by default (compile time)
+    assert prefetched_weights(text, "") == prefetched_weights(text)  # on by default
 
 
 def test_prefetch_saves_the_idle_tail():
@@ -158,6 +158,13 @@ def test_pipe_work_totals_are_the_programs_traffic_and_issue():
     assert work["V"] == 64 * 1024 // 64 * target.vector_cycles("transcendental")
     work = pipe_work([o.operation for o in matmul.regions[0].blocks[0].operations], target)
     assert work["M"] == 3 * 4 * 5 + 3 * 5 * 1
+    # npu-prefetch's one-walk facts count each op's work as pipe_work does.
+    from npu.passes.prefetch.facts import FactsCache
+
+    facts = FactsCache(target)
+    for func in (exp, matmul):
+        for child in func.regions[0].blocks[0].operations:
+            assert facts(child.operation).work == pipe_work([child.operation], target)
 
 
 def test_chunk_cut_over_several_gaps_matches_numpy():
