@@ -127,12 +127,12 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
         for loop in loops:
             at = tops.index(loop, at)
             where = self.facts.location(loop)
-            first = where not in seen
+            if where in seen:  # once per op: attention has several such loops
+                continue
             seen.add(where)
             candidate, why = self._candidate(loop, constants)
-            if candidate is None or not first:
-                if first:  # once per op: attention has several such loops
-                    self._say(loop, f"npu-prefetch: not prefetched: {why}")
+            if candidate is None:
+                self._say(loop, f"npu-prefetch: not prefetched: {why}")
                 continue
             self._prefetch(func, candidate, collector, tops, at)
 
