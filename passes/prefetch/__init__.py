@@ -31,8 +31,10 @@ its last load (the last iteration of a loop, then the ops up to the next
 op with loads), where that next op waits, i.e. reads GM bytes written since
 (loads that need nothing run at once: in the previous op the idle time
 counts after them, in this op's preparation, e.g. a bias, before them).
-Slots are placed in body order, each cut at its bursts (the chunk's column
-blocks) over the gaps, latest first, a gap taking bursts while at least
+The gap after the last load of the op before the previous one comes
+first (when the previous op's first load waits on it); slots are placed
+in body order, each cut at its bursts (the chunk's column
+blocks) over the gaps, then latest first, a gap taking bursts while at least
 half of the next one fits its idle time left; a slot is prefetched only
 whole, and only if L1 (the collector's bound at every op from its first
 part to the loop, plus the slots placed before) has room. An op that reads
@@ -200,9 +202,17 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
         bandwidth = self.target.path("gm_to_l1").bytes_per_cycle
         capacity = self.target.capacity("l1")
         gaps = self._gaps(tops, max(start, 0), prev, at)
+        # The tail of the op before the previous one is tried first: the
+        # previous op's own loads follow it, so a chunk there delays nothing
+        # it does (in the previous op's tail it delays that op's last
+        # steps), while L1 has room over the previous op.
+        earlier = self._earlier_tail(tops, start, at) if start > 0 else None
+        if earlier is not None:
+            gaps = [earlier] + gaps
+        low = min([max(start, 0)] + [k for k, _ in gaps])
         # L1 each op from a gap to the loop needs at most, plus the slots
         # placed so far that stay live over it.
-        need = {j: collector.space_bounds_at(func, "l1", j)[1] for j in range(max(start, 0), at)}
+        need = {j: collector.space_bounds_at(func, "l1", j)[1] for j in range(low, at)}
         left = dict(gaps)
         parts: list[Part] = []
         placed = 0
@@ -222,9 +232,11 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
             parts.extend(trial)
             placed += 1
         chunk = collector.space_size(c.slots[0][0])[1]
+        own = gaps[1:] if earlier is not None else gaps
         figures = (f"estimated MTE2 idle gaps from {name} on: "
-                   f"{', '.join(str(int(g)) for _, g in reversed(gaps)) or 'none'} cycles; "
-                   f"a chunk of {chunk} bytes takes {int(chunk / bandwidth)}")
+                   f"{', '.join(str(int(g)) for _, g in reversed(own)) or 'none'} cycles"
+                   + (f", after the op before it {int(earlier[1])}" if earlier is not None else "")
+                   + f"; a chunk of {chunk} bytes takes {int(chunk / bandwidth)}")
         if not placed:
             fits = self._fill(c.slots[0][1], gaps, dict(gaps), bandwidth)[0] is not None
             reason = ("no chunk fits in L1 there" if fits
@@ -235,7 +247,7 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
         home = {alloc: min(p.gap for p in parts if p.copy in copies) for alloc, copies in slots}
         # Working ops counted from the window's start, as the remark numbers steps.
         steps, count = {}, 0
-        for k in range(max(start, 0), at):
+        for k in range(low, at):
             count += works(k)
             steps[k] = count
         # From the latest insertion point back: earlier indices stay valid.
@@ -252,14 +264,38 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
         collector.changed(tops.index(c.loop, at), same_accesses=True)
 
         def nth(k: int, first: int) -> int:  # k's number among the working ops from `first`
-            return steps[k] - (steps[first - 1] if first > max(start, 0) else 0)
+            return steps[k] - (steps[first - 1] if first > low else 0)
 
         points = ", ".join(f"after {name} step #{nth(k, start)} (of {nth(prev, start)})"
-                           if k <= prev else f"after this op's preparation step #{nth(k, prev + 1)}"
+                           if start <= k <= prev else
+                           f"after the op before {name} (its last load)" if k < start else
+                           f"after this op's preparation step #{nth(k, prev + 1)}"
                            for k in sorted({p.gap for p in parts}))
         self._say(c.loop, f"npu-prefetch: {placed} of {len(c.slots)} weight slot(s) "
                           f"({sum(collector.space_size(a)[1] for a, _ in slots)} bytes, "
                           f"{len(parts)} copies) loaded {points}, ahead of this op's first wait ({figures})")
+
+    def _earlier_tail(self, tops: list[ir.Operation], start: int, at: int
+                      ) -> tuple[int, float] | None:
+        """The gap after the last load of the op before the previous one
+        (ending before `start`): its tail work and the previous op's
+        load-free steps up to its first load, when that load reads what
+        the earlier op writes (else MTE2 goes on at once)."""
+        k = next((j for j in range(start - 1, -1, -1) if self.facts.works(tops[j])), None)
+        if k is None:
+            return None
+        while k >= 0 and not self.facts(tops[k]).loads:
+            k -= 1
+        if k < 0:
+            return None
+        idle = self.facts(tops[k]).tail
+        f = k + 1
+        while f < at and not self.facts(tops[f]).loads:
+            idle += self.facts(tops[f]).tail
+            f += 1
+        if f >= at or not self._reads_written([tops[f]], tops[k:f]):
+            return None
+        return k, idle
 
     def _say(self, op: ir.Operation, message: str) -> None:
         if self.remarks:
