@@ -112,6 +112,9 @@ class BufferCollector:
         # redo, the indices in `_stale`), and per piece a row of `_Table`.
         self._tops: list[ir.Operation] | None = None
         self._top_pieces: list[_Piece | None] = []
+        # per top-level op to redo: an analysis to start its piece from (see
+        # `changed`), or None
+        self._seeds: list[AccessAnalysis | None] = []
         self._stale: set[int] = set()
         self._table: _Table | None = None
         self._bounds: dict[str, tuple[int, int]] = {}  # space -> space_bounds, while unchanged
@@ -122,19 +125,29 @@ class BufferCollector:
         returns its ops, whose indices `changed` takes."""
         self._tops = [child.operation for child in func_op.regions[0].blocks[0].operations]
         self._top_pieces = [None] * len(self._tops)
+        self._seeds = [None] * len(self._tops)
         self._stale = set(range(len(self._tops)))
         self._table = _Table(len(self._tops))
         self._bounds.clear()
         return list(self._tops)
 
-    def changed(self, index: int, replacement: list[ir.Operation] | None = None) -> None:
+    def analysis_at(self, func_op: ir.Operation, index: int) -> AccessAnalysis:
+        """The access analysis of tracked top-level op `index`, up to date."""
+        return self._top_level(func_op)[index].analysis
+
+    def changed(self, index: int, replacement: list[ir.Operation] | None = None,
+                seeds: list[AccessAnalysis | None] | None = None) -> None:
         """Tracked top-level op `index` changed inside, or was replaced by the
-        ops `replacement` (only ops after it may have moved since `track`)."""
+        ops `replacement` (only ops after it may have moved since `track`).
+        `seeds` (one per replacement op, or None): an analysis already
+        holding accesses of that op's ops (`AccessAnalysis.derive_copies`),
+        which its piece starts from."""
         count = 1
         if replacement is not None:
             count = len(replacement)
             self._tops[index:index + 1] = replacement
             self._top_pieces[index:index + 1] = [None] * count
+            self._seeds[index:index + 1] = seeds or [None] * count
             self._stale = {k if k < index else k + count - 1 for k in self._stale if k != index}
             self._table.splice(index, count)
         else:
@@ -158,7 +171,8 @@ class BufferCollector:
             fresh = sorted(self._stale)
             self._stale.clear()
             for k in fresh:
-                tops[k] = self._piece(self._tops[k])
+                tops[k] = self._piece(self._tops[k], self._seeds[k])
+                self._seeds[k] = None
                 self._table.fill(k, tops[k])
             if all(tops[k].dynamic is None for k in fresh):
                 return tops  # the others were checked when they were made
@@ -309,7 +323,7 @@ class BufferCollector:
                                b.last_pipe, vector_only=b.vector_only) for b in piece.buffers]
         return buffers
 
-    def _piece(self, top: ir.Operation) -> _Piece:
+    def _piece(self, top: ir.Operation, analysis: AccessAnalysis | None = None) -> _Piece:
         spans: dict[ir.Operation, tuple[int, int]] = {}
         chains: list[tuple[ir.Operation, list[ir.Operation]]] = []
         allocs: list[tuple[ir.Operation, ir.Operation | None]] = []  # (alloc, parent)
@@ -333,7 +347,7 @@ class BufferCollector:
             spans[op] = (start, counter[0] - 1)  # closed: the last position inside
 
         number(top, [])
-        analysis = AccessAnalysis(self.target)
+        analysis = analysis or AccessAnalysis(self.target)
         uses: dict[ir.Operation, list[tuple[ir.Operation, list[ir.Operation], str]]] = {}
         alloc_of: dict[ir.Value, ir.Operation | None] = {}  # root -> its memref.alloc
         for op, chain in chains:
@@ -344,7 +358,7 @@ class BufferCollector:
             for operand in op.operands:
                 if not isinstance(operand.type, ir.MemRefType):
                     continue
-                root, _ = analysis.root_of(operand)
+                root = analysis.root_value(operand)
                 if root in alloc_of:
                     alloc = alloc_of[root]
                 else:
