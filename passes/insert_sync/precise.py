@@ -104,6 +104,7 @@ class _PreciseMode(_EventAllocation):
         self.pos: dict[int, _Positions] = {}
         self.block_span: dict[int, tuple[int, int]] = {}
         self.block_nodes: dict[int, list[Node]] = {}
+        self._block_ticks: dict[int, tuple[list[int], dict[int, int]]] = {}  # see `_block_of`
         self._clock = 0
 
     # -- timeline ----------------------------------------------------------------
