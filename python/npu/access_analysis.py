@@ -92,7 +92,7 @@ class AccessAnalysis:
         # and again for the alloc it uses (npu-plan-memory's lifetimes).
         self._roots: dict[ir.Value, tuple[ir.Value, Affine | None]] = {}
         self._indices: dict[ir.Value, tuple[Affine | None, int]] = {}  # see `_index`
-        self._bases: dict[ir.Value, ir.Value] = {}  # view source -> `_chain_base`
+        self._bases: dict[ir.Value, ir.Value] = {}  # value -> `_chain_base`
         self._layouts: dict[ir.Type, tuple[list[int], int]] = {}  # see `_layout`
         # root memref value -> (`root_key`, the root's alloc when keyed by it)
         self._root_keys: dict[ir.Value, tuple[tuple[tuple, str, int, int], ir.Operation | None]] = {}
@@ -243,14 +243,16 @@ class AccessAnalysis:
 
     def _chain_base(self, value: ir.Value) -> ir.Value:
         """The value at the end of `value`'s chain of VIEW_OPS (memoised per
-        source: the views of one buffer share the rest of the chain)."""
-        op = defining_op(value)
-        if op is None or op.name not in VIEW_OPS:
-            return value
-        source = op.operands[0]
-        base = self._bases.get(source)
+        value: the views of one buffer share the rest of the chain, and an
+        operand is often used by several ops)."""
+        base = self._bases.get(value)
         if base is None:
-            base = self._bases[source] = self._chain_base(source)
+            op = defining_op(value)
+            if op is None or op.name not in VIEW_OPS:
+                base = value
+            else:
+                base = self._chain_base(op.operands[0])
+            self._bases[value] = base
         return base
 
     def _elem_offset(self, value: ir.Value, depth: int = 0) -> Affine | None:
