@@ -37,7 +37,8 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from npu.access_analysis import AccessAnalysis
-from npu.ir import bool_attr, clone_into, defining_op, i64_attr, index_const, memory_space, walk_held
+from npu.ir import (bool_attr, clone_into, defining_op, functions, i64_attr, index_const,
+                    memory_space, walk_held)
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass
 from npu.target import ON_CHIP_BUFFERS
 
@@ -64,7 +65,7 @@ class DoubleBufferPass(Pass):
         # memory planner run right after takes the lifetimes from it
         # (`PlanMemoryPass.collectors`) instead of analysing every op again.
         self.collectors: dict[ir.Operation, BufferCollector] = {}
-        for func in walk_held(module, lambda o: o.name == "func.func"):
+        for func in functions(module):
             if not func.regions[0].blocks:
                 continue
             # Re-planned after every unroll; only the unrolled part is re-walked.

@@ -39,8 +39,8 @@ from mlir.dialects import memref
 
 from npu import memory_planning as planner
 from npu.epilogue import EPILOGUE_ATTR
-from npu.ir import (VIEW_OPS, WORKSPACE_ATTR, append_argument, element_bytes, i64_attr,
-                    index_const, memory_space, memref_layout, symbol_name, walk_held)
+from npu.ir import (VIEW_OPS, WORKSPACE_ATTR, append_argument, element_bytes, functions,
+                    i64_attr, index_const, memory_space, memref_layout, symbol_name, walk_held)
 from npu.passes.base import Option, Pass, PassError
 from npu.target import Target
 
@@ -206,7 +206,7 @@ class PlanGmPass(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
-        for func in walk_held(module, lambda o: o.name == "func.func"):
+        for func in functions(module):
             if not func.regions[0].blocks:
                 continue
             if len(func.regions[0].blocks) > 1:
