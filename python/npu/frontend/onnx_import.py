@@ -218,8 +218,11 @@ def _strip_weight_bytes(model) -> dict[int, bytes]:
               onnx.TensorProto.BFLOAT16)
     taken = {}
     for i, t in enumerate(model.graph.initializer):
-        if t.data_type in floats and t.raw_data and len(t.raw_data) >= 4 * DETACH_MIN_ELEMENTS:
-            taken[i] = t.raw_data
+        if t.data_type not in floats or not t.HasField("raw_data"):
+            continue
+        data = t.raw_data  # each read of the field is a copy of the bytes
+        if len(data) >= 4 * DETACH_MIN_ELEMENTS:
+            taken[i] = data
             t.ClearField("raw_data")
     return taken
 
