@@ -25,13 +25,9 @@ from mlir import ir
 from npu import memory_planning as planner
 from npu.access_analysis import SYNC_OPS, AccessAnalysis, AccessError
 from npu.diagnostics import _location_parts
-from npu.ir import defining_op, element_bytes, memory_space
+from npu.ir import LEAF_OP_NAMES, defining_op, element_bytes, memory_space
 from npu.passes.base import PassError
 from npu.target import ON_CHIP_BUFFERS, Target
-
-
-# Names of the registered ops seen without regions (see `_piece`).
-_LEAF_NAMES: set[str] = set()
 
 
 @dataclass
@@ -347,9 +343,8 @@ class BufferCollector:
         chains: list[tuple[ir.Operation, list[ir.Operation]]] = []
         allocs: list[tuple[ir.Operation, ir.Operation | None]] = []  # (alloc, parent)
         counter = [0]
-        # A registered op's name fixes how many regions it has: asking each
-        # op for its regions was a third of the numbering's cost.
-        leaves = _LEAF_NAMES if not top.context.allow_unregistered_dialects else set()
+        # Asking each op for its regions was a third of the numbering's cost.
+        leaves = LEAF_OP_NAMES if not top.context.allow_unregistered_dialects else set()
 
         def number(op: ir.Operation, chain: list[ir.Operation]) -> None:
             start = counter[0]

@@ -37,8 +37,8 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from npu.access_analysis import AccessAnalysis
-from npu.ir import (bool_attr, clone_into, defining_op, functions, i64_attr, index_const,
-                    memory_space, walk_held)
+from npu.ir import (bool_attr, clone_into, defining_op, functions, has_regions, i64_attr,
+                    index_const, memory_space, walk_held)
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass
 from npu.target import ON_CHIP_BUFFERS
 
@@ -219,7 +219,7 @@ def _pairs(originals: list[ir.Operation], clones: list[ir.Operation]
     included (a clone has its original's structure)."""
     pairs = []
     for original, clone in zip(originals, clones):
-        if len(original.regions):
+        if has_regions(original):
             pairs += zip(walk_held(original), walk_held(clone))
         else:
             pairs.append((original, clone))

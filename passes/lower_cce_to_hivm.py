@@ -100,6 +100,7 @@ class _FunctionLowering:
         self.constants = Constants(next(iter(entry.operations)).operation)
         self.dead: list[ir.Operation] = []
         self.layouts: dict[ir.Type, tuple[list[int], int]] = {}  # for `view_address`
+        self.element_sizes: dict[ir.Type, int] = {}  # for `view_address`
 
     def run(self) -> None:
         try:
@@ -117,7 +118,7 @@ class _FunctionLowering:
         for op_view in list(block.operations):
             op = op_view.operation
             name = op.name
-            if len(op.regions):
+            if nir.has_regions(op):
                 self.no_memref_operands(op)
                 for region in op.regions:
                     for inner in region.blocks:
@@ -160,7 +161,7 @@ class _FunctionLowering:
         source = self.addresses.get(op.operands[0])
         if source is None:
             raise PassError(f"'{op.name}': cannot trace its source memref to an allocation", op)
-        address, dynamic = view_address(op, source, self.layouts)
+        address, dynamic = view_address(op, source, self.layouts, self.element_sizes)
         if dynamic:
             # One scalar instruction, where the cce view op charged one.
             with op.location, ir.InsertionPoint(op):

@@ -152,10 +152,12 @@ def collect_tensors(func_op: ir.Operation, target: Target) -> tuple[list[Tensor]
 
 
 def plan_function(func_op: ir.Operation, target: Target, algorithm: str = "auto",
-                  apply: bool = True) -> GmPlan | None:
+                  apply: bool = True, collected: tuple[list[Tensor], int] | None = None
+                  ) -> GmPlan | None:
     """Plan the GM temporaries of `func_op`; with `apply`, rewrite them into
-    views of a new workspace argument. None when there is nothing to plan."""
-    tensors, unplanned = collect_tensors(func_op, target)
+    views of a new workspace argument. None when there is nothing to plan.
+    `collected`: what `collect_tensors` gave for the function as it is."""
+    tensors, unplanned = collected or collect_tensors(func_op, target)
     if not tensors:
         return None
     adj = planner.conflict_graph(tensors, planner.overlaps)
@@ -212,10 +214,10 @@ class PlanGmPass(Pass):
             if len(func.regions[0].blocks) > 1:
                 raise PassError("npu-plan-gm orders lifetimes by the ops of one block; this "
                                 "function has several (unstructured control flow)", func)
-            tensors, _ = collect_tensors(func, self.target)
-            if tensors:
+            collected = collect_tensors(func, self.target)
+            if collected[0]:
                 _check_not_called(module, func)
-            plan = plan_function(func, self.target, self.algorithm)
+            plan = plan_function(func, self.target, self.algorithm, collected=collected)
             if plan is not None and self.remarks:
                 self.remark(func, f"gm workspace: allocated {plan.allocated} B, lower bound "
                             f"{plan.lower_bound} B, sum of sizes {plan.total} B ({plan.tensors} "

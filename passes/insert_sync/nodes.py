@@ -9,7 +9,7 @@ from mlir import ir
 
 from npu.access_analysis import (AccessAnalysis, AccessError, Affine, IvKey, OpAccess, Range,
                                  SYNC_OPS, is_access_op, may_overlap)
-from npu.ir import walk_held
+from npu.ir import has_regions, walk_held
 from npu.passes.base import PassError
 from npu.target import ON_CHIP_BUFFERS
 
@@ -115,7 +115,7 @@ def build_block(block: ir.Block, analysis: AccessAnalysis) -> list[Node]:
             node = _compound(op, analysis)
             if node is not None:
                 nodes.append(node)
-        elif op.regions and any(is_access_op(o) for o in walk_held(op) if o is not op):
+        elif has_regions(op) and any(is_access_op(o) for o in walk_held(op) if o is not op):
             raise PassError(f"npu-insert-sync does not handle cce ops nested in '{op.name}'", op)
     return nodes
 

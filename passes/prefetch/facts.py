@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from mlir import ir
 
 from npu.dialects.cce import OP_SPACES, PIPE_OF
-from npu.ir import VIEW_OPS, defining_op, element_bytes, memref_element, memref_shape, view_root, \
-    walk_held
+from npu.ir import VIEW_OPS, defining_op, element_bytes, has_regions, memref_element, memref_shape, \
+    view_root, walk_held
 from npu.pipe_work import constant_index, instruction_cycles, trip_count
 from npu.target import Target
 
@@ -156,9 +156,9 @@ class FactsCache:
                     writes.add(_gm_tensor(op.operands[1]))
             into[pipe] = into.get(pipe, 0.0) + times * instruction_cycles(op, self.target)
             return
-        regions = op.regions
-        if not len(regions):
+        if not has_regions(op):
             return
+        regions = op.regions
         if name == "scf.for":
             trips = trip_count(op)
             inner = times * (1 if trips is None else trips)

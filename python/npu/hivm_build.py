@@ -77,18 +77,24 @@ def _element_size(t: ir.Type) -> int:
 
 
 def view_address(op: ir.Operation, source: Address,
-                 layouts: dict[ir.Type, tuple[list[int], int]] | None = None
-                 ) -> tuple[Address, bool]:
+                 layouts: dict[ir.Type, tuple[list[int], int]] | None = None,
+                 element_sizes: dict[ir.Type, int] | None = None) -> tuple[Address, bool]:
     """The address of a view op's result from its source's; True when it has a
-    dynamic operand (and so costs a scalar instruction). `layouts` caches
-    memref types' (strides, offset) across calls (one lowering's types)."""
+    dynamic operand (and so costs a scalar instruction). `layouts` and
+    `element_sizes` cache memref types' (strides, offset) and element bytes
+    across calls (one lowering's types: a type is only unique in its context)."""
     name = op.name
     if name in ("memref.collapse_shape", "memref.expand_shape", "memref.cast",
                 "memref.memory_space_cast"):
         return source, False
     operands = list(op.operands)
+    result_type = op.results[0].type
+    esize = element_sizes.get(result_type) if element_sizes is not None else None
+    if esize is None:
+        esize = _element_size(result_type)
+        if element_sizes is not None:
+            element_sizes[result_type] = esize
     if name == "memref.subview":
-        esize = _element_size(op.results[0].type)
         source_type = operands[0].type
         layout = layouts.get(source_type) if layouts is not None else None
         if layout is None:
@@ -107,7 +113,6 @@ def view_address(op: ir.Operation, source: Address,
             else:
                 const += off * stride * esize
         return source.shifted(const, tuple(terms)), bool(terms)
-    esize = _element_size(op.results[0].type)
     if name == "memref.view":
         # A typed tensor at a byte shift of an i8 buffer (the GM workspace).
         if len(operands) > 2:

@@ -24,6 +24,24 @@ def defining_op(value: ir.Value) -> ir.Operation | None:
     return owner.operation
 
 
+# Names of the registered ops seen without regions: a registered op's name
+# fixes how many it has, and asking an op for its regions costs a binding
+# call that walks over many ops repeat (see `has_regions`).
+LEAF_OP_NAMES: set[str] = set()
+
+
+def has_regions(op: ir.Operation) -> bool:
+    """`len(op.regions) > 0`, answered from `LEAF_OP_NAMES` where it can."""
+    name = op.name
+    if name in LEAF_OP_NAMES:
+        return False
+    if len(op.regions):
+        return True
+    if not op.context.allow_unregistered_dialects:  # an unregistered op's name fixes nothing
+        LEAF_OP_NAMES.add(name)
+    return False
+
+
 # Ops whose result aliases (views) the bytes of their first operand.
 VIEW_OPS = ("memref.subview", "memref.reinterpret_cast", "memref.view", "memref.collapse_shape",
             "memref.expand_shape", "memref.cast", "memref.memory_space_cast")
@@ -102,7 +120,8 @@ def has_attr(op: ir.Operation, name: str) -> bool:
     return name in op.attributes
 
 
-__all__ = ["ELEMENT_BYTES", "VIEW_OPS", "bool_attr", "defining_op", "element_bytes",
-           "element_type_name", "float_attr", "has_attr", "int_array_attr", "int_attr",
-           "is_block_argument", "is_memref", "memory_space", "memref_element", "memref_layout",
-           "memref_shape", "memref_type", "str_attr", "view_root"]
+__all__ = ["ELEMENT_BYTES", "LEAF_OP_NAMES", "VIEW_OPS", "bool_attr", "defining_op",
+           "element_bytes", "element_type_name", "float_attr", "has_attr", "has_regions",
+           "int_array_attr", "int_attr", "is_block_argument", "is_memref", "memory_space",
+           "memref_element", "memref_layout", "memref_shape", "memref_type", "str_attr",
+           "view_root"]
