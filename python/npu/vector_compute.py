@@ -43,10 +43,13 @@ narrows a float, so every chain rounds once, as a direct conversion would:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+import numpy as np
 from mlir import ir
+from numpy.polynomial import polynomial as P
 
 from npu import ir as nir
 from npu.cce_build import View
@@ -66,13 +69,14 @@ class Step:
     lowering, widened f16), so a recipe reads "x" only before writing "y".
 
     Multiply-adds read `dst` too: vmadd dst = srcs[0] * dst + src1, where
-    src1 is the constant `scalar` (a broadcast block, `Constants`); vmla
-    dst = srcs[0] * srcs[1] + dst."""
+    src1 is the constant `scalar` (a broadcast block, `Constants`) and
+    srcs[0] a register or, as a float, a constant too (dst = c * dst + d:
+    a scale and shift in one instruction); vmla dst = srcs[0] * srcs[1] + dst."""
 
     op: str
     scalar: float | None = None
     dst: str = "y"
-    srcs: tuple[str, ...] = ("y",)
+    srcs: tuple[str | float, ...] = ("y",)
 
 
 def _inplace(*steps: Step) -> tuple[Step, ...]:
@@ -113,28 +117,54 @@ def _erf_recipe() -> tuple[Step, ...]:
 
 # GELU as one recipe (`gelu_compute`; `npu.gelu` finds the chains the
 # frontend emits). Erf form, x * 0.5 * (1 + erf(s x)) with s = 1/sqrt(2):
-#   GELU(x) = relu(x) - 0.5 |x| erfc(s |x|),
-#   erfc(z) = t (a1 + t (a2 + ... + t a5)) exp(-z^2), t = 1 / (1 + p z)
-# (A&S 7.1.26 as erfc: no sign handling and no 1 + erf(x) cancelling for
-# negative x; the -0.5 folds into the coefficients). |x| is clamped at
-# GELU_ERFC_CLAMP, where the erfc term is below 1e-22, so +-inf give +inf / 0
-# instead of inf * 0.
+#   GELU(x) = relu(x) - 0.5 a erfc(s a),  a = |x|
+# (no 1 + erf(x) cancelling for negative x), with A&S 7.1.26 as erfc:
+#   erfc(z) = t P(t) exp(-z^2),  t = 1 / (1 + p z),  P(t) = a1 + ... + a5 t^4.
+# The recipe evaluates exactly that formula, rearranged to need fewer
+# instructions (`gelu_erf_coefficients`): with v = a t = a / (1 + p s a),
+# t = 1 - p s v, so 0.5 a t P(t) = 0.5 v P(1 - p s v) =: -Q(v), a degree-5
+# polynomial in v without constant term, and
+#   GELU(x) = relu(x) + Q(v) exp(-s^2 a^2):
+# v comes from one vdiv (no vrec, no separate multiply by a). Q is made
+# monic by evaluating it in w = m v with m^5 its leading coefficient (m
+# folds into the constants of the one vmadd computing (1 + p s |x|) / m),
+# and Q(w) exp(...) is added to relu(x) by one vmla. a is clamped at
+# GELU_ERFC_CLAMP, where the erfc term is below 1e-22, so +-inf and huge
+# inputs give +-inf / 0 instead of inf * 0 (v = C / (1 + p s |x|) then; its
+# term is ~1e-23 either way).
 GELU_ERFC_CLAMP = 10.0
 GELU_TANH_CLAMP = 20.0
 
 
+def gelu_erf_coefficients(scale: float) -> tuple[float, float, tuple[float, ...]]:
+    """(p s, m, (c0, c1, c2, c3)) with Q(v) = w (c0 + c1 w + c2 w^2 + c3 w^3
+    + w^4) for w = m v: the A&S 7.1.26 polynomial composed with t = 1 - p s v
+    in float64 (exact algebra; only the coefficients' rounding to f32
+    differs from evaluating A&S as written)."""
+    ps = ERF_P * scale
+    comp = np.zeros(1)  # P(1 - ps v), ascending powers of v
+    for a_k in reversed(ERF_A):
+        comp = P.polyadd(P.polymul(comp, [1.0, -ps]), [a_k])
+    q = -0.5 * P.polymul([0.0, 1.0], comp)  # Q(v); q[0] == 0
+    m = math.copysign(abs(q[-1]) ** 0.2, q[-1])
+    return ps, m, tuple(float(c / m ** k) for k, c in enumerate(q) if 0 < k < 5)
+
+
 def gelu_erf_recipe(scale: float) -> tuple[Step, ...]:
-    """17 instructions, 23 cycles per repeat with the multiply-adds (vmadd
-    per Horner coefficient, vmla for relu(x) + q |x|); 20 without them."""
-    a, t, q = "t0", "t1", "t2"
-    steps = [Step("cce.vabs", None, a, ("x",)), Step("cce.vmins", GELU_ERFC_CLAMP, a, (a,)),
-             Step("cce.vmuls", ERF_P * scale, t, (a,)), Step("cce.vadds", 1.0, t, (t,)),
-             Step("cce.vrec", None, t, (t,))]
-    steps += _horner(q, t, [-0.5 * c for c in ERF_A])
-    steps += [Step("cce.vmuls", -scale * scale, t, (a,)), Step("cce.vmul", None, t, (t, a)),
-              Step("cce.vexp", None, t, (t,)), Step("cce.vmul", None, q, (q, t)),
-              Step("cce.vrelu", None, "y", ("x",)), Step("cce.vmla", None, "y", (q, a))]
-    return tuple(steps)
+    """14 instructions, 20 cycles per repeat with the multiply-adds (23 for
+    the erfc form as written: t by vrec, t P(t), times exp, times |x|);
+    without constant blocks each vmadd is two instructions (25)."""
+    ps, m, (c0, c1, c2, c3) = gelu_erf_coefficients(scale)
+    a, w, q = "t0", "t1", "t2"
+    return (Step("cce.vabs", None, w, ("x",)), Step("cce.vmins", GELU_ERFC_CLAMP, a, (w,)),
+            Step("cce.vmadd", 1 / m, w, (ps / m,)),  # (1 + p s |x|) / m
+            Step("cce.vdiv", None, w, (a, w)),
+            Step("cce.vadds", c3, q, (w,)), Step("cce.vmadd", c2, q, (w,)),
+            Step("cce.vmadd", c1, q, (w,)), Step("cce.vmadd", c0, q, (w,)),
+            Step("cce.vmul", None, q, (q, w)),
+            Step("cce.vmuls", -scale * scale, w, (a,)), Step("cce.vmul", None, w, (w, a)),
+            Step("cce.vexp", None, w, (w,)),
+            Step("cce.vrelu", None, "y", ("x",)), Step("cce.vmla", None, "y", (q, w)))
 
 
 def gelu_tanh_recipe(cube: float, scale: float) -> tuple[Step, ...]:
@@ -223,8 +253,9 @@ class Compute:
     @property
     def constants(self) -> tuple[float, ...]:
         """Values the recipe's vmadd steps add as constant vectors (`Constants`)."""
-        return tuple(dict.fromkeys(st.scalar for st in self.steps
-                                   if st.op == "cce.vmadd" and st.scalar is not None))
+        values = [v for st in self.steps if st.op == "cce.vmadd"
+                  for v in (*st.srcs, st.scalar) if isinstance(v, float)]
+        return tuple(dict.fromkeys(values))
 
     def emit(self, dst: View, srcs: Sequence[View], repeat: int, mask: int,
              tmps: Sequence[View] = (), consts: Constants | None = None) -> None:
@@ -277,15 +308,21 @@ class Compute:
             tmps = rest
         regs.update({f"t{i}": v for i, v in enumerate(tmps)})
         for step in self.steps:
-            ins = [regs[s] for s in step.srcs]
             out = regs[step.dst]
             if step.op == "cce.vmadd" and step.scalar is not None:
+                factor = step.srcs[0]
                 if consts is None:  # dst = src0 * dst + c as two instructions
-                    nir.create_op("cce.vmul", [out.value, ins[0].value, out.value], **common,
-                                  **_strides(dst=out, src0=ins[0], src1=out))
+                    if isinstance(factor, float):
+                        _unary("cce.vmuls", out, out, common, factor)
+                    else:
+                        nir.create_op("cce.vmul", [out.value, regs[factor].value, out.value],
+                                      **common, **_strides(dst=out, src0=regs[factor], src1=out))
                     _unary("cce.vadds", out, out, common, step.scalar)
                     continue
-                ins = [ins[0], consts.view(step.scalar)]
+                ins = [consts.view(factor) if isinstance(factor, float) else regs[factor],
+                       consts.view(step.scalar)]
+            else:
+                ins = [regs[s] for s in step.srcs]
             if len(ins) == 2:
                 nir.create_op(step.op, [out.value, ins[0].value, ins[1].value], **common,
                               **_strides(dst=out, src0=ins[0], src1=ins[1]))
@@ -341,7 +378,7 @@ def gelu_compute(steps: tuple[Step, ...], elem: str) -> Compute:
     in f32 for f16 data, rounded once, like the composed unary recipes."""
     widen = "f32" if elem == "f16" else None
     temps = max((int(r[1:]) + 1 for st in steps for r in (st.dst,) + st.srcs
-                 if r.startswith("t")), default=0)
+                 if isinstance(r, str) and r.startswith("t")), default=0)
     return Compute("unary", steps=steps, temps=((widen or elem),) * ((1 if widen else 0) + temps),
                    widen=widen)
 
