@@ -16,11 +16,10 @@ in the output (or a temporary) buffer:
                sign(x) = min(max(x * 1e30, -1), 1) (exact except for
                |x| < 1e-30, where erf(x) is below 1.2e-30 anyway).
                The formula's own error is <= 1.5e-7 absolute; in f32 with
-               rounded steps 1 - t P e cancels near 0: over 200000 uniform
-               samples of [-4.5, 4.5] the largest error is 5.3e-7 .. 6e-7
-               absolute (seeds 1-3), the same with the multiply-adds (one
-               vmadd per Horner step after the innermost two, y = s q + s
-               as one vmla) as with vmul + vadds
+               rounded steps 1 - t P e cancels near 0: on 2e6 uniform
+               samples of [-6, 6] the largest error is 5.3e-7 absolute
+               (5.8e-7 before the polynomial was evaluated monic in a
+               scaled t, `_erf_recipe`; bench/vector_recipes.py)
                (test/python/vector/test_frontend_ops.py checks 4e-7 against
                math.erf on its sample). Absolute, not relative: erf(1e-6)
                comes out within that of 1.13e-6. inf/-inf give +-1, NaN
@@ -91,25 +90,39 @@ ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 ERF_SIGN_SCALE = 1e30
 
 
-def _horner(q: str, t: str, coefs: Sequence[float]) -> list[Step]:
-    """q = t * (c[0] + t (c[1] + ... + t c[-1])): the two innermost terms by
-    vmuls/vadds, then one vmadd (q = t q + c) per coefficient, then * t."""
-    *outer, inner, last = coefs
-    steps = [Step("cce.vmuls", last, q, (t,)), Step("cce.vadds", inner, q, (q,))]
-    steps += [Step("cce.vmadd", c, q, (t,)) for c in reversed(outer)]
-    return steps + [Step("cce.vmul", None, q, (q, t))]
+def _monic(q: Sequence[float]) -> tuple[float, tuple[float, ...]]:
+    """For Q(v) = q[1] v + ... + q[n] v^n (q[0] == 0): m and (c0, .., c[n-2])
+    with Q(v) = w (c0 + c1 w + ... + w^(n-1)), w = m v, m^n = q[n] (odd n:
+    any sign). Evaluating in w drops the Horner chain's leading multiply;
+    m folds into the constants that produce v."""
+    n = len(q) - 1
+    m = math.copysign(abs(q[n]) ** (1 / n), q[n])
+    return m, tuple(float(q[k] / m ** k) for k in range(1, n))
+
+
+def _monic_horner(q: str, w: str, coefs: Sequence[float]) -> list[Step]:
+    """q = w (c[0] + w (c[1] + ... + w (c[-1] + w))): one vadds, one vmadd
+    (q = w q + c) per further coefficient, then * w."""
+    *outer, inner = coefs
+    steps = [Step("cce.vadds", inner, q, (w,))]
+    steps += [Step("cce.vmadd", c, q, (w,)) for c in reversed(outer)]
+    return steps + [Step("cce.vmul", None, q, (q, w))]
 
 
 def _erf_recipe() -> tuple[Step, ...]:
-    """-q = t (a1 + ... + t a5) exp(-a^2) (negated coefficients), then
-    y = s (1 + q) = s q + s with s the sign of x (one vmla)."""
-    a, t, q = "t0", "t1", "t2"
+    """erf(x) = s (1 + Q(t) exp(-a^2)), a = |x|, s the sign of x, Q(t) =
+    -t (a1 + ... + a5 t^4) evaluated monic in T = m t (`_monic`), t = 1 /
+    (1 + p a) as T = 1 / ((1 + p a) / m) (one vmadd with constant factor
+    and addend, one vrec), then y = s q + s (one vmla): 15 instructions, 22
+    cycles per repeat (24 with the leading Horner multiply and p a + 1 as
+    vmuls + vadds)."""
+    m, coefs = _monic([0.0] + [-c for c in ERF_A])
+    a, arg, q = "t0", "t1", "t2"
     steps = [Step("cce.vabs", None, a, ("x",)),
-             Step("cce.vmuls", ERF_P, t, (a,)), Step("cce.vadds", 1.0, t, (t,)),
-             Step("cce.vrec", None, t, (t,))]
-    steps += _horner(q, t, [-c for c in ERF_A])
-    steps += [Step("cce.vmul", None, a, (a, a)), Step("cce.vmuls", -1.0, a, (a,)),
-              Step("cce.vexp", None, a, (a,)), Step("cce.vmul", None, q, (q, a)),
+             Step("cce.vmuls", -1.0, arg, (a,)), Step("cce.vmul", None, arg, (arg, a)),
+             Step("cce.vmadd", 1 / m, a, (ERF_P / m,)), Step("cce.vrec", None, a, (a,))]
+    steps += _monic_horner(q, a, coefs)
+    steps += [Step("cce.vexp", None, arg, (arg,)), Step("cce.vmul", None, q, (q, arg)),
               Step("cce.vmuls", ERF_SIGN_SCALE, "y", ("x",)), Step("cce.vmaxs", -1.0, "y", ("y",)),
               Step("cce.vmins", 1.0, "y", ("y",)), Step("cce.vmla", None, "y", (q, "y"))]
     return tuple(steps)
@@ -145,26 +158,23 @@ def gelu_erf_coefficients(scale: float) -> tuple[float, float, tuple[float, ...]
     comp = np.zeros(1)  # P(1 - ps v), ascending powers of v
     for a_k in reversed(ERF_A):
         comp = P.polyadd(P.polymul(comp, [1.0, -ps]), [a_k])
-    q = -0.5 * P.polymul([0.0, 1.0], comp)  # Q(v); q[0] == 0
-    m = math.copysign(abs(q[-1]) ** 0.2, q[-1])
-    return ps, m, tuple(float(c / m ** k) for k, c in enumerate(q) if 0 < k < 5)
+    m, coefs = _monic(-0.5 * P.polymul([0.0, 1.0], comp))  # Q(v)
+    return ps, m, coefs
 
 
 def gelu_erf_recipe(scale: float) -> tuple[Step, ...]:
     """14 instructions, 20 cycles per repeat with the multiply-adds (23 for
     the erfc form as written: t by vrec, t P(t), times exp, times |x|);
     without constant blocks each vmadd is two instructions (25)."""
-    ps, m, (c0, c1, c2, c3) = gelu_erf_coefficients(scale)
+    ps, m, coefs = gelu_erf_coefficients(scale)
     a, w, q = "t0", "t1", "t2"
-    return (Step("cce.vabs", None, w, ("x",)), Step("cce.vmins", GELU_ERFC_CLAMP, a, (w,)),
-            Step("cce.vmadd", 1 / m, w, (ps / m,)),  # (1 + p s |x|) / m
-            Step("cce.vdiv", None, w, (a, w)),
-            Step("cce.vadds", c3, q, (w,)), Step("cce.vmadd", c2, q, (w,)),
-            Step("cce.vmadd", c1, q, (w,)), Step("cce.vmadd", c0, q, (w,)),
-            Step("cce.vmul", None, q, (q, w)),
-            Step("cce.vmuls", -scale * scale, w, (a,)), Step("cce.vmul", None, w, (w, a)),
-            Step("cce.vexp", None, w, (w,)),
-            Step("cce.vrelu", None, "y", ("x",)), Step("cce.vmla", None, "y", (q, w)))
+    return tuple([Step("cce.vabs", None, w, ("x",)), Step("cce.vmins", GELU_ERFC_CLAMP, a, (w,)),
+                  Step("cce.vmadd", 1 / m, w, (ps / m,)),  # (1 + p s |x|) / m
+                  Step("cce.vdiv", None, w, (a, w))]
+                 + _monic_horner(q, w, coefs)
+                 + [Step("cce.vmuls", -scale * scale, w, (a,)), Step("cce.vmul", None, w, (w, a)),
+                    Step("cce.vexp", None, w, (w,)),
+                    Step("cce.vrelu", None, "y", ("x",)), Step("cce.vmla", None, "y", (q, w))])
 
 
 def gelu_tanh_recipe(cube: float, scale: float) -> tuple[Step, ...]:

@@ -172,3 +172,30 @@ def test_gelu_erf_recipe_accuracy_against_float64():
     xt = flat_x[tiny].astype(np.float64)
     assert tiny.sum() > 10
     assert np.all(np.abs(flat_y[tiny] - xt / 2) <= 0.7 * OLD_MAX_REL * np.abs(xt) + 1.5e-45)
+
+
+def test_recipes_without_constant_blocks_split_each_multiply_add(monkeypatch):
+    """Lowered without constant blocks, each vmadd of the GELU and erf
+    recipes is a multiply and a vadds (a constant factor: vmuls): the same
+    values up to one more rounding per step."""
+    import npu.passes.lower_elementwise.flat as flat
+    import npu.passes.lower_fused as fused
+
+    monkeypatch.setattr(fused, "constant_blocks", lambda *a: None)
+    monkeypatch.setattr(flat, "constant_blocks", lambda *a: None)
+    x = dense_sample()
+    x = np.where(np.isfinite(x), x, 0).astype(np.float32)
+    out, _, res = compile_and_simulate(program("erf"), "npu-lower", [x, np.zeros_like(x)])
+    assert res.hazards == []
+    err = np.abs(out[1].astype(np.float64) - reference("erf", x))
+    assert err.max() <= 1.1 * OLD_MAX_ABS
+    lowered = str(compile_program(program("erf"), "npu-lower"))
+    assert '"cce.vmadd"' not in lowered and '"cce.vdup"' not in lowered
+
+    t = 'memref<64x32xf32, "gm">'
+    text = f'func.func @f(%a: {t}, %b: {t}) {{\n  "ascend.erf"(%a, %b) : ({t}, {t}) -> ()\n  return\n}}\n'
+    xs = np.linspace(-5, 5, 64 * 32).astype(np.float32).reshape(64, 32)
+    out, _, _ = compile_and_simulate(text, "npu-lower", [xs, np.zeros_like(xs)])
+    want = np.vectorize(math.erf)(xs.astype(np.float64))
+    assert np.abs(out[1] - want).max() <= 6e-7
+    assert '"cce.vmadd"' not in str(compile_program(text, "npu-lower"))
