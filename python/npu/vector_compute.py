@@ -113,7 +113,7 @@ def _erf_recipe() -> tuple[Step, ...]:
     """erf(x) = s (1 + Q(t) exp(-a^2)), a = |x|, s the sign of x, Q(t) =
     -t (a1 + ... + a5 t^4) evaluated monic in T = m t (`_monic`), t = 1 /
     (1 + p a) as T = 1 / ((1 + p a) / m) (one vmadd with constant factor
-    and addend, one vrec), then y = s q + s (one vmla): 15 instructions, 22
+    and addend, one vrec), then y = s q + s (one vmla): 16 instructions, 22
     cycles per repeat (24 with the leading Horner multiply and p a + 1 as
     vmuls + vadds)."""
     m, coefs = _monic([0.0] + [-c for c in ERF_A])
