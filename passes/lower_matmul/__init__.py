@@ -88,6 +88,10 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, Pass):
                "this many C tiles, each piece moves L0C -> UB on its own before the "
                "epilogue, so the next tile's mads refill it during the vector work (0: never)",
                low=0),
+        Option("drain-order", str, "after-mads", "schedule=pipelined: where each C piece's "
+               "drain sits in the loop body: after every piece's mads of the chunk (drains "
+               "side by side: npu-plan-memory keeps consecutive pieces' UB apart) or right "
+               "after its own piece's mads", ("after-mads", "per-piece")),
     )
 
     def run(self, module: ir.Operation) -> None:
