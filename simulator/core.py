@@ -81,9 +81,13 @@ def _runnable(func_op: ir.Operation) -> ir.Operation:
     return func_op
 
 
-def _load_inputs(program: Program, inputs: Sequence[np.ndarray], where: str) -> None:
+def _load_inputs(program: Program, inputs: Sequence[np.ndarray], where: str,
+                 func_op: ir.Operation) -> None:
     """Copy `inputs` into the argument memories. Workspace arguments are
-    scratch: when `inputs` leaves them out they stay uninitialised."""
+    scratch: when `inputs` leaves them out they stay uninitialised. An
+    `npu.constant` argument's data is part of the program (the compiler may
+    rely on it, e.g. a bias whose rows are all the same is read once), so its
+    input must be that data."""
     n_given = len(program.args) - len(program.workspace_args)
     if len(inputs) == len(program.args):
         loaded = list(range(len(program.args)))
@@ -101,6 +105,12 @@ def _load_inputs(program: Program, inputs: Sequence[np.ndarray], where: str) -> 
         if tuple(arr.shape) != shape or arr.dtype != want:
             raise SimulationError(INVALID, f"input #{n} is {arr.dtype}{list(arr.shape)}; argument "
                                   f"#{i} needs {want}{list(shape)}", where)
+        constant = npu_ir.arg_attrs(func_op, i).get("npu.constant")
+        if constant is not None and not np.array_equal(
+                np.ascontiguousarray(arr).view(np.uint8),
+                npu_ir.constant_data(constant, shape, dtype).view(np.uint8)):
+            raise SimulationError(INVALID, f"input #{n} differs from the data of argument #{i}, "
+                                  "an npu.constant the program was compiled for", where)
         raw = np.ascontiguousarray(arr).view(np.uint8).ravel()
         mem.data[:raw.size] = raw
         mem.wstamp.set_range(0, raw.size, INPUT_STAMP)
@@ -191,7 +201,7 @@ def _simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None
         program = Decoder(target, core, shared).decode(func_op)
         if shared is None:
             shared = program.args
-            _load_inputs(program, inputs, where)
+            _load_inputs(program, inputs, where, func_op)
         else:
             _hand_over(program)
         trace, timeline, hazards = _run_core(program, target, strict, serialize, numerics, memsys,

@@ -154,5 +154,9 @@ def load_inputs(path: str, func_op, filename: str) -> list[np.ndarray]:
         if arr.shape != shape or arr.dtype != dtype:
             raise ToolError(f"{filename}: error: input '{name}' is {arr.dtype}{list(arr.shape)}; "
                             f"argument #{i} needs {dtype}{list(shape)}")
+        constant = constant_of(func_op, arg)
+        if constant is not None and not np.array_equal(arr.view(np.uint8), constant.view(np.uint8)):
+            raise ToolError(f"{filename}: error: input '{name}' differs from the data of argument "
+                            f"#{i}, an npu.constant the program was compiled for")
         arrays.append(arr)
     return arrays

@@ -13,16 +13,23 @@ from patterns import gelu, layernorm, softmax
 
 from npu.ir import functions, memref_element, memref_shape, walk
 from npu.fusion import FUSED_ATTR
+from npu.tools.run_inputs import constant_of
 
 NP = {"f16": np.float16, "f32": np.float32}
 
 
 def inputs_for(text: str, seed: int = 0) -> list[np.ndarray]:
+    """Random inputs, except that an `npu.constant` argument gets its data
+    (the simulator refuses anything else, as npu-run does)."""
     module = compile_program(text, "")
-    args = functions(module)[0].regions[0].blocks[0].arguments
+    func = functions(module)[0]
     rng = np.random.default_rng(seed)
-    return [(rng.standard_normal(memref_shape(a.type)) * 2).astype(NP[memref_element(a.type)])
-            for a in args]
+    ins = []
+    for a in func.regions[0].blocks[0].arguments:
+        data = constant_of(func, a)
+        ins.append(data if data is not None else
+                   (rng.standard_normal(memref_shape(a.type)) * 2).astype(NP[memref_element(a.type)]))
+    return ins
 
 
 def groups(text: str) -> list[dict]:

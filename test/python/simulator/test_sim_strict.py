@@ -242,6 +242,20 @@ def test_wrong_inputs():
     assert info.value.message == "input #1 is float32[256]; argument #1 needs float16[256]"
 
 
+def test_input_of_a_constant_argument_must_be_its_data():
+    # The compiler may rely on an npu.constant's values (a bias read once for
+    # all rows): running the program on other data would be a different program.
+    k = Kernel([("a", gm([256])),
+                ("w", gm([256]) + " {npu.constant = dense<1.5> : tensor<256xf16>}")])
+    weights = np.full(256, 1.5, np.float16)
+    simulate(k.parse(), [f16(256), weights])
+    weights[7] = 2.0
+    with pytest.raises(SimulationError) as info:
+        simulate(k.parse(), [f16(256), weights])
+    assert info.value.message == ("input #1 differs from the data of argument #1, an npu.constant "
+                                  "the program was compiled for")
+
+
 def vdup_then_store(between) -> Kernel:
     k = two_gm()
     k.alloc("u", UB)

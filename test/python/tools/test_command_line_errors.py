@@ -184,3 +184,16 @@ def test_overflow_and_nan_are_results_not_warnings(tmp_path, capsys):
     out = np.load(tmp_path / "o.npz")["arg2"]
     assert np.isnan(out[:8]).all() and np.isinf(out[8:]).all()
     assert "check: passed" in capsys.readouterr().out
+
+
+def test_npu_run_rejects_inputs_that_contradict_a_constant(tmp_path, capsys, no_simulation):
+    t = 'memref<256xf16, "gm">'
+    src = tmp_path / "bias.mlir"
+    src.write_text(f'func.func @b(%a: {t}, %w: {t} {{npu.constant = dense<1.5> : tensor<256xf16>}},'
+                   f' %c: {t}) {{\n  "ascend.add"(%a, %w, %c) : ({t}, {t}, {t}) -> ()\n  return\n}}\n')
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, arg0=np.ones(256, np.float16), arg1=np.full(256, 2.5, np.float16),
+             arg2=np.zeros(256, np.float16))
+    assert npu_run.main([str(src), "--inputs", str(inputs)]) == 1
+    one_line(capsys, f"{src}: error: input 'arg1' differs from the data of argument #1, an "
+             "npu.constant the program was compiled for")
