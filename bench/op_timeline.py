@@ -8,6 +8,7 @@ at it; they cost time only when that pipe had other work queued. `--loops` adds,
 ops, each pipe's busy cycles and the cycles each flag kept a pipe waiting.
 
     .venv/bin/python bench/op_timeline.py [--seq 128] [--loops ln1,ln2] [--min-wait 100]
+                                          [--pipeline 'npu-lower{prefetch=true}']
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ def main() -> int:
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--loops", default="", help="ops whose loops get per-pipe busy and wait cycles")
     p.add_argument("--min-wait", type=int, default=100, help="top-level waits shorter than this are left out")
+    p.add_argument("--pipeline", default="npu-lower", help="e.g. 'npu-lower{prefetch=true}'")
     args = p.parse_args()
 
     import npu
@@ -51,7 +53,8 @@ def main() -> int:
     from npu.simulator.hazards import PIPE_NAMES
     from npu.simulator.instruction import OP, WAIT
 
-    kernel = npu.compile(bert_layer(args.seq, 768, 12, 3072), target="ascend910", where="bert_layer.onnx")
+    kernel = npu.compile(bert_layer(args.seq, 768, 12, 3072), target="ascend910", where="bert_layer.onnx",
+                          pipeline=args.pipeline)
     func = functions(kernel.module)[0]
     labels = tag_top_level(func)
     x = np.random.default_rng(1).standard_normal((1, args.seq, 768)).astype(np.float32)

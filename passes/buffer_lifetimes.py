@@ -115,6 +115,8 @@ class BufferCollector:
         self._stale: set[int] = set()
         self._table: _Table | None = None
         self._bounds: dict[str, tuple[int, int]] = {}  # space -> space_bounds, while unchanged
+        # op -> the analysis of its piece before a `changed(same_accesses=True)`
+        self._kept_analyses: dict[ir.Operation, AccessAnalysis] = {}
 
     def track(self, func_op: ir.Operation) -> list[ir.Operation]:
         """Follow the body of `func_op` through `changed` from now on instead
@@ -127,9 +129,14 @@ class BufferCollector:
         self._bounds.clear()
         return list(self._tops)
 
-    def changed(self, index: int, replacement: list[ir.Operation] | None = None) -> None:
+    def changed(self, index: int, replacement: list[ir.Operation] | None = None,
+                same_accesses: bool = False) -> None:
         """Tracked top-level op `index` changed inside, or was replaced by the
-        ops `replacement` (only ops after it may have moved since `track`)."""
+        ops `replacement` (only ops after it may have moved since `track`).
+        `same_accesses`: the op changed inside without changing any access
+        (ops were only wrapped or moved out), so its analysis is kept."""
+        if same_accesses and replacement is None and self._top_pieces[index] is not None:
+            self._kept_analyses[self._tops[index]] = self._top_pieces[index].analysis
         count = 1
         if replacement is not None:
             count = len(replacement)
@@ -141,6 +148,16 @@ class BufferCollector:
             self._top_pieces[index] = None
         self._stale.update(range(index, index + count))
         self._bounds.clear()
+
+    def inserted(self, index: int, ops: list[ir.Operation]) -> None:
+        """`ops` went in before tracked top-level op `index`, which did not
+        change: only they are analysed (positions are relative to each op)."""
+        kept = self._top_pieces[index]
+        fresh = index not in self._stale
+        self.changed(index, ops + [self._tops[index]])
+        if kept is not None and fresh:  # its table row was repeated with the splice
+            self._top_pieces[index + len(ops)] = kept
+            self._stale.discard(index + len(ops))
 
     def _pieces_of(self, func_op: ir.Operation) -> list[tuple[int, _Piece]]:
         """(first position, piece) of every top-level op of the function."""
@@ -158,7 +175,7 @@ class BufferCollector:
             fresh = sorted(self._stale)
             self._stale.clear()
             for k in fresh:
-                tops[k] = self._piece(self._tops[k])
+                tops[k] = self._piece(self._tops[k], self._kept_analyses.pop(self._tops[k], None))
                 self._table.fill(k, tops[k])
             if all(tops[k].dynamic is None for k in fresh):
                 return tops  # the others were checked when they were made
@@ -309,7 +326,7 @@ class BufferCollector:
                                b.last_pipe, vector_only=b.vector_only) for b in piece.buffers]
         return buffers
 
-    def _piece(self, top: ir.Operation) -> _Piece:
+    def _piece(self, top: ir.Operation, analysis: AccessAnalysis | None = None) -> _Piece:
         spans: dict[ir.Operation, tuple[int, int]] = {}
         chains: list[tuple[ir.Operation, list[ir.Operation]]] = []
         allocs: list[tuple[ir.Operation, ir.Operation | None]] = []  # (alloc, parent)
@@ -333,7 +350,7 @@ class BufferCollector:
             spans[op] = (start, counter[0] - 1)  # closed: the last position inside
 
         number(top, [])
-        analysis = AccessAnalysis(self.target)
+        analysis = analysis or AccessAnalysis(self.target)
         uses: dict[ir.Operation, list[tuple[ir.Operation, list[ir.Operation], str]]] = {}
         alloc_of: dict[ir.Value, ir.Operation | None] = {}  # root -> its memref.alloc
         for op, chain in chains:

@@ -12,7 +12,7 @@ separate casts and fractalizes),
 `npu-plan-gm` (GM temporaries into one workspace; skip with `plan-gm=false`),
 every lowering (matmul, fractalize, elementwise, transpose,
 reduce), then `npu-double-buffer` (optional), `npu-prefetch` (one core;
-only with `prefetch=true`), `npu-plan-memory`,
+`prefetch=false` skips it), `npu-plan-memory`,
 `npu-insert-sync` and `npu-lower-cce-to-hivm` (`emit=cce` stops before it,
 at planned, synchronised cce). Every choice of those passes is an option
 here and is forwarded to the pass that owns it. A lowering that is not registered is
@@ -99,10 +99,8 @@ class LowerPass(Pass):
                "as one kernel per head tile, scores on chip (npu-fuse-attention)"),
         Option("fuse-remarks", bool, False, "npu-fuse's remarks: each group formed and why "
                "ops were left out"),
-        Option("prefetch", bool, False, "npu-prefetch: a matmul's first host-constant weight "
-               "chunks load during the previous op's idle MTE2 tail (one core only). Off by "
-               "default: it saves 0.7% of BERT's cycles but its analysis grows with the "
-               "function (BERT-12 compiles 4 s slower)"),
+        Option("prefetch", bool, True, "npu-prefetch: a matmul's first host-constant weight "
+               "chunks load during the previous op's idle MTE2 tail (one core only)"),
         Option("prefetch-remarks", bool, False, "npu-prefetch's remarks: each prefetch and "
                "each matmul loop left alone, with the cost model's figures"),
         Option("plan-gm", bool, True, "pack GM memref.alloc temporaries into one workspace "

@@ -114,6 +114,17 @@ class FusedKernel:
                                     online_rows.online_row_block(self.g, self.target))
             return
         self.check_layouts(layouts)
+        # Some stores wait for the chunk's end (see `chunk`) when keeping their
+        # results live until then costs no rows.
+        rows = self.chunk_rows(fp, budget, region)
+        self.deferred = fusion.stores_at_end(self.g)
+        if self.chunk_rows(fusion.footprint(self.g, self.target, deferred=self.deferred),
+                           budget, region) < rows:
+            self.deferred = frozenset()
+        self.plan = plan_chunks(self.rows, rows, fp.row_block)
+
+    def chunk_rows(self, fp: fusion.Footprint, budget: int, region: ir.Operation) -> int:
+        """Rows of a chunk under footprint `fp`."""
         max_rows = fp.rows_fitting(budget)
         # npu-double-buffer gives each buffer of the loop body a second copy,
         # live for the whole body, only while both fit: a chunk whose buffers
@@ -129,13 +140,13 @@ class FusedKernel:
         long_enough = 2 * doubled * widest_row >= path.latency * path.bytes_per_cycle
         if doubled >= fp.row_block and long_enough:
             max_rows = min(max_rows, doubled)
-        if p.max_chunk:
+        if self.p.max_chunk:
             max_rows = min(max_rows, max(fp.row_block,
-                                         round_down(p.max_chunk // self.n, fp.row_block)))
+                                         round_down(self.p.max_chunk // self.n, fp.row_block)))
         if max_rows < fp.row_block or max_rows <= 0:
             raise PassError(f"the fused group does not fit UB: {fp.fixed} + {fp.per_row} bytes "
                             f"per row, budget {budget}", region)
-        self.plan = plan_chunks(self.rows, max_rows, fp.row_block)
+        return max_rows
 
     def check_layouts(self, layouts: list[ir.Operation]) -> None:
         written = {m.out.root for m in self.members if m.out.kind == "full"}
@@ -184,9 +195,17 @@ class FusedKernel:
                 for_pieces(self.plan, self.chunk)
 
     def chunk(self, row0, rows: int) -> None:
+        """One chunk: loads at first use, the members in order, each store
+        right after its result, but the `deferred` ones back to back at the
+        chunk's end (`fusion.stores_at_end`). Stores issued together share
+        one MTE3 -> V flag (`npu-insert-sync` sink-sets); each flag costs
+        MTE3 the GM latency, and layernorm's two results (f32 and its f16
+        Nz copy, whose cast and gather come between) would pay it twice per
+        chunk."""
         valid = min(rows, self.rows)
         bufs: dict = {}
         expanded: dict = {}
+        pending: list = []
         k = 0
         while k < len(self.members):
             m = self.members[k]
@@ -208,10 +227,19 @@ class FusedKernel:
                 self.elementwise(m, bufs, expanded, out, rows, valid)
             bufs[m.out.root] = out
             if m.out.root in self.g.leaving:
-                self.store(m.out, out, row0, valid)
+                def leave(o: fusion.Operand = m.out, buf: ir.Value = out) -> None:
+                    self.store(o, buf, row0, valid)
+
+                if m.out.root in self.deferred:
+                    pending.append(leave)
+                else:
+                    leave()
             if m.out.root in self.nz:
-                self.nz[m.out.root].store(out, row0, valid)
+                self.nz[m.out.root].store(out, row0, valid,
+                                          pending if m.out.root in self.deferred else None)
             k += 1
+        for leave in pending:
+            leave()
 
     def multiply_add(self, k: int) -> tuple[fusion.RowOp, fusion.Operand] | None:
         """Members k, k+1 as one vmadd: t = x * p then y = t + q, where t is

@@ -218,7 +218,7 @@ class MatmulEpilogue:
             row = self.target.blocks(frac * o.es)
             copy_bursts("cce.copy_gm_to_ub", gm, ub, cols, row,
                         src_gap=self.target.blocks(self.pitch[o.value] * frac * frac * o.es) - row)
-            self.rows_ub[root] = _flat(ub)
+            self.rows_ub[root] = nir.flatten_memref(ub)
 
     def emit(self, acc: ir.Value, piece: Piece) -> None:
         """The members on one drained piece (`acc`: its f32 UB buffer)."""
@@ -231,7 +231,7 @@ class MatmulEpilogue:
         else:
             bufs[c.root] = self.alloc(piece, c.elem)
             emit_flat_run(cast_compute("f32", c.elem, "rint"), self.target, count,
-                          (_flat(bufs[c.root]), c.elem), [(_flat(acc), "f32")])
+                          (nir.flatten_memref(bufs[c.root]), c.elem), [(nir.flatten_memref(acc), "f32")])
         if c.root in self.e.leaving:
             self.move("cce.copy_ub_to_gm", c, bufs[c.root], piece)
         if c.root in self.row_major:
@@ -245,9 +245,9 @@ class MatmulEpilogue:
             if any(i.root in self.e.broadcast for i in m.ins):
                 self.emit_by_columns(m, out, bufs, piece)
             else:
-                temps = [_flat(self.alloc(piece, t)) for t in m.compute.temps]
-                emit_flat_run(m.compute, self.target, count, (_flat(out), m.out.elem),
-                              [(_flat(bufs[i.root]), i.elem) for i in m.ins], temps,
+                temps = [nir.flatten_memref(self.alloc(piece, t)) for t in m.compute.temps]
+                emit_flat_run(m.compute, self.target, count, (nir.flatten_memref(out), m.out.elem),
+                              [(nir.flatten_memref(bufs[i.root]), i.elem) for i in m.ins], temps,
                               self.consts.get(k))
             bufs[m.out.root] = out
             if m.out.root in self.e.leaving:
@@ -270,8 +270,8 @@ class MatmulEpilogue:
         column = piece.rows * frac * frac
         rep_stride = rows_per_repeat * row_blocks
         first_row = index_mul(piece.col, frac)
-        flats = {i.root: _flat(bufs[i.root]) for i in m.ins if i.root not in self.e.broadcast}
-        flat_out = _flat(out)
+        flats = {i.root: nir.flatten_memref(bufs[i.root]) for i in m.ins if i.root not in self.e.broadcast}
+        flat_out = nir.flatten_memref(out)
         for j in range(piece.cols):
             for h in range(row_blocks):
                 for r0 in range(0, repeats, t.max_repeat):
@@ -318,7 +318,7 @@ class MatmulEpilogue:
         rows = parts[0].rows
         row_blocks = -(-rows // frac)
         last_rows = piece.rows * frac - (row_blocks * frac - rows)  # padding rows dropped
-        flat = _flat(ub)
+        flat = nir.flatten_memref(ub)
 
         def into(part: RowMajor, jj: int, j, n_rows: int) -> None:
             """Column block jj of the piece (j of the tensor) into `part`."""
@@ -375,20 +375,6 @@ class MatmulEpilogue:
             if op.name != "scf.yield":
                 op.move_before(self.region)
         self.region.erase()
-
-
-def _flat(buf: ir.Value) -> ir.Value:
-    """A UB buffer as one run of elements."""
-    shape = nir.memref_shape(buf)
-    if len(shape) == 1:
-        return buf
-    t = nir.memref_type(buf)
-    count = 1
-    for d in shape:
-        count *= d
-    return memref.CollapseShapeOp(ir.MemRefType.get([count], t.element_type, None,
-                                                    t.memory_space),
-                                  buf, [list(range(len(shape)))]).result
 
 
 def _choose(index, parts: list[RowMajor], emit) -> None:

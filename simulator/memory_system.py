@@ -87,6 +87,24 @@ class MemorySystem:
         """(lines the transfer touches that hit in L2, lines in all); marks
         all of them touched at t0."""
         last = self._last(mem)
+        if pattern.byte_idx is None:
+            # A dense transfer over a few lines (the common short copy): the
+            # same test and update line by line on Python floats.
+            line = self.line
+            shift = addr % line
+            first = (addr - shift) // line
+            a = first + (pattern.lo + shift) // line
+            b = min(first + (pattern.hi - 1 + shift) // line + 1, last.size)
+            if b - a <= SMALL_RUN:
+                window, item = self.window, last.item
+                hits = 0
+                for k in range(a, b):
+                    s = item(k)
+                    if abs(s - t0) <= window:
+                        hits += 1
+                    if s < t0:
+                        last[k] = t0
+                return hits, max(b - a, 0)
         lines = self._lines(last, pattern, addr)
         if isinstance(lines, np.ndarray) and lines.ndim == 2:  # a view of `last`
             hits = int(np.count_nonzero(np.abs(lines - t0) <= self.window))
@@ -128,7 +146,8 @@ class MemorySystem:
             full = float(rate * BIN)  # what the core moves in a whole bin
             while left > 0:
                 b = int(t // BIN)
-                self._grow(b + int(left // full) + 1)
+                if b + int(left // full) + 1 > self.room.size:
+                    self._grow(b + int(left // full) + 1)
                 if t == b * BIN and left > full:
                     # Whole bins with room for the core's full rate, all but the
                     # last one: the loop below would take `full` from each.

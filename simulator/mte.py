@@ -142,8 +142,12 @@ class Copy(_Transfer):
         _set_cost(self, ctx, path, n_burst * burst, n_burst)
 
     def views(self, mems: list[Memory], addrs: list[int]) -> tuple | None:
-        src = self.rows(mems[0].data, addrs[0], self.src_pat)
-        dst = self.rows(mems[1].data, addrs[1], self.dst_pat)
+        sp, dp = self.src_pat, self.dst_pat
+        if sp.byte_idx is None and dp.byte_idx is None:  # both one run: plain slices
+            sa, da = addrs[0], addrs[1]
+            return mems[1].data[da + dp.lo:da + dp.hi], mems[0].data[sa + sp.lo:sa + sp.hi]
+        src = self.rows(mems[0].data, addrs[0], sp)
+        dst = self.rows(mems[1].data, addrs[1], dp)
         return None if src is None or dst is None else (dst, src)
 
     def move(self, mems: list[Memory], addrs: list[int]) -> None:

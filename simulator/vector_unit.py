@@ -126,8 +126,9 @@ class Binary(VectorOp):
     def bound(self, mems: list[Memory], addrs: list[int]):
         if not self.dense:
             return super().bound(mems, addrs)
+        # `out` positional: a partial with a keyword builds a dict on every call.
         return partial(self.fn, self.src0.get(mems, addrs), self.src1.get(mems, addrs),
-                       out=self.dst.get(mems, addrs))
+                       self.dst.get(mems, addrs))
 
 
 class MultiplyAdd(VectorOp):
@@ -210,7 +211,7 @@ class Unary(VectorOp):
         if self.direct is None:
             return super().bound(mems, addrs)
         ufunc, scalar = self.direct[:2]
-        return partial(ufunc, self.src.get(mems, addrs), scalar, out=self.dst.get(mems, addrs))
+        return partial(ufunc, self.src.get(mems, addrs), scalar, self.dst.get(mems, addrs))
 
 
 class Dup(VectorOp):

@@ -25,7 +25,9 @@ Two modes:
   default) a set_flag goes after the run of same-pipe instructions that
   directly follows its producer: a set holds its pipe until everything
   before it has finished, so one set per run keeps a mover streaming
-  instead of paying each transfer's latency.
+  instead of paying each transfer's latency. A loop-carried set of a store
+  (its wait in the next iteration) sinks too, through the rest of its run
+  of stores: the stores of one iteration then pay MTE3 one latency.
 
 Control flow is structured: a nested loop (or scf.if) is one compound node of
 its parent block, touching the union of its ops' bytes on each of its pipes;

@@ -218,8 +218,8 @@ class _PreciseMode(_EventAllocation):
                             waits_before.setdefault(i, []).append((p, q, j))
                         st.learn(q, p, xkey if copy == 0 else (1, j))
                         continue
-                    if self.sink_sets and (copy == 0 or j < i):
-                        j = self._sink(nodes, j, i, p)
+                    if self.sink_sets:
+                        j = self._sink(nodes, j, self._sink_bound(nodes, copy, j, i, p), p)
                         xkey = (xkey[0], j)
                     if copy == 0:
                         waits_before.setdefault(i, []).append((p, q, j))
@@ -260,6 +260,19 @@ class _PreciseMode(_EventAllocation):
         while j + 1 < i and not nodes[j + 1].is_compound and nodes[j + 1].pipes == {p}:
             j += 1
         return j
+
+    @staticmethod
+    def _sink_bound(nodes: list[Node], copy: int, j: int, i: int, p: str) -> int:
+        """How far the set of producer j may sink: up to its consumer i in the
+        same iteration; a loop-carried one (its wait in the next iteration)
+        of a store, through the rest of its run of stores: the stores that
+        leave together (a fused group's results) share one flag, so MTE3
+        pays the GM latency once per run, and the buffers they release are
+        next written an iteration later. Other carried sets stay: a load run
+        behind a set would hold back the consumer that set releases."""
+        if copy == 0 or j < i:
+            return i
+        return len(nodes) if p == "MTE3" else j + 1
 
     def _pair(self, p: str, q: str, x: Node, y: Node, loop: Node | None) -> None:
         px, py = self.pos[id(x)], self.pos[id(y)]

@@ -95,7 +95,7 @@ class _Kernel(OperandTiles, SoftmaxSteps):
             raise PassError(f"npu.attention tile {attrs['query_rows']} x {attrs['key_rows']} "
                             f"is not whole 16-row blocks within seq {found.seq}", region)
         need = cost.footprint(self.qb, self.kb, d1, found.staged,
-                              s1 <= min(self.qb, self.kb), found.scaled_q_rows)
+                              s1 <= min(self.qb, self.kb), found.scaled_q_rows, found.nz_out)
         for space, nbytes in need.items():
             if nbytes > self.t.capacity(space):
                 raise PassError(f"npu.attention tile needs {nbytes} bytes of {space}, more than "
@@ -118,6 +118,7 @@ class _Kernel(OperandTiles, SoftmaxSteps):
             found.scaled_q_rows and not whole or found.staged and whole
             and math.frexp(found.scale)[0] == 0.5 and found.scale not in (0.0, 1.0))
         self.q_rows: ir.Value | None = None  # UB of the scaled f16 Q rows (`q_staging`)
+        self.nz_slabs: list[ir.Value] | None = None  # UB of the f16 context slabs (`store_nz`)
         self.scale_p = not self.prescale and not self.scale_q and found.scale != 1.0
         self.granule = self.t.granule("ub")
 
@@ -286,6 +287,7 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         q0 = nir.alloc([qb, d1, 16, 16], "f16", "l0a")
         self.row_max = nir.alloc([qb * 16], "f32", "ub")
         self.context = nir.alloc([(d1 + 1) * qb * 256], "f32", "ub")
+        self.nz_staging(qb)
         self.q_staging(qb)
         if resident:
             k_tiles = [self.k_tile(blocks(y)) for y in range(n_keys)]
@@ -368,6 +370,7 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         q0 = self.mm.to_l0a(self.load_q(h, x0, mq), mq, d1)
         self.row_max = nir.alloc([rows], "f32", "ub")
         self.context = nir.alloc([(d1 + 1) * rows * 16], "f32", "ub")
+        self.nz_staging(mq)
         s1, kb = a.seq_blocks, self.kb
         n = -(-s1 // kb)
         tail = s1 - (n - 1) * kb
@@ -403,6 +406,15 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         tile's rows load while a softmax runs)."""
         if self.scale_q and self.a.scaled_q_rows:
             self.q_rows = nir.alloc([q_blocks * 16 * self.a.head_dim], "f16", "ub")
+
+    def nz_staging(self, q_blocks: int) -> None:
+        """With several tiles per head, the f16 slabs of the context on their
+        way to the Nz output, next to the context (never placed over a
+        step's buffers: the next tile's scores, copied from L0C right
+        after, do not wait for their stores to GM)."""
+        if self.a.nz_out:
+            self.nz_slabs = [nir.alloc([q_blocks * 256], "f16", "ub")
+                             for _ in range(self.a.d_blocks)]
 
     # -- the stages of one key tile ---------------------------------------------
     def scores_and_v(self, h, q0, mq: int, y0, kbk: int, buf: dict, slot: int) -> None:

@@ -5,6 +5,8 @@ Nz slabs, masks)."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 from mlir import ir
 
 from npu import ir as nir
@@ -26,7 +28,7 @@ P_RUNS = 3
 
 class SoftmaxSteps:
     """Mixed into the kernel (`a`, `t`, `qb`, `kb`, `granule`, `prescale`, `scale_p`,
-    `row_max`, `context`, `flat_out`)."""
+    `row_max`, `context`, `nz_slabs`, `flat_out`)."""
 
     def softmax_tile(self, sc: ir.Value, pl1: ir.Value, mq: int, kbk: int,
                      alpha: ir.Value | None, masked: bool) -> None:
@@ -67,24 +69,50 @@ class SoftmaxSteps:
         # last run's copy is all that the next tile's scores (which the
         # memory planner may place over P) wait for.
         per_run = kbk if self.a.seq_blocks <= min(self.qb, self.kb) else -(-kbk // P_RUNS)
-        for j0 in range(0, kbk, per_run):
-            j1 = min(kbk, j0 + per_run)
+        runs = [self.p_run(scores, probs, pl1, shift, j0, min(kbk, j0 + per_run), mq, kbk,
+                           masked) for j0 in range(0, kbk, per_run)]
+        # The runs' stages emitted diagonally (stage s of run r in wave r + s,
+        # the older run's first): the runs touch disjoint slabs, so the stages
+        # of one wave need no pipe_barrier(V) between them, one per wave
+        # instead of one per stage and run.
+        for wave in range(len(runs) + len(runs[0]) - 1):
+            for stage in reversed(range(len(runs[0]))):
+                if 0 <= wave - stage < len(runs):
+                    runs[wave - stage][stage]()
+
+    def p_run(self, scores: ir.Value, probs: ir.Value, pl1: ir.Value, shift: ir.Value,
+              j0: int, j1: int, mq: int, kbk: int, masked: bool) -> list[Callable[[], None]]:
+        """The stages of P's run of key slabs j0..j1-1: the shift by the row
+        max in f32, the cast to f16, the scale (`scale_p`), then exp and the
+        copy to L1."""
+        a, rows = self.a, mq * 16
+        slab = rows * 16
+        at, n = j0 * slab, (j1 - j0) * slab
+        vsub = Compute("binary", vop="cce.vsub")
+
+        def shifted() -> None:
             for j in range(j0, j1):
                 self.apply(vsub, scores, [scores, shift], slab, offsets=(j * slab, j * slab, 0))
             if masked and j1 == kbk:  # padded keys' -1e30 would overflow f16: a finite value
                 self.apply(Compute("scalar", vop="cce.vmaxs", scalar=-F16_MASKED), scores,
                            [scores], slab, offsets=((kbk - 1) * slab, (kbk - 1) * slab))
-            at, n = j0 * slab, (j1 - j0) * slab
+
+        def half() -> None:
             self.apply(cast_compute("f32", "f16", "rint"), probs, [scores], n, offsets=(at, at),
                        sizes=(2, 4))
-            if self.scale_p:
-                self.apply(Compute("scalar", vop="cce.vmuls", scalar=a.scale), probs, [probs], n,
-                           offsets=(at, at), sizes=(2, 2))
+
+        def scaled() -> None:
+            self.apply(Compute("scalar", vop="cce.vmuls", scalar=a.scale), probs, [probs], n,
+                       offsets=(at, at), sizes=(2, 2))
+
+        def exp_to_l1() -> None:
             self.apply(unary_compute("ascend.exp", "f16"), probs, [probs], n, offsets=(at, at),
                        sizes=(2, 2))
             run = pl1 if j1 - j0 == kbk else \
                 nir.subview(pl1, [j0, 0, 0, 0], [j1 - j0] + nir.memref_shape(pl1)[1:])
             copy("cce.copy_ub_to_l1", sub(probs, at, n), run, 1, (j1 - j0) * mq * 16)
+
+        return [shifted, half] + ([scaled] if self.scale_p else []) + [exp_to_l1]
 
     def rescale_context(self, pv: ir.Value, alpha: ir.Value, mq: int) -> None:
         """O = O * alpha + P.V per row (the online softmax's correction), the
@@ -99,19 +127,28 @@ class SoftmaxSteps:
                        offsets=(j * slab, 0, j * slab))
 
     def finish(self, h, x0, mq: int, valid: int) -> None:
-        """O / l per row, then one burst per valid row and 16 columns to GM."""
+        """O / l per row, then one burst per valid row and 16 columns to GM
+        (with `nz_out`, every column block is scaled before any is cast to
+        f16: the casts then wait for one pipe_barrier(V), not one each)."""
         a = self.a
         rows, d = mq * 16, a.head_dim
         slab = rows * 16
         total = a.d_blocks * slab  # the row sums, one per lane of the last slab
         self.apply(unary_compute("ascend.reciprocal", "f32"), self.context, [self.context], slab,
                    offsets=(total, total))
-        for j in range(a.d_blocks):
+
+        def scaled(j: int) -> None:
             self.apply(Compute("binary", vop="cce.vmul"), self.context,
                        [self.context, self.context], slab, offsets=(j * slab, j * slab, total))
-            if a.nz_out:
+
+        if a.nz_out:
+            for j in range(a.d_blocks):
+                scaled(j)
+            for j in range(a.d_blocks):
                 self.store_nz(h, x0, j, mq, valid)
-                continue
+            return
+        for j in range(a.d_blocks):
+            scaled(j)
             if a.merged:  # head h's columns of the merged [S, H*D] rows
                 pitch = a.heads * d
                 first = lin((x0, 16 * pitch), (h, d), (1, 16 * j))
@@ -129,7 +166,7 @@ class SoftmaxSteps:
         merged context's Nz tensor at column block h * D/16 + j."""
         a = self.a
         rows = mq * 16
-        half = nir.alloc([rows * 16], "f16", "ub")
+        half = self.nz_slabs[j] if self.nz_slabs else nir.alloc([rows * 16], "f16", "ub")
         self.apply(cast_compute("f32", "f16", a.nz_round), half, [self.context], valid * 16,
                    offsets=(0, j * rows * 16), sizes=(2, 4))
         if valid < rows:  # the fractalize zero-fills the rows past seq
@@ -165,16 +202,28 @@ class SoftmaxSteps:
     def row_reduce(self, scores: ir.Value, slabs: int, rows: int, fold: str, across: str,
                    into: ir.Value | None) -> ir.Value:
         """Per row of the Nz tile: slabs folded elementwise onto one [rows, 16]
-        slab, then one 16-lane reduction per row into `into` (or a new buffer)."""
+        slab, then one 16-lane reduction per row into `into` (or a new buffer).
+        A max or min (exact, so the order does not matter) folds onto two
+        slabs in turn, merged at the end: two independent chains, so one
+        pipe_barrier(V) per two folds instead of one per fold. The second
+        slab lives only over the folds, before P (so within the scores
+        phase of `npu.attention_plan.footprint`)."""
         slab = rows * 16
         work = scores
+        combine = Compute("binary", vop=fold)
         if slabs > 1:
             work = nir.alloc([slab], "f32", "ub")
-            self.apply(Compute("binary", vop=fold), work, [scores, scores], slab,
-                       offsets=(0, 0, slab))
-            for j in range(2, slabs):
-                self.apply(Compute("binary", vop=fold), work, [work, scores], slab,
-                           offsets=(0, 0, j * slab))
+            self.apply(combine, work, [scores, scores], slab, offsets=(0, 0, slab))
+            chains = [work]
+            if slabs >= 4 and fold in ("cce.vmax", "cce.vmin"):
+                chains.append(nir.alloc([slab], "f32", "ub"))
+                self.apply(combine, chains[1], [scores, scores], slab,
+                           offsets=(0, 2 * slab, 3 * slab))
+            for j in range(2 * len(chains), slabs):
+                acc = chains[j % len(chains)]
+                self.apply(combine, acc, [acc, scores], slab, offsets=(0, 0, j * slab))
+            if len(chains) > 1:
+                self.apply(combine, work, chains, slab)
         out = into if into is not None else nir.alloc([rows], "f32", "ub")
         nir.create_op(across, [out, sub(work, 0, slab)], repeat=rows, mask=16,
                       src_blk_stride=1, src_rep_stride=16 * 4 // self.granule, dst_rep_stride=1)

@@ -282,12 +282,7 @@ class MatmulBlocks:
         unit = t.vector_block_bytes
         repeats = elements // lanes
         assert repeats * lanes == elements
-        flat_src = memref.CollapseShapeOp(
-            ir.MemRefType.get([elements], nir.memref_type(src).element_type, None,
-                              nir.memref_type(src).memory_space), src, [[0, 1, 2, 3]]).result
-        flat_dst = memref.CollapseShapeOp(
-            ir.MemRefType.get([elements], nir.memref_type(dst).element_type, None,
-                              nir.memref_type(dst).memory_space), dst, [[0, 1, 2, 3]]).result
+        flat_src, flat_dst = nir.flatten_memref(src), nir.flatten_memref(dst)
         for first in range(0, repeats, t.max_repeat):
             rep = min(t.max_repeat, repeats - first)
             e0 = first * lanes

@@ -31,8 +31,10 @@ its last load (the last iteration of a loop, then the ops up to the next
 op with loads), where that next op waits, i.e. reads GM bytes written since
 (loads that need nothing run at once: in the previous op the idle time
 counts after them, in this op's preparation, e.g. a bias, before them).
-Slots are placed in body order, each cut at its bursts (the chunk's column
-blocks) over the gaps, latest first, a gap taking bursts while at least
+The gap after the last load of the op before the previous one comes
+first (when the previous op's first load waits on it); slots are placed
+in body order, each cut at its bursts (the chunk's column
+blocks) over the gaps, then latest first, a gap taking bursts while at least
 half of the next one fits its idle time left; a slot is prefetched only
 whole, and only if L1 (the collector's bound at every op from its first
 part to the loop, plus the slots placed before) has room. An op that reads
@@ -46,12 +48,13 @@ import re
 
 from mlir import ir
 
-from npu.ir import arg_attrs, defining_op, view_root, walk_held
+from npu.ir import VIEW_OPS, arg_attrs, defining_op, functions, view_root
 from npu.passes.base import Option, Pass
 from npu.passes.buffer_lifetimes import BufferCollector, collector_for
-from npu.pipe_work import pipe_work, trip_count
+from npu.pipe_work import trip_count
 
 from .emit import EmitParts
+from .facts import FactsCache, contains
 from .gaps import IdleGaps
 from .parts import Candidate, Part
 
@@ -67,6 +70,21 @@ def _label(op: ir.Operation) -> str:
         return names[0]
     line = re.search(r":(\d+):\d+", text)
     return f"line {line.group(1)}" if line else text
+
+
+def _writers(value: ir.Value) -> list[ir.Operation]:
+    """The copies that store into `value` or a view of it (its uses followed
+    through views: no walk of the function)."""
+    found: list[ir.Operation] = []
+    pending = [value]
+    while pending:
+        for use in pending.pop().uses:
+            owner = use.owner.operation
+            if owner.name.startswith("cce.copy_") and use.operand_number == 1:
+                found.append(owner)
+            elif owner.name in VIEW_OPS and use.operand_number == 0:
+                pending.extend(owner.results)
+    return found
 
 
 class PrefetchPass(IdleGaps, EmitParts, Pass):
@@ -87,34 +105,38 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
     collectors: dict = {}
 
     def run(self, module: ir.Operation) -> None:
-        for func in walk_held(module, lambda o: o.name == "func.func"):
+        for func in functions(module):
             if func.regions[0].blocks:
                 self._run_function(func)
 
     def _run_function(self, func: ir.Operation) -> None:
         block = func.regions[0].blocks[0]
-        constants = {arg for arg in block.arguments
-                     if CONSTANT_ATTR in arg_attrs(func, arg.arg_number)}
         # A constant argument some op writes is not a host constant to us.
-        for op in walk_held(func, lambda o: o.name.startswith("cce.copy_")):
-            constants.discard(view_root(op.operands[1]))
-        loops = [o.operation for o in block.operations if o.operation.name == "scf.for"
-                 and walk_held(o.operation, lambda x: x.name == "cce.mad")]
+        constants = {arg for arg in block.arguments
+                     if CONSTANT_ATTR in arg_attrs(func, arg.arg_number) and not _writers(arg)}
+        # The function body, kept up to date as prefetches are inserted (as
+        # the collector's own list is), and each op's facts worked out once.
+        tops = [o.operation for o in block.operations]
+        self.facts = FactsCache(self.target)
+        loops = [o for o in tops if o.name == "scf.for"
+                 and contains(o, lambda x: x.name == "cce.mad")]
         collector = collector_for(self.collectors, func)
         if collector is None:
             collector = BufferCollector(self.target)
             collector.track(func)
         seen: set[str] = set()
+        at = 0
         for loop in loops:
-            where = str(loop.location)
-            first = where not in seen
+            at = tops.index(loop, at)
+            where = self.facts.location(loop)
+            if where in seen:  # once per op: attention has several such loops
+                continue
             seen.add(where)
             candidate, why = self._candidate(loop, constants)
-            if candidate is None or not first:
-                if first:  # once per op: attention has several such loops
-                    self._say(loop, f"npu-prefetch: not prefetched: {why}")
+            if candidate is None:
+                self._say(loop, f"npu-prefetch: not prefetched: {why}")
                 continue
-            self._prefetch(func, candidate, collector)
+            self._prefetch(func, candidate, collector, tops, at)
 
     # ------------------------------------------------------------ analysis
 
@@ -135,26 +157,26 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
         if any(o is None or o.name != "memref.alloc" or o not in ops for o in owners):
             return None, "a weight buffer is not allocated in the loop body"
         # The weight buffers are written by the weight copies only.
-        for op in walk_held(loop, lambda o: o.name.startswith("cce.copy_")):
-            if view_root(op.operands[1]) in slots and op not in copies:
-                return None, "a weight buffer is also written by another copy"
+        if any(op not in copies for slot in slots for op in _writers(slot)):
+            return None, "a weight buffer is also written by another copy"
         return Candidate(loop, [(defining_op(a), c) for a, c in slots.items()]), ""
 
     # ------------------------------------------------------------ transformation
 
-    def _prefetch(self, func: ir.Operation, c: Candidate, collector) -> None:
-        tops = [o.operation for o in func.regions[0].blocks[0].operations]
-        at = tops.index(c.loop)
-        where = str(c.loop.location)
+    def _prefetch(self, func: ir.Operation, c: Candidate, collector,
+                  tops: list[ir.Operation], at: int) -> None:
+        """Prefetch what the cost model finds room for of `c`, the loop at
+        `tops[at]` (`tops` is spliced as ops go in before it)."""
+        where = self.facts.location(c.loop)
 
         def works(k: int) -> bool:
-            return any(pipe_work([tops[k]], self.target).values())
+            return self.facts.works(tops[k])
 
         # The previous op: the last op before the loop doing any work under
         # another location (this op's own preparation, e.g. the cast of A,
         # shares the loop's); its first op, going back over its location.
-        prev = next((k for k in range(at - 1, -1, -1) if str(tops[k].location) != where
-                     and works(k)), None)
+        prev = next((k for k in range(at - 1, -1, -1)
+                     if self.facts.location(tops[k]) != where and works(k)), None)
         if prev is None:
             # The first op: only its own preparation (the cast and
             # fractalize of A) can leave MTE2 idle before the loop.
@@ -166,11 +188,11 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
                 return
         else:
             name = f"'{_label(tops[prev])}'"
-            before = str(tops[prev].location)
+            before = self.facts.location(tops[prev])
             start = prev
             for k in range(prev - 1, -1, -1):
                 if works(k):
-                    if str(tops[k].location) != before:
+                    if self.facts.location(tops[k]) != before:
                         break
                     start = k
             if not self._reads_written(tops[prev + 1:at + 1], tops[start:prev + 1]):
@@ -180,9 +202,17 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
         bandwidth = self.target.path("gm_to_l1").bytes_per_cycle
         capacity = self.target.capacity("l1")
         gaps = self._gaps(tops, max(start, 0), prev, at)
+        # The tail of the op before the previous one is tried first: the
+        # previous op's own loads follow it, so a chunk there delays nothing
+        # it does (in the previous op's tail it delays that op's last
+        # steps), while L1 has room over the previous op.
+        earlier = self._earlier_tail(tops, start, at) if start > 0 else None
+        if earlier is not None:
+            gaps = [earlier] + gaps
+        low = min([max(start, 0)] + [k for k, _ in gaps])
         # L1 each op from a gap to the loop needs at most, plus the slots
         # placed so far that stay live over it.
-        need = {j: collector.space_bounds_at(func, "l1", j)[1] for j in range(max(start, 0), at)}
+        need = {j: collector.space_bounds_at(func, "l1", j)[1] for j in range(low, at)}
         left = dict(gaps)
         parts: list[Part] = []
         placed = 0
@@ -202,9 +232,11 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
             parts.extend(trial)
             placed += 1
         chunk = collector.space_size(c.slots[0][0])[1]
+        own = gaps[1:] if earlier is not None else gaps
         figures = (f"estimated MTE2 idle gaps from {name} on: "
-                   f"{', '.join(str(int(g)) for _, g in reversed(gaps)) or 'none'} cycles; "
-                   f"a chunk of {chunk} bytes takes {int(chunk / bandwidth)}")
+                   f"{', '.join(str(int(g)) for _, g in reversed(own)) or 'none'} cycles"
+                   + (f", after the op before it {int(earlier[1])}" if earlier is not None else "")
+                   + f"; a chunk of {chunk} bytes takes {int(chunk / bandwidth)}")
         if not placed:
             fits = self._fill(c.slots[0][1], gaps, dict(gaps), bandwidth)[0] is not None
             reason = ("no chunk fits in L1 there" if fits
@@ -213,25 +245,57 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
             return
         slots = c.slots[:placed]
         home = {alloc: min(p.gap for p in parts if p.copy in copies) for alloc, copies in slots}
+        # Working ops counted from the window's start, as the remark numbers steps.
+        steps, count = {}, 0
+        for k in range(low, at):
+            count += works(k)
+            steps[k] = count
         # From the latest insertion point back: earlier indices stay valid.
         for gap in sorted({p.gap for p in parts}, reverse=True):
             issue = tops[gap + 1]
             made = self._emit(c, [a for a, k in home.items() if k == gap],
                               [p for p in parts if p.gap == gap], issue)
-            collector.changed(gap + 1, made + [issue])
+            collector.inserted(gap + 1, made)
+            tops[gap + 1:gap + 2] = made + [issue]
         self._guard(c, slots)
-        block_ops = [o.operation for o in func.regions[0].blocks[0].operations]
-        collector.changed(block_ops.index(c.loop))
+        self.facts.forget(c.loop)
+        # The guards wrap the loop's copies and its slots moved out: its
+        # accesses are the same.
+        collector.changed(tops.index(c.loop, at), same_accesses=True)
 
         def nth(k: int, first: int) -> int:  # k's number among the working ops from `first`
-            return sum(1 for j in range(first, k + 1) if works(j))
+            return steps[k] - (steps[first - 1] if first > low else 0)
 
         points = ", ".join(f"after {name} step #{nth(k, start)} (of {nth(prev, start)})"
-                           if k <= prev else f"after this op's preparation step #{nth(k, prev + 1)}"
+                           if start <= k <= prev else
+                           f"after the op before {name} (its last load)" if k < start else
+                           f"after this op's preparation step #{nth(k, prev + 1)}"
                            for k in sorted({p.gap for p in parts}))
         self._say(c.loop, f"npu-prefetch: {placed} of {len(c.slots)} weight slot(s) "
                           f"({sum(collector.space_size(a)[1] for a, _ in slots)} bytes, "
                           f"{len(parts)} copies) loaded {points}, ahead of this op's first wait ({figures})")
+
+    def _earlier_tail(self, tops: list[ir.Operation], start: int, at: int
+                      ) -> tuple[int, float] | None:
+        """The gap after the last load of the op before the previous one
+        (ending before `start`): its tail work and the previous op's
+        load-free steps up to its first load, when that load reads what
+        the earlier op writes (else MTE2 goes on at once)."""
+        k = next((j for j in range(start - 1, -1, -1) if self.facts.works(tops[j])), None)
+        if k is None:
+            return None
+        while k >= 0 and not self.facts(tops[k]).loads:
+            k -= 1
+        if k < 0:
+            return None
+        idle = self.facts(tops[k]).tail
+        f = k + 1
+        while f < at and not self.facts(tops[f]).loads:
+            idle += self.facts(tops[f]).tail
+            f += 1
+        if f >= at or not self._reads_written([tops[f]], tops[k:f]):
+            return None
+        return k, idle
 
     def _say(self, op: ir.Operation, message: str) -> None:
         if self.remarks:

@@ -4,72 +4,27 @@ options)."""
 
 from __future__ import annotations
 
-import math
-
 from mlir import ir
 
-from npu.dialects.cce import OP_SPACES
-from npu.ir import VIEW_OPS, defining_op, element_bytes, int_attr, memref_element, memref_shape, \
-    view_root, walk_held
-from npu.pipe_work import constant_index, instruction_cycles, pipe_work
+from npu.ir import int_attr, memref_shape
+from npu.pipe_work import instruction_cycles
 
+from .facts import FactsCache, overlaps
 from .parts import Part
-
-# Pipes whose work follows an op's last GM load (everything but MTE2 and
-# the scalar unit, which only issues).
-AFTER_LOAD_PIPES = ("MTE1", "M", "V", "MTE3")
 
 
 class IdleGaps:
     """Where MTE2 is estimated to idle between the previous op and a matmul
-    loop, and which bursts of its weight copies go there."""
+    loop, and which bursts of its weight copies go there (`self.facts`: the
+    function's `FactsCache`)."""
 
-    @staticmethod
-    def _gm_ranges(ops: list[ir.Operation], operand: int) -> set[tuple[ir.Value, int, float]]:
-        """GM tensors `ops`' copies read (`operand` 0) or write (1): views
-        followed back to an argument, a `memref.view` of the workspace as
-        its byte range there (each temporary its own)."""
-        def tensor(value: ir.Value) -> tuple[ir.Value, int, float]:
-            while True:
-                op = defining_op(value)
-                if op is not None and op.name == "memref.view":
-                    shift = constant_index(op.operands[1])
-                    if shift is not None:
-                        size = element_bytes(memref_element(op.results[0]))
-                        for d in memref_shape(op.results[0]):
-                            size *= d
-                        return view_root(op.operands[0]), shift, shift + size
-                if op is None or op.name not in VIEW_OPS:
-                    return value, 0, math.inf
-                value = op.operands[0]
-
-        return {tensor(op.operands[operand]) for top in ops
-                for op in walk_held(top, lambda o: o.name in OP_SPACES)
-                if OP_SPACES[op.name][operand] == "gm"}
+    facts: FactsCache
 
     def _reads_written(self, readers: list[ir.Operation], writers: list[ir.Operation]) -> bool:
-        """Whether `readers` load GM bytes that `writers` store."""
-        written = self._gm_ranges(writers, 1)
-        return any(r == w and lo < w_hi and w_lo < hi
-                   for r, lo, hi in self._gm_ranges(readers, 0) for w, w_lo, w_hi in written)
-
-    def _loop_tail(self, loop: ir.Operation) -> float:
-        """Work left after a loop's last load: its last iteration's after the
-        body's last load when MTE2 bounds the loop (the other pipes keep
-        up), else the whole last iteration's (they lag behind by up to the
-        ping-pong's other half)."""
-        body = [o.operation for o in loop.regions[0].blocks[0].operations]
-        work = pipe_work(body, self.target)
-        if work["MTE2"] >= max(work.get(p, 0.0) for p in AFTER_LOAD_PIPES):
-            last = max(k for k, op in enumerate(body) if pipe_work([op], self.target)["MTE2"])
-            body = body[last + 1:]
-        return self._after_load(body)
-
-    def _after_load(self, ops: list[ir.Operation]) -> float:
-        """Cycles of `ops`' work on the pipes that follow a load (summed: a
-        chunk is moved to L0, multiplied, drained and stored in turn)."""
-        work = pipe_work(ops, self.target)
-        return sum(work.get(p, 0.0) for p in AFTER_LOAD_PIPES)
+        """Whether `readers` load GM bytes that `writers` store (the writers
+        from the last: what a reader waits for is usually written last)."""
+        read = frozenset().union(*(self.facts.reads(r) for r in readers))
+        return any(overlaps(read, self.facts(w).writes) for w in reversed(writers))
 
     def _gaps(self, tops: list[ir.Operation], first: int, last: int, end: int
               ) -> list[tuple[int, float]]:
@@ -79,41 +34,50 @@ class IdleGaps:
         `tops[last]` ends the previous op; the ops after it prepare this op.
         A next op that reads nothing op `k` or a later one writes does not
         wait: its loads run at once (see below where the idle time then
-        counts; before the loop there is none)."""
+        counts; before the loop there is none). One pass back over the
+        window: the GM bytes written from op `k` on to the loop and to the
+        next op with loads grow as `k` goes back."""
         gaps: list[tuple[int, float]] = []
         idle = 0.0
         following = end
+        loop_reads = self.facts.reads(tops[end])
+        to_loop: set = set()       # GM ranges written in tops[k:end]
+        to_following: set = set()  # ... in tops[k:following]
         for k in range(end - 1, first - 1, -1):
-            op = tops[k]
-            work = pipe_work([op], self.target)
-            if not work.get("MTE2"):
-                idle += self._after_load([op])
+            facts = self.facts(tops[k])
+            to_loop |= facts.writes
+            to_following |= facts.writes
+            idle += facts.tail
+            if not facts.loads:
                 continue
-            if op.name == "scf.for":
-                idle += self._loop_tail(op)
             if following == end:
                 # Writes before op k are long done: only its own and later
                 # ones keep the loop's first load waiting.
-                if not self._reads_written([tops[end]], tops[k:end]):
+                if not overlaps(loop_reads, to_loop):
                     idle = 0.0
-            elif not self._reads_written([tops[following]], tops[k:following]):
+            elif not overlaps(self.facts.reads(tops[following]), to_following):
                 # MTE2 goes on to the next op's loads at once. In the
                 # previous op what remains of this idle time comes after
                 # them (its loads are its own work: not to be delayed); this
                 # op's preparation (a bias, gamma, beta) may wait for a
                 # chunk: its loads only precede the loop's first wait.
-                loads = pipe_work([tops[following]], self.target)["MTE2"]
+                loads = self.facts(tops[following]).loads
                 if following > last:
                     idle += max(0.0, gaps.pop()[1] - loads)
                     gaps.append((following, 0.0))
-                    if not self._reads_written([tops[end]], tops[k:end]):
+                    if not overlaps(loop_reads, to_loop):
                         idle = 0.0  # nor does the loop wait for op k
                 else:
                     gaps[-1] = (following, gaps[-1][1] + max(0.0, idle - loads))
                     idle = 0.0
             gaps.append((k, idle))
+            if k < last and sum(1 for j, _ in gaps if j <= last) == 2:
+                # The previous op's tail and the op before it: earlier ops
+                # could only add to the latter's gap, which counts nothing.
+                break
             idle = 0.0
             following = k
+            to_following = set()
         # Of the previous op only its tail: loads into its earlier gaps
         # would run ahead of its own later loads, which its remaining steps
         # wait for (measured on the unfused BERT layer, whose layernorm and

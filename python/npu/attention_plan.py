@@ -37,15 +37,18 @@ class Plan:
 
 
 def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = False,
-              whole: bool = False, q_rows: bool = False) -> dict[str, int]:
+              whole: bool = False, q_rows: bool = False, nz_out: bool = False) -> dict[str, int]:
     """Bytes per on-chip buffer of one tile (`npu-lower-attention`'s
     buffers). UB: what lives through the tile (the context with its row-sum
     slab, the row max; `whole` and `absorbed`: the f32 staging of Q and K,
     kept for all heads; `q_rows`: the f16 Q tile scaled on its way to L1,
-    apart from the steps' buffers so that its load never waits for them)
-    plus the largest of its phases: the f32 -> f16 staging of a Q, K or V
-    tile (`absorbed`; `whole`: only the f16 copy), the scores phase (scores, P, the row fold, the key mask and two
-    broadcasts) and the P.V phase. P.V has one more column block (ones: the
+    apart from the steps' buffers so that its load never waits for them;
+    `nz_out` with several tiles per head: the f16 context slabs on their
+    way to the Nz output, apart from the steps' buffers so that the next
+    scores never wait for their stores) plus the largest of its phases: the
+    f32 -> f16 staging of a Q, K or V tile (`absorbed`; `whole`: only the
+    f16 copy), the scores phase (scores, P, the row fold, the key mask and
+    two broadcasts) and the P.V phase. P.V has one more column block (ones: the
     row sums). The scores and P.V in L0C and V's tile in L1 have two slots
     (the software pipeline of `npu-lower-attention`); `whole`: one tile per
     head (all queries and keys)."""
@@ -53,6 +56,8 @@ def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = Fals
     slab = q_blocks * frac4  # one [rows, 16] f32 slab
     rows = q_blocks * 16
     persistent = (d_blocks + 1) * slab + 8 * rows * 4 + q_rows * rows * d_blocks * 16 * 2
+    if nz_out and not whole:
+        persistent += d_blocks * rows * 16 * 2
     scores = k_blocks * slab + k_blocks * q_blocks * frac2 + 4 * slab
     staging = max(q_blocks, k_blocks) * d_blocks * 16 * 16 * 6 if absorbed else 0
     if whole and absorbed:
@@ -95,7 +100,8 @@ def _plan(a: Attention, target: Target, ub_fraction: float) -> Plan | str:
     best: Plan | None = None
     for qb in range(min(s1, MAX_Q_BLOCKS), 0, -1):
         for kb in range(s1, 0, -1):
-            need = footprint(qb, kb, d1, a.staged, qb >= s1 and kb >= s1, a.scaled_q_rows)
+            need = footprint(qb, kb, d1, a.staged, qb >= s1 and kb >= s1, a.scaled_q_rows,
+                             a.nz_out)
             budget = {sp: target.capacity(sp) for sp in need}
             budget["ub"] = int(budget["ub"] * ub_fraction)
             if all(need[sp] <= budget[sp] for sp in need):

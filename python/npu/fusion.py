@@ -278,13 +278,38 @@ def nz_layout(nd: ir.Value, nz: ir.Value, rows: int, n: int | None, target: Targ
     return layout_limits(target, rows, n, nir.element_bytes(nir.memref_element(nd)))
 
 
-def footprint(g: GroupModel, target: Target, width: int | None = None) -> Footprint:
+def stores_at_end(g: GroupModel) -> frozenset:
+    """Results whose stores wait for the chunk's end, when the last member's
+    result leaves in Nz (its gather into Nz order is vector work after it,
+    so its store is last anyway): that result and those only the last
+    member still reads (layernorm's f32 result, cast to the f16 Nz copy),
+    so that the stores go back to back and share one flag (a flag holds its
+    mover until every earlier transfer has landed: the GM latency once
+    instead of once per store). Elsewhere stores leave right after their
+    results, overlapping the vector work that follows."""
+    last = g.members[-1]
+    if last.out.root not in g.nz:
+        return frozenset()
+    later: dict = {}
+    for k, m in enumerate(g.members):
+        for i in m.ins:
+            later.setdefault(i.root, set()).add(k)
+    end = len(g.members) - 1
+    return frozenset(m.out.root for m in g.members
+                     if (m.out.root in g.leaving or m.out.root in g.nz)
+                     and (m is last or later.get(m.out.root, set()) <= {end}))
+
+
+def footprint(g: GroupModel, target: Target, width: int | None = None,
+              deferred: frozenset = frozenset()) -> Footprint:
     """UB of one chunk, by liveness in member order: a loaded full/col
     tensor from its first to its last use, a computed one from its op to
-    its last use (stored right after its op when it leaves), plus each op's
-    transient buffers (recipe temporaries, a reduction's f32 work rows, col
-    operands expanded to one block per row). `width`: rows cut to pieces of
-    that many columns (the two-pass kernel, `npu.online_rows`)."""
+    its last use (stored right after its op when it leaves; the `deferred`
+    ones, `stores_at_end`, live to the chunk's end, where they are stored),
+    plus each op's transient buffers (recipe temporaries, a reduction's f32
+    work rows, col operands expanded to one block per row, the chunk
+    gathered into Nz order). `width`: rows cut to pieces of that many
+    columns (the two-pass kernel, `npu.online_rows`)."""
     granule = target.granule("ub")
     n = width or g.n or 1
     last_use: dict = {}
@@ -323,12 +348,16 @@ def footprint(g: GroupModel, target: Target, width: int | None = None) -> Footpr
             lanes = VectorGeometry.for_types(target, [4]).lanes
             transient += (fold_chains(n, lanes) * lanes * 4
                           + (n * 4 if m.ins[0].elem != "f32" else 0))
-        if m.out.root in g.nz:  # the chunk gathered into Nz order
-            transient += n * m.out.es
+        if m.out.root in g.nz:
+            if m.out.root in deferred:
+                live[("nz", m.out.root)] = n * m.out.es
+            else:
+                transient += n * m.out.es
         peak = max(peak, sum(live.values()) + transient)
-        total += transient + row_bytes(m.out) + sum(
+        total += transient + live.get(("nz", m.out.root), 0) + row_bytes(m.out) + sum(
             row_bytes(i) for i in m.ins if i.kind in ("full", "col") and i.root in g.loaded
             and all(i.root not in (o.root for o in p.ins) for p in g.members[:k]))
-        for root in [r for r in live if last_use.get(r, -1) <= k]:
+        for root in [r for r in live if last_use.get(r, -1) <= k and r not in deferred
+                     and not isinstance(r, tuple)]:
             del live[root]
     return Footprint(fixed, peak, row_block, total)

@@ -72,15 +72,20 @@ class NzStore:
             copy("cce.copy_ub_to_gm", sub(zeros, 0, pad * f),
                  sub(self.nz, (j * self.r1 * f + self.rows) * f, pad * f), 1, self.blocks(pad * f))
 
-    def store(self, buf: ir.Value, row0: int | ir.Value, valid: int) -> None:
-        """Rows [row0, row0 + valid) held in `buf` (valid * n elements)."""
+    def store(self, buf: ir.Value, row0: int | ir.Value, valid: int,
+              pending: list | None = None) -> None:
+        """Rows [row0, row0 + valid) held in `buf` (valid * n elements).
+        With `pending`, the gathers are emitted here and the copies to GM
+        appended to it (as callables) for the caller to emit later."""
         f, n, pp = self.t.fractal, self.n, self.per_piece
         lanes_per_block = self.t.vector_block_bytes // self.e
         step = min(valid, self.most_rows)
-        out = nir.alloc([step * n], self.elem, "ub")
         gather = Compute("copy")
+        out = nir.alloc([step * n], self.elem, "ub")
         for r0 in range(0, valid, step):
             h = min(step, valid - r0)
+            if pending is not None and r0:  # each piece its own buffer: its copy comes later
+                out = nir.alloc([step * n], self.elem, "ub")
             for g0 in range(0, h, ROWS_PER_GATHER):
                 k = min(ROWS_PER_GATHER, h - g0)
                 for half in range(pp):
@@ -92,5 +97,12 @@ class NzStore:
                                 self.c1, k * lanes_per_block)
             first = lin((row0, f), (r0 * f, 1))
             span = ((self.c1 - 1) * self.r1 * f + h) * f
-            copy("cce.copy_ub_to_gm", sub(out, 0, self.c1 * h * f), sub(self.nz, first, span),
-                 self.c1, self.blocks(h * f), 0, self.blocks((self.r1 * f - h) * f))
+
+            def leave(out=out, h=h, first=first, span=span) -> None:
+                copy("cce.copy_ub_to_gm", sub(out, 0, self.c1 * h * f), sub(self.nz, first, span),
+                     self.c1, self.blocks(h * f), 0, self.blocks((self.r1 * f - h) * f))
+
+            if pending is None:
+                leave()
+            else:
+                pending.append(leave)

@@ -47,7 +47,8 @@ func.func @cast_nz(%x: memref<100x64xf32, "gm">, %w: memref<2x4x16x16xf16, "gm">
 // -----
 
 // The f16 tensor is also read after the group: it still leaves in ND, and
-// in Nz for the fractalize.
+// in Nz for the fractalize. Both stores are issued together at the chunk's
+// end, after the Nz gather (one MTE3 flag covers them).
 // CHECK-LABEL: func.func @nd_also_read
 // CHECK:       scf.execute_region {
 // CHECK:         "ascend.muls"
@@ -57,8 +58,9 @@ func.func @cast_nz(%x: memref<100x64xf32, "gm">, %w: memref<2x4x16x16xf16, "gm">
 // CHECK:       "ascend.adds"
 // KERNEL-LABEL: func.func @nd_also_read
 // KERNEL:       cce.vconv
-// KERNEL:       "cce.copy_ub_to_gm"{{.*}}burst_len = 80 : i64, dst_gap = 0 : i64, n_burst = 1
 // KERNEL:       "cce.vmax"
+// KERNEL:       "cce.copy_ub_to_gm"{{.*}}burst_len = 80 : i64, dst_gap = 0 : i64, n_burst = 1
+// KERNEL-NOT:   cce.v
 // KERNEL:       "cce.copy_ub_to_gm"{{.*}}burst_len = 40 : i64, dst_gap = 8 : i64, n_burst = 2
 func.func @nd_also_read(%x: memref<40x32xf32, "gm">, %y: memref<40x32xf16, "gm">, %a: memref<2x3x16x16xf16, "gm">) {
   %s = memref.alloc() : memref<40x32xf32, "gm">
@@ -104,5 +106,23 @@ func.func @nz_read_in_between(%x: memref<32x32xf32, "gm">, %a: memref<2x2x16x16x
   "ascend.cast"(%a, %old) {round_mode = "rint"} : (memref<2x2x16x16xf16, "gm">, memref<2x2x16x16xf32, "gm">) -> ()
   // expected-remark @+1 {{'ascend.fractalize' left as its own kernel: an op between the group and the fractalize uses its Nz tensor or writes its source}}
   "ascend.fractalize"(%h, %a) : (memref<32x32xf16, "gm">, memref<2x2x16x16xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+// Without an Nz result the stores leave right after their results (the
+// vector work after them overlaps them): %y's store comes before the vrelu.
+// KERNEL-LABEL: func.func @stores_right_away
+// KERNEL:       "cce.vadds"
+// KERNEL-NEXT:  "cce.copy_ub_to_gm"
+// KERNEL:       "cce.vrelu"
+// KERNEL-NEXT:  "cce.copy_ub_to_gm"
+func.func @stores_right_away(%x: memref<40x32xf32, "gm">, %y: memref<40x32xf32, "gm">, %z: memref<40x32xf32, "gm">) {
+  %s = memref.alloc() : memref<40x32xf32, "gm">
+  // expected-remark @+1 {{fused 3 ops (muls, adds, relu) over 40 rows of 32}}
+  "ascend.muls"(%x, %s) {scalar = 5.0e-01 : f64} : (memref<40x32xf32, "gm">, memref<40x32xf32, "gm">) -> ()
+  "ascend.adds"(%s, %y) {scalar = 1.0 : f64} : (memref<40x32xf32, "gm">, memref<40x32xf32, "gm">) -> ()
+  "ascend.relu"(%s, %z) : (memref<40x32xf32, "gm">, memref<40x32xf32, "gm">) -> ()
   return
 }

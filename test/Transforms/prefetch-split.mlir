@@ -20,7 +20,11 @@
 // CHECK:       scf.for %[[I:[a-z0-9_]+]] = %[[LB:[a-z0-9_]+]] to
 // CHECK:         %[[LATER:.*]] = arith.cmpi ne, %[[I]], %[[LB]] : index
 // CHECK-NEXT:    scf.if %[[LATER]] {
+// CHECK-NEXT:      "cce.copy_gm_to_l1"
 // CHECK-NEXT:      "cce.copy_gm_to_l1"(%{{.*}}, %[[SLOT0]])
+// CHECK-NEXT:    } else {
+// CHECK-NEXT:      "cce.copy_gm_to_l1"
+// CHECK-NEXT:    {{^ +}}}{{$}}
 // CHECK:         %[[SLOT1:.*]] = memref.alloc() {npu.slot = 1 : i64} : memref<80x4x16x16xf16, "l1">
 // CHECK-NEXT:    "cce.copy_gm_to_l1"(%{{.*}}, %[[SLOT1]])
 func.func @split(%x: memref<64x3x16x16xf32, "gm">, %e: memref<64x3x16x16xf32, "gm">, %a: memref<64x3x16x16xf16, "gm">, %w: memref<80x64x16x16xf16, "gm"> {npu.constant = dense<0.5> : tensor<80x64x16x16xf16>}, %c: memref<80x3x16x16xf32, "gm">) {

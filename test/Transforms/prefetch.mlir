@@ -21,16 +21,23 @@
 // CHECK:       arith.addi %[[FIRST]]
 // CHECK:       %[[B1:.*]] = memref.subview %[[W]]
 // CHECK:       "cce.copy_gm_to_l1"(%[[B1]], %[[SLOT1]])
+// The guard holds the whole run of loads the weight copy ends (A's copy
+// too, in both branches), so that one flag after the run orders them.
 // CHECK:       scf.for %[[I:[a-z0-9_]+]] = %[[LB:[a-z0-9_]+]] to
-// CHECK:         "cce.copy_gm_to_l1"(%{{.*}}, %{{.*}}) {{.*}}memref<1x3x16x16xf16, "l1">
 // CHECK:         %[[LATER:.*]] = arith.cmpi ne, %[[I]], %[[LB]] : index
 // CHECK-NEXT:    scf.if %[[LATER]] {
+// CHECK-NEXT:      "cce.copy_gm_to_l1"(%[[A0:.*]], %[[ASLOT0:.*]]) {{.*}}memref<1x3x16x16xf16, "l1">
 // CHECK-NEXT:      "cce.copy_gm_to_l1"(%{{.*}}, %[[SLOT0]])
+// CHECK-NEXT:    } else {
+// CHECK-NEXT:      "cce.copy_gm_to_l1"(%[[A0]], %[[ASLOT0]])
 // CHECK-NEXT:    {{^ +}}}{{$}}
 // CHECK:         cce.mad
 // CHECK:         %[[LATER1:.*]] = arith.cmpi ne, %[[I]], %[[LB]] : index
 // CHECK-NEXT:    scf.if %[[LATER1]] {
+// CHECK-NEXT:      "cce.copy_gm_to_l1"
 // CHECK-NEXT:      "cce.copy_gm_to_l1"(%{{.*}}, %[[SLOT1]])
+// CHECK-NEXT:    } else {
+// CHECK-NEXT:      "cce.copy_gm_to_l1"
 // CHECK-NEXT:    {{^ +}}}{{$}}
 // CHECK:         cce.mad
 // CHECK:       return
@@ -50,6 +57,11 @@
 // PLANNED:       scf.for
 // PLANNED:         scf.if
 // PLANNED-NEXT:      "cce.copy_gm_to_l1"
+// PLANNED-NEXT:      "cce.copy_gm_to_l1"
+// PLANNED-NEXT:    } else {
+// PLANNED-NEXT:      "cce.copy_gm_to_l1"
+// PLANNED-NEXT:    {{^ +}}}{{$}}
+// PLANNED-NEXT:    cce.set_flag
 func.func @after_exp(%x: memref<64x3x16x16xf16, "gm">, %a: memref<64x3x16x16xf16, "gm">, %w: memref<5x64x16x16xf16, "gm"> {npu.constant = dense<0.5> : tensor<5x64x16x16xf16>}, %c: memref<5x3x16x16xf32, "gm">) {
   "ascend.exp"(%x, %a) : (memref<64x3x16x16xf16, "gm">, memref<64x3x16x16xf16, "gm">) -> ()
   // expected-remark @+2 {{matmul tiling}}
@@ -109,5 +121,27 @@ func.func @independent(%x: memref<64x1024xf32, "gm">, %e: memref<64x1024xf32, "g
   // expected-remark @+2 {{matmul tiling}}
   // expected-remark @+1 {{npu-prefetch: not prefetched: this op reads nothing}}
   "ascend.matmul"(%a, %w, %c) : (memref<4x3x16x16xf16, "gm">, memref<5x4x16x16xf16, "gm">, memref<5x3x16x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+// The cast is the previous op (a location of its own) and leaves MTE2 idle
+// 937 cycles; the exp before it leaves 2048 after its last load, where the
+// cast's first load waits for the exp's result. That gap is taken first
+// (the cast's loads follow it, so a chunk there delays none of its steps),
+// the rest of the first slot goes into the cast's tail.
+// CHECK-LABEL: func.func @two_back
+// CHECK:       cce.vexp
+// CHECK:       "cce.copy_gm_to_l1"(%{{.*}}, %{{.*}}) {{{.*}}n_burst = 64
+// CHECK:       cce.vconv
+// CHECK:       "cce.copy_gm_to_l1"(%{{.*}}, %{{.*}}) {{{.*}}n_burst = 16
+// CHECK:       scf.for
+func.func @two_back(%x: memref<64x3x16x16xf32, "gm">, %e: memref<64x3x16x16xf32, "gm">, %a: memref<64x3x16x16xf16, "gm">, %w: memref<80x64x16x16xf16, "gm"> {npu.constant = dense<0.5> : tensor<80x64x16x16xf16>}, %c: memref<80x3x16x16xf32, "gm">) {
+  "ascend.exp"(%x, %e) : (memref<64x3x16x16xf32, "gm">, memref<64x3x16x16xf32, "gm">) -> ()
+  "ascend.cast"(%e, %a) {round_mode = "rint"} : (memref<64x3x16x16xf32, "gm">, memref<64x3x16x16xf16, "gm">) -> ()
+  // expected-remark @+2 {{matmul tiling}}
+  // expected-remark @+1 {{npu-prefetch: 1 of 2 weight slot(s) (163840 bytes, 2 copies) loaded after the op before 'line 142' (its last load), after 'line 142' step #2 (of 4), ahead of this op's first wait (estimated MTE2 idle gaps from 'line 142' on: 0, 937 cycles, after the op before it 2048; a chunk of 163840 bytes takes 2560)}}
+  "ascend.matmul"(%a, %w, %c) {npu.options = {"l1-chunk" = 64 : i64}} : (memref<64x3x16x16xf16, "gm">, memref<80x64x16x16xf16, "gm">, memref<80x3x16x16xf32, "gm">) -> ()
   return
 }

@@ -139,14 +139,19 @@ def subview(source: ir.Value, offsets: Sequence[int | ir.Value], sizes: Sequence
 
 
 def flatten_memref(value: ir.Value) -> ir.Value:
-    """A 1-D view of a contiguous (identity-layout) memref: collapse_shape for
-    rank >= 2, expand_shape to `[1]` for rank 0, the value itself for rank 1."""
+    """A 1-D view of a contiguous memref: collapse_shape for rank >= 2,
+    expand_shape to `[1]` for rank 0, the value itself for rank 1. A source
+    with an explicit strided layout (a contiguous subview) keeps its offset
+    as `strided<[1], offset: o>`, the type collapse_shape verifies against."""
     mt = memref_type(value)
     rank = len(mt.shape)
     if rank == 1:
         return value
     numel = math.prod(mt.shape) if rank else 1
-    result_t = ir.MemRefType.get([numel], mt.element_type, None, mt.memory_space)
+    layout = None
+    if rank and isinstance(mt.layout, ir.StridedLayoutAttr):
+        layout = ir.StridedLayoutAttr.get(memref_layout(mt)[1], [1])
+    result_t = ir.MemRefType.get([numel], mt.element_type, layout, mt.memory_space)
     i64 = ir.IntegerType.get_signless(64)
     if rank == 0:
         return memref.ExpandShapeOp(result_t, value, ir.ArrayAttr.get([]), [], [1]).result

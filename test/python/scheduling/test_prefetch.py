@@ -122,7 +122,7 @@ def test_prefetched_chain_matches_numpy_and_the_unprefetched_result(m, n, k1, k2
     # the exp (the first op, when there is none, has nothing to overlap).
     assert prefetched_weights(text) == ([1, 2] if lead == "exp" else [2])
     assert prefetched_weights(text, "prefetch=false") == []
-    assert prefetched_weights(text, "") == []  # off by default (compile time)
+    assert prefetched_weights(text, "") == prefetched_weights(text)  # on by default
 
 
 def test_prefetch_saves_the_idle_tail():
@@ -158,19 +158,28 @@ def test_pipe_work_totals_are_the_programs_traffic_and_issue():
     assert work["V"] == 64 * 1024 // 64 * target.vector_cycles("transcendental")
     work = pipe_work([o.operation for o in matmul.regions[0].blocks[0].operations], target)
     assert work["M"] == 3 * 4 * 5 + 3 * 5 * 1
+    # npu-prefetch's one-walk facts count each op's work as pipe_work does.
+    from npu.passes.prefetch.facts import FactsCache
+
+    facts = FactsCache(target)
+    for func in (exp, matmul):
+        for child in func.regions[0].blocks[0].operations:
+            assert facts(child.operation).work == pipe_work([child.operation], target)
 
 
-def test_chunk_cut_over_several_gaps_matches_numpy():
+@pytest.mark.parametrize("cast_loc, bursts", [("mm", [32, 48]), ("cast", [16, 64])])
+def test_chunk_cut_over_several_gaps_matches_numpy(cast_loc, bursts):
     # The first slot's chunk is cut at its bursts over the exp's tail and
-    # the gaps of the cast (this op's preparation: it shares the matmul's
-    # location), as in test/Transforms/prefetch-split.mlir, with random
+    # the gaps of the cast (this op's preparation when it shares the
+    # matmul's location, as in test/Transforms/prefetch-split.mlir; else
+    # the previous op, and the exp's tail the op before it), with random
     # weights; planned, synchronised and simulated against numpy and the
     # program without npu-prefetch.
     w = _nz_weight(1024, 1280, 3)
     text = f"""func.func @split(%x: {_t((64, 3, F, F), 'f32')}, %e: {_t((64, 3, F, F), 'f32')},
     %a: {_t((64, 3, F, F), 'f16')}, %w: {_t((80, 64, F, F), 'f16')} {{{w}}}, %c: {_t((80, 3, F, F), 'f32')}) {{
   "ascend.exp"(%x, %e) : ({_t((64, 3, F, F), 'f32')}, {_t((64, 3, F, F), 'f32')}) -> () loc("exp")
-  "ascend.cast"(%e, %a) {{round_mode = "rint"}} : ({_t((64, 3, F, F), 'f32')}, {_t((64, 3, F, F), 'f16')}) -> () loc("mm")
+  "ascend.cast"(%e, %a) {{round_mode = "rint"}} : ({_t((64, 3, F, F), 'f32')}, {_t((64, 3, F, F), 'f16')}) -> () loc("{cast_loc}")
   "ascend.matmul"(%a, %w, %c) {{npu.options = {{"l1-chunk" = 64 : i64}}}} : ({_t((64, 3, F, F), 'f16')}, {_t((80, 64, F, F), 'f16')}, {_t((80, 3, F, F), 'f32')}) -> () loc("mm")
   return
 }}
@@ -188,4 +197,4 @@ def test_chunk_cut_over_several_gaps_matches_numpy():
     module = compile_program(text, steps + "npu-prefetch")
     top = [o.operation for o in functions(module)[0].regions[0].blocks[0].operations]
     assert sorted(int(str(o.attributes["n_burst"]).split(":")[0]) for o in top
-                  if o.name == "cce.copy_gm_to_l1") == [32, 48]
+                  if o.name == "cce.copy_gm_to_l1") == bursts

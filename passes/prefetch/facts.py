@@ -1,0 +1,211 @@
+"""What `npu-prefetch`'s cost model needs of each top-level op, worked out
+once per op: the analysis of one candidate scans only its window (the
+previous op to the loop), and each op in it is walked at most once per
+function instead of once per question about it."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+from mlir import ir
+
+from npu.dialects.cce import OP_SPACES, PIPE_OF
+from npu.ir import VIEW_OPS, defining_op, element_bytes, memref_element, memref_shape, view_root, \
+    walk_held
+from npu.pipe_work import constant_index, instruction_cycles, trip_count
+from npu.target import Target
+
+# Pipes whose work follows an op's last GM load (everything but MTE2 and
+# the scalar unit, which only issues).
+AFTER_LOAD_PIPES = ("MTE1", "M", "V", "MTE3")
+
+# A GM tensor a copy touches: (root value, first byte, end byte).
+GmRange = tuple[ir.Value, int, float]
+
+
+@dataclass(frozen=True)
+class OpFacts:
+    """One top-level op as the cost model sees it."""
+
+    work: Counter            # busy cycles per pipe
+    reads: frozenset         # GM ranges its copies load
+    writes: frozenset        # GM ranges its copies store
+    tail: float              # work on the pipes after its last load (see `OpFacts.of`)
+
+    @property
+    def works(self) -> bool:
+        return any(self.work.values())
+
+    @property
+    def loads(self) -> float:
+        return self.work.get("MTE2", 0.0)
+
+
+def after_load(work: Counter) -> float:
+    """Cycles of the pipes that follow a load (summed: a chunk is moved to
+    L0, multiplied, drained and stored in turn)."""
+    return sum(work.get(p, 0.0) for p in AFTER_LOAD_PIPES)
+
+
+def _gm_tensor(value: ir.Value) -> GmRange:
+    """A copy operand followed back to an argument; a `memref.view` of the
+    workspace as its byte range there (each temporary its own)."""
+    while True:
+        op = defining_op(value)
+        if op is not None and op.name == "memref.view":
+            shift = constant_index(op.operands[1])
+            if shift is not None:
+                size = element_bytes(memref_element(op.results[0]))
+                for d in memref_shape(op.results[0]):
+                    size *= d
+                return view_root(op.operands[0]), shift, shift + size
+        if op is None or op.name not in VIEW_OPS:
+            return value, 0, math.inf
+        value = op.operands[0]
+
+
+class FactsCache:
+    """`OpFacts` per top-level op, kept for the whole function: the ops the
+    pass inserts are new keys, the loops it guards are dropped."""
+
+    def __init__(self, target: Target):
+        self.target = target
+        self._facts: dict[ir.Operation, OpFacts] = {}
+        self._works: dict[ir.Operation, bool] = {}
+        self._reads: dict[ir.Operation, frozenset] = {}
+        self._locations: dict[ir.Operation, str] = {}
+
+    def __call__(self, op: ir.Operation) -> OpFacts:
+        facts = self._facts.get(op)
+        if facts is None:
+            facts = self._facts[op] = self._make(op)
+        return facts
+
+    def forget(self, op: ir.Operation) -> None:
+        self._facts.pop(op, None)
+        self._works.pop(op, None)
+        self._reads.pop(op, None)
+
+    def works(self, op: ir.Operation) -> bool:
+        """Whether `op` has any instruction: up to the first one, not a
+        whole walk, unless its facts are known."""
+        known = self._works.get(op)
+        if known is None:
+            facts = self._facts.get(op)
+            known = facts.works if facts is not None else \
+                contains(op, lambda o: bool(PIPE_OF.get(o.name)))
+            self._works[op] = known
+        return known
+
+    def reads(self, op: ir.Operation) -> frozenset:
+        """The GM ranges `op`'s copies load: from its facts when known, else
+        from its copies alone (cheaper than the facts of a loop whose work
+        the model does not need: the matmul loop it prefetches for)."""
+        facts = self._facts.get(op)
+        if facts is not None:
+            return facts.reads
+        known = self._reads.get(op)
+        if known is None:
+            known = self._reads[op] = frozenset(
+                _gm_tensor(copy.operands[0]) for copy in walk_held(
+                    op, lambda o: OP_SPACES.get(o.name, ("",))[0] == "gm"))
+        return known
+
+    def location(self, op: ir.Operation) -> str:
+        text = self._locations.get(op)
+        if text is None:
+            text = self._locations[op] = str(op.location)
+        return text
+
+    def _make(self, op: ir.Operation) -> OpFacts:
+        """One walk of `op`: its pipes' work (as `pipe_work` counts it), the
+        GM ranges its copies touch and, for a loop, its tail."""
+        reads: set[GmRange] = set()
+        writes: set[GmRange] = set()
+        if op.name == "scf.for":
+            per_op = []
+            for child in op.regions[0].blocks[0].operations:
+                per_op.append({})
+                self._work(child.operation, 1, per_op[-1], reads, writes)
+            body: Counter = Counter()
+            for w in per_op:
+                body.update(w)
+            trips = trip_count(op)
+            work = Counter({p: c * (1 if trips is None else trips) for p, c in body.items()})
+            tail = self._loop_tail(per_op, body) if work.get("MTE2") else after_load(work)
+        else:
+            work = Counter()
+            self._work(op, 1, work, reads, writes)
+            tail = 0.0 if work.get("MTE2") else after_load(work)
+        return OpFacts(work, frozenset(reads), frozenset(writes), tail)
+
+    def _work(self, op: ir.Operation, times: int, into: dict[str, float],
+              reads: set[GmRange], writes: set[GmRange]) -> None:
+        """Add `times` x `pipe_work([op])` to `into`, noting the GM ranges of
+        the copies on the way (one recursion, no counters made per op)."""
+        name = op.name
+        pipe = PIPE_OF.get(name)
+        if pipe:
+            spaces = OP_SPACES.get(name)
+            if spaces is not None:
+                if spaces[0] == "gm":
+                    reads.add(_gm_tensor(op.operands[0]))
+                if spaces[1] == "gm":
+                    writes.add(_gm_tensor(op.operands[1]))
+            into[pipe] = into.get(pipe, 0.0) + times * instruction_cycles(op, self.target)
+            return
+        regions = op.regions
+        if not len(regions):
+            return
+        if name == "scf.for":
+            trips = trip_count(op)
+            inner = times * (1 if trips is None else trips)
+            for child in regions[0].blocks[0].operations:
+                self._work(child.operation, inner, into, reads, writes)
+        elif name == "scf.if":
+            branches = []
+            for region in regions:
+                for block in region.blocks:
+                    branches.append({})
+                    for child in block.operations:
+                        self._work(child.operation, times, branches[-1], reads, writes)
+            for p in {p for b in branches for p in b}:
+                into[p] = into.get(p, 0.0) + max(b.get(p, 0.0) for b in branches)
+        else:
+            for region in regions:
+                for block in region.blocks:
+                    for child in block.operations:
+                        self._work(child.operation, times, into, reads, writes)
+
+    @staticmethod
+    def _loop_tail(per_op: list[dict[str, float]], body: Counter) -> float:
+        """Work left after a loop's last load: its last iteration's after the
+        body's last load when MTE2 bounds the loop (the other pipes keep
+        up), else the whole last iteration's (they lag behind by up to the
+        ping-pong's other half)."""
+        if body["MTE2"] >= max(body.get(p, 0.0) for p in AFTER_LOAD_PIPES):
+            last = max(k for k, w in enumerate(per_op) if w.get("MTE2"))
+            per_op = per_op[last + 1:]
+        return sum(after_load(w) for w in per_op)
+
+def contains(op: ir.Operation, predicate) -> bool:
+    """Whether an op in `op` (itself included) satisfies `predicate`: a walk
+    that stops at the first."""
+    found = []
+
+    def visit(o: ir.Operation) -> ir.WalkResult:
+        if predicate(o):
+            found.append(o)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return bool(found)
+
+
+def overlaps(reads, writes) -> bool:
+    """Whether some GM range in `reads` shares bytes with one in `writes`."""
+    return any(r == w and lo < w_hi and w_lo < hi
+               for r, lo, hi in reads for w, w_lo, w_hi in writes)
