@@ -67,7 +67,7 @@ def load_dialects(ctx: ir.Context) -> None:
 def verify(root: ir.Operation) -> bool:
     """Run MLIR's verifier and our rules over `root`; False if any error."""
     from npu import diagnostics
-    from npu.ir import walk
+    from npu.ir import walk_held
 
     try:
         root.verify()
@@ -78,7 +78,13 @@ def verify(root: ir.Operation) -> bool:
             diagnostics.current().emit_mlir(d, explain(d.message, ops_at(root, d.location)))
         return False
     ok = True
-    for op in walk(root):
-        if op.name.split(".", 1)[0] in ("ascend", "cce", "hivm") or op.name == "func.func":
-            ok &= verify_op(op)
+    # (MLIR's walk: the caller holds `root`, which keeps the ops alive)
+    for op in walk_held(root, _ruled):
+        ok &= verify_op(op)
     return ok
+
+
+def _ruled(op: ir.Operation) -> bool:
+    """Ops our rules cover: the three dialects' and functions."""
+    name = op.name
+    return name.startswith(("ascend.", "cce.", "hivm.")) or name == "func.func"

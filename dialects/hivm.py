@@ -13,6 +13,7 @@ and fields (bits outside every field make a word malformed).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -230,9 +231,17 @@ def _constant_int(value: ir.Value) -> int | None:
     if not isinstance(owner, (ir.Operation, ir.OpView)):
         return None  # a block argument
     owner = owner.operation
-    if owner.name != "arith.constant" or not isinstance(owner.attributes["value"], ir.IntegerAttr):
+    if owner.name != "arith.constant":
         return None
-    return ir.IntegerAttr(owner.attributes["value"]).value
+    attr = owner.attributes["value"]
+    return ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _read_word(kind: str, word: int) -> tuple[int, dict[str, int]]:
+    """(`reserved_bits`, `decode`) of a word, once per distinct word: a
+    program's instructions share a few hundred (the dict is not to be changed)."""
+    return reserved_bits(kind, word), decode(kind, word)
 
 
 def _check_config(op: ir.Operation, target: Target) -> None:
@@ -253,11 +262,10 @@ def _check_config(op: ir.Operation, target: Target) -> None:
     if word is None:
         return
     kind = CONFIG_KIND[op.name]
-    stray = reserved_bits(kind, word)
+    stray, fields = _read_word(kind, word)
     if stray:
         raise RuleError(f"malformed {kind} configuration word 0x{word & _MASK64:016x}: bits "
                         f"0x{stray:016x} belong to no field")
-    fields = decode(kind, word)
     if "repeat" in fields and not 1 <= fields["repeat"] <= target.max_repeat:
         raise RuleError(f"config field 'repeat' must be in [1, {target.max_repeat}] "
                         f"(target max_repeat), got {fields['repeat']}")

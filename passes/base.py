@@ -116,17 +116,18 @@ class PassError(Exception):
         self.op = op.operation if op is not None else None
 
 
-def drop_empty_work(module: ir.Operation, names: Sequence[str]) -> None:
-    """Erase the ops named `names` whose output (the last operand: ascend ops
-    are destination-passing) has no elements: they compute nothing, so the
-    correct program for them is empty. An op with an empty input but a
-    non-empty output (a reduction over an empty axis, a matmul with an empty
-    reduction dimension) is an error at the op: the lowerings do not
-    produce an identity fill."""
-    wanted = set(names)
-    for op in walk_held(module, lambda o: o.name in wanted):
+def drop_empty_work(ops: list[ir.Operation]) -> list[ir.Operation]:
+    """`ops` without those whose output (the last operand: ascend ops are
+    destination-passing) has no elements, which are erased: they compute
+    nothing, so the correct program for them is empty. An op with an empty
+    input but a non-empty output (a reduction over an empty axis, a matmul
+    with an empty reduction dimension) is an error at the op: the lowerings
+    do not produce an identity fill."""
+    kept = []
+    for op in ops:
         sizes = [_elements(v.type) for v in op.operands]
         if not sizes or min(sizes) > 0:
+            kept.append(op)
             continue
         if sizes[-1] == 0:
             op.erase()
@@ -135,6 +136,7 @@ def drop_empty_work(module: ir.Operation, names: Sequence[str]) -> None:
         raise PassError(f"operand #{i} ({op.operands[i].type}) has no elements but the output "
                         f"has {sizes[-1]}: an empty reduction or contraction is not supported",
                         op)
+    return kept
 
 
 def _elements(t: ir.Type) -> int:
@@ -268,9 +270,9 @@ class Pass:
         `npu.double_buffer` for npu-double-buffer. Zero-sized work is
         dropped first (`drop_empty_work`).
         """
-        drop_empty_work(root, self.handles)
         handled = set(self.handles)
-        for op in walk_held(root, lambda o: o.name in handled):
+        # One walk (the module is large once a lowering has run before).
+        for op in drop_empty_work(walk_held(root, lambda o: o.name in handled)):
             options = self.op_options(op)
             double_buffer = options.get(DOUBLE_BUFFER_KEY)
             lowering = self._with(options)

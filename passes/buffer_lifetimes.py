@@ -112,11 +112,12 @@ class BufferCollector:
         # redo, the indices in `_stale`), and per piece a row of `_Table`.
         self._tops: list[ir.Operation] | None = None
         self._top_pieces: list[_Piece | None] = []
+        # per top-level op to redo: an analysis to start its piece from (see
+        # `changed`), or None
+        self._seeds: list[AccessAnalysis | None] = []
         self._stale: set[int] = set()
         self._table: _Table | None = None
         self._bounds: dict[str, tuple[int, int]] = {}  # space -> space_bounds, while unchanged
-        # op -> the analysis of its piece before a `changed(same_accesses=True)`
-        self._kept_analyses: dict[ir.Operation, AccessAnalysis] = {}
 
     def track(self, func_op: ir.Operation) -> list[ir.Operation]:
         """Follow the body of `func_op` through `changed` from now on instead
@@ -124,24 +125,34 @@ class BufferCollector:
         returns its ops, whose indices `changed` takes."""
         self._tops = [child.operation for child in func_op.regions[0].blocks[0].operations]
         self._top_pieces = [None] * len(self._tops)
+        self._seeds = [None] * len(self._tops)
         self._stale = set(range(len(self._tops)))
         self._table = _Table(len(self._tops))
         self._bounds.clear()
         return list(self._tops)
 
+    def analysis_at(self, func_op: ir.Operation, index: int) -> AccessAnalysis:
+        """The access analysis of tracked top-level op `index`, up to date."""
+        return self._top_level(func_op)[index].analysis
+
     def changed(self, index: int, replacement: list[ir.Operation] | None = None,
+                seeds: list[AccessAnalysis | None] | None = None,
                 same_accesses: bool = False) -> None:
         """Tracked top-level op `index` changed inside, or was replaced by the
         ops `replacement` (only ops after it may have moved since `track`).
-        `same_accesses`: the op changed inside without changing any access
-        (ops were only wrapped or moved out), so its analysis is kept."""
+        `seeds` (one per replacement op, or None): an analysis already
+        holding accesses of that op's ops (`AccessAnalysis.derive_copies`),
+        which its piece starts from. `same_accesses`: the op changed inside
+        without changing any access (ops were only wrapped or moved out), so
+        its piece starts from its current analysis."""
         if same_accesses and replacement is None and self._top_pieces[index] is not None:
-            self._kept_analyses[self._tops[index]] = self._top_pieces[index].analysis
+            self._seeds[index] = self._top_pieces[index].analysis
         count = 1
         if replacement is not None:
             count = len(replacement)
             self._tops[index:index + 1] = replacement
             self._top_pieces[index:index + 1] = [None] * count
+            self._seeds[index:index + 1] = seeds or [None] * count
             self._stale = {k if k < index else k + count - 1 for k in self._stale if k != index}
             self._table.splice(index, count)
         else:
@@ -175,7 +186,8 @@ class BufferCollector:
             fresh = sorted(self._stale)
             self._stale.clear()
             for k in fresh:
-                tops[k] = self._piece(self._tops[k], self._kept_analyses.pop(self._tops[k], None))
+                tops[k] = self._piece(self._tops[k], self._seeds[k])
+                self._seeds[k] = None
                 self._table.fill(k, tops[k])
             if all(tops[k].dynamic is None for k in fresh):
                 return tops  # the others were checked when they were made
@@ -361,7 +373,7 @@ class BufferCollector:
             for operand in op.operands:
                 if not isinstance(operand.type, ir.MemRefType):
                     continue
-                root, _ = analysis.root_of(operand)
+                root = analysis.root_value(operand)
                 if root in alloc_of:
                     alloc = alloc_of[root]
                 else:

@@ -37,7 +37,8 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from npu.access_analysis import AccessAnalysis
-from npu.ir import bool_attr, clone_into, defining_op, i64_attr, index_const, memory_space, walk_held
+from npu.ir import (bool_attr, clone_into, defining_op, functions, i64_attr, index_const,
+                    memory_space, walk_held)
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass
 from npu.target import ON_CHIP_BUFFERS
 
@@ -64,7 +65,7 @@ class DoubleBufferPass(Pass):
         # memory planner run right after takes the lifetimes from it
         # (`PlanMemoryPass.collectors`) instead of analysing every op again.
         self.collectors: dict[ir.Operation, BufferCollector] = {}
-        for func in walk_held(module, lambda o: o.name == "func.func"):
+        for func in functions(module):
             if not func.regions[0].blocks:
                 continue
             # Re-planned after every unroll; only the unrolled part is re-walked.
@@ -105,8 +106,12 @@ class DoubleBufferPass(Pass):
                     # (no capacity), while one buffer used by both halves
                     # would live over both and share with nothing.
                     duplicated |= vector_only
-                    replacement = self._unroll(loop, r, allocs, duplicated)
-                    collector.changed(top_index, replacement if is_top else None)
+                    source = collector.analysis_at(func, top_index) if is_top else None
+                    replacement, seeds = self._unroll(loop, r, allocs, duplicated, source)
+                    if is_top:
+                        collector.changed(top_index, replacement, seeds)
+                    else:
+                        collector.changed(top_index)
 
     def _fitting(self, func: ir.Operation, allocs: list[ir.Operation],
                  collector: "BufferCollector", top_index: int) -> set[ir.Operation]:
@@ -144,9 +149,12 @@ class DoubleBufferPass(Pass):
                     chosen.add(op)
         return chosen
 
-    def _unroll(self, loop: ir.Operation, r, allocs, duplicated: set[ir.Operation]
-                ) -> list[ir.Operation]:
-        """Replace `loop` by its unrolled form; returns the ops now in its place."""
+    def _unroll(self, loop: ir.Operation, r, allocs, duplicated: set[ir.Operation],
+                source: AccessAnalysis | None = None
+                ) -> tuple[list[ir.Operation], list[AccessAnalysis | None]]:
+        """Replace `loop` by its unrolled form; returns the ops now in its
+        place and, given `source` (an analysis of `loop`), per op one with
+        the accesses of its copies of the body (None for the others)."""
         body = loop.regions[0].blocks[0]
         ops = [o.operation for o in body.operations][:-1]  # without scf.yield
         old_iv = body.arguments[0]
@@ -171,6 +179,13 @@ class DoubleBufferPass(Pass):
                     if old in duplicated:
                         clone.attributes[SLOT_ATTR] = i64_attr(1)
                 scf.YieldOp([])
+            # Per new loop, its copies of the body: (originals, clones, what
+            # stands for the old induction variable); the allocs both halves
+            # share are ping's in pong.
+            shared_in_ping = [(o, c) for o, c in zip(ops, ping) if o in shared]
+            copies = [[(ops, ping, {old_iv: (iv0, 0)}),
+                       ([o for o in ops if o not in shared] + [o for o, _ in shared_in_ping],
+                        pong + [c for _, c in shared_in_ping], {old_iv: (iv0, r.step)})]]
             if r.trip_count % 2:
                 # The odd last iteration stays a (one-trip) loop, so that its
                 # buffers keep loop-body lifetimes instead of living for the
@@ -178,10 +193,34 @@ class DoubleBufferPass(Pass):
                 rest = scf.ForOp(index_const(r.last), index_const(r.last + r.step),
                                  index_const(r.step), [])
                 with ir.InsertionPoint(rest.body):
-                    clone_into(ops, {old_iv: rest.induction_variable}, set())
+                    last = clone_into(ops, {old_iv: rest.induction_variable}, set())
                     scf.YieldOp([])
-        loop.erase()
+                copies.append([(ops, last, {old_iv: (rest.induction_variable, 0)})])
         # The new loops and the constants of their bounds, made just before them.
         made = [new.operation] + ([rest.operation] if r.trip_count % 2 else [])
-        return [op for loop_op in made
-                for op in [defining_op(v) for v in loop_op.operands] + [loop_op]]
+        replacement, seeds = [], []
+        for loop_op, parts in zip(made, copies):
+            bounds = [defining_op(v) for v in loop_op.operands]
+            replacement += bounds + [loop_op]
+            seeds += [None] * len(bounds)
+            seed = None
+            if source is not None:  # (before the original body is erased)
+                seed = AccessAnalysis(self.target)
+                for originals, clones, ivs in parts:
+                    seed.derive_copies(source, _pairs(originals, clones), ivs)
+            seeds.append(seed)
+        loop.erase()
+        return replacement, seeds
+
+
+def _pairs(originals: list[ir.Operation], clones: list[ir.Operation]
+           ) -> list[tuple[ir.Operation, ir.Operation]]:
+    """(original, clone) of every op of `clone_into`'s copies, nested ones
+    included (a clone has its original's structure)."""
+    pairs = []
+    for original, clone in zip(originals, clones):
+        if len(original.regions):
+            pairs += zip(walk_held(original), walk_held(clone))
+        else:
+            pairs.append((original, clone))
+    return pairs

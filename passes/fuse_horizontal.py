@@ -214,12 +214,15 @@ class FuseHorizontalPass(Pass):
     # -- elementwise siblings over the slices ------------------------------------
     def _fuse_elementwise(self, slices: _Slices) -> _Slices | None:
         readers = []
+        # The first ascend op of the block reading each part, from the parts'
+        # uses (scanning the block's operands per part was quadratic).
+        position = {op: i for i, op in enumerate(self._ops())}
         for part in slices.parts:
-            ops = [u for u in self._ops() if part in list(u.operands)
-                   and u.name.startswith("ascend.")]
+            ops = [u for u in (use.owner.operation for use in part.uses)
+                   if u in position and u.name.startswith("ascend.")]
             if not ops:
                 return None
-            readers.append(ops[0])
+            readers.append(min(ops, key=position.__getitem__))
         first = readers[0]
         names = ", ".join(_label(op) for op in readers)
         why = self._elementwise_refusal(readers, slices)

@@ -39,8 +39,8 @@ from mlir.dialects import memref
 
 from npu import memory_planning as planner
 from npu.epilogue import EPILOGUE_ATTR
-from npu.ir import (VIEW_OPS, WORKSPACE_ATTR, append_argument, element_bytes, i64_attr,
-                    index_const, memory_space, memref_layout, symbol_name, walk_held)
+from npu.ir import (VIEW_OPS, WORKSPACE_ATTR, append_argument, element_bytes, functions,
+                    i64_attr, index_const, memory_space, memref_layout, symbol_name, walk_held)
 from npu.passes.base import Option, Pass, PassError
 from npu.target import Target
 
@@ -123,7 +123,7 @@ def _in_epilogue(op: ir.Operation) -> bool:
 
 def collect_tensors(func_op: ir.Operation, target: Target) -> tuple[list[Tensor], int]:
     """The plannable GM allocs of `func_op` and how many GM allocs are not."""
-    where = _positions(func_op)
+    where: dict[ir.Operation, int] | None = None  # listed for the first candidate only
     align = target.gm_workspace_alignment
     tensors, unplanned = [], 0
     for alloc in walk_held(func_op, lambda o: o.name == "memref.alloc"):
@@ -135,7 +135,11 @@ def collect_tensors(func_op: ir.Operation, target: Target) -> tuple[list[Tensor]
         for d, s in reversed(list(zip(mtype.shape, strides))):
             identity = identity and s == expected
             expected *= d
-        life = _lifetime(alloc, where) if mtype.has_static_shape and identity else None
+        life = None
+        if mtype.has_static_shape and identity:
+            if where is None:
+                where = _positions(func_op)
+            life = _lifetime(alloc, where)
         if life is None:
             unplanned += 1
             continue
@@ -202,7 +206,7 @@ class PlanGmPass(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
-        for func in walk_held(module, lambda o: o.name == "func.func"):
+        for func in functions(module):
             if not func.regions[0].blocks:
                 continue
             if len(func.regions[0].blocks) > 1:

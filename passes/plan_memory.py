@@ -38,7 +38,7 @@ from mlir import ir
 
 from npu import memory_planning as planner
 from npu.access_analysis import OFFSET_ATTR
-from npu.ir import i64_attr, walk_held
+from npu.ir import functions, i64_attr
 from npu.memory_planning import ALGORITHMS, Plan, lower_bound
 from npu.passes.base import Option, Pass, PassError
 from npu.passes.buffer_lifetimes import Buffer, BufferCollector, collect_buffers, collector_for
@@ -242,7 +242,7 @@ class PlanMemoryPass(Pass):
     collectors: dict[ir.Operation, BufferCollector] = {}
 
     def run(self, module: ir.Operation) -> None:
-        for func in walk_held(module, lambda o: o.name == "func.func"):
+        for func in functions(module):
             if not func.regions[0].blocks:
                 continue
             plans = plan_function(func, self.target, self.algorithm,

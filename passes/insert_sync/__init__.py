@@ -46,7 +46,7 @@ from __future__ import annotations
 from mlir import ir
 
 from npu.access_analysis import AccessAnalysis
-from npu.ir import walk_held
+from npu.ir import functions
 from npu.passes.base import Option, Pass
 from npu.passes.buffer_lifetimes import collector_for
 from npu.passes.insert_sync.barrier import _BarrierMode
@@ -81,7 +81,7 @@ class InsertSyncPass(Pass):
     collectors: dict = {}
 
     def run(self, module: ir.Operation) -> None:
-        for func in walk_held(module, lambda o: o.name == "func.func"):
+        for func in functions(module):
             if not func.regions[0].blocks:
                 continue
             analysis = AccessAnalysis(self.target)

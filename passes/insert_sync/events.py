@@ -11,9 +11,11 @@ from npu.passes.insert_sync.nodes import Node
 
 
 
-@dataclass
+@dataclass(eq=False)
 class FlagPair:
-    """One set_flag/wait_flag pair; `loop` is set for a loop-carried pair."""
+    """One set_flag/wait_flag pair; `loop` is set for a loop-carried pair.
+    Compared by identity (each pair is one object): a field-by-field
+    compare of their nodes made every list removal walk the nodes."""
 
     src: str
     dst: str
@@ -115,30 +117,67 @@ class _EventAllocation:
     # those tight intervals) and are then widened as far as some id stays
     # free (`_widen_carried`).
 
-    def _preset_ticks(self, fp: FlagPair) -> list[tuple[int, Node | None]]:
-        """(tick, node the pre-set goes before; None: block start), latest first."""
-        nodes = self.block_nodes[id(fp.loop)]
-        start, _ = self.block_span[id(fp.loop)]
-        k = next(i for i, n in enumerate(nodes) if n is fp.loop)
-        return [(self.pos[id(n)].before, n) for n in reversed(nodes[:k + 1])] + [(start, None)]
+    def _block_of(self, loop: Node) -> tuple[list[Node], list[int], int]:
+        """(the nodes of `loop`'s block, their `before` ticks (ascending),
+        the loop's index among them), the ticks listed once per block."""
+        nodes = self.block_nodes[id(loop)]
+        cached = self._block_ticks.get(id(nodes))
+        if cached is None:
+            cached = self._block_ticks[id(nodes)] = (
+                [self.pos[id(n)].before for n in nodes], {id(n): i for i, n in enumerate(nodes)})
+        befores, index = cached
+        return nodes, befores, index[id(loop)]
 
-    def _wait_ticks(self, fp: FlagPair) -> list[tuple[int, Node | None]]:
-        """(tick, node the balancing wait goes before; None: block end), earliest first."""
+    def _tightest(self, fp: FlagPair) -> tuple[tuple[int, Node | None], tuple[int, Node | None]]:
+        """((tick, node) where the pre-set goes right before the loop, and where
+        the balancing wait goes right after it (or before `balance_at`));
+        a node None is the block's end."""
+        nodes, befores, k = self._block_of(fp.loop)
         if fp.balance_at is not None:
-            return [(self.pos[id(fp.balance_at)].before, fp.balance_at)]
-        nodes = self.block_nodes[id(fp.loop)]
+            wait = (self.pos[id(fp.balance_at)].before, fp.balance_at)
+        elif k + 1 < len(nodes):
+            wait = (befores[k + 1], nodes[k + 1])
+        else:
+            wait = (self.block_span[id(fp.loop)][1], None)
+        return (befores[k], nodes[k]), wait
+
+    def _earliest_preset_after(self, fp: FlagPair, tick: int) -> tuple[int, Node | None]:
+        """The earliest place for the pre-set (before a node of the block up to
+        the loop, or at its start: node None) later than `tick`."""
+        nodes, befores, k = self._block_of(fp.loop)
+        start, _ = self.block_span[id(fp.loop)]
+        if start > tick:
+            return start, None
+        i = bisect.bisect_right(befores, tick, 0, k + 1)
+        if i > k:
+            raise StopIteration
+        return befores[i], nodes[i]
+
+    def _latest_wait_before(self, fp: FlagPair, tick: int) -> tuple[int, Node | None]:
+        """The latest place for the balancing wait (before a node after the loop,
+        or at the block's end: node None; only before `balance_at` when set)
+        earlier than `tick`."""
+        if fp.balance_at is not None:
+            at = self.pos[id(fp.balance_at)].before
+            if at < tick:
+                return at, fp.balance_at
+            raise StopIteration
+        nodes, befores, k = self._block_of(fp.loop)
         _, end = self.block_span[id(fp.loop)]
-        k = next(i for i, n in enumerate(nodes) if n is fp.loop)
-        return [(self.pos[id(n)].before, n) for n in nodes[k + 1:]] + [(end, None)]
+        if end < tick:
+            return end, None
+        i = bisect.bisect_left(befores, tick, k + 1, len(nodes)) - 1
+        if i < k + 1:
+            raise StopIteration
+        return befores[i], nodes[i]
 
     def _carried_intervals(self, fp: FlagPair, tight: bool) -> None:
         """Right around the loop (`tight`) or over the whole block."""
-        pre, wait = self._preset_ticks(fp), self._wait_ticks(fp)
         if tight:
-            (x, fp.preset_before), (y, fp.wait_before) = pre[0], wait[0]
+            (x, fp.preset_before), (y, fp.wait_before) = self._tightest(fp)
         else:
-            (x, fp.preset_before), y = pre[-1], self.block_span[id(fp.loop)][1]
-            fp.wait_before = None
+            x, y = self.block_span[id(fp.loop)]
+            fp.preset_before = fp.wait_before = None
         fp.intervals = [(x, self.pos[id(fp.consumer)].before),
                         (self.pos[id(fp.producer)].after, y)]
 
@@ -154,19 +193,29 @@ class _EventAllocation:
         for fp in carried:
             by_event[fp.event].remove(fp)
             consumer, producer = self.pos[id(fp.consumer)].before, self.pos[id(fp.producer)].after
-            pre, wait = self._preset_ticks(fp), self._wait_ticks(fp)
-            tight = [(pre[0][0], consumer), (producer, wait[0][0])]
+            (pre0, _), (wait0, _) = self._tightest(fp)
             best = None
             for event in range(self.target.events_per_pipe_pair):
-                others = [iv for o in by_event.get(event, ()) for iv in o.intervals]
-                if any(x0 <= y1 and y0 <= x1 for x0, x1 in tight for y0, y1 in others):
+                # One pass over the other pairs' intervals on this id: none
+                # may meet the tight [pre0, consumer] or [producer, wait0];
+                # [x, consumer] and [producer, y] must miss every one.
+                after, before, meets = -1, 1 << 62, False
+                for o in by_event.get(event, ()):
+                    for lo, hi in o.intervals:
+                        if (pre0 <= hi and lo <= consumer) or (producer <= hi and lo <= wait0):
+                            meets = True
+                            break
+                        if lo <= consumer and hi > after:
+                            after = hi
+                        if hi >= producer and lo < before:
+                            before = lo
+                    if meets:
+                        break
+                if meets:
                     continue
-                # [x, consumer] and [producer, y] must miss every other interval.
-                after = max((hi for lo, hi in others if lo <= consumer), default=-1)
-                before = min((lo for lo, hi in others if hi >= producer), default=1 << 62)
-                x = next(c for c in reversed(pre) if c[0] > after)
-                y = next(c for c in reversed(wait) if c[0] < before)
-                gain = (pre[0][0] - x[0]) + (y[0] - wait[0][0])
+                x = self._earliest_preset_after(fp, after)
+                y = self._latest_wait_before(fp, before)
+                gain = (pre0 - x[0]) + (y[0] - wait0)
                 if best is None or gain > best[0] or (gain == best[0] and event == fp.event):
                     best = (gain, event, x, y)
             _, fp.event, (x, fp.preset_before), (y, fp.wait_before) = best

@@ -104,6 +104,7 @@ class _PreciseMode(_EventAllocation):
         self.pos: dict[int, _Positions] = {}
         self.block_span: dict[int, tuple[int, int]] = {}
         self.block_nodes: dict[int, list[Node]] = {}
+        self._block_ticks: dict[int, tuple[list[int], dict[int, int]]] = {}  # see `_block_of`
         self._clock = 0
 
     # -- timeline ----------------------------------------------------------------
@@ -188,9 +189,12 @@ class _PreciseMode(_EventAllocation):
                 # same-iteration dependencies (first walk only: replayed after)
                 # copy 0: the nodes before y; copy 1: the body's nodes in
                 # the previous iteration (loop-carried)
-                candidates = [((0, j), nodes[j], None if copy == 0 else loop)
-                              for j in st.unordered(y.pipes)]
-                for xkey, x, carried in candidates:
+                # (nodes without a common overlap key cannot depend: skipped here)
+                y_keys = y.overlap_keys()
+                carried = None if copy == 0 else loop
+                candidates = [((0, j), nodes[j]) for j in st.unordered(y.pipes)
+                              if not y_keys.isdisjoint(nodes[j].overlap_keys())]
+                for xkey, x in candidates:
                     for p, q in dependent_pipes(x, y, self.analysis, carried):
                         if not needs_order(p, q):
                             continue

@@ -92,7 +92,7 @@ class AccessAnalysis:
         # and again for the alloc it uses (npu-plan-memory's lifetimes).
         self._roots: dict[ir.Value, tuple[ir.Value, Affine | None]] = {}
         self._indices: dict[ir.Value, tuple[Affine | None, int]] = {}  # see `_index`
-        self._bases: dict[ir.Value, ir.Value] = {}  # view source -> `_chain_base`
+        self._bases: dict[ir.Value, ir.Value] = {}  # value -> `_chain_base`
         self._layouts: dict[ir.Type, tuple[list[int], int]] = {}  # see `_layout`
         # root memref value -> (`root_key`, the root's alloc when keyed by it)
         self._root_keys: dict[ir.Value, tuple[tuple[tuple, str, int, int], ir.Operation | None]] = {}
@@ -243,14 +243,16 @@ class AccessAnalysis:
 
     def _chain_base(self, value: ir.Value) -> ir.Value:
         """The value at the end of `value`'s chain of VIEW_OPS (memoised per
-        source: the views of one buffer share the rest of the chain)."""
-        op = defining_op(value)
-        if op is None or op.name not in VIEW_OPS:
-            return value
-        source = op.operands[0]
-        base = self._bases.get(source)
+        value: the views of one buffer share the rest of the chain, and an
+        operand is often used by several ops)."""
+        base = self._bases.get(value)
         if base is None:
-            base = self._bases[source] = self._chain_base(source)
+            op = defining_op(value)
+            if op is None or op.name not in VIEW_OPS:
+                base = value
+            else:
+                base = self._chain_base(op.operands[0])
+            self._bases[value] = base
         return base
 
     def _elem_offset(self, value: ir.Value, depth: int = 0) -> Affine | None:
@@ -351,6 +353,63 @@ class AccessAnalysis:
                 self._accesses[op] = OpAccess(acc.op, acc.pipe,
                                               [_planned(r, offsets) for r in acc.reads],
                                               [_planned(r, offsets) for r in acc.writes])
+
+    def root_value(self, value: ir.Value) -> ir.Value:
+        """`root_of(value)[0]` without the offset (only the chain of views is
+        followed): which buffer an operand is, for the lifetimes."""
+        found = self._roots.get(value)
+        if found is not None:
+            return found[0]
+        base = self._chain_base(value)
+        view = defining_op(base)
+        if view is None or view.name != "memref.view":
+            return base
+        return self.root_value(view.operands[0])
+
+    def derive_copies(self, source: "AccessAnalysis", pairs: Iterable[tuple[ir.Operation, ir.Operation]],
+                      ivs: dict[ir.Value, tuple[ir.Value, int]]) -> None:
+        """The accesses of copies of ops `source` analysed, as `access` would
+        derive them from the copies, without deriving them again (an unroll
+        copies a loop body two or three times).
+
+        `pairs`: (original, copy) for every op copied, nested ones included;
+        `ivs`: original induction variable -> (the copy's value standing for
+        it, constant added), the copied loops' own found here. The index
+        arithmetic is affine, so a copy's expressions are the original's
+        with each induction variable substituted; a root the copy made (an
+        alloc in the copied body) becomes the copy's, else it stays."""
+        shift: dict[IvKey, tuple[IvKey, int]] = {}
+        for old, new in ivs.items():
+            key = self.iv_key(new[0])
+            if key is not None:
+                shift[IvKey(_ident(old))] = (key, new[1])
+        copies: dict[ir.Operation, ir.Operation] = {}
+        for old, new in pairs:
+            copies[old] = new
+            if old.name in LOOP_OPS:
+                key = self.iv_key(new.regions[0].blocks[0].arguments[0])
+                if key is not None:
+                    shift[IvKey(_ident(old.regions[0].blocks[0].arguments[0]))] = (key, 0)
+        def move(r: Range) -> Range:
+            start = r.start
+            if start.terms:
+                const, terms = start.const, {}
+                for iv, c in start.terms:
+                    to, delta = shift.get(iv, (iv, 0))
+                    const += c * delta
+                    terms[to] = terms.get(to, 0) + c
+                start = Affine(const, _norm(terms))
+            root, alloc = r.root, r.alloc
+            if alloc is not None and alloc in copies:
+                alloc = copies[alloc]
+                root = ("alloc", _ident(alloc))
+            return Range(root, r.space, start, r.length, alloc)
+
+        for old, new in pairs:
+            acc = source._accesses.get(old)
+            if acc is not None:
+                self._accesses[new] = OpAccess(new, acc.pipe, [move(r) for r in acc.reads],
+                                               [move(r) for r in acc.writes])
 
     # -- per op ------------------------------------------------------------------
     def access(self, op: ir.Operation) -> OpAccess:

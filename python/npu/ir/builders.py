@@ -142,7 +142,8 @@ def flatten_memref(value: ir.Value) -> ir.Value:
     """A 1-D view of a contiguous memref: collapse_shape for rank >= 2,
     expand_shape to `[1]` for rank 0, the value itself for rank 1. A source
     with an explicit strided layout (a contiguous subview) keeps its offset
-    as `strided<[1], offset: o>`, the type collapse_shape verifies against."""
+    as `strided<[1], offset: o>` (o may be dynamic), the type collapse_shape
+    verifies against."""
     mt = memref_type(value)
     rank = len(mt.shape)
     if rank == 1:
@@ -150,7 +151,9 @@ def flatten_memref(value: ir.Value) -> ir.Value:
     numel = math.prod(mt.shape) if rank else 1
     layout = None
     if rank and isinstance(mt.layout, ir.StridedLayoutAttr):
-        layout = ir.StridedLayoutAttr.get(memref_layout(mt)[1], [1])
+        offset = memref_layout(mt)[1]
+        dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+        layout = ir.StridedLayoutAttr.get(dynamic if offset is None else offset, [1])
     result_t = ir.MemRefType.get([numel], mt.element_type, layout, mt.memory_space)
     i64 = ir.IntegerType.get_signless(64)
     if rank == 0:

@@ -104,8 +104,10 @@ def test_reference_of_the_epilogue_group_equals_the_program():
 
     text = matmul_epilogue(32, 1024, 48, ("bias", "gelu", "cast"), "f16")
     ins = inputs_for(text)
-    got = evaluate(functions(compile_program(text, "npu-fuse"))[0], [a.copy() for a in ins])
-    want = evaluate(functions(compile_program(text, ""))[0], [a.copy() for a in ins])
+    # (the modules are kept: a function does not keep its module alive)
+    fused, plain = compile_program(text, "npu-fuse"), compile_program(text, "")
+    got = evaluate(functions(fused)[0], [a.copy() for a in ins])
+    want = evaluate(functions(plain)[0], [a.copy() for a in ins])
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
 
@@ -117,7 +119,8 @@ def constant_inputs(text: str) -> list:
     from npu.ir import arg_attrs, constant_data, functions, memref_element, memref_shape
 
     ins = inputs_for(text)
-    func = functions(compile_program(text, ""))[0]
+    module = compile_program(text, "")  # kept: the function does not keep it alive
+    func = functions(module)[0]
     for k, arg in enumerate(func.regions[0].blocks[0].arguments):
         attr = arg_attrs(func, k).get("npu.constant")
         if attr is not None:

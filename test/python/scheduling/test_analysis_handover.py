@@ -11,6 +11,7 @@ from npu.access_analysis import AccessAnalysis, is_access_op
 from npu.ir import functions, make_context, parse_module, walk
 from npu.passes import registry
 from npu.passes.buffer_lifetimes import collect_buffers, collector_for
+from npu.passes.double_buffer import SLOT_ATTR
 from npu.pipeline import run_pipeline
 from npu.target import get_target
 
@@ -96,3 +97,34 @@ def test_npu_lower_output_is_that_of_the_passes_run_apart():
     insert_sync.run(module.operation)
     assert str(module) == str(apart)
     assert "cce.set_flag" in str(module)
+
+
+def test_unrolled_copies_analyses_equal_fresh_ones():
+    """npu-double-buffer derives the accesses of an unrolled loop's copies
+    from the original's (induction variables substituted, the copies' allocs
+    for the original's) instead of analysing them: they must be a fresh
+    analysis's, here with odd trip counts (a remainder loop) and buffers too
+    large to double (shared by both halves)."""
+    target = get_target("ascend910")
+    module = parse_module(PROGRAM, make_context())
+    run_pipeline(module, "npu-lower-elementwise{max-chunk=26214},"
+                 "npu-lower-matmul{schedule=pipelined}", target)
+    double_buffer = registry()["npu-double-buffer"](target)
+    double_buffer.run(module.operation)
+    func = functions(module)[0]
+    top_loops = [op.operation for op in func.regions[0].blocks[0].operations
+                 if op.operation.name == "scf.for"]
+    slots = [[SLOT_ATTR in o.operation.attributes for o in loop.regions[0].blocks[0].operations
+              if o.operation.name == "memref.alloc"] for loop in top_loops]
+    assert any(s and all(s) for s in slots)  # every buffer doubled
+    assert any(any(s) and not all(s) for s in slots)  # some shared by both halves
+    assert sum(not any(s) for s in slots if s) >= 2  # the two remainder iterations
+    kept = AccessAnalysis(target)
+    kept.adopt(collector_for(double_buffer.collectors, func).analyses(func))
+    fresh = AccessAnalysis(target)
+    ops = [op for op in walk(func) if is_access_op(op)]
+    for op in ops:
+        mine, theirs = kept.access(op), fresh.access(op)
+        assert (mine.pipe, mine.reads, mine.writes) == (theirs.pipe, theirs.reads, theirs.writes)
+        assert [r.alloc for r in mine.reads + mine.writes] == [r.alloc for r in theirs.reads + theirs.writes]
+    assert len(kept._accesses) == len(ops)
