@@ -7,8 +7,8 @@ The frontend lowers ONNX/torch GELU to the ops of its formula:
 (either operand order of the binary ops). `collapse` replaces each such
 chain whose intermediate tensors are used only by the next op of the chain
 (and never leave the group) by one member computing y from x with
-`vector_compute.gelu_compute`: 23 vector cycles per repeat instead of 28
-(erf form, multiply-adds included), 14 instead of 20 (tanh form). Used by `npu-lower-fused`; the
+`vector_compute.gelu_compute`: 18 vector cycles per repeat instead of 26
+(erf form, multiply-adds included), 13 instead of 20 (tanh form). Used by `npu-lower-fused`; the
 matmul epilogues can call it on their chains too.
 """
 

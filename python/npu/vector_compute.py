@@ -16,11 +16,10 @@ in the output (or a temporary) buffer:
                sign(x) = min(max(x * 1e30, -1), 1) (exact except for
                |x| < 1e-30, where erf(x) is below 1.2e-30 anyway).
                The formula's own error is <= 1.5e-7 absolute; in f32 with
-               rounded steps 1 - t P e cancels near 0: over 200000 uniform
-               samples of [-4.5, 4.5] the largest error is 5.3e-7 .. 6e-7
-               absolute (seeds 1-3), the same with the multiply-adds (one
-               vmadd per Horner step after the innermost two, y = s q + s
-               as one vmla) as with vmul + vadds
+               rounded steps 1 - t P e cancels near 0: on 2e6 uniform
+               samples of [-6, 6] the largest error is 5.3e-7 absolute
+               (5.8e-7 before the polynomial was evaluated monic in a
+               scaled t, `_erf_recipe`; bench/vector_recipes.py)
                (test/python/vector/test_frontend_ops.py checks 4e-7 against
                math.erf on its sample). Absolute, not relative: erf(1e-6)
                comes out within that of 1.13e-6. inf/-inf give +-1, NaN
@@ -43,6 +42,7 @@ narrows a float, so every chain rounds once, as a direct conversion would:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -66,13 +66,14 @@ class Step:
     lowering, widened f16), so a recipe reads "x" only before writing "y".
 
     Multiply-adds read `dst` too: vmadd dst = srcs[0] * dst + src1, where
-    src1 is the constant `scalar` (a broadcast block, `Constants`); vmla
-    dst = srcs[0] * srcs[1] + dst."""
+    src1 is the constant `scalar` (a broadcast block, `Constants`) and
+    srcs[0] a register or, as a float, a constant too (dst = c * dst + d:
+    a scale and shift in one instruction); vmla dst = srcs[0] * srcs[1] + dst."""
 
     op: str
     scalar: float | None = None
     dst: str = "y"
-    srcs: tuple[str, ...] = ("y",)
+    srcs: tuple[str | float, ...] = ("y",)
 
 
 def _inplace(*steps: Step) -> tuple[Step, ...]:
@@ -87,53 +88,76 @@ ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 ERF_SIGN_SCALE = 1e30
 
 
-def _horner(q: str, t: str, coefs: Sequence[float]) -> list[Step]:
-    """q = t * (c[0] + t (c[1] + ... + t c[-1])): the two innermost terms by
-    vmuls/vadds, then one vmadd (q = t q + c) per coefficient, then * t."""
-    *outer, inner, last = coefs
-    steps = [Step("cce.vmuls", last, q, (t,)), Step("cce.vadds", inner, q, (q,))]
-    steps += [Step("cce.vmadd", c, q, (t,)) for c in reversed(outer)]
-    return steps + [Step("cce.vmul", None, q, (q, t))]
+def _monic(q: Sequence[float]) -> tuple[float, tuple[float, ...]]:
+    """For Q(v) = q[1] v + ... + q[n] v^n (q[0] == 0): m and (c0, .., c[n-2])
+    with Q(v) = w (c0 + c1 w + ... + w^(n-1)), w = m v, m^n = q[n] (odd n:
+    any sign). Evaluating in w drops the Horner chain's leading multiply;
+    m folds into the constants that produce v."""
+    n = len(q) - 1
+    m = math.copysign(abs(q[n]) ** (1 / n), q[n])
+    return m, tuple(float(q[k] / m ** k) for k in range(1, n))
+
+
+def _monic_horner(q: str, w: str, coefs: Sequence[float]) -> list[Step]:
+    """q = w (c[0] + w (c[1] + ... + w (c[-1] + w))): one vadds, one vmadd
+    (q = w q + c) per further coefficient, then * w."""
+    *outer, inner = coefs
+    steps = [Step("cce.vadds", inner, q, (w,))]
+    steps += [Step("cce.vmadd", c, q, (w,)) for c in reversed(outer)]
+    return steps + [Step("cce.vmul", None, q, (q, w))]
 
 
 def _erf_recipe() -> tuple[Step, ...]:
-    """-q = t (a1 + ... + t a5) exp(-a^2) (negated coefficients), then
-    y = s (1 + q) = s q + s with s the sign of x (one vmla)."""
-    a, t, q = "t0", "t1", "t2"
+    """erf(x) = s (1 + Q(t) exp(-a^2)), a = |x|, s the sign of x, Q(t) =
+    -t (a1 + ... + a5 t^4) evaluated monic in T = m t (`_monic`), t = 1 /
+    (1 + p a) as T = 1 / ((1 + p a) / m) (one vmadd with constant factor
+    and addend, one vrec), then y = s q + s (one vmla): 16 instructions, 22
+    cycles per repeat (24 with the leading Horner multiply and p a + 1 as
+    vmuls + vadds)."""
+    m, coefs = _monic([0.0] + [-c for c in ERF_A])
+    a, arg, q = "t0", "t1", "t2"
     steps = [Step("cce.vabs", None, a, ("x",)),
-             Step("cce.vmuls", ERF_P, t, (a,)), Step("cce.vadds", 1.0, t, (t,)),
-             Step("cce.vrec", None, t, (t,))]
-    steps += _horner(q, t, [-c for c in ERF_A])
-    steps += [Step("cce.vmul", None, a, (a, a)), Step("cce.vmuls", -1.0, a, (a,)),
-              Step("cce.vexp", None, a, (a,)), Step("cce.vmul", None, q, (q, a)),
+             Step("cce.vmuls", -1.0, arg, (a,)), Step("cce.vmul", None, arg, (arg, a)),
+             Step("cce.vmadd", 1 / m, a, (ERF_P / m,)), Step("cce.vrec", None, a, (a,))]
+    steps += _monic_horner(q, a, coefs)
+    steps += [Step("cce.vexp", None, arg, (arg,)), Step("cce.vmul", None, q, (q, arg)),
               Step("cce.vmuls", ERF_SIGN_SCALE, "y", ("x",)), Step("cce.vmaxs", -1.0, "y", ("y",)),
               Step("cce.vmins", 1.0, "y", ("y",)), Step("cce.vmla", None, "y", (q, "y"))]
     return tuple(steps)
 
 
 # GELU as one recipe (`gelu_compute`; `npu.gelu` finds the chains the
-# frontend emits). Erf form, x * 0.5 * (1 + erf(s x)) with s = 1/sqrt(2):
-#   GELU(x) = relu(x) - 0.5 |x| erfc(s |x|),
-#   erfc(z) = t (a1 + t (a2 + ... + t a5)) exp(-z^2), t = 1 / (1 + p z)
-# (A&S 7.1.26 as erfc: no sign handling and no 1 + erf(x) cancelling for
-# negative x; the -0.5 folds into the coefficients). |x| is clamped at
-# GELU_ERFC_CLAMP, where the erfc term is below 1e-22, so +-inf give +inf / 0
-# instead of inf * 0.
+# frontend emits). Erf form, x * 0.5 * (1 + erf(s x)), for s = 1/sqrt(2):
+#   GELU(x) = relu(x) - a Phi(-a),  a = |x|,  Phi(-a) = exp(H(a))
+# (no 1 + erf(x) cancelling for negative x; no division), H a degree-8
+# polynomial fitted to ln Phi(-a) on [0, GELU_ERFC_CLAMP]
+# (bench/gelu_log_phi_fit.py, weighted by what an error in H does to GELU).
+# For another s, H(sqrt(2) s a): the coefficients scale by (sqrt(2) s)^k.
+# a is clamped at GELU_ERFC_CLAMP (over sqrt(2) s), where a Phi(-a) is
+# below 1e-22, so +-inf and huge inputs give +-inf / ~0 instead of inf * 0.
+# On the simulator: max |error| 2.7e-7 against float64 and max |error| / |x|
+# 1.8e-7 on [-10, 10], where A&S 7.1.26 as erfc (t = 1 / (1 + p s a) by
+# vrec, t P(t) exp(-s^2 a^2) |x|: 23 cycles per repeat) gave 3.3e-7 / 2.9e-7
+# (bench/vector_recipes.py).
 GELU_ERFC_CLAMP = 10.0
 GELU_TANH_CLAMP = 20.0
+GELU_LOG_PHI = (-0.6931470718040081, -0.7978903918165823, -0.31825469806449247,
+                -0.036531190656350486, 0.005116913144660776, -0.00027263137100094444,
+                -5.262434262793344e-05, 1.0740430176246025e-05, -5.531861499054254e-07)
 
 
 def gelu_erf_recipe(scale: float) -> tuple[Step, ...]:
-    """17 instructions, 23 cycles per repeat with the multiply-adds (vmadd
-    per Horner coefficient, vmla for relu(x) + q |x|); 20 without them."""
-    a, t, q = "t0", "t1", "t2"
-    steps = [Step("cce.vabs", None, a, ("x",)), Step("cce.vmins", GELU_ERFC_CLAMP, a, (a,)),
-             Step("cce.vmuls", ERF_P * scale, t, (a,)), Step("cce.vadds", 1.0, t, (t,)),
-             Step("cce.vrec", None, t, (t,))]
-    steps += _horner(q, t, [-0.5 * c for c in ERF_A])
-    steps += [Step("cce.vmuls", -scale * scale, t, (a,)), Step("cce.vmul", None, t, (t, a)),
-              Step("cce.vexp", None, t, (t,)), Step("cce.vmul", None, q, (q, t)),
-              Step("cce.vrelu", None, "y", ("x",)), Step("cce.vmla", None, "y", (q, a))]
+    """13 instructions, 18 cycles per repeat with the multiply-adds (Horner
+    of H in a: vmuls, vadds, seven vmadds); without constant blocks each
+    vmadd is two instructions (25)."""
+    z = math.sqrt(2) * scale
+    h = [c * z ** k for k, c in enumerate(GELU_LOG_PHI)]
+    a, q = "t0", "t1"
+    steps = [Step("cce.vabs", None, a, ("x",)), Step("cce.vmins", GELU_ERFC_CLAMP / z, a, (a,)),
+             Step("cce.vmuls", h[-1], q, (a,)), Step("cce.vadds", h[-2], q, (q,))]
+    steps += [Step("cce.vmadd", c, q, (a,)) for c in reversed(h[:-2])]
+    steps += [Step("cce.vexp", None, q, (q,)), Step("cce.vmul", None, a, (a, q)),
+              Step("cce.vrelu", None, "y", ("x",)), Step("cce.vsub", None, "y", ("y", a))]
     return tuple(steps)
 
 
@@ -141,11 +165,12 @@ def gelu_tanh_recipe(cube: float, scale: float) -> tuple[Step, ...]:
     """Tanh form, x * 0.5 * (1 + tanh(scale (x + cube x^3))), as the exact
     identity x / (1 + exp(-2 scale (x + cube x^3))) of x clamped at
     -GELU_TANH_CLAMP (below it the value is under 1e-300; -inf gives -0, not
-    inf/inf): 8 instructions, 14 cycles per repeat against 20 for the nine
-    ops (and no 1 - 2/(e+1) cancelling near 0)."""
+    inf/inf): 7 instructions, 13 cycles per repeat against 20 for the nine
+    ops (and no 1 - 2/(e+1) cancelling near 0); -2 s (1 + c x^2) is one
+    vmadd with constant factor and addend."""
     t, c = "t0", "t1"
     return (Step("cce.vmaxs", -GELU_TANH_CLAMP, c, ("x",)), Step("cce.vmul", None, t, (c, c)),
-            Step("cce.vmuls", -2 * scale * cube, t, (t,)), Step("cce.vadds", -2 * scale, t, (t,)),
+            Step("cce.vmadd", -2 * scale, t, (-2 * scale * cube,)),
             Step("cce.vmul", None, t, (t, c)), Step("cce.vexp", None, t, (t,)),
             Step("cce.vadds", 1.0, t, (t,)), Step("cce.vdiv", None, "y", (c, t)))
 
@@ -223,8 +248,9 @@ class Compute:
     @property
     def constants(self) -> tuple[float, ...]:
         """Values the recipe's vmadd steps add as constant vectors (`Constants`)."""
-        return tuple(dict.fromkeys(st.scalar for st in self.steps
-                                   if st.op == "cce.vmadd" and st.scalar is not None))
+        values = [v for st in self.steps if st.op == "cce.vmadd"
+                  for v in (*st.srcs, st.scalar) if isinstance(v, float)]
+        return tuple(dict.fromkeys(values))
 
     def emit(self, dst: View, srcs: Sequence[View], repeat: int, mask: int,
              tmps: Sequence[View] = (), consts: Constants | None = None) -> None:
@@ -277,15 +303,21 @@ class Compute:
             tmps = rest
         regs.update({f"t{i}": v for i, v in enumerate(tmps)})
         for step in self.steps:
-            ins = [regs[s] for s in step.srcs]
             out = regs[step.dst]
             if step.op == "cce.vmadd" and step.scalar is not None:
+                factor = step.srcs[0]
                 if consts is None:  # dst = src0 * dst + c as two instructions
-                    nir.create_op("cce.vmul", [out.value, ins[0].value, out.value], **common,
-                                  **_strides(dst=out, src0=ins[0], src1=out))
+                    if isinstance(factor, float):
+                        _unary("cce.vmuls", out, out, common, factor)
+                    else:
+                        nir.create_op("cce.vmul", [out.value, regs[factor].value, out.value],
+                                      **common, **_strides(dst=out, src0=regs[factor], src1=out))
                     _unary("cce.vadds", out, out, common, step.scalar)
                     continue
-                ins = [ins[0], consts.view(step.scalar)]
+                ins = [consts.view(factor) if isinstance(factor, float) else regs[factor],
+                       consts.view(step.scalar)]
+            else:
+                ins = [regs[s] for s in step.srcs]
             if len(ins) == 2:
                 nir.create_op(step.op, [out.value, ins[0].value, ins[1].value], **common,
                               **_strides(dst=out, src0=ins[0], src1=ins[1]))
@@ -341,7 +373,7 @@ def gelu_compute(steps: tuple[Step, ...], elem: str) -> Compute:
     in f32 for f16 data, rounded once, like the composed unary recipes."""
     widen = "f32" if elem == "f16" else None
     temps = max((int(r[1:]) + 1 for st in steps for r in (st.dst,) + st.srcs
-                 if r.startswith("t")), default=0)
+                 if isinstance(r, str) and r.startswith("t")), default=0)
     return Compute("unary", steps=steps, temps=((widen or elem),) * ((1 if widen else 0) + temps),
                    widen=widen)
 

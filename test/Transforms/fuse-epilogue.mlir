@@ -76,7 +76,7 @@ func.func @bias_scale_cast(%a: memref<4x3x16x16xf16, "gm">, %b: memref<5x4x16x16
 // KERNEL-NOT:   cce.copy_gm_to_ub
 // KERNEL:       cce.vadd{{.*}}src1_blk_stride = 0 : i64, src1_rep_stride = 0 : i64
 // KERNEL-NOT:   cce.copy_gm_to_ub
-// KERNEL:       cce.vrec
+// KERNEL:       cce.vexp
 // KERNEL-NOT:   cce.copy_gm_to_ub
 // KERNEL:       cce.copy_ub_to_gm
 // KERNEL:       return

@@ -1,27 +1,31 @@
 // RUN: npu-opt %s --split-input-file --npu-lower-elementwise | FileCheck %s
 
-// erf of f16 data: converted to f32, Abramowitz-Stegun 7.1.26 in f32
-// (t = 1/(1 + p|x|), Horner from a5 with negated coefficients, one vmadd
-// per coefficient after the innermost two against a constant block (vdup'ed
-// once before the loop, read with strides 0), exp(-x^2), the sign by
-// clamping x*1e30 and y = s*q + s in one vmla), one rounding back to f16.
-// Four f32 temporaries beside the f16 buffers.
+// erf of f16 data: converted to f32, Abramowitz-Stegun 7.1.26 in f32:
+// -x^2 first, then T = m t = 1 / ((1 + p|x|) / m) (one vmadd whose factor
+// p/m and addend 1/m are both constant blocks, vdup'ed once before the
+// loop and read with strides 0; m = -(a5)^(1/5)), the negated polynomial
+// monic in T (vadds, one vmadd per further coefficient, * T), exp(-x^2),
+// the sign by clamping x*1e30 and y = s*q + s in one vmla; one rounding
+// back to f16. Four f32 temporaries beside the f16 buffers.
 // CHECK-LABEL: func.func @erf
-// CHECK: "cce.vdup"({{.*}}mask = 8 : i64, repeat = 1 : i64, scalar = -1.4214137410000001 : f64
-// CHECK: "cce.vdup"({{.*}}scalar = 0.28449673599999997 : f64
-// CHECK: "cce.vdup"({{.*}}scalar = -0.25482959199999999 : f64
+// CHECK: "cce.vdup"({{.*}}mask = 8 : i64, repeat = 1 : i64, scalar = -0.32370978952624974 : f64
+// CHECK: "cce.vdup"({{.*}}scalar = -0.98815196605234301 : f64
+// CHECK: "cce.vdup"({{.*}}scalar = 1.3714870988995047 : f64
+// CHECK: "cce.vdup"({{.*}}scalar = 0.27779521851550865 : f64
+// CHECK: "cce.vdup"({{.*}}scalar = 0.25181036234311638 : f64
 // CHECK-COUNT-4: memref.alloc() : memref<256xf32, "ub">
 // CHECK: "cce.vconv"({{.*}}round_mode = "none"
 // CHECK-NEXT: "cce.vabs"
-// CHECK-NEXT: "cce.vmuls"({{.*}}scalar = 0.32759110000000002 : f64
-// CHECK-NEXT: "cce.vadds"({{.*}}scalar = 1.000000e+00 : f64
-// CHECK-NEXT: "cce.vrec"
-// CHECK-NEXT: "cce.vmuls"({{.*}}scalar = -1.0614054289999999 : f64
-// CHECK-NEXT: "cce.vadds"({{.*}}scalar = 1.453152027 : f64
-// CHECK-COUNT-3: "cce.vmadd"({{.*}}src1_blk_stride = 0 : i64, src1_rep_stride = 0 : i64}
+// CHECK-NEXT: "cce.vmuls"({{.*}}scalar = -1.000000e+00 : f64
 // CHECK-NEXT: "cce.vmul"
-// CHECK: "cce.vexp"
-// CHECK: "cce.vmuls"({{.*}}scalar = 1.000000e+30 : f64
+// CHECK: "cce.vmadd"({{.*}}src0_blk_stride = 0 : i64, src0_rep_stride = 0 : i64, src1_blk_stride = 0 : i64, src1_rep_stride = 0 : i64}
+// CHECK-NEXT: "cce.vrec"
+// CHECK-NEXT: "cce.vadds"({{.*}}scalar = 1.3854983352571426 : f64
+// CHECK-COUNT-3: "cce.vmadd"({{.*}}src0_blk_stride = 1 : i64, src0_rep_stride = 8 : i64, src1_blk_stride = 0 : i64, src1_rep_stride = 0 : i64}
+// CHECK-NEXT: "cce.vmul"
+// CHECK-NEXT: "cce.vexp"
+// CHECK-NEXT: "cce.vmul"
+// CHECK-NEXT: "cce.vmuls"({{.*}}scalar = 1.000000e+30 : f64
 // CHECK-NEXT: "cce.vmaxs"({{.*}}scalar = -1.000000e+00 : f64
 // CHECK-NEXT: "cce.vmins"({{.*}}scalar = 1.000000e+00 : f64
 // CHECK-NEXT: "cce.vmla"

@@ -51,10 +51,11 @@ def test_fused_gelu_uses_multiply_adds_and_hoisted_constants():
     # Chunks of 16 rows: a loop over two of them and a tail.
     lowered = str(compile_program(gelu(40, 96, "f32"), f"npu-lower{{max-chunk={16 * 96}}}"))
     head, _, loop = lowered.partition("scf.for")
-    # Three Horner coefficients as constant blocks, written once before the chunks.
-    assert head.count('"cce.vdup"') == 3 and '"cce.vdup"' not in loop
+    # The seven multiply-add coefficients of the recipe's polynomial as
+    # constant blocks, written once before the chunks.
+    assert head.count('"cce.vdup"') == 7 and '"cce.vdup"' not in loop
     # Per emitted chunk (the loop body, double-buffered, and the tail): one
-    # vmla and three vmadds reading their constant with strides 0.
-    chunks = loop.count('"cce.vmla"')
-    assert chunks >= 2 and loop.count('"cce.vmadd"') == 3 * chunks
-    assert loop.count("src1_blk_stride = 0 : i64, src1_rep_stride = 0 : i64") == 3 * chunks
+    # vexp and seven vmadds reading their addend with strides 0.
+    chunks = loop.count('"cce.vexp"')
+    assert chunks >= 2 and loop.count('"cce.vmadd"') == 7 * chunks
+    assert loop.count("src1_blk_stride = 0 : i64, src1_rep_stride = 0 : i64") == 7 * chunks
