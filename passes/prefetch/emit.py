@@ -8,7 +8,7 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from npu.ir import clone_into, create_op, defining_op, int_attr, memref_shape, subview
-from npu.pipe_work import constant_index
+from npu.ir import constant_int
 
 from .parts import Candidate, Part
 
@@ -29,7 +29,7 @@ class EmitParts:
         made: list[ir.Operation] = []
         with loop.context, loop.location:
             with ir.InsertionPoint(issue):
-                first = arith.ConstantOp(ir.IndexType.get(), constant_index(loop.operands[0]))
+                first = arith.ConstantOp(ir.IndexType.get(), constant_int(loop.operands[0]))
             made.append(first.operation)
             for alloc in allocs:
                 alloc.move_before(issue)

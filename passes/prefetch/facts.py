@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from mlir import ir
 
 from npu.dialects.cce import OP_SPACES, PIPE_OF
-from npu.ir import VIEW_OPS, defining_op, element_bytes, has_regions, memref_element, memref_shape, \
-    view_root, walk_held
-from npu.pipe_work import constant_index, instruction_cycles, trip_count
+from npu.ir import VIEW_OPS, constant_int, defining_op, element_bytes, has_regions, memref_element, \
+    memref_shape, view_root, walk_held
+from npu.pipe_work import instruction_cycles, trip_count
 from npu.target import Target
 
 # Pipes whose work follows an op's last GM load (everything but MTE2 and
@@ -55,7 +55,7 @@ def _gm_tensor(value: ir.Value) -> GmRange:
     while True:
         op = defining_op(value)
         if op is not None and op.name == "memref.view":
-            shift = constant_index(op.operands[1])
+            shift = constant_int(op.operands[1])
             if shift is not None:
                 size = element_bytes(memref_element(op.results[0]))
                 for d in memref_shape(op.results[0]):

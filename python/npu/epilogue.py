@@ -139,9 +139,9 @@ def view_shift(value: ir.Value) -> tuple[ir.Value, int]:
     shift (the value itself and 0 for anything else)."""
     op = nir.defining_op(value)
     if op is not None and op.name == "memref.view":
-        shift = nir.defining_op(op.operands[1])
-        if shift is not None and shift.name == "arith.constant":
-            return op.operands[0], ir.IntegerAttr(shift.attributes["value"]).value
+        shift = nir.constant_int(op.operands[1])
+        if shift is not None:
+            return op.operands[0], shift
     return value, 0
 
 

@@ -118,9 +118,9 @@ def view_address(op: ir.Operation, source: Address,
         if len(operands) > 2:
             raise AddressError("memref.view with dynamic sizes is not supported")
         shift = operands[1]
-        producer = nir.defining_op(shift)
-        if producer is not None and producer.name == "arith.constant":
-            return source.shifted(ir.IntegerAttr(producer.attributes["value"]).value), False
+        value = nir.constant_int(shift)
+        if value is not None:
+            return source.shifted(value), False
         return source.shifted(0, ((shift, 1),)), True
     if name == "memref.reinterpret_cast":
         offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))

@@ -16,21 +16,13 @@ from collections import Counter
 from mlir import ir
 
 from npu.dialects.cce import OP_SPACES, PIPE_OF, vector_class
-from npu.ir import defining_op, int_attr
+from npu.ir import constant_int, int_attr
 from npu.target import Target
-
-
-def constant_index(value: ir.Value) -> int | None:
-    """The value of an index `arith.constant`, else None."""
-    op = defining_op(value)
-    if op is None or op.name != "arith.constant":
-        return None
-    return ir.IntegerAttr(op.attributes["value"]).value
 
 
 def trip_count(loop: ir.Operation) -> int | None:
     """Iterations of an `scf.for` with constant bounds, else None."""
-    lb, ub, step = (constant_index(v) for v in list(loop.operands)[:3])
+    lb, ub, step = (constant_int(v) for v in list(loop.operands)[:3])
     if lb is None or ub is None or not step:
         return None
     return max(0, -(-(ub - lb) // step))

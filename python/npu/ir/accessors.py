@@ -120,7 +120,15 @@ def has_attr(op: ir.Operation, name: str) -> bool:
     return name in op.attributes
 
 
-__all__ = ["ELEMENT_BYTES", "LEAF_OP_NAMES", "VIEW_OPS", "bool_attr", "defining_op",
+def constant_int(value: ir.Value) -> int | None:
+    """The value of an integer or index `arith.constant`, else None."""
+    op = defining_op(value)
+    if op is None or op.name != "arith.constant":
+        return None
+    return ir.IntegerAttr(op.attributes["value"]).value
+
+
+__all__ = ["ELEMENT_BYTES", "LEAF_OP_NAMES", "VIEW_OPS", "bool_attr", "constant_int", "defining_op",
            "element_bytes", "element_type_name", "float_attr", "has_attr", "has_regions",
            "int_array_attr", "int_attr", "is_block_argument", "is_memref", "memory_space",
            "memref_element", "memref_layout", "memref_shape", "memref_type", "str_attr",

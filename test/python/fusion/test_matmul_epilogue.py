@@ -170,6 +170,19 @@ def staged_moves(text: str, options: str) -> int:
                     if o.name.startswith("cce.")] == ["cce.copy_l0c_to_ub"])
 
 
+def assert_bit_identical(texts, pipeline: str, ins) -> None:
+    """Each of `texts` matches the reference, races nowhere, and all give
+    the same bytes (schedules that differ only in order)."""
+    outs = []
+    for text in texts:
+        got, expected, res = compile_and_simulate(text, pipeline, ins)
+        assert_outputs_close(got, expected)
+        assert res.hazards == [], res.hazards
+        outs.append(got)
+    for a, b in zip(*outs):
+        assert a.tobytes() == b.tobytes()
+
+
 def test_staged_drain_releases_l0c_before_the_epilogue_bit_identically():
     # 4 C tiles of 64x64 in the pipelined schedule: with staged-drain each
     # piece moves to UB under its own scf.if (the next tile's mads wait only
@@ -180,15 +193,7 @@ def test_staged_drain_releases_l0c_before_the_epilogue_bit_identically():
                                   f'{{"staged-drain" = {n} : i64}}}}') for n in (1, 0))
     assert staged_moves(staged, "k=64") > 0
     assert staged_moves(plain, "k=64") == 0
-    ins = inputs_for(base)
-    outs = []
-    for text in (staged, plain):
-        got, expected, res = compile_and_simulate(text, "npu-lower{k=64}", ins)
-        assert_outputs_close(got, expected)
-        assert res.hazards == [], res.hazards
-        outs.append(got)
-    for a, b in zip(*outs):
-        assert a.tobytes() == b.tobytes()
+    assert_bit_identical((staged, plain), "npu-lower{k=64}", inputs_for(base))
 
 
 def test_bias_computed_by_an_op_is_an_ordinary_operand():
@@ -238,12 +243,4 @@ def test_drains_after_the_mads_keep_the_numerics():
     # 4 sub-steps.
     assert body_order(after, "k=128") == ("m" * 16 + "d" * 4) * 2
     assert body_order(per_piece, "k=128") == ("m" * 4 + "d") * 8
-    ins = inputs_for(base)
-    outs = []
-    for text in (after, per_piece):
-        got, expected, res = compile_and_simulate(text, "npu-lower{k=128}", ins)
-        assert_outputs_close(got, expected)
-        assert res.hazards == [], res.hazards
-        outs.append(got)
-    for a, b in zip(*outs):
-        assert a.tobytes() == b.tobytes()
+    assert_bit_identical((after, per_piece), "npu-lower{k=128}", inputs_for(base))
