@@ -209,6 +209,16 @@ def test_npu_lower_forwards_the_schedule_options():
     assert mads and {op.attributes["k"].value for op in mads} == {64}
 
 
+def test_npu_lower_forwards_resident_a():
+    """npu-lower keeps A resident by default (A read once) and streams it per
+    column tile with matmul-resident-a=false; both right."""
+    M, N, K = 128, 192, 192
+    _, on = run_default(M, N, K, "m=128 k=96")
+    _, off = run_default(M, N, K, "m=128 k=96 matmul-resident-a=false")
+    assert on.report["bytes"]["gm_to_l1"] == 2 * (M * N + N * K)
+    assert off.report["bytes"]["gm_to_l1"] == 2 * (2 * M * N + N * K)
+
+
 def test_explicit_n_keeps_the_pipelined_schedule():
     """The model's tiles given explicitly (n = 128 fills L0A once) keep the
     pipelined schedule with an L0 sub-step that fits two slots: correct, and
