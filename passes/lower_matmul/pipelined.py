@@ -263,6 +263,8 @@ class PipelinedSchedule:
             # for before the loop. The loops are top-level ops: npu-prefetch
             # still finds the first one, and npu-plan-memory may place the
             # next row's strip apart from this one's.
+            if batch:  # a batch of one matrix (`resident_a_chunks`)
+                ops.prefix = [nir.index_const(0)]
             for x0 in range(0, ops.M1, mb):
                 strip = self.stage_a(ops, x0, 0, mb, ops.N1)
                 self.pipelined_loop(ops, plan, cols * chunks, c_pieces, strip=strip, row=x0)
