@@ -83,6 +83,8 @@ class LowerPass(Pass):
                "lowers every ascend op as its own kernel"),
         Option("fuse-epilogues", bool, True, "npu-fuse's matmul epilogues (elementwise "
                "consumers of a matmul applied as its C tiles drain)"),
+        Option("fuse-epilogue-f16", bool, True, "npu-fuse's epilogue-f16: a matmul epilogue "
+               "whose only results leaving are f32 -> f16 casts is computed in f16"),
         Option("fuse-row-major-stores", bool, True, "npu-fuse's row-major stores: a "
                "defractalize after a matmul joins its epilogue (C written row-major as it "
                "drains)"),
@@ -190,6 +192,7 @@ class LowerPass(Pass):
             self._required("npu-fuse", remarks=self.fuse_remarks, epilogues=self.fuse_epilogues,
                            **{"ub-fraction": fuse_fraction,
                               "row-major-stores": self.fuse_row_major_stores,
+                              "epilogue-f16": self.fuse_epilogue_f16,
                               "nz-stores": self.fuse_nz_stores}).run(module)
             self._required("npu-lower-fused", **{"ub-fraction": fuse_fraction}, **(
                 {"max-chunk": self.max_chunk} if self.max_chunk else {})).run(module)

@@ -401,10 +401,11 @@ def unary_compute(name: str, elem: str) -> Compute:
     return Compute("unary", steps=UNARY[name], temps=temps, widen=widen)
 
 
-def gelu_compute(steps: tuple[Step, ...], elem: str) -> Compute:
+def gelu_compute(steps: tuple[Step, ...], elem: str, native: bool = False) -> Compute:
     """A GELU recipe (`gelu_erf_recipe`, `gelu_tanh_recipe`) on `elem` data:
-    in f32 for f16 data, rounded once, like the composed unary recipes."""
-    widen = "f32" if elem == "f16" else None
+    in f32 for f16 data, rounded once, like the composed unary recipes;
+    `native`: the steps are an f16 recipe (`gelu_erf_recipe_f16`), run as they are."""
+    widen = "f32" if elem == "f16" and not native else None
     temps = max((int(r[1:]) + 1 for st in steps for r in (st.dst,) + st.srcs
                  if isinstance(r, str) and r.startswith("t")), default=0)
     return Compute("unary", steps=steps, temps=((widen or elem),) * ((1 if widen else 0) + temps),
