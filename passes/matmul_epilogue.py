@@ -3,7 +3,9 @@
 tile right after it drains from L0C to UB, before anything goes to GM.
 
 Per drained piece (`cols` column blocks x `m` row blocks of C, Nz):
-  * the f32 accumulator is C (rounded to f16 first when C is f16);
+  * the f32 accumulator is C; when C is f16 (an f16 matmul result, or an
+    epilogue computed in f16: `compute = "f16"`) it is rounded to f16 first,
+    by a vconv or (drain-convert) by the L0C -> UB move itself (`drain_type`);
   * each member, in order, loads the same piece of each operand it takes
     from outside the group (first use; one burst per column block, like
     C's store), computes into a new UB buffer or over an input no later
@@ -136,7 +138,7 @@ class MatmulEpilogue:
         self.rows_ub: dict = {}
         self.consts: dict = {}  # member index -> its recipe's `Constants`
         self.row_major = self.row_major_targets(stores)
-        self.plan = epilogue.plan(self.e, self.target)
+        self.plan = epilogue.plan(self.e, self.target, self.drain_type)
         frac = self.target.fractal
         self.pitch = {}
         for o in list(self.e.loaded.values()) + outputs:
@@ -175,6 +177,13 @@ class MatmulEpilogue:
                                 "cover its column blocks, each once", self.region)
         self.stores = [op for _, op in stores]
         return out
+
+    @property
+    def drain_type(self) -> str:
+        """The type C's accumulator reaches UB in: f16 when C is f16 and
+        npu-lower-matmul's drain-convert is on (the L0C -> UB move converts
+        it, `convert = "f32_to_f16"`), else f32."""
+        return "f16" if self.e.c.elem == "f16" and self.p.drain_convert else "f32"
 
     @property
     def bytes_per_fractal(self) -> int:

@@ -430,16 +430,18 @@ def store_bursts(e: Epilogue) -> int:
     return total
 
 
-def plan(e: Epilogue, target: Target) -> Plan:
-    """The buffers of one drained tile, by liveness in member order."""
+def plan(e: Epilogue, target: Target, drained: str = "f32") -> Plan:
+    """The buffers of one drained tile, by liveness in member order;
+    `drained`: the type the accumulator arrives in UB as (f16: converted by
+    the L0C -> UB move itself)."""
     fractal = target.fractal * target.fractal
     last_use: dict = {}
     for k, m in enumerate(e.members):
         for i in m.ins:
             last_use[i.root] = k
-    live: dict = {e.c.root: 4 * fractal}   # the f32 accumulator drained from L0C
+    live: dict = {e.c.root: nir.element_bytes(drained) * fractal}  # drained from L0C
     peak = live[e.c.root]
-    if e.c.elem != "f32":  # C itself is the rounded copy
+    if e.c.elem != drained:  # C itself is the rounded copy
         peak += e.c.es * fractal
         live[e.c.root] = e.c.es * fractal
     elem_of = {e.c.root: e.c.elem}
