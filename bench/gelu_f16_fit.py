@@ -27,6 +27,8 @@ import math
 
 import numpy as np
 
+from gelu_log_phi_fit import lawson
+
 FLOOR = 1e-3
 
 
@@ -61,18 +63,7 @@ def fit(degree: int, clamp: float, rounds: int = 400, points: int = 3000) -> lis
         pos = np.spacing((a - g).astype(np.float16)).astype(np.float64)
     weight = np.maximum(g / np.maximum(np.minimum(neg, pos), 2.0 ** -24), FLOOR)
     basis = a[:, None] ** np.arange(degree + 1)[None, :] * weight[:, None]
-    target = np.log(tail) * weight
-    lw = np.full(points, 1 / points)
-    best = (np.inf, [])
-    for _ in range(rounds):
-        s = np.sqrt(lw)
-        coef, *_ = np.linalg.lstsq(basis * s[:, None], target * s, rcond=None)
-        r = np.abs(basis @ coef - target)
-        if r.max() < best[0]:
-            best = (float(r.max()), [float(c) for c in coef])
-        lw = lw * r + 1e-300
-        lw /= lw.sum()
-    return best[1]
+    return lawson(basis, np.log(tail) * weight, rounds)[1]
 
 
 def score(coef: list[float], clamp: float, x: np.ndarray) -> tuple[float, np.ndarray]:

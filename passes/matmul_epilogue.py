@@ -248,7 +248,8 @@ class MatmulEpilogue:
                 self.rows_ub[root] = rows
 
     def emit(self, acc: ir.Value, piece: Piece) -> None:
-        """The members on one drained piece (`acc`: its f32 UB buffer)."""
+        """The members on one drained piece (`acc`: its UB buffer, f32 or, with
+        `drain_type` f16, rounded by the move)."""
         frac = self.target.fractal
         count = piece.cols * piece.rows * frac * frac
         c = self.e.c
