@@ -95,8 +95,11 @@ class EpilogueGrouping:
             # 91.0k apart); broadcast bias rows are loaded once instead.
             leaves = epilogue.used_outside({mm} | {m.op for m in members}, users)
             e = epilogue.model(mm, c, members, leaves)
-            work = epilogue.vector_cycles(epilogue.collapse_gelu(c, members, leaves),
-                                          self.target)
+            # The work as it will run: in f16 where the policy allows it.
+            in_f16 = self.epilogue_f16 and epilogue.f16_refusal(e) is None
+            c_run, run = epilogue.in_f16(c, members, self.target) if in_f16 else (c, members)
+            work = epilogue.vector_cycles(epilogue.collapse_gelu(c_run, run, leaves,
+                                                                 in_f16=in_f16), self.target)
             if work > own and any(r not in e.broadcast for r in e.loaded):
                 why_not = {m.op: (f"the epilogue's vector work ({work} cycles) would exceed the "
                                   f"matmul's own ({int(own)}) while each drained piece loads "

@@ -80,3 +80,48 @@ def test_epilogue_f16_off_rounds_once_at_the_end():
     assert (err <= 0.5 * ulp + 3e-7).all()
     assert any(op.name == "cce.vmadd" and "f32" in str(op.operands[0].type)
                for op in walk(module.operation))
+
+
+def tanh_gelu_program() -> str:
+    """A 32x32x32 matmul, GELU's tanh form op by op, the cast to f16."""
+    c = 'memref<2x2x16x16xf32, "gm">'
+    h = 'memref<2x2x16x16xf16, "gm">'
+    lines = [f"func.func @k(%a: {h}, %b: {h}, %y: {h}) {{",
+             f"  %c = memref.alloc() : {c}",
+             f'  "ascend.matmul"(%a, %b, %c) : ({h}, {h}, {c}) -> ()']
+    steps = [("mul", "%c, %c", ""), ("mul", "%c, %t1", ""),
+             ("muls", "%t2", "0.044715"), ("add", "%c, %t3", ""),
+             ("muls", "%t4", repr(math.sqrt(2 / math.pi))), ("tanh", "%t5", ""),
+             ("adds", "%t6", "1.0"), ("muls", "%t7", "0.5"), ("mul", "%c, %t8", "")]
+    for k, (name, ins, scalar) in enumerate(steps, 1):
+        attr = f" {{scalar = {scalar} : f64}}" if scalar else ""
+        n = ins.count("%") + 1
+        lines += [f"  %t{k} = memref.alloc() : {c}",
+                  f'  "ascend.{name}"({ins}, %t{k}){attr} : ({", ".join([c] * n)}) -> ()']
+    lines += [f'  "ascend.cast"(%t9, %y) {{round_mode = "rint"}} : ({c}, {h}) -> ()',
+              "  return", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def test_tanh_gelu_in_an_f16_epilogue_runs_widened():
+    """The tanh form has no f16 recipe: in an f16 epilogue its one recipe
+    still runs in f32 (vconv in and out), the rest in f16; the result
+    matches the reference within f16 tolerances."""
+    from helpers import assert_outputs_close, compile_and_simulate
+
+    from npu.epilogue import EPILOGUE_ATTR
+    from npu.ir import dict_attr_items
+
+    text = tanh_gelu_program()
+    fused = compile_program(text, "npu-fuse")
+    (group,) = [dict_attr_items(op.attributes[EPILOGUE_ATTR]) for op in walk(fused.operation)
+                if EPILOGUE_ATTR in op.attributes]
+    assert group["compute"] == "f16"
+    rng = np.random.default_rng(3)
+    ins = [rng.standard_normal((2, 2, 16, 16)).astype(np.float16) for _ in range(2)]
+    out, want, res = compile_and_simulate(text, "npu-lower", ins + [np.zeros_like(ins[0])])
+    assert res.hazards == []
+    assert_outputs_close(out, want)
+    lowered = compile_program(text, "npu-lower{emit=cce}")
+    exps = [op for op in walk(lowered.operation) if op.name == "cce.vexp"]
+    assert exps and all("f32" in str(op.operands[0].type) for op in exps)
