@@ -200,7 +200,6 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
                                   f"writes, so its loads follow that op's without waiting")
                 return
         bandwidth = self.target.path("gm_to_l1").bytes_per_cycle
-        capacity = self.target.capacity("l1")
         gaps = self._gaps(tops, max(start, 0), prev, at)
         # The tail of the op before the previous one is tried first: the
         # previous op's own loads follow it, so a chunk there delays nothing
@@ -210,27 +209,13 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
         if earlier is not None:
             gaps = [earlier] + gaps
         low = min([max(start, 0)] + [k for k, _ in gaps])
-        # L1 each op from a gap to the loop needs at most, plus the slots
-        # placed so far that stay live over it.
+        # L1 each op from a gap to the loop needs at most.
         need = {j: collector.space_bounds_at(func, "l1", j)[1] for j in range(low, at)}
-        left = dict(gaps)
-        parts: list[Part] = []
-        placed = 0
-        for alloc, copies in c.slots:
-            if self.chunks and placed == self.chunks:
-                break
-            size = collector.space_size(alloc)[1]
-            trial, rest = self._fill(copies, gaps, left, bandwidth)
-            if trial is None:
-                break
-            earliest = min(part.gap for part in trial)
-            if any(need[j] + size > capacity for j in range(earliest + 1, at)):
-                break
-            for j in range(earliest + 1, at):
-                need[j] += size
-            left = rest
-            parts.extend(trial)
-            placed += 1
+        parts, placed = self._place(c, gaps, need, collector, at)
+        if not placed and earlier is not None:
+            # The previous op may fill L1 (a matmul's chunks): its own tail
+            # alone may still have room.
+            parts, placed = self._place(c, gaps[1:], need, collector, at)
         chunk = collector.space_size(c.slots[0][0])[1]
         own = gaps[1:] if earlier is not None else gaps
         figures = (f"estimated MTE2 idle gaps from {name} on: "
@@ -275,12 +260,42 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
                           f"({sum(collector.space_size(a)[1] for a, _ in slots)} bytes, "
                           f"{len(parts)} copies) loaded {points}, ahead of this op's first wait ({figures})")
 
+    def _place(self, c: Candidate, gaps: list[tuple[int, float]], need: dict[int, int],
+               collector, at: int) -> tuple[list[Part], int]:
+        """The parts of the first slots that fit `gaps` (their idle time)
+        and L1 (`need`: each op's bound, plus the slots placed before),
+        and how many slots they are."""
+        bandwidth = self.target.path("gm_to_l1").bytes_per_cycle
+        capacity = self.target.capacity("l1")
+        need = dict(need)
+        left = dict(gaps)
+        parts: list[Part] = []
+        placed = 0
+        for alloc, copies in c.slots:
+            if self.chunks and placed == self.chunks:
+                break
+            size = collector.space_size(alloc)[1]
+            trial, rest = self._fill(copies, gaps, left, bandwidth)
+            if trial is None:
+                break
+            earliest = min(part.gap for part in trial)
+            if any(need[j] + size > capacity for j in range(earliest + 1, at)):
+                break
+            for j in range(earliest + 1, at):
+                need[j] += size
+            left = rest
+            parts.extend(trial)
+            placed += 1
+        return parts, placed
+
     def _earlier_tail(self, tops: list[ir.Operation], start: int, at: int
                       ) -> tuple[int, float] | None:
         """The gap after the last load of the op before the previous one
-        (ending before `start`): its tail work and the previous op's
-        load-free steps up to its first load, when that load reads what
-        the earlier op writes (else MTE2 goes on at once)."""
+        (ending before `start`): its tail work and the previous op's steps
+        up to its first load that reads what the earlier op writes (else
+        MTE2 goes on at once). Loads before that one which wait for
+        nothing (a layernorm's gamma and beta) run at once and only
+        shorten the gap."""
         k = next((j for j in range(start - 1, -1, -1) if self.facts.works(tops[j])), None)
         if k is None:
             return None
@@ -290,12 +305,16 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
             return None
         idle = self.facts(tops[k]).tail
         f = k + 1
-        while f < at and not self.facts(tops[f]).loads:
-            idle += self.facts(tops[f]).tail
+        while f < at:
+            facts = self.facts(tops[f])
+            if not facts.loads:
+                idle += facts.tail
+            elif self._reads_written([tops[f]], tops[k:f]):
+                return k, max(0.0, idle)
+            else:
+                idle -= facts.loads  # its own work follows them: no wait of ours
             f += 1
-        if f >= at or not self._reads_written([tops[f]], tops[k:f]):
-            return None
-        return k, idle
+        return None
 
     def _say(self, op: ir.Operation, message: str) -> None:
         if self.remarks:

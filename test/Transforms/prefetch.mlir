@@ -145,3 +145,28 @@ func.func @two_back(%x: memref<64x3x16x16xf32, "gm">, %e: memref<64x3x16x16xf32,
   "ascend.matmul"(%a, %w, %c) {npu.options = {"l1-chunk" = 64 : i64}} : (memref<64x3x16x16xf16, "gm">, memref<80x64x16x16xf16, "gm">, memref<80x3x16x16xf32, "gm">) -> ()
   return
 }
+
+// -----
+
+// The previous op ('prev': exp, add, cast) starts with loads that wait for
+// nothing (the exp of %y): MTE2 runs them at once and still idles after
+// the first op's last load until the add reads %e. That gap (2048 less
+// the exp's 384 cycles of loads) takes 52 of the first slot's 80 bursts, the add's
+// tail the other 28.
+// CHECK-LABEL: func.func @free_loads_first
+// CHECK:       cce.vexp
+// CHECK:       "cce.copy_gm_to_l1"(%{{.*}}, %{{.*}}) {{{.*}}n_burst = 52
+// CHECK:       cce.vexp
+// CHECK:       cce.vadd
+// CHECK:       "cce.copy_gm_to_l1"(%{{.*}}, %{{.*}}) {{{.*}}n_burst = 28
+// CHECK:       scf.for
+func.func @free_loads_first(%x: memref<64x3x16x16xf32, "gm">, %e: memref<64x3x16x16xf32, "gm">, %y: memref<8x3x16x16xf32, "gm">, %t: memref<8x3x16x16xf32, "gm">, %s: memref<64x3x16x16xf32, "gm">, %a: memref<64x3x16x16xf16, "gm">, %w: memref<80x64x16x16xf16, "gm"> {npu.constant = dense<0.5> : tensor<80x64x16x16xf16>}, %c: memref<80x3x16x16xf32, "gm">) {
+  "ascend.exp"(%x, %e) : (memref<64x3x16x16xf32, "gm">, memref<64x3x16x16xf32, "gm">) -> ()
+  "ascend.exp"(%y, %t) : (memref<8x3x16x16xf32, "gm">, memref<8x3x16x16xf32, "gm">) -> () loc("prev")
+  "ascend.add"(%e, %e, %s) : (memref<64x3x16x16xf32, "gm">, memref<64x3x16x16xf32, "gm">, memref<64x3x16x16xf32, "gm">) -> () loc("prev")
+  "ascend.cast"(%s, %a) {round_mode = "rint"} : (memref<64x3x16x16xf32, "gm">, memref<64x3x16x16xf16, "gm">) -> () loc("prev")
+  // expected-remark @+2 {{matmul tiling}}
+  // expected-remark @+1 {{npu-prefetch: 1 of 2 weight slot(s) (163840 bytes, 2 copies) loaded after the op before 'prev' (its last load), after 'prev' step #5 (of 7), ahead of this op's first wait (estimated MTE2 idle gaps from 'prev' on: 0, 937 cycles, after the op before it 1664; a chunk of 163840 bytes takes 2560)}}
+  "ascend.matmul"(%a, %w, %c) {npu.options = {"l1-chunk" = 64 : i64}} : (memref<64x3x16x16xf16, "gm">, memref<80x64x16x16xf16, "gm">, memref<80x3x16x16xf32, "gm">) -> ()
+  return
+}
