@@ -198,3 +198,44 @@ def test_chunk_cut_over_several_gaps_matches_numpy(cast_loc, bursts):
     top = [o.operation for o in functions(module)[0].regions[0].blocks[0].operations]
     assert sorted(int(str(o.attributes["n_burst"]).split(":")[0]) for o in top
                   if o.name == "cce.copy_gm_to_l1") == bursts
+
+
+def free_loads_first() -> str:
+    """An exp, then a previous op ('prev') whose first loads (the exp of an
+    unrelated %y, as a layernorm's gamma and beta) wait for nothing, then
+    a matmul with a host-constant weight reading what 'prev' writes."""
+    x, y, c = (64, 3, F, F), (8, 3, F, F), (80, 3, F, F)
+    return f"""
+func.func @free_first(%x: {_t(x, 'f32')}, %e: {_t(x, 'f32')}, %y: {_t(y, 'f32')}, %t: {_t(y, 'f32')}, %s: {_t(x, 'f32')}, %a: {_t(x, 'f16')}, %w: {_t((80, 64, F, F), 'f16')} {{{_nz_weight(1024, 1280, 3)}}}, %c: {_t(c, 'f32')}) {{
+  "ascend.exp"(%x, %e) : ({_t(x, 'f32')}, {_t(x, 'f32')}) -> ()
+  "ascend.exp"(%y, %t) : ({_t(y, 'f32')}, {_t(y, 'f32')}) -> () loc("prev")
+  "ascend.add"(%e, %e, %s) : ({_t(x, 'f32')}, {_t(x, 'f32')}, {_t(x, 'f32')}) -> () loc("prev")
+  "ascend.cast"(%s, %a) {{round_mode = "rint"}} : ({_t(x, 'f32')}, {_t(x, 'f16')}) -> () loc("prev")
+  "ascend.matmul"(%a, %w, %c) {{npu.options = {{"l1-chunk" = 64 : i64}}}} : ({_t(x, 'f16')}, {_t((80, 64, F, F), 'f16')}, {_t(c, 'f32')}) -> ()
+  return
+}}
+"""
+
+
+def test_loads_that_wait_for_nothing_leave_the_earlier_gap_to_the_weights():
+    # Before 'prev' reads the exp's result, MTE2 only runs the exp of %y:
+    # the weight's first slot loads in the rest of that gap, ahead of
+    # 'prev' (a top-level weight copy before the exp of %y).
+    text = free_loads_first()
+    ins = inputs(text)
+    options = "npu-lower{{fuse=false prefetch={}}}"
+    got, expected, res = compile_and_simulate(text, options.format("true"), ins)
+    plain, _, plain_res = compile_and_simulate(text, options.format("false"), ins)
+    assert_outputs_close(got, expected)
+    for a, b in zip(got, plain):
+        np.testing.assert_array_equal(a, b)
+    assert res.hazards == [] and plain_res.hazards == []
+    module = compile_program(text, options.format("true"))
+    names = [op.operation.name for op in functions(module)[0].regions[0].blocks[0].operations]
+    assert "cce.copy_gm_to_l1" in names, "the weight was not prefetched"
+    first_weight_copy = names.index("cce.copy_gm_to_l1")
+    loops = [k for k, name in enumerate(names) if name == "scf.for"]
+    # The exp of %x is the first loop (its two segments); the weight copy
+    # comes before the exp of %y's loop.
+    assert loops[1] < first_weight_copy < loops[2], names
+    assert res.cycles < plain_res.cycles, (res.cycles, plain_res.cycles)
