@@ -38,7 +38,7 @@ from npu.passes.lower_matmul import STRATEGY_CHOICES as STRATEGIES
 LOWERINGS: tuple[tuple[str, dict[str, str]], ...] = (
     ("npu-lower-matmul", {"strategy": "strategy", "m": "m", "n": "n", "k": "k",
                           "matmul-schedule": "schedule", "l1-chunk": "l1-chunk",
-                          "c-pieces": "c-pieces"}),
+                          "c-pieces": "c-pieces", "matmul-resident-a": "resident-a"}),
     ("npu-lower-fractalize", {"fractalize": "algorithm", "ub-fraction": "ub-fraction"}),
     ("npu-lower-elementwise", {"ub-fraction": "ub-fraction", "max-chunk": "max-chunk"}),
     ("npu-lower-transpose", {"ub-fraction": "ub-fraction"}),
@@ -47,7 +47,7 @@ LOWERINGS: tuple[tuple[str, dict[str, str]], ...] = (
 
 # Values meaning "leave the owning pass's default".
 _UNSET: dict[str, Any] = {"strategy": "", "m": 0, "n": 0, "k": 0, "matmul-schedule": "",
-                          "l1-chunk": 0, "c-pieces": 0, "fractalize": "",
+                          "l1-chunk": 0, "c-pieces": 0, "matmul-resident-a": True, "fractalize": "",
                           "ub-fraction": 0.0, "max-chunk": 0}
 
 
@@ -70,6 +70,9 @@ class LowerPass(Pass):
                "pipelined schedule (0: npu-lower-matmul's choice)", low=0),
         Option("c-pieces", int, 0, "L0C pieces of a matmul C tile in the pipelined schedule "
                "(0: npu-lower-matmul's choice)", low=0),
+        Option("matmul-resident-a", bool, True, "pipelined matmuls keep A's row strip in L1 "
+               "across the column tiles when the cost model finds room (npu-lower-matmul "
+               "resident-a)"),
         Option("fractalize", str, "", "fractalize algorithm (npu-lower-fractalize algorithm; "
                "empty: its default)", choices=("",) + FRACTALIZE_ALGORITHMS),
         Option("ub-fraction", float, 0.0, "UB share of vector chunks (0: each lowering's default)",
