@@ -211,11 +211,20 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
         low = min([max(start, 0)] + [k for k, _ in gaps])
         # L1 each op from a gap to the loop needs at most.
         need = {j: collector.space_bounds_at(func, "l1", j)[1] for j in range(low, at)}
-        parts, placed = self._place(c, gaps, need, collector, at)
+        # The ops right before the loop that a function-level alloc ties to
+        # it (A's resident strip, copied before the loop) share its bound,
+        # which counts the loop's slots (the prefetched ones among them).
+        loop_bound = collector.space_bounds_at(func, "l1", at)[1]
+        counted: set[int] = set()
+        for j in range(at - 1, low - 1, -1):
+            if need[j] != loop_bound or not self.facts.location(tops[j]) == where:
+                break
+            counted.add(j)
+        parts, placed = self._place(c, gaps, need, counted, collector, at)
         if not placed and earlier is not None:
             # The previous op may fill L1 (a matmul's chunks): its own tail
             # alone may still have room.
-            parts, placed = self._place(c, gaps[1:], need, collector, at)
+            parts, placed = self._place(c, gaps[1:], need, counted, collector, at)
         chunk = collector.space_size(c.slots[0][0])[1]
         own = gaps[1:] if earlier is not None else gaps
         figures = (f"estimated MTE2 idle gaps from {name} on: "
@@ -261,9 +270,10 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
                           f"{len(parts)} copies) loaded {points}, ahead of this op's first wait ({figures})")
 
     def _place(self, c: Candidate, gaps: list[tuple[int, float]], need: dict[int, int],
-               collector, at: int) -> tuple[list[Part], int]:
+               counted: set[int], collector, at: int) -> tuple[list[Part], int]:
         """The parts of the first slots that fit `gaps` (their idle time)
-        and L1 (`need`: each op's bound, plus the slots placed before),
+        and L1 (`need`: each op's bound, plus the slots placed before; the
+        ops in `counted` have the loop's slots in their bound already),
         and how many slots they are."""
         bandwidth = self.target.path("gm_to_l1").bytes_per_cycle
         capacity = self.target.capacity("l1")
@@ -279,10 +289,11 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
             if trial is None:
                 break
             earliest = min(part.gap for part in trial)
-            if any(need[j] + size > capacity for j in range(earliest + 1, at)):
+            if any(need[j] + size > capacity for j in range(earliest + 1, at) if j not in counted):
                 break
             for j in range(earliest + 1, at):
-                need[j] += size
+                if j not in counted:
+                    need[j] += size
             left = rest
             parts.extend(trial)
             placed += 1
@@ -303,12 +314,12 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
             k -= 1
         if k < 0:
             return None
-        idle = self.facts(tops[k]).tail
+        idle = self.facts(tops[k]).tail_span
         f = k + 1
         while f < at:
             facts = self.facts(tops[f])
             if not facts.loads:
-                idle += facts.tail
+                idle += facts.tail_span
             elif self._reads_written([tops[f]], tops[k:f]):
                 return k, max(0.0, idle)
             else:

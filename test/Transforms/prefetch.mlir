@@ -170,3 +170,27 @@ func.func @free_loads_first(%x: memref<64x3x16x16xf32, "gm">, %e: memref<64x3x16
   "ascend.matmul"(%a, %w, %c) {npu.options = {"l1-chunk" = 64 : i64}} : (memref<64x3x16x16xf16, "gm">, memref<80x64x16x16xf16, "gm">, memref<80x3x16x16xf32, "gm">) -> ()
   return
 }
+
+// -----
+
+// A resident A strip (128 x 3072, copied before the loop) and the loop's
+// two B slots take 983040 of L1's 1048576 bytes: the bound of the ops
+// tied to the loop by the strip already counts the slots, so both are
+// prefetched (their first copy after the exp, the rest in the cast's
+// tail), before the strip's copy.
+// CHECK-LABEL: func.func @resident_strip
+// CHECK:       cce.vexp
+// CHECK:       "cce.copy_gm_to_l1"(%{{.*}}, %{{.*}}) {{{.*}}n_burst = 2
+// CHECK:       "cce.copy_gm_to_l1"(%{{.*}}, %{{.*}}) {{{.*}}n_burst = 1
+// CHECK:       cce.vconv
+// CHECK:       "cce.copy_gm_to_l1"(%{{.*}}, %{{.*}}) {{{.*}}n_burst = 1
+// CHECK:       "cce.copy_gm_to_l1"(%{{.*}}, %{{.*}}) {{{.*}}n_burst = 192
+// CHECK:       scf.for
+func.func @resident_strip(%x: memref<192x8x16x16xf32, "gm">, %e: memref<192x8x16x16xf32, "gm">, %a: memref<192x8x16x16xf16, "gm">, %w: memref<4x192x16x16xf16, "gm"> {npu.constant = dense<0.5> : tensor<4x192x16x16xf16>}, %c: memref<4x8x16x16xf32, "gm">) {
+  "ascend.exp"(%x, %e) : (memref<192x8x16x16xf32, "gm">, memref<192x8x16x16xf32, "gm">) -> ()
+  "ascend.cast"(%e, %a) {round_mode = "rint"} : (memref<192x8x16x16xf32, "gm">, memref<192x8x16x16xf16, "gm">) -> ()
+  // expected-remark @+2 {{matmul tiling: strategy=os tiles (m=128, n=256, k=32) with the A row strip resident in L1}}
+  // expected-remark @+1 {{npu-prefetch: 2 of 2 weight slot(s) (196608 bytes, 3 copies) loaded after the op before 'line 191' (its last load), after 'line 191' step #2 (of 4), ahead of this op's first wait (estimated MTE2 idle gaps from 'line 191' on: 0, 1017, 0 cycles, after the op before it 2048; a chunk of 98304 bytes takes 1536)}}
+  "ascend.matmul"(%a, %w, %c) {npu.options = {"k" = 32 : i64, "l1-chunk" = 1536 : i64}} : (memref<192x8x16x16xf16, "gm">, memref<4x192x16x16xf16, "gm">, memref<4x8x16x16xf32, "gm">) -> ()
+  return
+}
