@@ -33,9 +33,9 @@ class OpFacts:
     reads: frozenset         # GM ranges its copies load
     writes: frozenset        # GM ranges its copies store
     tail: float              # work on the pipes after its last load (see `OpFacts.of`)
-    # How long that work takes: a matmul's drains its C in pieces that
-    # overlap on its pipes (the busiest pipe's work), other work runs its
-    # steps in turn (all of it).
+    # How long that work takes: a matmul's last mads, then its drain, whose
+    # pieces overlap on V and MTE3 (the busier one's work); other work
+    # runs its steps in turn (all of it).
     tail_span: float = 0.0
 
     @property
@@ -143,7 +143,7 @@ class FactsCache:
             work = Counter()
             self._work(op, 1, work, reads, writes)
             tail = Counter() if work.get("MTE2") else Counter(work)
-        span = (max(tail.get(p, 0.0) for p in AFTER_LOAD_PIPES) if tail.get("M")
+        span = (tail["M"] + max(tail.get("V", 0.0), tail.get("MTE3", 0.0)) if tail.get("M")
                 else after_load(tail))
         return OpFacts(work, frozenset(reads), frozenset(writes), after_load(tail), span)
 
