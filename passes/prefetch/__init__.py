@@ -32,12 +32,18 @@ op with loads), where that next op waits, i.e. reads GM bytes written since
 (loads that need nothing run at once: in the previous op the idle time
 counts after them, in this op's preparation, e.g. a bias, before them).
 The gap after the last load of the op before the previous one comes
-first (when the previous op's first load waits on it); slots are placed
+first (when the previous op's first load that waits on it does: loads
+before it that wait for nothing, a layernorm's gamma and beta, run at once
+and only shorten the gap; a matmul's tail there is its last mads plus its
+busier drain pipe, since its C pieces overlap on V and MTE3), and is
+dropped when L1 has no room over the previous op; slots are placed
 in body order, each cut at its bursts (the chunk's column
 blocks) over the gaps, then latest first, a gap taking bursts while at least
 half of the next one fits its idle time left; a slot is prefetched only
 whole, and only if L1 (the collector's bound at every op from its first
-part to the loop, plus the slots placed before) has room. An op that reads
+part to the loop, plus the slots placed before; the ops that a
+function-level alloc, A's resident strip, ties to the loop have the loop's
+slots in their bound already) has room. An op that reads
 nothing the previous op writes gets nothing: its loads do not wait. Each
 prefetch and each refusal is a remark (`remarks=true`), with the gaps.
 """
