@@ -40,8 +40,9 @@ dropped when L1 has no room over the previous op; slots are placed
 in body order, each cut at its bursts (the chunk's column
 blocks) over the gaps, then latest first, a gap taking bursts while at least
 half of the next one fits its idle time left; a slot is prefetched only
-whole, and only if L1 (the collector's bound at every op from its first
-part to the loop, plus the slots placed before; the ops that a
+whole (but the first: with at least half of it in the gaps, the rest
+loads in the loop's first iteration, in place of its copy), and only if L1
+(the collector's bound at every op from its first part to the loop, plus the slots placed before; the ops that a
 function-level alloc, A's resident strip, ties to the loop have the loop's
 slots in their bound already) has room. An op that reads
 nothing the previous op writes gets nothing: its loads do not wait. Each
@@ -244,6 +245,8 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
             self._say(c.loop, f"npu-prefetch: not prefetched: {reason} ({figures})")
             return
         slots = c.slots[:placed]
+        rests = [p for p in parts if p.gap == at]
+        parts = [p for p in parts if p.gap != at]
         home = {alloc: min(p.gap for p in parts if p.copy in copies) for alloc, copies in slots}
         # Working ops counted from the window's start, as the remark numbers steps.
         steps, count = {}, 0
@@ -257,7 +260,7 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
                               [p for p in parts if p.gap == gap], issue)
             collector.inserted(gap + 1, made)
             tops[gap + 1:gap + 2] = made + [issue]
-        self._guard(c, slots)
+        self._guard(c, slots, rests)
         self.facts.forget(c.loop)
         # The guards wrap the loop's copies and its slots moved out: its
         # accesses are the same.
@@ -273,7 +276,10 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
                            for k in sorted({p.gap for p in parts}))
         self._say(c.loop, f"npu-prefetch: {placed} of {len(c.slots)} weight slot(s) "
                           f"({sum(collector.space_size(a)[1] for a, _ in slots)} bytes, "
-                          f"{len(parts)} copies) loaded {points}, ahead of this op's first wait ({figures})")
+                          f"{len(parts)} copies) loaded {points}"
+                          + (f" (of the last, {sum(p.end - p.first for p in rests)} bursts in "
+                             f"the loop's first iteration)" if rests else "")
+                          + f", ahead of this op's first wait ({figures})")
 
     def _place(self, c: Candidate, gaps: list[tuple[int, float]], need: dict[int, int],
                counted: set[int], collector, at: int) -> tuple[list[Part], int]:
@@ -292,6 +298,16 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
                 break
             size = collector.space_size(alloc)[1]
             trial, rest = self._fill(copies, gaps, left, bandwidth)
+            partial = False
+            if trial is None and not self.chunks and not placed:
+                # The first slot, at least half of it in the gaps, still
+                # pays: the rest loads in the loop's first iteration, where
+                # all of it did. (A later slot filling the gaps to the brim
+                # leans on their estimates too hard: BERT's ffn_in, whose
+                # second slot would go three quarters into out_proj's tail,
+                # runs 7.8k cycles longer.)
+                trial, rest = self._fill(copies, gaps, left, bandwidth, rest_at=at)
+                partial = True
             if trial is None:
                 break
             earliest = min(part.gap for part in trial)
@@ -303,6 +319,8 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
             left = rest
             parts.extend(trial)
             placed += 1
+            if partial:
+                break
         return parts, placed
 
     def _earlier_tail(self, tops: list[ir.Operation], start: int, at: int
