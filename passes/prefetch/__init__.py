@@ -42,9 +42,10 @@ blocks) over the gaps, then latest first, a gap taking bursts while at least
 half of the next one fits its idle time left; a slot is prefetched only
 whole (but the first: with at least half of it in the gaps, the rest
 loads in the loop's first iteration, in place of its copy), and only if L1
-(the collector's bound at every op from its first part to the loop, plus the slots placed before; the ops that a
-function-level alloc, A's resident strip, ties to the loop have the loop's
-slots in their bound already) has room. An op that reads
+(the collector's bound at every op from its first part to the loop, plus
+the slots placed before; the ops that a function-level alloc, A's resident
+strip, ties to the loop have the loop's slots in their bound already) has
+room. An op that reads
 nothing the previous op writes gets nothing: its loads do not wait. Each
 prefetch and each refusal is a remark (`remarks=true`), with the gaps.
 """
@@ -218,15 +219,11 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
         low = min([max(start, 0)] + [k for k, _ in gaps])
         # L1 each op from a gap to the loop needs at most.
         need = {j: collector.space_bounds_at(func, "l1", j)[1] for j in range(low, at)}
-        # The ops right before the loop that a function-level alloc ties to
-        # it (A's resident strip, copied before the loop) share its bound,
-        # which counts the loop's slots (the prefetched ones among them).
-        loop_bound = collector.space_bounds_at(func, "l1", at)[1]
-        counted: set[int] = set()
-        for j in range(at - 1, low - 1, -1):
-            if need[j] != loop_bound or not self.facts.location(tops[j]) == where:
-                break
-            counted.add(j)
+        # The ops that function-level allocs tie to the loop (A's resident
+        # strip, copied before it) share its bound, which counts the loop's
+        # slots (the prefetched ones among them).
+        tied = collector.tied_span(func, "l1", at)
+        counted = set(range(tied[0], at)) if tied is not None else set()
         parts, placed = self._place(c, gaps, need, counted, collector, at)
         if not placed and earlier is not None:
             # The previous op may fill L1 (a matmul's chunks): its own tail
