@@ -167,6 +167,20 @@ def test_pipe_work_totals_are_the_programs_traffic_and_issue():
             assert facts(child.operation).work == pipe_work([child.operation], target)
 
 
+def simulated_with_and_without(text: str, ins: list[np.ndarray]):
+    """`npu-lower{fuse=false}` with and without npu-prefetch, simulated:
+    both give the numpy result, bit for bit the same, race-free. Returns
+    both SimResults."""
+    pipeline = "npu-lower{{fuse=false prefetch={}}}"
+    got, expected, res = compile_and_simulate(text, pipeline.format("true"), ins)
+    plain, _, plain_res = compile_and_simulate(text, pipeline.format("false"), ins)
+    assert_outputs_close(got, expected)
+    for a, b in zip(got, plain):
+        np.testing.assert_array_equal(a, b)
+    assert res.hazards == [] and plain_res.hazards == []
+    return res, plain_res
+
+
 STEPS = "npu-plan-gm,npu-lower-elementwise,npu-lower-matmul{schedule=pipelined},npu-double-buffer,"
 
 
@@ -219,13 +233,7 @@ def test_part_of_the_first_slot_when_the_gaps_hold_most_of_it(cast_loc):
     text = split_program(cast_loc, 128)
     ins = inputs(text)
     ins[0] = (ins[0] * 0.25).astype(np.float32)
-    pipeline = "npu-lower{{fuse=false prefetch={}}}"
-    got, expected, res = compile_and_simulate(text, pipeline.format("true"), ins)
-    plain, _, plain_res = compile_and_simulate(text, pipeline.format("false"), ins)
-    assert_outputs_close(got, expected)
-    for a, b in zip(got, plain):
-        np.testing.assert_array_equal(a, b)
-    assert res.hazards == [] and plain_res.hazards == []
+    res, plain_res = simulated_with_and_without(text, ins)
     assert res.cycles < plain_res.cycles, (res.cycles, plain_res.cycles)
     module = compile_program(text, STEPS + "npu-prefetch")
     top = [o.operation for o in functions(module)[0].regions[0].blocks[0].operations]
@@ -256,15 +264,8 @@ def test_loads_that_wait_for_nothing_leave_the_earlier_gap_to_the_weights():
     # the weight's first slot loads in the rest of that gap, ahead of
     # 'prev' (a top-level weight copy before the exp of %y).
     text = free_loads_first()
-    ins = inputs(text)
-    options = "npu-lower{{fuse=false prefetch={}}}"
-    got, expected, res = compile_and_simulate(text, options.format("true"), ins)
-    plain, _, plain_res = compile_and_simulate(text, options.format("false"), ins)
-    assert_outputs_close(got, expected)
-    for a, b in zip(got, plain):
-        np.testing.assert_array_equal(a, b)
-    assert res.hazards == [] and plain_res.hazards == []
-    module = compile_program(text, options.format("true"))
+    res, plain_res = simulated_with_and_without(text, inputs(text))
+    module = compile_program(text, "npu-lower{fuse=false prefetch=true}")
     names = [op.operation.name for op in functions(module)[0].regions[0].blocks[0].operations]
     assert "cce.copy_gm_to_l1" in names, "the weight was not prefetched"
     first_weight_copy = names.index("cce.copy_gm_to_l1")
