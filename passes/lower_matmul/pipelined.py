@@ -145,19 +145,17 @@ class PipelinedSchedule:
         store); the early release pays for that only over enough tile
         hand-offs: at `staged-drain` tiles (default 7) for any epilogue,
         at 4 for one whose vector work exceeds half the cube's (a piece held
-        during its work stalls the cube that feeds it: BERT seq 128 ffn_in
-        with GELU in f16, 49k of modelled vector work against 74k of cube,
-        loop 102.2k -> 100.3k) or that stores row-major (one GM burst per 16-element row:
-        the stores are the drain's long pole, and a piece held through them
-        stalls the cube too), unless it stores f32 (each part's store is
-        then twice as long to wait for). Measured (cycles, ascend910): BERT
-        seq 128 ffn_in + GELU to f16, 6 tiles, 216.8k -> 201.2k; q_proj's
-        Q/K/V + bias to f16 row-major, 6 tiles, loop 73.9k -> 69.3k (A
-        resident; 89.3k -> 88.1k streaming A); seq 512 ffn_in 24 tiles
-        822.8k -> 797.9k, q_proj 257.7k -> 250.5k; staged regardless,
-        128x768x1536 + GELU (3 tiles) 140.2k -> 153.9k, Q/K/V + bias to f32
-        (6 tiles) 98.8k -> 100.4k, 128x768x3072 + GELU to f32 (6 tiles)
-        239.6k -> 270.3k."""
+        during its work stalls the cube that feeds it), unless it stores
+        f32 (each part's store is then twice as long to wait for). Measured
+        (cycles, ascend910): BERT seq 128 ffn_in with GELU in f16 (49k of
+        modelled vector work against 74k of cube), 6 tiles, loop 102.2k ->
+        100.3k (before the f16 epilogue, GELU in f32: 216.8k -> 201.2k);
+        seq 512 ffn_in 24 tiles 822.8k -> 797.9k, q_proj 257.7k -> 250.5k;
+        staged regardless, 128x768x1536 + GELU (3 tiles) 140.2k -> 153.9k,
+        Q/K/V + bias to f32 (6 tiles) 98.8k -> 100.4k, 128x768x3072 + GELU
+        to f32 (6 tiles) 239.6k -> 270.3k. (Staging the row-major f16
+        stores of q_proj's Q/K/V too, 73.9k -> 69.3k with the f32 epilogue,
+        makes no difference with the f16 one: 67.8k either way.)"""
         if self.epilogue is None or not self.staged_drain or not self.epilogue_part_columns(
                 mb, khb * mb * self.target.fractal_bytes(
                     nir.element_bytes(self.epilogue.drain_type))):
@@ -165,8 +163,7 @@ class PipelinedSchedule:
         vector_heavy = 2 * self.epilogue.vector_cycles > self.target.cube_cycles(blocks)
         narrow = self.epilogue.stored_bytes_per_element <= 2
         return tiles >= self.staged_drain or (
-            (vector_heavy or bool(self.epilogue.row_major)) and narrow
-            and tiles >= VECTOR_BOUND_TILES)
+            vector_heavy and narrow and tiles >= VECTOR_BOUND_TILES)
 
     def drain_staged(self, ops: Operands, c_piece: ir.Value, staged: ir.Value, last: ir.Value,
                      x: ir.Value, y: ir.Value, h: int, plan: "PipelinedPlan") -> None:

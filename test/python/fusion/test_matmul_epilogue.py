@@ -196,22 +196,6 @@ def test_staged_drain_releases_l0c_before_the_epilogue_bit_identically():
     assert_bit_identical((staged, plain), "npu-lower{k=64}", inputs_for(base))
 
 
-def test_row_major_f16_drain_is_staged_from_four_tiles():
-    # 4 C tiles of 64x64 whose bias + cast leaves row-major in f16 (one GM
-    # burst per 16-element row: the stores are the drain's long pole) stage
-    # their pieces by default although the vector work is small; the same
-    # epilogue stored in Nz does not. Staged or not, the same bytes.
-    row_major = matmul_epilogue(64, 256, 256, ("bias_row", "cast"), "f16", nd=(64, 256))
-    nz = matmul_epilogue(64, 256, 256, ("bias_row", "cast"), "f16")
-    assert staged_moves(row_major, "k=64") > 0
-    assert staged_moves(nz, "k=64") == 0
-    plain = row_major.replace('"ascend.matmul"(%a, %b, %t1)',
-                              '"ascend.matmul"(%a, %b, %t1) {npu.options = '
-                              '{"staged-drain" = 0 : i64}}')
-    assert staged_moves(plain, "k=64") == 0
-    assert_bit_identical((row_major, plain), "npu-lower{k=64}", inputs_for(row_major))
-
-
 def test_f16_drain_is_staged_when_its_vector_work_exceeds_half_the_cubes():
     # 4 C tiles of 64x64, bias + GELU + cast to f16 (2048 cycles of vector
     # work): over a reduction of 768 the cube's 3072 cycles are less than
