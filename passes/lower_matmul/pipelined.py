@@ -26,7 +26,8 @@ class PipelinedPlan:
     """Block counts of the pipelined OS schedule: C tile mb x kb, L1 chunk
     and L0 sub-step along the reduction, C pieces in L0C (along k);
     `a_resident`: A (one row strip: m = M) is loaded once and stays in L1
-    (only B streams in chunks)."""
+    (only B streams in chunks); `group`: C pieces whose mads share one L0A
+    sub-tile (`piece_group`)."""
 
     mb: int
     kb: int
@@ -34,11 +35,13 @@ class PipelinedPlan:
     sub: int
     pieces: int
     a_resident: bool = False
+    group: int = 1
 
     def describe(self, frac: int) -> str:
         return (f"; pipelined schedule: L1 chunk n={self.chunk * frac}"
                 f"{' (B only: the A row strip stays in L1)' if self.a_resident else ''}, "
-                f"L0 sub-step n={self.sub * frac}, {self.pieces} C piece(s) in L0C")
+                f"L0 sub-step n={self.sub * frac}, {self.pieces} C piece(s) in L0C"
+                f"{f', {self.group} per L0A sub-tile' if self.group > 1 else ''}")
 
 
 
@@ -132,7 +135,48 @@ class PipelinedSchedule:
         if sub is None:
             return self.fall_back(f"two L0 slots of one reduction block do not fit L0A/L0B "
                                   f"(m={choice.tiles.m}, k/pieces={khb * frac})")
-        return PipelinedPlan(mb, kb, chunk, sub, pieces, bool(resident))
+        group = self.piece_group(shape, choice, tiles * max(shape.batch, 1), mb * sub * khb,
+                                 pieces, sub * khb * blk)
+        return PipelinedPlan(mb, kb, chunk, sub, pieces, bool(resident), group)
+
+    def piece_group(self, shape: MatmulShape, choice: TilingChoice, tiles: int,
+                    mad_blocks: int, pieces: int, b_slot_bytes: int) -> int:
+        """C pieces whose mads share one L0A sub-tile (`pipelined_loop`).
+
+        A set_flag after a mad waits for its completion (`mad_latency`), and
+        M issues nothing behind it: one slot release per mad stalls the cube
+        that long every mad (seq 512 ffn_out: 1152 mads x 20 = 23k cycles).
+        Half the pieces share each A sub-tile (its L0B slot holds their B
+        sub-tiles), so one flag releases the slots after that many mads,
+        and the two halves still finish half a chunk apart for the drains.
+        Only where the stalls make the cube the busiest pipe (its work plus
+        one `mad_latency` per mad exceeds the GM reads of the cost model's
+        traffic: elsewhere M has slack to absorb them) and the drain (L0C ->
+        UB with the epilogue's vector work, or the GM write) is under a
+        quarter of the cube's work (the GM write's rate is the path's, which
+        row-major stores of one fractal row per burst reach about half of):
+        a heavy drain releases its pieces one by one to the next tile's
+        mads, and pairs stall M on it instead (seq 512 ffn_in + GELU 414.7k
+        -> 466.9k; matmul_512x768x768.mlir, f32 stores modelled at 24.6k
+        against 73.7k of cube, 208,142 -> 217,300). Not with one C tile: its drain, which nothing hides,
+        then starts later (the pinned 256x512x256 + bias + relu: 56,355 ->
+        56,899).
+        Measured (BERT seq 512): ffn_out's loop 326.3k -> 319.1k, the layer
+        1,682,365 -> 1,672,453; all pieces in one group: 1,769,685."""
+        group = pieces // 2
+        if group < 2 or tiles < 2 or 2 * group * b_slot_bytes > self.target.capacity("l0b"):
+            return 1
+        t = self.target
+        blocks = shape.M * shape.N * shape.K * max(shape.batch, 1) // t.fractal ** 3
+        cube = t.cube_cycles(blocks)
+        traffic = choice.traffic
+        reads = traffic.read_bytes(shape) / t.path("gm_to_l1").bytes_per_cycle
+        drain = max(traffic.c_writes * shape.acc_bytes / t.path("l0c_to_ub").bytes_per_cycle
+                    + (self.epilogue.vector_cycles if self.epilogue is not None else 0),
+                    traffic.write_bytes(shape) / t.path("ub_to_gm").bytes_per_cycle)
+        if cube + blocks // mad_blocks * t.mad_latency <= reads or 4 * drain > cube:
+            return 1
+        return group
 
     def stages_drain(self, tiles: int, blocks: int, mb: int, khb: int) -> bool:
         """Whether the pipelined loop over `tiles` C tiles (`blocks` fractal
@@ -317,7 +361,8 @@ class PipelinedSchedule:
             b1 = self.stage_b(ops, s0, y, chunk, kb)
             in_t = ops.in_type
             a_slots = [nir.alloc([mb, sub, frac, frac], in_t, "l0a") for _ in range(2)]
-            b_slots = [nir.alloc([sub, khb, frac, frac], in_t, "l0b") for _ in range(2)]
+            b_slots = [nir.alloc([plan.group * sub, khb, frac, frac], in_t, "l0b")
+                       for _ in range(2)]
             # With an epilogue, each piece may move to one UB buffer (shared
             # by the pieces: V runs them in order) in its own scf.if, so that
             # its L0C is released to the next tile's mads right after the
@@ -325,24 +370,37 @@ class PipelinedSchedule:
             staged = (nir.alloc([khb, mb, frac, frac], self.epilogue.drain_type, "ub")
                       if self.stages_drain(trips // chunks, trips * mb * kb * chunk, mb, khb)
                       else None)
+            group = plan.group
+            slot_blocks = sub * khb
             step = 0
-            for h in range(pieces):
+            for g in range(0, pieces, group):
                 for j0 in range(0, chunk, sub):
                     a0, b0 = a_slots[step % 2], b_slots[step % 2]
                     step += 1
                     self.reorder_blocks(a1, a0, rows=mb, cols=sub, transpose=False,
                                         op_name="cce.load_l1_to_l0a", src_first=j0 * mb,
                                         src_col_stride=mb, src_base=a_base)
-                    self.reorder_blocks(b1, b0, rows=sub, cols=khb, transpose=True,
-                                        op_name="cce.load_l1_to_l0b",
-                                        src_first=j0 + h * khb * chunk, src_col_stride=chunk)
                     if j0 > 0:
                         accumulate: bool | ir.Value = True
                     else:
                         accumulate = first if chunks > 1 else False
-                    self.mad(a0, b0, c_pieces[h], mb, sub, khb, accumulate)
+                    flat_b = self.flat_blocks(b0, group * slot_blocks)
+                    # The group's pieces share the A sub-tile: their mads run
+                    # back to back and release the slots with one flag.
+                    for h in range(g, g + group):
+                        b_h = b0 if group == 1 else nir.subview(
+                            flat_b, [(h - g) * slot_blocks, 0, 0], [slot_blocks, frac, frac])
+                        self.reorder_blocks(b1, b_h, rows=sub, cols=khb, transpose=True,
+                                            op_name="cce.load_l1_to_l0b",
+                                            src_first=j0 + h * khb * chunk, src_col_stride=chunk)
+                    for h in range(g, g + group):
+                        b_h = b0 if group == 1 else nir.subview(
+                            flat_b, [(h - g) * slot_blocks, 0, 0], [slot_blocks, frac, frac])
+                        self.mad(a0, b_h, c_pieces[h], mb, sub, khb, accumulate)
                 if self.drain_order == "per-piece":
-                    self.drain_piece(ops, plan, c_pieces[h], staged, last, x, y, h, ub_budget)
+                    for h in range(g, g + group):
+                        self.drain_piece(ops, plan, c_pieces[h], staged, last, x, y, h,
+                                         ub_budget)
             if self.drain_order == "after-mads":
                 for h in range(pieces):
                     self.drain_piece(ops, plan, c_pieces[h], staged, last, x, y, h, ub_budget)

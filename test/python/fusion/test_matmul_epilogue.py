@@ -259,3 +259,39 @@ def test_drains_after_the_mads_keep_the_numerics():
     assert body_order(after, "k=128") == ("m" * 8 + "d" * 4) * 2
     assert body_order(per_piece, "k=128") == ("m" * 2 + "d") * 8
     assert_bit_identical((after, per_piece), "npu-lower{k=128}", inputs_for(base))
+
+
+def mads_and_slot_releases(text: str, options: str) -> tuple[int, int]:
+    """The pipelined loop body's top-level mads (an scf.if holding the first
+    chunk's overwriting mad and the accumulating one counts once) and its
+    M -> MTE1 set_flags (L0A / L0B slots released to the next loads)."""
+    module = compile_program(text, f"npu-lower{{{options}}}")
+    loop = next(op for op in walk(module.operation) if op.name == "scf.for"
+                and any(o.name == "cce.mad" for o in walk(op)))
+    mads = releases = 0
+    for op in loop.regions[0].blocks[0].operations:
+        if op.name == "cce.mad" or (op.name == "scf.if"
+                                    and any(o.name == "cce.mad" for o in walk(op))):
+            mads += 1
+        elif op.name == "cce.set_flag" and str(op.attributes["src"]) == '"M"' \
+                and str(op.attributes["dst"]) == '"MTE1"':
+            releases += 1
+    return mads, releases
+
+
+def test_cube_bound_pieces_share_the_l0a_sub_tile():
+    # 256x1024x512 + scale in 4 C tiles of 256x128 (4 pieces): the cube
+    # (32k cycles) outruns B's streaming and the drain is light, so a set
+    # per mad (each waits for the mad's completion latency, stalling M)
+    # would make M the critical pipe: two pieces share each A sub-tile and
+    # one flag releases the slots after both mads. Numerics and races as
+    # ever. With M = 64 the weights' streaming is the critical pipe (B is
+    # read per row of 64, the cube has a quarter of the work): one flag per
+    # mad, as M has the slack.
+    text = matmul_epilogue(256, 1024, 512, ("scale",), "f32")
+    # (npu-double-buffer unrolls the loop by two: 2 x 4 pieces x 2 sub-steps.)
+    assert mads_and_slot_releases(text, "k=128") == (16, 8)
+    mads, releases = mads_and_slot_releases(
+        matmul_epilogue(64, 1024, 512, ("scale",), "f32"), "k=128")
+    assert mads == releases
+    check(text, "k=128", members=1, faster=False)
