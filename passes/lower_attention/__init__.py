@@ -44,7 +44,7 @@ from mlir import ir
 from npu import attention as att
 from npu import attention_plan as cost
 from npu import ir as nir
-from npu.cce_build import copy, lin
+from npu.cce_build import View, copy, lin
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Pass, PassError
 from npu.passes.lower_attention.operands import OperandTiles
 from npu.passes.lower_attention.softmax import F16_MASKED, SoftmaxSteps
@@ -120,6 +120,7 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         self.q_rows: ir.Value | None = None  # UB of the scaled f16 Q rows (`q_staging`)
         self.nz_slabs: list[ir.Value] | None = None  # UB of the f16 context slabs (`store_nz`)
         self.scale_p = not self.prescale and not self.scale_q and found.scale != 1.0
+        self.scale_block: View | None = None  # the scale's f32 block (`scale_p`)
         self.granule = self.t.granule("ub")
 
     # -- structure ------------------------------------------------------------
@@ -127,6 +128,8 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         a = self.a
         with self.region.location, ir.InsertionPoint(self.region):
             self.flat_out = nir.flatten_memref(a.out)
+            if self.scale_p:
+                self.scale_block = self.constant_block(a.scale)
             if a.seq_blocks <= min(self.qb, self.kb):
                 self.head_pipeline()
             elif a.seq_blocks % self.qb == 0:
@@ -227,19 +230,51 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         wides = ([nir.alloc([a.seq * a.head_dim], "f32", "ub") for _ in range(2)]
                  if a.staged else [])
         self.q_staging(s1)
+        # Q's and K's L1 tiles in two slots too: head h+1's loads never wait
+        # for the cube to have read head h's.
+        q_tiles = [nir.alloc([d1, s1, 16, 16], "f16", "l1") for _ in range(2)]
+        k_tiles = [self.k_tile(s1) for _ in range(2)]
+        # V's tile goes on to L0B with Q's and K's when two slots of it fit
+        # there: the cube then frees V's L1 slot before head h's P exists,
+        # and the next head's loads never wait for the softmax.
+        v0_bytes = s1 * (d1 + 1) * 512
+        need = cost.footprint(s1, s1, d1, a.staged, True, a.scaled_q_rows, a.nz_out)["l0b"]
+        v_l0b = ([nir.alloc([s1, d1 + 1, 16, 16], "f16", "l0b") for _ in range(2)]
+                 if need + v0_bytes <= self.t.capacity("l0b") else [])
 
         def load(h, slot: int) -> None:
+            if not a.staged:
+                # V's rows first: Q's and K's, the last of the head, are
+                # followed by the one MTE2 -> MTE1 flag, which covers V as
+                # well (a flag on MTE2 waits for its queue to land: one such
+                # stall per head, not two).
+                self.load_v(h, 0, s1, buf["v"][slot])
             self.deferred, self.wides = [], list(wides)
             reuse = list(wides[:1])
-            q1, k1 = self.load_q(h, 0, s1), self.load_k(h, 0, s1)
+            q1 = self.load_rows(a.q, 0, h, 0, s1, into=q_tiles[slot], ones=False)
+            k1 = self.load_k(h, 0, s1, into=k_tiles[slot])
             for lay_out in self.deferred:
                 lay_out()
             self.deferred, self.wides = [], reuse
-            self.load_v(h, 0, s1, buf["v"][slot])
+            if a.staged:  # V's f32 rows staged where Q's were, once Q is cast
+                self.load_v(h, 0, s1, buf["v"][slot])
             self.v_lay_out = self.deferred[0] if self.deferred else (lambda: None)
             self.deferred = None
             q0 = self.mm.to_l0a(q1, s1, d1)
             self.mm.mad(q0, self.k_to_l0b(k1, s1), buf["scores"][slot], s1, d1, s1, False)
+            if v_l0b and not a.staged:
+                self.v_to_l0b(buf["v"][slot], s1, v_l0b[slot])
+
+        # Every head is alike, so one head before the loop and one after
+        # (peel 1) suffice: measured, that saves a loop boundary's stall in
+        # BERT (f16 rows, 435 cycles); with absorbed casts it measured 3.1k
+        # cycles slower (12 heads of 128), so those keep two.
+        def late(h, slot: int) -> None:
+            """V's staged rows laid out, after the previous head's drain (the
+            vector unit does not wait for V's load)."""
+            self.v_lay_out()
+            if v_l0b and a.staged:
+                self.v_to_l0b(buf["v"][slot], s1, v_l0b[slot])
 
         def soft(h, slot: int) -> None:
             self.row_max = nir.alloc([s1 * 16], "f32", "ub")
@@ -254,13 +289,12 @@ class _Kernel(OperandTiles, SoftmaxSteps):
             copy("cce.copy_l0c_to_ub", buf["pv"][slot], self.context, 1, (d1 + 1) * s1 * 32)
             self.finish(h, 0, s1, a.seq)
 
-        # V's tile is laid out after the previous head's drain, so that the
-        # vector unit does not wait for V's load.
         self.skewed(a.heads, lambda h, slot: self.scope(lambda: load(h, slot)),
                     lambda h, slot: self.scope(lambda: soft(h, slot)),
-                    lambda h, slot: self.scope(lambda: self.pv(s1, s1, buf, slot)),
+                    lambda h, slot: self.scope(lambda: self.pv(
+                        s1, s1, buf, slot, v0=v_l0b[slot] if v_l0b else None)),
                     lambda h, slot: self.scope(lambda: drain(h, slot)),
-                    lambda h, slot: self.v_lay_out())
+                    late, peel=2 if a.staged else 1)
 
     def head_tiles(self) -> None:
         """Heads whose query tiles are all alike: the (head, query tile, key
@@ -431,16 +465,24 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         self.softmax_tile(self.prefix(buf["scores"][slot], kbk), self.prefix(buf["p"][slot], kbk),
                           mq, kbk, alpha, masked)
 
-    def pv(self, mq: int, kbk: int, buf: dict, slot: int, v1: ir.Value | None = None) -> None:
+    def pv(self, mq: int, kbk: int, buf: dict, slot: int, v1: ir.Value | None = None,
+           v0: ir.Value | None = None) -> None:
         """P -> L0A, P.V (and the row sums) into the slot's P.V; V's tile is
-        the slot's or `v1`."""
+        the slot's or `v1`, already in L0B when `v0` is given."""
+        if v0 is None:
+            v0 = nir.alloc([kbk, self.a.d_blocks + 1, 16, 16], "f16", "l0b")
+            self.v_to_l0b(v1 if v1 is not None else buf["v"][slot], kbk, v0)
         p1 = buf["p"][slot]  # blocks viewed whole: a prefix view would be strided
         p0 = nir.alloc([mq, kbk, 16, 16], "f16", "l0a")
         self.mm.reorder_blocks(self.mm.flat_blocks(p1, math.prod(nir.memref_shape(p1)[:2])), p0,
                                rows=mq, cols=kbk, transpose=False, op_name="cce.load_l1_to_l0a",
                                src_col_stride=mq)
-        v0 = self.mm.to_l0b(v1 if v1 is not None else buf["v"][slot], kbk, self.a.d_blocks + 1)
         self.mm.mad(p0, v0, buf["pv"][slot], mq, kbk, self.a.d_blocks + 1, False)
+
+    def v_to_l0b(self, v1: ir.Value, kbk: int, v0: ir.Value) -> None:
+        """V's L1 tile (with its ones column) -> `v0` in L0B (Zn)."""
+        self.mm.reorder_blocks(v1, v0, rows=kbk, cols=self.a.d_blocks + 1, transpose=True,
+                               op_name="cce.load_l1_to_l0b", src_col_stride=nir.memref_shape(v1)[1])
 
     @staticmethod
     def prefix(buf: ir.Value, blocks: int) -> ir.Value:

@@ -27,7 +27,7 @@ P_RUNS = 3
 
 
 class SoftmaxSteps:
-    """Mixed into the kernel (`a`, `t`, `qb`, `kb`, `granule`, `prescale`, `scale_p`,
+    """Mixed into the kernel (`a`, `t`, `qb`, `kb`, `granule`, `prescale`, `scale_p`, `scale_block`,
     `row_max`, `context`, `nz_slabs`, `flat_out`)."""
 
     def softmax_tile(self, sc: ir.Value, pl1: ir.Value, mq: int, kbk: int,
@@ -53,7 +53,7 @@ class SoftmaxSteps:
                                    self.row_max if first else None)
         vmax, vsub = Compute("binary", vop="cce.vmax"), Compute("binary", vop="cce.vsub")
         if first:
-            shift = self.broadcast(self.row_max, rows)
+            new_max = self.row_max
         else:
             new_max = nir.alloc([rows], "f32", "ub")
             self.apply(vmax, new_max, [self.row_max, tile_max], rows)
@@ -63,7 +63,12 @@ class SoftmaxSteps:
                            rows)
             self.apply(unary_compute("ascend.exp", "f32"), alpha, [alpha], rows)
             self.apply(vmax, self.row_max, [self.row_max, tile_max], rows)
-            shift = self.broadcast(new_max, rows)
+        if self.scale_p:  # the shift by -scale * max: one vmadd scales and shifts
+            scaled_max = nir.alloc([rows], "f32", "ub")
+            self.apply(Compute("scalar", vop="cce.vmuls", scalar=-a.scale), scaled_max,
+                       [new_max], rows)
+            new_max = scaled_max
+        shift = self.broadcast(new_max, rows)
         probs = nir.alloc([count], "f16", "ub")
         # P in a few runs of key slabs, each to L1 as soon as it is made: the
         # last run's copy is all that the next tile's scores (which the
@@ -83,16 +88,21 @@ class SoftmaxSteps:
     def p_run(self, scores: ir.Value, probs: ir.Value, pl1: ir.Value, shift: ir.Value,
               j0: int, j1: int, mq: int, kbk: int, masked: bool) -> list[Callable[[], None]]:
         """The stages of P's run of key slabs j0..j1-1: the shift by the row
-        max in f32, the cast to f16, the scale (`scale_p`), then exp and the
-        copy to L1."""
-        a, rows = self.a, mq * 16
+        max in f32 (`scale_p`: scale * s - scale * max, one vmadd with the
+        scale's constant block, in place of an f16 vmuls over P), the cast to
+        f16, then exp and the copy to L1."""
+        rows = mq * 16
         slab = rows * 16
         at, n = j0 * slab, (j1 - j0) * slab
-        vsub = Compute("binary", vop="cce.vsub")
 
         def shifted() -> None:
             for j in range(j0, j1):
-                self.apply(vsub, scores, [scores, shift], slab, offsets=(j * slab, j * slab, 0))
+                if self.scale_p:
+                    self.apply(Compute("multiply_add"), scores, [self.scale_block, shift], slab,
+                               offsets=(j * slab, 0, 0))
+                else:
+                    self.apply(Compute("binary", vop="cce.vsub"), scores, [scores, shift], slab,
+                               offsets=(j * slab, j * slab, 0))
             if masked and j1 == kbk:  # padded keys' -1e30 would overflow f16: a finite value
                 self.apply(Compute("scalar", vop="cce.vmaxs", scalar=-F16_MASKED), scores,
                            [scores], slab, offsets=((kbk - 1) * slab, (kbk - 1) * slab))
@@ -101,10 +111,6 @@ class SoftmaxSteps:
             self.apply(cast_compute("f32", "f16", "rint"), probs, [scores], n, offsets=(at, at),
                        sizes=(2, 4))
 
-        def scaled() -> None:
-            self.apply(Compute("scalar", vop="cce.vmuls", scalar=a.scale), probs, [probs], n,
-                       offsets=(at, at), sizes=(2, 2))
-
         def exp_to_l1() -> None:
             self.apply(unary_compute("ascend.exp", "f16"), probs, [probs], n, offsets=(at, at),
                        sizes=(2, 2))
@@ -112,7 +118,7 @@ class SoftmaxSteps:
                 nir.subview(pl1, [j0, 0, 0, 0], [j1 - j0] + nir.memref_shape(pl1)[1:])
             copy("cce.copy_ub_to_l1", sub(probs, at, n), run, 1, (j1 - j0) * mq * 16)
 
-        return [shifted, half] + ([scaled] if self.scale_p else []) + [exp_to_l1]
+        return [shifted, half, exp_to_l1]
 
     def rescale_context(self, pv: ir.Value, alpha: ir.Value, mq: int) -> None:
         """O = O * alpha + P.V per row (the online softmax's correction), the
@@ -182,17 +188,20 @@ class SoftmaxSteps:
              rows * 16 * 2 // self.granule)
 
     # -- vector helpers -------------------------------------------------------
-    def apply(self, compute: Compute, dst: ir.Value, srcs: list[ir.Value], count: int,
+    def apply(self, compute: Compute, dst: ir.Value, srcs: list[ir.Value | View], count: int,
               offsets: tuple[int, ...] | None = None, sizes: tuple[int, int] = (4, 4)) -> None:
         """`compute` over `count` contiguous elements of dst and srcs (f32
-        unless `sizes` = (dst bytes, src bytes)), from the element offsets."""
+        unless `sizes` = (dst bytes, src bytes)), from the element offsets; a
+        src given as a View (a constant block) is read as it is."""
         offsets = offsets or (0,) * (1 + len(srcs))
         des, ses = sizes
         lanes, g = self.t.lanes(max(des, ses)), self.granule
         for piece in split_repeats(count, lanes, self.t.max_repeat):
             touched = (piece.repeat - 1) * lanes + piece.mask
 
-            def view(buf: ir.Value, at: int, es: int) -> View:
+            def view(buf: ir.Value | View, at: int, es: int) -> View:
+                if isinstance(buf, View):  # a constant block (strides 0)
+                    return buf
                 return View(sub(buf, at + piece.offset, touched), 1, lanes * es // g)
 
             compute.emit(view(dst, offsets[0], des),
@@ -239,6 +248,15 @@ class SoftmaxSteps:
                       src_offsets=[0] * 16, dst_offsets=list(range(16)), src_rep_stride=1,
                       dst_rep_stride=16)
         return wide
+
+    def constant_block(self, value: float) -> View:
+        """One f32 block of `value` in UB, read with strides 0 as a whole
+        repeat of it."""
+        per_block = self.granule // 4
+        block = nir.alloc([per_block], "f32", "ub")
+        nir.create_op("cce.vdup", [block], repeat=1, mask=per_block, dst_blk_stride=1,
+                      dst_rep_stride=8, scalar=value)
+        return View(block, 0, 0)
 
     def ones_blocks(self, blocks: int) -> ir.Value:
         """`blocks` 16x16 f16 blocks of 1.0 in UB, the source of V's ones column."""

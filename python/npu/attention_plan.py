@@ -51,7 +51,7 @@ def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = Fals
     two broadcasts) and the P.V phase. P.V has one more column block (ones: the
     row sums). The scores and P.V in L0C and V's tile in L1 have two slots
     (the software pipeline of `npu-lower-attention`); `whole`: one tile per
-    head (all queries and keys)."""
+    head (all queries and keys), Q's and K's L1 tiles in two slots too."""
     frac4, frac2 = 16 * 16 * 4, 16 * 16 * 2
     slab = q_blocks * frac4  # one [rows, 16] f32 slab
     rows = q_blocks * 16
@@ -68,8 +68,8 @@ def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = Fals
             "l0a": (d_blocks + k_blocks) * q_blocks * frac2,
             "l0b": k_blocks * (2 * d_blocks + 1) * frac2,  # K^T and V with its ones
             "l0c": 2 * (k_blocks + d_blocks + 1) * slab,
-            "l1": (d_blocks * q_blocks + k_blocks * (3 * d_blocks + 2) + k_blocks * q_blocks)
-            * frac2}
+            "l1": (d_blocks * q_blocks + k_blocks * (3 * d_blocks + 2) + k_blocks * q_blocks
+                   + whole * d_blocks * (q_blocks + k_blocks)) * frac2}
 
 
 def plan(a: Attention, target: Target, ub_fraction: float) -> Plan | str:

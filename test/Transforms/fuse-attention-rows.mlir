@@ -24,14 +24,18 @@
 // KERNEL:       cce.copy_gm_to_l1{{.*}}burst_len = 1 : i64, dst_gap = 0 : i64, n_burst = 32 : i64, src_gap = 3 : i64
 // KERNEL:       cce.mad
 // P in two runs of two key slabs (32 rows each), each copied to L1 once
-// made: the next tile's scores wait only for the last run's copy.
-// KERNEL:       cce.vsub
-// KERNEL:       cce.vsub
+// made: the next tile's scores wait only for the last run's copy. The scale
+// (1/sqrt(32), not a power of two: not folded into Q) rides on the shift:
+// one vmadd per slab gives scale * s - scale * max.
+// KERNEL:       cce.vmuls{{.*}}scalar = -0.17677669529663687
+// KERNEL-NOT:   cce.vsub
+// KERNEL:       cce.vmadd
+// KERNEL:       cce.vmadd
 // KERNEL:       cce.vconv{{.*}}(memref<1024xf16, strided<[1]>, "ub">, memref<1024xf32, strided<[1]>, "ub">)
 // KERNEL:       cce.vexp{{.*}}memref<1024xf16
 // KERNEL:       cce.copy_ub_to_l1{{.*}}memref<2x2x16x16xf16, strided<[512, 256, 16, 1]>, "l1">
-// KERNEL:       cce.vsub
-// KERNEL:       cce.vsub
+// KERNEL:       cce.vmadd
+// KERNEL:       cce.vmadd
 // KERNEL:       cce.vconv{{.*}}offset: 1024>, "ub">, memref<1024xf32, strided<[1], offset: 1024>, "ub">)
 // KERNEL:       cce.vexp
 // KERNEL:       cce.copy_ub_to_l1{{.*}}memref<2x2x16x16xf16, strided<[512, 256, 16, 1], offset: 1024>, "l1">
