@@ -336,23 +336,35 @@ class _Kernel(OperandTiles, SoftmaxSteps):
             """A query tile inside the loop is never the last: all rows valid."""
             return min(qb * 16, a.seq - x * qb * 16) if isinstance(x, int) else qb * 16
 
-        def stages(locate: Callable) -> tuple[Callable, ...]:
+        # The next query tile's Q is brought to L1 by the load stage of this
+        # tile's last key tile: a step ahead of its Q.K^T, so that (with its
+        # rows scaled in UB on the way) the vector unit never waits for it.
+        q_next = nir.alloc([d1, qb, 16, 16], "f16", "l1")
+
+        def stages(locate: Callable, following: Callable) -> tuple[Callable, ...]:
             """The four stages of a step, `locate(step)` = (head, query tile,
-            key tile)."""
+            key tile); `following(h, x)`: the (head, query tile) after tile x
+            of head h in the pipeline, and whether its Q is loaded ahead."""
             def load(step, slot: int) -> None:
                 h, x, y = locate(step)
                 if y == 0:
-                    self.mm.reorder_blocks(self.load_q(h, first_row_block(x), qb), q0, rows=qb,
-                                           cols=d1, transpose=False,
+                    first = isinstance(x, int) and x == 0 and not following(h, x)[2]
+                    q1 = self.load_q(h, first_row_block(x), qb) if first else q_next
+                    self.mm.reorder_blocks(q1, q0, rows=qb, cols=d1, transpose=False,
                                            op_name="cce.load_l1_to_l0a", src_col_stride=qb)
                 if not resident:
                     self.scores_and_v(h, q0, qb, y * kb, blocks(y), buf, slot)
-                    return
-                if isinstance(x, int) and x == 0:
-                    self.load_k(h, y * kb, blocks(y), k_tiles[y])
-                    self.load_rows(a.v, 2, h, y * kb, blocks(y), v_tiles[y], ones=False)
-                self.mm.mad(q0, self.k_to_l0b(k_tiles[y], blocks(y)),
-                            self.prefix(buf["scores"][slot], blocks(y)), qb, d1, blocks(y), False)
+                else:
+                    if isinstance(x, int) and x == 0:
+                        self.load_k(h, y * kb, blocks(y), k_tiles[y])
+                        self.load_rows(a.v, 2, h, y * kb, blocks(y), v_tiles[y], ones=False)
+                    self.mm.mad(q0, self.k_to_l0b(k_tiles[y], blocks(y)),
+                                self.prefix(buf["scores"][slot], blocks(y)), qb, d1, blocks(y),
+                                False)
+                h_next, x_next, _ = following(h, x)
+                if y == n_keys - 1 and h_next is not None:
+                    self.load_rows(a.q, 0, h_next, first_row_block(x_next), qb, into=q_next,
+                                   ones=False)
 
             def soft(step, slot: int) -> None:
                 y = locate(step)[2]
@@ -376,12 +388,35 @@ class _Kernel(OperandTiles, SoftmaxSteps):
                          for f in (load, soft, pv, drain))
 
         per_head = s1 // qb * n_keys
+        last_x = s1 // qb - 1
+
+        def shift(i):
+            return i + 1 if isinstance(i, int) else lin((i, 1), (1, 1))
+
+        def across_heads(h, x):
+            """One pipeline over the heads: tile x's successor is the next
+            one of the head, or the next head's first (none after the last
+            head); a head's first tile has its Q loaded ahead unless it is
+            the first of all."""
+            ahead = not (isinstance(h, int) and h == 0)
+            if isinstance(x, int) and x == last_x:
+                if isinstance(h, int) and h == a.heads - 1:
+                    return None, None, ahead
+                return shift(h), 0, ahead
+            return h, shift(x), ahead
+
+        def within_head(h, x):
+            """A pipeline per head: its first tile loads its own Q."""
+            if isinstance(x, int) and x == last_x:
+                return None, None, False
+            return h, shift(x), False
+
         if per_head <= MAX_HEAD_STEPS:
-            self.skewed(a.heads, *stages(lambda st: (st[0],) + divmod(st[1], n_keys)),
-                        inner=per_head, peel=1)
+            self.skewed(a.heads, *stages(lambda st: (st[0],) + divmod(st[1], n_keys),
+                                         across_heads), inner=per_head, peel=1)
         else:
             self.loop(a.heads, lambda h: self.skewed(
-                s1 // qb, *stages(lambda st: (h,) + st), inner=n_keys, peel=1),
+                s1 // qb, *stages(lambda st: (h,) + st, within_head), inner=n_keys, peel=1),
                 double_buffer=False)
 
     def query_tiles(self, h) -> None:

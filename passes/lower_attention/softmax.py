@@ -19,6 +19,10 @@ MASKED = -1e30
 # The padded keys' shifted scores clamped to this before the f16 exp
 # (finite in f16; exp(-scale * F16_MASKED) is 0 there).
 F16_MASKED = 6e4
+# Most slabs a row max folds onto at once (`row_reduce`: independent chains
+# share each pipe_barrier(V)); the scores phase of the attention plan's
+# footprint has room for four slabs besides the scores and P.
+MAX_FOLD_CHAINS = 4
 # Runs of key slabs a tile's P is made and copied to L1 in, with several
 # tiles per head (with one, the next head's scores do not wait for P's copy
 # and one run measured faster: 46,373 against 46,949 cycles for 12 heads
@@ -212,27 +216,31 @@ class SoftmaxSteps:
                    into: ir.Value | None) -> ir.Value:
         """Per row of the Nz tile: slabs folded elementwise onto one [rows, 16]
         slab, then one 16-lane reduction per row into `into` (or a new buffer).
-        A max or min (exact, so the order does not matter) folds onto two
-        slabs in turn, merged at the end: two independent chains, so one
-        pipe_barrier(V) per two folds instead of one per fold. The second
-        slab lives only over the folds, before P (so within the scores
-        phase of `npu.attention_plan.footprint`)."""
+        A max or min (exact, so the order does not matter) folds onto up to
+        MAX_FOLD_CHAINS slabs in turn, merged pairwise at the end: independent
+        chains, so one pipe_barrier(V) per round of folds instead of one per
+        fold. The chains' slabs live only over the folds, before P and the
+        broadcasts (so within the scores phase of
+        `npu.attention_plan.footprint`)."""
         slab = rows * 16
         work = scores
         combine = Compute("binary", vop=fold)
         if slabs > 1:
-            work = nir.alloc([slab], "f32", "ub")
-            self.apply(combine, work, [scores, scores], slab, offsets=(0, 0, slab))
-            chains = [work]
-            if slabs >= 4 and fold in ("cce.vmax", "cce.vmin"):
-                chains.append(nir.alloc([slab], "f32", "ub"))
-                self.apply(combine, chains[1], [scores, scores], slab,
-                           offsets=(0, 2 * slab, 3 * slab))
+            exact = fold in ("cce.vmax", "cce.vmin")
+            chains = [nir.alloc([slab], "f32", "ub")
+                      for _ in range(min(MAX_FOLD_CHAINS, slabs // 2) if exact else 1)]
+            for c, acc in enumerate(chains):
+                self.apply(combine, acc, [scores, scores], slab,
+                           offsets=(0, 2 * c * slab, (2 * c + 1) * slab))
             for j in range(2 * len(chains), slabs):
                 acc = chains[j % len(chains)]
                 self.apply(combine, acc, [acc, scores], slab, offsets=(0, 0, j * slab))
-            if len(chains) > 1:
-                self.apply(combine, work, chains, slab)
+            while len(chains) > 1:  # the last half onto the first: one barrier per round
+                keep = len(chains) - len(chains) // 2
+                for c in range(keep, len(chains)):
+                    self.apply(combine, chains[c - keep], [chains[c - keep], chains[c]], slab)
+                chains = chains[:keep]
+            work = chains[0]
         out = into if into is not None else nir.alloc([rows], "f32", "ub")
         nir.create_op(across, [out, sub(work, 0, slab)], repeat=rows, mask=16,
                       src_blk_stride=1, src_rep_stride=16 * 4 // self.granule, dst_rep_stride=1)

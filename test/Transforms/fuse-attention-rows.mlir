@@ -45,13 +45,25 @@
 // KERNEL-SAME:  k = 48 : i64, m = 32 : i64, n = 64 : i64
 // KERNEL:       cce.copy_ub_to_gm
 // KERNEL-NOT:   cce.copy_gm_to_ub
-// A head's K and V stay in L1 over its query tiles: the first loads Q (two
-// column blocks), K^T (four) and V (two), the second Q alone.
+// A head's K and V stay in L1 over its query tiles, and a query tile's Q
+// comes to L1 with the step before it (after that step's Q.K^T): the first
+// step loads Q (two column blocks), K^T (four) and V (two), then the second
+// tile's Q; the second step only computes Q.K^T, then loads the next head's
+// first Q; that head's first step loads its K^T and V alone.
 // RESIDENT-LABEL: func.func @attention
 // RESIDENT-COUNT-8: cce.copy_gm_to_l1
 // RESIDENT-NOT:     cce.copy_gm_to_l1
 // RESIDENT:         cce.mad
 // RESIDENT-COUNT-2: cce.copy_gm_to_l1
+// RESIDENT-NOT:     cce.copy_gm_to_l1
+// RESIDENT:         cce.mad
+// RESIDENT-SAME:    k = 64 : i64, m = 32 : i64, n = 32 : i64
+// RESIDENT-COUNT-2: cce.copy_gm_to_l1
+// RESIDENT-NOT:     cce.copy_gm_to_l1
+// RESIDENT:         cce.mad
+// RESIDENT-SAME:    k = 48 : i64, m = 32 : i64, n = 64 : i64
+// RESIDENT-NOT:     cce.copy_gm_to_l1
+// RESIDENT-COUNT-6: cce.copy_gm_to_l1
 // RESIDENT-NOT:     cce.copy_gm_to_l1
 // RESIDENT:         cce.mad
 func.func @attention(%q: memref<2x64x32xf32, "gm">, %kt: memref<2x32x64xf32, "gm">, %v: memref<2x64x32xf32, "gm">, %y: memref<2x64x32xf32, "gm">) {
