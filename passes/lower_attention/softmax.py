@@ -154,8 +154,9 @@ class SoftmaxSteps:
         if a.nz_out:
             for j in range(a.d_blocks):
                 scaled(j)
-            for j in range(a.d_blocks):
-                self.store_nz(h, x0, j, mq, valid)
+            halves = [self.nz_half(j, mq, valid) for j in range(a.d_blocks)]
+            for j, half in enumerate(halves):
+                self.store_nz(half, h, x0, j, mq)
             return
         for j in range(a.d_blocks):
             scaled(j)
@@ -169,11 +170,12 @@ class SoftmaxSteps:
             copy("cce.copy_ub_to_gm", sub(self.context, j * slab, valid * 16), dst, valid,
                  16 * 4 // self.granule, 0, (pitch - 16) * 4 // self.granule)
 
-    def store_nz(self, h, x0, j: int, mq: int, valid: int) -> None:
-        """Column block j of head h's context (a slab: rows x 16, already in
-        the Nz order of one column block) cast to f16 with the absorbed
-        cast's rounding, padding rows zeroed, then one burst into the
-        merged context's Nz tensor at column block h * D/16 + j."""
+    def nz_half(self, j: int, mq: int, valid: int) -> ir.Value:
+        """Column block j of the context (a slab: rows x 16, already in the
+        Nz order of one column block) cast to f16 with the absorbed cast's
+        rounding, padding rows zeroed. `finish` casts every block before it
+        stores any: the stores then wait for one V -> MTE3 flag, not one
+        per block (each holds V until its casts have finished)."""
         a = self.a
         rows = mq * 16
         half = self.nz_slabs[j] if self.nz_slabs else nir.alloc([rows * 16], "f16", "ub")
@@ -186,6 +188,12 @@ class SoftmaxSteps:
                 nir.create_op("cce.vdup", [sub(half, at, (piece.repeat - 1) * lanes + piece.mask)],
                               repeat=piece.repeat, mask=piece.mask, dst_blk_stride=1,
                               dst_rep_stride=lanes * 2 // self.granule, scalar=0.0)
+        return half
+
+    def store_nz(self, half: ir.Value, h, x0, j: int, mq: int) -> None:
+        """`nz_half`'s block j -> one burst into the merged context's Nz
+        tensor at column block h * D/16 + j."""
+        a, rows = self.a, mq * 16
         column = lin((h, a.d_blocks), (1, j))
         first = lin((column, a.seq_blocks * 256), (x0, 256))
         copy("cce.copy_ub_to_gm", half, sub(self.flat_out, first, rows * 16), 1,
