@@ -50,9 +50,9 @@ def group(text: str, pipeline: str = "npu-fuse-attention") -> dict:
 
 
 def check(heads: int, seq: int, head_dim: int = 64, fused_pipeline: str = "npu-lower",
-          normalise: str = "reciprocal"):
+          normalise: str = "reciprocal", ins: list[np.ndarray] | None = None):
     text = attention(heads, seq, head_dim, normalise)
-    ins = inputs(heads, seq, head_dim)
+    ins = ins if ins is not None else inputs(heads, seq, head_dim)
     fused, expected, fres = compile_and_simulate(text, fused_pipeline, ins)
     unfused, _, ures = compile_and_simulate(text, "npu-lower{fuse=false}", ins)
     for i in range(3):  # the inputs are left intact
@@ -68,11 +68,25 @@ def check(heads: int, seq: int, head_dim: int = 64, fused_pipeline: str = "npu-l
     return fres, ures
 
 
-@pytest.mark.parametrize("heads,seq", [(3, 128), (2, 80), (2, 200)])
+@pytest.mark.parametrize("heads,seq", [(3, 128), (2, 80), (2, 100), (2, 200)])
 def test_scores_on_chip(heads, seq):
+    """Every key of a query tile at once; 100 keys (7 slabs, 4 padded keys
+    masked) fold their row max onto three slabs (an odd merge)."""
     g = group(attention(heads, seq, 64))
     assert g["key_rows"] >= seq  # every key of a query tile at once: no online softmax
     check(heads, seq)
+
+
+@pytest.mark.parametrize("key", [5, 70, 99])
+def test_row_max_reaches_every_key_slab(key):
+    """One key scores 15 above the rest in every row: a row max that missed
+    its slab (the fold's chains and their merge) would leave exp(15) in P,
+    past f16's range. 100 keys: 7 slabs on three chains."""
+    ins = inputs(2, 100, 64)
+    ins[0][:, :, 0] = 4.0  # Q: every row 4 along dimension 0
+    ins[1][:, 0, :] = 0.0  # K^T: dimension 0 only ...
+    ins[1][:, 0, key] = 30.0  # ... large for `key`: score 4 * 30 / 8 = 15 more
+    check(2, 100, ins=ins)
 
 
 def test_seq_512_online_softmax():
