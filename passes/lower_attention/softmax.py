@@ -56,23 +56,28 @@ class SoftmaxSteps:
         tile_max = self.row_reduce(scores, kbk, rows, "cce.vmax", "cce.vcmax",
                                    self.row_max if first else None)
         vmax, vsub = Compute("binary", vop="cce.vmax"), Compute("binary", vop="cce.vsub")
+        # Ordered in waves of independent instructions (one pipe_barrier(V)
+        # each): the new max; alpha's difference, the running max's update
+        # (after its read: V's WAR is safe) and the shift; exp(alpha) with
+        # P's first stage.
         if first:
             new_max = self.row_max
         else:
             new_max = nir.alloc([rows], "f32", "ub")
             self.apply(vmax, new_max, [self.row_max, tile_max], rows)
             self.apply(vsub, alpha, [self.row_max, new_max], rows)
-            if self.scale_p:
-                self.apply(Compute("scalar", vop="cce.vmuls", scalar=a.scale), alpha, [alpha],
-                           rows)
-            self.apply(unary_compute("ascend.exp", "f32"), alpha, [alpha], rows)
             self.apply(vmax, self.row_max, [self.row_max, tile_max], rows)
         if self.scale_p:  # the shift by -scale * max: one vmadd scales and shifts
             scaled_max = nir.alloc([rows], "f32", "ub")
             self.apply(Compute("scalar", vop="cce.vmuls", scalar=-a.scale), scaled_max,
                        [new_max], rows)
+            if not first:
+                self.apply(Compute("scalar", vop="cce.vmuls", scalar=a.scale), alpha, [alpha],
+                           rows)
             new_max = scaled_max
         shift = self.broadcast(new_max, rows)
+        if not first:
+            self.apply(unary_compute("ascend.exp", "f32"), alpha, [alpha], rows)
         probs = nir.alloc([count], "f16", "ub")
         # P in a few runs of key slabs, each to L1 as soon as it is made: the
         # last run's copy is all that the next tile's scores (which the
