@@ -14,7 +14,7 @@ from npu.vector_compute import Compute, cast_compute
 
 
 class OperandTiles:
-    """Mixed into the kernel (`a`, `mm`, `granule`, `deferred`, `wides`, `q_rows`,
+    """Mixed into the kernel (`a`, `mm`, `granule`, `deferred`, `wides`,
     `scale_q`, `scope`, `apply`, `ones_blocks`)."""
 
     def load_q(self, h, x0, mq: int) -> ir.Value:
@@ -111,16 +111,10 @@ class OperandTiles:
         While `self.deferred` is a list, only the GM load is emitted here and
         the rest appended to it: the caller issues all its loads first, so
         MTE2 streams them back to back into separate buffers. An f16 source
-        needs no UB: each column block is `rows` bursts straight to L1,
-        unless it is scaled (Q): then its rows pass through UB, one burst
-        each, and are scaled there in f16 before the layout."""
+        (never scaled: `scale_q` only with the casts absorbed) needs no UB:
+        each column block is `rows` bursts straight to L1."""
         if nir.memref_element(source) == "f16":
-            if scale == 1.0:
-                self.rows_to_nz(source, first, rows, cols, pitch, l1)
-            else:
-                self.scope(lambda: self.scale_rows(
-                    self.fetch(source, first, rows, cols, pitch, self.q_rows), l1, rows, cols,
-                    scale))
+            self.rows_to_nz(source, first, rows, cols, pitch, l1)
             return
         if self.deferred is None:
             self.scope(lambda: self.lay_out(self.fetch(source, first, rows, cols, pitch), l1,
@@ -140,13 +134,12 @@ class OperandTiles:
             copy("cce.copy_gm_to_l1", sub(src, lin((first, 1), (16 * j, 1)), (rows - 1) * pitch + 16),
                  self.mm.block_view(flat, j * ld, blocks), rows, 1, pitch * 2 // self.granule - 1, 0)
 
-    def fetch(self, source: ir.Value, first, rows: int, cols: int, pitch: int,
-              into: ir.Value | None = None) -> ir.Value:
+    def fetch(self, source: ir.Value, first, rows: int, cols: int, pitch: int) -> ir.Value:
         """rows x cols of a GM matrix with `pitch` columns -> UB, row-major:
-        into `into`, or (f32) the next of `wides`, or a new buffer."""
+        into the next of `wides` (f32), or a new buffer."""
         g, elem = self.granule, nir.memref_element(source)
         es = nir.element_bytes(elem)
-        wide = into if into is not None else self.wides.pop(0) if self.wides and elem == "f32" \
+        wide = self.wides.pop(0) if self.wides and elem == "f32" \
             else nir.alloc([rows * cols], elem, "ub")
         copy_bursts("cce.copy_gm_to_ub",
                     sub(nir.flatten_memref(source), first, (rows - 1) * pitch + cols), wide,
