@@ -4,17 +4,20 @@
 A step is one (query tile, key tile) pair (`query_rows` x `key_rows` of the
 group's plan). Each step has four stages:
   load: K^T tile GM -> L1 -> L0B (and the Q tile -> L0A on a query tile's
-    first step), mad: scores -> L0C (a slot); V's tile -> L1 (a slot) with
-    a column block of ones;
+    first step; the next query tile's Q -> L1 on its last), mad: scores ->
+    L0C (a slot); V's tile -> L1 (a slot) with a column block of ones (one
+    tile per head: V first, and on to L0B with Q and K);
   soft: scores L0C -> UB (Nz: one [rows, 16] f32 slab per 16 keys, so row
     operations are slab-wise); padded keys of the last tile get -1e30 (a
-    bias slab); row max: slabs folded with vmax, one vcmax per row;
-    online softmax: m' = max(m, tile max), alpha = exp(scale * (m - m'));
-    the row max broadcast over 16 lanes by vnchwconv and subtracted per
-    slab in f32; P = exp(scale * shifted) in f16 (vconv, vmuls, vexp: half
-    the repeats of f32) -> L1 (a slot);
-  pv: P -> L0A, V -> L0B, mad: P.V -> L0C (a slot); the ones column makes
-    its last column block the row sums of the f16 P, in f32;
+    bias slab); row max: slabs folded with vmax onto up to four slabs at
+    once, one vcmax per row; online softmax: m' = max(m, tile max),
+    alpha = exp(scale * (m - m')); -scale * max broadcast over 16 lanes by
+    vnchwconv, then scale * s - scale * max per slab in f32 (one vmadd
+    with the scale's constant block); P = exp(shifted) in f16 (vconv,
+    vexp: half the repeats of f32) -> L1 (a slot);
+  pv: V -> L0B (unless there already), P -> L0A, mad: P.V -> L0C (a
+    slot); the ones column makes its last column block the row sums of
+    the f16 P, in f32;
   drain: P.V -> UB, the context O = O * alpha + P.V (the first tile writes
     O directly; the row sums ride along); on a query tile's last step,
     O / sum per row stored once to GM (one burst per row and 16 columns;
@@ -23,7 +26,8 @@ group's plan). Each step has four stages:
 The steps are software-pipelined (`_Kernel.skewed`): every pipe runs its
 queue in program order, so step k is soft(k), load(k+1), pv(k), drain(k-1).
 One tile per head: the heads are the steps (with the f32 casts of Q, K, V
-absorbed: loaded during the previous softmax, cast and laid out on chip);
+absorbed: loaded during the previous softmax, cast and laid out on chip;
+Q's, K's, V's L1 tiles and V's L0B tile in two slots);
 query tiles that divide the sequence: a head's (query, key) tiles are the
 steps; otherwise each query tile's key tiles are. The cube builders
 (L1 -> L0 block reorder, mad) are `npu-lower-matmul`'s, the vector
@@ -47,7 +51,7 @@ from npu import ir as nir
 from npu.cce_build import View, copy, lin
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Pass, PassError
 from npu.passes.lower_attention.operands import OperandTiles
-from npu.passes.lower_attention.softmax import F16_MASKED, SoftmaxSteps
+from npu.passes.lower_attention.softmax import SoftmaxSteps
 from npu.passes.lower_matmul import LowerMatmul
 
 BODY_OPS = ("memref.alloc", "scf.yield") + nir.VIEW_OPS
@@ -105,20 +109,16 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         self.deferred: list[Callable[[], None]] | None = None
         self.wides: list[ir.Value] = []  # f32 staging given by `head_pipeline`, in order
         # Scale the f32 scores before the max only when it does not commute
-        # with it (or is too small for the f16 mask value to vanish).
-        self.prescale = found.scale != 1.0 and not found.scale * F16_MASKED >= 30.0
-        # A power-of-two scale is exact in f16: when Q is cast on chip (one
-        # tile per head) it scales Q's f16 tile on the way. Otherwise the
-        # scale rides on the shift by the row max (`scale_p`: one vmadd per
-        # slab in place of the vsub, no pass over P); measured against
-        # scaling f16 Q rows in UB on their way to L1 with several tiles per
-        # head: 1.4k cycles less in BERT at seq 512, 20k for 12 heads of 1024.
-        whole = s1 <= min(self.qb, self.kb)
-        self.scale_q = (not self.prescale and found.staged and whole
-                        and math.frexp(found.scale)[0] == 0.5
-                        and found.scale not in (0.0, 1.0))
+        # with it (a negative scale). Otherwise the scale rides on the shift
+        # by the row max (`scale_p`: one f32 vmadd per slab in place of the
+        # vsub, no pass over P; the padded keys are clamped after it, so
+        # exp(-F16_MASKED) vanishes whatever the scale). Measured against
+        # scaling Q's f16 tile (a power-of-two scale, exact in f16) on its
+        # way to L1: 1.4k cycles less in BERT at seq 512, 20k for 12 heads
+        # of 1024, 0.7k for 12 heads of 128 with Q cast on chip.
+        self.prescale = found.scale < 0
         self.nz_slabs: list[ir.Value] | None = None  # UB of the f16 context slabs (`store_nz`)
-        self.scale_p = not self.prescale and not self.scale_q and found.scale != 1.0
+        self.scale_p = not self.prescale and found.scale != 1.0
         self.scale_block: View | None = None  # the scale's f32 block (`scale_p`)
         self.granule = self.t.granule("ub")
 

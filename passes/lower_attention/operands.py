@@ -10,12 +10,12 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.cce_build import copy, copy_bursts, lin, sub
-from npu.vector_compute import Compute, cast_compute
+from npu.vector_compute import cast_compute
 
 
 class OperandTiles:
     """Mixed into the kernel (`a`, `mm`, `granule`, `deferred`, `wides`,
-    `scale_q`, `scope`, `apply`, `ones_blocks`)."""
+    `scope`, `apply`, `ones_blocks`)."""
 
     def load_q(self, h, x0, mq: int) -> ir.Value:
         """Rows x0.. (mq blocks) of Q as the A operand's Nz [D/16, mq, 16, 16]."""
@@ -41,8 +41,7 @@ class OperandTiles:
                         dst_gap=(ld - blocks) * 16)
             return l1
         first, pitch = self.rows_of(h, block0)
-        self.stage(a.sources[source], first, blocks * 16, a.head_dim, pitch, l1,
-                   a.scale if source == 0 and self.scale_q else 1.0)
+        self.stage(a.sources[source], first, blocks * 16, a.head_dim, pitch, l1)
         return l1
 
     def fill_ones(self, v1: ir.Value, blocks: int) -> None:
@@ -104,24 +103,23 @@ class OperandTiles:
         self.load_rows(self.a.v, 2, h, y0, kbk, into)
 
     def stage(self, source: ir.Value, first, rows: int, cols: int, pitch: int,
-              l1: ir.Value, scale: float = 1.0) -> None:
+              l1: ir.Value) -> None:
         """rows x cols f32 of a GM matrix with `pitch` columns from element
         `first` -> UB, cast to f16 there (the absorbed cast), laid out as Nz
         in `l1` (the absorbed fractalize); the UB staging is a scope of its own.
         While `self.deferred` is a list, only the GM load is emitted here and
         the rest appended to it: the caller issues all its loads first, so
         MTE2 streams them back to back into separate buffers. An f16 source
-        (never scaled: `scale_q` only with the casts absorbed) needs no UB:
-        each column block is `rows` bursts straight to L1."""
+        needs no UB: each column block is `rows` bursts straight to L1."""
         if nir.memref_element(source) == "f16":
             self.rows_to_nz(source, first, rows, cols, pitch, l1)
             return
         if self.deferred is None:
             self.scope(lambda: self.lay_out(self.fetch(source, first, rows, cols, pitch), l1,
-                                            rows, cols, scale))
+                                            rows, cols))
             return
         wide = self.fetch(source, first, rows, cols, pitch)
-        self.deferred.append(lambda: self.scope(lambda: self.lay_out(wide, l1, rows, cols, scale)))
+        self.deferred.append(lambda: self.scope(lambda: self.lay_out(wide, l1, rows, cols)))
 
     def rows_to_nz(self, source: ir.Value, first, rows: int, cols: int, pitch: int,
                    l1: ir.Value) -> None:
@@ -147,22 +145,11 @@ class OperandTiles:
                     else cols * es // g, src_gap=0 if pitch == cols else (pitch - cols) * es // g)
         return wide
 
-    def scale_rows(self, half: ir.Value, l1: ir.Value, rows: int, cols: int,
-                   scale: float) -> None:
-        """f16 rows in UB times `scale` (a power of two: exact) -> Nz in `l1`."""
-        self.apply(Compute("scalar", vop="cce.vmuls", scalar=scale), half, [half], rows * cols,
-                   sizes=(2, 2))
-        self.to_nz(half, l1, rows, cols)
-
-    def lay_out(self, wide: ir.Value, l1: ir.Value, rows: int, cols: int,
-                scale: float = 1.0) -> None:
-        """The f32 staging -> f16 (times `scale`, exact: a power of two) -> Nz."""
+    def lay_out(self, wide: ir.Value, l1: ir.Value, rows: int, cols: int) -> None:
+        """The f32 staging -> f16 -> Nz."""
         half = nir.alloc([rows * cols], "f16", "ub")
         self.apply(cast_compute("f32", "f16", "rint"), half, [wide], rows * cols, sizes=(2, 4))
-        if scale != 1.0:
-            self.scale_rows(half, l1, rows, cols, scale)
-        else:
-            self.to_nz(half, l1, rows, cols)
+        self.to_nz(half, l1, rows, cols)
 
     def to_nz(self, half: ir.Value, l1: ir.Value, rows: int, cols: int) -> None:
         """A row-major rows x cols f16 matrix in UB -> Nz in L1 (the absorbed

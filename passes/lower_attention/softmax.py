@@ -17,7 +17,7 @@ from npu.vector_tiling import split_repeats
 # Added to the scores of padded keys: exp(x - 1e30 - max) is 0 in f32.
 MASKED = -1e30
 # The padded keys' shifted scores clamped to this before the f16 exp
-# (finite in f16; exp(-scale * F16_MASKED) is 0 there).
+# (finite in f16; exp(-F16_MASKED) is 0 there).
 F16_MASKED = 6e4
 # Most slabs a row max folds onto at once (`row_reduce`: independent chains
 # share each pipe_barrier(V)); the scores phase of the attention plan's
