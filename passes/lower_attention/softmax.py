@@ -26,8 +26,9 @@ MAX_FOLD_CHAINS = 4
 # Runs of key slabs a tile's P is made and copied to L1 in, with several
 # tiles per head (with one, the next head's scores do not wait for P's copy
 # and one run measured faster: 46,373 against 46,949 cycles for 12 heads
-# of 128).
-P_RUNS = 3
+# of 128). Two against three, 12 heads of 200 / 256 / 384 / 512 / 1024:
+# +1.5k / +0.1k / -0.4k / -2.0k / -7.3k cycles (BERT at 512: -2.0k).
+P_RUNS = 2
 
 
 class SoftmaxSteps:
