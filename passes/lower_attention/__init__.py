@@ -239,6 +239,17 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         need = cost.footprint(s1, s1, d1, a.staged, True, a.nz_out)["l0b"]
         v_l0b = ([nir.alloc([s1, d1 + 1, 16, 16], "f16", "l0b") for _ in range(2)]
                  if need + v0_bytes <= self.t.capacity("l0b") else [])
+        # The f16 context blocks on their way to the Nz output in two slots of
+        # their own when UB has room: wherever the memory planner would put
+        # them, the next heads' scores never wait for their stores.
+        nz_slots: list = [None, None]
+        nz_bytes = 2 * d1 * s1 * 256 * 2
+        ub_need = cost.footprint(s1, s1, d1, a.staged, True, a.nz_out)["ub"]
+        if a.nz_out and ub_need + nz_bytes <= (self.t.capacity("ub")
+                                               * cost.ATTENTION_UB_FRACTION):
+            for k in range(2):
+                self.nz_staging(s1)
+                nz_slots[k] = self.nz_slabs
 
         def load(h, slot: int) -> None:
             if not a.staged:
@@ -283,7 +294,7 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         context = nir.alloc([(d1 + 1) * s1 * 256], "f32", "ub")
 
         def drain(h, slot: int) -> None:
-            self.context = context
+            self.context, self.nz_slabs = context, nz_slots[slot]
             copy("cce.copy_l0c_to_ub", buf["pv"][slot], self.context, 1, (d1 + 1) * s1 * 32)
             self.finish(h, 0, s1, a.seq)
 
@@ -467,10 +478,10 @@ class _Kernel(OperandTiles, SoftmaxSteps):
                     lambda k, slot: self.scope(lambda: drain(k, slot)))
 
     def nz_staging(self, q_blocks: int) -> None:
-        """With several tiles per head, the f16 slabs of the context on their
-        way to the Nz output, next to the context (never placed over a
-        step's buffers: the next tile's scores, copied from L0C right
-        after, do not wait for their stores to GM)."""
+        """A set of f16 slabs of the context on their way to the Nz output,
+        next to the context (never placed over a step's buffers: the next
+        tile's scores, copied from L0C right after, do not wait for their
+        stores to GM)."""
         if self.a.nz_out:
             self.nz_slabs = [nir.alloc([q_blocks * 256], "f16", "ub")
                              for _ in range(self.a.d_blocks)]
