@@ -228,6 +228,9 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         # loads of head h+1 run during head h's softmax.
         wides = ([nir.alloc([a.seq * a.head_dim], "f32", "ub") for _ in range(2)]
                  if a.staged else [])
+        # V's two L1 slots get their column of ones once: V's loads leave it.
+        for v1 in buf["v"]:
+            self.fill_ones(v1, s1)
         # Q's and K's L1 tiles in two slots too: head h+1's loads never wait
         # for the cube to have read head h's.
         q_tiles = [nir.alloc([d1, s1, 16, 16], "f16", "l1") for _ in range(2)]
@@ -257,7 +260,7 @@ class _Kernel(OperandTiles, SoftmaxSteps):
                 # followed by the one MTE2 -> MTE1 flag, which covers V as
                 # well (a flag on MTE2 waits for its queue to land: one such
                 # stall per head, not two).
-                self.load_v(h, 0, s1, buf["v"][slot])
+                self.load_v(h, 0, s1, buf["v"][slot], ones=False)
             self.deferred, self.wides = [], list(wides)
             reuse = list(wides[:1])
             q1 = self.load_rows(a.q, 0, h, 0, s1, into=q_tiles[slot], ones=False)
@@ -266,7 +269,7 @@ class _Kernel(OperandTiles, SoftmaxSteps):
                 lay_out()
             self.deferred, self.wides = [], reuse
             if a.staged:  # V's f32 rows staged where Q's were, once Q is cast
-                self.load_v(h, 0, s1, buf["v"][slot])
+                self.load_v(h, 0, s1, buf["v"][slot], ones=False)
             self.v_lay_out = self.deferred[0] if self.deferred else (lambda: None)
             self.deferred = None
             q0 = self.mm.to_l0a(q1, s1, d1)
@@ -363,12 +366,14 @@ class _Kernel(OperandTiles, SoftmaxSteps):
                 if not resident:
                     self.scores_and_v(h, q0, qb, y * kb, blocks(y), buf, slot)
                 else:
-                    if isinstance(x, int) and x == 0:
+                    first_x = isinstance(x, int) and x == 0
+                    if first_x:
                         self.load_k(h, y * kb, blocks(y), k_tiles[y])
-                        self.load_rows(a.v, 2, h, y * kb, blocks(y), v_tiles[y], ones=False)
                     self.mm.mad(q0, self.k_to_l0b(k_tiles[y], blocks(y)),
                                 self.prefix(buf["scores"][slot], blocks(y)), qb, d1, blocks(y),
                                 False)
+                    if first_x:  # after Q.K^T: its flag from MTE2 does not wait for V
+                        self.load_rows(a.v, 2, h, y * kb, blocks(y), v_tiles[y], ones=False)
                 h_next, x_next, _ = following(h, x)
                 if y == n_keys - 1 and h_next is not None:
                     self.load_rows(a.q, 0, h_next, first_row_block(x_next), qb, into=q_next,

@@ -97,10 +97,11 @@ class OperandTiles:
             return l0b
         return self.mm.to_l0b(l1, d1, kbk)
 
-    def load_v(self, h, y0, kbk: int, into: ir.Value) -> None:
+    def load_v(self, h, y0, kbk: int, into: ir.Value, ones: bool = True) -> None:
         """Keys y0.. (kbk blocks) of V as the B operand's Nz in `into`, with
-        a column block of ones (see `load_rows`)."""
-        self.load_rows(self.a.v, 2, h, y0, kbk, into)
+        a column block of ones (see `load_rows`; `ones` False: `into` has
+        them already)."""
+        self.load_rows(self.a.v, 2, h, y0, kbk, into, ones)
 
     def stage(self, source: ir.Value, first, rows: int, cols: int, pitch: int,
               l1: ir.Value) -> None:

@@ -47,14 +47,16 @@
 // KERNEL-NOT:   cce.copy_gm_to_ub
 // A head's K and V stay in L1 over its query tiles, and a query tile's Q
 // comes to L1 with the step before it (after that step's Q.K^T): the first
-// step loads Q (two column blocks), K^T (four) and V (two), then the second
-// tile's Q; the second step only computes Q.K^T, then loads the next head's
-// first Q; that head's first step loads its K^T and V alone.
+// step loads Q (two column blocks) and K^T (four), computes Q.K^T, then
+// loads V (two) and the second tile's Q (two); the second step only
+// computes Q.K^T, then loads the next head's first Q; that head's first
+// step loads its K^T, then (after Q.K^T) its V and its second Q.
 // RESIDENT-LABEL: func.func @attention
-// RESIDENT-COUNT-8: cce.copy_gm_to_l1
+// RESIDENT-COUNT-6: cce.copy_gm_to_l1
 // RESIDENT-NOT:     cce.copy_gm_to_l1
 // RESIDENT:         cce.mad
-// RESIDENT-COUNT-2: cce.copy_gm_to_l1
+// RESIDENT-SAME:    k = 64 : i64, m = 32 : i64, n = 32 : i64
+// RESIDENT-COUNT-4: cce.copy_gm_to_l1
 // RESIDENT-NOT:     cce.copy_gm_to_l1
 // RESIDENT:         cce.mad
 // RESIDENT-SAME:    k = 64 : i64, m = 32 : i64, n = 32 : i64
@@ -63,9 +65,11 @@
 // RESIDENT:         cce.mad
 // RESIDENT-SAME:    k = 48 : i64, m = 32 : i64, n = 64 : i64
 // RESIDENT-NOT:     cce.copy_gm_to_l1
-// RESIDENT-COUNT-6: cce.copy_gm_to_l1
+// RESIDENT-COUNT-4: cce.copy_gm_to_l1
 // RESIDENT-NOT:     cce.copy_gm_to_l1
 // RESIDENT:         cce.mad
+// RESIDENT-SAME:    k = 64 : i64, m = 32 : i64, n = 32 : i64
+// RESIDENT-COUNT-4: cce.copy_gm_to_l1
 func.func @attention(%q: memref<2x64x32xf32, "gm">, %kt: memref<2x32x64xf32, "gm">, %v: memref<2x64x32xf32, "gm">, %y: memref<2x64x32xf32, "gm">) {
   %t1 = memref.alloc() : memref<2x64x32xf16, "gm">
   "ascend.cast"(%q, %t1) {round_mode = "rint"} : (memref<2x64x32xf32, "gm">, memref<2x64x32xf16, "gm">) -> ()

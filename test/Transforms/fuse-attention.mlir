@@ -1,5 +1,6 @@
 // RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-fuse-attention | FileCheck %s
 // RUN: npu-opt %s --split-input-file --npu-fuse-attention --npu-lower-attention 2>&1 | FileCheck %s --check-prefix=KERNEL
+// RUN: npu-opt %s --split-input-file --npu-fuse-attention --npu-lower-attention 2>&1 | FileCheck %s --check-prefix=ONES
 
 // Attention as the frontend emits it (batch_matmul, defractalize, scale,
 // softmax, cast, fractalize, batch_matmul, defractalize) is one group; the
@@ -35,15 +36,20 @@
 // KERNEL-COUNT-2: memref.alloc() : memref<5x3x16x16xf32, "l0c">
 // KERNEL-COUNT-2: memref.alloc() : memref<5x3x16x16xf16, "l1">
 // KERNEL-COUNT-2: memref.alloc() : memref<3x3x16x16xf16, "l1">
+// V's two L1 slots get their column block of ones once (V's loads leave
+// it), then head 0's operands (prologue): V, then Q and K, Q.K^T, and V's
+// tile on to L0B.
+// KERNEL-COUNT-2: scalar = 1.000000e+00
 // KERNEL-COUNT-2: memref.alloc() : memref<4x3x16x16xf16, "l1">
 // KERNEL-COUNT-2: memref.alloc() : memref<3x4x16x16xf16, "l1">
 // KERNEL-COUNT-2: memref.alloc() : memref<3x5x16x16xf16, "l0b">
-// Head 0's operands (prologue): the ones and V, then Q and K, Q.K^T, and
-// V's tile on to L0B.
-// KERNEL:       cce.vdup
-// KERNEL-SAME:  scalar = 1.0
-// KERNEL:       cce.copy_ub_to_l1
 // KERNEL:       cce.copy_gm_to_l1
+// ONES-LABEL:   func.func @attention
+// ONES:         scalar = 1.000000e+00
+// ONES-NOT:     cce.copy_gm_to_l1
+// ONES:         scalar = 1.000000e+00
+// ONES-NOT:     scalar = 1.000000e+00
+// ONES:         return
 // KERNEL:       cce.copy_gm_to_l1
 // KERNEL:       cce.copy_gm_to_l1
 // KERNEL:       cce.mad
