@@ -48,17 +48,23 @@ def lower(options: str = "") -> str:
 
 
 def run_ascend(text: str, pipeline: str, target):
-    from npu.ir import functions, make_context, memref_element, memref_shape, parse_module
+    from npu.ir import (arg_attrs, constant_data, functions, make_context, memref_element,
+                        memref_shape, parse_module)
     from npu.pipeline import run_pipeline
     from npu.reference import evaluate
     from npu.simulator import simulate
 
     module = parse_module(text, make_context())
-    args = functions(module)[0].regions[0].blocks[0].arguments
+    func = functions(module)[0]
+    args = func.regions[0].blocks[0].arguments
     rng = np.random.default_rng(0)
     dtypes = {"f16": np.float16, "f32": np.float32}
     ins = [rng.standard_normal(memref_shape(a.type)).astype(dtypes[memref_element(a.type)])
            for a in args]
+    for k, a in enumerate(args):  # host constants: their own data (a bias)
+        attr = arg_attrs(func, k).get("npu.constant")
+        if attr is not None:
+            ins[k] = constant_data(attr, memref_shape(a.type), memref_element(a.type))
     want = evaluate(functions(module)[0], [a.copy() for a in ins])
     run_pipeline(module, pipeline, target)
     result = simulate(module, [a.copy() for a in ins], target=target, strict=True)
@@ -230,6 +236,20 @@ def main() -> int:
     minimal = 2 * (seq * hidden + hidden * args.mlp_width) + 4 * (args.mlp_width + seq * args.mlp_width)
     row(f"matmul+bias+GELU {seq}x{hidden}x{args.mlp_width}", unfused, fused,
         max(cube, gm_bound(target, minimal)), f"cube {cube}, GM {gm_bound(target, minimal)}")
+    # BERT's ffn_in as it reaches npu-fuse (Nz f16 A, a host-constant bias
+    # row, GELU, the cast to ffn_out's f16 A): the epilogue computed in f16
+    # (epilogue-f16) against the same fused epilogue in f32.
+    from patterns import matmul_epilogue
+
+    text = matmul_epilogue(seq, hidden, ffn, ("bias_row", "gelu", "cast"), "f16")
+    unfused = run_ascend(text, lower("fuse-epilogue-f16=false"), target)
+    fused = run_ascend(text, lower(), target)
+    cube = (seq // f) * (hidden // f) * (ffn // f) // target.cube_blocks_per_cycle
+    minimal = 2 * (seq * hidden + hidden * ffn + seq * ffn) + 4 * ffn
+    row(f"mm+bias+GELU->f16 {seq}x{hidden}x{ffn}", unfused, fused,
+        max(cube, gm_bound(target, minimal)),
+        f"cube {cube}, GM {gm_bound(target, minimal)}; unfused: fused in f32 "
+        "(fuse-epilogue-f16=false)")
     # Horizontal fusion alone: unfused = every fusion on but npu-fuse-horizontal.
     model = qkv_model(seq, hidden)
     unfused = run_onnx(model, {"x": x}, lower("fuse-horizontal=false"), "ascend910")

@@ -33,7 +33,13 @@ def fit(degree: int, rounds: int = 600, points: int = 2500) -> tuple[float, list
     tail = 0.5 * np.vectorize(math.erfc)(a / math.sqrt(2))  # Phi(-a)
     weight = np.maximum(a * tail / np.maximum(np.minimum(a, 1.0), 1e-4), FLOOR)
     basis = a[:, None] ** np.arange(degree + 1)[None, :] * weight[:, None]
-    target = np.log(tail) * weight
+    return lawson(basis, np.log(tail) * weight, rounds)
+
+
+def lawson(basis: np.ndarray, target: np.ndarray, rounds: int) -> tuple[float, list[float]]:
+    """Weighted least squares of `basis @ coef ~ target`, reweighted
+    (Lawson) towards the minimax: (max error, coefficients) of the best round."""
+    points = len(target)
     lw = np.full(points, 1 / points)
     best = (np.inf, [])
     for _ in range(rounds):

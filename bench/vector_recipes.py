@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from npu.dialects.cce import vector_class
-from npu.simulator.vector_numerics import BINARY, SCALAR, UNARY, fma_round
+from npu.simulator.vector_numerics import run_steps
 from npu.target import get_target
 from npu.vector_compute import (ERF_A, ERF_P, GELU_ERFC_CLAMP, UNARY as RECIPES, Step,
                                 gelu_erf_recipe, gelu_tanh_recipe)
@@ -34,26 +34,7 @@ SPECIAL = np.array([np.inf, -np.inf, np.nan, 3e38, -3e38, 0.0, -0.0, 1e-40, -1e-
 
 def evaluate(steps: tuple[Step, ...], x: np.ndarray) -> np.ndarray:
     """The recipe on f32 lanes, as the simulator computes each step."""
-    regs = {"x": x, "y": x.copy()}
-
-    def val(s):
-        return np.full_like(x, np.float32(s)) if isinstance(s, float) else regs[s]
-
-    with np.errstate(all="ignore"):
-        for st in steps:
-            ins = [val(s) for s in st.srcs]
-            if st.op == "cce.vmadd":
-                out = fma_round(ins[0], regs[st.dst], val(float(st.scalar)))
-            elif st.op == "cce.vmla":
-                out = fma_round(ins[0], ins[1], regs[st.dst])
-            elif st.op in BINARY:
-                out = BINARY[st.op](ins[0], ins[1])
-            elif st.op in SCALAR:
-                out = SCALAR[st.op](ins[0], np.float32(st.scalar))
-            else:
-                out = UNARY[st.op](ins[0])
-            regs[st.dst] = out.astype(np.float32)
-    return regs["y"]
+    return run_steps(steps, x.astype(np.float32))
 
 
 def gelu_erfc_as_written(scale: float) -> tuple[Step, ...]:

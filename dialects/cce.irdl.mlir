@@ -69,7 +69,9 @@ irdl.dialect @cce {
     irdl.attributes {"n_burst" = %attr_n_burst, "burst_len" = %attr_burst_len, "src_gap" = %attr_src_gap, "dst_gap" = %attr_dst_gap}
   }
 
-  // l0c -> ub on pipe V: n_burst bursts of burst_len blocks, gaps in blocks
+  // l0c -> ub on pipe V: n_burst bursts of burst_len blocks, gaps in blocks;
+  // optional `convert = "f32_to_f16"` (checked by npu.dialects.cce): f32 in
+  // l0c to f16 in ub, rounded to nearest even (burst_len, src_gap: source blocks)
   irdl.operation @copy_l0c_to_ub {
     %src = irdl.base "!builtin.memref"
     %dst = irdl.base "!builtin.memref"

@@ -13,7 +13,7 @@ from typing import Mapping
 
 from mlir import ir
 
-from npu.dialects.hivm import CONFIG_LAYOUTS, check_mad_dims, check_offsets_count
+from npu.dialects.hivm import CONFIG_LAYOUTS, L0C_CONVERSIONS, check_mad_dims, check_offsets_count
 from npu.dialects.opspec import (
     ARITH_TYPES, BOOL, CAST_PAIRS, CMP_PREDICATES, ELEMENT_TYPES, F64, FLOAT_TYPES, I64, I64_ARRAY, LANES,
     LAST_EVENT, MAX_REPEAT, STR, Bound, OpSpec, Operand, Range, check_sync_pipes,
@@ -134,6 +134,28 @@ def _check_l0c_burst(op: ir.Operation, target: Target) -> None:
                         f"got {burst_len}")
 
 
+def l0c_conversion(op: ir.Operation) -> str:
+    """The conversion of a `cce.copy_l0c_to_ub` (its optional `convert`
+    attribute, one of `hivm.L0C_CONVERSIONS`; absent: "none")."""
+    if "convert" not in op.attributes:
+        return "none"
+    attr = op.attributes["convert"]
+    if not isinstance(attr, ir.StringAttr):
+        raise RuleError(f"attribute 'convert' must be a string, got {attr}")
+    return ir.StringAttr(attr).value
+
+
+def _check_l0c_convert(op: ir.Operation, target: Target) -> None:
+    """A converting move reads f32 and writes f16; a plain one keeps the type."""
+    mode = l0c_conversion(op)
+    if mode not in L0C_CONVERSIONS:
+        raise RuleError(f"unknown conversion '{mode}' (one of {', '.join(L0C_CONVERSIONS)})")
+    src, dst = (memref_element(t) for t in memref_types(op))
+    want = ("f32", "f16") if mode == "f32_to_f16" else (src, src)
+    if (src, dst) != want:
+        raise RuleError(f"convert = \"{mode}\" moves {want[0]} to {want[1]}, got {src} to {dst}")
+
+
 def _check_load_transpose(op: ir.Operation, target: Target) -> None:
     """The per-block transpose views a fractal as 2-byte elements."""
     if ir.BoolAttr(op.attributes["transpose"]).value:
@@ -168,9 +190,11 @@ def _specs() -> list[OpSpec]:
                    "dst_gap": Range(0, field_bound("copy", "dst_gap"))}
     for name in COPY_OPS:
         src, dst = OP_SPACES[name]
+        l0c = src == "l0c"  # may convert f32 -> f16 on the way (`convert`)
         specs.append(OpSpec(name, (Operand("src", src), Operand("dst", dst)),
-                            same_dtype(2, ELEMENT_TYPES), _i64s(copy_ranges), copy_ranges,
-                            (_check_l0c_burst,) if src == "l0c" else ()))
+                            same_dtype(2, ELEMENT_TYPES) + ((("f32", "f16"),) if l0c else ()),
+                            _i64s(copy_ranges), copy_ranges,
+                            (_check_l0c_burst, _check_l0c_convert) if l0c else ()))
     load_ranges = {"repeat": Range(1, MAX_REPEAT),
                    "src_stride": Range(0, field_bound("load", "src_stride")),
                    "dst_stride": Range(0, field_bound("load", "dst_stride"))}

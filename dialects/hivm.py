@@ -45,10 +45,20 @@ _VECTOR = (Field("dst_blk_stride", 0, 8), Field("src0_blk_stride", 8, 8),
            Field("src0_rep_stride", 32, 8), Field("src1_rep_stride", 40, 8),
            Field("repeat", 56, 8))
 
+_COPY = (Field("n_burst", 0, 12), Field("burst_len", 16, 16),
+         Field("src_gap", 32, 16), Field("dst_gap", 48, 16))
+# What the L0C -> UB move does to the values on the way (the `convert` field:
+# the index here; cce's `convert` attribute names it): "none" moves bytes,
+# "f32_to_f16" rounds each f32 to the nearest f16 (ties to even), writing
+# half the bytes it reads. burst_len and src_gap count 32-byte blocks of the
+# source (f32), dst_gap blocks of the destination.
+L0C_CONVERSIONS = ("none", "f32_to_f16")
+
 CONFIG_LAYOUTS: Mapping[str, tuple[Field, ...]] = {
     # Copies: counts in 32-byte blocks.
-    "copy": (Field("n_burst", 0, 12), Field("burst_len", 16, 16),
-             Field("src_gap", 32, 16), Field("dst_gap", 48, 16)),
+    "copy": _COPY,
+    # L0C -> UB: a copy word plus its conversion (`L0C_CONVERSIONS`).
+    "l0c_copy": _COPY + (Field("convert", 12, 2),),
     # L1 -> L0A/L0B loads: strides in 512-byte fractals.
     "load": (Field("src_stride", 0, 16), Field("dst_stride", 16, 16),
              Field("transpose", 32, 1), Field("repeat", 56, 8)),
@@ -192,7 +202,8 @@ ADDRESS_SPACES: Mapping[str, tuple[str, ...]] = {
 
 # Which layout each op's `config` operand uses.
 CONFIG_KIND: Mapping[str, str] = {
-    **{n: "copy" for n in COPY_OPS}, **{n: "load" for n in LOAD_OPS}, "hivm.mad": "mad",
+    **{n: "copy" for n in COPY_OPS}, "hivm.copy_l0c_to_ub": "l0c_copy",
+    **{n: "load" for n in LOAD_OPS}, "hivm.mad": "mad",
     **{n: "vector" for n in VECTOR_OPS}, VECTOR_CMP: "compare", VECTOR_SELECT: "select",
 }
 
@@ -272,10 +283,13 @@ def _check_config(op: ir.Operation, target: Target) -> None:
     if kind == "compare" and fields["predicate"] >= len(CMP_PREDICATES):
         raise RuleError(f"config field 'predicate' = {fields['predicate']} names no predicate "
                         f"(0..{len(CMP_PREDICATES) - 1}: {', '.join(CMP_PREDICATES)})")
-    if kind == "copy":
+    if kind in ("copy", "l0c_copy"):
         for name in ("n_burst", "burst_len"):
             if fields[name] < 1:
                 raise RuleError(f"config field '{name}' must be >= 1, got 0")
+    if kind == "l0c_copy" and fields["convert"] >= len(L0C_CONVERSIONS):
+        raise RuleError(f"config field 'convert' = {fields['convert']} names no conversion "
+                        f"(0..{len(L0C_CONVERSIONS) - 1}: {', '.join(L0C_CONVERSIONS)})")
     if kind == "mad":
         dtype = _type_attr(op, "dtype")
         check_mad_dims(fields["m"], fields["n"], fields["k"], dtype, target, "config field")

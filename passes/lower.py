@@ -38,7 +38,7 @@ from npu.passes.lower_matmul import STRATEGY_CHOICES as STRATEGIES
 LOWERINGS: tuple[tuple[str, dict[str, str]], ...] = (
     ("npu-lower-matmul", {"strategy": "strategy", "m": "m", "n": "n", "k": "k",
                           "matmul-schedule": "schedule", "l1-chunk": "l1-chunk",
-                          "c-pieces": "c-pieces"}),
+                          "c-pieces": "c-pieces", "matmul-drain-convert": "drain-convert"}),
     ("npu-lower-fractalize", {"fractalize": "algorithm", "ub-fraction": "ub-fraction"}),
     ("npu-lower-elementwise", {"ub-fraction": "ub-fraction", "max-chunk": "max-chunk"}),
     ("npu-lower-transpose", {"ub-fraction": "ub-fraction"}),
@@ -47,7 +47,8 @@ LOWERINGS: tuple[tuple[str, dict[str, str]], ...] = (
 
 # Values meaning "leave the owning pass's default".
 _UNSET: dict[str, Any] = {"strategy": "", "m": 0, "n": 0, "k": 0, "matmul-schedule": "",
-                          "l1-chunk": 0, "c-pieces": 0, "fractalize": "",
+                          "l1-chunk": 0, "c-pieces": 0, "matmul-drain-convert": False,
+                          "fractalize": "",
                           "ub-fraction": 0.0, "max-chunk": 0}
 
 
@@ -70,6 +71,8 @@ class LowerPass(Pass):
                "pipelined schedule (0: npu-lower-matmul's choice)", low=0),
         Option("c-pieces", int, 0, "L0C pieces of a matmul C tile in the pipelined schedule "
                "(0: npu-lower-matmul's choice)", low=0),
+        Option("matmul-drain-convert", bool, False, "npu-lower-matmul drain-convert: an "
+               "epilogue's f16 C is rounded by the L0C -> UB move itself"),
         Option("fractalize", str, "", "fractalize algorithm (npu-lower-fractalize algorithm; "
                "empty: its default)", choices=("",) + FRACTALIZE_ALGORITHMS),
         Option("ub-fraction", float, 0.0, "UB share of vector chunks (0: each lowering's default)",
@@ -83,6 +86,8 @@ class LowerPass(Pass):
                "lowers every ascend op as its own kernel"),
         Option("fuse-epilogues", bool, True, "npu-fuse's matmul epilogues (elementwise "
                "consumers of a matmul applied as its C tiles drain)"),
+        Option("fuse-epilogue-f16", bool, True, "npu-fuse's epilogue-f16: a matmul epilogue "
+               "whose only results leaving are f32 -> f16 casts is computed in f16"),
         Option("fuse-row-major-stores", bool, True, "npu-fuse's row-major stores: a "
                "defractalize after a matmul joins its epilogue (C written row-major as it "
                "drains)"),
@@ -190,6 +195,7 @@ class LowerPass(Pass):
             self._required("npu-fuse", remarks=self.fuse_remarks, epilogues=self.fuse_epilogues,
                            **{"ub-fraction": fuse_fraction,
                               "row-major-stores": self.fuse_row_major_stores,
+                              "epilogue-f16": self.fuse_epilogue_f16,
                               "nz-stores": self.fuse_nz_stores}).run(module)
             self._required("npu-lower-fused", **{"ub-fraction": fuse_fraction}, **(
                 {"max-chunk": self.max_chunk} if self.max_chunk else {})).run(module)

@@ -51,6 +51,11 @@ def _word(kind: str, op: ir.Operation) -> int:
             if predicate not in CMP_PREDICATES:
                 raise PassError(f"'{op.name}': unknown predicate '{predicate}'", op)
             fields["predicate"] = CMP_PREDICATES.index(predicate)
+        elif name == "convert" and "convert" in known:
+            mode = ir.StringAttr(named.attr).value
+            if mode not in hivm.L0C_CONVERSIONS:
+                raise PassError(f"'{op.name}': unknown conversion '{mode}'", op)
+            fields["convert"] = hivm.L0C_CONVERSIONS.index(mode)
         else:
             field = hivm.word_field(kind, name)
             if field in known:

@@ -3,7 +3,9 @@
 tile right after it drains from L0C to UB, before anything goes to GM.
 
 Per drained piece (`cols` column blocks x `m` row blocks of C, Nz):
-  * the f32 accumulator is C (rounded to f16 first when C is f16);
+  * the f32 accumulator is C; when C is f16 (an f16 matmul result, or an
+    epilogue computed in f16: `compute = "f16"`) it is rounded to f16 first,
+    by a vconv or (drain-convert) by the L0C -> UB move itself (`drain_type`);
   * each member, in order, loads the same piece of each operand it takes
     from outside the group (first use; one burst per column block, like
     C's store), computes into a new UB buffer or over an input no later
@@ -117,18 +119,29 @@ class MatmulEpilogue:
             return op is None
         self.ops = [m.op for m in members]
         stored = {epilogue.tensor_key(op.operands[0]) for _, op in stores}
-        self.e = epilogue.model(matmul, c, epilogue.collapse_gelu(c, members, leaves, stored),
-                                leaves)
+        outputs = [c] + [m.out for m in members]
+        attrs = nir.dict_attr_items(region.attributes[epilogue.EPILOGUE_ATTR])
+        self.in_f16 = attrs.get("compute", "f32") == epilogue.COMPUTE_F16
+        if self.in_f16:
+            read = {t.root for _, op in stores for t in outputs
+                    if epilogue.column_blocks(op.operands[0], t.value) is not None}
+            why = epilogue.f16_refusal(epilogue.model(matmul, c, members, leaves), read)
+            if why is not None:
+                raise PassError(f"an npu.epilogue group with compute = \"f16\" must end in "
+                                f"f32 -> f16 casts: {why}", region)
+            c, members = epilogue.in_f16(c, members, self.target)
+        self.e = epilogue.model(matmul, c, epilogue.collapse_gelu(c, members, leaves, stored,
+                                                                  self.in_f16), leaves)
         granule = self.target.granule("ub")
         self.e.broadcast = {r for r in self.e.broadcast
                             if (self.target.fractal * self.e.loaded[r].es) % granule == 0}
         self.rows_ub: dict = {}
         self.consts: dict = {}  # member index -> its recipe's `Constants`
         self.row_major = self.row_major_targets(stores)
-        self.plan = epilogue.plan(self.e, self.target)
+        self.plan = epilogue.plan(self.e, self.target, self.drain_type)
         frac = self.target.fractal
         self.pitch = {}
-        for o in list(self.e.loaded.values()) + [c] + [m.out for m in members]:
+        for o in list(self.e.loaded.values()) + outputs:
             strides, _ = nir.memref_layout(o.value.type)
             self.pitch[o.value] = strides[-4] // (frac * frac)
 
@@ -164,6 +177,13 @@ class MatmulEpilogue:
                                 "cover its column blocks, each once", self.region)
         self.stores = [op for _, op in stores]
         return out
+
+    @property
+    def drain_type(self) -> str:
+        """The type C's accumulator reaches UB in: f16 when C is f16 and
+        npu-lower-matmul's drain-convert is on (the L0C -> UB move converts
+        it, `convert = "f32_to_f16"`), else f32."""
+        return "f16" if self.e.c.elem == "f16" and self.p.drain_convert else "f32"
 
     @property
     def bytes_per_fractal(self) -> int:
@@ -213,20 +233,28 @@ class MatmulEpilogue:
         for root in self.e.broadcast:
             o = self.e.loaded[root]
             cols = nir.memref_shape(o.value)[-4]
-            ub = nir.alloc([cols, 1, 1, frac], o.elem, "ub")
+            stored = nir.memref_element(o.value)  # o.elem: the type it is computed in
+            es = nir.element_bytes(stored)
+            ub = nir.alloc([cols, 1, 1, frac], stored, "ub")
             gm = nir.subview(o.value, [0] * (len(prefix) + 4), [1] * len(prefix) + [cols, 1, 1, frac])
-            row = self.target.blocks(frac * o.es)
+            row = self.target.blocks(frac * es)
             copy_bursts("cce.copy_gm_to_ub", gm, ub, cols, row,
-                        src_gap=self.target.blocks(self.pitch[o.value] * frac * frac * o.es) - row)
+                        src_gap=self.target.blocks(self.pitch[o.value] * frac * frac * es) - row)
             self.rows_ub[root] = nir.flatten_memref(ub)
+            if stored != o.elem:  # an f32 bias of an epilogue computed in f16: converted once
+                rows = nir.flatten_memref(nir.alloc([cols, 1, 1, frac], o.elem, "ub"))
+                emit_flat_run(cast_compute(stored, o.elem, "rint"), self.target, cols * frac,
+                              (rows, o.elem), [(self.rows_ub[root], stored)])
+                self.rows_ub[root] = rows
 
     def emit(self, acc: ir.Value, piece: Piece) -> None:
-        """The members on one drained piece (`acc`: its f32 UB buffer)."""
+        """The members on one drained piece (`acc`: its UB buffer, f32 or, with
+        `drain_type` f16, rounded by the move)."""
         frac = self.target.fractal
         count = piece.cols * piece.rows * frac * frac
         c = self.e.c
         bufs: dict = {}
-        if c.elem == "f32":
+        if nir.memref_element(acc) == c.elem:
             bufs[c.root] = acc
         else:
             bufs[c.root] = self.alloc(piece, c.elem)

@@ -99,13 +99,18 @@ class HivmDecodeContext(DecodeContext):
             return self.fields[field]
         return super().int(name, default)
 
-    def str(self, name: str) -> str:
+    def str(self, name: str, default: str | None = None) -> str:
         if name == "predicate" and self.kind == "compare":
             index = self.fields["predicate"]
             if index >= len(CMP_PREDICATES):
                 raise self.fail(f"config field 'predicate' = {index} names no predicate")
             return CMP_PREDICATES[index]
-        return super().str(name)
+        if name == "convert" and self.kind == "l0c_copy":
+            index = self.fields["convert"]
+            if index >= len(hivm.L0C_CONVERSIONS):
+                raise self.fail(f"config field 'convert' = {index} names no conversion")
+            return hivm.L0C_CONVERSIONS[index]
+        return super().str(name, default)
 
     def bool(self, name: str, default: bool | None = None) -> bool:
         if name == "accumulate" and self.kind == "mad":

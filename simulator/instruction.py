@@ -81,8 +81,10 @@ class DecodeContext:
             return float(ir.IntegerAttr(attr).value)
         return ir.FloatAttr(attr).value
 
-    def str(self, name: str) -> str:
+    def str(self, name: str, default: str | None = None) -> str:
         if name not in self.op.attributes:
+            if default is not None:
+                return default
             raise self.fail(f"is missing the string attribute '{name}'")
         return ir.StringAttr(self.op.attributes[name]).value
 

@@ -1,7 +1,8 @@
 """The data movers: burst copies per hardware path and the L1 -> L0A/L0B loads.
 
 Cost of one instruction on its path: `latency + ceil(bytes / bytes_per_cycle)`,
-both from the target's `Path`. Copies move raw bytes (no conversion); the
+both from the target's `Path`, bytes being those read. Copies move raw
+bytes, except the L0C -> UB move that converts f32 to f16 (`Copy`); the
 loads move whole fractals and may transpose each one (Nz -> Zn for L0B).
 """
 
@@ -111,7 +112,14 @@ def _bursts_view(data: np.ndarray, addr: int, pat) -> np.ndarray | None:
 
 
 class Copy(_Transfer):
-    """`cce.copy_<src>_to_<dst>`: n_burst bursts of burst_len 32-byte blocks."""
+    """`cce.copy_<src>_to_<dst>`: n_burst bursts of burst_len 32-byte blocks.
+
+    The L0C -> UB move may convert f32 to f16 on the way (`convert`,
+    `hivm.L0C_CONVERSIONS`): each f32 rounded to the nearest f16, ties to
+    even (numpy's astype(float16)); it writes half the bytes it reads
+    (destination bursts of burst_len / 2 blocks, dst_gap in destination
+    blocks). Its cost counts the bytes read: the path's rate is what the
+    source delivers, converted or not."""
 
     def __init__(self, ctx: DecodeContext, path: str):
         super().__init__(ctx, path)
@@ -122,11 +130,17 @@ class Copy(_Transfer):
         if n_burst < 1 or burst_len < 1 or src_gap < 0 or dst_gap < 0:
             raise ctx.fail(f"needs n_burst, burst_len >= 1 and gaps >= 0, got n_burst={n_burst} "
                            f"burst_len={burst_len} src_gap={src_gap} dst_gap={dst_gap}")
+        self.convert = path == "l0c_to_ub" and ctx.str("convert", "none") == "f32_to_f16"
+        if self.convert and burst_len % 2:
+            raise ctx.fail(f"converts f32 to f16 in bursts of {burst_len} blocks: a converted "
+                           "burst must be a whole number of destination blocks (even burst_len)")
+        dst_len = burst_len // 2 if self.convert else burst_len
         burst = burst_len * block
         aligns = []
-        for space, gap in ((self.src_space, src_gap), (self.dst_space, dst_gap)):
+        for space, gap, length in ((self.src_space, src_gap, burst_len),
+                                   (self.dst_space, dst_gap, dst_len)):
             g = t.granule(space)
-            stride = (burst_len + gap) * block
+            stride = (length + gap) * block
             if n_burst > 1 and stride % g:
                 raise ctx.fail(f"puts bursts {stride} bytes apart in {space}, not a multiple of "
                                f"its {g}-byte granule", ALIGNMENT)
@@ -135,13 +149,15 @@ class Copy(_Transfer):
                                f"number of {g}-byte granules", ALIGNMENT)
             aligns.append(g)
         src_pat = access.from_bursts(n_burst, burst, (burst_len + src_gap) * block)
-        dst_pat = access.from_bursts(n_burst, burst, (burst_len + dst_gap) * block)
+        dst_pat = access.from_bursts(n_burst, dst_len * block, (dst_len + dst_gap) * block)
         self.accesses = (Access(0, src_pat, False, aligns[0]), Access(1, dst_pat, True, aligns[1]))
         self.src_pat, self.dst_pat = src_pat, dst_pat
         self.burst_shape = (n_burst, burst)
         _set_cost(self, ctx, path, n_burst * burst, n_burst)
 
     def views(self, mems: list[Memory], addrs: list[int]) -> tuple | None:
+        if self.convert:  # not a byte copy
+            return None
         sp, dp = self.src_pat, self.dst_pat
         if sp.byte_idx is None and dp.byte_idx is None:  # both one run: plain slices
             sa, da = addrs[0], addrs[1]
@@ -151,7 +167,11 @@ class Copy(_Transfer):
         return None if src is None or dst is None else (dst, src)
 
     def move(self, mems: list[Memory], addrs: list[int]) -> None:
-        self.write_dst(mems, addrs, self.read_src(mems, addrs))
+        values = self.read_src(mems, addrs)
+        if self.convert:
+            f32 = np.ascontiguousarray(values).reshape(-1).view(np.float32)
+            values = f32.astype(np.float16).view(np.uint8)
+        self.write_dst(mems, addrs, values)
 
 
 class Load(_Transfer):

@@ -64,6 +64,9 @@ class FusePass(EpilogueGrouping, NzLayouts, Pass):
                            "double buffering and the memory planner's longer lifetimes)"),
         Option("epilogues", bool, True, "join matmuls with the elementwise consumers of their "
                "result (matmul epilogues) before forming row groups"),
+        Option("epilogue-f16", bool, True, "with epilogues: an epilogue whose only results "
+               "leaving the group are f32 -> f16 casts is computed in f16 (npu.epilogue "
+               "compute = \"f16\"; README \"Precision\"); false keeps f32 up to the cast"),
         Option("row-major-stores", bool, True, "with epilogues: a defractalize of C (or of "
                "an epilogue's result) joins as its row-major store"),
         Option("nz-stores", bool, True, "an ascend.fractalize of a row group's result "

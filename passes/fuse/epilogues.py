@@ -95,8 +95,11 @@ class EpilogueGrouping:
             # 91.0k apart); broadcast bias rows are loaded once instead.
             leaves = epilogue.used_outside({mm} | {m.op for m in members}, users)
             e = epilogue.model(mm, c, members, leaves)
-            work = epilogue.vector_cycles(epilogue.collapse_gelu(c, members, leaves),
-                                          self.target)
+            # The work as it will run: in f16 where the policy allows it.
+            in_f16 = self.epilogue_f16 and epilogue.f16_refusal(e) is None
+            c_run, run = epilogue.in_f16(c, members, self.target) if in_f16 else (c, members)
+            work = epilogue.vector_cycles(epilogue.collapse_gelu(c_run, run, leaves,
+                                                                 in_f16=in_f16), self.target)
             if work > own and any(r not in e.broadcast for r in e.loaded):
                 why_not = {m.op: (f"the epilogue's vector work ({work} cycles) would exceed the "
                                   f"matmul's own ({int(own)}) while each drained piece loads "
@@ -209,6 +212,9 @@ class EpilogueGrouping:
         last = at or ordered[-1]
         attrs = {"gm_bytes": fused, "unfused_gm_bytes": unfused,
                  "ub_bytes_per_fractal": plan.per_fractal, "ub_budget": budget}
+        why_f32 = epilogue.f16_refusal(e) if self.epilogue_f16 else "epilogue-f16=false"
+        if why_f32 is None:
+            attrs["compute"] = epilogue.COMPUTE_F16
         location = ir.Location.fused([e.matmul.location] + [op.location for op in ordered],
                                      context=last.context)
         region_op = nir.form_group_region(epilogue.EPILOGUE_ATTR, attrs, location, last, internal,
@@ -218,8 +224,11 @@ class EpilogueGrouping:
             nd = (f"; {len(e.stores)} defractalize(s) absorbed: stored row-major as it drains, "
                   f"{epilogue.store_bursts(e)} bursts of {self.target.fractal} elements"
                   if e.stores else "")
+            casts = any(m.op.name == "ascend.cast" and m.out.elem == "f16" for m in e.members)
+            precision = ("; computed in f16: its results leave as f16 casts" if why_f32 is None
+                         else f"; computed in f32 ({why_f32})" if casts else "")
             self.remark(region_op, f"matmul epilogue: {len(e.members)} op(s) ({e.short}) "
-                                   f"applied to each C tile as it drains: GM traffic "
+                                   f"applied to each C tile as it drains{precision}: GM traffic "
                                    f"{unfused} -> {fused} bytes beyond A and B, {len(internal)} "
                                    f"tensor(s) stay on chip; UB {plan.per_fractal} bytes per C "
                                    f"fractal, {row_blocks * plan.per_fractal} per column block"

@@ -256,12 +256,11 @@ class MatmulBlocks:
                     k: int, c0: int, cols: int, convert: bool) -> None:
         """Column blocks c0 .. c0+cols of a C tile: L0C -> UB (-> f16) -> GM."""
         frac = self.target.fractal
-        acc_blk = self.target.fractal_bytes(4)
         out_blk = self.target.fractal_bytes(nir.element_bytes(str(ops.out_type)))
         src = self.block_view(flat, c0 * m, k * m)
-        ub32 = nir.alloc([cols, m, frac, frac], "f32", "ub")
-        nir.create_op("cce.copy_l0c_to_ub", [src, ub32], n_burst=1,
-                      burst_len=self.target.blocks(cols * m * acc_blk), src_gap=0, dst_gap=0)
+        drained = "f32" if self.epilogue is None else self.epilogue.drain_type
+        ub32 = nir.alloc([cols, m, frac, frac], drained, "ub")
+        self.move_to_ub(src, ub32, cols * m)
         col = y if c0 == 0 else arith.AddIOp(y, nir.index_const(c0)).result
         if self.epilogue is not None:
             self.epilogue.emit(ub32, Piece(ops.prefix, col, x, cols, m))
@@ -274,6 +273,14 @@ class MatmulBlocks:
                           [1] * len(ops.prefix) + [cols, m, frac, frac])
         copy_bursts("cce.copy_ub_to_gm", out, dst, cols, self.target.blocks(m * out_blk),
                     dst_gap=self.target.blocks((ops.c_pitch - m) * out_blk))
+
+    def move_to_ub(self, src: ir.Value, dst: ir.Value, fractals: int) -> None:
+        """`fractals` f32 fractals L0C -> UB as one burst, rounded to f16 on
+        the way when `dst` is f16 (the move's conversion)."""
+        convert = {"convert": "f32_to_f16"} if nir.memref_element(dst) == "f16" else {}
+        nir.create_op("cce.copy_l0c_to_ub", [src, dst], n_burst=1,
+                      burst_len=self.target.blocks(fractals * self.target.fractal_bytes(4)),
+                      src_gap=0, dst_gap=0, **convert)
 
     def convert(self, src: ir.Value, dst: ir.Value, elements: int) -> None:
         """f32 -> f16 with vconv over whole repeats (elements is a multiple of 256)."""

@@ -144,7 +144,8 @@ class PipelinedSchedule:
         tiles) 98.8k -> 100.4k, 128x768x3072 + GELU to f32 (6 tiles) 239.6k
         -> 270.3k."""
         if self.epilogue is None or not self.staged_drain or not self.epilogue_part_columns(
-                mb, khb * mb * self.target.fractal_bytes(4)):
+                mb, khb * mb * self.target.fractal_bytes(
+                    nir.element_bytes(self.epilogue.drain_type))):
             return False
         vector_bound = self.epilogue.vector_cycles > self.target.cube_cycles(blocks)
         narrow = self.epilogue.stored_bytes_per_element <= 2
@@ -160,11 +161,10 @@ class PipelinedSchedule:
         mb, khb = plan.mb, plan.kb // plan.pieces
         move = scf.IfOp(last, [], has_else=False)
         with ir.InsertionPoint(move.then_block):
-            nir.create_op("cce.copy_l0c_to_ub", [self.flat_blocks(c_piece, khb * mb), staged],
-                          n_burst=1, burst_len=self.target.blocks(
-                              khb * mb * self.target.fractal_bytes(4)), src_gap=0, dst_gap=0)
+            self.move_to_ub(self.flat_blocks(c_piece, khb * mb), staged, khb * mb)
             scf.YieldOp([])
-        staged_bytes = khb * mb * self.target.fractal_bytes(4)
+        staged_bytes = khb * mb * self.target.fractal_bytes(
+            nir.element_bytes(nir.memref_element(staged)))
         part = min(khb, self.epilogue_part_columns(mb, staged_bytes))
         drain = scf.IfOp(last, [], has_else=False)
         with ir.InsertionPoint(drain.then_block):
@@ -269,7 +269,7 @@ class PipelinedSchedule:
             # by the pieces: V runs them in order) in its own scf.if, so that
             # its L0C is released to the next tile's mads right after the
             # move, not after the epilogue's vector work (`stages_drain`).
-            staged = (nir.alloc([khb, mb, frac, frac], "f32", "ub")
+            staged = (nir.alloc([khb, mb, frac, frac], self.epilogue.drain_type, "ub")
                       if self.stages_drain(trips // chunks, trips * mb * kb * chunk, mb, khb)
                       else None)
             step = 0

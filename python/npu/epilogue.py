@@ -254,14 +254,82 @@ def model(matmul: ir.Operation, c: fusion.Operand, members: list[fusion.RowOp],
 
 
 def collapse_gelu(c: fusion.Operand, members: list[fusion.RowOp],
-                  leaves: Callable[[ir.Value], bool], kept: set = frozenset()
-                  ) -> list[fusion.RowOp]:
+                  leaves: Callable[[ir.Value], bool], kept: set = frozenset(),
+                  in_f16: bool = False) -> list[fusion.RowOp]:
     """`members` with each GELU chain as one recipe member (`npu.gelu`);
-    `kept`: tensors read besides the members (row-major stores)."""
+    `kept`: tensors read besides the members (row-major stores); `in_f16`:
+    members computed in f16 (`in_f16`) get the f16 recipe."""
     from npu import gelu
 
     leaving = {o.root for o in [c] + [m.out for m in members] if leaves(o.root)}
-    return gelu.collapse(members, leaving | kept)
+    return gelu.collapse(members, leaving | kept, in_f16)
+
+
+COMPUTE_F16 = "f16"  # npu.epilogue's `compute` when the members run in f16
+
+
+def f16_refusal(e: Epilogue, stored: set | None = None) -> str | None:
+    """Why the members cannot be computed in f16 (None: they can). The
+    policy (README "Precision"): every tensor that leaves the group (stored
+    in Nz or row-major) is an f32 -> f16 `ascend.cast` (round to nearest)
+    of a tensor the group makes and nothing else reads, so no f32 value of
+    the chain is seen outside and the result would be rounded to f16 anyway;
+    the members are f16/f32 elementwise ops and every operand loaded per
+    tile is f16 already (a broadcast row is converted once). `stored`: the
+    tensors written row-major (default: those of `e.stores`)."""
+    if e.c.elem != "f32":
+        return f"C is {e.c.elem} already"
+    kept = e.leaving | ({s.src.root for s in e.stores} if stored is None else stored)
+    casts = {m.out.root: m for m in e.members if m.op.name == "ascend.cast"}
+    reads = [i.root for m in e.members for i in m.ins]
+    if any(root not in casts for root in kept):
+        return "a result that is not an f32 -> f16 cast leaves the group"
+    for root in kept:
+        cast = casts[root]
+        source = cast.ins[0].root
+        if (cast.ins[0].elem, cast.out.elem) != ("f32", "f16") \
+                or nir.str_attr(cast.op, "round_mode") != "rint":
+            return "a cast that leaves the group is not f32 -> f16 to nearest"
+        if source in kept or reads.count(source) > 1 or source in e.loaded:
+            return "the f32 value a leaving cast reads is used besides that cast"
+    for m in e.members:
+        if any(o.elem not in ("f16", "f32") for o in m.ins + [m.out]):
+            return f"'{m.op.name}' has operands that are not f16 or f32"
+        if m.op.name == "ascend.cast" and m.out.root not in kept:
+            return "a cast inside the group does not leave it"
+    for root, o in e.loaded.items():
+        if root not in e.broadcast and o.elem != "f16":
+            return f"an {o.elem} operand is loaded per tile and would need converting per tile"
+    return None
+
+
+def in_f16(c: fusion.Operand, members: list[fusion.RowOp], target: Target
+           ) -> tuple[fusion.Operand, list[fusion.RowOp]]:
+    """C and the members as computed in f16 (`f16_refusal` said they can
+    be): each leaving cast is dropped and its result becomes the result of
+    the op it read (C too: C is then f16, the drained accumulator rounded
+    once); every other f32 operand is computed as f16 (`Operand.elem`; the
+    value keeps its f32 memref, which is what a broadcast row is read as
+    from GM)."""
+    from dataclasses import replace
+
+    from npu.passes.lower_elementwise import Input, LowerElementwise
+
+    casts = {m.ins[0].root: m.out for m in members if m.op.name == "ascend.cast"}
+    lower = LowerElementwise(target)
+
+    def f16(o: fusion.Operand) -> fusion.Operand:
+        return replace(o, elem="f16") if o.elem == "f32" else o
+
+    out: list[fusion.RowOp] = []
+    for m in members:
+        if m.op.name == "ascend.cast":
+            continue
+        ins, result = [f16(i) for i in m.ins], casts.get(m.out.root, f16(m.out))
+        compute = lower.compute_of(m.op, [Input(i.value, i.kind, i.elem) for i in ins],
+                                   result.elem)
+        out.append(replace(m, ins=ins, out=result, compute=compute))
+    return casts.get(c.root, f16(c)), out
 
 
 def lowered_plan(e: Epilogue, target: Target) -> Plan:
@@ -362,16 +430,18 @@ def store_bursts(e: Epilogue) -> int:
     return total
 
 
-def plan(e: Epilogue, target: Target) -> Plan:
-    """The buffers of one drained tile, by liveness in member order."""
+def plan(e: Epilogue, target: Target, drained: str = "f32") -> Plan:
+    """The buffers of one drained tile, by liveness in member order;
+    `drained`: the type the accumulator arrives in UB as (f16: converted by
+    the L0C -> UB move itself)."""
     fractal = target.fractal * target.fractal
     last_use: dict = {}
     for k, m in enumerate(e.members):
         for i in m.ins:
             last_use[i.root] = k
-    live: dict = {e.c.root: 4 * fractal}   # the f32 accumulator drained from L0C
+    live: dict = {e.c.root: nir.element_bytes(drained) * fractal}  # drained from L0C
     peak = live[e.c.root]
-    if e.c.elem != "f32":  # C itself is the rounded copy
+    if e.c.elem != drained:  # C itself is the rounded copy
         peak += e.c.es * fractal
         live[e.c.root] = e.c.es * fractal
     elem_of = {e.c.root: e.c.elem}

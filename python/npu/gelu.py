@@ -18,12 +18,15 @@ from collections import Counter
 
 from npu import ir as nir
 from npu.fusion import RowOp
-from npu.vector_compute import gelu_compute, gelu_erf_recipe, gelu_tanh_recipe
+from npu.vector_compute import (gelu_compute, gelu_erf_recipe, gelu_erf_recipe_f16,
+                                gelu_tanh_recipe)
 
 
-def collapse(members: list[RowOp], leaving: set) -> list[RowOp]:
+def collapse(members: list[RowOp], leaving: set, in_f16: bool = False) -> list[RowOp]:
     """`members` with each GELU chain replaced by one member (at the chain's
-    last op, reading the chain's input)."""
+    last op, reading the chain's input). `in_f16`: a chain on f16 data runs
+    in f16 (the erf form's `gelu_erf_recipe_f16`), not widened to f32: for
+    epilogues whose policy allows it (`npu.epilogue.f16_refusal`)."""
     producer = {m.out.root: m for m in members}
     uses = Counter(i.root for m in members for i in m.ins)
     replaced: dict = {}  # op -> RowOp replacing it (None: dropped)
@@ -43,19 +46,19 @@ def collapse(members: list[RowOp], leaving: set) -> list[RowOp]:
         if m.op.name != "ascend.mul" or m.out.kind != "full" or m.op in replaced:
             continue
         for x, v in ((m.ins[0], m.ins[1]), (m.ins[1], m.ins[0])):
-            found = _erf_chain(x, v, inner) or _tanh_chain(x, v, inner)
+            found = _erf_chain(x, v, inner, in_f16 and x.elem == "f16") or _tanh_chain(x, v, inner)
             if (x.kind == "full" and x.elem == m.out.elem and found is not None
                     and all(c.out.elem == x.elem for c in found[0])):
-                chain, steps = found
+                chain, steps, native = found
                 for c in chain:
                     replaced[c.op] = None
                 replaced[m.op] = RowOp(m.op, m.index, m.rows, m.n, [x], m.out,
-                                       gelu_compute(steps, m.out.elem))
+                                       gelu_compute(steps, m.out.elem, native))
                 break
     return [replaced.get(m.op, m) for m in members if replaced.get(m.op, m) is not None]
 
 
-def _erf_chain(x, v, inner):
+def _erf_chain(x, v, inner, native_f16: bool = False):
     half = inner(v.root, "ascend.muls", 0.5)
     one = half and inner(half.ins[0].root, "ascend.adds", 1.0)
     erf = one and inner(one.ins[0].root, "ascend.erf")
@@ -65,7 +68,9 @@ def _erf_chain(x, v, inner):
     scale = nir.float_attr(scaled.op, "scalar")
     if not scale > 0:
         return None
-    return [half, one, erf, scaled], gelu_erf_recipe(scale)
+    if native_f16:
+        return [half, one, erf, scaled], gelu_erf_recipe_f16(scale), True
+    return [half, one, erf, scaled], gelu_erf_recipe(scale), False
 
 
 def _tanh_chain(x, v, inner):
@@ -91,4 +96,4 @@ def _tanh_chain(x, v, inner):
         return None
     chain = [half, one, tanh, scaled, inner_sum, cubed_scaled, cube, square]
     return chain, gelu_tanh_recipe(nir.float_attr(cubed_scaled.op, "scalar"),
-                                   nir.float_attr(scaled.op, "scalar"))
+                                   nir.float_attr(scaled.op, "scalar")), False

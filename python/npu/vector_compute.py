@@ -151,9 +151,43 @@ def gelu_erf_recipe(scale: float) -> tuple[Step, ...]:
     of H in a: vmuls, vadds, seven vmadds); without constant blocks each
     vmadd is two instructions (25)."""
     z = math.sqrt(2) * scale
-    h = [c * z ** k for k, c in enumerate(GELU_LOG_PHI)]
+    return gelu_log_phi_steps([c * z ** k for k, c in enumerate(GELU_LOG_PHI)],
+                               GELU_ERFC_CLAMP / z)
+
+
+# The erf form in f16 (epilogues computed in f16, `npu-fuse` epilogue-f16):
+# the same relu(x) - a exp(H(a)) with 128 lanes a repeat, H of degree 5 on
+# [0, GELU_F16_CLAMP], fitted for f16 and its coefficients searched among
+# neighbouring f16 values (bench/gelu_f16_fit.py). a is clamped where
+# a Phi(-a) rounds to -0 in f16 (below half the smallest subnormal), so
+# GELU(-inf) = -0 and exp never sees an argument below ln of the smallest
+# f16. Every intermediate is an f16 normal or an exact 0 (|H| <= 20.7,
+# exp(H) >= 1e-9 rounds to f16 subnormals only where the result is one).
+# Measured on all 65,536 f16 inputs against float64 GELU of the same
+# input (test/python/vector/test_gelu_f16.py), in ulps of the result: mean
+# 0.24; at most 2.15 for x >= -1, 7.0 on [-3, -1) (|GELU| >= 4e-3,
+# absolute 3.2e-4), 15.3 on [-4.5, -3) (|GELU| < 4e-3, absolute 1.5e-5),
+# 2.9 below; there the rounding of the exp argument H (up to |H| ~ 10 in
+# f16, half an ulp of H each step) dominates whatever the degree. The
+# largest absolute error is the result's own rounding (1.03e-3 at x ~ 2).
+GELU_F16_CLAMP = 5.8
+GELU_LOG_PHI_F16 = (-0.693359375, -0.796875, -0.3212890625, -0.033660888671875,
+                    0.0041046142578125, -0.00022935867309570312)
+
+
+def gelu_erf_recipe_f16(scale: float) -> tuple[Step, ...]:
+    """`gelu_erf_recipe` for f16 lanes with `GELU_LOG_PHI_F16`: 12
+    instructions (vabs, vmins, vmuls, vadds, four vmadds, vexp, vmul,
+    vrelu, vsub) on 128 lanes."""
+    z = math.sqrt(2) * scale
+    return gelu_log_phi_steps([c * z ** k for k, c in enumerate(GELU_LOG_PHI_F16)],
+                               GELU_F16_CLAMP / z)
+
+
+def gelu_log_phi_steps(h: Sequence[float], clamp: float) -> tuple[Step, ...]:
+    """relu(x) - a exp(H(a)), a = min(|x|, clamp), H by Horner in a."""
     a, q = "t0", "t1"
-    steps = [Step("cce.vabs", None, a, ("x",)), Step("cce.vmins", GELU_ERFC_CLAMP / z, a, (a,)),
+    steps = [Step("cce.vabs", None, a, ("x",)), Step("cce.vmins", clamp, a, (a,)),
              Step("cce.vmuls", h[-1], q, (a,)), Step("cce.vadds", h[-2], q, (q,))]
     steps += [Step("cce.vmadd", c, q, (a,)) for c in reversed(h[:-2])]
     steps += [Step("cce.vexp", None, q, (q,)), Step("cce.vmul", None, a, (a, q)),
@@ -368,10 +402,11 @@ def unary_compute(name: str, elem: str) -> Compute:
     return Compute("unary", steps=UNARY[name], temps=temps, widen=widen)
 
 
-def gelu_compute(steps: tuple[Step, ...], elem: str) -> Compute:
+def gelu_compute(steps: tuple[Step, ...], elem: str, native: bool = False) -> Compute:
     """A GELU recipe (`gelu_erf_recipe`, `gelu_tanh_recipe`) on `elem` data:
-    in f32 for f16 data, rounded once, like the composed unary recipes."""
-    widen = "f32" if elem == "f16" else None
+    in f32 for f16 data, rounded once, like the composed unary recipes;
+    `native`: the steps are an f16 recipe (`gelu_erf_recipe_f16`), run as they are."""
+    widen = "f32" if elem == "f16" and not native else None
     temps = max((int(r[1:]) + 1 for st in steps for r in (st.dst,) + st.srcs
                  if isinstance(r, str) and r.startswith("t")), default=0)
     return Compute("unary", steps=steps, temps=((widen or elem),) * ((1 if widen else 0) + temps),

@@ -44,7 +44,7 @@
 // KERNEL:       return
 func.func @bias_scale_cast(%a: memref<4x3x16x16xf16, "gm">, %b: memref<5x4x16x16xf16, "gm">, %bias: memref<5x3x16x16xf32, "gm">, %y: memref<5x3x16x16xf16, "gm">) {
   %c = memref.alloc() : memref<5x3x16x16xf32, "gm">
-  // expected-remark @+1 {{matmul epilogue: 3 op(s) (add, muls, cast) applied to each C tile as it drains: GM traffic 115200 -> 23040 bytes beyond A and B, 3 tensor(s) stay on chip; UB 2048 bytes per C fractal}}
+  // expected-remark @+1 {{matmul epilogue: 3 op(s) (add, muls, cast) applied to each C tile as it drains; computed in f32 (an f32 operand is loaded per tile and would need converting per tile): GM traffic 115200 -> 23040 bytes beyond A and B, 3 tensor(s) stay on chip; UB 2048 bytes per C fractal}}
   "ascend.matmul"(%a, %b, %c) : (memref<4x3x16x16xf16, "gm">, memref<5x4x16x16xf16, "gm">, memref<5x3x16x16xf32, "gm">) -> ()
   %h = memref.alloc() : memref<5x3x16x16xf32, "gm">
   "ascend.add"(%c, %bias, %h) : (memref<5x3x16x16xf32, "gm">, memref<5x3x16x16xf32, "gm">, memref<5x3x16x16xf32, "gm">) -> ()

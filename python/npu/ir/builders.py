@@ -238,7 +238,7 @@ def hoist_definition(value: ir.Value, before: ir.Operation) -> bool:
     return True
 
 
-def form_group_region(kind_attr: str, figures: dict[str, int], location: ir.Location,
+def form_group_region(kind_attr: str, figures: dict[str, int | str], location: ir.Location,
                       before: ir.Operation, internal: list[ir.Value],
                       members: list[ir.Operation]) -> ir.Operation:
     """Wrap `members` (and the allocs and views of the `internal` tensors,
@@ -247,7 +247,7 @@ def form_group_region(kind_attr: str, figures: dict[str, int], location: ir.Loca
     with before.context, location, ir.InsertionPoint(before):
         region_op = ir.Operation.create(
             "scf.execute_region", results=[], operands=[], regions=1,
-            attributes={kind_attr: ir.DictAttr.get({k: i64_attr(v) for k, v in figures.items()})})
+            attributes={kind_attr: ir.DictAttr.get({k: to_attr(v) for k, v in figures.items()})})
         block = region_op.regions[0].blocks.append()
         with ir.InsertionPoint(block):
             terminator = ir.Operation.create("scf.yield", results=[], operands=[])

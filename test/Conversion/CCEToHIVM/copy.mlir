@@ -65,6 +65,22 @@ func.func @l0c_out(%out: memref<512xf32, "gm">) {
 
 // -----
 
+// The converting L0C -> UB move: the l0c_copy word's convert field (bits
+// 12-13) holds the conversion's index in none, f32_to_f16; burst_len counts
+// the f32 source's blocks (the f16 destination gets half the bytes).
+// CHECK-LABEL: func.func @l0c_convert
+// 0x0000000000201001: n_burst 1, convert 1, burst_len 32 (1024 B of f32)
+// CHECK-DAG: %[[W:.*]] = arith.constant 2101249 : i64
+// CHECK: "hivm.copy_l0c_to_ub"(%{{.*}}, %{{.*}}, %[[W]])
+func.func @l0c_convert() {
+  %c = memref.alloc() {npu.offset = 0 : i64} : memref<256xf32, "l0c">
+  %u = memref.alloc() {npu.offset = 0 : i64} : memref<256xf16, "ub">
+  "cce.copy_l0c_to_ub"(%c, %u) {n_burst = 1 : i64, burst_len = 32 : i64, src_gap = 0 : i64, dst_gap = 0 : i64, convert = "f32_to_f16"} : (memref<256xf32, "l0c">, memref<256xf16, "ub">) -> ()
+  return
+}
+
+// -----
+
 // A declaration has no code: the lowering leaves it as it is.
 // CHECK-LABEL: func.func private @declared(memref<16xf16, "gm">)
 func.func private @declared(%a: memref<16xf16, "gm">)

@@ -443,3 +443,38 @@ func.func @vmadd_in_l1(%d: memref<64xf32, "l1">, %x: memref<64xf32, "ub">) {
   "cce.vmadd"(%d, %x, %x) {repeat = 1 : i64, mask = 64 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, src0_blk_stride = 1 : i64, src0_rep_stride = 8 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 8 : i64} : (memref<64xf32, "l1">, memref<64xf32, "ub">, memref<64xf32, "ub">) -> ()
   return
 }
+
+// -----
+
+// The L0C -> UB conversion reads f32 and writes f16.
+func.func @l0c_convert_types(%c: memref<1024xf32, "l0c">, %u: memref<1024xf32, "ub">) {
+  // expected-error@+1 {{'cce.copy_l0c_to_ub' op convert = "f32_to_f16" moves f32 to f16, got f32 to f32}}
+  "cce.copy_l0c_to_ub"(%c, %u) {n_burst = 1 : i64, burst_len = 128 : i64, src_gap = 0 : i64, dst_gap = 0 : i64, convert = "f32_to_f16"} : (memref<1024xf32, "l0c">, memref<1024xf32, "ub">) -> ()
+  return
+}
+
+// -----
+
+// Without a conversion the types must match.
+func.func @l0c_no_convert_types(%c: memref<1024xf32, "l0c">, %u: memref<1024xf16, "ub">) {
+  // expected-error@+1 {{'cce.copy_l0c_to_ub' op convert = "none" moves f32 to f32, got f32 to f16}}
+  "cce.copy_l0c_to_ub"(%c, %u) {n_burst = 1 : i64, burst_len = 128 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<1024xf32, "l0c">, memref<1024xf16, "ub">) -> ()
+  return
+}
+
+// -----
+
+func.func @l0c_unknown_conversion(%c: memref<1024xf32, "l0c">, %u: memref<1024xf16, "ub">) {
+  // expected-error@+1 {{'cce.copy_l0c_to_ub' op unknown conversion 'f32_to_i8' (one of none, f32_to_f16)}}
+  "cce.copy_l0c_to_ub"(%c, %u) {n_burst = 1 : i64, burst_len = 128 : i64, src_gap = 0 : i64, dst_gap = 0 : i64, convert = "f32_to_i8"} : (memref<1024xf32, "l0c">, memref<1024xf16, "ub">) -> ()
+  return
+}
+
+// -----
+
+// Only the L0C -> UB move converts: a GM -> UB copy moves bytes of one type.
+func.func @gm_copy_types(%g: memref<256xf32, "gm">, %u: memref<256xf16, "ub">) {
+  // expected-error@+1 {{'cce.copy_gm_to_ub' op unsupported element types (src: f32, dst: f16); all operands must have the same element type}}
+  "cce.copy_gm_to_ub"(%g, %u) {n_burst = 1 : i64, burst_len = 16 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<256xf32, "gm">, memref<256xf16, "ub">) -> ()
+  return
+}

@@ -8,16 +8,19 @@
 // CHECK-NEXT: "cce.copy_ub_to_l1"(%arg2, %arg1) {burst_len = 8 : i64, dst_gap = 3 : i64, n_burst = 2 : i64, src_gap = 1 : i64} : (memref<4096xf16, "ub">, memref<4096xf16, "l1">) -> ()
 // CHECK-NEXT: "cce.copy_ub_to_ub"(%arg2, %arg3) {burst_len = 256 : i64, dst_gap = 0 : i64, n_burst = 1 : i64, src_gap = 0 : i64} : (memref<4096xf16, "ub">, memref<4096xf16, "ub">) -> ()
 // CHECK-NEXT: "cce.copy_l0c_to_ub"(%arg4, %arg5) {burst_len = 128 : i64, dst_gap = 0 : i64, n_burst = 1 : i64, src_gap = 0 : i64} : (memref<1024xf32, "l0c">, memref<1024xf32, "ub">) -> ()
+// CHECK-NEXT: "cce.copy_l0c_to_ub"(%arg4, %arg6) {burst_len = 128 : i64, convert = "f32_to_f16", dst_gap = 0 : i64, n_burst = 1 : i64, src_gap = 0 : i64} : (memref<1024xf32, "l0c">, memref<1024xf16, "ub">) -> ()
 // CHECK-NEXT: return
 func.func @copies(%gm: memref<4096xf16, "gm">, %l1: memref<4096xf16, "l1">,
                   %ub: memref<4096xf16, "ub">, %ub2: memref<4096xf16, "ub">,
-                  %l0c: memref<1024xf32, "l0c">, %ubf: memref<1024xf32, "ub">) {
+                  %l0c: memref<1024xf32, "l0c">, %ubf: memref<1024xf32, "ub">,
+                  %ubh: memref<1024xf16, "ub">) {
   "cce.copy_gm_to_l1"(%gm, %l1) {n_burst = 1 : i64, burst_len = 128 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<4096xf16, "gm">, memref<4096xf16, "l1">) -> ()
   "cce.copy_gm_to_ub"(%gm, %ub) {n_burst = 16 : i64, burst_len = 4 : i64, src_gap = 12 : i64, dst_gap = 0 : i64} : (memref<4096xf16, "gm">, memref<4096xf16, "ub">) -> ()
   "cce.copy_ub_to_gm"(%ub, %gm) {n_burst = 16 : i64, burst_len = 4 : i64, src_gap = 0 : i64, dst_gap = 12 : i64} : (memref<4096xf16, "ub">, memref<4096xf16, "gm">) -> ()
   "cce.copy_ub_to_l1"(%ub, %l1) {n_burst = 2 : i64, burst_len = 8 : i64, src_gap = 1 : i64, dst_gap = 3 : i64} : (memref<4096xf16, "ub">, memref<4096xf16, "l1">) -> ()
   "cce.copy_ub_to_ub"(%ub, %ub2) {n_burst = 1 : i64, burst_len = 256 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<4096xf16, "ub">, memref<4096xf16, "ub">) -> ()
   "cce.copy_l0c_to_ub"(%l0c, %ubf) {n_burst = 1 : i64, burst_len = 128 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<1024xf32, "l0c">, memref<1024xf32, "ub">) -> ()
+  "cce.copy_l0c_to_ub"(%l0c, %ubh) {n_burst = 1 : i64, burst_len = 128 : i64, src_gap = 0 : i64, dst_gap = 0 : i64, convert = "f32_to_f16"} : (memref<1024xf32, "l0c">, memref<1024xf16, "ub">) -> ()
   return
 }
 

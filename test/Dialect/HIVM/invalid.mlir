@@ -275,3 +275,25 @@ func.func @vmadd_integer(%d: i64, %cfg: i64) {
   "hivm.vmadd"(%d, %d, %d, %cfg) {dtype = i32} : (i64, i64, i64, i64) -> ()
   return
 }
+
+// -----
+
+func.func @l0c_unknown_conversion() {
+  %a = arith.constant 0 : i64
+  // n_burst 1, burst_len 16, convert field (bits 12-13) = 3
+  %cfg = arith.constant 1060865 : i64
+  // expected-error@+1 {{'hivm.copy_l0c_to_ub' op config field 'convert' = 3 names no conversion (0..1: none, f32_to_f16)}}
+  "hivm.copy_l0c_to_ub"(%a, %a, %cfg) : (i64, i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @convert_on_a_gm_copy() {
+  %a = arith.constant 0 : i64
+  // n_burst 1, burst_len 16, bit 12 set: no field of a plain copy word
+  %cfg = arith.constant 1052673 : i64
+  // expected-error@+1 {{malformed copy configuration word 0x0000000000101001: bits 0x0000000000001000 belong to no field}}
+  "hivm.copy_gm_to_ub"(%a, %a, %cfg) : (i64, i64, i64) -> ()
+  return
+}

@@ -14,12 +14,12 @@ from patterns import matmul_epilogue
 from test_fused_kernels import inputs_for
 
 from npu.epilogue import EPILOGUE_ATTR
-from npu.ir import walk
+from npu.ir import dict_attr_items, walk
 
 
 def epilogues(text: str) -> list[dict]:
     module = compile_program(text, "npu-fuse")
-    return [{a.name: int(str(a.attr).split(" ")[0]) for a in op.attributes[EPILOGUE_ATTR]}
+    return [dict_attr_items(op.attributes[EPILOGUE_ATTR])
             | {"members": [o.name for o in op.regions[0].blocks[0].operations
                            if o.name.startswith("ascend.") and o.name != "ascend.matmul"]}
             for op in walk(module.operation) if EPILOGUE_ATTR in op.attributes]

@@ -160,6 +160,30 @@ def test_examples_round_trip(path):
     assert str(decode(binary, "ex.npub", make_context())) == str(module)
 
 
+def test_converting_l0c_move_round_trips():
+    """The L0C -> UB move's conversion lives in its word (convert field):
+    it survives the binary form and the listing names it."""
+    from npu.hivm_disasm import listing
+
+    f = 16
+    t = lambda *s, e="f16": f'memref<{"x".join(map(str, s))}x{e}, "gm">'  # noqa: E731
+    text = (f'func.func @k(%a: {t(2, 2, f, f)}, %b: {t(2, 2, f, f)}, %y: {t(2, 2, f, f)}) {{\n'
+            f'  %c = memref.alloc() : {t(2, 2, f, f, e="f32")}\n'
+            f'  "ascend.matmul"(%a, %b, %c) : ({t(2, 2, f, f)}, {t(2, 2, f, f)}, '
+            f'{t(2, 2, f, f, e="f32")}) -> ()\n'
+            f'  %r = memref.alloc() : {t(2, 2, f, f, e="f32")}\n'
+            f'  "ascend.relu"(%c, %r) : ({t(2, 2, f, f, e="f32")}, {t(2, 2, f, f, e="f32")}) -> ()\n'
+            f'  "ascend.cast"(%r, %y) {{round_mode = "rint"}} : ({t(2, 2, f, f, e="f32")}, '
+            f'{t(2, 2, f, f)}) -> ()\n  return\n}}\n')
+    module = parse_module(text, make_context())
+    run_pipeline(module, "npu-lower{matmul-drain-convert=true}", get_target())
+    binary = encode(module)
+    assert str(decode(binary, "k.npub", make_context())) == str(module)
+    moves = [line for line in listing(binary, "k.npub", make_context()).splitlines()
+             if "hivm.copy_l0c_to_ub" in line]
+    assert moves and all("[l0c_copy" in m and "convert=1" in m for m in moves)
+
+
 def _example_binary() -> bytes:
     module = parse_module(EXAMPLES[0].read_text(), _CTX)
     run_pipeline(module, "npu-lower", get_target())
