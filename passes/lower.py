@@ -88,6 +88,8 @@ class LowerPass(Pass):
                "consumers of a matmul applied as its C tiles drain)"),
         Option("fuse-epilogue-f16", bool, True, "npu-fuse's epilogue-f16: a matmul epilogue "
                "whose only results leaving are f32 -> f16 casts is computed in f16"),
+        Option("fuse-epilogue-bias-f32", bool, False, "npu-fuse's epilogue-bias-f32: in an "
+               "f16 epilogue, a bias add on C runs in f32 and its sum is rounded once"),
         Option("fuse-row-major-stores", bool, True, "npu-fuse's row-major stores: a "
                "defractalize after a matmul joins its epilogue (C written row-major as it "
                "drains)"),
@@ -196,6 +198,7 @@ class LowerPass(Pass):
                            **{"ub-fraction": fuse_fraction,
                               "row-major-stores": self.fuse_row_major_stores,
                               "epilogue-f16": self.fuse_epilogue_f16,
+                              "epilogue-bias-f32": self.fuse_epilogue_bias_f32,
                               "nz-stores": self.fuse_nz_stores}).run(module)
             self._required("npu-lower-fused", **{"ub-fraction": fuse_fraction}, **(
                 {"max-chunk": self.max_chunk} if self.max_chunk else {})).run(module)

@@ -6,6 +6,8 @@ Per drained piece (`cols` column blocks x `m` row blocks of C, Nz):
   * the f32 accumulator is C; when C is f16 (an f16 matmul result, or an
     epilogue computed in f16: `compute = "f16"`) it is rounded to f16 first,
     by a vconv or (drain-convert) by the L0C -> UB move itself (`drain_type`);
+    with `head = "f32"`, an f16 epilogue whose first member adds a bias to C
+    (`npu.epilogue.f32_head`) keeps C and that add in f32 and rounds the sum;
   * each member, in order, loads the same piece of each operand it takes
     from outside the group (first use; one burst per column block, like
     C's store), computes into a new UB buffer or over an input no later
@@ -129,7 +131,12 @@ class MatmulEpilogue:
             if why is not None:
                 raise PassError(f"an npu.epilogue group with compute = \"f16\" must end in "
                                 f"f32 -> f16 casts: {why}", region)
-            c, members = epilogue.in_f16(c, members, self.target)
+            head = attrs.get(epilogue.HEAD_ATTR)
+            if head is not None and (head != "f32" or epilogue.f32_head(c, members) is None):
+                raise PassError(f"an npu.epilogue group's {epilogue.HEAD_ATTR} = \"f32\" needs "
+                                "a first member adding an f32 operand to C (its only reader)",
+                                region)
+            c, members = epilogue.in_f16(c, members, self.target, head is not None)
         self.e = epilogue.model(matmul, c, epilogue.collapse_gelu(c, members, leaves, stored,
                                                                   self.in_f16), leaves)
         granule = self.target.granule("ub")
@@ -269,6 +276,12 @@ class MatmulEpilogue:
                 if i.root not in bufs and i.root not in self.e.broadcast:
                     bufs[i.root] = self.alloc(piece, i.elem)
                     self.move("cce.copy_gm_to_ub", i, bufs[i.root], piece)
+                elif i.root in bufs and nir.memref_element(bufs[i.root]) != i.elem:
+                    # made in f32 (`f32_head`), read on in f16: rounded once
+                    wide, bufs[i.root] = bufs[i.root], self.alloc(piece, i.elem)
+                    emit_flat_run(cast_compute(nir.memref_element(wide), i.elem, "rint"),
+                                  self.target, count, (nir.flatten_memref(bufs[i.root]), i.elem),
+                                  [(nir.flatten_memref(wide), nir.memref_element(wide))])
             out = bufs[reuse] if reuse is not None else self.alloc(piece, m.out.elem)
             if any(i.root in self.e.broadcast for i in m.ins):
                 self.emit_by_columns(m, out, bufs, piece)

@@ -125,3 +125,38 @@ def test_tanh_gelu_in_an_f16_epilogue_runs_widened():
     lowered = compile_program(text, "npu-lower{emit=cce}")
     exps = [op for op in walk(lowered.operation) if op.name == "cce.vexp"]
     assert exps and all("f32" in str(op.operands[0].type) for op in exps)
+
+
+def test_bias_in_f32_is_rounded_once_before_the_f16_gelu():
+    """epilogue-bias-f32: the bias add runs in f32 on the drained accumulator,
+    so the f16 GELU reads round(C + b), C + b summed in f32: over every finite
+    f16 C (bias row: random f32 per column), the result is the f16 recipe of
+    that one rounding, bit for bit, at the cce and the hivm level; by default
+    (C rounded to f16 first, the sum rounded again) some results differ."""
+    from npu.epilogue import EPILOGUE_ATTR, HEAD_ATTR
+    from npu.ir import arg_attrs, constant_data, dict_attr_items, functions, memref_shape
+
+    text = matmul_epilogue(EDGE, EDGE, EDGE, ("bias_row", "gelu", "cast"), "f16")
+    x, (a, b, y) = identity_inputs()
+    outputs = {}
+    for on in (True, False):
+        pipeline = f"npu-lower{{emit=cce fuse-epilogue-bias-f32={str(on).lower()}}}"
+        fused = compile_program(text, f"npu-fuse{{epilogue-bias-f32={str(on).lower()}}}")
+        (group,) = [dict_attr_items(op.attributes[EPILOGUE_ATTR]) for op in walk(fused.operation)
+                    if EPILOGUE_ATTR in op.attributes]
+        assert group["compute"] == "f16" and (group.get(HEAD_ATTR) == "f32") == on
+        module = compile_program(text, pipeline)
+        func = functions(module)[0]
+        bias_arg = func.regions[0].blocks[0].arguments[2]
+        bias = constant_data(arg_attrs(func, 2)["npu.constant"], memref_shape(bias_arg.type), "f32")
+        res = simulate_levels(module, [a, b, bias, y], force_hivm=True)
+        assert res.hazards == []
+        outputs[on] = defractalize(res.outputs[3], EDGE, EDGE)
+        adds = [op for op in walk(module.operation) if op.name == "cce.vadd"]
+        assert adds and all(("f32" if on else "f16") in str(op.operands[0].type) for op in adds)
+    row = defractalize(bias, EDGE, EDGE)[0].astype(np.float32)
+    assert (defractalize(bias, EDGE, EDGE) == row).all()
+    once = (x.astype(np.float32) + row[None, :]).astype(np.float16)
+    want = run_steps(gelu_erf_recipe_f16(1 / math.sqrt(2)), once)
+    assert outputs[True].view(np.uint16).tolist() == want.view(np.uint16).tolist()
+    assert (outputs[False].view(np.uint16) != want.view(np.uint16)).sum() > 100
