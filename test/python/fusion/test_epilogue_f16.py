@@ -160,3 +160,28 @@ def test_bias_in_f32_is_rounded_once_before_the_f16_gelu():
     want = run_steps(gelu_erf_recipe_f16(1 / math.sqrt(2)), once)
     assert outputs[True].view(np.uint16).tolist() == want.view(np.uint16).tolist()
     assert (outputs[False].view(np.uint16) != want.view(np.uint16)).sum() > 100
+
+
+def test_bias_and_cast_with_the_f32_head_are_the_f32_epilogue_bit_for_bit():
+    """A bias add and the cast to f16 (the Q/K/V projections): with
+    epilogue-bias-f32 the cast is the rounding of the f32 sum, so the bits
+    are those of the epilogue kept in f32 (epilogue-f16=false)."""
+    from npu.ir import arg_attrs, constant_data, functions, memref_shape
+
+    text = matmul_epilogue(64, 96, 80, ("bias_row", "cast"), "f16")
+    rng = np.random.default_rng(5)
+    outs = []
+    for options in ("fuse-epilogue-bias-f32=true", "fuse-epilogue-f16=false"):
+        module = compile_program(text, f"npu-lower{{emit=cce {options}}}")
+        func = functions(module)[0]
+        a, b, bias, y = [memref_shape(v.type) for v in func.regions[0].blocks[0].arguments]
+        if not outs:
+            ins = [rng.standard_normal(s).astype(np.float16) for s in (a, b)]
+            ins += [constant_data(arg_attrs(func, 2)["npu.constant"], bias, "f32"),
+                    np.zeros(y, np.float16)]
+        adds = [op for op in walk(module.operation) if op.name == "cce.vadd"]
+        assert adds and all("f32" in str(op.operands[0].type) for op in adds)
+        res = simulate_levels(module, ins)
+        assert res.hazards == []
+        outs.append(res.outputs[3])
+    assert outs[0].view(np.uint16).tolist() == outs[1].view(np.uint16).tolist()
