@@ -47,7 +47,7 @@ LOWERINGS: tuple[tuple[str, dict[str, str]], ...] = (
 
 # Values meaning "leave the owning pass's default".
 _UNSET: dict[str, Any] = {"strategy": "", "m": 0, "n": 0, "k": 0, "matmul-schedule": "",
-                          "l1-chunk": 0, "c-pieces": 0, "matmul-drain-convert": False,
+                          "l1-chunk": 0, "c-pieces": 0, "matmul-drain-convert": True,
                           "fractalize": "",
                           "ub-fraction": 0.0, "max-chunk": 0}
 
@@ -71,7 +71,7 @@ class LowerPass(Pass):
                "pipelined schedule (0: npu-lower-matmul's choice)", low=0),
         Option("c-pieces", int, 0, "L0C pieces of a matmul C tile in the pipelined schedule "
                "(0: npu-lower-matmul's choice)", low=0),
-        Option("matmul-drain-convert", bool, False, "npu-lower-matmul drain-convert: an "
+        Option("matmul-drain-convert", bool, True, "npu-lower-matmul drain-convert: an "
                "epilogue's f16 C is rounded by the L0C -> UB move itself"),
         Option("fractalize", str, "", "fractalize algorithm (npu-lower-fractalize algorithm; "
                "empty: its default)", choices=("",) + FRACTALIZE_ALGORITHMS),

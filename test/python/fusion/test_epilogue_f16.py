@@ -51,14 +51,16 @@ def test_gelu_epilogue_in_f16_is_the_recipe_bit_for_bit():
     c = x + np.float16(0)  # what C = x . I holds: -0 + 0 is +0
     want = run_steps(gelu_erf_recipe_f16(1 / math.sqrt(2)), c)
     assert y.view(np.uint16).tolist() == want.view(np.uint16).tolist()
-    # In f16 from the drain on: no vconv but the accumulator's rounding.
-    convs = [op for op in walk(module.operation) if op.name == "cce.vconv"]
-    assert convs and all("f32" in str(op.operands[1].type) for op in convs)
+    # In f16 from the drain on: the accumulator is rounded by its move
+    # (drain-convert), no vconv is left.
+    moves = [op for op in walk(module.operation) if op.name == "cce.copy_l0c_to_ub"]
+    assert moves and all(str(op.attributes["convert"]) == '"f32_to_f16"' for op in moves)
+    assert not any(op.name == "cce.vconv" for op in walk(module.operation))
 
 
 def test_drain_conversion_gives_the_same_bits_with_less_vector_work():
-    x, y, _, plain = run("npu-lower{emit=cce}")
-    x2, y2, module, converted = run("npu-lower{emit=cce matmul-drain-convert=true}")
+    x, y, _, plain = run("npu-lower{emit=cce matmul-drain-convert=false}")
+    x2, y2, module, converted = run("npu-lower{emit=cce}")
     assert y2.view(np.uint16).tolist() == y.view(np.uint16).tolist()
     names = [op.name for op in walk(module.operation)]
     assert "cce.vconv" not in names
