@@ -247,8 +247,15 @@ class BufferCollector:
         that op raises only these: `npu-double-buffer` asks here, so that
         one op needing most of a buffer does not keep every other loop of
         the function single-buffered."""
-        _, _, lows, highs = self._space_profile(func_op, space)
+        _, _, lows, highs, _ = self._space_profile(func_op, space)
         return int(lows[index]), int(highs[index])
+
+    def tied_span(self, func_op: ir.Operation, space: str, index: int) -> tuple[int, int] | None:
+        """The top-level ops [first, last] that function-level allocs of
+        `space` live over together with op `index` (their bound at each is
+        the whole group's), or None when none lives over it."""
+        spans = self._space_profile(func_op, space)[4]
+        return next(((a, b) for a, b, _ in spans if a <= index <= b), None)
 
     def planned_at(self, func_op: ir.Operation, space: str, index: int) -> int:
         """Bytes of `space` a plan with plain lifetime reuse takes where
@@ -269,8 +276,9 @@ class BufferCollector:
         return {b.op for b in self._top_level(func_op)[index].buffers if b.vector_only}
 
     def _space_profile(self, func_op: ir.Operation, space: str
-                       ) -> tuple[int, int, np.ndarray, np.ndarray]:
-        """(lower, upper) bounds of the function and of each top-level op."""
+                       ) -> tuple[int, int, np.ndarray, np.ndarray, list]:
+        """(lower, upper) bounds of the function and of each top-level op,
+        and the merged spans of the function-level lifetimes."""
         if self._tops is not None and space in self._bounds:
             return self._bounds[space]
         # In top-level op indices, not positions: a function-level alloc is
@@ -317,7 +325,7 @@ class BufferCollector:
         for span in spans:  # a component: its allocs and every top-level op it spans
             span[2] += int(totals[span[1] + 1] - totals[span[0]])
             highs[span[0]:span[1] + 1] = span[2]
-        profile = low, max([high] + [span[2] for span in spans]), lows, highs
+        profile = low, max([high] + [span[2] for span in spans]), lows, highs, spans
         if self._tops is not None:
             self._bounds[space] = profile
         return profile

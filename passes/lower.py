@@ -38,7 +38,8 @@ from npu.passes.lower_matmul import STRATEGY_CHOICES as STRATEGIES
 LOWERINGS: tuple[tuple[str, dict[str, str]], ...] = (
     ("npu-lower-matmul", {"strategy": "strategy", "m": "m", "n": "n", "k": "k",
                           "matmul-schedule": "schedule", "l1-chunk": "l1-chunk",
-                          "c-pieces": "c-pieces", "matmul-drain-convert": "drain-convert"}),
+                          "c-pieces": "c-pieces", "matmul-resident-a": "resident-a",
+                          "matmul-drain-convert": "drain-convert"}),
     ("npu-lower-fractalize", {"fractalize": "algorithm", "ub-fraction": "ub-fraction"}),
     ("npu-lower-elementwise", {"ub-fraction": "ub-fraction", "max-chunk": "max-chunk"}),
     ("npu-lower-transpose", {"ub-fraction": "ub-fraction"}),
@@ -47,8 +48,8 @@ LOWERINGS: tuple[tuple[str, dict[str, str]], ...] = (
 
 # Values meaning "leave the owning pass's default".
 _UNSET: dict[str, Any] = {"strategy": "", "m": 0, "n": 0, "k": 0, "matmul-schedule": "",
-                          "l1-chunk": 0, "c-pieces": 0, "matmul-drain-convert": True,
-                          "fractalize": "",
+                          "l1-chunk": 0, "c-pieces": 0, "matmul-resident-a": True,
+                          "matmul-drain-convert": True, "fractalize": "",
                           "ub-fraction": 0.0, "max-chunk": 0}
 
 
@@ -71,6 +72,9 @@ class LowerPass(Pass):
                "pipelined schedule (0: npu-lower-matmul's choice)", low=0),
         Option("c-pieces", int, 0, "L0C pieces of a matmul C tile in the pipelined schedule "
                "(0: npu-lower-matmul's choice)", low=0),
+        Option("matmul-resident-a", bool, True, "pipelined matmuls keep A's row strip in L1 "
+               "across the column tiles when the cost model finds room (npu-lower-matmul "
+               "resident-a)"),
         Option("matmul-drain-convert", bool, True, "npu-lower-matmul drain-convert: an "
                "epilogue's f16 C is rounded by the L0C -> UB move itself"),
         Option("fractalize", str, "", "fractalize algorithm (npu-lower-fractalize algorithm; "

@@ -46,7 +46,7 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import ir as nir
-from npu.matmul_tiling import STRATEGIES, MatmulShape, TilingError, choose_tiling
+from npu.matmul_tiling import STRATEGIES, MatmulShape, TilingError, choose_tiling, make_choice
 from npu.passes.base import Option, Pass, PassError
 from npu.passes.lower_matmul.blocks import (IndexValue, MatmulBlocks, Operands, Segment,
                                             block_pitch, segments)
@@ -88,12 +88,15 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, Pass):
                "this many C tiles, each piece moves L0C -> UB on its own before the "
                "epilogue, so the next tile's mads refill it during the vector work (0: never)",
                low=0),
+        Option("resident-a", bool, True, "schedule=pipelined: keep A's row strip in L1 "
+               "across the column tiles when the cost model finds room (A read once; only "
+               "B streams)"),
         Option("drain-convert", bool, True, "with an epilogue whose C is f16: the L0C -> "
                "UB move rounds the accumulator to f16 itself (cce.copy_l0c_to_ub convert = "
                "\"f32_to_f16\") instead of a vconv after it, and the pieces land in two UB "
-               "buffers by turns (`landing_slots`): BERT layer 430.9k -> 430.5k cycles at "
-               "seq 128, 1.699M -> 1.671M at 512 (one shared or fresh buffer per piece: "
-               "432.8k and 1.734M, V waiting for each piece's store)"),
+               "buffers by turns (`landing_slots`): BERT layer 403.2k -> 401.9k cycles at "
+               "seq 128, 1.682M -> 1.677M at 512 (one shared or fresh buffer per piece "
+               "was slower than the vconv: V waited for each piece's store)"),
         Option("drain-order", str, "after-mads", "schedule=pipelined: where each C piece's "
                "drain sits in the loop body: after every piece's mads of the chunk (drains "
                "side by side: npu-plan-memory keeps consecutive pieces' UB apart) or right "
@@ -167,7 +170,8 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, Pass):
         try:
             choice = choose_tiling(shape, self.target, self.strategy, self.m, self.n, self.k,
                                    pipelined=pipelined, epilogue_cycles=(
-                                       0 if self.epilogue is None else self.epilogue.vector_cycles))
+                                       0 if self.epilogue is None else self.epilogue.vector_cycles),
+                                   resident_a=self.resident_a and self.l1_steps == 1)
         except TilingError as e:
             raise PassError(str(e), op) from None
         if self.l1_steps < 1:
@@ -192,6 +196,10 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, Pass):
             self.why_simple = (f"strategy={choice.strategy} (the pipelined schedule is "
                                "output-stationary)" if choice.strategy != "os" else
                                f"l1-steps={self.l1_steps}")
+        if choice.a_resident and (self.pipelined is None or not self.pipelined.a_resident):
+            # No plan keeps the strip (e.g. an explicit l1-chunk it cannot
+            # use): A streams, and the traffic says so.
+            choice = make_choice(choice.strategy, shape, choice.tiles, self.target)
         self.remark(op, choice.describe(shape)
                     + (f"; {self.l1_steps} reduction steps per L1 copy" if self.l1_steps > 1 else "")
                     + (self.pipelined.describe(self.target.fractal) if self.pipelined is not None else "")

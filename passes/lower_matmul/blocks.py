@@ -145,11 +145,14 @@ class MatmulBlocks:
 
     def reorder_blocks(self, src: ir.Value, dst: ir.Value, rows: int, cols: int,
                        transpose: bool, op_name: str, src_first: int = 0,
-                       src_col_stride: int | None = None) -> None:
+                       src_col_stride: int | None = None,
+                       src_base: ir.Value | None = None) -> None:
         """Copy a rows x cols grid of fractals from column-major block order
         (Nz: block (i, j) at src_first + j*src_col_stride + i) to row-major
         block order (Zz/Zn) with as few loads as possible: one load per row
-        (repeat over columns) or per column (repeat over rows)."""
+        (repeat over columns) or per column (repeat over rows). `src_base`:
+        a dynamic block offset added to src_first (a chunk of a resident
+        strip)."""
         max_rep = self.target.max_repeat
         ld = rows if src_col_stride is None else src_col_stride
         src_blocks = 1
@@ -166,7 +169,11 @@ class MatmulBlocks:
         for src0, dst0, count, src_stride, dst_stride in lines:
             for first in range(0, count, max_rep):
                 rep = min(max_rep, count - first)
-                s = self.block_view(flat_src, src0 + first * src_stride, src_blocks)
+                if src_base is None:
+                    s = self.block_view(flat_src, src0 + first * src_stride, src_blocks)
+                else:
+                    s = self.dynamic_block_view(flat_src, src_base, src0 + first * src_stride,
+                                                (rep - 1) * src_stride + 1)
                 d = self.block_view(flat_dst, dst0 + first * dst_stride, rows * cols)
                 nir.create_op(op_name, [s, d], repeat=rep, src_stride=src_stride,
                               dst_stride=dst_stride, transpose=transpose)
@@ -186,6 +193,14 @@ class MatmulBlocks:
         the first block, the view covers everything the instruction may touch."""
         frac = self.target.fractal
         return nir.subview(flat, [first, 0, 0], [total - first, frac, frac])
+
+    def dynamic_block_view(self, flat: ir.Value, base: ir.Value, first: int, blocks: int
+                           ) -> ir.Value:
+        """`blocks` fractals from block base + first (the extent the
+        instruction touches: the end of the buffer is not static)."""
+        frac = self.target.fractal
+        start = arith.AddIOp(base, nir.index_const(first)).result if first else base
+        return nir.subview(flat, [start, 0, 0], [blocks, frac, frac])
 
     def mad(self, a0: ir.Value, b0: ir.Value, c: ir.Value, m: int, n: int, k: int,
             accumulate: bool | ir.Value) -> None:

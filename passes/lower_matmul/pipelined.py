@@ -10,7 +10,7 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from npu import ir as nir
-from npu.matmul_tiling import MatmulShape, TilingChoice
+from npu.matmul_tiling import MatmulShape, TilingChoice, resident_a_chunks
 from npu.passes.base import PassError
 from npu.passes.lower_matmul.blocks import Operands
 from npu.passes.matmul_epilogue import Piece
@@ -24,17 +24,21 @@ VECTOR_BOUND_TILES = 4
 @dataclass(frozen=True)
 class PipelinedPlan:
     """Block counts of the pipelined OS schedule: C tile mb x kb, L1 chunk
-    and L0 sub-step along the reduction, C pieces in L0C (along k)."""
+    and L0 sub-step along the reduction, C pieces in L0C (along k);
+    `a_resident`: A's row strip is loaded once per row of C tiles and stays
+    in L1 (only B streams in chunks)."""
 
     mb: int
     kb: int
     chunk: int
     sub: int
     pieces: int
+    a_resident: bool = False
 
     def describe(self, frac: int) -> str:
-        return (f"; pipelined schedule: L1 chunk n={self.chunk * frac}, L0 sub-step "
-                f"n={self.sub * frac}, {self.pieces} C piece(s) in L0C")
+        return (f"; pipelined schedule: L1 chunk n={self.chunk * frac}"
+                f"{' (B only: the A row strip stays in L1)' if self.a_resident else ''}, "
+                f"L0 sub-step n={self.sub * frac}, {self.pieces} C piece(s) in L0C")
 
 
 
@@ -87,8 +91,14 @@ class PipelinedSchedule:
         else:
             chunks = [d for d in range(N1, 0, -1) if N1 % d == 0]
         l1_cap = t.capacity("l1")
-        fitting = [d for d in chunks if 2 * (mb + kb) * d * blk <= l1_cap
-                   and (not nb_fixed or d % nb_fixed == 0)]
+        # A resident row strip (the cost model's choice): B alone streams, in
+        # the chunks `resident_a_chunks` allows; else A and B chunks both do.
+        resident = [d for d in resident_a_chunks(shape, choice.tiles, l1_cap, frac)
+                    if d in chunks and (not nb_fixed or d % nb_fixed == 0)
+                    ] if choice.a_resident else []
+        a_chunk = 0 if resident else mb
+        fitting = resident or [d for d in chunks if 2 * (mb + kb) * d * blk <= l1_cap
+                               and (not nb_fixed or d % nb_fixed == 0)]
         # The chunk trades the GM path's per-copy latency (paid once per
         # chunk: one flag per chunk) against the pipeline's fill and drain
         # (the first chunk's copy before the first mad, the last chunk's mads
@@ -98,7 +108,7 @@ class PipelinedSchedule:
 
         def estimate(d: int) -> float:
             trips = tiles * (N1 // d)
-            copy = (mb + kb) * d * blk / path.bytes_per_cycle + path.latency
+            copy = (a_chunk + kb) * d * blk / path.bytes_per_cycle + path.latency
             cube = t.cube_cycles(float(mb * kb * d))
             return max(copy + cube * trips, copy * trips + cube)
         chunk = min(fitting, key=lambda d: (estimate(d), -d)) if fitting else None
@@ -122,7 +132,7 @@ class PipelinedSchedule:
         if sub is None:
             return self.fall_back(f"two L0 slots of one reduction block do not fit L0A/L0B "
                                   f"(m={choice.tiles.m}, k/pieces={khb * frac})")
-        return PipelinedPlan(mb, kb, chunk, sub, pieces)
+        return PipelinedPlan(mb, kb, chunk, sub, pieces, bool(resident))
 
     def stages_drain(self, tiles: int, blocks: int, mb: int, khb: int) -> bool:
         """Whether the pipelined loop over `tiles` C tiles (`blocks` fractal
@@ -185,8 +195,8 @@ class PipelinedSchedule:
         may place on the previous piece's (its temporaries come too late in
         program order for its pipe-aware window), V waits for that store
         each piece. Taking turns, a piece's store overlaps the next piece's
-        move and vector work (BERT seq 128 430.9k -> 430.5k, seq 512
-        1.699M -> 1.671M cycles, ffn_in 361.3k -> 333.1k there). Only when
+        move and vector work (BERT seq 128 403.2k -> 401.9k, seq 512
+        1.682M -> 1.677M cycles against drain-convert=false). Only when
         one epilogue part still fits beside the second buffer (a whole
         piece when not staged)."""
         if self.epilogue is None or self.epilogue.drain_type != "f16":
@@ -242,6 +252,10 @@ class PipelinedSchedule:
               drain piece h L0C -> UB -> GM  (drain-order=per-piece: right
               after piece h's mads instead)
 
+        With `plan.a_resident` each row of C tiles gets its own such loop
+        over (column tile, B chunk), preceded by the GM -> L1 copy of its A
+        row strip (m x N), which the loop's L0A loads read in place.
+
         Why: every (tile, chunk) is one iteration of one loop, so
         npu-double-buffer's ping-pong of the L1 chunks crosses tile
         boundaries (the next tile's first chunk loads while this tile's last
@@ -261,32 +275,69 @@ class PipelinedSchedule:
         out_proj loop 41.0k -> 36.6k, ffn_out 116.2k -> 114.3k cycles with
         them side by side)."""
         frac = self.target.fractal
+        mb, kb, pieces = plan.mb, plan.kb, plan.pieces
+        khb = kb // pieces
+        chunks = ops.N1 // plan.chunk
+        cols = ops.K1 // kb
+        per_matrix = (ops.M1 // mb) * cols * chunks
+        c_pieces = [nir.alloc([khb, mb, frac, frac], "f32", "l0c") for _ in range(pieces)]
+        if plan.a_resident:
+            # One flat loop per row of C tiles, after the copy of its A row
+            # strip: the strip is loop-invariant there, so its load needs no
+            # "first column tile" scf.if in the loop (whose sync would hold
+            # MTE2 every iteration) and its one MTE2 -> MTE1 flag is waited
+            # for before the loop. The loops are top-level ops: npu-prefetch
+            # still finds the first one, and npu-plan-memory may place the
+            # next row's strip apart from this one's.
+            for x0 in range(0, ops.M1, mb):
+                strip = self.stage_a(ops, x0, 0, mb, ops.N1)
+                self.pipelined_loop(ops, plan, cols * chunks, c_pieces, strip=strip, row=x0)
+        else:
+            self.pipelined_loop(ops, plan, per_matrix * max(batch, 1), c_pieces,
+                                per_matrix=per_matrix if batch else 0)
+
+    def pipelined_loop(self, ops: Operands, plan: "PipelinedPlan", trips: int,
+                       c_pieces: list[ir.Value], per_matrix: int = 0,
+                       strip: ir.Value | None = None, row: int = 0) -> None:
+        """The flat loop of `emit_pipelined` over `trips` (tile, chunk)
+        iterations: of every C tile (per_matrix of them per matrix of a
+        batch), or, with `strip` (A's resident row strip in L1), of the C
+        tiles of block row `row`, loading only B chunks."""
+        frac = self.target.fractal
         mb, kb, chunk, sub, pieces = plan.mb, plan.kb, plan.chunk, plan.sub, plan.pieces
         khb = kb // pieces
         chunks = ops.N1 // chunk
         cols = ops.K1 // kb
-        per_matrix = (ops.M1 // mb) * cols * chunks
-        trips = per_matrix * max(batch, 1)
-        c_pieces = [nir.alloc([khb, mb, frac, frac], "f32", "l0c") for _ in range(pieces)]
         # Each piece leaves through UB in two parts, so that the GM write of
         # one part overlaps the L0C -> UB move of the next and the last
         # piece's drain (not hidden behind any mad) is short.
         ub_budget = self.target.capacity("ub") // (2 * pieces)
+        all_trips = trips * (ops.M1 // mb if strip is not None else 1)
         loop = nir.for_loop(0, trips, 1)
         with ir.InsertionPoint(loop.body):
             i = loop.induction_variable
-            if batch:
+            if per_matrix:
                 # batch_matmul: iteration i is (matrix, tile, chunk), matrix-major.
                 ops.prefix = [arith.DivUIOp(i, nir.index_const(per_matrix)).result]
                 i = arith.RemUIOp(i, nir.index_const(per_matrix)).result
             c = arith.RemUIOp(i, nir.index_const(chunks)).result
             tile = arith.DivUIOp(i, nir.index_const(chunks)).result
-            x = arith.MulIOp(arith.DivUIOp(tile, nir.index_const(cols)).result, nir.index_const(mb)).result
-            y = arith.MulIOp(arith.RemUIOp(tile, nir.index_const(cols)).result, nir.index_const(kb)).result
+            if strip is not None:
+                x = nir.index_const(row)
+                y = arith.MulIOp(tile, nir.index_const(kb)).result
+            else:
+                x = arith.MulIOp(arith.DivUIOp(tile, nir.index_const(cols)).result,
+                                 nir.index_const(mb)).result
+                y = arith.MulIOp(arith.RemUIOp(tile, nir.index_const(cols)).result,
+                                 nir.index_const(kb)).result
             s0 = arith.MulIOp(c, nir.index_const(chunk)).result
             first = arith.CmpIOp(arith.CmpIPredicate.eq, c, nir.index_const(0)).result
             last = arith.CmpIOp(arith.CmpIPredicate.eq, c, nir.index_const(chunks - 1)).result
-            a1 = self.stage_a(ops, x, s0, mb, chunk)
+            if strip is None:
+                a1, a_base = self.stage_a(ops, x, s0, mb, chunk), None
+            else:
+                # This chunk's columns of the strip: from block s0 * mb on.
+                a1, a_base = strip, arith.MulIOp(s0, nir.index_const(mb)).result
             b1 = self.stage_b(ops, s0, y, chunk, kb)
             in_t = ops.in_type
             a_slots = [nir.alloc([mb, sub, frac, frac], in_t, "l0a") for _ in range(2)]
@@ -296,7 +347,8 @@ class PipelinedSchedule:
             # its L0C is released to the next tile's mads right after the
             # move, not after the epilogue's vector work (`stages_drain`).
             staged = (nir.alloc([khb, mb, frac, frac], self.epilogue.drain_type, "ub")
-                      if self.stages_drain(trips // chunks, trips * mb * kb * chunk, mb, khb)
+                      if self.stages_drain(all_trips // chunks, all_trips * mb * kb * chunk,
+                                           mb, khb)
                       else None)
             landings = self.landing_slots(staged, mb, khb)
             step = 0
@@ -306,7 +358,7 @@ class PipelinedSchedule:
                     step += 1
                     self.reorder_blocks(a1, a0, rows=mb, cols=sub, transpose=False,
                                         op_name="cce.load_l1_to_l0a", src_first=j0 * mb,
-                                        src_col_stride=mb)
+                                        src_col_stride=mb, src_base=a_base)
                     self.reorder_blocks(b1, b0, rows=sub, cols=khb, transpose=True,
                                         op_name="cce.load_l1_to_l0b",
                                         src_first=j0 + h * khb * chunk, src_col_stride=chunk)

@@ -32,12 +32,20 @@ op with loads), where that next op waits, i.e. reads GM bytes written since
 (loads that need nothing run at once: in the previous op the idle time
 counts after them, in this op's preparation, e.g. a bias, before them).
 The gap after the last load of the op before the previous one comes
-first (when the previous op's first load waits on it); slots are placed
+first (when the previous op's first load that waits on it does: loads
+before it that wait for nothing, a layernorm's gamma and beta, run at once
+and only shorten the gap; a matmul's tail there is its last mads plus its
+busier drain pipe, since its C pieces overlap on V and MTE3), and is
+dropped when L1 has no room over the previous op; slots are placed
 in body order, each cut at its bursts (the chunk's column
 blocks) over the gaps, then latest first, a gap taking bursts while at least
 half of the next one fits its idle time left; a slot is prefetched only
-whole, and only if L1 (the collector's bound at every op from its first
-part to the loop, plus the slots placed before) has room. An op that reads
+whole (but the first: with at least half of it in the gaps, the rest
+loads in the loop's first iteration, in place of its copy), and only if L1
+(the collector's bound at every op from its first part to the loop, plus
+the slots placed before; the ops that a function-level alloc, A's resident
+strip, ties to the loop have the loop's slots in their bound already) has
+room. An op that reads
 nothing the previous op writes gets nothing: its loads do not wait. Each
 prefetch and each refusal is a remark (`remarks=true`), with the gaps.
 """
@@ -200,7 +208,6 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
                                   f"writes, so its loads follow that op's without waiting")
                 return
         bandwidth = self.target.path("gm_to_l1").bytes_per_cycle
-        capacity = self.target.capacity("l1")
         gaps = self._gaps(tops, max(start, 0), prev, at)
         # The tail of the op before the previous one is tried first: the
         # previous op's own loads follow it, so a chunk there delays nothing
@@ -210,27 +217,18 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
         if earlier is not None:
             gaps = [earlier] + gaps
         low = min([max(start, 0)] + [k for k, _ in gaps])
-        # L1 each op from a gap to the loop needs at most, plus the slots
-        # placed so far that stay live over it.
+        # L1 each op from a gap to the loop needs at most.
         need = {j: collector.space_bounds_at(func, "l1", j)[1] for j in range(low, at)}
-        left = dict(gaps)
-        parts: list[Part] = []
-        placed = 0
-        for alloc, copies in c.slots:
-            if self.chunks and placed == self.chunks:
-                break
-            size = collector.space_size(alloc)[1]
-            trial, rest = self._fill(copies, gaps, left, bandwidth)
-            if trial is None:
-                break
-            earliest = min(part.gap for part in trial)
-            if any(need[j] + size > capacity for j in range(earliest + 1, at)):
-                break
-            for j in range(earliest + 1, at):
-                need[j] += size
-            left = rest
-            parts.extend(trial)
-            placed += 1
+        # The ops that function-level allocs tie to the loop (A's resident
+        # strip, copied before it) share its bound, which counts the loop's
+        # slots (the prefetched ones among them).
+        tied = collector.tied_span(func, "l1", at)
+        counted = set(range(tied[0], at)) if tied is not None else set()
+        parts, placed = self._place(c, gaps, need, counted, collector, at)
+        if not placed and earlier is not None:
+            # The previous op may fill L1 (a matmul's chunks): its own tail
+            # alone may still have room.
+            parts, placed = self._place(c, gaps[1:], need, counted, collector, at)
         chunk = collector.space_size(c.slots[0][0])[1]
         own = gaps[1:] if earlier is not None else gaps
         figures = (f"estimated MTE2 idle gaps from {name} on: "
@@ -244,6 +242,8 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
             self._say(c.loop, f"npu-prefetch: not prefetched: {reason} ({figures})")
             return
         slots = c.slots[:placed]
+        rests = [p for p in parts if p.gap == at]
+        parts = [p for p in parts if p.gap != at]
         home = {alloc: min(p.gap for p in parts if p.copy in copies) for alloc, copies in slots}
         # Working ops counted from the window's start, as the remark numbers steps.
         steps, count = {}, 0
@@ -257,7 +257,7 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
                               [p for p in parts if p.gap == gap], issue)
             collector.inserted(gap + 1, made)
             tops[gap + 1:gap + 2] = made + [issue]
-        self._guard(c, slots)
+        self._guard(c, slots, rests)
         self.facts.forget(c.loop)
         # The guards wrap the loop's copies and its slots moved out: its
         # accesses are the same.
@@ -273,14 +273,61 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
                            for k in sorted({p.gap for p in parts}))
         self._say(c.loop, f"npu-prefetch: {placed} of {len(c.slots)} weight slot(s) "
                           f"({sum(collector.space_size(a)[1] for a, _ in slots)} bytes, "
-                          f"{len(parts)} copies) loaded {points}, ahead of this op's first wait ({figures})")
+                          f"{len(parts)} copies) loaded {points}"
+                          + (f" (of the last, {sum(p.end - p.first for p in rests)} bursts in "
+                             f"the loop's first iteration)" if rests else "")
+                          + f", ahead of this op's first wait ({figures})")
+
+    def _place(self, c: Candidate, gaps: list[tuple[int, float]], need: dict[int, int],
+               counted: set[int], collector, at: int) -> tuple[list[Part], int]:
+        """The parts of the first slots that fit `gaps` (their idle time)
+        and L1 (`need`: each op's bound, plus the slots placed before; the
+        ops in `counted` have the loop's slots in their bound already),
+        and how many slots they are."""
+        bandwidth = self.target.path("gm_to_l1").bytes_per_cycle
+        capacity = self.target.capacity("l1")
+        need = dict(need)
+        left = dict(gaps)
+        parts: list[Part] = []
+        placed = 0
+        for alloc, copies in c.slots:
+            if self.chunks and placed == self.chunks:
+                break
+            size = collector.space_size(alloc)[1]
+            trial, rest = self._fill(copies, gaps, left, bandwidth)
+            partial = False
+            if trial is None and not self.chunks and not placed:
+                # The first slot, at least half of it in the gaps, still
+                # pays: the rest loads in the loop's first iteration, where
+                # all of it did. (A later slot filling the gaps to the brim
+                # leans on their estimates too hard: BERT's ffn_in, whose
+                # second slot would go three quarters into out_proj's tail,
+                # runs 7.8k cycles longer.)
+                trial, rest = self._fill(copies, gaps, left, bandwidth, rest_at=at)
+                partial = True
+            if trial is None:
+                break
+            earliest = min(part.gap for part in trial)
+            if any(need[j] + size > capacity for j in range(earliest + 1, at) if j not in counted):
+                break
+            for j in range(earliest + 1, at):
+                if j not in counted:
+                    need[j] += size
+            left = rest
+            parts.extend(trial)
+            placed += 1
+            if partial:
+                break
+        return parts, placed
 
     def _earlier_tail(self, tops: list[ir.Operation], start: int, at: int
                       ) -> tuple[int, float] | None:
         """The gap after the last load of the op before the previous one
-        (ending before `start`): its tail work and the previous op's
-        load-free steps up to its first load, when that load reads what
-        the earlier op writes (else MTE2 goes on at once)."""
+        (ending before `start`): its tail work and the previous op's steps
+        up to its first load that reads what the earlier op writes (else
+        MTE2 goes on at once). Loads before that one which wait for
+        nothing (a layernorm's gamma and beta) run at once and only
+        shorten the gap."""
         k = next((j for j in range(start - 1, -1, -1) if self.facts.works(tops[j])), None)
         if k is None:
             return None
@@ -288,14 +335,18 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
             k -= 1
         if k < 0:
             return None
-        idle = self.facts(tops[k]).tail
+        idle = self.facts(tops[k]).tail_span
         f = k + 1
-        while f < at and not self.facts(tops[f]).loads:
-            idle += self.facts(tops[f]).tail
+        while f < at:
+            facts = self.facts(tops[f])
+            if not facts.loads:
+                idle += facts.tail_span
+            elif self._reads_written([tops[f]], tops[k:f]):
+                return k, max(0.0, idle)
+            else:
+                idle -= facts.loads  # its own work follows them: no wait of ours
             f += 1
-        if f >= at or not self._reads_written([tops[f]], tops[k:f]):
-            return None
-        return k, idle
+        return None
 
     def _say(self, op: ir.Operation, message: str) -> None:
         if self.remarks:

@@ -51,29 +51,19 @@ class EmitParts:
                     whole = clones[-1]
                     n = int_attr(copy, "n_burst")
                     if (part.first, part.end) != (0, n):
-                        views = []
-                        for v in whole.operands:
-                            shape = memref_shape(v)
-                            views.append(subview(v, [part.first] + [0] * (len(shape) - 1),
-                                                 [part.end - part.first] + shape[1:]))
-                            clones.append(defining_op(views[-1]))
-                        cut = create_op(copy.name, views, **{
-                            "n_burst": part.end - part.first,
-                            "burst_len": int_attr(copy, "burst_len"),
-                            "src_gap": int_attr(copy, "src_gap"),
-                            "dst_gap": int_attr(copy, "dst_gap")})
                         clones.remove(whole)
+                        clones.extend(_cut(whole, part.first, part.end))
                         whole.erase()
-                        clones.append(cut)
                 made.extend(clones)
         return made
 
     @staticmethod
-    def _guard(c: Candidate, slots) -> None:
+    def _guard(c: Candidate, slots, rests: list[Part]) -> None:
         """The loop's own copies of `slots` run from its second iteration on:
         each run of loads (GM copies with only index arithmetic and views
         between them) holding one goes into `scf.if later { the run } else
-        { the run without them }`. The run stays whole in both branches: a
+        { the run without them }` (with `rests`, the bursts of a copy not
+        prefetched, in its place there). The run stays whole in both branches: a
         guard around the weight copy alone would split it, and the flag
         sync insertion sets after a copy before the guard would hold MTE2
         until that copy landed (about 350 cycles per iteration in BERT's
@@ -98,10 +88,32 @@ class EmitParts:
                     later = arith.CmpIOp(arith.CmpIPredicate.ne, iv, loop.operands[0]).result
                     guard = scf.IfOp(later, [], has_else=True)
                 with ir.InsertionPoint(guard.else_block):
-                    clone_into([op for op in run if op not in guarded], {}, set())
+                    for op in run:
+                        if op not in guarded:
+                            clone_into([op], {}, set())
+                        for rest in (r for r in rests if r.copy == op):
+                            if (rest.first, rest.end) == (0, int_attr(op, "n_burst")):
+                                clone_into([op], {}, set())
+                            else:
+                                _cut(op, rest.first, rest.end)
                     scf.YieldOp([])
                 with ir.InsertionPoint(guard.then_block):
                     scf.YieldOp([])
                 for op in run:
                     op.move_before(guard.then_block.operations[len(guard.then_block.operations) - 1]
                                    .operation)
+
+
+def _cut(copy: ir.Operation, first: int, end: int) -> list[ir.Operation]:
+    """Bursts [first, end) of a copy whose views' first dimension is its
+    bursts, as a new copy (with its views) at the insertion point."""
+    made = []
+    views = []
+    for v in copy.operands:
+        shape = memref_shape(v)
+        views.append(subview(v, [first] + [0] * (len(shape) - 1), [end - first] + shape[1:]))
+        made.append(defining_op(views[-1]))
+    made.append(create_op(copy.name, views, **{
+        "n_burst": end - first, "burst_len": int_attr(copy, "burst_len"),
+        "src_gap": int_attr(copy, "src_gap"), "dst_gap": int_attr(copy, "dst_gap")}))
+    return made

@@ -33,6 +33,10 @@ class OpFacts:
     reads: frozenset         # GM ranges its copies load
     writes: frozenset        # GM ranges its copies store
     tail: float              # work on the pipes after its last load (see `OpFacts.of`)
+    # How long that work takes: a matmul's last mads, then its drain, whose
+    # pieces overlap on V and MTE3 (the busier one's work); other work
+    # runs its steps in turn (all of it).
+    tail_span: float = 0.0
 
     @property
     def works(self) -> bool:
@@ -134,12 +138,14 @@ class FactsCache:
                 body.update(w)
             trips = trip_count(op)
             work = Counter({p: c * (1 if trips is None else trips) for p, c in body.items()})
-            tail = self._loop_tail(per_op, body) if work.get("MTE2") else after_load(work)
+            tail = self._loop_tail(per_op, body) if work.get("MTE2") else Counter(work)
         else:
             work = Counter()
             self._work(op, 1, work, reads, writes)
-            tail = 0.0 if work.get("MTE2") else after_load(work)
-        return OpFacts(work, frozenset(reads), frozenset(writes), tail)
+            tail = Counter() if work.get("MTE2") else Counter(work)
+        span = (tail["M"] + max(tail.get("V", 0.0), tail.get("MTE3", 0.0)) if tail.get("M")
+                else after_load(tail))
+        return OpFacts(work, frozenset(reads), frozenset(writes), after_load(tail), span)
 
     def _work(self, op: ir.Operation, times: int, into: dict[str, float],
               reads: set[GmRange], writes: set[GmRange]) -> None:
@@ -180,7 +186,7 @@ class FactsCache:
                         self._work(child.operation, times, into, reads, writes)
 
     @staticmethod
-    def _loop_tail(per_op: list[dict[str, float]], body: Counter) -> float:
+    def _loop_tail(per_op: list[dict[str, float]], body: Counter) -> Counter:
         """Work left after a loop's last load: its last iteration's after the
         body's last load when MTE2 bounds the loop (the other pipes keep
         up), else the whole last iteration's (they lag behind by up to the
@@ -188,7 +194,10 @@ class FactsCache:
         if body["MTE2"] >= max(body.get(p, 0.0) for p in AFTER_LOAD_PIPES):
             last = max(k for k, w in enumerate(per_op) if w.get("MTE2"))
             per_op = per_op[last + 1:]
-        return sum(after_load(w) for w in per_op)
+        tail: Counter = Counter()
+        for w in per_op:
+            tail.update(w)
+        return tail
 
 def contains(op: ir.Operation, predicate) -> bool:
     """Whether an op in `op` (itself included) satisfies `predicate`: a walk

@@ -86,15 +86,20 @@ class IdleGaps:
         return [(k, g if k > last or k == tail else 0.0) for k, g in gaps]
 
     def _fill(self, copies: list[ir.Operation], gaps: list[tuple[int, float]],
-              left: dict[int, float], bandwidth: int) -> tuple[list[Part] | None, dict]:
+              left: dict[int, float], bandwidth: int, rest_at: int | None = None
+              ) -> tuple[list[Part] | None, dict]:
         """Split `copies` at bursts over the gaps, latest first: a gap takes
         bursts while at least half of the next one's load fits its idle time
         left (with `chunks` given, the latest gap takes everything). None
-        when they do not all fit."""
+        when they do not all fit, unless `rest_at` (the loop's index): then
+        what does not fit stays in the loop's first iteration (parts at
+        `rest_at`), provided the gaps take at least half of the load."""
         left = dict(left)
         parts: list[Part] = []
         order = iter(k for k, _ in gaps)
         gap = next(order, None)
+        total = sum(instruction_cycles(copy, self.target) for copy in copies)
+        taken = 0.0
         for copy in copies:
             n = int_attr(copy, "n_burst")
             bursts = n if self._splittable(copy) else 1
@@ -102,13 +107,17 @@ class IdleGaps:
             b = 0
             while b < bursts:
                 if gap is None:
-                    return None, left
+                    if rest_at is None or 2 * taken < total:
+                        return None, left
+                    parts.append(Part(rest_at, copy, b * n // bursts, n))
+                    break
                 if not self.chunks and left[gap] < cycles / 2:
                     gap = next(order, None)
                     continue
                 take = bursts - b if self.chunks else \
                     min(bursts - b, max(1, int((left[gap] + cycles / 2) // cycles)))
                 left[gap] -= take * cycles
+                taken += take * cycles
                 parts.append(Part(gap, copy, b * n // bursts, (b + take) * n // bursts))
                 b += take
         return parts, left

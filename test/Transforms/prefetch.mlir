@@ -145,3 +145,101 @@ func.func @two_back(%x: memref<64x3x16x16xf32, "gm">, %e: memref<64x3x16x16xf32,
   "ascend.matmul"(%a, %w, %c) {npu.options = {"l1-chunk" = 64 : i64}} : (memref<64x3x16x16xf16, "gm">, memref<80x64x16x16xf16, "gm">, memref<80x3x16x16xf32, "gm">) -> ()
   return
 }
+
+// -----
+
+// The previous op ('prev': exp, add, cast) starts with loads that wait for
+// nothing (the exp of %y): MTE2 runs them at once and still idles after
+// the first op's last load until the add reads %e. That gap (2048 less
+// the exp's 384 cycles of loads) takes 52 of the first slot's 80 bursts, the add's
+// tail the other 28.
+// CHECK-LABEL: func.func @free_loads_first
+// CHECK:       cce.vexp
+// CHECK:       "cce.copy_gm_to_l1"(%{{.*}}, %{{.*}}) {{{.*}}n_burst = 52
+// CHECK:       cce.vexp
+// CHECK:       cce.vadd
+// CHECK:       "cce.copy_gm_to_l1"(%{{.*}}, %{{.*}}) {{{.*}}n_burst = 28
+// CHECK:       scf.for
+func.func @free_loads_first(%x: memref<64x3x16x16xf32, "gm">, %e: memref<64x3x16x16xf32, "gm">, %y: memref<8x3x16x16xf32, "gm">, %t: memref<8x3x16x16xf32, "gm">, %s: memref<64x3x16x16xf32, "gm">, %a: memref<64x3x16x16xf16, "gm">, %w: memref<80x64x16x16xf16, "gm"> {npu.constant = dense<0.5> : tensor<80x64x16x16xf16>}, %c: memref<80x3x16x16xf32, "gm">) {
+  "ascend.exp"(%x, %e) : (memref<64x3x16x16xf32, "gm">, memref<64x3x16x16xf32, "gm">) -> ()
+  "ascend.exp"(%y, %t) : (memref<8x3x16x16xf32, "gm">, memref<8x3x16x16xf32, "gm">) -> () loc("prev")
+  "ascend.add"(%e, %e, %s) : (memref<64x3x16x16xf32, "gm">, memref<64x3x16x16xf32, "gm">, memref<64x3x16x16xf32, "gm">) -> () loc("prev")
+  "ascend.cast"(%s, %a) {round_mode = "rint"} : (memref<64x3x16x16xf32, "gm">, memref<64x3x16x16xf16, "gm">) -> () loc("prev")
+  // expected-remark @+2 {{matmul tiling}}
+  // expected-remark @+1 {{npu-prefetch: 1 of 2 weight slot(s) (163840 bytes, 2 copies) loaded after the op before 'prev' (its last load), after 'prev' step #5 (of 7), ahead of this op's first wait (estimated MTE2 idle gaps from 'prev' on: 0, 937 cycles, after the op before it 1664; a chunk of 163840 bytes takes 2560)}}
+  "ascend.matmul"(%a, %w, %c) {npu.options = {"l1-chunk" = 64 : i64}} : (memref<64x3x16x16xf16, "gm">, memref<80x64x16x16xf16, "gm">, memref<80x3x16x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+// A resident A strip (128 x 3072, copied before the loop) and the loop's
+// two B slots take 983040 of L1's 1048576 bytes: the bound of the ops
+// tied to the loop by the strip already counts the slots, so both are
+// prefetched (their first copy after the exp, the rest in the cast's
+// tail), before the strip's copy.
+// CHECK-LABEL: func.func @resident_strip
+// CHECK:       cce.vexp
+// CHECK:       "cce.copy_gm_to_l1"(%{{.*}}, %{{.*}}) {{{.*}}n_burst = 2
+// CHECK:       "cce.copy_gm_to_l1"(%{{.*}}, %{{.*}}) {{{.*}}n_burst = 1
+// CHECK:       cce.vconv
+// CHECK:       "cce.copy_gm_to_l1"(%{{.*}}, %{{.*}}) {{{.*}}n_burst = 1
+// CHECK:       "cce.copy_gm_to_l1"(%{{.*}}, %{{.*}}) {{{.*}}n_burst = 192
+// CHECK:       scf.for
+func.func @resident_strip(%x: memref<192x8x16x16xf32, "gm">, %e: memref<192x8x16x16xf32, "gm">, %a: memref<192x8x16x16xf16, "gm">, %w: memref<4x192x16x16xf16, "gm"> {npu.constant = dense<0.5> : tensor<4x192x16x16xf16>}, %c: memref<4x8x16x16xf32, "gm">) {
+  "ascend.exp"(%x, %e) : (memref<192x8x16x16xf32, "gm">, memref<192x8x16x16xf32, "gm">) -> ()
+  "ascend.cast"(%e, %a) {round_mode = "rint"} : (memref<192x8x16x16xf32, "gm">, memref<192x8x16x16xf16, "gm">) -> ()
+  // expected-remark @+2 {{matmul tiling: strategy=os tiles (m=128, n=256, k=32) with the A row strip resident in L1}}
+  // expected-remark @+1 {{npu-prefetch: 2 of 2 weight slot(s) (196608 bytes, 3 copies) loaded after the op before 'line 191' (its last load), after 'line 191' step #2 (of 4), ahead of this op's first wait (estimated MTE2 idle gaps from 'line 191' on: 0, 1017, 0 cycles, after the op before it 2048; a chunk of 98304 bytes takes 1536)}}
+  "ascend.matmul"(%a, %w, %c) {npu.options = {"k" = 32 : i64, "l1-chunk" = 1536 : i64}} : (memref<192x8x16x16xf16, "gm">, memref<4x192x16x16xf16, "gm">, memref<4x8x16x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+// The op before the previous one is a matmul: after its last load come
+// its last mads (M) and its drain, whose pieces overlap on V and MTE3:
+// 3584 cycles, the mads' and the busier drain pipe's work (the sum of
+// its pipes' work would be 5184, the busiest alone 2048). Both slots of
+// the second matmul's weight load there.
+// CHECK-LABEL: func.func @matmul_before
+// CHECK:       scf.for
+// CHECK:       "cce.copy_gm_to_l1"(%{{.*}}, %{{.*}}) {{{.*}}n_burst = 24
+// CHECK:       "cce.copy_gm_to_l1"(%{{.*}}, %{{.*}}) {{{.*}}n_burst = 24
+// CHECK:       cce.vconv
+func.func @matmul_before(%a: memref<48x8x16x16xf16, "gm">, %w1: memref<16x48x16x16xf16, "gm"> {npu.constant = dense<0.5> : tensor<16x48x16x16xf16>}, %c1: memref<16x8x16x16xf32, "gm">, %a2: memref<16x8x16x16xf16, "gm">, %w2: memref<48x16x16x16xf16, "gm"> {npu.constant = dense<0.5> : tensor<48x16x16x16xf16>}, %c2: memref<48x8x16x16xf32, "gm">) {
+  // expected-remark @+2 {{matmul tiling}}
+  // expected-remark @+1 {{npu-prefetch: not prefetched: no earlier op}}
+  "ascend.matmul"(%a, %w1, %c1) {npu.options = {"l1-chunk" = 192 : i64}} : (memref<48x8x16x16xf16, "gm">, memref<16x48x16x16xf16, "gm">, memref<16x8x16x16xf32, "gm">) -> ()
+  "ascend.cast"(%c1, %a2) {round_mode = "rint"} : (memref<16x8x16x16xf32, "gm">, memref<16x8x16x16xf16, "gm">) -> ()
+  // expected-remark @+2 {{matmul tiling}}
+  // expected-remark @+1 {{npu-prefetch: 2 of 2 weight slot(s) (196608 bytes, 2 copies) loaded after the op before 'line 214' (its last load), ahead of this op's first wait (estimated MTE2 idle gaps from 'line 214' on: 0, 852, 0 cycles, after the op before it 3584; a chunk of 98304 bytes takes 1536)}}
+  "ascend.matmul"(%a2, %w2, %c2) {npu.options = {"l1-chunk" = 128 : i64}} : (memref<16x8x16x16xf16, "gm">, memref<48x16x16x16xf16, "gm">, memref<48x8x16x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+// As @two_back with chunks of 128 reduction elements: the first slot's
+// load (5120 cycles) exceeds the gaps (2048 after the exp, 937 in the
+// cast's tail), but more than half of it fits: 32 + 15 of its 80 bursts
+// load there, the other 33 in the loop's first iteration (the else branch
+// of the guard, in place of the slot's copy).
+// CHECK-LABEL: func.func @partial_slot
+// CHECK:       cce.vexp
+// CHECK:       "cce.copy_gm_to_l1"(%{{.*}}, %{{.*}}) {{{.*}}n_burst = 32
+// CHECK:       "cce.copy_gm_to_l1"(%{{.*}}, %{{.*}}) {{{.*}}n_burst = 15
+// CHECK:       cce.vconv
+// CHECK:       scf.for
+// CHECK:       scf.if
+// CHECK:       } else {
+// CHECK-NEXT:    "cce.copy_gm_to_l1"
+// CHECK:         "cce.copy_gm_to_l1"(%{{.*}}, %{{.*}}) {{{.*}}n_burst = 33
+func.func @partial_slot(%x: memref<64x3x16x16xf32, "gm">, %e: memref<64x3x16x16xf32, "gm">, %a: memref<64x3x16x16xf16, "gm">, %w: memref<80x64x16x16xf16, "gm"> {npu.constant = dense<0.5> : tensor<80x64x16x16xf16>}, %c: memref<80x3x16x16xf32, "gm">) {
+  "ascend.exp"(%x, %e) : (memref<64x3x16x16xf32, "gm">, memref<64x3x16x16xf32, "gm">) -> ()
+  "ascend.cast"(%e, %a) {round_mode = "rint"} : (memref<64x3x16x16xf32, "gm">, memref<64x3x16x16xf16, "gm">) -> ()
+  // expected-remark @+2 {{matmul tiling}}
+  // expected-remark @+1 {{npu-prefetch: 1 of 2 weight slot(s) (327680 bytes, 2 copies) loaded after the op before 'line 240' (its last load), after 'line 240' step #2 (of 4) (of the last, 33 bursts in the loop's first iteration), ahead of this op's first wait (estimated MTE2 idle gaps from 'line 240' on: 0, 937 cycles, after the op before it 2048; a chunk of 327680 bytes takes 5120)}}
+  "ascend.matmul"(%a, %w, %c) {npu.options = {"l1-chunk" = 128 : i64}} : (memref<64x3x16x16xf16, "gm">, memref<80x64x16x16xf16, "gm">, memref<80x3x16x16xf32, "gm">) -> ()
+  return
+}

@@ -240,7 +240,8 @@ def test_drains_after_the_mads_keep_the_numerics():
                                      f'{{"drain-order" = "{v}"}}}}')
                         for v in ("after-mads", "per-piece"))
     # npu-double-buffer unrolls the loop by two; each half has 4 pieces of
-    # 4 sub-steps.
-    assert body_order(after, "k=128") == ("m" * 16 + "d" * 4) * 2
-    assert body_order(per_piece, "k=128") == ("m" * 4 + "d") * 8
+    # 2 sub-steps (A's row strip is resident in L1: B chunks of half the
+    # reduction).
+    assert body_order(after, "k=128") == ("m" * 8 + "d" * 4) * 2
+    assert body_order(per_piece, "k=128") == ("m" * 2 + "d") * 8
     assert_bit_identical((after, per_piece), "npu-lower{k=128}", inputs_for(base))

@@ -167,6 +167,38 @@ def test_pipe_work_totals_are_the_programs_traffic_and_issue():
             assert facts(child.operation).work == pipe_work([child.operation], target)
 
 
+def simulated_with_and_without(text: str, ins: list[np.ndarray]):
+    """`npu-lower{fuse=false}` with and without npu-prefetch, simulated:
+    both give the numpy result, bit for bit the same, race-free. Returns
+    both SimResults."""
+    pipeline = "npu-lower{{fuse=false prefetch={}}}"
+    got, expected, res = compile_and_simulate(text, pipeline.format("true"), ins)
+    plain, _, plain_res = compile_and_simulate(text, pipeline.format("false"), ins)
+    assert_outputs_close(got, expected)
+    for a, b in zip(got, plain):
+        np.testing.assert_array_equal(a, b)
+    assert res.hazards == [] and plain_res.hazards == []
+    return res, plain_res
+
+
+STEPS = "npu-plan-gm,npu-lower-elementwise,npu-lower-matmul{schedule=pipelined},npu-double-buffer,"
+
+
+def split_program(cast_loc: str, chunk: int) -> str:
+    """exp, cast (located `cast_loc`), then a matmul (located "mm") with a
+    1024 x 1280 host-constant weight in L1 chunks of `chunk` reduction
+    elements."""
+    w = _nz_weight(1024, 1280, 3)
+    return f"""func.func @split(%x: {_t((64, 3, F, F), 'f32')}, %e: {_t((64, 3, F, F), 'f32')},
+    %a: {_t((64, 3, F, F), 'f16')}, %w: {_t((80, 64, F, F), 'f16')} {{{w}}}, %c: {_t((80, 3, F, F), 'f32')}) {{
+  "ascend.exp"(%x, %e) : ({_t((64, 3, F, F), 'f32')}, {_t((64, 3, F, F), 'f32')}) -> () loc("exp")
+  "ascend.cast"(%e, %a) {{round_mode = "rint"}} : ({_t((64, 3, F, F), 'f32')}, {_t((64, 3, F, F), 'f16')}) -> () loc("{cast_loc}")
+  "ascend.matmul"(%a, %w, %c) {{npu.options = {{"l1-chunk" = {chunk} : i64}}}} : ({_t((64, 3, F, F), 'f16')}, {_t((80, 64, F, F), 'f16')}, {_t((80, 3, F, F), 'f32')}) -> () loc("mm")
+  return
+}}
+"""
+
+
 @pytest.mark.parametrize("cast_loc, bursts", [("mm", [32, 48]), ("cast", [16, 64])])
 def test_chunk_cut_over_several_gaps_matches_numpy(cast_loc, bursts):
     # The first slot's chunk is cut at its bursts over the exp's tail and
@@ -175,26 +207,70 @@ def test_chunk_cut_over_several_gaps_matches_numpy(cast_loc, bursts):
     # the previous op, and the exp's tail the op before it), with random
     # weights; planned, synchronised and simulated against numpy and the
     # program without npu-prefetch.
-    w = _nz_weight(1024, 1280, 3)
-    text = f"""func.func @split(%x: {_t((64, 3, F, F), 'f32')}, %e: {_t((64, 3, F, F), 'f32')},
-    %a: {_t((64, 3, F, F), 'f16')}, %w: {_t((80, 64, F, F), 'f16')} {{{w}}}, %c: {_t((80, 3, F, F), 'f32')}) {{
-  "ascend.exp"(%x, %e) : ({_t((64, 3, F, F), 'f32')}, {_t((64, 3, F, F), 'f32')}) -> () loc("exp")
-  "ascend.cast"(%e, %a) {{round_mode = "rint"}} : ({_t((64, 3, F, F), 'f32')}, {_t((64, 3, F, F), 'f16')}) -> () loc("{cast_loc}")
-  "ascend.matmul"(%a, %w, %c) {{npu.options = {{"l1-chunk" = 64 : i64}}}} : ({_t((64, 3, F, F), 'f16')}, {_t((80, 64, F, F), 'f16')}, {_t((80, 3, F, F), 'f32')}) -> () loc("mm")
-  return
-}}
-"""
-    steps = "npu-plan-gm,npu-lower-elementwise,npu-lower-matmul{schedule=pipelined},npu-double-buffer,"
+    text = split_program(cast_loc, 64)
     ins = inputs(text)
     ins[0] = (ins[0] * 0.25).astype(np.float32)  # exp stays within f16
     got, expected, res = compile_and_simulate(
-        text, steps + "npu-prefetch,npu-plan-memory,npu-insert-sync", ins)
-    plain, _, plain_res = compile_and_simulate(text, steps + "npu-plan-memory,npu-insert-sync", ins)
+        text, STEPS + "npu-prefetch,npu-plan-memory,npu-insert-sync", ins)
+    plain, _, plain_res = compile_and_simulate(text, STEPS + "npu-plan-memory,npu-insert-sync", ins)
     assert_outputs_close(got, expected)
     for a, b in zip(got, plain):
         np.testing.assert_array_equal(a, b)
     assert res.hazards == [] and plain_res.hazards == []
-    module = compile_program(text, steps + "npu-prefetch")
+    module = compile_program(text, STEPS + "npu-prefetch")
     top = [o.operation for o in functions(module)[0].regions[0].blocks[0].operations]
     assert sorted(int(str(o.attributes["n_burst"]).split(":")[0]) for o in top
                   if o.name == "cce.copy_gm_to_l1") == bursts
+
+
+@pytest.mark.parametrize("cast_loc", ["mm", "cast"])
+def test_part_of_the_first_slot_when_the_gaps_hold_most_of_it(cast_loc):
+    # Chunks of 128 reduction elements take 5120 cycles to load, more than
+    # the gaps hold but less than twice: the bursts that fit load there,
+    # the rest in the loop's first iteration; same result as without
+    # npu-prefetch, race-free, faster (with whole slots only, nothing is
+    # prefetched: 67,232 cycles both ways).
+    text = split_program(cast_loc, 128)
+    ins = inputs(text)
+    ins[0] = (ins[0] * 0.25).astype(np.float32)
+    res, plain_res = simulated_with_and_without(text, ins)
+    assert res.cycles < plain_res.cycles, (res.cycles, plain_res.cycles)
+    module = compile_program(text, STEPS + "npu-prefetch")
+    top = [o.operation for o in functions(module)[0].regions[0].blocks[0].operations]
+    ahead = sum(int(str(o.attributes["n_burst"]).split(":")[0]) for o in top
+                if o.name == "cce.copy_gm_to_l1")
+    assert 40 <= ahead < 80, ahead  # at least half of the 80 bursts, not all
+
+
+def free_loads_first() -> str:
+    """An exp, then a previous op ('prev') whose first loads (the exp of an
+    unrelated %y, as a layernorm's gamma and beta) wait for nothing, then
+    a matmul with a host-constant weight reading what 'prev' writes."""
+    x, y, c = (64, 3, F, F), (8, 3, F, F), (80, 3, F, F)
+    return f"""
+func.func @free_first(%x: {_t(x, 'f32')}, %e: {_t(x, 'f32')}, %y: {_t(y, 'f32')}, %t: {_t(y, 'f32')}, %s: {_t(x, 'f32')}, %a: {_t(x, 'f16')}, %w: {_t((80, 64, F, F), 'f16')} {{{_nz_weight(1024, 1280, 3)}}}, %c: {_t(c, 'f32')}) {{
+  "ascend.exp"(%x, %e) : ({_t(x, 'f32')}, {_t(x, 'f32')}) -> ()
+  "ascend.exp"(%y, %t) : ({_t(y, 'f32')}, {_t(y, 'f32')}) -> () loc("prev")
+  "ascend.add"(%e, %e, %s) : ({_t(x, 'f32')}, {_t(x, 'f32')}, {_t(x, 'f32')}) -> () loc("prev")
+  "ascend.cast"(%s, %a) {{round_mode = "rint"}} : ({_t(x, 'f32')}, {_t(x, 'f16')}) -> () loc("prev")
+  "ascend.matmul"(%a, %w, %c) {{npu.options = {{"l1-chunk" = 64 : i64}}}} : ({_t(x, 'f16')}, {_t((80, 64, F, F), 'f16')}, {_t(c, 'f32')}) -> ()
+  return
+}}
+"""
+
+
+def test_loads_that_wait_for_nothing_leave_the_earlier_gap_to_the_weights():
+    # Before 'prev' reads the exp's result, MTE2 only runs the exp of %y:
+    # the weight's first slot loads in the rest of that gap, ahead of
+    # 'prev' (a top-level weight copy before the exp of %y).
+    text = free_loads_first()
+    res, plain_res = simulated_with_and_without(text, inputs(text))
+    module = compile_program(text, "npu-lower{fuse=false prefetch=true}")
+    names = [op.operation.name for op in functions(module)[0].regions[0].blocks[0].operations]
+    assert "cce.copy_gm_to_l1" in names, "the weight was not prefetched"
+    first_weight_copy = names.index("cce.copy_gm_to_l1")
+    loops = [k for k, name in enumerate(names) if name == "scf.for"]
+    # The exp of %x is the first loop (its two segments); the weight copy
+    # comes before the exp of %y's loop.
+    assert loops[1] < first_weight_copy < loops[2], names
+    assert res.cycles < plain_res.cycles, (res.cycles, plain_res.cycles)
