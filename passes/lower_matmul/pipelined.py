@@ -198,7 +198,7 @@ class PipelinedSchedule:
         may place on the previous piece's (its temporaries come too late in
         program order for its pipe-aware window), V waits for that store
         each piece. Taking turns, a piece's store overlaps the next piece's
-        move and vector work (BERT seq 128 403.2k -> 401.9k, seq 512
+        move and vector work (BERT seq 128 400.3k -> 394.0k, seq 512
         1.682M -> 1.677M cycles against drain-convert=false). Only when
         one epilogue part still fits beside the second buffer (a whole
         piece when not staged)."""
