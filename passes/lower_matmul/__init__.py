@@ -94,8 +94,8 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, Pass):
         Option("drain-convert", bool, True, "with an epilogue whose C is f16: the L0C -> "
                "UB move rounds the accumulator to f16 itself (cce.copy_l0c_to_ub convert = "
                "\"f32_to_f16\") instead of a vconv after it, and the pieces land in two UB "
-               "buffers by turns (`landing_slots`): BERT layer 400.3k -> 394.0k cycles at "
-               "seq 128, 1.682M -> 1.677M at 512 (one shared or fresh buffer per piece "
+               "buffers by turns (`landing_slots`): BERT layer 398.5k -> 392.2k cycles at "
+               "seq 128, 1.678M -> 1.673M at 512 (one shared or fresh buffer per piece "
                "was slower than the vconv: V waited for each piece's store)"),
         Option("drain-order", str, "after-mads", "schedule=pipelined: where each C piece's "
                "drain sits in the loop body: after every piece's mads of the chunk (drains "

@@ -198,8 +198,8 @@ class PipelinedSchedule:
         may place on the previous piece's (its temporaries come too late in
         program order for its pipe-aware window), V waits for that store
         each piece. Taking turns, a piece's store overlaps the next piece's
-        move and vector work (BERT seq 128 400.3k -> 394.0k, seq 512
-        1.682M -> 1.677M cycles against drain-convert=false). Only when
+        move and vector work (BERT seq 128 398.5k -> 392.2k, seq 512
+        1.678M -> 1.673M cycles against drain-convert=false). Only when
         one epilogue part still fits beside the second buffer (a whole
         piece when not staged)."""
         if self.epilogue is None or self.epilogue.drain_type != "f16":
