@@ -49,7 +49,7 @@ LOWERINGS: tuple[tuple[str, dict[str, str]], ...] = (
 # Values meaning "leave the owning pass's default".
 _UNSET: dict[str, Any] = {"strategy": "", "m": 0, "n": 0, "k": 0, "matmul-schedule": "",
                           "l1-chunk": 0, "c-pieces": 0, "matmul-resident-a": True,
-                          "matmul-drain-convert": False, "fractalize": "",
+                          "matmul-drain-convert": True, "fractalize": "",
                           "ub-fraction": 0.0, "max-chunk": 0}
 
 
@@ -75,7 +75,7 @@ class LowerPass(Pass):
         Option("matmul-resident-a", bool, True, "pipelined matmuls keep A's row strip in L1 "
                "across the column tiles when the cost model finds room (npu-lower-matmul "
                "resident-a)"),
-        Option("matmul-drain-convert", bool, False, "npu-lower-matmul drain-convert: an "
+        Option("matmul-drain-convert", bool, True, "npu-lower-matmul drain-convert: an "
                "epilogue's f16 C is rounded by the L0C -> UB move itself"),
         Option("fractalize", str, "", "fractalize algorithm (npu-lower-fractalize algorithm; "
                "empty: its default)", choices=("",) + FRACTALIZE_ALGORITHMS),
@@ -92,6 +92,8 @@ class LowerPass(Pass):
                "consumers of a matmul applied as its C tiles drain)"),
         Option("fuse-epilogue-f16", bool, True, "npu-fuse's epilogue-f16: a matmul epilogue "
                "whose only results leaving are f32 -> f16 casts is computed in f16"),
+        Option("fuse-epilogue-bias-f32", bool, False, "npu-fuse's epilogue-bias-f32: in an "
+               "f16 epilogue, a bias add on C runs in f32 and its sum is rounded once"),
         Option("fuse-row-major-stores", bool, True, "npu-fuse's row-major stores: a "
                "defractalize after a matmul joins its epilogue (C written row-major as it "
                "drains)"),
@@ -200,6 +202,7 @@ class LowerPass(Pass):
                            **{"ub-fraction": fuse_fraction,
                               "row-major-stores": self.fuse_row_major_stores,
                               "epilogue-f16": self.fuse_epilogue_f16,
+                              "epilogue-bias-f32": self.fuse_epilogue_bias_f32,
                               "nz-stores": self.fuse_nz_stores}).run(module)
             self._required("npu-lower-fused", **{"ub-fraction": fuse_fraction}, **(
                 {"max-chunk": self.max_chunk} if self.max_chunk else {})).run(module)

@@ -6,6 +6,8 @@ Per drained piece (`cols` column blocks x `m` row blocks of C, Nz):
   * the f32 accumulator is C; when C is f16 (an f16 matmul result, or an
     epilogue computed in f16: `compute = "f16"`) it is rounded to f16 first,
     by a vconv or (drain-convert) by the L0C -> UB move itself (`drain_type`);
+    with `head = "f32"`, an f16 epilogue whose first member adds a bias to C
+    (`npu.epilogue.f32_head`) keeps C and that add in f32 and rounds the sum;
   * each member, in order, loads the same piece of each operand it takes
     from outside the group (first use; one burst per column block, like
     C's store), computes into a new UB buffer or over an input no later
@@ -122,6 +124,10 @@ class MatmulEpilogue:
         outputs = [c] + [m.out for m in members]
         attrs = nir.dict_attr_items(region.attributes[epilogue.EPILOGUE_ATTR])
         self.in_f16 = attrs.get("compute", "f32") == epilogue.COMPUTE_F16
+        head = None
+        if epilogue.HEAD_ATTR in attrs and not self.in_f16:
+            raise PassError(f"an npu.epilogue group's {epilogue.HEAD_ATTR} needs compute = "
+                            "\"f16\"", region)
         if self.in_f16:
             read = {t.root for _, op in stores for t in outputs
                     if epilogue.column_blocks(op.operands[0], t.value) is not None}
@@ -129,7 +135,12 @@ class MatmulEpilogue:
             if why is not None:
                 raise PassError(f"an npu.epilogue group with compute = \"f16\" must end in "
                                 f"f32 -> f16 casts: {why}", region)
-            c, members = epilogue.in_f16(c, members, self.target)
+            head = attrs.get(epilogue.HEAD_ATTR)
+            if head is not None and (head != "f32" or epilogue.f32_head(c, members) is None):
+                raise PassError(f"an npu.epilogue group's {epilogue.HEAD_ATTR} = \"f32\" needs "
+                                "a first member adding an f32 operand to C (its only reader)",
+                                region)
+            c, members = epilogue.in_f16(c, members, self.target, head is not None)
         self.e = epilogue.model(matmul, c, epilogue.collapse_gelu(c, members, leaves, stored,
                                                                   self.in_f16), leaves)
         granule = self.target.granule("ub")
@@ -139,6 +150,24 @@ class MatmulEpilogue:
         self.consts: dict = {}  # member index -> its recipe's `Constants`
         self.row_major = self.row_major_targets(stores)
         self.plan = epilogue.plan(self.e, self.target, self.drain_type)
+        # A result made in f32 (`f32_head`) and read on in f16 is rounded once
+        # as it is made: root -> (the type it is read as, the rounded tensor's
+        # root); when its one reader is a cast to f16 to nearest, that cast
+        # is the rounding (`folded`: its index) and its result the tensor.
+        made = {m.out.root: m.out.elem for m in self.e.members}
+        self.narrowed: dict = {}
+        self.folded: set = set()
+        for k, m in enumerate(self.e.members):
+            for i in m.ins:
+                if made.get(i.root, i.elem) != i.elem:
+                    self.narrowed[i.root] = (i.elem, i.root)
+            if (head is not None and m.op.name == "ascend.cast" and nir.str_attr(m.op, "round_mode") == "rint"
+                    and k and self.e.members[k - 1].out.root == m.ins[0].root
+                    and (m.ins[0].elem, m.out.elem) == ("f32", "f16")
+                    and sum(i.root == m.ins[0].root for n in self.e.members for i in n.ins) == 1
+                    and m.ins[0].root not in self.e.leaving | set(self.row_major)):
+                self.narrowed[m.ins[0].root] = (m.out.elem, m.out.root)
+                self.folded.add(k)
         frac = self.target.fractal
         self.pitch = {}
         for o in list(self.e.loaded.values()) + outputs:
@@ -269,25 +298,45 @@ class MatmulEpilogue:
                 if i.root not in bufs and i.root not in self.e.broadcast:
                     bufs[i.root] = self.alloc(piece, i.elem)
                     self.move("cce.copy_gm_to_ub", i, bufs[i.root], piece)
-            out = bufs[reuse] if reuse is not None else self.alloc(piece, m.out.elem)
-            if any(i.root in self.e.broadcast for i in m.ins):
-                self.emit_by_columns(m, out, bufs, piece)
+            if k in self.folded:  # the previous member rounded into its result
+                out = bufs[m.out.root]
             else:
-                temps = [nir.flatten_memref(self.alloc(piece, t)) for t in m.compute.temps]
-                emit_flat_run(m.compute, self.target, count, (nir.flatten_memref(out), m.out.elem),
-                              [(nir.flatten_memref(bufs[i.root]), i.elem) for i in m.ins], temps,
-                              self.consts.get(k))
-            bufs[m.out.root] = out
+                out = bufs[reuse] if reuse is not None else self.alloc(piece, m.out.elem)
+                elem, rounded = self.narrowed.get(m.out.root, (None, None))
+                narrow = self.alloc(piece, elem) if elem is not None else None
+                if any(i.root in self.e.broadcast for i in m.ins):
+                    self.emit_by_columns(m, out, bufs, piece, narrow)
+                else:
+                    temps = [nir.flatten_memref(self.alloc(piece, t)) for t in m.compute.temps]
+                    emit_flat_run(m.compute, self.target, count,
+                                  (nir.flatten_memref(out), m.out.elem),
+                                  [(nir.flatten_memref(bufs[i.root]), i.elem) for i in m.ins],
+                                  temps, self.consts.get(k))
+                    if narrow is not None:
+                        self.narrow(out, narrow, 0, count)
+                bufs[m.out.root] = out
+                if narrow is not None:
+                    bufs[rounded] = narrow
             if m.out.root in self.e.leaving:
                 self.move("cce.copy_ub_to_gm", m.out, out, piece)
             if m.out.root in self.row_major:
                 self.store_row_major(self.row_major[m.out.root], out, piece)
 
-    def emit_by_columns(self, m, out: ir.Value, bufs: dict, piece: Piece) -> None:
+    def narrow(self, wide: ir.Value, narrow: ir.Value, first: int, count: int) -> None:
+        """Elements first .. first+count of `wide` rounded (to nearest) into `narrow`."""
+        src, dst = nir.memref_element(wide), nir.memref_element(narrow)
+        emit_flat_run(cast_compute(src, dst, "rint"), self.target, count,
+                      (nir.subview(nir.flatten_memref(narrow), [first], [count]), dst),
+                      [(nir.subview(nir.flatten_memref(wide), [first], [count]), src)])
+
+    def emit_by_columns(self, m, out: ir.Value, bufs: dict, piece: Piece,
+                        narrow: ir.Value | None = None) -> None:
         """A binary member with a broadcast operand, per column block of the
         piece and per block of a row: every repeat takes that block of 8
         rows (block stride one row), the broadcast row's block is read with
-        strides 0."""
+        strides 0. `narrow`: each column block, once computed, is rounded
+        into it too (so the first narrow write, which npu-plan-memory places
+        by, follows the drain closely, as an f16 C's vconv does)."""
         t = self.target
         frac, granule = t.fractal, t.granule("ub")
         es = m.out.es
@@ -318,6 +367,8 @@ class MatmulEpilogue:
                         else:
                             srcs.append(strided(flats[i.root]))
                     m.compute.emit(strided(flat_out), srcs, rep, t.lanes(es))
+            if narrow is not None:
+                self.narrow(out, narrow, j * column, column)
 
     def alloc(self, piece: Piece, elem: str) -> ir.Value:
         frac = self.target.fractal

@@ -67,6 +67,10 @@ class FusePass(EpilogueGrouping, NzLayouts, Pass):
         Option("epilogue-f16", bool, True, "with epilogues: an epilogue whose only results "
                "leaving the group are f32 -> f16 casts is computed in f16 (npu.epilogue "
                "compute = \"f16\"; README \"Precision\"); false keeps f32 up to the cast"),
+        Option("epilogue-bias-f32", bool, False, "with epilogue-f16: the first member, "
+               "when it adds an f32 operand (a bias) to C, runs in f32 on the drained "
+               "accumulator and only its sum is rounded to f16 (npu.epilogue head = \"f32\"; "
+               "one rounding fewer, more vector work: off by default, README \"Precision\")"),
         Option("row-major-stores", bool, True, "with epilogues: a defractalize of C (or of "
                "an epilogue's result) joins as its row-major store"),
         Option("nz-stores", bool, True, "an ascend.fractalize of a row group's result "

@@ -97,7 +97,8 @@ class EpilogueGrouping:
             e = epilogue.model(mm, c, members, leaves)
             # The work as it will run: in f16 where the policy allows it.
             in_f16 = self.epilogue_f16 and epilogue.f16_refusal(e) is None
-            c_run, run = epilogue.in_f16(c, members, self.target) if in_f16 else (c, members)
+            c_run, run = epilogue.in_f16(c, members, self.target, self.epilogue_bias_f32) \
+                if in_f16 else (c, members)
             work = epilogue.vector_cycles(epilogue.collapse_gelu(c_run, run, leaves,
                                                                  in_f16=in_f16), self.target)
             if work > own and any(r not in e.broadcast for r in e.loaded):
@@ -213,8 +214,12 @@ class EpilogueGrouping:
         attrs = {"gm_bytes": fused, "unfused_gm_bytes": unfused,
                  "ub_bytes_per_fractal": plan.per_fractal, "ub_budget": budget}
         why_f32 = epilogue.f16_refusal(e) if self.epilogue_f16 else "epilogue-f16=false"
+        head = None
         if why_f32 is None:
             attrs["compute"] = epilogue.COMPUTE_F16
+            head = epilogue.f32_head(e.c, e.members) if self.epilogue_bias_f32 else None
+            if head is not None:
+                attrs[epilogue.HEAD_ATTR] = "f32"
         location = ir.Location.fused([e.matmul.location] + [op.location for op in ordered],
                                      context=last.context)
         region_op = nir.form_group_region(epilogue.EPILOGUE_ATTR, attrs, location, last, internal,
@@ -225,8 +230,10 @@ class EpilogueGrouping:
                   f"{epilogue.store_bursts(e)} bursts of {self.target.fractal} elements"
                   if e.stores else "")
             casts = any(m.op.name == "ascend.cast" and m.out.elem == "f16" for m in e.members)
-            precision = ("; computed in f16: its results leave as f16 casts" if why_f32 is None
-                         else f"; computed in f32 ({why_f32})" if casts else "")
+            after = (f" after the '{head.op.name}' on C, which runs in f32 on the drained "
+                     "accumulator and is rounded once" if head is not None else "")
+            precision = (f"; computed in f16{after}: its results leave as f16 casts"
+                         if why_f32 is None else f"; computed in f32 ({why_f32})" if casts else "")
             self.remark(region_op, f"matmul epilogue: {len(e.members)} op(s) ({e.short}) "
                                    f"applied to each C tile as it drains{precision}: GM traffic "
                                    f"{unfused} -> {fused} bytes beyond A and B, {len(internal)} "

@@ -4,17 +4,20 @@
 A step is one (query tile, key tile) pair (`query_rows` x `key_rows` of the
 group's plan). Each step has four stages:
   load: K^T tile GM -> L1 -> L0B (and the Q tile -> L0A on a query tile's
-    first step), mad: scores -> L0C (a slot); V's tile -> L1 (a slot) with
-    a column block of ones;
+    first step; the next query tile's Q -> L1 on its last), mad: scores ->
+    L0C (a slot); V's tile -> L1 (a slot) with a column block of ones (one
+    tile per head: V first, and on to L0B with Q and K);
   soft: scores L0C -> UB (Nz: one [rows, 16] f32 slab per 16 keys, so row
     operations are slab-wise); padded keys of the last tile get -1e30 (a
-    bias slab); row max: slabs folded with vmax, one vcmax per row;
-    online softmax: m' = max(m, tile max), alpha = exp(scale * (m - m'));
-    the row max broadcast over 16 lanes by vnchwconv and subtracted per
-    slab in f32; P = exp(scale * shifted) in f16 (vconv, vmuls, vexp: half
-    the repeats of f32) -> L1 (a slot);
-  pv: P -> L0A, V -> L0B, mad: P.V -> L0C (a slot); the ones column makes
-    its last column block the row sums of the f16 P, in f32;
+    bias slab); row max: slabs folded with vmax onto up to four slabs at
+    once, one vcmax per row; online softmax: m' = max(m, tile max),
+    alpha = exp(scale * (m - m')); -scale * max broadcast over 16 lanes by
+    vnchwconv, then scale * s - scale * max per slab in f32 (one vmadd
+    with the scale's constant block); P = exp(shifted) in f16 (vconv,
+    vexp: half the repeats of f32) -> L1 (a slot);
+  pv: V -> L0B (unless there already), P -> L0A, mad: P.V -> L0C (a
+    slot); the ones column makes its last column block the row sums of
+    the f16 P, in f32;
   drain: P.V -> UB, the context O = O * alpha + P.V (the first tile writes
     O directly; the row sums ride along); on a query tile's last step,
     O / sum per row stored once to GM (one burst per row and 16 columns;
@@ -23,15 +26,17 @@ group's plan). Each step has four stages:
 The steps are software-pipelined (`_Kernel.skewed`): every pipe runs its
 queue in program order, so step k is soft(k), load(k+1), pv(k), drain(k-1).
 One tile per head: the heads are the steps (with the f32 casts of Q, K, V
-absorbed: loaded during the previous softmax, cast and laid out on chip);
+absorbed: loaded during the previous softmax, cast and laid out on chip;
+Q's, K's, V's L1 tiles and V's L0B tile in two slots);
 query tiles that divide the sequence: a head's (query, key) tiles are the
 steps; otherwise each query tile's key tiles are. The cube builders
 (L1 -> L0 block reorder, mad) are `npu-lower-matmul`'s, the vector
 instructions the `Compute` recipes of `npu.vector_compute`.
 
 Modules: this one holds the pass and the kernel's structure (steps,
-stages, slots); `operands` the Q, K, V tiles in L1; `softmax` the vector
-work of a step and the context.
+stages, slots); `schedules` the three orders of steps (one tile per head,
+alike query tiles, uneven query tiles); `operands` the Q, K, V tiles in L1;
+`softmax` the vector work of a step and the context.
 """
 
 from __future__ import annotations
@@ -44,17 +49,14 @@ from mlir import ir
 from npu import attention as att
 from npu import attention_plan as cost
 from npu import ir as nir
-from npu.cce_build import copy, lin
+from npu.cce_build import View, lin
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Pass, PassError
 from npu.passes.lower_attention.operands import OperandTiles
-from npu.passes.lower_attention.softmax import F16_MASKED, SoftmaxSteps
+from npu.passes.lower_attention.schedules import TileSchedules
+from npu.passes.lower_attention.softmax import SoftmaxSteps
 from npu.passes.lower_matmul import LowerMatmul
 
 BODY_OPS = ("memref.alloc", "scf.yield") + nir.VIEW_OPS
-# Most (query, key) tiles of a head emitted as static steps of one pipeline
-# over the heads (`head_tiles`); with more, each head is a pipeline whose
-# middle query tiles loop, so the kernel's size stays bounded.
-MAX_HEAD_STEPS = 32
 
 
 class LowerAttention(Pass):
@@ -70,7 +72,7 @@ class LowerAttention(Pass):
             region.erase()
 
 
-class _Kernel(OperandTiles, SoftmaxSteps):
+class _Kernel(OperandTiles, SoftmaxSteps, TileSchedules):
     def __init__(self, p: LowerAttention, region: ir.Operation):
         self.p, self.region, self.t = p, region, p.target
         body = [o.operation for o in region.regions[0].blocks[0].operations]
@@ -95,7 +97,7 @@ class _Kernel(OperandTiles, SoftmaxSteps):
             raise PassError(f"npu.attention tile {attrs['query_rows']} x {attrs['key_rows']} "
                             f"is not whole 16-row blocks within seq {found.seq}", region)
         need = cost.footprint(self.qb, self.kb, d1, found.staged,
-                              s1 <= min(self.qb, self.kb), found.scaled_q_rows, found.nz_out)
+                              s1 <= min(self.qb, self.kb), found.nz_out)
         for space, nbytes in need.items():
             if nbytes > self.t.capacity(space):
                 raise PassError(f"npu.attention tile needs {nbytes} bytes of {space}, more than "
@@ -105,21 +107,17 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         self.deferred: list[Callable[[], None]] | None = None
         self.wides: list[ir.Value] = []  # f32 staging given by `head_pipeline`, in order
         # Scale the f32 scores before the max only when it does not commute
-        # with it (or is too small for the f16 mask value to vanish).
-        self.prescale = found.scale != 1.0 and not found.scale * F16_MASKED >= 30.0
-        # A power-of-two scale is exact in f16: with Q read as rows it
-        # scales Q's f16 tile once per query tile (a fraction of P's
-        # elements, D / key tile per key tile) instead of P per key tile:
-        # when Q is cast on chip, or with several tiles per head when f16
-        # rows pass through UB for it (with one, measured in BERT at seq
-        # 128, the detour through UB costs more than P's vmuls).
-        whole = s1 <= min(self.qb, self.kb)
-        self.scale_q = not self.prescale and (
-            found.scaled_q_rows and not whole or found.staged and whole
-            and math.frexp(found.scale)[0] == 0.5 and found.scale not in (0.0, 1.0))
-        self.q_rows: ir.Value | None = None  # UB of the scaled f16 Q rows (`q_staging`)
+        # with it (a negative scale). Otherwise the scale rides on the shift
+        # by the row max (`scale_p`: one f32 vmadd per slab in place of the
+        # vsub, no pass over P; the padded keys are clamped after it, so
+        # exp(-F16_MASKED) vanishes whatever the scale). Measured against
+        # scaling Q's f16 tile (a power-of-two scale, exact in f16) on its
+        # way to L1: 1.4k cycles less in BERT at seq 512, 20k for 12 heads
+        # of 1024, 0.7k for 12 heads of 128 with Q cast on chip.
+        self.prescale = found.scale < 0
         self.nz_slabs: list[ir.Value] | None = None  # UB of the f16 context slabs (`store_nz`)
-        self.scale_p = not self.prescale and not self.scale_q and found.scale != 1.0
+        self.scale_p = not self.prescale and found.scale != 1.0
+        self.scale_block: View | None = None  # the scale's f32 block (`scale_p`)
         self.granule = self.t.granule("ub")
 
     # -- structure ------------------------------------------------------------
@@ -127,6 +125,8 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         a = self.a
         with self.region.location, ir.InsertionPoint(self.region):
             self.flat_out = nir.flatten_memref(a.out)
+            if self.scale_p:
+                self.scale_block = self.constant_block(a.scale)
             if a.seq_blocks <= min(self.qb, self.kb):
                 self.head_pipeline()
             elif a.seq_blocks % self.qb == 0:
@@ -214,204 +214,11 @@ class _Kernel(OperandTiles, SoftmaxSteps):
                 "p": [nir.alloc([kbk, mq, 16, 16], "f16", "l1") for _ in range(2)],
                 "alpha": [nir.alloc([rows], "f32", "ub") for _ in range(2 * online)]}
 
-    def head_pipeline(self) -> None:
-        """One tile per head (all queries, all keys): the heads are the steps."""
-        a = self.a
-        s1, d1 = a.seq_blocks, a.d_blocks
-        buf = self.slots(s1, s1, False)
-        masked = bool(a.seq % 16)
-
-        # The f32 staging of Q and K (absorbed casts; V reuses Q's once Q is
-        # cast), for all heads: never placed over a softmax's buffers, so the
-        # loads of head h+1 run during head h's softmax.
-        wides = ([nir.alloc([a.seq * a.head_dim], "f32", "ub") for _ in range(2)]
-                 if a.staged else [])
-        self.q_staging(s1)
-
-        def load(h, slot: int) -> None:
-            self.deferred, self.wides = [], list(wides)
-            reuse = list(wides[:1])
-            q1, k1 = self.load_q(h, 0, s1), self.load_k(h, 0, s1)
-            for lay_out in self.deferred:
-                lay_out()
-            self.deferred, self.wides = [], reuse
-            self.load_v(h, 0, s1, buf["v"][slot])
-            self.v_lay_out = self.deferred[0] if self.deferred else (lambda: None)
-            self.deferred = None
-            q0 = self.mm.to_l0a(q1, s1, d1)
-            self.mm.mad(q0, self.k_to_l0b(k1, s1), buf["scores"][slot], s1, d1, s1, False)
-
-        def soft(h, slot: int) -> None:
-            self.row_max = nir.alloc([s1 * 16], "f32", "ub")
-            self.probs(s1, s1, buf, slot, True, masked)
-
-        # One context buffer for all heads, outside the loop: never placed
-        # over a step's buffers, so no step waits for the previous stores.
-        context = nir.alloc([(d1 + 1) * s1 * 256], "f32", "ub")
-
-        def drain(h, slot: int) -> None:
-            self.context = context
-            copy("cce.copy_l0c_to_ub", buf["pv"][slot], self.context, 1, (d1 + 1) * s1 * 32)
-            self.finish(h, 0, s1, a.seq)
-
-        # V's tile is laid out after the previous head's drain, so that the
-        # vector unit does not wait for V's load.
-        self.skewed(a.heads, lambda h, slot: self.scope(lambda: load(h, slot)),
-                    lambda h, slot: self.scope(lambda: soft(h, slot)),
-                    lambda h, slot: self.scope(lambda: self.pv(s1, s1, buf, slot)),
-                    lambda h, slot: self.scope(lambda: drain(h, slot)),
-                    lambda h, slot: self.v_lay_out())
-
-    def head_tiles(self) -> None:
-        """Heads whose query tiles are all alike: the (head, query tile, key
-        tile) triples are the steps of one pipeline, so the next query tile's
-        (or head's) first scores are computed while this one's last softmax
-        runs. Up to MAX_HEAD_STEPS steps a head: a head's steps are static
-        and the heads loop; more: one pipeline per head, whose query tiles
-        loop (the middle ones; their key tiles static). Q in L0A, the row
-        max and the context are one buffer each."""
-        a = self.a
-        s1, d1, qb, kb = a.seq_blocks, a.d_blocks, self.qb, self.kb
-        n_keys = -(-s1 // kb)
-        tail = s1 - (n_keys - 1) * kb
-
-        def blocks(y: int) -> int:
-            return tail if y == n_keys - 1 else kb
-
-        # A head's K and V tiles stay in L1 over its query tiles (loaded by
-        # the first, the ones column of V written once) when they fit.
-        resident_bytes = s1 * (2 * d1 + 1) * 512
-        need = cost.footprint(qb, kb, d1, a.staged, False, a.scaled_q_rows)["l1"]
-        resident = s1 > qb and need + resident_bytes <= self.t.capacity("l1")
-        buf = self.slots(qb, min(kb, s1), n_keys > 1, v=not resident)
-        q0 = nir.alloc([qb, d1, 16, 16], "f16", "l0a")
-        self.row_max = nir.alloc([qb * 16], "f32", "ub")
-        self.context = nir.alloc([(d1 + 1) * qb * 256], "f32", "ub")
-        self.nz_staging(qb)
-        self.q_staging(qb)
-        if resident:
-            k_tiles = [self.k_tile(blocks(y)) for y in range(n_keys)]
-            v_tiles = [nir.alloc([d1 + 1, blocks(y), 16, 16], "f16", "l1") for y in range(n_keys)]
-            for y, v1 in enumerate(v_tiles):
-                self.fill_ones(v1, blocks(y))
-
-        def first_row_block(x):
-            return x * qb if isinstance(x, int) else lin((x, qb))
-
-        def valid_rows(x) -> int:
-            """A query tile inside the loop is never the last: all rows valid."""
-            return min(qb * 16, a.seq - x * qb * 16) if isinstance(x, int) else qb * 16
-
-        def stages(locate: Callable) -> tuple[Callable, ...]:
-            """The four stages of a step, `locate(step)` = (head, query tile,
-            key tile)."""
-            def load(step, slot: int) -> None:
-                h, x, y = locate(step)
-                if y == 0:
-                    self.mm.reorder_blocks(self.load_q(h, first_row_block(x), qb), q0, rows=qb,
-                                           cols=d1, transpose=False,
-                                           op_name="cce.load_l1_to_l0a", src_col_stride=qb)
-                if not resident:
-                    self.scores_and_v(h, q0, qb, y * kb, blocks(y), buf, slot)
-                    return
-                if isinstance(x, int) and x == 0:
-                    self.load_k(h, y * kb, blocks(y), k_tiles[y])
-                    self.load_rows(a.v, 2, h, y * kb, blocks(y), v_tiles[y], ones=False)
-                self.mm.mad(q0, self.k_to_l0b(k_tiles[y], blocks(y)),
-                            self.prefix(buf["scores"][slot], blocks(y)), qb, d1, blocks(y), False)
-
-            def soft(step, slot: int) -> None:
-                y = locate(step)[2]
-                self.probs(qb, blocks(y), buf, slot, y == 0, y == n_keys - 1 and bool(a.seq % 16))
-
-            def pv(step, slot: int) -> None:
-                y = locate(step)[2]
-                self.pv(qb, blocks(y), buf, slot, v_tiles[y] if resident else None)
-
-            def drain(step, slot: int) -> None:
-                h, x, y = locate(step)
-                if y == 0:
-                    copy("cce.copy_l0c_to_ub", buf["pv"][slot], self.context, 1,
-                         (d1 + 1) * qb * 32)
-                else:
-                    self.rescale_context(buf["pv"][slot], buf["alpha"][slot], qb)
-                if y == n_keys - 1:
-                    self.finish(h, first_row_block(x), qb, valid_rows(x))
-
-            return tuple((lambda st, slot, f=f: self.scope(lambda: f(st, slot)))
-                         for f in (load, soft, pv, drain))
-
-        per_head = s1 // qb * n_keys
-        if per_head <= MAX_HEAD_STEPS:
-            self.skewed(a.heads, *stages(lambda st: (st[0],) + divmod(st[1], n_keys)),
-                        inner=per_head, peel=1)
-        else:
-            self.loop(a.heads, lambda h: self.skewed(
-                s1 // qb, *stages(lambda st: (h,) + st), inner=n_keys, peel=1),
-                double_buffer=False)
-
-    def query_tiles(self, h) -> None:
-        s1, qb = self.a.seq_blocks, self.qb
-        last = -(-s1 // qb) - 1
-        if last:
-            self.loop(last, lambda x: self.query_tile(h, lin((x, qb)), qb, qb * 16))
-        tail = lambda _: self.query_tile(h, last * qb, s1 - last * qb, self.a.seq - last * qb * 16)
-        if last:
-            self.loop(1, tail)
-        else:  # the only tile: its buffers belong to the head loop (double buffered)
-            tail(0)
-
-    def query_tile(self, h, x0, mq: int, valid: int) -> None:
-        """One query tile; its key tiles are the steps of `skewed` (the
-        first writes the context, the others rescale it; the last may have
-        fewer blocks, masked padded keys, and ends with `finish`)."""
-        a = self.a
-        d1, rows = a.d_blocks, mq * 16
-        q0 = self.mm.to_l0a(self.load_q(h, x0, mq), mq, d1)
-        self.row_max = nir.alloc([rows], "f32", "ub")
-        self.context = nir.alloc([(d1 + 1) * rows * 16], "f32", "ub")
-        self.nz_staging(mq)
-        s1, kb = a.seq_blocks, self.kb
-        n = -(-s1 // kb)
-        tail = s1 - (n - 1) * kb
-        buf = self.slots(mq, min(kb, s1), n > 1)
-
-        def blocks(k) -> int:
-            return tail if isinstance(k, int) and k == n - 1 else kb
-
-        def load(k, slot: int) -> None:
-            self.scores_and_v(h, q0, mq, lin((k, kb)), blocks(k), buf, slot)
-
-        def soft(k, slot: int) -> None:
-            last = isinstance(k, int) and k == n - 1
-            self.probs(mq, blocks(k), buf, slot, isinstance(k, int) and k == 0,
-                       last and bool(a.seq % 16))
-
-        def drain(k, slot: int) -> None:
-            if isinstance(k, int) and k == 0:
-                copy("cce.copy_l0c_to_ub", buf["pv"][slot], self.context, 1, (d1 + 1) * mq * 32)
-            else:
-                self.rescale_context(buf["pv"][slot], buf["alpha"][slot], mq)
-            if isinstance(k, int) and k == n - 1:
-                self.finish(h, x0, mq, valid)
-
-        self.skewed(n, lambda k, slot: self.scope(lambda: load(k, slot)),
-                    lambda k, slot: self.scope(lambda: soft(k, slot)),
-                    lambda k, slot: self.scope(lambda: self.pv(mq, blocks(k), buf, slot)),
-                    lambda k, slot: self.scope(lambda: drain(k, slot)))
-
-    def q_staging(self, q_blocks: int) -> None:
-        """The UB of the scaled f16 Q rows, for all steps (allocated with the
-        kernel's persistent buffers, never over a step's: the next query
-        tile's rows load while a softmax runs)."""
-        if self.scale_q and self.a.scaled_q_rows:
-            self.q_rows = nir.alloc([q_blocks * 16 * self.a.head_dim], "f16", "ub")
-
     def nz_staging(self, q_blocks: int) -> None:
-        """With several tiles per head, the f16 slabs of the context on their
-        way to the Nz output, next to the context (never placed over a
-        step's buffers: the next tile's scores, copied from L0C right
-        after, do not wait for their stores to GM)."""
+        """A set of f16 slabs of the context on their way to the Nz output,
+        next to the context (never placed over a step's buffers: the next
+        tile's scores, copied from L0C right after, do not wait for their
+        stores to GM)."""
         if self.a.nz_out:
             self.nz_slabs = [nir.alloc([q_blocks * 256], "f16", "ub")
                              for _ in range(self.a.d_blocks)]
@@ -431,16 +238,24 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         self.softmax_tile(self.prefix(buf["scores"][slot], kbk), self.prefix(buf["p"][slot], kbk),
                           mq, kbk, alpha, masked)
 
-    def pv(self, mq: int, kbk: int, buf: dict, slot: int, v1: ir.Value | None = None) -> None:
+    def pv(self, mq: int, kbk: int, buf: dict, slot: int, v1: ir.Value | None = None,
+           v0: ir.Value | None = None) -> None:
         """P -> L0A, P.V (and the row sums) into the slot's P.V; V's tile is
-        the slot's or `v1`."""
+        the slot's or `v1`, already in L0B when `v0` is given."""
+        if v0 is None:
+            v0 = nir.alloc([kbk, self.a.d_blocks + 1, 16, 16], "f16", "l0b")
+            self.v_to_l0b(v1 if v1 is not None else buf["v"][slot], kbk, v0)
         p1 = buf["p"][slot]  # blocks viewed whole: a prefix view would be strided
         p0 = nir.alloc([mq, kbk, 16, 16], "f16", "l0a")
         self.mm.reorder_blocks(self.mm.flat_blocks(p1, math.prod(nir.memref_shape(p1)[:2])), p0,
                                rows=mq, cols=kbk, transpose=False, op_name="cce.load_l1_to_l0a",
                                src_col_stride=mq)
-        v0 = self.mm.to_l0b(v1 if v1 is not None else buf["v"][slot], kbk, self.a.d_blocks + 1)
         self.mm.mad(p0, v0, buf["pv"][slot], mq, kbk, self.a.d_blocks + 1, False)
+
+    def v_to_l0b(self, v1: ir.Value, kbk: int, v0: ir.Value) -> None:
+        """V's L1 tile (with its ones column) -> `v0` in L0B (Zn)."""
+        self.mm.reorder_blocks(v1, v0, rows=kbk, cols=self.a.d_blocks + 1, transpose=True,
+                               op_name="cce.load_l1_to_l0b", src_col_stride=nir.memref_shape(v1)[1])
 
     @staticmethod
     def prefix(buf: ir.Value, blocks: int) -> ir.Value:

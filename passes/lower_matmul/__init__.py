@@ -91,12 +91,12 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, Pass):
         Option("resident-a", bool, True, "schedule=pipelined: keep A's row strip in L1 "
                "across the column tiles when the cost model finds room (A read once; only "
                "B streams)"),
-        Option("drain-convert", bool, False, "with an epilogue whose C is f16: the L0C -> "
+        Option("drain-convert", bool, True, "with an epilogue whose C is f16: the L0C -> "
                "UB move rounds the accumulator to f16 itself (cce.copy_l0c_to_ub convert = "
-               "\"f32_to_f16\") instead of a vconv after it. Off by default: it saves the "
-               "vconv's V work (BERT ffn_in 6.1k cycles at seq 128) but the smaller UB "
-               "footprint gives parts and placements whose stores V waits for longer "
-               "(BERT layer 430.9k -> 432.8k cycles at seq 128, 1.699M -> 1.734M at 512)"),
+               "\"f32_to_f16\") instead of a vconv after it, and the pieces land in two UB "
+               "buffers by turns (`landing_slots`): BERT layer 398.5k -> 392.2k cycles at "
+               "seq 128, 1.678M -> 1.673M at 512 (one shared or fresh buffer per piece "
+               "was slower than the vconv: V waited for each piece's store)"),
         Option("drain-order", str, "after-mads", "schedule=pipelined: where each C piece's "
                "drain sits in the loop body: after every piece's mads of the chunk (drains "
                "side by side: npu-plan-memory keeps consecutive pieces' UB apart) or right "

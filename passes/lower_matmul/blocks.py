@@ -218,10 +218,12 @@ class MatmulBlocks:
                       accumulate=accumulate)
 
     def write_back(self, ops: Operands, c_l0c: ir.Value, x: IndexValue, y: IndexValue,
-                   m: int, k: int, ub_budget: int | None = None) -> None:
+                   m: int, k: int, ub_budget: int | None = None,
+                   landing: ir.Value | None = None) -> None:
         """C tile (k column blocks x m row blocks, Nz, f32) L0C -> UB -> GM, in
         chunks of whole column blocks that fit UB, or `ub_budget` bytes of it
-        (with the f16 copy if C is f16)."""
+        (with the f16 copy if C is f16). `landing`: the UB buffer the tile
+        moves to when it drains in one chunk (else one allocated here)."""
         out_name = str(ops.out_type)
         convert = out_name != "f32"
         if self.epilogue is not None:
@@ -247,7 +249,8 @@ class MatmulBlocks:
                     self.drain_chunk(ops, flat, x, y, m, k, c0, cols, convert)
                     nir.yield_()
             else:
-                self.drain_chunk(ops, flat, x, y, m, k, c0, cols, convert)
+                self.drain_chunk(ops, flat, x, y, m, k, c0, cols, convert,
+                                 landing if cols == k else None)
 
     def epilogue_part_columns(self, m: int, staged: int = 0) -> int:
         """Column blocks (of m row blocks) of C one epilogue part may drain.
@@ -268,13 +271,15 @@ class MatmulBlocks:
         return max(1, budget // per_column)
 
     def drain_chunk(self, ops: Operands, flat: ir.Value, x: IndexValue, y: IndexValue, m: int,
-                    k: int, c0: int, cols: int, convert: bool) -> None:
-        """Column blocks c0 .. c0+cols of a C tile: L0C -> UB (-> f16) -> GM."""
+                    k: int, c0: int, cols: int, convert: bool,
+                    landing: ir.Value | None = None) -> None:
+        """Column blocks c0 .. c0+cols of a C tile: L0C -> UB (-> f16) -> GM
+        (into `landing` if given)."""
         frac = self.target.fractal
         out_blk = self.target.fractal_bytes(nir.element_bytes(str(ops.out_type)))
         src = self.block_view(flat, c0 * m, k * m)
         drained = "f32" if self.epilogue is None else self.epilogue.drain_type
-        ub32 = nir.alloc([cols, m, frac, frac], drained, "ub")
+        ub32 = landing if landing is not None else nir.alloc([cols, m, frac, frac], drained, "ub")
         self.move_to_ub(src, ub32, cols * m)
         col = y if c0 == 0 else arith.AddIOp(y, nir.index_const(c0)).result
         if self.epilogue is not None:

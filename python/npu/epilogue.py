@@ -266,6 +266,7 @@ def collapse_gelu(c: fusion.Operand, members: list[fusion.RowOp],
 
 
 COMPUTE_F16 = "f16"  # npu.epilogue's `compute` when the members run in f16
+HEAD_ATTR = "head"  # npu.epilogue's `head = "f32"`: the `f32_head` member runs in f32
 
 
 def f16_refusal(e: Epilogue, stored: set | None = None) -> str | None:
@@ -303,19 +304,39 @@ def f16_refusal(e: Epilogue, stored: set | None = None) -> str | None:
     return None
 
 
-def in_f16(c: fusion.Operand, members: list[fusion.RowOp], target: Target
-           ) -> tuple[fusion.Operand, list[fusion.RowOp]]:
+def f32_head(c: fusion.Operand, members: list[fusion.RowOp]) -> fusion.RowOp | None:
+    """The member an f16 epilogue still computes in f32, on the drained f32
+    accumulator: the first member when it adds an f32 operand (a bias) to
+    C and is C's only reader. Rounding C to f16 before that add would round
+    twice (C, then C + b); after it, once (README "Precision")."""
+    if not members:
+        return None
+    head = members[0]
+    roots = [i.root for i in head.ins]
+    if (head.op.name != "ascend.add" or len(roots) != 2 or roots.count(c.root) != 1
+            or any(i.elem != "f32" for i in head.ins) or head.out.elem != "f32"
+            or any(i.root == c.root for m in members[1:] for i in m.ins)):
+        return None
+    return head
+
+
+def in_f16(c: fusion.Operand, members: list[fusion.RowOp], target: Target,
+           head_f32: bool = False) -> tuple[fusion.Operand, list[fusion.RowOp]]:
     """C and the members as computed in f16 (`f16_refusal` said they can
     be): each leaving cast is dropped and its result becomes the result of
     the op it read (C too: C is then f16, the drained accumulator rounded
     once); every other f32 operand is computed as f16 (`Operand.elem`; the
     value keeps its f32 memref, which is what a broadcast row is read as
-    from GM)."""
+    from GM). With `head_f32` (`HEAD_ATTR`), the `f32_head` member stays in
+    f32 (C with it) and its result is rounded to f16 once where the next
+    member reads it as f16 (its leaving cast stays a cast)."""
     from dataclasses import replace
 
     from npu.passes.lower_elementwise import Input, LowerElementwise
 
-    casts = {m.ins[0].root: m.out for m in members if m.op.name == "ascend.cast"}
+    head = f32_head(c, members) if head_f32 else None
+    casts = {m.ins[0].root: m.out for m in members
+             if m.op.name == "ascend.cast" and (head is None or m.ins[0].root != head.out.root)}
     lower = LowerElementwise(target)
 
     def f16(o: fusion.Operand) -> fusion.Operand:
@@ -323,13 +344,17 @@ def in_f16(c: fusion.Operand, members: list[fusion.RowOp], target: Target
 
     out: list[fusion.RowOp] = []
     for m in members:
+        if m is head or (head is not None and m.ins[0].root == head.out.root
+                         and m.op.name == "ascend.cast"):
+            out.append(m)
+            continue
         if m.op.name == "ascend.cast":
             continue
         ins, result = [f16(i) for i in m.ins], casts.get(m.out.root, f16(m.out))
         compute = lower.compute_of(m.op, [Input(i.value, i.kind, i.elem) for i in ins],
                                    result.elem)
         out.append(replace(m, ins=ins, out=result, compute=compute))
-    return casts.get(c.root, f16(c)), out
+    return (c if head is not None else casts.get(c.root, f16(c))), out
 
 
 def lowered_plan(e: Epilogue, target: Target) -> Plan:
@@ -451,6 +476,10 @@ def plan(e: Epilogue, target: Target, drained: str = "f32") -> Plan:
             if i.root not in live and i.root not in e.broadcast:
                 live[i.root] = i.es * fractal
                 elem_of[i.root] = i.elem
+            elif i.root in live and elem_of[i.root] != i.elem:  # rounded once (`f32_head`)
+                peak = max(peak, sum(live.values()) + i.es * fractal)
+                live[i.root] = i.es * fractal
+                elem_of[i.root] = i.elem
         dying = [i.root for i in m.ins if last_use[i.root] == k and i.root not in e.broadcast]
         mine = next((r for r in dying if elem_of[r] == m.out.elem), None)
         reuse.append(mine)
@@ -476,7 +505,15 @@ def vector_cycles(members: list[fusion.RowOp], target: Target) -> int:
         return target.vector_cycles(vector_class(op))
 
     total = 0
+    made: dict = {}  # root -> the type its producer wrote it in
     for m in members:
+        for i in m.ins:  # a result read in another type is converted once (`f32_head`)
+            if made.get(i.root, i.elem) != i.elem:
+                widest = max(i.es, nir.element_bytes(made[i.root]))
+                total += -(-fusion.elements(i.value) // target.lanes(widest)) \
+                    * target.vector_cycles("convert")
+                made[i.root] = i.elem
+        made[m.out.root] = m.out.elem
         k = m.compute
         if k.kind == "unary":
             per_repeat = sum(rate(s.op) for s in k.steps) + (2 * rate("cce.vconv") if k.widen

@@ -1,6 +1,7 @@
 // RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-fuse | FileCheck %s
 // RUN: npu-opt %s --split-input-file --npu-fuse=epilogue-f16=false 2>/dev/null | FileCheck %s --check-prefix=OFF
 // RUN: npu-opt %s --split-input-file --npu-fuse --npu-lower-matmul 2>/dev/null | FileCheck %s --check-prefix=KERNEL
+// RUN: npu-opt %s --split-input-file --npu-fuse=epilogue-bias-f32=true --npu-lower-matmul 2>/dev/null | FileCheck %s --check-prefix=HEAD
 
 // Precision policy: bias, GELU and the cast to f16 after a matmul; only the
 // f16 cast leaves the group, so the chain is computed in f16 (compute =
@@ -27,6 +28,23 @@
 // KERNEL:       "cce.vsub"{{.*}}(memref<3840xf16
 // KERNEL-NEXT:  memref.subview
 // KERNEL-NEXT:  "cce.copy_ub_to_gm"{{.*}}(memref<5x3x16x16xf16, "ub">
+// epilogue-bias-f32: the bias row stays f32 (no conversion before the
+// loops), the add runs in f32 on the drained accumulator, its sum is
+// rounded to f16 once (a vconv per column block, right after that block's
+// adds), and the GELU recipe runs on f16.
+// HEAD-LABEL: func.func @bias_gelu_cast
+// HEAD:       memref.alloc() : memref<5x1x1x16xf32, "ub">
+// HEAD:       cce.copy_gm_to_ub
+// HEAD-NOT:   cce.vconv
+// HEAD:       scf.for
+// HEAD:       cce.copy_l0c_to_ub
+// HEAD:       "cce.vadd"{{.*}}src1_blk_stride = 0 : i64, src1_rep_stride = 0 : i64} : (memref<760xf32
+// HEAD-NOT:   cce.vconv
+// HEAD:       "cce.vadd"{{.*}}(memref<760xf32
+// HEAD:       "cce.vconv"{{.*}}round_mode = "rint"{{.*}}(memref<768xf16, strided<[1]>, "ub">, memref<768xf32, strided<[1]>, "ub">)
+// HEAD:       "cce.vadd"{{.*}}(memref<760xf32
+// HEAD:       "cce.vexp"{{.*}}mask = 128 : i64{{.*}}(memref<3840xf16
+// HEAD:       "cce.copy_ub_to_gm"{{.*}}(memref<5x3x16x16xf16, "ub">
 func.func @bias_gelu_cast(%a: memref<4x3x16x16xf16, "gm">, %b: memref<5x4x16x16xf16, "gm">, %bias: memref<5x3x16x16xf32, "gm"> {npu.constant = dense<0.25> : tensor<5x3x16x16xf32>}, %y: memref<5x3x16x16xf16, "gm">) {
   %c = memref.alloc() : memref<5x3x16x16xf32, "gm">
   // expected-remark @+1 {{matmul epilogue: 7 op(s) (add, muls, erf, adds, muls, mul, cast) applied to each C tile as it drains; computed in f16: its results leave as f16 casts: GM traffic}}

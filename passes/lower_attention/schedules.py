@@ -1,0 +1,289 @@
+"""The orders in which `npu-lower-attention`'s kernel walks a group's
+(head, query tile, key tile) steps: one tile per head (`head_pipeline`),
+heads whose query tiles are all alike (`head_tiles`), and query tiles that
+do not divide the sequence (`query_tiles`). Each builds the slots its
+stages hand on and feeds them to the kernel's `skewed` pipeline."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from npu import attention_plan as cost
+from npu import ir as nir
+from npu.cce_build import copy, lin
+
+# Most (query, key) tiles of a head emitted as static steps of one pipeline
+# over the heads (`head_tiles`); with more, each head is a pipeline whose
+# middle query tiles loop, so the kernel's size stays bounded.
+MAX_HEAD_STEPS = 32
+
+
+class TileSchedules:
+    """Mixed into the kernel (`a`, `t`, `qb`, `kb`, `mm`, `skewed`, `slots`, `loop`,
+    `scope` and the stage helpers)."""
+
+    def head_pipeline(self) -> None:
+        """One tile per head (all queries, all keys): the heads are the steps."""
+        a = self.a
+        s1, d1 = a.seq_blocks, a.d_blocks
+        buf = self.slots(s1, s1, False)
+        masked = bool(a.seq % 16)
+
+        # The f32 staging of Q and K (absorbed casts; V reuses Q's once Q is
+        # cast), for all heads: never placed over a softmax's buffers, so the
+        # loads of head h+1 run during head h's softmax.
+        wides = ([nir.alloc([a.seq * a.head_dim], "f32", "ub") for _ in range(2)]
+                 if a.staged else [])
+        # V's two L1 slots get their column of ones once: V's loads leave it.
+        for v1 in buf["v"]:
+            self.fill_ones(v1, s1)
+        # Q's and K's L1 tiles in two slots too: head h+1's loads never wait
+        # for the cube to have read head h's.
+        q_tiles = [nir.alloc([d1, s1, 16, 16], "f16", "l1") for _ in range(2)]
+        k_tiles = [self.k_tile(s1) for _ in range(2)]
+        # V's tile goes on to L0B with Q's and K's when two slots of it fit
+        # there: the cube then frees V's L1 slot before head h's P exists,
+        # and the next head's loads never wait for the softmax.
+        v0_bytes = s1 * (d1 + 1) * 512
+        need = cost.footprint(s1, s1, d1, a.staged, True, a.nz_out)["l0b"]
+        v_l0b = ([nir.alloc([s1, d1 + 1, 16, 16], "f16", "l0b") for _ in range(2)]
+                 if need + v0_bytes <= self.t.capacity("l0b") else [])
+        # The f16 context blocks on their way to the Nz output in two slots of
+        # their own when UB has room: wherever the memory planner would put
+        # them, the next heads' scores never wait for their stores.
+        nz_slots: list = [None, None]
+        nz_bytes = 2 * d1 * s1 * 256 * 2
+        ub_need = cost.footprint(s1, s1, d1, a.staged, True, a.nz_out)["ub"]
+        if a.nz_out and ub_need + nz_bytes <= (self.t.capacity("ub")
+                                               * cost.ATTENTION_UB_FRACTION):
+            for k in range(2):
+                self.nz_staging(s1)
+                nz_slots[k] = self.nz_slabs
+
+        def load(h, slot: int) -> None:
+            if not a.staged:
+                # V's rows first: Q's and K's, the last of the head, are
+                # followed by the one MTE2 -> MTE1 flag, which covers V as
+                # well (a flag on MTE2 waits for its queue to land: one such
+                # stall per head, not two).
+                self.load_v(h, 0, s1, buf["v"][slot], ones=False)
+            self.deferred, self.wides = [], list(wides)
+            reuse = list(wides[:1])
+            q1 = self.load_rows(a.q, 0, h, 0, s1, into=q_tiles[slot], ones=False)
+            k1 = self.load_k(h, 0, s1, into=k_tiles[slot])
+            for lay_out in self.deferred:
+                lay_out()
+            self.deferred, self.wides = [], reuse
+            if a.staged:  # V's f32 rows staged where Q's were, once Q is cast
+                self.load_v(h, 0, s1, buf["v"][slot], ones=False)
+            self.v_lay_out = self.deferred[0] if self.deferred else (lambda: None)
+            self.deferred = None
+            q0 = self.mm.to_l0a(q1, s1, d1)
+            self.mm.mad(q0, self.k_to_l0b(k1, s1), buf["scores"][slot], s1, d1, s1, False)
+            if v_l0b and not a.staged:
+                self.v_to_l0b(buf["v"][slot], s1, v_l0b[slot])
+
+        # Every head is alike, so one head before the loop and one after
+        # (peel 1) suffice: measured, that saves a loop boundary's stall in
+        # BERT (f16 rows, 435 cycles); with absorbed casts it measured 3.1k
+        # cycles slower (12 heads of 128), so those keep two.
+        def late(h, slot: int) -> None:
+            """V's staged rows laid out, after the previous head's drain (the
+            vector unit does not wait for V's load)."""
+            self.v_lay_out()
+            if v_l0b and a.staged:
+                self.v_to_l0b(buf["v"][slot], s1, v_l0b[slot])
+
+        def soft(h, slot: int) -> None:
+            self.row_max = nir.alloc([s1 * 16], "f32", "ub")
+            self.probs(s1, s1, buf, slot, True, masked)
+
+        # One context buffer for all heads, outside the loop: never placed
+        # over a step's buffers, so no step waits for the previous stores.
+        context = nir.alloc([(d1 + 1) * s1 * 256], "f32", "ub")
+
+        def drain(h, slot: int) -> None:
+            self.context, self.nz_slabs = context, nz_slots[slot]
+            copy("cce.copy_l0c_to_ub", buf["pv"][slot], self.context, 1, (d1 + 1) * s1 * 32)
+            self.finish(h, 0, s1, a.seq)
+
+        self.skewed(a.heads, lambda h, slot: self.scope(lambda: load(h, slot)),
+                    lambda h, slot: self.scope(lambda: soft(h, slot)),
+                    lambda h, slot: self.scope(lambda: self.pv(
+                        s1, s1, buf, slot, v0=v_l0b[slot] if v_l0b else None)),
+                    lambda h, slot: self.scope(lambda: drain(h, slot)),
+                    late, peel=2 if a.staged else 1)
+
+    def head_tiles(self) -> None:
+        """Heads whose query tiles are all alike: the (head, query tile, key
+        tile) triples are the steps of one pipeline, so the next query tile's
+        (or head's) first scores are computed while this one's last softmax
+        runs. Up to MAX_HEAD_STEPS steps a head: a head's steps are static
+        and the heads loop; more: one pipeline per head, whose query tiles
+        loop (the middle ones; their key tiles static). Q in L0A, the row
+        max and the context are one buffer each."""
+        a = self.a
+        s1, d1, qb, kb = a.seq_blocks, a.d_blocks, self.qb, self.kb
+        n_keys = -(-s1 // kb)
+        tail = s1 - (n_keys - 1) * kb
+
+        def blocks(y: int) -> int:
+            return tail if y == n_keys - 1 else kb
+
+        # A head's K and V tiles stay in L1 over its query tiles (loaded by
+        # the first, the ones column of V written once) when they fit.
+        resident_bytes = s1 * (2 * d1 + 1) * 512
+        need = cost.footprint(qb, kb, d1, a.staged, False)["l1"]
+        resident = s1 > qb and need + resident_bytes <= self.t.capacity("l1")
+        buf = self.slots(qb, min(kb, s1), n_keys > 1, v=not resident)
+        q0 = nir.alloc([qb, d1, 16, 16], "f16", "l0a")
+        self.row_max = nir.alloc([qb * 16], "f32", "ub")
+        self.context = nir.alloc([(d1 + 1) * qb * 256], "f32", "ub")
+        self.nz_staging(qb)
+        if resident:
+            k_tiles = [self.k_tile(blocks(y)) for y in range(n_keys)]
+            v_tiles = [nir.alloc([d1 + 1, blocks(y), 16, 16], "f16", "l1") for y in range(n_keys)]
+            for y, v1 in enumerate(v_tiles):
+                self.fill_ones(v1, blocks(y))
+
+        def first_row_block(x):
+            return x * qb if isinstance(x, int) else lin((x, qb))
+
+        def valid_rows(x) -> int:
+            """A query tile inside the loop is never the last: all rows valid."""
+            return min(qb * 16, a.seq - x * qb * 16) if isinstance(x, int) else qb * 16
+
+        # The next query tile's Q is brought to L1 by the load stage of this
+        # tile's last key tile: a step ahead of its Q.K^T, so that (with its
+        # rows scaled in UB on the way) the vector unit never waits for it.
+        q_next = nir.alloc([d1, qb, 16, 16], "f16", "l1")
+
+        def stages(locate: Callable, following: Callable) -> tuple[Callable, ...]:
+            """The four stages of a step, `locate(step)` = (head, query tile,
+            key tile); `following(h, x)`: the (head, query tile) after tile x
+            of head h in the pipeline, and whether its Q is loaded ahead."""
+            def load(step, slot: int) -> None:
+                h, x, y = locate(step)
+                if y == 0:
+                    first = isinstance(x, int) and x == 0 and not following(h, x)[2]
+                    q1 = self.load_q(h, first_row_block(x), qb) if first else q_next
+                    self.mm.reorder_blocks(q1, q0, rows=qb, cols=d1, transpose=False,
+                                           op_name="cce.load_l1_to_l0a", src_col_stride=qb)
+                if not resident:
+                    self.scores_and_v(h, q0, qb, y * kb, blocks(y), buf, slot)
+                else:
+                    first_x = isinstance(x, int) and x == 0
+                    if first_x:
+                        self.load_k(h, y * kb, blocks(y), k_tiles[y])
+                    self.mm.mad(q0, self.k_to_l0b(k_tiles[y], blocks(y)),
+                                self.prefix(buf["scores"][slot], blocks(y)), qb, d1, blocks(y),
+                                False)
+                    if first_x:  # after Q.K^T: its flag from MTE2 does not wait for V
+                        self.load_rows(a.v, 2, h, y * kb, blocks(y), v_tiles[y], ones=False)
+                h_next, x_next, _ = following(h, x)
+                if y == n_keys - 1 and h_next is not None:
+                    self.load_rows(a.q, 0, h_next, first_row_block(x_next), qb, into=q_next,
+                                   ones=False)
+
+            def soft(step, slot: int) -> None:
+                y = locate(step)[2]
+                self.probs(qb, blocks(y), buf, slot, y == 0, y == n_keys - 1 and bool(a.seq % 16))
+
+            def pv(step, slot: int) -> None:
+                y = locate(step)[2]
+                self.pv(qb, blocks(y), buf, slot, v_tiles[y] if resident else None)
+
+            def drain(step, slot: int) -> None:
+                h, x, y = locate(step)
+                if y == 0:
+                    copy("cce.copy_l0c_to_ub", buf["pv"][slot], self.context, 1,
+                         (d1 + 1) * qb * 32)
+                else:
+                    self.rescale_context(buf["pv"][slot], buf["alpha"][slot], qb)
+                if y == n_keys - 1:
+                    self.finish(h, first_row_block(x), qb, valid_rows(x))
+
+            return tuple((lambda st, slot, f=f: self.scope(lambda: f(st, slot)))
+                         for f in (load, soft, pv, drain))
+
+        per_head = s1 // qb * n_keys
+        last_x = s1 // qb - 1
+
+        def shift(i):
+            return i + 1 if isinstance(i, int) else lin((i, 1), (1, 1))
+
+        def across_heads(h, x):
+            """One pipeline over the heads: tile x's successor is the next
+            one of the head, or the next head's first (none after the last
+            head); a head's first tile has its Q loaded ahead unless it is
+            the first of all."""
+            ahead = not (isinstance(h, int) and h == 0)
+            if isinstance(x, int) and x == last_x:
+                if isinstance(h, int) and h == a.heads - 1:
+                    return None, None, ahead
+                return shift(h), 0, ahead
+            return h, shift(x), ahead
+
+        def within_head(h, x):
+            """A pipeline per head: its first tile loads its own Q."""
+            if isinstance(x, int) and x == last_x:
+                return None, None, False
+            return h, shift(x), False
+
+        if per_head <= MAX_HEAD_STEPS:
+            self.skewed(a.heads, *stages(lambda st: (st[0],) + divmod(st[1], n_keys),
+                                         across_heads), inner=per_head, peel=1)
+        else:
+            self.loop(a.heads, lambda h: self.skewed(
+                s1 // qb, *stages(lambda st: (h,) + st, within_head), inner=n_keys, peel=1),
+                double_buffer=False)
+
+    def query_tiles(self, h) -> None:
+        s1, qb = self.a.seq_blocks, self.qb
+        last = -(-s1 // qb) - 1
+        if last:
+            self.loop(last, lambda x: self.query_tile(h, lin((x, qb)), qb, qb * 16))
+        tail = lambda _: self.query_tile(h, last * qb, s1 - last * qb, self.a.seq - last * qb * 16)
+        if last:
+            self.loop(1, tail)
+        else:  # the only tile: its buffers belong to the head loop (double buffered)
+            tail(0)
+
+    def query_tile(self, h, x0, mq: int, valid: int) -> None:
+        """One query tile; its key tiles are the steps of `skewed` (the
+        first writes the context, the others rescale it; the last may have
+        fewer blocks, masked padded keys, and ends with `finish`)."""
+        a = self.a
+        d1, rows = a.d_blocks, mq * 16
+        q0 = self.mm.to_l0a(self.load_q(h, x0, mq), mq, d1)
+        self.row_max = nir.alloc([rows], "f32", "ub")
+        self.context = nir.alloc([(d1 + 1) * rows * 16], "f32", "ub")
+        self.nz_staging(mq)
+        s1, kb = a.seq_blocks, self.kb
+        n = -(-s1 // kb)
+        tail = s1 - (n - 1) * kb
+        buf = self.slots(mq, min(kb, s1), n > 1)
+
+        def blocks(k) -> int:
+            return tail if isinstance(k, int) and k == n - 1 else kb
+
+        def load(k, slot: int) -> None:
+            self.scores_and_v(h, q0, mq, lin((k, kb)), blocks(k), buf, slot)
+
+        def soft(k, slot: int) -> None:
+            last = isinstance(k, int) and k == n - 1
+            self.probs(mq, blocks(k), buf, slot, isinstance(k, int) and k == 0,
+                       last and bool(a.seq % 16))
+
+        def drain(k, slot: int) -> None:
+            if isinstance(k, int) and k == 0:
+                copy("cce.copy_l0c_to_ub", buf["pv"][slot], self.context, 1, (d1 + 1) * mq * 32)
+            else:
+                self.rescale_context(buf["pv"][slot], buf["alpha"][slot], mq)
+            if isinstance(k, int) and k == n - 1:
+                self.finish(h, x0, mq, valid)
+
+        self.skewed(n, lambda k, slot: self.scope(lambda: load(k, slot)),
+                    lambda k, slot: self.scope(lambda: soft(k, slot)),
+                    lambda k, slot: self.scope(lambda: self.pv(mq, blocks(k), buf, slot)),
+                    lambda k, slot: self.scope(lambda: drain(k, slot)))
