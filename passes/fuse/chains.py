@@ -11,13 +11,9 @@ leaves such an alloc alone and `npu-lower-matmul` replaces it by an L1
 buffer that lives from the producer's first store to the consumer's last
 load (dialects/README.md, "Matmul chains").
 
-The result must fit L1 beside the producer's working set: its whole A
-operand (kept resident in L1 across its column tiles, else it is re-read
-from GM once per column tile, which costs more than the chain saves) and
-two B chunks of `MIN_B_CHUNK` reduction blocks by `MIN_B_COLUMNS` column
-blocks (the smallest ping-pong the pipelined schedule runs near its cube
-bound). The consumer keeps the tensor as its resident A strip, so it
-needs no more than its own resident schedule."""
+The result must fit L1 beside each matmul's own working set, as its
+tiling would hold it with all of L1 (`l1_working_set`); the consumer's A
+strip is the tensor itself."""
 
 from __future__ import annotations
 
@@ -25,10 +21,10 @@ from mlir import ir
 
 from npu import epilogue
 from npu import ir as nir
+from npu.dialects.ascend import matmul_dims
+from npu.matmul_tiling import MatmulShape, TilingError, choose_tiling
 
 CHAIN_ATTR = "npu.chain"
-MIN_B_CHUNK = 4    # reduction blocks of one producer B chunk
-MIN_B_COLUMNS = 8  # column blocks of one producer B chunk
 
 
 def chain_attr(alloc: ir.Operation) -> dict | None:
@@ -114,14 +110,34 @@ class MatmulChains:
             return "the consumer does not follow the producer"
         cap = self.target.capacity("l1")
         size = _bytes(tensor)
-        a_bytes = _bytes(producer.operands[0])
-        blk = self.target.fractal_bytes(2)
-        b_bytes = 2 * MIN_B_CHUNK * MIN_B_COLUMNS * blk
-        if size + a_bytes + b_bytes > cap:
-            return (f"its {size}-byte result does not fit L1 ({cap} bytes) next to the "
-                    f"producer's resident A ({a_bytes} bytes) and two B chunks ({b_bytes} "
-                    f"bytes)")
+        for role, mm in (("producer", producer), ("consumer", consumer)):
+            need = self.l1_working_set(mm)
+            if isinstance(need, str):
+                return f"the {role}: {need}"
+            if role == "consumer":
+                need -= min(need, _bytes(mm.operands[0]))  # its A strip is the tensor itself
+            if size + need > cap:
+                return (f"its {size}-byte result does not fit L1 ({cap} bytes) next to the "
+                        f"{role}'s working set ({need} bytes)")
         return None
+
+    def l1_working_set(self, mm: ir.Operation) -> int | str:
+        """L1 bytes the matmul's own pipelined tiling (chosen with all of L1)
+        holds: its A and B tiles over the whole reduction, (m + k) x N
+        (the resident A strip and two half-reduction B chunks, or both
+        operands streamed in two halves: `matmul_tiling.resident_a_chunks`).
+        Chaining must not shrink it: smaller B chunks pay the GM path's
+        latency more often (BERT seq 128 ffn_in 125.9k -> 183.6k cycles when
+        its tiling was squeezed beside the 768 KiB result) and a streamed A
+        is re-read per column tile."""
+        dims = matmul_dims(mm, self.target)
+        shape = MatmulShape(dims.m, dims.n, dims.k, dims.batch,
+                            out_bytes=nir.element_bytes(nir.memref_element(mm.operands[2])))
+        try:
+            choice = choose_tiling(shape, self.target, "os", pipelined=True, resident_a=True)
+        except TilingError as e:
+            return str(e)
+        return (choice.tiles.m + choice.tiles.k) * shape.N * shape.in_bytes
 
 
 def _bytes(value: ir.Value) -> int:
