@@ -54,7 +54,8 @@ class MatmulChains:
                 size = _bytes(t)
                 with alloc.context:
                     alloc.attributes[CHAIN_ATTR] = nir.dict_attr_of(
-                        {"bytes": size, "producer_l1": self.target.capacity("l1") - size})
+                        {"bytes": size, "producer_l1": self.target.capacity("l1") - size,
+                         "consumer_k": self.consumer_tiling(consumer).tiles.k})
                 remarks[producer] = (
                     f"matmul chain: its {size}-byte result ({shape[1] * shape[2]}x"
                     f"{shape[0] * shape[3]} f16 Nz) stays in L1 as the A operand of the next "
@@ -111,6 +112,10 @@ class MatmulChains:
         cap = self.target.capacity("l1")
         size = _bytes(tensor)
         for role, mm in (("producer", producer), ("consumer", consumer)):
+            if role == "consumer":
+                reader = self.consumer_tiling(consumer)
+                if isinstance(reader, str):
+                    return f"the consumer {reader}"
             need = self.l1_working_set(mm)
             if isinstance(need, str):
                 return f"the {role}: {need}"
@@ -121,6 +126,21 @@ class MatmulChains:
                         f"{role}'s working set ({need} bytes)")
         return None
 
+    def consumer_tiling(self, mm: ir.Operation):
+        """The consumer's tiling with the tensor as its resident A strip (one
+        row of C tiles; `consumer_k` of npu.chain: npu-lower-matmul keeps
+        its k), or why it has none."""
+        shape = _shape(mm, self.target)
+        try:
+            choice = choose_tiling(shape, self.target, "os", m=shape.M, pipelined=True,
+                                   resident_a=True, a_in_l1=True)
+        except TilingError as e:
+            return f"has no tiling with A as one row strip: {e}"
+        if not choice.a_resident:
+            return (f"cannot read it as a resident A strip with tiles {choice.tiles} (its "
+                    f"C tiles must divide M x K and two B chunks fit beside it)")
+        return choice
+
     def l1_working_set(self, mm: ir.Operation) -> int | str:
         """L1 bytes the matmul's own pipelined tiling (chosen with all of L1)
         holds: its A and B tiles over the whole reduction, (m + k) x N
@@ -130,14 +150,18 @@ class MatmulChains:
         latency more often (BERT seq 128 ffn_in 125.9k -> 183.6k cycles when
         its tiling was squeezed beside the 768 KiB result) and a streamed A
         is re-read per column tile."""
-        dims = matmul_dims(mm, self.target)
-        shape = MatmulShape(dims.m, dims.n, dims.k, dims.batch,
-                            out_bytes=nir.element_bytes(nir.memref_element(mm.operands[2])))
+        shape = _shape(mm, self.target)
         try:
             choice = choose_tiling(shape, self.target, "os", pipelined=True, resident_a=True)
         except TilingError as e:
             return str(e)
         return (choice.tiles.m + choice.tiles.k) * shape.N * shape.in_bytes
+
+
+def _shape(mm: ir.Operation, target) -> MatmulShape:
+    dims = matmul_dims(mm, target)
+    return MatmulShape(dims.m, dims.n, dims.k, dims.batch,
+                       out_bytes=nir.element_bytes(nir.memref_element(mm.operands[2])))
 
 
 def _bytes(value: ir.Value) -> int:

@@ -183,8 +183,10 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, ChainedTensor
             self.epilogue is None or not self.epilogue.loads_pieces)
         try:
             # A chained A operand is the resident strip: one row of C tiles.
+            # With npu-fuse's k: the tiles whose plan it checked.
             choice = choose_tiling(shape, self.target, self.strategy,
-                                   shape.M if chained_a else self.m, self.n, self.k,
+                                   shape.M if chained_a else self.m, self.n,
+                                   self.chained_k(op.operands[0]) or self.k,
                                    pipelined=pipelined, epilogue_cycles=(
                                        0 if self.epilogue is None else self.epilogue.vector_cycles),
                                    resident_a=chained_a or (self.resident_a and self.l1_steps == 1),

@@ -44,6 +44,12 @@ class ChainedTensors:
         """The L1 buffer of `value`'s root when it is a chained tensor."""
         return getattr(self, "chained", {}).get(nir.view_root(value))
 
+    def chained_k(self, value: ir.Value) -> int:
+        """npu-fuse's C tile width for the consumer of a chained tensor (0: none)."""
+        if self.chained_l1(value) is None:
+            return 0
+        return int(chain_attr(nir.view_root(value).owner.operation)["consumer_k"])
+
     def store_name(self, value: ir.Value) -> str:
         """The copy that leaves UB for `value`: into L1 when it is chained."""
         return "cce.copy_ub_to_l1" if self.chained_l1(value) is not None else "cce.copy_ub_to_gm"

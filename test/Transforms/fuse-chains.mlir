@@ -7,7 +7,7 @@
 // stays in L1: its GM alloc is marked npu.chain; the producer's drains
 // store it UB -> L1 and the consumer's loop copies only B from GM.
 // CHECK-LABEL: func.func @ffn_pair
-// CHECK:       memref.alloc() {npu.chain = {bytes = 49152 : i64, producer_l1 = 999424 : i64}} : memref<12x8x16x16xf16, "gm">
+// CHECK:       memref.alloc() {npu.chain = {bytes = 49152 : i64, consumer_k = 64 : i64, producer_l1 = 999424 : i64}} : memref<12x8x16x16xf16, "gm">
 // OFF-LABEL:   func.func @ffn_pair
 // OFF-NOT:     npu.chain
 // REMARK: fuse-chains.mlir:26:3: remark: matmul chain: its 49152-byte result (128x192 f16 Nz) stays in L1 as the A operand of the next matmul (GM traffic -98304 bytes: no store, no load)
@@ -71,5 +71,19 @@ func.func @plain_f16(%x: memref<4x8x16x16xf16, "gm">, %w1: memref<8x4x16x16xf16,
   %t = memref.alloc() : memref<8x8x16x16xf16, "gm">
   "ascend.matmul"(%x, %w1, %t) : (memref<4x8x16x16xf16, "gm">, memref<8x4x16x16xf16, "gm">, memref<8x8x16x16xf16, "gm">) -> ()
   "ascend.matmul"(%t, %w2, %y) : (memref<8x8x16x16xf16, "gm">, memref<4x8x16x16xf16, "gm">, memref<4x8x16x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+// The consumer's best tiles (k=48 of K=64) do not divide its C: no
+// pipelined plan reads a resident strip, so the result stays in GM.
+// CHECK-LABEL: func.func @narrow
+// CHECK-NOT:   npu.chain
+func.func @narrow(%x: memref<4x1x16x16xf16, "gm">, %w1: memref<8x4x16x16xf16, "gm">, %w2: memref<4x8x16x16xf16, "gm">, %y: memref<4x1x16x16xf32, "gm">) {
+  %t = memref.alloc() : memref<8x1x16x16xf16, "gm">
+  // REMARK: fuse-chains.mlir:[[@LINE+1]]:3: remark: matmul chain not formed: the consumer cannot read it as a resident A strip with tiles (m=16, n=128, k=48) (its C tiles must divide M x K and two B chunks fit beside it)
+  "ascend.matmul"(%x, %w1, %t) : (memref<4x1x16x16xf16, "gm">, memref<8x4x16x16xf16, "gm">, memref<8x1x16x16xf16, "gm">) -> ()
+  "ascend.matmul"(%t, %w2, %y) : (memref<8x1x16x16xf16, "gm">, memref<4x8x16x16xf16, "gm">, memref<4x1x16x16xf32, "gm">) -> ()
   return
 }
