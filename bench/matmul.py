@@ -21,6 +21,7 @@ default of `npu-lower` with double buffering; run with --double-buffer to see
 it as `npu-lower` compiles it).
 
 Run: .venv/bin/python bench/matmul.py [--double-buffer] [--shapes 512x768x768,...]
+                                      [--options resident-a=false]
 """
 
 from __future__ import annotations
@@ -89,16 +90,20 @@ def ideal_bound(M: int, N: int, K: int, target) -> int:
     return int(max(cube, read, write))
 
 
-def run_one(M: int, N: int, K: int, strategy: str, tiles, backend: str, target) -> Row:
+def run_one(M: int, N: int, K: int, strategy: str, tiles, backend: str, target,
+            extra: str = "") -> Row:
     pipelined = strategy == "os-pipe"
     if pipelined:
         strategy = "os"
         backend = backend.replace("npu-insert-sync", "npu-insert-sync{sink-sets=true}")
-    opts = [f"strategy={strategy}"] + ([PIPELINED] if pipelined else [])
+    opts = [f"strategy={strategy}"] + ([PIPELINED] if pipelined else []) + extra.split()
     if tiles:
         opts += [f"m={tiles[0]}", f"n={tiles[1]}", f"k={tiles[2]}"]
     shape = MatmulShape(M, N, K)
-    choice = choose_tiling(shape, target, strategy, *(tiles or (0, 0, 0)))
+    # The model as the pass asks it (the pipelined schedule's ranking, A's
+    # row strip resident unless resident-a=false).
+    choice = choose_tiling(shape, target, strategy, *(tiles or (0, 0, 0)), pipelined=pipelined,
+                           resident_a=pipelined and "resident-a=false" not in extra)
     ctx = make_context()
     module = parse_module(nz_matmul_program(M, N, K), ctx)
     run_pipeline(module, f"npu-lower-matmul{{{' '.join(opts)}}}," + backend, target)
@@ -127,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shapes", default="512x768x768,512x768x3072")
     p.add_argument("--double-buffer", action="store_true", help="add npu-double-buffer")
     p.add_argument("--target", default="ascend910")
+    p.add_argument("--options", default="", help="more npu-lower-matmul options, e.g. "
+                   "'resident-a=false'")
     args = p.parse_args(argv)
     target = get_target(args.target)
     known = registry()
@@ -148,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         print("-" * len(head))
         for strategy, tiles in CONFIGS:
             try:
-                r = run_one(M, N, K, strategy, tiles, backend, target)
+                r = run_one(M, N, K, strategy, tiles, backend, target, args.options)
             except Exception as e:  # a tiling that does not fit this shape, or a back-end failure
                 first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 print(f"{strategy:<9} {str(tiles):<16} failed: {first}")

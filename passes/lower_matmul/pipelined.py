@@ -25,8 +25,8 @@ VECTOR_BOUND_TILES = 4
 class PipelinedPlan:
     """Block counts of the pipelined OS schedule: C tile mb x kb, L1 chunk
     and L0 sub-step along the reduction, C pieces in L0C (along k);
-    `a_resident`: A's row strip is loaded once per row of C tiles and stays
-    in L1 (only B streams in chunks)."""
+    `a_resident`: A (one row strip: m = M) is loaded once and stays in L1
+    (only B streams in chunks)."""
 
     mb: int
     kb: int
@@ -145,23 +145,26 @@ class PipelinedSchedule:
         pipe-aware gaps (the vector unit waits for the previous part's
         store); the early release pays for that only over enough tile
         hand-offs: at `staged-drain` tiles (default 7) for any epilogue,
-        at 4 for one whose vector work exceeds the cube's (the vector unit
-        is the bound, and a piece held during its work stalls the cube that
-        feeds it), unless it stores f32 (each part's store is then twice as
-        long to wait for). Measured (cycles, ascend910): BERT seq 128 ffn_in
-        + GELU to f16, 6 tiles, 216.8k -> 201.2k; seq 512 ffn_in 24 tiles
-        822.8k -> 797.9k, q_proj 257.7k -> 250.5k; staged regardless,
-        128x768x1536 + GELU (3 tiles) 140.2k -> 153.9k, Q/K/V + bias (6
-        tiles) 98.8k -> 100.4k, 128x768x3072 + GELU to f32 (6 tiles) 239.6k
-        -> 270.3k."""
+        at 4 for one whose vector work exceeds half the cube's (a piece held
+        during its work stalls the cube that feeds it), unless it stores
+        f32 (each part's store is then twice as long to wait for). Measured
+        (cycles, ascend910): BERT seq 128 ffn_in with GELU in f16 (49k of
+        modelled vector work against 74k of cube), 6 tiles, loop 102.2k ->
+        100.3k (before the f16 epilogue, GELU in f32: 216.8k -> 201.2k);
+        seq 512 ffn_in 24 tiles 822.8k -> 797.9k, q_proj 257.7k -> 250.5k;
+        staged regardless, 128x768x1536 + GELU (3 tiles) 140.2k -> 153.9k,
+        Q/K/V + bias to f32 (6 tiles) 98.8k -> 100.4k, 128x768x3072 + GELU
+        to f32 (6 tiles) 239.6k -> 270.3k. (Staging the row-major f16
+        stores of q_proj's Q/K/V too, 73.9k -> 69.3k with the f32 epilogue,
+        makes no difference with the f16 one: 67.8k either way.)"""
         if self.epilogue is None or not self.staged_drain or not self.epilogue_part_columns(
                 mb, khb * mb * self.target.fractal_bytes(
                     nir.element_bytes(self.epilogue.drain_type))):
             return False
-        vector_bound = self.epilogue.vector_cycles > self.target.cube_cycles(blocks)
+        vector_heavy = 2 * self.epilogue.vector_cycles > self.target.cube_cycles(blocks)
         narrow = self.epilogue.stored_bytes_per_element <= 2
         return tiles >= self.staged_drain or (
-            vector_bound and narrow and tiles >= VECTOR_BOUND_TILES)
+            vector_heavy and narrow and tiles >= VECTOR_BOUND_TILES)
 
     def drain_staged(self, ops: Operands, c_piece: ir.Value, staged: ir.Value, last: ir.Value,
                      x: ir.Value, y: ir.Value, h: int, plan: "PipelinedPlan") -> None:
@@ -227,9 +230,9 @@ class PipelinedSchedule:
               drain piece h L0C -> UB -> GM  (drain-order=per-piece: right
               after piece h's mads instead)
 
-        With `plan.a_resident` each row of C tiles gets its own such loop
-        over (column tile, B chunk), preceded by the GM -> L1 copy of its A
-        row strip (m x N), which the loop's L0A loads read in place.
+        With `plan.a_resident` (one row of C tiles) all of A is copied
+        GM -> L1 before the loop, whose L0A loads read it in place at each
+        chunk's offset; the loop copies only B chunks.
 
         Why: every (tile, chunk) is one iteration of one loop, so
         npu-double-buffer's ping-pong of the L1 chunks crosses tile
@@ -257,28 +260,28 @@ class PipelinedSchedule:
         per_matrix = (ops.M1 // mb) * cols * chunks
         c_pieces = [nir.alloc([khb, mb, frac, frac], "f32", "l0c") for _ in range(pieces)]
         if plan.a_resident:
-            # One flat loop per row of C tiles, after the copy of its A row
-            # strip: the strip is loop-invariant there, so its load needs no
-            # "first column tile" scf.if in the loop (whose sync would hold
-            # MTE2 every iteration) and its one MTE2 -> MTE1 flag is waited
-            # for before the loop. The loops are top-level ops: npu-prefetch
-            # still finds the first one, and npu-plan-memory may place the
-            # next row's strip apart from this one's.
-            for x0 in range(0, ops.M1, mb):
-                # A chained A operand already is the strip (one row of tiles).
-                strip = self.chained_l1(ops.a) or self.stage_a(ops, x0, 0, mb, ops.N1)
-                self.pipelined_loop(ops, plan, cols * chunks, c_pieces, strip=strip, row=x0)
+            # A (its one row strip, `resident_a_chunks`) is copied before the
+            # loop: loop-invariant there, its load needs no "first column
+            # tile" scf.if in the loop (whose wait npu-insert-sync would put
+            # before the if, holding MTE2 every iteration), and its one
+            # MTE2 -> MTE1 flag is waited for before the loop. The loop stays
+            # a top-level op, which npu-prefetch looks for.
+            if batch:  # a batch of one matrix
+                ops.prefix = [nir.index_const(0)]
+            # A chained A operand already is the strip (npu-fuse chains).
+            strip = self.chained_l1(ops.a) or self.stage_a(ops, 0, 0, mb, ops.N1)
+            self.pipelined_loop(ops, plan, per_matrix, c_pieces, strip=strip)
         else:
             self.pipelined_loop(ops, plan, per_matrix * max(batch, 1), c_pieces,
                                 per_matrix=per_matrix if batch else 0)
 
     def pipelined_loop(self, ops: Operands, plan: "PipelinedPlan", trips: int,
                        c_pieces: list[ir.Value], per_matrix: int = 0,
-                       strip: ir.Value | None = None, row: int = 0) -> None:
+                       strip: ir.Value | None = None) -> None:
         """The flat loop of `emit_pipelined` over `trips` (tile, chunk)
-        iterations: of every C tile (per_matrix of them per matrix of a
-        batch), or, with `strip` (A's resident row strip in L1), of the C
-        tiles of block row `row`, loading only B chunks."""
+        iterations, per_matrix of them per matrix of a batch; with `strip`
+        (all of A, resident in L1: one row of C tiles) it loads only B
+        chunks."""
         frac = self.target.fractal
         mb, kb, chunk, sub, pieces = plan.mb, plan.kb, plan.chunk, plan.sub, plan.pieces
         khb = kb // pieces
@@ -288,7 +291,6 @@ class PipelinedSchedule:
         # one part overlaps the L0C -> UB move of the next and the last
         # piece's drain (not hidden behind any mad) is short.
         ub_budget = self.target.capacity("ub") // (2 * pieces)
-        all_trips = trips * (ops.M1 // mb if strip is not None else 1)
         loop = nir.for_loop(0, trips, 1)
         with ir.InsertionPoint(loop.body):
             i = loop.induction_variable
@@ -299,7 +301,7 @@ class PipelinedSchedule:
             c = arith.RemUIOp(i, nir.index_const(chunks)).result
             tile = arith.DivUIOp(i, nir.index_const(chunks)).result
             if strip is not None:
-                x = nir.index_const(row)
+                x = nir.index_const(0)
                 y = arith.MulIOp(tile, nir.index_const(kb)).result
             else:
                 x = arith.MulIOp(arith.DivUIOp(tile, nir.index_const(cols)).result,
@@ -323,8 +325,7 @@ class PipelinedSchedule:
             # its L0C is released to the next tile's mads right after the
             # move, not after the epilogue's vector work (`stages_drain`).
             staged = (nir.alloc([khb, mb, frac, frac], self.epilogue.drain_type, "ub")
-                      if self.stages_drain(all_trips // chunks, all_trips * mb * kb * chunk,
-                                           mb, khb)
+                      if self.stages_drain(trips // chunks, trips * mb * kb * chunk, mb, khb)
                       else None)
             step = 0
             for h in range(pieces):

@@ -31,15 +31,16 @@ bench/matmul_tiling_sweep.py: BERT's 128x768x2304 took k=512 (no pipelining,
 123.6k cycles) where k=384 pipelines (85.3k).
 
 With `resident_a=True` as well (the pipelined schedule may keep A resident),
-the chosen OS tiling, when it has more than one column tile, keeps its A row strip (m x N) in
-L1 across the column tiles when `resident_a_chunks` finds B chunks for it:
-A is then read once (S = MN + NK * M/m, IS's traffic with C still in L0C)
-and only the weights stream. Its L1 footprint is bounded by (m + k) x N, the
-A and B tiles of the whole reduction (B chunks of at most half of it, the
+a chosen OS tiling with one row of C tiles (m = M) and several column tiles
+keeps A in L1 across them when `resident_a_chunks` finds B chunks for it: A
+is then read once (S = MN + NK, IS's traffic with C still in L0C) and only
+the weights stream. Its L1 footprint is bounded by (m + k) x N, the A and B
+tiles of the whole reduction (B chunks of at most half of it, the
 ping-pong's two in flight), which is what streaming A and B in two halves
 would take: the room `npu-prefetch` finds for the next op's weights is the
-same either way. Measured: BERT seq 128's q_proj loop (128x768x2304) MTE2
-74.3k -> 58.4k busy.
+same either way. Measured: BERT seq 128's q_proj loop (128x768x2304) 89.3k
+-> 73.9k cycles, its MTE2 busy 74.3k -> 55.6k (plus the strip's 3.5k copy
+before it).
 
 Among tilings of equal time and traffic the one using more buffer bytes wins
 (the thesis's empirical rule: bigger buffers mean fewer, longer instructions).

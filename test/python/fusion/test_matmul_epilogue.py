@@ -196,6 +196,20 @@ def test_staged_drain_releases_l0c_before_the_epilogue_bit_identically():
     assert_bit_identical((staged, plain), "npu-lower{k=64}", inputs_for(base))
 
 
+def test_f16_drain_is_staged_when_its_vector_work_exceeds_half_the_cubes():
+    # 4 C tiles of 64x64, bias + GELU + cast to f16 (2048 cycles of vector
+    # work): over a reduction of 768 the cube's 3072 cycles are less than
+    # twice that, and the drain is staged; over 2048 (8192 cycles) it is not.
+    heavy = matmul_epilogue(64, 768, 256, ("bias_row", "gelu", "cast"), "f16")
+    light = matmul_epilogue(64, 2048, 256, ("bias_row", "gelu", "cast"), "f16")
+    assert staged_moves(heavy, "k=64") > 0
+    assert staged_moves(light, "k=64") == 0
+    plain = heavy.replace('"ascend.matmul"(%a, %b, %t1)',
+                          '"ascend.matmul"(%a, %b, %t1) {npu.options = '
+                          '{"staged-drain" = 0 : i64}}')
+    assert_bit_identical((heavy, plain), "npu-lower{k=64}", inputs_for(heavy))
+
+
 def test_bias_computed_by_an_op_is_an_ordinary_operand():
     # The broadcast-row test (`row_broadcast`) looks at function arguments
     # only; a bias that an earlier op writes (an alloc's result) once made it

@@ -120,23 +120,27 @@ def test_gm_traffic_is_still_the_models(resident):
 
 
 def a_strip_copies(module, n1: int) -> int:
-    """Copies GM -> L1 of all of A's block columns: the resident row strip
-    (a streamed A chunk takes at most half of them, `resident_a_chunks`)."""
+    """Copies GM -> L1 (in the IR) of all n1 of A's block columns at once:
+    the resident row strip, or a streamed A chunk of the whole reduction
+    (the GM bytes the tests also check tell those apart)."""
     return sum(1 for op in walk(module.operation)
                if op.name == "cce.copy_gm_to_l1" and op.attributes["n_burst"].value == n1
                and "%arg0" in str(op.operands[0].owner.operands[0].get_name()))
 
 
-@settings(max_examples=10, derandomize=True, deadline=None)
+@settings(max_examples=12, derandomize=True, deadline=None)
 @given(mb=st.integers(1, 3), kb=st.integers(1, 3), tk=st.integers(2, 3), N=st.integers(17, 90),
-       backend=st.sampled_from(list(BACKENDS)), out=st.sampled_from(["f32", "f16"]))
-def test_resident_a_row_strip(mb, kb, tk, N, backend, out):
+       backend=st.sampled_from(list(BACKENDS)), out=st.sampled_from(["f32", "f16"]),
+       batch=st.sampled_from([0, 0, 1]))
+def test_resident_a_row_strip(mb, kb, tk, N, backend, out, batch):
     """One row of C tiles (m = M), several column tiles, N anything above one
-    block (padded; an odd N1 too): A's strip is copied to L1 once, before
-    the loop, whose L0A loads read it at each chunk's offset; results match
-    numpy and the race detector finds nothing (compile_and_run)."""
+    block (padded; an odd N1 too), a plain matmul or a batch_matmul of one
+    matrix: A's strip is copied to L1 once, before the loop, whose L0A loads
+    read it at each chunk's offset; results match numpy and the race
+    detector finds nothing (compile_and_run)."""
     m, k = 16 * mb, 16 * kb
-    module, res = compile_and_run(m, N, k * tk, lowering(m, k) + "," + BACKENDS[backend], out)
+    module, res = compile_and_run(m, N, k * tk, lowering(m, k) + "," + BACKENDS[backend], out,
+                                  batch)
     assert is_pipelined(module)
     assert a_strip_copies(module, blocks(N)) == 1
     n_pad = 16 * blocks(N)  # A read once, B once
@@ -207,6 +211,16 @@ def test_npu_lower_forwards_the_schedule_options():
     assert res.report["pipes"]["MTE2"]["instructions"] == 12
     mads = [op for op in walk(module.operation) if op.name == "cce.mad"]
     assert mads and {op.attributes["k"].value for op in mads} == {64}
+
+
+def test_npu_lower_forwards_resident_a():
+    """npu-lower keeps A resident by default (A read once) and streams it per
+    column tile with matmul-resident-a=false; both right."""
+    M, N, K = 128, 192, 192
+    _, on = run_default(M, N, K, "m=128 k=96")
+    _, off = run_default(M, N, K, "m=128 k=96 matmul-resident-a=false")
+    assert on.report["bytes"]["gm_to_l1"] == 2 * (M * N + N * K)
+    assert off.report["bytes"]["gm_to_l1"] == 2 * (2 * M * N + N * K)
 
 
 def test_explicit_n_keeps_the_pipelined_schedule():
