@@ -29,6 +29,9 @@ the elementwise consumers of its result, in program order, while joining
 saves GM bytes, one column block of its C tile's drain fits the UB share
 and moving the op is legal (`npu.epilogue`'s model); the group is an
 `scf.execute_region` marked `npu.epilogue` that `npu-lower-matmul` lowers.
+
+Last, matmul chains (`chains`): a matmul's f16 result read only as the next
+matmul's A operand is marked to stay in L1 when it fits (`chains`).
 """
 
 from __future__ import annotations
