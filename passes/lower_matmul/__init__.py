@@ -48,6 +48,7 @@ from mlir import ir
 from npu import ir as nir
 from npu.matmul_tiling import STRATEGIES, MatmulShape, TilingError, choose_tiling, make_choice
 from npu.passes.base import Option, Pass, PassError
+from npu.target import Target
 from npu.passes.lower_matmul.chain import ChainedTensors
 from npu.passes.lower_matmul.blocks import (IndexValue, MatmulBlocks, Operands, Segment,
                                             block_pitch, segments)
@@ -165,11 +166,14 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, ChainedTensor
         target = self.target
         self.target = self.l1_left_target(op, results)
         try:
-            self.lower_with_target(op, group)
+            self.lower_with_target(op, group, target)
         finally:
             self.target = target
 
-    def lower_with_target(self, op: ir.Operation, group: ir.Operation | None) -> None:
+    def lower_with_target(self, op: ir.Operation, group: ir.Operation | None,
+                          target_of_op: Target) -> None:
+        """`lower` with `self.target` the L1 left beside chained results
+        (`target_of_op`: the pass's own target)."""
         shape, batch, M1, N1, K1 = self.shape_of(op)
         chained_a = self.chained_l1(op.operands[0]) is not None
         self.epilogue = MatmulEpilogue(self, group, op) if group is not None else None
@@ -226,6 +230,10 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, ChainedTensor
             choice = make_choice(choice.strategy, shape, choice.tiles, self.target)
         self.remark(op, choice.describe(shape)
                     + (f"; {self.l1_steps} reduction steps per L1 copy" if self.l1_steps > 1 else "")
+                    + ("; A is a chained tensor already in L1 (its GM read above is not made)"
+                       if chained_a else "")
+                    + ("; C leaves to L1 (a chained tensor: its write-back above is not to GM)"
+                       if self.target is not target_of_op else "")
                     + (self.pipelined.describe(self.target.fractal) if self.pipelined is not None else "")
                     + (f"; simple schedule: no pipelined plan because {self.why_simple}"
                        if self.why_simple else "")

@@ -2,6 +2,7 @@
 // RUN: npu-opt %s --split-input-file --npu-fuse 2>&1 | FileCheck %s --check-prefix=REMARK
 // RUN: npu-opt %s --split-input-file --npu-fuse=chains=false 2>/dev/null | FileCheck %s --check-prefix=OFF
 // RUN: npu-opt %s --split-input-file --npu-fuse --npu-lower-matmul=schedule=pipelined 2>/dev/null | FileCheck %s --check-prefix=KERNEL
+// RUN: npu-opt %s --split-input-file --npu-fuse=remarks=false --npu-lower-matmul=schedule=pipelined 2>&1 | FileCheck %s --check-prefix=LOWERED
 
 // The f16 result of a matmul epilogue read only as the next matmul's A
 // stays in L1: its GM alloc is marked npu.chain; the producer's drains
@@ -10,7 +11,9 @@
 // CHECK:       memref.alloc() {npu.chain = {bytes = 49152 : i64, consumer_k = 64 : i64, producer_l1 = 999424 : i64}} : memref<12x8x16x16xf16, "gm">
 // OFF-LABEL:   func.func @ffn_pair
 // OFF-NOT:     npu.chain
-// REMARK: fuse-chains.mlir:26:3: remark: matmul chain: its 49152-byte result (128x192 f16 Nz) stays in L1 as the A operand of the next matmul (GM traffic -98304 bytes: no store, no load)
+// REMARK: fuse-chains.mlir:29:3: remark: matmul chain: its 49152-byte result (128x192 f16 Nz) stays in L1 as the A operand of the next matmul (GM traffic -98304 bytes: no store, no load)
+// LOWERED: fuse-chains.mlir:29:3: remark: matmul tiling: {{.*}}; C leaves to L1 (a chained tensor: its write-back above is not to GM)
+// LOWERED: fuse-chains.mlir:34:3: remark: matmul tiling: {{.*}}; A is a chained tensor already in L1 (its GM read above is not made); pipelined schedule: {{.*}}(B only: the A row strip stays in L1)
 // KERNEL-LABEL: func.func @ffn_pair
 // KERNEL:       %[[T:.*]] = memref.alloc() : memref<12x8x16x16xf16, "l1">
 // KERNEL-NOT:   memref<12x8x16x16xf16, "gm">
