@@ -6,7 +6,7 @@ instead of a GM -> L1 copy of A (seed 001: the intermediate's round trip
 is the traffic saved).
 
 The decision marks the GM alloc of the tensor with `npu.chain` (a
-dictionary: its bytes and the L1 left to the producer); `npu-plan-gm`
+dictionary: its bytes and the consumer's C tile width); `npu-plan-gm`
 leaves such an alloc alone and `npu-lower-matmul` replaces it by an L1
 buffer that lives from the producer's first store to the consumer's last
 load (dialects/README.md, "Matmul chains").
@@ -54,8 +54,7 @@ class MatmulChains:
                 size = _bytes(t)
                 with alloc.context:
                     alloc.attributes[CHAIN_ATTR] = nir.dict_attr_of(
-                        {"bytes": size, "producer_l1": self.target.capacity("l1") - size,
-                         "consumer_k": self.consumer_tiling(consumer).tiles.k})
+                        {"bytes": size, "consumer_k": self.consumer_tiling(consumer).tiles.k})
                 remarks[producer] = (
                     f"matmul chain: its {size}-byte result ({shape[1] * shape[2]}x"
                     f"{shape[0] * shape[3]} f16 Nz) stays in L1 as the A operand of the next "
@@ -73,7 +72,7 @@ class MatmulChains:
         writers, readers = [], []
         for use in tensor.uses:
             owner = use.owner.operation if hasattr(use.owner, "operation") else use.owner
-            if owner.name != "ascend.matmul" and not owner.name.startswith("ascend."):
+            if not owner.name.startswith("ascend."):
                 return None  # a view or another use: not a plain tensor
             if owner.name == "ascend.matmul" and use.operand_number == 0:
                 readers.append(owner)

@@ -8,7 +8,7 @@
 // stays in L1: its GM alloc is marked npu.chain; the producer's drains
 // store it UB -> L1 and the consumer's loop copies only B from GM.
 // CHECK-LABEL: func.func @ffn_pair
-// CHECK:       memref.alloc() {npu.chain = {bytes = 49152 : i64, consumer_k = 64 : i64, producer_l1 = 999424 : i64}} : memref<12x8x16x16xf16, "gm">
+// CHECK:       memref.alloc() {npu.chain = {bytes = 49152 : i64, consumer_k = 64 : i64}} : memref<12x8x16x16xf16, "gm">
 // OFF-LABEL:   func.func @ffn_pair
 // OFF-NOT:     npu.chain
 // REMARK: fuse-chains.mlir:29:3: remark: matmul chain: its 49152-byte result (128x192 f16 Nz) stays in L1 as the A operand of the next matmul (GM traffic -98304 bytes: no store, no load)
