@@ -4,17 +4,20 @@
 A step is one (query tile, key tile) pair (`query_rows` x `key_rows` of the
 group's plan). Each step has four stages:
   load: K^T tile GM -> L1 -> L0B (and the Q tile -> L0A on a query tile's
-    first step), mad: scores -> L0C (a slot); V's tile -> L1 (a slot) with
-    a column block of ones;
+    first step; the next query tile's Q -> L1 on its last), mad: scores ->
+    L0C (a slot); V's tile -> L1 (a slot) with a column block of ones (one
+    tile per head: V first, and on to L0B with Q and K);
   soft: scores L0C -> UB (Nz: one [rows, 16] f32 slab per 16 keys, so row
     operations are slab-wise); padded keys of the last tile get -1e30 (a
-    bias slab); row max: slabs folded with vmax, one vcmax per row;
-    online softmax: m' = max(m, tile max), alpha = exp(scale * (m - m'));
-    the row max broadcast over 16 lanes by vnchwconv and subtracted per
-    slab in f32; P = exp(scale * shifted) in f16 (vconv, vmuls, vexp: half
-    the repeats of f32) -> L1 (a slot);
-  pv: P -> L0A, V -> L0B, mad: P.V -> L0C (a slot); the ones column makes
-    its last column block the row sums of the f16 P, in f32;
+    bias slab); row max: slabs folded with vmax onto up to four slabs at
+    once, one vcmax per row; online softmax: m' = max(m, tile max),
+    alpha = exp(scale * (m - m')); -scale * max broadcast over 16 lanes by
+    vnchwconv, then scale * s - scale * max per slab in f32 (one vmadd
+    with the scale's constant block); P = exp(shifted) in f16 (vconv,
+    vexp: half the repeats of f32) -> L1 (a slot);
+  pv: V -> L0B (unless there already), P -> L0A, mad: P.V -> L0C (a
+    slot); the ones column makes its last column block the row sums of
+    the f16 P, in f32;
   drain: P.V -> UB, the context O = O * alpha + P.V (the first tile writes
     O directly; the row sums ride along); on a query tile's last step,
     O / sum per row stored once to GM (one burst per row and 16 columns;
@@ -23,7 +26,8 @@ group's plan). Each step has four stages:
 The steps are software-pipelined (`_Kernel.skewed`): every pipe runs its
 queue in program order, so step k is soft(k), load(k+1), pv(k), drain(k-1).
 One tile per head: the heads are the steps (with the f32 casts of Q, K, V
-absorbed: loaded during the previous softmax, cast and laid out on chip);
+absorbed: loaded during the previous softmax, cast and laid out on chip;
+Q's, K's, V's L1 tiles and V's L0B tile in two slots);
 query tiles that divide the sequence: a head's (query, key) tiles are the
 steps; otherwise each query tile's key tiles are. The cube builders
 (L1 -> L0 block reorder, mad) are `npu-lower-matmul`'s, the vector
@@ -44,10 +48,10 @@ from mlir import ir
 from npu import attention as att
 from npu import attention_plan as cost
 from npu import ir as nir
-from npu.cce_build import copy, lin
+from npu.cce_build import View, copy, lin
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Pass, PassError
 from npu.passes.lower_attention.operands import OperandTiles
-from npu.passes.lower_attention.softmax import F16_MASKED, SoftmaxSteps
+from npu.passes.lower_attention.softmax import SoftmaxSteps
 from npu.passes.lower_matmul import LowerMatmul
 
 BODY_OPS = ("memref.alloc", "scf.yield") + nir.VIEW_OPS
@@ -95,7 +99,7 @@ class _Kernel(OperandTiles, SoftmaxSteps):
             raise PassError(f"npu.attention tile {attrs['query_rows']} x {attrs['key_rows']} "
                             f"is not whole 16-row blocks within seq {found.seq}", region)
         need = cost.footprint(self.qb, self.kb, d1, found.staged,
-                              s1 <= min(self.qb, self.kb), found.scaled_q_rows, found.nz_out)
+                              s1 <= min(self.qb, self.kb), found.nz_out)
         for space, nbytes in need.items():
             if nbytes > self.t.capacity(space):
                 raise PassError(f"npu.attention tile needs {nbytes} bytes of {space}, more than "
@@ -105,21 +109,17 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         self.deferred: list[Callable[[], None]] | None = None
         self.wides: list[ir.Value] = []  # f32 staging given by `head_pipeline`, in order
         # Scale the f32 scores before the max only when it does not commute
-        # with it (or is too small for the f16 mask value to vanish).
-        self.prescale = found.scale != 1.0 and not found.scale * F16_MASKED >= 30.0
-        # A power-of-two scale is exact in f16: with Q read as rows it
-        # scales Q's f16 tile once per query tile (a fraction of P's
-        # elements, D / key tile per key tile) instead of P per key tile:
-        # when Q is cast on chip, or with several tiles per head when f16
-        # rows pass through UB for it (with one, measured in BERT at seq
-        # 128, the detour through UB costs more than P's vmuls).
-        whole = s1 <= min(self.qb, self.kb)
-        self.scale_q = not self.prescale and (
-            found.scaled_q_rows and not whole or found.staged and whole
-            and math.frexp(found.scale)[0] == 0.5 and found.scale not in (0.0, 1.0))
-        self.q_rows: ir.Value | None = None  # UB of the scaled f16 Q rows (`q_staging`)
+        # with it (a negative scale). Otherwise the scale rides on the shift
+        # by the row max (`scale_p`: one f32 vmadd per slab in place of the
+        # vsub, no pass over P; the padded keys are clamped after it, so
+        # exp(-F16_MASKED) vanishes whatever the scale). Measured against
+        # scaling Q's f16 tile (a power-of-two scale, exact in f16) on its
+        # way to L1: 1.4k cycles less in BERT at seq 512, 20k for 12 heads
+        # of 1024, 0.7k for 12 heads of 128 with Q cast on chip.
+        self.prescale = found.scale < 0
         self.nz_slabs: list[ir.Value] | None = None  # UB of the f16 context slabs (`store_nz`)
-        self.scale_p = not self.prescale and not self.scale_q and found.scale != 1.0
+        self.scale_p = not self.prescale and found.scale != 1.0
+        self.scale_block: View | None = None  # the scale's f32 block (`scale_p`)
         self.granule = self.t.granule("ub")
 
     # -- structure ------------------------------------------------------------
@@ -127,6 +127,8 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         a = self.a
         with self.region.location, ir.InsertionPoint(self.region):
             self.flat_out = nir.flatten_memref(a.out)
+            if self.scale_p:
+                self.scale_block = self.constant_block(a.scale)
             if a.seq_blocks <= min(self.qb, self.kb):
                 self.head_pipeline()
             elif a.seq_blocks % self.qb == 0:
@@ -226,20 +228,65 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         # loads of head h+1 run during head h's softmax.
         wides = ([nir.alloc([a.seq * a.head_dim], "f32", "ub") for _ in range(2)]
                  if a.staged else [])
-        self.q_staging(s1)
+        # V's two L1 slots get their column of ones once: V's loads leave it.
+        for v1 in buf["v"]:
+            self.fill_ones(v1, s1)
+        # Q's and K's L1 tiles in two slots too: head h+1's loads never wait
+        # for the cube to have read head h's.
+        q_tiles = [nir.alloc([d1, s1, 16, 16], "f16", "l1") for _ in range(2)]
+        k_tiles = [self.k_tile(s1) for _ in range(2)]
+        # V's tile goes on to L0B with Q's and K's when two slots of it fit
+        # there: the cube then frees V's L1 slot before head h's P exists,
+        # and the next head's loads never wait for the softmax.
+        v0_bytes = s1 * (d1 + 1) * 512
+        need = cost.footprint(s1, s1, d1, a.staged, True, a.nz_out)["l0b"]
+        v_l0b = ([nir.alloc([s1, d1 + 1, 16, 16], "f16", "l0b") for _ in range(2)]
+                 if need + v0_bytes <= self.t.capacity("l0b") else [])
+        # The f16 context blocks on their way to the Nz output in two slots of
+        # their own when UB has room: wherever the memory planner would put
+        # them, the next heads' scores never wait for their stores.
+        nz_slots: list = [None, None]
+        nz_bytes = 2 * d1 * s1 * 256 * 2
+        ub_need = cost.footprint(s1, s1, d1, a.staged, True, a.nz_out)["ub"]
+        if a.nz_out and ub_need + nz_bytes <= (self.t.capacity("ub")
+                                               * cost.ATTENTION_UB_FRACTION):
+            for k in range(2):
+                self.nz_staging(s1)
+                nz_slots[k] = self.nz_slabs
 
         def load(h, slot: int) -> None:
+            if not a.staged:
+                # V's rows first: Q's and K's, the last of the head, are
+                # followed by the one MTE2 -> MTE1 flag, which covers V as
+                # well (a flag on MTE2 waits for its queue to land: one such
+                # stall per head, not two).
+                self.load_v(h, 0, s1, buf["v"][slot], ones=False)
             self.deferred, self.wides = [], list(wides)
             reuse = list(wides[:1])
-            q1, k1 = self.load_q(h, 0, s1), self.load_k(h, 0, s1)
+            q1 = self.load_rows(a.q, 0, h, 0, s1, into=q_tiles[slot], ones=False)
+            k1 = self.load_k(h, 0, s1, into=k_tiles[slot])
             for lay_out in self.deferred:
                 lay_out()
             self.deferred, self.wides = [], reuse
-            self.load_v(h, 0, s1, buf["v"][slot])
+            if a.staged:  # V's f32 rows staged where Q's were, once Q is cast
+                self.load_v(h, 0, s1, buf["v"][slot], ones=False)
             self.v_lay_out = self.deferred[0] if self.deferred else (lambda: None)
             self.deferred = None
             q0 = self.mm.to_l0a(q1, s1, d1)
             self.mm.mad(q0, self.k_to_l0b(k1, s1), buf["scores"][slot], s1, d1, s1, False)
+            if v_l0b and not a.staged:
+                self.v_to_l0b(buf["v"][slot], s1, v_l0b[slot])
+
+        # Every head is alike, so one head before the loop and one after
+        # (peel 1) suffice: measured, that saves a loop boundary's stall in
+        # BERT (f16 rows, 435 cycles); with absorbed casts it measured 3.1k
+        # cycles slower (12 heads of 128), so those keep two.
+        def late(h, slot: int) -> None:
+            """V's staged rows laid out, after the previous head's drain (the
+            vector unit does not wait for V's load)."""
+            self.v_lay_out()
+            if v_l0b and a.staged:
+                self.v_to_l0b(buf["v"][slot], s1, v_l0b[slot])
 
         def soft(h, slot: int) -> None:
             self.row_max = nir.alloc([s1 * 16], "f32", "ub")
@@ -250,17 +297,16 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         context = nir.alloc([(d1 + 1) * s1 * 256], "f32", "ub")
 
         def drain(h, slot: int) -> None:
-            self.context = context
+            self.context, self.nz_slabs = context, nz_slots[slot]
             copy("cce.copy_l0c_to_ub", buf["pv"][slot], self.context, 1, (d1 + 1) * s1 * 32)
             self.finish(h, 0, s1, a.seq)
 
-        # V's tile is laid out after the previous head's drain, so that the
-        # vector unit does not wait for V's load.
         self.skewed(a.heads, lambda h, slot: self.scope(lambda: load(h, slot)),
                     lambda h, slot: self.scope(lambda: soft(h, slot)),
-                    lambda h, slot: self.scope(lambda: self.pv(s1, s1, buf, slot)),
+                    lambda h, slot: self.scope(lambda: self.pv(
+                        s1, s1, buf, slot, v0=v_l0b[slot] if v_l0b else None)),
                     lambda h, slot: self.scope(lambda: drain(h, slot)),
-                    lambda h, slot: self.v_lay_out())
+                    late, peel=2 if a.staged else 1)
 
     def head_tiles(self) -> None:
         """Heads whose query tiles are all alike: the (head, query tile, key
@@ -281,14 +327,13 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         # A head's K and V tiles stay in L1 over its query tiles (loaded by
         # the first, the ones column of V written once) when they fit.
         resident_bytes = s1 * (2 * d1 + 1) * 512
-        need = cost.footprint(qb, kb, d1, a.staged, False, a.scaled_q_rows)["l1"]
+        need = cost.footprint(qb, kb, d1, a.staged, False)["l1"]
         resident = s1 > qb and need + resident_bytes <= self.t.capacity("l1")
         buf = self.slots(qb, min(kb, s1), n_keys > 1, v=not resident)
         q0 = nir.alloc([qb, d1, 16, 16], "f16", "l0a")
         self.row_max = nir.alloc([qb * 16], "f32", "ub")
         self.context = nir.alloc([(d1 + 1) * qb * 256], "f32", "ub")
         self.nz_staging(qb)
-        self.q_staging(qb)
         if resident:
             k_tiles = [self.k_tile(blocks(y)) for y in range(n_keys)]
             v_tiles = [nir.alloc([d1 + 1, blocks(y), 16, 16], "f16", "l1") for y in range(n_keys)]
@@ -302,23 +347,37 @@ class _Kernel(OperandTiles, SoftmaxSteps):
             """A query tile inside the loop is never the last: all rows valid."""
             return min(qb * 16, a.seq - x * qb * 16) if isinstance(x, int) else qb * 16
 
-        def stages(locate: Callable) -> tuple[Callable, ...]:
+        # The next query tile's Q is brought to L1 by the load stage of this
+        # tile's last key tile: a step ahead of its Q.K^T, so that (with its
+        # rows scaled in UB on the way) the vector unit never waits for it.
+        q_next = nir.alloc([d1, qb, 16, 16], "f16", "l1")
+
+        def stages(locate: Callable, following: Callable) -> tuple[Callable, ...]:
             """The four stages of a step, `locate(step)` = (head, query tile,
-            key tile)."""
+            key tile); `following(h, x)`: the (head, query tile) after tile x
+            of head h in the pipeline, and whether its Q is loaded ahead."""
             def load(step, slot: int) -> None:
                 h, x, y = locate(step)
                 if y == 0:
-                    self.mm.reorder_blocks(self.load_q(h, first_row_block(x), qb), q0, rows=qb,
-                                           cols=d1, transpose=False,
+                    first = isinstance(x, int) and x == 0 and not following(h, x)[2]
+                    q1 = self.load_q(h, first_row_block(x), qb) if first else q_next
+                    self.mm.reorder_blocks(q1, q0, rows=qb, cols=d1, transpose=False,
                                            op_name="cce.load_l1_to_l0a", src_col_stride=qb)
                 if not resident:
                     self.scores_and_v(h, q0, qb, y * kb, blocks(y), buf, slot)
-                    return
-                if isinstance(x, int) and x == 0:
-                    self.load_k(h, y * kb, blocks(y), k_tiles[y])
-                    self.load_rows(a.v, 2, h, y * kb, blocks(y), v_tiles[y], ones=False)
-                self.mm.mad(q0, self.k_to_l0b(k_tiles[y], blocks(y)),
-                            self.prefix(buf["scores"][slot], blocks(y)), qb, d1, blocks(y), False)
+                else:
+                    first_x = isinstance(x, int) and x == 0
+                    if first_x:
+                        self.load_k(h, y * kb, blocks(y), k_tiles[y])
+                    self.mm.mad(q0, self.k_to_l0b(k_tiles[y], blocks(y)),
+                                self.prefix(buf["scores"][slot], blocks(y)), qb, d1, blocks(y),
+                                False)
+                    if first_x:  # after Q.K^T: its flag from MTE2 does not wait for V
+                        self.load_rows(a.v, 2, h, y * kb, blocks(y), v_tiles[y], ones=False)
+                h_next, x_next, _ = following(h, x)
+                if y == n_keys - 1 and h_next is not None:
+                    self.load_rows(a.q, 0, h_next, first_row_block(x_next), qb, into=q_next,
+                                   ones=False)
 
             def soft(step, slot: int) -> None:
                 y = locate(step)[2]
@@ -342,12 +401,35 @@ class _Kernel(OperandTiles, SoftmaxSteps):
                          for f in (load, soft, pv, drain))
 
         per_head = s1 // qb * n_keys
+        last_x = s1 // qb - 1
+
+        def shift(i):
+            return i + 1 if isinstance(i, int) else lin((i, 1), (1, 1))
+
+        def across_heads(h, x):
+            """One pipeline over the heads: tile x's successor is the next
+            one of the head, or the next head's first (none after the last
+            head); a head's first tile has its Q loaded ahead unless it is
+            the first of all."""
+            ahead = not (isinstance(h, int) and h == 0)
+            if isinstance(x, int) and x == last_x:
+                if isinstance(h, int) and h == a.heads - 1:
+                    return None, None, ahead
+                return shift(h), 0, ahead
+            return h, shift(x), ahead
+
+        def within_head(h, x):
+            """A pipeline per head: its first tile loads its own Q."""
+            if isinstance(x, int) and x == last_x:
+                return None, None, False
+            return h, shift(x), False
+
         if per_head <= MAX_HEAD_STEPS:
-            self.skewed(a.heads, *stages(lambda st: (st[0],) + divmod(st[1], n_keys)),
-                        inner=per_head, peel=1)
+            self.skewed(a.heads, *stages(lambda st: (st[0],) + divmod(st[1], n_keys),
+                                         across_heads), inner=per_head, peel=1)
         else:
             self.loop(a.heads, lambda h: self.skewed(
-                s1 // qb, *stages(lambda st: (h,) + st), inner=n_keys, peel=1),
+                s1 // qb, *stages(lambda st: (h,) + st, within_head), inner=n_keys, peel=1),
                 double_buffer=False)
 
     def query_tiles(self, h) -> None:
@@ -400,18 +482,11 @@ class _Kernel(OperandTiles, SoftmaxSteps):
                     lambda k, slot: self.scope(lambda: self.pv(mq, blocks(k), buf, slot)),
                     lambda k, slot: self.scope(lambda: drain(k, slot)))
 
-    def q_staging(self, q_blocks: int) -> None:
-        """The UB of the scaled f16 Q rows, for all steps (allocated with the
-        kernel's persistent buffers, never over a step's: the next query
-        tile's rows load while a softmax runs)."""
-        if self.scale_q and self.a.scaled_q_rows:
-            self.q_rows = nir.alloc([q_blocks * 16 * self.a.head_dim], "f16", "ub")
-
     def nz_staging(self, q_blocks: int) -> None:
-        """With several tiles per head, the f16 slabs of the context on their
-        way to the Nz output, next to the context (never placed over a
-        step's buffers: the next tile's scores, copied from L0C right
-        after, do not wait for their stores to GM)."""
+        """A set of f16 slabs of the context on their way to the Nz output,
+        next to the context (never placed over a step's buffers: the next
+        tile's scores, copied from L0C right after, do not wait for their
+        stores to GM)."""
         if self.a.nz_out:
             self.nz_slabs = [nir.alloc([q_blocks * 256], "f16", "ub")
                              for _ in range(self.a.d_blocks)]
@@ -431,16 +506,24 @@ class _Kernel(OperandTiles, SoftmaxSteps):
         self.softmax_tile(self.prefix(buf["scores"][slot], kbk), self.prefix(buf["p"][slot], kbk),
                           mq, kbk, alpha, masked)
 
-    def pv(self, mq: int, kbk: int, buf: dict, slot: int, v1: ir.Value | None = None) -> None:
+    def pv(self, mq: int, kbk: int, buf: dict, slot: int, v1: ir.Value | None = None,
+           v0: ir.Value | None = None) -> None:
         """P -> L0A, P.V (and the row sums) into the slot's P.V; V's tile is
-        the slot's or `v1`."""
+        the slot's or `v1`, already in L0B when `v0` is given."""
+        if v0 is None:
+            v0 = nir.alloc([kbk, self.a.d_blocks + 1, 16, 16], "f16", "l0b")
+            self.v_to_l0b(v1 if v1 is not None else buf["v"][slot], kbk, v0)
         p1 = buf["p"][slot]  # blocks viewed whole: a prefix view would be strided
         p0 = nir.alloc([mq, kbk, 16, 16], "f16", "l0a")
         self.mm.reorder_blocks(self.mm.flat_blocks(p1, math.prod(nir.memref_shape(p1)[:2])), p0,
                                rows=mq, cols=kbk, transpose=False, op_name="cce.load_l1_to_l0a",
                                src_col_stride=mq)
-        v0 = self.mm.to_l0b(v1 if v1 is not None else buf["v"][slot], kbk, self.a.d_blocks + 1)
         self.mm.mad(p0, v0, buf["pv"][slot], mq, kbk, self.a.d_blocks + 1, False)
+
+    def v_to_l0b(self, v1: ir.Value, kbk: int, v0: ir.Value) -> None:
+        """V's L1 tile (with its ones column) -> `v0` in L0B (Zn)."""
+        self.mm.reorder_blocks(v1, v0, rows=kbk, cols=self.a.d_blocks + 1, transpose=True,
+                               op_name="cce.load_l1_to_l0b", src_col_stride=nir.memref_shape(v1)[1])
 
     @staticmethod
     def prefix(buf: ir.Value, blocks: int) -> ir.Value:

@@ -10,12 +10,12 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.cce_build import copy, copy_bursts, lin, sub
-from npu.vector_compute import Compute, cast_compute
+from npu.vector_compute import cast_compute
 
 
 class OperandTiles:
-    """Mixed into the kernel (`a`, `mm`, `granule`, `deferred`, `wides`, `q_rows`,
-    `scale_q`, `scope`, `apply`, `ones_blocks`)."""
+    """Mixed into the kernel (`a`, `mm`, `granule`, `deferred`, `wides`,
+    `scope`, `apply`, `ones_blocks`)."""
 
     def load_q(self, h, x0, mq: int) -> ir.Value:
         """Rows x0.. (mq blocks) of Q as the A operand's Nz [D/16, mq, 16, 16]."""
@@ -41,8 +41,7 @@ class OperandTiles:
                         dst_gap=(ld - blocks) * 16)
             return l1
         first, pitch = self.rows_of(h, block0)
-        self.stage(a.sources[source], first, blocks * 16, a.head_dim, pitch, l1,
-                   a.scale if source == 0 and self.scale_q else 1.0)
+        self.stage(a.sources[source], first, blocks * 16, a.head_dim, pitch, l1)
         return l1
 
     def fill_ones(self, v1: ir.Value, blocks: int) -> None:
@@ -98,36 +97,30 @@ class OperandTiles:
             return l0b
         return self.mm.to_l0b(l1, d1, kbk)
 
-    def load_v(self, h, y0, kbk: int, into: ir.Value) -> None:
+    def load_v(self, h, y0, kbk: int, into: ir.Value, ones: bool = True) -> None:
         """Keys y0.. (kbk blocks) of V as the B operand's Nz in `into`, with
-        a column block of ones (see `load_rows`)."""
-        self.load_rows(self.a.v, 2, h, y0, kbk, into)
+        a column block of ones (see `load_rows`; `ones` False: `into` has
+        them already)."""
+        self.load_rows(self.a.v, 2, h, y0, kbk, into, ones)
 
     def stage(self, source: ir.Value, first, rows: int, cols: int, pitch: int,
-              l1: ir.Value, scale: float = 1.0) -> None:
+              l1: ir.Value) -> None:
         """rows x cols f32 of a GM matrix with `pitch` columns from element
         `first` -> UB, cast to f16 there (the absorbed cast), laid out as Nz
         in `l1` (the absorbed fractalize); the UB staging is a scope of its own.
         While `self.deferred` is a list, only the GM load is emitted here and
         the rest appended to it: the caller issues all its loads first, so
         MTE2 streams them back to back into separate buffers. An f16 source
-        needs no UB: each column block is `rows` bursts straight to L1,
-        unless it is scaled (Q): then its rows pass through UB, one burst
-        each, and are scaled there in f16 before the layout."""
+        needs no UB: each column block is `rows` bursts straight to L1."""
         if nir.memref_element(source) == "f16":
-            if scale == 1.0:
-                self.rows_to_nz(source, first, rows, cols, pitch, l1)
-            else:
-                self.scope(lambda: self.scale_rows(
-                    self.fetch(source, first, rows, cols, pitch, self.q_rows), l1, rows, cols,
-                    scale))
+            self.rows_to_nz(source, first, rows, cols, pitch, l1)
             return
         if self.deferred is None:
             self.scope(lambda: self.lay_out(self.fetch(source, first, rows, cols, pitch), l1,
-                                            rows, cols, scale))
+                                            rows, cols))
             return
         wide = self.fetch(source, first, rows, cols, pitch)
-        self.deferred.append(lambda: self.scope(lambda: self.lay_out(wide, l1, rows, cols, scale)))
+        self.deferred.append(lambda: self.scope(lambda: self.lay_out(wide, l1, rows, cols)))
 
     def rows_to_nz(self, source: ir.Value, first, rows: int, cols: int, pitch: int,
                    l1: ir.Value) -> None:
@@ -140,13 +133,12 @@ class OperandTiles:
             copy("cce.copy_gm_to_l1", sub(src, lin((first, 1), (16 * j, 1)), (rows - 1) * pitch + 16),
                  self.mm.block_view(flat, j * ld, blocks), rows, 1, pitch * 2 // self.granule - 1, 0)
 
-    def fetch(self, source: ir.Value, first, rows: int, cols: int, pitch: int,
-              into: ir.Value | None = None) -> ir.Value:
+    def fetch(self, source: ir.Value, first, rows: int, cols: int, pitch: int) -> ir.Value:
         """rows x cols of a GM matrix with `pitch` columns -> UB, row-major:
-        into `into`, or (f32) the next of `wides`, or a new buffer."""
+        into the next of `wides` (f32), or a new buffer."""
         g, elem = self.granule, nir.memref_element(source)
         es = nir.element_bytes(elem)
-        wide = into if into is not None else self.wides.pop(0) if self.wides and elem == "f32" \
+        wide = self.wides.pop(0) if self.wides and elem == "f32" \
             else nir.alloc([rows * cols], elem, "ub")
         copy_bursts("cce.copy_gm_to_ub",
                     sub(nir.flatten_memref(source), first, (rows - 1) * pitch + cols), wide,
@@ -154,22 +146,11 @@ class OperandTiles:
                     else cols * es // g, src_gap=0 if pitch == cols else (pitch - cols) * es // g)
         return wide
 
-    def scale_rows(self, half: ir.Value, l1: ir.Value, rows: int, cols: int,
-                   scale: float) -> None:
-        """f16 rows in UB times `scale` (a power of two: exact) -> Nz in `l1`."""
-        self.apply(Compute("scalar", vop="cce.vmuls", scalar=scale), half, [half], rows * cols,
-                   sizes=(2, 2))
-        self.to_nz(half, l1, rows, cols)
-
-    def lay_out(self, wide: ir.Value, l1: ir.Value, rows: int, cols: int,
-                scale: float = 1.0) -> None:
-        """The f32 staging -> f16 (times `scale`, exact: a power of two) -> Nz."""
+    def lay_out(self, wide: ir.Value, l1: ir.Value, rows: int, cols: int) -> None:
+        """The f32 staging -> f16 -> Nz."""
         half = nir.alloc([rows * cols], "f16", "ub")
         self.apply(cast_compute("f32", "f16", "rint"), half, [wide], rows * cols, sizes=(2, 4))
-        if scale != 1.0:
-            self.scale_rows(half, l1, rows, cols, scale)
-        else:
-            self.to_nz(half, l1, rows, cols)
+        self.to_nz(half, l1, rows, cols)
 
     def to_nz(self, half: ir.Value, l1: ir.Value, rows: int, cols: int) -> None:
         """A row-major rows x cols f16 matrix in UB -> Nz in L1 (the absorbed

@@ -17,17 +17,22 @@ from npu.vector_tiling import split_repeats
 # Added to the scores of padded keys: exp(x - 1e30 - max) is 0 in f32.
 MASKED = -1e30
 # The padded keys' shifted scores clamped to this before the f16 exp
-# (finite in f16; exp(-scale * F16_MASKED) is 0 there).
+# (finite in f16; exp(-F16_MASKED) is 0 there).
 F16_MASKED = 6e4
+# Most slabs a row max folds onto at once (`row_reduce`: independent chains
+# share each pipe_barrier(V)); the scores phase of the attention plan's
+# footprint has room for four slabs besides the scores and P.
+MAX_FOLD_CHAINS = 4
 # Runs of key slabs a tile's P is made and copied to L1 in, with several
 # tiles per head (with one, the next head's scores do not wait for P's copy
 # and one run measured faster: 46,373 against 46,949 cycles for 12 heads
-# of 128).
-P_RUNS = 3
+# of 128). Two against three, 12 heads of 200 / 256 / 384 / 512 / 1024:
+# +1.5k / +0.1k / -0.4k / -2.0k / -7.3k cycles (BERT at 512: -2.0k).
+P_RUNS = 2
 
 
 class SoftmaxSteps:
-    """Mixed into the kernel (`a`, `t`, `qb`, `kb`, `granule`, `prescale`, `scale_p`,
+    """Mixed into the kernel (`a`, `t`, `qb`, `kb`, `granule`, `prescale`, `scale_p`, `scale_block`,
     `row_max`, `context`, `nz_slabs`, `flat_out`)."""
 
     def softmax_tile(self, sc: ir.Value, pl1: ir.Value, mq: int, kbk: int,
@@ -52,18 +57,28 @@ class SoftmaxSteps:
         tile_max = self.row_reduce(scores, kbk, rows, "cce.vmax", "cce.vcmax",
                                    self.row_max if first else None)
         vmax, vsub = Compute("binary", vop="cce.vmax"), Compute("binary", vop="cce.vsub")
+        # Ordered in waves of independent instructions (one pipe_barrier(V)
+        # each): the new max; alpha's difference, the running max's update
+        # (after its read: V's WAR is safe) and the shift; exp(alpha) with
+        # P's first stage.
         if first:
-            shift = self.broadcast(self.row_max, rows)
+            new_max = self.row_max
         else:
             new_max = nir.alloc([rows], "f32", "ub")
             self.apply(vmax, new_max, [self.row_max, tile_max], rows)
             self.apply(vsub, alpha, [self.row_max, new_max], rows)
-            if self.scale_p:
+            self.apply(vmax, self.row_max, [self.row_max, tile_max], rows)
+        if self.scale_p:  # the shift by -scale * max: one vmadd scales and shifts
+            scaled_max = nir.alloc([rows], "f32", "ub")
+            self.apply(Compute("scalar", vop="cce.vmuls", scalar=-a.scale), scaled_max,
+                       [new_max], rows)
+            if not first:
                 self.apply(Compute("scalar", vop="cce.vmuls", scalar=a.scale), alpha, [alpha],
                            rows)
+            new_max = scaled_max
+        shift = self.broadcast(new_max, rows)
+        if not first:
             self.apply(unary_compute("ascend.exp", "f32"), alpha, [alpha], rows)
-            self.apply(vmax, self.row_max, [self.row_max, tile_max], rows)
-            shift = self.broadcast(new_max, rows)
         probs = nir.alloc([count], "f16", "ub")
         # P in a few runs of key slabs, each to L1 as soon as it is made: the
         # last run's copy is all that the next tile's scores (which the
@@ -83,16 +98,21 @@ class SoftmaxSteps:
     def p_run(self, scores: ir.Value, probs: ir.Value, pl1: ir.Value, shift: ir.Value,
               j0: int, j1: int, mq: int, kbk: int, masked: bool) -> list[Callable[[], None]]:
         """The stages of P's run of key slabs j0..j1-1: the shift by the row
-        max in f32, the cast to f16, the scale (`scale_p`), then exp and the
-        copy to L1."""
-        a, rows = self.a, mq * 16
+        max in f32 (`scale_p`: scale * s - scale * max, one vmadd with the
+        scale's constant block, in place of an f16 vmuls over P), the cast to
+        f16, then exp and the copy to L1."""
+        rows = mq * 16
         slab = rows * 16
         at, n = j0 * slab, (j1 - j0) * slab
-        vsub = Compute("binary", vop="cce.vsub")
 
         def shifted() -> None:
             for j in range(j0, j1):
-                self.apply(vsub, scores, [scores, shift], slab, offsets=(j * slab, j * slab, 0))
+                if self.scale_p:
+                    self.apply(Compute("multiply_add"), scores, [self.scale_block, shift], slab,
+                               offsets=(j * slab, 0, 0))
+                else:
+                    self.apply(Compute("binary", vop="cce.vsub"), scores, [scores, shift], slab,
+                               offsets=(j * slab, j * slab, 0))
             if masked and j1 == kbk:  # padded keys' -1e30 would overflow f16: a finite value
                 self.apply(Compute("scalar", vop="cce.vmaxs", scalar=-F16_MASKED), scores,
                            [scores], slab, offsets=((kbk - 1) * slab, (kbk - 1) * slab))
@@ -101,10 +121,6 @@ class SoftmaxSteps:
             self.apply(cast_compute("f32", "f16", "rint"), probs, [scores], n, offsets=(at, at),
                        sizes=(2, 4))
 
-        def scaled() -> None:
-            self.apply(Compute("scalar", vop="cce.vmuls", scalar=a.scale), probs, [probs], n,
-                       offsets=(at, at), sizes=(2, 2))
-
         def exp_to_l1() -> None:
             self.apply(unary_compute("ascend.exp", "f16"), probs, [probs], n, offsets=(at, at),
                        sizes=(2, 2))
@@ -112,7 +128,7 @@ class SoftmaxSteps:
                 nir.subview(pl1, [j0, 0, 0, 0], [j1 - j0] + nir.memref_shape(pl1)[1:])
             copy("cce.copy_ub_to_l1", sub(probs, at, n), run, 1, (j1 - j0) * mq * 16)
 
-        return [shifted, half] + ([scaled] if self.scale_p else []) + [exp_to_l1]
+        return [shifted, half, exp_to_l1]
 
     def rescale_context(self, pv: ir.Value, alpha: ir.Value, mq: int) -> None:
         """O = O * alpha + P.V per row (the online softmax's correction), the
@@ -144,8 +160,9 @@ class SoftmaxSteps:
         if a.nz_out:
             for j in range(a.d_blocks):
                 scaled(j)
-            for j in range(a.d_blocks):
-                self.store_nz(h, x0, j, mq, valid)
+            halves = [self.nz_half(j, mq, valid) for j in range(a.d_blocks)]
+            for j, half in enumerate(halves):
+                self.store_nz(half, h, x0, j, mq)
             return
         for j in range(a.d_blocks):
             scaled(j)
@@ -159,11 +176,12 @@ class SoftmaxSteps:
             copy("cce.copy_ub_to_gm", sub(self.context, j * slab, valid * 16), dst, valid,
                  16 * 4 // self.granule, 0, (pitch - 16) * 4 // self.granule)
 
-    def store_nz(self, h, x0, j: int, mq: int, valid: int) -> None:
-        """Column block j of head h's context (a slab: rows x 16, already in
-        the Nz order of one column block) cast to f16 with the absorbed
-        cast's rounding, padding rows zeroed, then one burst into the
-        merged context's Nz tensor at column block h * D/16 + j."""
+    def nz_half(self, j: int, mq: int, valid: int) -> ir.Value:
+        """Column block j of the context (a slab: rows x 16, already in the
+        Nz order of one column block) cast to f16 with the absorbed cast's
+        rounding, padding rows zeroed. `finish` casts every block before it
+        stores any: the stores then wait for one V -> MTE3 flag, not one
+        per block (each holds V until its casts have finished)."""
         a = self.a
         rows = mq * 16
         half = self.nz_slabs[j] if self.nz_slabs else nir.alloc([rows * 16], "f16", "ub")
@@ -176,23 +194,32 @@ class SoftmaxSteps:
                 nir.create_op("cce.vdup", [sub(half, at, (piece.repeat - 1) * lanes + piece.mask)],
                               repeat=piece.repeat, mask=piece.mask, dst_blk_stride=1,
                               dst_rep_stride=lanes * 2 // self.granule, scalar=0.0)
+        return half
+
+    def store_nz(self, half: ir.Value, h, x0, j: int, mq: int) -> None:
+        """`nz_half`'s block j -> one burst into the merged context's Nz
+        tensor at column block h * D/16 + j."""
+        a, rows = self.a, mq * 16
         column = lin((h, a.d_blocks), (1, j))
         first = lin((column, a.seq_blocks * 256), (x0, 256))
         copy("cce.copy_ub_to_gm", half, sub(self.flat_out, first, rows * 16), 1,
              rows * 16 * 2 // self.granule)
 
     # -- vector helpers -------------------------------------------------------
-    def apply(self, compute: Compute, dst: ir.Value, srcs: list[ir.Value], count: int,
+    def apply(self, compute: Compute, dst: ir.Value, srcs: list[ir.Value | View], count: int,
               offsets: tuple[int, ...] | None = None, sizes: tuple[int, int] = (4, 4)) -> None:
         """`compute` over `count` contiguous elements of dst and srcs (f32
-        unless `sizes` = (dst bytes, src bytes)), from the element offsets."""
+        unless `sizes` = (dst bytes, src bytes)), from the element offsets; a
+        src given as a View (a constant block) is read as it is."""
         offsets = offsets or (0,) * (1 + len(srcs))
         des, ses = sizes
         lanes, g = self.t.lanes(max(des, ses)), self.granule
         for piece in split_repeats(count, lanes, self.t.max_repeat):
             touched = (piece.repeat - 1) * lanes + piece.mask
 
-            def view(buf: ir.Value, at: int, es: int) -> View:
+            def view(buf: ir.Value | View, at: int, es: int) -> View:
+                if isinstance(buf, View):  # a constant block (strides 0)
+                    return buf
                 return View(sub(buf, at + piece.offset, touched), 1, lanes * es // g)
 
             compute.emit(view(dst, offsets[0], des),
@@ -203,27 +230,31 @@ class SoftmaxSteps:
                    into: ir.Value | None) -> ir.Value:
         """Per row of the Nz tile: slabs folded elementwise onto one [rows, 16]
         slab, then one 16-lane reduction per row into `into` (or a new buffer).
-        A max or min (exact, so the order does not matter) folds onto two
-        slabs in turn, merged at the end: two independent chains, so one
-        pipe_barrier(V) per two folds instead of one per fold. The second
-        slab lives only over the folds, before P (so within the scores
-        phase of `npu.attention_plan.footprint`)."""
+        A max or min (exact, so the order does not matter) folds onto up to
+        MAX_FOLD_CHAINS slabs in turn, merged pairwise at the end: independent
+        chains, so one pipe_barrier(V) per round of folds instead of one per
+        fold. The chains' slabs live only over the folds, before P and the
+        broadcasts (so within the scores phase of
+        `npu.attention_plan.footprint`)."""
         slab = rows * 16
         work = scores
         combine = Compute("binary", vop=fold)
         if slabs > 1:
-            work = nir.alloc([slab], "f32", "ub")
-            self.apply(combine, work, [scores, scores], slab, offsets=(0, 0, slab))
-            chains = [work]
-            if slabs >= 4 and fold in ("cce.vmax", "cce.vmin"):
-                chains.append(nir.alloc([slab], "f32", "ub"))
-                self.apply(combine, chains[1], [scores, scores], slab,
-                           offsets=(0, 2 * slab, 3 * slab))
+            exact = fold in ("cce.vmax", "cce.vmin")
+            chains = [nir.alloc([slab], "f32", "ub")
+                      for _ in range(min(MAX_FOLD_CHAINS, slabs // 2) if exact else 1)]
+            for c, acc in enumerate(chains):
+                self.apply(combine, acc, [scores, scores], slab,
+                           offsets=(0, 2 * c * slab, (2 * c + 1) * slab))
             for j in range(2 * len(chains), slabs):
                 acc = chains[j % len(chains)]
                 self.apply(combine, acc, [acc, scores], slab, offsets=(0, 0, j * slab))
-            if len(chains) > 1:
-                self.apply(combine, work, chains, slab)
+            while len(chains) > 1:  # the last half onto the first: one barrier per round
+                keep = len(chains) - len(chains) // 2
+                for c in range(keep, len(chains)):
+                    self.apply(combine, chains[c - keep], [chains[c - keep], chains[c]], slab)
+                chains = chains[:keep]
+            work = chains[0]
         out = into if into is not None else nir.alloc([rows], "f32", "ub")
         nir.create_op(across, [out, sub(work, 0, slab)], repeat=rows, mask=16,
                       src_blk_stride=1, src_rep_stride=16 * 4 // self.granule, dst_rep_stride=1)
@@ -239,6 +270,15 @@ class SoftmaxSteps:
                       src_offsets=[0] * 16, dst_offsets=list(range(16)), src_rep_stride=1,
                       dst_rep_stride=16)
         return wide
+
+    def constant_block(self, value: float) -> View:
+        """One f32 block of `value` in UB, read with strides 0 as a whole
+        repeat of it."""
+        per_block = self.granule // 4
+        block = nir.alloc([per_block], "f32", "ub")
+        nir.create_op("cce.vdup", [block], repeat=1, mask=per_block, dst_blk_stride=1,
+                      dst_rep_stride=8, scalar=value)
+        return View(block, 0, 0)
 
     def ones_blocks(self, blocks: int) -> ir.Value:
         """`blocks` 16x16 f16 blocks of 1.0 in UB, the source of V's ones column."""

@@ -67,13 +67,6 @@ class Attention:
         return self.sources is not None and nir.memref_element(self.sources[0]) == "f32"
 
     @property
-    def scaled_q_rows(self) -> bool:
-        """Q is read as f16 rows and the scale is a power of two (exact in
-        f16): the rows pass through UB, scaled there on their way to L1."""
-        return (self.sources is not None and not self.staged and self.scale > 0
-                and math.frexp(self.scale)[0] == 0.5 and self.scale != 1.0)
-
-    @property
     def seq_blocks(self) -> int:
         return -(-self.seq // 16)
 

@@ -37,13 +37,11 @@ class Plan:
 
 
 def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = False,
-              whole: bool = False, q_rows: bool = False, nz_out: bool = False) -> dict[str, int]:
+              whole: bool = False, nz_out: bool = False) -> dict[str, int]:
     """Bytes per on-chip buffer of one tile (`npu-lower-attention`'s
     buffers). UB: what lives through the tile (the context with its row-sum
     slab, the row max; `whole` and `absorbed`: the f32 staging of Q and K,
-    kept for all heads; `q_rows`: the f16 Q tile scaled on its way to L1,
-    apart from the steps' buffers so that its load never waits for them;
-    `nz_out` with several tiles per head: the f16 context slabs on their
+    kept for all heads; `nz_out` with several tiles per head: the f16 context slabs on their
     way to the Nz output, apart from the steps' buffers so that the next
     scores never wait for their stores) plus the largest of its phases: the
     f32 -> f16 staging of a Q, K or V tile (`absorbed`; `whole`: only the
@@ -51,11 +49,11 @@ def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = Fals
     two broadcasts) and the P.V phase. P.V has one more column block (ones: the
     row sums). The scores and P.V in L0C and V's tile in L1 have two slots
     (the software pipeline of `npu-lower-attention`); `whole`: one tile per
-    head (all queries and keys)."""
+    head (all queries and keys), Q's and K's L1 tiles in two slots too."""
     frac4, frac2 = 16 * 16 * 4, 16 * 16 * 2
     slab = q_blocks * frac4  # one [rows, 16] f32 slab
     rows = q_blocks * 16
-    persistent = (d_blocks + 1) * slab + 8 * rows * 4 + q_rows * rows * d_blocks * 16 * 2
+    persistent = (d_blocks + 1) * slab + 8 * rows * 4
     if nz_out and not whole:
         persistent += d_blocks * rows * 16 * 2
     scores = k_blocks * slab + k_blocks * q_blocks * frac2 + 4 * slab
@@ -68,8 +66,8 @@ def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = Fals
             "l0a": (d_blocks + k_blocks) * q_blocks * frac2,
             "l0b": k_blocks * (2 * d_blocks + 1) * frac2,  # K^T and V with its ones
             "l0c": 2 * (k_blocks + d_blocks + 1) * slab,
-            "l1": (d_blocks * q_blocks + k_blocks * (3 * d_blocks + 2) + k_blocks * q_blocks)
-            * frac2}
+            "l1": (d_blocks * q_blocks + k_blocks * (3 * d_blocks + 2) + k_blocks * q_blocks
+                   + whole * d_blocks * (q_blocks + k_blocks)) * frac2}
 
 
 def plan(a: Attention, target: Target, ub_fraction: float) -> Plan | str:
@@ -100,8 +98,7 @@ def _plan(a: Attention, target: Target, ub_fraction: float) -> Plan | str:
     best: Plan | None = None
     for qb in range(min(s1, MAX_Q_BLOCKS), 0, -1):
         for kb in range(s1, 0, -1):
-            need = footprint(qb, kb, d1, a.staged, qb >= s1 and kb >= s1, a.scaled_q_rows,
-                             a.nz_out)
+            need = footprint(qb, kb, d1, a.staged, qb >= s1 and kb >= s1, a.nz_out)
             budget = {sp: target.capacity(sp) for sp in need}
             budget["ub"] = int(budget["ub"] * ub_fraction)
             if all(need[sp] <= budget[sp] for sp in need):
@@ -110,7 +107,7 @@ def _plan(a: Attention, target: Target, ub_fraction: float) -> Plan | str:
                     best = found
                 break
     if best is None:
-        need = footprint(1, 1, d1, a.staged, q_rows=a.scaled_q_rows)
+        need = footprint(1, 1, d1, a.staged)
         return (f"one tile of 16 queries x 16 keys with head dim {a.head_dim} needs "
                 f"{need['ub']} bytes of UB, more than {ub_fraction:g} of "
                 f"{target.capacity('ub')}")

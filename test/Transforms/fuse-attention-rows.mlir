@@ -24,14 +24,18 @@
 // KERNEL:       cce.copy_gm_to_l1{{.*}}burst_len = 1 : i64, dst_gap = 0 : i64, n_burst = 32 : i64, src_gap = 3 : i64
 // KERNEL:       cce.mad
 // P in two runs of two key slabs (32 rows each), each copied to L1 once
-// made: the next tile's scores wait only for the last run's copy.
-// KERNEL:       cce.vsub
-// KERNEL:       cce.vsub
+// made: the next tile's scores wait only for the last run's copy. The scale
+// (1/sqrt(32), not a power of two: not folded into Q) rides on the shift:
+// one vmadd per slab gives scale * s - scale * max.
+// KERNEL:       cce.vmuls{{.*}}scalar = -0.17677669529663687
+// KERNEL-NOT:   cce.vsub
+// KERNEL:       cce.vmadd
+// KERNEL:       cce.vmadd
 // KERNEL:       cce.vconv{{.*}}(memref<1024xf16, strided<[1]>, "ub">, memref<1024xf32, strided<[1]>, "ub">)
 // KERNEL:       cce.vexp{{.*}}memref<1024xf16
 // KERNEL:       cce.copy_ub_to_l1{{.*}}memref<2x2x16x16xf16, strided<[512, 256, 16, 1]>, "l1">
-// KERNEL:       cce.vsub
-// KERNEL:       cce.vsub
+// KERNEL:       cce.vmadd
+// KERNEL:       cce.vmadd
 // KERNEL:       cce.vconv{{.*}}offset: 1024>, "ub">, memref<1024xf32, strided<[1], offset: 1024>, "ub">)
 // KERNEL:       cce.vexp
 // KERNEL:       cce.copy_ub_to_l1{{.*}}memref<2x2x16x16xf16, strided<[512, 256, 16, 1], offset: 1024>, "l1">
@@ -41,15 +45,31 @@
 // KERNEL-SAME:  k = 48 : i64, m = 32 : i64, n = 64 : i64
 // KERNEL:       cce.copy_ub_to_gm
 // KERNEL-NOT:   cce.copy_gm_to_ub
-// A head's K and V stay in L1 over its query tiles: the first loads Q (two
-// column blocks), K^T (four) and V (two), the second Q alone.
+// A head's K and V stay in L1 over its query tiles, and a query tile's Q
+// comes to L1 with the step before it (after that step's Q.K^T): the first
+// step loads Q (two column blocks) and K^T (four), computes Q.K^T, then
+// loads V (two) and the second tile's Q (two); the second step only
+// computes Q.K^T, then loads the next head's first Q; that head's first
+// step loads its K^T, then (after Q.K^T) its V and its second Q.
 // RESIDENT-LABEL: func.func @attention
-// RESIDENT-COUNT-8: cce.copy_gm_to_l1
+// RESIDENT-COUNT-6: cce.copy_gm_to_l1
 // RESIDENT-NOT:     cce.copy_gm_to_l1
 // RESIDENT:         cce.mad
+// RESIDENT-SAME:    k = 64 : i64, m = 32 : i64, n = 32 : i64
+// RESIDENT-COUNT-4: cce.copy_gm_to_l1
+// RESIDENT-NOT:     cce.copy_gm_to_l1
+// RESIDENT:         cce.mad
+// RESIDENT-SAME:    k = 64 : i64, m = 32 : i64, n = 32 : i64
 // RESIDENT-COUNT-2: cce.copy_gm_to_l1
 // RESIDENT-NOT:     cce.copy_gm_to_l1
 // RESIDENT:         cce.mad
+// RESIDENT-SAME:    k = 48 : i64, m = 32 : i64, n = 64 : i64
+// RESIDENT-NOT:     cce.copy_gm_to_l1
+// RESIDENT-COUNT-4: cce.copy_gm_to_l1
+// RESIDENT-NOT:     cce.copy_gm_to_l1
+// RESIDENT:         cce.mad
+// RESIDENT-SAME:    k = 64 : i64, m = 32 : i64, n = 32 : i64
+// RESIDENT-COUNT-4: cce.copy_gm_to_l1
 func.func @attention(%q: memref<2x64x32xf32, "gm">, %kt: memref<2x32x64xf32, "gm">, %v: memref<2x64x32xf32, "gm">, %y: memref<2x64x32xf32, "gm">) {
   %t1 = memref.alloc() : memref<2x64x32xf16, "gm">
   "ascend.cast"(%q, %t1) {round_mode = "rint"} : (memref<2x64x32xf32, "gm">, memref<2x64x32xf16, "gm">) -> ()

@@ -1,5 +1,6 @@
 // RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-fuse-attention | FileCheck %s
 // RUN: npu-opt %s --split-input-file --npu-fuse-attention --npu-lower-attention 2>&1 | FileCheck %s --check-prefix=KERNEL
+// RUN: npu-opt %s --split-input-file --npu-fuse-attention --npu-lower-attention 2>&1 | FileCheck %s --check-prefix=ONES
 
 // Attention as the frontend emits it (batch_matmul, defractalize, scale,
 // softmax, cast, fractalize, batch_matmul, defractalize) is one group; the
@@ -18,45 +19,61 @@
 // The kernel: no GM temporary. One tile per head, so the heads are the
 // steps of a software pipeline: head h+1's operands and Q.K^T are issued
 // after head h's softmax and before head h-1's context is drained, with the
-// scores, P, P.V and V's tile in two slots each. The softmax: key mask, row
-// max and the shift in f32, then P = exp(scale * shifted) in f16 (padded
-// keys clamped to a finite f16 value first) -> L1 for P.V. V's tile in L1
-// has a column block of ones, so P.V (5 column blocks for head dim 64) also
-// yields the row sums: no vcadd. 1/sum, the context stored once per head
-// (one copy per 16 columns).
+// scores, P, P.V, Q's, K's and V's tiles in two slots each (V's in L0B too,
+// loaded with Q and K: the next head's loads never wait for P). The
+// softmax: key mask, row max and the shift in f32 (scale * s - scale * max,
+// one vmadd with the scale's constant block), then P = exp(shifted) in f16
+// (padded keys clamped to a finite f16 value first) -> L1 for P.V. V's tile
+// in L1 has a column block of ones, so P.V (5 column blocks for head dim
+// 64) also yields the row sums: no vcadd. 1/sum, the context stored once
+// per head (one copy per 16 columns).
 // KERNEL-LABEL: func.func @attention
 // KERNEL-NOT:   memref.alloc() : memref<{{.*}}"gm">
+// KERNEL:       memref.alloc() : memref<8xf32, "ub">
+// KERNEL-NEXT:  cce.vdup
+// KERNEL-SAME:  scalar = 1.250000e-01
 // KERNEL-COUNT-2: memref.alloc() : memref<3x3x16x16xf32, "l0c">
 // KERNEL-COUNT-2: memref.alloc() : memref<5x3x16x16xf32, "l0c">
 // KERNEL-COUNT-2: memref.alloc() : memref<5x3x16x16xf16, "l1">
 // KERNEL-COUNT-2: memref.alloc() : memref<3x3x16x16xf16, "l1">
-// Head 0's operands (prologue): Q, K, the ones and V, Q.K^T.
+// V's two L1 slots get their column block of ones once (V's loads leave
+// it), then head 0's operands (prologue): V, then Q and K, Q.K^T, and V's
+// tile on to L0B.
+// KERNEL-COUNT-2: scalar = 1.000000e+00
+// KERNEL-COUNT-2: memref.alloc() : memref<4x3x16x16xf16, "l1">
+// KERNEL-COUNT-2: memref.alloc() : memref<3x4x16x16xf16, "l1">
+// KERNEL-COUNT-2: memref.alloc() : memref<3x5x16x16xf16, "l0b">
 // KERNEL:       cce.copy_gm_to_l1
+// ONES-LABEL:   func.func @attention
+// ONES:         scalar = 1.000000e+00
+// ONES-NOT:     cce.copy_gm_to_l1
+// ONES:         scalar = 1.000000e+00
+// ONES-NOT:     scalar = 1.000000e+00
+// ONES:         return
 // KERNEL:       cce.copy_gm_to_l1
-// KERNEL:       cce.vdup
-// KERNEL-SAME:  scalar = 1.0
-// KERNEL:       cce.copy_ub_to_l1
 // KERNEL:       cce.copy_gm_to_l1
 // KERNEL:       cce.mad
 // KERNEL-SAME:  k = 48 : i64, m = 48 : i64, n = 64 : i64
+// KERNEL:       cce.load_l1_to_l0b
 // Head 0's softmax, then head 1's operands and Q.K^T, then head 0's P.V
 // (so Q.K^T does not wait for P in the cube's queue).
 // KERNEL:       cce.copy_l0c_to_ub
 // KERNEL:       cce.vdup
 // KERNEL:       cce.vadd
 // KERNEL:       cce.vcmax
+// KERNEL:       cce.vmuls
+// KERNEL-SAME:  scalar = -1.250000e-01
 // KERNEL:       cce.vnchwconv
-// KERNEL:       cce.vsub
+// KERNEL:       cce.vmadd
+// KERNEL-NOT:   cce.vsub
 // KERNEL:       cce.vmaxs
 // KERNEL:       cce.vconv
 // KERNEL-SAME:  xf32, "ub">) -> ()
-// KERNEL-NEXT:  cce.vmuls{{.*}}xf16, "ub">
 // KERNEL-NEXT:  cce.vexp{{.*}}xf16, "ub">
 // KERNEL-NEXT:  cce.copy_ub_to_l1
 // KERNEL:       cce.copy_gm_to_l1
 // KERNEL:       cce.mad
 // KERNEL-SAME:  k = 48 : i64, m = 48 : i64, n = 64 : i64
-// KERNEL:       memref.alloc() : memref<3x5x16x16xf16, "l0b">
 // KERNEL:       cce.mad
 // KERNEL-SAME:  k = 80 : i64, m = 48 : i64, n = 48 : i64
 // Head 1's softmax and P.V.

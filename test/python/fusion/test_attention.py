@@ -30,9 +30,9 @@ def inputs(heads: int, seq: int, head_dim: int, seed: int = 0) -> list[np.ndarra
     return [q, kt, v, np.zeros((heads, seq, head_dim), np.float32)]
 
 
-def numpy_attention(q, kt, v) -> np.ndarray:
+def numpy_attention(q, kt, v, scale: float | None = None) -> np.ndarray:
     q, kt, v = (a.astype(np.float16).astype(np.float64) for a in (q, kt, v))
-    s = q @ kt / np.sqrt(q.shape[-1])
+    s = q @ kt * (scale if scale is not None else 1 / np.sqrt(q.shape[-1]))
     p = np.exp(s - s.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
     return p.astype(np.float16).astype(np.float64) @ v
@@ -50,14 +50,15 @@ def group(text: str, pipeline: str = "npu-fuse-attention") -> dict:
 
 
 def check(heads: int, seq: int, head_dim: int = 64, fused_pipeline: str = "npu-lower",
-          normalise: str = "reciprocal"):
-    text = attention(heads, seq, head_dim, normalise)
-    ins = inputs(heads, seq, head_dim)
+          normalise: str = "reciprocal", ins: list[np.ndarray] | None = None,
+          scale: float | None = None):
+    text = attention(heads, seq, head_dim, normalise, scale)
+    ins = ins if ins is not None else inputs(heads, seq, head_dim)
     fused, expected, fres = compile_and_simulate(text, fused_pipeline, ins)
     unfused, _, ures = compile_and_simulate(text, "npu-lower{fuse=false}", ins)
     for i in range(3):  # the inputs are left intact
         np.testing.assert_array_equal(fused[i], ins[i])
-    close(fused[3], numpy_attention(*ins[:3]))
+    close(fused[3], numpy_attention(*ins[:3], scale))
     close(fused[3], expected[3])
     close(fused[3], unfused[3])
     assert fres.hazards == [], fres.hazards
@@ -68,11 +69,34 @@ def check(heads: int, seq: int, head_dim: int = 64, fused_pipeline: str = "npu-l
     return fres, ures
 
 
-@pytest.mark.parametrize("heads,seq", [(3, 128), (2, 80), (2, 200)])
+@pytest.mark.parametrize("heads,seq", [(3, 128), (2, 80), (2, 100), (2, 200)])
 def test_scores_on_chip(heads, seq):
+    """Every key of a query tile at once; 100 keys (7 slabs, 4 padded keys
+    masked) fold their row max onto three slabs (an odd merge)."""
     g = group(attention(heads, seq, 64))
     assert g["key_rows"] >= seq  # every key of a query tile at once: no online softmax
     check(heads, seq)
+
+
+@pytest.mark.parametrize("key", [5, 70, 99])
+def test_row_max_reaches_every_key_slab(key):
+    """One key scores 15 above the rest in every row: a row max that missed
+    its slab (the fold's chains and their merge) would leave exp(15) in P,
+    past f16's range. 100 keys: 7 slabs on three chains."""
+    ins = inputs(2, 100, 64)
+    ins[0][:, :, 0] = 4.0  # Q: every row 4 along dimension 0
+    ins[1][:, 0, :] = 0.0  # K^T: dimension 0 only ...
+    ins[1][:, 0, key] = 30.0  # ... large for `key`: score 4 * 30 / 8 = 15 more
+    check(2, 100, ins=ins)
+
+
+@pytest.mark.parametrize("seq,scale", [(100, -0.125), (100, 1e-4), (200, -0.3)])
+def test_negative_and_tiny_scales(seq, scale):
+    """A negative scale does not commute with the row max: the scores are
+    scaled before it. A tiny one rides on the shift like any other: the
+    padded keys' -1e30 is scaled with the scores, then clamped to a finite
+    f16 value whose exp is 0. 200 keys: two query tiles of a head."""
+    check(2, seq, scale=scale)
 
 
 def test_seq_512_online_softmax():
