@@ -250,6 +250,21 @@ def main() -> int:
         max(cube, gm_bound(target, minimal)),
         f"cube {cube}, GM {gm_bound(target, minimal)}; unfused: fused in f32 "
         "(fuse-epilogue-f16=false)")
+    # Matmul chains alone (npu-fuse chains): the FFN pair with its f16
+    # intermediate kept in L1 against the same program with it in GM
+    # (fuse-chains=false). BERT's (seq x 768 x 3072) is refused: its 768 KiB
+    # intermediate does not fit L1 beside ffn_in's 960 KiB working set.
+    from patterns import ffn_pair
+
+    for m, n, width in ((seq, hidden // 3, ffn // 3), (seq, hidden, ffn)):
+        text = ffn_pair(m, n, width)
+        unfused = run_ascend(text, lower("fuse-chains=false"), target)
+        fused = run_ascend(text, lower(), target)
+        cube = 2 * (m // f) * (n // f) * (width // f) // target.cube_blocks_per_cycle
+        minimal = 2 * (m * n + 2 * n * width) + 4 * (width + m * n)
+        row(f"FFN pair {m}x{n}x{width} chain", unfused, fused,
+            max(cube, gm_bound(target, minimal)),
+            f"cube {cube}, GM {gm_bound(target, minimal)}; unfused: fuse-chains=false")
     # Horizontal fusion alone: unfused = every fusion on but npu-fuse-horizontal.
     model = qkv_model(seq, hidden)
     unfused = run_onnx(model, {"x": x}, lower("fuse-horizontal=false"), "ascend910")

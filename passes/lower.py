@@ -104,6 +104,9 @@ class LowerPass(Pass):
                "group's result (a matmul's A operand) joins the group, which writes it in Nz "
                "as it leaves UB; with fuse-attention, the attention kernel writes its context "
                "as out-projection's f16 Nz A operand when that is its only use"),
+        Option("fuse-chains", bool, True, "npu-fuse's matmul chains: a matmul's f16 result "
+               "read only as the next matmul's A stays in L1 when it fits (with the pipelined "
+               "matmul schedule)"),
         Option("fuse-horizontal", bool, True, "with fuse: join sibling matmuls that share A "
                "(Q/K/V) and their bias adds first (npu-fuse-horizontal)"),
         Option("fuse-attention", bool, True, "with fuse: attention (Q.K^T, scale, softmax, P.V) "
@@ -203,7 +206,10 @@ class LowerPass(Pass):
                               "row-major-stores": self.fuse_row_major_stores,
                               "epilogue-f16": self.fuse_epilogue_f16,
                               "epilogue-bias-f32": self.fuse_epilogue_bias_f32,
-                              "nz-stores": self.fuse_nz_stores}).run(module)
+                              "nz-stores": self.fuse_nz_stores,
+                              # a chained A is read by the pipelined schedule only
+                              "chains": self.fuse_chains
+                              and self._value("matmul-schedule") == "pipelined"}).run(module)
             self._required("npu-lower-fused", **{"ub-fraction": fuse_fraction}, **(
                 {"max-chunk": self.max_chunk} if self.max_chunk else {})).run(module)
             self._required("npu-lower-attention").run(module)

@@ -379,7 +379,10 @@ class MatmulEpilogue:
         block (its row blocks are contiguous in Nz)."""
         frac = self.target.fractal
         blk = self.target.fractal_bytes(o.es)
-        gm = nir.subview(o.value, piece.prefix + [piece.col, piece.row, 0, 0],
+        chained = None if name == "cce.copy_gm_to_ub" else self.p.chained_l1(o.value)
+        if chained is not None:
+            name = "cce.copy_ub_to_l1"  # a chained result stays in L1
+        gm = nir.subview(chained or o.value, piece.prefix + [piece.col, piece.row, 0, 0],
                          [1] * len(piece.prefix) + [piece.cols, piece.rows, frac, frac])
         gap = self.target.blocks((self.pitch[o.value] - piece.rows) * blk)
         src, dst = (gm, ub) if name == "cce.copy_gm_to_ub" else (ub, gm)

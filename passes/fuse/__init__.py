@@ -29,6 +29,9 @@ the elementwise consumers of its result, in program order, while joining
 saves GM bytes, one column block of its C tile's drain fits the UB share
 and moving the op is legal (`npu.epilogue`'s model); the group is an
 `scf.execute_region` marked `npu.epilogue` that `npu-lower-matmul` lowers.
+
+Last, matmul chains (`chains`): a matmul's f16 result read only as the next
+matmul's A operand is marked to stay in L1 when it fits (`chains`).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from npu import ir as nir
 from npu import online_rows
 from npu.passes.base import Option, Pass, ub_fraction_option
 
+from .chains import MatmulChains
 from .epilogues import EpilogueGrouping
 from .layouts import NzLayouts
 from .scan import scan_top_level
@@ -55,7 +59,7 @@ class _Candidate:
     consumer: int
 
 
-class FusePass(EpilogueGrouping, NzLayouts, Pass):
+class FusePass(EpilogueGrouping, NzLayouts, MatmulChains, Pass):
     name = "npu-fuse"
     summary = "Group row ops (elementwise, broadcasts, last-axis reductions) into fused kernels"
     options = (
@@ -76,6 +80,9 @@ class FusePass(EpilogueGrouping, NzLayouts, Pass):
         Option("nz-stores", bool, True, "an ascend.fractalize of a row group's result "
                "joins the group, which writes that result in Nz (a matmul's A operand) as "
                "it leaves UB; false keeps the separate fractalize"),
+        Option("chains", bool, True, "a matmul's f16 result read only as the next matmul's "
+               "A operand stays in L1 when it fits beside the producer's working set "
+               "(npu.chain; the producer stores it UB -> L1, the consumer reads it there)"),
         Option("remarks", bool, True, "report each group formed and why row ops were left out"),
     )
 
@@ -189,6 +196,10 @@ class FusePass(EpilogueGrouping, NzLayouts, Pass):
                     why = (reasons.get(op, []) + list(refused.get(op, {}).values())
                            or ["no row op produces or consumes its tensors"])
                     self.remark(op, f"'{op.name}' left unfused: {'; '.join(dict.fromkeys(why))}")
+        chain_remarks = self.chain_matmuls(func)
+        if self.remarks:
+            for op, message in chain_remarks.items():
+                self.remark(op, message)
 
     def kernel(self, members: list[fusion.RowOp], users: dict, budget: int, granule: int):
         """(GM bytes, two-pass plan or None) of the members' kernel, or

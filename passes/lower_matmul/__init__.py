@@ -48,6 +48,8 @@ from mlir import ir
 from npu import ir as nir
 from npu.matmul_tiling import STRATEGIES, MatmulShape, TilingError, choose_tiling, make_choice
 from npu.passes.base import Option, Pass, PassError
+from npu.target import Target
+from npu.passes.lower_matmul.chain import ChainedTensors
 from npu.passes.lower_matmul.blocks import (IndexValue, MatmulBlocks, Operands, Segment,
                                             block_pitch, segments)
 from npu.passes.lower_matmul.pipelined import PipelinedPlan, PipelinedSchedule
@@ -60,7 +62,7 @@ __all__ = ["STRATEGY_CHOICES", "LowerMatmul", "MatmulBlocks", "Operands", "Pipel
            "Segment", "block_pitch", "segments"]
 
 
-class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, Pass):
+class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, ChainedTensors, Pass):
     name = "npu-lower-matmul"
     summary = "Lower ascend.matmul/batch_matmul to tiled cce loops (OS/IS/WS, cost-model tiles)"
     handles = ("ascend.matmul", "ascend.batch_matmul")
@@ -104,7 +106,9 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
+        chained = self.bind_chains(module)
         self.lower_each(module)
+        self.release_chains(chained)
 
     # ------------------------------------------------------------------ analysis
 
@@ -156,8 +160,22 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, Pass):
     # ------------------------------------------------------------------ lowering
 
     def lower(self, op: ir.Operation) -> None:
-        shape, batch, M1, N1, K1 = self.shape_of(op)
         group = group_of(op)
+        results = [op.operands[2]] + ([] if group is None else [
+            o.operands[-1] for o in nir.walk(group, lambda o: o.name.startswith("ascend."))])
+        target = self.target
+        self.target = self.l1_left_target(op, results)
+        try:
+            self.lower_with_target(op, group, target)
+        finally:
+            self.target = target
+
+    def lower_with_target(self, op: ir.Operation, group: ir.Operation | None,
+                          target_of_op: Target) -> None:
+        """`lower` with `self.target` the L1 left beside chained results
+        (`target_of_op`: the pass's own target)."""
+        shape, batch, M1, N1, K1 = self.shape_of(op)
+        chained_a = self.chained_l1(op.operands[0]) is not None
         self.epilogue = MatmulEpilogue(self, group, op) if group is not None else None
         # Tiles are ranked by the pipelined schedule's time unless the drains
         # load operand pieces from GM: those queue in the in-order MTE2 between
@@ -168,10 +186,15 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, Pass):
         pipelined = self.schedule == "pipelined" and self.l1_steps == 1 and (
             self.epilogue is None or not self.epilogue.loads_pieces)
         try:
-            choice = choose_tiling(shape, self.target, self.strategy, self.m, self.n, self.k,
+            # A chained A operand is the resident strip: one row of C tiles.
+            # With npu-fuse's k: the tiles whose plan it checked.
+            choice = choose_tiling(shape, self.target, self.strategy,
+                                   shape.M if chained_a else self.m, self.n,
+                                   self.chained_k(op.operands[0]) or self.k,
                                    pipelined=pipelined, epilogue_cycles=(
                                        0 if self.epilogue is None else self.epilogue.vector_cycles),
-                                   resident_a=self.resident_a and self.l1_steps == 1)
+                                   resident_a=chained_a or (self.resident_a and self.l1_steps == 1),
+                                   a_in_l1=chained_a)
         except TilingError as e:
             raise PassError(str(e), op) from None
         if self.l1_steps < 1:
@@ -196,12 +219,21 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, Pass):
             self.why_simple = (f"strategy={choice.strategy} (the pipelined schedule is "
                                "output-stationary)" if choice.strategy != "os" else
                                f"l1-steps={self.l1_steps}")
+        if chained_a and (self.pipelined is None or not self.pipelined.a_resident):
+            raise PassError("its A operand is a chained tensor in L1 (npu.chain), which needs "
+                            "the pipelined schedule with A's row strip resident; got "
+                            + (self.why_simple or "a plan that streams A")
+                            + " (run npu-fuse with chains=false)", op)
         if choice.a_resident and (self.pipelined is None or not self.pipelined.a_resident):
             # No plan keeps the strip (e.g. an explicit l1-chunk it cannot
             # use): A streams, and the traffic says so.
             choice = make_choice(choice.strategy, shape, choice.tiles, self.target)
         self.remark(op, choice.describe(shape)
                     + (f"; {self.l1_steps} reduction steps per L1 copy" if self.l1_steps > 1 else "")
+                    + ("; A is a chained tensor already in L1 (its GM read above is not made)"
+                       if chained_a else "")
+                    + ("; C leaves to L1 (a chained tensor: its write-back above is not to GM)"
+                       if self.target is not target_of_op else "")
                     + (self.pipelined.describe(self.target.fractal) if self.pipelined is not None else "")
                     + (f"; simple schedule: no pipelined plan because {self.why_simple}"
                        if self.why_simple else "")

@@ -289,9 +289,9 @@ class MatmulBlocks:
         if convert:
             out = nir.alloc([cols, m, frac, frac], ops.out_type, "ub")
             self.convert(ub32, out, cols * m * frac * frac)
-        dst = nir.subview(ops.c, ops.prefix + [col, x, 0, 0],
+        dst = nir.subview(self.chained_l1(ops.c) or ops.c, ops.prefix + [col, x, 0, 0],
                           [1] * len(ops.prefix) + [cols, m, frac, frac])
-        copy_bursts("cce.copy_ub_to_gm", out, dst, cols, self.target.blocks(m * out_blk),
+        copy_bursts(self.store_name(ops.c), out, dst, cols, self.target.blocks(m * out_blk),
                     dst_gap=self.target.blocks((ops.c_pitch - m) * out_blk))
 
     def move_to_ub(self, src: ir.Value, dst: ir.Value, fractals: int) -> None:

@@ -96,7 +96,8 @@ class PipelinedSchedule:
         l1_cap = t.capacity("l1")
         # A resident row strip (the cost model's choice): B alone streams, in
         # the chunks `resident_a_chunks` allows; else A and B chunks both do.
-        resident = [d for d in resident_a_chunks(shape, choice.tiles, l1_cap, frac)
+        resident = [d for d in resident_a_chunks(shape, choice.tiles, l1_cap, frac,
+                                                 self.chained_l1(op.operands[0]) is not None)
                     if d in chunks and (not nb_fixed or d % nb_fixed == 0)
                     ] if choice.a_resident else []
         a_chunk = 0 if resident else mb
@@ -337,7 +338,8 @@ class PipelinedSchedule:
             # a top-level op, which npu-prefetch looks for.
             if batch:  # a batch of one matrix
                 ops.prefix = [nir.index_const(0)]
-            strip = self.stage_a(ops, 0, 0, mb, ops.N1)
+            # A chained A operand already is the strip (npu-fuse chains).
+            strip = self.chained_l1(ops.a) or self.stage_a(ops, 0, 0, mb, ops.N1)
             self.pipelined_loop(ops, plan, per_matrix, c_pieces, strip=strip)
         else:
             self.pipelined_loop(ops, plan, per_matrix * max(batch, 1), c_pieces,

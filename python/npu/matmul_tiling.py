@@ -198,8 +198,8 @@ def traffic(strategy: str, shape: MatmulShape, tiles: Tiles, a_resident: bool = 
     return Traffic(a * B, b * B, M * K * B)
 
 
-def resident_a_chunks(shape: MatmulShape, tiles: Tiles, l1_bytes: int, fractal: int
-                      ) -> list[int]:
+def resident_a_chunks(shape: MatmulShape, tiles: Tiles, l1_bytes: int, fractal: int,
+                      a_in_l1: bool = False) -> list[int]:
     """B chunks (reduction blocks per GM -> L1 copy, largest first) with which
     the pipelined OS schedule can keep A's m x N row strip in L1 across the
     column tiles; empty when it cannot or it saves nothing.
@@ -214,7 +214,19 @@ def resident_a_chunks(shape: MatmulShape, tiles: Tiles, l1_bytes: int, fractal: 
 
     Several rows of C tiles would need a loop per row, each filling and
     draining its pipeline behind its strip's copy: measured 512x768x512
-    (two rows) 61k -> 77k cycles, although A's traffic halved."""
+    (two rows) 61k -> 77k cycles, although A's traffic halved.
+
+    `a_in_l1`: A already is in L1 (a chained tensor, npu-fuse chains): the
+    strip is all of it, one column tile is enough, and the chunks are those
+    whose two B copies fit beside it."""
+    if a_in_l1:
+        if shape.batch != 1 or shape.M > tiles.m or not pipelines(shape, tiles):
+            return []
+        strip = shape.M * shape.N * shape.in_bytes
+        chunk_bytes = tiles.k * fractal * shape.in_bytes  # one reduction block of B
+        n1 = shape.N // fractal
+        return [d for d in range(n1, 0, -1)
+                if n1 % d == 0 and strip + 2 * d * chunk_bytes <= l1_bytes]
     if (shape.batch != 1 or shape.M > tiles.m or not pipelines(shape, tiles)
             or tiles.k >= shape.K):
         return []
@@ -279,12 +291,12 @@ def _score(choice: TilingChoice, shape: MatmulShape, rates: "_Capacities", pipel
 
 
 def make_choice(strategy: str, shape: MatmulShape, tiles: Tiles, target: Target,
-                resident_a: bool = False) -> TilingChoice:
+                resident_a: bool = False, a_in_l1: bool = False) -> TilingChoice:
     """`resident_a`: the schedule may keep A's row strip in L1 (it does when
     `resident_a_chunks` finds chunks for these tiles)."""
     needs = {b: v for b, _, v in buffer_needs(strategy, shape, tiles, target.fractal)}
     resident = resident_a and strategy == "os" and bool(
-        resident_a_chunks(shape, tiles, target.capacity("l1"), target.fractal))
+        resident_a_chunks(shape, tiles, target.capacity("l1"), target.fractal, a_in_l1))
     return TilingChoice(strategy, tiles, traffic(strategy, shape, tiles, resident), needs, resident)
 
 
@@ -295,7 +307,8 @@ def clamp_tiles(shape: MatmulShape, m: int, n: int, k: int) -> tuple[int, int, i
 
 def choose_tiling(shape: MatmulShape, target: Target, strategy: str = "os",
                   m: int = 0, n: int = 0, k: int = 0, pipelined: bool = False,
-                  epilogue_cycles: float = 0.0, resident_a: bool = False) -> TilingChoice:
+                  epilogue_cycles: float = 0.0, resident_a: bool = False,
+                  a_in_l1: bool = False) -> TilingChoice:
     """The fastest fitting tiling; `m`, `n`, `k` > 0 fix that tile edge;
     `pipelined`: OS tiles for the pipelined schedule (see the module doc);
     `resident_a` (with `pipelined`): it may keep A's row strip in L1;
@@ -325,7 +338,7 @@ def choose_tiling(shape: MatmulShape, target: Target, strategy: str = "os",
         # per-chunk latency and the MTE1 loads that would make a narrower C
         # tile, which reads B fewer times, lose: 128x3072x768 would take
         # k=32, 24 column tiles).
-        return make_choice("os", shape, best.tiles, target, resident_a=True)
+        return make_choice("os", shape, best.tiles, target, resident_a=True, a_in_l1=a_in_l1)
     if best is not None:
         return best
     # Nothing fits: explain with the smallest tile allowed by the explicit edges.

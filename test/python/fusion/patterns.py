@@ -331,3 +331,35 @@ def attention(heads: int, seq: int, head_dim: int, normalise: str = "reciprocal"
         p.op("cast", [(flat, rows_cols, "f32"), half], 'round_mode = "rint"')
         p.op("fractalize", [half, ("%y",) + y_arg])
     return p.text()
+
+
+def ffn_pair(m: int, n: int, f: int, act: str = "gelu") -> str:
+    """A transformer FFN in Nz: x (m x n, f16) . W1 (n x f) + a host-constant
+    bias row, `act` ("gelu": erf form, or "relu"), cast to f16, . W2 (f x n)
+    -> %y (m x n, f32). The f16 intermediate is read only as the second
+    matmul's A (a matmul chain, npu-fuse chains)."""
+    b = 16
+    m1, n1, f1 = -(-m // b), n // b, f // b
+    h_s, y_s = (f1, m1, b, b), (n1, m1, b, b)
+    p = _Program("ffn_pair", [("%x", (n1, m1, b, b), "f16"), ("%w1", (f1, n1, b, b), "f16"),
+                              ("%bias", h_s, "f32", _nz_constant(m1 * b, f, "f32", True)),
+                              ("%w2", (n1, f1, b, b), "f16"), ("%y", y_s, "f32")])
+
+    def step(name: str, ins: list, attrs: str = "", elem: str = "f32"):
+        out = (p.alloc(h_s, elem), h_s, elem)
+        p.op(name, ins + [out], attrs)
+        return out
+
+    c = (p.alloc(h_s, "f32"), h_s, "f32")
+    p.op("matmul", [("%x", (n1, m1, b, b), "f16"), ("%w1", (f1, n1, b, b), "f16"), c])
+    h = v = step("add", [c, ("%bias", h_s, "f32")])
+    if act == "relu":
+        v = step("relu", [v])
+    else:
+        for name, attrs in (("muls", f"scalar = {1 / math.sqrt(2):.17e} : f64"), ("erf", ""),
+                            ("adds", "scalar = 1.0 : f64"), ("muls", "scalar = 5.0e-01 : f64")):
+            v = step(name, [v], attrs)
+        v = step("mul", [h, v])
+    t = step("cast", [v], 'round_mode = "rint"', "f16")
+    p.op("matmul", [t, ("%w2", (n1, f1, b, b), "f16"), ("%y", y_s, "f32")])
+    return p.text()
