@@ -27,7 +27,7 @@ from mlir import ir
 from npu.byte_ranges import (Affine, IvKey, IvRange, OpAccess, Range, _norm,  # noqa: F401
                              conflicts, conflicts_by, may_overlap)
 from npu.ir import (bool_attr, defining_op, element_bytes, int_array_attr, int_attr,
-                    is_block_argument, memory_space, walk)
+                    is_block_argument, memory_space, str_attr, walk)
 from npu.target import ON_CHIP_BUFFERS, PATH_PIPES, Target
 
 OFFSET_ATTR = "npu.offset"
@@ -434,8 +434,12 @@ class AccessAnalysis:
                 raise AccessError(f"unknown data path '{path}'", op)
             n, ln = int_attr(op, "n_burst"), int_attr(op, "burst_len")
             sg, dg = int_attr(op, "src_gap"), int_attr(op, "dst_gap")
+            # A converting L0C -> UB copy (f32 -> f16) writes bursts of half
+            # its source's: counting whole source bursts made a piece's move
+            # seem to overwrite the next UB buffer too (a false dependency).
+            dst_ln = ln // 2 if _converts(op) else ln
             src_len = ((n - 1) * (ln + sg) + ln) * blk if n > 0 else 0
-            dst_len = ((n - 1) * (ln + dg) + ln) * blk if n > 0 else 0
+            dst_len = ((n - 1) * (dst_ln + dg) + dst_ln) * blk if n > 0 else 0
             return OpAccess(op, PATH_PIPES[path], [self.range_of(op.operands[0], 0, src_len)],
                             [self.range_of(op.operands[1], 0, dst_len)])
         if short in ("load_l1_to_l0a", "load_l1_to_l0b"):
@@ -549,3 +553,9 @@ def function_accesses(func_op: ir.Operation, target: Target) -> tuple[AccessAnal
     """All cce accesses of a function in program order."""
     analysis = AccessAnalysis(target)
     return analysis, [analysis.access(op) for op in walk(func_op) if is_access_op(op)]
+
+
+def _converts(op: ir.Operation) -> bool:
+    """Is `op` a `copy_l0c_to_ub` that rounds f32 to f16 (half-size bursts out)?"""
+    return (op.name.endswith("copy_l0c_to_ub") and "convert" in op.attributes
+            and str_attr(op, "convert") == "f32_to_f16")

@@ -192,3 +192,39 @@ func.func @already_synced() {
   "cce.set_flag"() {src = "MTE2", dst = "V", event = 0 : i64} : () -> ()
   return
 }
+
+// -----
+
+// A converting L0C -> UB move (f32 -> f16) writes half the bytes it reads:
+// the pieces of a matmul drain land in two adjacent f16 buffers by turns, and
+// each move waits only for the store of the buffer it overwrites, on its own
+// event id (piece 1's move waits for nothing; piece 2's for piece 0's store).
+// CHECK-LABEL: func.func @landing_turns
+// CHECK:      "cce.copy_l0c_to_ub"(%arg0, %[[U0:.*]]) {{.*}}convert = "f32_to_f16"
+// CHECK:      "cce.copy_ub_to_gm"(%[[U0]]
+// CHECK-NEXT: "cce.set_flag"() {dst = "V", event = 0 : i64, src = "MTE3"}
+// CHECK-NEXT: "cce.copy_l0c_to_ub"(%arg1, %[[U1:.*]]) {{.*}}convert = "f32_to_f16"
+// CHECK:      "cce.copy_ub_to_gm"(%[[U1]]
+// CHECK-NEXT: "cce.set_flag"() {dst = "V", event = 1 : i64, src = "MTE3"}
+// CHECK-NEXT: "cce.wait_flag"() {dst = "V", event = 0 : i64, src = "MTE3"}
+// CHECK-NEXT: "cce.copy_l0c_to_ub"(%arg2, %[[U0]])
+// CHECK:      "cce.copy_ub_to_gm"(%[[U0]]
+// CHECK-NEXT: "cce.wait_flag"() {dst = "V", event = 1 : i64, src = "MTE3"}
+// CHECK-NEXT: "cce.copy_l0c_to_ub"(%arg3, %[[U1]])
+func.func @landing_turns(%c0: memref<1024xf32, "l0c">, %c1: memref<1024xf32, "l0c">, %c2: memref<1024xf32, "l0c">, %c3: memref<1024xf32, "l0c">, %out: memref<4096xf16, "gm">) {
+  %u0 = memref.alloc() {npu.offset = 0 : i64} : memref<1024xf16, "ub">
+  %u1 = memref.alloc() {npu.offset = 2048 : i64} : memref<1024xf16, "ub">
+  %o0 = memref.subview %out[0] [1024] [1] : memref<4096xf16, "gm"> to memref<1024xf16, strided<[1]>, "gm">
+  %o1 = memref.subview %out[1024] [1024] [1] : memref<4096xf16, "gm"> to memref<1024xf16, strided<[1], offset: 1024>, "gm">
+  %o2 = memref.subview %out[2048] [1024] [1] : memref<4096xf16, "gm"> to memref<1024xf16, strided<[1], offset: 2048>, "gm">
+  %o3 = memref.subview %out[3072] [1024] [1] : memref<4096xf16, "gm"> to memref<1024xf16, strided<[1], offset: 3072>, "gm">
+  "cce.copy_l0c_to_ub"(%c0, %u0) {n_burst = 1 : i64, burst_len = 128 : i64, src_gap = 0 : i64, dst_gap = 0 : i64, convert = "f32_to_f16"} : (memref<1024xf32, "l0c">, memref<1024xf16, "ub">) -> ()
+  "cce.copy_ub_to_gm"(%u0, %o0) {n_burst = 1 : i64, burst_len = 64 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<1024xf16, "ub">, memref<1024xf16, strided<[1]>, "gm">) -> ()
+  "cce.copy_l0c_to_ub"(%c1, %u1) {n_burst = 1 : i64, burst_len = 128 : i64, src_gap = 0 : i64, dst_gap = 0 : i64, convert = "f32_to_f16"} : (memref<1024xf32, "l0c">, memref<1024xf16, "ub">) -> ()
+  "cce.copy_ub_to_gm"(%u1, %o1) {n_burst = 1 : i64, burst_len = 64 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<1024xf16, "ub">, memref<1024xf16, strided<[1], offset: 1024>, "gm">) -> ()
+  "cce.copy_l0c_to_ub"(%c2, %u0) {n_burst = 1 : i64, burst_len = 128 : i64, src_gap = 0 : i64, dst_gap = 0 : i64, convert = "f32_to_f16"} : (memref<1024xf32, "l0c">, memref<1024xf16, "ub">) -> ()
+  "cce.copy_ub_to_gm"(%u0, %o2) {n_burst = 1 : i64, burst_len = 64 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<1024xf16, "ub">, memref<1024xf16, strided<[1], offset: 2048>, "gm">) -> ()
+  "cce.copy_l0c_to_ub"(%c3, %u1) {n_burst = 1 : i64, burst_len = 128 : i64, src_gap = 0 : i64, dst_gap = 0 : i64, convert = "f32_to_f16"} : (memref<1024xf32, "l0c">, memref<1024xf16, "ub">) -> ()
+  "cce.copy_ub_to_gm"(%u1, %o3) {n_burst = 1 : i64, burst_len = 64 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<1024xf16, "ub">, memref<1024xf16, strided<[1], offset: 3072>, "gm">) -> ()
+  return
+}
