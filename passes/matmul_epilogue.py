@@ -7,7 +7,7 @@ Per drained piece (`cols` column blocks x `m` row blocks of C, Nz):
     epilogue computed in f16: `compute = "f16"`) it is rounded to f16 first,
     by a vconv or (drain-convert) by the L0C -> UB move itself (`drain_type`);
     with `head = "f32"`, an f16 epilogue whose first member adds a bias to C
-    (`npu.epilogue.f32_head`) keeps C and that add in f32 and rounds the sum;
+    (`npu.epilogue_precision.f32_head`) keeps C and that add in f32 and rounds the sum;
   * each member, in order, loads the same piece of each operand it takes
     from outside the group (first use; one burst per column block, like
     C's store), computes into a new UB buffer or over an input no later
@@ -41,6 +41,7 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf
 
 from npu import epilogue, fusion
+from npu import epilogue_precision as precision
 from npu import ir as nir
 from npu.cce_build import View, copy, copy_bursts, index_add, index_mul, lin, sub
 from npu.dialects.hivm import config_field
@@ -123,24 +124,24 @@ class MatmulEpilogue:
         stored = {epilogue.tensor_key(op.operands[0]) for _, op in stores}
         outputs = [c] + [m.out for m in members]
         attrs = nir.dict_attr_items(region.attributes[epilogue.EPILOGUE_ATTR])
-        self.in_f16 = attrs.get("compute", "f32") == epilogue.COMPUTE_F16
+        self.in_f16 = attrs.get("compute", "f32") == precision.COMPUTE_F16
         head = None
-        if epilogue.HEAD_ATTR in attrs and not self.in_f16:
-            raise PassError(f"an npu.epilogue group's {epilogue.HEAD_ATTR} needs compute = "
+        if precision.HEAD_ATTR in attrs and not self.in_f16:
+            raise PassError(f"an npu.epilogue group's {precision.HEAD_ATTR} needs compute = "
                             "\"f16\"", region)
         if self.in_f16:
             read = {t.root for _, op in stores for t in outputs
                     if epilogue.column_blocks(op.operands[0], t.value) is not None}
-            why = epilogue.f16_refusal(epilogue.model(matmul, c, members, leaves), read)
+            why = precision.f16_refusal(epilogue.model(matmul, c, members, leaves), read)
             if why is not None:
                 raise PassError(f"an npu.epilogue group with compute = \"f16\" must end in "
                                 f"f32 -> f16 casts: {why}", region)
-            head = attrs.get(epilogue.HEAD_ATTR)
-            if head is not None and (head != "f32" or epilogue.f32_head(c, members) is None):
-                raise PassError(f"an npu.epilogue group's {epilogue.HEAD_ATTR} = \"f32\" needs "
+            head = attrs.get(precision.HEAD_ATTR)
+            if head is not None and (head != "f32" or precision.f32_head(c, members) is None):
+                raise PassError(f"an npu.epilogue group's {precision.HEAD_ATTR} = \"f32\" needs "
                                 "a first member adding an f32 operand to C (its only reader)",
                                 region)
-            c, members = epilogue.in_f16(c, members, self.target, head is not None)
+            c, members = precision.in_f16(c, members, self.target, head is not None)
         self.e = epilogue.model(matmul, c, epilogue.collapse_gelu(c, members, leaves, stored,
                                                                   self.in_f16), leaves)
         granule = self.target.granule("ub")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import epilogue, fusion
+from npu import epilogue_precision as precision
 from npu import ir as nir
 from npu.passes.base import PassError
 
@@ -96,8 +97,8 @@ class EpilogueGrouping:
             leaves = epilogue.used_outside({mm} | {m.op for m in members}, users)
             e = epilogue.model(mm, c, members, leaves)
             # The work as it will run: in f16 where the policy allows it.
-            in_f16 = self.epilogue_f16 and epilogue.f16_refusal(e) is None
-            c_run, run = epilogue.in_f16(c, members, self.target, self.epilogue_bias_f32) \
+            in_f16 = self.epilogue_f16 and precision.f16_refusal(e) is None
+            c_run, run = precision.in_f16(c, members, self.target, self.epilogue_bias_f32) \
                 if in_f16 else (c, members)
             work = epilogue.vector_cycles(epilogue.collapse_gelu(c_run, run, leaves,
                                                                  in_f16=in_f16), self.target)
@@ -213,13 +214,13 @@ class EpilogueGrouping:
         last = at or ordered[-1]
         attrs = {"gm_bytes": fused, "unfused_gm_bytes": unfused,
                  "ub_bytes_per_fractal": plan.per_fractal, "ub_budget": budget}
-        why_f32 = epilogue.f16_refusal(e) if self.epilogue_f16 else "epilogue-f16=false"
+        why_f32 = precision.f16_refusal(e) if self.epilogue_f16 else "epilogue-f16=false"
         head = None
         if why_f32 is None:
-            attrs["compute"] = epilogue.COMPUTE_F16
-            head = epilogue.f32_head(e.c, e.members) if self.epilogue_bias_f32 else None
+            attrs["compute"] = precision.COMPUTE_F16
+            head = precision.f32_head(e.c, e.members) if self.epilogue_bias_f32 else None
             if head is not None:
-                attrs[epilogue.HEAD_ATTR] = "f32"
+                attrs[precision.HEAD_ATTR] = "f32"
         location = ir.Location.fused([e.matmul.location] + [op.location for op in ordered],
                                      context=last.context)
         region_op = nir.form_group_region(epilogue.EPILOGUE_ATTR, attrs, location, last, internal,
@@ -232,10 +233,10 @@ class EpilogueGrouping:
             casts = any(m.op.name == "ascend.cast" and m.out.elem == "f16" for m in e.members)
             after = (f" after the '{head.op.name}' on C, which runs in f32 on the drained "
                      "accumulator and is rounded once" if head is not None else "")
-            precision = (f"; computed in f16{after}: its results leave as f16 casts"
-                         if why_f32 is None else f"; computed in f32 ({why_f32})" if casts else "")
+            computed = (f"; computed in f16{after}: its results leave as f16 casts"
+                        if why_f32 is None else f"; computed in f32 ({why_f32})" if casts else "")
             self.remark(region_op, f"matmul epilogue: {len(e.members)} op(s) ({e.short}) "
-                                   f"applied to each C tile as it drains{precision}: GM traffic "
+                                   f"applied to each C tile as it drains{computed}: GM traffic "
                                    f"{unfused} -> {fused} bytes beyond A and B, {len(internal)} "
                                    f"tensor(s) stay on chip; UB {plan.per_fractal} bytes per C "
                                    f"fractal, {row_blocks * plan.per_fractal} per column block"

@@ -135,7 +135,8 @@ def test_bias_in_f32_is_rounded_once_before_the_f16_gelu():
     f16 C (bias row: random f32 per column), the result is the f16 recipe of
     that one rounding, bit for bit, at the cce and the hivm level; by default
     (C rounded to f16 first, the sum rounded again) some results differ."""
-    from npu.epilogue import EPILOGUE_ATTR, HEAD_ATTR
+    from npu.epilogue import EPILOGUE_ATTR
+    from npu.epilogue_precision import HEAD_ATTR
     from npu.ir import arg_attrs, constant_data, dict_attr_items, functions, memref_shape
 
     text = matmul_epilogue(EDGE, EDGE, EDGE, ("bias_row", "gelu", "cast"), "f16")
