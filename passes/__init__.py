@@ -28,6 +28,7 @@ _PASS_MODULES: dict[str, str] = {
     "hoist_casts": "HoistCastsPass",
     "lower_fused": "LowerFused",
     "fuse_attention": "FuseAttentionPass",
+    "fuse_attention_projection": "FuseAttentionProjectionPass",
     "lower_attention": "LowerAttention",
     "prefetch": "PrefetchPass",
 }

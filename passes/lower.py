@@ -6,6 +6,7 @@ no copied code): `npu-split-cores` (with `cores` other than 1), `npu-hoist-casts
 `hoist-casts=false`), `npu-fuse-horizontal`
 (sibling matmuls sharing A; skip with `fuse-horizontal=false`),
 `npu-fuse-attention` (skip with `fuse-attention=false`), `npu-fuse`,
+`npu-fuse-attention-projection` (skip with `fuse-attention-projection=false`),
 `npu-lower-fused` and `npu-lower-attention` (fused kernels, one core only;
 skip with `fuse=false`; `fuse-nz-stores=false` keeps the matmul A operands'
 separate casts and fractalizes),
@@ -111,6 +112,9 @@ class LowerPass(Pass):
                "(Q/K/V) and their bias adds first (npu-fuse-horizontal)"),
         Option("fuse-attention", bool, True, "with fuse: attention (Q.K^T, scale, softmax, P.V) "
                "as one kernel per head tile, scores on chip (npu-fuse-attention)"),
+        Option("fuse-attention-projection", bool, True, "with fuse-attention: an attention "
+               "kernel computes its own Q, K, V projection head by head on chip when the cost "
+               "model finds it faster (npu-fuse-attention-projection)"),
         Option("fuse-remarks", bool, False, "npu-fuse's remarks: each group formed and why "
                "ops were left out"),
         Option("prefetch", bool, True, "npu-prefetch: a matmul's first host-constant weight "
@@ -210,6 +214,11 @@ class LowerPass(Pass):
                               # a chained A is read by the pipelined schedule only
                               "chains": self.fuse_chains
                               and self._value("matmul-schedule") == "pipelined"}).run(module)
+            if self.fuse_attention and self.fuse_attention_projection and self.fuse_epilogues:
+                from npu.attention_plan import ATTENTION_UB_FRACTION
+
+                self._required("npu-fuse-attention-projection", remarks=self.fuse_remarks, **{
+                    "ub-fraction": ATTENTION_UB_FRACTION * attention_share}).run(module)
             self._required("npu-lower-fused", **{"ub-fraction": fuse_fraction}, **(
                 {"max-chunk": self.max_chunk} if self.max_chunk else {})).run(module)
             self._required("npu-lower-attention").run(module)

@@ -36,6 +36,7 @@ the per-fractal footprint the drain's chunking uses.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from mlir import ir
 from mlir.dialects import arith, memref, scf
@@ -170,6 +171,10 @@ class MatmulEpilogue:
                 self.narrowed[m.ins[0].root] = (m.out.elem, m.out.root)
                 self.folded.add(k)
         frac = self.target.fractal
+        # Where a drained piece's row-major results go: `store_row_major`
+        # (GM), or a kernel's own destination (npu-lower-attention's Q, K, V
+        # tiles in L1 when the attention computes its projection).
+        self.sink: Callable[[list[RowMajor], ir.Value, Piece], None] = self.store_row_major
         self.pitch = {}
         for o in list(self.e.loaded.values()) + outputs:
             strides, _ = nir.memref_layout(o.value.type)
@@ -293,7 +298,7 @@ class MatmulEpilogue:
         if c.root in self.e.leaving:
             self.move("cce.copy_ub_to_gm", c, bufs[c.root], piece)
         if c.root in self.row_major:
-            self.store_row_major(self.row_major[c.root], bufs[c.root], piece)
+            self.sink(self.row_major[c.root], bufs[c.root], piece)
         for k, (m, reuse) in enumerate(zip(self.e.members, self.plan.reuse)):
             for i in m.ins:
                 if i.root not in bufs and i.root not in self.e.broadcast:
@@ -321,7 +326,7 @@ class MatmulEpilogue:
             if m.out.root in self.e.leaving:
                 self.move("cce.copy_ub_to_gm", m.out, out, piece)
             if m.out.root in self.row_major:
-                self.store_row_major(self.row_major[m.out.root], out, piece)
+                self.sink(self.row_major[m.out.root], out, piece)
 
     def narrow(self, wide: ir.Value, narrow: ir.Value, first: int, count: int) -> None:
         """Elements first .. first+count of `wide` rounded (to nearest) into `narrow`."""

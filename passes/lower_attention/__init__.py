@@ -48,10 +48,13 @@ from mlir import ir
 
 from npu import attention as att
 from npu import attention_plan as cost
+from npu import attention_projection as proj
+from npu import epilogue
 from npu import ir as nir
 from npu.cce_build import View, lin
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Pass, PassError
 from npu.passes.lower_attention.operands import OperandTiles
+from npu.passes.lower_attention.projection import ProjectedHeads
 from npu.passes.lower_attention.schedules import TileSchedules
 from npu.passes.lower_attention.softmax import SoftmaxSteps
 from npu.passes.lower_matmul import LowerMatmul
@@ -72,23 +75,34 @@ class LowerAttention(Pass):
             region.erase()
 
 
-class _Kernel(OperandTiles, SoftmaxSteps, TileSchedules):
+class _Kernel(OperandTiles, SoftmaxSteps, TileSchedules, ProjectedHeads):
     def __init__(self, p: LowerAttention, region: ir.Operation):
         self.p, self.region, self.t = p, region, p.target
         body = [o.operation for o in region.regions[0].blocks[0].operations]
         first = next((o for o in body if o.name == "ascend.batch_matmul"), None)
         if first is None:
             raise PassError("npu.attention group without a batch_matmul", region)
+        # The Q/K/V projection's epilogue group (npu-fuse-attention-projection).
+        nested = [o for o in body if o.name == "scf.execute_region"
+                  and epilogue.EPILOGUE_ATTR in o.attributes]
+        if len(nested) > 1 or bool(nested) != (proj.PROJECTION_ATTR in region.attributes):
+            raise PassError(f"npu.attention group with {len(nested)} matmul epilogue group(s) "
+                            f"needs {proj.PROJECTION_ATTR} exactly when it holds one", region)
         users = att.users_of(body)
-        found = att.match(first, users)
+        found = att.match(first, users, any_seq=bool(nested))
         if isinstance(found, str):
             raise PassError(f"npu.attention group is not an attention: {found}", region)
         if any(o.name == "ascend.fractalize" and o not in found.members for o in body):
             att.absorb_nz_out(found, users)  # the context's f16 Nz store
-        extra = [o for o in body if o.name not in BODY_OPS and o not in found.members]
+        extra = [o for o in body if o.name not in BODY_OPS and o not in found.members
+                 and o not in nested]
         if extra:
             raise PassError(f"npu.attention group holds '{extra[0].name}', not a member", region)
         self.a = found
+        self.mm = LowerMatmul(self.t)
+        if nested:
+            self.bind_projection(nested[0], nir.dict_attr_items(
+                region.attributes[proj.PROJECTION_ATTR]))
         attrs = nir.dict_attr_items(region.attributes[att.ATTENTION_ATTR])
         s1, d1 = found.seq_blocks, found.d_blocks
         self.qb, self.kb = attrs["query_rows"] // 16, attrs["key_rows"] // 16
@@ -98,11 +112,13 @@ class _Kernel(OperandTiles, SoftmaxSteps, TileSchedules):
                             f"is not whole 16-row blocks within seq {found.seq}", region)
         need = cost.footprint(self.qb, self.kb, d1, found.staged,
                               s1 <= min(self.qb, self.kb), found.nz_out)
+        if self.pp is not None:
+            need = proj.footprint(found, self.qb, self.kb, self.projection, self.pp, need)
         for space, nbytes in need.items():
             if nbytes > self.t.capacity(space):
                 raise PassError(f"npu.attention tile needs {nbytes} bytes of {space}, more than "
                                 f"its {self.t.capacity(space)}", region)
-        self.mm = LowerMatmul(self.t)
+        self.need = need  # the footprint model's bytes per buffer
         self.lanes = self.t.lanes(4)
         self.deferred: list[Callable[[], None]] | None = None
         self.wides: list[ir.Value] = []  # f32 staging given by `head_pipeline`, in order
@@ -119,6 +135,7 @@ class _Kernel(OperandTiles, SoftmaxSteps, TileSchedules):
         self.scale_p = not self.prescale and found.scale != 1.0
         self.scale_block: View | None = None  # the scale's f32 block (`scale_p`)
         self.granule = self.t.granule("ub")
+        self.parity = 0  # of the head of the stage being emitted (`skewed`)
 
     # -- structure ------------------------------------------------------------
     def emit(self) -> None:
@@ -127,10 +144,14 @@ class _Kernel(OperandTiles, SoftmaxSteps, TileSchedules):
             self.flat_out = nir.flatten_memref(a.out)
             if self.scale_p:
                 self.scale_block = self.constant_block(a.scale)
+            if self.pp is not None:
+                self.projection_prologue()
             if a.seq_blocks <= min(self.qb, self.kb):
                 self.head_pipeline()
             elif a.seq_blocks % self.qb == 0:
                 self.head_tiles()
+            elif self.pp is not None:
+                self.projected_heads()
             else:
                 self.loop(a.heads, lambda h: self.query_tiles(h))
 
@@ -145,7 +166,8 @@ class _Kernel(OperandTiles, SoftmaxSteps, TileSchedules):
             nir.yield_()
 
     def skewed(self, n: int, load: Callable, soft: Callable, pv: Callable, drain: Callable,
-               late: Callable | None = None, inner: int = 1, peel: int = 2) -> None:
+               late: Callable | None = None, inner: int = 1, peel: int = 2,
+               pairs: bool = False) -> None:
         """Steps (k, j), k in 0..n-1 and j in 0..inner-1 in that order, each in
         four stages: `load` (operands on chip and Q.K^T), `soft` (the
         softmax, P to L1), `pv` (P.V) and `drain` (the context), emitted
@@ -161,7 +183,10 @@ class _Kernel(OperandTiles, SoftmaxSteps, TileSchedules):
         middle k (`peel` <= k < n - `peel`: 2 when the first and last k
         differ from the others, so the neighbours of a middle k are middle
         ones; 1 when every k is alike), which covers one k per iteration
-        when `inner` is even, else two, so that every slot is static."""
+        when `inner` is even, else two, so that every slot is static;
+        `pairs`: always two, so that the parity of k is static too (a
+        stage finds it in `self.parity`: buffers by head, the projected
+        tiles)."""
         def at(k, j: int):
             return k if inner == 1 else (k, j)
 
@@ -171,20 +196,27 @@ class _Kernel(OperandTiles, SoftmaxSteps, TileSchedules):
         def step(k, parity: int, j: int) -> None:
             slot = (parity * inner + j) % 2
             after = at(k, j + 1) if j + 1 < inner else at(shift(k, 1), 0)
+            after_parity = parity if j + 1 < inner else 1 - parity
             ahead = not (isinstance(k, int) and k == n - 1 and j == inner - 1)
+            self.parity = parity
             soft(at(k, j), slot)
             if ahead:
+                self.parity = after_parity
                 load(after, 1 - slot)
+            self.parity = parity
             pv(at(k, j), slot)
             if not (isinstance(k, int) and k == 0 and j == 0):
+                self.parity = parity if j else 1 - parity
                 drain(at(k, j - 1) if j else at(shift(k, -1), inner - 1), 1 - slot)
             if ahead and late is not None:
+                self.parity = after_parity
                 late(after, 1 - slot)
 
         def outer(k, parity: int) -> None:
             for j in range(inner):
                 step(k, parity, j)
 
+        self.parity = 0
         load(at(0, 0), 0)
         if late is not None:
             late(at(0, 0), 0)
@@ -192,7 +224,7 @@ class _Kernel(OperandTiles, SoftmaxSteps, TileSchedules):
         while k < min(n, peel):
             outer(k, k % 2)
             k += 1
-        group = 1 if inner % 2 == 0 else 2
+        group = 1 if inner % 2 == 0 and not pairs else 2
         rounds = max(0, n - 2 * peel) // group
         if rounds:
             self.loop(rounds, lambda p: [outer(lin((p, group), (peel + g, 1)), (peel + g) % 2)
@@ -201,6 +233,7 @@ class _Kernel(OperandTiles, SoftmaxSteps, TileSchedules):
         while k < n:
             outer(k, k % 2)
             k += 1
+        self.parity = (n - 1) % 2
         drain(at(n - 1, inner - 1), ((n - 1) * inner + inner - 1) % 2)
 
     def slots(self, mq: int, kbk: int, online: bool, v: bool = True) -> dict[str, list[ir.Value]]:
@@ -208,7 +241,13 @@ class _Kernel(OperandTiles, SoftmaxSteps, TileSchedules):
         alpha only with several key tiles (online softmax); V's tile unless
         V stays in L1 (`head_tiles`)."""
         d1, rows = self.a.d_blocks, mq * 16
-        return {"scores": [nir.alloc([kbk, mq, 16, 16], "f32", "l0c") for _ in range(2)],
+        # With the projection's C pieces beside them, the scores may have one
+        # slot (`ProjPlan.scores_slots`): a step's Q.K^T then follows the
+        # projection's mads in the cube's queue, long after the softmax
+        # before it moved its scores out.
+        scores = [nir.alloc([kbk, mq, 16, 16], "f32", "l0c")
+                  for _ in range(2 if self.pp is None else self.pp.scores_slots)]
+        return {"scores": [scores[0], scores[-1]],
                 "pv": [nir.alloc([d1 + 1, mq, 16, 16], "f32", "l0c") for _ in range(2)],
                 "v": [nir.alloc([d1 + 1, kbk, 16, 16], "f16", "l1") for _ in range(2 * v)],
                 "p": [nir.alloc([kbk, mq, 16, 16], "f16", "l1") for _ in range(2)],

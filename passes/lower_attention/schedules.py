@@ -11,6 +11,7 @@ from typing import Callable
 from npu import attention_plan as cost
 from npu import ir as nir
 from npu.cce_build import copy, lin
+from npu.passes.base import PassError
 
 # Most (query, key) tiles of a head emitted as static steps of one pipeline
 # over the heads (`head_tiles`); with more, each head is a pipeline whose
@@ -28,6 +29,9 @@ class TileSchedules:
         s1, d1 = a.seq_blocks, a.d_blocks
         buf = self.slots(s1, s1, False)
         masked = bool(a.seq % 16)
+        # The kernel computes Q, K, V (`ProjectedHeads`): head h's jobs in
+        # its load stage, so the cube projects head h+1 during head h's softmax.
+        projected = self.pp is not None
 
         # The f32 staging of Q and K (absorbed casts; V reuses Q's once Q is
         # cast), for all heads: never placed over a softmax's buffers, so the
@@ -45,7 +49,10 @@ class TileSchedules:
         # there: the cube then frees V's L1 slot before head h's P exists,
         # and the next head's loads never wait for the softmax.
         v0_bytes = s1 * (d1 + 1) * 512
-        need = cost.footprint(s1, s1, d1, a.staged, True, a.nz_out)["l0b"]
+        # (Projected: two V tiles beside the larger of K's tile and the
+        # projection's two sub-step slots, in scopes of their own.)
+        need = (max(d1 * s1 * 512, self.l0b_slot_bytes()) + v0_bytes if projected
+                else self.need["l0b"])
         v_l0b = ([nir.alloc([s1, d1 + 1, 16, 16], "f16", "l0b") for _ in range(2)]
                  if need + v0_bytes <= self.t.capacity("l0b") else [])
         # The f16 context blocks on their way to the Nz output in two slots of
@@ -53,14 +60,25 @@ class TileSchedules:
         # them, the next heads' scores never wait for their stores.
         nz_slots: list = [None, None]
         nz_bytes = 2 * d1 * s1 * 256 * 2
-        ub_need = cost.footprint(s1, s1, d1, a.staged, True, a.nz_out)["ub"]
-        if a.nz_out and ub_need + nz_bytes <= (self.t.capacity("ub")
+        if a.nz_out and self.need["ub"] + nz_bytes <= (self.t.capacity("ub")
                                                * cost.ATTENTION_UB_FRACTION):
             for k in range(2):
                 self.nz_staging(s1)
                 nz_slots[k] = self.nz_slabs
 
         def load(h, slot: int) -> None:
+            if projected:
+                # Head h+1's weights stream during head h's jobs (head 0's
+                # before the pipeline).
+                last = isinstance(h, int) and h == a.heads - 1
+                self.run_jobs(h, {"q": q_tiles[slot], "k": k_tiles[slot], "v": buf["v"][slot]},
+                              head_slot=slot, loads=False, ahead=None if last else (
+                                  lambda k: self.load_jobs(lin((h, 1), (1, 1)), [k], 1 - slot)))
+                self.v_lay_out = lambda: None
+                self.scope(lambda: self.mm.mad(
+                    self.mm.to_l0a(q_tiles[slot], s1, d1), self.k_to_l0b(k_tiles[slot], s1),
+                    buf["scores"][slot], s1, d1, s1, False))
+                return
             if not a.staged:
                 # V's rows first: Q's and K's, the last of the head, are
                 # followed by the one MTE2 -> MTE1 flag, which covers V as
@@ -91,7 +109,7 @@ class TileSchedules:
             """V's staged rows laid out, after the previous head's drain (the
             vector unit does not wait for V's load)."""
             self.v_lay_out()
-            if v_l0b and a.staged:
+            if v_l0b and (a.staged or projected):
                 self.v_to_l0b(buf["v"][slot], s1, v_l0b[slot])
 
         def soft(h, slot: int) -> None:
@@ -107,12 +125,16 @@ class TileSchedules:
             copy("cce.copy_l0c_to_ub", buf["pv"][slot], self.context, 1, (d1 + 1) * s1 * 32)
             self.finish(h, 0, s1, a.seq)
 
-        self.skewed(a.heads, lambda h, slot: self.scope(lambda: load(h, slot)),
+        # (Projected: the jobs are not in one scope, `run_jobs`.)
+        if projected:
+            self.load_jobs(0, head_slot=0)
+        self.skewed(a.heads, load if projected else lambda h, slot: self.scope(
+                        lambda: load(h, slot)),
                     lambda h, slot: self.scope(lambda: soft(h, slot)),
                     lambda h, slot: self.scope(lambda: self.pv(
                         s1, s1, buf, slot, v0=v_l0b[slot] if v_l0b else None)),
                     lambda h, slot: self.scope(lambda: drain(h, slot)),
-                    late, peel=2 if a.staged else 1)
+                    late, peel=2 if a.staged or projected else 1)
 
     def head_tiles(self) -> None:
         """Heads whose query tiles are all alike: the (head, query tile, key
@@ -135,7 +157,20 @@ class TileSchedules:
         resident_bytes = s1 * (2 * d1 + 1) * 512
         need = cost.footprint(qb, kb, d1, a.staged, False)["l1"]
         resident = s1 > qb and need + resident_bytes <= self.t.capacity("l1")
-        buf = self.slots(qb, min(kb, s1), n_keys > 1, v=not resident)
+        # Projected: head h's Q, K and V tiles (by head parity) are made by
+        # jobs spread over head h-1's steps (`ProjectedHeads`).
+        projected = self.pp is not None
+        per_head = s1 // qb * n_keys
+        if projected:
+            if per_head > MAX_HEAD_STEPS:
+                raise PassError(f"npu.attention with its projection: {per_head} tiles a head, "
+                                f"more than one static pipeline's {MAX_HEAD_STEPS}", self.region)
+            resident = False
+            tiles = [self.head_tiles_of() for _ in range(2)]
+            jobs = self.job_count()
+            at_step = {j: [i for i in range(jobs) if 1 + i * (per_head - 1) // jobs == j]
+                       for j in range(1, per_head)}
+        buf = self.slots(qb, min(kb, s1), n_keys > 1, v=not resident and not projected)
         q0 = nir.alloc([qb, d1, 16, 16], "f16", "l0a")
         self.row_max = nir.alloc([qb * 16], "f32", "ub")
         self.context = nir.alloc([(d1 + 1) * qb * 256], "f32", "ub")
@@ -156,7 +191,7 @@ class TileSchedules:
         # The next query tile's Q is brought to L1 by the load stage of this
         # tile's last key tile: a step ahead of its Q.K^T, so that (with its
         # rows scaled in UB on the way) the vector unit never waits for it.
-        q_next = nir.alloc([d1, qb, 16, 16], "f16", "l1")
+        q_next = nir.alloc([d1, qb, 16, 16], "f16", "l1") if not projected else None
 
         def stages(locate: Callable, following: Callable) -> tuple[Callable, ...]:
             """The four stages of a step, `locate(step)` = (head, query tile,
@@ -164,6 +199,15 @@ class TileSchedules:
             of head h in the pipeline, and whether its Q is loaded ahead."""
             def load(step, slot: int) -> None:
                 h, x, y = locate(step)
+                if projected:
+                    own = tiles[self.parity]
+                    self.scope(lambda: self.projected_scores(
+                        own, first_row_block(x) if y == 0 else None, y * kb, blocks(y), q0, buf,
+                        slot, qb))
+                    if not (isinstance(h, int) and h == a.heads - 1):
+                        self.run_jobs(shift(h), tiles[1 - self.parity], at_step.get(step[1], []),
+                                      1 - self.parity)
+                    return
                 if y == 0:
                     first = isinstance(x, int) and x == 0 and not following(h, x)[2]
                     q1 = self.load_q(h, first_row_block(x), qb) if first else q_next
@@ -191,6 +235,9 @@ class TileSchedules:
 
             def pv(step, slot: int) -> None:
                 y = locate(step)[2]
+                if projected:
+                    self.projected_pv(tiles[self.parity], y * kb, qb, blocks(y), buf, slot)
+                    return
                 self.pv(qb, blocks(y), buf, slot, v_tiles[y] if resident else None)
 
             def drain(step, slot: int) -> None:
@@ -203,10 +250,11 @@ class TileSchedules:
                 if y == n_keys - 1:
                     self.finish(h, first_row_block(x), qb, valid_rows(x))
 
-            return tuple((lambda st, slot, f=f: self.scope(lambda: f(st, slot)))
+            # (Projected: the load stage scopes its parts, `run_jobs`.)
+            return tuple(f if projected and f is load else
+                         (lambda st, slot, f=f: self.scope(lambda: f(st, slot)))
                          for f in (load, soft, pv, drain))
 
-        per_head = s1 // qb * n_keys
         last_x = s1 // qb - 1
 
         def shift(i):
@@ -230,45 +278,73 @@ class TileSchedules:
                 return None, None, False
             return h, shift(x), False
 
+        if projected:
+            self.run_jobs(0, tiles[0])
         if per_head <= MAX_HEAD_STEPS:
             self.skewed(a.heads, *stages(lambda st: (st[0],) + divmod(st[1], n_keys),
-                                         across_heads), inner=per_head, peel=1)
+                                         across_heads), inner=per_head, peel=1, pairs=projected)
         else:
             self.loop(a.heads, lambda h: self.skewed(
                 s1 // qb, *stages(lambda st: (h,) + st, within_head), inner=n_keys, peel=1),
                 double_buffer=False)
 
-    def query_tiles(self, h) -> None:
+    def projected_heads(self) -> None:
+        """Query tiles that do not divide the sequence, with the projection:
+        a loop over the heads, each projected into its own tiles (the loop's
+        buffers: npu-double-buffer gives alternate heads their own copies)."""
+        def head(h) -> None:
+            tiles = self.head_tiles_of()
+            self.run_jobs(h, tiles)
+            self.query_tiles(h, tiles)
+
+        self.loop(self.a.heads, head)
+
+    def query_tiles(self, h, tiles: dict | None = None) -> None:
         s1, qb = self.a.seq_blocks, self.qb
         last = -(-s1 // qb) - 1
         if last:
-            self.loop(last, lambda x: self.query_tile(h, lin((x, qb)), qb, qb * 16))
-        tail = lambda _: self.query_tile(h, last * qb, s1 - last * qb, self.a.seq - last * qb * 16)
+            self.loop(last, lambda x: self.query_tile(h, lin((x, qb)), qb, qb * 16, tiles))
+        tail = lambda _: self.query_tile(h, last * qb, s1 - last * qb,
+                                         self.a.seq - last * qb * 16, tiles)
         if last:
             self.loop(1, tail)
         else:  # the only tile: its buffers belong to the head loop (double buffered)
             tail(0)
 
-    def query_tile(self, h, x0, mq: int, valid: int) -> None:
+    def query_tile(self, h, x0, mq: int, valid: int, tiles: dict | None = None) -> None:
         """One query tile; its key tiles are the steps of `skewed` (the
         first writes the context, the others rescale it; the last may have
-        fewer blocks, masked padded keys, and ends with `finish`)."""
+        fewer blocks, masked padded keys, and ends with `finish`). `tiles`:
+        the head's projected Q, K, V tiles (else they are loaded)."""
         a = self.a
         d1, rows = a.d_blocks, mq * 16
-        q0 = self.mm.to_l0a(self.load_q(h, x0, mq), mq, d1)
+        if tiles is None:
+            q0 = self.mm.to_l0a(self.load_q(h, x0, mq), mq, d1)
+        else:
+            q0 = nir.alloc([mq, d1, 16, 16], "f16", "l0a")
+            self.q_from_tile(tiles["q"], x0, mq, q0)
         self.row_max = nir.alloc([rows], "f32", "ub")
         self.context = nir.alloc([(d1 + 1) * rows * 16], "f32", "ub")
         self.nz_staging(mq)
         s1, kb = a.seq_blocks, self.kb
         n = -(-s1 // kb)
         tail = s1 - (n - 1) * kb
-        buf = self.slots(mq, min(kb, s1), n > 1)
+        buf = self.slots(mq, min(kb, s1), n > 1, v=tiles is None)
 
         def blocks(k) -> int:
             return tail if isinstance(k, int) and k == n - 1 else kb
 
         def load(k, slot: int) -> None:
+            if tiles is not None:
+                self.projected_scores(tiles, None, lin((k, kb)), blocks(k), q0, buf, slot, mq)
+                return
             self.scores_and_v(h, q0, mq, lin((k, kb)), blocks(k), buf, slot)
+
+        def pv(k, slot: int) -> None:
+            if tiles is not None:
+                self.projected_pv(tiles, lin((k, kb)), mq, blocks(k), buf, slot)
+                return
+            self.pv(mq, blocks(k), buf, slot)
 
         def soft(k, slot: int) -> None:
             last = isinstance(k, int) and k == n - 1
@@ -285,5 +361,5 @@ class TileSchedules:
 
         self.skewed(n, lambda k, slot: self.scope(lambda: load(k, slot)),
                     lambda k, slot: self.scope(lambda: soft(k, slot)),
-                    lambda k, slot: self.scope(lambda: self.pv(mq, blocks(k), buf, slot)),
+                    lambda k, slot: self.scope(lambda: pv(k, slot)),
                     lambda k, slot: self.scope(lambda: drain(k, slot)))

@@ -91,8 +91,10 @@ def users_of(ops: list[ir.Operation]) -> dict:
     return users
 
 
-def match(bm1: ir.Operation, users: dict) -> Attention | str:
-    """The attention rooted at batch_matmul `bm1`, or why it is not one."""
+def match(bm1: ir.Operation, users: dict, any_seq: bool = False) -> Attention | str:
+    """The attention rooted at batch_matmul `bm1`, or why it is not one.
+    `any_seq`: the prologue of Q, K, V joins at a seq of partial 16-row
+    blocks too (the kernel computes them: no rows are read from GM)."""
     members = [bm1]
 
     def out(op):
@@ -210,7 +212,7 @@ def match(bm1: ir.Operation, users: dict) -> Attention | str:
     if not nir.is_contiguous(o):
         return "the context is not a contiguous tensor"
     found = Attention(members, q, k, v, o, internal, heads, seq, head_dim, scale, reciprocal)
-    _absorb_prologues(found, users)
+    _absorb_prologues(found, users, any_seq)
     _absorb_merge(found, users)
     return found
 
@@ -278,14 +280,15 @@ def absorb_nz_out(a: Attention, users: dict) -> str | None:
     return None
 
 
-def _absorb_prologues(a: Attention, users: dict) -> None:
+def _absorb_prologues(a: Attention, users: dict, any_seq: bool = False) -> None:
     """Q, K^T and V made by cast f32 -> f16 then fractalize, each read only by
     the next step, become members: the kernel loads the f32 rows and lays
     them out on chip. Without the casts (not among `users`, e.g. inside a
     group that left them out), the fractalizes alone: the kernel reads the
     f16 rows. All three or none, and only for a seq of whole 16-row blocks
-    (every row of a tile is a whole number of f16 blocks)."""
-    if a.seq % 16:
+    (every row of a tile is a whole number of f16 blocks; `any_seq`: the
+    kernel computes the rows, see `match`)."""
+    if a.seq % 16 and not any_seq:
         return
     found = []
     for nz, shape in ((a.q, [a.heads, a.seq, a.head_dim]), (a.k, [a.heads, a.head_dim, a.seq]),

@@ -1,0 +1,151 @@
+"""npu-fuse-attention-projection: an attention kernel (`npu.attention`
+group) absorbs the matmul epilogue group (`npu.epilogue`, from `npu-fuse`)
+that computes its Q, K and V, so that the kernel projects each head on the
+cube into the L1 tiles its stages read: the projection of head h+1 runs on
+the cube (and its weights on MTE2) while head h's softmax keeps the vector
+unit busy, where apart they ran one after the other, each leaving the
+other's units idle.
+
+Run after `npu-fuse` (which forms the epilogue: the bias add, the rounding
+to f16 and the row-major stores of the Q, K, V siblings of
+`npu-fuse-horizontal`). A candidate is refused, with a remark saying why,
+when Q, K and V are not the f16 rows one such epilogue alone writes
+(`npu.attention_projection.find`), when an op between the two groups
+conflicts with moving the epilogue into the attention, or when the cost
+model (`npu.attention_projection.choose`: every tile of the attention and
+configuration of the projection that fits on chip, by the busiest pipe's
+estimated cycles) finds nothing faster than the projection's own kernel
+followed by the attention. The epilogue region moves into the attention
+region, before its members, with the Q, K, V tensors (which no longer
+reach GM); `npu.attention` gets the chosen tile and the region
+`npu.projection = {...}`, the projection's plan (dialects/README.md,
+"Attention groups").
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from npu import attention as att
+from npu import attention_plan as cost
+from npu import attention_projection as proj
+from npu import epilogue
+from npu import ir as nir
+from npu.passes.base import Option, Pass, ub_fraction_option
+from npu.passes.fuse.scan import scan_top_level
+
+
+class FuseAttentionProjectionPass(Pass):
+    name = "npu-fuse-attention-projection"
+    summary = "An attention kernel computes its own Q, K, V projection, head by head, on chip"
+    options = (
+        ub_fraction_option(cost.ATTENTION_UB_FRACTION,
+                           "UB share of one tile's buffers by the footprint model"),
+        Option("remarks", bool, True, "report each projection absorbed and why a candidate "
+               "was not"),
+    )
+
+    def run(self, module: ir.Operation) -> None:
+        for func in nir.functions(module):
+            if len(func.regions[0].blocks):
+                self.fuse_function(func)
+
+    def fuse_function(self, func: ir.Operation) -> None:
+        ops, index, users, touches = scan_top_level(func)
+        region_of: dict = {}
+        for op in ops:
+            if op.name == "scf.execute_region" and epilogue.EPILOGUE_ATTR in op.attributes:
+                for store in nir.walk(op, lambda o: o.name == "ascend.defractalize"):
+                    region_of[nir.view_root(store.operands[-1])] = op
+        for region in [op for op in ops if att.ATTENTION_ATTR in op.attributes]:
+            body = [o.operation for o in region.regions[0].blocks[0].operations]
+            first = next(o for o in body if o.name == "ascend.batch_matmul")
+            a = att.match(first, att.users_of(body))
+            if isinstance(a, str):
+                continue
+            found = proj.find(a, region_of, users, self.target)
+            if isinstance(found, str):
+                self.refuse(region, found)
+                continue
+            why = self.conflict(found, region, a, ops, index, touches)
+            if why is not None:
+                self.refuse(region, why)
+                continue
+            attrs = nir.dict_attr_items(region.attributes[att.ATTENTION_ATTR])
+            apart = (attrs["query_rows"] // 16, attrs["key_rows"] // 16)
+            s1 = a.seq_blocks
+
+            def own(qb: int, kb: int, a=a, s1=s1) -> dict[str, int]:
+                return cost.footprint(qb, kb, a.d_blocks, a.staged, qb >= s1 and kb >= s1,
+                                      a.nz_out)
+
+            choice = proj.choose(a, found, self.target, self.ub_fraction, apart, own)
+            if isinstance(choice, str):
+                self.refuse(region, choice)
+                continue
+            self.form(region, a, found, choice, attrs)
+
+    @staticmethod
+    def conflict(p: proj.Projection, region: ir.Operation, a: att.Attention, ops: list,
+                 index: dict, touches: dict) -> str | None:
+        """Why the epilogue group cannot move down into the attention: an op
+        in between writes what it reads or touches what it writes."""
+        reads, writes = touches[index[p.region]]
+        mine = {nir.view_root(s) for s in a.sources}
+        for op in ops[index[p.region] + 1:index[region]]:
+            if op.name in nir.VIEW_OPS or op.name == "memref.alloc" or index[op] not in touches:
+                continue
+            r, w = touches[index[op]]
+            if w & reads or (r | w) & (writes | mine):
+                return (f"'{op.name}' between the projection and the attention uses Q, K or V "
+                        "or writes the projection's input")
+        return None
+
+    def refuse(self, region: ir.Operation, why: str) -> None:
+        if self.remarks:
+            self.remark(region, f"attention not fused with its Q/K/V projection: {why}")
+
+    def form(self, region: ir.Operation, a: att.Attention, p: proj.Projection,
+             choice: proj.Choice, attrs: dict) -> None:
+        """The epilogue group (and the Q, K, V tensors) move into the
+        attention region, whose attribute gets the chosen tile and plan."""
+        block = region.regions[0].blocks[0]
+        head = block.operations[0]
+        roots = [nir.view_root(s) for s in a.sources]
+        for root in roots:
+            for op in nir.view_closure(root):
+                op.move_before(head)
+        p.region.move_before(head)
+        pp = choice.plan
+        frac, h, d1 = self.target.fractal, a.heads, a.d_blocks
+        x_bytes = p.n1 * p.m1 * proj.FRACTAL_F16
+        w_bytes = 3 * d1 * p.n1 * proj.FRACTAL_F16 * h
+        qkv = 3 * a.seq * h * a.head_dim * 2
+        rows = pp.row_tiles(p.m1)
+        fused = (attrs["gm_bytes"] - qkv + x_bytes * (1 if pp.x_resident else h)
+                 + w_bytes * rows)
+        unfused = attrs["unfused_gm_bytes"] + int(nir.dict_attr_items(
+            p.region.attributes[epilogue.EPILOGUE_ATTR])["unfused_gm_bytes"])
+        new = dict(attrs, query_rows=choice.qb * 16, key_rows=choice.kb * 16,
+                   ub_bytes=choice.ub_bytes, gm_bytes=fused, unfused_gm_bytes=unfused)
+        with region.context:
+            region.attributes[att.ATTENTION_ATTR] = nir.dict_attr_of(new)
+            region.attributes[proj.PROJECTION_ATTR] = nir.dict_attr_of(pp.as_attr())
+        if not self.remarks:
+            return
+        m, n, k = p.m1 * frac, p.n1 * frac, p.c_blocks * frac
+        x = ("X resident in L1 for all heads" if pp.x_resident else
+             f"X streamed in row strips of {pp.rows * frac} rows, once a head")
+        was = (attrs["query_rows"], attrs["key_rows"])
+        tile = (f"attention tile {choice.qb * frac} x {choice.kb * frac}"
+                + (f" (apart {was[0]} x {was[1]})" if was != (choice.qb * frac, choice.kb * frac)
+                   else ""))
+        self.remark(region, f"attention computes its Q/K/V projection ({m}x{n}x{k} matmul and "
+                            f"its epilogue) head by head on chip: {x}; W's columns of a head "
+                            f"read {rows} time(s) a head in chunks of {pp.chunk * frac}; C "
+                            f"pieces of {pp.rows * frac} x {pp.cols * frac} in {pp.c_slots} L0C "
+                            f"slot(s), L0 sub-steps of {pp.sub * frac}"
+                            + ("; the scores in one L0C slot" if pp.scores_slots == 1 else "")
+                            + f"; {tile}; estimated {int(choice.fused)} cycles against "
+                            f"{int(choice.apart)} apart; Q, K, V never reach GM (GM traffic "
+                            f"{unfused} -> {fused} bytes)")

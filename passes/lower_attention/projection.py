@@ -1,0 +1,270 @@
+"""The projection `npu-lower-attention`'s kernel computes when its group
+holds the Q/K/V matmul epilogue (`npu.attention_projection`): each head's
+Q, K and V made on the cube and drained into the L1 tiles the attention's
+stages read, and those tiles' blocks fed to L0A / L0B.
+
+A head's work is a list of jobs (`ProjectedHeads.jobs`), one C piece each:
+its mads over the reduction (a W chunk GM -> L1 at a time, L0 sub-steps in
+two slots) into an L0C piece, then its drain (L0C -> UB rounded to f16 by
+the move, the epilogue's members as `npu-lower-matmul` applies them, UB ->
+L1 into the tile: a C piece's Nz order is the tile's). The schedules place
+a head's jobs among the previous head's steps, so that the cube and MTE2
+work on head h+1 while the vector unit runs head h's softmax. The cube
+builders and the epilogue are `npu-lower-matmul`'s.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from mlir import ir
+
+from npu import attention_projection as proj
+from npu import ir as nir
+from npu.cce_build import copy_bursts, lin
+from npu.passes.base import PassError
+from npu.passes.matmul_epilogue import MatmulEpilogue, Piece
+
+# The tiles of one head: "q" [D/16, S1], "k" [D/16, S1] (K's own rows: the
+# Zn blocks of K^T), "v" [D/16 + 1, S1] (its last column block ones).
+Tiles = dict[str, ir.Value]
+
+
+class ProjectedHeads:
+    """Mixed into the kernel (`a`, `t`, `mm`, `granule`, `scope`, `fill_ones`)."""
+
+    projection: proj.Projection | None = None
+    pp: proj.ProjPlan | None = None
+
+    def bind_projection(self, region: ir.Operation, plan: dict) -> None:
+        """The nested `npu.epilogue` group `region` as this kernel's projection."""
+        body = [o.operation for o in region.regions[0].blocks[0].operations]
+        matmul = next((o for o in body if o.name == "ascend.matmul"), None)
+        if matmul is None:
+            raise PassError("the projection in an npu.attention group has no matmul", region)
+        roots = [nir.view_root(s) for s in self.a.sources]
+        found = proj.find(self.a, {r: region for r in roots}, {}, self.t)
+        if isinstance(found, str):
+            raise PassError(f"npu.attention group's projection: {found}", region)
+        self.projection, self.pp = found, proj.ProjPlan.from_attr(plan)
+        pp = self.pp
+        if found.n1 % pp.chunk or pp.chunk % pp.sub or self.a.d_blocks % pp.cols:
+            raise PassError(f"npu.attention projection plan {plan} does not divide the "
+                            f"reduction ({found.n1} blocks) or the head's columns", region)
+        self.epi = MatmulEpilogue(self.mm, region, matmul)
+
+    def projection_prologue(self) -> None:
+        """Before the heads: the broadcast rows in UB, X in L1 (resident),
+        and the buffers the jobs take by turns (L0C pieces, W chunks, X
+        strips, UB landing pieces)."""
+        p, pp = self.projection, self.pp
+        self.epi.load_broadcast([])
+        if pp.x_resident:
+            self.x_l1 = nir.alloc([p.n1, p.m1, 16, 16], "f16", "l1")
+            copy_bursts("cce.copy_gm_to_l1", p.x, self.x_l1, 1, p.n1 * p.m1 * 16)
+        else:
+            self.x_strips = [nir.alloc([p.n1, pp.rows, 16, 16], "f16", "l1") for _ in range(2)]
+        self.pieces = [nir.alloc([pp.cols * pp.rows, 16, 16], "f32", "l0c")
+                       for _ in range(pp.c_slots)]
+        self.w_slots = [nir.alloc([pp.cols, pp.chunk, 16, 16], "f16", "l1")
+                        for _ in range(pp.w_slots)]
+        self.landings = [nir.alloc([pp.cols * pp.rows, 16, 16], "f16", "ub") for _ in range(2)]
+
+    def head_tiles_of(self) -> Tiles:
+        """A set of tiles for one head (V's ones column written)."""
+        s1, d1 = self.a.seq_blocks, self.a.d_blocks
+        tiles = {"q": nir.alloc([d1, s1, 16, 16], "f16", "l1"),
+                 "k": nir.alloc([d1, s1, 16, 16], "f16", "l1"),
+                 "v": nir.alloc([d1 + 1, s1, 16, 16], "f16", "l1")}
+        self.fill_ones(tiles["v"], s1)
+        return tiles
+
+    def l0b_slot_bytes(self) -> int:
+        """L0B bytes of the jobs' two sub-step slots."""
+        return 2 * self.pp.sub * self.pp.cols * proj.FRACTAL_F16
+
+    # -- a head's jobs ----------------------------------------------------------
+    def job_count(self) -> int:
+        """Jobs a head: row tiles x Q, K, V x column pieces."""
+        return self.pp.jobs_per_head(self.projection.m1, self.a.d_blocks)
+
+    def run_jobs(self, h, tiles: Tiles, ks: range | list[int] | None = None,
+                 head_slot: int = 0, loads: bool = True,
+                 ahead: Callable[[int], None] | None = None) -> None:
+        """Jobs `ks` (all by default) of head h, in order (row tile, then Q,
+        K, V, then column piece), emitted where the caller is, not in a
+        scope of their own: npu-insert-sync orders a nested loop as a whole,
+        so one scope around them would hold the next head's weight loads
+        until every job of this one had read its own. First (unless `loads`
+        is False: the caller emitted them earlier, `load_jobs`) the GM -> L1
+        copies of every job, then per job its mads in a scope (with its L0A
+        / L0B sub-step slots: they live there only, so the attention's L0
+        tiles, in scopes of their own, may share those bytes) and its drain
+        in another. `head_slot`: 0 or 1 by head, for the W chunks' turns;
+        `ahead(k)`: emitted after job k's mads (the next head's copies for
+        job k: npu-insert-sync's sink-sets puts one set_flag after a run of
+        copies, so the next head's copies must not follow this head's in
+        one run: its first job would wait for all of them)."""
+        ks = list(range(self.job_count()) if ks is None else ks)
+        if loads:
+            self.load_jobs(h, ks, head_slot)
+        for k in ks:
+            self.scope(lambda k=k: self.job_mads(k, head_slot))
+            if ahead is not None:
+                ahead(k)
+            self.scope(lambda k=k: self.job_drain(h, k, tiles))
+
+    def load_jobs(self, h, ks: range | list[int] | None = None, head_slot: int = 0) -> None:
+        """The GM -> L1 copies of jobs `ks` (all by default) of head h: a
+        schedule may emit them a head ahead of the jobs, so that MTE2 brings
+        the next head's weights while the cube works on this one's (the
+        weight traffic is about the cube's work: MTE2 must never wait)."""
+        for k in (range(self.job_count()) if ks is None else ks):
+            self.job_loads(h, k, head_slot)
+
+    def job_of(self, k: int) -> tuple[int, int, int, int]:
+        """(row tile, tensor 0 Q / 1 K / 2 V, column piece, rows) of job k."""
+        p, pp, d1 = self.projection, self.pp, self.a.d_blocks
+        r, rest = divmod(k, 3 * (d1 // pp.cols))
+        t, c = divmod(rest, d1 // pp.cols)
+        return r, t, c, min(pp.rows, p.m1 - r * pp.rows)
+
+    def w_slot(self, k: int, ci: int, head_slot: int) -> ir.Value:
+        """The L1 buffer of job k's W chunk ci: by turns across a head's
+        jobs, the two head slots (alternate heads) starting a head's worth
+        of chunks apart (with room for two heads' chunks, a head's copies
+        never wait for the previous head's reads)."""
+        chunks = self.projection.n1 // self.pp.chunk
+        first = head_slot * self.job_count() * chunks
+        return self.w_slots[(first + k * chunks + ci) % self.pp.w_slots]
+
+    def x_tile(self, r: int) -> tuple[ir.Value, int, int]:
+        """(L1 buffer, row blocks per column block, first row block) of X's
+        rows of row tile r: all of X resident, or the tile's strip."""
+        p, pp = self.projection, self.pp
+        if pp.x_resident:
+            return self.x_l1, p.m1, r * pp.rows
+        return self.x_strips[r % 2], pp.rows, 0
+
+    def job_loads(self, h, k: int, head_slot: int) -> None:
+        """Job k's W chunks GM -> L1 (and, for a row tile's first job, X's strip)."""
+        p, pp, d1 = self.projection, self.pp, self.a.d_blocks
+        r, t, c, rows = self.job_of(k)
+        if not pp.x_resident and t == 0 and c == 0:
+            x1 = self.x_tile(r)[0]
+            copy_bursts("cce.copy_gm_to_l1",
+                        nir.subview(p.x, [0, r * pp.rows, 0, 0], [p.n1, rows, 16, 16]),
+                        x1 if rows == pp.rows else nir.subview(
+                            x1, [0, 0, 0, 0], [p.n1, rows, 16, 16]),
+                        p.n1, rows * 16, src_gap=(p.m1 - rows) * 16,
+                        dst_gap=(pp.rows - rows) * 16)
+        col = lin((h, d1), (p.firsts[t] + c * pp.cols, 1))
+        for ci in range(p.n1 // pp.chunk):
+            src = nir.subview(p.w, [col, ci * pp.chunk, 0, 0], [pp.cols, pp.chunk, 16, 16])
+            copy_bursts("cce.copy_gm_to_l1", src, self.w_slot(k, ci, head_slot), pp.cols,
+                        pp.chunk * 16,
+                        src_gap=(p.n1 - pp.chunk) * 16)
+
+    def job_mads(self, k: int, head_slot: int) -> None:
+        """Job k's piece: for each L0 sub-step of the reduction, X's and
+        W's sub-tiles to the L0A / L0B slot of its turn and a mad."""
+        p, pp = self.projection, self.pp
+        r, _, _, rows = self.job_of(k)
+        cols = pp.cols
+        piece = nir.subview(self.pieces[k % pp.c_slots], [0, 0, 0], [cols * rows, 16, 16])
+        x1, ld, row0 = self.x_tile(r)
+        a_slots = [nir.alloc([rows * pp.sub, 16, 16], "f16", "l0a") for _ in range(2)]
+        b_slots = [nir.alloc([pp.sub * cols, 16, 16], "f16", "l0b") for _ in range(2)]
+        step = 0
+        for ci in range(p.n1 // pp.chunk):
+            w1 = self.w_slot(k, ci, head_slot)
+            for s in range(pp.chunk // pp.sub):
+                a0, b0 = a_slots[step % 2], b_slots[step % 2]
+                step += 1
+                n0 = ci * pp.chunk + s * pp.sub
+                self.mm.reorder_blocks(x1, a0, rows=rows, cols=pp.sub, transpose=False,
+                                       op_name="cce.load_l1_to_l0a", src_first=n0 * ld + row0,
+                                       src_col_stride=ld)
+                self.mm.reorder_blocks(w1, b0, rows=pp.sub, cols=cols, transpose=True,
+                                       op_name="cce.load_l1_to_l0b", src_first=s * pp.sub,
+                                       src_col_stride=pp.chunk)
+                self.mm.mad(a0, b0, piece, rows, pp.sub, cols, step > 1)
+
+    def job_drain(self, h, k: int, tiles: Tiles) -> None:
+        """Job k's piece L0C -> UB (rounded to f16 by the move), the
+        epilogue's members on it, UB -> L1 into its blocks of the tile."""
+        p, pp, d1 = self.projection, self.pp, self.a.d_blocks
+        r, t, c, rows = self.job_of(k)
+        cols = pp.cols
+        piece = nir.subview(self.pieces[k % pp.c_slots], [0, 0, 0], [cols * rows, 16, 16])
+        landing = self.landings[k % 2]
+        if rows < pp.rows:
+            landing = nir.subview(landing, [0, 0, 0], [cols * rows, 16, 16])
+        self.mm.move_to_ub(piece, landing, cols * rows)
+        tile = tiles["qkv"[t]]
+
+        def into_tile(_parts, ub: ir.Value, _piece: Piece) -> None:
+            """The piece (Nz in UB) -> its blocks of the tile, one burst per
+            column block (the tile's row blocks follow each other)."""
+            ld_tile = nir.memref_shape(tile)[1]
+            dst = nir.subview(tile, [c * cols, r * pp.rows, 0, 0], [cols, rows, 16, 16])
+            copy_bursts("cce.copy_ub_to_l1", ub, dst, cols, rows * 16,
+                        dst_gap=(ld_tile - rows) * 16)
+
+        col = lin((h, d1), (p.firsts[t] + c * cols, 1))
+        self.epi.sink = into_tile
+        self.epi.emit(landing, Piece([], col if isinstance(col, ir.Value) else nir.index_const(col),
+                                     nir.index_const(r * pp.rows), cols, rows))
+
+    # -- the tiles' blocks to L0 ---------------------------------------------------
+    def q_from_tile(self, q1: ir.Value, x0, mq: int, q0: ir.Value) -> None:
+        """Query blocks x0.. (mq) of a head's Q tile -> `q0` in L0A (Zz)."""
+        static = isinstance(x0, int)
+        self.mm.reorder_blocks(q1, q0, rows=mq, cols=self.a.d_blocks, transpose=False,
+                               op_name="cce.load_l1_to_l0a", src_first=x0 if static else 0,
+                               src_col_stride=nir.memref_shape(q1)[1],
+                               src_base=None if static else x0)
+
+    def k_from_tile(self, k1: ir.Value, y0, kbk: int) -> ir.Value:
+        """Key blocks y0.. (kbk) of a head's K tile -> L0B as `k_to_l0b`
+        gives them: per column block j of K, its kbk blocks in a row."""
+        d1, s1 = self.a.d_blocks, nir.memref_shape(k1)[1]
+        l0b = nir.alloc([d1, kbk, 16, 16], "f16", "l0b")
+        if kbk == s1:
+            self.mm.reorder_blocks(k1, l0b, rows=1, cols=d1 * kbk, transpose=False,
+                                   op_name="cce.load_l1_to_l0b", src_col_stride=1)
+            return l0b
+        flat = self.mm.flat_blocks(l0b, d1 * kbk)
+        static = isinstance(y0, int)
+        for j in range(d1):
+            dst = self.mm.block_view(flat, j * kbk, (j + 1) * kbk)
+            self.mm.reorder_blocks(k1, dst, rows=1, cols=kbk, transpose=False,
+                                   op_name="cce.load_l1_to_l0b",
+                                   src_first=j * s1 + (y0 if static else 0), src_col_stride=1,
+                                   src_base=None if static else y0)
+        return l0b
+
+    def v_from_tile(self, v1: ir.Value, y0, kbk: int, v0: ir.Value) -> None:
+        """Key blocks y0.. (kbk) of a head's V tile (with its ones column)
+        -> `v0` in L0B (Zn)."""
+        static = isinstance(y0, int)
+        self.mm.reorder_blocks(v1, v0, rows=kbk, cols=self.a.d_blocks + 1, transpose=True,
+                               op_name="cce.load_l1_to_l0b", src_first=y0 if static else 0,
+                               src_col_stride=nir.memref_shape(v1)[1],
+                               src_base=None if static else y0)
+
+    def projected_scores(self, tiles: Tiles, q_x0, y0, kbk: int, q0: ir.Value, buf: dict,
+                         slot: int, mq: int) -> None:
+        """Q.K^T of key blocks y0.. (kbk) into the slot's scores, from the
+        head's tiles; with `q_x0`, query blocks q_x0.. of Q go to `q0` first."""
+        if q_x0 is not None:
+            self.q_from_tile(tiles["q"], q_x0, mq, q0)
+        k0 = self.k_from_tile(tiles["k"], y0, kbk)
+        self.mm.mad(q0, k0, self.prefix(buf["scores"][slot], kbk), mq, self.a.d_blocks, kbk,
+                    False)
+
+    def projected_pv(self, tiles: Tiles, y0, mq: int, kbk: int, buf: dict, slot: int) -> None:
+        """P.V of key blocks y0.. (kbk), V from the head's tile."""
+        v0 = nir.alloc([kbk, self.a.d_blocks + 1, 16, 16], "f16", "l0b")
+        self.v_from_tile(tiles["v"], y0, kbk, v0)
+        self.pv(mq, kbk, buf, slot, v0=v0)
