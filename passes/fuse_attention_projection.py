@@ -58,10 +58,8 @@ class FuseAttentionProjectionPass(Pass):
                 for store in nir.walk(op, lambda o: o.name == "ascend.defractalize"):
                     region_of[nir.view_root(store.operands[-1])] = op
         for region in [op for op in ops if att.ATTENTION_ATTR in op.attributes]:
-            body = [o.operation for o in region.regions[0].blocks[0].operations]
-            first = next(o for o in body if o.name == "ascend.batch_matmul")
-            a = att.match(first, att.users_of(body))
-            if isinstance(a, str):
+            a = self.attention_of(region, ops)
+            if a is None:
                 continue
             found = proj.find(a, region_of, users, self.target)
             if isinstance(found, str):
@@ -83,22 +81,48 @@ class FuseAttentionProjectionPass(Pass):
             if isinstance(choice, str):
                 self.refuse(region, choice)
                 continue
-            self.form(region, a, found, choice, attrs)
+            self.form(region, a, found, choice, attrs, set(ops))
+
+    @staticmethod
+    def attention_of(region: ir.Operation, ops: list) -> att.Attention | None:
+        """The group's attention as `npu-lower-attention` will see it. At a
+        seq of partial 16-row blocks npu-fuse-attention left the head
+        transposes and fractalizes of Q, K, V out (the kernel would read
+        rows past the end); computing them, the kernel reads none, so those
+        join from the top level (`att.match(any_seq=True)`: members outside
+        the region, moved in by `form`)."""
+        body = [o.operation for o in region.regions[0].blocks[0].operations]
+        first = next(o for o in body if o.name == "ascend.batch_matmul")
+        outside = [o for o in ops if o.name.startswith("ascend.")]
+        users = att.users_of(body + outside)
+        a = att.match(first, users, any_seq=True)
+        if isinstance(a, str):
+            return None
+        if any(o.name == "ascend.fractalize" and o not in a.members for o in body):
+            att.absorb_nz_out(a, users)
+        if any(m not in body and m.name not in ("ascend.transpose", "ascend.fractalize")
+               for m in a.members):
+            return None
+        return a
 
     @staticmethod
     def conflict(p: proj.Projection, region: ir.Operation, a: att.Attention, ops: list,
                  index: dict, touches: dict) -> str | None:
-        """Why the epilogue group cannot move down into the attention: an op
-        in between writes what it reads or touches what it writes."""
-        reads, writes = touches[index[p.region]]
+        """Why the epilogue group (and members of the attention still at the
+        top level) cannot move down into the attention: an op in between
+        writes what one reads or touches what one writes."""
+        moved = [m for m in a.members if m in index]
         mine = {nir.view_root(s) for s in a.sources}
-        for op in ops[index[p.region] + 1:index[region]]:
-            if op.name in nir.VIEW_OPS or op.name == "memref.alloc" or index[op] not in touches:
-                continue
-            r, w = touches[index[op]]
-            if w & reads or (r | w) & (writes | mine):
-                return (f"'{op.name}' between the projection and the attention uses Q, K or V "
-                        "or writes the projection's input")
+        for first, extra in [(p.region, mine)] + [(m, set()) for m in moved]:
+            reads, writes = touches[index[first]]
+            for op in ops[index[first] + 1:index[region]]:
+                if op.name in nir.VIEW_OPS or op.name == "memref.alloc" or op in moved \
+                        or index[op] not in touches:
+                    continue
+                r, w = touches[index[op]]
+                if w & reads or (r | w) & (writes | extra):
+                    return (f"'{op.name}' between the projection and the attention uses Q, K or "
+                            "V or writes the projection's input")
         return None
 
     def refuse(self, region: ir.Operation, why: str) -> None:
@@ -106,9 +130,10 @@ class FuseAttentionProjectionPass(Pass):
             self.remark(region, f"attention not fused with its Q/K/V projection: {why}")
 
     def form(self, region: ir.Operation, a: att.Attention, p: proj.Projection,
-             choice: proj.Choice, attrs: dict) -> None:
+             choice: proj.Choice, attrs: dict, top: set) -> None:
         """The epilogue group (and the Q, K, V tensors) move into the
-        attention region, whose attribute gets the chosen tile and plan."""
+        attention region, whose attribute gets the chosen tile and plan;
+        `top`: the function's top-level ops."""
         block = region.regions[0].blocks[0]
         head = block.operations[0]
         roots = [nir.view_root(s) for s in a.sources]
@@ -116,6 +141,16 @@ class FuseAttentionProjectionPass(Pass):
             for op in nir.view_closure(root):
                 op.move_before(head)
         p.region.move_before(head)
+        # Members still at the top level (the prologue at a seq of partial
+        # blocks, `attention_of`): their tensors, then themselves.
+        moved = [m for m in a.members if m in top]
+        for m in moved:
+            root = nir.view_root(m.operands[-1])
+            if nir.defining_op(root) in top:
+                for op in nir.view_closure(root):
+                    op.move_before(head)
+        for m in moved:
+            m.move_before(head)
         pp = choice.plan
         frac, h, d1 = self.target.fractal, a.heads, a.d_blocks
         x_bytes = p.n1 * p.m1 * proj.FRACTAL_F16

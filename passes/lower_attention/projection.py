@@ -21,9 +21,10 @@ from mlir import ir
 
 from npu import attention_projection as proj
 from npu import ir as nir
-from npu.cce_build import copy_bursts, lin
+from npu.cce_build import copy_bursts, lin, sub
 from npu.passes.base import PassError
 from npu.passes.matmul_epilogue import MatmulEpilogue, Piece
+from npu.vector_tiling import split_repeats
 
 # The tiles of one head: "q" [D/16, S1], "k" [D/16, S1] (K's own rows: the
 # Zn blocks of K^T), "v" [D/16 + 1, S1] (its last column block ones).
@@ -90,37 +91,72 @@ class ProjectedHeads:
 
     def run_jobs(self, h, tiles: Tiles, ks: range | list[int] | None = None,
                  head_slot: int = 0, loads: bool = True,
-                 ahead: Callable[[int], None] | None = None) -> None:
+                 ahead: Callable[[int], None] | None = None, drains: bool = True,
+                 strips_early: bool = True) -> None:
         """Jobs `ks` (all by default) of head h, in order (row tile, then Q,
         K, V, then column piece), emitted where the caller is, not in a
         scope of their own: npu-insert-sync orders a nested loop as a whole,
         so one scope around them would hold the next head's weight loads
         until every job of this one had read its own. First (unless `loads`
         is False: the caller emitted them earlier, `load_jobs`) the GM -> L1
-        copies of every job, then per job its mads in a scope (with its L0A
+        copies of each job right before it, then its mads in a scope (with its L0A
         / L0B sub-step slots: they live there only, so the attention's L0
         tiles, in scopes of their own, may share those bytes) and its drain
         in another. `head_slot`: 0 or 1 by head, for the W chunks' turns;
         `ahead(k)`: emitted after job k's mads (the next head's copies for
         job k: npu-insert-sync's sink-sets puts one set_flag after a run of
         copies, so the next head's copies must not follow this head's in
-        one run: its first job would wait for all of them)."""
+        one run: its first job would wait for all of them); `drains` False:
+        the caller emits them later (`drain_jobs`). X streamed: with
+        `strips_early` (a head's jobs back to back) the next row's strip is
+        copied after the mads of a row's first job (`next_strip`), else
+        each row's strip with its first job's copies (jobs spread over the
+        attention's steps: an early strip would hold the W copies behind it
+        in MTE2's queue, and the cube's queue behind those)."""
         ks = list(range(self.job_count()) if ks is None else ks)
-        if loads:
-            self.load_jobs(h, ks, head_slot)
-        for k in ks:
+        # With room for two jobs' chunks, job k+1's copies follow job k's
+        # mads (MTE2 brings them while the cube works); else they come right
+        # before its own mads: no copy may overwrite a chunk whose mads come
+        # later in program order.
+        early = loads and self.pp.w_slots >= 2 * (self.projection.n1 // self.pp.chunk)
+        streamed = strips_early and not self.pp.x_resident
+        if ks and ks[0] == 0:
+            self.strips_loaded: set = set()
+        if early and ks:
+            self.job_loads(h, ks[0], head_slot, strip=not strips_early)
+        for i, k in enumerate(ks):
+            r, t, c, _ = self.job_of(k)
+            if streamed and t == c == 0 and r not in self.strips_loaded:
+                self.load_strip(r)
+            if loads and not early:
+                self.job_loads(h, k, head_slot, strip=not strips_early)
             self.scope(lambda k=k: self.job_mads(k, head_slot))
+            if early and i + 1 < len(ks):
+                self.job_loads(h, ks[i + 1], head_slot, strip=not strips_early)
+            if streamed:
+                self.next_strip(k)
             if ahead is not None:
                 ahead(k)
+            if drains:
+                self.scope(lambda k=k: self.job_drain(h, k, tiles))
+
+    def drain_jobs(self, h, tiles: Tiles, ks: list[int]) -> None:
+        """The drains of jobs `ks` of head h (their mads emitted earlier:
+        with several steps a head, a step later, so that the vector unit,
+        which is the busier there, never waits in its queue for the cube)."""
+        for k in ks:
             self.scope(lambda k=k: self.job_drain(h, k, tiles))
 
-    def load_jobs(self, h, ks: range | list[int] | None = None, head_slot: int = 0) -> None:
-        """The GM -> L1 copies of jobs `ks` (all by default) of head h: a
-        schedule may emit them a head ahead of the jobs, so that MTE2 brings
-        the next head's weights while the cube works on this one's (the
-        weight traffic is about the cube's work: MTE2 must never wait)."""
+    def load_jobs(self, h, ks: range | list[int] | None = None, head_slot: int = 0,
+                  strips: bool = False) -> None:
+        """The GM -> L1 copies of jobs `ks` (all by default) of head h: with
+        `loads_ahead`, a schedule may emit them a head ahead of the jobs, so
+        that MTE2 brings the next head's weights while the cube works on
+        this one's (the weight traffic is about the cube's work: MTE2 must
+        never wait). `strips`: with X streamed, a row's first job brings
+        its strip too (else the jobs do, `run_jobs`)."""
         for k in (range(self.job_count()) if ks is None else ks):
-            self.job_loads(h, k, head_slot)
+            self.job_loads(h, k, head_slot, strip=strips)
 
     def job_of(self, k: int) -> tuple[int, int, int, int]:
         """(row tile, tensor 0 Q / 1 K / 2 V, column piece, rows) of job k."""
@@ -129,13 +165,22 @@ class ProjectedHeads:
         t, c = divmod(rest, d1 // pp.cols)
         return r, t, c, min(pp.rows, p.m1 - r * pp.rows)
 
+    @property
+    def loads_ahead(self) -> bool:
+        """Whether the W slots hold two heads' chunks: then a schedule may
+        copy the next head's weights during this head's jobs (`load_jobs`),
+        each head's into its own half. Else each job's copies come right
+        before its mads, by turns, so that none overwrites a chunk whose
+        mads come later in program order (npu-insert-sync orders what the
+        program says: such a copy would be a legal overwrite)."""
+        chunks = self.projection.n1 // self.pp.chunk
+        return self.pp.w_slots >= 2 * self.job_count() * chunks
+
     def w_slot(self, k: int, ci: int, head_slot: int) -> ir.Value:
         """The L1 buffer of job k's W chunk ci: by turns across a head's
-        jobs, the two head slots (alternate heads) starting a head's worth
-        of chunks apart (with room for two heads' chunks, a head's copies
-        never wait for the previous head's reads)."""
+        jobs, in the half of the slots of its head (`loads_ahead`)."""
         chunks = self.projection.n1 // self.pp.chunk
-        first = head_slot * self.job_count() * chunks
+        first = head_slot * self.job_count() * chunks if self.loads_ahead else 0
         return self.w_slots[(first + k * chunks + ci) % self.pp.w_slots]
 
     def x_tile(self, r: int) -> tuple[ir.Value, int, int]:
@@ -146,18 +191,40 @@ class ProjectedHeads:
             return self.x_l1, p.m1, r * pp.rows
         return self.x_strips[r % 2], pp.rows, 0
 
-    def job_loads(self, h, k: int, head_slot: int) -> None:
-        """Job k's W chunks GM -> L1 (and, for a row tile's first job, X's strip)."""
+    def next_strip(self, k: int) -> None:
+        """After the mads of job k (the i-th of its row tile r), with the
+        next job's W copies: piece i of the next row's strip (the strip cut
+        into a row's count of pieces along the reduction), so that MTE2
+        brings it in the gaps the W copies leave while the cube works
+        (whole, it would hold the next W copies behind it in MTE2's queue);
+        into the slot of row r-1, whose jobs have all had their mads."""
+        per_row = 3 * (self.a.d_blocks // self.pp.cols)
+        r, i = divmod(k, per_row)
+        if r + 1 < self.pp.row_tiles(self.projection.m1):
+            self.load_strip(r + 1, i, per_row)
+            self.strips_loaded.add(r + 1)
+
+    def load_strip(self, r: int, part: int = 0, parts: int = 1) -> None:
+        """X's rows of row tile r GM -> its L1 strip (slot r % 2): all of
+        it, or piece `part` of `parts` along the reduction."""
+        p, pp = self.projection, self.pp
+        rows = min(pp.rows, p.m1 - r * pp.rows)
+        n0, n1 = p.n1 * part // parts, p.n1 * (part + 1) // parts
+        if n0 == n1:
+            return
+        x1 = self.x_tile(r)[0]
+        copy_bursts("cce.copy_gm_to_l1",
+                    nir.subview(p.x, [n0, r * pp.rows, 0, 0], [n1 - n0, rows, 16, 16]),
+                    nir.subview(x1, [n0, 0, 0, 0], [n1 - n0, rows, 16, 16]),
+                    n1 - n0, rows * 16, src_gap=(p.m1 - rows) * 16, dst_gap=(pp.rows - rows) * 16)
+
+    def job_loads(self, h, k: int, head_slot: int, strip: bool = True) -> None:
+        """Job k's W chunks GM -> L1 (with `strip`, for a row's first job
+        with X streamed, the row's strip first)."""
         p, pp, d1 = self.projection, self.pp, self.a.d_blocks
         r, t, c, rows = self.job_of(k)
-        if not pp.x_resident and t == 0 and c == 0:
-            x1 = self.x_tile(r)[0]
-            copy_bursts("cce.copy_gm_to_l1",
-                        nir.subview(p.x, [0, r * pp.rows, 0, 0], [p.n1, rows, 16, 16]),
-                        x1 if rows == pp.rows else nir.subview(
-                            x1, [0, 0, 0, 0], [p.n1, rows, 16, 16]),
-                        p.n1, rows * 16, src_gap=(p.m1 - rows) * 16,
-                        dst_gap=(pp.rows - rows) * 16)
+        if strip and not pp.x_resident and t == 0 and c == 0:
+            self.load_strip(r)
         col = lin((h, d1), (p.firsts[t] + c * pp.cols, 1))
         for ci in range(p.n1 // pp.chunk):
             src = nir.subview(p.w, [col, ci * pp.chunk, 0, 0], [pp.cols, pp.chunk, 16, 16])
@@ -206,6 +273,8 @@ class ProjectedHeads:
         def into_tile(_parts, ub: ir.Value, _piece: Piece) -> None:
             """The piece (Nz in UB) -> its blocks of the tile, one burst per
             column block (the tile's row blocks follow each other)."""
+            if t and r == pp.row_tiles(p.m1) - 1 and self.a.seq % 16:
+                self.zero_padding(ub, cols, rows)
             ld_tile = nir.memref_shape(tile)[1]
             dst = nir.subview(tile, [c * cols, r * pp.rows, 0, 0], [cols, rows, 16, 16])
             copy_bursts("cce.copy_ub_to_l1", ub, dst, cols, rows * 16,
@@ -215,6 +284,22 @@ class ProjectedHeads:
         self.epi.sink = into_tile
         self.epi.emit(landing, Piece([], col if isinstance(col, ir.Value) else nir.index_const(col),
                                      nir.index_const(r * pp.rows), cols, rows))
+
+    def zero_padding(self, ub: ir.Value, cols: int, rows: int) -> None:
+        """The rows past the sequence of a piece of K or V (its last row
+        block's last ones): zeros. They are X's padding rows times W plus
+        the bias, which the keys' mask and P's zeros cancel only when they
+        are finite, and X's padding need not be (apart, the row-major
+        stores drop those rows and the attention's fractalizes write zeros)."""
+        valid, lanes = self.a.seq % 16, self.t.lanes(2)
+        flat = nir.flatten_memref(ub)
+        for j in range(cols):
+            first = (j * rows + rows - 1) * 256 + valid * 16
+            for piece in split_repeats((16 - valid) * 16, lanes, self.t.max_repeat):
+                nir.create_op("cce.vdup", [sub(flat, first + piece.offset,
+                                               (piece.repeat - 1) * lanes + piece.mask)],
+                              repeat=piece.repeat, mask=piece.mask, dst_blk_stride=1,
+                              dst_rep_stride=lanes * 2 // self.granule, scalar=0.0)
 
     # -- the tiles' blocks to L0 ---------------------------------------------------
     def q_from_tile(self, q1: ir.Value, x0, mq: int, q0: ir.Value) -> None:
@@ -268,3 +353,61 @@ class ProjectedHeads:
         v0 = nir.alloc([kbk, self.a.d_blocks + 1, 16, 16], "f16", "l0b")
         self.v_from_tile(tiles["v"], y0, kbk, v0)
         self.pv(mq, kbk, buf, slot, v0=v0)
+
+
+class SpreadJobs:
+    """The next head's jobs spread over a head's steps (`head_tiles`: head
+    h's steps carry head h+1's jobs, from the second step on).
+
+    Each job's W copies are emitted a step ahead of its mads (in the load
+    stage of the step before, after that step's own mads), so MTE2 brings
+    them while the cube works on the attention, when the W slots hold a
+    step's chunks; with four steps a head or more, each job's drain comes
+    two steps after its mads (in its step's drain stage), so the vector
+    unit never waits for the cube in its queue, when the L0C pieces hold
+    three steps' jobs; the last drains then precede the next head's first
+    Q.K^T (emitted in the load stage of this head's last step): the jobs
+    end at the third last step. Each L1 slot's next copy and each L0C
+    piece's next mads must come after the reads of what it held, in
+    program order (npu-insert-sync orders what the program says): where
+    the slots are too few, a job's copies come right before its mads and
+    its drain right after them."""
+
+    def __init__(self, kernel: "ProjectedHeads", per_head: int, tiles: list[Tiles]):
+        self.k, self.tiles = kernel, tiles
+        jobs, pp = kernel.job_count(), kernel.pp
+        chunks = kernel.projection.n1 // pp.chunk
+
+        def over(steps: int) -> dict[int, list[int]]:
+            return {j: [i for i in range(jobs) if 1 + i * steps // jobs == j]
+                    for j in range(per_head)}
+
+        def most(at: dict, span: int) -> int:
+            return max(sum(len(at.get(j + d, [])) for d in range(span)) for j in at)
+
+        self.at = over(per_head - 3) if per_head >= 4 else {}
+        # A step's drains come after the load stage two steps on (skewed:
+        # soft(s), load(s+1), pv(s), drain(s-1)): three steps' jobs at once.
+        self.deferred = bool(self.at) and most(self.at, 3) <= pp.c_slots
+        if not self.deferred:
+            self.at = over(per_head - 1)
+        self.ahead = most(self.at, 1) * chunks <= pp.w_slots
+
+    def prologue(self) -> None:
+        """Head 0's jobs, before the pipeline."""
+        self.k.run_jobs(0, self.tiles[0])
+
+    def in_load(self, h, j: int, parity: int) -> None:
+        """In the load stage of step j of head h (of `parity`): the mads of
+        head h+1's jobs of step j, then the copies of those of step j+1."""
+        nxt, slot = lin((h, 1), (1, 1)), 1 - parity
+        self.k.run_jobs(nxt, self.tiles[slot], self.at.get(j, []), slot, loads=not self.ahead,
+                        drains=not self.deferred, strips_early=False)
+        if self.ahead:
+            self.k.load_jobs(nxt, self.at.get(j + 1, []), slot, strips=True)
+
+    def in_drain(self, h, j: int, parity: int) -> None:
+        """In the drain stage of step j of head h: the drains of head h+1's
+        jobs of step j (deferred)."""
+        if self.deferred:
+            self.k.drain_jobs(lin((h, 1), (1, 1)), self.tiles[1 - parity], self.at.get(j, []))

@@ -12,6 +12,7 @@ from npu import attention_plan as cost
 from npu import ir as nir
 from npu.cce_build import copy, lin
 from npu.passes.base import PassError
+from npu.passes.lower_attention.projection import SpreadJobs
 
 # Most (query, key) tiles of a head emitted as static steps of one pipeline
 # over the heads (`head_tiles`); with more, each head is a pipeline whose
@@ -71,9 +72,10 @@ class TileSchedules:
                 # Head h+1's weights stream during head h's jobs (head 0's
                 # before the pipeline).
                 last = isinstance(h, int) and h == a.heads - 1
+                ahead = self.loads_ahead
                 self.run_jobs(h, {"q": q_tiles[slot], "k": k_tiles[slot], "v": buf["v"][slot]},
-                              head_slot=slot, loads=False, ahead=None if last else (
-                                  lambda k: self.load_jobs(lin((h, 1), (1, 1)), [k], 1 - slot)))
+                              head_slot=slot, loads=not ahead, ahead=None if last or not ahead
+                              else lambda k: self.load_jobs(lin((h, 1), (1, 1)), [k], 1 - slot))
                 self.v_lay_out = lambda: None
                 self.scope(lambda: self.mm.mad(
                     self.mm.to_l0a(q_tiles[slot], s1, d1), self.k_to_l0b(k_tiles[slot], s1),
@@ -126,7 +128,7 @@ class TileSchedules:
             self.finish(h, 0, s1, a.seq)
 
         # (Projected: the jobs are not in one scope, `run_jobs`.)
-        if projected:
+        if projected and self.loads_ahead:
             self.load_jobs(0, head_slot=0)
         self.skewed(a.heads, load if projected else lambda h, slot: self.scope(
                         lambda: load(h, slot)),
@@ -167,9 +169,7 @@ class TileSchedules:
                                 f"more than one static pipeline's {MAX_HEAD_STEPS}", self.region)
             resident = False
             tiles = [self.head_tiles_of() for _ in range(2)]
-            jobs = self.job_count()
-            at_step = {j: [i for i in range(jobs) if 1 + i * (per_head - 1) // jobs == j]
-                       for j in range(1, per_head)}
+            spread = SpreadJobs(self, per_head, tiles)
         buf = self.slots(qb, min(kb, s1), n_keys > 1, v=not resident and not projected)
         q0 = nir.alloc([qb, d1, 16, 16], "f16", "l0a")
         self.row_max = nir.alloc([qb * 16], "f32", "ub")
@@ -205,8 +205,7 @@ class TileSchedules:
                         own, first_row_block(x) if y == 0 else None, y * kb, blocks(y), q0, buf,
                         slot, qb))
                     if not (isinstance(h, int) and h == a.heads - 1):
-                        self.run_jobs(shift(h), tiles[1 - self.parity], at_step.get(step[1], []),
-                                      1 - self.parity)
+                        spread.in_load(h, step[1], self.parity)
                     return
                 if y == 0:
                     first = isinstance(x, int) and x == 0 and not following(h, x)[2]
@@ -242,6 +241,8 @@ class TileSchedules:
 
             def drain(step, slot: int) -> None:
                 h, x, y = locate(step)
+                if projected and not (isinstance(h, int) and h == a.heads - 1):
+                    spread.in_drain(h, step[1], self.parity)
                 if y == 0:
                     copy("cce.copy_l0c_to_ub", buf["pv"][slot], self.context, 1,
                          (d1 + 1) * qb * 32)
@@ -279,10 +280,13 @@ class TileSchedules:
             return h, shift(x), False
 
         if projected:
-            self.run_jobs(0, tiles[0])
+            spread.prologue()
         if per_head <= MAX_HEAD_STEPS:
+            # (Projected: peel 2, so that a looped step's jobs and copies are
+            # never of a head past the last.)
             self.skewed(a.heads, *stages(lambda st: (st[0],) + divmod(st[1], n_keys),
-                                         across_heads), inner=per_head, peel=1, pairs=projected)
+                                         across_heads), inner=per_head,
+                        peel=2 if projected else 1, pairs=projected)
         else:
             self.loop(a.heads, lambda h: self.skewed(
                 s1 // qb, *stages(lambda st: (h,) + st, within_head), inner=n_keys, peel=1),

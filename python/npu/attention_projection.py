@@ -73,7 +73,11 @@ class ProjPlan:
     blocks per GM -> L1 copy, in `w_slots` L1 buffers taken by turns (MTE2
     runs that many chunks ahead of the cube: its weight traffic is about
     the cube's work, so any stall it cannot absorb is lost); the attention's
-    scores in `scores_slots` L0C slots (one frees room for the pieces)."""
+    scores in `scores_slots` L0C slots. One frees room for the pieces, but
+    then a step's Q.K^T waits for the previous softmax to move its scores
+    out, and npu-insert-sync sets that flag after the softmax's run of
+    vector work: only with one tile a head, where a head's projection mads
+    sit between the two in the cube's queue, does that cost nothing."""
 
     x_resident: bool
     rows: int
@@ -256,8 +260,10 @@ def candidates(a: Attention, p: Projection) -> list[list[ProjPlan]]:
                                 chunk = next((c for c in divisors if c % sub == 0 and c <= 32),
                                              sub)
                                 per_head = n1 // chunk * 3 * (d1 // cols) * -(-m1 // rows)
-                                w_slots = {"2 heads": 2 * per_head, "1 head": per_head}.get(
-                                    depth, depth)
+                                # At least a job's chunks (`npu-lower-attention` copies a
+                                # job's chunks right before its mads, each to its own slot).
+                                w_slots = max(n1 // chunk, {"2 heads": 2 * per_head,
+                                                            "1 head": per_head}.get(depth, depth))
                                 group.append(ProjPlan(resident, rows, cols, c_slots, sub, chunk,
                                                       scores_slots, w_slots))
                             groups.append(group)
@@ -318,6 +324,10 @@ def estimate(a: Attention, qb: int, kb: int, p: Projection | None, pp: ProjPlan 
         jobs = pp.jobs_per_head(p.m1, d1)
         head_blocks = 3 * d1 * p.n1 * p.m1
         cube += h * head_blocks + h * jobs * (p.n1 // pp.sub) * target.mad_latency
+        if pp.w_slots < 2 * p.n1 // pp.chunk:
+            # No room for the next job's W chunks while this one's are read:
+            # each job's mads wait for its own copies.
+            cube += h * jobs * pp.cols * p.n1 * FRACTAL_F16 / gm
         x_bytes = p.n1 * p.m1 * FRACTAL_F16
         w_bytes = 3 * d1 * p.n1 * FRACTAL_F16
         mte2 = (x_bytes * (1 if pp.x_resident else h)
@@ -376,7 +386,10 @@ def choose(a: Attention, p: Projection, target: Target, ub_fraction: float,
             why = (f"a head has more tiles ({-(-s1 // qb) * -(-s1 // kb)}) than one static "
                    "pipeline holds")
             continue
+        whole = qb >= s1 and kb >= s1
         for group in candidates(a, p):
+            if group[0].scores_slots == 1 and not whole:
+                continue  # see `ProjPlan`: only a head's jobs may sit between Q.K^T and the softmax
             for pp in group:
                 need = footprint(a, qb, kb, p, pp, own)
                 budget = {sp: target.capacity(sp) for sp in need}
