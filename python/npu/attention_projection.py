@@ -374,7 +374,11 @@ def choose(a: Attention, p: Projection, target: Target, ub_fraction: float,
     def busiest(est: dict) -> float:
         return max(v for k, v in est.items() if k != "fill") + est["fill"]
 
-    apart = projection_cycles(p, target) + busiest(estimate(a, *apart_tile, None, None, target))
+    # Apart, the attention's first loads wait for the projection's last
+    # stores: a GM write and read latency between the two kernels.
+    boundary = target.path("ub_to_gm").latency + target.path("gm_to_l1").latency
+    apart = (projection_cycles(p, target) + boundary
+             + busiest(estimate(a, *apart_tile, None, None, target)))
     best: Choice | None = None
     why = "no tile of the attention leaves room on chip for one C piece of the projection"
     s1 = a.seq_blocks

@@ -363,3 +363,109 @@ def ffn_pair(m: int, n: int, f: int, act: str = "gelu") -> str:
     t = step("cast", [v], 'round_mode = "rint"', "f16")
     p.op("matmul", [t, ("%w2", (n1, f1, b, b), "f16"), ("%y", y_s, "f32")])
     return p.text()
+
+
+def qkv_attention(heads: int, seq: int, head_dim: int, hidden: int, bias: bool = True,
+                  nz_out: bool = False) -> str:
+    """BERT's self-attention as npu-fuse-horizontal and npu-hoist-casts leave
+    it (the form npu-fuse-attention-projection takes): x (f16 Nz A operand,
+    [hidden/16, S1, 16, 16]) . W (a host constant, the Q, K, V columns side
+    by side) + a host-constant bias row (`bias`), cast to f16 and stored
+    row-major as three [S, H*D] tensors (views of one buffer), each split
+    into heads by a transpose and fractalized; softmax(q k^T / sqrt(D)) v
+    per head, the heads merged into y [1, S, H, D] f32 (with `nz_out`: cast
+    to f16 and fractalized into y [H*D/16, S1, 16, 16], an out-projection's
+    A operand). Any seq: the Nz tensors have S1 = ceil(S/16) row blocks."""
+    s1, d1, n1 = -(-seq // 16), head_dim // 16, hidden // 16
+    width = heads * head_dim
+    w1 = width // 16
+    c_s, w_s = (3 * w1, s1, 16, 16), (3 * w1, n1, 16, 16)
+    args = [("%x", (n1, s1, 16, 16), "f16"),
+            ("%w", w_s, "f16", _nz_constant(hidden, 3 * width, "f16", False))]
+    if bias:
+        args.append(("%b", c_s, "f32", _nz_constant(s1 * 16, 3 * width, "f32", True)))
+    y_arg = ((w1, s1, 16, 16), "f16") if nz_out else ((1, seq, heads, head_dim), "f32")
+    args.append(("%y",) + y_arg)
+    p = _Program("qkv_attention", args)
+
+    def new(shape, elem):
+        return (p.alloc(shape, elem), shape, elem)
+
+    def line(text: str) -> str:
+        v = f"%v{len(p.lines)}"
+        p.lines.append(f"  {v} = {text}")
+        return v
+
+    c = new(c_s, "f32")
+    p.op("matmul", [("%x", (n1, s1, 16, 16), "f16"), ("%w", w_s, "f16"), c])
+    if bias:
+        cb = new(c_s, "f32")
+        p.op("add", [c, ("%b", c_s, "f32"), cb])
+        c = cb
+    piece = w1 * s1 * 512
+    raw = line(f'memref.alloc() : memref<{3 * piece}xi8, "gm">')
+    half = line(f'memref.view {raw}[%c0][] : memref<{3 * piece}xi8, "gm"> to {_t(c_s, "f16")}')
+    p.lines.insert(0, "  %c0 = arith.constant 0 : index")
+    p.op("cast", [c, (half, c_s, "f16")], 'round_mode = "rint"')
+    qs, ks = (heads, seq, head_dim), (heads, head_dim, seq)
+    nzs = {}
+    for i, (name, perm, shape) in enumerate((("q", (0, 2, 1, 3), qs), ("k", (0, 2, 3, 1), ks),
+                                             ("v", (0, 2, 1, 3), qs))):
+        shift = line(f"arith.constant {i * piece} : index")
+        cols = line(f'memref.view {raw}[{shift}][] : memref<{3 * piece}xi8, "gm"> to '
+                    f'{_t((w1, s1, 16, 16), "f16")}')
+        rows = new((seq, width), "f16")
+        p.op("defractalize", [(cols, (w1, s1, 16, 16), "f16"), rows])
+        split = line(f"memref.expand_shape {rows[0]} [[0, 1], [2, 3]] output_shape "
+                     f"[1, {seq}, {heads}, {head_dim}] : {_t((seq, width), 'f16')} into "
+                     f"{_t((1, seq, heads, head_dim), 'f16')}")
+        t = new((1,) + shape, "f16")
+        p.op("transpose", [(split, (1, seq, heads, head_dim), "f16"), t],
+             f"permutation = array<i64: {', '.join(map(str, perm))}>")
+        flat = line(f"memref.collapse_shape {t[0]} [[0, 1], [2], [3]] : "
+                    f"{_t((1,) + shape, 'f16')} into {_t(shape, 'f16')}")
+        r, cl = shape[1], shape[2]
+        nz = new((heads, -(-cl // 16), -(-r // 16), 16, 16), "f16")
+        p.op("fractalize", [(flat, shape, "f16"), nz])
+        nzs[name] = nz
+    ss, col = (heads, seq, seq), (heads, seq, 1)
+    c1 = new((heads, s1, s1, 16, 16), "f32")
+    p.op("batch_matmul", [nzs["q"], nzs["k"], c1])
+    s = new(ss, "f32")
+    p.op("defractalize", [c1, s])
+    scaled = new(ss, "f32")
+    p.op("muls", [s, scaled], f"scalar = {1 / math.sqrt(head_dim):.17e} : f64")
+    m = new(col, "f32")
+    p.op("reduce_max", [scaled, m])
+    t = new(ss, "f32")
+    p.op("sub", [scaled, m, t])
+    e = new(ss, "f32")
+    p.op("exp", [t, e])
+    total = new(col, "f32")
+    p.op("reduce_sum", [e, total])
+    rec = new(col, "f32")
+    p.op("reciprocal", [total, rec])
+    probs = new(ss, "f32")
+    p.op("mul", [e, rec, probs])
+    ph = new(ss, "f16")
+    p.op("cast", [probs, ph], 'round_mode = "rint"')
+    pf = new((heads, s1, s1, 16, 16), "f16")
+    p.op("fractalize", [ph, pf])
+    c2 = new((heads, d1, s1, 16, 16), "f32")
+    p.op("batch_matmul", [pf, nzs["v"], c2])
+    ctx = new(qs, "f32")
+    p.op("defractalize", [c2, ctx])
+    view = line(f"memref.expand_shape {ctx[0]} [[0, 1], [2], [3]] output_shape "
+                f"[1, {heads}, {seq}, {head_dim}] : {_t(qs, 'f32')} into "
+                f"{_t((1,) + qs, 'f32')}")
+    ps = (1, seq, heads, head_dim)
+    merged = new(ps, "f32")[0] if nz_out else "%y"
+    p.op("transpose", [(view, (1,) + qs, "f32"), (merged, ps, "f32")],
+         "permutation = array<i64: 0, 2, 1, 3>")
+    if nz_out:
+        flat = line(f"memref.collapse_shape {merged} [[0, 1], [2, 3]] : {_t(ps, 'f32')} into "
+                    f"{_t((seq, width), 'f32')}")
+        h16 = new((seq, width), "f16")
+        p.op("cast", [(flat, (seq, width), "f32"), h16], 'round_mode = "rint"')
+        p.op("fractalize", [h16, ("%y",) + y_arg])
+    return p.text()

@@ -14,9 +14,14 @@ from __future__ import annotations
 import numpy as np
 import onnxruntime
 import pytest
+from helpers import compile_and_simulate, compile_program
 from onnx import TensorProto, helper, numpy_helper
+from patterns import qkv_attention
+from test_matmul_epilogue import constant_inputs
 
 import npu
+from npu.attention_projection import PROJECTION_ATTR
+from npu.ir import dict_attr_items, walk
 
 FUSED, APART = "npu-lower{fuse-remarks=true}", "npu-lower{fuse-attention-projection=false}"
 
@@ -80,12 +85,101 @@ def check(seq: int, hidden: int, heads: int, head_dim: int, bias: bool = True):
 GROUPS = "builtin.module(npu-hoist-casts,npu-fuse-horizontal,npu-fuse-attention,npu-fuse,{})"
 
 
-def projection_plan(model, pipeline: str = "npu-fuse-attention-projection") -> dict | None:
-    """The `npu.projection` plan of the attention group once the fusion
-    passes ran (None: the projection was left apart)."""
-    from npu.attention_projection import PROJECTION_ATTR
-    from npu.ir import dict_attr_items, walk
-
-    kernel = npu.compile(model, target="ascend910", pipeline=GROUPS.format(pipeline))
-    found = [op for op in walk(kernel.module.operation) if PROJECTION_ATTR in op.attributes]
+def plan_of(module) -> dict | None:
+    """The `npu.projection` plan of the attention group (None: apart)."""
+    found = [op for op in walk(module.operation) if PROJECTION_ATTR in op.attributes]
     return dict_attr_items(found[0].attributes[PROJECTION_ATTR]) if found else None
+
+
+def projection_plan(model, pipeline: str = "npu-fuse-attention-projection") -> dict | None:
+    """`plan_of` the frontend's module once the fusion passes ran."""
+    return plan_of(npu.compile(model, target="ascend910", pipeline=GROUPS.format(pipeline)).module)
+
+
+# -- BERT's form from ONNX ---------------------------------------------------
+
+
+@pytest.mark.parametrize("seq,hidden,heads,head_dim,bias", [
+    (128, 128, 2, 64, True),    # one tile a head, X resident in L1, the heads one pipeline
+    (120, 96, 3, 32, False),    # odd seq (the transposes and fractalizes join), no bias
+    (256, 128, 2, 64, True),    # query tiles a head: jobs spread over the previous head's steps
+    pytest.param(128, 768, 12, 64, True, marks=pytest.mark.slow),   # BERT-base at seq 128
+    pytest.param(512, 768, 2, 64, True, marks=pytest.mark.slow),    # X streamed in row strips
+])
+def test_projection_joins_the_attention(seq, hidden, heads, head_dim, bias):
+    model, _ = self_attention(seq, hidden, heads, head_dim, bias)
+    assert projection_plan(model) is not None
+    assert projection_plan(model, "npu-fuse-attention-projection") is not None
+    freport, areport = check(seq, hidden, heads, head_dim, bias)
+    assert freport["cycles"] < areport["cycles"], (freport["cycles"], areport["cycles"])
+
+
+def test_the_option_turns_it_off():
+    """`npu-lower{fuse-attention-projection=false}` leaves the projection its
+    own kernel, which writes Q, K and V to GM for the attention to read back;
+    the fused kernel never does."""
+    seq, hidden, heads, d = 128, 128, 2, 64
+    model, x = self_attention(seq, hidden, heads, d, True)
+    apart = npu.compile(model, target="ascend910", pipeline=APART)
+    assert plan_of(apart.module) is None
+    _, areport = apart(x)
+    _, freport = run(model, x, "npu-lower")
+    qkv = 3 * seq * heads * d * 2
+    assert freport["bytes"]["ub_to_gm"] <= areport["bytes"]["ub_to_gm"] - qkv, (
+        freport["bytes"], areport["bytes"])
+
+
+# -- the same form written in ascend (any head count, odd seqs with a bias) ---
+
+
+def qkv_inputs(text: str, seq: int, hidden: int, padding: float = 0.0) -> list[np.ndarray]:
+    """x (Nz, its padding rows `padding`), the constants' own data, y."""
+    ins = constant_inputs(text)
+    rng = np.random.default_rng(seq + hidden)
+    s1 = -(-seq // 16)
+    x = (rng.standard_normal((hidden // 16, s1, 16, 16)) * 2 / np.sqrt(hidden)).astype(np.float16)
+    x[:, -1, (seq % 16) or 16:, :] = padding
+    ins[0] = x
+    return ins
+
+
+def check_qkv(heads: int, seq: int, head_dim: int, hidden: int, bias: bool = True,
+              nz_out: bool = False, padding: float = 0.0):
+    """Fused and apart against the reference of the ascend program, and the
+    plan formed."""
+    text = qkv_attention(heads, seq, head_dim, hidden, bias, nz_out)
+    assert plan_of(compile_program(text, GROUPS.format("npu-fuse-attention-projection"))) \
+        is not None
+    ins = qkv_inputs(text, seq, hidden, padding)
+    fused, expected, fres = compile_and_simulate(text, "npu-lower", ins)
+    apart, _, ares = compile_and_simulate(text, APART, ins)
+    y = len(ins) - 1
+    want = expected[y].astype(np.float64)
+    scale = float(np.abs(want).max())
+    for got in (fused[y], apart[y]):
+        np.testing.assert_allclose(got.astype(np.float64), want, rtol=2e-3, atol=2e-3 * scale)
+    np.testing.assert_allclose(fused[y].astype(np.float64), apart[y].astype(np.float64),
+                               rtol=2e-3, atol=2e-3 * scale)
+    assert fres.hazards == [] and fres.cycles < ares.cycles, (fres.cycles, ares.cycles)
+    return fres
+
+
+@pytest.mark.parametrize("heads,seq,head_dim,hidden,bias,nz_out", [
+    (1, 100, 64, 96, True, False),    # one head, odd seq, a hidden size other than H*D
+    (2, 120, 32, 64, True, False),    # head dim 32, odd seq with a bias
+    (3, 40, 128, 128, False, False),  # head dim 128, no bias
+    (2, 200, 64, 128, True, False),   # query tiles that do not divide the seq (a loop of heads)
+    (2, 120, 64, 64, True, True),     # the context written as the f16 Nz A operand
+    pytest.param(12, 72, 32, 384, True, False, marks=pytest.mark.slow),
+])
+def test_projected_attention_matches_the_reference(heads, seq, head_dim, hidden, bias, nz_out):
+    check_qkv(heads, seq, head_dim, hidden, bias, nz_out)
+
+
+def test_padding_rows_of_x_never_reach_the_context():
+    """The rows of X past the seq (an Nz operand's padding) are inf: apart,
+    the row-major stores drop their rows of Q, K, V; fused, the kernel
+    zeroes them in K's and V's tiles (else inf keys would make NaN)."""
+    with np.errstate(invalid="ignore"):  # the reference's padded rows of C are NaN
+        fres = check_qkv(2, 120, 64, 64, padding=np.inf)
+    assert fres.hazards == []
