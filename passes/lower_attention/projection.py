@@ -60,9 +60,9 @@ class ProjectedHeads:
         strips, UB landing pieces)."""
         p, pp = self.projection, self.pp
         self.epi.load_broadcast([])
-        if pp.x_resident:
+        if pp.x_resident:  # copied by the first job (`copy_x`)
             self.x_l1 = nir.alloc([p.n1, p.m1, 16, 16], "f16", "l1")
-            copy_bursts("cce.copy_gm_to_l1", p.x, self.x_l1, 1, p.n1 * p.m1 * 16)
+            self.x_copied = False
         else:
             self.x_strips = [nir.alloc([p.n1, pp.rows, 16, 16], "f16", "l1") for _ in range(2)]
         self.pieces = [nir.alloc([pp.cols * pp.rows, 16, 16], "f32", "l0c")
@@ -103,10 +103,10 @@ class ProjectedHeads:
         / L0B sub-step slots: they live there only, so the attention's L0
         tiles, in scopes of their own, may share those bytes) and its drain
         in another. `head_slot`: 0 or 1 by head, for the W chunks' turns;
-        `ahead(k)`: emitted after job k's mads (the next head's copies for
-        job k: npu-insert-sync's sink-sets puts one set_flag after a run of
-        copies, so the next head's copies must not follow this head's in
-        one run: its first job would wait for all of them); `drains` False:
+        `ahead(k)`: emitted after job k (the next head's copies for job k,
+        after its drain: npu-insert-sync's sink-sets puts one set_flag after
+        a run of copies, so the next head's copies must not follow this
+        head's in one run: a job would wait for all of them); `drains` False:
         the caller emits them later (`drain_jobs`). X streamed: with
         `strips_early` (a head's jobs back to back) the next row's strip is
         copied after the mads of a row's first job (`next_strip`), else
@@ -124,6 +124,7 @@ class ProjectedHeads:
             self.strips_loaded: set = set()
         if early and ks:
             self.job_loads(h, ks[0], head_slot, strip=not strips_early)
+        self.copy_x()
         for i, k in enumerate(ks):
             r, t, c, _ = self.job_of(k)
             if streamed and t == c == 0 and r not in self.strips_loaded:
@@ -135,10 +136,19 @@ class ProjectedHeads:
                 self.job_loads(h, ks[i + 1], head_slot, strip=not strips_early)
             if streamed:
                 self.next_strip(k)
-            if ahead is not None:
-                ahead(k)
             if drains:
                 self.scope(lambda k=k: self.job_drain(h, k, tiles))
+            if ahead is not None:  # after the drain: not in one run with the copies above
+                ahead(k)
+
+    def copy_x(self) -> None:
+        """X resident: all of it GM -> L1, once, right before the first
+        job's mads (after its W copies: those do not wait, as X does, for
+        the kernel that writes X)."""
+        if self.pp.x_resident and not self.x_copied:
+            p = self.projection
+            copy_bursts("cce.copy_gm_to_l1", p.x, self.x_l1, 1, p.n1 * p.m1 * 16)
+            self.x_copied = True
 
     def drain_jobs(self, h, tiles: Tiles, ks: list[int]) -> None:
         """The drains of jobs `ks` of head h (their mads emitted earlier:

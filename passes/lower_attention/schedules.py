@@ -72,9 +72,11 @@ class TileSchedules:
                 # Head h+1's weights stream during head h's jobs (head 0's
                 # before the pipeline).
                 last = isinstance(h, int) and h == a.heads - 1
+                first = isinstance(h, int) and h == 0
                 ahead = self.loads_ahead
                 self.run_jobs(h, {"q": q_tiles[slot], "k": k_tiles[slot], "v": buf["v"][slot]},
-                              head_slot=slot, loads=not ahead, ahead=None if last or not ahead
+                              head_slot=slot, loads=first or not ahead,
+                              ahead=None if last or not ahead
                               else lambda k: self.load_jobs(lin((h, 1), (1, 1)), [k], 1 - slot))
                 self.v_lay_out = lambda: None
                 self.scope(lambda: self.mm.mad(
@@ -127,9 +129,8 @@ class TileSchedules:
             copy("cce.copy_l0c_to_ub", buf["pv"][slot], self.context, 1, (d1 + 1) * s1 * 32)
             self.finish(h, 0, s1, a.seq)
 
-        # (Projected: the jobs are not in one scope, `run_jobs`.)
-        if projected and self.loads_ahead:
-            self.load_jobs(0, head_slot=0)
+        # (Projected: the jobs are not in one scope, `run_jobs`; head 0's
+        # copy their own weights, job by job.)
         self.skewed(a.heads, load if projected else lambda h, slot: self.scope(
                         lambda: load(h, slot)),
                     lambda h, slot: self.scope(lambda: soft(h, slot)),
