@@ -12,7 +12,7 @@ to f16 and the row-major stores of the Q, K, V siblings of
 when Q, K and V are not the f16 rows one such epilogue alone writes
 (`npu.attention_projection.find`), when an op between the two groups
 conflicts with moving the epilogue into the attention, or when the cost
-model (`npu.attention_projection.choose`: every tile of the attention and
+model (`npu.attention_projection_plan.choose`: every tile of the attention and
 configuration of the projection that fits on chip, by the busiest pipe's
 estimated cycles) finds nothing faster than the projection's own kernel
 followed by the attention. The epilogue region moves into the attention
@@ -29,6 +29,7 @@ from mlir import ir
 from npu import attention as att
 from npu import attention_plan as cost
 from npu import attention_projection as proj
+from npu import attention_projection_plan as choice_model
 from npu import epilogue
 from npu import ir as nir
 from npu.passes.base import Option, Pass, ub_fraction_option
@@ -77,7 +78,7 @@ class FuseAttentionProjectionPass(Pass):
                 return cost.footprint(qb, kb, a.d_blocks, a.staged, qb >= s1 and kb >= s1,
                                       a.nz_out)
 
-            choice = proj.choose(a, found, self.target, self.ub_fraction, apart, own)
+            choice = choice_model.choose(a, found, self.target, self.ub_fraction, apart, own)
             if isinstance(choice, str):
                 self.refuse(region, choice)
                 continue
@@ -130,7 +131,7 @@ class FuseAttentionProjectionPass(Pass):
             self.remark(region, f"attention not fused with its Q/K/V projection: {why}")
 
     def form(self, region: ir.Operation, a: att.Attention, p: proj.Projection,
-             choice: proj.Choice, attrs: dict, top: set) -> None:
+             choice: choice_model.Choice, attrs: dict, top: set) -> None:
         """The epilogue group (and the Q, K, V tensors) move into the
         attention region, whose attribute gets the chosen tile and plan;
         `top`: the function's top-level ops."""

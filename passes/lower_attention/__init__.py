@@ -54,6 +54,7 @@ from npu import ir as nir
 from npu.cce_build import View, lin
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Pass, PassError
 from npu.passes.lower_attention.operands import OperandTiles
+from npu.passes.lower_attention.projected_tiles import ProjectedTiles
 from npu.passes.lower_attention.projection import ProjectedHeads
 from npu.passes.lower_attention.schedules import TileSchedules
 from npu.passes.lower_attention.softmax import SoftmaxSteps
@@ -75,7 +76,7 @@ class LowerAttention(Pass):
             region.erase()
 
 
-class _Kernel(OperandTiles, SoftmaxSteps, TileSchedules, ProjectedHeads):
+class _Kernel(OperandTiles, SoftmaxSteps, TileSchedules, ProjectedHeads, ProjectedTiles):
     def __init__(self, p: LowerAttention, region: ir.Operation):
         self.p, self.region, self.t = p, region, p.target
         body = [o.operation for o in region.regions[0].blocks[0].operations]

@@ -12,12 +12,9 @@ from npu import attention_plan as cost
 from npu import ir as nir
 from npu.cce_build import copy, lin
 from npu.passes.base import PassError
-from npu.passes.lower_attention.projection import SpreadJobs
+from npu.passes.lower_attention.projected_tiles import SpreadJobs
 
-# Most (query, key) tiles of a head emitted as static steps of one pipeline
-# over the heads (`head_tiles`); with more, each head is a pipeline whose
-# middle query tiles loop, so the kernel's size stays bounded.
-MAX_HEAD_STEPS = 32
+MAX_HEAD_STEPS = cost.MAX_HEAD_STEPS  # (`head_tiles`)
 
 
 class TileSchedules:

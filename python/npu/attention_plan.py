@@ -22,6 +22,10 @@ from npu.target import Target
 ATTENTION_UB_FRACTION = 0.94
 # Largest query tile in 16-row blocks: a vcmax/vcadd repeat per row (<= 255).
 MAX_Q_BLOCKS = 8
+# Most (query, key) tiles of a head `npu-lower-attention` emits as static
+# steps of one pipeline over the heads; with more, each head is a pipeline
+# whose middle query tiles loop, so the kernel's size stays bounded.
+MAX_HEAD_STEPS = 32
 
 
 @dataclass(frozen=True)
