@@ -154,14 +154,46 @@ def check_qkv(heads: int, seq: int, head_dim: int, hidden: int, bias: bool = Tru
     fused, expected, fres = compile_and_simulate(text, "npu-lower", ins)
     apart, _, ares = compile_and_simulate(text, APART, ins)
     y = len(ins) - 1
-    want = expected[y].astype(np.float64)
+    want = numpy_qkv_attention(ins, heads, seq, head_dim, bias)
+    if nz_out:  # the merged context as the f16 Nz A operand
+        rows = want.reshape(seq, heads * head_dim).astype(np.float16)
+        want = np.zeros(fused[y].shape, np.float16)
+        for j in range(want.shape[0]):
+            for i in range(-(-seq // 16)):
+                block = rows[16 * i:16 * i + 16, 16 * j:16 * j + 16]
+                want[j, i, :block.shape[0]] = block
+        want = want.astype(np.float64)
     scale = float(np.abs(want).max())
     for got in (fused[y], apart[y]):
         np.testing.assert_allclose(got.astype(np.float64), want, rtol=2e-3, atol=2e-3 * scale)
-    np.testing.assert_allclose(fused[y].astype(np.float64), apart[y].astype(np.float64),
-                               rtol=2e-3, atol=2e-3 * scale)
+    if not nz_out:  # the ascend program's own semantics (Q, K, V rounded once)
+        np.testing.assert_allclose(fused[y].astype(np.float64), expected[y], rtol=5e-3,
+                                   atol=5e-3 * scale)
     assert fres.hazards == [] and fres.cycles < ares.cycles, (fres.cycles, ares.cycles)
     return fres
+
+
+def numpy_qkv_attention(ins: list[np.ndarray], heads: int, seq: int, head_dim: int,
+                        bias: bool) -> np.ndarray:
+    """y [1, S, H, D] in float64 from the f16 Q, K, V the f16 epilogue makes
+    (README "Precision": C rounded to f16, the bias row added in f16 and
+    rounded again), softmax(q k^T / sqrt(D)) with P rounded to f16 before
+    P.V, as the kernels do."""
+    x_nz, w_nz = ins[0], ins[1]
+    x = x_nz.transpose(1, 2, 0, 3).reshape(x_nz.shape[1] * 16, -1)[:seq].astype(np.float64)
+    w = w_nz.transpose(1, 2, 0, 3).reshape(w_nz.shape[1] * 16, -1).astype(np.float64)
+    qkv = (x @ w).astype(np.float32).astype(np.float16)
+    if bias:
+        row = ins[2][:, 0, 0, :].reshape(-1).astype(np.float16)
+        qkv = (qkv.astype(np.float32) + row.astype(np.float32)).astype(np.float16)
+    width = heads * head_dim
+    q, k, v = (qkv[:, i * width:(i + 1) * width].astype(np.float64)
+               .reshape(seq, heads, head_dim).transpose(1, 0, 2) for i in range(3))
+    s = q @ k.transpose(0, 2, 1) / np.sqrt(head_dim)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    ctx = p.astype(np.float16).astype(np.float64) @ v
+    return ctx.transpose(1, 0, 2)[None]
 
 
 @pytest.mark.parametrize("heads,seq,head_dim,hidden,bias,nz_out", [
