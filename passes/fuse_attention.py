@@ -36,6 +36,10 @@ class FuseAttentionPass(Pass):
                            "UB share of one tile's buffers by the footprint model"),
         Option("nz-out", bool, True, "when the merged context's only use is a cast to f16 "
                "and a fractalize (a matmul's A operand), the kernel writes it in f16 Nz"),
+        Option("softmax", str, att.SOFTMAX_DEFAULT, "precision of the kernel's softmax: f16 "
+               "drains the scores rounded to f16 and takes the row max, the scaled shift and "
+               "exp in f16; f32 takes the max and shift in f32 (exp in f16 either way; the row "
+               "sums and the context are f32)", choices=att.SOFTMAX_PRECISIONS),
         Option("remarks", bool, True, "report each attention fused and why a candidate was not"),
     )
 
@@ -118,7 +122,8 @@ class FuseAttentionPass(Pass):
         last = a.members[-1]
         attrs = {"heads": a.heads, "seq": a.seq, "head_dim": a.head_dim,
                  "query_rows": plan.q_blocks * 16, "key_rows": plan.k_blocks * 16,
-                 "gm_bytes": fused, "unfused_gm_bytes": unfused, "ub_bytes": plan.ub_bytes}
+                 "gm_bytes": fused, "unfused_gm_bytes": unfused, "ub_bytes": plan.ub_bytes,
+                 "softmax": self.softmax}
         scores = next(m for m in a.members if m.name == "ascend.batch_matmul")
         named = [scores] + [m for m in a.members if m is not scores]
         with last.context:
@@ -135,10 +140,14 @@ class FuseAttentionPass(Pass):
         out = ("the context written as the f16 Nz A operand of the next matmul (its cast and "
                "fractalize absorbed: no separate pass over it)" if a.nz_out
                else f"the context written in f32 (not as an Nz A operand: {a.nz_why})")
+        softmax = ("softmax in f16 (scores drained to f16; row max, shift and exp in f16)"
+                   if self.softmax == "f16" else
+                   "softmax in f32 (row max and shift in f32, exp in f16)")
         self.remark(region_op, f"fused attention ({len(a.members)} ops; {loads}) over {a.heads} heads, "
                                f"seq {a.seq}, head dim {a.head_dim}: query tiles of "
                                f"{plan.q_blocks * 16} rows, {keys}; GM traffic {unfused} -> "
-                               f"{fused} bytes; UB {plan.ub_bytes} bytes per tile; {out}")
+                               f"{fused} bytes; UB {plan.ub_bytes} bytes per tile; {out}; "
+                               f"{softmax}")
 
 
 def _location(members: list[ir.Operation]) -> ir.Location:

@@ -29,6 +29,7 @@ from typing import Any
 
 from mlir import ir
 
+from npu.attention import SOFTMAX_DEFAULT, SOFTMAX_PRECISIONS
 from npu.ir import dict_attr_items, dict_attr_of, walk, walk_held
 from npu.passes.base import DOUBLE_BUFFER_KEY, OP_OPTIONS_ATTR, Option, Pass, PassError
 from npu.passes.lower_fractalize import ALGORITHMS as FRACTALIZE_ALGORITHMS
@@ -111,6 +112,9 @@ class LowerPass(Pass):
                "(Q/K/V) and their bias adds first (npu-fuse-horizontal)"),
         Option("fuse-attention", bool, True, "with fuse: attention (Q.K^T, scale, softmax, P.V) "
                "as one kernel per head tile, scores on chip (npu-fuse-attention)"),
+        Option("attention-softmax", str, SOFTMAX_DEFAULT, "npu-fuse-attention's softmax: the "
+               "precision of the attention kernel's row max, shift and exp",
+               choices=SOFTMAX_PRECISIONS),
         Option("fuse-remarks", bool, False, "npu-fuse's remarks: each group formed and why "
                "ops were left out"),
         Option("prefetch", bool, True, "npu-prefetch: a matmul's first host-constant weight "
@@ -200,7 +204,8 @@ class LowerPass(Pass):
 
                 self._required("npu-fuse-attention", remarks=self.fuse_remarks, **{
                     "ub-fraction": ATTENTION_UB_FRACTION * attention_share,
-                    "nz-out": self.fuse_nz_stores}).run(module)
+                    "nz-out": self.fuse_nz_stores,
+                    "softmax": self.attention_softmax}).run(module)
             self._required("npu-fuse", remarks=self.fuse_remarks, epilogues=self.fuse_epilogues,
                            **{"ub-fraction": fuse_fraction,
                               "row-major-stores": self.fuse_row_major_stores,

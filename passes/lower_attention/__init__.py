@@ -36,7 +36,8 @@ instructions the `Compute` recipes of `npu.vector_compute`.
 Modules: this one holds the pass and the kernel's structure (steps,
 stages, slots); `schedules` the three orders of steps (one tile per head,
 alike query tiles, uneven query tiles); `operands` the Q, K, V tiles in L1;
-`softmax` the vector work of a step and the context.
+`softmax` the vector work of a step and the context; `softmax_f16` the
+softmax in f16 (`softmax = "f16"` in the attribute).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from npu.passes.base import DOUBLE_BUFFER_ATTR, Pass, PassError
 from npu.passes.lower_attention.operands import OperandTiles
 from npu.passes.lower_attention.schedules import TileSchedules
 from npu.passes.lower_attention.softmax import SoftmaxSteps
+from npu.passes.lower_attention.softmax_f16 import HalfSoftmax
 from npu.passes.lower_matmul import LowerMatmul
 
 BODY_OPS = ("memref.alloc", "scf.yield") + nir.VIEW_OPS
@@ -72,7 +74,7 @@ class LowerAttention(Pass):
             region.erase()
 
 
-class _Kernel(OperandTiles, SoftmaxSteps, TileSchedules):
+class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, TileSchedules):
     def __init__(self, p: LowerAttention, region: ir.Operation):
         self.p, self.region, self.t = p, region, p.target
         body = [o.operation for o in region.regions[0].blocks[0].operations]
@@ -117,7 +119,13 @@ class _Kernel(OperandTiles, SoftmaxSteps, TileSchedules):
         self.prescale = found.scale < 0
         self.nz_slabs: list[ir.Value] | None = None  # UB of the f16 context slabs (`store_nz`)
         self.scale_p = not self.prescale and found.scale != 1.0
-        self.scale_block: View | None = None  # the scale's f32 block (`scale_p`)
+        self.scale_block: View | None = None  # the scale's block (`scale_p`), of `elem`
+        # The softmax's precision (`npu.attention.SOFTMAX_PRECISIONS`; IR from
+        # before the option: f32): the element type of the scores in UB.
+        self.elem = attrs.get("softmax", "f32")
+        if self.elem not in att.SOFTMAX_PRECISIONS:
+            raise PassError(f"npu.attention softmax '{self.elem}' is not one of "
+                            f"{', '.join(att.SOFTMAX_PRECISIONS)}", region)
         self.granule = self.t.granule("ub")
 
     # -- structure ------------------------------------------------------------
@@ -126,7 +134,7 @@ class _Kernel(OperandTiles, SoftmaxSteps, TileSchedules):
         with self.region.location, ir.InsertionPoint(self.region):
             self.flat_out = nir.flatten_memref(a.out)
             if self.scale_p:
-                self.scale_block = self.constant_block(a.scale)
+                self.scale_block = self.constant_block(a.scale, self.elem)
             if a.seq_blocks <= min(self.qb, self.kb):
                 self.head_pipeline()
             elif a.seq_blocks % self.qb == 0:

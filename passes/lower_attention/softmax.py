@@ -41,7 +41,11 @@ class SoftmaxSteps:
         and `alpha` = exp(old max - new max); None: the first tile), the
         shift in f32, then P = exp(scale * shifted) in f16 (half the vector
         repeats of f32; the shift keeps the rounding relative to s - max),
-        P -> L1. The row sums come from the cube (`load_v`'s ones column)."""
+        P -> L1. The row sums come from the cube (`load_v`'s ones column).
+        With the softmax in f16 (`elem`), `softmax_tile_f16`."""
+        if self.elem == "f16":
+            self.softmax_tile_f16(sc, pl1, mq, kbk, alpha, masked)
+            return
         a = self.a
         rows = mq * 16
         slab, count = rows * 16, kbk * rows * 16
@@ -83,13 +87,20 @@ class SoftmaxSteps:
         # P in a few runs of key slabs, each to L1 as soon as it is made: the
         # last run's copy is all that the next tile's scores (which the
         # memory planner may place over P) wait for.
-        per_run = kbk if self.a.seq_blocks <= min(self.qb, self.kb) else -(-kbk // P_RUNS)
-        runs = [self.p_run(scores, probs, pl1, shift, j0, min(kbk, j0 + per_run), mq, kbk,
-                           masked) for j0 in range(0, kbk, per_run)]
-        # The runs' stages emitted diagonally (stage s of run r in wave r + s,
-        # the older run's first): the runs touch disjoint slabs, so the stages
-        # of one wave need no pipe_barrier(V) between them, one per wave
-        # instead of one per stage and run.
+        per_run = self.per_run(kbk)
+        self.emit_runs([self.p_run(scores, probs, pl1, shift, j0, min(kbk, j0 + per_run), mq,
+                                   kbk, masked) for j0 in range(0, kbk, per_run)])
+
+    def per_run(self, kbk: int) -> int:
+        """Key slabs per run of P (see P_RUNS)."""
+        return kbk if self.a.seq_blocks <= min(self.qb, self.kb) else -(-kbk // P_RUNS)
+
+    @staticmethod
+    def emit_runs(runs: list[list[Callable[[], None]]]) -> None:
+        """The runs' stages emitted diagonally (stage s of run r in wave r + s,
+        the older run's first): the runs touch disjoint slabs, so the stages
+        of one wave need no pipe_barrier(V) between them, one per wave
+        instead of one per stage and run."""
         for wave in range(len(runs) + len(runs[0]) - 1):
             for stage in reversed(range(len(runs[0]))):
                 if 0 <= wave - stage < len(runs):
@@ -227,7 +238,7 @@ class SoftmaxSteps:
                          piece.repeat, piece.mask)
 
     def row_reduce(self, scores: ir.Value, slabs: int, rows: int, fold: str, across: str,
-                   into: ir.Value | None) -> ir.Value:
+                   into: ir.Value | None, elem: str = "f32") -> ir.Value:
         """Per row of the Nz tile: slabs folded elementwise onto one [rows, 16]
         slab, then one 16-lane reduction per row into `into` (or a new buffer).
         A max or min (exact, so the order does not matter) folds onto up to
@@ -235,47 +246,51 @@ class SoftmaxSteps:
         chains, so one pipe_barrier(V) per round of folds instead of one per
         fold. The chains' slabs live only over the folds, before P and the
         broadcasts (so within the scores phase of
-        `npu.attention_plan.footprint`)."""
-        slab = rows * 16
+        `npu.attention_plan.footprint`). `elem`: the scores' type."""
+        slab, es = rows * 16, nir.element_bytes(elem)
+        sizes = (es, es)
         work = scores
         combine = Compute("binary", vop=fold)
         if slabs > 1:
             exact = fold in ("cce.vmax", "cce.vmin")
-            chains = [nir.alloc([slab], "f32", "ub")
+            chains = [nir.alloc([slab], elem, "ub")
                       for _ in range(min(MAX_FOLD_CHAINS, slabs // 2) if exact else 1)]
             for c, acc in enumerate(chains):
                 self.apply(combine, acc, [scores, scores], slab,
-                           offsets=(0, 2 * c * slab, (2 * c + 1) * slab))
+                           offsets=(0, 2 * c * slab, (2 * c + 1) * slab), sizes=sizes)
             for j in range(2 * len(chains), slabs):
                 acc = chains[j % len(chains)]
-                self.apply(combine, acc, [acc, scores], slab, offsets=(0, 0, j * slab))
+                self.apply(combine, acc, [acc, scores], slab, offsets=(0, 0, j * slab),
+                           sizes=sizes)
             while len(chains) > 1:  # the last half onto the first: one barrier per round
                 keep = len(chains) - len(chains) // 2
                 for c in range(keep, len(chains)):
-                    self.apply(combine, chains[c - keep], [chains[c - keep], chains[c]], slab)
+                    self.apply(combine, chains[c - keep], [chains[c - keep], chains[c]], slab,
+                               sizes=sizes)
                 chains = chains[:keep]
             work = chains[0]
-        out = into if into is not None else nir.alloc([rows], "f32", "ub")
+        out = into if into is not None else nir.alloc([rows], elem, "ub")
         nir.create_op(across, [out, sub(work, 0, slab)], repeat=rows, mask=16,
-                      src_blk_stride=1, src_rep_stride=16 * 4 // self.granule, dst_rep_stride=1)
+                      src_blk_stride=1, src_rep_stride=16 * es // self.granule, dst_rep_stride=1)
         return out
 
-    def broadcast(self, col: ir.Value, rows: int) -> ir.Value:
+    def broadcast(self, col: ir.Value, rows: int, elem: str = "f32") -> ir.Value:
         """[rows] -> [rows, 16]: each value over one slab row, by vnchwconv
-        with all 16 source rows on the same 8 values (row t of the
-        transpose is value t repeated, written to both 32-byte halves)."""
-        per_block = self.granule // 4
-        wide = nir.alloc([rows * 16], "f32", "ub")
+        with all 16 source rows on the same block of values (row t of the
+        transpose is value t repeated; f32: 8 values a block, each row
+        written to both 32-byte halves)."""
+        per_block = self.granule // nir.element_bytes(elem)
+        wide = nir.alloc([rows * 16], elem, "ub")
         nir.create_op("cce.vnchwconv", [wide, col], repeat=rows // per_block,
                       src_offsets=[0] * 16, dst_offsets=list(range(16)), src_rep_stride=1,
                       dst_rep_stride=16)
         return wide
 
-    def constant_block(self, value: float) -> View:
-        """One f32 block of `value` in UB, read with strides 0 as a whole
-        repeat of it."""
-        per_block = self.granule // 4
-        block = nir.alloc([per_block], "f32", "ub")
+    def constant_block(self, value: float, elem: str = "f32") -> View:
+        """One block of `value` (`elem`) in UB, read with strides 0 as a
+        whole repeat of it."""
+        per_block = self.granule // nir.element_bytes(elem)
+        block = nir.alloc([per_block], elem, "ub")
         nir.create_op("cce.vdup", [block], repeat=1, mask=per_block, dst_blk_stride=1,
                       dst_rep_stride=8, scalar=value)
         return View(block, 0, 0)

@@ -1,5 +1,5 @@
 // RUN: npu-opt %s --verify-diagnostics --npu-fuse-attention=ub-fraction=0.12 | FileCheck %s
-// RUN: npu-opt %s --npu-fuse-attention=ub-fraction=0.12 --npu-lower-attention 2>&1 | FileCheck %s --check-prefix=KERNEL
+// RUN: npu-opt %s --npu-fuse-attention="ub-fraction=0.12 softmax=f32" --npu-lower-attention 2>&1 | FileCheck %s --check-prefix=KERNEL
 // RUN: npu-opt %s --npu-fuse-attention=ub-fraction=0.12 --npu-lower-attention 2>&1 | FileCheck %s --check-prefix=RESIDENT
 
 // Several query tiles per head (a small UB share: 2 tiles of 32 rows): the
