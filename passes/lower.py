@@ -115,6 +115,9 @@ class LowerPass(Pass):
         Option("attention-softmax", str, SOFTMAX_DEFAULT, "npu-fuse-attention's softmax: the "
                "precision of the attention kernel's row max, shift and exp",
                choices=SOFTMAX_PRECISIONS),
+        Option("attention-row-max", str, "auto", "npu-lower-attention's row-max: the last "
+               "step of the kernel's row max (vcmax per row, or a transpose and a tree of "
+               "full-width folds; auto: the cheaper)", choices=("auto", "vcmax", "transpose")),
         Option("fuse-remarks", bool, False, "npu-fuse's remarks: each group formed and why "
                "ops were left out"),
         Option("prefetch", bool, True, "npu-prefetch: a matmul's first host-constant weight "
@@ -217,7 +220,8 @@ class LowerPass(Pass):
                               and self._value("matmul-schedule") == "pipelined"}).run(module)
             self._required("npu-lower-fused", **{"ub-fraction": fuse_fraction}, **(
                 {"max-chunk": self.max_chunk} if self.max_chunk else {})).run(module)
-            self._required("npu-lower-attention").run(module)
+            self._required("npu-lower-attention",
+                           **{"row-max": self.attention_row_max}).run(module)
         if self.cores != 1:  # fusion is not combined with core splitting yet
             self._required("npu-split-cores", cores=self.cores).run(module)
         if self.plan_gm:

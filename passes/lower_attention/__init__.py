@@ -51,7 +51,7 @@ from npu import attention as att
 from npu import attention_plan as cost
 from npu import ir as nir
 from npu.cce_build import View, lin
-from npu.passes.base import DOUBLE_BUFFER_ATTR, Pass, PassError
+from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass, PassError
 from npu.passes.lower_attention.operands import OperandTiles
 from npu.passes.lower_attention.schedules import TileSchedules
 from npu.passes.lower_attention.softmax import SoftmaxSteps
@@ -64,7 +64,12 @@ BODY_OPS = ("memref.alloc", "scf.yield") + nir.VIEW_OPS
 class LowerAttention(Pass):
     name = "npu-lower-attention"
     summary = "Lower npu.attention groups to one cube + vector kernel each (scores on chip)"
-    options = ()
+    options = (
+        Option("row-max", str, "auto", "the last step of a tile's row max: 'vcmax' (one 16-lane "
+               "repeat per row), 'transpose' (vnchwconv to key-major, then a halving tree of "
+               "full-width vmax) or 'auto' (the cheaper by the target's vector costs)",
+               choices=("auto", "vcmax", "transpose")),
+    )
 
     def run(self, module: ir.Operation) -> None:
         regions = nir.walk(module, lambda o: o.name == "scf.execute_region"
@@ -127,6 +132,7 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, TileSchedules):
             raise PassError(f"npu.attention softmax '{self.elem}' is not one of "
                             f"{', '.join(att.SOFTMAX_PRECISIONS)}", region)
         self.granule = self.t.granule("ub")
+        self.row_max_mode = p.row_max  # `row_reduce`'s last step (`transposed_fold`)
 
     # -- structure ------------------------------------------------------------
     def emit(self) -> None:

@@ -270,9 +270,56 @@ class SoftmaxSteps:
                 chains = chains[:keep]
             work = chains[0]
         out = into if into is not None else nir.alloc([rows], elem, "ub")
+        if fold in ("cce.vmax", "cce.vmin") and self.transposed_fold(rows, es):
+            self.fold_across(work, out, rows, combine, elem)
+            return out
         nir.create_op(across, [out, sub(work, 0, slab)], repeat=rows, mask=16,
                       src_blk_stride=1, src_rep_stride=16 * es // self.granule, dst_rep_stride=1)
         return out
+
+    def transposed_fold(self, rows: int, es: int) -> bool:
+        """Whether `fold_across` replaces the vcmax (`row-max`; auto: when
+        its modelled cycles are fewer: the transposes, the tree's repeats
+        and a vector latency per dependent step, against one reduce repeat
+        per row; 128 rows: 71 (f16) / 102 (f32) against 128)."""
+        if self.row_max_mode != "auto":
+            return self.row_max_mode == "transpose"
+        t = self.t
+        lanes = t.lanes(es)
+        transposes = (1 if es == 2 else 2) * (rows // 16) * t.vnchwconv_cycles_per_repeat
+        tree = sum(-(-width * rows // lanes) for width in (8, 4, 2, 1)) \
+            * t.vector_cycles("simple")
+        return transposes + tree + 5 * t.vector_latency < rows * t.vector_cycles("reduce")
+
+    def fold_across(self, work: ir.Value, out: ir.Value, rows: int, combine: Compute,
+                    elem: str) -> None:
+        """The 16 lanes of each row of slab `work` [rows, 16] combined into
+        out [rows] without a 16-lane repeat per row (vcmax: `rows` repeats):
+        vnchwconv transposes the slab to [16 keys, rows] (each key's lane of
+        all rows contiguous), then a halving tree of full-width vmax: 8 x
+        rows, 4 x rows, 2 x rows, then rows elements (the last into out).
+        128 rows: 8 transposes (f16; 16 in f32) and 15 (f32: 30) repeats,
+        against 128. Exact for max / min, so the order does not matter."""
+        es = nir.element_bytes(elem)
+        per_block = self.granule // es  # row values per 32-byte block
+        row_blocks = rows // per_block  # blocks of one key's row of T
+        t = nir.alloc([rows * 16], elem, "ub")
+        if es == 2:  # one 16x16 transpose per 16 rows: key j -> T row j
+            nir.create_op("cce.vnchwconv", [t, work], repeat=rows // 16,
+                          src_offsets=list(range(16)), src_rep_stride=16,
+                          dst_offsets=[j * row_blocks for j in range(16)], dst_rep_stride=1)
+        else:  # 4-byte: 16 rows x 8 keys per repeat, once per half of the keys;
+            # key t's 16 values land in two halves (rows 0..7, 8..15)
+            for h in range(2):
+                nir.create_op("cce.vnchwconv", [t, work], repeat=rows // 16,
+                              src_offsets=[2 * i + h for i in range(16)], src_rep_stride=32,
+                              dst_offsets=[(8 * h + k // 2) * row_blocks + k % 2
+                                           for k in range(16)], dst_rep_stride=2)
+        width = 8
+        while width >= 1:
+            self.apply(combine, out if width == 1 else t, [t, t], width * rows,
+                       offsets=(0, 0, width * rows), sizes=(es, es))
+            width //= 2
 
     def broadcast(self, col: ir.Value, rows: int, elem: str = "f32") -> ir.Value:
         """[rows] -> [rows, 16]: each value over one slab row, by vnchwconv

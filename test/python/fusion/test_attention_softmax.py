@@ -157,3 +157,26 @@ def test_f16_softmax_is_cheaper():
     assert f16.cycles < f32.cycles
     busy = {m: r.report["pipes"]["V"]["busy_cycles"] for m, r in (("f32", f32), ("f16", f16))}
     assert busy["f16"] < 0.85 * busy["f32"], busy
+
+
+@pytest.mark.parametrize("softmax", ["f16", "f32"])
+@pytest.mark.parametrize("row_max", ["vcmax", "transpose"])
+@pytest.mark.parametrize("seq,key", [(40, 37), (100, 3), (200, 150)])
+def test_row_max_either_way(softmax, row_max, seq, key):
+    """npu-lower{attention-row-max}: the per-row vcmax or the transpose and
+    tree of folds (48 rows, one tile per head; 112 rows; 112-row query
+    tiles), with one key 15 above the rest in every row: a fold that mixed
+    rows or lost a key leaves exp(15) in P."""
+    ins = inputs(2, seq, 64)
+    ins[0][:, :, 0] = 4.0
+    ins[1][:, 0, :] = 0.0
+    ins[1][:, 0, key] = 30.0
+    text = attention(2, seq, 64)
+    fused, _, res = compile_and_simulate(
+        text, f"npu-lower{{attention-softmax={softmax} attention-row-max={row_max}}}", ins)
+    want = (numpy_attention_f16 if softmax == "f16" else numpy_attention)(*ins[:3])
+    close(fused[3], want)
+    assert res.hazards == [], res.hazards
+    lowered_text = str(compile_program(
+        text, f"npu-lower{{attention-softmax={softmax} attention-row-max={row_max}}}"))
+    assert ("cce.vcmax" in lowered_text) == (row_max == "vcmax")
