@@ -157,6 +157,10 @@ class TileSchedules:
         # tile's last key tile: a step ahead of its Q.K^T, so that (with its
         # rows scaled in UB on the way) the vector unit never waits for it.
         q_next = nir.alloc([d1, qb, 16, 16], "f16", "l1")
+        # One key tile: the next head's first step would overwrite the
+        # resident V that this head's last P.V still reads (program order:
+        # load(s+1) comes before pv(s)), so V is loaded in the step's `late`.
+        v_late = resident and n_keys == 1
 
         def stages(locate: Callable, following: Callable) -> tuple[Callable, ...]:
             """The four stages of a step, `locate(step)` = (head, query tile,
@@ -178,12 +182,21 @@ class TileSchedules:
                     self.mm.mad(q0, self.k_to_l0b(k_tiles[y], blocks(y)),
                                 self.prefix(buf["scores"][slot], blocks(y)), qb, d1, blocks(y),
                                 False)
-                    if first_x:  # after Q.K^T: its flag from MTE2 does not wait for V
+                    if first_x and not v_late:  # after Q.K^T: its flag from MTE2 does
+                        # not wait for V
                         self.load_rows(a.v, 2, h, y * kb, blocks(y), v_tiles[y], ones=False)
                 h_next, x_next, _ = following(h, x)
                 if y == n_keys - 1 and h_next is not None:
                     self.load_rows(a.q, 0, h_next, first_row_block(x_next), qb, into=q_next,
                                    ones=False)
+
+            def late(step, slot: int) -> None:
+                """With one key tile, a head's first step loads its V after
+                the previous step's P.V (which reads the previous head's V
+                from the same resident tile)."""
+                h, x, y = locate(step)
+                if v_late and isinstance(x, int) and x == 0:
+                    self.load_rows(a.v, 2, h, y * kb, blocks(y), v_tiles[y], ones=False)
 
             def soft(step, slot: int) -> None:
                 y = locate(step)[2]
@@ -204,7 +217,7 @@ class TileSchedules:
                     self.finish(h, first_row_block(x), qb, valid_rows(x))
 
             return tuple((lambda st, slot, f=f: self.scope(lambda: f(st, slot)))
-                         for f in (load, soft, pv, drain))
+                         for f in (load, soft, pv, drain, late)[:5 if v_late else 4])
 
         per_head = s1 // qb * n_keys
         last_x = s1 // qb - 1

@@ -222,3 +222,18 @@ def test_casts_absorbed_without_hoisting():
     """npu-lower{hoist-casts=false}: the casts of the computed projections
     join the kernel (one query tile per head), loaded in f32 and cast on chip."""
     check_projections(2, 128, 64, "npu-lower{hoist-casts=false attention-softmax=f32}")
+
+
+@pytest.mark.parametrize("projections", [False, True])
+def test_one_key_tile_several_query_tiles_and_heads(projections):
+    """seq 192: two query tiles of 96 rows per head, all 192 keys per tile,
+    K and V resident in L1 over a head's query tiles. The next head's first
+    step is loaded before this head's last P.V (the software pipeline):
+    with one key tile its V would overwrite the resident V that P.V still
+    reads, so it is loaded after it."""
+    g = group(attention(2, 192, 64))
+    assert (g["query_rows"], g["key_rows"]) == (96, 192)
+    if projections:
+        check_projections(2, 192, 64)
+    else:
+        check(2, 192)
