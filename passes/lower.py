@@ -115,6 +115,8 @@ class LowerPass(Pass):
         Option("attention-softmax", str, SOFTMAX_DEFAULT, "npu-fuse-attention's softmax: the "
                "precision of the attention kernel's row max, shift and exp",
                choices=SOFTMAX_PRECISIONS),
+        Option("attention-tile", str, "cost", "npu-fuse-attention's tile: the attention "
+               "tile of the fewest modelled cycles, or the fewest tiles", choices=("cost", "fewest")),
         Option("attention-row-max", str, "auto", "npu-lower-attention's row-max: the last "
                "step of the kernel's row max (vcmax per row, or a transpose and a tree of "
                "full-width folds; auto: the cheaper)", choices=("auto", "vcmax", "transpose")),
@@ -208,7 +210,8 @@ class LowerPass(Pass):
                 self._required("npu-fuse-attention", remarks=self.fuse_remarks, **{
                     "ub-fraction": ATTENTION_UB_FRACTION * attention_share,
                     "nz-out": self.fuse_nz_stores,
-                    "softmax": self.attention_softmax}).run(module)
+                    "softmax": self.attention_softmax,
+                    "tile": self.attention_tile}).run(module)
             self._required("npu-fuse", remarks=self.fuse_remarks, epilogues=self.fuse_epilogues,
                            **{"ub-fraction": fuse_fraction,
                               "row-major-stores": self.fuse_row_major_stores,

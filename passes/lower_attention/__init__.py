@@ -17,7 +17,8 @@ group's plan). Each step has four stages:
     vexp: half the repeats of f32) -> L1 (a slot);
   pv: V -> L0B (unless there already), P -> L0A, mad: P.V -> L0C (a
     slot); the ones column makes its last column block the row sums of
-    the f16 P, in f32;
+    the f16 P, in f32; a key tile whose K^T and V do not fit L0B together
+    runs Q.K^T and P.V in chunks of keys (`key_scores`, `chunked_pv`);
   drain: P.V -> UB, the context O = O * alpha + P.V (the first tile writes
     O directly; the row sums ride along); on a query tile's last step,
     O / sum per row stored once to GM (one burst per row and 16 columns;
@@ -104,7 +105,7 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, TileSchedules):
             raise PassError(f"npu.attention tile {attrs['query_rows']} x {attrs['key_rows']} "
                             f"is not whole 16-row blocks within seq {found.seq}", region)
         need = cost.footprint(self.qb, self.kb, d1, found.staged,
-                              s1 <= min(self.qb, self.kb), found.nz_out)
+                              s1 <= min(self.qb, self.kb), found.nz_out, self.t)
         for space, nbytes in need.items():
             if nbytes > self.t.capacity(space):
                 raise PassError(f"npu.attention tile needs {nbytes} bytes of {space}, more than "
@@ -241,10 +242,41 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, TileSchedules):
     def scores_and_v(self, h, q0, mq: int, y0, kbk: int, buf: dict, slot: int) -> None:
         """Keys y0.. (kbk blocks): Q.K^T into the slot's scores, V's tile
         (with its ones column) into the slot's L1 tile."""
-        d1 = self.a.d_blocks
-        k0 = self.k_to_l0b(self.load_k(h, y0, kbk), kbk)
-        self.mm.mad(q0, k0, self.prefix(buf["scores"][slot], kbk), mq, d1, kbk, False)
+        self.key_scores(q0, self.load_k(h, y0, kbk), self.prefix(buf["scores"][slot], kbk), mq,
+                        kbk)
         self.load_v(h, y0, kbk, buf["v"][slot])
+
+    def key_scores(self, q0: ir.Value, k1: ir.Value, scores: ir.Value, mq: int,
+                   kbk: int) -> None:
+        """Q.K^T of `load_k`'s tile `k1` (kbk key blocks) into `scores`: one
+        mad, or, for a tile whose K^T and V do not fit L0B together
+        (`npu.attention_plan.key_chunks`), one per chunk of keys: the
+        chunks of K^T alternate between two L0B buffers (the next chunk
+        loads while the cube multiplies this one), each mad writing its
+        chunk's column blocks of the scores."""
+        d1 = self.a.d_blocks
+        sizes = cost.key_chunks(kbk, d1, self.t)
+        if len(sizes) == 1:
+            self.mm.mad(q0, self.k_to_l0b(k1, kbk), scores, mq, d1, kbk, False)
+            return
+        ld = nir.memref_shape(k1)[1]
+        pair = [nir.alloc([d1 * sizes[0], 16, 16], "f16", "l0b") for _ in range(2)]
+        c0 = 0
+        for i, c in enumerate(sizes):
+            k0 = nir.subview(pair[i % 2], [0, 0, 0], [d1 * c, 16, 16])
+            if self.a.interleaved:  # K^T block (j, l) at j * ld + l: a run of c per row j
+                for j in range(d1):
+                    self.mm.reorder_blocks(k1, self.mm.block_view(k0, j * c, d1 * c), rows=1,
+                                           cols=c, transpose=False,
+                                           op_name="cce.load_l1_to_l0b",
+                                           src_first=j * ld + c0, src_col_stride=1)
+            else:  # Nz of K^T: block (j, l) at l * ld + j
+                self.mm.reorder_blocks(k1, k0, rows=d1, cols=c, transpose=True,
+                                       op_name="cce.load_l1_to_l0b", src_first=c0 * ld,
+                                       src_col_stride=ld)
+            self.mm.mad(q0, k0, nir.subview(scores, [c0, 0, 0, 0], [c, mq, 16, 16]), mq, d1, c,
+                        False)
+            c0 += c
 
     def probs(self, mq: int, kbk: int, buf: dict, slot: int, first: bool, masked: bool) -> None:
         """The softmax step of the slot's scores, P into the slot's L1 tile."""
@@ -255,7 +287,12 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, TileSchedules):
     def pv(self, mq: int, kbk: int, buf: dict, slot: int, v1: ir.Value | None = None,
            v0: ir.Value | None = None) -> None:
         """P -> L0A, P.V (and the row sums) into the slot's P.V; V's tile is
-        the slot's or `v1`, already in L0B when `v0` is given."""
+        the slot's or `v1`, already in L0B when `v0` is given. Wider than
+        L0B can hold with K^T (`key_chunks`): one accumulating mad per chunk."""
+        if v0 is None and len(cost.key_chunks(kbk, self.a.d_blocks, self.t)) > 1:
+            self.chunked_pv(mq, kbk, buf["p"][slot], v1 if v1 is not None else buf["v"][slot],
+                            buf["pv"][slot])
+            return
         if v0 is None:
             v0 = nir.alloc([kbk, self.a.d_blocks + 1, 16, 16], "f16", "l0b")
             self.v_to_l0b(v1 if v1 is not None else buf["v"][slot], kbk, v0)
@@ -265,6 +302,28 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, TileSchedules):
                                rows=mq, cols=kbk, transpose=False, op_name="cce.load_l1_to_l0a",
                                src_col_stride=mq)
         self.mm.mad(p0, v0, buf["pv"][slot], mq, kbk, self.a.d_blocks + 1, False)
+
+    def chunked_pv(self, mq: int, kbk: int, p1: ir.Value, v1: ir.Value,
+                   out: ir.Value) -> None:
+        """P.V as a sum over the chunks of keys (`key_chunks`), accumulated
+        in L0C; each chunk's V and P blocks alternate between two L0B and two
+        L0A buffers."""
+        d1, p_blocks = self.a.d_blocks, math.prod(nir.memref_shape(p1)[:2])
+        sizes = cost.key_chunks(kbk, d1, self.t)
+        vs = [nir.alloc([sizes[0] * (d1 + 1), 16, 16], "f16", "l0b") for _ in range(2)]
+        ps = [nir.alloc([mq * sizes[0], 16, 16], "f16", "l0a") for _ in range(2)]
+        c0 = 0
+        for i, c in enumerate(sizes):
+            v0 = nir.subview(vs[i % 2], [0, 0, 0], [c * (d1 + 1), 16, 16])
+            self.mm.reorder_blocks(v1, v0, rows=c, cols=d1 + 1, transpose=True,
+                                   op_name="cce.load_l1_to_l0b", src_first=c0,
+                                   src_col_stride=nir.memref_shape(v1)[1])
+            p0 = nir.subview(ps[i % 2], [0, 0, 0], [mq * c, 16, 16])
+            self.mm.reorder_blocks(self.mm.flat_blocks(p1, p_blocks), p0, rows=mq, cols=c,
+                                   transpose=False, op_name="cce.load_l1_to_l0a",
+                                   src_first=c0 * mq, src_col_stride=mq)
+            self.mm.mad(p0, v0, out, mq, c, d1 + 1, c0 > 0)
+            c0 += c
 
     def v_to_l0b(self, v1: ir.Value, kbk: int, v0: ir.Value) -> None:
         """V's L1 tile (with its ones column) -> `v0` in L0B (Zn)."""

@@ -179,9 +179,8 @@ class TileSchedules:
                     first_x = isinstance(x, int) and x == 0
                     if first_x:
                         self.load_k(h, y * kb, blocks(y), k_tiles[y])
-                    self.mm.mad(q0, self.k_to_l0b(k_tiles[y], blocks(y)),
-                                self.prefix(buf["scores"][slot], blocks(y)), qb, d1, blocks(y),
-                                False)
+                    self.key_scores(q0, k_tiles[y], self.prefix(buf["scores"][slot], blocks(y)),
+                                    qb, blocks(y))
                     if first_x and not v_late:  # after Q.K^T: its flag from MTE2 does
                         # not wait for V
                         self.load_rows(a.v, 2, h, y * kb, blocks(y), v_tiles[y], ones=False)
@@ -247,8 +246,13 @@ class TileSchedules:
             self.skewed(a.heads, *stages(lambda st: (st[0],) + divmod(st[1], n_keys),
                                          across_heads), inner=per_head, peel=1)
         else:
+            # With one key tile a step is a query tile (the step is an int, not
+            # (tile, key tile)), and the step loaded ahead inside the loop of
+            # middle query tiles also loads the next tile's Q: two tiles peeled
+            # at the end keep that Q within the sequence.
             self.loop(a.heads, lambda h: self.skewed(
-                s1 // qb, *stages(lambda st: (h,) + st, within_head), inner=n_keys, peel=1),
+                s1 // qb, *stages(lambda st: (h,) + (st if n_keys > 1 else (st, 0)), within_head),
+                inner=n_keys, peel=1 if n_keys > 1 else 2),
                 double_buffer=False)
 
     def query_tiles(self, h) -> None:
