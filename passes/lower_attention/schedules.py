@@ -177,7 +177,7 @@ class TileSchedules:
                     self.scores_and_v(h, q0, qb, y * kb, blocks(y), buf, slot)
                 else:
                     first_x = isinstance(x, int) and x == 0
-                    if first_x:
+                    if first_x and not (v_late and following(h, x)[2]):
                         self.load_k(h, y * kb, blocks(y), k_tiles[y])
                     self.key_scores(q0, k_tiles[y], self.prefix(buf["scores"][slot], blocks(y)),
                                     qb, blocks(y))
@@ -188,6 +188,11 @@ class TileSchedules:
                 if y == n_keys - 1 and h_next is not None:
                     self.load_rows(a.q, 0, h_next, first_row_block(x_next), qb, into=q_next,
                                    ones=False)
+                    if v_late and isinstance(x_next, int) and x_next == 0:
+                        # One key tile: the next head's K, once this last Q.K^T
+                        # has read the head's own (a step earlier than its
+                        # first step would load it).
+                        self.load_k(h_next, 0, blocks(0), k_tiles[0])
 
             def late(step, slot: int) -> None:
                 """With one key tile, a head's first step loads its V after

@@ -240,35 +240,36 @@ class SoftmaxSteps:
     def row_reduce(self, scores: ir.Value, slabs: int, rows: int, fold: str, across: str,
                    into: ir.Value | None, elem: str = "f32") -> ir.Value:
         """Per row of the Nz tile: slabs folded elementwise onto one [rows, 16]
-        slab, then one 16-lane reduction per row into `into` (or a new buffer).
-        A max or min (exact, so the order does not matter) folds onto up to
-        MAX_FOLD_CHAINS slabs in turn, merged pairwise at the end: independent
-        chains, so one pipe_barrier(V) per round of folds instead of one per
-        fold. The chains' slabs live only over the folds, before P and the
-        broadcasts (so within the scores phase of
-        `npu.attention_plan.footprint`). `elem`: the scores' type."""
+        slab, then the 16 lanes of each row reduced into `into` (or a new
+        buffer). A max or min (exact, so the order does not matter) folds
+        onto `chains` contiguous slabs: the second `chains` slabs onto the
+        first in one instruction, then the rest `chains` at a time, then the
+        chains halved onto themselves. Each round is one instruction and one
+        pipe_barrier(V). f32: up to MAX_FOLD_CHAINS slabs (the footprint's
+        room beside the scores and P); f16: half the slabs (the f16 scores
+        and these take less UB than the f32 scores alone), so the fold is a
+        halving tree. The chains live only over the folds (within the scores
+        phase of `npu.attention_plan.footprint`). `elem`: the scores' type."""
         slab, es = rows * 16, nir.element_bytes(elem)
         sizes = (es, es)
         work = scores
         combine = Compute("binary", vop=fold)
         if slabs > 1:
             exact = fold in ("cce.vmax", "cce.vmin")
-            chains = [nir.alloc([slab], elem, "ub")
-                      for _ in range(min(MAX_FOLD_CHAINS, slabs // 2) if exact else 1)]
-            for c, acc in enumerate(chains):
-                self.apply(combine, acc, [scores, scores], slab,
-                           offsets=(0, 2 * c * slab, (2 * c + 1) * slab), sizes=sizes)
-            for j in range(2 * len(chains), slabs):
-                acc = chains[j % len(chains)]
-                self.apply(combine, acc, [acc, scores], slab, offsets=(0, 0, j * slab),
+            chains = min(MAX_FOLD_CHAINS if es == 4 else slabs, slabs // 2) if exact else 1
+            acc = nir.alloc([chains * slab], elem, "ub")
+            self.apply(combine, acc, [scores, scores], chains * slab,
+                       offsets=(0, 0, chains * slab), sizes=sizes)
+            for j in range(2 * chains, slabs, chains):
+                n = min(chains, slabs - j)
+                self.apply(combine, acc, [acc, scores], n * slab, offsets=(0, 0, j * slab),
                            sizes=sizes)
-            while len(chains) > 1:  # the last half onto the first: one barrier per round
-                keep = len(chains) - len(chains) // 2
-                for c in range(keep, len(chains)):
-                    self.apply(combine, chains[c - keep], [chains[c - keep], chains[c]], slab,
-                               sizes=sizes)
-                chains = chains[:keep]
-            work = chains[0]
+            while chains > 1:  # the last half onto the first
+                keep = chains - chains // 2
+                self.apply(combine, acc, [acc, acc], (chains // 2) * slab,
+                           offsets=(0, 0, keep * slab), sizes=sizes)
+                chains = keep
+            work = acc
         out = into if into is not None else nir.alloc([rows], elem, "ub")
         if fold in ("cce.vmax", "cce.vmin") and self.transposed_fold(rows, es):
             self.fold_across(work, out, rows, combine, elem)
