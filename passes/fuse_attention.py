@@ -6,9 +6,11 @@ Every `ascend.batch_matmul` is a candidate; `npu.attention.match` follows
 its result by structure (not by names) through the defractalize, the
 optional scaling, the softmax steps, the cast and fractalize of P into the
 second batch_matmul and its defractalize. The cost model
-(`npu.attention_plan.plan`) picks the tile of query rows x keys that fits on
-chip: all keys at once keeps the scores on chip, fewer streams them with an
-online softmax. A candidate is refused when the structure differs, when an
+(`npu.attention_plan.plan`, `npu.attention_cost`) picks the tile of query
+rows x keys that fits on chip with the fewest modelled cycles (`tile`):
+all keys at once keeps the scores on chip, fewer streams them with an
+online softmax. `softmax` (recorded in the group) sets the precision of
+the kernel's softmax. A candidate is refused when the structure differs, when an
 intermediate tensor is used elsewhere, when an op between the members
 conflicts with moving them together, or when no tile fits; a remark says
 why. A group becomes an `scf.execute_region {npu.attention = {...}}` at the

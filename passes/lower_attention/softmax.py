@@ -10,6 +10,7 @@ from typing import Callable
 from mlir import ir
 
 from npu import ir as nir
+from npu.attention_cost import fold_across_cycles
 from npu.cce_build import View, copy, lin, sub
 from npu.vector_compute import Compute, cast_compute, unary_compute
 from npu.vector_tiling import split_repeats
@@ -252,12 +253,17 @@ class SoftmaxSteps:
         phase of `npu.attention_plan.footprint`). `elem`: the scores' type."""
         slab, es = rows * 16, nir.element_bytes(elem)
         sizes = (es, es)
-        work = scores
+        work, spare = scores, None
         combine = Compute("binary", vop=fold)
+        exact = fold in ("cce.vmax", "cce.vmin")
+        transposed = exact and self.transposed_fold(rows, es)
         if slabs > 1:
-            exact = fold in ("cce.vmax", "cce.vmin")
             chains = min(MAX_FOLD_CHAINS if es == 4 else slabs, slabs // 2) if exact else 1
-            acc = nir.alloc([chains * slab], elem, "ub")
+            # With the transposed last step, a second slab for its transpose:
+            # a buffer of its own would land where the memory planner put
+            # something in flight on another pipe, and wait for it.
+            acc = nir.alloc([max(chains, 2 if transposed else 1) * slab], elem, "ub")
+            spare = sub(acc, slab, slab) if transposed else None
             self.apply(combine, acc, [scores, scores], chains * slab,
                        offsets=(0, 0, chains * slab), sizes=sizes)
             for j in range(2 * chains, slabs, chains):
@@ -271,8 +277,8 @@ class SoftmaxSteps:
                 chains = keep
             work = acc
         out = into if into is not None else nir.alloc([rows], elem, "ub")
-        if fold in ("cce.vmax", "cce.vmin") and self.transposed_fold(rows, es):
-            self.fold_across(work, out, rows, combine, elem)
+        if transposed:
+            self.fold_across(work, out, rows, combine, elem, spare)
             return out
         nir.create_op(across, [out, sub(work, 0, slab)], repeat=rows, mask=16,
                       src_blk_stride=1, src_rep_stride=16 * es // self.granule, dst_rep_stride=1)
@@ -280,31 +286,27 @@ class SoftmaxSteps:
 
     def transposed_fold(self, rows: int, es: int) -> bool:
         """Whether `fold_across` replaces the vcmax (`row-max`; auto: when
-        its modelled cycles are fewer: the transposes, the tree's repeats
-        and a vector latency per dependent step, against one reduce repeat
-        per row; 128 rows: 71 (f16) / 102 (f32) against 128)."""
+        its modelled cycles (`npu.attention_cost.fold_across_cycles`) are
+        fewer than one reduce repeat per row; 128 rows: 71 (f16) / 102
+        (f32) against 128)."""
         if self.row_max_mode != "auto":
             return self.row_max_mode == "transpose"
-        t = self.t
-        lanes = t.lanes(es)
-        transposes = (1 if es == 2 else 2) * (rows // 16) * t.vnchwconv_cycles_per_repeat
-        tree = sum(-(-width * rows // lanes) for width in (8, 4, 2, 1)) \
-            * t.vector_cycles("simple")
-        return transposes + tree + 5 * t.vector_latency < rows * t.vector_cycles("reduce")
+        return fold_across_cycles(rows, es, self.t) < rows * self.t.vector_cycles("reduce")
 
     def fold_across(self, work: ir.Value, out: ir.Value, rows: int, combine: Compute,
-                    elem: str) -> None:
+                    elem: str, spare: ir.Value | None = None) -> None:
         """The 16 lanes of each row of slab `work` [rows, 16] combined into
         out [rows] without a 16-lane repeat per row (vcmax: `rows` repeats):
         vnchwconv transposes the slab to [16 keys, rows] (each key's lane of
         all rows contiguous), then a halving tree of full-width vmax: 8 x
         rows, 4 x rows, 2 x rows, then rows elements (the last into out).
         128 rows: 8 transposes (f16; 16 in f32) and 15 (f32: 30) repeats,
-        against 128. Exact for max / min, so the order does not matter."""
+        against 128. Exact for max / min, so the order does not matter. The
+        transpose goes to `spare` (a free slab), or a new buffer."""
         es = nir.element_bytes(elem)
         per_block = self.granule // es  # row values per 32-byte block
         row_blocks = rows // per_block  # blocks of one key's row of T
-        t = nir.alloc([rows * 16], elem, "ub")
+        t = spare if spare is not None else nir.alloc([rows * 16], elem, "ub")
         if es == 2:  # one 16x16 transpose per 16 rows: key j -> T row j
             nir.create_op("cce.vnchwconv", [t, work], repeat=rows // 16,
                           src_offsets=list(range(16)), src_rep_stride=16,

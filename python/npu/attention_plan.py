@@ -3,7 +3,9 @@ head is computed in, what it needs on chip, and the GM bytes it moves.
 
 A key tile covering all keys keeps one head's scores of the query tile on
 chip at once; otherwise the keys are streamed in tiles with a running row
-max and sum (online softmax) and the partial context rescaled.
+max and sum (online softmax) and the partial context rescaled. Tiles are
+ranked by their modelled cycles (`npu.attention_cost`); a key tile whose
+K^T and V do not fit L0B together runs on the cube in chunks of keys.
 """
 
 from __future__ import annotations
