@@ -6,9 +6,11 @@ Every `ascend.batch_matmul` is a candidate; `npu.attention.match` follows
 its result by structure (not by names) through the defractalize, the
 optional scaling, the softmax steps, the cast and fractalize of P into the
 second batch_matmul and its defractalize. The cost model
-(`npu.attention_plan.plan`) picks the tile of query rows x keys that fits on
-chip: all keys at once keeps the scores on chip, fewer streams them with an
-online softmax. A candidate is refused when the structure differs, when an
+(`npu.attention_plan.plan`, `npu.attention_cost`) picks the tile of query
+rows x keys that fits on chip with the fewest modelled cycles (`tile`):
+all keys at once keeps the scores on chip, fewer streams them with an
+online softmax. `softmax` (recorded in the group) sets the precision of
+the kernel's softmax. A candidate is refused when the structure differs, when an
 intermediate tensor is used elsewhere, when an op between the members
 conflicts with moving them together, or when no tile fits; a remark says
 why. A group becomes an `scf.execute_region {npu.attention = {...}}` at the
@@ -36,6 +38,14 @@ class FuseAttentionPass(Pass):
                            "UB share of one tile's buffers by the footprint model"),
         Option("nz-out", bool, True, "when the merged context's only use is a cast to f16 "
                "and a fractalize (a matmul's A operand), the kernel writes it in f16 Nz"),
+        Option("softmax", str, att.SOFTMAX_DEFAULT, "precision of the kernel's softmax: f16 "
+               "drains the scores rounded to f16 and takes the row max, the scaled shift and "
+               "exp in f16; f32 takes the max and shift in f32 (exp in f16 either way; the row "
+               "sums and the context are f32)", choices=att.SOFTMAX_PRECISIONS),
+        Option("tile", str, "cost", "how the tile is chosen: 'cost' (the fewest modelled "
+               "cycles, npu.attention_cost; key tiles wider than L0B holds with V run in "
+               "chunks) or 'fewest' (the fewest tiles per head, whole key tiles in L0B)",
+               choices=("cost", "fewest")),
         Option("remarks", bool, True, "report each attention fused and why a candidate was not"),
     )
 
@@ -63,7 +73,8 @@ class FuseAttentionPass(Pass):
                     why = self.conflict(found, ops)
                 if why is None:
                     found.nz_why = self.absorb_nz_out(found, users, ops)
-                    plan = cost.plan(found, self.target, self.ub_fraction)
+                    plan = cost.plan(found, self.target, self.ub_fraction, self.softmax,
+                                     self.tile)
                     if isinstance(plan, cost.Plan):
                         taken.update(found.members)
                         self.form(found, plan)
@@ -114,11 +125,12 @@ class FuseAttentionPass(Pass):
         return None
 
     def form(self, a: att.Attention, plan: cost.Plan) -> None:
-        unfused, fused = cost.gm_bytes(a, plan)
+        unfused, fused = cost.gm_bytes(a, plan, self.target)
         last = a.members[-1]
         attrs = {"heads": a.heads, "seq": a.seq, "head_dim": a.head_dim,
                  "query_rows": plan.q_blocks * 16, "key_rows": plan.k_blocks * 16,
-                 "gm_bytes": fused, "unfused_gm_bytes": unfused, "ub_bytes": plan.ub_bytes}
+                 "gm_bytes": fused, "unfused_gm_bytes": unfused, "ub_bytes": plan.ub_bytes,
+                 "softmax": self.softmax}
         scores = next(m for m in a.members if m.name == "ascend.batch_matmul")
         named = [scores] + [m for m in a.members if m is not scores]
         with last.context:
@@ -135,10 +147,21 @@ class FuseAttentionPass(Pass):
         out = ("the context written as the f16 Nz A operand of the next matmul (its cast and "
                "fractalize absorbed: no separate pass over it)" if a.nz_out
                else f"the context written in f32 (not as an Nz A operand: {a.nz_why})")
+        chunks = cost.key_chunks(plan.k_blocks, a.d_blocks, self.target)
+        tile = ""
+        if len(chunks) > 1:
+            tile = (f"; Q.K^T and P.V in {len(chunks)} chunks of up to {chunks[0] * 16} keys (K^T "
+                    "and V of a key tile do not fit L0B together)")
+        if plan.cost is not None:
+            tile += f"; the tile of the fewest modelled cycles: {plan.cost.text()}"
+        softmax = ("softmax in f16 (scores drained to f16; row max, shift and exp in f16)"
+                   if self.softmax == "f16" else
+                   "softmax in f32 (row max and shift in f32, exp in f16)")
         self.remark(region_op, f"fused attention ({len(a.members)} ops; {loads}) over {a.heads} heads, "
                                f"seq {a.seq}, head dim {a.head_dim}: query tiles of "
                                f"{plan.q_blocks * 16} rows, {keys}; GM traffic {unfused} -> "
-                               f"{fused} bytes; UB {plan.ub_bytes} bytes per tile; {out}")
+                               f"{fused} bytes; UB {plan.ub_bytes} bytes per tile; {out}; "
+                               f"{softmax}{tile}")
 
 
 def _location(members: list[ir.Operation]) -> ir.Location:

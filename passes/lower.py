@@ -30,6 +30,7 @@ from typing import Any
 
 from mlir import ir
 
+from npu.attention import SOFTMAX_DEFAULT, SOFTMAX_PRECISIONS
 from npu.ir import dict_attr_items, dict_attr_of, walk, walk_held
 from npu.passes.base import DOUBLE_BUFFER_KEY, OP_OPTIONS_ATTR, Option, Pass, PassError
 from npu.passes.lower_fractalize import ALGORITHMS as FRACTALIZE_ALGORITHMS
@@ -115,6 +116,14 @@ class LowerPass(Pass):
         Option("fuse-attention-projection", bool, True, "with fuse-attention: an attention "
                "kernel computes its own Q, K, V projection head by head on chip when the cost "
                "model finds it faster (npu-fuse-attention-projection)"),
+        Option("attention-softmax", str, SOFTMAX_DEFAULT, "npu-fuse-attention's softmax: the "
+               "precision of the attention kernel's row max, shift and exp",
+               choices=SOFTMAX_PRECISIONS),
+        Option("attention-tile", str, "cost", "npu-fuse-attention's tile: the attention "
+               "tile of the fewest modelled cycles, or the fewest tiles", choices=("cost", "fewest")),
+        Option("attention-row-max", str, "auto", "npu-lower-attention's row-max: the last "
+               "step of the kernel's row max (vcmax per row, or a transpose and a tree of "
+               "full-width folds; auto: the cheaper)", choices=("auto", "vcmax", "transpose")),
         Option("fuse-remarks", bool, False, "npu-fuse's remarks: each group formed and why "
                "ops were left out"),
         Option("prefetch", bool, True, "npu-prefetch: a matmul's first host-constant weight "
@@ -204,7 +213,9 @@ class LowerPass(Pass):
 
                 self._required("npu-fuse-attention", remarks=self.fuse_remarks, **{
                     "ub-fraction": ATTENTION_UB_FRACTION * attention_share,
-                    "nz-out": self.fuse_nz_stores}).run(module)
+                    "nz-out": self.fuse_nz_stores,
+                    "softmax": self.attention_softmax,
+                    "tile": self.attention_tile}).run(module)
             self._required("npu-fuse", remarks=self.fuse_remarks, epilogues=self.fuse_epilogues,
                            **{"ub-fraction": fuse_fraction,
                               "row-major-stores": self.fuse_row_major_stores,
@@ -221,7 +232,8 @@ class LowerPass(Pass):
                     "ub-fraction": ATTENTION_UB_FRACTION * attention_share}).run(module)
             self._required("npu-lower-fused", **{"ub-fraction": fuse_fraction}, **(
                 {"max-chunk": self.max_chunk} if self.max_chunk else {})).run(module)
-            self._required("npu-lower-attention").run(module)
+            self._required("npu-lower-attention",
+                           **{"row-max": self.attention_row_max}).run(module)
         if self.cores != 1:  # fusion is not combined with core splitting yet
             self._required("npu-split-cores", cores=self.cores).run(module)
         if self.plan_gm:

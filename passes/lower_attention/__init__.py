@@ -17,7 +17,8 @@ group's plan). Each step has four stages:
     vexp: half the repeats of f32) -> L1 (a slot);
   pv: V -> L0B (unless there already), P -> L0A, mad: P.V -> L0C (a
     slot); the ones column makes its last column block the row sums of
-    the f16 P, in f32;
+    the f16 P, in f32; a key tile whose K^T and V do not fit L0B together
+    runs Q.K^T and P.V in chunks of keys (`key_scores`, `chunked_pv`);
   drain: P.V -> UB, the context O = O * alpha + P.V (the first tile writes
     O directly; the row sums ride along); on a query tile's last step,
     O / sum per row stored once to GM (one burst per row and 16 columns;
@@ -36,7 +37,8 @@ instructions the `Compute` recipes of `npu.vector_compute`.
 Modules: this one holds the pass and the kernel's structure (steps,
 stages, slots); `schedules` the three orders of steps (one tile per head,
 alike query tiles, uneven query tiles); `operands` the Q, K, V tiles in L1;
-`softmax` the vector work of a step and the context.
+`softmax` the vector work of a step and the context; `softmax_f16` the
+softmax in f16 (`softmax = "f16"` in the attribute).
 """
 
 from __future__ import annotations
@@ -52,12 +54,13 @@ from npu import attention_projection as proj
 from npu import epilogue
 from npu import ir as nir
 from npu.cce_build import View, lin
-from npu.passes.base import DOUBLE_BUFFER_ATTR, Pass, PassError
+from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass, PassError
 from npu.passes.lower_attention.operands import OperandTiles
 from npu.passes.lower_attention.projected_tiles import ProjectedTiles
 from npu.passes.lower_attention.projection import ProjectedHeads
 from npu.passes.lower_attention.schedules import TileSchedules
 from npu.passes.lower_attention.softmax import SoftmaxSteps
+from npu.passes.lower_attention.softmax_f16 import HalfSoftmax
 from npu.passes.lower_matmul import LowerMatmul
 
 BODY_OPS = ("memref.alloc", "scf.yield") + nir.VIEW_OPS
@@ -66,7 +69,12 @@ BODY_OPS = ("memref.alloc", "scf.yield") + nir.VIEW_OPS
 class LowerAttention(Pass):
     name = "npu-lower-attention"
     summary = "Lower npu.attention groups to one cube + vector kernel each (scores on chip)"
-    options = ()
+    options = (
+        Option("row-max", str, "auto", "the last step of a tile's row max: 'vcmax' (one 16-lane "
+               "repeat per row), 'transpose' (vnchwconv to key-major, then a halving tree of "
+               "full-width vmax) or 'auto' (the cheaper by the target's vector costs)",
+               choices=("auto", "vcmax", "transpose")),
+    )
 
     def run(self, module: ir.Operation) -> None:
         regions = nir.walk(module, lambda o: o.name == "scf.execute_region"
@@ -76,7 +84,8 @@ class LowerAttention(Pass):
             region.erase()
 
 
-class _Kernel(OperandTiles, SoftmaxSteps, TileSchedules, ProjectedHeads, ProjectedTiles):
+class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, TileSchedules, ProjectedHeads,
+              ProjectedTiles):
     def __init__(self, p: LowerAttention, region: ir.Operation):
         self.p, self.region, self.t = p, region, p.target
         body = [o.operation for o in region.regions[0].blocks[0].operations]
@@ -112,7 +121,7 @@ class _Kernel(OperandTiles, SoftmaxSteps, TileSchedules, ProjectedHeads, Project
             raise PassError(f"npu.attention tile {attrs['query_rows']} x {attrs['key_rows']} "
                             f"is not whole 16-row blocks within seq {found.seq}", region)
         need = cost.footprint(self.qb, self.kb, d1, found.staged,
-                              s1 <= min(self.qb, self.kb), found.nz_out)
+                              s1 <= min(self.qb, self.kb), found.nz_out, self.t)
         if self.pp is not None:
             need = proj.footprint(found, self.qb, self.kb, self.projection, self.pp, need)
         for space, nbytes in need.items():
@@ -134,8 +143,15 @@ class _Kernel(OperandTiles, SoftmaxSteps, TileSchedules, ProjectedHeads, Project
         self.prescale = found.scale < 0
         self.nz_slabs: list[ir.Value] | None = None  # UB of the f16 context slabs (`store_nz`)
         self.scale_p = not self.prescale and found.scale != 1.0
-        self.scale_block: View | None = None  # the scale's f32 block (`scale_p`)
+        self.scale_block: View | None = None  # the scale's block (`scale_p`), of `elem`
+        # The softmax's precision (`npu.attention.SOFTMAX_PRECISIONS`; IR from
+        # before the option: f32): the element type of the scores in UB.
+        self.elem = attrs.get("softmax", "f32")
+        if self.elem not in att.SOFTMAX_PRECISIONS:
+            raise PassError(f"npu.attention softmax '{self.elem}' is not one of "
+                            f"{', '.join(att.SOFTMAX_PRECISIONS)}", region)
         self.granule = self.t.granule("ub")
+        self.row_max_mode = p.row_max  # `row_reduce`'s last step (`transposed_fold`)
         self.parity = 0  # of the head of the stage being emitted (`skewed`)
 
     # -- structure ------------------------------------------------------------
@@ -144,7 +160,7 @@ class _Kernel(OperandTiles, SoftmaxSteps, TileSchedules, ProjectedHeads, Project
         with self.region.location, ir.InsertionPoint(self.region):
             self.flat_out = nir.flatten_memref(a.out)
             if self.scale_p:
-                self.scale_block = self.constant_block(a.scale)
+                self.scale_block = self.constant_block(a.scale, self.elem)
             if self.pp is not None:
                 self.projection_prologue()
             if a.seq_blocks <= min(self.qb, self.kb):
@@ -267,10 +283,41 @@ class _Kernel(OperandTiles, SoftmaxSteps, TileSchedules, ProjectedHeads, Project
     def scores_and_v(self, h, q0, mq: int, y0, kbk: int, buf: dict, slot: int) -> None:
         """Keys y0.. (kbk blocks): Q.K^T into the slot's scores, V's tile
         (with its ones column) into the slot's L1 tile."""
-        d1 = self.a.d_blocks
-        k0 = self.k_to_l0b(self.load_k(h, y0, kbk), kbk)
-        self.mm.mad(q0, k0, self.prefix(buf["scores"][slot], kbk), mq, d1, kbk, False)
+        self.key_scores(q0, self.load_k(h, y0, kbk), self.prefix(buf["scores"][slot], kbk), mq,
+                        kbk)
         self.load_v(h, y0, kbk, buf["v"][slot])
+
+    def key_scores(self, q0: ir.Value, k1: ir.Value, scores: ir.Value, mq: int,
+                   kbk: int) -> None:
+        """Q.K^T of `load_k`'s tile `k1` (kbk key blocks) into `scores`: one
+        mad, or, for a tile whose K^T and V do not fit L0B together
+        (`npu.attention_plan.key_chunks`), one per chunk of keys: the
+        chunks of K^T alternate between two L0B buffers (the next chunk
+        loads while the cube multiplies this one), each mad writing its
+        chunk's column blocks of the scores."""
+        d1 = self.a.d_blocks
+        sizes = cost.key_chunks(kbk, d1, self.t)
+        if len(sizes) == 1:
+            self.mm.mad(q0, self.k_to_l0b(k1, kbk), scores, mq, d1, kbk, False)
+            return
+        ld = nir.memref_shape(k1)[1]
+        pair = [nir.alloc([d1 * sizes[0], 16, 16], "f16", "l0b") for _ in range(2)]
+        c0 = 0
+        for i, c in enumerate(sizes):
+            k0 = nir.subview(pair[i % 2], [0, 0, 0], [d1 * c, 16, 16])
+            if self.a.interleaved:  # K^T block (j, l) at j * ld + l: a run of c per row j
+                for j in range(d1):
+                    self.mm.reorder_blocks(k1, self.mm.block_view(k0, j * c, d1 * c), rows=1,
+                                           cols=c, transpose=False,
+                                           op_name="cce.load_l1_to_l0b",
+                                           src_first=j * ld + c0, src_col_stride=1)
+            else:  # Nz of K^T: block (j, l) at l * ld + j
+                self.mm.reorder_blocks(k1, k0, rows=d1, cols=c, transpose=True,
+                                       op_name="cce.load_l1_to_l0b", src_first=c0 * ld,
+                                       src_col_stride=ld)
+            self.mm.mad(q0, k0, nir.subview(scores, [c0, 0, 0, 0], [c, mq, 16, 16]), mq, d1, c,
+                        False)
+            c0 += c
 
     def probs(self, mq: int, kbk: int, buf: dict, slot: int, first: bool, masked: bool) -> None:
         """The softmax step of the slot's scores, P into the slot's L1 tile."""
@@ -281,7 +328,12 @@ class _Kernel(OperandTiles, SoftmaxSteps, TileSchedules, ProjectedHeads, Project
     def pv(self, mq: int, kbk: int, buf: dict, slot: int, v1: ir.Value | None = None,
            v0: ir.Value | None = None) -> None:
         """P -> L0A, P.V (and the row sums) into the slot's P.V; V's tile is
-        the slot's or `v1`, already in L0B when `v0` is given."""
+        the slot's or `v1`, already in L0B when `v0` is given. Wider than
+        L0B can hold with K^T (`key_chunks`): one accumulating mad per chunk."""
+        if v0 is None and len(cost.key_chunks(kbk, self.a.d_blocks, self.t)) > 1:
+            self.chunked_pv(mq, kbk, buf["p"][slot], v1 if v1 is not None else buf["v"][slot],
+                            buf["pv"][slot])
+            return
         if v0 is None:
             v0 = nir.alloc([kbk, self.a.d_blocks + 1, 16, 16], "f16", "l0b")
             self.v_to_l0b(v1 if v1 is not None else buf["v"][slot], kbk, v0)
@@ -291,6 +343,28 @@ class _Kernel(OperandTiles, SoftmaxSteps, TileSchedules, ProjectedHeads, Project
                                rows=mq, cols=kbk, transpose=False, op_name="cce.load_l1_to_l0a",
                                src_col_stride=mq)
         self.mm.mad(p0, v0, buf["pv"][slot], mq, kbk, self.a.d_blocks + 1, False)
+
+    def chunked_pv(self, mq: int, kbk: int, p1: ir.Value, v1: ir.Value,
+                   out: ir.Value) -> None:
+        """P.V as a sum over the chunks of keys (`key_chunks`), accumulated
+        in L0C; each chunk's V and P blocks alternate between two L0B and two
+        L0A buffers."""
+        d1, p_blocks = self.a.d_blocks, math.prod(nir.memref_shape(p1)[:2])
+        sizes = cost.key_chunks(kbk, d1, self.t)
+        vs = [nir.alloc([sizes[0] * (d1 + 1), 16, 16], "f16", "l0b") for _ in range(2)]
+        ps = [nir.alloc([mq * sizes[0], 16, 16], "f16", "l0a") for _ in range(2)]
+        c0 = 0
+        for i, c in enumerate(sizes):
+            v0 = nir.subview(vs[i % 2], [0, 0, 0], [c * (d1 + 1), 16, 16])
+            self.mm.reorder_blocks(v1, v0, rows=c, cols=d1 + 1, transpose=True,
+                                   op_name="cce.load_l1_to_l0b", src_first=c0,
+                                   src_col_stride=nir.memref_shape(v1)[1])
+            p0 = nir.subview(ps[i % 2], [0, 0, 0], [mq * c, 16, 16])
+            self.mm.reorder_blocks(self.mm.flat_blocks(p1, p_blocks), p0, rows=mq, cols=c,
+                                   transpose=False, op_name="cce.load_l1_to_l0a",
+                                   src_first=c0 * mq, src_col_stride=mq)
+            self.mm.mad(p0, v0, out, mq, c, d1 + 1, c0 > 0)
+            c0 += c
 
     def v_to_l0b(self, v1: ir.Value, kbk: int, v0: ir.Value) -> None:
         """V's L1 tile (with its ones column) -> `v0` in L0B (Zn)."""

@@ -190,6 +190,10 @@ class TileSchedules:
         # tile's last key tile: a step ahead of its Q.K^T, so that (with its
         # rows scaled in UB on the way) the vector unit never waits for it.
         q_next = nir.alloc([d1, qb, 16, 16], "f16", "l1") if not projected else None
+        # One key tile: the next head's first step would overwrite the
+        # resident V that this head's last P.V still reads (program order:
+        # load(s+1) comes before pv(s)), so V is loaded in the step's `late`.
+        v_late = resident and n_keys == 1
 
         def stages(locate: Callable, following: Callable) -> tuple[Callable, ...]:
             """The four stages of a step, `locate(step)` = (head, query tile,
@@ -214,17 +218,30 @@ class TileSchedules:
                     self.scores_and_v(h, q0, qb, y * kb, blocks(y), buf, slot)
                 else:
                     first_x = isinstance(x, int) and x == 0
-                    if first_x:
+                    if first_x and not (v_late and following(h, x)[2]):
                         self.load_k(h, y * kb, blocks(y), k_tiles[y])
-                    self.mm.mad(q0, self.k_to_l0b(k_tiles[y], blocks(y)),
-                                self.prefix(buf["scores"][slot], blocks(y)), qb, d1, blocks(y),
-                                False)
-                    if first_x:  # after Q.K^T: its flag from MTE2 does not wait for V
+                    self.key_scores(q0, k_tiles[y], self.prefix(buf["scores"][slot], blocks(y)),
+                                    qb, blocks(y))
+                    if first_x and not v_late:  # after Q.K^T: its flag from MTE2 does
+                        # not wait for V
                         self.load_rows(a.v, 2, h, y * kb, blocks(y), v_tiles[y], ones=False)
                 h_next, x_next, _ = following(h, x)
                 if y == n_keys - 1 and h_next is not None:
                     self.load_rows(a.q, 0, h_next, first_row_block(x_next), qb, into=q_next,
                                    ones=False)
+                    if v_late and isinstance(x_next, int) and x_next == 0:
+                        # One key tile: the next head's K, once this last Q.K^T
+                        # has read the head's own (a step earlier than its
+                        # first step would load it).
+                        self.load_k(h_next, 0, blocks(0), k_tiles[0])
+
+            def late(step, slot: int) -> None:
+                """With one key tile, a head's first step loads its V after
+                the previous step's P.V (which reads the previous head's V
+                from the same resident tile)."""
+                h, x, y = locate(step)
+                if v_late and isinstance(x, int) and x == 0:
+                    self.load_rows(a.v, 2, h, y * kb, blocks(y), v_tiles[y], ones=False)
 
             def soft(step, slot: int) -> None:
                 y = locate(step)[2]
@@ -252,7 +269,7 @@ class TileSchedules:
             # (Projected: the load stage scopes its parts, `run_jobs`.)
             return tuple(f if projected and f is load else
                          (lambda st, slot, f=f: self.scope(lambda: f(st, slot)))
-                         for f in (load, soft, pv, drain))
+                         for f in (load, soft, pv, drain, late)[:5 if v_late else 4])
 
         last_x = s1 // qb - 1
 
@@ -286,8 +303,13 @@ class TileSchedules:
                                          across_heads), inner=per_head,
                         peel=2 if projected else 1, pairs=projected)
         else:
+            # With one key tile a step is a query tile (the step is an int, not
+            # (tile, key tile)), and the step loaded ahead inside the loop of
+            # middle query tiles also loads the next tile's Q: two tiles peeled
+            # at the end keep that Q within the sequence.
             self.loop(a.heads, lambda h: self.skewed(
-                s1 // qb, *stages(lambda st: (h,) + st, within_head), inner=n_keys, peel=1),
+                s1 // qb, *stages(lambda st: (h,) + (st if n_keys > 1 else (st, 0)), within_head),
+                inner=n_keys, peel=1 if n_keys > 1 else 2),
                 double_buffer=False)
 
     def projected_heads(self) -> None:

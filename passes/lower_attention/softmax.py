@@ -10,6 +10,7 @@ from typing import Callable
 from mlir import ir
 
 from npu import ir as nir
+from npu.attention_cost import fold_across_cycles
 from npu.cce_build import View, copy, lin, sub
 from npu.vector_compute import Compute, cast_compute, unary_compute
 from npu.vector_tiling import split_repeats
@@ -41,7 +42,11 @@ class SoftmaxSteps:
         and `alpha` = exp(old max - new max); None: the first tile), the
         shift in f32, then P = exp(scale * shifted) in f16 (half the vector
         repeats of f32; the shift keeps the rounding relative to s - max),
-        P -> L1. The row sums come from the cube (`load_v`'s ones column)."""
+        P -> L1. The row sums come from the cube (`load_v`'s ones column).
+        With the softmax in f16 (`elem`), `softmax_tile_f16`."""
+        if self.elem == "f16":
+            self.softmax_tile_f16(sc, pl1, mq, kbk, alpha, masked)
+            return
         a = self.a
         rows = mq * 16
         slab, count = rows * 16, kbk * rows * 16
@@ -83,13 +88,20 @@ class SoftmaxSteps:
         # P in a few runs of key slabs, each to L1 as soon as it is made: the
         # last run's copy is all that the next tile's scores (which the
         # memory planner may place over P) wait for.
-        per_run = kbk if self.a.seq_blocks <= min(self.qb, self.kb) else -(-kbk // P_RUNS)
-        runs = [self.p_run(scores, probs, pl1, shift, j0, min(kbk, j0 + per_run), mq, kbk,
-                           masked) for j0 in range(0, kbk, per_run)]
-        # The runs' stages emitted diagonally (stage s of run r in wave r + s,
-        # the older run's first): the runs touch disjoint slabs, so the stages
-        # of one wave need no pipe_barrier(V) between them, one per wave
-        # instead of one per stage and run.
+        per_run = self.per_run(kbk)
+        self.emit_runs([self.p_run(scores, probs, pl1, shift, j0, min(kbk, j0 + per_run), mq,
+                                   kbk, masked) for j0 in range(0, kbk, per_run)])
+
+    def per_run(self, kbk: int) -> int:
+        """Key slabs per run of P (see P_RUNS)."""
+        return kbk if self.a.seq_blocks <= min(self.qb, self.kb) else -(-kbk // P_RUNS)
+
+    @staticmethod
+    def emit_runs(runs: list[list[Callable[[], None]]]) -> None:
+        """The runs' stages emitted diagonally (stage s of run r in wave r + s,
+        the older run's first): the runs touch disjoint slabs, so the stages
+        of one wave need no pipe_barrier(V) between them, one per wave
+        instead of one per stage and run."""
         for wave in range(len(runs) + len(runs[0]) - 1):
             for stage in reversed(range(len(runs[0]))):
                 if 0 <= wave - stage < len(runs):
@@ -227,55 +239,108 @@ class SoftmaxSteps:
                          piece.repeat, piece.mask)
 
     def row_reduce(self, scores: ir.Value, slabs: int, rows: int, fold: str, across: str,
-                   into: ir.Value | None) -> ir.Value:
+                   into: ir.Value | None, elem: str = "f32") -> ir.Value:
         """Per row of the Nz tile: slabs folded elementwise onto one [rows, 16]
-        slab, then one 16-lane reduction per row into `into` (or a new buffer).
-        A max or min (exact, so the order does not matter) folds onto up to
-        MAX_FOLD_CHAINS slabs in turn, merged pairwise at the end: independent
-        chains, so one pipe_barrier(V) per round of folds instead of one per
-        fold. The chains' slabs live only over the folds, before P and the
-        broadcasts (so within the scores phase of
-        `npu.attention_plan.footprint`)."""
-        slab = rows * 16
-        work = scores
+        slab, then the 16 lanes of each row reduced into `into` (or a new
+        buffer). A max or min (exact, so the order does not matter) folds
+        onto `chains` contiguous slabs: the second `chains` slabs onto the
+        first in one instruction, then the rest `chains` at a time, then the
+        chains halved onto themselves. Each round is one instruction and one
+        pipe_barrier(V). f32: up to MAX_FOLD_CHAINS slabs (the footprint's
+        room beside the scores and P); f16: half the slabs (the f16 scores
+        and these take less UB than the f32 scores alone), so the fold is a
+        halving tree. The chains live only over the folds (within the scores
+        phase of `npu.attention_plan.footprint`). `elem`: the scores' type."""
+        slab, es = rows * 16, nir.element_bytes(elem)
+        sizes = (es, es)
+        work, spare = scores, None
         combine = Compute("binary", vop=fold)
+        exact = fold in ("cce.vmax", "cce.vmin")
+        transposed = exact and self.transposed_fold(rows, es)
         if slabs > 1:
-            exact = fold in ("cce.vmax", "cce.vmin")
-            chains = [nir.alloc([slab], "f32", "ub")
-                      for _ in range(min(MAX_FOLD_CHAINS, slabs // 2) if exact else 1)]
-            for c, acc in enumerate(chains):
-                self.apply(combine, acc, [scores, scores], slab,
-                           offsets=(0, 2 * c * slab, (2 * c + 1) * slab))
-            for j in range(2 * len(chains), slabs):
-                acc = chains[j % len(chains)]
-                self.apply(combine, acc, [acc, scores], slab, offsets=(0, 0, j * slab))
-            while len(chains) > 1:  # the last half onto the first: one barrier per round
-                keep = len(chains) - len(chains) // 2
-                for c in range(keep, len(chains)):
-                    self.apply(combine, chains[c - keep], [chains[c - keep], chains[c]], slab)
-                chains = chains[:keep]
-            work = chains[0]
-        out = into if into is not None else nir.alloc([rows], "f32", "ub")
+            chains = min(MAX_FOLD_CHAINS if es == 4 else slabs, slabs // 2) if exact else 1
+            # With the transposed last step, a second slab for its transpose:
+            # a buffer of its own would land where the memory planner put
+            # something in flight on another pipe, and wait for it.
+            acc = nir.alloc([max(chains, 2 if transposed else 1) * slab], elem, "ub")
+            spare = sub(acc, slab, slab) if transposed else None
+            self.apply(combine, acc, [scores, scores], chains * slab,
+                       offsets=(0, 0, chains * slab), sizes=sizes)
+            for j in range(2 * chains, slabs, chains):
+                n = min(chains, slabs - j)
+                self.apply(combine, acc, [acc, scores], n * slab, offsets=(0, 0, j * slab),
+                           sizes=sizes)
+            while chains > 1:  # the last half onto the first
+                keep = chains - chains // 2
+                self.apply(combine, acc, [acc, acc], (chains // 2) * slab,
+                           offsets=(0, 0, keep * slab), sizes=sizes)
+                chains = keep
+            work = acc
+        out = into if into is not None else nir.alloc([rows], elem, "ub")
+        if transposed:
+            self.fold_across(work, out, rows, combine, elem, spare)
+            return out
         nir.create_op(across, [out, sub(work, 0, slab)], repeat=rows, mask=16,
-                      src_blk_stride=1, src_rep_stride=16 * 4 // self.granule, dst_rep_stride=1)
+                      src_blk_stride=1, src_rep_stride=16 * es // self.granule, dst_rep_stride=1)
         return out
 
-    def broadcast(self, col: ir.Value, rows: int) -> ir.Value:
+    def transposed_fold(self, rows: int, es: int) -> bool:
+        """Whether `fold_across` replaces the vcmax (`row-max`; auto: when
+        its modelled cycles (`npu.attention_cost.fold_across_cycles`) are
+        fewer than one reduce repeat per row; 128 rows: 71 (f16) / 102
+        (f32) against 128)."""
+        if self.row_max_mode != "auto":
+            return self.row_max_mode == "transpose"
+        return fold_across_cycles(rows, es, self.t) < rows * self.t.vector_cycles("reduce")
+
+    def fold_across(self, work: ir.Value, out: ir.Value, rows: int, combine: Compute,
+                    elem: str, spare: ir.Value | None = None) -> None:
+        """The 16 lanes of each row of slab `work` [rows, 16] combined into
+        out [rows] without a 16-lane repeat per row (vcmax: `rows` repeats):
+        vnchwconv transposes the slab to [16 keys, rows] (each key's lane of
+        all rows contiguous), then a halving tree of full-width vmax: 8 x
+        rows, 4 x rows, 2 x rows, then rows elements (the last into out).
+        128 rows: 8 transposes (f16; 16 in f32) and 15 (f32: 30) repeats,
+        against 128. Exact for max / min, so the order does not matter. The
+        transpose goes to `spare` (a free slab), or a new buffer."""
+        es = nir.element_bytes(elem)
+        per_block = self.granule // es  # row values per 32-byte block
+        row_blocks = rows // per_block  # blocks of one key's row of T
+        t = spare if spare is not None else nir.alloc([rows * 16], elem, "ub")
+        if es == 2:  # one 16x16 transpose per 16 rows: key j -> T row j
+            nir.create_op("cce.vnchwconv", [t, work], repeat=rows // 16,
+                          src_offsets=list(range(16)), src_rep_stride=16,
+                          dst_offsets=[j * row_blocks for j in range(16)], dst_rep_stride=1)
+        else:  # 4-byte: 16 rows x 8 keys per repeat, once per half of the keys;
+            # key t's 16 values land in two halves (rows 0..7, 8..15)
+            for h in range(2):
+                nir.create_op("cce.vnchwconv", [t, work], repeat=rows // 16,
+                              src_offsets=[2 * i + h for i in range(16)], src_rep_stride=32,
+                              dst_offsets=[(8 * h + k // 2) * row_blocks + k % 2
+                                           for k in range(16)], dst_rep_stride=2)
+        width = 8
+        while width >= 1:
+            self.apply(combine, out if width == 1 else t, [t, t], width * rows,
+                       offsets=(0, 0, width * rows), sizes=(es, es))
+            width //= 2
+
+    def broadcast(self, col: ir.Value, rows: int, elem: str = "f32") -> ir.Value:
         """[rows] -> [rows, 16]: each value over one slab row, by vnchwconv
-        with all 16 source rows on the same 8 values (row t of the
-        transpose is value t repeated, written to both 32-byte halves)."""
-        per_block = self.granule // 4
-        wide = nir.alloc([rows * 16], "f32", "ub")
+        with all 16 source rows on the same block of values (row t of the
+        transpose is value t repeated; f32: 8 values a block, each row
+        written to both 32-byte halves)."""
+        per_block = self.granule // nir.element_bytes(elem)
+        wide = nir.alloc([rows * 16], elem, "ub")
         nir.create_op("cce.vnchwconv", [wide, col], repeat=rows // per_block,
                       src_offsets=[0] * 16, dst_offsets=list(range(16)), src_rep_stride=1,
                       dst_rep_stride=16)
         return wide
 
-    def constant_block(self, value: float) -> View:
-        """One f32 block of `value` in UB, read with strides 0 as a whole
-        repeat of it."""
-        per_block = self.granule // 4
-        block = nir.alloc([per_block], "f32", "ub")
+    def constant_block(self, value: float, elem: str = "f32") -> View:
+        """One block of `value` (`elem`) in UB, read with strides 0 as a
+        whole repeat of it."""
+        per_block = self.granule // nir.element_bytes(elem)
+        block = nir.alloc([per_block], elem, "ub")
         nir.create_op("cce.vdup", [block], repeat=1, mask=per_block, dst_blk_stride=1,
                       dst_rep_stride=8, scalar=value)
         return View(block, 0, 0)

@@ -27,6 +27,14 @@ from mlir import ir
 from npu import ir as nir
 
 ATTENTION_ATTR = "npu.attention"
+# The precision of the kernel's softmax (`softmax` in the attribute;
+# npu-fuse-attention{softmax}, npu-lower{attention-softmax}): "f32" drains
+# the scores in f32 and computes the row max and the scaled shift there,
+# "f16" drains them rounded to f16 and does both in f16 (half the vector
+# repeats, no cast of P; CANN's high-performance mode). The row sums and
+# the context are f32 either way.
+SOFTMAX_PRECISIONS = ("f16", "f32")
+SOFTMAX_DEFAULT = "f16"
 
 
 @dataclass

@@ -3,7 +3,9 @@ head is computed in, what it needs on chip, and the GM bytes it moves.
 
 A key tile covering all keys keeps one head's scores of the query tile on
 chip at once; otherwise the keys are streamed in tiles with a running row
-max and sum (online softmax) and the partial context rescaled.
+max and sum (online softmax) and the partial context rescaled. Tiles are
+ranked by their modelled cycles (`npu.attention_cost`); a key tile whose
+K^T and V do not fit L0B together runs on the cube in chunks of keys.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.attention import Attention, drop_casts, drop_prologues
+from npu.attention_cost import TileCost, tile_cost
 from npu.target import Target
 
 # UB share of one tile's buffers by `footprint` (the rest: granule rounding
@@ -30,18 +33,36 @@ MAX_HEAD_STEPS = 32
 
 @dataclass(frozen=True)
 class Plan:
-    """Tile sizes in 16-row / 16-key blocks, and what one tile needs on chip."""
+    """Tile sizes in 16-row / 16-key blocks, what one tile needs on chip and
+    (ranked by cost) its modelled cycles."""
 
     q_blocks: int
     k_blocks: int
     ub_bytes: int
+    cost: TileCost | None = None
 
     def online(self, seq_blocks: int) -> bool:
         return self.k_blocks < seq_blocks
 
 
+def key_chunks(k_blocks: int, d_blocks: int, target: Target) -> list[int]:
+    """The key blocks of a key tile's chunks on the cube: the whole tile when
+    its K^T (d_blocks per key block) and V (d_blocks + 1: the ones column)
+    fit L0B together, else the fewest chunks, as even as possible (the
+    wider first), of which two of K^T and two of V fit (each alternates
+    between two buffers: one loads while the other is multiplied)."""
+    per_key = (2 * d_blocks + 1) * 16 * 16 * 2
+    whole = target.capacity("l0b") // per_key
+    if k_blocks <= whole:
+        return [k_blocks]
+    n = -(-k_blocks // max(1, whole // 2))
+    base, wider = divmod(k_blocks, n)
+    return [base + 1] * wider + [base] * (n - wider)
+
+
 def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = False,
-              whole: bool = False, nz_out: bool = False) -> dict[str, int]:
+              whole: bool = False, nz_out: bool = False,
+              target: Target | None = None) -> dict[str, int]:
     """Bytes per on-chip buffer of one tile (`npu-lower-attention`'s
     buffers). UB: what lives through the tile (the context with its row-sum
     slab, the row max; `whole` and `absorbed`: the f32 staging of Q and K,
@@ -53,7 +74,9 @@ def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = Fals
     two broadcasts) and the P.V phase. P.V has one more column block (ones: the
     row sums). The scores and P.V in L0C and V's tile in L1 have two slots
     (the software pipeline of `npu-lower-attention`); `whole`: one tile per
-    head (all queries and keys), Q's and K's L1 tiles in two slots too."""
+    head (all queries and keys), Q's and K's L1 tiles in two slots too. With
+    `target`, a key tile whose K^T and V do not fit L0B together holds two
+    chunks of each in L0B and two of P in L0A (`key_chunks`)."""
     frac4, frac2 = 16 * 16 * 4, 16 * 16 * 2
     slab = q_blocks * frac4  # one [rows, 16] f32 slab
     rows = q_blocks * 16
@@ -66,56 +89,96 @@ def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = Fals
         persistent += 2 * rows * d_blocks * 16 * 4
         staging = rows * d_blocks * 16 * 2
     ub = persistent + max(scores, staging, (d_blocks + 2) * slab, k_blocks * frac2)
+    chunks = [k_blocks] if target is None else key_chunks(k_blocks, d_blocks, target)
+    on_l0 = k_blocks if len(chunks) == 1 else 2 * chunks[0]
     return {"ub": ub,
-            "l0a": (d_blocks + k_blocks) * q_blocks * frac2,
-            "l0b": k_blocks * (2 * d_blocks + 1) * frac2,  # K^T and V with its ones
+            "l0a": (d_blocks + on_l0) * q_blocks * frac2,
+            "l0b": on_l0 * (2 * d_blocks + 1) * frac2,  # K^T and V with its ones
             "l0c": 2 * (k_blocks + d_blocks + 1) * slab,
             "l1": (d_blocks * q_blocks + k_blocks * (3 * d_blocks + 2) + k_blocks * q_blocks
                    + whole * d_blocks * (q_blocks + k_blocks)) * frac2}
 
 
-def plan(a: Attention, target: Target, ub_fraction: float) -> Plan | str:
-    """The tile (query rows x keys) that fits on chip with the fewest tiles
-    per head, then with query tiles that divide the sequence (every query
-    tile alike: `npu-lower-attention` pipelines across them), then the
-    largest; among equals the taller query tile (fewer K/V reloads). A key
-    tile of all keys keeps the scores on chip; a smaller one streams them
-    (online softmax).
+def plan(a: Attention, target: Target, ub_fraction: float, softmax: str = "f32",
+         tile: str = "cost") -> Plan | str:
+    """The tile (query rows x keys) that fits on chip with the fewest
+    modelled cycles (`npu.attention_cost`, with the softmax's precision),
+    among query tiles of 1 to MAX_Q_BLOCKS blocks and key tiles that split
+    the keys evenly; a key tile whose K^T and V do not fit L0B together
+    runs on the cube in chunks (`key_chunks`). `tile` = "fewest": the
+    planner of before, whole key tiles in L0B, the fewest tiles per head,
+    then query tiles that divide the sequence (every query tile alike:
+    `npu-lower-attention` pipelines across them), then the largest; among
+    equals the taller query tile (fewer K/V reloads). A key tile of all
+    keys keeps the scores on chip; a smaller one streams them (online
+    softmax).
 
     Absorbed casts (f32 Q, K, V loaded and cast per tile) pay off only when a
     head has one query tile: with more, K and V would be reloaded in f32 and
     re-cast per query tile, so the casts are left out (once over GM) and the
     tile planned again; the fractalizes stay (the loads lay the f16 rows
     out as fractals on their way to L1)."""
-    chosen = _plan(a, target, ub_fraction)
+    chosen = _plan(a, target, ub_fraction, softmax, tile)
     if a.staged and (isinstance(chosen, str) or chosen.q_blocks < a.seq_blocks):
         drop_casts(a)
-        chosen = _plan(a, target, ub_fraction)
+        chosen = _plan(a, target, ub_fraction, softmax, tile)
     if a.sources is not None and isinstance(chosen, str):
         drop_prologues(a)
-        chosen = _plan(a, target, ub_fraction)
+        chosen = _plan(a, target, ub_fraction, softmax, tile)
     return chosen
 
 
-def _plan(a: Attention, target: Target, ub_fraction: float) -> Plan | str:
+def _plan(a: Attention, target: Target, ub_fraction: float, softmax: str,
+          tile: str) -> Plan | str:
     s1, d1 = a.seq_blocks, a.d_blocks
+    by_cost = tile == "cost"
     best: Plan | None = None
     for qb in range(min(s1, MAX_Q_BLOCKS), 0, -1):
-        for kb in range(s1, 0, -1):
-            need = footprint(qb, kb, d1, a.staged, qb >= s1 and kb >= s1, a.nz_out)
+        # Cost: key tiles that split the keys evenly (n tiles of ceil(s1 / n));
+        # fewest: the widest that fits.
+        widths = sorted({-(-s1 // n) for n in range(1, s1 + 1)}, reverse=True) if by_cost \
+            else range(s1, 0, -1)
+        for kb in widths:
+            whole = qb >= s1 and kb >= s1
+            need = footprint(qb, kb, d1, a.staged, whole, a.nz_out, target if by_cost else None)
             budget = {sp: target.capacity(sp) for sp in need}
             budget["ub"] = int(budget["ub"] * ub_fraction)
-            if all(need[sp] <= budget[sp] for sp in need):
+            if not all(need[sp] <= budget[sp] for sp in need):
+                continue
+            if not by_cost:
                 found = Plan(qb, kb, need["ub"])
                 if best is None or _rank(found, s1) < _rank(best, s1):
                     best = found
                 break
+            found = Plan(qb, kb, need["ub"], modelled(a, qb, kb, target, softmax))
+            if best is None or (found.cost.cycles, _rank(found, s1)) < (best.cost.cycles,
+                                                                         _rank(best, s1)):
+                best = found
     if best is None:
         need = footprint(1, 1, d1, a.staged)
         return (f"one tile of 16 queries x 16 keys with head dim {a.head_dim} needs "
                 f"{need['ub']} bytes of UB, more than {ub_fraction:g} of "
                 f"{target.capacity('ub')}")
     return best
+
+
+def resident(a: Attention, q_blocks: int, k_blocks: int, target: Target) -> bool:
+    """Whether `npu-lower-attention` keeps a head's K and V in L1 over its
+    query tiles (query tiles that divide the sequence, several of them,
+    room in L1 beside the tile's own buffers)."""
+    s1, d1 = a.seq_blocks, a.d_blocks
+    if s1 % q_blocks or s1 <= q_blocks:
+        return False
+    need = footprint(q_blocks, min(k_blocks, s1), d1, a.staged, False)["l1"]
+    return need + s1 * (2 * d1 + 1) * 16 * 16 * 2 <= target.capacity("l1")
+
+
+def modelled(a: Attention, q_blocks: int, k_blocks: int, target: Target,
+             softmax: str) -> TileCost:
+    """`npu.attention_cost.tile_cost` of the tile for this attention."""
+    return tile_cost(a.heads, a.seq_blocks, a.d_blocks, q_blocks, k_blocks, softmax,
+                     resident(a, q_blocks, k_blocks, target), a.sources is not None, a.nz_out,
+                     target)
 
 
 def _rank(p: Plan, seq_blocks: int) -> tuple[int, bool, int]:
@@ -125,15 +188,16 @@ def _rank(p: Plan, seq_blocks: int) -> tuple[int, bool, int]:
     return tiles, seq_blocks % p.q_blocks != 0, -p.q_blocks * p.k_blocks
 
 
-def gm_bytes(a: Attention, p: Plan) -> tuple[int, int]:
+def gm_bytes(a: Attention, p: Plan, target: Target) -> tuple[int, int]:
     """(unfused, fused) modelled GM bytes: each member reads its inputs and
     writes its output once; the fused kernel reads Q once, K and V once per
-    query tile, and writes the context once."""
+    query tile (once per head when they stay in L1: `resident`), and writes
+    the context once."""
     def nbytes(v: ir.Value) -> int:
         return math.prod(nir.memref_shape(v)) * nir.element_bytes(nir.memref_element(v))
 
     unfused = sum(nbytes(v) for m in a.members for v in m.operands)
-    q_tiles = -(-a.seq_blocks // p.q_blocks)
+    q_tiles = 1 if resident(a, p.q_blocks, p.k_blocks, target) else -(-a.seq_blocks // p.q_blocks)
     q, k, v = a.sources or (a.q, a.k, a.v)
     fused = nbytes(q) + q_tiles * (nbytes(k) + nbytes(v)) + nbytes(a.out)
     return unfused, fused

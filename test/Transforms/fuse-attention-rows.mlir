@@ -1,5 +1,5 @@
 // RUN: npu-opt %s --verify-diagnostics --npu-fuse-attention=ub-fraction=0.12 | FileCheck %s
-// RUN: npu-opt %s --npu-fuse-attention=ub-fraction=0.12 --npu-lower-attention 2>&1 | FileCheck %s --check-prefix=KERNEL
+// RUN: npu-opt %s --npu-fuse-attention="ub-fraction=0.12 softmax=f32" --npu-lower-attention 2>&1 | FileCheck %s --check-prefix=KERNEL
 // RUN: npu-opt %s --npu-fuse-attention=ub-fraction=0.12 --npu-lower-attention 2>&1 | FileCheck %s --check-prefix=RESIDENT
 
 // Several query tiles per head (a small UB share: 2 tiles of 32 rows): the
@@ -46,30 +46,38 @@
 // KERNEL:       cce.copy_ub_to_gm
 // KERNEL-NOT:   cce.copy_gm_to_ub
 // A head's K and V stay in L1 over its query tiles, and a query tile's Q
-// comes to L1 with the step before it (after that step's Q.K^T): the first
-// step loads Q (two column blocks) and K^T (four), computes Q.K^T, then
-// loads V (two) and the second tile's Q (two); the second step only
-// computes Q.K^T, then loads the next head's first Q; that head's first
-// step loads its K^T, then (after Q.K^T) its V and its second Q.
+// comes to L1 with the step before it (after that step's Q.K^T). All keys
+// are one tile here: the first step loads Q (two column blocks) and K^T
+// (four), computes Q.K^T, loads the second tile's Q (two), then V (two,
+// n_burst 64: once the step is issued, as the next head's V must wait for
+// this head's last P.V); the second step computes Q.K^T, then loads the
+// next head's first Q and, its own K^T read, the next head's K^T (four);
+// after the first P.V, the next head's first step only computes Q.K^T and
+// loads its second Q, and its V follows that head's previous P.V.
 // RESIDENT-LABEL: func.func @attention
 // RESIDENT-COUNT-6: cce.copy_gm_to_l1
 // RESIDENT-NOT:     cce.copy_gm_to_l1
 // RESIDENT:         cce.mad
 // RESIDENT-SAME:    k = 64 : i64, m = 32 : i64, n = 32 : i64
-// RESIDENT-COUNT-4: cce.copy_gm_to_l1
+// RESIDENT-COUNT-2: cce.copy_gm_to_l1{{.*}}n_burst = 32
+// RESIDENT-COUNT-2: cce.copy_gm_to_l1{{.*}}n_burst = 64
 // RESIDENT-NOT:     cce.copy_gm_to_l1
 // RESIDENT:         cce.mad
 // RESIDENT-SAME:    k = 64 : i64, m = 32 : i64, n = 32 : i64
-// RESIDENT-COUNT-2: cce.copy_gm_to_l1
+// RESIDENT-COUNT-6: cce.copy_gm_to_l1{{.*}}n_burst = 32
 // RESIDENT-NOT:     cce.copy_gm_to_l1
 // RESIDENT:         cce.mad
 // RESIDENT-SAME:    k = 48 : i64, m = 32 : i64, n = 64 : i64
 // RESIDENT-NOT:     cce.copy_gm_to_l1
-// RESIDENT-COUNT-4: cce.copy_gm_to_l1
-// RESIDENT-NOT:     cce.copy_gm_to_l1
 // RESIDENT:         cce.mad
 // RESIDENT-SAME:    k = 64 : i64, m = 32 : i64, n = 32 : i64
-// RESIDENT-COUNT-4: cce.copy_gm_to_l1
+// RESIDENT-COUNT-2: cce.copy_gm_to_l1{{.*}}n_burst = 32
+// RESIDENT-NOT:     cce.copy_gm_to_l1
+// RESIDENT:         cce.mad
+// RESIDENT-SAME:    k = 48 : i64, m = 32 : i64, n = 64 : i64
+// RESIDENT-COUNT-2: cce.copy_gm_to_l1{{.*}}n_burst = 64
+// RESIDENT-NOT:     cce.copy_gm_to_l1
+// RESIDENT:         return
 func.func @attention(%q: memref<2x64x32xf32, "gm">, %kt: memref<2x32x64xf32, "gm">, %v: memref<2x64x32xf32, "gm">, %y: memref<2x64x32xf32, "gm">) {
   %t1 = memref.alloc() : memref<2x64x32xf16, "gm">
   "ascend.cast"(%q, %t1) {round_mode = "rint"} : (memref<2x64x32xf32, "gm">, memref<2x64x32xf16, "gm">) -> ()

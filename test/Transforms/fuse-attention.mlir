@@ -1,6 +1,9 @@
-// RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-fuse-attention | FileCheck %s
-// RUN: npu-opt %s --split-input-file --npu-fuse-attention --npu-lower-attention 2>&1 | FileCheck %s --check-prefix=KERNEL
-// RUN: npu-opt %s --split-input-file --npu-fuse-attention --npu-lower-attention 2>&1 | FileCheck %s --check-prefix=ONES
+// RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-fuse-attention=softmax=f32 | FileCheck %s
+// RUN: npu-opt %s --split-input-file --npu-fuse-attention=softmax=f32 --npu-lower-attention 2>&1 | FileCheck %s --check-prefix=KERNEL
+// RUN: npu-opt %s --split-input-file --npu-fuse-attention=softmax=f32 --npu-lower-attention 2>&1 | FileCheck %s --check-prefix=ONES
+// RUN: npu-opt %s --split-input-file --npu-fuse-attention=softmax=f16 --npu-lower-attention 2>&1 | FileCheck %s --check-prefix=HALF
+// RUN: npu-opt %s --split-input-file --npu-fuse-attention=softmax=f16 --npu-lower-attention=row-max=transpose 2>&1 | FileCheck %s --check-prefix=TRANS
+// RUN: npu-opt %s --split-input-file --npu-fuse-attention=softmax=f32 --npu-lower-attention=row-max=transpose 2>&1 | FileCheck %s --check-prefix=TRANS32
 
 // Attention as the frontend emits it (batch_matmul, defractalize, scale,
 // softmax, cast, fractalize, batch_matmul, defractalize) is one group; the
@@ -14,7 +17,7 @@
 // CHECK:         "ascend.batch_matmul"
 // CHECK-NEXT:    "ascend.defractalize"
 // CHECK-NEXT:    scf.yield
-// CHECK-NEXT:  } {npu.attention = {gm_bytes = 57344 : i64, head_dim = 64 : i64, heads = 2 : i64, key_rows = 48 : i64, query_rows = 48 : i64, seq = 40 : i64, ub_bytes = {{[0-9]+}} : i64, unfused_gm_bytes = 329472 : i64}}
+// CHECK-NEXT:  } {npu.attention = {gm_bytes = 57344 : i64, head_dim = 64 : i64, heads = 2 : i64, key_rows = 48 : i64, query_rows = 48 : i64, seq = 40 : i64, softmax = "f32", ub_bytes = {{[0-9]+}} : i64, unfused_gm_bytes = 329472 : i64}}
 // CHECK-NEXT:  return
 // The kernel: no GM temporary. One tile per head, so the heads are the
 // steps of a software pipeline: head h+1's operands and Q.K^T are issued
@@ -93,6 +96,64 @@
 // KERNEL-NOT:   cce.copy_ub_to_gm
 // KERNEL-NOT:   cce.vcadd
 // KERNEL:       return
+// The softmax in f16 (softmax=f16, said in the remark): the scores leave
+// L0C rounded to f16 by the move; the padded keys are clamped (vmin) to
+// -65504 before the row max and after the shift; the max (vmax, vcmax),
+// the offset -0.125 * max, the shift (one vmadd per slab with the scale's
+// f16 block) and exp run in f16; no vconv of P.
+// HALF:         remark: fused attention
+// HALF-SAME:    softmax in f16
+// HALF-LABEL:   func.func @attention
+// HALF:         memref.alloc() : memref<16xf16, "ub">
+// HALF-NEXT:    cce.vdup
+// HALF-SAME:    scalar = 1.250000e-01
+// HALF:         cce.copy_l0c_to_ub
+// HALF-SAME:    convert = "f32_to_f16"
+// HALF-SAME:    (memref<3x3x16x16xf32, "l0c">, memref<2304xf16, "ub">)
+// HALF:         cce.vdup
+// HALF-SAME:    scalar = -6.550400e+04
+// HALF:         cce.vdup
+// HALF-SAME:    mask = 8 : i64, repeat = 48 : i64, scalar = 6.550400e+04
+// HALF:         cce.vmin
+// HALF:         cce.vmax{{.*}}xf16
+// HALF-NOT:     cce.vconv
+// HALF:         cce.vmuls
+// HALF-SAME:    scalar = -1.250000e-01
+// HALF-SAME:    (memref<48xf16, "ub">, memref<48xf16, "ub">)
+// HALF:         cce.vnchwconv{{.*}}xf16
+// HALF-COUNT-3: cce.vmadd{{.*}}xf16
+// HALF-NOT:     cce.vconv
+// HALF:         cce.vmin
+// HALF-NOT:     cce.vconv
+// HALF:         cce.vexp{{.*}}(memref<2304xf16, "ub">, memref<2304xf16, "ub">)
+// HALF-NEXT:    cce.copy_ub_to_l1
+// HALF-NOT:     cce.vconv
+// HALF:         return
+// The row max's last step as a transpose and a tree (row-max=transpose;
+// auto takes it from 64 rows on, by the modelled cycles): the folded slab
+// [48 rows, 16 keys] becomes [16 keys, 48 rows] (three 16x16 transposes,
+// key j's row 3 blocks after key j-1's), then vmax of 8, 4 (128 + 64
+// lanes), 2 and 1 key rows of 48 lanes: no vcmax. f32: two transposes of 16 rows x 8 keys (the
+// two halves of the keys), each key row of 48 values in 6 blocks.
+// TRANS-LABEL:  func.func @attention
+// TRANS:        cce.vnchwconv
+// TRANS-SAME:   dst_offsets = array<i64: 0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 33, 36, 39, 42, 45>, dst_rep_stride = 1 : i64, repeat = 3 : i64, src_offsets = array<i64: 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15>, src_rep_stride = 16 : i64
+// TRANS:        cce.vmax{{.*}}mask = 128 : i64, repeat = 3 : i64
+// TRANS:        cce.vmax{{.*}}mask = 128 : i64, repeat = 1 : i64
+// TRANS:        cce.vmax{{.*}}mask = 64 : i64, repeat = 1 : i64
+// TRANS:        cce.vmax{{.*}}mask = 96 : i64, repeat = 1 : i64
+// TRANS:        cce.vmax{{.*}}mask = 48 : i64, repeat = 1 : i64
+// TRANS-SAME:   (memref<48xf16, "ub">
+// TRANS-NOT:    cce.vcmax
+// TRANS:        return
+// TRANS32-LABEL: func.func @attention
+// TRANS32:      cce.vnchwconv
+// TRANS32-SAME: dst_offsets = array<i64: 0, 1, 6, 7, 12, 13, 18, 19, 24, 25, 30, 31, 36, 37, 42, 43>, dst_rep_stride = 2 : i64, repeat = 3 : i64, src_offsets = array<i64: 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30>, src_rep_stride = 32 : i64
+// TRANS32-NEXT: cce.vnchwconv
+// TRANS32-SAME: dst_offsets = array<i64: 48, 49, 54, 55,
+// TRANS32-SAME: src_offsets = array<i64: 1, 3, 5,
+// TRANS32-NOT:  cce.vcmax
+// TRANS32:      return
 func.func @attention(%q: memref<2x4x3x16x16xf16, "gm">, %k: memref<2x3x4x16x16xf16, "gm">, %v: memref<2x4x3x16x16xf16, "gm">, %y: memref<2x40x64xf32, "gm">) {
   %c1 = memref.alloc() : memref<2x3x3x16x16xf32, "gm">
   // expected-remark @+1 {{fused attention (12 ops; Q, K, V read as f16 fractals) over 2 heads, seq 40, head dim 64: query tiles of 48 rows, all 40 keys per tile: the scores stay on chip; GM traffic 329472 -> 57344 bytes}}

@@ -1,0 +1,116 @@
+"""The modelled cycles of an attention tile plan (`npu.attention_plan`): the
+work of each pipe of `npu-lower-attention`'s kernel, from the target's
+rates, for a tile of query rows x keys.
+
+The kernel is vector-bound: per (query tile, key tile) step the scores'
+drain, the row max, the shift and exp scale with the step's scores, but
+an online softmax (several key tiles) also drains each step's partial P.V
+and rescales the context (O = alpha O + P.V), and every step adds its
+per-row work and the latencies of its dependent vector waves. So fewer key
+tiles save vector work even when the query tiles shrink (whole-key tiles
+fit L0C only with fewer query rows). Smaller query tiles load K^T and V to
+L0B more often (MTE1), and K and V are reloaded from GM per query tile
+unless they stay in L1 over a head's query tiles (`resident`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from npu.target import Target
+
+# Vector cycles per step the work model does not count: the latencies of a
+# step's chain of dependent vector waves (about 20, each ending at a
+# pipe_barrier) and its waits on the cube and movers. Measured on the BERT
+# layer (seq 384 and 512, f16 softmax): 300 to 490 idle vector cycles per
+# step inside the kernel.
+STEP_IDLE_CYCLES = 400
+
+
+@dataclass(frozen=True)
+class TileCost:
+    """Modelled busy cycles of each pipe for all heads."""
+
+    vector: int
+    cube: int
+    mte1: int
+    mte2: int
+
+    @property
+    def cycles(self) -> int:
+        """The pipes overlap (a software pipeline): the busiest one."""
+        return max(self.vector, self.cube, self.mte1, self.mte2)
+
+    def text(self) -> str:
+        return (f"{self.cycles} cycles (vector {self.vector}, cube {self.cube}, "
+                f"L1->L0 {self.mte1}, GM->L1 {self.mte2})")
+
+
+def fold_across_cycles(rows: int, elem_bytes: int, t: Target) -> int:
+    """Vector cycles of a row max's last step by a transpose and a halving
+    tree (`npu-lower-attention`'s `fold_across`): the vnchwconv repeats,
+    the tree's repeats and a vector latency per dependent step."""
+    lanes = t.lanes(elem_bytes)
+    transposes = (1 if elem_bytes == 2 else 2) * (rows // 16) * t.vnchwconv_cycles_per_repeat
+    tree = sum(-(-width * rows // lanes) for width in (8, 4, 2, 1)) * t.vector_cycles("simple")
+    return transposes + tree + 5 * t.vector_latency
+
+
+def row_max_cycles(rows: int, elem_bytes: int, t: Target) -> int:
+    """The cheaper of a vcmax repeat per row and `fold_across_cycles`."""
+    return min(rows * t.vector_cycles("reduce"), fold_across_cycles(rows, elem_bytes, t))
+
+
+def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_blocks: int,
+              softmax: str, resident: bool, row_loads: bool, nz_out: bool,
+              t: Target) -> TileCost:
+    """The pipes' cycles of `heads` heads of seq_blocks x seq_blocks scores
+    in tiles of q_blocks x k_blocks (16-row blocks). `resident`: K and V are
+    loaded once a head (else once per query tile); `row_loads`: Q, K, V are
+    read as rows (one 32-byte burst per row and column block) rather than
+    as fractals; `nz_out`: the context is cast to f16 on its way out."""
+    s1, d1 = seq_blocks, d_blocks
+    es = 2 if softmax == "f16" else 4
+    frac2 = 16 * 16 * 2
+
+    def repeats(elements: int, elem_bytes: int = 4) -> int:
+        return -(-elements // t.lanes(elem_bytes))
+
+    simple, fma = t.vector_cycles("simple"), t.vector_cycles("multiply_add")
+    trans, conv = t.vector_cycles("transcendental"), t.vector_cycles("convert")
+    drain_rate = t.path("l0c_to_ub").bytes_per_cycle
+    q_tiles = [min(q_blocks, s1 - x) for x in range(0, s1, q_blocks)]
+    k_tiles = [min(k_blocks, s1 - y) for y in range(0, s1, k_blocks)]
+    vector = cube = mte1 = 0
+    for qb in q_tiles:
+        rows = qb * 16
+        slab = rows * 16
+        for y, kb in enumerate(k_tiles):
+            scores = slab * kb
+            vector += scores * 4 // drain_rate  # the scores' drain (f32 read)
+            vector += (kb - 1) * repeats(slab, es) * simple  # the row max's fold
+            vector += row_max_cycles(rows, es, t)
+            vector += kb * repeats(slab, es) * fma  # the scaled shift
+            if es == 4:
+                vector += repeats(scores) * conv  # P cast to f16
+            vector += repeats(scores, 2) * trans  # exp
+            vector += 8 * repeats(rows) * simple  # per-row steps (offsets, alpha)
+            vector += rows // (32 // es) * t.vnchwconv_cycles_per_repeat  # the shift's broadcast
+            vector += (d1 + 1) * slab * 4 // drain_rate  # P.V (and the sums) drained
+            if y:
+                vector += (d1 + 1) * repeats(slab) * fma  # O = alpha O + P.V
+            vector += STEP_IDLE_CYCLES
+            cube += t.cube_cycles(qb * kb * (2 * d1 + 1))
+            mte1 += (kb * (2 * d1 + 1) * frac2) // t.path("l1_to_l0b").bytes_per_cycle
+            mte1 += (qb * kb * frac2) // t.path("l1_to_l0a").bytes_per_cycle
+        mte1 += (qb * d1 * frac2) // t.path("l1_to_l0a").bytes_per_cycle
+        vector += repeats(slab) * trans + d1 * repeats(slab) * (simple + (conv if nz_out else 0))
+    gm = t.path("gm_to_l1").bytes_per_cycle
+
+    def load(blocks: int) -> int:  # blocks of 16 x 16 f16 from GM
+        nbytes = blocks * frac2
+        bursts = nbytes // t.vector_block_bytes if row_loads else blocks
+        return nbytes // gm + bursts * t.gm_burst_cycles
+
+    mte2 = load(s1 * d1) + (1 if resident else len(q_tiles)) * load(2 * s1 * d1)
+    return TileCost(heads * vector, heads * int(cube), heads * mte1, heads * mte2)
