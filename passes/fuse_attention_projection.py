@@ -76,9 +76,10 @@ class FuseAttentionProjectionPass(Pass):
 
             def own(qb: int, kb: int, a=a, s1=s1) -> dict[str, int]:
                 return cost.footprint(qb, kb, a.d_blocks, a.staged, qb >= s1 and kb >= s1,
-                                      a.nz_out)
+                                      a.nz_out, self.target)
 
-            choice = choice_model.choose(a, found, self.target, self.ub_fraction, apart, own)
+            choice = choice_model.choose(a, found, self.target, self.ub_fraction, apart, own,
+                                         attrs.get("softmax", "f32"))
             if isinstance(choice, str):
                 self.refuse(region, choice)
                 continue
@@ -153,13 +154,11 @@ class FuseAttentionProjectionPass(Pass):
         for m in moved:
             m.move_before(head)
         pp = choice.plan
-        frac, h, d1 = self.target.fractal, a.heads, a.d_blocks
-        x_bytes = p.n1 * p.m1 * proj.FRACTAL_F16
-        w_bytes = 3 * d1 * p.n1 * proj.FRACTAL_F16 * h
+        frac, h = self.target.fractal, a.heads
         qkv = 3 * a.seq * h * a.head_dim * 2
         rows = pp.row_tiles(p.m1)
-        fused = (attrs["gm_bytes"] - qkv + x_bytes * (1 if pp.x_resident else h)
-                 + w_bytes * rows)
+        snake = choice_model.overlapped(a, choice.qb, choice.kb)
+        fused = attrs["gm_bytes"] - qkv + choice_model.gm_read_bytes(a, p, pp, snake)
         unfused = attrs["unfused_gm_bytes"] + int(nir.dict_attr_items(
             p.region.attributes[epilogue.EPILOGUE_ATTR])["unfused_gm_bytes"])
         new = dict(attrs, query_rows=choice.qb * 16, key_rows=choice.kb * 16,
@@ -171,17 +170,24 @@ class FuseAttentionProjectionPass(Pass):
             return
         m, n, k = p.m1 * frac, p.n1 * frac, p.c_blocks * frac
         x = ("X resident in L1 for all heads" if pp.x_resident else
-             f"X streamed in row strips of {pp.rows * frac} rows, once a head")
+             f"X streamed in row strips of {pp.rows * frac} rows, once a head"
+             + (" (each head starts on the two the head before ended with)"
+                if snake and rows > 1 else ""))
         was = (attrs["query_rows"], attrs["key_rows"])
-        tile = (f"attention tile {choice.qb * frac} x {choice.kb * frac}"
-                + (f" (apart {was[0]} x {was[1]})" if was != (choice.qb * frac, choice.kb * frac)
-                   else ""))
+        tile = f"attention tile {choice.qb * frac} x {choice.kb * frac}"
+        if was != (choice.qb * frac, choice.kb * frac):
+            tile += f" (apart {was[0]} x {was[1]}, not kept: {choice.apart_why})"
+        chunks = cost.key_chunks(choice.kb, a.d_blocks, self.target)
+        if len(chunks) > 1:
+            tile += f", Q.K^T and P.V in {len(chunks)} chunks of up to {chunks[0] * frac} keys"
+        tile += f", softmax in {attrs.get('softmax', 'f32')}"
         self.remark(region, f"attention computes its Q/K/V projection ({m}x{n}x{k} matmul and "
                             f"its epilogue) head by head on chip: {x}; W's columns of a head "
                             f"read {rows} time(s) a head in chunks of {pp.chunk * frac}; C "
                             f"pieces of {pp.rows * frac} x {pp.cols * frac} in {pp.c_slots} L0C "
                             f"slot(s), L0 sub-steps of {pp.sub * frac}"
                             + ("; the scores in one L0C slot" if pp.scores_slots == 1 else "")
-                            + f"; {tile}; estimated {int(choice.fused)} cycles against "
+                            + f"; {tile}; estimated {int(choice.fused)} cycles ("
+                            f"{choice.cost.text()} and the first head's projection) against "
                             f"{int(choice.apart)} apart; Q, K, V never reach GM (GM traffic "
                             f"{unfused} -> {fused} bytes)")

@@ -288,9 +288,10 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, TileSchedules, ProjectedH
         self.load_v(h, y0, kbk, buf["v"][slot])
 
     def key_scores(self, q0: ir.Value, k1: ir.Value, scores: ir.Value, mq: int,
-                   kbk: int) -> None:
-        """Q.K^T of `load_k`'s tile `k1` (kbk key blocks) into `scores`: one
-        mad, or, for a tile whose K^T and V do not fit L0B together
+                   kbk: int, y0=0) -> None:
+        """Q.K^T of `load_k`'s tile `k1` (kbk key blocks from key block `y0`,
+        an int or an index: a head's whole K tile) into `scores`: one mad,
+        or, for a tile whose K^T and V do not fit L0B together
         (`npu.attention_plan.key_chunks`), one per chunk of keys: the
         chunks of K^T alternate between two L0B buffers (the next chunk
         loads while the cube multiplies this one), each mad writing its
@@ -301,6 +302,8 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, TileSchedules, ProjectedH
             self.mm.mad(q0, self.k_to_l0b(k1, kbk), scores, mq, d1, kbk, False)
             return
         ld = nir.memref_shape(k1)[1]
+        static = isinstance(y0, int)
+        first, base = (y0, None) if static else (0, y0)
         pair = [nir.alloc([d1 * sizes[0], 16, 16], "f16", "l0b") for _ in range(2)]
         c0 = 0
         for i, c in enumerate(sizes):
@@ -310,7 +313,8 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, TileSchedules, ProjectedH
                     self.mm.reorder_blocks(k1, self.mm.block_view(k0, j * c, d1 * c), rows=1,
                                            cols=c, transpose=False,
                                            op_name="cce.load_l1_to_l0b",
-                                           src_first=j * ld + c0, src_col_stride=1)
+                                           src_first=j * ld + first + c0, src_col_stride=1,
+                                           src_base=base)
             else:  # Nz of K^T: block (j, l) at l * ld + j
                 self.mm.reorder_blocks(k1, k0, rows=d1, cols=c, transpose=True,
                                        op_name="cce.load_l1_to_l0b", src_first=c0 * ld,
@@ -345,20 +349,23 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, TileSchedules, ProjectedH
         self.mm.mad(p0, v0, buf["pv"][slot], mq, kbk, self.a.d_blocks + 1, False)
 
     def chunked_pv(self, mq: int, kbk: int, p1: ir.Value, v1: ir.Value,
-                   out: ir.Value) -> None:
+                   out: ir.Value, y0=0) -> None:
         """P.V as a sum over the chunks of keys (`key_chunks`), accumulated
         in L0C; each chunk's V and P blocks alternate between two L0B and two
-        L0A buffers."""
+        L0A buffers. `y0`: V's first key block in `v1` (an int or an index:
+        a head's whole V tile)."""
         d1, p_blocks = self.a.d_blocks, math.prod(nir.memref_shape(p1)[:2])
         sizes = cost.key_chunks(kbk, d1, self.t)
+        static = isinstance(y0, int)
+        first, base = (y0, None) if static else (0, y0)
         vs = [nir.alloc([sizes[0] * (d1 + 1), 16, 16], "f16", "l0b") for _ in range(2)]
         ps = [nir.alloc([mq * sizes[0], 16, 16], "f16", "l0a") for _ in range(2)]
         c0 = 0
         for i, c in enumerate(sizes):
             v0 = nir.subview(vs[i % 2], [0, 0, 0], [c * (d1 + 1), 16, 16])
             self.mm.reorder_blocks(v1, v0, rows=c, cols=d1 + 1, transpose=True,
-                                   op_name="cce.load_l1_to_l0b", src_first=c0,
-                                   src_col_stride=nir.memref_shape(v1)[1])
+                                   op_name="cce.load_l1_to_l0b", src_first=first + c0,
+                                   src_col_stride=nir.memref_shape(v1)[1], src_base=base)
             p0 = nir.subview(ps[i % 2], [0, 0, 0], [mq * c, 16, 16])
             self.mm.reorder_blocks(self.mm.flat_blocks(p1, p_blocks), p0, rows=mq, cols=c,
                                    transpose=False, op_name="cce.load_l1_to_l0a",

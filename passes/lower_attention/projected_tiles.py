@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from mlir import ir
 
+from npu import attention_plan as cost
 from npu import ir as nir
 from npu.cce_build import lin
 from npu.passes.lower_attention.projection import ProjectedHeads, Tiles
@@ -53,15 +54,24 @@ class ProjectedTiles:
     def projected_scores(self, tiles: Tiles, q_x0, y0, kbk: int, q0: ir.Value, buf: dict,
                          slot: int, mq: int) -> None:
         """Q.K^T of key blocks y0.. (kbk) into the slot's scores, from the
-        head's tiles; with `q_x0`, query blocks q_x0.. of Q go to `q0` first."""
+        head's tiles (in chunks of keys when K^T and V do not fit L0B
+        together: `key_scores`); with `q_x0`, query blocks q_x0.. of Q go
+        to `q0` first."""
         if q_x0 is not None:
             self.q_from_tile(tiles["q"], q_x0, mq, q0)
+        scores = self.prefix(buf["scores"][slot], kbk)
+        if len(cost.key_chunks(kbk, self.a.d_blocks, self.t)) > 1:
+            self.key_scores(q0, tiles["k"], scores, mq, kbk, y0)
+            return
         k0 = self.k_from_tile(tiles["k"], y0, kbk)
-        self.mm.mad(q0, k0, self.prefix(buf["scores"][slot], kbk), mq, self.a.d_blocks, kbk,
-                    False)
+        self.mm.mad(q0, k0, scores, mq, self.a.d_blocks, kbk, False)
 
     def projected_pv(self, tiles: Tiles, y0, mq: int, kbk: int, buf: dict, slot: int) -> None:
-        """P.V of key blocks y0.. (kbk), V from the head's tile."""
+        """P.V of key blocks y0.. (kbk), V from the head's tile (in chunks of
+        keys as `projected_scores`: `chunked_pv`)."""
+        if len(cost.key_chunks(kbk, self.a.d_blocks, self.t)) > 1:
+            self.chunked_pv(mq, kbk, buf["p"][slot], tiles["v"], buf["pv"][slot], y0)
+            return
         v0 = nir.alloc([kbk, self.a.d_blocks + 1, 16, 16], "f16", "l0b")
         self.v_from_tile(tiles["v"], y0, kbk, v0)
         self.pv(mq, kbk, buf, slot, v0=v0)
@@ -114,12 +124,13 @@ class SpreadJobs:
         head h+1's jobs of step j, then the copies of those of step j+1."""
         nxt, slot = lin((h, 1), (1, 1)), 1 - parity
         self.k.run_jobs(nxt, self.tiles[slot], self.at.get(j, []), slot, loads=not self.ahead,
-                        drains=not self.deferred, strips_early=False)
+                        drains=not self.deferred)
         if self.ahead:
-            self.k.load_jobs(nxt, self.at.get(j + 1, []), slot, strips=True)
+            self.k.load_jobs(nxt, self.at.get(j + 1, []), slot)
 
     def in_drain(self, h, j: int, parity: int) -> None:
         """In the drain stage of step j of head h: the drains of head h+1's
         jobs of step j (deferred)."""
         if self.deferred:
-            self.k.drain_jobs(lin((h, 1), (1, 1)), self.tiles[1 - parity], self.at.get(j, []))
+            self.k.drain_jobs(lin((h, 1), (1, 1)), self.tiles[1 - parity], self.at.get(j, []),
+                              1 - parity)

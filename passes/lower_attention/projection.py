@@ -36,6 +36,9 @@ class ProjectedHeads:
 
     projection: proj.Projection | None = None
     pp: proj.ProjPlan | None = None
+    # Whether the schedule knows each head's parity statically (its head
+    # slot), so that alternate heads take the row tiles in reverse (`row_of`).
+    snake: bool = False
 
     def bind_projection(self, region: ir.Operation, plan: dict) -> None:
         """The nested `npu.epilogue` group `region` as this kernel's projection."""
@@ -91,8 +94,7 @@ class ProjectedHeads:
 
     def run_jobs(self, h, tiles: Tiles, ks: range | list[int] | None = None,
                  head_slot: int = 0, loads: bool = True,
-                 ahead: Callable[[int], None] | None = None, drains: bool = True,
-                 strips_early: bool = True) -> None:
+                 ahead: Callable[[int], None] | None = None, drains: bool = True) -> None:
         """Jobs `ks` (all by default) of head h, in order (row tile, then Q,
         K, V, then column piece), emitted where the caller is, not in a
         scope of their own: npu-insert-sync orders a nested loop as a whole,
@@ -102,42 +104,45 @@ class ProjectedHeads:
         copies of each job right before it, then its mads in a scope (with its L0A
         / L0B sub-step slots: they live there only, so the attention's L0
         tiles, in scopes of their own, may share those bytes) and its drain
-        in another. `head_slot`: 0 or 1 by head, for the W chunks' turns;
-        `ahead(k)`: emitted after job k (the next head's copies for job k,
-        after its drain: npu-insert-sync's sink-sets puts one set_flag after
-        a run of copies, so the next head's copies must not follow this
-        head's in one run: a job would wait for all of them); `drains` False:
-        the caller emits them later (`drain_jobs`). X streamed: with
-        `strips_early` (a head's jobs back to back) the next row's strip is
-        copied after the mads of a row's first job (`next_strip`), else
-        each row's strip with its first job's copies (jobs spread over the
-        attention's steps: an early strip would hold the W copies behind it
-        in MTE2's queue, and the cube's queue behind those)."""
+        in another. `head_slot`: 0 or 1 by head, for the W chunks' turns
+        and the order of the row tiles (`row_of`); `ahead(k)`: emitted after
+        job k (the next head's copies for job k, after its drain:
+        npu-insert-sync's sink-sets puts one set_flag after a run of copies,
+        so the next head's copies must not follow this head's in one run: a
+        job would wait for all of them); `drains` False: the caller emits
+        them later (`drain_jobs`). X streamed: a head's first row tiles are
+        the strips the previous head left in L1 (`carried`), any other
+        row's strip comes in pieces after the mads of the row before's jobs
+        (`next_strip`), so that MTE2 brings it in the gaps the W copies
+        leave (whole, it would hold the W copies behind it in MTE2's
+        queue, and the cube's queue behind those); a first row not carried
+        is copied whole right before its first job."""
         ks = list(range(self.job_count()) if ks is None else ks)
         # With room for two jobs' chunks, job k+1's copies follow job k's
         # mads (MTE2 brings them while the cube works); else they come right
         # before its own mads: no copy may overwrite a chunk whose mads come
         # later in program order.
         early = loads and self.pp.w_slots >= 2 * (self.projection.n1 // self.pp.chunk)
-        streamed = strips_early and not self.pp.x_resident
+        streamed = not self.pp.x_resident
         if ks and ks[0] == 0:
             self.strips_loaded: set = set()
         if early and ks:
-            self.job_loads(h, ks[0], head_slot, strip=not strips_early)
+            self.job_loads(h, ks[0], head_slot)
         self.copy_x()
         for i, k in enumerate(ks):
-            r, t, c, _ = self.job_of(k)
-            if streamed and t == c == 0 and r not in self.strips_loaded:
-                self.load_strip(r)
+            at, t, c = self.position_of(k)
+            if streamed and t == c == 0 and at not in self.strips_loaded \
+                    and not self.carried(h, at):
+                self.load_strip(self.row_of(at, head_slot))
             if loads and not early:
-                self.job_loads(h, k, head_slot, strip=not strips_early)
+                self.job_loads(h, k, head_slot)
             self.scope(lambda k=k: self.job_mads(k, head_slot))
             if early and i + 1 < len(ks):
-                self.job_loads(h, ks[i + 1], head_slot, strip=not strips_early)
+                self.job_loads(h, ks[i + 1], head_slot)
             if streamed:
-                self.next_strip(k)
+                self.next_strip(h, k, head_slot)
             if drains:
-                self.scope(lambda k=k: self.job_drain(h, k, tiles))
+                self.scope(lambda k=k: self.job_drain(h, k, tiles, head_slot))
             if ahead is not None:  # after the drain: not in one run with the copies above
                 ahead(k)
 
@@ -150,30 +155,49 @@ class ProjectedHeads:
             copy_bursts("cce.copy_gm_to_l1", p.x, self.x_l1, 1, p.n1 * p.m1 * 16)
             self.x_copied = True
 
-    def drain_jobs(self, h, tiles: Tiles, ks: list[int]) -> None:
+    def drain_jobs(self, h, tiles: Tiles, ks: list[int], head_slot: int) -> None:
         """The drains of jobs `ks` of head h (their mads emitted earlier:
         with several steps a head, a step later, so that the vector unit,
         which is the busier there, never waits in its queue for the cube)."""
         for k in ks:
-            self.scope(lambda k=k: self.job_drain(h, k, tiles))
+            self.scope(lambda k=k: self.job_drain(h, k, tiles, head_slot))
 
-    def load_jobs(self, h, ks: range | list[int] | None = None, head_slot: int = 0,
-                  strips: bool = False) -> None:
+    def load_jobs(self, h, ks: range | list[int] | None = None, head_slot: int = 0) -> None:
         """The GM -> L1 copies of jobs `ks` (all by default) of head h: with
         `loads_ahead`, a schedule may emit them a head ahead of the jobs, so
         that MTE2 brings the next head's weights while the cube works on
         this one's (the weight traffic is about the cube's work: MTE2 must
-        never wait). `strips`: with X streamed, a row's first job brings
-        its strip too (else the jobs do, `run_jobs`)."""
+        never wait)."""
         for k in (range(self.job_count()) if ks is None else ks):
-            self.job_loads(h, k, head_slot, strip=strips)
+            self.job_loads(h, k, head_slot)
 
-    def job_of(self, k: int) -> tuple[int, int, int, int]:
+    def position_of(self, k: int) -> tuple[int, int, int]:
+        """(place of its row tile in the head's order, tensor 0 Q / 1 K / 2
+        V, column piece) of job k."""
+        per_row = 3 * (self.a.d_blocks // self.pp.cols)
+        at, rest = divmod(k, per_row)
+        t, c = divmod(rest, self.a.d_blocks // self.pp.cols)
+        return at, t, c
+
+    def row_of(self, at: int, head_slot: int) -> int:
+        """The row tile at place `at` of a head's order: with X streamed
+        (and the head's parity static, `snake`), the heads of slot 1 take
+        the row tiles last to first, so that a head starts on the two
+        strips the previous one ended with (`carried`)."""
+        if self.snake and head_slot == 1 and not self.pp.x_resident:
+            return self.pp.row_tiles(self.projection.m1) - 1 - at
+        return at
+
+    def carried(self, h, at: int) -> bool:
+        """Whether the strip of place `at` is in L1 from the previous head
+        (`row_of`): its first two places, but for the first head."""
+        return self.snake and at < 2 and not (isinstance(h, int) and h == 0)
+
+    def job_of(self, k: int, head_slot: int = 0) -> tuple[int, int, int, int]:
         """(row tile, tensor 0 Q / 1 K / 2 V, column piece, rows) of job k."""
-        p, pp, d1 = self.projection, self.pp, self.a.d_blocks
-        r, rest = divmod(k, 3 * (d1 // pp.cols))
-        t, c = divmod(rest, d1 // pp.cols)
-        return r, t, c, min(pp.rows, p.m1 - r * pp.rows)
+        at, t, c = self.position_of(k)
+        r = self.row_of(at, head_slot)
+        return r, t, c, min(self.pp.rows, self.projection.m1 - r * self.pp.rows)
 
     @property
     def loads_ahead(self) -> bool:
@@ -201,18 +225,18 @@ class ProjectedHeads:
             return self.x_l1, p.m1, r * pp.rows
         return self.x_strips[r % 2], pp.rows, 0
 
-    def next_strip(self, k: int) -> None:
-        """After the mads of job k (the i-th of its row tile r), with the
-        next job's W copies: piece i of the next row's strip (the strip cut
-        into a row's count of pieces along the reduction), so that MTE2
-        brings it in the gaps the W copies leave while the cube works
-        (whole, it would hold the next W copies behind it in MTE2's queue);
-        into the slot of row r-1, whose jobs have all had their mads."""
+    def next_strip(self, h, k: int, head_slot: int) -> None:
+        """After the mads of job k (the i-th of its row tile's place),
+        piece i of the strip of the next place (the strip cut into a row's
+        count of pieces along the reduction; none when `carried`), so that
+        MTE2 brings it in the gaps the W copies leave while the cube works;
+        into the slot of the place before, whose jobs have all had their
+        mads."""
         per_row = 3 * (self.a.d_blocks // self.pp.cols)
-        r, i = divmod(k, per_row)
-        if r + 1 < self.pp.row_tiles(self.projection.m1):
-            self.load_strip(r + 1, i, per_row)
-            self.strips_loaded.add(r + 1)
+        at, i = divmod(k, per_row)
+        if at + 1 < self.pp.row_tiles(self.projection.m1) and not self.carried(h, at + 1):
+            self.load_strip(self.row_of(at + 1, head_slot), i, per_row)
+            self.strips_loaded.add(at + 1)
 
     def load_strip(self, r: int, part: int = 0, parts: int = 1) -> None:
         """X's rows of row tile r GM -> its L1 strip (slot r % 2): all of
@@ -228,13 +252,10 @@ class ProjectedHeads:
                     nir.subview(x1, [n0, 0, 0, 0], [n1 - n0, rows, 16, 16]),
                     n1 - n0, rows * 16, src_gap=(p.m1 - rows) * 16, dst_gap=(pp.rows - rows) * 16)
 
-    def job_loads(self, h, k: int, head_slot: int, strip: bool = True) -> None:
-        """Job k's W chunks GM -> L1 (with `strip`, for a row's first job
-        with X streamed, the row's strip first)."""
+    def job_loads(self, h, k: int, head_slot: int) -> None:
+        """Job k's W chunks GM -> L1."""
         p, pp, d1 = self.projection, self.pp, self.a.d_blocks
-        r, t, c, rows = self.job_of(k)
-        if strip and not pp.x_resident and t == 0 and c == 0:
-            self.load_strip(r)
+        _, t, c, _ = self.job_of(k, head_slot)
         col = lin((h, d1), (p.firsts[t] + c * pp.cols, 1))
         for ci in range(p.n1 // pp.chunk):
             src = nir.subview(p.w, [col, ci * pp.chunk, 0, 0], [pp.cols, pp.chunk, 16, 16])
@@ -246,7 +267,7 @@ class ProjectedHeads:
         """Job k's piece: for each L0 sub-step of the reduction, X's and
         W's sub-tiles to the L0A / L0B slot of its turn and a mad."""
         p, pp = self.projection, self.pp
-        r, _, _, rows = self.job_of(k)
+        r, _, _, rows = self.job_of(k, head_slot)
         cols = pp.cols
         piece = nir.subview(self.pieces[k % pp.c_slots], [0, 0, 0], [cols * rows, 16, 16])
         x1, ld, row0 = self.x_tile(r)
@@ -267,11 +288,11 @@ class ProjectedHeads:
                                        src_col_stride=pp.chunk)
                 self.mm.mad(a0, b0, piece, rows, pp.sub, cols, step > 1)
 
-    def job_drain(self, h, k: int, tiles: Tiles) -> None:
+    def job_drain(self, h, k: int, tiles: Tiles, head_slot: int) -> None:
         """Job k's piece L0C -> UB (rounded to f16 by the move), the
         epilogue's members on it, UB -> L1 into its blocks of the tile."""
         p, pp, d1 = self.projection, self.pp, self.a.d_blocks
-        r, t, c, rows = self.job_of(k)
+        r, t, c, rows = self.job_of(k, head_slot)
         cols = pp.cols
         piece = nir.subview(self.pieces[k % pp.c_slots], [0, 0, 0], [cols * rows, 16, 16])
         landing = self.landings[k % 2]

@@ -28,8 +28,10 @@ class TileSchedules:
         buf = self.slots(s1, s1, False)
         masked = bool(a.seq % 16)
         # The kernel computes Q, K, V (`ProjectedHeads`): head h's jobs in
-        # its load stage, so the cube projects head h+1 during head h's softmax.
+        # its load stage, so the cube projects head h+1 during head h's softmax
+        # (the heads' parity static: `skewed` takes two heads an iteration).
         projected = self.pp is not None
+        self.snake = projected
 
         # The f32 staging of Q and K (absorbed casts; V reuses Q's once Q is
         # cast), for all heads: never placed over a softmax's buffers, so the
@@ -166,6 +168,7 @@ class TileSchedules:
                 raise PassError(f"npu.attention with its projection: {per_head} tiles a head, "
                                 f"more than one static pipeline's {MAX_HEAD_STEPS}", self.region)
             resident = False
+            self.snake = True  # (`skewed(pairs=True)`: the heads' parity static)
             tiles = [self.head_tiles_of() for _ in range(2)]
             spread = SpreadJobs(self, per_head, tiles)
         buf = self.slots(qb, min(kb, s1), n_keys > 1, v=not resident and not projected)

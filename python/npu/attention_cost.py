@@ -36,6 +36,10 @@ class TileCost:
     mte1: int
     mte2: int
 
+    def __add__(self, other: "TileCost") -> "TileCost":
+        return TileCost(self.vector + other.vector, self.cube + other.cube,
+                        self.mte1 + other.mte1, self.mte2 + other.mte2)
+
     @property
     def cycles(self) -> int:
         """The pipes overlap (a software pipeline): the busiest one."""
@@ -63,12 +67,14 @@ def row_max_cycles(rows: int, elem_bytes: int, t: Target) -> int:
 
 def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_blocks: int,
               softmax: str, resident: bool, row_loads: bool, nz_out: bool,
-              t: Target) -> TileCost:
+              t: Target, on_chip: bool = False) -> TileCost:
     """The pipes' cycles of `heads` heads of seq_blocks x seq_blocks scores
     in tiles of q_blocks x k_blocks (16-row blocks). `resident`: K and V are
     loaded once a head (else once per query tile); `row_loads`: Q, K, V are
     read as rows (one 32-byte burst per row and column block) rather than
-    as fractals; `nz_out`: the context is cast to f16 on its way out."""
+    as fractals; `nz_out`: the context is cast to f16 on its way out;
+    `on_chip`: the kernel makes Q, K and V itself (its projection,
+    `npu.attention_projection_plan`), so no GM loads."""
     s1, d1 = seq_blocks, d_blocks
     es = 2 if softmax == "f16" else 4
     frac2 = 16 * 16 * 2
@@ -112,5 +118,5 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
         bursts = nbytes // t.vector_block_bytes if row_loads else blocks
         return nbytes // gm + bursts * t.gm_burst_cycles
 
-    mte2 = load(s1 * d1) + (1 if resident else len(q_tiles)) * load(2 * s1 * d1)
+    mte2 = 0 if on_chip else load(s1 * d1) + (1 if resident else len(q_tiles)) * load(2 * s1 * d1)
     return TileCost(heads * vector, heads * int(cube), heads * mte1, heads * mte2)

@@ -134,10 +134,9 @@ def _plan(a: Attention, target: Target, ub_fraction: float, softmax: str,
     by_cost = tile == "cost"
     best: Plan | None = None
     for qb in range(min(s1, MAX_Q_BLOCKS), 0, -1):
-        # Cost: key tiles that split the keys evenly (n tiles of ceil(s1 / n));
-        # fewest: the widest that fits.
-        widths = sorted({-(-s1 // n) for n in range(1, s1 + 1)}, reverse=True) if by_cost \
-            else range(s1, 0, -1)
+        # Cost: key tiles that split the keys evenly (`key_widths`); fewest:
+        # the widest that fits.
+        widths = key_widths(s1) if by_cost else range(s1, 0, -1)
         for kb in widths:
             whole = qb >= s1 and kb >= s1
             need = footprint(qb, kb, d1, a.staged, whole, a.nz_out, target if by_cost else None)
@@ -162,6 +161,19 @@ def _plan(a: Attention, target: Target, ub_fraction: float, softmax: str,
     return best
 
 
+def key_widths(seq_blocks: int) -> list[int]:
+    """Key tiles (in blocks) that split the keys evenly, n tiles of
+    ceil(seq_blocks / n), widest first: the widths the cost model weighs."""
+    return sorted({-(-seq_blocks // n) for n in range(1, seq_blocks + 1)}, reverse=True)
+
+
+def tile_shapes(seq_blocks: int) -> list[tuple[int, int]]:
+    """(query blocks, key blocks) of every tile the cost model weighs: query
+    tiles of 1 to MAX_Q_BLOCKS blocks (tallest first) by `key_widths`."""
+    return [(qb, kb) for qb in range(min(seq_blocks, MAX_Q_BLOCKS), 0, -1)
+            for kb in key_widths(seq_blocks)]
+
+
 def resident(a: Attention, q_blocks: int, k_blocks: int, target: Target) -> bool:
     """Whether `npu-lower-attention` keeps a head's K and V in L1 over its
     query tiles (query tiles that divide the sequence, several of them,
@@ -174,11 +186,12 @@ def resident(a: Attention, q_blocks: int, k_blocks: int, target: Target) -> bool
 
 
 def modelled(a: Attention, q_blocks: int, k_blocks: int, target: Target,
-             softmax: str) -> TileCost:
-    """`npu.attention_cost.tile_cost` of the tile for this attention."""
+             softmax: str, on_chip: bool = False) -> TileCost:
+    """`npu.attention_cost.tile_cost` of the tile for this attention
+    (`on_chip`: Q, K, V made by the kernel's own projection)."""
     return tile_cost(a.heads, a.seq_blocks, a.d_blocks, q_blocks, k_blocks, softmax,
                      resident(a, q_blocks, k_blocks, target), a.sources is not None, a.nz_out,
-                     target)
+                     target, on_chip)
 
 
 def _rank(p: Plan, seq_blocks: int) -> tuple[int, bool, int]:

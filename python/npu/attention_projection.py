@@ -228,8 +228,9 @@ def footprint(a: Attention, qb: int, kb: int, p: Projection, pp: ProjPlan,
         l1 = 2 * kb * qb * FRACTAL_F16 + tiles + x + w
     slot_a, slot_b = 2 * pp.rows * pp.sub * FRACTAL_F16, 2 * pp.sub * pp.cols * FRACTAL_F16
     q_tile = d1 * qb * FRACTAL_F16
-    l0a = (max(q_tile, kb * qb * FRACTAL_F16, slot_a) if whole or s1 % qb
-           else q_tile + max(kb * qb * FRACTAL_F16, slot_a))
+    p_tile = attention["l0a"] - q_tile  # P's blocks (two chunks' with key chunks)
+    l0a = (max(q_tile, p_tile, slot_a) if whole or s1 % qb
+           else q_tile + max(p_tile, slot_a))
     l0b = max(attention["l0b"], slot_b)
     l0c = (pp.scores_slots * kb + 2 * (d1 + 1)) * qb * FRACTAL_F32 \
         + pp.c_slots * pp.rows * pp.cols * FRACTAL_F32

@@ -1,18 +1,22 @@
 """The cost model of `npu-fuse-attention-projection` (`choose`): every
-attention tile and projection plan (`candidates`) whose buffers fit on chip
+attention tile npu-fuse-attention weighs and projection plan
+(`candidates`) whose buffers fit on chip
 (`npu.attention_projection.footprint`), each pipe's busy cycles estimated
-from the target's rates (`estimate`), the least busiest pipe taken, against
-the projection's own kernel followed by the attention at its own tile.
+from the target's rates (`estimate`: the attention's by the one model of
+`npu.attention_cost`, with the softmax's precision, plus the projection's
+own work), the least busiest pipe taken, against the projection's own
+kernel followed by the attention at its own tile (the same model).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from npu import ir as nir
 from npu.attention import Attention
-from npu.attention_plan import MAX_HEAD_STEPS
+from npu.attention_cost import TileCost
+from npu.attention_plan import MAX_HEAD_STEPS, modelled, tile_shapes
 from npu.attention_projection import FRACTAL_F16, FRACTAL_F32, Projection, ProjPlan, footprint
 from npu.target import Target
 
@@ -49,74 +53,79 @@ def candidates(a: Attention, p: Projection) -> list[list[ProjPlan]]:
     return groups
 
 
-def tiles_to_try(a: Attention) -> list[tuple[int, int]]:
-    """Attention tiles `choose` tries: query tiles of up to 8 blocks (all
-    rows, 8, 4, 2, 1) and key tiles giving 1 to 8 tiles a row."""
-    s1 = a.seq_blocks
-    qbs = sorted({min(s1, q) for q in (8, 4, 2, 1)}, reverse=True)
-    kbs = sorted({-(-s1 // n) for n in range(1, 9)}, reverse=True)
-    return [(qb, kb) for qb in qbs for kb in kbs]
-
-
-def attention_vector_cycles(a: Attention, qb: int, kb: int, target: Target) -> float:
-    """The attention's vector work (V pipe, L0C -> UB moves included) over
-    all heads at tile qb x kb: per (query tile, key tile) the scores moved
-    from L0C, the row max folds, the scaled shift, P's cast and exp in f16;
-    per key tile after the first the context's rescaling; per query tile
-    its P.V moves and the normalisation. An estimate from the target's
-    rates (the schedule's stalls are not in it)."""
-    s1, d1 = a.seq_blocks, a.d_blocks
-    move = target.path("l0c_to_ub").bytes_per_cycle
-    simple = target.vector_cycles("simple")
-    exp = target.vector_cycles("transcendental")
-    n_keys, n_queries = -(-s1 // kb), -(-s1 // qb)
-    total = 0.0
-    for y in range(n_keys):
-        kbk = min(kb, s1 - y * kb)
-        slab = 4 * qb  # f32 repeats of one [rows, 16] slab
-        step = (kbk * qb * FRACTAL_F32 / move + (kbk - 1) * slab * simple + 16 * qb
-                + 3 * kbk * slab * simple + kbk * 2 * qb * exp)
-        pv = (d1 + 1) * qb * FRACTAL_F32 / move + (slab * (d1 + 1) if y else 0)
-        total += step + pv
-    total += d1 * 4 * qb * simple + 4 * qb  # the normalisation of a query tile
-    return total * n_queries * a.heads
-
-
-def estimate(a: Attention, qb: int, kb: int, p: Projection | None, pp: ProjPlan | None,
-             target: Target) -> dict[str, float]:
-    """Busy cycles per pipe of the attention kernel at tile qb x kb, with
-    the projection (`pp`) or reading Q, K, V from GM (`pp` None), and
-    `fill`: the first head's projection, which nothing overlaps."""
-    s1, d1, h = a.seq_blocks, a.d_blocks, a.heads
+def projection_work(a: Attention, p: Projection, pp: ProjPlan, target: Target,
+                    snake: bool = True) -> tuple[TileCost, float]:
+    """The projection's own busy cycles per pipe inside the attention kernel
+    at plan `pp`, for all heads, and the first head's projection (which no
+    attention overlaps: `fill`). Cube: every head's C blocks and a mad's
+    latency per L0 sub-step (each waits for its slot's release), plus the
+    W copies each job waits for when the W slots hold only its own chunks;
+    GM -> L1: X once (resident) or in strips once a head (`snake`: but the
+    two strips a head starts with, which the previous head left in L1), W's
+    columns of a head once per row tile; L1 -> L0: X's sub-tiles once per
+    job, W once per row tile; vector: the drains (L0C -> UB, f32 read) and the epilogue's
+    members."""
+    d1, h = a.d_blocks, a.heads
     gm = target.path("gm_to_l1").bytes_per_cycle
     to_a, to_b = (target.path(f"l1_to_l0{x}").bytes_per_cycle for x in "ab")
-    n_keys, n_queries = -(-s1 // kb), -(-s1 // qb)
-    cube = h * (s1 * s1 * d1 + s1 * s1 * (d1 + 1))
-    mte1 = h * n_queries * (d1 * qb * FRACTAL_F16 / to_a + n_keys * (
-        kb * qb * FRACTAL_F16 / to_a + (2 * d1 + 1) * kb * FRACTAL_F16 / to_b))
-    vector = attention_vector_cycles(a, qb, kb, target)
-    reloads = 1 if n_queries == 1 else (1 if 2 * (2 * d1 + 1) * s1 * FRACTAL_F16 * 2
-                                        <= target.capacity("l1") // 2 else n_queries)
-    mte2 = h * (d1 * s1 + 2 * d1 * s1 * reloads) * FRACTAL_F16 / gm
-    fill = 0.0
-    if pp is not None:
-        jobs = pp.jobs_per_head(p.m1, d1)
-        head_blocks = 3 * d1 * p.n1 * p.m1
-        cube += h * head_blocks + h * jobs * (p.n1 // pp.sub) * target.mad_latency
-        if pp.w_slots < 2 * p.n1 // pp.chunk:
-            # No room for the next job's W chunks while this one's are read:
-            # each job's mads wait for its own copies.
-            cube += h * jobs * pp.cols * p.n1 * FRACTAL_F16 / gm
-        x_bytes = p.n1 * p.m1 * FRACTAL_F16
-        w_bytes = 3 * d1 * p.n1 * FRACTAL_F16
-        mte2 = (x_bytes * (1 if pp.x_resident else h)
-                + w_bytes * h * pp.row_tiles(p.m1)) / gm
-        mte1 += h * (jobs * pp.rows * p.n1 * FRACTAL_F16 / to_a
-                     + pp.row_tiles(p.m1) * w_bytes / to_b)
-        vector += h * 3 * d1 * p.m1 * FRACTAL_F32 / target.path("l0c_to_ub").bytes_per_cycle \
-            + p.vector_cycles * 3 * d1 * h / p.c_blocks
-        fill = max(head_blocks, (x_bytes + w_bytes) / gm)
-    return {"M": cube, "MTE1": mte1, "MTE2": mte2, "V": vector, "fill": fill}
+    jobs = pp.jobs_per_head(p.m1, d1)
+    head_blocks = 3 * d1 * p.n1 * p.m1
+    cube = h * head_blocks + h * jobs * (p.n1 // pp.sub) * target.mad_latency
+    if pp.w_slots < 2 * p.n1 // pp.chunk:
+        # No room for the next job's W chunks while this one's are read:
+        # each job's mads wait for its own copies.
+        cube += h * jobs * pp.cols * p.n1 * FRACTAL_F16 / gm
+    x_bytes = p.n1 * p.m1 * FRACTAL_F16
+    w_bytes = 3 * d1 * p.n1 * FRACTAL_F16
+    rows = pp.row_tiles(p.m1)
+    mte2 = gm_read_bytes(a, p, pp, snake) / gm
+    mte1 = h * (jobs * pp.rows * p.n1 * FRACTAL_F16 / to_a + rows * w_bytes / to_b)
+    vector = (h * 3 * d1 * p.m1 * FRACTAL_F32 / target.path("l0c_to_ub").bytes_per_cycle
+              + p.vector_cycles * 3 * d1 * h / p.c_blocks)
+    work = TileCost(int(vector), int(cube), int(mte1), int(mte2))
+    return work, max(head_blocks, (x_bytes + w_bytes) / gm)
+
+
+def gm_read_bytes(a: Attention, p: Projection, pp: ProjPlan, snake: bool) -> int:
+    """The projection's GM reads in the kernel: X once (resident), or once
+    a head in row strips (`snake`: the first head all of them, the others
+    all but the two they start with: `npu-lower-attention`'s `row_of`),
+    and each head's W columns once per row tile."""
+    x_bytes = p.n1 * p.m1 * FRACTAL_F16
+    rows = pp.row_tiles(p.m1)
+    strips = rows * (1 if pp.x_resident else a.heads)
+    if snake and not pp.x_resident:
+        strips -= (a.heads - 1) * min(rows, 2)
+    return (x_bytes * strips // rows
+            + 3 * a.d_blocks * p.n1 * FRACTAL_F16 * a.heads * rows)
+
+
+def overlapped(a: Attention, qb: int, kb: int) -> bool:
+    """Whether npu-lower-attention overlaps a head's projection with the
+    previous head's attention at tile qb x kb: one tile a head
+    (`head_pipeline`) or query tiles that divide the sequence
+    (`head_tiles`); otherwise each head is projected before its query
+    tiles (`projected_heads`), in one pipe queue after the other."""
+    s1 = a.seq_blocks
+    return (qb >= s1 and kb >= s1) or s1 % qb == 0
+
+
+def estimate(a: Attention, qb: int, kb: int, p: Projection, pp: ProjPlan, target: Target,
+             softmax: str, attention: TileCost | None = None) -> tuple[TileCost, float]:
+    """Busy cycles per pipe of the attention kernel at tile qb x kb with the
+    projection at plan `pp`, and the estimated time: the attention's own
+    work by the shared model (`npu.attention_plan.modelled` with the
+    softmax's precision, Q, K, V on chip; `attention` when the caller has
+    it) plus `projection_work`; the time is the busiest pipe of the sum
+    plus the first head's projection, or (not `overlapped`) the two
+    one after the other."""
+    if attention is None:
+        attention = modelled(a, qb, kb, target, softmax, on_chip=True)
+    work, fill = projection_work(a, p, pp, target, overlapped(a, qb, kb))
+    total = attention + work
+    if overlapped(a, qb, kb):
+        return total, total.cycles + fill
+    return total, attention.cycles + work.cycles
 
 
 def projection_cycles(p: Projection, target: Target) -> float:
@@ -131,8 +140,10 @@ def projection_cycles(p: Projection, target: Target) -> float:
 
 @dataclass(frozen=True)
 class Choice:
-    """`choose`'s pick: the attention tile with the projection's plan and
-    the estimated cycles fused and apart."""
+    """`choose`'s pick: the attention tile with the projection's plan, the
+    estimated cycles fused (`cost`: each pipe's, `fused`: the busiest plus
+    the first head's projection) and apart, and why the tile the attention
+    has apart was not kept (`apart_why`, None when it was)."""
 
     qb: int
     kb: int
@@ -140,54 +151,78 @@ class Choice:
     ub_bytes: int
     fused: float
     apart: float
+    cost: TileCost | None = None
+    apart_why: str | None = None
 
 
 def choose(a: Attention, p: Projection, target: Target, ub_fraction: float,
-           apart_tile: tuple[int, int], footprint_of) -> Choice | str:
-    """The attention tile (`tiles_to_try`) and projection plan that fit on
-    chip with the least estimated time (the busiest pipe plus the first
+           apart_tile: tuple[int, int], footprint_of, softmax: str = "f32") -> Choice | str:
+    """The attention tile (`npu.attention_plan.tile_shapes`, the tiles
+    npu-fuse-attention's cost model weighs) and projection plan that fit
+    on chip with the least estimated time (the busiest pipe plus the first
     head's projection), against the projection's own kernel plus the
-    attention at `apart_tile` (its own plan); a string says why none is
-    taken. `footprint_of(qb, kb)`: the attention's own footprint at that
-    tile (None: it does not fit by itself)."""
-    def busiest(est: dict) -> float:
-        return max(v for k, v in est.items() if k != "fill") + est["fill"]
-
+    attention at `apart_tile` (its own plan, by the same model of the
+    attention: `modelled`); a string says why none is taken.
+    `footprint_of(qb, kb)`: the attention's own footprint at that tile
+    (None: it does not fit by itself)."""
     # Apart, the attention's first loads wait for the projection's last
     # stores: a GM write and read latency between the two kernels.
     boundary = target.path("ub_to_gm").latency + target.path("gm_to_l1").latency
     apart = (projection_cycles(p, target) + boundary
-             + busiest(estimate(a, *apart_tile, None, None, target)))
+             + modelled(a, *apart_tile, target, softmax).cycles)
     best: Choice | None = None
     why = "no tile of the attention leaves room on chip for one C piece of the projection"
+    # Why the apart tile is not kept: the least overflow of its plans, or
+    # its best estimate.
+    apart_over: tuple[float, str] | None = None
+    apart_best: float | None = None
     s1 = a.seq_blocks
-    for qb, kb in tiles_to_try(a):
+    plans = candidates(a, p)
+    for qb, kb in tile_shapes(s1):
         own = footprint_of(qb, kb)
         if own is None:
             continue
-        if s1 > qb and s1 % qb == 0 and -(-s1 // qb) * -(-s1 // kb) > MAX_HEAD_STEPS:
-            why = (f"a head has more tiles ({-(-s1 // qb) * -(-s1 // kb)}) than one static "
-                   "pipeline holds")
+        steps = -(-s1 // qb) * -(-s1 // kb)
+        if s1 > qb and s1 % qb == 0 and steps > MAX_HEAD_STEPS:
+            why = f"a head has more tiles ({steps}) than one static pipeline holds"
+            if (qb, kb) == apart_tile:
+                apart_over = (0.0, f"{steps} tiles a head, more than one static pipeline holds "
+                                   f"({MAX_HEAD_STEPS})")
             continue
         whole = qb >= s1 and kb >= s1
-        for group in candidates(a, p):
+        attention = modelled(a, qb, kb, target, softmax, on_chip=True)
+        for group in plans:
             if group[0].scores_slots == 1 and not whole:
                 continue  # see `ProjPlan`: only a head's jobs may sit between Q.K^T and the softmax
             for pp in group:
                 need = footprint(a, qb, kb, p, pp, own)
                 budget = {sp: target.capacity(sp) for sp in need}
                 budget["ub"] = int(budget["ub"] * ub_fraction)
-                if any(need[sp] > budget[sp] for sp in need):
+                over = [sp for sp in need if need[sp] > budget[sp]]
+                if over:
+                    if (qb, kb) == apart_tile:
+                        worst = max(over, key=lambda sp: need[sp] / budget[sp])
+                        ratio = need[worst] / budget[worst]
+                        if apart_over is None or ratio < apart_over[0]:
+                            apart_over = (ratio, f"needs {need[worst]} bytes of "
+                                                 f"{worst.upper()} beside the projection's "
+                                                 f"buffers, more than {budget[worst]}")
                     continue
-                est = busiest(estimate(a, qb, kb, p, pp, target))
+                cost, est = estimate(a, qb, kb, p, pp, target, softmax, attention)
+                if (qb, kb) == apart_tile and (apart_best is None or est < apart_best):
+                    apart_best = est
                 if best is None or est < best.fused:
-                    best = Choice(qb, kb, pp, need["ub"], est, apart)
+                    best = Choice(qb, kb, pp, need["ub"], est, apart, cost)
                 break
     if best is None:
         return why
     if best.fused >= apart:
         return (f"estimated {int(best.fused)} cycles fused against {int(apart)} apart "
                 f"(projection kernel, then attention)")
+    if (best.qb, best.kb) != apart_tile:
+        if apart_best is not None:
+            reason = f"estimated {int(apart_best)} cycles with the projection"
+        else:
+            reason = apart_over[1] if apart_over else "no plan of the projection fits beside it"
+        best = replace(best, apart_why=reason)
     return best
-
-
