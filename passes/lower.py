@@ -107,12 +107,20 @@ class LowerPass(Pass):
         Option("fuse-chains", bool, True, "npu-fuse's matmul chains: a matmul's f16 result "
                "read only as the next matmul's A stays in L1 when it fits (with the pipelined "
                "matmul schedule)"),
+        Option("fuse-slots", int, 2, "npu-lower-fused slots: sets of streamed buffers the "
+               "one-pass row kernels' chunks take by turns (1: npu-double-buffer's copies)",
+               low=1, high=4),
+        Option("fuse-steps", bool, True, "npu-lower-fused steps: row kernels compute in place, "
+               "fold squares into sums, cast straight into Nz order, sum long rows in two levels"),
+        Option("fuse-layouts", bool, True, "npu-lower-fused layouts: each row kernel's chunk "
+               "layout (stores over loaded buffers, one set of stored buffers, rows per chunk) "
+               "from its pipeline model"),
         Option("fuse-horizontal", bool, True, "with fuse: join sibling matmuls that share A "
                "(Q/K/V) and their bias adds first (npu-fuse-horizontal)"),
         Option("fuse-attention", bool, True, "with fuse: attention (Q.K^T, scale, softmax, P.V) "
                "as one kernel per head tile, scores on chip (npu-fuse-attention)"),
         Option("fuse-remarks", bool, False, "npu-fuse's remarks: each group formed and why "
-               "ops were left out"),
+               "ops were left out (and npu-lower-fused's: each row kernel's chunk layout)"),
         Option("prefetch", bool, True, "npu-prefetch: a matmul's first host-constant weight "
                "chunks load during the previous op's idle MTE2 tail (one core only)"),
         Option("prefetch-remarks", bool, False, "npu-prefetch's remarks: each prefetch and "
@@ -210,7 +218,11 @@ class LowerPass(Pass):
                               # a chained A is read by the pipelined schedule only
                               "chains": self.fuse_chains
                               and self._value("matmul-schedule") == "pipelined"}).run(module)
-            self._required("npu-lower-fused", **{"ub-fraction": fuse_fraction}, **(
+            self._required("npu-lower-fused", **{"ub-fraction": fuse_fraction,
+                                                 "slots": self.fuse_slots,
+                                                 "steps": self.fuse_steps,
+                                                 "layouts": self.fuse_layouts,
+                                                 "remarks": self.fuse_remarks}, **(
                 {"max-chunk": self.max_chunk} if self.max_chunk else {})).run(module)
             self._required("npu-lower-attention").run(module)
         if self.cores != 1:  # fusion is not combined with core splitting yet
