@@ -37,8 +37,9 @@ loop are allocated in its body, buffers live across a loop (the L0C tile or
 strip, a stationary A/B tile) in the enclosing scope.
 
 Modules: this one holds the pass (options, checks, dispatch); `simple` the
-loop nests above, `pipelined` the pipelined OS schedule, `blocks` the tile
-loops and GM/L1/L0/UB builders both use (and `npu-lower-attention` reuses).
+loop nests above, `pipelined` the pipelined OS schedule and `plan` its
+plan (chunks, sub-steps, C pieces), `blocks` the tile loops and GM/L1/L0/UB
+builders both use (and `npu-lower-attention` reuses).
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ from npu.target import Target
 from npu.passes.lower_matmul.chain import ChainedTensors
 from npu.passes.lower_matmul.blocks import (IndexValue, MatmulBlocks, Operands, Segment,
                                             block_pitch, segments)
-from npu.passes.lower_matmul.pipelined import PipelinedPlan, PipelinedSchedule
+from npu.passes.lower_matmul.pipelined import PipelinedSchedule
+from npu.passes.lower_matmul.plan import PipelinedPlan, PipelinedPlanning
 from npu.passes.lower_matmul.simple import SimpleSchedule
 from npu.passes.matmul_epilogue import MatmulEpilogue, group_of
 
@@ -62,7 +64,8 @@ __all__ = ["STRATEGY_CHOICES", "LowerMatmul", "MatmulBlocks", "Operands", "Pipel
            "Segment", "block_pitch", "segments"]
 
 
-class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, ChainedTensors, Pass):
+class LowerMatmul(SimpleSchedule, PipelinedSchedule, PipelinedPlanning, MatmulBlocks,
+                  ChainedTensors, Pass):
     name = "npu-lower-matmul"
     summary = "Lower ascend.matmul/batch_matmul to tiled cce loops (OS/IS/WS, cost-model tiles)"
     handles = ("ascend.matmul", "ascend.batch_matmul")
@@ -86,6 +89,10 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, ChainedTensor
                "(0: the largest divisor of N whose A and B chunks fit L1 twice)", low=0),
         Option("c-pieces", int, 0, "schedule=pipelined: L0C pieces the C tile is split into "
                "along k, each drained as soon as its last mad is done (0: auto)", low=0),
+        Option("c-piece-rows", int, 0, "schedule=pipelined: rows of the grid of C pieces "
+               "(c-pieces / c-piece-rows along k); 0: the split with the largest mads "
+               "(square pieces of a tall tile: 2 x 2 of a 256x256 one), 1: whole-height "
+               "column slabs", low=0),
         Option("staged-drain", int, 7, "schedule=pipelined with an epilogue: with at least "
                "this many C tiles, each piece moves L0C -> UB on its own before the "
                "epilogue, so the next tile's mads refill it during the vector work (0: never)",

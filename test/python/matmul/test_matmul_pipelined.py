@@ -102,6 +102,25 @@ def test_random_pipelined_shapes(mb, kb, tm, tk, N, backend, out, batch):
     assert is_pipelined(module)
 
 
+@settings(max_examples=12, derandomize=True, deadline=None)
+@given(rows=st.sampled_from([2, 4]), cols=st.integers(1, 2), per=st.integers(1, 3),
+       tm=st.integers(1, 2), tk=st.integers(1, 2), N=st.integers(1, 80),
+       backend=st.sampled_from(list(BACKENDS)), out=st.sampled_from(["f32", "f16"]),
+       batch=st.sampled_from([0, 0, 2]))
+def test_c_pieces_in_a_grid(rows, cols, per, tm, tk, N, backend, out, batch):
+    """C pieces in a rows x cols grid (`c-piece-rows`): each piece's mads
+    read its rows of the A sub-tile and its columns of the B one, and its
+    drain writes it at its row and column offsets in C (pieces of one or
+    several blocks each way, several tiles, N anything)."""
+    m, k = 16 * rows * per, 16 * cols * per
+    module, _ = compile_and_run(m * tm, N, k * tk, lowering(
+        m, k, f"c-pieces={rows * cols} c-piece-rows={rows}") + "," + BACKENDS[backend], out, batch)
+    assert is_pipelined(module)
+    mads = [op for op in walk(module.operation) if op.name == "cce.mad"]
+    assert {(op.attributes["m"].value, op.attributes["k"].value) for op in mads} == {
+        (16 * per, 16 * per)}
+
+
 @pytest.mark.parametrize("resident", [True, False])
 def test_gm_traffic_is_still_the_models(resident):
     """Chunks and pieces cut the same traffic differently: the simulated GM
