@@ -40,6 +40,7 @@ LOWERINGS: tuple[tuple[str, dict[str, str]], ...] = (
                           "matmul-schedule": "schedule", "l1-chunk": "l1-chunk",
                           "c-pieces": "c-pieces", "c-piece-rows": "c-piece-rows",
                           "matmul-resident-a": "resident-a",
+                          "matmul-timed-residency": "timed-residency",
                           "matmul-drain-convert": "drain-convert"}),
     ("npu-lower-fractalize", {"fractalize": "algorithm", "ub-fraction": "ub-fraction"}),
     ("npu-lower-elementwise", {"ub-fraction": "ub-fraction", "max-chunk": "max-chunk"}),
@@ -50,7 +51,7 @@ LOWERINGS: tuple[tuple[str, dict[str, str]], ...] = (
 # Values meaning "leave the owning pass's default".
 _UNSET: dict[str, Any] = {"strategy": "", "m": 0, "n": 0, "k": 0, "matmul-schedule": "",
                           "l1-chunk": 0, "c-pieces": 0, "c-piece-rows": 0,
-                          "matmul-resident-a": True,
+                          "matmul-resident-a": True, "matmul-timed-residency": True,
                           "matmul-drain-convert": True, "fractalize": "",
                           "ub-fraction": 0.0, "max-chunk": 0}
 
@@ -80,6 +81,9 @@ class LowerPass(Pass):
         Option("matmul-resident-a", bool, True, "pipelined matmuls keep A's row strip in L1 "
                "across the column tiles when the cost model finds room (npu-lower-matmul "
                "resident-a)"),
+        Option("matmul-timed-residency", bool, True, "npu-lower-matmul timed-residency: "
+               "resident or streamed A and the resident strip's C tile width by the pipelined "
+               "schedule's time estimate (false: the strip where (m + k) x N fits L1, before)"),
         Option("matmul-drain-convert", bool, True, "npu-lower-matmul drain-convert: an "
                "epilogue's f16 C is rounded by the L0C -> UB move itself"),
         Option("fractalize", str, "", "fractalize algorithm (npu-lower-fractalize algorithm; "

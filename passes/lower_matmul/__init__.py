@@ -49,6 +49,7 @@ from mlir import ir
 from npu import ir as nir
 from npu.matmul_tiling import STRATEGIES, MatmulShape, TilingError, choose_tiling, make_choice
 from npu.passes.base import Option, Pass, PassError
+from npu.pipelined_cost import Drain
 from npu.target import Target
 from npu.passes.lower_matmul.chain import ChainedTensors
 from npu.passes.lower_matmul.blocks import (IndexValue, MatmulBlocks, Operands, Segment,
@@ -100,6 +101,12 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, PipelinedPlanning, MatmulBl
         Option("resident-a", bool, True, "schedule=pipelined: keep A's row strip in L1 "
                "across the column tiles when the cost model finds room (A read once; only "
                "B streams)"),
+        Option("timed-residency", bool, True, "schedule=pipelined with resident-a: choose "
+               "between A's strip resident and streamed, and the strip's C tile width, by the "
+               "schedule's time estimate (`matmul_residency.resident_or_streamed`: narrower tiles "
+               "of a resident strip drain less after the last mad; a strip that leaves less "
+               "than (m + k) x N of L1 streams B in smaller chunks); false: the streaming "
+               "search's tiles with the strip resident where (m + k) x N fits L1"),
         Option("drain-convert", bool, True, "with an epilogue whose C is f16: the L0C -> "
                "UB move rounds the accumulator to f16 itself (cce.copy_l0c_to_ub convert = "
                "\"f32_to_f16\") instead of a vconv after it, and the pieces land in two UB "
@@ -164,6 +171,14 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, PipelinedPlanning, MatmulBl
                             out_bytes=nir.element_bytes(c_t))
         return shape, batch, M1, N1, K1
 
+    def drain_cost(self, shape: MatmulShape) -> Drain:
+        """What the pipelined schedule's time estimate knows of C's way out
+        (`npu.pipelined_cost.Drain`): the epilogue's vector work and stores."""
+        if self.epilogue is None:
+            return Drain()
+        return Drain(self.epilogue.vector_cycles,
+                     self.epilogue.store_cycles(shape.M * shape.K * shape.batch), True)
+
     # ------------------------------------------------------------------ lowering
 
     def lower(self, op: ir.Operation) -> None:
@@ -201,7 +216,8 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, PipelinedPlanning, MatmulBl
                                    pipelined=pipelined, epilogue_cycles=(
                                        0 if self.epilogue is None else self.epilogue.vector_cycles),
                                    resident_a=chained_a or (self.resident_a and self.l1_steps == 1),
-                                   a_in_l1=chained_a)
+                                   a_in_l1=chained_a, drain=self.drain_cost(shape),
+                                   timed_residency=self.timed_residency)
         except TilingError as e:
             raise PassError(str(e), op) from None
         if self.l1_steps < 1:

@@ -6,12 +6,13 @@ staged, from the cost model's tiles and the target."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
 
 from mlir import ir
 
 from npu import ir as nir
-from npu.matmul_tiling import MatmulShape, TilingChoice, resident_a_chunks
+from npu.matmul_residency import resident_a_chunks
+from npu.matmul_tiling import MatmulShape, TilingChoice
+from npu.pipelined_cost import best_chunk, default_pieces, piece_grid
 from npu.passes.base import PassError
 
 
@@ -92,14 +93,7 @@ class PipelinedPlanning:
         if self.c_pieces < 0 or self.l1_chunk < 0:
             raise PassError(f"c-pieces and l1-chunk must not be negative, got "
                             f"{self.c_pieces} and {self.l1_chunk}", op)
-        # An epilogue's vector work holds its piece of L0C while it drains
-        # (unless staged, below): smaller pieces let the cube refill sooner
-        # (BERT's ffn_in + GELU 295k -> 281k cycles with 4). 8 need more
-        # carried event ids than npu-insert-sync leaves a loop inside the
-        # BERT layer (it merges them into one: ffn_in 217k -> 256k there,
-        # although alone it runs 239k -> 209k).
-        split = 4 if self.epilogue is not None and kb % 4 == 0 else 2
-        pieces = self.c_pieces or (split if kb % split == 0 else 1)
+        pieces = self.c_pieces or default_pieces(kb, self.epilogue is not None)
         if self.c_piece_rows and (pieces % self.c_piece_rows or mb % self.c_piece_rows):
             raise PassError(f"c-piece-rows={self.c_piece_rows} must divide c-pieces={pieces} "
                             f"and the C tile's {mb} row blocks", op)
@@ -124,22 +118,13 @@ class PipelinedPlanning:
                                                  self.chained_l1(op.operands[0]) is not None)
                     if d in chunks and (not nb_fixed or d % nb_fixed == 0)
                     ] if choice.a_resident else []
-        a_chunk = 0 if resident else mb
         fitting = resident or [d for d in chunks if 2 * (mb + kb) * d * blk <= l1_cap
                                and (not nb_fixed or d % nb_fixed == 0)]
-        # The chunk trades the GM path's per-copy latency (paid once per
-        # chunk: one flag per chunk) against the pipeline's fill and drain
-        # (the first chunk's copy before the first mad, the last chunk's mads
-        # after the last copy). Estimate both from the target, keep the best.
         tiles = (M1 // mb) * (K1 // kb)
-        path = t.path("gm_to_l1")
-
-        def estimate(d: int) -> float:
-            trips = tiles * (N1 // d)
-            copy = (a_chunk + kb) * d * blk / path.bytes_per_cycle + path.latency
-            cube = t.cube_cycles(float(mb * kb * d))
-            return max(copy + cube * trips, copy * trips + cube)
-        chunk = min(fitting, key=lambda d: (estimate(d), -d)) if fitting else None
+        if resident and choice.chunk // frac in resident:
+            chunk = choice.chunk // frac  # the one the cost model timed these tiles with
+        else:
+            chunk = best_chunk(fitting, mb, kb, N1, tiles, not resident, t)
         if chunk is None:
             if self.l1_chunk:
                 need = 2 * (mb + kb) * chunks[0] * blk
@@ -149,8 +134,8 @@ class PipelinedPlanning:
             return self.fall_back(f"no L1 chunk of the reduction fits two A and B chunks "
                                   f"({2 * (mb + kb) * (nb_fixed or 1) * blk} bytes at least"
                                   f", L1 capacity {l1_cap})")
-        rows, sub = self.piece_grid(
-            mb, kb, pieces, nb_fixed or chunk, chunk,
+        rows, sub = piece_grid(
+            mb, kb, pieces, nb_fixed or chunk, chunk, t, self.c_piece_rows,
             lambda mad_blocks: tiles * max(shape.batch, 1) > 1 and self.stalls_bind(
                 shape, choice, mad_blocks))
         if sub is None:
@@ -160,51 +145,6 @@ class PipelinedPlanning:
         group = self.piece_group(shape, choice, tiles * max(shape.batch, 1), mbp * sub * khb,
                                  pieces // rows, sub * khb * blk)
         return PipelinedPlan(mb, kb, chunk, sub, pieces, bool(resident), group, rows)
-
-    def piece_grid(self, mb: int, kb: int, pieces: int, top: int, chunk: int,
-                   stalls_bind: Callable[[int], bool]) -> tuple[int, int | None]:
-        """(row pieces, L0 sub-step) of a C tile mb x kb in `pieces` L0C
-        pieces. The sub-step is the largest divisor of `top` (the requested
-        n, else the chunk) dividing the chunk with two slots in L0A (piece
-        rows x n) and in L0B (n x piece columns): a tile n that fills L0
-        once (the simple schedule's) is halved.
-
-        The rows are the split whose mad is largest: a set_flag after a mad
-        waits for its completion (`mad_latency`) and holds M meanwhile, so
-        each mad costs its blocks plus that latency (one slot release per
-        mad). Column slabs of a tall tile leave a thin L0B slot beside a
-        full L0A one: a 256x256 tile in four 256x64 slabs mads 256 blocks at
-        a time (sub-step 64, L0A's two slots full), in 2 x 2 pieces of
-        128x128, 512 (both slots full). Only where those stalls bind
-        (`stalls_bind(mad blocks of the slabs)`): shorter pieces take more
-        row-major store copies and epilogue instructions, which cost the
-        drain that nothing hides in a single C tile (the pinned 256x512x256
-        + bias + relu: 56,355 -> 56,447). Ties keep whole-height slabs.
-        Measured (BERT seq 512, 256x256 tiles): q_proj 248.0k -> 244.9k,
-        out_proj 88.5k -> 86.8k, ffn_in 328.1k -> 323.1k, ffn_out 319.1k
-        -> 317.2k cycles. `c-piece-rows` fixes the rows (sub None: no
-        sub-step fits)."""
-        t = self.target
-        blk = t.fractal_bytes(2)
-        subs = [d for d in range(top, 0, -1) if top % d == 0 and chunk % d == 0]
-
-        def sub_for(rows: int) -> int | None:
-            mbp, khb = mb // rows, kb * rows // pieces
-            return next((d for d in subs if 2 * mbp * d * blk <= t.capacity("l0a")
-                         and 2 * d * khb * blk <= t.capacity("l0b")), None)
-
-        if self.c_piece_rows:
-            return self.c_piece_rows, sub_for(self.c_piece_rows)
-        best = (1, sub_for(1))
-        if best[1] is not None and not stalls_bind(mb * kb * best[1] // pieces):
-            return best
-        for rows in range(2, pieces + 1):
-            if pieces % rows or mb % rows or kb % (pieces // rows):
-                continue
-            sub = sub_for(rows)  # a mad is mb x sub x kb / pieces blocks whatever the rows
-            if sub is not None and (best[1] is None or sub > best[1]):
-                best = (rows, sub)
-        return best
 
     def piece_group(self, shape: MatmulShape, choice: TilingChoice, tiles: int,
                     mad_blocks: int, pieces: int, b_slot_bytes: int) -> int:

@@ -156,23 +156,48 @@ def test_resident_a_row_strip(mb, kb, tk, N, backend, out, batch):
     block (padded; an odd N1 too), a plain matmul or a batch_matmul of one
     matrix: A's strip is copied to L1 once, before the loop, whose L0A loads
     read it at each chunk's offset; results match numpy and the race
-    detector finds nothing (compile_and_run)."""
+    detector finds nothing (compile_and_run). (timed-residency=false: the
+    strip wherever it fits, as these reductions are too short for the time
+    estimate to keep it.)"""
     m, k = 16 * mb, 16 * kb
-    module, res = compile_and_run(m, N, k * tk, lowering(m, k) + "," + BACKENDS[backend], out,
-                                  batch)
+    module, res = compile_and_run(m, N, k * tk, lowering(m, k, "timed-residency=false") + ","
+                                  + BACKENDS[backend], out, batch)
     assert is_pipelined(module)
     assert a_strip_copies(module, blocks(N)) == 1
     n_pad = 16 * blocks(N)  # A read once, B once
     assert res.report["bytes"]["gm_to_l1"] == 2 * (m * n_pad + n_pad * k * tk)
 
 
-def test_a_row_strip_without_room_in_l1_streams():
-    """(m + k) x N f16 over L1 (16 + 16) x 16400 > 1 MiB: A streams with B,
-    once per column tile, and the result is still right."""
-    m, k, N = 16, 16, 16400
-    module, res = compile_and_run(m, N, 2 * k, lowering(m, k) + "," + BACKENDS["db"])
+@pytest.mark.parametrize("timed", [True, False])
+def test_a_row_strip_without_room_in_l1_streams(timed):
+    """A strip of 16 x 33008 f16 (1.01 MiB) over L1: A streams with B, once
+    per column tile, and the result is still right."""
+    m, k, N = 16, 16, 33008
+    module, res = compile_and_run(m, N, 2 * k, lowering(
+        m, k, f"timed-residency={str(timed).lower()}") + "," + BACKENDS["db"])
     assert is_pipelined(module) and a_strip_copies(module, blocks(N)) == 0
     assert res.report["bytes"]["gm_to_l1"] == 2 * (2 * m * N + N * 2 * k)
+
+
+@pytest.mark.parametrize("out", ["f32", "f16"])
+def test_a_row_strip_beside_smaller_b_chunks(out):
+    """(m + k) x N over L1 for every C tile streaming would take, but the
+    strip (128 x 2048 f16, 512 KiB) and two B chunks fit: the time estimate
+    keeps the strip, in 128-wide C tiles with 1024-row B chunks (256 KiB
+    each), A read once; timed-residency=false streams A with B, once per
+    384-wide column tile, and takes longer (67.8k against 77.9k cycles)."""
+    M, N, K = 128, 2048, 768
+    pipeline = "npu-lower-matmul{schedule=pipelined %s}," + BACKENDS["db"]
+    module, res = compile_and_run(M, N, K, pipeline % "", out)
+    assert a_strip_copies(module, blocks(N)) == 1
+    assert res.report["bytes"]["gm_to_l1"] == 2 * (M * N + N * K)
+    b_chunks = {(op.attributes["n_burst"].value, op.attributes["burst_len"].value)
+                for op in walk(module.operation) if op.name == "cce.copy_gm_to_l1"
+                and "%arg1" in str(op.operands[0].owner.operands[0].get_name())}
+    assert b_chunks == {(8, 1024 * 16 * 2 // 32)}  # 8 column blocks of 1024 rows
+    _, before = compile_and_run(M, N, K, pipeline % "timed-residency=false", out)
+    assert before.report["bytes"]["gm_to_l1"] == 2 * (2 * M * N + N * K)
+    assert res.cycles < before.cycles, (res.cycles, before.cycles)
 
 
 def test_bad_l1_chunk_is_an_error():
