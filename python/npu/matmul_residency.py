@@ -63,6 +63,12 @@ def resident_a_chunks(shape: MatmulShape, tiles: Tiles, l1_bytes: int, fractal: 
 # error decides (the pinned 256x512x256 with a row-major f32 store: 32-wide
 # tiles estimated 0.4% faster than one 256-wide tile ran 8% slower).
 TIMED_MARGIN = 0.05
+# Plans whose estimates are this close are the same to the estimate: the one
+# holding less L1 leaves `npu-prefetch` room for the next op's weights, which
+# then load during this op (BERT seq 128: ffn_in in 192-wide tiles holds 480
+# KiB instead of 960 KiB, ffn_out's first B chunk loads during the layernorm
+# between them: 383,089 -> 379,943 cycles).
+SAME_TIME = 0.01
 
 
 def resident_or_streamed(shape: MatmulShape, best: TilingChoice, target: Target,
@@ -71,19 +77,22 @@ def resident_or_streamed(shape: MatmulShape, best: TilingChoice, target: Target,
     """The streaming search's OS tiles `best` as the pipelined schedule runs
     them: A's row strip resident in L1 (only B streams) or A streamed, and,
     with one row of C tiles (m = M), the other column widths k with the
-    strip resident; the least `pipelined_time` wins (ties: the order
-    above), with the B chunk it was estimated with.
+    strip resident, each with the B chunk `pipelined_time` likes best. The
+    plan as before (the first) stays unless an other is estimated
+    TIMED_MARGIN faster (the fastest then) or, within SAME_TIME of it,
+    holds less L1 (the smallest then); `timed=False`: the plan as before.
 
     The streaming search ranks tiles by traffic-bound time, which a
-    resident strip makes equal for every k (other widths are tried only
-    when it took several column tiles: with one, A is read once anyway, and
-    splitting that tile moves only its drain, which the estimate
-    overvalues when the drain is as heavy as the mads, their pieces'
-    L0C then waiting for their way out: 256x256x256 + GELU in f32, 18.1k
-    cycles in one tile, 20.1k in 32-wide ones estimated a third faster): narrower C tiles then drain
+    resident strip makes equal for every k: narrower C tiles then drain
     less after the last mad (the tail nothing hides) and, where (m + k) x N
-    exceeds L1, fit larger B chunks beside the strip, for more chunks
-    (one GM latency each) and smaller mads. Measured (BERT seq 128):
+    exceeds L1, fit larger B chunks beside the strip, for more chunks (one
+    GM latency each) and smaller mads. Other widths are tried only when the
+    search took several column tiles: with one, A is read once anyway, and
+    splitting that tile moves only its drain, which the estimate
+    overvalues when the drain is as heavy as the mads, their pieces' L0C
+    then waiting for their way out (256x256x256 + GELU in f32: 18.1k
+    cycles in one tile, 20.1k in 32-wide ones estimated a third faster).
+    Measured (BERT seq 128):
     128x3072x768 (A 768 KiB) streamed A twice in 384-wide tiles (107.5k
     cycles of loop); resident with 128-wide tiles and 512-row B chunks
     (L1 full) its loop is 90.7k after the 12.8k strip copy; 128x768x768
@@ -91,7 +100,7 @@ def resident_or_streamed(shape: MatmulShape, best: TilingChoice, target: Target,
     384-wide tiles) 29.5k -> 23.9k at k=192."""
     frac = target.fractal
     l1 = target.capacity("l1")
-    options: list[tuple[float, TilingChoice]] = []
+    options: list[tuple[float, TilingChoice, int]] = []
 
     def consider(tiles: Tiles, resident: bool, timed_chunk: bool = True) -> None:
         """An option of these tiles; `timed_chunk`: its B chunk is the
@@ -122,8 +131,10 @@ def resident_or_streamed(shape: MatmulShape, best: TilingChoice, target: Target,
             chunk = best_chunk(chunks, mb, kb, n1, shape.batch * (shape.M // tiles.m)
                                * (shape.K // tiles.k), not resident, target)
         if chunk is not None:
+            footprint = ((shape.M * shape.N * shape.in_bytes + 2 * kb * chunk * blk) if resident
+                         else 2 * (mb + kb) * chunk * blk)
             options.append((time(chunk), dataclasses.replace(
-                choice, chunk=chunk * frac if timed else 0)))
+                choice, chunk=chunk * frac if timed else 0), footprint))
 
     # The plan as before (the streaming search's tiles, the strip resident
     # where (m + k) x N fits L1) first: an other plan must beat it by
@@ -148,10 +159,16 @@ def resident_or_streamed(shape: MatmulShape, best: TilingChoice, target: Target,
                                     _multiples(shape.N, frac))
             if nn is not None:
                 consider(Tiles(shape.M, nn, kk), True)
-    other = min(options[1:], key=lambda o: o[0], default=None)
-    if other is not None and other[0] < (1 - TIMED_MARGIN) * options[0][0]:
-        base = options[0][1]
-        return dataclasses.replace(other[1], why=(
-            f"the pipelined schedule's estimate: {other[0]:.0f} cycles against {options[0][0]:.0f}"
-            f" for tiles {base.tiles}{' with the strip resident' if base.a_resident else ''}"))
-    return options[0][1]
+    base_time, base, base_l1 = options[0]
+    faster = [o for o in options[1:] if o[0] < (1 - TIMED_MARGIN) * base_time]
+    smaller = [o for o in options[1:] if o[0] <= (1 + SAME_TIME) * base_time and o[2] < base_l1]
+    if faster:
+        pick, why = min(faster, key=lambda o: o[0]), "estimate"
+    elif smaller:
+        pick, why = min(smaller, key=lambda o: (o[2], o[0])), "L1"
+    else:
+        return base
+    return dataclasses.replace(pick[1], why=(
+        f"the pipelined schedule's estimate: {pick[0]:.0f} cycles against {base_time:.0f}"
+        f" for tiles {base.tiles}{' with the strip resident' if base.a_resident else ''}"
+        + (f", holding {pick[2]} bytes of L1 instead of {base_l1}" if why == "L1" else "")))
