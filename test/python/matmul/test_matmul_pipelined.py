@@ -267,6 +267,21 @@ def test_npu_lower_forwards_resident_a():
     assert off.report["bytes"]["gm_to_l1"] == 2 * (2 * M * N + N * K)
 
 
+def test_npu_lower_forwards_the_plan_options():
+    """npu-lower forwards matmul-timed-residency (false: 128x2048x768 streams
+    A per 384-wide column tile instead of keeping it in L1) and
+    c-piece-rows (2: the C pieces of 128x64 tiles in a 2 x 1 grid, mads of
+    64 rows)."""
+    M, N, K = 128, 2048, 768
+    _, timed = run_default(M, N, K, "c-pieces=2")
+    _, before = run_default(M, N, K, "c-pieces=2 matmul-timed-residency=false")
+    assert timed.report["bytes"]["gm_to_l1"] == 2 * (M * N + N * K)
+    assert before.report["bytes"]["gm_to_l1"] == 2 * (2 * M * N + N * K)
+    module, _ = run_default(128, 256, 128, "k=64 c-pieces=2 c-piece-rows=2")
+    assert {op.attributes["m"].value for op in walk(module.operation)
+            if op.name == "cce.mad"} == {64}
+
+
 def test_explicit_n_keeps_the_pipelined_schedule():
     """The model's tiles given explicitly (n = 128 fills L0A once) keep the
     pipelined schedule with an L0 sub-step that fits two slots: correct, and
