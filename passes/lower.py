@@ -38,7 +38,9 @@ from npu.passes.lower_matmul import STRATEGY_CHOICES as STRATEGIES
 LOWERINGS: tuple[tuple[str, dict[str, str]], ...] = (
     ("npu-lower-matmul", {"strategy": "strategy", "m": "m", "n": "n", "k": "k",
                           "matmul-schedule": "schedule", "l1-chunk": "l1-chunk",
-                          "c-pieces": "c-pieces", "matmul-resident-a": "resident-a",
+                          "c-pieces": "c-pieces", "c-piece-rows": "c-piece-rows",
+                          "matmul-resident-a": "resident-a",
+                          "matmul-timed-residency": "timed-residency",
                           "matmul-drain-convert": "drain-convert"}),
     ("npu-lower-fractalize", {"fractalize": "algorithm", "ub-fraction": "ub-fraction"}),
     ("npu-lower-elementwise", {"ub-fraction": "ub-fraction", "max-chunk": "max-chunk"}),
@@ -48,7 +50,8 @@ LOWERINGS: tuple[tuple[str, dict[str, str]], ...] = (
 
 # Values meaning "leave the owning pass's default".
 _UNSET: dict[str, Any] = {"strategy": "", "m": 0, "n": 0, "k": 0, "matmul-schedule": "",
-                          "l1-chunk": 0, "c-pieces": 0, "matmul-resident-a": True,
+                          "l1-chunk": 0, "c-pieces": 0, "c-piece-rows": 0,
+                          "matmul-resident-a": True, "matmul-timed-residency": True,
                           "matmul-drain-convert": True, "fractalize": "",
                           "ub-fraction": 0.0, "max-chunk": 0}
 
@@ -72,9 +75,15 @@ class LowerPass(Pass):
                "pipelined schedule (0: npu-lower-matmul's choice)", low=0),
         Option("c-pieces", int, 0, "L0C pieces of a matmul C tile in the pipelined schedule "
                "(0: npu-lower-matmul's choice)", low=0),
+        Option("c-piece-rows", int, 0, "rows of the grid of a matmul C tile's L0C pieces in "
+               "the pipelined schedule (0: npu-lower-matmul's choice, the largest mads; 1: "
+               "whole-height column slabs, as before)", low=0),
         Option("matmul-resident-a", bool, True, "pipelined matmuls keep A's row strip in L1 "
                "across the column tiles when the cost model finds room (npu-lower-matmul "
                "resident-a)"),
+        Option("matmul-timed-residency", bool, True, "npu-lower-matmul timed-residency: "
+               "resident or streamed A and the resident strip's C tile width by the pipelined "
+               "schedule's time estimate (false: the strip where (m + k) x N fits L1, before)"),
         Option("matmul-drain-convert", bool, True, "npu-lower-matmul drain-convert: an "
                "epilogue's f16 C is rounded by the L0C -> UB move itself"),
         Option("fractalize", str, "", "fractalize algorithm (npu-lower-fractalize algorithm; "
