@@ -244,6 +244,25 @@ def main() -> int:
             f"program bound {fused['bound_cycles']} ({fused['bound_unit']}); "
             f"{time.perf_counter() - t0:.0f} s")
     f = target.fractal
+    # BERT's out-projection and its residual add + layernorm at seq 512 (two
+    # row tiles of 256): the matmul's bias and row-major store fused into its
+    # drain, the layernorm one row kernel after it. Both halves are bound by
+    # MTE2 (A read K/k = 3 times, B M/m = 2 times; each layernorm chunk's
+    # loads pay the GM latency before its vector work): overlapping them
+    # gains nothing on this target (README "Overlap between ops").
+    from patterns import matmul_layernorm
+
+    mm_m, mm_k = 512, hidden
+    t0 = time.perf_counter()
+    text = matmul_layernorm(mm_m, hidden, mm_k)
+    unfused = run_ascend(text, lower("fuse=false"), target)
+    fused = run_ascend(text, lower(), target)
+    cube = (mm_m // f) * (hidden // f) * (mm_k // f) // target.cube_blocks_per_cycle
+    minimal = 2 * (mm_m * hidden + hidden * mm_k) + 4 * (mm_k + 2 * mm_m * mm_k + 2 * mm_k)
+    row(f"matmul+layernorm {mm_m}x{hidden}x{mm_k}", unfused, fused,
+        max(cube, gm_bound(target, minimal)),
+        f"cube {cube}, GM {gm_bound(target, minimal)}; program bound {fused['bound_cycles']} "
+        f"({fused['bound_unit']}); {time.perf_counter() - t0:.0f} s")
     head = hidden // heads
     for s in args.attention_seq:
         # Q, K^T, V in and the context out once (f32); the cube's blocks of

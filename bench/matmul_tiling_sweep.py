@@ -153,7 +153,9 @@ def main(argv: list[str] | None = None) -> int:
         shape = MatmulShape(M, N, K, out_bytes=out_bytes)
         old = choose_tiling(shape, target, "os").tiles
         old_t = (old.m, old.n, old.k)
-        pick = choose_tiling(shape, target, "os", pipelined=True).tiles
+        # What npu-lower-matmul takes: the time-ranked tiles, then the
+        # pipelined schedule's plan (A resident or not, its C tile width).
+        pick = choose_tiling(shape, target, "os", pipelined=True, resident_a=True).tiles
         pick_t = (pick.m, pick.n, pick.k)
         results = {}
         model_cycles = simulate_tiles(M, N, K, args.out, None, target, epilogue)

@@ -40,7 +40,9 @@ from npu.passes.lower_matmul import STRATEGY_CHOICES as STRATEGIES
 LOWERINGS: tuple[tuple[str, dict[str, str]], ...] = (
     ("npu-lower-matmul", {"strategy": "strategy", "m": "m", "n": "n", "k": "k",
                           "matmul-schedule": "schedule", "l1-chunk": "l1-chunk",
-                          "c-pieces": "c-pieces", "matmul-resident-a": "resident-a",
+                          "c-pieces": "c-pieces", "c-piece-rows": "c-piece-rows",
+                          "matmul-resident-a": "resident-a",
+                          "matmul-timed-residency": "timed-residency",
                           "matmul-drain-convert": "drain-convert"}),
     ("npu-lower-fractalize", {"fractalize": "algorithm", "ub-fraction": "ub-fraction"}),
     ("npu-lower-elementwise", {"ub-fraction": "ub-fraction", "max-chunk": "max-chunk"}),
@@ -50,7 +52,8 @@ LOWERINGS: tuple[tuple[str, dict[str, str]], ...] = (
 
 # Values meaning "leave the owning pass's default".
 _UNSET: dict[str, Any] = {"strategy": "", "m": 0, "n": 0, "k": 0, "matmul-schedule": "",
-                          "l1-chunk": 0, "c-pieces": 0, "matmul-resident-a": True,
+                          "l1-chunk": 0, "c-pieces": 0, "c-piece-rows": 0,
+                          "matmul-resident-a": True, "matmul-timed-residency": True,
                           "matmul-drain-convert": True, "fractalize": "",
                           "ub-fraction": 0.0, "max-chunk": 0}
 
@@ -74,9 +77,15 @@ class LowerPass(Pass):
                "pipelined schedule (0: npu-lower-matmul's choice)", low=0),
         Option("c-pieces", int, 0, "L0C pieces of a matmul C tile in the pipelined schedule "
                "(0: npu-lower-matmul's choice)", low=0),
+        Option("c-piece-rows", int, 0, "rows of the grid of a matmul C tile's L0C pieces in "
+               "the pipelined schedule (0: npu-lower-matmul's choice, the largest mads; 1: "
+               "whole-height column slabs, as before)", low=0),
         Option("matmul-resident-a", bool, True, "pipelined matmuls keep A's row strip in L1 "
                "across the column tiles when the cost model finds room (npu-lower-matmul "
                "resident-a)"),
+        Option("matmul-timed-residency", bool, True, "npu-lower-matmul timed-residency: "
+               "resident or streamed A and the resident strip's C tile width by the pipelined "
+               "schedule's time estimate (false: the strip where (m + k) x N fits L1, before)"),
         Option("matmul-drain-convert", bool, True, "npu-lower-matmul drain-convert: an "
                "epilogue's f16 C is rounded by the L0C -> UB move itself"),
         Option("fractalize", str, "", "fractalize algorithm (npu-lower-fractalize algorithm; "
@@ -109,6 +118,14 @@ class LowerPass(Pass):
         Option("fuse-chains", bool, True, "npu-fuse's matmul chains: a matmul's f16 result "
                "read only as the next matmul's A stays in L1 when it fits (with the pipelined "
                "matmul schedule)"),
+        Option("fuse-slots", int, 2, "npu-lower-fused slots: sets of streamed buffers the "
+               "one-pass row kernels' chunks take by turns (1: npu-double-buffer's copies)",
+               low=1, high=4),
+        Option("fuse-steps", bool, True, "npu-lower-fused steps: row kernels compute in place, "
+               "fold squares into sums, cast straight into Nz order, sum long rows in two levels"),
+        Option("fuse-layouts", bool, True, "npu-lower-fused layouts: each row kernel's chunk "
+               "layout (stores over loaded buffers, one set of stored buffers, rows per chunk) "
+               "from its pipeline model"),
         Option("fuse-horizontal", bool, True, "with fuse: join sibling matmuls that share A "
                "(Q/K/V) and their bias adds first (npu-fuse-horizontal)"),
         Option("fuse-attention", bool, True, "with fuse: attention (Q.K^T, scale, softmax, P.V) "
@@ -125,7 +142,7 @@ class LowerPass(Pass):
                "step of the kernel's row max (vcmax per row, or a transpose and a tree of "
                "full-width folds; auto: the cheaper)", choices=("auto", "vcmax", "transpose")),
         Option("fuse-remarks", bool, False, "npu-fuse's remarks: each group formed and why "
-               "ops were left out"),
+               "ops were left out (and npu-lower-fused's: each row kernel's chunk layout)"),
         Option("prefetch", bool, True, "npu-prefetch: a matmul's first host-constant weight "
                "chunks load during the previous op's idle MTE2 tail (one core only)"),
         Option("prefetch-remarks", bool, False, "npu-prefetch's remarks: each prefetch and "
@@ -230,7 +247,11 @@ class LowerPass(Pass):
 
                 self._required("npu-fuse-attention-projection", remarks=self.fuse_remarks, **{
                     "ub-fraction": ATTENTION_UB_FRACTION * attention_share}).run(module)
-            self._required("npu-lower-fused", **{"ub-fraction": fuse_fraction}, **(
+            self._required("npu-lower-fused", **{"ub-fraction": fuse_fraction,
+                                                 "slots": self.fuse_slots,
+                                                 "steps": self.fuse_steps,
+                                                 "layouts": self.fuse_layouts,
+                                                 "remarks": self.fuse_remarks}, **(
                 {"max-chunk": self.max_chunk} if self.max_chunk else {})).run(module)
             self._required("npu-lower-attention",
                            **{"row-max": self.attention_row_max}).run(module)

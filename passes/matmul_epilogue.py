@@ -47,6 +47,7 @@ from npu import ir as nir
 from npu.cce_build import View, copy, copy_bursts, index_add, index_mul, lin, sub
 from npu.dialects.hivm import config_field
 from npu.passes.base import Pass, PassError
+from npu.pipelined_cost import store_cycles
 from npu.vector_compute import cast_compute, constant_blocks, emit_flat_run
 
 BODY_OPS = ("memref.alloc", "scf.yield", "arith.constant") + nir.VIEW_OPS
@@ -238,6 +239,15 @@ class MatmulEpilogue:
         leaves the group, Nz or row-major)."""
         outs = [self.e.c] + [m.out for m in self.e.members]
         return sum(o.es for o in outs if o.root in self.e.leaving or o.root in self.row_major)
+
+    def store_cycles(self, elements: int) -> float:
+        """GM write time of the drain over `elements` of C: each tensor that
+        leaves, in Nz (one burst per column block) or row-major (one burst
+        per row of 16: `pipelined_cost.store_cycles`)."""
+        outs = [self.e.c] + [m.out for m in self.e.members]
+        return sum(store_cycles(self.target, elements, o.es,
+                                self.target.fractal if o.root in self.row_major else 0)
+                   for o in outs if o.root in self.e.leaving or o.root in self.row_major)
 
     @property
     def vector_cycles(self) -> int:

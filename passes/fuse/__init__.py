@@ -9,9 +9,10 @@ Decisions come from a cost model (`npu.fusion`), not from patterns:
     the two kernels (each tensor loaded once, each tensor leaving a kernel
     stored once) minus that of the merged kernel; the largest positive
     benefit is merged first, until none is left;
-  * a merge is refused when the rows differ, when the merged kernel's UB
-    footprint (liveness of its per-row buffers in op order) leaves no chunk
-    of whole-block rows within `ub-fraction` of UB, or when an op between
+  * a merge is refused when the rows differ, when one chunk of the merged
+    kernel (its buffers as `npu.fused_chunk` lays them out, results in
+    place) does not fit `ub-fraction` of UB and no two-pass kernel can be
+    formed, or when an op between
     the members conflicts with moving them together (it reads a member's
     result or writes a member's input).
 Each group of two or more ops becomes an `scf.execute_region` marked
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from npu import fusion
+from npu import fused_chunk, fusion
 from npu.fusion import FUSED_UB_FRACTION
 from npu import ir as nir
 from npu import online_rows
@@ -209,9 +210,10 @@ class FusePass(EpilogueGrouping, NzLayouts, MatmulChains, Pass):
             return fusion.gm_bytes(g, granule), None
         plan = online_rows.plan(g, self.target, budget)
         if isinstance(plan, str):
-            fp = fusion.footprint(g, self.target)
+            cb = fused_chunk.one_set(g, self.target)
             return None, (f"the fused kernel would not fit on chip: one chunk of "
-                          f"{fp.row_block} row(s) needs {fp.fixed + fp.per_row * fp.row_block}"
+                          f"{cb.row_block} row(s) needs "
+                          f"{cb.fixed + fused_chunk.per_row(cb) * cb.row_block}"
                           f" bytes of UB, the budget is {budget}, and a two-pass kernel "
                           f"over column pieces cannot be formed: {plan}")
         return online_rows.gm_bytes(g, plan, self.target), plan
@@ -267,22 +269,22 @@ class FusePass(EpilogueGrouping, NzLayouts, MatmulChains, Pass):
     def form(self, members: list[fusion.RowOp], users: dict, budget: int, cost,
              plan: online_rows.OnlinePlan | None, layouts: list[ir.Operation] = ()) -> None:
         g = fusion.model(members, users, layouts=layouts)
-        fp = fusion.footprint(g, self.target)
+        cb = fused_chunk.one_set(g, self.target)
         unfused = sum(cost([m]) for m in members) + sum(
             fusion.nbytes(f.operands[0]) + fusion.nbytes(f.operands[1]) for f in layouts)
         fused = fusion.gm_bytes(g, self.target.granule("ub")) if layouts else cost(members)
         internal = [m.out.root for m in members if m.out.root not in g.leaving]
         last = members[-1].op
         attrs = {"rows": g.rows, "row_length": g.n or 1, "gm_bytes": fused,
-                 "unfused_gm_bytes": unfused, "ub_bytes_per_row": fp.per_row}
+                 "unfused_gm_bytes": unfused, "ub_bytes_per_row": fused_chunk.per_row(cb)}
         with last.context:
             location = _group_location(members)
         region_op = nir.form_group_region(fusion.FUSED_ATTR, attrs, location, last, internal,
                                           [m.op for m in members] + list(layouts))
         chain = ", ".join([m.short for m in members] + ["fractalize"] * len(layouts))
         if plan is None:
-            rows_per_chunk = min(g.rows, fp.rows_fitting(budget))
-            how = f"UB {fp.per_row} bytes per row, up to {rows_per_chunk} rows per chunk"
+            rows_per_chunk = min(g.rows, cb.rows(budget, lambda key: 1))
+            how = f"UB {fused_chunk.per_row(cb)} bytes per row, up to {rows_per_chunk} rows per chunk"
         else:
             how = f"rows longer than UB: {plan.describe()}"
         self.remark(region_op, f"fused {len(members) + len(layouts)} ops ({chain}) over {g.rows} rows of "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from npu import fusion
+from npu import fused_chunk, fusion
 from npu import ir as nir
 
 
@@ -63,10 +63,11 @@ class NzLayouts:
         if not nir.hoist_definition(nz, max(members, key=lambda m: m.index).op):
             return "its Nz tensor is defined after the group by an op that cannot move"
         g = fusion.model(members, users, layouts=taken + [f])
-        fp = fusion.footprint(g, self.target)
-        if fp.rows_fitting(budget) < fp.row_block:
-            return (f"the group with its Nz store needs {fp.fixed + fp.per_row * fp.row_block} "
-                    f"bytes of UB for {fp.row_block} rows, over the budget {budget}")
+        cb = fused_chunk.one_set(g, self.target)
+        if cb.rows(budget, lambda key: 1) < cb.row_block:
+            return (f"the group with its Nz store needs "
+                    f"{cb.fixed + fused_chunk.per_row(cb) * cb.row_block} "
+                    f"bytes of UB for {cb.row_block} rows, over the budget {budget}")
         return None
 
     def nz_remark(self, f: ir.Operation, members: list[fusion.RowOp], users: dict) -> str:

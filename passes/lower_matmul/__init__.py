@@ -37,8 +37,9 @@ loop are allocated in its body, buffers live across a loop (the L0C tile or
 strip, a stationary A/B tile) in the enclosing scope.
 
 Modules: this one holds the pass (options, checks, dispatch); `simple` the
-loop nests above, `pipelined` the pipelined OS schedule, `blocks` the tile
-loops and GM/L1/L0/UB builders both use (and `npu-lower-attention` reuses).
+loop nests above, `pipelined` the pipelined OS schedule and `plan` its
+plan (chunks, sub-steps, C pieces), `blocks` the tile loops and GM/L1/L0/UB
+builders both use (and `npu-lower-attention` reuses).
 """
 
 from __future__ import annotations
@@ -48,11 +49,13 @@ from mlir import ir
 from npu import ir as nir
 from npu.matmul_tiling import STRATEGIES, MatmulShape, TilingError, choose_tiling, make_choice
 from npu.passes.base import Option, Pass, PassError
+from npu.pipelined_cost import Drain
 from npu.target import Target
 from npu.passes.lower_matmul.chain import ChainedTensors
 from npu.passes.lower_matmul.blocks import (IndexValue, MatmulBlocks, Operands, Segment,
                                             block_pitch, segments)
-from npu.passes.lower_matmul.pipelined import PipelinedPlan, PipelinedSchedule
+from npu.passes.lower_matmul.pipelined import PipelinedSchedule
+from npu.passes.lower_matmul.plan import PipelinedPlan, PipelinedPlanning
 from npu.passes.lower_matmul.simple import SimpleSchedule
 from npu.passes.matmul_epilogue import MatmulEpilogue, group_of
 
@@ -62,7 +65,8 @@ __all__ = ["STRATEGY_CHOICES", "LowerMatmul", "MatmulBlocks", "Operands", "Pipel
            "Segment", "block_pitch", "segments"]
 
 
-class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, ChainedTensors, Pass):
+class LowerMatmul(SimpleSchedule, PipelinedSchedule, PipelinedPlanning, MatmulBlocks,
+                  ChainedTensors, Pass):
     name = "npu-lower-matmul"
     summary = "Lower ascend.matmul/batch_matmul to tiled cce loops (OS/IS/WS, cost-model tiles)"
     handles = ("ascend.matmul", "ascend.batch_matmul")
@@ -86,6 +90,10 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, ChainedTensor
                "(0: the largest divisor of N whose A and B chunks fit L1 twice)", low=0),
         Option("c-pieces", int, 0, "schedule=pipelined: L0C pieces the C tile is split into "
                "along k, each drained as soon as its last mad is done (0: auto)", low=0),
+        Option("c-piece-rows", int, 0, "schedule=pipelined: rows of the grid of C pieces "
+               "(c-pieces / c-piece-rows along k); 0: the split with the largest mads "
+               "(square pieces of a tall tile: 2 x 2 of a 256x256 one), 1: whole-height "
+               "column slabs", low=0),
         Option("staged-drain", int, 7, "schedule=pipelined with an epilogue: with at least "
                "this many C tiles, each piece moves L0C -> UB on its own before the "
                "epilogue, so the next tile's mads refill it during the vector work (0: never)",
@@ -93,6 +101,12 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, ChainedTensor
         Option("resident-a", bool, True, "schedule=pipelined: keep A's row strip in L1 "
                "across the column tiles when the cost model finds room (A read once; only "
                "B streams)"),
+        Option("timed-residency", bool, True, "schedule=pipelined with resident-a: choose "
+               "between A's strip resident and streamed, and the strip's C tile width, by the "
+               "schedule's time estimate (`matmul_residency.resident_or_streamed`: narrower tiles "
+               "of a resident strip drain less after the last mad; a strip that leaves less "
+               "than (m + k) x N of L1 streams B in smaller chunks); false: the streaming "
+               "search's tiles with the strip resident where (m + k) x N fits L1"),
         Option("drain-convert", bool, True, "with an epilogue whose C is f16: the L0C -> "
                "UB move rounds the accumulator to f16 itself (cce.copy_l0c_to_ub convert = "
                "\"f32_to_f16\") instead of a vconv after it, and the pieces land in two UB "
@@ -157,6 +171,14 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, ChainedTensor
                             out_bytes=nir.element_bytes(c_t))
         return shape, batch, M1, N1, K1
 
+    def drain_cost(self, shape: MatmulShape) -> Drain:
+        """What the pipelined schedule's time estimate knows of C's way out
+        (`npu.pipelined_cost.Drain`): the epilogue's vector work and stores."""
+        if self.epilogue is None:
+            return Drain()
+        return Drain(self.epilogue.vector_cycles,
+                     self.epilogue.store_cycles(shape.M * shape.K * shape.batch), True)
+
     # ------------------------------------------------------------------ lowering
 
     def lower(self, op: ir.Operation) -> None:
@@ -194,7 +216,8 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, MatmulBlocks, ChainedTensor
                                    pipelined=pipelined, epilogue_cycles=(
                                        0 if self.epilogue is None else self.epilogue.vector_cycles),
                                    resident_a=chained_a or (self.resident_a and self.l1_steps == 1),
-                                   a_in_l1=chained_a)
+                                   a_in_l1=chained_a, drain=self.drain_cost(shape),
+                                   timed_residency=self.timed_residency)
         except TilingError as e:
             raise PassError(str(e), op) from None
         if self.l1_steps < 1:

@@ -1,214 +1,24 @@
 """The pipelined output-stationary schedule of `npu-lower-matmul`
 (`schedule=pipelined`): one flat loop over (C tile, L1 chunk) pairs, L0
-ping-pong sub-steps and C drained in pieces; see `emit_pipelined`."""
+ping-pong sub-steps and C drained in pieces; see `emit_pipelined` (the plan
+it follows is `plan.PipelinedPlan`)."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from mlir import ir
 from mlir.dialects import arith, scf
 
 from npu import ir as nir
-from npu.matmul_tiling import MatmulShape, TilingChoice, resident_a_chunks
-from npu.passes.base import PassError
+from npu.matmul_tiling import TilingChoice
 from npu.passes.lower_matmul.blocks import Operands
+from npu.passes.lower_matmul.plan import PipelinedPlan
 from npu.passes.matmul_epilogue import Piece
 
 
-# A vector-bound epilogue stages its drain from this many C tiles on
-# (`stages_drain`).
-VECTOR_BOUND_TILES = 4
-
-
-@dataclass(frozen=True)
-class PipelinedPlan:
-    """Block counts of the pipelined OS schedule: C tile mb x kb, L1 chunk
-    and L0 sub-step along the reduction, C pieces in L0C (along k);
-    `a_resident`: A (one row strip: m = M) is loaded once and stays in L1
-    (only B streams in chunks); `group`: C pieces whose mads share one L0A
-    sub-tile (`piece_group`)."""
-
-    mb: int
-    kb: int
-    chunk: int
-    sub: int
-    pieces: int
-    a_resident: bool = False
-    group: int = 1
-
-    def describe(self, frac: int) -> str:
-        return (f"; pipelined schedule: L1 chunk n={self.chunk * frac}"
-                f"{' (B only: the A row strip stays in L1)' if self.a_resident else ''}, "
-                f"L0 sub-step n={self.sub * frac}, {self.pieces} C piece(s) in L0C"
-                f"{f', {self.group} per L0A sub-tile' if self.group > 1 else ''}")
-
-
-
 class PipelinedSchedule:
-    """Mixed into `LowerMatmul` (its options, target and `MatmulBlocks`)."""
+    """Mixed into `LowerMatmul` (its options, target, `MatmulBlocks` and
+    `PipelinedPlanning`)."""
 
-    def plan_pipelined(self, shape: MatmulShape, choice: TilingChoice,
-                       op: ir.Operation) -> "PipelinedPlan | None":
-        """Block sizes of the pipelined schedule, or None (fall back to
-        'simple') when the C tiles do not divide the shape or nothing fits.
-
-        GM traffic is the cost model's (one A and one B copy per C tile and
-        reduction element); only how that traffic is cut up changes: L1 chunks
-        (several reduction steps per copy, two chunks resident for the
-        ping-pong), L0 sub-steps small enough for two slots in L0A and L0B,
-        and the C tile in L0C pieces of whole column blocks that are drained
-        while the other pieces still accumulate."""
-        t = self.target
-        frac = t.fractal
-        blk = t.fractal_bytes(2)
-        acc_blk = t.fractal_bytes(4)
-        M1, N1, K1 = shape.M // frac, shape.N // frac, shape.K // frac
-        mb, kb = choice.tiles.m // frac, choice.tiles.k // frac
-        nb_fixed = choice.tiles.n // frac if self.n else 0  # an explicit n (clamped to N)
-        if M1 % mb or K1 % kb:
-            return self.fall_back(f"the C tile ({choice.tiles.m}x{choice.tiles.k}) does not "
-                                  f"divide M x K ({shape.M}x{shape.K})")
-        if self.c_pieces < 0 or self.l1_chunk < 0:
-            raise PassError(f"c-pieces and l1-chunk must not be negative, got "
-                            f"{self.c_pieces} and {self.l1_chunk}", op)
-        # An epilogue's vector work holds its piece of L0C while it drains
-        # (unless staged, below): smaller pieces let the cube refill sooner
-        # (BERT's ffn_in + GELU 295k -> 281k cycles with 4). 8 need more
-        # carried event ids than npu-insert-sync leaves a loop inside the
-        # BERT layer (it merges them into one: ffn_in 217k -> 256k there,
-        # although alone it runs 239k -> 209k).
-        split = 4 if self.epilogue is not None and kb % 4 == 0 else 2
-        pieces = self.c_pieces or (split if kb % split == 0 else 1)
-        if kb % pieces:
-            raise PassError(f"c-pieces={pieces} must divide the C tile's {kb} column blocks", op)
-        khb = kb // pieces
-        if mb * kb * acc_blk > t.capacity("l0c"):
-            return self.fall_back(f"the C tile needs {mb * kb * acc_blk} bytes of L0C, "
-                                  f"capacity {t.capacity('l0c')}")
-        if self.l1_chunk:
-            if self.l1_chunk % frac or N1 % (self.l1_chunk // frac):
-                raise PassError(f"l1-chunk={self.l1_chunk} must be a multiple of {frac} "
-                                f"dividing N={shape.N}", op)
-            chunks = [self.l1_chunk // frac]
-        else:
-            chunks = [d for d in range(N1, 0, -1) if N1 % d == 0]
-        l1_cap = t.capacity("l1")
-        # A resident row strip (the cost model's choice): B alone streams, in
-        # the chunks `resident_a_chunks` allows; else A and B chunks both do.
-        resident = [d for d in resident_a_chunks(shape, choice.tiles, l1_cap, frac,
-                                                 self.chained_l1(op.operands[0]) is not None)
-                    if d in chunks and (not nb_fixed or d % nb_fixed == 0)
-                    ] if choice.a_resident else []
-        a_chunk = 0 if resident else mb
-        fitting = resident or [d for d in chunks if 2 * (mb + kb) * d * blk <= l1_cap
-                               and (not nb_fixed or d % nb_fixed == 0)]
-        # The chunk trades the GM path's per-copy latency (paid once per
-        # chunk: one flag per chunk) against the pipeline's fill and drain
-        # (the first chunk's copy before the first mad, the last chunk's mads
-        # after the last copy). Estimate both from the target, keep the best.
-        tiles = (M1 // mb) * (K1 // kb)
-        path = t.path("gm_to_l1")
-
-        def estimate(d: int) -> float:
-            trips = tiles * (N1 // d)
-            copy = (a_chunk + kb) * d * blk / path.bytes_per_cycle + path.latency
-            cube = t.cube_cycles(float(mb * kb * d))
-            return max(copy + cube * trips, copy * trips + cube)
-        chunk = min(fitting, key=lambda d: (estimate(d), -d)) if fitting else None
-        if chunk is None:
-            if self.l1_chunk:
-                need = 2 * (mb + kb) * chunks[0] * blk
-                raise PassError(f"l1-chunk={self.l1_chunk}: two A and B chunks need {need} "
-                                f"bytes of L1, capacity {l1_cap} bytes (overflow "
-                                f"{need - l1_cap} bytes)", op)
-            return self.fall_back(f"no L1 chunk of the reduction fits two A and B chunks "
-                                  f"({2 * (mb + kb) * (nb_fixed or 1) * blk} bytes at least"
-                                  f", L1 capacity {l1_cap})")
-        # L0 sub-step: the largest divisor of the requested n (else of the
-        # chunk) with two slots in L0A (m x n) and in L0B (n x k/pieces): a
-        # tile n that fills L0 once (the simple schedule's) is halved.
-        top = nb_fixed or chunk
-        subs = [d for d in range(top, 0, -1) if top % d == 0]
-        sub = next((d for d in subs if chunk % d == 0
-                    and 2 * mb * d * blk <= t.capacity("l0a")
-                    and 2 * d * khb * blk <= t.capacity("l0b")), None)
-        if sub is None:
-            return self.fall_back(f"two L0 slots of one reduction block do not fit L0A/L0B "
-                                  f"(m={choice.tiles.m}, k/pieces={khb * frac})")
-        group = self.piece_group(shape, choice, tiles * max(shape.batch, 1), mb * sub * khb,
-                                 pieces, sub * khb * blk)
-        return PipelinedPlan(mb, kb, chunk, sub, pieces, bool(resident), group)
-
-    def piece_group(self, shape: MatmulShape, choice: TilingChoice, tiles: int,
-                    mad_blocks: int, pieces: int, b_slot_bytes: int) -> int:
-        """C pieces whose mads share one L0A sub-tile (`pipelined_loop`).
-
-        A set_flag after a mad waits for its completion (`mad_latency`), and
-        M issues nothing behind it: one slot release per mad stalls the cube
-        that long every mad (seq 512 ffn_out: 1152 mads x 20 = 23k cycles).
-        Half the pieces share each A sub-tile (its L0B slot holds their B
-        sub-tiles), so one flag releases the slots after that many mads,
-        and the two halves still finish half a chunk apart for the drains.
-        Only where the stalls make the cube the busiest pipe (its work plus
-        one `mad_latency` per mad exceeds the GM reads of the cost model's
-        traffic: elsewhere M has slack to absorb them) and the drain (L0C ->
-        UB with the epilogue's vector work, or the GM write) is under a
-        quarter of the cube's work (the GM write's rate is the path's, which
-        row-major stores of one fractal row per burst reach about half of):
-        a heavy drain releases its pieces one by one to the next tile's
-        mads, and pairs stall M on it instead (seq 512 ffn_in + GELU 414.7k
-        -> 466.9k; matmul_512x768x768.mlir, f32 stores modelled at 24.6k
-        against 73.7k of cube, 208,142 -> 217,300). Not with one C tile: its drain, which nothing hides,
-        then starts later (the pinned 256x512x256 + bias + relu: 56,355 ->
-        56,899).
-        Measured (BERT seq 512): ffn_out's loop 326.3k -> 319.1k, the layer
-        1,682,365 -> 1,672,453; all pieces in one group: 1,769,685."""
-        group = pieces // 2
-        if group < 2 or tiles < 2 or 2 * group * b_slot_bytes > self.target.capacity("l0b"):
-            return 1
-        t = self.target
-        blocks = shape.M * shape.N * shape.K * max(shape.batch, 1) // t.fractal ** 3
-        cube = t.cube_cycles(blocks)
-        traffic = choice.traffic
-        reads = traffic.read_bytes(shape) / t.path("gm_to_l1").bytes_per_cycle
-        drain = max(traffic.c_writes * shape.acc_bytes / t.path("l0c_to_ub").bytes_per_cycle
-                    + (self.epilogue.vector_cycles if self.epilogue is not None else 0),
-                    traffic.write_bytes(shape) / t.path("ub_to_gm").bytes_per_cycle)
-        if cube + blocks // mad_blocks * t.mad_latency <= reads or 4 * drain > cube:
-            return 1
-        return group
-
-    def stages_drain(self, tiles: int, blocks: int, mb: int, khb: int) -> bool:
-        """Whether the pipelined loop over `tiles` C tiles (`blocks` fractal
-        products, pieces of mb x khb blocks) moves each piece to UB before
-        its epilogue (never when an epilogue part would not fit beside it).
-
-        The staged buffer lives for the whole loop and shrinks the
-        epilogue's parts, which npu-plan-memory then packs without its
-        pipe-aware gaps (the vector unit waits for the previous part's
-        store); the early release pays for that only over enough tile
-        hand-offs: at `staged-drain` tiles (default 7) for any epilogue,
-        at 4 for one whose vector work exceeds half the cube's (a piece held
-        during its work stalls the cube that feeds it), unless it stores
-        f32 (each part's store is then twice as long to wait for). Measured
-        (cycles, ascend910): BERT seq 128 ffn_in with GELU in f16 (49k of
-        modelled vector work against 74k of cube), 6 tiles, loop 102.2k ->
-        100.3k (before the f16 epilogue, GELU in f32: 216.8k -> 201.2k);
-        seq 512 ffn_in 24 tiles 822.8k -> 797.9k, q_proj 257.7k -> 250.5k;
-        staged regardless, 128x768x1536 + GELU (3 tiles) 140.2k -> 153.9k,
-        Q/K/V + bias to f32 (6 tiles) 98.8k -> 100.4k, 128x768x3072 + GELU
-        to f32 (6 tiles) 239.6k -> 270.3k. (Staging the row-major f16
-        stores of q_proj's Q/K/V too, 73.9k -> 69.3k with the f32 epilogue,
-        makes no difference with the f16 one: 67.8k either way.)"""
-        if self.epilogue is None or not self.staged_drain or not self.epilogue_part_columns(
-                mb, khb * mb * self.target.fractal_bytes(
-                    nir.element_bytes(self.epilogue.drain_type))):
-            return False
-        vector_heavy = 2 * self.epilogue.vector_cycles > self.target.cube_cycles(blocks)
-        narrow = self.epilogue.stored_bytes_per_element <= 2
-        return tiles >= self.staged_drain or (
-            vector_heavy and narrow and tiles >= VECTOR_BOUND_TILES)
 
     def drain_staged(self, ops: Operands, c_piece: ir.Value, staged: ir.Value, last: ir.Value,
                      x: ir.Value, y: ir.Value, h: int, plan: "PipelinedPlan") -> None:
@@ -216,7 +26,8 @@ class PipelinedSchedule:
         epilogue over it in parts under another (its temporaries live
         there, from their first to their last use)."""
         frac = self.target.fractal
-        mb, khb = plan.mb, plan.kb // plan.pieces
+        mb, khb = plan.piece_rows, plan.piece_cols
+        r0, c0h = plan.piece_at(h)
         move = scf.IfOp(last, [], has_else=False)
         with ir.InsertionPoint(move.then_block):
             self.move_to_ub(self.flat_blocks(c_piece, khb * mb), staged, khb * mb)
@@ -230,9 +41,9 @@ class PipelinedSchedule:
                 cols = min(part, khb - c0)
                 view = staged if cols == khb else nir.subview(
                     staged, [c0, 0, 0, 0], [cols, mb, frac, frac])
-                col = arith.AddIOp(y, nir.index_const(h * khb + c0)).result \
-                    if h * khb + c0 else y
-                self.epilogue.emit(view, Piece(ops.prefix, col, x, cols, mb))
+                col = arith.AddIOp(y, nir.index_const(c0h + c0)).result if c0h + c0 else y
+                row = arith.AddIOp(x, nir.index_const(r0)).result if r0 else x
+                self.epilogue.emit(view, Piece(ops.prefix, col, row, cols, mb))
             scf.YieldOp([])
 
     def landing_slots(self, staged: ir.Value | None, mb: int, khb: int) -> list | None:
@@ -272,17 +83,14 @@ class PipelinedSchedule:
         # Always an scf.if (taken every time with one chunk): its UB buffers
         # then live from their first to their last use, not for the whole
         # loop body, and the pieces' parts can share UB.
-        khb = plan.kb // plan.pieces
+        r0, c0 = plan.piece_at(h)
         drain = scf.IfOp(last, [], has_else=False)
         with ir.InsertionPoint(drain.then_block):
-            y_h = y if h == 0 else arith.AddIOp(y, nir.index_const(h * khb)).result
-            self.write_back(ops, c_piece, x, y_h, plan.mb, khb, ub_budget, landing)
+            y_h = y if c0 == 0 else arith.AddIOp(y, nir.index_const(c0)).result
+            x_h = x if r0 == 0 else arith.AddIOp(x, nir.index_const(r0)).result
+            self.write_back(ops, c_piece, x_h, y_h, plan.piece_rows, plan.piece_cols, ub_budget,
+                            landing)
             scf.YieldOp([])
-
-    def fall_back(self, reason: str) -> None:
-        """No pipelined plan: the remark says why (the simple schedule runs)."""
-        self.why_simple = reason
-        return None
 
     def emit_pipelined(self, ops: Operands, choice: TilingChoice, plan: "PipelinedPlan",
                        batch: int = 0) -> None:
@@ -324,11 +132,11 @@ class PipelinedSchedule:
         them side by side)."""
         frac = self.target.fractal
         mb, kb, pieces = plan.mb, plan.kb, plan.pieces
-        khb = kb // pieces
         chunks = ops.N1 // plan.chunk
         cols = ops.K1 // kb
         per_matrix = (ops.M1 // mb) * cols * chunks
-        c_pieces = [nir.alloc([khb, mb, frac, frac], "f32", "l0c") for _ in range(pieces)]
+        c_pieces = [nir.alloc([plan.piece_cols, plan.piece_rows, frac, frac], "f32", "l0c")
+                    for _ in range(pieces)]
         if plan.a_resident:
             # A (its one row strip, `resident_a_chunks`) is copied before the
             # loop: loop-invariant there, its load needs no "first column
@@ -354,7 +162,7 @@ class PipelinedSchedule:
         chunks."""
         frac = self.target.fractal
         mb, kb, chunk, sub, pieces = plan.mb, plan.kb, plan.chunk, plan.sub, plan.pieces
-        khb = kb // pieces
+        mbp, khb = plan.piece_rows, plan.piece_cols
         chunks = ops.N1 // chunk
         cols = ops.K1 // kb
         # Each piece leaves through UB in two parts, so that the GM write of
@@ -388,17 +196,17 @@ class PipelinedSchedule:
                 a1, a_base = strip, arith.MulIOp(s0, nir.index_const(mb)).result
             b1 = self.stage_b(ops, s0, y, chunk, kb)
             in_t = ops.in_type
-            a_slots = [nir.alloc([mb, sub, frac, frac], in_t, "l0a") for _ in range(2)]
+            a_slots = [nir.alloc([mbp, sub, frac, frac], in_t, "l0a") for _ in range(2)]
             b_slots = [nir.alloc([plan.group * sub, khb, frac, frac], in_t, "l0b")
                        for _ in range(2)]
             # With an epilogue, each piece may move to one UB buffer (shared
             # by the pieces: V runs them in order) in its own scf.if, so that
             # its L0C is released to the next tile's mads right after the
             # move, not after the epilogue's vector work (`stages_drain`).
-            staged = (nir.alloc([khb, mb, frac, frac], self.epilogue.drain_type, "ub")
-                      if self.stages_drain(trips // chunks, trips * mb * kb * chunk, mb, khb)
+            staged = (nir.alloc([khb, mbp, frac, frac], self.epilogue.drain_type, "ub")
+                      if self.stages_drain(trips // chunks, trips * mb * kb * chunk, mbp, khb)
                       else None)
-            landings = self.landing_slots(staged, mb, khb)
+            landings = self.landing_slots(staged, mbp, khb)
             group = plan.group
             slot_blocks = sub * khb
             step = 0
@@ -406,8 +214,9 @@ class PipelinedSchedule:
                 for j0 in range(0, chunk, sub):
                     a0, b0 = a_slots[step % 2], b_slots[step % 2]
                     step += 1
-                    self.reorder_blocks(a1, a0, rows=mb, cols=sub, transpose=False,
-                                        op_name="cce.load_l1_to_l0a", src_first=j0 * mb,
+                    r0 = plan.piece_at(g)[0]  # the group's pieces share their rows
+                    self.reorder_blocks(a1, a0, rows=mbp, cols=sub, transpose=False,
+                                        op_name="cce.load_l1_to_l0a", src_first=j0 * mb + r0,
                                         src_col_stride=mb, src_base=a_base)
                     if j0 > 0:
                         accumulate: bool | ir.Value = True
@@ -421,11 +230,12 @@ class PipelinedSchedule:
                             flat_b, [(h - g) * slot_blocks, 0, 0], [slot_blocks, frac, frac])
                         self.reorder_blocks(b1, b_h, rows=sub, cols=khb, transpose=True,
                                             op_name="cce.load_l1_to_l0b",
-                                            src_first=j0 + h * khb * chunk, src_col_stride=chunk)
+                                            src_first=j0 + plan.piece_at(h)[1] * chunk,
+                                            src_col_stride=chunk)
                     for h in range(g, g + group):
                         b_h = b0 if group == 1 else nir.subview(
                             flat_b, [(h - g) * slot_blocks, 0, 0], [slot_blocks, frac, frac])
-                        self.mad(a0, b_h, c_pieces[h], mb, sub, khb, accumulate)
+                        self.mad(a0, b_h, c_pieces[h], mbp, sub, khb, accumulate)
                 if self.drain_order == "per-piece":
                     for h in range(g, g + group):
                         self.drain_piece(ops, plan, c_pieces[h], staged, last, x, y, h,

@@ -10,7 +10,11 @@ Addresses inside loops are affine expressions of the enclosing `scf.for`
 induction variables when the index arithmetic is affine (constants,
 addi/subi/muli by a constant); anything else falls back, conservatively, to
 the whole root allocation, or to the bytes of the `memref.view` the operand
-derives from (a tensor of a planned GM workspace) when its shift is known. Each range is the hull of the bytes the op touches
+derives from (a tensor of a planned GM workspace) when its shift is known,
+narrowed to the hull of the offsets' interval where interval arithmetic
+bounds them (`npu.offset_intervals`: division and remainder by constants,
+min, max; a loop over one row of matmul tiles then stores only that row's
+bytes). Each range is the hull of the bytes the op touches
 (a strided access is widened to its first..last byte): conservative, never
 missing a dependence.
 """
@@ -28,6 +32,7 @@ from npu.byte_ranges import (Affine, IvKey, IvRange, OpAccess, Range, _norm,  # 
                              conflicts, conflicts_by, may_overlap)
 from npu.ir import (bool_attr, defining_op, element_bytes, int_array_attr, int_attr,
                     is_block_argument, memory_space, str_attr, walk)
+from npu.offset_intervals import byte_interval
 from npu.target import ON_CHIP_BUFFERS, PATH_PIPES, Target
 
 OFFSET_ATTR = "npu.offset"
@@ -96,6 +101,9 @@ class AccessAnalysis:
         self._layouts: dict[ir.Type, tuple[list[int], int]] = {}  # see `_layout`
         # root memref value -> (`root_key`, the root's alloc when keyed by it)
         self._root_keys: dict[ir.Value, tuple[tuple[tuple, str, int, int], ir.Operation | None]] = {}
+        self.intervals: dict[ir.Value, tuple[int, int] | None] = {}  # `npu.offset_intervals`
+        self._interval_ranges = 0  # ranges bounded by an interval so far ...
+        self._interval_ops: set[ir.Operation] = set()  # ... and the ops that have one
 
     def memref_facts(self, t: ir.Type) -> "_MemrefFacts":
         facts = self._memrefs.get(t)
@@ -315,11 +323,18 @@ class AccessAnalysis:
         if offset is None:
             # Unknown dynamic offset: the tensor's own bytes when it is a
             # memref.view at a known shift (a tensor of a planned workspace),
-            # else the whole root allocation.
+            # else the whole root allocation; within both, the hull of the
+            # offsets' interval (`npu.offset_intervals`) when it is known.
             extent = self._view_extent(operand)
-            if extent is not None:
+            start, stop = (base, base + size) if extent is None or extent[0].terms else (
+                base + extent[0].const, base + extent[0].const + extent[1])
+            span = byte_interval(self, operand)
+            if span is not None:
+                self._interval_ranges += 1
+                start, stop = max(start, base + span[0] + lo), min(stop, base + span[1] + lo + length)
+            if extent is not None and extent[0].terms and span is None:
                 return Range(key, space, extent[0] + Affine(base), extent[1], alloc)
-            return Range(key, space, Affine(base), size, alloc)
+            return Range(key, space, Affine(start), max(0, stop - start), alloc)
         return Range(key, space, offset + Affine(base + lo), length, alloc)
 
     def _view_extent(self, value: ir.Value) -> tuple[Affine, int] | None:
@@ -349,6 +364,7 @@ class AccessAnalysis:
         offsets: dict[ir.Operation, int | None] = {}  # alloc -> its npu.offset, read once
         for other in earlier:
             self.iv_ranges.update(other.iv_ranges)
+            self._interval_ops |= other._interval_ops
             for op, acc in other._accesses.items():
                 self._accesses[op] = OpAccess(acc.op, acc.pipe,
                                               [_planned(r, offsets) for r in acc.reads],
@@ -407,7 +423,9 @@ class AccessAnalysis:
 
         for old, new in pairs:
             acc = source._accesses.get(old)
-            if acc is not None:
+            # A range bounded by an interval holds for the original's loop
+            # bounds, not the copy's: those are derived again when asked.
+            if acc is not None and old not in source._interval_ops:
                 self._accesses[new] = OpAccess(new, acc.pipe, [move(r) for r in acc.reads],
                                                [move(r) for r in acc.writes])
 
@@ -417,7 +435,10 @@ class AccessAnalysis:
         acc = self._accesses.get(op)
         if acc is not None:
             return acc
+        intervals = self._interval_ranges
         acc = self._accesses[op] = self._access(op)
+        if self._interval_ranges != intervals:
+            self._interval_ops.add(op)
         pipe = _pipe_of(op.name)
         if pipe is not None:
             acc.pipe = pipe

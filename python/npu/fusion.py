@@ -1,6 +1,6 @@
 """What `npu-fuse` and `npu-lower-fused` share: which ascend ops are row ops,
 how each operand of one relates to the group's rows, and the cost model
-(GM bytes a group moves, UB bytes one chunk of rows needs).
+(GM bytes a group moves; the UB of a chunk is `npu.fused_chunk`'s).
 
 A *row group* works on tensors viewed as [R, N] (R rows of N elements).
 Each operand of a member op is one of
@@ -27,7 +27,6 @@ from npu.dialects.ascend import reduce_axis
 from npu.passes.base import PassError
 from npu.target import Target
 from npu.vector_compute import BINARY, SCALAR, UNARY, Compute
-from npu.vector_tiling import VectorGeometry
 
 REDUCE = {"ascend.reduce_sum": ("cce.vadd", "cce.vcadd"),
           "ascend.reduce_max": ("cce.vmax", "cce.vcmax"),
@@ -81,12 +80,12 @@ class RowOp:
         return self.op.name.split(".", 1)[1]
 
 
-def fold_chains(n: int, lanes: int) -> int:
+def fold_chains(n: int, lanes: int, most: int = 4) -> int:
     """Independent accumulators a row reduction folds its `lanes`-wide
-    segments into (1, 2 or 4: two whole segments each to start): the folds
-    of one round need no pipe_barrier(V) between them."""
+    segments into (1, 2 or 4, at most `most`: two whole segments each to
+    start): the folds of one round need no pipe_barrier(V) between them."""
     chains = 1
-    while chains < 4 and 4 * chains * lanes <= n:
+    while chains < most and 4 * chains * lanes <= n:
         chains *= 2
     return chains
 
@@ -174,22 +173,6 @@ def _probe(v: ir.Value):
 # ----------------------------------------------------------------------------
 # Cost model
 # ----------------------------------------------------------------------------
-
-
-@dataclass
-class Footprint:
-    """UB bytes of one chunk: `fixed` (row and scalar operands, loaded once)
-    plus `per_row` times the chunk's rows; `row_block` rows keep every col
-    value's GM transfers whole 32-byte blocks."""
-
-    fixed: int
-    per_row: int
-    row_block: int
-    all_per_row: int = 0  # every buffer of a chunk at once (no reuse)
-
-    def rows_fitting(self, budget: int) -> int:
-        rows = (budget - self.fixed) // max(1, self.per_row)
-        return rows - rows % self.row_block
 
 
 @dataclass
@@ -298,66 +281,3 @@ def stores_at_end(g: GroupModel) -> frozenset:
     return frozenset(m.out.root for m in g.members
                      if (m.out.root in g.leaving or m.out.root in g.nz)
                      and (m is last or later.get(m.out.root, set()) <= {end}))
-
-
-def footprint(g: GroupModel, target: Target, width: int | None = None,
-              deferred: frozenset = frozenset()) -> Footprint:
-    """UB of one chunk, by liveness in member order: a loaded full/col
-    tensor from its first to its last use, a computed one from its op to
-    its last use (stored right after its op when it leaves; the `deferred`
-    ones, `stores_at_end`, live to the chunk's end, where they are stored),
-    plus each op's transient buffers (recipe temporaries, a reduction's f32
-    work rows, col operands expanded to one block per row, the chunk
-    gathered into Nz order). `width`: rows cut to pieces of that many
-    columns (the two-pass kernel, `npu.online_rows`)."""
-    granule = target.granule("ub")
-    n = width or g.n or 1
-    last_use: dict = {}
-    for k, m in enumerate(g.members):
-        for i in m.ins:
-            last_use[i.root] = k
-    fixed = 0
-    for o in g.loaded.values():
-        if o.kind == "row":
-            fixed += n * o.es
-        elif o.kind == "scalar":
-            fixed += 3 * granule
-    # The recipes' constant blocks (`vector_compute.constant_blocks`).
-    fixed += target.vector_block_bytes * sum(len(m.compute.constants) for m in g.members
-                                             if m.compute is not None)
-    col_es = [o.es for m in g.members for o in m.ins + [m.out] if o.kind == "col"]
-    row_block = granule // min(col_es) if col_es else 1
-
-    def row_bytes(o: Operand) -> int:
-        return n * o.es if o.kind == "full" else o.es
-
-    live: dict = {}
-    peak = total = 0
-    for k, m in enumerate(g.members):
-        for i in m.ins:
-            if i.kind in ("full", "col") and i.root in g.loaded and i.root not in live:
-                live[i.root] = row_bytes(i)
-        live[m.out.root] = row_bytes(m.out)
-        transient = 0
-        if m.compute is not None:
-            span = n if m.out.kind == "full" else 1
-            transient += sum(span * nir.element_bytes(t) for t in m.compute.temps)
-            if m.out.kind == "full":
-                transient += sum(granule for i in m.ins if i.kind == "col")
-        else:
-            lanes = VectorGeometry.for_types(target, [4]).lanes
-            transient += (fold_chains(n, lanes) * lanes * 4
-                          + (n * 4 if m.ins[0].elem != "f32" else 0))
-        if m.out.root in g.nz:
-            if m.out.root in deferred:
-                live[("nz", m.out.root)] = n * m.out.es
-            else:
-                transient += n * m.out.es
-        peak = max(peak, sum(live.values()) + transient)
-        total += transient + live.get(("nz", m.out.root), 0) + row_bytes(m.out) + sum(
-            row_bytes(i) for i in m.ins if i.kind in ("full", "col") and i.root in g.loaded
-            and all(i.root not in (o.root for o in p.ins) for p in g.members[:k]))
-        for root in [r for r in live if last_use.get(r, -1) <= k and r not in deferred
-                     and not isinstance(r, tuple)]:
-            del live[root]
-    return Footprint(fixed, peak, row_block, total)

@@ -32,7 +32,7 @@ bench/matmul_tiling_sweep.py: BERT's 128x768x2304 took k=512 (no pipelining,
 
 With `resident_a=True` as well (the pipelined schedule may keep A resident),
 a chosen OS tiling with one row of C tiles (m = M) and several column tiles
-keeps A in L1 across them when `resident_a_chunks` finds B chunks for it: A
+keeps A in L1 across them when `matmul_residency` finds B chunks for it: A
 is then read once (S = MN + NK, IS's traffic with C still in L0C) and only
 the weights stream. Its L1 footprint is bounded by (m + k) x N, the A and B
 tiles of the whole reduction (B chunks of at most half of it, the
@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable, Mapping
 
+from npu.pipelined_cost import Drain
 from npu.target import Target
 
 STRATEGIES = ("os", "is", "ws")
@@ -117,6 +118,12 @@ class TilingChoice:
     # The pipelined schedule keeps A's row strip in L1 across the column
     # tiles (`resident_a_chunks`): A is read once.
     a_resident: bool = False
+    # With it, the B chunk (reduction elements per GM -> L1 copy) the time
+    # estimate chose these tiles with (0: the schedule's own choice).
+    chunk: int = 0
+    # Why the pipelined time estimate replaced the streaming search's plan
+    # (`resident_or_streamed`), for the remark; empty when it did not.
+    why: str = ""
 
     def describe(self, shape: MatmulShape) -> str:
         """The text of the remark every lowered matmul emits."""
@@ -125,7 +132,8 @@ class TilingChoice:
                 f"{' with the A row strip resident in L1' if self.a_resident else ''}; modelled GM "
                 f"traffic: read {t.reads} elements (A {t.a_reads}, B {t.b_reads}) = "
                 f"{t.read_bytes(shape)} bytes, write-back {t.c_writes} elements = "
-                f"{t.write_bytes(shape)} bytes, total {t.read_bytes(shape) + t.write_bytes(shape)} bytes")
+                f"{t.write_bytes(shape)} bytes, total {t.read_bytes(shape) + t.write_bytes(shape)} bytes"
+                + (f" ({self.why})" if self.why else ""))
 
 
 class TilingError(ValueError):
@@ -198,44 +206,6 @@ def traffic(strategy: str, shape: MatmulShape, tiles: Tiles, a_resident: bool = 
     return Traffic(a * B, b * B, M * K * B)
 
 
-def resident_a_chunks(shape: MatmulShape, tiles: Tiles, l1_bytes: int, fractal: int,
-                      a_in_l1: bool = False) -> list[int]:
-    """B chunks (reduction blocks per GM -> L1 copy, largest first) with which
-    the pipelined OS schedule can keep A's m x N row strip in L1 across the
-    column tiles; empty when it cannot or it saves nothing.
-
-    Needs C tiles that divide M x K (the pipelined schedule), one matrix and
-    one row of C tiles (m = M: the strip is all of A, loaded once before the
-    flat loop), more than one column tile (else A is read once anyway), and
-    the strip plus two B chunks (the ping-pong) within (m + k) x N elements
-    and L1: chunks of at most half the reduction, so the footprint is no
-    larger than streaming both operands in two halves (the room left for
-    `npu-prefetch` of the next op's weights).
-
-    Several rows of C tiles would need a loop per row, each filling and
-    draining its pipeline behind its strip's copy: measured 512x768x512
-    (two rows) 61k -> 77k cycles, although A's traffic halved.
-
-    `a_in_l1`: A already is in L1 (a chained tensor, npu-fuse chains): the
-    strip is all of it, one column tile is enough, and the chunks are those
-    whose two B copies fit beside it."""
-    if a_in_l1:
-        if shape.batch != 1 or shape.M > tiles.m or not pipelines(shape, tiles):
-            return []
-        strip = shape.M * shape.N * shape.in_bytes
-        chunk_bytes = tiles.k * fractal * shape.in_bytes  # one reduction block of B
-        n1 = shape.N // fractal
-        return [d for d in range(n1, 0, -1)
-                if n1 % d == 0 and strip + 2 * d * chunk_bytes <= l1_bytes]
-    if (shape.batch != 1 or shape.M > tiles.m or not pipelines(shape, tiles)
-            or tiles.k >= shape.K):
-        return []
-    if (tiles.m + tiles.k) * shape.N * shape.in_bytes > l1_bytes:
-        return []
-    n1 = shape.N // fractal
-    return [d for d in range(n1 // 2, 0, -1) if n1 % d == 0]
-
-
 def _multiples(limit: int, step: int) -> list[int]:
     return list(range(step, limit + 1, step))
 
@@ -294,6 +264,8 @@ def make_choice(strategy: str, shape: MatmulShape, tiles: Tiles, target: Target,
                 resident_a: bool = False, a_in_l1: bool = False) -> TilingChoice:
     """`resident_a`: the schedule may keep A's row strip in L1 (it does when
     `resident_a_chunks` finds chunks for these tiles)."""
+    from npu.matmul_residency import resident_a_chunks
+
     needs = {b: v for b, _, v in buffer_needs(strategy, shape, tiles, target.fractal)}
     resident = resident_a and strategy == "os" and bool(
         resident_a_chunks(shape, tiles, target.capacity("l1"), target.fractal, a_in_l1))
@@ -308,10 +280,15 @@ def clamp_tiles(shape: MatmulShape, m: int, n: int, k: int) -> tuple[int, int, i
 def choose_tiling(shape: MatmulShape, target: Target, strategy: str = "os",
                   m: int = 0, n: int = 0, k: int = 0, pipelined: bool = False,
                   epilogue_cycles: float = 0.0, resident_a: bool = False,
-                  a_in_l1: bool = False) -> TilingChoice:
+                  a_in_l1: bool = False, drain: Drain | None = None,
+                  timed_residency: bool = True) -> TilingChoice:
     """The fastest fitting tiling; `m`, `n`, `k` > 0 fix that tile edge;
     `pipelined`: OS tiles for the pipelined schedule (see the module doc);
-    `resident_a` (with `pipelined`): it may keep A's row strip in L1;
+    `resident_a` (with `pipelined`): it may keep A's row strip in L1
+    (`resident_or_streamed`, with `drain`: what the schedule's time
+    estimate knows of C's way out; `timed_residency=False`: the streaming
+    search's tiles, the strip resident where (m + k) x N fits L1, as before
+    that estimate);
     `epilogue_cycles`: vector work of an epilogue on the drained C (it adds
     to the drain's pipe in the time estimate).
 
@@ -333,12 +310,12 @@ def choose_tiling(shape: MatmulShape, target: Target, strategy: str = "os",
     best = _search(shape, strategies, m, n, k, step, _capacities(target), pipelined,
                    float(epilogue_cycles))
     if best is not None and pipelined and resident_a and best.strategy == "os":
-        # Residency is decided on the tiles the streaming model picked: it
-        # only removes A's re-reads (the time estimate does not model the
-        # per-chunk latency and the MTE1 loads that would make a narrower C
-        # tile, which reads B fewer times, lose: 128x3072x768 would take
-        # k=32, 24 column tiles).
-        return make_choice("os", shape, best.tiles, target, resident_a=True, a_in_l1=a_in_l1)
+        if a_in_l1:
+            return make_choice("os", shape, best.tiles, target, resident_a=True, a_in_l1=True)
+        from npu.matmul_residency import resident_or_streamed
+
+        return resident_or_streamed(shape, best, target, fixed_k=k, fixed_n=n,
+                                    drain=drain or Drain(epilogue_cycles), timed=timed_residency)
     if best is not None:
         return best
     # Nothing fits: explain with the smallest tile allowed by the explicit edges.

@@ -31,6 +31,18 @@ def layout_limits(target: Target, rows: int, n: int, es: int) -> str | None:
     """Why rows x n elements cannot be stored as Nz this way (None: they can):
     the gather's block stride is the row pitch, the copy's gap the rest of a
     column block's rows, each within its instruction field."""
+
+
+def cast_gather_limits(target: Target, n: int, src_es: int, dst_es: int) -> bool:
+    """Whether rows of `n` elements of `src_es` bytes can be converted to
+    `dst_es` bytes straight into Nz order (`NzStore.store` with `cast`):
+    a 16-column block of the result is one 32-byte block (every lane of
+    a vconv repeat lands in the block of its column block, block stride
+    the rows of the piece), and the source row pitch fits the repeat
+    stride."""
+    block = target.vector_block_bytes
+    return (target.fractal * dst_es == block and src_es > dst_es
+            and n * src_es // block <= target.vector_max_stride)
     block = target.vector_block_bytes
     r1 = -(-rows // target.fractal)
     if n * es // block > target.vector_max_stride:
@@ -73,28 +85,31 @@ class NzStore:
                  sub(self.nz, (j * self.r1 * f + self.rows) * f, pad * f), 1, self.blocks(pad * f))
 
     def store(self, buf: ir.Value, row0: int | ir.Value, valid: int,
-              pending: list | None = None) -> None:
+              pending: list | None = None, cast: tuple[Compute, int] | None = None,
+              into: ir.Value | None = None) -> None:
         """Rows [row0, row0 + valid) held in `buf` (valid * n elements).
         With `pending`, the gathers are emitted here and the copies to GM
-        appended to it (as callables) for the caller to emit later."""
-        f, n, pp = self.t.fractal, self.n, self.per_piece
-        lanes_per_block = self.t.vector_block_bytes // self.e
+        appended to it (as callables) for the caller to emit later.
+        `cast` = (one vconv, the element bytes of `buf`): `buf` holds the
+        rows before a cast to this tensor's type (`cast_gather_limits`),
+        which is done by the gather itself: one vconv per repeat of columns
+        writes each lane straight to its Nz place (the rows' blocks of a
+        column block `h` apart), so the cast costs no pass of its own and
+        no row-major buffer. `into`: the buffer of the gathered rows (at
+        least `valid * n` elements; by default one of their own)."""
+        f, n = self.t.fractal, self.n
         step = min(valid, self.most_rows)
-        gather = Compute("copy")
-        out = nir.alloc([step * n], self.elem, "ub")
+        out = nir.alloc([step * n], self.elem, "ub") if into is None else into
         for r0 in range(0, valid, step):
             h = min(step, valid - r0)
-            if pending is not None and r0:  # each piece its own buffer: its copy comes later
+            if into is not None:
+                out = sub(into, r0 * n, h * n)
+            elif pending is not None and r0:  # each piece its own buffer: its copy comes later
                 out = nir.alloc([step * n], self.elem, "ub")
-            for g0 in range(0, h, ROWS_PER_GATHER):
-                k = min(ROWS_PER_GATHER, h - g0)
-                for half in range(pp):
-                    src = sub(buf, (r0 + g0) * n + half * lanes_per_block,
-                              (k - 1) * n + (self.c1 - 1) * f + lanes_per_block)
-                    dst = sub(out, g0 * f + half * lanes_per_block,
-                              ((self.c1 - 1) * h + k - 1) * f + lanes_per_block)
-                    gather.emit(View(dst, pp, h * pp), [View(src, self.blocks(n), pp)],
-                                self.c1, k * lanes_per_block)
+            if cast is not None:
+                self.cast_gather(buf, out, r0, h, *cast)
+            else:
+                self.gather(buf, out, r0, h)
             first = lin((row0, f), (r0 * f, 1))
             span = ((self.c1 - 1) * self.r1 * f + h) * f
 
@@ -106,3 +121,32 @@ class NzStore:
                 leave()
             else:
                 pending.append(leave)
+
+    def gather(self, buf: ir.Value, out: ir.Value, r0: int, h: int) -> None:
+        """Rows [r0, r0 + h) of `buf` copied into `out` in Nz order."""
+        f, n, pp = self.t.fractal, self.n, self.per_piece
+        lanes_per_block = self.t.vector_block_bytes // self.e
+        gather = Compute("copy")
+        for g0 in range(0, h, ROWS_PER_GATHER):
+            k = min(ROWS_PER_GATHER, h - g0)
+            for half in range(pp):
+                src = sub(buf, (r0 + g0) * n + half * lanes_per_block,
+                          (k - 1) * n + (self.c1 - 1) * f + lanes_per_block)
+                dst = sub(out, g0 * f + half * lanes_per_block,
+                          ((self.c1 - 1) * h + k - 1) * f + lanes_per_block)
+                gather.emit(View(dst, pp, h * pp), [View(src, self.blocks(n), pp)],
+                            self.c1, k * lanes_per_block)
+
+    def cast_gather(self, buf: ir.Value, out: ir.Value, r0: int, h: int, compute: Compute,
+                    src_es: int) -> None:
+        """Rows [r0, r0 + h) of `buf` (elements of `src_es` bytes) converted
+        into `out` in Nz order [n/16][h][16]: repeat r is row r0 + r (source
+        repeat stride the row pitch), lane e of a repeat lands in column
+        block e // 16 of its group (destination block stride h)."""
+        f, n, g = self.t.fractal, self.n, self.t.vector_block_bytes
+        lanes = self.t.vector_bytes // src_es
+        for j0 in range(0, n, lanes):
+            mask = min(lanes, n - j0)
+            src = sub(buf, (r0 * n) + j0, (h - 1) * n + mask)
+            dst = sub(out, (j0 // f) * h * f, ((mask // f - 1) * h + h - 1) * f + f)
+            compute.emit(View(dst, h, 1), [View(src, 1, n * src_es // g)], h, mask)

@@ -1,9 +1,11 @@
 // RUN: npu-opt %s --npu-lower="ub-fraction=0.9 fuse-remarks=true" -o %t 2>&1 | FileCheck %s
 // RUN: npu-opt %s --npu-lower="fuse-remarks=true" -o %t 2>&1 | FileCheck %s --check-prefix=DEFAULT
 
-// f16 softmax (its chunks are sized by liveness, not doubled). A UB share the footprint model cannot keep (0.9: its chunks plus their
-// double-buffered copies overflow UB once planned) is retried with half the
-// share (then, if that overflows too, unfused): attempting fusion never fails the program.
+// f16 softmax. A UB share the chunks cannot keep (0.9: npu-lower-fused sizes
+// a chunk with both sets of its buffers at 0.9 / 0.35 times the share, more
+// than UB, which overflows once planned) is retried with half the share
+// (then, if that overflows too, unfused): attempting fusion never fails the
+// program.
 // CHECK: remark: fused 5 ops
 // CHECK: remark: npu-fuse: fused kernels at UB share 0.9 overflowed UB (ub overflows); retrying at UB share 0.45
 // CHECK: remark: fused 5 ops

@@ -13,18 +13,21 @@
 // CHECK-NEXT:    "ascend.cast"(%arg0, %[[ND]])
 // CHECK-NEXT:    "ascend.fractalize"(%[[ND]], %[[NZ]])
 // CHECK-NEXT:    scf.yield
-// CHECK-NEXT:  } {npu.fused = {gm_bytes = 39936 : i64, row_length = 64 : i64, rows = 100 : i64, ub_bytes_per_row = 512 : i64, unfused_gm_bytes = 65536 : i64}}
+// CHECK-NEXT:  } {npu.fused = {gm_bytes = 39936 : i64, row_length = 64 : i64, rows = 100 : i64, ub_bytes_per_row = 384 : i64, unfused_gm_bytes = 65536 : i64}}
 // CHECK-NEXT:  "ascend.matmul"(%[[NZ]], %arg1, %arg2)
-// The kernel: zero padding rows, then per chunk load, cast, gather 8 rows of
-// every column block per vmax (block stride: the row pitch), one store of 4
-// column blocks of 100 rows. No vnchwconv, no GM temporary.
+// The kernel: zero padding rows, then the rows (one chunk: the fewest flags
+// for so few) loaded, and the cast converts straight into Nz order (one
+// vconv per 64 columns: repeats step down the rows, lane e lands in column
+// block e / 16, blocks 100 rows apart), one store of 4 column blocks of 100
+// rows. No row-major f16 buffer, no gather pass, no vnchwconv, no GM
+// temporary.
 // KERNEL-LABEL: func.func @cast_nz
 // KERNEL-NOT:   memref<100x64xf16, "gm">
 // KERNEL:       cce.vdup
 // KERNEL-COUNT-4: "cce.copy_ub_to_gm"{{.*}}burst_len = 12 : i64, dst_gap = 0 : i64, n_burst = 1
 // KERNEL:       cce.copy_gm_to_ub
-// KERNEL:       cce.vconv
-// KERNEL-COUNT-13: "cce.vmax"{{.*}}dst_blk_stride = 1 : i64, dst_rep_stride = 100 : i64, mask = {{128|64}} : i64, repeat = 4 : i64, src0_blk_stride = 4 : i64, src0_rep_stride = 1
+// KERNEL-NEXT:  "cce.vconv"{{.*}}dst_blk_stride = 100 : i64, dst_rep_stride = 1 : i64, mask = 64 : i64, repeat = 100 : i64, round_mode = "rint", src_blk_stride = 1 : i64, src_rep_stride = 8 : i64
+// KERNEL-NOT:   "cce.vmax"
 // KERNEL:       "cce.copy_ub_to_gm"{{.*}}burst_len = 100 : i64, dst_gap = 12 : i64, n_burst = 4
 // KERNEL-NOT:   vnchwconv
 // KERNEL:       "ascend.matmul"
@@ -47,8 +50,9 @@ func.func @cast_nz(%x: memref<100x64xf32, "gm">, %w: memref<2x4x16x16xf16, "gm">
 // -----
 
 // The f16 tensor is also read after the group: it still leaves in ND, and
-// in Nz for the fractalize. Both stores are issued together at the chunk's
-// end, after the Nz gather (one MTE3 flag covers them).
+// in Nz for the fractalize (gathered: the cast's row-major result is needed).
+// Both stores are issued together at the chunk's end, after the Nz gather
+// (one MTE3 flag covers them).
 // CHECK-LABEL: func.func @nd_also_read
 // CHECK:       scf.execute_region {
 // CHECK:         "ascend.muls"

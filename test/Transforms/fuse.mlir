@@ -68,42 +68,31 @@ func.func @leaving(%x: memref<16x32xf32, "gm">, %y: memref<16x32xf32, "gm">, %z:
 // -----
 
 // Softmax plus its input over rows of 2040 f32 (255 blocks, the repeat-stride
-// limit; x stays live to the end): with the last add a chunk of 8 whole rows
-// would need more UB than the budget, so the group becomes a two-pass kernel
-// over column pieces (pass 1: running max and rescaled sum; pass 2: outputs).
+// limit; x stays live to the end): the results computed in place over their
+// inputs, 7 whole rows fit the budget, so the kernel is one-pass (x read
+// once; fuse-two-pass.mlir has the two-pass kernel of a smaller budget).
 // CHECK-LABEL: func.func @too_long
 // CHECK:       scf.execute_region
 // CHECK:         "ascend.div"
 // CHECK-NEXT:    "ascend.add"
 // CHECK-NEXT:    scf.yield
 // KERNEL-LABEL: func.func @too_long
-// Pass 1, first piece: its max and sum initialise the accumulators.
 // KERNEL:       cce.copy_gm_to_ub
-// KERNEL-NOT:   cce.copy_
 // KERNEL:       cce.vcmax
 // KERNEL:       cce.vexp
 // KERNEL:       cce.vcadd
-// Further pieces: m_new = max(m, piece max), s = s * exp(m - m_new) + piece sum.
-// KERNEL:       cce.copy_gm_to_ub
-// KERNEL-NOT:   cce.copy_
-// KERNEL:       cce.vcmax
-// KERNEL:       cce.vmax
-// KERNEL:       cce.vsub
-// KERNEL:       cce.vexp
-// KERNEL:       cce.vmax
-// KERNEL:       cce.vcadd
-// KERNEL:       cce.vmul
+// KERNEL:       cce.vrec
 // KERNEL:       cce.vadd
-// Pass 2 (a first piece, then the shorter rest): x read again, the
-// outputs written once.
+// KERNEL:       cce.copy_ub_to_gm
+// The second chunk of 4 rows: x loaded once, no second pass.
 // KERNEL:       cce.copy_gm_to_ub
-// KERNEL-NOT:   cce.copy_gm_to_ub
 // KERNEL:       cce.vrec
 // KERNEL:       cce.copy_ub_to_gm
+// KERNEL-NOT:   cce.copy_gm_to_ub
 // KERNEL:       return
 func.func @too_long(%x: memref<8x2040xf32, "gm">, %y: memref<8x2040xf32, "gm">) {
   %m = memref.alloc() : memref<8x1xf32, "gm">
-  // expected-remark @+1 {{fused 6 ops (reduce_max, sub, exp, reduce_sum, div, add) over 8 rows of 2040: GM traffic 718208 -> 195840 bytes, 5 tensor(s) stay on chip; rows longer than UB: two-pass online over pieces of 1024 columns; online softmax (running max, rescaled sum)}}
+  // expected-remark @+1 {{fused 6 ops (reduce_max, sub, exp, reduce_sum, div, add) over 8 rows of 2040: GM traffic 718208 -> 130560 bytes, 5 tensor(s) stay on chip; UB 17348 bytes per row, up to 7 rows per chunk}}
   "ascend.reduce_max"(%x, %m) : (memref<8x2040xf32, "gm">, memref<8x1xf32, "gm">) -> ()
   %d = memref.alloc() : memref<8x2040xf32, "gm">
   "ascend.sub"(%x, %m, %d) : (memref<8x2040xf32, "gm">, memref<8x1xf32, "gm">, memref<8x2040xf32, "gm">) -> ()
@@ -171,7 +160,7 @@ func.func @long_layernorm(%x: memref<8x4096xf32, "gm">, %y: memref<8x4096xf32, "
 // CHECK-NEXT:  scf.execute_region
 func.func @no_online_form(%x: memref<8x4096xf32, "gm">, %y: memref<8x1xf32, "gm">) {
   %m = memref.alloc() : memref<8x1xf32, "gm">
-  // expected-remark @+1 {{'ascend.reduce_max' left unfused: not fused with its consumer 'ascend.sub': the fused kernel would not fit on chip: one chunk of 8 row(s) needs 262432 bytes of UB, the budget is 131072, and a two-pass kernel over column pieces cannot be formed: 'reduce_sum' reduces a value that depends on another reduction of the group in a way with no online form}}
+  // expected-remark @+1 {{'ascend.reduce_max' left unfused: not fused with its consumer 'ascend.sub': the fused kernel would not fit on chip: one chunk of 8 row(s) needs 133184 bytes of UB, the budget is 131072, and a two-pass kernel over column pieces cannot be formed: 'reduce_sum' reduces a value that depends on another reduction of the group in a way with no online form}}
   "ascend.reduce_max"(%x, %m) : (memref<8x4096xf32, "gm">, memref<8x1xf32, "gm">) -> ()
   %d = memref.alloc() : memref<8x4096xf32, "gm">
   // expected-remark @+1 {{fused 3 ops (sub, abs, reduce_sum) over 8 rows of 4096: GM traffic 655424 -> 131136 bytes, 2 tensor(s) stay on chip; rows longer than UB: two-pass online over pieces of 1536 columns}}
@@ -203,16 +192,20 @@ func.func @rows_differ(%x: memref<16x32xf32, "gm">, %y: memref<8x64xf32, "gm">) 
 // -----
 
 // Layernorm with scale and shift over rows of 768 (12 segments of 64 f32):
-// each row sum folds into four independent accumulators (four folds, then
-// rounds of four, two and one: one pipe_barrier(V) per round once synced),
+// the mean's row sum in two levels (one vcadd per row over its 12 repeats,
+// one over the rows' partials), the variance's squares folded straight
+// into two accumulators (2 vmul, then rounds of 2 vmla: no product pass),
 // and (d * rstd) * gamma + beta is one vmadd per row in the normalised
 // buffer (gamma and beta read along the row).
 // CHECK-LABEL: func.func @layernorm_affine
 // CHECK:       scf.execute_region
 // KERNEL-LABEL: func.func @layernorm_affine
-// KERNEL-COUNT-4: cce.vadd{{.*}}src0_rep_stride = 96 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 96 : i64
-// KERNEL-COUNT-4: cce.vadd{{.*}}src0_rep_stride = 8 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 96 : i64
-// KERNEL-COUNT-3: cce.vadd{{.*}}src0_rep_stride = 8 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 8 : i64
+// KERNEL-COUNT-8: cce.vcadd{{.*}}repeat = 12 : i64
+// KERNEL:       cce.vcadd{{.*}}src_rep_stride = 2 : i64
+// KERNEL:       cce.vsub
+// KERNEL-COUNT-2: cce.vmul{{.*}}src0_rep_stride = 96 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 96 : i64
+// KERNEL-COUNT-10: cce.vmla{{.*}}src0_rep_stride = 96 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 96 : i64
+// KERNEL:       cce.vadd{{.*}}src0_rep_stride = 8 : i64, src1_blk_stride = 1 : i64, src1_rep_stride = 8 : i64
 // KERNEL:       cce.vcadd
 // KERNEL:       cce.vrsqrt
 // KERNEL:       cce.vmul

@@ -1,5 +1,5 @@
-// RUN: npu-opt %s --split-input-file --npu-lower-matmul="m=32 k=64 schedule=pipelined" 2>/dev/null | FileCheck %s
-// RUN: npu-opt %s --split-input-file --npu-lower-matmul="m=32 k=64 schedule=pipelined" 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
+// RUN: npu-opt %s --split-input-file --npu-lower-matmul="m=32 k=64 schedule=pipelined timed-residency=false" 2>/dev/null | FileCheck %s
+// RUN: npu-opt %s --split-input-file --npu-lower-matmul="m=32 k=64 schedule=pipelined timed-residency=false" 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
 // RUN: npu-opt %s --split-input-file --npu-lower-matmul="m=32 k=64 schedule=pipelined resident-a=false" 2>/dev/null | FileCheck %s --check-prefix=OFF
 
 // One row of C tiles (m = M = 32), two column tiles (K = 128): A's row
@@ -8,6 +8,8 @@
 // the reduction (48 = 3 blocks of N1 = 6), its L0A loads reading the strip
 // at the chunk's offset (a view of the 5 blocks a load of block row 0
 // touches: 3 repeats, 2 apart). No scf.if guards the strip's copy.
+// (timed-residency=false: the strip wherever it fits; a reduction this short
+// streams A by the time estimate, matmul-pipelined-residency.mlir.)
 
 // REMARK: remark: matmul tiling: strategy=os tiles (m=32, n=96, k=64) with the A row strip resident in L1; modelled GM traffic: read 15360 elements (A 3072, B 12288) = 30720 bytes, {{.*}}; pipelined schedule: L1 chunk n=48 (B only: the A row strip stays in L1), L0 sub-step n=48, 2 C piece(s) in L0C
 

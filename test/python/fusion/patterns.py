@@ -469,3 +469,59 @@ def qkv_attention(heads: int, seq: int, head_dim: int, hidden: int, bias: bool =
         p.op("cast", [(flat, (seq, width), "f32"), h16], 'round_mode = "rint"')
         p.op("fractalize", [h16, ("%y",) + y_arg])
     return p.text()
+
+
+def matmul_layernorm(m: int, n: int, k: int, elem: str = "f32", residual: bool = True,
+                     bias: bool = True, nz_out: bool = False, eps: float = 1e-5) -> str:
+    """BERT's out-projection and its layernorm: C = A x B (f16 Nz in, `elem`
+    out, M x K of an N-long reduction; M and K whole blocks), plus a
+    row-broadcast host-constant bias when `bias`, stored row-major (a
+    defractalize to %h, M x K), then y = layernorm(h + r) (or of h) over its
+    rows with gamma %g and beta %be; with `nz_out` y is also cast to f16 (or
+    taken as is in f16) and fractalized into %ynz, the next matmul's A."""
+    f = 16
+    m1, k1 = m // f, k // f
+    a_s, b_s, c_s = (n // f, m1, f, f), (k1, n // f, f, f), (k1, m1, f, f)
+    full, col, vec = (m, k), (m, 1), (k,)
+    args = [("%a", a_s, "f16"), ("%bw", b_s, "f16")]
+    if bias:
+        args.append(("%bias", c_s, elem, _nz_constant(m, k, elem, True)))
+    if residual:
+        args.append(("%r", full, elem))
+    args += [("%g", vec, elem), ("%be", vec, elem), ("%y", full, elem)]
+    if nz_out:
+        args.append(("%ynz", c_s, "f16"))
+    p = _Program("matmul_layernorm", args)
+    c = (p.alloc(c_s, elem), c_s, elem)
+    p.op("matmul", [("%a", a_s, "f16"), ("%bw", b_s, "f16"), c])
+    if bias:
+        biased = (p.alloc(c_s, elem), c_s, elem)
+        p.op("add", [c, ("%bias", c_s, elem), biased])
+        c = biased
+    h = (p.alloc(full, elem), full, elem)
+    p.op("defractalize", [c, h])
+    if residual:
+        a = (p.alloc(full, elem), full, elem)
+        p.op("add", [h, ("%r", full, elem), a])
+    else:
+        a = h
+
+    def op(name, ins, shape, attrs="", out=None):
+        out = out or (p.alloc(shape, elem), shape, elem)
+        p.op(name, list(ins) + [out], attrs)
+        return out
+
+    inv_n = f"scalar = {1.0 / k:.17e} : f64"
+    mean = op("muls", [op("reduce_sum", [a], col)], col, inv_n)
+    d = op("sub", [a, mean], full)
+    var = op("muls", [op("reduce_sum", [op("mul", [d, d], full)], col)], col, inv_n)
+    rs = op("rsqrt", [op("adds", [var], col, f"scalar = {eps:.17e} : f64")], col)
+    sc = op("mul", [op("mul", [d, rs], full), ("%g", vec, elem)], full)
+    y = op("add", [sc, ("%be", vec, elem)], full, out=("%y", full, elem))
+    if nz_out:
+        src = y
+        if elem != "f16":
+            src = (p.alloc(full, "f16"), full, "f16")
+            p.op("cast", [y, src], 'round_mode = "rint"')
+        p.op("fractalize", [src, ("%ynz", c_s, "f16")])
+    return p.text()

@@ -1,7 +1,8 @@
 """Vector work of fused kernels: every pipe_barrier(V) that
 npu-insert-sync leaves in the fused layernorm is needed (dropping any one
-of them makes the race detector fire), the row sums' independent
-accumulators share one barrier per round of folds, and the GELU recipe's
+of them makes the race detector fire), row sums run in two levels and the
+variance folds its squares with multiply-adds (its two accumulators share
+one barrier per round), and the GELU recipe's
 Horner steps are multiply-adds against constant blocks written before the
 chunk loop."""
 
@@ -29,14 +30,23 @@ def test_every_vector_barrier_of_the_fused_layernorm_is_needed():
     ins.append(np.zeros((1, 16, 768), np.float32))
     ctx = make_context()
     assert simulate(parse_module(lowered, ctx), ins).hazards == []
-    # 12 segments of 64 per row, four accumulators: 4 + 4 + 2 + 1 folds per
-    # sum in 4 rounds, where one chain would take 11 dependent folds.
-    bodies = lowered.count('"cce.vcadd"') // 2  # chunk bodies emitted (loop, tail)
-    assert lowered.count('"cce.vadd"') == bodies * 2 * 11
+    # Per chunk body: the mean's row sum in two levels (one vcadd per row
+    # over its 12 repeats, one over the rows' partials: no fold rows), and
+    # the variance's squares folded straight into two accumulators (12
+    # segments: 2 vmul + 10 vmla, one vadd joining them; no product pass),
+    # each round of the two accumulators one pipe_barrier(V).
+    bodies = lowered.count('"cce.vrsqrt"')
+    assert bodies >= 1
+    assert lowered.count('"cce.vmla"') == bodies * 10
+    assert lowered.count('"cce.vadd"') == bodies  # no folds of the plain sum
+    per_row = re.findall(r'"cce.vcadd".*repeat = 12 : i64', lowered)
+    assert len(per_row) == 16  # each row's first level, once
     assert lowered.count('"cce.vmadd"') > 0  # the scale and shift
-    for body in lowered.split('"cce.vcadd"')[:-1:2]:  # up to the first sum of each body
-        folds = body[body.rfind("scf.for") if "scf.for" in body else 0:]
-        assert len(V_BARRIER.findall(folds[folds.find('"cce.vadd"'):])) <= 4
+    for body in lowered.split('"cce.vrsqrt"')[:-1]:
+        squares = body[body.rfind('"cce.vsub"'):]
+        squares = squares[squares.find('"cce.vmul"'):squares.rfind('"cce.vcadd"')]
+        assert squares.count('"cce.vmla"') == 10
+        assert len(V_BARRIER.findall(squares)) <= 7
     for b in barriers:
         without = lowered[:b.start()] + lowered[b.end():]
         try:

@@ -287,11 +287,34 @@ def test_cube_bound_pieces_share_the_l0a_sub_tile():
     # one flag releases the slots after both mads. Numerics and races as
     # ever. With M = 64 the weights' streaming is the critical pipe (B is
     # read per row of 64, the cube has a quarter of the work): one flag per
-    # mad, as M has the slack.
+    # mad, as M has the slack. (Pieces in column slabs, c-piece-rows=1: by
+    # default the pieces of this tall tile form a 2 x 2 grid instead, whose
+    # mads are twice as large, one release each.)
     text = matmul_epilogue(256, 1024, 512, ("scale",), "f32")
     # (npu-double-buffer unrolls the loop by two: 2 x 4 pieces x 2 sub-steps.)
-    assert mads_and_slot_releases(text, "k=128") == (16, 8)
+    assert mads_and_slot_releases(text, "k=128 c-piece-rows=1") == (16, 8)
+    assert mads_and_slot_releases(text, "k=128") == (8, 8)
     mads, releases = mads_and_slot_releases(
-        matmul_epilogue(64, 1024, 512, ("scale",), "f32"), "k=128")
+        matmul_epilogue(64, 1024, 512, ("scale",), "f32"), "k=128 c-piece-rows=1")
     assert mads == releases
-    check(text, "k=128", members=1, faster=False)
+    check(text, "k=128 c-piece-rows=1", members=1, faster=False)
+
+
+@pytest.mark.parametrize("m,n,k,steps,out,nd", [
+    (96, 1024, 128, ("bias_row", "gelu", "cast"), "f16", None),  # f16, a broadcast row
+    (90, 1024, 128, ("bias", "gelu", "cast"), "f16", None),      # odd M
+    (60, 256, 128, ("bias",), "f32", (60, 120)),                 # odd M and N, row-major
+    (96, 512, 128, ("residual",), "f32", None),                  # an operand loaded per piece
+])
+def test_epilogue_on_c_pieces_in_a_grid(m, n, k, steps, out, nd):
+    """C pieces in a 2 x 2 grid (`c-piece-rows=2`): the epilogue of each
+    piece loads, computes and stores at its row and column offsets, the
+    padding rows of an odd M in the bottom pieces only."""
+    text = matmul_epilogue(m, n, k, steps, out, nd=nd)
+    m_tile = 16 * -(-m // 16)
+    options = f"m={m_tile} k={k // 2} c-pieces=4 c-piece-rows=2"
+    module = compile_program(text, f"npu-lower{{{options} emit=cce}}")
+    mads = {(op.attributes["m"].value, op.attributes["k"].value)
+            for op in walk(module.operation) if op.name == "cce.mad"}
+    assert mads == {(m_tile // 2, 16 * -(-k // 16) // 4)}, mads  # the pipelined schedule's 2 x 2 pieces
+    fused_and_unfused(text, options, constant_inputs(text))

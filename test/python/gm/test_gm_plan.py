@@ -134,7 +134,7 @@ func.func @f(%ws: memref<4096xi8, "gm"> {npu.workspace}) {
   %t = memref.view %ws[%c1024][] : memref<4096xi8, "gm"> to memref<8x16xf16, "gm">
   %u = memref.alloc() : memref<16xf16, "ub">
   scf.for %i = %c0 to %c4 step %c1 {
-    %row = arith.divsi %i, %c2 : index
+    %row = arith.shrui %i, %c2 : index
     %r = memref.subview %t[%row, 0] [1, 16] [1, 1] : memref<8x16xf16, "gm"> to memref<16xf16, strided<[1], offset: ?>, "gm">
     "cce.copy_gm_to_ub"(%r, %u) {n_burst = 1 : i64, burst_len = 1 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<16xf16, strided<[1], offset: ?>, "gm">, memref<16xf16, "ub">) -> ()
   }
@@ -144,7 +144,8 @@ func.func @f(%ws: memref<4096xi8, "gm"> {npu.workspace}) {
 
 
 def test_unknown_offsets_in_a_workspace_tensor_stay_in_that_tensor():
-    """A non-affine index (divsi) hides the row: the access may touch any byte
+    """A non-affine index (shrui, which neither the affine forms nor the
+    offset intervals follow) hides the row: the access may touch any byte
     of the tensor, i.e. the view's 256 bytes at 1024, not the whole 4 KiB
     workspace (which would order it after every other tensor's accesses)."""
     from npu.access_analysis import Affine, function_accesses

@@ -102,6 +102,25 @@ def test_random_pipelined_shapes(mb, kb, tm, tk, N, backend, out, batch):
     assert is_pipelined(module)
 
 
+@settings(max_examples=12, derandomize=True, deadline=None)
+@given(rows=st.sampled_from([2, 4]), cols=st.integers(1, 2), per=st.integers(1, 3),
+       tm=st.integers(1, 2), tk=st.integers(1, 2), N=st.integers(1, 80),
+       backend=st.sampled_from(list(BACKENDS)), out=st.sampled_from(["f32", "f16"]),
+       batch=st.sampled_from([0, 0, 2]))
+def test_c_pieces_in_a_grid(rows, cols, per, tm, tk, N, backend, out, batch):
+    """C pieces in a rows x cols grid (`c-piece-rows`): each piece's mads
+    read its rows of the A sub-tile and its columns of the B one, and its
+    drain writes it at its row and column offsets in C (pieces of one or
+    several blocks each way, several tiles, N anything)."""
+    m, k = 16 * rows * per, 16 * cols * per
+    module, _ = compile_and_run(m * tm, N, k * tk, lowering(
+        m, k, f"c-pieces={rows * cols} c-piece-rows={rows}") + "," + BACKENDS[backend], out, batch)
+    assert is_pipelined(module)
+    mads = [op for op in walk(module.operation) if op.name == "cce.mad"]
+    assert {(op.attributes["m"].value, op.attributes["k"].value) for op in mads} == {
+        (16 * per, 16 * per)}
+
+
 @pytest.mark.parametrize("resident", [True, False])
 def test_gm_traffic_is_still_the_models(resident):
     """Chunks and pieces cut the same traffic differently: the simulated GM
@@ -137,23 +156,48 @@ def test_resident_a_row_strip(mb, kb, tk, N, backend, out, batch):
     block (padded; an odd N1 too), a plain matmul or a batch_matmul of one
     matrix: A's strip is copied to L1 once, before the loop, whose L0A loads
     read it at each chunk's offset; results match numpy and the race
-    detector finds nothing (compile_and_run)."""
+    detector finds nothing (compile_and_run). (timed-residency=false: the
+    strip wherever it fits, as these reductions are too short for the time
+    estimate to keep it.)"""
     m, k = 16 * mb, 16 * kb
-    module, res = compile_and_run(m, N, k * tk, lowering(m, k) + "," + BACKENDS[backend], out,
-                                  batch)
+    module, res = compile_and_run(m, N, k * tk, lowering(m, k, "timed-residency=false") + ","
+                                  + BACKENDS[backend], out, batch)
     assert is_pipelined(module)
     assert a_strip_copies(module, blocks(N)) == 1
     n_pad = 16 * blocks(N)  # A read once, B once
     assert res.report["bytes"]["gm_to_l1"] == 2 * (m * n_pad + n_pad * k * tk)
 
 
-def test_a_row_strip_without_room_in_l1_streams():
-    """(m + k) x N f16 over L1 (16 + 16) x 16400 > 1 MiB: A streams with B,
-    once per column tile, and the result is still right."""
-    m, k, N = 16, 16, 16400
-    module, res = compile_and_run(m, N, 2 * k, lowering(m, k) + "," + BACKENDS["db"])
+@pytest.mark.parametrize("timed", [True, False])
+def test_a_row_strip_without_room_in_l1_streams(timed):
+    """A strip of 16 x 33008 f16 (1.01 MiB) over L1: A streams with B, once
+    per column tile, and the result is still right."""
+    m, k, N = 16, 16, 33008
+    module, res = compile_and_run(m, N, 2 * k, lowering(
+        m, k, f"timed-residency={str(timed).lower()}") + "," + BACKENDS["db"])
     assert is_pipelined(module) and a_strip_copies(module, blocks(N)) == 0
     assert res.report["bytes"]["gm_to_l1"] == 2 * (2 * m * N + N * 2 * k)
+
+
+@pytest.mark.parametrize("out", ["f32", "f16"])
+def test_a_row_strip_beside_smaller_b_chunks(out):
+    """(m + k) x N over L1 for every C tile streaming would take, but the
+    strip (128 x 2048 f16, 512 KiB) and two B chunks fit: the time estimate
+    keeps the strip, in 128-wide C tiles with 1024-row B chunks (256 KiB
+    each), A read once; timed-residency=false streams A with B, once per
+    384-wide column tile, and takes longer (67.8k against 77.9k cycles)."""
+    M, N, K = 128, 2048, 768
+    pipeline = "npu-lower-matmul{schedule=pipelined %s}," + BACKENDS["db"]
+    module, res = compile_and_run(M, N, K, pipeline % "", out)
+    assert a_strip_copies(module, blocks(N)) == 1
+    assert res.report["bytes"]["gm_to_l1"] == 2 * (M * N + N * K)
+    b_chunks = {(op.attributes["n_burst"].value, op.attributes["burst_len"].value)
+                for op in walk(module.operation) if op.name == "cce.copy_gm_to_l1"
+                and "%arg1" in str(op.operands[0].owner.operands[0].get_name())}
+    assert b_chunks == {(8, 1024 * 16 * 2 // 32)}  # 8 column blocks of 1024 rows
+    _, before = compile_and_run(M, N, K, pipeline % "timed-residency=false", out)
+    assert before.report["bytes"]["gm_to_l1"] == 2 * (2 * M * N + N * K)
+    assert res.cycles < before.cycles, (res.cycles, before.cycles)
 
 
 def test_bad_l1_chunk_is_an_error():
@@ -221,6 +265,21 @@ def test_npu_lower_forwards_resident_a():
     _, off = run_default(M, N, K, "m=128 k=96 matmul-resident-a=false")
     assert on.report["bytes"]["gm_to_l1"] == 2 * (M * N + N * K)
     assert off.report["bytes"]["gm_to_l1"] == 2 * (2 * M * N + N * K)
+
+
+def test_npu_lower_forwards_the_plan_options():
+    """npu-lower forwards matmul-timed-residency (false: 128x2048x768 streams
+    A per 384-wide column tile instead of keeping it in L1) and
+    c-piece-rows (2: the C pieces of 128x64 tiles in a 2 x 1 grid, mads of
+    64 rows)."""
+    M, N, K = 128, 2048, 768
+    _, timed = run_default(M, N, K, "c-pieces=2")
+    _, before = run_default(M, N, K, "c-pieces=2 matmul-timed-residency=false")
+    assert timed.report["bytes"]["gm_to_l1"] == 2 * (M * N + N * K)
+    assert before.report["bytes"]["gm_to_l1"] == 2 * (2 * M * N + N * K)
+    module, _ = run_default(128, 256, 128, "k=64 c-pieces=2 c-piece-rows=2")
+    assert {op.attributes["m"].value for op in walk(module.operation)
+            if op.name == "cce.mad"} == {64}
 
 
 def test_explicit_n_keeps_the_pipelined_schedule():

@@ -1,0 +1,177 @@
+"""How a one-pass fused row kernel's chunks use UB, chosen with the chunk
+pipeline model (`npu.chunk_pipeline`): the candidate layouts (stores over
+loaded buffers, stores left for the chunk's end, one set of the buffers
+only stored from), the rows per chunk, and the remark saying which.
+A mixin of `FusedKernel` (npu-lower-fused)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from npu import fused_chunk, fusion
+from npu import ir as nir
+from npu.chunk_pipeline import ChunkProfile
+from npu.fusion import FUSED_UB_FRACTION
+from npu.passes.base import PassError
+from npu.vector_tiling import plan_chunks, round_down
+
+# UB share of a chunk's buffers with the streamed ones in every set (at the
+# default `ub-fraction`; the memory planner keeps the rest for its gaps).
+DOUBLED_SHARE = 0.9
+
+
+@dataclass
+class Layout:
+    """How a one-pass kernel's chunks use UB: the plan of their steps
+    (`over`: stored results may take over loaded buffers), `single`:
+    buffers only stored from have one set shared by the slots, and the rows
+    of a chunk; `estimate`: the model's cycles."""
+
+    plan: fused_chunk.ChunkPlan
+    deferred: frozenset
+    over: bool
+    single: bool
+    rows: int
+    slots: int
+    estimate: float = 0.0
+
+    def copies(self, key) -> int:
+        """Sets of the streamed buffer `key` (with one slot, the two that
+        npu-double-buffer makes of the loop body's)."""
+        stored_only = isinstance(key, tuple) or key not in self.plan.loaded
+        return 1 if self.single and stored_only else max(2, self.slots)
+
+
+class LayoutChoice:
+    """Needs `p`, `g`, `target`, `rows`, `n`, `row_block`, `region`, and
+    `slot_buffers` / `chunk` to emit a trial chunk."""
+
+    def budget(self) -> int:
+        """UB bytes a chunk's buffers may take (the share shrinks with
+        `ub-fraction`, which npu-lower halves when planning overflowed)."""
+        share = DOUBLED_SHARE * self.p.ub_fraction / FUSED_UB_FRACTION
+        return int(self.target.capacity("ub") * share)
+
+    def candidates(self) -> list[Layout]:
+        """Layouts whose chunk of `row_block` rows fits: every combination
+        of stores over loaded buffers, stores left for the chunk's end
+        (none, `fusion.stores_at_end`'s, all) and one set of stored-only
+        buffers (only the default without `layouts`), each at the most
+        rows that fit."""
+        slots = max(1, self.p.slots)
+        out = []
+        # Stores left for the chunk's end: none, `stores_at_end`'s, or all of
+        # them (back to back, their loop-carried flags become one).
+        choices = [frozenset(), fusion.stores_at_end(self.g),
+                   frozenset(self.g.leaving) | frozenset(self.g.nz)]
+        # (stores over loaded buffers, stores left for the end, one set of stored-only)
+        combos = [(over, defer, single) for over in (False, True)
+                  for defer in ((1, 2) if not over else (0, 1, 2)) for single in (False, True)]
+        seen = set()
+        for over, defer, single in combos if self.p.layouts and slots > 1 else combos[:1]:
+            deferred = choices[defer]
+            if (over, deferred, single) in seen:
+                continue  # the same as another choice
+            seen.add((over, deferred, single))
+            cp = fused_chunk.plan(self.g, deferred, self.target, over, self.p.steps)
+            if over and not cp.loaded & cp.stored:
+                continue  # the same as without
+            if single and not any(b not in cp.loaded for b in cp.streamed) and not self.g.nz:
+                continue
+            layout = Layout(cp, deferred, over, single, 0, slots)
+            cb = fused_chunk.chunk_bytes(self.g, cp, self.target, self.row_block)
+            rows = cb.rows(self.budget(), layout.copies)
+            if rows < cb.row_block and not out:  # one set: npu-double-buffer decides
+                layout.slots = 1
+                rows = cb.rows(self.budget(), lambda key: 1)
+            if self.p.max_chunk:
+                rows = min(rows, max(cb.row_block,
+                                     round_down(self.p.max_chunk // self.n, cb.row_block)))
+            rows = min(rows, -(-self.rows // cb.row_block) * cb.row_block)
+            if rows >= cb.row_block:
+                layout.rows = rows
+                out.append(layout)
+        return out
+
+    def choose(self) -> Layout:
+        """The candidate layout (and rows per chunk) the pipeline model
+        estimates fastest: each candidate's chunk is emitted once at its
+        most rows (then erased) for its profile; fewer rows are costed by
+        scaling it. Rows that make whole chunks of an even count are
+        preferred at equal cost (no short piece before the loop)."""
+        found = self.candidates()
+        if not found:
+            cb = fused_chunk.chunk_bytes(self.g, fused_chunk.plan(self.g, frozenset(), self.target),
+                                         self.target, self.row_block)
+            raise PassError(f"the fused group does not fit UB: {cb.fixed} + "
+                            f"{sum(cb.streamed.values())} (streamed) + {cb.vector} bytes per "
+                            f"row, budget {self.budget()}", self.region)
+        if len(found) == 1 and not self.p.layouts:
+            return found[0]
+        best = None
+        # A layout's profile does not depend on how many sets its buffers
+        # have: one trial per plan, at the most rows of its layouts, scaled.
+        profiles: dict = {}
+        for layout in sorted(found, key=lambda f: -f.rows):
+            key = (layout.over, layout.deferred)
+            if key not in profiles:
+                profiles[key] = (self.trial(layout), layout.rows)
+        for layout in found:
+            measured, at = profiles[(layout.over, layout.deferred)]
+            profile = measured.scaled(layout.rows / at)
+            low = max(self.row_block, layout.rows // 2)
+            for rows in range(layout.rows, low - 1, -self.row_block):
+                scaled = profile.scaled(rows / layout.rows)
+                chunks, prefix = self.chunking(rows, layout.slots)
+                cost = scaled.total(chunks, {k: layout.copies(k) for k in scaled.keys()},
+                                    set(layout.plan.loaded))
+                if prefix:  # the loop's first loads wait for the vector work of the pieces before it
+                    cost += prefix / rows * scaled.vector()
+                key = (cost, prefix > 0, -rows)
+                if best is None or key < best[0]:
+                    best = (key, layout, rows)
+        (cost, _, _), layout, rows = best
+        layout.rows, layout.estimate = rows, cost
+        return layout
+
+    def chunking(self, rows: int, slots: int) -> tuple[int, int]:
+        """(chunks, rows before the chunk loop) of chunks of `rows` rows."""
+        plan = plan_chunks(self.rows, rows, self.row_block)
+        prefix = (plan.tail.length if plan.tail is not None else 0) + rows * (
+            plan.full_chunks % slots)
+        return plan.full_chunks + (plan.tail is not None), prefix
+
+    def trial(self, layout: Layout) -> ChunkProfile:
+        """The profile of one chunk of `layout.rows` rows, emitted into a
+        loop of one trip that is erased again."""
+        self.use(layout)
+        loop = nir.for_loop(0, 1)
+        with ir.InsertionPoint(loop.body):
+            slot = self.slot_buffers(layout.rows, 1, lambda key: 1)[0]
+            self.profile = ChunkProfile(self.target.path("gm_to_ub").latency)
+            self.chunk(0, layout.rows, slot)
+            nir.yield_()
+        profile, self.profile = self.profile, None
+        loop.operation.erase()
+        return profile
+
+    def use(self, layout: Layout) -> None:
+        self.layout, self.steps, self.deferred = layout, layout.plan, layout.deferred
+
+    def remark(self, layout: Layout) -> None:
+        cp = layout.plan
+        over = sorted(r.op.short for r in cp.steps if r.op.out.root in self.g.leaving
+                      and cp.buffer.get(r.op.out.root) in cp.loaded)
+        how = [f"{layout.rows} rows per chunk in {layout.slots} slot(s)"]
+        if over:
+            how.append(f"{', '.join(over)} stored from its loaded buffer")
+        if layout.single:
+            how.append("one set of the stored-only buffers")
+        kinds = [s.kind for s in cp.steps if s.kind != "op"]
+        if kinds:
+            how.append("steps " + ", ".join(kinds))
+        estimate = f"; model {layout.estimate:.0f} cycles" if layout.estimate else ""
+        self.p.remark(self.region, f"npu-lower-fused: {'; '.join(how)}{estimate}")
+

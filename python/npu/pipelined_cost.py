@@ -1,0 +1,177 @@
+"""The arithmetic of `npu-lower-matmul`'s pipelined schedule that the cost
+model shares with the pass: how many L0C pieces a C tile drains in, the L0
+sub-step and grid of those pieces, the L1 chunk of the reduction, and the
+time of one tiling streamed that way (`pipelined_time`).
+
+All sizes are in fractal blocks (16 elements) unless named otherwise; every
+rate and latency is the target's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from npu.target import Target
+
+
+@dataclass(frozen=True)
+class Drain:
+    """What the time estimate knows of C's way out: the epilogue's vector
+    work over all of C, the GM write time of all of C (0: the traffic's
+    write bytes at the path's rate; row-major stores pay a burst per row of
+    16, `store_cycles`), and whether an epilogue drains the pieces (4 of
+    them instead of 2)."""
+
+    vector_cycles: float = 0.0
+    store_cycles: float = 0.0
+    epilogue: bool = False
+
+
+def store_cycles(target: Target, elements: int, bytes_per_element: int,
+                 burst_elements: int = 0) -> float:
+    """GM write time of `elements` stored in bursts of `burst_elements`
+    (0: long bursts, one per column block): each burst's request set-up
+    (`gm_burst_cycles`) beside the bytes at the path's rate. A row-major
+    store writes one burst per 16-element row: f32 at half the path's rate."""
+    cycles = elements * bytes_per_element / target.path("ub_to_gm").bytes_per_cycle
+    if burst_elements:
+        cycles += elements / burst_elements * target.gm_burst_cycles
+    return cycles
+
+
+def default_pieces(kb: int, epilogue: bool) -> int:
+    """L0C pieces of a C tile of kb column blocks: an epilogue's vector
+    work holds its piece of L0C while it drains, so smaller pieces let the
+    cube refill sooner (BERT's ffn_in + GELU 295k -> 281k cycles with 4);
+    8 need more carried event ids than npu-insert-sync leaves a loop inside
+    the BERT layer (it merges them into one: ffn_in 217k -> 256k there,
+    although alone it runs 239k -> 209k)."""
+    split = 4 if epilogue and kb % 4 == 0 else 2
+    return split if kb % split == 0 else 1
+
+
+def piece_grid(mb: int, kb: int, pieces: int, top: int, chunk: int, target: Target,
+               rows: int = 0, split: Callable[[int], bool] = lambda _blocks: True
+               ) -> tuple[int, int | None]:
+    """(row pieces, L0 sub-step) of a C tile mb x kb in `pieces` L0C
+    pieces, `rows` of them along m when given (`c-piece-rows`). The
+    sub-step is the largest divisor of `top` (the requested n, else the
+    chunk) dividing the chunk with two slots in L0A (piece rows x n) and in
+    L0B (n x piece columns): a tile n that fills L0 once (the simple
+    schedule's) is halved.
+
+    Without `rows`, the split whose mads are largest (a mad is mb x sub x
+    kb / pieces blocks whatever the rows; ties keep whole-height column
+    slabs): a set_flag after a mad waits for its completion (`mad_latency`)
+    and holds M meanwhile, so each mad costs its blocks plus that latency
+    (one slot release per mad). Column slabs of a tall tile leave a thin
+    L0B slot beside a full L0A one: a 256x256 tile in four 256x64 slabs
+    mads 256 blocks at a time (sub-step 64, L0A's two slots full), in 2 x 2
+    pieces of 128x128, 512 (both slots full). Only where those stalls bind
+    (`split(mad blocks of the slabs)`): shorter pieces take more row-major
+    store copies and epilogue instructions, which cost the drain that
+    nothing hides in a single C tile (the pinned 256x512x256 + bias + relu:
+    56,355 -> 56,447). Measured (BERT seq 512, 256x256 tiles): q_proj
+    248.0k -> 244.9k, out_proj 88.5k -> 86.8k, ffn_in 328.1k -> 323.1k,
+    ffn_out 319.1k -> 317.2k cycles. (sub None: no sub-step fits.)"""
+    blk = target.fractal_bytes(2)
+    subs = [d for d in range(top, 0, -1) if top % d == 0 and chunk % d == 0]
+
+    def sub_for(r: int) -> int | None:
+        mbp, khb = mb // r, kb * r // pieces
+        return next((d for d in subs if 2 * mbp * d * blk <= target.capacity("l0a")
+                     and 2 * d * khb * blk <= target.capacity("l0b")), None)
+
+    if rows:
+        return rows, sub_for(rows)
+    best = (1, sub_for(1))
+    if best[1] is not None and not split(mb * kb * best[1] // pieces):
+        return best
+    for r in range(2, pieces + 1):
+        if pieces % r or mb % r or kb % (pieces // r):
+            continue
+        sub = sub_for(r)
+        if sub is not None and (best[1] is None or sub > best[1]):
+            best = (r, sub)
+    return best
+
+
+def best_chunk(chunks: Iterable[int], mb: int, kb: int, n1: int, tiles: int, a_streams: bool,
+               target: Target) -> int | None:
+    """The L1 chunk (reduction blocks per GM -> L1 copy) among `chunks`: it
+    trades the GM path's per-copy latency (paid once per chunk: one flag
+    per chunk) against the pipeline's fill and drain (the first chunk's
+    copy before the first mad, the last chunk's mads after the last copy).
+    `a_streams`: each copy carries an A chunk too (else only B)."""
+    blk = target.fractal_bytes(2)
+    path = target.path("gm_to_l1")
+
+    def estimate(d: int) -> float:
+        trips = tiles * (n1 // d)
+        copy = ((mb if a_streams else 0) + kb) * d * blk / path.bytes_per_cycle + path.latency
+        cube = target.cube_cycles(float(mb * kb * d))
+        return max(copy + cube * trips, copy * trips + cube)
+    return min(chunks, key=lambda d: (estimate(d), -d), default=None)
+
+
+def pipelined_time(m: int, n: int, k: int, batch: int, mb: int, kb: int, chunk: int,
+                   resident: bool, read_bytes: float, c_bytes: float, write_bytes: float,
+                   target: Target, drain: Drain) -> float:
+    """Estimated cycles of an m x n x k matmul (elements; batch of them)
+    streamed by the pipelined schedule in C tiles of mb x kb blocks and L1
+    chunks of `chunk` reduction blocks, A's row strip `resident` in L1 or
+    not, with the cost model's GM reads, C's accumulator bytes (L0C -> UB)
+    and GM writes:
+
+      fill   the strip (resident) and the first chunk's copy before the first mad;
+      MTE2   the reads, plus the GM latency once per chunk (a set_flag after
+             each copy holds MTE2 until it lands) and once for the strip;
+      M      the cube's blocks plus `mad_latency` per mad (the slot release
+             after each mad waits for its completion), mads of the pieces'
+             grid (`piece_grid`), or the L1 -> L0 loads feeding them if
+             longer (A once per column of pieces of each C tile, B once per
+             row of them);
+      drain  L0C -> UB and the epilogue's vector work, or the GM writes
+             plus the GM latency once per piece (the flag releasing its UB
+             holds MTE3 until its stores land);
+      tail   what nothing hides after the last mad: the last tile's drain
+             beyond its pieces' stagger over the last chunk (pieces finish
+             a piece's share of that chunk apart), at least one piece's.
+
+    Time = the later of the last mad (after MTE2 and the last chunk's
+    mads, or after the fill and M) plus the tail, and the fill, the first
+    tile's mads and all the drains. A narrower C tile of a resident
+    strip shortens the tail (its drain is smaller) for more chunks and
+    smaller mads; the time weighs them."""
+    frac = target.fractal
+    blk = target.fractal_bytes(2)
+    path = target.path("gm_to_l1")
+    n1 = n // frac
+    tiles = batch * (m // frac // mb) * (k // frac // kb)
+    trips = tiles * (n1 // chunk)
+    mte2 = read_bytes / path.bytes_per_cycle + (trips + resident) * path.latency
+    blocks = m * n * k * batch // frac ** 3
+    cube = target.cube_cycles(blocks)
+    pieces = default_pieces(kb, drain.epilogue)
+    rows, sub = piece_grid(mb, kb, pieces, chunk, chunk, target)
+    mads = trips * pieces * (chunk // (sub or 1))
+    # L1 -> L0: each piece loads its rows of A and its columns of B per
+    # sub-step, so A goes to L0A once per column of pieces, B to L0B once
+    # per row of them, for every C tile.
+    a_bytes, b_bytes = m * n * 2 * batch, n * k * 2 * batch
+    mte1 = (a_bytes * (k // frac // kb) * (pieces // rows)
+            / target.path("l1_to_l0a").bytes_per_cycle
+            + b_bytes * (m // frac // mb) * rows / target.path("l1_to_l0b").bytes_per_cycle)
+    last = cube / trips
+    store = target.path("ub_to_gm")
+    drains = max(c_bytes / target.path("l0c_to_ub").bytes_per_cycle + drain.vector_cycles,
+                 (drain.store_cycles or write_bytes / store.bytes_per_cycle)
+                 + tiles * pieces * store.latency)
+    per_tile = drains / tiles
+    tail = max(per_tile / pieces, per_tile - (pieces - 1) / pieces * last)
+    strip = m * n * 2 if resident else 0
+    fill = (strip + ((0 if resident else mb) + kb) * chunk * blk) / path.bytes_per_cycle \
+        + path.latency
+    m_end = max(mte2 + last, fill + max(cube + mads * target.mad_latency, mte1))
+    return max(m_end + tail, fill + cube / tiles + drains)
