@@ -122,38 +122,6 @@ def qkv_model(seq: int, hidden: int):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=9)
 
 
-def self_attention_model(seq: int, hidden: int, heads: int):
-    """BERT's self-attention block: Q, K, V projections with their biases,
-    split into heads, softmax(q k^T / sqrt(D)) v, the heads merged."""
-    from onnx import TensorProto, helper, numpy_helper
-
-    rng = np.random.default_rng(0)
-    d = hidden // heads
-    inits = [numpy_helper.from_array(np.array([1, seq, heads, d], np.int64), "split"),
-             numpy_helper.from_array(np.array([1, seq, hidden], np.int64), "merge"),
-             numpy_helper.from_array(np.array(1 / np.sqrt(d), np.float32), "scale")]
-    nodes = []
-    for p in "qkv":
-        inits += [numpy_helper.from_array((rng.standard_normal((hidden, hidden)) / np.sqrt(hidden))
-                                          .astype(np.float32), f"w{p}"),
-                  numpy_helper.from_array((rng.standard_normal(hidden) * 0.02).astype(np.float32), f"b{p}")]
-        nodes += [helper.make_node("MatMul", ["x", f"w{p}"], [f"{p}0"], name=f"{p}_proj"),
-                  helper.make_node("Add", [f"{p}0", f"b{p}"], [f"{p}1"], name=f"{p}_bias"),
-                  helper.make_node("Reshape", [f"{p}1", "split"], [f"{p}2"], name=f"{p}_split"),
-                  helper.make_node("Transpose", [f"{p}2"], [f"{p}h"], name=f"{p}_heads",
-                                   perm=[0, 2, 3, 1] if p == "k" else [0, 2, 1, 3])]
-    nodes += [helper.make_node("MatMul", ["qh", "kh"], ["s0"], name="scores"),
-              helper.make_node("Mul", ["s0", "scale"], ["s1"], name="scale"),
-              helper.make_node("Softmax", ["s1"], ["p"], name="softmax", axis=-1),
-              helper.make_node("MatMul", ["p", "vh"], ["c0"], name="context"),
-              helper.make_node("Transpose", ["c0"], ["c1"], name="merge_heads", perm=[0, 2, 1, 3]),
-              helper.make_node("Reshape", ["c1", "merge"], ["y"], name="merge")]
-    graph = helper.make_graph(
-        nodes, "self_attention", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, seq, hidden])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, seq, hidden])], inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
-
-
 def row(name: str, unfused: dict, fused: dict, ideal: int, note: str = "") -> None:
     print(f"{name:<30} {unfused['cycles']:>10} {fused['cycles']:>10} "
           f"{unfused['cycles'] / fused['cycles']:>7.2f}x {gm_bytes(unfused):>11} "
@@ -219,7 +187,7 @@ def main() -> int:
     from patterns import attention, layernorm, softmax
 
     from bert_layer import ideal_bound
-    from npu.frontend.bert import bert_layer
+    from npu.frontend.bert import bert_layer, self_attention
     from npu.target import get_target
 
     target = get_target("ascend910")
@@ -329,7 +297,7 @@ def main() -> int:
     # projection) against the projection's own kernel before it (every other
     # fusion on in both).
     for s in args.attention_seq:
-        model = self_attention_model(s, hidden, heads)
+        model = self_attention(s, hidden, heads)
         xs = np.random.default_rng(1).standard_normal((1, s, hidden)).astype(np.float32)
         t0 = time.perf_counter()
         unfused = run_onnx(model, {"x": xs}, lower("fuse-attention-projection=false"), "ascend910")

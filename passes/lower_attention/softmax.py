@@ -118,13 +118,7 @@ class SoftmaxSteps:
         at, n = j0 * slab, (j1 - j0) * slab
 
         def shifted() -> None:
-            for j in range(j0, j1):
-                if self.scale_p:
-                    self.apply(Compute("multiply_add"), scores, [self.scale_block, shift], slab,
-                               offsets=(j * slab, 0, 0))
-                else:
-                    self.apply(Compute("binary", vop="cce.vsub"), scores, [scores, shift], slab,
-                               offsets=(j * slab, j * slab, 0))
+            self.shift_slabs(scores, shift, j0, j1, slab, "cce.vsub")
             if masked and j1 == kbk:  # padded keys' -1e30 would overflow f16: a finite value
                 self.apply(Compute("scalar", vop="cce.vmaxs", scalar=-F16_MASKED), scores,
                            [scores], slab, offsets=((kbk - 1) * slab, (kbk - 1) * slab))
@@ -134,13 +128,32 @@ class SoftmaxSteps:
                        sizes=(2, 4))
 
         def exp_to_l1() -> None:
-            self.apply(unary_compute("ascend.exp", "f16"), probs, [probs], n, offsets=(at, at),
-                       sizes=(2, 2))
-            run = pl1 if j1 - j0 == kbk else \
-                nir.subview(pl1, [j0, 0, 0, 0], [j1 - j0] + nir.memref_shape(pl1)[1:])
-            copy("cce.copy_ub_to_l1", sub(probs, at, n), run, 1, (j1 - j0) * mq * 16)
+            self.exp_to_l1(probs, pl1, j0, j1, mq, kbk)
 
         return [shifted, half, exp_to_l1]
+
+    def shift_slabs(self, scores: ir.Value, shift: ir.Value, j0: int, j1: int, slab: int,
+                    vop: str, **sizes) -> None:
+        """Key slabs j0..j1-1 of `scores` shifted by the row max in place:
+        under `scale_p` scale * s + `shift` (-scale * max) in one vmadd with
+        the scale's constant block, else s `vop` `shift`."""
+        for j in range(j0, j1):
+            if self.scale_p:
+                self.apply(Compute("multiply_add"), scores, [self.scale_block, shift], slab,
+                           offsets=(j * slab, 0, 0), **sizes)
+            else:
+                self.apply(Compute("binary", vop=vop), scores, [scores, shift], slab,
+                           offsets=(j * slab, j * slab, 0), **sizes)
+
+    def exp_to_l1(self, p: ir.Value, pl1: ir.Value, j0: int, j1: int, mq: int, kbk: int) -> None:
+        """exp in place over the f16 key slabs j0..j1-1 of `p`, then their
+        copy into P's L1 tile (P.V's A operand)."""
+        slab = mq * 16 * 16
+        at, n = j0 * slab, (j1 - j0) * slab
+        self.apply(unary_compute("ascend.exp", "f16"), p, [p], n, offsets=(at, at), sizes=(2, 2))
+        run = pl1 if j1 - j0 == kbk else \
+            nir.subview(pl1, [j0, 0, 0, 0], [j1 - j0] + nir.memref_shape(pl1)[1:])
+        copy("cce.copy_ub_to_l1", sub(p, at, n), run, 1, (j1 - j0) * mq * 16)
 
     def rescale_context(self, pv: ir.Value, alpha: ir.Value, mq: int) -> None:
         """O = O * alpha + P.V per row (the online softmax's correction), the

@@ -26,7 +26,7 @@ import numpy as np
 from mlir import ir
 
 from npu import ir as nir
-from npu.cce_build import copy, sub
+from npu.cce_build import sub
 from npu.vector_compute import Compute, cast_compute, unary_compute
 from npu.vector_tiling import split_repeats
 
@@ -90,27 +90,15 @@ class HalfSoftmax:
         """The stages of P's run of key slabs j0..j1-1 in f16: a * s + r
         (one vmadd with the scale's block, or one vadd), the padded keys
         clamped again, then exp in place and the copy to L1."""
-        rows = mq * 16
-        slab = rows * 16
-        at, n = j0 * slab, (j1 - j0) * slab
+        slab = mq * 16 * 16
 
         def shifted() -> None:
-            for j in range(j0, j1):
-                if self.scale_p:
-                    self.apply(Compute("multiply_add"), scores, [self.scale_block, shift], slab,
-                               offsets=(j * slab, 0, 0), sizes=HALF)
-                else:
-                    self.apply(Compute("binary", vop="cce.vadd"), scores, [scores, shift], slab,
-                               offsets=(j * slab, j * slab, 0), sizes=HALF)
+            self.shift_slabs(scores, shift, j0, j1, slab, "cce.vadd", sizes=HALF)
             if limit is not None and j1 == kbk:
                 self.clamp_keys(scores, limit, kbk, slab)
 
         def exp_to_l1() -> None:
-            self.apply(unary_compute("ascend.exp", "f16"), scores, [scores], n, offsets=(at, at),
-                       sizes=HALF)
-            run = pl1 if j1 - j0 == kbk else \
-                nir.subview(pl1, [j0, 0, 0, 0], [j1 - j0] + nir.memref_shape(pl1)[1:])
-            copy("cce.copy_ub_to_l1", sub(scores, at, n), run, 1, (j1 - j0) * mq * 16)
+            self.exp_to_l1(scores, pl1, j0, j1, mq, kbk)
 
         return [shifted, exp_to_l1]
 

@@ -1,7 +1,8 @@
 """BERT encoder layers as an ONNX model built with onnx.helper (random
 weights): self-attention with its reshapes and transposes, softmax, two
-residual layernorms and a GELU feed-forward. Used by bench/bert_layer.py,
-bench/compile_time.py and the slow frontend test."""
+residual layernorms and a GELU feed-forward; and the self-attention block
+alone. Used by bench/bert_layer.py, bench/compile_time.py, bench/fusion.py
+and the frontend and fusion tests."""
 
 from __future__ import annotations
 
@@ -39,6 +40,48 @@ def bert_layer(seq=128, hidden=768, heads=12, ffn=3072, batch=1, seed=0, gelu_ap
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, seq, hidden])],
         [numpy_helper.from_array(v, k) for k, v in inits.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=9)
+    onnx.checker.check_model(model)
+    return model
+
+
+def self_attention(seq: int, hidden: int, heads: int, head_dim: int | None = None,
+                   bias: bool = True, seed: int = 0, bias_scale: float = 0.02):
+    """BERT's self-attention block: x [1, S, hidden] -> q, k, v = x W (+ b,
+    drawn with deviation `bias_scale`), split into heads of `head_dim`
+    (hidden / heads by default; H x D need not be `hidden`), softmax(q k^T /
+    sqrt(D)) v, the heads merged into y [1, S, H*D]."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    head_dim = head_dim or hidden // heads
+    width = heads * head_dim
+    inits = {"split": np.array([1, seq, heads, head_dim], np.int64),
+             "merge": np.array([1, seq, width], np.int64),
+             "scale": np.array(1 / np.sqrt(head_dim), np.float32)}
+    nodes = []
+    for q in "qkv":
+        inits[f"w{q}"] = (rng.standard_normal((hidden, width)) / np.sqrt(hidden)).astype(np.float32)
+        out = f"{q}0"
+        nodes.append(helper.make_node("MatMul", ["x", f"w{q}"], [out], name=f"{q}_proj"))
+        if bias:
+            inits[f"b{q}"] = (rng.standard_normal(width) * bias_scale).astype(np.float32)
+            nodes.append(helper.make_node("Add", [out, f"b{q}"], [f"{q}1"], name=f"{q}_bias"))
+            out = f"{q}1"
+        nodes += [helper.make_node("Reshape", [out, "split"], [f"{q}2"], name=f"{q}_split"),
+                  helper.make_node("Transpose", [f"{q}2"], [f"{q}h"], name=f"{q}_heads",
+                                   perm=[0, 2, 3, 1] if q == "k" else [0, 2, 1, 3])]
+    nodes += [helper.make_node("MatMul", ["qh", "kh"], ["s0"], name="scores"),
+              helper.make_node("Mul", ["s0", "scale"], ["s1"], name="scale"),
+              helper.make_node("Softmax", ["s1"], ["p"], name="softmax", axis=-1),
+              helper.make_node("MatMul", ["p", "vh"], ["c0"], name="context"),
+              helper.make_node("Transpose", ["c0"], ["c1"], name="merge_heads", perm=[0, 2, 1, 3]),
+              helper.make_node("Reshape", ["c1", "merge"], ["y"], name="merge")]
+    graph = helper.make_graph(
+        nodes, "self_attention", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, seq, hidden])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, seq, width])],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
     onnx.checker.check_model(model)
     return model
 

@@ -15,49 +15,22 @@ import numpy as np
 import onnxruntime
 import pytest
 from helpers import compile_and_simulate, compile_program
-from onnx import TensorProto, helper, numpy_helper
 from patterns import qkv_attention
 from test_matmul_epilogue import constant_inputs
 
 import npu
 from npu.attention_projection import PROJECTION_ATTR
+from npu.frontend import bert
 from npu.ir import dict_attr_items, walk
 
 FUSED, APART = "npu-lower{fuse-remarks=true}", "npu-lower{fuse-attention-projection=false}"
 
 
 def self_attention(seq: int, hidden: int, heads: int, head_dim: int, bias: bool, seed: int = 0):
-    """x [1, S, hidden] -> q, k, v = x W (+ b) -> heads -> softmax(q k^T /
-    sqrt(D)) v -> heads merged -> y [1, S, H*D], and a feed of x."""
-    rng = np.random.default_rng(seed)
-    width = heads * head_dim
-    inits = {"split": np.array([1, seq, heads, head_dim], np.int64),
-             "merge": np.array([1, seq, width], np.int64),
-             "scale": np.array(1 / np.sqrt(head_dim), np.float32)}
-    nodes = []
-    for q in "qkv":
-        inits[f"w{q}"] = (rng.standard_normal((hidden, width)) / np.sqrt(hidden)).astype(np.float32)
-        out = f"{q}0"
-        nodes.append(helper.make_node("MatMul", ["x", f"w{q}"], [out], name=f"{q}_proj"))
-        if bias:
-            inits[f"b{q}"] = (rng.standard_normal(width) * 0.5).astype(np.float32)
-            nodes.append(helper.make_node("Add", [out, f"b{q}"], [f"{q}1"], name=f"{q}_bias"))
-            out = f"{q}1"
-        nodes += [helper.make_node("Reshape", [out, "split"], [f"{q}2"], name=f"{q}_split"),
-                  helper.make_node("Transpose", [f"{q}2"], [f"{q}h"], name=f"{q}_heads",
-                                   perm=[0, 2, 3, 1] if q == "k" else [0, 2, 1, 3])]
-    nodes += [helper.make_node("MatMul", ["qh", "kh"], ["s0"], name="scores"),
-              helper.make_node("Mul", ["s0", "scale"], ["s1"], name="scale"),
-              helper.make_node("Softmax", ["s1"], ["p"], name="softmax", axis=-1),
-              helper.make_node("MatMul", ["p", "vh"], ["c0"], name="context"),
-              helper.make_node("Transpose", ["c0"], ["c1"], name="merge_heads", perm=[0, 2, 1, 3]),
-              helper.make_node("Reshape", ["c1", "merge"], ["y"], name="merge")]
-    graph = helper.make_graph(
-        nodes, "self_attention", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, seq, hidden])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, seq, width])],
-        [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
-    x = rng.standard_normal((1, seq, hidden)).astype(np.float32)
+    """BERT's self-attention block (`npu.frontend.bert.self_attention`, biases
+    large enough to matter) and a feed of x."""
+    model = bert.self_attention(seq, hidden, heads, head_dim, bias, seed, bias_scale=0.5)
+    x = np.random.default_rng(seed + 1).standard_normal((1, seq, hidden)).astype(np.float32)
     return model, x
 
 
