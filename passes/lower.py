@@ -35,6 +35,7 @@ from npu.ir import dict_attr_items, dict_attr_of, walk, walk_held
 from npu.passes.base import DOUBLE_BUFFER_KEY, OP_OPTIONS_ATTR, Option, Pass, PassError
 from npu.passes.lower_fractalize import ALGORITHMS as FRACTALIZE_ALGORITHMS
 from npu.passes.lower_matmul import STRATEGY_CHOICES as STRATEGIES
+from npu.passes.prefetch import L1_ROOMS
 
 # flag -> {our option name: the lowering's option name}
 LOWERINGS: tuple[tuple[str, dict[str, str]], ...] = (
@@ -147,6 +148,9 @@ class LowerPass(Pass):
                "chunks load during the previous op's idle MTE2 tail (one core only)"),
         Option("prefetch-remarks", bool, False, "npu-prefetch's remarks: each prefetch and "
                "each matmul loop left alone, with the cost model's figures"),
+        Option("prefetch-l1-room", str, "live", "npu-prefetch's l1-room: a chunk goes beside "
+               "the bytes live at each op (live; lowered again with safe if L1 then overflows) "
+               "or beside every buffer a live one meets (safe)", choices=L1_ROOMS),
         Option("plan-gm", bool, True, "pack GM memref.alloc temporaries into one workspace "
                "argument first (npu-plan-gm); false leaves them as allocs"),
         Option("sync", str, "precise", "npu-insert-sync mode", choices=("precise", "barrier")),
@@ -195,35 +199,52 @@ class LowerPass(Pass):
     def run(self, module: ir.Operation) -> None:
         """With fusion, a fused kernel whose chunk the footprint model sized
         too large for the memory planner (UB overflow) is retried with half
-        the UB share, then unfused: attempting fusion never fails a program."""
-        if not self.fuse or self.cores != 1:
-            self._lower(module, None)
-            return
-        from npu.fusion import FUSED_UB_FRACTION
+        the UB share, then unfused: attempting fusion never fails a program.
+        An L1 overflow after npu-prefetch placed chunks beside the bytes live
+        at each op is first retried with its safe room (`l1-room=safe`)."""
+        fuse = self.fuse and self.cores == 1
+        prefetch = self.prefetch and self.cores == 1
+        fractions: tuple[float | None, ...] = (None,)
+        if fuse:
+            from npu.fusion import FUSED_UB_FRACTION
 
-        share = self.ub_fraction or FUSED_UB_FRACTION
-        if self.hoist_casts:
-            self._required("npu-hoist-casts", remarks=self.fuse_remarks).run(module)
-        if self.fuse_horizontal:
-            self._required("npu-fuse-horizontal", remarks=self.fuse_remarks).run(module)
-        snapshot = module.clone()
-        for fraction in (share, share / 2, None):
+            share = self.ub_fraction or FUSED_UB_FRACTION
+            fractions = (share, share / 2, None)
+            if self.hoist_casts:
+                self._required("npu-hoist-casts", remarks=self.fuse_remarks).run(module)
+            if self.fuse_horizontal:
+                self._required("npu-fuse-horizontal", remarks=self.fuse_remarks).run(module)
+        snapshot = module.clone() if fuse or prefetch else None
+        room, k = self.prefetch_l1_room, 0
+        while True:
+            fraction = fractions[k]
             try:
-                self._lower(module, fraction, 1.0 if fraction == share else 0.5)
+                self._lower(module, fraction, 1.0 if k == 0 else 0.5, room)
                 return
             except PassError as e:
-                if fraction is None or "overflows" not in e.message:
+                if snapshot is None or "overflows" not in e.message:
+                    raise
+                if prefetch and room == "live" and e.message.startswith("l1 overflows"):
+                    room = "safe"
+                    if self.prefetch_remarks:
+                        self.remark(module, "npu-prefetch: L1 overflowed with chunks beside the "
+                                            f"bytes live at each op ({e.message.split(';')[0]}); "
+                                            "lowering again with l1-room=safe")
+                elif k + 1 < len(fractions):
+                    k += 1
+                    if self.fuse_remarks:
+                        then = "unfused" if fractions[k] is None else f"at UB share {fractions[k]:g}"
+                        self.remark(module, f"npu-fuse: fused kernels at UB share {fraction:g} "
+                                            f"overflowed ({e.message.split(':')[0]}); retrying {then}")
+                else:
                     raise
                 _restore(module, snapshot.clone())
-                if self.fuse_remarks:
-                    then = "unfused" if fraction == share / 2 else f"at UB share {share / 2:g}"
-                    self.remark(module, f"npu-fuse: fused kernels at UB share {fraction:g} "
-                                        f"overflowed UB ({e.message.split(':')[0]}); retrying {then}")
 
     def _lower(self, module: ir.Operation, fuse_fraction: float | None,
-               attention_share: float = 1.0) -> None:
+               attention_share: float = 1.0, l1_room: str = "live") -> None:
         """`attention_share`: of npu-fuse-attention's UB share (halved on the
-        retry after an overflow, like the row groups')."""
+        retry after an overflow, like the row groups'); `l1_room`:
+        npu-prefetch's."""
         if fuse_fraction is not None:
             if self.fuse_attention:
                 from npu.attention_plan import ATTENTION_UB_FRACTION
@@ -292,7 +313,8 @@ class LowerPass(Pass):
         # Loops of ops with a per-op `double-buffer` carry a mark it follows.
         steps: list[Pass | None] = [self._make("npu-double-buffer", unmarked=self.double_buffer)]
         if self.prefetch and self.cores == 1:
-            steps.append(self._required("npu-prefetch", remarks=self.prefetch_remarks))
+            steps.append(self._required("npu-prefetch", remarks=self.prefetch_remarks,
+                                        **{"l1-room": l1_room}))
         steps.append(self._required("npu-plan-memory", algorithm=self.plan))
         steps.append(self._required("npu-insert-sync", mode=self.sync, **{"sink-sets": self.sink_sets,
                                                                        "carried-span": self.carried_span}))

@@ -30,7 +30,9 @@ after each top-level op with GM loads, the other pipes' work that follows
 its last load (the last iteration of a loop, then the ops up to the next
 op with loads), where that next op waits, i.e. reads GM bytes written since
 (loads that need nothing run at once: in the previous op the idle time
-counts after them, in this op's preparation, e.g. a bias, before them).
+counts after them, in this op's preparation, e.g. a bias, before them;
+the preparation waits when any of its loads does, e.g. the copy of A's
+resident strip behind a bias).
 The gap after the last load of the op before the previous one comes
 first (when the previous op's first load that waits on it does: loads
 before it that wait for nothing, a layernorm's gamma and beta, run at once
@@ -45,7 +47,9 @@ loads in the loop's first iteration, in place of its copy), and only if L1
 (the collector's bound at every op from its first part to the loop, plus
 the slots placed before; the ops that a function-level alloc, A's resident
 strip, ties to the loop have the loop's slots in their bound already) has
-room. An op that reads
+room: by default beside the bytes live there (`l1-room=live`, which the
+planner nearly always achieves; npu-lower lowers again with `safe`, the
+collector's upper bound, if L1 then overflows). An op that reads
 nothing the previous op writes gets nothing: its loads do not wait. Each
 prefetch and each refusal is a remark (`remarks=true`), with the gaps.
 """
@@ -67,6 +71,8 @@ from .gaps import IdleGaps
 from .parts import Candidate, Part
 
 CONSTANT_ATTR = "npu.constant"
+# `npu-prefetch{l1-room}`: in the order of `space_bounds_at`'s (lower, upper).
+L1_ROOMS = ("live", "safe")
 
 
 def _label(op: ir.Operation) -> str:
@@ -105,6 +111,10 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
         Option("chunks", int, 0, "weight slots (ping-pong buffers) to prefetch per matmul "
                "loop instead of the cost model's choice (still bounded by L1; 0: cost model)",
                low=0),
+        Option("l1-room", str, "live", "L1 a prefetched slot may take at each op: beside the "
+               "bytes live there (live; npu-lower retries with safe should npu-plan-memory "
+               "then overflow L1) or beside every buffer whose lifetime meets those live "
+               "there (safe: always placeable)", choices=L1_ROOMS),
     )
 
     # func -> the `BufferCollector` `npu-double-buffer` left (set by
@@ -218,7 +228,14 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
             gaps = [earlier] + gaps
         low = min([max(start, 0)] + [k for k, _ in gaps])
         # L1 each op from a gap to the loop needs at most.
-        need = {j: collector.space_bounds_at(func, "l1", j)[1] for j in range(low, at)}
+        # The lower bound at each op is what is live there; the upper one
+        # adds every buffer a lifetime live there meets (an op's whole
+        # component: the planner can always place beside it). In a long
+        # kernel (the attention computing its projection) a component spans
+        # the whole kernel, so its tail, where most of it is dead, would
+        # never take a chunk.
+        bound = L1_ROOMS.index(self.l1_room)
+        need = {j: collector.space_bounds_at(func, "l1", j)[bound] for j in range(low, at)}
         # The ops that function-level allocs tie to the loop (A's resident
         # strip, copied before it) share its bound, which counts the loop's
         # slots (the prefetched ones among them).

@@ -56,20 +56,34 @@ class IdleGaps:
                 if not overlaps(loop_reads, to_loop):
                     idle = 0.0
             elif not overlaps(self.facts.reads(tops[following]), to_following):
-                # MTE2 goes on to the next op's loads at once. In the
-                # previous op what remains of this idle time comes after
-                # them (its loads are its own work: not to be delayed); this
-                # op's preparation (a bias, gamma, beta) may wait for a
-                # chunk: its loads only precede the loop's first wait.
-                loads = self.facts(tops[following]).loads
-                if following > last:
-                    idle += max(0.0, gaps.pop()[1] - loads)
-                    gaps.append((following, 0.0))
-                    if not overlaps(loop_reads, to_loop):
-                        idle = 0.0  # nor does the loop wait for op k
+                waiter = (self._waiter(tops, following, end, to_following)
+                          if following > last else None)
+                if waiter is not None:
+                    # This op's preparation waits for op k behind loads
+                    # that wait for nothing (BERT's out-projection: its
+                    # bias row, then A's resident strip, the attention's
+                    # result): MTE2 runs those at once, then idles until
+                    # op k's results are stored. The idle time is op k's
+                    # gap less their loads; theirs is none.
+                    free = {j for j, _ in gaps if following <= j < waiter}
+                    idle = max(0.0, idle - sum(self.facts(tops[j]).loads for j in free))
+                    gaps = [(j, 0.0 if j in free else g) for j, g in gaps]
                 else:
-                    gaps[-1] = (following, gaps[-1][1] + max(0.0, idle - loads))
-                    idle = 0.0
+                    # MTE2 goes on to the next op's loads at once. In the
+                    # previous op what remains of this idle time comes
+                    # after them (its loads are its own work: not to be
+                    # delayed); this op's preparation (a bias, gamma,
+                    # beta) may wait for a chunk: its loads only precede
+                    # the loop's first wait.
+                    loads = self.facts(tops[following]).loads
+                    if following > last:
+                        idle += max(0.0, gaps.pop()[1] - loads)
+                        gaps.append((following, 0.0))
+                        if not overlaps(loop_reads, to_loop):
+                            idle = 0.0  # nor does the loop wait for op k
+                    else:
+                        gaps[-1] = (following, gaps[-1][1] + max(0.0, idle - loads))
+                        idle = 0.0
             gaps.append((k, idle))
             if k < last and sum(1 for j, _ in gaps if j <= last) == 2:
                 # The previous op's tail and the op before it: earlier ops
@@ -84,6 +98,13 @@ class IdleGaps:
         # GELU are chains of many steps: +23k cycles at seq 512).
         tail = max((k for k, _ in gaps if k <= last), default=None)
         return [(k, g if k > last or k == tail else 0.0) for k, g in gaps]
+
+    def _waiter(self, tops: list[ir.Operation], following: int, end: int, written: set
+                ) -> int | None:
+        """The first op of this op's preparation, from `following` on, whose
+        loads read GM bytes in `written` (None when none does)."""
+        return next((j for j in range(following, end)
+                     if overlaps(self.facts.reads(tops[j]), written)), None)
 
     def _fill(self, copies: list[ir.Operation], gaps: list[tuple[int, float]],
               left: dict[int, float], bandwidth: int, rest_at: int | None = None

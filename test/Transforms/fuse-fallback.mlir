@@ -7,7 +7,7 @@
 // (then, if that overflows too, unfused): attempting fusion never fails the
 // program.
 // CHECK: remark: fused 5 ops
-// CHECK: remark: npu-fuse: fused kernels at UB share 0.9 overflowed UB (ub overflows); retrying at UB share 0.45
+// CHECK: remark: npu-fuse: fused kernels at UB share 0.9 overflowed (ub overflows); retrying at UB share 0.45
 // CHECK: remark: fused 5 ops
 // CHECK-NOT: overflowed
 // With the default share the fused kernel is planned at once.

@@ -45,11 +45,13 @@ def bert_layer(seq=128, hidden=768, heads=12, ffn=3072, batch=1, seed=0, gelu_ap
 
 
 def self_attention(seq: int, hidden: int, heads: int, head_dim: int | None = None,
-                   bias: bool = True, seed: int = 0, bias_scale: float = 0.02):
+                   bias: bool = True, seed: int = 0, bias_scale: float = 0.02,
+                   out_projection: bool = False):
     """BERT's self-attention block: x [1, S, hidden] -> q, k, v = x W (+ b,
     drawn with deviation `bias_scale`), split into heads of `head_dim`
     (hidden / heads by default; H x D need not be `hidden`), softmax(q k^T /
-    sqrt(D)) v, the heads merged into y [1, S, H*D]."""
+    sqrt(D)) v, the heads merged into y [1, S, H*D]; with `out_projection`
+    then y W_o + b_o ([1, S, hidden])."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -76,10 +78,17 @@ def self_attention(seq: int, hidden: int, heads: int, head_dim: int | None = Non
               helper.make_node("Softmax", ["s1"], ["p"], name="softmax", axis=-1),
               helper.make_node("MatMul", ["p", "vh"], ["c0"], name="context"),
               helper.make_node("Transpose", ["c0"], ["c1"], name="merge_heads", perm=[0, 2, 1, 3]),
-              helper.make_node("Reshape", ["c1", "merge"], ["y"], name="merge")]
+              helper.make_node("Reshape", ["c1", "merge"], ["c2" if out_projection else "y"],
+                               name="merge")]
+    if out_projection:
+        inits["wo"] = (rng.standard_normal((width, hidden)) / np.sqrt(width)).astype(np.float32)
+        inits["bo"] = (rng.standard_normal(hidden) * bias_scale).astype(np.float32)
+        nodes += [helper.make_node("MatMul", ["c2", "wo"], ["o0"], name="out_proj"),
+                  helper.make_node("Add", ["o0", "bo"], ["y"], name="out_bias")]
     graph = helper.make_graph(
         nodes, "self_attention", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, seq, hidden])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, seq, width])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                       [1, seq, hidden if out_projection else width])],
         [numpy_helper.from_array(v, k) for k, v in inits.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
     onnx.checker.check_model(model)
