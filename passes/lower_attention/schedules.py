@@ -76,7 +76,8 @@ class TileSchedules:
                 self.run_jobs(h, {"q": q_tiles[slot], "k": k_tiles[slot], "v": buf["v"][slot]},
                               head_slot=slot, loads=first or not ahead,
                               ahead=None if last or not ahead
-                              else lambda k: self.load_jobs(lin((h, 1), (1, 1)), [k], 1 - slot))
+                              else lambda k: self.load_jobs(lin((h, 1), (1, 1)), [k], 1 - slot),
+                              one_scope=self.one_head_scope)
                 self.v_lay_out = lambda: None
                 self.scope(lambda: self.mm.mad(
                     self.mm.to_l0a(q_tiles[slot], s1, d1), self.k_to_l0b(k_tiles[slot], s1),
