@@ -117,7 +117,8 @@ class ProjectedHeads:
     def run_jobs(self, h, tiles: Tiles, ks: range | list[int] | None = None,
                  head_slot: int = 0, loads: bool = True,
                  ahead: Callable[[int], None] | None = None, drains: bool = True,
-                 one_scope: bool = False, first_loaded: bool = False) -> None:
+                 one_scope: bool = False,
+                 first_loaded: bool = False) -> Callable[[], None] | None:
         """Jobs `ks` (all by default) of head h, in order (row tile, then Q,
         K, V, then column piece), emitted where the caller is, not in a
         scope of their own: npu-insert-sync orders a nested loop as a whole,
@@ -168,16 +169,24 @@ class ProjectedHeads:
 
             self.scope(body)
             self.ring = None
-            # Then the last drain, and the next head's copies that the scope
-            # left out: the last job's, or all of them when the jobs' own
-            # copies come early (after this head's own in MTE2's queue: no
-            # job waits for them; out of the scope, whose copies are waited
-            # for as a whole).
+            # The next head's copies that the scope left out: the last job's,
+            # or all of them when the jobs' own copies come early (after
+            # this head's own in MTE2's queue: no job waits for them; out of
+            # the scope, whose copies are waited for as a whole), in three
+            # runs (npu-insert-sync sets a flag after a run of copies): the
+            # first ones, the second last after the last drain, the last one
+            # after the caller's next op (returned).
+            rest = [] if ahead is None else ks if early else ks[-1:]
+            for k in rest[:-2]:
+                ahead(k)
             if drains:
                 self.scope(lambda: self.job_drain(h, ks[-1], tiles, head_slot))
-            for k in ([] if ahead is None else ks if early else ks[-1:]):
+            if len(rest) > 1:
+                ahead(rest[-2])
+                return lambda: ahead(rest[-1])
+            for k in rest:
                 ahead(k)
-            return
+            return None
         streamed = not self.pp.x_resident
         if ks and ks[0] == 0:
             self.strips_loaded: set = set()
@@ -207,6 +216,7 @@ class ProjectedHeads:
                 self.scope(lambda k=k: self.job_drain(h, k, tiles, head_slot))
             if ahead is not None:  # after the drain: not in one run with the copies above
                 ahead(k)
+        return None
 
     def copy_x(self) -> None:
         """X resident: all of it GM -> L1, once, right before the first
@@ -348,6 +358,21 @@ class ProjectedHeads:
                                        op_name="cce.load_l1_to_l0b", src_first=s * pp.sub,
                                        src_col_stride=pp.chunk)
                 self.mm.mad(a0, b0, piece, rows, pp.sub, cols, step > 1)
+
+    def v_jobs_overlap(self) -> bool:
+        """Whether the last head's V jobs are worth running after its
+        Q.K^T (`head_pipeline`): their cube work, which its softmax then
+        overlaps, exceeds what they then add after the softmax (their
+        drains L0C -> UB with the epilogue, UB -> L1, V's tile -> L0B)."""
+        p, pp, t, d1 = self.projection, self.pp, self.t, self.a.d_blocks
+        jobs = pp.row_tiles(p.m1) * (d1 // pp.cols)
+        cube = t.cube_cycles(p.m1 * p.n1 * d1) + jobs * (p.n1 // pp.sub) * t.mad_latency
+        paths = [(t.path("l0c_to_ub"), p.m1 * d1 * proj.FRACTAL_F32),
+                 (t.path("ub_to_l1"), p.m1 * d1 * proj.FRACTAL_F16),
+                 (t.path("l1_to_l0b"), self.a.seq_blocks * (d1 + 1) * proj.FRACTAL_F16)]
+        after = (sum(nbytes / path.bytes_per_cycle + path.latency for path, nbytes in paths)
+                 + p.vector_cycles * d1 / p.c_blocks)
+        return cube > after
 
     def sub_step_slots(self, rows: int) -> tuple[list[ir.Value], list[ir.Value]]:
         """The two L0A and two L0B slots of the jobs' sub-steps (X's
