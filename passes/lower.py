@@ -142,7 +142,7 @@ class LowerPass(Pass):
                "step of the kernel's row max (vcmax per row, or a transpose and a tree of "
                "full-width folds; auto: the cheaper)", choices=("auto", "vcmax", "transpose")),
         Option("attention-head-scope", bool, True, "npu-lower-attention's head-scope: with the "
-               "projection and one tile a head, a head's jobs and Q.K^T in one scope"),
+               "projection and one tile a head, a head's jobs in one scope"),
         Option("fuse-remarks", bool, False, "npu-fuse's remarks: each group formed and why "
                "ops were left out (and npu-lower-fused's: each row kernel's chunk layout)"),
         Option("prefetch", bool, True, "npu-prefetch: a matmul's first host-constant weight "

@@ -75,8 +75,9 @@ class LowerAttention(Pass):
                "full-width vmax) or 'auto' (the cheaper by the target's vector costs)",
                choices=("auto", "vcmax", "transpose")),
         Option("head-scope", bool, True, "with the projection and one tile a head: a head's "
-               "jobs and its Q.K^T in one scope, on L0 sub-step slots taken by turns across "
-               "them (false: a scope per job's mads and for the Q.K^T)"),
+               "jobs in one scope, on L0 sub-step slots taken by turns across them, and the "
+               "last head's V jobs after its Q.K^T when its softmax gains by overlapping them "
+               "(false: a scope per job's mads)"),
     )
 
     def run(self, module: ir.Operation) -> None:

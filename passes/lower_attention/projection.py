@@ -15,7 +15,6 @@ builders and the epilogue are `npu-lower-matmul`'s.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 from mlir import ir
@@ -24,31 +23,13 @@ from npu import attention_projection as proj
 from npu import ir as nir
 from npu.cce_build import copy_bursts, lin, sub
 from npu.passes.base import PassError
+from npu.passes.lower_attention.sub_steps import SubStepRing
 from npu.passes.matmul_epilogue import MatmulEpilogue, Piece
 from npu.vector_tiling import split_repeats
 
 # The tiles of one head: "q" [D/16, S1], "k" [D/16, S1] (K's own rows: the
 # Zn blocks of K^T), "v" [D/16 + 1, S1] (its last column block ones).
 Tiles = dict[str, ir.Value]
-
-
-@dataclass
-class SubStepRing:
-    """The L0A / L0B slots of the jobs' sub-steps, taken by turns (across
-    the jobs of a head when they share one, `run_jobs(one_scope=True)`)."""
-
-    a: list[ir.Value]
-    b: list[ir.Value]
-    turn: int = 0
-
-    def next(self, a_blocks: int) -> tuple[ir.Value, ir.Value]:
-        """The next turn's slots, L0A's first `a_blocks` blocks (a row
-        tile of fewer rows than the slot's)."""
-        a, b = self.a[self.turn % 2], self.b[self.turn % 2]
-        self.turn += 1
-        if nir.memref_shape(a)[0] != a_blocks:
-            a = nir.subview(a, [0, 0, 0], [a_blocks, 16, 16])
-        return a, b
 
 
 class ProjectedHeads:
@@ -136,7 +117,10 @@ class ProjectedHeads:
         next job's loads would wait for its last mad). What follows the
         scope waits for all of its work on a pipe (the Q.K^T after the Q and
         K drains, not the V drain, which comes after it), and the scope's
-        entry for all that it needs (such as the W chunks of all its jobs). `head_slot`: 0 or 1 by head, for the W chunks' turns
+        entry for all that it needs (such as the W chunks of all its jobs);
+        returned: the next head's copies the caller emits after its next op
+        (or None); `first_loaded`: the first job's copies are emitted (the
+        scope's). `head_slot`: 0 or 1 by head, for the W chunks' turns
         and the order of the row tiles (`row_of`); `ahead(k)`: emitted after
         job k (the next head's copies for job k, after its drain:
         npu-insert-sync's sink-sets puts one set_flag after a run of copies,
@@ -358,21 +342,6 @@ class ProjectedHeads:
                                        op_name="cce.load_l1_to_l0b", src_first=s * pp.sub,
                                        src_col_stride=pp.chunk)
                 self.mm.mad(a0, b0, piece, rows, pp.sub, cols, step > 1)
-
-    def v_jobs_overlap(self) -> bool:
-        """Whether the last head's V jobs are worth running after its
-        Q.K^T (`head_pipeline`): their cube work, which its softmax then
-        overlaps, exceeds what they then add after the softmax (their
-        drains L0C -> UB with the epilogue, UB -> L1, V's tile -> L0B)."""
-        p, pp, t, d1 = self.projection, self.pp, self.t, self.a.d_blocks
-        jobs = pp.row_tiles(p.m1) * (d1 // pp.cols)
-        cube = t.cube_cycles(p.m1 * p.n1 * d1) + jobs * (p.n1 // pp.sub) * t.mad_latency
-        paths = [(t.path("l0c_to_ub"), p.m1 * d1 * proj.FRACTAL_F32),
-                 (t.path("ub_to_l1"), p.m1 * d1 * proj.FRACTAL_F16),
-                 (t.path("l1_to_l0b"), self.a.seq_blocks * (d1 + 1) * proj.FRACTAL_F16)]
-        after = (sum(nbytes / path.bytes_per_cycle + path.latency for path, nbytes in paths)
-                 + p.vector_cycles * d1 / p.c_blocks)
-        return cube > after
 
     def sub_step_slots(self, rows: int) -> tuple[list[ir.Value], list[ir.Value]]:
         """The two L0A and two L0B slots of the jobs' sub-steps (X's

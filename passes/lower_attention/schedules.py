@@ -70,15 +70,10 @@ class TileSchedules:
             return {"q": q_tiles[slot], "k": k_tiles[slot], "v": buf["v"][slot]}
 
         def v_last(h) -> list[int]:
-            """The jobs of V of the last head (X resident, a head's jobs in
-            one scope), which its P.V stage runs: its softmax then overlaps
-            them instead of following them (nothing else is left to), when
-            that gains (`v_jobs_overlap`)."""
-            if not (projected and self.one_head_scope and self.pp.x_resident
-                    and isinstance(h, int) and h == a.heads - 1 and h > 0
-                    and self.v_jobs_overlap()):
-                return []
-            return [k for k in range(self.job_count()) if self.position_of(k)[1] == 2]
+            """The last head's V jobs when its P.V stage runs them
+            (`v_jobs_after_softmax`)."""
+            last = isinstance(h, int) and h == a.heads - 1 and h > 0
+            return self.v_jobs_after_softmax() if projected and last else []
 
         def scores(slot: int) -> None:
             self.scope(lambda: self.mm.mad(
