@@ -142,6 +142,8 @@ class LowerPass(Pass):
         Option("attention-row-max", str, "auto", "npu-lower-attention's row-max: the last "
                "step of the kernel's row max (vcmax per row, or a transpose and a tree of "
                "full-width folds; auto: the cheaper)", choices=("auto", "vcmax", "transpose")),
+        Option("attention-head-scope", bool, True, "npu-lower-attention's head-scope: with the "
+               "projection and one tile a head, a head's jobs in one scope"),
         Option("fuse-remarks", bool, False, "npu-fuse's remarks: each group formed and why "
                "ops were left out (and npu-lower-fused's: each row kernel's chunk layout)"),
         Option("prefetch", bool, True, "npu-prefetch: a matmul's first host-constant weight "
@@ -275,7 +277,8 @@ class LowerPass(Pass):
                                                  "remarks": self.fuse_remarks}, **(
                 {"max-chunk": self.max_chunk} if self.max_chunk else {})).run(module)
             self._required("npu-lower-attention",
-                           **{"row-max": self.attention_row_max}).run(module)
+                           **{"row-max": self.attention_row_max,
+                              "head-scope": self.attention_head_scope}).run(module)
         if self.cores != 1:  # fusion is not combined with core splitting yet
             self._required("npu-split-cores", cores=self.cores).run(module)
         if self.plan_gm:

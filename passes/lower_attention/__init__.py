@@ -74,6 +74,10 @@ class LowerAttention(Pass):
                "repeat per row), 'transpose' (vnchwconv to key-major, then a halving tree of "
                "full-width vmax) or 'auto' (the cheaper by the target's vector costs)",
                choices=("auto", "vcmax", "transpose")),
+        Option("head-scope", bool, True, "with the projection and one tile a head: a head's "
+               "jobs in one scope, on L0 sub-step slots taken by turns across them, and the "
+               "last head's V jobs after its Q.K^T when its softmax gains by overlapping them "
+               "(false: a scope per job's mads)"),
     )
 
     def run(self, module: ir.Operation) -> None:
@@ -152,6 +156,7 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, TileSchedules, ProjectedH
                             f"{', '.join(att.SOFTMAX_PRECISIONS)}", region)
         self.granule = self.t.granule("ub")
         self.row_max_mode = p.row_max  # `row_reduce`'s last step (`transposed_fold`)
+        self.one_head_scope = p.head_scope  # (`head_pipeline`)
         self.parity = 0  # of the head of the stage being emitted (`skewed`)
 
     # -- structure ------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import attention_plan as cost
+from npu import attention_projection_plan as plan
 from npu import ir as nir
 from npu.cce_build import lin
 from npu.passes.lower_attention.projection import ProjectedHeads, Tiles
@@ -14,6 +15,16 @@ from npu.passes.lower_attention.projection import ProjectedHeads, Tiles
 
 class ProjectedTiles:
     """Mixed into the kernel (`a`, `mm`, `prefix`, `pv`)."""
+
+    def v_jobs_after_softmax(self) -> list[int]:
+        """The V jobs of the last head when `head_pipeline` runs them in its
+        P.V stage, after its Q.K^T (X resident, a head's jobs in one scope):
+        its softmax then overlaps them instead of following them (nothing
+        else is left to), when that gains (`v_jobs_overlap`)."""
+        if not (self.one_head_scope and self.pp.x_resident
+                and plan.v_jobs_overlap(self.a, self.projection, self.pp, self.t)):
+            return []
+        return [k for k in range(self.job_count()) if self.position_of(k)[1] == 2]
 
     def q_from_tile(self, q1: ir.Value, x0, mq: int, q0: ir.Value) -> None:
         """Query blocks x0.. (mq) of a head's Q tile -> `q0` in L0A (Zz)."""

@@ -23,6 +23,7 @@ from npu import attention_projection as proj
 from npu import ir as nir
 from npu.cce_build import copy_bursts, lin, sub
 from npu.passes.base import PassError
+from npu.passes.lower_attention.sub_steps import SubStepRing
 from npu.passes.matmul_epilogue import MatmulEpilogue, Piece
 from npu.vector_tiling import split_repeats
 
@@ -35,6 +36,8 @@ class ProjectedHeads:
     """Mixed into the kernel (`a`, `t`, `mm`, `granule`, `scope`, `fill_ones`)."""
 
     projection: proj.Projection | None = None
+    # The sub-step slots the jobs of a head share (`run_jobs(one_scope=True)`).
+    ring: SubStepRing | None = None
     pp: proj.ProjPlan | None = None
     # Whether the schedule knows each head's parity statically (its head
     # slot), so that alternate heads take the row tiles in reverse (`row_of`).
@@ -94,7 +97,9 @@ class ProjectedHeads:
 
     def run_jobs(self, h, tiles: Tiles, ks: range | list[int] | None = None,
                  head_slot: int = 0, loads: bool = True,
-                 ahead: Callable[[int], None] | None = None, drains: bool = True) -> None:
+                 ahead: Callable[[int], None] | None = None, drains: bool = True,
+                 one_scope: bool = False,
+                 first_loaded: bool = False) -> Callable[[], None] | None:
         """Jobs `ks` (all by default) of head h, in order (row tile, then Q,
         K, V, then column piece), emitted where the caller is, not in a
         scope of their own: npu-insert-sync orders a nested loop as a whole,
@@ -104,7 +109,18 @@ class ProjectedHeads:
         copies of each job right before it, then its mads in a scope (with its L0A
         / L0B sub-step slots: they live there only, so the attention's L0
         tiles, in scopes of their own, may share those bytes) and its drain
-        in another. `head_slot`: 0 or 1 by head, for the W chunks' turns
+        in another. `one_scope`: all of it in one scope instead, but the
+        last job's drain and `ahead`, which follow it; the jobs' mads in it
+        unscoped, on sub-step slots allocated once and taken by turns across
+        the jobs: a job's first sub-tiles then go to L0 while the job before
+        runs its last mad (a scope of its own is ordered as a whole: its
+        next job's loads would wait for its last mad). What follows the
+        scope waits for all of its work on a pipe (the Q.K^T after the Q and
+        K drains, not the V drain, which comes after it), and the scope's
+        entry for all that it needs (such as the W chunks of all its jobs);
+        returned: the next head's copies the caller emits after its next op
+        (or None); `first_loaded`: the first job's copies are emitted (the
+        scope's). `head_slot`: 0 or 1 by head, for the W chunks' turns
         and the order of the row tiles (`row_of`); `ahead(k)`: emitted after
         job k (the next head's copies for job k, after its drain:
         npu-insert-sync's sink-sets puts one set_flag after a run of copies,
@@ -123,12 +139,46 @@ class ProjectedHeads:
         # before its own mads: no copy may overwrite a chunk whose mads come
         # later in program order.
         early = loads and self.pp.w_slots >= 2 * (self.projection.n1 // self.pp.chunk)
+        if one_scope and ks:
+            # The first job's copies and X's ahead of the scope: its entry
+            # waits for all that it reads, X's copy for the kernel that
+            # writes X; the W copies wait for nothing.
+            if early:
+                self.job_loads(h, ks[0], head_slot)
+                self.copy_x()
+
+            def body() -> None:
+                self.ring = SubStepRing(*self.sub_step_slots(self.pp.rows))
+                self.run_jobs(h, tiles, ks, head_slot, loads, ahead, drains, first_loaded=early)
+
+            self.scope(body)
+            self.ring = None
+            # The next head's copies that the scope left out: the last job's,
+            # or all of them when the jobs' own copies come early (after
+            # this head's own in MTE2's queue: no job waits for them; out of
+            # the scope, whose copies are waited for as a whole), in three
+            # runs (npu-insert-sync sets a flag after a run of copies): the
+            # first ones, the second last after the last drain, the last one
+            # after the caller's next op (returned).
+            rest = [] if ahead is None else ks if early else ks[-1:]
+            for k in rest[:-2]:
+                ahead(k)
+            if drains:
+                self.scope(lambda: self.job_drain(h, ks[-1], tiles, head_slot))
+            if len(rest) > 1:
+                ahead(rest[-2])
+                return lambda: ahead(rest[-1])
+            for k in rest:
+                ahead(k)
+            return None
         streamed = not self.pp.x_resident
         if ks and ks[0] == 0:
             self.strips_loaded: set = set()
-        if early and ks:
+        if early and ks and not first_loaded:
             self.job_loads(h, ks[0], head_slot)
         self.copy_x()
+        if self.ring is not None and early:
+            ahead = None  # (`one_scope`: after the scope)
         for i, k in enumerate(ks):
             at, t, c = self.position_of(k)
             if streamed and t == c == 0 and at not in self.strips_loaded \
@@ -136,15 +186,21 @@ class ProjectedHeads:
                 self.load_strip(self.row_of(at, head_slot))
             if loads and not early:
                 self.job_loads(h, k, head_slot)
-            self.scope(lambda k=k: self.job_mads(k, head_slot))
+            if self.ring is not None:
+                self.job_mads(k, head_slot)
+            else:
+                self.scope(lambda k=k: self.job_mads(k, head_slot))
             if early and i + 1 < len(ks):
                 self.job_loads(h, ks[i + 1], head_slot)
             if streamed:
                 self.next_strip(h, k, head_slot)
+            if self.ring is not None and i + 1 == len(ks):
+                break  # (`one_scope`: the last drain and `ahead` follow the scope)
             if drains:
                 self.scope(lambda k=k: self.job_drain(h, k, tiles, head_slot))
             if ahead is not None:  # after the drain: not in one run with the copies above
                 ahead(k)
+        return None
 
     def copy_x(self) -> None:
         """X resident: all of it GM -> L1, once, right before the first
@@ -271,13 +327,12 @@ class ProjectedHeads:
         cols = pp.cols
         piece = nir.subview(self.pieces[k % pp.c_slots], [0, 0, 0], [cols * rows, 16, 16])
         x1, ld, row0 = self.x_tile(r)
-        a_slots = [nir.alloc([rows * pp.sub, 16, 16], "f16", "l0a") for _ in range(2)]
-        b_slots = [nir.alloc([pp.sub * cols, 16, 16], "f16", "l0b") for _ in range(2)]
+        ring = self.ring or SubStepRing(*self.sub_step_slots(rows))
         step = 0
         for ci in range(p.n1 // pp.chunk):
             w1 = self.w_slot(k, ci, head_slot)
             for s in range(pp.chunk // pp.sub):
-                a0, b0 = a_slots[step % 2], b_slots[step % 2]
+                a0, b0 = ring.next(rows * pp.sub)
                 step += 1
                 n0 = ci * pp.chunk + s * pp.sub
                 self.mm.reorder_blocks(x1, a0, rows=rows, cols=pp.sub, transpose=False,
@@ -287,6 +342,13 @@ class ProjectedHeads:
                                        op_name="cce.load_l1_to_l0b", src_first=s * pp.sub,
                                        src_col_stride=pp.chunk)
                 self.mm.mad(a0, b0, piece, rows, pp.sub, cols, step > 1)
+
+    def sub_step_slots(self, rows: int) -> tuple[list[ir.Value], list[ir.Value]]:
+        """The two L0A and two L0B slots of the jobs' sub-steps (X's
+        `rows` row blocks, W's columns of a piece)."""
+        pp = self.pp
+        return ([nir.alloc([rows * pp.sub, 16, 16], "f16", "l0a") for _ in range(2)],
+                [nir.alloc([pp.sub * pp.cols, 16, 16], "f16", "l0b") for _ in range(2)])
 
     def job_drain(self, h, k: int, tiles: Tiles, head_slot: int) -> None:
         """Job k's piece L0C -> UB (rounded to f16 by the move), the

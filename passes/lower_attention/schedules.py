@@ -66,6 +66,20 @@ class TileSchedules:
                 self.nz_staging(s1)
                 nz_slots[k] = self.nz_slabs
 
+        def tiles_of(slot: int) -> dict:
+            return {"q": q_tiles[slot], "k": k_tiles[slot], "v": buf["v"][slot]}
+
+        def v_last(h) -> list[int]:
+            """The last head's V jobs when its P.V stage runs them
+            (`v_jobs_after_softmax`)."""
+            last = isinstance(h, int) and h == a.heads - 1 and h > 0
+            return self.v_jobs_after_softmax() if projected and last else []
+
+        def scores(slot: int) -> None:
+            self.scope(lambda: self.mm.mad(
+                self.mm.to_l0a(q_tiles[slot], s1, d1), self.k_to_l0b(k_tiles[slot], s1),
+                buf["scores"][slot], s1, d1, s1, False))
+
         def load(h, slot: int) -> None:
             if projected:
                 # Head h+1's weights stream during head h's jobs (head 0's
@@ -73,14 +87,19 @@ class TileSchedules:
                 last = isinstance(h, int) and h == a.heads - 1
                 first = isinstance(h, int) and h == 0
                 ahead = self.loads_ahead
-                self.run_jobs(h, {"q": q_tiles[slot], "k": k_tiles[slot], "v": buf["v"][slot]},
+                later = v_last(h)
+                rest = self.run_jobs(h, tiles_of(slot),
+                              [k for k in range(self.job_count()) if k not in later],
                               head_slot=slot, loads=first or not ahead,
                               ahead=None if last or not ahead
-                              else lambda k: self.load_jobs(lin((h, 1), (1, 1)), [k], 1 - slot))
+                              else lambda k: self.load_jobs(lin((h, 1), (1, 1)), [k], 1 - slot),
+                              one_scope=self.one_head_scope)
                 self.v_lay_out = lambda: None
-                self.scope(lambda: self.mm.mad(
-                    self.mm.to_l0a(q_tiles[slot], s1, d1), self.k_to_l0b(k_tiles[slot], s1),
-                    buf["scores"][slot], s1, d1, s1, False))
+                if not later:  # (else in `late`: the previous P.V first fills the cube's
+                    # wait for K's drain)
+                    scores(slot)
+                if rest is not None:
+                    rest()
                 return
             if not a.staged:
                 # V's rows first: Q's and K's, the last of the head, are
@@ -112,7 +131,9 @@ class TileSchedules:
             """V's staged rows laid out, after the previous head's drain (the
             vector unit does not wait for V's load)."""
             self.v_lay_out()
-            if v_l0b and (a.staged or projected):
+            if v_last(h):
+                scores(slot)
+            elif v_l0b and (a.staged or projected):
                 self.v_to_l0b(buf["v"][slot], s1, v_l0b[slot])
 
         def soft(h, slot: int) -> None:
@@ -128,13 +149,21 @@ class TileSchedules:
             copy("cce.copy_l0c_to_ub", buf["pv"][slot], self.context, 1, (d1 + 1) * s1 * 32)
             self.finish(h, 0, s1, a.seq)
 
+        def pv(h, slot: int) -> None:
+            later = v_last(h)
+            if later:  # (the last head's V jobs, after its softmax in V's queue)
+                rest = self.run_jobs(h, tiles_of(slot), later, head_slot=slot,
+                              loads=not self.loads_ahead, one_scope=True)
+                if v_l0b:
+                    self.v_to_l0b(buf["v"][slot], s1, v_l0b[slot])
+            self.scope(lambda: self.pv(s1, s1, buf, slot, v0=v_l0b[slot] if v_l0b else None))
+
         # (Projected: the jobs are not in one scope, `run_jobs`; head 0's
         # copy their own weights, job by job.)
         self.skewed(a.heads, load if projected else lambda h, slot: self.scope(
                         lambda: load(h, slot)),
                     lambda h, slot: self.scope(lambda: soft(h, slot)),
-                    lambda h, slot: self.scope(lambda: self.pv(
-                        s1, s1, buf, slot, v0=v_l0b[slot] if v_l0b else None)),
+                    pv,
                     lambda h, slot: self.scope(lambda: drain(h, slot)),
                     late, peel=2 if a.staged or projected else 1)
 

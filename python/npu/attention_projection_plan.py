@@ -100,6 +100,22 @@ def gm_read_bytes(a: Attention, p: Projection, pp: ProjPlan, snake: bool) -> int
             + 3 * a.d_blocks * p.n1 * FRACTAL_F16 * a.heads * rows)
 
 
+def v_jobs_overlap(a: Attention, p: Projection, pp: ProjPlan, target: Target) -> bool:
+    """Whether npu-lower-attention runs the last head's V jobs after its
+    Q.K^T (one tile a head, `head-scope`): their cube work, which its
+    softmax then overlaps, exceeds what they then add after the softmax
+    (their drains L0C -> UB with the epilogue, UB -> L1, V's tile -> L0B)."""
+    d1 = a.d_blocks
+    jobs = pp.row_tiles(p.m1) * (d1 // pp.cols)
+    cube = target.cube_cycles(p.m1 * p.n1 * d1) + jobs * (p.n1 // pp.sub) * target.mad_latency
+    paths = [(target.path("l0c_to_ub"), p.m1 * d1 * FRACTAL_F32),
+             (target.path("ub_to_l1"), p.m1 * d1 * FRACTAL_F16),
+             (target.path("l1_to_l0b"), a.seq_blocks * (d1 + 1) * FRACTAL_F16)]
+    after = (sum(nbytes / path.bytes_per_cycle + path.latency for path, nbytes in paths)
+             + p.vector_cycles * d1 / p.c_blocks)
+    return cube > after
+
+
 def overlapped(a: Attention, qb: int, kb: int) -> bool:
     """Whether npu-lower-attention overlaps a head's projection with the
     previous head's attention at tile qb x kb: one tile a head

@@ -2,6 +2,7 @@
 // RUN: FileCheck %s --input-file=%t
 // RUN: npu-opt %s --split-input-file -p 'builtin.module(npu-hoist-casts,npu-fuse-horizontal,npu-fuse-attention,npu-fuse,npu-fuse-attention-projection,npu-lower-attention)' -o %t.k 2>/dev/null
 // RUN: FileCheck %s --check-prefix=KERNEL --input-file=%t.k
+// RUN: FileCheck %s --check-prefix=SCOPE --input-file=%t.k
 
 // BERT's self-attention as npu-fuse-horizontal and npu-hoist-casts leave it
 // (test/python/fusion/patterns.py `qkv_attention`, 2 heads, seq 40, head
@@ -63,6 +64,25 @@
 // KERNEL:       "cce.copy_ub_to_l1"
 // KERNEL:       "cce.mad"{{.*}}accumulate = false, k = 48 : i64, m = 48 : i64, n = 32 : i64
 // KERNEL-NOT:   memref<40x64xf16, "gm">
+// With one tile a head, a head's jobs share one scope (npu-lower-attention
+// head-scope, the default): their L0A sub-step slots go round across the
+// jobs, allocated once in the scope (one sub-step a job here: job 1 takes
+// the second slot, job 2 the first again), so a job's first sub-tiles load
+// while the job before runs its last mad; a scope a job
+// (`head-scope=false`) allocates its own.
+// SCOPE-LABEL: func.func @qkv_attention
+// SCOPE:       "cce.copy_gm_to_l1"(%arg0, {{.*}}n_burst = 1
+// SCOPE-NEXT:  arith.constant
+// SCOPE-NEXT:  arith.constant
+// SCOPE-NEXT:  arith.constant
+// SCOPE-NEXT:  scf.for
+// SCOPE-NEXT:  %[[A0:[a-z_0-9]+]] = memref.alloc() : memref<12x16x16xf16, "l0a">
+// SCOPE-NEXT:  %[[A1:[a-z_0-9]+]] = memref.alloc() : memref<12x16x16xf16, "l0a">
+// SCOPE:       "cce.mad"(%[[A0]], {{.*}}accumulate = false, k = 32 : i64, m = 48
+// SCOPE-NOT:   memref.alloc() : memref<12x16x16xf16, "l0a">
+// SCOPE:       "cce.mad"(%[[A1]], {{.*}}accumulate = false, k = 32 : i64, m = 48
+// SCOPE-NOT:   memref.alloc() : memref<12x16x16xf16, "l0a">
+// SCOPE:       "cce.mad"(%[[A0]], {{.*}}accumulate = false, k = 32 : i64, m = 48
 // KERNEL-LABEL: func.func @q_used_twice
 // KERNEL:       "ascend.matmul"
 

@@ -188,3 +188,27 @@ def test_padding_rows_of_x_never_reach_the_context():
     with np.errstate(invalid="ignore"):  # the reference's padded rows of C are NaN
         fres = check_qkv(2, 120, 64, 64, padding=np.inf)
     assert fres.hazards == []
+
+
+@pytest.mark.parametrize("heads,seq,head_dim,hidden,bias", [
+    (2, 100, 64, 384, True),   # odd seq: the last head's V jobs after its softmax
+    (3, 40, 32, 96, True),     # three heads (the V jobs too small to move), odd seq
+    (2, 120, 64, 64, False),   # no bias
+    (1, 72, 128, 128, True),   # one head, head dim 128
+])
+def test_a_heads_jobs_in_one_scope_keep_the_numbers(heads, seq, head_dim, hidden, bias):
+    """`npu-lower{attention-head-scope}` (one tile a head: a head's jobs in
+    one scope on shared L0 sub-step slots, the last head's V jobs after its
+    softmax) computes every value as a scope a job does: the same mads in
+    the same order, the same roundings, so the outputs are equal bit for
+    bit; and with 0 hazards and against the reference."""
+    text = qkv_attention(heads, seq, head_dim, hidden, bias)
+    ins = qkv_inputs(text, seq, hidden)
+    one, _, ores = compile_and_simulate(text, "npu-lower", ins)
+    per_job, _, jres = compile_and_simulate(text, "npu-lower{attention-head-scope=false}", ins)
+    y = len(ins) - 1
+    assert ores.hazards == [] and jres.hazards == []
+    np.testing.assert_array_equal(one[y], per_job[y])
+    want = numpy_qkv_attention(ins, heads, seq, head_dim, bias)
+    np.testing.assert_allclose(one[y].astype(np.float64), want, rtol=2e-3,
+                               atol=2e-3 * float(np.abs(want).max()))
