@@ -248,11 +248,12 @@ class LowerPass(Pass):
         retry after an overflow, like the row groups'); `l1_room`:
         npu-prefetch's."""
         if fuse_fraction is not None:
-            if self.fuse_attention:
-                from npu.attention_plan import ATTENTION_UB_FRACTION
+            from npu.attention_plan import ATTENTION_UB_FRACTION
 
+            attention_fraction = ATTENTION_UB_FRACTION * attention_share
+            if self.fuse_attention:
                 self._required("npu-fuse-attention", remarks=self.fuse_remarks, **{
-                    "ub-fraction": ATTENTION_UB_FRACTION * attention_share,
+                    "ub-fraction": attention_fraction,
                     "nz-out": self.fuse_nz_stores,
                     "softmax": self.attention_softmax,
                     "tile": self.attention_tile}).run(module)
@@ -266,10 +267,8 @@ class LowerPass(Pass):
                               "chains": self.fuse_chains
                               and self._value("matmul-schedule") == "pipelined"}).run(module)
             if self.fuse_attention and self.fuse_attention_projection and self.fuse_epilogues:
-                from npu.attention_plan import ATTENTION_UB_FRACTION
-
-                self._required("npu-fuse-attention-projection", remarks=self.fuse_remarks, **{
-                    "ub-fraction": ATTENTION_UB_FRACTION * attention_share}).run(module)
+                self._required("npu-fuse-attention-projection", remarks=self.fuse_remarks,
+                               **{"ub-fraction": attention_fraction}).run(module)
             self._required("npu-lower-fused", **{"ub-fraction": fuse_fraction,
                                                  "slots": self.fuse_slots,
                                                  "steps": self.fuse_steps,

@@ -55,35 +55,33 @@ class IdleGaps:
                 # ones keep the loop's first load waiting.
                 if not overlaps(loop_reads, to_loop):
                     idle = 0.0
-            elif not overlaps(self.facts.reads(tops[following]), to_following):
-                waiter = (self._waiter(tops, following, end, to_following)
-                          if following > last else None)
-                if waiter is not None:
-                    # This op's preparation waits for op k behind loads
-                    # that wait for nothing (BERT's out-projection: its
-                    # bias row, then A's resident strip, the attention's
-                    # result): MTE2 runs those at once, then idles until
-                    # op k's results are stored. The idle time is op k's
-                    # gap less their loads; theirs is none.
-                    free = {j for j, _ in gaps if following <= j < waiter}
-                    idle = max(0.0, idle - sum(self.facts(tops[j]).loads for j in free))
-                    gaps = [(j, 0.0 if j in free else g) for j, g in gaps]
-                else:
-                    # MTE2 goes on to the next op's loads at once. In the
-                    # previous op what remains of this idle time comes
-                    # after them (its loads are its own work: not to be
-                    # delayed); this op's preparation (a bias, gamma,
-                    # beta) may wait for a chunk: its loads only precede
-                    # the loop's first wait.
-                    loads = self.facts(tops[following]).loads
-                    if following > last:
-                        idle += max(0.0, gaps.pop()[1] - loads)
-                        gaps.append((following, 0.0))
-                        if not overlaps(loop_reads, to_loop):
-                            idle = 0.0  # nor does the loop wait for op k
-                    else:
-                        gaps[-1] = (following, gaps[-1][1] + max(0.0, idle - loads))
-                        idle = 0.0
+            elif overlaps(self.facts.reads(tops[following]), to_following):
+                pass  # the next op's loads wait for op k: its gap stands
+            elif following > last and (
+                    waiter := self._waiter(tops, following, end, to_following)) is not None:
+                # This op's preparation waits for op k behind loads that
+                # wait for nothing (BERT's out-projection: its bias row,
+                # then A's resident strip, the attention's result): MTE2
+                # runs those at once, then idles until op k's results are
+                # stored. The idle time is op k's gap less their loads;
+                # theirs is none.
+                free = {j for j, _ in gaps if following <= j < waiter}
+                idle = max(0.0, idle - sum(self.facts(tops[j]).loads for j in free))
+                gaps = [(j, 0.0 if j in free else g) for j, g in gaps]
+            elif following > last:
+                # MTE2 goes on to the next op's loads at once. This op's
+                # preparation (a bias, gamma, beta) may wait for a chunk:
+                # its loads only precede the loop's first wait.
+                idle += max(0.0, gaps.pop()[1] - self.facts(tops[following]).loads)
+                gaps.append((following, 0.0))
+                if not overlaps(loop_reads, to_loop):
+                    idle = 0.0  # nor does the loop wait for op k
+            else:
+                # In the previous op what remains of this idle time comes
+                # after the next op's loads (its own work: not delayed).
+                loads = self.facts(tops[following]).loads
+                gaps[-1] = (following, gaps[-1][1] + max(0.0, idle - loads))
+                idle = 0.0
             gaps.append((k, idle))
             if k < last and sum(1 for j, _ in gaps if j <= last) == 2:
                 # The previous op's tail and the op before it: earlier ops
