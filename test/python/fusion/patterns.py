@@ -29,6 +29,12 @@ class _Program:
         attr = f" {{{attrs}}}" if attrs else ""
         self.lines.append(f'  "ascend.{name}"({names}){attr} : ({types}) -> ()')
 
+    def line(self, text: str) -> str:
+        """A value-producing line (a view, a constant): its new name."""
+        v = f"%v{len(self.lines)}"
+        self.lines.append(f"  {v} = {text}")
+        return v
+
     def text(self) -> str:
         sig = ", ".join(f"{a[0]}: {_t(a[1], a[2])}" + (f" {{{a[3]}}}" if len(a) > 3 else "")
                         for a in self.args)
@@ -240,9 +246,8 @@ def attention(heads: int, seq: int, head_dim: int, normalise: str = "reciprocal"
     (with `projections`): each projection is computed first, q + bq (bias
     arguments bq, bk, bv of the same shape after v), as a projection's bias
     add in BERT."""
-    s1, d1 = -(-seq // 16), -(-head_dim // 16)
-    qs, ks, ss, col = (heads, seq, head_dim), (heads, head_dim, seq), (heads, seq, seq), (heads, seq, 1)
-    ps = (1, seq, heads, head_dim)
+    s1 = -(-seq // 16)
+    qs, ks, ps = (heads, seq, head_dim), (heads, head_dim, seq), (1, seq, heads, head_dim)
     names = [("%q", ps if projections else qs), ("%kt", ps if projections else ks),
              ("%v", ps if projections else qs)]
     biases = [("%bq", ps), ("%bk", ps), ("%bv", ps)] if projections and biased else []
@@ -260,11 +265,8 @@ def attention(heads: int, seq: int, head_dim: int, normalise: str = "reciprocal"
             p.op("add", [(name, ps, "f32"), ("%b" + name[1], ps, "f32"), src])
         out = new((1,) + shape, "f32")
         p.op("transpose", [src, out], f"permutation = array<i64: {', '.join(map(str, perm))}>")
-        view = f"%v{len(p.lines)}"
-        full = "x".join(map(str, (1,) + shape))
-        short = "x".join(map(str, shape))
-        p.lines.append(f'  {view} = memref.collapse_shape {out[0]} [[0, 1], [2], [3]] : '
-                       f'memref<{full}xf32, "gm"> into memref<{short}xf32, "gm">')
+        view = p.line(f"memref.collapse_shape {out[0]} [[0, 1], [2], [3]] : "
+                      f"{_t((1,) + shape, 'f32')} into {_t(shape, 'f32')}")
         return (view, shape, "f32")
 
     def nz(src, rows_cols):
@@ -281,12 +283,32 @@ def attention(heads: int, seq: int, head_dim: int, normalise: str = "reciprocal"
         v_in = heads_of("%v", (0, 2, 1, 3), qs)
     qf = nz(q_in, (seq, head_dim))
     kf = nz(k_in, (head_dim, seq))
+    c2 = _softmax_context(p, qf, kf, lambda: nz(v_in, (seq, head_dim)), heads, seq, head_dim,
+                          1 / math.sqrt(head_dim) if scale is None else scale, normalise)
+    if not projections:
+        p.op("defractalize", [c2, ("%y", qs, "f32")])
+        return p.text()
+    _merge_heads(p, c2, heads, seq, head_dim, y_arg, nz_out)
+    return p.text()
+
+
+def _softmax_context(p: _Program, qf: tuple, kf: tuple, v_nz, heads: int, seq: int,
+                     head_dim: int, scale: float, normalise: str = "reciprocal") -> tuple:
+    """scores = Q.K^T (f16 Nz operands, batch_matmul), defractalized,
+    scaled (unless by 1), softmax along the keys (`normalise`: "reciprocal"
+    then mul, or "div"), P cast and fractalized, context = P.V with V from
+    `v_nz()` (made after P, as the frontend orders them): the context's
+    [H, D1, S1, 16, 16] f32."""
+    s1, d1 = -(-seq // 16), -(-head_dim // 16)
+    ss, col = (heads, seq, seq), (heads, seq, 1)
+
+    def new(shape, elem):
+        return (p.alloc(shape, elem), shape, elem)
+
     c1 = new((heads, s1, s1, 16, 16), "f32")
     p.op("batch_matmul", [qf, kf, c1])
     s = new(ss, "f32")
     p.op("defractalize", [c1, s])
-    if scale is None:
-        scale = 1 / math.sqrt(head_dim)
     if scale != 1.0:
         scaled = new(ss, "f32")
         p.op("muls", [s, scaled], f"scalar = {scale:.17e} : f64")
@@ -306,31 +328,40 @@ def attention(heads: int, seq: int, head_dim: int, normalise: str = "reciprocal"
         r = new(col, "f32")
         p.op("reciprocal", [total, r])
         p.op("mul", [e, r, probs])
-    pf = nz(probs, (seq, seq))
-    vf = nz(v_in, (seq, head_dim))
+    half = new(ss, "f16")
+    p.op("cast", [probs, half], 'round_mode = "rint"')
+    pf = new((heads, s1, s1, 16, 16), "f16")
+    p.op("fractalize", [half, pf])
+    vf = v_nz()
     c2 = new((heads, d1, s1, 16, 16), "f32")
     p.op("batch_matmul", [pf, vf, c2])
-    if not projections:
-        p.op("defractalize", [c2, ("%y", qs, "f32")])
-        return p.text()
+    return c2
+
+
+def _merge_heads(p: _Program, c2: tuple, heads: int, seq: int, head_dim: int, y_arg: tuple,
+                 nz_out: bool) -> None:
+    """The context `c2` defractalized into [H, S, D], the heads merged by a
+    transpose into y [1, S, H, D] f32, or with `nz_out` that cast to f16 and
+    fractalized into y [H*D/16, S1, 16, 16] (`y_arg`: y's shape and type)."""
+    qs, ps = (heads, seq, head_dim), (1, seq, heads, head_dim)
+    rows_cols = (seq, heads * head_dim)
+
+    def new(shape, elem):
+        return (p.alloc(shape, elem), shape, elem)
+
     ctx = new(qs, "f32")
     p.op("defractalize", [c2, ctx])
-    view = f"%v{len(p.lines)}"
-    p.lines.append(f'  {view} = memref.expand_shape {ctx[0]} [[0, 1], [2], [3]] output_shape '
-                   f'[1, {heads}, {seq}, {head_dim}] : memref<{"x".join(map(str, qs))}xf32, "gm"> '
-                   f'into memref<1x{heads}x{seq}x{head_dim}xf32, "gm">')
+    view = p.line(f"memref.expand_shape {ctx[0]} [[0, 1], [2], [3]] output_shape "
+                  f"[1, {heads}, {seq}, {head_dim}] : {_t(qs, 'f32')} into {_t((1,) + qs, 'f32')}")
     merged = new(ps, "f32")[0] if nz_out else "%y"
     p.op("transpose", [(view, (1,) + qs, "f32"), (merged, ps, "f32")],
          "permutation = array<i64: 0, 2, 1, 3>")
     if nz_out:
-        rows_cols = (seq, heads * head_dim)
-        flat = f"%v{len(p.lines)}"
-        p.lines.append(f"  {flat} = memref.collapse_shape {merged} [[0, 1], [2, 3]] : "
-                       f"{_t(ps, 'f32')} into {_t(rows_cols, 'f32')}")
+        flat = p.line(f"memref.collapse_shape {merged} [[0, 1], [2, 3]] : {_t(ps, 'f32')} into "
+                      f"{_t(rows_cols, 'f32')}")
         half = new(rows_cols, "f16")
         p.op("cast", [(flat, rows_cols, "f32"), half], 'round_mode = "rint"')
         p.op("fractalize", [half, ("%y",) + y_arg])
-    return p.text()
 
 
 def ffn_pair(m: int, n: int, f: int, act: str = "gelu") -> str:
@@ -376,7 +407,7 @@ def qkv_attention(heads: int, seq: int, head_dim: int, hidden: int, bias: bool =
     per head, the heads merged into y [1, S, H, D] f32 (with `nz_out`: cast
     to f16 and fractalized into y [H*D/16, S1, 16, 16], an out-projection's
     A operand). Any seq: the Nz tensors have S1 = ceil(S/16) row blocks."""
-    s1, d1, n1 = -(-seq // 16), head_dim // 16, hidden // 16
+    s1, n1 = -(-seq // 16), hidden // 16
     width = heads * head_dim
     w1 = width // 16
     c_s, w_s = (3 * w1, s1, 16, 16), (3 * w1, n1, 16, 16)
@@ -391,11 +422,6 @@ def qkv_attention(heads: int, seq: int, head_dim: int, hidden: int, bias: bool =
     def new(shape, elem):
         return (p.alloc(shape, elem), shape, elem)
 
-    def line(text: str) -> str:
-        v = f"%v{len(p.lines)}"
-        p.lines.append(f"  {v} = {text}")
-        return v
-
     c = new(c_s, "f32")
     p.op("matmul", [("%x", (n1, s1, 16, 16), "f16"), ("%w", w_s, "f16"), c])
     if bias:
@@ -403,71 +429,34 @@ def qkv_attention(heads: int, seq: int, head_dim: int, hidden: int, bias: bool =
         p.op("add", [c, ("%b", c_s, "f32"), cb])
         c = cb
     piece = w1 * s1 * 512
-    raw = line(f'memref.alloc() : memref<{3 * piece}xi8, "gm">')
-    half = line(f'memref.view {raw}[%c0][] : memref<{3 * piece}xi8, "gm"> to {_t(c_s, "f16")}')
+    raw = p.line(f'memref.alloc() : memref<{3 * piece}xi8, "gm">')
+    half = p.line(f'memref.view {raw}[%c0][] : memref<{3 * piece}xi8, "gm"> to {_t(c_s, "f16")}')
     p.lines.insert(0, "  %c0 = arith.constant 0 : index")
     p.op("cast", [c, (half, c_s, "f16")], 'round_mode = "rint"')
     qs, ks = (heads, seq, head_dim), (heads, head_dim, seq)
     nzs = {}
     for i, (name, perm, shape) in enumerate((("q", (0, 2, 1, 3), qs), ("k", (0, 2, 3, 1), ks),
                                              ("v", (0, 2, 1, 3), qs))):
-        shift = line(f"arith.constant {i * piece} : index")
-        cols = line(f'memref.view {raw}[{shift}][] : memref<{3 * piece}xi8, "gm"> to '
+        shift = p.line(f"arith.constant {i * piece} : index")
+        cols = p.line(f'memref.view {raw}[{shift}][] : memref<{3 * piece}xi8, "gm"> to '
                     f'{_t((w1, s1, 16, 16), "f16")}')
         rows = new((seq, width), "f16")
         p.op("defractalize", [(cols, (w1, s1, 16, 16), "f16"), rows])
-        split = line(f"memref.expand_shape {rows[0]} [[0, 1], [2, 3]] output_shape "
+        split = p.line(f"memref.expand_shape {rows[0]} [[0, 1], [2, 3]] output_shape "
                      f"[1, {seq}, {heads}, {head_dim}] : {_t((seq, width), 'f16')} into "
                      f"{_t((1, seq, heads, head_dim), 'f16')}")
         t = new((1,) + shape, "f16")
         p.op("transpose", [(split, (1, seq, heads, head_dim), "f16"), t],
              f"permutation = array<i64: {', '.join(map(str, perm))}>")
-        flat = line(f"memref.collapse_shape {t[0]} [[0, 1], [2], [3]] : "
+        flat = p.line(f"memref.collapse_shape {t[0]} [[0, 1], [2], [3]] : "
                     f"{_t((1,) + shape, 'f16')} into {_t(shape, 'f16')}")
         r, cl = shape[1], shape[2]
         nz = new((heads, -(-cl // 16), -(-r // 16), 16, 16), "f16")
         p.op("fractalize", [(flat, shape, "f16"), nz])
         nzs[name] = nz
-    ss, col = (heads, seq, seq), (heads, seq, 1)
-    c1 = new((heads, s1, s1, 16, 16), "f32")
-    p.op("batch_matmul", [nzs["q"], nzs["k"], c1])
-    s = new(ss, "f32")
-    p.op("defractalize", [c1, s])
-    scaled = new(ss, "f32")
-    p.op("muls", [s, scaled], f"scalar = {1 / math.sqrt(head_dim):.17e} : f64")
-    m = new(col, "f32")
-    p.op("reduce_max", [scaled, m])
-    t = new(ss, "f32")
-    p.op("sub", [scaled, m, t])
-    e = new(ss, "f32")
-    p.op("exp", [t, e])
-    total = new(col, "f32")
-    p.op("reduce_sum", [e, total])
-    rec = new(col, "f32")
-    p.op("reciprocal", [total, rec])
-    probs = new(ss, "f32")
-    p.op("mul", [e, rec, probs])
-    ph = new(ss, "f16")
-    p.op("cast", [probs, ph], 'round_mode = "rint"')
-    pf = new((heads, s1, s1, 16, 16), "f16")
-    p.op("fractalize", [ph, pf])
-    c2 = new((heads, d1, s1, 16, 16), "f32")
-    p.op("batch_matmul", [pf, nzs["v"], c2])
-    ctx = new(qs, "f32")
-    p.op("defractalize", [c2, ctx])
-    view = line(f"memref.expand_shape {ctx[0]} [[0, 1], [2], [3]] output_shape "
-                f"[1, {heads}, {seq}, {head_dim}] : {_t(qs, 'f32')} into "
-                f"{_t((1,) + qs, 'f32')}")
-    ps = (1, seq, heads, head_dim)
-    merged = new(ps, "f32")[0] if nz_out else "%y"
-    p.op("transpose", [(view, (1,) + qs, "f32"), (merged, ps, "f32")],
-         "permutation = array<i64: 0, 2, 1, 3>")
-    if nz_out:
-        flat = line(f"memref.collapse_shape {merged} [[0, 1], [2, 3]] : {_t(ps, 'f32')} into "
-                    f"{_t((seq, width), 'f32')}")
-        h16 = new((seq, width), "f16")
-        p.op("cast", [(flat, (seq, width), "f32"), h16], 'round_mode = "rint"')
-        p.op("fractalize", [h16, ("%y",) + y_arg])
+    c2 = _softmax_context(p, nzs["q"], nzs["k"], lambda: nzs["v"], heads, seq, head_dim,
+                          1 / math.sqrt(head_dim))
+    _merge_heads(p, c2, heads, seq, head_dim, y_arg, nz_out)
     return p.text()
 
 

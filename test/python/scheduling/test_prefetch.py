@@ -94,6 +94,11 @@ def inputs(text: str) -> list[np.ndarray]:
     return out
 
 
+def top_level(module) -> list:
+    """The function's top-level ops, in order."""
+    return [o.operation for o in functions(module)[0].regions[0].blocks[0].operations]
+
+
 def prefetched_weights(text: str, options: str = "prefetch=true") -> list[int]:
     """Argument numbers of the weights a top-level copy loads into L1."""
     module = compile_program(text, f"npu-lower{{{options}}}" if options else "npu-lower")
@@ -224,7 +229,7 @@ def test_chunk_cut_over_several_gaps_matches_numpy(cast_loc, bursts):
         np.testing.assert_array_equal(a, b)
     assert res.hazards == [] and plain_res.hazards == []
     module = compile_program(text, STEPS + "npu-prefetch")
-    top = [o.operation for o in functions(module)[0].regions[0].blocks[0].operations]
+    top = top_level(module)
     assert sorted(int(str(o.attributes["n_burst"]).split(":")[0]) for o in top
                   if o.name == "cce.copy_gm_to_l1") == bursts
 
@@ -242,7 +247,7 @@ def test_part_of_the_first_slot_when_the_gaps_hold_most_of_it(cast_loc):
     res, plain_res = simulated_with_and_without(text, ins)
     assert res.cycles < plain_res.cycles, (res.cycles, plain_res.cycles)
     module = compile_program(text, STEPS + "npu-prefetch")
-    top = [o.operation for o in functions(module)[0].regions[0].blocks[0].operations]
+    top = top_level(module)
     ahead = sum(int(str(o.attributes["n_burst"]).split(":")[0]) for o in top
                 if o.name == "cce.copy_gm_to_l1")
     assert 40 <= ahead < 80, ahead  # at least half of the 80 bursts, not all
@@ -272,7 +277,7 @@ def test_loads_that_wait_for_nothing_leave_the_earlier_gap_to_the_weights():
     text = free_loads_first()
     res, plain_res = simulated_with_and_without(text, inputs(text))
     module = compile_program(text, "npu-lower{fuse=false prefetch=true}")
-    names = [op.operation.name for op in functions(module)[0].regions[0].blocks[0].operations]
+    names = [op.name for op in top_level(module)]
     assert "cce.copy_gm_to_l1" in names, "the weight was not prefetched"
     first_weight_copy = names.index("cce.copy_gm_to_l1")
     loops = [k for k, name in enumerate(names) if name == "scf.for"]
@@ -308,7 +313,7 @@ def test_a_preparation_waiting_behind_free_loads_keeps_the_previous_ops_gap():
     text = strip_behind_free_loads()
     res, plain_res = simulated_with_and_without(text, inputs(text))
     module = compile_program(text, "npu-lower{fuse=false prefetch=true}")
-    names = [op.operation.name for op in functions(module)[0].regions[0].blocks[0].operations]
+    names = [op.name for op in top_level(module)]
     loops = [k for k, name in enumerate(names) if name == "scf.for"]
     assert "cce.copy_gm_to_l1" in names, "the weight was not prefetched"
     # 'prev' is the first loop; the weight copy comes before the exp of %y's.
@@ -339,10 +344,10 @@ def test_live_l1_room_takes_the_attention_tail():
         runs[room] = (y, report["cycles"])
         cce = npu.compile(model, target="ascend910", pipeline=f"npu-lower{{prefetch-l1-room={room} "
                                                                   f"emit=cce}}").module
-        tops = list(functions(cce)[0].regions[0].blocks[0].operations)
+        tops = top_level(cce)
         where = [str(op.location) for op in tops]
         last_attention = max(k for k, loc in enumerate(where) if loc.startswith('loc(fused["scores"'))
-        early = [k for k in range(last_attention) if tops[k].operation.name == "cce.copy_gm_to_l1"
+        early = [k for k in range(last_attention) if tops[k].name == "cce.copy_gm_to_l1"
                  and where[k].startswith('loc("out_proj"')]
         assert len(early) == (2 if room == "live" else 0), (room, len(early))
     (want,) = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"x": x})
@@ -376,5 +381,5 @@ def test_an_l1_overflow_after_live_room_lowers_again_with_safe_room(monkeypatch)
     text = strip_behind_free_loads()
     module = compile_program(text, "npu-lower{fuse=false prefetch=true}")
     assert rooms == ["live", "safe"], rooms
-    names = [op.operation.name for op in functions(module)[0].regions[0].blocks[0].operations]
+    names = [op.name for op in top_level(module)]
     assert "cce.copy_gm_to_l1" in names, "the second lowering did not prefetch"
