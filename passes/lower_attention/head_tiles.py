@@ -38,9 +38,7 @@ class HeadTiles:
 
         # A head's K and V tiles stay in L1 over its query tiles (loaded by
         # the first, the ones column of V written once) when they fit.
-        resident_bytes = s1 * (2 * d1 + 1) * 512
-        need = cost.footprint(qb, kb, d1, a.staged, False)["l1"]
-        resident = s1 > qb and need + resident_bytes <= self.t.capacity("l1")
+        resident = cost.resident(a, qb, kb, self.t)
         # Projected: head h's Q, K and V tiles (by head parity) are made by
         # jobs spread over head h-1's steps (`ProjectedHeads`).
         projected = self.pp is not None
