@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from npu.dialects import hivm
-from npu.hivm_binary import encode
+from npu.hivm.binary import encode
 from npu.ir import make_context, parse_module, walk
 from npu.pipeline import run_pipeline
 from npu.simulator import simulate
@@ -57,7 +57,7 @@ def measure(path: Path, repeat: int, sim: bool) -> dict:
             nonlocal binary
             binary = encode(module)
         enc.append(_timed(_encode))
-    from npu.hivm_disasm import decode_entries
+    from npu.hivm.disasm import decode_entries
 
     _, entries = decode_entries(binary, path.name, make_context())
     row = {"example": path.stem, "static": len(entries), "bytes": len(binary),

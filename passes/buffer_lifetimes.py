@@ -23,7 +23,7 @@ import numpy as np
 from mlir import ir
 
 from npu import memory_planning as planner
-from npu.access_analysis import SYNC_OPS, AccessAnalysis, AccessError
+from npu.analysis.access import SYNC_OPS, AccessAnalysis, AccessError
 from npu.diagnostics import _location_parts
 from npu.ir import LEAF_OP_NAMES, defining_op, element_bytes, memory_space
 from npu.passes.base import PassError

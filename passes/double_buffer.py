@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 from mlir import ir
 from mlir.dialects import arith, scf
 
-from npu.access_analysis import AccessAnalysis
+from npu.analysis.access import AccessAnalysis
 from npu.ir import (bool_attr, clone_into, defining_op, functions, has_regions, i64_attr,
                     index_const, memory_space, walk_held)
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass

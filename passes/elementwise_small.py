@@ -28,11 +28,11 @@ import numpy as np
 from mlir import ir
 
 from npu import ir as nir
-from npu.cce_build import View, copy, delinearize, for_range, lin, sub
+from npu.kernels.cce_build import View, copy, delinearize, for_range, lin, sub
 from npu.passes.base import PassError
 from npu.passes.transpose_general import compact_blocks, expand_to_blocks
-from npu.vector_compute import Compute
-from npu.vector_tiling import round_up, split_repeats
+from npu.kernels.vector_compute import Compute
+from npu.costmodel.vector.tiling import round_up, split_repeats
 
 
 class SmallElementwise:

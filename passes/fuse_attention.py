@@ -1,12 +1,12 @@
 """npu-fuse-attention: group attention (Q.K^T, scale, softmax, P.V per head,
-`npu.attention` documents the pattern) into one kernel whose score matrix
+`npu.costmodel.attention.pattern` documents it) into one kernel whose score matrix
 never goes to GM.
 
-Every `ascend.batch_matmul` is a candidate; `npu.attention.match` follows
+Every `ascend.batch_matmul` is a candidate; `npu.costmodel.attention.pattern.match` follows
 its result by structure (not by names) through the defractalize, the
 optional scaling, the softmax steps, the cast and fractalize of P into the
 second batch_matmul and its defractalize. The cost model
-(`npu.attention_plan.plan`, `npu.attention_cost`) picks the tile of query
+(`npu.costmodel.attention.plan.plan`, `npu.costmodel.attention.cost`) picks the tile of query
 rows x keys that fits on chip with the fewest modelled cycles (`tile`):
 all keys at once keeps the scores on chip, fewer streams them with an
 online softmax. `softmax` (recorded in the group) sets the precision of
@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from mlir import ir
 
-from npu import attention as att
-from npu import attention_plan as cost
+from npu.costmodel.attention import pattern as att
+from npu.costmodel.attention import plan as cost
 from npu import ir as nir
 from npu.passes.base import Option, Pass, ub_fraction_option
 
@@ -43,7 +43,7 @@ class FuseAttentionPass(Pass):
                "exp in f16; f32 takes the max and shift in f32 (exp in f16 either way; the row "
                "sums and the context are f32)", choices=att.SOFTMAX_PRECISIONS),
         Option("tile", str, "cost", "how the tile is chosen: 'cost' (the fewest modelled "
-               "cycles, npu.attention_cost; key tiles wider than L0B holds with V run in "
+               "cycles, npu.costmodel.attention.cost; key tiles wider than L0B holds with V run in "
                "chunks) or 'fewest' (the fewest tiles per head, whole key tiles in L0B)",
                choices=("cost", "fewest")),
         Option("remarks", bool, True, "report each attention fused and why a candidate was not"),
@@ -86,7 +86,7 @@ class FuseAttentionPass(Pass):
 
     def absorb_nz_out(self, a: att.Attention, users: dict, ops: list[ir.Operation]) -> str:
         """The context's cast and fractalize join as its f16 Nz store
-        (`npu.attention.absorb_nz_out`), unless off or moving them conflicts."""
+        (`npu.costmodel.attention.pattern.absorb_nz_out`), unless off or moving them conflicts."""
         if not self.nz_out:
             return "Nz output is off (nz-out=false)"
         before = (list(a.members), list(a.internal), a.out)

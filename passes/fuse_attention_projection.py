@@ -10,9 +10,9 @@ Run after `npu-fuse` (which forms the epilogue: the bias add, the rounding
 to f16 and the row-major stores of the Q, K, V siblings of
 `npu-fuse-horizontal`). A candidate is refused, with a remark saying why,
 when Q, K and V are not the f16 rows one such epilogue alone writes
-(`npu.attention_projection.find`), when an op between the two groups
+(`npu.costmodel.attention.projection.find`), when an op between the two groups
 conflicts with moving the epilogue into the attention, or when the cost
-model (`npu.attention_projection_plan.choose`: every tile of the attention and
+model (`npu.costmodel.attention.projection_plan.choose`: every tile of the attention and
 configuration of the projection that fits on chip, by the busiest pipe's
 estimated cycles) finds nothing faster than the projection's own kernel
 followed by the attention. The epilogue region moves into the attention
@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from mlir import ir
 
-from npu import attention as att
-from npu import attention_plan as cost
-from npu import attention_projection as proj
-from npu import attention_projection_plan as choice_model
-from npu import epilogue
+from npu.costmodel.attention import pattern as att
+from npu.costmodel.attention import plan as cost
+from npu.costmodel.attention import projection as proj
+from npu.costmodel.attention import projection_plan as choice_model
+from npu.costmodel.fusion import epilogue
 from npu import ir as nir
 from npu.passes.base import Option, Pass, ub_fraction_option
 from npu.passes.fuse.scan import scan_top_level

@@ -24,7 +24,7 @@ Weights may be:
     the A loads saved (and refuses in practice; the remark gives both).
 
 The cost model is the matmul lowering's own traffic model
-(`npu.matmul_tiling.choose_tiling`): the group is formed when the fused
+(`npu.costmodel.matmul.tiling.choose_tiling`): the group is formed when the fused
 matmul's modelled GM bytes are below the siblings' sum (A is loaded once
 instead of once per sibling) and a tiling of it fits on chip. Elementwise
 siblings (same op and attributes, each reading slice i of one combined
@@ -50,7 +50,7 @@ from mlir import ir
 from mlir.dialects import arith, memref
 
 from npu import ir as nir
-from npu.matmul_tiling import MatmulShape, TilingError, choose_tiling
+from npu.costmodel.matmul.tiling import MatmulShape, TilingError, choose_tiling
 from npu.passes.base import Option, Pass
 
 CONSTANT_ATTR = "npu.constant"

@@ -30,7 +30,7 @@ from typing import Any
 
 from mlir import ir
 
-from npu.attention import SOFTMAX_DEFAULT, SOFTMAX_PRECISIONS
+from npu.costmodel.attention.pattern import SOFTMAX_DEFAULT, SOFTMAX_PRECISIONS
 from npu.ir import dict_attr_items, dict_attr_of, walk, walk_held
 from npu.passes.base import DOUBLE_BUFFER_KEY, OP_OPTIONS_ATTR, Option, Pass, PassError
 from npu.passes.lower_fractalize import ALGORITHMS as FRACTALIZE_ALGORITHMS
@@ -208,7 +208,7 @@ class LowerPass(Pass):
         prefetch = self.prefetch and self.cores == 1
         fractions: tuple[float | None, ...] = (None,)
         if fuse:
-            from npu.fusion import FUSED_UB_FRACTION
+            from npu.costmodel.fusion.rows import FUSED_UB_FRACTION
 
             share = self.ub_fraction or FUSED_UB_FRACTION
             fractions = (share, share / 2, None)
@@ -248,7 +248,7 @@ class LowerPass(Pass):
         retry after an overflow, like the row groups'); `l1_room`:
         npu-prefetch's."""
         if fuse_fraction is not None:
-            from npu.attention_plan import ATTENTION_UB_FRACTION
+            from npu.costmodel.attention.plan import ATTENTION_UB_FRACTION
 
             attention_fraction = ATTENTION_UB_FRACTION * attention_share
             if self.fuse_attention:

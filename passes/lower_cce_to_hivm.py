@@ -1,6 +1,6 @@
 """`npu-lower-cce-to-hivm`: planned, synchronised `cce` -> `hivm` instructions.
 
-Every memref becomes a byte address (`npu.hivm_build`): GM arguments are
+Every memref becomes a byte address (`npu.hivm.addresses`): GM arguments are
 base pointers into the kernel's argument area, on-chip allocations their
 planned `npu.offset`, views add their offsets (a dynamic one through one
 `hivm.addr`). Each cce instruction becomes its hivm form with its counts
@@ -21,7 +21,7 @@ from mlir import ir
 from npu import ir as nir
 from npu.dialects import cce, hivm
 from npu.dialects.opspec import CMP_PREDICATES
-from npu.hivm_build import (Address, AddressError, Constants, alloc_address,
+from npu.hivm.addresses import (Address, AddressError, Constants, alloc_address,
                             gm_argument_addresses, materialize, view_address)
 from npu.passes.base import Pass, PassError
 

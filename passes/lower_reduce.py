@@ -39,12 +39,12 @@ import numpy as np
 from mlir import ir
 
 from npu import ir as nir
-from npu.cce_build import copy, for_pieces, for_range, lin, sub
+from npu.kernels.cce_build import copy, for_pieces, for_range, lin, sub
 from npu.dialects.ascend import reduce_axis, reduced_shape
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.passes.reduce_columns import IDENTITY, ColumnReduce
 from npu.passes.reduce_small import SmallReduce
-from npu.vector_tiling import (VectorGeometry, max_chunk_elements, plan_chunks, round_down,
+from npu.costmodel.vector.tiling import (VectorGeometry, max_chunk_elements, plan_chunks, round_down,
                                split_repeats)
 
 OPS = {"ascend.reduce_sum": ("cce.vadd", "cce.vcadd"),

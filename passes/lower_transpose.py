@@ -33,11 +33,11 @@ import numpy as np
 from mlir import ir
 
 from npu import ir as nir
-from npu.cce_build import copy, for_pieces, for_range, lin, sub
+from npu.kernels.cce_build import copy, for_pieces, for_range, lin, sub
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.passes.transpose_general import (GatherTranspose, collapse_permutation, copy_through_ub,
                                          rotation_steps)
-from npu.vector_tiling import plan_chunks, round_down, round_up
+from npu.costmodel.vector.tiling import plan_chunks, round_down, round_up
 
 Index = int | ir.Value
 

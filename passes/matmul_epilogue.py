@@ -7,21 +7,21 @@ Per drained piece (`cols` column blocks x `m` row blocks of C, Nz):
     epilogue computed in f16: `compute = "f16"`) it is rounded to f16 first,
     by a vconv or (drain-convert) by the L0C -> UB move itself (`drain_type`);
     with `head = "f32"`, an f16 epilogue whose first member adds a bias to C
-    (`npu.epilogue_precision.f32_head`) keeps C and that add in f32 and rounds the sum;
+    (`npu.costmodel.fusion.precision.f32_head`) keeps C and that add in f32 and rounds the sum;
   * each member, in order, loads the same piece of each operand it takes
     from outside the group (first use; one burst per column block, like
     C's store), computes into a new UB buffer or over an input no later
-    member reads (`npu.epilogue.plan`), with the per-instruction `Compute`
+    member reads (`npu.costmodel.fusion.epilogue.plan`), with the per-instruction `Compute`
     of the elementwise lowering over the piece as one flat run;
   * every tensor that leaves the group is stored right after it is made;
-  * a tensor the group's defractalizes read (`npu.epilogue.NdStore`) is
+  * a tensor the group's defractalizes read (`npu.costmodel.fusion.epilogue.NdStore`) is
     written row-major instead: per column block of the piece one copy of
     its 16-element rows (`n_burst` rows, the gap the rest of a GM row), to
     the sibling tensor whose columns the block is (`RowMajor`); the piece
     holding the last row block (or column block) of a shape that is not a
     whole number of them writes only the real rows (columns), under an
     scf.if on the piece's position.
-A broadcast operand (`npu.epilogue.row_broadcast`: a bias whose rows
+A broadcast operand (`npu.costmodel.fusion.epilogue.row_broadcast`: a bias whose rows
 repeat) is read once before the matmul's loops, one row per column block
 of C, and stays in UB; a member reading it runs per column block with that
 row's blocks as a source of block and repeat stride 0 (the other operands
@@ -41,14 +41,16 @@ from typing import Callable
 from mlir import ir
 from mlir.dialects import arith, memref, scf
 
-from npu import epilogue, fusion
-from npu import epilogue_precision as precision
+from npu.costmodel.fusion import epilogue
+
+from npu.costmodel.fusion import rows as fusion
+from npu.costmodel.fusion import precision
 from npu import ir as nir
-from npu.cce_build import View, copy, copy_bursts, index_add, index_mul, lin, sub
+from npu.kernels.cce_build import View, copy, copy_bursts, index_add, index_mul, lin, sub
 from npu.dialects.hivm import config_field
 from npu.passes.base import Pass, PassError
-from npu.pipelined_cost import store_cycles
-from npu.vector_compute import cast_compute, constant_blocks, emit_flat_run
+from npu.costmodel.matmul.pipelined import store_cycles
+from npu.kernels.vector_compute import cast_compute, constant_blocks, emit_flat_run
 
 BODY_OPS = ("memref.alloc", "scf.yield", "arith.constant") + nir.VIEW_OPS
 
@@ -251,7 +253,7 @@ class MatmulEpilogue:
 
     @property
     def vector_cycles(self) -> int:
-        """The members' vector work over all of C (`npu.epilogue.vector_cycles`)."""
+        """The members' vector work over all of C (`npu.costmodel.fusion.epilogue.vector_cycles`)."""
         return epilogue.vector_cycles(self.e.members, self.target)
 
     @property

@@ -38,7 +38,7 @@ from mlir import ir
 from mlir.dialects import memref
 
 from npu import memory_planning as planner
-from npu.epilogue import EPILOGUE_ATTR
+from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
 from npu.ir import (VIEW_OPS, WORKSPACE_ATTR, append_argument, element_bytes, functions,
                     i64_attr, index_const, memory_space, memref_layout, symbol_name, walk_held)
 from npu.passes.base import Option, Pass, PassError

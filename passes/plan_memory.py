@@ -37,7 +37,7 @@ import numpy as np
 from mlir import ir
 
 from npu import memory_planning as planner
-from npu.access_analysis import OFFSET_ATTR
+from npu.analysis.access import OFFSET_ATTR
 from npu.ir import functions, i64_attr
 from npu.memory_planning import ALGORITHMS, Plan, lower_bound
 from npu.passes.base import Option, Pass, PassError

@@ -23,10 +23,10 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import ir as nir
-from npu.cce_build import copy, for_pieces, for_range, lin, sub
+from npu.kernels.cce_build import copy, for_pieces, for_range, lin, sub
 from npu.dialects.hivm import CONFIG_LAYOUTS
 from npu.passes.base import PassError
-from npu.vector_tiling import (VectorGeometry, max_chunk_elements, plan_chunks, round_down,
+from npu.costmodel.vector.tiling import (VectorGeometry, max_chunk_elements, plan_chunks, round_down,
                                split_repeats)
 
 IDENTITY = {"cce.vadd": 0.0, "cce.vmax": float("-inf"), "cce.vmin": float("inf")}

@@ -25,11 +25,11 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import ir as nir
-from npu.cce_build import copy, for_range, lin, sub
+from npu.kernels.cce_build import copy, for_range, lin, sub
 from npu.passes.base import PassError
 from npu.passes.reduce_columns import IDENTITY, Reduction
 from npu.passes.transpose_general import compact_blocks, expand_to_blocks
-from npu.vector_tiling import round_up, split_repeats
+from npu.costmodel.vector.tiling import round_up, split_repeats
 
 
 

@@ -35,9 +35,9 @@ import numpy as np
 from mlir import ir
 
 from npu import ir as nir
-from npu.cce_build import copy, delinearize, for_pieces, for_range, lin, sub
+from npu.kernels.cce_build import copy, delinearize, for_pieces, for_range, lin, sub
 from npu.passes.base import PassError
-from npu.vector_tiling import plan_chunks, round_down, round_up
+from npu.costmodel.vector.tiling import plan_chunks, round_down, round_up
 
 
 def collapse_permutation(shape: Sequence[int], perm: Sequence[int]

@@ -60,7 +60,7 @@ def to_hivm(module, target, filename: str) -> None:
 
 
 def assemble(args, parser) -> int:
-    from npu.hivm_binary import EncodeError, encode
+    from npu.hivm.binary import EncodeError, encode
     from npu.ir import ParseError, make_context, parse_module
     from npu.pipeline import PipelineError
     from npu.target import UnknownTargetError, get_target
@@ -95,7 +95,7 @@ def assemble(args, parser) -> int:
         engine.print()
         return 1
     if args.stats:
-        from npu.hivm_disasm import decode_entries
+        from npu.hivm.disasm import decode_entries
         from npu.ir import make_context as fresh
 
         _, entries = decode_entries(binary, filename, fresh())
@@ -106,8 +106,8 @@ def assemble(args, parser) -> int:
 
 
 def take_apart(args, parser) -> int:
-    from npu.hivm_binary import BinaryError
-    from npu.hivm_disasm import decode, listing
+    from npu.hivm.binary import BinaryError
+    from npu.hivm.disasm import decode, listing
     from npu.ir import make_context
 
     data = read_bytes(args.input, parser)

@@ -344,13 +344,13 @@ def reference_outputs(original, entry: str, inputs, filename: str) -> list[np.nd
 def read_program(path: str, parser) -> tuple[str, str]:
     """(name, MLIR text) of the input; a hivm binary is decoded to text that
     keeps each op's location (`file:1:<byte offset of its instruction>`)."""
-    from npu.hivm_binary import MAGIC, BinaryError
+    from npu.hivm.binary import MAGIC, BinaryError
 
     if path != "-" and os.path.isfile(path):
         with open(path, "rb") as f:
             head = f.read(len(MAGIC))
         if head == MAGIC:
-            from npu.hivm_disasm import decode
+            from npu.hivm.disasm import decode
             from npu.ir import make_context
 
             with open(path, "rb") as f:

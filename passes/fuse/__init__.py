@@ -2,7 +2,7 @@
 last-axis reductions) that run over the same rows into one kernel each, so
 intermediate tensors stay in UB instead of making a GM round trip.
 
-Decisions come from a cost model (`npu.fusion`), not from patterns:
+Decisions come from a cost model (`npu.costmodel.fusion.rows`), not from patterns:
   * every row op starts as its own group; a producer group and a consumer
     group joined by a tensor are candidates for merging;
   * the benefit of a merge is the GM bytes it saves: the modelled traffic of
@@ -10,7 +10,7 @@ Decisions come from a cost model (`npu.fusion`), not from patterns:
     stored once) minus that of the merged kernel; the largest positive
     benefit is merged first, until none is left;
   * a merge is refused when the rows differ, when one chunk of the merged
-    kernel (its buffers as `npu.fused_chunk` lays them out, results in
+    kernel (its buffers as `npu.kernels.fused_chunk` lays them out, results in
     place) does not fit `ub-fraction` of UB and no two-pass kernel can be
     formed, or when an op between
     the members conflicts with moving them together (it reads a member's
@@ -28,7 +28,7 @@ forms a group of its own.
 Before the row groups, matmul epilogues (`npu.epilogue`): each matmul takes
 the elementwise consumers of its result, in program order, while joining
 saves GM bytes, one column block of its C tile's drain fits the UB share
-and moving the op is legal (`npu.epilogue`'s model); the group is an
+and moving the op is legal (`npu.costmodel.fusion.epilogue`'s model); the group is an
 `scf.execute_region` marked `npu.epilogue` that `npu-lower-matmul` lowers.
 
 Last, matmul chains (`chains`): a matmul's f16 result read only as the next
@@ -41,10 +41,12 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from npu import fused_chunk, fusion
-from npu.fusion import FUSED_UB_FRACTION
+from npu.kernels import fused_chunk
+
+from npu.costmodel.fusion import rows as fusion
+from npu.costmodel.fusion.rows import FUSED_UB_FRACTION
 from npu import ir as nir
-from npu import online_rows
+from npu.kernels import online_rows
 from npu.passes.base import Option, Pass, ub_fraction_option
 
 from .chains import MatmulChains

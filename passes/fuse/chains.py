@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from mlir import ir
 
-from npu import epilogue
+from npu.costmodel.fusion import epilogue
 from npu import ir as nir
 from npu.dialects.ascend import matmul_dims
-from npu.matmul_tiling import MatmulShape, TilingError, choose_tiling
+from npu.costmodel.matmul.tiling import MatmulShape, TilingError, choose_tiling
 
 CHAIN_ATTR = "npu.chain"
 

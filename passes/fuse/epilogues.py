@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from mlir import ir
 
-from npu import epilogue, fusion
-from npu import epilogue_precision as precision
+from npu.costmodel.fusion import epilogue
+
+from npu.costmodel.fusion import rows as fusion
+from npu.costmodel.fusion import precision
 from npu import ir as nir
 from npu.passes.base import PassError
 
@@ -22,7 +24,7 @@ class EpilogueGrouping:
         fits UB and moving it is legal) into an `npu.epilogue` region.
         Returns the remark of each matmul left without an epilogue."""
         from npu.passes.lower_matmul import LowerMatmul
-        from npu.matmul_tiling import TilingError, choose_tiling
+        from npu.costmodel.matmul.tiling import TilingError, choose_tiling
 
         ops, index, users, touches = scan_top_level(func)
         granule = self.target.granule("ub")
@@ -135,7 +137,7 @@ class EpilogueGrouping:
                          touches: dict, taken: set,
                          why_not: dict) -> tuple[list[epilogue.NdStore], bool]:
         """The defractalizes of C or of a member's result that the epilogue
-        writes row-major as the tiles drain (`npu.epilogue.NdStore`): for each
+        writes row-major as the tiles drain (`npu.costmodel.fusion.epilogue.NdStore`): for each
         such tensor, all of them or none, when that is legal and saves GM
         bytes (the Nz round trip). `why_not` gets the reasons for the rest.
         Also whether the stores move up to the group (True) or the group

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from mlir import ir
 
-from npu import fused_chunk, fusion
+from npu.kernels import fused_chunk
+
+from npu.costmodel.fusion import rows as fusion
 from npu import ir as nir
 
 

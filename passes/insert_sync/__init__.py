@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from npu.access_analysis import AccessAnalysis
+from npu.analysis.access import AccessAnalysis
 from npu.ir import functions
 from npu.passes.base import Option, Pass
 from npu.passes.buffer_lifetimes import collector_for

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from npu.access_analysis import AccessAnalysis
+from npu.analysis.access import AccessAnalysis
 from npu.passes.insert_sync.builders import insert_before
 from npu.passes.insert_sync.nodes import Node, dependent_pipes, needs_order
 

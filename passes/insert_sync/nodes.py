@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from mlir import ir
 
-from npu.access_analysis import (AccessAnalysis, AccessError, Affine, IvKey, OpAccess, Range,
+from npu.analysis.access import (AccessAnalysis, AccessError, Affine, IvKey, OpAccess, Range,
                                  SYNC_OPS, is_access_op, may_overlap)
 from npu.ir import has_regions, walk_held
 from npu.passes.base import PassError

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from npu.access_analysis import AccessAnalysis
+from npu.analysis.access import AccessAnalysis
 from npu.passes.insert_sync.builders import _emit, insert_after, insert_before
 from npu.passes.insert_sync.events import FlagPair, _EventAllocation
 from npu.passes.insert_sync.nodes import Node, dependent_pipes, needs_order

@@ -32,7 +32,7 @@ Q's, K's, V's L1 tiles and V's L0B tile in two slots);
 query tiles that divide the sequence: a head's (query, key) tiles are the
 steps; otherwise each query tile's key tiles are. The cube builders
 (L1 -> L0 block reorder, mad) are `npu-lower-matmul`'s, the vector
-instructions the `Compute` recipes of `npu.vector_compute`.
+instructions the `Compute` recipes of `npu.kernels.vector_compute`.
 
 Modules: this one holds the pass and the kernel's structure (steps,
 stages, slots); `schedules` the three orders of steps (one tile per head,
@@ -48,12 +48,12 @@ from typing import Callable
 
 from mlir import ir
 
-from npu import attention as att
-from npu import attention_plan as cost
-from npu import attention_projection as proj
-from npu import epilogue
+from npu.costmodel.attention import pattern as att
+from npu.costmodel.attention import plan as cost
+from npu.costmodel.attention import projection as proj
+from npu.costmodel.fusion import epilogue
 from npu import ir as nir
-from npu.cce_build import View, lin
+from npu.kernels.cce_build import View, lin
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass, PassError
 from npu.passes.lower_attention.operands import OperandTiles
 from npu.passes.lower_attention.projected_tiles import ProjectedTiles
@@ -148,7 +148,7 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, TileSchedules, ProjectedH
         self.nz_slabs: list[ir.Value] | None = None  # UB of the f16 context slabs (`store_nz`)
         self.scale_p = not self.prescale and found.scale != 1.0
         self.scale_block: View | None = None  # the scale's block (`scale_p`), of `elem`
-        # The softmax's precision (`npu.attention.SOFTMAX_PRECISIONS`; IR from
+        # The softmax's precision (`npu.costmodel.attention.pattern.SOFTMAX_PRECISIONS`; IR from
         # before the option: f32): the element type of the scores in UB.
         self.elem = attrs.get("softmax", "f32")
         if self.elem not in att.SOFTMAX_PRECISIONS:
@@ -297,7 +297,7 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, TileSchedules, ProjectedH
         """Q.K^T of `load_k`'s tile `k1` (kbk key blocks from key block `y0`,
         an int or an index: a head's whole K tile) into `scores`: one mad,
         or, for a tile whose K^T and V do not fit L0B together
-        (`npu.attention_plan.key_chunks`), one per chunk of keys: the
+        (`npu.costmodel.attention.plan.key_chunks`), one per chunk of keys: the
         chunks of K^T alternate between two L0B buffers (the next chunk
         loads while the cube multiplies this one), each mad writing its
         chunk's column blocks of the scores."""

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from npu import attention_plan as cost
+from npu.costmodel.attention import plan as cost
 from npu import ir as nir
-from npu.cce_build import copy, lin
+from npu.kernels.cce_build import copy, lin
 from npu.passes.base import PassError
 from npu.passes.lower_attention.projected_tiles import SpreadJobs
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from mlir import ir
 
-from npu import attention_plan as cost
-from npu import attention_projection_plan as plan
+from npu.costmodel.attention import plan as cost
+from npu.costmodel.attention import projection_plan as plan
 from npu import ir as nir
-from npu.cce_build import lin
+from npu.kernels.cce_build import lin
 from npu.passes.lower_attention.projection import ProjectedHeads, Tiles
 
 

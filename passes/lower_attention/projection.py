@@ -1,5 +1,5 @@
 """The projection `npu-lower-attention`'s kernel computes when its group
-holds the Q/K/V matmul epilogue (`npu.attention_projection`): each head's
+holds the Q/K/V matmul epilogue (`npu.costmodel.attention.projection`): each head's
 Q, K and V made on the cube and drained into the L1 tiles the attention's
 stages read, and those tiles' blocks fed to L0A / L0B.
 
@@ -19,13 +19,13 @@ from typing import Callable
 
 from mlir import ir
 
-from npu import attention_projection as proj
+from npu.costmodel.attention import projection as proj
 from npu import ir as nir
-from npu.cce_build import copy_bursts, lin, sub
+from npu.kernels.cce_build import copy_bursts, lin, sub
 from npu.passes.base import PassError
 from npu.passes.lower_attention.sub_steps import SubStepRing
 from npu.passes.matmul_epilogue import MatmulEpilogue, Piece
-from npu.vector_tiling import split_repeats
+from npu.costmodel.vector.tiling import split_repeats
 
 # The tiles of one head: "q" [D/16, S1], "k" [D/16, S1] (K's own rows: the
 # Zn blocks of K^T), "v" [D/16 + 1, S1] (its last column block ones).

@@ -7,9 +7,9 @@ builds the slots its stages hand on and feeds them to the kernel's
 
 from __future__ import annotations
 
-from npu import attention_plan as cost
+from npu.costmodel.attention import plan as cost
 from npu import ir as nir
-from npu.cce_build import copy, lin
+from npu.kernels.cce_build import copy, lin
 from npu.passes.lower_attention.head_tiles import HeadTiles
 
 

@@ -10,10 +10,10 @@ from typing import Callable
 from mlir import ir
 
 from npu import ir as nir
-from npu.attention_cost import fold_across_cycles
-from npu.cce_build import View, copy, lin, sub
-from npu.vector_compute import Compute, cast_compute, unary_compute
-from npu.vector_tiling import split_repeats
+from npu.costmodel.attention.cost import fold_across_cycles
+from npu.kernels.cce_build import View, copy, lin, sub
+from npu.kernels.vector_compute import Compute, cast_compute, unary_compute
+from npu.costmodel.vector.tiling import split_repeats
 
 # Added to the scores of padded keys: exp(x - 1e30 - max) is 0 in f32.
 MASKED = -1e30
@@ -263,7 +263,7 @@ class SoftmaxSteps:
         room beside the scores and P); f16: half the slabs (the f16 scores
         and these take less UB than the f32 scores alone), so the fold is a
         halving tree. The chains live only over the folds (within the scores
-        phase of `npu.attention_plan.footprint`). `elem`: the scores' type."""
+        phase of `npu.costmodel.attention.plan.footprint`). `elem`: the scores' type."""
         slab, es = rows * 16, nir.element_bytes(elem)
         sizes = (es, es)
         work, spare = scores, None
@@ -299,7 +299,7 @@ class SoftmaxSteps:
 
     def transposed_fold(self, rows: int, es: int) -> bool:
         """Whether `fold_across` replaces the vcmax (`row-max`; auto: when
-        its modelled cycles (`npu.attention_cost.fold_across_cycles`) are
+        its modelled cycles (`npu.costmodel.attention.cost.fold_across_cycles`) are
         fewer than one reduce repeat per row; 128 rows: 71 (f16) / 102
         (f32) against 128)."""
         if self.row_max_mode != "auto":

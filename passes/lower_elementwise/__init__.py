@@ -10,7 +10,7 @@ Scheme, per op:
     largest chunk whose UB buffers fit `ub-fraction` of UB (the rest is left
     for the double-buffered copy of the same buffers); the remainder that is
     not a whole number of 32-byte blocks is handled by the overlap tail
-    (`npu.vector_tiling.plan_chunks`). When the output aliases an input, the
+    (`npu.costmodel.vector.tiling.plan_chunks`). When the output aliases an input, the
     tail's inputs are loaded before the loop, so the overlap never re-reads
     results;
   * with a row or column input the output is viewed as [rows, N] and cut
@@ -33,7 +33,7 @@ Scheme, per op:
 What each op computes per instruction (the composed recipes of neg,
 sigmoid, tanh and erf, the vconv chains of casts, vcmp / vsel for cmp and
 select, vmax(x, x) for broadcast copies) and its precision is in
-`npu.vector_compute`.
+`npu.kernels.vector_compute`.
 
 General broadcasting: the output's dims of size 1 are dropped and adjacent
 dims that every input either follows or broadcasts alike are merged. Two
@@ -50,13 +50,13 @@ import numpy as np
 from mlir import ir
 
 from npu import ir as nir
-from npu.cce_build import delinearize, for_range, lin, sub
+from npu.kernels.cce_build import delinearize, for_range, lin, sub
 from npu.dialects.ascend import broadcastable
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.passes.elementwise_small import SmallElementwise
-from npu.vector_compute import (BINARY, CAST_CHAINS, SCALAR, UNARY, Compute, Step, cast_compute,
+from npu.kernels.vector_compute import (BINARY, CAST_CHAINS, SCALAR, UNARY, Compute, Step, cast_compute,
                                 unary_compute)
-from npu.vector_tiling import VectorGeometry
+from npu.costmodel.vector.tiling import VectorGeometry
 
 from .blocks import expand_scalar_blocks, load_scalar
 from .flat import FlatLowering, budget_bytes, stream_chunks, writes_in_place

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from mlir import ir
 
 from npu import ir as nir
-from npu.cce_build import View, copy, sub
+from npu.kernels.cce_build import View, copy, sub
 from npu.passes.base import PassError
 
 from .operands import Input

@@ -9,10 +9,10 @@ import numpy as np
 from mlir import ir
 
 from npu import ir as nir
-from npu.cce_build import View, copy, index_mul, sub
+from npu.kernels.cce_build import View, copy, index_mul, sub
 from npu.passes.base import PassError
-from npu.vector_compute import Compute, constant_blocks
-from npu.vector_tiling import (ChunkPlan, VectorGeometry, max_chunk_elements, plan_chunks,
+from npu.kernels.vector_compute import Compute, constant_blocks
+from npu.costmodel.vector.tiling import (ChunkPlan, VectorGeometry, max_chunk_elements, plan_chunks,
                                round_down, split_repeats)
 
 from .blocks import load_scalar

@@ -10,7 +10,7 @@ import numpy as np
 from mlir import ir
 
 from npu.passes.base import PassError
-from npu.vector_compute import BINARY, SCALAR, UNARY
+from npu.kernels.vector_compute import BINARY, SCALAR, UNARY
 
 CMP, SELECT, BROADCAST = "ascend.cmp", "ascend.select", "ascend.broadcast"
 # Ops whose inputs broadcast (numpy) to the output.

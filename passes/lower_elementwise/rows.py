@@ -9,10 +9,10 @@ import numpy as np
 from mlir import ir
 
 from npu import ir as nir
-from npu.cce_build import View, copy, for_range, lin, sub
+from npu.kernels.cce_build import View, copy, for_range, lin, sub
 from npu.passes.base import PassError
-from npu.vector_compute import Compute
-from npu.vector_tiling import VectorGeometry, max_chunk_elements, plan_chunks, round_down
+from npu.kernels.vector_compute import Compute
+from npu.costmodel.vector.tiling import VectorGeometry, max_chunk_elements, plan_chunks, round_down
 
 from .blocks import expand_scalar_blocks, load_scalar
 from .flat import budget_bytes, stream_chunks, writes_in_place

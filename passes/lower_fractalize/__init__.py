@@ -43,7 +43,7 @@ from mlir import ir
 from mlir.dialects import arith
 
 from npu import ir as nir
-from npu.cce_build import copy, index_add, index_mul
+from npu.kernels.cce_build import copy, index_add, index_mul
 from npu.dialects.hivm import config_field
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import ir as nir
-from npu.cce_build import copy, index_add
+from npu.kernels.cce_build import copy, index_add
 from npu.dialects.hivm import config_field
 
 from .plan import VNCHW_ROWS, Geometry, Vnchw, split_repeats

@@ -2,42 +2,48 @@
 vector kernel over chunks of whole rows.
 
 Per chunk of rows: every tensor the group reads from GM is loaded once
-(at its first use), the steps of `npu.fused_chunk` compute in UB (results
+(at its first use), the steps of `npu.kernels.fused_chunk` compute in UB (results
 in place over inputs they are the last reader of), and only the tensors
 leaving the group are stored. Row operands (bias, gamma) and scalars are
 loaded once before the loop. Rows longer than UB run the two-pass kernel
-(`npu.online_rows`, `npu.online_kernel`).
+(`npu.kernels.online_rows`, `npu.kernels.online_kernel`).
 
 The chunks take `slots` sets of their streamed buffers (what a load
 writes or a store reads) by turns, allocated once before the chunk loop.
 Every chunk's loads end with a set_flag that holds MTE2 until they land
 (the GM latency), and its stores likewise hold MTE3: the fewer and larger
 the chunks, the nearer the loads stream. The layout is chosen with
-`npu.chunk_pipeline`'s steady-state model of one emitted chunk: whether a
+`npu.costmodel.vector.chunk_pipeline`'s steady-state model of one emitted chunk: whether a
 stored result may take over a loaded buffer (more rows per chunk, but the
 next load into that buffer waits for the store to land), whether the
 buffers only stored from get one set or one per slot, and how many rows a
 chunk takes. `remarks=true` says which and why.
 
-The UB-level builders of each step are `npu.row_builders`.
+The UB-level builders of each step are `npu.kernels.row_builders`.
 """
 
 from __future__ import annotations
 
 from mlir import ir
 
-from npu import fused_chunk, fusion, gelu, online_rows
-from npu.chunk_pipeline import ChunkProfile
-from npu.fusion import FUSED_UB_FRACTION
+from npu.kernels import fused_chunk
+
+from npu.costmodel.fusion import rows as fusion
+
+from npu.costmodel.fusion import gelu
+
+from npu.kernels import online_rows
+from npu.costmodel.vector.chunk_pipeline import ChunkProfile
+from npu.costmodel.fusion.rows import FUSED_UB_FRACTION
 from npu import ir as nir
-from npu.nz_store import NzStore
-from npu.cce_build import copy, for_pieces, index_add, lin, sub
+from npu.kernels.nz_store import NzStore
+from npu.kernels.cce_build import copy, for_pieces, index_add, lin, sub
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass, PassError, ub_fraction_option
 from npu.passes.lower_elementwise import Input, load_scalar
-from npu.pipe_work import pipe_work
-from npu.row_builders import RowBuilders
-from npu.vector_compute import constant_blocks
-from npu.vector_tiling import plan_chunks
+from npu.analysis.pipe_work import pipe_work
+from npu.kernels.row_builders import RowBuilders
+from npu.kernels.vector_compute import constant_blocks
+from npu.costmodel.vector.tiling import plan_chunks
 
 from .layouts import LayoutChoice
 
@@ -174,7 +180,7 @@ class FusedKernel(RowBuilders, LayoutChoice):
             self.consts = {m.index: constant_blocks(m.compute, self.target)
                            for m in self.members if m.compute is not None}
             if self.online is not None:
-                from npu.online_kernel import TwoPass
+                from npu.kernels.online_kernel import TwoPass
 
                 for_pieces(self.plan, lambda row0, rows: TwoPass(self, row0, rows).emit())
                 return

@@ -1,5 +1,5 @@
 """How a one-pass fused row kernel's chunks use UB, chosen with the chunk
-pipeline model (`npu.chunk_pipeline`): the candidate layouts (stores over
+pipeline model (`npu.costmodel.vector.chunk_pipeline`): the candidate layouts (stores over
 loaded buffers, stores left for the chunk's end, one set of the buffers
 only stored from), the rows per chunk, and the remark saying which.
 A mixin of `FusedKernel` (npu-lower-fused)."""
@@ -10,12 +10,14 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from npu import fused_chunk, fusion
+from npu.kernels import fused_chunk
+
+from npu.costmodel.fusion import rows as fusion
 from npu import ir as nir
-from npu.chunk_pipeline import ChunkProfile
-from npu.fusion import FUSED_UB_FRACTION
+from npu.costmodel.vector.chunk_pipeline import ChunkProfile
+from npu.costmodel.fusion.rows import FUSED_UB_FRACTION
 from npu.passes.base import PassError
-from npu.vector_tiling import plan_chunks, round_down
+from npu.costmodel.vector.tiling import plan_chunks, round_down
 
 # UB share of a chunk's buffers with the streamed ones in every set (at the
 # default `ub-fraction`; the memory planner keeps the rest for its gaps).

@@ -2,7 +2,7 @@
 
 A: M x N (Nz in GM as [N1, M1, 16, 16]), B: N x K ([K1, N1, 16, 16]),
 C = A x B: M x K ([K1, M1, 16, 16]); N is the reduction, tiles are (m, n, k)
-and chosen by the cost model in `npu.matmul_tiling` unless given.
+and chosen by the cost model in `npu.costmodel.matmul.tiling` unless given.
 
 Data path of one step: A tile GM -> L1 (one copy reading the Nz tile with
 burst/gap) -> L0A (loads reordering blocks to Zz); B tile GM -> L1 -> L0B
@@ -47,9 +47,9 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import ir as nir
-from npu.matmul_tiling import STRATEGIES, MatmulShape, TilingError, choose_tiling, make_choice
+from npu.costmodel.matmul.tiling import STRATEGIES, MatmulShape, TilingError, choose_tiling, make_choice
 from npu.passes.base import Option, Pass, PassError
-from npu.pipelined_cost import Drain
+from npu.costmodel.matmul.pipelined import Drain
 from npu.target import Target
 from npu.passes.lower_matmul.chain import ChainedTensors
 from npu.passes.lower_matmul.blocks import (IndexValue, MatmulBlocks, Operands, Segment,
@@ -173,7 +173,7 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, PipelinedPlanning, MatmulBl
 
     def drain_cost(self, shape: MatmulShape) -> Drain:
         """What the pipelined schedule's time estimate knows of C's way out
-        (`npu.pipelined_cost.Drain`): the epilogue's vector work and stores."""
+        (`npu.costmodel.matmul.pipelined.Drain`): the epilogue's vector work and stores."""
         if self.epilogue is None:
             return Drain()
         return Drain(self.epilogue.vector_cycles,

@@ -12,8 +12,8 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf
 
 from npu import ir as nir
-from npu.cce_build import copy_bursts
-from npu.fusion import FUSED_UB_FRACTION
+from npu.kernels.cce_build import copy_bursts
+from npu.costmodel.fusion.rows import FUSED_UB_FRACTION
 from npu.passes.base import PassError
 from npu.passes.matmul_epilogue import Piece
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from mlir import ir
 
 from npu import ir as nir
-from npu.matmul_residency import resident_a_chunks
-from npu.matmul_tiling import MatmulShape, TilingChoice
-from npu.pipelined_cost import best_chunk, default_pieces, piece_grid
+from npu.costmodel.matmul.residency import resident_a_chunks
+from npu.costmodel.matmul.tiling import MatmulShape, TilingChoice
+from npu.costmodel.matmul.pipelined import best_chunk, default_pieces, piece_grid
 from npu.passes.base import PassError
 
 

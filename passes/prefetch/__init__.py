@@ -24,7 +24,7 @@ earlier. Memory planning places them where nothing live needs
 L1, and sync insertion orders them after the previous op's last reads of
 bytes they reuse.
 
-The cost model (`npu.pipe_work`: each pipe's work from the target's rates)
+The cost model (`npu.analysis.pipe_work`: each pipe's work from the target's rates)
 estimates the MTE2 idle gaps from the previous op's first step to the loop:
 after each top-level op with GM loads, the other pipes' work that follows
 its last load (the last iteration of a loop, then the ops up to the next
@@ -63,7 +63,7 @@ from mlir import ir
 from npu.ir import VIEW_OPS, arg_attrs, defining_op, functions, view_root
 from npu.passes.base import Option, Pass
 from npu.passes.buffer_lifetimes import BufferCollector, collector_for
-from npu.pipe_work import trip_count
+from npu.analysis.pipe_work import trip_count
 
 from .emit import EmitParts
 from .facts import FactsCache, contains

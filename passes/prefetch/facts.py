@@ -14,7 +14,7 @@ from mlir import ir
 from npu.dialects.cce import OP_SPACES, PIPE_OF
 from npu.ir import VIEW_OPS, constant_int, defining_op, element_bytes, has_regions, memref_element, \
     memref_shape, view_root, walk_held
-from npu.pipe_work import instruction_cycles, trip_count
+from npu.analysis.pipe_work import instruction_cycles, trip_count
 from npu.target import Target
 
 # Pipes whose work follows an op's last GM load (everything but MTE2 and

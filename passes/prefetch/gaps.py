@@ -7,7 +7,7 @@ from __future__ import annotations
 from mlir import ir
 
 from npu.ir import int_attr, memref_shape
-from npu.pipe_work import instruction_cycles
+from npu.analysis.pipe_work import instruction_cycles
 
 from .facts import FactsCache, overlaps
 from .parts import Part

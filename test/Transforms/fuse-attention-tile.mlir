@@ -3,7 +3,7 @@
 // RUN: npu-opt %s --npu-fuse-attention="softmax=f16 tile=fewest" 2>&1 | FileCheck %s --check-prefix=FEWEST
 // RUN: npu-opt %s --npu-fuse-attention=softmax=f16 2>&1 | FileCheck %s --check-prefix=REMARK
 
-// The tile of the fewest modelled cycles (npu.attention_cost): 256 keys in
+// The tile of the fewest modelled cycles (npu.costmodel.attention.cost): 256 keys in
 // one key tile (no online softmax: no partial P.V drained and no context
 // rescaled per key tile), so 96 query rows (whole-key scores fit L0C with
 // fewer rows). K^T and V of 256 keys do not fit L0B together: Q.K^T and

@@ -1,7 +1,7 @@
 """An analytic cycle estimate per candidate: what guided search ranks by.
 
 It extends the project's own models rather than inventing new ones: the
-matmul's GM traffic comes from `npu.matmul_tiling` (the model that picks
+matmul's GM traffic comes from `npu.costmodel.matmul.tiling` (the model that picks
 tiles), the vector ops' chunking from the lowerings' UB budget. Each pipe's
 busy time is bytes / bandwidth (or repeats, or cube blocks) from the target;
 with double buffering the pipes overlap (the estimate is the busiest pipe
@@ -60,7 +60,7 @@ def _combine(busy: dict[str, float], latencies: float, overlapped: bool,
 
 
 def _matmul(task: OpTask, options: dict[str, Any], target: Target) -> float:
-    from npu.matmul_tiling import Tiles, first_overflow, traffic
+    from npu.costmodel.matmul.tiling import Tiles, first_overflow, traffic
 
     shape = matmul_shape(task, target)
     frac = target.fractal

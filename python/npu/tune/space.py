@@ -152,7 +152,7 @@ def enumerate_candidates(space: Space) -> list[dict[str, Any]]:
 
 
 def matmul_shape(task: OpTask, target: Target):
-    from npu.matmul_tiling import MatmulShape
+    from npu.costmodel.matmul.tiling import MatmulShape
 
     a, b, c = task.operands[:3]
     frac = target.fractal
@@ -167,7 +167,7 @@ def matmul_shape(task: OpTask, target: Target):
 
 def canonical(task: OpTask, options: dict[str, Any], target: Target) -> dict[str, Any]:
     """The explicit option set `options` compiles to (see the module doc)."""
-    from npu.matmul_tiling import TilingError, choose_tiling
+    from npu.costmodel.matmul.tiling import TilingError, choose_tiling
 
     allowed = tunable_options(task.family)
     out: dict[str, Any] = {}

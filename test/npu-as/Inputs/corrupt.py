@@ -7,7 +7,7 @@ formed as a binary, rejected by the hivm verifier)."""
 import struct
 import sys
 
-from npu.hivm_disasm import decode_entries
+from npu.hivm.disasm import decode_entries
 from npu.ir import make_context
 
 src, out = sys.argv[1], sys.argv[2]

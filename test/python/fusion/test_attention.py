@@ -13,7 +13,7 @@ import pytest
 from helpers import compile_and_simulate, compile_program
 from patterns import attention
 
-from npu.attention import ATTENTION_ATTR
+from npu.costmodel.attention.pattern import ATTENTION_ATTR
 from npu.ir import dict_attr_items, walk
 
 # P is rounded to f16 before P.V (as the unfused program does), but the

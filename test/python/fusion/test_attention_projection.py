@@ -19,7 +19,7 @@ from patterns import qkv_attention
 from test_matmul_epilogue import constant_inputs
 
 import npu
-from npu.attention_projection import PROJECTION_ATTR
+from npu.costmodel.attention.projection import PROJECTION_ATTR
 from npu.frontend import bert
 from npu.ir import dict_attr_items, walk
 

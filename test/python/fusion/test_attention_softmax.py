@@ -20,7 +20,7 @@ from helpers import compile_and_simulate, compile_program
 from patterns import attention
 from test_attention import check_projections, close, inputs, numpy_attention
 
-from npu.attention import ATTENTION_ATTR, SOFTMAX_DEFAULT
+from npu.costmodel.attention.pattern import ATTENTION_ATTR, SOFTMAX_DEFAULT
 from npu.ir import dict_attr_items, walk
 
 

@@ -1,6 +1,6 @@
 """The attention tile chosen by modelled cost (`npu-fuse-attention{tile}`,
-`npu.attention_cost`) and the key tiles wider than L0B holds with V, whose
-Q.K^T and P.V run in chunks of keys (`npu.attention_plan.key_chunks`), on
+`npu.costmodel.attention.cost`) and the key tiles wider than L0B holds with V, whose
+Q.K^T and P.V run in chunks of keys (`npu.costmodel.attention.plan.key_chunks`), on
 the simulator: numerics of chunked tiles (even and uneven chunks, f32 and
 f16 softmax, fractal Q/K/V and f16 rows), and the cost choice against the
 fewest-tiles one."""
@@ -15,7 +15,7 @@ from patterns import attention
 from test_attention import close, inputs, numpy_attention
 from test_attention_softmax import attrs_of, numpy_attention_f16
 
-from npu.attention_plan import key_chunks
+from npu.costmodel.attention.plan import key_chunks
 from npu.target import get_target
 
 

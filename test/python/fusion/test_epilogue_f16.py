@@ -18,7 +18,7 @@ from patterns import matmul_epilogue
 from npu.ir import walk
 from npu.reference import defractalize, fractalize
 from npu.simulator.vector_numerics import run_steps
-from npu.vector_compute import gelu_erf_recipe_f16
+from npu.kernels.vector_compute import gelu_erf_recipe_f16
 
 EDGE = 256  # C is EDGE x EDGE: every finite f16 value once, zeros after
 
@@ -111,7 +111,7 @@ def test_tanh_gelu_in_an_f16_epilogue_runs_widened():
     matches the reference within f16 tolerances."""
     from helpers import assert_outputs_close, compile_and_simulate
 
-    from npu.epilogue import EPILOGUE_ATTR
+    from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
     from npu.ir import dict_attr_items
 
     text = tanh_gelu_program()
@@ -135,8 +135,8 @@ def test_bias_in_f32_is_rounded_once_before_the_f16_gelu():
     f16 C (bias row: random f32 per column), the result is the f16 recipe of
     that one rounding, bit for bit, at the cce and the hivm level; by default
     (C rounded to f16 first, the sum rounded again) some results differ."""
-    from npu.epilogue import EPILOGUE_ATTR
-    from npu.epilogue_precision import HEAD_ATTR
+    from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
+    from npu.costmodel.fusion.precision import HEAD_ATTR
     from npu.ir import arg_attrs, constant_data, dict_attr_items, functions, memref_shape
 
     text = matmul_epilogue(EDGE, EDGE, EDGE, ("bias_row", "gelu", "cast"), "f16")

@@ -12,7 +12,7 @@ from helpers import assert_outputs_close, compile_and_simulate, compile_program
 from patterns import gelu, layernorm, softmax
 
 from npu.ir import functions, memref_element, memref_shape, walk
-from npu.fusion import FUSED_ATTR
+from npu.costmodel.fusion.rows import FUSED_ATTR
 from npu.tools.run_inputs import constant_of
 
 NP = {"f16": np.float16, "f32": np.float32}
@@ -124,7 +124,7 @@ def check_long(text: str, gm_bytes: int, row_operand_bytes: int = 0):
 
 
 # Rows longer than UB (or than the vector repeat stride, 2040 f32): the
-# two-pass kernel over column pieces (npu.online_rows), odd lengths leave a
+# two-pass kernel over column pieces (npu.kernels.online_rows), odd lengths leave a
 # shorter last piece; one chunk of rows holds fewer rows than a block.
 @pytest.mark.parametrize("rows_shape,n,elem", [((3,), 4008, "f32"), ((20,), 5008, "f16"),
                                                ((2,), 100008, "f32")])

@@ -13,7 +13,7 @@ from helpers import assert_outputs_close, compile_and_simulate, compile_program
 from patterns import matmul_epilogue
 from test_fused_kernels import inputs_for
 
-from npu.epilogue import EPILOGUE_ATTR
+from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
 from npu.ir import dict_attr_items, walk
 
 

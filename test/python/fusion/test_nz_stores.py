@@ -15,8 +15,8 @@ from helpers import assert_outputs_close, compile_and_simulate, compile_program
 from patterns import attention, nz_operand
 from test_fused_kernels import inputs_for
 
-from npu.attention import ATTENTION_ATTR
-from npu.fusion import FUSED_ATTR
+from npu.costmodel.attention.pattern import ATTENTION_ATTR
+from npu.costmodel.fusion.rows import FUSED_ATTR
 from npu.ir import walk
 
 OFF = "fuse-nz-stores=false"

@@ -16,7 +16,7 @@ from helpers import compile_program
 from patterns import layernorm, nz_operand, softmax
 from test_fused_kernels import check, inputs_for
 
-from npu.chunk_pipeline import ChunkProfile
+from npu.costmodel.vector.chunk_pipeline import ChunkProfile
 
 OPTIONS = ["", "fuse-steps=false", "fuse-layouts=false", "fuse-slots=1", "fuse-slots=3"]
 KERNELS = {

@@ -17,7 +17,7 @@ from patterns import matmul_epilogue
 from test_fused_kernels import inputs_for
 from test_horizontal import run, siblings
 
-from npu.epilogue import EPILOGUE_ATTR
+from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
 from npu.ir import ops_named, walk
 
 

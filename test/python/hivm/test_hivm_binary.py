@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from mlir import ir
 
 from npu.dialects import hivm
-from npu.hivm_binary import (HIVM_OPS, OP_HIVM, PIPES, ROUND_MODES, BinaryError, EncodeError,
+from npu.hivm.binary import (HIVM_OPS, OP_HIVM, PIPES, ROUND_MODES, BinaryError, EncodeError,
                              attr_fields, encode)
-from npu.hivm_disasm import decode, decode_entries
+from npu.hivm.disasm import decode, decode_entries
 from npu.ir import make_context, parse_module
 from npu.pipeline import run_pipeline
 from npu.target import get_target
@@ -163,7 +163,7 @@ def test_examples_round_trip(path):
 def test_converting_l0c_move_round_trips():
     """The L0C -> UB move's conversion lives in its word (convert field):
     it survives the binary form and the listing names it."""
-    from npu.hivm_disasm import listing
+    from npu.hivm.disasm import listing
 
     f = 16
     t = lambda *s, e="f16": f'memref<{"x".join(map(str, s))}x{e}, "gm">'  # noqa: E731

@@ -1,4 +1,4 @@
-"""The matmul cost model (npu.matmul_tiling): thesis formulas, fitting limits
+"""The matmul cost model (npu.costmodel.matmul.tiling): thesis formulas, fitting limits
 derived from the target, tie-breaking and explicit tiles."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from npu.matmul_tiling import (MatmulShape, Tiles, TilingError, choose_tiling, first_overflow,
+from npu.costmodel.matmul.tiling import (MatmulShape, Tiles, TilingError, choose_tiling, first_overflow,
                                traffic)
 from npu.target import KIB, get_target
 
@@ -107,7 +107,7 @@ def test_search_cost_is_bounded_by_the_buffers(strategy, monkeypatch):
     first misfits), each with a binary search over n: 16x the matrix edge
     costs only the longer binary searches (log N), not 256x the (m, k)
     pairs ((M/16) * (K/16) = 2^24 at 65536^3)."""
-    import npu.matmul_tiling as mt
+    import npu.costmodel.matmul.tiling as mt
 
     calls = []
     real = mt.first_overflow

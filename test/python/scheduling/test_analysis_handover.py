@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from npu.access_analysis import AccessAnalysis, is_access_op
+from npu.analysis.access import AccessAnalysis, is_access_op
 from npu.ir import functions, make_context, parse_module, walk
 from npu.passes import registry
 from npu.passes.buffer_lifetimes import collect_buffers, collector_for

@@ -1,13 +1,13 @@
 """Offsets the access analysis cannot write as affine expressions (the
 pipelined matmul's `tile / cols`, `tile % cols`, a clamping `min`) are
-bounded by interval arithmetic (`npu.offset_intervals`) instead of widening
+bounded by interval arithmetic (`npu.analysis.offset_intervals`) instead of widening
 the access to the whole tensor."""
 
 from __future__ import annotations
 
 import pytest
 
-from npu.access_analysis import AccessAnalysis
+from npu.analysis.access import AccessAnalysis
 from npu.ir import make_context, parse_module, walk
 from npu.target import get_target
 

@@ -148,11 +148,11 @@ def test_prefetch_saves_the_idle_tail():
 
 
 def test_pipe_work_totals_are_the_programs_traffic_and_issue():
-    # npu.pipe_work, the cost model's view of where each pipe is busy: an
+    # npu.analysis.pipe_work, the cost model's view of where each pipe is busy: an
     # exp over 64 x 1024 f32 moves 256 KiB each way and issues 1024 slow
     # vector repeats, however the lowering cuts it into chunks; a 48 x 64 x
     # 80 matmul is 3 * 4 * 5 cube blocks.
-    from npu.pipe_work import pipe_work
+    from npu.analysis.pipe_work import pipe_work
     from npu.target import get_target
 
     target = get_target("ascend910")

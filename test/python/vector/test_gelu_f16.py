@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from npu.simulator.vector_numerics import run_steps
-from npu import vector_compute as vc
+from npu.kernels import vector_compute as vc
 
 # Measured: largest error 15.33 ulps at x = -3.832 (|GELU| = 2.4e-4: the
 # rounding of the exp argument H ~ -9.6), mean 0.2378 ulps; within 2.15

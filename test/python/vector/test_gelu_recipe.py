@@ -1,4 +1,4 @@
-"""GELU as one vector recipe (`npu.gelu` in fused kernels): the erf and
+"""GELU as one vector recipe (`npu.costmodel.fusion.gelu` in fused kernels): the erf and
 tanh forms the frontend emits, on a dense sweep of f32 inputs, against a
 float64 reference (math.erf / numpy tanh) and against the op-by-op chain
 (the erf recipe, A&S 7.1.26 with its sign handling) it replaces: never less

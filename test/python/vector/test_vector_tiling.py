@@ -4,7 +4,7 @@ lowerings (pure Python, no MLIR)."""
 import pytest
 
 from npu.target import get_target
-from npu.vector_tiling import (VectorGeometry, max_chunk_elements, plan_chunks, split_repeats)
+from npu.costmodel.vector.tiling import (VectorGeometry, max_chunk_elements, plan_chunks, split_repeats)
 
 
 def covered(plan):

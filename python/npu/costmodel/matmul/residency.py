@@ -1,15 +1,15 @@
 """Whether the pipelined schedule keeps A's row strip resident in L1, and
 with which C tile width and B chunks (`resident_or_streamed`, called by
 `matmul_tiling.choose_tiling`): the strip's room (`resident_a_chunks`) and
-the choice among plans by `npu.pipelined_cost.pipelined_time`."""
+the choice among plans by `npu.costmodel.matmul.pipelined.pipelined_time`."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from npu.matmul_tiling import (MatmulShape, Tiles, TilingChoice, _capacities, _largest_fitting_n,
+from npu.costmodel.matmul.tiling import (MatmulShape, Tiles, TilingChoice, _capacities, _largest_fitting_n,
                                _multiples, make_choice, pipelines)
-from npu.pipelined_cost import Drain, best_chunk, pipelined_time
+from npu.costmodel.matmul.pipelined import Drain, best_chunk, pipelined_time
 from npu.target import Target
 
 

@@ -35,12 +35,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from npu import ir as nir
-from npu.fusion import GroupModel, Operand, RowOp, accumulator
-from npu.nz_store import cast_gather_limits
-from npu.row_builders import sum_work_bytes
+from npu.costmodel.fusion.rows import GroupModel, Operand, RowOp, accumulator
+from npu.kernels.nz_store import cast_gather_limits
+from npu.kernels.row_builders import sum_work_bytes
 from npu.target import Target
-from npu.vector_compute import Compute
-from npu.vector_tiling import VectorGeometry
+from npu.kernels.vector_compute import Compute
+from npu.costmodel.vector.tiling import VectorGeometry
 
 # Lane-wise computes whose result may overwrite an input of the same type.
 IN_PLACE_KINDS = ("binary", "scalar", "unary", "multiply_add", "select", "copy")
@@ -316,8 +316,8 @@ def one_set(g: GroupModel, target: Target) -> ChunkBytes:
     default (results in place, `fusion.stores_at_end`), per row of whole
     `online_row_block`s: what `npu-fuse` and the one-pass / two-pass choice
     size a chunk by with one set of its buffers."""
-    from npu.fusion import stores_at_end
-    from npu.online_rows import online_row_block
+    from npu.costmodel.fusion.rows import stores_at_end
+    from npu.kernels.online_rows import online_row_block
 
     return chunk_bytes(g, plan(g, stores_at_end(g), target), target, online_row_block(g, target))
 

@@ -49,7 +49,7 @@ from typing import Mapping, Sequence
 from mlir import ir
 
 from npu import ir as nir
-from npu.cce_build import View
+from npu.kernels.cce_build import View
 from npu.dialects.opspec import CAST_PAIRS
 
 BINARY = {"ascend.add": "cce.vadd", "ascend.sub": "cce.vsub", "ascend.mul": "cce.vmul",
@@ -126,7 +126,7 @@ def _erf_recipe() -> tuple[Step, ...]:
     return tuple(steps)
 
 
-# GELU as one recipe (`gelu_compute`; `npu.gelu` finds the chains the
+# GELU as one recipe (`gelu_compute`; `npu.costmodel.fusion.gelu` finds the chains the
 # frontend emits). Erf form, x * 0.5 * (1 + erf(s x)), for s = 1/sqrt(2):
 #   GELU(x) = relu(x) - a Phi(-a),  a = |x|,  Phi(-a) = exp(H(a))
 # (no 1 + erf(x) cancelling for negative x; no division), H a degree-8
@@ -256,7 +256,7 @@ class Constants:
     index: Mapping[float, int]
 
     def view(self, value: float) -> View:
-        from npu.cce_build import sub
+        from npu.kernels.cce_build import sub
         return View(sub(self.buf, self.index[value] * self.per_block, self.per_block), 0, 0)
 
 
@@ -372,7 +372,7 @@ def constant_blocks(compute: Compute, target) -> Constants | None:
     elem = compute.widen or compute.temps[-1]
     per_block = target.vector_block_bytes // nir.element_bytes(elem)
     buf = nir.alloc([len(values) * per_block], elem, "ub")
-    from npu.cce_build import sub
+    from npu.kernels.cce_build import sub
     for k, value in enumerate(values):
         blk = sub(buf, k * per_block, per_block)
         nir.create_op("cce.vdup", [blk], repeat=1, mask=per_block, dst_blk_stride=1,
@@ -428,8 +428,8 @@ def emit_flat_run(compute: Compute, target, count: int, dst: tuple[ir.Value, str
     """`compute` over `count` contiguous elements of UB buffers given as
     (buffer, element type); a `View` source (a broadcast scalar) is passed
     as is. `temps` are the buffers of `compute.temps`, `count` elements each."""
-    from npu.cce_build import sub
-    from npu.vector_tiling import VectorGeometry, split_repeats
+    from npu.kernels.cce_build import sub
+    from npu.costmodel.vector.tiling import VectorGeometry, split_repeats
 
     types = [dst[1]] + [s[1] for s in srcs if not isinstance(s, View)] + list(compute.temps)
     geo = VectorGeometry.for_types(target, [nir.element_bytes(t) for t in types])

@@ -1,6 +1,6 @@
 """Bounds of offsets the access analysis cannot write as affine expressions.
 
-`npu.access_analysis` keeps an operand's offset exact when its index
+`npu.analysis.access` keeps an operand's offset exact when its index
 arithmetic is affine in the loops' induction variables. Other index
 arithmetic (the pipelined matmul's `tile / cols` and `tile % cols`, a
 `min` that clamps a chunk index) used to widen the access to its whole
@@ -23,7 +23,7 @@ from mlir import ir
 from npu.ir import defining_op, element_bytes
 
 if TYPE_CHECKING:
-    from npu.access_analysis import AccessAnalysis
+    from npu.analysis.access import AccessAnalysis
 
 Interval = tuple[int, int]  # lowest and highest value, both included
 

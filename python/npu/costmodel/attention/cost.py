@@ -1,4 +1,4 @@
-"""The modelled cycles of an attention tile plan (`npu.attention_plan`): the
+"""The modelled cycles of an attention tile plan (`npu.costmodel.attention.plan`): the
 work of each pipe of `npu-lower-attention`'s kernel, from the target's
 rates, for a tile of query rows x keys.
 
@@ -74,7 +74,7 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
     read as rows (one 32-byte burst per row and column block) rather than
     as fractals; `nz_out`: the context is cast to f16 on its way out;
     `on_chip`: the kernel makes Q, K and V itself (its projection,
-    `npu.attention_projection_plan`), so no GM loads."""
+    `npu.costmodel.attention.projection_plan`), so no GM loads."""
     s1, d1 = seq_blocks, d_blocks
     es = 2 if softmax == "f16" else 4
     frac2 = 16 * 16 * 2

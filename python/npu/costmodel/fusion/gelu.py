@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections import Counter
 
 from npu import ir as nir
-from npu.fusion import RowOp
-from npu.vector_compute import (gelu_compute, gelu_erf_recipe, gelu_erf_recipe_f16,
+from npu.costmodel.fusion.rows import RowOp
+from npu.kernels.vector_compute import (gelu_compute, gelu_erf_recipe, gelu_erf_recipe_f16,
                                 gelu_tanh_recipe)
 
 
@@ -26,7 +26,7 @@ def collapse(members: list[RowOp], leaving: set, in_f16: bool = False) -> list[R
     """`members` with each GELU chain replaced by one member (at the chain's
     last op, reading the chain's input). `in_f16`: a chain on f16 data runs
     in f16 (the erf form's `gelu_erf_recipe_f16`), not widened to f32: for
-    epilogues whose policy allows it (`npu.epilogue_precision.f16_refusal`)."""
+    epilogues whose policy allows it (`npu.costmodel.fusion.precision.f16_refusal`)."""
     producer = {m.out.root: m for m in members}
     uses = Counter(i.root for m in members for i in m.ins)
     replaced: dict = {}  # op -> RowOp replacing it (None: dropped)

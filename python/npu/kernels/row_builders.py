@@ -3,7 +3,7 @@ an elementwise member over a chunk's rows (flat runs, row and col
 operands broadcast down the rows or one row at a time), a reciprocal of a
 col operand, a row reduction folded onto accumulators (or a sum of
 products), conversions. Shared by the one-pass chunks and the two-pass
-kernel's pieces (`npu.online_kernel`), whose `width` is the piece's.
+kernel's pieces (`npu.kernels.online_kernel`), whose `width` is the piece's.
 
   * elementwise ops whose operands are full/scalar (or all col): the
     per-instruction `Compute` of `npu-lower-elementwise` over the chunk as a
@@ -22,12 +22,12 @@ from __future__ import annotations
 
 from mlir import ir
 
-from npu import fusion
+from npu.costmodel.fusion import rows as fusion
 from npu import ir as nir
-from npu.cce_build import View, sub
+from npu.kernels.cce_build import View, sub
 from npu.passes.lower_elementwise import expand_scalar_blocks
-from npu.vector_compute import Compute, emit_flat_run
-from npu.vector_tiling import VectorGeometry, round_down, split_repeats
+from npu.kernels.vector_compute import Compute, emit_flat_run
+from npu.costmodel.vector.tiling import VectorGeometry, round_down, split_repeats
 
 
 # Accumulators of a sum of products (`fused_chunk.square_sum`): each
@@ -300,7 +300,7 @@ class RowBuilders:
 
     def convert(self, dst: ir.Value, dst_elem: str, src: ir.Value, src_elem: str, count: int,
                 round_mode: str) -> None:
-        from npu.vector_compute import cast_compute
+        from npu.kernels.vector_compute import cast_compute
 
         compute = cast_compute(src_elem, dst_elem, round_mode)
         geo = VectorGeometry.for_types(self.target, [4])

@@ -21,7 +21,7 @@ order of the attention's Q, K and V tiles). X is either resident in L1
 for all heads (copied once) or streamed per head as one row strip per row
 tile (re-read once a head); W's columns of a job are read once per job,
 so once per row tile and head. The cost model is
-`npu.attention_projection_plan`.
+`npu.costmodel.attention.projection_plan`.
 """
 
 from __future__ import annotations
@@ -30,10 +30,12 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from npu import epilogue, fusion
-from npu import epilogue_precision as precision
+from npu.costmodel.fusion import epilogue
+
+from npu.costmodel.fusion import rows as fusion
+from npu.costmodel.fusion import precision
 from npu import ir as nir
-from npu.attention import Attention
+from npu.costmodel.attention.pattern import Attention
 from npu.target import Target
 
 PROJECTION_ATTR = "npu.projection"  # the plan, beside `npu.attention` on its region
@@ -189,7 +191,7 @@ def _model(matmul: ir.Operation, members: list[ir.Operation], target: Target
            ) -> tuple[int, int, int]:
     """(UB bytes per C fractal of a drained piece, UB bytes held for the
     whole kernel, vector cycles over all of C) of the members computed in
-    f16 on the piece the L0C -> UB move rounded (`npu.epilogue.plan`)."""
+    f16 on the piece the L0C -> UB move rounded (`npu.costmodel.fusion.epilogue.plan`)."""
     index = {m: k for k, m in enumerate(members)}
     rows = [epilogue.grouped_member(m, index[m], target) for m in members]
     cv = matmul.operands[-1]
@@ -208,7 +210,7 @@ def _model(matmul: ir.Operation, members: list[ir.Operation], target: Target
 def footprint(a: Attention, qb: int, kb: int, p: Projection, pp: ProjPlan,
               attention: dict[str, int]) -> dict[str, int]:
     """Bytes per on-chip buffer of the attention (`attention`, from
-    `npu.attention_plan.footprint`) with the projection's buffers: X in L1
+    `npu.costmodel.attention.plan.footprint`) with the projection's buffers: X in L1
     (all of it, or two row strips), two W chunks, the heads' Q, K, V tiles
     in two slots (head h's are read while head h+1's are made: with
     several tiles a head they replace the attention's own Q, K, V tiles);

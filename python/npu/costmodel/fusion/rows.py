@@ -1,6 +1,6 @@
 """What `npu-fuse` and `npu-lower-fused` share: which ascend ops are row ops,
 how each operand of one relates to the group's rows, and the cost model
-(GM bytes a group moves; the UB of a chunk is `npu.fused_chunk`'s).
+(GM bytes a group moves; the UB of a chunk is `npu.kernels.fused_chunk`'s).
 
 A *row group* works on tensors viewed as [R, N] (R rows of N elements).
 Each operand of a member op is one of
@@ -26,7 +26,7 @@ from npu import ir as nir
 from npu.dialects.ascend import reduce_axis
 from npu.passes.base import PassError
 from npu.target import Target
-from npu.vector_compute import BINARY, SCALAR, UNARY, Compute
+from npu.kernels.vector_compute import BINARY, SCALAR, UNARY, Compute
 
 REDUCE = {"ascend.reduce_sum": ("cce.vadd", "cce.vcadd"),
           "ascend.reduce_max": ("cce.vmax", "cce.vcmax"),
@@ -256,7 +256,7 @@ def nz_layout(nd: ir.Value, nz: ir.Value, rows: int, n: int | None, target: Targ
                 "(the Nz tensor would need padding columns)")
     if not nir.is_contiguous(nz) or nir.memref_element(nz) != nir.memref_element(nd):
         return "its Nz tensor is not a contiguous tensor of the same type"
-    from npu.nz_store import layout_limits
+    from npu.kernels.nz_store import layout_limits
 
     return layout_limits(target, rows, n, nir.element_bytes(nir.memref_element(nd)))
 

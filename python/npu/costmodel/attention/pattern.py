@@ -1,6 +1,6 @@
 """The attention pattern as the frontend produces it, found by structure:
 what `npu-fuse-attention` groups and `npu-lower-attention` checks and
-lowers (the cost model is `npu.attention_plan`).
+lowers (the cost model is `npu.costmodel.attention.plan`).
 
 The pattern, per batch of heads H, seq S, head dim D (Nz operands f16):
 

@@ -1,4 +1,4 @@
-"""Decode the binary form of a hivm kernel (`npu.hivm_binary`) back into MLIR.
+"""Decode the binary form of a hivm kernel (`npu.hivm.binary`) back into MLIR.
 
 The decoder trusts nothing: every header field, opcode, payload length,
 register number, enum value and the nesting of `FOR`/`IF`/`ELSE`/`END` is
@@ -18,7 +18,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.dialects import hivm
-from npu.hivm_binary import (ARITH_OPS, HIVM_OPS, MAGIC, NO_PREDICATE, OP_ARITH, OP_CONST,
+from npu.hivm.binary import (ARITH_OPS, HIVM_OPS, MAGIC, NO_PREDICATE, OP_ARITH, OP_CONST,
                              OP_ELSE, OP_END, OP_FOR, OP_HIVM, OP_IF, OP_RETURN, OP_YIELD, PIPES,
                              ROUND_MODES, TYPES, VERSION, BinaryError, attr_fields)
 

@@ -24,7 +24,7 @@ when its vector work starts (P: the period). The period is the largest of
 The kernel then takes about one chunk's loads, (chunks - 1) periods, and
 the last chunk's vector work and stores (`ChunkProfile.total`).
 Latencies and rates are the target's (the profile's cycles come from
-`npu.pipe_work` on the emitted chunk).
+`npu.analysis.pipe_work` on the emitted chunk).
 """
 
 from __future__ import annotations

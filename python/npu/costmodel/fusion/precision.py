@@ -5,9 +5,9 @@ f32 (`f32_head`), and the members as computed in f16 (`in_f16`). The
 
 from __future__ import annotations
 
-from npu import fusion
+from npu.costmodel.fusion import rows as fusion
 from npu import ir as nir
-from npu.epilogue import Epilogue
+from npu.costmodel.fusion.epilogue import Epilogue
 from npu.target import Target
 
 COMPUTE_F16 = "f16"  # npu.epilogue's `compute` when the members run in f16

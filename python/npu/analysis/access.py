@@ -12,7 +12,7 @@ addi/subi/muli by a constant); anything else falls back, conservatively, to
 the whole root allocation, or to the bytes of the `memref.view` the operand
 derives from (a tensor of a planned GM workspace) when its shift is known,
 narrowed to the hull of the offsets' interval where interval arithmetic
-bounds them (`npu.offset_intervals`: division and remainder by constants,
+bounds them (`npu.analysis.offset_intervals`: division and remainder by constants,
 min, max; a loop over one row of matmul tiles then stores only that row's
 bytes). Each range is the hull of the bytes the op touches
 (a strided access is widened to its first..last byte): conservative, never
@@ -26,13 +26,13 @@ from typing import Iterable
 
 from mlir import ir
 
-# The analysis's values and overlap tests live in `npu.byte_ranges`; they are
+# The analysis's values and overlap tests live in `npu.analysis.byte_ranges`; they are
 # imported from here by the passes.
-from npu.byte_ranges import (Affine, IvKey, IvRange, OpAccess, Range, _norm,  # noqa: F401
+from npu.analysis.byte_ranges import (Affine, IvKey, IvRange, OpAccess, Range, _norm,  # noqa: F401
                              conflicts, conflicts_by, may_overlap)
 from npu.ir import (bool_attr, defining_op, element_bytes, int_array_attr, int_attr,
                     is_block_argument, memory_space, str_attr, walk)
-from npu.offset_intervals import byte_interval
+from npu.analysis.offset_intervals import byte_interval
 from npu.target import ON_CHIP_BUFFERS, PATH_PIPES, Target
 
 OFFSET_ATTR = "npu.offset"
@@ -101,7 +101,7 @@ class AccessAnalysis:
         self._layouts: dict[ir.Type, tuple[list[int], int]] = {}  # see `_layout`
         # root memref value -> (`root_key`, the root's alloc when keyed by it)
         self._root_keys: dict[ir.Value, tuple[tuple[tuple, str, int, int], ir.Operation | None]] = {}
-        self.intervals: dict[ir.Value, tuple[int, int] | None] = {}  # `npu.offset_intervals`
+        self.intervals: dict[ir.Value, tuple[int, int] | None] = {}  # `npu.analysis.offset_intervals`
         self._interval_ranges = 0  # ranges bounded by an interval so far ...
         self._interval_ops: set[ir.Operation] = set()  # ... and the ops that have one
 
@@ -324,7 +324,7 @@ class AccessAnalysis:
             # Unknown dynamic offset: the tensor's own bytes when it is a
             # memref.view at a known shift (a tensor of a planned workspace),
             # else the whole root allocation; within both, the hull of the
-            # offsets' interval (`npu.offset_intervals`) when it is known.
+            # offsets' interval (`npu.analysis.offset_intervals`) when it is known.
             extent = self._view_extent(operand)
             start, stop = (base, base + size) if extent is None or extent[0].terms else (
                 base + extent[0].const, base + extent[0].const + extent[1])

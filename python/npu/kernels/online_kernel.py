@@ -1,4 +1,4 @@
-"""One chunk of rows of a two-pass fused kernel (`npu.online_rows`): the
+"""One chunk of rows of a two-pass fused kernel (`npu.kernels.online_rows`): the
 piece loops of pass 1 (reductions folded into per-row accumulators) and
 pass 2 (outputs), emitted with the UB-level builders of `npu-lower-fused`'s
 `FusedKernel` (its `width` set to the piece's columns).
@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from mlir import ir
 
-from npu import fusion
+from npu.costmodel.fusion import rows as fusion
 from npu import ir as nir
-from npu.cce_build import View, copy, lin, sub
+from npu.kernels.cce_build import View, copy, lin, sub
 from npu.dialects.hivm import config_field
-from npu.online_rows import OnlineReduction, in_place_source, last_uses
-from npu.vector_compute import Compute, Step
-from npu.vector_tiling import VectorGeometry, split_repeats
+from npu.kernels.online_rows import OnlineReduction, in_place_source, last_uses
+from npu.kernels.vector_compute import Compute, Step
+from npu.costmodel.vector.tiling import VectorGeometry, split_repeats
 
 
 class TwoPass:

@@ -1,4 +1,4 @@
-"""The values of the access analysis (`npu.access_analysis`): affine index
+"""The values of the access analysis (`npu.analysis.access`): affine index
 expressions over loop induction variables, the byte ranges an op reads and
 writes, and the tests of whether two ranges (or two ops' accesses) may share
 a byte."""
@@ -13,7 +13,7 @@ from mlir import ir
 from npu.target import ON_CHIP_BUFFERS
 
 if TYPE_CHECKING:
-    from npu.access_analysis import AccessAnalysis
+    from npu.analysis.access import AccessAnalysis
 
 
 # ----------------------------------------------------------------------------

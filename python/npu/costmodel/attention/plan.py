@@ -4,7 +4,7 @@ head is computed in, what it needs on chip, and the GM bytes it moves.
 A key tile covering all keys keeps one head's scores of the query tile on
 chip at once; otherwise the keys are streamed in tiles with a running row
 max and sum (online softmax) and the partial context rescaled. Tiles are
-ranked by their modelled cycles (`npu.attention_cost`); a key tile whose
+ranked by their modelled cycles (`npu.costmodel.attention.cost`); a key tile whose
 K^T and V do not fit L0B together runs on the cube in chunks of keys.
 """
 
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from mlir import ir
 
 from npu import ir as nir
-from npu.attention import Attention, drop_casts, drop_prologues
-from npu.attention_cost import TileCost, tile_cost
+from npu.costmodel.attention.pattern import Attention, drop_casts, drop_prologues
+from npu.costmodel.attention.cost import TileCost, tile_cost
 from npu.target import Target
 
 # UB share of one tile's buffers by `footprint` (the rest: granule rounding
@@ -102,7 +102,7 @@ def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = Fals
 def plan(a: Attention, target: Target, ub_fraction: float, softmax: str = "f32",
          tile: str = "cost") -> Plan | str:
     """The tile (query rows x keys) that fits on chip with the fewest
-    modelled cycles (`npu.attention_cost`, with the softmax's precision),
+    modelled cycles (`npu.costmodel.attention.cost`, with the softmax's precision),
     among query tiles of 1 to MAX_Q_BLOCKS blocks and key tiles that split
     the keys evenly; a key tile whose K^T and V do not fit L0B together
     runs on the cube in chunks (`key_chunks`). `tile` = "fewest": the
@@ -187,7 +187,7 @@ def resident(a: Attention, q_blocks: int, k_blocks: int, target: Target) -> bool
 
 def modelled(a: Attention, q_blocks: int, k_blocks: int, target: Target,
              softmax: str, on_chip: bool = False) -> TileCost:
-    """`npu.attention_cost.tile_cost` of the tile for this attention
+    """`npu.costmodel.attention.cost.tile_cost` of the tile for this attention
     (`on_chip`: Q, K, V made by the kernel's own projection)."""
     return tile_cost(a.heads, a.seq_blocks, a.d_blocks, q_blocks, k_blocks, softmax,
                      resident(a, q_blocks, k_blocks, target), a.sources is not None, a.nz_out,

@@ -1,9 +1,9 @@
 """The cost model of `npu-fuse-attention-projection` (`choose`): every
 attention tile npu-fuse-attention weighs and projection plan
 (`candidates`) whose buffers fit on chip
-(`npu.attention_projection.footprint`), each pipe's busy cycles estimated
+(`npu.costmodel.attention.projection.footprint`), each pipe's busy cycles estimated
 from the target's rates (`estimate`: the attention's by the one model of
-`npu.attention_cost`, with the softmax's precision, plus the projection's
+`npu.costmodel.attention.cost`, with the softmax's precision, plus the projection's
 own work), the least busiest pipe taken, against the projection's own
 kernel followed by the attention at its own tile (the same model).
 """
@@ -14,10 +14,10 @@ import math
 from dataclasses import dataclass, replace
 
 from npu import ir as nir
-from npu.attention import Attention
-from npu.attention_cost import TileCost
-from npu.attention_plan import MAX_HEAD_STEPS, modelled, tile_shapes
-from npu.attention_projection import FRACTAL_F16, FRACTAL_F32, Projection, ProjPlan, footprint
+from npu.costmodel.attention.pattern import Attention
+from npu.costmodel.attention.cost import TileCost
+from npu.costmodel.attention.plan import MAX_HEAD_STEPS, modelled, tile_shapes
+from npu.costmodel.attention.projection import FRACTAL_F16, FRACTAL_F32, Projection, ProjPlan, footprint
 from npu.target import Target
 
 
@@ -130,7 +130,7 @@ def estimate(a: Attention, qb: int, kb: int, p: Projection, pp: ProjPlan, target
              softmax: str, attention: TileCost | None = None) -> tuple[TileCost, float]:
     """Busy cycles per pipe of the attention kernel at tile qb x kb with the
     projection at plan `pp`, and the estimated time: the attention's own
-    work by the shared model (`npu.attention_plan.modelled` with the
+    work by the shared model (`npu.costmodel.attention.plan.modelled` with the
     softmax's precision, Q, K, V on chip; `attention` when the caller has
     it) plus `projection_work`; the time is the busiest pipe of the sum
     plus the first head's projection, or (not `overlapped`) the two
@@ -173,7 +173,7 @@ class Choice:
 
 def choose(a: Attention, p: Projection, target: Target, ub_fraction: float,
            apart_tile: tuple[int, int], footprint_of, softmax: str = "f32") -> Choice | str:
-    """The attention tile (`npu.attention_plan.tile_shapes`, the tiles
+    """The attention tile (`npu.costmodel.attention.plan.tile_shapes`, the tiles
     npu-fuse-attention's cost model weighs) and projection plan that fit
     on chip with the least estimated time (the busiest pipe plus the first
     head's projection), against the projection's own kernel plus the

@@ -39,7 +39,7 @@ own row-major tensors. A row whose bytes are not whole 32-byte blocks
 cannot be written by bursts without running into the next row (which an
 earlier column block may already hold): such a defractalize stays.
 
-When an epilogue runs in f16 is `npu.epilogue_precision`'s policy.
+When an epilogue runs in f16 is `npu.costmodel.fusion.precision`'s policy.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from typing import Callable
 
 from mlir import ir
 
-from npu import fusion
+from npu.costmodel.fusion import rows as fusion
 from npu import ir as nir
 from npu.target import Target
 
@@ -258,10 +258,10 @@ def model(matmul: ir.Operation, c: fusion.Operand, members: list[fusion.RowOp],
 def collapse_gelu(c: fusion.Operand, members: list[fusion.RowOp],
                   leaves: Callable[[ir.Value], bool], kept: set = frozenset(),
                   in_f16: bool = False) -> list[fusion.RowOp]:
-    """`members` with each GELU chain as one recipe member (`npu.gelu`);
+    """`members` with each GELU chain as one recipe member (`npu.costmodel.fusion.gelu`);
     `kept`: tensors read besides the members (row-major stores); `in_f16`:
     members computed in f16 (`in_f16`) get the f16 recipe."""
-    from npu import gelu
+    from npu.costmodel.fusion import gelu
 
     leaving = {o.root for o in [c] + [m.out for m in members] if leaves(o.root)}
     return gelu.collapse(members, leaving | kept, in_f16)
@@ -272,7 +272,7 @@ def lowered_plan(e: Epilogue, target: Target) -> Plan:
     collapsed to their one recipe (fewer temporaries than the ops apart)."""
     from dataclasses import replace
 
-    from npu import gelu
+    from npu.costmodel.fusion import gelu
 
     kept = e.leaving | {s.src.root for s in e.stores}
     return plan(replace(e, members=gelu.collapse(e.members, kept)), target)

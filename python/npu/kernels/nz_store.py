@@ -19,10 +19,10 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import ir as nir
-from npu.cce_build import View, copy, lin, sub
+from npu.kernels.cce_build import View, copy, lin, sub
 from npu.dialects.hivm import config_field
 from npu.target import Target
-from npu.vector_compute import Compute
+from npu.kernels.vector_compute import Compute
 
 ROWS_PER_GATHER = 8  # blocks of one vector repeat
 

@@ -33,8 +33,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from npu import fusion
-from npu.fusion import GroupModel, RowOp
+from npu.costmodel.fusion import rows as fusion
+from npu.costmodel.fusion.rows import GroupModel, RowOp
 from npu.target import Target
 
 # Piece widths are multiples of this many columns (whole f16 and f32 repeats).
@@ -70,10 +70,10 @@ class OnlinePlan:
 def whole_rows_fit(g: GroupModel, target: Target, budget: int) -> bool:
     """The one-pass kernel's condition: a chunk of whole rows (`row_block`
     of them, `online_row_block`) fits `budget` with one set of its buffers
-    as `npu.fused_chunk` lays them out (results in place), and, with a
+    as `npu.kernels.fused_chunk` lays them out (results in place), and, with a
     reduction, a row's f32 pitch fits the vector repeat stride
     (elementwise ops can run along each row instead)."""
-    from npu import fused_chunk
+    from npu.kernels import fused_chunk
 
     n = g.n or 1
     reduces = any(m.compute is None for m in g.members)
@@ -254,7 +254,7 @@ def pass_row_bytes(members: list[RowOp], leaving: set, width: int, target: Targe
     in member order (results written in place as `in_place_source` allows)
     plus each op's transient buffers."""
     from npu import ir as nir
-    from npu.vector_tiling import VectorGeometry
+    from npu.costmodel.vector.tiling import VectorGeometry
 
     granule = target.granule("ub")
     lanes = VectorGeometry.for_types(target, [4]).lanes

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable, Mapping
 
-from npu.pipelined_cost import Drain
+from npu.costmodel.matmul.pipelined import Drain
 from npu.target import Target
 
 STRATEGIES = ("os", "is", "ws")
@@ -264,7 +264,7 @@ def make_choice(strategy: str, shape: MatmulShape, tiles: Tiles, target: Target,
                 resident_a: bool = False, a_in_l1: bool = False) -> TilingChoice:
     """`resident_a`: the schedule may keep A's row strip in L1 (it does when
     `resident_a_chunks` finds chunks for these tiles)."""
-    from npu.matmul_residency import resident_a_chunks
+    from npu.costmodel.matmul.residency import resident_a_chunks
 
     needs = {b: v for b, _, v in buffer_needs(strategy, shape, tiles, target.fractal)}
     resident = resident_a and strategy == "os" and bool(
@@ -312,7 +312,7 @@ def choose_tiling(shape: MatmulShape, target: Target, strategy: str = "os",
     if best is not None and pipelined and resident_a and best.strategy == "os":
         if a_in_l1:
             return make_choice("os", shape, best.tiles, target, resident_a=True, a_in_l1=True)
-        from npu.matmul_residency import resident_or_streamed
+        from npu.costmodel.matmul.residency import resident_or_streamed
 
         return resident_or_streamed(shape, best, target, fixed_k=k, fixed_n=n,
                                     drain=drain or Drain(epilogue_cycles), timed=timed_residency)
