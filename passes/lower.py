@@ -283,7 +283,7 @@ class LowerPass(Pass):
         if self.plan_gm:
             self._required("npu-plan-gm", algorithm=self.plan).run(module)
         if self.tuning_record:
-            from npu.tune.record import RecordError, TuningRecord
+            from npu.passes.tuning_record import RecordError, TuningRecord
 
             try:
                 record = TuningRecord.load(self.tuning_record)

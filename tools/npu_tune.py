@@ -160,7 +160,7 @@ def run_tuning(args, program, spec, opts) -> int:
 def run_design(args, program, params, opts, parser) -> int:
     from npu.tune import sweep_design
     from npu.tune.design import plot
-    from npu.tune.record import RecordError, TuningRecord
+    from npu.passes.tuning_record import RecordError, TuningRecord
 
     record_json = None
     if args.tuning_record:

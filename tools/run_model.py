@@ -104,7 +104,7 @@ def reference(kernel, source, path: str, inputs) -> list[np.ndarray]:
         session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
         feeds = dict(zip(kernel.input_names, inputs))
         return session.run(kernel.output_names, feeds)
-    from npu.frontend.linalg_eval import evaluate
+    from npu.passes.linalg_to_ascend.linalg_eval import evaluate
     from npu.ir import functions, make_context, parse_module
 
     module = parse_module(source, make_context())

@@ -20,7 +20,7 @@ import numpy as np
 from mlir import ir
 
 from npu import diagnostics
-from npu.frontend.structure import UnsupportedOp
+from npu.passes.linalg_to_ascend.structure import UnsupportedOp
 from npu.ir import NUMPY_DTYPES, functions, make_context, memref_element, memref_shape, parse_module
 
 DEFAULT_PIPELINE = "npu-lower"
@@ -101,7 +101,7 @@ def linalg_to_ascend(module: ir.Module, input_names, output_names, locate, where
                      ctx: ir.Context) -> ir.Module:
     """`linalg_to_ascend_text` parsed, with the large constants kept out of
     the text (they are attached from their arrays after the parse)."""
-    from npu.frontend.to_ascend.emitter import attach_constants
+    from npu.passes.linalg_to_ascend.emitter import attach_constants
 
     converter = _convert(module, input_names, output_names, locate, where, detach_constants=True)
     ascend = _parse(converter.convert(), ctx, where)
@@ -111,7 +111,7 @@ def linalg_to_ascend(module: ir.Module, input_names, output_names, locate, where
 
 def _convert(module: ir.Module, input_names, output_names, locate, where: str, detach_constants=False):
     """A converter whose `convert()` reports unsupported ops as CompileError."""
-    from npu.frontend.to_ascend import Converter
+    from npu.passes.linalg_to_ascend.convert import Converter
 
     funcs = functions(module)
     if len(funcs) != 1:

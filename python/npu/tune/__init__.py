@@ -13,7 +13,7 @@ Ray is imported only when a sweep runs.
 
 from npu.tune.design import DesignResult, sweep_design
 from npu.tune.program import Program, ProgramError, load_program
-from npu.tune.record import TuningRecord, op_signature
+from npu.passes.tuning_record import TuningRecord, op_signature
 from npu.tune.space import SpaceError
 from npu.tune.tuner import TuneOptions, TuneResult, tune
 

@@ -80,7 +80,7 @@ def _evaluate(job: Job) -> Outcome:
     from npu.target import get_target
     from npu.tools.npu_run import ToolError, compare, random_inputs, reference_outputs
     from npu.tune.program import ProgramError, parse_program
-    from npu.tune.record import RecordError, TuningRecord
+    from npu.passes.tuning_record import RecordError, TuningRecord
     from npu.tune.space import target_with
 
     target = target_with(get_target(job.target), job.target_params)

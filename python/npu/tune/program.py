@@ -15,7 +15,7 @@ from mlir import ir
 from mlir.dialects import func
 
 from npu import ir as nir
-from npu.tune.record import op_signature
+from npu.passes.tuning_record import op_signature
 
 KERNEL_ENTRY = "tune_kernel"
 

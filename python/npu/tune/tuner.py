@@ -23,7 +23,7 @@ from npu.tune import cost_model
 from npu.tune.evaluate import Job
 from npu.tune.program import OpTask, Program, extract_ops
 from npu.tune.progress import Progress
-from npu.tune.record import OpChoice, TuningRecord
+from npu.passes.tuning_record import OpChoice, TuningRecord
 from npu.tune.search import Candidate, select
 from npu.tune.space import (candidate_key, canonical, check_spec_names, enumerate_candidates,
                             space_for)

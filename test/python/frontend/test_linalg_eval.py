@@ -7,7 +7,7 @@ import numpy as np
 import onnxruntime
 import pytest
 
-from npu.frontend.linalg_eval import evaluate
+from npu.passes.linalg_to_ascend.linalg_eval import evaluate
 from npu.frontend.onnx_import import import_onnx
 from npu.ir import functions, make_context, parse_module
 from onnx_models import mlp

@@ -11,7 +11,7 @@ from npu.target import get_target
 from npu.tune import SpaceError, TuningRecord
 from npu.tune.program import Program, extract_ops
 from npu.tune.progress import Progress
-from npu.tune.record import RecordError
+from npu.passes.tuning_record import RecordError
 from npu.tune.search import Candidate, select
 from npu.tune.space import canonical, parse_quantity, space_for, target_with
 from npu.tune.stats import ranks, spearman
@@ -161,7 +161,7 @@ class ProgramCycles:
     ({"a": +100, "b": +300}, set()),  # nothing helps: npu-lower's defaults
 ])
 def test_verify_keeps_only_choices_that_help_the_program(effect, kept):
-    from npu.tune.record import OpChoice
+    from npu.passes.tuning_record import OpChoice
     from npu.tune.store import ResultStore
     from npu.tune.tuner import Sweep, verify
 

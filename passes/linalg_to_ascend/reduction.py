@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from npu.frontend.structure import Structured, UnsupportedOp
-from npu.frontend.to_ascend.elementwise import Unreadable
-from npu.frontend.to_ascend.emitter import Buf, float_text
+from npu.passes.linalg_to_ascend.structure import Structured, UnsupportedOp
+from npu.passes.linalg_to_ascend.elementwise import Unreadable
+from npu.passes.linalg_to_ascend.emitter import Buf, float_text
 
 COMBINERS = {"arith.addf": "sum", "arith.addi": "sum", "arith.maximumf": "max",
              "arith.maxnumf": "max", "arith.maxsi": "max"}

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from npu.frontend.to_ascend.emitter import Buf
+from npu.passes.linalg_to_ascend.emitter import Buf
 
 
 @dataclass

@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 import numpy as np
 from mlir import ir
 
-from npu.frontend.structure import (UnsupportedOp, element_name, from_loop_space, structured,
+from npu.passes.linalg_to_ascend.structure import (UnsupportedOp, element_name, from_loop_space, structured,
                                     tensor_shape, to_loop_space)
 
 DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i64": np.int64,

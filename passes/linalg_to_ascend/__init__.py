@@ -1,7 +1,10 @@
 """`npu-linalg-to-ascend`: upstream `linalg` on tensors -> `ascend` on GM memrefs.
 
-The module's one function is rewritten by `npu.frontend.to_ascend` (see
-there for the route and the layout choice): inputs, then outputs
+The module's one function is rewritten by the converter of this package
+(`convert`, with `elementwise`, `matmul`, `reduction` for the op families,
+`emitter` for the text it writes, `structure` for reading linalg ops, and
+`linalg_eval`, the numpy evaluator that folds ops on constants and is the
+oracle for linalg modules; see `convert` for the route and the layout choice): inputs, then outputs
 (destination-passing), then host constants as arguments (`npu.input`,
 `npu.output`, `npu.constant` argument attributes); temporaries are
 `memref.alloc` in "gm"; reshapes are views.
@@ -13,6 +16,8 @@ from mlir import ir
 
 from npu.ir import functions
 from npu.passes.base import Pass, PassError
+from npu.passes.linalg_to_ascend.convert import Converter
+from npu.passes.linalg_to_ascend.structure import UnsupportedOp
 
 
 class LinalgToAscendPass(Pass):
@@ -21,9 +26,6 @@ class LinalgToAscendPass(Pass):
     options = ()
 
     def run(self, module: ir.Operation) -> None:
-        from npu.frontend.structure import UnsupportedOp
-        from npu.frontend.to_ascend import Converter
-
         funcs = functions(module)
         if len(funcs) != 1:
             raise PassError(f"{self.name}: expected one func.func, found {len(funcs)}", module)

@@ -16,9 +16,9 @@ from typing import Callable, Union
 import numpy as np
 from mlir import ir
 
-from npu.frontend.linalg_eval import eval_scalar_op, numpy_dtype, predicate_name
-from npu.frontend.structure import UnsupportedOp, element_name
-from npu.frontend.to_ascend.emitter import Buf, Emitter, float_text
+from npu.passes.linalg_to_ascend.linalg_eval import eval_scalar_op, numpy_dtype, predicate_name
+from npu.passes.linalg_to_ascend.structure import UnsupportedOp, element_name
+from npu.passes.linalg_to_ascend.emitter import Buf, Emitter, float_text
 
 # A term of the body: a host scalar or a GM buffer in loop space.
 Term = Union[float, int, bool, Buf]

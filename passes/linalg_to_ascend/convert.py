@@ -21,14 +21,14 @@ from __future__ import annotations
 import numpy as np
 from mlir import ir
 
-from npu.frontend.linalg_eval import Evaluator, constant_value
-from npu.frontend.structure import (Structured, UnsupportedOp, element_name, structured,
+from npu.passes.linalg_to_ascend.linalg_eval import Evaluator, constant_value
+from npu.passes.linalg_to_ascend.structure import (Structured, UnsupportedOp, element_name, structured,
                                     tensor_shape, to_loop_space)
-from npu.frontend.to_ascend.elementwise import SUPPORTED_TYPES, BodyLowering, Term, Unreadable
-from npu.frontend.to_ascend.emitter import Buf, Emitter, i64_array
-from npu.frontend.to_ascend.matmul import MatmulLowering
-from npu.frontend.to_ascend.reduction import ReductionLowering
-from npu.frontend.to_ascend.values import Tensor
+from npu.passes.linalg_to_ascend.elementwise import SUPPORTED_TYPES, BodyLowering, Term, Unreadable
+from npu.passes.linalg_to_ascend.emitter import Buf, Emitter, i64_array
+from npu.passes.linalg_to_ascend.matmul import MatmulLowering
+from npu.passes.linalg_to_ascend.reduction import ReductionLowering
+from npu.passes.linalg_to_ascend.values import Tensor
 from npu.ir import NUMPY_DTYPES
 
 CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul")

@@ -13,11 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from npu.dialects.ascend import fractalized_shape
-from npu.frontend.structure import (Structured, UnsupportedOp, element_name, tensor_shape,
+from npu.passes.linalg_to_ascend.structure import (Structured, UnsupportedOp, element_name, tensor_shape,
                                     to_loop_space)
-from npu.frontend.to_ascend.elementwise import BodyLowering, Unreadable
-from npu.frontend.to_ascend.emitter import Buf, i64_array
-from npu.frontend.to_ascend.values import Tensor
+from npu.passes.linalg_to_ascend.elementwise import BodyLowering, Unreadable
+from npu.passes.linalg_to_ascend.emitter import Buf, i64_array
+from npu.passes.linalg_to_ascend.values import Tensor
 from npu.reference import fractalize
 from npu.target import get_target
 
