@@ -8,7 +8,7 @@ packed into the configuration word of `dialects/README.md`
 (`npu.dialects.hivm.encode`); a vector op's mask becomes a
 `hivm.set_vector_mask` whenever it differs from the mask already set in the
 same block. The i64 constants (addresses, words, masks) are made once per
-value, at the start of the function (`hivm_build.Constants`). Loops and
+value, at the start of the function (`npu.hivm.addresses.Constants`). Loops and
 scalar arithmetic stay as they are. A value that does
 not fit its field, or an address the hardware cannot use, is an error at the
 op, never a truncated word.

@@ -226,7 +226,7 @@ class FusedKernel(RowBuilders, LayoutChoice):
 
     def slot_buffers(self, rows: int, k: int, copies) -> list[dict]:
         """`k` sets of the streamed buffers of a chunk of `rows` rows: per
-        buffer id of `fused_chunk.plan` (loaded operands, stored results)
+        buffer id of `npu.kernels.fused_chunk.plan` (loaded operands, stored results)
         and per Nz result (its gathered rows); a key with `copies(key)` < k
         is shared by the sets. One alloc per element type holds all of that
         type: the sets then live from the first chunk on (the memory planner
@@ -251,7 +251,7 @@ class FusedKernel(RowBuilders, LayoutChoice):
         return sets
 
     def chunk(self, row0, rows: int, slot: dict | None = None) -> None:
-        """One chunk: the steps of `fused_chunk.plan` in order, loads at first
+        """One chunk: the steps of `npu.kernels.fused_chunk.plan` in order, loads at first
         use, results in place where the plan says, each store right after
         its result, but the `deferred` ones back to back at the chunk's end
         (`fusion.stores_at_end`). Stores issued together share one MTE3 -> V

@@ -103,7 +103,7 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, PipelinedPlanning, MatmulBl
                "B streams)"),
         Option("timed-residency", bool, True, "schedule=pipelined with resident-a: choose "
                "between A's strip resident and streamed, and the strip's C tile width, by the "
-               "schedule's time estimate (`matmul_residency.resident_or_streamed`: narrower tiles "
+               "schedule's time estimate (`npu.costmodel.matmul.residency.resident_or_streamed`: narrower tiles "
                "of a resident strip drain less after the last mad; a strip that leaves less "
                "than (m + k) x N of L1 streams B in smaller chunks); false: the streaming "
                "search's tiles with the strip resident where (m + k) x N fits L1"),

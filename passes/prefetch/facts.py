@@ -124,7 +124,7 @@ class FactsCache:
         return text
 
     def _make(self, op: ir.Operation) -> OpFacts:
-        """One walk of `op`: its pipes' work (as `pipe_work` counts it), the
+        """One walk of `op`: its pipes' work (as `npu.analysis.pipe_work` counts it), the
         GM ranges its copies touch and, for a loop, its tail."""
         reads: set[GmRange] = set()
         writes: set[GmRange] = set()
