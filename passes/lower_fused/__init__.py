@@ -61,7 +61,7 @@ class LowerFused(Pass):
                            "fit in for the one-pass kernel; at the default, a one-pass chunk "
                            "with all its sets may take 0.9 of UB, scaled with this share"),
         Option("max-chunk", int, 0,
-               "cap on the elements of one chunk (0: as UB allows); for tests"),
+               "cap on the elements of one chunk (0: as UB allows); for tests", low=0),
         Option("slots", int, 2, "sets of streamed buffers (loads, stores) the one-pass chunks "
                "take by turns, allocated before the chunk loop; 1: each chunk allocates its "
                "own in the loop body (npu-double-buffer then doubles them)", low=1, high=4),

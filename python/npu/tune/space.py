@@ -27,7 +27,8 @@ from dataclasses import fields, replace
 from typing import Any
 
 from npu.passes.base import DOUBLE_BUFFER_KEY, Option
-from npu.passes.lower import _UNSET, LOWERINGS, LowerPass
+from npu.passes.lower import LowerPass
+from npu.passes.lower_options import LOWERINGS, UNSET
 from npu.target import PATH_PIPES, Path, Target
 from npu.tune.program import OpTask
 
@@ -107,7 +108,7 @@ def space_for(task: OpTask, spec: dict | None, target: Target) -> Space:
                                  f"{task.family} (options: {', '.join(allowed)})")
             where = f"space spec '{key}'"
             space[name] = parse_values(allowed[name], values, where)
-            given = [v for v in space[name] if v not in (None, _UNSET.get(name), "auto")]
+            given = [v for v in space[name] if v not in (None, UNSET.get(name), "auto")]
             if name != DOUBLE_BUFFER_KEY and given:  # the lowering's own choices, too
                 parse_values(_lowering_option(task.family, name), given, where)
     return space
@@ -173,7 +174,7 @@ def canonical(task: OpTask, options: dict[str, Any], target: Target) -> dict[str
     out: dict[str, Any] = {}
     for name, opt in allowed.items():
         value = options.get(name, opt.default)
-        if name != DOUBLE_BUFFER_KEY and value == _UNSET.get(name, object()):
+        if name != DOUBLE_BUFFER_KEY and value == UNSET.get(name, object()):
             value = _lowering_default(task.family, name)
         out[name] = value
     double_buffer = out[DOUBLE_BUFFER_KEY]

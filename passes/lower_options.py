@@ -1,0 +1,215 @@
+"""`npu-lower`'s options: its own, and every option of every pass it runs,
+derived from that pass's `Option` declaration.
+
+A sub-pass's option `x` is npu-lower's `<prefix>x` (the prefix of its pass in
+`SUB_PASSES`) with the same type, default, choices, range and help, so
+`npu-lower --help` and the sub-passes cannot disagree and a new sub-pass
+option is an npu-lower option without a line here. Every departure from that
+rule (an older name, a value shared by several passes, a default or an
+"unset" value of npu-lower's, a value npu-lower sets itself) is one row of
+`ROUTES`; the declarations are checked against it when this module loads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from npu.passes.base import Option, Pass
+from npu.passes.double_buffer import DoubleBufferPass
+from npu.passes.fuse import FusePass
+from npu.passes.fuse_attention import FuseAttentionPass
+from npu.passes.fuse_attention_projection import FuseAttentionProjectionPass
+from npu.passes.fuse_horizontal import FuseHorizontalPass
+from npu.passes.hoist_casts import HoistCastsPass
+from npu.passes.insert_sync import InsertSyncPass
+from npu.passes.lower_attention import LowerAttention
+from npu.passes.lower_cce_to_hivm import LowerCCEToHIVM
+from npu.passes.lower_elementwise import LowerElementwise
+from npu.passes.lower_fractalize import LowerFractalize
+from npu.passes.lower_fused import LowerFused
+from npu.passes.lower_matmul import LowerMatmul
+from npu.passes.lower_reduce import LowerReduce
+from npu.passes.lower_transpose import LowerTranspose
+from npu.passes.plan_gm import PlanGmPass
+from npu.passes.plan_memory import PlanMemoryPass
+from npu.passes.prefetch import PrefetchPass
+from npu.passes.split_cores import SplitCoresPass
+
+# Every pass npu-lower runs, in pipeline order, and the prefix of its options
+# in npu-lower's names (npu-prefetch's `chunks` is `prefetch-chunks`).
+SUB_PASSES: tuple[tuple[type[Pass], str], ...] = (
+    (HoistCastsPass, "hoist-casts-"),
+    (FuseHorizontalPass, "fuse-horizontal-"),
+    (FuseAttentionPass, "attention-"),
+    (FusePass, "fuse-"),
+    (FuseAttentionProjectionPass, "attention-projection-"),
+    (LowerFused, "fuse-"),
+    (LowerAttention, "attention-"),
+    (SplitCoresPass, "split-cores-"),
+    (PlanGmPass, "plan-gm-"),
+    (LowerMatmul, "matmul-"),
+    (LowerFractalize, "fractalize-"),
+    (LowerElementwise, "elementwise-"),
+    (LowerTranspose, "transpose-"),
+    (LowerReduce, "reduce-"),
+    (DoubleBufferPass, "double-buffer-"),
+    (PrefetchPass, "prefetch-"),
+    (PlanMemoryPass, "plan-memory-"),
+    (InsertSyncPass, ""),
+    (LowerCCEToHIVM, ""),
+)
+
+# The lowerings of ascend ops, in the order they run; per-op options (a
+# tuning record's) are npu-lower's names of their options.
+LOWERING_FLAGS = ("npu-lower-matmul", "npu-lower-fractalize", "npu-lower-elementwise",
+                  "npu-lower-transpose", "npu-lower-reduce")
+
+
+class _Theirs:
+    """The marker for "as the sub-pass declares it"."""
+
+    def __repr__(self) -> str:
+        return "THEIRS"
+
+
+THEIRS: Any = _Theirs()
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where an npu-lower option departs from `<prefix><option>` declared as
+    the sub-pass declares it. `ours` None: npu-lower sets the value itself."""
+
+    ours: str | None
+    theirs: tuple[str, ...]  # "flag option" of each sub-pass option it sets
+    why: str                 # said in npu-lower's help after the sub-pass's
+    default: Any = THEIRS    # npu-lower's default
+    unset: Any = THEIRS      # a value outside theirs meaning "leave their defaults"
+    resolved: tuple = ()     # more choices, which npu-lower resolves to one of theirs
+
+
+# npu-lower-matmul's tiling options kept their names from before the prefix.
+_MATMUL_TILES = ("strategy", "m", "n", "k", "l1-chunk", "c-pieces", "c-piece-rows")
+
+ROUTES: tuple[Route, ...] = (
+    Route("strategy", ("npu-lower-matmul strategy",), "empty: npu-lower-matmul's default",
+          default="", unset=""),
+    *(Route(name, (f"npu-lower-matmul {name}",), "") for name in _MATMUL_TILES[1:]),
+    Route("matmul-schedule", ("npu-lower-matmul schedule",), "auto: pipelined with "
+          "double-buffer (its L1 chunks only pay off when ping-ponged), simple without",
+          default="auto", resolved=("auto",)),
+    Route("fractalize", ("npu-lower-fractalize algorithm",),
+          "empty: npu-lower-fractalize's default", default="", unset=""),
+    Route("ub-fraction", tuple(f"{flag} ub-fraction" for flag in LOWERING_FLAGS[1:]),
+          "0: each lowering's default", default=0.0, unset=0.0),
+    Route("max-chunk", ("npu-lower-elementwise max-chunk", "npu-lower-reduce max-chunk",
+                        "npu-lower-fused max-chunk"), ""),
+    Route(None, ("npu-fuse ub-fraction", "npu-fuse-attention ub-fraction",
+                 "npu-fuse-attention-projection ub-fraction", "npu-lower-fused ub-fraction"),
+          "npu-lower's fused UB shares, halved when a fused kernel overflows"),
+    Route("fuse-remarks", tuple(f"{flag} remarks" for flag in (
+        "npu-hoist-casts", "npu-fuse-horizontal", "npu-fuse-attention", "npu-fuse",
+        "npu-fuse-attention-projection", "npu-lower-fused")), "off by default here",
+        default=False),
+    Route("fuse-nz-stores", ("npu-fuse nz-stores", "npu-fuse-attention nz-out"), ""),
+    Route("fuse-chains", ("npu-fuse chains",), "with the pipelined matmul schedule only, "
+          "the one that reads a chained A"),
+    Route("cores", ("npu-split-cores cores",), "1: one core, npu-split-cores not run "
+          "(fusion and prefetch need one core)", default=1),
+    Route("plan", ("npu-plan-gm algorithm", "npu-plan-memory algorithm"), ""),
+    Route("double-buffer", ("npu-double-buffer unmarked",),
+          "also picks matmul-schedule=auto's schedule"),
+    Route("sync", ("npu-insert-sync mode",), ""),
+    Route("sink-sets", ("npu-insert-sync sink-sets",), "on by default here", default=True),
+)
+
+# npu-lower's own switches and settings, which no sub-pass has.
+OWN_OPTIONS: tuple[Option, ...] = (
+    Option("fuse", bool, True, "group row ops into fused kernels first (npu-fuse, "
+           "npu-lower-fused, npu-lower-attention); false lowers every ascend op as its own kernel"),
+    Option("hoist-casts", bool, True, "with fuse: f32 -> f16 casts of batch_matmul "
+           "operands (attention's Q, K, V) move ahead of their transposes and "
+           "defractalizes, into the projection's epilogue (npu-hoist-casts)"),
+    Option("fuse-horizontal", bool, True, "with fuse: join sibling matmuls that share A "
+           "(Q/K/V) and their bias adds first (npu-fuse-horizontal)"),
+    Option("fuse-attention", bool, True, "with fuse: attention (Q.K^T, scale, softmax, P.V) "
+           "as one kernel per head tile, scores on chip (npu-fuse-attention)"),
+    Option("fuse-attention-projection", bool, True, "with fuse-attention: an attention "
+           "kernel computes its own Q, K, V projection head by head on chip when the cost "
+           "model finds it faster (npu-fuse-attention-projection)"),
+    Option("plan-gm", bool, True, "pack GM memref.alloc temporaries into one workspace "
+           "argument first (npu-plan-gm); false leaves them as allocs"),
+    Option("prefetch", bool, True, "npu-prefetch: a matmul's first host-constant weight "
+           "chunks load during the previous op's idle MTE2 tail (one core only)"),
+    Option("tuning-record", str, "", "npu-tune record (JSON) whose per-op options apply "
+           "to the ops they match"),
+    Option("emit", str, "hivm", "the level to stop at: planned, synchronised cce, or hivm "
+           "instructions (npu-lower-cce-to-hivm)", choices=("cce", "hivm")),
+)
+
+
+def _derive() -> tuple[tuple[Option, ...], dict[str, dict[str, str]], dict[str, Any]]:
+    """npu-lower's options, each sub-pass's {its option: npu-lower's}, and
+    npu-lower's unset values; a declaration that breaks a route raises."""
+    route_of = {pair: r for r in ROUTES for pair in r.theirs}
+    owners: dict[str, list[tuple[str, Option]]] = {}
+    forwards: dict[str, dict[str, str]] = {}
+    for cls, prefix in SUB_PASSES:
+        forwards[cls.name] = {}
+        for option in cls.options:
+            route = route_of.pop(f"{cls.name} {option.name}", None)
+            ours = prefix + option.name if route is None else route.ours
+            if ours is not None:
+                forwards[cls.name][option.name] = ours
+                owners.setdefault(ours, []).append((cls.name, option))
+    if route_of:
+        raise ValueError(f"npu-lower routes options no sub-pass declares: {', '.join(route_of)}")
+    routes = {r.ours: r for r in ROUTES if r.ours is not None}
+    own = {o.name for o in OWN_OPTIONS}
+    derived = []
+    for ours, theirs in owners.items():
+        if ours in own:
+            raise ValueError(f"npu-lower's own option '{ours}' is also a sub-pass's")
+        derived.append(_declare(ours, theirs, routes.get(ours)))
+    unset = {r.ours: r.unset for r in ROUTES if r.unset is not THEIRS}
+    return (*OWN_OPTIONS, *derived), forwards, unset
+
+
+def _declare(ours: str, theirs: list[tuple[str, Option]], route: Route | None) -> Option:
+    """npu-lower's option `ours` setting every option in `theirs`."""
+    first = theirs[0][1]
+    route = route or Route(ours, (), "")
+    for flag, option in theirs[1:]:
+        mismatch = [f for f in ("type", "choices", "low", "high", "low_open")
+                    if getattr(option, f) != getattr(first, f)]
+        if route.default is THEIRS and option.default != first.default:
+            mismatch.append("default")
+        if mismatch:
+            raise ValueError(f"npu-lower's '{ours}' sets {theirs[0][0]} {first.name} and "
+                             f"{flag} {option.name}, whose {', '.join(mismatch)} differ")
+    default = first.default if route.default is THEIRS else route.default
+    choices, low, low_open = first.choices, first.low, first.low_open
+    if route.resolved:
+        choices = (*route.resolved, *choices)
+    if route.unset is not THEIRS:
+        if choices:
+            choices = (route.unset, *choices)
+        elif low is not None and route.unset <= low:
+            low, low_open = route.unset, False
+    said: dict[str, list[str]] = {}  # each help text, with the options it is said of
+    for flag, option in theirs:
+        said.setdefault(option.help, []).append(f"{flag} {option.name}")
+    help_text = "; ".join(f"{', '.join(names)}: {text}" for text, names in said.items())
+    if route.why:
+        help_text += f" (npu-lower: {route.why})"
+    return Option(ours, first.type, default, help_text, choices=choices, low=low,
+                  high=first.high, low_open=low_open)
+
+
+LOWER_OPTIONS, FORWARDS, UNSET = _derive()
+
+# Each lowering with {npu-lower's option name: the lowering's}: the names a
+# tuning record's per-op options use.
+LOWERINGS: tuple[tuple[str, dict[str, str]], ...] = tuple(
+    (flag, {ours: theirs for theirs, ours in FORWARDS[flag].items()}) for flag in LOWERING_FLAGS)
