@@ -2,9 +2,15 @@
 
 A (m x n) is read from L0A in Zz, B (n x k) from L0B in Zn, C (m x k) is
 read (when accumulating) and written in L0C in Nz; see dialects/README.md.
-fp16 x fp16 products are exact in fp32 and accumulate in fp32 (numpy's fp32
-matmul; the summation order differs from the hardware's, well within fp32
-rounding); int8 x int8 accumulates exactly in int32.
+fp16 x fp16 products are exact; one mad sums them in float64 and rounds the
+sum to fp32 once, then adds it to C in fp32 when accumulating. Each fp16
+product has at most 22 significant bits, so the float64 sum is exact unless
+the products' magnitudes span more than about 2^20 (subnormal products
+beside large ones); its summation order (the BLAS kernel's, which depends
+on the shapes and on the host CPU) then does not show in the fp32 result,
+and the same mad gives the same bits on every machine and in every tiling
+of its columns. (An fp32 matmul did not: fused and unfused siblings, and
+the pinned digests, differed between hosts.) int8 x int8 accumulates exactly in int32.
 
 Cost: ceil(m/16) * ceil(k/16) * ceil(n/16) block products (n steps by 32
 for int8) at `Target.cube_cycles`, plus `mad_latency`.
@@ -23,8 +29,8 @@ from npu.simulator.memory import Memory
 # (m1, n1, k1, edge, n_edge, input type) -> conversion and product buffers
 _SCRATCH: dict[tuple, "_Scratch"] = {}
 
-# fp32 value of every fp16 bit pattern, indexed by the pattern
-F16_TO_F32 = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)
+# float64 value of every fp16 bit pattern, indexed by the pattern
+F16_TO_F64 = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float64)
 CUBE_TYPES = {("f16", "f16", "f32"), ("i8", "i8", "i32"), ("f16", "f16", "f16")}
 
 
@@ -78,12 +84,16 @@ class Mad(Instr):
         # rows moved whole into row-major order. B: its fractals are stored
         # column-major, so it is converted and transposed element by element.
         if self.in_dtype == "f16":
-            np.take(F16_TO_F32, a_zz, out=s.a_zz, mode="clip")  # every index is in the table
+            np.take(F16_TO_F64, a_zz, out=s.a_zz, mode="clip")  # every index is in the table
         else:
             np.copyto(s.a_zz, a_zz, casting="unsafe")
         np.copyto(s.a_rows, s.a_zz_rows)
         np.copyto(s.b, b_zn, casting="unsafe")
-        np.matmul(s.a2d, s.b2d, out=s.prod)
+        if s.wide is None:
+            np.matmul(s.a2d, s.b2d, out=s.prod)
+        else:
+            np.matmul(s.a2d, s.b2d, out=s.wide)
+            np.copyto(s.prod, s.wide)  # fp32: one rounding of the exact sum
         # Nz: block (i, l) at fractal index l*m1 + i, row-major inside: again
         # whole rows of the product move.
         if not self.accumulate and c_rows is not None:
@@ -107,7 +117,7 @@ class Mad(Instr):
                             addrs[2] // self.operands[2].esize)
         a_raw = mems[0].typed[self.in_dtype][a_at:a_at + na]
         if self.in_dtype == "f16":
-            a_raw = a_raw.view(np.uint16)  # indices into F16_TO_F32
+            a_raw = a_raw.view(np.uint16)  # indices into F16_TO_F64
         b_raw = mems[1].typed[self.in_dtype][b_at:b_at + nb]
         c_view = mems[2].typed[self.out_dtype][c_at:c_at + nc]
         acc = np.int32 if self.in_dtype == "i8" else np.float32
@@ -121,7 +131,7 @@ class Mad(Instr):
         scratch = _SCRATCH.get(key)
         if scratch is None:
             scratch = _SCRATCH[key] = _Scratch(self.m1, self.n1, self.k1, self.edge, self.n_edge,
-                                               np.int32 if self.in_dtype == "i8" else np.float32)
+                                               self.in_dtype == "i8")
         return scratch
 
 
@@ -135,14 +145,18 @@ class _Scratch:
     """Operand and product buffers of one mad shape (shared by the mads with
     that shape), with their row views."""
 
-    def __init__(self, m1: int, n1: int, k1: int, e: int, ne: int, acc: type):
-        self.a_zz = np.empty(m1 * n1 * e * ne, acc)  # A converted, still in Zz order
-        a = np.empty((m1, e, n1, ne), acc)  # A row-major
+    def __init__(self, m1: int, n1: int, k1: int, e: int, ne: int, integer: bool):
+        # Operands and the sum in int32 (exact) or float64 (exact for fp16
+        # products), the product stored in C's int32 / fp32.
+        wide, acc = (np.int32, np.int32) if integer else (np.float64, np.float32)
+        self.a_zz = np.empty(m1 * n1 * e * ne, wide)  # A converted, still in Zz order
+        a = np.empty((m1, e, n1, ne), wide)  # A row-major
         self.a_rows = _rows(a, ne).reshape(m1, e, n1)
         self.a_zz_rows = _rows(self.a_zz, ne).reshape(m1, n1, e).transpose(0, 2, 1)
-        self.b = np.empty((n1, ne, k1, e), acc)  # B row-major
+        self.b = np.empty((n1, ne, k1, e), wide)  # B row-major
         self.a2d = a.reshape(m1 * e, n1 * ne)
         self.b2d = self.b.reshape(n1 * ne, k1 * e)
+        self.wide = None if integer else np.empty((m1 * e, k1 * e), wide)
         self.prod = np.empty((m1 * e, k1 * e), acc)
         self.prod_rows = _rows(self.prod, e).reshape(m1, e, k1).transpose(2, 0, 1)
         self.nz = np.empty((k1, m1, e, e), acc)  # the product in Nz order
