@@ -10,15 +10,24 @@ imported to build it.
 from __future__ import annotations
 
 import ast
+import importlib.util
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-# Where each package of the distribution lives (pyproject.toml's package-dir).
-FOLDERS = {"npu": "python/npu", "npu.dialects": "dialects", "npu.passes": "passes",
-           "npu.simulator": "simulator", "npu.tools": "tools"}
+
+
+def _setup_roots() -> dict[str, str]:
+    """Where each package of the distribution lives: setup.py's `ROOTS`."""
+    spec = importlib.util.spec_from_file_location("npu_setup", ROOT / "setup.py")
+    setup = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(setup)
+    return setup.ROOTS
+
+
+FOLDERS = _setup_roots()
 CORE = {"npu.target", "npu.diagnostics", "npu.dialects", "npu.ir", "npu.memory_planning"}
 # What each unit may import besides itself: the layering
 # passes -> kernels -> costmodel -> analysis -> ir/target, with the drivers
