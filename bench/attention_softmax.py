@@ -35,7 +35,7 @@ def reference(q: np.ndarray, kt: np.ndarray, v: np.ndarray, scale: float) -> np.
 
 
 def compiled(heads: int, seq: int, d: int, scale: float, mode: str):
-    from patterns import attention
+    from attention_patterns import attention
 
     from npu.ir import make_context, parse_module
     from npu.pipeline import run_pipeline

@@ -132,7 +132,7 @@ def long_rows(target, n: int) -> None:
     """Rows longer than UB: the fused two-pass kernel reads its inputs twice
     and writes once (its own traffic bound), against the ideal of once each.
     The unfused lowering cannot lower rows past the vector repeat stride."""
-    from patterns import layernorm, softmax
+    from row_patterns import layernorm, softmax
 
     from npu.pipeline import PipelineError
 
@@ -184,7 +184,8 @@ def main() -> int:
     global EXTRA_OPTIONS
     EXTRA_OPTIONS = args.options
 
-    from patterns import attention, layernorm, softmax
+    from attention_patterns import attention
+    from row_patterns import layernorm, softmax
 
     from bert_layer import ideal_bound
     from npu.frontend.bert import bert_layer, self_attention
@@ -218,7 +219,7 @@ def main() -> int:
     # MTE2 (A read K/k = 3 times, B M/m = 2 times; each layernorm chunk's
     # loads pay the GM latency before its vector work): overlapping them
     # gains nothing on this target (README "Overlap between ops").
-    from patterns import matmul_layernorm
+    from matmul_patterns import matmul_layernorm
 
     mm_m, mm_k = 512, hidden
     t0 = time.perf_counter()
@@ -258,7 +259,7 @@ def main() -> int:
     # BERT's ffn_in as it reaches npu-fuse (Nz f16 A, a host-constant bias
     # row, GELU, the cast to ffn_out's f16 A): the epilogue computed in f16
     # (epilogue-f16) against the same fused epilogue in f32.
-    from patterns import matmul_epilogue
+    from matmul_patterns import matmul_epilogue
 
     text = matmul_epilogue(seq, hidden, ffn, ("bias_row", "gelu", "cast"), "f16")
     unfused = run_ascend(text, lower("fuse-epilogue-f16=false"), target)
@@ -273,7 +274,7 @@ def main() -> int:
     # intermediate kept in L1 against the same program with it in GM
     # (fuse-chains=false). BERT's (seq x 768 x 3072) is refused: its 768 KiB
     # intermediate does not fit L1 beside ffn_in's 960 KiB working set.
-    from patterns import ffn_pair
+    from matmul_patterns import ffn_pair
 
     for m, n, width in ((seq, hidden // 3, ffn // 3), (seq, hidden, ffn)):
         text = ffn_pair(m, n, width)

@@ -53,7 +53,7 @@ EPILOGUES = {"none": (), "bias": ("bias_row",), "bias-gelu": ("bias_row", "gelu"
 def simulate_epilogue(M: int, N: int, K: int, steps: tuple[str, ...], opts: str, target) -> int:
     """Simulated cycles of the matmul and its epilogue `steps` (checked
     against `npu.reference` on the unlowered program)."""
-    from patterns import matmul_epilogue
+    from matmul_patterns import matmul_epilogue
 
     from npu.ir import arg_attrs, constant_data, functions, memref_element, memref_shape
     from npu.reference import evaluate
@@ -101,7 +101,7 @@ def lowered_tiles(M: int, N: int, K: int, steps: tuple[str, ...], target) -> tup
     """The tiles npu-lower-matmul picks for the matmul with its epilogue (its remark)."""
     import re
 
-    from patterns import matmul_epilogue
+    from matmul_patterns import matmul_epilogue
 
     from npu import diagnostics
 

@@ -5,7 +5,7 @@
 // RUN: FileCheck %s --check-prefix=SCOPE --input-file=%t.k
 
 // BERT's self-attention as npu-fuse-horizontal and npu-hoist-casts leave it
-// (test/python/fusion/patterns.py `qkv_attention`, 2 heads, seq 40, head
+// (test/python/fusion/attention_patterns.py `qkv_attention`, 2 heads, seq 40, head
 // dim 32, hidden 64, host-constant W and bias): x . W + b, rounded to f16
 // and stored row-major as Q, K, V (npu-fuse's epilogue), then split into
 // heads. The attention group absorbs the epilogue (with the head

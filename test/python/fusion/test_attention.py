@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from attention_patterns import attention
 from helpers import compile_and_simulate, compile_program
-from patterns import attention
 
 from npu.costmodel.attention.pattern import ATTENTION_ATTR
 from npu.ir import dict_attr_items, walk

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import onnxruntime
 import pytest
+from attention_patterns import qkv_attention
 from helpers import compile_and_simulate, compile_program
-from patterns import qkv_attention
 from test_matmul_epilogue import constant_inputs
 
 import npu

@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from attention_patterns import attention
 from helpers import compile_and_simulate, compile_program
-from patterns import attention
 from test_attention import check_projections, close, inputs, numpy_attention
 
 from npu.costmodel.attention.pattern import ATTENTION_ATTR, SOFTMAX_DEFAULT

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from attention_patterns import attention
 from helpers import compile_and_simulate, compile_program
-from patterns import attention
 from test_attention import close, inputs, numpy_attention
 from test_attention_softmax import attrs_of, numpy_attention_f16
 

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from helpers import compile_program, simulate_levels
-from patterns import matmul_epilogue
+from matmul_patterns import matmul_epilogue
 
 from npu.ir import walk
 from npu.reference import defractalize, fractalize

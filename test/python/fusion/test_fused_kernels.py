@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from helpers import assert_outputs_close, compile_and_simulate, compile_program
-from patterns import gelu, layernorm, softmax
+from row_patterns import gelu, layernorm, softmax
 
 from npu.ir import functions, memref_element, memref_shape, walk
 from npu.costmodel.fusion.rows import FUSED_ATTR

@@ -13,7 +13,7 @@ import re
 import numpy as np
 
 from helpers import compile_program
-from patterns import gelu, layernorm
+from row_patterns import gelu, layernorm
 
 from npu.ir import make_context, parse_module
 from npu.simulator import SimulationError, simulate

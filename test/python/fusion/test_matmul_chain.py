@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from helpers import assert_outputs_close, compile_and_simulate, random_inputs
-from patterns import ffn_pair
+from matmul_patterns import ffn_pair
 
 from npu.ir import walk
 

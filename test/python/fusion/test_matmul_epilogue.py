@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import assert_outputs_close, compile_and_simulate, compile_program
-from patterns import matmul_epilogue
+from matmul_patterns import matmul_epilogue
 from test_fused_kernels import inputs_for
 
 from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR

@@ -1,5 +1,5 @@
 """A matmul (bias and row-major store in its drain) followed by a residual
-add and layernorm over its rows (`patterns.matmul_layernorm`, the pair
+add and layernorm over its rows (`matmul_patterns.matmul_layernorm`, the pair
 `bench/fusion.py` measures): npu-fuse makes the epilogue and one row
 kernel, and both lowerings match the reference and the unfused program on
 the simulator, f16 and f32, with and without the residual, the bias and
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from patterns import matmul_layernorm
+from matmul_patterns import matmul_layernorm
 from test_fused_kernels import groups, inputs_for
 from test_matmul_epilogue import epilogues, fused_and_unfused
 

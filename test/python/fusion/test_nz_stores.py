@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from attention_patterns import attention
 from helpers import assert_outputs_close, compile_and_simulate, compile_program
-from patterns import attention, nz_operand
+from row_patterns import nz_operand
 from test_fused_kernels import inputs_for
 
 from npu.costmodel.attention.pattern import ATTENTION_ATTR

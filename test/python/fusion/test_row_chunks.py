@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from helpers import compile_program
-from patterns import layernorm, nz_operand, softmax
+from row_patterns import layernorm, nz_operand, softmax
 from test_fused_kernels import check, inputs_for
 
 from npu.costmodel.vector.chunk_pipeline import ChunkProfile

@@ -13,7 +13,7 @@ import onnxruntime
 import pytest
 
 from helpers import assert_outputs_close, compile_and_simulate, compile_program
-from patterns import matmul_epilogue
+from matmul_patterns import matmul_epilogue
 from test_fused_kernels import inputs_for
 from test_horizontal import run, siblings
 

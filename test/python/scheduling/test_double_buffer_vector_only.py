@@ -20,7 +20,7 @@ from npu.simulator import simulate
 from npu.target import get_target
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fusion"))
-from patterns import layernorm  # noqa: E402
+from row_patterns import layernorm  # noqa: E402
 
 ROWS, N = 128, 768
 

@@ -1,4 +1,5 @@
-"""Write small cce kernels as MLIR text (generic op form) for the tests."""
+"""Write small cce kernels as MLIR text (generic op form) for the tests,
+and draw random fp16 inputs for them."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ import numpy as np
 from npu.ir import make_context, parse_module
 
 COPY = ("n_burst", "burst_len", "src_gap", "dst_gap")
+# The seeded generator behind f16, shared by the simulator tests that draw
+# their random inputs here.
+RNG = np.random.default_rng(1234)
 
 
 def attr_text(value) -> str:
@@ -120,3 +124,7 @@ def nz(x: np.ndarray) -> np.ndarray:
 def from_nz(x: np.ndarray) -> np.ndarray:
     c1, r1, _, _ = x.shape
     return x.transpose(1, 2, 0, 3).reshape(r1 * 16, c1 * 16)
+
+
+def f16(*shape) -> np.ndarray:
+    return RNG.uniform(-2, 2, shape).astype(np.float16)

@@ -12,8 +12,8 @@ from npu.simulator.report import REPORT_KEYS
 from npu.target import PIPES, get_target
 from npu.tools import npu_run
 
-from sim_kernels import Kernel
-from test_sim_functional import f16, roundtrip_kernel
+from sim_kernels import Kernel, f16
+from test_sim_vector_unit import roundtrip_kernel
 from test_sim_strict import race_kernel
 
 T = get_target()

@@ -9,8 +9,7 @@ import pytest
 from npu.simulator import SimulationError, simulate
 from npu.target import get_target
 
-from sim_kernels import Kernel, gm, mem
-from test_sim_functional import f16
+from sim_kernels import Kernel, f16, gm, mem
 
 T = get_target()
 UB = mem([256], "f16", "ub")

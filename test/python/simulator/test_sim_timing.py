@@ -10,8 +10,9 @@ import pytest
 from npu.simulator import simulate
 from npu.target import get_target
 
-from sim_kernels import Kernel, gm, mem
-from test_sim_functional import f16, mad_kernel, roundtrip_kernel
+from sim_kernels import Kernel, f16, gm, mem
+from test_sim_cube_unit import mad_kernel
+from test_sim_vector_unit import roundtrip_kernel
 
 BLOCK = get_target().vector_block_bytes
 
