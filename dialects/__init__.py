@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import sys
 import types
-from pathlib import Path
 
 from mlir import ir
 from mlir.dialects import irdl
 
+from npu import diagnostics
+from npu.dialects.definitions import DIALECT_FILES, DIALECT_NAMES, dialect_text
+from npu.dialects.irdl_errors import explain, ops_at
 from npu.dialects.rules import verify_op
+from npu.dialects.walks import walk_held
 
-_DIR = Path(__file__).resolve().parent
-DIALECT_FILES = ("ascend.irdl.mlir", "cce.irdl.mlir", "hivm.irdl.mlir")
 _LOADED_ATTR = "_npu_dialects_loaded"
-DIALECT_NAMES = ("ascend", "cce", "hivm")
 
 
 def _register_python_modules() -> None:
@@ -59,21 +59,16 @@ def load_dialects(ctx: ir.Context) -> None:
     _register_python_modules()
     with ctx, ir.Location.unknown():
         for name in DIALECT_FILES:
-            definition = ir.Module.parse((_DIR / name).read_text())
+            definition = ir.Module.parse(dialect_text(name))
             irdl.load_dialects(definition)
     setattr(ctx, _LOADED_ATTR, True)
 
 
 def verify(root: ir.Operation) -> bool:
     """Run MLIR's verifier and our rules over `root`; False if any error."""
-    from npu import diagnostics
-    from npu.ir import walk_held
-
     try:
         root.verify()
     except ir.MLIRError as e:
-        from npu.dialects.irdl_errors import explain, ops_at
-
         for d in e.error_diagnostics:
             diagnostics.current().emit_mlir(d, explain(d.message, ops_at(root, d.location)))
         return False

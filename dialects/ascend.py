@@ -17,7 +17,7 @@ from npu.dialects.opspec import (
     ARITH_TYPES, ASCEND_CAST_PAIRS, F64, FLOAT_TYPES, I64_ARRAY, STR, OpSpec, Operand,
     int_array_attr, int_attr, float_attr, memref_types, register, same_dtype)
 from npu.dialects.rules import RuleError
-from npu.ir import memref_shape
+from npu.ir.accessors import memref_shape
 from npu.target import Target, get_target
 
 # ----------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from npu.dialects.opspec import (
     LAST_EVENT, MAX_REPEAT, STR, Bound, OpSpec, Operand, Range, check_sync_pipes,
     element_bytes, int_attr, memref_types, register, same_dtype)
 from npu.dialects.rules import RuleError
-from npu.ir import memref_element
+from npu.ir.accessors import memref_element, str_attr
 from npu.target import PATH_PIPES, Target
 
 # ----------------------------------------------------------------------------
@@ -166,7 +166,6 @@ def _check_load_transpose(op: ir.Operation, target: Target) -> None:
 
 
 def _check_predicate(op: ir.Operation, target: Target) -> None:
-    from npu.ir import str_attr
     pred = str_attr(op, "predicate")
     if pred not in CMP_PREDICATES:
         raise RuleError(f"unknown predicate '{pred}' (one of {', '.join(CMP_PREDICATES)})")

@@ -15,12 +15,12 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Iterable
 
 from mlir import ir
 
-_DIR = Path(__file__).resolve().parent
+from npu.dialects.definitions import DIALECT_FILES, dialect_text
+from npu.dialects.walks import walk
 
 _BASE_TEXT = {"!builtin.memref": "a memref", "#builtin.integer": "an integer attribute",
               "#builtin.float": "a float attribute", "#builtin.dense_array": "a dense array",
@@ -97,11 +97,9 @@ def _parse_irdl(text: str) -> dict[str, OpConstraints]:
 
 @functools.cache
 def constraints() -> dict[str, OpConstraints]:
-    from npu.dialects import DIALECT_FILES
-
     table: dict[str, OpConstraints] = {}
     for name in DIALECT_FILES:
-        table.update(_parse_irdl((_DIR / name).read_text()))
+        table.update(_parse_irdl(dialect_text(name)))
     return table
 
 
@@ -157,8 +155,6 @@ def explain(message: str, candidates: Iterable[ir.Operation]) -> str:
 
 def ops_at(root: ir.Operation, location: ir.Location) -> list[ir.Operation]:
     """Ops of our dialects under `root` whose location is `location`."""
-    from npu.ir import walk
-
     where = str(location)
     return [op for op in walk(root) if op.name.split(".", 1)[0] in ("ascend", "cce", "hivm")
             and str(op.location) == where]

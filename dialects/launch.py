@@ -6,7 +6,7 @@ from __future__ import annotations
 from mlir import ir
 
 from npu.dialects.rules import RuleError, rule
-from npu.ir import BLOCK_DIM_ATTR, BLOCK_IDX_ATTR, arg_attrs
+from npu.ir.walks import BLOCK_DIM_ATTR, BLOCK_IDX_ATTR, arg_attrs
 
 
 @rule("func.func")

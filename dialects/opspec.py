@@ -19,8 +19,8 @@ from typing import Callable, Iterable, Mapping, Sequence
 from mlir import ir
 
 from npu.dialects.rules import RuleError, rule
-from npu.ir import (ELEMENT_BYTES, float_attr, int_array_attr, int_attr, memory_space,
-                    memref_element, str_attr)
+from npu.ir.accessors import (ELEMENT_BYTES, float_attr, int_array_attr, int_attr, memory_space,
+                              memref_element, str_attr)
 from npu.target import Target, get_target
 
 # Element types of the dialects, and the subsets most ops accept.

@@ -3,7 +3,9 @@ and `npu-double-buffer` sizes its second copies against).
 
 Program positions number every op in pre-order; an alloc lives from the
 first to the last position of the ops (at its own nesting level) that use
-it, and an alloc in a loop body lives for the whole body.
+it, and an alloc in a loop body lives for the whole body. Each top-level op
+is analysed on its own (`npu.passes.buffer_pieces`); the `Buffer`s and how
+they may share bytes are `npu.passes.buffer_placement`'s.
 
 `BufferCollector` computes the positions and the accesses of each top-level
 op of the function body once and keeps them until told that the op changed
@@ -17,62 +19,15 @@ offset).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 from mlir import ir
 
 from npu import memory_planning as planner
-from npu.analysis.access import SYNC_OPS, AccessAnalysis, AccessError
-from npu.diagnostics import _location_parts
-from npu.ir import LEAF_OP_NAMES, defining_op, element_bytes, memory_space
+from npu.analysis.access import AccessAnalysis
 from npu.passes.base import PassError
+from npu.passes.buffer_pieces import Piece, analyse_piece, space_size
+from npu.passes.buffer_placement import Buffer, place
 from npu.target import ON_CHIP_BUFFERS, Target
-
-
-@dataclass
-class Buffer:
-    """One on-chip alloc and what the planner knows about it."""
-
-    op: ir.Operation
-    space: str
-    size: int               # bytes, rounded up to the granule
-    start: int              # lifetime [start, end] in program positions
-    end: int
-    first_pipe: str | None  # pipe of the first / last access in program order
-    last_pipe: str | None
-    offset: int = -1
-    vector_only: bool = False  # a loop-body buffer only V touches (see `vector_only`)
-
-    @property
-    def name(self) -> str:
-        filename, line, col = _location_parts(self.op.location)
-        where = f"line {line}" if line else "unknown location"
-        return f"{self.space} alloc of {self.size} B at {where}"
-
-    def overlaps(self, other: "Buffer") -> bool:
-        return planner.overlaps(self, other)
-
-
-@dataclass(eq=False)  # compared by identity: `None in pieces` stays a C-level scan
-class _Piece:
-    """One top-level op of the function body, analysed on its own.
-
-    `buffers` are the on-chip allocs inside it (pre-order), their positions
-    relative to the op's own. A use of an alloc of the function body (which
-    lives from the first to the last top-level op using it) is summarised in
-    `outer_uses`: alloc -> (first use, its pipe, last use, its pipe), the
-    positions relative too.
-    """
-
-    length: int
-    buffers: list[Buffer]
-    outer_uses: dict[ir.Operation, tuple[int, str, int, str]]
-    alloc: Buffer | None = None  # the op itself when it is an on-chip alloc
-    dynamic: ir.Operation | None = None  # first on-chip alloc with a dynamic shape
-    # space -> (lower bound, upper bound, total bytes) of `buffers` in it
-    bounds: dict[str, tuple[int, int, int]] = field(default_factory=dict)
-    analysis: AccessAnalysis | None = None  # of the op's accesses
 
 
 class _Table:
@@ -92,7 +47,7 @@ class _Table:
             setattr(self, name, np.concatenate([a[:index], a[index:index + 1].repeat(count, 0),
                                                 a[index + 1:]]))
 
-    def fill(self, k: int, piece: _Piece) -> None:
+    def fill(self, k: int, piece: Piece) -> None:
         for column, space in enumerate(ON_CHIP_BUFFERS):
             bounds = piece.bounds.get(space)
             if bounds is None:
@@ -107,11 +62,11 @@ class _Table:
 class BufferCollector:
     def __init__(self, target: Target):
         self.target = target
-        self._pieces: dict[ir.Operation, _Piece] = {}
+        self._pieces: dict[ir.Operation, Piece] = {}
         # With `track`: the function body's ops and their pieces (None: to
         # redo, the indices in `_stale`), and per piece a row of `_Table`.
         self._tops: list[ir.Operation] | None = None
-        self._top_pieces: list[_Piece | None] = []
+        self._top_pieces: list[Piece | None] = []
         # per top-level op to redo: an analysis to start its piece from (see
         # `changed`), or None
         self._seeds: list[AccessAnalysis | None] = []
@@ -170,23 +125,23 @@ class BufferCollector:
             self._top_pieces[index + len(ops)] = kept
             self._stale.discard(index + len(ops))
 
-    def _pieces_of(self, func_op: ir.Operation) -> list[tuple[int, _Piece]]:
+    def _pieces_of(self, func_op: ir.Operation) -> list[tuple[int, Piece]]:
         """(first position, piece) of every top-level op of the function."""
-        pieces: list[tuple[int, _Piece]] = []
+        pieces: list[tuple[int, Piece]] = []
         offset = 1  # the function itself is position 0
         for piece in self._top_level(func_op):
             pieces.append((offset, piece))
             offset += piece.length
         return pieces
 
-    def _top_level(self, func_op: ir.Operation) -> list[_Piece]:
+    def _top_level(self, func_op: ir.Operation) -> list[Piece]:
         """The piece of every top-level op of the function, in order."""
         if self._tops is not None:
             tops = self._top_pieces
             fresh = sorted(self._stale)
             self._stale.clear()
             for k in fresh:
-                tops[k] = self._piece(self._tops[k], self._seeds[k])
+                tops[k] = analyse_piece(self._tops[k], self.target, self._seeds[k])
                 self._seeds[k] = None
                 self._table.fill(k, tops[k])
             if all(tops[k].dynamic is None for k in fresh):
@@ -199,7 +154,7 @@ class BufferCollector:
                         op = child.operation
                         piece = self._pieces.get(op)
                         if piece is None:
-                            piece = self._pieces[op] = self._piece(op)
+                            piece = self._pieces[op] = analyse_piece(op, self.target)
                         tops.append(piece)
         # Accesses were analysed piece by piece; shapes are checked after all
         # of them, as in one walk over the function.
@@ -210,7 +165,7 @@ class BufferCollector:
         return tops
 
     @staticmethod
-    def _function_level(pieces: list[tuple[int, _Piece]]) -> dict[ir.Operation, Buffer]:
+    def _function_level(pieces: list[tuple[int, Piece]]) -> dict[ir.Operation, Buffer]:
         """The function body's own on-chip allocs: each lives from the first
         to the last top-level op using it (only where it is when unused)."""
         lifetimes: dict[ir.Operation, list] = {}
@@ -263,8 +218,6 @@ class BufferCollector:
         function-level allocs live over it. For `npu-double-buffer` when
         `space_bounds_at` leaves the answer open; planning the whole function
         instead would charge this op with another op's peak."""
-        from npu.passes.plan_memory import place
-
         piece = self._top_level(func_op)[index]
         low, _ = self.space_bounds_at(func_op, space, index)
         mine = [b for b in piece.buffers if b.space == space]
@@ -330,6 +283,10 @@ class BufferCollector:
             self._bounds[space] = profile
         return profile
 
+    def space_size(self, op: ir.Operation) -> tuple[str | None, int | None]:
+        """(on-chip space or None, bytes rounded to its granule or None if dynamic)."""
+        return space_size(op, self.target)
+
     def analyses(self, func_op: ir.Operation) -> list[AccessAnalysis]:
         """The access analyses of the function's ops (for `AccessAnalysis.adopt`)."""
         return [piece.analysis for piece in self._top_level(func_op)]
@@ -345,121 +302,6 @@ class BufferCollector:
             buffers += [Buffer(b.op, b.space, b.size, b.start + base, b.end + base, b.first_pipe,
                                b.last_pipe, vector_only=b.vector_only) for b in piece.buffers]
         return buffers
-
-    def _piece(self, top: ir.Operation, analysis: AccessAnalysis | None = None) -> _Piece:
-        spans: dict[ir.Operation, tuple[int, int]] = {}
-        chains: list[tuple[ir.Operation, list[ir.Operation]]] = []
-        allocs: list[tuple[ir.Operation, ir.Operation | None]] = []  # (alloc, parent)
-        counter = [0]
-        # Asking each op for its regions was a third of the numbering's cost.
-        leaves = LEAF_OP_NAMES if not top.context.allow_unregistered_dialects else set()
-
-        def number(op: ir.Operation, chain: list[ir.Operation]) -> None:
-            start = counter[0]
-            counter[0] += 1
-            name = op.name
-            if name.startswith("cce.") and name not in SYNC_OPS:  # is_access_op
-                chains.append((op, chain))
-            elif name == "memref.alloc":
-                allocs.append((op, chain[-1] if chain else None))
-            elif name in leaves:
-                return  # no span asked of it: only uses, allocs and ancestors'
-            if name in leaves:
-                spans[op] = (start, start)
-                return
-            regions = op.regions
-            if not len(regions):
-                leaves.add(name)
-            else:
-                inner = chain + [op]  # shared by the children (not changed after)
-                for region in regions:
-                    for block in region.blocks:
-                        for child in block.operations:
-                            number(child.operation, inner)
-            spans[op] = (start, counter[0] - 1)  # closed: the last position inside
-
-        number(top, [])
-        analysis = analysis or AccessAnalysis(self.target)
-        uses: dict[ir.Operation, list[tuple[ir.Operation, list[ir.Operation], str]]] = {}
-        alloc_of: dict[ir.Value, ir.Operation | None] = {}  # root -> its memref.alloc
-        for op, chain in chains:
-            try:
-                acc = analysis.access(op)
-            except AccessError as e:
-                raise PassError(e.message, e.op) from None
-            for operand in op.operands:
-                if not isinstance(operand.type, ir.MemRefType):
-                    continue
-                root = analysis.root_value(operand)
-                if root in alloc_of:
-                    alloc = alloc_of[root]
-                else:
-                    alloc = alloc_of[root] = defining_op(root)
-                    if alloc is not None and alloc.name != "memref.alloc":
-                        alloc = alloc_of[root] = None
-                if alloc is not None:
-                    uses.setdefault(alloc, []).append((op, chain, acc.pipe))
-        piece = _Piece(counter[0], [], {}, analysis=analysis)
-        for alloc, parent in allocs:
-            space, size = self.space_size(alloc)
-            if space is None:
-                continue
-            if size is None:
-                piece.dynamic = piece.dynamic or alloc
-                continue
-            alloc_uses = uses.pop(alloc, [])
-            if parent is None:  # the piece is this alloc of the function body
-                piece.alloc = Buffer(alloc, space, size, 0, 0, None, None)
-                continue
-            if not alloc_uses:
-                start = end = spans[alloc][0]
-            else:
-                start, end = None, None
-                for use, chain, _pipe in alloc_uses:
-                    # the use's ancestor (or itself) right below `parent`
-                    idx = next((i for i, o in enumerate(chain) if o == parent), None)
-                    top_use = chain[idx + 1] if idx is not None and idx + 1 < len(chain) else use
-                    s, e = spans[top_use]
-                    start = s if start is None else min(start, s)
-                    end = e if end is None else max(end, e)
-            only_v = parent.name == "scf.for" and vector_only(alloc_uses)
-            if parent.name == "scf.for" and not only_v:
-                body_start, body_end = spans[parent]
-                start, end = body_start + 1, body_end
-            ordered = sorted(alloc_uses, key=lambda u: spans[u[0]][0])
-            piece.buffers.append(Buffer(alloc, space, size, start, end,
-                                        ordered[0][2] if ordered else None,
-                                        ordered[-1][2] if ordered else None, vector_only=only_v))
-        # What is left are uses of allocs outside this op (the function body's).
-        for alloc, alloc_uses in uses.items():
-            ordered = sorted(alloc_uses, key=lambda u: spans[u[0]][0])
-            piece.outer_uses[alloc] = (spans[ordered[0][0]][0], ordered[0][2],
-                                       spans[ordered[-1][0]][0], ordered[-1][2])
-        return piece
-
-    def space_size(self, op: ir.Operation) -> tuple[str | None, int | None]:
-        """(on-chip space or None, bytes rounded to its granule or None if dynamic)."""
-        mtype = ir.MemRefType(op.results[0].type)
-        space = memory_space(mtype)
-        if space not in ON_CHIP_BUFFERS:
-            return None, None
-        if any(d < 0 for d in mtype.shape):
-            return space, None
-        size = element_bytes(str(mtype.element_type))
-        for d in mtype.shape:
-            size *= d
-        g = self.target.granule(space)
-        return space, max(g, -(-size // g) * g)
-
-
-def vector_only(uses: list[tuple[ir.Operation, list[ir.Operation], str]]) -> bool:
-    """A loop-body buffer only the vector pipe touches lives from its first to
-    its last use instead of for the whole body: sharing bytes with another
-    such buffer orders V after V, across iterations too, which V's in-order
-    pipeline gives for free. Every other buffer of the body still lives for
-    the whole body, so it never shares bytes with these."""
-    return bool(uses) and all(pipe == "V" for _, _, pipe in uses)
-
 
 def collector_for(collectors: dict[ir.Operation, BufferCollector], func_op: ir.Operation
                   ) -> BufferCollector | None:

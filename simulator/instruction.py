@@ -44,6 +44,17 @@ class Access:
     align: int  # the operand address must be a multiple of this
 
 
+def access_plan(instr: Instr) -> tuple:
+    """(operand, lo, hi, pattern, dense, align, write, pattern key) per access.
+    Reads come first: the machine checks them, then the writes. The machine
+    reads it from `Instr.plan` in its innermost loop."""
+    writes = [a.write for a in instr.accesses]
+    if writes != sorted(writes):
+        raise AssertionError(f"'{instr.name}' lists a read after a write")
+    return tuple((a.operand, a.pattern.lo, a.pattern.hi, a.pattern, a.pattern.dense, a.align,
+                  a.write, a.pattern.key) for a in instr.accesses)
+
+
 class DecodeContext:
     """One op being decoded: its attributes, operand types and the target."""
 
@@ -135,8 +146,7 @@ class Instr:
         self.plan: tuple = ()  # filled by `finish` once the accesses are known
 
     def finish(self) -> "Instr":
-        """Precompute the machine's per-access plan (see `machine.access_plan`)."""
-        from npu.simulator.machine import access_plan
+        """Precompute the machine's per-access plan (`access_plan`)."""
         self.plan = access_plan(self)
         return self
 

@@ -4,7 +4,7 @@ Checks, in order, for each access: the operand address is aligned to what
 the instruction needs (its buffer's granule), the touched bytes lie inside
 the operand's root allocation, and then the hazard detector's
 uninitialised-read and race checks. This is the simulator's innermost loop,
-so the per-access plan is precomputed once per instruction.
+so the per-access plan is precomputed once per instruction (`Instr.plan`).
 
 Uninitialised bytes are an error where an instruction computes with them. A
 movement instruction (`Instr.moves`: copies, loads, vnchwconv) instead
@@ -24,16 +24,6 @@ from npu.simulator.errors import ALIGNMENT, BOUNDS, SimulationError
 from npu.simulator.hazards import V, HazardDetector
 from npu.simulator.instruction import Instr
 from npu.simulator.stamps import selection
-
-
-def access_plan(instr: Instr) -> tuple:
-    """(operand, lo, hi, pattern, dense, align, write, pattern key) per access.
-    Reads come first: the machine checks them, then the writes."""
-    writes = [a.write for a in instr.accesses]
-    if writes != sorted(writes):
-        raise AssertionError(f"'{instr.name}' lists a read after a write")
-    return tuple((a.operand, a.pattern.lo, a.pattern.hi, a.pattern, a.pattern.dense, a.align,
-                  a.write, a.pattern.key) for a in instr.accesses)
 
 
 BOUND_CACHE_ENTRIES = 1 << 16

@@ -30,7 +30,8 @@ def is_model(path: str, text: str | None) -> bool:
 
 def run_model(args, path: str, text: str | None) -> int:
     from npu.frontend.compile import CompileError, compile as npu_compile
-    from npu.tools.npu_run import ToolError, compare
+    from npu.tools.run_check import compare
+    from npu.tools.run_inputs import ToolError
 
     from npu import diagnostics
 
@@ -72,7 +73,7 @@ def _named(failure: str, names: list[str]) -> str:
 
 
 def model_inputs(kernel, args, path: str) -> list[np.ndarray]:
-    from npu.tools.npu_run import ToolError
+    from npu.tools.run_inputs import ToolError
 
     ports = kernel.interface.inputs
     if args.inputs:

@@ -16,13 +16,9 @@ from .builders import *  # noqa: F401,F403
 
 
 def __getattr__(name: str):
-    """`NUMPY_DTYPES` imports numpy on first use: the tools that only parse,
-    transform and print IR never need it."""
+    """`NUMPY_DTYPES` imports numpy on first use (see `accessors.numpy_dtypes`)."""
     if name == "NUMPY_DTYPES":
-        import numpy as np
-
-        table = {"f16": np.float16, "f32": np.float32, "i8": np.int8, "i32": np.int32,
-                 "i64": np.int64, "i16": np.int16}
+        table = numpy_dtypes()
         globals()["NUMPY_DTYPES"] = table
         return table
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from mlir import ir
 
 
@@ -88,6 +90,18 @@ def element_bytes(type_name: str) -> int:
     return ELEMENT_BYTES[type_name]
 
 
+@functools.cache
+def numpy_dtypes() -> dict[str, type]:
+    """The numpy scalar type of each element type name (`npu.ir.NUMPY_DTYPES`).
+
+    Imports numpy on first use: the tools that only parse, transform and
+    print IR never need it."""
+    import numpy as np
+
+    return {"f16": np.float16, "f32": np.float32, "i8": np.int8, "i32": np.int32,
+            "i64": np.int64, "i16": np.int16}
+
+
 def memref_layout(t: ir.Type | ir.Value) -> tuple[list[int], int]:
     """(strides, offset) in elements; dynamic entries are None."""
     mt = memref_type(t)
@@ -131,5 +145,5 @@ def constant_int(value: ir.Value) -> int | None:
 __all__ = ["ELEMENT_BYTES", "LEAF_OP_NAMES", "VIEW_OPS", "bool_attr", "constant_int", "defining_op",
            "element_bytes", "element_type_name", "float_attr", "has_attr", "has_regions",
            "int_array_attr", "int_attr", "is_block_argument", "is_memref", "memory_space",
-           "memref_element", "memref_layout", "memref_shape", "memref_type", "str_attr",
-           "view_root"]
+           "memref_element", "memref_layout", "memref_shape", "memref_type", "numpy_dtypes",
+           "str_attr", "view_root"]

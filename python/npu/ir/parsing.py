@@ -7,6 +7,8 @@ import re
 from mlir import ir
 
 from npu import diagnostics
+from npu.dialects import load_dialects, verify
+from npu.dialects.irdl_errors import explain_in_text
 
 
 # The bindings have a Python class for dense arrays of i1/i8/i16/i32/i64/f32/
@@ -43,8 +45,6 @@ _install_dense_array_caster()
 
 def make_context() -> ir.Context:
     """A context with upstream dialects and ascend/cce/hivm loaded."""
-    from npu.dialects import load_dialects
-
     ctx = ir.Context()
     load_dialects(ctx)
     diagnostics.attach_to_context(ctx)
@@ -80,16 +80,12 @@ def parse_module(text: str, ctx: ir.Context, first_line: int = 1) -> ir.Module:
     `--split-input-file`). Errors go to the current diagnostics engine and
     raise `ParseError`; our declarative verifiers run after a clean parse.
     """
-    from npu.dialects import verify
-
     padded = "\n" * (first_line - 1) + text
     _reject_parser_crashes(padded, ctx)
     with ctx:
         try:
             module = ir.Module.parse(padded)
         except ir.MLIRError as e:
-            from npu.dialects.irdl_errors import explain_in_text
-
             for d in e.error_diagnostics:
                 diagnostics.current().emit_mlir(d, explain_in_text(d.message, padded, d.location))
             if not e.error_diagnostics:

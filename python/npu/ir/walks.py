@@ -1,64 +1,19 @@
-"""Walks over ops, and the function-level queries and edits built on them."""
+"""Walks over ops, and the function-level queries and edits built on them.
+
+`walk` and `walk_held` themselves live in `npu.dialects.walks`, which needs
+only the `mlir` bindings (the dialects' verifier walks with them, and this
+package's parsing runs that verifier); they are re-exported here.
+"""
 
 from __future__ import annotations
-from typing import Callable, Iterable, Iterator, Sequence
+
+from typing import Callable, Iterable, Sequence
 
 from mlir import ir
 
+from npu.dialects.walks import walk, walk_held
 
-def walk(op: ir.Operation | ir.OpView, predicate: Callable[[ir.Operation], bool] | None = None
-         ) -> Iterator[ir.Operation]:
-    """Pre-order walk over `op` and everything nested in it.
-
-    Collects first, so callers may erase or replace the ops they get. Each op
-    returned keeps the IR it belongs to alive (see `walk_held` for a faster
-    walk without that).
-    """
-    op = op.operation
-    found: list[ir.Operation] = []
-
-    def visit(o: ir.Operation) -> None:
-        if predicate is None or predicate(o):
-            found.append(o)
-        for region in o.regions:
-            for block in region.blocks:
-                for child in block.operations:
-                    visit(child.operation)
-
-    visit(op)
-    return iter(found)
-
-
-def walk_held(op: ir.Operation | ir.OpView, predicate: Callable[[ir.Operation], bool] | None = None
-              ) -> list[ir.Operation]:
-    """`list(walk(op, predicate))` by MLIR's own walk, about three times as
-    fast, for passes (whose module the pipeline holds): the ops returned do
-    not keep their module alive, so a caller must hold it while using them."""
-    op = op.operation
-    found: list[ir.Operation] = []
-    raised: list[BaseException] = []
-    advance, interrupt = ir.WalkResult.ADVANCE, ir.WalkResult.INTERRUPT
-
-    if predicate is None:
-        def visit(o: ir.Operation) -> ir.WalkResult:
-            found.append(o)
-            return advance
-    else:
-        def visit(o: ir.Operation) -> ir.WalkResult:
-            try:
-                if predicate(o):
-                    found.append(o)
-            except BaseException as e:  # re-raised as itself, not wrapped by the bindings
-                raised.append(e)
-                return interrupt
-            return advance
-
-    op.walk(visit, ir.WalkOrder.PRE_ORDER)
-    if raised:
-        raise raised[0]
-    if found and found[0] == op:
-        found[0] = op  # the object given, not a new one
-    return found
+from .accessors import numpy_dtypes
 
 
 def ops_named(root: ir.Operation | ir.OpView, *names: str) -> list[ir.Operation]:
@@ -156,10 +111,8 @@ def constant_data(attr: ir.Attribute, shape: Sequence[int], element: str):
     """The numpy array of an `npu.constant` argument's dense elements."""
     import numpy as np
 
-    from npu.ir import NUMPY_DTYPES
-
     dense = ir.DenseElementsAttr(attr)
-    dtype = NUMPY_DTYPES[element]
+    dtype = numpy_dtypes()[element]
     if dense.is_splat:
         return np.full(tuple(shape), np.array(dense.get_splat_value().value, dtype))
     return np.array(dense).astype(dtype).reshape(tuple(shape))

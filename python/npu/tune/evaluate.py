@@ -78,7 +78,8 @@ def _evaluate(job: Job) -> Outcome:
     from npu.simulator import SimulationError
     from npu.simulator.core import find_entry
     from npu.target import get_target
-    from npu.tools.npu_run import ToolError, compare, random_inputs, reference_outputs
+    from npu.tools.npu_run import ToolError, random_inputs, reference_outputs
+    from npu.tools.run_check import compare
     from npu.tune.program import ProgramError, parse_program
     from npu.passes.tuning_record import RecordError, TuningRecord
     from npu.tune.space import target_with

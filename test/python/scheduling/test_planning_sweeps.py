@@ -47,7 +47,7 @@ def test_pipe_aware_conflict_graph_matches_the_pairwise_test():
     """npu-plan-memory's vectorised graph against `conflicts` pair by pair,
     with unordered lifetimes (start > end) and missing pipes included, and
     row blocks smaller than the graph."""
-    from npu.passes.plan_memory import Buffer, conflict_graph as pipe_graph, conflicts
+    from npu.passes.buffer_placement import Buffer, conflict_graph as pipe_graph, conflicts
 
     rng = random.Random(7)
     pipes = [None, "mte2", "vector", "cube"]

@@ -1,0 +1,68 @@
+"""npu-run's `--check`: the simulated outputs against the reference, within
+per-dtype tolerances. Shared by `npu-run` on kernels (`npu.tools.npu_run`)
+and on models (`npu.tools.run_model`), and by the tuner and benchmarks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# Tolerances per output element type: |got - want| <= atol * scale + rtol * |want|,
+# with scale = max(1, max |want|). fp16 results carry ~1e-3 relative rounding
+# per op; fp32 results of fp16 products accumulate in fp32 in an order that
+# differs from numpy's; integers must match exactly. max_rel_err is taken over
+# the elements with |expected| >= 1e-3 * scale (relative error of ~0 is noise).
+TOLERANCES = {"float16": (1e-2, 1e-3), "float32": (1e-3, 1e-4)}
+
+
+@dataclass
+class CheckResult:
+    passed: bool
+    max_abs_err: float
+    max_rel_err: float
+    failure: str | None = None
+
+    def as_dict(self) -> dict:
+        d = {"passed": self.passed, "max_abs_err": self.max_abs_err, "max_rel_err": self.max_rel_err}
+        if self.failure:
+            d["failure"] = self.failure
+        return d
+
+
+def compare(outputs: list[np.ndarray], expected: list[np.ndarray],
+            tolerances: dict | None = None) -> CheckResult:
+    """Element-wise comparison; names the first output and element that differ.
+    `tolerances` (dtype name -> (rtol, atol)) replaces TOLERANCES."""
+    max_abs = max_rel = 0.0
+    failure = None
+    for i, (got, want) in enumerate(zip(outputs, expected)):
+        want = np.asarray(want)
+        if got.shape != want.shape:
+            failure = failure or f"output #{i}: shape {list(got.shape)} != reference {list(want.shape)}"
+            continue
+        g, w = got.astype(np.float64), want.astype(np.float64)
+        both_nan = np.isnan(g) & np.isnan(w)
+        diff = np.where(both_nan, 0.0, np.abs(g - w))
+        diff = np.where(np.isnan(diff), np.inf, diff)
+        if diff.size:
+            max_abs = max(max_abs, float(diff.max()))
+        rtol, atol = (tolerances or TOLERANCES).get(str(want.dtype), (0.0, 0.0))
+        finite_w = np.abs(w[np.isfinite(w)])
+        scale = max(1.0, float(finite_w.max())) if finite_w.size else 1.0
+        if diff.size:
+            # Relative error where it means something: |expected| >= 1e-3 * scale.
+            sizeable = np.abs(w) >= 1e-3 * scale
+            if sizeable.any():
+                max_rel = max(max_rel, float((diff[sizeable] / np.abs(w[sizeable])).max()))
+        bad = diff > atol * scale + rtol * np.abs(w)
+        if bad.any() and failure is None:
+            idx = np.unravel_index(int(np.argmax(bad)), bad.shape)
+            failure = (f"output #{i} (argument #{i}) differs at element {list(map(int, idx))}: got "
+                       f"{got[idx].item()!r}, expected {want[idx].item()!r} ({int(bad.sum())} of {bad.size} elements "
+                       f"outside |err| <= {atol:g}*{scale:g} + {rtol:g}*|expected|)")
+    return CheckResult(failure is None, max_abs, max_rel, failure)
+
+
+__all__ = ["TOLERANCES", "CheckResult", "compare"]
