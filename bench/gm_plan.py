@@ -64,8 +64,8 @@ def plan_row(name: str, text: str, target) -> Row:
 def simulate_row(row: Row, text: str, target) -> None:
     from npu.reference import evaluate
     from npu.simulator import simulate
-    from npu.tools.npu_run import random_inputs
-    from npu.tools.run_check import compare
+    from npu.simulator.run_inputs import random_inputs
+    from npu.simulator.run_check import compare
 
     source = parse_module(text, make_context())  # kept alive while its func is used
     original = functions(source)[0]

@@ -30,7 +30,7 @@ from npu.pipeline import run_pipeline
 from npu.simulator import simulate
 from npu.simulator.core import find_entry
 from npu.target import get_target
-from npu.tools.npu_run import random_inputs
+from npu.simulator.run_inputs import random_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
 HARDWARE = set(hivm.ALL_OPS) - {"hivm.addr", "hivm.set_vector_mask"}

@@ -58,7 +58,7 @@ def full_barriers(module) -> int:
 def run_mlir(text: str, span: str, target) -> tuple[int, int, int, int, int | None]:
     """(cycles, full barriers, sum of op spans, own bound, ideal)."""
     from npu.simulator.core import find_entry
-    from npu.tools.npu_run import random_inputs
+    from npu.simulator.run_inputs import random_inputs
 
     module = parse_module(text, make_context())
     inputs = random_inputs(find_entry(module, None), 0)

@@ -225,8 +225,8 @@ def run_matmul(args, options: dict) -> bool:
     from npu.reference import evaluate
     from npu.simulator.core import find_entry
     from npu.target import get_target
-    from npu.tools.npu_run import random_inputs
-    from npu.tools.run_check import compare
+    from npu.simulator.run_inputs import random_inputs
+    from npu.simulator.run_check import compare
 
     ctx = make_context()
     text = matmul_text(args.matmul_size)

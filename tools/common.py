@@ -9,6 +9,8 @@ import tempfile
 import traceback
 from typing import NoReturn
 
+from npu.ir import parsing
+
 
 class ArgumentParser(argparse.ArgumentParser):
     """argparse whose usage errors are one line, `<prog>: error: ...`, exit 2
@@ -38,16 +40,11 @@ def report_internal_error(where: str, what: str, e: Exception) -> int:
 
 
 def read_source(path: str) -> tuple[str, str]:
-    """(name used in diagnostics, text) of the input file or stdin."""
-    if path == "-":
-        return "<stdin>", sys.stdin.read()
+    """`npu.ir.parsing.read_source` with its problems as usage errors (`CommandLineError`)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return path, f.read()
-    except OSError as e:
-        raise CommandLineError(f"cannot read '{path}': {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise CommandLineError(f"cannot read '{path}': not a UTF-8 text file") from None
+        return parsing.read_source(path)
+    except parsing.SourceError as e:
+        raise CommandLineError(str(e)) from None
 
 
 def read_input(path: str, parser: argparse.ArgumentParser) -> tuple[str, str]:

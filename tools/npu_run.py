@@ -27,8 +27,8 @@ import numpy as np
 from npu import diagnostics
 from npu.tools.common import (ArgumentParser, CommandLineError, check_output_path, read_input,
                               report_internal_error, usage_error, write_output_atomically)
-from npu.tools.run_check import compare
-from npu.tools.run_inputs import (ToolError, bind_to_lowered, check_entry_arguments, load_inputs,
+from npu.simulator.run_check import compare, reference_outputs
+from npu.simulator.run_inputs import (RunError, bind_to_lowered, check_entry_arguments, load_inputs,
                                   random_inputs)
 
 DEFAULT_PIPELINE = "npu-lower"
@@ -152,7 +152,7 @@ def run(args, filename: str, text: str) -> int:
     try:
         func_op = find_entry(module, args.entry)
     except SimulationError as e:
-        raise ToolError(str(e)) from None
+        raise RunError(str(e)) from None
     entry = npu_ir.symbol_name(func_op)
     check_entry_arguments(func_op)
     # Only the entry runs, so only it is compiled: another function of the
@@ -182,10 +182,10 @@ def run(args, filename: str, text: str) -> int:
     if args.emit == "hivm" and npu_ir.ops_in_dialect(module, "cce"):
         compile_module(module, "npu-lower-cce-to-hivm", target, filename)
     elif args.emit == "cce" and npu_ir.ops_in_dialect(module, "hivm"):
-        raise ToolError(f"{filename}: error: --emit cce: the program is already at the hivm "
+        raise RunError(f"{filename}: error: --emit cce: the program is already at the hivm "
                         "level")
     if not compiled and args.check:
-        raise ToolError(f"{filename}: error: --check needs an ascend-level program: the numpy "
+        raise RunError(f"{filename}: error: --check needs an ascend-level program: the numpy "
                         "reference (npu.reference) evaluates ascend ops, and this module has none")
 
     lowered_inputs, where = inputs, None
@@ -260,28 +260,13 @@ def compile_module(module, pipeline: str, target, filename: str) -> None:
     known = registry()
     for element in parse_pipeline(pipeline):
         if element.name.startswith("npu-") and element.name not in known:
-            raise ToolError(f"{filename}: error: the input has 'ascend' ops, but the pass "
+            raise RunError(f"{filename}: error: the input has 'ascend' ops, but the pass "
                             f"'{element.name}' of the lowering pipeline '{pipeline}' is not "
                             "registered yet (see passes/__init__.py)")
     try:
         run_pipeline(module, pipeline, target)
     except PipelineError as e:
-        raise ToolError(str(e)) from None
-
-
-def reference_outputs(original, entry: str, inputs, filename: str) -> list[np.ndarray]:
-    import numpy as np
-
-    from npu.simulator.core import find_entry
-
-    try:
-        from npu.reference import evaluate
-    except ImportError as e:
-        raise ToolError(f"{filename}: error: --check needs npu.reference ({e})") from None
-    try:
-        return evaluate(find_entry(original, entry), [np.array(a) for a in inputs])
-    except Exception as e:  # EvaluationError carries its own location
-        raise ToolError(str(e) if "error:" in str(e) else f"{filename}: error: reference: {e}") from None
+        raise RunError(str(e)) from None
 
 
 def read_program(path: str, parser) -> tuple[str, str]:
@@ -301,7 +286,7 @@ def read_program(path: str, parser) -> tuple[str, str]:
             try:
                 module = decode(data, path, make_context())
             except BinaryError as e:
-                raise ToolError(f"{path}: error: corrupt binary {e}") from None
+                raise RunError(f"{path}: error: corrupt binary {e}") from None
             return path, module.operation.get_asm(enable_debug_info=True)
     return read_input(path, parser)
 
@@ -333,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     except CommandLineError as e:
         print(f"{parser.prog}: error: {e}", file=sys.stderr)
         return 2
-    except ToolError as e:
+    except RunError as e:
         print(str(e), file=sys.stderr)
         return 1
     except BrokenPipeError:  # e.g. `npu-run ... | head`

@@ -30,8 +30,8 @@ def is_model(path: str, text: str | None) -> bool:
 
 def run_model(args, path: str, text: str | None) -> int:
     from npu.frontend.compile import CompileError, compile as npu_compile
-    from npu.tools.run_check import compare
-    from npu.tools.run_inputs import ToolError
+    from npu.simulator.run_check import compare
+    from npu.simulator.run_inputs import RunError
 
     from npu import diagnostics
 
@@ -40,7 +40,7 @@ def run_model(args, path: str, text: str | None) -> int:
     try:
         kernel = npu_compile(source, target=args.target, pipeline=args.pipeline, where=path)
     except CompileError as e:
-        raise ToolError(str(e)) from None
+        raise RunError(str(e)) from None
     inputs = model_inputs(kernel, args, path)
     outputs, report = kernel(*inputs, strict=args.strict)
     trace = report.pop("trace")
@@ -73,22 +73,22 @@ def _named(failure: str, names: list[str]) -> str:
 
 
 def model_inputs(kernel, args, path: str) -> list[np.ndarray]:
-    from npu.tools.run_inputs import ToolError
+    from npu.simulator.run_inputs import RunError
 
     ports = kernel.interface.inputs
     if args.inputs:
         try:
             data = np.load(args.inputs)
         except (OSError, ValueError) as e:
-            raise ToolError(f"{path}: error: cannot read inputs '{args.inputs}': {e}") from None
+            raise RunError(f"{path}: error: cannot read inputs '{args.inputs}': {e}") from None
         arrays = []
         for port in ports:
             if port.name not in data.files:
-                raise ToolError(f"{path}: error: '{args.inputs}' has no array '{port.name}' "
+                raise RunError(f"{path}: error: '{args.inputs}' has no array '{port.name}' "
                                 f"(it holds {', '.join(data.files) or 'nothing'})")
             a = data[port.name]
             if tuple(a.shape) != port.shape or a.dtype != port.numpy_dtype:
-                raise ToolError(f"{path}: error: input '{port.name}' is {a.dtype}{list(a.shape)}; the "
+                raise RunError(f"{path}: error: input '{port.name}' is {a.dtype}{list(a.shape)}; the "
                                 f"model needs {port.numpy_dtype}{list(port.shape)}")
             arrays.append(a)
         return arrays

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 
 from mlir import ir
 
@@ -97,3 +98,20 @@ def parse_module(text: str, ctx: ir.Context, first_line: int = 1) -> ir.Module:
 
 
 __all__ = ["ParseError", "make_context", "parse_module"]
+
+
+class SourceError(Exception):
+    """An input file that cannot be read as text (the tools make it a usage error)."""
+
+
+def read_source(path: str) -> tuple[str, str]:
+    """(name used in diagnostics, text) of the file at `path`, or of stdin for "-"."""
+    if path == "-":
+        return "<stdin>", sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8") as f:
+            return path, f.read()
+    except OSError as e:
+        raise SourceError(f"cannot read '{path}': {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise SourceError(f"cannot read '{path}': not a UTF-8 text file") from None

@@ -78,8 +78,8 @@ def _evaluate(job: Job) -> Outcome:
     from npu.simulator import SimulationError
     from npu.simulator.core import find_entry
     from npu.target import get_target
-    from npu.tools.npu_run import ToolError, random_inputs, reference_outputs
-    from npu.tools.run_check import compare
+    from npu.simulator.run_check import compare, reference_outputs
+    from npu.simulator.run_inputs import RunError, random_inputs
     from npu.tune.program import ProgramError, parse_program
     from npu.passes.tuning_record import RecordError, TuningRecord
     from npu.tune.space import target_with
@@ -112,7 +112,7 @@ def _evaluate(job: Job) -> Outcome:
     if job.check:
         try:
             expected = reference_outputs(original, entry, [np.array(a) for a in inputs], job.filename)
-        except ToolError as e:
+        except RunError as e:
             raise _Failure(str(e)) from None
         check = compare(result.outputs, expected)
         outcome.check = check.as_dict()

@@ -34,7 +34,7 @@ class Program:
 
 def load_program(path: str) -> Program:
     """Read the program to tune. MLIR today; other formats need the frontend."""
-    from npu.tools.common import CommandLineError, read_source
+    from npu.ir.parsing import SourceError, read_source
 
     if path != "-" and not path.endswith(".mlir") and os.path.splitext(path)[1]:
         raise ProgramError(f"{path}: error: npu-tune reads ascend-level MLIR (.mlir); "
@@ -42,7 +42,7 @@ def load_program(path: str) -> Program:
                            "not available yet")
     try:
         filename, text = read_source(path)
-    except CommandLineError as e:
+    except SourceError as e:
         raise ProgramError(f"npu-tune: error: {e}") from None
     return Program(filename, text)
 

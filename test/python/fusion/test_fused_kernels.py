@@ -13,7 +13,7 @@ from row_patterns import gelu, layernorm, softmax
 
 from npu.ir import functions, memref_element, memref_shape, walk
 from npu.costmodel.fusion.rows import FUSED_ATTR
-from npu.tools.run_inputs import constant_of
+from npu.simulator.run_inputs import constant_of
 
 NP = {"f16": np.float16, "f32": np.float32}
 

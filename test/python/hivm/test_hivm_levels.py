@@ -35,7 +35,7 @@ EXAMPLES = [pytest.param(p, marks=pytest.mark.slow) if "matmul" in p.stem else p
 
 def _inputs(module, seed: int) -> list[np.ndarray]:
     from npu.simulator.core import find_entry
-    from npu.tools.npu_run import random_inputs
+    from npu.simulator.run_inputs import random_inputs
 
     return random_inputs(find_entry(module, None), seed)
 

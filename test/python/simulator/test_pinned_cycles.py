@@ -119,7 +119,7 @@ def run_case(name: str, numerics: bool = True) -> tuple[int, int, str]:
     from npu.simulator import simulate
     from npu.simulator.core import find_entry
     from npu.target import get_target
-    from npu.tools.npu_run import random_inputs
+    from npu.simulator.run_inputs import random_inputs
 
     source, pipeline, kwargs = CASES[name]
     text = open(source).read() if source.endswith(".mlir") else source

@@ -8,7 +8,7 @@ import zipfile
 import numpy as np
 
 
-class ToolError(Exception):
+class RunError(Exception):
     """A user-facing error already formatted as `file:line:col: error: ...`."""
 
 
@@ -31,20 +31,20 @@ def check_entry_arguments(func_op) -> None:
         if i == block_idx:
             continue
         if not npu_ir.is_memref(arg.type):
-            raise ToolError(f"{where}: error: argument #{i} of the entry is {arg.type}; npu-run "
+            raise RunError(f"{where}: error: argument #{i} of the entry is {arg.type}; npu-run "
                             "passes memref arguments only")
         t = npu_ir.memref_type(arg.type)
         if not t.has_static_shape:
-            raise ToolError(f"{where}: error: argument #{i} ({t}) has a dynamic shape; npu-run "
+            raise RunError(f"{where}: error: argument #{i} ({t}) has a dynamic shape; npu-run "
                             "needs static shapes")
         dtype = npu_ir.memref_element(t)
         if dtype not in npu_ir.NUMPY_DTYPES:
-            raise ToolError(f"{where}: error: argument #{i} ({t}) has element type {dtype}; npu-run "
+            raise RunError(f"{where}: error: argument #{i} ({t}) has element type {dtype}; npu-run "
                             f"supports {', '.join(npu_ir.NUMPY_DTYPES)}")
         _check_constant(func_op, i, t, where)
         total += int(np.prod(t.shape, dtype=object)) * np.dtype(npu_ir.NUMPY_DTYPES[dtype]).itemsize
     if total > MAX_ARGUMENT_BYTES:
-        raise ToolError(f"{where}: error: the entry's arguments take {total} bytes; npu-run "
+        raise RunError(f"{where}: error: the entry's arguments take {total} bytes; npu-run "
                         f"simulates at most {MAX_ARGUMENT_BYTES} bytes of arguments")
 
 
@@ -60,7 +60,7 @@ def _check_constant(func_op, i: int, t, where: str) -> None:
         return
     if not (isinstance(attr, ir.DenseElementsAttr)
             and (attr.is_splat or np.prod(ir.ShapedType(attr.type).shape) == np.prod(t.shape))):
-        raise ToolError(f"{where}: error: argument #{i} ({t}) has npu.constant = {attr}; it must be "
+        raise RunError(f"{where}: error: argument #{i} ({t}) has npu.constant = {attr}; it must be "
                         f"dense elements with {int(np.prod(t.shape))} values (or a splat)")
 
 
@@ -139,12 +139,12 @@ def load_inputs(path: str, func_op, filename: str) -> list[np.ndarray]:
         arrays_in_file = {name: data[name] for name in data.files}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
         # An object array (needs pickle), a truncated or non-npz file, a bare .npy ...
-        raise ToolError(f"{filename}: error: cannot read inputs '{path}': {e}") from None
+        raise RunError(f"{filename}: error: cannot read inputs '{path}': {e}") from None
     args = input_args(func_op)
     keys = [f"arg{i}" for i in range(len(args))]
     names = keys if all(k in arrays_in_file for k in keys) else list(arrays_in_file)
     if len(names) != len(args):
-        raise ToolError(f"{filename}: error: '{path}' holds {len(arrays_in_file)} arrays; the entry takes "
+        raise RunError(f"{filename}: error: '{path}' holds {len(arrays_in_file)} arrays; the entry takes "
                         f"{len(args)} arguments")
     arrays = []
     for i, (name, arg) in enumerate(zip(names, args)):
@@ -152,11 +152,11 @@ def load_inputs(path: str, func_op, filename: str) -> list[np.ndarray]:
         shape = tuple(npu_ir.memref_shape(arg.type))
         dtype = np.dtype(npu_ir.NUMPY_DTYPES[npu_ir.memref_element(arg.type)])
         if arr.shape != shape or arr.dtype != dtype:
-            raise ToolError(f"{filename}: error: input '{name}' is {arr.dtype}{list(arr.shape)}; "
+            raise RunError(f"{filename}: error: input '{name}' is {arr.dtype}{list(arr.shape)}; "
                             f"argument #{i} needs {dtype}{list(shape)}")
         constant = constant_of(func_op, arg)
         if constant is not None and not np.array_equal(arr.view(np.uint8), constant.view(np.uint8)):
-            raise ToolError(f"{filename}: error: input '{name}' differs from the data of argument "
+            raise RunError(f"{filename}: error: input '{name}' differs from the data of argument "
                             f"#{i}, an npu.constant the program was compiled for")
         arrays.append(arr)
     return arrays

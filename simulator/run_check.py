@@ -1,6 +1,7 @@
-"""npu-run's `--check`: the simulated outputs against the reference, within
-per-dtype tolerances. Shared by `npu-run` on kernels (`npu.tools.npu_run`)
-and on models (`npu.tools.run_model`), and by the tuner and benchmarks.
+"""Checking a run: the reference outputs of an ascend-level program (numpy,
+`npu.reference`) and the simulated outputs against them, within per-dtype
+tolerances. Shared by `npu-run` on kernels (`npu.tools.npu_run`) and on
+models (`npu.tools.run_model`), and by the tuner and benchmarks.
 """
 
 from __future__ import annotations
@@ -8,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from npu.simulator.run_inputs import RunError
 
 # Tolerances per output element type: |got - want| <= atol * scale + rtol * |want|,
 # with scale = max(1, max |want|). fp16 results carry ~1e-3 relative rounding
@@ -65,4 +68,15 @@ def compare(outputs: list[np.ndarray], expected: list[np.ndarray],
     return CheckResult(failure is None, max_abs, max_rel, failure)
 
 
-__all__ = ["TOLERANCES", "CheckResult", "compare"]
+__all__ = ["TOLERANCES", "CheckResult", "compare", "reference_outputs"]
+
+
+def reference_outputs(original, entry: str, inputs, filename: str) -> list[np.ndarray]:
+    """The numpy reference's outputs of `entry` in the original (unlowered) module."""
+    from npu.reference import evaluate
+    from npu.simulator.core import find_entry
+
+    try:
+        return evaluate(find_entry(original, entry), [np.array(a) for a in inputs])
+    except Exception as e:  # EvaluationError carries its own location
+        raise RunError(str(e) if "error:" in str(e) else f"{filename}: error: reference: {e}") from None
