@@ -40,7 +40,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from mm_common import blocks, nz, nz_matmul_program  # noqa: E402
 
 from npu.ir import make_context, parse_module  # noqa: E402
-from npu.costmodel.matmul.tiling import MatmulShape, choose_tiling  # noqa: E402
+from npu.costmodel.matmul.fitting import MatmulShape  # noqa: E402
+from npu.costmodel.matmul.tiling import choose_tiling  # noqa: E402
 from npu.passes import registry  # noqa: E402
 from npu.pipeline import run_pipeline  # noqa: E402
 from npu.simulator import simulate  # noqa: E402

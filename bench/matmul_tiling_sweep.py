@@ -31,7 +31,8 @@ for _dir in ("matmul", "fusion"):
 from mm_common import blocks, nz, nz_matmul_program  # noqa: E402
 
 from npu.ir import make_context, parse_module  # noqa: E402
-from npu.costmodel.matmul.tiling import MatmulShape, TilingError, choose_tiling  # noqa: E402
+from npu.costmodel.matmul.fitting import MatmulShape  # noqa: E402
+from npu.costmodel.matmul.tiling import TilingError, choose_tiling  # noqa: E402
 from npu.pipeline import run_pipeline  # noqa: E402
 from npu.simulator import simulate  # noqa: E402
 from npu.target import get_target  # noqa: E402

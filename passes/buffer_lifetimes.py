@@ -96,7 +96,7 @@ class BufferCollector:
         """Tracked top-level op `index` changed inside, or was replaced by the
         ops `replacement` (only ops after it may have moved since `track`).
         `seeds` (one per replacement op, or None): an analysis already
-        holding accesses of that op's ops (`AccessAnalysis.derive_copies`),
+        holding accesses of that op's ops (`npu.analysis.unrolled.derive_copies`),
         which its piece starts from. `same_accesses`: the op changed inside
         without changing any access (ops were only wrapped or moved out), so
         its piece starts from its current analysis."""

@@ -37,6 +37,7 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from npu.analysis.access import AccessAnalysis
+from npu.analysis.unrolled import derive_copies
 from npu.ir import (bool_attr, clone_into, defining_op, functions, has_regions, i64_attr,
                     index_const, memory_space, walk_held)
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass
@@ -207,7 +208,7 @@ class DoubleBufferPass(Pass):
             if source is not None:  # (before the original body is erased)
                 seed = AccessAnalysis(self.target)
                 for originals, clones, ivs in parts:
-                    seed.derive_copies(source, _pairs(originals, clones), ivs)
+                    derive_copies(seed, source, _pairs(originals, clones), ivs)
             seeds.append(seed)
         loop.erase()
         return replacement, seeds

@@ -50,7 +50,8 @@ from mlir import ir
 from mlir.dialects import arith, memref
 
 from npu import ir as nir
-from npu.costmodel.matmul.tiling import MatmulShape, TilingError, choose_tiling
+from npu.costmodel.matmul.fitting import MatmulShape
+from npu.costmodel.matmul.tiling import TilingError, choose_tiling
 from npu.passes.base import Option, Pass
 
 CONSTANT_ATTR = "npu.constant"

@@ -37,7 +37,8 @@ from mlir import ir
 from mlir.dialects import arith
 
 from npu import ir as nir
-from npu.costmodel.matmul.tiling import MatmulShape, TilingError, choose_tiling
+from npu.costmodel.matmul.fitting import MatmulShape
+from npu.costmodel.matmul.tiling import TilingError, choose_tiling
 from npu.passes.base import Option, Pass, PassError
 
 ELEMENTWISE = {"ascend.add", "ascend.sub", "ascend.mul", "ascend.div", "ascend.max",

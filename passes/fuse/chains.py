@@ -22,7 +22,8 @@ from mlir import ir
 from npu.costmodel.fusion import epilogue
 from npu import ir as nir
 from npu.dialects.ascend import matmul_dims
-from npu.costmodel.matmul.tiling import MatmulShape, TilingError, choose_tiling
+from npu.costmodel.matmul.fitting import MatmulShape
+from npu.costmodel.matmul.tiling import TilingError, choose_tiling
 
 CHAIN_ATTR = "npu.chain"
 
@@ -144,7 +145,8 @@ class MatmulChains:
         """L1 bytes the matmul's own pipelined tiling (chosen with all of L1)
         holds: its A and B tiles over the whole reduction, (m + k) x N
         (the resident A strip and two half-reduction B chunks, or both
-        operands streamed in two halves: `npu.costmodel.matmul.residency.resident_a_chunks`).
+        operands streamed in two halves:
+        `npu.costmodel.matmul.residency.resident_a_chunks`).
         Chaining must not shrink it: smaller B chunks pay the GM path's
         latency more often (BERT seq 128 ffn_in 125.9k -> 183.6k cycles when
         its tiling was squeezed beside the 768 KiB result) and a streamed A

@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 
 from mlir import ir
 
-from npu.analysis.access import (AccessAnalysis, AccessError, Affine, IvKey, OpAccess, Range,
-                                 SYNC_OPS, is_access_op, may_overlap)
+from npu.analysis.access import SYNC_OPS, AccessAnalysis, AccessError, is_access_op
+from npu.analysis.affine import Affine, IvKey
+from npu.analysis.byte_ranges import OpAccess, Range, may_overlap
 from npu.ir import has_regions, walk_held
 from npu.passes.base import PassError
 from npu.target import ON_CHIP_BUFFERS

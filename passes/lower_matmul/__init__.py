@@ -47,7 +47,9 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import ir as nir
-from npu.costmodel.matmul.tiling import STRATEGIES, MatmulShape, TilingError, choose_tiling, make_choice
+from npu.costmodel.matmul.fitting import MatmulShape
+from npu.costmodel.matmul.residency import make_choice
+from npu.costmodel.matmul.tiling import STRATEGIES, TilingError, choose_tiling
 from npu.passes.base import Option, Pass, PassError
 from npu.costmodel.matmul.pipelined import Drain
 from npu.target import Target
@@ -103,7 +105,8 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, PipelinedPlanning, MatmulBl
                "B streams)"),
         Option("timed-residency", bool, True, "schedule=pipelined with resident-a: choose "
                "between A's strip resident and streamed, and the strip's C tile width, by the "
-               "schedule's time estimate (`npu.costmodel.matmul.residency.resident_or_streamed`: narrower tiles "
+               "schedule's time estimate "
+               "(`npu.costmodel.matmul.residency.resident_or_streamed`: narrower tiles "
                "of a resident strip drain less after the last mad; a strip that leaves less "
                "than (m + k) x N of L1 streams B in smaller chunks); false: the streaming "
                "search's tiles with the strip resident where (m + k) x N fits L1"),

@@ -9,7 +9,7 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from npu import ir as nir
-from npu.costmodel.matmul.tiling import TilingChoice
+from npu.costmodel.matmul.fitting import TilingChoice
 from npu.passes.lower_matmul.blocks import Operands
 from npu.passes.lower_matmul.plan import PipelinedPlan
 from npu.passes.matmul_epilogue import Piece

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from mlir import ir
 
 from npu import ir as nir
+from npu.costmodel.matmul.fitting import MatmulShape, TilingChoice
 from npu.costmodel.matmul.residency import resident_a_chunks
-from npu.costmodel.matmul.tiling import MatmulShape, TilingChoice
 from npu.costmodel.matmul.pipelined import best_chunk, default_pieces, piece_grid
 from npu.passes.base import PassError
 

@@ -10,7 +10,7 @@ from mlir import ir
 from mlir.dialects import arith
 
 from npu import ir as nir
-from npu.costmodel.matmul.tiling import TilingChoice
+from npu.costmodel.matmul.fitting import TilingChoice
 from npu.passes.lower_matmul.blocks import IndexValue, Operands, Segment, segments
 
 

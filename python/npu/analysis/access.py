@@ -8,7 +8,7 @@ exactly as dialects/README.md defines them, on planned addresses
 
 Addresses inside loops are affine expressions of the enclosing `scf.for`
 induction variables when the index arithmetic is affine (constants,
-addi/subi/muli by a constant); anything else falls back, conservatively, to
+addi/subi/muli by a constant: `npu.analysis.index_values`); anything else falls back, conservatively, to
 the whole root allocation, or to the bytes of the `memref.view` the operand
 derives from (a tensor of a planned GM workspace) when its shift is known,
 narrowed to the hull of the offsets' interval where interval arithmetic
@@ -16,7 +16,9 @@ bounds them (`npu.analysis.offset_intervals`: division and remainder by constant
 min, max; a loop over one row of matmul tiles then stores only that row's
 bytes). Each range is the hull of the bytes the op touches
 (a strided access is widened to its first..last byte): conservative, never
-missing a dependence.
+missing a dependence. The ranges' values and overlap tests are
+`npu.analysis.byte_ranges`; the accesses of a loop body's unrolled copies,
+derived from the original's, `npu.analysis.unrolled`.
 """
 
 from __future__ import annotations
@@ -26,20 +28,19 @@ from typing import Iterable
 
 from mlir import ir
 
-# The analysis's values and overlap tests live in `npu.analysis.byte_ranges`; they are
-# imported from here by the passes.
-from npu.analysis.byte_ranges import (Affine, IvKey, IvRange, OpAccess, Range, _norm,  # noqa: F401
-                             conflicts, conflicts_by, may_overlap)
-from npu.ir import (bool_attr, defining_op, element_bytes, int_array_attr, int_attr,
-                    is_block_argument, memory_space, str_attr, walk)
+from npu.analysis.affine import Affine, ident
+from npu.analysis.byte_ranges import OpAccess, Range
+from npu.analysis.index_values import IndexAnalysis
 from npu.analysis.offset_intervals import byte_interval
+from npu.dialects.cce import pipe_of
+from npu.ir import (bool_attr, defining_op, element_bytes, int_array_attr, int_attr, memory_space,
+                    str_attr, walk)
 from npu.target import ON_CHIP_BUFFERS, PATH_PIPES, Target
 
 OFFSET_ATTR = "npu.offset"
 SYNC_OPS = ("cce.set_flag", "cce.wait_flag", "cce.pipe_barrier")
 VIEW_OPS = ("memref.subview", "memref.reinterpret_cast", "memref.collapse_shape",
             "memref.expand_shape", "memref.cast")
-LOOP_OPS = ("scf.for",)
 VECTOR_OPS = ("vadd", "vsub", "vmul", "vdiv", "vmax", "vmin", "vadds", "vmuls", "vmaxs",
               "vmins", "vrelu", "vabs", "vexp", "vln", "vsqrt", "vrsqrt", "vrec", "vconv",
               "vdup", "vcadd", "vcmax", "vcmin", "vnchwconv", "vcmp", "vsel", "vmadd", "vmla",
@@ -57,7 +58,6 @@ class AccessError(Exception):
         self.op = op
 
 
-
 @dataclass(frozen=True)
 class _MemrefFacts:
     """What the analysis reads of a memref type, read once per type."""
@@ -71,24 +71,13 @@ class _MemrefFacts:
 _DYNAMIC = ir.ShapedType.get_dynamic_stride_or_offset()
 
 
-def _ident(v) -> int:
-    return hash(v)
-
-
-_MAX_INDEX_DEPTH = 64
-_CUT_OFF = 1 << 30  # `_index` levels of a result the depth limit cut off
-
-
-def _below(levels: int) -> int:
-    return levels if levels == _CUT_OFF else levels + 1
-
-
-class AccessAnalysis:
-    """Derives `OpAccess`es for the cce ops of one function."""
+class AccessAnalysis(IndexAnalysis):
+    """Derives `OpAccess`es for the cce ops of one function (on the affine
+    index values its base class finds)."""
 
     def __init__(self, target: Target):
+        super().__init__()
         self.target = target
-        self.iv_ranges: dict[IvKey, IvRange] = {}
         # op -> its access: npu-insert-sync asks again for every loop an op
         # is nested in. An analysis lives while the IR it reads is unchanged.
         self._accesses: dict[ir.Operation, OpAccess] = {}
@@ -96,12 +85,10 @@ class AccessAnalysis:
         # value -> root_of(value): an operand's root is asked for its ranges
         # and again for the alloc it uses (npu-plan-memory's lifetimes).
         self._roots: dict[ir.Value, tuple[ir.Value, Affine | None]] = {}
-        self._indices: dict[ir.Value, tuple[Affine | None, int]] = {}  # see `_index`
         self._bases: dict[ir.Value, ir.Value] = {}  # value -> `_chain_base`
         self._layouts: dict[ir.Type, tuple[list[int], int]] = {}  # see `_layout`
         # root memref value -> (`root_key`, the root's alloc when keyed by it)
         self._root_keys: dict[ir.Value, tuple[tuple[tuple, str, int, int], ir.Operation | None]] = {}
-        self.intervals: dict[ir.Value, tuple[int, int] | None] = {}  # `npu.analysis.offset_intervals`
         self._interval_ranges = 0  # ranges bounded by an interval so far ...
         self._interval_ops: set[ir.Operation] = set()  # ... and the ops that have one
 
@@ -128,90 +115,6 @@ class AccessAnalysis:
         if layout is None:
             layout = self._layouts[t] = ir.MemRefType(t).get_strides_and_offset()
         return layout
-
-    # -- values --------------------------------------------------------------
-    def iv_key(self, value: ir.Value) -> IvKey | None:
-        """Key of `value` if it is the induction variable of a constant-bound scf.for."""
-        if not is_block_argument(value):
-            return None
-        arg = ir.BlockArgument(value)
-        parent = arg.owner.owner
-        if parent is None or parent.operation.name != "scf.for" or arg.arg_number != 0:
-            return None
-        loop = parent.operation
-        bounds = [self.index_value(loop.operands[i]) for i in range(3)]
-        if any(b is None or b.terms for b in bounds):
-            return None
-        key = IvKey(_ident(value))
-        self.iv_ranges[key] = IvRange(bounds[0].const, bounds[1].const, bounds[2].const)
-        return key
-
-    def index_value(self, value: ir.Value, depth: int = 0) -> Affine | None:
-        """Affine form of an index/integer SSA value, None if not affine
-        (also when its definition nests deeper than 64 levels below `depth`)."""
-        return self._index(value, depth)[0]
-
-    def _index(self, value: ir.Value, depth: int) -> tuple[Affine | None, int]:
-        """(index_value, levels of definitions below `value` it looked
-        through). Memoised per value: many ops' offsets share their index
-        arithmetic. A result is reused at a depth where the 64-level limit
-        would not have cut it off, and one that was cut off is not kept."""
-        if depth > _MAX_INDEX_DEPTH:
-            return None, _CUT_OFF
-        hit = self._indices.get(value)
-        if hit is not None and depth + hit[1] <= _MAX_INDEX_DEPTH:
-            return hit
-        found = self._index_of(value, depth)
-        if found[1] != _CUT_OFF:
-            self._indices[value] = found
-        return found
-
-    def _index_of(self, value: ir.Value, depth: int) -> tuple[Affine | None, int]:
-        if is_block_argument(value):
-            key = self.iv_key(value)
-            return (Affine(0, ((key, 1),)) if key is not None else None), 0
-        op = defining_op(value)
-        name = op.name
-        if name == "arith.constant":
-            attr = op.attributes["value"]
-            if isinstance(attr, ir.IntegerAttr):
-                return Affine(ir.IntegerAttr(attr).value), 0
-            return None, 0
-        if name in ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui"):
-            inner, below = self._index(op.operands[0], depth + 1)
-            return inner, _below(below)
-        if name in ("arith.addi", "arith.subi", "arith.muli"):
-            a, below_a = self._index(op.operands[0], depth + 1)
-            b, below_b = self._index(op.operands[1], depth + 1)
-            below = _below(max(below_a, below_b))
-            if a is None or b is None:
-                return None, below
-            if name == "arith.addi":
-                return a + b, below
-            if name == "arith.subi":
-                return a + b.scale(-1), below
-            if not a.terms:
-                return b.scale(a.const), below
-            if not b.terms:
-                return a.scale(b.const), below
-            return None, below
-        return None, 0
-
-    def bounds(self, expr: Affine, keep: Iterable[IvKey] = ()) -> tuple[Affine, int] | None:
-        """Eliminate all ivs not in `keep` by their ranges: (min expression, spread)."""
-        keep = set(keep)
-        lo, spread, kept = expr.const, 0, {}
-        for iv, c in expr.terms:
-            if iv in keep:
-                kept[iv] = c
-                continue
-            r = self.iv_ranges.get(iv)
-            if r is None or r.trip_count == 0:
-                return None
-            a, b = c * r.lb, c * r.last
-            lo += min(a, b)
-            spread += abs(b - a)
-        return Affine(lo, _norm(kept)), spread
 
     # -- roots and view offsets ------------------------------------------------
     def root_of(self, value: ir.Value) -> tuple[ir.Value, Affine | None]:
@@ -309,7 +212,7 @@ class AccessAnalysis:
             return ("arg", ir.BlockArgument(root).arg_number), space, 0, size
         if op.name == "memref.alloc" and OFFSET_ATTR in op.attributes and space in ON_CHIP_BUFFERS:
             return ("space", space), space, ir.IntegerAttr(op.attributes[OFFSET_ATTR]).value, size
-        return ("alloc", _ident(op)), space, 0, size
+        return ("alloc", ident(op)), space, 0, size
 
     def range_of(self, operand: ir.Value, lo: int, length: int) -> Range:
         """Bytes [lo, lo+length) relative to `operand`'s address."""
@@ -370,6 +273,16 @@ class AccessAnalysis:
                                               [_planned(r, offsets) for r in acc.reads],
                                               [_planned(r, offsets) for r in acc.writes])
 
+    def reusable_access(self, op: ir.Operation) -> OpAccess | None:
+        """`op`'s access if derived already and no range of it was bounded by
+        an interval (which holds for `op`'s own loop bounds, not a copy's):
+        what `npu.analysis.unrolled` may carry over to copies of `op`."""
+        return None if op in self._interval_ops else self._accesses.get(op)
+
+    def take_access(self, op: ir.Operation, acc: OpAccess) -> None:
+        """Record `acc`, derived elsewhere (`npu.analysis.unrolled`), as `op`'s access."""
+        self._accesses[op] = acc
+
     def root_value(self, value: ir.Value) -> ir.Value:
         """`root_of(value)[0]` without the offset (only the chain of views is
         followed): which buffer an operand is, for the lifetimes."""
@@ -382,53 +295,6 @@ class AccessAnalysis:
             return base
         return self.root_value(view.operands[0])
 
-    def derive_copies(self, source: "AccessAnalysis", pairs: Iterable[tuple[ir.Operation, ir.Operation]],
-                      ivs: dict[ir.Value, tuple[ir.Value, int]]) -> None:
-        """The accesses of copies of ops `source` analysed, as `access` would
-        derive them from the copies, without deriving them again (an unroll
-        copies a loop body two or three times).
-
-        `pairs`: (original, copy) for every op copied, nested ones included;
-        `ivs`: original induction variable -> (the copy's value standing for
-        it, constant added), the copied loops' own found here. The index
-        arithmetic is affine, so a copy's expressions are the original's
-        with each induction variable substituted; a root the copy made (an
-        alloc in the copied body) becomes the copy's, else it stays."""
-        shift: dict[IvKey, tuple[IvKey, int]] = {}
-        for old, new in ivs.items():
-            key = self.iv_key(new[0])
-            if key is not None:
-                shift[IvKey(_ident(old))] = (key, new[1])
-        copies: dict[ir.Operation, ir.Operation] = {}
-        for old, new in pairs:
-            copies[old] = new
-            if old.name in LOOP_OPS:
-                key = self.iv_key(new.regions[0].blocks[0].arguments[0])
-                if key is not None:
-                    shift[IvKey(_ident(old.regions[0].blocks[0].arguments[0]))] = (key, 0)
-        def move(r: Range) -> Range:
-            start = r.start
-            if start.terms:
-                const, terms = start.const, {}
-                for iv, c in start.terms:
-                    to, delta = shift.get(iv, (iv, 0))
-                    const += c * delta
-                    terms[to] = terms.get(to, 0) + c
-                start = Affine(const, _norm(terms))
-            root, alloc = r.root, r.alloc
-            if alloc is not None and alloc in copies:
-                alloc = copies[alloc]
-                root = ("alloc", _ident(alloc))
-            return Range(root, r.space, start, r.length, alloc)
-
-        for old, new in pairs:
-            acc = source._accesses.get(old)
-            # A range bounded by an interval holds for the original's loop
-            # bounds, not the copy's: those are derived again when asked.
-            if acc is not None and old not in source._interval_ops:
-                self._accesses[new] = OpAccess(new, acc.pipe, [move(r) for r in acc.reads],
-                                               [move(r) for r in acc.writes])
-
     # -- per op ------------------------------------------------------------------
     def access(self, op: ir.Operation) -> OpAccess:
         """Pipe and byte ranges of one cce instruction (the pipe from the dialect's table)."""
@@ -439,7 +305,7 @@ class AccessAnalysis:
         acc = self._accesses[op] = self._access(op)
         if self._interval_ranges != intervals:
             self._interval_ops.add(op)
-        pipe = _pipe_of(op.name)
+        pipe = pipe_of(op.name)
         if pipe is not None:
             acc.pipe = pipe
         return acc
@@ -554,16 +420,6 @@ def _planned(r: Range, offsets: dict[ir.Operation, int | None]) -> Range:
     if base is None:
         return r
     return Range(("space", r.space), r.space, r.start + Affine(base), r.length)
-
-
-def _pipe_of(name: str) -> str | None:
-    """The dialect's pipe of a cce op (imported on first use: the dialect
-    module imports this one)."""
-    global _pipe_of
-    from npu.dialects.cce import pipe_of
-
-    _pipe_of = pipe_of
-    return pipe_of(name)
 
 
 def is_access_op(op: ir.Operation) -> bool:

@@ -1,89 +1,18 @@
-"""The values of the access analysis (`npu.analysis.access`): affine index
-expressions over loop induction variables, the byte ranges an op reads and
-writes, and the tests of whether two ranges (or two ops' accesses) may share
-a byte."""
+"""The byte ranges an op reads and writes (`Range`, `OpAccess`, derived by
+`npu.analysis.access`), and the tests of whether two ranges (or two ops'
+accesses) may share a byte, over the loops' ranges an `IndexAnalysis`
+knows."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Mapping, NamedTuple
+from typing import Callable
 
 from mlir import ir
 
+from npu.analysis.affine import Affine, IvKey
+from npu.analysis.index_values import IndexAnalysis
 from npu.target import ON_CHIP_BUFFERS
-
-if TYPE_CHECKING:
-    from npu.analysis.access import AccessAnalysis
-
-
-# ----------------------------------------------------------------------------
-# Affine index expressions over loop induction variables
-# ----------------------------------------------------------------------------
-
-
-class Affine(NamedTuple):
-    """const + sum(coef * iv); `terms` is sorted by the ivs' keys.
-
-    A named tuple rather than a dataclass: the sync and lifetime analyses
-    hash and compare these hundreds of thousands of times per compile, and
-    a tuple's hash and equality run in C.
-    """
-
-    const: int
-    terms: tuple[tuple["IvKey", int], ...] = ()
-
-    def __add__(self, other: "Affine") -> "Affine":  # type: ignore[override]
-        if not other.terms:
-            return Affine(self.const + other.const, self.terms) if other.const else self
-        if not self.terms:
-            return Affine(self.const + other.const, other.terms)
-        merged: dict[IvKey, int] = dict(self.terms)
-        for k, c in other.terms:
-            merged[k] = merged.get(k, 0) + c
-        return Affine(self.const + other.const, _norm(merged))
-
-    def scale(self, k: int) -> "Affine":
-        if not self.terms:
-            return Affine(self.const * k)
-        return Affine(self.const * k, _norm({iv: c * k for iv, c in self.terms}))
-
-    def coef(self, iv: "IvKey") -> int:
-        for key, c in self.terms:  # a few terms: no dict for them
-            if key == iv:
-                return c
-        return 0
-
-    def shifted(self, iv: "IvKey", delta: int) -> "Affine":
-        """The expression with iv replaced by iv + delta."""
-        return Affine(self.const + self.coef(iv) * delta, self.terms)
-
-
-class IvKey(NamedTuple):
-    """Identity of one scf.for induction variable (stable across Python
-    wrappers); ordered by `ident` (a named tuple: C-level hash and order)."""
-
-    ident: int
-
-
-def _norm(terms: Mapping["IvKey", int]) -> tuple[tuple["IvKey", int], ...]:
-    return tuple(sorted((k, c) for k, c in terms.items() if c != 0))
-
-
-@dataclass(frozen=True)
-class IvRange:
-    """Values lb, lb+step, ..., < ub of a constant-bound loop."""
-
-    lb: int
-    ub: int
-    step: int
-
-    @property
-    def trip_count(self) -> int:
-        return max(0, -(-(self.ub - self.lb) // self.step))
-
-    @property
-    def last(self) -> int:
-        return self.lb + (self.trip_count - 1) * self.step
 
 
 # ----------------------------------------------------------------------------
@@ -122,7 +51,7 @@ class OpAccess:
 # ----------------------------------------------------------------------------
 
 
-def may_overlap(a: Range, b: Range, analysis: AccessAnalysis,
+def may_overlap(a: Range, b: Range, analysis: IndexAnalysis,
                 shift: tuple[IvKey, int] | None = None) -> bool:
     """Can `a` and `b` (b's iv optionally shifted by `shift` = (iv, delta)) share a byte?
 
@@ -165,7 +94,7 @@ def conflicts_by(x: OpAccess, y: OpAccess, overlap: Callable[[Range, Range], boo
     return False
 
 
-def conflicts(x: OpAccess, y: OpAccess, analysis: AccessAnalysis,
+def conflicts(x: OpAccess, y: OpAccess, analysis: IndexAnalysis,
               shift: tuple[IvKey, int] | None = None) -> bool:
     """RAW, WAR or WAW between x (earlier) and y (later)."""
     return conflicts_by(x, y, lambda a, b: may_overlap(a, b, analysis, shift))

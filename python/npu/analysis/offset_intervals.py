@@ -1,7 +1,8 @@
 """Bounds of offsets the access analysis cannot write as affine expressions.
 
-`npu.analysis.access` keeps an operand's offset exact when its index
-arithmetic is affine in the loops' induction variables. Other index
+The access analysis keeps an operand's offset exact when its index
+arithmetic is affine in the loops' induction variables
+(`npu.analysis.index_values`). Other index
 arithmetic (the pipelined matmul's `tile / cols` and `tile % cols`, a
 `min` that clamps a chunk index) used to widen the access to its whole
 tensor; here such an offset is bounded instead, by interval arithmetic over
@@ -16,14 +17,10 @@ only that row's bytes).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from mlir import ir
 
+from npu.analysis.index_values import IndexAnalysis
 from npu.ir import defining_op, element_bytes
-
-if TYPE_CHECKING:
-    from npu.analysis.access import AccessAnalysis
 
 Interval = tuple[int, int]  # lowest and highest value, both included
 
@@ -34,7 +31,7 @@ _MAX_DEPTH = 64
 _DYNAMIC = ir.ShapedType.get_dynamic_stride_or_offset()
 
 
-def index_interval(analysis: "AccessAnalysis", value: ir.Value, depth: int = 0) -> Interval | None:
+def index_interval(analysis: IndexAnalysis, value: ir.Value, depth: int = 0) -> Interval | None:
     """The values an index SSA value takes, or None when unknown."""
     memo = analysis.intervals
     if value in memo:
@@ -44,7 +41,7 @@ def index_interval(analysis: "AccessAnalysis", value: ir.Value, depth: int = 0) 
     return found
 
 
-def _index_interval(analysis: "AccessAnalysis", value: ir.Value, depth: int) -> Interval | None:
+def _index_interval(analysis: IndexAnalysis, value: ir.Value, depth: int) -> Interval | None:
     if depth > _MAX_DEPTH:
         return None
     affine = analysis.index_value(value)
@@ -93,7 +90,7 @@ def _index_interval(analysis: "AccessAnalysis", value: ir.Value, depth: int) -> 
     return None
 
 
-def _element_interval(analysis: "AccessAnalysis", value: ir.Value,
+def _element_interval(analysis: IndexAnalysis, value: ir.Value,
                       depth: int = 0) -> Interval | None:
     """Element offset of a view from the base its chain of views starts at
     (a root, or a `memref.view`)."""
@@ -129,7 +126,7 @@ def _element_interval(analysis: "AccessAnalysis", value: ir.Value,
     return lo, hi
 
 
-def byte_interval(analysis: "AccessAnalysis", value: ir.Value, depth: int = 0) -> Interval | None:
+def byte_interval(analysis: IndexAnalysis, value: ir.Value, depth: int = 0) -> Interval | None:
     """Byte offset of memref `value`'s first element from its root's base
     (through `memref.view`s of a workspace), or None when unknown."""
     elems = _element_interval(analysis, value)

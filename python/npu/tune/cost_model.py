@@ -60,7 +60,7 @@ def _combine(busy: dict[str, float], latencies: float, overlapped: bool,
 
 
 def _matmul(task: OpTask, options: dict[str, Any], target: Target) -> float:
-    from npu.costmodel.matmul.tiling import Tiles, first_overflow, traffic
+    from npu.costmodel.matmul.fitting import Tiles, first_overflow, traffic
 
     shape = matmul_shape(task, target)
     frac = target.fractal

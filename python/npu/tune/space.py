@@ -153,7 +153,7 @@ def enumerate_candidates(space: Space) -> list[dict[str, Any]]:
 
 
 def matmul_shape(task: OpTask, target: Target):
-    from npu.costmodel.matmul.tiling import MatmulShape
+    from npu.costmodel.matmul.fitting import MatmulShape
 
     a, b, c = task.operands[:3]
     frac = target.fractal

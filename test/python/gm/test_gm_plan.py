@@ -107,7 +107,8 @@ def test_insert_sync_sees_the_dependency_reuse_creates():
     with the load of %a (exp, line 6) after planning, and not before. (Here
     the lowering's own flags already order them transitively; the simulated
     run above checks that the result is race-free.)"""
-    from npu.analysis.access import conflicts_by, function_accesses, may_overlap
+    from npu.analysis.access import function_accesses
+    from npu.analysis.byte_ranges import conflicts_by, may_overlap
 
     def accesses(pipeline: str):
         module = compile_program(SHARED, pipeline)
@@ -148,7 +149,8 @@ def test_unknown_offsets_in_a_workspace_tensor_stay_in_that_tensor():
     offset intervals follow) hides the row: the access may touch any byte
     of the tensor, i.e. the view's 256 bytes at 1024, not the whole 4 KiB
     workspace (which would order it after every other tensor's accesses)."""
-    from npu.analysis.access import Affine, function_accesses
+    from npu.analysis.access import function_accesses
+    from npu.analysis.affine import Affine
 
     module = compile_program(NON_AFFINE, "")  # held: the ops do not keep their module alive
     func = next(iter(ops_named(module.operation, "func.func")))

@@ -20,7 +20,8 @@ from helpers import assert_close, at_cce, simulate_levels
 from mm_common import blocks, matmul_reference, nz, nz_matmul_program, un_nz
 
 from npu.ir import make_context, parse_module, walk
-from npu.costmodel.matmul.tiling import MatmulShape, choose_tiling
+from npu.costmodel.matmul.fitting import MatmulShape
+from npu.costmodel.matmul.tiling import choose_tiling
 from npu.pipeline import run_pipeline
 from npu.target import get_target
 

@@ -146,7 +146,8 @@ def test_random_shapes_large(M, N, K, strategy):
 def test_simulated_gm_traffic_is_the_models(strategy, tiles):
     """The cost model counts exactly the bytes the generated code moves
     (edge tiles included): GM->L1 reads and UB->GM write-back."""
-    from npu.costmodel.matmul.tiling import MatmulShape, choose_tiling
+    from npu.costmodel.matmul.fitting import MatmulShape
+    from npu.costmodel.matmul.tiling import choose_tiling
     from npu.target import get_target
 
     M, N, K = 96, 80, 112

@@ -1,4 +1,4 @@
-"""The matmul cost model (npu.costmodel.matmul.tiling): thesis formulas, fitting limits
+"""The matmul cost model (npu.costmodel.matmul.tiling, .fitting): thesis formulas, fitting limits
 derived from the target, tie-breaking and explicit tiles."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from npu.costmodel.matmul.tiling import (MatmulShape, Tiles, TilingError, choose_tiling, first_overflow,
-                               traffic)
+from npu.costmodel.matmul.fitting import MatmulShape, Tiles, first_overflow, traffic
+from npu.costmodel.matmul.tiling import TilingError, choose_tiling
 from npu.target import KIB, get_target
 
 BERT = MatmulShape(512, 768, 768)
@@ -107,15 +107,15 @@ def test_search_cost_is_bounded_by_the_buffers(strategy, monkeypatch):
     first misfits), each with a binary search over n: 16x the matrix edge
     costs only the longer binary searches (log N), not 256x the (m, k)
     pairs ((M/16) * (K/16) = 2^24 at 65536^3)."""
-    import npu.costmodel.matmul.tiling as mt
+    import npu.costmodel.matmul.fitting as fitting
 
     calls = []
-    real = mt.first_overflow
-    monkeypatch.setattr(mt, "first_overflow", lambda *a: calls.append(1) or real(*a))
+    real = fitting.first_overflow
+    monkeypatch.setattr(fitting, "first_overflow", lambda *a: calls.append(1) or real(*a))
     counts, choices = [], []
     for edge in (4096, 65536):
         calls.clear()
-        choices.append(mt.choose_tiling(MatmulShape(edge, edge, edge), T910, strategy).tiles)
+        choices.append(choose_tiling(MatmulShape(edge, edge, edge), T910, strategy).tiles)
         counts.append(len(calls))
     assert counts[1] < 1.5 * counts[0] and counts[1] < 25_000, counts
     assert choices[0] == choices[1] == Tiles(256, 128, 256)

@@ -4,7 +4,8 @@ without the memo, whatever order the values are asked in."""
 
 from __future__ import annotations
 
-from npu.analysis.access import AccessAnalysis, Affine
+from npu.analysis.access import AccessAnalysis
+from npu.analysis.affine import Affine
 from npu.ir import make_context, parse_module, walk
 from npu.target import get_target
 

@@ -1,14 +1,16 @@
 """Whether the pipelined schedule keeps A's row strip resident in L1, and
 with which C tile width and B chunks (`resident_or_streamed`, called by
-`matmul_tiling.choose_tiling`): the strip's room (`resident_a_chunks`) and
-the choice among plans by `npu.costmodel.matmul.pipelined.pipelined_time`."""
+`npu.costmodel.matmul.tiling.choose_tiling`): the strip's room
+(`resident_a_chunks`), a choice of tiles with A resident where it has room
+(`make_choice`, which the tiling search builds its candidates with) and the
+choice among plans by `npu.costmodel.matmul.pipelined.pipelined_time`."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from npu.costmodel.matmul.tiling import (MatmulShape, Tiles, TilingChoice, _capacities, _largest_fitting_n,
-                               _multiples, make_choice, pipelines)
+from npu.costmodel.matmul.fitting import (MatmulShape, Tiles, TilingChoice, buffer_needs, capacities,
+                                          largest_fitting_n, multiples, pipelines, traffic)
 from npu.costmodel.matmul.pipelined import Drain, best_chunk, pipelined_time
 from npu.target import Target
 
@@ -56,6 +58,16 @@ def resident_a_chunks(shape: MatmulShape, tiles: Tiles, l1_bytes: int, fractal: 
     return [d for d in range(n1 // 2, 0, -1)
             if n1 % d == 0 and strip + 2 * d * chunk_bytes <= room]
 
+
+def make_choice(strategy: str, shape: MatmulShape, tiles: Tiles, target: Target,
+                resident_a: bool = False, a_in_l1: bool = False) -> TilingChoice:
+    """These tiles as a `TilingChoice`: the bytes each buffer holds and the GM
+    traffic. `resident_a`: the schedule may keep A's row strip in L1 (it
+    does when `resident_a_chunks` finds chunks for these tiles)."""
+    needs = {b: v for b, _, v in buffer_needs(strategy, shape, tiles, target.fractal)}
+    resident = resident_a and strategy == "os" and bool(
+        resident_a_chunks(shape, tiles, target.capacity("l1"), target.fractal, a_in_l1))
+    return TilingChoice(strategy, tiles, traffic(strategy, shape, tiles, resident), needs, resident)
 
 
 # An other plan replaces the one before the time estimate only when its
@@ -152,11 +164,11 @@ def resident_or_streamed(shape: MatmulShape, best: TilingChoice, target: Target,
     if other_form is not None:
         consider(best.tiles, other_form)
     if best.tiles.m == shape.M and best.tiles.k < shape.K and not fixed_n:
-        for kk in ([fixed_k] if fixed_k else _multiples(shape.K, frac)):
+        for kk in ([fixed_k] if fixed_k else multiples(shape.K, frac)):
             if kk == best.tiles.k or shape.K % kk:
                 continue
-            nn = _largest_fitting_n("os", shape, shape.M, kk, _capacities(target),
-                                    _multiples(shape.N, frac))
+            nn = largest_fitting_n("os", shape, shape.M, kk, capacities(target),
+                                   multiples(shape.N, frac))
             if nn is not None:
                 consider(Tiles(shape.M, nn, kk), True)
     base_time, base, base_l1 = options[0]

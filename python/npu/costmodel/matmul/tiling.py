@@ -32,9 +32,9 @@ bench/matmul_tiling_sweep.py: BERT's 128x768x2304 took k=512 (no pipelining,
 
 With `resident_a=True` as well (the pipelined schedule may keep A resident),
 a chosen OS tiling with one row of C tiles (m = M) and several column tiles
-keeps A in L1 across them when `matmul_residency` finds B chunks for it: A
-is then read once (S = MN + NK, IS's traffic with C still in L0C) and only
-the weights stream. Its L1 footprint is bounded by (m + k) x N, the A and B
+keeps A in L1 across them when `residency.resident_a_chunks` finds B chunks
+for it: A is then read once (S = MN + NK, IS's traffic with C still in
+L0C) and only the weights stream. Its L1 footprint is bounded by (m + k) x N, the A and B
 tiles of the whole reduction (B chunks of at most half of it, the
 ping-pong's two in flight), which is what streaming A and B in two halves
 would take: the room `npu-prefetch` finds for the next op's weights is the
@@ -48,192 +48,23 @@ Among tilings of equal time and traffic the one using more buffer bytes wins
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Iterable, Mapping
 
+from npu.costmodel.matmul.fitting import (Capacities, MatmulShape, TilingChoice, Tiles, Traffic,
+                                          capacities, first_overflow, largest_fitting_n, multiples,
+                                          pipelines)
 from npu.costmodel.matmul.pipelined import Drain
+from npu.costmodel.matmul.residency import make_choice, resident_or_streamed
 from npu.target import Target
 
 STRATEGIES = ("os", "is", "ws")
-
-
-def ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-@dataclass(frozen=True)
-class MatmulShape:
-    """A (batched) matmul in elements; M, N, K are the fractal-padded sizes."""
-
-    M: int
-    N: int
-    K: int
-    batch: int = 1
-    in_bytes: int = 2  # f16 inputs
-    acc_bytes: int = 4  # f32 accumulation in L0C
-    out_bytes: int = 4  # C in GM: f32, or f16 on request
-
-
-@dataclass(frozen=True)
-class Tiles:
-    m: int
-    n: int
-    k: int
-
-    def __str__(self) -> str:
-        return f"(m={self.m}, n={self.n}, k={self.k})"
-
-
-@dataclass(frozen=True)
-class Traffic:
-    """GM traffic in elements (A and B reads, C write-back)."""
-
-    a_reads: int
-    b_reads: int
-    c_writes: int
-
-    @property
-    def reads(self) -> int:
-        return self.a_reads + self.b_reads
-
-    @property
-    def total(self) -> int:
-        return self.reads + self.c_writes
-
-    def read_bytes(self, shape: MatmulShape) -> int:
-        return self.reads * shape.in_bytes
-
-    def write_bytes(self, shape: MatmulShape) -> int:
-        return self.c_writes * shape.out_bytes
-
-
-@dataclass(frozen=True)
-class TilingChoice:
-    strategy: str
-    tiles: Tiles
-    traffic: Traffic
-    # Bytes each on-chip buffer holds at once (l1, l0a, l0b, l0c, ub).
-    buffer_bytes: Mapping[str, int] = field(default_factory=dict)
-    # The pipelined schedule keeps A's row strip in L1 across the column
-    # tiles (`resident_a_chunks`): A is read once.
-    a_resident: bool = False
-    # With it, the B chunk (reduction elements per GM -> L1 copy) the time
-    # estimate chose these tiles with (0: the schedule's own choice).
-    chunk: int = 0
-    # Why the pipelined time estimate replaced the streaming search's plan
-    # (`resident_or_streamed`), for the remark; empty when it did not.
-    why: str = ""
-
-    def describe(self, shape: MatmulShape) -> str:
-        """The text of the remark every lowered matmul emits."""
-        t = self.traffic
-        return (f"matmul tiling: strategy={self.strategy} tiles {self.tiles}"
-                f"{' with the A row strip resident in L1' if self.a_resident else ''}; modelled GM "
-                f"traffic: read {t.reads} elements (A {t.a_reads}, B {t.b_reads}) = "
-                f"{t.read_bytes(shape)} bytes, write-back {t.c_writes} elements = "
-                f"{t.write_bytes(shape)} bytes, total {t.read_bytes(shape) + t.write_bytes(shape)} bytes"
-                + (f" ({self.why})" if self.why else ""))
 
 
 class TilingError(ValueError):
     """No tiling fits, or an explicit one does not (names buffer and overflow)."""
 
 
-@dataclass(frozen=True)
-class Overflow:
-    buffer: str
-    what: str
-    needed: int
-    capacity: int
-
-    def message(self, tiles: Tiles) -> str:
-        return (f"tile {tiles} does not fit {self.buffer.upper()}: {self.what} needs "
-                f"{self.needed} bytes, capacity {self.capacity} bytes "
-                f"(overflow {self.needed - self.capacity} bytes)")
-
-
-def reduction_steps(shape: MatmulShape, tiles: Tiles) -> int:
-    return ceil_div(shape.N, tiles.n)
-
-
-def buffer_needs(strategy: str, shape: MatmulShape, tiles: Tiles, fractal: int
-                 ) -> list[tuple[str, str, int]]:
-    """(buffer, what, bytes) for every buffer the lowering allocates at once."""
-    m, n, k = tiles.m, tiles.n, tiles.k
-    needs = [
-        ("l0a", f"the A tile {m}x{n}", m * n * shape.in_bytes),
-        ("l0b", f"the B tile {n}x{k}", n * k * shape.in_bytes),
-    ]
-    multi_step = reduction_steps(shape, tiles) > 1
-    if strategy == "is" and multi_step:
-        needs.append(("l0c", f"the C row strip {m}x{shape.K} (IS accumulates a whole strip)",
-                      m * shape.K * shape.acc_bytes))
-    elif strategy == "ws" and multi_step:
-        needs.append(("l0c", f"the C column strip {shape.M}x{k} (WS accumulates a whole strip)",
-                      shape.M * k * shape.acc_bytes))
-    else:
-        needs.append(("l0c", f"the C tile {m}x{k}", m * k * shape.acc_bytes))
-    needs.append(("l1", f"the A and B tiles staged together ({m}x{n} + {n}x{k})",
-                  (m * n + n * k) * shape.in_bytes))
-    extra = shape.out_bytes if shape.out_bytes != shape.acc_bytes else 0
-    needs.append(("ub", f"one {m}x{fractal} column block of C on its way out",
-                  m * fractal * (shape.acc_bytes + extra)))
-    return needs
-
-
-def first_overflow(strategy: str, shape: MatmulShape, tiles: Tiles, target: Target
-                   ) -> Overflow | None:
-    for buffer, what, needed in buffer_needs(strategy, shape, tiles, target.fractal):
-        if needed > target.capacity(buffer):
-            return Overflow(buffer, what, needed, target.capacity(buffer))
-    return None
-
-
-def traffic(strategy: str, shape: MatmulShape, tiles: Tiles, a_resident: bool = False
-            ) -> Traffic:
-    M, N, K, B = shape.M, shape.N, shape.K, shape.batch
-    row_strips = ceil_div(M, tiles.m)
-    col_strips = ceil_div(K, tiles.k)
-    if strategy == "os":
-        a, b = M * N * (1 if a_resident else col_strips), N * K * row_strips
-    elif strategy == "is":
-        a, b = M * N, N * K * row_strips
-    elif strategy == "ws":
-        a, b = M * N * col_strips, N * K
-    else:
-        raise ValueError(f"unknown strategy '{strategy}'")
-    return Traffic(a * B, b * B, M * K * B)
-
-
-def _multiples(limit: int, step: int) -> list[int]:
-    return list(range(step, limit + 1, step))
-
-
-def _largest_fitting_n(strategy: str, shape: MatmulShape, m: int, k: int, target: Target,
-                       ns: list[int]) -> int | None:
-    """Largest n in `ns` (ascending) that fits; needs grow with n below N, so
-    after trying the single-step n >= N a binary search finds it."""
-    def fits(n: int) -> bool:
-        return first_overflow(strategy, shape, Tiles(m, n, k), target) is None
-
-    if fits(ns[-1]):
-        return ns[-1]
-    lo, hi = 0, len(ns) - 1  # ns[hi] does not fit
-    if ns[-1] >= shape.N:
-        hi = len(ns) - 1
-    if not fits(ns[0]):
-        return None
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if fits(ns[mid]):
-            lo = mid
-        else:
-            hi = mid
-    return ns[lo]
-
-
-def estimated_cycles(shape: MatmulShape, tiles: Tiles, traffic: Traffic, rates: "_Capacities",
+def estimated_cycles(shape: MatmulShape, tiles: Tiles, traffic: Traffic, rates: Capacities,
                      overlapped: bool, epilogue_cycles: float = 0.0) -> float:
     """Time of a tiling from the target's rates: the busiest pipe plus the GM
     latency when the schedule overlaps its pipes, else the pipes' sum. An
@@ -246,30 +77,13 @@ def estimated_cycles(shape: MatmulShape, tiles: Tiles, traffic: Traffic, rates: 
     return max(pipes) + rates.gm_latency if overlapped else sum(pipes)
 
 
-def pipelines(shape: MatmulShape, tiles: Tiles) -> bool:
-    """Whether the pipelined OS schedule can stream these C tiles."""
-    return shape.M % tiles.m == 0 and shape.K % tiles.k == 0
-
-
-def _score(choice: TilingChoice, shape: MatmulShape, rates: "_Capacities", pipelined: bool,
+def _score(choice: TilingChoice, shape: MatmulShape, rates: Capacities, pipelined: bool,
            epilogue_cycles: float = 0.0) -> tuple:
     t = choice.tiles
     used = sum(choice.buffer_bytes[b] for b in ("l0a", "l0b", "l0c"))
     overlapped = pipelined and choice.strategy == "os" and pipelines(shape, t)
     time = estimated_cycles(shape, t, choice.traffic, rates, overlapped, epilogue_cycles)
     return (time, choice.traffic.total, -used, -t.m, -t.k, -t.n)
-
-
-def make_choice(strategy: str, shape: MatmulShape, tiles: Tiles, target: Target,
-                resident_a: bool = False, a_in_l1: bool = False) -> TilingChoice:
-    """`resident_a`: the schedule may keep A's row strip in L1 (it does when
-    `resident_a_chunks` finds chunks for these tiles)."""
-    from npu.costmodel.matmul.residency import resident_a_chunks
-
-    needs = {b: v for b, _, v in buffer_needs(strategy, shape, tiles, target.fractal)}
-    resident = resident_a and strategy == "os" and bool(
-        resident_a_chunks(shape, tiles, target.capacity("l1"), target.fractal, a_in_l1))
-    return TilingChoice(strategy, tiles, traffic(strategy, shape, tiles, resident), needs, resident)
 
 
 def clamp_tiles(shape: MatmulShape, m: int, n: int, k: int) -> tuple[int, int, int]:
@@ -307,13 +121,11 @@ def choose_tiling(shape: MatmulShape, target: Target, strategy: str = "os",
         raise TilingError(f"unknown strategy '{strategy}' (known: os, is, ws, auto)")
     # A model repeats its matmul shapes (BERT: six per layer, twelve layers):
     # the search depends only on these, so it runs once per distinct shape.
-    best = _search(shape, strategies, m, n, k, step, _capacities(target), pipelined,
+    best = _search(shape, strategies, m, n, k, step, capacities(target), pipelined,
                    float(epilogue_cycles))
     if best is not None and pipelined and resident_a and best.strategy == "os":
         if a_in_l1:
             return make_choice("os", shape, best.tiles, target, resident_a=True, a_in_l1=True)
-        from npu.costmodel.matmul.residency import resident_or_streamed
-
         return resident_or_streamed(shape, best, target, fixed_k=k, fixed_n=n,
                                     drain=drain or Drain(epilogue_cycles), timed=timed_residency)
     if best is not None:
@@ -327,43 +139,14 @@ def choose_tiling(shape: MatmulShape, target: Target, strategy: str = "os",
                       f"'{target.name}' for M={shape.M}, N={shape.N}, K={shape.K}")
 
 
-@dataclass(frozen=True)
-class _Capacities:
-    """What the tiling search reads of a target (hashable, unlike Target)."""
-
-    name: str
-    fractal: int
-    buffer_bytes: tuple[tuple[str, int], ...]
-    gm_read_bytes_per_cycle: float
-    gm_write_bytes_per_cycle: float
-    drain_bytes_per_cycle: float
-    cube_cycles_per_block: float
-    gm_latency: int
-    by_space: dict[str, int] = field(default_factory=dict, compare=False, hash=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self.by_space.update(self.buffer_bytes)
-
-    def capacity(self, space: str) -> int:
-        return self.by_space[space]
-
-
-def _capacities(target: Target) -> _Capacities:
-    return _Capacities(target.name, target.fractal, tuple(sorted(target.buffer_bytes.items())),
-                       target.path("gm_to_l1").bytes_per_cycle,
-                       target.path("ub_to_gm").bytes_per_cycle,
-                       target.path("l0c_to_ub").bytes_per_cycle,
-                       target.cube_cycles(1.0), target.path("gm_to_l1").latency)
-
-
 @lru_cache(maxsize=256)
 def _search(shape: MatmulShape, strategies: tuple[str, ...], m: int, n: int, k: int, step: int,
-            target: _Capacities, pipelined: bool = False, epilogue_cycles: float = 0.0
+            target: Capacities, pipelined: bool = False, epilogue_cycles: float = 0.0
             ) -> TilingChoice | None:
     """The best fitting tiling (None if nothing fits); m, n, k > 0 are fixed."""
-    ms = [m] if m else _multiples(shape.M, step)
-    ks = [k] if k else _multiples(shape.K, step)
-    ns = [n] if n else _multiples(shape.N, step)
+    ms = [m] if m else multiples(shape.M, step)
+    ks = [k] if k else multiples(shape.K, step)
+    ns = [n] if n else multiples(shape.N, step)
     best: TilingChoice | None = None
     best_score: tuple = ()
     # Every buffer need grows with m and with k, so the (m, k) pairs that fit
@@ -372,11 +155,11 @@ def _search(shape: MatmulShape, strategies: tuple[str, ...], m: int, n: int, k: 
     # matrix (a 65536^3 matmul has 2^24 pairs, a few hundred of which fit).
     for s in strategies:
         for mm in ms:
-            if _largest_fitting_n(s, shape, mm, ks[0], target, ns) is None:
+            if largest_fitting_n(s, shape, mm, ks[0], target, ns) is None:
                 break  # larger m fits no k either
             for kk in ks:
                 # Traffic does not depend on n: the largest fitting n is best.
-                nn = _largest_fitting_n(s, shape, mm, kk, target, ns)
+                nn = largest_fitting_n(s, shape, mm, kk, target, ns)
                 if nn is None:
                     break  # larger k does not fit either
                 choice = make_choice(s, shape, Tiles(mm, nn, kk), target)
