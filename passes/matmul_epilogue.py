@@ -50,7 +50,8 @@ from npu.kernels.cce_build import View, copy, copy_bursts, index_add, index_mul,
 from npu.dialects.hivm import config_field
 from npu.passes.base import Pass, PassError
 from npu.costmodel.matmul.pipelined import store_cycles
-from npu.kernels.vector_compute import cast_compute, constant_blocks, emit_flat_run
+from npu.costmodel.vector.recipes import cast_compute
+from npu.kernels.vector_compute import constant_blocks, emit, emit_flat_run
 
 BODY_OPS = ("memref.alloc", "scf.yield", "arith.constant") + nir.VIEW_OPS
 
@@ -384,7 +385,7 @@ class MatmulEpilogue:
                             srcs.append(View(sub(self.rows_ub[i.root], at, per_block), 0, 0))
                         else:
                             srcs.append(strided(flats[i.root]))
-                    m.compute.emit(strided(flat_out), srcs, rep, t.lanes(es))
+                    emit(m.compute, strided(flat_out), srcs, rep, t.lanes(es))
             if narrow is not None:
                 self.narrow(out, narrow, j * column, column)
 
