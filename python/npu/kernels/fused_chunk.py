@@ -27,7 +27,9 @@ vector unit touches live over their uses and share bytes. So a chunk needs
 liveness count of the first version of this kernel charged every
 intermediate for the whole chunk. Fewer, larger chunks matter: every chunk
 ends in a set_flag that holds MTE2 until its loads have landed (the GM
-latency) and one that holds MTE3 until its stores have.
+latency) and one that holds MTE3 until its stores have. A group whose
+chunk of whole rows does not fit (`whole_rows_fit`) takes the two-pass
+scheme of `npu.kernels.online_rows` instead.
 """
 
 from __future__ import annotations
