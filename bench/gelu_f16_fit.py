@@ -1,4 +1,4 @@
-"""The polynomial of GELU's f16 recipe (`vector_compute.GELU_LOG_PHI_F16`):
+"""The polynomial of GELU's f16 recipe (`recipes.GELU_LOG_PHI_F16`):
 ln Phi(-a) on a = |x| in [0, GELU_F16_CLAMP] by a degree-5 polynomial, for
 epilogues computed in f16 (`npu-fuse` epilogue-f16).
 
@@ -68,7 +68,7 @@ def fit(degree: int, clamp: float, rounds: int = 400, points: int = 3000) -> lis
 
 def score(coef: list[float], clamp: float, x: np.ndarray) -> tuple[float, np.ndarray]:
     from npu.simulator.vector_numerics import run_steps
-    from npu.kernels.vector_compute import gelu_log_phi_steps
+    from npu.costmodel.vector.recipes import gelu_log_phi_steps
 
     u = ulp_errors(run_steps(gelu_log_phi_steps(coef, clamp), x), x)
     return float(u.mean() + 0.01 * u.max()), u
@@ -94,7 +94,7 @@ def search(coef: list[float], clamp: float, x: np.ndarray, reach: int = 4) -> li
 
 
 def main() -> None:
-    from npu.kernels.vector_compute import GELU_F16_CLAMP
+    from npu.costmodel.vector.recipes import GELU_F16_CLAMP
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--degree", type=int, default=5)

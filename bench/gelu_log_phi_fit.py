@@ -1,4 +1,4 @@
-"""The polynomial of GELU's vector recipe (`vector_compute.GELU_LOG_PHI`):
+"""The polynomial of GELU's vector recipe (`recipes.GELU_LOG_PHI`):
 ln Phi(-a) on a = |x| in [0, 10] by a degree-8 polynomial, fitted in
 float64 by weighted least squares with Lawson's reweighting towards the
 minimax.

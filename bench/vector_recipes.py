@@ -1,4 +1,4 @@
-"""Accuracy and cost of the composed vector recipes (python/npu/kernels/vector_compute.py):
+"""Accuracy and cost of the composed vector recipes (python/npu/costmodel/vector/recipes.py):
 each recipe's steps evaluated lane by lane with the simulator's own numerics
 (simulator/vector_numerics.py: f32 vexp/vrec/vdiv, one rounding per
 multiply-add), against float64 math.erf / numpy on a dense f32 sample of
@@ -24,8 +24,8 @@ import numpy as np
 from npu.dialects.cce import vector_class
 from npu.simulator.vector_numerics import run_steps
 from npu.target import get_target
-from npu.kernels.vector_compute import (ERF_A, ERF_P, GELU_ERFC_CLAMP, UNARY as RECIPES, Step,
-                                gelu_erf_recipe, gelu_tanh_recipe)
+from npu.costmodel.vector.recipes import (ERF_A, ERF_P, GELU_ERFC_CLAMP, UNARY as RECIPES, Step,
+                                          gelu_erf_recipe, gelu_tanh_recipe)
 
 S = 1 / math.sqrt(2)
 SPECIAL = np.array([np.inf, -np.inf, np.nan, 3e38, -3e38, 0.0, -0.0, 1e-40, -1e-40],

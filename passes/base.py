@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Iterator, Sequence
 from mlir import ir
 
 from npu import diagnostics
+from npu.diagnostics import PassError  # defined below the passes: cost models raise it too
 from npu.ir import dict_attr_items, walk, walk_held
 from npu.target import Target, get_target
 
@@ -105,15 +106,6 @@ class Option:
         lo = "-inf" if self.low is None else f"{self.low:g}"
         hi = "inf" if self.high is None else f"{self.high:g}"
         return f"{'(' if self.low_open or self.low is None else '['}{lo}, {hi}{']' if self.high is not None else ')'}"
-
-
-class PassError(Exception):
-    """A user-facing pass failure at an op's location."""
-
-    def __init__(self, message: str, op: ir.Operation | ir.OpView | None = None):
-        super().__init__(message)
-        self.message = message
-        self.op = op.operation if op is not None else None
 
 
 def drop_empty_work(ops: list[ir.Operation]) -> list[ir.Operation]:

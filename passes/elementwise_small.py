@@ -28,11 +28,12 @@ import numpy as np
 from mlir import ir
 
 from npu import ir as nir
+from npu.costmodel.vector.recipes import Compute
+from npu.costmodel.vector.tiling import round_up, split_repeats
 from npu.kernels.cce_build import View, copy, delinearize, for_range, lin, sub
+from npu.kernels.vector_compute import emit
 from npu.passes.base import PassError
 from npu.passes.transpose_general import compact_blocks, expand_to_blocks
-from npu.kernels.vector_compute import Compute
-from npu.costmodel.vector.tiling import round_up, split_repeats
 
 
 class SmallElementwise:
@@ -93,9 +94,9 @@ class SmallElementwise:
             def view(buf: ir.Value, es: int) -> View:
                 return View(sub(buf, ins.offset, span), 1, lanes * es // g)
 
-            self.compute.emit(view(out, out_es),
-                              [view(b, nir.element_bytes(e)) for b, e in zip(bufs, self.elems)],
-                              ins.repeat, ins.mask, [view(b, es) for b, es in tmps])
+            emit(self.compute, view(out, out_es),
+                               [view(b, nir.element_bytes(e)) for b, e in zip(bufs, self.elems)],
+                               ins.repeat, ins.mask, [view(b, es) for b, es in tmps])
         stored = -(-self.total * out_es // g)
         copy("cce.copy_ub_to_gm", sub(out, 0, stored * g // out_es),
              nir.flatten_memref(operands[-1]), 1, stored)

@@ -129,7 +129,7 @@ def converter(src: str, dst: str, mode: str):
 
 
 def run_steps(steps, x: np.ndarray) -> np.ndarray:
-    """A vector recipe (`npu.kernels.vector_compute.Step`s) on the lanes `x` (f16 or
+    """A vector recipe (`npu.costmodel.vector.recipes.Step`s) on the lanes `x` (f16 or
     f32), each step computed as the simulator computes its instruction:
     scalars and constants rounded to the lanes' type, multiply-adds rounded
     once. For measuring a recipe's accuracy on every input without a kernel."""

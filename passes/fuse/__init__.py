@@ -208,7 +208,7 @@ class FusePass(EpilogueGrouping, NzLayouts, MatmulChains, Pass):
         """(GM bytes, two-pass plan or None) of the members' kernel, or
         (None, why) when no kernel of them fits UB."""
         g = fusion.model(members, users)
-        if len(members) == 1 or online_rows.whole_rows_fit(g, self.target, budget):
+        if len(members) == 1 or fused_chunk.whole_rows_fit(g, self.target, budget):
             return fusion.gm_bytes(g, granule), None
         plan = online_rows.plan(g, self.target, budget)
         if isinstance(plan, str):

@@ -32,7 +32,7 @@ Q's, K's, V's L1 tiles and V's L0B tile in two slots);
 query tiles that divide the sequence: a head's (query, key) tiles are the
 steps; otherwise each query tile's key tiles are. The cube builders
 (L1 -> L0 block reorder, mad) are `npu-lower-matmul`'s, the vector
-instructions the `Compute` recipes of `npu.kernels.vector_compute`.
+instructions the `Compute` recipes of `npu.costmodel.vector.recipes`.
 
 Modules: this one holds the pass and the kernel's structure (steps,
 stages, slots); `schedules` the three orders of steps (one tile per head,

@@ -9,8 +9,8 @@ import math
 from mlir import ir
 
 from npu import ir as nir
+from npu.costmodel.vector.recipes import cast_compute
 from npu.kernels.cce_build import copy, copy_bursts, lin, sub
-from npu.kernels.vector_compute import cast_compute
 
 
 class OperandTiles:

@@ -11,9 +11,10 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.attention.cost import fold_across_cycles
-from npu.kernels.cce_build import View, copy, lin, sub
-from npu.kernels.vector_compute import Compute, cast_compute, unary_compute
+from npu.costmodel.vector.recipes import Compute, cast_compute, unary_compute
 from npu.costmodel.vector.tiling import split_repeats
+from npu.kernels.cce_build import View, copy, lin, sub
+from npu.kernels.vector_compute import emit
 
 # Added to the scores of padded keys: exp(x - 1e30 - max) is 0 in f32.
 MASKED = -1e30
@@ -247,9 +248,9 @@ class SoftmaxSteps:
                     return buf
                 return View(sub(buf, at + piece.offset, touched), 1, lanes * es // g)
 
-            compute.emit(view(dst, offsets[0], des),
-                         [view(s, o, ses) for s, o in zip(srcs, offsets[1:])],
-                         piece.repeat, piece.mask)
+            emit(compute, view(dst, offsets[0], des),
+                          [view(s, o, ses) for s, o in zip(srcs, offsets[1:])],
+                          piece.repeat, piece.mask)
 
     def row_reduce(self, scores: ir.Value, slabs: int, rows: int, fold: str, across: str,
                    into: ir.Value | None, elem: str = "f32") -> ir.Value:

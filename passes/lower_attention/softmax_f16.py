@@ -26,9 +26,9 @@ import numpy as np
 from mlir import ir
 
 from npu import ir as nir
-from npu.kernels.cce_build import sub
-from npu.kernels.vector_compute import Compute, cast_compute, unary_compute
+from npu.costmodel.vector.recipes import Compute, cast_compute, unary_compute
 from npu.costmodel.vector.tiling import split_repeats
+from npu.kernels.cce_build import sub
 
 # The largest finite f16 (valid lanes of the key clamp: min(s, F16_MAX) = s).
 F16_MAX = float(np.finfo(np.float16).max)

@@ -33,7 +33,7 @@ Scheme, per op:
 What each op computes per instruction (the composed recipes of neg,
 sigmoid, tanh and erf, the vconv chains of casts, vcmp / vsel for cmp and
 select, vmax(x, x) for broadcast copies) and its precision is in
-`npu.kernels.vector_compute`.
+`npu.costmodel.vector.recipes` (emitted by `npu.kernels.vector_compute`).
 
 General broadcasting: the output's dims of size 1 are dropped and adjacent
 dims that every input either follows or broadcasts alike are merged. Two
@@ -50,23 +50,20 @@ import numpy as np
 from mlir import ir
 
 from npu import ir as nir
-from npu.kernels.cce_build import delinearize, for_range, lin, sub
+from npu.costmodel.vector.broadcast import OuterDims, classify, collapse_broadcast
+from npu.costmodel.vector.recipes import compute_of
+from npu.costmodel.vector.tiling import VectorGeometry
 from npu.dialects.ascend import broadcastable
+from npu.kernels.cce_build import delinearize, for_range, lin, sub
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.passes.elementwise_small import SmallElementwise
-from npu.kernels.vector_compute import (BINARY, CAST_CHAINS, SCALAR, UNARY, Compute, Step, cast_compute,
-                                unary_compute)
-from npu.costmodel.vector.tiling import VectorGeometry
 
-from .blocks import expand_scalar_blocks, load_scalar
 from .flat import FlatLowering, budget_bytes, stream_chunks, writes_in_place
-from .operands import (BROADCAST, BROADCASTING, CMP, HANDLED, SELECT, Input, OuterDims, classify,
-                       collapse_broadcast)
+from .operands import BROADCASTING, HANDLED, Input
 from .rows import RowsLowering
 
-__all__ = ["LowerElementwise", "Input", "classify", "collapse_broadcast", "OuterDims",
-           "expand_scalar_blocks", "load_scalar", "stream_chunks", "budget_bytes",
-           "writes_in_place", "FlatLowering", "RowsLowering", "HANDLED", "BROADCASTING", "UNARY"]
+__all__ = ["LowerElementwise", "Input", "stream_chunks", "budget_bytes", "writes_in_place",
+           "FlatLowering", "RowsLowering", "HANDLED", "BROADCASTING"]
 
 
 # ----------------------------------------------------------------------------
@@ -92,43 +89,6 @@ class LowerElementwise(Pass):
     def run(self, module: ir.Operation) -> None:
         self.lower_each(module, erase=True)
 
-    # -- analysis -------------------------------------------------------------
-    def compute_of(self, op: ir.Operation, inputs: list["Input"], out_elem: str) -> Compute:
-        name = op.name
-        in_elem = inputs[-1].elem  # the data operand (select: a/b, not cond)
-        if name == "ascend.cast":
-            compute = cast_compute(in_elem, out_elem, nir.str_attr(op, "round_mode"))
-            if compute is None:
-                pairs = ", ".join(f"{a}->{b}" for a, b in sorted(CAST_CHAINS))
-                raise PassError(f"unsupported cast from {in_elem} to {out_elem} "
-                                f"(supported: {pairs})", op)
-            return compute
-        if name == CMP:
-            if inputs[0].elem != inputs[1].elem or out_elem != "i8":
-                raise PassError(f"cmp compares two operands of one type into i8, got "
-                                f"{inputs[0].elem}, {inputs[1].elem} -> {out_elem}", op)
-            return Compute("cmp", predicate=nir.str_attr(op, "predicate"))
-        if name == SELECT:
-            if inputs[0].elem != "i8" or not inputs[1].elem == inputs[2].elem == out_elem:
-                raise PassError("select needs an i8 condition and a, b, out of one type, got "
-                                f"{', '.join(i.elem for i in inputs)} -> {out_elem}", op)
-            return Compute("select")
-        if any(i.elem != out_elem for i in inputs):
-            raise PassError(f"input element type {in_elem} differs from output {out_elem}", op)
-        if name == BROADCAST:
-            return Compute("copy")
-        if name in BINARY:
-            return Compute("binary", vop=BINARY[name])
-        if name in SCALAR:
-            return Compute("scalar", vop=SCALAR[name], scalar=nir.float_attr(op, "scalar"))
-        if in_elem not in ("f16", "f32"):
-            raise PassError(f"'{name}' needs f16 or f32 operands, got {in_elem}", op)
-        if name == "ascend.clamp":
-            lo, hi = nir.float_attr(op, "min"), nir.float_attr(op, "max")
-            return Compute("unary", steps=(Step("cce.vmaxs", lo, "y", ("x",)),
-                                           Step("cce.vmins", hi)))
-        return unary_compute(name, in_elem)
-
     def lower(self, op: ir.Operation) -> None:
         operands = list(op.operands)
         out = operands[-1]
@@ -149,8 +109,7 @@ class LowerElementwise(Pass):
                             f"{out_shape}", op)
         out_elem = nir.memref_element(out)
         elems = [nir.memref_element(v) for v in operands[:-1]]
-        probe = [Input(v, "full", e) for v, e in zip(operands[:-1], elems)]
-        compute = self.compute_of(op, probe, out_elem)
+        compute = compute_of(op, elems, out_elem)
         dims, slice_in, slice_out = collapse_broadcast(in_shapes, out_shape)
         flats = [nir.flatten_memref(v) for v in operands]
         aliased = [v == out for v in operands[:-1]]
@@ -186,8 +145,7 @@ class LowerElementwise(Pass):
 
         for_range(int(np.prod(dims.outer)), body)
 
-
-    def untileable(self, op: ir.Operation, dims: "OuterDims", slice_in: list[list[int]],
+    def untileable(self, op: ir.Operation, dims: OuterDims, slice_in: list[list[int]],
                    slice_out: list[int], elems: list[str], out_elem: str) -> str:
         """Why the tiled lowering (flat / rows, in a slice loop) cannot place
         this broadcast; empty when it can."""

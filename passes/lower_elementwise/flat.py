@@ -3,26 +3,24 @@ through UB in chunks (plus the helpers the row lowering shares)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from mlir import ir
 
 from npu import ir as nir
-from npu.kernels.cce_build import View, copy, index_mul, sub
-from npu.passes.base import PassError
-from npu.kernels.vector_compute import Compute, constant_blocks
+from npu.costmodel.vector.recipes import Compute
 from npu.costmodel.vector.tiling import (ChunkPlan, VectorGeometry, max_chunk_elements, plan_chunks,
-                               round_down, split_repeats)
+                                         round_down, split_repeats)
+from npu.kernels.cce_build import View, copy, index_mul, sub
+from npu.kernels.scalar_blocks import load_scalar
+from npu.kernels.vector_compute import constant_blocks, emit
+from npu.passes.base import Pass, PassError
 
-from .blocks import load_scalar
 from .operands import Input
 
-if TYPE_CHECKING:
-    from . import LowerElementwise
 
-
-def writes_in_place(p: LowerElementwise, compute: Compute, full: list[Input]) -> bool:
+def writes_in_place(p: Pass, compute: Compute, full: list[Input]) -> bool:
     """Whether the result overwrites the first streamed input's buffer (vector
     ops may write their own source lanes), saving one buffer per element.
 
@@ -37,7 +35,7 @@ def writes_in_place(p: LowerElementwise, compute: Compute, full: list[Input]) ->
     return len(full) >= 2 or p.in_place_unary
 
 
-def budget_bytes(p: LowerElementwise, fixed_bytes: int) -> int:
+def budget_bytes(p: Pass, fixed_bytes: int) -> int:
     """UB bytes one iteration's streamed buffers may take."""
     return int((p.target.capacity("ub") - fixed_bytes) * p.ub_fraction)
 
@@ -65,7 +63,7 @@ def stream_chunks(plan: ChunkPlan, load_piece: Callable[[object, int], dict],
 class FlatLowering:
     """All inputs full or scalar: flatten and chunk."""
 
-    def __init__(self, p: LowerElementwise, op: ir.Operation, inputs: list[Input], out: ir.Value,
+    def __init__(self, p: Pass, op: ir.Operation, inputs: list[Input], out: ir.Value,
                  out_shape: Sequence[int], out_elem: str, compute: Compute):
         self.p, self.op, self.inputs, self.out, self.out_elem = p, op, inputs, out, out_elem
         self.compute = compute
@@ -107,7 +105,7 @@ class FlatLowering:
                       aliased=any(i.aliases_out for i in self.full))
 
     def load_scalar(self, inp: Input) -> View:
-        return load_scalar(self.p, inp, self.flat[id(inp)], self.op)
+        return load_scalar(self.p.target, inp.elem, self.flat[id(inp)], self.op)
 
     def load_piece(self, start, length: int) -> dict:
         bufs = {}
@@ -143,7 +141,7 @@ class FlatLowering:
                     es = nir.element_bytes(inp.elem)
                     srcs.append(View(sub(bufs[id(inp)], ins.offset, touched), 1,
                                      lanes * es // block_bytes))
-            self.compute.emit(dst, srcs, ins.repeat, ins.mask, tmps, self.consts)
+            emit(self.compute, dst, srcs, ins.repeat, ins.mask, tmps, self.consts)
         copy("cce.copy_ub_to_gm", out_buf, sub(self.flat_out, start, length), 1,
              self.moved_granules(length, out_es))
 

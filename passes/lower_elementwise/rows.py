@@ -3,23 +3,21 @@ chunks of whole rows."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 import numpy as np
 from mlir import ir
 
 from npu import ir as nir
-from npu.kernels.cce_build import View, copy, for_range, lin, sub
-from npu.passes.base import PassError
-from npu.kernels.vector_compute import Compute
+from npu.costmodel.vector.recipes import Compute
 from npu.costmodel.vector.tiling import VectorGeometry, max_chunk_elements, plan_chunks, round_down
+from npu.kernels.cce_build import View, copy, for_range, lin, sub
+from npu.kernels.scalar_blocks import expand_scalar_blocks, load_scalar
+from npu.kernels.vector_compute import emit
+from npu.passes.base import Pass, PassError
 
-from .blocks import expand_scalar_blocks, load_scalar
 from .flat import budget_bytes, stream_chunks, writes_in_place
 from .operands import Input
-
-if TYPE_CHECKING:
-    from . import LowerElementwise
 
 
 class RowsLowering:
@@ -31,7 +29,7 @@ class RowsLowering:
     the bias's end; storing it rewrites b - r elements of the main part with
     the same values (overlap). That costs one copy per row and part."""
 
-    def __init__(self, p: LowerElementwise, op: ir.Operation, inputs: list[Input], out: ir.Value,
+    def __init__(self, p: Pass, op: ir.Operation, inputs: list[Input], out: ir.Value,
                  out_shape: Sequence[int], out_elem: str, compute: Compute):
         self.p, self.op, self.inputs, self.out, self.out_elem = p, op, inputs, out, out_elem
         self.compute = compute
@@ -95,7 +93,8 @@ class RowsLowering:
                          end, 1, self.block * es // self.granule)
                 self.fixed_views[id(inp)] = (main, end)
             elif inp.kind == "scalar":
-                self.fixed_views[id(inp)] = load_scalar(self.p, inp, self.flat[id(inp)], self.op)
+                self.fixed_views[id(inp)] = load_scalar(self.p.target, inp.elem,
+                                                        self.flat[id(inp)], self.op)
         stream_chunks(plan, self.load_piece, self.store_piece,
                       aliased=any(i.aliases_out for i in self.full))
 
@@ -140,7 +139,7 @@ class RowsLowering:
                      col_rows * es // self.granule)
                 per_block = self.granule // es
                 expanded = nir.alloc([col_rows * per_block], inp.elem, "ub")
-                expand_scalar_blocks(self.p, raw, inp.elem, col_rows, expanded, self.op)
+                expand_scalar_blocks(self.p.target, raw, inp.elem, col_rows, expanded, self.op)
                 bufs[id(inp)] = expanded
         return bufs
 
@@ -179,6 +178,6 @@ class RowsLowering:
                     else:  # column: one broadcast block per row
                         per_block = g // es
                         srcs.append(View(sub(bufs[id(inp)], r0 * per_block, rep * per_block), 0, 1))
-                self.compute.emit(dst, srcs, rep, mask)
+                emit(self.compute, dst, srcs, rep, mask)
                 r0 += rep
         self.move_rows("cce.copy_ub_to_gm", self.flat_out, row0, rows, out_main, out_end, out_es)

@@ -38,8 +38,8 @@ from npu.costmodel.fusion.rows import FUSED_UB_FRACTION
 from npu import ir as nir
 from npu.kernels.nz_store import NzStore
 from npu.kernels.cce_build import copy, for_pieces, index_add, lin, sub
+from npu.kernels.scalar_blocks import load_scalar
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass, PassError, ub_fraction_option
-from npu.passes.lower_elementwise import Input, load_scalar
 from npu.analysis.pipe_work import pipe_work
 from npu.kernels.row_builders import RowBuilders
 from npu.kernels.vector_compute import constant_blocks
@@ -122,7 +122,7 @@ class FusedKernel(RowBuilders, LayoutChoice):
         budget = int(self.target.capacity("ub") * p.ub_fraction)
         self.online = None
         self.profile: ChunkProfile | None = None  # filled by `chunk` when set (`trial`)
-        if not online_rows.whole_rows_fit(self.g, self.target, budget):
+        if not fused_chunk.whole_rows_fit(self.g, self.target, budget):
             plan = online_rows.plan(self.g, self.target, budget)
             if isinstance(plan, str):
                 cb = fused_chunk.one_set(self.g, self.target)
@@ -174,8 +174,8 @@ class FusedKernel(RowBuilders, LayoutChoice):
                          self.n * o.es // self.granule)
                     self.fixed[o.root] = buf
                 elif o.kind == "scalar":
-                    self.fixed[o.root] = load_scalar(self.p, Input(o.value, "scalar", o.elem),
-                                                     self.flat[o.value], self.region)
+                    self.fixed[o.root] = load_scalar(self.target, o.elem, self.flat[o.value],
+                                                     self.region)
             # The recipes' constant blocks, once before the chunks.
             self.consts = {m.index: constant_blocks(m.compute, self.target)
                            for m in self.members if m.compute is not None}

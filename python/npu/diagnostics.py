@@ -150,6 +150,17 @@ class CompileError(Exception):
         self.loc = loc
 
 
+class PassError(Exception):
+    """A user-facing pass failure at an op's location. Raised by the passes
+    and by the cost models and kernel builders they call (which sit below
+    `npu.passes`); `npu.passes.base` re-exports it."""
+
+    def __init__(self, message: str, op: ir.Operation | ir.OpView | None = None):
+        super().__init__(message)
+        self.message = message
+        self.op = op.operation if op is not None else None
+
+
 def emit_error(message: str, loc: ir.Location | None = None) -> Diagnostic:
     return current().emit("error", message, loc)
 

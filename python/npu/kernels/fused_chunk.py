@@ -27,7 +27,9 @@ vector unit touches live over their uses and share bytes. So a chunk needs
 liveness count of the first version of this kernel charged every
 intermediate for the whole chunk. Fewer, larger chunks matter: every chunk
 ends in a set_flag that holds MTE2 until its loads have landed (the GM
-latency) and one that holds MTE3 until its stores have.
+latency) and one that holds MTE3 until its stores have. A group whose
+chunk of whole rows does not fit (`whole_rows_fit`) takes the two-pass
+scheme of `npu.kernels.online_rows` instead.
 """
 
 from __future__ import annotations
@@ -35,12 +37,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from npu import ir as nir
-from npu.costmodel.fusion.rows import GroupModel, Operand, RowOp, accumulator
-from npu.kernels.nz_store import cast_gather_limits
+from npu.costmodel.fusion.rows import GroupModel, Operand, RowOp, accumulator, stores_at_end
+from npu.costmodel.vector.nz_limits import cast_gather_limits
+from npu.costmodel.vector.recipes import Compute
+from npu.costmodel.vector.tiling import VectorGeometry
+from npu.kernels.online_rows import online_row_block
 from npu.kernels.row_builders import sum_work_bytes
 from npu.target import Target
-from npu.kernels.vector_compute import Compute
-from npu.costmodel.vector.tiling import VectorGeometry
 
 # Lane-wise computes whose result may overwrite an input of the same type.
 IN_PLACE_KINDS = ("binary", "scalar", "unary", "multiply_add", "select", "copy")
@@ -184,8 +187,8 @@ def square_sum(g: GroupModel, k: int) -> tuple[Operand, Operand] | None:
 
 def nz_cast(g: GroupModel, k: int, target: Target) -> bool:
     """Member k is a cast whose result only leaves in Nz
-    (`nz_store.cast_gather_limits`): the Nz gather converts as it goes,
-    with no row-major result."""
+    (`npu.costmodel.vector.nz_limits.cast_gather_limits`): the Nz gather
+    converts as it goes, with no row-major result."""
     m = g.members[k]
     return (m.compute is not None and m.compute.kind == "cast" and len(m.compute.chain) == 1
             and m.out.root in g.nz and m.out.root not in g.leaving and m.ins[0].kind == "full"
@@ -316,10 +319,21 @@ def one_set(g: GroupModel, target: Target) -> ChunkBytes:
     default (results in place, `fusion.stores_at_end`), per row of whole
     `online_row_block`s: what `npu-fuse` and the one-pass / two-pass choice
     size a chunk by with one set of its buffers."""
-    from npu.costmodel.fusion.rows import stores_at_end
-    from npu.kernels.online_rows import online_row_block
-
     return chunk_bytes(g, plan(g, stores_at_end(g), target), target, online_row_block(g, target))
+
+
+def whole_rows_fit(g: GroupModel, target: Target, budget: int) -> bool:
+    """The one-pass kernel's condition: a chunk of whole rows (`row_block`
+    of them, `online_row_block`) fits `budget` with one set of its buffers
+    as this module lays them out (results in place), and, with a
+    reduction, a row's f32 pitch fits the vector repeat stride
+    (elementwise ops can run along each row instead)."""
+    n = g.n or 1
+    reduces = any(m.compute is None for m in g.members)
+    if reduces and n * 4 // target.granule("ub") > target.vector_max_stride:
+        return False
+    cb = one_set(g, target)
+    return cb.rows(budget, lambda key: 1) >= cb.row_block
 
 
 def per_row(cb: ChunkBytes) -> int:

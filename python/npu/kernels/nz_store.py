@@ -19,38 +19,12 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import ir as nir
+from npu.costmodel.vector.recipes import Compute
 from npu.kernels.cce_build import View, copy, lin, sub
-from npu.dialects.hivm import config_field
+from npu.kernels.vector_compute import emit
 from npu.target import Target
-from npu.kernels.vector_compute import Compute
 
 ROWS_PER_GATHER = 8  # blocks of one vector repeat
-
-
-def layout_limits(target: Target, rows: int, n: int, es: int) -> str | None:
-    """Why rows x n elements cannot be stored as Nz this way (None: they can):
-    the gather's block stride is the row pitch, the copy's gap the rest of a
-    column block's rows, each within its instruction field."""
-
-
-def cast_gather_limits(target: Target, n: int, src_es: int, dst_es: int) -> bool:
-    """Whether rows of `n` elements of `src_es` bytes can be converted to
-    `dst_es` bytes straight into Nz order (`NzStore.store` with `cast`):
-    a 16-column block of the result is one 32-byte block (every lane of
-    a vconv repeat lands in the block of its column block, block stride
-    the rows of the piece), and the source row pitch fits the repeat
-    stride."""
-    block = target.vector_block_bytes
-    return (target.fractal * dst_es == block and src_es > dst_es
-            and n * src_es // block <= target.vector_max_stride)
-    block = target.vector_block_bytes
-    r1 = -(-rows // target.fractal)
-    if n * es // block > target.vector_max_stride:
-        return (f"rows of {n * es} bytes exceed the vector block stride "
-                f"({target.vector_max_stride} blocks)")
-    if r1 * target.fractal * target.fractal * es // block > config_field("copy", "dst_gap").max:
-        return f"{rows} rows exceed the copy gap of one Nz column block"
-    return None
 
 
 class NzStore:
@@ -91,11 +65,12 @@ class NzStore:
         With `pending`, the gathers are emitted here and the copies to GM
         appended to it (as callables) for the caller to emit later.
         `cast` = (one vconv, the element bytes of `buf`): `buf` holds the
-        rows before a cast to this tensor's type (`cast_gather_limits`),
-        which is done by the gather itself: one vconv per repeat of columns
-        writes each lane straight to its Nz place (the rows' blocks of a
-        column block `h` apart), so the cast costs no pass of its own and
-        no row-major buffer. `into`: the buffer of the gathered rows (at
+        rows before a cast to this tensor's type
+        (`npu.costmodel.vector.nz_limits.cast_gather_limits`), which is done
+        by the gather itself: one vconv per repeat of columns writes each
+        lane straight to its Nz place (the rows' blocks of a column block
+        `h` apart), so the cast costs no pass of its own and no row-major
+        buffer. `into`: the buffer of the gathered rows (at
         least `valid * n` elements; by default one of their own)."""
         f, n = self.t.fractal, self.n
         step = min(valid, self.most_rows)
@@ -134,8 +109,8 @@ class NzStore:
                           (k - 1) * n + (self.c1 - 1) * f + lanes_per_block)
                 dst = sub(out, g0 * f + half * lanes_per_block,
                           ((self.c1 - 1) * h + k - 1) * f + lanes_per_block)
-                gather.emit(View(dst, pp, h * pp), [View(src, self.blocks(n), pp)],
-                            self.c1, k * lanes_per_block)
+                emit(gather, View(dst, pp, h * pp), [View(src, self.blocks(n), pp)],
+                             self.c1, k * lanes_per_block)
 
     def cast_gather(self, buf: ir.Value, out: ir.Value, r0: int, h: int, compute: Compute,
                     src_es: int) -> None:
@@ -149,4 +124,4 @@ class NzStore:
             mask = min(lanes, n - j0)
             src = sub(buf, (r0 * n) + j0, (h - 1) * n + mask)
             dst = sub(out, (j0 // f) * h * f, ((mask // f - 1) * h + h - 1) * f + f)
-            compute.emit(View(dst, h, 1), [View(src, 1, n * src_es // g)], h, mask)
+            emit(compute, View(dst, h, 1), [View(src, 1, n * src_es // g)], h, mask)

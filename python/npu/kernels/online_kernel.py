@@ -19,7 +19,8 @@ from npu import ir as nir
 from npu.kernels.cce_build import View, copy, lin, sub
 from npu.dialects.hivm import config_field
 from npu.kernels.online_rows import OnlineReduction, in_place_source, last_uses
-from npu.kernels.vector_compute import Compute, Step
+from npu.costmodel.vector.recipes import Compute, Step
+from npu.kernels.vector_compute import emit
 from npu.costmodel.vector.tiling import VectorGeometry, split_repeats
 
 
@@ -276,4 +277,4 @@ class TwoPass:
             def view(buf: ir.Value) -> View:
                 return View(sub(buf, piece.offset, span), 1, geo.lanes * es // g)
 
-            compute.emit(view(dst), [view(s) for s in srcs], piece.repeat, piece.mask)
+            emit(compute, view(dst), [view(s) for s in srcs], piece.repeat, piece.mask)

@@ -67,22 +67,6 @@ class OnlinePlan:
         return f"two-pass online over pieces of {self.width} columns{extra}"
 
 
-def whole_rows_fit(g: GroupModel, target: Target, budget: int) -> bool:
-    """The one-pass kernel's condition: a chunk of whole rows (`row_block`
-    of them, `online_row_block`) fits `budget` with one set of its buffers
-    as `npu.kernels.fused_chunk` lays them out (results in place), and, with a
-    reduction, a row's f32 pitch fits the vector repeat stride
-    (elementwise ops can run along each row instead)."""
-    from npu.kernels import fused_chunk
-
-    n = g.n or 1
-    reduces = any(m.compute is None for m in g.members)
-    if reduces and n * 4 // target.granule("ub") > target.vector_max_stride:
-        return False
-    cb = fused_chunk.one_set(g, target)
-    return cb.rows(budget, lambda key: 1) >= cb.row_block
-
-
 def plan(g: GroupModel, target: Target, budget: int) -> OnlinePlan | str:
     """The two-pass plan of a group, or why it has none."""
     if all(m.compute is not None for m in g.members):

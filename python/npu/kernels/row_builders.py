@@ -10,8 +10,8 @@ kernel's pieces (`npu.kernels.online_kernel`), whose `width` is the piece's.
     flat run (recipes with temporaries, casts, f16 widening included);
   * a row or col operand: instructions run down the rows (repeat stride one
     row) per segment of `lanes` columns, the row operand with repeat stride
-    0, the col operand expanded to one broadcast block per row by the
-    elementwise lowering's `expand_scalar_blocks` (block stride 0); in
+    0, the col operand expanded to one broadcast block per row by
+    `npu.kernels.scalar_blocks.expand_scalar_blocks` (block stride 0); in
     place, or when rows are long and few, one row per instruction;
   * last-axis reductions: the row's segments folded onto a `lanes`-wide
     work row with vadd/vmax/vmin (the source stays intact for later ops),
@@ -22,12 +22,13 @@ from __future__ import annotations
 
 from mlir import ir
 
-from npu.costmodel.fusion import rows as fusion
 from npu import ir as nir
-from npu.kernels.cce_build import View, sub
-from npu.passes.lower_elementwise import expand_scalar_blocks
-from npu.kernels.vector_compute import Compute, emit_flat_run
+from npu.costmodel.fusion import rows as fusion
+from npu.costmodel.vector.recipes import Compute, cast_compute
 from npu.costmodel.vector.tiling import VectorGeometry, round_down, split_repeats
+from npu.kernels.cce_build import View, sub
+from npu.kernels.scalar_blocks import expand_scalar_blocks
+from npu.kernels.vector_compute import emit, emit_flat_run
 
 
 # Accumulators of a sum of products (`fused_chunk.square_sum`): each
@@ -98,14 +99,14 @@ class RowBuilders:
 
                 srcs = [self.fixed[i.root] if i.kind == "scalar" else flat(bufs[i.root], i.es)
                         for i in ins]
-                compute.emit(flat(out, m.out.es), srcs, piece.repeat, piece.mask,
-                             [flat(b, es) for b, es in temps], self.consts.get(m.index))
+                emit(compute, flat(out, m.out.es), srcs, piece.repeat, piece.mask,
+                              [flat(b, es) for b, es in temps], self.consts.get(m.index))
             return
         for i in ins:
             if i.kind == "col" and i.root not in expanded:
                 per_block = g // i.es  # vnchwconv expands whole blocks of col values
                 wide = nir.alloc([-(-rows // per_block) * per_block * per_block], i.elem, "ub")
-                expand_scalar_blocks(self.p, bufs[i.root], i.elem, rows, wide, m.op)
+                expand_scalar_blocks(self.target, bufs[i.root], i.elem, rows, wide, m.op)
                 expanded[i.root] = wide
         n, lanes = self.width, geo.lanes
         along_rows = split_repeats(n, lanes, geo.max_repeat)
@@ -137,7 +138,7 @@ class RowBuilders:
                         srcs.append(View(sub(expanded[i.root], r0 * per_block, rep * per_block),
                                          0, 1))
                 dst = View(sub(out, r0 * n + j0, span), 1, n * m.out.es // g)
-                compute.emit(dst, srcs, rep, mask)
+                emit(compute, dst, srcs, rep, mask)
                 r0 += rep
 
     def broadcast_by_row(self, m: fusion.RowOp, compute: Compute, ins: list, bufs: dict,
@@ -165,7 +166,7 @@ class RowBuilders:
                     else:
                         per_block = g // i.es
                         srcs.append(View(sub(expanded[i.root], r * per_block, per_block), 0, 0))
-                compute.emit(along(out, r * n, m.out.es), srcs, piece.repeat, piece.mask)
+                emit(compute, along(out, r * n, m.out.es), srcs, piece.repeat, piece.mask)
 
     def reciprocal(self, o: fusion.Operand, bufs: dict, rows: int, valid: int,
                    geo: VectorGeometry) -> fusion.Operand:
@@ -285,8 +286,8 @@ class RowBuilders:
                 product(0, j0, mask, False)
             else:  # one partial segment beyond the first: a copy of segment 0, then the fold
                 copy_rows = Compute("copy")
-                over_rows(lambda r0, rep: copy_rows.emit(
-                    View(sub(work, r0 * pitch, (rep - 1) * pitch + lanes), 1, stride),
+                over_rows(lambda r0, rep: emit(
+                    copy_rows, View(sub(work, r0 * pitch, (rep - 1) * pitch + lanes), 1, stride),
                     [View(sub(src, r0 * n, (rep - 1) * n + lanes), 1, row)], rep, lanes))
                 (j0, mask), = segments[1:]
                 fold(0, (work, 0, pitch), (src, j0, n), mask)
@@ -300,14 +301,12 @@ class RowBuilders:
 
     def convert(self, dst: ir.Value, dst_elem: str, src: ir.Value, src_elem: str, count: int,
                 round_mode: str) -> None:
-        from npu.kernels.vector_compute import cast_compute
-
         compute = cast_compute(src_elem, dst_elem, round_mode)
         geo = VectorGeometry.for_types(self.target, [4])
         lanes, g = geo.lanes, self.granule
         des, ses = nir.element_bytes(dst_elem), nir.element_bytes(src_elem)
         for ins in split_repeats(count, lanes, geo.max_repeat):
             span = (ins.repeat - 1) * lanes + ins.mask
-            compute.emit(View(sub(dst, ins.offset, span), 1, lanes * des // g),
-                         [View(sub(src, ins.offset, span), 1, lanes * ses // g)],
-                         ins.repeat, ins.mask)
+            emit(compute, View(sub(dst, ins.offset, span), 1, lanes * des // g),
+                          [View(sub(src, ins.offset, span), 1, lanes * ses // g)],
+                          ins.repeat, ins.mask)

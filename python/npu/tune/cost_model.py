@@ -126,7 +126,7 @@ def _vector(task: OpTask, options: dict[str, Any], target: Target) -> float:
 
 def _vector_cycles_per_repeat(task: OpTask, target: Target) -> float:
     """Cycles per repeat summed over the vector instructions of one element."""
-    from npu.passes.lower_elementwise import UNARY
+    from npu.costmodel.vector.recipes import UNARY
     from npu.dialects.cce import vector_class
 
     if task.family == "npu-lower-elementwise" and task.op_name in UNARY:

@@ -1,7 +1,7 @@
 """Matmul epilogues computed in f16 (`npu-fuse` epilogue-f16, README
 "Precision") on the simulator: the GELU epilogue of an identity matmul
 over every finite f16 input gives exactly the f16 recipe
-(`vector_compute.gelu_erf_recipe_f16`) as `vector_numerics.run_steps`
+(`recipes.gelu_erf_recipe_f16`) as `vector_numerics.run_steps`
 computes it, at the cce and the hivm level; the L0C -> UB move's f32 -> f16
 conversion (drain-convert) gives the same bits as the vconv it replaces;
 with epilogue-f16=false the chain stays in f32 (one rounding at the end)."""
@@ -18,7 +18,7 @@ from matmul_patterns import matmul_epilogue
 from npu.ir import walk
 from npu.reference import defractalize, fractalize
 from npu.simulator.vector_numerics import run_steps
-from npu.kernels.vector_compute import gelu_erf_recipe_f16
+from npu.costmodel.vector.recipes import gelu_erf_recipe_f16
 
 EDGE = 256  # C is EDGE x EDGE: every finite f16 value once, zeros after
 

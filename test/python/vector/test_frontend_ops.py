@@ -21,7 +21,7 @@ def erf64(x: np.ndarray) -> np.ndarray:
 
 
 # Abramowitz & Stegun 7.1.26 is within 1.5e-7; its f32 evaluation adds a few
-# rounding errors of values below 1 (npu.kernels.vector_compute): 4e-7 absolute.
+# rounding errors of values below 1 (npu.costmodel.vector.recipes): 4e-7 absolute.
 ERF_ATOL = 4e-7
 
 

@@ -1,4 +1,4 @@
-"""GELU's f16 recipe (`vector_compute.gelu_erf_recipe_f16`, for matmul
+"""GELU's f16 recipe (`recipes.gelu_erf_recipe_f16`, for matmul
 epilogues computed in f16) on every one of the 65,536 f16 inputs, as the
 simulator computes each step (`vector_numerics.run_steps`), against float64
 GELU of the same f16 input, in f16 ulps of the result. The bounds are the
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from npu.simulator.vector_numerics import run_steps
-from npu.kernels import vector_compute as vc
+from npu.costmodel.vector import recipes as vc
 
 # Measured: largest error 15.33 ulps at x = -3.832 (|GELU| = 2.4e-4: the
 # rounding of the exp argument H ~ -9.6), mean 0.2378 ulps; within 2.15

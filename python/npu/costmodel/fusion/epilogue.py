@@ -49,8 +49,9 @@ from typing import Callable
 
 from mlir import ir
 
-from npu.costmodel.fusion import rows as fusion
 from npu import ir as nir
+from npu.costmodel.fusion import rows as fusion
+from npu.costmodel.vector.recipes import compute_of
 from npu.target import Target
 
 MATMULS = ("ascend.matmul", "ascend.batch_matmul")
@@ -330,12 +331,9 @@ def tensor_key(value: ir.Value) -> ir.Value:
 def grouped_member(op: ir.Operation, index: int, target: Target) -> fusion.RowOp:
     """A member of a formed group, as npu-lower-matmul sees it (after
     npu-plan-gm: tensors are identified by `tensor_key`)."""
-    from npu.passes.lower_elementwise import Input, LowerElementwise
-
     *ins, out = [fusion.Operand(v, tensor_key(v), "full", nir.memref_element(v))
                  for v in op.operands]
-    compute = LowerElementwise(target).compute_of(
-        op, [Input(i.value, "full", i.elem) for i in ins], out.elem)
+    compute = compute_of(op, [i.elem for i in ins], out.elem)
     return fusion.RowOp(op, index, 0, None, ins, out, compute)
 
 

@@ -7,7 +7,7 @@ The frontend lowers ONNX/torch GELU to the ops of its formula:
 (either operand order of the binary ops). `collapse` replaces each such
 chain whose intermediate tensors are used only by the next op of the chain
 (and never leave the group) by one member computing y from x with
-`vector_compute.gelu_compute`: 18 vector cycles per repeat instead of 26
+`recipes.gelu_compute`: 18 vector cycles per repeat instead of 26
 (erf form, multiply-adds included), 13 instead of 20 (tanh form). Used by `npu-lower-fused`; the
 matmul epilogues can call it on their chains too.
 """
@@ -18,7 +18,7 @@ from collections import Counter
 
 from npu import ir as nir
 from npu.costmodel.fusion.rows import RowOp
-from npu.kernels.vector_compute import (gelu_compute, gelu_erf_recipe, gelu_erf_recipe_f16,
+from npu.costmodel.vector.recipes import (gelu_compute, gelu_erf_recipe, gelu_erf_recipe_f16,
                                 gelu_tanh_recipe)
 
 

@@ -5,9 +5,10 @@ f32 (`f32_head`), and the members as computed in f16 (`in_f16`). The
 
 from __future__ import annotations
 
-from npu.costmodel.fusion import rows as fusion
 from npu import ir as nir
+from npu.costmodel.fusion import rows as fusion
 from npu.costmodel.fusion.epilogue import Epilogue
+from npu.costmodel.vector.recipes import compute_of
 from npu.target import Target
 
 COMPUTE_F16 = "f16"  # npu.epilogue's `compute` when the members run in f16
@@ -77,12 +78,9 @@ def in_f16(c: fusion.Operand, members: list[fusion.RowOp], target: Target,
     member reads it as f16 (its leaving cast stays a cast)."""
     from dataclasses import replace
 
-    from npu.passes.lower_elementwise import Input, LowerElementwise
-
     head = f32_head(c, members) if head_f32 else None
     casts = {m.ins[0].root: m.out for m in members
              if m.op.name == "ascend.cast" and (head is None or m.ins[0].root != head.out.root)}
-    lower = LowerElementwise(target)
 
     def f16(o: fusion.Operand) -> fusion.Operand:
         return replace(o, elem="f16") if o.elem == "f32" else o
@@ -96,7 +94,6 @@ def in_f16(c: fusion.Operand, members: list[fusion.RowOp], target: Target,
         if m.op.name == "ascend.cast":
             continue
         ins, result = [f16(i) for i in m.ins], casts.get(m.out.root, f16(m.out))
-        compute = lower.compute_of(m.op, [Input(i.value, i.kind, i.elem) for i in ins],
-                                   result.elem)
+        compute = compute_of(m.op, [i.elem for i in ins], result.elem)
         out.append(replace(m, ins=ins, out=result, compute=compute))
     return (c if head is not None else casts.get(c.root, f16(c))), out

@@ -23,10 +23,12 @@ import numpy as np
 from mlir import ir
 
 from npu import ir as nir
+from npu.costmodel.vector.broadcast import classify
+from npu.costmodel.vector.nz_limits import layout_limits
+from npu.costmodel.vector.recipes import BINARY, SCALAR, UNARY, Compute, compute_of
+from npu.diagnostics import PassError
 from npu.dialects.ascend import reduce_axis
-from npu.passes.base import PassError
 from npu.target import Target
-from npu.kernels.vector_compute import BINARY, SCALAR, UNARY, Compute
 
 REDUCE = {"ascend.reduce_sum": ("cce.vadd", "cce.vcadd"),
           "ascend.reduce_max": ("cce.vmax", "cce.vcmax"),
@@ -98,8 +100,6 @@ def accumulator(m: RowOp) -> str:
 
 def describe(op: ir.Operation, index: int, target: Target) -> RowOp | str:
     """The op as a row op, or why it is not one."""
-    from npu.passes.lower_elementwise import LowerElementwise, classify
-
     name = op.name
     if name not in ROW_OPS:
         return f"'{name}' is not a row op (elementwise, or a reduction along the last axis)"
@@ -145,9 +145,9 @@ def describe(op: ir.Operation, index: int, target: Target) -> RowOp | str:
                                                                and kind != "scalar"):
                 return f"operand broadcast '{kind}' at the col level"
             ins.append(Operand(v, nir.view_root(v), kind, nir.memref_element(v)))
-        probe = [_probe(v) for v in operands[:-1]]
         try:
-            compute = LowerElementwise(target).compute_of(op, probe, nir.memref_element(out))
+            compute = compute_of(op, [nir.memref_element(v) for v in operands[:-1]],
+                                 nir.memref_element(out))
         except PassError as e:
             return e.message
         if compute.temps and any(i.kind in ("row", "col") for i in ins) and not col_level:
@@ -163,11 +163,6 @@ def describe(op: ir.Operation, index: int, target: Target) -> RowOp | str:
                 return (f"rows of {n} {o.elem} elements are not whole 32-byte blocks "
                         "(fused kernels move whole-block rows)")
     return row_op
-
-
-def _probe(v: ir.Value):
-    from npu.passes.lower_elementwise import Input
-    return Input(v, "full", nir.memref_element(v))
 
 
 # ----------------------------------------------------------------------------
@@ -256,8 +251,6 @@ def nz_layout(nd: ir.Value, nz: ir.Value, rows: int, n: int | None, target: Targ
                 "(the Nz tensor would need padding columns)")
     if not nir.is_contiguous(nz) or nir.memref_element(nz) != nir.memref_element(nd):
         return "its Nz tensor is not a contiguous tensor of the same type"
-    from npu.kernels.nz_store import layout_limits
-
     return layout_limits(target, rows, n, nir.element_bytes(nir.memref_element(nd)))
 
 

@@ -31,26 +31,29 @@ The buffers are allocated where the drain is (its scf.if or one-trip
 loop), so npu-plan-memory places them and npu-insert-sync orders them like
 the drain's own; nothing assumes addresses or a free share of UB beyond
 the per-fractal footprint the drain's chunking uses.
+
+Modules: this one reads and checks the group and emits its members per
+piece; `row_major` holds where a piece sits (`Piece`) and its row-major
+stores.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 from mlir import ir
-from mlir.dialects import arith, memref, scf
 
-from npu.costmodel.fusion import epilogue
-
-from npu.costmodel.fusion import rows as fusion
-from npu.costmodel.fusion import precision
 from npu import ir as nir
-from npu.kernels.cce_build import View, copy, copy_bursts, index_add, index_mul, lin, sub
-from npu.dialects.hivm import config_field
-from npu.passes.base import Pass, PassError
+from npu.costmodel.fusion import epilogue, precision
+from npu.costmodel.fusion import rows as fusion
 from npu.costmodel.matmul.pipelined import store_cycles
-from npu.kernels.vector_compute import cast_compute, constant_blocks, emit_flat_run
+from npu.costmodel.vector.recipes import cast_compute
+from npu.kernels.cce_build import View, copy_bursts, index_add, index_mul, sub
+from npu.kernels.vector_compute import constant_blocks, emit, emit_flat_run
+from npu.passes.base import Pass, PassError
+
+from . import row_major
+from .row_major import Piece, RowMajor
 
 BODY_OPS = ("memref.alloc", "scf.yield", "arith.constant") + nir.VIEW_OPS
 
@@ -62,32 +65,6 @@ def group_of(matmul: ir.Operation) -> ir.Operation | None:
             and epilogue.EPILOGUE_ATTR in parent.attributes:
         return parent
     return None
-
-
-@dataclass
-class Piece:
-    """Where a drained piece of C sits: the batch prefix, first column
-    block, first row block (index values) and its size in blocks."""
-
-    prefix: list
-    col: ir.Value
-    row: ir.Value
-    cols: int
-    rows: int
-
-
-@dataclass
-class RowMajor:
-    """One row-major tensor a defractalize writes: column blocks `first` ..
-    `first + width` of the group's Nz tensor, `rows` x `cols` elements, one
-    such matrix per batch element of a batched matmul (`flat`: its 1-D view)."""
-
-    first: int
-    width: int
-    rows: int
-    cols: int
-    flat: ir.Value
-    elem: str
 
 
 class MatmulEpilogue:
@@ -153,7 +130,9 @@ class MatmulEpilogue:
                             if (self.target.fractal * self.e.loaded[r].es) % granule == 0}
         self.rows_ub: dict = {}
         self.consts: dict = {}  # member index -> its recipe's `Constants`
-        self.row_major = self.row_major_targets(stores)
+        self.stores = [op for _, op in stores]
+        self.row_major = row_major.targets([self.e.c] + [m.out for m in self.e.members], stores,
+                                           matmul, region)
         self.plan = epilogue.plan(self.e, self.target, self.drain_type)
         # A result made in f32 (`f32_head`) and read on in f16 is rounded once
         # as it is made: root -> (the type it is read as, the rounded tensor's
@@ -182,39 +161,6 @@ class MatmulEpilogue:
         for o in list(self.e.loaded.values()) + outputs:
             strides, _ = nir.memref_layout(o.value.type)
             self.pitch[o.value] = strides[-4] // (frac * frac)
-
-    def row_major_targets(self, stores: list[tuple[int, ir.Operation]]) -> dict:
-        """Tensor key -> its `RowMajor` parts in column order, for the
-        group's defractalizes (checked as npu-fuse formed them: together
-        they cover the tensor's column blocks), with the flat GM views made
-        before the matmul."""
-        tensors = [self.e.c] + [m.out for m in self.e.members]
-        out: dict = {}
-        for _, op in stores:
-            src, dst = op.operands
-            found = next(((t, r) for t in tensors
-                          if (r := epilogue.column_blocks(src, t.value)) is not None), None)
-            if found is None:
-                raise PassError("a defractalize in an npu.epilogue group must read a run of "
-                                "whole column blocks of C or of a member's result", op)
-            t, (first, width) = found
-            if len(nir.memref_shape(dst)) != len(nir.memref_shape(t.value)) - 2 \
-                    or not nir.is_contiguous(dst):
-                raise PassError("a defractalize in an npu.epilogue group must write a "
-                                "contiguous [batch,] rows x columns tensor", op)
-            with op.location, ir.InsertionPoint(self.matmul):
-                flat = nir.flatten_memref(dst)
-            out.setdefault(t.root, []).append(
-                RowMajor(first, width, *nir.memref_shape(dst)[-2:], flat, t.elem))
-        for key, parts in out.items():
-            parts.sort(key=lambda p: p.first)
-            blocks = nir.memref_shape(next(t.value for t in tensors if t.root == key))[-4]
-            if [p.first for p in parts] != [0] + [p.first + p.width for p in parts[:-1]] \
-                    or parts[-1].first + parts[-1].width != blocks:
-                raise PassError("the defractalizes of one tensor in an npu.epilogue group must "
-                                "cover its column blocks, each once", self.region)
-        self.stores = [op for _, op in stores]
-        return out
 
     @property
     def drain_type(self) -> str:
@@ -384,7 +330,7 @@ class MatmulEpilogue:
                             srcs.append(View(sub(self.rows_ub[i.root], at, per_block), 0, 0))
                         else:
                             srcs.append(strided(flats[i.root]))
-                    m.compute.emit(strided(flat_out), srcs, rep, t.lanes(es))
+                    emit(m.compute, strided(flat_out), srcs, rep, t.lanes(es))
             if narrow is not None:
                 self.narrow(out, narrow, j * column, column)
 
@@ -408,58 +354,9 @@ class MatmulEpilogue:
                     **({"src_gap": gap} if name == "cce.copy_gm_to_ub" else {"dst_gap": gap}))
 
     def store_row_major(self, parts: list[RowMajor], ub: ir.Value, piece: Piece) -> None:
-        """The piece (Nz in UB) to its row-major places: one copy per column
-        block, a burst per row, into the part (sibling) the block's index
-        falls in (a chain of scf.ifs when there are several). The piece
-        holding the last row block of a height that is not whole blocks
-        stores only the real rows, a part's last column block of a width
-        that is not only the real columns (scf.ifs on the position)."""
-        frac = self.target.fractal
-        rows = parts[0].rows
-        row_blocks = -(-rows // frac)
-        last_rows = piece.rows * frac - (row_blocks * frac - rows)  # padding rows dropped
-        flat = nir.flatten_memref(ub)
-
-        def into(part: RowMajor, jj: int, j, n_rows: int) -> None:
-            """Column block jj of the piece (j of the tensor) into `part`."""
-            at = lin(*[(b, part.rows * part.cols) for b in piece.prefix],
-                     (piece.row, frac * part.cols), (j, frac), (part.first, -frac))
-            last_cols = part.cols - (part.width - 1) * frac
-            if last_cols == frac:
-                self.row_major_copy(part, flat, jj, at, piece, n_rows, frac)
-                return
-            _branches([(j, part.first + part.width - 1, "cols")], lambda which: (
-                self.row_major_copy(part, flat, jj, at, piece, n_rows,
-                                    last_cols if "cols" in which else frac)))
-
-        def columns(which: set) -> None:
-            n_rows = last_rows if "rows" in which else piece.rows * frac
-            for jj in range(piece.cols):
-                j = lin((piece.col, 1), (jj, 1))
-                _choose(j, parts, lambda part, jj=jj, j=j: into(part, jj, j, n_rows))
-
-        rows_case = [(piece.row, row_blocks - piece.rows, "rows")] \
-            if last_rows != piece.rows * frac else []
-        _branches(rows_case, columns)
-
-    def row_major_copy(self, part: RowMajor, flat: ir.Value, jj: int, at, piece: Piece,
-                       n_rows: int, width: int) -> None:
-        """Column block `jj` of the piece: its first `n_rows` rows, `width`
-        elements each, to GM from element `at` of the row-major part."""
-        frac = self.target.fractal
-        es = nir.element_bytes(part.elem)
-        most = config_field("copy", "n_burst").max
-        burst, gap = self.target.blocks(width * es), self.target.blocks((part.cols - width) * es)
-        src_gap = self.target.blocks((frac - width) * es)
-        if gap > config_field("copy", "dst_gap").max:
-            raise PassError(f"a row-major store of rows of {part.cols} elements needs a gap of "
-                            f"{gap} blocks, more than a copy's gap field holds", self.region)
-        for r0 in range(0, n_rows, most):
-            n = min(most, n_rows - r0)
-            src = nir.subview(flat, [(jj * piece.rows * frac + r0) * frac], [n * frac])
-            dst = nir.subview(part.flat, [lin((at, 1), (r0 * part.cols, 1))],
-                              [(n - 1) * part.cols + width])
-            copy("cce.copy_ub_to_gm", src, dst, n, burst, src_gap, gap)
+        """The default `sink`: the piece's row-major results to GM
+        (`row_major.store`)."""
+        row_major.store(self.target, self.region, parts, ub, piece)
 
     def finish(self) -> None:
         """After the matmul is lowered (inside the region): drop the members
@@ -476,39 +373,3 @@ class MatmulEpilogue:
                 op.move_before(self.region)
         self.region.erase()
 
-
-def _choose(index, parts: list[RowMajor], emit) -> None:
-    """`emit(part)` for the part whose column blocks hold `index`: nested
-    scf.ifs on `index < part.first + part.width` (static when it is)."""
-    part, rest = parts[0], parts[1:]
-    if not rest:
-        emit(part)
-        return
-    end = part.first + part.width
-    if isinstance(index, int):
-        _choose(index, [part] if index < end else rest, emit)
-        return
-    before = arith.CmpIOp(arith.CmpIPredicate.ult, index, nir.index_const(end)).result
-    branch = scf.IfOp(before, [], has_else=True)
-    for block, choice in ((branch.then_block, [part]), (branch.else_block, rest)):
-        with ir.InsertionPoint(block):
-            _choose(index, choice, emit)
-            scf.YieldOp([])
-
-
-def _branches(conditions: list, emit, which: frozenset = frozenset()) -> None:
-    """`emit(which)` under nested scf.ifs, one per (index, value, name)
-    condition: `name` joins `which` where index == value."""
-    if not conditions:
-        emit(set(which))
-        return
-    (index, value, name), rest = conditions[0], conditions[1:]
-    if isinstance(index, int):
-        _branches(rest, emit, which | {name} if index == value else which)
-        return
-    equal = arith.CmpIOp(arith.CmpIPredicate.eq, index, nir.index_const(value)).result
-    branch = scf.IfOp(equal, [], has_else=True)
-    for block, taken in ((branch.then_block, which | {name}), (branch.else_block, which)):
-        with ir.InsertionPoint(block):
-            _branches(rest, emit, taken)
-            scf.YieldOp([])
