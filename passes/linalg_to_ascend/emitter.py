@@ -166,9 +166,13 @@ class Emitter:
         flat = self._flat.get(root.name, root)
         if len(flat.shape) != 1:
             flat = Buf(self.fresh("v"), (root.size,), root.dtype)
-            groups = "[" + ", ".join(str(i) for i in range(len(root.shape))) + "]"
-            self.lines.append(f"    {flat.name} = memref.collapse_shape {root.name} [{groups}] : "
-                              f"{root.type} into {flat.type} {loc}")
+            if root.shape:
+                groups = "[" + ", ".join(str(i) for i in range(len(root.shape))) + "]"
+                self.lines.append(f"    {flat.name} = memref.collapse_shape {root.name} [{groups}] : "
+                                  f"{root.type} into {flat.type} {loc}")
+            else:  # rank 0 -> [1]: an expand with no reassociation groups
+                self.lines.append(f"    {flat.name} = memref.expand_shape {root.name} [] output_shape "
+                                  f"[1] : {root.type} into {flat.type} {loc}")
             self._flat[root.name] = flat
             self._root[flat.name] = root
         if len(shape) == 1:
@@ -179,6 +183,10 @@ class Emitter:
         out = Buf(self.fresh("v"), shape, buf.dtype)
         self._views[(root.name, shape)] = out
         self._root[out.name] = root
+        if not shape:  # [1] -> rank 0: a collapse with no reassociation groups
+            self.lines.append(f"    {out.name} = memref.collapse_shape {flat.name} [] : "
+                              f"{flat.type} into {out.type} {loc}")
+            return out
         groups = "[" + ", ".join(str(i) for i in range(len(shape))) + "]"
         self.lines.append(f"    {out.name} = memref.expand_shape {flat.name} [{groups}] output_shape "
                           f"[{', '.join(map(str, shape))}] : {flat.type} into {out.type} {loc}")

@@ -98,6 +98,13 @@ def accumulator(m: RowOp) -> str:
     return "f32" if m.op.name == "ascend.reduce_sum" and elem == "f16" else elem
 
 
+def _one_per_row(value: ir.Value, out_shape: list[int]) -> bool:
+    """`value` holds one element per row of `out_shape` ([..., 1] with the
+    same leading dims): a reduction's result, whatever the number of rows."""
+    shape = nir.memref_shape(value)
+    return len(shape) == len(out_shape) and shape[-1] == 1 and shape[:-1] == out_shape[:-1]
+
+
 def describe(op: ir.Operation, index: int, target: Target) -> RowOp | str:
     """The op as a row op, or why it is not one."""
     name = op.name
@@ -141,6 +148,8 @@ def describe(op: ir.Operation, index: int, target: Target) -> RowOp | str:
                 kind = "col" if kind == "full" else kind
             else:
                 kind = {"column": "col"}.get(kind, kind)
+                if kind == "scalar" and rows == 1 and _one_per_row(v, out_shape):
+                    kind = "col"  # one row: its [..., 1] column, not a broadcast scalar
             if kind not in ("full", "col", "row", "scalar") or (col_level and kind != "col"
                                                                and kind != "scalar"):
                 return f"operand broadcast '{kind}' at the col level"
