@@ -4,6 +4,12 @@ The IRDL files beside this module define the ops; `load_dialects` loads them
 once per context. `verify` runs the declarative rules IRDL cannot express
 (memory spaces, element types, shape relations) and reports each violation
 as an error at the op's location.
+
+With `npu.ir` this is the bottom layer: the verifier rules read IR through
+`npu.ir`'s accessors and walks (`npu.dialects.walks` holds the walks they
+share), `npu.ir`'s parser loads the dialects; module by module neither
+imports the other back. May import: `npu.ir`, `npu.target`,
+`npu.diagnostics`.
 """
 
 from __future__ import annotations

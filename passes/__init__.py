@@ -1,5 +1,10 @@
-"""The pass registry: flag name -> pass class. Adding a pass is one file in
-this folder and one line in `_PASS_MODULES`."""
+"""The passes and their registry: flag name -> pass class. Adding a pass is
+one file (or package) in this folder and one line in `_PASS_MODULES`.
+
+May import: `npu.kernels`, `npu.costmodel`, `npu.analysis`, `npu.hivm`,
+`npu.reference`, `npu.memory_planning` and the core (`npu.ir`,
+`npu.dialects`, `npu.target`, `npu.diagnostics`); never the simulator or a
+driver (`npu.pipeline`, `npu.frontend`, `npu.tune`, `npu.tools`)."""
 
 from __future__ import annotations
 

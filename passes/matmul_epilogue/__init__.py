@@ -191,7 +191,7 @@ class MatmulEpilogue:
     def store_cycles(self, elements: int) -> float:
         """GM write time of the drain over `elements` of C: each tensor that
         leaves, in Nz (one burst per column block) or row-major (one burst
-        per row of 16: `pipelined_cost.store_cycles`)."""
+        per row of 16: `npu.costmodel.matmul.pipelined.store_cycles`)."""
         outs = [self.e.c] + [m.out for m in self.e.members]
         return sum(store_cycles(self.target, elements, o.es,
                                 self.target.fractal if o.root in self.row_major else 0)

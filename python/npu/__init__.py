@@ -1,7 +1,12 @@
 """npu: an MLIR-based tensor compiler and cycle-approximate simulator for a
 DaVinci-style matrix NPU. Sub-packages map onto the repository's top-level
 folders: `npu.dialects` (dialects/), `npu.passes` (passes/), `npu.simulator`
-(simulator/), `npu.tools` (tools/)."""
+(simulator/), `npu.tools` (tools/); the rest live in python/npu/.
+
+Dependencies run one way (test/python/architecture/test_imports.py):
+tools -> tune -> frontend -> pipeline -> passes -> kernels -> costmodel ->
+analysis -> ir, dialects, target, diagnostics; the simulator beside the
+passes, above analysis, hivm and reference."""
 
 
 def compile(source, target: str | None = "ascend910", **options):

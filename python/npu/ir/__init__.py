@@ -5,6 +5,9 @@ Passes, the simulator and the tools use these instead of re-writing a walk or
 a builder each. Everything here is thin over the upstream `mlir` bindings;
 the submodules (parsing, walks, accessors, builders) are re-exported here,
 so callers write `from npu import ir as nir` and `nir.walk(...)`.
+
+The bottom layer with `npu.dialects`: may import `npu.dialects`,
+`npu.diagnostics` and `npu.target`.
 """
 
 from __future__ import annotations

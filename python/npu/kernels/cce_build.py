@@ -123,7 +123,7 @@ def for_range(count: int, body) -> None:
 
 
 def for_pieces(plan, body) -> None:
-    """`body(start, length)` for each piece of a `vector_tiling.ChunkPlan`: the
+    """`body(start, length)` for each piece of a `npu.costmodel.vector.tiling.ChunkPlan`: the
     full chunks (a loop when more than one), then the tail piece."""
     if plan.full_chunks == 1:
         body(0, plan.chunk)

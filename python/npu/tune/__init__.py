@@ -7,8 +7,12 @@
 Modules: `program` (input, op kernels), `space` (search spaces, target
 parameters), `cost_model` (estimates guided search ranks by), `search`,
 `evaluate` (one candidate), `runner` (Ray), `store` (resumable results),
-`progress`, `record` (the tuning record), `tuner` (per-op), `design`.
-Ray is imported only when a sweep runs.
+`progress`, `tuner` (per-op), `design`; the tuning record it writes is
+`npu.passes.tuning_record` (npu-lower reads it). Ray is imported only when
+a sweep runs.
+
+A driver: may import `npu.frontend`, `npu.pipeline`, `npu.passes`,
+`npu.simulator`, `npu.costmodel` and the core; never `npu.tools`.
 """
 
 from npu.tune.design import DesignResult, sweep_design
