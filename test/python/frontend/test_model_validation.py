@@ -179,3 +179,29 @@ def test_huge_tensors_are_refused_before_allocation(case, tmp_path, capsys):
     assert fragment in message and f"limit of {MAX_ARGUMENT_BYTES} bytes" in message, message
     code, err = run(tmp_path, m, capsys, "--no-numerics")
     assert code == 1 and err.count("\n") == 1 and fragment in err, err
+
+
+@pytest.mark.parametrize("args", [("--check",), ("--no-numerics",)])
+def test_f16_overflow_of_weights_is_one_located_warning(args, tmp_path, capsys):
+    """f32 weights past f16's range become inf on the cube: a warning at the
+    node, not numpy's RuntimeWarning (from the cast, or the check's inf/inf)."""
+    import warnings
+
+    from onnx import numpy_helper
+
+    w = np.full((16, 32), 3e38, np.float32)
+    w[0, 0] = 1.0
+    m = make([h.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [("x", [16, 16])], [("y", [16, 32])],
+             [numpy_helper.from_array(w, "w")])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        path = tmp_path / "m.onnx"
+        onnx.save(m, path)
+        code = npu_run([str(path), *args])
+    err = capsys.readouterr().err
+    assert not [c for c in caught if issubclass(c.category, RuntimeWarning)], [str(c.message) for c in caught]
+    assert "RuntimeWarning" not in err
+    lines = err.strip().splitlines()
+    assert lines[0].startswith(f"{path}: warning: node 'mm' (MatMul): 511 of 512 values"), err
+    assert "exceed the f16 range" in lines[0]
+    assert code == (1 if "--check" in args else 0) and len(lines) == (2 if "--check" in args else 1), err
