@@ -28,6 +28,10 @@ _TYPED_FIELD = {1: "float_data", 2: "int32_data", 3: "int32_data", 4: "int32_dat
                 15: "double_data"}
 
 
+# Sub-byte types, packed in raw_data: bits per element.
+_PACKED_BITS = {21: 4, 22: 4, 23: 4, 25: 2, 26: 2, 27: 6, 28: 6}
+
+
 def element_bytes(elem_type: int) -> int:
     """Bytes of one element of an ONNX type (1 for the sub-byte and unknown ones)."""
     from onnx import helper
@@ -56,10 +60,8 @@ def check_tensor_data(tensor, what: str) -> str | None:
         return (f"{what} has shape {list(tensor.dims)} ({count * itemsize} bytes), more than the "
                 f"limit of {MAX_TENSOR_BYTES} bytes per tensor")
     if tensor.HasField("raw_data"):
-        if tensor.data_type in (onnx.TensorProto.INT4, onnx.TensorProto.UINT4):
-            need = (count + 1) // 2
-        else:
-            need = count * itemsize
+        bits = _PACKED_BITS.get(tensor.data_type)
+        need = (count * bits + 7) // 8 if bits else count * itemsize
         have = len(tensor.raw_data)
         if have != need:
             return (f"{what} holds {have} bytes of raw_data; its shape {list(tensor.dims)} "
