@@ -35,12 +35,14 @@ def run_model(args, path: str, text: str | None) -> int:
 
     from npu import diagnostics
 
-    diagnostics.install(diagnostics.DiagnosticEngine(display_name=path))
+    engine = diagnostics.DiagnosticEngine(display_name=path)
+    diagnostics.install(engine)
     source = path if text is None else text
     try:
         kernel = npu_compile(source, target=args.target, pipeline=args.pipeline, where=path)
     except CompileError as e:
         raise RunError(str(e)) from None
+    engine.print()  # the compile's warnings
     inputs = model_inputs(kernel, args, path)
     outputs, report = kernel(*inputs, strict=args.strict)
     trace = report.pop("trace")

@@ -51,6 +51,9 @@ class Converter(MatmulLowering, ReductionLowering):
         self.input_names = input_names or _names(func_op, "npu.input_names")
         self.output_names = output_names or _names(func_op, "npu.output_names")
         self.claims: dict[ir.Value, Buf] = {}    # returned value -> its output argument
+        self.current: ir.Operation = func_op     # the op being converted
+        # (op, message): what the caller reports as located warnings.
+        self.warnings: list[tuple[ir.Operation, str]] = []
 
     # -- the function ---------------------------------------------------------
     def convert(self) -> str:
@@ -74,6 +77,9 @@ class Converter(MatmulLowering, ReductionLowering):
             self.finish_output(v, out, self.loc(ret))
         name = ir.StringAttr(self.func.attributes["sym_name"]).value
         return self.em.function_text(name, self.loc(self.func))
+
+    def warn(self, message: str) -> None:
+        self.warnings.append((self.current, message))
 
     def loc(self, op: ir.Operation) -> str:
         """The location ascend ops made for `op` carry (see NodeLocations)."""
@@ -168,6 +174,7 @@ class Converter(MatmulLowering, ReductionLowering):
         name = op.name
         loc = self.loc(op)
         self.em.origin = loc
+        self.current = op
         if name == "arith.constant":
             value = constant_value(op)
             self.folder.env[op.results[0]] = value

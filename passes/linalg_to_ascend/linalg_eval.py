@@ -96,9 +96,11 @@ def eval_scalar_op(op: ir.Operation, args: Sequence, result_dtype: np.dtype):
         return _CMPI[predicate_name(op)](args[0], args[1])
     if name in ("arith.extf", "arith.truncf", "arith.sitofp", "arith.uitofp", "arith.index_cast",
                 "arith.extsi", "arith.extui", "arith.trunci", "arith.bitcast"):
-        return np.asarray(args[0]).astype(result_dtype)
+        with np.errstate(over="ignore", invalid="ignore"):  # IEEE: out of range -> inf
+            return np.asarray(args[0]).astype(result_dtype)
     if name in ("arith.fptosi", "arith.fptoui"):
-        return np.trunc(args[0]).astype(result_dtype)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.trunc(args[0]).astype(result_dtype)
     fn = _ELEMENTWISE.get(name)
     if fn is None:
         raise UnsupportedOp(op, f"'{name}' is not supported in a linalg body")

@@ -33,6 +33,19 @@ class _Synthetic:
 class MatmulLowering:
     """Mixed into `Converter` (uses its tensors, emitter, nd and dest)."""
 
+    def host_f16(self, array: np.ndarray) -> np.ndarray:
+        """A constant operand cast to f16 for the cube. Values past f16's
+        range become inf: one located warning for the op (numpy's own
+        RuntimeWarning is no diagnostic and names nothing)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            half = array.astype(np.float16)
+        over = int(np.count_nonzero(np.isinf(half) & np.isfinite(array)))
+        if over:
+            self.warn(f"{over} of {array.size} values of a constant matmul operand exceed the f16 "
+                      f"range (|x| > 65504, largest {float(np.nanmax(np.abs(array))):.3g}) and become "
+                      "inf on the cube")
+        return half
+
     def nz16(self, value: ir.Value, matrix_shape, loc: str) -> Buf:
         """`value` (viewed as `matrix_shape` = [batch?, R, C]) in Nz f16 for the cube."""
         t = self.tensors[value]
@@ -40,7 +53,7 @@ class MatmulLowering:
             return t.nz16
         nz_shape = fractalized_shape(matrix_shape)
         if t.array is not None:
-            host = fractalize(t.array.reshape(matrix_shape).astype(np.float16), nz_shape)
+            host = fractalize(self.host_f16(t.array.reshape(matrix_shape)), nz_shape)
             t.nz16 = self.em.constant(host)
         elif t.nz is not None and t.nz_nd_shape == tuple(matrix_shape):
             t.nz16 = self.em.alloc(nz_shape, "f16", loc)

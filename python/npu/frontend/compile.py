@@ -120,11 +120,24 @@ def _convert(module: ir.Module, input_names, output_names, locate, where: str, d
     class Located(Converter):
         def convert(self) -> str:
             try:
-                return super().convert()
+                text = super().convert()
             except UnsupportedOp as e:
                 raise CompileError(_located(e, locate, where)) from None
+            for op, message in self.warnings:
+                _warn(op, message, locate, where)
+            return text
 
     return Located(funcs[0], input_names, output_names, locate=locate, detach_constants=detach_constants)
+
+
+def _warn(op, message: str, locate, where: str) -> None:
+    """A conversion warning into the caller's diagnostics engine, at the
+    ONNX node (`model: warning: node 'n' (Op): ...`) or the op's location."""
+    op = op.operation if hasattr(op, "operation") else op
+    engine = diagnostics.DiagnosticEngine(display_name=where)
+    node = locate.describe(op.location) if locate is not None else None
+    d = engine.emit("warning", f"{node}: {message}" if node else message, None if node else op.location)
+    diagnostics.current().diagnostics.append(d)
 
 
 def _located(e: UnsupportedOp, locate, where: str) -> str:

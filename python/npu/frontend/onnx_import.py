@@ -96,16 +96,27 @@ def _static_shape(value_info) -> list[int] | None:
     return dims
 
 
-def check_model(model, where: str) -> None:
-    """Reject what we cannot compile, naming the node and the reason."""
+def check_model(model, where: str, stripped: set[int] = frozenset()) -> None:
+    """Reject what we cannot compile, naming the node and the reason.
+
+    `stripped`: the initializers whose bytes `_strip_weight_bytes` took out
+    (their data was checked before, by `onnx_checks.check_initializers`)."""
     import onnx
 
+    from npu.frontend import onnx_checks
+
+    def fail(message: str) -> ImportError_:
+        return _error(where, message)
+
+    onnx_checks.check_versions(model, fail)
     for node in model.graph.node:
         if node.domain not in ("", "ai.onnx"):
             raise _error(where, f"node '{node.name}' ({node.op_type}): operator domain "
                          f"'{node.domain}' is not supported")
         if node.op_type not in SUPPORTED_OPS:
             raise _error(where, f"node '{node.name}' ({node.op_type}): unsupported operator")
+    onnx_checks.check_flags(model, fail)
+    onnx_checks.run_checker(model, set(stripped), fail)
     initialized = {t.name for t in model.graph.initializer}
     for value in list(model.graph.input) + list(model.graph.output):
         if value.name in initialized:
@@ -121,6 +132,9 @@ def check_model(model, where: str) -> None:
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
     except Exception as e:
         raise _error(where, f"shape inference failed: {str(e).splitlines()[0]}") from None
+    types = onnx_checks.value_types(inferred)
+    onnx_checks.check_sizes(inferred, types, fail)
+    onnx_checks.check_axes(inferred, types, fail)
     shapes = {v.name: v for v in inferred.graph.value_info}
     for node in inferred.graph.node:
         for out in node.output:
@@ -143,10 +157,12 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     copy.CopyFrom(model)  # never touch the caller's proto
     model = copy
     node_types = _name_nodes(model)
+    from npu.frontend.onnx_checks import check_initializers
+    check_initializers(model, lambda message: _error(where, message))  # before any data is read
     # Shape inference serialises the model: without the large weights' bytes
     # (it reads no float data) that no longer costs a copy of every weight.
     weight_bytes = _strip_weight_bytes(model)
-    check_model(model, where)
+    check_model(model, where, set(weight_bytes))
     initialized = {t.name for t in model.graph.initializer}
     inputs = [v.name for v in model.graph.input if v.name not in initialized]
     outputs = [v.name for v in model.graph.output]
