@@ -84,6 +84,16 @@ def _name_nodes(model) -> dict[str, str]:
     return types
 
 
+def drop_absent_trailing_inputs(model) -> None:
+    """An optional input written as '' is absent (ONNX's convention); a
+    trailing one is the same node without it. onnxruntime crashed on some
+    (LayerNormalization with its bias given as '': a segfault), so the
+    reference of `npu-run --check` runs the model without them too."""
+    for node in model.graph.node:
+        while node.input and node.input[-1] == "":
+            node.input.pop()
+
+
 def _static_shape(value_info) -> list[int] | None:
     tt = value_info.type.tensor_type
     if not tt.HasField("shape"):
@@ -157,6 +167,7 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     copy.CopyFrom(model)  # never touch the caller's proto
     model = copy
     node_types = _name_nodes(model)
+    drop_absent_trailing_inputs(model)
     from npu.frontend.onnx_checks import check_initializers
     check_initializers(model, lambda message: _error(where, message))  # before any data is read
     # Shape inference serialises the model: without the large weights' bytes
@@ -271,11 +282,23 @@ def _run_torch_mlir(model, where: str, node_types: dict[str, str], inputs: list[
     except onnx_importer.OnnxImportError as e:
         raise _error(where, f"import: {str(e).splitlines()[0]}") from None
     with ctx:
+        # torch-mlir's diagnostics are collected, never printed: the user
+        # gets one line naming the node (`_lowering_failure`).
         ctx.emit_error_diagnostics = True
+        diagnostics: list[str] = []
+
+        def collect(d) -> bool:
+            diagnostics.append(f"{d.location}: error: {d.message}")
+            return True
+
+        handler = ctx.attach_diagnostic_handler(collect)
         try:
             TorchPassManager.parse(TORCH_PIPELINE).run(module)
         except Exception as e:
-            raise _error(where, _lowering_failure(str(e), node_types)) from None
+            raise _error(where, _lowering_failure("\n".join([*diagnostics, str(e)]),
+                                                  node_types)) from None
+        finally:
+            handler.detach()
         # The model's names travel with the module (`npu.input_names`,
         # `npu.output_names`): the conversion names its arguments after them.
         for op in module.regions[0].blocks[0].operations:
