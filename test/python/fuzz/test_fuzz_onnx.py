@@ -58,11 +58,143 @@ def make_mutant(i: int) -> lib.Mutant:
 # ----------------------------------------------------------------------------
 
 
-def _kind(m: lib.Mutant, *kinds: str) -> bool:
-    return m.kind in kinds
+def _proto(m: lib.Mutant) -> onnx.ModelProto | None:
+    if isinstance(m.model, onnx.ModelProto):
+        return m.model
+    try:
+        return onnx.load_from_string(m.model)
+    except Exception:  # noqa: BLE001 - unparsable bytes match no known bug
+        return None
 
 
-KNOWN: dict[str, Callable[[lib.Mutant], bool]] = {}
+def _init_mismatch(model: onnx.ModelProto | None) -> bool:
+    """An initializer whose raw_data holds more or fewer bytes than its dims and type say."""
+    if model is None:
+        return False
+    for init in model.graph.initializer:
+        try:
+            itemsize = onnx.helper.tensor_dtype_to_np_dtype(init.data_type).itemsize
+        except Exception:  # noqa: BLE001 - no numpy type: another bug's business
+            continue
+        count = 1
+        for d in init.dims:
+            count *= d
+        if init.HasField("raw_data") or not init.float_data and not init.int64_data:
+            if len(init.raw_data) != count * itemsize:
+                return True
+    return False
+
+
+def _how(m: lib.Mutant) -> str:
+    return str(m.detail.get("how"))
+
+
+KNOWN: dict[str, Callable[[lib.Mutant], bool]] = {
+    "ONNX checker not run: a graph with no outputs reaches onnxruntime (internal error)":
+        lambda m: m.kind == "remove_outputs",
+    "ONNX checker not run: an unknown attribute is accepted, onnxruntime refuses it (internal "
+    "error)": lambda m: m.kind == "attr_unknown" and m.detail["op"] != "LayerNormalization",
+    "ONNX checker not run: two nodes writing one value reach onnxruntime (internal error)":
+        lambda m: m.kind == "duplicate_node" and _topological(m.model) and _infers(m.model),
+    "ONNX checker not run: opset / IR version 99 (or ReduceMean at opset 1) is compiled, "
+    "onnxruntime refuses it": lambda m: m.kind == "change_opset" and _how(m) in ("opset", "ir") and (
+        m.detail["value"] == 99 or m.detail["value"] == 1 and _how(m) == "opset"
+        and m.seed_name == "reduce"),
+    # NEW (this suite): like the unknown attribute, a mistyped one.
+    "ONNX checker not run: ReduceMean axes of the wrong type reaches onnxruntime": lambda m: (
+        m.kind == "attr_value" and m.detail.get("op") == "ReduceMean" and _how(m) == "type"
+        and m.detail["attr"] == "axes"
+        and m.detail["value"] not in ("[1, 2, 3]", "'text'")),
+    "ONNX checker not run: corrupt bytes that still parse name an unknown attribute":
+        lambda m: m.kind.startswith("bytes_") and _unknown_attribute(_proto(m)),
+    "short raw_data (and long, or empty but for a Reshape shape): no size check, a segfault "
+    "in torch-mlir or an internal error": lambda m: (
+        m.kind == "change_initializer" and (_how(m) in ("short", "long") or (
+            _how(m) == "empty" and m.seed_name != "reshape") or (
+            _how(m) == "dims" and not _init_dims(m) and _init_mismatch(_proto(m))))
+        or m.kind.startswith("bytes_") and _init_mismatch(_proto(m))),
+    # NEW (this suite): LayerNormalization's axis >= rank passes shape
+    # inference; torch-mlir then segfaults (2^62) or emits an invalid tensor.cast (2).
+    "LayerNormalization axis >= rank: segfault or invalid IR in torch-mlir": lambda m: (
+        m.kind == "attr_value" and m.detail.get("op") == "LayerNormalization"
+        and m.detail.get("attr") == "axis" and _int(m.detail.get("value")) >= 2),
+    # NEW (this suite): an initializer retyped to another type of the same
+    # size is imported as is; onnxruntime refuses the type mismatch.
+    "ONNX checker not run: an initializer of the wrong type (same size) reaches onnxruntime": (
+        lambda m: m.kind == "change_dtype" and m.detail["where"] == "initializer"
+        and m.seed_name != "reshape" and m.detail["dtype"] in SAME_SIZE_AS_FLOAT),
+}
+
+SAME_SIZE_AS_FLOAT = (onnx.TensorProto.INT32, onnx.TensorProto.UINT32)
+
+# Known bugs recognised by their symptom, for a trigger no mutant predicate
+# can name (anything torch-mlir fails to legalize). Each has a strict xfail
+# regression test below, so that its fix shows.
+LEAKED_DIAGNOSTICS = ("NEW (this suite): torch-mlir's own diagnostics (`loc(\"node\"): error: "
+                      "...`) reach stderr before npu-run's one-line error (onnx_import "
+                      "sets emit_error_diagnostics)")
+
+
+def _init_dims(m: lib.Mutant) -> list:
+    model = _proto(m)
+    return next((list(i.dims) for i in model.graph.initializer if i.name == m.detail["name"]), [])
+
+
+def _int(text) -> int:
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return -1
+
+
+def leaked_diagnostics_only(outcome: fuzz_lib.Outcome, found: list[str], model: str) -> bool:
+    """Exit 1, a located error line, and nothing wrong but torch-mlir's lines before it."""
+    lines = [line for line in outcome.err.splitlines() if line.strip()]
+    own = [line for line in lines if not line.startswith("loc(")]
+    return (outcome.code == 1 and lines[0].startswith("loc(") and own and
+            own[0].startswith(f"{model}: error: ") and
+            all(f.startswith("first stderr line is not a located error") for f in found))
+
+
+def _unknown_attribute(model: onnx.ModelProto | None) -> bool:
+    """A node (LayerNormalization aside: onnxruntime lets that pass) with an
+    attribute its schema does not have, in a model the importer gets through."""
+    if model is None or not _topological(model) or not _infers(model, strict=True) \
+            or _init_mismatch(model) or not _static_outputs(model):
+        return False
+    for node in model.graph.node:
+        if node.domain or node.op_type == "LayerNormalization":
+            continue
+        try:
+            schema = onnx.defs.get_schema(node.op_type, lib.OPSET)
+        except Exception:  # noqa: BLE001 - no such op: reported cleanly
+            continue
+        if any(a.name not in schema.attributes for a in node.attribute):
+            return True
+    return False
+
+
+def _topological(model: onnx.ModelProto) -> bool:
+    known = {i.name for i in model.graph.input} | {i.name for i in model.graph.initializer} | {""}
+    for node in model.graph.node:
+        if not set(node.input) <= known:
+            return False
+        known |= set(node.output)
+    return True
+
+
+def _static_outputs(model: onnx.ModelProto) -> bool:
+    return all(v.type.tensor_type.HasField("shape") and all(
+        d.HasField("dim_value") and d.dim_value > 0 for d in v.type.tensor_type.shape.dim)
+        for v in list(model.graph.input) + list(model.graph.output))
+
+
+def _infers(model: onnx.ModelProto, strict: bool = False) -> bool:
+    try:
+        onnx.shape_inference.infer_shapes(model, strict_mode=strict, data_prop=True)
+    except Exception:  # noqa: BLE001 - the importer reports these cleanly
+        return False
+    return True
 
 
 def known_reason(m: lib.Mutant) -> str | None:
@@ -183,7 +315,18 @@ def describe(i: int, m: lib.Mutant, outcome, found) -> str:
 def test_fuzz_onnx(case, tmp_path):
     m = make_mutant(case)
     category, found, outcome = run_case(m, tmp_path)
+    if category == "failure" and leaked_diagnostics_only(outcome, found, str(tmp_path / "model.onnx")):
+        pytest.xfail(LEAKED_DIAGNOSTICS)
     assert category != "failure", describe(case, m, outcome, found)
+
+
+@pytest.mark.xfail(strict=True, reason=LEAKED_DIAGNOSTICS)
+def test_torch_mlir_diagnostics_stay_off_stderr(tmp_path):
+    """Softmax at opset 1 does not legalize in torch-mlir: one error line only."""
+    model = lib._copy(SEEDS["softmax"])
+    model.opset_import[0].version = 1
+    category, found, outcome = run_case(lib.Mutant("softmax", model, "change_opset"), tmp_path)
+    assert category == "a", describe(-1, lib.Mutant("softmax", model), outcome, found)
 
 
 @pytest.mark.parametrize("name", NAMES)
