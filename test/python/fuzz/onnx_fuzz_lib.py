@@ -260,6 +260,25 @@ def change_shape(m, rng, seeds_):
                "dims": [d.dim_value if d.HasField("dim_value") else d.dim_param for d in shape.dim]}
 
 
+BATCH_DIMS = (1, 0, 3, 2**31, 2**40, "N")
+
+
+def change_batch(m, rng, seeds_):
+    """The same leading dim on every graph input and output (a consistent
+    model, unlike change_shape), or rank 0 throughout."""
+    how = rng.choice(("dim0",) * 4 + ("rank0",))
+    value = rng.choice(BATCH_DIMS)
+    for v in _tensor_types(m):
+        dims = v.type.tensor_type.shape.dim
+        if how == "rank0":
+            del dims[:]
+        elif isinstance(value, str):
+            dims[0].dim_param = value
+        else:
+            dims[0].dim_value = value
+    return m, {"how": how, "value": value}
+
+
 def change_initializer(m, rng, seeds_):
     if not m.graph.initializer:
         return m, {"noop": True}
@@ -298,8 +317,8 @@ def change_opset(m, rng, seeds_):
 
 MODEL_MUTATIONS = (bytes_truncate, bytes_flip, bytes_splice, drop_node, duplicate_node,
                    reorder_nodes, rewire_input, rewire_output, remove_outputs, attr_remove,
-                   attr_unknown, attr_value, change_dtype, change_shape, change_initializer,
-                   change_opset)
+                   attr_unknown, attr_value, change_dtype, change_shape, change_batch,
+                   change_initializer, change_opset)
 
 
 def mutate_model(name: str, seed_model, rng: random.Random, corpus: list) -> Mutant:
