@@ -129,12 +129,13 @@ KNOWN: dict[str, Callable[[lib.Mutant], bool]] = {
     "LayerNormalization with bias input '' (absent): segfault": lambda m: (
         m.kind == "rewire_input" and m.detail["op"] == "LayerNormalization"
         and m.detail["input"] == 2 and m.detail["to"] == ""),
-    "short raw_data (and long, or empty but for a Reshape shape): no size check, a segfault "
-    "in torch-mlir or an internal error": lambda m: (
+    "short raw_data (and long, or empty but for a Reshape shape, or dims that disagree, or "
+    "negative dims): no size check, a segfault in torch-mlir or an internal error": lambda m: (
         m.kind == "change_initializer" and (_how(m) == "long" or (
             _how(m) in ("short", "empty") and m.seed_name != "reshape") or (
             _how(m) == "dims" and _init_mismatch(_proto(m))
-            and m.seed_name == "layernorm" and 0 not in _init_dims(m)))
+            and m.seed_name == "layernorm" and 0 not in _init_dims(m))
+            or _how(m) == "dims" and any(d < 0 for d in _init_dims(m)))
         or m.kind.startswith("bytes_") and _init_mismatch(_proto(m))),
     "Softmax / LayerNormalization (and ReduceMean) over one row: KeyError in npu-lower":
         lambda m: m.kind == "change_batch" and _how(m) == "dim0" and m.detail["value"] == 1
