@@ -191,12 +191,16 @@ def _int(text) -> int:
 
 
 def leaked_diagnostics_only(outcome: fuzz_lib.Outcome, found: list[str], model: str) -> bool:
-    """Exit 1, a located error line, and nothing wrong but torch-mlir's lines before it."""
+    """Exit 1, a located error line, and nothing wrong but MLIR diagnostics
+    (`loc(...): error:`, or unlocated `error: ...`) before it."""
     lines = [line for line in outcome.err.splitlines() if line.strip()]
-    own = [line for line in lines if not line.startswith("loc(")]
-    return (outcome.code == 1 and lines[0].startswith("loc(") and own and
-            own[0].startswith(f"{model}: error: ") and
+    own = [line for line in lines if not line.startswith(MLIR_DIAGNOSTIC)]
+    return (outcome.code == 1 and bool(lines) and lines[0].startswith(MLIR_DIAGNOSTIC) and
+            bool(own) and own[0].startswith(f"{model}: error: ") and
             all(f.startswith("first stderr line is not a located error") for f in found))
+
+
+MLIR_DIAGNOSTIC = ("loc(", "error: ", "note: ", "warning: ")
 
 
 def _bad_utf8(model: onnx.ModelProto | None) -> bool:
