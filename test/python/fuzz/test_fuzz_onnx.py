@@ -23,12 +23,15 @@ forked child (a native crash or hang is then a finding), under a CPU limit.
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import random
 import re
 import resource
 import signal
+import sys
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -65,7 +68,8 @@ def make_mutant(i: int) -> lib.Mutant:
 
 
 # ----------------------------------------------------------------------------
-# Known bugs (fixed on other branches): reason -> predicate on the mutant.
+# Known bugs: reason -> predicate on the mutant. Unmarked: being fixed on
+# other branches; "NEW": found by this suite, reported, not fixed here.
 # ----------------------------------------------------------------------------
 
 
@@ -336,6 +340,10 @@ def classify(outcome: fuzz_lib.Outcome, model: str, out_exists: bool) -> tuple[s
     return ("failure" if found else category), found
 
 
+def _print_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
 _warm: list = []
 
 
@@ -371,6 +379,10 @@ def run_case(m: lib.Mutant, tmp_path) -> tuple[str, list[str], fuzz_lib.Outcome]
         try:
             # The kernel's backstop: a hang inside native code (torch-mlir)
             # never returns to Python, where run_tool's CPU timer would fire.
+            faulthandler.disable()  # pytest's: a crash here is a finding, not noise
+            # Warnings as a user sees them (pytest records them instead).
+            warnings.resetwarnings()
+            warnings.showwarning = _print_warning
             resource.setrlimit(resource.RLIMIT_CPU, (CPU_LIMIT, CPU_LIMIT))
             fuzz_lib.CPU_LIMIT = CPU_LIMIT - 1.0  # Python-level hangs: run_tool's timer first
             fd = os.open(native, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
