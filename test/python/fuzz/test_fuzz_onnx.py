@@ -178,8 +178,8 @@ NUMERIC_NOT_FLOAT = (_T.UINT8, _T.INT8, _T.UINT16, _T.INT16, _T.INT32, _T.INT64,
 # can name (anything torch-mlir fails to legalize). Each has a strict xfail
 # regression test below, so that its fix shows.
 LEAKED_DIAGNOSTICS = ("NEW (this suite): torch-mlir's own diagnostics (`loc(\"node\"): error: "
-                      "...`) reach stderr before npu-run's one-line error (onnx_import "
-                      "sets emit_error_diagnostics)")
+                      "...`) and its importer's UserWarnings reach stderr before npu-run's "
+                      "one-line error (onnx_import sets emit_error_diagnostics)")
 
 
 def _init_dims(m: lib.Mutant) -> list:
@@ -198,13 +198,19 @@ def leaked_diagnostics_only(outcome: fuzz_lib.Outcome, found: list[str], model: 
     """Exit 1, a located error line, and nothing wrong but MLIR diagnostics
     (`loc(...): error:`, or unlocated `error: ...`) before it."""
     lines = [line for line in outcome.err.splitlines() if line.strip()]
-    own = [line for line in lines if not line.startswith(MLIR_DIAGNOSTIC)]
-    return (outcome.code == 1 and bool(lines) and lines[0].startswith(MLIR_DIAGNOSTIC) and
+    own = [line for line in lines if not _leaked(line)]
+    return (outcome.code == 1 and bool(lines) and _leaked(lines[0]) and
             bool(own) and own[0].startswith(f"{model}: error: ") and
             all(f.startswith("first stderr line is not a located error") for f in found))
 
 
 MLIR_DIAGNOSTIC = ("loc(", "error: ", "note: ", "warning: ")
+
+
+def _leaked(line: str) -> bool:
+    """An MLIR diagnostic, or a Python warning torch-mlir's importer raises."""
+    return (line.startswith(MLIR_DIAGNOSTIC) or "/torch_mlir/" in line and "Warning: " in line
+            or line.strip() == "warnings.warn(")
 
 
 def _bad_utf8(model: onnx.ModelProto | None) -> bool:
