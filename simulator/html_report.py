@@ -138,6 +138,12 @@ def utilization_svg(report: dict) -> str:
             + "".join(rows) + '</svg>')
 
 
+def _limit(report: dict) -> str:
+    if not report["bound_cycles"]:  # an empty program: nothing limits it
+        return "no work to bound"
+    return f"limited by {html.escape(str(report['bound_unit']))}, ratio {report['bound_ratio']}"
+
+
 def html_report(result, report: dict) -> str:
     title = f"npu-run: @{report['entry']} on {report['target']}"
     return f"""<!DOCTYPE html>
@@ -146,8 +152,7 @@ def html_report(result, report: dict) -> str:
 </head><body>
 <h1>{html.escape(title)}</h1>
 <p id="summary" data-cycles="{report['cycles']}" data-bound="{report['bound_cycles']}">
-{report['cycles']} cycles; lower bound {report['bound_cycles']} (limited by
-{html.escape(str(report['bound_unit']))}, ratio {report['bound_ratio']})</p>
+{report['cycles']} cycles; lower bound {report['bound_cycles']} ({_limit(report)})</p>
 <h2>Utilisation per pipe</h2>
 {utilization_svg(report)}
 <h2>Timeline (cycles)</h2>

@@ -88,6 +88,8 @@ def build(trace: list, timeline, program, target: Target, hazards: list[dict],
         bounds[pipe] = sum(bounds[f"path:{p}"] for p, pp in PATH_PIPES.items() if pp == pipe)
     bound_unit = max(bounds, key=lambda k: (bounds[k], k.startswith("path:")))
     bound_cycles = math.ceil(bounds[bound_unit])
+    if not bound_cycles:  # no work (an empty function): no unit limits it
+        bound_unit = None
     pipes = {}
     for p, name in enumerate(PIPE_NAMES):
         busy = timeline.busy[p]
@@ -202,12 +204,19 @@ class Hotspot:
                 "wait_cycles": int(self.waiting)}
 
 
+def _bound_line(rep: dict) -> str:
+    """A program with no work has bound 0: no limiting unit, no ratio."""
+    if not rep["bound_cycles"]:
+        return "lower bound       0  (no work to bound: no unit moves or computes anything)"
+    return (f"lower bound       {rep['bound_cycles']}  (limited by {rep['bound_unit']}; "
+            f"cycles / bound = {rep['bound_ratio']})")
+
+
 def format_text(rep: dict) -> str:
     lines = [f"target {rep['target']}, entry @{rep['entry']}"
              + (" (serialized)" if rep.get("serialize") else ""),
              f"cycles            {rep['cycles']}",
-             f"lower bound       {rep['bound_cycles']}  (limited by {rep['bound_unit']}; "
-             f"cycles / bound = {rep['bound_ratio']})",
+             _bound_line(rep),
              f"instructions      {rep['instructions']}",
              "",
              f"{'pipe':<6} {'instructions':>12} {'busy cycles':>12} {'utilization':>12} "
@@ -233,7 +242,7 @@ def format_text(rep: dict) -> str:
     if rep.get("cores"):
         lines += ["", f"{'core':<6} {'cycles':>12} {'bound':>12}  limited by"]
         for c in rep["cores"]:
-            lines.append(f"{c['core']:<6} {c['cycles']:>12} {c['bound_cycles']:>12}  {c['bound_unit']}")
+            lines.append(f"{c['core']:<6} {c['cycles']:>12} {c['bound_cycles']:>12}  {c['bound_unit'] or '-'}")
     if rep.get("memory_system"):
         m = rep["memory_system"]
         lines += ["", f"chip GM bus: {m['chip_bus_bytes']} bytes ({100 * m['chip_bus_utilisation']:.1f}% "

@@ -3,8 +3,6 @@ feeds them (random from a seed, or read from an .npz without pickle)."""
 
 from __future__ import annotations
 
-import zipfile
-
 import numpy as np
 
 
@@ -129,23 +127,70 @@ def random_inputs(func_op, seed: int) -> list[np.ndarray]:
     return arrays
 
 
+ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")  # a zip member / an empty zip
+
+
+def read_npz(path: str, filename: str) -> dict[str, np.ndarray]:
+    """Every array of an `--inputs` file, read without pickle. An .npz
+    (np.savez) only: a bare .npy has no names to bind arrays by. Any problem
+    is one `filename: error:` line naming the file (and the array)."""
+    def fail(why: str) -> RunError:
+        return RunError(f"{filename}: error: cannot read inputs '{path}': {why}")
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(6)
+    except OSError as e:
+        raise fail(e.strerror or str(e)) from None
+    if head.startswith(np.lib.format.MAGIC_PREFIX):
+        raise fail("it is a .npy file (one unnamed array), not an .npz archive of named "
+                   "arrays (np.savez writes one)")
+    if not head.startswith(ZIP_MAGICS):
+        raise fail("not an .npz archive (np.savez writes one)")
+    arrays: dict[str, np.ndarray] = {}
+    name = None
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            for name in data.files:
+                arr = data[name]
+                if not isinstance(arr, np.ndarray):
+                    raise fail(f"member '{name}' is not a .npy array")
+                arrays[name] = arr
+    except RunError:
+        raise
+    except Exception as e:  # noqa: BLE001 - zipfile, zlib, numpy's format errors: a bad file
+        what = f"array '{name}'" if name is not None else "the archive"
+        if isinstance(e, ValueError) and "allow_pickle" in str(e):
+            raise fail(f"{what} is an object array (it needs pickle); only numeric arrays "
+                       "are read") from None
+        raise fail(f"{what} is truncated or corrupt ({type(e).__name__}: {e})") from None
+    return arrays
+
+
+def extra_arrays(path: str, filename: str, arrays: dict, names: list[str], wanted: str) -> None:
+    """Arrays that match no input are a mistake (a misspelt name), not noise."""
+    extra = [n for n in arrays if n not in names]
+    if extra:
+        raise RunError(f"{filename}: error: '{path}' has arrays that match no input: "
+                       f"{', '.join(repr(n) for n in extra)} ({wanted})")
+
+
 def load_inputs(path: str, func_op, filename: str) -> list[np.ndarray]:
     from npu import ir as npu_ir
 
-    try:
-        data = np.load(path, allow_pickle=False)
-        if not hasattr(data, "files"):
-            raise ValueError("not an .npz archive (np.savez writes one)")
-        arrays_in_file = {name: data[name] for name in data.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
-        # An object array (needs pickle), a truncated or non-npz file, a bare .npy ...
-        raise RunError(f"{filename}: error: cannot read inputs '{path}': {e}") from None
+    arrays_in_file = read_npz(path, filename)
     args = input_args(func_op)
     keys = [f"arg{i}" for i in range(len(args))]
-    names = keys if all(k in arrays_in_file for k in keys) else list(arrays_in_file)
+    if all(k in arrays_in_file for k in keys):
+        names = keys
+        extra_arrays(path, filename, arrays_in_file, keys,
+                     f"the entry takes {', '.join(keys) or 'no arguments'}")
+    else:
+        names = list(arrays_in_file)
     if len(names) != len(args):
-        raise RunError(f"{filename}: error: '{path}' holds {len(arrays_in_file)} arrays; the entry takes "
-                        f"{len(args)} arguments")
+        held = ", ".join(repr(n) for n in arrays_in_file) or "none"
+        raise RunError(f"{filename}: error: '{path}' holds {len(arrays_in_file)} arrays ({held}); "
+                       f"the entry takes {len(args)} arguments")
     arrays = []
     for i, (name, arg) in enumerate(zip(names, args)):
         arr = arrays_in_file[name]

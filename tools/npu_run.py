@@ -44,8 +44,9 @@ def make_parser() -> argparse.ArgumentParser:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--seed", type=_seed, default=None,
                      help="random inputs from this seed, 0 <= N < 2**64 (default 0)")
-    src.add_argument("--inputs", default=None, help=".npz with one array per argument "
-                     "(keys arg0, arg1, ... or in argument order; for a model: its input names)")
+    src.add_argument("--inputs", default=None, help=".npz (np.savez) with one array per argument "
+                     "(keys arg0, arg1, ... or in argument order; for a model: its input names); "
+                     "a bare .npy, object arrays and arrays matching no input are refused")
     p.add_argument("--check", action="store_true",
                    help="compare every argument with the numpy reference of the original program "
                    "(a model: its outputs with onnxruntime, or with numpy for a linalg module)")

@@ -79,20 +79,21 @@ def model_inputs(kernel, args, path: str) -> list[np.ndarray]:
 
     ports = kernel.interface.inputs
     if args.inputs:
-        try:
-            data = np.load(args.inputs)
-        except (OSError, ValueError) as e:
-            raise RunError(f"{path}: error: cannot read inputs '{args.inputs}': {e}") from None
+        from npu.simulator.run_inputs import extra_arrays, read_npz
+
+        data = read_npz(args.inputs, path)
+        names = [port.name for port in ports]
         arrays = []
         for port in ports:
-            if port.name not in data.files:
+            if port.name not in data:
                 raise RunError(f"{path}: error: '{args.inputs}' has no array '{port.name}' "
-                                f"(it holds {', '.join(data.files) or 'nothing'})")
+                                f"(it holds {', '.join(data) or 'nothing'})")
             a = data[port.name]
             if tuple(a.shape) != port.shape or a.dtype != port.numpy_dtype:
                 raise RunError(f"{path}: error: input '{port.name}' is {a.dtype}{list(a.shape)}; the "
                                 f"model needs {port.numpy_dtype}{list(port.shape)}")
             arrays.append(a)
+        extra_arrays(args.inputs, path, data, names, f"the model's inputs are {', '.join(names)}")
         return arrays
     rng = np.random.default_rng(args.seed if args.seed is not None else 0)
     return [(rng.uniform(-1, 1, p.shape) if p.dtype.startswith("f")

@@ -204,3 +204,19 @@ def test_npu_run_compiles_ascend(tmp_path, capsys):
     assert rep["compiled"] is True and rep["check"]["passed"] is True
     assert rep["check"]["max_abs_err"] == 0.0
     assert rep["bytes"]["gm_to_ub"] == 2 * 4096 * 2
+
+
+def test_an_empty_program_has_bound_0_and_no_ratio(tmp_path, capsys):
+    # A function with no ops used to report "limited by path:gm_to_l1;
+    # cycles / bound = None": no unit limits a program that does nothing.
+    path = tmp_path / "empty.mlir"
+    path.write_text('func.func @f(%a: memref<16xf16, "gm">) {\n  return\n}\n')
+    html = tmp_path / "r.html"
+    assert npu_run.main([str(path), "--html", str(html)]) == 0
+    out = capsys.readouterr().out
+    assert "None" not in out
+    assert "lower bound       0  (no work to bound" in out
+    assert "None" not in html.read_text() and "no work to bound" in html.read_text()
+    assert npu_run.main([str(path), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert (rep["cycles"], rep["bound_cycles"], rep["bound_unit"], rep["bound_ratio"]) == (0, 0, None, None)
