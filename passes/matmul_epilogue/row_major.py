@@ -98,8 +98,8 @@ def store(target: Target, region: ir.Operation, parts: list[RowMajor], ub: ir.Va
         at = lin(*[(b, part.rows * part.cols) for b in piece.prefix],
                  (piece.row, frac * part.cols), (j, frac), (part.first, -frac))
         last_cols = part.cols - (part.width - 1) * frac
-        if last_cols == frac:
-            _copy(target, region, part, flat, jj, at, piece, n_rows, frac)
+        if last_cols == frac or part.width == 1:  # one width for every block of the part
+            _copy(target, region, part, flat, jj, at, piece, n_rows, last_cols)
             return
         _branches([(j, part.first + part.width - 1, "cols")], lambda which: (
             _copy(target, region, part, flat, jj, at, piece, n_rows,

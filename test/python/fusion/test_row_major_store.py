@@ -48,6 +48,7 @@ def check(text: str, options: str = "", faster: bool = True):
     (45, 72, ("bias",), "f32", "m=32 k=32"),    # odd M and N (a half column block of f32)
     (45, 80, ("bias",), "f16", ""),            # f16 C, odd M
     (64, 256, ("bias",), "f32", ""),           # tiles dividing the shape: pipelined drains
+    (20, 8, ("bias",), "f32", ""),             # rows narrower than the column block (8 of 16)
 ])
 def test_matmul_then_defractalize(m, k, steps, c_elem, options):
     text = matmul_epilogue(m, 256, k, steps, c_elem, c_elem, nd=(m, k))
