@@ -34,7 +34,7 @@ from mlir import ir
 
 from npu.ir import dict_attr_items, dict_attr_of, walk, walk_held
 from npu.passes.base import DOUBLE_BUFFER_KEY, OP_OPTIONS_ATTR, Pass, PassError
-from npu.passes.lower_options import FORWARDS, LOWER_OPTIONS, LOWERINGS, UNSET
+from npu.passes.lower_options import FORWARDS, LOWER_OPTIONS, LOWERINGS, SUB_PASS_CLASSES, UNSET
 
 
 class LowerPass(Pass):
@@ -44,15 +44,10 @@ class LowerPass(Pass):
     # Its own, then every sub-pass's (npu.passes.lower_options).
     options = LOWER_OPTIONS
 
-    def _make(self, flag: str, **values: Any) -> Pass | None:
-        """The registered pass `flag` with the values npu-lower forwards to it
+    def _make(self, flag: str, **values: Any) -> Pass:
+        """Sub-pass `flag` with the values npu-lower forwards to it
         (`forwarded`), then `values` (npu-lower's own settings of them)."""
-        from npu.passes import registry
-
-        cls = registry().get(flag)
-        if cls is None:
-            return None
-        return cls(self.target, **{**self.forwarded(flag), **values})
+        return SUB_PASS_CLASSES[flag](self.target, **{**self.forwarded(flag), **values})
 
     def forwarded(self, flag: str) -> dict[str, Any]:
         """{option of sub-pass `flag`: npu-lower's value}, unset ones left out."""
@@ -75,12 +70,7 @@ class LowerPass(Pass):
         self._lowerings()  # the owning passes check the values forwarded to them now
 
     def _lowerings(self) -> list[Pass]:
-        lowerings = []
-        for flag, _ in LOWERINGS:
-            lowering = self._make(flag)
-            if lowering is not None:
-                lowerings.append(lowering)
-        return lowerings
+        return [self._make(flag) for flag, _ in LOWERINGS]
 
     def run(self, module: ir.Operation) -> None:
         """With fusion, a fused kernel whose chunk the footprint model sized
@@ -97,9 +87,9 @@ class LowerPass(Pass):
             share = self.ub_fraction or FUSED_UB_FRACTION
             fractions = (share, share / 2, None)
             if self.hoist_casts:
-                self._required("npu-hoist-casts").run(module)
+                self._make("npu-hoist-casts").run(module)
             if self.fuse_horizontal:
-                self._required("npu-fuse-horizontal").run(module)
+                self._make("npu-fuse-horizontal").run(module)
         snapshot = module.clone() if fuse or prefetch else None
         room, k = self.prefetch_l1_room, 0
         while True:
@@ -136,20 +126,20 @@ class LowerPass(Pass):
 
             attention_fraction = ATTENTION_UB_FRACTION * attention_share
             if self.fuse_attention:
-                self._required("npu-fuse-attention",
+                self._make("npu-fuse-attention",
                                **{"ub-fraction": attention_fraction}).run(module)
             # a chained A is read by the pipelined schedule only
             chains = self.fuse_chains and self._value("matmul-schedule") == "pipelined"
-            self._required("npu-fuse", chains=chains, **{"ub-fraction": fuse_fraction}).run(module)
+            self._make("npu-fuse", chains=chains, **{"ub-fraction": fuse_fraction}).run(module)
             if self.fuse_attention and self.fuse_attention_projection and self.fuse_epilogues:
-                self._required("npu-fuse-attention-projection",
+                self._make("npu-fuse-attention-projection",
                                **{"ub-fraction": attention_fraction}).run(module)
-            self._required("npu-lower-fused", **{"ub-fraction": fuse_fraction}).run(module)
-            self._required("npu-lower-attention").run(module)
+            self._make("npu-lower-fused", **{"ub-fraction": fuse_fraction}).run(module)
+            self._make("npu-lower-attention").run(module)
         if self.cores != 1:  # fusion is not combined with core splitting yet
-            self._required("npu-split-cores").run(module)
+            self._make("npu-split-cores").run(module)
         if self.plan_gm:
-            self._required("npu-plan-gm").run(module)
+            self._make("npu-plan-gm").run(module)
         if self.tuning_record:
             from npu.passes.tuning_record import RecordError, TuningRecord
 
@@ -179,32 +169,25 @@ class LowerPass(Pass):
         if self.plan_gm:
             # Lowerings that stage through GM (the general transpose's steps)
             # make temporaries of their own: they get a workspace too.
-            self._required("npu-plan-gm").run(module)
+            self._make("npu-plan-gm").run(module)
         # Loops of ops with a per-op `double-buffer` carry a mark it follows.
-        steps: list[Pass | None] = [self._make("npu-double-buffer")]
+        steps: list[Pass] = [self._make("npu-double-buffer")]
         if self.prefetch and self.cores == 1:
-            steps.append(self._required("npu-prefetch", **{"l1-room": l1_room}))
-        steps.append(self._required("npu-plan-memory"))
-        steps.append(self._required("npu-insert-sync"))
+            steps.append(self._make("npu-prefetch", **{"l1-room": l1_room}))
+        steps.append(self._make("npu-plan-memory"))
+        steps.append(self._make("npu-insert-sync"))
         if self.emit == "hivm":
-            steps.append(self._required("npu-lower-cce-to-hivm"))
+            steps.append(self._make("npu-lower-cce-to-hivm"))
         for step in steps:
-            if step is not None:
-                step.run(module)
-            if step is steps[0] and step is not None:
+            step.run(module)
+            if step is steps[0]:
                 # Only npu-prefetch changes the IR in between, and it tells the
                 # collectors: the planner reuses the lifetimes double buffering
                 # kept up to date, and sync insertion their accesses (moved to
                 # the planned offsets).
                 for later in steps[1:]:
-                    if later is not None and hasattr(later, "collectors"):
+                    if hasattr(later, "collectors"):
                         later.collectors = step.collectors
-
-    def _required(self, flag: str, **values: Any) -> Pass:
-        p = self._make(flag, **values)
-        if p is None:
-            raise PassError(f"npu-lower: pass '{flag}' is not registered")
-        return p
 
     def apply_tuning_record(self, module: ir.Operation, record) -> None:
         """Set each matching op's `npu.options` from `record` (npu-lower option

@@ -60,6 +60,9 @@ SUB_PASSES: tuple[tuple[type[Pass], str], ...] = (
     (LowerCCEToHIVM, ""),
 )
 
+# Each sub-pass's class by its flag: npu-lower builds its steps from these.
+SUB_PASS_CLASSES: dict[str, type[Pass]] = {cls.name: cls for cls, _ in SUB_PASSES}
+
 # The lowerings of ascend ops, in the order they run; per-op options (a
 # tuning record's) are npu-lower's names of their options.
 LOWERING_FLAGS = ("npu-lower-matmul", "npu-lower-fractalize", "npu-lower-elementwise",

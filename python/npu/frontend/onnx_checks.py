@@ -224,8 +224,8 @@ def check_flags(model, fail) -> None:
 
 def check_axes(model, types, fail) -> None:
     """Axis-like attributes (and constant `axes` inputs) within the rank of
-    the node's input, `perm` a permutation, Cast `to` a real type: out of
-    range values make torch-mlir loop forever or fail without a location."""
+    the node's input, `perm` a permutation: out of range values make
+    torch-mlir loop forever or fail without a location."""
     import onnx
 
     consts = _constants(model)

@@ -52,6 +52,12 @@ def _error(where: str, message: str) -> ImportError_:
     return ImportError_(f"{where}: error: {message}")
 
 
+def _failer(where: str):
+    """`message -> ImportError_` at `where`: what the checks in
+    `npu.frontend.onnx_checks` raise."""
+    return lambda message: _error(where, message)
+
+
 def load_model(model_or_path, where: str):
     """An `onnx.ModelProto` from a proto, a path or bytes; a one-line error otherwise."""
     import onnx
@@ -115,9 +121,7 @@ def check_model(model, where: str, stripped: set[int] = frozenset()) -> None:
 
     from npu.frontend import onnx_checks
 
-    def fail(message: str) -> ImportError_:
-        return _error(where, message)
-
+    fail = _failer(where)
     onnx_checks.check_versions(model, fail)
     for node in model.graph.node:
         if node.domain not in ("", "ai.onnx"):
@@ -168,8 +172,9 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     model = copy
     node_types = _name_nodes(model)
     drop_absent_trailing_inputs(model)
-    from npu.frontend.onnx_checks import check_initializers
-    check_initializers(model, lambda message: _error(where, message))  # before any data is read
+    from npu.frontend import onnx_checks
+
+    onnx_checks.check_initializers(model, _failer(where))  # before any data is read
     # Shape inference serialises the model: without the large weights' bytes
     # (it reads no float data) that no longer costs a copy of every weight.
     weight_bytes = _strip_weight_bytes(model)
