@@ -238,7 +238,8 @@ def run_matmul(args, options: dict) -> bool:
     res, wall, cpu = timed_simulate(module, inputs, options, args.profile, args.repeat)
     ok = True
     if args.numerics:
-        expected = evaluate(find_entry(parse_module(text, ctx), None), [a.copy() for a in inputs])
+        reference = parse_module(text, ctx)  # kept alive: its function is read through it
+        expected = evaluate(find_entry(reference, None), [a.copy() for a in inputs])
         ok = compare(res.outputs, expected).passed
     size = args.matmul_size
     print(f"matmul: {size}x{size}x{size} fp16 -> fp32 through npu-lower ({compile_cpu:.2f} cpu s to compile)")
