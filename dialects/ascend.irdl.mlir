@@ -50,6 +50,18 @@ irdl.dialect @ascend {
     irdl.attributes {"permutation" = %attr_permutation}
   }
 
+  // out = take(table, indices, axis): rows of `table` along `axis` chosen by
+  // i32 `indices` (negative ones count from the end, ONNX Gather); out shape =
+  // table.shape[:axis] + indices.shape + table.shape[axis+1:]
+  irdl.operation @gather {
+    %table = irdl.base "!builtin.memref"
+    %indices = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    %attr_axis = irdl.base "#builtin.integer"
+    irdl.operands(table: %table, indices: %indices, out: %out)
+    irdl.attributes {"axis" = %attr_axis}
+  }
+
   // ===== Elementwise, binary with numpy broadcasting to out's shape =====
 
   // out = lhs + rhs

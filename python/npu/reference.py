@@ -219,7 +219,7 @@ class _Frame:
 _OTHER_OPS = ("ascend.matmul", "ascend.batch_matmul", "ascend.fractalize", "ascend.defractalize",
               "ascend.cast", "ascend.clamp", "ascend.transpose", "ascend.reduce_sum",
               "ascend.reduce_max", "ascend.reduce_min", "ascend.cmp", "ascend.select",
-              "ascend.broadcast", "memref.alloc", "memref.dealloc")
+              "ascend.broadcast", "ascend.gather", "memref.alloc", "memref.dealloc")
 # Views of GM buffers, and the integer constants of their byte shifts.
 _VIEW_OPS = ("memref.expand_shape", "memref.collapse_shape", "memref.view", "arith.constant")
 EVALUATED_OPS = (frozenset(_BINARY) | frozenset(_SCALAR) | frozenset(_UNARY)
@@ -325,6 +325,9 @@ def _execute(op: ir.Operation, frame: _Frame) -> None:
     elif name == "ascend.broadcast":
         src, out = ins
         frame.write(out_value, np.broadcast_to(src, out.shape))
+    elif name == "ascend.gather":
+        table, indices, out = ins
+        frame.write(out_value, gather(op, table, indices))
     elif name == "memref.alloc":
         result = op.results[0]
         if memory_space(result.type) != "gm":
@@ -334,6 +337,19 @@ def _execute(op: ir.Operation, frame: _Frame) -> None:
         fill = np.nan if np.issubdtype(dtype, np.floating) else 0
         frame.arrays[result] = np.full(memref_shape(result.type), fill, dtype=dtype)
     # memref.dealloc: nothing to do.
+
+
+def gather(op: ir.Operation, table: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """ONNX Gather: a negative index counts from the end of `axis`; one outside
+    [-size, size) is an error (onnxruntime refuses it too)."""
+    axis = int_attr(op, "axis") % table.ndim
+    size = table.shape[axis]
+    bad = (indices < -size) | (indices >= size)
+    if bad.any():
+        at = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise _fail(op, f"index {int(indices[at])} at {list(at)} is out of range for axis {axis} "
+                        f"of size {size} (valid: {-size}..{size - 1})")
+    return np.take(table, np.where(indices < 0, indices + size, indices), axis=axis)
 
 
 def _axis(op: ir.Operation) -> int:

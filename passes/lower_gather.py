@@ -1,0 +1,135 @@
+"""npu-lower-gather: ascend.gather (the embedding lookup) -> cce, driven by
+the scalar unit.
+
+`out[o, k, i] = table[o, ids[k], i]` (o over the dims before `axis`, k over
+the indices, i over the dims after it). Each index is read by the scalar
+unit from GM (`memref.load`, through its data cache), normalised as ONNX
+says (a negative index counts from the end) and checked (`cf.assert`: an
+index outside [-size, size) stops the kernel with a located error instead
+of reading another row); its row is then one `copy_gm_to_ub` at a
+data-dependent GM offset. The rows of a chunk land next to each other in UB
+and leave with one `copy_ub_to_gm` (the output's rows for consecutive
+indices are contiguous). Chunks fill `ub-fraction` of UB, so with
+`npu-double-buffer` one chunk's store overlaps the next one's row loads.
+
+The access analysis sees the row copy's offset as data-dependent and takes
+the whole table as read (conservative). Rows must be whole 32-byte blocks
+(every copy burst is; all hidden sizes of real embeddings are multiples of
+8 f32 / 16 f16 elements); other rows are refused at the op. The indices must
+be kernel inputs: the scalar unit reads them as the kernel starts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import arith, cf, memref
+
+from npu import ir as nir
+from npu.costmodel.vector.tiling import plan_chunks
+from npu.dialects.ascend import normalize_axis
+from npu.dialects.hivm import config_field
+from npu.kernels.cce_build import Index, copy, for_pieces, for_range, lin, sub
+from npu.passes.base import Option, Pass, PassError, ub_fraction_option
+
+
+class LowerGather(Pass):
+    name = "npu-lower-gather"
+    summary = ("Lower ascend.gather: the scalar unit loads each index and copies its row "
+               "GM -> UB; chunks of rows are stored UB -> GM")
+    handles = ("ascend.gather",)
+    options = (
+        ub_fraction_option(0.25, "fraction of UB one chunk of rows may use (0.25 leaves "
+                           "room for double buffering beside other kernels' buffers)"),
+        Option("max-rows", int, 0, "cap on the rows of a chunk (0: as many as UB allows); "
+               "for tests", low=0),
+    )
+
+    def run(self, module: ir.Operation) -> None:
+        self.lower_each(module, erase=True)
+
+    def lower(self, op: ir.Operation) -> None:
+        table, indices, out = op.operands
+        shape = nir.memref_shape(table)
+        axis = normalize_axis(nir.int_attr(op, "axis"), len(shape))
+        elem = nir.memref_element(table)
+        for v in (table, indices, out):
+            if not nir.is_contiguous(v):
+                raise PassError(f"operand of type {v.type} is not contiguous (row-major, dense)", op)
+        _check_kernel_input(indices, op)
+        outer = int(np.prod(shape[:axis], dtype=np.int64))
+        size = shape[axis]
+        inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
+        count = int(np.prod(nir.memref_shape(indices), dtype=np.int64))
+        granule = self.target.granule("ub")
+        row_bytes = inner * nir.element_bytes(elem)
+        if row_bytes % granule:
+            raise PassError(f"gathered rows of {inner} x {elem} ({row_bytes} bytes) are not a "
+                            f"whole number of {granule}-byte blocks: each row is one DMA burst "
+                            "(the hidden size must be a multiple of "
+                            f"{granule // nir.element_bytes(elem)} {elem} elements)", op)
+        blocks = row_bytes // granule
+        max_burst = config_field("copy", "burst_len").max
+        rows = min(count, int(self.target.capacity("ub") * self.ub_fraction) // row_bytes,
+                   max_burst // blocks)
+        if self.max_rows:
+            rows = min(rows, self.max_rows)
+        if rows < 1:
+            raise PassError(f"one gathered row ({row_bytes} bytes) does not fit the UB budget "
+                            f"({self.ub_fraction:g} of UB) or one copy burst", op)
+        rows = -(-count // -(-count // rows))  # evened out: no short last chunk
+        plan = plan_chunks(count, rows, 1)
+        kernel = _Kernel(nir.flatten_memref(table), nir.flatten_memref(indices),
+                         nir.flatten_memref(out), elem, size, inner, count, blocks)
+        for_range(outer, lambda o: for_pieces(plan, lambda k0, n: kernel.chunk(o, k0, n)))
+
+
+class _Kernel:
+    """Emits the chunks of one gather."""
+
+    def __init__(self, table: ir.Value, ids: ir.Value, out: ir.Value, elem: str, size: int,
+                 inner: int, count: int, blocks: int):
+        self.table, self.ids, self.out, self.elem = table, ids, out, elem
+        self.size, self.inner, self.count, self.blocks = size, inner, count, blocks
+        self.message = (f"ascend.gather: an index is outside [{-size}, {size - 1}] (the gathered "
+                        f"axis has {size} entries)")
+
+    def chunk(self, o: Index, k0: Index, n: int) -> None:
+        buf = nir.alloc([n * self.inner], self.elem, "ub")
+        for_range(n, lambda k: self.row(o, lin((k0, 1), (k, 1)), buf, k))
+        start = lin((o, self.count * self.inner), (k0, self.inner))
+        copy("cce.copy_ub_to_gm", buf, sub(self.out, start, n * self.inner), 1, n * self.blocks)
+
+    def row(self, o: Index, position: Index, buf: ir.Value, k: Index) -> None:
+        at = position if isinstance(position, ir.Value) else nir.index_const(position)
+        loaded = memref.LoadOp(self.ids, [at]).result
+        index = arith.IndexCastOp(ir.IndexType.get(), loaded).result
+        zero, size = nir.index_const(0), nir.index_const(self.size)
+        negative = arith.CmpIOp(arith.CmpIPredicate.slt, index, zero).result
+        wrapped = arith.AddIOp(index, size).result
+        index = arith.SelectOp(negative, wrapped, index).result
+        inside = arith.CmpIOp(arith.CmpIPredicate.ult, index, size).result
+        cf.AssertOp(inside, self.message)
+        src = sub(self.table, lin((o, self.size * self.inner), (index, self.inner)), self.inner)
+        copy("cce.copy_gm_to_ub", src, sub(buf, lin((k, self.inner)), self.inner), 1, self.blocks)
+
+
+def _check_kernel_input(value: ir.Value, op: ir.Operation) -> None:
+    """The indices must be (a view of) a kernel argument that is not the GM
+    workspace: the scalar unit reads them before any instruction has run."""
+    while True:
+        owner = nir.defining_op(value)
+        if owner is None:
+            break
+        if owner.name not in ("memref.collapse_shape", "memref.expand_shape", "memref.cast",
+                              "memref.subview", "memref.reinterpret_cast"):
+            raise PassError("the indices are computed on the device ('" + owner.name + "'); the "
+                            "scalar unit reads a gather's indices from kernel inputs only", op)
+        value = owner.operands[0]
+    func = op.parent
+    while func is not None and func.name != "func.func":
+        func = func.parent
+    arg = ir.BlockArgument(value)
+    if func is not None and arg.arg_number in nir.workspace_args(func):
+        raise PassError("the indices are computed on the device (a GM workspace tensor); the "
+                        "scalar unit reads a gather's indices from kernel inputs only", op)
