@@ -30,6 +30,7 @@ def is_model(path: str, text: str | None) -> bool:
 
 def run_model(args, path: str, text: str | None) -> int:
     from npu.frontend.compile import CompileError, compile as npu_compile
+    from npu.simulator import SimulationError
     from npu.simulator.run_check import compare
     from npu.simulator.run_inputs import RunError
 
@@ -44,7 +45,10 @@ def run_model(args, path: str, text: str | None) -> int:
         raise RunError(str(e)) from None
     engine.print()  # the compile's warnings
     inputs = model_inputs(kernel, args, path)
-    outputs, report = kernel(*inputs, strict=args.strict)
+    try:
+        outputs, report = kernel(*inputs, strict=args.strict)
+    except SimulationError as e:  # a fault the inputs cause (an out-of-range gather id)
+        raise RunError(str(e)) from None
     trace = report.pop("trace")
     status = 0
     if args.check:

@@ -1,0 +1,107 @@
+"""ONNX Gather (the embedding lookup) compiled, simulated and compared with
+onnxruntime: the scalar unit reads each id and copies its row (exact: the
+values only move)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime
+import pytest
+from onnx import TensorProto, helper
+
+import npu
+from npu.frontend.onnx_import import SUPPORTED_OPS
+from npu.simulator.errors import SimulationError
+from onnx_models import model
+
+F, H, I32, I64 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT32, TensorProto.INT64
+NUMPY = {F: np.float32, H: np.float16}
+
+
+def embedding(vocab, hidden, ids_shape, dtype=F, table_input=False, axis=0, seed=0):
+    """Gather(table, ids): the table an initializer (a weight) or an input."""
+    table = np.random.default_rng(seed).standard_normal((vocab, hidden)).astype(NUMPY[dtype])
+    out = list(ids_shape) + [hidden] if axis == 0 else [vocab] + list(ids_shape)
+    node = helper.make_node("Gather", ["table", "ids"], ["y"], name="emb", axis=axis)
+    inputs = [("ids", list(ids_shape), I32)]
+    inits = []
+    if table_input:
+        inputs.insert(0, ("table", [vocab, hidden], dtype))
+    else:
+        inits.append(("table", table))
+    return model([node], inputs, [("y", out, dtype)], inits), table
+
+
+def run(m, feeds):
+    kernel = npu.compile(m)
+    outputs, report = kernel(*[feeds[n] for n in kernel.input_names])
+    want = onnxruntime.InferenceSession(m.SerializeToString()).run(None, feeds)
+    for got, expected in zip(outputs, want):
+        assert got.shape == expected.shape and got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected)  # a gather moves values: exact
+    return report
+
+
+def test_supported():
+    assert {"Gather", "GatherElements"} <= SUPPORTED_OPS
+
+
+@pytest.mark.parametrize("vocab,hidden,ids_shape,dtype", [
+    (101, 48, (2, 7), F),     # odd vocab, batch x seq
+    (30, 16, (9,), H),        # f16 rows of one block
+    (101, 48, (3, 5), H),     # 96-byte f16 rows
+    (7, 8, (1, 1), F),        # one id, one block
+])
+def test_embedding_weights(vocab, hidden, ids_shape, dtype):
+    m, _ = embedding(vocab, hidden, ids_shape, dtype)
+    rng = np.random.default_rng(1)
+    ids = rng.integers(-vocab, vocab, size=ids_shape).astype(np.int32)
+    ids.flat[0] = ids.flat[-1]  # a repeat
+    ids.flat[min(1, ids.size - 1)] = -1  # the last row, counted from the end
+    report = run(m, {"ids": ids})
+    assert report["cycles"] > 0
+
+
+def test_table_as_input_and_repeats():
+    m, _ = embedding(30, 24, (4, 6), table_input=True)
+    rng = np.random.default_rng(2)
+    table = rng.standard_normal((30, 24)).astype(np.float32)
+    ids = np.array([[0, 29, -30, -1, 5, 5]] * 4, np.int32)
+    run(m, {"table": table, "ids": ids})
+
+
+def test_axis_one():
+    """Gather along axis 1 of [8, 40, 16]: rows of 16 f32 per outer index."""
+    table = np.random.default_rng(3).standard_normal((8, 40, 16)).astype(np.float32)
+    node = helper.make_node("Gather", ["table", "ids"], ["y"], name="emb", axis=1)
+    m = model([node], [("table", [8, 40, 16]), ("ids", [3, 2], I32)], [("y", [8, 3, 2, 16])])
+    run(m, {"table": table, "ids": np.array([[1, -1], [39, 0], [7, 7]], np.int32)})
+
+
+def test_constant_int64_ids_with_runtime_table():
+    """Constant (int64) position ids on a table that is an input: the ids are
+    narrowed to i32 on the host, the lookup runs on the device."""
+    ids = np.array([3, 0, -2, 9], np.int64)
+    node = helper.make_node("Gather", ["table", "pos"], ["y"], name="emb", axis=0)
+    m = model([node], [("table", [10, 32])], [("y", [4, 32])], [("pos", ids)])
+    table = np.random.default_rng(4).standard_normal((10, 32)).astype(np.float32)
+    run(m, {"table": table})
+
+
+def test_out_of_range_id_is_a_located_error():
+    m, _ = embedding(30, 16, (2, 3))
+    kernel = npu.compile(m)
+    ids = np.array([[0, 1, 2], [3, 30, 4]], np.int32)
+    with pytest.raises(SimulationError) as e:
+        kernel(ids)
+    assert "bounds" in str(e.value) and "outside [-30, 29]" in str(e.value)
+    assert "emb" in str(e.value)  # the ONNX node
+    with pytest.raises(SimulationError, match="outside"):
+        kernel(np.array([[0, 1, 2], [3, -31, 4]], np.int32))
+
+
+def test_unaligned_rows_refused_at_the_node():
+    m, _ = embedding(30, 20, (2, 3))  # 80-byte f32 rows
+    with pytest.raises(Exception) as e:
+        npu.compile(m)
+    assert "emb" in str(e.value) and "32-byte blocks" in str(e.value)
