@@ -375,3 +375,43 @@ func.func @broadcast_shape(%x: memref<2x16xf32, "gm">, %y: memref<4x16xf32, "gm"
   "ascend.broadcast"(%x, %y) : (memref<2x16xf32, "gm">, memref<4x16xf32, "gm">) -> ()
   return
 }
+
+// -----
+
+func.func @gather_shape(%t: memref<30x16xf32, "gm">, %i: memref<4xi32, "gm">, %o: memref<4x8xf32, "gm">) {
+  // expected-error@+1 {{output shape must be [4, 16] (table [30, 16] with axis 0 replaced by the indices' shape [4]), got [4, 8]}}
+  "ascend.gather"(%t, %i, %o) {axis = 0 : i64} : (memref<30x16xf32, "gm">, memref<4xi32, "gm">, memref<4x8xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @gather_axis(%t: memref<30x16xf32, "gm">, %i: memref<4xi32, "gm">, %o: memref<4x16xf32, "gm">) {
+  // expected-error@+1 {{'axis' 2 is out of range for the table of rank 2}}
+  "ascend.gather"(%t, %i, %o) {axis = 2 : i64} : (memref<30x16xf32, "gm">, memref<4xi32, "gm">, memref<4x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @gather_index_type(%t: memref<30x16xf32, "gm">, %i: memref<4xf32, "gm">, %o: memref<4x16xf32, "gm">) {
+  // expected-error@+1 {{'ascend.gather' op unsupported element types (table: f32, indices: f32, out: f32); supported: (f16, i32, f16), (f32, i32, f32), (i8, i32, i8), (i32, i32, i32)}}
+  "ascend.gather"(%t, %i, %o) {axis = 0 : i64} : (memref<30x16xf32, "gm">, memref<4xf32, "gm">, memref<4x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @gather_dtypes(%t: memref<30x16xf32, "gm">, %i: memref<4xi32, "gm">, %o: memref<4x16xf16, "gm">) {
+  // expected-error@+1 {{'ascend.gather' op unsupported element types (table: f32, indices: i32, out: f16)}}
+  "ascend.gather"(%t, %i, %o) {axis = 0 : i64} : (memref<30x16xf32, "gm">, memref<4xi32, "gm">, memref<4x16xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @gather_missing_axis(%t: memref<30x16xf32, "gm">, %i: memref<4xi32, "gm">, %o: memref<4x16xf32, "gm">) {
+  // expected-error@+1 {{attribute "axis" is expected but not provided}}
+  "ascend.gather"(%t, %i, %o) : (memref<30x16xf32, "gm">, memref<4xi32, "gm">, memref<4x16xf32, "gm">) -> ()
+  return
+}

@@ -1,0 +1,49 @@
+// RUN: npu-opt %s --split-input-file --npu-lower-gather | FileCheck %s
+// RUN: npu-opt %s --split-input-file --npu-lower-gather=max-rows=4 | FileCheck %s --check-prefix=CHUNK
+
+// An embedding lookup: 10 ids into a 101 x 48 f32 table (192-byte rows, 6
+// blocks). The scalar unit loads each id from GM, wraps a negative one,
+// checks it (cf.assert) and copies its row to UB at a data-dependent offset;
+// the chunk of rows leaves with one store.
+// CHECK-LABEL: func.func @embedding
+// CHECK: memref.alloc() : memref<480xf32, "ub">
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %c10
+// CHECK: %[[ID:.*]] = memref.load %{{.*}}[%[[K]]] : memref<10xi32, "gm">
+// CHECK: %[[IX:.*]] = arith.index_cast %[[ID]] : i32 to index
+// CHECK: %[[NEG:.*]] = arith.cmpi slt, %[[IX]]
+// CHECK: %[[WRAP:.*]] = arith.addi %[[IX]], %c101
+// CHECK: %[[ROW:.*]] = arith.select %[[NEG]], %[[WRAP]], %[[IX]]
+// CHECK: %[[OK:.*]] = arith.cmpi ult, %[[ROW]], %c101
+// CHECK: cf.assert %[[OK]], "ascend.gather: an index is outside [-101, 100] (the gathered axis has 101 entries)"
+// CHECK: %[[OFF:.*]] = arith.muli %[[ROW]], %c48
+// CHECK: %[[SRC:.*]] = memref.subview %{{.*}}[%[[OFF]]] [48] [1] : memref<4848xf32, "gm">
+// CHECK: "cce.copy_gm_to_ub"(%[[SRC]], %{{.*}}) {burst_len = 6 : i64, dst_gap = 0 : i64, n_burst = 1 : i64, src_gap = 0 : i64}
+// CHECK: }
+// CHECK: "cce.copy_ub_to_gm"({{.*}}) {burst_len = 60 : i64, dst_gap = 0 : i64, n_burst = 1 : i64, src_gap = 0 : i64}
+// With at most 4 rows a chunk, the 10 ids are two full chunks of 4 (a loop)
+// and a tail chunk of 2.
+// CHUNK-LABEL: func.func @embedding
+// CHUNK: scf.for %{{.*}} = %{{.*}} to %c2
+// CHUNK: memref.alloc() : memref<192xf32, "ub">
+// CHUNK: "cce.copy_ub_to_gm"({{.*}}) {burst_len = 24 : i64
+// CHUNK: memref.alloc() : memref<96xf32, "ub">
+// CHUNK: "cce.copy_ub_to_gm"({{.*}}) {burst_len = 12 : i64
+func.func @embedding(%table: memref<101x48xf32, "gm">, %ids: memref<2x5xi32, "gm">, %out: memref<2x5x48xf32, "gm">) {
+  "ascend.gather"(%table, %ids, %out) {axis = 0 : i64} : (memref<101x48xf32, "gm">, memref<2x5xi32, "gm">, memref<2x5x48xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+// Axis 1 of [8, 40, 16] f16: one 32-byte row per (outer, id); a loop over
+// the 8 outer rows, the table offset of each row o*640 + id*16.
+// CHECK-LABEL: func.func @axis_one
+// CHECK: scf.for %[[O:.*]] = %{{.*}} to %c8
+// CHECK: memref.load
+// CHECK: cf.assert
+// CHECK: "cce.copy_gm_to_ub"({{.*}}) {burst_len = 1 : i64
+// CHECK: "cce.copy_ub_to_gm"({{.*}}) {burst_len = 3 : i64
+func.func @axis_one(%table: memref<8x40x16xf16, "gm">, %ids: memref<3xi32, "gm">, %out: memref<8x3x16xf16, "gm">) {
+  "ascend.gather"(%table, %ids, %out) {axis = 1 : i64} : (memref<8x40x16xf16, "gm">, memref<3xi32, "gm">, memref<8x3x16xf16, "gm">) -> ()
+  return
+}
