@@ -39,8 +39,9 @@ class LowerGather(Pass):
                "GM -> UB; chunks of rows are stored UB -> GM")
     handles = ("ascend.gather",)
     options = (
-        ub_fraction_option(0.25, "fraction of UB one chunk of rows may use (0.25 leaves "
-                           "room for double buffering beside other kernels' buffers)"),
+        ub_fraction_option(0.45, "fraction of UB one chunk of rows may use (0.45: two "
+                           "chunks ping-pong; large chunks hide the GM latency of each "
+                           "chunk's store and the next loads into its buffer)"),
         Option("max-rows", int, 0, "cap on the rows of a chunk (0: as many as UB allows); "
                "for tests", low=0),
     )
