@@ -8,9 +8,11 @@ says (a negative index counts from the end) and checked (`cf.assert`: an
 index outside [-size, size) stops the kernel with a located error instead
 of reading another row); its row is then one `copy_gm_to_ub` at a
 data-dependent GM offset. The rows of a chunk land next to each other in UB
-and leave with one `copy_ub_to_gm` (the output's rows for consecutive
-indices are contiguous). Chunks fill `ub-fraction` of UB, so with
-`npu-double-buffer` one chunk's store overlaps the next one's row loads.
+and leave with one `copy_ub_to_gm` (the output's rows are contiguous: row
+o * count + k for outer index o and id k). The chunks go round `slots` UB
+buffers that share `ub-fraction` of UB, so a buffer is loaded again only
+after `slots - 1` other chunks: its store's GM latency hides behind their
+loads.
 
 The access analysis sees the row copy's offset as data-dependent and takes
 the whole table as read (conservative). Rows must be whole 32-byte blocks
@@ -26,10 +28,9 @@ from mlir import ir
 from mlir.dialects import arith, cf, memref
 
 from npu import ir as nir
-from npu.costmodel.vector.tiling import plan_chunks
 from npu.dialects.ascend import normalize_axis
 from npu.dialects.hivm import config_field
-from npu.kernels.cce_build import Index, copy, for_pieces, for_range, lin, sub
+from npu.kernels.cce_build import Index, copy, delinearize, for_range, lin, sub
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 
 
@@ -39,11 +40,12 @@ class LowerGather(Pass):
                "GM -> UB; chunks of rows are stored UB -> GM")
     handles = ("ascend.gather",)
     options = (
-        ub_fraction_option(0.45, "fraction of UB one chunk of rows may use (0.45: two "
-                           "chunks ping-pong; large chunks hide the GM latency of each "
-                           "chunk's store and the next loads into its buffer)"),
+        ub_fraction_option(0.9, "fraction of UB the chunks' buffers share (the gather is a "
+                           "kernel of its own)"),
         Option("max-rows", int, 0, "cap on the rows of a chunk (0: as many as UB allows); "
                "for tests", low=0),
+        Option("slots", int, 2, "UB buffers the chunks go round (each ub-fraction / slots)",
+               low=1),
     )
 
     def run(self, module: ir.Operation) -> None:
@@ -71,37 +73,74 @@ class LowerGather(Pass):
                             f"{granule // nir.element_bytes(elem)} {elem} elements)", op)
         blocks = row_bytes // granule
         max_burst = config_field("copy", "burst_len").max
-        rows = min(count, int(self.target.capacity("ub") * self.ub_fraction) // row_bytes,
-                   max_burst // blocks)
+        total = outer * count  # output rows: out[o, k] is row o * count + k
+        budget = int(self.target.capacity("ub") * self.ub_fraction)
+        rows = min(total, budget // (self.slots * row_bytes), max_burst // blocks,
+                   self.best_rows(total, row_bytes))
         if self.max_rows:
             rows = min(rows, self.max_rows)
         if rows < 1:
+            rows = min(total, budget // row_bytes, max_burst // blocks)  # fewer slots
+        if rows < 1:
             raise PassError(f"one gathered row ({row_bytes} bytes) does not fit the UB budget "
                             f"({self.ub_fraction:g} of UB) or one copy burst", op)
-        rows = -(-count // -(-count // rows))  # evened out: no short last chunk
-        plan = plan_chunks(count, rows, 1)
         kernel = _Kernel(nir.flatten_memref(table), nir.flatten_memref(indices),
-                         nir.flatten_memref(out), elem, size, inner, count, blocks)
-        for_range(outer, lambda o: for_pieces(plan, lambda k0, n: kernel.chunk(o, k0, n)))
+                         nir.flatten_memref(out), elem, outer, size, inner, count, blocks)
+        kernel.emit(total, rows, max(1, min(self.slots, budget // (rows * row_bytes))))
+
+
+    def best_rows(self, total: int, row_bytes: int) -> int:
+        """Rows per chunk that minimise the modelled time. Every chunk pays
+        the GM latency once on each mover (its store's set_flag, its loads'
+        set_flag wait for completion), and the store of the last chunk and
+        the loads of the first do not overlap: about (K + 1) * (T / K + L)
+        for K chunks of a transfer of T cycles per mover, least at
+        K = sqrt(T / L)."""
+        path = self.target.path("gm_to_ub")
+        data = total * row_bytes / path.bytes_per_cycle
+        chunks = max(1, round((data / max(path.latency, 1)) ** 0.5))
+        return -(-total // chunks)
 
 
 class _Kernel:
-    """Emits the chunks of one gather."""
+    """Emits the chunks of one gather: chunks of `rows` output rows go round
+    `slots` UB buffers, so a buffer is loaded again only `slots` chunks
+    after its store started (its store's GM latency hides behind the other
+    buffers' loads)."""
 
-    def __init__(self, table: ir.Value, ids: ir.Value, out: ir.Value, elem: str, size: int,
-                 inner: int, count: int, blocks: int):
-        self.table, self.ids, self.out, self.elem = table, ids, out, elem
+    def __init__(self, table: ir.Value, ids: ir.Value, out: ir.Value, elem: str, outer: int,
+                 size: int, inner: int, count: int, blocks: int):
+        self.table, self.ids, self.out, self.elem, self.outer = table, ids, out, elem, outer
         self.size, self.inner, self.count, self.blocks = size, inner, count, blocks
         self.message = (f"ascend.gather: an index is outside [{-size}, {size - 1}] (the gathered "
                         f"axis has {size} entries)")
 
-    def chunk(self, o: Index, k0: Index, n: int) -> None:
-        buf = nir.alloc([n * self.inner], self.elem, "ub")
-        for_range(n, lambda k: self.row(o, lin((k0, 1), (k, 1)), buf, k))
-        start = lin((o, self.count * self.inner), (k0, self.inner))
-        copy("cce.copy_ub_to_gm", buf, sub(self.out, start, n * self.inner), 1, n * self.blocks)
+    def emit(self, total: int, rows: int, slots: int) -> None:
+        full, tail = divmod(total, rows)
+        slots = max(1, min(slots, full + (tail > 0)))
+        bufs = [nir.alloc([rows * self.inner], self.elem, "ub") for _ in range(slots)]
+        groups, left = divmod(full, slots)
+        if groups:
+            for_range(groups, lambda g: [self.chunk(lin((g, slots * rows), (s, rows)), rows, bufs[s])
+                                         for s in range(slots)])
+        for j in range(left):
+            self.chunk((groups * slots + j) * rows, rows, bufs[j])
+        if tail:
+            buf = bufs[left % slots]
+            self.chunk(full * rows, tail, sub(buf, 0, tail * self.inner))
 
-    def row(self, o: Index, position: Index, buf: ir.Value, k: Index) -> None:
+    def chunk(self, r0: Index, n: int, buf: ir.Value) -> None:
+        for_range(n, lambda k: self.row(lin((r0, 1), (k, 1)), buf, k))
+        copy("cce.copy_ub_to_gm", buf, sub(self.out, lin((r0, self.inner)), n * self.inner), 1,
+             n * self.blocks)
+
+    def row(self, r: Index, buf: ir.Value, k: Index) -> None:
+        if self.outer == 1:
+            o, position = 0, r
+        elif isinstance(r, int):
+            o, position = divmod(r, self.count)
+        else:  # the outer index and the id's position: r // count, r % count
+            o, position = delinearize(r, [self.outer, self.count])
         at = position if isinstance(position, ir.Value) else nir.index_const(position)
         loaded = memref.LoadOp(self.ids, [at]).result
         index = arith.IndexCastOp(ir.IndexType.get(), loaded).result

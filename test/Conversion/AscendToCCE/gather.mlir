@@ -20,14 +20,20 @@
 // CHECK: "cce.copy_gm_to_ub"(%[[SRC]], %{{.*}}) {burst_len = 6 : i64, dst_gap = 0 : i64, n_burst = 1 : i64, src_gap = 0 : i64}
 // CHECK: }
 // CHECK: "cce.copy_ub_to_gm"({{.*}}) {burst_len = 60 : i64, dst_gap = 0 : i64, n_burst = 1 : i64, src_gap = 0 : i64}
-// With at most 4 rows a chunk, the 10 ids are two full chunks of 4 (a loop)
-// and a tail chunk of 2.
+
+// With at most 4 rows a chunk, the 10 ids are two full chunks of 4, one in
+// each of the two UB buffers the chunks alternate between, and a tail chunk
+// of 2 in the first buffer again.
 // CHUNK-LABEL: func.func @embedding
+// CHUNK: %[[A:.*]] = memref.alloc() : memref<192xf32, "ub">
+// CHUNK: %[[B:.*]] = memref.alloc() : memref<192xf32, "ub">
+// CHUNK: scf.for %{{.*}} = %{{.*}} to %c4
+// CHUNK: "cce.copy_ub_to_gm"(%[[A]], %{{.*}}) {burst_len = 24 : i64
+// CHUNK: scf.for %{{.*}} = %{{.*}} to %c4
+// CHUNK: "cce.copy_ub_to_gm"(%[[B]], %{{.*}}) {burst_len = 24 : i64
+// CHUNK: %[[T:.*]] = memref.subview %[[A]][0] [96] [1]
 // CHUNK: scf.for %{{.*}} = %{{.*}} to %c2
-// CHUNK: memref.alloc() : memref<192xf32, "ub">
-// CHUNK: "cce.copy_ub_to_gm"({{.*}}) {burst_len = 24 : i64
-// CHUNK: memref.alloc() : memref<96xf32, "ub">
-// CHUNK: "cce.copy_ub_to_gm"({{.*}}) {burst_len = 12 : i64
+// CHUNK: "cce.copy_ub_to_gm"(%[[T]], %{{.*}}) {burst_len = 12 : i64
 func.func @embedding(%table: memref<101x48xf32, "gm">, %ids: memref<2x5xi32, "gm">, %out: memref<2x5x48xf32, "gm">) {
   "ascend.gather"(%table, %ids, %out) {axis = 0 : i64} : (memref<101x48xf32, "gm">, memref<2x5xi32, "gm">, memref<2x5x48xf32, "gm">) -> ()
   return
@@ -35,14 +41,17 @@ func.func @embedding(%table: memref<101x48xf32, "gm">, %ids: memref<2x5xi32, "gm
 
 // -----
 
-// Axis 1 of [8, 40, 16] f16: one 32-byte row per (outer, id); a loop over
-// the 8 outer rows, the table offset of each row o*640 + id*16.
+// Axis 1 of [8, 40, 16] f16: output row r = o * 3 + k is table row
+// o * 40 + ids[k], one 32-byte block; the 24 rows are one chunk.
 // CHECK-LABEL: func.func @axis_one
-// CHECK: scf.for %[[O:.*]] = %{{.*}} to %c8
-// CHECK: memref.load
+// CHECK: scf.for %[[R:.*]] = %{{.*}} to %c24
+// CHECK: %[[O:.*]] = arith.divui %[[R]], %c3
+// CHECK: %[[K:.*]] = arith.remui %[[R]], %c3
+// CHECK: memref.load %{{.*}}[%[[K]]] : memref<3xi32, "gm">
 // CHECK: cf.assert
+// CHECK: arith.muli %[[O]], %c640
 // CHECK: "cce.copy_gm_to_ub"({{.*}}) {burst_len = 1 : i64
-// CHECK: "cce.copy_ub_to_gm"({{.*}}) {burst_len = 3 : i64
+// CHECK: "cce.copy_ub_to_gm"({{.*}}) {burst_len = 24 : i64
 func.func @axis_one(%table: memref<8x40x16xf16, "gm">, %ids: memref<3xi32, "gm">, %out: memref<8x3x16xf16, "gm">) {
   "ascend.gather"(%table, %ids, %out) {axis = 1 : i64} : (memref<8x40x16xf16, "gm">, memref<3xi32, "gm">, memref<8x3x16xf16, "gm">) -> ()
   return
