@@ -15,10 +15,11 @@ after `slots - 1` other chunks: its store's GM latency hides behind their
 loads.
 
 The access analysis sees the row copy's offset as data-dependent and takes
-the whole table as read (conservative). Rows must be whole 32-byte blocks
-(every copy burst is; all hidden sizes of real embeddings are multiples of
-8 f32 / 16 f16 elements); other rows are refused at the op. The indices must
-be kernel inputs: the scalar unit reads them as the kernel starts.
+the whole table as read (conservative). Rows that are not whole 32-byte
+blocks (a burst's unit) are realigned in UB (`gather_unaligned`; real
+embeddings' hidden sizes are multiples of 8 f32 / 16 f16 elements and take
+the direct path). The indices must be kernel inputs: the scalar unit reads
+them as the kernel starts.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from npu.dialects.ascend import normalize_axis
 from npu.dialects.hivm import config_field
 from npu.kernels.cce_build import Index, copy, delinearize, for_range, lin, sub
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
+from npu.passes.gather_unaligned import UnalignedGather
 
 
 class LowerGather(Pass):
@@ -66,12 +68,7 @@ class LowerGather(Pass):
         count = int(np.prod(nir.memref_shape(indices), dtype=np.int64))
         granule = self.target.granule("ub")
         row_bytes = inner * nir.element_bytes(elem)
-        if row_bytes % granule:
-            raise PassError(f"gathered rows of {inner} x {elem} ({row_bytes} bytes) are not a "
-                            f"whole number of {granule}-byte blocks: each row is one DMA burst "
-                            "(the hidden size must be a multiple of "
-                            f"{granule // nir.element_bytes(elem)} {elem} elements)", op)
-        blocks = row_bytes // granule
+        blocks = max(1, row_bytes // granule)
         max_burst = config_field("copy", "burst_len").max
         total = outer * count  # output rows: out[o, k] is row o * count + k
         budget = int(self.target.capacity("ub") * self.ub_fraction)
@@ -81,11 +78,14 @@ class LowerGather(Pass):
             rows = min(rows, self.max_rows)
         if rows < 1:
             rows = min(total, budget // row_bytes, max_burst // blocks)  # fewer slots
-        if rows < 1:
+        if rows < 1 and row_bytes % granule == 0:
             raise PassError(f"one gathered row ({row_bytes} bytes) does not fit the UB budget "
                             f"({self.ub_fraction:g} of UB) or one copy burst", op)
         kernel = _Kernel(nir.flatten_memref(table), nir.flatten_memref(indices),
                          nir.flatten_memref(out), elem, outer, size, inner, count, blocks)
+        if row_bytes % granule:
+            UnalignedGather(self, op, kernel, total, outer * size * inner).emit()
+            return
         kernel.emit(total, rows, max(1, min(self.slots, budget // (rows * row_bytes))))
 
 
@@ -135,6 +135,12 @@ class _Kernel:
              n * self.blocks)
 
     def row(self, r: Index, buf: ir.Value, k: Index) -> None:
+        src = sub(self.table, self.row_index(r), self.inner)
+        copy("cce.copy_gm_to_ub", src, sub(buf, lin((k, self.inner)), self.inner), 1, self.blocks)
+
+    def row_index(self, r: Index) -> ir.Value:
+        """The table element where output row r's row starts: the scalar
+        unit loads its id, wraps a negative one and checks the range."""
         if self.outer == 1:
             o, position = 0, r
         elif isinstance(r, int):
@@ -150,8 +156,8 @@ class _Kernel:
         index = arith.SelectOp(negative, wrapped, index).result
         inside = arith.CmpIOp(arith.CmpIPredicate.ult, index, size).result
         cf.AssertOp(inside, self.message)
-        src = sub(self.table, lin((o, self.size * self.inner), (index, self.inner)), self.inner)
-        copy("cce.copy_gm_to_ub", src, sub(buf, lin((k, self.inner)), self.inner), 1, self.blocks)
+        start = lin((o, self.size * self.inner), (index, self.inner))
+        return start if isinstance(start, ir.Value) else nir.index_const(start)
 
 
 def _check_kernel_input(value: ir.Value, op: ir.Operation) -> None:
@@ -163,8 +169,9 @@ def _check_kernel_input(value: ir.Value, op: ir.Operation) -> None:
             break
         if owner.name not in ("memref.collapse_shape", "memref.expand_shape", "memref.cast",
                               "memref.subview", "memref.reinterpret_cast"):
-            raise PassError("the indices are computed on the device ('" + owner.name + "'); the "
-                            "scalar unit reads a gather's indices from kernel inputs only", op)
+            what = "a GM temporary" if owner.name == "memref.alloc" else f"'{owner.name}'"
+            raise PassError(f"the indices are computed on the device ({what}); the scalar unit "
+                            "reads a gather's indices from kernel inputs only", op)
         value = owner.operands[0]
     func = op.parent
     while func is not None and func.name != "func.func":

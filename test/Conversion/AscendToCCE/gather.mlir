@@ -56,3 +56,25 @@ func.func @axis_one(%table: memref<8x40x16xf16, "gm">, %ids: memref<3xi32, "gm">
   "ascend.gather"(%table, %ids, %out) {axis = 1 : i64} : (memref<8x40x16xf16, "gm">, memref<3xi32, "gm">, memref<8x3x16xf16, "gm">) -> ()
   return
 }
+
+// -----
+
+// 80-byte rows (30 x 20 f32) are not whole blocks: each row is read as 3
+// blocks (its burst moved back to end inside the table's last granule when
+// it would run past it: min(start, 600 - 24)) into a staging slot, every
+// element is expanded to a block (vnchwconv), one copy_ub_to_ub per row
+// packs its 20 blocks from its shift, and vnchwconv compacts them again.
+// CHECK-LABEL: func.func @unaligned
+// CHECK: scf.for
+// CHECK: cf.assert
+// CHECK: arith.minsi %{{.*}}, %c576
+// CHECK: "cce.copy_gm_to_ub"({{.*}}) {burst_len = 3 : i64
+// CHECK: "cce.vnchwconv"
+// CHECK: scf.for
+// CHECK: "cce.copy_ub_to_ub"({{.*}}) {burst_len = 20 : i64, dst_gap = 0 : i64, n_burst = 1 : i64
+// CHECK: "cce.vnchwconv"
+// CHECK: "cce.copy_ub_to_gm"({{.*}}) {burst_len = 15 : i64
+func.func @unaligned(%table: memref<30x20xf32, "gm">, %ids: memref<2x3xi32, "gm">, %out: memref<2x3x20xf32, "gm">) {
+  "ascend.gather"(%table, %ids, %out) {axis = 0 : i64} : (memref<30x20xf32, "gm">, memref<2x3xi32, "gm">, memref<2x3x20xf32, "gm">) -> ()
+  return
+}

@@ -100,8 +100,23 @@ def test_out_of_range_id_is_a_located_error():
         kernel(np.array([[0, 1, 2], [3, -31, 4]], np.int32))
 
 
-def test_unaligned_rows_refused_at_the_node():
-    m, _ = embedding(30, 20, (2, 3))  # 80-byte f32 rows
-    with pytest.raises(Exception) as e:
-        npu.compile(m)
-    assert "emb" in str(e.value) and "32-byte blocks" in str(e.value)
+@pytest.mark.parametrize("vocab,hidden,ids_shape,dtype", [
+    (30, 20, (2, 3), F),      # 80-byte rows: realigned in UB
+    (30, 20, (4, 7), H),
+    (13, 5, (9,), F),         # rows under one block
+    (7, 3, (2, 50), H),       # 100 rows of 6 bytes
+])
+def test_embedding_unaligned_rows(vocab, hidden, ids_shape, dtype):
+    m, _ = embedding(vocab, hidden, ids_shape, dtype)
+    rng = np.random.default_rng(5)
+    ids = rng.integers(-vocab, vocab, size=ids_shape).astype(np.int32)
+    ids.flat[0], ids.flat[-1] = vocab - 1, -vocab  # the last row (its burst ends at the table's end), the first
+    run(m, {"ids": ids})
+
+
+def test_gather_last_axis():
+    """Axis 1 of a [6, 40] table: rows of one element."""
+    node = helper.make_node("Gather", ["table", "ids"], ["y"], name="emb", axis=1)
+    m = model([node], [("table", [6, 40]), ("ids", [5], I32)], [("y", [6, 5])])
+    table = np.random.default_rng(6).standard_normal((6, 40)).astype(np.float32)
+    run(m, {"table": table, "ids": np.array([39, 0, -1, 7, 7], np.int32)})
