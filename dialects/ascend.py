@@ -60,9 +60,10 @@ CMP = "ascend.cmp"
 SELECT = "ascend.select"
 BROADCAST = "ascend.broadcast"
 GATHER = "ascend.gather"
+GATHER_ELEMENTS = "ascend.gather_elements"
 # Everything `npu-lower-elementwise` handles.
 ELEMENTWISE = ELEMENTWISE_BINARY + SCALAR + UNARY + (CAST, CLAMP, CMP, SELECT, BROADCAST)
-ALL_OPS = MATMUL_OPS + LAYOUT_OPS + ELEMENTWISE + (TRANSPOSE,) + REDUCE + (GATHER,)
+ALL_OPS = MATMUL_OPS + LAYOUT_OPS + ELEMENTWISE + (TRANSPOSE,) + REDUCE + (GATHER, GATHER_ELEMENTS)
 
 # (a, b, c) element types of matmul / batch_matmul.
 MATMUL_SIGNATURES = (("f16", "f16", "f32"), ("f16", "f16", "f16"))
@@ -269,6 +270,26 @@ def _check_gather(op: ir.Operation, target: Target) -> None:
         raise RuleError(f"cannot gather indices from axis {a} of size 0")
 
 
+def _check_gather_elements(op: ir.Operation, target: Target) -> None:
+    data, indices, out = _shapes(op)
+    axis = int_attr(op, "axis")
+    if not data or len(indices) != len(data):
+        raise RuleError(f"indices must have the data's rank {len(data)} (at least 1), got "
+                        f"{len(indices)}")
+    try:
+        a = normalize_axis(axis, len(data))
+    except ValueError:
+        raise RuleError(f"'axis' {axis} is out of range for the data of rank {len(data)}") from None
+    if out != indices:
+        raise RuleError(f"output shape must be the indices' shape {indices}, got {out}")
+    bigger = [d for d in range(len(data)) if d != a and indices[d] > data[d]]
+    if bigger:
+        raise RuleError(f"indices dimension {bigger[0]} ({indices[bigger[0]]}) exceeds the data's "
+                        f"({data[bigger[0]]}); only axis {a} may be longer")
+    if data[a] == 0 and int(np.prod(indices, dtype=np.int64)):
+        raise RuleError(f"cannot gather indices from axis {a} of size 0")
+
+
 def _check_reduce_axis_attr(op: ir.Operation, target: Target) -> None:
     """`axis` is optional, but when present an i64."""
     if "axis" in op.attributes:
@@ -336,6 +357,9 @@ def _specs() -> list[OpSpec]:
                       (_check_transpose,)))
     specs.append(spec(GATHER, ("table", "indices", "out"),
                       tuple((t, "i32", t) for t in ELEMENT_TYPES), {"axis": I64}, (_check_gather,)))
+    specs.append(spec(GATHER_ELEMENTS, ("data", "indices", "out"),
+                      tuple((t, "i32", t) for t in ELEMENT_TYPES), {"axis": I64},
+                      (_check_gather_elements,)))
     for n in REDUCE:
         specs.append(OpSpec(n, _gm("in", "out"), same_dtype(2, FLOAT_TYPES), {}, {},
                             (_check_reduce_axis_attr, _check_reduce), static_shapes=True))

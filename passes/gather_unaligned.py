@@ -24,17 +24,60 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from mlir import ir
-from mlir.dialects import arith
+from mlir.dialects import arith, cf, memref
 
 from npu import ir as nir
-from npu.kernels.cce_build import Index, copy, for_range, lin, sub
+from npu.kernels.cce_build import Index, copy, delinearize, for_range, lin, sub
 from npu.passes.base import PassError
 from npu.passes.transpose_general import compact_blocks, expand_to_blocks
 
 
 def _round_up(a: int, b: int) -> int:
     return -(-a // b) * b
+
+
+def checked_id(ids: ir.Value, at: Index, size: int, message: str) -> ir.Value:
+    """The id at element `at` of `ids` as the scalar unit reads it (one GM
+    load), a negative one wrapped by `size` (ONNX), asserted in [0, size)."""
+    at = at if isinstance(at, ir.Value) else nir.index_const(at)
+    loaded = memref.LoadOp(ids, [at]).result
+    index = arith.IndexCastOp(ir.IndexType.get(), loaded).result
+    zero, bound = nir.index_const(0), nir.index_const(size)
+    negative = arith.CmpIOp(arith.CmpIPredicate.slt, index, zero).result
+    wrapped = arith.AddIOp(index, bound).result
+    index = arith.SelectOp(negative, wrapped, index).result
+    inside = arith.CmpIOp(arith.CmpIPredicate.ult, index, bound).result
+    cf.AssertOp(inside, message)
+    return index
+
+
+def range_message(op_name: str, size: int) -> str:
+    return (f"{op_name}: an index is outside [{-size}, {size - 1}] (the gathered axis has "
+            f"{size} entries)")
+
+
+class ElementsIndex:
+    """GatherElements as a gather of one-element rows: output element r
+    reads data element sum(p_d * stride_d) with p the multi-index of r and
+    p[axis] its id (what `UnalignedGather` asks of a kernel)."""
+
+    def __init__(self, data: ir.Value, ids: ir.Value, out: ir.Value, elem: str,
+                 data_shape: list[int], ids_shape: list[int], axis: int):
+        self.table, self.ids, self.out, self.elem = data, ids, out, elem
+        self.inner, self.axis, self.ids_shape = 1, axis, ids_shape
+        self.strides = [int(np.prod(data_shape[d + 1:], dtype=np.int64))
+                        for d in range(len(data_shape))]
+        self.size = data_shape[axis]
+        self.message = range_message("ascend.gather_elements", self.size)
+
+    def row_index(self, r: Index) -> ir.Value:
+        where = delinearize(r, self.ids_shape)
+        where[self.axis] = checked_id(self.ids, r, self.size, self.message)
+        start = lin(*zip(where, self.strides))
+        return start if isinstance(start, ir.Value) else nir.index_const(start)
 
 
 class UnalignedGather:

@@ -1,5 +1,5 @@
-"""npu-lower-gather: ascend.gather (the embedding lookup) -> cce, driven by
-the scalar unit.
+"""npu-lower-gather: ascend.gather (the embedding lookup) and
+ascend.gather_elements -> cce, driven by the scalar unit.
 
 `out[o, k, i] = table[o, ids[k], i]` (o over the dims before `axis`, k over
 the indices, i over the dims after it). Each index is read by the scalar
@@ -19,28 +19,29 @@ the whole table as read (conservative). Rows that are not whole 32-byte
 blocks (a burst's unit) are realigned in UB (`gather_unaligned`; real
 embeddings' hidden sizes are multiples of 8 f32 / 16 f16 elements and take
 the direct path). The indices must be kernel inputs: the scalar unit reads
-them as the kernel starts.
+them as the kernel starts. `ascend.gather_elements` is a gather of
+one-element rows, each at its own data offset (`gather_unaligned.ElementsIndex`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import arith, cf, memref
 
 from npu import ir as nir
 from npu.dialects.ascend import normalize_axis
 from npu.dialects.hivm import config_field
 from npu.kernels.cce_build import Index, copy, delinearize, for_range, lin, sub
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
-from npu.passes.gather_unaligned import UnalignedGather
+from npu.passes.gather_unaligned import ElementsIndex, UnalignedGather, checked_id, range_message
 
 
 class LowerGather(Pass):
     name = "npu-lower-gather"
-    summary = ("Lower ascend.gather: the scalar unit loads each index and copies its row "
-               "GM -> UB; chunks of rows are stored UB -> GM")
-    handles = ("ascend.gather",)
+    summary = ("Lower ascend.gather / gather_elements: the scalar unit loads each index and "
+               "copies its row GM -> UB (realigned in UB when not whole blocks); chunks of rows "
+               "are stored UB -> GM")
+    handles = ("ascend.gather", "ascend.gather_elements")
     options = (
         ub_fraction_option(0.9, "fraction of UB the chunks' buffers share (the gather is a "
                            "kernel of its own)"),
@@ -62,6 +63,13 @@ class LowerGather(Pass):
             if not nir.is_contiguous(v):
                 raise PassError(f"operand of type {v.type} is not contiguous (row-major, dense)", op)
         _check_kernel_input(indices, op)
+        if op.name == "ascend.gather_elements":
+            ids_shape = nir.memref_shape(indices)
+            index = ElementsIndex(nir.flatten_memref(table), nir.flatten_memref(indices),
+                                  nir.flatten_memref(out), elem, shape, ids_shape, axis)
+            total = int(np.prod(ids_shape, dtype=np.int64))
+            UnalignedGather(self, op, index, total, int(np.prod(shape, dtype=np.int64))).emit()
+            return
         outer = int(np.prod(shape[:axis], dtype=np.int64))
         size = shape[axis]
         inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
@@ -112,8 +120,7 @@ class _Kernel:
                  size: int, inner: int, count: int, blocks: int):
         self.table, self.ids, self.out, self.elem, self.outer = table, ids, out, elem, outer
         self.size, self.inner, self.count, self.blocks = size, inner, count, blocks
-        self.message = (f"ascend.gather: an index is outside [{-size}, {size - 1}] (the gathered "
-                        f"axis has {size} entries)")
+        self.message = range_message("ascend.gather", size)
 
     def emit(self, total: int, rows: int, slots: int) -> None:
         full, tail = divmod(total, rows)
@@ -147,15 +154,7 @@ class _Kernel:
             o, position = divmod(r, self.count)
         else:  # the outer index and the id's position: r // count, r % count
             o, position = delinearize(r, [self.outer, self.count])
-        at = position if isinstance(position, ir.Value) else nir.index_const(position)
-        loaded = memref.LoadOp(self.ids, [at]).result
-        index = arith.IndexCastOp(ir.IndexType.get(), loaded).result
-        zero, size = nir.index_const(0), nir.index_const(self.size)
-        negative = arith.CmpIOp(arith.CmpIPredicate.slt, index, zero).result
-        wrapped = arith.AddIOp(index, size).result
-        index = arith.SelectOp(negative, wrapped, index).result
-        inside = arith.CmpIOp(arith.CmpIPredicate.ult, index, size).result
-        cf.AssertOp(inside, self.message)
+        index = checked_id(self.ids, position, self.size, self.message)
         start = lin((o, self.size * self.inner), (index, self.inner))
         return start if isinstance(start, ir.Value) else nir.index_const(start)
 

@@ -1,4 +1,5 @@
-"""ONNX Gather as torch-mlir lowers it -> `ascend.gather`.
+"""ONNX Gather and GatherElements as torch-mlir lowers them -> `ascend.gather`
+and `ascend.gather_elements`.
 
 torch-mlir writes `Gather(table, ids, axis)` as a `linalg.generic` over the
 output's loops whose body reads the captured table with `tensor.extract`,
@@ -7,6 +8,8 @@ others the loops around it (`linalg.index`). Before it, three elementwise
 generics wrap negative ids (`select(ids < 0, ids + size, ids)`); ascend.gather
 does that itself (ONNX semantics), so when their only use is gathers of that
 axis size they are skipped and the gather reads the ids directly.
+GatherElements is the same generic with the ids over every loop (and
+`cf.assert`s of the range in its body, which the ascend op checks itself).
 
 A gather whose table and ids are both host constants is folded like any
 other op; everything else becomes one `ascend.gather` (the ids as i32: a
@@ -33,6 +36,7 @@ class GatherForm:
     table: ir.Value  # the captured tensor
     ids: ir.Value    # the generic's input
     axis: int
+    elements: bool = False  # GatherElements: one id per output element, same rank as the table
 
 
 def _body_ops(op: ir.Operation) -> list[ir.Operation]:
@@ -77,11 +81,15 @@ def gather_form(op: ir.Operation) -> GatherForm | None:
     table_shape = tensor_shape(table)
     out_shape = tensor_shape(op.results[0])
     ids_shape = tensor_shape(s.inputs[0])
-    if (loops != want or ids_loops != list(range(axis, axis + rank))
-            or out_shape != table_shape[:axis] + ids_shape + table_shape[axis + 1:]):
-        raise UnsupportedOp(op, "a gather whose loops do not follow the table's dimensions in "
-                            "order (only ONNX Gather's form is recognised)")
-    return GatherForm(table, s.inputs[0], axis)
+    if (loops == want and ids_loops == list(range(axis, axis + rank))
+            and out_shape == table_shape[:axis] + ids_shape + table_shape[axis + 1:]):
+        return GatherForm(table, s.inputs[0], axis)
+    others = [d for d in range(n_loops) if d != axis]
+    if (len(indices) == n_loops and loops == others and ids_loops == list(range(n_loops))
+            and out_shape == ids_shape):
+        return GatherForm(table, s.inputs[0], axis, elements=True)
+    raise UnsupportedOp(op, "a gather whose loops do not follow the table's dimensions in "
+                        "order (only ONNX Gather's and GatherElements' forms are recognised)")
 
 
 def _producer(value: ir.Value) -> ir.Operation | None:
@@ -168,7 +176,8 @@ class GatherLowering:
         shape = tuple(tensor_shape(op.results[0]))
         dtype = element_name(op.results[0])
         out = self.dest(op.results[0], shape, dtype, loc)
-        self.em.op("ascend.gather", [table_buf, ids_buf, out], loc, axis=f"{form.axis} : i64")
+        name = "ascend.gather_elements" if form.elements else "ascend.gather"
+        self.em.op(name, [table_buf, ids_buf, out], loc, axis=f"{form.axis} : i64")
         self.tensors[op.results[0]] = Tensor(shape, dtype, nd=out)
 
     def _scan_gathers(self) -> tuple[set, dict]:

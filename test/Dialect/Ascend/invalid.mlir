@@ -415,3 +415,27 @@ func.func @gather_missing_axis(%t: memref<30x16xf32, "gm">, %i: memref<4xi32, "g
   "ascend.gather"(%t, %i, %o) : (memref<30x16xf32, "gm">, memref<4xi32, "gm">, memref<4x16xf32, "gm">) -> ()
   return
 }
+
+// -----
+
+func.func @gather_elements_rank(%d: memref<4x6xf32, "gm">, %i: memref<5xi32, "gm">, %o: memref<5xf32, "gm">) {
+  // expected-error@+1 {{indices must have the data's rank 2 (at least 1), got 1}}
+  "ascend.gather_elements"(%d, %i, %o) {axis = 1 : i64} : (memref<4x6xf32, "gm">, memref<5xi32, "gm">, memref<5xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @gather_elements_longer(%d: memref<4x6xf32, "gm">, %i: memref<5x2xi32, "gm">, %o: memref<5x2xf32, "gm">) {
+  // expected-error@+1 {{indices dimension 0 (5) exceeds the data's (4); only axis 1 may be longer}}
+  "ascend.gather_elements"(%d, %i, %o) {axis = 1 : i64} : (memref<4x6xf32, "gm">, memref<5x2xi32, "gm">, memref<5x2xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @gather_elements_out(%d: memref<4x6xf32, "gm">, %i: memref<3x2xi32, "gm">, %o: memref<3x6xf32, "gm">) {
+  // expected-error@+1 {{output shape must be the indices' shape [3, 2], got [3, 6]}}
+  "ascend.gather_elements"(%d, %i, %o) {axis = 1 : i64} : (memref<4x6xf32, "gm">, memref<3x2xi32, "gm">, memref<3x6xf32, "gm">) -> ()
+  return
+}

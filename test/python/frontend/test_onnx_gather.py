@@ -120,3 +120,17 @@ def test_gather_last_axis():
     m = model([node], [("table", [6, 40]), ("ids", [5], I32)], [("y", [6, 5])])
     table = np.random.default_rng(6).standard_normal((6, 40)).astype(np.float32)
     run(m, {"table": table, "ids": np.array([39, 0, -1, 7, 7], np.int32)})
+
+
+@pytest.mark.parametrize("data,ids,axis,dtype", [
+    ((4, 6), (3, 5), 1, F),
+    ((5, 3), (7, 3), 0, H),
+    ((2, 3, 4), (2, 3, 2), 2, F),
+])
+def test_gather_elements(data, ids, axis, dtype):
+    node = helper.make_node("GatherElements", ["x", "i"], ["y"], name="ge", axis=axis)
+    m = model([node], [("x", list(data), dtype), ("i", list(ids), I32)], [("y", list(ids), dtype)])
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(data).astype(NUMPY[dtype])
+    size = data[axis]
+    run(m, {"x": x, "i": rng.integers(-size, size, size=ids).astype(np.int32)})

@@ -100,3 +100,21 @@ def test_cce_and_hivm_take_the_same_cycles():
     res = simulate_levels(module, [x, idx, np.zeros(out, np.float32)], force_hivm=True,
                           strict=True, serialize=serialize)
     np.testing.assert_array_equal(res.outputs[2], np.take(x, np.where(idx < 0, idx + 101, idx), 0))
+
+
+@pytest.mark.parametrize("data,ids,axis,elem", [
+    ((4, 6), (3, 5), 1, "f32"),
+    ((4, 6), (7, 6), 0, "f16"),      # the axis longer than the data's
+    ((2, 3, 5), (2, 2, 5), -2, "i32"),
+])
+def test_gather_elements(data, ids, axis, elem):
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-100, 100, size=data).astype(NP[elem])
+    size = data[axis % len(data)]
+    idx = rng.integers(-size, size, size=ids).astype(np.int32)
+    src = func("g", "ascend.gather_elements", [memref(data, elem), memref(ids, "i32"),
+                                               memref(ids, elem)], f"axis = {axis} : i64")
+    got = run(src, "npu-lower-gather", [x, idx, np.zeros(ids, NP[elem])]).outputs[2]
+    where = list(np.indices(ids, sparse=True))
+    where[axis % len(data)] = np.where(idx < 0, idx + size, idx)
+    np.testing.assert_array_equal(got, x[tuple(where)])
