@@ -28,6 +28,11 @@ from npu.passes.linalg_to_ascend.linalg_eval import constant_value
 from npu.passes.linalg_to_ascend.structure import UnsupportedOp, element_name, structured, tensor_shape
 from npu.passes.linalg_to_ascend.values import Tensor
 
+
+def storage_type(element: str) -> str:
+    """Booleans (i1) are held as i8 0/1 (as `convert.storage_type`)."""
+    return "i8" if element == "i1" else element
+
 RESHAPES = ("tensor.collapse_shape", "tensor.expand_shape")
 
 
@@ -174,10 +179,21 @@ class GatherLowering:
             ids_buf = self.nd(form.ids, loc)
         table_buf = self.nd(form.table, loc)
         shape = tuple(tensor_shape(op.results[0]))
-        dtype = element_name(op.results[0])
+        dtype = storage_type(element_name(op.results[0]))
         out = self.dest(op.results[0], shape, dtype, loc)
         name = "ascend.gather_elements" if form.elements else "ascend.gather"
-        self.em.op(name, [table_buf, ids_buf, out], loc, axis=f"{form.axis} : i64")
+        rows = int(np.prod(table_buf.shape[form.axis + 1:], dtype=np.int64))
+        if dtype == "i8" and (form.elements or rows % 32):
+            # Rows that are not whole blocks are realigned in UB by vnchwconv,
+            # which moves 2- and 4-byte elements: i8 (booleans) go through f16,
+            # exact for every i8 value.
+            wide = self.em.alloc(table_buf.shape, "f16", loc)
+            self.em.op("ascend.cast", [table_buf, wide], loc, round_mode='"rint"')
+            gathered = self.em.alloc(shape, "f16", loc)
+            self.em.op(name, [wide, ids_buf, gathered], loc, axis=f"{form.axis} : i64")
+            self.em.op("ascend.cast", [gathered, out], loc, round_mode='"rint"')
+        else:
+            self.em.op(name, [table_buf, ids_buf, out], loc, axis=f"{form.axis} : i64")
         self.tensors[op.results[0]] = Tensor(shape, dtype, nd=out)
 
     def _scan_gathers(self) -> tuple[set, dict]:

@@ -134,3 +134,15 @@ def test_gather_elements(data, ids, axis, dtype):
     x = rng.standard_normal(data).astype(NUMPY[dtype])
     size = data[axis]
     run(m, {"x": x, "i": rng.integers(-size, size, size=ids).astype(np.int32)})
+
+
+def test_gather_of_a_runtime_bool_mask():
+    """The TorchScript BERT export's mask path: Cast(mask, bool), Flatten,
+    Gather with constant indices; one-byte rows go through f16 (exact)."""
+    nodes = [helper.make_node("Cast", ["m"], ["b"], to=TensorProto.BOOL, name="cast"),
+             helper.make_node("Gather", ["b", "pos"], ["g"], axis=1, name="emb"),
+             helper.make_node("Cast", ["g"], ["y"], to=TensorProto.FLOAT, name="back")]
+    pos = np.array([0, 3, -1, 5, 5], np.int64)
+    m = model(nodes, [("m", [2, 16])], [("y", [2, 5])], [("pos", pos)])
+    mask = (np.random.default_rng(8).random((2, 16)) > 0.5).astype(np.float32)
+    run(m, {"m": mask})
