@@ -40,3 +40,25 @@ def test_word_embedding_of_real_exports(name, ops):
     (want,) = onnxruntime.InferenceSession(sub.SerializeToString()).run(None, {"input_ids": ids})
     np.testing.assert_array_equal(got, want)
     assert "ascend.gather" in kernel.stages["ascend"]
+
+
+def test_bert_style_embedding_block():
+    """Word + position embeddings and LayerNorm (BERT's embeddings with the
+    token types folded): the gather feeds the fused row kernels."""
+    from onnx import helper
+    from onnx_models import model
+
+    rng = np.random.default_rng(9)
+    words = rng.standard_normal((100, 64)).astype(np.float32)
+    pos = rng.standard_normal((1, 16, 64)).astype(np.float32)
+    scale, bias = rng.standard_normal(64).astype(np.float32), rng.standard_normal(64).astype(np.float32)
+    nodes = [helper.make_node("Gather", ["words", "input_ids"], ["w"], name="word_embeddings"),
+             helper.make_node("Add", ["w", "pos"], ["e"], name="add"),
+             helper.make_node("LayerNormalization", ["e", "scale", "bias"], ["y"], name="ln",
+                              axis=-1, epsilon=1e-12)]
+    m = model(nodes, [("input_ids", [1, 16], TensorProto.INT32)], [("y", [1, 16, 64])],
+              [("words", words), ("pos", pos), ("scale", scale), ("bias", bias)])
+    ids = rng.integers(0, 100, (1, 16)).astype(np.int32)
+    (got,), report = npu.compile(m)(ids)
+    (want,) = onnxruntime.InferenceSession(m.SerializeToString()).run(None, {"input_ids": ids})
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
