@@ -146,3 +146,15 @@ def test_gather_of_a_runtime_bool_mask():
     m = model(nodes, [("m", [2, 16])], [("y", [2, 5])], [("pos", pos)])
     mask = (np.random.default_rng(8).random((2, 16)) > 0.5).astype(np.float32)
     run(m, {"m": mask})
+
+
+def test_scalar_index():
+    """A rank-0 index drops the axis: a runtime one, and a constant int64 one
+    (the last column of a runtime table)."""
+    t = np.random.default_rng(0).standard_normal((5, 32)).astype(np.float32)
+    node = helper.make_node("Gather", ["table", "ids"], ["y"], name="emb", axis=0)
+    m = model([node], [("table", [5, 32]), ("ids", [], I32)], [("y", [32])])
+    run(m, {"table": t, "ids": np.array(-2, np.int32)})
+    node = helper.make_node("Gather", ["table", "ids"], ["y"], name="emb", axis=1)
+    m = model([node], [("table", [5, 32])], [("y", [5])], [("ids", np.array(-1, np.int64))])
+    run(m, {"table": t})
