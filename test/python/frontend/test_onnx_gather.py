@@ -158,3 +158,32 @@ def test_scalar_index():
     node = helper.make_node("Gather", ["table", "ids"], ["y"], name="emb", axis=1)
     m = model([node], [("table", [5, 32])], [("y", [5])], [("ids", np.array(-1, np.int64))])
     run(m, {"table": t})
+
+
+@pytest.mark.parametrize("splat", [False, True])
+def test_constant_gathers_fold_on_the_host(splat):
+    """The dynamo BERT export's token types: GatherElements of two
+    initializers, then Gather of the token-type table: both fold on the host
+    (a splat table folds to its element)."""
+    rng = np.random.default_rng(10)
+    buf, idx = np.zeros((1, 64), np.int64), np.arange(16, dtype=np.int64).reshape(1, 16)
+    tt = np.ones((2, 32), np.float32) if splat else rng.standard_normal((2, 32)).astype(np.float32)
+    nodes = [helper.make_node("GatherElements", ["buf", "idx"], ["tok"], axis=1, name="ge"),
+             helper.make_node("Gather", ["tt", "tok"], ["e"], axis=0, name="emb"),
+             helper.make_node("Add", ["e", "x"], ["y"], name="add")]
+    m = model(nodes, [("x", [1, 16, 32])], [("y", [1, 16, 32])],
+              [("buf", buf), ("idx", idx), ("tt", tt)])
+    kernel = npu.compile(m)
+    assert "gather" not in kernel.stages["ascend"]
+    x = rng.standard_normal((1, 16, 32)).astype(np.float32)
+    (got,), _ = kernel(x)
+    (want,) = onnxruntime.InferenceSession(m.SerializeToString()).run(None, {"x": x})
+    np.testing.assert_array_equal(got, want)
+
+
+def test_constant_out_of_range_index_is_a_compile_error():
+    node = helper.make_node("Gather", ["tt", "ids"], ["y"], axis=0, name="emb")
+    m = model([node], [("tt", [2, 32])], [("y", [3, 32])], [("ids", np.array([0, 2, 1], np.int64))])
+    with pytest.raises(Exception) as e:
+        npu.compile(m)
+    assert "node 'emb' (Gather)" in str(e.value) and "index 2 is out of range" in str(e.value)
