@@ -156,3 +156,22 @@ func.func @g(%t: memref<30x16xf32, "gm">, %i: memref<8xi32, "gm">, %o: memref<8x
 
     got, want, _ = compile_and_simulate(src, "npu-lower", [x, idx, np.zeros((8, 16), np.float32)])
     np.testing.assert_array_equal(got[2], want[2])
+
+
+def test_row_copies_read_the_whole_table_for_the_access_analysis():
+    """A row's GM offset depends on a loaded id: the access analysis (what
+    sync insertion, planning and double buffering use) takes the copy as
+    reading the whole table, never a guessed row."""
+    from npu.analysis.access import function_accesses
+    from npu.ir import functions, walk
+
+    src, _ = program((30, 16), (4,), 0, "f32")
+    module = parse_module(src, shared_context())
+    run_pipeline(module, "npu-lower-gather", get_target())
+    func = functions(module)[0]
+    _, accesses = function_accesses(func, get_target())
+    loads = [a for a in accesses if a.op.name == "cce.copy_gm_to_ub"]
+    assert loads and all(len(a.reads) == 1 for a in loads)
+    whole = loads[0].reads[0]
+    assert not whole.start.terms and whole.start.const == 0 and whole.length == 30 * 16 * 4
+    assert len(list(walk(func, lambda o: o.name == "memref.load"))) == 1
