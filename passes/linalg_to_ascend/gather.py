@@ -1,5 +1,7 @@
 """ONNX Gather and GatherElements as torch-mlir lowers them -> `ascend.gather`
-and `ascend.gather_elements`.
+and `ascend.gather_elements` (GatherND too: torch-mlir gathers the
+flattened data at flat indices it computes, on the host when the indices
+are constants).
 
 torch-mlir writes `Gather(table, ids, axis)` as a `linalg.generic` over the
 output's loops whose body reads the captured table with `tensor.extract`,
@@ -12,7 +14,9 @@ GatherElements is the same generic with the ids over every loop (and
 `cf.assert`s of the range in its body, which the ascend op checks itself).
 
 A gather whose table and ids are both host constants is folded like any
-other op; everything else becomes one `ascend.gather` (the ids as i32: a
+other op; one whose constant ids take every entry of the axis in order is
+the table reshaped (GatherND's flattened form of a mask's [0, k] pairs);
+everything else becomes one `ascend.gather` (the ids as i32: a
 constant of another integer type is narrowed on the host, with an error
 when a value is out of range for the axis).
 """
@@ -172,6 +176,15 @@ class GatherLowering:
         loc = self.loc(op)
         size = tensor_shape(form.table)[form.axis]
         if ids.is_constant:
+            wrapped = np.asarray(ids.array).astype(np.int64).reshape(-1) % max(size, 1)
+            if not form.elements and np.array_equal(wrapped, np.arange(size)):
+                # Every entry of the axis in order (GatherND's flattened form of
+                # an identity, a mask's [0, k] pairs): the table itself, reshaped.
+                table_buf = self.nd(form.table, loc)
+                shape = tuple(tensor_shape(op.results[0]))
+                self.tensors[op.results[0]] = Tensor(
+                    shape, table_buf.dtype, nd=self.em.reshape(table_buf, shape, loc))
+                return
             ids_buf = self.em.constant(np.asarray(ids.array).astype(np.int32))
         elif ids.dtype != "i32":
             raise UnsupportedOp(op, f"gather indices of type {ids.dtype}: the NPU reads i32 ids")

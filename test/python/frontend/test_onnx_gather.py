@@ -43,7 +43,7 @@ def run(m, feeds):
 
 
 def test_supported():
-    assert {"Gather", "GatherElements"} <= SUPPORTED_OPS
+    assert {"Gather", "GatherElements", "GatherND"} <= SUPPORTED_OPS
 
 
 @pytest.mark.parametrize("vocab,hidden,ids_shape,dtype", [
@@ -187,3 +187,20 @@ def test_constant_out_of_range_index_is_a_compile_error():
     with pytest.raises(Exception) as e:
         npu.compile(m)
     assert "node 'emb' (Gather)" in str(e.value) and "index 2 is out of range" in str(e.value)
+
+
+@pytest.mark.parametrize("data,idx,out,identity", [
+    # the dynamo exports' mask: [0, k] pairs over a [1, 16] bool mask (an identity)
+    ((1, 16), np.stack([np.zeros(16, np.int64), np.arange(16)], -1).reshape(1, 1, 1, 16, 2),
+     (1, 1, 1, 16), True),
+    ((4, 5, 8), np.array([[1], [3], [-4]], np.int64), (3, 5, 8), False),
+    ((4, 5, 8), np.array([[1, 2], [3, 4]], np.int64), (2, 8), False),
+])
+def test_gather_nd_with_constant_indices(data, idx, out, identity):
+    nodes = [helper.make_node("Cast", ["x"], ["b"], to=TensorProto.BOOL, name="mask"),
+             helper.make_node("GatherND", ["b", "idx"], ["g"], name="gnd"),
+             helper.make_node("Cast", ["g"], ["y"], to=F, name="back")]
+    m = model(nodes, [("x", list(data))], [("y", list(out))], [("idx", idx)])
+    x = (np.random.default_rng(11).standard_normal(data) > 0).astype(np.float32)
+    run(m, {"x": x})
+    assert ("ascend.gather" in npu.compile(m).stages["ascend"]) != identity
