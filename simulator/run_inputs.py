@@ -107,7 +107,7 @@ def bind_to_lowered(original_func, lowered_func, inputs: list) -> tuple[list, li
     return arrays, where
 
 
-def _index_bounds(func_op) -> dict[int, int]:
+def index_bounds(func_op) -> dict[int, int]:
     """Argument number -> the smallest axis it indexes (`ascend.gather` /
     `gather_elements` indices): random ids must lie in [-size, size)."""
     from mlir import ir
@@ -134,7 +134,7 @@ def random_inputs(func_op, seed: int, source_func=None) -> list[np.ndarray]:
 
     rng = np.random.default_rng(seed)
     arrays = []
-    bounds = _index_bounds(source_func if source_func is not None else func_op)
+    bounds = index_bounds(source_func if source_func is not None else func_op)
     for arg in input_args(func_op):
         shape = tuple(npu_ir.memref_shape(arg.type))
         dtype = npu_ir.memref_element(arg.type)
