@@ -50,6 +50,30 @@ irdl.dialect @ascend {
     irdl.attributes {"permutation" = %attr_permutation}
   }
 
+  // out = take(table, indices, axis): rows of `table` along `axis` chosen by
+  // i32 `indices` (negative ones count from the end, ONNX Gather); out shape =
+  // table.shape[:axis] + indices.shape + table.shape[axis+1:]
+  irdl.operation @gather {
+    %table = irdl.base "!builtin.memref"
+    %indices = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    %attr_axis = irdl.base "#builtin.integer"
+    irdl.operands(table: %table, indices: %indices, out: %out)
+    irdl.attributes {"axis" = %attr_axis}
+  }
+
+  // out[p] = data[p with p[axis] replaced by indices[p]] (ONNX GatherElements,
+  // numpy take_along_axis): indices i32 of data's rank (negative ones count
+  // from the end of axis), out shape = indices shape
+  irdl.operation @gather_elements {
+    %data = irdl.base "!builtin.memref"
+    %indices = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    %attr_axis = irdl.base "#builtin.integer"
+    irdl.operands(data: %data, indices: %indices, out: %out)
+    irdl.attributes {"axis" = %attr_axis}
+  }
+
   // ===== Elementwise, binary with numpy broadcasting to out's shape =====
 
   // out = lhs + rhs

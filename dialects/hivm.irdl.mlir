@@ -536,6 +536,15 @@ irdl.dialect @hivm {
     irdl.attributes {"base" = %attr_base, "scales" = %attr_scales}
   }
 
+  // value = the i32 at GM byte address `addr`: a scalar load of the scalar
+  // unit, through its data cache (a gather's index; cce: memref.load).
+  irdl.operation @load_gm_scalar {
+    %address = irdl.is i64
+    %result = irdl.is i32
+    irdl.operands(addr: %address)
+    irdl.results(value: %result)
+  }
+
   // ===== Synchronisation (as in cce) =====
 
   // raise event `event` of (src, dst)

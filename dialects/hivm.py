@@ -185,8 +185,9 @@ SYNC_OPS = ("hivm.set_flag", "hivm.wait_flag", "hivm.pipe_barrier")
 # Binary opcodes follow this order: ops added later go at the end, so the
 # existing opcodes keep their numbers.
 _ADDED = (VECTOR_CMP, VECTOR_SELECT, "hivm.vcmin") + VECTOR_FMA + (VECTOR_AXPY,)
+SCALAR_LOAD = "hivm.load_gm_scalar"
 ALL_OPS = (COPY_OPS + LOAD_OPS + ("hivm.mad",) + tuple(n for n in VECTOR_OPS if n not in _ADDED)
-           + ("hivm.set_vector_mask", "hivm.addr") + SYNC_OPS + _ADDED)
+           + ("hivm.set_vector_mask", "hivm.addr") + SYNC_OPS + _ADDED + (SCALAR_LOAD,))
 
 # The buffer each address operand points into, in operand order (config excluded).
 ADDRESS_SPACES: Mapping[str, tuple[str, ...]] = {
@@ -356,6 +357,7 @@ def _specs() -> list[OpSpec]:
         OpSpec("hivm.set_vector_mask", _addr("hi", "lo")),
         OpSpec("hivm.addr", _addr("terms"), attrs={"base": I64, "scales": I64_ARRAY}, variadic=True,
                checks=(_check_addr,)),
+        OpSpec(SCALAR_LOAD, _addr("addr")),
     ]
     sync_attrs = {"src": STR, "dst": STR, "event": I64}
     for n in ("hivm.set_flag", "hivm.wait_flag"):

@@ -22,6 +22,7 @@ _PASS_MODULES: dict[str, str] = {
     "lower_elementwise": "LowerElementwise",
     "lower_transpose": "LowerTranspose",
     "lower_reduce": "LowerReduce",
+    "lower_gather": "LowerGather",
     "annotate_target": "AnnotateTargetPass",
     "lower_matmul": "LowerMatmul",
     "lower_fractalize": "LowerFractalize",

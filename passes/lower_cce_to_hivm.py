@@ -145,6 +145,10 @@ class _FunctionLowering:
                     self.dead.append(op)
                 elif name == "memref.dealloc":
                     self.dead.append(op)
+                elif name == "memref.load":
+                    with op.location, ir.InsertionPoint(op):
+                        self.scalar_load(op)
+                    self.dead.append(op)
                 else:
                     self.no_memref_operands(op)
                     self.no_memref_results(op)
@@ -174,6 +178,30 @@ class _FunctionLowering:
                                   materialize(address))
         self.addresses[op.results[0]] = address
         self.dead.append(op)
+
+    def scalar_load(self, op: ir.Operation) -> None:
+        """`memref.load` of a GM i32 -> `hivm.load_gm_scalar` at its address
+        (one `hivm.addr` when an index is dynamic, as the cce load charged)."""
+        source = op.operands[0]
+        if nir.memory_space(source.type) != "gm" or nir.memref_element(source.type) != "i32":
+            raise PassError(f"'memref.load' of {source.type}: the scalar unit loads i32 from GM "
+                            "only", op)
+        base = self.addresses.get(source)
+        if base is None:
+            raise PassError("'memref.load': cannot trace its memref to an allocation", op)
+        strides, _ = nir.memref_layout(source.type)
+        const, terms = 0, []
+        for index, stride in zip(list(op.operands)[1:], strides):
+            value = nir.constant_int(index)
+            if value is None:
+                terms.append((index, stride * 4))
+            else:
+                const += value * stride * 4
+        address = base.shifted(const, tuple(terms))
+        pointer = address.value if address.value is not None else (
+            materialize(address) if address.terms else self.constants.get(address.const))
+        load = nir.create_op(hivm.SCALAR_LOAD, [pointer], [ir.IntegerType.get_signless(32)])
+        op.results[0].replace_all_uses_with(load.results[0])
 
     # -- instructions --------------------------------------------------------
 

@@ -28,6 +28,7 @@ from npu.passes.lower_cce_to_hivm import LowerCCEToHIVM
 from npu.passes.lower_elementwise import LowerElementwise
 from npu.passes.lower_fractalize import LowerFractalize
 from npu.passes.lower_fused import LowerFused
+from npu.passes.lower_gather import LowerGather
 from npu.passes.lower_matmul import LowerMatmul
 from npu.passes.lower_reduce import LowerReduce
 from npu.passes.lower_transpose import LowerTranspose
@@ -53,6 +54,7 @@ SUB_PASSES: tuple[tuple[type[Pass], str], ...] = (
     (LowerElementwise, "elementwise-"),
     (LowerTranspose, "transpose-"),
     (LowerReduce, "reduce-"),
+    (LowerGather, "gather-"),
     (DoubleBufferPass, "double-buffer-"),
     (PrefetchPass, "prefetch-"),
     (PlanMemoryPass, "plan-memory-"),
@@ -66,7 +68,7 @@ SUB_PASS_CLASSES: dict[str, type[Pass]] = {cls.name: cls for cls, _ in SUB_PASSE
 # The lowerings of ascend ops, in the order they run; per-op options (a
 # tuning record's) are npu-lower's names of their options.
 LOWERING_FLAGS = ("npu-lower-matmul", "npu-lower-fractalize", "npu-lower-elementwise",
-                  "npu-lower-transpose", "npu-lower-reduce")
+                  "npu-lower-transpose", "npu-lower-reduce", "npu-lower-gather")
 
 
 class _Theirs:

@@ -17,7 +17,8 @@ core's share is equal, so no core idles while another does more:
   that divides evenly into contiguous slices (broadcast operands are not
   sliced);
 * transpose splits one output dimension (and the input dimension it comes
-  from), fractalize / defractalize the rows of the ND side.
+  from), fractalize / defractalize the rows of the ND side, gather the ids
+  and their output rows (every core reads the whole table).
 
 P is the largest count up to `cores` (0: all of the target's) that every op
 of the function can be split into equally, with 32-byte aligned slices and
@@ -180,6 +181,13 @@ class SplitCoresPass(Pass):
             perm = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
             for d in range(len(perm)):
                 cuts = ({perm[d]: "x"}, {d: "x"})
+                if self._cuts_aligned(types, cuts, parts):
+                    return Split(cuts, (("x", parts),))
+            return None
+        if name == "ascend.gather":  # rows of the output with their ids; the table whole
+            axis = nir.int_attr(op, "axis") % len(nir.memref_shape(types[0]))
+            for d in range(len(nir.memref_shape(types[1]))):
+                cuts = ({}, {d: "x"}, {axis + d: "x"})
                 if self._cuts_aligned(types, cuts, parts):
                     return Split(cuts, (("x", parts),))
             return None

@@ -253,4 +253,6 @@ def _run_core(program: Program, target: Target, strict: bool, serialize: bool, n
         timeline = run(trace, machine, hazards, target, trailing, serialize, memsys)
     finally:
         machine.release()
+    if program.scalar_loads is not None:
+        program.scalar_loads.check_unwritten()
     return trace, timeline, hazards

@@ -10,6 +10,7 @@ from mlir import ir
 
 from npu import ir as npu_ir
 from npu.simulator import scalar_unit
+from npu.simulator.scalar_loads import ScalarLoads, assert_fn
 from npu.simulator.errors import BOUNDS, INVALID, UNSUPPORTED, SimulationError, where_of
 from npu.simulator.memory import Memory, Region
 from npu.simulator.scalar_unit import View
@@ -71,6 +72,12 @@ class ScalarAndViewDecoding:
             def same(env: list, r=r, a=a) -> None:
                 env[r] = env[a]
             return same, 0
+        if name == "memref.load":
+            return self.scalar_load(op, where)
+        if name == "cf.assert":
+            msg = ir.StringAttr(op.attributes["msg"]).value if "msg" in op.attributes else \
+                "assertion failed"
+            return assert_fn(self.use(op.operands[0], op), msg, where), self.issue
         if name == "memref.subview":
             return self.subview(op, where)
         if name == "memref.reinterpret_cast":
@@ -92,6 +99,40 @@ class ScalarAndViewDecoding:
                 env[r] = last[1]
             return reshape, 0
         raise SimulationError(UNSUPPORTED, f"the simulator cannot execute '{name}'", where)
+
+    @property
+    def scalar_loads(self) -> ScalarLoads:
+        loads = getattr(self, "_scalar_loads", None)
+        if loads is None:
+            loads = self._scalar_loads = ScalarLoads(self.target)
+        return loads
+
+    def scalar_load(self, op: ir.Operation, where: str) -> tuple[Fn, int]:
+        """`memref.load` of one GM element by the scalar unit (see `scalar_loads`):
+        its address costs an issue when an index is dynamic, as `hivm.addr` does."""
+        operands = list(op.operands)
+        src = self.use(operands[0], op)
+        idx = tuple(self.use(v, op) for v in operands[1:])
+        dynamic = any(npu_ir.defining_op(v) is None or npu_ir.defining_op(v).name != "arith.constant"
+                      for v in operands[1:])
+        dtype = npu_ir.memref_element(operands[0].type)
+        esize = npu_ir.element_bytes(dtype)
+        r = self.slot(op.results[0])
+        loads, pending = self.scalar_loads, self.pending
+
+        def load(env: list) -> None:
+            view = env[src]
+            offset = view.offset
+            for d, (s, size, stride) in enumerate(zip(idx, view.shape, view.strides)):
+                i = env[s]
+                if not 0 <= i < size:
+                    raise SimulationError(BOUNDS, f"'memref.load' index {i} is outside dimension "
+                                          f"{d} of size {size}", where)
+                offset += i * stride
+            region = view.region
+            env[r], cycles = loads.load(region, region.base + offset * esize, dtype, where)
+            pending[0] += cycles
+        return load, self.issue if dynamic else 0
 
     def alloc(self, op: ir.Operation, where: str) -> View:
         t = op.results[0].type

@@ -224,6 +224,18 @@ def scalar_op(decoder, op: ir.Operation) -> tuple[Callable | None, int] | None:
         def addr(env: list, r=r, base=base, terms=terms) -> None:
             env[r] = base + sum(env[s] * c for s, c in terms)
         return addr, decoder.issue
+    if op.name == hivm.SCALAR_LOAD:
+        state = _state(decoder)
+        a = decoder.use(op.operands[0], op)
+        r = decoder.slot(op.results[0])
+        where = where_of(op.location)
+        loads, pending = decoder.scalar_loads, decoder.pending
+
+        def load(env: list) -> None:
+            region, offset = state.view("gm", env[a], 4, op.name, 0, where)
+            env[r], cycles = loads.load(region, region.base + offset * 4, "i32", where)
+            pending[0] += cycles
+        return load, 0
     if op.name == "hivm.set_vector_mask":
         state = _state(decoder)
         hi, lo = (decoder.use(v, op) for v in op.operands)

@@ -62,6 +62,7 @@ class Program:
     workspace_args: tuple[int, ...] = ()  # indices of scratch (npu.workspace) arguments
     gm_alloc_bytes: int = 0  # bytes of GM memref.alloc temporaries (each executed op once)
     hivm: "hivm_decode.HivmProgram | None" = None  # the hivm level's operand views
+    scalar_loads: object = None  # `scalar_loads.ScalarLoads` when the program loads scalars
 
     def run_scalar(self) -> int:
         """Walk the control flow, filling `trace`; returns trailing scalar cycles.
@@ -160,7 +161,8 @@ class Decoder(ScalarAndViewDecoding):
                        self.placement, self.instrs, gid,
                        tuple(i - (blk_arg is not None and i > blk_arg)
                              for i in npu_ir.workspace_args(func_op)),
-                       self.gm_alloc_bytes, getattr(self, "hivm_state", None))
+                       self.gm_alloc_bytes, getattr(self, "hivm_state", None),
+                       getattr(self, "_scalar_loads", None))
 
     def gm_memory(self, name: str, label: str, nbytes: int) -> tuple[Memory, Region]:
         """A GM allocation (argument or temporary): the runtime pads it to whole

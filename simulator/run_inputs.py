@@ -107,11 +107,34 @@ def bind_to_lowered(original_func, lowered_func, inputs: list) -> tuple[list, li
     return arrays, where
 
 
-def random_inputs(func_op, seed: int) -> list[np.ndarray]:
+def index_bounds(func_op) -> dict[int, int]:
+    """Argument number -> the smallest axis it indexes (`ascend.gather` /
+    `gather_elements` indices): random ids must lie in [-size, size)."""
+    from mlir import ir
+
+    from npu import ir as npu_ir
+
+    bounds: dict[int, int] = {}
+    for op in npu_ir.walk(func_op, lambda o: o.name in ("ascend.gather", "ascend.gather_elements")):
+        table, ids = op.operands[0], op.operands[1]
+        shape = npu_ir.memref_shape(table.type)
+        size = shape[npu_ir.int_attr(op, "axis") % len(shape)]
+        root = npu_ir.view_root(ids)
+        if npu_ir.is_block_argument(root):
+            n = ir.BlockArgument(root).arg_number
+            bounds[n] = min(size, bounds.get(n, size))
+    return bounds
+
+
+def random_inputs(func_op, seed: int, source_func=None) -> list[np.ndarray]:
+    """Random arrays for the input arguments; gather indices within their
+    axis, as `source_func` (the ascend-level function `func_op` was lowered
+    from, when it was) or `func_op` says."""
     from npu import ir as npu_ir
 
     rng = np.random.default_rng(seed)
     arrays = []
+    bounds = index_bounds(source_func if source_func is not None else func_op)
     for arg in input_args(func_op):
         shape = tuple(npu_ir.memref_shape(arg.type))
         dtype = npu_ir.memref_element(arg.type)
@@ -122,6 +145,9 @@ def random_inputs(func_op, seed: int) -> list[np.ndarray]:
             arrays.append(rng.uniform(-1, 1, shape).astype(npu_ir.NUMPY_DTYPES[dtype]))
         elif dtype == "i8":
             arrays.append(rng.integers(-8, 8, shape).astype(np.int8))
+        elif arg.arg_number in bounds:  # gather indices: in range of the axis they index
+            size = max(bounds[arg.arg_number], 1)
+            arrays.append(rng.integers(-size, size, shape).astype(np.int32))
         else:
             arrays.append(rng.integers(-64, 64, shape).astype(npu_ir.NUMPY_DTYPES.get(dtype, np.int32)))
     return arrays

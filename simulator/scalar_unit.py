@@ -65,11 +65,14 @@ INT_BINARY: dict[str, Callable[[int, int], int]] = {
     "arith.minimumf": min,
 }
 
+_U64 = (1 << 64) - 1  # unsigned predicates see a negative value as its 64-bit pattern
+
 # arith.cmpi predicates by their enum value.
 CMPI: dict[int, Callable[[int, int], bool]] = {
     0: lambda a, b: a == b, 1: lambda a, b: a != b,
     2: lambda a, b: a < b, 3: lambda a, b: a <= b, 4: lambda a, b: a > b, 5: lambda a, b: a >= b,
-    6: lambda a, b: a < b, 7: lambda a, b: a <= b, 8: lambda a, b: a > b, 9: lambda a, b: a >= b,
+    6: lambda a, b: a & _U64 < b & _U64, 7: lambda a, b: a & _U64 <= b & _U64,
+    8: lambda a, b: a & _U64 > b & _U64, 9: lambda a, b: a & _U64 >= b & _U64,
 }
 
 # Casts that do not change an integer's value in address arithmetic.

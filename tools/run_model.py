@@ -30,6 +30,7 @@ def is_model(path: str, text: str | None) -> bool:
 
 def run_model(args, path: str, text: str | None) -> int:
     from npu.frontend.compile import CompileError, compile as npu_compile
+    from npu.simulator import SimulationError
     from npu.simulator.run_check import compare
     from npu.simulator.run_inputs import RunError
 
@@ -44,7 +45,10 @@ def run_model(args, path: str, text: str | None) -> int:
         raise RunError(str(e)) from None
     engine.print()  # the compile's warnings
     inputs = model_inputs(kernel, args, path)
-    outputs, report = kernel(*inputs, strict=args.strict)
+    try:
+        outputs, report = kernel(*inputs, strict=args.strict)
+    except SimulationError as e:  # a fault the inputs cause (an out-of-range gather id)
+        raise RunError(str(e)) from None
     trace = report.pop("trace")
     status = 0
     if args.check:
@@ -96,8 +100,25 @@ def model_inputs(kernel, args, path: str) -> list[np.ndarray]:
         extra_arrays(args.inputs, path, data, names, f"the model's inputs are {', '.join(names)}")
         return arrays
     rng = np.random.default_rng(args.seed if args.seed is not None else 0)
+    bounds = _gather_bounds(kernel)
     return [(rng.uniform(-1, 1, p.shape) if p.dtype.startswith("f")
-             else rng.integers(-8, 8, p.shape)).astype(p.numpy_dtype) for p in ports]
+             else rng.integers(-bounds.get(k, 8), bounds.get(k, 8), p.shape)).astype(p.numpy_dtype)
+            for k, p in enumerate(ports)]
+
+
+def _gather_bounds(kernel) -> dict[int, int]:
+    """Input number -> the size of the smallest axis it indexes as gather ids
+    (random ids must be in range), at most 8 (the default integer range)."""
+    text = kernel.stages.get("ascend", "")
+    if "ascend.gather" not in text:
+        return {}
+    from npu.ir import functions, make_context, parse_module
+    from npu.simulator.run_inputs import index_bounds
+
+    module = parse_module(text, make_context())
+    by_arg = index_bounds(functions(module)[0])
+    args = [i for i, role in enumerate(kernel.interface.roles) if role == "input"]
+    return {k: max(1, min(8, by_arg[a])) for k, a in enumerate(args) if a in by_arg}
 
 
 def reference(kernel, source, path: str, inputs) -> list[np.ndarray]:

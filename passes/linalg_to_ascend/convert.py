@@ -26,6 +26,7 @@ from npu.passes.linalg_to_ascend.structure import (Structured, UnsupportedOp, el
                                     tensor_shape, to_loop_space)
 from npu.passes.linalg_to_ascend.elementwise import SUPPORTED_TYPES, BodyLowering, Term, Unreadable
 from npu.passes.linalg_to_ascend.emitter import Buf, Emitter, i64_array
+from npu.passes.linalg_to_ascend.gather import GatherLowering
 from npu.passes.linalg_to_ascend.matmul import MatmulLowering
 from npu.passes.linalg_to_ascend.reduction import ReductionLowering
 from npu.passes.linalg_to_ascend.values import Tensor
@@ -39,7 +40,7 @@ def storage_type(element: str) -> str:
     return "i8" if element == "i1" else element
 
 
-class Converter(MatmulLowering, ReductionLowering):
+class Converter(MatmulLowering, ReductionLowering, GatherLowering):
     def __init__(self, func_op: ir.Operation, input_names=None, output_names=None, locate=None,
                  detach_constants: bool = False):
         self.func = func_op
@@ -187,6 +188,8 @@ class Converter(MatmulLowering, ReductionLowering):
             value = self.folder.evaluate_op(op, [self.scalars[v] for v in op.operands])[0]
             self.scalars[op.results[0]] = value.item() if hasattr(value, "item") else value
             self.folder.env[op.results[0]] = self.scalars[op.results[0]]
+            return
+        if name == "linalg.generic" and self.gather(op):
             return
         tensor_ins = [v for v in op.operands if v in self.tensors]
         if name == "tensor.empty" or (tensor_ins and all(self.tensors[v].is_constant for v in tensor_ins)

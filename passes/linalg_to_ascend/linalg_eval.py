@@ -207,8 +207,8 @@ class Evaluator:
         `red`, which sit at `index` (one step of a reduction)."""
         env = dict(zip(block.arguments, ins + outs))
         for op in block.operations:
-            if op.name == "linalg.yield":
-                return [env[v] for v in op.operands]
+            if op.name == "linalg.yield":  # a yielded value may be captured (a splat's element)
+                return [env[v] if v in env else self.env[v] for v in op.operands]
             if op.name == "linalg.index":
                 dim = ir.IntegerAttr(op.attributes["dim"]).value
                 if dim in red:
@@ -219,6 +219,14 @@ class Evaluator:
                     env[op.results[0]] = np.arange(loop_sizes[dim]).reshape(shape)
                 continue
             args = [env[v] if v in env else self.env[v] for v in op.operands]
+            if op.name == "cf.assert":  # torch-mlir's index checks (GatherElements)
+                if not np.all(args[0]):
+                    raise UnsupportedOp(op, ir.StringAttr(op.attributes["msg"]).value)
+                continue
+            if op.name == "tensor.extract":  # a gather: the indices are loop-space arrays
+                where = tuple(np.asarray(i).astype(np.int64) for i in args[1:])
+                env[op.results[0]] = np.asarray(args[0])[where]
+                continue
             env[op.results[0]] = eval_scalar_op(op, args, numpy_dtype(op.results[0]))
         raise ValueError("body without linalg.yield")
 

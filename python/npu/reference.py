@@ -219,7 +219,7 @@ class _Frame:
 _OTHER_OPS = ("ascend.matmul", "ascend.batch_matmul", "ascend.fractalize", "ascend.defractalize",
               "ascend.cast", "ascend.clamp", "ascend.transpose", "ascend.reduce_sum",
               "ascend.reduce_max", "ascend.reduce_min", "ascend.cmp", "ascend.select",
-              "ascend.broadcast", "memref.alloc", "memref.dealloc")
+              "ascend.broadcast", "ascend.gather", "ascend.gather_elements", "memref.alloc", "memref.dealloc")
 # Views of GM buffers, and the integer constants of their byte shifts.
 _VIEW_OPS = ("memref.expand_shape", "memref.collapse_shape", "memref.view", "arith.constant")
 EVALUATED_OPS = (frozenset(_BINARY) | frozenset(_SCALAR) | frozenset(_UNARY)
@@ -325,6 +325,9 @@ def _execute(op: ir.Operation, frame: _Frame) -> None:
     elif name == "ascend.broadcast":
         src, out = ins
         frame.write(out_value, np.broadcast_to(src, out.shape))
+    elif name in ("ascend.gather", "ascend.gather_elements"):
+        table, indices, out = ins
+        frame.write(out_value, gather(op, table, indices, name == "ascend.gather_elements"))
     elif name == "memref.alloc":
         result = op.results[0]
         if memory_space(result.type) != "gm":
@@ -334,6 +337,26 @@ def _execute(op: ir.Operation, frame: _Frame) -> None:
         fill = np.nan if np.issubdtype(dtype, np.floating) else 0
         frame.arrays[result] = np.full(memref_shape(result.type), fill, dtype=dtype)
     # memref.dealloc: nothing to do.
+
+
+def gather(op: ir.Operation, table: np.ndarray, indices: np.ndarray,
+           elements: bool = False) -> np.ndarray:
+    """ONNX Gather (`take`) or GatherElements (`elements`: element p reads
+    p with p[axis] = indices[p]): a negative index counts from the end of
+    `axis`; one outside [-size, size) is an error (onnxruntime refuses it too)."""
+    axis = int_attr(op, "axis") % table.ndim
+    size = table.shape[axis]
+    bad = (indices < -size) | (indices >= size)
+    if bad.any():
+        at = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise _fail(op, f"index {int(indices[at])} at {list(at)} is out of range for axis {axis} "
+                        f"of size {size} (valid: {-size}..{size - 1})")
+    wrapped = np.where(indices < 0, indices + size, indices)
+    if not elements:
+        return np.take(table, wrapped, axis=axis)
+    where = list(np.indices(indices.shape, sparse=True))
+    where[axis] = wrapped
+    return table[tuple(where)]
 
 
 def _axis(op: ir.Operation) -> int:

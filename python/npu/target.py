@@ -93,6 +93,13 @@ class Target:
     vnchwconv_cycles_per_repeat: int = 2
     # Scalar unit: cycles to dispatch one instruction / run one scalar op.
     scalar_issue_cycles: int = 1
+    # Scalar loads from GM (`memref.load`, `hivm.load_gm_scalar`: a gather's
+    # indices) go through the scalar unit's data cache: a hit costs
+    # scalar_load_cycles; a miss first fetches its line from GM, at the GM
+    # read latency of the gm_to_ub path. Lines are kept until the cache is full.
+    scalar_load_cycles: int = 2
+    scalar_dcache_line_bytes: int = 64
+    scalar_dcache_bytes: int = 16 * 1024
     # Synchronisation.
     events_per_pipe_pair: int = 8
     # Pipes that start their next instruction once the previous one has
@@ -245,6 +252,9 @@ _COMMON_SOURCES = {
     "vector_latency": "estimate",
     "vnchwconv_cycles_per_repeat": "estimate: two 16x16 fp16 tiles = 1 KiB per repeat at ~512 B/cycle",
     "scalar_issue_cycles": "estimate: one dispatch per cycle",
+    "scalar_load_cycles": "estimate: a data-cache hit of the scalar unit",
+    "scalar_dcache_line_bytes": "estimate: 64-byte lines",
+    "scalar_dcache_bytes": "estimate: 16 KiB scalar data cache",
     "events_per_pipe_pair": "[C] 8 event ids",
     "pipelined_pipes": "estimate: in-order queues whose start-up latency overlaps the previous "
                        "instruction's data phase (outstanding DMA requests); completion stays in order",

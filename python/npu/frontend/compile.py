@@ -215,13 +215,19 @@ class Kernel:
 
     def __call__(self, *arrays: np.ndarray, strict: bool = True):
         from npu.frontend.report import per_op_breakdown
-        from npu.simulator import simulate
+        from npu.simulator import SimulationError, simulate
 
         inputs = self.check_inputs(arrays)
         func = functions(self.module)[0]
         extra = list(func.regions[0].blocks[0].arguments)[len(self.interface.roles):]
         args = self.interface.arguments(inputs, extra)
-        result = simulate(self.module, args, target=self.target, strict=strict)
+        try:
+            result = simulate(self.module, args, target=self.target, strict=strict)
+        except SimulationError as e:  # a data-dependent fault (a gather's id): name the node
+            label = self.source_names.get(e.where)
+            if label is None:
+                raise
+            raise SimulationError(e.kind, f"node {label}: {e.message}", e.where) from None
         outputs = [result.outputs[i] for i, r in enumerate(self.interface.roles) if r == "output"]
         report = dict(result.report)
         report["per_op"] = per_op_breakdown(result, self.target, self.source_names)

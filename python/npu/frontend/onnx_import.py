@@ -22,6 +22,7 @@ SUPPORTED_OPS = frozenset({
     "LayerNormalization", "ReduceSum", "ReduceMean", "ReduceMax", "Transpose", "Reshape",
     "Flatten", "Squeeze", "Unsqueeze", "Cast", "Clip", "Max", "Min", "Where", "Constant",
     "Identity", "Greater", "Less", "Equal", "GreaterOrEqual", "LessOrEqual",
+    "Gather", "GatherElements", "GatherND",
 })
 
 # ONNX elem_type -> numpy dtype name for the types the NPU holds.

@@ -31,6 +31,7 @@ VERSION = 1
 
 OP_CONST, OP_ARITH = 0x01, 0x02
 OP_FOR, OP_IF, OP_ELSE, OP_YIELD, OP_END, OP_RETURN = 0x10, 0x11, 0x12, 0x13, 0x14, 0x15
+OP_ASSERT = 0x16  # cf.assert: u16 condition, then its message (u32 length + UTF-8)
 OP_HIVM = 0x40  # + index in HIVM_OPS
 
 HIVM_OPS: tuple[str, ...] = hivm.ALL_OPS
@@ -228,6 +229,9 @@ def _encode_op(w: _Writer, op: ir.Operation) -> None:
         w.emit(OP_YIELD, _regs(w, op.operands, op))
     elif name == "func.return":
         w.emit(OP_RETURN, _regs(w, op.operands, op))
+    elif name == "cf.assert":
+        msg = ir.StringAttr(op.attributes["msg"]).value if "msg" in op.attributes else ""
+        w.emit(OP_ASSERT, w.reg(op.operands[0], op) + _str(msg))
     elif name in HIVM_OPS:
         payload = _regs(w, op.operands, op) + _encode_attrs(op)
         w.emit(OP_HIVM + HIVM_OPS.index(name), payload)

@@ -19,11 +19,11 @@ from mlir import ir
 from npu import ir as nir
 from npu.dialects import hivm
 from npu.hivm.binary import (ARITH_OPS, HIVM_OPS, MAGIC, NO_PREDICATE, OP_ARITH, OP_CONST,
-                             OP_ELSE, OP_END, OP_FOR, OP_HIVM, OP_IF, OP_RETURN, OP_YIELD, PIPES,
+                             OP_ASSERT, OP_ELSE, OP_END, OP_FOR, OP_HIVM, OP_IF, OP_RETURN, OP_YIELD, PIPES,
                              ROUND_MODES, TYPES, VERSION, BinaryError, attr_fields)
 
 _NAMES = {OP_CONST: "CONST", OP_ARITH: "ARITH", OP_FOR: "FOR", OP_IF: "IF", OP_ELSE: "ELSE",
-          OP_YIELD: "YIELD", OP_END: "END", OP_RETURN: "RETURN"}
+          OP_YIELD: "YIELD", OP_END: "END", OP_RETURN: "RETURN", OP_ASSERT: "ASSERT"}
 
 
 class _Reader:
@@ -203,6 +203,10 @@ class _Decoder:
                         raise self.fail("RETURN inside an open FOR or IF")
                     ir.Operation.create("func.return", operands=self.reg_list(p))
                     returned = True
+                elif opcode == OP_ASSERT:
+                    cond = self.reg(p.take("<H"))
+                    msg = ir.StringAttr.get(p.text())
+                    ir.Operation.create("cf.assert", operands=[cond], attributes={"msg": msg})
                 elif opcode == OP_CONST:
                     self.const(p)
                 elif opcode == OP_ARITH:
@@ -284,7 +288,8 @@ class _Decoder:
                 attrs[attr] = nir.i64_array_attr([p.take("<I") for _ in range(p.take("<B"))])
             elif kind == "scales":
                 attrs[attr] = nir.i64_array_attr([p.take("<q") for _ in operands])
-        results = [ir.IntegerType.get_signless(64)] if name == "hivm.addr" else []
+        results = ([ir.IntegerType.get_signless(64)] if name == "hivm.addr" else
+                   [ir.IntegerType.get_signless(32)] if name == hivm.SCALAR_LOAD else [])
         op = self.last = ir.Operation.create(name, results=results, operands=operands,
                                              attributes=attrs)
         self.regs.extend(op.results)

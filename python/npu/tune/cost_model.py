@@ -25,6 +25,8 @@ def estimate(task: OpTask, options: dict[str, Any], target: Target) -> float:
     the model says it cannot compile."""
     if task.family == "npu-lower-matmul":
         return _matmul(task, options, target)
+    if task.family == "npu-lower-gather":
+        return _gather(task, options, target)
     return _vector(task, options, target)
 
 
@@ -37,6 +39,8 @@ def ideal_bound(task: OpTask, target: Target) -> float:
 
     *inputs, output = task.operands
     reads = sum(math.prod(o.shape) * element_bytes(o.dtype) for o in inputs)
+    if task.family == "npu-lower-gather":  # the rows it picks, and the ids: not the table
+        reads = sum(math.prod(o.shape) * element_bytes(o.dtype) for o in task.operands[1:])
     writes = math.prod(output.shape) * element_bytes(output.dtype)
     busy = [reads / target.path("gm_to_l1").bytes_per_cycle,
             writes / target.path("ub_to_gm").bytes_per_cycle]
@@ -122,6 +126,30 @@ def _vector(task: OpTask, options: dict[str, Any], target: Target) -> float:
     overlapped = bool(options.get("double-buffer", True)) and 2 * fraction <= 1 and chunks > 1
     exposed = chunks * (gm_in.latency + gm_out.latency + target.vector_latency)
     return _combine(busy, gm_in.latency + gm_out.latency, overlapped, exposed)
+
+
+def _gather(task: OpTask, options: dict[str, Any], target: Target) -> float:
+    """npu-lower-gather's rows: each chunk pays the GM latency once per mover
+    ((K + 1) * (T / K + L) for K chunks of T cycles), beside the scalar unit's
+    work per row (about 16 issues, a data-cache miss per line of ids)."""
+    from npu.ir import element_bytes
+
+    table, ids, out = task.operands
+    es = element_bytes(out.dtype)
+    row_bytes = es * math.prod(table.shape[1:])  # axis 0, the embedding's
+    total_bytes = math.prod(out.shape) * es
+    count = max(1, total_bytes // max(1, row_bytes))  # rows gathered
+    path = target.path("gm_to_ub")
+    data = total_bytes / path.bytes_per_cycle
+    budget = target.capacity("ub") * float(options.get("ub-fraction", 0.9))
+    per_chunk = max(1, int(budget // (2 * max(1, row_bytes))))
+    if options.get("gather-max-rows"):
+        per_chunk = min(per_chunk, int(options["gather-max-rows"]))
+    chunks = max(math.ceil(count / per_chunk), round(math.sqrt(data / path.latency)) or 1)
+    movers = (chunks + 1) * (data / chunks + path.latency)
+    lines = math.ceil(math.prod(ids.shape) * 4 / target.scalar_dcache_line_bytes)
+    scalar = count * 16 * target.scalar_issue_cycles + lines * path.latency
+    return max(movers, scalar)
 
 
 def _vector_cycles_per_repeat(task: OpTask, target: Target) -> float:

@@ -102,7 +102,8 @@ def _evaluate(job: Job) -> Outcome:
         raise _Failure(str(e)) from None
     func_op = find_entry(module, None)
     entry = npu_ir.symbol_name(func_op)
-    inputs = random_inputs(func_op, INPUT_SEED)
+    source = npu_ir.parse_module(job.text, module.context)  # its gathers' index ranges
+    inputs = random_inputs(func_op, INPUT_SEED, find_entry(source, None))
     try:
         result = simulate_cycles(module, inputs, target, job.numerics or job.check)
     except SimulationError as e:

@@ -62,9 +62,19 @@ func.func @stride_overflows() {
 func.func @memref_escapes(%a: memref<256xf16, "gm">) -> f16 {
   %c0 = arith.constant 0 : index
   %ub = memref.alloc() {npu.offset = 0 : i64} : memref<256xf16, "ub">
-  // expected-error@+1 {{'memref.load' uses a memref; only cce instructions and views can be lowered to hivm}}
+  // expected-error@+1 {{'memref.load' of memref<256xf16, "ub">: the scalar unit loads i32 from GM only}}
   %x = memref.load %ub[%c0] : memref<256xf16, "ub">
   return %x : f16
+}
+
+// -----
+
+func.func @memref_store_escapes(%a: memref<8xi32, "gm">) {
+  %c0 = arith.constant 0 : index
+  %v = arith.constant 7 : i32
+  // expected-error@+1 {{'memref.store' uses a memref; only cce instructions and views can be lowered to hivm}}
+  memref.store %v, %a[%c0] : memref<8xi32, "gm">
+  return
 }
 
 // -----

@@ -375,3 +375,67 @@ func.func @broadcast_shape(%x: memref<2x16xf32, "gm">, %y: memref<4x16xf32, "gm"
   "ascend.broadcast"(%x, %y) : (memref<2x16xf32, "gm">, memref<4x16xf32, "gm">) -> ()
   return
 }
+
+// -----
+
+func.func @gather_shape(%t: memref<30x16xf32, "gm">, %i: memref<4xi32, "gm">, %o: memref<4x8xf32, "gm">) {
+  // expected-error@+1 {{output shape must be [4, 16] (table [30, 16] with axis 0 replaced by the indices' shape [4]), got [4, 8]}}
+  "ascend.gather"(%t, %i, %o) {axis = 0 : i64} : (memref<30x16xf32, "gm">, memref<4xi32, "gm">, memref<4x8xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @gather_axis(%t: memref<30x16xf32, "gm">, %i: memref<4xi32, "gm">, %o: memref<4x16xf32, "gm">) {
+  // expected-error@+1 {{'axis' 2 is out of range for the table of rank 2}}
+  "ascend.gather"(%t, %i, %o) {axis = 2 : i64} : (memref<30x16xf32, "gm">, memref<4xi32, "gm">, memref<4x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @gather_index_type(%t: memref<30x16xf32, "gm">, %i: memref<4xf32, "gm">, %o: memref<4x16xf32, "gm">) {
+  // expected-error@+1 {{'ascend.gather' op unsupported element types (table: f32, indices: f32, out: f32); supported: (f16, i32, f16), (f32, i32, f32), (i8, i32, i8), (i32, i32, i32)}}
+  "ascend.gather"(%t, %i, %o) {axis = 0 : i64} : (memref<30x16xf32, "gm">, memref<4xf32, "gm">, memref<4x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @gather_dtypes(%t: memref<30x16xf32, "gm">, %i: memref<4xi32, "gm">, %o: memref<4x16xf16, "gm">) {
+  // expected-error@+1 {{'ascend.gather' op unsupported element types (table: f32, indices: i32, out: f16)}}
+  "ascend.gather"(%t, %i, %o) {axis = 0 : i64} : (memref<30x16xf32, "gm">, memref<4xi32, "gm">, memref<4x16xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @gather_missing_axis(%t: memref<30x16xf32, "gm">, %i: memref<4xi32, "gm">, %o: memref<4x16xf32, "gm">) {
+  // expected-error@+1 {{attribute "axis" is expected but not provided}}
+  "ascend.gather"(%t, %i, %o) : (memref<30x16xf32, "gm">, memref<4xi32, "gm">, memref<4x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @gather_elements_rank(%d: memref<4x6xf32, "gm">, %i: memref<5xi32, "gm">, %o: memref<5xf32, "gm">) {
+  // expected-error@+1 {{indices must have the data's rank 2 (at least 1), got 1}}
+  "ascend.gather_elements"(%d, %i, %o) {axis = 1 : i64} : (memref<4x6xf32, "gm">, memref<5xi32, "gm">, memref<5xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @gather_elements_longer(%d: memref<4x6xf32, "gm">, %i: memref<5x2xi32, "gm">, %o: memref<5x2xf32, "gm">) {
+  // expected-error@+1 {{indices dimension 0 (5) exceeds the data's (4); only axis 1 may be longer}}
+  "ascend.gather_elements"(%d, %i, %o) {axis = 1 : i64} : (memref<4x6xf32, "gm">, memref<5x2xi32, "gm">, memref<5x2xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @gather_elements_out(%d: memref<4x6xf32, "gm">, %i: memref<3x2xi32, "gm">, %o: memref<3x6xf32, "gm">) {
+  // expected-error@+1 {{output shape must be the indices' shape [3, 2], got [3, 6]}}
+  "ascend.gather_elements"(%d, %i, %o) {axis = 1 : i64} : (memref<4x6xf32, "gm">, memref<3x2xi32, "gm">, memref<3x6xf32, "gm">) -> ()
+  return
+}

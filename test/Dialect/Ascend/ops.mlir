@@ -150,3 +150,17 @@ func.func @frontend_ops(%x: memref<8x64xf16, "gm">, %row: memref<64xf16, "gm">, 
   "ascend.cast"(%i, %m) {round_mode = "rint"} : (memref<8x64xi32, "gm">, memref<8x64xi8, "gm">) -> ()
   return
 }
+
+// CHECK-LABEL: func.func @gather(
+// CHECK:      "ascend.gather"(%arg0, %arg1, %arg2) {axis = 0 : i64} : (memref<101x48xf32, "gm">, memref<2x7xi32, "gm">, memref<2x7x48xf32, "gm">) -> ()
+// CHECK-NEXT: "ascend.gather"(%arg3, %arg4, %arg5) {axis = -2 : i64} : (memref<8x40x16xf16, "gm">, memref<3xi32, "gm">, memref<8x3x16xf16, "gm">) -> ()
+// CHECK-NEXT: "ascend.gather_elements"(%arg3, %arg6, %arg7) {axis = 1 : i64} : (memref<8x40x16xf16, "gm">, memref<8x50x16xi32, "gm">, memref<8x50x16xf16, "gm">) -> ()
+// CHECK-NEXT: return
+func.func @gather(%table: memref<101x48xf32, "gm">, %ids: memref<2x7xi32, "gm">, %out: memref<2x7x48xf32, "gm">,
+                  %t3: memref<8x40x16xf16, "gm">, %i3: memref<3xi32, "gm">, %o3: memref<8x3x16xf16, "gm">,
+                  %ie: memref<8x50x16xi32, "gm">, %oe: memref<8x50x16xf16, "gm">) {
+  "ascend.gather"(%table, %ids, %out) {axis = 0 : i64} : (memref<101x48xf32, "gm">, memref<2x7xi32, "gm">, memref<2x7x48xf32, "gm">) -> ()
+  "ascend.gather"(%t3, %i3, %o3) {axis = -2 : i64} : (memref<8x40x16xf16, "gm">, memref<3xi32, "gm">, memref<8x3x16xf16, "gm">) -> ()
+  "ascend.gather_elements"(%t3, %ie, %oe) {axis = 1 : i64} : (memref<8x40x16xf16, "gm">, memref<8x50x16xi32, "gm">, memref<8x50x16xf16, "gm">) -> ()
+  return
+}

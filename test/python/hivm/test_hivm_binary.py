@@ -66,6 +66,12 @@ class Program:
                               f"({types}) -> i64")
             scope.setdefault("i64", []).append(v)
             return
+        if name == hivm.SCALAR_LOAD:  # a scalar load, then an assert (ASSERT opcode)
+            v = self.new()
+            self.lines.append(f'{v} = "{name}"({self.pick(scope, "i64")}) : (i64) -> i32')
+            scope.setdefault("i32", []).append(v)
+            self.lines.append(f'cf.assert {self.pick(scope, "i1")}, "index {self.n} out of range"')
+            return
         if n_operands is None:
             n_operands = 0 if name in hivm.SYNC_OPS else len(hivm.ADDRESS_SPACES[name]) + 1
         operands = [self.pick(scope, "i64") for _ in range(n_operands)]
