@@ -29,7 +29,8 @@ def is_model(path: str, text: str | None) -> bool:
 
 
 def run_model(args, path: str, text: str | None) -> int:
-    from npu.frontend.compile import CompileError, compile as npu_compile
+    from npu.frontend.compile import CompileError, UsageError, compile as npu_compile
+    from npu.tools.common import CommandLineError
     from npu.simulator.run_check import compare
     from npu.simulator.run_inputs import RunError
 
@@ -39,7 +40,10 @@ def run_model(args, path: str, text: str | None) -> int:
     diagnostics.install(engine)
     source = path if text is None else text
     try:
-        kernel = npu_compile(source, target=args.target, pipeline=args.pipeline, where=path)
+        kernel = npu_compile(source, target=args.target, pipeline=args.pipeline, where=path,
+                             input_shapes=getattr(args, "input_shape", None))
+    except UsageError as e:
+        raise CommandLineError(str(e)) from None
     except CompileError as e:
         raise RunError(str(e)) from None
     engine.print()  # the compile's warnings
