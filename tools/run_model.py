@@ -129,10 +129,15 @@ def onnx_reference(kernel, path: str, inputs) -> list[np.ndarray]:
     drop_absent_trailing_inputs(model)
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3  # errors only: its warnings are not ours to print
+    from npu.tools.ort_compat import ReferenceUnavailable, open_session
+
     try:
-        session = onnxruntime.InferenceSession(model.SerializeToString(), options,
-                                               providers=["CPUExecutionProvider"])
-        return session.run(kernel.output_names, dict(zip(kernel.input_names, inputs)))
+        readable = open_session(model, options)
+    except ReferenceUnavailable as e:
+        raise RunError(f"{path}: error: --check: onnxruntime cannot run this model ({e}); "
+                       "without --check it is compiled and simulated") from None
+    try:
+        return readable.session.run(kernel.output_names, dict(zip(kernel.input_names, inputs)))
     except Exception as e:  # onnxruntime raises its own Fail/NotImplemented/... types
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise RunError(f"{path}: error: --check: onnxruntime cannot run this model ({reason}); "
