@@ -5,7 +5,8 @@ Exporters leave shape plumbing in the graph even when every shape is static:
 `Range`, masks built by `Expand`/`Where`/`Equal` on constants, `Cast`s of
 constants. None of it depends on the inputs' values, so none of it needs to
 run on the device, nor to be an operator we "support": here it is computed
-once, on the host, and the dead nodes are removed. Only what is left is
+once, on the host, and the dead nodes are removed. Gathers with constant
+indices that only move data become a Reshape or Slice (`onnx_indexing`). Only what is left is
 checked against the operators we compile.
 
 Each node is evaluated by onnx's reference evaluator at the model's own
@@ -20,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from npu.frontend.onnx_indexing import as_data_movement
 
 # A folded result up to this size becomes an initializer; a larger one (an
 # attention mask expanded to heads x seq x seq at a long sequence, say) stays
@@ -128,6 +131,16 @@ def _fold_round(model, types, values: _Values) -> list[str]:
     folded, kept = [], []
     for node in model.graph.node:
         outputs = _fold_node(node, types, values, opset)
+        if outputs is None:
+            moved = as_data_movement(node, types, values.known, lambda n: values.get(n, opset),
+                                     lambda n, feeds: _evaluate(n, feeds, opset))
+            if moved is not None:
+                folded.append(node.name)
+                kept.extend(moved[0])
+                model.graph.initializer.extend(moved[1])
+                values.inits.update({t.name: t for t in model.graph.initializer[-len(moved[1]):]}
+                                    if moved[1] else {})
+                continue
         if outputs is None or (len(outputs) > 1 and graph_outputs & set(outputs)):
             kept.append(node)
             continue
