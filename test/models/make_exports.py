@@ -128,20 +128,25 @@ SPECS = [Spec("bert", _bert, _text_inputs), Spec("distilbert", _distilbert, _tex
 EXPORTERS = {"ts": dict(dynamo=False, opset_version=17), "dynamo": dict(dynamo=True, opset_version=18)}
 
 
-def export(spec: Spec, attn: str, exporter: str, out: str) -> str:
-    """Export one variant to `out`/<name>_<exporter>_<attn>.onnx; the path."""
+def export(spec: Spec, attn: str, exporter: str, out: str, dynamic: bool = False) -> str:
+    """Export one variant to `out`/<name>_<exporter>_<attn>[_dynamic].onnx;
+    the path. `dynamic`: batch and sequence as symbolic dims (TorchScript)."""
     import onnx
     import torch
 
     torch.manual_seed(0)
     model = spec.build(attn)
     inputs = spec.inputs()
-    path = os.path.join(out, f"{spec.name}_{exporter}_{attn}.onnx")
+    path = os.path.join(out, f"{spec.name}_{exporter}_{attn}{'_dynamic' if dynamic else ''}.onnx")
+    extra = {}
+    if dynamic:
+        extra["dynamic_axes"] = {name: {0: "batch", 1: "sequence"} for name in inputs}
+        extra["dynamic_axes"]["last_hidden_state"] = {0: "batch", 1: "sequence"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(model, tuple(inputs.values()), path, input_names=list(inputs),
                           output_names=["last_hidden_state"], external_data=False,
-                          **EXPORTERS[exporter])
+                          **EXPORTERS[exporter], **extra)
     proto = onnx.load(path)
     onnx.save(proto, path)  # one file, weights inline (dynamo may leave a .data file)
     for extra in (path + ".data",):
@@ -174,10 +179,10 @@ def _describe(path: str) -> str:
     opset = next(o.version for o in m.opset_import if o.domain in ("", "ai.onnx"))
     inits = {t.name for t in m.graph.initializer}
     ins = ", ".join(f"{i.name} {onnx.helper.tensor_dtype_to_np_dtype(i.type.tensor_type.elem_type)}"
-                    f"[{'x'.join(str(d.dim_value) for d in i.type.tensor_type.shape.dim)}]"
+                    f"[{'x'.join(str(d.dim_value or d.dim_param) for d in i.type.tensor_type.shape.dim)}]"
                     for i in m.graph.input if i.name not in inits)
     name = os.path.basename(path)
-    model, exporter, attn = name[:-5].split("_")
+    model, exporter, attn = name[:-5].split("_")[:3]
     size = os.path.getsize(path) // 1024
     return f"| `{name}` | {model} | {exporter} | {attn} | {opset} | IR {m.ir_version} | {ins} | {size} KB |"
 
@@ -201,6 +206,10 @@ def main(argv: list[str] | None = None) -> int:
                     msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                     failed.append(f"{spec.name}_{exporter}_{attn}: {type(e).__name__}: {msg[:200]}")
                     print("FAIL", failed[-1], file=sys.stderr)
+    if not args.only or "bert" in args.only:  # one export with dynamic batch and sequence
+        path = export(SPECS[0], "eager", "ts", args.out, dynamic=True)
+        rows.append(_describe(path))
+        print("ok  ", path)
     print("\n".join(rows))
     return 1 if failed else 0
 

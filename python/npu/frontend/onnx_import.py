@@ -123,6 +123,7 @@ def check_model(model, where: str, stripped: set[int] = frozenset()) -> None:
 
     fail = _failer(where)
     onnx_checks.check_versions(model, fail)
+    check_static_inputs(model, where)  # else the shape plumbing that did not fold is "unsupported"
     check_operators(model, where)
     onnx_checks.check_flags(model, fail)
     onnx_checks.run_checker(model, set(stripped), fail)
@@ -153,6 +154,16 @@ def check_model(model, where: str, stripped: set[int] = frozenset()) -> None:
             if info is not None and _static_shape(info) is None:
                 raise _error(where, f"node '{node.name}' ({node.op_type}): output '{out}' has a "
                              "dynamic shape (only static shapes compile)")
+
+
+def check_static_inputs(model, where: str) -> None:
+    """Every graph input static; the first that is not is named with its
+    dynamic dims and the option that pins them."""
+    from npu.frontend.onnx_shapes import dynamic_shape_message, graph_inputs
+
+    for value in graph_inputs(model):
+        if _static_shape(value) is None:
+            raise _error(where, dynamic_shape_message(value, "input"))
 
 
 def check_operators(model, where: str) -> None:

@@ -127,3 +127,20 @@ def test_a_static_model_accepts_its_own_shape(tmp_path, capsys):
     assert run(capsys, p, "--input-shape", "x=6x40")[0] == 0
     code, err, _ = run(capsys, p, "--input-shape", "x=7x40")
     assert code == 2 and "dimension 0 of input 'x' is 6 in the model" in err[0]
+
+
+def test_a_real_dynamic_export_pinned_is_the_static_export(capsys):
+    """torch.onnx with dynamic batch and sequence, pinned to 1x16: its
+    shape plumbing folds as the static export's does, so both end alike
+    (today: the same refused operators; once those run, both compile)."""
+    import os
+
+    models = os.path.join(os.path.dirname(__file__), "..", "..", "models")
+    static = os.path.join(models, "bert_ts_eager.onnx")
+    dynamic = os.path.join(models, "bert_ts_eager_dynamic.onnx")
+    code, err, _ = run(capsys, dynamic)
+    assert code == 1 and "input 'input_ids': dynamic or unknown shape [batch, sequence]" in err[0]
+    want = run(capsys, static, "--seed", "1")
+    got = run(capsys, dynamic, "--input-shape", "input_ids=1x16", "--seed", "1")
+    assert got[0] == want[0]
+    assert [l.replace(dynamic, static) for l in got[1]] == want[1]
