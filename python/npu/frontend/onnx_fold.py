@@ -56,7 +56,7 @@ def fold_constants(model) -> FoldResult:
     result = FoldResult()
     values = _Values(model)
     for _ in range(MAX_ROUNDS):
-        types = _inferred_types(model)
+        types = inferred_types(model)
         if types is None:  # the checks that follow name the problem
             break
         folded = _fold_round(model, types, values)
@@ -93,7 +93,7 @@ class _Values:
         self.cache[name] = value
 
 
-def _inferred_types(model) -> dict[str, tuple[list[int] | None, int]] | None:
+def inferred_types(model) -> dict[str, tuple[list[int] | None, int]] | None:
     """Every value's (static dims or None, element type), or None when shape
     inference fails. The large float weights' bytes are hidden meanwhile."""
     import onnx
@@ -157,7 +157,7 @@ def _fold_round(model, types, values: _Values) -> list[str]:
                 model.graph.initializer.append(numpy_helper.from_array(value, name))
                 values.inits[name] = model.graph.initializer[-1]
     if folded:
-        _replace_nodes(model.graph, kept)
+        replace_nodes(model.graph, kept)
     return folded
 
 
@@ -264,7 +264,7 @@ def remove_dead_nodes(model) -> list[str]:
     removed = [n.name for n in graph.node if not any(out in needed for out in n.output)]
     dead = {out for n in graph.node for out in n.output if out not in needed}
     if removed:
-        _replace_nodes(graph, keep[::-1])
+        replace_nodes(graph, keep[::-1])
     unread = {t.name for t in graph.initializer} - needed
     if unread:
         kept_inits = [t for t in graph.initializer if t.name not in unread]
@@ -281,7 +281,7 @@ def remove_dead_nodes(model) -> list[str]:
     return removed
 
 
-def _replace_nodes(graph, nodes: list) -> None:
+def replace_nodes(graph, nodes: list) -> None:
     """`graph.node` := copies of `nodes` (a repeated field's elements are not
     safe to hold across its clearing)."""
     import onnx

@@ -201,7 +201,7 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     model = copy
     _name_nodes(model)
     drop_absent_trailing_inputs(model)
-    from npu.frontend import onnx_checks, onnx_fold, onnx_shapes, onnx_versions
+    from npu.frontend import onnx_checks, onnx_conv, onnx_fold, onnx_shapes, onnx_versions
 
     onnx_checks.check_initializers(model, _failer(where))  # before any data is read
     if input_shapes:
@@ -209,6 +209,7 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     onnx_checks.check_versions(model, _failer(where))
     model = onnx_versions.upgrade_old_opset(model)
     onnx_fold.fold_constants(model)
+    onnx_conv.rewrite_patch_convs(model)
     onnx_shapes.infer_output_shapes(model)
     node_types = _name_nodes(model)  # the nodes left, by their own names
     # Shape inference serialises the model: without the large weights' bytes
