@@ -45,7 +45,8 @@ _HIDE_BYTES = 1024
 
 @dataclass
 class FoldResult:
-    """What `fold_constants` did: node names folded, and dead nodes removed."""
+    """What `fold_constants` did: the nodes folded (or gathers rewritten as
+    data movement), and the dead nodes removed, by name."""
     folded: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
 
@@ -123,7 +124,7 @@ def _opset(model) -> int:
 
 
 def _fold_round(model, types, values: _Values) -> list[str]:
-    """One pass in graph order; the names of the nodes folded."""
+    """One pass in graph order; the names of the nodes folded or rewritten."""
     from onnx import helper, numpy_helper
 
     opset = _opset(model)
@@ -135,11 +136,12 @@ def _fold_round(model, types, values: _Values) -> list[str]:
             moved = as_data_movement(node, types, values.known, lambda n: values.get(n, opset),
                                      lambda n, feeds: _evaluate(n, feeds, opset))
             if moved is not None:
+                new_nodes, new_inits = moved
                 folded.append(node.name)
-                kept.extend(moved[0])
-                model.graph.initializer.extend(moved[1])
-                values.inits.update({t.name: t for t in model.graph.initializer[-len(moved[1]):]}
-                                    if moved[1] else {})
+                kept.extend(new_nodes)
+                for t in new_inits:
+                    model.graph.initializer.append(t)
+                    values.inits[t.name] = model.graph.initializer[-1]
                 continue
         if outputs is None or (len(outputs) > 1 and graph_outputs & set(outputs)):
             kept.append(node)
