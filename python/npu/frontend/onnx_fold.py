@@ -6,7 +6,8 @@ Exporters leave shape plumbing in the graph even when every shape is static:
 constants. None of it depends on the inputs' values, so none of it needs to
 run on the device, nor to be an operator we "support": here it is computed
 once, on the host, and the dead nodes are removed. Gathers with constant
-indices that only move data become a Reshape or Slice (`onnx_indexing`). Only what is left is
+indices that only move data become a Reshape or Slice, and data movement
+that moves nothing an Identity (`onnx_indexing`). Only what is left is
 checked against the operators we compile.
 
 Each node is evaluated by onnx's reference evaluator at the model's own
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from npu.frontend.onnx_indexing import as_data_movement
+from npu.frontend.onnx_indexing import as_data_movement, as_identity
 
 # A folded result up to this size becomes an initializer; a larger one (an
 # attention mask expanded to heads x seq x seq at a long sequence, say) stays
@@ -64,8 +65,36 @@ def fold_constants(model) -> FoldResult:
         if not folded:
             break
         result.folded.extend(folded)
+    bypass_identities(model)
     result.removed = remove_dead_nodes(model)
     return result
+
+
+def bypass_identities(model) -> None:
+    """Readers of an `Identity`'s output read its input instead (the node is
+    then dead), unless the output is a graph output or a subgraph could read
+    it by name."""
+    graph = model.graph
+    if any(a.HasField("g") or len(a.graphs) for n in graph.node for a in n.attribute):
+        return
+    outputs = {o.name for o in graph.output}
+    alias = {n.output[0]: n.input[0] for n in graph.node
+             if n.op_type == "Identity" and n.domain in ("", "ai.onnx") and len(n.input) == 1
+             and len(n.output) == 1 and n.output[0] not in outputs}
+    if not alias:
+        return
+
+    def source(name: str) -> str:
+        seen = set()
+        while name in alias and name not in seen:
+            seen.add(name)
+            name = alias[name]
+        return name
+
+    for node in graph.node:
+        for i, name in enumerate(node.input):
+            if name in alias:
+                node.input[i] = source(name)
 
 
 class _Values:
@@ -124,43 +153,82 @@ def _opset(model) -> int:
 
 
 def _fold_round(model, types, values: _Values) -> list[str]:
-    """One pass in graph order; the names of the nodes folded or rewritten."""
+    """One pass in graph order; the names of the nodes folded or rewritten.
+    A node is changed only when onnx's checker accepts it as it stands: a
+    fold or rewrite must not hide an invalid node from the checks."""
     from onnx import helper, numpy_helper
 
     opset = _opset(model)
     graph_outputs = {o.name for o in model.graph.output}
+    value = lambda name: values.get(name, opset)  # noqa: E731
     folded, kept = [], []
     for node in model.graph.node:
         outputs = _fold_node(node, types, values, opset)
+        if outputs is not None and len(outputs) > 1 and graph_outputs & set(outputs):
+            outputs = None
+        moved = None
         if outputs is None:
-            moved = as_data_movement(node, types, values.known, lambda n: values.get(n, opset),
-                                     lambda n, feeds: _evaluate(n, feeds, opset))
-            if moved is not None:
-                new_nodes, new_inits = moved
-                folded.append(node.name)
-                kept.extend(new_nodes)
-                for t in new_inits:
-                    model.graph.initializer.append(t)
-                    values.inits[t.name] = model.graph.initializer[-1]
-                continue
-        if outputs is None or (len(outputs) > 1 and graph_outputs & set(outputs)):
+            same = as_identity(node, types, values.known, value)
+            moved = ([same], []) if same is not None else as_data_movement(
+                node, types, values.known, value, lambda n, feeds: _evaluate(n, feeds, opset))
+        if (outputs is None and moved is None) or not _valid(node, types, values, model, opset):
             kept.append(node)
             continue
         folded.append(node.name)
-        for name, value in outputs.items():
-            values.add(name, value)
+        if moved is not None:
+            kept.extend(moved[0])
+            for t in moved[1]:
+                model.graph.initializer.append(t)
+                values.inits[t.name] = model.graph.initializer[-1]
+            continue
+        for name, result in outputs.items():
+            values.add(name, result)
             if name in graph_outputs:
                 # An output of the graph stays a node, by name: a Constant.
                 constant = helper.make_node("Constant", [], [name], name=node.name,
-                                            value=numpy_helper.from_array(value, name))
+                                            value=numpy_helper.from_array(result, name))
                 kept.append(constant)
                 values.constant_nodes[name] = constant
             else:
-                model.graph.initializer.append(numpy_helper.from_array(value, name))
+                model.graph.initializer.append(numpy_helper.from_array(result, name))
                 values.inits[name] = model.graph.initializer[-1]
     if folded:
         replace_nodes(model.graph, kept)
     return folded
+
+
+# Constant inputs up to this many elements are given to the checker with
+# their values (a Reshape's shape); larger ones by their type only.
+_CHECK_VALUES = 4096
+
+
+def _valid(node, types, values: _Values, model, opset: int) -> bool:
+    """onnx's full checker (strict shape inference) accepts `node` alone,
+    with its inputs' and outputs' inferred types."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    inputs, inits = [], []
+    for name in dict.fromkeys(i for i in node.input if i):
+        dims, elem = types.get(name, (None, 0))
+        if values.known(name) and (dims is None or np.prod(dims, dtype=np.int64) <= _CHECK_VALUES):
+            inits.append(numpy_helper.from_array(np.asarray(values.get(name, opset)), name))
+        elif elem:
+            inputs.append(helper.make_tensor_value_info(name, elem, dims))
+        else:
+            return False
+    outputs = []
+    for name in node.output:
+        dims, elem = types.get(name, (None, 0))
+        if name and elem:
+            outputs.append(helper.make_tensor_value_info(name, elem, dims))
+    graph = helper.make_graph([node], "check", inputs, outputs, inits)
+    tiny = helper.make_model(graph, opset_imports=list(model.opset_import), ir_version=model.ir_version)
+    try:
+        onnx.checker.check_model(tiny, full_check=True)
+    except Exception:  # noqa: BLE001 - invalid: the checks that follow name it
+        return False
+    return True
 
 
 def _fold_node(node, types, values: _Values, opset: int) -> dict[str, np.ndarray] | None:

@@ -62,9 +62,39 @@ def as_data_movement(node, types, known: Callable[[str], bool], value: Callable[
             inits.append(numpy_helper.from_array(np.array(values, np.int64), name))
         source = out if list(box.shape) == list(out_shape) else f"{out}/sliced"
         nodes.append(helper.make_node("Slice", [data, *names], [source], name=node.name))
-    if source != out:
+    if source == data and list(shape) == list(out_shape):
+        nodes.append(helper.make_node("Identity", [data], [out], name=node.name))
+    elif source != out:
         name = f"{out}/shape"
         inits.append(numpy_helper.from_array(np.array(out_shape, np.int64), name))
         nodes.append(helper.make_node("Reshape", [source, name], [out],
                                       name=node.name if not axes else f"{node.name}/reshape"))
     return nodes, inits
+
+
+def as_identity(node, types, known: Callable[[str], bool], value: Callable[[str], np.ndarray]):
+    """An `Identity` node (same name) for a data-movement node that moves
+    nothing: an Expand, Reshape or Tile to the shape its input already has, a
+    Slice taking everything with unit steps, an identity Transpose, a
+    one-input Concat, a Cast to the type it has. None otherwise."""
+    from onnx import helper
+
+    op = node.op_type
+    if node.domain not in ("", "ai.onnx") or len(node.output) != 1 or not node.input or not node.input[0]:
+        return None
+    if op not in ("Expand", "Reshape", "Tile", "Slice", "Transpose", "Concat", "Cast"):
+        return None
+    x, out = node.input[0], node.output[0]
+    (x_dims, x_type), (out_dims, out_type) = types.get(x, (None, 0)), types.get(out, (None, 0))
+    if x_dims is None or x_dims != out_dims or x_type != out_type or known(x):
+        return None  # a constant input folds instead
+    attrs = {a.name: a for a in node.attribute}
+    if op == "Slice":
+        steps = node.input[4] if len(node.input) > 4 and node.input[4] else None
+        if steps is not None and (not known(steps) or np.any(value(steps) != 1)):
+            return None
+    if op == "Transpose" and "perm" in attrs and list(attrs["perm"].ints) != list(range(len(x_dims))):
+        return None
+    if op == "Concat" and len([i for i in node.input if i]) != 1:
+        return None
+    return helper.make_node("Identity", [x], [out], name=node.name)
