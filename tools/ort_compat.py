@@ -62,7 +62,7 @@ def _first_line(message: str, e: Exception) -> str:
     return tail[-1] if len(tail) > 1 and "onnxruntime::" in line else line
 
 
-def _convert(model, message: str, changes: list[str]):
+def _convert(model, message: str, changes: list[str]) -> object | None:
     """The model one step closer to what onnxruntime reads, or None when the
     message is not about versions. ReferenceUnavailable when it cannot be."""
     import onnxruntime
@@ -102,7 +102,7 @@ def _convert(model, message: str, changes: list[str]):
     return None
 
 
-def _copy(model):
+def _copy(model) -> object:
     copy = type(model)()
     copy.CopyFrom(model)
     return copy

@@ -100,7 +100,7 @@ def bypass_identities(model) -> None:
 class _Values:
     """Constant values by name: initializers and Constant nodes, read lazily."""
 
-    def __init__(self, model):
+    def __init__(self, model) -> None:
         self.inits = {t.name: t for t in model.graph.initializer}
         self.constant_nodes = {n.output[0]: n for n in model.graph.node
                                if n.op_type == "Constant" and n.domain in ("", "ai.onnx") and n.output}

@@ -72,7 +72,8 @@ def as_data_movement(node, types, known: Callable[[str], bool], value: Callable[
     return nodes, inits
 
 
-def as_identity(node, types, known: Callable[[str], bool], value: Callable[[str], np.ndarray]):
+def as_identity(node, types, known: Callable[[str], bool],
+                value: Callable[[str], np.ndarray]) -> object | None:
     """An `Identity` node (same name) for a data-movement node that moves
     nothing: an Expand, Reshape or Tile to the shape its input already has, a
     Slice taking everything with unit steps, an identity Transpose, a

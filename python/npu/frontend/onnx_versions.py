@@ -19,7 +19,7 @@ def default_opset(model) -> int | None:
     return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
 
 
-def upgrade_old_opset(model):
+def upgrade_old_opset(model) -> object:
     """`model` converted to `MIN_IMPORT_OPSET` when its opset is older (node
     names and the IR version kept); the model itself otherwise."""
     from onnx import version_converter
