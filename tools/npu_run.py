@@ -74,8 +74,29 @@ def make_parser() -> argparse.ArgumentParser:
                    "exactly this many")
     p.add_argument("--emit", choices=("cce", "hivm"), default=None,
                    help="the level to simulate (default: hivm for ascend input, else the input's)")
+    p.add_argument("--input-shape", dest="input_shape", action=_MergeShapes, default=None,
+                   metavar="NAME=DIMS", help="ONNX only: pin a dynamic input's shape, e.g. "
+                   "input_ids=1x128 (repeatable, or comma-separated)")
     p.add_argument("-o", "--output", default=None, help="save the final arguments to this .npz")
     return p
+
+
+class _MergeShapes(argparse.Action):
+    """Each `--input-shape` adds its NAME=DIMS to one dict."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from npu.frontend.onnx_shapes import InputShapeError, parse_input_shape
+
+        try:
+            shapes = parse_input_shape(values)
+        except InputShapeError as e:
+            parser.error(f"argument --input-shape: {e}")
+        merged = dict(getattr(namespace, self.dest) or {})
+        for name, shape in shapes.items():
+            if name in merged and merged[name] != shape:
+                parser.error(f"argument --input-shape: input '{name}' is given two shapes")
+            merged[name] = shape
+        setattr(namespace, self.dest, merged)
 
 
 def _seed(text: str) -> int:
@@ -314,7 +335,12 @@ def main(argv: list[str] | None = None) -> int:
             filename, text = read_program(args.input, parser)
         if is_model(filename, text):
             check_command_line(args)
+            if args.input_shape and not filename.endswith(".onnx"):
+                usage_error(parser, "--input-shape applies to ONNX models only (a linalg "
+                            "module's shapes are its own)")
             return run_model(args, filename, text)
+        if args.input_shape:
+            usage_error(parser, "--input-shape applies to ONNX models only")
         return run(args, filename, text)
     except CommandLineError as e:
         print(f"{parser.prog}: error: {e}", file=sys.stderr)

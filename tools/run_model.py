@@ -29,8 +29,9 @@ def is_model(path: str, text: str | None) -> bool:
 
 
 def run_model(args, path: str, text: str | None) -> int:
-    from npu.frontend.compile import CompileError, compile as npu_compile
+    from npu.frontend.compile import CompileError, UsageError, compile as npu_compile
     from npu.simulator import SimulationError
+    from npu.tools.common import CommandLineError
     from npu.simulator.run_check import compare
     from npu.simulator.run_inputs import RunError
 
@@ -40,7 +41,10 @@ def run_model(args, path: str, text: str | None) -> int:
     diagnostics.install(engine)
     source = path if text is None else text
     try:
-        kernel = npu_compile(source, target=args.target, pipeline=args.pipeline, where=path)
+        kernel = npu_compile(source, target=args.target, pipeline=args.pipeline, where=path,
+                             input_shapes=getattr(args, "input_shape", None))
+    except UsageError as e:
+        raise CommandLineError(str(e)) from None
     except CompileError as e:
         raise RunError(str(e)) from None
     engine.print()  # the compile's warnings
@@ -146,10 +150,15 @@ def onnx_reference(kernel, path: str, inputs) -> list[np.ndarray]:
     drop_absent_trailing_inputs(model)
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3  # errors only: its warnings are not ours to print
+    from npu.tools.ort_compat import ReferenceUnavailable, open_session
+
     try:
-        session = onnxruntime.InferenceSession(model.SerializeToString(), options,
-                                               providers=["CPUExecutionProvider"])
-        return session.run(kernel.output_names, dict(zip(kernel.input_names, inputs)))
+        readable = open_session(model, options)
+    except ReferenceUnavailable as e:
+        raise RunError(f"{path}: error: --check: onnxruntime cannot run this model ({e}); "
+                       "without --check it is compiled and simulated") from None
+    try:
+        return readable.session.run(kernel.output_names, dict(zip(kernel.input_names, inputs)))
     except Exception as e:  # onnxruntime raises its own Fail/NotImplemented/... types
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise RunError(f"{path}: error: --check: onnxruntime cannot run this model ({reason}); "

@@ -30,6 +30,10 @@ class CompileError(ValueError):
     """One user-facing line (`file:line:col: error: ...` or `model: error: node ...`)."""
 
 
+class UsageError(CompileError):
+    """An argument that does not fit the model (`input_shapes`): npu-run's exit 2."""
+
+
 @dataclass
 class Port:
     name: str
@@ -240,10 +244,17 @@ class Kernel:
         return outputs, report
 
 
-def import_linalg(source, ctx: ir.Context, where: str):
-    """(linalg module, input names, output names, NodeLocations | None) from any source."""
+def import_linalg(source, ctx: ir.Context, where: str, input_shapes: dict | None = None):
+    """(linalg module, input names, output names, NodeLocations | None) from
+    any source; `input_shapes` pins an ONNX model's dynamic input dims."""
     from npu.frontend.onnx_import import ImportError_, attach_weights, import_onnx
+    from npu.frontend.onnx_shapes import InputShapeError
 
+    is_onnx = not (isinstance(source, ir.Module) or (isinstance(source, str) and _looks_like_mlir(source))
+                   or (isinstance(source, (str, os.PathLike)) and not os.fspath(source).endswith(".onnx")))
+    if input_shapes and not is_onnx:
+        raise UsageError("input shapes apply to ONNX models only: a linalg module's shapes are "
+                         "its own")
     if isinstance(source, ir.Module):
         return parse_module(str(source), ctx), None, None, None
     if isinstance(source, str) and _looks_like_mlir(source):
@@ -255,7 +266,9 @@ def import_linalg(source, ctx: ir.Context, where: str):
             with open(source) as f:
                 return _parse(f.read(), ctx, where), None, None, None
     try:
-        imported = import_onnx(source, where, detach_weights=True)
+        imported = import_onnx(source, where, detach_weights=True, input_shapes=input_shapes)
+    except InputShapeError as e:
+        raise UsageError(str(e)) from None
     except ImportError_ as e:
         raise CompileError(str(e)) from None
     locate = NodeLocations(os.path.basename(where), imported.node_types)
@@ -283,8 +296,11 @@ def _parse(text: str, ctx: ir.Context, where: str) -> ir.Module:
 
 
 def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PIPELINE,
-            where: str | None = None) -> Kernel:
-    """Compile an ONNX model (proto / path / bytes) or a linalg module (text / path / ir.Module)."""
+            where: str | None = None, input_shapes: dict | None = None) -> Kernel:
+    """Compile an ONNX model (proto / path / bytes) or a linalg module (text / path / ir.Module).
+
+    `input_shapes` ({input name: dims}) pins an ONNX model's dynamic input
+    dims; a name or shape that does not fit the model raises `UsageError`."""
     from npu.pipeline import PipelineError, run_pipeline
     from npu.target import Target, get_target
 
@@ -297,7 +313,7 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
     ctx = make_context()
     stages: dict[str, str] = {}
     seconds: dict[str, float] = {}
-    linalg, in_names, out_names, locate = import_linalg(source, ctx, where)
+    linalg, in_names, out_names, locate = import_linalg(source, ctx, where, input_shapes)
     seconds["import"] = time.perf_counter() - t0
     stages["linalg"] = _short(linalg)
     module = linalg_to_ascend(linalg, in_names, out_names, locate, where, ctx)

@@ -124,12 +124,8 @@ def check_model(model, where: str, stripped: set[int] = frozenset()) -> None:
 
     fail = _failer(where)
     onnx_checks.check_versions(model, fail)
-    for node in model.graph.node:
-        if node.domain not in ("", "ai.onnx"):
-            raise _error(where, f"node '{node.name}' ({node.op_type}): operator domain "
-                         f"'{node.domain}' is not supported")
-        if node.op_type not in SUPPORTED_OPS:
-            raise _error(where, f"node '{node.name}' ({node.op_type}): unsupported operator")
+    check_static_inputs(model, where)  # else the shape plumbing that did not fold is "unsupported"
+    check_operators(model, where)
     onnx_checks.check_flags(model, fail)
     onnx_checks.run_checker(model, set(stripped), fail)
     initialized = {t.name for t in model.graph.initializer}
@@ -137,8 +133,10 @@ def check_model(model, where: str, stripped: set[int] = frozenset()) -> None:
         if value.name in initialized:
             continue
         if _static_shape(value) is None:
-            raise _error(where, f"{'input' if value in model.graph.input else 'output'} "
-                         f"'{value.name}': dynamic or unknown shape (only static shapes compile)")
+            from npu.frontend.onnx_shapes import dynamic_shape_message
+
+            kind = "input" if value in model.graph.input else "output"
+            raise _error(where, dynamic_shape_message(value, kind))
         if value.type.tensor_type.elem_type not in ONNX_DTYPES:
             raise _error(where, f"'{value.name}': element type "
                          f"{onnx.TensorProto.DataType.Name(value.type.tensor_type.elem_type)} "
@@ -159,23 +157,62 @@ def check_model(model, where: str, stripped: set[int] = frozenset()) -> None:
                              "dynamic shape (only static shapes compile)")
 
 
-def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = False) -> ImportedModel:
+def check_static_inputs(model, where: str) -> None:
+    """Every graph input static; the first that is not is named with its
+    dynamic dims and the option that pins them."""
+    from npu.frontend.onnx_shapes import dynamic_shape_message, graph_inputs
+
+    for value in graph_inputs(model):
+        if _static_shape(value) is None:
+            raise _error(where, dynamic_shape_message(value, "input"))
+
+
+def check_operators(model, where: str) -> None:
+    """Every node an operator we compile; otherwise one error line per
+    missing op type (its count and first node), all at once."""
+    missing: dict[tuple[str, str], list[str]] = {}
+    for node in model.graph.node:
+        if node.domain not in ("", "ai.onnx") or node.op_type not in SUPPORTED_OPS:
+            missing.setdefault((node.domain, node.op_type), []).append(node.name)
+    lines = []
+    for (domain, op), names in missing.items():
+        count = f"{len(names)} node{'s' if len(names) > 1 else ''}"
+        reason = (f"operator domain '{domain}' is not supported" if domain not in ("", "ai.onnx")
+                  else "unsupported operator")
+        lines.append(f"{where}: error: node '{names[0]}' ({op}): {reason} ({count})")
+    if lines:
+        raise ImportError_("\n".join(lines))
+
+
+def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = False,
+                input_shapes: dict | None = None) -> ImportedModel:
     """ONNX model (proto, path or bytes) -> linalg-on-tensors text.
 
     `detach_weights` keeps the large constants out of the text (see
     `ImportedModel.weights`): printing and re-parsing hundreds of megabytes of
-    literals dominated the import of a large model."""
+    literals dominated the import of a large model. `input_shapes` (name ->
+    dims) pins dynamic input dims first (`onnx_shapes.InputShapeError` when
+    it does not fit the model). What is computable at compile time is folded
+    (`onnx_fold`) before the operators are checked."""
     where = where or (os.fspath(model_or_path) if isinstance(model_or_path, (str, os.PathLike))
                       else "<model>")
     model = load_model(model_or_path, where)
     copy = type(model)()
     copy.CopyFrom(model)  # never touch the caller's proto
     model = copy
-    node_types = _name_nodes(model)
+    _name_nodes(model)
     drop_absent_trailing_inputs(model)
-    from npu.frontend import onnx_checks
+    from npu.frontend import onnx_checks, onnx_conv, onnx_fold, onnx_shapes, onnx_versions
 
     onnx_checks.check_initializers(model, _failer(where))  # before any data is read
+    if input_shapes:
+        onnx_shapes.pin_input_shapes(model, onnx_shapes.check_input_shapes(input_shapes))
+    onnx_checks.check_versions(model, _failer(where))
+    model = onnx_versions.upgrade_old_opset(model)
+    onnx_fold.fold_constants(model)
+    onnx_conv.rewrite_patch_convs(model)
+    onnx_shapes.infer_output_shapes(model)
+    node_types = _name_nodes(model)  # the nodes left, by their own names
     # Shape inference serialises the model: without the large weights' bytes
     # (it reads no float data) that no longer costs a copy of every weight.
     weight_bytes = _strip_weight_bytes(model)

@@ -1,0 +1,110 @@
+"""A patch-embedding `Conv` (a ViT's first layer) written as a MatMul.
+
+A convolution whose kernel equals its stride, without padding, dilation or
+groups, cuts the image into disjoint p x p patches and applies one linear map
+to each: a matmul of the patches [N, Hp*Wp, C*p*p] by the weight reshaped
+[C*p*p, O]. That is written out here with Reshape/Transpose (rank 4 at
+most), a constant weight (reshaped and transposed on the host) and MatMul,
+so the cube runs it. The MatMul carries the Conv's node name; the other
+nodes are named after it. Any other Conv is left as it is.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def rewrite_patch_convs(model) -> list[str]:
+    """Rewrite (in place) every patch-embedding Conv with a constant weight;
+    the names of the Convs rewritten."""
+    from onnx import numpy_helper
+
+    from npu.frontend.onnx_fold import inferred_types
+
+    if not any(n.op_type == "Conv" for n in model.graph.node):
+        return []
+    types = inferred_types(model) or {}
+    inits = {t.name: t for t in model.graph.initializer}
+    done, nodes, new_inits = [], [], []
+    for node in model.graph.node:
+        plan = _patch_plan(node, types, inits)
+        if plan is None:
+            nodes.append(node)
+            continue
+        weight = numpy_helper.to_array(inits[node.input[1]])
+        made, made_inits = _as_matmul(node, plan, weight)
+        nodes.extend(made)
+        new_inits.extend(made_inits)
+        done.append(node.name)
+    if done:
+        from npu.frontend.onnx_fold import remove_dead_nodes, replace_nodes
+
+        model.graph.initializer.extend(new_inits)
+        replace_nodes(model.graph, nodes)
+        remove_dead_nodes(model)
+    return done
+
+
+def _patch_plan(node, types, inits) -> tuple[int, int, int, int, int, int] | None:
+    """(N, C, H, W, O, p) when `node` is a patch-embedding Conv we rewrite."""
+    if node.op_type != "Conv" or node.domain not in ("", "ai.onnx") or len(node.input) < 2:
+        return None
+    if node.input[1] not in inits or (len(node.input) > 2 and node.input[2] and node.input[2] not in inits):
+        return None
+    x, elem = types.get(node.input[0], (None, 0))
+    w = list(inits[node.input[1]].dims)
+    if x is None or len(x) != 4 or len(w) != 4 or elem != 1:
+        return None
+    attrs = {a.name: a for a in node.attribute}
+    p = w[2]
+    if w[3] != p or w[1] != x[1] or p < 1:
+        return None
+    ints = {name: list(attrs[name].ints) for name in ("strides", "pads", "dilations", "kernel_shape")
+            if name in attrs}
+    if ints.get("strides", [1, 1]) != [p, p] or any(ints.get("pads", [0])) or \
+            ints.get("dilations", [1, 1]) != [1, 1] or ints.get("kernel_shape", [p, p]) != [p, p]:
+        return None
+    if ("group" in attrs and attrs["group"].i != 1) or \
+            ("auto_pad" in attrs and attrs["auto_pad"].s not in (b"NOTSET", b"VALID")):
+        return None
+    n, c, h, wd = x
+    if h % p or wd % p:
+        return None
+    return n, c, h, wd, w[0], p
+
+
+def _as_matmul(node, plan, weight: np.ndarray) -> tuple[list, list]:
+    """The nodes and initializers computing `node` as patches @ weight."""
+    from onnx import helper, numpy_helper
+
+    n, c, h, w, o, p = plan
+    hp, wp = h // p, w // p
+    base, out = node.name, node.output[0]
+    inits, nodes = [], []
+
+    def shape(name: str, dims: list[int]) -> str:
+        inits.append(numpy_helper.from_array(np.array(dims, np.int64), f"{out}/{name}_shape"))
+        return f"{out}/{name}_shape"
+
+    def add(op: str, inputs: list[str], suffix: str, name: str | None = None, **attrs) -> str:
+        result = f"{out}/{suffix}" if suffix else out
+        nodes.append(helper.make_node(op, inputs, [result], name=name or f"{base}/{suffix}", **attrs))
+        return result
+
+    # [N, C, H, W] -> [N*C*Hp, p, Wp, p] -> [N*C*Hp, Wp, p, p] -> [N, C, Hp*Wp, p*p]
+    # -> [N, Hp*Wp, C, p*p] -> [N, Hp*Wp, C*p*p]
+    t = add("Reshape", [node.input[0], shape("rows", [n * c * hp, p, wp, p])], "rows")
+    t = add("Transpose", [t], "cut", perm=[0, 2, 1, 3])
+    t = add("Reshape", [t, shape("patches_by_channel", [n, c, hp * wp, p * p])], "patches_by_channel")
+    t = add("Transpose", [t], "gather", perm=[0, 2, 1, 3])
+    t = add("Reshape", [t, shape("patches", [n, hp * wp, c * p * p])], "patches")
+    kernel = f"{out}/kernel"
+    inits.append(numpy_helper.from_array(
+        np.ascontiguousarray(weight.reshape(o, c * p * p).T).astype(weight.dtype), kernel))
+    t = add("MatMul", [t, kernel], "matmul", name=base)
+    if len(node.input) > 2 and node.input[2]:
+        t = add("Add", [t, node.input[2]], "bias")
+    # [N, Hp*Wp, O] -> [N, O, Hp*Wp] -> [N, O, Hp, Wp]
+    t = add("Transpose", [t], "channels_first", perm=[0, 2, 1])
+    add("Reshape", [t, shape("image", [n, o, hp, wp])], "", name=f"{base}/image")
+    return nodes, inits
