@@ -270,13 +270,13 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, PipelinedPlanning, MatmulBl
                     + ("; C leaves to L1 (a chained tensor: its write-back above is not to GM)"
                        if self.target is not target_of_op else "")
                     + (self.pipelined.describe(self.target.fractal) if self.pipelined is not None else "")
-                    + (f"; estimated {self.plan_cycles(shape, choice):.0f} cycles"
-                       if self.pipelined is not None else "")
                     + (f"; simple schedule: no pipelined plan because {self.why_simple}"
                        if self.why_simple else "")
                     + (f"; epilogue ({self.epilogue.e.short}) on each drained piece, "
                        f"{self.epilogue.bytes_per_fractal} bytes of UB per C fractal"
-                       if self.epilogue is not None else ""))
+                       if self.epilogue is not None else "")
+                    + (f"; estimated {self.plan_cycles(shape, choice):.0f} cycles"
+                       if self.pipelined is not None else ""))
         a, b, c = op.operands
         with op.location, ir.InsertionPoint(op):
             frac = self.target.fractal
