@@ -69,7 +69,8 @@ def sum_work_bytes(n: int, lanes: int, aes: int, granule: int, product: bool,
                    two_level: bool = True, long: bool = False) -> int:
     """UB bytes per row of a one-pass row sum's work rows; `long` (`long_row`):
     a row's segment partials, then the work rows of their reduction (the
-    products' one-row buffer is not per row: `long_row_fixed_bytes`)."""
+    products' one-row buffer is not per row: `fused_chunk.chunk_bytes`
+    counts it once)."""
     if long:
         block = granule // aes
         parts = n // lanes if n % lanes == 0 else -(-(n // lanes) // block) * block + 1
@@ -354,10 +355,11 @@ class RowBuilders:
         if products is None and n % lanes == 0 and pitch == parts:
             # Whole segments and block-filling partials: rows back to back,
             # one instruction over as many rows as its repeats hold.
-            per = max(1, self.target.max_repeat // parts)
+            most = round_down(self.target.max_repeat, block)  # results start on blocks
+            per = max(1, most // parts)
             for r0 in range(0, valid, per):
                 rr = min(valid - r0, per)
-                for piece in split_repeats(rr * n, lanes, self.target.max_repeat):
+                for piece in split_repeats(rr * n, lanes, most):
                     first = r0 * parts + piece.offset // lanes
                     nir.create_op(reduce_op, [sub(work, first, piece.repeat),
                                               sub(src, r0 * n + piece.offset,
