@@ -101,23 +101,28 @@ def cases(target: Target) -> list[Case]:
              f'({tin}, {tout}) -> ()\n  return\n}}\n',
              "npu-lower-transpose", [x, np.zeros((12, 64, 512), np.float16)],
              np.transpose(x, (0, 2, 1)), x.nbytes, x.nbytes, 0, "simple", tiles),
-    ] + [reduce_case(rows, cols, rng, target) for rows, cols in ((1024, 2048), (2048, 1024))]
+    ] + [reduce_case(rows, cols, elem, rng, target)
+         for rows, cols, elem in ((1024, 2048, "f32"), (2048, 1024, "f32"), (1024, 2048, "f16"))]
 
 
-def reduce_case(rows: int, cols: int, rng: np.random.Generator, target: Target) -> Case:
-    """reduce_sum of f32 rows: 2048-element rows pass the vector repeat
+def reduce_case(rows: int, cols: int, elem: str, rng: np.random.Generator,
+                target: Target) -> Case:
+    """reduce_sum of rows: 2048-element f32 rows pass the vector repeat
     stride (255 blocks) and take the long-row path; 1024-element rows are
-    the same data in the whole-rows path. Vector work: every element is
-    added once (folds, then vcadd over one repeat per row)."""
-    x = rng.uniform(-4, 4, (rows, cols)).astype(np.float32)
-    tin, tout = f'memref<{rows}x{cols}xf32, "gm">', f'memref<{rows}xf32, "gm">'
-    return Case(f"reduce_sum f32 {rows}x{cols}",
+    the same data in the whole-rows path. f16 sums accumulate in f32. Vector
+    work: every element is added once (folds, then vcadd over one repeat
+    per row), in f32 lanes (the f16 read is half the bytes)."""
+    dt = np.float32 if elem == "f32" else np.float16
+    x = rng.uniform(-4, 4, (rows, cols)).astype(dt)
+    tin, tout = f'memref<{rows}x{cols}x{elem}, "gm">', f'memref<{rows}x{elem}, "gm">'
+    eps = float(np.finfo(np.float32).eps)
+    return Case(f"reduce_sum {elem} {rows}x{cols}",
                 f'func.func @f(%a: {tin}, %c: {tout}) {{\n'
                 f'  "ascend.reduce_sum"(%a, %c) : ({tin}, {tout}) -> ()\n  return\n}}\n',
-                "npu-lower-reduce", [x, np.zeros(rows, np.float32)],
-                x.astype(np.float64).sum(-1).astype(np.float32), x.nbytes, rows * 4,
+                "npu-lower-reduce", [x, np.zeros(rows, dt)],
+                x.astype(np.float64).sum(-1).astype(dt), x.nbytes, rows * x.itemsize,
                 rows * cols // target.lanes(4), "simple",
-                atol=cols * float(np.finfo(np.float32).eps) / 2 * float(np.abs(x).sum(-1).max()))
+                atol=cols * eps / 2 * float(np.abs(x.astype(np.float64)).sum(-1).max()))
 
 
 def bound(case: Case, target: Target) -> tuple[int, str]:

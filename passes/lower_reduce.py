@@ -22,7 +22,9 @@ A row longer than the vector repeat stride (255 blocks: 2048 f32) is cut
 into a few pieces of whole blocks, each moved for all rows of the chunk by
 one copy into an area of its own, so every area has a row stride within
 the limit; the areas are folded like short rows and combined onto the first
-(`pieces_chunk`). A row longer than UB allows is cut into column chunks
+(`pieces_chunk`), or, when its `lanes` segments are whole and few, reduced
+in two levels of cross-lane reductions (`npu.passes.reduce_segments`:
+f16 sums need not widen a whole chunk). A row longer than UB allows is cut into column chunks
 folded into a one-repeat accumulator (partial results combined with vadd /
 vmax across chunks) before the final vcadd / vcmax.
 
@@ -43,6 +45,7 @@ from npu.kernels.cce_build import copy, for_pieces, for_range, lin, sub
 from npu.dialects.ascend import reduce_axis, reduced_shape
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.passes.reduce_columns import IDENTITY, ColumnReduce
+from npu.passes.reduce_segments import emit_segments, segment_plan
 from npu.passes.reduce_small import SmallReduce
 from npu.costmodel.vector.tiling import (VectorGeometry, max_chunk_elements, plan_chunks, round_down,
                                split_repeats)
@@ -140,7 +143,10 @@ class LowerReduce(Pass):
         elif self.max_chunk:
             max_rows = min(max_rows, max(out_block, round_down(self.max_chunk // self.n,
                                                                out_block)))
-        if max_rows and (row_blocks <= max_stride or not self.r):
+        segments = segment_plan(self, budget) if self.pieces > 1 else None
+        if segments is not None:
+            emit_segments(self, segments)
+        elif max_rows and (row_blocks <= max_stride or not self.r):
             plan = plan_chunks(self.m, max_rows, out_block)
             for_pieces(plan, self.rows_chunk if self.pieces == 1 else self.pieces_chunk)
         elif self.r:

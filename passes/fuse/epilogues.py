@@ -9,6 +9,8 @@ from npu.costmodel.fusion import epilogue
 
 from npu.costmodel.fusion import rows as fusion
 from npu.costmodel.fusion import precision
+from npu.costmodel.matmul.pipelined import Drain, store_cycles
+from npu.costmodel.matmul.tiling import kernel_cycles
 from npu import ir as nir
 from npu.passes.base import PassError
 
@@ -83,7 +85,11 @@ class EpilogueGrouping:
                     continue
                 members = trial
                 produced.add(d.out.root)
-            # The matmul's own time: its cube work or its A and B traffic.
+            # The matmul's own time: its cube work or its A and B traffic. (The
+            # guard's figure; the kernel's estimate in the remark is
+            # `kernel_cycles`, which also counts the fill and latencies: on a
+            # short reduction those would hide an epilogue that holds the
+            # cube back.)
             own = max(self.target.cube_cycles(shape.M * shape.N * shape.K * shape.batch
                                               // self.target.fractal ** 3),
                       choice.traffic.read_bytes(shape)
@@ -128,9 +134,22 @@ class EpilogueGrouping:
                         nir.hoist_definition(v, at)
             leaves = epilogue.used_outside({mm} | {m.op for m in members} | {s.op for s in stores},
                                            users)
-            self.form_epilogue(epilogue.model(mm, c, members, leaves, stores), users, granule,
-                               row_blocks, budget, why_not, at)
+            final = epilogue.model(mm, c, members, leaves, stores)
+            drain = Drain(work, self.drain_store_cycles(final, shape), True)
+            self.form_epilogue(final, users, granule, row_blocks, budget, why_not, at,
+                               (int(kernel_cycles(shape, self.target)), work,
+                                int(kernel_cycles(shape, self.target, drain))))
         return remarks
+
+    def drain_store_cycles(self, e: epilogue.Epilogue, shape) -> float:
+        """GM write time of the drains: every tensor leaving the group, in Nz
+        or row-major (a burst per row of 16), as npu-lower-matmul counts it."""
+        row_major = {s.src.root for s in e.stores}
+        outs = [e.c] + [m.out for m in e.members]
+        elements = shape.M * shape.K * shape.batch
+        return sum(store_cycles(self.target, elements, o.es,
+                                self.target.fractal if o.root in row_major else 0)
+                   for o in outs if o.root in e.leaving or o.root in row_major)
 
     def absorb_row_major_stores(self, mm: ir.Operation, c: fusion.Operand,
                          members: list[fusion.RowOp], ops: list, index: dict, users: dict,
@@ -203,8 +222,12 @@ class EpilogueGrouping:
         return True
 
     def form_epilogue(self, e: epilogue.Epilogue, users: dict, granule: int, row_blocks: int,
-                      budget: int, why_not: dict, at: ir.Operation | None = None) -> None:
-        """The group as a region where its last op is (or at `at`)."""
+                      budget: int, why_not: dict, at: ir.Operation | None = None,
+                      estimate: tuple[int, int, int] = (0, 0, 0)) -> None:
+        """The group as a region where its last op is (or at `at`);
+        `estimate`: the matmul's own cycles, the epilogue's vector cycles
+        and the fused kernel's (`kernel_cycles` with that drain), for the
+        remark."""
         plan = epilogue.lowered_plan(e, self.target)
         fused = epilogue.gm_bytes(e)
         unfused = epilogue.unfused_gm_bytes(e, users, granule)
@@ -242,4 +265,5 @@ class EpilogueGrouping:
                                    f"{unfused} -> {fused} bytes beyond A and B, {len(internal)} "
                                    f"tensor(s) stay on chip; UB {plan.per_fractal} bytes per C "
                                    f"fractal, {row_blocks * plan.per_fractal} per column block"
-                                   f"{nd}{left}")
+                                   f"{nd}; model {estimate[2]} cycles (the matmul alone "
+                                   f"{estimate[0]}, epilogue vector work {estimate[1]}){left}")

@@ -46,16 +46,19 @@ class MatmulLowering:
                       "inf on the cube")
         return half
 
-    def nz16(self, value: ir.Value, matrix_shape, loc: str) -> Buf:
-        """`value` (viewed as `matrix_shape` = [batch?, R, C]) in Nz f16 for the cube."""
+    def nz16(self, value: ir.Value, matrix_shape, loc: str, clean: bool = False) -> Buf:
+        """`value` (viewed as `matrix_shape` = [batch?, R, C]) in Nz f16 for
+        the cube; `clean`: its padding rows must be zeros (they are the
+        matmul's K), so an Nz result with dirty padding goes through ND."""
         t = self.tensors[value]
-        if t.nz16 is not None and t.nz_nd_shape == tuple(matrix_shape):
+        dirty = clean and t.dirty_rows
+        if t.nz16 is not None and t.nz_nd_shape == tuple(matrix_shape) and not dirty:
             return t.nz16
         nz_shape = fractalized_shape(matrix_shape)
         if t.array is not None:
             host = fractalize(self.host_f16(t.array.reshape(matrix_shape)), nz_shape)
             t.nz16 = self.em.constant(host)
-        elif t.nz is not None and t.nz_nd_shape == tuple(matrix_shape):
+        elif t.nz is not None and t.nz_nd_shape == tuple(matrix_shape) and not dirty:
             t.nz16 = self.em.alloc(nz_shape, "f16", loc)
             self.em.op("ascend.cast", [t.nz, t.nz16], loc, round_mode='"rint"')
         else:
@@ -64,8 +67,11 @@ class MatmulLowering:
                 half = self.em.alloc(matrix_shape, "f16", loc)
                 self.em.op("ascend.cast", [src, half], loc, round_mode='"rint"')
                 src = half
-            t.nz16 = self.em.alloc(nz_shape, "f16", loc)
-            self.em.op("ascend.fractalize", [src, t.nz16], loc)
+            out = self.em.alloc(nz_shape, "f16", loc)
+            self.em.op("ascend.fractalize", [src, out], loc)
+            if dirty:  # not cached: the dirty-padded cast stays the M operands' copy
+                return out
+            t.nz16 = out
         t.nz_nd_shape = t.nz_nd_shape or tuple(matrix_shape)
         return t.nz16
 
@@ -93,7 +99,8 @@ class MatmulLowering:
         nb = int(np.prod([sizes[d] for d in batch])) if batch else 1
         lead = [nb] if nb > 1 else []  # batch loops collapse to one; a batch of 1 is a matmul
         a_nz = self._cube_operand(op, s.inputs[0], a_map, batch + [m, k], lead + [sizes[m], sizes[k]], loc)
-        b_nz = self._cube_operand(op, s.inputs[1], b_map, batch + [k, n], lead + [sizes[k], sizes[n]], loc)
+        b_nz = self._cube_operand(op, s.inputs[1], b_map, batch + [k, n], lead + [sizes[k], sizes[n]],
+                                  loc, clean=True)
         c_nd_shape = tuple(lead + [sizes[m], sizes[n]])
         c = self.em.alloc(fractalized_shape(c_nd_shape), "f32", loc)
         self.em.op("ascend.batch_matmul" if lead else "ascend.matmul", [a_nz, b_nz, c], loc)
@@ -111,14 +118,15 @@ class MatmulLowering:
             self.em.op("ascend.add", [acc, self.nd(s.outputs[0], loc), total], loc)
             self.tensors[result] = Tensor(t.shape, "f32", nd=total)
 
-    def _cube_operand(self, op, value, op_map, want_dims, matrix_shape, loc) -> Buf:
+    def _cube_operand(self, op, value, op_map, want_dims, matrix_shape, loc,
+                      clean: bool = False) -> Buf:
         t = self.tensors[value]
         missing = [d for d in want_dims if d not in op_map]
         if missing:
             raise UnsupportedOp(op, f"a matmul operand broadcast along batch loops {missing}")
         perm = [op_map.index(d) for d in want_dims]
         if perm == sorted(perm) and perm == list(range(len(perm))):
-            return self.nz16(value, matrix_shape, loc)
+            return self.nz16(value, matrix_shape, loc, clean)
         if t.is_constant:
             host = Tensor(t.shape, t.dtype, array=np.ascontiguousarray(np.transpose(t.array, perm)))
         else:
@@ -139,7 +147,11 @@ class MatmulLowering:
         is needed. Only when the matrices are whole fractals (Nz has no
         padding whose values would change), every tensor operand is an
         Nz-only matmul result read with the identity map or a constant, and
-        the output map is the identity. Returns False (nothing emitted) otherwise."""
+        the output map is the identity. Rows that are not whole fractals
+        (ViT's 197 tokens) qualify: the op then also computes the padding
+        rows (from zeros), which only matter where the result is a matmul's
+        K (`nz16` with `clean`: through ND then). Returns False (nothing
+        emitted) otherwise."""
         n = len(s.loop_sizes)
         f = get_target().fractal
         if n < 2 or len(s.outputs) != 1 or len(op.results) != 1:
@@ -147,7 +159,7 @@ class MatmulLowering:
         rows, cols = s.loop_sizes[-2:]
         batch = int(np.prod(s.loop_sizes[:-2], dtype=np.int64))
         identity = list(range(n))
-        if rows % f or cols % f or s.maps[-1] != identity or element_name(op.results[0]) != "f32":
+        if cols % f or s.maps[-1] != identity or element_name(op.results[0]) != "f32":
             return False
         matrix = tuple(([batch] if batch > 1 else []) + [rows, cols])
         kinds = []
@@ -179,7 +191,8 @@ class MatmulLowering:
             full = self.em.alloc(nz_shape, "f32", loc)
             self.em.op("ascend.broadcast", [lowering.buffer(term, "f32"), full], loc)
             term = full
-        t = Tensor(tuple(tensor_shape(op.results[0])), "f32", nz=term, nz_loc=loc)
+        t = Tensor(tuple(tensor_shape(op.results[0])), "f32", nz=term, nz_loc=loc,
+                   dirty_rows=rows % f != 0)
         t.nz_nd_shape = matrix
         self.tensors[op.results[0]] = t
         return True
@@ -195,5 +208,8 @@ class MatmulLowering:
         if np.all(flat == flat[0]):
             return flat[0].item()
         lead = array.shape[:-2]
-        full = np.broadcast_to(array, tuple(lead) + tuple(matrix[-2:])).reshape(matrix)
+        rows, cols = matrix[-2:]
+        if array.shape[-2] == 1:  # a row broadcast: the padding rows too (they are dirty
+            rows = nz_shape[-3] * nz_shape[-1]  # anyway), so the constant stays one row
+        full = np.broadcast_to(array, tuple(lead) + (rows, cols)).reshape(matrix[:-2] + (rows, cols))
         return self.em.constant(fractalize(full.astype(np.float32), nz_shape))

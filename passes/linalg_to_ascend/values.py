@@ -26,6 +26,10 @@ class Tensor:
     nz16: Buf | None = None             # Nz in f16, ready for the cube
     nz_loc: str = ""                    # the producing matmul's location
     nz_nd_shape: tuple = ()             # [batch?, R, C] the Nz buffers hold
+    # The padding rows of `nz` (R not whole fractals) hold what an
+    # elementwise op made of zeros, not zeros: harmless where the rows are
+    # a matmul's M (rows are independent), not where they are its K.
+    dirty_rows: bool = False
 
     @property
     def is_constant(self) -> bool:

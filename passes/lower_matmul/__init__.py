@@ -174,6 +174,15 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, PipelinedPlanning, MatmulBl
                             out_bytes=nir.element_bytes(c_t))
         return shape, batch, M1, N1, K1
 
+    def plan_cycles(self, shape: MatmulShape, choice) -> float:
+        """The pipelined schedule's time estimate of this plan with its drain."""
+        from npu.costmodel.matmul.pipelined import pipelined_time
+
+        p, t = self.pipelined, choice.traffic
+        return pipelined_time(shape.M, shape.N, shape.K, shape.batch, p.mb, p.kb, p.chunk,
+                              p.a_resident, t.read_bytes(shape), t.c_writes * shape.acc_bytes,
+                              t.write_bytes(shape), self.target, self.drain_cost(shape))
+
     def drain_cost(self, shape: MatmulShape) -> Drain:
         """What the pipelined schedule's time estimate knows of C's way out
         (`npu.costmodel.matmul.pipelined.Drain`): the epilogue's vector work and stores."""
@@ -265,7 +274,9 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, PipelinedPlanning, MatmulBl
                        if self.why_simple else "")
                     + (f"; epilogue ({self.epilogue.e.short}) on each drained piece, "
                        f"{self.epilogue.bytes_per_fractal} bytes of UB per C fractal"
-                       if self.epilogue is not None else ""))
+                       if self.epilogue is not None else "")
+                    + (f"; estimated {self.plan_cycles(shape, choice):.0f} cycles"
+                       if self.pipelined is not None else ""))
         a, b, c = op.operands
         with op.location, ir.InsertionPoint(op):
             frac = self.target.fractal

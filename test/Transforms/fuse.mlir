@@ -108,8 +108,9 @@ func.func @too_long(%x: memref<8x2040xf32, "gm">, %y: memref<8x2040xf32, "gm">) 
 
 // -----
 
-// Layernorm over rows of 4096 (past the repeat stride): the variance is
-// accumulated around the first piece's mean (pass 1), then normalised (pass 2).
+// Layernorm over rows of 24576 (longer than UB; rows past the repeat stride
+// that fit UB stay one-pass): the variance is accumulated around the first
+// piece's mean (pass 1), then normalised (pass 2).
 // CHECK-LABEL: func.func @long_layernorm
 // CHECK:       scf.execute_region
 // KERNEL-LABEL: func.func @long_layernorm
@@ -130,23 +131,23 @@ func.func @too_long(%x: memref<8x2040xf32, "gm">, %y: memref<8x2040xf32, "gm">) 
 // KERNEL:       cce.vrsqrt
 // KERNEL:       scf.for
 // KERNEL:       cce.copy_ub_to_gm
-func.func @long_layernorm(%x: memref<8x4096xf32, "gm">, %y: memref<8x4096xf32, "gm">) {
+func.func @long_layernorm(%x: memref<8x24576xf32, "gm">, %y: memref<8x24576xf32, "gm">) {
   %s = memref.alloc() : memref<8x1xf32, "gm">
-  // expected-remark @+1 {{fused 8 ops (reduce_sum, muls, sub, mul, reduce_sum, muls, rsqrt, mul) over 8 rows of 4096: GM traffic 1048896 -> 393216 bytes, 7 tensor(s) stay on chip; rows longer than UB: two-pass online over pieces of 1536 columns; variance around the first piece's mean}}
-  "ascend.reduce_sum"(%x, %s) : (memref<8x4096xf32, "gm">, memref<8x1xf32, "gm">) -> ()
+  // expected-remark @+1 {{fused 8 ops (reduce_sum, muls, sub, mul, reduce_sum, muls, rsqrt, mul) over 8 rows of 24576: GM traffic 6291776 -> 2359296 bytes, 7 tensor(s) stay on chip; rows longer than UB: two-pass online over pieces of 1536 columns; variance around the first piece's mean}}
+  "ascend.reduce_sum"(%x, %s) : (memref<8x24576xf32, "gm">, memref<8x1xf32, "gm">) -> ()
   %mean = memref.alloc() : memref<8x1xf32, "gm">
-  "ascend.muls"(%s, %mean) {scalar = 2.44140625e-04 : f64} : (memref<8x1xf32, "gm">, memref<8x1xf32, "gm">) -> ()
-  %d = memref.alloc() : memref<8x4096xf32, "gm">
-  "ascend.sub"(%x, %mean, %d) : (memref<8x4096xf32, "gm">, memref<8x1xf32, "gm">, memref<8x4096xf32, "gm">) -> ()
-  %sq = memref.alloc() : memref<8x4096xf32, "gm">
-  "ascend.mul"(%d, %d, %sq) : (memref<8x4096xf32, "gm">, memref<8x4096xf32, "gm">, memref<8x4096xf32, "gm">) -> ()
+  "ascend.muls"(%s, %mean) {scalar = 4.0690104166666664e-05 : f64} : (memref<8x1xf32, "gm">, memref<8x1xf32, "gm">) -> ()
+  %d = memref.alloc() : memref<8x24576xf32, "gm">
+  "ascend.sub"(%x, %mean, %d) : (memref<8x24576xf32, "gm">, memref<8x1xf32, "gm">, memref<8x24576xf32, "gm">) -> ()
+  %sq = memref.alloc() : memref<8x24576xf32, "gm">
+  "ascend.mul"(%d, %d, %sq) : (memref<8x24576xf32, "gm">, memref<8x24576xf32, "gm">, memref<8x24576xf32, "gm">) -> ()
   %v = memref.alloc() : memref<8x1xf32, "gm">
-  "ascend.reduce_sum"(%sq, %v) : (memref<8x4096xf32, "gm">, memref<8x1xf32, "gm">) -> ()
+  "ascend.reduce_sum"(%sq, %v) : (memref<8x24576xf32, "gm">, memref<8x1xf32, "gm">) -> ()
   %var = memref.alloc() : memref<8x1xf32, "gm">
-  "ascend.muls"(%v, %var) {scalar = 2.44140625e-04 : f64} : (memref<8x1xf32, "gm">, memref<8x1xf32, "gm">) -> ()
+  "ascend.muls"(%v, %var) {scalar = 4.0690104166666664e-05 : f64} : (memref<8x1xf32, "gm">, memref<8x1xf32, "gm">) -> ()
   %r = memref.alloc() : memref<8x1xf32, "gm">
   "ascend.rsqrt"(%var, %r) : (memref<8x1xf32, "gm">, memref<8x1xf32, "gm">) -> ()
-  "ascend.mul"(%d, %r, %y) : (memref<8x4096xf32, "gm">, memref<8x1xf32, "gm">, memref<8x4096xf32, "gm">) -> ()
+  "ascend.mul"(%d, %r, %y) : (memref<8x24576xf32, "gm">, memref<8x1xf32, "gm">, memref<8x24576xf32, "gm">) -> ()
   return
 }
 

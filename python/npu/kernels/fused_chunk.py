@@ -42,7 +42,7 @@ from npu.costmodel.vector.nz_limits import cast_gather_limits
 from npu.costmodel.vector.recipes import Compute
 from npu.costmodel.vector.tiling import VectorGeometry
 from npu.kernels.online_rows import online_row_block
-from npu.kernels.row_builders import sum_work_bytes
+from npu.kernels.row_builders import long_row, sum_work_bytes
 from npu.target import Target
 
 # Lane-wise computes whose result may overwrite an input of the same type.
@@ -287,15 +287,19 @@ def chunk_bytes(g: GroupModel, cp: ChunkPlan, target: Target, row_block: int) ->
     streamed.update({("nz", root): n * nir.element_bytes(nir.memref_element(nz))
                      for root, nz in g.nz.items()})
     lanes = VectorGeometry.for_types(target, [4]).lanes
-    peak = 0
+    peak = products = 0
     for s, step in enumerate(cp.steps):
         live = sum(size[b] for b in size if b not in cp.loaded and b not in cp.stored
                    and first.get(b, -1) <= s <= last.get(b, -1))
         m = step.op
         transient = 0
         if m.compute is None:  # a row reduction's accumulators (and f16 rows widened)
+            aes = 4 if accumulator(m) == "f32" else m.ins[0].es
+            long = long_row(n, aes, target)
             transient += sum_work_bytes(n, lanes, 4, granule, step.kind == "square_sum",
-                                        cp.combine)
+                                        cp.combine, long)
+            if long and step.kind == "square_sum":
+                products = max(products, n * 4)  # one row of products (segment_partials)
             transient += n * 4 if m.ins[0].elem != accumulator(m) else 0
         else:
             span = n if m.out.kind == "full" else 1
@@ -303,7 +307,7 @@ def chunk_bytes(g: GroupModel, cp: ChunkPlan, target: Target, row_block: int) ->
             if m.out.kind == "full":
                 transient += granule * sum(1 for i in m.ins if i.kind == "col")
         peak = max(peak, live + transient)
-    fixed = 0
+    fixed = products
     for o in g.loaded.values():
         if o.kind == "row":
             fixed += n * o.es
@@ -325,13 +329,9 @@ def one_set(g: GroupModel, target: Target) -> ChunkBytes:
 def whole_rows_fit(g: GroupModel, target: Target, budget: int) -> bool:
     """The one-pass kernel's condition: a chunk of whole rows (`row_block`
     of them, `online_row_block`) fits `budget` with one set of its buffers
-    as this module lays them out (results in place), and, with a
-    reduction, a row's f32 pitch fits the vector repeat stride
-    (elementwise ops can run along each row instead)."""
-    n = g.n or 1
-    reduces = any(m.compute is None for m in g.members)
-    if reduces and n * 4 // target.granule("ub") > target.vector_max_stride:
-        return False
+    as this module lays them out (results in place). Rows past the
+    vector repeat stride qualify: elementwise ops run along each row and
+    reductions reduce each row's segments first (`long_row`)."""
     cb = one_set(g, target)
     return cb.rows(budget, lambda key: 1) >= cb.row_block
 

@@ -31,6 +31,10 @@ from npu.kernels.scalar_blocks import expand_scalar_blocks
 from npu.kernels.vector_compute import emit, emit_flat_run
 
 
+# What a reduction's padding lanes hold (`RowBuilders.segment_partials`).
+IDENTITY = {"ascend.reduce_sum": 0.0, "ascend.reduce_max": float("-inf"),
+            "ascend.reduce_min": float("inf")}
+
 # Accumulators of a sum of products (`fused_chunk.square_sum`): each
 # segment is a multiply-add into one, so two keep the rounds short and
 # halve the work rows of four.
@@ -54,9 +58,26 @@ def two_level_sum(n: int, lanes: int, aes: int, granule: int, online: bool,
     return one_pass and n % lanes == 0 and 4 * 2 * lanes <= n and partials <= lanes
 
 
+def long_row(n: int, aes: int, target) -> bool:
+    """Rows of `n` accumulator elements (`aes` bytes) whose pitch exceeds
+    the repeat stride: a reduction over them cannot repeat down the rows;
+    it reduces each row's segments first (`RowBuilders.segment_partials`)."""
+    return n * aes // target.granule("ub") > target.vector_max_stride
+
+
 def sum_work_bytes(n: int, lanes: int, aes: int, granule: int, product: bool,
-                   two_level: bool = True) -> int:
-    """UB bytes per row of a one-pass row sum's work rows."""
+                   two_level: bool = True, long: bool = False) -> int:
+    """UB bytes per row of a one-pass row sum's work rows; `long` (`long_row`):
+    a row's segment partials, then the work rows of their reduction (the
+    products' one-row buffer is not per row: `fused_chunk.chunk_bytes`
+    counts it once)."""
+    if long:
+        block = granule // aes
+        parts = n // lanes if n % lanes == 0 else -(-(n // lanes) // block) * block + 1
+        pitch = -(-parts * aes // granule) * granule
+        if parts <= lanes:
+            return pitch
+        return pitch + sum_work_bytes(parts, lanes, aes, granule, False, False)
     if not product and two_level_sum(n, lanes, aes, granule, False, two_level):
         return -(-(n // lanes) * aes // granule) * granule
     return fusion.fold_chains(n, lanes, PRODUCT_CHAINS if product else 4) * lanes * aes
@@ -214,16 +235,20 @@ class RowBuilders:
                 body(r0, rep)
                 r0 += rep
 
-        row = n * aes // g
+        sp = n  # the row pitch of `src`
+        if long_row(n, aes, self.target):
+            src, n, sp = self.segment_partials(m, src, factor, valid, n)
+            factor = None
+        row = sp * aes // g
         partials = n // lanes
-        two_level = factor is None and two_level_sum(n, lanes, aes, g, self.online is not None,
-                                                     self.p.steps)
+        two_level = factor is None and sp == n and two_level_sum(
+            n, lanes, aes, g, self.online is not None, self.p.steps)
         if n <= lanes and factor is not None:  # one segment: the products, then reduce them
             work, width, pitch = nir.alloc([valid * n], acc, "ub"), n, n
             emit_flat_run(Compute("binary", vop="cce.vmul"), self.target, valid * n,
                           (work, acc), [(src, acc), (factor, acc)])
         elif n <= lanes:  # one segment: reduce the rows where they are
-            work, width, pitch = src, n, n
+            work, width, pitch = src, n, sp
         elif two_level:
             # One cross-lane reduction per repeat over whole rows (a row's
             # partials land contiguous, block-aligned), then one per row over
@@ -271,10 +296,10 @@ class RowBuilders:
                     product(base[k % chains], j0, mask, k < chains)
             elif n >= 2 * lanes:
                 for c in range(chains):
-                    fold(base[c], (src, 2 * c * lanes, n), (src, (2 * c + 1) * lanes, n))
+                    fold(base[c], (src, 2 * c * lanes, sp), (src, (2 * c + 1) * lanes, sp))
                 for k, (j0, mask) in enumerate(segments[2 * chains:]):
                     c = k % chains
-                    fold(base[c], (work, base[c], pitch), (src, j0, n), mask)
+                    fold(base[c], (work, base[c], pitch), (src, j0, sp), mask)
             if n >= 2 * lanes:
                 while chains > 1:
                     chains //= 2
@@ -288,9 +313,9 @@ class RowBuilders:
                 copy_rows = Compute("copy")
                 over_rows(lambda r0, rep: emit(
                     copy_rows, View(sub(work, r0 * pitch, (rep - 1) * pitch + lanes), 1, stride),
-                    [View(sub(src, r0 * n, (rep - 1) * n + lanes), 1, row)], rep, lanes))
+                    [View(sub(src, r0 * sp, (rep - 1) * sp + lanes), 1, row)], rep, lanes))
                 (j0, mask), = segments[1:]
-                fold(0, (work, 0, pitch), (src, j0, n), mask)
+                fold(0, (work, 0, pitch), (src, j0, sp), mask)
         keep = wide or acc == elem
         result = out if keep else self.col_alloc(rows, acc)
         over_rows(lambda r0, rep: nir.create_op(
@@ -298,6 +323,64 @@ class RowBuilders:
             repeat=rep, mask=width, src_blk_stride=1, src_rep_stride=stride, dst_rep_stride=1))
         if not keep:
             self.convert(out, elem, result, acc, valid, "rint")
+
+    def segment_partials(self, m: fusion.RowOp, src: ir.Value, factor: ir.Value | None,
+                         valid: int, n: int) -> tuple[ir.Value, int, int]:
+        """The first level of a reduction over rows longer than the repeat
+        stride (`long_row`): one cross-lane reduction per `lanes` segment
+        along each row (repeat stride one segment, whatever the row pitch),
+        a row's partials into a block-aligned row of their own. With
+        `factor`, each row's products first go to a one-row buffer (vmul).
+        Returns (partials, their count per row, their row pitch): rows the
+        caller reduces as usual, their pitch within the stride."""
+        _, reduce_op = fusion.REDUCE[m.op.name]
+        acc = fusion.accumulator(m)
+        aes, g = nir.element_bytes(acc), self.granule
+        lanes = VectorGeometry.for_types(self.target, [aes]).lanes
+        block = g // aes
+        whole = n // lanes
+        # A last partial segment's result needs a block-aligned destination:
+        # it goes on the block after the whole segments', the gap between
+        # holds the reduction's identity (one vdup over all rows first).
+        parts = whole if n % lanes == 0 else -(-whole // block) * block + 1
+        pitch = -(-parts * aes // g) * g // aes
+        work = nir.alloc([valid * pitch], acc, "ub")
+        if parts != whole + (n % lanes != 0):
+            for piece in split_repeats(valid * pitch, lanes, self.target.max_repeat):
+                nir.create_op("cce.vdup", [sub(work, piece.offset,
+                                               (piece.repeat - 1) * lanes + piece.mask)],
+                              repeat=piece.repeat, mask=piece.mask, dst_blk_stride=1,
+                              dst_rep_stride=lanes * aes // g, scalar=IDENTITY[m.op.name])
+        products = nir.alloc([n], acc, "ub") if factor is not None else None
+        if products is None and n % lanes == 0 and pitch == parts:
+            # Whole segments and block-filling partials: rows back to back,
+            # one instruction over as many rows as its repeats hold.
+            most = round_down(self.target.max_repeat, block)  # results start on blocks
+            per = max(1, most // parts)
+            for r0 in range(0, valid, per):
+                rr = min(valid - r0, per)
+                for piece in split_repeats(rr * n, lanes, most):
+                    first = r0 * parts + piece.offset // lanes
+                    nir.create_op(reduce_op, [sub(work, first, piece.repeat),
+                                              sub(src, r0 * n + piece.offset,
+                                                  piece.repeat * lanes)],
+                                  repeat=piece.repeat, mask=lanes, src_blk_stride=1,
+                                  src_rep_stride=lanes * aes // g, dst_rep_stride=1)
+            return work, parts, pitch
+        for r in range(valid):
+            row = sub(src, r * n, n)
+            if products is not None:
+                emit_flat_run(Compute("binary", vop="cce.vmul"), self.target, n,
+                              (products, acc), [(row, acc), (sub(factor, r * n, n), acc)])
+                row = products
+            for piece in split_repeats(n, lanes, round_down(self.target.max_repeat, block)):
+                first = piece.offset // lanes if piece.mask == lanes else parts - 1
+                nir.create_op(reduce_op, [sub(work, r * pitch + first, piece.repeat),
+                                          sub(row, piece.offset,
+                                              (piece.repeat - 1) * lanes + piece.mask)],
+                              repeat=piece.repeat, mask=piece.mask, src_blk_stride=1,
+                              src_rep_stride=lanes * aes // g, dst_rep_stride=1)
+        return work, parts, pitch
 
     def convert(self, dst: ir.Value, dst_elem: str, src: ir.Value, src_elem: str, count: int,
                 round_mode: str) -> None:

@@ -12,7 +12,7 @@
 // bottom left one (rows +8 blocks).
 
 // REMARK: remark: matmul tiling: strategy=os tiles (m=256, n=128, k=256); {{.*}}; pipelined schedule: L1 chunk n=384, L0 sub-step n=128, 4 C piece(s) in L0C (2 x 2: 128x128 each)
-// SLABS: remark: {{.*}}; pipelined schedule: L1 chunk n=384, L0 sub-step n=64, 4 C piece(s) in L0C{{$}}
+// SLABS: remark: {{.*}}; pipelined schedule: L1 chunk n=384, L0 sub-step n=64, 4 C piece(s) in L0C; estimated {{[0-9]+}} cycles{{$}}
 // BAD: error: c-piece-rows=3 must divide c-pieces=4 and the C tile's 16 row blocks
 
 // CHECK-LABEL: func.func @tall

@@ -75,18 +75,39 @@ func.func @max_unaligned(%a: memref<16x100xf16, "gm">, %b: memref<16xf16, "gm">)
 
 // -----
 
-// Rows of 2048 f32 (256 blocks, over the 255-block repeat stride): two
-// pieces of 1024 per row. Each piece of the chunk's 8 rows is one copy (a
-// burst per row, the other piece as the GM gap) into an area of its own
-// (row stride 128 blocks); 15 folds per area, one fold of area 1 onto
-// area 0, one vcadd over area 0. No per-row copies.
+// Rows of 2048 f32 (256 blocks, over the 255-block repeat stride), whole
+// 64-lane segments: two levels of vcadd (npu.passes.reduce_segments). Each
+// chunk of 8 rows is one copy (one burst); one vcadd per segment along the
+// flat chunk (repeat stride one segment: 256 repeats, cut at 248 so the
+// second instruction's results start on a block), then one over each row's
+// 32 partials (repeat stride 4 blocks). No folds, no per-row copies.
 // CHECK-LABEL: func.func @rows_past_the_stride
-// CHECK-COUNT-2: "cce.copy_gm_to_ub"({{.*}}) {burst_len = 128 : i64, dst_gap = 0 : i64, n_burst = 8 : i64, src_gap = 128 : i64}
+// CHECK: "cce.copy_gm_to_ub"({{.*}}) {burst_len = 2048 : i64, dst_gap = 0 : i64, n_burst = 1 : i64, src_gap = 0 : i64}
 // CHECK-NOT: cce.copy_gm_to_ub
-// CHECK-COUNT-31: "cce.vadd"({{.*}}) {dst_blk_stride = 1 : i64, dst_rep_stride = 128 : i64, mask = 64 : i64, repeat = 8 : i64
-// CHECK: "cce.vcadd"({{.*}}) {dst_rep_stride = 1 : i64, mask = 64 : i64, repeat = 8 : i64, src_blk_stride = 1 : i64, src_rep_stride = 128 : i64}
+// CHECK-NOT: cce.vadd
+// CHECK: "cce.vcadd"({{.*}}) {dst_rep_stride = 1 : i64, mask = 64 : i64, repeat = 248 : i64, src_blk_stride = 1 : i64, src_rep_stride = 8 : i64}
+// CHECK: "cce.vcadd"({{.*}}) {dst_rep_stride = 1 : i64, mask = 64 : i64, repeat = 8 : i64, src_blk_stride = 1 : i64, src_rep_stride = 8 : i64}
+// CHECK: "cce.vcadd"({{.*}}) {dst_rep_stride = 1 : i64, mask = 32 : i64, repeat = 8 : i64, src_blk_stride = 1 : i64, src_rep_stride = 4 : i64}
 // CHECK: "cce.copy_ub_to_gm"
 func.func @rows_past_the_stride(%a: memref<64x2048xf32, "gm">, %b: memref<64xf32, "gm">) {
   "ascend.reduce_sum"(%a, %b) : (memref<64x2048xf32, "gm">, memref<64xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+// Rows of 2112 f32 (264 blocks): 33 segment partials would not fill whole
+// blocks, so two pieces of 1056 per row. Each piece of the chunk's 8 rows
+// is one copy (a burst per row, the other piece as the GM gap) into an
+// area of its own (row stride 132 blocks); folds per area, one fold of
+// area 1 onto area 0, one vcadd over area 0. No per-row copies.
+// CHECK-LABEL: func.func @rows_past_the_stride_in_pieces
+// CHECK-COUNT-2: "cce.copy_gm_to_ub"({{.*}}) {burst_len = 132 : i64, dst_gap = 0 : i64, n_burst = 8 : i64, src_gap = 132 : i64}
+// CHECK-NOT: cce.copy_gm_to_ub
+// CHECK: "cce.vadd"({{.*}}) {dst_blk_stride = 1 : i64, dst_rep_stride = 132 : i64, mask = 64 : i64, repeat = 8 : i64
+// CHECK: "cce.vcadd"({{.*}}) {dst_rep_stride = 1 : i64, mask = 64 : i64, repeat = 8 : i64, src_blk_stride = 1 : i64, src_rep_stride = 132 : i64}
+// CHECK: "cce.copy_ub_to_gm"
+func.func @rows_past_the_stride_in_pieces(%a: memref<64x2112xf32, "gm">, %b: memref<64xf32, "gm">) {
+  "ascend.reduce_sum"(%a, %b) : (memref<64x2112xf32, "gm">, memref<64xf32, "gm">) -> ()
   return
 }

@@ -32,8 +32,8 @@ def inputs_for(text: str, seed: int = 0) -> list[np.ndarray]:
     return ins
 
 
-def groups(text: str) -> list[dict]:
-    module = compile_program(text, "npu-fuse")
+def groups(text: str, fuse: str = "npu-fuse") -> list[dict]:
+    module = compile_program(text, fuse)
     return [{k: int(str(v).split(" ")[0]) for k, v in
              ((a.name, a.attr) for a in op.attributes[FUSED_ATTR])}
             for op in walk(module.operation) if FUSED_ATTR in op.attributes]
@@ -97,19 +97,21 @@ def test_reference_of_the_fused_program_equals_the_unfused():
         np.testing.assert_array_equal(g, w)
 
 
-def check_long(text: str, gm_bytes: int, row_operand_bytes: int = 0):
+def check_long(text: str, gm_bytes: int, row_operand_bytes: int = 0, share: float = 0.0):
     """A long-row group: one two-pass kernel moving `gm_bytes` (2 reads and
     1 write per element; row operands such as gamma once per chunk of rows
-    in pass 2), matching the reference, race-free. The unfused
-    lowering is compared when it can lower these rows (today it cannot:
-    its row broadcasts need a row within the repeat stride)."""
+    in pass 2), matching the reference, race-free. `share`: the fused UB
+    share (npu-lower ub-fraction), small enough that whole rows do not fit.
+    The unfused lowering is compared when it can lower these rows (today it
+    cannot: its row broadcasts need a row within the repeat stride)."""
     from npu.pipeline import PipelineError
 
     ins = inputs_for(text)
-    fused, expected, fres = compile_and_simulate(text, "npu-lower", ins)
+    lower = f"npu-lower{{ub-fraction={share}}}" if share else "npu-lower"
+    fused, expected, fres = compile_and_simulate(text, lower, ins)
     assert_outputs_close(fused, expected)
     assert fres.hazards == [], fres.hazards
-    (g,) = groups(text)
+    (g,) = groups(text, f"npu-fuse{{ub-fraction={share}}}" if share else "npu-fuse")
     if row_operand_bytes:
         chunks, rest = divmod(g["gm_bytes"] - gm_bytes, row_operand_bytes)
         assert rest == 0 and 1 <= chunks <= g["rows"], (g["gm_bytes"], gm_bytes)
@@ -123,23 +125,27 @@ def check_long(text: str, gm_bytes: int, row_operand_bytes: int = 0):
         assert_outputs_close(fused, unfused)
 
 
-# Rows longer than UB (or than the vector repeat stride, 2040 f32): the
-# two-pass kernel over column pieces (npu.kernels.online_rows), odd lengths leave a
-# shorter last piece; one chunk of rows holds fewer rows than a block.
-@pytest.mark.parametrize("rows_shape,n,elem", [((3,), 4008, "f32"), ((20,), 5008, "f16"),
-                                               ((2,), 100008, "f32")])
-def test_softmax_long_rows(rows_shape, n, elem):
+# Rows longer than UB: the two-pass kernel over column pieces
+# (npu.kernels.online_rows), odd lengths leave a shorter last piece; one
+# chunk of rows holds fewer rows than a block. Rows of 3-5k elements fit
+# UB (one-pass, test_long_rows.py) but for a small UB share.
+@pytest.mark.parametrize("rows_shape,n,elem,share", [((3,), 4008, "f32", 0.1),
+                                                     ((20,), 5008, "f16", 0.1),
+                                                     ((2,), 100008, "f32", 0.0)])
+def test_softmax_long_rows(rows_shape, n, elem, share):
     full = int(np.prod(rows_shape)) * n * (2 if elem == "f16" else 4)
-    check_long(softmax(rows_shape, n, elem), gm_bytes=3 * full)
+    check_long(softmax(rows_shape, n, elem), gm_bytes=3 * full, share=share)
 
 
-@pytest.mark.parametrize("rows,n,elem,residual", [(5, 4008, "f32", False), (17, 3008, "f16", True),
-                                                  (3, 100000, "f32", True)])
-def test_layernorm_long_rows(rows, n, elem, residual):
+@pytest.mark.parametrize("rows,n,elem,residual,share", [(5, 4008, "f32", False, 0.1),
+                                                        (17, 3008, "f16", True, 0.1),
+                                                        (3, 100000, "f32", True, 0.0)])
+def test_layernorm_long_rows(rows, n, elem, residual, share):
     es = 2 if elem == "f16" else 4
     reads = 2 if residual else 1
     check_long(layernorm(rows, n, elem, residual),
-               gm_bytes=(2 * reads + 1) * rows * n * es, row_operand_bytes=2 * n * es)
+               gm_bytes=(2 * reads + 1) * rows * n * es, row_operand_bytes=2 * n * es,
+               share=share)
 
 
 def test_layernorm_long_rows_far_from_zero():

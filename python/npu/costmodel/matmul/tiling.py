@@ -53,8 +53,8 @@ from functools import lru_cache
 from npu.costmodel.matmul.fitting import (Capacities, MatmulShape, TilingChoice, Tiles, Traffic,
                                           capacities, first_overflow, largest_fitting_n, multiples,
                                           pipelines)
-from npu.costmodel.matmul.pipelined import Drain
-from npu.costmodel.matmul.residency import make_choice, resident_or_streamed
+from npu.costmodel.matmul.pipelined import Drain, best_chunk, pipelined_time
+from npu.costmodel.matmul.residency import make_choice, resident_a_chunks, resident_or_streamed
 from npu.target import Target
 
 STRATEGIES = ("os", "is", "ws")
@@ -167,3 +167,41 @@ def _search(shape: MatmulShape, strategies: tuple[str, ...], m: int, n: int, k: 
                 if best is None or score < best_score:
                     best, best_score = choice, score
     return best
+
+
+def kernel_cycles(shape: MatmulShape, target: Target, drain: Drain = Drain()) -> float:
+    """The pipelined schedule's time estimate of the matmul as npu-lower-matmul
+    runs it by default (OS tiles, A's strip resident where it pays, the B
+    chunk of `plan_pipelined`), with `drain` (an epilogue's vector work and
+    stores): the figure npu-fuse's epilogue decisions take for the fused
+    kernel. The larger of the cube's and the A/B traffic's time, which they
+    took before, left out the fill, the per-chunk GM latency, the mads'
+    completion waits and the drain's tail (BERT seq 256: out_proj with its
+    bias took 1.84x that, the lowering's estimate is within 1.4x). Falls back
+    to that larger time where the schedule is not pipelined."""
+
+    frac = target.fractal
+    choice = choose_tiling(shape, target, "os", pipelined=True,
+                           epilogue_cycles=drain.vector_cycles, resident_a=True, drain=drain)
+    t = choice.traffic
+    rough = max(target.cube_cycles(shape.M * shape.N * shape.K * shape.batch // frac ** 3),
+                t.read_bytes(shape) / target.path("gm_to_l1").bytes_per_cycle)
+    tiles = choice.tiles
+    if choice.strategy != "os" or not pipelines(shape, tiles):
+        return rough
+    mb, kb, n1 = tiles.m // frac, tiles.k // frac, shape.N // frac
+    blk = target.fractal_bytes(shape.in_bytes)
+    l1 = target.capacity("l1")
+    resident = resident_a_chunks(shape, tiles, l1, frac) if choice.a_resident else []
+    if resident and choice.chunk // frac in resident:
+        chunk = choice.chunk // frac
+    else:
+        fitting = resident or [d for d in range(n1, 0, -1)
+                               if n1 % d == 0 and 2 * (mb + kb) * d * blk <= l1]
+        count = shape.batch * (shape.M // tiles.m) * (shape.K // tiles.k)
+        chunk = best_chunk(fitting, mb, kb, n1, count, not resident, target)
+    if chunk is None:
+        return rough
+    return pipelined_time(shape.M, shape.N, shape.K, shape.batch, mb, kb, chunk, bool(resident),
+                          t.read_bytes(shape), t.c_writes * shape.acc_bytes,
+                          t.write_bytes(shape), target, drain)

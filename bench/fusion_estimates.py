@@ -1,0 +1,145 @@
+"""Predicted against simulated cycles of every fused kernel of the BERT
+layer (issue 26, "an honest cost model"): each fusion decision is taken on
+a model's estimate, and a decision is only as good as that estimate.
+
+The estimates are the ones the passes print as remarks (`fuse-remarks`):
+  row group    npu-lower-fused's chunk pipeline model ("model N cycles");
+  epilogue     npu-fuse's matmul epilogue: the larger of the matmul's own
+               time and the epilogue's vector work ("model N cycles"), the
+               figures its guard against too-expensive epilogues compares;
+  attention    npu-fuse-attention's tile model ("N cycles (vector ...");
+  projection   npu-fuse-attention-projection's estimate ("estimated N
+               cycles"), which then covers the Q/K/V matmul's epilogue too.
+The "lowering" column is npu-lower-matmul's own estimate of the pipelined
+plan it emits (`pipelined_time` with the epilogue's drain), for matmul
+kernels. The simulated figure is the span of the kernel's instructions (the op of
+the per-op report carrying the kernel's location) from the end of the op
+before it (`own_spans`). Every run is checked
+against onnxruntime first.
+
+    .venv/bin/python bench/fusion_estimates.py [--seq 128 256] [--hidden 768] [--heads 12]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+KINDS = (("projection", re.compile(r"head by head on chip.*estimated (\d+) cycles")),
+         ("attention", re.compile(r"^fused attention .*?(\d+) cycles \(vector")),
+         ("epilogue", re.compile(r"^matmul epilogue: .*model (\d+) cycles")),
+         ("row group", re.compile(r"^npu-lower-fused: .*model (\d+) cycles")),
+         ("tiling", re.compile(r"^matmul tiling: .*estimated (\d+) cycles")))
+
+
+@dataclass
+class Estimate:
+    kernel: str
+    kind: str       # the fusion decision's model
+    predicted: int  # its estimate
+    simulated: int
+    lowering: int = 0  # npu-lower-matmul's estimate of its pipelined plan (0: none)
+    busiest: str = ""  # the simulated kernel's busiest pipe or path and its cycles
+
+    @property
+    def ratio(self) -> float:
+        return self.simulated / max(1, self.predicted)
+
+
+def own_spans(per_op: list[dict]) -> dict:
+    """Each op's cycles from the later of its first instruction and the end
+    of the op that finished before it, to its last instruction: a kernel's
+    instructions that do not wait for the one before (a prefetch of its
+    weights into L1, its constants' loads) start while that one runs, and
+    its whole span would count that time twice."""
+    rows = sorted(per_op, key=lambda r: r["last_cycle"])
+    spans, before = {}, 0
+    for r in rows:
+        spans[r["op"]] = r["last_cycle"] - max(r["first_cycle"], before)
+        before = max(before, r["last_cycle"])
+    return spans
+
+
+def estimates(seq: int, hidden: int, heads: int, ffn: int, pipeline: str) -> list[Estimate]:
+    import onnxruntime
+
+    import npu.frontend.compile as compile_module
+    from npu import diagnostics
+    from npu.frontend.bert import bert_layer
+
+    model = bert_layer(seq, hidden, heads, ffn)
+    engines: list = []
+    install = diagnostics.install
+
+    def keep(engine):
+        engines.append(engine)
+        return install(engine)
+
+    diagnostics.install = keep
+    try:
+        kernel = compile_module.compile(model, target="ascend910", where="bert_layer.onnx",
+                                        pipeline=pipeline)
+    finally:
+        diagnostics.install = install
+    x = np.random.default_rng(1).standard_normal((1, seq, hidden)).astype(np.float32)
+    (y,), report = kernel(x)
+    (want,) = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"x": x})
+    np.testing.assert_allclose(y, want, rtol=2e-2, atol=1e-2 * float(np.abs(want).max()))
+    spans = own_spans(report["per_op"])
+    busiest = {row["op"]: f"{row['bound_unit']} {row['bound_cycles']}" for row in report["per_op"]}
+    remarks = [d for e in engines for d in e.diagnostics if d.severity == "remark"]
+    found: dict = {}
+    horizontal = {d.line for d in remarks if d.message.startswith("npu-fuse-horizontal: matmuls")}
+    projection = any(KINDS[0][1].search(d.message) for d in remarks)
+    for d in remarks:
+        for kind, pattern in KINDS:
+            m = pattern.search(d.message)
+            if m is None:
+                continue
+            if kind == "epilogue" and projection and d.line in horizontal:
+                break  # the Q/K/V epilogue runs inside the projection's kernel
+            label = kernel.source_names.get(f"{d.filename}:{d.line}:{d.col}", f"line {d.line}")
+            # The last attempt's estimate (npu-lower retries with less UB on overflow).
+            found.setdefault(label, {})[kind] = int(m.group(1))
+            break
+    rows = []
+    for label, kinds in found.items():
+        lowering = kinds.pop("tiling", 0)
+        kind = next((k for k, _ in KINDS if k in kinds), None)
+        if kind is not None:
+            rows.append(Estimate(label, kind, kinds[kind], int(spans.get(label, 0)), lowering,
+                                 busiest.get(label, "")))
+    return sorted(rows, key=lambda r: -r.simulated)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seq", type=int, nargs="+", default=[128, 256])
+    p.add_argument("--hidden", type=int, default=768)
+    p.add_argument("--heads", type=int, default=12)
+    p.add_argument("--ffn", type=int, default=3072)
+    p.add_argument("--pipeline", default="npu-lower{fuse-remarks=true}")
+    args = p.parse_args()
+    worst = 0.0
+    for seq in args.seq:
+        rows = estimates(seq, args.hidden, args.heads, args.ffn, args.pipeline)
+        print(f"\nBERT layer seq={seq} hidden={args.hidden} heads={args.heads} ffn={args.ffn}")
+        print(f"{'kernel':<28} {'model':<11} {'predicted':>10} {'simulated':>10} {'sim/pred':>9}"
+              f" {'lowering':>9} {'sim/low':>8}  {'busiest (sim)':<22}")
+        for r in rows:
+            flag = "" if 0.8 <= r.ratio <= 1.2 else "  <- off by more than 20%"
+            low = (f" {r.lowering:>9} {r.simulated / r.lowering:>8.2f}" if r.lowering
+                   else f" {'':>9} {'':>8}")
+            print(f"{r.kernel:<28} {r.kind:<11} {r.predicted:>10} {r.simulated:>10} "
+                  f"{r.ratio:>9.2f}{low}  {r.busiest:<22}{flag}")
+            worst = max(worst, abs(r.ratio - 1))
+    print(f"\nlargest deviation {worst:.0%} (target: within 20%)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
