@@ -183,7 +183,8 @@ class MatmulLowering:
             elif v in self.scalars:
                 args.append(self.scalars[v])
             else:
-                args.append(self._nz_constant(to_loop_space(self.tensors[v].array, m, n), matrix, nz_shape))
+                args.append(self._nz_constant(to_loop_space(self.tensors[v].array, m, n), matrix, nz_shape,
+                                                 tuple(s.loop_sizes[:-2])))
         body = op.regions[0].blocks[0]
         lowering = BodyLowering(self.em, loc, len(nz_shape), self.scalar)
         (term,) = lowering.run(body, args + [Unreadable()], [list(body.operations)[-1].operands[0]])
@@ -197,17 +198,18 @@ class MatmulLowering:
         self.tensors[op.results[0]] = t
         return True
 
-    def _nz_constant(self, array: np.ndarray, matrix, nz_shape) -> float | Buf:
+    def _nz_constant(self, array: np.ndarray, matrix, nz_shape, lead: tuple[int, ...]) -> float | Buf:
         """A constant (loop-space shape, broadcastable) in the Nz order of
         `matrix`: a scalar, or the whole matrix broadcast and fractalized on
         the host. A bias row could stay a [N1, 1, 1, 16] vector, but the
         vector lowerings broadcast along outer axes slice by slice: on a
         128x256x1024 FFN the full constant measured 129k cycles against 150k
-        (row vector) and 147k (the ND path with defractalize/fractalize)."""
+        (row vector) and 147k (the ND path with defractalize/fractalize).
+        `lead`: the loop sizes before the matrix's two (the constant may
+        broadcast along them too)."""
         flat = array.reshape(-1)
         if np.all(flat == flat[0]):
             return flat[0].item()
-        lead = array.shape[:-2]
         rows, cols = matrix[-2:]
         if array.shape[-2] == 1:  # a row broadcast: the padding rows too (they are dirty
             rows = nz_shape[-3] * nz_shape[-1]  # anyway), so the constant stays one row
