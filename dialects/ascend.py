@@ -14,7 +14,7 @@ from typing import Mapping, NamedTuple, Sequence
 from mlir import ir
 
 from npu.dialects.opspec import (
-    ARITH_TYPES, ASCEND_CAST_PAIRS, F64, FLOAT_TYPES, I64_ARRAY, STR, OpSpec, Operand,
+    ARITH_TYPES, ASCEND_CAST_PAIRS, ELEMENT_TYPES, F64, FLOAT_TYPES, I64_ARRAY, STR, OpSpec, Operand,
     int_array_attr, int_attr, float_attr, memref_types, register, same_dtype)
 from npu.dialects.rules import RuleError
 from npu.ir.accessors import memref_shape
@@ -59,7 +59,10 @@ SELECT = "ascend.select"
 BROADCAST = "ascend.broadcast"
 # Everything `npu-lower-elementwise` handles.
 ELEMENTWISE = ELEMENTWISE_BINARY + SCALAR + UNARY + (CAST, CLAMP, CMP, SELECT, BROADCAST)
-ALL_OPS = MATMUL_OPS + LAYOUT_OPS + ELEMENTWISE + (TRANSPOSE,) + REDUCE
+SLICE = "ascend.slice"
+INSERT_SLICE = "ascend.insert_slice"
+SLICE_OPS = (SLICE, INSERT_SLICE)  # what `npu-lower-slices` handles
+ALL_OPS = MATMUL_OPS + LAYOUT_OPS + ELEMENTWISE + (TRANSPOSE,) + REDUCE + SLICE_OPS
 
 # (a, b, c) element types of matmul / batch_matmul.
 MATMUL_SIGNATURES = (("f16", "f16", "f32"), ("f16", "f16", "f16"))
@@ -244,6 +247,38 @@ def _check_transpose(op: ir.Operation, target: Target) -> None:
         raise RuleError(f"output shape must be {want} (input {src} permuted by {perm}), got {dst}")
 
 
+def slice_indices(in_shape: Sequence[int], out_shape: Sequence[int], offsets: Sequence[int],
+                  strides: Sequence[int]) -> str | None:
+    """Why `in[offsets + i * strides]` does not fit `in` for every index i
+    of `out` (None when it does): the rule of `ascend.slice`."""
+    if not (len(in_shape) == len(out_shape) == len(offsets) == len(strides)):
+        return (f"input rank {len(in_shape)}, output rank {len(out_shape)}, {len(offsets)} "
+                f"offsets and {len(strides)} strides must agree")
+    for d, (n, m, o, s) in enumerate(zip(in_shape, out_shape, offsets, strides)):
+        if s == 0:
+            return f"stride of dimension {d} is 0"
+        last = o + (m - 1) * s
+        if m and not (0 <= o < n and 0 <= last < n):
+            return (f"dimension {d}: indices {o}, {o + s}, ..., {last} leave the input's "
+                    f"0..{n - 1}")
+    return None
+
+
+def _check_slice(op: ir.Operation, target: Target) -> None:
+    src, dst = _shapes(op)
+    why = slice_indices(src, dst, int_array_attr(op, "offsets"), int_array_attr(op, "strides"))
+    if why:
+        raise RuleError(why)
+
+
+def _check_insert_slice(op: ir.Operation, target: Target) -> None:
+    src, dst = _shapes(op)
+    offsets = int_array_attr(op, "offsets")
+    why = slice_indices(dst, src, offsets, [1] * len(offsets))
+    if why:
+        raise RuleError(f"the input does not fit the output at the offsets: {why}")
+
+
 def _check_reduce_axis_attr(op: ir.Operation, target: Target) -> None:
     """`axis` is optional, but when present an i64."""
     if "axis" in op.attributes:
@@ -309,6 +344,10 @@ def _specs() -> list[OpSpec]:
                       (_check_same_shape, _check_clamp_bounds)))
     specs.append(spec(TRANSPOSE, ("in", "out"), same_dtype(2, ARITH_TYPES), {"permutation": I64_ARRAY},
                       (_check_transpose,)))
+    specs.append(spec(SLICE, ("in", "out"), same_dtype(2, ELEMENT_TYPES),
+                      {"offsets": I64_ARRAY, "strides": I64_ARRAY}, (_check_slice,)))
+    specs.append(spec(INSERT_SLICE, ("in", "out"), same_dtype(2, ELEMENT_TYPES),
+                      {"offsets": I64_ARRAY}, (_check_insert_slice,)))
     for n in REDUCE:
         specs.append(OpSpec(n, _gm("in", "out"), same_dtype(2, FLOAT_TYPES), {}, {},
                             (_check_reduce_axis_attr, _check_reduce), static_shapes=True))

@@ -97,6 +97,7 @@ def model_inputs(kernel, args, path: str) -> list[np.ndarray]:
         return arrays
     rng = np.random.default_rng(args.seed if args.seed is not None else 0)
     return [(rng.uniform(-1, 1, p.shape) if p.dtype.startswith("f")
+             else rng.integers(0, 2, p.shape) if p.boolean
              else rng.integers(-8, 8, p.shape)).astype(p.numpy_dtype) for p in ports]
 
 

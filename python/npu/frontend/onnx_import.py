@@ -21,7 +21,7 @@ SUPPORTED_OPS = frozenset({
     "Sigmoid", "Exp", "Log", "Sqrt", "Reciprocal", "Neg", "Abs", "Softmax",
     "LayerNormalization", "ReduceSum", "ReduceMean", "ReduceMax", "Transpose", "Reshape",
     "Flatten", "Squeeze", "Unsqueeze", "Cast", "Clip", "Max", "Min", "Where", "Constant",
-    "Identity", "Greater", "Less", "Equal", "GreaterOrEqual", "LessOrEqual",
+    "Identity", "Slice", "Split", "Concat", "Expand", "Trilu", "And", "Or", "Not", "Xor", "IsNaN", "IsInf", "Greater", "Less", "Equal", "GreaterOrEqual", "LessOrEqual",
 })
 
 # ONNX elem_type -> numpy dtype name for the types the NPU holds.
