@@ -227,7 +227,7 @@ class Converter(MatmulLowering, ReductionLowering, SliceLowering):
                     self.matmul(op, s)
                 else:
                     self.reduction(op, s)
-            else:
+            elif not self.gather_generic(op):
                 self.elementwise(op, s)
             return
         raise UnsupportedOp(op, f"'{name}' is not supported by the conversion to ascend")

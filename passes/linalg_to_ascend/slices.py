@@ -69,6 +69,23 @@ class SliceLowering:
             start += part.shape[axis]
         self.tensors[op.results[0]] = Tensor(shape, out.dtype, nd=out)
 
+    def gather_generic(self, op: ir.Operation) -> bool:
+        """A generic that only picks elements at affine indices (GatherGeneric)."""
+        match = GatherGeneric(op, self.scalars).match()
+        if match is None or match[0] not in self.tensors:
+            return False
+        value, offsets, strides = match
+        loc = self.loc(op)
+        src = self.nd(value, loc)
+        shape = tuple(tensor_shape(op.results[0]))
+        if any(s == 0 for s in strides):
+            return False
+        out = self.dest(op.results[0], shape, src.dtype, loc)
+        self.em.op("ascend.slice", [src, out], loc, offsets=i64_array(offsets),
+                   strides=i64_array(strides))
+        self.tensors[op.results[0]] = Tensor(shape, src.dtype, nd=out)
+        return True
+
     def _filled(self, init: ir.Value, result: ir.Value, shape, loc: str) -> Buf:
         """The buffer of `result` holding `init` (insert_slice's destination)."""
         t = self.tensors[init]
@@ -82,3 +99,66 @@ class SliceLowering:
         src = self.nd(init, loc)
         self.em.op("ascend.insert_slice", [src, out], loc, offsets=i64_array([0] * len(shape)))
         return out
+
+
+class GatherGeneric:
+    """A `linalg.generic` whose body only yields `tensor.extract %src[...]`
+    at indices `offset + stride * linalg.index d` (torch-mlir's Slice with a
+    negative step: a reversal, then a positive-step slice): an ascend.slice."""
+
+    def __init__(self, op: ir.Operation, scalars) -> None:
+        self.op, self.scalars = op, scalars
+
+    def match(self):
+        """(source value, offsets, strides) or None."""
+        body = self.op.regions[0].blocks[0]
+        ops = list(body.operations)
+        extract = ops[-1].operands[0].owner if len(ops[-1].operands) == 1 else None
+        extract = getattr(extract, "operation", extract)
+        if getattr(extract, "name", "") != "tensor.extract":
+            return None
+        if any(o.name not in ("linalg.index", "arith.subi", "arith.addi", "arith.constant",
+                              "arith.muli", "tensor.extract", "linalg.yield") for o in ops):
+            return None
+        offsets, strides = [], []
+        out_shape = tensor_shape(self.op.results[0])
+        for j, v in enumerate(list(extract.operands)[1:]):
+            term = self._affine(v)
+            if term is not None and term[2] is None and j < len(out_shape) and out_shape[j] == 1:
+                term = (term[0], 1, j)  # a constant index into a size-1 loop
+            if term is None or term[2] != j:  # source dim j must follow loop j
+                return None
+            offsets.append(term[0])
+            strides.append(term[1])
+        maps = [str(a) for a in self.op.attributes["indexing_maps"]]
+        rank = len(offsets)
+        if rank != len(tensor_shape(self.op.results[0])) or len(set(maps)) != 1:
+            return None
+        return extract.operands[0], offsets, strides
+
+    def _affine(self, v):
+        """(offset, stride, loop dim) of an index expression, or None."""
+        owner = v.owner
+        if isinstance(owner, ir.Block):
+            return None
+        owner = getattr(owner, "operation", owner)
+        if v in self.scalars:
+            return (int(self.scalars[v]), 0, None)
+        if owner.name == "linalg.index":
+            return (0, 1, ir.IntegerAttr(owner.attributes["dim"]).value)
+        if owner.name == "arith.constant":
+            return (int(ir.IntegerAttr(owner.attributes["value"]).value), 0, None)
+        if owner.name in ("arith.addi", "arith.subi", "arith.muli"):
+            a, b = self._affine(owner.operands[0]), self._affine(owner.operands[1])
+            if a is None or b is None:
+                return None
+            if owner.name == "arith.muli":
+                if a[2] is not None and b[2] is not None:
+                    return None
+                c, t = (b[0], a) if b[2] is None else (a[0], b)
+                return (t[0] * c, t[1] * c, t[2])
+            sign = 1 if owner.name == "arith.addi" else -1
+            if a[2] is not None and b[2] is not None:
+                return None
+            return (a[0] + sign * b[0], a[1] + sign * b[1], a[2] if a[2] is not None else b[2])
+        return None
