@@ -248,7 +248,7 @@ def _check_transpose(op: ir.Operation, target: Target) -> None:
 
 
 def slice_indices(in_shape: Sequence[int], out_shape: Sequence[int], offsets: Sequence[int],
-                  strides: Sequence[int]) -> str | None:
+                  strides: Sequence[int], big: str = "input") -> str | None:
     """Why `in[offsets + i * strides]` does not fit `in` for every index i
     of `out` (None when it does): the rule of `ascend.slice`."""
     if not (len(in_shape) == len(out_shape) == len(offsets) == len(strides)):
@@ -259,7 +259,7 @@ def slice_indices(in_shape: Sequence[int], out_shape: Sequence[int], offsets: Se
             return f"stride of dimension {d} is 0"
         last = o + (m - 1) * s
         if m and not (0 <= o < n and 0 <= last < n):
-            return (f"dimension {d}: indices {o}, {o + s}, ..., {last} leave the input's "
+            return (f"dimension {d}: indices {o}, {o + s}, ..., {last} leave the {big}'s "
                     f"0..{n - 1}")
     return None
 
@@ -274,7 +274,7 @@ def _check_slice(op: ir.Operation, target: Target) -> None:
 def _check_insert_slice(op: ir.Operation, target: Target) -> None:
     src, dst = _shapes(op)
     offsets = int_array_attr(op, "offsets")
-    why = slice_indices(dst, src, offsets, [1] * len(offsets))
+    why = slice_indices(dst, src, offsets, [1] * len(offsets), big="output")
     if why:
         raise RuleError(f"the input does not fit the output at the offsets: {why}")
 

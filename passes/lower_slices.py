@@ -100,7 +100,7 @@ class LowerSlices(Pass):
             runs = run_map(out_shape, in_shape, offsets, strides, box_is_src=False)
         else:
             strides = [1] * len(offsets)
-            why = slice_indices(out_shape, in_shape, offsets, strides)
+            why = slice_indices(out_shape, in_shape, offsets, strides, big="output")
             runs = run_map(in_shape, out_shape, offsets, strides, box_is_src=True)
         if why:
             raise PassError(why, op)
