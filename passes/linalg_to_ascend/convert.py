@@ -172,8 +172,9 @@ class Converter(MatmulLowering, ReductionLowering, SliceLowering):
     def scalar(self, value: ir.Value) -> Term:
         if value in self.scalars:
             return self.scalars[value]
-        if value in self.tensors:
-            raise UnsupportedOp(value.owner, "a tensor captured inside a linalg body")
+        if value in self.tensors:  # its owner may be a block (a function argument)
+            raise UnsupportedOp(self.current, "a tensor captured inside a linalg body (an element "
+                                "read at a computed index)")
         owner = value.owner
         raise UnsupportedOp(owner if isinstance(owner, ir.Operation) else self.func,
                             "a value computed at run time is used as a scalar")
