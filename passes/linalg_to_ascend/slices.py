@@ -27,6 +27,13 @@ def _static(op: ir.Operation, name: str) -> list[int]:
     return [int(v) for v in values]
 
 
+def _whole_block_rows(box, strides) -> bool:
+    """Whether the rows of an i8 box are at least one 32-byte block, so
+    npu-lower-slices copies them as they are (shorter rows need the gather,
+    which moves 2- and 4-byte elements). Conservative: the last dim alone."""
+    return bool(box) and strides[-1] == 1 and box[-1] >= 32
+
+
 class SliceLowering:
     """Mixed into the Converter (uses its nd / dest / tensors / em)."""
 
@@ -39,9 +46,21 @@ class SliceLowering:
             self.tensors[op.results[0]] = Tensor(shape, src.dtype, nd=self.em.reshape(src, shape, loc))
             return
         out = self.dest(op.results[0], sizes, src.dtype, loc)
-        self.em.op("ascend.slice", [src, out], loc, offsets=i64_array(offsets),
+        narrow = src.dtype == "i8" and not _whole_block_rows(sizes, strides)
+        wide_src = self._widened(src, loc) if narrow else src
+        wide_out = self.em.alloc(sizes, "f16", loc) if narrow else out
+        self.em.op("ascend.slice", [wide_src, wide_out], loc, offsets=i64_array(offsets),
                    strides=i64_array(strides))
+        if narrow:
+            self.em.op("ascend.cast", [wide_out, out], loc, round_mode='"rint"')
         self.tensors[op.results[0]] = Tensor(shape, src.dtype, nd=self.em.reshape(out, shape, loc))
+
+    def _widened(self, buf: Buf, loc: str) -> Buf:
+        """An i8 (bool) tensor as f16 (exact): the element gather of short
+        rows moves 2- and 4-byte elements only."""
+        wide = self.em.alloc(buf.shape, "f16", loc)
+        self.em.op("ascend.cast", [buf, wide], loc, round_mode='"rint"')
+        return wide
 
     def insert_slice(self, op: ir.Operation) -> None:
         loc = self.loc(op)
@@ -61,12 +80,18 @@ class SliceLowering:
         shape = tuple(tensor_shape(op.results[0]))
         parts = [self.nd(v, loc) for v in op.operands]
         out = self.dest(op.results[0], shape, parts[0].dtype, loc)
+        narrow = out.dtype == "i8" and not all(
+            _whole_block_rows(p.shape, [1] * len(shape)) for p in parts)
+        target = self.em.alloc(shape, "f16", loc) if narrow else out
         start = 0
         for part in parts:
             if part.shape[axis]:
                 offsets = [start if d == axis else 0 for d in range(len(shape))]
-                self.em.op("ascend.insert_slice", [part, out], loc, offsets=i64_array(offsets))
+                part = self._widened(part, loc) if narrow else part
+                self.em.op("ascend.insert_slice", [part, target], loc, offsets=i64_array(offsets))
             start += part.shape[axis]
+        if narrow:
+            self.em.op("ascend.cast", [target, out], loc, round_mode='"rint"')
         self.tensors[op.results[0]] = Tensor(shape, out.dtype, nd=out)
 
     def gather_generic(self, op: ir.Operation) -> bool:

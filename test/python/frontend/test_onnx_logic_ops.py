@@ -110,3 +110,22 @@ def test_bert_padding_mask():
                ("min", np.array(np.finfo(np.float32).min, np.float32))])
     mask = np.array([[1, 1, 1, 1, 0, 0, 0]], np.int32)
     check_exact(m, {"m": mask, "x": data((1, 2, s, s), F)})
+
+
+@pytest.mark.parametrize("node,inputs,out", [
+    (helper.make_node("Concat", ["a", "b"], ["y"], name="n", axis=1), [("a", [3, 5]), ("b", [3, 2])],
+     [3, 7]),
+    (helper.make_node("Concat", ["a", "b"], ["y"], name="n", axis=0), [("a", [2, 40]), ("b", [1, 40])],
+     [3, 40]),
+])
+def test_bool_concat(node, inputs, out):
+    """Short bool rows go through f16 (the gather moves 2- and 4-byte
+    elements); rows of 32+ bools are copied as they are."""
+    m = model([node], [(n, s, B) for n, s in inputs], [("y", out, B)])
+    check_exact(m, {n: data(s, B, i) for i, (n, s) in enumerate(inputs)})
+
+
+def test_bool_slice():
+    m = model([helper.make_node("Slice", ["x", "s", "e", "a"], ["y"], name="n")], [("x", [4, 9], B)],
+              [("y", [4, 3], B)], [("s", i64(2)), ("e", i64(5)), ("a", i64(1))])
+    check_exact(m, {"x": data((4, 9), B)})
