@@ -161,7 +161,7 @@ class Converter(MatmulLowering, ReductionLowering, SliceLowering):
             t.nd = self.em.constant(t.array)
         elif t.nd is None and t.bcast is not None:
             t.nd = self.dest(value, t.shape, t.dtype, loc)
-            self.em.op("ascend.broadcast", [t.bcast, t.nd], loc)
+            self.emit_broadcast(t.bcast, t.nd, loc)
         elif t.nd is None:
             rows_cols = t.nz_nd_shape
             dst = self.dest(value, rows_cols, t.dtype, t.nz_loc)
@@ -259,8 +259,18 @@ class Converter(MatmulLowering, ReductionLowering, SliceLowering):
         shape = tuple(tensor_shape(op.results[0]))
         keep = [1 if i in added else shape[i] for i in range(len(shape))]
         out = self.dest(op.results[0], shape, src.dtype, loc)
-        self.em.op("ascend.broadcast", [self.em.reshape(src, keep, loc), out], loc)
+        self.emit_broadcast(self.em.reshape(src, keep, loc), out, loc)
         self.tensors[op.results[0]] = Tensor(shape, src.dtype, nd=out)
+
+    def emit_broadcast(self, src: Buf, out: Buf, loc: str) -> None:
+        """ascend.broadcast; bools (i8) through f16, exact (no i8 vector ops)."""
+        if src.dtype != "i8":
+            self.em.op("ascend.broadcast", [src, out], loc)
+            return
+        wide_in, wide_out = self.em.alloc(src.shape, "f16", loc), self.em.alloc(out.shape, "f16", loc)
+        self.em.op("ascend.cast", [src, wide_in], loc, round_mode='"rint"')
+        self.em.op("ascend.broadcast", [wide_in, wide_out], loc)
+        self.em.op("ascend.cast", [wide_out, out], loc, round_mode='"rint"')
 
     # -- generics ----------------------------------------------------------------
     def loop_term(self, value, op_map, n_loops: int, loc: str) -> Term:

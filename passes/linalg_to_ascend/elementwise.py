@@ -234,6 +234,9 @@ class BodyLowering:
 
     def compare(self, op, a: Term, b: Term) -> Buf:
         dtype = (a if isinstance(a, Buf) else b).dtype
+        if dtype == "i8":  # bools: compared as f16 (exact)
+            dtype = "f16"
+            a, b = (self.cast(t, dtype, "rint") if isinstance(t, Buf) else t for t in (a, b))
         a_buf, b_buf = self.buffer(a, dtype), self.buffer(b, dtype)
         out = self._out(broadcast_shape(a_buf.shape, b_buf.shape), "i8")
         self.em.op("ascend.cmp", [a_buf, b_buf, out], self.loc,
@@ -273,6 +276,12 @@ class BodyLowering:
         if is_scalar(cond):
             return a if cond else b
         dtype = element_name(op.results[0])
+        if dtype == "i1":  # a choice between bools: selected as f16 (exact), narrowed back
+            a, b = (self.cast(t, "f16", "rint") if isinstance(t, Buf) else t for t in (a, b))
+            a_buf, b_buf = self.buffer(a, "f16"), self.buffer(b, "f16")
+            out = self._out(broadcast_shape(cond.shape, a_buf.shape, b_buf.shape), "f16")
+            self.em.op("ascend.select", [cond, a_buf, b_buf, out], self.loc)
+            return self.cast(out, "i8", "rint")
         a_buf, b_buf = self.buffer(a, dtype), self.buffer(b, dtype)
         out = self._out(broadcast_shape(cond.shape, a_buf.shape, b_buf.shape), dtype)
         self.em.op("ascend.select", [cond, a_buf, b_buf, out], self.loc)

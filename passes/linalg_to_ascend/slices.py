@@ -119,7 +119,7 @@ class SliceLowering:
             flat = np.asarray(t.array).reshape(-1)
             if flat.size and np.all(flat == flat[0]):
                 one = self.em.constant(np.full([1] * len(shape), flat[0], NUMPY_DTYPES[t.dtype]))
-                self.em.op("ascend.broadcast", [one, out], loc)
+                self.emit_broadcast(one, out, loc)
                 return out
         src = self.nd(init, loc)
         self.em.op("ascend.insert_slice", [src, out], loc, offsets=i64_array([0] * len(shape)))

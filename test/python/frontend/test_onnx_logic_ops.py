@@ -129,3 +129,23 @@ def test_bool_slice():
     m = model([helper.make_node("Slice", ["x", "s", "e", "a"], ["y"], name="n")], [("x", [4, 9], B)],
               [("y", [4, 3], B)], [("s", i64(2)), ("e", i64(5)), ("a", i64(1))])
     check_exact(m, {"x": data((4, 9), B)})
+
+
+def test_bools_compared_broadcast_and_expanded():
+    """Equal of two bools and Expand of a bool: through f16 on the device."""
+    m = model([helper.make_node("Equal", ["a", "b"], ["e"], name="eq"),
+               helper.make_node("Expand", ["e", "s"], ["y"], name="expand")],
+              [("a", [1, 5], B), ("b", [5], B)], [("y", [3, 5], B)], [("s", i64(3, 5))])
+    check_exact(m, {"a": data((1, 5), B, 1), "b": data((5,), B, 2)})
+
+
+def test_where_between_bools():
+    """onnxruntime has no bool Where kernel: numpy is the reference."""
+    import npu
+
+    m = model([helper.make_node("Where", ["c", "a", "b"], ["y"], name="n")],
+              [("c", [3, 5], B), ("a", [3, 5], B), ("b", [5], B)], [("y", [3, 5], B)])
+    c, a, b = data((3, 5), B, 0), data((3, 5), B, 1), data((5,), B, 2)
+    ours, _ = npu.compile(m)(c, a, b)
+    assert ours[0].dtype == np.bool_
+    np.testing.assert_array_equal(ours[0], np.where(c, a, b))
