@@ -71,6 +71,8 @@ def slice_model(shape, out, starts, ends, axes, steps=None, elem=F):
     ((3, 5, 7), (3, 5, 4), [-1], [-9], [2], [-2], F),         # negative step inside rows
     ((2, 3, 11), (2, 1, 5), [1, 2, -1], [2, 7, -3], [1, 2, 0], [1, 1, -1], H),
     ((64, 300), (64, 200), [50], [250], [1], None, F),        # a loop over rows
+    ((5, 9), (2, 3), [3, -3], [5, 9], [0, 1], None, F),       # gather window at the end
+    ((7, 3), (3, 3), [4], [7], [0], None, F),                 # one run of 9, ends at the end
 ])
 def test_slice(shape, out, starts, ends, axes, steps, elem):
     check_exact(slice_model(shape, out, starts, ends, axes, steps, elem), {"x": data(shape, elem)})
