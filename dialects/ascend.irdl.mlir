@@ -300,6 +300,27 @@ irdl.dialect @ascend {
     irdl.operands(in: %in, out: %out)
   }
 
+  // ===== Data movement: slices =====
+
+  // out[i] = in[offsets + i * strides] per dimension (strides nonzero; negative reverses)
+  irdl.operation @slice {
+    %in = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    %attr_offsets = irdl.base "#builtin.dense_array"
+    %attr_strides = irdl.base "#builtin.dense_array"
+    irdl.operands(in: %in, out: %out)
+    irdl.attributes {"offsets" = %attr_offsets, "strides" = %attr_strides}
+  }
+
+  // out[offsets + i] = in[i]; the rest of out keeps its value (Concat is one per input)
+  irdl.operation @insert_slice {
+    %in = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    %attr_offsets = irdl.base "#builtin.dense_array"
+    irdl.operands(in: %in, out: %out)
+    irdl.attributes {"offsets" = %attr_offsets}
+  }
+
   // ===== Reductions along one axis (optional `axis : i64`, default -1) =====
 
   // out = sum over the axis (removed, or kept as size 1)

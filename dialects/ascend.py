@@ -63,7 +63,8 @@ GATHER = "ascend.gather"
 GATHER_ELEMENTS = "ascend.gather_elements"
 # Everything `npu-lower-elementwise` handles.
 ELEMENTWISE = ELEMENTWISE_BINARY + SCALAR + UNARY + (CAST, CLAMP, CMP, SELECT, BROADCAST)
-ALL_OPS = MATMUL_OPS + LAYOUT_OPS + ELEMENTWISE + (TRANSPOSE,) + REDUCE + (GATHER, GATHER_ELEMENTS)
+    ARITH_TYPES, ASCEND_CAST_PAIRS, ELEMENT_TYPES, F64, FLOAT_TYPES, I64, I64_ARRAY, STR, OpSpec,
+    Operand,
 
 # (a, b, c) element types of matmul / batch_matmul.
 MATMUL_SIGNATURES = (("f16", "f16", "f32"), ("f16", "f16", "f16"))
@@ -248,46 +249,8 @@ def _check_transpose(op: ir.Operation, target: Target) -> None:
         raise RuleError(f"output shape must be {want} (input {src} permuted by {perm}), got {dst}")
 
 
-def gathered_shape(table: Sequence[int], indices: Sequence[int], axis: int) -> list[int]:
-    """The output shape of `ascend.gather` (numpy's `take`) along normalised `axis`."""
-    return list(table[:axis]) + list(indices) + list(table[axis + 1:])
-
-
-def _check_gather(op: ir.Operation, target: Target) -> None:
-    table, indices, out = _shapes(op)
-    axis = int_attr(op, "axis")
-    if not table:
-        raise RuleError("cannot gather from a rank-0 table")
-    try:
-        a = normalize_axis(axis, len(table))
-    except ValueError:
-        raise RuleError(f"'axis' {axis} is out of range for the table of rank {len(table)}") from None
-    want = gathered_shape(table, indices, a)
-    if out != want:
-        raise RuleError(f"output shape must be {want} (table {table} with axis {a} replaced by "
-                        f"the indices' shape {indices}), got {out}")
-    if table[a] == 0 and int(np.prod(indices, dtype=np.int64)):
-        raise RuleError(f"cannot gather indices from axis {a} of size 0")
-
-
-def _check_gather_elements(op: ir.Operation, target: Target) -> None:
-    data, indices, out = _shapes(op)
-    axis = int_attr(op, "axis")
-    if not data or len(indices) != len(data):
-        raise RuleError(f"indices must have the data's rank {len(data)} (at least 1), got "
-                        f"{len(indices)}")
-    try:
-        a = normalize_axis(axis, len(data))
-    except ValueError:
-        raise RuleError(f"'axis' {axis} is out of range for the data of rank {len(data)}") from None
-    if out != indices:
-        raise RuleError(f"output shape must be the indices' shape {indices}, got {out}")
-    bigger = [d for d in range(len(data)) if d != a and indices[d] > data[d]]
-    if bigger:
-        raise RuleError(f"indices dimension {bigger[0]} ({indices[bigger[0]]}) exceeds the data's "
-                        f"({data[bigger[0]]}); only axis {a} may be longer")
-    if data[a] == 0 and int(np.prod(indices, dtype=np.int64)):
-        raise RuleError(f"cannot gather indices from axis {a} of size 0")
+    ARITH_TYPES, ASCEND_CAST_PAIRS, ELEMENT_TYPES, F64, FLOAT_TYPES, I64, I64_ARRAY, STR, OpSpec,
+    Operand,
 
 
 def _check_reduce_axis_attr(op: ir.Operation, target: Target) -> None:
@@ -355,11 +318,8 @@ def _specs() -> list[OpSpec]:
                       (_check_same_shape, _check_clamp_bounds)))
     specs.append(spec(TRANSPOSE, ("in", "out"), same_dtype(2, ARITH_TYPES), {"permutation": I64_ARRAY},
                       (_check_transpose,)))
-    specs.append(spec(GATHER, ("table", "indices", "out"),
-                      tuple((t, "i32", t) for t in ELEMENT_TYPES), {"axis": I64}, (_check_gather,)))
-    specs.append(spec(GATHER_ELEMENTS, ("data", "indices", "out"),
-                      tuple((t, "i32", t) for t in ELEMENT_TYPES), {"axis": I64},
-                      (_check_gather_elements,)))
+    ARITH_TYPES, ASCEND_CAST_PAIRS, ELEMENT_TYPES, F64, FLOAT_TYPES, I64, I64_ARRAY, STR, OpSpec,
+    Operand,
     for n in REDUCE:
         specs.append(OpSpec(n, _gm("in", "out"), same_dtype(2, FLOAT_TYPES), {}, {},
                             (_check_reduce_axis_attr, _check_reduce), static_shapes=True))

@@ -21,6 +21,7 @@ _PASS_MODULES: dict[str, str] = {
     "double_buffer": "DoubleBufferPass",
     "lower_elementwise": "LowerElementwise",
     "lower_transpose": "LowerTranspose",
+    "lower_slices": "LowerSlices",
     "lower_reduce": "LowerReduce",
     "lower_gather": "LowerGather",
     "annotate_target": "AnnotateTargetPass",

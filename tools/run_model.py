@@ -106,6 +106,7 @@ def model_inputs(kernel, args, path: str) -> list[np.ndarray]:
     rng = np.random.default_rng(args.seed if args.seed is not None else 0)
     bounds = _gather_bounds(kernel)
     return [(rng.uniform(-1, 1, p.shape) if p.dtype.startswith("f")
+             else rng.integers(0, 2, p.shape) if p.boolean
              else rng.integers(-bounds.get(k, 8), bounds.get(k, 8), p.shape)).astype(p.numpy_dtype)
             for k, p in enumerate(ports)]
 

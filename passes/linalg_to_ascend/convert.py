@@ -22,17 +22,21 @@ import numpy as np
 from mlir import ir
 
 from npu.passes.linalg_to_ascend.linalg_eval import Evaluator, constant_value
-from npu.passes.linalg_to_ascend.structure import (Structured, UnsupportedOp, element_name, structured,
-                                    tensor_shape, to_loop_space)
+from npu.passes.linalg_to_ascend.structure import (Structured, UnsupportedOp, element_name,
+                                                   from_loop_space, structured, tensor_shape,
+                                                   to_loop_space)
 from npu.passes.linalg_to_ascend.elementwise import SUPPORTED_TYPES, BodyLowering, Term, Unreadable
 from npu.passes.linalg_to_ascend.emitter import Buf, Emitter, i64_array
 from npu.passes.linalg_to_ascend.gather import GatherLowering
 from npu.passes.linalg_to_ascend.matmul import MatmulLowering
 from npu.passes.linalg_to_ascend.reduction import ReductionLowering
+from npu.passes.linalg_to_ascend.slices import SliceLowering
 from npu.passes.linalg_to_ascend.values import Tensor
 from npu.ir import NUMPY_DTYPES
 
 CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul")
+SLICE_OPS = {"tensor.extract_slice": "extract_slice", "tensor.insert_slice": "insert_slice",
+             "tensor.concat": "concat"}
 
 
 def storage_type(element: str) -> str:
@@ -40,7 +44,7 @@ def storage_type(element: str) -> str:
     return "i8" if element == "i1" else element
 
 
-class Converter(MatmulLowering, ReductionLowering, GatherLowering):
+class Converter(MatmulLowering, ReductionLowering, GatherLowering, SliceLowering):
     def __init__(self, func_op: ir.Operation, input_names=None, output_names=None, locate=None,
                  detach_constants: bool = False):
         self.func = func_op
@@ -62,13 +66,14 @@ class Converter(MatmulLowering, ReductionLowering, GatherLowering):
         for i, arg in enumerate(block.arguments):
             shape, dtype = self._checked_type(arg, self.func, f"argument #{i}")
             name = self.input_names[i] if self.input_names else f"arg{i}"
-            self.tensors[arg] = Tensor(shape, dtype, nd=self.em.argument(shape, dtype, "input", name))
+            buf = self.em.argument(shape, storage_type(dtype), "input", name, boolean=dtype == "i1")
+            self.tensors[arg] = Tensor(shape, storage_type(dtype), nd=buf)
         ret = [op for op in block.operations if op.name == "func.return"][0]
         outputs = []
         for i, v in enumerate(ret.operands):
             shape, dtype = self._checked_type(v, ret, f"result #{i}")
             name = self.output_names[i] if self.output_names else f"result{i}"
-            out = self.em.argument(shape, dtype, "output", name)
+            out = self.em.argument(shape, storage_type(dtype), "output", name, boolean=dtype == "i1")
             outputs.append(out)
             self.claims.setdefault(v, out)
         for op in block.operations:
@@ -93,7 +98,7 @@ class Converter(MatmulLowering, ReductionLowering, GatherLowering):
         if not t.has_static_shape:
             raise UnsupportedOp(op, f"{what} has a dynamic shape {value.type}")
         dtype = element_name(t)
-        if dtype not in SUPPORTED_TYPES:
+        if dtype not in SUPPORTED_TYPES and dtype != "i1":  # i1: bool, held as i8 0/1
             raise UnsupportedOp(op, f"{what} has element type {dtype}; the NPU holds "
                                 f"{', '.join(SUPPORTED_TYPES)}")
         return tuple(t.shape), dtype
@@ -114,6 +119,10 @@ class Converter(MatmulLowering, ReductionLowering, GatherLowering):
         src = self.em.reshape(src, out.shape, loc)
         if out.dtype.startswith("f"):
             self.em.op("ascend.muls", [src, out], loc, scalar="1.0 : f64")
+        elif out.dtype == "i8":  # bools: no i8 arithmetic, a round trip through f16 is exact
+            wide = self.em.alloc(out.shape, "f16", loc)
+            self.em.op("ascend.cast", [src, wide], loc, round_mode='"rint"')
+            self.em.op("ascend.cast", [wide, out], loc, round_mode='"rint"')
         else:
             zero = self.em.constant(np.zeros([1] * len(out.shape), NUMPY_DTYPES[out.dtype]))
             self.em.op("ascend.add", [src, zero, out], loc)
@@ -153,7 +162,7 @@ class Converter(MatmulLowering, ReductionLowering, GatherLowering):
             t.nd = self.em.constant(t.array)
         elif t.nd is None and t.bcast is not None:
             t.nd = self.dest(value, t.shape, t.dtype, loc)
-            self.em.op("ascend.broadcast", [t.bcast, t.nd], loc)
+            self.emit_broadcast(t.bcast, t.nd, loc)
         elif t.nd is None:
             rows_cols = t.nz_nd_shape
             dst = self.dest(value, rows_cols, t.dtype, t.nz_loc)
@@ -164,8 +173,9 @@ class Converter(MatmulLowering, ReductionLowering, GatherLowering):
     def scalar(self, value: ir.Value) -> Term:
         if value in self.scalars:
             return self.scalars[value]
-        if value in self.tensors:
-            raise UnsupportedOp(value.owner, "a tensor captured inside a linalg body")
+        if value in self.tensors:  # its owner may be a block (a function argument)
+            raise UnsupportedOp(self.current, "a tensor captured inside a linalg body (an element "
+                                "read at a computed index)")
         owner = value.owner
         raise UnsupportedOp(owner if isinstance(owner, ir.Operation) else self.func,
                             "a value computed at run time is used as a scalar")
@@ -201,6 +211,9 @@ class Converter(MatmulLowering, ReductionLowering, GatherLowering):
             shape = tensor_shape(op.results[0])
             self.tensors[op.results[0]] = Tensor(tuple(shape), src.dtype, nd=self.em.reshape(src, shape, loc))
             return
+        if name in SLICE_OPS:
+            getattr(self, SLICE_OPS[name])(op)
+            return
         if name in CONTRACTIONS:
             self.matmul(op, structured(op))
             return
@@ -218,7 +231,7 @@ class Converter(MatmulLowering, ReductionLowering, GatherLowering):
                     self.matmul(op, s)
                 else:
                     self.reduction(op, s)
-            else:
+            elif not self.gather_generic(op):
                 self.elementwise(op, s)
             return
         raise UnsupportedOp(op, f"'{name}' is not supported by the conversion to ascend")
@@ -249,8 +262,18 @@ class Converter(MatmulLowering, ReductionLowering, GatherLowering):
         shape = tuple(tensor_shape(op.results[0]))
         keep = [1 if i in added else shape[i] for i in range(len(shape))]
         out = self.dest(op.results[0], shape, src.dtype, loc)
-        self.em.op("ascend.broadcast", [self.em.reshape(src, keep, loc), out], loc)
+        self.emit_broadcast(self.em.reshape(src, keep, loc), out, loc)
         self.tensors[op.results[0]] = Tensor(shape, src.dtype, nd=out)
+
+    def emit_broadcast(self, src: Buf, out: Buf, loc: str) -> None:
+        """ascend.broadcast; bools (i8) through f16, exact (no i8 vector ops)."""
+        if src.dtype != "i8":
+            self.em.op("ascend.broadcast", [src, out], loc)
+            return
+        wide_in, wide_out = self.em.alloc(src.shape, "f16", loc), self.em.alloc(out.shape, "f16", loc)
+        self.em.op("ascend.cast", [src, wide_in], loc, round_mode='"rint"')
+        self.em.op("ascend.broadcast", [wide_in, wide_out], loc)
+        self.em.op("ascend.cast", [wide_out, out], loc, round_mode='"rint"')
 
     # -- generics ----------------------------------------------------------------
     def loop_term(self, value, op_map, n_loops: int, loc: str) -> Term:
@@ -296,12 +319,17 @@ class Converter(MatmulLowering, ReductionLowering, GatherLowering):
     def _body(self, op, s: Structured, loc: str) -> tuple[BodyLowering, list[Term]]:
         n = len(s.loop_sizes)
         args = [self.loop_term(v, m, n, loc) for v, m in zip(s.inputs, s.maps)]
-        return BodyLowering(self.em, loc, n, self.scalar), args
+        return BodyLowering(self.em, loc, n, self.scalar, s.loop_sizes), args
 
     def _store(self, op, result: ir.Value, term: Term, loop_shape, since: int, loc: str) -> None:
         """Make `term` (loop space) the value of `result`, writing into its destination."""
         shape = tuple(tensor_shape(result))
         dtype = storage_type(element_name(result))
+        if isinstance(term, np.ndarray) and term.ndim:  # computed from the loop indices only
+            full = np.broadcast_to(term, loop_shape).astype(NUMPY_DTYPES[dtype])
+            array = np.ascontiguousarray(from_loop_space(full, self._output_map(op, result)))
+            self.tensors[result] = Tensor(shape, dtype, array=array.reshape(shape))
+            return
         if not isinstance(term, Buf):
             array = np.full(shape, term, dtype=NUMPY_DTYPES[dtype])
             self.tensors[result] = Tensor(shape, dtype, array=array)

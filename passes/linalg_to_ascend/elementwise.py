@@ -38,6 +38,7 @@ CMP = {"oeq": "eq", "ueq": "eq", "one": "ne", "une": "ne", "ogt": "gt", "ugt": "
        "oge": "ge", "uge": "ge", "olt": "lt", "ult": "lt", "ole": "le", "ule": "le",
        "eq": "eq", "ne": "ne", "sgt": "gt", "sge": "ge", "slt": "lt", "sle": "le"}
 SUPPORTED_TYPES = ("f32", "f16", "i32", "i8")
+LOGIC = ("arith.andi", "arith.ori", "arith.xori")
 
 
 class Unreadable:
@@ -55,11 +56,13 @@ def is_scalar(term: Term) -> bool:
 class BodyLowering:
     """Lowers one body; `dest(shape, dtype)` gives the buffer for the final op."""
 
-    def __init__(self, em: Emitter, loc: str, rank: int, scalar_env: Callable[[ir.Value], Term]):
+    def __init__(self, em: Emitter, loc: str, rank: int, scalar_env: Callable[[ir.Value], Term],
+                 loop_sizes: list[int] | None = None):
         self.em = em
         self.loc = loc
         self.rank = rank
         self.outer = scalar_env
+        self.loop_sizes = loop_sizes  # for `linalg.index` (None: refused)
 
     def run(self, block: ir.Block, args: list[Term], values: list[ir.Value]) -> list[Term]:
         """Terms of `values` (body values), lowering only the ops they need."""
@@ -88,14 +91,16 @@ class BodyLowering:
         if any(isinstance(t, Unreadable) for t in operands):
             raise UnsupportedOp(op, "the body reads its output tensor's initial value")
         if name == "linalg.index":
-            raise UnsupportedOp(op, "reads the loop index (linalg.index); only index-free "
-                                "bodies map to vector ops")
+            return self.index(op)
         if name == "arith.constant":
             return eval_scalar_op(op, [], numpy_dtype(op.results[0]))
         out_type = element_name(op.results[0])
         if all(is_scalar(t) for t in operands):
             value = eval_scalar_op(op, operands, numpy_dtype(op.results[0]))
-            return value.item() if hasattr(value, "item") else value
+            return value.item() if np.ndim(value) == 0 else value
+        operands = [self.host_array(t) if isinstance(t, np.ndarray) else t for t in operands]
+        if name == "arith.extf" and out_type == "f64" and self._exact_compare_only(op, operands[0]):
+            return operands[0]
         if out_type not in SUPPORTED_TYPES and out_type != "i1":
             raise UnsupportedOp(op, f"'{name}' computes {out_type}; the vector unit holds "
                                 f"{', '.join(SUPPORTED_TYPES)}")
@@ -109,9 +114,52 @@ class BodyLowering:
             return self.compare(op, operands[0], operands[1])
         if name == "arith.select":
             return self.select(op, *operands)
+        if name in LOGIC and out_type == "i1":
+            return self.logic(name, operands[0], operands[1])
         if name in ("math.powf", "math.fpowi"):
             return self.power(op, operands[0], operands[1])
         raise UnsupportedOp(op, f"'{name}' has no vector-unit equivalent")
+
+    def index(self, op) -> np.ndarray:
+        """`linalg.index d` as a host array in loop space (size 1 but along d):
+        what only depends on the indices (Trilu's mask, an iota) is computed
+        on the host and reaches the device as one constant."""
+        if self.loop_sizes is None:
+            raise UnsupportedOp(op, "reads the loop index (linalg.index) in a reduction body")
+        d = ir.IntegerAttr(op.attributes["dim"]).value
+        shape = [1] * self.rank
+        shape[d] = self.loop_sizes[d]
+        return np.arange(self.loop_sizes[d], dtype=np.int64).reshape(shape)
+
+    def host_array(self, array: np.ndarray) -> Term:
+        """A host array meeting a device operand: a scalar when uniform, else
+        a constant buffer."""
+        flat = array.reshape(-1)
+        if flat.size and np.all(flat == flat[0]):
+            return flat[0].item()
+        return self.em.constant(np.ascontiguousarray(array))
+
+    def _exact_compare_only(self, op, x: Term) -> bool:
+        """`extf` to f64 whose only users compare it with constants that the
+        narrow type holds exactly (IsInf's `== inf`): the compare gives the
+        same answer in the narrow type, so the widening is dropped."""
+        if not isinstance(x, Buf):
+            return False
+        narrow = np.float16 if x.dtype == "f16" else np.float32
+        for use in op.results[0].uses:
+            user = use.owner
+            if getattr(user, "name", "") != "arith.cmpf":
+                return False
+            other = [v for v in user.operands if v != op.results[0]]
+            if len(other) != 1:
+                return False
+            try:
+                c = self.term(other[0])
+            except UnsupportedOp:
+                return False
+            if not is_scalar(c) or not (np.isnan(c) or float(narrow(c)) == float(c)):
+                return False
+        return True
 
     def _out(self, shape, dtype: str) -> Buf:
         return self.em.alloc(shape, dtype, self.loc)
@@ -186,10 +234,39 @@ class BodyLowering:
 
     def compare(self, op, a: Term, b: Term) -> Buf:
         dtype = (a if isinstance(a, Buf) else b).dtype
+        if dtype == "i8":  # bools: compared as f16 (exact)
+            dtype = "f16"
+            a, b = (self.cast(t, dtype, "rint") if isinstance(t, Buf) else t for t in (a, b))
         a_buf, b_buf = self.buffer(a, dtype), self.buffer(b, dtype)
         out = self._out(broadcast_shape(a_buf.shape, b_buf.shape), "i8")
         self.em.op("ascend.cmp", [a_buf, b_buf, out], self.loc,
                    predicate=f'"{CMP[predicate_name(op)]}"')
+        return out
+
+    def logic(self, name: str, a: Term, b: Term) -> Term:
+        """and / or / xor of bools (i8 0/1): the vector unit has no i8
+        arithmetic, so both widen to f16 (exact), and min / max / compare
+        give the result; a constant side folds (x and 1 = x, x xor 1 = not x)."""
+        if is_scalar(a):
+            a, b = b, a
+        if is_scalar(b):
+            b = bool(b)
+            if name == "arith.andi":
+                return a if b else False
+            if name == "arith.ori":
+                return True if b else a
+            return self._cmp(self.cast(a, "f16", "rint"), 0.0, "eq" if b else "ne")
+        wa, wb = self.cast(a, "f16", "rint"), self.cast(b, "f16", "rint")
+        if name == "arith.xori":
+            return self._cmp(wa, wb, "ne")
+        out = self._out(broadcast_shape(wa.shape, wb.shape), "f16")
+        self.em.op("ascend.min" if name == "arith.andi" else "ascend.max", [wa, wb, out], self.loc)
+        return self.cast(out, "i8", "rint")
+
+    def _cmp(self, a: Buf, b: Term, predicate: str) -> Buf:
+        b_buf = self.buffer(b, a.dtype)
+        out = self._out(broadcast_shape(a.shape, b_buf.shape), "i8")
+        self.em.op("ascend.cmp", [a, b_buf, out], self.loc, predicate=f'"{predicate}"')
         return out
 
     def select(self, op, cond: Term, a: Term, b: Term) -> Term:
@@ -199,6 +276,12 @@ class BodyLowering:
         if is_scalar(cond):
             return a if cond else b
         dtype = element_name(op.results[0])
+        if dtype == "i1":  # a choice between bools: selected as f16 (exact), narrowed back
+            a, b = (self.cast(t, "f16", "rint") if isinstance(t, Buf) else t for t in (a, b))
+            a_buf, b_buf = self.buffer(a, "f16"), self.buffer(b, "f16")
+            out = self._out(broadcast_shape(cond.shape, a_buf.shape, b_buf.shape), "f16")
+            self.em.op("ascend.select", [cond, a_buf, b_buf, out], self.loc)
+            return self.cast(out, "i8", "rint")
         a_buf, b_buf = self.buffer(a, dtype), self.buffer(b, dtype)
         out = self._out(broadcast_shape(cond.shape, a_buf.shape, b_buf.shape), dtype)
         self.em.op("ascend.select", [cond, a_buf, b_buf, out], self.loc)

@@ -49,6 +49,7 @@ class Argument:
     name: str = ""                 # ONNX / source name of an input or output
     data: np.ndarray | None = None  # constants only
     loc: str = ""                  # constants: the op that needed them
+    boolean: bool = False          # an ONNX bool (i1) held as i8 0/1: `npu.bool`
 
 
 def dense_hex(array: np.ndarray, dtype: str) -> str:
@@ -60,6 +61,8 @@ def dense_hex(array: np.ndarray, dtype: str) -> str:
 
 
 def _scalar_text(value, dtype: str) -> str:
+    if dtype.startswith("f") and not np.isfinite(value):  # inf / nan: the bit pattern of the type
+        return "0x" + np.asarray(value, NUMPY_DTYPES[dtype]).tobytes()[::-1].hex().upper()
     return repr(float(value)) if dtype.startswith("f") else str(int(value))
 
 
@@ -95,9 +98,9 @@ class Emitter:
         return f"%{prefix}{self._count}"
 
     def argument(self, shape, dtype: str, role: str, name: str = "",
-                 data: np.ndarray | None = None) -> Buf:
+                 data: np.ndarray | None = None, boolean: bool = False) -> Buf:
         buf = Buf(f"%arg{len(self.args)}", tuple(shape), dtype)
-        self.args.append(Argument(buf, role, name, data))
+        self.args.append(Argument(buf, role, name, data, boolean=boolean))
         return buf
 
     def constant(self, array: np.ndarray) -> Buf:
@@ -202,7 +205,7 @@ class Emitter:
             elif a.role == "constant":
                 attr = f"npu.constant = {dense_hex(a.data, a.buf.dtype)}"
             else:
-                attr = f'npu.{a.role} = "{a.name}"'
+                attr = f'npu.{a.role} = "{a.name}"' + (", npu.bool" if a.boolean else "")
             params.append(f"{a.buf.name}: {a.buf.type} {{{attr}}}" + (f" {a.loc}" if a.loc else ""))
         head = f"  func.func @{name}({', '.join(params)}) {{"
         return "\n".join(["module {", head, *self.lines, f"    return {loc}", f"  }} {loc}", "}"])

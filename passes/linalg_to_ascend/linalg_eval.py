@@ -108,6 +108,25 @@ def eval_scalar_op(op: ir.Operation, args: Sequence, result_dtype: np.dtype):
         return np.asarray(fn(*args)).astype(result_dtype)
 
 
+def _slice_op(op: ir.Operation, operands: list) -> np.ndarray:
+    """tensor.extract_slice / insert_slice (static) and tensor.concat in numpy."""
+    shape = tensor_shape(op.results[0])
+    if op.name == "tensor.concat":
+        axis = ir.IntegerAttr(op.attributes["dim"]).value
+        return np.concatenate([np.asarray(a) for a in operands], axis=axis)
+    if len(op.operands) > (1 if op.name == "tensor.extract_slice" else 2):
+        raise UnsupportedOp(op, "a slice with offsets, sizes or strides computed at run time")
+    offsets, sizes, strides = (list(ir.DenseI64ArrayAttr(op.attributes[f"static_{k}"]))
+                               for k in ("offsets", "sizes", "strides"))
+    index = tuple(np.arange(n) * s + o for o, n, s in zip(offsets, sizes, strides))
+    if op.name == "tensor.extract_slice":
+        src = np.asarray(operands[0])
+        return np.ascontiguousarray(src[np.ix_(*index)] if index else src).reshape(shape)
+    out = np.array(operands[1], copy=True)
+    out[np.ix_(*index)] = np.asarray(operands[0]).reshape(sizes)
+    return out
+
+
 class Evaluator:
     """Evaluates one `func.func` on tensors, op by op."""
 
@@ -153,6 +172,8 @@ class Evaluator:
             shape = tensor_shape(op.results[0])
             src = np.expand_dims(operands[0], added)
             return [np.broadcast_to(src, shape).copy()]
+        if name in ("tensor.extract_slice", "tensor.insert_slice", "tensor.concat"):
+            return [_slice_op(op, operands)]
         if name == "linalg.copy":
             return [np.array(operands[0], dtype=numpy_dtype(op.results[0]))]
         if name.startswith("linalg.") and "indexing_maps" in op.attributes:

@@ -22,6 +22,8 @@ Numerics (the contract's intent, made precise here):
   and saturates to the integer range, NaN -> 0; f32 -> f16 rounds with the
   same mode (directed rounding picks the neighbouring fp16 value in that
   direction); widening casts are exact.
+* slice reads `in[offsets + i * strides]` (negative strides read backwards);
+  insert_slice writes only its region of `out` (the rest keeps its value).
 * `memref.alloc` in "gm" (a temporary) starts as NaN (floats) or 0 (integers),
   so reading a temporary before writing it shows up in the result.
 * Views share their source's elements: `memref.expand_shape` /
@@ -219,7 +221,8 @@ class _Frame:
 _OTHER_OPS = ("ascend.matmul", "ascend.batch_matmul", "ascend.fractalize", "ascend.defractalize",
               "ascend.cast", "ascend.clamp", "ascend.transpose", "ascend.reduce_sum",
               "ascend.reduce_max", "ascend.reduce_min", "ascend.cmp", "ascend.select",
-              "ascend.broadcast", "ascend.gather", "ascend.gather_elements", "memref.alloc", "memref.dealloc")
+              "ascend.broadcast", "ascend.gather", "ascend.gather_elements", "ascend.slice",
+              "ascend.insert_slice", "memref.alloc", "memref.dealloc")
 # Views of GM buffers, and the integer constants of their byte shifts.
 _VIEW_OPS = ("memref.expand_shape", "memref.collapse_shape", "memref.view", "arith.constant")
 EVALUATED_OPS = (frozenset(_BINARY) | frozenset(_SCALAR) | frozenset(_UNARY)
@@ -325,9 +328,8 @@ def _execute(op: ir.Operation, frame: _Frame) -> None:
     elif name == "ascend.broadcast":
         src, out = ins
         frame.write(out_value, np.broadcast_to(src, out.shape))
-    elif name in ("ascend.gather", "ascend.gather_elements"):
-        table, indices, out = ins
-        frame.write(out_value, gather(op, table, indices, name == "ascend.gather_elements"))
+              "ascend.broadcast", "ascend.gather", "ascend.gather_elements", "ascend.slice",
+              "ascend.insert_slice", "memref.alloc", "memref.dealloc")
     elif name == "memref.alloc":
         result = op.results[0]
         if memory_space(result.type) != "gm":

@@ -39,9 +39,14 @@ class Port:
     name: str
     shape: tuple[int, ...]
     dtype: str
+    boolean: bool = False  # an ONNX bool held as i8 0/1 (`npu.bool`): numpy bool outside
 
     @property
     def numpy_dtype(self) -> np.dtype:
+        return np.dtype(np.bool_) if self.boolean else self.storage_dtype
+
+    @property
+    def storage_dtype(self) -> np.dtype:
         return np.dtype(NUMPY_DTYPES[self.dtype])
 
 
@@ -57,10 +62,12 @@ class Interface:
         arrays, it_in, it_out = [], iter(inputs), iter(self.outputs)
         for i, role in enumerate(self.roles):
             if role == "input":
-                arrays.append(next(it_in))
+                arrays.append(np.asarray(next(it_in)))
+                if arrays[-1].dtype == np.bool_:
+                    arrays[-1] = arrays[-1].astype(np.int8)
             elif role == "output":
                 port = next(it_out)
-                arrays.append(np.zeros(port.shape, port.numpy_dtype))
+                arrays.append(np.zeros(port.shape, port.storage_dtype))
             else:
                 arrays.append(self.constants[i])
         for value in extra_args:  # e.g. the GM workspace npu-plan-gm adds
@@ -80,7 +87,7 @@ def read_interface(func_op: ir.Operation) -> Interface:
         attrs = ir.DictAttr(attrs)
         if WORKSPACE_ATTR in attrs:
             break
-        port = Port("", tuple(memref_shape(arg.type)), memref_element(arg.type))
+        port = Port("", tuple(memref_shape(arg.type)), memref_element(arg.type), "npu.bool" in attrs)
         if "npu.constant" in attrs:
             roles.append("constant")
             constants[i] = constant_data(attrs["npu.constant"], port.shape, port.dtype)
@@ -233,6 +240,7 @@ class Kernel:
                 raise
             raise SimulationError(e.kind, f"node {label}: {e.message}", e.where) from None
         outputs = [result.outputs[i] for i, r in enumerate(self.interface.roles) if r == "output"]
+        outputs = [o != 0 if p.boolean else o for o, p in zip(outputs, self.interface.outputs)]
         report = dict(result.report)
         report["per_op"] = per_op_breakdown(result, self.target, self.source_names)
         report["per_op_bound_cycles"] = sum(r["bound_cycles"] for r in report["per_op"])

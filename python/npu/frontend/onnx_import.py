@@ -22,7 +22,8 @@ SUPPORTED_OPS = frozenset({
     "LayerNormalization", "ReduceSum", "ReduceMean", "ReduceMax", "Transpose", "Reshape",
     "Flatten", "Squeeze", "Unsqueeze", "Cast", "Clip", "Max", "Min", "Where", "Constant",
     "Identity", "Greater", "Less", "Equal", "GreaterOrEqual", "LessOrEqual",
-    "Gather", "GatherElements", "GatherND",
+    "Gather", "GatherElements", "GatherND", "Slice", "Split", "Concat", "Expand", "Trilu",
+    "And", "Or", "Not", "Xor", "IsNaN", "IsInf",
 })
 
 # ONNX elem_type -> numpy dtype name for the types the NPU holds.

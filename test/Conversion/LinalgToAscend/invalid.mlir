@@ -1,23 +1,25 @@
 // RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-linalg-to-ascend
 
-func.func @slice(%x: tensor<8x8xf32>) -> tensor<4x8xf32> {
-  // expected-error@+1 {{cannot convert 'tensor.extract_slice' to ascend: 'tensor.extract_slice' is not supported by the conversion to ascend}}
-  %s = tensor.extract_slice %x[0, 0] [4, 8] [1, 1] : tensor<8x8xf32> to tensor<4x8xf32>
+func.func @strided_insert(%x: tensor<4x4xf32>, %y: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{cannot convert 'tensor.insert_slice' to ascend: insert_slice with strides [1, 2] (only unit strides)}}
+  %s = tensor.insert_slice %x into %y[0, 0] [4, 4] [1, 2] : tensor<4x4xf32> into tensor<4x8xf32>
   return %s : tensor<4x8xf32>
 }
 
 // -----
 
+// An element read at an index that is not affine in one loop index (here
+// i * i) is a gather, not a slice.
 func.func @index_body(%x: tensor<8xf32>) -> tensor<8xf32> {
   %e = tensor.empty() : tensor<8xf32>
+  // expected-error@+1 {{cannot convert 'linalg.generic' to ascend: a tensor captured inside a linalg body}}
   %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%x : tensor<8xf32>) outs(%e : tensor<8xf32>) {
   ^bb0(%a: f32, %o: f32):
-    // expected-error@+1 {{cannot convert 'linalg.index' to ascend: reads the loop index}}
     %i = linalg.index 0 : index
-    %c = arith.index_cast %i : index to i32
-    %f = arith.sitofp %c : i32 to f32
-    %s = arith.addf %a, %f : f32
-    linalg.yield %s : f32
+    %j = arith.muli %i, %i : index
+    %k = arith.remui %j, %i : index
+    %v = tensor.extract %x[%k] : tensor<8xf32>
+    linalg.yield %v : f32
   } -> tensor<8xf32>
   return %r : tensor<8xf32>
 }

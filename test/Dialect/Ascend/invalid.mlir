@@ -439,3 +439,51 @@ func.func @gather_elements_out(%d: memref<4x6xf32, "gm">, %i: memref<3x2xi32, "g
   "ascend.gather_elements"(%d, %i, %o) {axis = 1 : i64} : (memref<4x6xf32, "gm">, memref<3x2xi32, "gm">, memref<3x6xf32, "gm">) -> ()
   return
 }
+
+// -----
+
+func.func @slice_out_of_range(%x: memref<5x9xf32, "gm">, %y: memref<5x5xf32, "gm">) {
+  // expected-error@+1 {{dimension 1: indices 1, 3, ..., 9 leave the input's 0..8}}
+  "ascend.slice"(%x, %y) {offsets = array<i64: 0, 1>, strides = array<i64: 1, 2>} : (memref<5x9xf32, "gm">, memref<5x5xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @slice_zero_stride(%x: memref<5x9xf32, "gm">, %y: memref<5x2xf32, "gm">) {
+  // expected-error@+1 {{stride of dimension 1 is 0}}
+  "ascend.slice"(%x, %y) {offsets = array<i64: 0, 1>, strides = array<i64: 1, 0>} : (memref<5x9xf32, "gm">, memref<5x2xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @slice_rank(%x: memref<5x9xf32, "gm">, %y: memref<45xf32, "gm">) {
+  // expected-error@+1 {{input rank 2, output rank 1, 2 offsets and 2 strides must agree}}
+  "ascend.slice"(%x, %y) {offsets = array<i64: 0, 0>, strides = array<i64: 1, 1>} : (memref<5x9xf32, "gm">, memref<45xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @slice_missing_strides(%x: memref<5x9xf32, "gm">, %y: memref<5x2xf32, "gm">) {
+  // expected-error@+1 {{attribute "strides" is expected but not provided}}
+  "ascend.slice"(%x, %y) {offsets = array<i64: 0, 1>} : (memref<5x9xf32, "gm">, memref<5x2xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @insert_slice_does_not_fit(%x: memref<2x4xf32, "gm">, %y: memref<2x7xf32, "gm">) {
+  // expected-error@+1 {{the input does not fit the output at the offsets: dimension 1: indices 4, 5, ..., 7 leave the output's 0..6}}
+  "ascend.insert_slice"(%x, %y) {offsets = array<i64: 0, 4>} : (memref<2x4xf32, "gm">, memref<2x7xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @insert_slice_types(%x: memref<2x4xf16, "gm">, %y: memref<2x7xf32, "gm">) {
+  // expected-error@+1 {{element types}}
+  "ascend.insert_slice"(%x, %y) {offsets = array<i64: 0, 0>} : (memref<2x4xf16, "gm">, memref<2x7xf32, "gm">) -> ()
+  return
+}

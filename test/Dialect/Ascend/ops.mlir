@@ -164,3 +164,16 @@ func.func @gather(%table: memref<101x48xf32, "gm">, %ids: memref<2x7xi32, "gm">,
   "ascend.gather_elements"(%t3, %ie, %oe) {axis = 1 : i64} : (memref<8x40x16xf16, "gm">, memref<8x50x16xi32, "gm">, memref<8x50x16xf16, "gm">) -> ()
   return
 }
+
+// CHECK-LABEL: func.func @slices(
+// CHECK:      "ascend.slice"(%arg0, %arg1) {offsets = array<i64: 1, 8>, strides = array<i64: 2, -1>} : (memref<5x9xf32, "gm">, memref<2x4xf32, "gm">) -> ()
+// CHECK-NEXT: "ascend.insert_slice"(%arg1, %arg2) {offsets = array<i64: 0, 3>} : (memref<2x4xf32, "gm">, memref<2x7xf32, "gm">) -> ()
+// CHECK-NEXT: "ascend.slice"(%arg3, %arg4) {offsets = array<i64: 0>, strides = array<i64: 1>} : (memref<40xi8, "gm">, memref<33xi8, "gm">) -> ()
+// CHECK-NEXT: return
+func.func @slices(%x: memref<5x9xf32, "gm">, %s: memref<2x4xf32, "gm">, %c: memref<2x7xf32, "gm">,
+                  %b: memref<40xi8, "gm">, %bs: memref<33xi8, "gm">) {
+  "ascend.slice"(%x, %s) {offsets = array<i64: 1, 8>, strides = array<i64: 2, -1>} : (memref<5x9xf32, "gm">, memref<2x4xf32, "gm">) -> ()
+  "ascend.insert_slice"(%s, %c) {offsets = array<i64: 0, 3>} : (memref<2x4xf32, "gm">, memref<2x7xf32, "gm">) -> ()
+  "ascend.slice"(%b, %bs) {offsets = array<i64: 0>, strides = array<i64: 1>} : (memref<40xi8, "gm">, memref<33xi8, "gm">) -> ()
+  return
+}
