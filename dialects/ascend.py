@@ -63,8 +63,11 @@ GATHER = "ascend.gather"
 GATHER_ELEMENTS = "ascend.gather_elements"
 # Everything `npu-lower-elementwise` handles.
 ELEMENTWISE = ELEMENTWISE_BINARY + SCALAR + UNARY + (CAST, CLAMP, CMP, SELECT, BROADCAST)
-    ARITH_TYPES, ASCEND_CAST_PAIRS, ELEMENT_TYPES, F64, FLOAT_TYPES, I64, I64_ARRAY, STR, OpSpec,
-    Operand,
+SLICE = "ascend.slice"
+INSERT_SLICE = "ascend.insert_slice"
+SLICE_OPS = (SLICE, INSERT_SLICE)  # what `npu-lower-slices` handles
+ALL_OPS = (MATMUL_OPS + LAYOUT_OPS + ELEMENTWISE + (TRANSPOSE,) + REDUCE + (GATHER, GATHER_ELEMENTS)
+           + SLICE_OPS)
 
 # (a, b, c) element types of matmul / batch_matmul.
 MATMUL_SIGNATURES = (("f16", "f16", "f32"), ("f16", "f16", "f16"))
@@ -249,8 +252,78 @@ def _check_transpose(op: ir.Operation, target: Target) -> None:
         raise RuleError(f"output shape must be {want} (input {src} permuted by {perm}), got {dst}")
 
 
-    ARITH_TYPES, ASCEND_CAST_PAIRS, ELEMENT_TYPES, F64, FLOAT_TYPES, I64, I64_ARRAY, STR, OpSpec,
-    Operand,
+def gathered_shape(table: Sequence[int], indices: Sequence[int], axis: int) -> list[int]:
+    """The output shape of `ascend.gather` (numpy's `take`) along normalised `axis`."""
+    return list(table[:axis]) + list(indices) + list(table[axis + 1:])
+
+
+def _check_gather(op: ir.Operation, target: Target) -> None:
+    table, indices, out = _shapes(op)
+    axis = int_attr(op, "axis")
+    if not table:
+        raise RuleError("cannot gather from a rank-0 table")
+    try:
+        a = normalize_axis(axis, len(table))
+    except ValueError:
+        raise RuleError(f"'axis' {axis} is out of range for the table of rank {len(table)}") from None
+    want = gathered_shape(table, indices, a)
+    if out != want:
+        raise RuleError(f"output shape must be {want} (table {table} with axis {a} replaced by "
+                        f"the indices' shape {indices}), got {out}")
+    if table[a] == 0 and int(np.prod(indices, dtype=np.int64)):
+        raise RuleError(f"cannot gather indices from axis {a} of size 0")
+
+
+def _check_gather_elements(op: ir.Operation, target: Target) -> None:
+    data, indices, out = _shapes(op)
+    axis = int_attr(op, "axis")
+    if not data or len(indices) != len(data):
+        raise RuleError(f"indices must have the data's rank {len(data)} (at least 1), got "
+                        f"{len(indices)}")
+    try:
+        a = normalize_axis(axis, len(data))
+    except ValueError:
+        raise RuleError(f"'axis' {axis} is out of range for the data of rank {len(data)}") from None
+    if out != indices:
+        raise RuleError(f"output shape must be the indices' shape {indices}, got {out}")
+    bigger = [d for d in range(len(data)) if d != a and indices[d] > data[d]]
+    if bigger:
+        raise RuleError(f"indices dimension {bigger[0]} ({indices[bigger[0]]}) exceeds the data's "
+                        f"({data[bigger[0]]}); only axis {a} may be longer")
+    if data[a] == 0 and int(np.prod(indices, dtype=np.int64)):
+        raise RuleError(f"cannot gather indices from axis {a} of size 0")
+
+
+def slice_indices(in_shape: Sequence[int], out_shape: Sequence[int], offsets: Sequence[int],
+                  strides: Sequence[int], big: str = "input") -> str | None:
+    """Why `in[offsets + i * strides]` does not fit `in` for every index i
+    of `out` (None when it does): the rule of `ascend.slice`."""
+    if not (len(in_shape) == len(out_shape) == len(offsets) == len(strides)):
+        return (f"input rank {len(in_shape)}, output rank {len(out_shape)}, {len(offsets)} "
+                f"offsets and {len(strides)} strides must agree")
+    for d, (n, m, o, s) in enumerate(zip(in_shape, out_shape, offsets, strides)):
+        if s == 0:
+            return f"stride of dimension {d} is 0"
+        last = o + (m - 1) * s
+        if m and not (0 <= o < n and 0 <= last < n):
+            return (f"dimension {d}: indices {o}, {o + s}, ..., {last} leave the {big}'s "
+                    f"0..{n - 1}")
+    return None
+
+
+def _check_slice(op: ir.Operation, target: Target) -> None:
+    src, dst = _shapes(op)
+    why = slice_indices(src, dst, int_array_attr(op, "offsets"), int_array_attr(op, "strides"))
+    if why:
+        raise RuleError(why)
+
+
+def _check_insert_slice(op: ir.Operation, target: Target) -> None:
+    src, dst = _shapes(op)
+    offsets = int_array_attr(op, "offsets")
+    why = slice_indices(dst, src, offsets, [1] * len(offsets), big="output")
+    if why:
+        raise RuleError(f"the input does not fit the output at the offsets: {why}")
 
 
 def _check_reduce_axis_attr(op: ir.Operation, target: Target) -> None:
@@ -318,8 +391,15 @@ def _specs() -> list[OpSpec]:
                       (_check_same_shape, _check_clamp_bounds)))
     specs.append(spec(TRANSPOSE, ("in", "out"), same_dtype(2, ARITH_TYPES), {"permutation": I64_ARRAY},
                       (_check_transpose,)))
-    ARITH_TYPES, ASCEND_CAST_PAIRS, ELEMENT_TYPES, F64, FLOAT_TYPES, I64, I64_ARRAY, STR, OpSpec,
-    Operand,
+    specs.append(spec(GATHER, ("table", "indices", "out"),
+                      tuple((t, "i32", t) for t in ELEMENT_TYPES), {"axis": I64}, (_check_gather,)))
+    specs.append(spec(GATHER_ELEMENTS, ("data", "indices", "out"),
+                      tuple((t, "i32", t) for t in ELEMENT_TYPES), {"axis": I64},
+                      (_check_gather_elements,)))
+    specs.append(spec(SLICE, ("in", "out"), same_dtype(2, ELEMENT_TYPES),
+                      {"offsets": I64_ARRAY, "strides": I64_ARRAY}, (_check_slice,)))
+    specs.append(spec(INSERT_SLICE, ("in", "out"), same_dtype(2, ELEMENT_TYPES),
+                      {"offsets": I64_ARRAY}, (_check_insert_slice,)))
     for n in REDUCE:
         specs.append(OpSpec(n, _gm("in", "out"), same_dtype(2, FLOAT_TYPES), {}, {},
                             (_check_reduce_axis_attr, _check_reduce), static_shapes=True))

@@ -52,14 +52,24 @@ def _body_ops(op: ir.Operation) -> list[ir.Operation]:
     return [o.operation for o in op.regions[0].blocks[0].operations]
 
 
+def _reads_arguments(value: ir.Value, body: ir.Block) -> bool:
+    """Whether `value` depends on an argument of `body` (an element of an
+    input: a gather's id), not only on loop indices and constants."""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return owner == body
+    return any(_reads_arguments(v, body) for v in owner.operands)
+
+
 def gather_form(op: ir.Operation) -> GatherForm | None:
     """The gather a `linalg.generic` computes, None if it is not one. Raises
     `UnsupportedOp` for a body that reads a tensor in a way no rule covers."""
     body = op.regions[0].blocks[0]
     ops = _body_ops(op)
     extracts = [o for o in ops if o.name == "tensor.extract"]
-    if not extracts:
-        return None
+    if not extracts or not any(_reads_arguments(v, body) for e in extracts
+                               for v in list(e.operands)[1:]):
+        return None  # indices from the loops alone: a slice (`slices.GatherGeneric`)
     s = structured(op)
     n_loops = len(s.loop_sizes)
     if (len(extracts) != 1 or len(s.inputs) != 1 or len(op.results) != 1 or s.reduction_dims

@@ -328,8 +328,18 @@ def _execute(op: ir.Operation, frame: _Frame) -> None:
     elif name == "ascend.broadcast":
         src, out = ins
         frame.write(out_value, np.broadcast_to(src, out.shape))
-              "ascend.broadcast", "ascend.gather", "ascend.gather_elements", "ascend.slice",
-              "ascend.insert_slice", "memref.alloc", "memref.dealloc")
+    elif name in ("ascend.gather", "ascend.gather_elements"):
+        table, indices, out = ins
+        frame.write(out_value, gather(op, table, indices, name == "ascend.gather_elements"))
+    elif name == "ascend.slice":
+        src, out = ins
+        index = tuple(np.arange(out.shape[d]) * s + o for d, (o, s) in
+                      enumerate(zip(int_array_attr(op, "offsets"), int_array_attr(op, "strides"))))
+        frame.write(out_value, src[np.ix_(*index)] if index else src)
+    elif name == "ascend.insert_slice":
+        src, out = ins  # only the region is written: the rest of `out` keeps its elements
+        region = tuple(slice(o, o + n) for o, n in zip(int_array_attr(op, "offsets"), src.shape))
+        out[region] = src
     elif name == "memref.alloc":
         result = op.results[0]
         if memory_space(result.type) != "gm":
