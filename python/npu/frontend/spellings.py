@@ -1,0 +1,215 @@
+"""The same transformer computations written the ways exporters write them,
+as ONNX models built with onnx.helper: GELU in its erf and tanh forms and
+operand orders, the attention scale on the scores or split over Q and K, K^T
+by one or two transposes, pre-norm or post-norm layers. `npu-canonicalize`
+must bring every spelling of one computation to the same kernels: the tests
+(test/python/fusion/test_spellings*.py) and bench/spellings.py compare them.
+
+The spellings are those of real exports:
+  GELU    "canonical"  x*(0.5*(1+erf(x/sqrt2)))
+          "torch"      (x*(1+erf(x/sqrt2)))*0.5   torch.onnx below opset 20, examples/ffn_block.onnx
+          "hf"         (x*0.5)*(1+erf(x/sqrt2))   HF BERT traced
+          "sqrt_half"  x*(0.5*(1+erf(x*sqrt(1/2))))
+          "op"         the ONNX Gelu op (opset 20)
+          "tanh"       0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*Pow(x,3))))   GPT-2's gelu_new
+          "tanh_cube"  the same with x*x*x
+          "tanh_op"    Gelu approximate="tanh"
+  scale   "scores"     Mul(Q.K^T, 1/sqrt(d))
+          "div"        Div(Q.K^T, sqrt(d))        HF eager BERT
+          "q"          (Q*(1/sqrt(d))).K^T
+          "qk"         (Q*d^-1/4).(K^T*d^-1/4)    torch.onnx's scaled_dot_product_attention
+  k_t     "one"        K [B,S,H,D] -> K^T [B,H,D,S] by one Transpose
+          "two"        K -> [B,H,S,D] -> [B,H,D,S] by two (HF: transpose(1,2), transpose(-1,-2))
+  norm    "post"       BERT: LN(x + attn(x)), LN(h + ffn(h))
+          "pre"        GPT-2: h = x + attn(LN(x)), y = h + ffn(LN(h))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+ERF_GELUS = ("canonical", "torch", "hf", "sqrt_half", "op")
+TANH_GELUS = ("tanh", "tanh_cube", "tanh_op")
+GELUS = ERF_GELUS + TANH_GELUS
+SCALES = ("scores", "div", "q", "qk")
+K_TRANSPOSES = ("one", "two")
+NORMS = ("post", "pre")
+
+
+@dataclass(frozen=True)
+class Spelling:
+    """How one layer is written: each field one of the tuples above."""
+
+    gelu: str = "canonical"
+    scale: str = "scores"
+    k_t: str = "one"
+    norm: str = "post"
+
+    def __post_init__(self) -> None:
+        for field, allowed in (("gelu", GELUS), ("scale", SCALES), ("k_t", K_TRANSPOSES),
+                               ("norm", NORMS)):
+            if getattr(self, field) not in allowed:
+                raise ValueError(f"{field} must be one of {', '.join(allowed)}")
+
+
+class _Graph:
+    """Nodes and initializers under construction; names are made unique."""
+
+    def __init__(self) -> None:
+        from onnx import helper
+
+        self.helper = helper
+        self.nodes: list = []
+        self.inits: dict[str, np.ndarray] = {}
+        self.count = 0
+
+    def const(self, name: str, value) -> str:
+        self.inits[name] = np.asarray(value, np.float32) if not isinstance(value, np.ndarray) \
+            else value
+        return name
+
+    def node(self, op: str, inputs: list[str], name: str, **attrs) -> str:
+        self.count += 1
+        out = f"{name}_out{self.count}"
+        self.nodes.append(self.helper.make_node(op, inputs, [out], name=name, **attrs))
+        return out
+
+
+def gelu(g: _Graph, x: str, spelling: str) -> str:
+    """GELU of `x` written as `spelling`; returns the output's name."""
+    n = g.node
+    if spelling in ("op", "tanh_op"):
+        return n("Gelu", [x], "gelu", approximate="none" if spelling == "op" else "tanh")
+    half, one = g.const("half", 0.5), g.const("one", 1.0)
+    if spelling in ("tanh", "tanh_cube"):
+        if spelling == "tanh":
+            cube = n("Pow", [x, g.const("three", 3.0)], "gelu_pow")
+        else:
+            cube = n("Mul", [n("Mul", [x, x], "gelu_sq"), x], "gelu_cube")
+        inner = n("Add", [x, n("Mul", [g.const("c044715", 0.044715), cube], "gelu_c")], "gelu_in")
+        t = n("Tanh", [n("Mul", [g.const("sqrt_2_pi", np.sqrt(2 / np.pi)), inner], "gelu_s")],
+              "gelu_tanh")
+        return n("Mul", [n("Mul", [half, x], "gelu_half"), n("Add", [one, t], "gelu_one")], "gelu")
+    if spelling == "sqrt_half":
+        scaled = n("Mul", [x, g.const("sqrt_half", np.sqrt(0.5))], "gelu_scale")
+    else:
+        scaled = n("Div", [x, g.const("sqrt2", np.sqrt(2.0))], "gelu_scale")
+    gate = n("Add", [n("Erf", [scaled], "gelu_erf"), one], "gelu_one")
+    if spelling in ("canonical", "sqrt_half"):
+        return n("Mul", [x, n("Mul", [half, gate], "gelu_half")], "gelu")
+    if spelling == "torch":
+        return n("Mul", [n("Mul", [x, gate], "gelu_gate"), half], "gelu")
+    return n("Mul", [n("Mul", [x, half], "gelu_half"), gate], "gelu")  # hf
+
+
+def _linear(g: _Graph, rng, x: str, k: int, n_out: int, name: str) -> str:
+    w = g.const(f"{name}_w", (rng.standard_normal((k, n_out)) / np.sqrt(k)).astype(np.float32))
+    b = g.const(f"{name}_b", (rng.standard_normal(n_out) * 0.02).astype(np.float32))
+    return g.node("Add", [g.node("MatMul", [x, w], name), b], f"{name}_bias")
+
+
+def _layernorm(g: _Graph, rng, x: str, hidden: int, name: str) -> str:
+    gamma = g.const(f"{name}_g", (1 + 0.1 * rng.standard_normal(hidden)).astype(np.float32))
+    beta = g.const(f"{name}_b", (0.1 * rng.standard_normal(hidden)).astype(np.float32))
+    return g.node("LayerNormalization", [x, gamma, beta], name, axis=-1, epsilon=1e-12)
+
+
+def attention(g: _Graph, rng, x: str, seq: int, hidden: int, heads: int, s: Spelling) -> str:
+    """Multi-head self-attention of `x` [1, S, hidden] with its out projection."""
+    d = hidden // heads
+    n = g.node
+    split = g.const("split", np.array([1, seq, heads, d], np.int64))
+    merge = g.const("merge", np.array([1, seq, hidden], np.int64))
+    q, k, v = (n("Reshape", [_linear(g, rng, x, hidden, hidden, f"{p}_proj"), split], f"{p}_split")
+               for p in "qkv")
+    q = n("Transpose", [q], "q_heads", perm=[0, 2, 1, 3])
+    v = n("Transpose", [v], "v_heads", perm=[0, 2, 1, 3])
+    if s.k_t == "one":
+        kt = n("Transpose", [k], "k_heads", perm=[0, 2, 3, 1])
+    else:
+        kt = n("Transpose", [n("Transpose", [k], "k_heads", perm=[0, 2, 1, 3])], "k_t",
+               perm=[0, 1, 3, 2])
+    if s.scale == "q":
+        q = n("Mul", [q, g.const("scale", 1 / np.sqrt(d))], "q_scale")
+    elif s.scale == "qk":
+        root = g.const("scale_root", np.sqrt(1 / np.sqrt(d)))
+        q = n("Mul", [q, root], "q_scale")
+        kt = n("Mul", [kt, root], "k_scale")
+    scores = n("MatMul", [q, kt], "scores")
+    if s.scale == "scores":
+        scores = n("Mul", [scores, g.const("scale", 1 / np.sqrt(d))], "scale")
+    elif s.scale == "div":
+        scores = n("Div", [scores, g.const("sqrt_d", np.sqrt(d))], "scale")
+    p = n("Softmax", [scores], "softmax", axis=-1)
+    ctx = n("Transpose", [n("MatMul", [p, v], "context")], "merge_heads", perm=[0, 2, 1, 3])
+    return _linear(g, rng, n("Reshape", [ctx, merge], "merge"), hidden, hidden, "out_proj")
+
+
+def ffn(g: _Graph, rng, x: str, hidden: int, ffn_dim: int, s: Spelling) -> str:
+    h = gelu(g, _linear(g, rng, x, hidden, ffn_dim, "ffn_in"), s.gelu)
+    return _linear(g, rng, h, ffn_dim, hidden, "ffn_out")
+
+
+def layer(seq: int = 128, hidden: int = 768, heads: int = 12, ffn_dim: int = 3072,
+          spelling: Spelling = Spelling(), seed: int = 0):
+    """One encoder layer x [1, S, hidden] -> y written as `spelling`. The
+    weights depend on `seed` only (drawn in the same order for every
+    spelling), so two spellings compute the same function."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    g = _Graph()
+    ln1_rng, ln2_rng = (np.random.default_rng(seed + k) for k in (1, 2))
+    if spelling.norm == "post":
+        h = _layernorm(g, ln1_rng, g.node("Add", [attention(g, rng, "x", seq, hidden, heads,
+                                                             spelling), "x"], "residual1"),
+                       hidden, "ln1")
+        y = _layernorm(g, ln2_rng, g.node("Add", [ffn(g, rng, h, hidden, ffn_dim, spelling), h],
+                                          "residual2"), hidden, "ln2")
+    else:
+        a = attention(g, rng, _layernorm(g, ln1_rng, "x", hidden, "ln1"), seq, hidden, heads,
+                      spelling)
+        h = g.node("Add", [a, "x"], "residual1")
+        y = g.node("Add", [ffn(g, rng, _layernorm(g, ln2_rng, h, hidden, "ln2"), hidden, ffn_dim,
+                               spelling), h], "residual2")
+    g.nodes.append(helper.make_node("Identity", [y], ["y"], name="output"))
+    return _model(g, "layer", [1, seq, hidden], [1, seq, hidden],
+                  opset=20 if spelling.gelu in ("op", "tanh_op") else 17)
+
+
+def ffn_block(rows: int = 64, hidden: int = 128, ffn_dim: int = 512, gelu_spelling: str = "canonical",
+              seed: int = 0):
+    """x [rows, hidden] -> GELU(x W1 + b1) W2 + b2: the feed-forward half alone."""
+    rng = np.random.default_rng(seed)
+    g = _Graph()
+    y = ffn(g, rng, "x", hidden, ffn_dim, Spelling(gelu=gelu_spelling))
+    g.nodes.append(g.helper.make_node("Identity", [y], ["y"], name="output"))
+    return _model(g, "ffn", [rows, hidden], [rows, hidden],
+                  opset=20 if gelu_spelling in ("op", "tanh_op") else 17)
+
+
+def attention_block(seq: int = 64, hidden: int = 128, heads: int = 2, scale: str = "scores",
+                    k_t: str = "one", seed: int = 0):
+    """x [1, S, hidden] -> the self-attention block with its out projection."""
+    rng = np.random.default_rng(seed)
+    g = _Graph()
+    y = attention(g, rng, "x", seq, hidden, heads, Spelling(scale=scale, k_t=k_t))
+    g.nodes.append(g.helper.make_node("Identity", [y], ["y"], name="output"))
+    return _model(g, "attention", [1, seq, hidden], [1, seq, hidden], opset=17)
+
+
+def _model(g: _Graph, name: str, in_shape: list[int], out_shape: list[int], opset: int):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph(
+        g.nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, in_shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)],
+        [numpy_helper.from_array(v, k) for k, v in g.inits.items()])
+    # IR 9: what onnxruntime and torch-mlir's importer both read.
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=9)
+    onnx.checker.check_model(model)
+    return model
