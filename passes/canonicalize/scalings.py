@@ -52,7 +52,8 @@ def fold_scalings(func: ir.Operation) -> list[ir.Operation]:
             continue
         dead = op.operands[0]
         op.operands[0] = inner.operands[0]
-        op.attributes["scalar"] = nir.f64_attr(c)
+        with op.context, op.location:
+            op.attributes["scalar"] = nir.f64_attr(c)
         inner.erase()
         buf.erase_if_dead(dead)
         changed.append(op)
@@ -86,7 +87,7 @@ def _place(mul: ir.Operation) -> bool:
             factors[f"in{i}"] = m
     after = buf.consumer(out, "ascend.muls", mul)
     if (after is not None and nir.memref_shape(after.operands[-1]) == shape
-            and nir.hoist_definition(after.operands[-1], mul)):  # mul will write it
+            and _hoistable(after.operands[-1])):  # the mul will write it
         factors["out"] = after
     if not factors:
         return False
@@ -101,6 +102,15 @@ def _place(mul: ir.Operation) -> bool:
         return False  # already where it belongs
     _rewrite(mul, factors, sources, target, c)
     return True
+
+
+def _hoistable(value: ir.Value) -> bool:
+    """`value` is an argument, or made by allocs and views alone (which
+    `nir.hoist_definition` can move above an earlier writer)."""
+    op = nir.defining_op(value)
+    while op is not None and op.name in nir.VIEW_OPS:
+        op = nir.defining_op(op.operands[0])
+    return op is None or op.name == "memref.alloc"
 
 
 def _is_gate(value: ir.Value, reader: ir.Operation) -> bool:
@@ -121,6 +131,7 @@ def _rewrite(mul: ir.Operation, factors: dict[str, ir.Operation], sources: list[
     if after is not None:
         dead.append(mul.operands[-1])
         final = after.operands[-1]
+        nir.hoist_definition(final, mul)
         mul.operands[2] = final
         after.erase()
     for value in dead:

@@ -32,7 +32,8 @@ def compose_transposes(func: ir.Operation) -> list[ir.Operation]:
         p2 = nir.int_array_attr(op, "permutation")
         dead = op.operands[0]
         op.operands[0] = first.operands[0]
-        op.attributes["permutation"] = ir.DenseI64ArrayAttr.get([p1[p] for p in p2])
+        with op.context, op.location:
+            op.attributes["permutation"] = ir.DenseI64ArrayAttr.get([p1[p] for p in p2])
         first.erase()
         buf.erase_if_dead(dead)
         changed.append(op)
