@@ -1,0 +1,113 @@
+"""One BERT-base-like layer written each way exporters write it
+(`npu.frontend.spellings`): every GELU spelling, every attention-scale
+spelling, K^T by two transposes, pre-norm; simulated cycles against the
+problem's ideal (`bench/bert_layer.py`'s `ideal_bound`), with
+`npu-canonicalize` (the default pipeline) and, for comparison, without it.
+The spread is each row's cycles over the reference row of its GELU family
+(erf: "canonical", tanh: "tanh_op"); pre-norm is another computation (its
+ratio to the ideal is what compares). Numerics are checked against
+onnxruntime with `--check`.
+
+    .venv/bin/python bench/spellings.py [--seqs 128,256] [--hidden 768] [--heads 12]
+                                        [--ffn 3072] [--no-before] [--check]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bert_layer import ideal_bound  # noqa: E402
+
+# (row label, spelling fields): the reference first, then one field changed at a time.
+ROWS = (
+    ("gelu canonical  x*(0.5*(1+erf))", {}),
+    ("gelu torch      (x*(1+erf))*0.5", {"gelu": "torch"}),
+    ("gelu hf         (x*0.5)*(1+erf)", {"gelu": "hf"}),
+    ("gelu sqrt_half  erf(x*sqrt(1/2))", {"gelu": "sqrt_half"}),
+    ("gelu op         Gelu (opset 20)", {"gelu": "op"}),
+    ("gelu tanh_op    Gelu tanh", {"gelu": "tanh_op"}),
+    ("gelu tanh       gelu_new, Pow(x,3)", {"gelu": "tanh"}),
+    ("gelu tanh_cube  gelu_new, x*x*x", {"gelu": "tanh_cube"}),
+    ("scale div       QK^T / sqrt(d)", {"scale": "div"}),
+    ("scale q         (Q/sqrt(d)) K^T", {"scale": "q"}),
+    ("scale qk        sdpa: Q, K by d^-1/4", {"scale": "qk"}),
+    ("K^T two         transpose(1,2),(-1,-2)", {"k_t": "two"}),
+    ("norm pre        GPT-2 pre-norm", {"norm": "pre"}),
+    ("hf sdpa         torch GELU + sdpa scale", {"gelu": "torch", "scale": "qk", "k_t": "two"}),
+)
+
+
+def reference_row(fields: dict) -> str:
+    return ROWS[5][0] if fields.get("gelu", "").startswith("tanh") else ROWS[0][0]
+
+
+def run(spelling, seq: int, args, pipeline: str, check: bool) -> tuple[int, float | None]:
+    import onnxruntime
+
+    import npu
+    from npu.frontend import spellings as sp
+
+    model = sp.layer(seq, args.hidden, args.heads, args.ffn, spelling)
+    kernel = npu.compile(model, target="ascend910", where="layer.onnx", pipeline=pipeline)
+    x = np.random.default_rng(1).standard_normal((1, seq, args.hidden)).astype(np.float32)
+    (y,), report = kernel(x)
+    err = None
+    if check:
+        (want,) = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"x": x})
+        err = float(np.abs(y - want).max())
+    return report["cycles"], err
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--seqs", default="128,256")
+    p.add_argument("--hidden", type=int, default=768)
+    p.add_argument("--heads", type=int, default=12)
+    p.add_argument("--ffn", type=int, default=3072)
+    p.add_argument("--no-before", action="store_true",
+                   help="skip the runs without npu-canonicalize")
+    p.add_argument("--check", action="store_true", help="max |error| against onnxruntime")
+    args = p.parse_args()
+
+    from npu.frontend.spellings import Spelling
+    from npu.target import get_target
+
+    seqs = [int(s) for s in args.seqs.split(",")]
+    target = get_target("ascend910")
+    print(f"BERT-base-like layer, hidden {args.hidden}, {args.heads} heads, FFN {args.ffn}: "
+          "cycles / the problem's ideal; spread: over the reference row of the same GELU family")
+    head = f"{'spelling':<40}"
+    for seq in seqs:
+        ideal = ideal_bound(target, seq, args.hidden, args.heads, args.ffn)["ideal"]
+        head += f" | seq {seq} (ideal {ideal}): cycles  ratio  spread"
+        if not args.no_before:
+            head += "  before  ratio"
+    print(head + ("  max|err|" if args.check else ""))
+    results: dict[tuple[str, int], int] = {}
+    for label, fields in ROWS:
+        line = f"{label:<40}"
+        errs = []
+        for seq in seqs:
+            ideal = ideal_bound(target, seq, args.hidden, args.heads, args.ffn)["ideal"]
+            cycles, err = run(Spelling(**fields), seq, args, "npu-lower", args.check)
+            results[(label, seq)] = cycles
+            ref = results.get((reference_row(fields), seq), cycles)
+            line += f" | {'':>{len(str(seq)) + len(str(ideal)) + 13}}{cycles:>8} {cycles / ideal:5.2f}x"
+            line += f" {100 * (cycles / ref - 1):+6.1f}%"
+            if not args.no_before:
+                before, _ = run(Spelling(**fields), seq, args, "npu-lower{canonicalize=false}", False)
+                line += f" {before:>7} {before / ideal:5.2f}x"
+            if err is not None:
+                errs.append(err)
+        print(line + (f"  {max(errs):.2g}" if errs else ""), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
