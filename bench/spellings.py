@@ -38,8 +38,10 @@ ROWS = (
     ("scale q         (Q/sqrt(d)) K^T", {"scale": "q"}),
     ("scale qk        sdpa: Q, K by d^-1/4", {"scale": "qk"}),
     ("K^T two         transpose(1,2),(-1,-2)", {"k_t": "two"}),
+    ("K^T dynamo      reshape,transpose,reshape", {"k_t": "dynamo"}),
     ("norm pre        GPT-2 pre-norm", {"norm": "pre"}),
-    ("hf sdpa         torch GELU + sdpa scale", {"gelu": "torch", "scale": "qk", "k_t": "two"}),
+    ("ts sdpa         torch GELU, sdpa scale", {"gelu": "torch", "scale": "qk", "k_t": "two"}),
+    ("dynamo sdpa     + dynamo K^T", {"gelu": "torch", "scale": "qk", "k_t": "dynamo"}),
 )
 
 

@@ -97,3 +97,21 @@ func.func @two_transposes(%k: memref<1x32x2x16xf32, "gm">, %kt: memref<1x2x16x32
   "ascend.transpose"(%h, %kt) {permutation = array<i64: 0, 1, 3, 2>} : (memref<1x2x32x16xf32, "gm">, memref<1x2x16x32xf32, "gm">) -> ()
   return
 }
+
+// -----
+
+// K^T as the dynamo exporter's sdpa writes it: the heads [1, H, S, D]
+// reshaped to [H, S, D], transposed to [H, D, S] (and reshaped back). The
+// composed transpose reads the projection's [S, H, D] without its unit dim.
+// CHECK-LABEL: func.func @transposes_around_a_reshape
+// CHECK-NEXT:  %[[SQ:.*]] = memref.collapse_shape %arg0 {{\[\[}}0, 1], [2], [3]] : memref<1x32x2x16xf32, "gm"> into memref<32x2x16xf32, "gm">
+// CHECK-NEXT:  "ascend.transpose"(%[[SQ]], %arg1) {permutation = array<i64: 1, 2, 0>} : (memref<32x2x16xf32, "gm">, memref<2x16x32xf32, "gm">)
+// CHECK-NEXT:  return
+func.func @transposes_around_a_reshape(%k: memref<1x32x2x16xf32, "gm">, %kt: memref<2x16x32xf32, "gm">) {
+  %h = memref.alloc() : memref<1x2x32x16xf32, "gm">
+  "ascend.transpose"(%k, %h) {permutation = array<i64: 0, 2, 1, 3>} : (memref<1x32x2x16xf32, "gm">, memref<1x2x32x16xf32, "gm">) -> ()
+  %flat = memref.collapse_shape %h [[0, 1], [2], [3]] : memref<1x2x32x16xf32, "gm"> into memref<2x32x16xf32, "gm">
+  // expected-remark @+1 {{npu-canonicalize: two transposes composed into one}}
+  "ascend.transpose"(%flat, %kt) {permutation = array<i64: 0, 2, 1>} : (memref<2x32x16xf32, "gm">, memref<2x16x32xf32, "gm">) -> ()
+  return
+}

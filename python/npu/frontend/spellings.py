@@ -20,6 +20,8 @@ The spellings are those of real exports:
           "qk"         (Q*d^-1/4).(K^T*d^-1/4)    torch.onnx's scaled_dot_product_attention
   k_t     "one"        K [B,S,H,D] -> K^T [B,H,D,S] by one Transpose
           "two"        K -> [B,H,S,D] -> [B,H,D,S] by two (HF: transpose(1,2), transpose(-1,-2))
+          "dynamo"     the heads [B,H,S,D] reshaped to [B*H,S,D], transposed, reshaped back
+                       (the dynamo exporter's sdpa)
   norm    "post"       BERT: LN(x + attn(x)), LN(h + ffn(h))
           "pre"        GPT-2: h = x + attn(LN(x)), y = h + ffn(LN(h))
 """
@@ -34,7 +36,7 @@ ERF_GELUS = ("canonical", "torch", "hf", "sqrt_half", "op")
 TANH_GELUS = ("tanh", "tanh_cube", "tanh_op")
 GELUS = ERF_GELUS + TANH_GELUS
 SCALES = ("scores", "div", "q", "qk")
-K_TRANSPOSES = ("one", "two")
+K_TRANSPOSES = ("one", "two", "dynamo")
 NORMS = ("post", "pre")
 
 
@@ -128,9 +130,15 @@ def attention(g: _Graph, rng, x: str, seq: int, hidden: int, heads: int, s: Spel
     v = n("Transpose", [v], "v_heads", perm=[0, 2, 1, 3])
     if s.k_t == "one":
         kt = n("Transpose", [k], "k_heads", perm=[0, 2, 3, 1])
-    else:
+    elif s.k_t == "two":
         kt = n("Transpose", [n("Transpose", [k], "k_heads", perm=[0, 2, 1, 3])], "k_t",
                perm=[0, 1, 3, 2])
+    else:
+        flat = g.const("k_flat", np.array([-1, seq, d], np.int64))
+        back = g.const("k_back", np.array([1, heads, d, seq], np.int64))
+        kt = n("Transpose", [n("Reshape", [n("Transpose", [k], "k_heads", perm=[0, 2, 1, 3]), flat],
+                               "k_flat")], "k_t", perm=[0, 2, 1])
+        kt = n("Reshape", [kt, back], "k_back")
     if s.scale == "q":
         q = n("Mul", [q, g.const("scale", 1 / np.sqrt(d))], "q_scale")
     elif s.scale == "qk":
