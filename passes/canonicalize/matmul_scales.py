@@ -2,10 +2,11 @@
 
 Attention's scale 1/sqrt(d) may be applied to the scores, to Q alone, or
 split over Q and K (torch.onnx's scaled_dot_product_attention multiplies
-each by d^-1/4). The fused attention (`npu.costmodel.attention.pattern`)
+each by d^-1/4), or to Q's projection before the heads split (BART's
+`q_proj(x) * scaling`). The fused attention (`npu.costmodel.attention.pattern`)
 takes the scale on the scores, where it costs nothing on chip. An operand
-`muls(X, c) -> [transpose ...] -> cast f32->f16 -> fractalize ->
-batch_matmul`, each step a temporary read only by the next, loses its muls
+`muls(X, c) -> [defractalize, transpose, ...] -> cast f32->f16 -> fractalize
+-> batch_matmul` (reshapes between them too), each step a temporary read only by the next, loses its muls
 (the chain reads X), and the product of the factors of both operands
 scales the result after its defractalize (or after the batch_matmul when
 no defractalize alone reads it). A scaling already on the scores then
@@ -28,7 +29,7 @@ from npu.passes.canonicalize.scalings import _factor_ok
 
 # Ops between the scaling and the batch_matmul that move values unchanged
 # (or round them to f16, the cast), so the scaling commutes with them.
-PASS_THROUGH = ("ascend.transpose", "ascend.cast", "ascend.fractalize")
+PASS_THROUGH = ("ascend.transpose", "ascend.cast", "ascend.fractalize", "ascend.defractalize")
 
 
 def move_matmul_scales(func: ir.Operation) -> list[ir.Operation]:

@@ -18,6 +18,7 @@ The spellings are those of real exports:
           "div"        Div(Q.K^T, sqrt(d))        HF eager BERT
           "q"          (Q*(1/sqrt(d))).K^T
           "qk"         (Q*d^-1/4).(K^T*d^-1/4)    torch.onnx's scaled_dot_product_attention
+          "proj"       the Q projection scaled before the heads split (BART: q_proj(x) * scaling)
   k_t     "one"        K [B,S,H,D] -> K^T [B,H,D,S] by one Transpose
           "two"        K -> [B,H,S,D] -> [B,H,D,S] by two (HF: transpose(1,2), transpose(-1,-2))
           "dynamo"     the heads [B,H,S,D] reshaped to [B*H,S,D], transposed, reshaped back
@@ -35,7 +36,7 @@ import numpy as np
 ERF_GELUS = ("canonical", "torch", "hf", "sqrt_half", "op")
 TANH_GELUS = ("tanh", "tanh_cube", "tanh_op")
 GELUS = ERF_GELUS + TANH_GELUS
-SCALES = ("scores", "div", "q", "qk")
+SCALES = ("scores", "div", "q", "qk", "proj")
 K_TRANSPOSES = ("one", "two", "dynamo")
 NORMS = ("post", "pre")
 
@@ -124,8 +125,10 @@ def attention(g: _Graph, rng, x: str, seq: int, hidden: int, heads: int, s: Spel
     n = g.node
     split = g.const("split", np.array([1, seq, heads, d], np.int64))
     merge = g.const("merge", np.array([1, seq, hidden], np.int64))
-    q, k, v = (n("Reshape", [_linear(g, rng, x, hidden, hidden, f"{p}_proj"), split], f"{p}_split")
-               for p in "qkv")
+    proj = {p: _linear(g, rng, x, hidden, hidden, f"{p}_proj") for p in "qkv"}
+    if s.scale == "proj":
+        proj["q"] = n("Mul", [proj["q"], g.const("scale", 1 / np.sqrt(d))], "q_scale")
+    q, k, v = (n("Reshape", [proj[p], split], f"{p}_split") for p in "qkv")
     q = n("Transpose", [q], "q_heads", perm=[0, 2, 1, 3])
     v = n("Transpose", [v], "v_heads", perm=[0, 2, 1, 3])
     if s.k_t == "one":
