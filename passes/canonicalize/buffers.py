@@ -74,6 +74,44 @@ def consumer(value: ir.Value, name: str, writer: ir.Operation) -> ir.Operation |
     return None
 
 
+def _in_block_of(op: ir.Operation, anchor: ir.Operation) -> ir.Operation | None:
+    """`op`, or the op holding it, in `anchor`'s block (None: elsewhere)."""
+    home = _op(anchor.parent)
+    while op is not None and _op(op.parent) != home:
+        op = _op(op.parent) if op.parent is not None else None
+    return op
+
+
+def _op(x):
+    return getattr(x, "operation", x)
+
+
+def still_holds(value: ir.Value, start: ir.Operation, end: ir.Operation) -> bool:
+    """No op between `start` and `end` (of one block) writes `value`'s
+    buffer: `end` may read it in place of what `start` read, or write it
+    early (for a destination: nothing between touches it at all)."""
+    root = nir.view_root(value)
+    for op in touching(root):
+        top = _in_block_of(op, start)
+        if top is None or top in (start, end):
+            continue
+        if start.is_before_in_block(top) and top.is_before_in_block(end) and writes(op, root):
+            return False
+    return True
+
+
+def untouched_between(value: ir.Value, start: ir.Operation, end: ir.Operation) -> bool:
+    """No op between `start` and `end` reads or writes `value`'s buffer."""
+    root = nir.view_root(value)
+    for op in touching(root):
+        top = _in_block_of(op, start)
+        if top is None or top in (start, end):
+            continue
+        if start.is_before_in_block(top) and top.is_before_in_block(end):
+            return False
+    return True
+
+
 def erase_if_dead(value: ir.Value) -> None:
     """Erase the alloc (and views) of `value`'s buffer once nothing touches it."""
     root = nir.view_root(value)

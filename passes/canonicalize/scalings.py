@@ -45,7 +45,8 @@ def fold_scalings(func: ir.Operation) -> list[ir.Operation]:
         if nir.memref_element(op.operands[-1]) not in FLOATS:
             continue
         inner = buf.producer(op.operands[0], "ascend.muls", op)
-        if inner is None or nir.memref_shape(inner.operands[0]) != nir.memref_shape(op.operands[0]):
+        if inner is None or nir.memref_shape(inner.operands[0]) != nir.memref_shape(op.operands[0]) \
+                or not buf.still_holds(inner.operands[0], inner, op):
             continue
         c = nir.float_attr(inner, "scalar") * nir.float_attr(op, "scalar")
         if not _factor_ok(nir.memref_element(op.operands[-1]), c):
@@ -83,11 +84,13 @@ def _place(mul: ir.Operation) -> bool:
     factors: dict[str, ir.Operation] = {}  # where -> the muls supplying it
     for i in (0, 1):
         m = buf.producer(mul.operands[i], "ascend.muls", mul)
-        if m is not None and nir.memref_shape(m.operands[0]) == shape:
+        if (m is not None and nir.memref_shape(m.operands[0]) == shape
+                and buf.still_holds(m.operands[0], m, mul)):  # the mul will read it
             factors[f"in{i}"] = m
     after = buf.consumer(out, "ascend.muls", mul)
     if (after is not None and nir.memref_shape(after.operands[-1]) == shape
-            and _hoistable(after.operands[-1])):  # the mul will write it
+            and _hoistable(after.operands[-1])  # the mul will write it
+            and buf.untouched_between(after.operands[-1], mul, after)):
         factors["out"] = after
     if not factors:
         return False

@@ -29,7 +29,7 @@ def compose_transposes(func: ir.Operation) -> list[ir.Operation]:
         if op.name != "ascend.transpose":
             continue
         first = buf.producer(op.operands[0], "ascend.transpose", op)
-        if first is None:
+        if first is None or not buf.still_holds(first.operands[0], first, op):
             continue
         with op.context, op.location:
             composed = _composed(first, op)

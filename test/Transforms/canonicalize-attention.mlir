@@ -115,3 +115,18 @@ func.func @transposes_around_a_reshape(%k: memref<1x32x2x16xf32, "gm">, %kt: mem
   "ascend.transpose"(%flat, %kt) {permutation = array<i64: 0, 2, 1>} : (memref<2x32x16xf32, "gm">, memref<2x16x32xf32, "gm">) -> ()
   return
 }
+
+// -----
+
+// K's heads are overwritten between the two transposes: the second must
+// read the first's copy, so they stay apart.
+// CHECK-LABEL: func.func @transposes_kept
+// CHECK:       "ascend.transpose"(%arg0, %{{.*}}) {permutation = array<i64: 0, 2, 1, 3>}
+// CHECK:       "ascend.transpose"(%{{.*}}, %arg1) {permutation = array<i64: 0, 1, 3, 2>}
+func.func @transposes_kept(%k: memref<1x32x2x16xf32, "gm">, %kt: memref<1x2x16x32xf32, "gm">) {
+  %h = memref.alloc() : memref<1x2x32x16xf32, "gm">
+  "ascend.transpose"(%k, %h) {permutation = array<i64: 0, 2, 1, 3>} : (memref<1x32x2x16xf32, "gm">, memref<1x2x32x16xf32, "gm">) -> ()
+  "ascend.exp"(%k, %k) : (memref<1x32x2x16xf32, "gm">, memref<1x32x2x16xf32, "gm">) -> ()
+  "ascend.transpose"(%h, %kt) {permutation = array<i64: 0, 1, 3, 2>} : (memref<1x2x32x16xf32, "gm">, memref<1x2x16x32xf32, "gm">) -> ()
+  return
+}

@@ -177,3 +177,28 @@ func.func @kept(%x: memref<32x64xf32, "gm">, %g: memref<32x64xf32, "gm">, %row: 
   "ascend.mul"(%x, %b, %y) : (memref<32x64xf32, "gm">, memref<1x64xf32, "gm">, memref<32x64xf32, "gm">) -> ()
   return
 }
+
+// -----
+
+// Left alone when the buffers would be read or written at another time than
+// the program says: x is overwritten between its scaling and the product
+// (the product must read the scaled old x), and the result's buffer is read
+// between the product and its scaling (it must not be written early).
+// CHECK-LABEL: func.func @order_kept
+// CHECK:       "ascend.muls"(%arg0, %[[H:[a-z_0-9]+]]) {scalar = 5.000000e-01 : f64}
+// CHECK-NEXT:  "ascend.exp"(%arg1, %arg0)
+// CHECK-NEXT:  "ascend.mul"(%[[H]], %arg1, %arg2)
+// CHECK:       "ascend.mul"(%arg0, %arg1, %[[P:[a-z_0-9]+]])
+// CHECK-NEXT:  "ascend.exp"(%arg3, %arg4)
+// CHECK-NEXT:  "ascend.muls"(%[[P]], %arg3) {scalar = 2.500000e-01 : f64}
+func.func @order_kept(%x: memref<32x64xf32, "gm">, %g: memref<32x64xf32, "gm">, %y: memref<32x64xf32, "gm">, %z: memref<32x64xf32, "gm">, %e: memref<32x64xf32, "gm">) {
+  %h = memref.alloc() : memref<32x64xf32, "gm">
+  "ascend.muls"(%x, %h) {scalar = 0.5 : f64} : (memref<32x64xf32, "gm">, memref<32x64xf32, "gm">) -> ()
+  "ascend.exp"(%g, %x) : (memref<32x64xf32, "gm">, memref<32x64xf32, "gm">) -> ()
+  "ascend.mul"(%h, %g, %y) : (memref<32x64xf32, "gm">, memref<32x64xf32, "gm">, memref<32x64xf32, "gm">) -> ()
+  %p = memref.alloc() : memref<32x64xf32, "gm">
+  "ascend.mul"(%x, %g, %p) : (memref<32x64xf32, "gm">, memref<32x64xf32, "gm">, memref<32x64xf32, "gm">) -> ()
+  "ascend.exp"(%z, %e) : (memref<32x64xf32, "gm">, memref<32x64xf32, "gm">) -> ()
+  "ascend.muls"(%p, %z) {scalar = 0.25 : f64} : (memref<32x64xf32, "gm">, memref<32x64xf32, "gm">) -> ()
+  return
+}

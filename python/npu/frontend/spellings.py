@@ -168,8 +168,7 @@ def layer(seq: int = 128, hidden: int = 768, heads: int = 12, ffn_dim: int = 307
     """One encoder layer x [1, S, hidden] -> y written as `spelling`. The
     weights depend on `seed` only (drawn in the same order for every
     spelling), so two spellings compute the same function."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper
 
     rng = np.random.default_rng(seed)
     g = _Graph()
