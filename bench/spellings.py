@@ -37,6 +37,7 @@ ROWS = (
     ("scale div       QK^T / sqrt(d)", {"scale": "div"}),
     ("scale q         (Q/sqrt(d)) K^T", {"scale": "q"}),
     ("scale qk        sdpa: Q, K by d^-1/4", {"scale": "qk"}),
+    ("scale proj      BART: q_proj(x)*s", {"scale": "proj"}),
     ("K^T two         transpose(1,2),(-1,-2)", {"k_t": "two"}),
     ("K^T dynamo      reshape,transpose,reshape", {"k_t": "dynamo"}),
     ("norm pre        GPT-2 pre-norm", {"norm": "pre"}),
@@ -83,31 +84,33 @@ def main() -> int:
     seqs = [int(s) for s in args.seqs.split(",")]
     target = get_target("ascend910")
     print(f"BERT-base-like layer, hidden {args.hidden}, {args.heads} heads, FFN {args.ffn}: "
-          "cycles / the problem's ideal; spread: over the reference row of the same GELU family")
-    head = f"{'spelling':<40}"
-    for seq in seqs:
-        ideal = ideal_bound(target, seq, args.hidden, args.heads, args.ffn)["ideal"]
-        head += f" | seq {seq} (ideal {ideal}): cycles  ratio  spread"
-        if not args.no_before:
-            head += "  before  ratio"
-    print(head + ("  max|err|" if args.check else ""))
+          "simulated cycles, / the problem's ideal, spread over the reference row of the same "
+          "GELU family; 'before': without npu-canonicalize")
+    ideals = {seq: ideal_bound(target, seq, args.hidden, args.heads, args.ffn)["ideal"]
+              for seq in seqs}
+    cols = f"{'cycles':>8} {'ratio':>6} {'spread':>7}" + ("" if args.no_before else
+                                                          f" {'before':>8} {'ratio':>6}")
+    print(f"{'':<41}" + "".join(f"| {f'seq {seq}, ideal {ideals[seq]}':<{len(cols) + 1}}"
+                                for seq in seqs))
+    print(f"{'spelling':<41}" + "".join(f"| {cols} " for _ in seqs)
+          + ("| max|err|" if args.check else ""))
     results: dict[tuple[str, int], int] = {}
     for label, fields in ROWS:
-        line = f"{label:<40}"
+        line = f"{label:<41}"
         errs = []
         for seq in seqs:
-            ideal = ideal_bound(target, seq, args.hidden, args.heads, args.ffn)["ideal"]
+            ideal = ideals[seq]
             cycles, err = run(Spelling(**fields), seq, args, "npu-lower", args.check)
             results[(label, seq)] = cycles
             ref = results.get((reference_row(fields), seq), cycles)
-            line += f" | {'':>{len(str(seq)) + len(str(ideal)) + 13}}{cycles:>8} {cycles / ideal:5.2f}x"
-            line += f" {100 * (cycles / ref - 1):+6.1f}%"
+            line += f"| {cycles:>8} {cycles / ideal:5.2f}x {100 * (cycles / ref - 1):+6.1f}%"
             if not args.no_before:
                 before, _ = run(Spelling(**fields), seq, args, "npu-lower{canonicalize=false}", False)
-                line += f" {before:>7} {before / ideal:5.2f}x"
+                line += f" {before:>8} {before / ideal:5.2f}x"
+            line += " "
             if err is not None:
                 errs.append(err)
-        print(line + (f"  {max(errs):.2g}" if errs else ""), flush=True)
+        print(line + (f"| {max(errs):.2g}" if errs else ""), flush=True)
     return 0
 
 
