@@ -19,6 +19,8 @@ The spellings are those of real exports:
           "q"          (Q*(1/sqrt(d))).K^T
           "qk"         (Q*d^-1/4).(K^T*d^-1/4)    torch.onnx's scaled_dot_product_attention
           "proj"       the Q projection scaled before the heads split (BART: q_proj(x) * scaling)
+          "qk_zero_mask"  "qk" and an all-zero mask added to the scores (dynamo's sdpa without
+                       a mask; the linalg -> ascend conversion drops the add)
   k_t     "one"        K [B,S,H,D] -> K^T [B,H,D,S] by one Transpose
           "two"        K -> [B,H,S,D] -> [B,H,D,S] by two (HF: transpose(1,2), transpose(-1,-2))
           "dynamo"     the heads [B,H,S,D] reshaped to [B*H,S,D], transposed, reshaped back
@@ -36,7 +38,7 @@ import numpy as np
 ERF_GELUS = ("canonical", "torch", "hf", "sqrt_half", "op")
 TANH_GELUS = ("tanh", "tanh_cube", "tanh_op")
 GELUS = ERF_GELUS + TANH_GELUS
-SCALES = ("scores", "div", "q", "qk", "proj")
+SCALES = ("scores", "div", "q", "qk", "proj", "qk_zero_mask")
 K_TRANSPOSES = ("one", "two", "dynamo")
 NORMS = ("post", "pre")
 
@@ -144,7 +146,7 @@ def attention(g: _Graph, rng, x: str, seq: int, hidden: int, heads: int, s: Spel
         kt = n("Reshape", [kt, back], "k_back")
     if s.scale == "q":
         q = n("Mul", [q, g.const("scale", 1 / np.sqrt(d))], "q_scale")
-    elif s.scale == "qk":
+    elif s.scale in ("qk", "qk_zero_mask"):
         root = g.const("scale_root", np.sqrt(1 / np.sqrt(d)))
         q = n("Mul", [q, root], "q_scale")
         kt = n("Mul", [kt, root], "k_scale")
@@ -153,6 +155,8 @@ def attention(g: _Graph, rng, x: str, seq: int, hidden: int, heads: int, s: Spel
         scores = n("Mul", [scores, g.const("scale", 1 / np.sqrt(d))], "scale")
     elif s.scale == "div":
         scores = n("Div", [scores, g.const("sqrt_d", np.sqrt(d))], "scale")
+    elif s.scale == "qk_zero_mask":
+        scores = n("Add", [scores, g.const("mask", np.zeros((1, 1, seq, seq), np.float32))], "mask")
     p = n("Softmax", [scores], "softmax", axis=-1)
     ctx = n("Transpose", [n("MatMul", [p, v], "context")], "merge_heads", perm=[0, 2, 1, 3])
     return _linear(g, rng, n("Reshape", [ctx, merge], "merge"), hidden, hidden, "out_proj")
