@@ -109,10 +109,15 @@ def gelu(g: _Graph, x: str, spelling: str) -> str:
     return n("Mul", [n("Mul", [x, half], "gelu_half"), gate], "gelu")  # hf
 
 
-def _linear(g: _Graph, rng, x: str, k: int, n_out: int, name: str) -> str:
-    w = g.const(f"{name}_w", (rng.standard_normal((k, n_out)) / np.sqrt(k)).astype(np.float32))
+def _linear(g: _Graph, rng, x: str, k: int, n_out: int, name: str, gemm: bool = False) -> str:
+    """x W + b; `gemm`: as torch.onnx writes nn.Linear on 2-D rows, one Gemm
+    with the weight stored [out, in] (transB=1)."""
+    w = (rng.standard_normal((k, n_out)) / np.sqrt(k)).astype(np.float32)
     b = g.const(f"{name}_b", (rng.standard_normal(n_out) * 0.02).astype(np.float32))
-    return g.node("Add", [g.node("MatMul", [x, w], name), b], f"{name}_bias")
+    if gemm:
+        return g.node("Gemm", [x, g.const(f"{name}_wt", np.ascontiguousarray(w.T)), b], name,
+                      transB=1)
+    return g.node("Add", [g.node("MatMul", [x, g.const(f"{name}_w", w)], name), b], f"{name}_bias")
 
 
 def _layernorm(g: _Graph, rng, x: str, hidden: int, name: str) -> str:
@@ -162,9 +167,9 @@ def attention(g: _Graph, rng, x: str, seq: int, hidden: int, heads: int, s: Spel
     return _linear(g, rng, n("Reshape", [ctx, merge], "merge"), hidden, hidden, "out_proj")
 
 
-def ffn(g: _Graph, rng, x: str, hidden: int, ffn_dim: int, s: Spelling) -> str:
-    h = gelu(g, _linear(g, rng, x, hidden, ffn_dim, "ffn_in"), s.gelu)
-    return _linear(g, rng, h, ffn_dim, hidden, "ffn_out")
+def ffn(g: _Graph, rng, x: str, hidden: int, ffn_dim: int, s: Spelling, gemm: bool = False) -> str:
+    h = gelu(g, _linear(g, rng, x, hidden, ffn_dim, "ffn_in", gemm), s.gelu)
+    return _linear(g, rng, h, ffn_dim, hidden, "ffn_out", gemm)
 
 
 def layer(seq: int = 128, hidden: int = 768, heads: int = 12, ffn_dim: int = 3072,
@@ -195,11 +200,12 @@ def layer(seq: int = 128, hidden: int = 768, heads: int = 12, ffn_dim: int = 307
 
 
 def ffn_block(rows: int = 64, hidden: int = 128, ffn_dim: int = 512, gelu_spelling: str = "canonical",
-              seed: int = 0):
-    """x [rows, hidden] -> GELU(x W1 + b1) W2 + b2: the feed-forward half alone."""
+              seed: int = 0, gemm: bool = False):
+    """x [rows, hidden] -> GELU(x W1 + b1) W2 + b2: the feed-forward half
+    alone; `gemm`: each linear layer one Gemm with W stored transposed."""
     rng = np.random.default_rng(seed)
     g = _Graph()
-    y = ffn(g, rng, "x", hidden, ffn_dim, Spelling(gelu=gelu_spelling))
+    y = ffn(g, rng, "x", hidden, ffn_dim, Spelling(gelu=gelu_spelling), gemm)
     g.nodes.append(g.helper.make_node("Identity", [y], ["y"], name="output"))
     return _model(g, "ffn", [rows, hidden], [rows, hidden],
                   opset=20 if gelu_spelling in ("op", "tanh_op") else 17)

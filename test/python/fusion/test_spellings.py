@@ -56,6 +56,13 @@ def test_gelu_spellings_reach_the_recipe(gelu):
     assert within(cycles, ffn(reference)[0]), (cycles, ffn(reference)[0])
 
 
+def test_gemm_with_transposed_weights_runs_as_matmul():
+    """nn.Linear as torch.onnx writes it on 2-D rows: Gemm(x, W [out, in],
+    transB=1); the constant weight is transposed on the host."""
+    cycles, ops = run(sp.ffn_block(64, 128, 512, "torch", gemm=True), (64, 128))
+    assert ops == ["ffn_in", "ffn_out"] and within(cycles, ffn("canonical")[0])
+
+
 def test_gelu_spellings_differed_without_canonicalisation():
     """What the pass is for: the torch.onnx spelling missed the recipe."""
     off = "npu-lower{canonicalize=false}"
