@@ -41,6 +41,7 @@ ROWS = (
     ("K^T two         transpose(1,2),(-1,-2)", {"k_t": "two"}),
     ("K^T dynamo      reshape,transpose,reshape", {"k_t": "dynamo"}),
     ("norm pre        GPT-2 pre-norm", {"norm": "pre"}),
+    ("LN ops          LayerNorm spelled out", {"ln": "ops"}),
     ("ts sdpa         torch GELU, sdpa scale", {"gelu": "torch", "scale": "qk", "k_t": "two"}),
     ("dynamo sdpa     + dynamo K^T", {"gelu": "torch", "scale": "qk", "k_t": "dynamo"}),
 )

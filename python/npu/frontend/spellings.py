@@ -27,6 +27,9 @@ The spellings are those of real exports:
                        (the dynamo exporter's sdpa)
   norm    "post"       BERT: LN(x + attn(x)), LN(h + ffn(h))
           "pre"        GPT-2: h = x + attn(LN(x)), y = h + ffn(LN(h))
+  ln      "op"         LayerNormalization (opset 17)
+          "ops"        spelled out as exports below opset 17 write it: ReduceMean, Sub, Pow,
+                       ReduceMean, Add eps, Sqrt, Div, Mul gamma, Add beta
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ GELUS = ERF_GELUS + TANH_GELUS
 SCALES = ("scores", "div", "q", "qk", "proj", "qk_zero_mask")
 K_TRANSPOSES = ("one", "two", "dynamo")
 NORMS = ("post", "pre")
+LAYERNORMS = ("op", "ops")
 
 
 @dataclass(frozen=True)
@@ -51,10 +55,11 @@ class Spelling:
     scale: str = "scores"
     k_t: str = "one"
     norm: str = "post"
+    ln: str = "op"
 
     def __post_init__(self) -> None:
         for field, allowed in (("gelu", GELUS), ("scale", SCALES), ("k_t", K_TRANSPOSES),
-                               ("norm", NORMS)):
+                               ("norm", NORMS), ("ln", LAYERNORMS)):
             if getattr(self, field) not in allowed:
                 raise ValueError(f"{field} must be one of {', '.join(allowed)}")
 
@@ -120,10 +125,18 @@ def _linear(g: _Graph, rng, x: str, k: int, n_out: int, name: str, gemm: bool = 
     return g.node("Add", [g.node("MatMul", [x, g.const(f"{name}_w", w)], name), b], f"{name}_bias")
 
 
-def _layernorm(g: _Graph, rng, x: str, hidden: int, name: str) -> str:
+def _layernorm(g: _Graph, rng, x: str, hidden: int, name: str, spelling: str = "op") -> str:
     gamma = g.const(f"{name}_g", (1 + 0.1 * rng.standard_normal(hidden)).astype(np.float32))
     beta = g.const(f"{name}_b", (0.1 * rng.standard_normal(hidden)).astype(np.float32))
-    return g.node("LayerNormalization", [x, gamma, beta], name, axis=-1, epsilon=1e-12)
+    if spelling == "op":
+        return g.node("LayerNormalization", [x, gamma, beta], name, axis=-1, epsilon=1e-12)
+    n = g.node
+    d = n("Sub", [x, n("ReduceMean", [x], f"{name}_mean", axes=[-1])], f"{name}_sub")
+    var = n("ReduceMean", [n("Pow", [d, g.const("two", 2.0)], f"{name}_sq")], f"{name}_var",
+            axes=[-1])
+    std = n("Sqrt", [n("Add", [var, g.const("eps", 1e-12)], f"{name}_eps")], f"{name}_std")
+    return n("Add", [n("Mul", [n("Div", [d, std], f"{name}_div"), gamma], f"{name}_gamma"), beta],
+             name)
 
 
 def attention(g: _Graph, rng, x: str, seq: int, hidden: int, heads: int, s: Spelling) -> str:
@@ -185,15 +198,15 @@ def layer(seq: int = 128, hidden: int = 768, heads: int = 12, ffn_dim: int = 307
     if spelling.norm == "post":
         h = _layernorm(g, ln1_rng, g.node("Add", [attention(g, rng, "x", seq, hidden, heads,
                                                              spelling), "x"], "residual1"),
-                       hidden, "ln1")
+                       hidden, "ln1", spelling.ln)
         y = _layernorm(g, ln2_rng, g.node("Add", [ffn(g, rng, h, hidden, ffn_dim, spelling), h],
-                                          "residual2"), hidden, "ln2")
+                                          "residual2"), hidden, "ln2", spelling.ln)
     else:
-        a = attention(g, rng, _layernorm(g, ln1_rng, "x", hidden, "ln1"), seq, hidden, heads,
-                      spelling)
+        a = attention(g, rng, _layernorm(g, ln1_rng, "x", hidden, "ln1", spelling.ln), seq,
+                      hidden, heads, spelling)
         h = g.node("Add", [a, "x"], "residual1")
-        y = g.node("Add", [ffn(g, rng, _layernorm(g, ln2_rng, h, hidden, "ln2"), hidden, ffn_dim,
-                               spelling), h], "residual2")
+        y = g.node("Add", [ffn(g, rng, _layernorm(g, ln2_rng, h, hidden, "ln2", spelling.ln),
+                               hidden, ffn_dim, spelling), h], "residual2")
     g.nodes.append(helper.make_node("Identity", [y], ["y"], name="output"))
     return _model(g, "layer", [1, seq, hidden], [1, seq, hidden],
                   opset=20 if spelling.gelu in ("op", "tanh_op") else 17)
