@@ -9,6 +9,7 @@ The spellings are those of real exports:
   GELU    "canonical"  x*(0.5*(1+erf(x/sqrt2)))
           "torch"      (x*(1+erf(x/sqrt2)))*0.5   torch.onnx below opset 20, examples/ffn_block.onnx
           "hf"         (x*0.5)*(1+erf(x/sqrt2))   HF BERT traced
+          "halved"     (x*(1+erf(x/sqrt2)))/2
           "sqrt_half"  x*(0.5*(1+erf(x*sqrt(1/2))))
           "op"         the ONNX Gelu op (opset 20)
           "tanh"       0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*Pow(x,3))))   GPT-2's gelu_new
@@ -38,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-ERF_GELUS = ("canonical", "torch", "hf", "sqrt_half", "op")
+ERF_GELUS = ("canonical", "torch", "hf", "halved", "sqrt_half", "op")
 TANH_GELUS = ("tanh", "tanh_cube", "tanh_op")
 GELUS = ERF_GELUS + TANH_GELUS
 SCALES = ("scores", "div", "q", "qk", "proj", "qk_zero_mask")
@@ -111,6 +112,8 @@ def gelu(g: _Graph, x: str, spelling: str) -> str:
         return n("Mul", [x, n("Mul", [half, gate], "gelu_half")], "gelu")
     if spelling == "torch":
         return n("Mul", [n("Mul", [x, gate], "gelu_gate"), half], "gelu")
+    if spelling == "halved":
+        return n("Div", [n("Mul", [x, gate], "gelu_gate"), g.const("two", 2.0)], "gelu")
     return n("Mul", [n("Mul", [x, half], "gelu_half"), gate], "gelu")  # hf
 
 
