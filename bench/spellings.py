@@ -121,7 +121,41 @@ def main() -> int:
             if err is not None:
                 errs.append(err)
         print(line + (f"| {max(errs):.2g}" if errs else ""), flush=True)
+    real_exports(args.check)
     return 0
+
+
+def real_exports(check: bool) -> None:
+    """Layer 0 of ViT as each exporter wrote it (test/models/), side by side."""
+    import onnx
+    import onnxruntime
+
+    import npu
+    from npu.frontend import spellings as sp
+
+    models = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "test", "models")
+    rows = [name for name in sp.EXPORT_LAYERS if os.path.exists(os.path.join(models, name + ".onnx"))]
+    if not rows:
+        return
+    print("\nreal exports (test/models/), layer 0 [1, 17, 32]: cycles, spread over the first, "
+          "and without npu-canonicalize")
+    first = None
+    for name in rows:
+        model = sp.subgraph(onnx.load(os.path.join(models, name + ".onnx")), *sp.EXPORT_LAYERS[name])
+        x = np.random.default_rng(1).standard_normal(sp.EXPORT_LAYERS[name][2]).astype(np.float32)
+        cycles, outputs = {}, {}
+        for pipeline in ("npu-lower", "npu-lower{canonicalize=false}"):
+            (outputs[pipeline],), report = npu.compile(model, where=name, pipeline=pipeline)(x)
+            cycles[pipeline] = report["cycles"]
+        y = outputs["npu-lower"]
+        first = first or cycles["npu-lower"]
+        err = ""
+        if check:
+            (want,) = onnxruntime.InferenceSession(model.SerializeToString()).run(
+                None, {model.graph.input[0].name: x})
+            err = f"  max|err| {float(np.abs(y - want).max()):.2g}"
+        print(f"{name:<20} {cycles['npu-lower']:>8} {100 * (cycles['npu-lower'] / first - 1):+6.1f}%"
+              f"   before {cycles['npu-lower{canonicalize=false}']:>8}{err}")
 
 
 if __name__ == "__main__":

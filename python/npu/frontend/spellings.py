@@ -249,3 +249,36 @@ def _model(g: _Graph, name: str, in_shape: list[int], out_shape: list[int], opse
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=9)
     onnx.checker.check_model(model)
     return model
+
+
+# Layer 0 of the real exports in test/models/ (a26's make_exports.py) that
+# need no op beyond this compiler's: ViT has no attention mask. file ->
+# (the layer's input, its output, their shape: 16 patches and the class
+# token, hidden size 32). The pre-norm layer as TorchScript with eager
+# attention (GELU as (x*(1+erf(x/sqrt2)))*0.5, the scale on the scores),
+# TorchScript with sdpa (Q and K each scaled by d^-1/4, K^T by two
+# transposes) and dynamo with eager attention spell it.
+EXPORT_LAYERS = {
+    "vit_ts_eager": ("/inner/embeddings/Add_output_0", "/inner/layers.0/Add_1_output_0", [1, 17, 32]),
+    "vit_ts_sdpa": ("/inner/embeddings/Add_output_0", "/inner/layers.0/Add_1_output_0", [1, 17, 32]),
+    "vit_dynamo_eager": ("add", "add_5", [1, 17, 32]),
+}
+
+
+def subgraph(model, first: str, last: str, shape: list[int]):
+    """The part of `model` (an export) from tensor `first` to tensor `last`
+    as a model of its own, both of `shape` (static): one layer cut out of a
+    whole export, to compare how exporters spell it."""
+    import onnx
+    from onnx import utils
+
+    whole = onnx.shape_inference.infer_shapes(model)
+    sub = utils.Extractor(whole).extract_model([first], [last])
+    for value in (*sub.graph.input, *sub.graph.output):
+        dims = value.type.tensor_type.shape.dim
+        del dims[:]
+        for d in shape:
+            dims.add().dim_value = d
+    del sub.graph.value_info[:]  # inferred again from the static shapes
+    sub.graph.name = "layer"
+    return onnx.shape_inference.infer_shapes(sub, strict_mode=True)

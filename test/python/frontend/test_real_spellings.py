@@ -21,31 +21,17 @@ import onnxruntime
 import pytest
 
 import npu
+from npu.frontend import spellings as sp
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 SPREAD = 0.03
-# file -> (the layer's input, its output): layer 0 of the pre-norm encoder.
-LAYERS = {
-    "vit_ts_eager": ("/inner/embeddings/Add_output_0", "/inner/layers.0/Add_1_output_0"),
-    "vit_ts_sdpa": ("/inner/embeddings/Add_output_0", "/inner/layers.0/Add_1_output_0"),
-    "vit_dynamo_eager": ("add", "add_5"),
-}
-SHAPE = (1, 17, 32)  # 16 patches and the class token, hidden size 32
+LAYERS = sp.EXPORT_LAYERS
+SHAPE = (1, 17, 32)
 
 
 def first_layer(name: str) -> onnx.ModelProto:
     """Layer 0 of the export as a model of its own, with static shapes."""
-    first, last = LAYERS[name]
-    whole = onnx.shape_inference.infer_shapes(onnx.load(MODELS / f"{name}.onnx"))
-    sub = onnx.utils.Extractor(whole).extract_model([first], [last])
-    for value in (*sub.graph.input, *sub.graph.output):
-        dims = value.type.tensor_type.shape.dim
-        del dims[:]
-        for d in SHAPE:
-            dims.add().dim_value = d
-    del sub.graph.value_info[:]
-    sub.graph.name = "layer"
-    return onnx.shape_inference.infer_shapes(sub, strict_mode=True)
+    return sp.subgraph(onnx.load(MODELS / f"{name}.onnx"), *LAYERS[name])
 
 
 @functools.cache
