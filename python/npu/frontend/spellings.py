@@ -14,6 +14,7 @@ The spellings are those of real exports:
           "op"         the ONNX Gelu op (opset 20)
           "tanh"       0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*Pow(x,3))))   GPT-2's gelu_new
           "tanh_cube"  the same with x*x*x
+          "tanh_torch" 0.5*(x*(1+tanh(..)))          torch.onnx's gelu(approximate="tanh") below opset 20
           "tanh_op"    Gelu approximate="tanh"
   scale   "scores"     Mul(Q.K^T, 1/sqrt(d))
           "div"        Div(Q.K^T, sqrt(d))        HF eager BERT
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 ERF_GELUS = ("canonical", "torch", "hf", "halved", "sqrt_half", "op")
-TANH_GELUS = ("tanh", "tanh_cube", "tanh_op")
+TANH_GELUS = ("tanh", "tanh_cube", "tanh_torch", "tanh_op")
 GELUS = ERF_GELUS + TANH_GELUS
 SCALES = ("scores", "div", "q", "qk", "proj", "qk_zero_mask")
 K_TRANSPOSES = ("one", "two", "dynamo")
@@ -94,15 +95,18 @@ def gelu(g: _Graph, x: str, spelling: str) -> str:
     if spelling in ("op", "tanh_op"):
         return n("Gelu", [x], "gelu", approximate="none" if spelling == "op" else "tanh")
     half, one = g.const("half", 0.5), g.const("one", 1.0)
-    if spelling in ("tanh", "tanh_cube"):
-        if spelling == "tanh":
+    if spelling in ("tanh", "tanh_cube", "tanh_torch"):
+        if spelling != "tanh_cube":
             cube = n("Pow", [x, g.const("three", 3.0)], "gelu_pow")
         else:
             cube = n("Mul", [n("Mul", [x, x], "gelu_sq"), x], "gelu_cube")
         inner = n("Add", [x, n("Mul", [g.const("c044715", 0.044715), cube], "gelu_c")], "gelu_in")
         t = n("Tanh", [n("Mul", [g.const("sqrt_2_pi", np.sqrt(2 / np.pi)), inner], "gelu_s")],
               "gelu_tanh")
-        return n("Mul", [n("Mul", [half, x], "gelu_half"), n("Add", [one, t], "gelu_one")], "gelu")
+        gate = n("Add", [one, t], "gelu_one")
+        if spelling == "tanh_torch":
+            return n("Mul", [half, n("Mul", [x, gate], "gelu_gate")], "gelu")
+        return n("Mul", [n("Mul", [half, x], "gelu_half"), gate], "gelu")
     if spelling == "sqrt_half":
         scaled = n("Mul", [x, g.const("sqrt_half", np.sqrt(0.5))], "gelu_scale")
     else:
