@@ -36,6 +36,7 @@ ROWS = (
     ("gelu tanh       gelu_new, Pow(x,3)", {"gelu": "tanh"}),
     ("gelu tanh_cube  gelu_new, x*x*x", {"gelu": "tanh_cube"}),
     ("gelu tanh_torch 0.5*(x*(1+tanh))", {"gelu": "tanh_torch"}),
+    ("gelu fast       tanh(c*x*(1+k*x*x))", {"gelu": "fast"}),
     ("scale div       QK^T / sqrt(d)", {"scale": "div"}),
     ("scale q         (Q/sqrt(d)) K^T", {"scale": "q"}),
     ("scale qk        sdpa: Q, K by d^-1/4", {"scale": "qk"}),

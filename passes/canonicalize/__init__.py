@@ -11,7 +11,8 @@ only through temporaries that one op writes and one other reads:
 * `transposes`: consecutive transposes as one;
 * `matmul_scales`: scalings of a batch_matmul's operands onto its result;
 * `scalings`: consecutive scalings folded, and the factors of a product
-  gathered onto its gate operand (an adds) or its result.
+  gathered onto its gate operand (an adds) or its result;
+* `polynomials`: the tanh GELU's factored cubic x*(1 + k*x*x) expanded.
 
 `Div` by a constant is already a multiplication by its reciprocal when the
 frontend converts it (`npu.passes.linalg_to_ascend.elementwise`: exact for
@@ -26,6 +27,7 @@ from mlir import ir
 from npu import ir as nir
 from npu.passes.base import Option, Pass
 from npu.passes.canonicalize.matmul_scales import move_matmul_scales
+from npu.passes.canonicalize.polynomials import expand_cubics
 from npu.passes.canonicalize.scalings import fold_scalings, place_scalings
 from npu.passes.canonicalize.transposes import compose_transposes
 
@@ -35,6 +37,7 @@ RULES = (
     ("matmul-scales", move_matmul_scales, "operand scalings moved onto the batch_matmul's result"),
     ("scalings", fold_scalings, "consecutive scalings folded into one"),
     ("scalings", place_scalings, "the scalings of a product gathered in one place"),
+    ("polynomials", expand_cubics, "x*(1 + k*x*x) expanded to x + k*x^3"),
 )
 # Enough for any chain the rules can lengthen; each round that changes
 # something removes at least one op, so this bound is never the limit in practice.
@@ -50,6 +53,8 @@ class CanonicalizePass(Pass):
                "(attention's Q and K) onto its result, where the fused attention applies them"),
         Option("scalings", bool, True, "fold consecutive scalings and gather the scalar "
                "factors of a product onto its gate operand (an adds) or its result"),
+        Option("polynomials", bool, True, "expand the tanh GELU's factored cubic "
+               "x*(1 + k*x*x) (gelu_fast) to x + k*x^3, the form its recipe matches"),
         Option("remarks", bool, True, "report each rewrite"),
     )
 

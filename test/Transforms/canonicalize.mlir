@@ -202,3 +202,45 @@ func.func @order_kept(%x: memref<32x64xf32, "gm">, %g: memref<32x64xf32, "gm">, 
   "ascend.muls"(%p, %z) {scalar = 0.25 : f64} : (memref<32x64xf32, "gm">, memref<32x64xf32, "gm">) -> ()
   return
 }
+
+// -----
+
+// HF's gelu_fast writes the tanh argument factored, c * x * (1 + k*x*x):
+// after c joins the gate, the cubic is expanded to c * (x + k * x^3), the
+// form of the tanh GELU recipe.
+// CHECK-LABEL: func.func @gelu_fast_argument
+// CHECK:       "ascend.mul"(%arg0, %arg0, %[[SQ:[a-z_0-9]+]])
+// CHECK:       "ascend.mul"(%arg0, %[[SQ]], %[[CUBE:[a-z_0-9]+]])
+// CHECK:       "ascend.muls"(%[[CUBE]], %[[K:[a-z_0-9]+]]) {scalar = 4.471500e-02 : f64}
+// CHECK:       "ascend.add"(%arg0, %[[K]], %[[SUM:[a-z_0-9]+]])
+// CHECK-NEXT:  "ascend.muls"(%[[SUM]], %arg1) {scalar = 0.79788456{{[0-9]*}} : f64}
+// CHECK-NOT:   "ascend.adds"
+func.func @gelu_fast_argument(%x: memref<32x64xf32, "gm">, %y: memref<32x64xf32, "gm">) {
+  %sq = memref.alloc() : memref<32x64xf32, "gm">
+  "ascend.mul"(%x, %x, %sq) : (memref<32x64xf32, "gm">, memref<32x64xf32, "gm">, memref<32x64xf32, "gm">) -> ()
+  %k = memref.alloc() : memref<32x64xf32, "gm">
+  "ascend.muls"(%sq, %k) {scalar = 0.044715 : f64} : (memref<32x64xf32, "gm">, memref<32x64xf32, "gm">) -> ()
+  %p = memref.alloc() : memref<32x64xf32, "gm">
+  "ascend.adds"(%k, %p) {scalar = 1.0 : f64} : (memref<32x64xf32, "gm">, memref<32x64xf32, "gm">) -> ()
+  %xc = memref.alloc() : memref<32x64xf32, "gm">
+  "ascend.muls"(%x, %xc) {scalar = 0.79788456080286541 : f64} : (memref<32x64xf32, "gm">, memref<32x64xf32, "gm">) -> ()
+  // expected-remark @+2 {{npu-canonicalize: the scalings of a product gathered in one place}}
+  // expected-remark @+1 {{npu-canonicalize: x*(1 + k*x*x) expanded to x + k*x^3}}
+  "ascend.mul"(%xc, %p, %y) : (memref<32x64xf32, "gm">, memref<32x64xf32, "gm">, memref<32x64xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+// An erf gate is not a polynomial in x: x * (1 + erf(x)) stays as it is.
+// CHECK-LABEL: func.func @erf_gate_kept
+// CHECK:       "ascend.adds"(%{{.*}}, %[[G:[a-z_0-9]+]]) {scalar = 1.000000e+00 : f64}
+// CHECK-NEXT:  "ascend.mul"(%arg0, %[[G]], %arg1)
+func.func @erf_gate_kept(%x: memref<32x64xf32, "gm">, %y: memref<32x64xf32, "gm">) {
+  %e = memref.alloc() : memref<32x64xf32, "gm">
+  "ascend.erf"(%x, %e) : (memref<32x64xf32, "gm">, memref<32x64xf32, "gm">) -> ()
+  %g = memref.alloc() : memref<32x64xf32, "gm">
+  "ascend.adds"(%e, %g) {scalar = 1.0 : f64} : (memref<32x64xf32, "gm">, memref<32x64xf32, "gm">) -> ()
+  "ascend.mul"(%x, %g, %y) : (memref<32x64xf32, "gm">, memref<32x64xf32, "gm">, memref<32x64xf32, "gm">) -> ()
+  return
+}

@@ -15,6 +15,7 @@ The spellings are those of real exports:
           "tanh"       0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*Pow(x,3))))   GPT-2's gelu_new
           "tanh_cube"  the same with x*x*x
           "tanh_torch" 0.5*(x*(1+tanh(..)))          torch.onnx's gelu(approximate="tanh") below opset 20
+          "fast"       0.5*x*(1+tanh(x*sqrt(2/pi)*(1+0.044715*x*x)))   HF's gelu_fast
           "tanh_op"    Gelu approximate="tanh"
   scale   "scores"     Mul(Q.K^T, 1/sqrt(d))
           "div"        Div(Q.K^T, sqrt(d))        HF eager BERT
@@ -41,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 ERF_GELUS = ("canonical", "torch", "hf", "halved", "sqrt_half", "op")
-TANH_GELUS = ("tanh", "tanh_cube", "tanh_torch", "tanh_op")
+TANH_GELUS = ("tanh", "tanh_cube", "tanh_torch", "fast", "tanh_op")
 GELUS = ERF_GELUS + TANH_GELUS
 SCALES = ("scores", "div", "q", "qk", "proj", "qk_zero_mask")
 K_TRANSPOSES = ("one", "two", "dynamo")
@@ -95,6 +96,13 @@ def gelu(g: _Graph, x: str, spelling: str) -> str:
     if spelling in ("op", "tanh_op"):
         return n("Gelu", [x], "gelu", approximate="none" if spelling == "op" else "tanh")
     half, one = g.const("half", 0.5), g.const("one", 1.0)
+    if spelling == "fast":
+        poly = n("Add", [one, n("Mul", [g.const("c044715", 0.044715), n("Mul", [x, x], "gelu_sq")],
+                                "gelu_c")], "gelu_poly")
+        inner = n("Mul", [n("Mul", [x, g.const("sqrt_2_pi", np.sqrt(2 / np.pi))], "gelu_s"), poly],
+                  "gelu_in")
+        gate = n("Add", [one, n("Tanh", [inner], "gelu_tanh")], "gelu_one")
+        return n("Mul", [n("Mul", [half, x], "gelu_half"), gate], "gelu")
     if spelling in ("tanh", "tanh_cube", "tanh_torch"):
         if spelling != "tanh_cube":
             cube = n("Pow", [x, g.const("three", 3.0)], "gelu_pow")
