@@ -42,7 +42,7 @@ ROWS = (
     ("scale qk        sdpa: Q, K by d^-1/4", {"scale": "qk"}),
     ("scale proj      BART: q_proj(x)*s", {"scale": "proj"}),
     ("K^T two         transpose(1,2),(-1,-2)", {"k_t": "two"}),
-    ("K^T dynamo      reshape,transpose,reshape", {"k_t": "dynamo"}),
+    ("K^T dynamo      heads as [B*H,S,D]", {"k_t": "dynamo"}),
     ("norm pre        GPT-2 pre-norm", {"norm": "pre"}),
     ("LN ops          LayerNorm spelled out", {"ln": "ops"}),
     ("ts sdpa         torch GELU, sdpa scale", {"gelu": "torch", "scale": "qk", "k_t": "two"}),
