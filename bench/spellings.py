@@ -52,7 +52,9 @@ ROWS = (
 
 def reference_row(fields: dict) -> str:
     """The row `fields` is compared with: erf GELU "canonical", tanh GELU the Gelu op."""
-    want = {"gelu": "tanh_op"} if fields.get("gelu", "").startswith("tanh") else {}
+    from npu.frontend.spellings import TANH_GELUS
+
+    want = {"gelu": "tanh_op"} if fields.get("gelu") in TANH_GELUS else {}
     return next(label for label, f in ROWS if f == want)
 
 

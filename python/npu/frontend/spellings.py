@@ -95,7 +95,8 @@ def gelu(g: _Graph, x: str, spelling: str) -> str:
     n = g.node
     if spelling in ("op", "tanh_op"):
         return n("Gelu", [x], "gelu", approximate="none" if spelling == "op" else "tanh")
-    half, one = g.const("half", 0.5), g.const("one", 1.0)
+    one = g.const("one", 1.0)
+    half = g.const("half", 0.5) if spelling != "halved" else None
     if spelling == "fast":
         poly = n("Add", [one, n("Mul", [g.const("c044715", 0.044715), n("Mul", [x, x], "gelu_sq")],
                                 "gelu_c")], "gelu_poly")
