@@ -25,7 +25,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.passes.canonicalize import buffers as buf
-from npu.passes.canonicalize.scalings import _factor_ok
+from npu.passes.canonicalize.scalings import factor_ok
 
 # Ops between the scaling and the batch_matmul that move values unchanged
 # (or round them to f16, the cast), so the scaling commutes with them.
@@ -45,7 +45,7 @@ def move_matmul_scales(func: ir.Operation) -> list[ir.Operation]:
         c = 1.0
         for m in scales:
             c *= nir.float_attr(m, "scalar")
-        if not _factor_ok("f32", c):
+        if not factor_ok("f32", c):
             continue
         for m in scales:
             _drop(m)

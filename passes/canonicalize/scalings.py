@@ -32,7 +32,7 @@ from npu.passes.canonicalize import buffers as buf
 FLOATS = ("f16", "f32")
 
 
-def _factor_ok(elem: str, c: float) -> bool:
+def factor_ok(elem: str, c: float) -> bool:
     """`c` is a usable scalar of type `elem`: finite, normal (or 1)."""
     info = np.finfo(np.float16 if elem == "f16" else np.float32)
     return c == 1.0 or (np.isfinite(c) and float(info.tiny) <= abs(c) <= float(info.max))
@@ -49,7 +49,7 @@ def fold_scalings(func: ir.Operation) -> list[ir.Operation]:
                 or not buf.still_holds(inner.operands[0], inner, op):
             continue
         c = nir.float_attr(inner, "scalar") * nir.float_attr(op, "scalar")
-        if not _factor_ok(nir.memref_element(op.operands[-1]), c):
+        if not factor_ok(nir.memref_element(op.operands[-1]), c):
             continue
         dead = op.operands[0]
         op.operands[0] = inner.operands[0]
@@ -95,7 +95,7 @@ def _place(mul: ir.Operation) -> bool:
     if not factors:
         return False
     c = float(np.prod([nir.float_attr(m, "scalar") for m in factors.values()]))
-    if not _factor_ok(elem, c):
+    if not factor_ok(elem, c):
         return False
     sources = [factors[f"in{i}"].operands[0] if f"in{i}" in factors else mul.operands[i]
                for i in (0, 1)]
