@@ -38,6 +38,7 @@ _PASS_MODULES: dict[str, str] = {
     "fuse_attention_projection": "FuseAttentionProjectionPass",
     "lower_attention": "LowerAttention",
     "prefetch": "PrefetchPass",
+    "canonicalize": "CanonicalizePass",
 }
 
 

@@ -1,7 +1,8 @@
 """`npu-lower`: the default pipeline from `ascend` to `hivm` instructions.
 
 Runs, in order and by instantiating the registered pass classes (one place,
-no copied code): `npu-split-cores` (with `cores` other than 1), `npu-hoist-casts`
+no copied code): `npu-canonicalize` (one form per spelling; skip with
+`canonicalize=false`), `npu-split-cores` (with `cores` other than 1), `npu-hoist-casts`
 (casts of attention's operands ahead of their layout ops; skip with
 `hoist-casts=false`), `npu-fuse-horizontal`
 (sibling matmuls sharing A; skip with `fuse-horizontal=false`),
@@ -81,6 +82,8 @@ class LowerPass(Pass):
         fuse = self.fuse and self.cores == 1
         prefetch = self.prefetch and self.cores == 1
         fractions: tuple[float | None, ...] = (None,)
+        if self.canonicalize:
+            self._make("npu-canonicalize").run(module)
         if fuse:
             from npu.costmodel.fusion.rows import FUSED_UB_FRACTION
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from npu.passes.base import Option, Pass
+from npu.passes.canonicalize import CanonicalizePass
 from npu.passes.double_buffer import DoubleBufferPass
 from npu.passes.fuse import FusePass
 from npu.passes.fuse_attention import FuseAttentionPass
@@ -41,6 +42,7 @@ from npu.passes.split_cores import SplitCoresPass
 # Every pass npu-lower runs, in pipeline order, and the prefix of its options
 # in npu-lower's names (npu-prefetch's `chunks` is `prefetch-chunks`).
 SUB_PASSES: tuple[tuple[type[Pass], str], ...] = (
+    (CanonicalizePass, "canonicalize-"),
     (HoistCastsPass, "hoist-casts-"),
     (FuseHorizontalPass, "fuse-horizontal-"),
     (FuseAttentionPass, "attention-"),
@@ -116,7 +118,7 @@ ROUTES: tuple[Route, ...] = (
                  "npu-fuse-attention-projection ub-fraction", "npu-lower-fused ub-fraction"),
           "npu-lower's fused UB shares, halved when a fused kernel overflows"),
     Route("fuse-remarks", tuple(f"{flag} remarks" for flag in (
-        "npu-hoist-casts", "npu-fuse-horizontal", "npu-fuse-attention", "npu-fuse",
+        "npu-canonicalize", "npu-hoist-casts", "npu-fuse-horizontal", "npu-fuse-attention", "npu-fuse",
         "npu-fuse-attention-projection", "npu-lower-fused")), "off by default here",
         default=False),
     Route("fuse-nz-stores", ("npu-fuse nz-stores", "npu-fuse-attention nz-out"), ""),
@@ -133,6 +135,9 @@ ROUTES: tuple[Route, ...] = (
 
 # npu-lower's own switches and settings, which no sub-pass has.
 OWN_OPTIONS: tuple[Option, ...] = (
+    Option("canonicalize", bool, True, "bring every spelling of a computation (GELU's operand "
+           "orders, the attention scale on Q and K, two transposes of K) to the one form the "
+           "fusion recipes match first (npu-canonicalize)"),
     Option("fuse", bool, True, "group row ops into fused kernels first (npu-fuse, "
            "npu-lower-fused, npu-lower-attention); false lowers every ascend op as its own kernel"),
     Option("hoist-casts", bool, True, "with fuse: f32 -> f16 casts of batch_matmul "
