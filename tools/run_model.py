@@ -29,7 +29,7 @@ def is_model(path: str, text: str | None) -> bool:
 
 
 def run_model(args, path: str, text: str | None) -> int:
-    from npu.frontend.compile import CompileError, UsageError, compile as npu_compile
+    from npu.frontend.compile import CompileError, InputError, UsageError, compile as npu_compile
     from npu.simulator import SimulationError
     from npu.tools.common import CommandLineError
     from npu.simulator.run_check import compare
@@ -53,6 +53,8 @@ def run_model(args, path: str, text: str | None) -> int:
         outputs, report = kernel(*inputs, strict=args.strict)
     except SimulationError as e:  # a fault the inputs cause (an out-of-range gather id)
         raise RunError(str(e)) from None
+    except InputError as e:  # an int64 value outside i32
+        raise RunError(f"{path}: error: {e}") from None
     trace = report.pop("trace")
     status = 0
     if args.check:

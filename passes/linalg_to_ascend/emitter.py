@@ -50,6 +50,7 @@ class Argument:
     data: np.ndarray | None = None  # constants only
     loc: str = ""                  # constants: the op that needed them
     boolean: bool = False          # an ONNX bool (i1) held as i8 0/1: `npu.bool`
+    wide: bool = False             # ONNX int64 data held as i32: `npu.int64`
 
 
 def dense_hex(array: np.ndarray, dtype: str) -> str:
@@ -98,9 +99,9 @@ class Emitter:
         return f"%{prefix}{self._count}"
 
     def argument(self, shape, dtype: str, role: str, name: str = "",
-                 data: np.ndarray | None = None, boolean: bool = False) -> Buf:
+                 data: np.ndarray | None = None, boolean: bool = False, wide: bool = False) -> Buf:
         buf = Buf(f"%arg{len(self.args)}", tuple(shape), dtype)
-        self.args.append(Argument(buf, role, name, data, boolean=boolean))
+        self.args.append(Argument(buf, role, name, data, boolean=boolean, wide=wide))
         return buf
 
     def constant(self, array: np.ndarray) -> Buf:
@@ -205,7 +206,8 @@ class Emitter:
             elif a.role == "constant":
                 attr = f"npu.constant = {dense_hex(a.data, a.buf.dtype)}"
             else:
-                attr = f'npu.{a.role} = "{a.name}"' + (", npu.bool" if a.boolean else "")
+                attr = (f'npu.{a.role} = "{a.name}"' + (", npu.bool" if a.boolean else "")
+                        + (", npu.int64" if a.wide else ""))
             params.append(f"{a.buf.name}: {a.buf.type} {{{attr}}}" + (f" {a.loc}" if a.loc else ""))
         head = f"  func.func @{name}({', '.join(params)}) {{"
         return "\n".join(["module {", head, *self.lines, f"    return {loc}", f"  }} {loc}", "}"])

@@ -30,6 +30,10 @@ class CompileError(ValueError):
     """One user-facing line (`file:line:col: error: ...` or `model: error: node ...`)."""
 
 
+class InputError(ValueError):
+    """An input array the kernel cannot take (an int64 value outside i32)."""
+
+
 class UsageError(CompileError):
     """An argument that does not fit the model (`input_shapes`): npu-run's exit 2."""
 
@@ -40,10 +44,25 @@ class Port:
     shape: tuple[int, ...]
     dtype: str
     boolean: bool = False  # an ONNX bool held as i8 0/1 (`npu.bool`): numpy bool outside
+    wide: bool = False     # ONNX int64 data held as i32 (`npu.int64`): numpy int64 outside
 
     @property
     def numpy_dtype(self) -> np.dtype:
-        return np.dtype(np.bool_) if self.boolean else self.storage_dtype
+        if self.boolean:
+            return np.dtype(np.bool_)
+        return np.dtype(np.int64) if self.wide else self.storage_dtype
+
+    def narrowed(self, array: np.ndarray) -> np.ndarray:
+        """`array` (of `numpy_dtype`) as the device holds it; int64 values
+        outside i32 are an `InputError` naming the input and the element."""
+        if self.wide:
+            info = np.iinfo(np.int32)
+            bad = (array < info.min) | (array > info.max)
+            if bad.any():
+                where = tuple(int(i) for i in np.argwhere(bad)[0])
+                raise InputError(f"input '{self.name}': element {list(where)} is {array[where]}, "
+                                 "outside i32 (int64 data runs as i32 on the NPU)")
+        return array.astype(self.storage_dtype, copy=False)
 
     @property
     def storage_dtype(self) -> np.dtype:
@@ -59,10 +78,10 @@ class Interface:
     constants: dict[int, np.ndarray]       # argument index -> data
 
     def arguments(self, inputs: Sequence[np.ndarray], extra_args: Sequence[ir.Value] = ()) -> list[np.ndarray]:
-        arrays, it_in, it_out = [], iter(inputs), iter(self.outputs)
+        arrays, it_in, it_out, ports = [], iter(inputs), iter(self.outputs), iter(self.inputs)
         for i, role in enumerate(self.roles):
             if role == "input":
-                arrays.append(np.asarray(next(it_in)))
+                arrays.append(next(ports).narrowed(np.asarray(next(it_in))))
                 if arrays[-1].dtype == np.bool_:
                     arrays[-1] = arrays[-1].astype(np.int8)
             elif role == "output":
@@ -87,7 +106,8 @@ def read_interface(func_op: ir.Operation) -> Interface:
         attrs = ir.DictAttr(attrs)
         if WORKSPACE_ATTR in attrs:
             break
-        port = Port("", tuple(memref_shape(arg.type)), memref_element(arg.type), "npu.bool" in attrs)
+        port = Port("", tuple(memref_shape(arg.type)), memref_element(arg.type), "npu.bool" in attrs,
+                    "npu.int64" in attrs)
         if "npu.constant" in attrs:
             roles.append("constant")
             constants[i] = constant_data(attrs["npu.constant"], port.shape, port.dtype)
@@ -240,7 +260,8 @@ class Kernel:
                 raise
             raise SimulationError(e.kind, f"node {label}: {e.message}", e.where) from None
         outputs = [result.outputs[i] for i, r in enumerate(self.interface.roles) if r == "output"]
-        outputs = [o != 0 if p.boolean else o for o, p in zip(outputs, self.interface.outputs)]
+        outputs = [o != 0 if p.boolean else o.astype(np.int64) if p.wide else o
+                   for o, p in zip(outputs, self.interface.outputs)]
         report = dict(result.report)
         report["per_op"] = per_op_breakdown(result, self.target, self.source_names)
         report["per_op_bound_cycles"] = sum(r["bound_cycles"] for r in report["per_op"])

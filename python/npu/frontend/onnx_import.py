@@ -14,6 +14,7 @@ ONNX name and op type) and the reason.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
 SUPPORTED_OPS = frozenset({
@@ -141,7 +142,7 @@ def check_model(model, where: str, stripped: set[int] = frozenset()) -> None:
         if value.type.tensor_type.elem_type not in ONNX_DTYPES:
             raise _error(where, f"'{value.name}': element type "
                          f"{onnx.TensorProto.DataType.Name(value.type.tensor_type.elem_type)} "
-                         "is not supported (f32, f16, i32, i8, bool)")
+                         "is not supported (f32, f16, i32, i8, bool; int64 data runs as i32)")
     try:
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
     except Exception as e:
@@ -203,7 +204,7 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     model = copy
     _name_nodes(model)
     drop_absent_trailing_inputs(model)
-    from npu.frontend import onnx_checks, onnx_conv, onnx_fold, onnx_shapes, onnx_versions
+    from npu.frontend import onnx_checks, onnx_conv, onnx_fold, onnx_narrow, onnx_shapes, onnx_versions
 
     onnx_checks.check_initializers(model, _failer(where))  # before any data is read
     if input_shapes:
@@ -213,6 +214,7 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     onnx_fold.fold_constants(model)
     onnx_conv.rewrite_patch_convs(model)
     onnx_shapes.infer_output_shapes(model)
+    wide = onnx_narrow.narrow_int64(model, _failer(where))
     node_types = _name_nodes(model)  # the nodes left, by their own names
     # Shape inference serialises the model: without the large weights' bytes
     # (it reads no float data) that no longer costs a copy of every weight.
@@ -222,7 +224,8 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     inputs = [v.name for v in model.graph.input if v.name not in initialized]
     outputs = [v.name for v in model.graph.output]
     weights: dict[str, object] | None = {} if detach_weights else None
-    text = _run_torch_mlir(model, where, node_types, inputs, outputs, weights, weight_bytes)
+    text = _run_torch_mlir(model, where, node_types, inputs, outputs, weights, weight_bytes,
+                           sorted(wide))
     return ImportedModel(text, inputs, outputs, node_types, weights or {})
 
 
@@ -305,7 +308,7 @@ def _restore_weight_bytes(model, taken: dict[int, bytes]) -> None:
 
 def _run_torch_mlir(model, where: str, node_types: dict[str, str], inputs: list[str],
                     outputs: list[str], weights: dict | None = None,
-                    weight_bytes: dict[int, bytes] | None = None) -> str:
+                    weight_bytes: dict[int, bytes] | None = None, wide: list[str] = ()) -> str:
     import onnx
     from torch_mlir import ir as tir
     from torch_mlir.dialects import torch as torch_d
@@ -347,11 +350,33 @@ def _run_torch_mlir(model, where: str, node_types: dict[str, str], inputs: list[
         # `npu.output_names`): the conversion names its arguments after them.
         for op in module.regions[0].blocks[0].operations:
             if op.operation.name == "func.func":
-                for attr, names in (("npu.input_names", inputs), ("npu.output_names", outputs)):
+                for attr, names in (("npu.input_names", inputs), ("npu.output_names", outputs),
+                                    ("npu.int64_names", wide)):
                     op.operation.attributes[attr] = tir.ArrayAttr.get([tir.StringAttr.get(n) for n in names])
                 if weights is not None:
                     _detach_weights(op.operation, tir, weights)
-    return module.get_asm(enable_debug_info=True, large_elements_limit=None)
+    return _pack_bool_hex(module.get_asm(enable_debug_info=True, large_elements_limit=None))
+
+
+_BOOL_HEX = re.compile(r'dense<"0x([0-9A-Fa-f]+)">(\s*:\s*tensor<((?:\d+x)*)i1>)')
+
+
+def _pack_bool_hex(text: str) -> str:
+    """torch-mlir's MLIR prints an i1 tensor's hex literal one byte per
+    element; the MLIR the rest of the compiler parses with packs i1 bits
+    (LSB first). GPT-2's causal mask (a 16x16 bool constant) met this."""
+    import numpy as np
+
+    def repack(m: re.Match) -> str:
+        dims = [int(d) for d in m.group(3).split("x") if d]
+        count = int(np.prod(dims, dtype=np.int64))
+        if len(m.group(1)) != 2 * count or count <= 1:
+            return m.group(0)
+        bits = np.frombuffer(bytes.fromhex(m.group(1)), np.uint8) != 0
+        packed = np.packbits(bits, bitorder="little").tobytes().hex().upper()
+        return f'dense<"0x{packed}">{m.group(2)}'
+
+    return _BOOL_HEX.sub(repack, text) if "i1>" in text else text
 
 
 def _lowering_failure(message: str, node_types: dict[str, str]) -> str:

@@ -1,0 +1,117 @@
+"""int64 data held as i32: the NPU has no 64-bit integers.
+
+Exporters type token ids, attention masks and their arithmetic as int64.
+Their values are small, so the graph's int64 *data* is rewritten to int32
+before import: int64 inputs and outputs become int32 (the compiled kernel
+checks and narrows the caller's int64 arrays, and widens its outputs back:
+`compile.Port.wide`), `Cast(to=INT64)` casts to INT32, and int64 constants
+that feed data become int32 copies, a located error if a value does not fit.
+Inputs that ONNX defines as int64 only (shapes, axes, `Slice` bounds,
+GatherND's indices) keep their int64 constants: they are attributes in all
+but name, and the folder has made them constants.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+INT64, INT32 = 7, 6
+I32 = np.iinfo(np.int32)
+
+# op type -> the input positions ONNX types as int64 only.
+INT64_ONLY_INPUTS: dict[str, tuple[int, ...]] = {
+    "Reshape": (1,), "Expand": (1,), "Unsqueeze": (1,), "Squeeze": (1,), "Slice": (1, 2, 3, 4),
+    "Tile": (1,), "ConstantOfShape": (0,), "Split": (1,), "Pad": (1,), "TopK": (1,),
+    "GatherND": (1,), "Trilu": (1,), "CumSum": (1,), "OneHot": (1,), "Resize": (3,),
+    **{op: (1,) for op in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
+                           "ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceLogSum",
+                           "ReduceLogSumExp")},
+}
+
+
+def narrow_int64(model, fail: Callable[[str], Exception]) -> set[str]:
+    """Rewrite `model`'s int64 data as int32 in place; returns the names of
+    the graph inputs and outputs that were int64 (the caller's arrays stay
+    int64). `fail(message)` makes the located error to raise."""
+    import onnx
+    from onnx import numpy_helper
+
+    graph = model.graph
+    _constant_nodes_to_initializers(graph)
+    inferred = onnx.shape_inference.infer_shapes(model)
+    types = {v.name: v.type.tensor_type.elem_type
+             for v in list(inferred.graph.value_info) + list(graph.input) + list(graph.output)}
+    types.update({t.name: t.data_type for t in graph.initializer})
+    if INT64 not in types.values():
+        return set()
+    initializers = {t.name: t for t in graph.initializer}
+    twins: dict[str, str] = {}
+    for node in graph.node:
+        keep = INT64_ONLY_INPUTS.get(node.op_type, ())
+        for k, name in enumerate(node.input):
+            if k in keep or types.get(name) != INT64 or name not in initializers:
+                continue
+            if name not in twins:
+                data = numpy_helper.to_array(initializers[name])
+                if data.size and (data.min() < I32.min or data.max() > I32.max):
+                    bad = data.reshape(-1)[np.argmax((data < I32.min) | (data > I32.max))]
+                    raise fail(f"node '{node.name}' ({node.op_type}): int64 constant '{name}' holds "
+                               f"{bad}, which does not fit i32 (int64 data runs as i32 on the NPU)")
+                twins[name] = f"{name}__i32"
+                graph.initializer.append(numpy_helper.from_array(data.astype(np.int32), twins[name]))
+            node.input[k] = twins[name]
+        if node.op_type == "Cast" and _attr(node, "to") == INT64:
+            next(a for a in node.attribute if a.name == "to").i = INT32
+        if node.op_type == "ConstantOfShape":
+            value = next((a for a in node.attribute if a.name == "value"), None)
+            if value is not None and value.t.data_type == INT64:
+                value.t.CopyFrom(numpy_helper.from_array(
+                    numpy_helper.to_array(value.t).astype(np.int32), value.t.name))
+    wide = set()
+    for value in list(graph.input) + list(graph.output):
+        if value.name not in initializers and value.type.tensor_type.elem_type == INT64:
+            value.type.tensor_type.elem_type = INT32
+            wide.add(value.name)
+    _drop_unused_initializers(graph, set(twins))
+    del graph.value_info[:]  # re-inferred with the new types
+    try:
+        onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=False)
+    except Exception as e:  # an op whose int64 input cannot be int32
+        raise fail("int64 values cannot run as i32 here: "
+                   f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+    return wide
+
+
+def _attr(node, name: str):
+    for a in node.attribute:
+        if a.name == name:
+            return a.i
+    return None
+
+
+def _constant_nodes_to_initializers(graph) -> None:
+    """Constant nodes holding a tensor become initializers, so that one rule
+    (a twin int32 initializer) covers both kinds of constants."""
+    keep = []
+    outputs = {v.name for v in graph.output}
+    for node in graph.node:
+        value = next((a for a in node.attribute if a.name == "value"), None)
+        if node.op_type == "Constant" and value is not None and node.output[0] not in outputs:
+            tensor = graph.initializer.add()
+            tensor.CopyFrom(value.t)
+            tensor.name = node.output[0]
+        else:
+            keep.append(node)
+    del graph.node[:]
+    graph.node.extend(keep)
+
+
+def _drop_unused_initializers(graph, candidates: set[str]) -> None:
+    """The int64 originals that only their int32 twins use now."""
+    used = {name for node in graph.node for name in node.input} | {v.name for v in graph.output}
+    used |= {v.name for v in graph.input}
+    keep = [t for t in graph.initializer if t.name in used or t.name not in candidates]
+    del graph.initializer[:]
+    graph.initializer.extend(keep)
