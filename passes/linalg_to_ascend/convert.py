@@ -55,7 +55,8 @@ class Converter(MatmulLowering, ReductionLowering, GatherLowering, SliceLowering
         self.folder = Evaluator(func_op)
         self.input_names = input_names or _names(func_op, "npu.input_names")
         self.output_names = output_names or _names(func_op, "npu.output_names")
-        self.wide_names = set(_names(func_op, "npu.int64_names") or ())
+        # "name=type": model inputs/outputs of an integer type held as i32 (onnx_narrow).
+        self.host_types = dict(n.split("=", 1) for n in _names(func_op, "npu.host_types") or ())
         self.claims: dict[ir.Value, Buf] = {}    # returned value -> its output argument
         self.current: ir.Operation = func_op     # the op being converted
         # (op, message): what the caller reports as located warnings.
@@ -68,7 +69,7 @@ class Converter(MatmulLowering, ReductionLowering, GatherLowering, SliceLowering
             shape, dtype = self._checked_type(arg, self.func, f"argument #{i}")
             name = self.input_names[i] if self.input_names else f"arg{i}"
             buf = self.em.argument(shape, storage_type(dtype), "input", name, boolean=dtype == "i1",
-                                   wide=name in self.wide_names)
+                                   host_type=self.host_types.get(name, ""))
             self.tensors[arg] = Tensor(shape, storage_type(dtype), nd=buf)
         ret = [op for op in block.operations if op.name == "func.return"][0]
         outputs = []
@@ -76,7 +77,7 @@ class Converter(MatmulLowering, ReductionLowering, GatherLowering, SliceLowering
             shape, dtype = self._checked_type(v, ret, f"result #{i}")
             name = self.output_names[i] if self.output_names else f"result{i}"
             out = self.em.argument(shape, storage_type(dtype), "output", name, boolean=dtype == "i1",
-                                   wide=name in self.wide_names)
+                                   host_type=self.host_types.get(name, ""))
             outputs.append(out)
             self.claims.setdefault(v, out)
         for op in block.operations:

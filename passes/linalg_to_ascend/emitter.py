@@ -50,7 +50,7 @@ class Argument:
     data: np.ndarray | None = None  # constants only
     loc: str = ""                  # constants: the op that needed them
     boolean: bool = False          # an ONNX bool (i1) held as i8 0/1: `npu.bool`
-    wide: bool = False             # ONNX int64 data held as i32: `npu.int64`
+    host_type: str = ""            # integer data held as i32 (ONNX int64...): `npu.host_type`
 
 
 def dense_hex(array: np.ndarray, dtype: str) -> str:
@@ -99,9 +99,9 @@ class Emitter:
         return f"%{prefix}{self._count}"
 
     def argument(self, shape, dtype: str, role: str, name: str = "",
-                 data: np.ndarray | None = None, boolean: bool = False, wide: bool = False) -> Buf:
+                 data: np.ndarray | None = None, boolean: bool = False, host_type: str = "") -> Buf:
         buf = Buf(f"%arg{len(self.args)}", tuple(shape), dtype)
-        self.args.append(Argument(buf, role, name, data, boolean=boolean, wide=wide))
+        self.args.append(Argument(buf, role, name, data, boolean=boolean, host_type=host_type))
         return buf
 
     def constant(self, array: np.ndarray) -> Buf:
@@ -207,7 +207,7 @@ class Emitter:
                 attr = f"npu.constant = {dense_hex(a.data, a.buf.dtype)}"
             else:
                 attr = (f'npu.{a.role} = "{a.name}"' + (", npu.bool" if a.boolean else "")
-                        + (", npu.int64" if a.wide else ""))
+                        + (f', npu.host_type = "{a.host_type}"' if a.host_type else ""))
             params.append(f"{a.buf.name}: {a.buf.type} {{{attr}}}" + (f" {a.loc}" if a.loc else ""))
         head = f"  func.func @{name}({', '.join(params)}) {{"
         return "\n".join(["module {", head, *self.lines, f"    return {loc}", f"  }} {loc}", "}"])

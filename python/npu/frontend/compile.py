@@ -31,7 +31,8 @@ class CompileError(ValueError):
 
 
 class InputError(ValueError):
-    """An input array the kernel cannot take (an int64 value outside i32)."""
+    """An input the kernel cannot take (an int64 value outside i32), or a
+    result outside the model's integer type."""
 
 
 class UsageError(CompileError):
@@ -44,29 +45,44 @@ class Port:
     shape: tuple[int, ...]
     dtype: str
     boolean: bool = False  # an ONNX bool held as i8 0/1 (`npu.bool`): numpy bool outside
-    wide: bool = False     # ONNX int64 data held as i32 (`npu.int64`): numpy int64 outside
+    host_type: str = ""    # integer data held as i32 (`npu.host_type`): its numpy type outside
 
     @property
     def numpy_dtype(self) -> np.dtype:
         if self.boolean:
             return np.dtype(np.bool_)
-        return np.dtype(np.int64) if self.wide else self.storage_dtype
-
-    def narrowed(self, array: np.ndarray) -> np.ndarray:
-        """`array` (of `numpy_dtype`) as the device holds it; int64 values
-        outside i32 are an `InputError` naming the input and the element."""
-        if self.wide:
-            info = np.iinfo(np.int32)
-            bad = (array < info.min) | (array > info.max)
-            if bad.any():
-                where = tuple(int(i) for i in np.argwhere(bad)[0])
-                raise InputError(f"input '{self.name}': element {list(where)} is {array[where]}, "
-                                 "outside i32 (int64 data runs as i32 on the NPU)")
-        return array.astype(self.storage_dtype, copy=False)
+        return np.dtype(self.host_type) if self.host_type else self.storage_dtype
 
     @property
     def storage_dtype(self) -> np.dtype:
         return np.dtype(NUMPY_DTYPES[self.dtype])
+
+    def narrowed(self, array: np.ndarray) -> np.ndarray:
+        """`array` (of `numpy_dtype`) as the device holds it; values outside
+        i32 are an `InputError` naming the input and the element."""
+        if self.host_type:
+            _check_range(array, np.int32, f"input '{self.name}'", "i32")
+        return array.astype(self.storage_dtype, copy=False)
+
+    def widened(self, array: np.ndarray) -> np.ndarray:
+        """A device result as the caller gets it: booleans, or the model's
+        integer type (`InputError` if the i32 arithmetic left its range:
+        the model's narrower type would have wrapped)."""
+        if self.boolean:
+            return array != 0
+        if self.host_type:
+            _check_range(array, np.dtype(self.host_type), f"output '{self.name}'", self.host_type)
+            return array.astype(self.host_type)
+        return array
+
+
+def _check_range(array: np.ndarray, dtype, what: str, type_name: str) -> None:
+    info = np.iinfo(dtype)
+    bad = (array < info.min) | (array > info.max)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise InputError(f"{what}: element {list(where)} is {array[where]}, outside {type_name} "
+                         "(integer data runs as i32 on the NPU)")
 
 
 @dataclass
@@ -107,7 +123,7 @@ def read_interface(func_op: ir.Operation) -> Interface:
         if WORKSPACE_ATTR in attrs:
             break
         port = Port("", tuple(memref_shape(arg.type)), memref_element(arg.type), "npu.bool" in attrs,
-                    "npu.int64" in attrs)
+                    ir.StringAttr(attrs["npu.host_type"]).value if "npu.host_type" in attrs else "")
         if "npu.constant" in attrs:
             roles.append("constant")
             constants[i] = constant_data(attrs["npu.constant"], port.shape, port.dtype)
@@ -260,8 +276,7 @@ class Kernel:
                 raise
             raise SimulationError(e.kind, f"node {label}: {e.message}", e.where) from None
         outputs = [result.outputs[i] for i, r in enumerate(self.interface.roles) if r == "output"]
-        outputs = [o != 0 if p.boolean else o.astype(np.int64) if p.wide else o
-                   for o, p in zip(outputs, self.interface.outputs)]
+        outputs = [p.widened(o) for o, p in zip(outputs, self.interface.outputs)]
         report = dict(result.report)
         report["per_op"] = per_op_breakdown(result, self.target, self.source_names)
         report["per_op_bound_cycles"] = sum(r["bound_cycles"] for r in report["per_op"])

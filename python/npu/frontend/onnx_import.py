@@ -22,7 +22,7 @@ SUPPORTED_OPS = frozenset({
     "Sigmoid", "Exp", "Log", "Sqrt", "Reciprocal", "Neg", "Abs", "Softmax",
     "LayerNormalization", "ReduceSum", "ReduceMean", "ReduceMax", "Transpose", "Reshape",
     "Flatten", "Squeeze", "Unsqueeze", "Cast", "Clip", "Max", "Min", "Where", "Constant",
-    "Identity", "Greater", "Less", "Equal", "GreaterOrEqual", "LessOrEqual",
+    "Identity", "Greater", "Less", "Equal", "GreaterOrEqual", "LessOrEqual", "ReduceSumSquare",
     "Gather", "GatherElements", "GatherND", "Slice", "Split", "Concat", "Expand", "Trilu",
     "And", "Or", "Not", "Xor", "IsNaN", "IsInf",
 })
@@ -142,7 +142,7 @@ def check_model(model, where: str, stripped: set[int] = frozenset()) -> None:
         if value.type.tensor_type.elem_type not in ONNX_DTYPES:
             raise _error(where, f"'{value.name}': element type "
                          f"{onnx.TensorProto.DataType.Name(value.type.tensor_type.elem_type)} "
-                         "is not supported (f32, f16, i32, i8, bool; int64 data runs as i32)")
+                         "is not supported (f32, f16, i32, i8, bool; int64, int16 and unsigned integers run as i32)")
     try:
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
     except Exception as e:
@@ -204,7 +204,8 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     model = copy
     _name_nodes(model)
     drop_absent_trailing_inputs(model)
-    from npu.frontend import onnx_checks, onnx_conv, onnx_fold, onnx_narrow, onnx_shapes, onnx_versions
+    from npu.frontend import (onnx_checks, onnx_conv, onnx_fold, onnx_gelu, onnx_narrow, onnx_shapes,
+                              onnx_versions)
 
     onnx_checks.check_initializers(model, _failer(where))  # before any data is read
     if input_shapes:
@@ -213,8 +214,9 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     model = onnx_versions.upgrade_old_opset(model)
     onnx_fold.fold_constants(model)
     onnx_conv.rewrite_patch_convs(model)
+    onnx_gelu.expand_tanh_gelus(model)
     onnx_shapes.infer_output_shapes(model)
-    wide = onnx_narrow.narrow_int64(model, _failer(where))
+    host_types = onnx_narrow.narrow_integers(model, _failer(where))
     node_types = _name_nodes(model)  # the nodes left, by their own names
     # Shape inference serialises the model: without the large weights' bytes
     # (it reads no float data) that no longer costs a copy of every weight.
@@ -225,7 +227,7 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     outputs = [v.name for v in model.graph.output]
     weights: dict[str, object] | None = {} if detach_weights else None
     text = _run_torch_mlir(model, where, node_types, inputs, outputs, weights, weight_bytes,
-                           sorted(wide))
+                           [f"{n}={t}" for n, t in sorted(host_types.items())])
     return ImportedModel(text, inputs, outputs, node_types, weights or {})
 
 
@@ -308,7 +310,8 @@ def _restore_weight_bytes(model, taken: dict[int, bytes]) -> None:
 
 def _run_torch_mlir(model, where: str, node_types: dict[str, str], inputs: list[str],
                     outputs: list[str], weights: dict | None = None,
-                    weight_bytes: dict[int, bytes] | None = None, wide: list[str] = ()) -> str:
+                    weight_bytes: dict[int, bytes] | None = None,
+                    host_types: list[str] = ()) -> str:
     import onnx
     from torch_mlir import ir as tir
     from torch_mlir.dialects import torch as torch_d
@@ -351,7 +354,7 @@ def _run_torch_mlir(model, where: str, node_types: dict[str, str], inputs: list[
         for op in module.regions[0].blocks[0].operations:
             if op.operation.name == "func.func":
                 for attr, names in (("npu.input_names", inputs), ("npu.output_names", outputs),
-                                    ("npu.int64_names", wide)):
+                                    ("npu.host_types", host_types)):
                     op.operation.attributes[attr] = tir.ArrayAttr.get([tir.StringAttr.get(n) for n in names])
                 if weights is not None:
                     _detach_weights(op.operation, tir, weights)

@@ -175,6 +175,9 @@ def dynamic_shape_message(value_info, kind: str) -> str:
     dynamic dims by name, and the option that pins them."""
     name = value_info.name
     declared = _dims(value_info)
+    if declared is not None and 0 in declared:  # a size, not a symbol: nothing to pin
+        return (f"{kind} '{name}': shape {_show(declared)} has a zero-size dimension (empty "
+                "tensors are not compiled)")
     if declared is None:
         shape, spell = "(no shape declared)", "<dims>"
     else:

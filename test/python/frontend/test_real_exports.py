@@ -71,7 +71,7 @@ def _int64_model(constant: int) -> onnx.ModelProto:
 def test_int64_data_runs_as_i32_and_is_widened_back():
     model = _int64_model(-7)
     kernel = npu.compile(model)
-    assert kernel.interface.inputs[0].dtype == "i32" and kernel.interface.inputs[0].wide
+    assert kernel.interface.inputs[0].dtype == "i32" and kernel.interface.inputs[0].host_type == "int64"
     ids = np.arange(-20, 20, dtype=np.int64).reshape(2, 20) * 1000
     (shifted, f), _ = kernel(ids)
     assert shifted.dtype == np.int64
