@@ -208,7 +208,8 @@ class FusePass(EpilogueGrouping, NzLayouts, MatmulChains, Pass):
         """(GM bytes, two-pass plan or None) of the members' kernel, or
         (None, why) when no kernel of them fits UB."""
         g = fusion.model(members, users)
-        if len(members) == 1 or fused_chunk.whole_rows_fit(g, self.target, budget):
+        if (len(members) == 1 or fused_chunk.whole_rows_fit(g, self.target, budget)
+                or (not g.nz and fused_chunk.resident_fits(g, self.target, budget))):
             return fusion.gm_bytes(g, granule), None
         plan = online_rows.plan(g, self.target, budget)
         if isinstance(plan, str):
@@ -284,7 +285,9 @@ class FusePass(EpilogueGrouping, NzLayouts, MatmulChains, Pass):
         region_op = nir.form_group_region(fusion.FUSED_ATTR, attrs, location, last, internal,
                                           [m.op for m in members] + list(layouts))
         chain = ", ".join([m.short for m in members] + ["fractalize"] * len(layouts))
-        if plan is None:
+        if plan is None and cb.rows(budget, lambda key: 1) < cb.row_block:
+            how = "rows resident in UB, one a chunk, in two slots (stored from their loaded buffers)"
+        elif plan is None:
             rows_per_chunk = min(g.rows, cb.rows(budget, lambda key: 1))
             how = f"UB {fused_chunk.per_row(cb)} bytes per row, up to {rows_per_chunk} rows per chunk"
         else:

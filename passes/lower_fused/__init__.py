@@ -41,6 +41,7 @@ from npu.kernels.cce_build import copy, for_pieces, index_add, lin, sub
 from npu.kernels.scalar_blocks import load_scalar
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass, PassError, ub_fraction_option
 from npu.analysis.pipe_work import pipe_work
+from npu.kernels.resident_rows import ResidentRows
 from npu.kernels.row_builders import RowBuilders
 from npu.kernels.vector_compute import constant_blocks
 from npu.costmodel.vector.tiling import plan_chunks
@@ -88,7 +89,7 @@ class LowerFused(Pass):
                 region.erase()
 
 
-class FusedKernel(RowBuilders, LayoutChoice):
+class FusedKernel(RowBuilders, ResidentRows, LayoutChoice):
     def __init__(self, p: LowerFused, region: ir.Operation, users: dict):
         self.p, self.region = p, region
         self.target = p.target
@@ -122,7 +123,10 @@ class FusedKernel(RowBuilders, LayoutChoice):
         budget = int(self.target.capacity("ub") * p.ub_fraction)
         self.online = None
         self.profile: ChunkProfile | None = None  # filled by `chunk` when set (`trial`)
-        if not fused_chunk.whole_rows_fit(self.g, self.target, budget):
+        self.resident = (not fused_chunk.whole_rows_fit(self.g, self.target, budget)
+                         and not self.g.nz and p.slots > 1
+                         and fused_chunk.resident_fits(self.g, self.target, budget))
+        if not self.resident and not fused_chunk.whole_rows_fit(self.g, self.target, budget):
             plan = online_rows.plan(self.g, self.target, budget)
             if isinstance(plan, str):
                 cb = fused_chunk.one_set(self.g, self.target)
@@ -308,7 +312,10 @@ class FusedKernel(RowBuilders, LayoutChoice):
                     out = nir.alloc([valid * self.n], m.out.elem, "ub")
                 else:
                     out = self.col_alloc(rows, m.out.elem)
-                if step.kind == "square_sum":
+                stored = self.split_store(step)
+                if stored:  # a resident row: computed and stored piece by piece
+                    self.elementwise_stored(m, bufs, expanded, out, row0)
+                elif step.kind == "square_sum":
                     a, b = step.factors
                     self.reduce(m, bufs[a.root], out, rows, valid, factor=bufs[b.root])
                 elif m.compute is None:
@@ -316,7 +323,7 @@ class FusedKernel(RowBuilders, LayoutChoice):
                 else:
                     self.elementwise(m, bufs, expanded, out, rows, valid)
                 bufs[m.out.root] = out
-                if m.out.root in self.g.leaving:
+                if m.out.root in self.g.leaving and not stored:
                     def leave(o: fusion.Operand = m.out, buf: ir.Value = out) -> None:
                         self.store(o, buf, row0, valid)
 
@@ -364,6 +371,9 @@ class FusedKernel(RowBuilders, LayoutChoice):
              into: ir.Value | None = None) -> ir.Value:
         if o.kind == "full":
             buf = nir.alloc([valid * self.n], o.elem, "ub") if into is None else into
+            if self.resident:
+                self.move_row("cce.copy_gm_to_ub", o, buf, row0)
+                return buf
             copy("cce.copy_gm_to_ub", sub(self.flat[o.value], lin((row0, self.n)), valid * self.n),
                  buf, 1, valid * self.n * o.es // self.granule)
             return buf
@@ -373,7 +383,9 @@ class FusedKernel(RowBuilders, LayoutChoice):
         return buf
 
     def store(self, o: fusion.Operand, buf: ir.Value, row0, valid: int) -> None:
-        if o.kind == "full":
+        if o.kind == "full" and self.resident:
+            self.move_row("cce.copy_ub_to_gm", o, buf, row0)
+        elif o.kind == "full":
             copy("cce.copy_ub_to_gm", buf, sub(self.flat[o.value], lin((row0, self.n)),
                                                valid * self.n), 1,
                  valid * self.n * o.es // self.granule)

@@ -53,7 +53,8 @@ class LayoutChoice:
     def budget(self) -> int:
         """UB bytes a chunk's buffers may take (the share shrinks with
         `ub-fraction`, which npu-lower halves when planning overflowed)."""
-        share = DOUBLED_SHARE * self.p.ub_fraction / FUSED_UB_FRACTION
+        doubled = fused_chunk.RESIDENT_SHARE if self.resident else DOUBLED_SHARE
+        share = doubled * self.p.ub_fraction / FUSED_UB_FRACTION
         return int(self.target.capacity("ub") * share)
 
     def candidates(self) -> list[Layout]:
@@ -85,7 +86,7 @@ class LayoutChoice:
             layout = Layout(cp, deferred, over, single, 0, slots)
             cb = fused_chunk.chunk_bytes(self.g, cp, self.target, self.row_block)
             rows = cb.rows(self.budget(), layout.copies)
-            if rows < cb.row_block and not out:  # one set: npu-double-buffer decides
+            if rows < cb.row_block and not out and not self.resident:  # one set: npu-double-buffer decides
                 layout.slots = 1
                 rows = cb.rows(self.budget(), lambda key: 1)
             if self.p.max_chunk:

@@ -37,7 +37,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from npu import ir as nir
-from npu.costmodel.fusion.rows import GroupModel, Operand, RowOp, accumulator, stores_at_end
+from npu.costmodel.fusion.rows import (FUSED_UB_FRACTION, GroupModel, Operand, RowOp, accumulator,
+                                        stores_at_end)
 from npu.costmodel.vector.nz_limits import cast_gather_limits
 from npu.costmodel.vector.recipes import Compute
 from npu.costmodel.vector.tiling import VectorGeometry
@@ -339,3 +340,28 @@ def whole_rows_fit(g: GroupModel, target: Target, budget: int) -> bool:
 def per_row(cb: ChunkBytes) -> int:
     """Bytes per row of a chunk with one set of its streamed buffers."""
     return sum(cb.streamed.values()) + cb.vector
+
+
+# UB share two sets of a resident row's buffers may take (`resident_fits`): a
+# one-row chunk's few small buffers beside its row leave the memory planner
+# little to place (npu-lower halves the share and so takes the two-pass
+# kernel should it overflow).
+RESIDENT_SHARE = 0.95
+
+
+def resident_plan(g: GroupModel, target: Target) -> ChunkPlan:
+    """The plan of a resident row's chunk: results in place, stored from
+    the buffers they were loaded into (one streamed buffer per chain)."""
+    return plan(g, stores_at_end(g), target, store_over_loads=True)
+
+
+def resident_fits(g: GroupModel, target: Target, budget: int) -> bool:
+    """Rows too long for `whole_rows_fit` that fit UB twice over, one row a
+    chunk, stored from their loaded buffers (`resident_plan`): the one-pass
+    kernel keeps each row in UB (one GM read, one exp per element) with two
+    slots taken by turns, where the two-pass kernel reads every element
+    twice and computes the reductions' inputs twice. `budget` is the
+    one-set budget (`FUSED_UB_FRACTION` of UB at the default share)."""
+    cb = chunk_bytes(g, resident_plan(g, target), target, online_row_block(g, target))
+    allowed = int(budget * RESIDENT_SHARE / FUSED_UB_FRACTION)
+    return cb.row_block == 1 and cb.rows(allowed, lambda key: 2) >= 1
