@@ -42,7 +42,7 @@ from npu.kernels.scalar_blocks import load_scalar
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass, PassError, ub_fraction_option
 from npu.analysis.pipe_work import pipe_work
 from npu.kernels.resident_rows import ResidentRows
-from npu.kernels.row_builders import RowBuilders
+from npu.kernels.row_builders import IDENTITY, RowBuilders
 from npu.kernels.vector_compute import constant_blocks
 from npu.costmodel.vector.tiling import plan_chunks
 
@@ -74,6 +74,9 @@ class LowerFused(Pass):
         Option("layouts", bool, True, "choose each kernel's chunk layout with the pipeline "
                "model (stores over loaded buffers, one set of stored buffers, rows per "
                "chunk); false: every streamed buffer in each slot, as many rows as fit"),
+        Option("resident", bool, True, "rows that fit UB only twice over (or long rows that are not whole 32-byte "
+               "blocks) stay resident, one row a chunk in two slots (npu.kernels.resident_rows); "
+               "false: the two-pass kernel takes rows that do not fit a chunk of whole rows"),
         Option("remarks", bool, False, "report each kernel's chunk layout"),
     )
 
@@ -105,7 +108,7 @@ class FusedKernel(RowBuilders, ResidentRows, LayoutChoice):
                     raise PassError(f"'{op.name}' cannot be part of a fused group (only ascend row "
                                     "ops, memref.alloc, views and scf.yield)", op)
                 continue
-            d = fusion.describe(op, k, self.target)
+            d = fusion.describe(op, k, self.target, tails=True)
             if isinstance(d, str):
                 raise PassError(f"cannot be part of a fused group: {d}", op)
             members.append(d)
@@ -123,9 +126,16 @@ class FusedKernel(RowBuilders, ResidentRows, LayoutChoice):
         budget = int(self.target.capacity("ub") * p.ub_fraction)
         self.online = None
         self.profile: ChunkProfile | None = None  # filled by `chunk` when set (`trial`)
-        self.resident = (not fused_chunk.whole_rows_fit(self.g, self.target, budget)
-                         and not self.g.nz and p.slots > 1
+        self.tail = fusion.tail_block(self.g, self.target)
+        self.resident = ((self.tail or not fused_chunk.whole_rows_fit(self.g, self.target, budget))
+                         and not self.g.nz and p.slots > 1 and p.resident
                          and fused_chunk.resident_fits(self.g, self.target, budget))
+        if self.tail and not self.resident:
+            raise PassError(f"cannot lower the fused group: rows of {self.n} elements are not "
+                            "whole 32-byte blocks and not resident in UB", region)
+        if self.tail:  # the UB row: its whole blocks, then the block ending the row
+            self.gm_n, self.n = self.n, self.n - self.n % self.tail + self.tail
+            self.width = self.n
         if not self.resident and not fused_chunk.whole_rows_fit(self.g, self.target, budget):
             plan = online_rows.plan(self.g, self.target, budget)
             if isinstance(plan, str):
@@ -174,8 +184,11 @@ class FusedKernel(RowBuilders, ResidentRows, LayoutChoice):
             for o in self.g.loaded.values():
                 if o.kind == "row" and self.online is None:  # two-pass: per piece
                     buf = nir.alloc([self.n], o.elem, "ub")
-                    copy("cce.copy_gm_to_ub", self.flat[o.value], buf, 1,
-                         self.n * o.es // self.granule)
+                    if self.tail:
+                        self.load_row_operand(o, buf)
+                    else:
+                        copy("cce.copy_gm_to_ub", self.flat[o.value], buf, 1,
+                             self.n * o.es // self.granule)
                     self.fixed[o.root] = buf
                 elif o.kind == "scalar":
                     self.fixed[o.root] = load_scalar(self.target, o.elem, self.flat[o.value],
@@ -317,8 +330,10 @@ class FusedKernel(RowBuilders, ResidentRows, LayoutChoice):
                     self.elementwise_stored(m, bufs, expanded, out, row0)
                 elif step.kind == "square_sum":
                     a, b = step.factors
+                    self.mask_tail(a, bufs[a.root], 0.0)
                     self.reduce(m, bufs[a.root], out, rows, valid, factor=bufs[b.root])
                 elif m.compute is None:
+                    self.mask_tail(m.ins[0], bufs[m.ins[0].root], IDENTITY[m.op.name])
                     self.reduce(m, bufs[m.ins[0].root], out, rows, valid)
                 else:
                     self.elementwise(m, bufs, expanded, out, rows, valid)

@@ -93,6 +93,8 @@ class LayoutChoice:
                 rows = min(rows, max(cb.row_block,
                                      round_down(self.p.max_chunk // self.n, cb.row_block)))
             rows = min(rows, -(-self.rows // cb.row_block) * cb.row_block)
+            if self.resident:
+                rows = min(rows, 1)  # one row a chunk (`npu.kernels.resident_rows`)
             if rows >= cb.row_block:
                 layout.rows = rows
                 out.append(layout)

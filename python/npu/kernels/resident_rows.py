@@ -36,23 +36,64 @@ PIECE_STEP = 128
 
 class ResidentRows:
     resident: bool = False
+    tail: int = 0  # elements of a row's tail block (`fusion.tail_block`), 0: whole blocks
+    gm_n: int | None = None  # the GM row length when the UB row has a tail block
 
     def resident_pieces(self, pieces: int = PIECES) -> list[tuple[int, int]]:
-        """(first column, width) of each of about `pieces` pieces of a row:
-        whole repeats but the last."""
+        """(first column, width) of each of about `pieces` pieces of a UB
+        row: whole repeats but the last."""
         n = self.n
         width = max(PIECE_STEP, -(-n // (pieces * PIECE_STEP)) * PIECE_STEP)
         return [(j0, min(width, n - j0)) for j0 in range(0, n, width)]
 
-    def move_row(self, name: str, o: fusion.Operand, buf: ir.Value, row0) -> None:
-        """Copy one row of a full operand between GM and UB, piece by piece."""
-        gm = self.flat[o.value]
+    @property
+    def main(self) -> int:
+        """Columns of a UB row that are the GM row's whole blocks."""
+        return self.n - self.tail if self.tail else self.n
+
+    def gm_columns(self, name: str, o: fusion.Operand, buf: ir.Value, start, j0: int,
+                   w: int) -> None:
+        """Copy columns [j0, j0 + w) of a UB row (`buf` holds the row from
+        column 0) from / to its GM row starting at element `start`; the
+        columns of the tail block go to the GM row's last `tail` elements,
+        before the whole blocks' (their first lanes repeat the last of the
+        whole blocks, which may hold a reduction's identity in UB: the
+        copy of the whole blocks, later on the same pipe, writes them)."""
         load = name == "cce.copy_gm_to_ub"
-        for j0, w in self.resident_pieces(LOAD_PIECES if load else PIECES):
-            view = sub(gm, lin((row0, self.n), (j0, 1)), w)
-            part = sub(buf, j0, w)
+        gm = self.flat[o.value]
+        parts = []
+        if self.tail and j0 + w > self.main:
+            n = self.gm_n or self.n
+            parts.append((lin((start, 1), (n - self.tail, 1)), self.main, self.tail))
+        if j0 < self.main:
+            parts.append((lin((start, 1), (j0, 1)), j0, min(j0 + w, self.main) - j0))
+        for at, k0, width in parts:
+            view, part = sub(gm, at, width), sub(buf, k0, width)
             src, dst = (view, part) if load else (part, view)
-            copy(name, src, dst, 1, w * o.es // self.granule)
+            copy(name, src, dst, 1, width * o.es // self.granule)
+
+    def move_row(self, name: str, o: fusion.Operand, buf: ir.Value, row0) -> None:
+        """Copy one row of a full operand between GM and UB, piece by piece
+        (a store's tail block first)."""
+        start = lin((row0, self.gm_n or self.n))
+        load = name == "cce.copy_gm_to_ub"
+        pieces = self.resident_pieces(LOAD_PIECES if load else PIECES)
+        for j0, w in pieces if load else pieces[-1:] + pieces[:-1]:
+            self.gm_columns(name, o, buf, start, j0, w)
+
+    def load_row_operand(self, o: fusion.Operand, buf: ir.Value) -> None:
+        """A row operand (gamma, beta) laid out as the rows are."""
+        self.gm_columns("cce.copy_gm_to_ub", o, buf, 0, 0, self.n)
+
+    def mask_tail(self, src: fusion.Operand, buf: ir.Value, identity: float) -> None:
+        """The lanes of the tail block that repeat the whole blocks' last
+        elements set to `identity`, so that a reduction over the UB row
+        counts each element once."""
+        if not self.tail:
+            return
+        repeated = self.tail - (self.gm_n or self.n) % self.tail
+        nir.create_op("cce.vdup", [sub(buf, self.main, repeated)], repeat=1, mask=repeated,
+                      dst_blk_stride=1, dst_rep_stride=8, scalar=identity)
 
     def split_store(self, step) -> bool:
         """Whether `step` is computed piece by piece, each piece stored as it
@@ -63,11 +104,13 @@ class ResidentRows:
                 and m.out.root not in self.deferred and m.out.root not in self.g.nz)
 
     def elementwise_stored(self, m: fusion.RowOp, bufs: dict, expanded: dict, out: ir.Value,
-                      row0) -> None:
-        """`m` over each piece of the row, each piece stored right after."""
+                           row0) -> None:
+        """`m` over each piece of the row, each piece stored right after (the
+        last piece, which holds the tail block, first)."""
         fixed = dict(self.fixed)
-        gm = self.flat[m.out.value]
-        for j0, w in self.resident_pieces():
+        start = lin((row0, self.gm_n or self.n))
+        pieces = self.resident_pieces()
+        for j0, w in pieces[-1:] + pieces[:-1]:
             self.width = w
             part = dict(bufs)
             for i in m.ins:
@@ -77,7 +120,6 @@ class ResidentRows:
                     self.fixed[i.root] = sub(fixed[i.root], j0, w)
             self.elementwise(m, part, expanded, sub(out, j0, w), 1, 1)
             bufs.update((k, v) for k, v in part.items() if isinstance(k, tuple))  # reciprocals
-            copy("cce.copy_ub_to_gm", sub(out, j0, w), sub(gm, lin((row0, self.n), (j0, 1)), w),
-                 1, w * m.out.es // self.granule)
+            self.gm_columns("cce.copy_ub_to_gm", m.out, out, start, j0, w)
         self.width = self.n
         self.fixed.update(fixed)
