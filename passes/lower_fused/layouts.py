@@ -53,8 +53,10 @@ class LayoutChoice:
     def budget(self) -> int:
         """UB bytes a chunk's buffers may take (the share shrinks with
         `ub-fraction`, which npu-lower halves when planning overflowed)."""
-        doubled = fused_chunk.RESIDENT_SHARE if self.resident else DOUBLED_SHARE
-        share = doubled * self.p.ub_fraction / FUSED_UB_FRACTION
+        if self.resident:  # as `fused_chunk.resident_fits`, never past UB
+            share = min(self.p.ub_fraction / FUSED_UB_FRACTION, 1.0) * fused_chunk.RESIDENT_SHARE
+        else:
+            share = DOUBLED_SHARE * self.p.ub_fraction / FUSED_UB_FRACTION
         return int(self.target.capacity("ub") * share)
 
     def candidates(self) -> list[Layout]:

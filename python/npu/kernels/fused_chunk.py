@@ -372,7 +372,7 @@ def resident_fits(g: GroupModel, target: Target, budget: int) -> bool:
     if tail and not long_rows(g, target):
         return False  # short rows that are not whole blocks: the unfused kernels take them
     cb = chunk_bytes(g, resident_plan(g, target), target, online_row_block(g, target), n)
-    allowed = int(budget * RESIDENT_SHARE / FUSED_UB_FRACTION)
+    allowed = int(min(budget / FUSED_UB_FRACTION, target.capacity("ub")) * RESIDENT_SHARE)
     return cb.row_block == 1 and cb.rows(allowed, lambda key: 2) >= 1
 
 
