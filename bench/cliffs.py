@@ -3,8 +3,10 @@ simulated cycles against its bound, checked against numpy / onnxruntime.
 
   * fused softmax and layernorm rows around the vector repeat stride
     (2,040 f32 columns; 128 rows): bound = GM bytes read and written once
-    over the GM bandwidth (bench/fusion.py's), a 16x30522 softmax
-    (vocabulary-sized rows);
+    over the GM bandwidth (bench/fusion.py's), and vocabulary-sized
+    softmax rows: 16x30522 (not whole 32-byte blocks), 16x32000 (resident
+    in UB, two slots) and 16x32768 (128 KB rows: UB cannot hold two, the
+    two-pass kernel reads each element twice, 1.5x the bound at best);
   * reduce_sum over 1024x2048 in f16 and f32 along the last axis
     (double-buffered): bound = max(GM reads, GM writes, vector repeats)
     (bench/vector.py's);
@@ -28,7 +30,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "test", "python", "fusion"))
 sys.path.insert(0, HERE)
 
 ROW_CASES = [("softmax", 128, n) for n in (2040, 2048, 3072, 4096)] \
-    + [("layernorm", 128, n) for n in (2040, 2048, 3072, 4096)] + [("softmax", 16, 30522)]
+    + [("layernorm", 128, n) for n in (2040, 2048, 3072, 4096)] \
+    + [("softmax", 16, n) for n in (30522, 32000, 32768)]
 
 
 def row_case(kind: str, rows: int, n: int, target) -> tuple[str, int, int]:

@@ -41,7 +41,8 @@ from npu.kernels.cce_build import copy, for_pieces, index_add, lin, sub
 from npu.kernels.scalar_blocks import load_scalar
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass, PassError, ub_fraction_option
 from npu.analysis.pipe_work import pipe_work
-from npu.kernels.row_builders import RowBuilders
+from npu.kernels.resident_rows import ResidentRows
+from npu.kernels.row_builders import IDENTITY, RowBuilders
 from npu.kernels.vector_compute import constant_blocks
 from npu.costmodel.vector.tiling import plan_chunks
 
@@ -73,6 +74,9 @@ class LowerFused(Pass):
         Option("layouts", bool, True, "choose each kernel's chunk layout with the pipeline "
                "model (stores over loaded buffers, one set of stored buffers, rows per "
                "chunk); false: every streamed buffer in each slot, as many rows as fit"),
+        Option("resident", bool, True, "rows that fit UB only twice over (or long rows that are not whole 32-byte "
+               "blocks) stay resident, one row a chunk in two slots (npu.kernels.resident_rows); "
+               "false: the two-pass kernel takes rows that do not fit a chunk of whole rows"),
         Option("remarks", bool, False, "report each kernel's chunk layout"),
     )
 
@@ -88,7 +92,7 @@ class LowerFused(Pass):
                 region.erase()
 
 
-class FusedKernel(RowBuilders, LayoutChoice):
+class FusedKernel(RowBuilders, ResidentRows, LayoutChoice):
     def __init__(self, p: LowerFused, region: ir.Operation, users: dict):
         self.p, self.region = p, region
         self.target = p.target
@@ -104,7 +108,7 @@ class FusedKernel(RowBuilders, LayoutChoice):
                     raise PassError(f"'{op.name}' cannot be part of a fused group (only ascend row "
                                     "ops, memref.alloc, views and scf.yield)", op)
                 continue
-            d = fusion.describe(op, k, self.target)
+            d = fusion.describe(op, k, self.target, tails=True)
             if isinstance(d, str):
                 raise PassError(f"cannot be part of a fused group: {d}", op)
             members.append(d)
@@ -122,7 +126,17 @@ class FusedKernel(RowBuilders, LayoutChoice):
         budget = int(self.target.capacity("ub") * p.ub_fraction)
         self.online = None
         self.profile: ChunkProfile | None = None  # filled by `chunk` when set (`trial`)
-        if not fused_chunk.whole_rows_fit(self.g, self.target, budget):
+        self.tail = fusion.tail_block(self.g, self.target)
+        self.resident = ((self.tail or not fused_chunk.whole_rows_fit(self.g, self.target, budget))
+                         and not self.g.nz and p.slots > 1 and p.resident
+                         and fused_chunk.resident_fits(self.g, self.target, budget))
+        if self.tail and not self.resident:
+            raise PassError(f"cannot lower the fused group: rows of {self.n} elements are not "
+                            "whole 32-byte blocks and not resident in UB", region)
+        if self.tail:  # the UB row: its whole blocks, then the block ending the row
+            self.gm_n, self.n = self.n, self.n - self.n % self.tail + self.tail
+            self.width = self.n
+        if not self.resident and not fused_chunk.whole_rows_fit(self.g, self.target, budget):
             plan = online_rows.plan(self.g, self.target, budget)
             if isinstance(plan, str):
                 cb = fused_chunk.one_set(self.g, self.target)
@@ -170,8 +184,11 @@ class FusedKernel(RowBuilders, LayoutChoice):
             for o in self.g.loaded.values():
                 if o.kind == "row" and self.online is None:  # two-pass: per piece
                     buf = nir.alloc([self.n], o.elem, "ub")
-                    copy("cce.copy_gm_to_ub", self.flat[o.value], buf, 1,
-                         self.n * o.es // self.granule)
+                    if self.tail:
+                        self.load_row_operand(o, buf)
+                    else:
+                        copy("cce.copy_gm_to_ub", self.flat[o.value], buf, 1,
+                             self.n * o.es // self.granule)
                     self.fixed[o.root] = buf
                 elif o.kind == "scalar":
                     self.fixed[o.root] = load_scalar(self.target, o.elem, self.flat[o.value],
@@ -308,15 +325,20 @@ class FusedKernel(RowBuilders, LayoutChoice):
                     out = nir.alloc([valid * self.n], m.out.elem, "ub")
                 else:
                     out = self.col_alloc(rows, m.out.elem)
-                if step.kind == "square_sum":
+                stored = self.split_store(step)
+                if stored:  # a resident row: computed and stored piece by piece
+                    self.elementwise_stored(m, bufs, expanded, out, row0)
+                elif step.kind == "square_sum":
                     a, b = step.factors
+                    self.mask_tail(a, bufs[a.root], 0.0)
                     self.reduce(m, bufs[a.root], out, rows, valid, factor=bufs[b.root])
                 elif m.compute is None:
+                    self.mask_tail(m.ins[0], bufs[m.ins[0].root], IDENTITY[m.op.name])
                     self.reduce(m, bufs[m.ins[0].root], out, rows, valid)
                 else:
                     self.elementwise(m, bufs, expanded, out, rows, valid)
                 bufs[m.out.root] = out
-                if m.out.root in self.g.leaving:
+                if m.out.root in self.g.leaving and not stored:
                     def leave(o: fusion.Operand = m.out, buf: ir.Value = out) -> None:
                         self.store(o, buf, row0, valid)
 
@@ -364,6 +386,9 @@ class FusedKernel(RowBuilders, LayoutChoice):
              into: ir.Value | None = None) -> ir.Value:
         if o.kind == "full":
             buf = nir.alloc([valid * self.n], o.elem, "ub") if into is None else into
+            if self.resident:
+                self.move_row("cce.copy_gm_to_ub", o, buf, row0)
+                return buf
             copy("cce.copy_gm_to_ub", sub(self.flat[o.value], lin((row0, self.n)), valid * self.n),
                  buf, 1, valid * self.n * o.es // self.granule)
             return buf
@@ -373,7 +398,9 @@ class FusedKernel(RowBuilders, LayoutChoice):
         return buf
 
     def store(self, o: fusion.Operand, buf: ir.Value, row0, valid: int) -> None:
-        if o.kind == "full":
+        if o.kind == "full" and self.resident:
+            self.move_row("cce.copy_ub_to_gm", o, buf, row0)
+        elif o.kind == "full":
             copy("cce.copy_ub_to_gm", buf, sub(self.flat[o.value], lin((row0, self.n)),
                                                valid * self.n), 1,
                  valid * self.n * o.es // self.granule)

@@ -53,7 +53,10 @@ class LayoutChoice:
     def budget(self) -> int:
         """UB bytes a chunk's buffers may take (the share shrinks with
         `ub-fraction`, which npu-lower halves when planning overflowed)."""
-        share = DOUBLED_SHARE * self.p.ub_fraction / FUSED_UB_FRACTION
+        if self.resident:  # as `fused_chunk.resident_fits`, never past UB
+            share = min(self.p.ub_fraction / FUSED_UB_FRACTION, 1.0) * fused_chunk.RESIDENT_SHARE
+        else:
+            share = DOUBLED_SHARE * self.p.ub_fraction / FUSED_UB_FRACTION
         return int(self.target.capacity("ub") * share)
 
     def candidates(self) -> list[Layout]:
@@ -85,13 +88,15 @@ class LayoutChoice:
             layout = Layout(cp, deferred, over, single, 0, slots)
             cb = fused_chunk.chunk_bytes(self.g, cp, self.target, self.row_block)
             rows = cb.rows(self.budget(), layout.copies)
-            if rows < cb.row_block and not out:  # one set: npu-double-buffer decides
+            if rows < cb.row_block and not out and not self.resident:  # one set: npu-double-buffer decides
                 layout.slots = 1
                 rows = cb.rows(self.budget(), lambda key: 1)
             if self.p.max_chunk:
                 rows = min(rows, max(cb.row_block,
                                      round_down(self.p.max_chunk // self.n, cb.row_block)))
             rows = min(rows, -(-self.rows // cb.row_block) * cb.row_block)
+            if self.resident:
+                rows = min(rows, 1)  # one row a chunk (`npu.kernels.resident_rows`)
             if rows >= cb.row_block:
                 layout.rows = rows
                 out.append(layout)

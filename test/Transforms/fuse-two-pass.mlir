@@ -1,5 +1,5 @@
-// RUN: npu-opt %s --verify-diagnostics --npu-fuse=ub-fraction=0.05 | FileCheck %s
-// RUN: npu-opt %s --npu-fuse=ub-fraction=0.05 --npu-lower-fused=ub-fraction=0.05 2>/dev/null | FileCheck %s --check-prefix=KERNEL
+// RUN: npu-opt %s --verify-diagnostics --npu-fuse="ub-fraction=0.05 resident=false" | FileCheck %s
+// RUN: npu-opt %s --npu-fuse="ub-fraction=0.05 resident=false" --npu-lower-fused="ub-fraction=0.05 resident=false" 2>/dev/null | FileCheck %s --check-prefix=KERNEL
 
 
 // Softmax plus its input over rows of 2040 f32 (255 blocks, the repeat-stride

@@ -37,7 +37,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from npu import ir as nir
-from npu.costmodel.fusion.rows import GroupModel, Operand, RowOp, accumulator, stores_at_end
+from npu.costmodel.fusion.rows import (FUSED_UB_FRACTION, GroupModel, Operand, RowOp, accumulator,
+                                        stores_at_end, tail_block)
 from npu.costmodel.vector.nz_limits import cast_gather_limits
 from npu.costmodel.vector.recipes import Compute
 from npu.costmodel.vector.tiling import VectorGeometry
@@ -256,12 +257,14 @@ def in_place_input(step: Step, s: int, last: dict, g: GroupModel,
                  and i.root not in deferred), None)
 
 
-def chunk_bytes(g: GroupModel, cp: ChunkPlan, target: Target, row_block: int) -> ChunkBytes:
+def chunk_bytes(g: GroupModel, cp: ChunkPlan, target: Target, row_block: int,
+                n: int | None = None) -> ChunkBytes:
     """`ChunkBytes` of plan `cp`: per buffer id its bytes per row; streamed
     when a mover touches it (or an Nz gather buffer), else counted by
-    liveness over the steps with each step's transient buffers."""
+    liveness over the steps with each step's transient buffers. `n`: the
+    UB row's length when not the group's (a row with its tail block)."""
     granule = target.granule("ub")
-    n = g.n or 1
+    n = n or g.n or 1
 
     def row_bytes(o: Operand) -> int:
         return n * o.es if o.kind == "full" else o.es
@@ -339,3 +342,44 @@ def whole_rows_fit(g: GroupModel, target: Target, budget: int) -> bool:
 def per_row(cb: ChunkBytes) -> int:
     """Bytes per row of a chunk with one set of its streamed buffers."""
     return sum(cb.streamed.values()) + cb.vector
+
+
+# UB share two sets of a resident row's buffers may take (`resident_fits`): a
+# one-row chunk's few small buffers beside its row leave the memory planner
+# little to place (npu-lower halves the share and so takes the two-pass
+# kernel should it overflow).
+RESIDENT_SHARE = 0.99
+
+
+def resident_plan(g: GroupModel, target: Target) -> ChunkPlan:
+    """The plan of a resident row's chunk: results in place, stored from
+    the buffers they were loaded into (one streamed buffer per chain)."""
+    return plan(g, stores_at_end(g), target, store_over_loads=True)
+
+
+def resident_fits(g: GroupModel, target: Target, budget: int) -> bool:
+    """Rows too long for `whole_rows_fit` that fit UB twice over, one row a
+    chunk, stored from their loaded buffers (`resident_plan`): the one-pass
+    kernel keeps each row in UB (one GM read, one exp per element) with two
+    slots taken by turns, where the two-pass kernel reads every element
+    twice and computes the reductions' inputs twice. `budget` is the
+    one-set budget (`FUSED_UB_FRACTION` of UB at the default share). Long
+    rows that are not whole blocks (`long_rows`) take this kernel however
+    short: its UB row is the whole blocks and a tail block
+    (`npu.kernels.resident_rows`)."""
+    tail = tail_block(g, target)
+    n = (g.n or 1) - (g.n or 1) % tail + tail if tail else None
+    if tail and not long_rows(g, target):
+        return False  # short rows that are not whole blocks: the unfused kernels take them
+    cb = chunk_bytes(g, resident_plan(g, target), target, online_row_block(g, target), n)
+    allowed = int(min(budget / FUSED_UB_FRACTION, target.capacity("ub")) * RESIDENT_SHARE)
+    return cb.row_block == 1 and cb.rows(allowed, lambda key: 2) >= 1
+
+
+def long_rows(g: GroupModel, target: Target) -> bool:
+    """Rows whose pitch exceeds the vector repeat stride in some operand:
+    the unfused reductions and broadcasts take rows that are not whole
+    blocks only up to it (`npu-lower-reduce`), so such rows are fused
+    resident (`resident_fits`) even when a chunk of whole rows would fit."""
+    sizes = [o.es for m in g.members for o in m.ins + [m.out] if o.kind in ("full", "row")]
+    return bool(sizes) and (g.n or 1) * max(sizes) > target.vector_max_stride * target.granule("ub")

@@ -105,8 +105,10 @@ def _one_per_row(value: ir.Value, out_shape: list[int]) -> bool:
     return len(shape) == len(out_shape) and shape[-1] == 1 and shape[:-1] == out_shape[:-1]
 
 
-def describe(op: ir.Operation, index: int, target: Target) -> RowOp | str:
-    """The op as a row op, or why it is not one."""
+def describe(op: ir.Operation, index: int, target: Target, tails: bool = False) -> RowOp | str:
+    """The op as a row op, or why it is not one. `tails`: rows that are not
+    whole 32-byte blocks are row ops too (a group of them is a kernel only
+    with its rows resident, `tail_block`)."""
     name = op.name
     if name not in ROW_OPS:
         return f"'{name}' is not a row op (elementwise, or a reduction along the last axis)"
@@ -166,7 +168,7 @@ def describe(op: ir.Operation, index: int, target: Target) -> RowOp | str:
             n = None
     row_op = RowOp(op, index, rows, n, ins, Operand(out, nir.view_root(out), out_kind,
                                                     nir.memref_element(out)), compute)
-    if n is not None:
+    if n is not None and not tails:
         for o in row_op.ins + [row_op.out]:
             if o.kind in ("full", "row") and (n * o.es) % target.granule("ub"):
                 return (f"rows of {n} {o.elem} elements are not whole 32-byte blocks "
@@ -195,6 +197,16 @@ class GroupModel:
     @property
     def n(self) -> int | None:
         return next((m.n for m in self.members if m.n is not None), None)
+
+
+def tail_block(g: GroupModel, target: Target) -> int:
+    """Elements of the block that ends each row when the rows are not whole
+    32-byte blocks of every full and row operand (0 when they are): a UB row
+    is then its whole blocks and this block, whose first lanes repeat the
+    last elements of the whole blocks (`npu.kernels.resident_rows`)."""
+    sizes = [o.es for m in g.members for o in m.ins + [m.out] if o.kind in ("full", "row")]
+    block = target.granule("ub") // min(sizes) if sizes else 1
+    return block if (g.n or 1) % block else 0
 
 
 def model(members: list[RowOp], outside_users: dict, absorbed=(), layouts=()) -> GroupModel:
