@@ -238,3 +238,37 @@ func.func @layernorm_affine(%x: memref<16x768xf32, "gm">, %gamma: memref<768xf32
   "ascend.add"(%g, %beta, %y) : (memref<16x768xf32, "gm">, memref<768xf32, "gm">, memref<16x768xf32, "gm">) -> ()
   return
 }
+
+// -----
+
+// sdpa's NaN guard after the softmax (Where(IsNaN(p), 0, p)) joins the row
+// kernel: the i8 mask of 16 bytes a row is not a whole block, but it never
+// leaves UB.
+// CHECK-LABEL: func.func @softmax_nan_guard
+// CHECK:       scf.execute_region {
+// CHECK:       ascend.cmp
+// CHECK-NEXT:  ascend.select
+// CHECK-NEXT:  scf.yield
+// CHECK-NEXT:  } {npu.fused
+// KERNEL-LABEL: func.func @softmax_nan_guard
+// KERNEL:       cce.vcmp
+// KERNEL-SAME:  predicate = "ne"
+// KERNEL:       cce.vsel
+// KERNEL-NOT:   cce.copy_ub_to_gm{{.*}}i8
+func.func @softmax_nan_guard(%x: memref<32x16xf32, "gm">, %zero: memref<1x1xf32, "gm">, %y: memref<32x16xf32, "gm">) {
+  %m = memref.alloc() : memref<32x1xf32, "gm">
+  // expected-remark @+1 {{fused 7 ops (reduce_max, sub, exp, reduce_sum, div, cmp, select) over 32 rows of 16}}
+  "ascend.reduce_max"(%x, %m) : (memref<32x16xf32, "gm">, memref<32x1xf32, "gm">) -> ()
+  %d = memref.alloc() : memref<32x16xf32, "gm">
+  "ascend.sub"(%x, %m, %d) : (memref<32x16xf32, "gm">, memref<32x1xf32, "gm">, memref<32x16xf32, "gm">) -> ()
+  %e = memref.alloc() : memref<32x16xf32, "gm">
+  "ascend.exp"(%d, %e) : (memref<32x16xf32, "gm">, memref<32x16xf32, "gm">) -> ()
+  %s = memref.alloc() : memref<32x1xf32, "gm">
+  "ascend.reduce_sum"(%e, %s) : (memref<32x16xf32, "gm">, memref<32x1xf32, "gm">) -> ()
+  %p = memref.alloc() : memref<32x16xf32, "gm">
+  "ascend.div"(%e, %s, %p) : (memref<32x16xf32, "gm">, memref<32x1xf32, "gm">, memref<32x16xf32, "gm">) -> ()
+  %nan = memref.alloc() : memref<32x16xi8, "gm">
+  "ascend.cmp"(%p, %p, %nan) {predicate = "ne"} : (memref<32x16xf32, "gm">, memref<32x16xf32, "gm">, memref<32x16xi8, "gm">) -> ()
+  "ascend.select"(%nan, %zero, %p, %y) : (memref<32x16xi8, "gm">, memref<1x1xf32, "gm">, memref<32x16xf32, "gm">, memref<32x16xf32, "gm">) -> ()
+  return
+}

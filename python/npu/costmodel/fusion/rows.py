@@ -34,7 +34,10 @@ REDUCE = {"ascend.reduce_sum": ("cce.vadd", "cce.vcadd"),
           "ascend.reduce_max": ("cce.vmax", "cce.vcmax"),
           "ascend.reduce_min": ("cce.vmin", "cce.vcmin")}
 ELEMENTWISE = tuple(BINARY) + tuple(SCALAR) + tuple(UNARY) + ("ascend.cast",)
-ROW_OPS = ELEMENTWISE + tuple(REDUCE)
+# Masks: a compare's i8 result and a select's i8 condition (sdpa's NaN guard
+# after the softmax, attention masks) stay in the row kernel too.
+MASK_OPS = ("ascend.cmp", "ascend.select")
+ROW_OPS = ELEMENTWISE + MASK_OPS + tuple(REDUCE)
 FUSED_ATTR = "npu.fused"
 # UB share of a fused chunk as the footprint model counts it. Double buffering
 # needs half of UB; the model frees buffers at op granularity, and the memory
@@ -118,7 +121,8 @@ def describe(op: ir.Operation, index: int, target: Target, tails: bool = False) 
             return "an operand has no elements"
         if not nir.is_contiguous(v) or nir.memory_space(v) != "gm":
             return "an operand is not a contiguous GM tensor"
-        if nir.memref_element(v) not in ("f16", "f32"):
+        if nir.memref_element(v) not in ("f16", "f32") and not (
+                name in MASK_OPS and nir.memref_element(v) == "i8"):
             return f"element type {nir.memref_element(v)} (fused kernels take f16/f32)"
         if nbytes(nir.view_root(v)) != nbytes(v):  # a memref.view of a whole byte buffer is whole
             return "an operand is a partial view of its tensor"
@@ -204,7 +208,8 @@ def tail_block(g: GroupModel, target: Target) -> int:
     32-byte blocks of every full and row operand (0 when they are): a UB row
     is then its whole blocks and this block, whose first lanes repeat the
     last elements of the whole blocks (`npu.kernels.resident_rows`)."""
-    sizes = [o.es for m in g.members for o in m.ins + [m.out] if o.kind in ("full", "row")]
+    sizes = [o.es for m in g.members for o in m.ins + [m.out] if o.kind in ("full", "row")
+             and (o.elem != "i8" or o.root in g.loaded or o.root in g.leaving)]
     block = target.granule("ub") // min(sizes) if sizes else 1
     return block if (g.n or 1) % block else 0
 
