@@ -55,6 +55,7 @@ from npu.costmodel.fusion import epilogue
 from npu import ir as nir
 from npu.kernels.cce_build import View, lin
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass, PassError
+from npu.passes.lower_attention.nan_guard import NanGuard
 from npu.passes.lower_attention.operands import OperandTiles
 from npu.passes.lower_attention.projected_tiles import ProjectedTiles
 from npu.passes.lower_attention.projection import ProjectedHeads
@@ -88,7 +89,7 @@ class LowerAttention(Pass):
             region.erase()
 
 
-class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, TileSchedules, ProjectedHeads,
+class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, TileSchedules, ProjectedHeads,
               ProjectedTiles):
     def __init__(self, p: LowerAttention, region: ir.Operation):
         self.p, self.region, self.t = p, region, p.target
@@ -125,7 +126,7 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, TileSchedules, ProjectedH
             raise PassError(f"npu.attention tile {attrs['query_rows']} x {attrs['key_rows']} "
                             f"is not whole 16-row blocks within seq {found.seq}", region)
         need = cost.footprint(self.qb, self.kb, d1, found.staged,
-                              s1 <= min(self.qb, self.kb), found.nz_out, self.t)
+                              s1 <= min(self.qb, self.kb), found.nz_out, self.t, found.guard)
         if self.pp is not None:
             need = proj.footprint(found, self.qb, self.kb, self.projection, self.pp, need)
         for space, nbytes in need.items():

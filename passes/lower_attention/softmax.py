@@ -83,8 +83,10 @@ class SoftmaxSteps:
                            rows)
             new_max = scaled_max
         shift = self.broadcast(new_max, rows)
+        self.guard_rows(shift, rows, "f32")
         if not first:
             self.apply(unary_compute("ascend.exp", "f32"), alpha, [alpha], rows)
+            self.guard_alpha(alpha, new_max, rows)
         probs = nir.alloc([count], "f16", "ub")
         # P in a few runs of key slabs, each to L1 as soon as it is made: the
         # last run's copy is all that the next tile's scores (which the
@@ -152,6 +154,7 @@ class SoftmaxSteps:
         slab = mq * 16 * 16
         at, n = j0 * slab, (j1 - j0) * slab
         self.apply(unary_compute("ascend.exp", "f16"), p, [p], n, offsets=(at, at), sizes=(2, 2))
+        self.zero_guarded(p, j0, j1, slab)
         run = pl1 if j1 - j0 == kbk else \
             nir.subview(pl1, [j0, 0, 0, 0], [j1 - j0] + nir.memref_shape(pl1)[1:])
         copy("cce.copy_ub_to_l1", sub(p, at, n), run, 1, (j1 - j0) * mq * 16)
@@ -176,6 +179,7 @@ class SoftmaxSteps:
         rows, d = mq * 16, a.head_dim
         slab = rows * 16
         total = a.d_blocks * slab  # the row sums, one per lane of the last slab
+        self.guard_sums(total, slab)
         self.apply(unary_compute("ascend.reciprocal", "f32"), self.context, [self.context], slab,
                    offsets=(total, total))
 

@@ -79,7 +79,9 @@ class HalfSoftmax:
             self.apply(cast_compute("f32", "f16", "rint"), offset, [new], rows,
                        sizes=NARROW)  # exact: the minimum of f16 values
             self.apply(unary_compute("ascend.exp", "f32"), alpha, [alpha], rows)
+            self.guard_alpha(alpha, new, rows)
         shift = self.broadcast(offset, rows, "f16")
+        self.guard_rows(shift, rows, "f16")
         per_run = self.per_run(kbk)
         self.emit_runs([self.p_run_f16(scores, pl1, shift, limit, j0, min(kbk, j0 + per_run),
                                        mq, kbk) for j0 in range(0, kbk, per_run)])

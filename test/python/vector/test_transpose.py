@@ -53,6 +53,21 @@ def test_swap_before_last(shape, elem, lowering):
     assert np.array_equal(res.outputs[1], np.transpose(x, perm))
 
 
+@pytest.mark.parametrize("shape,lowering", [
+    ((1, 3, 196, 256), "npu-lower-transpose"),  # ViT-base's patches: a k row is 196 KB
+    ((2, 3, 100, 64), "npu-lower-transpose{ub-fraction=0.05}"),  # j tiles of 50, one k row each
+], ids=str)
+def test_swap_before_last_tiles_long_rows(shape, lowering):
+    """A k row larger than the UB budget is moved a tile of j at a time."""
+    perm = [0, 2, 1, 3]
+    x = np.random.default_rng(3).uniform(-8, 8, shape).astype(np.float32)
+    out_shape = permuted(shape, perm)
+    src = func("f", "ascend.transpose", [memref(shape, "f32"), memref(out_shape, "f32")],
+               f"permutation = array<i64: {', '.join(map(str, perm))}>")
+    res = run(src, lowering, [x, np.zeros(out_shape, x.dtype)])
+    assert np.array_equal(res.outputs[1], np.transpose(x, perm))
+
+
 @pytest.mark.slow
 def test_bert_transpose():
     shape, perm = (12, 512, 64), [0, 2, 1]

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from mlir import ir
 
 from npu import ir as nir
+from npu.costmodel.attention.guard import match_guard
 
 ATTENTION_ATTR = "npu.attention"
 # The precision of the kernel's softmax (`softmax` in the attribute;
@@ -52,6 +53,7 @@ class Attention:
     head_dim: int
     scale: float
     reciprocal: bool = field(default=False)  # softmax ends with reciprocal + mul
+    guard: bool = False  # P's NaN guard is a member (`npu.costmodel.attention.guard`)
     # The f32 ND tensors Q [H,S,D], K^T [H,D,S], V [H,S,D] when their casts to
     # f16 and fractalizes are members too (loaded, converted and laid out on
     # chip), or the f16 ND tensors when only the fractalizes are (laid out
@@ -85,6 +87,11 @@ class Attention:
 
 def _root(v: ir.Value) -> ir.Value:
     return nir.view_root(v)
+
+
+def _distinct(ops: list[ir.Operation]) -> list[ir.Operation]:
+    """`ops` without repeats (an op reading a tensor twice is listed twice)."""
+    return list(dict.fromkeys(ops))
 
 
 def users_of(ops: list[ir.Operation]) -> dict:
@@ -177,6 +184,11 @@ def match(bm1: ir.Operation, users: dict, any_seq: bool = False) -> Attention | 
     else:
         return f"the exponentials are normalised by '{last.name}'"
     members.append(last)
+    guarded = match_guard(out(last), lambda r: _distinct(
+        [u for u in users.get(r, []) if _root(u.operands[-1]) != r]), _root)
+    if guarded is not None:  # sdpa's Where(IsNaN(P), 0, P)
+        members += guarded
+        last = guarded[1]
     cast = consume(out(last), last, "ascend.cast", "the probabilities")
     if isinstance(cast, str):
         return cast
@@ -219,7 +231,8 @@ def match(bm1: ir.Operation, users: dict, any_seq: bool = False) -> Attention | 
         return "the operand shapes are not those of self-attention (Q, K, V of one seq)"
     if not nir.is_contiguous(o):
         return "the context is not a contiguous tensor"
-    found = Attention(members, q, k, v, o, internal, heads, seq, head_dim, scale, reciprocal)
+    found = Attention(members, q, k, v, o, internal, heads, seq, head_dim, scale, reciprocal,
+                      guard=guarded is not None)
     _absorb_prologues(found, users, any_seq)
     _absorb_merge(found, users)
     return found
