@@ -55,6 +55,7 @@ from npu.costmodel.fusion import epilogue
 from npu import ir as nir
 from npu.kernels.cce_build import View, lin
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass, PassError
+from npu.passes.lower_attention.key_mask import KeyMask
 from npu.passes.lower_attention.nan_guard import NanGuard
 from npu.passes.lower_attention.operands import OperandTiles
 from npu.passes.lower_attention.projected_tiles import ProjectedTiles
@@ -89,8 +90,8 @@ class LowerAttention(Pass):
             region.erase()
 
 
-class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, TileSchedules, ProjectedHeads,
-              ProjectedTiles):
+class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, KeyMask, TileSchedules,
+              ProjectedHeads, ProjectedTiles):
     def __init__(self, p: LowerAttention, region: ir.Operation):
         self.p, self.region, self.t = p, region, p.target
         body = [o.operation for o in region.regions[0].blocks[0].operations]
@@ -126,7 +127,8 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, TileSchedules, 
             raise PassError(f"npu.attention tile {attrs['query_rows']} x {attrs['key_rows']} "
                             f"is not whole 16-row blocks within seq {found.seq}", region)
         need = cost.footprint(self.qb, self.kb, d1, found.staged,
-                              s1 <= min(self.qb, self.kb), found.nz_out, self.t, found.guard)
+                              s1 <= min(self.qb, self.kb), found.nz_out, self.t, found.guard,
+                              found.mask_blocks)
         if self.pp is not None:
             need = proj.footprint(found, self.qb, self.kb, self.projection, self.pp, need)
         for space, nbytes in need.items():
@@ -145,7 +147,8 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, TileSchedules, 
         # scaling Q's f16 tile (a power-of-two scale, exact in f16) on its
         # way to L1: 1.4k cycles less in BERT at seq 512, 20k for 12 heads
         # of 1024, 0.7k for 12 heads of 128 with Q cast on chip.
-        self.prescale = found.scale < 0
+        # A key mask added after the scale: the scores are scaled first too.
+        self.prescale = found.scale < 0 or (found.mask_scaled and found.scale != 1.0)
         self.nz_slabs: list[ir.Value] | None = None  # UB of the f16 context slabs (`store_nz`)
         self.scale_p = not self.prescale and found.scale != 1.0
         self.scale_block: View | None = None  # the scale's block (`scale_p`), of `elem`
@@ -167,6 +170,7 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, TileSchedules, 
             self.flat_out = nir.flatten_memref(a.out)
             if self.scale_p:
                 self.scale_block = self.constant_block(a.scale, self.elem)
+            self.prepare_key_mask()
             if self.pp is not None:
                 self.projection_prologue()
             if a.seq_blocks <= min(self.qb, self.kb):
@@ -329,11 +333,13 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, TileSchedules, 
                         False)
             c0 += c
 
-    def probs(self, mq: int, kbk: int, buf: dict, slot: int, first: bool, masked: bool) -> None:
-        """The softmax step of the slot's scores, P into the slot's L1 tile."""
+    def probs(self, mq: int, kbk: int, buf: dict, slot: int, first: bool, masked: bool,
+              key0=0) -> None:
+        """The softmax step of the slot's scores (keys from key block
+        `key0`), P into the slot's L1 tile."""
         alpha = None if first else buf["alpha"][slot]
         self.softmax_tile(self.prefix(buf["scores"][slot], kbk), self.prefix(buf["p"][slot], kbk),
-                          mq, kbk, alpha, masked)
+                          mq, kbk, alpha, masked, key0)
 
     def pv(self, mq: int, kbk: int, buf: dict, slot: int, v1: ir.Value | None = None,
            v0: ir.Value | None = None) -> None:

@@ -128,7 +128,8 @@ class HeadTiles:
 
             def soft(step, slot: int) -> None:
                 y = locate(step)[2]
-                self.probs(qb, blocks(y), buf, slot, y == 0, y == n_keys - 1 and bool(a.seq % 16))
+                self.probs(qb, blocks(y), buf, slot, y == 0, y == n_keys - 1 and bool(a.seq % 16),
+                           lin((y, kb)))
 
             def pv(step, slot: int) -> None:
                 y = locate(step)[2]

@@ -224,7 +224,7 @@ class TileSchedules(HeadTiles):
         def soft(k, slot: int) -> None:
             last = isinstance(k, int) and k == n - 1
             self.probs(mq, blocks(k), buf, slot, isinstance(k, int) and k == 0,
-                       last and bool(a.seq % 16))
+                       last and bool(a.seq % 16), lin((k, kb)))
 
         def drain(k, slot: int) -> None:
             if isinstance(k, int) and k == 0:

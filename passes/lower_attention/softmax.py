@@ -38,7 +38,7 @@ class SoftmaxSteps:
     `row_max`, `context`, `nz_slabs`, `flat_out`)."""
 
     def softmax_tile(self, sc: ir.Value, pl1: ir.Value, mq: int, kbk: int,
-                     alpha: ir.Value | None, masked: bool) -> None:
+                     alpha: ir.Value | None, masked: bool, key0=0) -> None:
         """Scores L0C -> UB, key mask, the row max (online: the running max
         and `alpha` = exp(old max - new max); None: the first tile), the
         shift in f32, then P = exp(scale * shifted) in f16 (half the vector
@@ -46,15 +46,17 @@ class SoftmaxSteps:
         P -> L1. The row sums come from the cube (`load_v`'s ones column).
         With the softmax in f16 (`elem`), `softmax_tile_f16`."""
         if self.elem == "f16":
-            self.softmax_tile_f16(sc, pl1, mq, kbk, alpha, masked)
+            self.softmax_tile_f16(sc, pl1, mq, kbk, alpha, masked, key0)
             return
         a = self.a
         rows = mq * 16
         slab, count = rows * 16, kbk * rows * 16
         scores = nir.alloc([count], "f32", "ub")
         copy("cce.copy_l0c_to_ub", sc, scores, 1, kbk * mq * 32)
+        self.add_key_mask(scores, kbk, rows, key0, scaled=False)
         if self.prescale:
             self.apply(Compute("scalar", vop="cce.vmuls", scalar=a.scale), scores, [scores], count)
+        self.add_key_mask(scores, kbk, rows, key0, scaled=True)
         if masked:
             bias = self.key_mask(rows, a.seq % 16)
             self.apply(Compute("binary", vop="cce.vadd"), scores, [scores, bias], slab,

@@ -42,7 +42,7 @@ class HalfSoftmax:
     `scale_p`, `scale_block` (f16), `row_max`)."""
 
     def softmax_tile_f16(self, sc: ir.Value, pl1: ir.Value, mq: int, kbk: int,
-                         alpha: ir.Value | None, masked: bool) -> None:
+                         alpha: ir.Value | None, masked: bool, key0=0) -> None:
         """`softmax_tile` in f16: scores L0C -> UB as f16, key clamp, the
         tile's row max and offset, the running offset (online: `row_max`
         holds it in f32; `alpha` = exp(r_new - r_old), None: the first
@@ -52,9 +52,11 @@ class HalfSoftmax:
         slab, count = rows * 16, kbk * rows * 16
         scores = nir.alloc([count], "f16", "ub")
         self.mm.move_to_ub(sc, scores, kbk * mq)  # rounded to f16 by the move
+        self.add_key_mask(scores, kbk, rows, key0, scaled=False)
         if self.prescale:
             self.apply(Compute("scalar", vop="cce.vmuls", scalar=a.scale), scores, [scores],
                        count, sizes=HALF)
+        self.add_key_mask(scores, kbk, rows, key0, scaled=True)
         limit = self.key_limit(rows, a.seq % 16) if masked else None
         if masked:
             self.clamp_keys(scores, limit, kbk, slab)

@@ -26,6 +26,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.attention.guard import match_guard
+from npu.costmodel.attention.key_mask import key_mask_operand
 
 ATTENTION_ATTR = "npu.attention"
 # The precision of the kernel's softmax (`softmax` in the attribute;
@@ -54,6 +55,10 @@ class Attention:
     scale: float
     reciprocal: bool = field(default=False)  # softmax ends with reciprocal + mul
     guard: bool = False  # P's NaN guard is a member (`npu.costmodel.attention.guard`)
+    # An additive key mask [1, .., 1, S] on the scores (`npu.costmodel.attention.key_mask`),
+    # added after the scale (`mask_scaled`) or before it.
+    key_mask: ir.Value | None = None
+    mask_scaled: bool = False
     # The f32 ND tensors Q [H,S,D], K^T [H,D,S], V [H,S,D] when their casts to
     # f16 and fractalizes are members too (loaded, converted and laid out on
     # chip), or the f16 ND tensors when only the fractalizes are (laid out
@@ -75,6 +80,11 @@ class Attention:
     def staged(self) -> bool:
         """The sources are f32 (cast to f16 on chip, through UB)."""
         return self.sources is not None and nir.memref_element(self.sources[0]) == "f32"
+
+    @property
+    def mask_blocks(self) -> int:
+        """Key blocks of the key mask the kernel keeps in UB (0: no mask)."""
+        return self.seq_blocks if self.key_mask is not None else 0
 
     @property
     def seq_blocks(self) -> int:
@@ -137,13 +147,23 @@ def match(bm1: ir.Operation, users: dict, any_seq: bool = False) -> Attention | 
         return d1
     s = out(d1)
     scale = 1.0
-    rs = readers(s, d1)
-    if len(rs) == 1 and rs[0].name == "ascend.muls":
-        scale = nir.float_attr(rs[0], "scalar")
+    writer, scaled, mask, mask_scaled = d1, False, None, False
+    seq_of_scores = nir.memref_shape(d1.operands[-1])[-1]
+    for _ in range(2):  # the scale and a key mask, in either order
+        rs = readers(s, writer)
+        if len(rs) != 1:
+            break
+        if rs[0].name == "ascend.muls" and not scaled:
+            scale, scaled = nir.float_attr(rs[0], "scalar"), True
+        elif rs[0].name == "ascend.add" and mask is None:
+            mask = key_mask_operand(rs[0], s, seq_of_scores, _root)
+            if isinstance(mask, str):
+                return mask
+            mask_scaled = scaled
+        else:
+            break
         members.append(rs[0])
         s, writer = out(rs[0]), rs[0]
-    else:
-        writer = d1
     rs = readers(s, writer)
     names = sorted(r.name for r in rs)
     if names != ["ascend.reduce_max", "ascend.sub"]:
@@ -232,7 +252,7 @@ def match(bm1: ir.Operation, users: dict, any_seq: bool = False) -> Attention | 
     if not nir.is_contiguous(o):
         return "the context is not a contiguous tensor"
     found = Attention(members, q, k, v, o, internal, heads, seq, head_dim, scale, reciprocal,
-                      guard=guarded is not None)
+                      guard=guarded is not None, key_mask=mask, mask_scaled=mask_scaled)
     _absorb_prologues(found, users, any_seq)
     _absorb_merge(found, users)
     return found

@@ -62,7 +62,8 @@ def key_chunks(k_blocks: int, d_blocks: int, target: Target) -> list[int]:
 
 def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = False,
               whole: bool = False, nz_out: bool = False,
-              target: Target | None = None, guard: bool = False) -> dict[str, int]:
+              target: Target | None = None, guard: bool = False,
+              mask_blocks: int = 0) -> dict[str, int]:
     """Bytes per on-chip buffer of one tile (`npu-lower-attention`'s
     buffers). UB: what lives through the tile (the context with its row-sum
     slab, the row max; `whole` and `absorbed`: the f32 staging of Q and K,
@@ -77,7 +78,8 @@ def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = Fals
     head (all queries and keys), Q's and K's L1 tiles in two slots too. With
     `target`, a key tile whose K^T and V do not fit L0B together holds two
     chunks of each in L0B and two of P in L0A (`key_chunks`). `guard`: the
-    buffers of P's NaN guard (`npu.costmodel.attention.guard`)."""
+    buffers of P's NaN guard (`npu.costmodel.attention.guard`); `mask_blocks`:
+    the key blocks of a key mask (`npu.costmodel.attention.key_mask`)."""
     frac4, frac2 = 16 * 16 * 4, 16 * 16 * 2
     slab = q_blocks * frac4  # one [rows, 16] f32 slab
     rows = q_blocks * 16
@@ -92,6 +94,9 @@ def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = Fals
     ub = persistent + max(scores, staging, (d_blocks + 2) * slab, k_blocks * frac2)
     if guard:  # P's NaN guard: a slab of max - max, its i8 mask, the row flags, a zero block
         persistent += slab + rows * 16 + rows * 5 + 32
+    # A key mask of `mask_blocks` key blocks: its f32 values and, per key
+    # block, one repeat of them over four rows (f32) or one block (f16).
+    persistent += mask_blocks * (16 * 4 + 4 * 16 * 4)
     chunks = [k_blocks] if target is None else key_chunks(k_blocks, d_blocks, target)
     on_l0 = k_blocks if len(chunks) == 1 else 2 * chunks[0]
     return {"ub": ub,
@@ -143,7 +148,7 @@ def _plan(a: Attention, target: Target, ub_fraction: float, softmax: str,
         for kb in widths:
             whole = qb >= s1 and kb >= s1
             need = footprint(qb, kb, d1, a.staged, whole, a.nz_out, target if by_cost else None,
-                             a.guard)
+                             a.guard, a.mask_blocks)
             budget = {sp: target.capacity(sp) for sp in need}
             budget["ub"] = int(budget["ub"] * ub_fraction)
             if not all(need[sp] <= budget[sp] for sp in need):

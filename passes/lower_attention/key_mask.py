@@ -1,0 +1,84 @@
+"""The additive key mask in the fused attention
+(`npu.costmodel.attention.key_mask`): loaded once per kernel and laid out so
+that one vadd per key slab adds it to every row of the scores. A slab's
+row holds its 16 keys; f32: one repeat covers four rows, so each key block
+gets its 16 values four times over (one repeat, read with repeat stride 0);
+f16: a row is one block, read by every block of a repeat (block stride 0).
+In f16 the mask is clamped to the finite f16 range first: a key masked by a
+value below -65504 is still removed (its exp underflows to 0), but a row
+whose every key is masked then gets the softmax of its raw scores where
+f32 would give every key the same weight (the f16 softmax's own limit, as
+for scores past 65504)."""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from npu import ir as nir
+from npu.costmodel.vector.recipes import Compute, cast_compute
+from npu.costmodel.vector.tiling import split_repeats
+from npu.kernels.cce_build import Index, View, copy, lin, sub
+from npu.kernels.vector_compute import emit, emit_flat_run
+from npu.passes.lower_attention.softmax_f16 import F16_MAX
+
+ROWS_PER_F32_REPEAT = 4  # 64 lanes of a repeat / 16 keys a row
+
+
+class KeyMask:
+    """Mixed into the kernel (`a`, `t`, `elem`, `granule`)."""
+
+    def prepare_key_mask(self) -> None:
+        """The mask GM -> UB (padded keys: 0; their own bias masks them) and
+        its per-key-block layout for `add_key_mask`."""
+        a = self.a
+        self.mask_layout: ir.Value | None = None
+        if a.key_mask is None:
+            return
+        n = a.seq_blocks * 16
+        raw = nir.alloc([n], "f32", "ub")
+        if a.seq < n:
+            lanes = self.t.lanes(4)
+            for piece in split_repeats(n, lanes, self.t.max_repeat):
+                nir.create_op("cce.vdup", [sub(raw, piece.offset, (piece.repeat - 1) * lanes
+                                               + piece.mask)],
+                              repeat=piece.repeat, mask=piece.mask, dst_blk_stride=1,
+                              dst_rep_stride=8, scalar=0.0)
+        copy("cce.copy_gm_to_ub", nir.flatten_memref(a.key_mask), sub(raw, 0, a.seq), 1,
+             a.seq * 4 // self.granule)
+        if self.elem == "f16":
+            for vop, bound in (("cce.vmaxs", -F16_MAX), ("cce.vmins", F16_MAX)):
+                emit_flat_run(Compute("scalar", vop=vop, scalar=bound), self.t, n,
+                              (raw, "f32"), [(raw, "f32")])
+            half = nir.alloc([n], "f16", "ub")
+            emit_flat_run(cast_compute("f32", "f16", "rint"), self.t, n, (half, "f16"),
+                          [(raw, "f32")])
+            self.mask_layout = half
+            return
+        rows = nir.alloc([a.seq_blocks * 16 * ROWS_PER_F32_REPEAT], "f32", "ub")
+        row_blocks = 16 * 4 // self.granule
+        for r in range(ROWS_PER_F32_REPEAT):  # row r of every key block's four
+            dst = sub(rows, r * 16, (a.seq_blocks - 1) * 16 * ROWS_PER_F32_REPEAT + 16)
+            copy("cce.copy_ub_to_ub", raw, dst, a.seq_blocks, row_blocks, 0,
+                 (ROWS_PER_F32_REPEAT - 1) * row_blocks)
+        self.mask_layout = rows
+
+    def add_key_mask(self, scores: ir.Value, kbk: int, rows: int, key0: Index,
+                     scaled: bool) -> None:
+        """scores += mask on key slabs key0.. (kbk of them), when the mask
+        is added at this point: after the scale (`scaled`) or before it."""
+        a = self.a
+        if a.key_mask is None or a.mask_scaled != scaled:
+            return
+        es = 2 if self.elem == "f16" else 4
+        lanes, slab = self.t.lanes(es), rows * 16
+        per_block = 16 if es == 2 else 16 * ROWS_PER_F32_REPEAT
+        for j in range(kbk):
+            at = lin((key0, per_block), (1, j * per_block))
+            block = (View(sub(self.mask_layout, at, 16), 0, 0) if es == 2
+                     else View(sub(self.mask_layout, at, per_block), 1, 0))
+            for piece in split_repeats(slab, lanes, self.t.max_repeat):
+                touched = (piece.repeat - 1) * lanes + piece.mask
+                data = View(sub(scores, j * slab + piece.offset, touched), 1,
+                            lanes * es // self.granule)
+                emit(Compute("binary", vop="cce.vadd"), data, [data, block], piece.repeat,
+                     piece.mask)
