@@ -198,9 +198,10 @@ def modelled(a: Attention, q_blocks: int, k_blocks: int, target: Target,
              softmax: str, on_chip: bool = False) -> TileCost:
     """`npu.costmodel.attention.cost.tile_cost` of the tile for this attention
     (`on_chip`: Q, K, V made by the kernel's own projection)."""
+    mask = "" if a.key_mask is None else "after" if a.mask_scaled else "before"
     return tile_cost(a.heads, a.seq_blocks, a.d_blocks, q_blocks, k_blocks, softmax,
                      resident(a, q_blocks, k_blocks, target), a.sources is not None, a.nz_out,
-                     target, on_chip)
+                     target, on_chip, a.guard, mask)
 
 
 def _rank(p: Plan, seq_blocks: int) -> tuple[int, bool, int]:
