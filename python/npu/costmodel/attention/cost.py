@@ -60,17 +60,6 @@ def fold_across_cycles(rows: int, elem_bytes: int, t: Target) -> int:
     return transposes + tree + 5 * t.vector_latency
 
 
-def l0_load_cycles(rows: int, cols: int, path: str, t: Target) -> int:
-    """MTE1 cycles of a rows x cols grid of f16 fractals L1 -> L0 as
-    npu-lower-matmul's `reorder_blocks` loads it: one load per row or
-    column of blocks (the shorter side), up to max_repeat blocks each, and
-    each load holds the pipe for its latency plus its bytes (4 KB loads of a
-    BERT projection: 20 of their 28 cycles are latency)."""
-    p = t.path(path)
-    loads = min(rows, cols) * -(-max(rows, cols) // t.max_repeat)
-    return loads * p.latency + rows * cols * 16 * 16 * 2 // p.bytes_per_cycle
-
-
 def row_max_cycles(rows: int, elem_bytes: int, t: Target) -> int:
     """The cheaper of a vcmax repeat per row and `fold_across_cycles`."""
     return min(rows * t.vector_cycles("reduce"), fold_across_cycles(rows, elem_bytes, t))
@@ -126,10 +115,9 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
                 vector += 2 * repeats(slab, es) * simple + repeats(scores, 2) * simple
             vector += STEP_IDLE_CYCLES
             cube += t.cube_cycles(qb * kb * (2 * d1 + 1))
-            mte1 += l0_load_cycles(d1, kb, "l1_to_l0b", t)  # K^T
-            mte1 += l0_load_cycles(kb, d1 + 1, "l1_to_l0b", t)  # V and its ones
-            mte1 += l0_load_cycles(qb, kb, "l1_to_l0a", t)  # P
-        mte1 += l0_load_cycles(qb, d1, "l1_to_l0a", t)  # Q
+            mte1 += (kb * (2 * d1 + 1) * frac2) // t.path("l1_to_l0b").bytes_per_cycle
+            mte1 += (qb * kb * frac2) // t.path("l1_to_l0a").bytes_per_cycle
+        mte1 += (qb * d1 * frac2) // t.path("l1_to_l0a").bytes_per_cycle
         vector += repeats(slab) * trans + d1 * repeats(slab) * (simple + (conv if nz_out else 0))
     gm = t.path("gm_to_l1").bytes_per_cycle
 

@@ -15,10 +15,8 @@ from dataclasses import dataclass, replace
 
 from npu import ir as nir
 from npu.costmodel.attention.pattern import Attention
-from npu.costmodel.attention.cost import TileCost, l0_load_cycles
+from npu.costmodel.attention.cost import TileCost
 from npu.costmodel.attention.plan import MAX_HEAD_STEPS, modelled, tile_shapes
-from npu.costmodel.matmul.fitting import MatmulShape
-from npu.costmodel.matmul.tiling import TilingError, choose_tiling
 from npu.costmodel.attention.projection import FRACTAL_F16, FRACTAL_F32, Projection, ProjPlan, footprint
 from npu.target import Target
 
@@ -69,6 +67,7 @@ def projection_work(a: Attention, p: Projection, pp: ProjPlan, target: Target,
     members."""
     d1, h = a.d_blocks, a.heads
     gm = target.path("gm_to_l1").bytes_per_cycle
+    to_a, to_b = (target.path(f"l1_to_l0{x}").bytes_per_cycle for x in "ab")
     jobs = pp.jobs_per_head(p.m1, d1)
     head_blocks = 3 * d1 * p.n1 * p.m1
     cube = h * head_blocks + h * jobs * (p.n1 // pp.sub) * target.mad_latency
@@ -78,12 +77,9 @@ def projection_work(a: Attention, p: Projection, pp: ProjPlan, target: Target,
         cube += h * jobs * pp.cols * p.n1 * FRACTAL_F16 / gm
     x_bytes = p.n1 * p.m1 * FRACTAL_F16
     w_bytes = 3 * d1 * p.n1 * FRACTAL_F16
-    # Each L1 -> L0 load holds MTE1 for its latency too: a job's X and W
-    # sub-tiles per L0 sub-step (`l0_load_cycles`). The GM -> L1 copies are
-    # few and large, their latencies overlapped by the slots in flight.
+    rows = pp.row_tiles(p.m1)
     mte2 = gm_read_bytes(a, p, pp, snake) / gm
-    mte1 = h * jobs * (p.n1 // pp.sub) * (l0_load_cycles(pp.rows, pp.sub, "l1_to_l0a", target)
-                                          + l0_load_cycles(pp.sub, pp.cols, "l1_to_l0b", target))
+    mte1 = h * (jobs * pp.rows * p.n1 * FRACTAL_F16 / to_a + rows * w_bytes / to_b)
     vector = (h * 3 * d1 * p.m1 * FRACTAL_F32 / target.path("l0c_to_ub").bytes_per_cycle
               + p.vector_cycles * 3 * d1 * h / p.c_blocks)
     work = TileCost(int(vector), int(cube), int(mte1), int(mte2))
@@ -97,17 +93,11 @@ def gm_read_bytes(a: Attention, p: Projection, pp: ProjPlan, snake: bool) -> int
     and each head's W columns once per row tile."""
     x_bytes = p.n1 * p.m1 * FRACTAL_F16
     rows = pp.row_tiles(p.m1)
-    return (x_bytes * x_strips(a, p, pp, snake) // rows
-            + 3 * a.d_blocks * p.n1 * FRACTAL_F16 * a.heads * rows)
-
-
-def x_strips(a: Attention, p: Projection, pp: ProjPlan, snake: bool) -> int:
-    """X's row strips copied GM -> L1 over all heads (see `gm_read_bytes`)."""
-    rows = pp.row_tiles(p.m1)
     strips = rows * (1 if pp.x_resident else a.heads)
     if snake and not pp.x_resident:
         strips -= (a.heads - 1) * min(rows, 2)
-    return strips
+    return (x_bytes * strips // rows
+            + 3 * a.d_blocks * p.n1 * FRACTAL_F16 * a.heads * rows)
 
 
 def v_jobs_overlap(a: Attention, p: Projection, pp: ProjPlan, target: Target) -> bool:
@@ -156,27 +146,12 @@ def estimate(a: Attention, qb: int, kb: int, p: Projection, pp: ProjPlan, target
 
 def projection_cycles(p: Projection, target: Target) -> float:
     """The projection as its own kernel (npu-lower-matmul's pipelined
-    schedule): its cube work, its A and B traffic, or its L1 -> L0 loads at
-    the matmul cost model's tiles (each load's latency counted, as in the
-    fused kernel's `projection_work`), the largest."""
-    f = target.fractal
-    m = p.m1 * f
+    schedule): its cube work or its A and B traffic, the larger."""
+    m = p.m1 * target.fractal
     xs = nir.memref_shape(p.x)
     blocks = p.m1 * p.n1 * p.c_blocks
     traffic = (math.prod(xs) * 2 + p.c_blocks * p.n1 * FRACTAL_F16 + m * p.c_blocks * 16 * 2)
-    mte1 = 0.0
-    try:
-        tiles = choose_tiling(MatmulShape(m, p.c_blocks * f, p.n1 * f), target, "os",
-                              pipelined=True).tiles
-    except TilingError:
-        tiles = None
-    if tiles is not None:
-        mb, nb, kb = tiles.m // f, tiles.n // f, tiles.k // f
-        steps = -(-p.m1 // mb) * -(-p.c_blocks // nb) * -(-p.n1 // kb)
-        mte1 = steps * (l0_load_cycles(mb, kb, "l1_to_l0a", target)
-                        + l0_load_cycles(kb, nb, "l1_to_l0b", target))
-    return max(target.cube_cycles(blocks), traffic / target.path("gm_to_l1").bytes_per_cycle,
-               mte1)
+    return max(target.cube_cycles(blocks), traffic / target.path("gm_to_l1").bytes_per_cycle)
 
 
 @dataclass(frozen=True)
