@@ -25,7 +25,7 @@ ROWS_PER_F32_REPEAT = 4  # 64 lanes of a repeat / 16 keys a row
 
 
 class KeyMask:
-    """Mixed into the kernel (`a`, `t`, `elem`, `granule`)."""
+    """Mixed into the kernel (`a`, `t`, `elem`, `granule`, `fill`)."""
 
     def prepare_key_mask(self) -> None:
         """The mask GM -> UB (padded keys: 0; their own bias masks them) and
@@ -37,12 +37,7 @@ class KeyMask:
         n = a.seq_blocks * 16
         raw = nir.alloc([n], "f32", "ub")
         if a.seq < n:
-            lanes = self.t.lanes(4)
-            for piece in split_repeats(n, lanes, self.t.max_repeat):
-                nir.create_op("cce.vdup", [sub(raw, piece.offset, (piece.repeat - 1) * lanes
-                                               + piece.mask)],
-                              repeat=piece.repeat, mask=piece.mask, dst_blk_stride=1,
-                              dst_rep_stride=8, scalar=0.0)
+            self.fill(raw, n, "f32", 0.0)
         copy("cce.copy_gm_to_ub", nir.flatten_memref(a.key_mask), sub(raw, 0, a.seq), 1,
              a.seq * 4 // self.granule)
         if self.elem == "f16":

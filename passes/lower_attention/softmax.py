@@ -365,27 +365,26 @@ class SoftmaxSteps:
                       dst_rep_stride=8, scalar=value)
         return View(block, 0, 0)
 
-    def ones_blocks(self, blocks: int) -> ir.Value:
-        """`blocks` 16x16 f16 blocks of 1.0 in UB, the source of V's ones column."""
-        count = blocks * 256
-        ones = nir.alloc([count], "f16", "ub")
-        lanes = self.t.lanes(2)
+    def fill(self, buf: ir.Value, count: int, elem: str, value: float) -> None:
+        """The first `count` elements of `buf` (`elem`) set to `value` (vdup)."""
+        lanes = self.t.lanes(nir.element_bytes(elem))
         for piece in split_repeats(count, lanes, self.t.max_repeat):
-            nir.create_op("cce.vdup", [sub(ones, piece.offset, (piece.repeat - 1) * lanes
+            nir.create_op("cce.vdup", [sub(buf, piece.offset, (piece.repeat - 1) * lanes
                                            + piece.mask)],
                           repeat=piece.repeat, mask=piece.mask, dst_blk_stride=1,
-                          dst_rep_stride=8, scalar=1.0)
+                          dst_rep_stride=8, scalar=value)
+
+    def ones_blocks(self, blocks: int) -> ir.Value:
+        """`blocks` 16x16 f16 blocks of 1.0 in UB, the source of V's ones column."""
+        ones = nir.alloc([blocks * 256], "f16", "ub")
+        self.fill(ones, blocks * 256, "f16", 1.0)
         return ones
 
     def key_mask(self, rows: int, valid_keys: int) -> ir.Value:
         """A [rows, 16] slab: 0 for the first `valid_keys` lanes of each row,
         MASKED for the padded keys."""
         bias = nir.alloc([rows * 16], "f32", "ub")
-        for piece in split_repeats(rows * 16, self.lanes, self.t.max_repeat):
-            nir.create_op("cce.vdup", [sub(bias, piece.offset, (piece.repeat - 1) * self.lanes
-                                           + piece.mask)],
-                          repeat=piece.repeat, mask=piece.mask, dst_blk_stride=1,
-                          dst_rep_stride=8, scalar=MASKED)
+        self.fill(bias, rows * 16, "f32", MASKED)
         nir.create_op("cce.vdup", [bias], repeat=rows, mask=valid_keys, dst_blk_stride=1,
                       dst_rep_stride=16 * 4 // self.granule, scalar=0.0)
         return bias

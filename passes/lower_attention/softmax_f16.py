@@ -27,8 +27,6 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.vector.recipes import Compute, cast_compute, unary_compute
-from npu.costmodel.vector.tiling import split_repeats
-from npu.kernels.cce_build import sub
 
 # The largest finite f16 (valid lanes of the key clamp: min(s, F16_MAX) = s).
 F16_MAX = float(np.finfo(np.float16).max)
@@ -116,12 +114,7 @@ class HalfSoftmax:
         """A [rows, 16] f16 slab: F16_MAX for the first `valid_keys` lanes of
         each row, -F16_MAX for the padded keys."""
         limit = nir.alloc([rows * 16], "f16", "ub")
-        lanes = self.t.lanes(2)
-        for piece in split_repeats(rows * 16, lanes, self.t.max_repeat):
-            nir.create_op("cce.vdup", [sub(limit, piece.offset, (piece.repeat - 1) * lanes
-                                           + piece.mask)],
-                          repeat=piece.repeat, mask=piece.mask, dst_blk_stride=1,
-                          dst_rep_stride=8, scalar=-F16_MAX)
+        self.fill(limit, rows * 16, "f16", -F16_MAX)
         nir.create_op("cce.vdup", [limit], repeat=rows, mask=valid_keys, dst_blk_stride=1,
                       dst_rep_stride=16 * 2 // self.granule, scalar=F16_MAX)
         return limit
