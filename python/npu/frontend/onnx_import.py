@@ -202,6 +202,7 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     copy = type(model)()
     copy.CopyFrom(model)  # never touch the caller's proto
     model = copy
+    model.graph.name = function_name(model.graph.name)
     _name_nodes(model)
     drop_absent_trailing_inputs(model)
     from npu.frontend import (onnx_checks, onnx_conv, onnx_fold, onnx_gelu, onnx_narrow, onnx_shapes,
@@ -229,6 +230,14 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     text = _run_torch_mlir(model, where, node_types, inputs, outputs, weights, weight_bytes,
                            [f"{n}={t}" for n, t in sorted(host_types.items())])
     return ImportedModel(text, inputs, outputs, node_types, weights or {})
+
+
+def function_name(graph_name: str) -> str:
+    """The graph's name as the entry function's symbol: torch-mlir prints it
+    bare, so a name with spaces or dashes ('my graph-1.0') made unparsable
+    IR. Other characters become '_'; an empty name is `main_graph`."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", graph_name) or "main_graph"
+    return name if not name[0].isdigit() else "_" + name
 
 
 # Constants with fewer elements stay in the text (detaching them saves nothing).

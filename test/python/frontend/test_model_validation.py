@@ -205,3 +205,19 @@ def test_f16_overflow_of_weights_is_one_located_warning(args, tmp_path, capsys):
     assert lines[0].startswith(f"{path}: warning: node 'mm' (MatMul): 511 of 512 values"), err
     assert "exceed the f16 range" in lines[0]
     assert code == (1 if "--check" in args else 0) and len(lines) == (2 if "--check" in args else 1), err
+
+
+@pytest.mark.parametrize("name,symbol", [("my graph-1.0", "my_graph_1_0"), ("", "main_graph"),
+                                         ("2nd", "_2nd"), ("torch_jit", "torch_jit")])
+def test_any_graph_name_is_a_valid_entry(name, symbol):
+    """torch-mlir names the function after the graph, bare: a space made the
+    IR unparsable ('expected (')."""
+    import npu
+
+    m = make([relu()], [X], [Y])
+    m.graph.name = name
+    kernel = npu.compile(m, where="m.onnx")
+    assert f"func.func @{symbol}(" in str(kernel.module)
+    x = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
+    (y,), _ = kernel(x)
+    np.testing.assert_array_equal(y, np.maximum(x, 0))
