@@ -49,6 +49,9 @@ class ImportedModel:
     # With `detach_weights`: key -> data of the large `arith.constant`s, whose
     # text carries a zero splat and `npu.weight = "<key>"` instead.
     weights: dict[str, object] = field(default_factory=dict)
+    # `onnx_empty.EmptyPlan` when values are zero-size (known on the host);
+    # with no device outputs left, `mlir` is empty.
+    empty: object = None
 
 
 def _error(where: str, message: str) -> ImportError_:
@@ -204,8 +207,8 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     model = copy
     _name_nodes(model)
     drop_absent_trailing_inputs(model)
-    from npu.frontend import (onnx_checks, onnx_conv, onnx_fold, onnx_gelu, onnx_narrow, onnx_shapes,
-                              onnx_versions)
+    from npu.frontend import (onnx_checks, onnx_conv, onnx_empty, onnx_fold, onnx_gelu, onnx_narrow,
+                              onnx_shapes, onnx_versions)
 
     onnx_checks.check_initializers(model, _failer(where))  # before any data is read
     if input_shapes:
@@ -216,6 +219,9 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     onnx_conv.rewrite_patch_convs(model)
     onnx_gelu.expand_tanh_gelus(model)
     onnx_shapes.infer_output_shapes(model)
+    empty = onnx_empty.take_empty_values(model)
+    if empty is not None and not empty.device_outputs:
+        return ImportedModel("", [], [], _name_nodes(model), {}, empty)
     host_types = onnx_narrow.narrow_integers(model, _failer(where))
     node_types = _name_nodes(model)  # the nodes left, by their own names
     # Shape inference serialises the model: without the large weights' bytes
@@ -228,7 +234,7 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     weights: dict[str, object] | None = {} if detach_weights else None
     text = _run_torch_mlir(model, where, node_types, inputs, outputs, weights, weight_bytes,
                            [f"{n}={t}" for n, t in sorted(host_types.items())])
-    return ImportedModel(text, inputs, outputs, node_types, weights or {})
+    return ImportedModel(text, inputs, outputs, node_types, weights or {}, empty)
 
 
 # Constants with fewer elements stay in the text (detaching them saves nothing).
