@@ -208,7 +208,7 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     _name_nodes(model)
     drop_absent_trailing_inputs(model)
     from npu.frontend import (onnx_checks, onnx_conv, onnx_empty, onnx_fold, onnx_gelu, onnx_narrow,
-                              onnx_pow, onnx_shapes, onnx_versions)
+                              onnx_pow, onnx_shapes, onnx_small_ints, onnx_versions)
 
     onnx_checks.check_initializers(model, _failer(where))  # before any data is read
     if input_shapes:
@@ -219,6 +219,7 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     onnx_conv.rewrite_patch_convs(model)
     onnx_gelu.expand_tanh_gelus(model)
     onnx_pow.expand_tensor_pows(model, _failer(where))
+    onnx_small_ints.rewrite_small_int_ops(model, _failer(where))
     onnx_shapes.infer_output_shapes(model)
     empty = onnx_empty.take_empty_values(model)
     if empty is not None and not empty.device_outputs:

@@ -5,7 +5,6 @@ docs/onnx_conformance.md has the table by family and reason."""
 
 # case -> (reason, a phrase of the refusal message)
 KNOWN: dict[str, tuple[str, str]] = {
-    "test_add_int8": ("i8 arithmetic (the vector unit has no i8 add/mul/min/max)", "unsupported element types"),
     "test_cast_BFLOAT16_to_FLOAT": ("dtype BFLOAT16 is not taken at the graph boundary", "element type"),
     "test_cast_DOUBLE_to_FLOAT": ("dtype DOUBLE: f64 has no NPU type (refused, not computed in f32)", "element type"),
     "test_cast_DOUBLE_to_FLOAT16": ("dtype DOUBLE: f64 has no NPU type (refused, not computed in f32)", "element type"),
@@ -64,15 +63,9 @@ KNOWN: dict[str, tuple[str, str]] = {
     "test_cast_no_saturate_FLOAT_to_FLOAT8E4M3FNUZ": ("dtype FLOAT8E4M3FNUZ is not taken at the graph boundary", "element type"),
     "test_cast_no_saturate_FLOAT_to_FLOAT8E5M2": ("dtype FLOAT8E5M2 is not taken at the graph boundary", "element type"),
     "test_cast_no_saturate_FLOAT_to_FLOAT8E5M2FNUZ": ("dtype FLOAT8E5M2FNUZ is not taken at the graph boundary", "element type"),
-    "test_clip_default_int8_max": ("i8 arithmetic (the vector unit has no i8 add/mul/min/max)", "unsupported element types"),
-    "test_clip_default_int8_min": ("i8 arithmetic (the vector unit has no i8 add/mul/min/max)", "unsupported element types"),
-    "test_div_int16": ("integer Div (no integer divide on the vector unit)", "no vector-unit equivalent"),
-    "test_div_int32_trunc": ("integer Div (no integer divide on the vector unit)", "no vector-unit equivalent"),
-    "test_div_int8": ("integer Div (no integer divide on the vector unit)", "no vector-unit equivalent"),
-    "test_div_uint16": ("integer Div (no integer divide on the vector unit)", "no vector-unit equivalent"),
-    "test_div_uint32": ("integer Div (no integer divide on the vector unit)", "no vector-unit equivalent"),
-    "test_div_uint64": ("integer Div (no integer divide on the vector unit)", "no vector-unit equivalent"),
-    "test_div_uint8": ("integer Div (no integer divide on the vector unit)", "no vector-unit equivalent"),
+    "test_div_int32_trunc": ("integer Div of i32 operands (f32 division is exact only below 2^24; no integer divide on the vector unit)", "no integer divide"),
+    "test_div_uint32": ("integer Div of i32 operands (f32 division is exact only below 2^24; no integer divide on the vector unit)", "no integer divide"),
+    "test_div_uint64": ("integer Div of i32 operands (f32 division is exact only below 2^24; no integer divide on the vector unit)", "no integer divide"),
     "test_equal_string": ("dtype STRING is not taken at the graph boundary", "element type"),
     "test_equal_string_broadcast": ("dtype STRING is not taken at the graph boundary", "element type"),
     "test_identity_opt": ("optional or sequence input (no tensor shape)", "no shape declared"),
@@ -84,10 +77,7 @@ KNOWN: dict[str, tuple[str, str]] = {
     "test_matmul_4d_1d": ("1-D matmul operand broadcast against a batch (torch-mlir cannot lower it)", "failed to legalize"),
     "test_matmul_bcast": ("batched matmul of matrices under one 32-byte block", "batches of matrices"),
     "test_max_float64": ("dtype DOUBLE: f64 has no NPU type (refused, not computed in f32)", "element type"),
-    "test_max_int8": ("i8 arithmetic (the vector unit has no i8 add/mul/min/max)", "unsupported element types"),
     "test_min_float64": ("dtype DOUBLE: f64 has no NPU type (refused, not computed in f32)", "element type"),
-    "test_min_int8": ("i8 arithmetic (the vector unit has no i8 add/mul/min/max)", "unsupported element types"),
-    "test_mul_int8": ("i8 arithmetic (the vector unit has no i8 add/mul/min/max)", "unsupported element types"),
     "test_pow_types_int32_float32": ("Pow of an integer base by a runtime exponent (no exact method: exp/ln in f32 is inexact past 2^24)", "integer base"),
     "test_pow_types_int32_int32": ("Pow of an integer base by a runtime exponent (no exact method: exp/ln in f32 is inexact past 2^24)", "integer base"),
     "test_pow_types_int64_float32": ("Pow of an integer base by a runtime exponent (no exact method: exp/ln in f32 is inexact past 2^24)", "integer base"),
@@ -95,5 +85,4 @@ KNOWN: dict[str, tuple[str, str]] = {
     "test_range_bfloat16_type_positive_delta": ("dtype BFLOAT16 is not taken at the graph boundary", "element type"),
     "test_reduce_max_bool_inputs": ("ReduceMax over bool", "reduction body"),
     "test_slice_neg_steps": ("torch-mlir emits an out-of-range dynamic slice for this negative step", "computed at run time"),
-    "test_sub_int8": ("i8 arithmetic (the vector unit has no i8 add/mul/min/max)", "unsupported element types"),
 }

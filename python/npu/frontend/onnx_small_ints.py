@@ -1,0 +1,81 @@
+"""Narrow integer arithmetic computed exactly in f32, before torch-mlir.
+
+The vector unit has no i8 add/mul/min/max and no integer divide. f32 holds
+every integer below 2^24 exactly, so:
+
+* int8 Add/Sub/Mul/Max/Min/Clip: the operands as f32, the op in f32 (sums
+  and products of two int8 are below 2^15: exact), the result wrapped to
+  int8 as ONNX's int8 arithmetic does (two's complement), back to int8. The
+  wrap is `t - 256 trunc(t / 256)` of a shifted non-negative `t`, all exact.
+* Div of int8/int16/uint8/uint16: the quotient of two integers below 2^24
+  in magnitude, rounded by f32 division and truncated toward zero, is the
+  exact truncated quotient (rounding could only reach the next integer n if
+  |a/b - n| <= n 2^-24, but |a/b - n| >= 1/|b|, which needs |a| >= 2^24).
+  int8 quotients wrap (-128 / -1). i32 and wider operands can exceed 2^24,
+  where that fails: their Div is refused with that reason.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+INT8, INT16, UINT8, UINT16, FLOAT, INT32 = 3, 5, 2, 4, 1, 6
+_INT8_OPS = ("Add", "Sub", "Mul", "Max", "Min", "Clip", "Div")
+_DIV_TYPES = (INT8, INT16, UINT8, UINT16)
+_WIDE_INTS = (6, 7, 12, 13)  # INT32, INT64, UINT32, UINT64
+# int8 results are shifted by 64*256 (past the smallest product, -16256)
+# before the wrap, so that truncation is a floor.
+_SHIFT = 64 * 256 + 128
+
+
+def rewrite_small_int_ops(model, fail) -> list[str]:
+    """Rewrite (in place) the nodes above; the names of those rewritten.
+    The new nodes carry the node's name as a prefix. `fail(message)` makes
+    the error for a Div of wider integers."""
+    ops = [n for n in model.graph.node if n.domain in ("", "ai.onnx") and n.op_type in _INT8_OPS]
+    if not ops:
+        return []
+    from onnx import helper, numpy_helper
+
+    from npu.frontend.onnx_fold import inferred_types
+
+    types = inferred_types(model)
+    if types is None:
+        return []
+    graph, nodes, done = model.graph, [], []
+    for node in graph.node:
+        elem = types.get(node.output[0], (None, 0))[1] if node.domain in ("", "ai.onnx") else 0
+        wanted = (node.op_type in _INT8_OPS and elem == INT8) or (node.op_type == "Div" and elem in _DIV_TYPES)
+        if node.op_type == "Div" and elem in _WIDE_INTS:
+            raise fail(f"node '{node.name}' (Div): no integer divide on the vector unit, and 32/64-bit "
+                       "integers can exceed 2^24, where f32 division is not exact")
+        if not wanted or len(node.output) != 1:
+            nodes.append(node)
+            continue
+        p = node.name
+        done.append(p)
+
+        def make(op: str, inputs: list[str], out: str, **attrs) -> str:
+            full = out if out == node.output[0] else f"{p}/{out}"
+            nodes.append(helper.make_node(op, inputs, [full], name=f"{p}/{out}", **attrs))
+            return full
+
+        def const(name: str, value: float) -> str:
+            graph.initializer.append(numpy_helper.from_array(np.array(value, np.float32), f"{p}/{name}"))
+            return f"{p}/{name}"
+
+        floats = [make("Cast", [x], f"in{k}", to=FLOAT) if x else "" for k, x in enumerate(node.input)]
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        value = make(node.op_type, floats, "f", **attrs)
+        if node.op_type == "Div":
+            value = make("Cast", [make("Cast", [value], "q", to=INT32)], "qf", to=FLOAT)
+        if elem == INT8 and node.op_type in ("Add", "Sub", "Mul", "Div"):
+            shifted = make("Add", [value, const("shift", _SHIFT)], "t")
+            turns = make("Cast", [make("Cast", [make("Mul", [shifted, const("inv", 1 / 256)], "t256")],
+                                       "k", to=INT32)], "kf", to=FLOAT)
+            value = make("Sub", [shifted, make("Mul", [turns, const("m", 256.0)], "kt")], "w")
+            value = make("Add", [value, const("lo", -128.0)], "wrapped")
+        make("Cast", [value], node.output[0], to=elem)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    return done
