@@ -207,8 +207,9 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     model = copy
     _name_nodes(model)
     drop_absent_trailing_inputs(model)
-    from npu.frontend import (onnx_checks, onnx_conv, onnx_empty, onnx_fold, onnx_gelu, onnx_narrow,
-                              onnx_pow, onnx_shapes, onnx_small_ints, onnx_versions)
+    from npu.frontend import (onnx_checks, onnx_conv, onnx_empty, onnx_fold, onnx_gelu,
+                              onnx_matmul_shapes, onnx_narrow, onnx_pow, onnx_shapes, onnx_slice_steps,
+                              onnx_small_ints, onnx_versions)
 
     onnx_checks.check_initializers(model, _failer(where))  # before any data is read
     if input_shapes:
@@ -216,14 +217,17 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     onnx_checks.check_versions(model, _failer(where))
     model = onnx_versions.upgrade_old_opset(model)
     onnx_fold.fold_constants(model)
-    onnx_conv.rewrite_patch_convs(model)
-    onnx_gelu.expand_tanh_gelus(model)
-    onnx_pow.expand_tensor_pows(model, _failer(where))
-    onnx_small_ints.rewrite_small_int_ops(model, _failer(where))
-    onnx_shapes.infer_output_shapes(model)
-    empty = onnx_empty.take_empty_values(model)
+    types = onnx_fold.inferred_types(model)  # one inference for the rewrites (names keep their types)
+    empty = onnx_empty.take_empty_values(model, types)  # before rewrites that change a reduction's type
     if empty is not None and not empty.device_outputs:
         return ImportedModel("", [], [], _name_nodes(model), {}, empty)
+    onnx_conv.rewrite_patch_convs(model)
+    onnx_gelu.expand_tanh_gelus(model)
+    onnx_pow.expand_tensor_pows(model, _failer(where), types)
+    onnx_small_ints.rewrite_small_int_ops(model, _failer(where), types)
+    onnx_matmul_shapes.rewrite_matmul_shapes(model, types)
+    onnx_slice_steps.clamp_negative_step_starts(model, types)
+    onnx_shapes.infer_output_shapes(model)
     host_types = onnx_narrow.narrow_integers(model, _failer(where))
     node_types = _name_nodes(model)  # the nodes left, by their own names
     # Shape inference serialises the model: without the large weights' bytes

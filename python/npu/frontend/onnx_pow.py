@@ -31,7 +31,7 @@ _INTS = (2, 3, 4, 5, 6, 7, 12, 13)  # every ONNX integer type
 _I32_SAFE = float(2**31 - 128)
 
 
-def expand_tensor_pows(model, fail) -> list[str]:
+def expand_tensor_pows(model, fail, types: dict | None = None) -> list[str]:
     """Replace (in place) every Pow of `model` whose exponent is computed at
     run time and whose base is f32/f16 by its formula; the new nodes carry
     the Pow's name as a prefix (errors still point at it). The names of the
@@ -46,7 +46,7 @@ def expand_tensor_pows(model, fail) -> list[str]:
 
     from npu.frontend.onnx_fold import inferred_types
 
-    types = inferred_types(model)
+    types = inferred_types(model) if types is None else types  # `onnx_fold.inferred_types`
     if types is None:
         return []
     graph, nodes, done = model.graph, [], []
