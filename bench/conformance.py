@@ -34,10 +34,6 @@ WHY_REFUSED = """
   exact integer; exp(y ln x) in f32 is not exact past 2^24 and the vector unit
   has no integer power. (A float base runs as exp(y ln|x|) with pow's sign
   rules; a constant integer exponent as multiplications.)
-* **Div of 32/64-bit integers**: there is no integer divide on the vector
-  unit; f32 division truncated is exact only when the dividend is below 2^24
-  in magnitude, which runtime i32 data need not be. (int8, int16, uint8 and
-  uint16 Div run that way, exactly.)
 """
 
 

@@ -207,7 +207,7 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     model = copy
     _name_nodes(model)
     drop_absent_trailing_inputs(model)
-    from npu.frontend import (onnx_checks, onnx_conv, onnx_empty, onnx_fold, onnx_gelu,
+    from npu.frontend import (onnx_checks, onnx_conv, onnx_empty, onnx_fold, onnx_gelu, onnx_int_div,
                               onnx_matmul_shapes, onnx_narrow, onnx_pow, onnx_shapes, onnx_slice_steps,
                               onnx_small_ints, onnx_versions)
 
@@ -224,7 +224,8 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     onnx_conv.rewrite_patch_convs(model)
     onnx_gelu.expand_tanh_gelus(model)
     onnx_pow.expand_tensor_pows(model, _failer(where), types)
-    onnx_small_ints.rewrite_small_int_ops(model, _failer(where), types)
+    onnx_small_ints.rewrite_small_int_ops(model, types)
+    onnx_int_div.rewrite_int_divs(model, types)
     onnx_matmul_shapes.rewrite_matmul_shapes(model, types)
     onnx_slice_steps.clamp_negative_step_starts(model, types)
     onnx_shapes.infer_output_shapes(model)

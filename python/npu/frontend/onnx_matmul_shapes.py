@@ -38,8 +38,7 @@ def rewrite_matmul_shapes(model, types: dict | None = None) -> list[str]:
     """Rewrite (in place) the MatMuls above; their names."""
     if not any(n.op_type == "MatMul" for n in model.graph.node):
         return []
-    from onnx import helper, numpy_helper
-
+    from npu.frontend.onnx_expansion import Expansion
     from npu.frontend.onnx_fold import inferred_types
 
     types = inferred_types(model) if types is None else types  # `onnx_fold.inferred_types`
@@ -64,18 +63,16 @@ def rewrite_matmul_shapes(model, types: dict | None = None) -> list[str]:
         if not (a_vec or b_vec or pad_k or pad_n):
             nodes.append(node)
             continue
-        p = node.name
-        done.append(p)
+        done.append(node.name)
         dtype = np.float32 if elem == 1 else np.float16
+        ex = Expansion(graph, node, nodes)
+        make = ex.make
 
-        def make(op: str, inputs: list[str], out: str, **attrs) -> str:
-            full = out if out == node.output[0] else f"{p}/{out}"
-            nodes.append(helper.make_node(op, inputs, [full], name=f"{p}/{out}", **attrs))
-            return full
+        def step(op: str, inputs: list[str], tag: str, last: bool, **attrs) -> str:
+            return (ex.final if last else ex.make)(op, inputs, tag, **attrs)
 
         def const(name: str, value: np.ndarray) -> str:
-            graph.initializer.append(numpy_helper.from_array(value, f"{p}/{name}"))
-            return f"{p}/{name}"
+            return ex.const(name, value, value.dtype)
 
         a, b = node.input
         if a_vec:
@@ -90,25 +87,22 @@ def rewrite_matmul_shapes(model, types: dict | None = None) -> list[str]:
             a = make("Unsqueeze", [a, const("a_k_axis", np.array([-1], np.int64))], "a3")
             b = make("Unsqueeze", [b, const("b_m_axis", np.array([-3], np.int64))], "b3")
             prods = make("Mul", [a, b], "products")
-            last = node.output[0] if not squeeze else "mm"
-            result = make("ReduceSum", [prods, const("k_axis", np.array([-2], np.int64))], last, keepdims=0)
-            if squeeze:
-                make("Squeeze", [result, const("squeeze", np.array(squeeze, np.int64))], node.output[0])
-            continue
-        if kp > k:
-            a = make("Concat", [a, const("a_pad", np.zeros(a_m[:-1] + [kp - k], dtype))], "a_k", axis=-1)
-            b = make("Concat", [b, const("b_pad", np.zeros(b_m[:-2] + [kp - k, n], dtype))], "b_k", axis=-2)
-        if np_ > n:
-            b = make("Concat", [b, const("n_pad", np.zeros(b_m[:-2] + [kp, np_ - n], dtype))], "b_n", axis=-1)
-        last = node.output[0] if not (squeeze or np_ > n) else "mm"
-        result = make("MatMul", [a, b], last)
-        if np_ > n:
-            last = node.output[0] if not squeeze else "sliced"
-            result = make("Slice", [result, const("starts", np.array([0], np.int64)),
-                                    const("ends", np.array([n], np.int64)),
-                                    const("axes", np.array([-1], np.int64))], last)
+            result = step("ReduceSum", [prods, const("k_axis", np.array([-2], np.int64))], "mm",
+                          not squeeze, keepdims=0)
+        else:
+            if kp > k:
+                a = make("Concat", [a, const("a_pad", np.zeros(a_m[:-1] + [kp - k], dtype))], "a_k", axis=-1)
+                b = make("Concat", [b, const("b_pad", np.zeros(b_m[:-2] + [kp - k, n], dtype))], "b_k", axis=-2)
+            if np_ > n:
+                b = make("Concat", [b, const("n_pad", np.zeros(b_m[:-2] + [kp, np_ - n], dtype))], "b_n",
+                         axis=-1)
+            result = step("MatMul", [a, b], "mm", not (squeeze or np_ > n))
+            if np_ > n:
+                result = step("Slice", [result, const("starts", np.array([0], np.int64)),
+                                        const("ends", np.array([n], np.int64)),
+                                        const("axes", np.array([-1], np.int64))], "sliced", not squeeze)
         if squeeze:
-            make("Squeeze", [result, const("squeeze", np.array(squeeze, np.int64))], node.output[0])
+            ex.final("Squeeze", [result, const("squeeze", np.array(squeeze, np.int64))], "squeezed")
     del graph.node[:]
     graph.node.extend(nodes)
     return done

@@ -42,8 +42,7 @@ def expand_tensor_pows(model, fail, types: dict | None = None) -> list[str]:
                   and len(n.input) == 2 and n.input[1] not in constants}
     if not candidates:
         return []
-    from onnx import helper, numpy_helper
-
+    from npu.frontend.onnx_expansion import Expansion
     from npu.frontend.onnx_fold import inferred_types
 
     types = inferred_types(model) if types is None else types  # `onnx_fold.inferred_types`
@@ -59,17 +58,13 @@ def expand_tensor_pows(model, fail, types: dict | None = None) -> list[str]:
         if x_elem not in _FLOATS or y_elem not in _FLOATS + _INTS:
             nodes.append(node)
             continue
-        p = node.name
-        done.append(p)
+        done.append(node.name)
 
-        def const(name: str, value, dtype=np.float32) -> str:
-            graph.initializer.append(numpy_helper.from_array(np.array(value, dtype), f"{p}/{name}"))
-            return f"{p}/{name}"
+        ex = Expansion(graph, node, nodes)
+        make = ex.make
 
-        def make(op: str, inputs: list[str], out: str, **attrs) -> str:
-            full = out if out == node.output[0] else f"{p}/{out}"
-            nodes.append(helper.make_node(op, inputs, [full], name=f"{p}/{out}", **attrs))
-            return full
+        def const(name: str, value) -> str:
+            return ex.const(name, value, np.float32)
 
         def trunc(v: str, tag: str) -> str:  # toward zero, as f32 (|v| < 2^31)
             return make("Cast", [make("Cast", [v], f"{tag}_i", to=6)], f"{tag}_t", to=1)
@@ -102,10 +97,11 @@ def expand_tensor_pows(model, fail, types: dict | None = None) -> list[str]:
         if y_elem in _FLOATS:
             bad = make("And", [negative, make("Not", [integral], "fraction")], "bad")
             signed = make("Where", [bad, const("nan", np.nan), signed], "real")
-        last = "pow" if x_elem != 1 else node.output[0]
-        result = make("Where", [make("Equal", [yf, zero], "y0"), one, signed], last)
+        where = [make("Equal", [yf, zero], "y0"), one, signed]
         if x_elem != 1:
-            make("Cast", [result], node.output[0], to=x_elem)
+            ex.final("Cast", [make("Where", where, "pow")], "cast", to=x_elem)
+        else:
+            ex.final("Where", where, "pow")
     del graph.node[:]
     graph.node.extend(nodes)
     return done

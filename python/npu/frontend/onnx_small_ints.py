@@ -11,9 +11,9 @@ every integer below 2^24 exactly, so:
   in magnitude, rounded by f32 division and truncated toward zero, is the
   exact truncated quotient (rounding could only reach the next integer n if
   |a/b - n| <= n 2^-24, but |a/b - n| >= 1/|b|, which needs |a| >= 2^24).
-  int8 quotients wrap (-128 / -1).
-* ReduceMax/ReduceMin of bool (any/all): 0/1 as f32, reduced, back to bool. i32 and wider operands can exceed 2^24,
-  where that fails: their Div is refused with that reason.
+  int8 quotients wrap (-128 / -1). i32 and wider operands can exceed 2^24,
+  where that fails: their Div takes a corrected estimate (`onnx_int_div`).
+* ReduceMax/ReduceMin of bool (any/all): 0/1 as f32, reduced, back to bool.
 """
 
 from __future__ import annotations
@@ -24,21 +24,20 @@ INT8, INT16, UINT8, UINT16, FLOAT, INT32, BOOL = 3, 5, 2, 4, 1, 6, 9
 _INT8_OPS = ("Add", "Sub", "Mul", "Max", "Min", "Clip", "Div")
 _BOOL_OPS = ("ReduceMax", "ReduceMin")
 _DIV_TYPES = (INT8, INT16, UINT8, UINT16)
-_WIDE_INTS = (6, 7, 12, 13)  # INT32, INT64, UINT32, UINT64
 # int8 results are shifted by 64*256 (past the smallest product, -16256)
 # before the wrap, so that truncation is a floor.
 _SHIFT = 64 * 256 + 128
 
 
-def rewrite_small_int_ops(model, fail, types: dict | None = None) -> list[str]:
+def rewrite_small_int_ops(model, types: dict | None = None) -> list[str]:
     """Rewrite (in place) the nodes above; the names of those rewritten.
-    The new nodes carry the node's name as a prefix. `fail(message)` makes
-    the error for a Div of wider integers."""
+    The new nodes carry the node's name as a prefix."""
     ops = [n for n in model.graph.node if n.domain in ("", "ai.onnx") and n.op_type in _INT8_OPS + _BOOL_OPS]
     if not ops:
         return []
-    from onnx import helper, numpy_helper
+    from onnx import helper
 
+    from npu.frontend.onnx_expansion import Expansion
     from npu.frontend.onnx_fold import inferred_types
 
     types = inferred_types(model) if types is None else types  # `onnx_fold.inferred_types`
@@ -49,23 +48,15 @@ def rewrite_small_int_ops(model, fail, types: dict | None = None) -> list[str]:
         elem = types.get(node.output[0], (None, 0))[1] if node.domain in ("", "ai.onnx") else 0
         wanted = ((node.op_type in _INT8_OPS and elem == INT8) or (node.op_type == "Div" and elem in _DIV_TYPES)
                   or (node.op_type in _BOOL_OPS and elem == BOOL))
-        if node.op_type == "Div" and elem in _WIDE_INTS:
-            raise fail(f"node '{node.name}' (Div): no integer divide on the vector unit, and 32/64-bit "
-                       "integers can exceed 2^24, where f32 division is not exact")
         if not wanted or len(node.output) != 1:
             nodes.append(node)
             continue
-        p = node.name
-        done.append(p)
-
-        def make(op: str, inputs: list[str], out: str, **attrs) -> str:
-            full = out if out == node.output[0] else f"{p}/{out}"
-            nodes.append(helper.make_node(op, inputs, [full], name=f"{p}/{out}", **attrs))
-            return full
+        done.append(node.name)
+        ex = Expansion(graph, node, nodes)
+        make = ex.make
 
         def const(name: str, value: float) -> str:
-            graph.initializer.append(numpy_helper.from_array(np.array(value, np.float32), f"{p}/{name}"))
-            return f"{p}/{name}"
+            return ex.const(name, value, np.float32)
 
         floats = [make("Cast", [x], f"in{k}", to=FLOAT) if x and (k == 0 or node.op_type not in _BOOL_OPS)
                   else x for k, x in enumerate(node.input)]  # a reduction's axes stay int64
@@ -79,7 +70,7 @@ def rewrite_small_int_ops(model, fail, types: dict | None = None) -> list[str]:
                                        "k", to=INT32)], "kf", to=FLOAT)
             value = make("Sub", [shifted, make("Mul", [turns, const("m", 256.0)], "kt")], "w")
             value = make("Add", [value, const("lo", -128.0)], "wrapped")
-        make("Cast", [value], node.output[0], to=elem)
+        ex.final("Cast", [value], "cast", to=elem)
     del graph.node[:]
     graph.node.extend(nodes)
     return done

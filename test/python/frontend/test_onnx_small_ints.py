@@ -52,8 +52,3 @@ def test_16_bit_div_is_exact(elem, dtype):
     np.testing.assert_array_equal(c, want)
 
 
-def test_int32_div_stays_refused():
-    from npu.frontend.compile import CompileError
-
-    with pytest.raises(CompileError, match="no integer divide"):
-        npu.compile(_binary("Div", TensorProto.INT32, (4,)))
