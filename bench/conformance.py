@@ -30,10 +30,11 @@ WHY_REFUSED = """
 * **Identity of an optional or a sequence** (`test_identity_opt`,
   `test_identity_sequence`): these are not tensors; the compiler takes
   tensors with static shapes only.
-* **Pow of an integer base by a runtime exponent**: the result must be an
-  exact integer; exp(y ln x) in f32 is not exact past 2^24 and the vector unit
-  has no integer power. (A float base runs as exp(y ln|x|) with pow's sign
-  rules; a constant integer exponent as multiplications.)
+* **Pow of an integer base by a float exponent**: the result is trunc(x^y),
+  an exact integer; for a fractional y only exp(y ln x) computes it, and in
+  f32 that is not exact past 2^24. (An integer exponent runs exactly, by
+  square-and-multiply in i32; a float base as exp(y ln|x|) with pow's sign
+  rules.)
 """
 
 

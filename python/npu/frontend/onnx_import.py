@@ -208,8 +208,8 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     _name_nodes(model)
     drop_absent_trailing_inputs(model)
     from npu.frontend import (onnx_checks, onnx_conv, onnx_empty, onnx_fold, onnx_gelu, onnx_int_div,
-                              onnx_matmul_shapes, onnx_narrow, onnx_pow, onnx_shapes, onnx_slice_steps,
-                              onnx_small_ints, onnx_versions)
+                              onnx_int_pow, onnx_matmul_shapes, onnx_narrow, onnx_pow, onnx_shapes,
+                              onnx_slice_steps, onnx_small_ints, onnx_versions)
 
     onnx_checks.check_initializers(model, _failer(where))  # before any data is read
     if input_shapes:
@@ -223,7 +223,8 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
         return ImportedModel("", [], [], _name_nodes(model), {}, empty)
     onnx_conv.rewrite_patch_convs(model)
     onnx_gelu.expand_tanh_gelus(model)
-    onnx_pow.expand_tensor_pows(model, _failer(where), types)
+    onnx_pow.expand_tensor_pows(model, types)
+    onnx_int_pow.expand_integer_pows(model, _failer(where), types)
     onnx_small_ints.rewrite_small_int_ops(model, types)
     onnx_int_div.rewrite_int_divs(model, types)
     onnx_matmul_shapes.rewrite_matmul_shapes(model, types)

@@ -17,8 +17,7 @@ its f32 value's parity corrected by the (small, exact) rounding remainder
 `y - int(float(y))`, so (-1)^y is right for every i32 y.
 
 An integer base needs an exact integer result, which exp/ln in f32 does not
-give past 2^24 (and the vector unit has no exact integer power): such a Pow
-is refused with that reason.
+give past 2^24: `onnx_int_pow` computes it in i32 (or refuses it).
 """
 
 from __future__ import annotations
@@ -31,11 +30,11 @@ _INTS = (2, 3, 4, 5, 6, 7, 12, 13)  # every ONNX integer type
 _I32_SAFE = float(2**31 - 128)
 
 
-def expand_tensor_pows(model, fail, types: dict | None = None) -> list[str]:
+def expand_tensor_pows(model, types: dict | None = None) -> list[str]:
     """Replace (in place) every Pow of `model` whose exponent is computed at
     run time and whose base is f32/f16 by its formula; the new nodes carry
     the Pow's name as a prefix (errors still point at it). The names of the
-    Pows rewritten. `fail(message)` makes the error for an integer base."""
+    Pows rewritten."""
     constants = {t.name for t in model.graph.initializer} | {
         o for n in model.graph.node if n.op_type == "Constant" for o in n.output}
     candidates = {n.name for n in model.graph.node if n.op_type == "Pow" and n.domain in ("", "ai.onnx")
@@ -52,9 +51,6 @@ def expand_tensor_pows(model, fail, types: dict | None = None) -> list[str]:
     for node in graph.node:
         x_elem = types.get(node.input[0], (None, 0))[1] if node.name in candidates else 0
         y_elem = types.get(node.input[1], (None, 0))[1] if node.name in candidates else 0
-        if x_elem in _INTS:
-            raise fail(f"node '{node.name}' (Pow): an integer base with a runtime exponent has no exact "
-                       "method on the vector unit (exp(y ln x) in f32 is inexact past 2^24)")
         if x_elem not in _FLOATS or y_elem not in _FLOATS + _INTS:
             nodes.append(node)
             continue

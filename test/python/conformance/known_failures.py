@@ -69,9 +69,7 @@ KNOWN: dict[str, tuple[str, str]] = {
     "test_identity_sequence": ("optional or sequence input (no tensor shape)", "no shape declared"),
     "test_max_float64": ("dtype DOUBLE: f64 has no NPU type (refused, not computed in f32)", "element type"),
     "test_min_float64": ("dtype DOUBLE: f64 has no NPU type (refused, not computed in f32)", "element type"),
-    "test_pow_types_int32_float32": ("Pow of an integer base by a runtime exponent (no exact method: exp/ln in f32 is inexact past 2^24)", "integer base"),
-    "test_pow_types_int32_int32": ("Pow of an integer base by a runtime exponent (no exact method: exp/ln in f32 is inexact past 2^24)", "integer base"),
-    "test_pow_types_int64_float32": ("Pow of an integer base by a runtime exponent (no exact method: exp/ln in f32 is inexact past 2^24)", "integer base"),
-    "test_pow_types_int64_int64": ("Pow of an integer base by a runtime exponent (no exact method: exp/ln in f32 is inexact past 2^24)", "integer base"),
+    "test_pow_types_int32_float32": ("Pow of an integer base by a float exponent (trunc(x^y) for a fractional y: exp/ln in f32 is inexact past 2^24)", "non-integer exponent"),
+    "test_pow_types_int64_float32": ("Pow of an integer base by a float exponent (trunc(x^y) for a fractional y: exp/ln in f32 is inexact past 2^24)", "non-integer exponent"),
     "test_range_bfloat16_type_positive_delta": ("dtype BFLOAT16 is not taken at the graph boundary", "element type"),
 }
