@@ -107,11 +107,11 @@ def _load_inputs(program: Program, inputs: Sequence[np.ndarray], where: str,
                                   f"#{i} needs {want}{list(shape)}", where)
         constant = npu_ir.arg_attrs(func_op, i).get("npu.constant")
         if constant is not None and not np.array_equal(
-                np.ascontiguousarray(arr).view(np.uint8),
-                npu_ir.constant_data(constant, shape, dtype).view(np.uint8)):
+                np.ascontiguousarray(arr).reshape(-1).view(np.uint8),  # rank 0 has no byte view
+                npu_ir.constant_data(constant, shape, dtype).reshape(-1).view(np.uint8)):
             raise SimulationError(INVALID, f"input #{n} differs from the data of argument #{i}, "
                                   "an npu.constant the program was compiled for", where)
-        raw = np.ascontiguousarray(arr).view(np.uint8).ravel()
+        raw = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
         mem.data[:raw.size] = raw
         mem.wstamp.set_range(0, raw.size, INPUT_STAMP)
 

@@ -205,6 +205,7 @@ class NodeLocations:
         self.model = model_name
         self.order = {name: i + 1 for i, name in enumerate(node_types)}
         self.types = node_types
+        self.empty = None  # `onnx_empty.EmptyPlan`: zero-size values the host knows
         self.by_where = {f"{model_name}:{i}:1": f"{name} ({node_types[name]})"
                          for name, i in self.order.items()}
 
@@ -316,6 +317,9 @@ def import_linalg(source, ctx: ir.Context, where: str, input_shapes: dict | None
     except ImportError_ as e:
         raise CompileError(str(e)) from None
     locate = NodeLocations(os.path.basename(where), imported.node_types)
+    locate.empty = imported.empty
+    if not imported.mlir:  # every output known on the host: no device program
+        return None, [], [], locate
     module = _parse(imported.mlir, ctx, where)
     attach_weights(module, imported.weights)
     return module, imported.input_names, imported.output_names, locate
@@ -358,6 +362,10 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
     stages: dict[str, str] = {}
     seconds: dict[str, float] = {}
     linalg, in_names, out_names, locate = import_linalg(source, ctx, where, input_shapes)
+    from npu.frontend.empty_kernel import wrap
+
+    if linalg is None:
+        return wrap(locate.empty, None, tgt)
     seconds["import"] = time.perf_counter() - t0
     stages["linalg"] = _short(linalg)
     module = linalg_to_ascend(linalg, in_names, out_names, locate, where, ctx)
@@ -382,8 +390,9 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
     interface = read_interface(functions(module)[0])
     check_size(module, tgt, where, locate)
     names = locate.by_where if locate else {}
-    return Kernel(module, interface, tgt, stages, time.perf_counter() - t0, names, gm_plan(module),
-                  {k: round(v, 3) for k, v in seconds.items()})
+    return wrap(locate.empty if locate else None,
+                Kernel(module, interface, tgt, stages, time.perf_counter() - t0, names, gm_plan(module),
+                       {k: round(v, 3) for k, v in seconds.items()}), tgt)
 
 
 def check_size(module: ir.Module, target, where: str, locate) -> None:

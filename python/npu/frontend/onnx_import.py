@@ -49,6 +49,9 @@ class ImportedModel:
     # With `detach_weights`: key -> data of the large `arith.constant`s, whose
     # text carries a zero splat and `npu.weight = "<key>"` instead.
     weights: dict[str, object] = field(default_factory=dict)
+    # `onnx_empty.EmptyPlan` when values are zero-size (known on the host);
+    # with no device outputs left, `mlir` is empty.
+    empty: object = None
 
 
 def _error(where: str, message: str) -> ImportError_:
@@ -205,8 +208,9 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     model.graph.name = function_name(model.graph.name)
     _name_nodes(model)
     drop_absent_trailing_inputs(model)
-    from npu.frontend import (onnx_checks, onnx_conv, onnx_fold, onnx_gelu, onnx_narrow, onnx_shapes,
-                              onnx_versions)
+    from npu.frontend import (onnx_checks, onnx_conv, onnx_empty, onnx_fold, onnx_gelu, onnx_int_div,
+                              onnx_int_pow, onnx_matmul_shapes, onnx_narrow, onnx_pow, onnx_shapes,
+                              onnx_slice_steps, onnx_small_ints, onnx_versions)
 
     onnx_checks.check_initializers(model, _failer(where))  # before any data is read
     if input_shapes:
@@ -214,8 +218,18 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     onnx_checks.check_versions(model, _failer(where))
     model = onnx_versions.upgrade_old_opset(model)
     onnx_fold.fold_constants(model)
+    types = onnx_fold.inferred_types(model)  # one inference for the rewrites (names keep their types)
+    empty = onnx_empty.take_empty_values(model, types)  # before rewrites that change a reduction's type
+    if empty is not None and not empty.device_outputs:
+        return ImportedModel("", [], [], _name_nodes(model), {}, empty)
     onnx_conv.rewrite_patch_convs(model)
     onnx_gelu.expand_tanh_gelus(model)
+    onnx_pow.expand_tensor_pows(model, types)
+    onnx_int_pow.expand_integer_pows(model, _failer(where), types)
+    onnx_small_ints.rewrite_small_int_ops(model, types)
+    onnx_int_div.rewrite_int_divs(model, types)
+    onnx_matmul_shapes.rewrite_matmul_shapes(model, types)
+    onnx_slice_steps.clamp_negative_step_starts(model, types)
     onnx_shapes.infer_output_shapes(model)
     host_types = onnx_narrow.narrow_integers(model, _failer(where))
     node_types = _name_nodes(model)  # the nodes left, by their own names
@@ -229,7 +243,7 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     weights: dict[str, object] | None = {} if detach_weights else None
     text = _run_torch_mlir(model, where, node_types, inputs, outputs, weights, weight_bytes,
                            [f"{n}={t}" for n, t in sorted(host_types.items())])
-    return ImportedModel(text, inputs, outputs, node_types, weights or {})
+    return ImportedModel(text, inputs, outputs, node_types, weights or {}, empty)
 
 
 def function_name(graph_name: str) -> str:
