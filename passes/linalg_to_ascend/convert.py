@@ -27,6 +27,7 @@ from npu.passes.linalg_to_ascend.structure import (Structured, UnsupportedOp, el
                                                    to_loop_space)
 from npu.passes.linalg_to_ascend.elementwise import SUPPORTED_TYPES, BodyLowering, Term, Unreadable
 from npu.passes.linalg_to_ascend.emitter import Buf, Emitter, i64_array
+from npu.passes.linalg_to_ascend.conv import CONV_OPS, ConvLowering
 from npu.passes.linalg_to_ascend.gather import GatherLowering
 from npu.passes.linalg_to_ascend.matmul import MatmulLowering
 from npu.passes.linalg_to_ascend.reduction import ReductionLowering
@@ -44,7 +45,7 @@ def storage_type(element: str) -> str:
     return "i8" if element == "i1" else element
 
 
-class Converter(MatmulLowering, ReductionLowering, GatherLowering, SliceLowering):
+class Converter(MatmulLowering, ReductionLowering, GatherLowering, SliceLowering, ConvLowering):
     def __init__(self, func_op: ir.Operation, input_names=None, output_names=None, locate=None,
                  detach_constants: bool = False):
         self.func = func_op
@@ -209,6 +210,14 @@ class Converter(MatmulLowering, ReductionLowering, GatherLowering, SliceLowering
         if name == "tensor.empty" or (tensor_ins and all(self.tensors[v].is_constant for v in tensor_ins)
                                       and all(v in self.tensors or v in self.scalars for v in op.operands)):
             self.fold(op)
+            return
+        if name == "tensor.expand_shape" and self.expand_padded(op):
+            return
+        if name == "tensor.pad":
+            self.pad(op)
+            return
+        if name in CONV_OPS:
+            self.conv(op)
             return
         if name in ("tensor.expand_shape", "tensor.collapse_shape", "tensor.cast", "linalg.copy"):
             src = self.nd(op.operands[0], loc)

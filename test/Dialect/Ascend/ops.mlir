@@ -177,3 +177,17 @@ func.func @slices(%x: memref<5x9xf32, "gm">, %s: memref<2x4xf32, "gm">, %c: memr
   "ascend.slice"(%b, %bs) {offsets = array<i64: 0>, strides = array<i64: 1>} : (memref<40xi8, "gm">, memref<33xi8, "gm">) -> ()
   return
 }
+
+// CHECK-LABEL: func.func @conv(
+// CHECK:      "ascend.conv2d"(%arg0, %arg1, %arg2, %arg3) {dilations = array<i64: 1, 1>, groups = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (memref<1x3x9x9xf16, "gm">, memref<8x3x3x3xf16, "gm">, memref<8xf32, "gm">, memref<1x8x9x9xf32, "gm">) -> ()
+// CHECK-NEXT: "ascend.conv2d"(%arg0, %arg1, %arg4) {dilations = array<i64: 2, 2>, groups = 1 : i64, pads = array<i64: 0, 1, 2, 1>, strides = array<i64: 2, 1>} : (memref<1x3x9x9xf16, "gm">, memref<8x3x3x3xf16, "gm">, memref<1x8x4x7xf16, "gm">) -> ()
+// CHECK-NEXT: "ascend.conv2d"(%arg5, %arg6, %arg7) {dilations = array<i64: 1, 1>, groups = 4 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (memref<2x4x5x5xf16, "gm">, memref<8x1x3x3xf16, "gm">, memref<2x8x3x3xf32, "gm">) -> ()
+// CHECK-NEXT: return
+func.func @conv(%x: memref<1x3x9x9xf16, "gm">, %w: memref<8x3x3x3xf16, "gm">, %b: memref<8xf32, "gm">,
+                %y: memref<1x8x9x9xf32, "gm">, %y2: memref<1x8x4x7xf16, "gm">,
+                %dx: memref<2x4x5x5xf16, "gm">, %dw: memref<8x1x3x3xf16, "gm">, %dy: memref<2x8x3x3xf32, "gm">) {
+  "ascend.conv2d"(%x, %w, %b, %y) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (memref<1x3x9x9xf16, "gm">, memref<8x3x3x3xf16, "gm">, memref<8xf32, "gm">, memref<1x8x9x9xf32, "gm">) -> ()
+  "ascend.conv2d"(%x, %w, %y2) {strides = array<i64: 2, 1>, pads = array<i64: 0, 1, 2, 1>, dilations = array<i64: 2, 2>, groups = 1 : i64} : (memref<1x3x9x9xf16, "gm">, memref<8x3x3x3xf16, "gm">, memref<1x8x4x7xf16, "gm">) -> ()
+  "ascend.conv2d"(%dx, %dw, %dy) {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 4 : i64} : (memref<2x4x5x5xf16, "gm">, memref<8x1x3x3xf16, "gm">, memref<2x8x3x3xf32, "gm">) -> ()
+  return
+}
