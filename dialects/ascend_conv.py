@@ -81,12 +81,54 @@ class ConvGeometry:
         return None
 
 
+# The optional `layout` attribute: absent (or "nchw") is the contract's NCHW
+# form; "nc1hwc0" is the cube's (input [N, C1, H, W, C0], weight fractal-Z
+# [C1*Kh*Kw, Cout1, C0, C0] with `kernel = array<i64: Kh, Kw>`, bias
+# [Cout1*C0], out [N, Cout1, Ho, Wo, C0]; padded channels are zeros).
+NCHW, NC1HWC0 = "nchw", "nc1hwc0"
+C0 = 16  # f16 channels per 32-byte block
+
+
+def layout(op: ir.Operation) -> str:
+    if "layout" not in op.attributes:
+        return NCHW
+    attr = op.attributes["layout"]
+    return ir.StringAttr(attr).value if isinstance(attr, ir.StringAttr) else "?"
+
+
 def geometry(op: ir.Operation) -> ConvGeometry:
-    """The geometry of a (verified) `ascend.conv2d`."""
+    """The geometry of a (verified) `ascend.conv2d`; in NC1HWC0 the channel
+    counts are the padded ones (C1*C0, Cout1*C0)."""
     x, w = (memref_shape(t) for t in memref_types(op)[:2])
-    return ConvGeometry(x[0], x[1], x[2], x[3], w[0], w[2], w[3],
-                        tuple(int_array_attr(op, "strides")), tuple(int_array_attr(op, "pads")),
-                        tuple(int_array_attr(op, "dilations")), int_attr(op, "groups"))
+    attrs = (tuple(int_array_attr(op, "strides")), tuple(int_array_attr(op, "pads")),
+             tuple(int_array_attr(op, "dilations")), int_attr(op, "groups"))
+    if layout(op) == NC1HWC0:
+        kh, kw = int_array_attr(op, "kernel")
+        return ConvGeometry(x[0], x[1] * C0, x[2], x[3], w[1] * C0, kh, kw, *attrs)
+    return ConvGeometry(x[0], x[1], x[2], x[3], w[0], w[2], w[3], *attrs)
+
+
+def _check_nc1hwc0(op: ir.Operation, shapes: list[list[int]]) -> None:
+    x, w, out = shapes[0], shapes[1], shapes[-1]
+    if "kernel" not in op.attributes or len(int_array_attr(op, "kernel")) != 2:
+        raise RuleError("layout \"nc1hwc0\" needs `kernel = array<i64: Kh, Kw>`")
+    for name, shape, form in (("input", x, "[N, C1, H, W, 16]"), ("out", out, "[N, Cout1, Ho, Wo, 16]")):
+        if len(shape) != 5 or shape[-1] != C0:
+            raise RuleError(f"{name} must be {form} in layout \"nc1hwc0\", got shape {shape}")
+    g = geometry(op)
+    if g.groups != 1:
+        raise RuleError(f"layout \"nc1hwc0\" takes groups = 1, got {g.groups}")
+    why = g.problem()
+    if why:
+        raise RuleError(why)
+    want = [x[1] * g.kh * g.kw, out[1], C0, C0]
+    if w != want:
+        raise RuleError(f"weight must be fractal-Z [C1*Kh*Kw, Cout1, 16, 16] = {want}, got {w}")
+    if has_bias(op) and shapes[2] != [out[1] * C0]:
+        raise RuleError(f"bias must be [Cout1*16] = [{out[1] * C0}], got {shapes[2]}")
+    want_out = [g.n, out[1], *g.out_hw, C0]
+    if out != want_out:
+        raise RuleError(f"out must be {want_out}, got {out}")
 
 
 def has_bias(op: ir.Operation) -> bool:
@@ -119,6 +161,11 @@ def _check_conv(op: ir.Operation, target: Target) -> None:
         if len(values) != size:
             raise RuleError(f"attribute '{name}' must have {size} entries, got {len(values)}")
     shapes = [memref_shape(t) for t in types]
+    if layout(op) not in (NCHW, NC1HWC0):
+        raise RuleError(f"attribute 'layout' must be \"nchw\" or \"nc1hwc0\", got {op.attributes['layout']}")
+    if layout(op) == NC1HWC0:
+        _check_nc1hwc0(op, shapes)
+        return
     x, w, out = shapes[0], shapes[1], shapes[-1]
     for name, shape, form in (("input", x, "[N, C, H, W]"), ("weight", w, "[Cout, C/groups, Kh, Kw]"),
                               ("out", out, "[N, Cout, Ho, Wo]")):

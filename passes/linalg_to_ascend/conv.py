@@ -22,6 +22,7 @@ from mlir import ir
 from npu.ir import NUMPY_DTYPES
 from npu.passes.linalg_to_ascend.emitter import Buf, i64_array
 from npu.passes.linalg_to_ascend.structure import UnsupportedOp, element_name, tensor_shape
+from npu.passes.linalg_to_ascend.conv_layouts import ConvLayouts
 from npu.passes.linalg_to_ascend.values import Tensor
 
 CONV_OPS = ("linalg.conv_2d_nchw_fchw", "linalg.depthwise_conv_2d_nchw_chw",
@@ -46,7 +47,7 @@ def _feeds_convs(value: ir.Value) -> bool:
     return True
 
 
-class ConvLowering:
+class ConvLowering(ConvLayouts):
     """Mixed into `Converter` (uses its tensors, scalars, emitter, nd, dest)."""
 
     @property
@@ -100,17 +101,21 @@ class ConvLowering:
         out_dtype = element_name(op.results[0])
         if out_dtype not in ("f16", "f32"):
             raise UnsupportedOp(op, f"convolution of {out_dtype} data: the cube takes f16/f32 models")
-        x = self._conv_f16(x_val, x4, loc)
-        wt = self._conv_f16(w_val, w_shape, loc)
         bias, extra = self._conv_bias(init_val, out4, out_dtype, loc)
         attrs = dict(strides=i64_array(_ints(op, "strides", [1, 1])), pads=i64_array(list(pads)),
                      dilations=i64_array(_ints(op, "dilations", [1, 1])), groups=f"{groups} : i64")
         result = op.results[0]
+        if groups == 1 and w.is_constant and extra is None:
+            self._conv_5hd(op, x_val, x4, w.array.reshape(w_shape), bias, out4, out_dtype, attrs, loc)
+            return
+        x = self._conv_f16(x_val, x4, loc)
+        wt = self._conv_f16(w_val, w_shape, loc)
         if extra is None:
             out = self.dest(result, out4, out_dtype, loc)
         else:
             out = self.em.alloc(out4, out_dtype, loc)
-        self.em.op("ascend.conv2d", [x, wt] + ([bias] if bias is not None else []) + [out], loc, **attrs)
+        operands = [x, wt] + ([self.em.constant(bias)] if bias is not None else []) + [out]
+        self.em.op("ascend.conv2d", operands, loc, **attrs)
         if extra is not None:
             total = self.dest(result, out4, out_dtype, loc)
             self.em.op("ascend.add", [out, extra, total], loc)
@@ -131,8 +136,8 @@ class ConvLowering:
         return half
 
     def _conv_bias(self, init: ir.Value, out4: list[int], dtype: str,
-                   loc: str) -> tuple[Buf | None, Buf | None]:
-        """(bias operand, a non-bias init to add afterwards) from the conv's init."""
+                   loc: str) -> tuple[np.ndarray | None, Buf | None]:
+        """(bias values, a non-bias init to add afterwards) from the conv's init."""
         t = self.tensors[init]
         if t.is_constant:
             full = np.broadcast_to(t.array.reshape(out4) if t.array.size == np.prod(out4) else t.array,
@@ -141,5 +146,5 @@ class ConvLowering:
             if np.array_equal(np.broadcast_to(per_channel, out4), full):
                 if not np.any(per_channel):
                     return None, None
-                return self.em.constant(per_channel.reshape(-1).astype(NUMPY_DTYPES[dtype])), None
+                return per_channel.reshape(-1).astype(NUMPY_DTYPES[dtype]), None
         return None, self.em.reshape(self.nd(init, loc), out4, loc)

@@ -165,6 +165,8 @@ class Converter(MatmulLowering, ReductionLowering, GatherLowering, SliceLowering
         t = self.tensors[value]
         if t.nd is None and t.array is not None:
             t.nd = self.em.constant(t.array)
+        elif t.nd is None and t.c1hwc0 is not None:
+            t.nd = self.nchw_of_5hd(value, loc)
         elif t.nd is None and t.bcast is not None:
             t.nd = self.dest(value, t.shape, t.dtype, loc)
             self.emit_broadcast(t.bcast, t.nd, loc)

@@ -44,7 +44,7 @@ import numpy as np
 from mlir import ir
 
 from npu import diagnostics
-from npu.reference_conv import conv2d
+from npu.reference_conv import conv2d, conv2d_5hd
 from npu.ir import (NUMPY_DTYPES, float_attr, int_array_attr, int_attr, memory_space,
                     memref_element, memref_shape, str_attr, workspace_args)
 
@@ -285,10 +285,12 @@ def _execute(op: ir.Operation, frame: _Frame) -> None:
         product = np.matmul(a_nd, b_nd)  # fp32 products (exact) and fp32 accumulation
         frame.write(out_value, fractalize(product, c.shape).astype(c.dtype))
     elif name == "ascend.conv2d":
-        frame.write(out_value, conv2d(ins[0], ins[1], ins[2] if len(ins) == 4 else None,
-                                      int_array_attr(op, "strides"), int_array_attr(op, "pads"),
-                                      int_array_attr(op, "dilations"), int_attr(op, "groups"),
-                                      ins[-1].dtype))
+        bias, geo = ins[2] if len(ins) == 4 else None, [int_array_attr(op, a) for a in
+                                                         ("strides", "pads", "dilations")]
+        frame.write(out_value, conv2d_5hd(ins[0], ins[1], bias, int_array_attr(op, "kernel"), *geo,
+                                          ins[-1].dtype) if "layout" in op.attributes and
+                    str_attr(op, "layout") == "nc1hwc0" else
+                    conv2d(ins[0], ins[1], bias, *geo, int_attr(op, "groups"), ins[-1].dtype))
     elif name == "ascend.fractalize":
         src, dst = ins
         frame.write(out_value, fractalize(src, dst.shape))

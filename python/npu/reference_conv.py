@@ -41,3 +41,27 @@ def conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, strides: Seque
     if bias is not None:
         out += bias.astype(np.float32).reshape(1, cout, 1, 1)
     return out.astype(out_dtype)
+
+
+def nchw_of_5hd(x5: np.ndarray) -> np.ndarray:
+    """[N, C1, H, W, C0] -> [N, C1*C0, H, W]."""
+    n, c1, h, w, c0 = x5.shape
+    return x5.transpose(0, 1, 4, 2, 3).reshape(n, c1 * c0, h, w)
+
+
+def oihw_of_fractal_z(wz: np.ndarray, kh: int, kw: int) -> np.ndarray:
+    """Fractal-Z [C1*Kh*Kw, Cout1, C0(out), C0(in)] -> [Cout1*C0, C1*C0, Kh, Kw]."""
+    k1, co1, n0, c0 = wz.shape
+    c1 = k1 // (kh * kw)
+    return wz.reshape(c1, kh, kw, co1, n0, c0).transpose(3, 4, 0, 5, 1, 2).reshape(
+        co1 * n0, c1 * c0, kh, kw)
+
+
+def conv2d_5hd(x5: np.ndarray, wz: np.ndarray, bias: np.ndarray | None, kernel: Sequence[int],
+               strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int],
+               out_dtype=np.float32) -> np.ndarray:
+    """`ascend.conv2d` in layout "nc1hwc0": the NCHW conv of the padded channels."""
+    out = conv2d(nchw_of_5hd(x5), oihw_of_fractal_z(wz, *kernel), bias, strides, pads, dilations, 1,
+                 out_dtype)
+    n, c, ho, wo = out.shape
+    return np.ascontiguousarray(out.reshape(n, c // 16, 16, ho, wo).transpose(0, 1, 3, 4, 2))

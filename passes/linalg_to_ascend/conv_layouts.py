@@ -1,0 +1,113 @@
+"""The cube's layouts of a convolution, chosen by the conversion.
+
+A groups = 1 conv with constant weights becomes `ascend.conv2d` in layout
+"nc1hwc0": the weights in fractal-Z and the bias padded to whole C0 blocks
+are made here on the host; the input, unless it already is the NC1HWC0
+result of a conv, is converted on the device (cast to f16, channels padded
+with zeros by a broadcast + insert_slice when C is not whole blocks, and
+one transpose [N*C1, 16, H*W] -> [N*C1, H*W, 16]). The result stays
+NC1HWC0 (`Tensor.c1hwc0`), so a following conv reads it as it is, like Nz
+between matmuls; it is converted to NCHW (transpose, then a slice of the
+real channels) only when another consumer asks (`Converter.nd`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from npu.passes.linalg_to_ascend.emitter import Buf, i64_array
+from npu.passes.linalg_to_ascend.values import Tensor
+
+C0 = 16  # f16 channels of one 32-byte block
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def fractal_z(w: np.ndarray) -> np.ndarray:
+    """[Cout, C, Kh, Kw] -> [C1*Kh*Kw, Cout1, 16, 16] (zero padded), K as (c1, kh, kw)."""
+    cout, c, kh, kw = w.shape
+    co1, c1 = ceil_div(cout, C0), ceil_div(c, C0)
+    padded = np.zeros((co1 * C0, c1 * C0, kh, kw), w.dtype)
+    padded[:cout, :c] = w
+    return np.ascontiguousarray(padded.reshape(co1, C0, c1, C0, kh, kw).transpose(
+        2, 4, 5, 0, 1, 3).reshape(c1 * kh * kw, co1, C0, C0))
+
+
+def to_5hd(array: np.ndarray) -> np.ndarray:
+    """[N, C, H, W] -> [N, C1, H, W, 16] (zero padded channels)."""
+    n, c, h, w = array.shape
+    c1 = ceil_div(c, C0)
+    padded = np.zeros((n, c1 * C0, h, w), array.dtype)
+    padded[:, :c] = array
+    return np.ascontiguousarray(padded.reshape(n, c1, C0, h, w).transpose(0, 1, 3, 4, 2))
+
+
+class ConvLayouts:
+    """Mixed into `Converter` through `ConvLowering`."""
+
+    def _conv_5hd(self, op, x_val, x4, weight: np.ndarray, bias, out4, out_dtype: str, attrs: dict,
+                  loc: str) -> None:
+        n, cout, ho, wo = out4
+        co1 = ceil_div(cout, C0)
+        x5 = self.input_5hd(x_val, x4, loc)
+        wz = self.em.constant(fractal_z(self.host_f16(weight)))
+        operands = [x5, wz]
+        if bias is not None:
+            padded = np.zeros(co1 * C0, bias.dtype)
+            padded[:cout] = bias
+            operands.append(self.em.constant(padded))
+        out5 = self.em.alloc([n, co1, ho, wo, C0], out_dtype, loc)
+        kh, kw = weight.shape[2:]
+        self.em.op("ascend.conv2d", operands + [out5], loc, **attrs, layout='"nc1hwc0"',
+                   kernel=i64_array([kh, kw]))
+        result = op.results[0]
+        self.tensors[result] = Tensor(tuple(int(d) for d in result.type.shape), out_dtype,
+                                      c1hwc0=out5, nz_loc=loc)
+
+    def input_5hd(self, value, x4, loc: str) -> Buf:
+        """`value` ([N, C, H, W]) as an f16 NC1HWC0 buffer."""
+        t = self.tensors[value]
+        n, c, h, w = x4
+        c1 = ceil_div(c, C0)
+        if t.c1hwc0 is not None:
+            if t.c1hwc0.dtype == "f16":
+                return t.c1hwc0
+            half = self.em.alloc(list(t.c1hwc0.shape), "f16", loc)
+            self.em.op("ascend.cast", [t.c1hwc0, half], loc, round_mode='"rint"')
+            return half
+        if t.is_constant:
+            return self.em.constant(to_5hd(self.host_f16(t.array.reshape(x4))))
+        src = self.em.reshape(self.nd(value, loc), [n, c, h * w], loc)
+        if src.dtype != "f16":
+            half = self.em.alloc([n, c, h * w], "f16", loc)
+            self.em.op("ascend.cast", [src, half], loc, round_mode='"rint"')
+            src = half
+        if c % C0:
+            padded = self.em.alloc([n, c1 * C0, h * w], "f16", loc)
+            zero = self.em.constant(np.zeros((1, 1, 1), np.float16))
+            self.em.op("ascend.broadcast", [zero, padded], loc)
+            self.em.op("ascend.insert_slice", [src, padded], loc, offsets=i64_array([0, 0, 0]))
+            src = padded
+        out = self.em.alloc([n * c1, h * w, C0], "f16", loc)
+        self.em.op("ascend.transpose", [self.em.reshape(src, [n * c1, C0, h * w], loc), out], loc,
+                   permutation=i64_array([0, 2, 1]))
+        return self.em.reshape(out, [n, c1, h, w, C0], loc)
+
+    def nchw_of_5hd(self, value, loc: str) -> Buf:
+        """The NCHW buffer of a tensor held in NC1HWC0 (transpose, then the real channels)."""
+        t = self.tensors[value]
+        n, co1, ho, wo, _ = t.c1hwc0.shape
+        cout = t.shape[1]
+        src = self.em.reshape(t.c1hwc0, [n * co1, ho * wo, C0], loc)
+        if cout == co1 * C0:
+            out = self.dest(value, [n * co1, C0, ho * wo], t.dtype, loc)
+            self.em.op("ascend.transpose", [src, out], loc, permutation=i64_array([0, 2, 1]))
+            return self.em.reshape(out, list(t.shape), loc)
+        full = self.em.alloc([n * co1, C0, ho * wo], t.dtype, loc)
+        self.em.op("ascend.transpose", [src, full], loc, permutation=i64_array([0, 2, 1]))
+        out = self.dest(value, [n, cout, ho * wo], t.dtype, loc)
+        self.em.op("ascend.slice", [self.em.reshape(full, [n, co1 * C0, ho * wo], loc), out], loc,
+                   offsets=i64_array([0, 0, 0]), strides=i64_array([1, 1, 1]))
+        return self.em.reshape(out, list(t.shape), loc)
