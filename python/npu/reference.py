@@ -12,8 +12,9 @@ Numerics (the contract's intent, made precise here):
   then round once to C's type.
 * reduce_sum accumulates in fp32 and rounds once; reductions take an
   optional `axis` (default the last) and the output may keep it as size 1.
-* conv2d multiplies fp16 input and weight exactly, accumulates in fp32 with
-  the bias, rounds once to out's type (`npu.reference_conv`).
+* conv2d multiplies fp16 input and weight exactly, accumulates in fp32; f32
+  out adds the bias and rounds once, f16 out rounds, then adds the f16 bias
+  (`npu.reference_conv`).
 * erf is math.erf of the (fp32) value, rounded once.
 * cmp writes 1/0 (i8) from the comparison of the values in their own type
   (NaN compares unequal to everything); select takes `a` where cond != 0.

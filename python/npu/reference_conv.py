@@ -2,8 +2,10 @@
 
 Written from the contract alone, as a plain sum over kernel points, and
 shared by nothing but the reference interpreter and host constant folding:
-f16 input and weight multiply exactly in fp32, accumulate in fp32 with the
-bias (fp32), then round once to the output type. Pads are zeros.
+f16 input and weight multiply exactly in fp32, accumulate in fp32; an f32
+result adds the bias and rounds once; an f16 result is rounded to f16, then
+the f16 bias added (one more rounding: the cube's converting drain). Pads
+are zeros.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ def conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, strides: Seque
                 out[:, g * og:(g + 1) * og] += np.einsum(
                     "nchw,oc->nohw", patch, wf[g * og:(g + 1) * og, :, i, j], dtype=np.float32)
     if bias is not None:
+        if np.dtype(out_dtype) == np.float16:  # the sum is rounded to f16 before the bias
+            out = out.astype(np.float16).astype(np.float32)
         out += bias.astype(np.float32).reshape(1, cout, 1, 1)
     return out.astype(out_dtype)
 
