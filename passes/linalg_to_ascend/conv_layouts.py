@@ -111,3 +111,70 @@ class ConvLayouts:
         self.em.op("ascend.slice", [self.em.reshape(full, [n, co1 * C0, ho * wo], loc), out], loc,
                    offsets=i64_array([0, 0, 0]), strides=i64_array([1, 1, 1]))
         return self.em.reshape(out, list(t.shape), loc)
+
+    def elementwise_in_5hd(self, op, s) -> bool:
+        """An elementwise generic over conv results (the ReLU / Clip after a
+        conv, a residual Add of two) runs on their NC1HWC0 buffers and its
+        result stays NC1HWC0, so the next conv needs no conversion. Only
+        when every tensor input is such a result of the same shape read with
+        the identity map, a scalar, or a constant (laid out NC1HWC0 on the
+        host, a per-channel one as [1, C1, 1, 1, 16]), and the body maps zeros
+        to finite values (the padded channels stay harmless: they meet zero
+        weights). Returns False (nothing emitted) otherwise."""
+        from npu.passes.linalg_to_ascend.elementwise import BodyLowering, Unreadable
+        from npu.passes.linalg_to_ascend.structure import element_name, tensor_shape, to_loop_space
+
+        n = len(s.loop_sizes)
+        identity = list(range(n))
+        if n != 4 or len(s.outputs) != 1 or len(op.results) != 1 or s.maps[-1] != identity:
+            return False
+        dtype = element_name(op.results[0])
+        body = op.regions[0].blocks[0]
+        if dtype not in ("f16", "f32") or any(o.name not in SAFE_BODY_OPS for o in body.operations):
+            return False
+        shape5 = None
+        kinds = []
+        for v, m in zip(s.inputs, s.maps):
+            t = self.tensors.get(v)
+            if v in self.scalars or (t is not None and t.is_constant):
+                kinds.append("host")
+            elif t is not None and t.c1hwc0 is not None and m == identity and \
+                    list(t.shape) == list(s.loop_sizes) and shape5 in (None, t.c1hwc0.shape):
+                shape5 = t.c1hwc0.shape
+                kinds.append("5hd")
+            else:
+                return False
+        if shape5 is None:
+            return False
+        loc = self.loc(op)
+        args = []
+        for v, m, kind in zip(s.inputs, s.maps, kinds):
+            if kind == "5hd":
+                args.append(self.tensors[v].c1hwc0)
+            elif v in self.scalars:
+                args.append(self.scalars[v])
+            else:
+                arr = np.broadcast_to(to_loop_space(self.tensors[v].array, m, n), s.loop_sizes)
+                flat = arr.reshape(-1)
+                if flat.size and np.all(flat == flat[0]):
+                    args.append(flat[0].item())
+                    continue
+                per_channel = arr[:1, :, :1, :1]
+                if np.array_equal(np.broadcast_to(per_channel, arr.shape), arr):
+                    args.append(self.em.constant(to_5hd(np.ascontiguousarray(per_channel))))
+                else:
+                    args.append(self.em.constant(to_5hd(np.ascontiguousarray(arr))))
+        lowering = BodyLowering(self.em, loc, 5, self.scalar)
+        (term,) = lowering.run(body, args + [Unreadable()], [list(body.operations)[-1].operands[0]])
+        if not isinstance(term, Buf) or term.shape != tuple(shape5) or term.dtype != dtype:
+            return False  # a body that computes no full-size result: the NCHW path
+        self.tensors[op.results[0]] = Tensor(tuple(tensor_shape(op.results[0])), dtype, c1hwc0=term,
+                                             nz_loc=loc)
+        return True
+
+
+# Body ops that keep zeros finite (0 -> 0 or a finite constant).
+SAFE_BODY_OPS = frozenset({
+    "arith.addf", "arith.subf", "arith.mulf", "arith.maximumf", "arith.minimumf",
+    "arith.maxnumf", "arith.minnumf", "arith.cmpf", "arith.select", "arith.negf", "arith.extf",
+    "arith.truncf", "arith.constant", "linalg.yield"})

@@ -366,7 +366,7 @@ class Converter(MatmulLowering, ReductionLowering, GatherLowering, SliceLowering
         self.tensors[result] = Tensor(shape, dtype, bcast=self.em.reshape(term, small, loc))
 
     def elementwise(self, op, s: Structured) -> None:
-        if self.elementwise_in_nz(op, s):
+        if self.elementwise_in_nz(op, s) or self.elementwise_in_5hd(op, s):
             return
         loc = self.loc(op)
         body = op.regions[0].blocks[0]
