@@ -52,15 +52,18 @@ def conv_module(c: int, h: int, w: int, cout: int, k: int, stride: int, pad: int
     ho = (h + 2 * pad - k) // stride + 1
     wo = (w + 2 * pad - k) // stride + 1
     t_x = f'memref<1x{c1}x{h}x{w}x16xf16, "gm">'
-    t_w = f'memref<{c1 * k * k}x{co1}x16x16xf16, "gm">'
+    small = c <= 4 and k > 1  # img2col's small-channel mode
+    k1 = -(-k * k // 4) if small else c1 * k * k
+    t_w = f'memref<{k1}x{co1}x16x16xf16, "gm">'
     t_b = f'memref<{co1 * 16}xf16, "gm">'
     t_y = f'memref<1x{co1}x{ho}x{wo}x16xf16, "gm">'
     text = (f'func.func @conv(%x: {t_x}, %w: {t_w}, %b: {t_b}, %y: {t_y}) {{\n'
             f'  "ascend.conv2d"(%x, %w, %b, %y) {{strides = array<i64: {stride}, {stride}>, '
             f'pads = array<i64: {pad}, {pad}, {pad}, {pad}>, dilations = array<i64: 1, 1>, '
-            f'groups = 1 : i64, layout = "nc1hwc0", kernel = array<i64: {k}, {k}>}} : '
+            f'groups = 1 : i64, layout = "{"nc1hwc0_c4" if small else "nc1hwc0"}", '
+            f'kernel = array<i64: {k}, {k}>}} : '
             f'({t_x}, {t_w}, {t_b}, {t_y}) -> ()\n  return\n}}\n')
-    inputs = [np.zeros((1, c1, h, w, 16), np.float16), np.zeros((c1 * k * k, co1, 16, 16), np.float16),
+    inputs = [np.zeros((1, c1, h, w, 16), np.float16), np.zeros((k1, co1, 16, 16), np.float16),
               np.zeros(co1 * 16, np.float16), np.zeros((1, co1, ho, wo, 16), np.float16)]
     return text, inputs
 
@@ -76,7 +79,8 @@ def run(name: str, spec, target) -> dict:
     cube = ho * wo * cout * c * k * k / 4096
     gm_bytes = 2 * (c * h * w + cout * c * k * k + cout * ho * wo)
     ideal = max(cube, gm_bytes / target.path("gm_to_l1").bytes_per_cycle)
-    shape = ConvShape(-(-c // 16), h, w, -(-cout // 16), k, k, ho, wo, stride, 1, pad)
+    shape = ConvShape(-(-c // 16), h, w, -(-cout // 16), k, k, ho, wo, stride, 1, pad,
+                      small=c <= 4 and k > 1)
     tiling = choose_tiling(shape, target)
     bands = -(-ho // tiling.rows)
     m_fracs = (bands - 1) * tiling.m1 + -(-(ho - (bands - 1) * tiling.rows) * wo // 16)

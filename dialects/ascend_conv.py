@@ -86,6 +86,10 @@ class ConvGeometry:
 # [C1*Kh*Kw, Cout1, C0, C0] with `kernel = array<i64: Kh, Kw>`, bias
 # [Cout1*C0], out [N, Cout1, Ho, Wo, C0]; padded channels are zeros).
 NCHW, NC1HWC0 = "nchw", "nc1hwc0"
+# The small-channel form (C <= 4, e.g. an RGB stem): the map as NC1HWC0 with
+# one block, the weights [ceil(Kh*Kw/4), Cout1, 16, 16], K column j of group
+# g = kernel point 4g + j // 4, channel j % 4 (img2col's small-channel mode).
+NC1HWC0_C4 = "nc1hwc0_c4"
 C0 = 16  # f16 channels per 32-byte block
 
 
@@ -102,7 +106,7 @@ def geometry(op: ir.Operation) -> ConvGeometry:
     x, w = (memref_shape(t) for t in memref_types(op)[:2])
     attrs = (tuple(int_array_attr(op, "strides")), tuple(int_array_attr(op, "pads")),
              tuple(int_array_attr(op, "dilations")), int_attr(op, "groups"))
-    if layout(op) == NC1HWC0:
+    if layout(op) in (NC1HWC0, NC1HWC0_C4):
         kh, kw = int_array_attr(op, "kernel")
         return ConvGeometry(x[0], x[1] * C0, x[2], x[3], w[1] * C0, kh, kw, *attrs)
     return ConvGeometry(x[0], x[1], x[2], x[3], w[0], w[2], w[3], *attrs)
@@ -121,9 +125,14 @@ def _check_nc1hwc0(op: ir.Operation, shapes: list[list[int]]) -> None:
     why = g.problem()
     if why:
         raise RuleError(why)
-    want = [x[1] * g.kh * g.kw, out[1], C0, C0]
+    if layout(op) == NC1HWC0_C4:
+        if x[1] != 1:
+            raise RuleError(f"layout \"nc1hwc0_c4\" takes one C1 block (C <= 4), got {x[1]}")
+        want = [-(-g.kh * g.kw // 4), out[1], C0, C0]
+    else:
+        want = [x[1] * g.kh * g.kw, out[1], C0, C0]
     if w != want:
-        raise RuleError(f"weight must be fractal-Z [C1*Kh*Kw, Cout1, 16, 16] = {want}, got {w}")
+        raise RuleError(f"weight must be fractal-Z {want}, got {w}")
     if has_bias(op) and shapes[2] != [out[1] * C0]:
         raise RuleError(f"bias must be [Cout1*16] = [{out[1] * C0}], got {shapes[2]}")
     want_out = [g.n, out[1], *g.out_hw, C0]
@@ -161,9 +170,10 @@ def _check_conv(op: ir.Operation, target: Target) -> None:
         if len(values) != size:
             raise RuleError(f"attribute '{name}' must have {size} entries, got {len(values)}")
     shapes = [memref_shape(t) for t in types]
-    if layout(op) not in (NCHW, NC1HWC0):
-        raise RuleError(f"attribute 'layout' must be \"nchw\" or \"nc1hwc0\", got {op.attributes['layout']}")
-    if layout(op) == NC1HWC0:
+    if layout(op) not in (NCHW, NC1HWC0, NC1HWC0_C4):
+        raise RuleError(f"attribute 'layout' must be \"nchw\", \"nc1hwc0\" or \"nc1hwc0_c4\", "
+                        f"got {op.attributes['layout']}")
+    if layout(op) in (NC1HWC0, NC1HWC0_C4):
         _check_nc1hwc0(op, shapes)
         return
     x, w, out = shapes[0], shapes[1], shapes[-1]

@@ -24,6 +24,10 @@ IMG2COL = "cce.img2col_l1_to_l0a"
 # Attribute -> the word holding it (every attribute is one field).
 WORD_OF: dict[str, str] = {f.name: kind for kind in IMG2COL_WORDS for f in CONFIG_LAYOUTS[kind]}
 ATTRS = tuple(WORD_OF)
+# Attributes that may be left out (then 0): the small-channel mode.
+OPTIONAL = ("small_channel",)
+REQUIRED = tuple(a for a in ATTRS if a not in OPTIONAL)
+SMALL_C0 = 4  # channels of a map pixel the small-channel mode reads (f16)
 
 
 @dataclass(frozen=True)
@@ -50,11 +54,21 @@ class Img2colGeometry:
     dst_stride: int
     repeat_mode: int
     repeat: int
+    small_channel: int = 0
 
     @classmethod
     def of(cls, get) -> "Img2colGeometry":
-        """From a getter `name -> int` (op attributes or decoded words)."""
-        return cls(**{name: int(get(name)) for name in ATTRS})
+        """From a getter `name -> int` (op attributes or decoded words; an
+        optional one it cannot give is 0)."""
+        values = {}
+        for name in ATTRS:
+            try:
+                values[name] = int(get(name))
+            except (KeyError, ValueError, TypeError):
+                if name not in OPTIONAL:
+                    raise
+                values[name] = 0
+        return cls(**values)
 
     @property
     def out_w(self) -> int:
@@ -80,7 +94,13 @@ class Img2colGeometry:
         return row * self.stride_h - self.pad_top, col * self.stride_w - self.pad_left
 
     def kernel_point(self, r: int) -> tuple[int, int, int]:
-        """(c1, kh, kw) the r-th repeat reads (repeat mode 0 steps it)."""
+        """(c1, kh, kw) the r-th repeat reads (repeat mode 0 steps it); in the
+        small-channel mode the first of its 4 consecutive kernel points (kh
+        may then pass the kernel: those points read zeros)."""
+        if self.small_channel:
+            step = SMALL_C0 * r if self.repeat_mode == 0 else 0
+            flat = self.fetch_h * self.kernel_w + self.fetch_w + step
+            return (self.c1, *divmod(flat, self.kernel_w))
         step = r if self.repeat_mode == 0 else 0
         flat = (self.c1 * self.kernel_h + self.fetch_h) * self.kernel_w + self.fetch_w + step
         c1, rest = divmod(flat, self.kernel_h * self.kernel_w)
@@ -106,6 +126,10 @@ class Img2colGeometry:
         if (self.left_top_w + self.pad_left) // self.stride_w >= self.out_w:
             return f"left_top_w = {self.left_top_w} starts past the last window of a row"
         last = self.kernel_point(self.repeat - 1)[0]
+        if self.small_channel and self.repeat_mode == 0 and \
+                self.kernel_point(self.repeat - 1)[1] >= self.kernel_h + SMALL_C0:
+            return (f"{self.repeat} repeats of 4 kernel points from ({self.fetch_h}, {self.fetch_w}) "
+                    f"pass the {self.kernel_h}x{self.kernel_w} kernel")
         if max(self.c1, last) >= c1_blocks:
             return (f"reads C1 block {max(self.c1, last)} of a map with {c1_blocks} (c1 = {self.c1}, "
                     f"{self.repeat} repeats in mode {self.repeat_mode})")
@@ -115,7 +139,8 @@ class Img2colGeometry:
 
 
 def geometry(op: ir.Operation) -> Img2colGeometry:
-    return Img2colGeometry.of(lambda name: int_attr(op, name))
+    return Img2colGeometry.of(lambda name: int_attr(op, name) if name in op.attributes else
+                              (0 if name in OPTIONAL else int_attr(op, name)))
 
 
 def _check(op: ir.Operation, target: Target) -> None:
@@ -151,7 +176,16 @@ def _field_range(name: str) -> Range:
 
 def img2col_specs() -> list[OpSpec]:
     """The spec `npu.dialects.cce` registers."""
-    ranges = {name: _field_range(name) for name in ATTRS}
+    ranges = {name: _field_range(name) for name in REQUIRED}
     return [OpSpec(IMG2COL, (Operand("src", "l1"), Operand("dst", "l0a")), (("f16", "f16"),),
-                   {name: I64 for name in ATTRS}, ranges, (_check,))]
+                   {name: I64 for name in REQUIRED}, ranges, (_check_small, _check))]
+
+
+def _check_small(op: ir.Operation, target: Target) -> None:
+    """`small_channel` is optional: 0 or 1 (an i64) when given."""
+    if "small_channel" in op.attributes:
+        attr = op.attributes["small_channel"]
+        if not (isinstance(attr, ir.IntegerAttr) and str(ir.IntegerAttr(attr).type) == "i64"
+                and ir.IntegerAttr(attr).value in (0, 1)):
+            raise RuleError(f"attribute 'small_channel' must be 0 or 1 (an i64), got {attr}")
 

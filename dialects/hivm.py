@@ -82,7 +82,8 @@ CONFIG_LAYOUTS: Mapping[str, tuple[Field, ...]] = {
                     Field("left_top_w", 32, 16), Field("left_top_h", 48, 16)),
     "img2col": (Field("stride_w", 0, 6), Field("stride_h", 6, 6), Field("kernel_w", 12, 8),
                 Field("kernel_h", 20, 8), Field("dilation_w", 28, 8), Field("dilation_h", 36, 8),
-                Field("dst_stride", 44, 8), Field("repeat_mode", 52, 1), Field("repeat", 56, 8)),
+                Field("dst_stride", 44, 8), Field("repeat_mode", 52, 1), Field("small_channel", 53, 1),
+                Field("repeat", 56, 8)),
 }
 # Fields holding a two's complement value (the img2col window's top-left).
 SIGNED_FIELDS = ("left_top_w", "left_top_h")

@@ -274,7 +274,7 @@ class _FunctionLowering:
         + `hivm.img2col_l1_to_l0a (dst, src, pos, config)`."""
         values: dict[str, dict[str, int]] = {kind: {} for kind in hivm.IMG2COL_WORDS}
         for attr, kind in WORD_OF.items():
-            values[kind][attr] = nir.int_attr(op, attr)
+            values[kind][attr] = nir.int_attr(op, attr) if attr in op.attributes else 0
         try:
             words = [hivm.encode_img2col(kind, values[kind]) for kind in hivm.IMG2COL_WORDS]
         except ValueError as e:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from npu.dialects.cce_img2col import Img2colGeometry
+from npu.dialects.cce_img2col import OPTIONAL, SMALL_C0, Img2colGeometry
 from npu.simulator import access
 from npu.simulator.instruction import Access, DecodeContext, Instr
 from npu.simulator.memory import Memory
@@ -27,14 +27,22 @@ def gather_index(g: Img2colGeometry, c0: int, edge: int) -> np.ndarray:
     -1 where the tap falls in the pads."""
     rows = np.arange(edge)
     out = np.empty((g.repeat, edge, c0), np.int64)
+    cols = np.arange(c0)
     for r in range(g.repeat):
         c1, kh, kw = g.kernel_point(r)
         flat = g.first_window + g.rows_start(r) + rows
-        h = (flat // g.out_w) * g.stride_h - g.pad_top + kh * g.dilation_h
-        w = (flat % g.out_w) * g.stride_w - g.pad_left + kw * g.dilation_w
-        inside = (h >= 0) & (h < g.fm_h) & (w >= 0) & (w < g.fm_w)
-        base = ((c1 * g.fm_h + h) * g.fm_w + w) * c0
-        out[r] = np.where(inside[:, None], base[:, None] + np.arange(c0), -1)
+        top = (flat // g.out_w) * g.stride_h - g.pad_top
+        left = (flat % g.out_w) * g.stride_w - g.pad_left
+        if g.small_channel:  # column j: kernel point (first + j // 4), channel j % 4
+            point = kh * g.kernel_w + kw + cols // SMALL_C0
+            kh, kw = point // g.kernel_w, point % g.kernel_w
+            chan, real = cols % SMALL_C0, point < g.kernel_h * g.kernel_w
+        else:
+            chan, real = cols, np.ones(c0, bool)
+        h = top[:, None] + kh * g.dilation_h
+        w = left[:, None] + kw * g.dilation_w
+        inside = (h >= 0) & (h < g.fm_h) & (w >= 0) & (w < g.fm_w) & real
+        out[r] = np.where(inside, ((c1 * g.fm_h + h) * g.fm_w + w) * c0 + chan, -1)
     return out
 
 
@@ -49,7 +57,7 @@ class Img2col(Instr):
         t = ctx.target
         if any(o.esize != 2 for o in ctx.operands):
             raise ctx.fail("moves f16 maps only (C0 = 16 two-byte channels)")
-        g = Img2colGeometry.of(ctx.int)
+        g = Img2colGeometry.of(lambda n: ctx.int(n, 0 if n in OPTIONAL else None))
         why = g.problem(1 << 12)  # the C1 count is the map's: bounds are checked on the access
         if why:
             raise ctx.fail(why)
@@ -69,7 +77,7 @@ class Img2col(Instr):
                          Access(1, dst_pat, True, t.granule("l0a")))
         self.path = PATH
         self.nbytes = g.repeat * self.frac
-        self.rate = t.img2col_bytes_per_cycle
+        self.rate = t.img2col_small_bytes_per_cycle if g.small_channel else t.img2col_bytes_per_cycle
         self.occupancy = -(-self.nbytes // self.rate)
         self.latency = t.img2col_latency
 

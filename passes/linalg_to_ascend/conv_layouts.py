@@ -35,6 +35,18 @@ def fractal_z(w: np.ndarray) -> np.ndarray:
         2, 4, 5, 0, 1, 3).reshape(c1 * kh * kw, co1, C0, C0))
 
 
+def fractal_z_small(w: np.ndarray) -> np.ndarray:
+    """[Cout, C <= 4, Kh, Kw] -> [ceil(Kh*Kw/4), Cout1, 16, 16] for img2col's
+    small-channel mode: column j of group g is kernel point 4g + j // 4,
+    channel j % 4 (zero past the kernel and the channels)."""
+    cout, c, kh, kw = w.shape
+    co1, groups = ceil_div(cout, C0), ceil_div(kh * kw, 4)
+    points = np.zeros((co1 * C0, 4, groups * 4), w.dtype)
+    points[:cout, :c, :kh * kw] = w.reshape(cout, c, kh * kw)
+    return np.ascontiguousarray(points.reshape(co1, C0, 4, groups, 4).transpose(3, 0, 1, 4, 2)
+                                .reshape(groups, co1, C0, 16))
+
+
 def to_5hd(array: np.ndarray) -> np.ndarray:
     """[N, C, H, W] -> [N, C1, H, W, 16] (zero padded channels)."""
     n, c, h, w = array.shape
@@ -52,7 +64,8 @@ class ConvLayouts:
         n, cout, ho, wo = out4
         co1 = ceil_div(cout, C0)
         x5 = self.input_5hd(x_val, x4, loc)
-        wz = self.em.constant(fractal_z(self.host_f16(weight)))
+        small = weight.shape[1] <= 4 and weight.shape[2] * weight.shape[3] > 1
+        wz = self.em.constant((fractal_z_small if small else fractal_z)(self.host_f16(weight)))
         operands = [x5, wz]
         if bias is not None:
             padded = np.zeros(co1 * C0, bias.dtype)
@@ -60,7 +73,8 @@ class ConvLayouts:
             operands.append(self.em.constant(padded))
         out5 = self.em.alloc([n, co1, ho, wo, C0], out_dtype, loc)
         kh, kw = weight.shape[2:]
-        self.em.op("ascend.conv2d", operands + [out5], loc, **attrs, layout='"nc1hwc0"',
+        form = '"nc1hwc0_c4"' if small else '"nc1hwc0"'
+        self.em.op("ascend.conv2d", operands + [out5], loc, **attrs, layout=form,
                    kernel=i64_array([kh, kw]))
         result = op.results[0]
         self.tensors[result] = Tensor(tuple(int(d) for d in result.type.shape), out_dtype,

@@ -205,9 +205,16 @@ class ConvKernel:
         self.parity ^= 1
 
     def img2col(self, fm, l0a, band: Band, kp: int, tt: int, kcj: int, m1: int) -> None:
+        """K fractal `kp` (a (c1, kernel point), or 4 kernel points in the
+        small-channel mode) of the band's m1 M fractals, at fractal tt of a
+        chunk of kcj."""
         g, s = self.g, self.s
-        c1, rest = divmod(kp, g.kh * g.kw)
-        kh, kw = divmod(rest, g.kw)
+        if s.small:
+            c1, (kh, kw) = 0, divmod(4 * kp, g.kw)
+        else:
+            c1, rest = divmod(kp, g.kh * g.kw)
+            kh, kw = divmod(rest, g.kw)
+        extra = {"small_channel": 1} if s.small else {}
         dst = nir.subview(l0a, [tt * FRAC], [((m1 - 1) * kcj + 1) * FRAC])
         nir.create_op("cce.img2col_l1_to_l0a", [fm, dst], fm_h=band.in_rows, fm_w=g.w,
                       pad_top=band.pad_top, pad_bottom=band.pad_bottom, pad_left=g.pads[1],
@@ -215,7 +222,7 @@ class ConvKernel:
                       left_top_h=-band.pad_top, left_top_w=-g.pads[1], stride_h=g.strides[0],
                       stride_w=g.strides[1], kernel_h=g.kh, kernel_w=g.kw,
                       dilation_h=g.dilations[0], dilation_w=g.dilations[1], dst_stride=kcj,
-                      repeat_mode=1, repeat=m1)
+                      repeat_mode=1, repeat=m1, **extra)
 
     def load_weights(self, w_l1, l0b, pitch: int, col: int, kp0: int, kcj: int, n1: int,
                      at: int) -> None:

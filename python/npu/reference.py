@@ -288,9 +288,9 @@ def _execute(op: ir.Operation, frame: _Frame) -> None:
     elif name == "ascend.conv2d":
         bias, geo = ins[2] if len(ins) == 4 else None, [int_array_attr(op, a) for a in
                                                          ("strides", "pads", "dilations")]
+        form = str_attr(op, "layout") if "layout" in op.attributes else "nchw"
         frame.write(out_value, conv2d_5hd(ins[0], ins[1], bias, int_array_attr(op, "kernel"), *geo,
-                                          ins[-1].dtype) if "layout" in op.attributes and
-                    str_attr(op, "layout") == "nc1hwc0" else
+                                          ins[-1].dtype, form == "nc1hwc0_c4") if form != "nchw" else
                     conv2d(ins[0], ins[1], bias, *geo, int_attr(op, "groups"), ins[-1].dtype))
     elif name == "ascend.fractalize":
         src, dst = ins

@@ -61,11 +61,21 @@ def oihw_of_fractal_z(wz: np.ndarray, kh: int, kw: int) -> np.ndarray:
         co1 * n0, c1 * c0, kh, kw)
 
 
+def oihw_of_small(wz: np.ndarray, kh: int, kw: int) -> np.ndarray:
+    """Small-channel fractal-Z [ceil(Kh*Kw/4), Cout1, C0(out), 16] (column j of
+    group g: kernel point 4g + j // 4, channel j % 4) -> [Cout1*C0, 4, Kh, Kw]."""
+    groups, co1, n0, _ = wz.shape
+    points = wz.reshape(groups, co1 * n0, 4, 4).transpose(1, 3, 0, 2).reshape(co1 * n0, 4, groups * 4)
+    return np.ascontiguousarray(points[:, :, :kh * kw].reshape(co1 * n0, 4, kh, kw))
+
+
 def conv2d_5hd(x5: np.ndarray, wz: np.ndarray, bias: np.ndarray | None, kernel: Sequence[int],
                strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int],
-               out_dtype=np.float32) -> np.ndarray:
-    """`ascend.conv2d` in layout "nc1hwc0": the NCHW conv of the padded channels."""
-    out = conv2d(nchw_of_5hd(x5), oihw_of_fractal_z(wz, *kernel), bias, strides, pads, dilations, 1,
-                 out_dtype)
+               out_dtype=np.float32, small: bool = False) -> np.ndarray:
+    """`ascend.conv2d` in layout "nc1hwc0" (the NCHW conv of the padded
+    channels) or "nc1hwc0_c4" (`small`: channels 0..3 of the one block)."""
+    x = nchw_of_5hd(x5)[:, :4] if small else nchw_of_5hd(x5)
+    w = oihw_of_small(wz, *kernel) if small else oihw_of_fractal_z(wz, *kernel)
+    out = conv2d(x, w, bias, strides, pads, dilations, 1, out_dtype)
     n, c, ho, wo = out.shape
     return np.ascontiguousarray(out.reshape(n, c // 16, 16, ho, wo).transpose(0, 1, 3, 4, 2))

@@ -84,6 +84,8 @@ class Target:
     # latency; its bytes count on the l1_to_l0a path.
     img2col_bytes_per_cycle: int = 256
     img2col_latency: int = 50
+    # The small-channel mode (4 channels of each pixel): slower per byte.
+    img2col_small_bytes_per_cycle: int = 128
     # Vector unit: one repeat covers vector_bytes (8 blocks of 32 B).
     vector_bytes: int = 256
     vector_block_bytes: int = 32
@@ -251,6 +253,8 @@ _COMMON_SOURCES = {
                                "vendor's perf tests (cannmirror/asc-devkit tests/perf/"
                                "load_data_perf, 910B generation; small-channel shapes are slower)",
     "img2col_latency": "estimate: 50 cycles, the same perf tests (910B generation)",
+    "img2col_small_bytes_per_cycle": "estimate: half the full rate, within the 32-256 B/cycle the "
+                                     "same perf tests measure (their small shapes are the slow ones)",
     "vector_bytes": "[H][T] 2048-bit vector unit, 8 blocks of 32 B per repeat",
     "vector_block_bytes": "[T][C] 32-byte blocks of a vector repeat (the UB granule)",
     "max_repeat": "[T] repeat count field of 8 bits (bits 56..63)",

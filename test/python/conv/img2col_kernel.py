@@ -15,7 +15,7 @@ FIELDS = ("fm_h", "fm_w", "pad_top", "pad_bottom", "pad_left", "pad_right", "c1"
 
 
 def img2col_attrs(**f) -> str:
-    return ", ".join(f"{n} = {f[n]} : i64" for n in FIELDS)
+    return ", ".join(f"{n} = {f[n]} : i64" for n in FIELDS + ("small_channel",) if n in f)
 
 
 def kernel_text(c1_blocks: int, f: dict) -> str:

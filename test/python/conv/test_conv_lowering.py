@@ -23,6 +23,9 @@ CASES = {
     "asym_pads_no_bias": dict(c=5, cout=7, k=3, h=8, w=6, pads=(0, 1, 2, 0), bias=False),
     "1001_out": dict(c=40, cout=1001, k=1, h=8, w=8, pads=(0, 0, 0, 0), stride=2),
     "batch2": dict(n=2, c=16, cout=16, k=3, h=6, w=6),
+    # C <= 4: img2col's small-channel mode (4 kernel points per K fractal)
+    "small_c1_3x3": dict(c=1, cout=8, k=3, h=9, w=7),
+    "small_c4_5x5_stride2": dict(c=4, cout=20, k=5, h=12, w=11, stride=2, pads=(2, 2, 2, 2)),
 }
 
 
@@ -35,6 +38,12 @@ def test_conv_matches_onnxruntime(case):
         "hivm.img2col_l1_to_l0a" in kernel.stages["lowered"]
     (got,), _ = kernel(x)
     np.testing.assert_allclose(got, ort_run(m, {"x": x})[0], **CUBE)
+
+
+def test_small_channel_form_is_used():
+    kernel = npu.compile(conv_model(**CASES["7x7_stem_c3"]))
+    assert '"nc1hwc0_c4"' in kernel.stages["ascend"]
+    assert "small_channel" in kernel.stages["lowered"] or "hivm.img2col" in kernel.stages["lowered"]
 
 
 def test_f16_model():

@@ -110,3 +110,44 @@ def test_binary_round_trip_and_listing():
     assert "[img2col_pos" in line and "left_top_w=-2" in line and "c1=1" in line
     assert "[img2col " in line and "dilation_h=2" in line and "repeat=3" in line
     assert any("hivm.set_fmatrix" in x and "pad_top=2" in x for x in lines)
+
+
+def expected_small(fm, f):
+    """Small-channel mode: column j of a fractal is kernel point (first + j // 4),
+    channel j % 4; points past the kernel read 0."""
+    mat = im2col(fm, (f["pad_top"], f["pad_bottom"], f["pad_left"], f["pad_right"]),
+                 (f["stride_h"], f["stride_w"]), (f["kernel_h"], f["kernel_w"]),
+                 (f["dilation_h"], f["dilation_w"]))
+    points = f["kernel_h"] * f["kernel_w"]
+    wo = (f["fm_w"] + f["pad_left"] + f["pad_right"] - f["dilation_w"] * (f["kernel_w"] - 1) - 1) \
+        // f["stride_w"] + 1
+    m0 = (f["left_top_h"] + f["pad_top"]) // f["stride_h"] * wo + (f["left_top_w"] + f["pad_left"]) \
+        // f["stride_w"]
+    out = np.full((f["repeat"], 16, 16), -np.inf, np.float32)
+    for r in range(f["repeat"]):
+        rows = m0 + (16 * r if f["repeat_mode"] == 1 else 0)
+        first = f["fetch_h"] * f["kernel_w"] + f["fetch_w"] + (4 * r if f["repeat_mode"] == 0 else 0)
+        block = np.zeros((min(16, mat.shape[0] - rows), 16), np.float32)
+        for j in range(16):
+            kp, ch = first + j // 4, j % 4
+            if kp < points:
+                block[:, j] = mat[rows:rows + block.shape[0], kp * 16 + ch]
+        out[r, :block.shape[0]] = block
+    return out
+
+
+SMALL = {
+    "7x7_stride2_mode1": geometry(15, 15, k=7, s=2, pads=(3, 3, 3, 3), fetch_h=6, fetch_w=4,
+                                  repeat=4, repeat_mode=1, small_channel=1),
+    "3x3_mode0_tail": geometry(9, 9, repeat=3, small_channel=1),
+}
+
+
+@pytest.mark.parametrize("level", ["cce", "hivm"])
+@pytest.mark.parametrize("case", SMALL)
+def test_small_channel_mode(case, level):
+    f = SMALL[case]
+    fm, got, _ = run(1, f, level)
+    want = expected_small(fm, f)
+    valid = np.isfinite(want)
+    np.testing.assert_array_equal(got[valid], want[valid])

@@ -45,10 +45,17 @@ class ConvShape:
     batch: int = 1
     out_bytes: int = 4  # of the result in GM
     weight_resident: bool = False  # filled by the plan
+    small: bool = False  # img2col's small-channel mode: 4 kernel points per K fractal
 
     @property
     def k1(self) -> int:
+        """K fractals: one per (c1, kernel point), or per 4 kernel points (small)."""
+        if self.small:
+            return -(-self.kh * self.kw // 4)
         return self.c1 * self.kh * self.kw
+
+    def img2col_rate(self, t: Target) -> int:
+        return t.img2col_small_bytes_per_cycle if self.small else t.img2col_bytes_per_cycle
 
     def band_rows(self, ho0: int, rows: int) -> tuple[int, int]:
         """(first input row, input rows) the output rows [ho0, ho0+rows) read (clipped)."""
@@ -82,7 +89,7 @@ def _l1_band_bytes(s: ConvShape, rows: int) -> int:
     return s.c1 * in_rows * s.w * 32
 
 
-def _tile_cycles(m1: int, n1: int, kc: int, k1: int, t: Target) -> float:
+def _tile_cycles(m1: int, n1: int, kc: int, k1: int, t: Target, rate: int) -> float:
     """One (band, Cout super tile): its chunks back to back. A chunk takes the
     longer of its mads (plus the mad latency when there is one accumulator:
     accumulating mads into one C wait for each other; two alternate) and its
@@ -95,11 +102,11 @@ def _tile_cycles(m1: int, n1: int, kc: int, k1: int, t: Target) -> float:
     total = 0.0
     for k in full:
         mad = t.cube_cycles(m1 * k * n1) + (t.mad_latency if n1 < 2 else 0)
-        mte1 = (k * m1 * frac / t.img2col_bytes_per_cycle
+        mte1 = (k * m1 * frac / rate
                 + k * n1 * frac / t.path("l1_to_l0b").bytes_per_cycle)
         total += max(mad, mte1)
     first = full[0]
-    return total + first * m1 * frac / t.img2col_bytes_per_cycle + t.img2col_latency
+    return total + first * m1 * frac / rate + t.img2col_latency
 
 
 def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Target) -> tuple[float, dict]:
@@ -110,7 +117,7 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     last_rows = s.ho - (bands - 1) * rows
     m1_last = -(-last_rows * s.wo // 16)
     n_tiles = [min(n1, s.co1 - c) for c in range(0, s.co1, n1)]
-    compute = s.batch * sum(_tile_cycles(m, n, kc, s.k1, t) * count for n in n_tiles
+    compute = s.batch * sum(_tile_cycles(m, n, kc, s.k1, t, s.img2col_rate(t)) * count for n in n_tiles
                             for m, count in ((m1, bands - 1), (m1_last, 1)) if count)
     m_fracs = (bands - 1) * m1 + m1_last  # per image, per N tile
     in_bytes = sum(_l1_band_bytes(s, min(rows, s.ho - b * rows)) for b in range(bands)) * s.batch
