@@ -144,6 +144,9 @@ def check_model(model, where: str, stripped: set[int] = frozenset()) -> None:
             raise _error(where, f"'{value.name}': element type "
                          f"{onnx.TensorProto.DataType.Name(value.type.tensor_type.elem_type)} "
                          "is not supported (f32, f16, i32, i8, bool; int64, int16 and unsigned integers run as i32)")
+    from npu.frontend.onnx_conv import check_convs
+
+    check_convs(model, fail)
     try:
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
     except Exception as e:

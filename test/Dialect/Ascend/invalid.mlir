@@ -585,3 +585,35 @@ func.func @conv_ub(%x: memref<1x3x9x9xf16, "ub">, %w: memref<8x3x3x3xf16, "gm">,
   "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (memref<1x3x9x9xf16, "ub">, memref<8x3x3x3xf16, "gm">, memref<1x8x7x7xf32, "gm">) -> ()
   return
 }
+
+// -----
+
+func.func @conv_5hd_weight(%x: memref<1x2x6x6x16xf16, "gm">, %w: memref<9x1x16x16xf16, "gm">, %y: memref<1x1x6x6x16xf32, "gm">) {
+  // expected-error@+1 {{'ascend.conv2d' op weight must be fractal-Z [18, 1, 16, 16], got [9, 1, 16, 16]}}
+  "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0", kernel = array<i64: 3, 3>} : (memref<1x2x6x6x16xf16, "gm">, memref<9x1x16x16xf16, "gm">, memref<1x1x6x6x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @conv_5hd_no_kernel(%x: memref<1x2x6x6x16xf16, "gm">, %w: memref<18x1x16x16xf16, "gm">, %y: memref<1x1x6x6x16xf32, "gm">) {
+  // expected-error@+1 {{'ascend.conv2d' op layout "nc1hwc0" needs `kernel = array<i64: Kh, Kw>`}}
+  "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0"} : (memref<1x2x6x6x16xf16, "gm">, memref<18x1x16x16xf16, "gm">, memref<1x1x6x6x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @conv_small_two_blocks(%x: memref<1x2x6x6x16xf16, "gm">, %w: memref<3x1x16x16xf16, "gm">, %y: memref<1x1x6x6x16xf32, "gm">) {
+  // expected-error@+1 {{'ascend.conv2d' op layout "nc1hwc0_c4" takes one C1 block (C <= 4), got 2}}
+  "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0_c4", kernel = array<i64: 3, 3>} : (memref<1x2x6x6x16xf16, "gm">, memref<3x1x16x16xf16, "gm">, memref<1x1x6x6x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @conv_bad_layout(%x: memref<1x2x6x6x16xf16, "gm">, %w: memref<18x1x16x16xf16, "gm">, %y: memref<1x1x6x6x16xf32, "gm">) {
+  // expected-error@+1 {{'ascend.conv2d' op attribute 'layout' must be "nchw", "nc1hwc0" or "nc1hwc0_c4", got "nhwc"}}
+  "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nhwc", kernel = array<i64: 3, 3>} : (memref<1x2x6x6x16xf16, "gm">, memref<18x1x16x16xf16, "gm">, memref<1x1x6x6x16xf32, "gm">) -> ()
+  return
+}
