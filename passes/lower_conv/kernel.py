@@ -133,6 +133,14 @@ class ConvKernel:
                 if rest:
                     self.emit_band(n, band, k0 + 2 * pairs)
 
+    def copy_tile_weights(self, w_l1, s0: int) -> None:
+        """The fractal-Z columns of the super tile at Cout block s0 -> L1."""
+        s = self.s
+        ns = min(self.t.n1, s.co1 - s0)
+        wsrc = nir.subview(self.wz, [0, s0, 0, 0], [s.k1, ns, 16, 16])
+        copy_bursts("cce.copy_gm_to_l1", wsrc, nir.subview(w_l1, [0], [s.k1 * ns * FRAC]), s.k1,
+                    ns * 16, src_gap=(s.co1 - ns) * 16)
+
     def flush_weights(self) -> None:
         for piece in self.pending:
             piece()
@@ -167,19 +175,21 @@ class ConvKernel:
         kc = min(t.kc, s.k1)
         l0a, l0b = self.l0a, self.l0b
         # weight pieces far enough ahead of their chunks to hide the GM latency
+        # and their own transfer
+        path = self.target.path("gm_to_l1")
         chunk_cycles = max(1, m1 * kc * min(t.n1, s.co1))
-        for _ in range(-(-self.target.path("gm_to_l1").latency // chunk_cycles)):
+        piece_cycles = kc * min(t.n1, s.co1) * 512 // path.bytes_per_cycle
+        ahead = -(-(path.latency + piece_cycles) // chunk_cycles) + 1
+        for _ in range(ahead):
             if self.pending:
                 self.pending.pop(0)()
         chunk = 0
         for s0 in range(0, s.co1, t.n1):
             ns = min(t.n1, s.co1 - s0)
             w_l1, pitch, col = self.w_l1, s.co1, s0
-            if w_l1 is None:
+            if w_l1 is None:  # this super tile's weights (the planner keeps them apart)
                 w_l1, pitch, col = nir.alloc([s.k1 * ns * FRAC], "f16", "l1"), ns, 0
-                wsrc = nir.subview(self.wz, [0, s0, 0, 0], [s.k1, ns, 16, 16])
-                copy_bursts("cce.copy_gm_to_l1", wsrc, w_l1, s.k1, ns * 16,
-                            src_gap=(s.co1 - ns) * 16)
+                self.copy_tile_weights(w_l1, s0)
             half = -(-ns // 2)
             tiles = [(0, ns)] if ns < 2 else [(0, half), (half, ns - half)]
             l0c = [nir.subview(self.l0c[self.parity], [t0 * m1 * FRAC], [n1 * m1 * FRAC])
