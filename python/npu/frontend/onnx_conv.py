@@ -6,7 +6,8 @@ to each: a matmul of the patches [N, Hp*Wp, C*p*p] by the weight reshaped
 [C*p*p, O]. That is written out here with Reshape/Transpose (rank 4 at
 most), a constant weight (reshaped and transposed on the host) and MatMul,
 so the cube runs it. The MatMul carries the Conv's node name; the other
-nodes are named after it. Any other Conv is left as it is.
+nodes are named after it. Any other Conv is left as it is, 1x1 convs
+included: as `ascend.conv2d` their results stay NC1HWC0 for the next conv.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def _patch_plan(node, types, inits) -> tuple[int, int, int, int, int, int] | Non
         return None
     attrs = {a.name: a for a in node.attribute}
     p = w[2]
-    if w[3] != p or w[1] != x[1] or p < 1:
+    if w[3] != p or w[1] != x[1] or p < 2:  # a 1x1 conv stays a conv: NC1HWC0 between convs
         return None
     ints = {name: list(attrs[name].ints) for name in ("strides", "pads", "dilations", "kernel_shape")
             if name in attrs}

@@ -61,3 +61,12 @@ def test_cce_and_hivm_levels_agree():
     (b,), rb = npu.compile(m)(x)
     np.testing.assert_array_equal(a, b)
     assert ra["cycles"] == rb["cycles"]
+
+
+def test_1x1_stride1_stays_a_conv():
+    m = conv_model(c=32, cout=48, k=1, h=8, w=8, pads=(0, 0, 0, 0))
+    kernel = npu.compile(m)
+    assert '"ascend.conv2d"' in kernel.stages["ascend"] and "ascend.matmul" not in kernel.stages["ascend"]
+    x = random_input(m)
+    (got,), _ = kernel(x)
+    np.testing.assert_allclose(got, ort_run(m, {"x": x})[0], **CUBE)
