@@ -78,8 +78,15 @@ class ConvKernel:
             # its input on MTE2 (`flush_weights`).
             self.w_l1 = nir.alloc([s.k1 * s.co1 * FRAC], "f16", "l1")
             flat = nir.flatten_memref(self.wz)
-            step = min(t.kc, s.k1)
-            pieces = [(k0, min(step, s.k1 - k0)) for k0 in range(0, s.k1, step)]
+            # Pieces of 1, 1, 2, 4, ... chunks: each copy is followed by its flag,
+            # which waits for the copy's GM latency, so a piece must cover
+            # more compute than the previous one took to arrive.
+            step, pieces, k0, size = min(t.kc, s.k1), [], 0, 1
+            while k0 < s.k1:
+                rows = min(size * step, s.k1 - k0)
+                pieces.append((k0, rows))
+                k0 += rows
+                size = size if len(pieces) == 1 else 2 * size
             self.pending = [lambda k0=k0, rows=rows: copy(
                 "cce.copy_gm_to_l1", nir.subview(flat, [k0 * s.co1 * FRAC], [rows * s.co1 * FRAC]),
                 nir.subview(self.w_l1, [k0 * s.co1 * FRAC], [rows * s.co1 * FRAC]), 1,
@@ -206,7 +213,7 @@ class ConvKernel:
                     nir.create_op("cce.mad", [nir.subview(a, [0], [m1 * kcj * FRAC]),
                                               nir.subview(b, [kcj * t0 * FRAC], [kcj * n1 * FRAC]), c],
                                   m=m1 * 16, n=kcj * 16, k=n1 * 16, accumulate=kp0 > 0)
-                if self.pending:  # the next chunk's weight rows, one chunk ahead
+                if self.pending:  # the next piece of weight rows, ahead of its chunks
                     self.pending.pop(0)()
             self.flush_weights()
             for (t0, n1), c in zip(tiles, l0c):
