@@ -187,9 +187,6 @@ class ConvKernel:
         chunk_cycles = max(1, m1 * kc * min(t.n1, s.co1))
         piece_cycles = kc * min(t.n1, s.co1) * 512 // path.bytes_per_cycle
         ahead = -(-(path.latency + piece_cycles) // chunk_cycles) + 1
-        for _ in range(ahead):
-            if self.pending:
-                self.pending.pop(0)()
         chunk = 0
         for s0 in range(0, s.co1, t.n1):
             ns = min(t.n1, s.co1 - s0)
@@ -213,8 +210,11 @@ class ConvKernel:
                     nir.create_op("cce.mad", [nir.subview(a, [0], [m1 * kcj * FRAC]),
                                               nir.subview(b, [kcj * t0 * FRAC], [kcj * n1 * FRAC]), c],
                                   m=m1 * 16, n=kcj * 16, k=n1 * 16, accumulate=kp0 > 0)
-                if self.pending:  # the next piece of weight rows, ahead of its chunks
-                    self.pending.pop(0)()
+                # the next pieces of weight rows, after this chunk's loads in program
+                # order (sync insertion flags a consumer after every copy before it)
+                for _ in range(ahead if chunk == 1 else 1):
+                    if self.pending:
+                        self.pending.pop(0)()
             self.flush_weights()
             for (t0, n1), c in zip(tiles, l0c):
                 self.drain(c, n, s0 + t0, n1, ho0, band.rows, m1, self.drains % len(self.ub))
