@@ -54,8 +54,9 @@ def test_f16_model():
                                **CUBE)
 
 
-def test_cce_and_hivm_levels_agree():
-    m = conv_model(c=16, cout=32, k=3, h=9, w=9, stride=2)
+@pytest.mark.parametrize("case", ["3x3_stride2_odd", "7x7_stem_c3", "asym_pads_no_bias"])
+def test_cce_and_hivm_levels_agree(case):
+    m = conv_model(**CASES[case])
     x = random_input(m)
     (a,), ra = npu.compile(m, pipeline="npu-lower{emit=cce}")(x)
     (b,), rb = npu.compile(m)(x)
