@@ -25,6 +25,23 @@ irdl.dialect @ascend {
     irdl.operands(a: %a, b: %b, c: %c)
   }
 
+  // out [N, Cout, Ho, Wo] = conv2d(input [N, C, H, W], weight [Cout, C/groups,
+  // Kh, Kw]) (+ bias [Cout]), NCHW on GM; pads (top, left, bottom, right) are
+  // zeros; Ho = (H + top + bottom - dh*(Kh-1) - 1) / sh + 1 (floor), same for Wo
+  irdl.operation @conv2d {
+    %input = irdl.base "!builtin.memref"
+    %weight = irdl.base "!builtin.memref"
+    %bias = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    %attr_strides = irdl.base "#builtin.dense_array"
+    %attr_pads = irdl.base "#builtin.dense_array"
+    %attr_dilations = irdl.base "#builtin.dense_array"
+    %attr_groups = irdl.base "#builtin.integer"
+    irdl.operands(input: %input, weight: %weight, bias: optional %bias, out: %out)
+    irdl.attributes {"strides" = %attr_strides, "pads" = %attr_pads,
+                     "dilations" = %attr_dilations, "groups" = %attr_groups}
+  }
+
   // ===== Layout =====
 
   // ND [...,R,C] -> Nz [...,ceil(C/16),ceil(R/16),16,16], zero padding

@@ -14,6 +14,7 @@ from typing import Mapping, NamedTuple, Sequence
 import numpy as np
 from mlir import ir
 
+from npu.dialects.ascend_conv import CONV_OPS, conv_specs
 from npu.dialects.opspec import (
     ARITH_TYPES, ASCEND_CAST_PAIRS, ELEMENT_TYPES, F64, FLOAT_TYPES, I64, I64_ARRAY, STR, OpSpec,
     Operand,
@@ -67,7 +68,7 @@ SLICE = "ascend.slice"
 INSERT_SLICE = "ascend.insert_slice"
 SLICE_OPS = (SLICE, INSERT_SLICE)  # what `npu-lower-slices` handles
 ALL_OPS = (MATMUL_OPS + LAYOUT_OPS + ELEMENTWISE + (TRANSPOSE,) + REDUCE + (GATHER, GATHER_ELEMENTS)
-           + SLICE_OPS)
+           + SLICE_OPS + CONV_OPS)
 
 # (a, b, c) element types of matmul / batch_matmul.
 MATMUL_SIGNATURES = (("f16", "f16", "f32"), ("f16", "f16", "f16"))
@@ -406,5 +407,5 @@ def _specs() -> list[OpSpec]:
     return specs
 
 
-SPECS = register(_specs())
+SPECS = register(_specs() + conv_specs())
 assert set(SPECS) == set(ALL_OPS)

@@ -111,6 +111,40 @@ irdl.dialect @cce {
     irdl.attributes {"repeat" = %attr_repeat, "src_stride" = %attr_src_stride, "dst_stride" = %attr_dst_stride, "transpose" = %attr_transpose}
   }
 
+  // l1 -> l0a on pipe MTE1, img2col (load3d): from src, a feature map
+  // [C1, fm_h, fm_w, C0] f16 in l1 (NC1HWC0, one image), `repeat` 16x16
+  // fractals of the im2col matrix (rows: 16 windows in raster order, columns:
+  // the C0 channels of one kernel point of one C1 block; taps in the pads read
+  // 0), dst_stride fractals apart. repeat_mode 0 steps the kernel point (along
+  // K: fetch_w, fetch_h, then c1), 1 the windows by 16 (along M). The window
+  // starts at (left_top_h, left_top_w) in map coordinates (-pad for the first)
+  irdl.operation @img2col_l1_to_l0a {
+    %src = irdl.base "!builtin.memref"
+    %dst = irdl.base "!builtin.memref"
+    %attr_fm_h = irdl.base "#builtin.integer"
+    %attr_fm_w = irdl.base "#builtin.integer"
+    %attr_pad_top = irdl.base "#builtin.integer"
+    %attr_pad_bottom = irdl.base "#builtin.integer"
+    %attr_pad_left = irdl.base "#builtin.integer"
+    %attr_pad_right = irdl.base "#builtin.integer"
+    %attr_c1 = irdl.base "#builtin.integer"
+    %attr_fetch_h = irdl.base "#builtin.integer"
+    %attr_fetch_w = irdl.base "#builtin.integer"
+    %attr_left_top_h = irdl.base "#builtin.integer"
+    %attr_left_top_w = irdl.base "#builtin.integer"
+    %attr_stride_h = irdl.base "#builtin.integer"
+    %attr_stride_w = irdl.base "#builtin.integer"
+    %attr_kernel_h = irdl.base "#builtin.integer"
+    %attr_kernel_w = irdl.base "#builtin.integer"
+    %attr_dilation_h = irdl.base "#builtin.integer"
+    %attr_dilation_w = irdl.base "#builtin.integer"
+    %attr_dst_stride = irdl.base "#builtin.integer"
+    %attr_repeat_mode = irdl.base "#builtin.integer"
+    %attr_repeat = irdl.base "#builtin.integer"
+    irdl.operands(src: %src, dst: %dst)
+    irdl.attributes {"fm_h" = %attr_fm_h, "fm_w" = %attr_fm_w, "pad_top" = %attr_pad_top, "pad_bottom" = %attr_pad_bottom, "pad_left" = %attr_pad_left, "pad_right" = %attr_pad_right, "c1" = %attr_c1, "fetch_h" = %attr_fetch_h, "fetch_w" = %attr_fetch_w, "left_top_h" = %attr_left_top_h, "left_top_w" = %attr_left_top_w, "stride_h" = %attr_stride_h, "stride_w" = %attr_stride_w, "kernel_h" = %attr_kernel_h, "kernel_w" = %attr_kernel_w, "dilation_h" = %attr_dilation_h, "dilation_w" = %attr_dilation_w, "dst_stride" = %attr_dst_stride, "repeat_mode" = %attr_repeat_mode, "repeat" = %attr_repeat}
+  }
+
   // ===== Cube (pipe M) =====
 
   // c (l0c, Nz) = [c +] a (l0a, Zz) x b (l0b, Zn); m x n times n x k

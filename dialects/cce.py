@@ -13,6 +13,7 @@ from typing import Mapping
 
 from mlir import ir
 
+from npu.dialects.cce_img2col import IMG2COL, img2col_specs
 from npu.dialects.hivm import CONFIG_LAYOUTS, L0C_CONVERSIONS, check_mad_dims, check_offsets_count
 from npu.dialects.opspec import (
     ARITH_TYPES, BOOL, CAST_PAIRS, CMP_PREDICATES, ELEMENT_TYPES, F64, FLOAT_TYPES, I64, I64_ARRAY, LANES,
@@ -58,13 +59,13 @@ def vector_class(op_name: str) -> str:
 
 
 SYNC_OPS = ("cce.set_flag", "cce.wait_flag", "cce.pipe_barrier")
-ALL_OPS = COPY_OPS + LOAD_OPS + ("cce.mad",) + VECTOR_OPS + SYNC_OPS
+ALL_OPS = COPY_OPS + LOAD_OPS + ("cce.mad",) + VECTOR_OPS + SYNC_OPS + (IMG2COL,)
 
 # (src space, dst space) of each data-movement op.
 OP_SPACES: Mapping[str, tuple[str, str]] = {
     f"cce.{kind}_{p}": tuple(p.split("_to_"))  # type: ignore[misc]
     for kind, paths in (("copy", COPY_PATHS), ("load", LOAD_PATHS)) for p in paths
-}
+} | {IMG2COL: ("l1", "l0a")}
 
 # The pipe each instruction runs on (synchronisation ops: None).
 PIPE_OF: Mapping[str, str | None] = {
@@ -73,6 +74,7 @@ PIPE_OF: Mapping[str, str | None] = {
     "cce.mad": "M",
     **{n: "V" for n in VECTOR_OPS},
     **{n: None for n in SYNC_OPS},
+    IMG2COL: PATH_PIPES["l1_to_l0a"],
 }
 
 
@@ -252,5 +254,5 @@ def _specs() -> list[OpSpec]:
     return specs
 
 
-SPECS = register(_specs())
+SPECS = register(_specs() + img2col_specs())
 assert set(SPECS) == set(ALL_OPS)

@@ -599,4 +599,24 @@ irdl.dialect @hivm {
     %attr_pipe = irdl.any_of(%attr_pipe_0, %attr_pipe_1, %attr_pipe_2, %attr_pipe_3, %attr_pipe_4, %attr_pipe_5, %attr_pipe_6)
     irdl.attributes {"pipe" = %attr_pipe}
   }
+
+  // ===== img2col (load3d) =====
+
+  // the feature-map register (FMATRIX) img2col reads: map width/height and
+  // its four pads (fmatrix word); set once per map, free like the mask
+  irdl.operation @set_fmatrix {
+    %config = irdl.is i64
+    irdl.operands(config: %config)
+  }
+
+  // l1 (NC1HWC0 map) -> l0a on pipe MTE1: `repeat` im2col'd 16x16 fractals;
+  // pos packs the C1 index, kernel point and window top-left, config the
+  // stride/kernel/dilation, dst stride, repeat mode and repeat count
+  irdl.operation @img2col_l1_to_l0a {
+    %dst = irdl.is i64
+    %src = irdl.is i64
+    %pos = irdl.is i64
+    %config = irdl.is i64
+    irdl.operands(dst: %dst, src: %src, pos: %pos, config: %config)
+  }
 }

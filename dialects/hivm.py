@@ -73,7 +73,21 @@ CONFIG_LAYOUTS: Mapping[str, tuple[Field, ...]] = {
                Field("dst_rep_stride", 16, 8), Field("cond_rep_stride", 24, 8),
                Field("src0_rep_stride", 32, 8), Field("src1_rep_stride", 40, 8),
                Field("repeat", 56, 8)),
+    # img2col (load3d, `hivm.set_fmatrix` + `hivm.img2col_l1_to_l0a`, see
+    # dialects/README.md): the feature map register, the window/kernel-point
+    # word (left_top_* signed 16-bit) and the geometry/repeat word.
+    "fmatrix": (Field("fm_w", 0, 16), Field("fm_h", 16, 16), Field("pad_left", 32, 8),
+                Field("pad_right", 40, 8), Field("pad_top", 48, 8), Field("pad_bottom", 56, 8)),
+    "img2col_pos": (Field("c1", 0, 12), Field("fetch_w", 12, 8), Field("fetch_h", 20, 8),
+                    Field("left_top_w", 32, 16), Field("left_top_h", 48, 16)),
+    "img2col": (Field("stride_w", 0, 6), Field("stride_h", 6, 6), Field("kernel_w", 12, 8),
+                Field("kernel_h", 20, 8), Field("dilation_w", 28, 8), Field("dilation_h", 36, 8),
+                Field("dst_stride", 44, 8), Field("repeat_mode", 52, 1), Field("small_channel", 53, 1),
+                Field("repeat", 56, 8)),
 }
+# Fields holding a two's complement value (the img2col window's top-left).
+SIGNED_FIELDS = ("left_top_w", "left_top_h")
+IMG2COL_WORDS = ("fmatrix", "img2col_pos", "img2col")
 # The layouts of vector-pipe instructions (they run under the mask register).
 VECTOR_KINDS = ("vector", "compare", "select")
 
@@ -109,6 +123,31 @@ def decode(kind: str, word: int) -> dict[str, int]:
     """Field values of a word (signed or unsigned 64-bit)."""
     word &= _MASK64
     return {f.name: (word >> f.lo) & f.max for f in CONFIG_LAYOUTS[kind]}
+
+
+def encode_img2col(kind: str, fields: Mapping[str, int]) -> int:
+    """`encode` for the img2col words: SIGNED_FIELDS as two's complement
+    (in [-2^(w-1), 2^(w-1)); others as `encode`)."""
+    plain = {}
+    for f in CONFIG_LAYOUTS[kind]:
+        value = int(fields.get(f.name, 0))
+        if f.name in SIGNED_FIELDS:
+            half = 1 << (f.width - 1)
+            if not -half <= value < half:
+                raise ValueError(f"{kind} config field '{f.name}' = {value} does not fit in "
+                                 f"{f.width} signed bits")
+            value &= f.max
+        plain[f.name] = value
+    return encode(kind, **plain)
+
+
+def decode_img2col(kind: str, word: int) -> dict[str, int]:
+    """`decode` with SIGNED_FIELDS sign-extended."""
+    fields = decode(kind, word)
+    for f in CONFIG_LAYOUTS[kind]:
+        if f.name in SIGNED_FIELDS and fields[f.name] >> (f.width - 1):
+            fields[f.name] -= 1 << f.width
+    return fields
 
 
 def reserved_bits(kind: str, word: int) -> int:
@@ -186,8 +225,11 @@ SYNC_OPS = ("hivm.set_flag", "hivm.wait_flag", "hivm.pipe_barrier")
 # existing opcodes keep their numbers.
 _ADDED = (VECTOR_CMP, VECTOR_SELECT, "hivm.vcmin") + VECTOR_FMA + (VECTOR_AXPY,)
 SCALAR_LOAD = "hivm.load_gm_scalar"
+SET_FMATRIX = "hivm.set_fmatrix"
+IMG2COL = "hivm.img2col_l1_to_l0a"
 ALL_OPS = (COPY_OPS + LOAD_OPS + ("hivm.mad",) + tuple(n for n in VECTOR_OPS if n not in _ADDED)
-           + ("hivm.set_vector_mask", "hivm.addr") + SYNC_OPS + _ADDED + (SCALAR_LOAD,))
+           + ("hivm.set_vector_mask", "hivm.addr") + SYNC_OPS + _ADDED + (SCALAR_LOAD,)
+           + (SET_FMATRIX, IMG2COL))
 
 # The buffer each address operand points into, in operand order (config excluded).
 ADDRESS_SPACES: Mapping[str, tuple[str, ...]] = {
@@ -199,6 +241,7 @@ ADDRESS_SPACES: Mapping[str, tuple[str, ...]] = {
     **{n: ("ub",) * 2 for n in VECTOR_SCALAR + VECTOR_UNARY + VECTOR_REDUCE
        + ("hivm.vconv", "hivm.vnchwconv", VECTOR_AXPY)},
     "hivm.vdup": ("ub",),
+    IMG2COL: ("l0a", "l1"),
 }
 
 # Which layout each op's `config` operand uses.
@@ -206,6 +249,7 @@ CONFIG_KIND: Mapping[str, str] = {
     **{n: "copy" for n in COPY_OPS}, "hivm.copy_l0c_to_ub": "l0c_copy",
     **{n: "load" for n in LOAD_OPS}, "hivm.mad": "mad",
     **{n: "vector" for n in VECTOR_OPS}, VECTOR_CMP: "compare", VECTOR_SELECT: "select",
+    SET_FMATRIX: "fmatrix", IMG2COL: "img2col",
 }
 
 # Element types per vector op (as in cce).
@@ -259,7 +303,7 @@ def _read_word(kind: str, word: int) -> tuple[int, dict[str, int]]:
 def _check_config(op: ir.Operation, target: Target) -> None:
     """Check the fields of a constant config word (the last operand) and the
     constant addresses (aligned to their buffer's granule, inside it)."""
-    for i, space in enumerate(ADDRESS_SPACES[op.name]):
+    for i, space in enumerate(ADDRESS_SPACES.get(op.name, ())):
         addr = _constant_int(op.operands[i])
         if addr is None or space == "gm":
             continue
@@ -294,6 +338,14 @@ def _check_config(op: ir.Operation, target: Target) -> None:
     if kind == "mad":
         dtype = _type_attr(op, "dtype")
         check_mad_dims(fields["m"], fields["n"], fields["k"], dtype, target, "config field")
+
+
+def _check_pos(op: ir.Operation, target: Target) -> None:
+    """The img2col window/kernel-point word (operand 2) has no stray bits."""
+    word = _constant_int(op.operands[2])
+    if word is not None and reserved_bits("img2col_pos", word):
+        raise RuleError(f"malformed img2col_pos configuration word 0x{word & _MASK64:016x}: bits "
+                        f"0x{reserved_bits('img2col_pos', word):016x} belong to no field")
 
 
 def check_mad_dims(m: int, n: int, k: int, in_dtype: str, target: Target, what: str) -> None:
@@ -358,6 +410,8 @@ def _specs() -> list[OpSpec]:
         OpSpec("hivm.addr", _addr("terms"), attrs={"base": I64, "scales": I64_ARRAY}, variadic=True,
                checks=(_check_addr,)),
         OpSpec(SCALAR_LOAD, _addr("addr")),
+        OpSpec(SET_FMATRIX, _addr("config"), checks=(_check_config,)),
+        OpSpec(IMG2COL, _addr("dst", "src", "pos", "config"), checks=(_check_config, _check_pos)),
     ]
     sync_attrs = {"src": STR, "dst": STR, "event": I64}
     for n in ("hivm.set_flag", "hivm.wait_flag"):

@@ -20,6 +20,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.dialects import cce, hivm
+from npu.dialects.cce_img2col import IMG2COL, WORD_OF
 from npu.dialects.opspec import CMP_PREDICATES
 from npu.hivm.addresses import (Address, AddressError, Constants, alloc_address,
                             gm_argument_addresses, materialize, view_address)
@@ -232,6 +233,9 @@ class _FunctionLowering:
             ir.Operation.create(new, attributes={k: attributes[k] for k in ("src", "dst", "event", "pipe")
                                                  if k in attributes})
             return mask
+        if name == IMG2COL:
+            self.img2col(op)
+            return mask
         kind = hivm.CONFIG_KIND.get(new)
         if kind is None:
             raise PassError(f"'{name}' has no hivm form (stop at cce: npu-lower emit=cce)", op)
@@ -264,3 +268,18 @@ class _FunctionLowering:
                 mask = active
         nir.create_op(new, addrs + [word], dtype=dtype, **extra)
         return mask
+
+    def img2col(self, op: ir.Operation) -> None:
+        """`cce.img2col_l1_to_l0a` -> `hivm.set_fmatrix` (the map's register)
+        + `hivm.img2col_l1_to_l0a (dst, src, pos, config)`."""
+        values: dict[str, dict[str, int]] = {kind: {} for kind in hivm.IMG2COL_WORDS}
+        for attr, kind in WORD_OF.items():
+            values[kind][attr] = nir.int_attr(op, attr) if attr in op.attributes else 0
+        try:
+            words = [hivm.encode_img2col(kind, values[kind]) for kind in hivm.IMG2COL_WORDS]
+        except ValueError as e:
+            raise PassError(f"'{op.name}': {e}", op) from None
+        src, dst = (self.address_of(v, op) for v in op.operands)
+        fmatrix, pos, config = (self.constants.get(w) for w in words)
+        nir.create_op(hivm.SET_FMATRIX, [fmatrix])
+        nir.create_op(hivm.IMG2COL, [dst, src, pos, config])

@@ -38,6 +38,7 @@ from npu.passes.plan_gm import PlanGmPass
 from npu.passes.plan_memory import PlanMemoryPass
 from npu.passes.prefetch import PrefetchPass
 from npu.passes.split_cores import SplitCoresPass
+from npu.passes.lower_conv import LowerConv
 
 # Every pass npu-lower runs, in pipeline order, and the prefix of its options
 # in npu-lower's names (npu-prefetch's `chunks` is `prefetch-chunks`).
@@ -52,6 +53,7 @@ SUB_PASSES: tuple[tuple[type[Pass], str], ...] = (
     (LowerAttention, "attention-"),
     (SplitCoresPass, "split-cores-"),
     (PlanGmPass, "plan-gm-"),
+    (LowerConv, "conv-"),
     (LowerMatmul, "matmul-"),
     (LowerFractalize, "fractalize-"),
     (LowerElementwise, "elementwise-"),
@@ -72,7 +74,8 @@ SUB_PASS_CLASSES: dict[str, type[Pass]] = {cls.name: cls for cls, _ in SUB_PASSE
 # The lowerings of ascend ops, in the order they run; per-op options (a
 # tuning record's) are npu-lower's names of their options.
 LOWERING_FLAGS = ("npu-lower-matmul", "npu-lower-fractalize", "npu-lower-elementwise",
-                  "npu-lower-transpose", "npu-lower-slices", "npu-lower-reduce", "npu-lower-gather")
+                  "npu-lower-transpose", "npu-lower-slices", "npu-lower-reduce", "npu-lower-gather",
+                  "npu-lower-conv")
 
 
 class _Theirs:

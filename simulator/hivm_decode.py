@@ -24,7 +24,7 @@ from mlir import ir
 
 from npu.dialects import hivm
 from npu.dialects.opspec import CMP_PREDICATES
-from npu.simulator import cube_unit, mte, vector_unit
+from npu.simulator import cube_unit, img2col, mte, vector_unit
 from npu.simulator.errors import ALIGNMENT, BOUNDS, INVALID, UNSUPPORTED, SimulationError, where_of
 from npu.simulator.instruction import (BARRIER, SET, WAIT, DecodeContext, Instr, OperandInfo,
                                        SyncInstr)
@@ -32,7 +32,7 @@ from npu.simulator.memory import Memory, Region
 from npu.target import ON_CHIP_BUFFERS, Target
 
 _CCE_DECODERS: dict[str, Callable[[DecodeContext], Instr]] = {
-    **mte.decoders(), **cube_unit.decoders(), **vector_unit.decoders()}
+    **mte.decoders(), **cube_unit.decoders(), **vector_unit.decoders(), **img2col.decoders()}
 _SYNC = {"hivm.set_flag": SET, "hivm.wait_flag": WAIT, "hivm.pipe_barrier": BARRIER}
 # hivm address operand -> position in the cce operand order the units use.
 _COPY_ORDER = (1, 0)  # (dst, src) -> (src, dst)
@@ -42,7 +42,7 @@ _CUBE_OUT = {"f16": "f32", "i8": "i32"}
 
 
 def _operand_order(name: str, n: int) -> tuple[int, ...]:
-    if name in hivm.COPY_OPS or name in hivm.LOAD_OPS:
+    if name in hivm.COPY_OPS or name in hivm.LOAD_OPS or name == hivm.IMG2COL:
         return _COPY_ORDER
     if name == "hivm.mad":
         return _MAD_ORDER
@@ -58,7 +58,7 @@ def _dtypes(op: ir.Operation) -> list[str]:
     name = op.name
     if name in hivm.COPY_OPS:
         return ["i8", "i8"]  # copies move bytes
-    if name in hivm.LOAD_OPS:
+    if name in hivm.LOAD_OPS or name == hivm.IMG2COL:
         return ["f16", "f16"]  # whole 512-byte fractals of 16x16 2-byte cells
     dtype = _type_attr(op, "dtype")
     if name == "hivm.mad":
@@ -147,6 +147,7 @@ class HivmProgram:
         arg_bytes = [r.size for r in self.gm]
         self.gm_bases = hivm.gm_arg_bases(arg_bytes, target.gm_alloc_granule_bytes)
         self.mask: list[int | None] = [None]
+        self.fmatrix: list[int | None] = [None]  # the img2col feature-map register
         # (region, first byte, one past the last byte) of every operand view
         self.footprints: list[tuple[Region, int, int]] = []
 
@@ -236,6 +237,13 @@ def scalar_op(decoder, op: ir.Operation) -> tuple[Callable | None, int] | None:
             env[r], cycles = loads.load(region, region.base + offset * 4, "i32", where)
             pending[0] += cycles
         return load, 0
+    if op.name == hivm.SET_FMATRIX:
+        state = _state(decoder)
+        word = decoder.use(op.operands[0], op)
+
+        def set_fmatrix(env: list, word=word, reg=state.fmatrix) -> None:
+            reg[0] = env[word]
+        return set_fmatrix, 0
     if op.name == "hivm.set_vector_mask":
         state = _state(decoder)
         hi, lo = (decoder.use(v, op) for v in op.operands)
@@ -270,6 +278,8 @@ def instruction(decoder, op: ir.Operation, pre_cost: int) -> Callable:
         return dispatch_sync
     if name not in hivm.ADDRESS_SPACES:
         raise SimulationError(UNSUPPORTED, f"the simulator cannot execute '{name}'", where)
+    if name == hivm.IMG2COL:
+        return _img2col_instruction(decoder, op, pre_cost, where)
     state = _state(decoder)
     spaces = hivm.ADDRESS_SPACES[name]
     dtypes = _dtypes(op)
@@ -317,6 +327,45 @@ def instruction(decoder, op: ir.Operation, pre_cost: int) -> Callable:
         views = views_at.get(addrs)
         if views is None:  # checked once per distinct address set (loops repeat them)
             views = views_at[addrs] = operand_views(instr, plan, addrs[1:], name, where)
+        append((instr, views, pending[0] + pre))
+        pending[0] = 0
+    return dispatch
+
+
+def _img2col_instruction(decoder, op: ir.Operation, pre_cost: int, where: str) -> Callable:
+    """`hivm.img2col_l1_to_l0a (dst, src, pos, config)`: decoded from its two
+    words and the feature-map register, once per distinct triple."""
+    state = _state(decoder)
+    target = decoder.target
+    infos = [OperandInfo("l1", "f16", 2, "l1 address, f16"), OperandInfo("l0a", "f16", 2, "l0a address, f16")]
+    dst, src, pos, word = (decoder.use(v, op) for v in op.operands)
+    plan = ((0, src, "l1", 2), (1, dst, "l0a", 2))
+    cache: dict = {}
+    views_at: dict = {}
+    append, pending, instrs, fmatrix = decoder.trace.append, decoder.pending, decoder.instrs, state.fmatrix
+
+    def dispatch(env: list, pre=pre_cost) -> None:
+        if fmatrix[0] is None:
+            raise SimulationError(INVALID, f"'{op.name}' runs before the feature-map register is "
+                                  "set (hivm.set_fmatrix)", where)
+        key = (fmatrix[0], env[pos], env[word])
+        instr = cache.get(key)
+        if instr is None:
+            fields: dict[str, int] = {}
+            for kind, value in zip(hivm.IMG2COL_WORDS, key):
+                if hivm.reserved_bits(kind, value):
+                    raise SimulationError(INVALID, f"'{op.name}': malformed {kind} word "
+                                          f"0x{value & (2**64 - 1):016x} (bits outside every field)",
+                                          where)
+                fields.update(hivm.decode_img2col(kind, value))
+            ctx = HivmDecodeContext(op, where, target, 0, None, infos)
+            ctx.fields = fields
+            instr = cache[key] = img2col.Img2col(ctx).finish()
+            instrs.append(instr)
+        addrs = (instr, env[src], env[dst])
+        views = views_at.get(addrs)
+        if views is None:
+            views = views_at[addrs] = state.operand_views(instr, plan, addrs[1:], op.name, where)
         append((instr, views, pending[0] + pre))
         pending[0] = 0
     return dispatch

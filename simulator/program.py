@@ -20,7 +20,7 @@ from typing import Callable
 from mlir import ir
 
 from npu import ir as npu_ir
-from npu.simulator import cube_unit, dispatch, hivm_decode, mte, vector_unit
+from npu.simulator import cube_unit, dispatch, hivm_decode, img2col, mte, vector_unit
 from npu.simulator.errors import INVALID, UNSUPPORTED, SimulationError, where_of
 from npu.simulator.instruction import BARRIER, SET, WAIT, DecodeContext, Instr, SyncInstr
 from npu.simulator.memory import Memory, Placement, Region
@@ -37,6 +37,7 @@ def _instr_decoders() -> dict[str, Callable[[DecodeContext], Instr]]:
     table.update(mte.decoders())
     table.update(cube_unit.decoders())
     table.update(vector_unit.decoders())
+    table.update(img2col.decoders())
     table["cce.set_flag"] = lambda ctx: SyncInstr(ctx, SET)
     table["cce.wait_flag"] = lambda ctx: SyncInstr(ctx, WAIT)
     table["cce.pipe_barrier"] = lambda ctx: SyncInstr(ctx, BARRIER)

@@ -59,7 +59,7 @@ def run_model(args, path: str, text: str | None) -> int:
     status = 0
     if args.check:
         expected = reference(kernel, source, path, inputs)
-        uses_cube = "ascend.matmul" in kernel.stages["ascend"] or "ascend.batch_matmul" in kernel.stages["ascend"]
+        uses_cube = any(f"ascend.{op}" in kernel.stages["ascend"] for op in ("matmul", "batch_matmul", "conv2d"))
         check = compare(outputs, expected, CUBE_TOLERANCES if uses_cube else VECTOR_TOLERANCES)
         report["check"] = check.as_dict()
         if not check.passed:

@@ -27,6 +27,7 @@ from npu.passes.linalg_to_ascend.structure import (Structured, UnsupportedOp, el
                                                    to_loop_space)
 from npu.passes.linalg_to_ascend.elementwise import SUPPORTED_TYPES, BodyLowering, Term, Unreadable
 from npu.passes.linalg_to_ascend.emitter import Buf, Emitter, i64_array
+from npu.passes.linalg_to_ascend.conv import CONV_OPS, ConvLowering
 from npu.passes.linalg_to_ascend.gather import GatherLowering
 from npu.passes.linalg_to_ascend.matmul import MatmulLowering
 from npu.passes.linalg_to_ascend.reduction import ReductionLowering
@@ -44,7 +45,7 @@ def storage_type(element: str) -> str:
     return "i8" if element == "i1" else element
 
 
-class Converter(MatmulLowering, ReductionLowering, GatherLowering, SliceLowering):
+class Converter(MatmulLowering, ReductionLowering, GatherLowering, SliceLowering, ConvLowering):
     def __init__(self, func_op: ir.Operation, input_names=None, output_names=None, locate=None,
                  detach_constants: bool = False):
         self.func = func_op
@@ -164,6 +165,8 @@ class Converter(MatmulLowering, ReductionLowering, GatherLowering, SliceLowering
         t = self.tensors[value]
         if t.nd is None and t.array is not None:
             t.nd = self.em.constant(t.array)
+        elif t.nd is None and t.c1hwc0 is not None:
+            t.nd = self.nchw_of_5hd(value, loc)
         elif t.nd is None and t.bcast is not None:
             t.nd = self.dest(value, t.shape, t.dtype, loc)
             self.emit_broadcast(t.bcast, t.nd, loc)
@@ -209,6 +212,14 @@ class Converter(MatmulLowering, ReductionLowering, GatherLowering, SliceLowering
         if name == "tensor.empty" or (tensor_ins and all(self.tensors[v].is_constant for v in tensor_ins)
                                       and all(v in self.tensors or v in self.scalars for v in op.operands)):
             self.fold(op)
+            return
+        if name == "tensor.expand_shape" and self.expand_padded(op):
+            return
+        if name == "tensor.pad":
+            self.pad(op)
+            return
+        if name in CONV_OPS:
+            self.conv(op)
             return
         if name in ("tensor.expand_shape", "tensor.collapse_shape", "tensor.cast", "linalg.copy"):
             src = self.nd(op.operands[0], loc)
@@ -355,7 +366,7 @@ class Converter(MatmulLowering, ReductionLowering, GatherLowering, SliceLowering
         self.tensors[result] = Tensor(shape, dtype, bcast=self.em.reshape(term, small, loc))
 
     def elementwise(self, op, s: Structured) -> None:
-        if self.elementwise_in_nz(op, s):
+        if self.elementwise_in_nz(op, s) or self.elementwise_in_5hd(op, s):
             return
         loc = self.loc(op)
         body = op.regions[0].blocks[0]

@@ -30,6 +30,7 @@ class Tensor:
     # elementwise op made of zeros, not zeros: harmless where the rows are
     # a matmul's M (rows are independent), not where they are its K.
     dirty_rows: bool = False
+    c1hwc0: Buf | None = None           # a conv result in NC1HWC0 [N, C1, H, W, 16] (conv_layouts)
 
     @property
     def is_constant(self) -> bool:

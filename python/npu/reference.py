@@ -12,6 +12,9 @@ Numerics (the contract's intent, made precise here):
   then round once to C's type.
 * reduce_sum accumulates in fp32 and rounds once; reductions take an
   optional `axis` (default the last) and the output may keep it as size 1.
+* conv2d multiplies fp16 input and weight exactly, accumulates in fp32; f32
+  out adds the bias and rounds once, f16 out rounds, then adds the f16 bias
+  (`npu.reference_conv`).
 * erf is math.erf of the (fp32) value, rounded once.
 * cmp writes 1/0 (i8) from the comparison of the values in their own type
   (NaN compares unequal to everything); select takes `a` where cond != 0.
@@ -42,6 +45,7 @@ import numpy as np
 from mlir import ir
 
 from npu import diagnostics
+from npu.reference_conv import conv2d, conv2d_5hd
 from npu.ir import (NUMPY_DTYPES, float_attr, int_array_attr, int_attr, memory_space,
                     memref_element, memref_shape, str_attr, workspace_args)
 
@@ -222,7 +226,7 @@ _OTHER_OPS = ("ascend.matmul", "ascend.batch_matmul", "ascend.fractalize", "asce
               "ascend.cast", "ascend.clamp", "ascend.transpose", "ascend.reduce_sum",
               "ascend.reduce_max", "ascend.reduce_min", "ascend.cmp", "ascend.select",
               "ascend.broadcast", "ascend.gather", "ascend.gather_elements", "ascend.slice",
-              "ascend.insert_slice", "memref.alloc", "memref.dealloc")
+              "ascend.insert_slice", "ascend.conv2d", "memref.alloc", "memref.dealloc")
 # Views of GM buffers, and the integer constants of their byte shifts.
 _VIEW_OPS = ("memref.expand_shape", "memref.collapse_shape", "memref.view", "arith.constant")
 EVALUATED_OPS = (frozenset(_BINARY) | frozenset(_SCALAR) | frozenset(_UNARY)
@@ -281,6 +285,13 @@ def _execute(op: ir.Operation, frame: _Frame) -> None:
         b_nd = defractalize(b, n, k).astype(np.float32)
         product = np.matmul(a_nd, b_nd)  # fp32 products (exact) and fp32 accumulation
         frame.write(out_value, fractalize(product, c.shape).astype(c.dtype))
+    elif name == "ascend.conv2d":
+        bias, geo = ins[2] if len(ins) == 4 else None, [int_array_attr(op, a) for a in
+                                                         ("strides", "pads", "dilations")]
+        form = str_attr(op, "layout") if "layout" in op.attributes else "nchw"
+        frame.write(out_value, conv2d_5hd(ins[0], ins[1], bias, int_array_attr(op, "kernel"), *geo,
+                                          ins[-1].dtype, form == "nc1hwc0_c4") if form != "nchw" else
+                    conv2d(ins[0], ins[1], bias, *geo, int_attr(op, "groups"), ins[-1].dtype))
     elif name == "ascend.fractalize":
         src, dst = ins
         frame.write(out_value, fractalize(src, dst.shape))

@@ -80,6 +80,12 @@ class Target:
     # cycles per fractal block.
     cube_cycles_per_block: int = 1
     mad_latency: int = 20
+    # img2col (load3d, L1 -> L0A on MTE1): rate in bytes written per cycle and
+    # latency; its bytes count on the l1_to_l0a path.
+    img2col_bytes_per_cycle: int = 256
+    img2col_latency: int = 50
+    # The small-channel mode (4 channels of each pixel): slower per byte.
+    img2col_small_bytes_per_cycle: int = 128
     # Vector unit: one repeat covers vector_bytes (8 blocks of 32 B).
     vector_bytes: int = 256
     vector_block_bytes: int = 32
@@ -243,6 +249,12 @@ _COMMON_SOURCES = {
     "fractal_k_int8": "[T][H] int8 fractal blocks are 16x32",
     "cube_blocks_per_cycle": "[H] 16x16x16 fp16 MACs per cycle",
     "mad_latency": "[M] ~20 cycles",
+    "img2col_bytes_per_cycle": "estimate: the top of the 32-256 B/cycle load3d measured by the "
+                               "vendor's perf tests (cannmirror/asc-devkit tests/perf/"
+                               "load_data_perf, 910B generation; small-channel shapes are slower)",
+    "img2col_latency": "estimate: 50 cycles, the same perf tests (910B generation)",
+    "img2col_small_bytes_per_cycle": "estimate: half the full rate, within the 32-256 B/cycle the "
+                                     "same perf tests measure (their small shapes are the slow ones)",
     "vector_bytes": "[H][T] 2048-bit vector unit, 8 blocks of 32 B per repeat",
     "vector_block_bytes": "[T][C] 32-byte blocks of a vector repeat (the UB granule)",
     "max_repeat": "[T] repeat count field of 8 bits (bits 56..63)",

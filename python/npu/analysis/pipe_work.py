@@ -43,6 +43,8 @@ def instruction_cycles(op: ir.Operation, target: Target) -> float:
         src, dst = OP_SPACES[name]
         nbytes = int_attr(op, "repeat") * target.fractal_bytes(2)
         return nbytes / target.path(f"{src}_to_{dst}").bytes_per_cycle
+    if name == "cce.img2col_l1_to_l0a":
+        return int_attr(op, "repeat") * target.fractal_bytes(2) / target.img2col_bytes_per_cycle
     if PIPE_OF.get(name) == "V" and "repeat" in op.attributes:
         return float(int_attr(op, "repeat") * target.vector_cycles(vector_class(name)))
     return 0.0

@@ -6,7 +6,8 @@ to each: a matmul of the patches [N, Hp*Wp, C*p*p] by the weight reshaped
 [C*p*p, O]. That is written out here with Reshape/Transpose (rank 4 at
 most), a constant weight (reshaped and transposed on the host) and MatMul,
 so the cube runs it. The MatMul carries the Conv's node name; the other
-nodes are named after it. Any other Conv is left as it is.
+nodes are named after it. Any other Conv is left as it is, 1x1 convs
+included: as `ascend.conv2d` their results stay NC1HWC0 for the next conv.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def _patch_plan(node, types, inits) -> tuple[int, int, int, int, int, int] | Non
         return None
     attrs = {a.name: a for a in node.attribute}
     p = w[2]
-    if w[3] != p or w[1] != x[1] or p < 1:
+    if w[3] != p or w[1] != x[1] or p < 2:  # a 1x1 conv stays a conv: NC1HWC0 between convs
         return None
     ints = {name: list(attrs[name].ints) for name in ("strides", "pads", "dilations", "kernel_shape")
             if name in attrs}
@@ -108,3 +109,40 @@ def _as_matmul(node, plan, weight: np.ndarray) -> tuple[list, list]:
     t = add("Transpose", [t], "channels_first", perm=[0, 2, 1])
     add("Reshape", [t, shape("image", [n, o, hp, wp])], "", name=f"{base}/image")
     return nodes, inits
+
+
+def check_convs(model, fail) -> None:
+    """Convs we cannot run, one located error naming the node and the
+    attribute: other than 2-D, or a kernel (dilated) larger than the padded
+    input (checked before shape inference, whose message would name no node)."""
+    from npu.frontend.onnx_fold import inferred_types
+
+    convs = [n for n in model.graph.node if n.op_type == "Conv" and n.domain in ("", "ai.onnx")]
+    if not convs:
+        return
+    types = inferred_types(model) or {}
+    inits = {t.name: list(t.dims) for t in model.graph.initializer}
+    for node in convs:
+        where = f"node '{node.name}' (Conv)"
+        attrs = {a.name: a for a in node.attribute}
+        w = inits.get(node.input[1]) if len(node.input) > 1 else None
+        if w is None:
+            w = (types.get(node.input[1], (None, 0))[0] if len(node.input) > 1 else None)
+        kernel = list(attrs["kernel_shape"].ints) if "kernel_shape" in attrs else (w[2:] if w else None)
+        if kernel is not None and len(kernel) != 2:
+            raise fail(f"{where}: attribute 'kernel_shape' has {len(kernel)} dimensions: only 2-D "
+                       "convolutions compile")
+        x = types.get(node.input[0], (None, 0))[0]
+        if x is None or len(x) != 4 or kernel is None:
+            continue
+        auto = attrs["auto_pad"].s.decode() if "auto_pad" in attrs else "NOTSET"
+        if auto not in ("NOTSET", "VALID"):
+            continue  # SAME_*: the padding fits the kernel by construction
+        pads = list(attrs["pads"].ints) if "pads" in attrs and auto == "NOTSET" else [0, 0, 0, 0]
+        dil = list(attrs["dilations"].ints) if "dilations" in attrs else [1, 1]
+        for d, name in enumerate(("height", "width")):
+            span = dil[d] * (kernel[d] - 1) + 1
+            padded = x[2 + d] + pads[d] + pads[d + 2]
+            if span > padded:
+                raise fail(f"{where}: attribute 'kernel_shape': the kernel spans {span} along the "
+                           f"{name} (dilations included), more than the padded input's {padded}")

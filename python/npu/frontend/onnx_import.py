@@ -25,6 +25,7 @@ SUPPORTED_OPS = frozenset({
     "Identity", "Greater", "Less", "Equal", "GreaterOrEqual", "LessOrEqual", "ReduceSumSquare",
     "Gather", "GatherElements", "GatherND", "Slice", "Split", "Concat", "Expand", "Trilu",
     "And", "Or", "Not", "Xor", "IsNaN", "IsInf",
+    "Conv",
 })
 
 # ONNX elem_type -> numpy dtype name for the types the NPU holds.
@@ -146,6 +147,9 @@ def check_model(model, where: str, stripped: set[int] = frozenset()) -> None:
             raise _error(where, f"'{value.name}': element type "
                          f"{onnx.TensorProto.DataType.Name(value.type.tensor_type.elem_type)} "
                          "is not supported (f32, f16, i32, i8, bool; int64, int16 and unsigned integers run as i32)")
+    from npu.frontend.onnx_conv import check_convs
+
+    check_convs(model, fail)
     try:
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
     except Exception as e:

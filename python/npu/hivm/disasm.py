@@ -124,12 +124,16 @@ def listing(data: bytes, filename: str, ctx: ir.Context) -> str:
         mnemonic = op.name if op is not None else _NAMES[opcode]
         text = mnemonic
         if op is not None and op.name in hivm.CONFIG_KIND:
-            word = op.operands[len(op.operands) - 1].owner
-            if isinstance(word, ir.OpView) and word.operation.name == "arith.constant":
-                value = ir.IntegerAttr(word.operation.attributes["value"]).value
-                kind = hivm.CONFIG_KIND[op.name]
-                fields = " ".join(f"{k}={v}" for k, v in hivm.decode(kind, value).items())
-                text += f"  [{kind} 0x{value & (2**64 - 1):016x}: {fields}]"
+            # img2col has two words (its window word before the config word)
+            kinds = (("img2col_pos", 2),) if op.name == hivm.IMG2COL else ()
+            for kind, at in kinds + ((hivm.CONFIG_KIND[op.name], len(op.operands) - 1),):
+                word = op.operands[at].owner
+                if isinstance(word, ir.OpView) and word.operation.name == "arith.constant":
+                    value = ir.IntegerAttr(word.operation.attributes["value"]).value
+                    fields = " ".join(f"{k}={v}" for k, v in hivm.decode_img2col(kind, value).items()) \
+                        if kind in hivm.IMG2COL_WORDS else \
+                        " ".join(f"{k}={v}" for k, v in hivm.decode(kind, value).items())
+                    text += f"  [{kind} 0x{value & (2**64 - 1):016x}: {fields}]"
         elif op is not None and opcode == OP_CONST:
             text += f" {op.attributes['value']}"
         lines.append(f"{offset:08x}: {raw.hex():<24} {text}")

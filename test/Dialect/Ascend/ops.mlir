@@ -177,3 +177,27 @@ func.func @slices(%x: memref<5x9xf32, "gm">, %s: memref<2x4xf32, "gm">, %c: memr
   "ascend.slice"(%b, %bs) {offsets = array<i64: 0>, strides = array<i64: 1>} : (memref<40xi8, "gm">, memref<33xi8, "gm">) -> ()
   return
 }
+
+// CHECK-LABEL: func.func @conv(
+// CHECK:      "ascend.conv2d"(%arg0, %arg1, %arg2, %arg3) {dilations = array<i64: 1, 1>, groups = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (memref<1x3x9x9xf16, "gm">, memref<8x3x3x3xf16, "gm">, memref<8xf32, "gm">, memref<1x8x9x9xf32, "gm">) -> ()
+// CHECK-NEXT: "ascend.conv2d"(%arg0, %arg1, %arg4) {dilations = array<i64: 2, 2>, groups = 1 : i64, pads = array<i64: 0, 1, 2, 1>, strides = array<i64: 2, 1>} : (memref<1x3x9x9xf16, "gm">, memref<8x3x3x3xf16, "gm">, memref<1x8x4x7xf16, "gm">) -> ()
+// CHECK-NEXT: "ascend.conv2d"(%arg5, %arg6, %arg7) {dilations = array<i64: 1, 1>, groups = 4 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (memref<2x4x5x5xf16, "gm">, memref<8x1x3x3xf16, "gm">, memref<2x8x3x3xf32, "gm">) -> ()
+// CHECK-NEXT: return
+func.func @conv(%x: memref<1x3x9x9xf16, "gm">, %w: memref<8x3x3x3xf16, "gm">, %b: memref<8xf32, "gm">,
+                %y: memref<1x8x9x9xf32, "gm">, %y2: memref<1x8x4x7xf16, "gm">,
+                %dx: memref<2x4x5x5xf16, "gm">, %dw: memref<8x1x3x3xf16, "gm">, %dy: memref<2x8x3x3xf32, "gm">) {
+  "ascend.conv2d"(%x, %w, %b, %y) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (memref<1x3x9x9xf16, "gm">, memref<8x3x3x3xf16, "gm">, memref<8xf32, "gm">, memref<1x8x9x9xf32, "gm">) -> ()
+  "ascend.conv2d"(%x, %w, %y2) {strides = array<i64: 2, 1>, pads = array<i64: 0, 1, 2, 1>, dilations = array<i64: 2, 2>, groups = 1 : i64} : (memref<1x3x9x9xf16, "gm">, memref<8x3x3x3xf16, "gm">, memref<1x8x4x7xf16, "gm">) -> ()
+  "ascend.conv2d"(%dx, %dw, %dy) {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 4 : i64} : (memref<2x4x5x5xf16, "gm">, memref<8x1x3x3xf16, "gm">, memref<2x8x3x3xf32, "gm">) -> ()
+  return
+}
+
+// CHECK-LABEL: func.func @conv_5hd(
+// CHECK:      "ascend.conv2d"(%arg0, %arg1, %arg2, %arg3) {dilations = array<i64: 1, 1>, groups = 1 : i64, kernel = array<i64: 3, 3>, layout = "nc1hwc0", pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>}
+// CHECK-NEXT: "ascend.conv2d"(%arg4, %arg5, %arg6) {dilations = array<i64: 1, 1>, groups = 1 : i64, kernel = array<i64: 7, 7>, layout = "nc1hwc0_c4", pads = array<i64: 3, 3, 3, 3>, strides = array<i64: 2, 2>}
+func.func @conv_5hd(%x: memref<1x2x6x6x16xf16, "gm">, %w: memref<18x1x16x16xf16, "gm">, %b: memref<16xf32, "gm">, %y: memref<1x1x6x6x16xf32, "gm">,
+                    %sx: memref<1x1x16x16x16xf16, "gm">, %sw: memref<13x1x16x16xf16, "gm">, %sy: memref<1x1x8x8x16xf16, "gm">) {
+  "ascend.conv2d"(%x, %w, %b, %y) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0", kernel = array<i64: 3, 3>} : (memref<1x2x6x6x16xf16, "gm">, memref<18x1x16x16xf16, "gm">, memref<16xf32, "gm">, memref<1x1x6x6x16xf32, "gm">) -> ()
+  "ascend.conv2d"(%sx, %sw, %sy) {strides = array<i64: 2, 2>, pads = array<i64: 3, 3, 3, 3>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0_c4", kernel = array<i64: 7, 7>} : (memref<1x1x16x16x16xf16, "gm">, memref<13x1x16x16xf16, "gm">, memref<1x1x8x8x16xf16, "gm">) -> ()
+  return
+}

@@ -160,3 +160,11 @@ func.func @vector_multiply_add(%d: memref<128xf32, "ub">, %x: memref<128xf32, "u
   "cce.vaxpy"(%d, %x) {repeat = 2 : i64, mask = 64 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, src_blk_stride = 1 : i64, src_rep_stride = 8 : i64, scalar = 0.5 : f64} : (memref<128xf32, "ub">, memref<128xf32, "ub">) -> ()
   return
 }
+
+// CHECK-LABEL: func.func @img2col(
+// CHECK:      "cce.img2col_l1_to_l0a"(%arg0, %arg1) {c1 = 1 : i64, dilation_h = 1 : i64, dilation_w = 1 : i64, dst_stride = 1 : i64, fetch_h = 2 : i64, fetch_w = 1 : i64, fm_h = 9 : i64, fm_w = 9 : i64, kernel_h = 3 : i64, kernel_w = 3 : i64, left_top_h = -1 : i64, left_top_w = -1 : i64, pad_bottom = 1 : i64, pad_left = 1 : i64, pad_right = 1 : i64, pad_top = 1 : i64, repeat = 2 : i64, repeat_mode = 1 : i64, stride_h = 2 : i64, stride_w = 2 : i64} : (memref<2x9x9x16xf16, "l1">, memref<512xf16, "l0a">) -> ()
+// CHECK-NEXT: return
+func.func @img2col(%fm: memref<2x9x9x16xf16, "l1">, %a: memref<512xf16, "l0a">) {
+  "cce.img2col_l1_to_l0a"(%fm, %a) {fm_h = 9 : i64, fm_w = 9 : i64, pad_top = 1 : i64, pad_bottom = 1 : i64, pad_left = 1 : i64, pad_right = 1 : i64, c1 = 1 : i64, fetch_h = 2 : i64, fetch_w = 1 : i64, left_top_h = -1 : i64, left_top_w = -1 : i64, stride_h = 2 : i64, stride_w = 2 : i64, kernel_h = 3 : i64, kernel_w = 3 : i64, dilation_h = 1 : i64, dilation_w = 1 : i64, dst_stride = 1 : i64, repeat_mode = 1 : i64, repeat = 2 : i64} : (memref<2x9x9x16xf16, "l1">, memref<512xf16, "l0a">) -> ()
+  return
+}

@@ -297,3 +297,34 @@ func.func @convert_on_a_gm_copy() {
   "hivm.copy_gm_to_ub"(%a, %a, %cfg) : (i64, i64, i64) -> ()
   return
 }
+
+// -----
+
+func.func @img2col_stray_pos_bits(%l1: i64, %l0a: i64) {
+  // bit 30 is in no field of the img2col_pos word
+  %pos = arith.constant 1073741824 : i64
+  %cfg = arith.constant 148636448880341122 : i64
+  // expected-error@+1 {{malformed img2col_pos configuration word 0x0000000040000000: bits 0x0000000040000000 belong to no field}}
+  "hivm.img2col_l1_to_l0a"(%l0a, %l1, %pos, %cfg) : (i64, i64, i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @img2col_zero_repeat(%l1: i64, %l0a: i64) {
+  %pos = arith.constant 0 : i64
+  // the config word above with repeat 0
+  %cfg = arith.constant 4521260804485250 : i64
+  // expected-error@+1 {{config field 'repeat' must be in [1, 255] (target max_repeat), got 0}}
+  "hivm.img2col_l1_to_l0a"(%l0a, %l1, %pos, %cfg) : (i64, i64, i64, i64) -> ()
+  return
+}
+
+// -----
+
+func.func @img2col_three_operands(%l1: i64, %l0a: i64) {
+  %cfg = arith.constant 148636448880341122 : i64
+  // expected-error@+1 {{'hivm.img2col_l1_to_l0a' op expects 4 operands (dst, src, pos, config), got 3}}
+  "hivm.img2col_l1_to_l0a"(%l0a, %l1, %cfg) : (i64, i64, i64) -> ()
+  return
+}

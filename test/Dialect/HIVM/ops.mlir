@@ -174,3 +174,18 @@ func.func @multiply_add(%d: i64, %x: i64, %y: i64) {
   "hivm.vaxpy"(%d, %x, %cfg) {dtype = f32, scalar = 0.25 : f64} : (i64, i64, i64) -> ()
   return
 }
+
+// CHECK-LABEL: func.func @img2col(
+// CHECK:      "hivm.set_fmatrix"(%c72340172821823497_i64) : (i64) -> ()
+// CHECK-NEXT: "hivm.img2col_l1_to_l0a"(%arg1, %arg0, %c-4292866047_i64, %c148636448880341122_i64) : (i64, i64, i64, i64) -> ()
+func.func @img2col(%l1: i64, %l0a: i64) {
+  // a 9x9 map, every pad 1
+  %fm = arith.constant 72340172821823497 : i64
+  // c1 1, kernel point (2, 1), window top-left (-1, -1)
+  %pos = arith.constant -4292866047 : i64
+  // stride 2x2, kernel 3x3, dilation 1x1, dst_stride 1, repeat mode 1, repeat 2
+  %cfg = arith.constant 148636448880341122 : i64
+  "hivm.set_fmatrix"(%fm) : (i64) -> ()
+  "hivm.img2col_l1_to_l0a"(%l0a, %l1, %pos, %cfg) : (i64, i64, i64, i64) -> ()
+  return
+}

@@ -1,6 +1,6 @@
 """A patch-embedding Conv (kernel == stride, no padding) compiles as a
 MatMul of the image's patches (`onnx_conv`), and matches onnxruntime; any
-other Conv is left as it is (and refused as an unsupported operator)."""
+other Conv is left as it is (for `ascend.conv2d`)."""
 
 from __future__ import annotations
 
@@ -57,14 +57,26 @@ def test_the_rewrite_keeps_the_conv_name_on_the_matmul():
 @pytest.mark.parametrize("attrs, w_shape, out", [
     (dict(strides=[4, 4]), [32, 3, 8, 8], [1, 32, 7, 7]),             # overlapping windows
     (dict(pads=[1, 1, 1, 1]), [32, 3, 8, 8], [1, 32, 4, 4]),          # padding
-    (dict(dilations=[2, 2]), [32, 3, 8, 8], [1, 32, 3, 3]),           # dilation
-    (dict(group=3), [3, 1, 8, 8], [1, 3, 4, 4])])                     # depthwise
+    (dict(dilations=[2, 2]), [32, 3, 8, 8], [1, 32, 3, 3])])          # dilation
 def test_other_convs_are_kept(attrs, w_shape, out):
+    """Not rewritten: they run as ascend.conv2d (img2col on the cube)."""
     rng = np.random.default_rng(0)
     attrs = {"kernel_shape": [8, 8], "strides": [8, 8], **attrs}
     conv = helper.make_node("Conv", ["x", "w"], ["y"], name="c", **attrs)
     m = model([conv], [("x", [1, 3, 32, 32])], [("y", out)],
               [("w", rng.standard_normal(w_shape).astype(np.float32))])
     assert rewrite_patch_convs(m) == []
-    with pytest.raises(CompileError, match=r"node 'c' \(Conv\): unsupported operator"):
+    x = rng.standard_normal((1, 3, 32, 32)).astype(np.float32)
+    (got,), _ = npu.compile(m)(x)
+    np.testing.assert_allclose(got, ort(m, x), **CUBE)
+
+
+def test_depthwise_conv_is_refused_at_the_node():
+    rng = np.random.default_rng(0)
+    conv = helper.make_node("Conv", ["x", "w"], ["y"], name="c", kernel_shape=[8, 8],
+                            strides=[8, 8], group=3)
+    m = model([conv], [("x", [1, 3, 32, 32])], [("y", [1, 3, 4, 4])],
+              [("w", rng.standard_normal([3, 1, 8, 8]).astype(np.float32))])
+    with pytest.raises(CompileError, match=r"node 'c' \(Conv\): npu-lower-conv: cannot lower "
+                                           r"this conv: groups = 3"):
         npu.compile(m)

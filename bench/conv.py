@@ -1,0 +1,112 @@
+"""Convolution layers on one ascend910 core: cycles against the cube bound.
+
+Each layer is one `ascend.conv2d` in the cube's layout (NC1HWC0 f16 input,
+fractal-Z weights, f16 NC1HWC0 output with an f16 bias: fp16 inference), compiled by `npu-lower`
+(npu-lower-conv: img2col + mad) and simulated (timing only, every check on).
+The layout conversions a network pays at its edges are not part of a layer.
+
+  cycles   simulated cycles of the layer
+  cube     the problem's cube bound: real MACs / (16*16*16 per cycle)
+  ideal    max(cube, the compulsory GM traffic: input, weights and output
+           once each, over the core's GM rate): one core of this target
+           cannot beat it (1x1 layers are bound by GM, not by the cube)
+  padded   the cube work of the padded problem (C to whole 16-channel blocks,
+           Ho*Wo rows to whole fractals per band): what this kernel feeds the cube
+  own      the simulator's bound for this program (busiest unit's work)
+  x cube   cycles / cube (target: <= 1.3 for 3x3 and 1x1 layers)
+
+Run: .venv/bin/python bench/conv.py [--layers name,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from npu.costmodel.conv.tiling import ConvShape, choose_tiling
+from npu.ir import make_context, parse_module
+from npu.pipeline import run_pipeline
+from npu.simulator import simulate
+from npu.target import get_target
+
+# name: (C, H, W, Cout, K, stride, pad)  (ResNet-50 at 224x224, batch 1)
+LAYERS = {
+    "stem 7x7/2 3->64 224": (3, 224, 224, 64, 7, 2, 3),
+    "3x3 64->64 56": (64, 56, 56, 64, 3, 1, 1),
+    "1x1 64->256 56": (64, 56, 56, 256, 1, 1, 0),
+    "1x1 256->64 56": (256, 56, 56, 64, 1, 1, 0),
+    "3x3 128->128 28": (128, 28, 28, 128, 3, 1, 1),
+    "3x3/2 128->128 56": (128, 56, 56, 128, 3, 2, 1),
+    "1x1 512->128 28": (512, 28, 28, 128, 1, 1, 0),
+    "1x1/2 256->512 56": (256, 56, 56, 512, 1, 2, 0),
+    "3x3 256->256 14": (256, 14, 14, 256, 3, 1, 1),
+    "3x3 512->512 7": (512, 7, 7, 512, 3, 1, 1),
+    "1x1 1024->256 14": (1024, 14, 14, 256, 1, 1, 0),
+}
+
+
+def conv_module(c: int, h: int, w: int, cout: int, k: int, stride: int, pad: int) -> tuple[str, list]:
+    c1, co1 = -(-c // 16), -(-cout // 16)
+    ho = (h + 2 * pad - k) // stride + 1
+    wo = (w + 2 * pad - k) // stride + 1
+    t_x = f'memref<1x{c1}x{h}x{w}x16xf16, "gm">'
+    small = c <= 4 and k > 1  # img2col's small-channel mode
+    k1 = -(-k * k // 4) if small else c1 * k * k
+    t_w = f'memref<{k1}x{co1}x16x16xf16, "gm">'
+    t_b = f'memref<{co1 * 16}xf16, "gm">'
+    t_y = f'memref<1x{co1}x{ho}x{wo}x16xf16, "gm">'
+    text = (f'func.func @conv(%x: {t_x}, %w: {t_w}, %b: {t_b}, %y: {t_y}) {{\n'
+            f'  "ascend.conv2d"(%x, %w, %b, %y) {{strides = array<i64: {stride}, {stride}>, '
+            f'pads = array<i64: {pad}, {pad}, {pad}, {pad}>, dilations = array<i64: 1, 1>, '
+            f'groups = 1 : i64, layout = "{"nc1hwc0_c4" if small else "nc1hwc0"}", '
+            f'kernel = array<i64: {k}, {k}>}} : '
+            f'({t_x}, {t_w}, {t_b}, {t_y}) -> ()\n  return\n}}\n')
+    inputs = [np.zeros((1, c1, h, w, 16), np.float16), np.zeros((k1, co1, 16, 16), np.float16),
+              np.zeros(co1 * 16, np.float16), np.zeros((1, co1, ho, wo, 16), np.float16)]
+    return text, inputs
+
+
+def run(name: str, spec, target) -> dict:
+    c, h, w, cout, k, stride, pad = spec
+    text, inputs = conv_module(*spec)
+    module = parse_module(text, make_context())
+    run_pipeline(module, "npu-lower", target)
+    res = simulate(module, inputs, target=target, numerics=False)
+    ho = (h + 2 * pad - k) // stride + 1
+    wo = (w + 2 * pad - k) // stride + 1
+    cube = ho * wo * cout * c * k * k / 4096
+    gm_bytes = 2 * (c * h * w + cout * c * k * k + cout * ho * wo)
+    ideal = max(cube, gm_bytes / target.path("gm_to_l1").bytes_per_cycle)
+    shape = ConvShape(-(-c // 16), h, w, -(-cout // 16), k, k, ho, wo, stride, 1, pad,
+                      small=c <= 4 and k > 1)
+    tiling = choose_tiling(shape, target)
+    bands = -(-ho // tiling.rows)
+    m_fracs = (bands - 1) * tiling.m1 + -(-(ho - (bands - 1) * tiling.rows) * wo // 16)
+    padded = m_fracs * shape.co1 * shape.k1
+    return dict(name=name, cycles=res.cycles, cube=cube, ideal=ideal, padded=padded,
+                own=res.report["bound_cycles"], unit=res.report["bound_unit"],
+                tiling=f"rows {tiling.rows} n1 {tiling.n1} kc {tiling.kc}"
+                       f"{' w-resident' if tiling.weights_resident else ''}")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--layers", default="", help="comma-separated layer names (default: all)")
+    args = p.parse_args(argv)
+    target = get_target("ascend910")
+    names = [n for n in LAYERS if not args.layers or n in args.layers.split(",")]
+    print(f"{'layer':24} {'cycles':>9} {'cube':>9} {'ideal':>9} {'padded':>9} {'own':>9} "
+          f"{'unit':>12} {'x cube':>7} {'x ideal':>7} {'x own':>6}  tiling")
+    for name in names:
+        r = run(name, LAYERS[name], target)
+        print(f"{r['name']:24} {r['cycles']:>9,} {r['cube']:>9,.0f} {r['ideal']:>9,.0f} "
+              f"{r['padded']:>9,} {r['own']:>9,} {r['unit']:>12} {r['cycles'] / r['cube']:>7.2f} "
+              f"{r['cycles'] / r['ideal']:>7.2f} {r['cycles'] / r['own']:>6.2f}  {r['tiling']}")
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

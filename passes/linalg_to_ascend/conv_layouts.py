@@ -1,0 +1,194 @@
+"""The cube's layouts of a convolution, chosen by the conversion.
+
+A groups = 1 conv with constant weights becomes `ascend.conv2d` in layout
+"nc1hwc0": the weights in fractal-Z and the bias padded to whole C0 blocks
+are made here on the host; the input, unless it already is the NC1HWC0
+result of a conv, is converted on the device (cast to f16, channels padded
+with zeros by a broadcast + insert_slice when C is not whole blocks, and
+one transpose [N*C1, 16, H*W] -> [N*C1, H*W, 16]). The result stays
+NC1HWC0 (`Tensor.c1hwc0`), so a following conv reads it as it is, like Nz
+between matmuls; it is converted to NCHW (transpose, then a slice of the
+real channels) only when another consumer asks (`Converter.nd`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from npu.passes.linalg_to_ascend.emitter import Buf, i64_array
+from npu.passes.linalg_to_ascend.values import Tensor
+
+C0 = 16  # f16 channels of one 32-byte block
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def fractal_z(w: np.ndarray) -> np.ndarray:
+    """[Cout, C, Kh, Kw] -> [C1*Kh*Kw, Cout1, 16, 16] (zero padded), K as (c1, kh, kw)."""
+    cout, c, kh, kw = w.shape
+    co1, c1 = ceil_div(cout, C0), ceil_div(c, C0)
+    padded = np.zeros((co1 * C0, c1 * C0, kh, kw), w.dtype)
+    padded[:cout, :c] = w
+    return np.ascontiguousarray(padded.reshape(co1, C0, c1, C0, kh, kw).transpose(
+        2, 4, 5, 0, 1, 3).reshape(c1 * kh * kw, co1, C0, C0))
+
+
+def fractal_z_small(w: np.ndarray) -> np.ndarray:
+    """[Cout, C <= 4, Kh, Kw] -> [ceil(Kh*Kw/4), Cout1, 16, 16] for img2col's
+    small-channel mode: column j of group g is kernel point 4g + j // 4,
+    channel j % 4 (zero past the kernel and the channels)."""
+    cout, c, kh, kw = w.shape
+    co1, groups = ceil_div(cout, C0), ceil_div(kh * kw, 4)
+    points = np.zeros((co1 * C0, 4, groups * 4), w.dtype)
+    points[:cout, :c, :kh * kw] = w.reshape(cout, c, kh * kw)
+    return np.ascontiguousarray(points.reshape(co1, C0, 4, groups, 4).transpose(3, 0, 1, 4, 2)
+                                .reshape(groups, co1, C0, 16))
+
+
+def to_5hd(array: np.ndarray) -> np.ndarray:
+    """[N, C, H, W] -> [N, C1, H, W, 16] (zero padded channels)."""
+    n, c, h, w = array.shape
+    c1 = ceil_div(c, C0)
+    padded = np.zeros((n, c1 * C0, h, w), array.dtype)
+    padded[:, :c] = array
+    return np.ascontiguousarray(padded.reshape(n, c1, C0, h, w).transpose(0, 1, 3, 4, 2))
+
+
+class ConvLayouts:
+    """Mixed into `Converter` through `ConvLowering`."""
+
+    def _conv_5hd(self, op, x_val, x4, weight: np.ndarray, bias, out4, out_dtype: str, attrs: dict,
+                  loc: str) -> None:
+        n, cout, ho, wo = out4
+        co1 = ceil_div(cout, C0)
+        x5 = self.input_5hd(x_val, x4, loc)
+        small = weight.shape[1] <= 4 and weight.shape[2] * weight.shape[3] > 1
+        wz = self.em.constant((fractal_z_small if small else fractal_z)(self.host_f16(weight)))
+        operands = [x5, wz]
+        if bias is not None:
+            padded = np.zeros(co1 * C0, bias.dtype)
+            padded[:cout] = bias
+            operands.append(self.em.constant(padded))
+        out5 = self.em.alloc([n, co1, ho, wo, C0], out_dtype, loc)
+        kh, kw = weight.shape[2:]
+        form = '"nc1hwc0_c4"' if small else '"nc1hwc0"'
+        self.em.op("ascend.conv2d", operands + [out5], loc, **attrs, layout=form,
+                   kernel=i64_array([kh, kw]))
+        result = op.results[0]
+        self.tensors[result] = Tensor(tuple(int(d) for d in result.type.shape), out_dtype,
+                                      c1hwc0=out5, nz_loc=loc)
+
+    def input_5hd(self, value, x4, loc: str) -> Buf:
+        """`value` ([N, C, H, W]) as an f16 NC1HWC0 buffer."""
+        t = self.tensors[value]
+        n, c, h, w = x4
+        c1 = ceil_div(c, C0)
+        if t.c1hwc0 is not None:
+            if t.c1hwc0.dtype == "f16":
+                return t.c1hwc0
+            half = self.em.alloc(list(t.c1hwc0.shape), "f16", loc)
+            self.em.op("ascend.cast", [t.c1hwc0, half], loc, round_mode='"rint"')
+            return half
+        if t.is_constant:
+            return self.em.constant(to_5hd(self.host_f16(t.array.reshape(x4))))
+        src = self.em.reshape(self.nd(value, loc), [n, c, h * w], loc)
+        if src.dtype != "f16":
+            half = self.em.alloc([n, c, h * w], "f16", loc)
+            self.em.op("ascend.cast", [src, half], loc, round_mode='"rint"')
+            src = half
+        if c % C0:
+            padded = self.em.alloc([n, c1 * C0, h * w], "f16", loc)
+            zero = self.em.constant(np.zeros((1, 1, 1), np.float16))
+            self.em.op("ascend.broadcast", [zero, padded], loc)
+            self.em.op("ascend.insert_slice", [src, padded], loc, offsets=i64_array([0, 0, 0]))
+            src = padded
+        out = self.em.alloc([n * c1, h * w, C0], "f16", loc)
+        self.em.op("ascend.transpose", [self.em.reshape(src, [n * c1, C0, h * w], loc), out], loc,
+                   permutation=i64_array([0, 2, 1]))
+        return self.em.reshape(out, [n, c1, h, w, C0], loc)
+
+    def nchw_of_5hd(self, value, loc: str) -> Buf:
+        """The NCHW buffer of a tensor held in NC1HWC0 (transpose, then the real channels)."""
+        t = self.tensors[value]
+        n, co1, ho, wo, _ = t.c1hwc0.shape
+        cout = t.shape[1]
+        src = self.em.reshape(t.c1hwc0, [n * co1, ho * wo, C0], loc)
+        if cout == co1 * C0:
+            out = self.dest(value, [n * co1, C0, ho * wo], t.dtype, loc)
+            self.em.op("ascend.transpose", [src, out], loc, permutation=i64_array([0, 2, 1]))
+            return self.em.reshape(out, list(t.shape), loc)
+        full = self.em.alloc([n * co1, C0, ho * wo], t.dtype, loc)
+        self.em.op("ascend.transpose", [src, full], loc, permutation=i64_array([0, 2, 1]))
+        out = self.dest(value, [n, cout, ho * wo], t.dtype, loc)
+        self.em.op("ascend.slice", [self.em.reshape(full, [n, co1 * C0, ho * wo], loc), out], loc,
+                   offsets=i64_array([0, 0, 0]), strides=i64_array([1, 1, 1]))
+        return self.em.reshape(out, list(t.shape), loc)
+
+    def elementwise_in_5hd(self, op, s) -> bool:
+        """An elementwise generic over conv results (the ReLU / Clip after a
+        conv, a residual Add of two) runs on their NC1HWC0 buffers and its
+        result stays NC1HWC0, so the next conv needs no conversion. Only
+        when every tensor input is such a result of the same shape read with
+        the identity map, a scalar, or a constant (laid out NC1HWC0 on the
+        host, a per-channel one as [1, C1, 1, 1, 16]), and the body maps zeros
+        to finite values (the padded channels stay harmless: they meet zero
+        weights). Returns False (nothing emitted) otherwise."""
+        from npu.passes.linalg_to_ascend.elementwise import BodyLowering, Unreadable
+        from npu.passes.linalg_to_ascend.structure import element_name, tensor_shape, to_loop_space
+
+        n = len(s.loop_sizes)
+        identity = list(range(n))
+        if n != 4 or len(s.outputs) != 1 or len(op.results) != 1 or s.maps[-1] != identity:
+            return False
+        dtype = element_name(op.results[0])
+        body = op.regions[0].blocks[0]
+        if dtype not in ("f16", "f32") or any(o.name not in SAFE_BODY_OPS for o in body.operations):
+            return False
+        shape5 = None
+        kinds = []
+        for v, m in zip(s.inputs, s.maps):
+            t = self.tensors.get(v)
+            if v in self.scalars or (t is not None and t.is_constant):
+                kinds.append("host")
+            elif t is not None and t.c1hwc0 is not None and m == identity and \
+                    list(t.shape) == list(s.loop_sizes) and shape5 in (None, t.c1hwc0.shape):
+                shape5 = t.c1hwc0.shape
+                kinds.append("5hd")
+            else:
+                return False
+        if shape5 is None:
+            return False
+        loc = self.loc(op)
+        args = []
+        for v, m, kind in zip(s.inputs, s.maps, kinds):
+            if kind == "5hd":
+                args.append(self.tensors[v].c1hwc0)
+            elif v in self.scalars:
+                args.append(self.scalars[v])
+            else:
+                arr = np.broadcast_to(to_loop_space(self.tensors[v].array, m, n), s.loop_sizes)
+                flat = arr.reshape(-1)
+                if flat.size and np.all(flat == flat[0]):
+                    args.append(flat[0].item())
+                    continue
+                per_channel = arr[:1, :, :1, :1]
+                if np.array_equal(np.broadcast_to(per_channel, arr.shape), arr):
+                    args.append(self.em.constant(to_5hd(np.ascontiguousarray(per_channel))))
+                else:
+                    args.append(self.em.constant(to_5hd(np.ascontiguousarray(arr))))
+        lowering = BodyLowering(self.em, loc, 5, self.scalar)
+        (term,) = lowering.run(body, args + [Unreadable()], [list(body.operations)[-1].operands[0]])
+        if not isinstance(term, Buf) or term.shape != tuple(shape5) or term.dtype != dtype:
+            return False  # a body that computes no full-size result: the NCHW path
+        self.tensors[op.results[0]] = Tensor(tuple(tensor_shape(op.results[0])), dtype, c1hwc0=term,
+                                             nz_loc=loc)
+        return True
+
+
+# Body ops that keep zeros finite (0 -> 0 or a finite constant).
+SAFE_BODY_OPS = frozenset({
+    "arith.addf", "arith.subf", "arith.mulf", "arith.maximumf", "arith.minimumf",
+    "arith.maxnumf", "arith.minnumf", "arith.cmpf", "arith.select", "arith.negf", "arith.extf",
+    "arith.truncf", "arith.constant", "linalg.yield"})

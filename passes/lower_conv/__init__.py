@@ -1,0 +1,59 @@
+"""`npu-lower-conv`: `ascend.conv2d` (layout "nc1hwc0") -> img2col + mad on the cube.
+
+The implicit matmul of each image (M = Ho*Wo, N = Cout, K = C1*Kh*Kw*C0)
+runs output-stationary in tiles the conv cost model picks
+(`npu.costmodel.conv.tiling`): a band of output rows is one M tile whose
+input rows (halo included) are copied to L1 once; img2col reads them
+(`cce.img2col_l1_to_l0a`, the band's own feature-map register, so a map
+too large for L1 is simply more bands); weights in fractal-Z stay in L1
+for the whole conv when they fit; per chunk of kernel points, L0A and L0B
+alternate halves so MTE1 fills one while the cube reads the other; the
+drain adds the bias and converts on the way to GM (`kernel.py`).
+
+A conv in the contract's NCHW form (hand-written IR, grouped or
+depthwise convs, weights computed at run time) is refused at the op with
+the reason: the frontend makes the nc1hwc0 form for groups = 1 and
+constant weights.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from npu import ir as nir
+from npu.costmodel.conv.tiling import ConvShape, choose_tiling
+from npu.dialects.ascend_conv import NC1HWC0, NC1HWC0_C4, geometry, has_bias, layout
+from npu.passes.base import Pass, PassError, ub_fraction_option
+from npu.passes.lower_conv.kernel import ConvKernel
+
+
+class LowerConv(Pass):
+    name = "npu-lower-conv"
+    summary = "Lower ascend.conv2d (nc1hwc0) to img2col + mad tiles on the cube"
+    handles = ("ascend.conv2d",)
+    options = (ub_fraction_option(1.0, "fraction of UB the drain of the conv's tiles may use "
+                                       "(two tiles: one drains while the next computes)"),)
+
+    def run(self, module: ir.Operation) -> None:
+        self.lower_each(module, erase=True)
+
+    def lower(self, op: ir.Operation) -> None:
+        if layout(op) not in (NC1HWC0, NC1HWC0_C4):
+            g = geometry(op)
+            why = (f"groups = {g.groups} (grouped and depthwise convs are not lowered yet)"
+                   if g.groups != 1 else "the NCHW form (weights computed at run time, or IR "
+                   "written by hand): the frontend makes layout \"nc1hwc0\" with fractal-Z weights")
+            raise PassError(f"npu-lower-conv: cannot lower this conv: {why}", op)
+        g = geometry(op)
+        out_type = nir.memref_element(op.operands[-1])
+        shape = ConvShape(c1=g.c // 16, h=g.h, w=g.w, co1=g.cout // 16, kh=g.kh, kw=g.kw,
+                          ho=g.out_hw[0], wo=g.out_hw[1], stride_h=g.strides[0],
+                          dilation_h=g.dilations[0], pad_top=g.pads[0], batch=g.n,
+                          out_bytes=nir.element_bytes(out_type), small=layout(op) == NC1HWC0_C4)
+        tiling = choose_tiling(shape, self.target, int(self.target.capacity("ub") * self.ub_fraction))
+        if tiling is None:
+            raise PassError(f"npu-lower-conv: no tiling fits: one output row of {g.out_hw[1]} "
+                            f"windows and one block of Cout do not fit L0A/L0C/UB", op)
+        bias = op.operands[2] if has_bias(op) else None
+        ConvKernel(self.target, g, shape, tiling, op.operands[0], op.operands[1], bias,
+                   op.operands[-1]).emit()

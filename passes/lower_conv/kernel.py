@@ -1,0 +1,305 @@
+"""The cce code of one conv (see the package docstring for the schedule).
+
+Bands of output rows with the same feature-map register (the same pads at
+their edges, the same number of input rows) form one `scf.for` (the first
+and last bands, which see the top and bottom pads, are usually their own);
+everything inside a band is static: the img2col fields are attributes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from npu import ir as nir
+from npu.costmodel.conv.tiling import ConvShape, ConvTiling
+from npu.dialects.ascend_conv import ConvGeometry
+from npu.kernels.cce_build import copy, copy_bursts, lin
+from npu.target import Target
+
+Index = int | ir.Value
+FRAC = 256  # elements of one f16 (or f32) fractal
+# Convs of at most this many bands are emitted straight (no scf.for): sync
+# insertion waits for events from before a loop at its entry, which would
+# stall the loop's first band behind the previous band's drain.
+UNROLL_BANDS = 64
+UB_SLOTS = 6
+
+
+@dataclass(frozen=True)
+class Band:
+    """What a band's feature-map register and copies depend on."""
+
+    rows: int       # output rows
+    in_rows: int    # input rows copied to L1
+    pad_top: int
+    pad_bottom: int
+
+
+class ConvKernel:
+    def __init__(self, target: Target, g: ConvGeometry, s: ConvShape, t: ConvTiling,
+                 x5: ir.Value, wz: ir.Value, bias: ir.Value | None, out5: ir.Value):
+        self.target, self.g, self.s, self.t = target, g, s, t
+        self.x5, self.wz, self.bias, self.out5 = x5, wz, bias, out5
+        self.out_type = nir.memref_element(out5)
+        self.ext_h = g.dilations[0] * (g.kh - 1) + 1
+
+    # -- the plan ------------------------------------------------------------
+    def band(self, ho0: int, rows: int) -> tuple[Band, int]:
+        """(the band of output rows [ho0, ho0+rows), its first input row)."""
+        g = self.g
+        top = ho0 * g.strides[0] - g.pads[0]
+        bottom = (ho0 + rows - 1) * g.strides[0] - g.pads[0] + self.ext_h
+        r0 = max(0, top)
+        return Band(rows, min(g.h, bottom) - r0, r0 - top, max(0, bottom - g.h)), r0
+
+    def band_groups(self) -> list[tuple[Band, int, int]]:
+        """(band, first band index, count) of consecutive bands alike."""
+        rows, ho = self.t.rows, self.s.ho
+        groups: list[tuple[Band, int, int]] = []
+        for k in range(-(-ho // rows)):
+            b, _ = self.band(k * rows, min(rows, ho - k * rows))
+            if groups and groups[-1][0] == b:
+                groups[-1] = (b, groups[-1][1], groups[-1][2] + 1)
+            else:
+                groups.append((b, k, 1))
+        return groups
+
+    # -- emission ------------------------------------------------------------
+    def emit(self) -> None:
+        s, t = self.s, self.t
+        self.pattern = self.bias_pattern() if self.bias is not None else None
+        self.w_l1, self.pending = None, []
+        groups = self.band_groups()
+        if t.weights_resident:
+            # In pieces of one chunk's rows: the first chunk waits for its own
+            # rows only; when the first band is not in a loop, the rest follow
+            # its input on MTE2 (`flush_weights`).
+            self.w_l1 = nir.alloc([s.k1 * s.co1 * FRAC], "f16", "l1")
+            flat = nir.flatten_memref(self.wz)
+            # Pieces of 1, 1, 2, 4, ... chunks: each copy is followed by its flag,
+            # which waits for the copy's GM latency, so a piece must cover
+            # more compute than the previous one took to arrive.
+            step, pieces, k0, size = min(t.kc, s.k1), [], 0, 1
+            while k0 < s.k1:
+                rows = min(size * step, s.k1 - k0)
+                pieces.append((k0, rows))
+                k0 += rows
+                size = size if len(pieces) == 1 else 2 * size
+            self.pending = [lambda k0=k0, rows=rows: copy(
+                "cce.copy_gm_to_l1", nir.subview(flat, [k0 * s.co1 * FRAC], [rows * s.co1 * FRAC]),
+                nir.subview(self.w_l1, [k0 * s.co1 * FRAC], [rows * s.co1 * FRAC]), 1,
+                rows * s.co1 * 16) for k0, rows in pieces]
+            self.pending.pop(0)()
+            if groups[0][2] > 1 or s.batch > 1:
+                self.flush_weights()
+        # The maps of bands outside loops get their own L1 buffers, live for
+        # the whole conv: their loads never wait for another band's img2col.
+        self.maps = {(n, k0): self.map_buffer(band) for n in range(s.batch)
+                     for band, k0, count in groups if count == 1}
+        # Two sets of accumulators (L0C) and drain buffers (UB), alternating
+        # band by band, live for the whole conv: a band's mads never wait for
+        # the previous band's drain. Bands in loops go two per iteration.
+        m1 = -(-t.rows * s.wo // 16)
+        half = -(-min(t.n1, s.co1) // 2)
+        self.l0c = [nir.alloc([min(t.n1, s.co1) * m1 * FRAC], "f32", "l0c") for _ in range(2)]
+        # Drain slots taken in turn: a slot is free again only once its store
+        # to GM has completed (latency included), so enough of them let the
+        # stores overlap (UB_SLOTS at most, within half of UB beside the bias).
+        slot_bytes = half * m1 * FRAC * nir.element_bytes(self.out_type)
+        room = self.target.capacity("ub") // 2 - (s.co1 * 256 if self.bias is not None else 0)
+        self.ub = [nir.alloc([half * m1 * FRAC], self.out_type, "ub")
+                   for _ in range(max(2, min(UB_SLOTS, room // slot_bytes)))]
+        self.drains = 0
+        kc = min(t.kc, s.k1)
+        self.l0a = [nir.alloc([m1 * kc * FRAC], "f16", "l0a") for _ in range(2)]
+        self.l0b = [nir.alloc([kc * min(t.n1, s.co1) * FRAC], "f16", "l0b") for _ in range(2)]
+        self.parity = 0
+        self.unrolled = s.batch * -(-s.ho // t.rows) <= UNROLL_BANDS
+        for n in range(s.batch):
+            for band, k0, count in groups:
+                if count == 1:
+                    self.emit_band(n, band, k0, self.maps[(n, k0)])
+                    continue
+                if self.unrolled:  # a wait before a loop would stall its first band
+                    for k in range(k0, k0 + count):
+                        self.emit_band(n, band, k)
+                    continue
+                pairs, rest = divmod(count, 2)
+                if pairs == 1:
+                    self.emit_band(n, band, k0)
+                    self.emit_band(n, band, k0 + 1)
+                elif pairs:
+                    loop = nir.for_loop(0, pairs)
+                    with ir.InsertionPoint(loop.body):
+                        first = lin((loop.induction_variable, 2), (k0, 1))
+                        self.emit_band(n, band, first)
+                        self.emit_band(n, band, lin((first, 1), (1, 1)))
+                        nir.yield_()
+                if rest:
+                    self.emit_band(n, band, k0 + 2 * pairs)
+
+    def copy_tile_weights(self, w_l1, s0: int) -> None:
+        """The fractal-Z columns of the super tile at Cout block s0 -> L1."""
+        s = self.s
+        ns = min(self.t.n1, s.co1 - s0)
+        wsrc = nir.subview(self.wz, [0, s0, 0, 0], [s.k1, ns, 16, 16])
+        copy_bursts("cce.copy_gm_to_l1", wsrc, nir.subview(w_l1, [0], [s.k1 * ns * FRAC]), s.k1,
+                    ns * 16, src_gap=(s.co1 - ns) * 16)
+
+    def flush_weights(self) -> None:
+        for piece in self.pending:
+            piece()
+        self.pending = []
+
+    def bias_pattern(self) -> ir.Value:
+        """The bias of every Cout block repeated to one 256-byte repeat (4 rows
+        of 16 f32, or 8 of 16 f16), [Co1, rows, 16] in UB in the output's
+        type: vadd reads it with repeat stride 0."""
+        co1, ob = self.s.co1, nir.element_bytes(self.out_type)
+        rows = 256 // (16 * ob)
+        pattern = nir.alloc([co1 * rows * 16], self.out_type, "ub")
+        blocks = ob // 2  # 32-byte blocks of one row of 16
+        for q in range(rows):
+            dst = nir.subview(pattern, [q * 16], [co1 * rows * 16 - q * 16])
+            copy("cce.copy_gm_to_ub", self.bias, dst, co1, blocks, 0, (rows - 1) * blocks)
+        return pattern
+
+    def map_buffer(self, band: Band) -> ir.Value:
+        return nir.alloc([self.s.c1, band.in_rows, self.g.w, 16], "f16", "l1")
+
+    def emit_band(self, n: int, band: Band, k: Index, fm: ir.Value | None = None) -> None:
+        g, s, t = self.g, self.s, self.t
+        ho0 = lin((k, t.rows))
+        r0 = lin((k, t.rows * g.strides[0]), (-g.pads[0] + band.pad_top, 1))
+        fm = fm if fm is not None else self.map_buffer(band)
+        for c1 in range(s.c1):  # per C1 block: img2col of block 0 waits for block 0 only
+            src = nir.subview(self.x5, [n, c1, r0, 0, 0], [1, 1, band.in_rows, g.w, 16])
+            dst = nir.subview(fm, [c1, 0, 0, 0], [1, band.in_rows, g.w, 16])
+            copy("cce.copy_gm_to_l1", src, dst, 1, band.in_rows * g.w)
+        m1 = -(-band.rows * s.wo // 16)
+        kc = min(t.kc, s.k1)
+        l0a, l0b = self.l0a, self.l0b
+        # weight pieces far enough ahead of their chunks to hide the GM latency
+        # and their own transfer
+        path = self.target.path("gm_to_l1")
+        chunk_cycles = max(1, m1 * kc * min(t.n1, s.co1))
+        piece_cycles = kc * min(t.n1, s.co1) * 512 // path.bytes_per_cycle
+        ahead = -(-(path.latency + piece_cycles) // chunk_cycles) + 1
+        chunk = 0
+        for s0 in range(0, s.co1, t.n1):
+            ns = min(t.n1, s.co1 - s0)
+            w_l1, pitch, col = self.w_l1, s.co1, s0
+            if w_l1 is None:  # this super tile's weights (the planner keeps them apart)
+                w_l1, pitch, col = nir.alloc([s.k1 * ns * FRAC], "f16", "l1"), ns, 0
+                self.copy_tile_weights(w_l1, s0)
+            half = -(-ns // 2)
+            tiles = [(0, ns)] if ns < 2 else [(0, half), (half, ns - half)]
+            l0c = [nir.subview(self.l0c[self.parity], [t0 * m1 * FRAC], [n1 * m1 * FRAC])
+                   for t0, n1 in tiles]
+            for kp0 in range(0, s.k1, kc):
+                kcj = min(kc, s.k1 - kp0)
+                a, b = l0a[chunk % 2], l0b[chunk % 2]
+                chunk += 1
+                for tt in range(kcj):
+                    self.img2col(fm, a, band, kp0 + tt, tt, kcj, m1)
+                for t0, n1 in tiles:
+                    self.load_weights(w_l1, b, pitch, col + t0, kp0, kcj, n1, kcj * t0)
+                for (t0, n1), c in zip(tiles, l0c):
+                    nir.create_op("cce.mad", [nir.subview(a, [0], [m1 * kcj * FRAC]),
+                                              nir.subview(b, [kcj * t0 * FRAC], [kcj * n1 * FRAC]), c],
+                                  m=m1 * 16, n=kcj * 16, k=n1 * 16, accumulate=kp0 > 0)
+                # the next pieces of weight rows, after this chunk's loads in program
+                # order (sync insertion flags a consumer after every copy before it)
+                for _ in range(ahead if chunk == 1 else 1):
+                    if self.pending:
+                        self.pending.pop(0)()
+            self.flush_weights()
+            for (t0, n1), c in zip(tiles, l0c):
+                self.drain(c, n, s0 + t0, n1, ho0, band.rows, m1, self.drains % len(self.ub))
+                self.drains += 1
+        self.parity ^= 1
+
+    def img2col(self, fm, l0a, band: Band, kp: int, tt: int, kcj: int, m1: int) -> None:
+        """K fractal `kp` (a (c1, kernel point), or 4 kernel points in the
+        small-channel mode) of the band's m1 M fractals, at fractal tt of a
+        chunk of kcj."""
+        g, s = self.g, self.s
+        if s.small:
+            c1, (kh, kw) = 0, divmod(4 * kp, g.kw)
+        else:
+            c1, rest = divmod(kp, g.kh * g.kw)
+            kh, kw = divmod(rest, g.kw)
+        extra = {"small_channel": 1} if s.small else {}
+        dst = nir.subview(l0a, [tt * FRAC], [((m1 - 1) * kcj + 1) * FRAC])
+        nir.create_op("cce.img2col_l1_to_l0a", [fm, dst], fm_h=band.in_rows, fm_w=g.w,
+                      pad_top=band.pad_top, pad_bottom=band.pad_bottom, pad_left=g.pads[1],
+                      pad_right=g.pads[3], c1=c1, fetch_h=kh, fetch_w=kw,
+                      left_top_h=-band.pad_top, left_top_w=-g.pads[1], stride_h=g.strides[0],
+                      stride_w=g.strides[1], kernel_h=g.kh, kernel_w=g.kw,
+                      dilation_h=g.dilations[0], dilation_w=g.dilations[1], dst_stride=kcj,
+                      repeat_mode=1, repeat=m1, **extra)
+
+    def load_weights(self, w_l1, l0b, pitch: int, col: int, kp0: int, kcj: int, n1: int,
+                     at: int) -> None:
+        """Fractal-Z rows kp0..kp0+kcj, Cout blocks col..col+n1 -> L0B (Zn [kcj, n1])
+        from fractal `at`: whole runs when the rows are contiguous, else one
+        load per row or per column (whichever is fewer instructions)."""
+        mr = self.target.max_repeat
+        if n1 == pitch:
+            total = kcj * n1
+            for f0 in range(0, total, mr):
+                rep = min(mr, total - f0)
+                self.load(w_l1, l0b, kp0 * pitch + f0, at + f0, rep, 1, 1)
+        elif kcj <= n1:
+            for r in range(kcj):
+                self.load(w_l1, l0b, (kp0 + r) * pitch + col, at + r * n1, n1, 1, 1)
+        else:
+            for c in range(n1):
+                self.load(w_l1, l0b, kp0 * pitch + col + c, at + c, kcj, pitch, n1)
+
+    def load(self, src, dst, src_frac: int, dst_frac: int, repeat: int, src_stride: int,
+             dst_stride: int) -> None:
+        src_len = ((repeat - 1) * src_stride + 1) * FRAC
+        dst_len = ((repeat - 1) * dst_stride + 1) * FRAC
+        nir.create_op("cce.load_l1_to_l0b", [nir.subview(src, [src_frac * FRAC], [src_len]),
+                                             nir.subview(dst, [dst_frac * FRAC], [dst_len])],
+                      repeat=repeat, src_stride=src_stride, dst_stride=dst_stride, transpose=False)
+
+    def drain(self, l0c, n: int, co0: int, n1: int, ho0: Index, rows: int, m1: int,
+              slot: int) -> None:
+        """L0C -> UB (rounded to f16 on the way for an f16 result), + bias in the
+        result's type, -> GM: rows*Wo windows of each of the n1 blocks."""
+        s, t = self.s, self.target
+        count = n1 * m1 * FRAC
+        ob = nir.element_bytes(self.out_type)
+        ub = nir.subview(self.ub[slot], [0], [count])
+        convert = {"convert": "f32_to_f16"} if self.out_type == "f16" else {}
+        nir.create_op("cce.copy_l0c_to_ub", [l0c, ub], n_burst=1, burst_len=n1 * m1 * 32,
+                      src_gap=0, dst_gap=0, **convert)
+        if self.pattern is not None:
+            per_block = 256 // ob  # elements of one repeat
+            for j in range(n1):
+                block = nir.subview(ub, [j * m1 * FRAC], [m1 * FRAC])
+                bias = nir.subview(self.pattern, [(co0 + j) * per_block], [per_block])
+                self.vector("cce.vadd", block, block, bias, m1 * ob, bias_rep=0)
+        valid = rows * s.wo
+        dst = nir.subview(self.out5, [n, co0, ho0, 0, 0], [1, n1, rows, s.wo, 16])
+        copy_bursts("cce.copy_ub_to_gm", ub, dst, n1,
+                    t.blocks(valid * 16 * ob), src_gap=t.blocks((m1 * 16 - valid) * 16 * ob),
+                    dst_gap=t.blocks((s.ho - rows) * s.wo * 16 * ob))
+
+    def vector(self, name: str, dst, src0, src1, repeats: int, bias_rep: int = 8) -> None:
+        """`dst = src0 op src1` in the output's type over `repeats` 256-byte
+        repeats (src1 with repeat stride `bias_rep`, 0: the same repeat every time)."""
+        mr = self.target.max_repeat
+        lanes = self.target.lanes(nir.element_bytes(nir.memref_element(dst)))
+        for r0 in range(0, repeats, mr):
+            rep = min(mr, repeats - r0)
+            d = nir.subview(dst, [r0 * lanes], [rep * lanes])
+            a = nir.subview(src0, [r0 * lanes], [rep * lanes])
+            b = src1 if bias_rep == 0 else nir.subview(src1, [r0 * lanes], [rep * lanes])
+            nir.create_op(name, [d, a, b], repeat=rep, mask=lanes, dst_blk_stride=1,
+                          src0_blk_stride=1, src1_blk_stride=1, dst_rep_stride=8,
+                          src0_rep_stride=8, src1_rep_stride=bias_rep)

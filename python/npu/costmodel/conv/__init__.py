@@ -1,0 +1,1 @@
+"""Cost model of convolutions on the cube (img2col + mad)."""

@@ -1,0 +1,176 @@
+"""Tiling of a convolution's implicit matmul, chosen by a per-pipe cost model.
+
+The implicit matmul of one image: M = Ho*Wo windows, N = Cout, K =
+C1*Kh*Kw*C0. The kernel is output-stationary: a band of `rows` output rows
+(its input rows, halo included, all C1 blocks, copied GM -> L1 once) is one
+M tile of `m1 = ceil(rows*Wo/16)` fractals; for each tile of `n1` Cout
+blocks the reduction runs in chunks of `kc` kernel points (C0 channels of
+one (c1, kh, kw)), each chunk img2col'd into one half of L0A (one img2col
+per kernel point, repeating along M) and its weights loaded into one half
+of L0B, then one mad accumulating into L0C; the tile drains L0C -> UB -> GM.
+
+The estimate is the busiest pipe's work over the whole conv plus the
+start-up of the first band (the GM latency and one chunk), the matmul cost
+model's reading of a pipelined kernel: the halves of L0A/L0B (and the two
+L0C tiles) let MTE1, M and the drain overlap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from npu.target import Target
+
+
+# Cycles one (band, Cout super tile) costs beyond its chunks (flags, the
+# exposed edges of its loads and drain): an estimate, fitted to bench/conv.py.
+BAND_OVERHEAD = 300
+
+
+@dataclass(frozen=True)
+class ConvShape:
+    """One image's conv in the units the cube sees (C1, Cout1 in C0 blocks)."""
+
+    c1: int
+    h: int
+    w: int
+    co1: int
+    kh: int
+    kw: int
+    ho: int
+    wo: int
+    stride_h: int
+    dilation_h: int
+    pad_top: int
+    batch: int = 1
+    out_bytes: int = 4  # of the result in GM
+    weight_resident: bool = False  # filled by the plan
+    small: bool = False  # img2col's small-channel mode: 4 kernel points per K fractal
+
+    @property
+    def k1(self) -> int:
+        """K fractals: one per (c1, kernel point), or per 4 kernel points (small)."""
+        if self.small:
+            return -(-self.kh * self.kw // 4)
+        return self.c1 * self.kh * self.kw
+
+    def img2col_rate(self, t: Target) -> int:
+        return t.img2col_small_bytes_per_cycle if self.small else t.img2col_bytes_per_cycle
+
+    def band_rows(self, ho0: int, rows: int) -> tuple[int, int]:
+        """(first input row, input rows) the output rows [ho0, ho0+rows) read (clipped)."""
+        ext = self.dilation_h * (self.kh - 1) + 1
+        top = ho0 * self.stride_h - self.pad_top
+        bottom = (ho0 + rows - 1) * self.stride_h - self.pad_top + ext
+        r0, r1 = max(0, top), min(self.h, bottom)
+        return r0, max(r1 - r0, 0)
+
+
+@dataclass(frozen=True)
+class ConvTiling:
+    rows: int    # output rows per band (M tile)
+    m1: int      # fractals of the M tile
+    n1: int      # Cout blocks of one L0C super tile (every chunk's img2col serves all of them)
+    kc: int      # kernel points per reduction chunk
+    weights_resident: bool  # all weights loaded into L1 once
+    cycles: float  # the estimate
+    pipes: tuple[tuple[str, float], ...] = ()
+
+    @property
+    def mad_tiles(self) -> int:
+        """Accumulators the super tile's mads alternate between (two hide
+        the mad latency of accumulating into one C)."""
+        return 2 if self.n1 >= 2 else 1
+
+
+def _l1_band_bytes(s: ConvShape, rows: int) -> int:
+    ext = s.dilation_h * (s.kh - 1) + 1
+    in_rows = min(s.h, (rows - 1) * s.stride_h + ext)
+    return s.c1 * in_rows * s.w * 32
+
+
+def _tile_cycles(m1: int, n1: int, kc: int, k1: int, t: Target, rate: int) -> float:
+    """One (band, Cout super tile): its chunks back to back. A chunk takes the
+    longer of its mads (plus the mad latency when there is one accumulator:
+    accumulating mads into one C wait for each other; two alternate) and its
+    MTE1 work (img2col of kc kernel points, kc x n1 weight fractals), the two
+    overlapping through the L0A/L0B halves; the first chunk's loads and
+    latencies are exposed."""
+    frac = t.fractal_bytes(2)
+    chunks, last = divmod(k1, kc)
+    full = [kc] * chunks + ([last] if last else [])
+    total = 0.0
+    for k in full:
+        mad = t.cube_cycles(m1 * k * n1) + (t.mad_latency if n1 < 2 else 0)
+        mte1 = (k * m1 * frac / rate
+                + k * n1 * frac / t.path("l1_to_l0b").bytes_per_cycle)
+        total += max(mad, mte1)
+    first = full[0]
+    return total + first * m1 * frac / rate + t.img2col_latency
+
+
+def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Target) -> tuple[float, dict]:
+    """(cycles, per-pipe work) of one tiling."""
+    frac = t.fractal_bytes(2)
+    bands = -(-s.ho // rows)
+    m1 = -(-rows * s.wo // 16)
+    last_rows = s.ho - (bands - 1) * rows
+    m1_last = -(-last_rows * s.wo // 16)
+    n_tiles = [min(n1, s.co1 - c) for c in range(0, s.co1, n1)]
+    compute = s.batch * sum(_tile_cycles(m, n, kc, s.k1, t, s.img2col_rate(t)) * count for n in n_tiles
+                            for m, count in ((m1, bands - 1), (m1_last, 1)) if count)
+    m_fracs = (bands - 1) * m1 + m1_last  # per image, per N tile
+    in_bytes = sum(_l1_band_bytes(s, min(rows, s.ho - b * rows)) for b in range(bands)) * s.batch
+    w_bytes = s.k1 * s.co1 * frac * (1 if resident else s.batch * bands)
+    mte2 = (in_bytes + w_bytes) / t.path("gm_to_l1").bytes_per_cycle
+    out_fracs = s.batch * m_fracs * s.co1
+    drain = out_fracs * t.fractal_bytes(4) / t.path("l0c_to_ub").bytes_per_cycle + out_fracs * 4
+    # A drain slot is reused only once its store has completed (latency
+    # included) and sync insertion serialises the stores' flags: each store
+    # pays the GM latency (one per half super tile and band).
+    stores = s.batch * bands * sum(2 if n >= 2 else 1 for n in n_tiles)
+    mte3 = (s.batch * s.ho * s.wo * s.co1 * 16 * s.out_bytes / t.path("ub_to_gm").bytes_per_cycle
+            + stores * t.path("ub_to_gm").latency)
+    # Each (band, super tile) also pays flag round trips and a drain that is
+    # not hidden at its edges: an estimate of BAND_OVERHEAD cycles.
+    compute += s.batch * bands * len(n_tiles) * BAND_OVERHEAD
+    pipes = {"cube+MTE1": compute, "MTE2": mte2, "V": drain, "MTE3": mte3}
+    first = (t.path("gm_to_l1").latency + _l1_band_bytes(s, rows) / t.path("gm_to_l1").bytes_per_cycle
+             + t.mad_latency + 2 * t.path("ub_to_gm").latency
+             + m1 * n1 * t.fractal_bytes(4) / t.path("l0c_to_ub").bytes_per_cycle)
+    return max(pipes.values()) + first, pipes
+
+
+def choose_tiling(s: ConvShape, t: Target, ub_bytes: int | None = None) -> ConvTiling | None:
+    """The cheapest tiling that fits the buffers (two halves of L0A, L0B, two
+    L0C tiles, the drain in UB, the band and weights in L1); None when not
+    even one output row of one Cout block fits."""
+    frac = t.fractal_bytes(2)
+    l0a, l0b = t.capacity("l0a") // 2 // frac, t.capacity("l0b") // 2 // frac
+    l0c = t.capacity("l0c") // 2 // t.fractal_bytes(4)
+    ub = (ub_bytes or t.capacity("ub")) // 2
+    l1 = t.capacity("l1")
+    best: ConvTiling | None = None
+    w_all = s.k1 * s.co1 * frac
+    for rows in range(1, s.ho + 1):
+        m1 = -(-rows * s.wo // 16)
+        if m1 > min(l0a, t.max_repeat, l0c):
+            break
+        band = _l1_band_bytes(s, rows)
+        for n1 in range(1, s.co1 + 1):
+            drained = -(-n1 // 2)  # one of the two accumulators drains at a time
+            if m1 * n1 > l0c or m1 * drained * (t.fractal_bytes(4) + frac) + s.co1 * 256 > ub:
+                break
+            resident = 2 * band + w_all <= l1
+            if not resident and 2 * band + 2 * s.k1 * n1 * frac > l1:
+                continue
+            kc_max = min(l0a // m1, l0b // n1, s.k1)
+            if kc_max < 1:
+                continue
+            # the largest chunk, and the chunk that splits K evenly in as few
+            for kc in sorted({kc_max, -(-s.k1 // -(-s.k1 // kc_max))}):
+                cycles, pipes = estimate(s, rows, n1, kc, resident, t)
+                if best is None or cycles < best.cycles:
+                    best = ConvTiling(rows, m1, n1, kc, resident, cycles,
+                                      tuple(sorted(pipes.items())))
+    return best

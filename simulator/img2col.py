@@ -1,0 +1,99 @@
+"""img2col (load3d): im2col'd fractals from an NC1HWC0 map in L1 into L0A.
+
+The geometry (`npu.dialects.cce_img2col.Img2colGeometry`) is static, so the
+element each destination cell takes is computed once at decode: an index
+into the map, or -1 for a tap in the pads (which writes 0). The source
+pattern is the set of map elements read, the destination `repeat` fractals
+`dst_stride` fractals apart. Cost: `img2col_latency + ceil(bytes written /
+img2col_bytes_per_cycle)` from the target; the bytes count on the
+l1_to_l0a path (the same MTE1 port as a plain load).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from npu.dialects.cce_img2col import OPTIONAL, SMALL_C0, Img2colGeometry
+from npu.simulator import access
+from npu.simulator.instruction import Access, DecodeContext, Instr
+from npu.simulator.memory import Memory
+from npu.target import PATH_PIPES
+
+PATH = "l1_to_l0a"
+
+
+def gather_index(g: Img2colGeometry, c0: int, edge: int) -> np.ndarray:
+    """(repeat, edge, c0) element offsets into the [C1, fm_h, fm_w, c0] map,
+    -1 where the tap falls in the pads."""
+    rows = np.arange(edge)
+    out = np.empty((g.repeat, edge, c0), np.int64)
+    cols = np.arange(c0)
+    for r in range(g.repeat):
+        c1, kh, kw = g.kernel_point(r)
+        flat = g.first_window + g.rows_start(r) + rows
+        top = (flat // g.out_w) * g.stride_h - g.pad_top
+        left = (flat % g.out_w) * g.stride_w - g.pad_left
+        if g.small_channel:  # column j: kernel point (first + j // 4), channel j % 4
+            point = kh * g.kernel_w + kw + cols // SMALL_C0
+            kh, kw = point // g.kernel_w, point % g.kernel_w
+            chan, real = cols % SMALL_C0, point < g.kernel_h * g.kernel_w
+        else:
+            chan, real = cols, np.ones(c0, bool)
+        h = top[:, None] + kh * g.dilation_h
+        w = left[:, None] + kw * g.dilation_w
+        inside = (h >= 0) & (h < g.fm_h) & (w >= 0) & (w < g.fm_w) & real
+        out[r] = np.where(inside, ((c1 * g.fm_h + h) * g.fm_w + w) * c0 + chan, -1)
+    return out
+
+
+class Img2col(Instr):
+    """`cce.img2col_l1_to_l0a` (and its hivm twin, decoded from its words)."""
+
+    moves = True
+
+    def __init__(self, ctx: DecodeContext):
+        ctx.expect_operands("l1", "l0a")
+        super().__init__(ctx, PATH_PIPES[PATH])
+        t = ctx.target
+        if any(o.esize != 2 for o in ctx.operands):
+            raise ctx.fail("moves f16 maps only (C0 = 16 two-byte channels)")
+        g = Img2colGeometry.of(lambda n: ctx.int(n, 0 if n in OPTIONAL else None))
+        why = g.problem(1 << 12)  # the C1 count is the map's: bounds are checked on the access
+        if why:
+            raise ctx.fail(why)
+        self.src_space, self.dst_space = "l1", "l0a"
+        edge = t.fractal
+        self.frac = t.fractal_bytes(2)
+        self.repeat = g.repeat
+        index = gather_index(g, edge, edge)
+        self.inside = index >= 0
+        read = index[self.inside]
+        self.index = np.where(self.inside, index, 0)
+        src_pat = access.from_elements(np.unique(read), 2) if read.size else access.dense(2, 2)
+        dst_pat = access.from_bursts(g.repeat, self.frac, max(g.dst_stride, 1) * self.frac)
+        self.src_hi = src_pat.hi
+        self.dst_stride = max(g.dst_stride, 1)
+        self.accesses = (Access(0, src_pat, False, t.granule("l1")),
+                         Access(1, dst_pat, True, t.granule("l0a")))
+        self.path = PATH
+        self.nbytes = g.repeat * self.frac
+        self.rate = t.img2col_small_bytes_per_cycle if g.small_channel else t.img2col_bytes_per_cycle
+        self.occupancy = -(-self.nbytes // self.rate)
+        self.latency = t.img2col_latency
+
+    def compute(self, mems: list[Memory], addrs: list[int]) -> None:
+        src = mems[0].data[addrs[0]:addrs[0] + self.src_hi + (self.src_hi & 1)].view(np.uint16)
+        values = np.where(self.inside, src[self.index], 0).astype(np.uint16)
+        dst = mems[1].data
+        step = self.dst_stride * self.frac
+        span = (self.repeat - 1) * step + self.frac
+        fractals = dst[addrs[1]:addrs[1] + span]
+        if self.dst_stride == 1:
+            fractals.view(np.uint16)[...] = values.reshape(-1)
+            return
+        for r in range(self.repeat):
+            fractals[r * step:r * step + self.frac].view(np.uint16)[...] = values[r].reshape(-1)
+
+
+def decoders() -> dict:
+    return {"cce.img2col_l1_to_l0a": Img2col}

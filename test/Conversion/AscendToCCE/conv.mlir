@@ -1,0 +1,42 @@
+// RUN: npu-opt %s --split-input-file --npu-lower-conv | FileCheck %s
+// npu-lower-conv: a 3x3 pad-1 conv of a 6x6 map with 2 C1 blocks (K = 2*9
+// fractals) into one Cout block, one band: the f32 bias repeated to one
+// 256-byte repeat in UB (4 copies), the weights (18 fractals) to L1, the map
+// per C1 block to L1, one img2col per (c1, kernel point) along M (repeat mode
+// 1: repeat = the band's 3 M fractals, dst_stride = the chunk's 18), the
+// weights to L0B, one mad over the chunk, then L0C -> UB, the bias vadd and
+// the store of the band's 36 windows x 16 channels.
+
+// CHECK-LABEL: func.func @conv
+// CHECK-COUNT-4: "cce.copy_gm_to_ub"(%arg2
+// CHECK:         "cce.copy_gm_to_l1"({{.*}}) {burst_len = 288 : i64
+// CHECK-COUNT-2: "cce.copy_gm_to_l1"({{.*}}) {burst_len = 36 : i64
+// CHECK:         "cce.img2col_l1_to_l0a"({{.*}}) {c1 = 0 : i64, dilation_h = 1 : i64, dilation_w = 1 : i64, dst_stride = 18 : i64, fetch_h = 0 : i64, fetch_w = 0 : i64, fm_h = 6 : i64, fm_w = 6 : i64, kernel_h = 3 : i64, kernel_w = 3 : i64, left_top_h = -1 : i64, left_top_w = -1 : i64, pad_bottom = 1 : i64, pad_left = 1 : i64, pad_right = 1 : i64, pad_top = 1 : i64, repeat = 3 : i64, repeat_mode = 1 : i64, stride_h = 1 : i64, stride_w = 1 : i64}
+// CHECK-COUNT-16: "cce.img2col_l1_to_l0a"
+// CHECK:         "cce.img2col_l1_to_l0a"({{.*}}) {c1 = 1 : i64, {{.*}} fetch_h = 2 : i64, fetch_w = 2 : i64
+// CHECK:         "cce.load_l1_to_l0b"({{.*}}) {dst_stride = 1 : i64, repeat = 18 : i64, src_stride = 1 : i64, transpose = false}
+// CHECK:         "cce.mad"({{.*}}) {accumulate = false, k = 16 : i64, m = 48 : i64, n = 288 : i64}
+// CHECK:         "cce.copy_l0c_to_ub"
+// CHECK:         "cce.vadd"({{.*}}) {{{.*}}mask = 64 : i64, repeat = 12 : i64, {{.*}}src1_rep_stride = 0 : i64}
+// CHECK:         "cce.copy_ub_to_gm"({{.*}}) {burst_len = 72 : i64, dst_gap = 0 : i64, n_burst = 1 : i64, src_gap = 24 : i64}
+// CHECK-NOT:     "ascend.
+func.func @conv(%x: memref<1x2x6x6x16xf16, "gm">, %w: memref<18x1x16x16xf16, "gm">, %b: memref<16xf32, "gm">, %y: memref<1x1x6x6x16xf32, "gm">) {
+  "ascend.conv2d"(%x, %w, %b, %y) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0", kernel = array<i64: 3, 3>} : (memref<1x2x6x6x16xf16, "gm">, memref<18x1x16x16xf16, "gm">, memref<16xf32, "gm">, memref<1x1x6x6x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+// The small-channel form: a 3-channel 7x7 stride-2 stem reads 4 kernel points
+// per K fractal (ceil(49 / 4) = 13 img2cols, small_channel = 1).
+
+// CHECK-LABEL: func.func @stem
+// CHECK:         "cce.img2col_l1_to_l0a"({{.*}}fetch_h = 0 : i64, fetch_w = 0 : i64{{.*}}small_channel = 1 : i64
+// CHECK:         "cce.img2col_l1_to_l0a"({{.*}}fetch_h = 0 : i64, fetch_w = 4 : i64{{.*}}small_channel = 1 : i64
+// CHECK-COUNT-10: "cce.img2col_l1_to_l0a"
+// CHECK:         "cce.img2col_l1_to_l0a"({{.*}}fetch_h = 6 : i64, fetch_w = 6 : i64{{.*}}small_channel = 1 : i64
+// CHECK:         "cce.load_l1_to_l0b"
+func.func @stem(%x: memref<1x1x16x16x16xf16, "gm">, %w: memref<13x1x16x16xf16, "gm">, %y: memref<1x1x8x8x16xf16, "gm">) {
+  "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 2, 2>, pads = array<i64: 3, 3, 3, 3>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0_c4", kernel = array<i64: 7, 7>} : (memref<1x1x16x16x16xf16, "gm">, memref<13x1x16x16xf16, "gm">, memref<1x1x8x8x16xf16, "gm">) -> ()
+  return
+}

@@ -1,0 +1,27 @@
+// RUN: npu-opt %s --split-input-file --npu-lower-cce-to-hivm | FileCheck %s
+// img2col: the map's feature-map register (fmatrix word: fm_w bits 0-15,
+// fm_h 16-31, pads left 32-39, right 40-47, top 48-55, bottom 56-63) is set
+// by hivm.set_fmatrix, then the instruction takes (dst, src, pos, config):
+// pos packs c1 (0-11), fetch_w (12-19), fetch_h (20-27), left_top_w (32-47)
+// and left_top_h (48-63) as 16-bit two's complement; config packs stride_w
+// (0-5), stride_h (6-11), kernel_w (12-19), kernel_h (20-27), dilation_w
+// (28-35), dilation_h (36-43), dst_stride (44-51), repeat_mode (52), repeat
+// (56-63).
+
+// CHECK-LABEL: func.func @img2col
+// 0x0101010100090009: a 9x9 map, every pad 1
+// CHECK-DAG: %[[FM:.*]] = arith.constant 72340172821823497 : i64
+// 0xffffffff00201001: c1 1, fetch_w 1, fetch_h 2, left_top (-1, -1)
+// CHECK-DAG: %[[POS:.*]] = arith.constant -4292866047 : i64
+// 0x0210101010303082: stride 2x2, kernel 3x3, dilation 1x1, dst_stride 1, mode 1, repeat 2
+// CHECK-DAG: %[[CFG:.*]] = arith.constant 148636448880341122 : i64
+// CHECK-DAG: %[[L1:.*]] = arith.constant 1024 : i64
+// CHECK-DAG: %[[L0A:.*]] = arith.constant 512 : i64
+// CHECK: "hivm.set_fmatrix"(%[[FM]]) : (i64) -> ()
+// CHECK-NEXT: "hivm.img2col_l1_to_l0a"(%[[L0A]], %[[L1]], %[[POS]], %[[CFG]]) : (i64, i64, i64, i64) -> ()
+func.func @img2col() {
+  %fm = memref.alloc() {npu.offset = 1024 : i64} : memref<2x9x9x16xf16, "l1">
+  %a = memref.alloc() {npu.offset = 512 : i64} : memref<512xf16, "l0a">
+  "cce.img2col_l1_to_l0a"(%fm, %a) {fm_h = 9 : i64, fm_w = 9 : i64, pad_top = 1 : i64, pad_bottom = 1 : i64, pad_left = 1 : i64, pad_right = 1 : i64, c1 = 1 : i64, fetch_h = 2 : i64, fetch_w = 1 : i64, left_top_h = -1 : i64, left_top_w = -1 : i64, stride_h = 2 : i64, stride_w = 2 : i64, kernel_h = 3 : i64, kernel_w = 3 : i64, dilation_h = 1 : i64, dilation_w = 1 : i64, dst_stride = 1 : i64, repeat_mode = 1 : i64, repeat = 2 : i64} : (memref<2x9x9x16xf16, "l1">, memref<512xf16, "l0a">) -> ()
+  return
+}

@@ -1,0 +1,55 @@
+"""Consecutive convs keep NC1HWC0: a ResNet basic block (conv, ReLU, conv,
+residual Add, ReLU) and a Clip (ReLU6) run on the conv results' NC1HWC0
+buffers; the only layout conversions are the block's input and output."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import npu
+from conv_cases import ort_run
+
+CUBE = dict(rtol=3e-2, atol=3e-2)
+
+
+def basic_block(c=24, h=10, w=10, clip=False, seed=0) -> onnx.ModelProto:
+    rng = np.random.default_rng(seed)
+
+    def weight(name, cout, cin, k):
+        return numpy_helper.from_array((rng.standard_normal((cout, cin, k, k)) /
+                                        np.sqrt(cin * k * k)).astype(np.float32), name)
+
+    inits = [weight("w1", c, c, 3), weight("w2", c, c, 3),
+             numpy_helper.from_array(rng.standard_normal(c).astype(np.float32) * 0.1, "b1"),
+             numpy_helper.from_array(rng.standard_normal(c).astype(np.float32) * 0.1, "b2")]
+    act = (lambda i, o, n: helper.make_node("Clip", [i, "lo", "hi"], [o], name=n)) if clip else \
+        (lambda i, o, n: helper.make_node("Relu", [i], [o], name=n))
+    if clip:
+        inits += [numpy_helper.from_array(np.array(0, np.float32), "lo"),
+                  numpy_helper.from_array(np.array(6, np.float32), "hi")]
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+             act("c1", "r1", "relu1"),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c2", "c1"], ["s"], name="add"),
+             act("s", "y", "relu2")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                         [1, c, h, w])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, h, w])],
+                              inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+
+
+@pytest.mark.parametrize("clip", [False, True])
+def test_basic_block_stays_nc1hwc0(clip):
+    m = basic_block(clip=clip)
+    x = np.random.default_rng(1).standard_normal((1, 24, 10, 10)).astype(np.float32)
+    kernel = npu.compile(m)
+    ascend = kernel.stages["ascend"]
+    assert ascend.count('"ascend.conv2d"') == 2
+    # in: one transpose (+ its channel padding); out: one transpose and a slice
+    assert ascend.count('"ascend.transpose"') == 2
+    (got,), _ = kernel(x)
+    np.testing.assert_allclose(got, ort_run(m, {"x": x})[0], **CUBE)
