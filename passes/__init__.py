@@ -39,6 +39,7 @@ _PASS_MODULES: dict[str, str] = {
     "lower_attention": "LowerAttention",
     "prefetch": "PrefetchPass",
     "canonicalize": "CanonicalizePass",
+    "lower_pool": "LowerPool",
 }
 
 

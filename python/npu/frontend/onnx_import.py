@@ -25,6 +25,7 @@ SUPPORTED_OPS = frozenset({
     "Identity", "Greater", "Less", "Equal", "GreaterOrEqual", "LessOrEqual", "ReduceSumSquare",
     "Gather", "GatherElements", "GatherND", "Slice", "Split", "Concat", "Expand", "Trilu",
     "And", "Or", "Not", "Xor", "IsNaN", "IsInf",
+    "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
 })
 
 # ONNX elem_type -> numpy dtype name for the types the NPU holds.
