@@ -8,12 +8,14 @@ the lowering (`npu-lower-pool`) and the reference (`npu.reference`) all use
 
 Semantics (`pool2d_numpy`): the input is padded by `pads` = [top, left,
 bottom, right] with the kind's identity (-inf for max, 0 for sum/avg);
-output (n, c, i, j) combines the kernel points (a, b), in row-major order,
-at padded row i*sh + a*dh and column j*sw + b*dw. `sum` and `avg` add in the
-element type (each add rounded, the first point as the start), as the
-vector unit does; `avg` then multiplies by 1/count rounded to the element
-type, count being kh*kw (`count_include_pad` = 1) or the number of kernel
-points inside the unpadded input (`count_include_pad` = 0; at least 1).
+output (n, c, i, j) combines the kernel points (a, b) at padded row
+i*sh + a*dh and column j*sw + b*dw. `sum` and `avg` add in f32 and round
+once to the element type (as `reduce_sum`); `avg` then multiplies by
+1/count rounded to the element type, count being kh*kw
+(`count_include_pad` = 1) or the number of kernel points inside the
+unpadded input (`count_include_pad` = 0; at least 1). The vector lowering
+adds in the element type (separably: along rows, then down columns), so
+f16 sums differ from this by the rounding of up to kh*kw adds.
 """
 
 from __future__ import annotations
@@ -91,7 +93,8 @@ def pool2d_numpy(x: np.ndarray, p: Pool2d) -> np.ndarray:
     ho, wo = p.out_size(h, w)
     t, l, b, r = p.pads
     fill = -np.inf if p.kind == "max" else 0
-    padded = np.full((n, c, h + t + b, w + l + r), fill, x.dtype)
+    work = x.dtype if p.kind == "max" else np.float32
+    padded = np.full((n, c, h + t + b, w + l + r), fill, work)
     padded[:, :, t:t + h, l:l + w] = x
     acc = None
     for a in range(p.kernel[0]):
@@ -104,10 +107,11 @@ def pool2d_numpy(x: np.ndarray, p: Pool2d) -> np.ndarray:
             elif p.kind == "max":
                 acc = np.maximum(acc, win)
             else:
-                acc = (acc + win).astype(x.dtype)
+                acc = acc + win
+    acc = acc.astype(x.dtype)
     if p.kind == "avg":
         scale = (np.float32(1) / p.divisor(h, w).astype(np.float32)).astype(x.dtype)
-        acc = (acc * scale).astype(x.dtype)
+        acc = (acc.astype(np.float32) * scale.astype(np.float32)).astype(x.dtype)
     return acc
 
 

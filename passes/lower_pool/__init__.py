@@ -13,8 +13,8 @@ result is transposed back and stored. This is how the vendor's TBE pools
 (img2col to UB, vector max/add), without a layout change in GM.
 
 Tiling (`plan.py`): tiles of 16 planes x `ob` output rows, `ob` as large as
-UB allows at `ub-fraction` (then at all of UB, single-buffered, before
-giving up), bands of interior rows in one loop that npu-double-buffer
+UB allows for two ping-ponged tiles at `ub-fraction` (then one tile in all
+of UB before giving up), bands of interior rows in one loop that npu-double-buffer
 ping-pongs, so a large map is cut into bands and never refused for its
 height. Code in `kernel.py`. Maps under one block per plane are widened by
 the conversion (`linalg_to_ascend/pooling.py`); a row too wide for UB even
@@ -27,7 +27,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.dialects.ascend_pool import POOL2D, Pool2d
-from npu.kernels.cce_build import for_range, lin
+from npu.kernels.cce_build import delinearize, for_range, lin
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.passes.lower_pool.kernel import PoolTile
 from npu.passes.lower_pool.plan import GROUP, PoolGeometry
@@ -46,8 +46,9 @@ class LowerPool(Pass):
     summary = "Lower ascend.pool2d: planes transposed to pixel blocks in UB, block-strided windows"
     handles = (POOL2D,)
     options = (
-        ub_fraction_option(0.45, "fraction of UB one tile may use (under half leaves room for "
-                           "double buffering); all of UB is tried before a map is refused"),
+        ub_fraction_option(0.9, "fraction of UB two ping-ponged tiles may use (their mover "
+                           "buffers twice, the vector-only images once); one tile in all of "
+                           "UB is tried before a map is refused"),
         Option("max-rows", int, 0, "cap on the output rows of a tile (0: as UB allows); for tests",
                low=0),
     )
@@ -70,36 +71,41 @@ class LowerPool(Pass):
                             "before pooling", op)
         capacity = self.target.capacity("ub")
         ob = geo.choose_band(int(capacity * self.ub_fraction), self.max_rows) or \
-            geo.choose_band(capacity, self.max_rows)
+            geo.choose_band(capacity, self.max_rows, slots=1)
         if ob is None:
             raise PassError(f"one output row of this pool needs more UB than there is "
                             f"({geo.ub_bytes(1)} bytes for 16 planes of {geo.w} columns; "
                             f"UB {capacity}): rows this wide are not tiled yet", op)
         tile = PoolTile(self, geo, elem, nir.flatten_memref(src), nir.flatten_memref(dst), ob)
-        full, rest = divmod(geo.planes, GROUP)
+        self.tiles(tile, ob)
 
-        def group(g, gp: int) -> None:
-            self.bands(tile, lin((g, GROUP)) if not isinstance(g, int) else g * GROUP, gp, ob)
-
-        if full:
-            for_range(full, lambda g: group(g, GROUP))
-        if rest:
-            group(full, rest)
-
-    def bands(self, tile: PoolTile, p0, gp: int, ob: int) -> None:
-        """Every band of one group: interior bands on the grid in one loop."""
-        bands = tile.geo.bands(ob)
+    def tiles(self, tile: PoolTile, ob: int) -> None:
+        """Every (group, band): the interior bands on the grid of every full
+        group in one loop, each other band in a loop over the full groups
+        (loops are what npu-double-buffer ping-pongs); the last partial
+        group the same way."""
+        geo = tile.geo
+        bands = geo.bands(ob)
         grid = [k for k, b in enumerate(bands) if b.interior and b.o0 == k * ob]
         lo, hi = (grid[0], grid[0] + 1) if grid else (0, 0)
         while hi < len(bands) and hi in grid:
             hi += 1
-        sh, pt = tile.geo.pool.strides[0], tile.geo.pool.pads[0]
+        sh, pt = geo.pool.strides[0], geo.pool.pads[0]
+        full, rest = divmod(geo.planes, GROUP)
+        groups = [(full, GROUP, 0)] if full else []
+        if rest:
+            groups.append((1, rest, full * GROUP))
         for k, band in enumerate(bands):
-            if lo <= k < hi:
-                if k == lo:
-                    def body(i, band=band) -> None:
-                        o0 = lin((i, ob), (1, lo * ob))
-                        tile.emit(p0, gp, o0, band, lin((i, ob * sh), (1, lo * ob * sh - pt)))
-                    for_range(hi - lo, body)
+            if lo <= k < hi and k != lo:
                 continue
-            tile.emit(p0, gp, band.o0, band, band.in_start)
+            for count, gp, first in groups:
+                if k == lo and hi > lo:  # the interior run
+                    def body(i, band=band, gp=gp, first=first) -> None:
+                        g, kk = delinearize(i, [count, hi - lo]) if count > 1 else (0, i)
+                        p0 = lin((g, GROUP), (1, first))
+                        o0 = lin((kk, ob), (1, lo * ob))
+                        tile.emit(p0, gp, o0, band, lin((kk, ob * sh), (1, lo * ob * sh - pt)))
+                    for_range(count * (hi - lo), body)
+                else:
+                    for_range(count, lambda g, band=band, gp=gp, first=first: tile.emit(
+                        lin((g, GROUP), (1, first)), gp, band.o0, band, band.in_start))

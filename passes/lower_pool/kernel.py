@@ -22,7 +22,7 @@ import numpy as np
 from mlir import ir
 
 from npu import ir as nir
-from npu.kernels.cce_build import Index, copy, copy_bursts, lin, sub
+from npu.kernels.cce_build import Index, copy, lin, sub
 from npu.passes.lower_pool.plan import BLOCKS_PER_REPEAT, GROUP, Band, PoolGeometry
 from npu.passes.transpose_general import vnchwconv
 
@@ -43,14 +43,9 @@ class PoolTile:
         g, b = self.geo, self.b
         n_in = band.rows * g.w
         pix = self.load(p0, gp, in_start, n_in)
-        if g.padded:
-            img, wp = self.pad(pix, n_in, band), g.wp
-        else:
-            img, wp = pix, g.w
-        img_rows = g.band_rows(self.ob) if g.padded else band.rows
         out = nir.alloc([g.regions * self.ob * g.wo * b], self.elem, "ub")
         for r in range(g.regions):
-            self.window(img, r * img_rows * wp * b, wp, out, r * self.ob * g.wo * b)
+            self.window(pix, r * n_in * b, out, r * self.ob * g.wo * b, band)
             if g.pool.kind == "avg":
                 self.scale(out, r * self.ob * g.wo * b, band)
         self.store(out, p0, gp, o0)
@@ -91,43 +86,57 @@ class PoolTile:
         dst = sub(pix, at, nir.memref_shape(pix)[0] - at)
         vnchwconv(self.p, dst, src, repeats, src_offsets, dst_offsets, 1, b, b, b * b)
 
-    def pad(self, pix: ir.Value, n: int, band: Band) -> ir.Value:
+    # -- the window ------------------------------------------------------------
+    def window(self, pix: ir.Value, base: int, out: ir.Value, out_base: int, band: Band) -> None:
+        """Separably: along each loaded row (the kw points), then down the
+        columns of that (the kh points); each point combined only into the
+        outputs whose point lies inside the input (pads hold the identity)."""
         g, b = self.geo, self.b
-        rows = g.band_rows(self.ob)
-        total = g.regions * rows * g.wp * b
-        img = nir.alloc([total], self.elem, "ub")
-        identity = -np.inf if g.pool.kind == "max" else 0.0
-        done = 0
+        pool = g.pool
+        (sh, sw), (dh, dw), w, wo = pool.strides, pool.dilations, g.w, g.wo
+        op = "cce.vmax" if pool.kind == "max" else "cce.vadd"
+        rows = band.rows
+        across = nir.alloc([rows * wo * b], self.elem, "ub")
+        parts = []
+        for c in range(pool.kernel[1]):
+            j0, j1 = _valid(wo, sw, c * dw - pool.pads[1], w)
+            if j0 < j1:
+                parts.append((0, rows, j0, j1, (pix, base + (j0 * sw + c * dw - pool.pads[1]) * b, w, sw)))
+        self.combine(op, (across, 0, wo, 1), rows, wo, parts)
+        parts = []
+        for a in range(pool.kernel[0]):
+            i0, i1 = _valid(self.ob, sh, a * dh - band.row_dst, rows)
+            if i0 < i1:
+                at = (i0 * sh + a * dh - band.row_dst) * wo * b
+                parts.append((i0, i1, 0, wo, (across, at, sh * wo, 1)))
+        self.combine(op, (out, out_base, wo, 1), self.ob, wo, parts)
+
+    def combine(self, op: str, dst, rows: int, cols: int, parts) -> None:
+        """dst (a rows x cols rectangle, rows contiguous) = `op` over `parts`,
+        each (i0, i1, j0, j1, source at (i0, j0)) covering part of it."""
+        buf, base, row_step, _ = dst
+        at = lambda i, j: (buf, base + (i * row_step + j) * self.b, row_step, 1)  # noqa: E731
+        whole = [p for p in parts if p[:4] == (0, rows, 0, cols)]
+        rest = [p for p in parts if p not in whole]
+        if len(whole) >= 2:
+            self.rect(op, dst, [whole[0][4], whole[1][4]], rows=rows, cols=cols)
+            rest = whole[2:] + rest
+        elif whole:
+            self.rect("cce.vmuls", dst, [whole[0][4]], rows=rows, cols=cols, scalar=1.0)
+        else:
+            self.fill(buf, base, rows * cols, -np.inf if op == "cce.vmax" else 0.0)
+        for i0, i1, j0, j1, src in rest:
+            self.rect(op, at(i0, j0), [at(i0, j0), src], rows=i1 - i0, cols=j1 - j0)
+
+    def fill(self, buf: ir.Value, at: int, blocks: int, value: float) -> None:
+        total, done = blocks * self.b, 0
         while done < total:  # full repeats, then one masked repeat
             full = (total - done) // self.lanes
             rep = min(full, self.p.target.max_repeat) or 1
             mask = self.lanes if full else total - done
-            nir.create_op("cce.vdup", [sub(img, done, total - done)], repeat=rep, mask=mask,
-                          dst_blk_stride=1, dst_rep_stride=BLOCKS_PER_REPEAT, scalar=identity)
+            nir.create_op("cce.vdup", [sub(buf, at + done, total - done)], repeat=rep, mask=mask,
+                          dst_blk_stride=1, dst_rep_stride=BLOCKS_PER_REPEAT, scalar=value)
             done += rep * mask
-        for r in range(g.regions):
-            at = (r * rows + band.row_dst) * g.wp * b + g.pool.pads[1] * b
-            copy_bursts("cce.copy_ub_to_ub", sub(pix, r * n * b, n * b),
-                        sub(img, at, total - at), band.rows, g.w, 0, g.wp - g.w)
-        return img
-
-    # -- the window ------------------------------------------------------------
-    def window(self, img: ir.Value, base: int, wp: int, out: ir.Value, out_base: int) -> None:
-        g = self.geo
-        pool = g.pool
-        sh, sw = pool.strides
-        dh, dw = pool.dilations
-        points = [(a * dh * wp + c * dw) * self.b for a in range(pool.kernel[0])
-                  for c in range(pool.kernel[1])]
-        op = "cce.vmax" if pool.kind == "max" else "cce.vadd"
-        dst = (out, out_base, g.wo, 1)
-        src = lambda k: (img, base + points[k], sh * wp, sw)  # noqa: E731
-        if len(points) == 1:
-            self.rect("cce.vmuls", dst, [src(0)], scalar=1.0)
-            return
-        self.rect(op, dst, [src(0), src(1)])
-        for k in range(2, len(points)):
-            self.rect(op, dst, [dst, src(k)])
 
     def scale(self, out: ir.Value, base: int, band: Band) -> None:
         """avg: multiply rectangles of equal count by 1/count."""
@@ -235,3 +244,10 @@ def _runs(values: list[int]) -> list[tuple[int, int, int]]:
         else:
             runs.append((i, i + 1, v))
     return runs
+
+
+def _valid(count: int, stride: int, shift: int, size: int) -> tuple[int, int]:
+    """[i0, i1): the outputs i < count whose point i*stride + shift is in [0, size)."""
+    i0 = max(0, -(-(-shift) // stride)) if shift < 0 else 0
+    i1 = min(count, (size - 1 - shift) // stride + 1) if size - 1 - shift >= 0 else 0
+    return i0, max(i0, i1)

@@ -43,17 +43,6 @@ class PoolGeometry:
         """Pixel-major images of one group: 16 planes / planes per block."""
         return GROUP // self.block
 
-    @property
-    def padded(self) -> bool:
-        return any(self.pool.pads)
-
-    @property
-    def wp(self) -> int:
-        """Width of the image the windows read (padded when there are pads)."""
-        if not self.padded:
-            return self.w
-        return max(self.pool.pads[1] + self.w, (self.wo - 1) * self.pool.strides[1] + self.pool.span(1))
-
     def band_rows(self, ob: int) -> int:
         """Padded-image rows the windows of `ob` output rows read."""
         return (ob - 1) * self.pool.strides[0] + self.pool.span(0)
@@ -69,14 +58,17 @@ class PoolGeometry:
             out.append(Band(o0, first, last - first, first - lo, lo >= 0 and hi <= self.h))
         return out
 
-    def ub_bytes(self, ob: int) -> int:
-        """UB one tile uses: input staging, its pixel-major image, the padded
-        image, the output image and its staging (each for 16 planes), tails."""
+    def ub_bytes(self, ob: int, slots: int = 2) -> int:
+        """UB `slots` ping-ponged tiles use: the buffers a mover touches (input
+        staging and its tails, output staging and its tails) once per slot;
+        the pixel-major images only the vector unit touches (input, rows
+        pooled across, output) once, as npu-plan-memory lets the slots share
+        them (V runs in order)."""
         rows = min(self.band_rows(ob), self.h)
-        pixels_in = rows * self.w
-        padded = self.band_rows(ob) * self.wp if self.padded else 0
         pixels_out = ob * self.wo
-        return self.es * GROUP * (2 * pixels_in + padded + 2 * pixels_out + 2 * self.block)
+        moved = rows * self.w + pixels_out + 2 * self.block
+        vector = rows * self.w + rows * self.wo + pixels_out
+        return self.es * GROUP * (slots * moved + vector)
 
     def fits(self, ob: int) -> bool:
         """Every band's per-plane runs (input and output) are at least a block."""
@@ -84,7 +76,7 @@ class PoolGeometry:
             return False
         return all(b.rows * self.w >= self.block for b in self.bands(ob))
 
-    def choose_band(self, budget: int, cap: int = 0) -> int | None:
+    def choose_band(self, budget: int, cap: int = 0, slots: int = 2) -> int | None:
         """The most output rows a tile can take within `budget` bytes (at most
         `cap` when given); None when not even the fewest fit."""
         best = None
@@ -93,9 +85,13 @@ class PoolGeometry:
                 break
             if not self.fits(ob):
                 continue
-            if self.ub_bytes(ob) > budget:
+            if self.ub_bytes(ob, slots) > budget:
                 break
             best = ob
+        if best is not None:  # prefer whole-block output runs (one store per tile)
+            for ob in range(best, (best + 1) // 2 - 1, -1):
+                if ob * self.wo % self.block == 0 and self.fits(ob):
+                    return ob
         return best
 
     # -- the bounds bench/pool.py prints ---------------------------------------
@@ -104,7 +100,10 @@ class PoolGeometry:
         return self.planes * self.h * self.w * self.es, self.planes * self.ho * self.wo * self.es
 
     def vector_repeats(self) -> int:
-        """The pooling arithmetic alone: kh*kw - 1 combining ops (+1 scaling
-        for avg) over the output, 256 bytes a repeat."""
-        ops = self.pool.kernel[0] * self.pool.kernel[1] - 1 + (self.pool.kind == "avg")
-        return -(-max(ops, 1) * self.planes * self.ho * self.wo * self.es // 256)
+        """The pooling arithmetic alone, done separably: kw - 1 combining ops
+        over the rows the windows read, kh - 1 over the output (+1 scaling
+        for avg), 256 bytes a repeat."""
+        kh, kw = self.pool.kernel
+        rows = min(self.h, (self.ho - 1) * self.pool.strides[0] + self.pool.span(0))
+        elements = (kw - 1) * rows * self.wo + (kh - 1 + (self.pool.kind == "avg")) * self.ho * self.wo
+        return -(-max(elements, self.ho * self.wo) * self.planes * self.es // 256)

@@ -44,3 +44,16 @@ func.func @fractional_power(%x: tensor<8xf32>) -> tensor<8xf32> {
 func.func @f64_input(%x: tensor<8xf64>) -> tensor<8xf64> {
   return %x : tensor<8xf64>
 }
+
+// -----
+
+// A run-time pad feeding anything but a pool is refused at the pad.
+func.func @pad_elsewhere(%x: tensor<1x3x9x9xf32>) -> tensor<1x3x11x11xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  // expected-error@+1 {{tensor.pad of a run-time tensor is supported only as the padding of a pooling op}}
+  %padded = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %cst : f32
+  } : tensor<1x3x9x9xf32> to tensor<1x3x11x11xf32>
+  return %padded : tensor<1x3x11x11xf32>
+}

@@ -177,3 +177,14 @@ func.func @slices(%x: memref<5x9xf32, "gm">, %s: memref<2x4xf32, "gm">, %c: memr
   "ascend.slice"(%b, %bs) {offsets = array<i64: 0>, strides = array<i64: 1>} : (memref<40xi8, "gm">, memref<33xi8, "gm">) -> ()
   return
 }
+
+// CHECK-LABEL: func.func @pool2d(
+// CHECK:      "ascend.pool2d"(%arg0, %arg1) {count_include_pad = 1 : i64, dilations = array<i64: 1, 1>, kernel = array<i64: 3, 3>, kind = "max", pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (memref<1x3x9x9xf16, "gm">, memref<1x3x5x5xf16, "gm">) -> ()
+// CHECK-NEXT: "ascend.pool2d"(%arg2, %arg3) {count_include_pad = 0 : i64, dilations = array<i64: 2, 1>, kernel = array<i64: 2, 3>, kind = "avg", pads = array<i64: 0, 1, 1, 0>, strides = array<i64: 1, 2>} : (memref<2x4x7x8xf32, "gm">, memref<2x4x6x4xf32, "gm">) -> ()
+// CHECK-NEXT: return
+func.func @pool2d(%x: memref<1x3x9x9xf16, "gm">, %y: memref<1x3x5x5xf16, "gm">,
+                  %a: memref<2x4x7x8xf32, "gm">, %b: memref<2x4x6x4xf32, "gm">) {
+  "ascend.pool2d"(%x, %y) {kind = "max", kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, count_include_pad = 1 : i64} : (memref<1x3x9x9xf16, "gm">, memref<1x3x5x5xf16, "gm">) -> ()
+  "ascend.pool2d"(%a, %b) {kind = "avg", kernel = array<i64: 2, 3>, strides = array<i64: 1, 2>, dilations = array<i64: 2, 1>, pads = array<i64: 0, 1, 1, 0>, count_include_pad = 0 : i64} : (memref<2x4x7x8xf32, "gm">, memref<2x4x6x4xf32, "gm">) -> ()
+  return
+}
