@@ -214,6 +214,8 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     onnx_checks.check_versions(model, _failer(where))
     model = onnx_versions.upgrade_old_opset(model)
     onnx_fold.fold_constants(model)
+    from npu.frontend.onnx_batchnorm import fold_batchnorms
+    fold_batchnorms(model)  # before the patch-conv rewrite reads Conv weights
     onnx_conv.rewrite_patch_convs(model)
     onnx_gelu.expand_tanh_gelus(model)
     onnx_shapes.infer_output_shapes(model)
