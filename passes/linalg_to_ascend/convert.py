@@ -252,8 +252,9 @@ class Converter(MatmulLowering, ReductionLowering, GatherLowering, SliceLowering
         src = op.operands[0] if len(op.operands) else None
         run_time = src is not None and (src in self.pool_pads or
                                          (src in self.tensors and not self.tensors[src].is_constant))
-        if op.name == "tensor.pad" and run_time:
-            self.pad(op)
+        if op.name == "tensor.pad" and run_time and all(
+                u.owner.name in POOLING_OPS for u in op.results[0].uses):
+            self.pool_pad(op)
         elif op.name in POOLING_OPS and run_time:
             self.pooling(op)
         else:

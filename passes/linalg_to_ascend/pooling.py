@@ -54,12 +54,9 @@ def _pad_value(op: ir.Operation, scalars: dict) -> float | None:
 class PoolingLowering:
     """Mixed into `Converter`."""
 
-    def pad(self, op: ir.Operation) -> None:
-        """Record a pad that only feeds pooling ops; anything else is refused."""
-        users = [u.owner.name for u in op.results[0].uses]
-        if not users or any(u not in POOLING_OPS for u in users):
-            raise UnsupportedOp(op, "tensor.pad of a run-time tensor is supported only as the "
-                                f"padding of a pooling op (used by {', '.join(sorted(set(users)))})")
+    def pool_pad(self, op: ir.Operation) -> None:
+        """Record a pad that only feeds pooling ops (the converter's dispatch
+        checks the users; other pads are left to the other lowerings)."""
         low = list(ir.DenseI64ArrayAttr(op.attributes["static_low"]))
         high = list(ir.DenseI64ArrayAttr(op.attributes["static_high"]))
         if len(low) != 4 or low[:2] != [0, 0] or high[:2] != [0, 0] or min(low + high) < 0:

@@ -36,10 +36,10 @@ def ort_run(model, feeds: dict) -> list[np.ndarray]:
 
 
 def compare_npu(model, feeds: dict, atol: float, rtol: float = 1e-3) -> dict:
-    """Compile with npu, simulate, check every output against onnxruntime; the report."""
-    import npu
-
-    kernel = npu.compile(model)
+    """Compile with npu (skipped where a Conv does not compile yet, see
+    `compile_or_skip`), simulate, check every output against onnxruntime;
+    the report."""
+    kernel = compile_or_skip(model)
     wants = ort_run(model, feeds)
     gots, report = kernel(*[feeds[n] for n in kernel.input_names])
     for name, got, want in zip(kernel.output_names, gots, wants):
@@ -62,3 +62,20 @@ def conv_unsupported_reason() -> str | None:
     except Exception as e:  # the compiler's one-line error names the missing support
         return f"ONNX Conv does not compile yet: {str(e).splitlines()[0]}"
     return None
+
+
+def compile_or_skip(model):
+    """npu.compile(model), skipped with the compiler's reason when it stops at
+    a Conv it cannot run yet (no ONNX Conv, or a grouped / depthwise conv the
+    conv lowering does not take yet); any other error fails."""
+    import npu
+    import pytest
+    from npu.frontend.compile import CompileError
+
+    try:
+        return npu.compile(model)
+    except CompileError as e:
+        line = str(e).splitlines()[0]
+        if "(Conv):" in line and ("unsupported operator" in line or "not lowered yet" in line):
+            pytest.skip(f"a Conv does not compile yet: {line}")
+        raise

@@ -11,7 +11,7 @@ import copy
 import numpy as np
 import pytest
 
-from cnn_onnx import compare_npu, conv_unsupported_reason, ort_run
+from cnn_onnx import compare_npu, ort_run
 from npu.frontend.cnn import make_divisible, mobilenet_v2, resnet, scope
 
 TINY = {
@@ -66,9 +66,6 @@ def test_batchnorm_fold_matches_unfolded(name):
 
 @pytest.mark.parametrize("name", list(TINY))
 def test_tiny_network_matches_onnxruntime(name):
-    reason = conv_unsupported_reason()
-    if reason:
-        pytest.skip(reason)
     model = TINY[name]()
     x = {"input": np.random.default_rng(1).standard_normal((1, 3, 32, 32)).astype(np.float32)}
     # The cube multiplies in f16: logits within a few f16 ulps of their scale.
