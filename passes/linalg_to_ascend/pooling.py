@@ -123,11 +123,13 @@ class PoolingLowering:
                                  np.float64) for v in (1.0, 2.0))
         except Exception:  # a body the host evaluator cannot run: not a plain division
             return None, 1
-        if not np.allclose(f2, 2 * f1, rtol=1e-6, atol=0):
+        if not np.allclose(f2, 2 * f1, rtol=1e-3, atol=0):
             return None, 1
+        # The generic divides in its own type: f16 rounds 1/count to 11 bits.
+        rtol = 1e-3 if "f16" in str(user.results[0].type) else 1e-6
         for cip in (1, 0):
             want = 1.0 / Pool2d("avg", p.kernel, p.strides, p.dilations, p.pads, cip).divisor(*hw)
-            if np.allclose(f1, np.broadcast_to(want, shape), rtol=1e-6, atol=0):
+            if np.allclose(f1, np.broadcast_to(want, shape), rtol=rtol, atol=0):
                 return user, cip
         return None, 1
 

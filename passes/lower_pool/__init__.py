@@ -46,7 +46,7 @@ class LowerPool(Pass):
     summary = "Lower ascend.pool2d: planes transposed to pixel blocks in UB, block-strided windows"
     handles = (POOL2D,)
     options = (
-        ub_fraction_option(0.9, "fraction of UB two ping-ponged tiles may use (their mover "
+        ub_fraction_option(1.0, "fraction of UB two ping-ponged tiles may use (their mover "
                            "buffers twice, the vector-only images once); one tile in all of "
                            "UB is tried before a map is refused"),
         Option("max-rows", int, 0, "cap on the output rows of a tile (0: as UB allows); for tests",

@@ -70,6 +70,7 @@ class PoolGeometry:
         vector = rows * self.w + rows * self.wo + pixels_out
         return self.es * GROUP * (slots * moved + vector)
 
+
     def fits(self, ob: int) -> bool:
         """Every band's per-plane runs (input and output) are at least a block."""
         if ob * self.wo < self.block and ob < self.ho:
