@@ -16,9 +16,10 @@ Tiling (`plan.py`): tiles of 16 planes x `ob` output rows, `ob` as large as
 UB allows for two ping-ponged tiles at `ub-fraction` (then one tile in all
 of UB before giving up), bands of interior rows in one loop that npu-double-buffer
 ping-pongs, so a large map is cut into bands and never refused for its
-height. Code in `kernel.py`. Maps under one block per plane are widened by
-the conversion (`linalg_to_ascend/pooling.py`); a row too wide for UB even
-for one output row is a located error (no column tiling yet).
+height. Maps too wide for one output row of a tile are cut into column
+slices through GM temporaries (`columns.py`). Code in `kernel.py`. Maps
+under one block per plane are widened by the conversion
+(`linalg_to_ascend/pooling.py`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ from npu import ir as nir
 from npu.dialects.ascend_pool import POOL2D, Pool2d
 from npu.kernels.cce_build import delinearize, for_range, lin
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
+from npu.passes.lower_pool.columns import column_slices, emit_columns
 from npu.passes.lower_pool.kernel import PoolTile
+from npu.passes.lower_slices import LowerSlices
 from npu.passes.lower_pool.plan import GROUP, PoolGeometry
 
 
@@ -51,6 +54,8 @@ class LowerPool(Pass):
                            "UB is tried before a map is refused"),
         Option("max-rows", int, 0, "cap on the output rows of a tile (0: as UB allows); for tests",
                low=0),
+        Option("max-cols", int, 0, "cap on the output columns of a tile, wider maps in column "
+               "slices (0: the whole width where UB allows); for tests", low=0),
     )
 
     def run(self, module: ir.Operation) -> None:
@@ -72,10 +77,16 @@ class LowerPool(Pass):
         capacity = self.target.capacity("ub")
         ob = geo.choose_band(int(capacity * self.ub_fraction), self.max_rows) or \
             geo.choose_band(capacity, self.max_rows, slots=1)
-        if ob is None:
-            raise PassError(f"one output row of this pool needs more UB than there is "
-                            f"({geo.ub_bytes(1)} bytes for 16 planes of {geo.w} columns; "
-                            f"UB {capacity}): rows this wide are not tiled yet", op)
+        if ob is None or (self.max_cols and geo.wo > max(self.max_cols, geo.block)):
+            # too wide: column slices through GM (columns.py)
+            wc = column_slices(geo, lambda sub: sub.choose_band(capacity, self.max_rows, slots=1))
+            if wc is not None and self.max_cols:
+                wc = min(wc, max(self.max_cols, geo.block))
+            if wc is None:
+                raise PassError(f"no column slice of this pool fits UB ({geo.ub_bytes(1, 1)} "
+                                f"bytes for 16 planes of {geo.w} columns; UB {capacity})", op)
+            emit_columns(self, LowerSlices(self.target), op, geo, wc)
+            return
         tile = PoolTile(self, geo, elem, nir.flatten_memref(src), nir.flatten_memref(dst), ob)
         self.tiles(tile, ob)
 

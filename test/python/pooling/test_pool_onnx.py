@@ -68,3 +68,12 @@ def test_large_map_is_tiled_in_bands():
     report = compare(pool_model("MaxPool", shape, F16, kernel_shape=[3, 3], strides=[2, 2],
                                 pads=[1, 1, 1, 1]), x, atol=0.0)
     assert report["cycles"] > 0
+
+
+def test_wide_map_in_column_slices():
+    """A map too wide for one output row of a tile in UB goes through GM in
+    column slices, end to end from ONNX (with pads at both borders)."""
+    shape = [1, 20, 5, 1200]
+    x = np.random.default_rng(4).standard_normal(shape).astype(np.float32)
+    compare(pool_model("AveragePool", shape, F32, kernel_shape=[3, 3], strides=[1, 2],
+                       pads=[1, 1, 1, 1]), x, atol=2e-6)
