@@ -24,6 +24,13 @@ CASES = [
     ("AveragePool", [1, 3, 9, 9], dict(kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)),
     ("AveragePool", [1, 6, 4, 4], dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1])),
     ("AveragePool", [2, 3, 11, 10], dict(kernel_shape=[3, 2], strides=[2, 3], pads=[0, 1, 2, 1])),
+    ("MaxPool", [3, 1, 17, 19], dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                                     ceil_mode=1)),
+    ("MaxPool", [1, 5, 20, 20], dict(kernel_shape=[3, 3], dilations=[2, 2], pads=[2, 2, 2, 2])),
+    ("MaxPool", [1, 2, 64, 3], dict(kernel_shape=[2, 2], strides=[2, 1])),
+    ("AveragePool", [2, 3, 15, 15], dict(kernel_shape=[5, 5], strides=[3, 3], pads=[2, 2, 2, 2],
+                                         ceil_mode=1)),
+    ("AveragePool", [1, 1, 8, 40], dict(kernel_shape=[1, 7], pads=[0, 3, 0, 3])),
     ("GlobalAveragePool", [1, 40, 7, 7], {}),
     ("GlobalMaxPool", [2, 9, 5, 3], {}),
 ]
