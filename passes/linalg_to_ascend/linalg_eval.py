@@ -180,7 +180,8 @@ class Evaluator:
             body = op.regions[0].blocks[0]
             fill = self.env[list(body.operations)[-1].operands[0]]
             return [np.pad(np.asarray(operands[0]), list(zip(low, high)), constant_values=fill)]
-        if name in ("linalg.pooling_nchw_max", "linalg.pooling_nchw_sum"):
+        if name in ("linalg.pooling_nchw_max", "linalg.pooling_nchw_sum", "linalg.pooling_ncw_max",
+                    "linalg.pooling_ncw_sum"):
             return [_pool(op, operands)]
         if name == "linalg.copy":
             return [np.array(operands[0], dtype=numpy_dtype(op.results[0]))]
@@ -264,10 +265,20 @@ def _pool(op: ir.Operation, operands: list) -> np.ndarray:
     """linalg.pooling_nchw_{max,sum}: out[n,c,i,j] combined with every
     x[n,c,i*sh+a*dh,j*sw+b*dw] of the (unpadded) operand."""
     x, kernel, out = np.asarray(operands[0]), np.asarray(operands[1]), np.array(operands[2])
-    sh, sw = (int(v) for v in ir.DenseIntElementsAttr(op.attributes["strides"]))
-    dh, dw = (int(v) for v in ir.DenseIntElementsAttr(op.attributes["dilations"]))
+    strides = [int(v) for v in ir.DenseIntElementsAttr(op.attributes["strides"])]
+    dilations = [int(v) for v in ir.DenseIntElementsAttr(op.attributes["dilations"])]
+    if x.ndim == 3:  # pooling_ncw: a 1 x k window on [N, C, 1, L]
+        shape = out.shape
+        out = _pool_2d(x[:, :, None], kernel.reshape(1, -1), out[:, :, None], [1] + strides,
+                       [1] + dilations, op.name.endswith("max"))
+        return out.reshape(shape)
+    return _pool_2d(x, kernel, out, strides, dilations, op.name.endswith("max"))
+
+
+def _pool_2d(x, kernel, out, strides, dilations, is_max: bool) -> np.ndarray:
+    (sh, sw), (dh, dw) = strides, dilations
     ho, wo = out.shape[2:]
-    combine = np.maximum if op.name.endswith("max") else np.add
+    combine = np.maximum if is_max else np.add
     for a in range(kernel.shape[0]):
         for b in range(kernel.shape[1]):
             win = x[:, :, a * dh:a * dh + (ho - 1) * sh + 1:sh, b * dw:b * dw + (wo - 1) * sw + 1:sw]

@@ -10,7 +10,8 @@ What torch-mlir emits for ONNX MaxPool / AveragePool / GlobalAveragePool:
     count: a constant (count_include_pad), a function of the output indices
     (the window points inside the input), or, with ceil_mode, the sum pool
     of a padded constant of ones.
-The pad is not materialised: it becomes the op's `pads` (trimmed to what
+1-D pools (`pooling_ncw_*`) are the same on an [N, C, 1, L] view with a
+1 x k window. The pad is not materialised: it becomes the op's `pads` (trimmed to what
 the windows reach). A divisor generic that is the only user of the sum is
 absorbed when it multiplies by 1/count of one of pool2d's two counting
 rules (found by evaluating it on the host with the input 1 and 2); any
@@ -34,7 +35,9 @@ from npu.passes.linalg_to_ascend.emitter import Buf, i64_array
 from npu.passes.linalg_to_ascend.structure import UnsupportedOp, tensor_shape
 from npu.passes.linalg_to_ascend.values import Tensor
 
-POOLING_OPS = {"linalg.pooling_nchw_max": "max", "linalg.pooling_nchw_sum": "sum"}
+POOLING_OPS = {"linalg.pooling_nchw_max": "max", "linalg.pooling_nchw_sum": "sum",
+               # 1-D pools (MaxPool1d, AvgPool1d): an NCL map is NC1L with a 1 x k window
+               "linalg.pooling_ncw_max": "max", "linalg.pooling_ncw_sum": "sum"}
 IDENTITY = {"max": -np.inf, "sum": 0.0}
 BLOCK_BYTES = 32
 
@@ -59,10 +62,11 @@ class PoolingLowering:
         checks the users; other pads are left to the other lowerings)."""
         low = list(ir.DenseI64ArrayAttr(op.attributes["static_low"]))
         high = list(ir.DenseI64ArrayAttr(op.attributes["static_high"]))
-        if len(low) != 4 or low[:2] != [0, 0] or high[:2] != [0, 0] or min(low + high) < 0:
-            raise UnsupportedOp(op, f"pads low {low} high {high}: only non-negative H and W "
-                                "pads of an NCHW tensor are supported")
-        self.pool_pads[op.results[0]] = (op.operands[0], low[2:] + high[2:], _pad_value(op, self.scalars))
+        if len(low) not in (3, 4) or low[:2] != [0, 0] or high[:2] != [0, 0] or min(low + high) < 0:
+            raise UnsupportedOp(op, f"pads low {low} high {high}: only non-negative spatial "
+                                "pads of an NCHW or NCL tensor are supported")
+        pads = low[2:] + high[2:] if len(low) == 4 else [0, low[2], 0, high[2]]
+        self.pool_pads[op.results[0]] = (op.operands[0], pads, _pad_value(op, self.scalars))
 
     def pooling(self, op: ir.Operation) -> None:
         loc = self.loc(op)
@@ -79,12 +83,16 @@ class PoolingLowering:
         if x.dtype not in ("f16", "f32"):
             raise UnsupportedOp(op, f"pooling of {x.dtype} is not supported (f16, f32)")
         kernel = tensor_shape(op.operands[1])
-        n, c, h, w = x.shape
         out_shape = tuple(tensor_shape(op.results[0]))
         strides, dilations = _ints(op, "strides"), _ints(op, "dilations")
+        if len(x.shape) == 3:  # 1-D: [N, C, 1, L], a 1 x k window
+            x = self.em.reshape(x, (x.shape[0], x.shape[1], 1, x.shape[2]), loc)
+            kernel, strides, dilations = [1] + list(kernel), [1] + strides, [1] + dilations
+        n, c, h, w = x.shape
+        work_shape = (n, c) + (out_shape[2:] if len(out_shape) == 4 else (1, out_shape[2]))
         p = Pool2d(kind, tuple(kernel), tuple(strides), tuple(dilations), (top, left, bottom, right))
         # Trim pads no window reaches (torch-mlir's ceil_mode pads generously).
-        ho, wo = out_shape[2:]
+        ho, wo = work_shape[2:]
         bottom = max(0, min(bottom, (ho - 1) * strides[0] + p.span(0) - h - top))
         right = max(0, min(right, (wo - 1) * strides[1] + p.span(1) - w - left))
         p = Pool2d(kind, p.kernel, p.strides, p.dilations, (top, left, bottom, right))
@@ -101,7 +109,7 @@ class PoolingLowering:
             out = self._global_pool(x, p, result, loc)
         else:
             out = self._pool2d(x, p, result, loc)
-        self.tensors[result] = Tensor(out_shape, x.dtype, nd=out)
+        self.tensors[result] = Tensor(out_shape, x.dtype, nd=self.em.reshape(out, out_shape, loc))
 
     def _absorbed_divisor(self, op, p: Pool2d, hw) -> tuple[ir.Operation | None, int]:
         """The generic dividing this sum pool by a count pool2d knows, if any."""

@@ -84,3 +84,18 @@ def test_wide_map_in_column_slices():
     x = np.random.default_rng(4).standard_normal(shape).astype(np.float32)
     compare(pool_model("AveragePool", shape, F32, kernel_shape=[3, 3], strides=[1, 2],
                        pads=[1, 1, 1, 1]), x, atol=2e-6)
+
+
+@pytest.mark.parametrize("elem", [F32, F16], ids=["f32", "f16"])
+@pytest.mark.parametrize("op,attrs", [
+    ("MaxPool", dict(kernel_shape=[3], strides=[2], pads=[1, 1])),
+    ("AveragePool", dict(kernel_shape=[4], strides=[3], pads=[2, 1])),
+    ("AveragePool", dict(kernel_shape=[2], strides=[2], ceil_mode=1)),
+], ids=["max", "avg", "avg-ceil"])
+def test_1d_pools(op, attrs, elem):
+    """MaxPool / AveragePool on NCL maps (torch-mlir's pooling_ncw_*) pool
+    as NC1L with a 1 x k window."""
+    shape = [2, 5, 37]
+    x = np.random.default_rng(6).standard_normal(shape).astype(NUMPY[elem])
+    atol = 0.0 if op == "MaxPool" else (2e-6 if elem == F32 else 4e-3)
+    compare(pool_model(op, shape, elem, **attrs), x, atol=atol)
