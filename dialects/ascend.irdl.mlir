@@ -360,4 +360,26 @@ irdl.dialect @ascend {
     %out = irdl.base "!builtin.memref"
     irdl.operands(in: %in, out: %out)
   }
+
+  // ===== Pooling (dialects/ascend_pool.py) =====
+
+  // 2-D pooling of an NCHW tensor: kind "max" | "sum" | "avg", kernel [kh, kw],
+  // strides [sh, sw], dilations [dh, dw], pads [top, left, bottom, right];
+  // avg divides by kh*kw (count_include_pad = 1) or by the kernel points
+  // inside the unpadded input (0)
+  irdl.operation @pool2d {
+    %in = irdl.base "!builtin.memref"
+    %out = irdl.base "!builtin.memref"
+    %attr_kind_0 = irdl.is "max"
+    %attr_kind_1 = irdl.is "sum"
+    %attr_kind_2 = irdl.is "avg"
+    %attr_kind = irdl.any_of(%attr_kind_0, %attr_kind_1, %attr_kind_2)
+    %attr_kernel = irdl.base "#builtin.dense_array"
+    %attr_strides = irdl.base "#builtin.dense_array"
+    %attr_dilations = irdl.base "#builtin.dense_array"
+    %attr_pads = irdl.base "#builtin.dense_array"
+    %attr_count_include_pad = irdl.base "#builtin.integer"
+    irdl.operands(in: %in, out: %out)
+    irdl.attributes {"kind" = %attr_kind, "kernel" = %attr_kernel, "strides" = %attr_strides, "dilations" = %attr_dilations, "pads" = %attr_pads, "count_include_pad" = %attr_count_include_pad}
+  }
 }

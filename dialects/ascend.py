@@ -19,6 +19,7 @@ from npu.dialects.opspec import (
     ARITH_TYPES, ASCEND_CAST_PAIRS, ELEMENT_TYPES, F64, FLOAT_TYPES, I64, I64_ARRAY, STR, OpSpec,
     Operand,
     int_array_attr, int_attr, float_attr, memref_types, register, same_dtype)
+from npu.dialects.ascend_pool import POOL2D, pool_specs
 from npu.dialects.rules import RuleError
 from npu.ir.accessors import memref_shape
 from npu.target import Target, get_target
@@ -68,7 +69,7 @@ SLICE = "ascend.slice"
 INSERT_SLICE = "ascend.insert_slice"
 SLICE_OPS = (SLICE, INSERT_SLICE)  # what `npu-lower-slices` handles
 ALL_OPS = (MATMUL_OPS + LAYOUT_OPS + ELEMENTWISE + (TRANSPOSE,) + REDUCE + (GATHER, GATHER_ELEMENTS)
-           + SLICE_OPS + CONV_OPS)
+           + SLICE_OPS + CONV_OPS + (POOL2D,))
 
 # (a, b, c) element types of matmul / batch_matmul.
 MATMUL_SIGNATURES = (("f16", "f16", "f32"), ("f16", "f16", "f16"))
@@ -407,5 +408,5 @@ def _specs() -> list[OpSpec]:
     return specs
 
 
-SPECS = register(_specs() + conv_specs())
+SPECS = register(_specs() + conv_specs() + pool_specs())
 assert set(SPECS) == set(ALL_OPS)

@@ -40,6 +40,7 @@ _PASS_MODULES: dict[str, str] = {
     "prefetch": "PrefetchPass",
     "canonicalize": "CanonicalizePass",
     "lower_conv": "LowerConv",
+    "lower_pool": "LowerPool",
 }
 
 

@@ -31,6 +31,7 @@ from npu.passes.lower_fractalize import LowerFractalize
 from npu.passes.lower_fused import LowerFused
 from npu.passes.lower_gather import LowerGather
 from npu.passes.lower_matmul import LowerMatmul
+from npu.passes.lower_pool import LowerPool
 from npu.passes.lower_reduce import LowerReduce
 from npu.passes.lower_slices import LowerSlices
 from npu.passes.lower_transpose import LowerTranspose
@@ -61,6 +62,7 @@ SUB_PASSES: tuple[tuple[type[Pass], str], ...] = (
     (LowerSlices, "slices-"),
     (LowerReduce, "reduce-"),
     (LowerGather, "gather-"),
+    (LowerPool, "pool-"),
     (DoubleBufferPass, "double-buffer-"),
     (PrefetchPass, "prefetch-"),
     (PlanMemoryPass, "plan-memory-"),
@@ -75,7 +77,7 @@ SUB_PASS_CLASSES: dict[str, type[Pass]] = {cls.name: cls for cls, _ in SUB_PASSE
 # tuning record's) are npu-lower's names of their options.
 LOWERING_FLAGS = ("npu-lower-matmul", "npu-lower-fractalize", "npu-lower-elementwise",
                   "npu-lower-transpose", "npu-lower-slices", "npu-lower-reduce", "npu-lower-gather",
-                  "npu-lower-conv")
+                  "npu-lower-conv", "npu-lower-pool")
 
 
 class _Theirs:

@@ -30,6 +30,7 @@ from npu.passes.linalg_to_ascend.emitter import Buf, Emitter, i64_array
 from npu.passes.linalg_to_ascend.conv import CONV_OPS, ConvLowering
 from npu.passes.linalg_to_ascend.gather import GatherLowering
 from npu.passes.linalg_to_ascend.matmul import MatmulLowering
+from npu.passes.linalg_to_ascend.pooling import POOLING_OPS, PoolingLowering
 from npu.passes.linalg_to_ascend.reduction import ReductionLowering
 from npu.passes.linalg_to_ascend.slices import SliceLowering
 from npu.passes.linalg_to_ascend.values import Tensor
@@ -45,7 +46,8 @@ def storage_type(element: str) -> str:
     return "i8" if element == "i1" else element
 
 
-class Converter(MatmulLowering, ReductionLowering, GatherLowering, SliceLowering, ConvLowering):
+class Converter(MatmulLowering, ReductionLowering, GatherLowering, SliceLowering, ConvLowering,
+                PoolingLowering):
     def __init__(self, func_op: ir.Operation, input_names=None, output_names=None, locate=None,
                  detach_constants: bool = False):
         self.func = func_op
@@ -62,6 +64,8 @@ class Converter(MatmulLowering, ReductionLowering, GatherLowering, SliceLowering
         self.current: ir.Operation = func_op     # the op being converted
         # (op, message): what the caller reports as located warnings.
         self.warnings: list[tuple[ir.Operation, str]] = []
+        self.pool_pads: dict[ir.Value, tuple] = {}  # run-time tensor.pad results (pooling.py)
+        self.absorbed: set[ir.Value] = set()        # results an earlier op already computed
 
     # -- the function ---------------------------------------------------------
     def convert(self) -> str:
@@ -206,6 +210,10 @@ class Converter(MatmulLowering, ReductionLowering, GatherLowering, SliceLowering
             self.scalars[op.results[0]] = value.item() if hasattr(value, "item") else value
             self.folder.env[op.results[0]] = self.scalars[op.results[0]]
             return
+        if op.results and op.results[0] in self.absorbed:
+            return
+        if self._pooling(op):
+            return
         if name == "linalg.generic" and self.gather(op):
             return
         tensor_ins = [v for v in op.operands if v in self.tensors]
@@ -250,6 +258,20 @@ class Converter(MatmulLowering, ReductionLowering, GatherLowering, SliceLowering
                 self.elementwise(op, s)
             return
         raise UnsupportedOp(op, f"'{name}' is not supported by the conversion to ascend")
+
+    def _pooling(self, op: ir.Operation) -> bool:
+        """tensor.pad and pooling ops of run-time tensors (pooling.py)."""
+        src = op.operands[0] if len(op.operands) else None
+        run_time = src is not None and (src in self.pool_pads or
+                                         (src in self.tensors and not self.tensors[src].is_constant))
+        if op.name == "tensor.pad" and run_time and all(
+                u.owner.name in POOLING_OPS for u in op.results[0].uses):
+            self.pool_pad(op)
+        elif op.name in POOLING_OPS and run_time:
+            self.pooling(op)
+        else:
+            return False
+        return True
 
     def fold(self, op: ir.Operation) -> None:
         operands = []

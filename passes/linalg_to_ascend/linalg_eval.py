@@ -174,6 +174,15 @@ class Evaluator:
             return [np.broadcast_to(src, shape).copy()]
         if name in ("tensor.extract_slice", "tensor.insert_slice", "tensor.concat"):
             return [_slice_op(op, operands)]
+        if name == "tensor.pad":
+            low = list(ir.DenseI64ArrayAttr(op.attributes["static_low"]))
+            high = list(ir.DenseI64ArrayAttr(op.attributes["static_high"]))
+            body = op.regions[0].blocks[0]
+            fill = self.env[list(body.operations)[-1].operands[0]]
+            return [np.pad(np.asarray(operands[0]), list(zip(low, high)), constant_values=fill)]
+        if name in ("linalg.pooling_nchw_max", "linalg.pooling_nchw_sum", "linalg.pooling_ncw_max",
+                    "linalg.pooling_ncw_sum"):
+            return [_pool(op, operands)]
         if name == "linalg.copy":
             return [np.array(operands[0], dtype=numpy_dtype(op.results[0]))]
         if name.startswith("linalg.") and "indexing_maps" in op.attributes:
@@ -250,6 +259,31 @@ class Evaluator:
                 continue
             env[op.results[0]] = eval_scalar_op(op, args, numpy_dtype(op.results[0]))
         raise ValueError("body without linalg.yield")
+
+
+def _pool(op: ir.Operation, operands: list) -> np.ndarray:
+    """linalg.pooling_nchw_{max,sum}: out[n,c,i,j] combined with every
+    x[n,c,i*sh+a*dh,j*sw+b*dw] of the (unpadded) operand."""
+    x, kernel, out = np.asarray(operands[0]), np.asarray(operands[1]), np.array(operands[2])
+    strides = [int(v) for v in ir.DenseIntElementsAttr(op.attributes["strides"])]
+    dilations = [int(v) for v in ir.DenseIntElementsAttr(op.attributes["dilations"])]
+    if x.ndim == 3:  # pooling_ncw: a 1 x k window on [N, C, 1, L]
+        shape = out.shape
+        out = _pool_2d(x[:, :, None], kernel.reshape(1, -1), out[:, :, None], [1] + strides,
+                       [1] + dilations, op.name.endswith("max"))
+        return out.reshape(shape)
+    return _pool_2d(x, kernel, out, strides, dilations, op.name.endswith("max"))
+
+
+def _pool_2d(x, kernel, out, strides, dilations, is_max: bool) -> np.ndarray:
+    (sh, sw), (dh, dw) = strides, dilations
+    ho, wo = out.shape[2:]
+    combine = np.maximum if is_max else np.add
+    for a in range(kernel.shape[0]):
+        for b in range(kernel.shape[1]):
+            win = x[:, :, a * dh:a * dh + (ho - 1) * sh + 1:sh, b * dw:b * dw + (wo - 1) * sw + 1:sw]
+            out = combine(out, win).astype(out.dtype)
+    return out
 
 
 def _take(a: np.ndarray, red: list[int], index: tuple) -> np.ndarray:

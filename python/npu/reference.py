@@ -46,6 +46,7 @@ from mlir import ir
 
 from npu import diagnostics
 from npu.reference_conv import conv2d, conv2d_5hd
+from npu.dialects.ascend_pool import Pool2d, pool2d_numpy
 from npu.ir import (NUMPY_DTYPES, float_attr, int_array_attr, int_attr, memory_space,
                     memref_element, memref_shape, str_attr, workspace_args)
 
@@ -226,7 +227,8 @@ _OTHER_OPS = ("ascend.matmul", "ascend.batch_matmul", "ascend.fractalize", "asce
               "ascend.cast", "ascend.clamp", "ascend.transpose", "ascend.reduce_sum",
               "ascend.reduce_max", "ascend.reduce_min", "ascend.cmp", "ascend.select",
               "ascend.broadcast", "ascend.gather", "ascend.gather_elements", "ascend.slice",
-              "ascend.insert_slice", "ascend.conv2d", "memref.alloc", "memref.dealloc")
+              "ascend.insert_slice", "ascend.conv2d", "ascend.pool2d", "memref.alloc",
+              "memref.dealloc")
 # Views of GM buffers, and the integer constants of their byte shifts.
 _VIEW_OPS = ("memref.expand_shape", "memref.collapse_shape", "memref.view", "arith.constant")
 EVALUATED_OPS = (frozenset(_BINARY) | frozenset(_SCALAR) | frozenset(_UNARY)
@@ -317,6 +319,9 @@ def _execute(op: ir.Operation, frame: _Frame) -> None:
         lo, hi = float_attr(op, "min"), float_attr(op, "max")
         frame.write(out_value, _elementwise(
             lambda x: np.minimum(np.float32(hi), np.maximum(x, np.float32(lo))), out.dtype, src))
+    elif name == "ascend.pool2d":
+        src, out = ins
+        frame.write(out_value, pool2d_numpy(src, Pool2d.of(op)))
     elif name == "ascend.transpose":
         src, out = ins
         frame.write(out_value, np.transpose(src, int_array_attr(op, "permutation")))

@@ -121,6 +121,72 @@ def _bartenc(attn: str):
     return _LastHidden.wrap(BartEncoder(cfg))
 
 
+def _cnn_inputs() -> dict:
+    import torch
+
+    g = torch.Generator().manual_seed(3)
+    return {"input": torch.randn(1, 3, CNN_IMAGE, CNN_IMAGE, generator=g)}
+
+
+def _narrow_resnet(block_name: str, width: int):
+    """torchvision's ResNet with one block per stage and `width` stem
+    channels (stages width, 2w, 4w, 8w), module names unchanged."""
+    import torch
+    from torchvision.models import resnet
+
+    block = getattr(resnet, block_name)
+
+    class NarrowResNet(resnet.ResNet):
+        def _make_layer(self, block, planes, blocks, stride=1, dilate=False):
+            if planes == 64:  # the first stage: the stem's width
+                self.inplanes = width
+            return super()._make_layer(block, planes * width // 64, blocks, stride, dilate)
+
+    model = NarrowResNet(block, [1, 1, 1, 1], num_classes=10)
+    model.conv1 = torch.nn.Conv2d(3, width, 7, 2, 3, bias=False)
+    model.bn1 = torch.nn.BatchNorm2d(width)
+    model.fc = torch.nn.Linear(8 * width * block.expansion, 10)
+    return _randomize_bn(model)
+
+
+def _mobilenet_v2():
+    """Width 0.25; the last 1x1 conv narrowed from 1280 to 320 channels
+    (module names unchanged) to keep the file under 1 MB."""
+    import torch
+    from torchvision.models import mobilenet_v2
+    from torchvision.ops.misc import Conv2dNormActivation
+
+    model = mobilenet_v2(width_mult=0.25, num_classes=10)
+    cin = model.features[-1][0].in_channels
+    model.features[-1] = Conv2dNormActivation(cin, 320, kernel_size=1, activation_layer=torch.nn.ReLU6)
+    model.classifier[1] = torch.nn.Linear(320, 10)
+    return _randomize_bn(model)
+
+
+def _randomize_bn(model):
+    """Running statistics that are not the identity, so a dropped or
+    misfolded BatchNormalization shows."""
+    import torch
+
+    g = torch.Generator().manual_seed(4)
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.copy_(torch.randn(m.num_features, generator=g) * 0.1)
+            m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+            m.weight.data.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+            m.bias.data.copy_(torch.randn(m.num_features, generator=g) * 0.1)
+    return model.eval()
+
+
+# Tiny torchvision CNNs (no attention variants), written to cnn/: a ResNet
+# with BasicBlocks (resnet18's block) and one with Bottlenecks (resnet50's),
+# one block per stage, 8 stem channels; MobileNetV2 at width 0.25 (last conv
+# 320 channels).
+CNN_SPECS = [Spec("resnet18", lambda _: _narrow_resnet("BasicBlock", 8), _cnn_inputs),
+             Spec("resnet50", lambda _: _narrow_resnet("Bottleneck", 8), _cnn_inputs),
+             Spec("mobilenetv2", lambda _: _mobilenet_v2(), _cnn_inputs)]
+CNN_IMAGE = 64
+
 SPECS = [Spec("bert", _bert, _text_inputs), Spec("distilbert", _distilbert, _text_inputs),
          Spec("gpt2", _gpt2, _text_inputs), Spec("vit", _vit, _image_inputs),
          Spec("t5enc", _t5enc, _text_inputs), Spec("bartenc", _bartenc, _text_inputs)]
@@ -128,16 +194,19 @@ SPECS = [Spec("bert", _bert, _text_inputs), Spec("distilbert", _distilbert, _tex
 EXPORTERS = {"ts": dict(dynamo=False, opset_version=17), "dynamo": dict(dynamo=True, opset_version=18)}
 
 
-def export(spec: Spec, attn: str, exporter: str, out: str, dynamic: bool = False) -> str:
-    """Export one variant to `out`/<name>_<exporter>_<attn>[_dynamic].onnx;
-    the path. `dynamic`: batch and sequence as symbolic dims (TorchScript)."""
+def export(spec: Spec, attn: str | None, exporter: str, out: str, dynamic: bool = False) -> str:
+    """Export one variant to `out`/<name>_<exporter>[_<attn>][_dynamic].onnx
+    (CNNs: no `attn`, output `logits`); the path. `dynamic`: batch and
+    sequence as symbolic dims (TorchScript)."""
     import onnx
     import torch
 
     torch.manual_seed(0)
     model = spec.build(attn)
     inputs = spec.inputs()
-    path = os.path.join(out, f"{spec.name}_{exporter}_{attn}{'_dynamic' if dynamic else ''}.onnx")
+    variant = f"_{attn}" if attn else ""
+    path = os.path.join(out, f"{spec.name}_{exporter}{variant}{'_dynamic' if dynamic else ''}.onnx")
+    output = "last_hidden_state" if attn else "logits"
     extra = {}
     if dynamic:
         extra["dynamic_axes"] = {name: {0: "batch", 1: "sequence"} for name in inputs}
@@ -145,7 +214,7 @@ def export(spec: Spec, attn: str, exporter: str, out: str, dynamic: bool = False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(model, tuple(inputs.values()), path, input_names=list(inputs),
-                          output_names=["last_hidden_state"], external_data=False,
+                          output_names=[output], external_data=False,
                           **EXPORTERS[exporter], **extra)
     proto = onnx.load(path)
     onnx.save(proto, path)  # one file, weights inline (dynamo may leave a .data file)
@@ -182,7 +251,7 @@ def _describe(path: str) -> str:
                     f"[{'x'.join(str(d.dim_value or d.dim_param) for d in i.type.tensor_type.shape.dim)}]"
                     for i in m.graph.input if i.name not in inits)
     name = os.path.basename(path)
-    model, exporter, attn = name[:-5].split("_")[:3]
+    model, exporter, attn = (name[:-5].split("_") + ["-"])[:3]
     size = os.path.getsize(path) // 1024
     return f"| `{name}` | {model} | {exporter} | {attn} | {opset} | IR {m.ir_version} | {ins} | {size} KB |"
 
@@ -191,7 +260,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
     ap.add_argument("--only", action="append", help="model family (repeatable)")
+    ap.add_argument("--cnn", action="store_true", help="the torchvision CNNs (into <out>/cnn), "
+                    "needs torchvision")
     args = ap.parse_args(argv)
+    if args.cnn:
+        return export_cnns(os.path.join(args.out, "cnn"), args.only)
     rows, failed = [], []
     for spec in SPECS:
         if args.only and spec.name not in args.only:
@@ -210,6 +283,27 @@ def main(argv: list[str] | None = None) -> int:
         path = export(SPECS[0], "eager", "ts", args.out, dynamic=True)
         rows.append(_describe(path))
         print("ok  ", path)
+    print("\n".join(rows))
+    return 1 if failed else 0
+
+
+def export_cnns(out: str, only: list[str] | None) -> int:
+    """Every CNN with both exporters into `out` (a folder of its own: the
+    transformer corpus tests list test/models/*.onnx)."""
+    os.makedirs(out, exist_ok=True)
+    rows, failed = [], []
+    for spec in CNN_SPECS:
+        if only and spec.name not in only:
+            continue
+        for exporter in EXPORTERS:
+            try:
+                path = export(spec, None, exporter, out)
+                rows.append(_describe(path))
+                print("ok  ", path)
+            except Exception as e:  # reported, not fatal
+                msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                failed.append(f"{spec.name}_{exporter}: {type(e).__name__}: {msg[:200]}")
+                print("FAIL", failed[-1], file=sys.stderr)
     print("\n".join(rows))
     return 1 if failed else 0
 

@@ -26,6 +26,7 @@ SUPPORTED_OPS = frozenset({
     "Gather", "GatherElements", "GatherND", "Slice", "Split", "Concat", "Expand", "Trilu",
     "And", "Or", "Not", "Xor", "IsNaN", "IsInf",
     "Conv",
+    "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
 })
 
 # ONNX elem_type -> numpy dtype name for the types the NPU holds.
@@ -212,7 +213,7 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     model.graph.name = function_name(model.graph.name)
     _name_nodes(model)
     drop_absent_trailing_inputs(model)
-    from npu.frontend import (onnx_checks, onnx_conv, onnx_empty, onnx_fold, onnx_gelu, onnx_int_div,
+    from npu.frontend import (onnx_batchnorm, onnx_checks, onnx_conv, onnx_empty, onnx_fold, onnx_gelu, onnx_int_div,
                               onnx_int_pow, onnx_matmul_shapes, onnx_narrow, onnx_pow, onnx_shapes,
                               onnx_slice_steps, onnx_small_ints, onnx_versions)
 
@@ -226,6 +227,7 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     empty = onnx_empty.take_empty_values(model, types)  # before rewrites that change a reduction's type
     if empty is not None and not empty.device_outputs:
         return ImportedModel("", [], [], _name_nodes(model), {}, empty)
+    onnx_batchnorm.fold_batchnorms(model)  # before the patch-conv rewrite reads Conv weights
     onnx_conv.rewrite_patch_convs(model)
     onnx_gelu.expand_tanh_gelus(model)
     onnx_pow.expand_tensor_pows(model, types)

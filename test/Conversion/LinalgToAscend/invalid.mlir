@@ -44,3 +44,17 @@ func.func @fractional_power(%x: tensor<8xf32>) -> tensor<8xf32> {
 func.func @f64_input(%x: tensor<8xf64>) -> tensor<8xf64> {
   return %x : tensor<8xf64>
 }
+
+// -----
+
+// A run-time pad feeding anything but a pool is not taken by the pooling
+// conversion (nor by anything else here).
+func.func @pad_elsewhere(%x: tensor<1x3x9x9xf32>) -> tensor<1x3x11x11xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  // expected-error@+1 {{'tensor.pad' is not supported by the conversion to ascend}}
+  %padded = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %cst : f32
+  } : tensor<1x3x9x9xf32> to tensor<1x3x11x11xf32>
+  return %padded : tensor<1x3x11x11xf32>
+}

@@ -1,0 +1,122 @@
+"""npu-lower-pool: `ascend.pool2d` -> cce on the vector unit.
+
+NCHW puts a plane's pixels next to each other, but a strided window needs
+every `sw`-th pixel, which vector lanes (contiguous inside a 32-byte block)
+cannot pick. So 16 planes at a time are transposed in UB (`vnchwconv`) to
+pixel-major order, each pixel one block holding that pixel of 16 (f16) or 8
+(f32) planes: the hardware's NC1HWC0 layout in miniature, built on chip.
+There a window is block-strided: one vector instruction per kernel point
+covers 8 output pixels a repeat (block stride `sw`) and walks the output
+rows (repeat stride `sh` rows), whatever the stride, dilation or pads
+(pads: the band is copied into an image filled with the identity). The
+result is transposed back and stored. This is how the vendor's TBE pools
+(img2col to UB, vector max/add), without a layout change in GM.
+
+Tiling (`plan.py`): tiles of 16 planes x `ob` output rows, `ob` as large as
+UB allows for two ping-ponged tiles at `ub-fraction` (then one tile in all
+of UB before giving up), bands of interior rows in one loop that npu-double-buffer
+ping-pongs, so a large map is cut into bands and never refused for its
+height. Maps too wide for one output row of a tile are cut into column
+slices through GM temporaries (`columns.py`). Code in `kernel.py`. Maps
+under one block per plane are widened by the conversion
+(`linalg_to_ascend/pooling.py`).
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from npu import ir as nir
+from npu.dialects.ascend_pool import POOL2D, Pool2d
+from npu.kernels.cce_build import delinearize, for_range, lin
+from npu.passes.base import Option, Pass, PassError, ub_fraction_option
+from npu.passes.lower_pool.columns import column_slices, emit_columns
+from npu.passes.lower_pool.kernel import PoolTile
+from npu.passes.lower_slices import LowerSlices
+from npu.passes.lower_pool.plan import GROUP, PoolGeometry
+
+
+def geometry(op: ir.Operation, block_bytes: int = 32) -> PoolGeometry:
+    src, dst = op.operands
+    n, c, h, w = nir.memref_shape(src)
+    es = nir.element_bytes(nir.memref_element(src))
+    ho, wo = nir.memref_shape(dst)[2:]
+    return PoolGeometry(Pool2d.of(op), n * c, h, w, ho, wo, es, block_bytes // es)
+
+
+class LowerPool(Pass):
+    name = "npu-lower-pool"
+    summary = "Lower ascend.pool2d: planes transposed to pixel blocks in UB, block-strided windows"
+    handles = (POOL2D,)
+    options = (
+        ub_fraction_option(1.0, "fraction of UB two ping-ponged tiles may use (their mover "
+                           "buffers twice, the vector-only images once); one tile in all of "
+                           "UB is tried before a map is refused"),
+        Option("max-rows", int, 0, "cap on the output rows of a tile (0: as UB allows); for tests",
+               low=0),
+        Option("max-cols", int, 0, "cap on the output columns of a tile, wider maps in column "
+               "slices (0: the whole width where UB allows); for tests", low=0),
+    )
+
+    def run(self, module: ir.Operation) -> None:
+        self.lower_each(module, erase=True)
+
+    def lower(self, op: ir.Operation) -> None:
+        src, dst = op.operands
+        elem = nir.memref_element(src)
+        if elem not in ("f16", "f32"):
+            raise PassError(f"pooling of {elem} is not supported (f16, f32)", op)
+        for v in (src, dst):
+            if not nir.is_contiguous(v):
+                raise PassError(f"operand of type {v.type} is not contiguous (row-major, dense)", op)
+        geo = geometry(op, self.target.granule("ub"))
+        if geo.h * geo.w < geo.block or geo.ho * geo.wo < geo.block:
+            raise PassError(f"maps under one 32-byte block per plane ({geo.h}x{geo.w} -> "
+                            f"{geo.ho}x{geo.wo} {elem}) are widened by npu-linalg-to-ascend "
+                            "before pooling", op)
+        capacity = self.target.capacity("ub")
+        ob = geo.choose_band(int(capacity * self.ub_fraction), self.max_rows) or \
+            geo.choose_band(capacity, self.max_rows, slots=1)
+        if ob is None or (self.max_cols and geo.wo > max(self.max_cols, geo.block)):
+            # too wide: column slices through GM (columns.py)
+            wc = column_slices(geo, lambda sub: sub.choose_band(capacity, self.max_rows, slots=1))
+            if wc is not None and self.max_cols:
+                wc = min(wc, max(self.max_cols, geo.block))
+            if wc is None:
+                raise PassError(f"no column slice of this pool fits UB ({geo.ub_bytes(1, 1)} "
+                                f"bytes for 16 planes of {geo.w} columns; UB {capacity})", op)
+            emit_columns(self, LowerSlices(self.target), op, geo, wc)
+            return
+        tile = PoolTile(self, geo, elem, nir.flatten_memref(src), nir.flatten_memref(dst), ob)
+        self.tiles(tile, ob)
+
+    def tiles(self, tile: PoolTile, ob: int) -> None:
+        """Every (group, band): the interior bands on the grid of every full
+        group in one loop, each other band in a loop over the full groups
+        (loops are what npu-double-buffer ping-pongs); the last partial
+        group the same way."""
+        geo = tile.geo
+        bands = geo.bands(ob)
+        grid = [k for k, b in enumerate(bands) if b.interior and b.o0 == k * ob]
+        lo, hi = (grid[0], grid[0] + 1) if grid else (0, 0)
+        while hi < len(bands) and hi in grid:
+            hi += 1
+        sh, pt = geo.pool.strides[0], geo.pool.pads[0]
+        full, rest = divmod(geo.planes, GROUP)
+        groups = [(full, GROUP, 0)] if full else []
+        if rest:
+            groups.append((1, rest, full * GROUP))
+        for k, band in enumerate(bands):
+            if lo <= k < hi and k != lo:
+                continue
+            for count, gp, first in groups:
+                if k == lo and hi > lo:  # the interior run
+                    def body(i, band=band, gp=gp, first=first) -> None:
+                        g, kk = delinearize(i, [count, hi - lo]) if count > 1 else (0, i)
+                        p0 = lin((g, GROUP), (1, first))
+                        o0 = lin((kk, ob), (1, lo * ob))
+                        tile.emit(p0, gp, o0, band, lin((kk, ob * sh), (1, lo * ob * sh - pt)))
+                    for_range(count * (hi - lo), body)
+                else:
+                    for_range(count, lambda g, band=band, gp=gp, first=first: tile.emit(
+                        lin((g, GROUP), (1, first)), gp, band.o0, band, band.in_start))

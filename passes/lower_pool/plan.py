@@ -1,0 +1,110 @@
+"""The geometry and tiling of one `ascend.pool2d` (see the package docstring).
+
+A tile is a group of 16 planes (n, c) and a band of `ob` output rows. Every
+band has the same `ob`; the last one is moved back to end at Ho (its rows
+overlap the previous band's and are computed and stored twice, identically),
+so per-plane runs are never shorter than a block. Bands whose input rows all
+lie inside the map (no top/bottom padding) are "interior" and run as one
+loop; the others are emitted one by one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from npu.dialects.ascend_pool import Pool2d
+
+GROUP = 16       # planes transposed together by one vnchwconv
+BLOCKS_PER_REPEAT = 8
+
+
+@dataclass(frozen=True)
+class Band:
+    o0: int          # first output row (static bands) or of the first interior band
+    in_start: int    # first input row loaded
+    rows: int        # input rows loaded
+    row_dst: int     # padded-image row the first loaded row goes to
+    interior: bool
+
+
+@dataclass(frozen=True)
+class PoolGeometry:
+    pool: Pool2d
+    planes: int
+    h: int
+    w: int
+    ho: int
+    wo: int
+    es: int          # element bytes
+    block: int       # elements per 32-byte block (= lanes of one block)
+
+    @property
+    def regions(self) -> int:
+        """Pixel-major images of one group: 16 planes / planes per block."""
+        return GROUP // self.block
+
+    def band_rows(self, ob: int) -> int:
+        """Padded-image rows the windows of `ob` output rows read."""
+        return (ob - 1) * self.pool.strides[0] + self.pool.span(0)
+
+    def bands(self, ob: int) -> list[Band]:
+        out = []
+        starts = list(range(0, self.ho, ob))
+        starts[-1] = self.ho - ob
+        for o0 in starts:
+            lo = o0 * self.pool.strides[0] - self.pool.pads[0]
+            hi = lo + self.band_rows(ob)
+            first, last = max(lo, 0), min(hi, self.h)
+            out.append(Band(o0, first, last - first, first - lo, lo >= 0 and hi <= self.h))
+        return out
+
+    def ub_bytes(self, ob: int, slots: int = 2) -> int:
+        """UB `slots` ping-ponged tiles use: the buffers a mover touches (input
+        staging and its tails, output staging and its tails) once per slot;
+        the pixel-major images only the vector unit touches (input, rows
+        pooled across, output) once, as npu-plan-memory lets the slots share
+        them (V runs in order)."""
+        rows = min(self.band_rows(ob), self.h)
+        pixels_out = ob * self.wo
+        moved = rows * self.w + pixels_out + 2 * self.block
+        vector = rows * self.w + rows * self.wo + pixels_out
+        return self.es * GROUP * (slots * moved + vector)
+
+
+    def fits(self, ob: int) -> bool:
+        """Every band's per-plane runs (input and output) are at least a block."""
+        if ob * self.wo < self.block and ob < self.ho:
+            return False
+        return all(b.rows * self.w >= self.block for b in self.bands(ob))
+
+    def choose_band(self, budget: int, cap: int = 0, slots: int = 2) -> int | None:
+        """The most output rows a tile can take within `budget` bytes (at most
+        `cap` when given); None when not even the fewest fit."""
+        best = None
+        for ob in range(1, self.ho + 1):
+            if cap and ob > cap and best is not None:
+                break
+            if not self.fits(ob):
+                continue
+            if self.ub_bytes(ob, slots) > budget:
+                break
+            best = ob
+        if best is not None:  # prefer whole-block output runs (one store per tile)
+            for ob in range(best, (best + 1) // 2 - 1, -1):
+                if ob * self.wo % self.block == 0 and self.fits(ob):
+                    return ob
+        return best
+
+    # -- the bounds bench/pool.py prints ---------------------------------------
+    def gm_bytes(self) -> tuple[int, int]:
+        """(read, written): the input once, the output once."""
+        return self.planes * self.h * self.w * self.es, self.planes * self.ho * self.wo * self.es
+
+    def vector_repeats(self) -> int:
+        """The pooling arithmetic alone, done separably: kw - 1 combining ops
+        over the rows the windows read, kh - 1 over the output (+1 scaling
+        for avg), 256 bytes a repeat."""
+        kh, kw = self.pool.kernel
+        rows = min(self.h, (self.ho - 1) * self.pool.strides[0] + self.pool.span(0))
+        elements = (kw - 1) * rows * self.wo + (kh - 1 + (self.pool.kind == "avg")) * self.ho * self.wo
+        return -(-max(elements, self.ho * self.wo) * self.planes * self.es // 256)

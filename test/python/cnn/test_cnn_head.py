@@ -1,0 +1,50 @@
+"""The parts of a torchvision CNN around its convolutions, on the device
+against onnxruntime: ReLU6 as Clip with min/max inputs, a BatchNormalization
+alone, MaxPool, and the classifier head GlobalAveragePool -> Flatten -> Gemm
+(transB = 1, as torchvision's Linear exports)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cnn_onnx import bn_params, compare_npu, make
+
+RNG = np.random.default_rng(3)
+
+
+@pytest.mark.parametrize("elem", [1, 10], ids=["f32", "f16"])
+def test_classifier_head(elem):
+    from onnx import helper, numpy_helper
+
+    dt = np.float16 if elem == 10 else np.float32
+    c, classes = 64, 10
+    inits = [numpy_helper.from_array(RNG.standard_normal((classes, c)).astype(dt) * 0.1, "fc.weight"),
+             numpy_helper.from_array(RNG.standard_normal(classes).astype(dt), "fc.bias")]
+    nodes = [helper.make_node("GlobalAveragePool", ["x"], ["g"], name="/avgpool/GlobalAveragePool"),
+             helper.make_node("Flatten", ["g"], ["f"], name="/Flatten", axis=1),
+             helper.make_node("Gemm", ["f", "fc.weight", "fc.bias"], ["y"], name="/fc/Gemm",
+                              alpha=1.0, beta=1.0, transB=1)]
+    model = make(nodes, [("x", elem, [1, c, 7, 7])], [("y", elem, [1, classes])], inits)
+    x = RNG.standard_normal((1, c, 7, 7)).astype(dt)
+    compare_npu(model, {"x": x}, atol=1e-4 if elem == 1 else 2e-2, rtol=1e-3 if elem == 1 else 1e-2)
+
+
+@pytest.mark.parametrize("elem", [1, 10], ids=["f32", "f16"])
+def test_relu6_bn_pool_block(elem):
+    """MobileNetV2's activation: Clip(x, 0, 6) with min and max as inputs
+    (opset 11+), after a BatchNormalization, then a pool."""
+    from onnx import helper, numpy_helper
+
+    dt = np.float16 if elem == 10 else np.float32
+    c = 32
+    inits = bn_params("bn", c, RNG, dt) + [numpy_helper.from_array(np.array(0, dt), "lo"),
+                                           numpy_helper.from_array(np.array(6, dt), "hi")]
+    nodes = [helper.make_node("BatchNormalization", ["x", "bn.scale", "bn.bias", "bn.mean", "bn.var"],
+                              ["b"], name="bn"),
+             helper.make_node("Clip", ["b", "lo", "hi"], ["r"], name="relu6"),
+             helper.make_node("AveragePool", ["r"], ["y"], name="pool", kernel_shape=[3, 3],
+                              strides=[2, 2], pads=[1, 1, 1, 1])]
+    model = make(nodes, [("x", elem, [1, c, 14, 14])], [("y", elem, [1, c, 7, 7])], inits)
+    x = (RNG.standard_normal((1, c, 14, 14)) * 4).astype(dt)
+    compare_npu(model, {"x": x}, atol=1e-5 if elem == 1 else 1e-2)
