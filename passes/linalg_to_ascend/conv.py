@@ -69,7 +69,7 @@ class ConvLowering(ConvLayouts):
             raise UnsupportedOp(op, "tensor.pad with a value other than zero")
         if not _feeds_convs(op.results[0]):
             raise UnsupportedOp(op, "tensor.pad whose result is used by something other than a "
-                                "convolution")
+                                "convolution or a pooling")
         self.conv_pads[op.results[0]] = (op.operands[0], (low[2], low[3], high[2], high[3]))
 
     def expand_padded(self, op: ir.Operation) -> bool:

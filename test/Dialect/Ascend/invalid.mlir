@@ -575,9 +575,6 @@ func.func @conv_out_shape(%x: memref<1x3x9x9xf16, "gm">, %w: memref<8x3x3x3xf16,
 func.func @conv_rank(%x: memref<3x9x9xf16, "gm">, %w: memref<8x3x3x3xf16, "gm">, %y: memref<1x8x7x7xf32, "gm">) {
   // expected-error@+1 {{'ascend.conv2d' op input must be [N, C, H, W], got shape [3, 9, 9]}}
   "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (memref<3x9x9xf16, "gm">, memref<8x3x3x3xf16, "gm">, memref<1x8x7x7xf32, "gm">) -> ()
-func.func @pool2d_kind(%x: memref<1x3x9x9xf16, "gm">, %y: memref<1x3x5x5xf16, "gm">) {
-  // expected-error@+1 {{'ascend.pool2d' op attribute 'kind'}}
-  "ascend.pool2d"(%x, %y) {kind = "min", kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, count_include_pad = 1 : i64} : (memref<1x3x9x9xf16, "gm">, memref<1x3x5x5xf16, "gm">) -> ()
   return
 }
 
@@ -586,9 +583,6 @@ func.func @pool2d_kind(%x: memref<1x3x9x9xf16, "gm">, %y: memref<1x3x5x5xf16, "g
 func.func @conv_ub(%x: memref<1x3x9x9xf16, "ub">, %w: memref<8x3x3x3xf16, "gm">, %y: memref<1x8x7x7xf32, "gm">) {
   // expected-error@+1 {{'ascend.conv2d' op operand #0 ('input') must be in memory space 'gm'}}
   "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (memref<1x3x9x9xf16, "ub">, memref<8x3x3x3xf16, "gm">, memref<1x8x7x7xf32, "gm">) -> ()
-func.func @pool2d_shape(%x: memref<1x3x9x9xf16, "gm">, %y: memref<1x3x4x5xf16, "gm">) {
-  // expected-error@+1 {{output shape must be [1, 3, 5, 5] for input [1, 3, 9, 9], got [1, 3, 4, 5]}}
-  "ascend.pool2d"(%x, %y) {kind = "max", kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, count_include_pad = 1 : i64} : (memref<1x3x9x9xf16, "gm">, memref<1x3x4x5xf16, "gm">) -> ()
   return
 }
 
@@ -597,9 +591,6 @@ func.func @pool2d_shape(%x: memref<1x3x9x9xf16, "gm">, %y: memref<1x3x4x5xf16, "
 func.func @conv_5hd_weight(%x: memref<1x2x6x6x16xf16, "gm">, %w: memref<9x1x16x16xf16, "gm">, %y: memref<1x1x6x6x16xf32, "gm">) {
   // expected-error@+1 {{'ascend.conv2d' op weight must be fractal-Z [18, 1, 16, 16], got [9, 1, 16, 16]}}
   "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0", kernel = array<i64: 3, 3>} : (memref<1x2x6x6x16xf16, "gm">, memref<9x1x16x16xf16, "gm">, memref<1x1x6x6x16xf32, "gm">) -> ()
-func.func @pool2d_rank(%x: memref<3x9x9xf16, "gm">, %y: memref<3x5x5xf16, "gm">) {
-  // expected-error@+1 {{input and output must be NCHW (rank 4), got ranks 3 and 3}}
-  "ascend.pool2d"(%x, %y) {kind = "max", kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, count_include_pad = 1 : i64} : (memref<3x9x9xf16, "gm">, memref<3x5x5xf16, "gm">) -> ()
   return
 }
 
@@ -608,9 +599,6 @@ func.func @pool2d_rank(%x: memref<3x9x9xf16, "gm">, %y: memref<3x5x5xf16, "gm">)
 func.func @conv_5hd_no_kernel(%x: memref<1x2x6x6x16xf16, "gm">, %w: memref<18x1x16x16xf16, "gm">, %y: memref<1x1x6x6x16xf32, "gm">) {
   // expected-error@+1 {{'ascend.conv2d' op layout "nc1hwc0" needs `kernel = array<i64: Kh, Kw>`}}
   "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0"} : (memref<1x2x6x6x16xf16, "gm">, memref<18x1x16x16xf16, "gm">, memref<1x1x6x6x16xf32, "gm">) -> ()
-func.func @pool2d_zero_stride(%x: memref<1x3x9x9xf16, "gm">, %y: memref<1x3x5x5xf16, "gm">) {
-  // expected-error@+1 {{'strides' values must be at least 1, got [0, 2]}}
-  "ascend.pool2d"(%x, %y) {kind = "max", kernel = array<i64: 3, 3>, strides = array<i64: 0, 2>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, count_include_pad = 1 : i64} : (memref<1x3x9x9xf16, "gm">, memref<1x3x5x5xf16, "gm">) -> ()
   return
 }
 
@@ -619,9 +607,6 @@ func.func @pool2d_zero_stride(%x: memref<1x3x9x9xf16, "gm">, %y: memref<1x3x5x5x
 func.func @conv_small_two_blocks(%x: memref<1x2x6x6x16xf16, "gm">, %w: memref<3x1x16x16xf16, "gm">, %y: memref<1x1x6x6x16xf32, "gm">) {
   // expected-error@+1 {{'ascend.conv2d' op layout "nc1hwc0_c4" takes one C1 block (C <= 4), got 2}}
   "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0_c4", kernel = array<i64: 3, 3>} : (memref<1x2x6x6x16xf16, "gm">, memref<3x1x16x16xf16, "gm">, memref<1x1x6x6x16xf32, "gm">) -> ()
-func.func @pool2d_window(%x: memref<1x3x2x9xf16, "gm">, %y: memref<1x3x1x9xf16, "gm">) {
-  // expected-error@+1 {{the window (3 x 1) is larger than the padded input}}
-  "ascend.pool2d"(%x, %y) {kind = "max", kernel = array<i64: 3, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, count_include_pad = 1 : i64} : (memref<1x3x2x9xf16, "gm">, memref<1x3x1x9xf16, "gm">) -> ()
   return
 }
 
@@ -630,6 +615,51 @@ func.func @pool2d_window(%x: memref<1x3x2x9xf16, "gm">, %y: memref<1x3x1x9xf16, 
 func.func @conv_bad_layout(%x: memref<1x2x6x6x16xf16, "gm">, %w: memref<18x1x16x16xf16, "gm">, %y: memref<1x1x6x6x16xf32, "gm">) {
   // expected-error@+1 {{'ascend.conv2d' op attribute 'layout' must be "nchw", "nc1hwc0" or "nc1hwc0_c4", got "nhwc"}}
   "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nhwc", kernel = array<i64: 3, 3>} : (memref<1x2x6x6x16xf16, "gm">, memref<18x1x16x16xf16, "gm">, memref<1x1x6x6x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @pool2d_kind(%x: memref<1x3x9x9xf16, "gm">, %y: memref<1x3x5x5xf16, "gm">) {
+  // expected-error@+1 {{'ascend.pool2d' op attribute 'kind'}}
+  "ascend.pool2d"(%x, %y) {kind = "min", kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, count_include_pad = 1 : i64} : (memref<1x3x9x9xf16, "gm">, memref<1x3x5x5xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @pool2d_shape(%x: memref<1x3x9x9xf16, "gm">, %y: memref<1x3x4x5xf16, "gm">) {
+  // expected-error@+1 {{output shape must be [1, 3, 5, 5] for input [1, 3, 9, 9], got [1, 3, 4, 5]}}
+  "ascend.pool2d"(%x, %y) {kind = "max", kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, count_include_pad = 1 : i64} : (memref<1x3x9x9xf16, "gm">, memref<1x3x4x5xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @pool2d_rank(%x: memref<3x9x9xf16, "gm">, %y: memref<3x5x5xf16, "gm">) {
+  // expected-error@+1 {{input and output must be NCHW (rank 4), got ranks 3 and 3}}
+  "ascend.pool2d"(%x, %y) {kind = "max", kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, count_include_pad = 1 : i64} : (memref<3x9x9xf16, "gm">, memref<3x5x5xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @pool2d_zero_stride(%x: memref<1x3x9x9xf16, "gm">, %y: memref<1x3x5x5xf16, "gm">) {
+  // expected-error@+1 {{'strides' values must be at least 1, got [0, 2]}}
+  "ascend.pool2d"(%x, %y) {kind = "max", kernel = array<i64: 3, 3>, strides = array<i64: 0, 2>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, count_include_pad = 1 : i64} : (memref<1x3x9x9xf16, "gm">, memref<1x3x5x5xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @pool2d_window(%x: memref<1x3x2x9xf16, "gm">, %y: memref<1x3x1x9xf16, "gm">) {
+  // expected-error@+1 {{the window (3 x 1) is larger than the padded input}}
+  "ascend.pool2d"(%x, %y) {kind = "max", kernel = array<i64: 3, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, count_include_pad = 1 : i64} : (memref<1x3x2x9xf16, "gm">, memref<1x3x1x9xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
 func.func @pool2d_int(%x: memref<1x3x9x9xi32, "gm">, %y: memref<1x3x5x5xi32, "gm">) {
   // expected-error@+1 {{element types}}
   "ascend.pool2d"(%x, %y) {kind = "max", kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, count_include_pad = 1 : i64} : (memref<1x3x9x9xi32, "gm">, memref<1x3x5x5xi32, "gm">) -> ()
