@@ -599,4 +599,8 @@ irdl.dialect @hivm {
     %attr_pipe = irdl.any_of(%attr_pipe_0, %attr_pipe_1, %attr_pipe_2, %attr_pipe_3, %attr_pipe_4, %attr_pipe_5, %attr_pipe_6)
     irdl.attributes {"pipe" = %attr_pipe}
   }
+
+  // the chip-wide barrier between the cores of a launch (cce.sync_all)
+  irdl.operation @sync_all {
+  }
 }

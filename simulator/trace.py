@@ -48,7 +48,8 @@ def chrome_trace(trace: list, timeline: Timeline, target: Target) -> dict:
             dur, name = max(t1 - t0, 1), f"wait_flag {instr.flag_text}"
         else:
             dur = max(t1 - t0, 1)
-            name = "pipe_barrier(ALL)" if instr.barrier_all else f"pipe_barrier({instr.pipe_name})"
+            name = ("sync_all" if instr.chip else "pipe_barrier(ALL)" if instr.barrier_all
+                    else f"pipe_barrier({instr.pipe_name})")
         events.append({"name": name, "cat": "sync" if instr.kind != OP else "instr", "ph": "X",
                        "pid": PID, "tid": instr.pipe, "ts": t0 * scale, "dur": max(dur, 1) * scale,
                        "args": args})

@@ -478,3 +478,15 @@ func.func @gm_copy_types(%g: memref<256xf32, "gm">, %u: memref<256xf16, "ub">) {
   "cce.copy_gm_to_ub"(%g, %u) {n_burst = 1 : i64, burst_len = 16 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<256xf32, "gm">, memref<256xf16, "ub">) -> ()
   return
 }
+
+// -----
+
+// A chip barrier under a loop or branch: some cores could pass it a different number of times.
+func.func @sync_all_in_a_branch(%c: i1) {
+  scf.if %c {
+    // expected-error@+1 {{'cce.sync_all' op sits in 'scf.if': the chip barrier must be in a function's body, outside loops and branches, so that every core reaches it equally often}}
+    "cce.sync_all"() : () -> ()
+  }
+  return
+}
+

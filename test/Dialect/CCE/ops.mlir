@@ -160,3 +160,12 @@ func.func @vector_multiply_add(%d: memref<128xf32, "ub">, %x: memref<128xf32, "u
   "cce.vaxpy"(%d, %x) {repeat = 2 : i64, mask = 64 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, src_blk_stride = 1 : i64, src_rep_stride = 8 : i64, scalar = 0.5 : f64} : (memref<128xf32, "ub">, memref<128xf32, "ub">) -> ()
   return
 }
+
+// The chip-wide barrier between the cores of a launch.
+// CHECK-LABEL: func.func @sync_all(
+// CHECK:      "cce.sync_all"() : () -> ()
+// CHECK-NEXT: return
+func.func @sync_all(%blk: index {npu.block_idx}) attributes {npu.block_dim = 2 : i64} {
+  "cce.sync_all"() : () -> ()
+  return
+}

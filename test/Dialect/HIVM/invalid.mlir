@@ -297,3 +297,15 @@ func.func @convert_on_a_gm_copy() {
   "hivm.copy_gm_to_ub"(%a, %a, %cfg) : (i64, i64, i64) -> ()
   return
 }
+
+// -----
+
+// A chip barrier under a loop or branch: some cores could pass it a different number of times.
+func.func @sync_all_in_a_branch(%c: i1) {
+  scf.if %c {
+    // expected-error@+1 {{'hivm.sync_all' op sits in 'scf.if': the chip barrier must be in a function's body, outside loops and branches, so that every core reaches it equally often}}
+    "hivm.sync_all"() : () -> ()
+  }
+  return
+}
+

@@ -174,3 +174,11 @@ func.func @multiply_add(%d: i64, %x: i64, %y: i64) {
   "hivm.vaxpy"(%d, %x, %cfg) {dtype = f32, scalar = 0.25 : f64} : (i64, i64, i64) -> ()
   return
 }
+
+// CHECK-LABEL: func.func @sync_all(
+// CHECK:      "hivm.sync_all"() : () -> ()
+// CHECK-NEXT: return
+func.func @sync_all() {
+  "hivm.sync_all"() : () -> ()
+  return
+}
