@@ -79,7 +79,7 @@ class LowerPass(Pass):
         the UB share, then unfused: attempting fusion never fails a program.
         An L1 overflow after npu-prefetch placed chunks beside the bytes live
         at each op is first retried with its safe room (`l1-room=safe`)."""
-        fuse = self.fuse and self.cores == 1
+        fuse = self.fuse
         prefetch = self.prefetch and self.cores == 1
         fractions: tuple[float | None, ...] = (None,)
         if self.canonicalize:

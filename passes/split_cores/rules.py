@@ -1,18 +1,13 @@
-"""`npu-split-cores`: one kernel launched on several AI cores.
-
-The function gets a last argument `%blk: index {npu.block_idx}` and the
-attribute `npu.block_dim = P`; every ascend op then works on the slice of
-its operands that core `%blk` owns (a `memref.subview` whose offset is
-computed from `%blk`), and the lowerings that follow tile that slice. Each
-core's share is equal, so no core idles while another does more:
+"""How one ascend op is cut over `parts` cores (the per-family split rules of
+`npu-split-cores`), and the rewrite that gives each core its slice.
 
 * matmul (Nz): the output's fractal columns and rows form a grid of
-  `pk x pm = P` tiles (B and C split along N, A and C along M); the grid is
-  the one whose per-core shape, tiled by the matmul cost model
+  `pk x pm = parts` tiles (B and C split along N, A and C along M); the grid
+  is the one whose per-core shape, tiled by the matmul cost model
   (`choose_tiling`), gives the least estimated time: the larger of the
   core's cube time, its GM traffic over its movers, and the chip's GM
-  traffic over the chip's bandwidth (npu-lower-matmul reads and writes
-  strided slices of Nz operands with burst gaps);
+  traffic over the chip's bandwidth;
+* batch matmul: the batch;
 * elementwise, unary and reduce ops split the output's outermost dimension
   that divides evenly into contiguous slices (broadcast operands are not
   sliced);
@@ -20,13 +15,7 @@ core's share is equal, so no core idles while another does more:
   from), fractalize / defractalize the rows of the ND side, gather the ids
   and their output rows (every core reads the whole table).
 
-P is the largest count up to `cores` (0: all of the target's) that every op
-of the function can be split into equally, with 32-byte aligned slices and
-at least `min-bytes` of output per core (default: the bytes a GM transfer
-moves during its own latency, below which a core spends more time starting
-than moving). When P is below the count asked for, a remark says why.
-Functions whose ops depend on each other through GM stay on one core: no
-synchronisation between cores is modelled.
+Every slice is 32-byte aligned and at least `min_bytes` of output.
 """
 
 from __future__ import annotations
@@ -40,7 +29,7 @@ from mlir.dialects import arith
 from npu import ir as nir
 from npu.costmodel.matmul.fitting import MatmulShape
 from npu.costmodel.matmul.tiling import TilingError, choose_tiling
-from npu.passes.base import Option, Pass, PassError
+from npu.target import Target
 
 ELEMENTWISE = {"ascend.add", "ascend.sub", "ascend.mul", "ascend.div", "ascend.max",
                "ascend.min"}
@@ -52,99 +41,40 @@ REDUCE = {"ascend.reduce_sum", "ascend.reduce_max"}
 
 @dataclass(frozen=True)
 class Split:
-    """How one op is cut: per operand, dim -> parts; `grid` orders the cut
-    dims (outermost first) as (name, parts) so that a block index maps to one
-    coordinate per name."""
+    """How one op is cut: per operand, dim -> grid axis name; `grid` orders
+    the cut dims (outermost first) as (name, parts) so that a block index
+    maps to one coordinate per name."""
 
     cuts: tuple[dict[int, str], ...]  # operand -> {dim: grid axis name}
     grid: tuple[tuple[str, int], ...]
     cost: float = 0.0
 
+    @property
+    def parts(self) -> int:
+        return math.prod(n for _, n in self.grid)
 
-class SplitCoresPass(Pass):
-    name = "npu-split-cores"
-    summary = "Split each function's work over the target's AI cores (npu.block_idx)"
-    options = (
-        Option("cores", int, 0, "cores to split over (0: all of the target's)"),
-        Option("min-bytes", int, -1, "least output bytes per core (-1: a GM transfer's latency "
-               "worth of bytes; 0: no minimum)"),
-        Option("remarks", bool, False, "report each function's split as a remark"),
-    )
+    def coords(self, core: int) -> dict[str, int]:
+        """Each grid axis's coordinate on `core` (the last axis varies fastest)."""
+        out, inner = {}, 1
+        for axis, n in reversed(self.grid):
+            out[axis] = core // inner % n
+            inner *= n
+        return out
 
-    def run(self, module: ir.Operation) -> None:
-        wanted = self.cores or self.target.cores
-        if wanted < 1:
-            raise PassError(f"npu-split-cores: cores={wanted} must be at least 1", module)
-        if wanted > self.target.cores:
-            raise PassError(f"npu-split-cores: cores={wanted} but {self.target.name} has "
-                            f"{self.target.cores} cores", module)
-        if wanted == 1:
-            return
-        for func in nir.functions(module):
-            if func.regions[0].blocks:
-                self._split_function(func, wanted)
+    def box(self, shape: list[int], operand: int, core: int) -> tuple[tuple[int, int], ...]:
+        """(offset, size) per dim of the slice of `operand` that `core` touches."""
+        parts, coords = dict(self.grid), self.coords(core)
+        cut = self.cuts[operand]
+        return tuple((coords[cut[d]] * (n // parts[cut[d]]), n // parts[cut[d]]) if d in cut
+                     else (0, n) for d, n in enumerate(shape))
 
-    # -- one function ---------------------------------------------------------
 
-    def _split_function(self, func: ir.Operation, wanted: int) -> None:
-        if nir.block_idx_arg(func) is not None or nir.BLOCK_DIM_ATTR in func.attributes:
-            raise PassError("npu-split-cores: the function is already split over cores", func)
-        body = list(func.regions[0].blocks[0].operations)
-        ops = [op.operation for op in body if op.operation.name.startswith("ascend.")]
-        nested = [o for o in nir.walk(func, lambda o: o.name.startswith("ascend."))
-                  if o.parent is not None and o.parent.operation != func]
-        why = None
-        if not ops:
-            why = "it has no ascend ops"
-        elif nested:
-            why = "an ascend op sits inside a loop or branch"
-        else:
-            why = self._dependence(ops)
-        plan = None
-        if why is None:
-            for parts in range(wanted, 1, -1):
-                splits = [self._split(op, parts) for op in ops]
-                if all(s is not None for s in splits):
-                    plan = (parts, splits)
-                    break
-            if plan is None:
-                why = "no op divides evenly into equal, 32-byte aligned, large enough slices"
-        if plan is None:
-            self.remark(func, f"npu-split-cores: one core of {wanted}: {why}")
-            return
-        parts, splits = plan
-        if parts < wanted or self.remarks:
-            self.remark(func, f"npu-split-cores: {parts} of {wanted} cores (the largest count "
-                        "every op splits into equally)" + "".join(
-                            f"; {op.name} {'x'.join(str(n) for _, n in s.grid)}"
-                            for op, s in zip(ops, splits)))
-        with func.context, func.location:
-            blk = nir.append_argument(func, ir.IndexType.get(),
-                                      {nir.BLOCK_IDX_ATTR: ir.UnitAttr.get()})
-            func.attributes[nir.BLOCK_DIM_ATTR] = nir.i64_attr(parts)
-            for op, split in zip(ops, splits):
-                with op.location, ir.InsertionPoint(op):
-                    self._apply(op, split, blk)
+class SplitRules:
+    """The split of one op over a given number of cores, or None."""
 
-    def _dependence(self, ops: list[ir.Operation]) -> str | None:
-        """Why the ops cannot run split (a later op reads or writes what an
-        earlier one wrote, which would need ordering between cores)."""
-        written: set = set()
-        for op in ops:
-            roots = [nir.view_root(v) for v in op.operands]
-            if any(r in written for r in roots):
-                return (f"'{op.name}' uses a GM buffer an earlier op writes, and no "
-                        "synchronisation between cores is modelled")
-            written.add(roots[-1])
-        return None
-
-    # -- choosing a split -----------------------------------------------------
-
-    def _min_bytes(self) -> int:
-        if self.min_bytes >= 0:
-            return self.min_bytes
-        p = self.target.path("gm_to_ub")
-        return p.latency * p.bytes_per_cycle
+    def __init__(self, target: Target, min_bytes: int):
+        self.target = target
+        self.min_bytes = min_bytes
 
     def _aligned(self, t: ir.Type, dim: int, parts: int) -> bool:
         """A slice of `t` along `dim` in `parts` equal pieces starts every
@@ -158,9 +88,9 @@ class SplitCoresPass(Pass):
 
     def _big_enough(self, out_t: ir.Type, parts: int) -> bool:
         nbytes = math.prod(nir.memref_shape(out_t)) * nir.element_bytes(nir.memref_element(out_t))
-        return nbytes // parts >= self._min_bytes()
+        return nbytes // parts >= self.min_bytes
 
-    def _split(self, op: ir.Operation, parts: int) -> Split | None:
+    def split(self, op: ir.Operation, parts: int) -> Split | None:
         types = [v.type for v in op.operands]
         if not self._big_enough(types[-1], parts):
             return None
@@ -261,30 +191,31 @@ class SplitCoresPass(Pass):
                 best = Split(cuts, (("k", pk), ("m", pm)), cost)
         return best
 
-    # -- rewriting ----------------------------------------------------------------
 
-    def _apply(self, op: ir.Operation, split: Split, blk: ir.Value) -> None:
-        coords: dict[str, ir.Value] = {}
-        inner = 1
-        for axis, n in reversed(split.grid):
-            v = blk if inner == 1 else arith.DivUIOp(blk, nir.index_const(inner)).result
-            if inner * n < math.prod(n for _, n in split.grid):
-                v = arith.RemUIOp(v, nir.index_const(n)).result
-            coords[axis] = v
-            inner *= n
-        parts = dict(split.grid)
-        offsets_of: dict[tuple[str, int], ir.Value] = {}
-        for i, cut in enumerate(split.cuts):
-            if not cut:
-                continue
-            value = op.operands[i]
-            shape = nir.memref_shape(value.type)
-            offsets: list = [0] * len(shape)
-            sizes = list(shape)
-            for d, axis in cut.items():
-                sizes[d] = shape[d] // parts[axis]
-                key = (axis, sizes[d])
-                if key not in offsets_of:
-                    offsets_of[key] = arith.MulIOp(coords[axis], nir.index_const(sizes[d])).result
-                offsets[d] = offsets_of[key]
-            op.operands[i] = nir.subview(value, offsets, sizes)
+def apply(op: ir.Operation, split: Split, blk: ir.Value) -> None:
+    """Give `op` the slices of its operands that core `blk` owns."""
+    coords: dict[str, ir.Value] = {}
+    inner = 1
+    for axis, n in reversed(split.grid):
+        v = blk if inner == 1 else arith.DivUIOp(blk, nir.index_const(inner)).result
+        if inner * n < math.prod(n for _, n in split.grid):
+            v = arith.RemUIOp(v, nir.index_const(n)).result
+        coords[axis] = v
+        inner *= n
+    parts = dict(split.grid)
+    offsets_of: dict[tuple[str, int], ir.Value] = {}
+    for i, cut in enumerate(split.cuts):
+        if not cut:
+            continue
+        value = op.operands[i]
+        shape = nir.memref_shape(value.type)
+        offsets: list = [0] * len(shape)
+        sizes = list(shape)
+        for d, axis in cut.items():
+            sizes[d] = shape[d] // parts[axis]
+            key = (axis, sizes[d])
+            if key not in offsets_of:
+                offsets_of[key] = arith.MulIOp(coords[axis], nir.index_const(sizes[d])).result
+            offsets[d] = offsets_of[key]
+        op.operands[i] = nir.subview(value, offsets, sizes)
+

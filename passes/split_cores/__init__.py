@@ -1,0 +1,129 @@
+"""`npu-split-cores`: one program over several AI cores, with chip barriers.
+
+The function gets a last argument `%blk: index {npu.block_idx}` and the
+attribute `npu.block_dim = P`. It stays one program (dialects/README.md,
+"Whole programs on many cores"):
+
+* every top-level ascend op gets its own split (`rules.SplitRules`): the
+  largest core count up to the one asked for into which it cuts equally,
+  with 32-byte aligned slices of at least `min-bytes` of output per core
+  (default: the bytes a GM transfer moves during its own latency, below which
+  a core spends more time starting than moving); its operands become the
+  slices core `%blk` owns (`memref.subview`s computed from `%blk`);
+* a kernel already lowered (a fused group's or attention's loops) runs on
+  core 0;
+* P is the largest count any op uses; an op on fewer cores sits under
+  `scf.if %blk < n`, so the other cores skip to the next barrier;
+* a `cce.sync_all` goes before an op exactly where it touches GM that an
+  earlier op since the last barrier touched on another core, one of them
+  writing (`barriers`): ops that cut a buffer the same way need none.
+
+With `remarks` (or when some op runs on fewer cores than asked), a remark
+says what each op chose, and why an op stays on fewer cores.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, scf
+
+from npu import ir as nir
+from npu.passes.base import Option, Pass, PassError
+
+from .barriers import Access, Unit, gm_operands, place
+from .rules import Split, SplitRules, apply
+
+SYNC_ALL = "cce.sync_all"
+INERT = ("memref.", "arith.", "func.return", "builtin.unrealized_conversion_cast")
+
+
+class SplitCoresPass(Pass):
+    name = "npu-split-cores"
+    summary = "Split each function's work over the target's AI cores, with chip barriers"
+    options = (
+        Option("cores", int, 0, "cores to split over (0: all of the target's)"),
+        Option("min-bytes", int, -1, "least output bytes per core (-1: a GM transfer's latency "
+               "worth of bytes; 0: no minimum)"),
+        Option("remarks", bool, False, "report each function's split as a remark"),
+    )
+
+    def run(self, module: ir.Operation) -> None:
+        wanted = self.cores or self.target.cores
+        if wanted < 1:
+            raise PassError(f"npu-split-cores: cores={wanted} must be at least 1", module)
+        if wanted > self.target.cores:
+            raise PassError(f"npu-split-cores: cores={wanted} but {self.target.name} has "
+                            f"{self.target.cores} cores", module)
+        if wanted == 1:
+            return
+        if self.min_bytes >= 0:
+            least = self.min_bytes
+        else:
+            p = self.target.path("gm_to_ub")
+            least = p.latency * p.bytes_per_cycle
+        self.rules = SplitRules(self.target, least)
+        for func in nir.functions(module):
+            if func.regions[0].blocks:
+                self._split_function(func, wanted)
+
+    def _split_function(self, func: ir.Operation, wanted: int) -> None:
+        if nir.block_idx_arg(func) is not None or nir.BLOCK_DIM_ATTR in func.attributes:
+            raise PassError("npu-split-cores: the function is already split over cores", func)
+        units: list[Unit] = []
+        splits: list[Split | None] = []
+        for child in func.regions[0].blocks[0].operations:
+            op = child.operation
+            if op.name.startswith("ascend."):
+                split = next((s for n in range(wanted, 1, -1)
+                              if (s := self.rules.split(op, n)) is not None), None)
+                units.append(self._ascend_unit(op, split))
+                splits.append(split)
+            elif not op.name.startswith(INERT) and (len(op.regions) or op.name.startswith("cce.")):
+                units.append(Unit(op, 1, [Access(nir.view_root(v), None, True, {0: None})
+                                          for v in gm_operands(op)],
+                                  f"{op.name}: 1 core (a kernel already lowered)"))
+                splits.append(None)
+        cores = max((u.cores for u in units), default=1)
+        if cores == 1:
+            why = ("it has no ascend ops" if not units else
+                   "no op divides evenly into equal, 32-byte aligned, large enough slices")
+            self.remark(func, f"npu-split-cores: one core of {wanted}: {why}")
+            return
+        before = place(units)
+        if cores < wanted or self.remarks or any(u.cores < cores for u in units):
+            self.remark(func, f"npu-split-cores: {cores} of {wanted} cores, {len(before)} chip "
+                        f"barrier{'s' * (len(before) != 1)}; " + "; ".join(u.what for u in units))
+        with func.context, func.location:
+            blk = nir.append_argument(func, ir.IndexType.get(),
+                                      {nir.BLOCK_IDX_ATTR: ir.UnitAttr.get()})
+            func.attributes[nir.BLOCK_DIM_ATTR] = nir.i64_attr(cores)
+            barrier_at = set(before)
+            for i, (unit, split) in enumerate(zip(units, splits)):
+                op = unit.op
+                with op.location, ir.InsertionPoint(op):
+                    if i in barrier_at:
+                        nir.create_op(SYNC_ALL)
+                    if unit.cores < cores:
+                        cond = arith.CmpIOp(arith.CmpIPredicate.ult, blk,
+                                            nir.index_const(unit.cores)).result
+                        guard = scf.IfOp(cond, [], has_else=False)
+                        with ir.InsertionPoint(guard.then_block):
+                            end = scf.YieldOp([])
+                        op.move_before(end.operation)
+                if split is not None:
+                    with op.location, ir.InsertionPoint(op):
+                        apply(op, split, blk)
+
+    def _ascend_unit(self, op: ir.Operation, split: Split | None) -> Unit:
+        """The op's GM accesses per core; the output (last operand) is written."""
+        n = split.parts if split is not None else 1
+        accesses = []
+        last = len(op.operands) - 1
+        for i, v in enumerate(op.operands):
+            shape = nir.memref_shape(v.type)
+            boxes = {c: (split.box(shape, i, c) if split is not None
+                         else tuple((0, s) for s in shape)) for c in range(n)}
+            accesses.append(Access(nir.view_root(v), v, i == last, boxes))
+        what = (f"{op.name} {'x'.join(str(k) for _, k in split.grid)}" if split is not None
+                else f"{op.name}: 1 core (no equal, 32-byte aligned, large enough slices)")
+        return Unit(op, n, accesses, what)
