@@ -132,15 +132,18 @@ class LowerPass(Pass):
                 self._make("npu-fuse-attention",
                                **{"ub-fraction": attention_fraction}).run(module)
             # a chained A is read by the pipelined schedule only
-            chains = self.fuse_chains and self._value("matmul-schedule") == "pipelined"
+            # a chained A stays in one core's L1: not over many cores
+            chains = (self.fuse_chains and self._value("matmul-schedule") == "pipelined"
+                      and self.cores == 1)
             self._make("npu-fuse", chains=chains, **{"ub-fraction": fuse_fraction}).run(module)
             if self.fuse_attention and self.fuse_attention_projection and self.fuse_epilogues:
                 self._make("npu-fuse-attention-projection",
                                **{"ub-fraction": attention_fraction}).run(module)
+        if self.cores != 1:  # fused groups split over the cores before their lowerings
+            self._make("npu-split-cores").run(module)
+        if fuse_fraction is not None:
             self._make("npu-lower-fused", **{"ub-fraction": fuse_fraction}).run(module)
             self._make("npu-lower-attention").run(module)
-        if self.cores != 1:  # fusion is not combined with core splitting yet
-            self._make("npu-split-cores").run(module)
         if self.plan_gm:
             self._make("npu-plan-gm").run(module)
         if self.tuning_record:

@@ -24,13 +24,19 @@ says what each op chose, and why an op stays on fewer cores.
 
 from __future__ import annotations
 
+import math
+
 from mlir import ir
 from mlir.dialects import arith, scf
 
 from npu import ir as nir
 from npu.passes.base import Option, Pass, PassError
 
+from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
+from npu.costmodel.fusion.rows import FUSED_ATTR
+
 from .barriers import Access, Unit, gm_operands, place
+from .groups import apply_group, external, group_split, written
 from .rules import Split, SplitRules, apply
 
 SYNC_ALL = "cce.sync_all"
@@ -78,6 +84,12 @@ class SplitCoresPass(Pass):
                               if (s := self.rules.split(op, n)) is not None), None)
                 units.append(self._ascend_unit(op, split))
                 splits.append(split)
+            elif op.name == "scf.execute_region" and (
+                    FUSED_ATTR in op.attributes or EPILOGUE_ATTR in op.attributes):
+                found = next((g for n in range(wanted, 1, -1)
+                              if (g := self._group(op, n)) is not None), None)
+                units.append(self._group_unit(op, found))
+                splits.append(found)
             elif not op.name.startswith(INERT) and (len(op.regions) or op.name.startswith("cce.")):
                 units.append(Unit(op, 1, [Access(nir.view_root(v), None, True, {0: None})
                                           for v in gm_operands(op)],
@@ -110,9 +122,40 @@ class SplitCoresPass(Pass):
                         with ir.InsertionPoint(guard.then_block):
                             end = scf.YieldOp([])
                         op.move_before(end.operation)
-                if split is not None:
+                if isinstance(split, tuple):
+                    with op.location:
+                        apply_group(op, *split, blk)
+                elif split is not None:
                     with op.location, ir.InsertionPoint(op):
                         apply(op, split, blk)
+            for child in func.regions[0].blocks[0].operations:
+                if "npu.chain" in child.operation.attributes:  # L1 is one core's
+                    del child.operation.attributes["npu.chain"]
+
+    def _group(self, group: ir.Operation, parts: int) -> tuple | None:
+        """A fused group's split over `parts` cores, when each core writes
+        at least the least bytes."""
+        found = group_split(group, parts, self.rules)
+        if found is None:
+            return None
+        out = sum(math.prod(nir.memref_shape(v.type)) * nir.element_bytes(nir.memref_element(v.type)) for v in external(group, found[1])
+                  if v in written(group))
+        return found if out // parts >= self.rules.min_bytes else None
+
+    def _group_unit(self, group: ir.Operation, found: tuple | None) -> Unit:
+        kind = "fused rows" if FUSED_ATTR in group.attributes else "matmul epilogue"
+        if found is None:
+            accesses = [Access(nir.view_root(v), None, True, {0: None})
+                        for v in gm_operands(group)]
+            return Unit(group, 1, accesses, f"{kind}: 1 core (no even split of every tensor)")
+        split, cuts = found
+        mine = written(group)
+        accesses = [Access(nir.view_root(v), v, v in mine,
+                           {c: split.box_of(nir.memref_shape(v.type), cuts[v], c)
+                            for c in range(split.parts)})
+                    for v in external(group, cuts)]
+        return Unit(group, split.parts, accesses,
+                    f"{kind} {'x'.join(str(k) for _, k in split.grid)}")
 
     def _ascend_unit(self, op: ir.Operation, split: Split | None) -> Unit:
         """The op's GM accesses per core; the output (last operand) is written."""

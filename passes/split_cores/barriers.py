@@ -51,7 +51,7 @@ def conflicts(earlier: Unit, later: Unit) -> bool:
         for b in later.accesses:
             if a.root != b.root or not (a.write or b.write):
                 continue
-            same_view = a.value is not None and a.value == b.value
+            same_view = (a.value is not None and b.value is not None and a.value == b.value)
             for c, box_a in a.boxes.items():
                 for d, box_b in b.boxes.items():
                     if c != d and (not same_view or _overlap(box_a, box_b)):

@@ -61,10 +61,25 @@ class Split:
             inner *= n
         return out
 
+    def block_coords(self, blk: ir.Value) -> dict[str, ir.Value]:
+        """`coords` computed from the block index at run time."""
+        coords: dict[str, ir.Value] = {}
+        inner, total = 1, self.parts
+        for axis, n in reversed(self.grid):
+            v = blk if inner == 1 else arith.DivUIOp(blk, nir.index_const(inner)).result
+            if inner * n < total:
+                v = arith.RemUIOp(v, nir.index_const(n)).result
+            coords[axis] = v
+            inner *= n
+        return coords
+
     def box(self, shape: list[int], operand: int, core: int) -> tuple[tuple[int, int], ...]:
         """(offset, size) per dim of the slice of `operand` that `core` touches."""
+        return self.box_of(shape, self.cuts[operand], core)
+
+    def box_of(self, shape: list[int], cut: dict[int, str], core: int
+               ) -> tuple[tuple[int, int], ...]:
         parts, coords = dict(self.grid), self.coords(core)
-        cut = self.cuts[operand]
         return tuple((coords[cut[d]] * (n // parts[cut[d]]), n // parts[cut[d]]) if d in cut
                      else (0, n) for d, n in enumerate(shape))
 
@@ -162,7 +177,16 @@ class SplitRules:
         return all(self._aligned(t, d, parts) and all(x == 1 for x in nir.memref_shape(t)[:d])
                    for t, cut in zip(types, cuts) for d in cut)
 
-    def _split_matmul(self, op: ir.Operation, types: list, parts: int) -> Split | None:
+    def split_matmul(self, op: ir.Operation, parts: int, whole_k: bool = False) -> Split | None:
+        """The matmul's grid; `whole_k`: only M is cut (every core keeps whole
+        rows of C, as a row-major result written from it needs)."""
+        types = [v.type for v in op.operands]
+        if not self._big_enough(types[-1], parts):
+            return None
+        return self._split_matmul(op, types, parts, whole_k)
+
+    def _split_matmul(self, op: ir.Operation, types: list, parts: int,
+                      whole_k: bool = False) -> Split | None:
         # A Nz [N1, M1, f, f], B Nz [K1, N1, f, f], C Nz [K1, M1, f, f] (dialects/README.md).
         a_shape, b_shape, c_shape = (nir.memref_shape(t) for t in types)
         n1, m1, f = a_shape[0], a_shape[1], a_shape[2]
@@ -172,7 +196,7 @@ class SplitRules:
         out_bytes = nir.element_bytes(nir.memref_element(types[2]))
         rate = t.path("gm_to_l1").bytes_per_cycle
         best = None
-        for pk in range(1, parts + 1):
+        for pk in range(1, 2 if whole_k else parts + 1):
             if parts % pk:
                 continue
             pm = parts // pk
@@ -194,28 +218,20 @@ class SplitRules:
 
 def apply(op: ir.Operation, split: Split, blk: ir.Value) -> None:
     """Give `op` the slices of its operands that core `blk` owns."""
-    coords: dict[str, ir.Value] = {}
-    inner = 1
-    for axis, n in reversed(split.grid):
-        v = blk if inner == 1 else arith.DivUIOp(blk, nir.index_const(inner)).result
-        if inner * n < math.prod(n for _, n in split.grid):
-            v = arith.RemUIOp(v, nir.index_const(n)).result
-        coords[axis] = v
-        inner *= n
+    coords = split.block_coords(blk)
     parts = dict(split.grid)
-    offsets_of: dict[tuple[str, int], ir.Value] = {}
     for i, cut in enumerate(split.cuts):
-        if not cut:
-            continue
-        value = op.operands[i]
-        shape = nir.memref_shape(value.type)
-        offsets: list = [0] * len(shape)
-        sizes = list(shape)
-        for d, axis in cut.items():
-            sizes[d] = shape[d] // parts[axis]
-            key = (axis, sizes[d])
-            if key not in offsets_of:
-                offsets_of[key] = arith.MulIOp(coords[axis], nir.index_const(sizes[d])).result
-            offsets[d] = offsets_of[key]
-        op.operands[i] = nir.subview(value, offsets, sizes)
+        if cut:
+            op.operands[i] = slice_value(op.operands[i], cut, parts, coords)
 
+
+def slice_value(value: ir.Value, cut: dict[int, str], parts: dict[str, int],
+                coords: dict[str, ir.Value]) -> ir.Value:
+    """The subview of `value` that the core at `coords` owns."""
+    shape = nir.memref_shape(value.type)
+    offsets: list = [0] * len(shape)
+    sizes = list(shape)
+    for d, axis in cut.items():
+        sizes[d] = shape[d] // parts[axis]
+        offsets[d] = arith.MulIOp(coords[axis], nir.index_const(sizes[d])).result
+    return nir.subview(value, offsets, sizes)

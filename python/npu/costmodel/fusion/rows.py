@@ -105,6 +105,13 @@ def _one_per_row(value: ir.Value, out_shape: list[int]) -> bool:
     return len(shape) == len(out_shape) and shape[-1] == 1 and shape[:-1] == out_shape[:-1]
 
 
+def _core_slice(v: ir.Value) -> bool:
+    """A contiguous `memref.subview` of whole rows: one core's share of a
+    tensor (npu-split-cores), addressed through the view's offset."""
+    op = nir.defining_op(v)
+    return op is not None and op.name == "memref.subview" and nir.is_contiguous(v)
+
+
 def describe(op: ir.Operation, index: int, target: Target, tails: bool = False) -> RowOp | str:
     """The op as a row op, or why it is not one. `tails`: rows that are not
     whole 32-byte blocks are row ops too (a group of them is a kernel only
@@ -120,7 +127,8 @@ def describe(op: ir.Operation, index: int, target: Target, tails: bool = False) 
             return "an operand is not a contiguous GM tensor"
         if nir.memref_element(v) not in ("f16", "f32"):
             return f"element type {nir.memref_element(v)} (fused kernels take f16/f32)"
-        if nbytes(nir.view_root(v)) != nbytes(v):  # a memref.view of a whole byte buffer is whole
+        if nbytes(nir.view_root(v)) != nbytes(v) and not _core_slice(v):
+            # a memref.view of a whole byte buffer is whole
             return "an operand is a partial view of its tensor"
     out = operands[-1]
     if any(nir.view_root(v) == nir.view_root(out) for v in operands[:-1]):
