@@ -33,7 +33,7 @@ from typing import Any
 
 from mlir import ir
 
-from npu.ir import dict_attr_items, dict_attr_of, walk, walk_held
+from npu.ir import block_dim, dict_attr_items, dict_attr_of, functions, walk, walk_held
 from npu.passes.base import DOUBLE_BUFFER_KEY, OP_OPTIONS_ATTR, Pass, PassError
 from npu.passes.lower_options import FORWARDS, LOWER_OPTIONS, LOWERINGS, SUB_PASS_CLASSES, UNSET
 
@@ -73,14 +73,34 @@ class LowerPass(Pass):
     def _lowerings(self) -> list[Pass]:
         return [self._make(flag) for flag, _ in LOWERINGS]
 
+    _many = False  # lowering for several cores (npu-split-cores runs)
+
     def run(self, module: ir.Operation) -> None:
+        """On several cores, a program that npu-split-cores leaves on one
+        core (too small to pay for its barriers) is lowered again as the
+        one-core program: on many cores it would have lost npu-prefetch and
+        L1 chains for nothing."""
+        if self.cores == 1:
+            return self._run(module)
+        pristine = module.clone()
+        self._many = True
+        try:
+            self._run(module)
+        finally:
+            self._many = False
+        if any(block_dim(f) > 1 for f in functions(module)):
+            return
+        _restore(module, pristine)
+        self._run(module)
+
+    def _run(self, module: ir.Operation) -> None:
         """With fusion, a fused kernel whose chunk the footprint model sized
         too large for the memory planner (UB overflow) is retried with half
         the UB share, then unfused: attempting fusion never fails a program.
         An L1 overflow after npu-prefetch placed chunks beside the bytes live
         at each op is first retried with its safe room (`l1-room=safe`)."""
         fuse = self.fuse
-        prefetch = self.prefetch and self.cores == 1
+        prefetch = self.prefetch and not self._many
         fractions: tuple[float | None, ...] = (None,)
         if self.canonicalize:
             self._make("npu-canonicalize").run(module)
@@ -134,12 +154,12 @@ class LowerPass(Pass):
             # a chained A is read by the pipelined schedule only
             # a chained A stays in one core's L1: not over many cores
             chains = (self.fuse_chains and self._value("matmul-schedule") == "pipelined"
-                      and self.cores == 1)
+                      and not self._many)
             self._make("npu-fuse", chains=chains, **{"ub-fraction": fuse_fraction}).run(module)
             if self.fuse_attention and self.fuse_attention_projection and self.fuse_epilogues:
                 self._make("npu-fuse-attention-projection",
                                **{"ub-fraction": attention_fraction}).run(module)
-        if self.cores != 1:  # fused groups split over the cores before their lowerings
+        if self._many:  # fused groups split over the cores before their lowerings
             self._make("npu-split-cores").run(module)
         if fuse_fraction is not None:
             self._make("npu-lower-fused", **{"ub-fraction": fuse_fraction}).run(module)
@@ -178,7 +198,7 @@ class LowerPass(Pass):
             self._make("npu-plan-gm").run(module)
         # Loops of ops with a per-op `double-buffer` carry a mark it follows.
         steps: list[Pass] = [self._make("npu-double-buffer")]
-        if self.prefetch and self.cores == 1:
+        if self.prefetch and not self._many:
             steps.append(self._make("npu-prefetch", **{"l1-room": l1_room}))
         steps.append(self._make("npu-plan-memory"))
         steps.append(self._make("npu-insert-sync"))

@@ -43,6 +43,10 @@ SYNC_ALL = "cce.sync_all"
 INERT = ("memref.", "arith.", "func.return", "builtin.unrealized_conversion_cast")
 
 
+def _bytes(v: ir.Value) -> int:
+    return math.prod(nir.memref_shape(v.type)) * nir.element_bytes(nir.memref_element(v.type))
+
+
 class SplitCoresPass(Pass):
     name = "npu-split-cores"
     summary = "Split each function's work over the target's AI cores, with chip barriers"
@@ -51,6 +55,8 @@ class SplitCoresPass(Pass):
         Option("min-bytes", int, -1, "least output bytes per core (-1: a GM transfer's latency "
                "worth of bytes; 0: no minimum)"),
         Option("remarks", bool, False, "report each function's split as a remark"),
+        Option("estimate", bool, True, "keep a function on one core when the split's estimate "
+               "is no better (false: split whatever it costs; for tests)"),
     )
 
     def run(self, module: ir.Operation) -> None:
@@ -102,6 +108,12 @@ class SplitCoresPass(Pass):
             self.remark(func, f"npu-split-cores: one core of {wanted}: {why}")
             return
         before = place(units)
+        one, many = self._estimate(units, len(before))
+        if self.estimate and many >= 0.9 * one:
+            self.remark(func, f"npu-split-cores: one core of {wanted}: the split's estimate "
+                        f"({many:.0f} cycles with {len(before)} chip barriers) is no better "
+                        f"than one core's ({one:.0f})")
+            return
         if cores < wanted or self.remarks or any(u.cores < cores for u in units):
             self.remark(func, f"npu-split-cores: {cores} of {wanted} cores, {len(before)} chip "
                         f"barrier{'s' * (len(before) != 1)}; " + "; ".join(u.what for u in units))
@@ -131,6 +143,28 @@ class SplitCoresPass(Pass):
             for child in func.regions[0].blocks[0].operations:
                 if "npu.chain" in child.operation.attributes:  # L1 is one core's
                     del child.operation.attributes["npu.chain"]
+
+    def _estimate(self, units: list[Unit], barriers: int) -> tuple[float, float]:
+        """(one core, the split) in cycles, roughly: each unit's GM bytes over
+        one core's mover rate and its cube blocks, shared by its cores, with
+        a first load's and last store's latency on each, plus the barriers;
+        the split must save a tenth (it also gives up npu-prefetch and L1
+        chains, which run on one core only). Enough to keep a split that cannot pay for its
+        barriers from making a program slower than on one core."""
+        t = self.target
+        rate = t.path("gm_to_ub").bytes_per_cycle
+        one = many = 0.0
+        for u in units:
+            gm = sum(_bytes(a.value if a.value is not None else a.root) for a in u.accesses)
+            blocks = 0
+            for op in nir.walk(u.op, lambda o: o.name in ("ascend.matmul", "ascend.batch_matmul")):
+                a, b = (nir.memref_shape(v.type) for v in op.operands[:2])
+                blocks += math.prod(a[:-4]) * a[-3] * a[-4] * b[-4]
+            work = max(gm / rate, t.cube_cycles(float(blocks)))
+            fixed = 2 * t.path("gm_to_ub").latency  # a load's and a store's start, on every core
+            one += work + fixed
+            many += work / u.cores + fixed
+        return one, many + barriers * t.sync_all_cycles
 
     def _group(self, group: ir.Operation, parts: int) -> tuple | None:
         """A fused group's split over `parts` cores, when each core writes

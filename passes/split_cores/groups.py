@@ -88,8 +88,10 @@ def _row_cut(v: ir.Value, rows: int, parts: int, frac: int) -> Cuts | None:
         return None  # an Nz store: its rows are strided in Nz, and Nz stores take whole tensors
     if shape and shape[0] == rows:
         return {0: "x"}
-    if len(shape) >= 2 and math.prod(shape[:-1]) == rows and shape[0] % parts == 0:
-        return {0: "x"}  # leading dims flattened into rows
+    if len(shape) >= 2 and math.prod(shape[:-1]) == rows:
+        d = next(i for i, n in enumerate(shape) if n > 1)  # leading dims flattened into rows
+        if d < len(shape) - 1 and shape[d] % parts == 0:
+            return {d: "x"}
     if math.prod(shape[:-1]) == 1:
         return {}  # a row operand: every core reads all of it
     return None

@@ -1,5 +1,5 @@
-// RUN: npu-opt %s --split-input-file --npu-split-cores="cores=4 min-bytes=0" | FileCheck %s
-// RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-split-cores="cores=4 min-bytes=0 remarks=true" -o %t
+// RUN: npu-opt %s --split-input-file --npu-split-cores="cores=4 min-bytes=0 estimate=false" | FileCheck %s
+// RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-split-cores="cores=4 min-bytes=0 remarks=true estimate=false" -o %t
 // RUN: not npu-opt %s --split-input-file --target=ascend310 --npu-split-cores="cores=4" 2>&1 | FileCheck %s --check-prefix=TOO-MANY
 
 // TOO-MANY: error: npu-split-cores: cores=4 but ascend310 has 2 cores

@@ -32,7 +32,7 @@ CHAIN = f"""func.func @chain(%a: {R4}, %b: {R4}, %c: {R2}, %d: {R4}) {{
   return
 }}
 """
-SPLIT = "builtin.module(npu-split-cores{cores=4 min-bytes=0},npu-lower)"
+SPLIT = "builtin.module(npu-split-cores{cores=4 min-bytes=0 estimate=false},npu-lower)"
 BARRIER = '"hivm.sync_all"() : () -> ()'
 
 
