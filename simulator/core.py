@@ -226,15 +226,24 @@ def _simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None
     if n_cores > 1:
         all_hazards += hazards.hazards[len(reports[-1]["hazards"]):]
         cycles = max(r["cycles"] for r in reports)
+        for r, wait in zip(reports, _BARRIER_WAITS.pop(id(programs[0]), [])):
+            r["barrier_wait_cycles"] = wait
         rep = report_mod.combine(reports, memsys.summary(cycles))
     else:
         all_hazards = list(hazards.hazards)
         rep = report_mod.build(trace, timeline, program, target, hazards.hazards, serialize)
         rep["memory_system"] = memsys.summary(rep["cycles"])
         cycles = timeline.total_cycles
+        reports = [rep]
+    report_mod.chip_bound(rep, reports, target, sum(n for _, n, _ in own_bytes))
     wall = time.perf_counter() - wall0
     rep["wall_seconds"] = wall
     return SimResult(outputs, cycles, rep, all_hazards, timeline, trace, target, wall)
+
+
+# Per launch (keyed by its first core's program): each core's cycles waiting at
+# chip barriers, from its arrival to the release.
+_BARRIER_WAITS: dict[int, list[int]] = {}
 
 
 def run_cores(programs: list[Program], allocs: dict, target: Target, strict: bool,
@@ -249,6 +258,7 @@ def run_cores(programs: list[Program], allocs: dict, target: Target, strict: boo
     starts = [_start_core(p, target, strict, serialize, numerics, memsys, cross, core, where)
               for core, p in enumerate(programs)]
     done: list = [None] * len(programs)
+    waits = _BARRIER_WAITS[id(programs[0])] = [0] * len(programs)
     release, barrier = None, 0
     while True:
         arrived = []
@@ -270,6 +280,8 @@ def run_cores(programs: list[Program], allocs: dict, target: Target, strict: boo
                                   f"but core {ended} has ended: every core must reach every chip "
                                   "barrier", where)
         release = max(t for t, _ in arrived) + target.sync_all_cycles
+        for t, core in arrived:
+            waits[core] += release - t
         barrier += 1
         cross.new_epoch()
     for _, _, machine, _ in starts:

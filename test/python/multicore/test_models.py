@@ -1,0 +1,87 @@
+"""Whole models on many cores: split with chip barriers, they still match
+onnxruntime; a model too small to pay for its barriers stays the one-core
+program (never slower); npu-run's --cores for every kind of input."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnxruntime
+import pytest
+
+import sys
+from pathlib import Path
+
+import npu
+from npu.tools import npu_run
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "frontend"))
+from onnx_models import mlp  # noqa: E402  (the frontend tests' model builders)
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+FORCED = "npu-lower{{cores={n} split-cores-min-bytes=0 split-cores-estimate=false}}"
+
+
+def _run(model, n: int, x: np.ndarray, pipeline: str = FORCED):
+    kernel = npu.compile(model, target="ascend910", pipeline=pipeline.format(n=n))
+    (out,), report = kernel(x)
+    return out, report
+
+
+@pytest.mark.parametrize("n", [2, 8, 32])
+def test_mlp_on_many_cores_matches_onnxruntime(n: int) -> None:
+    model = mlp(batch=256, d_in=128, d_hidden=512, d_out=128)
+    x = np.random.default_rng(1).standard_normal((256, 128)).astype(np.float32)
+    (want,) = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"x": x})
+    out, report = _run(model, n, x)
+    np.testing.assert_allclose(out, want, rtol=2e-2, atol=2e-3)
+    assert report["block_dim"] > 1 and report["hazards"] == []
+    assert len(report["cores"]) == report["block_dim"]
+
+
+@pytest.mark.parametrize("n", [2, 8, 32])
+def test_ffn_block_on_many_cores_matches_onnxruntime(n: int) -> None:
+    path = str(EXAMPLES / "ffn_block.onnx")
+    x = np.random.default_rng(2).standard_normal((64, 128)).astype(np.float32)
+    (want,) = onnxruntime.InferenceSession(path).run(None, {"x": x})
+    out, report = _run(path, n, x)
+    np.testing.assert_allclose(out, want, rtol=2e-2, atol=5e-3)
+    assert report["block_dim"] > 1
+
+
+def test_a_model_too_small_for_its_barriers_stays_on_one_core() -> None:
+    path = str(EXAMPLES / "ffn_block.onnx")
+    x = np.random.default_rng(2).standard_normal((64, 128)).astype(np.float32)
+    _, one = _run(path, 1, x, "npu-lower")
+    _, two = _run(path, 2, x, "npu-lower{{cores={n}}}")
+    assert two["cycles"] == one["cycles"] and two.get("block_dim", 1) == 1
+
+
+def test_report_gives_each_core_and_the_chip(capsys) -> None:
+    src = str(EXAMPLES / "ffn_block.onnx")
+    assert npu_run.main([src, "--cores", "8", "--json", "--pipeline",
+                         "npu-lower{split-cores-min-bytes=0}"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["block_dim"] == 8
+    for c in rep["cores"]:
+        assert 0 < c["busy_cycles"] <= rep["cycles"] and 0 < c["utilization"] <= 1
+        assert c["barrier_wait_cycles"] >= 0
+    chip = rep["chip"]
+    assert chip["cores"] == 32 and chip["bound_cycles"] > 0
+    assert chip["bound_unit"] in ("cube", "gm")
+
+
+@pytest.mark.parametrize("src", ["ffn_block.onnx", "exp_1m.mlir"])
+def test_cores_above_the_targets_are_refused(src: str, capsys) -> None:
+    with pytest.raises(SystemExit) as e:
+        npu_run.main([str(EXAMPLES / src), "--cores", "33"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["npu-run: error: --cores 33: ascend910 has 32 cores (see --help)"]
+
+
+def test_cores_zero_is_all_of_the_targets(capsys) -> None:
+    assert npu_run.main([str(EXAMPLES / "exp_1m.mlir"), "--cores", "0", "--json",
+                         "--no-numerics"]) == 0
+    assert json.loads(capsys.readouterr().out)["block_dim"] == 32
