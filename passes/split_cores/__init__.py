@@ -167,14 +167,14 @@ class SplitCoresPass(Pass):
         return one, many + barriers * t.sync_all_cycles
 
     def _group(self, group: ir.Operation, parts: int) -> tuple | None:
-        """A fused group's split over `parts` cores, when each core writes
-        at least the least bytes."""
+        """A fused group's split over `parts` cores, when each core moves
+        at least the least bytes (its slices of what the group reads and
+        writes: a matmul's weights count)."""
         found = group_split(group, parts, self.rules)
         if found is None:
             return None
-        out = sum(math.prod(nir.memref_shape(v.type)) * nir.element_bytes(nir.memref_element(v.type)) for v in external(group, found[1])
-                  if v in written(group))
-        return found if out // parts >= self.rules.min_bytes else None
+        moved = sum(_bytes(v) for v in external(group, found[1]))  # weights read count too
+        return found if moved // parts >= self.rules.min_bytes else None
 
     def _group_unit(self, group: ir.Operation, found: tuple | None) -> Unit:
         kind = "fused rows" if FUSED_ATTR in group.attributes else "matmul epilogue"

@@ -7,8 +7,7 @@ group over each core's slice, before its lowering (`npu-lower-fused`,
   `[C1, R/16, 16, 16]`) is cut along them, row operands (`[1, L]`) are
   whole on every core;
 * an epilogue group (`npu.epilogue`) takes its matmul's grid
-  (`SplitRules.split_matmul`; only along M when it writes a row-major
-  result, whose column slices would be strided): its C-shaped tensors (Nz `[K1, M1, 16, 16]`, or the
+  (`SplitRules.split_matmul`): its C-shaped tensors (Nz `[K1, M1, 16, 16]`, or the
   ND `[M, K]` a defractalize writes) are cut like C, its bias operands
   along the dims they share with C.
 
@@ -53,9 +52,7 @@ def group_split(group: ir.Operation, parts: int, rules: SplitRules
         mm = [o for o in members(group) if o.name == "ascend.matmul"]
         if len(mm) != 1:
             return None
-        nd = any(len(nir.memref_shape(v.type)) == 2 for o in members(group)
-                 if o.name.startswith("ascend.") for v in o.operands)
-        split = rules.split_matmul(mm[0], parts, whole_k=nd)
+        split = rules.split_matmul(mm[0], parts)
         if split is None:
             return None
         c_shape = nir.memref_shape(mm[0].operands[2].type)
@@ -85,7 +82,7 @@ def _cuts(group: ir.Operation, split: Split, cut_of) -> tuple[Split, dict] | Non
 def _row_cut(v: ir.Value, rows: int, parts: int, frac: int) -> Cuts | None:
     shape = nir.memref_shape(v.type)
     if len(shape) == 4 and shape[1] * frac == rows and shape[2] == shape[3] == frac:
-        return None  # an Nz store: its rows are strided in Nz, and Nz stores take whole tensors
+        return {1: "x"} if shape[1] % parts == 0 else None  # an Nz store: whole row blocks
     if shape and shape[0] == rows:
         return {0: "x"}
     if len(shape) >= 2 and math.prod(shape[:-1]) == rows:

@@ -101,13 +101,17 @@ class SplitRules:
         step = shape[dim] // parts * strides[dim] * nir.element_bytes(nir.memref_element(t))
         return step % self.target.vector_block_bytes == 0
 
-    def _big_enough(self, out_t: ir.Type, parts: int) -> bool:
-        nbytes = math.prod(nir.memref_shape(out_t)) * nir.element_bytes(nir.memref_element(out_t))
+    def _big_enough(self, out_t: ir.Type, parts: int, *more: ir.Type) -> bool:
+        """Each core's share of the output (and of `more`: a matmul's
+        operands, whose reads are most of its traffic) is worth a transfer."""
+        nbytes = sum(math.prod(nir.memref_shape(t)) * nir.element_bytes(nir.memref_element(t))
+                     for t in (out_t, *more))
         return nbytes // parts >= self.min_bytes
 
     def split(self, op: ir.Operation, parts: int) -> Split | None:
         types = [v.type for v in op.operands]
-        if not self._big_enough(types[-1], parts):
+        matmul = op.name in ("ascend.matmul", "ascend.batch_matmul")
+        if not self._big_enough(types[-1], parts, *(types[:-1] if matmul else ())):
             return None
         name = op.name
         if name == "ascend.matmul":
@@ -181,7 +185,7 @@ class SplitRules:
         """The matmul's grid; `whole_k`: only M is cut (every core keeps whole
         rows of C, as a row-major result written from it needs)."""
         types = [v.type for v in op.operands]
-        if not self._big_enough(types[-1], parts):
+        if not self._big_enough(types[-1], parts, *types[:-1]):
             return None
         return self._split_matmul(op, types, parts, whole_k)
 

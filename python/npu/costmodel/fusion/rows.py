@@ -105,6 +105,16 @@ def _one_per_row(value: ir.Value, out_shape: list[int]) -> bool:
     return len(shape) == len(out_shape) and shape[-1] == 1 and shape[:-1] == out_shape[:-1]
 
 
+def _row_blocks_of(nz: ir.Value) -> bool:
+    """An Nz subview of whole column blocks and a run of row blocks of a
+    contiguous Nz tensor: one core's rows (npu-split-cores)."""
+    op = nir.defining_op(nz)
+    if op is None or op.name != "memref.subview" or not nir.is_contiguous(op.operands[0]):
+        return False
+    whole, part = nir.memref_shape(op.operands[0]), nir.memref_shape(nz)
+    return len(whole) == 4 and part[0] == whole[0] and part[2:] == whole[2:]
+
+
 def _core_slice(v: ir.Value) -> bool:
     """A contiguous `memref.subview` of whole rows: one core's share of a
     tensor (npu-split-cores), addressed through the view's offset."""
@@ -278,7 +288,8 @@ def nz_layout(nd: ir.Value, nz: ir.Value, rows: int, n: int | None, target: Targ
     if n % target.fractal:
         return (f"rows of {n} elements are not whole {target.fractal}-column fractals "
                 "(the Nz tensor would need padding columns)")
-    if not nir.is_contiguous(nz) or nir.memref_element(nz) != nir.memref_element(nd):
+    if not (nir.is_contiguous(nz) or _row_blocks_of(nz)) \
+            or nir.memref_element(nz) != nir.memref_element(nd):
         return "its Nz tensor is not a contiguous tensor of the same type"
     return layout_limits(target, rows, n, nir.element_bytes(nir.memref_element(nd)))
 
