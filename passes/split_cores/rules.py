@@ -15,7 +15,8 @@
   from), fractalize / defractalize the rows of the ND side, gather the ids
   and their output rows (every core reads the whole table).
 
-Every slice is 32-byte aligned and at least `min_bytes` of output.
+Every slice is 32-byte aligned, and each core moves at least `min_bytes`
+(its share of all the op's operands).
 """
 
 from __future__ import annotations
@@ -102,16 +103,16 @@ class SplitRules:
         return step % self.target.vector_block_bytes == 0
 
     def _big_enough(self, out_t: ir.Type, parts: int, *more: ir.Type) -> bool:
-        """Each core's share of the output (and of `more`: a matmul's
-        operands, whose reads are most of its traffic) is worth a transfer."""
+        """Each core's share of the output and of `more` (the op's other
+        operands) is worth at least a transfer's latency in bytes."""
         nbytes = sum(math.prod(nir.memref_shape(t)) * nir.element_bytes(nir.memref_element(t))
                      for t in (out_t, *more))
         return nbytes // parts >= self.min_bytes
 
     def split(self, op: ir.Operation, parts: int) -> Split | None:
         types = [v.type for v in op.operands]
-        matmul = op.name in ("ascend.matmul", "ascend.batch_matmul")
-        if not self._big_enough(types[-1], parts, *(types[:-1] if matmul else ())):
+        # every operand's bytes: a reduction's or a matmul's reads are most of its traffic
+        if not self._big_enough(types[-1], parts, *types[:-1]):
             return None
         name = op.name
         if name == "ascend.matmul":
