@@ -126,9 +126,8 @@ def check_flag_pairs(trace: list, counts: Counter | None = None) -> None:
 def run(trace: list, machine: Machine, hazards: HazardDetector, target: Target,
         trailing_scalar: int, serialize: bool, memsys=None) -> Timeline:
     """`memsys` (a `memory_system.MemorySystem`, shared by the cores of one
-    launch) times GM transfers; without it they cost their static occupancy.
-    One core alone: each `sync_all` releases `sync_all_cycles` after it
-    arrives."""
+    launch) times GM transfers, else they cost their static occupancy. One
+    core alone: each `sync_all` releases `sync_all_cycles` after it arrives."""
     core = start(trace, machine, hazards, target, trailing_scalar, serialize, memsys)
     try:
         arrival = next(core)
