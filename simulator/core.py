@@ -33,6 +33,8 @@ class SimResult:
     trace_entries: list = field(repr=False, default_factory=list)
     target: Target | None = field(repr=False, default=None)
     wall_seconds: float = 0.0
+    # A multi-core launch: each core's (trace entries, timeline), for the trace.
+    core_traces: list = field(repr=False, default_factory=list)
 
     @property
     def instructions(self) -> int:
@@ -42,7 +44,10 @@ class SimResult:
         return report_mod.format_text(self.report)
 
     def chrome_trace(self) -> dict:
-        from npu.simulator.trace import chrome_trace
+        """Every core's pipes, grouped by core on a multi-core launch."""
+        from npu.simulator.trace import chrome_trace, chrome_trace_cores
+        if self.core_traces:
+            return chrome_trace_cores(self.core_traces, self.target)
         return chrome_trace(self.trace_entries, self.timeline, self.target)
 
 
@@ -208,8 +213,10 @@ def _simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None
         trace, timeline, hazards = _run_core(program, target, strict, serialize, numerics, memsys,
                                              cross, 0, where)
     else:
+        core_traces = []
         for program, (trace, timeline, hazards) in zip(programs, run_cores(
                 programs, allocs, target, strict, serialize, numerics, memsys, cross, where)):
+            core_traces.append((trace, timeline))
             all_hazards += hazards.hazards
             reports.append(report_mod.build(trace, timeline, program, target, hazards.hazards,
                                             serialize))
@@ -238,7 +245,8 @@ def _simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None
     report_mod.chip_bound(rep, reports, target, sum(n for _, n, _ in own_bytes))
     wall = time.perf_counter() - wall0
     rep["wall_seconds"] = wall
-    return SimResult(outputs, cycles, rep, all_hazards, timeline, trace, target, wall)
+    return SimResult(outputs, cycles, rep, all_hazards, timeline, trace, target, wall,
+                     core_traces if n_cores > 1 else [])
 
 
 # Per launch (keyed by its first core's program): each core's cycles waiting at

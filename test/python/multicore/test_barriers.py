@@ -85,3 +85,11 @@ def test_sync_all_under_a_branch_is_refused() -> None:
             '  return\n}\n')
     with pytest.raises(ParseError):  # the message: test/Dialect/CCE/invalid.mlir
         parse_module(text, make_context())
+
+
+def test_the_trace_shows_every_core() -> None:
+    res = simulate(parse_module(_compiled(CHAIN, SPLIT), make_context()), _inputs())
+    events = res.chrome_trace()["traceEvents"]
+    names = {e["args"]["name"] for e in events if e["name"] == "process_name"}
+    assert names == {f"AI core {c} (ascend910)" for c in range(4)}
+    assert {e["pid"] for e in events if e.get("name") == "sync_all"} == {1, 2, 3, 4}
