@@ -111,7 +111,7 @@ class LowerPass(Pass):
             fractions = (share, share / 2, None)
             if self.hoist_casts:
                 self._make("npu-hoist-casts").run(module)
-            if self.fuse_horizontal:
+            if self.fuse_horizontal and not self._many:  # many cores: each its own grid
                 self._make("npu-fuse-horizontal").run(module)
         snapshot = module.clone() if fuse or prefetch else None
         room, k = self.prefetch_l1_room, 0
@@ -156,7 +156,10 @@ class LowerPass(Pass):
             chains = (self.fuse_chains and self._value("matmul-schedule") == "pipelined"
                       and not self._many)
             self._make("npu-fuse", chains=chains, **{"ub-fraction": fuse_fraction}).run(module)
-            if self.fuse_attention and self.fuse_attention_projection and self.fuse_epilogues:
+            # on many cores the projection stays its own group (split over its grid) and
+            # attention splits over heads
+            if (self.fuse_attention and self.fuse_attention_projection and self.fuse_epilogues
+                    and not self._many):
                 self._make("npu-fuse-attention-projection",
                                **{"ub-fraction": attention_fraction}).run(module)
         if self._many:  # fused groups split over the cores before their lowerings

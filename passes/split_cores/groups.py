@@ -24,6 +24,7 @@ import math
 from mlir import ir
 
 from npu import ir as nir
+from npu.costmodel.attention.pattern import ATTENTION_ATTR
 from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
 from npu.costmodel.fusion.rows import FUSED_ATTR
 
@@ -48,16 +49,29 @@ def group_split(group: ir.Operation, parts: int, rules: SplitRules
         rows = _dict_int(group.attributes[FUSED_ATTR], "rows")
         split = Split((), (("x", parts),))
         return _cuts(group, split, lambda v: _row_cut(v, rows, parts, rules.target.fractal))
+    if ATTENTION_ATTR in group.attributes:
+        attrs = group.attributes[ATTENTION_ATTR]
+        heads, head_dim = _dict_int(attrs, "heads"), _dict_int(attrs, "head_dim")
+        if heads % parts:
+            return None
+        split = Split((), (("x", parts),))
+        return _cuts(group, split, lambda v: _head_cut(v, heads, head_dim))
     if EPILOGUE_ATTR in group.attributes:
         mm = [o for o in members(group) if o.name == "ascend.matmul"]
         if len(mm) != 1:
             return None
-        split = rules.split_matmul(mm[0], parts)
-        if split is None:
-            return None
         c_shape = nir.memref_shape(mm[0].operands[2].type)
-        fixed = {v: cut for v, cut in zip(mm[0].operands, split.cuts)}
-        return _cuts(group, split, lambda v: fixed.get(v, _c_cut(v, c_shape, rules.target.fractal)))
+        frac = rules.target.fractal
+        for whole_k in (False, True):  # then only along M: C's column blocks stay whole
+            split = rules.split_matmul(mm[0], parts, whole_k)
+            if split is None:
+                continue
+            fixed = {v: cut for v, cut in zip(mm[0].operands, split.cuts)}
+            found = _cuts(group, split,
+                          lambda v: fixed.get(v, _c_cut(v, c_shape, frac, whole_k)))
+            if found is not None:
+                return found
+        return None
     return None
 
 
@@ -65,9 +79,13 @@ def _cuts(group: ir.Operation, split: Split, cut_of) -> tuple[Split, dict] | Non
     cuts: dict[ir.Value, Cuts] = {}
     parts = dict(split.grid)
     for op in members(group):
-        if not op.name.startswith("ascend."):
+        if op.name.startswith("ascend."):
+            values = list(op.operands)
+        elif op.name == "memref.alloc" or op.name in nir.VIEW_OPS:
+            values = [op.results[0]]  # the group's own tensors and their views
+        else:
             continue
-        for v in op.operands:
+        for v in values:
             cut = cut_of(v)
             if cut is None:
                 return None
@@ -94,9 +112,32 @@ def _row_cut(v: ir.Value, rows: int, parts: int, frac: int) -> Cuts | None:
     return None
 
 
-def _c_cut(v: ir.Value, c_shape: list[int], frac: int) -> Cuts | None:
+def _head_cut(v: ir.Value, heads: int, head_dim: int) -> Cuts | None:
+    """The dim of `v` that holds the heads: one of `heads` elements, else one
+    of `heads x head_dim` (a row of all heads' columns), else a flat view."""
+    shape = nir.memref_shape(v.type)
+    for d, n in enumerate(shape):
+        if n == heads:
+            return {d: "x"}
+    for d, n in enumerate(shape):
+        if n % heads == 0 and n // heads in (head_dim, head_dim // 16):
+            return {d: "x"}  # ND columns, or Nz column blocks (16 columns each)
+    if len(shape) == 1 and shape[0] % heads == 0:
+        return {0: "x"}
+    return None
+
+
+def _c_cut(v: ir.Value, c_shape: list[int], frac: int, whole_k: bool = False) -> Cuts | None:
     shape = nir.memref_shape(v.type)
     k1, m1 = c_shape[0], c_shape[1]
+    if whole_k:  # every tensor's rows (Nz dim 1, ND dim 0) cut; byte buffers in step
+        if len(shape) == 4 and shape[1] in (m1, 1):
+            return {1: "m"} if shape[1] == m1 else {}
+        if len(shape) == 2 and shape[0] in (m1 * frac, 1):
+            return {0: "m"} if shape[0] == m1 * frac else {}
+        if len(shape) == 1 and nir.memref_element(v.type) == "i8":
+            return {0: "m"}  # the bytes the group's views share, rows in each
+        return None
     if len(shape) == 4:
         cut = {}
         if shape[0] == k1:
@@ -155,12 +196,16 @@ def apply_group(group: ir.Operation, split: Split, cuts: dict[ir.Value, Cuts],
         if op.name != "memref.alloc" and op.name not in nir.VIEW_OPS:
             continue
         res = op.results[0]
-        new_t = _sliced_type(res.type, cuts.get(res, _cut_via_uses(res, cuts)), parts)
+        new_t = _sliced_type(res.type, cuts.get(res), parts)
         if new_t is None or new_t == res.type:
             continue
         with ir.InsertionPoint(op), op.location:
             operands = [replaced.get(o, o) for o in op.operands]
             attrs = {name: op.attributes[name] for name in op.attributes}
+            if op.name == "memref.view":  # a byte offset into a buffer cut by rows
+                shift = nir.defining_op(op.operands[1])
+                n = nir.int_attr(shift, "value") // math.prod(parts.values())
+                operands[1] = nir.index_const(n)
             if op.name == "memref.expand_shape":
                 attrs["static_output_shape"] = ir.DenseI64ArrayAttr.get(
                     nir.memref_shape(new_t))
@@ -175,23 +220,13 @@ def apply_group(group: ir.Operation, split: Split, cuts: dict[ir.Value, Cuts],
         if op.results and all(not list(r.uses) for r in op.results) and (
                 op.name == "memref.alloc" or op.name in nir.VIEW_OPS):
             op.erase()
-    if FUSED_ATTR in group.attributes:
-        fused = ir.DictAttr(group.attributes[FUSED_ATTR])
-        rows = _dict_int(fused, "rows") // parts["x"]
-        group.attributes[FUSED_ATTR] = ir.DictAttr.get(
-            {a.name: (nir.i64_attr(rows) if a.name == "rows" else a.attr)
-             for a in (fused[i] for i in range(len(fused)))})
-
-
-def _cut_via_uses(res: ir.Value, cuts: dict) -> Cuts | None:
-    """An alloc only viewed (never an ascend operand itself): the cut of the
-    view's rows, which are its first dim too (collapse / expand keep dim 0)."""
-    for use in res.uses:
-        user = use.owner.operation
-        if user.name in nir.VIEW_OPS and user.results[0] in cuts:
-            cut = cuts[user.results[0]]
-            return {0: cut[0]} if 0 in cut else {}
-    return None
+    for attr, key in ((FUSED_ATTR, "rows"), (ATTENTION_ATTR, "heads")):
+        if attr in group.attributes:
+            figures = ir.DictAttr(group.attributes[attr])
+            n = _dict_int(figures, key) // parts["x"]
+            group.attributes[attr] = ir.DictAttr.get(
+                {a.name: (nir.i64_attr(n) if a.name == key else a.attr)
+                 for a in (figures[i] for i in range(len(figures)))})
 
 
 def _sliced_type(t: ir.Type, cut: Cuts | None, parts: dict[str, int]) -> ir.Type | None:
