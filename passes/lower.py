@@ -79,17 +79,21 @@ class LowerPass(Pass):
         """On several cores, a program that npu-split-cores leaves on one
         core (too small to pay for its barriers) is lowered again as the
         one-core program: on many cores it would have lost npu-prefetch and
-        L1 chains for nothing."""
+        L1 chains for nothing. So is one whose split a lowering refuses
+        (with a remark naming why)."""
         if self.cores == 1:
             return self._run(module)
         pristine = module.clone()
         self._many = True
         try:
             self._run(module)
+            if any(block_dim(f) > 1 for f in functions(module)):
+                return
+        except PassError as e:  # a split kernel a lowering does not take: one core
+            self.remark(module, f"npu-lower: the program split over cores did not lower "
+                                f"({e.message.splitlines()[0]}); lowering it for one core")
         finally:
             self._many = False
-        if any(block_dim(f) > 1 for f in functions(module)):
-            return
         _restore(module, pristine)
         self._run(module)
 

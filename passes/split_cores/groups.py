@@ -113,15 +113,23 @@ def _row_cut(v: ir.Value, rows: int, parts: int, frac: int) -> Cuts | None:
 
 
 def _head_cut(v: ir.Value, heads: int, head_dim: int) -> Cuts | None:
-    """The dim of `v` that holds the heads: one of `heads` elements, else one
-    of `heads x head_dim` (a row of all heads' columns), else a flat view."""
+    """The dim of `v` that holds the heads, by the layouts an attention group
+    has: the context in Nz [H*D/16, S/16, 16, 16], batched Nz [H, ..., 16, 16],
+    rows of all heads [.., H*D], interleaved [.., S, H, D], per head
+    [1.., H, ...], or a flat view; None for anything else."""
     shape = nir.memref_shape(v.type)
-    for d, n in enumerate(shape):
-        if n == heads:
-            return {d: "x"}
-    for d, n in enumerate(shape):
-        if n % heads == 0 and n // heads in (head_dim, head_dim // 16):
-            return {d: "x"}  # ND columns, or Nz column blocks (16 columns each)
+    last = len(shape) - 1
+    if len(shape) == 4 and shape[2:] == [16, 16] and shape[0] * 16 == heads * head_dim:
+        return {0: "x"}
+    if len(shape) == 5 and shape[0] == heads:
+        return {0: "x"}
+    if len(shape) >= 2 and shape[-1] == heads * head_dim:
+        return {last: "x"}
+    if len(shape) >= 3 and shape[-1] == head_dim and shape[-2] == heads:
+        return {last - 1: "x"}
+    lead = next((d for d, n in enumerate(shape) if n != 1), None)
+    if len(shape) >= 2 and lead is not None and shape[lead] == heads:
+        return {lead: "x"}
     if len(shape) == 1 and shape[0] % heads == 0:
         return {0: "x"}
     return None

@@ -94,3 +94,30 @@ def test_cores_zero_is_all_of_the_targets(capsys) -> None:
     assert npu_run.main([str(EXAMPLES / "exp_1m.mlir"), "--cores", "0", "--json",
                          "--no-numerics"]) == 0
     assert json.loads(capsys.readouterr().out)["block_dim"] == 32
+
+
+def _bert(**kw):
+    from npu.frontend.bert import bert_layer
+
+    return bert_layer(**kw).SerializeToString()
+
+
+@pytest.mark.parametrize("n", [2, 8, 32])
+def test_small_bert_layer_on_many_cores_matches_onnxruntime(n: int) -> None:
+    model = _bert(seq=64, hidden=256, heads=4, ffn=1024)
+    x = np.random.default_rng(3).standard_normal((1, 64, 256)).astype(np.float32)
+    (want,) = onnxruntime.InferenceSession(model).run(None, {"x": x})
+    out, report = _run(model, n, x, "npu-lower{{cores={n}}}")
+    np.testing.assert_allclose(out, want, rtol=2e-2, atol=1e-2)
+    assert report["hazards"] == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [2, 8, 32])
+def test_bert_base_layer_on_many_cores_matches_onnxruntime(n: int) -> None:
+    model = _bert(seq=128)
+    x = np.random.default_rng(0).standard_normal((1, 128, 768)).astype(np.float32)
+    (want,) = onnxruntime.InferenceSession(model).run(None, {"x": x})
+    out, report = _run(model, n, x, "npu-lower{{cores={n}}}")
+    np.testing.assert_allclose(out, want, rtol=2e-2, atol=1e-2)
+    assert report["block_dim"] == n and report["hazards"] == []
