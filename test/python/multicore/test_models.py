@@ -121,3 +121,24 @@ def test_bert_base_layer_on_many_cores_matches_onnxruntime(n: int) -> None:
     out, report = _run(model, n, x, "npu-lower{{cores={n}}}")
     np.testing.assert_allclose(out, want, rtol=2e-2, atol=1e-2)
     assert report["block_dim"] == n and report["hazards"] == []
+
+
+LINALG_ADD = """#map = affine_map<(d0, d1) -> (d0, d1)>
+func.func @f(%a: tensor<256x512xf32>, %b: tensor<256x512xf32>) -> tensor<256x512xf32> {
+  %e = tensor.empty() : tensor<256x512xf32>
+  %r = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%a, %b : tensor<256x512xf32>, tensor<256x512xf32>) outs(%e : tensor<256x512xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
+  } -> tensor<256x512xf32>
+  return %r : tensor<256x512xf32>
+}
+"""
+
+
+def test_cores_for_a_linalg_module(tmp_path, capsys) -> None:
+    src = tmp_path / "add.mlir"
+    src.write_text(LINALG_ADD)
+    assert npu_run.main([str(src), "--cores", "8", "--check", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["block_dim"] == 8 and rep["check"]["passed"]
