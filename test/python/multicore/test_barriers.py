@@ -93,3 +93,11 @@ def test_the_trace_shows_every_core() -> None:
     names = {e["args"]["name"] for e in events if e["name"] == "process_name"}
     assert names == {f"AI core {c} (ascend910)" for c in range(4)}
     assert {e["pid"] for e in events if e.get("name") == "sync_all"} == {1, 2, 3, 4}
+
+
+def test_the_html_timeline_shows_every_core() -> None:
+    from npu.simulator.html_report import html_report
+
+    res = simulate(parse_module(_compiled(CHAIN, SPLIT), make_context()), _inputs())
+    page = html_report(res, res.report)
+    assert all(f'id="timeline-core{c}"' in page for c in range(4))
