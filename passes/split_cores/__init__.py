@@ -10,8 +10,14 @@ attribute `npu.block_dim = P`. It stays one program (dialects/README.md,
   (default: the bytes a GM transfer moves during its own latency, below which
   a core spends more time starting than moving); its operands become the
   slices core `%blk` owns (`memref.subview`s computed from `%blk`);
-* a kernel already lowered (a fused group's or attention's loops) runs on
+* a fused group (npu-fuse's row groups and matmul epilogues,
+  npu-fuse-attention's attention) is cut before its lowering (`groups`):
+  rows in chunks, a matmul's grid, attention's heads in runs; any other
+  kernel (one already lowered, a group that does not cut evenly) runs on
   core 0;
+* a rough estimate (`_estimate`) keeps the function on one core when the
+  split cannot pay for its barriers (npu-lower then lowers the one-core
+  program);
 * P is the largest count any op uses; an op on fewer cores sits under
   `scf.if %blk < n`, so the other cores skip to the next barrier;
 * a `cce.sync_all` goes before an op exactly where it touches GM that an
