@@ -662,4 +662,9 @@ irdl.dialect @cce {
     %attr_pipe = irdl.any_of(%attr_pipe_0, %attr_pipe_1, %attr_pipe_2, %attr_pipe_3, %attr_pipe_4, %attr_pipe_5, %attr_pipe_6)
     irdl.attributes {"pipe" = %attr_pipe}
   }
+
+  // the chip-wide barrier of a multi-core launch: this core's pipes finish
+  // everything before it, then every core waits until all cores reach it
+  irdl.operation @sync_all {
+  }
 }

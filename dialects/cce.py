@@ -58,7 +58,9 @@ def vector_class(op_name: str) -> str:
     return "convert" if op_name == "cce.vconv" else "simple"
 
 
-SYNC_OPS = ("cce.set_flag", "cce.wait_flag", "cce.pipe_barrier")
+# cce.sync_all: the chip-wide barrier between the cores of a launch.
+SYNC_ALL = "cce.sync_all"
+SYNC_OPS = ("cce.set_flag", "cce.wait_flag", "cce.pipe_barrier", SYNC_ALL)
 ALL_OPS = COPY_OPS + LOAD_OPS + ("cce.mad",) + VECTOR_OPS + SYNC_OPS + (IMG2COL,)
 
 # (src space, dst space) of each data-movement op.
@@ -251,6 +253,7 @@ def _specs() -> list[OpSpec]:
         specs.append(OpSpec(name, (), (), {"src": STR, "dst": STR, "event": I64},
                             {"event": Range(0, LAST_EVENT)}, (check_sync_pipes,)))
     specs.append(OpSpec("cce.pipe_barrier", (), (), {"pipe": STR}))
+    specs.append(OpSpec(SYNC_ALL, (), (), {}))
     return specs
 
 

@@ -619,4 +619,8 @@ irdl.dialect @hivm {
     %config = irdl.is i64
     irdl.operands(dst: %dst, src: %src, pos: %pos, config: %config)
   }
+
+  // the chip-wide barrier between the cores of a launch (cce.sync_all)
+  irdl.operation @sync_all {
+  }
 }

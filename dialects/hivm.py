@@ -227,9 +227,11 @@ _ADDED = (VECTOR_CMP, VECTOR_SELECT, "hivm.vcmin") + VECTOR_FMA + (VECTOR_AXPY,)
 SCALAR_LOAD = "hivm.load_gm_scalar"
 SET_FMATRIX = "hivm.set_fmatrix"
 IMG2COL = "hivm.img2col_l1_to_l0a"
+# The chip-wide barrier (cce.sync_all); a sync op, numbered after the others.
+SYNC_ALL = "hivm.sync_all"
 ALL_OPS = (COPY_OPS + LOAD_OPS + ("hivm.mad",) + tuple(n for n in VECTOR_OPS if n not in _ADDED)
            + ("hivm.set_vector_mask", "hivm.addr") + SYNC_OPS + _ADDED + (SCALAR_LOAD,)
-           + (SET_FMATRIX, IMG2COL))
+           + (SET_FMATRIX, IMG2COL, SYNC_ALL))
 
 # The buffer each address operand points into, in operand order (config excluded).
 ADDRESS_SPACES: Mapping[str, tuple[str, ...]] = {
@@ -418,6 +420,7 @@ def _specs() -> list[OpSpec]:
         specs.append(OpSpec(n, attrs=sync_attrs, ranges={"event": Range(0, LAST_EVENT)},
                             checks=(check_sync_pipes,)))
     specs.append(OpSpec("hivm.pipe_barrier", attrs={"pipe": STR}))
+    specs.append(OpSpec(SYNC_ALL))
     return specs
 
 

@@ -33,3 +33,15 @@ def _launch(op: ir.Operation) -> None:
     if dim > 1 and not marked:
         raise RuleError(f"'{BLOCK_DIM_ATTR}' = {dim} needs an '{BLOCK_IDX_ATTR}' argument: "
                         "every core would do the same work")
+
+
+@rule("cce.sync_all", "hivm.sync_all")
+def _sync_all_at_top_level(op: ir.Operation) -> None:
+    """Every core must reach the same barriers in the same order: one under a
+    loop or a branch could be passed a different number of times by some
+    cores, and the launch would hang."""
+    parent = op.parent
+    if parent is None or parent.name != "func.func":
+        where = "a function" if parent is None else f"'{parent.name}'"
+        raise RuleError(f"sits in {where}: the chip barrier must be in a function's body, "
+                        "outside loops and branches, so that every core reaches it equally often")

@@ -33,7 +33,7 @@ from typing import Any
 
 from mlir import ir
 
-from npu.ir import dict_attr_items, dict_attr_of, walk, walk_held
+from npu.ir import block_dim, dict_attr_items, dict_attr_of, functions, walk, walk_held
 from npu.passes.base import DOUBLE_BUFFER_KEY, OP_OPTIONS_ATTR, Pass, PassError
 from npu.passes.lower_options import FORWARDS, LOWER_OPTIONS, LOWERINGS, SUB_PASS_CLASSES, UNSET
 
@@ -73,14 +73,38 @@ class LowerPass(Pass):
     def _lowerings(self) -> list[Pass]:
         return [self._make(flag) for flag, _ in LOWERINGS]
 
+    _many = False  # lowering for several cores (npu-split-cores runs)
+
     def run(self, module: ir.Operation) -> None:
+        """On several cores, a program that npu-split-cores leaves on one
+        core (too small to pay for its barriers) is lowered again as the
+        one-core program: on many cores it would have lost npu-prefetch and
+        L1 chains for nothing. So is one whose split a lowering refuses
+        (with a remark naming why)."""
+        if self.cores == 1:
+            return self._run(module)
+        pristine = module.clone()
+        self._many = True
+        try:
+            self._run(module)
+            if any(block_dim(f) > 1 for f in functions(module)):
+                return
+        except PassError as e:  # a split kernel a lowering does not take: one core
+            self.remark(module, f"npu-lower: the program split over cores did not lower "
+                                f"({e.message.splitlines()[0]}); lowering it for one core")
+        finally:
+            self._many = False
+        _restore(module, pristine)
+        self._run(module)
+
+    def _run(self, module: ir.Operation) -> None:
         """With fusion, a fused kernel whose chunk the footprint model sized
         too large for the memory planner (UB overflow) is retried with half
         the UB share, then unfused: attempting fusion never fails a program.
         An L1 overflow after npu-prefetch placed chunks beside the bytes live
         at each op is first retried with its safe room (`l1-room=safe`)."""
-        fuse = self.fuse and self.cores == 1
-        prefetch = self.prefetch and self.cores == 1
+        fuse = self.fuse
+        prefetch = self.prefetch and not self._many
         fractions: tuple[float | None, ...] = (None,)
         if self.canonicalize:
             self._make("npu-canonicalize").run(module)
@@ -91,7 +115,7 @@ class LowerPass(Pass):
             fractions = (share, share / 2, None)
             if self.hoist_casts:
                 self._make("npu-hoist-casts").run(module)
-            if self.fuse_horizontal:
+            if self.fuse_horizontal and not self._many:  # many cores: each its own grid
                 self._make("npu-fuse-horizontal").run(module)
         snapshot = module.clone() if fuse or prefetch else None
         room, k = self.prefetch_l1_room, 0
@@ -132,15 +156,21 @@ class LowerPass(Pass):
                 self._make("npu-fuse-attention",
                                **{"ub-fraction": attention_fraction}).run(module)
             # a chained A is read by the pipelined schedule only
-            chains = self.fuse_chains and self._value("matmul-schedule") == "pipelined"
+            # a chained A stays in one core's L1: not over many cores
+            chains = (self.fuse_chains and self._value("matmul-schedule") == "pipelined"
+                      and not self._many)
             self._make("npu-fuse", chains=chains, **{"ub-fraction": fuse_fraction}).run(module)
-            if self.fuse_attention and self.fuse_attention_projection and self.fuse_epilogues:
+            # on many cores the projection stays its own group (split over its grid) and
+            # attention splits over heads
+            if (self.fuse_attention and self.fuse_attention_projection and self.fuse_epilogues
+                    and not self._many):
                 self._make("npu-fuse-attention-projection",
                                **{"ub-fraction": attention_fraction}).run(module)
+        if self._many:  # fused groups split over the cores before their lowerings
+            self._make("npu-split-cores").run(module)
+        if fuse_fraction is not None:
             self._make("npu-lower-fused", **{"ub-fraction": fuse_fraction}).run(module)
             self._make("npu-lower-attention").run(module)
-        if self.cores != 1:  # fusion is not combined with core splitting yet
-            self._make("npu-split-cores").run(module)
         if self.plan_gm:
             self._make("npu-plan-gm").run(module)
         if self.tuning_record:
@@ -175,7 +205,7 @@ class LowerPass(Pass):
             self._make("npu-plan-gm").run(module)
         # Loops of ops with a per-op `double-buffer` carry a mark it follows.
         steps: list[Pass] = [self._make("npu-double-buffer")]
-        if self.prefetch and self.cores == 1:
+        if self.prefetch and not self._many:
             steps.append(self._make("npu-prefetch", **{"l1-room": l1_room}))
         steps.append(self._make("npu-plan-memory"))
         steps.append(self._make("npu-insert-sync"))

@@ -18,6 +18,9 @@ small scratch buffer to provide, as real NPU runtimes do.
   leave UB (`npu-lower-matmul` erases them): they get no bytes. A tensor that
   leaves the function (returned, passed to a call) or flows into a region's
   terminator (yielded) is left as it is: its lifetime is not the op order's.
+* In a multi-core program a lifetime stretches to the chip barriers
+  (`cce.sync_all`) around it: other cores may still use a tensor until all
+  have passed the next barrier, so only tensors a barrier apart share bytes.
 * Placement is the shared planner (`npu.memory_planning`): greedy by size and
   MegEngine's pushdown, the lower peak wins. Offsets and sizes are whole
   units of `target.gm_workspace_alignment`.
@@ -112,6 +115,16 @@ def _lifetime(alloc: ir.Operation, where: dict[ir.Operation, int]
     return min(positions), max(positions), deallocs
 
 
+def _epochs(life: tuple, barriers: list[int]) -> tuple:
+    """On many cores a tensor's bytes are free for another only once every
+    core has passed a chip barrier (`cce.sync_all`) after its last use: the
+    lifetime covers the whole stretch between the barriers around it."""
+    first, last, deallocs = life
+    first = max([b + 1 for b in barriers if b < first], default=first)
+    last = min([b - 1 for b in barriers if b > last], default=last)
+    return first, last, deallocs
+
+
 def _in_epilogue(op: ir.Operation) -> bool:
     parent = op.parent
     while parent is not None and parent.name != "func.func":
@@ -139,7 +152,11 @@ def collect_tensors(func_op: ir.Operation, target: Target) -> tuple[list[Tensor]
         if mtype.has_static_shape and identity:
             if where is None:
                 where = _positions(func_op)
+                barriers = [i for i, top in enumerate(func_op.regions[0].blocks[0].operations)
+                            if top.operation.name == "cce.sync_all"]
             life = _lifetime(alloc, where)
+            if life is not None and barriers:
+                life = _epochs(life, barriers)
         if life is None:
             unplanned += 1
             continue

@@ -13,12 +13,12 @@ from threadpoolctl import threadpool_limits
 
 from npu import ir as npu_ir
 from npu.simulator import report as report_mod
-from npu.simulator.errors import INVALID, SimulationError, where_of
+from npu.simulator.errors import DEADLOCK, INVALID, SimulationError, where_of
 from npu.simulator.hazards import PIPE_NAMES, CrossCoreChecker, HazardDetector
 from npu.simulator.machine import Machine
 from npu.simulator.memory import DTYPES, INPUT_STAMP
 from npu.simulator.memory_system import MemorySystem
-from npu.simulator.pipes import Timeline, run
+from npu.simulator.pipes import Timeline, run, start
 from npu.simulator.program import Decoder, Program
 from npu.target import Target, get_target
 
@@ -33,6 +33,8 @@ class SimResult:
     trace_entries: list = field(repr=False, default_factory=list)
     target: Target | None = field(repr=False, default=None)
     wall_seconds: float = 0.0
+    # A multi-core launch: each core's (trace entries, timeline), for the trace.
+    core_traces: list = field(repr=False, default_factory=list)
 
     @property
     def instructions(self) -> int:
@@ -42,7 +44,10 @@ class SimResult:
         return report_mod.format_text(self.report)
 
     def chrome_trace(self) -> dict:
-        from npu.simulator.trace import chrome_trace
+        """Every core's pipes, grouped by core on a multi-core launch."""
+        from npu.simulator.trace import chrome_trace, chrome_trace_cores
+        if self.core_traces:
+            return chrome_trace_cores(self.core_traces, self.target)
         return chrome_trace(self.trace_entries, self.timeline, self.target)
 
 
@@ -177,11 +182,11 @@ def check_launch(func_op: ir.Operation, target: Target, cores: int | None) -> in
     return n
 
 
-def _hand_over(program: Program) -> None:
-    """What earlier cores wrote to GM is, to this core's own race and
+def _hand_over(program: Program, allocs: dict) -> None:
+    """What other cores wrote to GM is, to this core's own race and
     initialisation checks, data from outside (the cross-core checker owns
     conflicts between cores)."""
-    for mem, _, _, _ in program.args:
+    for mem in {m for m, _, _, _ in program.args} | {r.mem for r in allocs.values()}:
         mem.wstamp.clamp(INPUT_STAMP)
         mem.rstamp.clear()
 
@@ -195,19 +200,24 @@ def _simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None
     n_cores = check_launch(func_op, target, cores)
     memsys = MemorySystem(target)
     cross = CrossCoreChecker(n_cores) if n_cores > 1 else None
-    shared = None
+    shared, allocs = None, {}
     reports, all_hazards = [], []
+    programs = []
     for core in range(n_cores):
-        program = Decoder(target, core, shared).decode(func_op)
+        program = Decoder(target, core, shared, allocs).decode(func_op)
         if shared is None:
             shared = program.args
             _load_inputs(program, inputs, where, func_op)
-        else:
-            _hand_over(program)
+        programs.append(program)
+    if n_cores == 1:
         trace, timeline, hazards = _run_core(program, target, strict, serialize, numerics, memsys,
-                                             cross, core, where)
-        all_hazards += hazards.hazards
-        if n_cores > 1:
+                                             cross, 0, where)
+    else:
+        core_traces = []
+        for program, (trace, timeline, hazards) in zip(programs, run_cores(
+                programs, allocs, target, strict, serialize, numerics, memsys, cross, where)):
+            core_traces.append((trace, timeline))
+            all_hazards += hazards.hazards
             reports.append(report_mod.build(trace, timeline, program, target, hazards.hazards,
                                             serialize))
     outputs, own_bytes = [], []
@@ -223,15 +233,89 @@ def _simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None
     if n_cores > 1:
         all_hazards += hazards.hazards[len(reports[-1]["hazards"]):]
         cycles = max(r["cycles"] for r in reports)
+        for r, wait in zip(reports, _BARRIER_WAITS.pop(id(programs[0]), [])):
+            r["barrier_wait_cycles"] = wait
         rep = report_mod.combine(reports, memsys.summary(cycles))
     else:
         all_hazards = list(hazards.hazards)
         rep = report_mod.build(trace, timeline, program, target, hazards.hazards, serialize)
         rep["memory_system"] = memsys.summary(rep["cycles"])
         cycles = timeline.total_cycles
+        reports = [rep]
+    report_mod.chip_bound(rep, reports, target, sum(n for _, n, _ in own_bytes))
     wall = time.perf_counter() - wall0
     rep["wall_seconds"] = wall
-    return SimResult(outputs, cycles, rep, all_hazards, timeline, trace, target, wall)
+    return SimResult(outputs, cycles, rep, all_hazards, timeline, trace, target, wall,
+                     core_traces if n_cores > 1 else [])
+
+
+# Per launch (keyed by its first core's program): each core's cycles waiting at
+# chip barriers, from its arrival to the release.
+_BARRIER_WAITS: dict[int, list[int]] = {}
+
+
+def run_cores(programs: list[Program], allocs: dict, target: Target, strict: bool,
+              serialize: bool, numerics: bool, memsys: MemorySystem, cross: CrossCoreChecker,
+              where: str) -> list[tuple]:
+    """The cores of one launch, phase by phase: each runs until its next
+    `sync_all` (or its end); when every core has arrived the barrier releases
+    `sync_all_cycles` after the last arrival, and everything before it is
+    ordered before everything after it on every core (the cross-core checker
+    starts a new epoch). Cores run one after another within a phase, sharing
+    the memory system's calendar. Returns (trace, timeline, hazards) per core."""
+    starts = [_start_core(p, target, strict, serialize, numerics, memsys, cross, core, where)
+              for core, p in enumerate(programs)]
+    done: list = [None] * len(programs)
+    waits = _BARRIER_WAITS[id(programs[0])] = [0] * len(programs)
+    release, barrier = None, 0
+    while True:
+        arrived = []
+        for core, (program, (_, _, _, run)) in enumerate(zip(programs, starts)):
+            if done[core] is not None:
+                continue
+            _hand_over(program, allocs)
+            try:
+                arrived.append((run.send(release) if release is not None else next(run), core))
+            except StopIteration as stop:
+                done[core] = stop.value
+                if program.scalar_loads is not None:
+                    program.scalar_loads.check_unwritten()
+        if not arrived:
+            break
+        if len(arrived) < len(programs):
+            ended = next(c for c in range(len(programs)) if done[c] is not None)
+            raise SimulationError(DEADLOCK, f"core {arrived[0][1]} waits at sync_all #{barrier + 1} "
+                                  f"but core {ended} has ended: every core must reach every chip "
+                                  "barrier", where)
+        release = max(t for t, _ in arrived) + target.sync_all_cycles
+        for t, core in arrived:
+            waits[core] += release - t
+        barrier += 1
+        cross.new_epoch()
+    for _, _, machine, _ in starts:
+        machine.release()
+    return [(program.trace, timeline, hazards)
+            for program, (_, hazards, _, _), timeline in zip(programs, starts, done)]
+
+
+def _start_core(program: Program, target: Target, strict: bool, serialize: bool,
+                numerics: bool, memsys: MemorySystem, cross: CrossCoreChecker, core: int,
+                where: str):
+    """(trailing scalar cycles, hazards, machine, the run's generator) of one core."""
+    trailing = program.run_scalar()
+    trace = program.trace
+
+    def describe(stamp: int) -> tuple[str, str, str]:
+        if stamp <= 0 or stamp > len(trace):
+            return ("<inputs>", "-", where)
+        instr = trace[stamp - 1][0]
+        return (instr.name, PIPE_NAMES[instr.pipe], instr.where)
+
+    hazards = HazardDetector(len(trace), program.n_groups, describe, races=not serialize,
+                             strict=strict)
+    machine = Machine(hazards, numerics, cross, core)
+    return trailing, hazards, machine, start(trace, machine, hazards, target, trailing,
+                                             serialize, memsys)
 
 
 def _run_core(program: Program, target: Target, strict: bool, serialize: bool, numerics: bool,

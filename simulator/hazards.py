@@ -249,11 +249,12 @@ class HazardDetector:
 class CrossCoreChecker:
     """GM races between the cores of one launch.
 
-    The cores of a launch have no synchronisation between them (none is
-    modelled), so any byte of GM that one core writes and another core reads
-    or writes is a race, whatever the timing. Per GM byte it keeps the core
-    that wrote it (-1: none) and a bit mask of the cores that read it; the
-    caller's inputs are neither.
+    The only order between cores is the chip barrier (`cce.sync_all`):
+    between two barriers (an epoch) any byte of GM that one core writes and
+    another core reads or writes is a race, whatever the timing. Per GM byte
+    it keeps the core that wrote it in this epoch (-1: none) and a bit mask
+    of the cores that read it; the caller's inputs are neither, and a barrier
+    (`new_epoch`) orders everything before it before everything after it.
     """
 
     def __init__(self, cores: int):
@@ -262,6 +263,11 @@ class CrossCoreChecker:
         self.cores = cores
         self._writer: dict[Memory, np.ndarray] = {}
         self._readers: dict[Memory, np.ndarray] = {}
+
+    def new_epoch(self) -> None:
+        """Every core passed a barrier: earlier accesses conflict with none later."""
+        self._writer.clear()
+        self._readers.clear()
 
     def _state(self, mem: Memory) -> tuple[np.ndarray, np.ndarray]:
         w = self._writer.get(mem)

@@ -33,7 +33,8 @@ from npu.target import ON_CHIP_BUFFERS, Target
 
 _CCE_DECODERS: dict[str, Callable[[DecodeContext], Instr]] = {
     **mte.decoders(), **cube_unit.decoders(), **vector_unit.decoders(), **img2col.decoders()}
-_SYNC = {"hivm.set_flag": SET, "hivm.wait_flag": WAIT, "hivm.pipe_barrier": BARRIER}
+_SYNC = {"hivm.set_flag": SET, "hivm.wait_flag": WAIT, "hivm.pipe_barrier": BARRIER,
+         hivm.SYNC_ALL: BARRIER}
 # hivm address operand -> position in the cce operand order the units use.
 _COPY_ORDER = (1, 0)  # (dst, src) -> (src, dst)
 _MAD_ORDER = (2, 0, 1)  # (c, a, b) -> (a, b, c)
@@ -268,7 +269,7 @@ def instruction(decoder, op: ir.Operation, pre_cost: int) -> Callable:
     target = decoder.target
     if name in _SYNC:
         ctx = HivmDecodeContext(op, where, target, None, None, [])
-        instr = SyncInstr(ctx, _SYNC[name]).finish()
+        instr = SyncInstr(ctx, _SYNC[name], chip=name == hivm.SYNC_ALL).finish()
         decoder.instrs.append(instr)
         append, pending = decoder.trace.append, decoder.pending
 

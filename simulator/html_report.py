@@ -12,6 +12,7 @@ are drawn as thin hatched bars under the lane. Every bar has a tooltip.
 from __future__ import annotations
 
 import html
+from types import SimpleNamespace
 
 from npu.simulator.hazards import PIPE_NAMES
 from npu.simulator.instruction import OP, WAIT
@@ -80,12 +81,15 @@ def _x(cycle: float, total: int) -> float:
     return LABEL + WIDTH * cycle / max(total, 1)
 
 
-def timeline_svg(result) -> str:
-    total = result.timeline.total_cycles
+def timeline_svg(result, total: int | None = None, core: int | None = None) -> str:
+    """`total`: the cycles the axis spans (a multi-core launch: the chip's,
+    so that every core's lanes line up); `core`: the lanes' core."""
+    total = total or result.timeline.total_cycles
     lanes = lane_bars(result)
     height = LANE * len(PIPE_NAMES) + 30
     colours: dict[str, str] = {}
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" id="timeline" width="{LABEL + WIDTH + 40}" '
+    ident = "timeline" if core is None else f"timeline-core{core}"
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" id="{ident}" width="{LABEL + WIDTH + 40}" '
            f'height="{height}" font-family="sans-serif" font-size="11">',
            '<defs><pattern id="hatch" width="4" height="4" patternUnits="userSpaceOnUse">'
            '<path d="M0,4 L4,0" stroke="#999" stroke-width="1"/></pattern></defs>']
@@ -144,6 +148,18 @@ def _limit(report: dict) -> str:
     return f"limited by {html.escape(str(report['bound_unit']))}, ratio {report['bound_ratio']}"
 
 
+def timelines(result, report: dict) -> str:
+    """One timeline, or on a multi-core launch one per core (lanes grouped
+    by core, on the chip's time axis)."""
+    if not getattr(result, "core_traces", None):
+        return timeline_svg(result)
+    parts = []
+    for core, (trace, tl) in enumerate(result.core_traces):
+        one = SimpleNamespace(trace_entries=trace, timeline=tl, target=result.target)
+        parts.append(f"<h3>core {core}</h3>\n" + timeline_svg(one, report["cycles"], core))
+    return "\n".join(parts)
+
+
 def html_report(result, report: dict) -> str:
     title = f"npu-run: @{report['entry']} on {report['target']}"
     return f"""<!DOCTYPE html>
@@ -156,7 +172,7 @@ def html_report(result, report: dict) -> str:
 <h2>Utilisation per pipe</h2>
 {utilization_svg(report)}
 <h2>Timeline (cycles)</h2>
-{timeline_svg(result)}
+{timelines(result, report)}
 <h2>Report</h2>
 <pre>{html.escape(format_text(report))}</pre>
 </body></html>

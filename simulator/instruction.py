@@ -161,11 +161,19 @@ class Instr:
 
 
 class SyncInstr(Instr):
-    """set_flag / wait_flag / pipe_barrier: they order pipes, touch no memory."""
+    """set_flag / wait_flag / pipe_barrier / sync_all: they order pipes (and,
+    sync_all, cores), touch no memory. sync_all is a barrier of every pipe
+    (`barrier_all`) that then waits for the other cores (`chip`)."""
 
-    def __init__(self, ctx: DecodeContext, kind: int):
+    chip = False
+
+    def __init__(self, ctx: DecodeContext, kind: int, chip: bool = False):
         target = ctx.target
-        if kind == BARRIER:
+        if chip:
+            super().__init__(ctx, "S")
+            self.barrier_all = self.chip = True
+            self.key = None
+        elif kind == BARRIER:
             pipe = ctx.str("pipe")
             if pipe != ALL_PIPES and pipe not in PIPE_INDEX:
                 raise ctx.fail(f"names an unknown pipe '{pipe}'")

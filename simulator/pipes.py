@@ -26,6 +26,7 @@ race-free program any such order gives the same result.
 from __future__ import annotations
 
 from collections import Counter, deque
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from itertools import accumulate
 from operator import attrgetter, itemgetter
@@ -125,16 +126,31 @@ def check_flag_pairs(trace: list, counts: Counter | None = None) -> None:
 def run(trace: list, machine: Machine, hazards: HazardDetector, target: Target,
         trailing_scalar: int, serialize: bool, memsys=None) -> Timeline:
     """`memsys` (a `memory_system.MemorySystem`, shared by the cores of one
-    launch) times GM transfers; without it they cost their static occupancy."""
+    launch) times GM transfers, else they cost their static occupancy. One
+    core alone: each `sync_all` releases `sync_all_cycles` after it arrives."""
+    core = start(trace, machine, hazards, target, trailing_scalar, serialize, memsys)
+    try:
+        arrival = next(core)
+        while True:
+            arrival = core.send(arrival + target.sync_all_cycles)
+    except StopIteration as done:
+        return done.value
+
+
+def start(trace: list, machine: Machine, hazards: HazardDetector, target: Target,
+          trailing_scalar: int, serialize: bool, memsys=None) -> Generator[int, int, Timeline]:
+    """One core's run as a generator: it yields the cycle at which it reaches
+    a `sync_all` (its pipes drained) and resumes at the cycle sent back, when
+    every core has arrived (`core.run_cores`); its value is the Timeline."""
     counts = static_counts(trace)
     check_flag_pairs(trace, counts)
     codes = TraceCodes.of(trace, counts)
     hazards.number_stamps(trace, [0] * NPIPES, codes.column(attrgetter("op_pipe")))
     if serialize:
-        timeline = _run_serialized(trace, machine, hazards, target, trailing_scalar)
+        timeline = yield from _run_serialized(trace, machine, hazards, target, trailing_scalar)
     else:
-        timeline = _run_parallel(trace, machine, hazards, target, trailing_scalar, memsys,
-                                 codes.column(attrgetter("pipe")))
+        timeline = yield from _run_parallel(trace, machine, hazards, target, trailing_scalar,
+                                            memsys, codes.column(attrgetter("pipe")))
     timeline.counts, timeline.sync_counts = _counts(counts, len(trace))
     timeline.static_counts = counts
     timeline.codes = codes
@@ -228,6 +244,8 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
                     c[p] = counts[p]
                     joined = list(map(max, joined, c))
                 s_clock = joined
+                if instr.chip:  # every core's pipes drained: wait for the others
+                    t = yield t
             else:
                 start[s_pos] = t
             end[s_pos] = t
@@ -407,6 +425,9 @@ def _run_serialized(trace: list, machine: Machine, hazards: HazardDetector, targ
                                       instr.where)
             flows.append((dq.popleft(), i))
             e = t0
+        elif instr.chip:
+            e = yield t0
+            s_time = e
         else:
             e = t0
         start[i], end[i] = t0, e

@@ -41,6 +41,7 @@ def _instr_decoders() -> dict[str, Callable[[DecodeContext], Instr]]:
     table["cce.set_flag"] = lambda ctx: SyncInstr(ctx, SET)
     table["cce.wait_flag"] = lambda ctx: SyncInstr(ctx, WAIT)
     table["cce.pipe_barrier"] = lambda ctx: SyncInstr(ctx, BARRIER)
+    table["cce.sync_all"] = lambda ctx: SyncInstr(ctx, BARRIER, chip=True)
     return table
 
 
@@ -80,12 +81,16 @@ class Program:
 class Decoder(ScalarAndViewDecoding):
     """`block_idx`: this instance's core number (the `npu.block_idx`
     argument); `shared_args`: the GM argument memories of core 0, which every
-    other core of the launch uses too."""
+    other core of the launch uses too; `shared_allocs`: the launch's GM
+    temporaries by alloc op, one memory for all cores (a later kernel reads
+    what other cores wrote there)."""
 
-    def __init__(self, target: Target, block_idx: int = 0, shared_args: list | None = None):
+    def __init__(self, target: Target, block_idx: int = 0, shared_args: list | None = None,
+                 shared_allocs: dict | None = None):
         self.target = target
         self.block_idx = block_idx
         self.shared_args = shared_args
+        self.shared_allocs = shared_allocs
         self.issue = target.scalar_issue_cycles
         self.slots: dict[ir.Value, int] = {}
         self.env: list = []

@@ -147,11 +147,41 @@ def combine(per_core: list[dict], memory: dict) -> dict:
     rep["bound_ratio"] = (round(rep["cycles"] / rep["bound_cycles"], 4)
                           if rep["bound_cycles"] else None)
     rep["block_dim"] = len(per_core)
-    rep["cores"] = [{"core": c, "cycles": r["cycles"], "bound_unit": r["bound_unit"],
-                     "bound_cycles": r["bound_cycles"], "instructions": r["instructions"]}
-                    for c, r in enumerate(per_core)]
+    cycles = rep["cycles"]
+    rep["cores"] = []
+    for c, r in enumerate(per_core):
+        busy = max(r["pipes"][p]["busy_cycles"] for p in WORK_PIPES)
+        rep["cores"].append({
+            "core": c, "cycles": r["cycles"], "bound_unit": r["bound_unit"],
+            "bound_cycles": r["bound_cycles"], "instructions": r["instructions"],
+            "busy_cycles": busy, "utilization": round(busy / cycles, 4) if cycles else 0.0,
+            "barrier_wait_cycles": r.get("barrier_wait_cycles", 0)})
+    rep["pipes"] = {name: {**slowest["pipes"][name],
+                           "busy_cycles": sum(r["pipes"][name]["busy_cycles"] for r in per_core),
+                           "instructions": sum(r["pipes"][name]["instructions"] for r in per_core)}
+                    for name in slowest["pipes"]}
+    for p in rep["pipes"].values():  # the chip's: busy over all cores' time
+        p["utilization"] = round(p["busy_cycles"] / (cycles * len(per_core)), 4) if cycles else 0.0
     rep["memory_system"] = memory
     return rep
+
+
+# The units whose busy time is a core's (the scalar unit only dispatches).
+WORK_PIPES = ("V", "M", "MTE1", "MTE2", "MTE3")
+
+
+def chip_bound(rep: dict, per_core: list[dict], target, min_gm_bytes: int) -> None:
+    """The chip's ideal for this program: the larger of all its cube work
+    spread over every core of the target and its compulsory GM traffic
+    (every argument once) over the chip's GM bandwidth; `rep["chip"]`."""
+    cube = sum(r["bounds"]["M"] for r in per_core)
+    cube_bound = cube / target.cores
+    gm_bound = min_gm_bytes / target.gm_chip_bytes_per_cycle
+    unit, bound = ("cube", cube_bound) if cube_bound >= gm_bound else ("gm", gm_bound)
+    rep["chip"] = {"cores": target.cores, "launched": rep.get("block_dim", 1),
+                   "bound_cycles": math.ceil(bound), "bound_unit": unit,
+                   "cube_cycles": round(cube, 2), "min_gm_bytes": int(min_gm_bytes),
+                   "ratio": round(rep["cycles"] / bound, 4) if bound else None}
 
 
 def unit_cycles(instr, start: int, end: int, pipelined: frozenset[int]) -> int:
@@ -240,9 +270,20 @@ def format_text(rep: dict) -> str:
                      + (f"  (+ {gm['alloc_bytes']} bytes of unplanned gm allocs)"
                         if gm["alloc_bytes"] else ""))
     if rep.get("cores"):
-        lines += ["", f"{'core':<6} {'cycles':>12} {'bound':>12}  limited by"]
+        lines += ["", f"{'core':<6} {'cycles':>12} {'busy':>12} {'util':>7} {'barrier wait':>13} "
+                  f"{'bound':>12}  limited by"]
         for c in rep["cores"]:
-            lines.append(f"{c['core']:<6} {c['cycles']:>12} {c['bound_cycles']:>12}  {c['bound_unit'] or '-'}")
+            lines.append(f"{c['core']:<6} {c['cycles']:>12} {c['busy_cycles']:>12} "
+                         f"{100 * c['utilization']:>6.1f}% {c['barrier_wait_cycles']:>13} "
+                         f"{c['bound_cycles']:>12}  {c['bound_unit'] or '-'}")
+        lines.append("(busy: cycles its busiest unit worked; pipe table above: all cores' sums, "
+                     "utilization over cores x cycles)")
+    if rep.get("chip"):
+        ch = rep["chip"]
+        lines.append(f"chip ideal   {ch['bound_cycles']}  (limited by {ch['bound_unit']}: "
+                     f"{ch['cube_cycles']:.0f} cube cycles over {ch['cores']} cores, "
+                     f"{ch['min_gm_bytes']} GM bytes once over the chip bus; "
+                     f"cycles / ideal = {ch['ratio']})")
     if rep.get("memory_system"):
         m = rep["memory_system"]
         lines += ["", f"chip GM bus: {m['chip_bus_bytes']} bytes ({100 * m['chip_bus_utilisation']:.1f}% "

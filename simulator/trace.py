@@ -21,14 +21,31 @@ from npu.target import Target
 PID = 1
 
 
-def chrome_trace(trace: list, timeline: Timeline, target: Target) -> dict:
+def chrome_trace_cores(cores: list[tuple], target: Target) -> dict:
+    """A multi-core launch: one process per core (pid = core + 1), its pipes
+    as threads, so a trace viewer groups the lanes by core."""
+    events: list[dict] = []
+    flows = 0
+    for core, (trace, timeline) in enumerate(cores):
+        one = chrome_trace(trace, timeline, target, core + 1, f"AI core {core} ({target.name})",
+                           flows)
+        flows += len(timeline.flows)
+        events += one["traceEvents"]
+    return {"traceEvents": events, "displayTimeUnit": "ns",
+            "otherData": {"target": target.name, "clock_ghz": target.clock_ghz,
+                          "cores": len(cores),
+                          "cycles": max(t.total_cycles for _, t in cores)}}
+
+
+def chrome_trace(trace: list, timeline: Timeline, target: Target, pid: int = PID,
+                 process: str | None = None, first_flow: int = 0) -> dict:
     scale = 1.0 / (1000.0 * target.clock_ghz)  # cycles -> microseconds
     events: list[dict] = [
-        {"name": "process_name", "ph": "M", "pid": PID, "tid": 0,
-         "args": {"name": f"AI core ({target.name})"}}]
+        {"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
+         "args": {"name": process or f"AI core ({target.name})"}}]
     for p, name in enumerate(PIPE_NAMES):
-        events.append({"name": "thread_name", "ph": "M", "pid": PID, "tid": p, "args": {"name": name}})
-        events.append({"name": "thread_sort_index", "ph": "M", "pid": PID, "tid": p,
+        events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": p, "args": {"name": name}})
+        events.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": p,
                        "args": {"sort_index": p}})
     starts, ends = timeline.start, timeline.end
     pipelined = pipelined_pipes(target)
@@ -48,15 +65,16 @@ def chrome_trace(trace: list, timeline: Timeline, target: Target) -> dict:
             dur, name = max(t1 - t0, 1), f"wait_flag {instr.flag_text}"
         else:
             dur = max(t1 - t0, 1)
-            name = "pipe_barrier(ALL)" if instr.barrier_all else f"pipe_barrier({instr.pipe_name})"
+            name = ("sync_all" if instr.chip else "pipe_barrier(ALL)" if instr.barrier_all
+                    else f"pipe_barrier({instr.pipe_name})")
         events.append({"name": name, "cat": "sync" if instr.kind != OP else "instr", "ph": "X",
-                       "pid": PID, "tid": instr.pipe, "ts": t0 * scale, "dur": max(dur, 1) * scale,
+                       "pid": pid, "tid": instr.pipe, "ts": t0 * scale, "dur": max(dur, 1) * scale,
                        "args": args})
-    for n, (set_i, wait_i) in enumerate(timeline.flows):
+    for n, (set_i, wait_i) in enumerate(timeline.flows, first_flow):
         s_instr, w_instr = trace[set_i][0], trace[wait_i][0]
-        events.append({"name": "flag", "cat": "flag", "ph": "s", "id": n, "pid": PID,
+        events.append({"name": "flag", "cat": "flag", "ph": "s", "id": n, "pid": pid,
                        "tid": s_instr.pipe, "ts": starts[set_i] * scale})
-        events.append({"name": "flag", "cat": "flag", "ph": "f", "bp": "e", "id": n, "pid": PID,
+        events.append({"name": "flag", "cat": "flag", "ph": "f", "bp": "e", "id": n, "pid": pid,
                        "tid": w_instr.pipe, "ts": max(starts[wait_i], starts[set_i]) * scale})
     return {"traceEvents": events, "displayTimeUnit": "ns",
             "otherData": {"target": target.name, "cycles": timeline.total_cycles,

@@ -69,9 +69,9 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--tuning-record", default=None,
                    help="per-op options chosen by npu-tune (JSON), passed to npu-lower")
     p.add_argument("--cores", type=int, default=None,
-                   help="AI cores: an ascend program is split over up to this many "
-                   "(npu-lower cores=N; 1: one core); a compiled kernel must have been split for "
-                   "exactly this many")
+                   help="AI cores: a model or an ascend program is split over up to this "
+                   "many (npu-lower cores=N; 1: one core; 0: all of the target's); a compiled "
+                   "kernel must have been split for exactly this many")
     p.add_argument("--emit", choices=("cce", "hivm"), default=None,
                    help="the level to simulate (default: hivm for ascend input, else the input's)")
     p.add_argument("--input-shape", dest="input_shape", action=_MergeShapes, default=None,
@@ -313,11 +313,29 @@ def read_program(path: str, parser) -> tuple[str, str]:
     return read_input(path, parser)
 
 
+def _cores(parser, args) -> int:
+    """--cores N: 0 means all of the target's; more than it has is refused
+    for every kind of input, before anything is compiled."""
+    from npu.target import UnknownTargetError, get_target
+
+    if args.cores < 0:
+        usage_error(parser, f"--cores {args.cores}: needs at least one core (0: all)")
+    try:
+        target = get_target(args.target)
+    except UnknownTargetError:
+        return args.cores  # the target check names it
+    if args.cores == 0:
+        return target.cores
+    if args.cores > target.cores:
+        usage_error(parser, f"--cores {args.cores}: {target.name} has {target.cores} cores")
+    return args.cores
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser()
     args = parser.parse_args(argv)
-    if args.cores is not None and args.cores < 1:
-        usage_error(parser, f"--cores {args.cores}: needs at least one core")
+    if args.cores is not None:
+        args.cores = _cores(parser, args)
     if args.check and not args.numerics:
         usage_error(parser, "--check compares the outputs, which --no-numerics does not compute")
     for given in (args.inputs, args.tuning_record):
@@ -335,6 +353,8 @@ def main(argv: list[str] | None = None) -> int:
             filename, text = read_program(args.input, parser)
         if is_model(filename, text):
             check_command_line(args)
+            if args.cores is not None:
+                args.pipeline = with_lower_option(args.pipeline, f"cores={args.cores}", "--cores")
             if args.input_shape and not filename.endswith(".onnx"):
                 usage_error(parser, "--input-shape applies to ONNX models only (a linalg "
                             "module's shapes are its own)")

@@ -13,6 +13,28 @@ from npu.costmodel.vector.recipes import cast_compute
 from npu.kernels.cce_build import copy, copy_bursts, lin, sub
 
 
+
+def row_pitch(source: ir.Value) -> int:
+    """Elements between the rows of an interleaved [.., S, H, D] source: H x D,
+    or more for one core's run of heads (a subview, npu-split-cores)."""
+    shape = nir.memref_shape(source)
+    return nir.memref_layout(source)[0][len(shape) - 3]
+
+
+def flat_rows(source: ir.Value) -> tuple:
+    """(a 1-D view, the source's first element in it): the source's own, or
+    for a run of heads (a subview of a contiguous tensor) the whole tensor's."""
+    if nir.is_contiguous(source):
+        return nir.flatten_memref(source), 0
+    view = nir.defining_op(source)
+    whole = view.operands[0]
+    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+    given = iter(list(view.operands)[1:])
+    offsets = [next(given) if o == dynamic else o
+               for o in ir.DenseI64ArrayAttr(view.attributes["static_offsets"])]
+    strides = nir.memref_layout(whole)[0]
+    return nir.flatten_memref(whole), lin(*zip(offsets, strides))
+
 class OperandTiles:
     """Mixed into the kernel (`a`, `mm`, `granule`, `deferred`, `wides`,
     `scope`, `apply`, `ones_blocks`)."""
@@ -56,7 +78,7 @@ class OperandTiles:
         `block0` in a Q or V source: [H, S, D], or [S, H*D] (interleaved)."""
         a = self.a
         if a.interleaved:
-            pitch = a.heads * a.head_dim
+            pitch = row_pitch(a.sources[0])
             return lin((block0, 16 * pitch), (h, a.head_dim)), pitch
         return lin((h, a.seq * a.head_dim), (block0, 16 * a.head_dim)), a.head_dim
 
@@ -75,7 +97,7 @@ class OperandTiles:
             # K's own rows [keys, D] laid out as Nz [D/16, keys/16] in L1: each
             # 16x16 block of K row-major is the Zn block of K^T, and block
             # (j, l) of K^T sits at j * keys/16 + l in both, so one plain load.
-            pitch = a.heads * a.head_dim
+            pitch = row_pitch(a.sources[1])
             self.stage(a.sources[1], lin((y0, 16 * pitch), (h, a.head_dim)), kbk * 16,
                        a.head_dim, pitch, l1)
             return l1
@@ -128,7 +150,8 @@ class OperandTiles:
         (the absorbed fractalize), one copy per 16-column block."""
         shape = nir.memref_shape(l1)
         blocks, ld = math.prod(shape[:-2]), shape[1]
-        flat, src = self.mm.flat_blocks(l1, blocks), nir.flatten_memref(source)
+        flat, (src, base) = self.mm.flat_blocks(l1, blocks), flat_rows(source)
+        first = lin((first, 1), (base, 1))
         for j in range(cols // 16):
             copy("cce.copy_gm_to_l1", sub(src, lin((first, 1), (16 * j, 1)), (rows - 1) * pitch + 16),
                  self.mm.block_view(flat, j * ld, blocks), rows, 1, pitch * 2 // self.granule - 1, 0)
@@ -140,8 +163,9 @@ class OperandTiles:
         es = nir.element_bytes(elem)
         wide = self.wides.pop(0) if self.wides and elem == "f32" \
             else nir.alloc([rows * cols], elem, "ub")
+        src, base = flat_rows(source)
         copy_bursts("cce.copy_gm_to_ub",
-                    sub(nir.flatten_memref(source), first, (rows - 1) * pitch + cols), wide,
+                    sub(src, lin((first, 1), (base, 1)), (rows - 1) * pitch + cols), wide,
                     1 if pitch == cols else rows, rows * cols * es // g if pitch == cols
                     else cols * es // g, src_gap=0 if pitch == cols else (pitch - cols) * es // g)
         return wide

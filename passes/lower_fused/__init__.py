@@ -53,6 +53,25 @@ from .layouts import LayoutChoice
 BODY_OPS = ("memref.alloc", "scf.yield", "arith.constant") + nir.VIEW_OPS
 
 
+def nz_store(target, nz: ir.Value, rows: int, n: int) -> NzStore:
+    """The Nz store of a group's result: into the whole tensor, or into one
+    core's run of row blocks of it (a subview along the row blocks,
+    npu-split-cores), addressed through the whole tensor's flat view."""
+    elem = nir.memref_element(nz)
+    if nir.is_contiguous(nz):
+        return NzStore(target, nir.flatten_memref(nz), rows, n, elem)
+    view = nir.defining_op(nz)
+    src = view.operands[0]
+    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+    given = iter(list(view.operands)[1:])
+    offsets = [next(given) if o == dynamic else o
+               for o in ir.DenseI64ArrayAttr(view.attributes["static_offsets"])]
+    f = target.fractal
+    block_rows = nir.memref_shape(src)[1]
+    base = lin((offsets[0], block_rows * f * f), (offsets[1], f * f))
+    return NzStore(target, nir.flatten_memref(src), rows, n, elem, block_rows, base)
+
+
 class LowerFused(Pass):
     name = "npu-lower-fused"
     summary = "Lower npu.fused groups of row ops to one cce vector kernel each"
@@ -176,8 +195,8 @@ class FusedKernel(RowBuilders, ResidentRows, LayoutChoice):
                     moves = o.root in self.g.loaded or o.root in self.g.leaving
                     if moves and o.value not in self.flat:
                         self.flat[o.value] = nir.flatten_memref(o.value)
-            self.nz = {root: NzStore(self.target, nir.flatten_memref(nz), self.rows, self.n,
-                                     nir.memref_element(nz)) for root, nz in self.g.nz.items()}
+            self.nz = {root: nz_store(self.target, nz, self.rows, self.n)
+                       for root, nz in self.g.nz.items()}
             for store in self.nz.values():
                 store.zero_padding()
             self.fixed: dict = {}

@@ -44,6 +44,13 @@ class RowMajor:
     cols: int
     flat: ir.Value
     elem: str
+    # A column slice of a wider row-major tensor (one core's, npu-split-cores):
+    # the elements between row starts and the slice's first element in `flat`.
+    stride: int = 0
+    base: object = 0
+
+    def __post_init__(self) -> None:
+        self.stride = self.stride or self.cols
 
 
 def targets(tensors: list[fusion.Operand], stores: list[tuple[int, ir.Operation]],
@@ -61,14 +68,16 @@ def targets(tensors: list[fusion.Operand], stores: list[tuple[int, ir.Operation]
             raise PassError("a defractalize in an npu.epilogue group must read a run of "
                             "whole column blocks of C or of a member's result", op)
         t, (first, width) = found
-        if len(nir.memref_shape(dst)) != len(nir.memref_shape(t.value)) - 2 \
-                or not nir.is_contiguous(dst):
+        if len(nir.memref_shape(dst)) != len(nir.memref_shape(t.value)) - 2:
             raise PassError("a defractalize in an npu.epilogue group must write a "
                             "contiguous [batch,] rows x columns tensor", op)
         with op.location, ir.InsertionPoint(matmul):
-            flat = nir.flatten_memref(dst)
-        out.setdefault(t.root, []).append(
-            RowMajor(first, width, *nir.memref_shape(dst)[-2:], flat, t.elem))
+            if nir.is_contiguous(dst):
+                part = RowMajor(first, width, *nir.memref_shape(dst)[-2:],
+                                nir.flatten_memref(dst), t.elem)
+            else:
+                part = _column_slice(op, dst, first, width, t.elem)
+        out.setdefault(t.root, []).append(part)
     for key, parts in out.items():
         parts.sort(key=lambda p: p.first)
         blocks = nir.memref_shape(next(t.value for t in tensors if t.root == key))[-4]
@@ -77,6 +86,26 @@ def targets(tensors: list[fusion.Operand], stores: list[tuple[int, ir.Operation]
             raise PassError("the defractalizes of one tensor in an npu.epilogue group must "
                             "cover its column blocks, each once", region)
     return out
+
+
+def _column_slice(op: ir.Operation, dst: ir.Value, first: int, width: int,
+                  elem: str) -> RowMajor:
+    """A `memref.subview` of whole rows' column run of a contiguous 2-D
+    tensor: stored through the whole tensor's flat view, rows `stride` apart."""
+    view = nir.defining_op(dst)
+    if view is None or view.name != "memref.subview" or len(nir.memref_shape(dst)) != 2 \
+            or not nir.is_contiguous(view.operands[0]) or nir.memref_layout(dst)[0][1] != 1:
+        raise PassError("a defractalize in an npu.epilogue group must write a contiguous "
+                        "[batch,] rows x columns tensor, or a column run of a 2-D one", op)
+    src = view.operands[0]
+    stride = nir.memref_shape(src)[1]
+    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+    given = iter(list(view.operands)[1:])
+    offsets = [next(given) if o == dynamic else o
+               for o in ir.DenseI64ArrayAttr(view.attributes["static_offsets"])]
+    base = lin((offsets[0], stride), (offsets[1], 1))
+    return RowMajor(first, width, *nir.memref_shape(dst), nir.flatten_memref(src), elem,
+                    stride, base)
 
 
 def store(target: Target, region: ir.Operation, parts: list[RowMajor], ub: ir.Value,
@@ -96,7 +125,7 @@ def store(target: Target, region: ir.Operation, parts: list[RowMajor], ub: ir.Va
     def into(part: RowMajor, jj: int, j, n_rows: int) -> None:
         """Column block jj of the piece (j of the tensor) into `part`."""
         at = lin(*[(b, part.rows * part.cols) for b in piece.prefix],
-                 (piece.row, frac * part.cols), (j, frac), (part.first, -frac))
+                 (piece.row, frac * part.stride), (j, frac), (part.first, -frac), (part.base, 1))
         last_cols = part.cols - (part.width - 1) * frac
         if last_cols == frac or part.width == 1:  # one width for every block of the part
             _copy(target, region, part, flat, jj, at, piece, n_rows, last_cols)
@@ -123,16 +152,16 @@ def _copy(target: Target, region: ir.Operation, part: RowMajor, flat: ir.Value, 
     frac = target.fractal
     es = nir.element_bytes(part.elem)
     most = config_field("copy", "n_burst").max
-    burst, gap = target.blocks(width * es), target.blocks((part.cols - width) * es)
+    burst, gap = target.blocks(width * es), target.blocks((part.stride - width) * es)
     src_gap = target.blocks((frac - width) * es)
     if gap > config_field("copy", "dst_gap").max:
-        raise PassError(f"a row-major store of rows of {part.cols} elements needs a gap of "
+        raise PassError(f"a row-major store of rows {part.stride} elements apart needs a gap of "
                         f"{gap} blocks, more than a copy's gap field holds", region)
     for r0 in range(0, n_rows, most):
         n = min(most, n_rows - r0)
         src = nir.subview(flat, [(jj * piece.rows * frac + r0) * frac], [n * frac])
-        dst = nir.subview(part.flat, [lin((at, 1), (r0 * part.cols, 1))],
-                          [(n - 1) * part.cols + width])
+        dst = nir.subview(part.flat, [lin((at, 1), (r0 * part.stride, 1))],
+                          [(n - 1) * part.stride + width])
         copy("cce.copy_ub_to_gm", src, dst, n, burst, src_gap, gap)
 
 

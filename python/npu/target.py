@@ -114,6 +114,11 @@ class Target:
     # in flight, so the movers overlap their start-up latency too.
     pipelined_pipes: tuple[str, ...] = ("V", "M", "MTE1", "MTE2", "MTE3")
     flag_latency: int = 1
+    # `cce.sync_all`, the chip-wide barrier between dependent kernels of one
+    # launch: from the last core's arrival (its pipes drained) until every
+    # core may go on. A barrier over GM flags (each core writes its arrival,
+    # then polls) costs about a GM write plus a read round trip.
+    sync_all_cycles: int = 700
     # Every GM kernel argument is allocated rounded up to whole granules of
     # this size (the tail is padding: in bounds, never initialised).
     gm_alloc_granule_bytes: int = 32
@@ -271,6 +276,9 @@ _COMMON_SOURCES = {
     "pipelined_pipes": "estimate: in-order queues whose start-up latency overlaps the previous "
                        "instruction's data phase (outstanding DMA requests); completion stays in order",
     "flag_latency": "estimate",
+    "sync_all_cycles": "estimate: a barrier over GM flags: the last core's flag write and "
+                       "the others' polling read that sees it, each at the GM paths' 350-cycle "
+                       "latency (AscendC SyncAll works this way on parts without hardware sync)",
     "gm_alloc_granule_bytes": "[C] Ascend runtime allocations are 32-byte aligned and padded",
     "paths.gm_* (per-core MTE limit)": "[M] 32-87 B/cycle per core; each core's GM movers are "
                                        "limited to their path's bytes_per_cycle",

@@ -1,5 +1,5 @@
-// RUN: npu-opt %s --split-input-file --npu-split-cores="cores=4 min-bytes=0" | FileCheck %s
-// RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-split-cores="cores=4 min-bytes=0 remarks=true" -o %t
+// RUN: npu-opt %s --split-input-file --npu-split-cores="cores=4 min-bytes=0 estimate=false" | FileCheck %s
+// RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-split-cores="cores=4 min-bytes=0 remarks=true estimate=false" -o %t
 // RUN: not npu-opt %s --split-input-file --target=ascend310 --npu-split-cores="cores=4" 2>&1 | FileCheck %s --check-prefix=TOO-MANY
 
 // TOO-MANY: error: npu-split-cores: cores=4 but ascend310 has 2 cores
@@ -10,7 +10,7 @@
 // CHECK: %[[OFF:.*]] = arith.muli %[[BLK]], %{{.*}} : index
 // CHECK: memref.subview %{{.*}}[%[[OFF]]] [1024] [1]
 // CHECK: "ascend.add"({{.*}}) : (memref<1024xf16, strided<[1], offset: ?>, "gm">
-// expected-remark@+1 {{npu-split-cores: 4 of 4 cores (the largest count every op splits into equally); ascend.add 4}}
+// expected-remark@+1 {{npu-split-cores: 4 of 4 cores, 0 chip barriers; ascend.add 4}}
 func.func @add(%a: memref<4096xf16, "gm">, %b: memref<4096xf16, "gm">, %c: memref<4096xf16, "gm">) {
   "ascend.add"(%a, %b, %c) : (memref<4096xf16, "gm">, memref<4096xf16, "gm">, memref<4096xf16, "gm">) -> ()
   return
@@ -22,7 +22,7 @@ func.func @add(%a: memref<4096xf16, "gm">, %b: memref<4096xf16, "gm">, %c: memre
 // CHECK-LABEL: func.func @heads
 // CHECK-SAME: attributes {npu.block_dim = 3 : i64}
 // CHECK: "ascend.transpose"({{.*}}) {permutation = array<i64: 0, 2, 1>} : (memref<1x64x32xf16, strided<[2048, 32, 1], offset: ?>, "gm">, memref<1x32x64xf16, strided<[2048, 64, 1], offset: ?>, "gm">)
-// expected-remark@+1 {{npu-split-cores: 3 of 4 cores (the largest count every op splits into equally); ascend.transpose 3}}
+// expected-remark@+1 {{npu-split-cores: 3 of 4 cores, 0 chip barriers; ascend.transpose 3}}
 func.func @heads(%x: memref<3x64x32xf16, "gm">, %y: memref<3x32x64xf16, "gm">) {
   "ascend.transpose"(%x, %y) {permutation = array<i64: 0, 2, 1>} : (memref<3x64x32xf16, "gm">, memref<3x32x64xf16, "gm">) -> ()
   return
@@ -30,13 +30,29 @@ func.func @heads(%x: memref<3x64x32xf16, "gm">, %y: memref<3x32x64xf16, "gm">) {
 
 // -----
 
-// The second op reads what the first wrote: no ordering between cores exists, so one core.
+// The second op reads what the first wrote, slice for slice on the same
+// core: no barrier. The transpose (one core: its slices would not be
+// contiguous) reads rows other cores wrote: a chip barrier before it. The
+// reduction reads what the transpose wrote on the same core 0: none.
 // CHECK-LABEL: func.func @chain
-// CHECK-NOT: npu.block_dim
-// expected-remark@+1 {{npu-split-cores: one core of 4: 'ascend.add' uses a GM buffer an earlier op writes, and no synchronisation between cores is modelled}}
-func.func @chain(%a: memref<4096xf16, "gm">, %b: memref<4096xf16, "gm">) {
-  "ascend.exp"(%a, %b) : (memref<4096xf16, "gm">, memref<4096xf16, "gm">) -> ()
-  "ascend.add"(%b, %b, %a) : (memref<4096xf16, "gm">, memref<4096xf16, "gm">, memref<4096xf16, "gm">) -> ()
+// CHECK-SAME: %[[BLK:[a-z0-9]+]]: index {npu.block_idx}) attributes {npu.block_dim = 4 : i64}
+// CHECK: "ascend.exp"
+// CHECK-NOT: cce.sync_all
+// CHECK: "ascend.add"
+// CHECK-NEXT: "cce.sync_all"() : () -> ()
+// CHECK: %[[ONE:.*]] = arith.cmpi ult, %[[BLK]], %{{.*}} : index
+// CHECK-NEXT: scf.if %[[ONE]] {
+// CHECK-NEXT: "ascend.transpose"
+// CHECK-NOT: cce.sync_all
+// CHECK: scf.if
+// CHECK-NEXT: "ascend.reduce_sum"
+// expected-remark@+1 {{npu-split-cores: 4 of 4 cores, 1 chip barrier; ascend.exp 4; ascend.add 4; ascend.transpose: 1 core (no equal, 32-byte aligned, large enough slices); ascend.reduce_sum: 1 core (no equal, 32-byte aligned, large enough slices)}}
+func.func @chain(%a: memref<64x64xf16, "gm">, %b: memref<64x64xf16, "gm">, %c: memref<64x64xf16, "gm">, %r: memref<1x64xf16, "gm">, %s: memref<1xf16, "gm">) {
+  "ascend.exp"(%a, %b) : (memref<64x64xf16, "gm">, memref<64x64xf16, "gm">) -> ()
+  "ascend.add"(%b, %b, %a) : (memref<64x64xf16, "gm">, memref<64x64xf16, "gm">, memref<64x64xf16, "gm">) -> ()
+  "ascend.transpose"(%a, %c) {permutation = array<i64: 1, 0>} : (memref<64x64xf16, "gm">, memref<64x64xf16, "gm">) -> ()
+  %row = memref.subview %c[0, 0] [1, 64] [1, 1] : memref<64x64xf16, "gm"> to memref<1x64xf16, strided<[64, 1]>, "gm">
+  "ascend.reduce_sum"(%row, %s) : (memref<1x64xf16, strided<[64, 1]>, "gm">, memref<1xf16, "gm">) -> ()
   return
 }
 
@@ -47,7 +63,7 @@ func.func @chain(%a: memref<4096xf16, "gm">, %b: memref<4096xf16, "gm">) {
 // CHECK-LABEL: func.func @matmul
 // CHECK-SAME: attributes {npu.block_dim = 4 : i64}
 // CHECK: "ascend.matmul"({{.*}}) : (memref<4x2x16x16xf16, strided<[2048, 256, 16, 1], offset: ?>, "gm">, memref<4x4x16x16xf16, strided<[1024, 256, 16, 1], offset: ?>, "gm">, memref<4x2x16x16xf32, strided<[2048, 256, 16, 1], offset: ?>, "gm">)
-// expected-remark@+1 {{npu-split-cores: 4 of 4 cores (the largest count every op splits into equally); ascend.matmul 1x4}}
+// expected-remark@+1 {{npu-split-cores: 4 of 4 cores, 0 chip barriers; ascend.matmul 1x4}}
 func.func @matmul(%a: memref<4x8x16x16xf16, "gm">, %b: memref<4x4x16x16xf16, "gm">, %c: memref<4x8x16x16xf32, "gm">) {
   "ascend.matmul"(%a, %b, %c) : (memref<4x8x16x16xf16, "gm">, memref<4x4x16x16xf16, "gm">, memref<4x8x16x16xf32, "gm">) -> ()
   return

@@ -38,7 +38,7 @@ from npu.ir import (bool_attr, defining_op, element_bytes, int_array_attr, int_a
 from npu.target import ON_CHIP_BUFFERS, PATH_PIPES, Target
 
 OFFSET_ATTR = "npu.offset"
-SYNC_OPS = ("cce.set_flag", "cce.wait_flag", "cce.pipe_barrier")
+SYNC_OPS = ("cce.set_flag", "cce.wait_flag", "cce.pipe_barrier", "cce.sync_all")
 VIEW_OPS = ("memref.subview", "memref.reinterpret_cast", "memref.collapse_shape",
             "memref.expand_shape", "memref.cast")
 VECTOR_OPS = ("vadd", "vsub", "vmul", "vdiv", "vmax", "vmin", "vadds", "vmuls", "vmaxs",

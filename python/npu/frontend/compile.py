@@ -21,7 +21,8 @@ from mlir import ir
 
 from npu import diagnostics
 from npu.passes.linalg_to_ascend.structure import UnsupportedOp
-from npu.ir import NUMPY_DTYPES, functions, make_context, memref_element, memref_shape, parse_module
+from npu.ir import (NUMPY_DTYPES, functions, is_memref, make_context, memref_element, memref_shape,
+                    parse_module)
 
 DEFAULT_PIPELINE = "npu-lower"
 
@@ -114,14 +115,14 @@ def read_interface(func_op: ir.Operation) -> Interface:
     """Recover the interface from the `npu.input/output/constant` argument
     attributes. Arguments the pipeline appends for the caller to provide
     (the GM workspace) end it: `Interface.arguments` makes them."""
-    from npu.ir import WORKSPACE_ATTR, constant_data
+    from npu.ir import BLOCK_IDX_ATTR, WORKSPACE_ATTR, constant_data
 
     inputs, outputs, roles, constants = [], [], [], {}
     arg_attrs = func_op.attributes["arg_attrs"] if "arg_attrs" in func_op.attributes else []
     for i, (arg, attrs) in enumerate(zip(func_op.regions[0].blocks[0].arguments, arg_attrs)):
         attrs = ir.DictAttr(attrs)
-        if WORKSPACE_ATTR in attrs:
-            break
+        if WORKSPACE_ATTR in attrs or BLOCK_IDX_ATTR in attrs:
+            break  # the block index (the launch provides it), then the workspace
         port = Port("", tuple(memref_shape(arg.type)), memref_element(arg.type), "npu.bool" in attrs,
                     ir.StringAttr(attrs["npu.host_type"]).value if "npu.host_type" in attrs else "")
         if "npu.constant" in attrs:
@@ -267,7 +268,8 @@ class Kernel:
 
         inputs = self.check_inputs(arrays)
         func = functions(self.module)[0]
-        extra = list(func.regions[0].blocks[0].arguments)[len(self.interface.roles):]
+        extra = [a for a in list(func.regions[0].blocks[0].arguments)[len(self.interface.roles):]
+                 if is_memref(a.type)]  # not the block index: the launch provides it
         args = self.interface.arguments(inputs, extra)
         try:
             result = simulate(self.module, args, target=self.target, strict=strict)
@@ -402,7 +404,7 @@ def check_size(module: ir.Module, target, where: str, locate) -> None:
     from npu.ir import element_bytes
 
     func = functions(module)[0]
-    args = list(func.regions[0].blocks[0].arguments)
+    args = [a for a in func.regions[0].blocks[0].arguments if is_memref(a.type)]
     sizes = [int(np.prod(memref_shape(a.type), dtype=np.int64)) * element_bytes(memref_element(a.type))
              for a in args]
     total = sum(sizes)

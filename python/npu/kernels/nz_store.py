@@ -30,11 +30,17 @@ ROWS_PER_GATHER = 8  # blocks of one vector repeat
 class NzStore:
     """Stores of rows of one [rows, n] result into the flat Nz tensor `nz`."""
 
-    def __init__(self, target: Target, nz: ir.Value, rows: int, n: int, elem: str):
+    def __init__(self, target: Target, nz: ir.Value, rows: int, n: int, elem: str,
+                 block_rows: int | None = None, base=0):
+        """`block_rows`, `base`: the rows are a run of whole row blocks of a
+        taller Nz tensor (one core's, npu-split-cores) whose column blocks
+        are `block_rows` row blocks long; `base`: the run's first element."""
         self.t, self.nz, self.rows, self.n, self.elem = target, nz, rows, n, elem
         self.e = nir.element_bytes(elem)
         f = target.fractal
         self.r1, self.c1 = -(-rows // f), n // f
+        self.pitch = block_rows or self.r1  # row blocks between column blocks
+        self.base = base
         self.per_piece = f * self.e // target.vector_block_bytes  # blocks of a row's 16 columns
         # Rows per gather: the destination's repeat stride is the rows' blocks.
         most = target.vector_max_stride // self.per_piece
@@ -49,6 +55,7 @@ class NzStore:
         pad = self.r1 * f - self.rows
         if not pad:
             return
+        assert self.pitch == self.r1, "a run of whole row blocks has no padding rows"
         lanes = self.t.vector_bytes // self.e
         repeat = -(-pad * f // lanes)
         zeros = nir.alloc([repeat * lanes], self.elem, "ub")
@@ -85,12 +92,12 @@ class NzStore:
                 self.cast_gather(buf, out, r0, h, *cast)
             else:
                 self.gather(buf, out, r0, h)
-            first = lin((row0, f), (r0 * f, 1))
-            span = ((self.c1 - 1) * self.r1 * f + h) * f
+            first = lin((row0, f), (r0 * f, 1), (self.base, 1))
+            span = ((self.c1 - 1) * self.pitch * f + h) * f
 
             def leave(out=out, h=h, first=first, span=span) -> None:
                 copy("cce.copy_ub_to_gm", sub(out, 0, self.c1 * h * f), sub(self.nz, first, span),
-                     self.c1, self.blocks(h * f), 0, self.blocks((self.r1 * f - h) * f))
+                     self.c1, self.blocks(h * f), 0, self.blocks((self.pitch * f - h) * f))
 
             if pending is None:
                 leave()

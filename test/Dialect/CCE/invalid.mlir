@@ -542,3 +542,15 @@ func.func @img2col_f32(%fm: memref<2x9x9x16xf32, "l1">, %a: memref<512xf32, "l0a
   "cce.img2col_l1_to_l0a"(%fm, %a) {fm_h = 9 : i64, fm_w = 9 : i64, pad_top = 1 : i64, pad_bottom = 1 : i64, pad_left = 1 : i64, pad_right = 1 : i64, c1 = 1 : i64, fetch_h = 2 : i64, fetch_w = 1 : i64, left_top_h = -1 : i64, left_top_w = -1 : i64, stride_h = 2 : i64, stride_w = 2 : i64, kernel_h = 3 : i64, kernel_w = 3 : i64, dilation_h = 1 : i64, dilation_w = 1 : i64, dst_stride = 1 : i64, repeat_mode = 1 : i64, repeat = 2 : i64} : (memref<2x9x9x16xf32, "l1">, memref<512xf32, "l0a">) -> ()
   return
 }
+
+// -----
+
+// A chip barrier under a loop or branch: some cores could pass it a different number of times.
+func.func @sync_all_in_a_branch(%c: i1) {
+  scf.if %c {
+    // expected-error@+1 {{'cce.sync_all' op sits in 'scf.if': the chip barrier must be in a function's body, outside loops and branches, so that every core reaches it equally often}}
+    "cce.sync_all"() : () -> ()
+  }
+  return
+}
+

@@ -328,3 +328,15 @@ func.func @img2col_three_operands(%l1: i64, %l0a: i64) {
   "hivm.img2col_l1_to_l0a"(%l0a, %l1, %cfg) : (i64, i64, i64) -> ()
   return
 }
+
+// -----
+
+// A chip barrier under a loop or branch: some cores could pass it a different number of times.
+func.func @sync_all_in_a_branch(%c: i1) {
+  scf.if %c {
+    // expected-error@+1 {{'hivm.sync_all' op sits in 'scf.if': the chip barrier must be in a function's body, outside loops and branches, so that every core reaches it equally often}}
+    "hivm.sync_all"() : () -> ()
+  }
+  return
+}
+

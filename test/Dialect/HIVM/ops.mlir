@@ -189,3 +189,11 @@ func.func @img2col(%l1: i64, %l0a: i64) {
   "hivm.img2col_l1_to_l0a"(%l0a, %l1, %pos, %cfg) : (i64, i64, i64, i64) -> ()
   return
 }
+
+// CHECK-LABEL: func.func @sync_all(
+// CHECK:      "hivm.sync_all"() : () -> ()
+// CHECK-NEXT: return
+func.func @sync_all() {
+  "hivm.sync_all"() : () -> ()
+  return
+}

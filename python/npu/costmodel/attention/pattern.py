@@ -402,9 +402,20 @@ def _head_transpose(src: ir.Value, users: dict, a: Attention, k_side: bool):
     if (shape[:lead] != [1] * lead or shape[lead:] != [a.seq, a.heads, a.head_dim]
             or perm != list(range(lead)) + want
             or nir.memref_element(base) != nir.memref_element(src)
-            or not nir.is_contiguous(base)):
+            or not (nir.is_contiguous(base) or _heads_of(base))):
         return None
     return t, base
+
+
+def _heads_of(base: ir.Value) -> bool:
+    """A run of heads of a contiguous [.., S, H, D] projection (one core's,
+    npu-split-cores): a subview cutting H only, rows a whole H x D apart."""
+    op = nir.defining_op(base)
+    if op is None or op.name != "memref.subview" or not nir.is_contiguous(op.operands[0]):
+        return False
+    whole, part = nir.memref_shape(op.operands[0]), nir.memref_shape(base)
+    return len(whole) == len(part) and [w == p for w, p in zip(whole, part)].count(False) <= 1 \
+        and whole[-1] == part[-1] and whole[-3] == part[-3]
 
 
 def drop_casts(a: Attention) -> None:

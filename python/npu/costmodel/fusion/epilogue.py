@@ -286,6 +286,10 @@ def row_broadcast(value: ir.Value) -> bool:
     over the rows. Compared bit for bit, so reading one row is exact."""
     import numpy as np
 
+    view = nir.defining_op(value)
+    if view is not None and view.name == "memref.subview" and len(
+            nir.memref_shape(view.operands[0])) == len(nir.memref_shape(value)):
+        return row_broadcast(view.operands[0])  # a core's slice (npu-split-cores) repeats too
     if not nir.is_block_argument(value):
         return False
     arg = ir.BlockArgument(value)

@@ -108,6 +108,23 @@ def _one_per_row(value: ir.Value, out_shape: list[int]) -> bool:
     return len(shape) == len(out_shape) and shape[-1] == 1 and shape[:-1] == out_shape[:-1]
 
 
+def _row_blocks_of(nz: ir.Value) -> bool:
+    """An Nz subview of whole column blocks and a run of row blocks of a
+    contiguous Nz tensor: one core's rows (npu-split-cores)."""
+    op = nir.defining_op(nz)
+    if op is None or op.name != "memref.subview" or not nir.is_contiguous(op.operands[0]):
+        return False
+    whole, part = nir.memref_shape(op.operands[0]), nir.memref_shape(nz)
+    return len(whole) == 4 and part[0] == whole[0] and part[2:] == whole[2:]
+
+
+def _core_slice(v: ir.Value) -> bool:
+    """A contiguous `memref.subview` of whole rows: one core's share of a
+    tensor (npu-split-cores), addressed through the view's offset."""
+    op = nir.defining_op(v)
+    return op is not None and op.name == "memref.subview" and nir.is_contiguous(v)
+
+
 def describe(op: ir.Operation, index: int, target: Target, tails: bool = False) -> RowOp | str:
     """The op as a row op, or why it is not one. `tails`: rows that are not
     whole 32-byte blocks are row ops too (a group of them is a kernel only
@@ -124,7 +141,8 @@ def describe(op: ir.Operation, index: int, target: Target, tails: bool = False) 
         if nir.memref_element(v) not in ("f16", "f32") and not (
                 name in MASK_OPS and nir.memref_element(v) == "i8"):
             return f"element type {nir.memref_element(v)} (fused kernels take f16/f32)"
-        if nbytes(nir.view_root(v)) != nbytes(v):  # a memref.view of a whole byte buffer is whole
+        if nbytes(nir.view_root(v)) != nbytes(v) and not _core_slice(v):
+            # a memref.view of a whole byte buffer is whole
             return "an operand is a partial view of its tensor"
     out = operands[-1]
     if any(nir.view_root(v) == nir.view_root(out) for v in operands[:-1]):
@@ -275,7 +293,8 @@ def nz_layout(nd: ir.Value, nz: ir.Value, rows: int, n: int | None, target: Targ
     if n % target.fractal:
         return (f"rows of {n} elements are not whole {target.fractal}-column fractals "
                 "(the Nz tensor would need padding columns)")
-    if not nir.is_contiguous(nz) or nir.memref_element(nz) != nir.memref_element(nd):
+    if not (nir.is_contiguous(nz) or _row_blocks_of(nz)) \
+            or nir.memref_element(nz) != nir.memref_element(nd):
         return "its Nz tensor is not a contiguous tensor of the same type"
     return layout_limits(target, rows, n, nir.element_bytes(nir.memref_element(nd)))
 

@@ -1,0 +1,105 @@
+"""Whole models on the whole chip (ascend910): cycles over 1, 2, 8 and 32 cores.
+
+Each model is compiled with `npu-lower{cores=N}` (fusion first, then
+npu-split-cores: every op or fused group on its own split, chip barriers
+where a later op reads or writes what another core touched) and simulated
+as one launch, timing only (`numerics=False`: the same cycles; the numerics
+are checked against onnxruntime by test/python/multicore/test_models.py).
+
+  cycles    simulated cycles of the launch (its slowest core)
+  speedup   1-core cycles / cycles
+  launched  npu.block_dim (the split may use fewer cores than asked)
+  barriers  chip barriers (cce.sync_all) in the program
+  ideal     the chip's ideal: max(all cube cycles / 32 cores, the
+            arguments' GM bytes once / chip GM bandwidth) (report["chip"])
+  ratio     cycles / ideal
+  limit     what bounds the launch: the slowest core's cube (M), its GM
+            movers (MTE2/MTE3) or the chip GM bus; ties within 2% all named
+
+Run: .venv/bin/python bench/chip.py [--cores 1,2,8,32] [--rows bert128,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from npu.frontend.compile import compile as npu_compile
+from npu.simulator import simulate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bert(seq: int, layers: int = 1) -> str:
+    import onnx
+
+    from npu.frontend.bert import bert_layer
+
+    path = os.path.join(tempfile.gettempdir(), f"npu_chip_bert{seq}x{layers}.onnx")
+    if not os.path.exists(path):
+        onnx.save(bert_layer(seq=seq, layers=layers), path)
+    return path
+
+
+ROWS = {
+    "bert128": ("BERT-base layer, seq 128", lambda: _bert(128)),
+    "bert512": ("BERT-base layer, seq 512", lambda: _bert(512)),
+    "bert128x12": ("BERT-base 12 layers, seq 128", lambda: _bert(128, 12)),
+    "ffn": ("README example (examples/ffn_block.onnx)", lambda: str(ROOT / "examples/ffn_block.onnx")),
+}
+
+
+def _limit(rep: dict) -> str:
+    b = rep["bounds"]
+    candidates = {"cube": b["M"], "per-core MTE": max(b["MTE2"], b["MTE3"]),
+                  "chip GM bw": rep["memory_system"]["chip_bus_bound_cycles"]}
+    top = max(candidates.values())
+    return "+".join(k for k, v in candidates.items() if v >= 0.98 * top)
+
+
+def run(path: str, cores: int) -> dict:
+    kernel = npu_compile(path, target="ascend910", pipeline=f"npu-lower{{cores={cores}}}")
+    func = kernel.module.body.operations[0]
+    extra = [v for v in list(func.regions[0].blocks[0].arguments)[len(kernel.interface.roles):]
+             if str(v.type) != "index"]
+    inputs = [np.random.default_rng(0).standard_normal(p.shape).astype(p.numpy_dtype)
+              for p in kernel.interface.inputs]
+    t0 = time.perf_counter()
+    res = simulate(kernel.module, kernel.interface.arguments(inputs, extra), target=kernel.target,
+                   numerics=False)
+    rep = res.report
+    text = str(kernel.module)
+    core0 = rep["cores"][0]["busy_cycles"] if rep.get("cores") else None
+    return {"cycles": res.cycles, "launched": rep.get("block_dim", 1),
+            "barriers": text.count("hivm.sync_all"), "ideal": rep["chip"]["bound_cycles"],
+            "ideal_unit": rep["chip"]["bound_unit"], "limit": _limit(rep), "core0": core0,
+            "seconds": time.perf_counter() - t0}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cores", default="1,2,8,32")
+    ap.add_argument("--rows", default=",".join(ROWS))
+    args = ap.parse_args()
+    counts = [int(c) for c in args.cores.split(",")]
+    print(f"{'model':<40} {'cores':>5} {'launched':>8} {'barriers':>8} {'cycles':>10} "
+          f"{'speedup':>8} {'ideal':>8} {'ratio':>7}  limit (ideal by)")
+    for key in args.rows.split(","):
+        title, make = ROWS[key]
+        path = make()
+        base = None
+        for n in counts:
+            r = run(path, n)
+            base = base or r["cycles"]
+            print(f"{title:<40} {n:>5} {r['launched']:>8} {r['barriers']:>8} {r['cycles']:>10,} "
+                  f"{base / r['cycles']:>7.2f}x {r['ideal']:>8,} {r['cycles'] / r['ideal']:>6.2f}x"
+                  f"  {r['limit']} ({r['ideal_unit']})", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,214 @@
+"""`npu-split-cores`: one program over several AI cores, with chip barriers.
+
+The function gets a last argument `%blk: index {npu.block_idx}` and the
+attribute `npu.block_dim = P`. It stays one program (dialects/README.md,
+"Whole programs on many cores"):
+
+* every top-level ascend op gets its own split (`rules.SplitRules`): the
+  largest core count up to the one asked for into which it cuts equally,
+  with 32-byte aligned slices of at least `min-bytes` of output per core
+  (default: the bytes a GM transfer moves during its own latency, below which
+  a core spends more time starting than moving); its operands become the
+  slices core `%blk` owns (`memref.subview`s computed from `%blk`);
+* a fused group (npu-fuse's row groups and matmul epilogues,
+  npu-fuse-attention's attention) is cut before its lowering (`groups`):
+  rows in chunks, a matmul's grid, attention's heads in runs; any other
+  kernel (one already lowered, a group that does not cut evenly) runs on
+  core 0;
+* a rough estimate (`_estimate`) keeps the function on one core when the
+  split cannot pay for its barriers (npu-lower then lowers the one-core
+  program);
+* P is the largest count any op uses; an op on fewer cores sits under
+  `scf.if %blk < n`, so the other cores skip to the next barrier;
+* a `cce.sync_all` goes before an op exactly where it touches GM that an
+  earlier op since the last barrier touched on another core, one of them
+  writing (`barriers`): ops that cut a buffer the same way need none.
+
+With `remarks` (or when some op runs on fewer cores than asked), a remark
+says what each op chose, and why an op stays on fewer cores.
+"""
+
+from __future__ import annotations
+
+import math
+
+from mlir import ir
+from mlir.dialects import arith, scf
+
+from npu import ir as nir
+from npu.passes.base import Option, Pass, PassError
+
+from npu.costmodel.attention.pattern import ATTENTION_ATTR
+from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
+from npu.costmodel.fusion.rows import FUSED_ATTR
+
+from .barriers import Access, Unit, gm_operands, place
+from .groups import apply_group, external, group_split, written
+from .rules import Split, SplitRules, apply
+
+SYNC_ALL = "cce.sync_all"
+INERT = ("memref.", "arith.", "func.return", "builtin.unrealized_conversion_cast")
+
+
+def _bytes(v: ir.Value) -> int:
+    return math.prod(nir.memref_shape(v.type)) * nir.element_bytes(nir.memref_element(v.type))
+
+
+class SplitCoresPass(Pass):
+    name = "npu-split-cores"
+    summary = "Split each function's work over the target's AI cores, with chip barriers"
+    options = (
+        Option("cores", int, 0, "cores to split over (0: all of the target's)"),
+        Option("min-bytes", int, -1, "least output bytes per core (-1: a GM transfer's latency "
+               "worth of bytes; 0: no minimum)"),
+        Option("remarks", bool, False, "report each function's split as a remark"),
+        Option("estimate", bool, True, "keep a function on one core when the split's estimate "
+               "is no better (false: split whatever it costs; for tests)"),
+    )
+
+    def run(self, module: ir.Operation) -> None:
+        wanted = self.cores or self.target.cores
+        if wanted < 1:
+            raise PassError(f"npu-split-cores: cores={wanted} must be at least 1", module)
+        if wanted > self.target.cores:
+            raise PassError(f"npu-split-cores: cores={wanted} but {self.target.name} has "
+                            f"{self.target.cores} cores", module)
+        if wanted == 1:
+            return
+        if self.min_bytes >= 0:
+            least = self.min_bytes
+        else:
+            p = self.target.path("gm_to_ub")
+            least = p.latency * p.bytes_per_cycle
+        self.rules = SplitRules(self.target, least)
+        for func in nir.functions(module):
+            if func.regions[0].blocks:
+                self._split_function(func, wanted)
+
+    def _split_function(self, func: ir.Operation, wanted: int) -> None:
+        if nir.block_idx_arg(func) is not None or nir.BLOCK_DIM_ATTR in func.attributes:
+            raise PassError("npu-split-cores: the function is already split over cores", func)
+        units: list[Unit] = []
+        splits: list[Split | None] = []
+        for child in func.regions[0].blocks[0].operations:
+            op = child.operation
+            if op.name.startswith("ascend."):
+                split = next((s for n in range(wanted, 1, -1)
+                              if (s := self.rules.split(op, n)) is not None), None)
+                units.append(self._ascend_unit(op, split))
+                splits.append(split)
+            elif op.name == "scf.execute_region" and any(
+                    a in op.attributes for a in (FUSED_ATTR, EPILOGUE_ATTR, ATTENTION_ATTR)):
+                found = next((g for n in range(wanted, 1, -1)
+                              if (g := self._group(op, n)) is not None), None)
+                units.append(self._group_unit(op, found))
+                splits.append(found)
+            elif not op.name.startswith(INERT) and (len(op.regions) or op.name.startswith("cce.")):
+                units.append(Unit(op, 1, [Access(nir.view_root(v), None, True, {0: None})
+                                          for v in gm_operands(op)],
+                                  f"{op.name}: 1 core (a kernel already lowered)"))
+                splits.append(None)
+        cores = max((u.cores for u in units), default=1)
+        if cores == 1:
+            why = ("it has no ascend ops" if not units else
+                   "no op divides evenly into equal, 32-byte aligned, large enough slices")
+            self.remark(func, f"npu-split-cores: one core of {wanted}: {why}")
+            return
+        before = place(units)
+        one, many = self._estimate(units, len(before))
+        if self.estimate and many >= 0.9 * one:
+            self.remark(func, f"npu-split-cores: one core of {wanted}: the split's estimate "
+                        f"({many:.0f} cycles with {len(before)} chip barriers) is no better "
+                        f"than one core's ({one:.0f})")
+            return
+        if cores < wanted or self.remarks or any(u.cores < cores for u in units):
+            self.remark(func, f"npu-split-cores: {cores} of {wanted} cores, {len(before)} chip "
+                        f"barrier{'s' * (len(before) != 1)}; " + "; ".join(u.what for u in units))
+        with func.context, func.location:
+            blk = nir.append_argument(func, ir.IndexType.get(),
+                                      {nir.BLOCK_IDX_ATTR: ir.UnitAttr.get()})
+            func.attributes[nir.BLOCK_DIM_ATTR] = nir.i64_attr(cores)
+            barrier_at = set(before)
+            for i, (unit, split) in enumerate(zip(units, splits)):
+                op = unit.op
+                with op.location, ir.InsertionPoint(op):
+                    if i in barrier_at:
+                        nir.create_op(SYNC_ALL)
+                    if unit.cores < cores:
+                        cond = arith.CmpIOp(arith.CmpIPredicate.ult, blk,
+                                            nir.index_const(unit.cores)).result
+                        guard = scf.IfOp(cond, [], has_else=False)
+                        with ir.InsertionPoint(guard.then_block):
+                            end = scf.YieldOp([])
+                        op.move_before(end.operation)
+                if isinstance(split, tuple):
+                    with op.location:
+                        apply_group(op, *split, blk)
+                elif split is not None:
+                    with op.location, ir.InsertionPoint(op):
+                        apply(op, split, blk)
+            for child in func.regions[0].blocks[0].operations:
+                if "npu.chain" in child.operation.attributes:  # L1 is one core's
+                    del child.operation.attributes["npu.chain"]
+
+    def _estimate(self, units: list[Unit], barriers: int) -> tuple[float, float]:
+        """(one core, the split) in cycles, roughly: each unit's GM bytes over
+        one core's mover rate and its cube blocks, shared by its cores, with
+        a first load's and last store's latency on each, plus the barriers;
+        the split must save a tenth (it also gives up npu-prefetch and L1
+        chains, which run on one core only). Enough to keep a split that cannot pay for its
+        barriers from making a program slower than on one core."""
+        t = self.target
+        rate = t.path("gm_to_ub").bytes_per_cycle
+        one = many = 0.0
+        for u in units:
+            gm = sum(_bytes(a.value if a.value is not None else a.root) for a in u.accesses)
+            blocks = 0
+            for op in nir.walk(u.op, lambda o: o.name in ("ascend.matmul", "ascend.batch_matmul")):
+                a, b = (nir.memref_shape(v.type) for v in op.operands[:2])
+                blocks += math.prod(a[:-4]) * a[-3] * a[-4] * b[-4]
+            work = max(gm / rate, t.cube_cycles(float(blocks)))
+            fixed = 2 * t.path("gm_to_ub").latency  # a load's and a store's start, on every core
+            one += work + fixed
+            many += work / u.cores + fixed
+        return one, many + barriers * t.sync_all_cycles
+
+    def _group(self, group: ir.Operation, parts: int) -> tuple | None:
+        """A fused group's split over `parts` cores, when each core moves
+        at least the least bytes (its slices of what the group reads and
+        writes: a matmul's weights count)."""
+        found = group_split(group, parts, self.rules)
+        if found is None:
+            return None
+        moved = sum(_bytes(v) for v in external(group, found[1]))  # weights read count too
+        return found if moved // parts >= self.rules.min_bytes else None
+
+    def _group_unit(self, group: ir.Operation, found: tuple | None) -> Unit:
+        kind = ("fused rows" if FUSED_ATTR in group.attributes else "attention"
+                if ATTENTION_ATTR in group.attributes else "matmul epilogue")
+        if found is None:
+            accesses = [Access(nir.view_root(v), None, True, {0: None})
+                        for v in gm_operands(group)]
+            return Unit(group, 1, accesses, f"{kind}: 1 core (no even split of every tensor)")
+        split, cuts = found
+        mine = written(group)
+        accesses = [Access(nir.view_root(v), v, v in mine,
+                           {c: split.box_of(nir.memref_shape(v.type), cuts[v], c)
+                            for c in range(split.parts)})
+                    for v in external(group, cuts)]
+        return Unit(group, split.parts, accesses,
+                    f"{kind} {'x'.join(str(k) for _, k in split.grid)}")
+
+    def _ascend_unit(self, op: ir.Operation, split: Split | None) -> Unit:
+        """The op's GM accesses per core; the output (last operand) is written."""
+        n = split.parts if split is not None else 1
+        accesses = []
+        last = len(op.operands) - 1
+        for i, v in enumerate(op.operands):
+            shape = nir.memref_shape(v.type)
+            boxes = {c: (split.box(shape, i, c) if split is not None
+                         else tuple((0, s) for s in shape)) for c in range(n)}
+            accesses.append(Access(nir.view_root(v), v, i == last, boxes))
+        what = (f"{op.name} {'x'.join(str(k) for _, k in split.grid)}" if split is not None
+                else f"{op.name}: 1 core (no equal, 32-byte aligned, large enough slices)")
+        return Unit(op, n, accesses, what)

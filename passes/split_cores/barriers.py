@@ -1,0 +1,92 @@
+"""Where `npu-split-cores` puts chip barriers (`cce.sync_all`).
+
+Each unit of work (an ascend op on its own split, or a kernel that runs on
+core 0 alone) touches, per core, a box of each GM operand. A later unit
+needs a barrier before it exactly when some core touches bytes that an
+earlier unit since the previous barrier touched on *another* core, one of
+the two writing them. Boxes of the same view compare exactly; two different
+views of one buffer are taken to overlap (a reshape or a second subview is
+not worth relating: the barrier is only ever extra, never missing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mlir import ir
+
+from npu import ir as nir
+
+Box = tuple[tuple[int, int], ...]
+
+
+@dataclass
+class Access:
+    """One GM operand of a unit: per core, the box it touches (None: all of it)."""
+
+    root: ir.Value
+    value: ir.Value | None
+    write: bool
+    boxes: dict[int, Box | None]
+
+
+@dataclass
+class Unit:
+    op: ir.Operation
+    cores: int  # the cores that run it: 0 .. cores-1
+    accesses: list[Access] = field(default_factory=list)
+    what: str = ""  # the remark's text for it
+
+
+def _overlap(a: Box | None, b: Box | None) -> bool:
+    if a is None or b is None:
+        return True
+    return all(x0 < y0 + ys and y0 < x0 + xs for (x0, xs), (y0, ys) in zip(a, b))
+
+
+def conflicts(earlier: Unit, later: Unit) -> bool:
+    """Some core of `later` touches bytes that another core touched in
+    `earlier`, one of the two writing them."""
+    for a in earlier.accesses:
+        for b in later.accesses:
+            if a.root != b.root or not (a.write or b.write):
+                continue
+            same_view = (a.value is not None and b.value is not None and a.value == b.value)
+            for c, box_a in a.boxes.items():
+                for d, box_b in b.boxes.items():
+                    if c != d and (not same_view or _overlap(box_a, box_b)):
+                        return True
+    return False
+
+
+def place(units: list[Unit]) -> list[int]:
+    """Indices of the units that need a barrier before them."""
+    since: list[Unit] = []
+    before: list[int] = []
+    for i, u in enumerate(units):
+        if any(conflicts(e, u) for e in since):
+            before.append(i)
+            since = []
+        since.append(u)
+    return before
+
+
+def gm_operands(op: ir.Operation) -> list[ir.Value]:
+    """The GM memrefs a kernel (an op with regions) uses from outside it."""
+    seen: list[ir.Value] = []
+    for inner in nir.walk(op, lambda o: True):
+        for v in inner.operands:
+            if (nir.is_memref(v.type) and nir.memory_space(v.type) == "gm"
+                    and v not in seen and not _defined_inside(v, op)):
+                seen.append(v)
+    return seen
+
+
+def _defined_inside(v: ir.Value, op: ir.Operation) -> bool:
+    owner = v.owner
+    node = owner.owner if isinstance(owner, ir.Block) else owner
+    while node is not None:
+        if node.operation == op:
+            return True
+        node = node.operation.parent
+    return False

@@ -1,0 +1,247 @@
+"""Fused groups over cores: a group (`scf.execute_region`) becomes the same
+group over each core's slice, before its lowering (`npu-lower-fused`,
+`npu-lower-matmul`) sees it.
+
+* a row group (`npu.fused`, `rows = R`) is cut into `parts` chunks of whole
+  rows: every tensor with R rows (row-major `[R, ...]`, `[R]`, or Nz
+  `[C1, R/16, 16, 16]`) is cut along them, row operands (`[1, L]`) are
+  whole on every core;
+* an epilogue group (`npu.epilogue`) takes its matmul's grid
+  (`SplitRules.split_matmul`): its C-shaped tensors (Nz `[K1, M1, 16, 16]`, or the
+  ND `[M, K]` a defractalize writes) are cut like C, its bias operands
+  along the dims they share with C.
+
+Tensors from outside the group become `memref.subview`s of the core's slice
+(like a lone op's operands); the group's own tensors become allocs of the
+slice's size, so the lowering sees an ordinary group over fewer rows or a
+smaller C.
+"""
+
+from __future__ import annotations
+
+import math
+
+from mlir import ir
+
+from npu import ir as nir
+from npu.costmodel.attention.pattern import ATTENTION_ATTR
+from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
+from npu.costmodel.fusion.rows import FUSED_ATTR
+
+from .rules import Split, SplitRules, slice_value
+
+Cuts = dict[int, str]
+
+
+def _dict_int(attr: ir.Attribute, key: str) -> int:
+    return ir.IntegerAttr(ir.DictAttr(attr)[key]).value
+
+
+def members(group: ir.Operation) -> list[ir.Operation]:
+    return [o.operation for o in group.regions[0].blocks[0].operations]
+
+
+def group_split(group: ir.Operation, parts: int, rules: SplitRules
+                ) -> tuple[Split, dict[ir.Value, Cuts]] | None:
+    """The group's split over `parts` cores and each memref value's cuts, or
+    None when some tensor of it does not cut evenly."""
+    if FUSED_ATTR in group.attributes:
+        rows = _dict_int(group.attributes[FUSED_ATTR], "rows")
+        split = Split((), (("x", parts),))
+        return _cuts(group, split, lambda v: _row_cut(v, rows, parts, rules.target.fractal))
+    if ATTENTION_ATTR in group.attributes:
+        attrs = group.attributes[ATTENTION_ATTR]
+        heads, head_dim = _dict_int(attrs, "heads"), _dict_int(attrs, "head_dim")
+        if heads % parts:
+            return None
+        split = Split((), (("x", parts),))
+        return _cuts(group, split, lambda v: _head_cut(v, heads, head_dim))
+    if EPILOGUE_ATTR in group.attributes:
+        mm = [o for o in members(group) if o.name == "ascend.matmul"]
+        if len(mm) != 1:
+            return None
+        c_shape = nir.memref_shape(mm[0].operands[2].type)
+        frac = rules.target.fractal
+        for whole_k in (False, True):  # then only along M: C's column blocks stay whole
+            split = rules.split_matmul(mm[0], parts, whole_k)
+            if split is None:
+                continue
+            fixed = {v: cut for v, cut in zip(mm[0].operands, split.cuts)}
+            found = _cuts(group, split,
+                          lambda v: fixed.get(v, _c_cut(v, c_shape, frac, whole_k)))
+            if found is not None:
+                return found
+        return None
+    return None
+
+
+def _cuts(group: ir.Operation, split: Split, cut_of) -> tuple[Split, dict] | None:
+    cuts: dict[ir.Value, Cuts] = {}
+    parts = dict(split.grid)
+    for op in members(group):
+        if op.name.startswith("ascend."):
+            values = list(op.operands)
+        elif op.name == "memref.alloc" or op.name in nir.VIEW_OPS:
+            values = [op.results[0]]  # the group's own tensors and their views
+        else:
+            continue
+        for v in values:
+            cut = cut_of(v)
+            if cut is None:
+                return None
+            shape = nir.memref_shape(v.type)
+            if any(shape[d] % parts[a] for d, a in cut.items()):
+                return None
+            if cuts.setdefault(v, cut) != cut:
+                return None
+    return split, cuts
+
+
+def _row_cut(v: ir.Value, rows: int, parts: int, frac: int) -> Cuts | None:
+    shape = nir.memref_shape(v.type)
+    if len(shape) == 4 and shape[1] * frac == rows and shape[2] == shape[3] == frac:
+        return {1: "x"} if shape[1] % parts == 0 else None  # an Nz store: whole row blocks
+    if shape and shape[0] == rows:
+        return {0: "x"}
+    if len(shape) >= 2 and math.prod(shape[:-1]) == rows:
+        d = next(i for i, n in enumerate(shape) if n > 1)  # leading dims flattened into rows
+        if d < len(shape) - 1 and shape[d] % parts == 0:
+            return {d: "x"}
+    if math.prod(shape[:-1]) == 1:
+        return {}  # a row operand: every core reads all of it
+    return None
+
+
+def _head_cut(v: ir.Value, heads: int, head_dim: int) -> Cuts | None:
+    """The dim of `v` that holds the heads, by the layouts an attention group
+    has: the context in Nz [H*D/16, S/16, 16, 16], batched Nz [H, ..., 16, 16],
+    rows of all heads [.., H*D], interleaved [.., S, H, D], per head
+    [1.., H, ...], or a flat view; None for anything else."""
+    shape = nir.memref_shape(v.type)
+    last = len(shape) - 1
+    if len(shape) == 4 and shape[2:] == [16, 16] and shape[0] * 16 == heads * head_dim:
+        return {0: "x"}
+    if len(shape) == 5 and shape[0] == heads:
+        return {0: "x"}
+    if len(shape) >= 2 and shape[-1] == heads * head_dim:
+        return {last: "x"}
+    if len(shape) >= 3 and shape[-1] == head_dim and shape[-2] == heads:
+        return {last - 1: "x"}
+    lead = next((d for d, n in enumerate(shape) if n != 1), None)
+    if len(shape) >= 2 and lead is not None and shape[lead] == heads:
+        return {lead: "x"}
+    if len(shape) == 1 and shape[0] % heads == 0:
+        return {0: "x"}
+    return None
+
+
+def _c_cut(v: ir.Value, c_shape: list[int], frac: int, whole_k: bool = False) -> Cuts | None:
+    shape = nir.memref_shape(v.type)
+    k1, m1 = c_shape[0], c_shape[1]
+    if whole_k:  # every tensor's rows (Nz dim 1, ND dim 0) cut; byte buffers in step
+        if len(shape) == 4 and shape[1] in (m1, 1):
+            return {1: "m"} if shape[1] == m1 else {}
+        if len(shape) == 2 and shape[0] in (m1 * frac, 1):
+            return {0: "m"} if shape[0] == m1 * frac else {}
+        if len(shape) == 1 and nir.memref_element(v.type) == "i8":
+            return {0: "m"}  # the bytes the group's views share, rows in each
+        return None
+    if len(shape) == 4:
+        cut = {}
+        if shape[0] == k1:
+            cut[0] = "k"
+        elif shape[0] != 1:
+            return None
+        if shape[1] == m1:
+            cut[1] = "m"
+        elif shape[1] != 1:
+            return None
+        return cut
+    if len(shape) == 2:
+        cut = {}
+        if shape[0] == m1 * frac:
+            cut[0] = "m"
+        elif shape[0] != 1:
+            return None
+        if shape[1] == k1 * frac:
+            cut[1] = "k"
+        elif shape[1] != 1:
+            return None
+        return cut
+    return None
+
+
+def external(group: ir.Operation, cuts: dict[ir.Value, Cuts]) -> list[ir.Value]:
+    return [v for v in cuts if not _inside(v, group)]
+
+
+def written(group: ir.Operation) -> set:
+    return {op.operands[len(op.operands) - 1] for op in members(group)
+            if op.name.startswith("ascend.")}
+
+
+def _inside(v: ir.Value, group: ir.Operation) -> bool:
+    owner = v.owner
+    node = owner.owner if isinstance(owner, ir.Block) else owner
+    while node is not None:
+        if node.operation == group:
+            return True
+        node = node.operation.parent
+    return False
+
+
+def apply_group(group: ir.Operation, split: Split, cuts: dict[ir.Value, Cuts],
+                blk: ir.Value) -> None:
+    """Give the group core `blk`'s slice of every tensor."""
+    parts = dict(split.grid)
+    replaced: dict[ir.Value, ir.Value] = {}
+    with ir.InsertionPoint(group):
+        coords = split.block_coords(blk)
+        for v in external(group, cuts):
+            replaced[v] = slice_value(v, cuts[v], parts, coords) if cuts[v] else v
+    # The group's own tensors: allocs (and views of them) of the slice's size.
+    for op in members(group):
+        if op.name != "memref.alloc" and op.name not in nir.VIEW_OPS:
+            continue
+        res = op.results[0]
+        new_t = _sliced_type(res.type, cuts.get(res), parts)
+        if new_t is None or new_t == res.type:
+            continue
+        with ir.InsertionPoint(op), op.location:
+            operands = [replaced.get(o, o) for o in op.operands]
+            attrs = {name: op.attributes[name] for name in op.attributes}
+            if op.name == "memref.view":  # a byte offset into a buffer cut by rows
+                shift = nir.defining_op(op.operands[1])
+                n = nir.int_attr(shift, "value") // math.prod(parts.values())
+                operands[1] = nir.index_const(n)
+            if op.name == "memref.expand_shape":
+                attrs["static_output_shape"] = ir.DenseI64ArrayAttr.get(
+                    nir.memref_shape(new_t))
+            new = ir.Operation.create(op.name, results=[new_t], operands=operands,
+                                      attributes=attrs)
+        replaced[res] = new.results[0]
+    for op in members(group):
+        for i, o in enumerate(op.operands):
+            if o in replaced:
+                op.operands[i] = replaced[o]
+    for op in reversed(members(group)):
+        if op.results and all(not list(r.uses) for r in op.results) and (
+                op.name == "memref.alloc" or op.name in nir.VIEW_OPS):
+            op.erase()
+    for attr, key in ((FUSED_ATTR, "rows"), (ATTENTION_ATTR, "heads")):
+        if attr in group.attributes:
+            figures = ir.DictAttr(group.attributes[attr])
+            n = _dict_int(figures, key) // parts["x"]
+            group.attributes[attr] = ir.DictAttr.get(
+                {a.name: (nir.i64_attr(n) if a.name == key else a.attr)
+                 for a in (figures[i] for i in range(len(figures)))})
+
+
+def _sliced_type(t: ir.Type, cut: Cuts | None, parts: dict[str, int]) -> ir.Type | None:
+    if cut is None:
+        return None
+    m = ir.MemRefType(t)
+    shape = list(m.shape)
+    for d, a in cut.items():
+        shape[d] //= parts[a]
+    return ir.MemRefType.get(shape, m.element_type, None, m.memory_space)

@@ -1,0 +1,242 @@
+"""How one ascend op is cut over `parts` cores (the per-family split rules of
+`npu-split-cores`), and the rewrite that gives each core its slice.
+
+* matmul (Nz): the output's fractal columns and rows form a grid of
+  `pk x pm = parts` tiles (B and C split along N, A and C along M); the grid
+  is the one whose per-core shape, tiled by the matmul cost model
+  (`choose_tiling`), gives the least estimated time: the larger of the
+  core's cube time, its GM traffic over its movers, and the chip's GM
+  traffic over the chip's bandwidth;
+* batch matmul: the batch;
+* elementwise, unary and reduce ops split the output's outermost dimension
+  that divides evenly into contiguous slices (broadcast operands are not
+  sliced);
+* transpose splits one output dimension (and the input dimension it comes
+  from), fractalize / defractalize the rows of the ND side, gather the ids
+  and their output rows (every core reads the whole table).
+
+Every slice is 32-byte aligned, and each core moves at least `min_bytes`
+(its share of all the op's operands).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import arith
+
+from npu import ir as nir
+from npu.costmodel.matmul.fitting import MatmulShape
+from npu.costmodel.matmul.tiling import TilingError, choose_tiling
+from npu.target import Target
+
+ELEMENTWISE = {"ascend.add", "ascend.sub", "ascend.mul", "ascend.div", "ascend.max",
+               "ascend.min"}
+UNARY = {"ascend.adds", "ascend.muls", "ascend.maxs", "ascend.mins", "ascend.relu", "ascend.abs",
+         "ascend.neg", "ascend.exp", "ascend.ln", "ascend.sqrt", "ascend.rsqrt",
+         "ascend.reciprocal", "ascend.tanh", "ascend.sigmoid", "ascend.cast", "ascend.clamp"}
+REDUCE = {"ascend.reduce_sum", "ascend.reduce_max"}
+
+
+@dataclass(frozen=True)
+class Split:
+    """How one op is cut: per operand, dim -> grid axis name; `grid` orders
+    the cut dims (outermost first) as (name, parts) so that a block index
+    maps to one coordinate per name."""
+
+    cuts: tuple[dict[int, str], ...]  # operand -> {dim: grid axis name}
+    grid: tuple[tuple[str, int], ...]
+    cost: float = 0.0
+
+    @property
+    def parts(self) -> int:
+        return math.prod(n for _, n in self.grid)
+
+    def coords(self, core: int) -> dict[str, int]:
+        """Each grid axis's coordinate on `core` (the last axis varies fastest)."""
+        out, inner = {}, 1
+        for axis, n in reversed(self.grid):
+            out[axis] = core // inner % n
+            inner *= n
+        return out
+
+    def block_coords(self, blk: ir.Value) -> dict[str, ir.Value]:
+        """`coords` computed from the block index at run time."""
+        coords: dict[str, ir.Value] = {}
+        inner, total = 1, self.parts
+        for axis, n in reversed(self.grid):
+            v = blk if inner == 1 else arith.DivUIOp(blk, nir.index_const(inner)).result
+            if inner * n < total:
+                v = arith.RemUIOp(v, nir.index_const(n)).result
+            coords[axis] = v
+            inner *= n
+        return coords
+
+    def box(self, shape: list[int], operand: int, core: int) -> tuple[tuple[int, int], ...]:
+        """(offset, size) per dim of the slice of `operand` that `core` touches."""
+        return self.box_of(shape, self.cuts[operand], core)
+
+    def box_of(self, shape: list[int], cut: dict[int, str], core: int
+               ) -> tuple[tuple[int, int], ...]:
+        parts, coords = dict(self.grid), self.coords(core)
+        return tuple((coords[cut[d]] * (n // parts[cut[d]]), n // parts[cut[d]]) if d in cut
+                     else (0, n) for d, n in enumerate(shape))
+
+
+class SplitRules:
+    """The split of one op over a given number of cores, or None."""
+
+    def __init__(self, target: Target, min_bytes: int):
+        self.target = target
+        self.min_bytes = min_bytes
+
+    def _aligned(self, t: ir.Type, dim: int, parts: int) -> bool:
+        """A slice of `t` along `dim` in `parts` equal pieces starts every
+        piece on a 32-byte boundary."""
+        shape = nir.memref_shape(t)
+        if shape[dim] % parts:
+            return False
+        strides, _ = nir.memref_layout(t)
+        step = shape[dim] // parts * strides[dim] * nir.element_bytes(nir.memref_element(t))
+        return step % self.target.vector_block_bytes == 0
+
+    def _big_enough(self, out_t: ir.Type, parts: int, *more: ir.Type) -> bool:
+        """Each core's share of the output and of `more` (the op's other
+        operands) is worth at least a transfer's latency in bytes."""
+        nbytes = sum(math.prod(nir.memref_shape(t)) * nir.element_bytes(nir.memref_element(t))
+                     for t in (out_t, *more))
+        return nbytes // parts >= self.min_bytes
+
+    def split(self, op: ir.Operation, parts: int) -> Split | None:
+        types = [v.type for v in op.operands]
+        # every operand's bytes: a reduction's or a matmul's reads are most of its traffic
+        if not self._big_enough(types[-1], parts, *types[:-1]):
+            return None
+        name = op.name
+        if name == "ascend.matmul":
+            return self._split_matmul(op, types, parts)
+        if name == "ascend.batch_matmul":
+            cuts = tuple({0: "x"} for _ in types)
+            return Split(cuts, (("x", parts),)) if self._cuts_aligned(types, cuts, parts) else None
+        if name in ELEMENTWISE or name in UNARY or name in REDUCE:
+            out_shape = nir.memref_shape(types[-1])
+            for d in range(len(out_shape)):
+                cuts = self._cut_dim(types, d, name in REDUCE)
+                if cuts is not None and self._cuts_aligned(types, cuts, parts):
+                    return Split(cuts, (("x", parts),))
+            return None
+        if name == "ascend.transpose":
+            perm = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
+            for d in range(len(perm)):
+                cuts = ({perm[d]: "x"}, {d: "x"})
+                if self._cuts_aligned(types, cuts, parts):
+                    return Split(cuts, (("x", parts),))
+            return None
+        if name == "ascend.gather":  # rows of the output with their ids; the table whole
+            axis = nir.int_attr(op, "axis") % len(nir.memref_shape(types[0]))
+            for d in range(len(nir.memref_shape(types[1]))):
+                cuts = ({}, {d: "x"}, {axis + d: "x"})
+                if self._cuts_aligned(types, cuts, parts):
+                    return Split(cuts, (("x", parts),))
+            return None
+        if name in ("ascend.fractalize", "ascend.defractalize"):
+            nd, nz = (0, 1) if name == "ascend.fractalize" else (1, 0)
+            nd_shape = nir.memref_shape(types[nd])
+            frac = self.target.fractal
+            cuts = [{}, {}]
+            if len(nd_shape) > 2:  # a leading batch dim
+                cuts[nd], cuts[nz] = {0: "x"}, {0: "x"}
+            else:
+                if nd_shape[-2] % (frac * parts):
+                    return None
+                cuts[nd], cuts[nz] = {len(nd_shape) - 2: "x"}, {len(nd_shape) - 1: "x"}
+            if self._cuts_aligned(types, cuts, parts):
+                return Split(tuple(cuts), (("x", parts),))
+            return None
+        return None
+
+    @staticmethod
+    def _cut_dim(types: list, d: int, reduce: bool) -> tuple[dict[int, str], ...] | None:
+        """Cuts of output dim `d` for every operand, numpy broadcasting
+        aligning trailing dims (a reduce's input has one more, last, dim);
+        None when an operand has another size there but 1."""
+        out_shape = nir.memref_shape(types[-1])
+        cuts = []
+        for t in types:
+            shape = nir.memref_shape(t)
+            dd = d if reduce else d + len(shape) - len(out_shape)
+            if 0 <= dd < len(shape) and shape[dd] == out_shape[d]:
+                cuts.append({dd: "x"})
+            elif 0 <= dd < len(shape) and shape[dd] != 1:
+                return None
+            else:
+                cuts.append({})
+        return tuple(cuts)
+
+    def _cuts_aligned(self, types: list, cuts, parts: int) -> bool:
+        """Every slice 32-byte aligned and contiguous: all dims outside the
+        cut are 1. The vector, transpose and fractalize lowerings take a GM
+        operand's strides as dense (a strided slice gave wrong results)."""
+        return all(self._aligned(t, d, parts) and all(x == 1 for x in nir.memref_shape(t)[:d])
+                   for t, cut in zip(types, cuts) for d in cut)
+
+    def split_matmul(self, op: ir.Operation, parts: int, whole_k: bool = False) -> Split | None:
+        """The matmul's grid; `whole_k`: only M is cut (every core keeps whole
+        rows of C, as a row-major result written from it needs)."""
+        types = [v.type for v in op.operands]
+        if not self._big_enough(types[-1], parts, *types[:-1]):
+            return None
+        return self._split_matmul(op, types, parts, whole_k)
+
+    def _split_matmul(self, op: ir.Operation, types: list, parts: int,
+                      whole_k: bool = False) -> Split | None:
+        # A Nz [N1, M1, f, f], B Nz [K1, N1, f, f], C Nz [K1, M1, f, f] (dialects/README.md).
+        a_shape, b_shape, c_shape = (nir.memref_shape(t) for t in types)
+        n1, m1, f = a_shape[0], a_shape[1], a_shape[2]
+        k1 = b_shape[0]
+        t = self.target
+        in_bytes = nir.element_bytes(nir.memref_element(types[0]))
+        out_bytes = nir.element_bytes(nir.memref_element(types[2]))
+        rate = t.path("gm_to_l1").bytes_per_cycle
+        best = None
+        for pk in range(1, 2 if whole_k else parts + 1):
+            if parts % pk:
+                continue
+            pm = parts // pk
+            if k1 % pk or m1 % pm:
+                continue
+            cuts = ({1: "m"}, {0: "k"}, {0: "k", 1: "m"})  # whole fractals: always aligned
+            shape = MatmulShape(m1 // pm * f, n1 * f, k1 // pk * f, 1, in_bytes, 4, out_bytes)
+            try:
+                choice = choose_tiling(shape, t)
+            except TilingError:
+                continue
+            core_bytes = (choice.traffic.read_bytes(shape) + choice.traffic.write_bytes(shape))
+            cube = t.cube_cycles(float(m1 // pm * n1 * (k1 // pk)))
+            cost = max(cube, core_bytes / rate, parts * core_bytes / t.gm_chip_bytes_per_cycle)
+            if best is None or cost < best.cost:
+                best = Split(cuts, (("k", pk), ("m", pm)), cost)
+        return best
+
+
+def apply(op: ir.Operation, split: Split, blk: ir.Value) -> None:
+    """Give `op` the slices of its operands that core `blk` owns."""
+    coords = split.block_coords(blk)
+    parts = dict(split.grid)
+    for i, cut in enumerate(split.cuts):
+        if cut:
+            op.operands[i] = slice_value(op.operands[i], cut, parts, coords)
+
+
+def slice_value(value: ir.Value, cut: dict[int, str], parts: dict[str, int],
+                coords: dict[str, ir.Value]) -> ir.Value:
+    """The subview of `value` that the core at `coords` owns."""
+    shape = nir.memref_shape(value.type)
+    offsets: list = [0] * len(shape)
+    sizes = list(shape)
+    for d, axis in cut.items():
+        sizes[d] = shape[d] // parts[axis]
+        offsets[d] = arith.MulIOp(coords[axis], nir.index_const(sizes[d])).result
+    return nir.subview(value, offsets, sizes)

@@ -1,0 +1,112 @@
+"""Fused kernels on many cores equal one core bit for bit: a row group
+(softmax), a row group ending in an Nz store, a matmul epilogue writing
+row-major column slices, and the 310's 1024 x 2048 reduction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from npu.ir import NUMPY_DTYPES, is_memref, make_context, memref_element, memref_shape, parse_module
+from npu.pipeline import run_pipeline
+from npu.simulator import simulate
+from npu.target import get_target
+
+X = 'memref<256x512xf32, "gm">'
+COL = 'memref<256x1xf32, "gm">'
+SOFTMAX = f"""func.func @softmax(%x: {X}, %y: {X}) {{
+  %m = memref.alloc() : {COL}
+  %d = memref.alloc() : {X}
+  %e = memref.alloc() : {X}
+  %s = memref.alloc() : {COL}
+  "ascend.reduce_max"(%x, %m) {{axis = -1 : i64}} : ({X}, {COL}) -> ()
+  "ascend.sub"(%x, %m, %d) : ({X}, {COL}, {X}) -> ()
+  "ascend.exp"(%d, %e) : ({X}, {X}) -> ()
+  "ascend.reduce_sum"(%e, %s) {{axis = -1 : i64}} : ({X}, {COL}) -> ()
+  "ascend.div"(%e, %s, %y) : ({X}, {COL}, {X}) -> ()
+  return
+}}
+"""
+I = 'memref<256x128xf32, "gm">'
+R = 'memref<256x256xf32, "gm">'
+H = 'memref<256x128xf16, "gm">'
+NZ = 'memref<8x16x16x16xf16, "gm">'
+NZB = 'memref<16x8x16x16xf16, "gm">'
+NZ32 = 'memref<16x16x16x16xf32, "gm">'
+# exp then cast to f16 and into Nz (an Nz store), then a matmul (N = 128: one
+# tile of the reduction on one core and on each, so the same sums) whose
+# epilogue adds a bias and writes row-major: column slices on many cores.
+NZ_CHAIN = f"""func.func @chain(%x: {I}, %b: {NZB}, %bias: {NZ32}, %y: {R}) {{
+  %e = memref.alloc() : {I}
+  %h = memref.alloc() : {H}
+  %a = memref.alloc() : {NZ}
+  %c = memref.alloc() : {NZ32}
+  %cb = memref.alloc() : {NZ32}
+  "ascend.exp"(%x, %e) : ({I}, {I}) -> ()
+  "ascend.cast"(%e, %h) {{round_mode = "rint"}} : ({I}, {H}) -> ()
+  "ascend.fractalize"(%h, %a) : ({H}, {NZ}) -> ()
+  "ascend.matmul"(%a, %b, %c) : ({NZ}, {NZB}, {NZ32}) -> ()
+  "ascend.add"(%c, %bias, %cb) : ({NZ32}, {NZ32}, {NZ32}) -> ()
+  "ascend.defractalize"(%cb, %y) : ({NZ32}, {R}) -> ()
+  return
+}}
+"""
+RED = """func.func @r(%a: memref<1024x2048xf16, "gm">, %b: memref<1024xf16, "gm">) {
+  "ascend.reduce_sum"(%a, %b) : (memref<1024x2048xf16, "gm">, memref<1024xf16, "gm">) -> ()
+  return
+}
+"""
+MANY = "builtin.module(npu-lower{{cores={n} split-cores-min-bytes=0 split-cores-estimate=false}})"
+
+
+def _inputs(module) -> list[np.ndarray]:
+    rng = np.random.default_rng(7)
+    func = module.body.operations[0]
+    return [rng.uniform(-1, 1, memref_shape(a.type)).astype(NUMPY_DTYPES[memref_element(a.type)])
+            for a in func.regions[0].blocks[0].arguments if is_memref(a.type)]
+
+
+def _run(text: str, pipeline: str, target):
+    module = parse_module(text, make_context())
+    inputs = _inputs(module)
+    run_pipeline(module, pipeline, target)
+    return simulate(module, inputs, target=target), str(module)
+
+
+@pytest.mark.parametrize("name,text,n,target", [
+    ("softmax rows", SOFTMAX, 8, "ascend910"),
+    ("310 reduction", RED, 2, "ascend310"),
+])
+def test_fused_kernels_on_many_cores_equal_one_core(name: str, text: str, n: int,
+                                                    target: str) -> None:
+    t = get_target(target)
+    one, _ = _run(text, "builtin.module(npu-lower)", t)
+    many, program = _run(text, MANY.format(n=n), t)
+    assert many.report["block_dim"] == n and many.hazards == []
+    for a, b in zip(one.outputs, many.outputs):
+        assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), name
+    assert many.cycles < one.cycles
+
+
+def test_nz_store_and_row_major_epilogue_on_many_cores() -> None:
+    # The row group (exp, cast, Nz store) is bit for bit the one core's. The
+    # matmul is tiled for each core's shape (npu-lower-matmul's cost model
+    # picks the reduction's tiles), so its f32 sums may associate otherwise:
+    # equal to f32 rounding.
+    t = get_target("ascend910")
+    one, _ = _run(NZ_CHAIN, "builtin.module(npu-lower)", t)
+    many, program = _run(NZ_CHAIN, MANY.format(n=4), t)
+    assert many.report["block_dim"] == 4 and many.hazards == []
+    assert program.count("hivm.sync_all") >= 1
+    *same, y1 = one.outputs
+    *same_many, y4 = many.outputs
+    for a, b in zip(same, same_many):
+        assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
+    np.testing.assert_allclose(y4, y1, rtol=2e-6, atol=1e-6)
+    assert many.cycles < one.cycles
+
+
+def test_the_310_reduction_splits_by_default() -> None:
+    t = get_target("ascend310")
+    res, _ = _run(RED, "builtin.module(npu-lower{cores=2})", t)
+    assert res.report["block_dim"] == 2
