@@ -7,6 +7,8 @@ still point at the node; the last one writes the node's own output.
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import numpy as np
 
 
@@ -37,3 +39,28 @@ class Expansion:
 
         self.nodes.append(helper.make_node(op, inputs, [out], name=f"{self.prefix}/{tag}", **attrs))
         return out
+
+
+# expand(node, types, expansion) -> whether it wrote `node` out (through
+# `expansion()`, which makes its Expansion); False keeps the node as it is.
+Expander = Callable[[Any, dict, Callable[[], "Expansion"]], bool]
+
+
+def rewrite_nodes(model, types: dict | None, expand: Expander) -> list[str]:
+    """Offer every standard-domain node of `model` to `expand`, in order, and
+    put the graph back together; the names of the nodes written out.
+    `types` is `onnx_fold.inferred_types(model)` (computed when None)."""
+    from npu.frontend.onnx_fold import inferred_types
+
+    types = inferred_types(model) if types is None else types
+    if types is None:
+        return []
+    graph, nodes, done = model.graph, [], []
+    for node in graph.node:
+        if node.domain in ("", "ai.onnx") and expand(node, types, lambda: Expansion(graph, node, nodes)):
+            done.append(node.name)
+        else:
+            nodes.append(node)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    return done

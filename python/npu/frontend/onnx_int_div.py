@@ -35,51 +35,46 @@ def rewrite_int_divs(model, types: dict | None = None) -> list[str]:
     """Rewrite (in place) every Div of 32/64-bit integers; their names."""
     if not any(n.op_type == "Div" for n in model.graph.node):
         return []
-    from npu.frontend.onnx_expansion import Expansion
-    from npu.frontend.onnx_fold import inferred_types
+    from npu.frontend.onnx_expansion import rewrite_nodes
 
-    types = inferred_types(model) if types is None else types  # `onnx_fold.inferred_types`
-    if types is None:
-        return []
-    graph, nodes, done = model.graph, [], []
-    for node in graph.node:
-        elem = types.get(node.output[0], (None, 0))[1] if node.op_type == "Div" else 0
-        if node.domain not in ("", "ai.onnx") or elem not in WIDE_INTS:
-            nodes.append(node)
-            continue
-        done.append(node.name)
-        ex = Expansion(graph, node, nodes)
-        make, const = ex.make, ex.const
+    return rewrite_nodes(model, types, _expand_div)
 
-        a, b = node.input
-        a32 = make("Cast", [a], "a32", to=INT32)     # a no-op once narrowed; broadcasts kept
-        b32 = make("Cast", [b], "b32", to=INT32)
-        bf = make("Cast", [b32], "bf", to=FLOAT)
-        half, zero_f = const("half", 0.5, np.float32), const("zero_f", 0.0, np.float32)
-        zero, one = const("zero", 0, np.int32), const("one", 1, np.int32)
-        quotient = make("Div", [make("Cast", [a32], "af", to=FLOAT), bf], "qf")
-        clipped = make("Clip", [quotient, const("lo", -2.0**31, np.float32),
-                                const("hi", 2.0**31 - 128, np.float32)], "qc")
-        q0 = make("Cast", [clipped], "q0", to=INT32)
 
-        def remainder(q: str, tag: str) -> str:
-            return make("Sub", [a32, make("Mul", [q, b32], f"{tag}b")], tag)
+def _expand_div(node, types: dict, expansion) -> bool:
+    """Writes a Div of wide integers out by the method above."""
+    elem = types.get(node.output[0], (None, 0))[1] if node.op_type == "Div" else 0
+    if elem not in WIDE_INTS:
+        return False
+    ex = expansion()
+    make, const = ex.make, ex.const
 
-        d = make("Div", [make("Cast", [remainder(q0, "r0")], "r0f", to=FLOAT), bf], "d")
-        away = make("Where", [make("Less", [d, zero_f], "dneg"), const("mhalf", -0.5, np.float32), half], "away")
-        step = make("Cast", [make("Add", [d, away], "dr")], "step", to=INT32)
-        q1 = make("Add", [q0, step], "q1")
-        r1 = remainder(q1, "r1")
-        a_neg = make("Less", [a32, zero], "aneg")
-        past = make("And", [make("Not", [make("Equal", [r1, zero], "r1zero")], "r1nz"),
-                            make("Xor", [make("Less", [r1, zero], "r1neg"), a_neg], "r1flip")], "past")
-        toward = make("Where", [make("Xor", [a_neg, make("Less", [b32, zero], "bneg")], "qneg"),
-                                one, const("mone", -1, np.int32)], "toward")
-        fix = [q1, make("Where", [past, toward, zero], "fix")]
-        if elem == INT32:
-            ex.final("Add", fix, "q")
-        else:
-            ex.final("Cast", [make("Add", fix, "q")], "cast", to=elem)
-    del graph.node[:]
-    graph.node.extend(nodes)
-    return done
+    a, b = node.input
+    a32 = make("Cast", [a], "a32", to=INT32)     # a no-op once narrowed; broadcasts kept
+    b32 = make("Cast", [b], "b32", to=INT32)
+    bf = make("Cast", [b32], "bf", to=FLOAT)
+    half, zero_f = const("half", 0.5, np.float32), const("zero_f", 0.0, np.float32)
+    zero, one = const("zero", 0, np.int32), const("one", 1, np.int32)
+    quotient = make("Div", [make("Cast", [a32], "af", to=FLOAT), bf], "qf")
+    clipped = make("Clip", [quotient, const("lo", -2.0**31, np.float32),
+                            const("hi", 2.0**31 - 128, np.float32)], "qc")
+    q0 = make("Cast", [clipped], "q0", to=INT32)
+
+    def remainder(q: str, tag: str) -> str:
+        return make("Sub", [a32, make("Mul", [q, b32], f"{tag}b")], tag)
+
+    d = make("Div", [make("Cast", [remainder(q0, "r0")], "r0f", to=FLOAT), bf], "d")
+    away = make("Where", [make("Less", [d, zero_f], "dneg"), const("mhalf", -0.5, np.float32), half], "away")
+    step = make("Cast", [make("Add", [d, away], "dr")], "step", to=INT32)
+    q1 = make("Add", [q0, step], "q1")
+    r1 = remainder(q1, "r1")
+    a_neg = make("Less", [a32, zero], "aneg")
+    past = make("And", [make("Not", [make("Equal", [r1, zero], "r1zero")], "r1nz"),
+                        make("Xor", [make("Less", [r1, zero], "r1neg"), a_neg], "r1flip")], "past")
+    toward = make("Where", [make("Xor", [a_neg, make("Less", [b32, zero], "bneg")], "qneg"),
+                            one, const("mone", -1, np.int32)], "toward")
+    fix = [q1, make("Where", [past, toward, zero], "fix")]
+    if elem == INT32:
+        ex.final("Add", fix, "q")
+    else:
+        ex.final("Cast", [make("Add", fix, "q")], "cast", to=elem)
+    return True

@@ -33,25 +33,18 @@ def expand_integer_pows(model, fail, types: dict | None = None) -> list[str]:
     with a float exponent."""
     if not any(n.op_type == "Pow" for n in model.graph.node):
         return []
-    from npu.frontend.onnx_expansion import Expansion
-    from npu.frontend.onnx_fold import inferred_types
+    from npu.frontend.onnx_expansion import rewrite_nodes
 
-    types = inferred_types(model) if types is None else types  # `onnx_fold.inferred_types`
-    if types is None:
-        return []
-    graph, nodes, done = model.graph, [], []
-    for node in graph.node:
+    def expand(node, types: dict, expansion) -> bool:
         x_elem = types.get(node.input[0], (None, 0))[1] if node.op_type == "Pow" else 0
         y_elem = types.get(node.input[1], (None, 0))[1] if node.op_type == "Pow" else 0
         if node.domain not in ("", "ai.onnx") or x_elem not in INTS:
-            nodes.append(node)
-            continue
+            return False
         if y_elem not in INTS:
             raise fail(f"node '{node.name}' (Pow): an integer base with a non-integer exponent has no "
                        "exact method on the vector unit (trunc(x^y) from exp(y ln x) in f32 is inexact "
                        "past 2^24)")
-        done.append(node.name)
-        ex = Expansion(graph, node, nodes)
+        ex = expansion()
         make, const = ex.make, ex.const
         i32 = lambda tag, v: const(tag, v, np.int32)  # noqa: E731
         f32 = lambda tag, v: const(tag, v, np.float32)  # noqa: E731
@@ -92,7 +85,7 @@ def expand_integer_pows(model, fail, types: dict | None = None) -> list[str]:
         choice = [make("Less", [y, zero], "yneg"), unit, result]
         if x_elem == INT32:
             ex.final("Where", choice, "pow")
-            continue
+            return True
         value = make("Where", choice, "pow")
         if x_elem == INT8:  # the device's i32 -> i8 cast saturates: wrap first
             # v - 256 k for k = trunc(f32(v) / 256) is v mod 256 up to a few 256s (exact i32),
@@ -107,6 +100,6 @@ def expand_integer_pows(model, fail, types: dict | None = None) -> list[str]:
             wrapped = make("Sub", [shifted, make("Mul", [turns, f32("c256f", 256.0)], "vskt")], "vw")
             value = make("Cast", [make("Add", [wrapped, f32("lo", -128.0)], "vlo")], "vi", to=INT32)
         ex.final("Cast", [value], "cast", to=x_elem)
-    del graph.node[:]
-    graph.node.extend(nodes)
-    return done
+        return True
+
+    return rewrite_nodes(model, types, expand)

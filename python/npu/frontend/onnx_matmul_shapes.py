@@ -38,20 +38,14 @@ def rewrite_matmul_shapes(model, types: dict | None = None) -> list[str]:
     """Rewrite (in place) the MatMuls above; their names."""
     if not any(n.op_type == "MatMul" for n in model.graph.node):
         return []
-    from npu.frontend.onnx_expansion import Expansion
-    from npu.frontend.onnx_fold import inferred_types
+    from npu.frontend.onnx_expansion import rewrite_nodes
 
-    types = inferred_types(model) if types is None else types  # `onnx_fold.inferred_types`
-    if types is None:
-        return []
-    graph, nodes, done = model.graph, [], []
-    for node in graph.node:
+    def expand(node, types: dict, expansion) -> bool:
         a_dims, elem = types.get(node.input[0], (None, 0)) if node.op_type == "MatMul" else (None, 0)
         b_dims = types.get(node.input[1], (None, 0))[0] if node.op_type == "MatMul" else None
         if node.domain not in ("", "ai.onnx") or a_dims is None or b_dims is None or elem not in (1, 10) \
                 or 0 in a_dims or 0 in b_dims:
-            nodes.append(node)
-            continue
+            return False
         a_vec, b_vec = len(a_dims) == 1, len(b_dims) == 1
         a_m = [1] + a_dims if a_vec else a_dims
         b_m = b_dims + [1] if b_vec else b_dims
@@ -61,11 +55,9 @@ def rewrite_matmul_shapes(model, types: dict | None = None) -> list[str]:
         pad_k = batch > 1 and (_small(m, k, 2) or _small(k, n, 2)) and k % PAD_TO != 0
         pad_n = batch > 1 and _small(m, n, out_size) and n % PAD_TO != 0
         if not (a_vec or b_vec or pad_k or pad_n):
-            nodes.append(node)
-            continue
-        done.append(node.name)
+            return False
         dtype = np.float32 if elem == 1 else np.float16
-        ex = Expansion(graph, node, nodes)
+        ex = expansion()
         make = ex.make
 
         def step(op: str, inputs: list[str], tag: str, last: bool, **attrs) -> str:
@@ -103,6 +95,6 @@ def rewrite_matmul_shapes(model, types: dict | None = None) -> list[str]:
                                         const("axes", np.array([-1], np.int64))], "sliced", not squeeze)
         if squeeze:
             ex.final("Squeeze", [result, const("squeeze", np.array(squeeze, np.int64))], "squeezed")
-    del graph.node[:]
-    graph.node.extend(nodes)
-    return done
+        return True
+
+    return rewrite_nodes(model, types, expand)

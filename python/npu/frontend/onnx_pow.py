@@ -41,22 +41,14 @@ def expand_tensor_pows(model, types: dict | None = None) -> list[str]:
                   and len(n.input) == 2 and n.input[1] not in constants}
     if not candidates:
         return []
-    from npu.frontend.onnx_expansion import Expansion
-    from npu.frontend.onnx_fold import inferred_types
+    from npu.frontend.onnx_expansion import rewrite_nodes
 
-    types = inferred_types(model) if types is None else types  # `onnx_fold.inferred_types`
-    if types is None:
-        return []
-    graph, nodes, done = model.graph, [], []
-    for node in graph.node:
+    def expand(node, types: dict, expansion) -> bool:
         x_elem = types.get(node.input[0], (None, 0))[1] if node.name in candidates else 0
         y_elem = types.get(node.input[1], (None, 0))[1] if node.name in candidates else 0
         if x_elem not in _FLOATS or y_elem not in _FLOATS + _INTS:
-            nodes.append(node)
-            continue
-        done.append(node.name)
-
-        ex = Expansion(graph, node, nodes)
+            return False
+        ex = expansion()
         make = ex.make
 
         def const(name: str, value) -> str:
@@ -98,6 +90,6 @@ def expand_tensor_pows(model, types: dict | None = None) -> list[str]:
             ex.final("Cast", [make("Where", where, "pow")], "cast", to=x_elem)
         else:
             ex.final("Where", where, "pow")
-    del graph.node[:]
-    graph.node.extend(nodes)
-    return done
+        return True
+
+    return rewrite_nodes(model, types, expand)

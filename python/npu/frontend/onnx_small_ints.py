@@ -37,22 +37,15 @@ def rewrite_small_int_ops(model, types: dict | None = None) -> list[str]:
         return []
     from onnx import helper
 
-    from npu.frontend.onnx_expansion import Expansion
-    from npu.frontend.onnx_fold import inferred_types
+    from npu.frontend.onnx_expansion import rewrite_nodes
 
-    types = inferred_types(model) if types is None else types  # `onnx_fold.inferred_types`
-    if types is None:
-        return []
-    graph, nodes, done = model.graph, [], []
-    for node in graph.node:
+    def expand(node, types: dict, expansion) -> bool:
         elem = types.get(node.output[0], (None, 0))[1] if node.domain in ("", "ai.onnx") else 0
         wanted = ((node.op_type in _INT8_OPS and elem == INT8) or (node.op_type == "Div" and elem in _DIV_TYPES)
                   or (node.op_type in _BOOL_OPS and elem == BOOL))
         if not wanted or len(node.output) != 1:
-            nodes.append(node)
-            continue
-        done.append(node.name)
-        ex = Expansion(graph, node, nodes)
+            return False
+        ex = expansion()
         make = ex.make
 
         def const(name: str, value: float) -> str:
@@ -71,6 +64,6 @@ def rewrite_small_int_ops(model, types: dict | None = None) -> list[str]:
             value = make("Sub", [shifted, make("Mul", [turns, const("m", 256.0)], "kt")], "w")
             value = make("Add", [value, const("lo", -128.0)], "wrapped")
         ex.final("Cast", [value], "cast", to=elem)
-    del graph.node[:]
-    graph.node.extend(nodes)
-    return done
+        return True
+
+    return rewrite_nodes(model, types, expand)
