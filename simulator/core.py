@@ -270,12 +270,12 @@ def run_cores(programs: list[Program], allocs: dict, target: Target, strict: boo
     release, barrier = None, 0
     while True:
         arrived = []
-        for core, (program, (_, _, _, run)) in enumerate(zip(programs, starts)):
+        for core, (program, (_, _, _, runner)) in enumerate(zip(programs, starts)):
             if done[core] is not None:
                 continue
             _hand_over(program, allocs)
             try:
-                arrived.append((run.send(release) if release is not None else next(run), core))
+                arrived.append((runner.send(release) if release is not None else next(runner), core))
             except StopIteration as stop:
                 done[core] = stop.value
                 if program.scalar_loads is not None:
@@ -302,6 +302,14 @@ def _start_core(program: Program, target: Target, strict: bool, serialize: bool,
                 numerics: bool, memsys: MemorySystem, cross: CrossCoreChecker, core: int,
                 where: str):
     """(trailing scalar cycles, hazards, machine, the run's generator) of one core."""
+    trailing, hazards, machine = _core_machine(program, strict, serialize, numerics, cross, core, where)
+    return trailing, hazards, machine, start(program.trace, machine, hazards, target, trailing,
+                                             serialize, memsys)
+
+
+def _core_machine(program: Program, strict: bool, serialize: bool, numerics: bool,
+                  cross: CrossCoreChecker | None, core: int, where: str):
+    """One core's scalar walk (its trailing cycles), hazard checks and machine."""
     trailing = program.run_scalar()
     trace = program.trace
 
@@ -313,26 +321,14 @@ def _start_core(program: Program, target: Target, strict: bool, serialize: bool,
 
     hazards = HazardDetector(len(trace), program.n_groups, describe, races=not serialize,
                              strict=strict)
-    machine = Machine(hazards, numerics, cross, core)
-    return trailing, hazards, machine, start(trace, machine, hazards, target, trailing,
-                                             serialize, memsys)
+    return trailing, hazards, Machine(hazards, numerics, cross, core)
 
 
 def _run_core(program: Program, target: Target, strict: bool, serialize: bool, numerics: bool,
               memsys: MemorySystem, cross: CrossCoreChecker | None, core: int, where: str):
     """One core's instance: its scalar walk, its pipes, its own hazard checks."""
-    trailing = program.run_scalar()
+    trailing, hazards, machine = _core_machine(program, strict, serialize, numerics, cross, core, where)
     trace = program.trace
-
-    def describe(stamp: int) -> tuple[str, str, str]:
-        if stamp <= 0 or stamp > len(trace):
-            return ("<inputs>", "-", where)
-        instr = trace[stamp - 1][0]
-        return (instr.name, PIPE_NAMES[instr.pipe], instr.where)
-
-    hazards = HazardDetector(len(trace), program.n_groups, describe, races=not serialize,
-                             strict=strict)
-    machine = Machine(hazards, numerics, cross, core)
     try:
         timeline = run(trace, machine, hazards, target, trailing, serialize, memsys)
     finally:
