@@ -14,8 +14,6 @@ in images per second (one core at its clock; two cores running two images),
 beside the vendor's published 788 images/s (batch 1, fp16, one Ascend 310:
 `Ascend/ModelZoo-PyTorch`, see ../shared/CONV.md).
 
-Until ONNX Conv compiles this prints one error line and exits 1.
-
     .venv/bin/python bench/cnn.py [--size 224] [--models resnet18,resnet50,mobilenetv2]
                                   [--target ascend910] [--no-310] [--json]
     .venv/bin/python bench/cnn.py --size 32 --width 0.125   # smoke test, seconds
