@@ -1,4 +1,6 @@
-"""`ascend.pool2d`: 2-D max / sum / average pooling of an NCHW tensor.
+"""`ascend.pool2d`: 2-D max / sum / average pooling of an NCHW tensor, or of
+an f16 NC1HWC0 one (`layout = "nc1hwc0"`: [N, C1, H, W, 16], a conv's
+result, pooled per channel as it lies; padded channels stay harmless).
 
 Kept beside `ascend.py` (whose op table registers the spec made here) so the
 pooling contract, its shape rule and its numpy semantics are in one place:
@@ -26,6 +28,7 @@ from typing import Sequence
 import numpy as np
 from mlir import ir
 
+from npu.dialects.ascend_conv import C0, NC1HWC0, NCHW, layout
 from npu.dialects.opspec import FLOAT_TYPES, I64, I64_ARRAY, STR, OpSpec, Operand, same_dtype
 from npu.dialects.rules import RuleError
 from npu.ir.accessors import int_array_attr, int_attr, memref_shape, str_attr
@@ -115,9 +118,28 @@ def pool2d_numpy(x: np.ndarray, p: Pool2d) -> np.ndarray:
     return acc
 
 
+def pool2d_5hd_numpy(x: np.ndarray, p: Pool2d) -> np.ndarray:
+    """pool2d of an [N, C1, H, W, C0] array, channel by channel."""
+    n, c1, h, w, c0 = x.shape
+    planes = np.ascontiguousarray(x.transpose(0, 1, 4, 2, 3)).reshape(n, c1 * c0, h, w)
+    out = pool2d_numpy(planes, p)
+    ho, wo = out.shape[2:]
+    return np.ascontiguousarray(out.reshape(n, c1, c0, ho, wo).transpose(0, 1, 3, 4, 2))
+
+
 def _check_pool(op: ir.Operation, target: Target) -> None:
     src, dst = (memref_shape(v.type) for v in op.operands)
-    if len(src) != 4 or len(dst) != 4:
+    form = layout(op)
+    if form not in (NCHW, NC1HWC0):
+        raise RuleError(f"attribute 'layout' must be \"nchw\" or \"nc1hwc0\", got "
+                        f"{op.attributes['layout']}")
+    if form == NC1HWC0:
+        elem = str(ir.MemRefType(op.operands[0].type).element_type)
+        if len(src) != 5 or len(dst) != 5 or src[4] != C0 or dst[4] != C0 or elem != "f16":
+            raise RuleError(f"layout \"nc1hwc0\" takes f16 [N, C1, H, W, {C0}] input and output, "
+                            f"got {elem} {src} and {dst}")
+        src, dst = src[:4], dst[:4]
+    elif len(src) != 4 or len(dst) != 4:
         raise RuleError(f"input and output must be NCHW (rank 4), got ranks {len(src)} and "
                         f"{len(dst)}")
     kind = str_attr(op, "kind")

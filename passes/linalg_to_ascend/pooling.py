@@ -40,6 +40,11 @@ POOLING_OPS = {"linalg.pooling_nchw_max": "max", "linalg.pooling_nchw_sum": "sum
                "linalg.pooling_ncw_max": "max", "linalg.pooling_ncw_sum": "sum"}
 IDENTITY = {"max": -np.inf, "sum": 0.0}
 BLOCK_BYTES = 32
+# An NC1HWC0 pool's band of input rows (f16 pixels of 16 channels) for one
+# output row, with room to spare, must fit this: a quarter of the smallest UB
+# of the targets (256 KB), so npu-lower-pool always finds a band; wider maps
+# are pooled in NCHW, which npu-lower-pool cuts into column slices.
+MAX_5HD_BAND_BYTES = 64 * 1024
 
 
 def _ints(op: ir.Operation, name: str) -> list[int]:
@@ -79,6 +84,8 @@ class PoolingLowering:
         init = self.tensors.get(op.operands[2])
         if init is None or not init.is_constant or not np.all(init.array == IDENTITY[kind]):
             raise UnsupportedOp(op, f"a {kind} pool must start from {IDENTITY[kind]}")
+        if self._pool_5hd(op, kind, src_value, (top, left, bottom, right)):
+            return
         x = self.nd(src_value, loc)
         if x.dtype not in ("f16", "f32"):
             raise UnsupportedOp(op, f"pooling of {x.dtype} is not supported (f16, f32)")
@@ -110,6 +117,44 @@ class PoolingLowering:
         else:
             out = self._pool2d(x, p, result, loc)
         self.tensors[result] = Tensor(out_shape, x.dtype, nd=self.em.reshape(out, out_shape, loc))
+
+    def _pool_5hd(self, op, kind: str, src_value, pads: tuple) -> bool:
+        """A 2-D pool of an f16 conv result held in NC1HWC0 pools it as it lies
+        and leaves its result NC1HWC0 (the next conv, or a residual Add with
+        one, reads it with no conversion); False (nothing emitted) for other
+        inputs, global pools and rows too wide for one band in UB."""
+        t = self.tensors.get(src_value)
+        if t is None or t.c1hwc0 is None or t.c1hwc0.dtype != "f16" or len(t.shape) != 4:
+            return False
+        n, c1, h, w, c0 = t.c1hwc0.shape
+        kernel, strides = tensor_shape(op.operands[1]), _ints(op, "strides")
+        p = Pool2d(kind, tuple(kernel), tuple(strides), tuple(_ints(op, "dilations")), pads)
+        ho, wo = tensor_shape(op.results[0])[2:]
+        if (h, w) == (p.span(0), p.span(1)) and (ho, wo) == (1, 1) and not any(pads):
+            # A global pool stays a row reduction over NCHW: for ResNet-18's head
+            # (512 channels, 7x7, f16) the reduction of the rows took 7,788 cycles,
+            # one down the middle axis of NC1HWC0's [32, 49, 16] 14,034 (ascend910).
+            return False
+        if (p.span(0) + 2) * w * c0 * 2 > MAX_5HD_BAND_BYTES:
+            return False
+        bottom = max(0, min(pads[2], (ho - 1) * strides[0] + p.span(0) - h - pads[0]))
+        right = max(0, min(pads[3], (wo - 1) * strides[1] + p.span(1) - w - pads[1]))
+        p = Pool2d(kind, p.kernel, p.strides, p.dilations, (pads[0], pads[1], bottom, right))
+        if p.out_size(h, w) != (ho, wo):
+            return False
+        result = op.results[0]
+        divisor_op, cip = self._absorbed_divisor(op, p, (h, w))
+        if divisor_op is not None:
+            p = Pool2d("avg", p.kernel, p.strides, p.dilations, p.pads, cip)
+            result = divisor_op.results[0]
+            self.absorbed.add(result)
+        elif kind == "sum":
+            return False  # a sum the NCHW path divides by its own generic
+        loc = self.loc(op)
+        out5 = self.em.alloc([n, c1, ho, wo, c0], "f16", loc)
+        self.em.op("ascend.pool2d", [t.c1hwc0, out5], loc, **p.attrs(), layout='"nc1hwc0"')
+        self.tensors[result] = Tensor(tuple(tensor_shape(result)), t.dtype, c1hwc0=out5, nz_loc=loc)
+        return True
 
     def _absorbed_divisor(self, op, p: Pool2d, hw) -> tuple[ir.Operation | None, int]:
         """The generic dividing this sum pool by a count pool2d knows, if any."""

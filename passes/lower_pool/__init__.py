@@ -27,6 +27,7 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import ir as nir
+from npu.dialects.ascend_conv import NC1HWC0, layout
 from npu.dialects.ascend_pool import POOL2D, Pool2d
 from npu.kernels.cce_build import delinearize, for_range, lin
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
@@ -38,10 +39,12 @@ from npu.passes.lower_pool.plan import GROUP, PoolGeometry
 
 def geometry(op: ir.Operation, block_bytes: int = 32) -> PoolGeometry:
     src, dst = op.operands
-    n, c, h, w = nir.memref_shape(src)
+    shape = nir.memref_shape(src)
+    pixel_major = layout(op) == NC1HWC0
+    n, c, h, w = (shape[0], shape[1] * shape[4], *shape[2:4]) if pixel_major else shape
     es = nir.element_bytes(nir.memref_element(src))
-    ho, wo = nir.memref_shape(dst)[2:]
-    return PoolGeometry(Pool2d.of(op), n * c, h, w, ho, wo, es, block_bytes // es)
+    ho, wo = nir.memref_shape(dst)[2:4]
+    return PoolGeometry(Pool2d.of(op), n * c, h, w, ho, wo, es, block_bytes // es, pixel_major)
 
 
 class LowerPool(Pass):
@@ -70,14 +73,19 @@ class LowerPool(Pass):
             if not nir.is_contiguous(v):
                 raise PassError(f"operand of type {v.type} is not contiguous (row-major, dense)", op)
         geo = geometry(op, self.target.granule("ub"))
-        if geo.h * geo.w < geo.block or geo.ho * geo.wo < geo.block:
+        if not geo.pixel_major and (geo.h * geo.w < geo.block or geo.ho * geo.wo < geo.block):
             raise PassError(f"maps under one 32-byte block per plane ({geo.h}x{geo.w} -> "
                             f"{geo.ho}x{geo.wo} {elem}) are widened by npu-linalg-to-ascend "
                             "before pooling", op)
         capacity = self.target.capacity("ub")
         ob = geo.choose_band(int(capacity * self.ub_fraction), self.max_rows) or \
             geo.choose_band(capacity, self.max_rows, slots=1)
-        if ob is None or (self.max_cols and geo.wo > max(self.max_cols, geo.block)):
+        if geo.pixel_major and ob is None:
+            raise PassError(f"no band of this NC1HWC0 pool fits UB ({geo.ub_bytes(1, 1)} bytes "
+                            f"for one output row of {geo.w} columns; UB {capacity}); "
+                            "npu-linalg-to-ascend pools such maps in NCHW", op)
+        if not geo.pixel_major and (ob is None or (self.max_cols and
+                                                   geo.wo > max(self.max_cols, geo.block))):
             # too wide: column slices through GM (columns.py)
             wc = column_slices(geo, lambda sub: sub.choose_band(capacity, self.max_rows, slots=1))
             if wc is not None and self.max_cols:

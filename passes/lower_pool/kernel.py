@@ -14,6 +14,8 @@ Per tile (16 planes, `ob` output rows):
      cost nothing extra; `avg` then scales rectangles of equal count;
   5. `vnchwconv` back to plane-major and store each plane's run (the last
      block again on its own, ending at the run's end).
+An NC1HWC0 map (a conv's result) is pixel-major already: steps 1 and 5 are
+one copy of the group's band each way, and there is no `vnchwconv`.
 """
 
 from __future__ import annotations
@@ -53,6 +55,11 @@ class PoolTile:
     def load(self, p0: Index, gp: int, in_start: Index, n: int) -> ir.Value:
         """The band of 16 planes, pixel-major (pixel k of image r at block r*n + k)."""
         g, b = self.geo, self.b
+        if g.pixel_major:  # NC1HWC0: the group's band is n whole pixel blocks in GM
+            pix = nir.alloc([n * b], self.elem, "ub")
+            copy("cce.copy_gm_to_ub", sub(self.x, lin((p0, g.h * g.w), (in_start, g.w * b)), n * b),
+                 pix, 1, n)
+            return pix
         whole, tail = n // b, n % b != 0
         stage = nir.alloc([GROUP * whole * b], self.elem, "ub")
         tails = nir.alloc([GROUP * b], self.elem, "ub") if tail else None
@@ -201,6 +208,10 @@ class PoolTile:
     def store(self, out: ir.Value, p0: Index, gp: int, o0: Index) -> None:
         g, b = self.geo, self.b
         n = self.ob * g.wo
+        if g.pixel_major:
+            copy("cce.copy_ub_to_gm", out, sub(self.y, lin((p0, g.ho * g.wo), (o0, g.wo * b)), n * b),
+                 1, n)
+            return
         whole, tail = n // b, n % b != 0
         stage = nir.alloc([GROUP * whole * b], self.elem, "ub")
         self.to_planes(stage, out, [j * whole for j in range(GROUP)], n, 0, whole)

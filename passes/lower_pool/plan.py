@@ -37,6 +37,7 @@ class PoolGeometry:
     wo: int
     es: int          # element bytes
     block: int       # elements per 32-byte block (= lanes of one block)
+    pixel_major: bool = False  # NC1HWC0 in GM: a group's band is loaded as it lies
 
     @property
     def regions(self) -> int:
@@ -66,13 +67,17 @@ class PoolGeometry:
         them (V runs in order)."""
         rows = min(self.band_rows(ob), self.h)
         pixels_out = ob * self.wo
+        if self.pixel_major:  # the movers fill and drain the images themselves
+            return self.es * GROUP * (slots * (rows * self.w + pixels_out) + rows * self.wo)
         moved = rows * self.w + pixels_out + 2 * self.block
         vector = rows * self.w + rows * self.wo + pixels_out
         return self.es * GROUP * (slots * moved + vector)
 
-
     def fits(self, ob: int) -> bool:
-        """Every band's per-plane runs (input and output) are at least a block."""
+        """Every band's per-plane runs (input and output) are at least a block
+        (pixel-major: every pixel is a block)."""
+        if self.pixel_major:
+            return True
         if ob * self.wo < self.block and ob < self.ho:
             return False
         return all(b.rows * self.w >= self.block for b in self.bands(ob))

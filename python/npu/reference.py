@@ -46,7 +46,8 @@ from mlir import ir
 
 from npu import diagnostics
 from npu.reference_conv import conv2d, conv2d_5hd
-from npu.dialects.ascend_pool import Pool2d, pool2d_numpy
+from npu.dialects.ascend_conv import NC1HWC0, layout
+from npu.dialects.ascend_pool import Pool2d, pool2d_5hd_numpy, pool2d_numpy
 from npu.ir import (NUMPY_DTYPES, float_attr, int_array_attr, int_attr, memory_space,
                     memref_element, memref_shape, str_attr, workspace_args)
 
@@ -321,7 +322,8 @@ def _execute(op: ir.Operation, frame: _Frame) -> None:
             lambda x: np.minimum(np.float32(hi), np.maximum(x, np.float32(lo))), out.dtype, src))
     elif name == "ascend.pool2d":
         src, out = ins
-        frame.write(out_value, pool2d_numpy(src, Pool2d.of(op)))
+        pooled = pool2d_5hd_numpy if layout(op) == NC1HWC0 else pool2d_numpy
+        frame.write(out_value, pooled(src, Pool2d.of(op)))
     elif name == "ascend.transpose":
         src, out = ins
         frame.write(out_value, np.transpose(src, int_array_attr(op, "permutation")))

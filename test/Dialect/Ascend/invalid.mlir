@@ -665,3 +665,27 @@ func.func @pool2d_int(%x: memref<1x3x9x9xi32, "gm">, %y: memref<1x3x5x5xi32, "gm
   "ascend.pool2d"(%x, %y) {kind = "max", kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, count_include_pad = 1 : i64} : (memref<1x3x9x9xi32, "gm">, memref<1x3x5x5xi32, "gm">) -> ()
   return
 }
+
+// -----
+
+func.func @pool2d_5hd_f32(%x: memref<1x4x9x9x16xf32, "gm">, %y: memref<1x4x5x5x16xf32, "gm">) {
+  // expected-error@+1 {{'ascend.pool2d' op layout "nc1hwc0" takes f16 [N, C1, H, W, 16] input and output, got f32 [1, 4, 9, 9, 16] and [1, 4, 5, 5, 16]}}
+  "ascend.pool2d"(%x, %y) {kind = "max", kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, count_include_pad = 1 : i64, layout = "nc1hwc0"} : (memref<1x4x9x9x16xf32, "gm">, memref<1x4x5x5x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @pool2d_5hd_shape(%x: memref<1x4x9x9x16xf16, "gm">, %y: memref<1x4x4x5x16xf16, "gm">) {
+  // expected-error@+1 {{output shape must be [1, 4, 5, 5] for input [1, 4, 9, 9], got [1, 4, 4, 5]}}
+  "ascend.pool2d"(%x, %y) {kind = "max", kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, count_include_pad = 1 : i64, layout = "nc1hwc0"} : (memref<1x4x9x9x16xf16, "gm">, memref<1x4x4x5x16xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @pool2d_layout(%x: memref<1x3x9x9xf16, "gm">, %y: memref<1x3x5x5xf16, "gm">) {
+  // expected-error@+1 {{attribute 'layout' must be "nchw" or "nc1hwc0", got "nhwc"}}
+  "ascend.pool2d"(%x, %y) {kind = "max", kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, count_include_pad = 1 : i64, layout = "nhwc"} : (memref<1x3x9x9xf16, "gm">, memref<1x3x5x5xf16, "gm">) -> ()
+  return
+}

@@ -212,3 +212,10 @@ func.func @pool2d(%x: memref<1x3x9x9xf16, "gm">, %y: memref<1x3x5x5xf16, "gm">,
   "ascend.pool2d"(%a, %b) {kind = "avg", kernel = array<i64: 2, 3>, strides = array<i64: 1, 2>, dilations = array<i64: 2, 1>, pads = array<i64: 0, 1, 1, 0>, count_include_pad = 0 : i64} : (memref<2x4x7x8xf32, "gm">, memref<2x4x6x4xf32, "gm">) -> ()
   return
 }
+
+// CHECK-LABEL: func.func @pool2d_5hd(
+// CHECK:      "ascend.pool2d"(%arg0, %arg1) {count_include_pad = 1 : i64, dilations = array<i64: 1, 1>, kernel = array<i64: 3, 3>, kind = "max", layout = "nc1hwc0", pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (memref<1x4x9x9x16xf16, "gm">, memref<1x4x5x5x16xf16, "gm">) -> ()
+func.func @pool2d_5hd(%x: memref<1x4x9x9x16xf16, "gm">, %y: memref<1x4x5x5x16xf16, "gm">) {
+  "ascend.pool2d"(%x, %y) {kind = "max", kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, count_include_pad = 1 : i64, layout = "nc1hwc0"} : (memref<1x4x9x9x16xf16, "gm">, memref<1x4x5x5x16xf16, "gm">) -> ()
+  return
+}

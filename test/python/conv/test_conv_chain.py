@@ -53,3 +53,45 @@ def test_basic_block_stays_nc1hwc0(clip):
     assert ascend.count('"ascend.transpose"') == 2
     (got,), _ = kernel(x)
     np.testing.assert_allclose(got, ort_run(m, {"x": x})[0], **CUBE)
+
+
+def pooled_chain(c=24, h=15, w=13, pool="MaxPool", seed=0) -> onnx.ModelProto:
+    """conv, ReLU, a pool, conv, residual Add with the pool's result: the
+    stem of a ResNet and its first block, in miniature."""
+    rng = np.random.default_rng(seed)
+    w1 = numpy_helper.from_array((rng.standard_normal((c, 3, 3, 3)) / 5).astype(np.float32), "w1")
+    w2 = numpy_helper.from_array((rng.standard_normal((c, c, 3, 3)) / np.sqrt(9 * c)).astype(np.float32),
+                                 "w2")
+    attrs = dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    if pool == "AveragePool":
+        attrs["count_include_pad"] = 0
+    ho, wo = (h + 1) // 2, (w + 1) // 2
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+             helper.make_node(pool, ["r1"], ["p"], name="pool", **attrs),
+             helper.make_node("Conv", ["p", "w2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c2", "p"], ["y"], name="add")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT16,
+                                                                         [1, 3, h, w])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [1, c, ho, wo])],
+                              [numpy_helper.from_array(t.astype(np.float16), n) for t, n in
+                               ((numpy_helper.to_array(w1), "w1"), (numpy_helper.to_array(w2), "w2"))])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+
+
+@pytest.mark.parametrize("pool", ["MaxPool", "AveragePool"])
+def test_pool_between_convs_stays_nc1hwc0(pool):
+    """An f16 pool of a conv's result pools NC1HWC0 as it lies: no layout
+    conversion around it, and the residual Add of its result with the next
+    conv's runs on NC1HWC0 too (one transpose in, one out)."""
+    m = pooled_chain(pool=pool)
+    x = np.random.default_rng(2).standard_normal((1, 3, 15, 13)).astype(np.float16)
+    kernel = npu.compile(m)
+    ascend = kernel.stages["ascend"]
+    assert ascend.count('layout = "nc1hwc0"') >= 1 and ascend.count('"ascend.pool2d"') == 1
+    pool_line = next(line for line in ascend.splitlines() if '"ascend.pool2d"' in line)
+    assert 'layout = "nc1hwc0"' in pool_line
+    assert ascend.count('"ascend.transpose"') == 2
+    (got,), _ = kernel(x)
+    np.testing.assert_allclose(got.astype(np.float32), ort_run(m, {"x": x})[0].astype(np.float32),
+                               **CUBE)

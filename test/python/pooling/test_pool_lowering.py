@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "vector"))
-from vec_common import NP, assert_matches, func, memref, run  # noqa: E402
+from vec_common import (NP, assert_matches, compile_source, func, memref, run,  # noqa: E402
+                        simulate_strict)
 
 from npu.dialects.ascend_pool import Pool2d, pool2d_numpy
 
@@ -78,3 +79,32 @@ def test_column_slices(kind, cip, elem):
     result = run(source, "npu-lower-pool{max-cols=12},npu-plan-gm", [x, np.zeros(out, NP[elem])])
     atol = 0 if kind == "max" else (1e-5 if elem == "f32" else 8e-3)
     assert_matches(result.outputs[1], pool2d_numpy(x, p), rtol=0, atol=atol, what=f"{kind} {elem}")
+
+
+CASES_5HD = [
+    # (input NC1HWC0, kind, kernel, strides, dilations, pads, count_include_pad, max-rows)
+    ((1, 4, 16, 16, 16), "max", (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), 1, 0),   # ResNet's stem pool
+    ((2, 3, 11, 13, 16), "max", (2, 3), (1, 2), (2, 1), (0, 1, 1, 0), 1, 2),
+    ((1, 2, 9, 8, 16), "avg", (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), 0, 1),
+    ((1, 1, 3, 3, 16), "avg", (2, 2), (1, 1), (1, 1), (0, 0, 0, 0), 1, 0),     # under a block per plane
+]
+
+
+@pytest.mark.parametrize("case", CASES_5HD, ids=[f"{c[1]}-{'x'.join(map(str, c[0]))}" for c in CASES_5HD])
+def test_pool_5hd_matches_semantics(case):
+    """`layout = "nc1hwc0"`: each C1 group's band is loaded as it lies (its
+    pixels are whole blocks already) and pooled with no vnchwconv."""
+    from npu.dialects.ascend_pool import pool2d_5hd_numpy
+
+    shape, kind, kernel, strides, dilations, pads, cip, rows = case
+    p = Pool2d(kind, kernel, strides, dilations, pads, cip)
+    out = [shape[0], shape[1], *p.out_size(*shape[2:4]), 16]
+    source = func("pool", "ascend.pool2d", [memref(shape, "f16"), memref(out, "f16")],
+                  _attrs(p) + ', layout = "nc1hwc0"')
+    x = np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float16)
+    lowering = f"npu-lower-pool{{max-rows={rows}}}" if rows else "npu-lower-pool"
+    module, serialize = compile_source(source, lowering, None, True)
+    assert "cce.vnchwconv" not in str(module) and "cce.copy_gm_to_ub" in str(module)
+    result = simulate_strict(module, [x, np.zeros(out, np.float16)], serialize, None, None)
+    atol = 0 if kind == "max" else 8e-3
+    assert_matches(result.outputs[1], pool2d_5hd_numpy(x, p), rtol=0, atol=atol, what=f"{kind} 5hd")
