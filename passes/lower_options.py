@@ -75,9 +75,11 @@ SUB_PASS_CLASSES: dict[str, type[Pass]] = {cls.name: cls for cls, _ in SUB_PASSE
 
 # The lowerings of ascend ops, in the order they run; per-op options (a
 # tuning record's) are npu-lower's names of their options.
-LOWERING_FLAGS = ("npu-lower-matmul", "npu-lower-fractalize", "npu-lower-elementwise",
-                  "npu-lower-transpose", "npu-lower-slices", "npu-lower-reduce", "npu-lower-gather",
-                  "npu-lower-conv", "npu-lower-pool")
+# npu-lower-conv and npu-lower-matmul first: the elementwise members of their
+# epilogue groups are theirs, not npu-lower-elementwise's.
+LOWERING_FLAGS = ("npu-lower-conv", "npu-lower-matmul", "npu-lower-fractalize",
+                  "npu-lower-elementwise", "npu-lower-transpose", "npu-lower-slices",
+                  "npu-lower-reduce", "npu-lower-gather", "npu-lower-pool")
 
 
 class _Theirs:
@@ -115,7 +117,8 @@ ROUTES: tuple[Route, ...] = (
           default="auto", resolved=("auto",)),
     Route("fractalize", ("npu-lower-fractalize algorithm",),
           "empty: npu-lower-fractalize's default", default="", unset=""),
-    Route("ub-fraction", tuple(f"{flag} ub-fraction" for flag in LOWERING_FLAGS[1:]),
+    Route("ub-fraction", tuple(f"{flag} ub-fraction" for flag in LOWERING_FLAGS
+                               if flag != "npu-lower-matmul"),
           "0: each lowering's default", default=0.0, unset=0.0),
     Route("max-chunk", ("npu-lower-elementwise max-chunk", "npu-lower-reduce max-chunk",
                         "npu-lower-fused max-chunk"), ""),

@@ -14,8 +14,9 @@ small scratch buffer to provide, as real NPU runtimes do.
   bytes mean nothing before the first use, so where the alloc stands does
   not matter (allocs hoisted to the top still share bytes).
   `memref.dealloc` is not a use; it is erased with the alloc. The allocs
-  inside a matmul epilogue group (`npu.epilogue`) are its tensors that never
-  leave UB (`npu-lower-matmul` erases them): they get no bytes. A tensor that
+  inside a matmul or conv epilogue group (`npu.epilogue`, `npu.conv_epilogue`)
+  are its tensors that never leave UB (their lowerings erase them): they get
+  no bytes. A tensor that
   leaves the function (returned, passed to a call) or flows into a region's
   terminator (yielded) is left as it is: its lifetime is not the op order's.
 * In a multi-core program a lifetime stretches to the chip barriers
@@ -41,6 +42,7 @@ from mlir import ir
 from mlir.dialects import memref
 
 from npu import memory_planning as planner
+from npu.costmodel.conv.epilogue import CONV_EPILOGUE_ATTR
 from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
 from npu.ir import (VIEW_OPS, WORKSPACE_ATTR, append_argument, element_bytes, functions,
                     i64_attr, index_const, memory_space, memref_layout, symbol_name, walk_held)
@@ -128,7 +130,7 @@ def _epochs(life: tuple, barriers: list[int]) -> tuple:
 def _in_epilogue(op: ir.Operation) -> bool:
     parent = op.parent
     while parent is not None and parent.name != "func.func":
-        if EPILOGUE_ATTR in parent.attributes:
+        if EPILOGUE_ATTR in parent.attributes or CONV_EPILOGUE_ATTR in parent.attributes:
             return True
         parent = parent.parent
     return False

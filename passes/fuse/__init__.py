@@ -30,6 +30,9 @@ the elementwise consumers of its result, in program order, while joining
 saves GM bytes, one column block of its C tile's drain fits the UB share
 and moving the op is legal (`npu.costmodel.fusion.epilogue`'s model); the group is an
 `scf.execute_region` marked `npu.epilogue` that `npu-lower-matmul` lowers.
+Likewise each conv (NC1HWC0) takes the chain of elementwise ops over its
+result (`npu.conv_epilogue`, `conv_epilogues.py`) that `npu-lower-conv` runs
+on each drained tile.
 
 Last, matmul chains (`chains`): a matmul's f16 result read only as the next
 matmul's A operand is marked to stay in L1 when it fits (`chains`).
@@ -50,6 +53,7 @@ from npu.kernels import online_rows
 from npu.passes.base import Option, Pass, ub_fraction_option
 
 from .chains import MatmulChains
+from .conv_epilogues import ConvEpilogueGrouping
 from .epilogues import EpilogueGrouping
 from .layouts import NzLayouts
 from .scan import scan_top_level
@@ -62,7 +66,7 @@ class _Candidate:
     consumer: int
 
 
-class FusePass(EpilogueGrouping, NzLayouts, MatmulChains, Pass):
+class FusePass(ConvEpilogueGrouping, EpilogueGrouping, NzLayouts, MatmulChains, Pass):
     name = "npu-fuse"
     summary = "Group row ops (elementwise, broadcasts, last-axis reductions) into fused kernels"
     options = (
@@ -72,8 +76,8 @@ class FusePass(EpilogueGrouping, NzLayouts, MatmulChains, Pass):
         Option("resident", bool, True, "rows that fit UB only twice over (or long rows that are not whole 32-byte "
                "blocks) stay resident, one row a chunk in two slots (npu.kernels.resident_rows); "
                "false: the two-pass kernel takes rows that do not fit a chunk of whole rows"),
-        Option("epilogues", bool, True, "join matmuls with the elementwise consumers of their "
-               "result (matmul epilogues) before forming row groups"),
+        Option("epilogues", bool, True, "join matmuls and convs with the elementwise consumers of "
+               "their result (matmul and conv epilogues) before forming row groups"),
         Option("epilogue-f16", bool, True, "with epilogues: an epilogue whose only results "
                "leaving the group are f32 -> f16 casts is computed in f16 (npu.epilogue "
                "compute = \"f16\"; README \"Precision\"); false keeps f32 up to the cast"),
@@ -101,6 +105,8 @@ class FusePass(EpilogueGrouping, NzLayouts, MatmulChains, Pass):
         budget = int(self.target.capacity("ub") * self.ub_fraction)
         # Matmul epilogues first: a consumer of C joined to its matmul saves
         # C's round trip, more than a row group of the same ops would.
+        if self.epilogues:
+            self.group_conv_epilogues(func)
         epilogue_remarks = self.group_epilogues(func, budget) if self.epilogues else {}
         ops, index, users, touches = scan_top_level(func)
         row_ops: dict[ir.Operation, fusion.RowOp] = {}

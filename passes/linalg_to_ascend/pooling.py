@@ -97,21 +97,13 @@ class PoolingLowering:
             kernel, strides, dilations = [1] + list(kernel), [1] + strides, [1] + dilations
         n, c, h, w = x.shape
         work_shape = (n, c) + (out_shape[2:] if len(out_shape) == 4 else (1, out_shape[2]))
-        p = Pool2d(kind, tuple(kernel), tuple(strides), tuple(dilations), (top, left, bottom, right))
-        # Trim pads no window reaches (torch-mlir's ceil_mode pads generously).
         ho, wo = work_shape[2:]
-        bottom = max(0, min(bottom, (ho - 1) * strides[0] + p.span(0) - h - top))
-        right = max(0, min(right, (wo - 1) * strides[1] + p.span(1) - w - left))
-        p = Pool2d(kind, p.kernel, p.strides, p.dilations, (top, left, bottom, right))
+        p = _trimmed(Pool2d(kind, tuple(kernel), tuple(strides), tuple(dilations),
+                            (top, left, bottom, right)), h, w, ho, wo)
         if p.out_size(h, w) != (ho, wo):
             raise UnsupportedOp(op, f"output {list(out_shape)} does not follow from input "
                                 f"{list(x.shape)} and the pool's attributes")
-        result = op.results[0]
-        divisor_op, cip = self._absorbed_divisor(op, p, (h, w))
-        if divisor_op is not None:
-            p = Pool2d("avg", p.kernel, p.strides, p.dilations, p.pads, cip)
-            result = divisor_op.results[0]
-            self.absorbed.add(result)
+        p, result = self._with_divisor(op, p, (h, w))
         if (h, w) == (p.span(0), p.span(1)) and (ho, wo) == (1, 1) and not any(p.pads):
             out = self._global_pool(x, p, result, loc)
         else:
@@ -137,24 +129,26 @@ class PoolingLowering:
             return False
         if (p.span(0) + 2) * w * c0 * 2 > MAX_5HD_BAND_BYTES:
             return False
-        bottom = max(0, min(pads[2], (ho - 1) * strides[0] + p.span(0) - h - pads[0]))
-        right = max(0, min(pads[3], (wo - 1) * strides[1] + p.span(1) - w - pads[1]))
-        p = Pool2d(kind, p.kernel, p.strides, p.dilations, (pads[0], pads[1], bottom, right))
+        p = _trimmed(p, h, w, ho, wo)
         if p.out_size(h, w) != (ho, wo):
             return False
-        result = op.results[0]
-        divisor_op, cip = self._absorbed_divisor(op, p, (h, w))
-        if divisor_op is not None:
-            p = Pool2d("avg", p.kernel, p.strides, p.dilations, p.pads, cip)
-            result = divisor_op.results[0]
-            self.absorbed.add(result)
-        elif kind == "sum":
+        p, result = self._with_divisor(op, p, (h, w))
+        if p.kind == "sum":
             return False  # a sum the NCHW path divides by its own generic
         loc = self.loc(op)
         out5 = self.em.alloc([n, c1, ho, wo, c0], "f16", loc)
         self.em.op("ascend.pool2d", [t.c1hwc0, out5], loc, **p.attrs(), layout='"nc1hwc0"')
         self.tensors[result] = Tensor(tuple(tensor_shape(result)), t.dtype, c1hwc0=out5, nz_loc=loc)
         return True
+
+    def _with_divisor(self, op, p: Pool2d, hw) -> tuple[Pool2d, ir.Value]:
+        """(the pool, the value it makes): an average with the divisor
+        generic it absorbs, else the op itself."""
+        divisor_op, cip = self._absorbed_divisor(op, p, hw)
+        if divisor_op is None:
+            return p, op.results[0]
+        self.absorbed.add(divisor_op.results[0])
+        return Pool2d("avg", p.kernel, p.strides, p.dilations, p.pads, cip), divisor_op.results[0]
 
     def _absorbed_divisor(self, op, p: Pool2d, hw) -> tuple[ir.Operation | None, int]:
         """The generic dividing this sum pool by a count pool2d knows, if any."""
@@ -236,3 +230,12 @@ class PoolingLowering:
             self.em.op("ascend.mul", [target, self.em.constant(scale.reshape(1, 1, ho, wo)), out], loc)
         return out
 
+
+def _trimmed(p: Pool2d, h: int, w: int, ho: int, wo: int) -> Pool2d:
+    """`p` without the bottom and right pads no window reaches (torch-mlir's
+    ceil_mode pads generously)."""
+    top, left, bottom, right = p.pads
+    bottom = max(0, min(bottom, (ho - 1) * p.strides[0] + p.span(0) - h - top))
+    right = max(0, min(right, (wo - 1) * p.strides[1] + p.span(1) - w - left))
+    return Pool2d(p.kind, p.kernel, p.strides, p.dilations, (top, left, bottom, right),
+                  p.count_include_pad)

@@ -8,7 +8,8 @@ input rows (halo included) are copied to L1 once; img2col reads them
 too large for L1 is simply more bands); weights in fractal-Z stay in L1
 for the whole conv when they fit; per chunk of kernel points, L0A and L0B
 alternate halves so MTE1 fills one while the cube reads the other; the
-drain adds the bias and converts on the way to GM (`kernel.py`).
+drain adds the bias and converts on the way to GM (`kernel.py`), and runs
+the conv's `npu.conv_epilogue` group, if any, on each tile (`epilogue.py`).
 
 A conv in the contract's NCHW form (hand-written IR, grouped or
 depthwise convs, weights computed at run time) is refused at the op with
@@ -24,6 +25,8 @@ from npu import ir as nir
 from npu.costmodel.conv.tiling import ConvShape, choose_tiling
 from npu.dialects.ascend_conv import NC1HWC0, NC1HWC0_C4, geometry, has_bias, layout
 from npu.passes.base import Pass, PassError, ub_fraction_option
+from npu.costmodel.conv.epilogue import tile_buffers
+from npu.passes.lower_conv.epilogue import ConvEpilogue, group_of
 from npu.passes.lower_conv.kernel import ConvKernel
 
 
@@ -35,7 +38,7 @@ class LowerConv(Pass):
                                        "(two tiles: one drains while the next computes)"),)
 
     def run(self, module: ir.Operation) -> None:
-        self.lower_each(module, erase=True)
+        self.lower_each(module)
 
     def lower(self, op: ir.Operation) -> None:
         if layout(op) not in (NC1HWC0, NC1HWC0_C4):
@@ -50,10 +53,20 @@ class LowerConv(Pass):
                           ho=g.out_hw[0], wo=g.out_hw[1], stride_h=g.strides[0],
                           dilation_h=g.dilations[0], pad_top=g.pads[0], batch=g.n,
                           out_bytes=nir.element_bytes(out_type), small=layout(op) == NC1HWC0_C4)
-        tiling = choose_tiling(shape, self.target, int(self.target.capacity("ub") * self.ub_fraction))
+        region = group_of(op)
+        budget = int(self.target.capacity("ub") * self.ub_fraction)
+        if region is not None:  # the epilogue's tiles beside each drained one (f32 at most)
+            tiles = tile_buffers(ConvEpilogue.members_of(region, op), op.operands[-1])
+            budget = budget * 2 // (2 + tiles)
+        tiling = choose_tiling(shape, self.target, budget)
         if tiling is None:
             raise PassError(f"npu-lower-conv: no tiling fits: one output row of {g.out_hw[1]} "
                             f"windows and one block of Cout do not fit L0A/L0C/UB", op)
         bias = op.operands[2] if has_bias(op) else None
-        ConvKernel(self.target, g, shape, tiling, op.operands[0], op.operands[1], bias,
-                   op.operands[-1]).emit()
+        with op.location, ir.InsertionPoint(op):
+            epi = ConvEpilogue(self.target, region, op) if region is not None else None
+            ConvKernel(self.target, g, shape, tiling, op.operands[0], op.operands[1], bias,
+                       op.operands[-1], epi).emit()
+        op.erase()
+        if epi is not None:
+            epi.finish()

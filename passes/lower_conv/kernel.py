@@ -16,6 +16,7 @@ from npu import ir as nir
 from npu.costmodel.conv.tiling import ConvShape, ConvTiling
 from npu.dialects.ascend_conv import ConvGeometry
 from npu.kernels.cce_build import copy, copy_bursts, lin
+from npu.passes.lower_conv.epilogue import ConvEpilogue
 from npu.target import Target
 
 Index = int | ir.Value
@@ -39,10 +40,14 @@ class Band:
 
 class ConvKernel:
     def __init__(self, target: Target, g: ConvGeometry, s: ConvShape, t: ConvTiling,
-                 x5: ir.Value, wz: ir.Value, bias: ir.Value | None, out5: ir.Value):
+                 x5: ir.Value, wz: ir.Value, bias: ir.Value | None, out5: ir.Value,
+                 epilogue: ConvEpilogue | None = None):
         self.target, self.g, self.s, self.t = target, g, s, t
         self.x5, self.wz, self.bias, self.out5 = x5, wz, bias, out5
         self.out_type = nir.memref_element(out5)
+        # With an epilogue the drain stores its last member's result instead.
+        self.epilogue = epilogue
+        self.dest = epilogue.result if epilogue is not None else out5
         self.ext_h = g.dilations[0] * (g.kh - 1) + 1
 
     # -- the plan ------------------------------------------------------------
@@ -109,6 +114,8 @@ class ConvKernel:
         # stores overlap (UB_SLOTS at most, within half of UB beside the bias).
         slot_bytes = half * m1 * FRAC * nir.element_bytes(self.out_type)
         room = self.target.capacity("ub") // 2 - (s.co1 * 256 if self.bias is not None else 0)
+        if self.epilogue is not None:  # one drain's member results and loaded tiles
+            room -= self.epilogue.tiles * half * m1 * FRAC * 4
         self.ub = [nir.alloc([half * m1 * FRAC], self.out_type, "ub")
                    for _ in range(max(2, min(UB_SLOTS, room // slot_bytes)))]
         self.drains = 0
@@ -284,8 +291,11 @@ class ConvKernel:
                 block = nir.subview(ub, [j * m1 * FRAC], [m1 * FRAC])
                 bias = nir.subview(self.pattern, [(co0 + j) * per_block], [per_block])
                 self.vector("cce.vadd", block, block, bias, m1 * ob, bias_rep=0)
+        if self.epilogue is not None:
+            ub = self.epilogue.apply(ub, n, co0, n1, ho0, rows, m1, s.ho, s.wo)
+            ob = nir.element_bytes(nir.memref_element(self.dest))
         valid = rows * s.wo
-        dst = nir.subview(self.out5, [n, co0, ho0, 0, 0], [1, n1, rows, s.wo, 16])
+        dst = nir.subview(self.dest, [n, co0, ho0, 0, 0], [1, n1, rows, s.wo, 16])
         copy_bursts("cce.copy_ub_to_gm", ub, dst, n1,
                     t.blocks(valid * 16 * ob), src_gap=t.blocks((m1 * 16 - valid) * 16 * ob),
                     dst_gap=t.blocks((s.ho - rows) * s.wo * 16 * ob))

@@ -55,16 +55,12 @@ from npu.passes.base import Pass, PassError
 from . import row_major
 from .row_major import Piece, RowMajor
 
-BODY_OPS = ("memref.alloc", "scf.yield", "arith.constant") + nir.VIEW_OPS
+BODY_OPS = nir.GROUP_BODY_OPS
 
 
 def group_of(matmul: ir.Operation) -> ir.Operation | None:
     """The `npu.epilogue` region holding the matmul, if any."""
-    parent = matmul.parent
-    if parent is not None and parent.name == "scf.execute_region" \
-            and epilogue.EPILOGUE_ATTR in parent.attributes:
-        return parent
-    return None
+    return nir.enclosing_group(matmul, epilogue.EPILOGUE_ATTR)
 
 
 class MatmulEpilogue:
@@ -361,15 +357,5 @@ class MatmulEpilogue:
     def finish(self) -> None:
         """After the matmul is lowered (inside the region): drop the members
         and the tensors only they used, and put the rest where the region is."""
-        for op in self.ops + self.stores:
-            op.erase()
-        block = self.region.regions[0].blocks[0]
-        for op in reversed([o.operation for o in block.operations]):
-            if op.name in BODY_OPS and op.name != "scf.yield" and all(
-                    not list(r.uses) for r in op.results):
-                op.erase()
-        for op in [o.operation for o in block.operations]:
-            if op.name != "scf.yield":
-                op.move_before(self.region)
-        self.region.erase()
+        nir.dissolve_group(self.region, self.ops + self.stores)
 

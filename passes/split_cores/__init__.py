@@ -39,6 +39,7 @@ from npu import ir as nir
 from npu.passes.base import Option, Pass, PassError
 
 from npu.costmodel.attention.pattern import ATTENTION_ATTR
+from npu.costmodel.conv.epilogue import CONV_EPILOGUE_ATTR
 from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
 from npu.costmodel.fusion.rows import FUSED_ATTR
 
@@ -98,7 +99,8 @@ class SplitCoresPass(Pass):
                 units.append(self._ascend_unit(op, split))
                 splits.append(split)
             elif op.name == "scf.execute_region" and any(
-                    a in op.attributes for a in (FUSED_ATTR, EPILOGUE_ATTR, ATTENTION_ATTR)):
+                    a in op.attributes for a in (FUSED_ATTR, EPILOGUE_ATTR, ATTENTION_ATTR,
+                                                 CONV_EPILOGUE_ATTR)):
                 found = next((g for n in range(wanted, 1, -1)
                               if (g := self._group(op, n)) is not None), None)
                 units.append(self._group_unit(op, found))
@@ -185,7 +187,8 @@ class SplitCoresPass(Pass):
 
     def _group_unit(self, group: ir.Operation, found: tuple | None) -> Unit:
         kind = ("fused rows" if FUSED_ATTR in group.attributes else "attention"
-                if ATTENTION_ATTR in group.attributes else "matmul epilogue")
+                if ATTENTION_ATTR in group.attributes else "conv epilogue"
+                if CONV_EPILOGUE_ATTR in group.attributes else "matmul epilogue")
         if found is None:
             accesses = [Access(nir.view_root(v), None, True, {0: None})
                         for v in gm_operands(group)]

@@ -430,9 +430,8 @@ def evaluate(func_op: ir.Operation | ir.OpView, inputs: Sequence[np.ndarray]) ->
         op = op.operation
         if op.name == "func.return":
             break
-        if op.name == "scf.execute_region" and ("npu.fused" in op.attributes
-                                                or "npu.epilogue" in op.attributes
-                                                or "npu.attention" in op.attributes):
+        if op.name == "scf.execute_region" and any(a in op.attributes for a in (
+                "npu.fused", "npu.epilogue", "npu.conv_epilogue", "npu.attention")):
             # A fused, epilogue or attention group (dialects/README.md): its ops in order.
             for inner in op.regions[0].blocks[0].operations:
                 if inner.operation.name != "scf.yield":

@@ -259,7 +259,37 @@ def form_group_region(kind_attr: str, figures: dict[str, int | str], location: i
     return region_op
 
 
-__all__ = ["alloc", "bool_attr_of", "clone_into", "create_op", "dict_attr_items", "dict_attr_of", "f64_attr",
+# What a group's region holds beside its members: their tensors and constants.
+GROUP_BODY_OPS = ("memref.alloc", "scf.yield", "arith.constant") + VIEW_OPS
+
+
+def enclosing_group(op: ir.Operation, kind_attr: str) -> ir.Operation | None:
+    """The `scf.execute_region {kind_attr}` group directly holding `op`, if any."""
+    parent = op.parent
+    if parent is not None and parent.name == "scf.execute_region" and kind_attr in parent.attributes:
+        return parent
+    return None
+
+
+def dissolve_group(region_op: ir.Operation, erased: list[ir.Operation]) -> None:
+    """After a group's kernel is built inside it: erase `erased` (the members
+    it replaces) and the tensors and constants only they used, and put what
+    is left where the group is."""
+    for op in erased:
+        op.erase()
+    block = region_op.regions[0].blocks[0]
+    for op in reversed([o.operation for o in block.operations]):
+        if op.name in GROUP_BODY_OPS and op.name != "scf.yield" and all(
+                not list(r.uses) for r in op.results):
+            op.erase()
+    for op in [o.operation for o in block.operations]:
+        if op.name != "scf.yield":
+            op.move_before(region_op)
+    region_op.erase()
+
+
+__all__ = ["GROUP_BODY_OPS", "alloc", "bool_attr_of", "clone_into", "create_op", "dict_attr_items", "dict_attr_of", "dissolve_group",
+           "enclosing_group", "f64_attr",
            "flatten_memref", "for_loop", "form_group_region", "from_attr", "hoist_definition",
            "i64_array_attr", "i64_attr", "in_block_order", "index_const", "is_contiguous",
            "memref_of", "str_attr_of", "subview", "to_attr", "view_closure", "yield_"]

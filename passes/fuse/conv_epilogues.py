@@ -1,0 +1,85 @@
+"""Conv epilogue groups of `npu-fuse`: each conv (NC1HWC0) with the chain of
+elementwise ops that consume its result, one after the other, as the
+conv's drain (`npu.costmodel.conv.epilogue`)."""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from npu import ir as nir
+from npu.costmodel.conv import epilogue
+from npu.dialects.ascend_conv import NC1HWC0, NC1HWC0_C4, layout
+
+from .scan import scan_top_level
+
+
+class ConvEpilogueGrouping:
+    """Mixed into `FusePass` (uses its `remark`)."""
+
+    def group_conv_epilogues(self, func: ir.Operation) -> None:
+        """Join each conv with the chain of its result's consumers: each
+        member the only reader of the previous one's result (an allocation
+        of this function, so nothing else sees it), taking full tensors of
+        the result's shape. The group goes where its last member is, so a
+        residual made after the conv (ResNet-50's downsample) is ready; the
+        ops it passes must commute with them."""
+        ops, index, users, touches = scan_top_level(func)
+        for conv in [op for op in ops if op.name == "ascend.conv2d"]:
+            if layout(conv) not in (NC1HWC0, NC1HWC0_C4):
+                continue
+            out = conv.operands[-1]
+            shape = nir.memref_shape(out)
+            members: list[ir.Operation] = []
+            root = nir.view_root(out)
+            while _allocated(root):
+                readers = users.get(root, set()) - {conv} - set(members)
+                if len(readers) != 1:
+                    break
+                (op,) = readers
+                produced = (members[-1] if members else conv).operands[-1]
+                if op.parent != conv.parent or op not in index or not epilogue.joins(op, shape) \
+                        or nir.view_root(op.operands[-1]) == root \
+                        or not any(v == produced for v in op.operands[:-1]):
+                    break  # (the tile stands for the very value the previous member made)
+                members.append(op)
+                root = nir.view_root(op.operands[-1])
+            while members and not self._movable(conv, members, ops, index, touches):
+                members.pop()
+            if members:
+                self._form_conv_group(conv, members)
+
+    @staticmethod
+    def _movable(conv, members, ops, index, touches) -> bool:
+        """The group goes where its last member is: each op in between must
+        commute with the group's ops it passes (those before it)."""
+        def touched(op):
+            return touches.get(index[op], (set(), set()))
+
+        for k in range(index[conv] + 1, index[members[-1]]):
+            if ops[k] in members or k not in touches:
+                continue
+            passed = [op for op in [conv] + members if index[op] < k]
+            reads = set().union(*(touched(op)[0] for op in passed))
+            writes = set().union(*(touched(op)[1] for op in passed))
+            r, w = touches[k]
+            if w & (reads | writes) or r & writes:
+                return False
+        return True
+
+    def _form_conv_group(self, conv: ir.Operation, members: list[ir.Operation]) -> None:
+        internal = [nir.view_root(conv.operands[-1])] + [nir.view_root(m.operands[-1])
+                                                           for m in members[:-1]]
+        location = ir.Location.fused([conv.location] + [m.location for m in members],
+                                     context=conv.context)
+        last = members[-1]
+        nir.form_group_region(epilogue.CONV_EPILOGUE_ATTR, {"members": len(members)}, location,
+                              last, internal, [conv] + members)
+        if self.remarks:
+            names = ", ".join(f"'{m.name}'" for m in members)
+            self.remark(conv, f"conv epilogue: {names} on each drained tile; "
+                              f"{len(internal)} tensor(s) never reach GM")
+
+
+def _allocated(root: ir.Value) -> bool:
+    owner = root.owner
+    return not isinstance(owner, ir.Block) and owner.name == "memref.alloc"
