@@ -25,8 +25,7 @@ from npu import ir as nir
 from npu.costmodel.conv.tiling import ConvShape, choose_tiling
 from npu.dialects.ascend_conv import NC1HWC0, NC1HWC0_C4, geometry, has_bias, layout
 from npu.passes.base import Pass, PassError, ub_fraction_option
-from npu.costmodel.conv.epilogue import tile_buffers
-from npu.passes.lower_conv.epilogue import ConvEpilogue, group_of
+from npu.passes.lower_conv.epilogue import ConvEpilogue, group_of, tile_sets
 from npu.passes.lower_conv.kernel import ConvKernel
 
 
@@ -56,7 +55,7 @@ class LowerConv(Pass):
         region = group_of(op)
         budget = int(self.target.capacity("ub") * self.ub_fraction)
         if region is not None:  # the epilogue's tiles beside each drained one (f32 at most)
-            tiles = tile_buffers(ConvEpilogue.members_of(region, op), op.operands[-1])
+            tiles = tile_sets(ConvEpilogue.members_of(region, op), op.operands[-1])
             budget = budget * 2 // (2 + tiles)
         tiling = choose_tiling(shape, self.target, budget)
         if tiling is None:

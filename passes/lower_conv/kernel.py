@@ -16,7 +16,7 @@ from npu import ir as nir
 from npu.costmodel.conv.tiling import ConvShape, ConvTiling
 from npu.dialects.ascend_conv import ConvGeometry
 from npu.kernels.cce_build import copy, copy_bursts, lin
-from npu.passes.lower_conv.epilogue import ConvEpilogue
+from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue
 from npu.target import Target
 
 Index = int | ir.Value
@@ -114,10 +114,12 @@ class ConvKernel:
         # stores overlap (UB_SLOTS at most, within half of UB beside the bias).
         slot_bytes = half * m1 * FRAC * nir.element_bytes(self.out_type)
         room = self.target.capacity("ub") // 2 - (s.co1 * 256 if self.bias is not None else 0)
-        if self.epilogue is not None:  # one drain's member results and loaded tiles
-            room -= self.epilogue.tiles * half * m1 * FRAC * 4
+        if self.epilogue is not None:  # the member results and the loaded tiles in turn
+            room -= SETS * self.epilogue.tiles * half * m1 * FRAC * 4
         self.ub = [nir.alloc([half * m1 * FRAC], self.out_type, "ub")
                    for _ in range(max(2, min(UB_SLOTS, room // slot_bytes)))]
+        if self.epilogue is not None:
+            self.epilogue.allocate(half * m1 * FRAC)
         self.drains = 0
         kc = min(t.kc, s.k1)
         self.l0a = [nir.alloc([m1 * kc * FRAC], "f16", "l0a") for _ in range(2)]
@@ -292,7 +294,7 @@ class ConvKernel:
                 bias = nir.subview(self.pattern, [(co0 + j) * per_block], [per_block])
                 self.vector("cce.vadd", block, block, bias, m1 * ob, bias_rep=0)
         if self.epilogue is not None:
-            ub = self.epilogue.apply(ub, n, co0, n1, ho0, rows, m1, s.ho, s.wo)
+            ub = self.epilogue.apply(ub, n, co0, n1, ho0, rows, m1, s.ho, s.wo, self.drains)
             ob = nir.element_bytes(nir.memref_element(self.dest))
         valid = rows * s.wo
         dst = nir.subview(self.dest, [n, co0, ho0, 0, 0], [1, n1, rows, s.wo, 16])

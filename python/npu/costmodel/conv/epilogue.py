@@ -35,13 +35,13 @@ def joins(op: ir.Operation, shape: list[int]) -> bool:
     return True
 
 
-def tile_buffers(members: list[ir.Operation], conv_out: ir.Value) -> int:
-    """Extra UB tiles one drain needs beside the drained one: each member's
-    result and each tile it loads from GM."""
+def loaded_operands(members: list[ir.Operation], conv_out: ir.Value) -> list[ir.Value]:
+    """The tensors the members read from GM (not made in the group), in
+    first-use order."""
     made = [conv_out] + [m.operands[-1] for m in members]
     loads: list[ir.Value] = []
     for m in members:
         for v in m.operands[:-1]:
             if nir.is_memref(v.type) and not any(v == w for w in made + loads):
                 loads.append(v)
-    return len(members) + len(loads)
+    return loads
