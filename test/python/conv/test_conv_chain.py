@@ -95,3 +95,25 @@ def test_pool_between_convs_stays_nc1hwc0(pool):
     (got,), _ = kernel(x)
     np.testing.assert_allclose(got.astype(np.float32), ort_run(m, {"x": x})[0].astype(np.float32),
                                **CUBE)
+
+
+@pytest.mark.parametrize("pool", ["GlobalAveragePool", "GlobalMaxPool"])
+def test_global_pool_of_a_conv_reduces_the_pixels(pool):
+    """A global pool of a conv's f16 result reduces down the pixels of its
+    NC1HWC0 buffer (axis 1 of [N*C1, H*W, 16]), with no conversion before."""
+    rng = np.random.default_rng(3)
+    w = numpy_helper.from_array((rng.standard_normal((40, 8, 3, 3)) / 8).astype(np.float16), "w")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node(pool, ["c"], ["y"], name="pool")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT16,
+                                                                         [1, 8, 7, 7])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [1, 40, 1, 1])], [w])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+    kernel = npu.compile(m)
+    ascend = kernel.stages["ascend"]
+    reduce_line = next(line for line in ascend.splitlines() if '"ascend.reduce_' in line)
+    assert "axis = 1" in reduce_line and "x49x16xf16" in reduce_line
+    x = rng.standard_normal((1, 8, 7, 7)).astype(np.float16)
+    (got,), _ = kernel(x)
+    np.testing.assert_allclose(got.astype(np.float32), ort_run(m, {"x": x})[0].astype(np.float32),
+                               **CUBE)
