@@ -31,11 +31,12 @@ def group_of(conv: ir.Operation) -> ir.Operation | None:
 
 
 class ConvEpilogue:
+    """One conv's group: its members, their tiles in UB, and its result."""
+
     def __init__(self, target: Target, region: ir.Operation, conv: ir.Operation) -> None:
         self.target, self.region, self.conv = target, region, conv
         self.members = self.members_of(region, conv)
         self.result = self.members[-1].operands[-1]
-        self.result_type = nir.memref_element(self.result)
         self.tiles = tile_sets(self.members, conv.operands[-1])
         self.consts = {}
         for k, m in enumerate(self.members):
