@@ -113,7 +113,7 @@ class ConvLayouts:
         """The NCHW buffer of a tensor held in NC1HWC0 (transpose, then the real channels)."""
         t = self.tensors[value]
         n, co1, ho, wo, _ = t.c1hwc0.shape
-        cout = t.shape[1]
+        cout = int(np.prod(t.shape[1:-2]))  # [N, G, C/G, H, W] for a grouped conv's result
         src = self.em.reshape(t.c1hwc0, [n * co1, ho * wo, C0], loc)
         if cout == co1 * C0:
             out = self.dest(value, [n * co1, C0, ho * wo], t.dtype, loc)
