@@ -10,10 +10,10 @@ for the whole conv when they fit; per chunk of kernel points, L0A and L0B
 alternate halves so MTE1 fills one while the cube reads the other; the
 drain adds the bias and converts on the way to GM (`kernel.py`).
 
-A conv in the contract's NCHW form (hand-written IR, grouped or
-depthwise convs, weights computed at run time) is refused at the op with
-the reason: the frontend makes the nc1hwc0 form for groups = 1 and
-constant weights.
+A conv in the contract's NCHW form (hand-written IR, weights computed at
+run time) is refused at the op with the reason: the frontend makes the
+nc1hwc0 form for constant weights, a grouped or depthwise conv's as dense
+block-diagonal weights with groups = 1 (docs/grouped_conv.md).
 """
 
 from __future__ import annotations
@@ -40,7 +40,9 @@ class LowerConv(Pass):
     def lower(self, op: ir.Operation) -> None:
         if layout(op) not in (NC1HWC0, NC1HWC0_C4):
             g = geometry(op)
-            why = (f"groups = {g.groups} (grouped and depthwise convs are not lowered yet)"
+            why = (f"groups = {g.groups} in the NCHW form (weights computed at run time, or IR "
+                   "written by hand): the frontend makes a grouped conv with constant weights "
+                   "a dense block-diagonal one in layout \"nc1hwc0\""
                    if g.groups != 1 else "the NCHW form (weights computed at run time, or IR "
                    "written by hand): the frontend makes layout \"nc1hwc0\" with fractal-Z weights")
             raise PassError(f"npu-lower-conv: cannot lower this conv: {why}", op)
