@@ -133,12 +133,17 @@ class ConvLowering(ConvLayouts):
         result = op.results[0]
         if w.is_constant and extra is None:
             weight = w.array.reshape(w_shape)
+            diagonal = False
             if groups != 1:
-                # Grouped and depthwise convs run on the cube as one dense conv
-                # whose weights are zero off the group's diagonal blocks.
+                # Grouped and depthwise convs run on the cube with weights zero
+                # off the groups' diagonal blocks; when every group sits inside
+                # one C0 block and Cout = C (depthwise, small groups), only the
+                # diagonal fractals are kept (docs/grouped_conv.md).
+                cg = x4[1] // groups
+                diagonal = out4[1] == x4[1] and 16 % cg == 0 and x4[1] > 4
                 weight = block_diagonal(weight, groups)
                 attrs["groups"] = "1 : i64"
-            self._conv_5hd(op, x_val, x4, weight, bias, out4, out_dtype, attrs, loc)
+            self._conv_5hd(op, x_val, x4, weight, bias, out4, out_dtype, attrs, loc, diagonal)
             return
         x = self._conv_f16(x_val, x4, loc)
         wt = self._conv_f16(w_val, w_shape, loc)

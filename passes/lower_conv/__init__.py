@@ -22,7 +22,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.conv.tiling import ConvShape, choose_tiling
-from npu.dialects.ascend_conv import NC1HWC0, NC1HWC0_C4, geometry, has_bias, layout
+from npu.dialects.ascend_conv import FORMS_5HD, NC1HWC0_BD, NC1HWC0_C4, geometry, has_bias, layout
 from npu.passes.base import Pass, PassError, ub_fraction_option
 from npu.passes.lower_conv.kernel import ConvKernel
 
@@ -38,7 +38,7 @@ class LowerConv(Pass):
         self.lower_each(module, erase=True)
 
     def lower(self, op: ir.Operation) -> None:
-        if layout(op) not in (NC1HWC0, NC1HWC0_C4):
+        if layout(op) not in FORMS_5HD:
             g = geometry(op)
             why = (f"groups = {g.groups} in the NCHW form (weights computed at run time, or IR "
                    "written by hand): the frontend makes a grouped conv with constant weights "
@@ -51,7 +51,8 @@ class LowerConv(Pass):
         shape = ConvShape(c1=g.c // 16, h=g.h, w=g.w, co1=g.cout // 16, kh=g.kh, kw=g.kw,
                           ho=g.out_hw[0], wo=g.out_hw[1], stride_h=g.strides[0],
                           dilation_h=g.dilations[0], pad_top=g.pads[0], batch=g.n,
-                          out_bytes=nir.element_bytes(out_type), small=layout(op) == NC1HWC0_C4)
+                          out_bytes=nir.element_bytes(out_type), small=layout(op) == NC1HWC0_C4,
+                          diagonal=layout(op) == NC1HWC0_BD)
         tiling = choose_tiling(shape, self.target, int(self.target.capacity("ub") * self.ub_fraction))
         if tiling is None:
             raise PassError(f"npu-lower-conv: no tiling fits: one output row of {g.out_hw[1]} "

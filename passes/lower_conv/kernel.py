@@ -203,7 +203,7 @@ class ConvKernel:
                 a, b = l0a[chunk % 2], l0b[chunk % 2]
                 chunk += 1
                 for tt in range(kcj):
-                    self.img2col(fm, a, band, kp0 + tt, tt, kcj, m1)
+                    self.img2col(fm, a, band, kp0 + tt, tt, kcj, m1, s0 if s.diagonal else 0)
                 for t0, n1 in tiles:
                     self.load_weights(w_l1, b, pitch, col + t0, kp0, kcj, n1, kcj * t0)
                 for (t0, n1), c in zip(tiles, l0c):
@@ -221,15 +221,18 @@ class ConvKernel:
                 self.drains += 1
         self.parity ^= 1
 
-    def img2col(self, fm, l0a, band: Band, kp: int, tt: int, kcj: int, m1: int) -> None:
+    def img2col(self, fm, l0a, band: Band, kp: int, tt: int, kcj: int, m1: int,
+                block: int = 0) -> None:
         """K fractal `kp` (a (c1, kernel point), or 4 kernel points in the
-        small-channel mode) of the band's m1 M fractals, at fractal tt of a
+        small-channel mode, or a kernel point of input block `block` in the
+        block-diagonal form) of the band's m1 M fractals, at fractal tt of a
         chunk of kcj."""
         g, s = self.g, self.s
         if s.small:
             c1, (kh, kw) = 0, divmod(4 * kp, g.kw)
         else:
             c1, rest = divmod(kp, g.kh * g.kw)
+            c1 += block
             kh, kw = divmod(rest, g.kw)
         extra = {"small_channel": 1} if s.small else {}
         dst = nir.subview(l0a, [tt * FRAC], [((m1 - 1) * kcj + 1) * FRAC])

@@ -40,3 +40,17 @@ func.func @stem(%x: memref<1x1x16x16x16xf16, "gm">, %w: memref<13x1x16x16xf16, "
   "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 2, 2>, pads = array<i64: 3, 3, 3, 3>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0_c4", kernel = array<i64: 7, 7>} : (memref<1x1x16x16x16xf16, "gm">, memref<13x1x16x16xf16, "gm">, memref<1x1x8x8x16xf16, "gm">) -> ()
   return
 }
+
+// -----
+
+// The block-diagonal form (depthwise): Cout block j's img2col reads input
+// block j (c1 = j) and reduces over its 9 kernel points only.
+// CHECK-LABEL: func.func @depthwise
+// CHECK:     "cce.img2col_l1_to_l0a"({{.*}}c1 = 0 : i64
+// CHECK-NOT: "cce.img2col_l1_to_l0a"({{.*}}c1 = 1 : i64
+// CHECK:     "cce.mad"
+// CHECK:     "cce.img2col_l1_to_l0a"({{.*}}c1 = 1 : i64
+func.func @depthwise(%x: memref<1x2x7x7x16xf16, "gm">, %w: memref<9x2x16x16xf16, "gm">, %y: memref<1x2x4x4x16xf16, "gm">) {
+  "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0_bd", kernel = array<i64: 3, 3>} : (memref<1x2x7x7x16xf16, "gm">, memref<9x2x16x16xf16, "gm">, memref<1x2x4x4x16xf16, "gm">) -> ()
+  return
+}

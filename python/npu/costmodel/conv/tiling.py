@@ -46,12 +46,17 @@ class ConvShape:
     out_bytes: int = 4  # of the result in GM
     weight_resident: bool = False  # filled by the plan
     small: bool = False  # img2col's small-channel mode: 4 kernel points per K fractal
+    # Block-diagonal (layout "nc1hwc0_bd": depthwise, small groups): Cout
+    # block j reduces over input block j's kernel points only, one block per tile.
+    diagonal: bool = False
 
     @property
     def k1(self) -> int:
         """K fractals: one per (c1, kernel point), or per 4 kernel points (small)."""
         if self.small:
             return -(-self.kh * self.kw // 4)
+        if self.diagonal:
+            return self.kh * self.kw
         return self.c1 * self.kh * self.kw
 
     def img2col_rate(self, t: Target) -> int:
@@ -157,7 +162,7 @@ def choose_tiling(s: ConvShape, t: Target, ub_bytes: int | None = None) -> ConvT
         if m1 > min(l0a, t.max_repeat, l0c):
             break
         band = _l1_band_bytes(s, rows)
-        for n1 in range(1, s.co1 + 1):
+        for n1 in range(1, (1 if s.diagonal else s.co1) + 1):
             drained = -(-n1 // 2)  # one of the two accumulators drains at a time
             if m1 * n1 > l0c or m1 * drained * (t.fractal_bytes(4) + frac) + s.co1 * 256 > ub:
                 break
