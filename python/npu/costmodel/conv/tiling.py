@@ -122,7 +122,10 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     last_rows = s.ho - (bands - 1) * rows
     m1_last = -(-last_rows * s.wo // 16)
     n_tiles = [min(n1, s.co1 - c) for c in range(0, s.co1, n1)]
-    compute = s.batch * sum(_tile_cycles(m, n, kc, s.k1, t, s.img2col_rate(t)) * count for n in n_tiles
+    # block-diagonal: each Cout block of a super tile has its own img2col and mads
+    compute = s.batch * sum((n * _tile_cycles(m, 1, kc, s.k1, t, s.img2col_rate(t)) if s.diagonal
+                             else _tile_cycles(m, n, kc, s.k1, t, s.img2col_rate(t))) * count
+                            for n in n_tiles
                             for m, count in ((m1, bands - 1), (m1_last, 1)) if count)
     m_fracs = (bands - 1) * m1 + m1_last  # per image, per N tile
     in_bytes = sum(_l1_band_bytes(s, min(rows, s.ho - b * rows)) for b in range(bands)) * s.batch
@@ -162,14 +165,14 @@ def choose_tiling(s: ConvShape, t: Target, ub_bytes: int | None = None) -> ConvT
         if m1 > min(l0a, t.max_repeat, l0c):
             break
         band = _l1_band_bytes(s, rows)
-        for n1 in range(1, (1 if s.diagonal else s.co1) + 1):
+        for n1 in range(1, s.co1 + 1):
             drained = -(-n1 // 2)  # one of the two accumulators drains at a time
             if m1 * n1 > l0c or m1 * drained * (t.fractal_bytes(4) + frac) + s.co1 * 256 > ub:
                 break
             resident = 2 * band + w_all <= l1
             if not resident and 2 * band + 2 * s.k1 * n1 * frac > l1:
                 continue
-            kc_max = min(l0a // m1, l0b // n1, s.k1)
+            kc_max = min(l0a // m1, l0b // (1 if s.diagonal else n1), s.k1)
             if kc_max < 1:
                 continue
             # the largest chunk, and the chunk that splits K evenly in as few
