@@ -57,6 +57,11 @@ class LowerConv(Pass):
         if tiling is None:
             raise PassError(f"npu-lower-conv: no tiling fits: one output row of {g.out_hw[1]} "
                             f"windows and one block of Cout do not fit L0A/L0C/UB", op)
+        if shape.diagonal:
+            self.remark(op, f"npu-lower-conv: block-diagonal conv on the cube ({shape.co1} Cout blocks, "
+                            f"each over its own input block's {shape.k1} kernel points; bands of "
+                            f"{tiling.rows} rows, {tiling.n1} blocks per L0C tile, est. "
+                            f"{tiling.cycles:.0f} cycles)")
         bias = op.operands[2] if has_bias(op) else None
         ConvKernel(self.target, g, shape, tiling, op.operands[0], op.operands[1], bias,
                    op.operands[-1]).emit()
