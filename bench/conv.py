@@ -14,6 +14,7 @@ The layout conversions a network pays at its edges are not part of a layer.
            Ho*Wo rows to whole fractals per band): what this kernel feeds the cube
   own      the simulator's bound for this program (busiest unit's work)
   x cube   cycles / cube (target: <= 1.3 for 3x3 and 1x1 layers)
+  x own    cycles / own (depthwise layers: target <= 1.5)
 
 Run: .venv/bin/python bench/conv.py [--layers name,...]
 """
@@ -44,23 +45,34 @@ LAYERS = {
     "3x3 256->256 14": (256, 14, 14, 256, 3, 1, 1),
     "3x3 512->512 7": (512, 7, 7, 512, 3, 1, 1),
     "1x1 1024->256 14": (1024, 14, 14, 256, 1, 1, 0),
+    # MobileNetV2's depthwise 3x3 layers (groups = C), in the block-diagonal
+    # form (layout "nc1hwc0_bd"): the cube bound counts real MACs, so x cube
+    # is at least 16 (one channel of each 16x16 diagonal fractal is real);
+    # "padded" and "own" are the bounds of this form.
+    "dw 3x3 32 112": (32, 112, 112, 32, 3, 1, 1),
+    "dw 3x3/2 144 56": (144, 56, 56, 144, 3, 2, 1),
+    "dw 3x3 576 14": (576, 14, 14, 576, 3, 1, 1),
+    "dw 3x3 960 7": (960, 7, 7, 960, 3, 1, 1),
 }
+DEPTHWISE = {name for name in LAYERS if name.startswith("dw ")}
 
 
-def conv_module(c: int, h: int, w: int, cout: int, k: int, stride: int, pad: int) -> tuple[str, list]:
+def conv_module(c: int, h: int, w: int, cout: int, k: int, stride: int, pad: int,
+                depthwise: bool = False) -> tuple[str, list]:
     c1, co1 = -(-c // 16), -(-cout // 16)
     ho = (h + 2 * pad - k) // stride + 1
     wo = (w + 2 * pad - k) // stride + 1
     t_x = f'memref<1x{c1}x{h}x{w}x16xf16, "gm">'
     small = c <= 4 and k > 1  # img2col's small-channel mode
-    k1 = -(-k * k // 4) if small else c1 * k * k
+    k1 = -(-k * k // 4) if small else k * k if depthwise else c1 * k * k
+    form = "nc1hwc0_bd" if depthwise else "nc1hwc0_c4" if small else "nc1hwc0"
     t_w = f'memref<{k1}x{co1}x16x16xf16, "gm">'
     t_b = f'memref<{co1 * 16}xf16, "gm">'
     t_y = f'memref<1x{co1}x{ho}x{wo}x16xf16, "gm">'
     text = (f'func.func @conv(%x: {t_x}, %w: {t_w}, %b: {t_b}, %y: {t_y}) {{\n'
             f'  "ascend.conv2d"(%x, %w, %b, %y) {{strides = array<i64: {stride}, {stride}>, '
             f'pads = array<i64: {pad}, {pad}, {pad}, {pad}>, dilations = array<i64: 1, 1>, '
-            f'groups = 1 : i64, layout = "{"nc1hwc0_c4" if small else "nc1hwc0"}", '
+            f'groups = 1 : i64, layout = "{form}", '
             f'kernel = array<i64: {k}, {k}>}} : '
             f'({t_x}, {t_w}, {t_b}, {t_y}) -> ()\n  return\n}}\n')
     inputs = [np.zeros((1, c1, h, w, 16), np.float16), np.zeros((k1, co1, 16, 16), np.float16),
@@ -70,17 +82,19 @@ def conv_module(c: int, h: int, w: int, cout: int, k: int, stride: int, pad: int
 
 def run(name: str, spec, target) -> dict:
     c, h, w, cout, k, stride, pad = spec
-    text, inputs = conv_module(*spec)
+    dw = name in DEPTHWISE
+    text, inputs = conv_module(*spec, depthwise=dw)
     module = parse_module(text, make_context())
     run_pipeline(module, "npu-lower", target)
     res = simulate(module, inputs, target=target, numerics=False)
     ho = (h + 2 * pad - k) // stride + 1
     wo = (w + 2 * pad - k) // stride + 1
-    cube = ho * wo * cout * c * k * k / 4096
-    gm_bytes = 2 * (c * h * w + cout * c * k * k + cout * ho * wo)
+    cin = 1 if dw else c  # input channels per output channel
+    cube = ho * wo * cout * cin * k * k / 4096
+    gm_bytes = 2 * (c * h * w + cout * cin * k * k + cout * ho * wo)
     ideal = max(cube, gm_bytes / target.path("gm_to_l1").bytes_per_cycle)
     shape = ConvShape(-(-c // 16), h, w, -(-cout // 16), k, k, ho, wo, stride, 1, pad,
-                      small=c <= 4 and k > 1)
+                      small=c <= 4 and k > 1, diagonal=dw)
     tiling = choose_tiling(shape, target)
     bands = -(-ho // tiling.rows)
     m_fracs = (bands - 1) * tiling.m1 + -(-(ho - (bands - 1) * tiling.rows) * wo // 16)

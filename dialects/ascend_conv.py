@@ -90,6 +90,12 @@ NCHW, NC1HWC0 = "nchw", "nc1hwc0"
 # one block, the weights [ceil(Kh*Kw/4), Cout1, 16, 16], K column j of group
 # g = kernel point 4g + j // 4, channel j % 4 (img2col's small-channel mode).
 NC1HWC0_C4 = "nc1hwc0_c4"
+# The block-diagonal form (a grouped conv whose groups stay inside one C0
+# block and Cout = C, e.g. depthwise): output block j reads input block j
+# only; the weights are the diagonal fractals [Kh*Kw, C1, 16, 16] (row p of
+# block j = kernel point p, its 16x16 block zero outside the groups).
+NC1HWC0_BD = "nc1hwc0_bd"
+FORMS_5HD = ("nc1hwc0", "nc1hwc0_c4", "nc1hwc0_bd")
 C0 = 16  # f16 channels per 32-byte block
 
 
@@ -106,7 +112,7 @@ def geometry(op: ir.Operation) -> ConvGeometry:
     x, w = (memref_shape(t) for t in memref_types(op)[:2])
     attrs = (tuple(int_array_attr(op, "strides")), tuple(int_array_attr(op, "pads")),
              tuple(int_array_attr(op, "dilations")), int_attr(op, "groups"))
-    if layout(op) in (NC1HWC0, NC1HWC0_C4):
+    if layout(op) in FORMS_5HD:
         kh, kw = int_array_attr(op, "kernel")
         return ConvGeometry(x[0], x[1] * C0, x[2], x[3], w[1] * C0, kh, kw, *attrs)
     return ConvGeometry(x[0], x[1], x[2], x[3], w[0], w[2], w[3], *attrs)
@@ -125,7 +131,11 @@ def _check_nc1hwc0(op: ir.Operation, shapes: list[list[int]]) -> None:
     why = g.problem()
     if why:
         raise RuleError(why)
-    if layout(op) == NC1HWC0_C4:
+    if layout(op) == NC1HWC0_BD:
+        if x[1] != out[1]:
+            raise RuleError(f"layout \"nc1hwc0_bd\" takes C1 = Cout1, got {x[1]} and {out[1]}")
+        want = [g.kh * g.kw, out[1], C0, C0]
+    elif layout(op) == NC1HWC0_C4:
         if x[1] != 1:
             raise RuleError(f"layout \"nc1hwc0_c4\" takes one C1 block (C <= 4), got {x[1]}")
         want = [-(-g.kh * g.kw // 4), out[1], C0, C0]
@@ -170,10 +180,10 @@ def _check_conv(op: ir.Operation, target: Target) -> None:
         if len(values) != size:
             raise RuleError(f"attribute '{name}' must have {size} entries, got {len(values)}")
     shapes = [memref_shape(t) for t in types]
-    if layout(op) not in (NCHW, NC1HWC0, NC1HWC0_C4):
-        raise RuleError(f"attribute 'layout' must be \"nchw\", \"nc1hwc0\" or \"nc1hwc0_c4\", "
+    if layout(op) not in (NCHW, *FORMS_5HD):
+        raise RuleError(f"attribute 'layout' must be \"nchw\", \"nc1hwc0\", \"nc1hwc0_c4\" or \"nc1hwc0_bd\", "
                         f"got {op.attributes['layout']}")
-    if layout(op) in (NC1HWC0, NC1HWC0_C4):
+    if layout(op) in FORMS_5HD:
         _check_nc1hwc0(op, shapes)
         return
     x, w, out = shapes[0], shapes[1], shapes[-1]

@@ -8,7 +8,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.conv import epilogue
-from npu.dialects.ascend_conv import NC1HWC0, NC1HWC0_C4, layout
+from npu.dialects.ascend_conv import FORMS_5HD, layout
 
 from .scan import scan_top_level
 
@@ -25,7 +25,7 @@ class ConvEpilogueGrouping:
         ops it passes must commute with them."""
         ops, index, users, touches = scan_top_level(func)
         for conv in [op for op in ops if op.name == "ascend.conv2d"]:
-            if layout(conv) not in (NC1HWC0, NC1HWC0_C4):
+            if layout(conv) not in FORMS_5HD:
                 continue
             out = conv.operands[-1]
             shape = nir.memref_shape(out)

@@ -47,6 +47,17 @@ def _feeds_convs(value: ir.Value) -> bool:
     return True
 
 
+def block_diagonal(weight: np.ndarray, groups: int) -> np.ndarray:
+    """[Cout, C/G, Kh, Kw] grouped weights as dense [Cout, C, Kh, Kw] ones,
+    zero outside each group's (Cout/G, C/G) block: the same conv with groups = 1."""
+    cout, cg, kh, kw = weight.shape
+    fg = cout // groups
+    dense = np.zeros((cout, cg * groups, kh, kw), weight.dtype)
+    for gi in range(groups):
+        dense[gi * fg:(gi + 1) * fg, gi * cg:(gi + 1) * cg] = weight[gi * fg:(gi + 1) * fg]
+    return dense
+
+
 class ConvLowering(ConvLayouts):
     """Mixed into `Converter` (uses its tensors, scalars, emitter, nd, dest)."""
 
@@ -80,6 +91,21 @@ class ConvLowering(ConvLayouts):
         self.conv_pads[op.results[0]] = self.conv_pads[src]
         return True
 
+    def reshape_5hd(self, op: ir.Operation) -> bool:
+        """A reshape that only splits or merges the channels of an NC1HWC0
+        conv result (the (G, C/G) expand before a grouped conv, the collapse
+        after it): the result shares the NC1HWC0 buffer, so no layout
+        conversion runs between the convs. False when it does not apply."""
+        t = self.tensors.get(op.operands[0])
+        if t is None or t.c1hwc0 is None or t.nd is not None:
+            return False
+        shape = tuple(tensor_shape(op.results[0]))
+        if (len(shape) < 4 or shape[0] != t.shape[0] or shape[-2:] != t.shape[-2:]
+                or int(np.prod(shape[1:-2])) != int(np.prod(t.shape[1:-2]))):
+            return False
+        self.tensors[op.results[0]] = Tensor(shape, t.dtype, c1hwc0=t.c1hwc0, nz_loc=t.nz_loc)
+        return True
+
     def conv(self, op: ir.Operation) -> None:
         loc = self.loc(op)
         x_val, w_val = op.operands[0], op.operands[1]
@@ -105,8 +131,19 @@ class ConvLowering(ConvLayouts):
         attrs = dict(strides=i64_array(_ints(op, "strides", [1, 1])), pads=i64_array(list(pads)),
                      dilations=i64_array(_ints(op, "dilations", [1, 1])), groups=f"{groups} : i64")
         result = op.results[0]
-        if groups == 1 and w.is_constant and extra is None:
-            self._conv_5hd(op, x_val, x4, w.array.reshape(w_shape), bias, out4, out_dtype, attrs, loc)
+        if w.is_constant and extra is None:
+            weight = w.array.reshape(w_shape)
+            diagonal = False
+            if groups != 1:
+                # Grouped and depthwise convs run on the cube with weights zero
+                # off the groups' diagonal blocks; when every group sits inside
+                # one C0 block and Cout = C (depthwise, small groups), only the
+                # diagonal fractals are kept (docs/grouped_conv.md).
+                cg = x4[1] // groups
+                diagonal = out4[1] == x4[1] and 16 % cg == 0 and x4[1] > 4
+                weight = block_diagonal(weight, groups)
+                attrs["groups"] = "1 : i64"
+            self._conv_5hd(op, x_val, x4, weight, bias, out4, out_dtype, attrs, loc, diagonal)
             return
         x = self._conv_f16(x_val, x4, loc)
         wt = self._conv_f16(w_val, w_shape, loc)

@@ -35,6 +35,15 @@ def fractal_z(w: np.ndarray) -> np.ndarray:
         2, 4, 5, 0, 1, 3).reshape(c1 * kh * kw, co1, C0, C0))
 
 
+def fractal_z_diagonal(w: np.ndarray) -> np.ndarray:
+    """Dense block-diagonal [C, C, Kh, Kw] weights -> the diagonal fractals
+    [Kh*Kw, C1, 16, 16] of layout "nc1hwc0_bd" (block j's own kernel points)."""
+    full = fractal_z(w)
+    taps = w.shape[2] * w.shape[3]
+    c1 = full.shape[1]
+    return np.ascontiguousarray(np.stack([full[j * taps:(j + 1) * taps, j] for j in range(c1)], axis=1))
+
+
 def fractal_z_small(w: np.ndarray) -> np.ndarray:
     """[Cout, C <= 4, Kh, Kw] -> [ceil(Kh*Kw/4), Cout1, 16, 16] for img2col's
     small-channel mode: column j of group g is kernel point 4g + j // 4,
@@ -60,12 +69,13 @@ class ConvLayouts:
     """Mixed into `Converter` through `ConvLowering`."""
 
     def _conv_5hd(self, op, x_val, x4, weight: np.ndarray, bias, out4, out_dtype: str, attrs: dict,
-                  loc: str) -> None:
+                  loc: str, diagonal: bool = False) -> None:
         n, cout, ho, wo = out4
         co1 = ceil_div(cout, C0)
         x5 = self.input_5hd(x_val, x4, loc)
-        small = weight.shape[1] <= 4 and weight.shape[2] * weight.shape[3] > 1
-        wz = self.em.constant((fractal_z_small if small else fractal_z)(self.host_f16(weight)))
+        small = weight.shape[1] <= 4 and weight.shape[2] * weight.shape[3] > 1 and not diagonal
+        pack = fractal_z_diagonal if diagonal else fractal_z_small if small else fractal_z
+        wz = self.em.constant(pack(self.host_f16(weight)))
         operands = [x5, wz]
         if bias is not None:
             padded = np.zeros(co1 * C0, bias.dtype)
@@ -73,7 +83,7 @@ class ConvLayouts:
             operands.append(self.em.constant(padded))
         out5 = self.em.alloc([n, co1, ho, wo, C0], out_dtype, loc)
         kh, kw = weight.shape[2:]
-        form = '"nc1hwc0_c4"' if small else '"nc1hwc0"'
+        form = '"nc1hwc0_bd"' if diagonal else '"nc1hwc0_c4"' if small else '"nc1hwc0"'
         self.em.op("ascend.conv2d", operands + [out5], loc, **attrs, layout=form,
                    kernel=i64_array([kh, kw]))
         result = op.results[0]
@@ -113,7 +123,7 @@ class ConvLayouts:
         """The NCHW buffer of a tensor held in NC1HWC0 (transpose, then the real channels)."""
         t = self.tensors[value]
         n, co1, ho, wo, _ = t.c1hwc0.shape
-        cout = t.shape[1]
+        cout = int(np.prod(t.shape[1:-2]))  # [N, G, C/G, H, W] for a grouped conv's result
         src = self.em.reshape(t.c1hwc0, [n * co1, ho * wo, C0], loc)
         if cout == co1 * C0:
             out = self.dest(value, [n * co1, C0, ho * wo], t.dtype, loc)

@@ -229,6 +229,8 @@ class Converter(MatmulLowering, ReductionLowering, GatherLowering, SliceLowering
         if name in CONV_OPS:
             self.conv(op)
             return
+        if name in ("tensor.expand_shape", "tensor.collapse_shape") and self.reshape_5hd(op):
+            return
         if name in ("tensor.expand_shape", "tensor.collapse_shape", "tensor.cast", "linalg.copy"):
             src = self.nd(op.operands[0], loc)
             shape = tensor_shape(op.results[0])

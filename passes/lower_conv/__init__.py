@@ -11,10 +11,10 @@ alternate halves so MTE1 fills one while the cube reads the other; the
 drain adds the bias and converts on the way to GM (`kernel.py`), and runs
 the conv's `npu.conv_epilogue` group, if any, on each tile (`epilogue.py`).
 
-A conv in the contract's NCHW form (hand-written IR, grouped or
-depthwise convs, weights computed at run time) is refused at the op with
-the reason: the frontend makes the nc1hwc0 form for groups = 1 and
-constant weights.
+A conv in the contract's NCHW form (hand-written IR, weights computed at
+run time) is refused at the op with the reason: the frontend makes the
+nc1hwc0 form for constant weights, a grouped or depthwise conv's as dense
+block-diagonal weights with groups = 1 (docs/grouped_conv.md).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.conv.tiling import ConvShape, choose_tiling
-from npu.dialects.ascend_conv import NC1HWC0, NC1HWC0_C4, geometry, has_bias, layout
+from npu.dialects.ascend_conv import FORMS_5HD, NC1HWC0_BD, NC1HWC0_C4, geometry, has_bias, layout
 from npu.passes.base import Pass, PassError, ub_fraction_option
 from npu.passes.lower_conv.epilogue import ConvEpilogue, group_of, tile_sets
 from npu.passes.lower_conv.kernel import ConvKernel
@@ -40,9 +40,11 @@ class LowerConv(Pass):
         self.lower_each(module)
 
     def lower(self, op: ir.Operation) -> None:
-        if layout(op) not in (NC1HWC0, NC1HWC0_C4):
+        if layout(op) not in FORMS_5HD:
             g = geometry(op)
-            why = (f"groups = {g.groups} (grouped and depthwise convs are not lowered yet)"
+            why = (f"groups = {g.groups} in the NCHW form (weights computed at run time, or IR "
+                   "written by hand): the frontend makes a grouped conv with constant weights "
+                   "a dense block-diagonal one in layout \"nc1hwc0\""
                    if g.groups != 1 else "the NCHW form (weights computed at run time, or IR "
                    "written by hand): the frontend makes layout \"nc1hwc0\" with fractal-Z weights")
             raise PassError(f"npu-lower-conv: cannot lower this conv: {why}", op)
@@ -51,7 +53,8 @@ class LowerConv(Pass):
         shape = ConvShape(c1=g.c // 16, h=g.h, w=g.w, co1=g.cout // 16, kh=g.kh, kw=g.kw,
                           ho=g.out_hw[0], wo=g.out_hw[1], stride_h=g.strides[0],
                           dilation_h=g.dilations[0], pad_top=g.pads[0], batch=g.n,
-                          out_bytes=nir.element_bytes(out_type), small=layout(op) == NC1HWC0_C4)
+                          out_bytes=nir.element_bytes(out_type), small=layout(op) == NC1HWC0_C4,
+                          diagonal=layout(op) == NC1HWC0_BD)
         region = group_of(op)
         budget = int(self.target.capacity("ub") * self.ub_fraction)
         if region is not None:  # the epilogue's tiles beside each drained one (f32 at most)
@@ -61,6 +64,11 @@ class LowerConv(Pass):
         if tiling is None:
             raise PassError(f"npu-lower-conv: no tiling fits: one output row of {g.out_hw[1]} "
                             f"windows and one block of Cout do not fit L0A/L0C/UB", op)
+        if shape.diagonal:
+            self.remark(op, f"npu-lower-conv: block-diagonal conv on the cube ({shape.co1} Cout blocks, "
+                            f"each over its own input block's {shape.k1} kernel points; bands of "
+                            f"{tiling.rows} rows, {tiling.n1} blocks per L0C tile, est. "
+                            f"{tiling.cycles:.0f} cycles)")
         bias = op.operands[2] if has_bias(op) else None
         with op.location, ir.InsertionPoint(op):
             epi = ConvEpilogue(self.target, region, op) if region is not None else None

@@ -123,7 +123,8 @@ class ConvKernel:
         self.drains = 0
         kc = min(t.kc, s.k1)
         self.l0a = [nir.alloc([m1 * kc * FRAC], "f16", "l0a") for _ in range(2)]
-        self.l0b = [nir.alloc([kc * min(t.n1, s.co1) * FRAC], "f16", "l0b") for _ in range(2)]
+        self.l0b = [nir.alloc([kc * (1 if s.diagonal else min(t.n1, s.co1)) * FRAC], "f16", "l0b")
+                    for _ in range(2)]
         self.parity = 0
         self.unrolled = s.batch * -(-s.ho // t.rows) <= UNROLL_BANDS
         for n in range(s.batch):
@@ -193,7 +194,7 @@ class ConvKernel:
         # weight pieces far enough ahead of their chunks to hide the GM latency
         # and their own transfer
         path = self.target.path("gm_to_l1")
-        chunk_cycles = max(1, m1 * kc * min(t.n1, s.co1))
+        chunk_cycles = max(1, m1 * kc * (1 if s.diagonal else min(t.n1, s.co1)))
         piece_cycles = kc * min(t.n1, s.co1) * 512 // path.bytes_per_cycle
         ahead = -(-(path.latency + piece_cycles) // chunk_cycles) + 1
         chunk = 0
@@ -207,7 +208,10 @@ class ConvKernel:
             tiles = [(0, ns)] if ns < 2 else [(0, half), (half, ns - half)]
             l0c = [nir.subview(self.l0c[self.parity], [t0 * m1 * FRAC], [n1 * m1 * FRAC])
                    for t0, n1 in tiles]
-            for kp0 in range(0, s.k1, kc):
+            if s.diagonal:
+                chunk = self.diagonal_tiles(fm, band, tiles, l0c, w_l1, pitch, col, s0, m1, kc,
+                                            chunk)
+            for kp0 in range(0 if not s.diagonal else s.k1, s.k1, kc):
                 kcj = min(kc, s.k1 - kp0)
                 a, b = l0a[chunk % 2], l0b[chunk % 2]
                 chunk += 1
@@ -230,15 +234,41 @@ class ConvKernel:
                 self.drains += 1
         self.parity ^= 1
 
-    def img2col(self, fm, l0a, band: Band, kp: int, tt: int, kcj: int, m1: int) -> None:
+    def diagonal_tiles(self, fm, band: Band, tiles, l0c, w_l1, pitch: int, col: int, s0: int,
+                       m1: int, kc: int, chunk: int) -> int:
+        """Block-diagonal form: each Cout block of the super tile reduces over
+        its own input block (img2col at c1 = the block) into its own L0C
+        fractals; chunks alternate the L0A/L0B halves. Returns the chunk count."""
+        s = self.s
+        for (t0, n1), c in zip(tiles, l0c):
+            for j in range(n1):
+                cj = nir.subview(c, [j * m1 * FRAC], [m1 * FRAC])
+                for kp0 in range(0, s.k1, kc):
+                    kcj = min(kc, s.k1 - kp0)
+                    a, b = self.l0a[chunk % 2], self.l0b[chunk % 2]
+                    chunk += 1
+                    for tt in range(kcj):
+                        self.img2col(fm, a, band, kp0 + tt, tt, kcj, m1, s0 + t0 + j)
+                    self.load_weights(w_l1, b, pitch, col + t0 + j, kp0, kcj, 1, 0)
+                    nir.create_op("cce.mad", [nir.subview(a, [0], [m1 * kcj * FRAC]),
+                                              nir.subview(b, [0], [kcj * FRAC]), cj],
+                                  m=m1 * 16, n=kcj * 16, k=16, accumulate=kp0 > 0)
+                    if self.pending:
+                        self.pending.pop(0)()
+        return chunk
+
+    def img2col(self, fm, l0a, band: Band, kp: int, tt: int, kcj: int, m1: int,
+                block: int = 0) -> None:
         """K fractal `kp` (a (c1, kernel point), or 4 kernel points in the
-        small-channel mode) of the band's m1 M fractals, at fractal tt of a
+        small-channel mode, or a kernel point of input block `block` in the
+        block-diagonal form) of the band's m1 M fractals, at fractal tt of a
         chunk of kcj."""
         g, s = self.g, self.s
         if s.small:
             c1, (kh, kw) = 0, divmod(4 * kp, g.kw)
         else:
             c1, rest = divmod(kp, g.kh * g.kw)
+            c1 += block
             kh, kw = divmod(rest, g.kw)
         extra = {"small_channel": 1} if s.small else {}
         dst = nir.subview(l0a, [tt * FRAC], [((m1 - 1) * kcj + 1) * FRAC])

@@ -293,7 +293,8 @@ def _execute(op: ir.Operation, frame: _Frame) -> None:
                                                          ("strides", "pads", "dilations")]
         form = str_attr(op, "layout") if "layout" in op.attributes else "nchw"
         frame.write(out_value, conv2d_5hd(ins[0], ins[1], bias, int_array_attr(op, "kernel"), *geo,
-                                          ins[-1].dtype, form == "nc1hwc0_c4") if form != "nchw" else
+                                          ins[-1].dtype, form == "nc1hwc0_c4",
+                                          form == "nc1hwc0_bd") if form != "nchw" else
                     conv2d(ins[0], ins[1], bias, *geo, int_attr(op, "groups"), ins[-1].dtype))
     elif name == "ascend.fractalize":
         src, dst = ins

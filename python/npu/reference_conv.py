@@ -71,9 +71,16 @@ def oihw_of_small(wz: np.ndarray, kh: int, kw: int) -> np.ndarray:
 
 def conv2d_5hd(x5: np.ndarray, wz: np.ndarray, bias: np.ndarray | None, kernel: Sequence[int],
                strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int],
-               out_dtype=np.float32, small: bool = False) -> np.ndarray:
+               out_dtype=np.float32, small: bool = False, diagonal: bool = False) -> np.ndarray:
     """`ascend.conv2d` in layout "nc1hwc0" (the NCHW conv of the padded
-    channels) or "nc1hwc0_c4" (`small`: channels 0..3 of the one block)."""
+    channels), "nc1hwc0_c4" (`small`: channels 0..3 of the one block) or
+    "nc1hwc0_bd" (`diagonal`: block j of the output from block j of the input)."""
+    if diagonal:
+        taps, c1 = wz.shape[:2]
+        dense = np.zeros((c1 * taps, c1, 16, 16), wz.dtype)
+        for j in range(c1):
+            dense[j * taps:(j + 1) * taps, j] = wz[:, j]
+        wz = dense
     x = nchw_of_5hd(x5)[:, :4] if small else nchw_of_5hd(x5)
     w = oihw_of_small(wz, *kernel) if small else oihw_of_fractal_z(wz, *kernel)
     out = conv2d(x, w, bias, strides, pads, dilations, 1, out_dtype)

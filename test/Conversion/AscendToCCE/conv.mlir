@@ -1,4 +1,5 @@
 // RUN: npu-opt %s --split-input-file --npu-lower-conv | FileCheck %s
+// RUN: npu-opt %s --split-input-file --npu-lower-conv -o %t 2>&1 | FileCheck %s --check-prefix=REMARK
 // npu-lower-conv: a 3x3 pad-1 conv of a 6x6 map with 2 C1 blocks (K = 2*9
 // fractals) into one Cout block, one band: the f32 bias repeated to one
 // 256-byte repeat in UB (4 copies), the weights (18 fractals) to L1, the map
@@ -38,5 +39,20 @@ func.func @conv(%x: memref<1x2x6x6x16xf16, "gm">, %w: memref<18x1x16x16xf16, "gm
 // CHECK:         "cce.load_l1_to_l0b"
 func.func @stem(%x: memref<1x1x16x16x16xf16, "gm">, %w: memref<13x1x16x16xf16, "gm">, %y: memref<1x1x8x8x16xf16, "gm">) {
   "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 2, 2>, pads = array<i64: 3, 3, 3, 3>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0_c4", kernel = array<i64: 7, 7>} : (memref<1x1x16x16x16xf16, "gm">, memref<13x1x16x16xf16, "gm">, memref<1x1x8x8x16xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+// The block-diagonal form (depthwise): Cout block j's img2col reads input
+// block j (c1 = j) and reduces over its 9 kernel points only.
+// CHECK-LABEL: func.func @depthwise
+// CHECK:     "cce.img2col_l1_to_l0a"({{.*}}c1 = 0 : i64
+// CHECK-NOT: "cce.img2col_l1_to_l0a"({{.*}}c1 = 1 : i64
+// CHECK:     "cce.mad"
+// CHECK:     "cce.img2col_l1_to_l0a"({{.*}}c1 = 1 : i64
+// REMARK: conv.mlir:[[@LINE+2]]:3: remark: npu-lower-conv: block-diagonal conv on the cube (2 Cout blocks, each over its own input block's 9 kernel points
+func.func @depthwise(%x: memref<1x2x7x7x16xf16, "gm">, %w: memref<9x2x16x16xf16, "gm">, %y: memref<1x2x4x4x16xf16, "gm">) {
+  "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0_bd", kernel = array<i64: 3, 3>} : (memref<1x2x7x7x16xf16, "gm">, memref<9x2x16x16xf16, "gm">, memref<1x2x4x4x16xf16, "gm">) -> ()
   return
 }

@@ -612,8 +612,24 @@ func.func @conv_small_two_blocks(%x: memref<1x2x6x6x16xf16, "gm">, %w: memref<3x
 
 // -----
 
+func.func @conv_diagonal_blocks(%x: memref<1x2x6x6x16xf16, "gm">, %w: memref<9x1x16x16xf16, "gm">, %y: memref<1x1x6x6x16xf32, "gm">) {
+  // expected-error@+1 {{'ascend.conv2d' op layout "nc1hwc0_bd" takes C1 = Cout1, got 2 and 1}}
+  "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0_bd", kernel = array<i64: 3, 3>} : (memref<1x2x6x6x16xf16, "gm">, memref<9x1x16x16xf16, "gm">, memref<1x1x6x6x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @conv_diagonal_weight(%x: memref<1x2x6x6x16xf16, "gm">, %w: memref<18x2x16x16xf16, "gm">, %y: memref<1x2x6x6x16xf32, "gm">) {
+  // expected-error@+1 {{'ascend.conv2d' op weight must be fractal-Z [9, 2, 16, 16], got [18, 2, 16, 16]}}
+  "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0_bd", kernel = array<i64: 3, 3>} : (memref<1x2x6x6x16xf16, "gm">, memref<18x2x16x16xf16, "gm">, memref<1x2x6x6x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
 func.func @conv_bad_layout(%x: memref<1x2x6x6x16xf16, "gm">, %w: memref<18x1x16x16xf16, "gm">, %y: memref<1x1x6x6x16xf32, "gm">) {
-  // expected-error@+1 {{'ascend.conv2d' op attribute 'layout' must be "nchw", "nc1hwc0" or "nc1hwc0_c4", got "nhwc"}}
+  // expected-error@+1 {{'ascend.conv2d' op attribute 'layout' must be "nchw", "nc1hwc0", "nc1hwc0_c4" or "nc1hwc0_bd", got "nhwc"}}
   "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nhwc", kernel = array<i64: 3, 3>} : (memref<1x2x6x6x16xf16, "gm">, memref<18x1x16x16xf16, "gm">, memref<1x1x6x6x16xf32, "gm">) -> ()
   return
 }

@@ -202,6 +202,13 @@ func.func @conv_5hd(%x: memref<1x2x6x6x16xf16, "gm">, %w: memref<18x1x16x16xf16,
   return
 }
 
+// CHECK-LABEL: func.func @conv_diagonal(
+// CHECK: "ascend.conv2d"(%arg0, %arg1, %arg2) {dilations = array<i64: 1, 1>, groups = 1 : i64, kernel = array<i64: 3, 3>, layout = "nc1hwc0_bd", pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>}
+func.func @conv_diagonal(%x: memref<1x2x7x7x16xf16, "gm">, %w: memref<9x2x16x16xf16, "gm">, %y: memref<1x2x4x4x16xf16, "gm">) {
+  "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0_bd", kernel = array<i64: 3, 3>} : (memref<1x2x7x7x16xf16, "gm">, memref<9x2x16x16xf16, "gm">, memref<1x2x4x4x16xf16, "gm">) -> ()
+  return
+}
+
 // CHECK-LABEL: func.func @pool2d(
 // CHECK:      "ascend.pool2d"(%arg0, %arg1) {count_include_pad = 1 : i64, dilations = array<i64: 1, 1>, kernel = array<i64: 3, 3>, kind = "max", pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (memref<1x3x9x9xf16, "gm">, memref<1x3x5x5xf16, "gm">) -> ()
 // CHECK-NEXT: "ascend.pool2d"(%arg2, %arg3) {count_include_pad = 0 : i64, dilations = array<i64: 2, 1>, kernel = array<i64: 2, 3>, kind = "avg", pads = array<i64: 0, 1, 1, 0>, strides = array<i64: 1, 2>} : (memref<2x4x7x8xf32, "gm">, memref<2x4x6x4xf32, "gm">) -> ()

@@ -36,10 +36,9 @@ def ort_run(model, feeds: dict) -> list[np.ndarray]:
 
 
 def compare_npu(model, feeds: dict, atol: float, rtol: float = 1e-3) -> dict:
-    """Compile with npu (skipped where a Conv does not compile yet, see
-    `compile_or_skip`), simulate, check every output against onnxruntime;
+    """Compile with npu, simulate, check every output against onnxruntime;
     the report."""
-    kernel = compile_or_skip(model)
+    kernel = compile_npu(model)
     wants = ort_run(model, feeds)
     gots, report = kernel(*[feeds[n] for n in kernel.input_names])
     for name, got, want in zip(kernel.output_names, gots, wants):
@@ -49,18 +48,9 @@ def compare_npu(model, feeds: dict, atol: float, rtol: float = 1e-3) -> dict:
     return report
 
 
-def compile_or_skip(model):
-    """npu.compile(model), skipped with the compiler's reason when it stops at
-    a grouped or depthwise Conv, which the conv lowering does not take yet;
-    any other error fails."""
+def compile_npu(model):
+    """npu.compile(model): every CNN here compiles (grouped and depthwise
+    convs included), so any error fails the test."""
     import npu
-    import pytest
-    from npu.frontend.compile import CompileError
 
-    try:
-        return npu.compile(model)
-    except CompileError as e:
-        line = str(e).splitlines()[0]
-        if "(Conv):" in line and "not lowered yet" in line:
-            pytest.skip(f"a Conv does not compile yet: {line}")
-        raise
+    return npu.compile(model)

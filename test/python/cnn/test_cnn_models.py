@@ -1,7 +1,6 @@
 """The CNN model builders (`npu.frontend.cnn`): torchvision's structure and
 node counts, onnxruntime runs them, their BatchNormalizations fold exactly;
-and whole tiny networks compiled and simulated against onnxruntime, skipped
-with the reason while ONNX Conv does not compile."""
+and whole tiny networks compiled and simulated against onnxruntime."""
 
 from __future__ import annotations
 

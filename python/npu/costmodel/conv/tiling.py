@@ -46,12 +46,17 @@ class ConvShape:
     out_bytes: int = 4  # of the result in GM
     weight_resident: bool = False  # filled by the plan
     small: bool = False  # img2col's small-channel mode: 4 kernel points per K fractal
+    # Block-diagonal (layout "nc1hwc0_bd": depthwise, small groups): Cout
+    # block j reduces over input block j's kernel points only, one block per tile.
+    diagonal: bool = False
 
     @property
     def k1(self) -> int:
         """K fractals: one per (c1, kernel point), or per 4 kernel points (small)."""
         if self.small:
             return -(-self.kh * self.kw // 4)
+        if self.diagonal:
+            return self.kh * self.kw
         return self.c1 * self.kh * self.kw
 
     def img2col_rate(self, t: Target) -> int:
@@ -117,7 +122,10 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     last_rows = s.ho - (bands - 1) * rows
     m1_last = -(-last_rows * s.wo // 16)
     n_tiles = [min(n1, s.co1 - c) for c in range(0, s.co1, n1)]
-    compute = s.batch * sum(_tile_cycles(m, n, kc, s.k1, t, s.img2col_rate(t)) * count for n in n_tiles
+    # block-diagonal: each Cout block of a super tile has its own img2col and mads
+    compute = s.batch * sum((n * _tile_cycles(m, 1, kc, s.k1, t, s.img2col_rate(t)) if s.diagonal
+                             else _tile_cycles(m, n, kc, s.k1, t, s.img2col_rate(t))) * count
+                            for n in n_tiles
                             for m, count in ((m1, bands - 1), (m1_last, 1)) if count)
     m_fracs = (bands - 1) * m1 + m1_last  # per image, per N tile
     in_bytes = sum(_l1_band_bytes(s, min(rows, s.ho - b * rows)) for b in range(bands)) * s.batch
@@ -164,7 +172,7 @@ def choose_tiling(s: ConvShape, t: Target, ub_bytes: int | None = None) -> ConvT
             resident = 2 * band + w_all <= l1
             if not resident and 2 * band + 2 * s.k1 * n1 * frac > l1:
                 continue
-            kc_max = min(l0a // m1, l0b // n1, s.k1)
+            kc_max = min(l0a // m1, l0b // (1 if s.diagonal else n1), s.k1)
             if kc_max < 1:
                 continue
             # the largest chunk, and the chunk that splits K evenly in as few
