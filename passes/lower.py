@@ -85,17 +85,20 @@ class LowerPass(Pass):
             return self._run(module)
         pristine = module.clone()
         self._many = True
+        refused = None
         try:
             self._run(module)
             if any(block_dim(f) > 1 for f in functions(module)):
                 return
         except PassError as e:  # a split kernel a lowering does not take: one core
-            self.remark(module, f"npu-lower: the program split over cores did not lower "
-                                f"({e.message.splitlines()[0]}); lowering it for one core")
+            refused = e.message.splitlines()[0]
         finally:
             self._many = False
         _restore(module, pristine)
-        self._run(module)
+        self._run(module)  # a program no lowering takes fails here, with its own error
+        if refused is not None:
+            self.remark(module, f"npu-lower: the program split over cores did not lower "
+                                f"({refused}); lowered for one core")
 
     def _run(self, module: ir.Operation) -> None:
         """With fusion, a fused kernel whose chunk the footprint model sized
