@@ -71,12 +71,14 @@ def test_other_convs_are_kept(attrs, w_shape, out):
     np.testing.assert_allclose(got, ort(m, x), **CUBE)
 
 
-def test_depthwise_conv_is_refused_at_the_node():
+def test_depthwise_patch_conv_matches_onnxruntime():
+    """A depthwise patch conv (kernel = stride, groups = C) is not a patch
+    embedding's matmul: it runs as a conv (block-diagonal on the cube)."""
     rng = np.random.default_rng(0)
     conv = helper.make_node("Conv", ["x", "w"], ["y"], name="c", kernel_shape=[8, 8],
                             strides=[8, 8], group=3)
     m = model([conv], [("x", [1, 3, 32, 32])], [("y", [1, 3, 4, 4])],
               [("w", rng.standard_normal([3, 1, 8, 8]).astype(np.float32))])
-    with pytest.raises(CompileError, match=r"node 'c' \(Conv\): npu-lower-conv: cannot lower "
-                                           r"this conv: groups = 3"):
-        npu.compile(m)
+    x = rng.standard_normal((1, 3, 32, 32)).astype(np.float32)
+    (got,), _ = npu.compile(m)(x)
+    np.testing.assert_allclose(got, ort(m, x), **CUBE)
