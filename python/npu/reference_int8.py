@@ -39,3 +39,31 @@ def matmul_i8(a: np.ndarray, b: np.ndarray, c_shape: Sequence[int]) -> np.ndarra
     # which equals wrapping at every step (two's complement addition).
     product = np.matmul(a_nd, b_nd).astype(np.int32)
     return fractalize_blocks(product, c_shape)
+
+
+def _per_column(value: float | np.ndarray, cols: int) -> np.ndarray:
+    """A scalar or a per-column (output channel) vector, broadcast over rows."""
+    v = np.asarray(value, dtype=np.float64)
+    if v.ndim == 0:
+        return v
+    if v.shape != (cols,):
+        raise ValueError(f"a per-channel value needs {cols} entries, got shape {v.shape}")
+    return v
+
+
+def dequantize_acc(acc: np.ndarray, scale: float | np.ndarray, out_dtype: type) -> np.ndarray:
+    """i32 accumulator [..., M, K] -> float: acc * scale (one scale or one per
+    column), computed in float64 and rounded once to `out_dtype` (f16/f32)."""
+    s = _per_column(scale, acc.shape[-1])
+    return (acc.astype(np.float64) * s).astype(out_dtype)
+
+
+def requantize(acc: np.ndarray, scale: float | np.ndarray, zero_point: int | np.ndarray,
+               out_dtype: type = np.int8) -> np.ndarray:
+    """i32 accumulator -> int8/uint8 as ONNX QuantizeLinear defines it:
+    round half to even of acc * scale, plus the zero point, saturated."""
+    s = _per_column(scale, acc.shape[-1])
+    zp = _per_column(zero_point, acc.shape[-1])
+    info = np.iinfo(out_dtype)
+    q = np.rint(acc.astype(np.float64) * s) + zp  # np.rint: ties to even
+    return np.clip(q, info.min, info.max).astype(out_dtype)
