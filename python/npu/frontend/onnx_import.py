@@ -14,6 +14,7 @@ ONNX name and op type) and the reason.
 from __future__ import annotations
 
 import os
+import sys
 import re
 from dataclasses import dataclass, field
 
@@ -230,6 +231,9 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     empty = onnx_empty.take_empty_values(model, types)  # before rewrites that change a reduction's type
     if empty is not None and not empty.device_outputs:
         return ImportedModel("", [], [], _name_nodes(model), {}, empty)
+    from npu.frontend.onnx_qdq_float import rewrite_qdq_in_float
+
+    rewrite_qdq_in_float(model, types, lambda m: print(f"{where}: remark: {m}", file=sys.stderr))
     onnx_batchnorm.fold_batchnorms(model)  # before the patch-conv rewrite reads Conv weights
     onnx_conv.rewrite_patch_convs(model)
     onnx_gelu.expand_tanh_gelus(model)
