@@ -233,7 +233,11 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
         return ImportedModel("", [], [], _name_nodes(model), {}, empty)
     from npu.frontend.onnx_qdq_float import rewrite_qdq_in_float
 
-    rewrite_qdq_in_float(model, types, lambda m: print(f"{where}: remark: {m}", file=sys.stderr))
+    from npu.frontend.onnx_matmul_integer import rewrite_matmul_integers
+
+    remark = lambda m: print(f"{where}: remark: {m}", file=sys.stderr)  # noqa: E731
+    rewrite_qdq_in_float(model, types, remark)
+    rewrite_matmul_integers(model, types, _failer(where), remark)
     onnx_batchnorm.fold_batchnorms(model)  # before the patch-conv rewrite reads Conv weights
     onnx_conv.rewrite_patch_convs(model)
     onnx_gelu.expand_tanh_gelus(model)
