@@ -15,10 +15,11 @@ import numpy as np
 from mlir import ir
 
 from npu.dialects.ascend_conv import CONV_OPS, conv_specs
+from npu.dialects.ascend_int8 import INT8_MATMUL_SIGNATURE, matmul_blocks, reduction_block
 from npu.dialects.opspec import (
     ARITH_TYPES, ASCEND_CAST_PAIRS, ELEMENT_TYPES, F64, FLOAT_TYPES, I64, I64_ARRAY, STR, OpSpec,
     Operand,
-    int_array_attr, int_attr, float_attr, memref_types, register, same_dtype)
+    int_array_attr, int_attr, float_attr, memref_element, memref_types, register, same_dtype)
 from npu.dialects.ascend_pool import POOL2D, pool_specs
 from npu.dialects.rules import RuleError
 from npu.ir.accessors import memref_shape
@@ -72,7 +73,7 @@ ALL_OPS = (MATMUL_OPS + LAYOUT_OPS + ELEMENTWISE + (TRANSPOSE,) + REDUCE + (GATH
            + SLICE_OPS + CONV_OPS + (POOL2D,))
 
 # (a, b, c) element types of matmul / batch_matmul.
-MATMUL_SIGNATURES = (("f16", "f16", "f32"), ("f16", "f16", "f16"))
+MATMUL_SIGNATURES = (("f16", "f16", "f32"), ("f16", "f16", "f16"), INT8_MATMUL_SIGNATURE)
 
 # ----------------------------------------------------------------------------
 # Shape helpers
@@ -107,12 +108,15 @@ class MatmulDims(NamedTuple):
 
 def matmul_dims(op: ir.Operation, target: Target | None = None) -> MatmulDims:
     """(M, N, K, batch) of a verified matmul / batch_matmul (batch 1 for matmul)."""
-    f = (target or get_target()).fractal
-    a, b, _ = (memref_shape(t) for t in memref_types(op))
+    target = target or get_target()
+    f = target.fractal
+    types = memref_types(op)
+    k0 = reduction_block([memref_element(t) for t in types], target)
+    a, b, _ = (memref_shape(t) for t in types)
     batch = a[0] if op.name == BATCH_MATMUL else 1
     n1, m1 = a[-4], a[-3]
     k1 = b[-4]
-    return MatmulDims(m1 * f, n1 * f, k1 * f, batch)
+    return MatmulDims(m1 * f, n1 * k0, k1 * f, batch)
 
 
 def broadcastable(shape: Sequence[int], to: Sequence[int]) -> bool:
@@ -171,15 +175,16 @@ def _shapes(op: ir.Operation) -> list[list[int]]:
 
 
 def _check_nz_operands(op: ir.Operation, target: Target) -> list[list[int]]:
-    """Each matmul operand is (batch +) [outer, inner, f, f]; returns the shapes."""
-    f = target.fractal
+    """Each matmul operand is (batch +) [outer, inner, r0, c0] with the blocks
+    of its element types (16x16; int8 a 16x32, b 32x16); returns the shapes."""
     rank = 5 if op.name == BATCH_MATMUL else 4
     shapes = _shapes(op)
+    blocks = matmul_blocks([memref_element(t) for t in memref_types(op)], target)
     form = "[B, X1, Y1, %d, %d]" if rank == 5 else "[X1, Y1, %d, %d]"
-    for i, (name, shape) in enumerate(zip(("a", "b", "c"), shapes)):
-        if len(shape) != rank or shape[-2:] != [f, f]:
+    for i, (name, shape, block) in enumerate(zip(("a", "b", "c"), shapes, blocks)):
+        if len(shape) != rank or tuple(shape[-2:]) != block:
             raise RuleError(f"operand #{i} ('{name}') must be an Nz fractal matrix "
-                            f"{form % (f, f)}, got shape {shape}")
+                            f"{form % block}, got shape {shape}")
     return shapes
 
 

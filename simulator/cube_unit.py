@@ -67,7 +67,9 @@ class Mad(Instr):
         self.accesses = tuple(accesses)
         self.sizes = (a_bytes // in_size, b_bytes // in_size, c_bytes // out_size)
         self.blocks = self.m1 * self.k1 * -(-n // n_edge)
-        self.occupancy = t.cube_cycles(self.blocks)
+        # int8 blocks are 16x16x32 products at the target's int8 rate.
+        self.occupancy = (t.cube_cycles_int8(self.blocks) if self.in_dtype == "i8"
+                          else t.cube_cycles(self.blocks))
         self.latency = t.mad_latency
 
     def compute(self, mems: list[Memory], addrs: list[int]) -> None:

@@ -9,7 +9,8 @@ Numerics (the contract's intent, made precise here):
 * fp16 ops compute in float32 and round to the output type once per op;
   fp32 ops compute in float32; i32 ops wrap around.
 * matmul / batch_matmul multiply fp16 values exactly and accumulate in fp32,
-  then round once to C's type.
+  then round once to C's type; i8 x i8 -> i32 is exact with i32
+  accumulation (`npu.reference_int8`).
 * reduce_sum accumulates in fp32 and rounds once; reductions take an
   optional `axis` (default the last) and the output may keep it as size 1.
 * conv2d multiplies fp16 input and weight exactly, accumulates in fp32; f32
@@ -48,6 +49,7 @@ from npu import diagnostics
 from npu.reference_conv import conv2d, conv2d_5hd
 from npu.dialects.ascend_conv import NC1HWC0, layout
 from npu.dialects.ascend_pool import Pool2d, pool2d_5hd_numpy, pool2d_numpy
+from npu.reference_int8 import matmul_i8
 from npu.ir import (NUMPY_DTYPES, float_attr, int_array_attr, int_attr, memory_space,
                     memref_element, memref_shape, str_attr, workspace_args)
 
@@ -280,7 +282,9 @@ def _execute(op: ir.Operation, frame: _Frame) -> None:
     ins = [frame[v] for v in op.operands]
     out_value = op.operands[len(op.operands) - 1] if len(op.operands) else None
 
-    if name in ("ascend.matmul", "ascend.batch_matmul"):
+    if name in ("ascend.matmul", "ascend.batch_matmul") and ins[0].dtype == np.int8:
+        frame.write(out_value, matmul_i8(ins[0], ins[1], ins[2].shape))
+    elif name in ("ascend.matmul", "ascend.batch_matmul"):
         a, b, c = ins
         f = a.shape[-1]
         m, n, k = a.shape[-3] * f, a.shape[-4] * f, b.shape[-4] * f

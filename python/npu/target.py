@@ -28,6 +28,8 @@ Sources cited below:
   [C]   CANN "Ascend C" programming guide: 8 event ids per pipe pair,
         32-byte UB/L1 alignment, 512-byte L0 fractal granules, dav-c220
         (Ascend 910B) buffer sizes L1 512 KiB, L0C 128 KiB, UB 192 KiB.
+  [V]   The vendor's Ascend C devkit (cannmirror/asc-devkit): the mmad perf
+        roofline script and platform files, int8 cube 16x16x32 per cycle.
 """
 
 from __future__ import annotations
@@ -75,6 +77,9 @@ class Target:
     # Cube: fractal block edge (fp16 16x16, int8 16x32) and throughput.
     fractal: int = 16
     fractal_k_int8: int = 32
+    # int8 MACs the cube does in the time of one fp16 MAC: a 16x16x32 int8
+    # block takes the cycles of a 16x16x16 fp16 block.
+    cube_int8_rate: int = 2
     cube_blocks_per_cycle: int = 1
     # A cube narrower than 16x16x16 per cycle (the 310's) takes this many
     # cycles per fractal block.
@@ -161,6 +166,19 @@ class Target:
         work = blocks * self.cube_cycles_per_block
         return -(-work // self.cube_blocks_per_cycle) if isinstance(work, int) else \
             work / self.cube_blocks_per_cycle
+
+    def cube_cycles_int8(self, blocks: int | float) -> int | float:
+        """Cycles the cube needs for `blocks` 16x16x(fractal_k_int8) int8 products
+        (i32 accumulation): each is fractal_k_int8/fractal fp16 blocks of MACs
+        at cube_int8_rate times the fp16 rate."""
+        per_block = self.fractal_k_int8 // self.fractal
+        if isinstance(blocks, int) and per_block % self.cube_int8_rate == 0:
+            return self.cube_cycles(blocks * per_block // self.cube_int8_rate)
+        return self.cube_cycles(float(blocks) * per_block / self.cube_int8_rate)
+
+    def peak_tops_int8(self) -> float:
+        """The chip's int8 peak (TOPS, all cores) this description implies."""
+        return self.peak_tflops_fp16() * self.cube_int8_rate
 
     def peak_tflops_fp16(self) -> float:
         """The chip's fp16 peak this description implies (all cores)."""
@@ -253,6 +271,9 @@ _COMMON_SOURCES = {
     "fractal": "[T][H] 16x16 fp16 blocks, 16x32 int8",
     "fractal_k_int8": "[T][H] int8 fractal blocks are 16x32",
     "cube_blocks_per_cycle": "[H] 16x16x16 fp16 MACs per cycle",
+    "cube_int8_rate": "[V] 16x16x32 int8 MACs per cycle against 16x16x16 fp16, i32 accumulation: "
+                      "cannmirror/asc-devkit tests/perf/mmad_perf/generate_roofline.py and the "
+                      "platform files' DT_INT8=16,32,16 (../shared/CONV.md, int8)",
     "mad_latency": "[M] ~20 cycles",
     "img2col_bytes_per_cycle": "estimate: the top of the 32-256 B/cycle load3d measured by the "
                                "vendor's perf tests (cannmirror/asc-devkit tests/perf/"

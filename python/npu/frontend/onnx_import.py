@@ -14,6 +14,7 @@ ONNX name and op type) and the reason.
 from __future__ import annotations
 
 import os
+import sys
 import re
 from dataclasses import dataclass, field
 
@@ -221,12 +222,22 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     if input_shapes:
         onnx_shapes.pin_input_shapes(model, onnx_shapes.check_input_shapes(input_shapes))
     onnx_checks.check_versions(model, _failer(where))
+    from npu.frontend.onnx_qdq import check_quantized_nodes
+
+    check_quantized_nodes(model, _failer(where))  # before folding reads a scale
     model = onnx_versions.upgrade_old_opset(model)
     onnx_fold.fold_constants(model)
     types = onnx_fold.inferred_types(model)  # one inference for the rewrites (names keep their types)
     empty = onnx_empty.take_empty_values(model, types)  # before rewrites that change a reduction's type
     if empty is not None and not empty.device_outputs:
         return ImportedModel("", [], [], _name_nodes(model), {}, empty)
+    from npu.frontend.onnx_qdq_float import rewrite_qdq_in_float
+
+    from npu.frontend.onnx_matmul_integer import rewrite_matmul_integers
+
+    remark = lambda m: print(f"{where}: remark: {m}", file=sys.stderr)  # noqa: E731
+    rewrite_qdq_in_float(model, types, remark)
+    rewrite_matmul_integers(model, types, _failer(where), remark)
     onnx_batchnorm.fold_batchnorms(model)  # before the patch-conv rewrite reads Conv weights
     onnx_conv.rewrite_patch_convs(model)
     onnx_gelu.expand_tanh_gelus(model)

@@ -88,8 +88,40 @@ func.func @scalar_not_f64(%x: memref<16xf16, "gm">) {
 // -----
 
 func.func @matmul_f32_inputs(%a: memref<1x1x16x16xf32, "gm">, %c: memref<1x1x16x16xf32, "gm">) {
-  // expected-error@+1 {{unsupported element types (a: f32, b: f32, c: f32); supported: (f16, f16, f32), (f16, f16, f16)}}
+  // expected-error@+1 {{unsupported element types (a: f32, b: f32, c: f32); supported: (f16, f16, f32), (f16, f16, f16), (i8, i8, i32)}}
   "ascend.matmul"(%a, %a, %c) : (memref<1x1x16x16xf32, "gm">, memref<1x1x16x16xf32, "gm">, memref<1x1x16x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @matmul_int8_to_f32(%a: memref<1x1x16x32xi8, "gm">, %b: memref<1x1x32x16xi8, "gm">, %c: memref<1x1x16x16xf32, "gm">) {
+  // expected-error@+1 {{unsupported element types (a: i8, b: i8, c: f32); supported: (f16, f16, f32), (f16, f16, f16), (i8, i8, i32)}}
+  "ascend.matmul"(%a, %b, %c) : (memref<1x1x16x32xi8, "gm">, memref<1x1x32x16xi8, "gm">, memref<1x1x16x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @matmul_int8_square_blocks(%a: memref<1x1x16x16xi8, "gm">, %b: memref<1x1x32x16xi8, "gm">, %c: memref<1x1x16x16xi32, "gm">) {
+  // expected-error@+1 {{operand #0 ('a') must be an Nz fractal matrix [X1, Y1, 16, 32], got shape [1, 1, 16, 16]}}
+  "ascend.matmul"(%a, %b, %c) : (memref<1x1x16x16xi8, "gm">, memref<1x1x32x16xi8, "gm">, memref<1x1x16x16xi32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @matmul_int8_b_blocks(%a: memref<1x1x16x32xi8, "gm">, %b: memref<1x1x16x32xi8, "gm">, %c: memref<1x1x16x16xi32, "gm">) {
+  // expected-error@+1 {{operand #1 ('b') must be an Nz fractal matrix [X1, Y1, 32, 16], got shape [1, 1, 16, 32]}}
+  "ascend.matmul"(%a, %b, %c) : (memref<1x1x16x32xi8, "gm">, memref<1x1x16x32xi8, "gm">, memref<1x1x16x16xi32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @matmul_int8_reduction_mismatch(%a: memref<2x1x16x32xi8, "gm">, %b: memref<1x3x32x16xi8, "gm">, %c: memref<1x1x16x16xi32, "gm">) {
+  // expected-error@+1 {{reduction blocks differ: a [N1, M1, ...] has N1 = 2, b [K1, N1, ...] has N1 = 3}}
+  "ascend.matmul"(%a, %b, %c) : (memref<2x1x16x32xi8, "gm">, memref<1x3x32x16xi8, "gm">, memref<1x1x16x16xi32, "gm">) -> ()
   return
 }
 

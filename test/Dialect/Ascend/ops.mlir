@@ -15,6 +15,18 @@ func.func @cube(%a: memref<4x2x16x16xf16, "gm">, %b: memref<3x4x16x16xf16, "gm">
   return
 }
 
+// int8 cube: a [N1, M1, 16, 32] and b [K1, N1, 32, 16] (K0 = 32), c i32 [K1, M1, 16, 16]
+// CHECK-LABEL: func.func @cube_int8(
+// CHECK:      "ascend.matmul"(%arg0, %arg1, %arg2) : (memref<3x2x16x32xi8, "gm">, memref<4x3x32x16xi8, "gm">, memref<4x2x16x16xi32, "gm">) -> ()
+// CHECK-NEXT: "ascend.batch_matmul"(%arg3, %arg4, %arg5) : (memref<2x1x1x16x32xi8, "gm">, memref<2x1x1x32x16xi8, "gm">, memref<2x1x1x16x16xi32, "gm">) -> ()
+// CHECK-NEXT: return
+func.func @cube_int8(%a: memref<3x2x16x32xi8, "gm">, %b: memref<4x3x32x16xi8, "gm">, %c: memref<4x2x16x16xi32, "gm">,
+                     %ba: memref<2x1x1x16x32xi8, "gm">, %bb: memref<2x1x1x32x16xi8, "gm">, %bc: memref<2x1x1x16x16xi32, "gm">) {
+  "ascend.matmul"(%a, %b, %c) : (memref<3x2x16x32xi8, "gm">, memref<4x3x32x16xi8, "gm">, memref<4x2x16x16xi32, "gm">) -> ()
+  "ascend.batch_matmul"(%ba, %bb, %bc) : (memref<2x1x1x16x32xi8, "gm">, memref<2x1x1x32x16xi8, "gm">, memref<2x1x1x16x16xi32, "gm">) -> ()
+  return
+}
+
 // CHECK-LABEL: func.func @layout(
 // CHECK:      "ascend.fractalize"(%arg0, %arg1) : (memref<30x50xf16, "gm">, memref<4x2x16x16xf16, "gm">) -> ()
 // CHECK-NEXT: "ascend.defractalize"(%arg1, %arg0) : (memref<4x2x16x16xf16, "gm">, memref<30x50xf16, "gm">) -> ()

@@ -52,6 +52,10 @@ LOWER["npu"] = CORE | {"npu.frontend"}  # `npu.compile`, the API's front door
 LOWER["npu.reference_conv"] = CORE
 for _unit in ("npu.reference", "npu.passes", "npu.simulator", "npu.frontend", "npu.tune", "npu.tools"):
     LOWER[_unit] = LOWER[_unit] | {"npu.reference_conv"}
+# The int8 cube's reference semantics: a leaf beside reference_conv.
+LOWER["npu.reference_int8"] = CORE
+for _unit in ("npu.reference", "npu.passes", "npu.simulator", "npu.frontend", "npu.tune", "npu.tools"):
+    LOWER[_unit] = LOWER[_unit] | {"npu.reference_int8"}
 
 
 def modules() -> dict[str, Path]:

@@ -11,7 +11,6 @@ import pytest
 from onnx import helper
 
 import npu
-from npu.frontend.compile import CompileError
 from npu.frontend.onnx_conv import rewrite_patch_convs
 from onnx_models import model
 

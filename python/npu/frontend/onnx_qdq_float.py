@@ -1,0 +1,112 @@
+"""QDQ nodes run in float: the fallback for quantisation we do not (yet) run
+on the int8 cube. Never a refusal: each rewritten node gets a remark.
+
+* QuantizeLinear -> DequantizeLinear with constant scale and zero point (the
+  fake quantisation of an activation) becomes
+      y = clip(round(x / s), lo - zp, hi - zp) * s
+  which equals ONNX's (saturate(round(x / s) + zp) - zp) * s since zp is an
+  integer. round is half to even, as ONNX's: v + 1.5*2^23 - 1.5*2^23 in f32
+  rounds v to an integer, ties to even, for |v| < 2^22; v is first clipped to
+  [lo - zp - 1, hi - zp + 1] so that holds.
+* DequantizeLinear of a run-time int8 tensor becomes (float(x) - zp) * s.
+  (A DequantizeLinear of a constant weight is folded on the host before this.)
+Per-axis scales are reshaped to broadcast along their axis.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from npu.frontend.onnx_qdq import QUANT_TYPES, _constants
+
+_MAGIC = np.float32(1.5 * 2.0**23)
+
+
+def _axis_shape(values: np.ndarray, axis: int, rank: int) -> np.ndarray:
+    """A per-axis vector shaped to broadcast along `axis` of a rank-`rank` tensor."""
+    if values.ndim == 0:
+        return values
+    axis = axis % rank
+    return values.reshape((-1,) + (1,) * (rank - 1 - axis))
+
+
+def _params(node, consts: dict, rank: int):
+    """(scale, zero point) of a Q/DQ node as broadcastable f32 arrays, or None
+    when either is computed at run time."""
+    s_name = node.input[1]
+    z_name = node.input[2] if len(node.input) > 2 and node.input[2] else ""
+    if s_name not in consts or (z_name and z_name not in consts):
+        return None
+    axis = next((a.i for a in node.attribute if a.name == "axis"), 1)
+    scale = _axis_shape(consts[s_name].astype(np.float32), axis, rank)
+    zp = consts[z_name] if z_name else np.zeros((), np.int8)
+    return scale, _axis_shape(zp.astype(np.float32), axis, rank), zp.dtype
+
+
+def rewrite_qdq_in_float(model, types: dict, remark) -> list[str]:
+    """Rewrite (in place) Q->DQ pairs and run-time DQs into float ops; the
+    names of the rewritten nodes (each reported through `remark`)."""
+    from npu.frontend.onnx_expansion import Expansion
+
+    graph = model.graph
+    if not any(n.op_type in ("QuantizeLinear", "DequantizeLinear") for n in graph.node):
+        return []
+    consts = _constants(model)
+    users: dict[str, list] = {}
+    for n in graph.node:
+        for i in n.input:
+            users.setdefault(i, []).append(n)
+    outputs = {o.name for o in graph.output}
+    nodes, done, drop = [], [], set()
+    for node in graph.node:
+        if node.name in drop:
+            continue
+        dims = (types or {}).get(node.input[0], (None, 0))[0] if node.input else None
+        rank = len(dims) if dims is not None else 0
+        params = _params(node, consts, max(rank, 1)) if node.op_type in (
+            "QuantizeLinear", "DequantizeLinear") else None
+        after = users.get(node.output[0], []) if node.output else []
+        dq = after[0] if len(after) == 1 and after[0].op_type == "DequantizeLinear" else None
+        dq_params = _params(dq, consts, max(rank, 1)) if dq is not None else None
+        if node.op_type == "QuantizeLinear" and params is not None and dq_params is not None \
+                and node.output[0] not in outputs:
+            scale, zp, zdtype = params
+            _, lo, hi = QUANT_TYPES[{np.dtype(np.int8): 3, np.dtype(np.uint8): 2}[np.dtype(zdtype)]]
+            e = Expansion(graph, dq, nodes)
+            e.prefix = node.name
+            v = e.make("Div", [node.input[0], e.const("scale", scale, np.float32)], "scaled")
+            v = e.make("Clip", [v, e.const("vlo", np.min(lo - zp - 1), np.float32),
+                                e.const("vhi", np.max(hi - zp + 1), np.float32)], "bounded")
+            magic = e.const("magic", _MAGIC, np.float32)
+            v = e.make("Sub", [e.make("Add", [v, magic], "plus_magic"), magic], "rounded")
+            if zp.ndim:
+                v = e.make("Max", [v, e.const("qlo", lo - zp, np.float32)], "qlo_clip")
+                v = e.make("Min", [v, e.const("qhi", hi - zp, np.float32)], "q")
+            else:
+                v = e.make("Clip", [v, e.const("qlo", lo - zp, np.float32),
+                                    e.const("qhi", hi - zp, np.float32)], "q")
+            d_scale, d_zp, _ = dq_params
+            # The DQ's own zero point may differ from the Q's: q + zp_q - zp_dq.
+            shift = zp - d_zp
+            if np.any(shift != 0):
+                v = e.make("Add", [v, e.const("shift", shift, np.float32)], "shifted")
+            e.final("Mul", [v, e.const("dq_scale", d_scale, np.float32)], "dequantized")
+            drop.add(dq.name)
+            done.append(node.name)
+            remark(f"node '{node.name}' (QuantizeLinear) and '{dq.name}' (DequantizeLinear): "
+                   "run in float (fake quantisation), not on the int8 cube")
+        elif node.op_type == "DequantizeLinear" and params is not None:
+            scale, zp, _ = params
+            e = Expansion(graph, node, nodes)
+            v = e.make("Cast", [node.input[0]], "float", to=1)
+            if np.any(zp != 0):
+                v = e.make("Sub", [v, e.const("zero_point", zp, np.float32)], "centred")
+            e.final("Mul", [v, e.const("scale", scale, np.float32)], "dequantized")
+            done.append(node.name)
+            remark(f"node '{node.name}' (DequantizeLinear): run in float, not on the int8 cube")
+        else:
+            nodes.append(node)
+    if done:
+        del graph.node[:]
+        graph.node.extend(nodes)
+    return done
