@@ -96,3 +96,31 @@ def test_small_bert_layer_fused_equals_unfused():
     (fused,) = run(model, {"x": x}, FUSED)
     (apart,) = run(model, {"x": x}, APART)
     np.testing.assert_array_equal(fused, apart)
+
+
+def test_on_several_cores_siblings_split_apart_with_a_remark():
+    """On several cores each sibling splits over its own grid (the fused
+    group would split over its rows only): a remark says so, the outputs
+    still match onnxruntime."""
+    from npu import diagnostics
+    from npu.frontend.compile import import_linalg, linalg_to_ascend_text
+    from npu.ir import make_context, parse_module
+    from npu.passes.lower import HORIZONTAL_ON_MANY
+    from npu.pipeline import run_pipeline
+    from npu.target import get_target
+
+    model, feeds = siblings(256, 256, (256, 256, 256), True, True)
+    many = "npu-lower{cores=2 fuse-remarks=true split-cores-min-bytes=0 split-cores-estimate=false}"
+    ctx = make_context()
+    linalg, ins, outs, locate = import_linalg(model, ctx, "m.onnx")
+    module = parse_module(linalg_to_ascend_text(linalg, ins, outs, locate, "m.onnx"), ctx)
+    engine = diagnostics.DiagnosticEngine()
+    token = diagnostics.install(engine)
+    try:
+        run_pipeline(module, many, get_target("ascend910"))
+    finally:
+        diagnostics._current.reset(token)  # noqa: SLF001
+    assert any(HORIZONTAL_ON_MANY in d.message for d in engine)
+    want = onnxruntime.InferenceSession(model.SerializeToString()).run(None, feeds)
+    for got, exp in zip(run(model, feeds, many), want):
+        np.testing.assert_allclose(got, exp, rtol=1e-2, atol=1e-2 * float(np.abs(exp).max()))
