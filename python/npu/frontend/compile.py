@@ -282,6 +282,10 @@ class Kernel:
         outputs = [p.widened(o) for o, p in zip(outputs, self.interface.outputs)]
         report = dict(result.report)
         report["per_op"] = per_op_breakdown(result, self.target, self.source_names)
+        # hotspots by ONNX node (name and type), not only `model.onnx:<node number>:1`
+        report["hotspots"] = [dict(h, node=self.source_names[h["location"]])
+                              if h.get("location") in self.source_names else h
+                              for h in report.get("hotspots", [])]
         report["per_op_bound_cycles"] = sum(r["bound_cycles"] for r in report["per_op"])
         report["compile_seconds"] = round(self.compile_seconds, 3)
         report["compile_stage_seconds"] = self.stage_seconds

@@ -92,3 +92,15 @@ def test_option_works_or_is_refused(program, option, tmp_path, capsys):
         assert captured.out.strip()
     if option == "--json":
         json.loads(captured.out)
+
+
+def test_model_hotspots_name_the_onnx_node(tmp_path, capsys):
+    """A model's hotspots say which ONNX node (name and type), not `relu.onnx:1:1`."""
+    path = tmp_path / "relu.onnx"
+    _onnx(path)
+    assert npu_run.main([str(path), "--json"]) == 0
+    spots = json.loads(capsys.readouterr().out)["hotspots"]
+    assert spots and all(h["node"] == "r (Relu)" and h["location"] == "relu.onnx:1:1" for h in spots)
+    assert npu_run.main([str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "\nr (Relu) vmaxs (V)" in text and "relu.onnx:1:1 vmaxs" not in text, text
