@@ -42,8 +42,6 @@ def refuse_model_options(args) -> None:
     from npu.tools.common import CommandLineError
 
     given = [flag for attr, flag in MODEL_UNSUPPORTED.items() if getattr(args, attr, None)]
-    if not getattr(args, "numerics", True):
-        given.append("--no-numerics")
     if given:
         raise CommandLineError(
             f"{given[0]}: not supported for a model (ONNX or linalg) input yet; lower it to an "
@@ -72,7 +70,7 @@ def run_model(args, path: str, text: str | None) -> int:
     engine.print()  # the compile's warnings
     inputs = model_inputs(kernel, args, path)
     try:
-        outputs, report = kernel(*inputs, strict=args.strict)
+        outputs, report = kernel(*inputs, strict=args.strict, numerics=args.numerics)
     except SimulationError as e:  # a fault the inputs cause (an out-of-range gather id)
         raise RunError(str(e)) from None
     except InputError as e:  # an int64 value outside i32

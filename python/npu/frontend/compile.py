@@ -262,7 +262,7 @@ class Kernel:
             out.append(a.astype(port.numpy_dtype, copy=False))
         return out
 
-    def __call__(self, *arrays: np.ndarray, strict: bool = True):
+    def __call__(self, *arrays: np.ndarray, strict: bool = True, numerics: bool = True):
         from npu.frontend.report import per_op_breakdown
         from npu.simulator import SimulationError, simulate
 
@@ -272,7 +272,7 @@ class Kernel:
                  if is_memref(a.type)]  # not the block index: the launch provides it
         args = self.interface.arguments(inputs, extra)
         try:
-            result = simulate(self.module, args, target=self.target, strict=strict)
+            result = simulate(self.module, args, target=self.target, strict=strict, numerics=numerics)
         except SimulationError as e:  # a data-dependent fault (a gather's id): name the node
             label = self.source_names.get(e.where)
             if label is None:
