@@ -144,6 +144,9 @@ class HivmProgram:
             region = Region(mem, 0, target.capacity(space), label=f"the whole {space} buffer")
             decoder.placement.regions.append(region)  # numbered with the others
             self.buffers[space] = region
+        # hivm has no allocations: the peak of a buffer is the highest byte
+        # any operand view touches (cce's is the end of its last placed alloc)
+        self.peak = decoder.placement.peak
         self.gm = decoder.gm_regions  # argument regions, in argument order
         arg_bytes = [r.size for r in self.gm]
         self.gm_bases = hivm.gm_arg_bases(arg_bytes, target.gm_alloc_granule_bytes)
@@ -182,8 +185,10 @@ class HivmProgram:
             region = Region(region.mem, region.base, region.size, region.group, region.label)
             if pats:
                 at = region.base + offset * esize
-                self.footprints.append((region, at + min(p.lo for p in pats),
-                                        at + max(p.hi for p in pats)))
+                hi = at + max(p.hi for p in pats)
+                self.footprints.append((region, at + min(p.lo for p in pats), hi))
+                if space != "gm":
+                    self.peak[space] = max(self.peak.get(space, 0), hi)
             views.append((region, offset))
         return tuple(views)
 

@@ -289,7 +289,7 @@ def format_text(rep: dict) -> str:
         lines += ["", f"chip GM bus: {m['chip_bus_bytes']} bytes ({100 * m['chip_bus_utilisation']:.1f}% "
                   f"of its bandwidth), L2 hits {m['l2_hit_bytes']} of {m['gm_read_bytes']} bytes read"]
     if rep.get("hotspots"):
-        labels = [f"{h['location']} {h['op'].split('.', 1)[-1]} ({h['pipe']})"
+        labels = [f"{h.get('node') or h['location']} {h['op'].split('.', 1)[-1]} ({h['pipe']})"
                   for h in rep["hotspots"]]
         width = max([44] + [len(label) for label in labels])
         lines += ["", f"{'hotspot':<{width}} {'count':>8} {'on unit':>10} {'waiting':>10}"]

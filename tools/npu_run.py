@@ -341,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     for given in (args.inputs, args.tuning_record):
         if given and not os.path.exists(given):
             usage_error(parser, f"cannot read '{given}': no such file")
-    from npu.tools.run_model import is_model, run_model
+    from npu.tools.run_model import is_model, refuse_model_options, run_model
 
     filename = args.input
     try:
@@ -352,6 +352,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             filename, text = read_program(args.input, parser)
         if is_model(filename, text):
+            refuse_model_options(args)
             check_command_line(args)
             if args.cores is not None:
                 args.pipeline = with_lower_option(args.pipeline, f"cores={args.cores}", "--cores")

@@ -34,7 +34,7 @@ def make_parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog="npu-tune", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("input", help="ascend-level MLIR program ('-' for stdin)")
+    p.add_argument("input", help="ascend-level MLIR program ('-' for stdin) or an ONNX model (.onnx)")
     p.add_argument("-o", "--output", default=None, help="write the tuning record (JSON) here")
     p.add_argument("--space", default=None, help="search space spec (JSON file; see npu.tune.space)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=V1,V2,...",

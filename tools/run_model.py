@@ -28,6 +28,26 @@ def is_model(path: str, text: str | None) -> bool:
     return text is not None and "linalg." in text and "ascend." not in text and "cce." not in text
 
 
+# Options of the kernel-level path that a model run (ONNX or linalg input,
+# compiled and simulated through npu.compile) does not honour yet: refused up
+# front rather than silently ignored.  Each maps to its flag's spelling.
+MODEL_UNSUPPORTED = {
+    "html": "--html", "csv": "--csv", "serialize": "--serialize", "emit": "--emit",
+    "tuning_record": "--tuning-record",
+}
+
+
+def refuse_model_options(args) -> None:
+    """Raise CommandLineError naming the first kernel-only option given for a model."""
+    from npu.tools.common import CommandLineError
+
+    given = [flag for attr, flag in MODEL_UNSUPPORTED.items() if getattr(args, attr, None)]
+    if given:
+        raise CommandLineError(
+            f"{given[0]}: not supported for a model (ONNX or linalg) input yet; lower it to an "
+            "ascend module first (npu-opt [--npu-import-onnx] --npu-linalg-to-ascend) and run that")
+
+
 def run_model(args, path: str, text: str | None) -> int:
     from npu.frontend.compile import CompileError, InputError, UsageError, compile as npu_compile
     from npu.simulator import SimulationError
@@ -50,7 +70,7 @@ def run_model(args, path: str, text: str | None) -> int:
     engine.print()  # the compile's warnings
     inputs = model_inputs(kernel, args, path)
     try:
-        outputs, report = kernel(*inputs, strict=args.strict)
+        outputs, report = kernel(*inputs, strict=args.strict, numerics=args.numerics)
     except SimulationError as e:  # a fault the inputs cause (an out-of-range gather id)
         raise RunError(str(e)) from None
     except InputError as e:  # an int64 value outside i32

@@ -262,7 +262,7 @@ class Kernel:
             out.append(a.astype(port.numpy_dtype, copy=False))
         return out
 
-    def __call__(self, *arrays: np.ndarray, strict: bool = True):
+    def __call__(self, *arrays: np.ndarray, strict: bool = True, numerics: bool = True):
         from npu.frontend.report import per_op_breakdown
         from npu.simulator import SimulationError, simulate
 
@@ -272,7 +272,7 @@ class Kernel:
                  if is_memref(a.type)]  # not the block index: the launch provides it
         args = self.interface.arguments(inputs, extra)
         try:
-            result = simulate(self.module, args, target=self.target, strict=strict)
+            result = simulate(self.module, args, target=self.target, strict=strict, numerics=numerics)
         except SimulationError as e:  # a data-dependent fault (a gather's id): name the node
             label = self.source_names.get(e.where)
             if label is None:
@@ -282,6 +282,10 @@ class Kernel:
         outputs = [p.widened(o) for o, p in zip(outputs, self.interface.outputs)]
         report = dict(result.report)
         report["per_op"] = per_op_breakdown(result, self.target, self.source_names)
+        # hotspots by ONNX node (name and type), not only `model.onnx:<node number>:1`
+        report["hotspots"] = [dict(h, node=self.source_names[h["location"]])
+                              if h.get("location") in self.source_names else h
+                              for h in report.get("hotspots", [])]
         report["per_op_bound_cycles"] = sum(r["bound_cycles"] for r in report["per_op"])
         report["compile_seconds"] = round(self.compile_seconds, 3)
         report["compile_stage_seconds"] = self.stage_seconds

@@ -39,7 +39,7 @@ class HostValuesKernel:
     def output_names(self) -> list[str]:
         return list(self.plan.outputs)
 
-    def __call__(self, *arrays: np.ndarray, strict: bool = True):
+    def __call__(self, *arrays: np.ndarray, strict: bool = True, numerics: bool = True):
         if len(arrays) != len(self.plan.inputs):
             raise ValueError(f"the kernel takes {len(self.plan.inputs)} inputs "
                              f"({', '.join(self.input_names)}), got {len(arrays)}")

@@ -1,7 +1,7 @@
 """The tuner's input: a program, and the ops in it as stand-alone kernels.
 
-`load_program` is the one input step: today it reads `ascend`-level MLIR;
-a frontend (ONNX, linalg) plugs in here by returning the `ascend` module it
+`load_program` is the one input step: it reads `ascend`-level MLIR, or an
+ONNX model that the frontend imports to the `ascend` module it
 produced. `extract_ops` cuts the program into one kernel per distinct op
 signature, which is what per-op tuning compiles and simulates.
 """
@@ -33,18 +33,39 @@ class Program:
 
 
 def load_program(path: str) -> Program:
-    """Read the program to tune. MLIR today; other formats need the frontend."""
+    """Read the program to tune: ascend-level MLIR, or an ONNX model imported
+    through the frontend (ONNX -> linalg -> ascend) so its ops can be tuned."""
     from npu.ir.parsing import SourceError, read_source
 
-    if path != "-" and not path.endswith(".mlir") and os.path.splitext(path)[1]:
-        raise ProgramError(f"{path}: error: npu-tune reads ascend-level MLIR (.mlir); "
-                           f"'{os.path.splitext(path)[1]}' input needs the frontend, which is "
-                           "not available yet")
+    ext = os.path.splitext(path)[1]
+    if path != "-" and ext == ".onnx":
+        return _import_onnx(path)
+    if path != "-" and ext != ".mlir" and ext:
+        raise ProgramError(f"{path}: error: npu-tune reads an ONNX model (.onnx) or ascend-level "
+                           f"MLIR (.mlir), not '{ext}'")
     try:
         filename, text = read_source(path)
     except SourceError as e:
         raise ProgramError(f"npu-tune: error: {e}") from None
     return Program(filename, text)
+
+
+def _import_onnx(path: str) -> Program:
+    """The model's ascend module as text; the frontend's located errors as ProgramError."""
+    from npu.frontend.compile import CompileError, UsageError, import_linalg, linalg_to_ascend_text
+    from npu.ir import make_context
+
+    if not os.path.exists(path):
+        raise ProgramError(f"npu-tune: error: cannot read '{path}': no such file")
+    try:
+        linalg, in_names, out_names, locate = import_linalg(path, make_context(), path)
+        if linalg is None:
+            raise ProgramError(f"{path}: error: the model computes nothing (no ops to tune)")
+        text = linalg_to_ascend_text(linalg, in_names, out_names, locate, path)
+    except (CompileError, UsageError) as e:
+        text = str(e)
+        raise ProgramError(text if "error:" in text else f"{path}: error: {text}") from None
+    return Program(path, text)
 
 
 @dataclass(frozen=True)

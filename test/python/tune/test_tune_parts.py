@@ -133,10 +133,32 @@ def test_cli_usage_errors(tmp_path, capsys):
     onnx = tmp_path / "model.onnx"
     onnx.write_bytes(b"\0")
     assert main([str(onnx), "--no-store"]) == 1
-    assert "needs the frontend" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith(f"{onnx}: error: not an ONNX model") and "Traceback" not in err, err
+    other = tmp_path / "model.pb"
+    other.write_bytes(b"\0")
+    assert main([str(other), "--no-store"]) == 1
+    assert "reads an ONNX model (.onnx) or ascend-level MLIR (.mlir), not '.pb'" in capsys.readouterr().err
     with pytest.raises(SystemExit) as e:
         main([str(prog), "--no-store", "--space", str(prog)])
     assert e.value.code == 2 and "p.mlir: not JSON" in capsys.readouterr().err
+
+
+def test_an_onnx_model_is_tuned_through_the_frontend(tmp_path, capsys):
+    """npu-tune model.onnx imports it (ONNX -> linalg -> ascend) and tunes its ops."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from npu.tools.npu_tune import main
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], "g", [x], [y])
+    path = tmp_path / "relu.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), path)
+    assert main([str(path), "--no-store", "--budget", "2"]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "ascend.maxs 4x8" in out and "numerics check passed" in out, out
 
 
 class ProgramCycles:
