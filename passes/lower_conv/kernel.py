@@ -215,8 +215,12 @@ class ConvKernel:
                 kcj = min(kc, s.k1 - kp0)
                 a, b = l0a[chunk % 2], l0b[chunk % 2]
                 chunk += 1
-                for tt in range(kcj):
-                    self.img2col(fm, a, band, kp0 + tt, tt, kcj, m1)
+                if m1 < kcj and not s.small:  # fewer instructions: one per M fractal
+                    for mm in range(m1):
+                        self.img2col_row(fm, a, band, kp0, mm, kcj)
+                else:
+                    for tt in range(kcj):
+                        self.img2col(fm, a, band, kp0 + tt, tt, kcj, m1)
                 for t0, n1 in tiles:
                     self.load_weights(w_l1, b, pitch, col + t0, kp0, kcj, n1, kcj * t0)
                 for (t0, n1), c in zip(tiles, l0c):
@@ -279,6 +283,24 @@ class ConvKernel:
                       stride_w=g.strides[1], kernel_h=g.kh, kernel_w=g.kw,
                       dilation_h=g.dilations[0], dilation_w=g.dilations[1], dst_stride=kcj,
                       repeat_mode=1, repeat=m1, **extra)
+
+    def img2col_row(self, fm, l0a, band: Band, kp0: int, mm: int, kcj: int) -> None:
+        """M fractal `mm` (windows 16*mm.. of the band) of K fractals kp0..kp0+kcj,
+        in one instruction repeating along K (repeat mode 0): for small bands
+        (m1 < kcj) the fewer instructions, which the scalar unit issues."""
+        g = self.g
+        c1, rest = divmod(kp0, g.kh * g.kw)
+        kh, kw = divmod(rest, g.kw)
+        row, col = divmod(16 * mm, self.s.wo)
+        dst = nir.subview(l0a, [mm * kcj * FRAC], [kcj * FRAC])
+        nir.create_op("cce.img2col_l1_to_l0a", [fm, dst], fm_h=band.in_rows, fm_w=g.w,
+                      pad_top=band.pad_top, pad_bottom=band.pad_bottom, pad_left=g.pads[1],
+                      pad_right=g.pads[3], c1=c1, fetch_h=kh, fetch_w=kw,
+                      left_top_h=row * g.strides[0] - band.pad_top,
+                      left_top_w=col * g.strides[1] - g.pads[1], stride_h=g.strides[0],
+                      stride_w=g.strides[1], kernel_h=g.kh, kernel_w=g.kw,
+                      dilation_h=g.dilations[0], dilation_w=g.dilations[1], dst_stride=1,
+                      repeat_mode=0, repeat=kcj)
 
     def load_weights(self, w_l1, l0b, pitch: int, col: int, kp0: int, kcj: int, n1: int,
                      at: int) -> None:
