@@ -25,7 +25,7 @@ from npu import ir as nir
 from npu.costmodel.conv.tiling import ConvShape, choose_tiling
 from npu.dialects.ascend_conv import FORMS_5HD, NC1HWC0_BD, NC1HWC0_C4, geometry, has_bias, layout
 from npu.passes.base import Pass, PassError, ub_fraction_option
-from npu.passes.lower_conv.epilogue import ConvEpilogue, group_of, tile_sets
+from npu.passes.lower_conv.epilogue import ConvEpilogue, group_of
 from npu.passes.lower_conv.kernel import ConvKernel
 
 
@@ -56,10 +56,11 @@ class LowerConv(Pass):
                           out_bytes=nir.element_bytes(out_type), small=layout(op) == NC1HWC0_C4,
                           diagonal=layout(op) == NC1HWC0_BD)
         region = group_of(op)
+        with op.location, ir.InsertionPoint(op):  # (its recipes' constant blocks go here)
+            epi = ConvEpilogue(self.target, region, op) if region is not None else None
         budget = int(self.target.capacity("ub") * self.ub_fraction)
-        if region is not None:  # the epilogue's tiles beside each drained one (f32 at most)
-            tiles = tile_sets(ConvEpilogue.members_of(region, op), op.operands[-1])
-            budget = budget * 2 // (2 + tiles)
+        if epi is not None:  # the epilogue's tiles beside each drained one (f32 at most)
+            budget = budget * 2 // (2 + epi.tiles)
         tiling = choose_tiling(shape, self.target, budget)
         if tiling is None:
             raise PassError(f"npu-lower-conv: no tiling fits: one output row of {g.out_hw[1]} "
@@ -71,7 +72,6 @@ class LowerConv(Pass):
                             f"{tiling.cycles:.0f} cycles)")
         bias = op.operands[2] if has_bias(op) else None
         with op.location, ir.InsertionPoint(op):
-            epi = ConvEpilogue(self.target, region, op) if region is not None else None
             ConvKernel(self.target, g, shape, tiling, op.operands[0], op.operands[1], bias,
                        op.operands[-1], epi).emit()
         op.erase()

@@ -276,13 +276,7 @@ class ConvKernel:
             kh, kw = divmod(rest, g.kw)
         extra = {"small_channel": 1} if s.small else {}
         dst = nir.subview(l0a, [tt * FRAC], [((m1 - 1) * kcj + 1) * FRAC])
-        nir.create_op("cce.img2col_l1_to_l0a", [fm, dst], fm_h=band.in_rows, fm_w=g.w,
-                      pad_top=band.pad_top, pad_bottom=band.pad_bottom, pad_left=g.pads[1],
-                      pad_right=g.pads[3], c1=c1, fetch_h=kh, fetch_w=kw,
-                      left_top_h=-band.pad_top, left_top_w=-g.pads[1], stride_h=g.strides[0],
-                      stride_w=g.strides[1], kernel_h=g.kh, kernel_w=g.kw,
-                      dilation_h=g.dilations[0], dilation_w=g.dilations[1], dst_stride=kcj,
-                      repeat_mode=1, repeat=m1, **extra)
+        self.load3d(fm, dst, band, c1, kh, kw, 0, kcj, 1, m1, **extra)
 
     def img2col_row(self, fm, l0a, band: Band, kp0: int, mm: int, kcj: int) -> None:
         """M fractal `mm` (windows 16*mm.. of the band) of K fractals kp0..kp0+kcj,
@@ -291,16 +285,23 @@ class ConvKernel:
         g = self.g
         c1, rest = divmod(kp0, g.kh * g.kw)
         kh, kw = divmod(rest, g.kw)
-        row, col = divmod(16 * mm, self.s.wo)
         dst = nir.subview(l0a, [mm * kcj * FRAC], [kcj * FRAC])
+        self.load3d(fm, dst, band, c1, kh, kw, 16 * mm, 1, 0, kcj)
+
+    def load3d(self, fm, dst, band: Band, c1: int, kh: int, kw: int, window: int,
+               dst_stride: int, repeat_mode: int, repeat: int, **extra) -> None:
+        """One img2col of the band's map from kernel point (c1, kh, kw) and
+        the band's `window`-th window (raster order) on."""
+        g = self.g
+        row, col = divmod(window, self.s.wo)
         nir.create_op("cce.img2col_l1_to_l0a", [fm, dst], fm_h=band.in_rows, fm_w=g.w,
                       pad_top=band.pad_top, pad_bottom=band.pad_bottom, pad_left=g.pads[1],
                       pad_right=g.pads[3], c1=c1, fetch_h=kh, fetch_w=kw,
                       left_top_h=row * g.strides[0] - band.pad_top,
                       left_top_w=col * g.strides[1] - g.pads[1], stride_h=g.strides[0],
                       stride_w=g.strides[1], kernel_h=g.kh, kernel_w=g.kw,
-                      dilation_h=g.dilations[0], dilation_w=g.dilations[1], dst_stride=1,
-                      repeat_mode=0, repeat=kcj)
+                      dilation_h=g.dilations[0], dilation_w=g.dilations[1],
+                      dst_stride=dst_stride, repeat_mode=repeat_mode, repeat=repeat, **extra)
 
     def load_weights(self, w_l1, l0b, pitch: int, col: int, kp0: int, kcj: int, n1: int,
                      at: int) -> None:
