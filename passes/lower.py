@@ -81,7 +81,7 @@ class LowerPass(Pass):
         one-core program: on many cores it would have lost npu-prefetch and
         L1 chains for nothing. So is one whose split a lowering refuses
         (with a remark naming why)."""
-        if self.cores == 1:
+        if (self.cores or self.target.cores) == 1:
             return self._run(module)
         pristine = module.clone()
         self._many = True
@@ -96,7 +96,7 @@ class LowerPass(Pass):
             self._many = False
         _restore(module, pristine)
         self._run(module)  # a program no lowering takes fails here, with its own error
-        if refused is not None:
+        if refused is not None and self.cores:  # asked for a count: say why it is not met
             self.remark(module, f"npu-lower: the program split over cores did not lower "
                                 f"({refused}); lowered for one core")
 

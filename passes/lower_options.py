@@ -133,7 +133,7 @@ ROUTES: tuple[Route, ...] = (
     Route("fuse-chains", ("npu-fuse chains",), "with the pipelined matmul schedule only, "
           "the one that reads a chained A"),
     Route("cores", ("npu-split-cores cores",), "1: one core, npu-split-cores not run "
-          "(fusion and prefetch need one core)", default=1),
+          "(npu-prefetch and npu-fuse-horizontal run on one core only)"),
     Route("plan", ("npu-plan-gm algorithm", "npu-plan-memory algorithm"), ""),
     Route("double-buffer", ("npu-double-buffer unmarked",),
           "also picks matmul-schedule=auto's schedule"),

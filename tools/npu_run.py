@@ -111,15 +111,14 @@ def _seed(text: str) -> int:
 
 
 def with_lower_option(pipeline: str, option: str, flag: str) -> str:
-    """`pipeline` with `option` (`key=value`) added to its npu-lower."""
-    from npu.pipeline import parse_pipeline
+    """`pipeline` with `option` (`key=value`) added to its npu-lower; `flag`
+    names the command-line option that asked for it."""
+    from npu.pipeline import PipelineError, with_lower_option as added
 
-    elements = parse_pipeline(pipeline)
-    if not any(e.name == "npu-lower" for e in elements):
-        raise CommandLineError(f"{flag} needs npu-lower in the pipeline ('{pipeline}')")
-    parts = [f'npu-lower{{{e.options} {option}}}' if e.name == "npu-lower" else e.text
-             for e in elements]
-    return "builtin.module(" + ",".join(parts) + ")"
+    try:
+        return added(pipeline, option)
+    except PipelineError as e:
+        raise CommandLineError(f"{flag} {e}") from None
 
 
 def check_command_line(args) -> tuple:

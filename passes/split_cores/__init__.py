@@ -59,7 +59,8 @@ class SplitCoresPass(Pass):
     name = "npu-split-cores"
     summary = "Split each function's work over the target's AI cores, with chip barriers"
     options = (
-        Option("cores", int, 0, "cores to split over (0: all of the target's)"),
+        Option("cores", int, 0, "cores to split over (0: all of the target's, and a function "
+               "that runs on fewer says so only with remarks=true)"),
         Option("min-bytes", int, -1, "least output bytes per core (-1: a GM transfer's latency "
                "worth of bytes; 0: no minimum)"),
         Option("remarks", bool, False, "report each function's split as a remark"),
@@ -111,6 +112,11 @@ class SplitCoresPass(Pass):
                                   f"{op.name}: 1 core (a kernel already lowered)"))
                 splits.append(None)
         cores = max((u.cores for u in units), default=1)
+        # Asked for a count, a program on fewer cores says so; by default
+        # (all cores) only with `remarks`: most small programs fit one.
+        told = self.remarks or self.cores != 0
+        if cores == 1 and not told:
+            return
         if cores == 1:
             why = ("it has no ascend ops" if not units else
                    "no op divides evenly into equal, 32-byte aligned, large enough slices")
@@ -119,11 +125,13 @@ class SplitCoresPass(Pass):
         before = place(units)
         one, many = self._estimate(units, len(before))
         if self.estimate and many >= 0.9 * one:
+            if not told:
+                return
             self.remark(func, f"npu-split-cores: one core of {wanted}: the split's estimate "
                         f"({many:.0f} cycles with {len(before)} chip barriers) is no better "
                         f"than one core's ({one:.0f})")
             return
-        if cores < wanted or self.remarks or any(u.cores < cores for u in units):
+        if told and (cores < wanted or self.remarks or any(u.cores < cores for u in units)):
             self.remark(func, f"npu-split-cores: {cores} of {wanted} cores, {len(before)} chip "
                         f"barrier{'s' * (len(before) != 1)}; " + "; ".join(u.what for u in units))
         with func.context, func.location:

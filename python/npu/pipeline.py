@@ -68,6 +68,16 @@ def parse_pipeline(text: str) -> list[PipelineElement]:
     return elements
 
 
+def with_lower_option(text: str, option: str) -> str:
+    """The pipeline `text` with `option` (`key=value`) added to its npu-lower."""
+    elements = parse_pipeline(text)
+    if not any(e.name == "npu-lower" for e in elements):
+        raise PipelineError(f"needs npu-lower in the pipeline ('{text}')")
+    parts = [f"npu-lower{{{e.options} {option}}}" if e.name == "npu-lower" else e.text
+             for e in elements]
+    return "builtin.module(" + ",".join(parts) + ")"
+
+
 def instantiate(element: PipelineElement, target: Target) -> Pass | None:
     """Our pass for `element`, or None if it names an upstream pass."""
     cls = registry().get(element.name)

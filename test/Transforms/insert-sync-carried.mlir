@@ -1,5 +1,7 @@
-// RUN: npu-opt %s --npu-lower="emit=cce max-chunk=4096 fuse=false" | FileCheck %s
-// RUN: npu-opt %s --npu-lower="emit=cce max-chunk=4096 fuse=false carried-span=block" | FileCheck %s --check-prefix=BLOCK
+// RUN: npu-opt %s --npu-lower="cores=1 emit=cce max-chunk=4096 fuse=false" | FileCheck %s
+// RUN: npu-opt %s --npu-lower="cores=1 emit=cce max-chunk=4096 fuse=false carried-span=block" | FileCheck %s --check-prefix=BLOCK
+// cores=1: the ten loops' event ids on one core's pipes (split over the
+// chip, each core has fewer of them and chip barriers between).
 
 // Ten independent ops, each a ping-ponged loop with loop-carried flags: more
 // loops than event ids per pipe pair (8). carried-span=fit (the default)

@@ -4,8 +4,10 @@
 // sets `npu.options` from an npu-tune record, by op signature.
 // RUN: npu-opt %s --split-input-file --npu-lower-matmul --npu-lower-elementwise 2>&1 | FileCheck %s
 // RUN: npu-opt %s --split-input-file --npu-lower-elementwise --npu-double-buffer | FileCheck %s --check-prefix=DB
-// RUN: npu-opt %s --split-input-file --npu-lower="tuning-record=%S/Inputs/tuning-record.json" 2>&1 | FileCheck %s --check-prefix=REC
-// RUN: npu-opt %s --split-input-file --target=ascend310 --npu-lower="tuning-record=%S/Inputs/tuning-record.json" 2>&1 | FileCheck %s --check-prefix=OTHER
+// RUN: npu-opt %s --split-input-file --npu-lower="cores=1 tuning-record=%S/Inputs/tuning-record.json" 2>&1 | FileCheck %s --check-prefix=REC
+// RUN: npu-opt %s --split-input-file --target=ascend310 --npu-lower="cores=1 tuning-record=%S/Inputs/tuning-record.json" 2>&1 | FileCheck %s --check-prefix=OTHER
+// cores=1 for the record's runs: the tiles it pins are one core's tiles
+// (over the chip the split picks each core's share of the grid first).
 
 // OTHER: warning: npu-lower: tuning record {{.*}}tuning-record.json' was made for target 'ascend910', compiling for 'ascend310'
 

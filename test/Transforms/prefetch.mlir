@@ -1,7 +1,7 @@
 // RUN: npu-opt %s --split-input-file --verify-diagnostics --npu-lower-elementwise --npu-lower-matmul="schedule=pipelined l1-chunk=16" --npu-double-buffer --npu-prefetch=remarks=true | FileCheck %s
 // RUN: npu-opt %s --split-input-file --npu-lower-elementwise --npu-lower-matmul="schedule=pipelined l1-chunk=16" --npu-double-buffer 2>/dev/null | FileCheck %s --check-prefix=OFF
-// RUN: npu-opt %s --split-input-file --npu-lower="emit=cce l1-chunk=16 fuse=false prefetch=true" 2>/dev/null | FileCheck %s --check-prefix=PLANNED
-
+// RUN: npu-opt %s --split-input-file --npu-lower="cores=1 emit=cce l1-chunk=16 fuse=false prefetch=true" 2>/dev/null | FileCheck %s --check-prefix=PLANNED
+// cores=1: npu-prefetch runs on one core only.
 // The exp leaves MTE2 idle while its last chunk (step 3 and 4 of its
 // lowering: vexp, store) is computed and stored, a gap after its last load:
 // both ping-pong slots of the matmul's weight (a host constant) are filled

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import numpy as np
 from mlir import ir
 
 from npu import diagnostics
+from npu.frontend.node_locations import NodeLocations
 from npu.passes.linalg_to_ascend.structure import UnsupportedOp
 from npu.ir import (NUMPY_DTYPES, functions, is_memref, make_context, memref_element, memref_shape,
                     parse_module)
@@ -198,37 +199,6 @@ def _located(e: UnsupportedOp, locate, where: str) -> str:
     return d.format()
 
 
-class NodeLocations:
-    """ONNX node name locations -> `model:<node number>:1`, so simulated
-    instructions (which carry file:line:col) map back to their node."""
-
-    def __init__(self, model_name: str, node_types: dict[str, str]):
-        self.model = model_name
-        self.order = {name: i + 1 for i, name in enumerate(node_types)}
-        self.types = node_types
-        self.empty = None  # `onnx_empty.EmptyPlan`: zero-size values the host knows
-        self.by_where = {f"{model_name}:{i}:1": f"{name} ({node_types[name]})"
-                         for name, i in self.order.items()}
-
-    def _name(self, loc: ir.Location) -> str | None:
-        try:
-            if loc.is_a_name() and loc.name_str in self.order:
-                return loc.name_str
-        except AttributeError:
-            pass
-        return None
-
-    def text(self, loc: ir.Location) -> str:
-        name = self._name(loc)
-        if name is None:
-            return str(loc)
-        return f'loc("{name}"("{self.model}":{self.order[name]}:1))'
-
-    def describe(self, loc: ir.Location) -> str | None:
-        name = self._name(loc)
-        return f"node '{name}' ({self.types[name]})" if name else None
-
-
 @dataclass
 class Kernel:
     """A compiled model: call it with numpy arrays in input order."""
@@ -350,16 +320,19 @@ def _parse(text: str, ctx: ir.Context, where: str) -> ir.Module:
 
 
 def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PIPELINE,
-            where: str | None = None, input_shapes: dict | None = None) -> Kernel:
-    """Compile an ONNX model (proto / path / bytes) or a linalg module (text / path / ir.Module).
-
+            where: str | None = None, input_shapes: dict | None = None,
+            cores: int | None = None) -> Kernel:
+    """Compile an ONNX model (proto / path / bytes) or a linalg module (text / path / ir.Module),
+    for every core of the target unless `cores` says how many (1: one; 0: all).
     `input_shapes` ({input name: dims}) pins an ONNX model's dynamic input
     dims; a name or shape that does not fit the model raises `UsageError`."""
-    from npu.pipeline import PipelineError, run_pipeline
+    from npu.pipeline import PipelineError, run_pipeline, with_lower_option
     from npu.target import Target, get_target
 
     t0 = time.perf_counter()
     tgt = target if isinstance(target, Target) else get_target(target)
+    if cores is not None:
+        pipeline = with_lower_option(pipeline, f"cores={int(cores)}")
     if where is None:
         is_text = isinstance(source, ir.Module) or (isinstance(source, str) and _looks_like_mlir(source))
         where = ("<module>" if is_text else os.fspath(source)
@@ -383,13 +356,15 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
     try:
         run_pipeline(module, pipeline, tgt)
     except PipelineError as e:
-        message = str(e)
-        for name, line in (locate.order.items() if locate else ()):
-            message = message.replace(f"{locate.model}:{line}:1: error:",
-                                      f"{where}: error: node '{name}' ({locate.types[name]}):")
-        raise CompileError(message) from None
+        raise CompileError(_by_node(str(e), locate, where)) from None
     finally:
         diagnostics._current.reset(token)  # noqa: SLF001
+    for d in engine.diagnostics:  # warnings, and what the chip split chose, reach the caller
+        if d.severity == "remark" and not d.message.startswith(("npu-split-cores:", "npu-lower:")):
+            continue  # the tiling and fusion remarks are npu-opt's (and the report's) to show
+        node = locate.node_at(d.filename, d.line) if locate else None
+        diagnostics.current().diagnostics.append(d if node is None else replace(
+            d, message=f"{node}: {d.message}", filename=where, line=0, col=0))
     seconds["lower"] = time.perf_counter() - t0 - sum(seconds.values())
     stages["lowered"] = _short(module)
     # The pipeline may change the constants (npu-fuse-horizontal concatenates weights).
@@ -399,6 +374,14 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
     return wrap(locate.empty if locate else None,
                 Kernel(module, interface, tgt, stages, time.perf_counter() - t0, names, gm_plan(module),
                        {k: round(v, 3) for k, v in seconds.items()}), tgt)
+
+
+def _by_node(text: str, locate, where: str) -> str:
+    """Errors at `model.onnx:<node number>:1` name the ONNX node instead."""
+    for name, line in (locate.order.items() if locate else ()):
+        text = text.replace(f"{locate.model}:{line}:1: error:",
+                            f"{where}: error: node '{name}' ({locate.types[name]}):")
+    return text
 
 
 def check_size(module: ir.Module, target, where: str, locate) -> None:
