@@ -83,6 +83,12 @@ class LowerPass(Pass):
         (with a remark naming why)."""
         if (self.cores or self.target.cores) == 1:
             return self._run(module)
+        pinned = self._one_core_options(module)
+        if pinned and self.cores:
+            raise PassError(f"npu-lower: cores={self.cores}: {pinned} one core's options "
+                            "(npu-tune tunes one-core programs); lower with cores=1", module)
+        if pinned:  # by default: the program they were chosen for
+            return self._run(module)
         pristine = module.clone()
         self._many = True
         refused = None
@@ -99,6 +105,16 @@ class LowerPass(Pass):
         if refused is not None and self.cores:  # asked for a count: say why it is not met
             self.remark(module, f"npu-lower: the program split over cores did not lower "
                                 f"({refused}); lowered for one core")
+
+    def _one_core_options(self, module: ir.Operation) -> str | None:
+        """What pins one-core tiles on the program, if anything: the split's
+        slices are other ops, which neither `npu.options` nor a record's
+        signatures would reach."""
+        if self.tuning_record:
+            return "a tuning record sets"
+        if walk_held(module, lambda o: OP_OPTIONS_ATTR in o.attributes):
+            return f"'{OP_OPTIONS_ATTR}' on an op sets"
+        return None
 
     def _run(self, module: ir.Operation) -> None:
         """With fusion, a fused kernel whose chunk the footprint model sized

@@ -4,10 +4,13 @@
 // sets `npu.options` from an npu-tune record, by op signature.
 // RUN: npu-opt %s --split-input-file --npu-lower-matmul --npu-lower-elementwise 2>&1 | FileCheck %s
 // RUN: npu-opt %s --split-input-file --npu-lower-elementwise --npu-double-buffer | FileCheck %s --check-prefix=DB
-// RUN: npu-opt %s --split-input-file --npu-lower="cores=1 tuning-record=%S/Inputs/tuning-record.json" 2>&1 | FileCheck %s --check-prefix=REC
-// RUN: npu-opt %s --split-input-file --target=ascend310 --npu-lower="cores=1 tuning-record=%S/Inputs/tuning-record.json" 2>&1 | FileCheck %s --check-prefix=OTHER
-// cores=1 for the record's runs: the tiles it pins are one core's tiles
-// (over the chip the split picks each core's share of the grid first).
+// RUN: npu-opt %s --split-input-file --npu-lower="tuning-record=%S/Inputs/tuning-record.json" 2>&1 | FileCheck %s --check-prefix=REC
+// RUN: npu-opt %s --split-input-file --target=ascend310 --npu-lower="tuning-record=%S/Inputs/tuning-record.json" 2>&1 | FileCheck %s --check-prefix=OTHER
+// RUN: not npu-opt %s --split-input-file --npu-lower="cores=4 tuning-record=%S/Inputs/tuning-record.json" 2>&1 | FileCheck %s --check-prefix=MANY
+// A record's options (and `npu.options`) are one core's tiles, the kind
+// npu-tune tunes: by default npu-lower lowers such a program for one core,
+// and an explicit count of several is refused.
+// MANY: error: npu-lower: cores=4: a tuning record sets one core's options (npu-tune tunes one-core programs); lower with cores=1
 
 // OTHER: warning: npu-lower: tuning record {{.*}}tuning-record.json' was made for target 'ascend910', compiling for 'ascend310'
 

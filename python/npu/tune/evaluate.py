@@ -94,7 +94,7 @@ def _evaluate(job: Job) -> Outcome:
         if job.record_json:
             record = TuningRecord.from_json(job.record_json)
             LowerPass(target).apply_tuning_record(module.operation, record)
-        run_pipeline(module, "npu-lower", target)
+        run_pipeline(module, "npu-lower{cores=1}", target)  # records hold one core's options
     except PassError as e:
         loc = e.op.location if e.op is not None else None
         raise _Failure(engine.emit("error", e.message, loc).format()) from None
