@@ -83,6 +83,8 @@ class LowerPass(Pass):
         (with a remark naming why)."""
         if (self.cores or self.target.cores) == 1:
             return self._run(module)
+        if not self.cores and any(block_dim(f) > 1 for f in functions(module)):
+            return self._run(module)  # split already (npu-split-cores ran before)
         pinned = self._one_core_options(module)
         if pinned and self.cores:
             raise PassError(f"npu-lower: cores={self.cores}: {pinned} one core's options "

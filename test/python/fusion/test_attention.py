@@ -23,7 +23,7 @@ from npu.ir import dict_attr_items, walk
 # (the f16 one rounds the scores too: `test_attention_softmax`), so the
 # checks here select it.
 RTOL, ATOL_OF_MAX = 2e-3, 2e-3
-F32 = "npu-lower{attention-softmax=f32}"
+F32 = "npu-lower{cores=1 attention-softmax=f32}"
 
 
 def inputs(heads: int, seq: int, head_dim: int, seed: int = 0) -> list[np.ndarray]:
@@ -58,7 +58,7 @@ def check(heads: int, seq: int, head_dim: int = 64, fused_pipeline: str = F32,
     text = attention(heads, seq, head_dim, normalise, scale)
     ins = ins if ins is not None else inputs(heads, seq, head_dim)
     fused, expected, fres = compile_and_simulate(text, fused_pipeline, ins)
-    unfused, _, ures = compile_and_simulate(text, "npu-lower{fuse=false}", ins)
+    unfused, _, ures = compile_and_simulate(text, "npu-lower{cores=1 fuse=false}", ins)
     for i in range(3):  # the inputs are left intact
         np.testing.assert_array_equal(fused[i], ins[i])
     close(fused[3], numpy_attention(*ins[:3], scale))
@@ -107,7 +107,7 @@ def test_seq_512_online_softmax():
     # (tile=fewest): keys stream in tiles with a running max and sum.
     g = group(attention(2, 512, 64), "npu-fuse-attention{tile=fewest}")
     assert g["key_rows"] < 512
-    check(2, 512, fused_pipeline="npu-fuse-attention{tile=fewest softmax=f32},npu-lower")
+    check(2, 512, fused_pipeline="npu-fuse-attention{tile=fewest softmax=f32},npu-lower{cores=1}")
 
 
 def test_online_softmax_with_masked_tail_and_loop_of_key_tiles():
@@ -117,7 +117,7 @@ def test_online_softmax_with_masked_tail_and_loop_of_key_tiles():
     text = attention(2, 200, 64)
     g = group(text, "npu-fuse-attention{ub-fraction=0.07}")
     assert (g["query_rows"], g["key_rows"]) == (16, 80)
-    check(2, 200, fused_pipeline="npu-fuse-attention{ub-fraction=0.07 softmax=f32},npu-lower")
+    check(2, 200, fused_pipeline="npu-fuse-attention{ub-fraction=0.07 softmax=f32},npu-lower{cores=1}")
 
 
 def test_div_form_of_softmax():
@@ -176,7 +176,7 @@ def test_head_transposes_of_the_projections_join(seq):
     ins = [rng.standard_normal((1, seq, heads, d)).astype(np.float32) for _ in range(3)]
     ins.append(np.zeros((1, seq, heads, d), np.float32))
     fused, expected, fres = compile_and_simulate(text, F32, ins)
-    unfused, _, ures = compile_and_simulate(text, "npu-lower{fuse=false}", ins)
+    unfused, _, ures = compile_and_simulate(text, "npu-lower{cores=1 fuse=false}", ins)
     q, k, v = (a[0].transpose(1, 0, 2) for a in ins[:3])
     merged = numpy_attention(q, k.transpose(0, 2, 1), v).transpose(1, 0, 2)[None]
     close(fused[3], merged)
@@ -221,7 +221,7 @@ def test_seq_and_head_dim_sweep(seq, d):
 def test_casts_absorbed_without_hoisting():
     """npu-lower{hoist-casts=false}: the casts of the computed projections
     join the kernel (one query tile per head), loaded in f32 and cast on chip."""
-    check_projections(2, 128, 64, "npu-lower{hoist-casts=false attention-softmax=f32}")
+    check_projections(2, 128, 64, "npu-lower{cores=1 hoist-casts=false attention-softmax=f32}")
 
 
 @pytest.mark.parametrize("projections", [False, True])

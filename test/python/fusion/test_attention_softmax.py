@@ -42,7 +42,7 @@ def numpy_attention_f16(q, kt, v, scale: float | None = None) -> np.ndarray:
 
 
 def lowered(softmax: str, extra: str = "") -> str:
-    return f"npu-lower{{attention-softmax={softmax}{extra}}}"
+    return f"npu-lower{{cores=1 attention-softmax={softmax}{extra}}}"
 
 
 def attrs_of(module) -> dict:
@@ -56,7 +56,7 @@ def check_f16(heads: int, seq: int, d: int = 64, scale: float | None = None,
     within the f16 scores' own error); `fuse`: npu-fuse-attention's options."""
     text = attention(heads, seq, d, scale=scale)
     ins = ins if ins is not None else inputs(heads, seq, d)
-    pipeline = (f"npu-fuse-attention{{softmax=f16 {fuse}}},npu-lower" if fuse
+    pipeline = (f"npu-fuse-attention{{softmax=f16 {fuse}}},npu-lower{{cores=1}}" if fuse
                 else lowered("f16"))
     fused, _, res = compile_and_simulate(text, pipeline, ins)
     for i in range(3):
@@ -174,10 +174,10 @@ def test_row_max_either_way(softmax, row_max, seq, key):
     ins[1][:, 0, key] = 30.0
     text = attention(2, seq, 64)
     fused, _, res = compile_and_simulate(
-        text, f"npu-lower{{attention-softmax={softmax} attention-row-max={row_max}}}", ins)
+        text, f"npu-lower{{cores=1 attention-softmax={softmax} attention-row-max={row_max}}}", ins)
     want = (numpy_attention_f16 if softmax == "f16" else numpy_attention)(*ins[:3])
     close(fused[3], want)
     assert res.hazards == [], res.hazards
     lowered_text = str(compile_program(
-        text, f"npu-lower{{attention-softmax={softmax} attention-row-max={row_max}}}"))
+        text, f"npu-lower{{cores=1 attention-softmax={softmax} attention-row-max={row_max}}}"))
     assert ("cce.vcmax" in lowered_text) == (row_max == "vcmax")

@@ -49,7 +49,7 @@ def test_chunked_key_tiles(softmax, seq, d, chunks):
     assert g["key_rows"] == -(-seq // 16) * 16
     assert key_chunks(g["key_rows"] // 16, d // 16, get_target("ascend910")) == chunks
     ins = inputs(2, seq, d)
-    fused, _, res = compile_and_simulate(text, f"npu-lower{{attention-softmax={softmax}}}", ins)
+    fused, _, res = compile_and_simulate(text, f"npu-lower{{cores=1 attention-softmax={softmax}}}", ins)
     close(fused[3], reference(softmax)(*ins[:3]))
     assert res.hazards == [], res.hazards
 
@@ -66,7 +66,7 @@ def test_chunked_key_tiles_on_f16_rows(softmax):
     rng = np.random.default_rng(3)
     ins = [rng.standard_normal((1, seq, heads, d)).astype(np.float32) for _ in range(3)]
     ins.append(np.zeros((1, seq, heads, d), np.float32))
-    fused, _, res = compile_and_simulate(text, f"npu-lower{{attention-softmax={softmax}}}", ins)
+    fused, _, res = compile_and_simulate(text, f"npu-lower{{cores=1 attention-softmax={softmax}}}", ins)
     q, k, v = (a[0].transpose(1, 0, 2) for a in ins[:3])
     want = reference(softmax)(q, k.transpose(0, 2, 1), v).transpose(1, 0, 2)[None]
     close(fused[3], want)
@@ -86,7 +86,7 @@ def test_cost_beats_fewest_tiles():
         fuse = f"npu-hoist-casts,npu-fuse-attention{{tile={tile}}}"
         g = attrs_of(compile_program(text, fuse))
         modelled[tile] = (g["query_rows"], g["key_rows"])
-        _, _, res = compile_and_simulate(text, f"npu-lower{{attention-tile={tile}}}", ins)
+        _, _, res = compile_and_simulate(text, f"npu-lower{{cores=1 attention-tile={tile}}}", ins)
         assert res.hazards == []
         cycles[tile] = res.cycles
     assert modelled == {"cost": (64, 384), "fewest": (96, 224)}, modelled

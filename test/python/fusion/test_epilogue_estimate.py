@@ -37,7 +37,7 @@ def test_epilogue_model_within_20_percent(m, n, k, steps, out, nd):
     engine = diagnostics.DiagnosticEngine()
     token = diagnostics.install(engine)
     try:
-        got, want, res = compile_and_simulate(text, "npu-lower{fuse-remarks=true}", ins)
+        got, want, res = compile_and_simulate(text, "npu-lower{cores=1 fuse-remarks=true}", ins)
         predicted = model_cycles()
     finally:
         diagnostics._current.reset(token)  # noqa: SLF001

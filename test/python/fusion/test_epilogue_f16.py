@@ -47,7 +47,7 @@ def run(pipeline: str):
 
 
 def test_gelu_epilogue_in_f16_is_the_recipe_bit_for_bit():
-    x, y, module, _ = run("npu-lower{emit=cce}")
+    x, y, module, _ = run("npu-lower{cores=1 emit=cce}")
     c = x + np.float16(0)  # what C = x . I holds: -0 + 0 is +0
     want = run_steps(gelu_erf_recipe_f16(1 / math.sqrt(2)), c)
     assert y.view(np.uint16).tolist() == want.view(np.uint16).tolist()
@@ -59,8 +59,8 @@ def test_gelu_epilogue_in_f16_is_the_recipe_bit_for_bit():
 
 
 def test_drain_conversion_gives_the_same_bits_with_less_vector_work():
-    x, y, _, plain = run("npu-lower{emit=cce matmul-drain-convert=false}")
-    x2, y2, module, converted = run("npu-lower{emit=cce}")
+    x, y, _, plain = run("npu-lower{cores=1 emit=cce matmul-drain-convert=false}")
+    x2, y2, module, converted = run("npu-lower{cores=1 emit=cce}")
     assert y2.view(np.uint16).tolist() == y.view(np.uint16).tolist()
     names = [op.name for op in walk(module.operation)]
     assert "cce.vconv" not in names
@@ -72,7 +72,7 @@ def test_drain_conversion_gives_the_same_bits_with_less_vector_work():
 def test_epilogue_f16_off_rounds_once_at_the_end():
     """epilogue-f16=false: the f32 recipe, rounded once by the cast: within
     half an f16 ulp (plus the f32 recipe's 3e-7) of float64 GELU."""
-    x, y, module, _ = run("npu-lower{emit=cce fuse-epilogue-f16=false}")
+    x, y, module, _ = run("npu-lower{cores=1 emit=cce fuse-epilogue-f16=false}")
     x64 = x.astype(np.float64)
     want = 0.5 * x64 * np.vectorize(math.erfc)(-x64 / math.sqrt(2))
     with np.errstate(over="ignore"):  # the spacing of 65504 is inf: no bound there
@@ -121,10 +121,10 @@ def test_tanh_gelu_in_an_f16_epilogue_runs_widened():
     assert group["compute"] == "f16"
     rng = np.random.default_rng(3)
     ins = [rng.standard_normal((2, 2, 16, 16)).astype(np.float16) for _ in range(2)]
-    out, want, res = compile_and_simulate(text, "npu-lower", ins + [np.zeros_like(ins[0])])
+    out, want, res = compile_and_simulate(text, "npu-lower{cores=1}", ins + [np.zeros_like(ins[0])])
     assert res.hazards == []
     assert_outputs_close(out, want)
-    lowered = compile_program(text, "npu-lower{emit=cce}")
+    lowered = compile_program(text, "npu-lower{cores=1 emit=cce}")
     exps = [op for op in walk(lowered.operation) if op.name == "cce.vexp"]
     assert exps and all("f32" in str(op.operands[0].type) for op in exps)
 
@@ -143,7 +143,7 @@ def test_bias_in_f32_is_rounded_once_before_the_f16_gelu():
     x, (a, b, y) = identity_inputs()
     outputs = {}
     for on in (True, False):
-        pipeline = f"npu-lower{{emit=cce fuse-epilogue-bias-f32={str(on).lower()}}}"
+        pipeline = f"npu-lower{{cores=1 emit=cce fuse-epilogue-bias-f32={str(on).lower()}}}"
         fused = compile_program(text, f"npu-fuse{{epilogue-bias-f32={str(on).lower()}}}")
         (group,) = [dict_attr_items(op.attributes[EPILOGUE_ATTR]) for op in walk(fused.operation)
                     if EPILOGUE_ATTR in op.attributes]
@@ -175,7 +175,7 @@ def test_bias_and_cast_with_the_f32_head_are_the_f32_epilogue_bit_for_bit():
     rng = np.random.default_rng(5)
     outs = []
     for options in ("fuse-epilogue-bias-f32=true", "fuse-epilogue-f16=false"):
-        module = compile_program(text, f"npu-lower{{emit=cce {options}}}")
+        module = compile_program(text, f"npu-lower{{cores=1 emit=cce {options}}}")
         func = functions(module)[0]
         a, b, bias, y = [memref_shape(v.type) for v in func.regions[0].blocks[0].arguments]
         if not outs:

@@ -23,7 +23,7 @@ V_BARRIER = re.compile(r'^\s*"cce.pipe_barrier"\(\) \{pipe = "V"\}.*$', re.M)
 
 def test_every_vector_barrier_of_the_fused_layernorm_is_needed():
     text = layernorm(16, 768, "f32", residual=False)
-    lowered = str(compile_program(text, "npu-lower"))
+    lowered = str(compile_program(text, "npu-lower{cores=1}"))
     barriers = list(V_BARRIER.finditer(lowered))
     rng = np.random.default_rng(3)
     ins = [rng.standard_normal(s).astype(np.float32) for s in ((1, 16, 768), (768,), (768,))]
@@ -59,7 +59,7 @@ def test_every_vector_barrier_of_the_fused_layernorm_is_needed():
 
 def test_fused_gelu_uses_multiply_adds_and_hoisted_constants():
     # Chunks of 16 rows: a loop over two of them and a tail.
-    lowered = str(compile_program(gelu(40, 96, "f32"), f"npu-lower{{max-chunk={16 * 96}}}"))
+    lowered = str(compile_program(gelu(40, 96, "f32"), f"npu-lower{{cores=1 max-chunk={16 * 96}}}"))
     head, _, loop = lowered.partition("scf.for")
     # The seven multiply-add coefficients of the recipe's polynomial as
     # constant blocks, written once before the chunks.

@@ -28,7 +28,7 @@ def run(m: int, n: int, f: int, chains: bool):
     func = functions(module)[0]
     ins[2] = constant_data(arg_attrs(func, 2)["npu.constant"],
                            memref_shape(func.regions[0].blocks[0].arguments[2].type), "f32")
-    pipeline = f"npu-lower{{emit=cce fuse-chains={str(chains).lower()}}}"
+    pipeline = f"npu-lower{{cores=1 emit=cce fuse-chains={str(chains).lower()}}}"
     got, want, res = compile_and_simulate(text, pipeline, ins)
     assert res.hazards == []
     assert_outputs_close(got[-1:], want[-1:])

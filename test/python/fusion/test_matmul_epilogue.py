@@ -28,8 +28,8 @@ def epilogues(text: str) -> list[dict]:
 def fused_and_unfused(text: str, options: str, ins: dict):
     """Simulation results of the fused and the unfused lowering, after
     checking both against the reference and each other (race detector clean)."""
-    fused, expected, fres = compile_and_simulate(text, f"npu-lower{{{options}}}", ins)
-    unfused, _, ures = compile_and_simulate(text, f"npu-lower{{fuse=false {options}}}", ins)
+    fused, expected, fres = compile_and_simulate(text, f"npu-lower{{cores=1 {options}}}", ins)
+    unfused, _, ures = compile_and_simulate(text, f"npu-lower{{cores=1 fuse=false {options}}}", ins)
     assert_outputs_close(fused, expected)
     assert_outputs_close(fused, unfused)
     assert fres.hazards == [], fres.hazards
@@ -164,7 +164,7 @@ def test_gelu_joins_a_short_reduction_when_the_drain_loads_nothing():
 
 def staged_moves(text: str, options: str) -> int:
     """scf.ifs of the lowered matmul that hold nothing but one L0C -> UB move."""
-    module = compile_program(text, f"npu-lower{{{options}}}")
+    module = compile_program(text, f"npu-lower{{cores=1 {options}}}")
     return sum(1 for op in walk(module.operation) if op.name == "scf.if"
                and [o.name for o in op.regions[0].blocks[0].operations
                     if o.name.startswith("cce.")] == ["cce.copy_l0c_to_ub"])
@@ -193,7 +193,7 @@ def test_staged_drain_releases_l0c_before_the_epilogue_bit_identically():
                                   f'{{"staged-drain" = {n} : i64}}}}') for n in (1, 0))
     assert staged_moves(staged, "k=64") > 0
     assert staged_moves(plain, "k=64") == 0
-    assert_bit_identical((staged, plain), "npu-lower{k=64}", inputs_for(base))
+    assert_bit_identical((staged, plain), "npu-lower{cores=1 k=64}", inputs_for(base))
 
 
 def test_f16_drain_is_staged_when_its_vector_work_exceeds_half_the_cubes():
@@ -207,7 +207,7 @@ def test_f16_drain_is_staged_when_its_vector_work_exceeds_half_the_cubes():
     plain = heavy.replace('"ascend.matmul"(%a, %b, %t1)',
                           '"ascend.matmul"(%a, %b, %t1) {npu.options = '
                           '{"staged-drain" = 0 : i64}}')
-    assert_bit_identical((heavy, plain), "npu-lower{k=64}", inputs_for(heavy))
+    assert_bit_identical((heavy, plain), "npu-lower{cores=1 k=64}", inputs_for(heavy))
 
 
 def test_bias_computed_by_an_op_is_an_ordinary_operand():
@@ -230,7 +230,7 @@ def test_bias_computed_by_an_op_is_an_ordinary_operand():
 def body_order(text: str, options: str) -> str:
     """The pipelined loop body's top-level mads (m: ops holding one) and
     drain scf.ifs (d: those holding an L0C -> UB move), in program order."""
-    module = compile_program(text, f"npu-lower{{{options}}}")
+    module = compile_program(text, f"npu-lower{{cores=1 {options}}}")
     loop = next(op for op in walk(module.operation) if op.name == "scf.for")
     order = ""
     for op in loop.regions[0].blocks[0].operations:
@@ -258,14 +258,14 @@ def test_drains_after_the_mads_keep_the_numerics():
     # reduction).
     assert body_order(after, "k=128") == ("m" * 8 + "d" * 4) * 2
     assert body_order(per_piece, "k=128") == ("m" * 2 + "d") * 8
-    assert_bit_identical((after, per_piece), "npu-lower{k=128}", inputs_for(base))
+    assert_bit_identical((after, per_piece), "npu-lower{cores=1 k=128}", inputs_for(base))
 
 
 def mads_and_slot_releases(text: str, options: str) -> tuple[int, int]:
     """The pipelined loop body's top-level mads (an scf.if holding the first
     chunk's overwriting mad and the accumulating one counts once) and its
     M -> MTE1 set_flags (L0A / L0B slots released to the next loads)."""
-    module = compile_program(text, f"npu-lower{{{options}}}")
+    module = compile_program(text, f"npu-lower{{cores=1 {options}}}")
     loop = next(op for op in walk(module.operation) if op.name == "scf.for"
                 and any(o.name == "cce.mad" for o in walk(op)))
     mads = releases = 0
@@ -313,7 +313,7 @@ def test_epilogue_on_c_pieces_in_a_grid(m, n, k, steps, out, nd):
     text = matmul_epilogue(m, n, k, steps, out, nd=nd)
     m_tile = 16 * -(-m // 16)
     options = f"m={m_tile} k={k // 2} c-pieces=4 c-piece-rows=2"
-    module = compile_program(text, f"npu-lower{{{options} emit=cce}}")
+    module = compile_program(text, f"npu-lower{{cores=1 {options} emit=cce}}")
     mads = {(op.attributes["m"].value, op.attributes["k"].value)
             for op in walk(module.operation) if op.name == "cce.mad"}
     assert mads == {(m_tile // 2, 16 * -(-k // 16) // 4)}, mads  # the pipelined schedule's 2 x 2 pieces

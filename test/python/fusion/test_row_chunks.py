@@ -46,7 +46,7 @@ def test_bert_shaped_row_kernels(rows, source):
 
 
 def lowered(text: str, options: str = "") -> str:
-    return str(compile_program(text, f"npu-lower{{{options}}}" if options else "npu-lower"))
+    return str(compile_program(text, f"npu-lower{{cores=1 {options}}}" if options else "npu-lower{cores=1}"))
 
 
 def test_variance_folds_its_squares():
@@ -106,8 +106,8 @@ def test_bert_layernorm_stores_from_its_loaded_buffer():
 
     text = layernorm(128, 768)
     ins = inputs_for(text)
-    _, _, res = compile_and_simulate(text, "npu-lower", ins)
-    _, _, plain = compile_and_simulate(text, "npu-lower{fuse-layouts=false}", ins)
+    _, _, res = compile_and_simulate(text, "npu-lower{cores=1}", ins)
+    _, _, plain = compile_and_simulate(text, "npu-lower{cores=1 fuse-layouts=false}", ins)
     assert res.hazards == [] and res.cycles < plain.cycles, (res.cycles, plain.cycles)
 
 

@@ -164,7 +164,7 @@ def test_random_programs_survive_encode_decode(text):
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_examples_round_trip(path):
     module = parse_module(path.read_text(), make_context())
-    run_pipeline(module, "npu-lower", get_target())
+    run_pipeline(module, "npu-lower{cores=1}", get_target())
     binary = encode(module)
     assert str(decode(binary, "ex.npub", make_context())) == str(module)
 
@@ -185,7 +185,7 @@ def test_converting_l0c_move_round_trips():
             f'  "ascend.cast"(%r, %y) {{round_mode = "rint"}} : ({t(2, 2, f, f, e="f32")}, '
             f'{t(2, 2, f, f)}) -> ()\n  return\n}}\n')
     module = parse_module(text, make_context())
-    run_pipeline(module, "npu-lower{matmul-drain-convert=true}", get_target())
+    run_pipeline(module, "npu-lower{cores=1 matmul-drain-convert=true}", get_target())
     binary = encode(module)
     assert str(decode(binary, "k.npub", make_context())) == str(module)
     moves = [line for line in listing(binary, "k.npub", make_context()).splitlines()
@@ -195,7 +195,7 @@ def test_converting_l0c_move_round_trips():
 
 def _example_binary() -> bytes:
     module = parse_module(EXAMPLES[0].read_text(), _CTX)
-    run_pipeline(module, "npu-lower", get_target())
+    run_pipeline(module, "npu-lower{cores=1}", get_target())
     return encode(module)
 
 
@@ -228,6 +228,6 @@ def test_bad_opcode_names_its_instruction_offset():
 
 def test_cce_has_no_binary_form():
     module = parse_module(EXAMPLES[0].read_text(), _CTX)
-    run_pipeline(module, "npu-lower{emit=cce}", get_target())
+    run_pipeline(module, "npu-lower{cores=1 emit=cce}", get_target())
     with pytest.raises(EncodeError, match=r"'cce\.[a-z_0-9]+' has no binary encoding"):
         encode(module)

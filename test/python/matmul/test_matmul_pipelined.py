@@ -211,7 +211,7 @@ def test_bad_l1_chunk_is_an_error():
 
 def run_default(M: int, N: int, K: int, options: str = ""):
     """Through `npu-lower` with its defaults (cost-model tiles, double buffering)."""
-    return compile_and_run(M, N, K, f"npu-lower{{{options}}}")
+    return compile_and_run(M, N, K, f"npu-lower{{cores=1 {options}}}")
 
 
 def test_pipelined_schedule_reaches_its_ratio_to_the_bound():
@@ -242,7 +242,7 @@ def test_f16_write_back_in_several_ub_chunks(schedule):
     """A 256 x 256 C tile in f16 leaves through UB in several chunks (f32 and
     f16 copies of all 16 column blocks exceed UB): each chunk must have its
     own lifetime, or memory planning overflows UB (it did for the nest)."""
-    module, _ = compile_and_run(256, 32, 256, f"npu-lower{{m=256 k=256 matmul-schedule={schedule}}}",
+    module, _ = compile_and_run(256, 32, 256, f"npu-lower{{cores=1 m=256 k=256 matmul-schedule={schedule}}}",
                                 out="f16")
     assert is_pipelined(module) == (schedule == "pipelined")
     assert len([op for op in walk(module.operation) if op.name == "cce.copy_ub_to_gm"]) > 1
@@ -251,7 +251,7 @@ def test_f16_write_back_in_several_ub_chunks(schedule):
 def test_npu_lower_forwards_the_schedule_options():
     # 2 C tiles of 32 x 64, l1-chunk=32 of N=96: 6 (tile, chunk) iterations,
     # one A and one B copy each; c-pieces=1: the mads cover the whole tile.
-    module, res = compile_and_run(64, 96, 64, "npu-lower{m=32 k=64 l1-chunk=32 c-pieces=1}")
+    module, res = compile_and_run(64, 96, 64, "npu-lower{cores=1 m=32 k=64 l1-chunk=32 c-pieces=1}")
     assert is_pipelined(module)
     assert res.report["pipes"]["MTE2"]["instructions"] == 12
     mads = [op for op in walk(module.operation) if op.name == "cce.mad"]
@@ -298,7 +298,7 @@ def test_cost_model_picks_a_pipelined_tiling_for_bert_qkv():
     """128x768x2304 (BERT's fused QKV, fp16 out): the default lowering used
     to take k=512, which does not divide K and ran the plain nest (123.6k
     cycles); ranked by time it takes k=384 and pipelines (85.3k)."""
-    module, res = compile_and_run(128, 768, 2304, "npu-lower", out="f16")
+    module, res = compile_and_run(128, 768, 2304, "npu-lower{cores=1}", out="f16")
     assert is_pipelined(module)
-    _, nest = compile_and_run(128, 768, 2304, "npu-lower{m=128 k=512}", out="f16")
+    _, nest = compile_and_run(128, 768, 2304, "npu-lower{cores=1 m=128 k=512}", out="f16")
     assert res.cycles < 0.8 * nest.cycles, (res.cycles, nest.cycles)

@@ -80,7 +80,7 @@ def _run(text: str, pipeline: str, target):
 def test_fused_kernels_on_many_cores_equal_one_core(name: str, text: str, n: int,
                                                     target: str) -> None:
     t = get_target(target)
-    one, _ = _run(text, "builtin.module(npu-lower)", t)
+    one, _ = _run(text, "builtin.module(npu-lower{cores=1})", t)
     many, program = _run(text, MANY.format(n=n), t)
     assert many.report["block_dim"] == n and many.hazards == []
     for a, b in zip(one.outputs, many.outputs):
@@ -94,7 +94,7 @@ def test_nz_store_and_row_major_epilogue_on_many_cores() -> None:
     # picks the reduction's tiles), so its f32 sums may associate otherwise:
     # equal to f32 rounding.
     t = get_target("ascend910")
-    one, _ = _run(NZ_CHAIN, "builtin.module(npu-lower)", t)
+    one, _ = _run(NZ_CHAIN, "builtin.module(npu-lower{cores=1})", t)
     many, program = _run(NZ_CHAIN, MANY.format(n=4), t)
     assert many.report["block_dim"] == 4 and many.hazards == []
     assert program.count("hivm.sync_all") >= 1

@@ -53,7 +53,7 @@ def test_ffn_block_on_many_cores_matches_onnxruntime(n: int) -> None:
 def test_a_model_too_small_for_its_barriers_stays_on_one_core() -> None:
     model = mlp()  # 6 x 40 -> 72 -> 24
     x = np.random.default_rng(2).standard_normal((6, 40)).astype(np.float32)
-    _, one = _run(model, 1, x, "npu-lower")
+    _, one = _run(model, 1, x, "npu-lower{{cores=1}}")
     _, many = _run(model, 32, x, "npu-lower{{cores={n}}}")
     assert many["cycles"] == one["cycles"] and many.get("block_dim", 1) == 1
 
@@ -62,7 +62,7 @@ def test_a_model_too_small_for_its_barriers_stays_on_one_core() -> None:
 def test_many_cores_are_never_slower_than_one(n: int) -> None:
     path = str(EXAMPLES / "ffn_block.onnx")
     x = np.random.default_rng(2).standard_normal((64, 128)).astype(np.float32)
-    _, one = _run(path, 1, x, "npu-lower")
+    _, one = _run(path, 1, x, "npu-lower{{cores=1}}")
     _, many = _run(path, n, x, "npu-lower{{cores={n}}}")
     assert many["cycles"] < one["cycles"]
 
@@ -142,3 +142,16 @@ def test_cores_for_a_linalg_module(tmp_path, capsys) -> None:
     assert npu_run.main([str(src), "--cores", "8", "--check", "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["block_dim"] == 8 and rep["check"]["passed"]
+
+
+def test_the_default_is_every_core_and_cores_one_is_one() -> None:
+    path = str(EXAMPLES / "ffn_block.onnx")
+    x = np.random.default_rng(3).standard_normal((64, 128)).astype(np.float32)
+    (want,) = onnxruntime.InferenceSession(path).run(None, {"x": x})
+    (out,), default = npu.compile(path)(x)
+    (single,), one = npu.compile(path, cores=1)(x)
+    np.testing.assert_allclose(out, want, rtol=2e-2, atol=5e-3)
+    assert default["block_dim"] > 1 and default["cycles"] < one["cycles"]
+    assert one.get("block_dim", 1) == 1
+    _, pinned = _run(path, 1, x, "npu-lower{{cores=1}}")
+    assert one["cycles"] == pinned["cycles"]

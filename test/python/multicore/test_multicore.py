@@ -80,7 +80,7 @@ def _run(text: str, pipeline: str, inputs, **kw):
 def test_multicore_equals_single_core_bit_for_bit(name: str) -> None:
     text, cores, launched = CASES[name]
     inputs = random_inputs(text, seed=3)
-    one = _run(text, "builtin.module(npu-lower)", inputs)
+    one = _run(text, "builtin.module(npu-lower{cores=1})", inputs)
     many = _run(text, f"builtin.module(npu-split-cores{{cores={cores} min-bytes=0}},npu-lower)",
                 inputs)
     assert many.report["block_dim"] == launched

@@ -38,7 +38,7 @@ def run():
     from npu.target import get_target
 
     target = get_target()
-    _, _, result = compile_and_simulate(MATMUL, "npu-lower", random_inputs(MATMUL, seed=1), target)
+    _, _, result = compile_and_simulate(MATMUL, "npu-lower{cores=1}", random_inputs(MATMUL, seed=1), target)
     return result
 
 
@@ -212,7 +212,7 @@ def test_npu_run_writes_html_and_csvs(tmp_path, capsys):
     src = tmp_path / "mm.mlir"
     src.write_text(MATMUL)
     page, csv_dir = tmp_path / "run.html", tmp_path / "prof"
-    assert npu_run.main([str(src), "--html", str(page), "--csv", str(csv_dir), "--json"]) == 0
+    assert npu_run.main([str(src), "--html", str(page), "--csv", str(csv_dir), "--json", "--cores", "1"]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["version"] == REPORT_VERSION
     assert set(render(page.read_text())) == {"timeline", "utilization"}

@@ -45,7 +45,7 @@ def reference(x, r, g, b):
 def _lowered():
     target = get_target("ascend910")
     module = parse_module(layernorm_with_f16_copy(), make_context())
-    run_pipeline(module, "npu-lower{emit=cce fuse-slots=1}", target)
+    run_pipeline(module, "npu-lower{cores=1 emit=cce fuse-slots=1}", target)
     return module, target
 
 

@@ -28,7 +28,7 @@ def gm(shape, elem="f16") -> str:
 
 def compile_and_run(text: str, inputs, options: str):
     module = parse_module(text, make_context())
-    run_pipeline(module, at_cce(f"npu-lower{{{options}}}"), TARGET)
+    run_pipeline(module, at_cce(f"npu-lower{{cores=1 {options}}}"), TARGET)
     assert not [op for op in walk(module.operation) if op.name.startswith("ascend.")]
     return module, simulate_levels(module, inputs, TARGET, strict=True)
 
@@ -91,7 +91,7 @@ def test_no_lowering_left_is_an_error(monkeypatch):
     module = parse_module(text, make_context())
     with pytest.raises(PipelineError, match=r"-:2:3: error: npu-lower: no registered lowering "
                                             r"handled 'ascend.exp'"):
-        run_pipeline(module, "npu-lower", TARGET)
+        run_pipeline(module, "npu-lower{cores=1}", TARGET)
 
 
 def test_precise_and_double_buffering_pay_off():

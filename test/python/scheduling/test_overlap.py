@@ -23,7 +23,7 @@ from npu.target import get_target
 TARGET = get_target("ascend910")
 N_OPS = TARGET.events_per_pipe_pair + 2
 SIZE = 16384  # 4 chunks of 4096 elements per op: a loop of 2 ping-ponged iterations
-PIPELINE = "npu-lower{max-chunk=4096 fuse=false carried-span=%s}"
+PIPELINE = "npu-lower{cores=1 max-chunk=4096 fuse=false carried-span=%s}"
 T = f'memref<{SIZE}xf16, "gm">'
 
 

@@ -101,7 +101,7 @@ def top_level(module) -> list:
 
 def prefetched_weights(text: str, options: str = "prefetch=true") -> list[int]:
     """Argument numbers of the weights a top-level copy loads into L1."""
-    module = compile_program(text, f"npu-lower{{{options}}}" if options else "npu-lower")
+    module = compile_program(text, f"npu-lower{{cores=1 {options}}}" if options else "npu-lower{cores=1}")
     func = functions(module)[0]
     args = list(func.regions[0].blocks[0].arguments)
     return sorted({args.index(view_root(op.operation.operands[0]))
@@ -121,9 +121,9 @@ def test_prefetched_chain_matches_numpy_and_the_unprefetched_result(m, n, k1, k2
     text = chain(m, n, k1, k2, out, lead)
     ins = inputs(text)
     got, expected, res = compile_and_simulate(
-        text, "npu-lower{prefetch=true fuse-chains=false}", ins)
+        text, "npu-lower{cores=1 prefetch=true fuse-chains=false}", ins)
     plain, _, plain_res = compile_and_simulate(
-        text, "npu-lower{prefetch=false fuse-chains=false}", ins)
+        text, "npu-lower{cores=1 prefetch=false fuse-chains=false}", ins)
     assert_outputs_close(got, expected)
     for a, b in zip(got, plain):
         np.testing.assert_array_equal(a, b)
@@ -142,8 +142,8 @@ def test_prefetch_saves_the_idle_tail():
     # exp's result).
     text = chain(48, 1024, 256, 112, "f32", "exp")
     ins = inputs(text)
-    _, _, res = compile_and_simulate(text, "npu-lower{prefetch=true}", ins)
-    _, _, plain = compile_and_simulate(text, "npu-lower{prefetch=false}", ins)
+    _, _, res = compile_and_simulate(text, "npu-lower{cores=1 prefetch=true}", ins)
+    _, _, plain = compile_and_simulate(text, "npu-lower{cores=1 prefetch=false}", ins)
     assert res.cycles < plain.cycles, (res.cycles, plain.cycles)
 
 
@@ -182,7 +182,7 @@ def simulated_with_and_without(text: str, ins: list[np.ndarray]):
     """`npu-lower{fuse=false}` with and without npu-prefetch, simulated:
     both give the numpy result, bit for bit the same, race-free. Returns
     both SimResults."""
-    pipeline = "npu-lower{{fuse=false prefetch={}}}"
+    pipeline = "npu-lower{{cores=1 fuse=false prefetch={}}}"
     got, expected, res = compile_and_simulate(text, pipeline.format("true"), ins)
     plain, _, plain_res = compile_and_simulate(text, pipeline.format("false"), ins)
     assert_outputs_close(got, expected)
@@ -276,7 +276,7 @@ def test_loads_that_wait_for_nothing_leave_the_earlier_gap_to_the_weights():
     # 'prev' (a top-level weight copy before the exp of %y).
     text = free_loads_first()
     res, plain_res = simulated_with_and_without(text, inputs(text))
-    module = compile_program(text, "npu-lower{fuse=false prefetch=true}")
+    module = compile_program(text, "npu-lower{cores=1 fuse=false prefetch=true}")
     names = [op.name for op in top_level(module)]
     assert "cce.copy_gm_to_l1" in names, "the weight was not prefetched"
     first_weight_copy = names.index("cce.copy_gm_to_l1")
@@ -312,7 +312,7 @@ def test_a_preparation_waiting_behind_free_loads_keeps_the_previous_ops_gap():
     # weight's first slot loads there, ahead of the exp of %y.
     text = strip_behind_free_loads()
     res, plain_res = simulated_with_and_without(text, inputs(text))
-    module = compile_program(text, "npu-lower{fuse=false prefetch=true}")
+    module = compile_program(text, "npu-lower{cores=1 fuse=false prefetch=true}")
     names = [op.name for op in top_level(module)]
     loops = [k for k, name in enumerate(names) if name == "scf.for"]
     assert "cce.copy_gm_to_l1" in names, "the weight was not prefetched"
@@ -338,11 +338,11 @@ def test_live_l1_room_takes_the_attention_tail():
     x = np.random.default_rng(1).standard_normal((1, 128, 768)).astype(np.float32)
     runs = {}
     for room in ("live", "safe"):
-        pipeline = f"npu-lower{{prefetch-l1-room={room}}}"
+        pipeline = f"npu-lower{{cores=1 prefetch-l1-room={room}}}"
         (y,), report = npu.compile(model, target="ascend910", pipeline=pipeline)(x)
         assert report["hazards"] == [], report["hazards"]
         runs[room] = (y, report["cycles"])
-        cce = npu.compile(model, target="ascend910", pipeline=f"npu-lower{{prefetch-l1-room={room} "
+        cce = npu.compile(model, target="ascend910", pipeline=f"npu-lower{{cores=1 prefetch-l1-room={room} "
                                                                   f"emit=cce}}").module
         tops = top_level(cce)
         where = [str(op.location) for op in tops]
@@ -379,7 +379,7 @@ def test_an_l1_overflow_after_live_room_lowers_again_with_safe_room(monkeypatch)
     monkeypatch.setattr(PrefetchPass, "run", spy_prefetch)
     monkeypatch.setattr(PlanMemoryPass, "run", overflow_once)
     text = strip_behind_free_loads()
-    module = compile_program(text, "npu-lower{fuse=false prefetch=true}")
+    module = compile_program(text, "npu-lower{cores=1 fuse=false prefetch=true}")
     assert rooms == ["live", "safe"], rooms
     names = [op.name for op in top_level(module)]
     assert "cce.copy_gm_to_l1" in names, "the second lowering did not prefetch"

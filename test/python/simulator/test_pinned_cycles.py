@@ -63,15 +63,15 @@ REDUCE = _func("reduce", [f"%x: {ND}", f"%s: {ROW}", f"%m: {ROW}", '%t: memref<5
 
 # name -> (program text or example path, pipeline, simulate keyword arguments)
 CASES: dict[str, tuple[str, str, dict]] = {
-    **{os.path.basename(p): (p, "npu-lower", {}) for p in EXAMPLES},
+    **{os.path.basename(p): (p, "npu-lower{cores=1}", {}) for p in EXAMPLES},
     "matmul-simple-no-double-buffer": (os.path.join(ROOT, "examples", "matmul_512x768x768.mlir"),
-                                       "npu-lower{double-buffer=false}", {}),
+                                       "npu-lower{cores=1 double-buffer=false}", {}),
     "matmul-is": (os.path.join(ROOT, "examples", "matmul_512x768x768.mlir"),
-                  "npu-lower{strategy=is}", {}),
-    "chain": (CHAIN, "npu-lower", {}),
-    "chain-serialized": (CHAIN, "npu-lower", {"serialize": True}),
-    "layer": (LAYER, "npu-lower", {}),
-    "reduce-transpose": (REDUCE, "npu-lower{max-chunk=4096}", {}),
+                  "npu-lower{cores=1 strategy=is}", {}),
+    "chain": (CHAIN, "npu-lower{cores=1}", {}),
+    "chain-serialized": (CHAIN, "npu-lower{cores=1}", {"serialize": True}),
+    "layer": (LAYER, "npu-lower{cores=1}", {}),
+    "reduce-transpose": (REDUCE, "npu-lower{cores=1 max-chunk=4096}", {}),
 }
 
 # name -> (cycles, dynamic instructions, sha256 of the outputs' bytes)
