@@ -42,7 +42,7 @@ def compiled(heads: int, seq: int, d: int, scale: float, mode: str):
     from npu.target import get_target
 
     module = parse_module(attention(heads, seq, d, scale=scale), make_context())
-    run_pipeline(module, f"npu-lower{{attention-softmax={mode}}}", get_target("ascend910"))
+    run_pipeline(module, f"npu-lower{{cores=1 attention-softmax={mode}}}", get_target("ascend910"))
     return module
 
 

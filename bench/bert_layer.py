@@ -4,7 +4,7 @@ against each op's own lower bound, and the GM workspace against its lower
 bound. Numerics are checked against onnxruntime.
 
     .venv/bin/python bench/bert_layer.py [--seq 128] [--hidden 768] [--heads 12] [--ffn 3072]
-                                         [--pipeline 'npu-lower{fuse-attention=false}']
+                                         [--pipeline 'npu-lower{cores=1 fuse-attention=false}']
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def main() -> int:
     p.add_argument("--hidden", type=int, default=768)
     p.add_argument("--heads", type=int, default=12)
     p.add_argument("--ffn", type=int, default=3072)
-    p.add_argument("--pipeline", default="npu-lower",
+    p.add_argument("--pipeline", default="npu-lower{cores=1}",
                    help="e.g. 'npu-lower{fuse-attention=false}' for the figures without attention fusion")
     args = p.parse_args()
 

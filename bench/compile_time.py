@@ -135,7 +135,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1,10,50,200")
     ap.add_argument("--families", default=",".join(FAMILIES))
-    ap.add_argument("--pipeline", default="npu-lower")
+    ap.add_argument("--pipeline", default="npu-lower{cores=1}")
     ap.add_argument("--bert", default="1,12", help="BERT encoder depths ('' for none)")
     ap.add_argument("--profile", default=None, metavar="FAMILY:N",
                     help="profile one module with cProfile and print the top entries instead")

@@ -85,7 +85,7 @@ def run(name: str, spec, target) -> dict:
     dw = name in DEPTHWISE
     text, inputs = conv_module(*spec, depthwise=dw)
     module = parse_module(text, make_context())
-    run_pipeline(module, "npu-lower", target)
+    run_pipeline(module, "npu-lower{cores=1}", target)
     res = simulate(module, inputs, target=target, numerics=False)
     ho = (h + 2 * pad - k) // stride + 1
     wo = (w + 2 * pad - k) // stride + 1

@@ -30,7 +30,7 @@ def run(path: str, target: str) -> dict:
     import npu
 
     feeds = model_inputs(onnx.load(path), np.random.default_rng(0))
-    kernel = npu.compile(path, target=target)
+    kernel = npu.compile(path, target=target, cores=1)
     outputs, report = kernel(*[feeds[p.name] for p in kernel.interface.inputs])
     expected = onnxruntime.InferenceSession(path).run(kernel.output_names, feeds)
     error = max(float(np.max(np.abs(g.astype(np.float64) - w))) for g, w in zip(outputs, expected))

@@ -113,7 +113,7 @@ def main(argv=None) -> int:
         out = np.zeros(shapes[-1], NP[elems[-1]])
         start = time.perf_counter()
         module = parse_module(source, make_context())
-        run_pipeline(module, "npu-lower", target)
+        run_pipeline(module, "npu-lower{cores=1}", target)
         compile_s = time.perf_counter() - start
         res = simulate(module, [np.array(a, copy=True) for a in inputs] + [out], target=target,
                        strict=True)

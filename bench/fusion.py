@@ -44,7 +44,7 @@ EXTRA_OPTIONS = ""
 def lower(options: str = "") -> str:
     """The npu-lower pipeline with `options` and the --options of the run."""
     both = " ".join(o for o in (options, EXTRA_OPTIONS) if o)
-    return f"npu-lower{{{both}}}" if both else "npu-lower"
+    return f"npu-lower{{cores=1 {both}}}" if both else "npu-lower{cores=1}"
 
 
 def run_ascend(text: str, pipeline: str, target):

@@ -122,7 +122,7 @@ def main() -> int:
     p.add_argument("--hidden", type=int, default=768)
     p.add_argument("--heads", type=int, default=12)
     p.add_argument("--ffn", type=int, default=3072)
-    p.add_argument("--pipeline", default="npu-lower{fuse-remarks=true}")
+    p.add_argument("--pipeline", default="npu-lower{cores=1 fuse-remarks=true}")
     args = p.parse_args()
     worst = 0.0
     for seq in args.seq:

@@ -72,7 +72,7 @@ def simulate_row(row: Row, text: str, target) -> None:
     inputs = random_inputs(original, 0)
     expected = evaluate(original, inputs)
     outputs, checks = {}, []
-    for label, pipeline in (("planned", "npu-lower"), ("unplanned", "npu-lower{plan-gm=false}")):
+    for label, pipeline in (("planned", "npu-lower{cores=1}"), ("unplanned", "npu-lower{cores=1 plan-gm=false}")):
         module = parse_module(text, make_context())
         run_pipeline(module, pipeline, target)
         res = simulate(module, [np.array(a) for a in inputs], target=target)

@@ -48,7 +48,7 @@ def measure(path: Path, repeat: int, sim: bool) -> dict:
     lower, to_hivm, enc = [], [], []
     for _ in range(repeat):
         module = parse_module(text, make_context())
-        lower.append(_timed(lambda: run_pipeline(module, "npu-lower{emit=cce}", target)))
+        lower.append(_timed(lambda: run_pipeline(module, "npu-lower{cores=1 emit=cce}", target)))
         cce_text = str(module)
         to_hivm.append(_timed(lambda: run_pipeline(module, "npu-lower-cce-to-hivm", target)))
         binary = b""

@@ -54,7 +54,7 @@ def _bert(layers: int) -> Iterator[tuple[str, str]]:
     yield f"bert:{layers}/linalg", _digest(linalg)
     module = linalg_to_ascend(linalg, inputs, outputs, locate, "bert.onnx", ctx)
     yield f"bert:{layers}/ascend", _digest(module)
-    run_pipeline(module, "npu-lower", get_target("ascend910"))
+    run_pipeline(module, "npu-lower{cores=1}", get_target("ascend910"))
     yield f"bert:{layers}/lowered", _digest(module)
 
 
@@ -68,12 +68,12 @@ def digests(only: str | None = None, large: bool = False) -> Iterator[tuple[str,
         for emit in ("hivm", "cce"):
             name = f"examples/{path.name}@{emit}"
             if wanted(name):
-                yield name, _lowered(path.read_text(), f"npu-lower{{emit={emit}}}")
+                yield name, _lowered(path.read_text(), f"npu-lower{{cores=1 emit={emit}}}")
     for family, make in compile_time.FAMILIES.items():
         for n in (1, 10, 50) + ((200,) if large else ()):
             name = f"{family}:{n}"
             if wanted(name):
-                yield name, _lowered(make(n), "npu-lower")
+                yield name, _lowered(make(n), "npu-lower{cores=1}")
     for layers in (1, 2) + ((12,) if large else ()):
         if wanted(f"bert:{layers}"):
             yield from _bert(layers)

@@ -80,7 +80,7 @@ def simulate_epilogue(M: int, N: int, K: int, steps: tuple[str, ...], opts: str,
 def simulate_tiles(M: int, N: int, K: int, out: str, tiles: tuple[int, int, int] | None, target,
                    epilogue: tuple[str, ...] = ()) -> int:
     """Simulated cycles of the matmul lowered by `npu-lower` (tiles None: the model's)."""
-    opts = "" if tiles is None else f"{{m={tiles[0]} n={tiles[1]} k={tiles[2]}}}"
+    opts = "{cores=1}" if tiles is None else f"{{cores=1 m={tiles[0]} n={tiles[1]} k={tiles[2]}}}"
     if epilogue:
         return simulate_epilogue(M, N, K, epilogue, opts, target)
     module = parse_module(nz_matmul_program(M, N, K, out=out), make_context())

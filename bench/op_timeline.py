@@ -8,7 +8,7 @@ at it; they cost time only when that pipe had other work queued. `--loops` adds,
 ops, each pipe's busy cycles and the cycles each flag kept a pipe waiting.
 
     .venv/bin/python bench/op_timeline.py [--seq 128] [--loops ln1,ln2] [--min-wait 100]
-                                          [--pipeline 'npu-lower{prefetch=true}']
+                                          [--pipeline 'npu-lower{cores=1 prefetch=true}']
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def main() -> int:
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--loops", default="", help="ops whose loops get per-pipe busy and wait cycles")
     p.add_argument("--min-wait", type=int, default=100, help="top-level waits shorter than this are left out")
-    p.add_argument("--pipeline", default="npu-lower", help="e.g. 'npu-lower{prefetch=true}'")
+    p.add_argument("--pipeline", default="npu-lower{cores=1}", help="e.g. 'npu-lower{prefetch=true}'")
     args = p.parse_args()
 
     import npu

@@ -62,7 +62,7 @@ def run_mlir(text: str, span: str, target) -> tuple[int, int, int, int, int | No
 
     module = parse_module(text, make_context())
     inputs = random_inputs(find_entry(module, None), 0)
-    run_pipeline(module, f"npu-lower{{max-chunk=4096 fuse=false carried-span={span}}}", target)
+    run_pipeline(module, f"npu-lower{{cores=1 max-chunk=4096 fuse=false carried-span={span}}}", target)
     res = simulate(module, inputs, target=target, numerics=False)
     return (res.cycles, full_barriers(module), sum_of_spans(res, target), res.report["bound_cycles"],
             None)
@@ -74,7 +74,7 @@ def run_bert(span: str, target) -> tuple[int, int, int, int, int | None]:
     from npu.frontend.bert import bert_layer
 
     kernel = npu.compile(bert_layer(128, 768, 12, 3072), target=target, where="bert_layer.onnx",
-                         pipeline=f"npu-lower{{carried-span={span}}}")
+                         pipeline=f"npu-lower{{cores=1 carried-span={span}}}")
     x = np.random.default_rng(1).standard_normal((1, 128, 768)).astype(np.float32)
     _, report = kernel(x)
     return (report["cycles"], full_barriers(kernel.module),

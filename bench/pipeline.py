@@ -114,7 +114,7 @@ def run(case: str, config: str, target) -> Row:
     text, inputs, check = cases()[case]()
     module = parse_module(text, make_context())
     t0 = time.perf_counter()
-    run_pipeline(module, f"npu-lower{{{CONFIGS[config]}}}", target)
+    run_pipeline(module, f"npu-lower{{cores=1 {CONFIGS[config]}}}", target)
     t1 = time.perf_counter()
     res = simulate(module, inputs, target=target, strict=True)
     t2 = time.perf_counter()

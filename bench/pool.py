@@ -98,7 +98,7 @@ def run_case(name: str, op: str, shape, attrs: dict, elem: int, target_name: str
     model = pool_model(op, shape, elem, **attrs)
     x = np.random.default_rng(0).standard_normal(shape).astype(NUMPY[elem])
     want = run_ort(model, {"x": x})[0]
-    (got,), report = npu.compile(model, target=target_name)(x)
+    (got,), report = npu.compile(model, target=target_name, cores=1)(x)
     err = float(np.abs(got.astype(np.float64) - want.astype(np.float64)).max())
     ideal, limit = ideal_bound(op, shape, attrs, np.dtype(NUMPY[elem]).itemsize, target)
     own = int(report["bound_cycles"])
@@ -127,7 +127,7 @@ def run_case_5hd(name: str, op: str, shape, attrs: dict, target_name: str) -> Ro
             f'  "ascend.pool2d"(%x, %y) {{{fields}, layout = "nc1hwc0"}} : ({types[0]}, {types[1]}) -> ()\n'
             "  return\n}\n")
     module = parse_module(text, make_context())
-    run_pipeline(module, "npu-lower", target)
+    run_pipeline(module, "npu-lower{cores=1}", target)
     x = np.random.default_rng(0).standard_normal(x5).astype(np.float16)
     res = simulate(module, [x, np.zeros(y5, np.float16)], target=target)
     err = float(np.abs(res.outputs[1].astype(np.float64) - pool2d_5hd_numpy(x, p)).max())

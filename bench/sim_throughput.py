@@ -233,7 +233,7 @@ def run_matmul(args, options: dict) -> bool:
     module = parse_module(text, ctx)
     inputs = random_inputs(find_entry(module, None), 0)
     c0 = time.process_time()
-    run_pipeline(module, "npu-lower", get_target())
+    run_pipeline(module, "npu-lower{cores=1}", get_target())
     compile_cpu = time.process_time() - c0
     res, wall, cpu = timed_simulate(module, inputs, options, args.profile, args.repeat)
     ok = True
