@@ -82,7 +82,6 @@ class ConvKernel:
             # rows only; when the first band is not in a loop, the rest follow
             # its input on MTE2 (`flush_weights`).
             self.w_l1 = nir.alloc([s.k1 * s.co1 * FRAC], "f16", "l1")
-            flat = nir.flatten_memref(self.wz)
             # Pieces of 1, 1, 2, 4, ... chunks: each copy is followed by its flag,
             # which waits for the copy's GM latency, so a piece must cover
             # more compute than the previous one took to arrive.
@@ -92,10 +91,8 @@ class ConvKernel:
                 pieces.append((k0, rows))
                 k0 += rows
                 size = size if len(pieces) == 1 else 2 * size
-            self.pending = [lambda k0=k0, rows=rows: copy(
-                "cce.copy_gm_to_l1", nir.subview(flat, [k0 * s.co1 * FRAC], [rows * s.co1 * FRAC]),
-                nir.subview(self.w_l1, [k0 * s.co1 * FRAC], [rows * s.co1 * FRAC]), 1,
-                rows * s.co1 * 16) for k0, rows in pieces]
+            self.pending = [lambda k0=k0, rows=rows: self.copy_weight_rows(k0, rows)
+                            for k0, rows in pieces]
             self.pending.pop(0)()
             if groups[0][2] > 1 or s.batch > 1:
                 self.flush_weights()
@@ -150,13 +147,33 @@ class ConvKernel:
                 if rest:
                     self.emit_band(n, band, k0 + 2 * pairs)
 
+    def row_pitch(self) -> int:
+        """32-byte blocks from one K1 row of the fractal-Z weights to the
+        next: Cout1 * 16, or more in one core's slice of a conv split over
+        its output channels (npu-split-cores)."""
+        strides, _ = nir.memref_layout(self.wz)
+        return strides[0] // 16
+
+    def copy_weight_rows(self, k0: int, rows: int) -> None:
+        """K1 rows [k0, k0 + rows) of the weights -> the resident L1 copy:
+        one burst when the rows are contiguous, else one per row."""
+        s = self.s
+        dst = nir.subview(self.w_l1, [k0 * s.co1 * FRAC], [rows * s.co1 * FRAC])
+        gap = self.row_pitch() - s.co1 * 16
+        if gap == 0:
+            src = nir.subview(nir.flatten_memref(self.wz), [k0 * s.co1 * FRAC], [rows * s.co1 * FRAC])
+            copy("cce.copy_gm_to_l1", src, dst, 1, rows * s.co1 * 16)
+        else:
+            src = nir.subview(self.wz, [k0, 0, 0, 0], [rows, s.co1, 16, 16])
+            copy_bursts("cce.copy_gm_to_l1", src, dst, rows, s.co1 * 16, src_gap=gap)
+
     def copy_tile_weights(self, w_l1, s0: int) -> None:
         """The fractal-Z columns of the super tile at Cout block s0 -> L1."""
         s = self.s
         ns = min(self.t.n1, s.co1 - s0)
         wsrc = nir.subview(self.wz, [0, s0, 0, 0], [s.k1, ns, 16, 16])
         copy_bursts("cce.copy_gm_to_l1", wsrc, nir.subview(w_l1, [0], [s.k1 * ns * FRAC]), s.k1,
-                    ns * 16, src_gap=(s.co1 - ns) * 16)
+                    ns * 16, src_gap=self.row_pitch() - ns * 16)
 
     def flush_weights(self) -> None:
         for piece in self.pending:

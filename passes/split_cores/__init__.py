@@ -51,6 +51,21 @@ SYNC_ALL = "cce.sync_all"
 INERT = ("memref.", "arith.", "func.return", "builtin.unrealized_conversion_cast")
 
 
+CUBE_OPS = ("ascend.matmul", "ascend.batch_matmul", "ascend.conv2d")
+
+
+def _cube_blocks(op: ir.Operation) -> int:
+    """The op's 16x16x16 cube blocks: a conv's implicit matmul is
+    (Ho*Wo/16) x (its weights' K1 x Cout1) per image."""
+    if op.name == "ascend.conv2d":
+        out, w = nir.memref_shape(op.operands[-1].type), nir.memref_shape(op.operands[1].type)
+        if len(w) != 4:  # the NCHW contract form: not lowered, no estimate
+            return 0
+        return out[0] * -(-out[2] * out[3] // 16) * w[0] * w[1]
+    a, b = (nir.memref_shape(v.type) for v in op.operands[:2])
+    return math.prod(a[:-4]) * a[-3] * a[-4] * b[-4]
+
+
 def _bytes(v: ir.Value) -> int:
     return math.prod(nir.memref_shape(v.type)) * nir.element_bytes(nir.memref_element(v.type))
 
@@ -173,10 +188,7 @@ class SplitCoresPass(Pass):
         one = many = 0.0
         for u in units:
             gm = sum(_bytes(a.value if a.value is not None else a.root) for a in u.accesses)
-            blocks = 0
-            for op in nir.walk(u.op, lambda o: o.name in ("ascend.matmul", "ascend.batch_matmul")):
-                a, b = (nir.memref_shape(v.type) for v in op.operands[:2])
-                blocks += math.prod(a[:-4]) * a[-3] * a[-4] * b[-4]
+            blocks = sum(_cube_blocks(op) for op in nir.walk(u.op, lambda o: o.name in CUBE_OPS))
             work = max(gm / rate, t.cube_cycles(float(blocks)))
             fixed = 2 * t.path("gm_to_ub").latency  # a load's and a store's start, on every core
             one += work + fixed

@@ -25,6 +25,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.attention.pattern import ATTENTION_ATTR
+from npu.costmodel.conv.epilogue import CONV_EPILOGUE_ATTR
 from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
 from npu.costmodel.fusion.rows import FUSED_ATTR
 
@@ -56,6 +57,14 @@ def group_split(group: ir.Operation, parts: int, rules: SplitRules
             return None
         split = Split((), (("x", parts),))
         return _cuts(group, split, lambda v: _head_cut(v, heads, head_dim))
+    if CONV_EPILOGUE_ATTR in group.attributes:
+        conv = [o for o in members(group) if o.name == "ascend.conv2d"]
+        split = rules.split_conv(conv[0], parts) if len(conv) == 1 else None
+        if split is None:
+            return None
+        fixed = {v: cut for v, cut in zip(conv[0].operands, split.cuts)}
+        co1 = nir.memref_shape(conv[0].operands[-1].type)[1]
+        return _cuts(group, split, lambda v: fixed.get(v, _channel_cut(v, co1)))
     if EPILOGUE_ATTR in group.attributes:
         mm = [o for o in members(group) if o.name == "ascend.matmul"]
         if len(mm) != 1:
@@ -109,6 +118,20 @@ def _row_cut(v: ir.Value, rows: int, parts: int, frac: int) -> Cuts | None:
             return {d: "x"}
     if math.prod(shape[:-1]) == 1:
         return {}  # a row operand: every core reads all of it
+    return None
+
+
+def _channel_cut(v: ir.Value, co1: int) -> Cuts | None:
+    """A conv epilogue's tensors by their channel blocks: maps [1, Cout1, H,
+    W, 16] (the conv's result, a residual) and per-channel vectors [Cout1 *
+    16] cut along them; a scalar operand is whole on every core."""
+    shape = nir.memref_shape(v.type)
+    if len(shape) == 5 and shape[0] == 1 and shape[1] == co1:
+        return {1: "x"}
+    if len(shape) == 1 and shape[0] == co1 * 16:
+        return {0: "x"}
+    if math.prod(shape) == 1:
+        return {}
     return None
 
 

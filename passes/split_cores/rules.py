@@ -29,6 +29,7 @@ from mlir.dialects import arith
 
 from npu import ir as nir
 from npu.costmodel.matmul.fitting import MatmulShape
+from npu.dialects.ascend_conv import NC1HWC0, NC1HWC0_C4, has_bias, layout
 from npu.costmodel.matmul.tiling import TilingError, choose_tiling
 from npu.target import Target
 
@@ -117,6 +118,8 @@ class SplitRules:
         name = op.name
         if name == "ascend.matmul":
             return self._split_matmul(op, types, parts)
+        if name == "ascend.conv2d":
+            return self.split_conv(op, parts)
         if name == "ascend.batch_matmul":
             cuts = tuple({0: "x"} for _ in types)
             return Split(cuts, (("x", parts),)) if self._cuts_aligned(types, cuts, parts) else None
@@ -181,6 +184,23 @@ class SplitRules:
         operand's strides as dense (a strided slice gave wrong results)."""
         return all(self._aligned(t, d, parts) and all(x == 1 for x in nir.memref_shape(t)[:d])
                    for t, cut in zip(types, cuts) for d in cut)
+
+    @staticmethod
+    def split_conv(op: ir.Operation, parts: int) -> Split | None:
+        """A conv over its output channel blocks: each core computes Cout/parts
+        channels of one image from all of the input (read once per core, an L2
+        hit after the first) and its own columns of the fractal-Z weights
+        [K1, Cout1, 16, 16] (a strided slice: one burst per K1 row). Its
+        output [1, Cout1, Ho, Wo, 16] and bias [Cout1 * 16] slices are
+        contiguous. The block-diagonal (grouped) form, whose input blocks
+        follow its output blocks, stays whole."""
+        if layout(op) not in (NC1HWC0, NC1HWC0_C4):
+            return None
+        out = nir.memref_shape(op.operands[-1].type)
+        if out[0] != 1 or out[1] % parts:
+            return None
+        cuts = ({}, {1: "x"}, *(({0: "x"},) if has_bias(op) else ()), {1: "x"})
+        return Split(cuts, (("x", parts),))
 
     def split_matmul(self, op: ir.Operation, parts: int, whole_k: bool = False) -> Split | None:
         """The matmul's grid; `whole_k`: only M is cut (every core keeps whole
