@@ -46,11 +46,24 @@ def _bert(seq: int, layers: int = 1) -> str:
     return path
 
 
+def _resnet(depth: int) -> str:
+    import onnx
+
+    from npu.frontend.cnn import resnet
+
+    path = os.path.join(tempfile.gettempdir(), f"npu_chip_resnet{depth}.onnx")
+    if not os.path.exists(path):
+        onnx.save(resnet(depth, size=224, dtype=np.float16), path)
+    return path
+
+
 ROWS = {
     "bert128": ("BERT-base layer, seq 128", lambda: _bert(128)),
     "bert512": ("BERT-base layer, seq 512", lambda: _bert(512)),
     "bert128x12": ("BERT-base 12 layers, seq 128", lambda: _bert(128, 12)),
     "ffn": ("README example (examples/ffn_block.onnx)", lambda: str(ROOT / "examples/ffn_block.onnx")),
+    "resnet18": ("ResNet-18, 224x224, f16", lambda: _resnet(18)),
+    "resnet50": ("ResNet-50, 224x224, f16", lambda: _resnet(50)),
 }
 
 

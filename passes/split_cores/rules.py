@@ -120,6 +120,8 @@ class SplitRules:
             return self._split_matmul(op, types, parts)
         if name == "ascend.conv2d":
             return self.split_conv(op, parts)
+        if name == "ascend.pool2d":
+            return self._split_pool(op, types, parts)
         if name == "ascend.batch_matmul":
             cuts = tuple({0: "x"} for _ in types)
             return Split(cuts, (("x", parts),)) if self._cuts_aligned(types, cuts, parts) else None
@@ -201,6 +203,15 @@ class SplitRules:
             return None
         cuts = ({}, {1: "x"}, *(({0: "x"},) if has_bias(op) else ()), {1: "x"})
         return Split(cuts, (("x", parts),))
+
+    def _split_pool(self, op: ir.Operation, types: list, parts: int) -> Split | None:
+        """A conv net's pool (NC1HWC0) over one image's channel blocks. An
+        NCHW pool stays whole: a map too wide for UB is pooled in column
+        slices through GM temporaries, which every core would share."""
+        if layout(op) != NC1HWC0:
+            return None
+        cuts = ({1: "x"}, {1: "x"})
+        return Split(cuts, (("x", parts),)) if self._cuts_aligned(types, cuts, parts) else None
 
     def split_matmul(self, op: ir.Operation, parts: int, whole_k: bool = False) -> Split | None:
         """The matmul's grid; `whole_k`: only M is cut (every core keeps whole

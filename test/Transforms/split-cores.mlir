@@ -68,3 +68,21 @@ func.func @matmul(%a: memref<4x8x16x16xf16, "gm">, %b: memref<4x4x16x16xf16, "gm
   "ascend.matmul"(%a, %b, %c) : (memref<4x8x16x16xf16, "gm">, memref<4x4x16x16xf16, "gm">, memref<4x8x16x16xf32, "gm">) -> ()
   return
 }
+
+// -----
+
+// A conv over its output channel blocks: the input whole on every core, the
+// fractal-Z weights [K1, Cout1, 16, 16] in strided column slices, the bias
+// and output in contiguous ones; the NC1HWC0 pool after it reads the
+// channel blocks its core wrote: no barrier.
+// CHECK-LABEL: func.func @conv_pool
+// CHECK-SAME: attributes {npu.block_dim = 4 : i64}
+// CHECK: "ascend.conv2d"(%arg0, %{{.*}}, %{{.*}}, %{{.*}}) {{.*}} : (memref<1x4x8x8x16xf16, "gm">, memref<36x1x16x16xf16, strided<[1024, 256, 16, 1], offset: ?>, "gm">, memref<16xf16, strided<[1], offset: ?>, "gm">, memref<1x1x8x8x16xf16, strided<[4096, 1024, 128, 16, 1], offset: ?>, "gm">)
+// CHECK-NOT: cce.sync_all
+// CHECK: "ascend.pool2d"({{.*}}) {{.*}} : (memref<1x1x8x8x16xf16, strided<[4096, 1024, 128, 16, 1], offset: ?>, "gm">, memref<1x1x4x4x16xf16, strided<[1024, 256, 64, 16, 1], offset: ?>, "gm">)
+// expected-remark@+1 {{npu-split-cores: 4 of 4 cores, 0 chip barriers; ascend.conv2d 4; ascend.pool2d 4}}
+func.func @conv_pool(%x: memref<1x4x8x8x16xf16, "gm">, %w: memref<36x4x16x16xf16, "gm">, %b: memref<64xf16, "gm">, %c: memref<1x4x8x8x16xf16, "gm">, %p: memref<1x4x4x4x16xf16, "gm">) {
+  "ascend.conv2d"(%x, %w, %b, %c) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0", kernel = array<i64: 3, 3>} : (memref<1x4x8x8x16xf16, "gm">, memref<36x4x16x16xf16, "gm">, memref<64xf16, "gm">, memref<1x4x8x8x16xf16, "gm">) -> ()
+  "ascend.pool2d"(%c, %p) {kind = "max", kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, count_include_pad = 1 : i64, layout = "nc1hwc0"} : (memref<1x4x8x8x16xf16, "gm">, memref<1x4x4x4x16xf16, "gm">) -> ()
+  return
+}
