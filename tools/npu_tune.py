@@ -125,12 +125,17 @@ def main(argv: list[str] | None = None) -> int:
                        workers=args.workers, address=args.address, timeout=args.timeout,
                        store=None if args.no_store else args.store, progress=args.progress,
                        verify=args.verify)
+    from npu.tune.extras import MissingExtra, require
+
     try:
+        require("ray", "npu-tune's runner")  # before any work, not after the sweep
+        if args.plot:
+            require("matplotlib", "--plot")
         program = load_program(args.input)
         if args.design:
             return run_design(args, program, params, opts, parser)
         return run_tuning(args, program, ops_spec(args, params, parser), opts)
-    except (ProgramError, SpaceError) as e:
+    except (ProgramError, SpaceError, MissingExtra) as e:
         text = str(e)
         print(text if "error:" in text else f"npu-tune: error: {text}", file=sys.stderr)
         return 1

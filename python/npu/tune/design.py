@@ -130,8 +130,9 @@ def sweep_design(program: Program, params: dict[str, list[Any]] | None = None,
 def plot(result: DesignResult, path: str, title: str) -> None:
     """One panel per parameter: cycles against its value (log2 axis), the
     preset's value dashed; failed points are left out and counted."""
-    import matplotlib
+    from npu.tune.extras import require
 
+    matplotlib = require("matplotlib", "--plot")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

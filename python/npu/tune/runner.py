@@ -13,13 +13,13 @@ from collections import deque
 from typing import Callable, Iterable
 
 from npu.tune.evaluate import Job, Outcome, evaluate
+from npu.tune.extras import require
 
 
 class RayRunner:
     def __init__(self, address: str | None = None, workers: int | None = None,
                  timeout: float = 600.0):
-        import ray
-
+        ray = require("ray", "npu-tune's runner")
         self._ray = ray
         self._started = False
         if not ray.is_initialized():
