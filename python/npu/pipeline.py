@@ -20,6 +20,7 @@ from mlir import ir
 from mlir.passmanager import PassManager
 
 from npu.passes import OptionError, Pass, registry
+from npu.passes.instrument import Instrumentation
 from npu.target import Target
 
 
@@ -91,16 +92,24 @@ def instantiate(element: PipelineElement, target: Target) -> Pass | None:
 
 def build_pass_manager(elements: list[PipelineElement], ctx: ir.Context, target: Target,
                        print_before_all: bool = False, print_after_all: bool = False,
-                       timing: bool = False) -> PassManager:
+                       timing: bool = False, seen: Instrumentation | None = None,
+                       statistics: bool = False, debuginfo: bool = False) -> PassManager:
+    """`seen`: npu-opt's instrumentation; it sees our passes' runs itself, and
+    an upstream pass named in its print sets through a printing pass beside it."""
     with ctx:
         pm = PassManager("builtin.module")
+        upstream = False
         for element in elements:
             ours = instantiate(element, target)
             if ours is not None:
                 pm.add(ours.to_callable(), name=ours.name, argument=ours.name,
                        description=ours.summary)
                 continue
+            upstream = True
             _check_anchor(element)
+            if seen is not None and element.name in seen.print_before:
+                pm.add(_printer(seen, "Before", element.name), name="print-ir",
+                       argument="print-ir", description="npu-opt's IR dump")
             with _captured_native_stderr() as native:
                 try:
                     pm.add(element.text)
@@ -109,14 +118,27 @@ def build_pass_manager(elements: list[PipelineElement], ctx: ir.Context, target:
                     failure = str(e)
             if failure is not None:
                 raise PipelineError(_upstream_error(element.text, failure + "\n" + native.text()))
+            if seen is not None and element.name in seen.print_after:
+                pm.add(_printer(seen, "After", element.name), name="print-ir",
+                       argument="print-ir", description="npu-opt's IR dump")
         if print_before_all or print_after_all:
             # MLIR refuses to print IR from a multi-threaded pass manager.
             ctx.enable_multithreading(False)
             pm.enable_ir_printing(print_before_all=print_before_all,
-                                  print_after_all=print_after_all, print_module_scope=True)
+                                  print_after_all=print_after_all, print_module_scope=True,
+                                  enable_debug_info=debuginfo)
         if timing:
             pm.enable_timing()
+        if statistics and upstream:  # ours: npu-opt's own report (npu.passes.instrument)
+            pm.enable_statistics()
     return pm
+
+
+def _printer(seen: Instrumentation, when: str, name: str):
+    def run(op, pass_) -> None:
+        seen.dump(when, name, op.operation)
+
+    return run
 
 
 # Ops a nested pipeline can run on in our programs (isolated from above).
