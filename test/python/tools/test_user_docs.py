@@ -1,5 +1,5 @@
-"""The user documentation works as written: the README's Python API example
-runs, the tutorial's program passes `npu-run --check` and its commands use
+"""The user documentation works as written: the README is a front page whose
+links resolve, the Python API example runs, the tutorial's program passes `npu-run --check` and its commands use
 options that exist, and no user document points at internal issue numbers."""
 
 from __future__ import annotations
@@ -21,13 +21,12 @@ def _blocks(path: Path, lang: str) -> list[str]:
     return re.findall(rf"```{lang}\n(.*?)```", path.read_text(), re.S)
 
 
-def test_readme_python_api_example_runs(capsys):
-    section = (ROOT / "README.md").read_text().split("## Python API", 1)[1].split("\n## ", 1)[0]
-    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
+def test_python_api_example_runs(capsys):
+    (code,) = _blocks(ROOT / "docs" / "python-api.md", "python")
     for name in ("npu.pipeline", "npu.simulator", "npu.reference", "simulate(", "run_pipeline(",
                  "evaluate("):
         assert name in code
-    exec(compile(code, "README.md:Python API", "exec"), {})
+    exec(compile(code, "docs/python-api.md", "exec"), {})
     cycles, bound, utilization = capsys.readouterr().out.split()
     assert int(cycles) >= int(bound) > 0 and 0 < float(utilization) <= 1
 
@@ -70,3 +69,12 @@ def test_tutorial_commands_use_existing_options():
 @pytest.mark.parametrize("path", USER_DOCS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_user_docs_have_no_internal_issue_references(path):
     assert not re.search(r"\(issues? \d+\)|\bissue \d+\b", path.read_text(), re.I)
+
+
+def test_readme_is_a_front_page_whose_links_resolve():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 250
+    links = re.findall(r"\]\(([^)#]+)\)", readme)
+    assert links and all((ROOT / link).exists() for link in links if "://" not in link), links
+    for page in sorted((ROOT / "docs").glob("*.md")):  # every page is reachable from the front
+        assert f"docs/{page.name}" in readme, page.name
