@@ -160,6 +160,21 @@ def timelines(result, report: dict) -> str:
     return "\n".join(parts)
 
 
+def _ops_section(report: dict) -> str:
+    """A model run's ops: the roofline and each op's exclusive cycles."""
+    from npu.simulator.roofline import op_bars_svg, roofline_svg
+    from npu.target import get_target
+
+    rows = report.get("per_op")
+    if not rows:
+        return ""
+    target = get_target(report["target"])
+    cores = report.get("block_dim", 1)
+    return (f"<h2>Ops against the roofline</h2>\n{roofline_svg(rows, target, cores)}\n"
+            f"<h2>Exclusive cycles per op (model order)</h2>\n"
+            f"{op_bars_svg(rows, report['cycles'])}\n")
+
+
 def html_report(result, report: dict) -> str:
     title = f"npu-run: @{report['entry']} on {report['target']}"
     return f"""<!DOCTYPE html>
@@ -171,7 +186,7 @@ def html_report(result, report: dict) -> str:
 {report['cycles']} cycles; lower bound {report['bound_cycles']} ({_limit(report)})</p>
 <h2>Utilisation per pipe</h2>
 {utilization_svg(report)}
-<h2>Timeline (cycles)</h2>
+{_ops_section(report)}<h2>Timeline (cycles)</h2>
 {timelines(result, report)}
 <h2>Report</h2>
 <pre>{html.escape(format_text(report))}</pre>

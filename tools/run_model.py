@@ -32,7 +32,7 @@ def is_model(path: str, text: str | None) -> bool:
 # compiled and simulated through npu.compile) does not honour yet: refused up
 # front rather than silently ignored.  Each maps to its flag's spelling.
 MODEL_UNSUPPORTED = {
-    "html": "--html", "csv": "--csv", "serialize": "--serialize", "emit": "--emit",
+    "csv": "--csv", "serialize": "--serialize", "emit": "--emit",
     "tuning_record": "--tuning-record",
 }
 
@@ -75,7 +75,7 @@ def run_model(args, path: str, text: str | None) -> int:
         raise RunError(str(e)) from None
     except InputError as e:  # an int64 value outside i32
         raise RunError(f"{path}: error: {e}") from None
-    trace = report.pop("trace")
+    trace, page = report.pop("trace"), report.pop("html")
     status = 0
     if args.check:
         expected = reference(kernel, source, path, inputs)
@@ -89,6 +89,9 @@ def run_model(args, path: str, text: str | None) -> int:
     if args.trace and status == 0:
         from npu.tools.common import write_output_atomically
         write_output_atomically(args.trace, json.dumps(trace()))
+    if args.html and status == 0:
+        from npu.tools.common import write_output_atomically
+        write_output_atomically(args.html, page())
     if args.output and status == 0:
         save_npz(args.output, dict(zip(kernel.output_names, outputs)))
     if args.json:
@@ -203,11 +206,16 @@ def save_npz(path: str, arrays: dict) -> None:
 def format_report(report: dict) -> str:
     from npu.simulator.report import format_text
 
-    lines = [format_text(report), "per source op (span = first start to last end):",
-             f"  {'op':<36} {'instr':>7} {'span':>9} {'bound':>8}  unit"]
+    lines = [format_text(report), "per source op, in model order (exclusive: each cycle counted "
+             "once, the column sums to the run; span: first start to last end):",
+             f"  {'op':<36} {'instr':>7} {'exclusive':>10} {'span':>9} {'bound':>8} {'MFLOP':>9} "
+             f"{'TFLOP/s':>8} {'GB/s':>7}  unit"]
     for row in report["per_op"]:
-        lines.append(f"  {row['op'][:36]:<36} {row['instructions']:>7} {row['span_cycles']:>9} "
-                     f"{row['bound_cycles']:>8}  {row['bound_unit']}")
+        lines.append(f"  {row['op'][:36]:<36} {row['instructions']:>7} {row['exclusive_cycles']:>10.0f} "
+                     f"{row['span_cycles']:>9} {row['bound_cycles']:>8} {row['flops'] / 1e6:>9.2f} "
+                     f"{row['tflops']:>8.2f} {row['gbps']:>7.0f}  {row['bound_unit']}")
+        if row["members"]:
+            lines.append(f"    fused: {', '.join(row['members'])}")
     lines.append(f"  sum of per-op bounds: {report['per_op_bound_cycles']} cycles")
     if report.get("gm_workspace"):
         lines.append(f"GM workspace: {report['gm_workspace']}")

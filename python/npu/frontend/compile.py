@@ -12,6 +12,7 @@ Stages (each visible as text in `kernel.stages`): `linalg` (import),
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass, field, replace
 from typing import Sequence
@@ -234,6 +235,8 @@ class Kernel:
 
     def __call__(self, *arrays: np.ndarray, strict: bool = True, numerics: bool = True):
         from npu.frontend.report import per_op_breakdown
+        from npu.ir import fused_members
+        from npu.simulator.html_report import html_report as html_page
         from npu.simulator import SimulationError, simulate
 
         inputs = self.check_inputs(arrays)
@@ -251,7 +254,8 @@ class Kernel:
         outputs = [result.outputs[i] for i, r in enumerate(self.interface.roles) if r == "output"]
         outputs = [p.widened(o) for o, p in zip(outputs, self.interface.outputs)]
         report = dict(result.report)
-        report["per_op"] = per_op_breakdown(result, self.target, self.source_names)
+        report["per_op"] = per_op_breakdown(result, self.target, self.source_names,
+                                            fused_members(self.module.operation))
         # hotspots by ONNX node (name and type), not only `model.onnx:<node number>:1`
         report["hotspots"] = [dict(h, node=self.source_names[h["location"]])
                               if h.get("location") in self.source_names else h
@@ -262,6 +266,8 @@ class Kernel:
         if self.workspace is not None:
             report["gm_workspace"] = self.workspace
         report["trace"] = result.chrome_trace
+        report["html"] = lambda: html_page(result, {k: v for k, v in report.items()
+                                                    if k not in ("trace", "html")})
         return outputs, report
 
 
@@ -379,8 +385,9 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
 def _by_node(text: str, locate, where: str) -> str:
     """Errors at `model.onnx:<node number>:1` name the ONNX node instead."""
     for name, line in (locate.order.items() if locate else ()):
-        text = text.replace(f"{locate.model}:{line}:1: error:",
-                            f"{where}: error: node '{name}' ({locate.types[name]}):")
+        text = re.sub(rf"(?m)^\S*{re.escape(locate.model)}:{line}:1: error:",
+                      f"{where}: error: node '{name}' ({locate.types[name]}):".replace("\\", "\\\\"),
+                      text)
     return text
 
 

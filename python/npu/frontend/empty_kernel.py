@@ -82,6 +82,9 @@ def no_device_report(target) -> dict:
     return {"target": getattr(target, "name", str(target)), "entry": "-", "cycles": 0,
             "bound_cycles": 0, "instructions": 0, "pipes": {}, "bytes": {}, "peak_bytes": {}, "hazards": [],
             "per_op": [], "per_op_bound_cycles": 0, "trace": lambda: {"traceEvents": []},
+            "html": lambda: ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                             "<title>npu-run: no device work</title></head><body><p>No device "
+                             "work: every output is known on the host.</p></body></html>\n"),
             "note": "no device work: every output is known on the host (zero-size tensors)"}
 
 

@@ -4,6 +4,8 @@ the diagnostics print, mapped back to `node 'name' (OpType)`."""
 
 from __future__ import annotations
 
+import os
+
 from mlir import ir
 
 
@@ -39,5 +41,5 @@ class NodeLocations:
 
     def node_at(self, filename: str, line: int) -> str | None:
         """`node 'n' (Op)` for a diagnostic at `model:<node number>`."""
-        names = list(self.order) if filename == self.model else ()
+        names = list(self.order) if os.path.basename(filename) == self.model else ()
         return f"node '{names[line - 1]}' ({self.types[names[line - 1]]})" if 0 < line <= len(names) else None

@@ -254,9 +254,48 @@ def form_group_region(kind_attr: str, figures: dict[str, int | str], location: i
     for root in internal:
         for op in view_closure(root):
             op.move_before(terminator)
+    _record_members(region_op, location, members)
     for op in members:
         op.move_before(terminator)
     return region_op
+
+
+# On the module: {a fused group's `file:line:col`: its members' locations},
+# kept after the group is lowered, so a report can name what a kernel fused.
+FUSED_MEMBERS_ATTR = "npu.fused_members"
+
+
+def where(loc: ir.Location) -> str:
+    """`file:line:col` of a location, as the simulator names instructions."""
+    from npu.diagnostics import _location_parts
+
+    filename, line, col = _location_parts(loc)
+    return f"{filename}:{line}:{col}"
+
+
+def fused_members(module: ir.Operation) -> dict[str, list[str]]:
+    """The module's `FUSED_MEMBERS_ATTR` as {group: [member locations]}."""
+    if FUSED_MEMBERS_ATTR not in module.attributes:
+        return {}
+    d = ir.DictAttr(module.attributes[FUSED_MEMBERS_ATTR])
+    return {d[i].name: [ir.StringAttr(x).value for x in ir.ArrayAttr(d[i].attr)]
+            for i in range(len(d))}
+
+
+def _record_members(region_op: ir.Operation, location: ir.Location,
+                    members: list[ir.Operation]) -> None:
+    module = region_op
+    while module.parent is not None:
+        module = module.parent.operation
+    if module.name != "builtin.module":
+        return
+    known = fused_members(module)
+    key = where(location)
+    names = list(dict.fromkeys([*known.get(key, []), *(where(m.location) for m in members)]))
+    known[key] = names
+    with module.context:
+        module.attributes[FUSED_MEMBERS_ATTR] = ir.DictAttr.get(
+            {k: ir.ArrayAttr.get([ir.StringAttr.get(n) for n in v]) for k, v in known.items()})
 
 
 # What a group's region holds beside its members: their tensors and constants.
@@ -288,7 +327,7 @@ def dissolve_group(region_op: ir.Operation, erased: list[ir.Operation]) -> None:
     region_op.erase()
 
 
-__all__ = ["GROUP_BODY_OPS", "alloc", "bool_attr_of", "clone_into", "create_op", "dict_attr_items", "dict_attr_of", "dissolve_group",
+__all__ = ["FUSED_MEMBERS_ATTR", "GROUP_BODY_OPS", "fused_members", "where", "alloc", "bool_attr_of", "clone_into", "create_op", "dict_attr_items", "dict_attr_of", "dissolve_group",
            "enclosing_group", "f64_attr",
            "flatten_memref", "for_loop", "form_group_region", "from_attr", "hoist_definition",
            "i64_array_attr", "i64_attr", "in_block_order", "index_const", "is_contiguous",
