@@ -1,0 +1,88 @@
+"""Turnaround at model scale: what a user waits for, per stage, and the memory
+it takes. Each configuration runs in a fresh Python process that reports its
+own CPU seconds (`time.process_time`), wall seconds and peak RSS
+(`ru_maxrss`) after each stage:
+
+  compile     npu.compile of the ONNX file (import, linalg -> ascend, npu-lower)
+  timing      the simulation with numerics=False (cycles and every check)
+  numerics    the simulation with full numerics (a second process)
+
+Default: the 12-layer BERT-base encoder at seq 128 (`npu.frontend.bert`), on
+one core and on all 32 of ascend910. Wall-clock figures, so run it on a quiet
+machine and compare before and after a change in one session.
+
+    .venv/bin/python bench/turnaround.py [--layers 12] [--seq 128] [--cores 1,32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+CHILD = r"""
+import json, resource, sys, time
+import numpy as np
+import npu
+
+path, cores, numerics = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+def mark():
+    return {"cpu_s": round(time.process_time(), 2), "wall_s": round(time.perf_counter() - t0, 2),
+            "rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+t0 = time.perf_counter()
+kernel = npu.compile(path, cores=cores)
+compiled = mark()
+inputs = [np.random.default_rng(0).standard_normal(p.shape).astype(p.numpy_dtype)
+          for p in kernel.interface.inputs]
+_, report = kernel(*inputs, numerics=numerics)
+done = mark()
+print(json.dumps({"compile": compiled, "run": done, "cycles": report["cycles"],
+                  "instructions": report["instructions"]}))
+"""
+
+
+def model(layers: int, seq: int) -> str:
+    import onnx
+
+    from npu.frontend.bert import bert_layer
+
+    path = os.path.join(tempfile.gettempdir(), f"npu_turnaround_bert{seq}x{layers}.onnx")
+    if not os.path.exists(path):
+        onnx.save(bert_layer(seq=seq, layers=layers), path)
+    return path
+
+
+def measure(path: str, cores: int, numerics: bool) -> dict:
+    done = subprocess.run([sys.executable, "-c", CHILD, path, str(cores), "1" if numerics else "0"],
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--layers", type=int, default=12)
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--cores", default="1,32")
+    args = ap.parse_args()
+    path = model(args.layers, args.seq)
+    print(f"BERT-base, {args.layers} layers, seq {args.seq}, ascend910")
+    print(f"{'cores':>5} {'stage':<9} {'CPU s':>7} {'wall s':>7} {'peak RSS MB':>12} "
+          f"{'cycles':>11} {'instructions':>13} {'instr / CPU s':>14}")
+    for cores in (int(c) for c in args.cores.split(",")):
+        timing = measure(path, cores, numerics=False)
+        full = measure(path, cores, numerics=True)
+        c = timing["compile"]
+        print(f"{cores:>5} {'compile':<9} {c['cpu_s']:>7} {c['wall_s']:>7} {c['rss_mb']:>12}")
+        for stage, r in (("timing", timing), ("numerics", full)):
+            cpu = round(r["run"]["cpu_s"] - r["compile"]["cpu_s"], 2)
+            wall = round(r["run"]["wall_s"] - r["compile"]["wall_s"], 2)
+            rate = int(r["instructions"] / cpu) if cpu > 0 else 0
+            print(f"{cores:>5} {stage:<9} {cpu:>7} {wall:>7} {r['run']['rss_mb']:>12} "
+                  f"{r['cycles']:>11,} {r['instructions']:>13,} {rate:>14,}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
