@@ -16,7 +16,7 @@ from __future__ import annotations
 import html
 import math
 
-W, H, PAD = 520, 320, 48
+W, H, PAD = 560, 360, 56
 
 
 def roofs(target, cores: int) -> tuple[float, float]:
@@ -44,8 +44,16 @@ def roofline_svg(rows: list[dict], target, cores: int) -> str:
     def py(y: float) -> float:
         return H - PAD - (H - 2 * PAD) * (math.log10(y) - math.log10(y0)) / (math.log10(y1) - math.log10(y0))
 
+    axes = [f'<line class="axis" x1="{PAD}" y1="{H - PAD}" x2="{W - PAD}" y2="{H - PAD}" stroke="#000"/>',
+            f'<line class="axis" x1="{PAD}" y1="{PAD}" x2="{PAD}" y2="{H - PAD}" stroke="#000"/>']
+    for e in range(round(math.log10(x0)), round(math.log10(x1)) + 1):
+        axes.append(f'<text x="{px(10.0 ** e):.2f}" y="{H - PAD + 14}" text-anchor="middle">'
+                    f'{10.0 ** e:g}</text>')
+    for e in range(round(math.log10(y0)), round(math.log10(y1)) + 1):
+        axes.append(f'<text x="{PAD - 4}" y="{py(10.0 ** e) + 4:.2f}" text-anchor="end">'
+                    f'{10.0 ** e:g}</text>')
     memory_y0 = max(y0, bandwidth * x0 / 1e3)
-    parts = [f'<line class="roof" data-kind="memory" data-gbps="{bandwidth:.1f}" '
+    parts = axes + [f'<line class="roof" data-kind="memory" data-gbps="{bandwidth:.1f}" '
              f'x1="{px(memory_y0 * 1e3 / bandwidth):.2f}" y1="{py(memory_y0):.2f}" '
              f'x2="{px(ridge):.2f}" y2="{py(peak):.2f}" stroke="#555"/>',
              f'<line class="roof" data-kind="compute" data-tflops="{peak:.2f}" x1="{px(ridge):.2f}" '
@@ -56,11 +64,15 @@ def roofline_svg(rows: list[dict], target, cores: int) -> str:
                      f'data-intensity="{intensity:.6g}" data-tflops="{r["tflops"]:.6g}" '
                      f'cx="{px(intensity):.2f}" cy="{py(r["tflops"]):.2f}" r="4" fill="#1f77b4">'
                      f'<title>{html.escape(r["op"])}: {intensity:.3g} FLOP/B, '
-                     f'{r["tflops"]:.3g} TFLOP/s ({r["bound_unit"]}-bound)</title></circle>')
+                     f'{r["tflops"]:.3g} TFLOP/s ({r["bound_unit"]}-bound)</title></circle>'
+                     f'<text x="{px(intensity) + 6:.2f}" y="{py(r["tflops"]) + 4:.2f}" font-size="10">'
+                     f'{html.escape(r["op"].split(" (")[0][:24])}</text>')
     left = len(rows) - len(points)
-    parts.append(f'<text x="{PAD}" y="{H - 8}">FLOP per GM byte (log); TFLOP/s (log); roofs for '
-                 f'{cores} core(s): {peak:.1f} TFLOP/s, {bandwidth:.0f} GB/s'
-                 + (f'; {left} op(s) without FLOPs or GM bytes not shown' if left else '') + '</text>')
+    parts.append(f'<text x="{W / 2}" y="{H - PAD + 30}" text-anchor="middle">FLOP per GM byte</text>'
+                 f'<text x="12" y="{PAD - 12}">TFLOP/s</text>'
+                 f'<text x="{PAD}" y="{H - 8}">roofs for {cores} core(s): {peak:.1f} TFLOP/s, '
+                 f'{bandwidth:.0f} GB/s' + (f'; {left} op(s) without FLOPs or GM bytes not shown'
+                                            if left else '') + '</text>')
     return (f'<svg xmlns="http://www.w3.org/2000/svg" id="roofline" width="{W}" height="{H}" '
             f'font-family="sans-serif" font-size="11">' + "".join(parts) + '</svg>')
 
