@@ -83,8 +83,9 @@ class LowerPass(Pass):
         (with a remark naming why)."""
         if (self.cores or self.target.cores) == 1:
             return self._run(module)
-        if not self.cores and any(block_dim(f) > 1 for f in functions(module)):
-            return self._run(module)  # split already (npu-split-cores ran before)
+        if not self.cores and (any(block_dim(f) > 1 for f in functions(module))
+                               or self._make("npu-split-cores").nothing_to_split(module)):
+            return self._run(module)  # split already, or too small for any core to share
         pinned = self._one_core_options(module)
         if pinned and self.cores:
             raise PassError(f"npu-lower: cores={self.cores}: {pinned} one core's options "

@@ -92,15 +92,25 @@ class SplitCoresPass(Pass):
                             f"{self.target.cores} cores", module)
         if wanted == 1:
             return
-        if self.min_bytes >= 0:
-            least = self.min_bytes
-        else:
-            p = self.target.path("gm_to_ub")
-            least = p.latency * p.bytes_per_cycle
-        self.rules = SplitRules(self.target, least)
+        self.rules = SplitRules(self.target, self.least_bytes())
         for func in nir.functions(module):
             if func.regions[0].blocks:
                 self._split_function(func, wanted)
+
+    def least_bytes(self) -> int:
+        """The least bytes a core's share of an op must move."""
+        if self.min_bytes >= 0:
+            return self.min_bytes
+        p = self.target.path("gm_to_ub")
+        return p.latency * p.bytes_per_cycle
+
+    def nothing_to_split(self, module: ir.Operation) -> bool:
+        """No op or group could give two cores their least bytes each: the
+        bytes of every ascend op's operands together bound what any op or
+        group moves. (npu-lower then lowers for one core at once.)"""
+        ops = nir.walk_held(module, lambda o: o.name.startswith("ascend."))
+        total = sum(_bytes(v) for op in ops for v in op.operands if nir.is_memref(v.type))
+        return total < 2 * self.least_bytes()
 
     def _split_function(self, func: ir.Operation, wanted: int) -> None:
         if nir.block_idx_arg(func) is not None or nir.BLOCK_DIM_ATTR in func.attributes:
