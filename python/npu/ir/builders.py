@@ -265,7 +265,7 @@ def form_group_region(kind_attr: str, figures: dict[str, int | str], location: i
 FUSED_MEMBERS_ATTR = "npu.fused_members"
 
 
-def where(loc: ir.Location) -> str:
+def location_key(loc: ir.Location) -> str:
     """`file:line:col` of a location, as the simulator names instructions."""
     from npu.diagnostics import _location_parts
 
@@ -290,8 +290,8 @@ def _record_members(region_op: ir.Operation, location: ir.Location,
     if module.name != "builtin.module":
         return
     known = fused_members(module)
-    key = where(location)
-    names = list(dict.fromkeys([*known.get(key, []), *(where(m.location) for m in members)]))
+    key = location_key(location)
+    names = list(dict.fromkeys([*known.get(key, []), *(location_key(m.location) for m in members)]))
     known[key] = names
     with module.context:
         module.attributes[FUSED_MEMBERS_ATTR] = ir.DictAttr.get(
@@ -327,7 +327,7 @@ def dissolve_group(region_op: ir.Operation, erased: list[ir.Operation]) -> None:
     region_op.erase()
 
 
-__all__ = ["FUSED_MEMBERS_ATTR", "GROUP_BODY_OPS", "fused_members", "where", "alloc", "bool_attr_of", "clone_into", "create_op", "dict_attr_items", "dict_attr_of", "dissolve_group",
+__all__ = ["FUSED_MEMBERS_ATTR", "GROUP_BODY_OPS", "fused_members", "location_key", "alloc", "bool_attr_of", "clone_into", "create_op", "dict_attr_items", "dict_attr_of", "dissolve_group",
            "enclosing_group", "f64_attr",
            "flatten_memref", "for_loop", "form_group_region", "from_attr", "hoist_definition",
            "i64_array_attr", "i64_attr", "in_block_order", "index_const", "is_contiguous",
