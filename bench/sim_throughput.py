@@ -170,7 +170,7 @@ def floor(name: str, module, inputs: list[np.ndarray], budget: float, repeat: in
         Machine.bind = real_bind
 
     def walk():
-        Decoder(get_target(), 0, None).decode(find_entry(module, None)).run_scalar()
+        Decoder(get_target()).decode(find_entry(module, None)).run_scalar()
     scalar = _least_cpu(walk, repeat)
     print(f"{name} floor (CPU s, least of {repeat}; the target allows {budget:.3f} s):")
     print(f"  every check and numerics        {full:.3f}")

@@ -21,27 +21,44 @@ class Pattern:
     lo: int  # first byte touched, relative to the operand address
     hi: int  # one past the last byte touched
     esize: int
-    byte_idx: np.ndarray | None = None  # None: every byte of [lo, hi)
+    # The byte offsets of a pattern given byte by byte (from_elements); None
+    # for a dense one and for equal bursts, whose offsets `byte_idx` works
+    # out only when a slow path asks (most never do).
+    explicit_idx: np.ndarray | None = None
     elem_idx: np.ndarray | None = None  # element offsets (sparse patterns only)
     # (count, bytes, stride) of a pattern of equal bursts (from_bursts), else None
     bursts: tuple[int, int, int] | None = None
     key: int = field(default_factory=lambda: next(_ids))
-    _granules: dict = field(default_factory=dict, repr=False)
+    _cache: dict = field(default_factory=dict, repr=False)  # granules per size; "bytes"
 
     @property
     def dense(self) -> bool:
-        return self.byte_idx is None
+        return self.explicit_idx is None and self.bursts is None
+
+    @property
+    def byte_idx(self) -> np.ndarray | None:
+        """Every byte offset of a sparse pattern (None when dense); a burst
+        pattern's are built on first use and kept."""
+        if self.bursts is None:
+            return self.explicit_idx
+        if "bytes" not in self._cache:
+            n, burst, stride = self.bursts
+            starts = np.arange(n, dtype=np.int64) * stride
+            self._cache["bytes"] = (starts[:, None] + np.arange(burst)).ravel()
+        return self._cache["bytes"]
 
     @property
     def nbytes(self) -> int:
-        return self.hi - self.lo if self.byte_idx is None else int(self.byte_idx.size)
+        if self.bursts is not None:
+            return self.bursts[0] * self.bursts[1]
+        return self.hi - self.lo if self.explicit_idx is None else int(self.explicit_idx.size)
 
     def granules(self, g: int) -> np.ndarray | None:
         """Relative indices of the `g`-byte granules a sparse pattern covers,
         when it covers each of them whole (applied at a multiple of `g`); else
         None. Computed once per granule size."""
-        if g in self._granules:
-            return self._granules[g]
+        if g in self._cache:
+            return self._cache[g]
         if self.bursts is not None:
             n, burst, stride = self.bursts
             rel = None
@@ -52,7 +69,7 @@ class Pattern:
             uniq = sorted_unique(self.byte_idx)
             blocks = sorted_unique(uniq // g)
             rel = blocks if blocks.size * g == uniq.size else None
-        self._granules[g] = rel
+        self._cache[g] = rel
         return rel
 
 
@@ -82,14 +99,41 @@ def from_elements(elem_offsets: np.ndarray, esize: int) -> Pattern:
 
 
 def from_bursts(n_burst: int, burst_bytes: int, stride_bytes: int, esize: int = 1) -> Pattern:
-    """`n_burst` runs of `burst_bytes`, each `stride_bytes` after the previous one."""
+    """`n_burst` runs of `burst_bytes`, each `stride_bytes` after the previous one.
+    Equal patterns are one object: the cores of a launch and the instructions
+    of a loop share it, with its cached granules and lines."""
     if n_burst == 1 or stride_bytes == burst_bytes:
         return Pattern(0, n_burst * burst_bytes, esize)
-    starts = np.arange(n_burst, dtype=np.int64) * stride_bytes
-    byte_idx = (starts[:, None] + np.arange(burst_bytes)).ravel()
-    hi = int(starts[-1]) + burst_bytes
-    return Pattern(0, hi, esize, byte_idx, None, (n_burst, burst_bytes, stride_bytes))
+    shape = (n_burst, burst_bytes, stride_bytes, esize)
+    pattern = _BURSTS.get(shape)
+    if pattern is None:
+        if len(_BURSTS) >= _BURSTS_KEPT:
+            _BURSTS.clear()
+        hi = (n_burst - 1) * stride_bytes + burst_bytes
+        pattern = _BURSTS[shape] = Pattern(0, hi, esize, None, None, shape[:3])
+    return pattern
+
+
+_BURSTS: dict[tuple[int, int, int, int], Pattern] = {}
+_BURSTS_KEPT = 4096
 
 
 def dense(nbytes: int, esize: int = 1) -> Pattern:
     return Pattern(0, nbytes, esize)
+
+
+def bursts_view(arr: np.ndarray, addr: int, pat: Pattern) -> np.ndarray | None:
+    """The bursts of `pat` at byte `addr` as a (bursts, bytes) view of the
+    per-byte array `arr` (any element type), when they are disjoint and the
+    last one fits in the array; else None (index the bytes one by one)."""
+    if pat.bursts is None:
+        return None
+    n, burst, stride = pat.bursts
+    if stride < burst:
+        return None
+    if addr + n * stride > arr.size:  # the last gap runs past the array
+        if addr + (n - 1) * stride + burst > arr.size:
+            return None
+        step = arr.strides[0]
+        return np.lib.stride_tricks.as_strided(arr[addr:], (n, burst), (stride * step, step))
+    return arr[addr:addr + n * stride].reshape(n, stride)[:, :burst]

@@ -12,13 +12,14 @@ from mlir import ir
 from threadpoolctl import threadpool_limits
 
 from npu import ir as npu_ir
+from npu.simulator import launch
 from npu.simulator import report as report_mod
-from npu.simulator.errors import DEADLOCK, INVALID, SimulationError, where_of
-from npu.simulator.hazards import PIPE_NAMES, CrossCoreChecker, HazardDetector
+from npu.simulator.errors import INVALID, SimulationError, where_of
+from npu.simulator.hazards import HazardDetector
 from npu.simulator.machine import Machine
 from npu.simulator.memory import DTYPES, INPUT_STAMP
 from npu.simulator.memory_system import MemorySystem
-from npu.simulator.pipes import Timeline, run, start
+from npu.simulator.pipes import Timeline, run
 from npu.simulator.program import Decoder, Program
 from npu.target import Target, get_target
 
@@ -182,15 +183,6 @@ def check_launch(func_op: ir.Operation, target: Target, cores: int | None) -> in
     return n
 
 
-def _hand_over(program: Program, allocs: dict) -> None:
-    """What other cores wrote to GM is, to this core's own race and
-    initialisation checks, data from outside (the cross-core checker owns
-    conflicts between cores)."""
-    for mem in {m for m, _, _, _ in program.args} | {r.mem for r in allocs.values()}:
-        mem.wstamp.clamp(INPUT_STAMP)
-        mem.rstamp.clear()
-
-
 def _simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None,
               target: Target | None, strict: bool, serialize: bool, numerics: bool,
               wall0: float, cores: int | None = None) -> SimResult:
@@ -199,27 +191,22 @@ def _simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None
     where = where_of(func_op.location)
     n_cores = check_launch(func_op, target, cores)
     memsys = MemorySystem(target)
-    cross = CrossCoreChecker(n_cores) if n_cores > 1 else None
-    shared, allocs = None, {}
-    reports, all_hazards = [], []
-    programs = []
-    for core in range(n_cores):
-        program = Decoder(target, core, shared, allocs).decode(func_op)
-        if shared is None:
-            shared = program.args
-            _load_inputs(program, inputs, where, func_op)
-        programs.append(program)
+    program = Decoder(target).decode(func_op)
+    _load_inputs(program, inputs, where, func_op)
+    reports, all_hazards, core_traces = [], [], []
     if n_cores == 1:
         trace, timeline, hazards = _run_core(program, target, strict, serialize, numerics, memsys,
-                                             cross, 0, where)
+                                             where)
     else:
-        core_traces = []
-        for program, (trace, timeline, hazards) in zip(programs, run_cores(
-                programs, allocs, target, strict, serialize, numerics, memsys, cross, where)):
+        runs = launch.run_cores(program, n_cores, target, strict, serialize, numerics, memsys,
+                                where)
+        for run in runs:
+            trace, timeline, hazards = run.trace, run.timeline, run.hazards
             core_traces.append((trace, timeline))
             all_hazards += hazards.hazards
             reports.append(report_mod.build(trace, timeline, program, target, hazards.hazards,
                                             serialize))
+            reports[-1]["barrier_wait_cycles"] = run.barrier_wait
     outputs, own_bytes = [], []
     for i, (mem, region, dtype, shape) in enumerate(program.args):
         if i in program.workspace_args:
@@ -233,8 +220,6 @@ def _simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None
     if n_cores > 1:
         all_hazards += hazards.hazards[len(reports[-1]["hazards"]):]
         cycles = max(r["cycles"] for r in reports)
-        for r, wait in zip(reports, _BARRIER_WAITS.pop(id(programs[0]), [])):
-            r["barrier_wait_cycles"] = wait
         rep = report_mod.combine(reports, memsys.summary(cycles))
     else:
         all_hazards = list(hazards.hazards)
@@ -245,90 +230,17 @@ def _simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None
     report_mod.chip_bound(rep, reports, target, sum(n for _, n, _ in own_bytes))
     wall = time.perf_counter() - wall0
     rep["wall_seconds"] = wall
-    return SimResult(outputs, cycles, rep, all_hazards, timeline, trace, target, wall,
-                     core_traces if n_cores > 1 else [])
-
-
-# Per launch (keyed by its first core's program): each core's cycles waiting at
-# chip barriers, from its arrival to the release.
-_BARRIER_WAITS: dict[int, list[int]] = {}
-
-
-def run_cores(programs: list[Program], allocs: dict, target: Target, strict: bool,
-              serialize: bool, numerics: bool, memsys: MemorySystem, cross: CrossCoreChecker,
-              where: str) -> list[tuple]:
-    """The cores of one launch, phase by phase: each runs until its next
-    `sync_all` (or its end); when every core has arrived the barrier releases
-    `sync_all_cycles` after the last arrival, and everything before it is
-    ordered before everything after it on every core (the cross-core checker
-    starts a new epoch). Cores run one after another within a phase, sharing
-    the memory system's calendar. Returns (trace, timeline, hazards) per core."""
-    starts = [_start_core(p, target, strict, serialize, numerics, memsys, cross, core, where)
-              for core, p in enumerate(programs)]
-    done: list = [None] * len(programs)
-    waits = _BARRIER_WAITS[id(programs[0])] = [0] * len(programs)
-    release, barrier = None, 0
-    while True:
-        arrived = []
-        for core, (program, (_, _, _, runner)) in enumerate(zip(programs, starts)):
-            if done[core] is not None:
-                continue
-            _hand_over(program, allocs)
-            try:
-                arrived.append((runner.send(release) if release is not None else next(runner), core))
-            except StopIteration as stop:
-                done[core] = stop.value
-                if program.scalar_loads is not None:
-                    program.scalar_loads.check_unwritten()
-        if not arrived:
-            break
-        if len(arrived) < len(programs):
-            ended = next(c for c in range(len(programs)) if done[c] is not None)
-            raise SimulationError(DEADLOCK, f"core {arrived[0][1]} waits at sync_all #{barrier + 1} "
-                                  f"but core {ended} has ended: every core must reach every chip "
-                                  "barrier", where)
-        release = max(t for t, _ in arrived) + target.sync_all_cycles
-        for t, core in arrived:
-            waits[core] += release - t
-        barrier += 1
-        cross.new_epoch()
-    for _, _, machine, _ in starts:
-        machine.release()
-    return [(program.trace, timeline, hazards)
-            for program, (_, hazards, _, _), timeline in zip(programs, starts, done)]
-
-
-def _start_core(program: Program, target: Target, strict: bool, serialize: bool,
-                numerics: bool, memsys: MemorySystem, cross: CrossCoreChecker, core: int,
-                where: str):
-    """(trailing scalar cycles, hazards, machine, the run's generator) of one core."""
-    trailing, hazards, machine = _core_machine(program, strict, serialize, numerics, cross, core, where)
-    return trailing, hazards, machine, start(program.trace, machine, hazards, target, trailing,
-                                             serialize, memsys)
-
-
-def _core_machine(program: Program, strict: bool, serialize: bool, numerics: bool,
-                  cross: CrossCoreChecker | None, core: int, where: str):
-    """One core's scalar walk (its trailing cycles), hazard checks and machine."""
-    trailing = program.run_scalar()
-    trace = program.trace
-
-    def describe(stamp: int) -> tuple[str, str, str]:
-        if stamp <= 0 or stamp > len(trace):
-            return ("<inputs>", "-", where)
-        instr = trace[stamp - 1][0]
-        return (instr.name, PIPE_NAMES[instr.pipe], instr.where)
-
-    hazards = HazardDetector(len(trace), program.n_groups, describe, races=not serialize,
-                             strict=strict)
-    return trailing, hazards, Machine(hazards, numerics, cross, core)
+    return SimResult(outputs, cycles, rep, all_hazards, timeline, trace, target, wall, core_traces)
 
 
 def _run_core(program: Program, target: Target, strict: bool, serialize: bool, numerics: bool,
-              memsys: MemorySystem, cross: CrossCoreChecker | None, core: int, where: str):
-    """One core's instance: its scalar walk, its pipes, its own hazard checks."""
-    trailing, hazards, machine = _core_machine(program, strict, serialize, numerics, cross, core, where)
+              memsys: MemorySystem, where: str):
+    """A one-core launch: its scalar walk, its pipes, its own hazard checks."""
+    trailing = program.run_scalar()
     trace = program.trace
+    hazards = HazardDetector(len(trace), program.n_groups, launch.describer(trace, where),
+                             races=not serialize, strict=strict)
+    machine = Machine(hazards, numerics)
     try:
         timeline = run(trace, machine, hazards, target, trailing, serialize, memsys)
     finally:

@@ -142,14 +142,7 @@ class ScalarAndViewDecoding:
         nbytes = numel(shape) * npu_ir.element_bytes(dtype)
         strides = tuple(identity_strides(shape))
         if space == "gm":
-            shared = self.shared_allocs
-            region = None if shared is None else shared.get(op)
-            if region is None:
-                _, region = self.gm_memory(f"gm:alloc@{where}", f"{t} @ {where}", nbytes)
-                if shared is not None:
-                    shared[op] = region
-            else:
-                self.gm_regions.append(region)
+            _, region = self.gm_memory(f"gm:alloc@{where}", f"{t} @ {where}", nbytes)
             self.gm_alloc_bytes += nbytes
             return View(region, 0, shape, strides)
         if space not in ON_CHIP_BUFFERS:

@@ -29,7 +29,7 @@ from typing import Callable
 import numpy as np
 
 from npu.simulator.errors import RACE, UNINITIALIZED, SimulationError
-from npu.simulator.access import Pattern
+from npu.simulator.access import Pattern, bursts_view
 from npu.simulator.memory import Memory
 from npu.simulator.stamps import selection
 
@@ -263,6 +263,7 @@ class CrossCoreChecker:
         self.cores = cores
         self._writer: dict[Memory, np.ndarray] = {}
         self._readers: dict[Memory, np.ndarray] = {}
+        self._touched: set[Memory] = set()  # since `take_touched` (epochs aside)
 
     def new_epoch(self) -> None:
         """Every core passed a barrier: earlier accesses conflict with none later."""
@@ -276,24 +277,49 @@ class CrossCoreChecker:
             self._readers[mem] = np.zeros(mem.data.size, np.uint64)
         return w, self._readers[mem]
 
-    def access(self, mem: Memory, sel, write: bool, core: int, instr, detector: HazardDetector) -> None:
+    def take_touched(self) -> set[Memory]:
+        """The GM memories read or written since the last call: the only
+        ones whose own-core stamps a hand-over to the next core must reset."""
+        touched, self._touched = self._touched, set()
+        return touched
+
+    def access(self, mem: Memory, pat: Pattern, addr: int, write: bool, core: int, instr,
+               detector: HazardDetector) -> None:
+        """Check and record one core's access of `pat` at `addr`: on views of
+        the per-byte state when its bytes are one run or equal bursts."""
+        self._touched.add(mem)
         writer, readers = self._state(mem)
-        w = writer[sel]
+        w_view = bursts_view(writer, addr, pat)
+        if w_view is not None:
+            w, r = w_view, bursts_view(readers, addr, pat)
+        else:
+            sel = selection(pat, addr)
+            w, r = writer[sel], readers[sel]
         other = (w >= 0) & (w != core)
         bit = np.uint64(1 << core)
         if write:
-            other |= (readers[sel] & ~bit) != 0
+            other |= (r & ~bit) != 0
         if other.any():
-            idx = np.flatnonzero(other)
-            flat = np.arange(mem.data.size)[sel] if not isinstance(sel, slice) else None
-            lo = int(idx[0] + sel.start) if flat is None else int(flat[idx[0]])
-            first = int(w[idx[0]])
-            them = f"core {first} writes" if first >= 0 and first != core else "another core reads"
-            verb = "writes" if write else "reads"
-            detector.report(RACE, f"'{instr.name}' on core {core} {verb} {mem.name} byte {lo} "
-                            f"({idx.size} bytes in all) that {them} too, with no ordering between "
-                            "the cores of a launch", instr.where, (RACE, "cores", instr.where, mem.name))
-        if write:
+            self._report(mem, pat, addr, other, w, write, core, instr, detector)
+        if w_view is not None:
+            if write:
+                w[...] = core
+            else:
+                r |= bit
+        elif write:
             writer[sel] = core
         else:
             readers[sel] |= bit
+
+    @staticmethod
+    def _report(mem: Memory, pat: Pattern, addr: int, other: np.ndarray, w: np.ndarray,
+                write: bool, core: int, instr, detector: HazardDetector) -> None:
+        idx = np.flatnonzero(other)
+        sel = selection(pat, addr)
+        lo = int(idx[0] + sel.start) if isinstance(sel, slice) else int(sel[idx[0]])
+        first = int(w.reshape(-1)[idx[0]])
+        them = f"core {first} writes" if first >= 0 and first != core else "another core reads"
+        verb = "writes" if write else "reads"
+        detector.report(RACE, f"'{instr.name}' on core {core} {verb} {mem.name} byte {lo} "
+                        f"({idx.size} bytes in all) that {them} too, with no ordering between "
+                        "the cores of a launch", instr.where, (RACE, "cores", instr.where, mem.name))

@@ -275,7 +275,6 @@ def instruction(decoder, op: ir.Operation, pre_cost: int) -> Callable:
     if name in _SYNC:
         ctx = HivmDecodeContext(op, where, target, None, None, [])
         instr = SyncInstr(ctx, _SYNC[name], chip=name == hivm.SYNC_ALL).finish()
-        decoder.instrs.append(instr)
         append, pending = decoder.trace.append, decoder.pending
 
         def dispatch_sync(env: list, instr=instr, pre=pre_cost) -> None:
@@ -301,7 +300,7 @@ def instruction(decoder, op: ir.Operation, pre_cost: int) -> Callable:
     is_vector = hivm.CONFIG_KIND[name] in hivm.VECTOR_KINDS
     cache: dict = {}
     build = _CCE_DECODERS["cce." + name[len("hivm."):]]
-    append, pending, instrs, mask = decoder.trace.append, decoder.pending, decoder.instrs, state.mask
+    append, pending, mask = decoder.trace.append, decoder.pending, state.mask
     # (cce operand index, hivm slot, space, esize) in cce order
     plan = tuple(sorted((order[k], addr_slots[k], spaces[k], _ESIZE[dtypes[k]])
                         for k in range(len(spaces))))
@@ -323,7 +322,6 @@ def instruction(decoder, op: ir.Operation, pre_cost: int) -> Callable:
             ctx = HivmDecodeContext(op, where, target, word, mask[0] if is_vector else None,
                                     infos)
             instr = cache[key] = build(ctx).finish()
-            instrs.append(instr)
         if n_addrs == 3:
             addrs = (instr, env[a0], env[a1], env[a2])
         elif n_addrs == 2:
@@ -348,7 +346,7 @@ def _img2col_instruction(decoder, op: ir.Operation, pre_cost: int, where: str) -
     plan = ((0, src, "l1", 2), (1, dst, "l0a", 2))
     cache: dict = {}
     views_at: dict = {}
-    append, pending, instrs, fmatrix = decoder.trace.append, decoder.pending, decoder.instrs, state.fmatrix
+    append, pending, fmatrix = decoder.trace.append, decoder.pending, state.fmatrix
 
     def dispatch(env: list, pre=pre_cost) -> None:
         if fmatrix[0] is None:
@@ -367,7 +365,6 @@ def _img2col_instruction(decoder, op: ir.Operation, pre_cost: int, where: str) -
             ctx = HivmDecodeContext(op, where, target, 0, None, infos)
             ctx.fields = fields
             instr = cache[key] = img2col.Img2col(ctx).finish()
-            instrs.append(instr)
         addrs = (instr, env[src], env[dst])
         views = views_at.get(addrs)
         if views is None:

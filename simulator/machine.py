@@ -142,7 +142,7 @@ class Machine:
         carry = False  # a movement read uninitialised bytes: move their flags too
         for mem, group, pat, addr, token, stamps, whole, cross_gm in reads:
             if cross_gm:
-                self.cross.access(mem, selection(pat, addr), False, self.core, instr, hz)
+                self.cross.access(mem, pat, addr, False, self.core, instr, hz)
             if token not in initialised and hz.check_initialised(mem, pat, addr, token, instr):
                 carry = True
             if races:
@@ -160,7 +160,7 @@ class Machine:
         not_v = pipe != V
         for mem, group, pat, addr, stamps, whole, cross_gm in writes:
             if cross_gm:
-                self.cross.access(mem, selection(pat, addr), True, self.core, instr, hz)
+                self.cross.access(mem, pat, addr, True, self.core, instr, hz)
             if races:
                 # Epoch summaries of the group: only an access some pipe made at
                 # an epoch this clock does not cover can race. Inside V,

@@ -34,16 +34,27 @@ class Memory:
     data: np.ndarray = field(init=False)
     typed: dict[str, np.ndarray] = field(init=False)
     wstamp: Stamps = field(init=False)
-    rstamp: dict[int, Stamps] = field(init=False, default_factory=dict)
-    writers: set[int] = field(init=False, default_factory=set)  # pipes that wrote it
+    rstamp: dict[int, Stamps] = field(init=False)
+    writers: set[int] = field(init=False)  # pipes that wrote it
     # None until a movement instruction carries uninitialised bytes (see `Shadow`).
-    uninit: "Shadow | None" = field(init=False, default=None)
+    uninit: "Shadow | None" = field(init=False)
 
     def __post_init__(self) -> None:
-        padded = -(-max(self.nbytes, 1) // 8) * 8  # every typed view needs whole elements
-        self.data = np.zeros(padded, np.uint8)
-        self.typed = {name: self.data.view(dt) for name, dt in DTYPES.items()}
-        self.wstamp = Stamps(padded, self.granule, NEVER_WRITTEN)
+        self.import_state(None)
+
+    def export_state(self) -> tuple:
+        """The bytes and shadow state, to put aside while another core of a
+        launch uses this buffer (`launch.CoreBuffers`)."""
+        return self.data, self.typed, self.wstamp, self.rstamp, self.writers, self.uninit
+
+    def import_state(self, state: tuple | None) -> None:
+        """Install an exported state, or (None) a blank, never-written one."""
+        if state is None:
+            padded = -(-max(self.nbytes, 1) // 8) * 8  # every typed view needs whole elements
+            data = np.zeros(padded, np.uint8)
+            state = (data, {name: data.view(dt) for name, dt in DTYPES.items()},
+                     Stamps(padded, self.granule, NEVER_WRITTEN), {}, set(), None)
+        self.data, self.typed, self.wstamp, self.rstamp, self.writers, self.uninit = state
 
     def readers(self, pipe: int) -> Stamps:
         stamps = self.rstamp.get(pipe)

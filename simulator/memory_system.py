@@ -87,7 +87,7 @@ class MemorySystem:
         """(lines the transfer touches that hit in L2, lines in all); marks
         all of them touched at t0."""
         last = self._last(mem)
-        if pattern.byte_idx is None:
+        if pattern.dense:
             # A dense transfer over a few lines (the common short copy): the
             # same test and update line by line on Python floats.
             line = self.line

@@ -74,13 +74,13 @@ class _Transfer(Instr):
         if pat.dense:
             n, burst = self.burst_shape
             return data[addr + pat.lo:addr + pat.hi].reshape(n, burst)
-        return _bursts_view(data, addr, pat)
+        return access.bursts_view(data, addr, pat)
 
     def read_src(self, mems: list[Memory], addrs: list[int]) -> np.ndarray:
         src, sa, sp = mems[0].data, addrs[0], self.src_pat
         if sp.dense:
             return src[sa:sa + sp.hi]
-        rows = _bursts_view(src, sa, sp)
+        rows = access.bursts_view(src, sa, sp)
         return rows if rows is not None else src[sp.byte_idx + sa]
 
     def write_dst(self, mems: list[Memory], addrs: list[int], values: np.ndarray) -> None:
@@ -88,27 +88,11 @@ class _Transfer(Instr):
         if dp.dense:
             dst[da:da + dp.hi] = values.reshape(-1)
             return
-        rows = _bursts_view(dst, da, dp)
+        rows = access.bursts_view(dst, da, dp)
         if rows is not None:
             rows[...] = values.reshape(rows.shape)
         else:
             dst[dp.byte_idx + da] = values.reshape(-1)
-
-
-def _bursts_view(data: np.ndarray, addr: int, pat) -> np.ndarray | None:
-    """The bursts of `pat` at `addr` as a (bursts, bytes) view of `data`, when
-    they are disjoint and the last stride fits in the array; else None (index
-    the bytes one by one)."""
-    if pat.bursts is None:
-        return None
-    n, burst, stride = pat.bursts
-    if stride < burst:
-        return None
-    if addr + n * stride > data.size:  # the last gap runs past the array
-        if addr + (n - 1) * stride + burst > data.size:
-            return None
-        return np.lib.stride_tricks.as_strided(data[addr:], (n, burst), (stride, 1))
-    return data[addr:addr + n * stride].reshape(n, stride)[:, :burst]
 
 
 class Copy(_Transfer):
@@ -159,7 +143,7 @@ class Copy(_Transfer):
         if self.convert:  # not a byte copy
             return None
         sp, dp = self.src_pat, self.dst_pat
-        if sp.byte_idx is None and dp.byte_idx is None:  # both one run: plain slices
+        if sp.dense and dp.dense:  # both one run: plain slices
             sa, da = addrs[0], addrs[1]
             return mems[1].data[da + dp.lo:da + dp.hi], mems[0].data[sa + sp.lo:sa + sp.hi]
         src = self.rows(mems[0].data, addrs[0], sp)
@@ -228,7 +212,7 @@ class Load(_Transfer):
     def _dst_fractals(self, data: np.ndarray, addr: int) -> np.ndarray | None:
         """The destination fractals as an (n, edge, edge) 2-byte view, or None."""
         dp = self.dst_pat
-        rows = data[addr:addr + dp.hi].reshape(1, -1) if dp.dense else _bursts_view(data, addr, dp)
+        rows = data[addr:addr + dp.hi].reshape(1, -1) if dp.dense else access.bursts_view(data, addr, dp)
         if rows is None:
             return None
         e = self.edge

@@ -59,38 +59,49 @@ class Program:
     trace: list
     pending: list[int]
     placement: Placement
-    instrs: list[Instr] = field(default_factory=list)
     n_groups: int = 0
     workspace_args: tuple[int, ...] = ()  # indices of scratch (npu.workspace) arguments
     gm_alloc_bytes: int = 0  # bytes of GM memref.alloc temporaries (each executed op once)
     hivm: "hivm_decode.HivmProgram | None" = None  # the hivm level's operand views
     scalar_loads: object = None  # `scalar_loads.ScalarLoads` when the program loads scalars
+    block_slot: int | None = None  # the env slot of the `npu.block_idx` argument
+    on_chip: dict[str, Memory] = field(default_factory=dict)  # the buffers, by space
 
     def run_scalar(self) -> int:
-        """Walk the control flow, filling `trace`; returns trailing scalar cycles.
-        At the hivm level the operand views' hazard groups are numbered once
-        every address the program uses is known."""
+        """Walk the control flow once, filling `trace`, and number the hazard
+        groups; returns the trailing scalar cycles."""
+        trailing = self.walk()
+        self.number_groups()
+        return trailing
+
+    def walk(self) -> int:
+        """Walk the control flow, filling `trace`; returns trailing scalar cycles."""
+        self.pending[0] = 0
+        if self.scalar_loads is not None:
+            self.scalar_loads.lines.clear()  # each walk is a core that starts cold
         env = self.env
         for fn in self.body:
             fn(env)
+        return self.pending[0]
+
+    def number_groups(self) -> None:
+        """At the hivm level the operand views' hazard groups are numbered
+        once every address the walks used is known."""
         if self.hivm is not None:
             self.n_groups = self.hivm.assign_groups(self.n_groups)
-        return self.pending[0]
+
+    def set_block_idx(self, core: int) -> None:
+        """The core the next walk is: its `npu.block_idx` argument."""
+        if self.block_slot is not None:
+            self.env[self.block_slot] = core
 
 
 class Decoder(ScalarAndViewDecoding):
-    """`block_idx`: this instance's core number (the `npu.block_idx`
-    argument); `shared_args`: the GM argument memories of core 0, which every
-    other core of the launch uses too; `shared_allocs`: the launch's GM
-    temporaries by alloc op, one memory for all cores (a later kernel reads
-    what other cores wrote there)."""
+    """Decodes the entry once; every core of a launch runs the result with
+    its own block index (`Program.set_block_idx`, simulator/launch.py)."""
 
-    def __init__(self, target: Target, block_idx: int = 0, shared_args: list | None = None,
-                 shared_allocs: dict | None = None):
+    def __init__(self, target: Target):
         self.target = target
-        self.block_idx = block_idx
-        self.shared_args = shared_args
-        self.shared_allocs = shared_allocs
         self.issue = target.scalar_issue_cycles
         self.slots: dict[ir.Value, int] = {}
         self.env: list = []
@@ -101,7 +112,6 @@ class Decoder(ScalarAndViewDecoding):
         self.on_chip: dict[str, Memory] = {}
         self.gm_regions: list[Region] = []
         self.gm_alloc_bytes = 0
-        self.instrs: list[Instr] = []
 
     # -- slots --------------------------------------------------------------
 
@@ -125,11 +135,12 @@ class Decoder(ScalarAndViewDecoding):
         block = func_op.regions[0].blocks[0]
         args = []
         blk_arg = npu_ir.block_idx_arg(func_op)
+        block_slot = None
         for i, arg in enumerate(block.arguments):
             where = where_of(func_op.location)
             if i == blk_arg and str(arg.type) == "index":
-                self.slots[arg] = len(self.env)
-                self.env.append(self.block_idx)
+                block_slot = self.slots[arg] = len(self.env)
+                self.env.append(0)
                 continue
             if not npu_ir.is_memref(arg.type):
                 raise SimulationError(UNSUPPORTED, f"argument #{i} of '{npu_ir.symbol_name(func_op)}' "
@@ -149,11 +160,7 @@ class Decoder(ScalarAndViewDecoding):
             if offset != 0 or strides != identity_strides(shape):
                 raise SimulationError(UNSUPPORTED, f"argument #{i} must have the identity layout", where)
             nbytes = numel(shape) * npu_ir.element_bytes(dtype)
-            if self.shared_args is not None:
-                mem, region = self.shared_args[len(args)][:2]
-                self.gm_regions.append(region)
-            else:
-                mem, region = self.gm_memory(f"gm:arg{i}", f"argument #{i}", nbytes)
+            mem, region = self.gm_memory(f"gm:arg{i}", f"argument #{i}", nbytes)
             self.env.append(None)
             self.slots[arg] = len(self.env) - 1
             self.env[self.slots[arg]] = View(region, 0, shape, tuple(strides))
@@ -164,11 +171,11 @@ class Decoder(ScalarAndViewDecoding):
             region.group = gid
             gid += 1
         return Program(npu_ir.symbol_name(func_op), args, self.env, body, self.trace, self.pending,
-                       self.placement, self.instrs, gid,
+                       self.placement, gid,
                        tuple(i - (blk_arg is not None and i > blk_arg)
                              for i in npu_ir.workspace_args(func_op)),
                        self.gm_alloc_bytes, getattr(self, "hivm_state", None),
-                       getattr(self, "_scalar_loads", None))
+                       getattr(self, "_scalar_loads", None), block_slot, dict(self.on_chip))
 
     def gm_memory(self, name: str, label: str, nbytes: int) -> tuple[Memory, Region]:
         """A GM allocation (argument or temporary): the runtime pads it to whole
@@ -249,7 +256,6 @@ class Decoder(ScalarAndViewDecoding):
         """Decode a cce op (once, in program order): its `Instr` and operand slots."""
         ctx = DecodeContext(op, where_of(op.location), self.target)
         instr = INSTR_DECODERS[op.name](ctx).finish()
-        self.instrs.append(instr)
         return instr, tuple(self.use(v, op) for v in op.operands)
 
     # -- control flow -----------------------------------------------------------

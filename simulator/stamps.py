@@ -27,7 +27,7 @@ BLOCKS_CACHE_ENTRIES = 1 << 16
 
 def selection(pat: Pattern, addr: int):
     """The bytes `pat` touches at `addr`, as a numpy index (slice or array)."""
-    if pat.byte_idx is None:
+    if pat.dense:
         return slice(addr + pat.lo, addr + pat.hi)
     return pat.byte_idx + addr
 
@@ -60,7 +60,7 @@ class Stamps:
 
     def _find_granules(self, pat: Pattern, addr: int):
         g = self.g
-        if pat.byte_idx is None:
+        if pat.dense:
             lo, hi = addr + pat.lo, addr + pat.hi
             if lo % g or hi % g:
                 return None
@@ -76,7 +76,7 @@ class Stamps:
         run or as equal bursts (a 2-D view); else None. An access that repeats
         its address keeps these and stamps its granules with one `fill`."""
         g = self.g
-        if pat.byte_idx is None:
+        if pat.dense:
             lo, hi = addr + pat.lo, addr + pat.hi
             if lo % g or hi % g:
                 return None
@@ -102,7 +102,7 @@ class Stamps:
             if self.any_mixed:
                 self.mixed[blocks] = False
             return
-        if pat.byte_idx is None:
+        if pat.dense:
             self.set_range(addr + pat.lo, addr + pat.hi, value)
         else:
             self.set_bytes(pat.byte_idx + addr, value)

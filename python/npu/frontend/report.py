@@ -25,6 +25,8 @@ import math
 import re
 from collections import defaultdict
 
+import numpy as np
+
 from npu.simulator.instruction import OP
 
 
@@ -33,25 +35,26 @@ def per_op_breakdown(result, target, names: dict[str, str],
     from npu.simulator.hazards import PIPE_NAMES
 
     groups: dict[str, dict] = {}
-    for core, instr, start, end in _chip_entries(result):
+    for core, instr, count, duration, start, end in _static_entries(result):
         g = groups.get(instr.where)
         if g is None:
             g = groups[instr.where] = {"first": start, "last": end, "instructions": 0, "cores": {},
                                        "flops": 0, "cube_flops": 0, "gm_bytes": 0}
         g["first"] = min(g["first"], start)
         g["last"] = max(g["last"], end)
-        g["instructions"] += 1
+        g["instructions"] += count
         busy, moved = g["cores"].setdefault(core, ({}, {}))
         pipe = PIPE_NAMES[instr.pipe]
-        busy[pipe] = busy.get(pipe, 0) + (instr.occupancy if pipe in ("V", "M") else end - start)
-        flops = _flops(instr, target)
+        busy[pipe] = busy.get(pipe, 0) + (instr.occupancy * count if pipe in ("V", "M")
+                                          else duration)
+        flops = _flops(instr, target) * count
         g["flops"] += flops
         if pipe == "M":
             g["cube_flops"] += flops
         if instr.path is not None:
-            moved[instr.path] = moved.get(instr.path, 0) + instr.nbytes
+            moved[instr.path] = moved.get(instr.path, 0) + instr.nbytes * count
             if "gm" in instr.path.split("_to_"):
-                g["gm_bytes"] += instr.nbytes
+                g["gm_bytes"] += instr.nbytes * count
     exclusive = exclusive_cycles(result)
     rows = []
     for where, g in groups.items():
@@ -128,14 +131,27 @@ def _core_bound(busy: dict, moved: dict, target) -> tuple[float, str]:
     return bounds[unit], unit
 
 
-def _chip_entries(result):
-    """(core, instruction, start, end) of every operation of the launch."""
+def _static_entries(result):
+    """(core, static operation, dispatches, cycles from start to end summed,
+    first start, last end) of every operation of the launch: one numpy pass
+    per core over its trace, then one Python step per static instruction."""
     cores = result.core_traces or [(result.trace_entries, result.timeline)]
     for core, (entries, timeline) in enumerate(cores):
-        starts, ends = timeline.start, timeline.end
-        for i, (instr, _, _) in enumerate(entries):
-            if instr.kind == OP:
-                yield core, instr, starts[i], ends[i]
+        codes = timeline.codes
+        if not entries or codes is None:
+            continue
+        k, n = codes.codes, len(codes.instrs)
+        start, end = np.asarray(timeline.start), np.asarray(timeline.end)
+        count = np.bincount(k, minlength=n)
+        duration = np.bincount(k, weights=end - start, minlength=n)
+        first = np.full(n, np.inf)
+        np.minimum.at(first, k, start)
+        last = np.full(n, -np.inf)
+        np.maximum.at(last, k, end)
+        for i, instr in enumerate(codes.instrs):
+            if instr.kind == OP and count[i]:
+                yield (core, instr, int(count[i]), duration[i].item(), first[i].item(),
+                       last[i].item())
 
 
 def _source_order(location: str) -> tuple:
