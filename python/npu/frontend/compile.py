@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 from mlir import ir
 
-from npu import diagnostics
+from npu import diagnostics, host_memory
 from npu.frontend.node_locations import NodeLocations
 from npu.passes.linalg_to_ascend.structure import UnsupportedOp
 from npu.ir import (NUMPY_DTYPES, functions, is_memref, make_context, memref_element, memref_shape,
@@ -304,7 +304,10 @@ def import_linalg(source, ctx: ir.Context, where: str, input_shapes: dict | None
         return None, [], [], locate
     module = _parse(imported.mlir, ctx, where)
     attach_weights(module, imported.weights)
-    return module, imported.input_names, imported.output_names, locate
+    names = imported.input_names, imported.output_names
+    del imported  # the importer's context, which holds the weights it made
+    host_memory.release()
+    return module, *names, locate
 
 
 def _looks_like_mlir(text: str) -> bool:
@@ -346,7 +349,11 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
     ctx = make_context()
     stages: dict[str, str] = {}
     seconds: dict[str, float] = {}
-    linalg, in_names, out_names, locate = import_linalg(source, ctx, where, input_shapes)
+    # The linalg module lives in a context of its own: MLIR keeps every
+    # attribute (the weights, as the importer made them) until its context
+    # dies, and nothing needs them once the ascend module exists.
+    linalg, in_names, out_names, locate = import_linalg(source, make_context(), where,
+                                                        input_shapes)
     from npu.frontend.empty_kernel import wrap
 
     if linalg is None:
@@ -354,6 +361,8 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
     seconds["import"] = time.perf_counter() - t0
     stages["linalg"] = _short(linalg)
     module = linalg_to_ascend(linalg, in_names, out_names, locate, where, ctx)
+    del linalg
+    host_memory.release()
     seconds["to_ascend"] = time.perf_counter() - t0 - sum(seconds.values())
     stages["ascend"] = _short(module)
     check_size(module, tgt, where, locate)

@@ -39,11 +39,6 @@ NOT_FOLDED = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "Ra
 # shape to a value whose `Shape` the next round folds.
 MAX_ROUNDS = 8
 
-# Float initializers at least this large are hidden from shape inference
-# (which serialises the model and reads no float data).
-_HIDE_BYTES = 1024
-
-
 @dataclass
 class FoldResult:
     """What `fold_constants` did: the nodes folded (or gathers rewritten as
@@ -125,23 +120,14 @@ class _Values:
 
 def inferred_types(model) -> dict[str, tuple[list[int] | None, int]] | None:
     """Every value's (static dims or None, element type), or None when shape
-    inference fails. The large float weights' bytes are hidden meanwhile."""
-    import onnx
-
+    inference fails (run on the model's skeleton, `onnx_skeleton`)."""
     from npu.frontend.onnx_checks import value_types
+    from npu.frontend.onnx_skeleton import infer_shapes
 
-    hidden = {}
-    for i, t in enumerate(model.graph.initializer):
-        if t.data_type in (1, 10, 11, 16) and t.HasField("raw_data") and len(t.raw_data) >= _HIDE_BYTES:
-            hidden[i] = t.raw_data
-            t.ClearField("raw_data")
     try:
-        inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+        inferred = infer_shapes(model, data_prop=True)
     except Exception:  # noqa: BLE001 - any refusal: the checks report it
         return None
-    finally:
-        for i, data in hidden.items():
-            model.graph.initializer[i].raw_data = data
     return value_types(inferred)
 
 

@@ -18,6 +18,8 @@ import sys
 import re
 from dataclasses import dataclass, field
 
+from npu.frontend.onnx_skeleton import infer_shapes, take_inferred
+
 SUPPORTED_OPS = frozenset({
     "MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Pow", "Relu", "Gelu", "Erf", "Tanh",
     "Sigmoid", "Exp", "Log", "Sqrt", "Reciprocal", "Neg", "Abs", "Softmax",
@@ -121,11 +123,8 @@ def _static_shape(value_info) -> list[int] | None:
     return dims
 
 
-def check_model(model, where: str, stripped: set[int] = frozenset()) -> None:
-    """Reject what we cannot compile, naming the node and the reason.
-
-    `stripped`: the initializers whose bytes `_strip_weight_bytes` took out
-    (their data was checked before, by `onnx_checks.check_initializers`)."""
+def check_model(model, where: str) -> None:
+    """Reject what we cannot compile, naming the node and the reason."""
     import onnx
 
     from npu.frontend import onnx_checks
@@ -135,7 +134,7 @@ def check_model(model, where: str, stripped: set[int] = frozenset()) -> None:
     check_static_inputs(model, where)  # else the shape plumbing that did not fold is "unsupported"
     check_operators(model, where)
     onnx_checks.check_flags(model, fail)
-    onnx_checks.run_checker(model, set(stripped), fail)
+    onnx_checks.run_checker(model, fail)
     initialized = {t.name for t in model.graph.initializer}
     for value in list(model.graph.input) + list(model.graph.output):
         if value.name in initialized:
@@ -153,7 +152,7 @@ def check_model(model, where: str, stripped: set[int] = frozenset()) -> None:
 
     check_convs(model, fail)
     try:
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+        inferred = infer_shapes(model, strict_mode=True)
     except Exception as e:
         raise _error(where, f"shape inference failed: {str(e).splitlines()[0]}") from None
     types = onnx_checks.value_types(inferred)
@@ -250,15 +249,12 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     onnx_shapes.infer_output_shapes(model)
     host_types = onnx_narrow.narrow_integers(model, _failer(where))
     node_types = _name_nodes(model)  # the nodes left, by their own names
-    # Shape inference serialises the model: without the large weights' bytes
-    # (it reads no float data) that no longer costs a copy of every weight.
-    weight_bytes = _strip_weight_bytes(model)
-    check_model(model, where, set(weight_bytes))
+    check_model(model, where)
     initialized = {t.name for t in model.graph.initializer}
     inputs = [v.name for v in model.graph.input if v.name not in initialized]
     outputs = [v.name for v in model.graph.output]
     weights: dict[str, object] | None = {} if detach_weights else None
-    text = _run_torch_mlir(model, where, node_types, inputs, outputs, weights, weight_bytes,
+    text = _run_torch_mlir(model, where, node_types, inputs, outputs, weights,
                            [f"{n}={t}" for n, t in sorted(host_types.items())])
     return ImportedModel(text, inputs, outputs, node_types, weights or {}, empty)
 
@@ -325,32 +321,8 @@ def attach_weights(module, weights: dict) -> None:
                 del op.attributes[WEIGHT_ATTR]
 
 
-def _strip_weight_bytes(model) -> dict[int, bytes]:
-    """Take the raw bytes out of the large floating-point initializers
-    (index -> bytes); `_restore_weight_bytes` puts them back."""
-    import onnx
-
-    floats = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE,
-              onnx.TensorProto.BFLOAT16)
-    taken = {}
-    for i, t in enumerate(model.graph.initializer):
-        if t.data_type not in floats or not t.HasField("raw_data"):
-            continue
-        data = t.raw_data  # each read of the field is a copy of the bytes
-        if len(data) >= 4 * DETACH_MIN_ELEMENTS:
-            taken[i] = data
-            t.ClearField("raw_data")
-    return taken
-
-
-def _restore_weight_bytes(model, taken: dict[int, bytes]) -> None:
-    for i, data in taken.items():
-        model.graph.initializer[i].raw_data = data
-
-
 def _run_torch_mlir(model, where: str, node_types: dict[str, str], inputs: list[str],
                     outputs: list[str], weights: dict | None = None,
-                    weight_bytes: dict[int, bytes] | None = None,
                     host_types: list[str] = ()) -> str:
     import onnx
     from torch_mlir import ir as tir
@@ -359,10 +331,9 @@ def _run_torch_mlir(model, where: str, node_types: dict[str, str], inputs: list[
     from torch_mlir.passmanager import PassManager as TorchPassManager
 
     try:
-        model = onnx.shape_inference.infer_shapes(model, data_prop=True)
+        take_inferred(model, infer_shapes(model, data_prop=True))
     except Exception as e:
         raise _error(where, f"shape inference failed: {str(e).splitlines()[0]}") from None
-    _restore_weight_bytes(model, weight_bytes or {})
     ctx = tir.Context()
     torch_d.register_dialect(ctx)
     try:

@@ -42,9 +42,11 @@ def narrow_integers(model, fail: Callable[[str], Exception]) -> dict[str, str]:
     import onnx
     from onnx import numpy_helper
 
+    from npu.frontend.onnx_skeleton import infer_shapes
+
     graph = model.graph
     try:
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+        inferred = infer_shapes(model, strict_mode=True)
     except Exception:  # the model's own error: `check_model` names its node
         return {}
     _constant_nodes_to_initializers(graph)
@@ -87,7 +89,7 @@ def narrow_integers(model, fail: Callable[[str], Exception]) -> dict[str, str]:
     _drop_unused_initializers(graph, set(twins))
     del graph.value_info[:]  # re-inferred with the new types
     try:
-        onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=False)
+        infer_shapes(model, strict_mode=True, data_prop=False)
     except Exception as e:  # an op whose int64 input cannot be int32
         raise fail("integer values cannot run as i32 here: "
                    f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
@@ -136,6 +138,8 @@ def _drop_unused_initializers(graph, candidates: set[str]) -> None:
     """The int64 originals that only their int32 twins use now."""
     used = {name for node in graph.node for name in node.input} | {v.name for v in graph.output}
     used |= {v.name for v in graph.input}
-    keep = [t for t in graph.initializer if t.name in used or t.name not in candidates]
-    del graph.initializer[:]
-    graph.initializer.extend(keep)
+    # In place: rebuilding the list would copy every weight into the arena.
+    for i in reversed(range(len(graph.initializer))):
+        name = graph.initializer[i].name
+        if name in candidates and name not in used:
+            del graph.initializer[i]

@@ -150,12 +150,12 @@ def _forget_inferred(model, params: dict[str, int]) -> None:
 def infer_output_shapes(model) -> None:
     """Outputs declared with symbolic or unknown dims take the static dims
     shape inference finds (a model whose inputs were pinned)."""
-    import onnx
+    from npu.frontend.onnx_skeleton import infer_shapes
 
     if all(_static(o) for o in model.graph.output):
         return
     try:
-        inferred = onnx.shape_inference.infer_shapes(model)
+        inferred = infer_shapes(model)
     except Exception:  # noqa: BLE001 - the checks that follow report it
         return
     found = {o.name: o for o in inferred.graph.output}

@@ -1,0 +1,32 @@
+"""Handing the compiler's freed memory back to the operating system.
+
+A model's weights pass through several short-lived forms on the way in (the
+ONNX protobuf, the importer's MLIR context, the linalg module). Once a stage
+is done they are garbage, but some sit in reference cycles (MLIR contexts and
+the operations that point back at them) until the collector runs, and glibc
+keeps freed heap pages mapped unless asked to return them. Between stages
+the compiler asks for both, so that its peak is one stage's, not the sum.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import gc
+from functools import lru_cache
+
+
+@lru_cache(maxsize=1)
+def _malloc_trim():
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    return getattr(ctypes.CDLL(name), "malloc_trim", None)  # glibc only
+
+
+def release() -> None:
+    """Collect cycles, then return the free heap to the OS (where glibc can)."""
+    gc.collect()
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
