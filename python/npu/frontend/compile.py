@@ -20,7 +20,8 @@ from typing import Sequence
 import numpy as np
 from mlir import ir
 
-from npu import diagnostics, host_memory
+from npu import diagnostics
+from npu.frontend import host_memory
 from npu.frontend.node_locations import NodeLocations
 from npu.passes.linalg_to_ascend.structure import UnsupportedOp
 from npu.ir import (NUMPY_DTYPES, functions, is_memref, make_context, memref_element, memref_shape,
