@@ -20,7 +20,7 @@ from typing import Generator
 from npu.simulator.errors import DEADLOCK, SimulationError
 from npu.simulator.hazards import PIPE_NAMES, CrossCoreChecker, HazardDetector
 from npu.simulator.machine import Machine
-from npu.simulator.memory import INPUT_STAMP, Memory
+from npu.simulator.memory import INPUT_STAMP, NEVER_WRITTEN, Memory
 from npu.simulator.memory_system import MemorySystem
 from npu.simulator.pipes import Timeline, start
 from npu.simulator.program import Program
@@ -129,7 +129,8 @@ def hand_over(gm) -> None:
     last hand-over (no other's stamps have changed)."""
     for mem in gm:
         mem.wstamp.clamp(INPUT_STAMP)
-        mem.rstamp.clear()
+        for readers in mem.rstamp.values():  # in place: bound operand sets hold them
+            readers.reset(NEVER_WRITTEN)
 
 
 def describer(trace: list, where: str):

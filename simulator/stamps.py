@@ -144,6 +144,14 @@ class Stamps:
             self.mixed[fresh] = True
             self.any_mixed = True
 
+    def reset(self, fill: int) -> None:
+        """Every stamp becomes `fill`, in place: the machine's bound operand
+        sets keep referring to this object."""
+        self.coarse.fill(fill)
+        self.mixed.fill(False)
+        self.fine = None
+        self.any_mixed = False
+
     def clamp(self, top: int) -> None:
         """Every stamp above `top` becomes `top`."""
         np.minimum(self.coarse, top, out=self.coarse)
