@@ -276,7 +276,10 @@ def main() -> int:
     # intermediate does not fit L1 beside ffn_in's 960 KiB working set.
     from matmul_patterns import ffn_pair
 
-    for m, n, width in ((seq, hidden // 3, ffn // 3), (seq, hidden, ffn)):
+    def third(x: int) -> int:  # a third, in whole 16-wide blocks (ffn_pair's fractals)
+        return max(f, x // 3 // f * f)
+
+    for m, n, width in ((seq, third(hidden), third(ffn)), (seq, hidden, ffn)):
         text = ffn_pair(m, n, width)
         unfused = run_ascend(text, lower("fuse-chains=false"), target)
         fused = run_ascend(text, lower(), target)

@@ -201,7 +201,7 @@ class Emitter:
         for a in self.args:
             if a.role == "constant" and self.detached is not None and a.data.size >= DETACH_MIN_ELEMENTS:
                 key = a.buf.name[1:]
-                self.detached[key] = np.ascontiguousarray(a.data.astype(NUMPY_DTYPES[a.buf.dtype]))
+                self.detached[key] = np.ascontiguousarray(a.data, dtype=NUMPY_DTYPES[a.buf.dtype])
                 attr = f'npu.constant = "{key}"'
             elif a.role == "constant":
                 attr = f"npu.constant = {dense_hex(a.data, a.buf.dtype)}"

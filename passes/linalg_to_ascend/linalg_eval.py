@@ -68,7 +68,7 @@ def constant_value(op: ir.Operation) -> np.ndarray | float | int:
         dense = ir.DenseElementsAttr(attr)
         if dense.is_splat:
             return np.full(shape, _scalar(dense.get_splat_value()), dtype=dtype)
-        return np.array(dense).astype(dtype).reshape(shape)
+        return np.asarray(dense).astype(dtype, copy=False).reshape(shape)  # a view when it can
     return _scalar(attr)
 
 

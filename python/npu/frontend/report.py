@@ -79,37 +79,64 @@ def per_op_breakdown(result, target, names: dict[str, str],
 def exclusive_cycles(result) -> dict[str, float]:
     """{op location: cycles}, summing to the run's cycles (module docstring)."""
     cores = result.core_traces or [(result.trace_entries, result.timeline)]
-    out: dict[str, float] = defaultdict(float)
+    wheres: dict[str, int] = {}
+    total = np.zeros(0)
     for entries, timeline in cores:
-        events = []
-        for i, (instr, _, _) in enumerate(entries):
-            if instr.kind == OP and timeline.end[i] > timeline.start[i]:
-                events.append((timeline.start[i], 1, instr.where))
-                events.append((timeline.end[i], 0, instr.where))
-        events.sort(key=lambda e: (e[0], e[1]))  # at one time, ends before starts
-        active: dict[str, int] = {}
-        now, waiting, last = 0, 0, None
-        for time, starts, where in events:
-            if time > now:
-                if active:
-                    share = (time - now) / len(active)
-                    for w in active:
-                        out[w] += share
-                else:
-                    waiting += time - now
-                now = time
-            if starts:
-                out[where] += waiting
-                waiting = 0
-                active[where] = active.get(where, 0) + 1
-            else:
-                active[where] -= 1
-                if not active[where]:
-                    del active[where]
-                last = where
-        if last is not None:
-            out[last] += waiting + max(0, result.cycles - now)
-    return {w: v / len(cores) for w, v in out.items()}
+        codes = timeline.codes
+        if not entries or codes is None:
+            continue
+        op_of = np.array([instr.kind == OP for instr in codes.instrs], bool)[codes.codes]
+        where_of = np.array([wheres.setdefault(instr.where, len(wheres)) for instr in codes.instrs],
+                            np.int64)[codes.codes]
+        start, end = np.asarray(timeline.start, np.float64), np.asarray(timeline.end, np.float64)
+        keep = op_of & (end > start)
+        share = sweep(start[keep], end[keep], where_of[keep], len(wheres), result.cycles)
+        total = np.concatenate([total, np.zeros(len(wheres) - total.size)]) + share
+    return {w: total[k].item() / len(cores) for w, k in wheres.items() if k < total.size}
+
+
+def sweep(start: np.ndarray, end: np.ndarray, who: np.ndarray, n: int, cycles: float) -> np.ndarray:
+    """One core's cycles per owner `who` (0..n-1) of intervals [start, end):
+    every instant shared equally by the owners with an interval open then;
+    a gap with none open goes to the owner whose interval starts next; the
+    cycles from the last end to `cycles` to the owner of the last interval
+    to end. The events are swept in time order, ends before starts at one
+    instant, in numpy (a model has hundreds of thousands)."""
+    out = np.zeros(n)
+    if not start.size:
+        return out
+    m = start.size
+    t = np.concatenate([start, end])
+    is_start = np.concatenate([np.ones(m, bool), np.zeros(m, bool)])
+    owner = np.concatenate([who, who])
+    order = np.lexsort((is_start, t))  # stable: at one instant, in entry order
+    t, is_start, owner = t[order], is_start[order], owner[order]
+    # Each owner's count of open intervals: becoming open (0 -> 1) or closed (1 -> 0).
+    delta = np.where(is_start, 1, -1)
+    by_owner = np.argsort(owner, kind="stable")
+    counts = np.empty(2 * m, np.int64)
+    grouped = np.cumsum(delta[by_owner])
+    firsts = np.flatnonzero(np.r_[True, owner[by_owner][1:] != owner[by_owner][:-1]])
+    base = np.repeat(grouped[firsts] - delta[by_owner][firsts], np.diff(np.r_[firsts, 2 * m]))
+    counts[by_owner] = grouped - base  # open count after each event, per owner
+    opens = is_start & (counts == 1)
+    closes = ~is_start & (counts == 0)
+    active = np.cumsum(opens.astype(np.int64) - closes)  # owners open after each event
+    dt = np.diff(t)  # the interval after each event but the last
+    busy = active[:-1] > 0
+    share = np.where(busy, dt / np.maximum(active[:-1], 1), 0.0)
+    before = np.r_[0.0, np.cumsum(share)]  # shares of the intervals before each event
+    np.add.at(out, owner[closes], before[closes])
+    np.subtract.at(out, owner[opens], before[opens])
+    # Idle gaps (and the time before the first event) go to the next start.
+    idle = np.r_[t[0], np.where(busy, 0.0, dt)]  # the gap before event k
+    gaps = np.flatnonzero(idle > 0)
+    if gaps.size:
+        starts_at = np.flatnonzero(is_start)
+        next_start = starts_at[np.searchsorted(starts_at, gaps)]
+        np.add.at(out, owner[next_start], idle[gaps])
+    out[owner[-1]] += max(0.0, cycles - t[-1])
+    return out
 
 
 def _flops(instr, target) -> int:
