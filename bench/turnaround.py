@@ -8,10 +8,12 @@ own CPU seconds (`time.process_time`), wall seconds and peak RSS
   numerics    the simulation with full numerics (a second process)
 
 Default: the 12-layer BERT-base encoder at seq 128 (`npu.frontend.bert`), on
-one core and on all 32 of ascend910. Wall-clock figures, so run it on a quiet
-machine and compare before and after a change in one session.
+one core and on all 32 of ascend910; `--model resnet50` the ResNet-50 of
+`npu.frontend.cnn` (batch 1, `--size` 224). Wall-clock figures, so run it on
+a quiet machine and compare before and after a change in one session.
 
-    .venv/bin/python bench/turnaround.py [--layers 12] [--seq 128] [--cores 1,32]
+    .venv/bin/python bench/turnaround.py [--model bert|resnet50] [--layers 12] [--seq 128]
+        [--size 224] [--cores 1,32]
 """
 
 from __future__ import annotations
@@ -44,15 +46,23 @@ print(json.dumps({"compile": compiled, "run": done, "cycles": report["cycles"],
 """
 
 
-def model(layers: int, seq: int) -> str:
+def model(name: str, layers: int, seq: int, size: int) -> tuple[str, str]:
+    """(path of the ONNX file, the title line)."""
     import onnx
 
+    if name == "resnet50":
+        from npu.frontend.cnn import resnet
+
+        path = os.path.join(tempfile.gettempdir(), f"npu_turnaround_resnet50_{size}.onnx")
+        if not os.path.exists(path):
+            onnx.save(resnet(depth=50, size=size), path)
+        return path, f"ResNet-50, batch 1, {size}x{size}, ascend910"
     from npu.frontend.bert import bert_layer
 
     path = os.path.join(tempfile.gettempdir(), f"npu_turnaround_bert{seq}x{layers}.onnx")
     if not os.path.exists(path):
         onnx.save(bert_layer(seq=seq, layers=layers), path)
-    return path
+    return path, f"BERT-base, {layers} layers, seq {seq}, ascend910"
 
 
 def measure(path: str, cores: int, numerics: bool) -> dict:
@@ -63,12 +73,14 @@ def measure(path: str, cores: int, numerics: bool) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", choices=("bert", "resnet50"), default="bert")
     ap.add_argument("--layers", type=int, default=12)
+    ap.add_argument("--size", type=int, default=224, help="ResNet-50's input size")
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--cores", default="1,32")
     args = ap.parse_args()
-    path = model(args.layers, args.seq)
-    print(f"BERT-base, {args.layers} layers, seq {args.seq}, ascend910")
+    path, title = model(args.model, args.layers, args.seq, args.size)
+    print(title)
     print(f"{'cores':>5} {'stage':<9} {'CPU s':>7} {'wall s':>7} {'peak RSS MB':>12} "
           f"{'cycles':>11} {'instructions':>13} {'instr / CPU s':>14}")
     for cores in (int(c) for c in args.cores.split(",")):
