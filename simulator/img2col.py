@@ -24,26 +24,25 @@ PATH = "l1_to_l0a"
 
 def gather_index(g: Img2colGeometry, c0: int, edge: int) -> np.ndarray:
     """(repeat, edge, c0) element offsets into the [C1, fm_h, fm_w, c0] map,
-    -1 where the tap falls in the pads."""
-    rows = np.arange(edge)
-    out = np.empty((g.repeat, edge, c0), np.int64)
-    cols = np.arange(c0)
-    for r in range(g.repeat):
-        c1, kh, kw = g.kernel_point(r)
-        flat = g.first_window + g.rows_start(r) + rows
-        top = (flat // g.out_w) * g.stride_h - g.pad_top
-        left = (flat % g.out_w) * g.stride_w - g.pad_left
-        if g.small_channel:  # column j: kernel point (first + j // 4), channel j % 4
-            point = kh * g.kernel_w + kw + cols // SMALL_C0
-            kh, kw = point // g.kernel_w, point % g.kernel_w
-            chan, real = cols % SMALL_C0, point < g.kernel_h * g.kernel_w
-        else:
-            chan, real = cols, np.ones(c0, bool)
-        h = top[:, None] + kh * g.dilation_h
-        w = left[:, None] + kw * g.dilation_w
-        inside = (h >= 0) & (h < g.fm_h) & (w >= 0) & (w < g.fm_w) & real
-        out[r] = np.where(inside, ((c1 * g.fm_h + h) * g.fm_w + w) * c0 + chan, -1)
-    return out
+    -1 where the tap falls in the pads. All repeats at once: axes (repeat,
+    row, column)."""
+    points = np.array([g.kernel_point(r) for r in range(g.repeat)], np.int64).reshape(-1, 3)
+    c1, kh, kw = (points[:, k, None, None] for k in range(3))
+    starts = np.array([g.rows_start(r) for r in range(g.repeat)], np.int64)
+    flat = g.first_window + starts[:, None, None] + np.arange(edge)[None, :, None]
+    top = (flat // g.out_w) * g.stride_h - g.pad_top
+    left = (flat % g.out_w) * g.stride_w - g.pad_left
+    cols = np.arange(c0)[None, None, :]
+    if g.small_channel:  # column j: kernel point (first + j // 4), channel j % 4
+        point = kh * g.kernel_w + kw + cols // SMALL_C0
+        kh, kw = point // g.kernel_w, point % g.kernel_w
+        chan, real = cols % SMALL_C0, point < g.kernel_h * g.kernel_w
+    else:
+        chan, real = cols, True
+    h = top + kh * g.dilation_h
+    w = left + kw * g.dilation_w
+    inside = (h >= 0) & (h < g.fm_h) & (w >= 0) & (w < g.fm_w) & real
+    return np.where(inside, ((c1 * g.fm_h + h) * g.fm_w + w) * c0 + chan, -1)
 
 
 class Img2col(Instr):
