@@ -175,7 +175,7 @@ def onnx_reference(kernel, path: str, inputs) -> list[np.ndarray]:
     model = onnx.load(path)
     drop_absent_trailing_inputs(model)
     options = onnxruntime.SessionOptions()
-    options.log_severity_level = 3  # errors only: its warnings are not ours to print
+    options.log_severity_level = 4  # fatal only: its errors come back as exceptions, in our line
     from npu.tools.ort_compat import ReferenceUnavailable, open_session
 
     try:

@@ -123,6 +123,15 @@ def _static_shape(value_info) -> list[int] | None:
     return dims
 
 
+def strict_shapes(model, where: str):
+    """The model with every value's type, by strict shape inference; a model
+    it refuses (a Reshape to another element count, ...) is a located error."""
+    try:
+        return infer_shapes(model, strict_mode=True)
+    except Exception as e:
+        raise _error(where, f"shape inference failed: {str(e).splitlines()[0]}") from None
+
+
 def check_model(model, where: str) -> None:
     """Reject what we cannot compile, naming the node and the reason."""
     import onnx
@@ -151,10 +160,7 @@ def check_model(model, where: str) -> None:
     from npu.frontend.onnx_conv import check_convs
 
     check_convs(model, fail)
-    try:
-        inferred = infer_shapes(model, strict_mode=True)
-    except Exception as e:
-        raise _error(where, f"shape inference failed: {str(e).splitlines()[0]}") from None
+    inferred = strict_shapes(model, where)
     types = onnx_checks.value_types(inferred)
     onnx_checks.check_sizes(inferred, types, fail)
     onnx_checks.check_axes(inferred, types, fail)
@@ -227,6 +233,8 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     model = onnx_versions.upgrade_old_opset(model)
     onnx_fold.fold_constants(model)
     types = onnx_fold.inferred_types(model)  # one inference for the rewrites (names keep their types)
+    if types is None:  # the model's own error, before an empty output could hide it
+        strict_shapes(model, where)
     empty = onnx_empty.take_empty_values(model, types)  # before rewrites that change a reduction's type
     if empty is not None and not empty.device_outputs:
         return ImportedModel("", [], [], _name_nodes(model), {}, empty)
