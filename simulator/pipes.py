@@ -141,7 +141,7 @@ def start(trace: list, machine: Machine, hazards: HazardDetector, target: Target
           trailing_scalar: int, serialize: bool, memsys=None) -> Generator[int, int, Timeline]:
     """One core's run as a generator: it yields the cycle at which it reaches
     a `sync_all` (its pipes drained) and resumes at the cycle sent back, when
-    every core has arrived (`core.run_cores`); its value is the Timeline."""
+    every core has arrived (`launch.run_cores`); its value is the Timeline."""
     counts = static_counts(trace)
     check_flag_pairs(trace, counts)
     codes = TraceCodes.of(trace, counts)
