@@ -307,7 +307,7 @@ def import_linalg(source, ctx: ir.Context, where: str, input_shapes: dict | None
     attach_weights(module, imported.weights)
     names = imported.input_names, imported.output_names
     del imported  # the importer's context, which holds the weights it made
-    host_memory.release()
+    host_memory.release_after(source)
     return module, *names, locate
 
 
@@ -363,7 +363,7 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
     stages["linalg"] = _short(linalg)
     module = linalg_to_ascend(linalg, in_names, out_names, locate, where, ctx)
     del linalg
-    host_memory.release()
+    host_memory.release_after(source)
     seconds["to_ascend"] = time.perf_counter() - t0 - sum(seconds.values())
     stages["ascend"] = _short(module)
     check_size(module, tgt, where, locate)
