@@ -106,6 +106,30 @@ def check_versions(model, fail) -> None:
                        f"known ({newest})")
 
 
+def check_arity(model, fail) -> None:
+    """Every node of the default domain has the inputs its operator requires
+    (a required input left as '' or dropped from the end is absent), before a
+    rewrite indexes them."""
+    import onnx
+
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    if opset is None:
+        return
+    for node in model.graph.node:
+        if node.domain not in ("", "ai.onnx"):
+            continue
+        try:
+            schema = onnx.defs.get_schema(node.op_type, opset, "")
+        except Exception:  # noqa: BLE001 - an unknown op: check_operators names it
+            continue
+        single = onnx.defs.OpSchema.FormalParameterOption.Single
+        for k, formal in enumerate(schema.inputs):
+            given = k < len(node.input) and node.input[k] != ""
+            if formal.option == single and not given:
+                raise fail(f"node '{node.name}' ({node.op_type}): invalid: its required input "
+                           f"#{k} ('{formal.name}') is missing")
+
+
 def run_checker(model, fail) -> None:
     """`onnx.checker` with strict shape inference; its refusal as one line.
 

@@ -227,6 +227,7 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     if input_shapes:
         onnx_shapes.pin_input_shapes(model, onnx_shapes.check_input_shapes(input_shapes))
     onnx_checks.check_versions(model, _failer(where))
+    onnx_checks.check_arity(model, _failer(where))
     from npu.frontend.onnx_qdq import check_quantized_nodes
 
     check_quantized_nodes(model, _failer(where))  # before folding reads a scale

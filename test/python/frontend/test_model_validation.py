@@ -67,6 +67,11 @@ def run(tmp_path, model, capsys, *args) -> tuple[int, str]:
      "node 't' (Transpose): invalid: Mismatched attribute type"),
     (make([h.make_node("MatMul", ["x", "x"], ["y"], name="mm")], [X], [Y]),
      "node 'mm' (MatMul): invalid: [ShapeInferenceError] Incompatible dimensions"),
+    # A required input given as '' (the trailing one is dropped first): found by the fuzzer.
+    (make([h.make_node("MatMul", ["x", ""], ["y"], name="mm")], [X], [Y]),
+     "node 'mm' (MatMul): invalid: its required input #1 ('B') is missing"),
+    (make([h.make_node("Add", ["", "x"], ["y"], name="a")], [X], [Y]),
+     "node 'a' (Add): invalid: its required input #0 ('A') is missing"),
 ])
 def test_checker_refusals_are_one_line(model, fragment, tmp_path, capsys):
     assert fragment in refused(model)
