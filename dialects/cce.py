@@ -160,15 +160,6 @@ def _check_l0c_convert(op: ir.Operation, target: Target) -> None:
         raise RuleError(f"convert = \"{mode}\" moves {want[0]} to {want[1]}, got {src} to {dst}")
 
 
-def _check_load_transpose(op: ir.Operation, target: Target) -> None:
-    """The per-block transpose views a fractal as 2-byte elements."""
-    if ir.BoolAttr(op.attributes["transpose"]).value:
-        dtype = memref_element(memref_types(op)[0])
-        if element_bytes(dtype) != 2:
-            raise RuleError(f"'transpose' needs 2-byte elements (a {target.fractal}x{target.fractal}"
-                            f" block), got {dtype}")
-
-
 def _check_predicate(op: ir.Operation, target: Target) -> None:
     pred = str_attr(op, "predicate")
     if pred not in CMP_PREDICATES:
@@ -205,8 +196,7 @@ def _specs() -> list[OpSpec]:
         src, dst = OP_SPACES[name]
         specs.append(OpSpec(name, (Operand("src", src), Operand("dst", dst)),
                             same_dtype(2, ("f16", "i8")),
-                            {**_i64s(load_ranges), "transpose": BOOL}, load_ranges,
-                            (_check_load_transpose,)))
+                            {**_i64s(load_ranges), "transpose": BOOL}, load_ranges))
     mad_ranges = {d: Range(1, field_bound("mad", d)) for d in ("m", "n", "k")}
     specs.append(OpSpec("cce.mad", (Operand("a", "l0a"), Operand("b", "l0b"), Operand("c", "l0c")),
                         CUBE_SIGNATURES, {**_i64s(mad_ranges), "accumulate": BOOL}, mad_ranges,

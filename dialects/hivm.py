@@ -59,9 +59,11 @@ CONFIG_LAYOUTS: Mapping[str, tuple[Field, ...]] = {
     "copy": _COPY,
     # L0C -> UB: a copy word plus its conversion (`L0C_CONVERSIONS`).
     "l0c_copy": _COPY + (Field("convert", 12, 2),),
-    # L1 -> L0A/L0B loads: strides in 512-byte fractals.
+    # L1 -> L0A/L0B loads: strides in 512-byte fractals; b8 = 1: the
+    # fractals hold 1-byte elements (a transposed int8 fractal is 32 x 16 in,
+    # 16 x 32 out; 16 x 16 of 2-byte elements otherwise).
     "load": (Field("src_stride", 0, 16), Field("dst_stride", 16, 16),
-             Field("transpose", 32, 1), Field("repeat", 56, 8)),
+             Field("transpose", 32, 1), Field("b8", 33, 1), Field("repeat", 56, 8)),
     # Cube: init = 1 overwrites C, 0 accumulates.
     "mad": (Field("m", 0, 12), Field("k", 12, 12), Field("n", 24, 12), Field("init", 63, 1)),
     "vector": _VECTOR,

@@ -63,6 +63,8 @@ def _word(kind: str, op: ir.Operation) -> int:
                 fields[field] = ir.IntegerAttr(named.attr).value
             else:
                 unplaced.add(name)  # whatever its type: reported by name below
+    if "b8" in known:  # a load's element size travels in its word
+        fields["b8"] = int(nir.element_bytes(nir.memref_element(op.operands[0])) == 1)
     stray = sorted(unplaced | (set(fields) - set(known)))
     if stray:
         raise PassError(f"'{op.name}': attribute(s) {', '.join(stray)} have no field in the "

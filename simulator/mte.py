@@ -172,8 +172,14 @@ class Load(_Transfer):
         if repeat < 1 or src_stride < 0 or dst_stride < 0:
             raise ctx.fail(f"needs repeat >= 1 and strides >= 0, got repeat={repeat} "
                            f"src_stride={src_stride} dst_stride={dst_stride}")
-        if self.transpose and ctx.operands[0].esize != 2:
-            raise ctx.fail("can only transpose fractals of 2-byte elements")
+        # cce: the operands' type; hivm: the word's b8 field (its loads are untyped)
+        esize = 1 if ctx.bool("b8", False) else ctx.operands[0].esize
+        if self.transpose and esize not in (1, 2):
+            raise ctx.fail("can only transpose fractals of 1- or 2-byte elements")
+        # A transposed fractal is read as rows x edge elements (16 x 16 fp16,
+        # 32 x 16 int8: B's K0 x N0 block) and written as edge x rows (Zn).
+        self.view_dtype = np.uint8 if esize == 1 else np.uint16
+        self.rows_in = frac // (self.edge * esize)
         self.repeat, self.frac = repeat, frac
         src_pat = access.from_bursts(repeat, frac, src_stride * frac)
         dst_pat = access.from_bursts(repeat, frac, dst_stride * frac)
@@ -188,10 +194,10 @@ class Load(_Transfer):
         dst = self.rows(mems[1].data, addrs[1], self.dst_pat)
         if src is None or dst is None:
             return None
-        if self.transpose:  # each 2-byte fractal transposed on its way
-            e = self.edge
-            src = src.view(np.uint16).reshape(self.repeat, e, e).transpose(0, 2, 1)
-            dst = dst.view(np.uint16).reshape(self.repeat, e, e)
+        if self.transpose:  # each fractal transposed on its way
+            e, r = self.edge, self.rows_in
+            src = src.view(self.view_dtype).reshape(self.repeat, r, e).transpose(0, 2, 1)
+            dst = dst.view(self.view_dtype).reshape(self.repeat, e, r)
         return dst, src
 
     def move(self, mems: list[Memory], addrs: list[int]) -> None:
@@ -199,10 +205,10 @@ class Load(_Transfer):
         if not self.transpose:
             self.write_dst(mems, addrs, values)
             return
-        # Fractal by fractal, 2-byte elements, transposed straight into the
-        # destination when its fractals form a strided view.
-        e, n = self.edge, self.repeat
-        blocks = values.reshape(n, self.frac).view(np.uint16).reshape(n, e, e).transpose(0, 2, 1)
+        # Fractal by fractal, transposed straight into the destination when
+        # its fractals form a strided view.
+        e, n, r = self.edge, self.repeat, self.rows_in
+        blocks = values.reshape(n, self.frac).view(self.view_dtype).reshape(n, r, e).transpose(0, 2, 1)
         dst = self._dst_fractals(mems[1].data, addrs[1])
         if dst is not None:
             dst[...] = blocks
@@ -210,13 +216,12 @@ class Load(_Transfer):
             self.write_dst(mems, addrs, blocks.copy().view(np.uint8))
 
     def _dst_fractals(self, data: np.ndarray, addr: int) -> np.ndarray | None:
-        """The destination fractals as an (n, edge, edge) 2-byte view, or None."""
+        """The destination fractals as an (n, edge, rows) view, or None."""
         dp = self.dst_pat
         rows = data[addr:addr + dp.hi].reshape(1, -1) if dp.dense else access.bursts_view(data, addr, dp)
         if rows is None:
             return None
-        e = self.edge
-        return rows.view(np.uint16).reshape(self.repeat, e, e)
+        return rows.view(self.view_dtype).reshape(self.repeat, self.edge, self.rows_in)
 
 
 def decoders() -> dict:

@@ -47,6 +47,7 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import ir as nir
+from npu.dialects.ascend_int8 import is_int8_matmul, matmul_blocks
 from npu.costmodel.matmul.fitting import MatmulShape
 from npu.costmodel.matmul.residency import make_choice
 from npu.costmodel.matmul.tiling import STRATEGIES, TilingError, choose_tiling
@@ -130,31 +131,47 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, PipelinedPlanning, MatmulBl
     # ------------------------------------------------------------------ analysis
 
     def shape_of(self, op: ir.Operation) -> tuple[MatmulShape, int, int, int, int]:
-        """Checks the operands (PassError at the op) and returns the model's shape."""
+        """Checks the operands (PassError at the op) and returns the model's
+        shape. Sets the cube types (`reduction_block`, `acc_type`): an int8
+        matmul (i8 x i8 -> i32) has 16 x 32 A and 32 x 16 B fractals.
+
+        The cost model sees an int8 matmul as the f16 one with the same
+        fractal grid: an int8 fractal holds 512 bytes like an f16 one and a
+        16x16x32 int8 block product takes the cycles of a 16x16x16 f16 one
+        (`Target.cube_cycles_int8`), so bytes moved, buffer sizes and cube
+        cycles are the same block for block; its N counts 16 per reduction
+        block."""
         batched = op.name == "ascend.batch_matmul"
         rank = 5 if batched else 4
         frac = self.target.fractal
         if len(op.operands) != 3:
             raise PassError(f"expects 3 operands (A, B, C), got {len(op.operands)}", op)
         names = ("A", "B", "C")
-        shapes = []
         for name, v in zip(names, op.operands):
             if not nir.is_memref(v.type):
                 raise PassError(f"operand {name} must be a memref, got {v.type}", op)
             if nir.memory_space(v) != "gm":
                 raise PassError(f"operand {name} must be in 'gm', got '{nir.memory_space(v)}'", op)
+        types = [nir.memref_element(v) for v in op.operands]
+        a_t, b_t, c_t = types
+        if is_int8_matmul(types):
+            self.reduction_block, self.acc_type = self.target.fractal_k_int8, "i32"
+        elif a_t != "f16" or b_t != "f16":
+            raise PassError(f"A and B must be f16 (C f32 or f16), or i8 (C i32), got {a_t} and "
+                            f"{b_t}", op)
+        elif c_t not in ("f16", "f32"):
+            raise PassError(f"C must be f32 or f16, got {c_t}", op)
+        else:
+            self.reduction_block, self.acc_type = 0, "f32"
+        shapes = []
+        for name, v, block in zip(names, op.operands, matmul_blocks(types, self.target)):
             shape = nir.memref_shape(v)
-            if len(shape) != rank or shape[-2:] != [frac, frac]:
+            if len(shape) != rank or shape[-2:] != list(block):
                 kind = "batch " if batched else ""
                 raise PassError(f"operand {name} of {kind}matmul must be a fractal (Nz) memref "
-                                f"[{'batch, ' if batched else ''}blocks, blocks, {frac}, {frac}], "
-                                f"got {v.type}", op)
+                                f"[{'batch, ' if batched else ''}blocks, blocks, {block[0]}, "
+                                f"{block[1]}], got {v.type}", op)
             shapes.append(shape)
-        a_t, b_t, c_t = (nir.memref_element(v) for v in op.operands)
-        if a_t != "f16" or b_t != "f16":
-            raise PassError(f"A and B must be f16, got {a_t} and {b_t}", op)
-        if c_t not in ("f16", "f32"):
-            raise PassError(f"C must be f32 or f16, got {c_t}", op)
         a, b, c = shapes
         off = 1 if batched else 0
         N1, M1 = a[off], a[off + 1]
@@ -163,8 +180,9 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, PipelinedPlanning, MatmulBl
         if batched and not (a[0] == b[0] == c[0]):
             raise PassError(f"batch sizes differ: A {a[0]}, B {b[0]}, C {c[0]}", op)
         if NB1 != N1:
-            raise PassError(f"reduction mismatch: A is {M1 * frac}x{N1 * frac} but B is "
-                            f"{NB1 * frac}x{K1 * frac} (Nz blocks A [N1={N1}, M1={M1}], "
+            k0 = self.reduction_step()
+            raise PassError(f"reduction mismatch: A is {M1 * frac}x{N1 * k0} but B is "
+                            f"{NB1 * k0}x{K1 * frac} (Nz blocks A [N1={N1}, M1={M1}], "
                             f"B [K1={K1}, N1={NB1}])", op)
         if c[off:off + 2] != [K1, M1]:
             raise PassError(f"C must be Nz [{K1}, {M1}, {frac}, {frac}] for a {M1 * frac}x"
@@ -173,6 +191,18 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, PipelinedPlanning, MatmulBl
         shape = MatmulShape(M1 * frac, N1 * frac, K1 * frac, batch, in_bytes=2, acc_bytes=acc,
                             out_bytes=nir.element_bytes(c_t))
         return shape, batch, M1, N1, K1
+
+    def model_reduction(self, elements: int, option: str, op: ir.Operation) -> int:
+        """An option counting reduction elements (`n`, `l1-chunk`) in the cost
+        model's units (see `shape_of`): whole int8 reduction blocks become 16
+        each."""
+        k0 = self.reduction_block
+        if not k0 or not elements:
+            return elements
+        if elements % k0:
+            raise PassError(f"{option}={elements} must be a multiple of {k0} (the int8 "
+                            f"reduction block)", op)
+        return elements // k0 * self.target.fractal
 
     def plan_cycles(self, shape: MatmulShape, choice) -> float:
         """The pipelined schedule's time estimate of this plan with its drain."""
@@ -210,6 +240,10 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, PipelinedPlanning, MatmulBl
         (`target_of_op`: the pass's own target)."""
         shape, batch, M1, N1, K1 = self.shape_of(op)
         chained_a = self.chained_l1(op.operands[0]) is not None
+        if self.reduction_block and group is not None:
+            raise PassError("an int8 matmul with a fused epilogue is not lowered yet (its "
+                            "i32 result leaves as it is; run npu-fuse with epilogues=false)", op)
+        n_tile = self.model_reduction(self.n, "n", op)
         self.epilogue = MatmulEpilogue(self, group, op) if group is not None else None
         # Tiles are ranked by the pipelined schedule's time unless the drains
         # load operand pieces from GM: those queue in the in-order MTE2 between
@@ -223,7 +257,7 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, PipelinedPlanning, MatmulBl
             # A chained A operand is the resident strip: one row of C tiles.
             # With npu-fuse's k: the tiles whose plan it checked.
             choice = choose_tiling(shape, self.target, self.strategy,
-                                   shape.M if chained_a else self.m, self.n,
+                                   shape.M if chained_a else self.m, n_tile,
                                    self.chained_k(op.operands[0]) or self.k,
                                    pipelined=pipelined, epilogue_cycles=(
                                        0 if self.epilogue is None else self.epilogue.vector_cycles),
@@ -276,15 +310,17 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, PipelinedPlanning, MatmulBl
                        f"{self.epilogue.bytes_per_fractal} bytes of UB per C fractal"
                        if self.epilogue is not None else "")
                     + (f"; estimated {self.plan_cycles(shape, choice):.0f} cycles"
-                       if self.pipelined is not None else ""))
+                       if self.pipelined is not None else "")
+                    + (f"; int8: the tiles' n and the element counts above count "
+                       f"{self.target.fractal} per {self.reduction_block}-element reduction "
+                       f"block (bytes are exact)" if self.reduction_block else ""))
         a, b, c = op.operands
         with op.location, ir.InsertionPoint(op):
-            frac = self.target.fractal
             if self.epilogue is not None:
                 self.epilogue.load_broadcast([0] if op.name == "ascend.batch_matmul" else [])
             ops = Operands(a, b, c, [], M1, N1, K1, ir.MemRefType(a.type).element_type,
-                           ir.MemRefType(c.type).element_type, block_pitch(a, frac, op),
-                           block_pitch(b, frac, op), block_pitch(c, frac, op))
+                           ir.MemRefType(c.type).element_type, block_pitch(a, op),
+                           block_pitch(b, op), block_pitch(c, op))
             if op.name == "ascend.batch_matmul" and self.pipelined is not None:
                 # The batch joins the flat loop: no loop boundary between batches.
                 self.emit_pipelined(ops, choice, self.pipelined, batch)

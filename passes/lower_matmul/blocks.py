@@ -64,18 +64,36 @@ class Operands:
     c_pitch: int = 0
 
 
-def block_pitch(value: ir.Value, frac: int, op: ir.Operation) -> int:
+def block_pitch(value: ir.Value, op: ir.Operation) -> int:
     """Fractals between consecutive outer blocks of an Nz GM operand; its
-    fractals themselves must be dense (strides [.., frac*frac, frac, 1])."""
+    fractals themselves (rows x cols: 16 x 16, or int8's 16 x 32 and 32 x 16)
+    must be dense (strides [.., rows*cols, cols, 1])."""
     strides, _ = nir.memref_layout(value.type)
-    if strides[-3:] != [frac * frac, frac, 1] or strides[-4] % (frac * frac):
+    rows, cols = nir.memref_shape(value)[-2:]
+    if strides[-3:] != [rows * cols, cols, 1] or strides[-4] % (rows * cols):
         raise PassError(f"Nz operand {value.type} must hold whole dense fractals", op)
-    return strides[-4] // (frac * frac)
+    return strides[-4] // (rows * cols)
 
 
 class MatmulBlocks:
     """Mixed into `LowerMatmul`: uses its `target` and, in the drain, its
-    `epilogue`."""
+    `epilogue`. Buffers take their fractals' shape from the operands they
+    come from (16 x 16, or int8's 16 x 32 A and 32 x 16 B blocks); the cube
+    types below are the f16 ones unless `lower` sets the int8 ones."""
+
+    # Elements of the reduction per fractal (0: the fractal edge, as for
+    # f16; 32 for int8) and the accumulator's type in L0C.
+    reduction_block: int = 0
+    acc_type: str = "f32"
+
+    def reduction_step(self) -> int:
+        return self.reduction_block or self.target.fractal
+
+    def l0_blocks(self, l1: ir.Value, transpose: bool) -> list[int]:
+        """Fractal shape of an L0A (Zz: as in L1) or L0B (Zn: transposed)
+        buffer loaded from `l1`."""
+        rows, cols = nir.memref_shape(l1)[-2:]
+        return [cols, rows] if transpose else [rows, cols]
 
     # ------------------------------------------------------------------ loops
 
@@ -106,11 +124,11 @@ class MatmulBlocks:
         """`cols` column blocks of `rows` row blocks of an Nz operand, from block
         (row, col), GM -> L1: one burst per column block (its row blocks are
         contiguous in GM, `pitch` row blocks apart)."""
-        frac = self.target.fractal
-        blk = self.target.fractal_bytes(2)
+        blk = self.target.fractal_bytes(2)  # 512 bytes, int8 fractals too
+        inner = nir.memref_shape(matrix)[-2:]
         src = nir.subview(matrix, ops.prefix + [col, row, 0, 0],
-                          [1] * len(ops.prefix) + [cols, rows, frac, frac])
-        l1 = nir.alloc([cols, rows, frac, frac], ops.in_type, "l1")
+                          [1] * len(ops.prefix) + [cols, rows] + inner)
+        l1 = nir.alloc([cols, rows] + inner, ops.in_type, "l1")
         copy_bursts("cce.copy_gm_to_l1", src, l1, cols, self.target.blocks(rows * blk),
                     src_gap=self.target.blocks((pitch - rows) * blk))
         return l1
@@ -118,8 +136,8 @@ class MatmulBlocks:
     def to_l0a(self, l1: ir.Value, m: int, n: int, first_col: int = 0) -> ir.Value:
         """Columns first_col.. (n blocks) of an L1 A tile -> L0A (Zz).
         Nz block (i, j) is at j*m + i in L1, Zz wants it at i*n + j."""
-        frac = self.target.fractal
-        l0a = nir.alloc([m, n, frac, frac], nir.memref_type(l1).element_type, "l0a")
+        l0a = nir.alloc([m, n] + self.l0_blocks(l1, False), nir.memref_type(l1).element_type,
+                        "l0a")
         self.reorder_blocks(l1, l0a, rows=m, cols=n, transpose=False, op_name="cce.load_l1_to_l0a",
                             src_first=first_col * m, src_col_stride=m)
         return l0a
@@ -128,9 +146,9 @@ class MatmulBlocks:
         """Rows first_row.. (n blocks) of an L1 B tile -> L0B (Zn). Nz block
         (j, l) is at l*ld + j in L1 (ld: the L1 tile's row blocks), Zn wants
         it at j*k + l, transposed."""
-        frac = self.target.fractal
         ld = nir.memref_shape(l1)[1]
-        l0b = nir.alloc([n, k, frac, frac], nir.memref_type(l1).element_type, "l0b")
+        l0b = nir.alloc([n, k] + self.l0_blocks(l1, True), nir.memref_type(l1).element_type,
+                        "l0b")
         self.reorder_blocks(l1, l0b, rows=n, cols=k, transpose=True, op_name="cce.load_l1_to_l0b",
                             src_first=first_row, src_col_stride=ld)
         return l0b
@@ -179,28 +197,26 @@ class MatmulBlocks:
                               dst_stride=dst_stride, transpose=transpose)
 
     def flat_blocks(self, buf: ir.Value, blocks: int) -> ir.Value:
-        """The buffer viewed as [blocks, 16, 16] (static shapes collapse freely)."""
+        """The buffer viewed as [blocks, rows, cols] of its fractals (static
+        shapes collapse freely)."""
         shape = nir.memref_shape(buf)
         if len(shape) == 3:
             return buf
         t = nir.memref_type(buf)
-        frac = self.target.fractal
-        result = ir.MemRefType.get([blocks, frac, frac], t.element_type, None, t.memory_space)
+        result = ir.MemRefType.get([blocks] + shape[-2:], t.element_type, None, t.memory_space)
         return memref.CollapseShapeOp(result, buf, [[0, 1], [2], [3]]).result
 
     def block_view(self, flat: ir.Value, first: int, total: int) -> ir.Value:
         """From block `first` to the end of the buffer: the operand address is
         the first block, the view covers everything the instruction may touch."""
-        frac = self.target.fractal
-        return nir.subview(flat, [first, 0, 0], [total - first, frac, frac])
+        return nir.subview(flat, [first, 0, 0], [total - first] + nir.memref_shape(flat)[1:])
 
     def dynamic_block_view(self, flat: ir.Value, base: ir.Value, first: int, blocks: int
                            ) -> ir.Value:
         """`blocks` fractals from block base + first (the extent the
         instruction touches: the end of the buffer is not static)."""
-        frac = self.target.fractal
         start = arith.AddIOp(base, nir.index_const(first)).result if first else base
-        return nir.subview(flat, [start, 0, 0], [blocks, frac, frac])
+        return nir.subview(flat, [start, 0, 0], [blocks] + nir.memref_shape(flat)[1:])
 
     def mad(self, a0: ir.Value, b0: ir.Value, c: ir.Value, m: int, n: int, k: int,
             accumulate: bool | ir.Value) -> None:
@@ -214,7 +230,7 @@ class MatmulBlocks:
                     self.mad(a0, b0, c, m, n, k, acc)
                     scf.YieldOp([])
             return
-        nir.create_op("cce.mad", [a0, b0, c], m=m * frac, n=n * frac, k=k * frac,
+        nir.create_op("cce.mad", [a0, b0, c], m=m * frac, n=n * self.reduction_step(), k=k * frac,
                       accumulate=accumulate)
 
     def write_back(self, ops: Operands, c_l0c: ir.Value, x: IndexValue, y: IndexValue,
@@ -225,7 +241,7 @@ class MatmulBlocks:
         (with the f16 copy if C is f16). `landing`: the UB buffer the tile
         moves to when it drains in one chunk (else one allocated here)."""
         out_name = str(ops.out_type)
-        convert = out_name != "f32"
+        convert = out_name != self.acc_type
         if self.epilogue is not None:
             chunk = min(k, self.epilogue_part_columns(m))
         else:
@@ -278,7 +294,7 @@ class MatmulBlocks:
         frac = self.target.fractal
         out_blk = self.target.fractal_bytes(nir.element_bytes(str(ops.out_type)))
         src = self.block_view(flat, c0 * m, k * m)
-        drained = "f32" if self.epilogue is None else self.epilogue.drain_type
+        drained = self.acc_type if self.epilogue is None else self.epilogue.drain_type
         ub32 = landing if landing is not None else nir.alloc([cols, m, frac, frac], drained, "ub")
         self.move_to_ub(src, ub32, cols * m)
         col = y if c0 == 0 else arith.AddIOp(y, nir.index_const(c0)).result

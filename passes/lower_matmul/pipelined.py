@@ -135,8 +135,8 @@ class PipelinedSchedule:
         chunks = ops.N1 // plan.chunk
         cols = ops.K1 // kb
         per_matrix = (ops.M1 // mb) * cols * chunks
-        c_pieces = [nir.alloc([plan.piece_cols, plan.piece_rows, frac, frac], "f32", "l0c")
-                    for _ in range(pieces)]
+        c_pieces = [nir.alloc([plan.piece_cols, plan.piece_rows, frac, frac], self.acc_type,
+                              "l0c") for _ in range(pieces)]
         if plan.a_resident:
             # A (its one row strip, `resident_a_chunks`) is copied before the
             # loop: loop-invariant there, its load needs no "first column
@@ -196,8 +196,9 @@ class PipelinedSchedule:
                 a1, a_base = strip, arith.MulIOp(s0, nir.index_const(mb)).result
             b1 = self.stage_b(ops, s0, y, chunk, kb)
             in_t = ops.in_type
-            a_slots = [nir.alloc([mbp, sub, frac, frac], in_t, "l0a") for _ in range(2)]
-            b_slots = [nir.alloc([plan.group * sub, khb, frac, frac], in_t, "l0b")
+            a_blk, b_blk = self.l0_blocks(a1, False), self.l0_blocks(b1, True)
+            a_slots = [nir.alloc([mbp, sub] + a_blk, in_t, "l0a") for _ in range(2)]
+            b_slots = [nir.alloc([plan.group * sub, khb] + b_blk, in_t, "l0b")
                        for _ in range(2)]
             # With an epilogue, each piece may move to one UB buffer (shared
             # by the pieces: V runs them in order) in its own scf.if, so that
@@ -227,14 +228,14 @@ class PipelinedSchedule:
                     # back to back and release the slots with one flag.
                     for h in range(g, g + group):
                         b_h = b0 if group == 1 else nir.subview(
-                            flat_b, [(h - g) * slot_blocks, 0, 0], [slot_blocks, frac, frac])
+                            flat_b, [(h - g) * slot_blocks, 0, 0], [slot_blocks] + b_blk)
                         self.reorder_blocks(b1, b_h, rows=sub, cols=khb, transpose=True,
                                             op_name="cce.load_l1_to_l0b",
                                             src_first=j0 + plan.piece_at(h)[1] * chunk,
                                             src_col_stride=chunk)
                     for h in range(g, g + group):
                         b_h = b0 if group == 1 else nir.subview(
-                            flat_b, [(h - g) * slot_blocks, 0, 0], [slot_blocks, frac, frac])
+                            flat_b, [(h - g) * slot_blocks, 0, 0], [slot_blocks] + b_blk)
                         self.mad(a0, b_h, c_pieces[h], mbp, sub, khb, accumulate)
                 if self.drain_order == "per-piece":
                     for h in range(g, g + group):

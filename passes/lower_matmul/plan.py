@@ -104,11 +104,13 @@ class PipelinedPlanning:
         if mb * kb * acc_blk > t.capacity("l0c"):
             return self.fall_back(f"the C tile needs {mb * kb * acc_blk} bytes of L0C, "
                                   f"capacity {t.capacity('l0c')}")
-        if self.l1_chunk:
-            if self.l1_chunk % frac or N1 % (self.l1_chunk // frac):
-                raise PassError(f"l1-chunk={self.l1_chunk} must be a multiple of {frac} "
-                                f"dividing N={shape.N}", op)
-            chunks = [self.l1_chunk // frac]
+        l1_chunk = self.model_reduction(self.l1_chunk, "l1-chunk", op)
+        if l1_chunk:
+            step = self.reduction_step()
+            if l1_chunk % frac or N1 % (l1_chunk // frac):
+                raise PassError(f"l1-chunk={self.l1_chunk} must be a multiple of {step} "
+                                f"dividing N={N1 * step}", op)
+            chunks = [l1_chunk // frac]
         else:
             chunks = [d for d in range(N1, 0, -1) if N1 % d == 0]
         l1_cap = t.capacity("l1")

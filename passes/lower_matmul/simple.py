@@ -27,7 +27,7 @@ class SimpleSchedule:
         elif choice.strategy == "os":
             def os_x(x: IndexValue, m: int) -> None:
                 def os_y(y: IndexValue, k: int) -> None:
-                    c_tile = nir.alloc([k, m, frac, frac], "f32", "l0c")
+                    c_tile = nir.alloc([k, m, frac, frac], self.acc_type, "l0c")
                     if self.l1_steps > 1:
                         self.staged_reduction(ops, x, y, m, nb, k, c_tile)
                     else:
@@ -45,14 +45,14 @@ class SimpleSchedule:
                     a0 = self.load_a(ops, x, nir.index_const(0), m, ss[0].size)
 
                     def is_y1(y: IndexValue, k: int) -> None:
-                        c_tile = nir.alloc([k, m, frac, frac], "f32", "l0c")
+                        c_tile = nir.alloc([k, m, frac, frac], self.acc_type, "l0c")
                         b0 = self.load_b(ops, nir.index_const(0), y, ss[0].size, k)
                         self.mad(a0, b0, c_tile, m, ss[0].size, k, False)
                         self.write_back(ops, c_tile, x, y, m, k)
                     self.emit_tiles(ys, is_y1)
                     return
                 # The C row strip: tile y (k column blocks x m rows) at block y*m.
-                strip = nir.alloc([ops.K1 * m, frac, frac], "f32", "l0c")
+                strip = nir.alloc([ops.K1 * m, frac, frac], self.acc_type, "l0c")
 
                 def step(s: IndexValue, n: int, accumulate: bool) -> None:
                     a0 = self.load_a(ops, x, s, m, n)
@@ -73,14 +73,14 @@ class SimpleSchedule:
                     b0 = self.load_b(ops, nir.index_const(0), y, ss[0].size, k)
 
                     def ws_x1(x: IndexValue, m: int) -> None:
-                        c_tile = nir.alloc([k, m, frac, frac], "f32", "l0c")
+                        c_tile = nir.alloc([k, m, frac, frac], self.acc_type, "l0c")
                         a0 = self.load_a(ops, x, nir.index_const(0), m, ss[0].size)
                         self.mad(a0, b0, c_tile, m, ss[0].size, k, False)
                         self.write_back(ops, c_tile, x, y, m, k)
                     self.emit_tiles(xs, ws_x1)
                     return
                 # The C column strip: tile x (k column blocks x m rows) at block x*k.
-                strip = nir.alloc([ops.M1 * k, frac, frac], "f32", "l0c")
+                strip = nir.alloc([ops.M1 * k, frac, frac], self.acc_type, "l0c")
 
                 def step(s: IndexValue, n: int, accumulate: bool) -> None:
                     b0 = self.load_b(ops, s, y, n, k)

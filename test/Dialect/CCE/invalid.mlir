@@ -325,14 +325,6 @@ func.func @l0c_partial_granule(%c: memref<1024xf32, "l0c">, %u: memref<1024xf32,
 
 // -----
 
-func.func @transpose_int8(%l1: memref<512xi8, "l1">, %b: memref<512xi8, "l0b">) {
-  // expected-error@+1 {{'transpose' needs 2-byte elements (a 16x16 block), got i8}}
-  "cce.load_l1_to_l0b"(%l1, %b) {repeat = 1 : i64, src_stride = 1 : i64, dst_stride = 1 : i64, transpose = true} : (memref<512xi8, "l1">, memref<512xi8, "l0b">) -> ()
-  return
-}
-
-// -----
-
 func.func @mad_m_not_fractal(%a: memref<256xf16, "l0a">, %b: memref<256xf16, "l0b">, %c: memref<256xf32, "l0c">) {
   // expected-error@+1 {{attribute 'm' must be a positive multiple of 16 (target fractal for f16), got 24}}
   "cce.mad"(%a, %b, %c) {m = 24 : i64, n = 16 : i64, k = 16 : i64, accumulate = true} : (memref<256xf16, "l0a">, memref<256xf16, "l0b">, memref<256xf32, "l0c">) -> ()

@@ -28,14 +28,17 @@ func.func @copies(%gm: memref<4096xf16, "gm">, %l1: memref<4096xf16, "l1">,
 // CHECK:      "cce.load_l1_to_l0a"(%arg0, %arg1) {dst_stride = 1 : i64, repeat = 4 : i64, src_stride = 1 : i64, transpose = false} : (memref<2x2x16x16xf16, "l1">, memref<1024xf16, "l0a">) -> ()
 // CHECK-NEXT: "cce.load_l1_to_l0b"(%arg0, %arg2) {dst_stride = 1 : i64, repeat = 2 : i64, src_stride = 2 : i64, transpose = true} : (memref<2x2x16x16xf16, "l1">, memref<1024xf16, "l0b">) -> ()
 // CHECK-NEXT: "cce.mad"(%arg1, %arg2, %arg3) {accumulate = false, k = 32 : i64, m = 32 : i64, n = 32 : i64} : (memref<1024xf16, "l0a">, memref<1024xf16, "l0b">, memref<1024xf32, "l0c">) -> ()
+// CHECK-NEXT: "cce.load_l1_to_l0b"(%arg7, %arg5) {dst_stride = 1 : i64, repeat = 4 : i64, src_stride = 1 : i64, transpose = true} : (memref<2048xi8, "l1">, memref<2048xi8, "l0b">) -> ()
 // CHECK-NEXT: "cce.mad"(%arg4, %arg5, %arg6) {accumulate = true, k = 32 : i64, m = 16 : i64, n = 64 : i64} : (memref<2048xi8, "l0a">, memref<2048xi8, "l0b">, memref<1024xi32, "l0c">) -> ()
 // CHECK-NEXT: return
 func.func @cube(%l1: memref<2x2x16x16xf16, "l1">, %a: memref<1024xf16, "l0a">,
                 %b: memref<1024xf16, "l0b">, %c: memref<1024xf32, "l0c">,
-                %a8: memref<2048xi8, "l0a">, %b8: memref<2048xi8, "l0b">, %c8: memref<1024xi32, "l0c">) {
+                %a8: memref<2048xi8, "l0a">, %b8: memref<2048xi8, "l0b">, %c8: memref<1024xi32, "l0c">,
+                %l1b8: memref<2048xi8, "l1">) {
   "cce.load_l1_to_l0a"(%l1, %a) {repeat = 4 : i64, src_stride = 1 : i64, dst_stride = 1 : i64, transpose = false} : (memref<2x2x16x16xf16, "l1">, memref<1024xf16, "l0a">) -> ()
   "cce.load_l1_to_l0b"(%l1, %b) {repeat = 2 : i64, src_stride = 2 : i64, dst_stride = 1 : i64, transpose = true} : (memref<2x2x16x16xf16, "l1">, memref<1024xf16, "l0b">) -> ()
   "cce.mad"(%a, %b, %c) {m = 32 : i64, n = 32 : i64, k = 32 : i64, accumulate = false} : (memref<1024xf16, "l0a">, memref<1024xf16, "l0b">, memref<1024xf32, "l0c">) -> ()
+  "cce.load_l1_to_l0b"(%l1b8, %b8) {repeat = 4 : i64, src_stride = 1 : i64, dst_stride = 1 : i64, transpose = true} : (memref<2048xi8, "l1">, memref<2048xi8, "l0b">) -> ()
   "cce.mad"(%a8, %b8, %c8) {m = 16 : i64, n = 64 : i64, k = 32 : i64, accumulate = true} : (memref<2048xi8, "l0a">, memref<2048xi8, "l0b">, memref<1024xi32, "l0c">) -> ()
   return
 }
