@@ -1,4 +1,4 @@
-"""The int8 cube against fp16: one matmul compiled as `npu-lower` compiles it.
+"""The int8 cube against fp16: matmuls, and quantised models against their float originals.
 
 For each target (ascend910, ascend310; one core unless --cores) and shape, the same matmul
 A (M x N) x B (N x K) in int8 (i8 x i8 -> i32, 16x32 and 32x16 Nz fractals)
@@ -15,22 +15,38 @@ numpy, the fp16 one against an f32 product. Columns:
   x ideal    cycles / ideal
   vs f16     int8 cycles / fp16 cycles (the cube's int8 rate is 2x)
 
+Then the models (ascend910, `npu-lower{cores=1}`; an MLP, the BERT layer and
+torchvision's ResNet-18 at 64 x 64): a float model and the
+QDQ model onnxruntime's `quantize_static` makes of it (int8 weights per
+channel, int8 activations), each compiled and simulated; the QDQ model is
+checked against onnxruntime run node by node (its fused int8 kernels depend
+on the host CPU). Columns: cycles of each, their ratio, the int8 matmuls
+(MatMulInteger nodes in the report) and the largest difference from
+onnxruntime.
+
 Run: .venv/bin/python bench/int8.py [--shapes 1024x1024x1024,...]
-     [--targets ascend910,ascend310] [--cores N]
+     [--targets ascend910,ascend310] [--cores N] [--models mlp,bert,resnet18 | --models none]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import numpy as np
+import onnx
 
 from npu.ir import make_context, parse_module
 from npu.pipeline import run_pipeline
 from npu.reference_int8 import defractalize_blocks, fractalize_blocks
 from npu.simulator import simulate
 from npu.target import Target, get_target
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, os.path.join(ROOT, "test", "python", "int8"))
+
+from qdq_models import mlp, quantized, reference  # noqa: E402
 
 # (a, b, c) element types and fractal shapes of each form.
 FORMS = {"int8": (("i8", "i8", "i32"), ((16, 32), (32, 16), (16, 16))),
@@ -94,11 +110,72 @@ def run(M: int, N: int, K: int, form: str, target: Target, cores: int) -> dict:
             "ideal": ideal_cycles(M, N, K, form, target, cores)}
 
 
+def _models(names: list[str]) -> list[tuple[str, object, tuple]]:
+    from npu.frontend.bert import bert_layer
+
+    out = []
+    if "mlp" in names:  # BERT's FFN shape: 128 x 768 -> 3072 -> 768, ReLU
+        out.append(("MLP 128x768x3072x768", mlp(128, 768, 3072, 768, 0.05), (128, 768)))
+    if "bert" in names:
+        out.append(("BERT layer seq 128", bert_layer(128, 768, 12, 3072), (1, 128, 768)))
+    if "resnet18" in names:  # torchvision's, exported at 64 x 64 (test/models/cnn)
+        model = onnx.load(os.path.join(ROOT, "test", "models", "cnn", "resnet18_ts.onnx"))
+        _rename_input(model, "x")
+        out.append(("ResNet-18 64x64 (convs in float)", model, (1, 3, 64, 64)))
+    return out
+
+
+def _rename_input(model, name: str) -> None:
+    """The first graph input renamed (`quantized` calibrates an input "x")."""
+    old = model.graph.input[0].name
+    for node in model.graph.node:
+        node.input[:] = [name if i == old else i for i in node.input]
+    model.graph.input[0].name = name
+
+
+def run_models(names: list[str]) -> None:
+    import npu
+
+    print("\n| model | f16 cycles | int8 (QDQ) cycles | int8 / f16 | int8 matmuls | max diff "
+          "from onnxruntime |")
+    print("|---|---|---|---|---|---|")
+    for title, model, shape in _models(names):
+        qdq = quantized(model, shape)
+        x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+        cycles = {}
+        for form, m in (("f16", model), ("int8", qdq)):
+            kernel = npu.compile(m, target="ascend910", where=f"{form}.onnx",
+                                 pipeline="npu-lower{cores=1}")
+            (y,), report = kernel(x)
+            cycles[form] = report["cycles"]
+        (want,) = reference(qdq, {"x": x})
+        int8 = sum(1 for r in report["per_op"] if "(MatMulInteger)" in r["op"])
+        diff = float(np.abs(y - want).max())
+        step = _output_step(qdq)
+        print(f"| {title} | {cycles['f16']:,} | {cycles['int8']:,} | "
+              f"{cycles['int8'] / cycles['f16']:.2f} | {int8} | {diff:.3g}"
+              f"{f' ({diff / step:.2f} steps)' if step else ''} |", flush=True)
+
+
+def _output_step(model) -> float:
+    """The quantisation step of the output when a DequantizeLinear makes it, else 0."""
+    from onnx import numpy_helper
+
+    out = model.graph.output[0].name
+    node = next(n for n in model.graph.node if out in n.output)
+    if node.op_type != "DequantizeLinear":
+        return 0.0
+    scale = next(t for t in model.graph.initializer if t.name == node.input[1])
+    return float(numpy_helper.to_array(scale).reshape(-1)[0])
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shapes", default="1024x1024x1024,512x768x768,128x768x3072")
     p.add_argument("--targets", default="ascend910,ascend310")
     p.add_argument("--cores", type=int, default=1)
+    p.add_argument("--models", default="mlp,bert,resnet18",
+                   help="quantised models to run (mlp, bert, resnet18), or 'none'")
     args = p.parse_args(argv)
     print("| target | M x N x K | form | cycles | bound (unit) | ideal | x ideal | vs f16 |")
     print("|---|---|---|---|---|---|---|---|")
@@ -112,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"| {name} | {spec} | {form} | {r['cycles']:,} | {r['bound']:,} "
                       f"({r['unit']}) | {r['ideal']:,} | {r['cycles'] / r['ideal']:.2f} | "
                       f"{ratio:.2f} |", flush=True)
+    if args.models != "none":
+        run_models(args.models.split(","))
     return 0
 
 

@@ -84,17 +84,22 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def nz_shape(rows: int, cols: int, target: Target | None = None) -> list[int]:
-    """Nz shape `[ceil(cols/f), ceil(rows/f), f, f]` of a rows x cols matrix."""
-    f = (target or get_target()).fractal
-    return [ceil_div(cols, f), ceil_div(rows, f), f, f]
+def nz_shape(rows: int, cols: int, target: Target | None = None,
+             element: str = "f16") -> list[int]:
+    """Nz shape `[ceil(cols/c0), ceil(rows/f), f, c0]` of a rows x cols matrix:
+    c0 = f, or 32 for int8 (a matmul's A operand: 16 x 32 blocks)."""
+    t = target or get_target()
+    f = t.fractal
+    c0 = t.fractal_k_int8 if element == "i8" else f
+    return [ceil_div(cols, c0), ceil_div(rows, f), f, c0]
 
 
-def fractalized_shape(nd_shape: Sequence[int], target: Target | None = None) -> list[int]:
-    """Shape `ascend.fractalize` produces from an ND `[..., R, C]` shape."""
+def fractalized_shape(nd_shape: Sequence[int], target: Target | None = None,
+                      element: str = "f16") -> list[int]:
+    """Shape `ascend.fractalize` produces from an ND `[..., R, C]` shape of `element`s."""
     if len(nd_shape) < 2:
         raise ValueError(f"fractalize needs a matrix [..., R, C], got shape {list(nd_shape)}")
-    return list(nd_shape[:-2]) + nz_shape(nd_shape[-2], nd_shape[-1], target)
+    return list(nd_shape[:-2]) + nz_shape(nd_shape[-2], nd_shape[-1], target, element)
 
 
 class MatmulDims(NamedTuple):
@@ -205,25 +210,29 @@ def _check_matmul(op: ir.Operation, target: Target) -> None:
 
 
 def _check_nz_pair(nd: list[int], nz: list[int], nd_name: str, nz_name: str,
-                   target: Target) -> None:
+                   target: Target, element: str) -> None:
     """The ND operand is a matrix and the Nz operand has its fractal shape."""
     if len(nd) < 2:
         raise RuleError(f"{nd_name} must be a matrix [..., R, C], got shape {nd}")
-    want = fractalized_shape(nd, target)
+    want = fractalized_shape(nd, target, element)
     if nz != want:
-        f = target.fractal
+        f, c0 = want[-2:]
         raise RuleError(f"{nz_name} must have the Nz shape {want} of {nd_name} {nd} "
-                        f"([..., ceil(C/{f}), ceil(R/{f}), {f}, {f}]), got {nz}")
+                        f"([..., ceil(C/{c0}), ceil(R/{f}), {f}, {c0}]), got {nz}")
+
+
+def _element(op: ir.Operation) -> str:
+    return memref_element(memref_types(op)[0])
 
 
 def _check_fractalize(op: ir.Operation, target: Target) -> None:
     src, dst = _shapes(op)
-    _check_nz_pair(src, dst, "src", "dst", target)
+    _check_nz_pair(src, dst, "src", "dst", target, _element(op))
 
 
 def _check_defractalize(op: ir.Operation, target: Target) -> None:
     src, dst = _shapes(op)
-    _check_nz_pair(dst, src, "dst", "src", target)
+    _check_nz_pair(dst, src, "dst", "src", target, _element(op))
 
 
 def _check_broadcast(op: ir.Operation, target: Target) -> None:
@@ -376,8 +385,12 @@ def _specs() -> list[OpSpec]:
         return OpSpec(name, _gm(*operands), dtypes, attrs or {}, {}, tuple(checks), static_shapes=True)
 
     specs = [spec(n, ("a", "b", "c"), MATMUL_SIGNATURES, checks=(_check_matmul,)) for n in MATMUL_OPS]
-    specs.append(spec(FRACTALIZE, ("src", "dst"), same_dtype(2, FLOAT_TYPES), checks=(_check_fractalize,)))
-    specs.append(spec(DEFRACTALIZE, ("src", "dst"), same_dtype(2, FLOAT_TYPES), checks=(_check_defractalize,)))
+    # int8 fractalizes into a matmul A operand's 16 x 32 blocks; i32 (an int8
+    # matmul's C) moves like f32.
+    specs.append(spec(FRACTALIZE, ("src", "dst"), same_dtype(2, FLOAT_TYPES + ("i8", "i32")),
+                      checks=(_check_fractalize,)))
+    specs.append(spec(DEFRACTALIZE, ("src", "dst"), same_dtype(2, FLOAT_TYPES + ("i32",)),
+                      checks=(_check_defractalize,)))
     for n in ELEMENTWISE_BINARY:
         types = FLOAT_TYPES if n == "ascend.div" else ARITH_TYPES
         specs.append(spec(n, ("lhs", "rhs", "out"), same_dtype(3, types), checks=(_check_broadcast,)))

@@ -30,6 +30,7 @@ from npu.passes.linalg_to_ascend.emitter import Buf, Emitter, i64_array
 from npu.passes.linalg_to_ascend.conv import CONV_OPS, ConvLowering
 from npu.passes.linalg_to_ascend.gather import GatherLowering
 from npu.passes.linalg_to_ascend.matmul import MatmulLowering
+from npu.passes.linalg_to_ascend.matmul_int8 import Int8MatmulLowering
 from npu.passes.linalg_to_ascend.pooling import POOLING_OPS, PoolingLowering
 from npu.passes.linalg_to_ascend.reduction import ReductionLowering
 from npu.passes.linalg_to_ascend.slices import SliceLowering
@@ -46,8 +47,8 @@ def storage_type(element: str) -> str:
     return "i8" if element == "i1" else element
 
 
-class Converter(MatmulLowering, ReductionLowering, GatherLowering, SliceLowering, ConvLowering,
-                PoolingLowering):
+class Converter(MatmulLowering, Int8MatmulLowering, ReductionLowering, GatherLowering,
+                SliceLowering, ConvLowering, PoolingLowering):
     def __init__(self, func_op: ir.Operation, input_names=None, output_names=None, locate=None,
                  detach_constants: bool = False):
         self.func = func_op
@@ -171,6 +172,9 @@ class Converter(MatmulLowering, ReductionLowering, GatherLowering, SliceLowering
             t.nd = self.em.constant(t.array)
         elif t.nd is None and t.c1hwc0 is not None:
             t.nd = self.nchw_of_5hd(value, loc)
+        elif t.nd is None and t.widened is not None:  # an int8 tensor read as i32 after all
+            t.nd = self.dest(value, t.shape, "i32", loc)
+            self.em.op("ascend.cast", [self.nd(t.widened, loc), t.nd], loc, round_mode='"rint"')
         elif t.nd is None and t.bcast is not None:
             t.nd = self.dest(value, t.shape, t.dtype, loc)
             self.emit_broadcast(t.bcast, t.nd, loc)
@@ -256,7 +260,8 @@ class Converter(MatmulLowering, ReductionLowering, GatherLowering, SliceLowering
                     self.matmul(op, s)
                 else:
                     self.reduction(op, s)
-            elif not self.gather_generic(op):
+            elif not (self.gather_generic(op) or self.widening(op, s) or self.int8_of_nz(op, s)
+                      or self.truncation_of_int8_matmul(op, s)):
                 self.elementwise(op, s)
             return
         raise UnsupportedOp(op, f"'{name}' is not supported by the conversion to ascend")

@@ -18,6 +18,7 @@ from npu.passes.linalg_to_ascend.structure import (Structured, UnsupportedOp, el
 from npu.passes.linalg_to_ascend.elementwise import BodyLowering, Unreadable
 from npu.passes.linalg_to_ascend.emitter import Buf, i64_array
 from npu.passes.linalg_to_ascend.values import Tensor
+from npu.ir import NUMPY_DTYPES
 from npu.reference import fractalize
 from npu.target import get_target
 
@@ -98,6 +99,8 @@ class MatmulLowering:
         sizes = s.loop_sizes
         nb = int(np.prod([sizes[d] for d in batch])) if batch else 1
         lead = [nb] if nb > 1 else []  # batch loops collapse to one; a batch of 1 is a matmul
+        if self.int8_matmul(op, s, batch, m, n, k, lead):
+            return
         a_nz = self._cube_operand(op, s.inputs[0], a_map, batch + [m, k], lead + [sizes[m], sizes[k]], loc)
         b_nz = self._cube_operand(op, s.inputs[1], b_map, batch + [k, n], lead + [sizes[k], sizes[n]],
                                   loc, clean=True)
@@ -159,7 +162,8 @@ class MatmulLowering:
         rows, cols = s.loop_sizes[-2:]
         batch = int(np.prod(s.loop_sizes[:-2], dtype=np.int64))
         identity = list(range(n))
-        if cols % f or s.maps[-1] != identity or element_name(op.results[0]) != "f32":
+        dtype = element_name(op.results[0])  # f32, or i32 after an int8 matmul
+        if cols % f or s.maps[-1] != identity or dtype not in ("f32", "i32"):
             return False
         matrix = tuple(([batch] if batch > 1 else []) + [rows, cols])
         kinds = []
@@ -184,21 +188,22 @@ class MatmulLowering:
                 args.append(self.scalars[v])
             else:
                 args.append(self._nz_constant(to_loop_space(self.tensors[v].array, m, n), matrix, nz_shape,
-                                                 tuple(s.loop_sizes[:-2])))
+                                                 tuple(s.loop_sizes[:-2]), dtype))
         body = op.regions[0].blocks[0]
         lowering = BodyLowering(self.em, loc, len(nz_shape), self.scalar)
         (term,) = lowering.run(body, args + [Unreadable()], [list(body.operations)[-1].operands[0]])
         if not isinstance(term, Buf) or term.shape != nz_shape:
-            full = self.em.alloc(nz_shape, "f32", loc)
-            self.em.op("ascend.broadcast", [lowering.buffer(term, "f32"), full], loc)
+            full = self.em.alloc(nz_shape, dtype, loc)
+            self.em.op("ascend.broadcast", [lowering.buffer(term, dtype), full], loc)
             term = full
-        t = Tensor(tuple(tensor_shape(op.results[0])), "f32", nz=term, nz_loc=loc,
+        t = Tensor(tuple(tensor_shape(op.results[0])), dtype, nz=term, nz_loc=loc,
                    dirty_rows=rows % f != 0)
         t.nz_nd_shape = matrix
         self.tensors[op.results[0]] = t
         return True
 
-    def _nz_constant(self, array: np.ndarray, matrix, nz_shape, lead: tuple[int, ...]) -> float | Buf:
+    def _nz_constant(self, array: np.ndarray, matrix, nz_shape, lead: tuple[int, ...],
+                     dtype: str = "f32") -> float | Buf:
         """A constant (loop-space shape, broadcastable) in the Nz order of
         `matrix`: a scalar, or the whole matrix broadcast and fractalized on
         the host. A bias row could stay a [N1, 1, 1, 16] vector, but the
@@ -214,4 +219,4 @@ class MatmulLowering:
         if array.shape[-2] == 1:  # a row broadcast: the padding rows too (they are dirty
             rows = nz_shape[-3] * nz_shape[-1]  # anyway), so the constant stays one row
         full = np.broadcast_to(array, tuple(lead) + (rows, cols)).reshape(matrix[:-2] + (rows, cols))
-        return self.em.constant(fractalize(full.astype(np.float32), nz_shape))
+        return self.em.constant(fractalize(full.astype(NUMPY_DTYPES[dtype]), nz_shape))

@@ -31,6 +31,7 @@ class Tensor:
     # a matmul's M (rows are independent), not where they are its K.
     dirty_rows: bool = False
     c1hwc0: Buf | None = None           # a conv result in NC1HWC0 [N, C1, H, W, 16] (conv_layouts)
+    widened: object = None              # the int8 tensor value this one sign-extends (matmul_int8)
 
     @property
     def is_constant(self) -> bool:

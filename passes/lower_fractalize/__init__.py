@@ -40,7 +40,7 @@ from __future__ import annotations
 from typing import Callable
 
 from mlir import ir
-from mlir.dialects import arith
+from mlir.dialects import arith, memref
 
 from npu import ir as nir
 from npu.kernels.cce_build import copy, index_add, index_mul
@@ -81,8 +81,8 @@ class LowerFractalize(RowMoves, Pass):
             if not nir.is_memref(v.type) or nir.memory_space(v) != "gm":
                 raise PassError(f"operands must be memrefs in 'gm', got {v.type}", op)
         et = nir.memref_element(nd)
-        if et not in ("f16", "f32") or nir.memref_element(nz) != et:
-            raise PassError(f"fractalize needs f16 or f32 operands of one type, got "
+        if et not in ("f16", "f32", "i32", "i8") or nir.memref_element(nz) != et:
+            raise PassError(f"fractalize needs f16, f32, i32 or i8 operands of one type, got "
                             f"{nir.memref_element(op.operands[0])} and "
                             f"{nir.memref_element(op.operands[1])}", op)
         nd_shape, nz_shape = nir.memref_shape(nd), nir.memref_shape(nz)
@@ -90,15 +90,33 @@ class LowerFractalize(RowMoves, Pass):
             raise PassError(f"the ND operand needs at least 2 dimensions, got {nd.type}", op)
         R, C = nd_shape[-2:]
         lead = nd_shape[:-2]
-        R1, C1 = -(-R // frac), -(-C // frac)
-        want = lead + [C1, R1, frac, frac]
+        c0 = self.target.fractal_k_int8 if et == "i8" else frac
+        R1, C1 = -(-R // frac), -(-C // c0)
+        want = lead + [C1, R1, frac, c0]
         if nz_shape != want:
             raise PassError(f"the Nz operand of a {'x'.join(map(str, nd_shape))} matrix must be "
                             f"{'x'.join(map(str, want))}, got {nz.type}", op)
         batch = 1
         for d in lead:
             batch *= d
-        return Geometry(batch, R, C, nir.element_bytes(et), R1, C1)
+        if et == "i8":
+            # An int8 Nz block row is 32 bytes of an ND row, as an f16 one is:
+            # the bytes move as f16 pairs, C/2 of them per row.
+            if C % 2 or not forward:
+                raise PassError(f"int8 {'' if forward else 'de'}fractalize moves bytes in pairs: "
+                                f"it needs an even number of columns and the ND -> Nz "
+                                f"direction, got {'x'.join(map(str, nd_shape))}", op)
+            return Geometry(batch, R, C // 2, 2, R1, C1, "f16")
+        return Geometry(batch, R, C, nir.element_bytes(et), R1, C1, et)
+
+    def byte_pairs(self, flat: ir.Value, op: ir.Operation) -> ir.Value:
+        """A flat int8 buffer viewed as f16 (its bytes in pairs)."""
+        t = nir.memref_type(flat)
+        if nir.memref_layout(t)[1] != 0:
+            raise PassError(f"int8 fractalize needs dense operands starting at their buffer, "
+                            f"got {nir.memref_type(op.operands[0])}", op)
+        view = ir.MemRefType.get([t.shape[0] // 2], ir.F16Type.get(), None, t.memory_space)
+        return memref.ViewOp(view, flat, nir.index_const(0), []).result
 
     def strip_rows_blocks(self, g: Geometry, op: ir.Operation) -> int:
         """Row blocks per strip: 1 (naive) or as many as strip + tmp fit UB."""
@@ -144,12 +162,14 @@ class LowerFractalize(RowMoves, Pass):
         if g.row_bytes % unit and g.batch > 1 and g.R * g.C * g.e < unit:
             # The end-of-tensor window must lie inside the last matrix.
             raise PassError(f"batches of matrices smaller than one {unit}-byte block whose rows "
-                            f"are not whole blocks are not supported ({g.R}x{g.C} {'f16' if g.e == 2 else 'f32'}"
+                            f"are not whole blocks are not supported ({g.R}x{g.C} {g.element}"
                             f" = {g.R * g.C * g.e} bytes)", op)
         src, dst = op.operands
         with op.location, ir.InsertionPoint(op):
             nd = nir.flatten_memref(src if forward else dst)
             nz = nir.flatten_memref(dst if forward else src)
+            if nir.memref_element(nd) == "i8":
+                nd, nz = self.byte_pairs(nd, op), self.byte_pairs(nz, op)
             plan = self.strip_plan(g, t, op)
             for p_seg, last_batch in self.batch_segments(g):
                 def per_batch(p: ir.Value, last: bool = last_batch) -> None:
@@ -249,7 +269,7 @@ class LowerFractalize(RowMoves, Pass):
         fb = self.target.fractal_bytes(e)
         h = frac * t
         hv = min(h, g.R - rb_static * frac) if rb_static is not None else h
-        et = "f16" if e == 2 else "f32"
+        et = g.element
         strip = nir.alloc([h * g.Cp], et, "ub")
         tmp = nir.alloc([h * g.Cp], et, "ub")
         bufs = {"strip": strip, "tmp": tmp}

@@ -103,6 +103,9 @@ class Geometry:
     e: int  # element bytes
     R1: int
     C1: int
+    # The element type the strips are moved as: f16/f32/i32, and f16 for
+    # int8 (pairs of bytes: see `LowerFractalize.geometry`).
+    element: str = "f16"
 
     @property
     def Cp(self) -> int:  # UB row pitch in elements (whole column blocks)

@@ -103,7 +103,7 @@ class RowMoves:
         e, unit = g.e, self.target.vector_block_bytes
         W = unit // e
         nd_len = nir.memref_shape(nd)[0]
-        et = "f16" if e == 2 else "f32"
+        et = g.element
         window = nir.alloc([W], et, "ub")
         if nd_len >= W:
             copy("cce.copy_gm_to_ub", nir.subview(nd, [nd_len - W], [W]), window, 1, 1)
@@ -209,7 +209,7 @@ class RowMoves:
             dst = nir.subview(nd, [index_add(row0, i * g.C)], [L * W])
             copy("cce.copy_ub_to_gm", self.view(strip, i * g.Cp, L * W), dst, 1, L)
         if final and first_end < g.R:
-            et = "f16" if e == 2 else "f32"
+            et = g.element
             sources = []
             first = max(nd_len - W, 0)
             for f in range(first, min(first + W, nd_len)):

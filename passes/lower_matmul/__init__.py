@@ -240,9 +240,6 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, PipelinedPlanning, MatmulBl
         (`target_of_op`: the pass's own target)."""
         shape, batch, M1, N1, K1 = self.shape_of(op)
         chained_a = self.chained_l1(op.operands[0]) is not None
-        if self.reduction_block and group is not None:
-            raise PassError("an int8 matmul with a fused epilogue is not lowered yet (its "
-                            "i32 result leaves as it is; run npu-fuse with epilogues=false)", op)
         n_tile = self.model_reduction(self.n, "n", op)
         self.epilogue = MatmulEpilogue(self, group, op) if group is not None else None
         # Tiles are ranked by the pipelined schedule's time unless the drains

@@ -163,6 +163,8 @@ class MatmulEpilogue:
         """The type C's accumulator reaches UB in: f16 when C is f16 and
         npu-lower-matmul's drain-convert is on (the L0C -> UB move converts
         it, `convert = "f32_to_f16"`), else f32."""
+        if self.e.c.elem == "i32":  # an int8 matmul's accumulator, converted by a member
+            return "i32"
         return "f16" if self.e.c.elem == "f16" and self.p.drain_convert else "f32"
 
     @property

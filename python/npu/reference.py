@@ -49,7 +49,7 @@ from npu import diagnostics
 from npu.reference_conv import conv2d, conv2d_5hd
 from npu.dialects.ascend_conv import NC1HWC0, layout
 from npu.dialects.ascend_pool import Pool2d, pool2d_5hd_numpy, pool2d_numpy
-from npu.reference_int8 import matmul_i8
+from npu.reference_int8 import defractalize_blocks, fractalize_blocks, matmul_i8
 from npu.ir import (NUMPY_DTYPES, float_attr, int_array_attr, int_attr, memory_space,
                     memref_element, memref_shape, str_attr, workspace_args)
 
@@ -72,24 +72,14 @@ def _fail(op: ir.Operation, message: str) -> EvaluationError:
 
 
 def fractalize(src: np.ndarray, dst_shape: Sequence[int]) -> np.ndarray:
-    """ND `[..., R, C]` -> Nz `[..., C1, R1, f, f]`, zero padding; f from dst's shape."""
-    *lead, c1, r1, f, f2 = dst_shape
-    assert f == f2, "fractal blocks are square"
-    rows, cols = src.shape[-2], src.shape[-1]
-    padded = np.zeros(tuple(lead) + (r1 * f, c1 * f), dtype=src.dtype)
-    padded[..., :rows, :cols] = src
-    blocks = padded.reshape(tuple(lead) + (r1, f, c1, f))
-    # [..., R1, k, C1, l] -> [..., C1, R1, k, l]: dst[i][j][k][l] = src[j*f+k][i*f+l]
-    n = len(lead)
-    return blocks.transpose(*range(n), n + 2, n, n + 1, n + 3).copy()
+    """ND `[..., R, C]` -> Nz `[..., C1, R1, f, c0]`, zero padding; the block
+    (f x c0: 16 x 16, or int8's 16 x 32) from dst's shape."""
+    return fractalize_blocks(src, dst_shape)
 
 
 def defractalize(src: np.ndarray, rows: int, cols: int) -> np.ndarray:
-    """Nz `[..., C1, R1, f, f]` -> ND `[..., rows, cols]` (the padding dropped)."""
-    *lead, c1, r1, f, _ = src.shape
-    n = len(lead)
-    nd = src.transpose(*range(n), n + 1, n + 2, n, n + 3).reshape(tuple(lead) + (r1 * f, c1 * f))
-    return nd[..., :rows, :cols].copy()
+    """Nz `[..., C1, R1, f, c0]` -> ND `[..., rows, cols]` (the padding dropped)."""
+    return defractalize_blocks(src)[..., :rows, :cols].copy()
 
 
 # ----------------------------------------------------------------------------

@@ -287,9 +287,25 @@ def _gather_elements(node, data: np.ndarray, indices: np.ndarray) -> list[np.nda
     return [np.take_along_axis(data, indices, axis=axis)]
 
 
+def _dequantize_linear(node, x: np.ndarray, scale: np.ndarray,
+                       zero_point: np.ndarray | None = None) -> list[np.ndarray]:
+    """(x - zp) * scale, one scale (and zero point) or one per `axis` entry."""
+    attrs = {a.name: a.i for a in node.attribute}
+    if attrs.get("block_size", 0) or x.dtype.kind not in "iu":
+        raise NotImplementedError("blocked or non-integer DequantizeLinear")
+    zp = np.zeros((), np.int64) if zero_point is None else zero_point.astype(np.int64)
+    if scale.ndim:
+        axis = attrs.get("axis", 1) % x.ndim
+        shape = [1] * x.ndim
+        shape[axis] = -1
+        scale, zp = scale.reshape(shape), zp.reshape(shape) if zp.ndim else zp
+    return [(x.astype(np.int64) - zp).astype(scale.dtype) * scale]
+
+
 # Ops evaluated in numpy here: onnx's reference GatherElements (1.23) fails on
-# an index of another shape than its data ("cannot reshape array of size 1").
-_NUMPY_OPS = {"GatherElements": _gather_elements}
+# an index of another shape than its data ("cannot reshape array of size 1");
+# its DequantizeLinear exists from opset 19 only.
+_NUMPY_OPS = {"GatherElements": _gather_elements, "DequantizeLinear": _dequantize_linear}
 
 
 def _evaluate(node, feeds: dict[str, np.ndarray], opset: int) -> list[np.ndarray]:

@@ -30,6 +30,7 @@ SUPPORTED_OPS = frozenset({
     "And", "Or", "Not", "Xor", "IsNaN", "IsInf",
     "Conv",
     "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
+    "MatMulInteger",  # left only where it runs on the int8 cube (onnx_matmul_integer)
 })
 
 # ONNX elem_type -> numpy dtype name for the types the NPU holds.
@@ -232,6 +233,13 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
 
     check_quantized_nodes(model, _failer(where))  # before folding reads a scale
     model = onnx_versions.upgrade_old_opset(model)
+    from npu.frontend.onnx_qdq_int8 import rewrite_qdq_matmuls
+    from npu.frontend.onnx_qlinear import expand_qlinear_matmuls, gemms_as_matmuls
+
+    remark = lambda m: print(f"{where}: remark: {m}", file=sys.stderr)  # noqa: E731
+    expand_qlinear_matmuls(model, remark)
+    gemms_as_matmuls(model, remark)
+    rewrite_qdq_matmuls(model, remark)  # before folding turns DQ(W_q) into a float weight
     onnx_fold.fold_constants(model)
     types = onnx_fold.inferred_types(model)  # one inference for the rewrites (names keep their types)
     if types is None:  # the model's own error, before an empty output could hide it
@@ -243,7 +251,6 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
 
     from npu.frontend.onnx_matmul_integer import rewrite_matmul_integers
 
-    remark = lambda m: print(f"{where}: remark: {m}", file=sys.stderr)  # noqa: E731
     rewrite_qdq_in_float(model, types, remark)
     rewrite_matmul_integers(model, types, _failer(where), remark)
     onnx_batchnorm.fold_batchnorms(model)  # before the patch-conv rewrite reads Conv weights

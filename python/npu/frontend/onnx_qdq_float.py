@@ -3,11 +3,11 @@ on the int8 cube. Never a refusal: each rewritten node gets a remark.
 
 * QuantizeLinear -> DequantizeLinear with constant scale and zero point (the
   fake quantisation of an activation) becomes
-      y = clip(round(x / s), lo - zp, hi - zp) * s
+      y = round(clip(x / s, lo - zp, hi - zp)) * s
   which equals ONNX's (saturate(round(x / s) + zp) - zp) * s since zp is an
-  integer. round is half to even, as ONNX's: v + 1.5*2^23 - 1.5*2^23 in f32
-  rounds v to an integer, ties to even, for |v| < 2^22; v is first clipped to
-  [lo - zp - 1, hi - zp + 1] so that holds.
+  integer (`on_grid`: round half to even, as ONNX's, by 1.5*2^23 in f32).
+* A QuantizeLinear with constant parameters and no DequantizeLinear after it
+  becomes round(clip(x / s, lo - zp, hi - zp)) + zp and a Cast to its type.
 * DequantizeLinear of a run-time int8 tensor becomes (float(x) - zp) * s.
   (A DequantizeLinear of a constant weight is folded on the host before this.)
 Per-axis scales are reshaped to broadcast along their axis.
@@ -75,26 +75,24 @@ def rewrite_qdq_in_float(model, types: dict, remark) -> list[str]:
             e = Expansion(graph, dq, nodes)
             e.prefix = node.name
             v = e.make("Div", [node.input[0], e.const("scale", scale, np.float32)], "scaled")
-            v = e.make("Clip", [v, e.const("vlo", np.min(lo - zp - 1), np.float32),
-                                e.const("vhi", np.max(hi - zp + 1), np.float32)], "bounded")
-            magic = e.const("magic", _MAGIC, np.float32)
-            v = e.make("Sub", [e.make("Add", [v, magic], "plus_magic"), magic], "rounded")
-            if zp.ndim:
-                v = e.make("Max", [v, e.const("qlo", lo - zp, np.float32)], "qlo_clip")
-                v = e.make("Min", [v, e.const("qhi", hi - zp, np.float32)], "q")
-            else:
-                v = e.make("Clip", [v, e.const("qlo", lo - zp, np.float32),
-                                    e.const("qhi", hi - zp, np.float32)], "q")
             d_scale, d_zp, _ = dq_params
             # The DQ's own zero point may differ from the Q's: q + zp_q - zp_dq.
-            shift = zp - d_zp
-            if np.any(shift != 0):
-                v = e.make("Add", [v, e.const("shift", shift, np.float32)], "shifted")
+            v = on_grid(e, v, lo - zp, hi - zp, zp - d_zp)
             e.final("Mul", [v, e.const("dq_scale", d_scale, np.float32)], "dequantized")
             drop.add(dq.name)
             done.append(node.name)
             remark(f"node '{node.name}' (QuantizeLinear) and '{dq.name}' (DequantizeLinear): "
                    "run in float (fake quantisation), not on the int8 cube")
+        elif node.op_type == "QuantizeLinear" and params is not None:
+            scale, zp, zdtype = params
+            elem = {np.dtype(np.int8): 3, np.dtype(np.uint8): 2}[np.dtype(zdtype)]
+            _, lo, hi = QUANT_TYPES[elem]
+            e = Expansion(graph, node, nodes)
+            v = e.make("Div", [node.input[0], e.const("scale", scale, np.float32)], "scaled")
+            e.final("Cast", [on_grid(e, v, lo - zp, hi - zp, zp)], "quantized", to=elem)
+            done.append(node.name)
+            remark(f"node '{node.name}' (QuantizeLinear): rounded and saturated in float, "
+                   f"cast to {QUANT_TYPES[elem][0]}")
         elif node.op_type == "DequantizeLinear" and params is not None:
             scale, zp, _ = params
             e = Expansion(graph, node, nodes)
@@ -110,3 +108,20 @@ def rewrite_qdq_in_float(model, types: dict, remark) -> list[str]:
         del graph.node[:]
         graph.node.extend(nodes)
     return done
+
+
+def on_grid(e, v: str, lo, hi, offset) -> str:
+    """round(clip(v, lo, hi)) + offset in f32, rounding half to even as ONNX
+    does; lo, hi and offset are integers, scalars or per-axis arrays.
+    Clipping to integer bounds commutes with rounding, and keeps |v| < 2^22,
+    where adding 1.5 * 2^23 rounds to an integer (the f32 spacing there is
+    1); subtracting 1.5 * 2^23 - offset then is exact."""
+    if np.ndim(lo):
+        v = e.make("Max", [v, e.const("qlo", lo, np.float32)], "qlo_clip")
+        v = e.make("Min", [v, e.const("qhi", hi, np.float32)], "bounded")
+    else:
+        v = e.make("Clip", [v, e.const("qlo", lo, np.float32), e.const("qhi", hi, np.float32)],
+                   "bounded")
+    v = e.make("Add", [v, e.const("magic", _MAGIC, np.float32)], "plus_magic")
+    return e.make("Sub", [v, e.const("magic_less_offset", _MAGIC - np.asarray(offset, np.float32),
+                                     np.float32)], "rounded")

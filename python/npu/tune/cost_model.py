@@ -17,7 +17,7 @@ from typing import Any
 
 from npu.target import Target
 from npu.tune.program import OpTask
-from npu.tune.space import matmul_shape
+from npu.tune.space import matmul_shape, reduction_scale
 
 
 def estimate(task: OpTask, options: dict[str, Any], target: Target) -> float:
@@ -68,7 +68,8 @@ def _matmul(task: OpTask, options: dict[str, Any], target: Target) -> float:
 
     shape = matmul_shape(task, target)
     frac = target.fractal
-    strategy, m, n, k = options["strategy"], options["m"], options["n"], options["k"]
+    strategy, m, k = options["strategy"], options["m"], options["k"]
+    n = (options["n"] or 0) // reduction_scale(task, target)
     if not m or not n or not k or m % frac or n % frac or k % frac or strategy not in ("os", "is", "ws"):
         return math.inf
     tiles = Tiles(m, n, k)

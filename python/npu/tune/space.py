@@ -166,6 +166,13 @@ def matmul_shape(task: OpTask, target: Target):
                        out_bytes=4 if c.dtype == "f32" else 2)
 
 
+def reduction_scale(task: OpTask, target: Target) -> int:
+    """Reduction elements of the matmul's operands per element of
+    `matmul_shape` (its f16-equivalent shape): 2 for int8, whose n option
+    counts int8 elements, 32 to a fractal block."""
+    return target.fractal_k_int8 // target.fractal if task.operands[0].dtype == "i8" else 1
+
+
 def canonical(task: OpTask, options: dict[str, Any], target: Target) -> dict[str, Any]:
     """The explicit option set `options` compiles to (see the module doc)."""
     from npu.costmodel.matmul.tiling import TilingError, choose_tiling
@@ -184,8 +191,8 @@ def canonical(task: OpTask, options: dict[str, Any], target: Target) -> dict[str
         shape = matmul_shape(task, target)
         try:
             choice = choose_tiling(shape, target, out["strategy"], out["m"], out["n"], out["k"])
-            out.update(strategy=choice.strategy, m=choice.tiles.m, n=choice.tiles.n,
-                       k=choice.tiles.k)
+            out.update(strategy=choice.strategy, m=choice.tiles.m,
+                       n=choice.tiles.n * reduction_scale(task, target), k=choice.tiles.k)
             # npu-lower-matmul's plan_pipelined falls back to the simple nest
             # when the C tiles do not divide C or one C tile overflows L0C.
             m, k = choice.tiles.m, choice.tiles.k

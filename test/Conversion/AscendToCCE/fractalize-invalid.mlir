@@ -37,3 +37,12 @@ func.func @too_wide(%a: memref<16x8192xf16, "gm">, %b: memref<512x1x16x16xf16, "
   "ascend.fractalize"(%a, %b) : (memref<16x8192xf16, "gm">, memref<512x1x16x16xf16, "gm">) -> ()
   return
 }
+
+// -----
+
+// CHECK: fractalize-invalid.mlir:[[@LINE+3]]:3: error: int8 fractalize moves bytes in pairs: it needs an even number of columns and the ND -> Nz direction, got 40x33
+func.func @int8_odd_columns(%a: memref<40x33xi8, "gm">, %b: memref<2x3x16x32xi8, "gm">) {
+  // expected-error@+1 {{int8 fractalize moves bytes in pairs}}
+  "ascend.fractalize"(%a, %b) : (memref<40x33xi8, "gm">, memref<2x3x16x32xi8, "gm">) -> ()
+  return
+}

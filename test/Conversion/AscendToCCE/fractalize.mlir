@@ -106,3 +106,31 @@ func.func @rows_of_partial_blocks(%a: memref<17x13xf16, "gm">, %b: memref<1x2x16
   "ascend.fractalize"(%a, %b) : (memref<17x13xf16, "gm">, memref<1x2x16x16xf16, "gm">) -> ()
   return
 }
+
+// -----
+
+// int8 -> the 16 x 32 blocks of a matmul's A operand: an int8 block row is
+// 32 bytes of an ND row, as an f16 one is, so both buffers are viewed as f16
+// (the bytes in pairs: 40 x 32 f16 -> Nz [2, 3, 16, 16]) and lowered as f16.
+// CHECK-LABEL: func.func @fractalize_int8
+// CHECK:       %[[ND:.*]] = memref.collapse_shape %arg0 {{.*}} into memref<2560xi8, "gm">
+// CHECK:       %[[NZ:.*]] = memref.collapse_shape %arg1 {{.*}} into memref<3072xi8, "gm">
+// CHECK:       memref.view %[[ND]][%{{.*}}][] : memref<2560xi8, "gm"> to memref<1280xf16, "gm">
+// CHECK:       memref.view %[[NZ]][%{{.*}}][] : memref<3072xi8, "gm"> to memref<1536xf16, "gm">
+// CHECK:       memref.alloc() : memref<1536xf16, "ub">
+// CHECK:       "cce.vnchwconv"
+func.func @fractalize_int8(%a: memref<40x64xi8, "gm">, %b: memref<2x3x16x32xi8, "gm">) {
+  "ascend.fractalize"(%a, %b) : (memref<40x64xi8, "gm">, memref<2x3x16x32xi8, "gm">) -> ()
+  return
+}
+
+// -----
+
+// i32 (an int8 matmul's result) moves as 4-byte elements, like f32.
+// CHECK-LABEL: func.func @defractalize_i32
+// CHECK:       memref.alloc() : memref<{{[0-9]+}}xi32, "ub">
+// CHECK:       "cce.vnchwconv"({{.*}}) {{.*}} : (memref<{{.*}}xi32, {{.*}}"ub">, memref<{{.*}}xi32, {{.*}}"ub">)
+func.func @defractalize_i32(%a: memref<2x3x16x16xi32, "gm">, %b: memref<40x32xi32, "gm">) {
+  "ascend.defractalize"(%a, %b) : (memref<2x3x16x16xi32, "gm">, memref<40x32xi32, "gm">) -> ()
+  return
+}

@@ -58,3 +58,16 @@ func.func @pad_elsewhere(%x: tensor<1x3x9x9xf32>) -> tensor<1x3x11x11xf32> {
   } : tensor<1x3x9x9xf32> to tensor<1x3x11x11xf32>
   return %padded : tensor<1x3x11x11xf32>
 }
+
+// -----
+
+// An integer matmul's constant operand must fit int8 (the int8 cube's).
+func.func @int8_out_of_range(%x: tensor<20x64xi8>) -> tensor<20x24xi32> {
+  %w = arith.constant dense<300> : tensor<64x24xi32>
+  %z = arith.constant 0 : i32
+  %e = tensor.empty() : tensor<20x24xi32>
+  %f = linalg.fill ins(%z : i32) outs(%e : tensor<20x24xi32>) -> tensor<20x24xi32>
+  // expected-error@+1 {{cannot convert 'linalg.matmul' to ascend: an integer matmul's constant B operand has values outside int8}}
+  %r = linalg.matmul ins(%x, %w : tensor<20x64xi8>, tensor<64x24xi32>) outs(%f : tensor<20x24xi32>) -> tensor<20x24xi32>
+  return %r : tensor<20x24xi32>
+}

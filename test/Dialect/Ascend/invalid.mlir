@@ -225,6 +225,22 @@ func.func @fractalize_padding(%x: memref<30x50xf16, "gm">, %y: memref<3x2x16x16x
 
 // -----
 
+func.func @fractalize_int8_blocks(%x: memref<30x50xi8, "gm">, %y: memref<4x2x16x16xi8, "gm">) {
+  // expected-error@+1 {{dst must have the Nz shape [2, 2, 16, 32] of src [30, 50] ([..., ceil(C/32), ceil(R/16), 16, 32]), got [4, 2, 16, 16]}}
+  "ascend.fractalize"(%x, %y) : (memref<30x50xi8, "gm">, memref<4x2x16x16xi8, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @defractalize_int8(%x: memref<2x2x16x32xi8, "gm">, %y: memref<30x50xi8, "gm">) {
+  // expected-error@+1 {{unsupported element types (src: i8, dst: i8)}}
+  "ascend.defractalize"(%x, %y) : (memref<2x2x16x32xi8, "gm">, memref<30x50xi8, "gm">) -> ()
+  return
+}
+
+// -----
+
 func.func @fractalize_vector(%x: memref<64xf16, "gm">, %y: memref<4x1x16x16xf16, "gm">) {
   // expected-error@+1 {{src must be a matrix [..., R, C], got shape [64]}}
   "ascend.fractalize"(%x, %y) : (memref<64xf16, "gm">, memref<4x1x16x16xf16, "gm">) -> ()

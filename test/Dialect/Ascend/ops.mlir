@@ -33,15 +33,23 @@ func.func @cube_int8(%a: memref<3x2x16x32xi8, "gm">, %b: memref<4x3x32x16xi8, "g
 // CHECK-NEXT: "ascend.fractalize"(%arg2, %arg3) : (memref<3x16x16xf32, "gm">, memref<3x1x1x16x16xf32, "gm">) -> ()
 // CHECK-NEXT: "ascend.defractalize"(%arg3, %arg2) : (memref<3x1x1x16x16xf32, "gm">, memref<3x16x16xf32, "gm">) -> ()
 // CHECK-NEXT: "ascend.transpose"(%arg4, %arg5) {permutation = array<i64: 2, 0, 1>} : (memref<2x3x4xf32, "gm">, memref<4x2x3xf32, "gm">) -> ()
+// CHECK-NEXT: "ascend.fractalize"(%arg6, %arg7) : (memref<30x50xi8, "gm">, memref<2x2x16x32xi8, "gm">) -> ()
+// CHECK-NEXT: "ascend.defractalize"(%arg8, %arg9) : (memref<4x2x16x16xi32, "gm">, memref<30x50xi32, "gm">) -> ()
 // CHECK-NEXT: return
 func.func @layout(%nd: memref<30x50xf16, "gm">, %nz: memref<4x2x16x16xf16, "gm">,
                   %bnd: memref<3x16x16xf32, "gm">, %bnz: memref<3x1x1x16x16xf32, "gm">,
-                  %x: memref<2x3x4xf32, "gm">, %xt: memref<4x2x3xf32, "gm">) {
+                  %x: memref<2x3x4xf32, "gm">, %xt: memref<4x2x3xf32, "gm">,
+                  %i8: memref<30x50xi8, "gm">, %i8nz: memref<2x2x16x32xi8, "gm">,
+                  %acc: memref<4x2x16x16xi32, "gm">, %i32: memref<30x50xi32, "gm">) {
   "ascend.fractalize"(%nd, %nz) : (memref<30x50xf16, "gm">, memref<4x2x16x16xf16, "gm">) -> ()
   "ascend.defractalize"(%nz, %nd) : (memref<4x2x16x16xf16, "gm">, memref<30x50xf16, "gm">) -> ()
   "ascend.fractalize"(%bnd, %bnz) : (memref<3x16x16xf32, "gm">, memref<3x1x1x16x16xf32, "gm">) -> ()
   "ascend.defractalize"(%bnz, %bnd) : (memref<3x1x1x16x16xf32, "gm">, memref<3x16x16xf32, "gm">) -> ()
   "ascend.transpose"(%x, %xt) {permutation = array<i64: 2, 0, 1>} : (memref<2x3x4xf32, "gm">, memref<4x2x3xf32, "gm">) -> ()
+  // int8 fractalizes into a matmul A operand's 16 x 32 blocks; i32 (an int8
+  // matmul's C) leaves Nz like f32.
+  "ascend.fractalize"(%i8, %i8nz) : (memref<30x50xi8, "gm">, memref<2x2x16x32xi8, "gm">) -> ()
+  "ascend.defractalize"(%acc, %i32) : (memref<4x2x16x16xi32, "gm">, memref<30x50xi32, "gm">) -> ()
   return
 }
 

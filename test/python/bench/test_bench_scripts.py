@@ -36,6 +36,8 @@ SMALLEST: dict[str, tuple[list[str], bool]] = {
     "gelu_sigmoid_form.py": ([], True),
     "gm_plan.py": (["--no-sim"], False),
     "hivm.py": (["--repeat", "1", "--no-simulate"], False),
+    "int8.py": (["--shapes", "64x64x64", "--targets", "ascend910", "--cores", "1", "--models",
+                 "none"], False),
     "ir_digest.py": (["--write", "{tmp}/digests.json", "--only", "examples"], True),
     "matmul.py": (["--shapes", "64x64x64"], False),
     "matmul_tiling_sweep.py": (["--shapes", "128x128x128", "--ms", "64", "--ks", "64"], True),

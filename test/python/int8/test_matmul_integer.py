@@ -64,10 +64,27 @@ def test_matmul_integer_is_exact(case: str, tmp_path) -> None:
     assert "remark: node 'mmi' (MatMulInteger)" in r.stderr
 
 
+def test_matmul_integer_beyond_f32_runs_exactly_on_the_int8_cube(tmp_path) -> None:
+    """-128 x -128 over K = 1100 sums to 18,022,400 > 2^24: past what the f16
+    cube's f32 accumulator holds exactly, exact in the int8 cube's i32."""
+    k = 1100
+    model = _model(2, k, 3, np.full((k, 3), -128, np.int8), np.array(1, np.int8))
+    a = np.full((2, k), -128, np.int8)
+    r = _run(model, a, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "remark: node 'mmi' (MatMulInteger): on the int8 cube" in r.stderr
+    want = ort.InferenceSession(model.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, {"a": a})[0]
+    assert abs(int(want[0, 0])) > 2**24
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["y"], want)
+
+
 def test_matmul_integer_beyond_the_exact_bound_is_one_line(tmp_path) -> None:
-    model = _model(2, 1100, 3, np.zeros((1100, 3), np.int8))
+    """uint8 weights stay on the f16 cube, where K = 1100 is past the bound."""
+    model = _model(2, 1100, 3, np.zeros((1100, 3), np.uint8))
     r = _run(model, np.zeros((2, 1100), np.int8), tmp_path)
     assert r.returncode == 1 and "Traceback" not in r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "node 'mmi' (MatMulInteger): K = 1100" in lines[0]
+    assert "its operands are not both int8" in lines[0]
     assert not (tmp_path / "out.npz").exists()

@@ -7,9 +7,10 @@ import subprocess
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+
+from qdq_models import cnn, mlp, quantized, reference
 
 NPU_RUN = ".venv/bin/npu-run"
 
@@ -22,15 +23,10 @@ def _run(model: onnx.ModelProto, x: np.ndarray, tmp_path) -> tuple[np.ndarray, n
     r = subprocess.run([NPU_RUN, str(path), "--inputs", str(inp), "-o", str(out)],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    # The reference is the model as ONNX defines it, node by node: with its
-    # graph optimisations onnxruntime fuses QDQ MatMuls into its own int8
-    # kernels, whose results depend on the host CPU (on one CI machine the
-    # quantize_static MLP came out 5 output steps from the unfused run, while
-    # ours stays within one step of the unfused run).
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    want = ort.InferenceSession(model.SerializeToString(), options,
-                                providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    # The reference runs node by node (`reference`): on one CI machine
+    # onnxruntime's fused int8 kernels put the quantize_static MLP 5 output
+    # steps from the unfused run, while ours stays within one step of it.
+    (want,) = reference(model, {"x": x})
     return np.load(out)["y"], want, r.stderr
 
 
@@ -61,42 +57,15 @@ def test_per_channel_fake_quantisation(tmp_path) -> None:
     np.testing.assert_array_equal(y, want)
 
 
-def _mlp() -> onnx.ModelProto:
-    rng = np.random.default_rng(0)
-    inits = [numpy_helper.from_array((rng.standard_normal(s) * 0.3).astype(np.float32), n)
-             for n, s in (("w1", (24, 40)), ("b1", (40,)), ("w2", (40, 10)))]
-    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"], name="fc1"),
-             helper.make_node("Add", ["h", "b1"], ["hb"], name="bias1"),
-             helper.make_node("Relu", ["hb"], ["r"], name="relu1"),
-             helper.make_node("MatMul", ["r", "w2"], ["y"], name="fc2")]
-    graph = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 24])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 10])], inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-
-
 @pytest.mark.parametrize("per_channel", [False, True])
 def test_quantize_static_mlp_within_one_step(per_channel: bool, tmp_path) -> None:
-    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
-                                          quantize_static)
-
-    rng = np.random.default_rng(1)
-
-    class Reader(CalibrationDataReader):
-        def __init__(self) -> None:
-            self.batches = iter([{"x": rng.standard_normal((8, 24)).astype(np.float32)}
-                                 for _ in range(4)])
-
-        def get_next(self):
-            return next(self.batches, None)
-
-    onnx.save(_mlp(), tmp_path / "f.onnx")
-    quantize_static(str(tmp_path / "f.onnx"), str(tmp_path / "q.onnx"), Reader(),
-                    quant_format=QuantFormat.QDQ, activation_type=QuantType.QInt8,
-                    weight_type=QuantType.QInt8, per_channel=per_channel)
-    model = onnx.load(tmp_path / "q.onnx")
+    """uint8 activations: the MatMuls do not take the int8 cube's form
+    (test_int8_models.py has the int8 ones), so everything runs in float."""
+    model = quantized(mlp(8, 24, 40, 10), (8, 24), per_channel, "QUInt8")
     consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     last = next(n for n in reversed(model.graph.node) if n.op_type == "DequantizeLinear")
     step = float(consts[last.input[1]])
+    rng = np.random.default_rng(1)
     y, want, err = _run(model, rng.standard_normal((8, 24)).astype(np.float32), tmp_path)
     # The matmuls run in f16 on the cube: the output's QuantizeLinear may land one step
     # away (plus float rounding of the dequantised values: 1e-4 of a step).
@@ -107,3 +76,41 @@ def test_quantize_static_mlp_within_one_step(per_channel: bool, tmp_path) -> Non
     r = subprocess.run([NPU_RUN, str(tmp_path / "m.onnx"), "--inputs", str(tmp_path / "in.npz"),
                         "--check"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "check: passed" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def test_quantize_static_cnn_convs_in_float(tmp_path) -> None:
+    """QDQ Convs (no int8 conv yet) run in float between fake quantisations;
+    their int8 weights are dequantised once, on the host (folded: onnx's own
+    evaluator has no DequantizeLinear before opset 19); the classifier's
+    MatMul takes the int8 cube."""
+    model = quantized(cnn(16), (1, 3, 16, 16))
+    x = np.random.default_rng(2).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    y, want, err = _run(model, x, tmp_path)
+    assert "node 'r1_QuantizeLinear' (QuantizeLinear) and 'r1_DequantizeLinear'" in err
+    assert "w1_DequantizeLinear" not in err and "b2_DequantizeLinear" not in err
+    assert "node 'fc' (MatMul) between" in err and "on the int8 cube" in err
+    consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    last = next(n for n in reversed(model.graph.node) if n.op_type == "DequantizeLinear")
+    assert np.abs(y - want).max() <= float(consts[last.input[1]]) * (1 + 1e-4)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_constant_dequantize_folds_at_opset_17(axis: int) -> None:
+    """A per-axis DequantizeLinear of a constant becomes a constant, equal to
+    onnxruntime's (int32 biases: test_quantize_static_cnn_convs_in_float)."""
+    from npu.frontend.onnx_fold import fold_constants
+
+    rng = np.random.default_rng(axis)
+    w = rng.integers(-128, 128, (4, 6), dtype=np.int8)
+    scale = (rng.random((4, 6)[axis]) + 0.01).astype(np.float32)
+    zp = rng.integers(-5, 5, (4, 6)[axis], dtype=np.int8)
+    node = helper.make_node("DequantizeLinear", ["w", "s", "z"], ["y"], name="dq", axis=axis)
+    graph = helper.make_graph([node], "g", [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 6])],
+                              [numpy_helper.from_array(w, "w"), numpy_helper.from_array(scale, "s"),
+                               numpy_helper.from_array(zp, "z")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    (want,) = reference(model, {})
+    fold_constants(model)
+    (node,) = model.graph.node  # a graph output stays a node, by name: a Constant
+    assert node.op_type == "Constant"
+    np.testing.assert_array_equal(numpy_helper.to_array(node.attribute[0].t), want)

@@ -15,3 +15,11 @@ def ray_runner():
     import ray
 
     ray.shutdown()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """With pytest-xdist, every tuning test runs on one worker: one Ray
+    instance at a time on the machine."""
+    for item in items:
+        if "/tune/" in str(item.path):
+            item.add_marker(pytest.mark.xdist_group("ray"))

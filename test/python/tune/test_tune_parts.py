@@ -65,6 +65,33 @@ def test_same_op_twice_is_one_task_and_candidates_are_canonical():
     assert all(math.isfinite(e) for e in finite)
 
 
+INT8_MATMUL = """
+func.func @mm(%a: memref<24x32x16x32xi8, "gm">, %b: memref<48x24x32x16xi8, "gm">,
+              %c: memref<48x32x16x16xi32, "gm">) {
+  "ascend.matmul"(%a, %b, %c) : (memref<24x32x16x32xi8, "gm">, memref<48x24x32x16xi8, "gm">, memref<48x32x16x16xi32, "gm">) -> ()
+  return
+}
+"""
+
+
+def test_int8_candidates_count_the_reduction_in_int8_elements():
+    """The cost model tiles the f16-equivalent shape (half the int8
+    reduction); the simple nest's n is given to npu-lower-matmul in int8
+    elements (whole 32-element blocks), and the tuner's estimate reads it
+    back: the f16 matmul's estimate."""
+    from npu.tune.cost_model import estimate
+
+    target = get_target()
+    (task,) = extract_ops(Program("mm.mlir", INT8_MATMUL))
+    (f16,) = extract_ops(Program("mm.mlir", INT8_MATMUL.replace("x16x32xi8", "x16x16xf16")
+                                 .replace("x32x16xi8", "x16x16xf16").replace("xi32", "xf32")))
+    simple, simple_f16 = (canonical(t, {"matmul-schedule": "simple"}, target) for t in (task, f16))
+    assert simple["n"] == 2 * simple_f16["n"] and simple["n"] % 32 == 0
+    assert estimate(task, simple, target) == estimate(f16, simple_f16, target) < math.inf
+    candidates, _ = op_candidates(task, None, target)
+    assert all((c.options.get("n") or 0) % 32 == 0 for c in candidates)
+
+
 def test_space_spec_is_checked():
     target = get_target()
     (task,) = extract_ops(Program("mm.mlir", MATMUL))

@@ -27,7 +27,7 @@ from npu.costmodel.vector.broadcast import classify
 from npu.costmodel.vector.nz_limits import layout_limits
 from npu.costmodel.vector.recipes import BINARY, SCALAR, UNARY, Compute, compute_of
 from npu.diagnostics import PassError
-from npu.dialects.ascend import reduce_axis
+from npu.dialects.ascend import CAST, reduce_axis
 from npu.target import Target
 
 REDUCE = {"ascend.reduce_sum": ("cce.vadd", "cce.vcadd"),
@@ -133,13 +133,16 @@ def describe(op: ir.Operation, index: int, target: Target, tails: bool = False) 
     if name not in ROW_OPS:
         return f"'{name}' is not a row op (elementwise, or a reduction along the last axis)"
     operands = list(op.operands)
+    # An int8 matmul's i32 accumulator is converted to float by its first reader.
+    dequantizing = name == CAST and [nir.memref_element(v) for v in operands] == ["i32", "f32"]
     for v in operands:
         if elements(v) == 0:
             return "an operand has no elements"
         if not nir.is_contiguous(v) or nir.memory_space(v) != "gm":
             return "an operand is not a contiguous GM tensor"
         if nir.memref_element(v) not in ("f16", "f32") and not (
-                name in MASK_OPS and nir.memref_element(v) == "i8"):
+                name in MASK_OPS and nir.memref_element(v) == "i8") and not (
+                dequantizing and v == operands[0]):
             return f"element type {nir.memref_element(v)} (fused kernels take f16/f32)"
         if nbytes(nir.view_root(v)) != nbytes(v) and not _core_slice(v):
             # a memref.view of a whole byte buffer is whole
