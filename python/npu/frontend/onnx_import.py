@@ -234,10 +234,10 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     check_quantized_nodes(model, _failer(where))  # before folding reads a scale
     model = onnx_versions.upgrade_old_opset(model)
     from npu.frontend.onnx_qdq_int8 import rewrite_qdq_matmuls
-    from npu.frontend.onnx_qlinear import expand_qlinear_matmuls, gemms_as_matmuls
+    from npu.frontend.onnx_qlinear import expand_qlinear_ops, gemms_as_matmuls
 
     remark = lambda m: print(f"{where}: remark: {m}", file=sys.stderr)  # noqa: E731
-    expand_qlinear_matmuls(model, remark)
+    expand_qlinear_ops(model, remark)
     gemms_as_matmuls(model, remark)
     rewrite_qdq_matmuls(model, remark)  # before folding turns DQ(W_q) into a float weight
     onnx_fold.fold_constants(model)

@@ -1,14 +1,16 @@
-"""QLinearMatMul, and QDQ Gemms, as the QDQ MatMul graph `onnx_qdq_int8` takes.
+"""QLinearMatMul, QLinearConv and QDQ Gemms as the QDQ graphs they stand for.
 
     QLinearMatMul(a, s_a, zp_a, b, s_b, zp_b, s_y, zp_y)
         = QuantizeLinear(DequantizeLinear(a) x DequantizeLinear(b), s_y, zp_y)
+
+and QLinearConv likewise, its int32 bias dequantised with scale s_a * s_b.
 
 Written out so, `onnx_qdq_int8` finds the int8-cube form in it (a run-time
 int8 a, a constant int8 b with zero zero points) and requantises on the
 drain with one multiplication by s_a * s_b / s_y, as onnxruntime does; the
 rest goes the QDQ graph's other ways (the float fallback, or the one-line
-refusal of a QuantizeLinear it cannot run). Runs first, before the QDQ
-rewrites read the graph.
+refusal of a QuantizeLinear it cannot run); a QLinearConv runs in float
+(no int8 conv yet). Runs first, before the QDQ rewrites read the graph.
 """
 
 from __future__ import annotations
@@ -18,34 +20,46 @@ import numpy as np
 from npu.frontend.onnx_qdq import _constants
 
 
-def expand_qlinear_matmuls(model, remark) -> list[str]:
-    """Rewrite (in place) every QLinearMatMul into DequantizeLinear x 2,
-    MatMul and QuantizeLinear; their names."""
+def expand_qlinear_ops(model, remark) -> list[str]:
+    """Rewrite (in place) every QLinearMatMul and QLinearConv into
+    DequantizeLinears, the float op and a QuantizeLinear; their names."""
     from onnx import helper
 
     graph = model.graph
-    if not any(n.op_type == "QLinearMatMul" for n in graph.node):
+    if not any(n.op_type in ("QLinearMatMul", "QLinearConv") for n in graph.node):
         return []
     consts = _constants(model)
     nodes, done = [], []
     for node in graph.node:
-        if node.op_type != "QLinearMatMul":
+        if node.op_type not in ("QLinearMatMul", "QLinearConv"):
             nodes.append(node)
             continue
-        a, s_a, zp_a, b, s_b, zp_b, s_y, zp_y = node.input
-        name = node.name
+        a, s_a, zp_a, b, s_b, zp_b, s_y, zp_y = node.input[:8]
+        name, conv = node.name, node.op_type == "QLinearConv"
+        # A per-channel weight scale runs along a conv's output channels (axis
+        # 0 of [Cout, Cin, kh, kw]), along a matmul's columns (its last axis).
+        weight_axis = 0 if conv else -1
+        operands = [(a, s_a, zp_a, None), (b, s_b, zp_b, weight_axis)]
+        bias = node.input[8] if conv and len(node.input) > 8 and node.input[8] else ""
+        if bias:  # int32, scale s_a * s_b (per channel with s_b), zero point 0
+            nodes.append(helper.make_node("Mul", [s_a, s_b], [f"{name}/bias_scale"],
+                                          name=f"{name}/bias_scale"))
+            operands.append((bias, f"{name}/bias_scale", "", 0))
         dequantized = []
-        for tag, x, scale, zp in (("a", a, s_a, zp_a), ("b", b, s_b, zp_b)):
-            per_column = scale in consts and consts[scale].size > 1
+        for (x, scale, zp, axis), tag in zip(operands, ("a", "b", "bias")):
+            per_channel = axis is not None and (scale not in consts or consts[scale].size > 1)
             nodes.append(helper.make_node(
-                "DequantizeLinear", [x, scale, zp], [f"{name}/{tag}"],
-                name=f"{name}/dequantize_{tag}", **({"axis": -1} if per_column else {})))
+                "DequantizeLinear", [x, scale] + ([zp] if zp else []), [f"{name}/{tag}"],
+                name=f"{name}/dequantize_{tag}", **({"axis": axis} if per_channel else {})))
             dequantized.append(f"{name}/{tag}")
-        nodes.append(helper.make_node("MatMul", dequantized, [f"{name}/product"], name=name))
+        op = "Conv" if conv else "MatMul"
+        nodes.append(helper.make_node(op, dequantized, [f"{name}/product"], name=name))
+        if conv:
+            nodes[-1].attribute.extend(node.attribute)
         nodes.append(helper.make_node("QuantizeLinear", [f"{name}/product", s_y, zp_y],
                                       list(node.output), name=f"{name}/quantize"))
         done.append(name)
-        remark(f"node '{name}' (QLinearMatMul): taken as DequantizeLinear -> MatMul -> "
+        remark(f"node '{name}' ({node.op_type}): taken as DequantizeLinear -> {op} -> "
                "QuantizeLinear")
     del graph.node[:]
     graph.node.extend(nodes)
