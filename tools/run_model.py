@@ -162,10 +162,6 @@ def reference(kernel, source, path: str, inputs) -> list[np.ndarray]:
     return evaluate(functions(module)[0], inputs)
 
 
-QUANTIZED_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear",
-                           "MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv"})
-
-
 def onnx_reference(kernel, path: str, inputs) -> list[np.ndarray]:
     """onnxruntime's outputs for the model as the compiler read it (absent
     trailing inputs dropped), its own warnings kept off stderr; a model it
@@ -174,13 +170,14 @@ def onnx_reference(kernel, path: str, inputs) -> list[np.ndarray]:
     import onnxruntime
 
     from npu.frontend.onnx_import import drop_absent_trailing_inputs
+    from npu.frontend.onnx_qdq import QUANTIZATION_OPS
     from npu.simulator.run_inputs import RunError
 
     model = onnx.load(path)
     drop_absent_trailing_inputs(model)
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 4  # fatal only: its errors come back as exceptions, in our line
-    if any(n.op_type in QUANTIZED_OPS for n in model.graph.node):
+    if any(n.op_type in QUANTIZATION_OPS for n in model.graph.node):
         # Node by node, as ONNX defines the model: optimised, onnxruntime fuses
         # QDQ groups into its own int8 kernels, whose results depend on the
         # host CPU (a quantize_static MLP: 5 output steps from the unfused

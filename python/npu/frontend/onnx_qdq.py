@@ -16,6 +16,8 @@ import numpy as np
 
 QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")
 INTEGER_OPS = ("MatMulInteger", "QLinearMatMul", "QLinearConv")
+# Every ONNX op of a quantised model, those we do not run included.
+QUANTIZATION_OPS = frozenset(QDQ_OPS + INTEGER_OPS + ("DynamicQuantizeLinear", "ConvInteger"))
 # ONNX elem_type -> (name, min, max) of the quantised types we run: int8 and uint8.
 QUANT_TYPES = {3: ("int8", -128, 127), 2: ("uint8", 0, 255)}
 # Inputs of each op that are scales / zero points (by position).

@@ -20,6 +20,7 @@ import numpy as np
 from npu.frontend.onnx_qdq import QUANT_TYPES, _constants
 
 _MAGIC = np.float32(1.5 * 2.0**23)
+_ELEM_TYPE = {np.dtype(np.int8): 3, np.dtype(np.uint8): 2}  # zero point dtype -> ONNX type
 
 
 def _axis_shape(values: np.ndarray, axis: int, rank: int) -> np.ndarray:
@@ -71,7 +72,7 @@ def rewrite_qdq_in_float(model, types: dict, remark) -> list[str]:
         if node.op_type == "QuantizeLinear" and params is not None and dq_params is not None \
                 and node.output[0] not in outputs:
             scale, zp, zdtype = params
-            _, lo, hi = QUANT_TYPES[{np.dtype(np.int8): 3, np.dtype(np.uint8): 2}[np.dtype(zdtype)]]
+            _, lo, hi = QUANT_TYPES[_ELEM_TYPE[np.dtype(zdtype)]]
             e = Expansion(graph, dq, nodes)
             e.prefix = node.name
             v = e.make("Div", [node.input[0], e.const("scale", scale, np.float32)], "scaled")
@@ -85,7 +86,7 @@ def rewrite_qdq_in_float(model, types: dict, remark) -> list[str]:
                    "run in float (fake quantisation), not on the int8 cube")
         elif node.op_type == "QuantizeLinear" and params is not None:
             scale, zp, zdtype = params
-            elem = {np.dtype(np.int8): 3, np.dtype(np.uint8): 2}[np.dtype(zdtype)]
+            elem = _ELEM_TYPE[np.dtype(zdtype)]
             _, lo, hi = QUANT_TYPES[elem]
             e = Expansion(graph, node, nodes)
             v = e.make("Div", [node.input[0], e.const("scale", scale, np.float32)], "scaled")

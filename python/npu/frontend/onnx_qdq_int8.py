@@ -44,16 +44,23 @@ def _zero_point(node, consts: dict) -> np.ndarray | None:
     return consts.get(node.input[2])
 
 
+def _int8_scalar_params(node, consts: dict) -> tuple[float, int] | None:
+    """(scale, zero point) of a Q/DQ node with one constant scale and one
+    constant int8 zero point, else None."""
+    zp = _zero_point(node, consts)
+    scale = consts.get(node.input[1])
+    if zp is None or scale is None or zp.dtype != np.int8 or zp.size != 1 or scale.size != 1:
+        return None
+    return float(scale.reshape(-1)[0]), int(zp.reshape(-1)[0])
+
+
 def _int8_activation(dq, consts: dict):
     """(a_q, s_a, zp_a) when `dq` dequantizes a run-time int8 tensor with one
     constant scale and zero point, else None."""
-    zp = _zero_point(dq, consts)
-    scale = consts.get(dq.input[1])
-    if zp is None or scale is None or zp.dtype != np.int8 or zp.size != 1 or scale.size != 1:
+    params = _int8_scalar_params(dq, consts)
+    if params is None or dq.input[0] in consts:
         return None
-    if dq.input[0] in consts:
-        return None
-    return dq.input[0], float(scale.reshape(-1)[0]), int(zp.reshape(-1)[0])
+    return (dq.input[0], *params)
 
 
 def _int8_weight(dq, consts: dict):
@@ -121,21 +128,20 @@ def rewrite_qdq_matmuls(model, remark) -> list[str]:
             # Straight into the next int8 tensor: one multiplication by
             # s_a * s_w / s_y, as onnxruntime's QLinearMatMul requantises.
             eq = Expansion(graph, requant, nodes)
-            multiplier = scale / np.float32(consts[requant.input[1]].reshape(()))
+            s_q, zp_q = _int8_scalar_params(requant, consts)
+            multiplier = scale / np.float32(s_q)
             v = eq.make("Mul", [acc, eq.const("requant_scale", multiplier, np.float32)],
                         "requant_scaled")
-            zp_q = float(_zero_point(requant, consts).reshape(-1)[0])
             dq_y = _only_float_user(requant, users, consts, outputs)
             if dq_y is None:
                 _round_saturate(eq, v, zp_q)
             else:
                 # Its int8 values only go back to float: kept on the int8 grid
                 # in float, never written out as int8 and read back.
-                zp_d = float(_zero_point(dq_y, consts).reshape(-1)[0])
-                v = on_grid(eq, v, -128.0 - zp_q, 127.0 - zp_q, zp_q - zp_d)
+                s_d, zp_d = _int8_scalar_params(dq_y, consts)
+                v = on_grid(eq, v, -128 - zp_q, 127 - zp_q, zp_q - zp_d)
                 ed = Expansion(graph, dq_y, nodes)
-                ed.final("Mul", [v, ed.const("scale", consts[dq_y.input[1]].reshape(()),
-                                             np.float32)], "dequantized")
+                ed.final("Mul", [v, ed.const("scale", s_d, np.float32)], "dequantized")
                 dropped.add(dq_y.name)
             dropped.add(requant.name)
         for dq in (dq_a, dq_b):
@@ -163,9 +169,7 @@ def rewrite_qdq_matmuls(model, remark) -> list[str]:
 def _runs_on_device(q, consts: dict) -> bool:
     """A QuantizeLinear `_round_saturate` writes out: a constant scalar scale
     and int8 zero point."""
-    scale, zp = consts.get(q.input[1]), _zero_point(q, consts)
-    return scale is not None and scale.size == 1 and zp is not None and zp.size == 1 \
-        and zp.dtype == np.int8
+    return _int8_scalar_params(q, consts) is not None
 
 
 def _requantizing_user(node, users: dict, consts: dict):
@@ -184,8 +188,7 @@ def _only_float_user(q, users: dict, consts: dict, outputs: set):
     if len(after) != 1 or after[0].op_type != "DequantizeLinear" or q.output[0] in outputs:
         return None
     dq = after[0]
-    scale, zp = consts.get(dq.input[1]), _zero_point(dq, consts)
-    if scale is None or scale.size != 1 or zp is None or zp.size != 1 or zp.dtype != np.int8:
+    if _int8_scalar_params(dq, consts) is None:
         return None
     if any(u.op_type == "MatMul" for u in users.get(dq.output[0], [])):
         return None
@@ -199,13 +202,13 @@ def _quantize_on_device(q, consts: dict, graph) -> list:
 
     out: list = []
     e = Expansion(graph, q, out)
-    v = e.make("Div", [q.input[0], e.const("scale", consts[q.input[1]].reshape(()), np.float32)],
-               "scaled")
-    _round_saturate(e, v, float(_zero_point(q, consts).reshape(-1)[0]))
+    scale, zp = _int8_scalar_params(q, consts)
+    _round_saturate(e, e.make("Div", [q.input[0], e.const("scale", scale, np.float32)], "scaled"),
+                    zp)
     return out
 
 
-def _round_saturate(e, v: str, zp: float) -> None:
+def _round_saturate(e, v: str, zp: int) -> None:
     """The scaled value `v` rounded half to even (as ONNX rounds), shifted by
     the zero point and saturated to int8: the node's own output."""
-    e.final("Cast", [on_grid(e, v, -128.0 - zp, 127.0 - zp, zp)], "int8", to=INT8)
+    e.final("Cast", [on_grid(e, v, -128 - zp, 127 - zp, zp)], "int8", to=INT8)

@@ -80,21 +80,18 @@ def gemms_as_matmuls(model, remark) -> list[str]:
     producers = {o: n for n in graph.node for o in n.output}
     nodes, done = [], []
     for node in graph.node:
-        attrs = {a.name: (a.f if a.type == a.FLOAT else a.i) for a in node.attribute}
-        dq_a, dq_b = (producers.get(i) for i in node.input[:2]) if node.op_type == "Gemm" \
-            else (None, None)
-        w = consts.get(dq_b.input[0]) if dq_b is not None else None
-        if (dq_a is None or dq_a.op_type != "DequantizeLinear" or dq_b.op_type != "DequantizeLinear"
-                or w is None or w.dtype != np.int8 or w.ndim != 2 or attrs.get("transA", 0)
-                or attrs.get("alpha", 1.0) != 1.0 or attrs.get("beta", 1.0) != 1.0):
+        if node.op_type != "Gemm" or not _int8_weight_gemm(node, producers, consts):
             nodes.append(node)
             continue
+        dq_b = producers[node.input[1]]
         name, b = node.name, node.input[1]
-        if attrs.get("transB", 0):
+        if any(a.name == "transB" and a.i for a in node.attribute):
+            w, scale = consts[dq_b.input[0]], consts.get(dq_b.input[1])
             graph.initializer.append(numpy_helper.from_array(np.ascontiguousarray(w.T),
                                                              f"{name}/weight_kn"))
             axis = next((a.i for a in dq_b.attribute if a.name == "axis"), 1)
-            dq_attrs = {"axis": 1 - axis % 2} if consts[dq_b.input[1]].size > 1 else {}
+            # (a run-time scale may be per channel: its axis moves with it)
+            dq_attrs = {"axis": 1 - axis % 2} if scale is None or scale.size > 1 else {}
             b = f"{name}/weight"
             nodes.append(helper.make_node("DequantizeLinear", [f"{name}/weight_kn", *dq_b.input[1:]],
                                           [b], name=f"{name}/dequantize_weight", **dq_attrs))
@@ -111,3 +108,15 @@ def gemms_as_matmuls(model, remark) -> list[str]:
         del graph.node[:]
         graph.node.extend(nodes)
     return done
+
+
+def _int8_weight_gemm(node, producers: dict, consts: dict) -> bool:
+    """A Gemm of two DequantizeLinears, the second of a constant 2-D int8
+    weight, with alpha = beta = 1 and A not transposed."""
+    dq_a, dq_b = (producers.get(i) for i in node.input[:2])
+    if not (dq_a and dq_b and dq_a.op_type == dq_b.op_type == "DequantizeLinear"):
+        return False
+    w = consts.get(dq_b.input[0])
+    attrs = {a.name: (a.f if a.type == a.FLOAT else a.i) for a in node.attribute}
+    return w is not None and w.dtype == np.int8 and w.ndim == 2 and not attrs.get("transA", 0) \
+        and attrs.get("alpha", 1.0) == 1.0 and attrs.get("beta", 1.0) == 1.0
