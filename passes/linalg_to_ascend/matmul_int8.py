@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from npu.dialects.ascend import fractalized_shape
+from npu.dialects.ascend_int8 import matmul_blocks
 from npu.passes.linalg_to_ascend.emitter import Buf
 from npu.passes.linalg_to_ascend.structure import (Structured, UnsupportedOp, element_name,
                                                    tensor_shape)
@@ -126,8 +127,8 @@ class Int8MatmulLowering:
             raise UnsupportedOp(op, "an integer matmul operand broadcast along batch loops")
         perm = [op_map.index(d) for d in want_dims]
         rows, cols = matrix_shape[-2:]
-        f, k0 = get_target().fractal, get_target().fractal_k_int8
-        block = (f, k0) if which == "A" else (k0, f)
+        a_block, b_block, _ = matmul_blocks(("i8", "i8", "i32"), get_target())
+        block = a_block if which == "A" else b_block
         nz_shape = list(matrix_shape[:-2]) + [-(-cols // block[1]), -(-rows // block[0])] + \
             list(block)
         if t.is_constant:
