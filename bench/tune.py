@@ -41,7 +41,7 @@ from npu.tune.cost_model import ideal_bound
 from npu.tune.design import plot
 from npu.tune.program import Program
 from npu.tune.runner import RayRunner
-from npu.tune.tuner import describe_options
+from npu.tune.sweep import describe_options
 
 ROOT = os.path.relpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 PROGRAM = os.path.normpath(os.path.join(ROOT, "bench", "bert_layer_ops.mlir"))

@@ -199,6 +199,9 @@ class Pass:
                 raise OptionError(f"bad value for option '{opt.name}' of pass '{self.name}': "
                                   f"{e}") from None
             setattr(self, attr, value)
+        # The options set by the caller rather than left at their defaults:
+        # a tuning record's pipeline options fill in the others only.
+        self.given = frozenset(known[key.replace("-", "_")].name for key in values)
 
     @classmethod
     def from_option_string(cls, text: str, target: Target | None = None) -> "Pass":

@@ -54,11 +54,14 @@ class Instrumentation:
             return True
         return ALL in names and (bool(self._stack) or not self.upstream_prints_all)
 
-    def around(self, name: str, op: ir.Operation, run: Callable[[], None]) -> None:
+    def around(self, name: str, op: ir.Operation, run: Callable[[], None],
+               title: str | None = None) -> None:
+        """`name`: the pass's flag; `title`: its class, which mlir-opt's dump
+        header names first (`IR Dump After CSE (cse)`)."""
         record = Record(name)
         (self._stack[-1].children if self._stack else self.roots).append(record)
         if self._wants(self.print_before, name):
-            self.dump("Before", name, op)
+            self.dump("Before", name, op, title)
         if self.statistics:
             record.ops_before = _count_ops(op)
         self._stack.append(record)
@@ -71,12 +74,12 @@ class Instrumentation:
         if self.statistics:
             record.ops_after = _count_ops(op)
         if self._wants(self.print_after, name):
-            self.dump("After", name, op)
+            self.dump("After", name, op, title)
 
-    def dump(self, when: str, name: str, op: ir.Operation) -> None:
+    def dump(self, when: str, name: str, op: ir.Operation, title: str | None = None) -> None:
         """mlir-opt's header and the whole module, as `--mlir-print-ir-*` do."""
         stream = self.stream or sys.stderr
-        stream.write(f"// -----// IR Dump {when} {name} ({name}) //----- //\n")
+        stream.write(f"// -----// IR Dump {when} {title or name} ({name}) //----- //\n")
         stream.write(op.get_asm(enable_debug_info=self.debuginfo) + "\n\n")
         stream.flush()
 
@@ -105,7 +108,7 @@ def instrumented(run: Callable) -> Callable:
         instrumentation = _current.get()
         if instrumentation is None:
             return run(self, op)
-        return instrumentation.around(self.name, op, lambda: run(self, op))
+        return instrumentation.around(self.name, op, lambda: run(self, op), type(self).__name__)
 
     wrapper.instrumented = True
     return wrapper

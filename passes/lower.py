@@ -24,7 +24,9 @@ registered is skipped, but no `ascend` op may survive: that is an error at the o
 
 `tuning-record=FILE` (written by `npu-tune`) gives options per op: they are
 set as the ops' `npu.options` (in the lowering's option names) before the
-lowerings run, and override the options above for those ops only.
+lowerings run, and override the options above for those ops only. Its
+"pipeline" options (the core count, the fusion switches) are taken as if
+given here, except those the caller did give.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from mlir import ir
 
 from npu.ir import block_dim, dict_attr_items, dict_attr_of, functions, walk, walk_held
 from npu.passes.base import DOUBLE_BUFFER_KEY, OP_OPTIONS_ATTR, Pass, PassError
-from npu.passes.lower_options import FORWARDS, LOWER_OPTIONS, LOWERINGS, SUB_PASS_CLASSES, UNSET
+from npu.passes.lower_options import (FORWARDS, LOWER_OPTIONS, LOWERINGS, PIPELINE_OPTIONS,
+                                      SUB_PASS_CLASSES, UNSET)
 
 
 class LowerPass(Pass):
@@ -74,6 +77,7 @@ class LowerPass(Pass):
         return [self._make(flag) for flag, _ in LOWERINGS]
 
     _many = False  # lowering for several cores (npu-split-cores runs)
+    record = None  # the tuning record (`tuning-record=FILE`), once read
 
     def run(self, module: ir.Operation) -> None:
         """On several cores, a program that npu-split-cores leaves on one
@@ -81,6 +85,9 @@ class LowerPass(Pass):
         one-core program: on many cores it would have lost npu-prefetch and
         L1 chains for nothing. So is one whose split a lowering refuses
         (with a remark naming why)."""
+        if self.tuning_record:
+            self.record = self._read_record(module)
+            self._take_pipeline_options(module)
         if (self.cores or self.target.cores) == 1:
             return self._run(module)
         if not self.cores and (any(block_dim(f) > 1 for f in functions(module))
@@ -113,11 +120,49 @@ class LowerPass(Pass):
         """What pins one-core tiles on the program, if anything: the split's
         slices are other ops, which neither `npu.options` nor a record's
         signatures would reach."""
-        if self.tuning_record:
+        if self.record is not None and self.record.ops:
             return "a tuning record sets"
         if walk_held(module, lambda o: OP_OPTIONS_ATTR in o.attributes):
             return f"'{OP_OPTIONS_ATTR}' on an op sets"
         return None
+
+    def _read_record(self, module: ir.Operation):
+        from npu.passes.tuning_record import RecordError, TuningRecord
+
+        try:
+            record = TuningRecord.load(self.tuning_record)
+        except RecordError as e:
+            raise PassError(f"npu-lower: {e}", module) from None
+        if record.target and record.target != self.target.name.split("+")[0]:
+            from npu import diagnostics
+
+            diagnostics.emit_warning(f"npu-lower: tuning record '{self.tuning_record}' was made "
+                                     f"for target '{record.target}', compiling for "
+                                     f"'{self.target.name}'", module.location)
+        return record
+
+    def _take_pipeline_options(self, module: ir.Operation) -> None:
+        """The record's whole-program options, where the caller set none
+        (an option given on the pipeline or the command line wins, with a
+        remark saying the record's value was not used)."""
+        for name, value in self.record.pipeline.items():
+            opt = PIPELINE_OPTIONS.get(name)
+            if opt is None:
+                raise PassError(f"npu-lower: tuning record '{self.tuning_record}': '{name}' is not "
+                                "a pipeline option (a record's \"pipeline\" takes: "
+                                f"{', '.join(PIPELINE_OPTIONS)})", module)
+            value = float(value) if opt.type is float and type(value) is int else value
+            try:
+                opt.check(value)
+            except ValueError as e:
+                raise PassError(f"npu-lower: tuning record '{self.tuning_record}': pipeline option "
+                                f"'{name}': {e}", module) from None
+            if name in self.given:
+                if value != self._value(name):
+                    self.remark(module, f"npu-lower: {name}={self._value(name)} given: the tuning "
+                                        f"record's {name}={value} is not used")
+                continue
+            setattr(self, name.replace("-", "_"), value)
 
     def _run(self, module: ir.Operation) -> None:
         """With fusion, a fused kernel whose chunk the footprint model sized
@@ -197,20 +242,8 @@ class LowerPass(Pass):
             self._make("npu-lower-attention").run(module)
         if self.plan_gm:
             self._make("npu-plan-gm").run(module)
-        if self.tuning_record:
-            from npu.passes.tuning_record import RecordError, TuningRecord
-
-            try:
-                record = TuningRecord.load(self.tuning_record)
-            except RecordError as e:
-                raise PassError(f"npu-lower: {e}", module) from None
-            if record.target and record.target != self.target.name.split("+")[0]:
-                from npu import diagnostics
-
-                diagnostics.emit_warning(f"npu-lower: tuning record '{self.tuning_record}' was made "
-                                         f"for target '{record.target}', compiling for "
-                                         f"'{self.target.name}'", module.location)
-            self.apply_tuning_record(module, record)
+        if self.record is not None:
+            self.apply_tuning_record(module, self.record)
         # A lowering none of whose ops is left is not run: each walks the
         # whole module, which is large once the matmuls are lowered (BERT-12:
         # four walks of 90k ops for nothing). Lowerings make no ascend ops
@@ -293,7 +326,11 @@ HORIZONTAL_ON_MANY = ("npu-fuse-horizontal: not run on several cores: the fused 
 
 
 def _restore(module: ir.Operation, copy: ir.Operation) -> None:
-    """Replace the body of `module` by the body of `copy` (a clone of it)."""
+    """Replace the body of `module` by the body of `copy` (a clone of it),
+    and its attributes by the copy's (marks of the attempt are dropped)."""
+    for attr in list(module.attributes):  # their names
+        if attr not in copy.attributes:
+            del module.attributes[attr]
     body = module.regions[0].blocks[0]
     for op in list(body.operations):
         op.erase()

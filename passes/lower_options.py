@@ -233,3 +233,13 @@ LOWER_OPTIONS, FORWARDS, UNSET = _derive()
 # tuning record's per-op options use.
 LOWERINGS: tuple[tuple[str, dict[str, str]], ...] = tuple(
     (flag, {ours: theirs for theirs, ours in FORWARDS[flag].items()}) for flag in LOWERING_FLAGS)
+
+# npu-lower's options that shape the whole program rather than one op's
+# lowering: the ones a tuning record's "pipeline" may set (the core count,
+# the fusion switches, ...). Not the per-op ones (a record's "ops" set
+# those), nor where the output stops or which remarks are printed.
+_PER_OP = {name for _, mapping in LOWERINGS for name in mapping} | {"double-buffer"}
+PIPELINE_OPTIONS: dict[str, Option] = {
+    o.name: o for o in LOWER_OPTIONS
+    if o.name not in _PER_OP and o.name not in ("tuning-record", "emit")
+    and not o.name.endswith("-remarks")}

@@ -3,8 +3,11 @@
 Ops are keyed by a stable signature (op name, operand types, inherent
 attributes), so a record made for one program applies to every op of the
 same shape in another. Options use `npu-lower`'s names (`strategy`, `m`,
-`matmul-schedule`, `ub-fraction`, `double-buffer`, ...); `npu-lower
-tuning-record=FILE` and `npu-run --tuning-record FILE` apply it.
+`matmul-schedule`, `ub-fraction`, `double-buffer`, ...). A record may also
+set options of the whole pipeline ("pipeline": the core count, the fusion
+switches; `npu.passes.lower_options.PIPELINE_OPTIONS`), which npu-lower
+takes where its caller left them unset. `npu-lower tuning-record=FILE` and
+`npu-run --tuning-record FILE` apply it.
 """
 
 from __future__ import annotations
@@ -50,11 +53,14 @@ class OpChoice:
 class TuningRecord:
     target: str
     ops: dict[str, OpChoice] = field(default_factory=dict)
+    # npu-lower options for the whole program, e.g. {"cores": 8, "fuse": true}.
+    pipeline: dict[str, Any] = field(default_factory=dict)
     # Whole-program evidence: cycles with and without the record, the check.
     program: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps({"format": FORMAT, "version": VERSION, "target": self.target,
+                           "pipeline": self.pipeline,
                            "ops": {sig: asdict(c) for sig, c in self.ops.items()},
                            "program": self.program}, indent=2)
 
@@ -71,7 +77,14 @@ class TuningRecord:
         ops = data.get("ops", {})
         if not isinstance(ops, dict):
             raise RecordError(f"{where}: \"ops\" must map op signatures to choices")
-        record = TuningRecord(str(data.get("target", "")), program=data.get("program", {}))
+        pipeline = data.get("pipeline", {})
+        if not isinstance(pipeline, dict):
+            raise RecordError(f"{where}: \"pipeline\" must map npu-lower options to values")
+        bad = [k for k, v in pipeline.items() if not isinstance(v, (bool, int, float, str))]
+        if bad:
+            raise RecordError(f"{where}: pipeline option '{bad[0]}' must be a scalar")
+        record = TuningRecord(str(data.get("target", "")), pipeline=dict(pipeline),
+                              program=data.get("program", {}))
         for sig, choice in ops.items():
             if not isinstance(choice, dict) or not isinstance(choice.get("options"), dict):
                 raise RecordError(f"{where}: op '{sig}' has no \"options\" object")

@@ -309,5 +309,6 @@ def format_text(rep: dict) -> str:
     if rep.get("check"):
         c = rep["check"]
         lines.append(f"check: {'passed' if c['passed'] else 'FAILED'} (max abs err {c['max_abs_err']:.3g}, "
-                     f"max rel err {c['max_rel_err']:.3g})")
+                     f"max rel err {c['max_rel_err']:.3g})"
+                     + (f"; {c['tolerance']}" if c.get("tolerance") else ""))
     return "\n".join(lines)

@@ -58,15 +58,24 @@ def roofline_svg(rows: list[dict], target, cores: int) -> str:
              f'x2="{px(ridge):.2f}" y2="{py(peak):.2f}" stroke="#555"/>',
              f'<line class="roof" data-kind="compute" data-tflops="{peak:.2f}" x1="{px(ridge):.2f}" '
              f'y1="{py(peak):.2f}" x2="{px(x1):.2f}" y2="{py(peak):.2f}" stroke="#555"/>']
-    for r in points:
+    placed: list[tuple[float, float, float]] = []  # (x, y, width) of the labels so far
+    for r in sorted(points, key=lambda r: -r["tflops"]):
         intensity = r["flops"] / r["gm_bytes"]
+        name = r["op"].split(" (")[0][:24]
+        lx, ly = px(intensity) + 6, py(r["tflops"]) + 4
+        while any(abs(ly - y) < 11 and lx < x + w and x < lx + 6 * len(name)
+                  for x, y, w in placed):
+            ly += 11  # below the label it would cover, so that each stays readable
+        placed.append((lx, ly, 6 * len(name)))
+        if ly != py(r["tflops"]) + 4:  # moved: a leader line from the point
+            parts.append(f'<line class="leader" x1="{px(intensity):.2f}" y1="{py(r["tflops"]):.2f}" '
+                         f'x2="{lx - 1:.2f}" y2="{ly - 4:.2f}" stroke="#aaa"/>')
         parts.append(f'<circle class="op" data-op="{html.escape(r["op"])}" '
                      f'data-intensity="{intensity:.6g}" data-tflops="{r["tflops"]:.6g}" '
                      f'cx="{px(intensity):.2f}" cy="{py(r["tflops"]):.2f}" r="4" fill="#1f77b4">'
                      f'<title>{html.escape(r["op"])}: {intensity:.3g} FLOP/B, '
                      f'{r["tflops"]:.3g} TFLOP/s ({r["bound_unit"]}-bound)</title></circle>'
-                     f'<text x="{px(intensity) + 6:.2f}" y="{py(r["tflops"]) + 4:.2f}" font-size="10">'
-                     f'{html.escape(r["op"].split(" (")[0][:24])}</text>')
+                     f'<text x="{lx:.2f}" y="{ly:.2f}" font-size="10">{html.escape(name)}</text>')
     left = len(rows) - len(points)
     parts.append(f'<text x="{W / 2}" y="{H - PAD + 30}" text-anchor="middle">FLOP per GM byte</text>'
                  f'<text x="12" y="{PAD - 12}">TFLOP/s</text>'
@@ -79,17 +88,20 @@ def roofline_svg(rows: list[dict], target, cores: int) -> str:
 
 def op_bars_svg(rows: list[dict], total: int) -> str:
     """Each op's exclusive cycles, in model order, as a share of the run."""
-    label, bar, row_h = 230, 360, 18
+    label, bar, row_h, note = 230, 360, 18, 150
     parts = []
     for i, r in enumerate(rows):
         width = bar * r["exclusive_cycles"] / total if total else 0.0
+        share = f" ({100 * r['exclusive_cycles'] / total:.1f}%)" if total else ""
         y = i * row_h + 4
         parts.append(f'<text x="0" y="{y + 12}">{html.escape(r["op"][:34])}</text>'
                      f'<rect class="op-bar" data-op="{html.escape(r["op"])}" '
                      f'data-exclusive="{r["exclusive_cycles"]}" x="{label}" y="{y}" '
                      f'width="{width:.2f}" height="{row_h - 4}" fill="#ff7f0e">'
                      f'<title>{html.escape(r["op"])}: {r["exclusive_cycles"]:.0f} cycles '
-                     f'exclusive, span {r["span_cycles"]}</title></rect>')
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" id="op-bars" width="{label + bar + 10}" '
+                     f'exclusive, span {r["span_cycles"]}</title></rect>'
+                     f'<text x="{label + width + 4:.2f}" y="{y + 12}">{r["exclusive_cycles"]:,.0f}'
+                     f'{share}</text>')
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" id="op-bars" width="{label + bar + note}" '
             f'height="{row_h * len(rows) + 8}" font-family="sans-serif" font-size="11">'
             + "".join(parts) + '</svg>')

@@ -127,3 +127,21 @@ def write_bytes_atomically(path: str, data: bytes) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+class MergeShapes(argparse.Action):
+    """Each `--input-shape` adds its NAME=DIMS to one dict."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from npu.frontend.onnx_shapes import InputShapeError, parse_input_shape
+
+        try:
+            shapes = parse_input_shape(values)
+        except InputShapeError as e:
+            parser.error(f"argument --input-shape: {e}")
+        merged = dict(getattr(namespace, self.dest) or {})
+        for name, shape in shapes.items():
+            if name in merged and merged[name] != shape:
+                parser.error(f"argument --input-shape: input '{name}' is given two shapes")
+            merged[name] = shape
+        setattr(namespace, self.dest, merged)

@@ -25,9 +25,10 @@ import time
 import numpy as np
 
 from npu import diagnostics
-from npu.tools.common import (ArgumentParser, CommandLineError, check_output_path, read_input,
-                              report_internal_error, usage_error, write_output_atomically)
-from npu.simulator.run_check import compare, reference_outputs
+from npu.tools.common import (ArgumentParser, CommandLineError, MergeShapes, check_output_path,
+                              read_input, report_internal_error, usage_error,
+                              write_output_atomically)
+from npu.simulator.run_check import compare, reference_outputs, tolerances_for
 from npu.simulator.run_inputs import (RunError, bind_to_lowered, check_entry_arguments, load_inputs,
                                   random_inputs)
 
@@ -74,29 +75,11 @@ def make_parser() -> argparse.ArgumentParser:
                    "kernel must have been split for exactly this many")
     p.add_argument("--emit", choices=("cce", "hivm"), default=None,
                    help="the level to simulate (default: hivm for ascend input, else the input's)")
-    p.add_argument("--input-shape", dest="input_shape", action=_MergeShapes, default=None,
+    p.add_argument("--input-shape", dest="input_shape", action=MergeShapes, default=None,
                    metavar="NAME=DIMS", help="ONNX only: pin a dynamic input's shape, e.g. "
                    "input_ids=1x128 (repeatable, or comma-separated)")
     p.add_argument("-o", "--output", default=None, help="save the final arguments to this .npz")
     return p
-
-
-class _MergeShapes(argparse.Action):
-    """Each `--input-shape` adds its NAME=DIMS to one dict."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        from npu.frontend.onnx_shapes import InputShapeError, parse_input_shape
-
-        try:
-            shapes = parse_input_shape(values)
-        except InputShapeError as e:
-            parser.error(f"argument --input-shape: {e}")
-        merged = dict(getattr(namespace, self.dest) or {})
-        for name, shape in shapes.items():
-            if name in merged and merged[name] != shape:
-                parser.error(f"argument --input-shape: input '{name}' is given two shapes")
-            merged[name] = shape
-        setattr(namespace, self.dest, merged)
 
 
 def _seed(text: str) -> int:
@@ -231,7 +214,7 @@ def run(args, filename: str, text: str) -> int:
     if args.check:
         with np.errstate(all="ignore"):  # inf and NaN are results, as on the hardware
             expected = reference_outputs(original, entry, inputs, filename)
-            check = compare(result.outputs, expected)
+            check = compare(result.outputs, expected, *tolerances_for(module))
         report["check"] = check.as_dict()
         if not check.passed:
             print(f"{filename}: error: check failed: {check.failure}", file=sys.stderr)
@@ -355,6 +338,9 @@ def main(argv: list[str] | None = None) -> int:
             check_command_line(args)
             if args.cores is not None:
                 args.pipeline = with_lower_option(args.pipeline, f"cores={args.cores}", "--cores")
+            if args.tuning_record:  # npu-tune's record of the same model
+                args.pipeline = with_lower_option(
+                    args.pipeline, f'tuning-record="{args.tuning_record}"', "--tuning-record")
             if args.input_shape and not filename.endswith(".onnx"):
                 usage_error(parser, "--input-shape applies to ONNX models only (a linalg "
                             "module's shapes are its own)")

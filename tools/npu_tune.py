@@ -3,6 +3,7 @@
     npu-tune prog.mlir -o record.json                   # per-op tuning (guided search)
     npu-tune prog.mlir --search grid --workers 2 -o record.json
     npu-tune prog.mlir --param strategy=os,ws --param m=128,256
+    npu-tune model.onnx --param cores=1,8,32 --param fuse=true,false
     npu-tune prog.mlir --space space.json --address ray://head:10001
     npu-tune prog.mlir --design --param ub=64KiB,128KiB,256KiB --table t.csv --plot p.png
 
@@ -10,8 +11,12 @@ Candidates are compiled with npu-lower and simulated as Ray tasks (a local
 cluster unless --address names one). Results go to a JSON-lines store as they
 arrive (--store, default npu-tune.jsonl): a rerun skips what is stored.
 Per-op mode verifies the chosen options on the whole program with full
-numerics against numpy and writes a tuning record for `npu-lower
-tuning-record=FILE` / `npu-run --tuning-record FILE`. Exit code 1 if the
+numerics against numpy, then compares whole programs over the pipeline's
+own options (by default 1, 2, 4, ... of the target's cores, fusion on and
+off; per-op choices hold one core's tiles, so programs on more cores use
+npu-lower's) against npu-lower's default, and writes the fastest as a
+tuning record for `npu-lower tuning-record=FILE` / `npu-run --tuning-record
+FILE`. Exit code 1 if the
 verification fails (no record is written), 2 on bad usage.
 """
 
@@ -23,7 +28,8 @@ import os
 import sys
 import tempfile
 
-from npu.tools.common import report_internal_error, usage_error, write_output_atomically
+from npu.tools.common import (MergeShapes, report_internal_error, usage_error,
+                              write_output_atomically)
 
 DEFAULT_STORE = "npu-tune.jsonl"
 
@@ -36,6 +42,9 @@ def make_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("input", help="ascend-level MLIR program ('-' for stdin) or an ONNX model (.onnx)")
     p.add_argument("-o", "--output", default=None, help="write the tuning record (JSON) here")
+    p.add_argument("--input-shape", dest="input_shape", action=MergeShapes, default=None,
+                   metavar="NAME=DIMS", help="ONNX only: pin a dynamic input's shape, e.g. "
+                   "input_ids=1x128 (repeatable, or comma-separated), as npu-run does")
     p.add_argument("--space", default=None, help="search space spec (JSON file; see npu.tune.space)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=V1,V2,...",
                    help="values of one option (per-op mode: an npu-lower option, for every op "
@@ -56,7 +65,8 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--store", default=DEFAULT_STORE, help=f"results file (default {DEFAULT_STORE})")
     p.add_argument("--no-store", action="store_true", help="keep results in memory only")
     p.add_argument("--no-verify", dest="verify", action="store_false",
-                   help="skip the whole-program check of the chosen options")
+                   help="per-op choices only: no whole-program runs (neither the check of "
+                   "the chosen options nor the cores and fusion stage)")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     design = p.add_argument_group("design-space mode")
@@ -81,6 +91,7 @@ def parse_params(items: list[str], parser: argparse.ArgumentParser) -> dict[str,
 
 def ops_spec(args, params: dict[str, list], parser) -> dict | None:
     from npu.passes.lower import LowerPass
+    from npu.passes.lower_options import PIPELINE_OPTIONS
 
     spec: dict = {}
     if args.space:
@@ -99,8 +110,13 @@ def ops_spec(args, params: dict[str, list], parser) -> dict | None:
             if name not in known:
                 usage_error(parser, f"--param '{name}' is not an npu-lower option (target "
                                     "parameters need --design)")
-        star = spec.setdefault("ops", {}).setdefault("*", {})
-        star.update(params)
+        # whole-program options (cores, fuse, ...) go to the pipeline stage
+        whole = {n: v for n, v in params.items() if n in PIPELINE_OPTIONS}
+        if whole:
+            spec.setdefault("pipeline", {}).update(whole)
+        per_op = {n: v for n, v in params.items() if n not in PIPELINE_OPTIONS}
+        if per_op:
+            spec.setdefault("ops", {}).setdefault("*", {}).update(per_op)
     return spec or None
 
 
@@ -131,7 +147,9 @@ def main(argv: list[str] | None = None) -> int:
         require("ray", "npu-tune's runner")  # before any work, not after the sweep
         if args.plot:
             require("matplotlib", "--plot")
-        program = load_program(args.input)
+        if args.input_shape and not args.input.endswith(".onnx"):
+            usage_error(parser, "--input-shape applies to ONNX models only")
+        program = load_program(args.input, args.input_shape)
         if args.design:
             return run_design(args, program, params, opts, parser)
         return run_tuning(args, program, ops_spec(args, params, parser), opts)

@@ -31,10 +31,7 @@ def is_model(path: str, text: str | None) -> bool:
 # Options of the kernel-level path that a model run (ONNX or linalg input,
 # compiled and simulated through npu.compile) does not honour yet: refused up
 # front rather than silently ignored.  Each maps to its flag's spelling.
-MODEL_UNSUPPORTED = {
-    "csv": "--csv", "serialize": "--serialize", "emit": "--emit",
-    "tuning_record": "--tuning-record",
-}
+MODEL_UNSUPPORTED = {"csv": "--csv", "serialize": "--serialize", "emit": "--emit"}
 
 
 def refuse_model_options(args) -> None:

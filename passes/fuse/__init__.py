@@ -47,6 +47,8 @@ from mlir import ir
 from npu.kernels import fused_chunk
 
 from npu.costmodel.fusion import rows as fusion
+from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
+from npu.costmodel.fusion.precision import COMPUTE_F16
 from npu.costmodel.fusion.rows import FUSED_UB_FRACTION
 from npu import ir as nir
 from npu.kernels import online_rows
@@ -100,6 +102,8 @@ class FusePass(ConvEpilogueGrouping, EpilogueGrouping, NzLayouts, MatmulChains, 
         for func in nir.functions(module):
             if len(func.regions[0].blocks):  # declarations have no body
                 self.fuse_function(func)
+        if nir.walk_held(module, _computes_in_f16):  # the check's tolerance follows (run_check)
+            module.attributes[nir.F16_EPILOGUES_ATTR] = ir.UnitAttr.get(module.context)
 
     def fuse_function(self, func: ir.Operation) -> None:
         budget = int(self.target.capacity("ub") * self.ub_fraction)
@@ -327,3 +331,10 @@ def _group_location(members: list[fusion.RowOp]) -> ir.Location:
         by_text[str(loc)] = (count + 1, loc)
     ordered = [loc for _, loc in sorted(by_text.values(), key=lambda c: -c[0])]
     return ordered[0] if len(ordered) == 1 else ir.Location.fused(ordered)
+
+
+def _computes_in_f16(op: ir.Operation) -> bool:
+    """A matmul epilogue group that runs in f16 (npu.epilogue compute = "f16")."""
+    if EPILOGUE_ATTR not in op.attributes:
+        return False
+    return dict(nir.dict_attr_items(op.attributes[EPILOGUE_ATTR])).get("compute") == COMPUTE_F16

@@ -75,7 +75,7 @@ class SplitCoresPass(Pass):
     summary = "Split each function's work over the target's AI cores, with chip barriers"
     options = (
         Option("cores", int, 0, "cores to split over (0: all of the target's, and a function "
-               "that runs on fewer says so only with remarks=true)"),
+               "that runs on fewer says so only with remarks=true)", low=0),
         Option("min-bytes", int, -1, "least output bytes per core (-1: a GM transfer's latency "
                "worth of bytes; 0: no minimum)"),
         Option("remarks", bool, False, "report each function's split as a remark"),

@@ -102,13 +102,13 @@ def build_pass_manager(elements: list[PipelineElement], ctx: ir.Context, target:
         for element in elements:
             ours = instantiate(element, target)
             if ours is not None:
-                pm.add(ours.to_callable(), name=ours.name, argument=ours.name,
+                pm.add(ours.to_callable(), name=type(ours).__name__, argument=ours.name,
                        description=ours.summary)
                 continue
             upstream = True
             _check_anchor(element)
             if seen is not None and element.name in seen.print_before:
-                pm.add(_printer(seen, "Before", element.name), name="print-ir",
+                pm.add(_printer(seen, "Before", element), name="print-ir",
                        argument="print-ir", description="npu-opt's IR dump")
             with _captured_native_stderr() as native:
                 try:
@@ -119,7 +119,7 @@ def build_pass_manager(elements: list[PipelineElement], ctx: ir.Context, target:
             if failure is not None:
                 raise PipelineError(_upstream_error(element.text, failure + "\n" + native.text()))
             if seen is not None and element.name in seen.print_after:
-                pm.add(_printer(seen, "After", element.name), name="print-ir",
+                pm.add(_printer(seen, "After", element), name="print-ir",
                        argument="print-ir", description="npu-opt's IR dump")
         if print_before_all or print_after_all:
             # MLIR refuses to print IR from a multi-threaded pass manager.
@@ -134,11 +134,33 @@ def build_pass_manager(elements: list[PipelineElement], ctx: ir.Context, target:
     return pm
 
 
-def _printer(seen: Instrumentation, when: str, name: str):
+def _printer(seen: Instrumentation, when: str, element: PipelineElement):
+    title = upstream_title(element.text)
+
     def run(op, pass_) -> None:
-        seen.dump(when, name, op.operation)
+        seen.dump(when, element.name, op.operation, title)
 
     return run
+
+
+def upstream_title(text: str) -> str | None:
+    """The name mlir-opt's dump header gives an upstream pass ("Canonicalizer"
+    for `canonicalize`), read off MLIR's own IR printing of the pass run on
+    a module with one empty function; None if it cannot be read."""
+    ctx = ir.Context()
+    with ctx:
+        ctx.enable_multithreading(False)  # MLIR prints IR from one thread only
+        module = ir.Module.parse("func.func @f() { return }")
+        pm = PassManager("builtin.module")
+        with _captured_native_stderr() as native:
+            try:
+                pm.add(text)
+                pm.enable_ir_printing(print_after_all=True)
+                pm.run(module.operation)
+            except (ValueError, ir.MLIRError):
+                return None
+    m = re.search(r"IR Dump After (\S+) \(", native.text())
+    return m.group(1) if m else None
 
 
 # Ops a nested pipeline can run on in our programs (isolated from above).

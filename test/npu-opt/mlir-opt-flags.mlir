@@ -33,11 +33,11 @@
 // RUN: mlir-opt %s --canonicalize --cse --mlir-print-ir-after=cse -o /dev/null 2>&1 | FileCheck %s --check-prefix=AFTER-CSE
 // RUN: npu-opt %s --canonicalize --cse --mlir-print-ir-after=cse -o /dev/null 2>&1 | FileCheck %s --check-prefix=AFTER-CSE
 // AFTER-CSE-NOT: IR Dump
-// AFTER-CSE:     // -----// IR Dump After {{.*}}(cse) //----- //
+// AFTER-CSE:     // -----// IR Dump After CSE (cse) //----- //
 // AFTER-CSE-NOT: IR Dump
 // RUN: npu-opt %s --canonicalize --npu-annotate-target --mlir-print-ir-before=npu-annotate-target -o /dev/null 2>&1 | FileCheck %s --check-prefix=BEFORE-OURS
 // BEFORE-OURS-NOT: IR Dump
-// BEFORE-OURS:     // -----// IR Dump Before npu-annotate-target (npu-annotate-target) //----- //
+// BEFORE-OURS:     // -----// IR Dump Before AnnotateTargetPass (npu-annotate-target) //----- //
 // BEFORE-OURS-NEXT: module {
 // BEFORE-OURS-NOT: IR Dump
 

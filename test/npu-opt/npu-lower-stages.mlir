@@ -2,19 +2,19 @@
 // flags see each of them by its own name, nested under npu-lower.
 
 // RUN: npu-opt %s --npu-lower="cores=1" --mlir-print-ir-after-all -o /dev/null 2>&1 | FileCheck %s --check-prefix=ALL
-// ALL:     IR Dump After npu-lower-elementwise (npu-lower-elementwise) //----- //
+// ALL:     IR Dump After LowerElementwise (npu-lower-elementwise) //----- //
 // ALL:       "cce.vexp"
-// ALL:     IR Dump After npu-insert-sync (npu-insert-sync) //----- //
+// ALL:     IR Dump After InsertSyncPass (npu-insert-sync) //----- //
 // ALL:       "cce.wait_flag"
-// ALL:     IR Dump After npu-lower-cce-to-hivm (npu-lower-cce-to-hivm) //----- //
+// ALL:     IR Dump After LowerCCEToHIVM (npu-lower-cce-to-hivm) //----- //
 // ALL:       "hivm.vexp"
 // The whole pass last, from the upstream pass manager:
-// ALL:     IR Dump After npu-lower
+// ALL:     IR Dump After LowerPass (npu-lower)
 // ALL-NOT: IR Dump
 
 // RUN: npu-opt %s --npu-lower="cores=1" --mlir-print-ir-before=npu-insert-sync -o /dev/null 2>&1 | FileCheck %s --check-prefix=ONE
 // ONE-NOT: IR Dump
-// ONE:     // -----// IR Dump Before npu-insert-sync (npu-insert-sync) //----- //
+// ONE:     // -----// IR Dump Before InsertSyncPass (npu-insert-sync) //----- //
 // ONE-NOT: "cce.wait_flag"
 // ONE-NOT: IR Dump
 

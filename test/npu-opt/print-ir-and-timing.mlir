@@ -9,14 +9,14 @@
 
 // BEFORE:      IR Dump Before Canonicalizer (canonicalize)
 // BEFORE:        arith.addi
-// BEFORE:      IR Dump Before npu-annotate-target
+// BEFORE:      IR Dump Before AnnotateTargetPass (npu-annotate-target)
 // BEFORE-NOT:    arith.addi
 // BEFORE-NOT:  IR Dump After
 
 // AFTER-NOT:   IR Dump Before
 // AFTER:       IR Dump After Canonicalizer (canonicalize)
 // AFTER-NOT:     arith.addi
-// AFTER:       IR Dump After npu-annotate-target
+// AFTER:       IR Dump After AnnotateTargetPass (npu-annotate-target)
 // AFTER-NEXT:  module attributes {npu.target = "ascend910"}
 
 // STDOUT-NOT:  IR Dump

@@ -71,6 +71,9 @@ def workspace_args(func_op: ir.Operation) -> list[int]:
 # A multi-core kernel (npu-split-cores): `npu.block_dim = N : i64` on the
 # func.func says how many cores it is launched on, and its one `index`
 # argument marked `{npu.block_idx}` holds each instance's core number.
+# On the module: npu-fuse computed an epilogue in f16 where the source says
+# f32 (epilogue-f16), a rounding the numpy reference does not make.
+F16_EPILOGUES_ATTR = "npu.f16_epilogues"
 BLOCK_IDX_ATTR = "npu.block_idx"
 BLOCK_DIM_ATTR = "npu.block_dim"
 
@@ -132,7 +135,7 @@ def block_dim(func_op: ir.Operation) -> int:
     return ir.IntegerAttr(func_op.attributes[BLOCK_DIM_ATTR]).value
 
 
-__all__ = ["BLOCK_DIM_ATTR", "BLOCK_IDX_ATTR", "WORKSPACE_ATTR", "append_argument", "arg_attrs",
+__all__ = ["BLOCK_DIM_ATTR", "BLOCK_IDX_ATTR", "F16_EPILOGUES_ATTR", "WORKSPACE_ATTR", "append_argument", "arg_attrs",
            "block_dim", "block_idx_arg", "constant_data", "erase_argument", "functions",
            "ops_in_dialect", "ops_named", "replace_ops", "symbol_name", "walk", "walk_held",
            "workspace_args"]

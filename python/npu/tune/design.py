@@ -21,7 +21,8 @@ from npu.tune.program import Program
 from npu.tune.search import Candidate
 from npu.tune.space import check_target_param, default_design_space, parse_quantity, target_with
 from npu.tune.store import ResultStore
-from npu.tune.tuner import Result, Sweep, TuneOptions, job_key
+from npu.tune.sweep import Result, Sweep, job_key
+from npu.tune.tuner import TuneOptions
 
 
 @dataclass

@@ -27,6 +27,8 @@ class Job:
     target: str
     target_params: dict[str, Any] = field(default_factory=dict)
     record_json: str | None = None
+    # npu-lower's whole-program options; per-op records hold one core's tiles
+    pipeline: dict[str, Any] = field(default_factory=lambda: {"cores": 1})
     numerics: bool = False  # False: only the cycles are wanted
     check: bool = False  # compare the outputs with the numpy reference
 
@@ -66,6 +68,13 @@ def evaluate(job: Job) -> dict:
     return outcome.as_dict()
 
 
+def lower_pipeline(options: dict[str, Any]) -> str:
+    """`npu-lower{name=value ...}` of whole-program options."""
+    text = " ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}"
+                    for k, v in options.items())
+    return f"npu-lower{{{text}}}" if text else "npu-lower"
+
+
 class _Failure(Exception):
     pass
 
@@ -78,7 +87,7 @@ def _evaluate(job: Job) -> Outcome:
     from npu.simulator import SimulationError
     from npu.simulator.core import find_entry
     from npu.target import get_target
-    from npu.simulator.run_check import compare, reference_outputs
+    from npu.simulator.run_check import compare, reference_outputs, tolerances_for
     from npu.simulator.run_inputs import RunError, random_inputs
     from npu.tune.program import ProgramError, parse_program
     from npu.passes.tuning_record import RecordError, TuningRecord
@@ -94,7 +103,7 @@ def _evaluate(job: Job) -> Outcome:
         if job.record_json:
             record = TuningRecord.from_json(job.record_json)
             LowerPass(target).apply_tuning_record(module.operation, record)
-        run_pipeline(module, "npu-lower{cores=1}", target)  # records hold one core's options
+        run_pipeline(module, lower_pipeline(job.pipeline), target)
     except PassError as e:
         loc = e.op.location if e.op is not None else None
         raise _Failure(engine.emit("error", e.message, loc).format()) from None
@@ -115,7 +124,7 @@ def _evaluate(job: Job) -> Outcome:
             expected = reference_outputs(original, entry, [np.array(a) for a in inputs], job.filename)
         except RunError as e:
             raise _Failure(str(e)) from None
-        check = compare(result.outputs, expected)
+        check = compare(result.outputs, expected, *tolerances_for(module))
         outcome.check = check.as_dict()
         if not check.passed:
             outcome.status, outcome.error = "failed", f"check failed: {check.failure}"

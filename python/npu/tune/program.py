@@ -32,14 +32,15 @@ class Program:
     text: str
 
 
-def load_program(path: str) -> Program:
+def load_program(path: str, input_shapes: dict | None = None) -> Program:
     """Read the program to tune: ascend-level MLIR, or an ONNX model imported
-    through the frontend (ONNX -> linalg -> ascend) so its ops can be tuned."""
+    through the frontend (ONNX -> linalg -> ascend) so its ops can be tuned,
+    with `input_shapes` pinning its dynamic input dims (as npu-run's)."""
     from npu.ir.parsing import SourceError, read_source
 
     ext = os.path.splitext(path)[1]
     if path != "-" and ext == ".onnx":
-        return _import_onnx(path)
+        return _import_onnx(path, input_shapes)
     if path != "-" and ext != ".mlir" and ext:
         raise ProgramError(f"{path}: error: npu-tune reads an ONNX model (.onnx) or ascend-level "
                            f"MLIR (.mlir), not '{ext}'")
@@ -50,7 +51,7 @@ def load_program(path: str) -> Program:
     return Program(filename, text)
 
 
-def _import_onnx(path: str) -> Program:
+def _import_onnx(path: str, input_shapes: dict | None = None) -> Program:
     """The model's ascend module as text; the frontend's located errors as ProgramError."""
     from npu.frontend.compile import CompileError, UsageError, import_linalg, linalg_to_ascend_text
     from npu.ir import make_context
@@ -58,7 +59,8 @@ def _import_onnx(path: str) -> Program:
     if not os.path.exists(path):
         raise ProgramError(f"npu-tune: error: cannot read '{path}': no such file")
     try:
-        linalg, in_names, out_names, locate = import_linalg(path, make_context(), path)
+        linalg, in_names, out_names, locate = import_linalg(path, make_context(), path,
+                                                            input_shapes)
         if linalg is None:
             raise ProgramError(f"{path}: error: the model computes nothing (no ops to tune)")
         text = linalg_to_ascend_text(linalg, in_names, out_names, locate, path)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from npu.tune.tuner import TuneResult, describe_options
+from npu.tune.sweep import describe_options
+from npu.tune.tuner import TuneResult
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -46,8 +47,29 @@ def tuning_text(result: TuneResult) -> str:
                      f"{p.get('cycles_tuned')} cycles"
                      + (f" (speedup {p['speedup']:.3f})" if p.get("speedup") else "")
                      + f"; numerics check {'passed' if check.get('passed') else 'FAILED'}")
+    lines.extend(_pipeline_lines(p.get("pipeline")))
     lines.append(f"{result.ran} run, {result.reused} reused from the store, {result.wall_seconds} s")
     return "\n".join(lines)
+
+
+def _pipeline_lines(stage: dict | None) -> list[str]:
+    """The whole programs compared over the pipeline's options, and the choice."""
+    if not stage:
+        return []
+    lines = ["", f"whole programs (npu-lower's default: {stage['cycles_npu_lower_default']} cycles):",
+             "| pipeline options | per-op choices | cycles |", "|---|---|---|"]
+    for c in stage["candidates"]:
+        cycles = c["cycles"] if c["status"] == "ok" else f"{c['status']}: {(c['error'] or '')[:80]}"
+        lines.append(f"| {describe_options(c['options'])} | {'yes' if c['per_op_choices'] else 'no'} "
+                     f"| {cycles} |")
+    chosen = stage.get("chosen")
+    if chosen is None:
+        lines.append("no whole program compiled: the record keeps the per-op choices on one core")
+    else:
+        speedup = stage.get("speedup_over_default")
+        lines.append(f"chosen: {describe_options(chosen)}"
+                     + (f" ({speedup:.3f}x npu-lower's default)" if speedup else ""))
+    return lines
 
 
 def tuning_json(result: TuneResult) -> dict[str, Any]:

@@ -5,30 +5,30 @@ canonicalise and de-duplicate the candidates, estimate each with the cost
 model, let the search pick which to simulate, run those as Ray tasks
 (timing only), keep the fastest. Then the whole program is compiled with
 the chosen options and simulated with full numerics against the numpy
-reference (and without them, for the baseline), and the choices become a
-tuning record.
+reference (and without them, for the baseline); then whole programs on
+more cores and with other fusion switches are compared with it
+(`whole_program`), and the fastest becomes the tuning record.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from npu.target import get_target
 from npu.tune import cost_model
 from npu.tune.evaluate import Job
 from npu.tune.program import OpTask, Program, extract_ops
-from npu.tune.progress import Progress
 from npu.passes.tuning_record import OpChoice, TuningRecord
 from npu.tune.search import Candidate, select
 from npu.tune.space import (candidate_key, canonical, check_spec_names, enumerate_candidates,
                             space_for)
 from npu.tune.stats import spearman
 from npu.tune.store import ResultStore
+from npu.tune.sweep import Result, Sweep, describe_options, job_key
+from npu.tune.whole_program import pipeline_space, tune_pipeline, verify
 
 
 @dataclass
@@ -42,24 +42,7 @@ class TuneOptions:
     timeout: float = 600.0  # seconds per candidate
     store: str | None = None  # JSON-lines results file (resume)
     progress: bool = True
-    verify: bool = True
-
-
-@dataclass
-class Result:
-    """A candidate and what became of it."""
-
-    candidate: Candidate
-    status: str = "pending"  # ok, failed, timeout
-    cycles: int | None = None
-    bound: int | None = None
-    error: str | None = None
-    seconds: float = 0.0
-    reused: bool = False  # taken from the store, not run now
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
+    verify: bool = True  # False: per-op choices only, no whole-program runs
 
 
 @dataclass
@@ -107,10 +90,6 @@ class TuneResult:
         return out
 
 
-def job_key(*parts: Any) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:20]
-
-
 def op_candidates(task: OpTask, spec: dict | None, target) -> tuple[list[Candidate], int]:
     """The distinct canonical candidates of `task`'s space; the default first."""
     default = canonical(task, {}, target)
@@ -126,60 +105,6 @@ def op_candidates(task: OpTask, spec: dict | None, target) -> tuple[list[Candida
     return list(seen.values()), len(seen)
 
 
-class Sweep:
-    """Runs candidates through a runner, reusing stored results."""
-
-    def __init__(self, runner, store: ResultStore, progress: bool, label: str):
-        self.runner = runner
-        self.store = store
-        self.progress = progress
-        self.label = label
-        self.ran = self.reused = 0
-
-    def run(self, items: list[tuple[Result, Job]], describe: Callable[[Result], str]) -> None:
-        """Run the items' jobs (each distinct key once, stored ones not at all)
-        and fill in their results."""
-        by_key: dict[str, list[Result]] = {}
-        jobs: list[Job] = []
-        for result, job in items:
-            stored = self.store.get(job.key)
-            if stored is not None:
-                _fill(result, stored, reused=True)
-                self.reused += 1
-                continue
-            if job.key not in by_key:
-                jobs.append(job)
-            by_key.setdefault(job.key, []).append(result)
-        bar = Progress(len(jobs), self.label, enabled=self.progress)
-
-        def on_outcome(outcome: dict) -> None:
-            results = by_key[outcome["key"]]
-            entry = {**outcome, "options": results[0].candidate.options,
-                     "signature": results[0].candidate.signature}
-            self.store.add(entry)
-            for r in results:
-                _fill(r, outcome, reused=False)
-            bar.update(outcome.get("cycles") if outcome["status"] == "ok" else None,
-                       describe(results[0]), results[0].candidate.label)
-
-        self.ran += len(jobs)
-        if jobs:
-            self.runner.run(jobs, on_outcome)
-
-
-def _fill(result: Result, outcome: dict, reused: bool) -> None:
-    result.status = outcome["status"]
-    result.cycles = outcome.get("cycles")
-    result.bound = outcome.get("bound")
-    result.error = outcome.get("error")
-    result.seconds = outcome.get("seconds", 0.0)
-    result.reused = reused
-
-
-def describe_options(options: dict[str, Any]) -> str:
-    return " ".join(f"{k}={json.dumps(v) if isinstance(v, bool) else v}" for k, v in options.items())
-
-
 def tune(program: Program, spec: dict | None = None, opts: TuneOptions | None = None,
          runner=None) -> TuneResult:
     """Tune every op of `program`; `runner` defaults to a RayRunner built
@@ -192,6 +117,7 @@ def tune(program: Program, spec: dict | None = None, opts: TuneOptions | None = 
     tasks = extract_ops(program)
     if spec:
         check_spec_names(spec, tasks)
+    space = pipeline_space(spec, target)
     ops: list[OpResult] = []
     items: list[tuple[Result, Job]] = []
     for task in tasks:
@@ -219,9 +145,11 @@ def tune(program: Program, spec: dict | None = None, opts: TuneOptions | None = 
                 best.candidate.options, op.task.family, best.cycles,
                 default.cycles if default.ok else None,
                 sum(1 for r in op.results if r.status != "pending"))
-        if opts.verify:
+        evidence: dict[str, Any] = {}
+        if opts.verify:  # the whole-program stages
             record, evidence = verify(program, record, target.name, sweep)
-        result = TuneResult(ops, record, evidence if opts.verify else {})
+            record, evidence = tune_pipeline(program, record, target, sweep, space, evidence)
+        result = TuneResult(ops, record, evidence)
         result.ran, result.reused = sweep.ran, sweep.reused
     finally:
         if own:
@@ -231,53 +159,3 @@ def tune(program: Program, spec: dict | None = None, opts: TuneOptions | None = 
     return result
 
 
-def verify(program: Program, record: TuningRecord, target: str,
-           sweep: Sweep) -> tuple[TuningRecord, dict[str, Any]]:
-    """The record that makes the whole program fastest, checked with full
-    numerics against numpy, and the evidence.
-
-    Ops tuned alone can lose in the program (the next op no longer overlaps
-    a tail, buffers compete): if the whole record is slower than npu-lower's
-    defaults, each op's choice is tried alone, the helpful ones together,
-    and the better of that and the best single choice is kept."""
-    def subset(sigs) -> TuningRecord:
-        return TuningRecord(record.target, {s: record.ops[s] for s in sigs})
-
-    def measure(records: list[TuningRecord], check: bool = False) -> list[Result]:
-        items = []
-        for rec in records:
-            options = json.dumps({s: c.options for s, c in rec.ops.items()}, sort_keys=True)
-            r = Result(Candidate("program", "program", {}, f"{len(rec.ops)} op choice(s)"))
-            key = job_key("program", program.text, target, options, check)
-            items.append((r, Job(key, program.filename, program.text, target,
-                                 record_json=rec.to_json(), numerics=check, check=check)))
-        sweep.run(items, lambda r: f"(whole program, {r.candidate.key})")
-        return [r for r, _ in items]
-
-    default, tuned = measure([subset([]), record])
-    chosen = record
-    if tuned.ok and default.ok and tuned.cycles > default.cycles:
-        sigs = list(record.ops)
-        singles = measure([subset([s]) for s in sigs])
-        helpful = sorted((r.cycles, s) for r, s in zip(singles, sigs)
-                         if r.ok and r.cycles < default.cycles)
-        chosen = subset([])
-        if helpful:
-            chosen = subset([helpful[0][1]])
-            if len(helpful) > 1:
-                together = subset([s for _, s in helpful])
-                (both,) = measure([together])
-                if both.ok and both.cycles <= helpful[0][0]:
-                    chosen = together
-    (checked,) = measure([chosen], check=True)
-    out: dict[str, Any] = {"cycles_default": default.cycles, "cycles_tuned": checked.cycles,
-                           "check": {"passed": checked.ok}}
-    if not checked.ok:
-        out["check"]["failure"] = checked.error or checked.status
-    rejected = [s for s in record.ops if s not in chosen.ops]
-    if rejected:
-        out["rejected"] = rejected  # faster alone, slower in the program
-        out["cycles_all_choices"] = tuned.cycles
-    if default.cycles and checked.cycles:
-        out["speedup"] = round(default.cycles / checked.cycles, 4)
-    return chosen, out

@@ -75,3 +75,20 @@ def test_html_page_draws_the_rows_under_the_roofs(tmp_path, capsys) -> None:
     for c in points:  # achieved never above what the roofs allow at its intensity
         intensity, tflops = float(c.get("data-intensity")), float(c.get("data-tflops"))
         assert tflops <= min(peak, intensity * bandwidth / 1e3) * 1.001, c.get("data-op")
+
+
+def test_roofline_labels_do_not_cover_each_other() -> None:
+    """Ops at one spot (BERT's projections) get labels one under the other,
+    joined to their points by leader lines."""
+    from npu.simulator.roofline import roofline_svg
+
+    rows = [{"op": f"proj{i} (MatMul)", "flops": 2e9, "gm_bytes": 1e8 * (1 + i / 100),
+             "tflops": 20.0, "bound_unit": "MTE2"} for i in range(4)]
+    svg = ET.fromstring(roofline_svg(rows, get_target("ascend910"), 32))
+    labels = [(float(t.get("x")), float(t.get("y"))) for t in svg.iter(f"{SVG}text")
+              if t.text and t.text.startswith("proj")]
+    assert len(labels) == 4
+    ys = sorted(y for _, y in labels)
+    assert all(b - a >= 11 for a, b in zip(ys, ys[1:]))  # one text line apart at least
+    leaders = [line for line in svg.iter(f"{SVG}line") if line.get("class") == "leader"]
+    assert len(leaders) == 3  # the first label stays beside its point

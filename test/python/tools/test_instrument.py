@@ -42,7 +42,7 @@ def test_stages_nest_under_npu_lower_in_pipeline_order() -> None:
     assert sum(r.seconds for r in root.children) <= root.seconds
     dumps = out.getvalue()
     assert dumps.count("IR Dump") == 1
-    assert dumps.startswith("// -----// IR Dump After npu-insert-sync (npu-insert-sync) //----- //\n")
+    assert dumps.startswith("// -----// IR Dump After InsertSyncPass (npu-insert-sync) //----- //\n")
     assert "cce.wait_flag" in dumps and "hivm." not in dumps  # before the hivm encoding
 
 

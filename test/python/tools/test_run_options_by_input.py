@@ -63,7 +63,7 @@ OPTIONS = {
     "--tuning-record": (lambda d: ["--tuning-record", str(d / "rec.json")], None),
 }
 # what a model input (ONNX or linalg) refuses today
-MODEL_REFUSED = {"--csv", "--serialize", "--emit", "--tuning-record"}
+MODEL_REFUSED = {"--csv", "--serialize", "--emit"}
 
 
 @pytest.mark.parametrize("option", sorted(OPTIONS))

@@ -131,6 +131,69 @@ def test_record_round_trip_and_errors(tmp_path):
         TuningRecord.load(str(tmp_path / "missing.json"))
 
 
+MATMUL_256 = """
+func.func @mm(%a: memref<16x16x16x16xf16, "gm">, %b: memref<16x16x16x16xf16, "gm">, %c: memref<16x16x16x16xf32, "gm">) {
+  "ascend.matmul"(%a, %b, %c) : (memref<16x16x16x16xf16, "gm">, memref<16x16x16x16xf16, "gm">, memref<16x16x16x16xf32, "gm">) -> ()
+  return
+}
+"""
+
+
+def _lowered_cores(pipeline: str) -> tuple[int, list[str]]:
+    """(the core count npu-lower launched MATMUL_256 on, the remarks)."""
+    from npu import diagnostics
+    from npu.ir import block_dim, functions, make_context, parse_module
+    from npu.pipeline import run_pipeline
+
+    engine = diagnostics.DiagnosticEngine(display_name="mm.mlir")
+    diagnostics.install(engine)
+    module = parse_module(MATMUL_256, make_context())
+    run_pipeline(module, pipeline, get_target("ascend910"))
+    (func,) = functions(module.operation)
+    return block_dim(func), [d.message for d in engine.diagnostics
+                             if d.severity == "remark" and d.message.startswith("npu-lower:")]
+
+
+def test_record_pipeline_options_apply_where_the_caller_gave_none(tmp_path):
+    """A record's "pipeline" sets npu-lower's core count; an explicit cores=
+    wins, with a remark that the record's value was not used."""
+    from npu.pipeline import PipelineError
+
+    path = tmp_path / "r.json"
+    path.write_text(TuningRecord("ascend910", pipeline={"cores": 4}).to_json())
+    assert TuningRecord.load(str(path)).pipeline == {"cores": 4}
+    assert _lowered_cores("npu-lower")[0] == 16  # the default: its own split
+    assert _lowered_cores(f'npu-lower{{tuning-record="{path}"}}') == (4, [])
+    cores, remarks = _lowered_cores(f'npu-lower{{cores=1 tuning-record="{path}"}}')
+    assert cores == 1 and remarks == ["npu-lower: cores=1 given: the tuning record's cores=4 "
+                                      "is not used"]
+    for pipeline, message in (({"strategy": "os"}, "'strategy' is not a pipeline option"),
+                              ({"cores": -1}, "pipeline option 'cores': expected a value in"),
+                              ({"fuse": "yes"}, "pipeline option 'fuse': expected a bool")):
+        path.write_text(TuningRecord("ascend910", pipeline=pipeline).to_json())
+        with pytest.raises(PipelineError, match=message):
+            _lowered_cores(f'npu-lower{{tuning-record="{path}"}}')
+    with pytest.raises(RecordError, match="pipeline option 'cores' must be a scalar"):
+        TuningRecord.from_json('{"format": "npu-tune-record", "version": 1, '
+                               '"pipeline": {"cores": [1, 2]}}')
+
+
+def test_pipeline_space_defaults_and_spec():
+    from npu.tune.whole_program import pipeline_space
+
+    target = get_target("ascend910")
+    assert pipeline_space(None, target) == {"cores": [1, 2, 4, 8, 16, 32], "fuse": [True, False]}
+    assert pipeline_space({"pipeline": {"cores": ["1", "8"], "fuse-attention": ["false"]}},
+                          target) == {"cores": [1, 8], "fuse-attention": [False]}
+    assert pipeline_space({"pipeline": {"fuse": [True]}}, target) == {"fuse": [True], "cores": [1]}
+    for spec, message in (({"cores": [64]}, "ascend910 has 1 to 32"),
+                          ({"m": [64]}, "'m' is not an npu-lower pipeline option"),
+                          ({"fuse": "true"}, "needs a list of values"),
+                          ({"fuse": ["maybe"]}, "expected a boolean")):
+        with pytest.raises(SpaceError, match=message):
+            pipeline_space({"pipeline": spec}, target)
+
+
 def test_progress_line_has_eta_and_best():
     out = io.StringIO()
     bar = Progress(5, "t", stream=out)
@@ -183,9 +246,19 @@ def test_an_onnx_model_is_tuned_through_the_frontend(tmp_path, capsys):
     g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], "g", [x], [y])
     path = tmp_path / "relu.onnx"
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), path)
-    assert main([str(path), "--no-store", "--budget", "2"]) == 0, capsys.readouterr().err
+    assert main([str(path), "--no-store", "--budget", "2", "--param", "cores=1"]) == 0, \
+        capsys.readouterr().err
     out = capsys.readouterr().out
     assert "ascend.maxs 4x8" in out and "numerics check passed" in out, out
+    # a dynamic dimension is pinned as npu-run pins it
+    for value in (g.input[0], g.output[0]):
+        value.type.tensor_type.shape.dim[0].dim_param = "batch"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), path)
+    assert main([str(path), "--no-store", "--budget", "1", "--param", "cores=1"]) == 1
+    assert "input 'x'" in capsys.readouterr().err
+    assert main([str(path), "--no-store", "--budget", "1", "--param", "cores=1",
+                 "--input-shape", "x=2x8"]) == 0, capsys.readouterr().err
+    assert "ascend.maxs 2x8" in capsys.readouterr().out
 
 
 class ProgramCycles:
@@ -212,7 +285,8 @@ class ProgramCycles:
 def test_verify_keeps_only_choices_that_help_the_program(effect, kept):
     from npu.passes.tuning_record import OpChoice
     from npu.tune.store import ResultStore
-    from npu.tune.tuner import Sweep, verify
+    from npu.tune.sweep import Sweep
+    from npu.tune.whole_program import verify
 
     record = TuningRecord("ascend910", {s: OpChoice({"ub-fraction": 0.25}) for s in effect})
     runner = ProgramCycles(effect)

@@ -181,12 +181,17 @@ def test_cli_tunes_writes_a_record_npu_run_applies(ray_runner, tmp_path, capsys)
     prog.write_text(EXP_ONLY)
     record = tmp_path / "record.json"
     args = [str(prog), "--search", "grid", "--param", "ub-fraction=0.25,0.5",
-            "--param", "double-buffer=true", "--store", str(tmp_path / "s.jsonl"),
-            "-o", str(record), "--no-progress"]
+            "--param", "double-buffer=true", "--param", "cores=1,2", "--param", "fuse=true",
+            "--store", str(tmp_path / "s.jsonl"), "-o", str(record), "--no-progress"]
     assert npu_tune.main(args) == 0
     out = capsys.readouterr().out
     assert "numerics check passed" in out and "elementwise" in out
-    (choice,) = TuningRecord.load(str(record)).ops.values()
+    # the whole programs over the pipeline options asked for: 4096 elements
+    # are too few to split, so one core with the per-op choice is kept
+    assert "| cores=1 fuse=true | yes |" in out and "| cores=2 fuse=true | no |" in out
+    saved = TuningRecord.load(str(record))
+    assert saved.pipeline == {"cores": 1, "fuse": True}
+    (choice,) = saved.ops.values()
     assert choice.options["ub-fraction"] in (0.25, 0.5) and choice.options["double-buffer"] is True
     assert npu_run.main([str(prog), "--check", "--tuning-record", str(record)]) == 0
     assert f"cycles            {choice.cycles}" in capsys.readouterr().out
@@ -194,7 +199,9 @@ def test_cli_tunes_writes_a_record_npu_run_applies(ray_runner, tmp_path, capsys)
     assert npu_tune.main(args + ["--json"]) == 0
     report = json.loads(capsys.readouterr().out,  # strict JSON: no NaN or Infinity
                         parse_constant=lambda c: pytest.fail(f"{c} in the JSON report"))
-    assert (report["ran"], report["reused"]) == (0, 5)
+    # 2 candidates, the default and tuned programs, the check; npu-lower's
+    # default, 2 pipeline settings and the chosen one's check
+    assert (report["ran"], report["reused"]) == (0, 9)
     assert report["program"]["check"]["passed"] and len(report["ops"][0]["candidates"]) == 2
 
     table, png = tmp_path / "t.csv", tmp_path / "p.png"
@@ -243,3 +250,27 @@ def test_cli_runs_on_an_existing_cluster(ray_runner, tmp_path):
     assert run.returncode == 0, run.stderr
     assert "| ascend.exp 4096 x 4096 | elementwise | 2 / 2 |" in run.stdout
     assert ray.is_initialized() and ray.cluster_resources().get("CPU") == 2
+
+
+def test_a_model_tuned_over_the_core_count_runs_with_its_record(ray_runner, tmp_path, capsys):
+    """npu-tune model.onnx compares whole programs over the core count (the
+    one-core program keeps the per-op choices); the record names the fastest,
+    and npu-run applies it to the same model."""
+    from npu.tools import npu_run, npu_tune
+
+    model = os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples", "ffn_block.onnx")
+    record = tmp_path / "record.json"
+    assert npu_tune.main([model, "--budget", "1", "--param", "cores=1,8", "--no-store",
+                          "-o", str(record), "--no-progress"]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    saved = TuningRecord.load(str(record))
+    stage = saved.program["pipeline"]
+    cycles = {c["options"]["cores"]: c["cycles"] for c in stage["candidates"]}
+    assert set(cycles) == {1, 8} and cycles[8] < cycles[1]
+    # eight cores win: npu-lower's own tiles there, so no per-op choice is kept
+    assert saved.pipeline == {"cores": 8} and saved.ops == {}
+    assert stage["chosen"] == {"cores": 8} and saved.program["check"]["passed"]
+    assert "chosen: cores=8" in out
+    assert npu_run.main([model, "--check", "--tuning-record", str(record)]) == 0
+    ran = capsys.readouterr().out
+    assert f"cycles            {cycles[8]}" in ran and "check: passed" in ran
