@@ -150,14 +150,36 @@ def _limit(report: dict) -> str:
 
 def timelines(result, report: dict) -> str:
     """One timeline, or on a multi-core launch one per core (lanes grouped
-    by core, on the chip's time axis)."""
+    by core, on the chip's time axis). Cores whose timelines are the same
+    bar for bar (the slices of an evenly split program) share one drawing
+    under a heading that names them all: 32 copies would bury the cores
+    that differ."""
     if not getattr(result, "core_traces", None):
         return timeline_svg(result)
-    parts = []
+    drawn: dict[str, list[int]] = {}  # the drawing (without its core's id) -> its cores
     for core, (trace, tl) in enumerate(result.core_traces):
         one = SimpleNamespace(trace_entries=trace, timeline=tl, target=result.target)
-        parts.append(f"<h3>core {core}</h3>\n" + timeline_svg(one, report["cycles"], core))
+        svg = timeline_svg(one, report["cycles"], core)
+        drawn.setdefault(svg.replace(f'id="timeline-core{core}"', 'id="{id}"', 1), []).append(core)
+    parts = []
+    for svg, cores in drawn.items():
+        anchors = "".join(f'<a id="timeline-core{c}"></a>' for c in cores[1:])
+        heading = f"core {cores[0]}" if len(cores) == 1 else \
+            f"cores {_ranges(cores)} (the same timeline)"
+        parts.append(f"<h3>{heading}{anchors}</h3>\n"
+                     + svg.replace('id="{id}"', f'id="timeline-core{cores[0]}"', 1))
     return "\n".join(parts)
+
+
+def _ranges(cores: list[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2, 5"."""
+    spans: list[list[int]] = []
+    for c in cores:
+        if spans and c == spans[-1][1] + 1:
+            spans[-1][1] = c
+        else:
+            spans.append([c, c])
+    return ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in spans)
 
 
 def _ops_section(report: dict) -> str:

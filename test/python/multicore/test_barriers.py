@@ -101,3 +101,21 @@ def test_the_html_timeline_shows_every_core() -> None:
     res = simulate(parse_module(_compiled(CHAIN, SPLIT), make_context()), _inputs())
     page = html_report(res, res.report)
     assert all(f'id="timeline-core{c}"' in page for c in range(4))
+
+
+def test_cores_with_the_same_timeline_share_one_drawing() -> None:
+    """A split whose slices are alike draws each distinct timeline once,
+    under a heading naming its cores; every core keeps its anchor."""
+    import re
+    from types import SimpleNamespace
+
+    from npu.simulator.html_report import _ranges, timelines
+
+    res = simulate(parse_module(_compiled(CHAIN, SPLIT), make_context()), _inputs())
+    trace, tl = res.core_traces[0]
+    other = (trace[:len(trace) // 2], tl)  # a core that stopped halfway
+    twin = SimpleNamespace(core_traces=[res.core_traces[0]] * 3 + [other], target=res.target)
+    page = timelines(twin, res.report)
+    assert re.findall(r"<h3>([^<]*)", page) == ["cores 0-2 (the same timeline)", "core 3"]
+    assert page.count("<svg") == 2 and all(f'id="timeline-core{c}"' in page for c in range(4))
+    assert _ranges([0, 1, 2, 5, 7, 8]) == "0-2, 5, 7-8"
