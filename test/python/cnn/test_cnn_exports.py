@@ -14,6 +14,9 @@ from cnn_onnx import compile_npu, ort_run
 
 CNN = os.path.join(os.path.dirname(__file__), "..", "..", "models", "cnn")
 EXPORTS = sorted(f[:-5] for f in os.listdir(CNN) if f.endswith(".onnx"))
+# By default every TorchScript export and one dynamo export run; the other
+# dynamo exports (the same networks) run with --runslow.
+DEFAULT = {n for n in EXPORTS if n.endswith("_ts")} | {"resnet18_dynamo"}
 
 
 def test_the_corpus_is_there():
@@ -23,7 +26,8 @@ def test_the_corpus_is_there():
         assert os.path.getsize(os.path.join(CNN, f"{name}.onnx")) < 1 << 20
 
 
-@pytest.mark.parametrize("name", EXPORTS)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in DEFAULT else pytest.mark.slow)
+                                  for n in EXPORTS])
 def test_export_compiles_and_matches_onnxruntime(name):
     import onnx
 

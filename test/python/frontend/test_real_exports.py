@@ -19,6 +19,12 @@ from npu.frontend.compile import CompileError, InputError
 MODELS = os.path.join(os.path.dirname(__file__), "..", "..", "models")
 STATIC = sorted(f[:-5] for f in os.listdir(MODELS)
                 if f.endswith(".onnx") and not f.endswith("_dynamic.onnx"))
+# By default each model family runs two of its four exports, which between
+# them cover both exporters and both attention implementations; the other
+# two run with --runslow (bench/exports.py compares all four's cycles).
+DEFAULT_VARIANTS = ("_ts_sdpa", "_dynamo_eager")
+EXPORTS = [pytest.param(n, marks=() if n.endswith(DEFAULT_VARIANTS) else pytest.mark.slow)
+           for n in STATIC]
 
 
 def model_inputs(model: onnx.ModelProto, rng) -> dict[str, np.ndarray]:
@@ -39,7 +45,7 @@ def model_inputs(model: onnx.ModelProto, rng) -> dict[str, np.ndarray]:
     return feeds
 
 
-@pytest.mark.parametrize("name", STATIC)
+@pytest.mark.parametrize("name", EXPORTS)
 def test_export_compiles_unmodified_and_matches_onnxruntime(name):
     path = os.path.join(MODELS, f"{name}.onnx")
     model = onnx.load(path)
