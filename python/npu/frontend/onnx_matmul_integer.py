@@ -109,6 +109,10 @@ def _on_int8_cube(node, nodes: list, graph, b: np.ndarray, a_zp: int) -> None:
         return
     e = Expansion(graph, node, nodes)
     product = e.make("MatMulInteger", list(node.input[:2]), "int8_product")
-    correction = a_zp * b.astype(np.int64).sum(axis=-2, keepdims=True)
-    e.final("Sub", [product, e.const("a_zero_point_correction", correction, np.int32)],
-            "a_zero_point_removed")
+    e.final("Sub", [product, e.const("a_zero_point_correction", zero_point_correction(a_zp, b),
+                                     np.int32)], "a_zero_point_removed")
+
+
+def zero_point_correction(a_zp: int, b: np.ndarray) -> np.ndarray:
+    """a_zp * colsum(b) (int64, [.., 1, N]): (a - a_zp) x b = a x b - this."""
+    return a_zp * b.astype(np.int64).sum(axis=-2, keepdims=True)

@@ -38,6 +38,25 @@ def _constants(model) -> dict[str, np.ndarray]:
     return values
 
 
+def producers_of(graph) -> dict:
+    """Each value's producing node, by value name."""
+    return {o: n for n in graph.node for o in n.output}
+
+
+def users_of(graph) -> dict[str, list]:
+    """The nodes reading each value, by value name, in graph order."""
+    users: dict[str, list] = {}
+    for n in graph.node:
+        for i in n.input:
+            users.setdefault(i, []).append(n)
+    return users
+
+
+def quant_axis(node) -> int:
+    """A Q/DQ node's `axis` attribute (ONNX's default: 1)."""
+    return next((a.i for a in node.attribute if a.name == "axis"), 1)
+
+
 def _type_name(elem_type: int) -> str:
     import onnx
 

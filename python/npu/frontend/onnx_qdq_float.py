@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from npu.frontend.onnx_qdq import QUANT_TYPES, _constants
+from npu.frontend.onnx_qdq import QUANT_TYPES, _constants, quant_axis, users_of
 
 _MAGIC = np.float32(1.5 * 2.0**23)
 _ELEM_TYPE = {np.dtype(np.int8): 3, np.dtype(np.uint8): 2}  # zero point dtype -> ONNX type
@@ -38,7 +38,7 @@ def _params(node, consts: dict, rank: int):
     z_name = node.input[2] if len(node.input) > 2 and node.input[2] else ""
     if s_name not in consts or (z_name and z_name not in consts):
         return None
-    axis = next((a.i for a in node.attribute if a.name == "axis"), 1)
+    axis = quant_axis(node)
     scale = _axis_shape(consts[s_name].astype(np.float32), axis, rank)
     zp = consts[z_name] if z_name else np.zeros((), np.int8)
     return scale, _axis_shape(zp.astype(np.float32), axis, rank), zp.dtype
@@ -53,10 +53,7 @@ def rewrite_qdq_in_float(model, types: dict, remark) -> list[str]:
     if not any(n.op_type in ("QuantizeLinear", "DequantizeLinear") for n in graph.node):
         return []
     consts = _constants(model)
-    users: dict[str, list] = {}
-    for n in graph.node:
-        for i in n.input:
-            users.setdefault(i, []).append(n)
+    users = users_of(graph)
     outputs = {o.name for o in graph.output}
     nodes, done, drop = [], [], set()
     for node in graph.node:

@@ -26,14 +26,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from npu.frontend.onnx_qdq import _constants
+from npu.frontend.onnx_matmul_integer import zero_point_correction
+from npu.frontend.onnx_qdq import _constants, producers_of, quant_axis, users_of
 from npu.frontend.onnx_qdq_float import on_grid
 
 INT8, FLOAT = 3, 1
-
-
-def _attr(node, name: str, default: int) -> int:
-    return next((a.i for a in node.attribute if a.name == name), default)
 
 
 def _zero_point(node, consts: dict) -> np.ndarray | None:
@@ -75,7 +72,7 @@ def _int8_weight(dq, consts: dict):
         return None
     if scale.size == 1:
         return w, scale.reshape(()).astype(np.float32)
-    if _attr(dq, "axis", 1) % w.ndim != w.ndim - 1 or scale.size != w.shape[-1]:
+    if quant_axis(dq) % w.ndim != w.ndim - 1 or scale.size != w.shape[-1]:
         return None
     return w, scale.reshape(-1).astype(np.float32)
 
@@ -88,11 +85,7 @@ def rewrite_qdq_matmuls(model, remark) -> list[str]:
     if not any(n.op_type == "DequantizeLinear" for n in graph.node):
         return []
     consts = _constants(model)
-    producers = {o: n for n in graph.node for o in n.output}
-    users: dict[str, list] = {}
-    for n in graph.node:
-        for i in n.input:
-            users.setdefault(i, []).append(n)
+    producers, users = producers_of(graph), users_of(graph)
     outputs = {o.name for o in graph.output}
     nodes, done, quantized, dropped = [], [], set(), set()
     for node in graph.node:
@@ -117,8 +110,8 @@ def rewrite_qdq_matmuls(model, remark) -> list[str]:
             # (a_q - zp_a) x W_q = a_q x W_q - zp_a * colsum(W_q), in f32: both
             # terms are exact integers there below 2^24, their difference
             # rounds once.
-            colsum = w_q.astype(np.int64).sum(axis=-2, keepdims=True)
-            acc = e.make("Sub", [acc, e.const("zero_point_correction", zp_a * colsum, np.float32)],
+            acc = e.make("Sub", [acc, e.const("zero_point_correction",
+                                              zero_point_correction(zp_a, w_q), np.float32)],
                          "zero_point_removed")
         scale = np.float32(s_a) * s_w
         requant, dq_y = _requantizing_user(node, users, consts), None

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from npu.frontend.onnx_qdq import _constants
+from npu.frontend.onnx_qdq import _constants, producers_of, quant_axis
 
 
 def expand_qlinear_ops(model, remark) -> list[str]:
@@ -77,7 +77,7 @@ def gemms_as_matmuls(model, remark) -> list[str]:
     if not any(n.op_type == "Gemm" for n in graph.node):
         return []
     consts = _constants(model)
-    producers = {o: n for n in graph.node for o in n.output}
+    producers = producers_of(graph)
     nodes, done = [], []
     for node in graph.node:
         if node.op_type != "Gemm" or not _int8_weight_gemm(node, producers, consts):
@@ -89,9 +89,8 @@ def gemms_as_matmuls(model, remark) -> list[str]:
             w, scale = consts[dq_b.input[0]], consts.get(dq_b.input[1])
             graph.initializer.append(numpy_helper.from_array(np.ascontiguousarray(w.T),
                                                              f"{name}/weight_kn"))
-            axis = next((a.i for a in dq_b.attribute if a.name == "axis"), 1)
             # (a run-time scale may be per channel: its axis moves with it)
-            dq_attrs = {"axis": 1 - axis % 2} if scale is None or scale.size > 1 else {}
+            dq_attrs = {"axis": 1 - quant_axis(dq_b) % 2} if scale is None or scale.size > 1 else {}
             b = f"{name}/weight"
             nodes.append(helper.make_node("DequantizeLinear", [f"{name}/weight_kn", *dq_b.input[1:]],
                                           [b], name=f"{name}/dequantize_weight", **dq_attrs))

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 INPUT_SEED = 0
+ONE_CORE = {"cores": 1}  # the pipeline options per-op candidates are compiled with
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class Job:
     target_params: dict[str, Any] = field(default_factory=dict)
     record_json: str | None = None
     # npu-lower's whole-program options; per-op records hold one core's tiles
-    pipeline: dict[str, Any] = field(default_factory=lambda: {"cores": 1})
+    pipeline: dict[str, Any] = field(default_factory=lambda: dict(ONE_CORE))
     numerics: bool = False  # False: only the cycles are wanted
     check: bool = False  # compare the outputs with the numpy reference
 

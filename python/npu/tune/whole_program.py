@@ -20,13 +20,11 @@ from typing import Any
 from npu.passes.lower_options import PIPELINE_OPTIONS
 from npu.passes.tuning_record import TuningRecord
 from npu.target import Target
-from npu.tune.evaluate import Job
+from npu.tune.evaluate import ONE_CORE, Job
 from npu.tune.program import Program
 from npu.tune.search import Candidate
 from npu.tune.space import SpaceError, enumerate_candidates
 from npu.tune.sweep import Result, Sweep, job_key
-
-ONE_CORE = {"cores": 1}
 
 
 def measure_programs(program: Program, target: str, sweep: Sweep,
