@@ -152,7 +152,11 @@ def main(argv: list[str] | None = None) -> int:
         program = load_program(args.input, args.input_shape)
         if args.design:
             return run_design(args, program, params, opts, parser)
-        return run_tuning(args, program, ops_spec(args, params, parser), opts)
+        spec = ops_spec(args, params, parser)
+        if not args.verify and spec and spec.get("pipeline"):
+            usage_error(parser, "pipeline options (cores, fuse, ...) are tried by the "
+                        "whole-program stage, which --no-verify skips")
+        return run_tuning(args, program, spec, opts)
     except (ProgramError, SpaceError, MissingExtra) as e:
         text = str(e)
         print(text if "error:" in text else f"npu-tune: error: {text}", file=sys.stderr)

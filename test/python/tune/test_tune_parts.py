@@ -220,6 +220,9 @@ def test_cli_usage_errors(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([str(prog), "--table", "t.csv"])
     assert "belong to --design" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:  # refused, not silently ignored
+        main([str(prog), "--no-store", "--no-verify", "--param", "cores=1,8"])
+    assert e.value.code == 2 and "which --no-verify skips" in capsys.readouterr().err
     onnx = tmp_path / "model.onnx"
     onnx.write_bytes(b"\0")
     assert main([str(onnx), "--no-store"]) == 1
