@@ -33,7 +33,7 @@ import numpy as np
 from mlir import ir
 
 from npu import ir as nir
-from npu.kernels.cce_build import copy, copy_bursts, for_pieces, for_range, lin, sub
+from npu.kernels.cce_build import copy, copy_bursts, core_part, for_pieces, for_range, lin, sub
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.passes.transpose_general import (GatherTranspose, collapse_permutation, copy_through_ub,
                                          rotation_steps)
@@ -84,7 +84,13 @@ class LowerTranspose(Pass):
         ident = list(range(rank))
         es = nir.element_bytes(elem)
         granule = self.target.granule("ub")
-        if perm == ident:
+        try:
+            columns = core_part(op)
+        except ValueError as e:
+            raise PassError(str(e), op)
+        if columns is not None:
+            self.core_columns(op, src, dst, elem, shape, perm, columns)
+        elif perm == ident:
             copy_through_ub(self, src, dst, elem, int(np.prod(in_shape)))
         elif (perm == ident[:-2] + [rank - 1, rank - 2] and es in (2, 4)
               and shape[-2] >= self.target.fractal and shape[-1] >= granule // es):
@@ -99,6 +105,21 @@ class LowerTranspose(Pass):
             self.rotate(op, src, dst, elem, rotation_steps(shape, perm))
         else:
             GatherTranspose(self, op, elem, shape, perm).emit(src, dst)
+
+    def core_columns(self, op: ir.Operation, src: ir.Value, dst: ir.Value, elem: str,
+                     shape: list[int], perm: list[int], columns: tuple[int, ir.Value]) -> None:
+        """This core's run of source columns of an R x C last-two swap that
+        npu-split-cores cut over the cores (`nir.CORE_PART_ATTR`): a cut of
+        the source's columns is a strided slice, which the chunks' bursts
+        read anyway."""
+        parts, part = columns
+        col_block = self.target.granule("ub") // nir.element_bytes(elem)
+        if len(shape) != 2 or perm != [1, 0] or shape[1] % (parts * col_block):
+            raise PassError(f"{nir.CORE_PART_ATTR}: cuts the source columns of a 2-D transpose "
+                            f"into {parts} runs of whole {col_block}-column blocks; this one is "
+                            f"{shape} permuted by {perm}", op)
+        run = shape[1] // parts
+        self.swap_last_two(op, src, dst, elem, 1, shape[0], run, lin((part, run)), shape[1])
 
     def rotations_fit(self, steps: list[tuple[int, int, int]], es: int) -> bool:
         """Every rotation is a last-two swap with at least one vnchwconv tile."""
@@ -122,7 +143,10 @@ class LowerTranspose(Pass):
 
     # -- dst[b, j, k] = src[b, k, j] ------------------------------------------------
     def swap_last_two(self, op: ir.Operation, src: ir.Value, dst: ir.Value, elem: str,
-                      batch: int, rows: int, cols: int) -> None:
+                      batch: int, rows: int, cols: int, first_col: Index = 0,
+                      all_cols: int | None = None) -> None:
+        """`cols` columns from `first_col` of the source's `all_cols` (all of
+        them by default)."""
         es = nir.element_bytes(elem)
         granule = self.target.granule("ub")
         tile_rows = self.target.fractal  # vnchwconv transposes 16 rows per repeat
@@ -151,10 +175,11 @@ class LowerTranspose(Pass):
         row_plan = plan_chunks(rows, rt, tile_rows)
         col_plan = plan_chunks(cols, ct, col_block)
         flat_src, flat_dst = nir.flatten_memref(src), nir.flatten_memref(dst)
-        ctx = _Swap2(self, flat_src, flat_dst, elem, rows, cols)
+        ctx = _Swap2(self, flat_src, flat_dst, elem, rows, all_cols or cols)
 
         def over_cols(b: Index, r0: Index, nrows: int) -> None:
-            for_pieces(col_plan, lambda c0, ncols: ctx.chunk(b, r0, nrows, c0, ncols))
+            for_pieces(col_plan, lambda c0, ncols: ctx.chunk(b, r0, nrows,
+                                                             lin((first_col, 1), (c0, 1)), ncols))
 
         def over_rows(b: Index) -> None:
             for_pieces(row_plan, lambda r0, nrows: over_cols(b, r0, nrows))

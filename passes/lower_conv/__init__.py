@@ -22,8 +22,9 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import ir as nir
-from npu.costmodel.conv.tiling import ConvShape, choose_tiling
-from npu.dialects.ascend_conv import FORMS_5HD, NC1HWC0_BD, NC1HWC0_C4, geometry, has_bias, layout
+from npu.costmodel.conv.tiling import choose_tiling, conv_shape
+from npu.dialects.ascend_conv import FORMS_5HD, geometry, has_bias, layout
+from npu.kernels.cce_build import core_part
 from npu.passes.base import Pass, PassError, ub_fraction_option
 from npu.passes.lower_conv.epilogue import ConvEpilogue, group_of
 from npu.passes.lower_conv.kernel import ConvKernel
@@ -49,19 +50,16 @@ class LowerConv(Pass):
                    "written by hand): the frontend makes layout \"nc1hwc0\" with fractal-Z weights")
             raise PassError(f"npu-lower-conv: cannot lower this conv: {why}", op)
         g = geometry(op)
-        out_type = nir.memref_element(op.operands[-1])
-        shape = ConvShape(c1=g.c // 16, h=g.h, w=g.w, co1=g.cout // 16, kh=g.kh, kw=g.kw,
-                          ho=g.out_hw[0], wo=g.out_hw[1], stride_h=g.strides[0],
-                          dilation_h=g.dilations[0], pad_top=g.pads[0], batch=g.n,
-                          out_bytes=nir.element_bytes(out_type), small=layout(op) == NC1HWC0_C4,
-                          diagonal=layout(op) == NC1HWC0_BD)
+        shape = conv_shape(op)
         region = group_of(op)
         with op.location, ir.InsertionPoint(op):  # (its recipes' constant blocks go here)
             epi = ConvEpilogue(self.target, region, op) if region is not None else None
         budget = int(self.target.capacity("ub") * self.ub_fraction)
         if epi is not None:  # the epilogue's tiles beside each drained one (f32 at most)
             budget = budget * 2 // (2 + epi.tiles)
-        tiling = choose_tiling(shape, self.target, budget)
+        row_parts = self.row_parts(op)
+        tiling = choose_tiling(shape.row_part(row_parts[0]) if row_parts else shape, self.target,
+                               budget)
         if tiling is None:
             raise PassError(f"npu-lower-conv: no tiling fits: one output row of {g.out_hw[1]} "
                             f"windows and one block of Cout do not fit L0A/L0C/UB", op)
@@ -72,8 +70,26 @@ class LowerConv(Pass):
                             f"{tiling.cycles:.0f} cycles)")
         bias = op.operands[2] if has_bias(op) else None
         with op.location, ir.InsertionPoint(op):
-            ConvKernel(self.target, g, shape, tiling, op.operands[0], op.operands[1], bias,
-                       op.operands[-1], epi).emit()
+            kernel = ConvKernel(self.target, g, shape, tiling, op.operands[0], op.operands[1],
+                                bias, op.operands[-1], epi)
+            try:
+                kernel.emit(row_parts)
+            except ValueError as e:
+                raise PassError(f"npu-lower-conv: cannot cut the conv's rows over cores: {e}", op)
         op.erase()
         if epi is not None:
             epi.finish()
+
+    @staticmethod
+    def row_parts(op: ir.Operation) -> tuple[int, ir.Value] | None:
+        """(parts, this core's part) of a conv whose output rows
+        npu-split-cores cut into equal runs over the cores."""
+        try:
+            found = core_part(op)
+        except ValueError as e:
+            raise PassError(f"npu-lower-conv: {e}", op)
+        ho = geometry(op).out_hw[0]
+        if found is not None and ho % found[0]:
+            raise PassError(f"npu-lower-conv: {nir.CORE_PART_ATTR}: {ho} output rows do not cut "
+                            f"into {found[0]} equal runs", op)
+        return found

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlir import ir
+from mlir.dialects import arith, scf
 
 from npu import ir as nir
 from npu.costmodel.conv.tiling import ConvShape, ConvTiling
@@ -59,24 +60,44 @@ class ConvKernel:
         r0 = max(0, top)
         return Band(rows, min(g.h, bottom) - r0, r0 - top, max(0, bottom - g.h)), r0
 
-    def band_groups(self) -> list[tuple[Band, int, int]]:
-        """(band, first band index, count) of consecutive bands alike."""
-        rows, ho = self.t.rows, self.s.ho
+    def band_groups(self, h0: int, h1: int) -> list[tuple[Band, int, int]]:
+        """(band, its first output row, count) of the consecutive bands alike
+        that cover output rows [h0, h1)."""
+        rows = self.t.rows
         groups: list[tuple[Band, int, int]] = []
-        for k in range(-(-ho // rows)):
-            b, _ = self.band(k * rows, min(rows, ho - k * rows))
+        for ho0 in range(h0, h1, rows):
+            b, _ = self.band(ho0, min(rows, h1 - ho0))
             if groups and groups[-1][0] == b:
                 groups[-1] = (b, groups[-1][1], groups[-1][2] + 1)
             else:
-                groups.append((b, k, 1))
+                groups.append((b, ho0, 1))
         return groups
 
+    def row_variants(self, parts: int) -> list[tuple[list[tuple[Band, int, int]], int]]:
+        """The band plans of a conv whose cores share its rows in `parts`
+        runs: (plan of the first run, of an inner one, of the last), each
+        with first rows relative to its run's start, and the rows per run.
+        Raises ValueError when the inner runs do not share one plan (they
+        read padding rows)."""
+        ho = self.s.ho
+        run = ho // parts
+
+        def plan(r: int) -> list[tuple[Band, int, int]]:
+            return [(b, h - r * run, n) for b, h, n in self.band_groups(r * run, (r + 1) * run)]
+
+        inner = [plan(r) for r in range(1, parts - 1)]
+        if any(p != inner[0] for p in inner):
+            raise ValueError(f"the inner runs of {run} output rows read padding rows")
+        return [plan(0), *inner[:1], plan(parts - 1)], run
+
     # -- emission ------------------------------------------------------------
-    def emit(self) -> None:
+    def emit(self, row_parts: tuple[int, ir.Value] | None = None) -> None:
+        """The whole conv, or with `row_parts` = (parts, this core's part)
+        only the core's run of output rows: a static plan for the first run,
+        one for the inner runs (at a run-time offset) and one for the last."""
         s, t = self.s, self.t
         self.pattern = self.bias_pattern() if self.bias is not None else None
         self.w_l1, self.pending = None, []
-        groups = self.band_groups()
         if t.weights_resident:
             # In pieces of one chunk's rows: the first chunk waits for its own
             # rows only; when the first band is not in a loop, the rest follow
@@ -94,12 +115,6 @@ class ConvKernel:
             self.pending = [lambda k0=k0, rows=rows: self.copy_weight_rows(k0, rows)
                             for k0, rows in pieces]
             self.pending.pop(0)()
-            if groups[0][2] > 1 or s.batch > 1:
-                self.flush_weights()
-        # The maps of bands outside loops get their own L1 buffers, live for
-        # the whole conv: their loads never wait for another band's img2col.
-        self.maps = {(n, k0): self.map_buffer(band) for n in range(s.batch)
-                     for band, k0, count in groups if count == 1}
         # Two sets of accumulators (L0C) and drain buffers (UB), alternating
         # band by band, live for the whole conv: a band's mads never wait for
         # the previous band's drain. Bands in loops go two per iteration.
@@ -117,35 +132,74 @@ class ConvKernel:
                    for _ in range(max(2, min(UB_SLOTS, room // slot_bytes)))]
         if self.epilogue is not None:
             self.epilogue.allocate(half * m1 * FRAC)
-        self.drains = 0
         kc = min(t.kc, s.k1)
         self.l0a = [nir.alloc([m1 * kc * FRAC], "f16", "l0a") for _ in range(2)]
         self.l0b = [nir.alloc([kc * (1 if s.diagonal else min(t.n1, s.co1)) * FRAC], "f16", "l0b")
                     for _ in range(2)]
-        self.parity = 0
-        self.unrolled = s.batch * -(-s.ho // t.rows) <= UNROLL_BANDS
+        if row_parts is None:
+            self.emit_rows(self.band_groups(0, s.ho), 0, s.batch * -(-s.ho // t.rows))
+            return
+        parts, part = row_parts
+        (first, *inner, last), run = self.row_variants(parts)
+        pending, bands = list(self.pending), -(-run // t.rows)
+        is_first = arith.CmpIOp(arith.CmpIPredicate.eq, part, nir.index_const(0)).result
+        branch = scf.IfOp(is_first, [], has_else=True)
+        with ir.InsertionPoint(branch.then_block):
+            self.emit_rows(first, 0, bands)
+            scf.YieldOp([])
+        with ir.InsertionPoint(branch.else_block):
+            if inner:
+                is_last = arith.CmpIOp(arith.CmpIPredicate.eq, part,
+                                       nir.index_const(parts - 1)).result
+                branch = scf.IfOp(is_last, [], has_else=True)
+                with ir.InsertionPoint(branch.then_block):
+                    self.pending = list(pending)
+                    self.emit_rows(last, (parts - 1) * run, bands)
+                    scf.YieldOp([])
+                with ir.InsertionPoint(branch.else_block):
+                    self.pending = list(pending)
+                    self.emit_rows(inner[0], lin((part, run)), bands)
+                    scf.YieldOp([])
+            else:
+                self.pending = list(pending)
+                self.emit_rows(last, (parts - 1) * run, bands)
+            scf.YieldOp([])
+
+    def emit_rows(self, groups: list[tuple[Band, int, int]], base: Index, bands: int) -> None:
+        """The bands of `groups` (first rows relative to `base`) of every
+        image: a band alone has its own L1 map; a run of bands alike is a loop
+        of two bands per iteration, or straight code for few bands."""
+        s, t = self.s, self.t
+        self.parity, self.drains = 0, 0
+        if self.pending and (groups[0][2] > 1 or s.batch > 1):
+            self.flush_weights()
+        # The maps of bands outside loops get their own L1 buffers, live for
+        # the whole run: their loads never wait for another band's img2col.
+        maps = {(n, h0): self.map_buffer(band) for n in range(s.batch)
+                for band, h0, count in groups if count == 1}
+        unrolled = bands <= UNROLL_BANDS
         for n in range(s.batch):
-            for band, k0, count in groups:
+            for band, h0, count in groups:
                 if count == 1:
-                    self.emit_band(n, band, k0, self.maps[(n, k0)])
+                    self.emit_band(n, band, lin((base, 1), (h0, 1)), maps[(n, h0)])
                     continue
-                if self.unrolled:  # a wait before a loop would stall its first band
-                    for k in range(k0, k0 + count):
-                        self.emit_band(n, band, k)
+                if unrolled:  # a wait before a loop would stall its first band
+                    for k in range(count):
+                        self.emit_band(n, band, lin((base, 1), (h0 + k * t.rows, 1)))
                     continue
                 pairs, rest = divmod(count, 2)
                 if pairs == 1:
-                    self.emit_band(n, band, k0)
-                    self.emit_band(n, band, k0 + 1)
+                    self.emit_band(n, band, lin((base, 1), (h0, 1)))
+                    self.emit_band(n, band, lin((base, 1), (h0 + t.rows, 1)))
                 elif pairs:
                     loop = nir.for_loop(0, pairs)
                     with ir.InsertionPoint(loop.body):
-                        first = lin((loop.induction_variable, 2), (k0, 1))
+                        first = lin((loop.induction_variable, 2 * t.rows), (base, 1), (h0, 1))
                         self.emit_band(n, band, first)
-                        self.emit_band(n, band, lin((first, 1), (1, 1)))
+                        self.emit_band(n, band, lin((first, 1), (t.rows, 1)))
                         nir.yield_()
                 if rest:
-                    self.emit_band(n, band, k0 + 2 * pairs)
+                    self.emit_band(n, band, lin((base, 1), (h0 + 2 * pairs * t.rows, 1)))
 
     def row_pitch(self) -> int:
         """32-byte blocks from one K1 row of the fractal-Z weights to the
@@ -196,10 +250,10 @@ class ConvKernel:
     def map_buffer(self, band: Band) -> ir.Value:
         return nir.alloc([self.s.c1, band.in_rows, self.g.w, 16], "f16", "l1")
 
-    def emit_band(self, n: int, band: Band, k: Index, fm: ir.Value | None = None) -> None:
+    def emit_band(self, n: int, band: Band, ho0: Index, fm: ir.Value | None = None) -> None:
+        """The band of output rows from `ho0` of image `n`."""
         g, s, t = self.g, self.s, self.t
-        ho0 = lin((k, t.rows))
-        r0 = lin((k, t.rows * g.strides[0]), (-g.pads[0] + band.pad_top, 1))
+        r0 = lin((ho0, g.strides[0]), (-g.pads[0] + band.pad_top, 1))
         fm = fm if fm is not None else self.map_buffer(band)
         for c1 in range(s.c1):  # per C1 block: img2col of block 0 waits for block 0 only
             src = nir.subview(self.x5, [n, c1, r0, 0, 0], [1, 1, band.in_rows, g.w, 16])

@@ -45,13 +45,17 @@ from npu.costmodel.fusion.rows import FUSED_ATTR
 
 from .barriers import Access, Unit, gm_operands, place
 from .groups import apply_group, external, group_split, written
-from .rules import Split, SplitRules, apply
+from .rules import SplitRules
+from .split import Split, apply
 
 SYNC_ALL = "cce.sync_all"
 INERT = ("memref.", "arith.", "func.return", "builtin.unrealized_conversion_cast")
 
 
 CUBE_OPS = ("ascend.matmul", "ascend.batch_matmul", "ascend.conv2d")
+# A matmul epilogue whose weights hold this many times C's bytes is split up
+# when the group cannot be cut (`_dissolve_weight_bound_epilogues`): an estimate.
+WEIGHT_BOUND = 8
 
 
 def _cube_blocks(op: ir.Operation) -> int:
@@ -115,6 +119,7 @@ class SplitCoresPass(Pass):
     def _split_function(self, func: ir.Operation, wanted: int) -> None:
         if nir.block_idx_arg(func) is not None or nir.BLOCK_DIM_ATTR in func.attributes:
             raise PassError("npu-split-cores: the function is already split over cores", func)
+        self._dissolve_weight_bound_epilogues(func, wanted)
         units: list[Unit] = []
         splits: list[Split | None] = []
         for child in func.regions[0].blocks[0].operations:
@@ -185,6 +190,24 @@ class SplitCoresPass(Pass):
             for child in func.regions[0].blocks[0].operations:
                 if "npu.chain" in child.operation.attributes:  # L1 is one core's
                     del child.operation.attributes["npu.chain"]
+
+    def _dissolve_weight_bound_epilogues(self, func: ir.Operation, wanted: int) -> None:
+        """A matmul epilogue group that does not cut evenly (a classifier's
+        1000 columns are not whole fractals on every core) but whose matmul
+        reads far more weight bytes than its C holds is split up: the
+        matmul over the cores, its epilogue ops after it as they cut. Fusing
+        saves a pass over C; one core reading all the weights costs far more."""
+        for child in list(func.regions[0].blocks[0].operations):
+            group = child.operation
+            if group.name != "scf.execute_region" or EPILOGUE_ATTR not in group.attributes:
+                continue
+            mm = [o.operation for o in group.regions[0].blocks[0].operations
+                  if o.operation.name == "ascend.matmul"]
+            if (len(mm) != 1 or _bytes(mm[0].operands[1]) < WEIGHT_BOUND * _bytes(mm[0].operands[2])
+                    or any(self._group(group, n) is not None for n in range(wanted, 1, -1))
+                    or all(self.rules.split(mm[0], n) is None for n in range(wanted, 1, -1))):
+                continue
+            nir.dissolve_group(group, [])
 
     def _estimate(self, units: list[Unit], barriers: int) -> tuple[float, float]:
         """(one core, the split) in cycles, roughly: each unit's GM bytes over

@@ -29,7 +29,8 @@ from npu.costmodel.conv.epilogue import CONV_EPILOGUE_ATTR
 from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
 from npu.costmodel.fusion.rows import FUSED_ATTR
 
-from .rules import Split, SplitRules, slice_value
+from .rules import SplitRules
+from .split import ROWS, Split, slice_value
 
 Cuts = dict[int, str]
 
@@ -63,8 +64,9 @@ def group_split(group: ir.Operation, parts: int, rules: SplitRules
         if split is None:
             return None
         fixed = {v: cut for v, cut in zip(conv[0].operands, split.cuts)}
-        co1 = nir.memref_shape(conv[0].operands[-1].type)[1]
-        return _cuts(group, split, lambda v: fixed.get(v, _channel_cut(v, co1)))
+        out = nir.memref_shape(conv[0].operands[-1].type)
+        rows = ROWS in dict(split.grid)
+        return _cuts(group, split, lambda v: fixed.get(v, _channel_cut(v, out, rows)))
     if EPILOGUE_ATTR in group.attributes:
         mm = [o for o in members(group) if o.name == "ascend.matmul"]
         if len(mm) != 1:
@@ -121,13 +123,16 @@ def _row_cut(v: ir.Value, rows: int, parts: int, frac: int) -> Cuts | None:
     return None
 
 
-def _channel_cut(v: ir.Value, co1: int) -> Cuts | None:
-    """A conv epilogue's tensors by their channel blocks: maps [1, Cout1, H,
-    W, 16] (the conv's result, a residual) and per-channel vectors [Cout1 *
-    16] cut along them; a scalar operand is whole on every core."""
+def _channel_cut(v: ir.Value, out: list[int], rows: bool) -> Cuts | None:
+    """A conv epilogue's tensors by the conv's cut: maps [1, Cout1, Ho, Wo,
+    16] (the conv's result, a residual) along their channel blocks (and
+    rows, which stay unsliced: the conv's lowering runs the epilogue on its
+    own rows), per-channel vectors [Cout1 * 16] along theirs; a scalar
+    operand is whole on every core."""
     shape = nir.memref_shape(v.type)
+    co1 = out[1]
     if len(shape) == 5 and shape[0] == 1 and shape[1] == co1:
-        return {1: "x"}
+        return {1: "x", 2: ROWS} if rows and shape[2] == out[2] else {1: "x"}
     if len(shape) == 1 and shape[0] == co1 * 16:
         return {0: "x"}
     if math.prod(shape) == 1:
@@ -221,13 +226,15 @@ def apply_group(group: ir.Operation, split: Split, cuts: dict[ir.Value, Cuts],
     with ir.InsertionPoint(group):
         coords = split.block_coords(blk)
         for v in external(group, cuts):
-            replaced[v] = slice_value(v, cuts[v], parts, coords) if cuts[v] else v
+            cut = split.sliced(cuts[v])
+            replaced[v] = slice_value(v, cut, parts, coords) if cut else v
     # The group's own tensors: allocs (and views of them) of the slice's size.
     for op in members(group):
         if op.name != "memref.alloc" and op.name not in nir.VIEW_OPS:
             continue
         res = op.results[0]
-        new_t = _sliced_type(res.type, cuts.get(res), parts)
+        cut = cuts.get(res)
+        new_t = _sliced_type(res.type, None if cut is None else split.sliced(cut), parts)
         if new_t is None or new_t == res.type:
             continue
         with ir.InsertionPoint(op), op.location:
@@ -251,6 +258,9 @@ def apply_group(group: ir.Operation, split: Split, cuts: dict[ir.Value, Cuts],
         if op.results and all(not list(r.uses) for r in op.results) and (
                 op.name == "memref.alloc" or op.name in nir.VIEW_OPS):
             op.erase()
+    for op in members(group):
+        if op.name == "ascend.conv2d":
+            split.mark(op)
     for attr, key in ((FUSED_ATTR, "rows"), (ATTENTION_ATTR, "heads")):
         if attr in group.attributes:
             figures = ir.DictAttr(group.attributes[attr])

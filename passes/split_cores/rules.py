@@ -1,5 +1,5 @@
 """How one ascend op is cut over `parts` cores (the per-family split rules of
-`npu-split-cores`), and the rewrite that gives each core its slice.
+`npu-split-cores`).
 
 * matmul (Nz): the output's fractal columns and rows form a grid of
   `pk x pm = parts` tiles (B and C split along N, A and C along M); the grid
@@ -7,6 +7,8 @@
   (`choose_tiling`), gives the least estimated time: the larger of the
   core's cube time, its GM traffic over its movers, and the chip's GM
   traffic over the chip's bandwidth;
+* conv: a grid of its output channel blocks and runs of its output rows
+  (`conv.py`); a pool over its channel blocks;
 * batch matmul: the batch;
 * elementwise, unary and reduce ops split the output's outermost dimension
   that divides evenly into contiguous slices (broadcast operands are not
@@ -22,68 +24,25 @@ Every slice is 32-byte aligned, and each core moves at least `min_bytes`
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith
 
 from npu import ir as nir
 from npu.costmodel.matmul.fitting import MatmulShape
-from npu.dialects.ascend_conv import NC1HWC0, NC1HWC0_C4, has_bias, layout
+from npu.dialects.ascend_conv import NC1HWC0, layout
 from npu.costmodel.matmul.tiling import TilingError, choose_tiling
 from npu.target import Target
+
+from .conv import split_conv
+from .split import COLUMNS, Split
 
 ELEMENTWISE = {"ascend.add", "ascend.sub", "ascend.mul", "ascend.div", "ascend.max",
                "ascend.min"}
 UNARY = {"ascend.adds", "ascend.muls", "ascend.maxs", "ascend.mins", "ascend.relu", "ascend.abs",
          "ascend.neg", "ascend.exp", "ascend.ln", "ascend.sqrt", "ascend.rsqrt",
-         "ascend.reciprocal", "ascend.tanh", "ascend.sigmoid", "ascend.cast", "ascend.clamp"}
+         "ascend.reciprocal", "ascend.tanh", "ascend.sigmoid", "ascend.cast", "ascend.clamp",
+         "ascend.broadcast"}
 REDUCE = {"ascend.reduce_sum", "ascend.reduce_max"}
-
-
-@dataclass(frozen=True)
-class Split:
-    """How one op is cut: per operand, dim -> grid axis name; `grid` orders
-    the cut dims (outermost first) as (name, parts) so that a block index
-    maps to one coordinate per name."""
-
-    cuts: tuple[dict[int, str], ...]  # operand -> {dim: grid axis name}
-    grid: tuple[tuple[str, int], ...]
-    cost: float = 0.0
-
-    @property
-    def parts(self) -> int:
-        return math.prod(n for _, n in self.grid)
-
-    def coords(self, core: int) -> dict[str, int]:
-        """Each grid axis's coordinate on `core` (the last axis varies fastest)."""
-        out, inner = {}, 1
-        for axis, n in reversed(self.grid):
-            out[axis] = core // inner % n
-            inner *= n
-        return out
-
-    def block_coords(self, blk: ir.Value) -> dict[str, ir.Value]:
-        """`coords` computed from the block index at run time."""
-        coords: dict[str, ir.Value] = {}
-        inner, total = 1, self.parts
-        for axis, n in reversed(self.grid):
-            v = blk if inner == 1 else arith.DivUIOp(blk, nir.index_const(inner)).result
-            if inner * n < total:
-                v = arith.RemUIOp(v, nir.index_const(n)).result
-            coords[axis] = v
-            inner *= n
-        return coords
-
-    def box(self, shape: list[int], operand: int, core: int) -> tuple[tuple[int, int], ...]:
-        """(offset, size) per dim of the slice of `operand` that `core` touches."""
-        return self.box_of(shape, self.cuts[operand], core)
-
-    def box_of(self, shape: list[int], cut: dict[int, str], core: int
-               ) -> tuple[tuple[int, int], ...]:
-        parts, coords = dict(self.grid), self.coords(core)
-        return tuple((coords[cut[d]] * (n // parts[cut[d]]), n // parts[cut[d]]) if d in cut
-                     else (0, n) for d, n in enumerate(shape))
 
 
 class SplitRules:
@@ -138,7 +97,7 @@ class SplitRules:
                 cuts = ({perm[d]: "x"}, {d: "x"})
                 if self._cuts_aligned(types, cuts, parts):
                     return Split(cuts, (("x", parts),))
-            return None
+            return self._split_columns(types, perm, parts)
         if name == "ascend.gather":  # rows of the output with their ids; the table whole
             axis = nir.int_attr(op, "axis") % len(nir.memref_shape(types[0]))
             for d in range(len(nir.memref_shape(types[1]))):
@@ -187,22 +146,24 @@ class SplitRules:
         return all(self._aligned(t, d, parts) and all(x == 1 for x in nir.memref_shape(t)[:d])
                    for t, cut in zip(types, cuts) for d in cut)
 
-    @staticmethod
-    def split_conv(op: ir.Operation, parts: int) -> Split | None:
-        """A conv over its output channel blocks: each core computes Cout/parts
-        channels of one image from all of the input (read once per core, an L2
-        hit after the first) and its own columns of the fractal-Z weights
-        [K1, Cout1, 16, 16] (a strided slice: one burst per K1 row). Its
-        output [1, Cout1, Ho, Wo, 16] and bias [Cout1 * 16] slices are
-        contiguous. The block-diagonal (grouped) form, whose input blocks
-        follow its output blocks, stays whole."""
-        if layout(op) not in (NC1HWC0, NC1HWC0_C4):
+    def split_conv(self, op: ir.Operation, parts: int) -> Split | None:
+        return split_conv(op, parts, self.target)
+
+    def _split_columns(self, types: list, perm: list[int], parts: int) -> Split | None:
+        """A last-two swap of one matrix whose rows no contiguous cut divides
+        (NCHW -> NHWC of an image: [1, C, H*W] -> [1, H*W, C]): the source's
+        columns in runs of whole 32-byte blocks, left unsliced (the
+        lowering's chunks read strided rows anyway; `Split.mark`), the
+        result's rows with them."""
+        shape = nir.memref_shape(types[0])
+        n = len(shape)
+        if n < 2 or perm != list(range(n - 2)) + [n - 1, n - 2] or math.prod(shape[:-2]) != 1:
             return None
-        out = nir.memref_shape(op.operands[-1].type)
-        if out[0] != 1 or out[1] % parts:
+        block = self.target.vector_block_bytes // nir.element_bytes(nir.memref_element(types[0]))
+        if shape[-2] < self.target.fractal or shape[-1] % (parts * block):
             return None
-        cuts = ({}, {1: "x"}, *(({0: "x"},) if has_bias(op) else ()), {1: "x"})
-        return Split(cuts, (("x", parts),))
+        cuts = ({n - 1: COLUMNS}, {n - 2: COLUMNS})
+        return Split(cuts, ((COLUMNS, parts),), unsliced=frozenset({COLUMNS}))
 
     def _split_pool(self, op: ir.Operation, types: list, parts: int) -> Split | None:
         """A conv net's pool (NC1HWC0) over one image's channel blocks. An
@@ -250,24 +211,3 @@ class SplitRules:
             if best is None or cost < best.cost:
                 best = Split(cuts, (("k", pk), ("m", pm)), cost)
         return best
-
-
-def apply(op: ir.Operation, split: Split, blk: ir.Value) -> None:
-    """Give `op` the slices of its operands that core `blk` owns."""
-    coords = split.block_coords(blk)
-    parts = dict(split.grid)
-    for i, cut in enumerate(split.cuts):
-        if cut:
-            op.operands[i] = slice_value(op.operands[i], cut, parts, coords)
-
-
-def slice_value(value: ir.Value, cut: dict[int, str], parts: dict[str, int],
-                coords: dict[str, ir.Value]) -> ir.Value:
-    """The subview of `value` that the core at `coords` owns."""
-    shape = nir.memref_shape(value.type)
-    offsets: list = [0] * len(shape)
-    sizes = list(shape)
-    for d, axis in cut.items():
-        sizes[d] = shape[d] // parts[axis]
-        offsets[d] = arith.MulIOp(coords[axis], nir.index_const(sizes[d])).result
-    return nir.subview(value, offsets, sizes)

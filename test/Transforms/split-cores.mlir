@@ -31,8 +31,8 @@ func.func @heads(%x: memref<3x64x32xf16, "gm">, %y: memref<3x32x64xf16, "gm">) {
 // -----
 
 // The second op reads what the first wrote, slice for slice on the same
-// core: no barrier. The transpose (one core: its slices would not be
-// contiguous) reads rows other cores wrote: a chip barrier before it. The
+// core: no barrier. The transpose (one core: its row slices would not be
+// contiguous, its 40 source columns are no whole blocks per core) reads rows other cores wrote: a chip barrier before it. The
 // reduction reads what the transpose wrote on the same core 0: none.
 // CHECK-LABEL: func.func @chain
 // CHECK-SAME: %[[BLK:[a-z0-9]+]]: index {npu.block_idx}) attributes {npu.block_dim = 4 : i64}
@@ -47,11 +47,11 @@ func.func @heads(%x: memref<3x64x32xf16, "gm">, %y: memref<3x32x64xf16, "gm">) {
 // CHECK: scf.if
 // CHECK-NEXT: "ascend.reduce_sum"
 // expected-remark@+1 {{npu-split-cores: 4 of 4 cores, 1 chip barrier; ascend.exp 4; ascend.add 4; ascend.transpose: 1 core (no equal, 32-byte aligned, large enough slices); ascend.reduce_sum: 1 core (no equal, 32-byte aligned, large enough slices)}}
-func.func @chain(%a: memref<64x64xf16, "gm">, %b: memref<64x64xf16, "gm">, %c: memref<64x64xf16, "gm">, %r: memref<1x64xf16, "gm">, %s: memref<1xf16, "gm">) {
-  "ascend.exp"(%a, %b) : (memref<64x64xf16, "gm">, memref<64x64xf16, "gm">) -> ()
-  "ascend.add"(%b, %b, %a) : (memref<64x64xf16, "gm">, memref<64x64xf16, "gm">, memref<64x64xf16, "gm">) -> ()
-  "ascend.transpose"(%a, %c) {permutation = array<i64: 1, 0>} : (memref<64x64xf16, "gm">, memref<64x64xf16, "gm">) -> ()
-  %row = memref.subview %c[0, 0] [1, 64] [1, 1] : memref<64x64xf16, "gm"> to memref<1x64xf16, strided<[64, 1]>, "gm">
+func.func @chain(%a: memref<64x40xf16, "gm">, %b: memref<64x40xf16, "gm">, %c: memref<40x64xf16, "gm">, %r: memref<1x64xf16, "gm">, %s: memref<1xf16, "gm">) {
+  "ascend.exp"(%a, %b) : (memref<64x40xf16, "gm">, memref<64x40xf16, "gm">) -> ()
+  "ascend.add"(%b, %b, %a) : (memref<64x40xf16, "gm">, memref<64x40xf16, "gm">, memref<64x40xf16, "gm">) -> ()
+  "ascend.transpose"(%a, %c) {permutation = array<i64: 1, 0>} : (memref<64x40xf16, "gm">, memref<40x64xf16, "gm">) -> ()
+  %row = memref.subview %c[0, 0] [1, 64] [1, 1] : memref<40x64xf16, "gm"> to memref<1x64xf16, strided<[64, 1]>, "gm">
   "ascend.reduce_sum"(%row, %s) : (memref<1x64xf16, strided<[64, 1]>, "gm">, memref<1xf16, "gm">) -> ()
   return
 }
@@ -84,5 +84,37 @@ func.func @matmul(%a: memref<4x8x16x16xf16, "gm">, %b: memref<4x4x16x16xf16, "gm
 func.func @conv_pool(%x: memref<1x4x8x8x16xf16, "gm">, %w: memref<36x4x16x16xf16, "gm">, %b: memref<64xf16, "gm">, %c: memref<1x4x8x8x16xf16, "gm">, %p: memref<1x4x4x4x16xf16, "gm">) {
   "ascend.conv2d"(%x, %w, %b, %c) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0", kernel = array<i64: 3, 3>} : (memref<1x4x8x8x16xf16, "gm">, memref<36x4x16x16xf16, "gm">, memref<64xf16, "gm">, memref<1x4x8x8x16xf16, "gm">) -> ()
   "ascend.pool2d"(%c, %p) {kind = "max", kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, count_include_pad = 1 : i64, layout = "nc1hwc0"} : (memref<1x4x8x8x16xf16, "gm">, memref<1x4x4x4x16xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+// Two Cout blocks on four cores: a 2x2 grid of channel parts and runs of
+// output rows. The conv keeps its input and its output whole along H (its
+// lowering computes the core's rows, `npu.core_part = [parts, inner]`); the
+// pool, over channel blocks only, reads rows other cores wrote: a barrier.
+// CHECK-LABEL: func.func @conv_rows
+// CHECK-SAME: attributes {npu.block_dim = 4 : i64}
+// CHECK: "ascend.conv2d"(%arg0, %{{.*}}, %{{.*}}, %{{.*}}) {{.*}}npu.core_part = array<i64: 2, 1>{{.*}} : (memref<1x4x8x8x16xf16, "gm">, memref<36x1x16x16xf16, strided<[512, 256, 16, 1], offset: ?>, "gm">, memref<16xf16, strided<[1], offset: ?>, "gm">, memref<1x1x8x8x16xf16, strided<[2048, 1024, 128, 16, 1], offset: ?>, "gm">)
+// CHECK-NEXT: "cce.sync_all"
+// CHECK: scf.if
+// CHECK: "ascend.pool2d"
+// expected-remark@+1 {{npu-split-cores: 4 of 4 cores, 1 chip barrier; ascend.conv2d 2x2; ascend.pool2d 2}}
+func.func @conv_rows(%x: memref<1x4x8x8x16xf16, "gm">, %w: memref<36x2x16x16xf16, "gm">, %b: memref<32xf16, "gm">, %c: memref<1x2x8x8x16xf16, "gm">, %p: memref<1x2x4x4x16xf16, "gm">) {
+  "ascend.conv2d"(%x, %w, %b, %c) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0", kernel = array<i64: 3, 3>} : (memref<1x4x8x8x16xf16, "gm">, memref<36x2x16x16xf16, "gm">, memref<32xf16, "gm">, memref<1x2x8x8x16xf16, "gm">) -> ()
+  "ascend.pool2d"(%c, %p) {kind = "max", kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, count_include_pad = 1 : i64, layout = "nc1hwc0"} : (memref<1x2x8x8x16xf16, "gm">, memref<1x2x4x4x16xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+// An image's NCHW -> NHWC transpose: no cut of its rows is contiguous, so the
+// cores take runs of the source's columns (whole 32-byte blocks), which the
+// lowering reads as strided rows anyway: both operands stay whole.
+// CHECK-LABEL: func.func @to_nhwc
+// CHECK: "ascend.transpose"(%arg0, %arg1) {npu.core_part = array<i64: 4, 1>, permutation = array<i64: 0, 2, 1>} : (memref<1x16x4096xf16, "gm">, memref<1x4096x16xf16, "gm">)
+// expected-remark@+1 {{npu-split-cores: 4 of 4 cores, 0 chip barriers; ascend.transpose 4}}
+func.func @to_nhwc(%x: memref<1x16x4096xf16, "gm">, %y: memref<1x4096x16xf16, "gm">) {
+  "ascend.transpose"(%x, %y) {permutation = array<i64: 0, 2, 1>} : (memref<1x16x4096xf16, "gm">, memref<1x4096x16xf16, "gm">) -> ()
   return
 }

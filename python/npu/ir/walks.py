@@ -75,6 +75,11 @@ def workspace_args(func_op: ir.Operation) -> list[int]:
 # f32 (epilogue-f16), a rounding the numpy reference does not make.
 F16_EPILOGUES_ATTR = "npu.f16_epilogues"
 BLOCK_IDX_ATTR = "npu.block_idx"
+# Set by npu-split-cores on an op whose lowering divides the work over the
+# cores itself (its operands stay whole): `array<i64: parts, inner>`, this
+# core's part being (block index / inner) % parts. What a part is belongs to
+# the op: a conv's run of output rows, a transpose's run of source columns.
+CORE_PART_ATTR = "npu.core_part"
 BLOCK_DIM_ATTR = "npu.block_dim"
 
 
@@ -128,6 +133,17 @@ def block_idx_arg(func_op: ir.Operation) -> int | None:
     return found[0] if found else None
 
 
+def block_idx_value(op: ir.Operation) -> ir.Value | None:
+    """The block index of the kernel that holds `op` (its function's
+    `npu.block_idx` argument), or None outside a multi-core kernel."""
+    node = op.parent
+    while node is not None and node.name != "func.func":
+        node = node.parent
+    if node is None or (i := block_idx_arg(node)) is None:
+        return None
+    return node.regions[0].blocks[0].arguments[i]
+
+
 def block_dim(func_op: ir.Operation) -> int:
     """How many cores the kernel is launched on (1 without `npu.block_dim`)."""
     if BLOCK_DIM_ATTR not in func_op.attributes:
@@ -135,7 +151,7 @@ def block_dim(func_op: ir.Operation) -> int:
     return ir.IntegerAttr(func_op.attributes[BLOCK_DIM_ATTR]).value
 
 
-__all__ = ["BLOCK_DIM_ATTR", "BLOCK_IDX_ATTR", "F16_EPILOGUES_ATTR", "WORKSPACE_ATTR", "append_argument", "arg_attrs",
-           "block_dim", "block_idx_arg", "constant_data", "erase_argument", "functions",
+__all__ = ["BLOCK_DIM_ATTR", "BLOCK_IDX_ATTR", "CORE_PART_ATTR", "F16_EPILOGUES_ATTR", "WORKSPACE_ATTR", "append_argument", "arg_attrs",
+           "block_dim", "block_idx_arg", "block_idx_value", "constant_data", "erase_argument", "functions",
            "ops_in_dialect", "ops_named", "replace_ops", "symbol_name", "walk", "walk_held",
            "workspace_args"]

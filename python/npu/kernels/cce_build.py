@@ -81,6 +81,25 @@ def index_mul(a: ir.Value, b: int) -> ir.Value:
 Index = int | ir.Value
 
 
+def core_part(op: ir.Operation) -> tuple[int, ir.Value] | None:
+    """(parts, this core's part) of an op that npu-split-cores cut along an
+    axis its lowering divides itself (`nir.CORE_PART_ATTR`), the part
+    computed at `op` from the kernel's block index; None when it is not cut.
+    Raises ValueError outside a multi-core kernel."""
+    if nir.CORE_PART_ATTR not in op.attributes:
+        return None
+    parts, inner = nir.int_array_attr(op, nir.CORE_PART_ATTR)
+    if parts == 1:
+        return None
+    blk = nir.block_idx_value(op)
+    if blk is None:
+        raise ValueError(f"{nir.CORE_PART_ATTR} outside a multi-core kernel (its function has "
+                         "no npu.block_idx argument)")
+    with op.location, ir.InsertionPoint(op):
+        part = blk if inner == 1 else arith.DivUIOp(blk, nir.index_const(inner)).result
+        return parts, arith.RemUIOp(part, nir.index_const(parts)).result
+
+
 def lin(*terms: tuple[Index, int]) -> Index:
     """sum(value * coefficient) as a Python int when every value is static,
     else as index arithmetic (static parts folded into one constant)."""

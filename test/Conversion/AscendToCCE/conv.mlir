@@ -60,3 +60,30 @@ func.func @depthwise(%x: memref<1x2x7x7x16xf16, "gm">, %w: memref<9x2x16x16xf16,
   "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0_bd", kernel = array<i64: 3, 3>} : (memref<1x2x7x7x16xf16, "gm">, memref<9x2x16x16xf16, "gm">, memref<1x2x4x4x16xf16, "gm">) -> ()
   return
 }
+
+// -----
+
+// A conv whose 12 output rows npu-split-cores cut into 3 runs of 4 over the
+// cores (`npu.core_part = [parts, inner]`): the part is the block index mod
+// 3; the first run's map has the top pad (5 input rows from row 0), the last
+// run's the bottom pad (5 rows from row 7, offset 7 * 8 * 16 = 896), the
+// inner run's none (6 rows from 4 * part - 1, a run-time offset).
+// CHECK-LABEL: func.func @conv_rows
+// CHECK:         %[[PART:.*]] = arith.remui %arg3, %c3
+// CHECK:         arith.cmpi eq, %[[PART]], %c0
+// CHECK-NEXT:    scf.if
+// CHECK:         "cce.copy_gm_to_l1"{{.*}} : (memref<1x1x5x8x16xf16, strided<[1536, 1536, 128, 16, 1]>, "gm">
+// CHECK:         "cce.img2col_l1_to_l0a"({{.*}}) {{{.*}}fm_h = 5 : i64{{.*}}pad_bottom = 0 : i64{{.*}}pad_top = 1 : i64
+// CHECK:         } else {
+// CHECK:         arith.cmpi eq, %[[PART]], %c2
+// CHECK-NEXT:    scf.if
+// CHECK:         "cce.copy_gm_to_l1"{{.*}} : (memref<1x1x5x8x16xf16, strided<[1536, 1536, 128, 16, 1], offset: 896>, "gm">
+// CHECK:         "cce.img2col_l1_to_l0a"({{.*}}) {{{.*}}fm_h = 5 : i64{{.*}}pad_bottom = 1 : i64{{.*}}pad_top = 0 : i64
+// CHECK:         } else {
+// CHECK:         arith.muli %[[PART]], %c4
+// CHECK:         "cce.copy_gm_to_l1"{{.*}} : (memref<1x1x6x8x16xf16, strided<[1536, 1536, 128, 16, 1], offset: ?>, "gm">
+// CHECK:         "cce.img2col_l1_to_l0a"({{.*}}) {{{.*}}fm_h = 6 : i64{{.*}}pad_bottom = 0 : i64{{.*}}pad_top = 0 : i64
+func.func @conv_rows(%x: memref<1x1x12x8x16xf16, "gm">, %w: memref<9x1x16x16xf16, "gm">, %y: memref<1x1x12x8x16xf32, "gm">, %blk: index {npu.block_idx}) attributes {npu.block_dim = 3 : i64} {
+  "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0", kernel = array<i64: 3, 3>, npu.core_part = array<i64: 3, 1>} : (memref<1x1x12x8x16xf16, "gm">, memref<9x1x16x16xf16, "gm">, memref<1x1x12x8x16xf32, "gm">) -> ()
+  return
+}

@@ -73,15 +73,18 @@ def test_1x1_stride1_stays_a_conv():
     np.testing.assert_allclose(got, ort_run(m, {"x": x})[0], **CUBE)
 
 
-def test_bands_in_loops(monkeypatch):
-    """Convs of many bands run alike bands two per scf.for iteration."""
+@pytest.mark.parametrize("cores", [1, 2])
+def test_bands_in_loops(monkeypatch, cores: int):
+    """Convs of many bands run alike bands two per scf.for iteration; on
+    2 cores (one Cout block: each core computes 40 of the 80 output rows) too."""
     from npu.passes.lower_conv import kernel as conv_kernel
 
-    m = conv_model(c=16, cout=16, k=3, h=40, w=200, pads=(1, 1, 1, 1))
+    m = conv_model(c=16, cout=16, k=3, h=40 * cores, w=200, pads=(1, 1, 1, 1))
     x = random_input(m)
-    straight = str(npu.compile(m, pipeline="npu-lower{emit=cce}").module)
+    pipeline = f"npu-lower{{emit=cce cores={cores}}}"
+    straight = str(npu.compile(m, pipeline=pipeline).module)
     monkeypatch.setattr(conv_kernel, "UNROLL_BANDS", 0)
-    compiled = npu.compile(m, pipeline="npu-lower{emit=cce}")
+    compiled = npu.compile(m, pipeline=pipeline)
     looped = str(compiled.module)
     assert looped.count("scf.for") > straight.count("scf.for")
     (got,), _ = compiled(x)

@@ -1,6 +1,8 @@
 """Fused kernels on many cores equal one core bit for bit: a row group
 (softmax), a row group ending in an Nz store, a matmul epilogue writing
-row-major column slices, and the 310's 1024 x 2048 reduction."""
+row-major column slices, the 310's 1024 x 2048 reduction, and an image's
+NCHW -> NHWC conversion (a broadcast of the zero padding channels, a
+transpose cut by its source columns)."""
 
 from __future__ import annotations
 
@@ -56,6 +58,14 @@ RED = """func.func @r(%a: memref<1024x2048xf16, "gm">, %b: memref<1024xf16, "gm"
   return
 }
 """
+PAD = 'memref<1x16x4096xf16, "gm">'
+NHWC = 'memref<1x4096x16xf16, "gm">'
+TO_NHWC = f"""func.func @to_nhwc(%x: {PAD}, %s: memref<1x1x1xf16, "gm">, %p: {PAD}, %y: {NHWC}) {{
+  "ascend.broadcast"(%s, %p) : (memref<1x1x1xf16, "gm">, {PAD}) -> ()
+  "ascend.transpose"(%x, %y) {{permutation = array<i64: 0, 2, 1>}} : ({PAD}, {NHWC}) -> ()
+  return
+}}
+"""
 MANY = "builtin.module(npu-lower{{cores={n} split-cores-min-bytes=0 split-cores-estimate=false}})"
 
 
@@ -76,6 +86,7 @@ def _run(text: str, pipeline: str, target):
 @pytest.mark.parametrize("name,text,n,target", [
     ("softmax rows", SOFTMAX, 8, "ascend910"),
     ("310 reduction", RED, 2, "ascend310"),
+    ("NCHW -> NHWC", TO_NHWC, 16, "ascend910"),
 ])
 def test_fused_kernels_on_many_cores_equal_one_core(name: str, text: str, n: int,
                                                     target: str) -> None:

@@ -17,8 +17,12 @@ L0C tiles) let MTE1, M and the drain overlap.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from mlir import ir
+
+from npu import ir as nir
+from npu.dialects.ascend_conv import NC1HWC0_BD, NC1HWC0_C4, geometry, layout
 from npu.target import Target
 
 
@@ -69,6 +73,15 @@ class ConvShape:
         bottom = (ho0 + rows - 1) * self.stride_h - self.pad_top + ext
         r0, r1 = max(0, top), min(self.h, bottom)
         return r0, max(r1 - r0, 0)
+
+    def row_part(self, parts: int) -> "ConvShape":
+        """One core's share of the conv cut into `parts` equal runs of output
+        rows (npu-split-cores): Ho/parts rows and the input rows that an
+        inner run reads (its halo included)."""
+        rows = self.ho // parts
+        ext = self.dilation_h * (self.kh - 1) + 1
+        return replace(self, ho=rows, h=min(self.h, (rows - 1) * self.stride_h + ext),
+                       pad_top=0)
 
 
 @dataclass(frozen=True)
@@ -182,3 +195,13 @@ def choose_tiling(s: ConvShape, t: Target, ub_bytes: int | None = None) -> ConvT
                     best = ConvTiling(rows, m1, n1, kc, resident, cycles,
                                       tuple(sorted(pipes.items())))
     return best
+
+
+def conv_shape(op: ir.Operation) -> ConvShape:
+    """The cube's view of an `ascend.conv2d` in a 5HD layout."""
+    g = geometry(op)
+    return ConvShape(c1=g.c // 16, h=g.h, w=g.w, co1=g.cout // 16, kh=g.kh, kw=g.kw,
+                     ho=g.out_hw[0], wo=g.out_hw[1], stride_h=g.strides[0],
+                     dilation_h=g.dilations[0], pad_top=g.pads[0], batch=g.n,
+                     out_bytes=nir.element_bytes(nir.memref_element(op.operands[-1])),
+                     small=layout(op) == NC1HWC0_C4, diagonal=layout(op) == NC1HWC0_BD)

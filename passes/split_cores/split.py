@@ -1,0 +1,99 @@
+"""The split of one op over cores (`Split`: a grid of named axes and each
+operand's cuts along them), and the rewrite that gives a core its slices."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import arith
+
+from npu import ir as nir
+
+ROWS = "r"  # the grid axis of a conv's output rows (see conv.py)
+COLUMNS = "c"  # of a transpose's source columns
+
+
+@dataclass(frozen=True)
+class Split:
+    """How one op is cut: per operand, dim -> grid axis name; `grid` orders
+    the cut dims (outermost first) as (name, parts) so that a block index
+    maps to one coordinate per name."""
+
+    cuts: tuple[dict[int, str], ...]  # operand -> {dim: grid axis name}
+    grid: tuple[tuple[str, int], ...]
+    cost: float = 0.0
+    # Axes the op's lowering divides itself (a conv's output rows): they
+    # describe what each core touches, but no operand is sliced along them.
+    unsliced: frozenset[str] = frozenset()
+
+    @property
+    def parts(self) -> int:
+        return math.prod(n for _, n in self.grid)
+
+    def coords(self, core: int) -> dict[str, int]:
+        """Each grid axis's coordinate on `core` (the last axis varies fastest)."""
+        out, inner = {}, 1
+        for axis, n in reversed(self.grid):
+            out[axis] = core // inner % n
+            inner *= n
+        return out
+
+    def block_coords(self, blk: ir.Value) -> dict[str, ir.Value]:
+        """`coords` computed from the block index at run time."""
+        coords: dict[str, ir.Value] = {}
+        inner, total = 1, self.parts
+        for axis, n in reversed(self.grid):
+            v = blk if inner == 1 else arith.DivUIOp(blk, nir.index_const(inner)).result
+            if inner * n < total:
+                v = arith.RemUIOp(v, nir.index_const(n)).result
+            coords[axis] = v
+            inner *= n
+        return coords
+
+    def sliced(self, cut: dict[int, str]) -> dict[int, str]:
+        """The part of `cut` that becomes a subview."""
+        return {d: a for d, a in cut.items() if a not in self.unsliced}
+
+    def mark(self, op: ir.Operation) -> None:
+        """Tell an op cut along an unsliced axis which part a core does
+        (`nir.CORE_PART_ATTR`)."""
+        for k, (axis, n) in enumerate(self.grid):
+            if axis in self.unsliced:
+                inner = math.prod(m for _, m in self.grid[k + 1:])
+                op.attributes[nir.CORE_PART_ATTR] = ir.DenseI64ArrayAttr.get([n, inner])
+
+    def box(self, shape: list[int], operand: int, core: int) -> tuple[tuple[int, int], ...]:
+        """(offset, size) per dim of the slice of `operand` that `core` touches."""
+        return self.box_of(shape, self.cuts[operand], core)
+
+    def box_of(self, shape: list[int], cut: dict[int, str], core: int
+               ) -> tuple[tuple[int, int], ...]:
+        parts, coords = dict(self.grid), self.coords(core)
+        return tuple((coords[cut[d]] * (n // parts[cut[d]]), n // parts[cut[d]]) if d in cut
+                     else (0, n) for d, n in enumerate(shape))
+
+
+
+
+def apply(op: ir.Operation, split: Split, blk: ir.Value) -> None:
+    """Give `op` the slices of its operands that core `blk` owns."""
+    coords = split.block_coords(blk)
+    parts = dict(split.grid)
+    for i, cut in enumerate(split.cuts):
+        if split.sliced(cut):
+            op.operands[i] = slice_value(op.operands[i], split.sliced(cut), parts, coords)
+    split.mark(op)
+
+
+def slice_value(value: ir.Value, cut: dict[int, str], parts: dict[str, int],
+                coords: dict[str, ir.Value]) -> ir.Value:
+    """The subview of `value` that the core at `coords` owns."""
+    shape = nir.memref_shape(value.type)
+    offsets: list = [0] * len(shape)
+    sizes = list(shape)
+    for d, axis in cut.items():
+        sizes[d] = shape[d] // parts[axis]
+        offsets[d] = arith.MulIOp(coords[axis], nir.index_const(sizes[d])).result
+    return nir.subview(value, offsets, sizes)
