@@ -11,12 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith, scf
 
 from npu import ir as nir
 from npu.costmodel.conv.tiling import ConvShape, ConvTiling
 from npu.dialects.ascend_conv import ConvGeometry
-from npu.kernels.cce_build import copy, copy_bursts, lin
+from npu.kernels.cce_build import by_run, copy, copy_bursts, lin
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue
 from npu.target import Target
 
@@ -142,28 +141,13 @@ class ConvKernel:
         parts, part = row_parts
         (first, *inner, last), run = self.row_variants(parts)
         pending, bands = list(self.pending), -(-run // t.rows)
-        is_first = arith.CmpIOp(arith.CmpIPredicate.eq, part, nir.index_const(0)).result
-        branch = scf.IfOp(is_first, [], has_else=True)
-        with ir.InsertionPoint(branch.then_block):
-            self.emit_rows(first, 0, bands)
-            scf.YieldOp([])
-        with ir.InsertionPoint(branch.else_block):
-            if inner:
-                is_last = arith.CmpIOp(arith.CmpIPredicate.eq, part,
-                                       nir.index_const(parts - 1)).result
-                branch = scf.IfOp(is_last, [], has_else=True)
-                with ir.InsertionPoint(branch.then_block):
-                    self.pending = list(pending)
-                    self.emit_rows(last, (parts - 1) * run, bands)
-                    scf.YieldOp([])
-                with ir.InsertionPoint(branch.else_block):
-                    self.pending = list(pending)
-                    self.emit_rows(inner[0], lin((part, run)), bands)
-                    scf.YieldOp([])
-            else:
-                self.pending = list(pending)
-                self.emit_rows(last, (parts - 1) * run, bands)
-            scf.YieldOp([])
+
+        def run_plan(groups: list[tuple[Band, int, int]], base: Index) -> None:
+            self.pending = list(pending)
+            self.emit_rows(groups, base, bands)
+
+        by_run(parts, part, lambda: run_plan(first, 0), lambda: run_plan(last, (parts - 1) * run),
+               (lambda: run_plan(inner[0], lin((part, run)))) if inner else None)
 
     def emit_rows(self, groups: list[tuple[Band, int, int]], base: Index, bands: int) -> None:
         """The bands of `groups` (first rows relative to `base`) of every

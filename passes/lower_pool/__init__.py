@@ -29,7 +29,7 @@ from mlir import ir
 from npu import ir as nir
 from npu.dialects.ascend_conv import NC1HWC0, layout
 from npu.dialects.ascend_pool import POOL2D, Pool2d
-from npu.kernels.cce_build import delinearize, for_range, lin
+from npu.kernels.cce_build import Index, by_run, core_part, delinearize, for_range, lin
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.passes.lower_pool.columns import column_slices, emit_columns
 from npu.passes.lower_pool.kernel import PoolTile
@@ -95,17 +95,50 @@ class LowerPool(Pass):
                                 f"bytes for 16 planes of {geo.w} columns; UB {capacity})", op)
             emit_columns(self, LowerSlices(self.target), op, geo, wc)
             return
+        try:
+            rows = core_part(op)
+        except ValueError as e:
+            raise PassError(str(e), op)
+        if rows is not None:
+            self.row_runs(op, geo, elem, rows)
+            return
         tile = PoolTile(self, geo, elem, nir.flatten_memref(src), nir.flatten_memref(dst), ob)
-        self.tiles(tile, ob)
+        self.tiles(tile, ob, geo.bands(ob))
 
-    def tiles(self, tile: PoolTile, ob: int) -> None:
-        """Every (group, band): the interior bands on the grid of every full
-        group in one loop, each other band in a loop over the full groups
-        (loops are what npu-double-buffer ping-pongs); the last partial
-        group the same way."""
+    def row_runs(self, op: ir.Operation, geo: PoolGeometry, elem: str,
+                 rows: tuple[int, ir.Value]) -> None:
+        """This core's run of output rows of a pool that npu-split-cores cut
+        into equal runs over the cores (`nir.CORE_PART_ATTR`): the first and
+        last runs' bands as they are, an inner run's at a run-time offset
+        (they must read no padding, so that one plan serves them all)."""
+        parts, part = rows
+        run = geo.ho // parts
+        ob = geo.choose_band(int(self.target.capacity("ub") * self.ub_fraction),
+                             min(self.max_rows or run, run)) if geo.pixel_major else None
+        if geo.ho % parts or ob is None or ob > run:
+            raise PassError(f"{nir.CORE_PART_ATTR}: cuts the output rows of an NC1HWC0 pool into "
+                            f"{parts} equal runs of whole bands; this one has {geo.ho} rows", op)
+        inner = geo.bands(ob, run, 2 * run) if parts > 2 else []
+        if not all(b.interior for b in inner):
+            raise PassError(f"{nir.CORE_PART_ATTR}: the inner runs of {run} output rows read "
+                            "padding rows", op)
+        src, dst = (nir.flatten_memref(v) for v in op.operands)
+
+        def emit(bands: list, shift: Index = 0) -> None:
+            self.tiles(PoolTile(self, geo, elem, src, dst, ob), ob, bands, shift)
+
+        with op.location, ir.InsertionPoint(op):
+            by_run(parts, part, lambda: emit(geo.bands(ob, 0, run)),
+                   lambda: emit(geo.bands(ob, geo.ho - run)),
+                   lambda: emit(inner, lin((part, run), (1, -run))))
+
+    def tiles(self, tile: PoolTile, ob: int, bands: list, shift: Index = 0) -> None:
+        """Every (group, band) of `bands` (output rows moved by `shift`): the
+        interior bands on the grid of every full group in one loop, each
+        other band in a loop over the full groups (loops are what
+        npu-double-buffer ping-pongs); the last partial group the same way."""
         geo = tile.geo
-        bands = geo.bands(ob)
-        grid = [k for k, b in enumerate(bands) if b.interior and b.o0 == k * ob]
+        grid = [k for k, b in enumerate(bands) if b.interior and b.o0 == bands[0].o0 + k * ob]
         lo, hi = (grid[0], grid[0] + 1) if grid else (0, 0)
         while hi < len(bands) and hi in grid:
             hi += 1
@@ -122,9 +155,11 @@ class LowerPool(Pass):
                     def body(i, band=band, gp=gp, first=first) -> None:
                         g, kk = delinearize(i, [count, hi - lo]) if count > 1 else (0, i)
                         p0 = lin((g, GROUP), (1, first))
-                        o0 = lin((kk, ob), (1, lo * ob))
-                        tile.emit(p0, gp, o0, band, lin((kk, ob * sh), (1, lo * ob * sh - pt)))
+                        o0 = lin((kk, ob), (1, band.o0), (shift, 1))
+                        tile.emit(p0, gp, o0, band,
+                                  lin((kk, ob * sh), (1, band.o0 * sh - pt), (shift, sh)))
                     for_range(count * (hi - lo), body)
                 else:
                     for_range(count, lambda g, band=band, gp=gp, first=first: tile.emit(
-                        lin((g, GROUP), (1, first)), gp, band.o0, band, band.in_start))
+                        lin((g, GROUP), (1, first)), gp, lin((1, band.o0), (shift, 1)), band,
+                        lin((1, band.in_start), (shift, sh))))

@@ -48,10 +48,12 @@ class PoolGeometry:
         """Padded-image rows the windows of `ob` output rows read."""
         return (ob - 1) * self.pool.strides[0] + self.pool.span(0)
 
-    def bands(self, ob: int) -> list[Band]:
+    def bands(self, ob: int, h0: int = 0, h1: int | None = None) -> list[Band]:
+        """The bands of output rows [h0, h1) (all of them by default)."""
+        h1 = self.ho if h1 is None else h1
         out = []
-        starts = list(range(0, self.ho, ob))
-        starts[-1] = self.ho - ob
+        starts = list(range(h0, h1, ob))
+        starts[-1] = h1 - ob
         for o0 in starts:
             lo = o0 * self.pool.strides[0] - self.pool.pads[0]
             hi = lo + self.band_rows(ob)

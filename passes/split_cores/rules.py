@@ -7,8 +7,8 @@
   (`choose_tiling`), gives the least estimated time: the larger of the
   core's cube time, its GM traffic over its movers, and the chip's GM
   traffic over the chip's bandwidth;
-* conv: a grid of its output channel blocks and runs of its output rows
-  (`conv.py`); a pool over its channel blocks;
+* conv and NC1HWC0 pool: a grid of their output channel blocks and runs of
+  their output rows (`conv.py`);
 * batch matmul: the batch;
 * elementwise, unary and reduce ops split the output's outermost dimension
   that divides evenly into contiguous slices (broadcast operands are not
@@ -29,11 +29,10 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.matmul.fitting import MatmulShape
-from npu.dialects.ascend_conv import NC1HWC0, layout
 from npu.costmodel.matmul.tiling import TilingError, choose_tiling
 from npu.target import Target
 
-from .conv import split_conv
+from .conv import split_conv, split_pool
 from .split import COLUMNS, Split
 
 ELEMENTWISE = {"ascend.add", "ascend.sub", "ascend.mul", "ascend.div", "ascend.max",
@@ -80,7 +79,7 @@ class SplitRules:
         if name == "ascend.conv2d":
             return self.split_conv(op, parts)
         if name == "ascend.pool2d":
-            return self._split_pool(op, types, parts)
+            return split_pool(op, parts)
         if name == "ascend.batch_matmul":
             cuts = tuple({0: "x"} for _ in types)
             return Split(cuts, (("x", parts),)) if self._cuts_aligned(types, cuts, parts) else None
@@ -164,15 +163,6 @@ class SplitRules:
             return None
         cuts = ({n - 1: COLUMNS}, {n - 2: COLUMNS})
         return Split(cuts, ((COLUMNS, parts),), unsliced=frozenset({COLUMNS}))
-
-    def _split_pool(self, op: ir.Operation, types: list, parts: int) -> Split | None:
-        """A conv net's pool (NC1HWC0) over one image's channel blocks. An
-        NCHW pool stays whole: a map too wide for UB is pooled in column
-        slices through GM temporaries, which every core would share."""
-        if layout(op) != NC1HWC0:
-            return None
-        cuts = ({1: "x"}, {1: "x"})
-        return Split(cuts, (("x", parts),)) if self._cuts_aligned(types, cuts, parts) else None
 
     def split_matmul(self, op: ir.Operation, parts: int, whole_k: bool = False) -> Split | None:
         """The matmul's grid; `whole_k`: only M is cut (every core keeps whole

@@ -89,20 +89,22 @@ func.func @conv_pool(%x: memref<1x4x8x8x16xf16, "gm">, %w: memref<36x4x16x16xf16
 
 // -----
 
-// Two Cout blocks on four cores: a 2x2 grid of channel parts and runs of
-// output rows. The conv keeps its input and its output whole along H (its
-// lowering computes the core's rows, `npu.core_part = [parts, inner]`); the
-// pool, over channel blocks only, reads rows other cores wrote: a barrier.
+// Two Cout blocks of a 16 x 16 map on four cores: the conv cost model
+// prefers four runs of output rows (each core img2cols only its rows) to
+// two channel parts. The conv keeps its input and its output whole along H
+// (its lowering computes the core's rows, `npu.core_part = [parts,
+// inner]`); the pool (a 2 x 2 grid, reading its windows' rows whole) waits
+// at a barrier.
 // CHECK-LABEL: func.func @conv_rows
 // CHECK-SAME: attributes {npu.block_dim = 4 : i64}
-// CHECK: "ascend.conv2d"(%arg0, %{{.*}}, %{{.*}}, %{{.*}}) {{.*}}npu.core_part = array<i64: 2, 1>{{.*}} : (memref<1x4x8x8x16xf16, "gm">, memref<36x1x16x16xf16, strided<[512, 256, 16, 1], offset: ?>, "gm">, memref<16xf16, strided<[1], offset: ?>, "gm">, memref<1x1x8x8x16xf16, strided<[2048, 1024, 128, 16, 1], offset: ?>, "gm">)
+// CHECK: "ascend.conv2d"(%arg0, %{{.*}}, %{{.*}}, %{{.*}}) {{.*}}npu.core_part = array<i64: 4, 1>{{.*}} : (memref<1x4x16x16x16xf16, "gm">, memref<36x2x16x16xf16, strided<[512, 256, 16, 1], offset: ?>, "gm">, memref<32xf16, strided<[1], offset: ?>, "gm">, memref<1x2x16x16x16xf16, strided<[8192, 4096, 256, 16, 1], offset: ?>, "gm">)
 // CHECK-NEXT: "cce.sync_all"
-// CHECK: scf.if
-// CHECK: "ascend.pool2d"
-// expected-remark@+1 {{npu-split-cores: 4 of 4 cores, 1 chip barrier; ascend.conv2d 2x2; ascend.pool2d 2}}
-func.func @conv_rows(%x: memref<1x4x8x8x16xf16, "gm">, %w: memref<36x2x16x16xf16, "gm">, %b: memref<32xf16, "gm">, %c: memref<1x2x8x8x16xf16, "gm">, %p: memref<1x2x4x4x16xf16, "gm">) {
-  "ascend.conv2d"(%x, %w, %b, %c) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0", kernel = array<i64: 3, 3>} : (memref<1x4x8x8x16xf16, "gm">, memref<36x2x16x16xf16, "gm">, memref<32xf16, "gm">, memref<1x2x8x8x16xf16, "gm">) -> ()
-  "ascend.pool2d"(%c, %p) {kind = "max", kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, count_include_pad = 1 : i64, layout = "nc1hwc0"} : (memref<1x2x8x8x16xf16, "gm">, memref<1x2x4x4x16xf16, "gm">) -> ()
+// CHECK-NOT: scf.if
+// CHECK: "ascend.pool2d"({{.*}}npu.core_part = array<i64: 2, 1>{{.*}} : (memref<1x1x16x16x16xf16, strided<[8192, 4096, 256, 16, 1], offset: ?>, "gm">, memref<1x1x8x8x16xf16, strided<[2048, 1024, 128, 16, 1], offset: ?>, "gm">)
+// expected-remark@+1 {{npu-split-cores: 4 of 4 cores, 1 chip barrier; ascend.conv2d 1x4; ascend.pool2d 2x2}}
+func.func @conv_rows(%x: memref<1x4x16x16x16xf16, "gm">, %w: memref<36x2x16x16xf16, "gm">, %b: memref<32xf16, "gm">, %c: memref<1x2x16x16x16xf16, "gm">, %p: memref<1x2x8x8x16xf16, "gm">) {
+  "ascend.conv2d"(%x, %w, %b, %c) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0", kernel = array<i64: 3, 3>} : (memref<1x4x16x16x16xf16, "gm">, memref<36x2x16x16xf16, "gm">, memref<32xf16, "gm">, memref<1x2x16x16x16xf16, "gm">) -> ()
+  "ascend.pool2d"(%c, %p) {kind = "max", kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, count_include_pad = 1 : i64, layout = "nc1hwc0"} : (memref<1x2x16x16x16xf16, "gm">, memref<1x2x8x8x16xf16, "gm">) -> ()
   return
 }
 

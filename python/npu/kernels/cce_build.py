@@ -4,12 +4,12 @@ index arithmetic). Call inside `with ctx, loc, ir.InsertionPoint(...)`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from mlir import ir
-from mlir.dialects import arith
+from mlir.dialects import arith, scf
 
 from npu import ir as nir
 from npu.dialects.hivm import config_field
@@ -98,6 +98,32 @@ def core_part(op: ir.Operation) -> tuple[int, ir.Value] | None:
     with op.location, ir.InsertionPoint(op):
         part = blk if inner == 1 else arith.DivUIOp(blk, nir.index_const(inner)).result
         return parts, arith.RemUIOp(part, nir.index_const(parts)).result
+
+
+def by_run(parts: int, part: ir.Value, first: Callable[[], None], last: Callable[[], None],
+           inner: Callable[[], None] | None = None) -> None:
+    """The code of the first, the last or an inner one of `parts` runs (an
+    op whose rows npu-split-cores cut over the cores), picked at run time by
+    this core's `part`: `scf.if` on part == 0, else on part == parts - 1."""
+    def is_(k: int) -> ir.Value:
+        return arith.CmpIOp(arith.CmpIPredicate.eq, part, nir.index_const(k)).result
+
+    branch = scf.IfOp(is_(0), [], has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        first()
+        scf.YieldOp([])
+    with ir.InsertionPoint(branch.else_block):
+        if inner is not None and parts > 2:
+            nested = scf.IfOp(is_(parts - 1), [], has_else=True)
+            with ir.InsertionPoint(nested.then_block):
+                last()
+                scf.YieldOp([])
+            with ir.InsertionPoint(nested.else_block):
+                inner()
+                scf.YieldOp([])
+        else:
+            last()
+        scf.YieldOp([])
 
 
 def lin(*terms: tuple[Index, int]) -> Index:

@@ -34,10 +34,22 @@ CHAIN = f"""func.func @block(%x: {X}, %w1: {W}, %r: {Y}, %w2: {W}, %y: {Y}) {{
   return
 }}
 """
-# depthwise (block-diagonal fractals: block j of the output reads block j of the input)
-WD = 'memref<9x4x16x16xf16, "gm">'
-DEPTHWISE = f"""func.func @dw(%x: {X}, %w: {WD}, %y: {Y}) {{
-  "ascend.conv2d"(%x, %w, %y) {CONV.replace('"nc1hwc0"', '"nc1hwc0_bd"')} : ({X}, {WD}, {Y}) -> ()
+# depthwise (block-diagonal fractals: block j of the output reads block j of
+# the input), 2 blocks of 32 x 32: 2 channel parts x 8 runs of rows
+XD = 'memref<1x2x32x32x16xf16, "gm">'
+YD = 'memref<1x2x32x32x16xf32, "gm">'
+WD = 'memref<9x2x16x16xf16, "gm">'
+DEPTHWISE = f"""func.func @dw(%x: {XD}, %w: {WD}, %y: {YD}) {{
+  "ascend.conv2d"(%x, %w, %y) {CONV.replace('"nc1hwc0"', '"nc1hwc0_bd"')} : ({XD}, {WD}, {YD}) -> ()
+  return
+}}
+"""
+# ResNet's max pool (3x3, stride 2, pad 1) over 16 -> 8 rows: runs of one row
+P = 'memref<1x4x8x8x16xf16, "gm">'
+POOL = f"""func.func @pool(%x: {X}, %y: {P}) {{
+  "ascend.pool2d"(%x, %y) {{kind = "max", kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>,
+      pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, count_include_pad = 1 : i64,
+      layout = "nc1hwc0"}} : ({X}, {P}) -> ()
   return
 }}
 """
@@ -70,13 +82,18 @@ def _run(program: str, inputs: list[np.ndarray]):
 
 @pytest.mark.parametrize("text,cores,row_parts", [
     (CHAIN, 32, 8),     # 4 channel blocks x 8 runs of 2 rows: first, inner and last plans
-    (CHAIN, 8, 2),      # 4 x 2: first and last
-    (DEPTHWISE, 16, 4),  # its input blocks follow its output blocks
+    (CHAIN, 8, 4),      # 2 channel parts x 4 runs
+    (DEPTHWISE, 16, 8),  # its input blocks follow its output blocks
+    (POOL, 32, 8),
 ])
 def test_convs_cut_by_rows_equal_one_core(text: str, cores: int, row_parts: int) -> None:
     """Against one core within an f16 ulp of the values (each core's conv is
     tiled for its own rows and channels, so f32 sums may associate
     otherwise), against numpy, with no race."""
+    split = parse_module(text, make_context())
+    run_pipeline(split, f"builtin.module(npu-split-cores{{cores={cores} min-bytes=0}})",
+                 get_target())
+    assert f"npu.core_part = array<i64: {row_parts}, 1>" in str(split)
     inputs = _inputs(text)
     program = _compiled(text, cores)
     many = _run(program, inputs)
