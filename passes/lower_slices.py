@@ -29,54 +29,17 @@ Anything else (1-byte short runs, too large for UB) is a located error.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from mlir import ir
 
 from npu import ir as nir
+from npu.analysis.slice_runs import RunMap, op_runs
 from npu.dialects.ascend import INSERT_SLICE, SLICE, SLICE_OPS, slice_indices
 from npu.dialects.hivm import config_field
-from npu.kernels.cce_build import copy, delinearize, for_pieces, for_range, lin, sub
+from npu.kernels.cce_build import copy, core_part, delinearize, for_pieces, for_range, lin, sub
 from npu.passes.base import Pass, PassError, ub_fraction_option
 from npu.passes.transpose_general import compact_blocks, expand_to_blocks
 from npu.costmodel.vector.tiling import plan_chunks, round_down, round_up
-
-
-@dataclass
-class RunMap:
-    """Element (i_0, .., i_k-1, j) of the lead dims and the run, j < length,
-    is src[src_base + sum i_d * src_coef[d] + j] and dst[dst_base + sum
-    i_d * dst_coef[d] + j] (flat indices)."""
-    lead: list[int]
-    src_coef: list[int]
-    dst_coef: list[int]
-    src_base: int
-    dst_base: int
-    length: int
-
-
-def _row_major_strides(shape) -> list[int]:
-    return [int(np.prod(shape[d + 1:], dtype=np.int64)) for d in range(len(shape))]
-
-
-def run_map(box: list[int], big: list[int], offsets: list[int], strides: list[int],
-            box_is_src: bool) -> RunMap:
-    """The runs of `box[i] <-> big[offsets + i * strides]` (box contiguous)."""
-    big_st, box_st = _row_major_strides(big), _row_major_strides(box)
-    rank = len(box)
-    k = rank
-    if rank and strides[-1] == 1:
-        k = rank - 1
-        while k > 0 and box[k] == big[k] and offsets[k] == 0 and strides[k - 1] == 1:
-            k -= 1
-    length = int(np.prod(box[k:], dtype=np.int64))
-    big_coef = [s * big_st[d] for d, s in enumerate(strides[:k])]
-    base = sum(o * st for o, st in zip(offsets, big_st))
-    lead = list(box[:k])
-    if box_is_src:
-        return RunMap(lead, box_st[:k], big_coef, 0, base, length)
-    return RunMap(lead, big_coef, box_st[:k], base, 0, length)
 
 
 class LowerSlices(Pass):
@@ -99,13 +62,10 @@ class LowerSlices(Pass):
                 raise PassError(f"operand of type {v.type} is not contiguous (row-major, dense)", op)
         offsets = nir.int_array_attr(op, "offsets")
         if op.name == SLICE:
-            strides = nir.int_array_attr(op, "strides")
-            why = slice_indices(in_shape, out_shape, offsets, strides)
-            runs = run_map(out_shape, in_shape, offsets, strides, box_is_src=False)
+            why = slice_indices(in_shape, out_shape, offsets, nir.int_array_attr(op, "strides"))
         else:
-            strides = [1] * len(offsets)
-            why = slice_indices(out_shape, in_shape, offsets, strides, big="output")
-            runs = run_map(in_shape, out_shape, offsets, strides, box_is_src=True)
+            why = slice_indices(out_shape, in_shape, offsets, [1] * len(offsets), big="output")
+        runs = op_runs(op)
         if why:
             raise PassError(why, op)
         if int(np.prod(in_shape if op.name == INSERT_SLICE else out_shape)) == 0:
@@ -116,7 +76,13 @@ class LowerSlices(Pass):
         self.chunk = max(self.block, round_down(int(self.target.capacity("ub") * self.ub_fraction)
                                                 // es, self.block))
         flat_src, flat_dst = nir.flatten_memref(src), nir.flatten_memref(dst)
-        if runs.length >= self.block:
+        try:
+            share = core_part(op)
+        except ValueError as e:
+            raise PassError(str(e), op)
+        if share is not None:
+            self.core_share(op, runs, flat_src, flat_dst, *share)
+        elif runs.length >= self.block:
             self.rows(runs, flat_src, flat_dst)
         elif es in (2, 4):
             Gather(self, op, runs, in_shape, out_shape).emit(flat_src, flat_dst)
@@ -124,6 +90,27 @@ class LowerSlices(Pass):
             raise PassError(f"{op.name} of {elem} with rows of {runs.length} elements (under one "
                             "32-byte block) needs the element gather, which handles 2- and 4-byte "
                             "types", op)
+
+    def core_share(self, op: ir.Operation, r: RunMap, src: ir.Value, dst: ir.Value, parts: int,
+                   part: ir.Value) -> None:
+        """This core's share of a single run that npu-split-cores cut into
+        `parts` equal pieces of whole blocks (`nir.CORE_PART_ATTR`)."""
+        if int(np.prod(r.lead, dtype=np.int64)) != 1 or r.length % (parts * self.block):
+            raise PassError(f"{nir.CORE_PART_ATTR}: cuts one run of whole {self.block}-element "
+                            f"blocks into {parts} equal pieces; this op moves "
+                            f"{int(np.prod(r.lead, dtype=np.int64))} runs of {r.length}", op)
+        share = r.length // parts
+        first = lin((part, share))
+        g = self.target.granule("ub")
+
+        def piece(start, length: int) -> None:
+            buf = nir.alloc([length], self.elem, "ub")
+            at = lin((first, 1), (start, 1))
+            copy("cce.copy_gm_to_ub", sub(src, lin((at, 1), (r.src_base, 1)), length), buf, 1,
+                 length * self.es // g)
+            copy("cce.copy_ub_to_gm", buf, sub(dst, lin((at, 1), (r.dst_base, 1)), length), 1,
+                 length * self.es // g)
+        for_pieces(plan_chunks(share, self.chunk, self.block), piece)
 
     # -- rows of at least one block ------------------------------------------
     def rows(self, r: RunMap, src: ir.Value, dst: ir.Value) -> None:

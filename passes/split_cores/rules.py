@@ -15,7 +15,8 @@
   sliced);
 * transpose splits one output dimension (and the input dimension it comes
   from), fractalize / defractalize the rows of the ND side, gather the ids
-  and their output rows (every core reads the whole table).
+  and their output rows (every core reads the whole table), a slice that
+  moves one run (`_split_run`) equal pieces of it.
 
 Every slice is 32-byte aligned, and each core moves at least `min_bytes`
 (its share of all the op's operands).
@@ -28,12 +29,13 @@ import math
 from mlir import ir
 
 from npu import ir as nir
+from npu.analysis.slice_runs import op_runs
 from npu.costmodel.matmul.fitting import MatmulShape
 from npu.costmodel.matmul.tiling import TilingError, choose_tiling
 from npu.target import Target
 
 from .conv import split_conv, split_pool
-from .split import COLUMNS, Split
+from .split import COLUMNS, RUN, Split
 
 ELEMENTWISE = {"ascend.add", "ascend.sub", "ascend.mul", "ascend.div", "ascend.max",
                "ascend.min"}
@@ -104,6 +106,8 @@ class SplitRules:
                 if self._cuts_aligned(types, cuts, parts):
                     return Split(cuts, (("x", parts),))
             return None
+        if name in ("ascend.slice", "ascend.insert_slice"):
+            return self._split_run(op, types, parts)
         if name in ("ascend.fractalize", "ascend.defractalize"):
             nd, nz = (0, 1) if name == "ascend.fractalize" else (1, 0)
             nd_shape = nir.memref_shape(types[nd])
@@ -147,6 +151,17 @@ class SplitRules:
 
     def split_conv(self, op: ir.Operation, parts: int) -> Split | None:
         return split_conv(op, parts, self.target)
+
+    def _split_run(self, op: ir.Operation, types: list, parts: int) -> Split | None:
+        """A slice that moves one long run (the image's 3 channels into the
+        16 of its padded copy) in equal pieces of whole blocks, left
+        unsliced (npu-lower-slices cuts the run by `core_part`); for the
+        barriers every core reads and writes all of it."""
+        runs = op_runs(op)
+        block = self.target.vector_block_bytes // nir.element_bytes(nir.memref_element(types[0]))
+        if math.prod(runs.lead) != 1 or runs.length % (parts * block):
+            return None
+        return Split(({}, {}), ((RUN, parts),), unsliced=frozenset({RUN}))
 
     def _split_columns(self, types: list, perm: list[int], parts: int) -> Split | None:
         """A last-two swap of one matrix whose rows no contiguous cut divides

@@ -13,6 +13,7 @@ from npu import ir as nir
 
 ROWS = "r"  # the grid axis of a conv's output rows (see conv.py)
 COLUMNS = "c"  # of a transpose's source columns
+RUN = "run"  # of the one run a slice moves
 
 
 @dataclass(frozen=True)

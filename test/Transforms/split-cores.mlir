@@ -120,3 +120,20 @@ func.func @to_nhwc(%x: memref<1x16x4096xf16, "gm">, %y: memref<1x4096x16xf16, "g
   "ascend.transpose"(%x, %y) {permutation = array<i64: 0, 2, 1>} : (memref<1x16x4096xf16, "gm">, memref<1x4096x16xf16, "gm">) -> ()
   return
 }
+
+// -----
+
+// An image's 3 channels into the 16 of its padded copy: one run of 3 x 4096
+// elements, cut into equal pieces of whole blocks (npu-lower-slices takes
+// this core's piece); after the broadcast that zeroed the copy on 16 cores
+// (channels 4c..4c+3 on core c), a barrier.
+// CHECK-LABEL: func.func @pad_channels
+// CHECK: "ascend.broadcast"
+// CHECK-NEXT: "cce.sync_all"
+// CHECK-NEXT: "ascend.insert_slice"(%arg0, %arg2) {npu.core_part = array<i64: 4, 1>, offsets = array<i64: 0, 0, 0>}
+// expected-remark@+1 {{npu-split-cores: 4 of 4 cores, 1 chip barrier; ascend.broadcast 4; ascend.insert_slice 4}}
+func.func @pad_channels(%x: memref<1x3x4096xf16, "gm">, %zero: memref<1x1x1xf16, "gm">, %p: memref<1x16x4096xf16, "gm">) {
+  "ascend.broadcast"(%zero, %p) : (memref<1x1x1xf16, "gm">, memref<1x16x4096xf16, "gm">) -> ()
+  "ascend.insert_slice"(%x, %p) {offsets = array<i64: 0, 0, 0>} : (memref<1x3x4096xf16, "gm">, memref<1x16x4096xf16, "gm">) -> ()
+  return
+}

@@ -1,8 +1,9 @@
 """Fused kernels on many cores equal one core bit for bit: a row group
 (softmax), a row group ending in an Nz store, a matmul epilogue writing
 row-major column slices, the 310's 1024 x 2048 reduction, and an image's
-NCHW -> NHWC conversion (a broadcast of the zero padding channels, a
-transpose cut by its source columns)."""
+NCHW -> NC1HWC0 conversion (a broadcast of the zero padding channels, the
+insert of its 3 channels cut into pieces of one run, a transpose cut by
+its source columns)."""
 
 from __future__ import annotations
 
@@ -60,9 +61,12 @@ RED = """func.func @r(%a: memref<1024x2048xf16, "gm">, %b: memref<1024xf16, "gm"
 """
 PAD = 'memref<1x16x4096xf16, "gm">'
 NHWC = 'memref<1x4096x16xf16, "gm">'
-TO_NHWC = f"""func.func @to_nhwc(%x: {PAD}, %s: memref<1x1x1xf16, "gm">, %p: {PAD}, %y: {NHWC}) {{
-  "ascend.broadcast"(%s, %p) : (memref<1x1x1xf16, "gm">, {PAD}) -> ()
-  "ascend.transpose"(%x, %y) {{permutation = array<i64: 0, 2, 1>}} : ({PAD}, {NHWC}) -> ()
+RGB = 'memref<1x3x4096xf16, "gm">'
+TO_NHWC = f"""func.func @to_nhwc(%x: {RGB}, %zero: memref<1x1x1xf16, "gm">, %y: {NHWC}) {{
+  %p = memref.alloc() : {PAD}
+  "ascend.broadcast"(%zero, %p) : (memref<1x1x1xf16, "gm">, {PAD}) -> ()
+  "ascend.insert_slice"(%x, %p) {{offsets = array<i64: 0, 0, 0>}} : ({RGB}, {PAD}) -> ()
+  "ascend.transpose"(%p, %y) {{permutation = array<i64: 0, 2, 1>}} : ({PAD}, {NHWC}) -> ()
   return
 }}
 """
@@ -86,7 +90,7 @@ def _run(text: str, pipeline: str, target):
 @pytest.mark.parametrize("name,text,n,target", [
     ("softmax rows", SOFTMAX, 8, "ascend910"),
     ("310 reduction", RED, 2, "ascend310"),
-    ("NCHW -> NHWC", TO_NHWC, 16, "ascend910"),
+    ("NCHW -> NC1HWC0", TO_NHWC, 16, "ascend910"),
 ])
 def test_fused_kernels_on_many_cores_equal_one_core(name: str, text: str, n: int,
                                                     target: str) -> None:
