@@ -149,6 +149,7 @@ def test_f32_softmax_when_selected():
     close(f16[3], numpy_attention_f16(*ins[:3], 1.0))
 
 
+@pytest.mark.slow  # 12 s: a cycle comparison that bench/attention_softmax.py prints too
 def test_f16_softmax_is_cheaper():
     """Half the vector repeats of the max and the shift, no cast of P."""
     text = attention(2, 512, 64)

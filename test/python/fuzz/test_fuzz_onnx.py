@@ -50,7 +50,7 @@ import torch_mlir.passmanager  # noqa: E402,F401
 
 SEEDS = lib.seeds()
 NAMES = sorted(SEEDS)
-CASES, SLOW_CASES = 150, 3000
+CASES, SLOW_CASES = 100, 3000
 # CPU seconds per case, enforced by the kernel (RLIMIT_CPU): a seed takes
 # under 1 s, and a hang must not eat the default run's budget.
 CPU_LIMIT = 8

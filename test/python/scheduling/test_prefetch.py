@@ -321,6 +321,7 @@ def test_a_preparation_waiting_behind_free_loads_keeps_the_previous_ops_gap():
     assert res.cycles < plain_res.cycles, (res.cycles, plain_res.cycles)
 
 
+@pytest.mark.slow  # 11 s; the other prefetch tests cover the L1 room by default
 def test_live_l1_room_takes_the_attention_tail():
     """The attention computing its Q/K/V projection (seq 128, hidden 768)
     keeps X, the W chunks and the heads' tiles in one component of L1

@@ -237,6 +237,7 @@ def test_cli_usage_errors(tmp_path, capsys):
     assert e.value.code == 2 and "p.mlir: not JSON" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # 17 s; test_tune_sweeps tunes a model through the frontend by default
 def test_an_onnx_model_is_tuned_through_the_frontend(tmp_path, capsys):
     """npu-tune model.onnx imports it (ONNX -> linalg -> ascend) and tunes its ops."""
     import onnx
