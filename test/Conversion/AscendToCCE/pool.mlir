@@ -49,3 +49,26 @@ func.func @avg_f32(%x: memref<1x16x5x9xf32, "gm">, %y: memref<1x16x2x4xf32, "gm"
   "ascend.pool2d"(%x, %y) {kind = "avg", kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, count_include_pad = 0 : i64} : (memref<1x16x5x9xf32, "gm">, memref<1x16x2x4xf32, "gm">) -> ()
   return
 }
+
+// -----
+
+// An NC1HWC0 max pool whose 8 output rows npu-split-cores cut into 4 runs of
+// 2 (`npu.core_part`): the first run reads input rows 0-3 (the top pad), the
+// last rows 11-15 (offset 11 * 16 * 16 = 2816), an inner run 5 rows from
+// 2 * (2 * part) - 1, at a run-time offset.
+// CHECK-LABEL: func.func @pool_rows
+// CHECK:         %[[PART:.*]] = arith.remui %arg2, %c4
+// CHECK:         arith.cmpi eq, %[[PART]], %c0
+// CHECK-NEXT:    scf.if
+// CHECK:         "cce.copy_gm_to_ub"{{.*}} : (memref<1024xf16, strided<[1]>, "gm">
+// CHECK:         } else {
+// CHECK:         arith.cmpi eq, %[[PART]], %c3
+// CHECK-NEXT:    scf.if
+// CHECK:         "cce.copy_gm_to_ub"{{.*}} : (memref<1280xf16, strided<[1], offset: 2816>, "gm">
+// CHECK:         } else {
+// CHECK:         arith.muli %[[PART]], %c2
+// CHECK:         "cce.copy_gm_to_ub"{{.*}} : (memref<1280xf16, strided<[1], offset: ?>, "gm">
+func.func @pool_rows(%x: memref<1x1x16x16x16xf16, "gm">, %y: memref<1x1x8x8x16xf16, "gm">, %blk: index {npu.block_idx}) attributes {npu.block_dim = 4 : i64} {
+  "ascend.pool2d"(%x, %y) {kind = "max", kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, count_include_pad = 1 : i64, layout = "nc1hwc0", npu.core_part = array<i64: 4, 1>} : (memref<1x1x16x16x16xf16, "gm">, memref<1x1x8x8x16xf16, "gm">) -> ()
+  return
+}

@@ -63,3 +63,19 @@ func.func @heads(%a: memref<1x512x12x64xf16, "gm">, %b: memref<1x12x512x64xf16, 
   "ascend.transpose"(%a, %b) {permutation = array<i64: 0, 2, 1, 3>} : (memref<1x512x12x64xf16, "gm">, memref<1x12x512x64xf16, "gm">) -> ()
   return
 }
+
+// -----
+
+// An image's [16, 4096] -> [4096, 16] transpose whose source columns
+// npu-split-cores cut into 4 runs of 1024 (`npu.core_part`): the core's run
+// starts at column 1024 * part; its chunks read 16 rows at the full pitch
+// (256 blocks a row: 15 read, 241 skipped).
+// CHECK-LABEL: func.func @nhwc_columns
+// CHECK:         %[[PART:.*]] = arith.remui %arg2, %c4
+// CHECK:         arith.muli %[[PART]], %c1024
+// CHECK:         scf.for
+// CHECK:         "cce.copy_gm_to_ub"({{.*}}) {burst_len = 15 : i64, dst_gap = 0 : i64, n_burst = 16 : i64, src_gap = 241 : i64}
+func.func @nhwc_columns(%x: memref<1x16x4096xf16, "gm">, %y: memref<1x4096x16xf16, "gm">, %blk: index {npu.block_idx}) attributes {npu.block_dim = 4 : i64} {
+  "ascend.transpose"(%x, %y) {permutation = array<i64: 0, 2, 1>, npu.core_part = array<i64: 4, 1>} : (memref<1x16x4096xf16, "gm">, memref<1x4096x16xf16, "gm">) -> ()
+  return
+}
