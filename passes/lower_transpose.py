@@ -104,7 +104,35 @@ class LowerTranspose(Pass):
         elif self.rotations_fit(rotation_steps(shape, perm), es):
             self.rotate(op, src, dst, elem, rotation_steps(shape, perm))
         else:
-            GatherTranspose(self, op, elem, shape, perm).emit(src, dst)
+            self.gather(op, src, dst, elem, shape, perm)
+
+    def gather(self, op: ir.Operation, src: ir.Value, dst: ir.Value, elem: str,
+               shape: list[int], perm: list[int]) -> None:
+        """The general fallback. A leading dim the permutation keeps in place
+        is a batch: when the whole tensor does not fit UB, chunks of whole
+        blocks of it in turn (a CNN head's maps back to NCHW: [N*C1, H*W,
+        16] -> [N*C1, 16, H*W] with H*W under 16 rows)."""
+        inner = int(np.prod(shape[1:]))
+        whole_blocks = inner % (self.target.granule("ub") // nir.element_bytes(elem)) == 0
+        per = shape[0]
+        while True:
+            try:
+                gather = GatherTranspose(self, op, elem, [per] + shape[1:], perm)
+                break
+            except PassError:
+                if perm[0] != 0 or per == 1 or not whole_blocks:
+                    raise
+                per = -(-per // 2)
+        if per == shape[0]:
+            gather.emit(src, dst)
+            return
+        flat_src, flat_dst = nir.flatten_memref(src), nir.flatten_memref(dst)
+
+        def chunk(start, rows: int) -> None:
+            g = gather if rows == per else GatherTranspose(self, op, elem, [rows] + shape[1:], perm)
+            g.emit(sub(flat_src, lin((start, inner)), rows * inner),
+                   sub(flat_dst, lin((start, inner)), rows * inner))
+        for_pieces(plan_chunks(shape[0], per, 1), chunk)
 
     def core_columns(self, op: ir.Operation, src: ir.Value, dst: ir.Value, elem: str,
                      shape: list[int], perm: list[int], columns: tuple[int, ir.Value]) -> None:

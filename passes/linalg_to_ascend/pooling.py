@@ -118,13 +118,19 @@ class PoolingLowering:
         to NCHW and reduced along rows). False (nothing emitted) for other
         inputs and for rows too wide for one band in UB."""
         t = self.tensors.get(src_value)
-        if t is None or t.c1hwc0 is None or t.c1hwc0.dtype != "f16" or len(t.shape) != 4:
+        if (t is None or t.c1hwc0 is None or t.c1hwc0.dtype not in ("f16", "f32")
+                or len(t.shape) != 4):
             return False
         n, c1, h, w, c0 = t.c1hwc0.shape
         kernel, strides = tensor_shape(op.operands[1]), _ints(op, "strides")
         p = Pool2d(kind, tuple(kernel), tuple(strides), tuple(_ints(op, "dilations")), pads)
         ho, wo = tensor_shape(op.results[0])[2:]
         is_global = (h, w) == (p.span(0), p.span(1)) and (ho, wo) == (1, 1) and not any(pads)
+        # An f32 map (an f32 model's conv results) is reduced as it lies (its
+        # NCHW form would hold maps under 16 pixels whole in UB); its windowed
+        # pools, whose pixel blocks the pool kernel takes in f16 only, convert.
+        if t.c1hwc0.dtype == "f32" and not is_global:
+            return False
         if not is_global and (p.span(0) + 2) * w * c0 * 2 > MAX_5HD_BAND_BYTES:
             return False
         p = _trimmed(p, h, w, ho, wo)
@@ -134,7 +140,7 @@ class PoolingLowering:
         if p.kind == "sum":
             return False  # a sum the NCHW path divides by its own generic
         loc = self.loc(op)
-        out5 = self.em.alloc([n, c1, ho, wo, c0], "f16", loc)
+        out5 = self.em.alloc([n, c1, ho, wo, c0], t.c1hwc0.dtype, loc)
         if is_global:  # each channel's pixels: a reduction down [N*C1, H*W, C0]'s middle axis
             self._global_pool_5hd(t.c1hwc0, p, out5, loc)
         else:
@@ -150,7 +156,7 @@ class PoolingLowering:
         if p.kind != "avg":
             self.em.op(name, [pixels, reduced], loc, axis="1 : i64")
             return
-        total = self.em.alloc((n * c1, 1, c0), "f16", loc)
+        total = self.em.alloc((n * c1, 1, c0), x5.dtype, loc)
         self.em.op(name, [pixels, total], loc, axis="1 : i64")
         scale = float(np.float32(1) / np.float32(h * w))
         self.em.op("ascend.muls", [total, reduced], loc, scalar=f"{scale!r} : f64")
