@@ -114,14 +114,15 @@ class LowerTranspose(Pass):
         16] -> [N*C1, 16, H*W] with H*W under 16 rows)."""
         inner = int(np.prod(shape[1:]))
         whole_blocks = inner % (self.target.granule("ub") // nir.element_bytes(elem)) == 0
-        per = shape[0]
+        per, first_refusal = shape[0], None
         while True:
             try:
                 gather = GatherTranspose(self, op, elem, [per] + shape[1:], perm)
                 break
-            except PassError:
+            except PassError as e:
+                first_refusal = first_refusal or e
                 if perm[0] != 0 or per == 1 or not whole_blocks:
-                    raise
+                    raise first_refusal
                 per = -(-per // 2)
         if per == shape[0]:
             gather.emit(src, dst)

@@ -2,8 +2,11 @@
 output rows.
 
 Channel blocks alone leave most cores idle on the layers that hold most of
-a CNN's work (64 channels are 4 blocks). So the cores form a grid of `pc`
-channel parts and `pr` row parts (`pc * pr` at most the cores asked for):
+a CNN's work (64 channels are 4 blocks). So the cores form a grid of `pb`
+parts of the batch, `pc` channel parts and `pr` row parts (`pb * pc * pr` at
+most the cores asked for):
+
+* a batch part takes N/pb images: its slices of the input and output maps;
 
 * a channel part takes Cout/pc channels: its columns of the fractal-Z
   weights (a strided slice: one burst per K1 row), of the bias and of the
@@ -43,37 +46,49 @@ from npu.dialects.ascend_conv import FORMS_5HD, NC1HWC0, NC1HWC0_BD, geometry, h
 from npu.dialects.ascend_pool import Pool2d
 from npu.target import Target
 
-from .split import ROWS, Split
+from .split import BATCH, ROWS, Split
 
 
 def split_conv(op: ir.Operation, parts: int, target: Target) -> Split | None:
-    """The cheapest channel x row grid of at most `parts` cores for a one-image conv."""
+    """The cheapest batch x channel x row grid of at most `parts` cores."""
     if layout(op) not in FORMS_5HD:
-        return None
-    out = nir.memref_shape(op.operands[-1].type)
-    if out[0] != 1:
         return None
     shape = conv_shape(op)
     diagonal = layout(op) == NC1HWC0_BD
     best: Split | None = None
-    for pc in range(1, parts + 1):
-        for pr in range(1, parts // pc + 1):
-            if shape.co1 % pc or shape.ho % pr or not _inner_parts_unpadded(op, pr):
-                continue
-            cost = _cost(shape, pc, pr, target)
-            if cost is None:
-                continue
-            # a row cut's consumer (a pool, the next conv's halo) waits at a barrier
-            cost += target.sync_all_cycles if pr > 1 else 0
-            if best is not None and (cost, -pc * pr) >= (best.cost, -best.parts):
-                continue
-            channels = {1: "x"}
-            out_cut = {1: "x", 2: ROWS} if pr > 1 else channels
-            cuts = (channels if diagonal else {}, channels,
-                    *(({0: "x"},) if has_bias(op) else ()), out_cut)
-            grid = (("x", pc), (ROWS, pr)) if pr > 1 else (("x", pc),)
-            best = Split(cuts, grid, cost, frozenset({ROWS}))
+    for pb, pc, pr in _grids(shape.batch, shape.co1, shape.ho, parts):
+        if not _inner_parts_unpadded(op, pr):
+            continue
+        cost = _cost(shape, pb, pc, pr, target)
+        if cost is None:
+            continue
+        # a row cut's consumer (a pool, the next conv's halo) waits at a barrier
+        cost += target.sync_all_cycles if pr > 1 else 0
+        if best is not None and (cost, -pb * pc * pr) >= (best.cost, -best.parts):
+            continue
+        grid, out_cut = _grid(pb, pc, pr)
+        in_cut = {**({0: BATCH} if pb > 1 else {}), **({1: "x"} if diagonal else {})}
+        cuts = (in_cut, {1: "x"}, *(({0: "x"},) if has_bias(op) else ()), out_cut)
+        best = Split(cuts, grid, cost, frozenset({ROWS}))
     return best if best is not None and best.parts > 1 else None
+
+
+def _grids(batch: int, co1: int, ho: int, parts: int):
+    """(pb, pc, pr) that divide the batch, the channel blocks and the rows,
+    on at most `parts` cores."""
+    for pb in range(1, min(batch, parts) + 1):
+        for pc in range(1, parts // pb + 1):
+            for pr in range(1, parts // (pb * pc) + 1):
+                if batch % pb == 0 and co1 % pc == 0 and ho % pr == 0:
+                    yield pb, pc, pr
+
+
+def _grid(pb: int, pc: int, pr: int) -> tuple[tuple, dict[int, str]]:
+    """The grid (its trivial axes left out but the channels) and the cut of
+    an output map [N, C1, Ho, Wo, C0] on it."""
+    grid = ((BATCH, pb),) * (pb > 1) + (("x", pc),) + ((ROWS, pr),) * (pr > 1)
+    out_cut = {**({0: BATCH} if pb > 1 else {}), 1: "x", **({2: ROWS} if pr > 1 else {})}
+    return grid, out_cut
 
 
 def _inner_parts_unpadded(op: ir.Operation, pr: int) -> bool:
@@ -93,35 +108,34 @@ def inner_runs_unpadded(ho: int, h: int, stride: int, pad_top: int, extent: int,
 
 
 def split_pool(op: ir.Operation, parts: int) -> Split | None:
-    """An NC1HWC0 pool of one image over its channel blocks and, when they
-    are too few, runs of its output rows (its lowering's `core_part`)."""
+    """An NC1HWC0 pool over its images and channel blocks and, when they are
+    too few, runs of its output rows (its lowering's `core_part`): the grid
+    with the most cores, then the fewest runs."""
     if layout(op) != NC1HWC0:
         return None
     x, y = (nir.memref_shape(v.type) for v in op.operands)
-    if y[0] != 1:
-        return None
     pool = Pool2d.of(op)
-    for pr in range(1, parts + 1):
-        pc = parts // pr
-        if parts % pr or y[1] % pc or y[2] % pr or not inner_runs_unpadded(
-                y[2], x[2], pool.strides[0], pool.pads[0], pool.span(0), pr):
+    most_cores_fewest_runs = sorted(_grids(y[0], y[1], y[2], parts),
+                                    key=lambda g: (-g[0] * g[1] * g[2], g[2]))
+    for pb, pc, pr in most_cores_fewest_runs:
+        if not inner_runs_unpadded(y[2], x[2], pool.strides[0], pool.pads[0], pool.span(0), pr):
             continue
-        channels = {1: "x"}
-        grid = (("x", pc), (ROWS, pr)) if pr > 1 else (("x", pc),)
-        return Split((channels, {1: "x", 2: ROWS} if pr > 1 else channels), grid,
-                     unsliced=frozenset({ROWS}))
+        grid, out_cut = _grid(pb, pc, pr)
+        in_cut = {**({0: BATCH} if pb > 1 else {}), 1: "x"}
+        return Split((in_cut, out_cut), grid, unsliced=frozenset({ROWS}))
     return None
 
 
-def _cost(shape: ConvShape, pc: int, pr: int, t: Target) -> float | None:
+def _cost(shape: ConvShape, pb: int, pc: int, pr: int, t: Target) -> float | None:
     """One core's estimate (the conv cost model on its share), or the chip's
     GM traffic over the chip's bandwidth when that is longer."""
-    core = replace(shape.row_part(pr), co1=shape.co1 // pc,
+    core = replace(shape.row_part(pr), co1=shape.co1 // pc, batch=shape.batch // pb,
                    c1=shape.c1 // pc if shape.diagonal else shape.c1)
     tiling = choose_tiling(core, t)
     if tiling is None:
         return None
     frac = t.fractal_bytes(2)
-    moved = (core.c1 * core.h * core.w * 32 + core.k1 * core.co1 * frac
-             + core.ho * core.wo * core.co1 * 16 * core.out_bytes)
-    return max(tiling.cycles, pc * pr * moved / t.gm_chip_bytes_per_cycle)
+    moved = (core.batch * (core.c1 * core.h * core.w * 32
+                           + core.ho * core.wo * core.co1 * 16 * core.out_bytes)
+             + core.k1 * core.co1 * frac)
+    return max(tiling.cycles, pb * pc * pr * moved / t.gm_chip_bytes_per_cycle)

@@ -30,7 +30,7 @@ from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
 from npu.costmodel.fusion.rows import FUSED_ATTR
 
 from .rules import SplitRules
-from .split import ROWS, Split, slice_value
+from .split import BATCH, ROWS, Split, slice_value
 
 Cuts = dict[int, str]
 
@@ -65,8 +65,8 @@ def group_split(group: ir.Operation, parts: int, rules: SplitRules
             return None
         fixed = {v: cut for v, cut in zip(conv[0].operands, split.cuts)}
         out = nir.memref_shape(conv[0].operands[-1].type)
-        rows = ROWS in dict(split.grid)
-        return _cuts(group, split, lambda v: fixed.get(v, _channel_cut(v, out, rows)))
+        axes = dict(split.grid)
+        return _cuts(group, split, lambda v: fixed.get(v, _channel_cut(v, out, axes)))
     if EPILOGUE_ATTR in group.attributes:
         mm = [o for o in members(group) if o.name == "ascend.matmul"]
         if len(mm) != 1:
@@ -123,16 +123,17 @@ def _row_cut(v: ir.Value, rows: int, parts: int, frac: int) -> Cuts | None:
     return None
 
 
-def _channel_cut(v: ir.Value, out: list[int], rows: bool) -> Cuts | None:
-    """A conv epilogue's tensors by the conv's cut: maps [1, Cout1, Ho, Wo,
-    16] (the conv's result, a residual) along their channel blocks (and
-    rows, which stay unsliced: the conv's lowering runs the epilogue on its
-    own rows), per-channel vectors [Cout1 * 16] along theirs; a scalar
-    operand is whole on every core."""
+def _channel_cut(v: ir.Value, out: list[int], axes: dict[str, int]) -> Cuts | None:
+    """A conv epilogue's tensors by the conv's cut: maps [N, Cout1, Ho, Wo,
+    16] (the conv's result, a residual) along their images and channel
+    blocks (and rows, which stay unsliced: the conv's lowering runs the
+    epilogue on its own rows), per-channel vectors [Cout1 * 16] along
+    theirs; a scalar operand is whole on every core."""
     shape = nir.memref_shape(v.type)
     co1 = out[1]
-    if len(shape) == 5 and shape[0] == 1 and shape[1] == co1:
-        return {1: "x", 2: ROWS} if rows and shape[2] == out[2] else {1: "x"}
+    if len(shape) == 5 and shape[:2] == out[:2]:
+        return {**({0: BATCH} if BATCH in axes else {}), 1: "x",
+                **({2: ROWS} if ROWS in axes and shape[2] == out[2] else {})}
     if len(shape) == 1 and shape[0] == co1 * 16:
         return {0: "x"}
     if math.prod(shape) == 1:

@@ -12,6 +12,7 @@ from mlir.dialects import arith
 from npu import ir as nir
 
 ROWS = "r"  # the grid axis of a conv's output rows (see conv.py)
+BATCH = "b"  # of a conv's images
 COLUMNS = "c"  # of a transpose's source columns
 RUN = "run"  # of the one run a slice moves
 
