@@ -8,7 +8,11 @@ import collections
 import copy
 
 import numpy as np
+import onnxruntime
 import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import npu
 
 from cnn_onnx import compare_npu, ort_run
 from npu.frontend.cnn import make_divisible, mobilenet_v2, resnet, scope
@@ -69,3 +73,25 @@ def test_tiny_network_matches_onnxruntime(name):
     x = {"input": np.random.default_rng(1).standard_normal((1, 3, 32, 32)).astype(np.float32)}
     # The cube multiplies in f16: logits within a few f16 ulps of their scale.
     compare_npu(model, x, atol=3e-2, rtol=3e-2)
+
+
+def test_an_f32_global_pool_of_a_small_map_reduces_it_as_it_lies():
+    """512 channels of 2 x 2 pixels (ResNet's head at a 64 x 64 input): the
+    NC1HWC0 map is reduced down its pixels; its NCHW form (rows of 4 pixels,
+    under one block) was held whole in UB, and the model did not compile."""
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array((rng.standard_normal((512, 64, 3, 3)) / 24).astype(np.float32), "w")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3],
+                              pads=[1, 1, 1, 1]),
+             helper.make_node("GlobalAveragePool", ["c"], ["y"], name="gap")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                         [1, 64, 2, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                                             [1, 512, 1, 1])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+    x = rng.standard_normal((1, 64, 2, 2)).astype(np.float32)
+    kernel = npu.compile(model)
+    assert "ascend.reduce_sum" in kernel.stages["ascend"]
+    (got,), _ = kernel(x)
+    (want,) = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"x": x})
+    np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)

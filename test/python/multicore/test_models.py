@@ -158,14 +158,15 @@ def test_the_default_is_every_core_and_cores_one_is_one() -> None:
 
 
 def test_a_cnn_splits_its_convs_over_the_cores() -> None:
-    """Each conv (and its epilogue: bias, ReLU, the residual add) over its
-    output channel blocks. Against one core within an f16 ulp, not bit for
-    bit: each core's conv is tiled for its own Cout, and the host's f32
-    products of another tile shape may round differently."""
+    """Each conv (and its epilogue: bias, ReLU, the residual add) over a grid
+    of its two images, its output channel blocks and runs of its rows.
+    Against one core within an f16 ulp, not bit for bit: each core's conv
+    is tiled for its own share, and the host's f32 products of another tile
+    shape may round differently."""
     from npu.frontend.cnn import resnet
 
-    model = resnet(18, size=32, width=64, classes=10, layers=[1, 1, 1, 1])
-    x = np.random.default_rng(4).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    model = resnet(18, size=32, width=64, classes=10, layers=[1, 1, 1, 1], batch=2)
+    x = np.random.default_rng(4).standard_normal((2, 3, 32, 32)).astype(np.float32)
     (want,) = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"input": x})
     (one_out,), one = npu.compile(model, cores=1)(x)
     (out,), many = npu.compile(model, cores=32)(x)
