@@ -16,7 +16,7 @@ are checked against onnxruntime by test/python/multicore/test_models.py).
   limit     what bounds the launch: the slowest core's cube (M), its GM
             movers (MTE2/MTE3) or the chip GM bus; ties within 2% all named
 
-Run: .venv/bin/python bench/chip.py [--cores 1,2,8,32] [--rows bert128,...]
+Run: .venv/bin/python bench/chip.py [--cores 1,2,8,32] [--rows bert128,...,mobilenetv2]
 """
 
 from __future__ import annotations
@@ -57,6 +57,17 @@ def _resnet(depth: int) -> str:
     return path
 
 
+def _mobilenet() -> str:
+    import onnx
+
+    from npu.frontend.cnn import mobilenet_v2
+
+    path = os.path.join(tempfile.gettempdir(), "npu_chip_mobilenetv2.onnx")
+    if not os.path.exists(path):
+        onnx.save(mobilenet_v2(size=224, dtype=np.float16), path)
+    return path
+
+
 ROWS = {
     "bert128": ("BERT-base layer, seq 128", lambda: _bert(128)),
     "bert512": ("BERT-base layer, seq 512", lambda: _bert(512)),
@@ -64,6 +75,7 @@ ROWS = {
     "ffn": ("README example (examples/ffn_block.onnx)", lambda: str(ROOT / "examples/ffn_block.onnx")),
     "resnet18": ("ResNet-18, 224x224, f16", lambda: _resnet(18)),
     "resnet50": ("ResNet-50, 224x224, f16", lambda: _resnet(50)),
+    "mobilenetv2": ("MobileNetV2, 224x224, f16", _mobilenet),
 }
 
 
