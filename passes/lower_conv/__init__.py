@@ -10,6 +10,9 @@ for the whole conv when they fit; per chunk of kernel points, L0A and L0B
 alternate halves so MTE1 fills one while the cube reads the other; the
 drain adds the bias and converts on the way to GM (`kernel.py`), and runs
 the conv's `npu.conv_epilogue` group, if any, on each tile (`epilogue.py`).
+A conv that npu-split-cores cut into runs of output rows (`npu.core_part`)
+computes its core's run only: tiled for one run, with the band plans of the
+first, the inner and the last run under `scf.if` on the block index.
 
 A conv in the contract's NCHW form (hand-written IR, weights computed at
 run time) is refused at the op with the reason: the frontend makes the
