@@ -101,20 +101,22 @@ class LowerSlices(Pass):
                             f"{int(np.prod(r.lead, dtype=np.int64))} runs of {r.length}", op)
         share = r.length // parts
         first = lin((part, share))
-        g = self.target.granule("ub")
+        for_pieces(plan_chunks(share, self.chunk, self.block), lambda start, length: self.move(
+            src, dst, r.src_base, r.dst_base, lin((first, 1), (start, 1)), length))
 
-        def piece(start, length: int) -> None:
-            buf = nir.alloc([length], self.elem, "ub")
-            at = lin((first, 1), (start, 1))
-            copy("cce.copy_gm_to_ub", sub(src, lin((at, 1), (r.src_base, 1)), length), buf, 1,
-                 length * self.es // g)
-            copy("cce.copy_ub_to_gm", buf, sub(dst, lin((at, 1), (r.dst_base, 1)), length), 1,
-                 length * self.es // g)
-        for_pieces(plan_chunks(share, self.chunk, self.block), piece)
+    def move(self, src: ir.Value, dst: ir.Value, s0, d0, start, length: int) -> None:
+        """Elements [start, start + length) of a run at src[s0] -> dst[d0]
+        through UB (whole blocks)."""
+        g = self.target.granule("ub")
+        buf = nir.alloc([length], self.elem, "ub")
+        copy("cce.copy_gm_to_ub", sub(src, lin((s0, 1), (start, 1)), length), buf, 1,
+             length * self.es // g)
+        copy("cce.copy_ub_to_gm", buf, sub(dst, lin((d0, 1), (start, 1)), length), 1,
+             length * self.es // g)
 
     # -- rows of at least one block ------------------------------------------
     def rows(self, r: RunMap, src: ir.Value, dst: ir.Value) -> None:
-        b, g, es = self.block, self.target.granule("ub"), self.es
+        b = self.block
         lead = r.lead
         grouped = bool(lead) and r.length % b == 0 and r.length <= self.chunk
         outer = lead[:-1] if grouped else lead
@@ -146,14 +148,7 @@ class LowerSlices(Pass):
 
         def run(i) -> None:
             s0, d0 = starts(i)
-
-            def piece(start, length: int) -> None:
-                buf = nir.alloc([length], self.elem, "ub")
-                copy("cce.copy_gm_to_ub", sub(src, lin((s0, 1), (start, 1)), length), buf, 1,
-                     length * es // g)
-                copy("cce.copy_ub_to_gm", buf, sub(dst, lin((d0, 1), (start, 1)), length), 1,
-                     length * es // g)
-            for_pieces(plan, piece)
+            for_pieces(plan, lambda start, length: self.move(src, dst, s0, d0, start, length))
         for_range(count, run)
 
 

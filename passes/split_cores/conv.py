@@ -7,7 +7,6 @@ parts of the batch, `pc` channel parts and `pr` row parts (`pb * pc * pr` at
 most the cores asked for):
 
 * a batch part takes N/pb images: its slices of the input and output maps;
-
 * a channel part takes Cout/pc channels: its columns of the fractal-Z
   weights (a strided slice: one burst per K1 row), of the bias and of the
   output; in the block-diagonal form (depthwise) its input blocks too;
@@ -42,7 +41,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.conv.tiling import ConvShape, choose_tiling, conv_shape
-from npu.dialects.ascend_conv import FORMS_5HD, NC1HWC0, NC1HWC0_BD, geometry, has_bias, layout
+from npu.dialects.ascend_conv import FORMS_5HD, NC1HWC0, NC1HWC0_BD, has_bias, layout
 from npu.dialects.ascend_pool import Pool2d
 from npu.target import Target
 
@@ -57,7 +56,8 @@ def split_conv(op: ir.Operation, parts: int, target: Target) -> Split | None:
     diagonal = layout(op) == NC1HWC0_BD
     best: Split | None = None
     for pb, pc, pr in _grids(shape.batch, shape.co1, shape.ho, parts):
-        if not _inner_parts_unpadded(op, pr):
+        if not inner_runs_unpadded(shape.ho, shape.h, shape.stride_h, shape.pad_top,
+                                   shape.extent_h, pr):
             continue
         cost = _cost(shape, pb, pc, pr, target)
         if cost is None:
@@ -89,11 +89,6 @@ def _grid(pb: int, pc: int, pr: int) -> tuple[tuple, dict[int, str]]:
     grid = ((BATCH, pb),) * (pb > 1) + (("x", pc),) + ((ROWS, pr),) * (pr > 1)
     out_cut = {**({0: BATCH} if pb > 1 else {}), 1: "x", **({2: ROWS} if pr > 1 else {})}
     return grid, out_cut
-
-
-def _inner_parts_unpadded(op: ir.Operation, pr: int) -> bool:
-    g = geometry(op)
-    return inner_runs_unpadded(g.out_hw[0], g.h, g.strides[0], g.pads[0], g.kernel_extent[0], pr)
 
 
 def inner_runs_unpadded(ho: int, h: int, stride: int, pad_top: int, extent: int, pr: int) -> bool:

@@ -63,14 +63,18 @@ class ConvShape:
             return self.kh * self.kw
         return self.c1 * self.kh * self.kw
 
+    @property
+    def extent_h(self) -> int:
+        """Input rows one output row's windows span (dilation included)."""
+        return self.dilation_h * (self.kh - 1) + 1
+
     def img2col_rate(self, t: Target) -> int:
         return t.img2col_small_bytes_per_cycle if self.small else t.img2col_bytes_per_cycle
 
     def band_rows(self, ho0: int, rows: int) -> tuple[int, int]:
         """(first input row, input rows) the output rows [ho0, ho0+rows) read (clipped)."""
-        ext = self.dilation_h * (self.kh - 1) + 1
         top = ho0 * self.stride_h - self.pad_top
-        bottom = (ho0 + rows - 1) * self.stride_h - self.pad_top + ext
+        bottom = (ho0 + rows - 1) * self.stride_h - self.pad_top + self.extent_h
         r0, r1 = max(0, top), min(self.h, bottom)
         return r0, max(r1 - r0, 0)
 
@@ -79,8 +83,7 @@ class ConvShape:
         rows (npu-split-cores): Ho/parts rows and the input rows that an
         inner run reads (its halo included)."""
         rows = self.ho // parts
-        ext = self.dilation_h * (self.kh - 1) + 1
-        return replace(self, ho=rows, h=min(self.h, (rows - 1) * self.stride_h + ext),
+        return replace(self, ho=rows, h=min(self.h, (rows - 1) * self.stride_h + self.extent_h),
                        pad_top=0)
 
 
@@ -102,8 +105,7 @@ class ConvTiling:
 
 
 def _l1_band_bytes(s: ConvShape, rows: int) -> int:
-    ext = s.dilation_h * (s.kh - 1) + 1
-    in_rows = min(s.h, (rows - 1) * s.stride_h + ext)
+    in_rows = min(s.h, (rows - 1) * s.stride_h + s.extent_h)
     return s.c1 * in_rows * s.w * 32
 
 
