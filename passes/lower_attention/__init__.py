@@ -53,7 +53,8 @@ from npu.costmodel.attention import plan as cost
 from npu.costmodel.attention import projection as proj
 from npu.costmodel.fusion import epilogue
 from npu import ir as nir
-from npu.kernels.cce_build import View, lin
+from npu.costmodel.attention.plan import run_tile
+from npu.kernels.cce_build import Index, View, core_part, lin
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass, PassError
 from npu.passes.lower_attention.key_mask import KeyMask
 from npu.passes.lower_attention.nan_guard import NanGuard
@@ -126,6 +127,11 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, KeyMask, TileSc
                 and attrs["query_rows"] % 16 == 0 and attrs["key_rows"] % 16 == 0):
             raise PassError(f"npu.attention tile {attrs['query_rows']} x {attrs['key_rows']} "
                             f"is not whole 16-row blocks within seq {found.seq}", region)
+        # npu-split-cores cut the query rows into runs over the cores: this
+        # core's run (its blocks, and its first block from the block index).
+        self.q_run = self.query_run(region, s1)
+        if self.q_run is not None:
+            self.qb = run_tile(self.qb, self.q_run[0])
         need = cost.footprint(self.qb, self.kb, d1, found.staged,
                               s1 <= min(self.qb, self.kb), found.nz_out, self.t, found.guard,
                               found.mask_blocks)
@@ -163,6 +169,24 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, KeyMask, TileSc
         self.one_head_scope = p.head_scope  # (`head_pipeline`)
         self.parity = 0  # of the head of the stage being emitted (`skewed`)
 
+    def query_run(self, region: ir.Operation, s1: int) -> tuple[int, Index] | None:
+        """(query blocks, first query block) of this core's run when
+        npu-split-cores cut the queries over the cores (`nir.CORE_PART_ATTR`
+        on the group), else None."""
+        try:
+            found = core_part(region)
+        except ValueError as e:
+            raise PassError(f"npu-lower-attention: {e}", region)
+        if found is None:
+            return None
+        runs, run = found
+        if self.a.seq % 16 or s1 % runs or self.pp is not None:
+            raise PassError(f"npu-lower-attention: {nir.CORE_PART_ATTR}: {runs} runs of query "
+                            f"rows need a seq of whole 16-row blocks that they divide "
+                            f"(seq {self.a.seq}) and no projection in the kernel", region)
+        with region.location, ir.InsertionPoint(region):
+            return s1 // runs, lin((run, s1 // runs))
+
     # -- structure ------------------------------------------------------------
     def emit(self) -> None:
         a = self.a
@@ -173,7 +197,9 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, KeyMask, TileSc
             self.prepare_key_mask()
             if self.pp is not None:
                 self.projection_prologue()
-            if a.seq_blocks <= min(self.qb, self.kb):
+            if self.q_run is not None:
+                self.head_tiles(*self.q_run)
+            elif a.seq_blocks <= min(self.qb, self.kb):
                 self.head_pipeline()
             elif a.seq_blocks % self.qb == 0:
                 self.head_tiles()

@@ -10,7 +10,7 @@ from typing import Callable
 
 from npu.costmodel.attention import plan as cost
 from npu import ir as nir
-from npu.kernels.cce_build import copy, lin
+from npu.kernels.cce_build import Index, copy, lin
 from npu.passes.base import PassError
 from npu.passes.lower_attention.projected_tiles import SpreadJobs
 
@@ -20,16 +20,19 @@ MAX_HEAD_STEPS = cost.MAX_HEAD_STEPS
 class HeadTiles:
     """Mixed into the kernel with `TileSchedules` (the same attributes)."""
 
-    def head_tiles(self) -> None:
+    def head_tiles(self, q_blocks: int | None = None, q_first: Index = 0) -> None:
         """Heads whose query tiles are all alike: the (head, query tile, key
         tile) triples are the steps of one pipeline, so the next query tile's
         (or head's) first scores are computed while this one's last softmax
         runs. Up to MAX_HEAD_STEPS steps a head: a head's steps are static
         and the heads loop; more: one pipeline per head, whose query tiles
         loop (the middle ones; their key tiles static). Q in L0A, the row
-        max and the context are one buffer each."""
+        max and the context are one buffer each. `q_blocks` from block
+        `q_first` (an index): this core's run of query rows (npu-split-cores'
+        query runs), against all keys; default all of them."""
         a = self.a
         s1, d1, qb, kb = a.seq_blocks, a.d_blocks, self.qb, self.kb
+        sq = s1 if q_blocks is None else q_blocks
         n_keys = -(-s1 // kb)
         tail = s1 - (n_keys - 1) * kb
 
@@ -38,11 +41,11 @@ class HeadTiles:
 
         # A head's K and V tiles stay in L1 over its query tiles (loaded by
         # the first, the ones column of V written once) when they fit.
-        resident = cost.resident(a, qb, kb, self.t)
+        resident = cost.resident(a, qb, kb, self.t, sq)
         # Projected: head h's Q, K and V tiles (by head parity) are made by
         # jobs spread over head h-1's steps (`ProjectedHeads`).
         projected = self.pp is not None
-        per_head = s1 // qb * n_keys
+        per_head = sq // qb * n_keys
         if projected:
             if per_head > MAX_HEAD_STEPS:
                 raise PassError(f"npu.attention with its projection: {per_head} tiles a head, "
@@ -63,11 +66,14 @@ class HeadTiles:
                 self.fill_ones(v1, blocks(y))
 
         def first_row_block(x):
-            return x * qb if isinstance(x, int) else lin((x, qb))
+            return lin((x, qb), (q_first, 1))
 
         def valid_rows(x) -> int:
-            """A query tile inside the loop is never the last: all rows valid."""
-            return min(qb * 16, a.seq - x * qb * 16) if isinstance(x, int) else qb * 16
+            """A query tile inside the loop is never the last, nor one of a
+            core's run (whole blocks): all rows valid."""
+            if isinstance(x, int) and q_blocks is None:
+                return min(qb * 16, a.seq - x * qb * 16)
+            return qb * 16
 
         # The next query tile's Q is brought to L1 by the load stage of this
         # tile's last key tile: a step ahead of its Q.K^T, so that (with its
@@ -155,7 +161,7 @@ class HeadTiles:
                          (lambda st, slot, f=f: self.scope(lambda: f(st, slot)))
                          for f in (load, soft, pv, drain, late)[:5 if v_late else 4])
 
-        last_x = s1 // qb - 1
+        last_x = sq // qb - 1
 
         def shift(i):
             return i + 1 if isinstance(i, int) else lin((i, 1), (1, 1))
@@ -183,15 +189,19 @@ class HeadTiles:
         if per_head <= MAX_HEAD_STEPS:
             # (Projected: peel 2, so that a looped step's jobs and copies are
             # never of a head past the last.)
-            self.skewed(a.heads, *stages(lambda st: (st[0],) + divmod(st[1], n_keys),
+            # (One tile a head, a core's run of one query tile: the step is the
+            # head, whose load stage brings the next head's Q; two heads peeled at
+            # the end keep a looped step's next head within the heads.)
+            self.skewed(a.heads, *stages(lambda st: (st[0],) + divmod(st[1], n_keys)
+                                         if per_head > 1 else (st, 0, 0),
                                          across_heads), inner=per_head,
-                        peel=2 if projected else 1, pairs=projected)
+                        peel=2 if projected or per_head == 1 else 1, pairs=projected)
         else:
             # With one key tile a step is a query tile (the step is an int, not
             # (tile, key tile)), and the step loaded ahead inside the loop of
             # middle query tiles also loads the next tile's Q: two tiles peeled
             # at the end keep that Q within the sequence.
             self.loop(a.heads, lambda h: self.skewed(
-                s1 // qb, *stages(lambda st: (h,) + (st if n_keys > 1 else (st, 0)), within_head),
+                sq // qb, *stages(lambda st: (h,) + (st if n_keys > 1 else (st, 0)), within_head),
                 inner=n_keys, peel=1 if n_keys > 1 else 2),
                 double_buffer=False)

@@ -29,6 +29,7 @@ from npu.costmodel.conv.epilogue import CONV_EPILOGUE_ATTR
 from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
 from npu.costmodel.fusion.rows import FUSED_ATTR
 
+from . import attention
 from .rules import SplitRules
 from .split import BATCH, ROWS, Split, slice_value
 
@@ -52,12 +53,23 @@ def group_split(group: ir.Operation, parts: int, rules: SplitRules
         split = Split((), (("x", parts),))
         return _cuts(group, split, lambda v: _row_cut(v, rows, parts, rules.target.fractal))
     if ATTENTION_ATTR in group.attributes:
+        found = attention.grid(group, parts, rules.target)
+        if found is None:
+            return None
+        hp, qp, _ = found
         attrs = group.attributes[ATTENTION_ATTR]
         heads, head_dim = _dict_int(attrs, "heads"), _dict_int(attrs, "head_dim")
-        if heads % parts:
-            return None
-        split = Split((), (("x", parts),))
-        return _cuts(group, split, lambda v: _head_cut(v, heads, head_dim))
+        a = attention.matched(group) if qp > 1 else None
+        queries = attention.query_side(a) if a is not None else set()
+
+        def cut_of(v: ir.Value) -> Cuts | None:
+            cut = _head_cut(v, heads, head_dim)
+            if cut is None or v not in queries:
+                return cut
+            rows = attention.rows_dim(v, a)
+            return None if rows is None or rows in cut else {**cut, rows: attention.QUERIES}
+
+        return _cuts(group, attention.split(hp, qp), cut_of)
     if CONV_EPILOGUE_ATTR in group.attributes:
         conv = [o for o in members(group) if o.name == "ascend.conv2d"]
         split = rules.split_conv(conv[0], parts) if len(conv) == 1 else None
@@ -152,11 +164,16 @@ def _head_cut(v: ir.Value, heads: int, head_dim: int) -> Cuts | None:
         return {0: "x"}
     if len(shape) == 5 and shape[0] == heads:
         return {0: "x"}
-    if len(shape) >= 2 and shape[-1] == heads * head_dim:
-        return {last: "x"}
     if len(shape) >= 3 and shape[-1] == head_dim and shape[-2] == heads:
         return {last - 1: "x"}
     lead = next((d for d, n in enumerate(shape) if n != 1), None)
+    # Heads leading two dims or more ([H, S, D], [1, H, D, S], the scores
+    # [H, S, S]) before rows of all heads [.., S, H*D]: a seq of H*D rows
+    # would otherwise read as the heads' columns.
+    if lead is not None and lead < last - 1 and shape[lead] == heads:
+        return {lead: "x"}
+    if len(shape) >= 2 and shape[-1] == heads * head_dim:
+        return {last: "x"}
     if len(shape) >= 2 and lead is not None and shape[lead] == heads:
         return {lead: "x"}
     if len(shape) == 1 and shape[0] % heads == 0:
@@ -262,6 +279,8 @@ def apply_group(group: ir.Operation, split: Split, cuts: dict[ir.Value, Cuts],
     for op in members(group):
         if op.name == "ascend.conv2d":
             split.mark(op)
+    if ATTENTION_ATTR in group.attributes:
+        split.mark(group)  # its query runs (`attention`)
     for attr, key in ((FUSED_ATTR, "rows"), (ATTENTION_ATTR, "heads")):
         if attr in group.attributes:
             figures = ir.DictAttr(group.attributes[attr])

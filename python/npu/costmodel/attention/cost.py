@@ -68,7 +68,7 @@ def row_max_cycles(rows: int, elem_bytes: int, t: Target) -> int:
 def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_blocks: int,
               softmax: str, resident: bool, row_loads: bool, nz_out: bool,
               t: Target, on_chip: bool = False, guard: bool = False,
-              key_mask: str = "") -> TileCost:
+              key_mask: str = "", query_blocks: int | None = None) -> TileCost:
     """The pipes' cycles of `heads` heads of seq_blocks x seq_blocks scores
     in tiles of q_blocks x k_blocks (16-row blocks). `resident`: K and V are
     loaded once a head (else once per query tile); `row_loads`: Q, K, V are
@@ -77,8 +77,11 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
     `on_chip`: the kernel makes Q, K and V itself (its projection,
     `npu.costmodel.attention.projection_plan`), so no GM loads; `guard`:
     P's NaN guard (`npu.costmodel.attention.guard`); `key_mask`: "before" or
-    "after" the scale when the scores get a key mask, "" without one."""
+    "after" the scale when the scores get a key mask, "" without one;
+    `query_blocks`: the queries are a run of that many blocks (one core's
+    share of a query cut, `npu-split-cores`), against all keys."""
     s1, d1 = seq_blocks, d_blocks
+    sq = s1 if query_blocks is None else query_blocks
     es = 2 if softmax == "f16" else 4
     frac2 = 16 * 16 * 2
 
@@ -88,7 +91,7 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
     simple, fma = t.vector_cycles("simple"), t.vector_cycles("multiply_add")
     trans, conv = t.vector_cycles("transcendental"), t.vector_cycles("convert")
     drain_rate = t.path("l0c_to_ub").bytes_per_cycle
-    q_tiles = [min(q_blocks, s1 - x) for x in range(0, s1, q_blocks)]
+    q_tiles = [min(q_blocks, sq - x) for x in range(0, sq, q_blocks)]
     k_tiles = [min(k_blocks, s1 - y) for y in range(0, s1, k_blocks)]
     vector = cube = mte1 = 0
     for qb in q_tiles:
@@ -126,5 +129,5 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
         bursts = nbytes // t.vector_block_bytes if row_loads else blocks
         return nbytes // gm + bursts * t.gm_burst_cycles
 
-    mte2 = 0 if on_chip else load(s1 * d1) + (1 if resident else len(q_tiles)) * load(2 * s1 * d1)
+    mte2 = 0 if on_chip else load(sq * d1) + (1 if resident else len(q_tiles)) * load(2 * s1 * d1)
     return TileCost(heads * vector, heads * int(cube), heads * mte1, heads * mte2)

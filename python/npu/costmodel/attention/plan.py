@@ -183,25 +183,38 @@ def tile_shapes(seq_blocks: int) -> list[tuple[int, int]]:
             for kb in key_widths(seq_blocks)]
 
 
-def resident(a: Attention, q_blocks: int, k_blocks: int, target: Target) -> bool:
+def run_tile(q_blocks: int, run_blocks: int) -> int:
+    """The query tile (in blocks) of a run of `run_blocks` query blocks (one
+    core's share of a query cut): the tallest that divides the run, at most
+    the group's own tile of `q_blocks`."""
+    return max(d for d in range(1, min(q_blocks, run_blocks) + 1) if run_blocks % d == 0)
+
+
+def resident(a: Attention, q_blocks: int, k_blocks: int, target: Target,
+             query_blocks: int | None = None) -> bool:
     """Whether `npu-lower-attention` keeps a head's K and V in L1 over its
-    query tiles (query tiles that divide the sequence, several of them,
-    room in L1 beside the tile's own buffers)."""
+    query tiles (query tiles that divide the sequence, or the core's run of
+    `query_blocks` of it, several of them, room in L1 beside the tile's own
+    buffers)."""
     s1, d1 = a.seq_blocks, a.d_blocks
-    if s1 % q_blocks or s1 <= q_blocks:
+    sq = s1 if query_blocks is None else query_blocks
+    if sq % q_blocks or sq <= q_blocks:
         return False
     need = footprint(q_blocks, min(k_blocks, s1), d1, a.staged, False)["l1"]
     return need + s1 * (2 * d1 + 1) * 16 * 16 * 2 <= target.capacity("l1")
 
 
 def modelled(a: Attention, q_blocks: int, k_blocks: int, target: Target,
-             softmax: str, on_chip: bool = False) -> TileCost:
+             softmax: str, on_chip: bool = False, heads: int | None = None,
+             query_blocks: int | None = None) -> TileCost:
     """`npu.costmodel.attention.cost.tile_cost` of the tile for this attention
-    (`on_chip`: Q, K, V made by the kernel's own projection)."""
+    (`on_chip`: Q, K, V made by the kernel's own projection); `heads` and
+    `query_blocks`: one core's share of them (`npu-split-cores`)."""
     mask = "" if a.key_mask is None else "after" if a.mask_scaled else "before"
-    return tile_cost(a.heads, a.seq_blocks, a.d_blocks, q_blocks, k_blocks, softmax,
-                     resident(a, q_blocks, k_blocks, target), a.sources is not None, a.nz_out,
-                     target, on_chip, a.guard, mask)
+    return tile_cost(a.heads if heads is None else heads, a.seq_blocks, a.d_blocks, q_blocks,
+                     k_blocks, softmax, resident(a, q_blocks, k_blocks, target, query_blocks),
+                     a.sources is not None, a.nz_out, target, on_chip, a.guard, mask,
+                     query_blocks)
 
 
 def _rank(p: Plan, seq_blocks: int) -> tuple[int, bool, int]:

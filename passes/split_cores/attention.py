@@ -1,0 +1,106 @@
+"""A fused attention over cores: a grid of head parts and runs of query rows.
+
+Heads alone leave cores idle whenever the heads are fewer than the cores
+(BERT's 12 heads on 32 cores: 12 busy, 20 waiting at the next barrier), so
+the cores form a grid of `hp` head parts and `qp` runs of query rows:
+
+* a head part takes heads/hp heads: its slices of Q, K, V and the context
+  (`groups._head_cut`);
+* a query run takes seq/qp query rows of each of its heads against all of
+  their keys. The operands stay whole along the rows (the kernel reads its
+  rows of Q and writes its rows of the context itself): the group gets
+  `npu.core_part` and `npu-lower-attention` walks the core's run of query
+  tiles from a row offset computed from the block index. For the barriers,
+  Q and the context count as cut along their rows (the `"q"` axis is
+  `unsliced`), K and V as read whole by every run.
+
+The grid is the cheapest of every grid of at most the cores asked for, by
+the attention cost model on one core's share (`plan.modelled`: its heads,
+its query run against all keys, K and V loaded once per head and run);
+among equals the fewest runs (each run reads its heads' K and V again).
+Query runs need a sequence of whole 16-row blocks that the runs divide,
+and are not taken with the projection fused in (its kernel projects all
+query rows of a head).
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from npu import ir as nir
+from npu.costmodel.attention import pattern as att
+from npu.costmodel.attention import plan as cost
+from npu.costmodel.attention.projection import PROJECTION_ATTR
+from npu.target import Target
+
+from .split import Split
+
+QUERIES = "q"  # the grid axis of the query runs
+
+
+def _divisors(n: int, most: int) -> list[int]:
+    return [d for d in range(1, min(n, most) + 1) if n % d == 0]
+
+
+def matched(group: ir.Operation) -> att.Attention | None:
+    """The attention an `npu.attention` group holds (as its lowering matches it)."""
+    body = [o.operation for o in group.regions[0].blocks[0].operations]
+    first = next((o for o in body if o.name == "ascend.batch_matmul"), None)
+    if first is None:
+        return None
+    users = att.users_of(body)
+    found = att.match(first, users, any_seq=PROJECTION_ATTR in group.attributes)
+    if isinstance(found, str):
+        return None
+    if any(o.name == "ascend.fractalize" and o not in found.members for o in body):
+        att.absorb_nz_out(found, users)
+    return found
+
+
+def grid(group: ir.Operation, parts: int, target: Target) -> tuple[int, int, int] | None:
+    """(head parts, query runs, modelled cycles of one core) of the cheapest
+    grid of at most `parts` cores, or None when the heads and rows give no
+    grid of two or more."""
+    attrs = nir.dict_attr_items(group.attributes[att.ATTENTION_ATTR])
+    heads = attrs["heads"]
+    a = matched(group)
+    runs_ok = (a is not None and a.seq % 16 == 0 and PROJECTION_ATTR not in group.attributes)
+    s1 = a.seq_blocks if a is not None else 1
+    best: tuple[int, int, int] | None = None
+    for hp in _divisors(heads, parts):
+        for qp in _divisors(s1, parts // hp) if runs_ok else [1]:
+            if a is None:
+                cycles = heads // hp  # no model: the most head parts
+            else:
+                rows = s1 // qp
+                qb = cost.run_tile(attrs["query_rows"] // 16, rows)
+                cycles = cost.modelled(a, qb, attrs["key_rows"] // 16, target,
+                                       attrs.get("softmax", "f32"), heads=heads // hp,
+                                       query_blocks=rows if qp > 1 else None).cycles
+            if best is None or (cycles, qp, -hp) < (best[2], best[1], -best[0]):
+                best = (hp, qp, cycles)
+    return best if best is not None and best[0] * best[1] > 1 else None
+
+
+def split(hp: int, qp: int) -> Split:
+    """The grid's `Split` (heads outer, query runs inner); the cuts are the
+    group's (`groups`)."""
+    axes = (("x", hp),) + (((QUERIES, qp),) if qp > 1 else ())
+    return Split((), axes, unsliced=frozenset({QUERIES}))
+
+
+def rows_dim(v: ir.Value, a: att.Attention) -> int | None:
+    """The dim of a query-side tensor that holds the query rows: an Nz
+    [.., S/16, 16, 16] by its row blocks, else the first dim of S rows but
+    the last (Q [H, S, D], the projections [1, S, H, D], the merged context)."""
+    shape = nir.memref_shape(v.type)
+    if len(shape) >= 4 and shape[-2:] == [16, 16] and shape[-3] == a.seq_blocks:
+        return len(shape) - 3
+    return next((d for d, n in enumerate(shape[:-1]) if n == a.seq), None)
+
+
+def query_side(a: att.Attention) -> set[ir.Value]:
+    """The group's tensors a query run touches only its rows of: Q (or the
+    source it is made from) and the context."""
+    q = a.sources[0] if a.sources is not None else a.q
+    return {q, a.out}
