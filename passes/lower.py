@@ -8,13 +8,13 @@ no copied code): `npu-canonicalize` (one form per spelling; skip with
 (sibling matmuls sharing A; skip with `fuse-horizontal=false`),
 `npu-fuse-attention` (skip with `fuse-attention=false`), `npu-fuse`,
 `npu-fuse-attention-projection` (skip with `fuse-attention-projection=false`),
-`npu-lower-fused` and `npu-lower-attention` (fused kernels, one core only;
+`npu-lower-fused` and `npu-lower-attention` (fused kernels;
 skip with `fuse=false`; `fuse-nz-stores=false` keeps the matmul A operands'
 separate casts and fractalizes),
 `npu-plan-gm` (GM temporaries into one workspace; skip with `plan-gm=false`),
 every lowering (matmul, fractalize, elementwise, transpose,
-reduce), then `npu-double-buffer` (optional), `npu-prefetch` (one core;
-`prefetch=false` skips it), `npu-plan-memory`,
+reduce), then `npu-double-buffer` (optional), `npu-prefetch` (on many cores,
+across the chip barrier before an op; `prefetch=false` skips it), `npu-plan-memory`,
 `npu-insert-sync` and `npu-lower-cce-to-hivm` (`emit=cce` stops before it,
 at planned, synchronised cce). Every option of those passes is an option
 here, derived from the pass's declaration (`npu.passes.lower_options`:
@@ -82,8 +82,8 @@ class LowerPass(Pass):
     def run(self, module: ir.Operation) -> None:
         """On several cores, a program that npu-split-cores leaves on one
         core (too small to pay for its barriers) is lowered again as the
-        one-core program: on many cores it would have lost npu-prefetch and
-        L1 chains for nothing. So is one whose split a lowering refuses
+        one-core program: on many cores it would have lost L1 chains and
+        npu-fuse-horizontal for nothing. So is one whose split a lowering refuses
         (with a remark naming why)."""
         if self.tuning_record:
             self.record = self._read_record(module)
@@ -171,7 +171,7 @@ class LowerPass(Pass):
         An L1 overflow after npu-prefetch placed chunks beside the bytes live
         at each op is first retried with its safe room (`l1-room=safe`)."""
         fuse = self.fuse
-        prefetch = self.prefetch and not self._many
+        prefetch = self.prefetch
         fractions: tuple[float | None, ...] = (None,)
         if self.canonicalize:
             self._make("npu-canonicalize").run(module)
@@ -262,7 +262,7 @@ class LowerPass(Pass):
             self._make("npu-plan-gm").run(module)
         # Loops of ops with a per-op `double-buffer` carry a mark it follows.
         steps: list[Pass] = [self._make("npu-double-buffer")]
-        if self.prefetch and not self._many:
+        if self.prefetch:
             steps.append(self._make("npu-prefetch", **{"l1-room": l1_room}))
         steps.append(self._make("npu-plan-memory"))
         steps.append(self._make("npu-insert-sync"))

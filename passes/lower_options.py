@@ -133,7 +133,7 @@ ROUTES: tuple[Route, ...] = (
     Route("fuse-chains", ("npu-fuse chains",), "with the pipelined matmul schedule only, "
           "the one that reads a chained A"),
     Route("cores", ("npu-split-cores cores",), "1: one core, npu-split-cores not run "
-          "(npu-prefetch and npu-fuse-horizontal run on one core only)"),
+          "(npu-fuse-horizontal and L1 matmul chains run on one core only)"),
     Route("plan", ("npu-plan-gm algorithm", "npu-plan-memory algorithm"), ""),
     Route("double-buffer", ("npu-double-buffer unmarked",),
           "also picks matmul-schedule=auto's schedule"),
@@ -161,7 +161,7 @@ OWN_OPTIONS: tuple[Option, ...] = (
     Option("plan-gm", bool, True, "pack GM memref.alloc temporaries into one workspace "
            "argument first (npu-plan-gm); false leaves them as allocs"),
     Option("prefetch", bool, True, "npu-prefetch: a matmul's first host-constant weight "
-           "chunks load during the previous op's idle MTE2 tail (one core only)"),
+           "chunks load during the previous op's idle MTE2 tail (on many cores, before the chip barrier)"),
     Option("tuning-record", str, "", "npu-tune record (JSON) whose per-op options apply "
            "to the ops they match"),
     Option("emit", str, "hivm", "the level to stop at: planned, synchronised cce, or hivm "

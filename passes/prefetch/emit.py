@@ -7,8 +7,9 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, scf
 
-from npu.ir import clone_into, create_op, defining_op, int_attr, memref_shape, subview
-from npu.ir import constant_int
+from npu.ir import VIEW_OPS, clone_into, constant_int, create_op, defining_op, int_attr
+from npu.ir import memref_shape, subview
+from npu.passes.base import PassError
 
 from .parts import Candidate, Part
 
@@ -35,17 +36,31 @@ class EmitParts:
                 alloc.move_before(issue)
                 made.append(alloc)
             slot_allocs = {a for a, _ in c.slots}
+            after = _after(issue)
             for part in parts:
                 copy = part.copy
                 needed: set[ir.Operation] = set()
+                # Views and index arithmetic between `issue` and the loop (on
+                # many cores, a core's slice of the weights: subviews at the
+                # block index, npu-split-cores) are cloned too.
+                outside: set[ir.Operation] = set()
                 pending = list(copy.operands)
                 while pending:
                     op = defining_op(pending.pop())
-                    if op is not None and op in body_ops and op not in needed \
-                            and op not in slot_allocs:
+                    if op is None or op in needed or op in outside or op in slot_allocs:
+                        continue
+                    if op in body_ops:
                         needed.add(op)
-                        pending.extend(op.operands)
-                chain = [o for o in body_ops if o in needed] + [copy]
+                    elif after(op):
+                        if not (op.name in VIEW_OPS or op.name.startswith("arith.")):
+                            raise PassError(f"npu-prefetch: a weight copy's operand is made by "
+                                            f"'{op.name}' after the point its load moves to", op)
+                        outside.add(op)
+                    else:
+                        continue
+                    pending.extend(op.operands)
+                chain = (sorted(outside, key=_program_order) + [o for o in body_ops if o in needed]
+                         + [copy])
                 with ir.InsertionPoint(issue):
                     clones = clone_into(chain, {iv: first.result}, set())
                     whole = clones[-1]
@@ -102,6 +117,27 @@ class EmitParts:
                 for op in run:
                     op.move_before(guard.then_block.operations[len(guard.then_block.operations) - 1]
                                    .operation)
+
+
+def _program_order(op: ir.Operation) -> tuple[int, ...]:
+    """Positions of `op` and its ancestors in their blocks, outermost first:
+    sorts the ops of one function into program order."""
+    key = []
+    while op.parent is not None and op.parent.name != "builtin.module":
+        block = op.parent.regions[0].blocks[0] if len(op.parent.regions) == 1 else None
+        ops = [o.operation for o in (block.operations if block is not None else
+                                     (o for r in op.parent.regions for b in r.blocks
+                                      for o in b.operations))]
+        key.append(ops.index(op))
+        op = op.parent
+    return tuple(reversed(key))
+
+
+def _after(issue: ir.Operation):
+    """Whether an op of the function does not come before `issue` (a top-level
+    op): then it does not dominate an op inserted before `issue`."""
+    at = _program_order(issue)
+    return lambda op: _program_order(op)[:len(at)] >= at
 
 
 def _cut(copy: ir.Operation, first: int, end: int) -> list[ir.Operation]:

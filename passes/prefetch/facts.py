@@ -126,6 +126,15 @@ class FactsCache:
     def _make(self, op: ir.Operation) -> OpFacts:
         """One walk of `op`: its pipes' work (as `npu.analysis.pipe_work` counts it), the
         GM ranges its copies touch and, for a loop, its tail."""
+        if op.name == "cce.sync_all":
+            # A chip barrier: every pipe of the core drains and waits for the
+            # others, so MTE2 idles at least its cycles (weights loaded before
+            # it need nothing from the other cores).
+            return OpFacts(Counter(), frozenset(), frozenset(), self.target.sync_all_cycles,
+                           self.target.sync_all_cycles)
+        guarded = _guarded(op)
+        if guarded:
+            return self._sequence([self(o) for o in guarded])
         reads: set[GmRange] = set()
         writes: set[GmRange] = set()
         if op.name == "scf.for":
@@ -146,6 +155,21 @@ class FactsCache:
         span = (tail["M"] + max(tail.get("V", 0.0), tail.get("MTE3", 0.0)) if tail.get("M")
                 else after_load(tail))
         return OpFacts(work, frozenset(reads), frozenset(writes), after_load(tail), span)
+
+    @staticmethod
+    def _sequence(parts: list[OpFacts]) -> OpFacts:
+        """The facts of ops run in turn: their work and ranges, and the tail
+        of the last one with loads followed by all the work after it."""
+        work: Counter = Counter()
+        for f in parts:
+            work.update(f.work)
+        last = max((k for k, f in enumerate(parts) if f.loads), default=None)
+        after = parts[(last + 1) if last is not None else 0:]
+        rest = sum(after_load(f.work) for f in after)
+        head = parts[last] if last is not None else None
+        return OpFacts(work, frozenset().union(*(f.reads for f in parts)),
+                       frozenset().union(*(f.writes for f in parts)),
+                       (head.tail if head else 0.0) + rest, (head.tail_span if head else 0.0) + rest)
 
     def _work(self, op: ir.Operation, times: int, into: dict[str, float],
               reads: set[GmRange], writes: set[GmRange]) -> None:
@@ -198,6 +222,15 @@ class FactsCache:
         for w in per_op:
             tail.update(w)
         return tail
+
+def _guarded(op: ir.Operation) -> list[ir.Operation]:
+    """The ops of an `scf.if` without an else (npu-split-cores' guard of an op
+    that runs on some of the cores), else none: on the cores that run it,
+    they are the op."""
+    if op.name != "scf.if" or len(op.regions[1].blocks) and len(op.regions[1].blocks[0].operations) > 1:
+        return []
+    return [o.operation for o in op.regions[0].blocks[0].operations if o.operation.name != "scf.yield"]
+
 
 def contains(op: ir.Operation, predicate) -> bool:
     """Whether an op in `op` (itself included) satisfies `predicate`: a walk

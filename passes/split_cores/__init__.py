@@ -15,6 +15,11 @@ attribute `npu.block_dim = P`. It stays one program (dialects/README.md,
   rows in chunks, a matmul's grid, attention's heads in runs; any other
   kernel (one already lowered, a group that does not cut evenly) runs on
   core 0;
+* independent ops between two barriers (Q, K and V's projections) may
+  run side by side instead, each over its own share of the cores, when
+  the matmul cost model says so (`share`; `share=false` turns it off);
+  such an op sits under `scf.if` on its cores, its slices indexed by the
+  block index less its first core;
 * a rough estimate (`_estimate`) keeps the function on one core when the
   split cannot pay for its barriers (npu-lower then lowers the one-core
   program);
@@ -45,6 +50,7 @@ from npu.costmodel.fusion.rows import FUSED_ATTR
 
 from .barriers import Access, Unit, gm_operands, place
 from .groups import apply_group, external, group_split, written
+from . import share
 from .rules import SplitRules
 from .split import Split, apply
 
@@ -85,6 +91,8 @@ class SplitCoresPass(Pass):
         Option("remarks", bool, False, "report each function's split as a remark"),
         Option("estimate", bool, True, "keep a function on one core when the split's estimate "
                "is no better (false: split whatever it costs; for tests)"),
+        Option("share", bool, True, "run independent ops between two barriers side by side, each "
+               "on its own share of the cores, when the model says it is faster (`share`)"),
     )
 
     def run(self, module: ir.Operation) -> None:
@@ -141,7 +149,12 @@ class SplitCoresPass(Pass):
                                           for v in gm_operands(op)],
                                   f"{op.name}: 1 core (a kernel already lowered)"))
                 splits.append(None)
-        cores = max((u.cores for u in units), default=1)
+        shares = share.plan(units, wanted, lambda i, n: self._split_at(units[i].op, n)) \
+            if self.share else {}
+        for i, (choice, base) in shares.items():
+            units[i], splits[i] = self._unit(units[i].op, choice.split), choice.split
+            units[i].moved_to(base)
+        cores = max((u.base + u.cores for u in units), default=1)
         # Asked for a count, a program on fewer cores says so; by default
         # (all cores) only with `remarks`: most small programs fit one.
         told = self.remarks or self.cores != 0
@@ -174,22 +187,46 @@ class SplitCoresPass(Pass):
                 with op.location, ir.InsertionPoint(op):
                     if i in barrier_at:
                         nir.create_op(SYNC_ALL)
-                    if unit.cores < cores:
-                        cond = arith.CmpIOp(arith.CmpIPredicate.ult, blk,
-                                            nir.index_const(unit.cores)).result
-                        guard = scf.IfOp(cond, [], has_else=False)
-                        with ir.InsertionPoint(guard.then_block):
-                            end = scf.YieldOp([])
-                        op.move_before(end.operation)
+                    if unit.base or unit.cores < cores:
+                        self._guard(op, blk, unit)
+                mine = blk  # the block index within the unit's cores
+                if unit.base:
+                    with op.location, ir.InsertionPoint(op):
+                        mine = arith.SubIOp(blk, nir.index_const(unit.base)).result
                 if isinstance(split, tuple):
                     with op.location:
-                        apply_group(op, *split, blk)
+                        apply_group(op, *split, mine)
                 elif split is not None:
                     with op.location, ir.InsertionPoint(op):
-                        apply(op, split, blk)
+                        apply(op, split, mine)
             for child in func.regions[0].blocks[0].operations:
                 if "npu.chain" in child.operation.attributes:  # L1 is one core's
                     del child.operation.attributes["npu.chain"]
+
+    @staticmethod
+    def _guard(op: ir.Operation, blk: ir.Value, unit: Unit) -> None:
+        """Move `op` under `scf.if` on the block index being one of the unit's cores."""
+        cond = arith.CmpIOp(arith.CmpIPredicate.ult, blk,
+                            nir.index_const(unit.base + unit.cores)).result
+        if unit.base:
+            first = arith.CmpIOp(arith.CmpIPredicate.uge, blk, nir.index_const(unit.base)).result
+            cond = arith.AndIOp(first, cond).result
+        guard = scf.IfOp(cond, [], has_else=False)
+        with ir.InsertionPoint(guard.then_block):
+            end = scf.YieldOp([])
+        op.move_before(end.operation)
+
+    def _split_at(self, op: ir.Operation, n: int) -> Split | tuple | None:
+        """An ascend op's or a fused group's split over n cores, or None."""
+        if op.name.startswith("ascend."):
+            return self.rules.split(op, n)
+        if op.name == "scf.execute_region":
+            return self._group(op, n)
+        return None
+
+    def _unit(self, op: ir.Operation, found: Split | tuple) -> Unit:
+        return (self._group_unit(op, found) if isinstance(found, tuple)
+                else self._ascend_unit(op, found))
 
     def _dissolve_weight_bound_epilogues(self, func: ir.Operation, wanted: int) -> None:
         """A matmul epilogue group that does not cut evenly (a classifier's
@@ -213,8 +250,8 @@ class SplitCoresPass(Pass):
         """(one core, the split) in cycles, roughly: each unit's GM bytes over
         one core's mover rate and its cube blocks, shared by its cores, with
         a first load's and last store's latency on each, plus the barriers;
-        the split must save a tenth (it also gives up npu-prefetch and L1
-        chains, which run on one core only). Enough to keep a split that cannot pay for its
+        the split must save a tenth (it also gives up L1 chains and
+        npu-fuse-horizontal, which run on one core only). Enough to keep a split that cannot pay for its
         barriers from making a program slower than on one core."""
         t = self.target
         rate = t.path("gm_to_ub").bytes_per_cycle

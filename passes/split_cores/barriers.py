@@ -33,9 +33,17 @@ class Access:
 @dataclass
 class Unit:
     op: ir.Operation
-    cores: int  # the cores that run it: 0 .. cores-1
+    cores: int  # the cores that run it: base .. base + cores - 1
     accesses: list[Access] = field(default_factory=list)
     what: str = ""  # the remark's text for it
+    base: int = 0  # its first core (`share`: beside independent units)
+
+    def moved_to(self, base: int) -> None:
+        """Run on cores base .. base + cores - 1: its boxes by those cores."""
+        for a in self.accesses:
+            a.boxes = {base + c - self.base: box for c, box in a.boxes.items()}
+        self.base = base
+        self.what += f" on cores {base}-{base + self.cores - 1}"
 
 
 def _overlap(a: Box | None, b: Box | None) -> bool:

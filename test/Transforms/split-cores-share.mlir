@@ -1,0 +1,29 @@
+// RUN: npu-opt %s --npu-split-cores="cores=32 remarks=true" 2>&1 | FileCheck %s
+// RUN: npu-opt %s --npu-split-cores="cores=32 remarks=true share=false" 2>&1 | FileCheck %s --check-prefix=APART
+// Three independent projections of one A (BERT's Q, K and V): side by side
+// on cores 0-7, 8-15 and 16-23 (each a 1 x 8 grid over its own cores, its
+// slices indexed by the block index less its first core), not one after
+// another over all 32 (each a 2 x 16 grid re-reading half of A).
+
+// CHECK: remark: npu-split-cores: 24 of 32 cores, 0 chip barriers; ascend.matmul 8x1 on cores 0-7; ascend.matmul 8x1 on cores 8-15; ascend.matmul 8x1 on cores 16-23
+// CHECK-LABEL: func.func @qkv
+// CHECK-SAME: %[[BLK:[a-z0-9]+]]: index {npu.block_idx}) attributes {npu.block_dim = 24 : i64}
+// CHECK: arith.cmpi ult, %[[BLK]], %c8
+// CHECK: "ascend.matmul"
+// CHECK: %[[LAST:.*]] = arith.cmpi ult, %[[BLK]], %c16
+// CHECK: %[[FIRST:.*]] = arith.cmpi uge, %[[BLK]], %c8
+// CHECK: %[[MINE:.*]] = arith.andi %[[FIRST]], %[[LAST]] : i1
+// CHECK: scf.if %[[MINE]] {
+// CHECK: arith.subi %[[BLK]], %c8
+// CHECK: "ascend.matmul"
+// CHECK: arith.cmpi uge, %[[BLK]], %c16
+// CHECK: arith.subi %[[BLK]], %c16
+
+// APART: remark: npu-split-cores: 32 of 32 cores, 0 chip barriers; ascend.matmul 16x2; ascend.matmul 16x2; ascend.matmul 16x2
+// APART-NOT: arith.subi
+func.func @qkv(%a: memref<48x8x16x16xf16, "gm">, %wq: memref<48x48x16x16xf16, "gm">, %wk: memref<48x48x16x16xf16, "gm">, %wv: memref<48x48x16x16xf16, "gm">, %q: memref<48x8x16x16xf32, "gm">, %k: memref<48x8x16x16xf32, "gm">, %v: memref<48x8x16x16xf32, "gm">) {
+  "ascend.matmul"(%a, %wq, %q) : (memref<48x8x16x16xf16, "gm">, memref<48x48x16x16xf16, "gm">, memref<48x8x16x16xf32, "gm">) -> ()
+  "ascend.matmul"(%a, %wk, %k) : (memref<48x8x16x16xf16, "gm">, memref<48x48x16x16xf16, "gm">, memref<48x8x16x16xf32, "gm">) -> ()
+  "ascend.matmul"(%a, %wv, %v) : (memref<48x8x16x16xf16, "gm">, memref<48x48x16x16xf16, "gm">, memref<48x8x16x16xf32, "gm">) -> ()
+  return
+}
