@@ -36,7 +36,7 @@ class EmitParts:
                 alloc.move_before(issue)
                 made.append(alloc)
             slot_allocs = {a for a, _ in c.slots}
-            after = _after(issue)
+            order = _Order(issue)
             for part in parts:
                 copy = part.copy
                 needed: set[ir.Operation] = set()
@@ -51,7 +51,7 @@ class EmitParts:
                         continue
                     if op in body_ops:
                         needed.add(op)
-                    elif after(op):
+                    elif order.after(op):
                         if not (op.name in VIEW_OPS or op.name.startswith("arith.")):
                             raise PassError(f"npu-prefetch: a weight copy's operand is made by "
                                             f"'{op.name}' after the point its load moves to", op)
@@ -59,7 +59,7 @@ class EmitParts:
                     else:
                         continue
                     pending.extend(op.operands)
-                chain = (sorted(outside, key=_program_order) + [o for o in body_ops if o in needed]
+                chain = (sorted(outside, key=order.key) + [o for o in body_ops if o in needed]
                          + [copy])
                 with ir.InsertionPoint(issue):
                     clones = clone_into(chain, {iv: first.result}, set())
@@ -119,25 +119,31 @@ class EmitParts:
                                    .operation)
 
 
-def _program_order(op: ir.Operation) -> tuple[int, ...]:
-    """Positions of `op` and its ancestors in their blocks, outermost first:
-    sorts the ops of one function into program order."""
-    key = []
-    while op.parent is not None and op.parent.name != "builtin.module":
-        block = op.parent.regions[0].blocks[0] if len(op.parent.regions) == 1 else None
-        ops = [o.operation for o in (block.operations if block is not None else
-                                     (o for r in op.parent.regions for b in r.blocks
-                                      for o in b.operations))]
-        key.append(ops.index(op))
-        op = op.parent
-    return tuple(reversed(key))
+class _Order:
+    """Program order in the function of a top-level op `issue`: the top-level
+    positions once, nested ones (a guard's few ops) when asked."""
 
+    def __init__(self, issue: ir.Operation):
+        self.func = issue.parent
+        self.top = {o.operation: k for k, o in
+                    enumerate(self.func.regions[0].blocks[0].operations)}
+        self.issue = self.top[issue]
 
-def _after(issue: ir.Operation):
-    """Whether an op of the function does not come before `issue` (a top-level
-    op): then it does not dominate an op inserted before `issue`."""
-    at = _program_order(issue)
-    return lambda op: _program_order(op)[:len(at)] >= at
+    def key(self, op: ir.Operation) -> tuple[int, ...]:
+        """Positions of `op` and its ancestors in their blocks, outermost first."""
+        path = []
+        while op not in self.top:
+            parent = op.parent
+            siblings = [o.operation for r in parent.regions for b in r.blocks
+                        for o in b.operations]
+            path.append(siblings.index(op))
+            op = parent
+        return (self.top[op],) + tuple(reversed(path))
+
+    def after(self, op: ir.Operation) -> bool:
+        """`op` does not come before `issue`: it does not dominate an op
+        inserted before `issue`."""
+        return self.key(op)[0] >= self.issue
 
 
 def _cut(copy: ir.Operation, first: int, end: int) -> list[ir.Operation]:
