@@ -59,10 +59,14 @@ def group_split(group: ir.Operation, parts: int, rules: SplitRules
         hp, qp, _ = found
         attrs = group.attributes[ATTENTION_ATTR]
         heads, head_dim = _dict_int(attrs, "heads"), _dict_int(attrs, "head_dim")
-        a = attention.matched(group) if qp > 1 else None
-        queries = attention.query_side(a) if a is not None else set()
+        a = attention.matched(group)
+        queries = attention.query_side(a) if a is not None and qp > 1 else set()
+        # the key mask [1, .., 1, S] holds no heads: every core reads it whole
+        whole = {a.key_mask} if a is not None and a.key_mask is not None else set()
 
         def cut_of(v: ir.Value) -> Cuts | None:
+            if v in whole:
+                return {}
             cut = _head_cut(v, heads, head_dim)
             if cut is None or v not in queries:
                 return cut
@@ -157,9 +161,12 @@ def _head_cut(v: ir.Value, heads: int, head_dim: int) -> Cuts | None:
     """The dim of `v` that holds the heads, by the layouts an attention group
     has: the context in Nz [H*D/16, S/16, 16, 16], batched Nz [H, ..., 16, 16],
     rows of all heads [.., H*D], interleaved [.., S, H, D], per head
-    [1.., H, ...], or a flat view; None for anything else."""
+    [1.., H, ...], or a flat view; no dim for a scalar; None for anything
+    else (the key mask is the caller's: whole)."""
     shape = nir.memref_shape(v.type)
     last = len(shape) - 1
+    if math.prod(shape) == 1:
+        return {}  # a scalar (the NaN guard's zero): every core reads it whole
     if len(shape) == 4 and shape[2:] == [16, 16] and shape[0] * 16 == heads * head_dim:
         return {0: "x"}
     if len(shape) == 5 and shape[0] == heads:

@@ -103,3 +103,34 @@ def test_deleting_the_barrier_after_the_runs_is_a_race() -> None:
     with pytest.raises(SimulationError) as e:
         simulate(parse_module(cut, make_context()), ins)
     assert e.value.kind == "race"
+
+
+def _remark_and_outputs(model, ins: dict, cores: int):
+    import npu
+
+    engine = diagnostics.DiagnosticEngine()
+    token = diagnostics.install(engine)
+    try:
+        kernel = npu.compile(model, cores=cores,
+                             pipeline="builtin.module(npu-lower{split-cores-remarks=true})")
+    finally:
+        diagnostics._current.reset(token)  # noqa: SLF001
+    split = [d.message for d in engine.diagnostics if "npu-split-cores:" in d.message]
+    outs, report = kernel(*[ins[n] for n in kernel.input_names])
+    return split, outs, report
+
+
+@pytest.mark.parametrize("kind", ["key mask", "nan guard"])
+def test_masked_and_guarded_attention_split_too(kind: str) -> None:
+    # HF BERT's attention: an additive key mask [1, 1, 1, S] and sdpa's NaN
+    # guard (its zero a [1, 1, 1, 1] scalar) are read whole by every core;
+    # both kept the whole attention on one core before.
+    from test_attention_key_mask import feeds as mask_feeds, masked_attention
+    from test_attention_nan_guard import feeds as guard_feeds, guarded_attention
+
+    model, ins = ((masked_attention(256), mask_feeds(256, -1e9)) if kind == "key mask"
+                  else (guarded_attention(256), guard_feeds(256, "nan_key")))
+    (remark,), many, report = _remark_and_outputs(model, ins, 8)
+    assert "attention 2x4" in remark and report["hazards"] == []
+    _, one, _ = _remark_and_outputs(model, ins, 1)
+    assert np.array_equal(one[0].view(np.uint32), many[0].view(np.uint32))
