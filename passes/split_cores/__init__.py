@@ -195,10 +195,10 @@ class SplitCoresPass(Pass):
                         mine = arith.SubIOp(blk, nir.index_const(unit.base)).result
                 if isinstance(split, tuple):
                     with op.location:
-                        apply_group(op, *split, mine)
+                        apply_group(op, *split, mine, unit.base)
                 elif split is not None:
                     with op.location, ir.InsertionPoint(op):
-                        apply(op, split, mine)
+                        apply(op, split, mine, unit.base)
             for child in func.regions[0].blocks[0].operations:
                 if "npu.chain" in child.operation.attributes:  # L1 is one core's
                     del child.operation.attributes["npu.chain"]
@@ -251,8 +251,9 @@ class SplitCoresPass(Pass):
         one core's mover rate and its cube blocks, shared by its cores, with
         a first load's and last store's latency on each, plus the barriers;
         the split must save a tenth (it also gives up L1 chains and
-        npu-fuse-horizontal, which run on one core only). Enough to keep a split that cannot pay for its
-        barriers from making a program slower than on one core."""
+        npu-fuse-horizontal, which run on one core only). Enough to keep a
+        split that cannot pay for its barriers from making a program slower
+        than on one core."""
         t = self.target
         rate = t.path("gm_to_ub").bytes_per_cycle
         one = many = 0.0

@@ -244,8 +244,9 @@ def _inside(v: ir.Value, group: ir.Operation) -> bool:
 
 
 def apply_group(group: ir.Operation, split: Split, cuts: dict[ir.Value, Cuts],
-                blk: ir.Value) -> None:
-    """Give the group core `blk`'s slice of every tensor."""
+                blk: ir.Value, first: int = 0) -> None:
+    """Give the group core `blk`'s slice of every tensor (`blk` counted from
+    the group's first core, `first`)."""
     parts = dict(split.grid)
     replaced: dict[ir.Value, ir.Value] = {}
     with ir.InsertionPoint(group):
@@ -285,9 +286,9 @@ def apply_group(group: ir.Operation, split: Split, cuts: dict[ir.Value, Cuts],
             op.erase()
     for op in members(group):
         if op.name == "ascend.conv2d":
-            split.mark(op)
+            split.mark(op, first)
     if ATTENTION_ATTR in group.attributes:
-        split.mark(group)  # its query runs (`attention`)
+        split.mark(group, first)  # its query runs (`attention`)
     for attr, key in ((FUSED_ATTR, "rows"), (ATTENTION_ATTR, "heads")):
         if attr in group.attributes:
             figures = ir.DictAttr(group.attributes[attr])

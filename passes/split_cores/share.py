@@ -16,8 +16,8 @@ carry a modelled cost (the matmul grids, `rules.split_matmul`), and gives
 them the shares of the cores that minimise the slowest one's modelled
 cycles, when that is below `KEEP` of their cycles one after another on all
 the cores. A unit whose lowering finds its part from the block index
-itself (`npu.core_part`) keeps all the cores: its part is counted from
-core 0.
+itself (`npu.core_part`: a conv's runs of rows) counts it from its first
+core.
 """
 
 from __future__ import annotations
@@ -72,14 +72,13 @@ def runs(units: list[Unit]) -> list[list[int]]:
 
 def choices(split_at: Callable[[int], Split | tuple | None], wanted: int) -> dict[int, Choice]:
     """The cheapest modelled split of at most n cores, for n = 2 .. wanted
-    (only splits with a cost and no part a lowering finds itself)."""
+    (only splits with a cost: matmul and conv grids)."""
     best: Choice | None = None
     out: dict[int, Choice] = {}
     for n in range(2, wanted + 1):
         found = split_at(n)
         split = _split_of(found)
-        if split is not None and split.cost > 0 and not split.unsliced and (
-                best is None or split.cost < best.cost):
+        if split is not None and split.cost > 0 and (best is None or split.cost < best.cost):
             best = Choice(split.parts, found, split.cost)
         if best is not None:
             out[n] = best

@@ -58,13 +58,15 @@ class Split:
         """The part of `cut` that becomes a subview."""
         return {d: a for d, a in cut.items() if a not in self.unsliced}
 
-    def mark(self, op: ir.Operation) -> None:
+    def mark(self, op: ir.Operation, first: int = 0) -> None:
         """Tell an op cut along an unsliced axis which part a core does
-        (`nir.CORE_PART_ATTR`)."""
+        (`nir.CORE_PART_ATTR`); `first`: the first core of the op's share
+        (`share`), when not core 0."""
         for k, (axis, n) in enumerate(self.grid):
             if axis in self.unsliced:
                 inner = math.prod(m for _, m in self.grid[k + 1:])
-                op.attributes[nir.CORE_PART_ATTR] = ir.DenseI64ArrayAttr.get([n, inner])
+                op.attributes[nir.CORE_PART_ATTR] = ir.DenseI64ArrayAttr.get(
+                    [n, inner] + ([first] if first else []))
 
     def box(self, shape: list[int], operand: int, core: int) -> tuple[tuple[int, int], ...]:
         """(offset, size) per dim of the slice of `operand` that `core` touches."""
@@ -79,14 +81,15 @@ class Split:
 
 
 
-def apply(op: ir.Operation, split: Split, blk: ir.Value) -> None:
-    """Give `op` the slices of its operands that core `blk` owns."""
+def apply(op: ir.Operation, split: Split, blk: ir.Value, first: int = 0) -> None:
+    """Give `op` the slices of its operands that core `blk` owns (`blk`
+    counted from the op's first core, `first`)."""
     coords = split.block_coords(blk)
     parts = dict(split.grid)
     for i, cut in enumerate(split.cuts):
         if split.sliced(cut):
             op.operands[i] = slice_value(op.operands[i], split.sliced(cut), parts, coords)
-    split.mark(op)
+    split.mark(op, first)
 
 
 def slice_value(value: ir.Value, cut: dict[int, str], parts: dict[str, int],

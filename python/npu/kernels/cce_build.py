@@ -83,12 +83,13 @@ Index = int | ir.Value
 
 def core_part(op: ir.Operation) -> tuple[int, ir.Value] | None:
     """(parts, this core's part) of an op that npu-split-cores cut along an
-    axis its lowering divides itself (`nir.CORE_PART_ATTR`), the part
+    axis its lowering divides itself (`nir.CORE_PART_ATTR`: parts, inner
+    and, for an op on a share of the cores, its first core), the part
     computed at `op` from the kernel's block index; None when it is not cut.
     Raises ValueError outside a multi-core kernel."""
     if nir.CORE_PART_ATTR not in op.attributes:
         return None
-    parts, inner = nir.int_array_attr(op, nir.CORE_PART_ATTR)
+    parts, inner, *first = nir.int_array_attr(op, nir.CORE_PART_ATTR)
     if parts == 1:
         return None
     blk = nir.block_idx_value(op)
@@ -96,6 +97,8 @@ def core_part(op: ir.Operation) -> tuple[int, ir.Value] | None:
         raise ValueError(f"{nir.CORE_PART_ATTR} outside a multi-core kernel (its function has "
                          "no npu.block_idx argument)")
     with op.location, ir.InsertionPoint(op):
+        if first and first[0]:
+            blk = arith.SubIOp(blk, nir.index_const(first[0])).result
         part = blk if inner == 1 else arith.DivUIOp(blk, nir.index_const(inner)).result
         return parts, arith.RemUIOp(part, nir.index_const(parts)).result
 

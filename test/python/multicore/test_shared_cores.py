@@ -100,3 +100,29 @@ def test_dependent_ops_do_not_share() -> None:
     # the transpose reads what q's projection wrote: never beside it
     _, (remark,) = _compile(True)
     assert remark.count("on cores") == 3 and "transpose" in remark.split("on cores 16-23")[1]
+
+
+def test_a_downsample_conv_beside_the_first_conv_of_its_block() -> None:
+    # ResNet-18's stage entries: the stride-2 3x3 conv and the 1x1 shortcut
+    # read the same map; each conv's grid keeps its runs of rows
+    # (npu.core_part), counted from its own first core.
+    from npu.frontend.cnn import resnet
+
+    model = resnet(18, size=64, classes=10, dtype=np.float16)
+    x = np.random.default_rng(4).standard_normal((1, 3, 64, 64)).astype(np.float16)
+    engine = diagnostics.DiagnosticEngine()
+    token = diagnostics.install(engine)
+    try:
+        kernel = npu.compile(model, pipeline="builtin.module(npu-lower{split-cores-remarks=true})")
+    finally:
+        diagnostics._current.reset(token)  # noqa: SLF001
+    (remark,) = [d.message for d in engine.diagnostics if "npu-split-cores:" in d.message]
+    assert remark.count("conv epilogue") and remark.count("on cores") == 6, remark
+    (y,), report = kernel(x)
+    (want,) = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"input": x})
+    assert report["hazards"] == []
+    np.testing.assert_allclose(y.astype(np.float32), want.astype(np.float32), atol=1e-2)
+    (y_apart,), report_apart = npu.compile(model, pipeline=(
+        "builtin.module(npu-lower{split-cores-share=false})"))(x)
+    np.testing.assert_allclose(y.astype(np.float32), y_apart.astype(np.float32), atol=4e-3)
+    assert report["cycles"] < report_apart["cycles"]
