@@ -255,6 +255,9 @@ class CrossCoreChecker:
     it keeps the core that wrote it in this epoch (-1: none) and a bit mask
     of the cores that read it; the caller's inputs are neither, and a barrier
     (`new_epoch`) orders everything before it before everything after it.
+    A GM tensor no core has written in the epoch (the weights, an earlier
+    op's results) cannot race on a read: its reads are only noted, and
+    become per-byte reader masks if a write to it comes in the same epoch.
     """
 
     def __init__(self, cores: int):
@@ -263,18 +266,22 @@ class CrossCoreChecker:
         self.cores = cores
         self._writer: dict[Memory, np.ndarray] = {}
         self._readers: dict[Memory, np.ndarray] = {}
+        self._reads: dict[Memory, list[tuple[Pattern, int, int]]] = {}  # not yet per byte
         self._touched: set[Memory] = set()  # since `take_touched` (epochs aside)
 
     def new_epoch(self) -> None:
         """Every core passed a barrier: earlier accesses conflict with none later."""
         self._writer.clear()
         self._readers.clear()
+        self._reads.clear()
 
     def _state(self, mem: Memory) -> tuple[np.ndarray, np.ndarray]:
         w = self._writer.get(mem)
         if w is None:
             w = self._writer[mem] = np.full(mem.data.size, -1, np.int16)
-            self._readers[mem] = np.zeros(mem.data.size, np.uint64)
+            readers = self._readers[mem] = np.zeros(mem.data.size, np.uint64)
+            for pat, addr, core in self._reads.pop(mem, ()):
+                readers[selection(pat, addr)] |= np.uint64(1 << core)
         return w, self._readers[mem]
 
     def take_touched(self) -> set[Memory]:
@@ -288,6 +295,9 @@ class CrossCoreChecker:
         """Check and record one core's access of `pat` at `addr`: on views of
         the per-byte state when its bytes are one run or equal bursts."""
         self._touched.add(mem)
+        if not write and mem not in self._writer:  # unwritten in this epoch: no race
+            self._reads.setdefault(mem, []).append((pat, addr, core))
+            return
         writer, readers = self._state(mem)
         w_view = bursts_view(writer, addr, pat)
         if w_view is not None:
