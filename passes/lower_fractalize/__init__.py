@@ -21,6 +21,10 @@ fastest with double buffering, see bench/fractalize.py). Defractalize runs the s
 inverted. f32 uses the 4-byte vnchwconv (16 rows of 8 elements -> 8 rows of
 16, written in halves).
 
+On many cores a matrix wider than one column block may be cut into runs of
+its row blocks (`npu.core_part`, npu-split-cores): each core strips its own
+run through the whole tensors.
+
 Tails: rows beyond R in the last row block are zero-filled in UB (Nz
 padding); columns beyond C in the last column block are zero-filled too.
 Rows whose byte length is not a whole number of 32-byte blocks are moved
@@ -43,7 +47,7 @@ from mlir import ir
 from mlir.dialects import arith, memref
 
 from npu import ir as nir
-from npu.kernels.cce_build import copy, index_add, index_mul
+from npu.kernels.cce_build import copy, core_part, index_add, index_mul
 from npu.dialects.hivm import config_field
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 
@@ -165,11 +169,16 @@ class LowerFractalize(RowMoves, Pass):
                             f"are not whole blocks are not supported ({g.R}x{g.C} {g.element}"
                             f" = {g.R * g.C * g.e} bytes)", op)
         src, dst = op.operands
+        run = self.row_run(op, g)
         with op.location, ir.InsertionPoint(op):
             nd = nir.flatten_memref(src if forward else dst)
             nz = nir.flatten_memref(dst if forward else src)
             if nir.memref_element(nd) == "i8":
                 nd, nz = self.byte_pairs(nd, op), self.byte_pairs(nz, op)
+            if run is not None:
+                self.emit_run(g, nd, nz, min(t, run[0]), forward, *run)
+                op.erase()
+                return
             plan = self.strip_plan(g, t, op)
             for p_seg, last_batch in self.batch_segments(g):
                 def per_batch(p: ir.Value, last: bool = last_batch) -> None:
@@ -184,6 +193,37 @@ class LowerFractalize(RowMoves, Pass):
                 else:
                     self.emit_range(p_seg[0], p_seg[1], 1, per_batch)
         op.erase()
+
+    def row_run(self, op: ir.Operation, g: Geometry) -> tuple[int, ir.Value] | None:
+        """(row blocks, first row block) of this core's run when npu-split-cores
+        cut the matrix's row blocks over the cores (`nir.CORE_PART_ATTR`)."""
+        try:
+            found = core_part(op)
+        except ValueError as e:
+            raise PassError(f"npu-lower-fractalize: {e}", op)
+        if found is None:
+            return None
+        parts, part = found
+        frac = self.target.fractal
+        if (g.batch != 1 or g.R1 % parts or g.R != g.R1 * frac
+                or g.row_bytes % self.target.vector_block_bytes):
+            raise PassError(f"npu-lower-fractalize: {nir.CORE_PART_ATTR}: {parts} runs of row "
+                            f"blocks need one matrix of whole 16-row blocks and 32-byte rows, "
+                            f"got {g.batch} x {g.R} x {g.C}", op)
+        with op.location, ir.InsertionPoint(op):
+            return g.R1 // parts, index_mul(part, g.R1 // parts)
+
+    def emit_run(self, g: Geometry, nd: ir.Value, nz: ir.Value, t: int, forward: bool,
+                 blocks: int, first: ir.Value) -> None:
+        """Strips of `t` row blocks (then the rest) over one core's run of
+        `blocks` row blocks from row block `first`: no padding rows, no
+        end-of-tensor window (whole row blocks of 32-byte rows)."""
+        p = nir.index_const(0)
+        full, rest = divmod(blocks, t)
+        for start, count, tt in ((0, full, t), (full * t, 1 if rest else 0, rest)):
+            if count:
+                self.emit_range(start, count, tt, lambda i, tt=tt: self.emit_strip(
+                    g, nd, nz, p, arith.AddIOp(first, i).result, tt, forward, None, False))
 
     def batch_segments(self, g: Geometry) -> list[tuple[tuple[int, int], bool]]:
         """Batch elements before the last (a loop) and the last (peeled: it

@@ -14,9 +14,11 @@
   that divides evenly into contiguous slices (broadcast operands are not
   sliced);
 * transpose splits one output dimension (and the input dimension it comes
-  from), fractalize / defractalize the rows of the ND side, gather the ids
-  and their output rows (every core reads the whole table), a slice that
-  moves one run (`_split_run`) equal pieces of it.
+  from), fractalize / defractalize the rows of the ND side (a matrix wider
+  than one column block: runs of its row blocks, `_split_row_blocks`, which
+  its lowering takes itself), gather the ids and their output rows (every
+  core reads the whole table), a slice that moves one run (`_split_run`)
+  equal pieces of it.
 
 Every slice is 32-byte aligned, and each core moves at least `min_bytes`
 (its share of all the op's operands).
@@ -35,7 +37,7 @@ from npu.costmodel.matmul.tiling import TilingError, choose_tiling
 from npu.target import Target
 
 from .conv import split_conv, split_pool
-from .split import COLUMNS, RUN, Split
+from .split import COLUMNS, ROW_BLOCKS, RUN, Split
 
 ELEMENTWISE = {"ascend.add", "ascend.sub", "ascend.mul", "ascend.div", "ascend.max",
                "ascend.min"}
@@ -121,8 +123,25 @@ class SplitRules:
                 cuts[nd], cuts[nz] = {len(nd_shape) - 2: "x"}, {len(nd_shape) - 1: "x"}
             if self._cuts_aligned(types, cuts, parts):
                 return Split(tuple(cuts), (("x", parts),))
-            return None
+            return self._split_row_blocks(types, nd, parts)
         return None
+
+    def _split_row_blocks(self, types: list, nd: int, parts: int) -> Split | None:
+        """A matrix's (de)fractalize whose Nz side a cut of rows would make a
+        strided slice (C1 > 1): runs of whole 16-row blocks, left unsliced
+        (npu-lower-fractalize strips the core's run through the whole
+        tensors, `core_part`); rows of whole 32-byte blocks only, so that no
+        run owns an end-of-tensor window."""
+        nd_shape = nir.memref_shape(types[nd])
+        frac, e = self.target.fractal, nir.element_bytes(nir.memref_element(types[nd]))
+        rows, cols = nd_shape[-2:]
+        if (len(nd_shape) != 2 or e == 1 or rows % (frac * parts)
+                or cols * e % self.target.vector_block_bytes
+                or not all(nir.is_contiguous(t) for t in types)):
+            return None
+        cuts = [{}, {}]
+        cuts[nd], cuts[1 - nd] = {0: ROW_BLOCKS}, {1: ROW_BLOCKS}
+        return Split(tuple(cuts), ((ROW_BLOCKS, parts),), unsliced=frozenset({ROW_BLOCKS}))
 
     @staticmethod
     def _cut_dim(types: list, d: int, reduce: bool) -> tuple[dict[int, str], ...] | None:

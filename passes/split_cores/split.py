@@ -15,6 +15,7 @@ ROWS = "r"  # the grid axis of a conv's output rows (see conv.py)
 BATCH = "b"  # of a conv's images
 COLUMNS = "c"  # of a transpose's source columns
 RUN = "run"  # of the one run a slice moves
+ROW_BLOCKS = "rb"  # of a matrix's 16-row blocks (fractalize, defractalize)
 
 
 @dataclass(frozen=True)

@@ -137,3 +137,16 @@ func.func @pad_channels(%x: memref<1x3x4096xf16, "gm">, %zero: memref<1x1x1xf16,
   "ascend.insert_slice"(%x, %p) {offsets = array<i64: 0, 0, 0>} : (memref<1x3x4096xf16, "gm">, memref<1x16x4096xf16, "gm">) -> ()
   return
 }
+
+// -----
+
+// A fractalize wider than one column block: a cut of its rows would be a
+// strided slice of the Nz side, so the cores take runs of its row blocks
+// through the whole tensors (npu-lower-fractalize reads npu.core_part).
+// CHECK-LABEL: func.func @wide_fractalize
+// CHECK: "ascend.fractalize"(%arg0, %arg1) {npu.core_part = array<i64: 4, 1>} : (memref<128x64xf16, "gm">, memref<4x8x16x16xf16, "gm">)
+// expected-remark@+1 {{npu-split-cores: 4 of 4 cores, 0 chip barriers; ascend.fractalize 4}}
+func.func @wide_fractalize(%x: memref<128x64xf16, "gm">, %y: memref<4x8x16x16xf16, "gm">) {
+  "ascend.fractalize"(%x, %y) : (memref<128x64xf16, "gm">, memref<4x8x16x16xf16, "gm">) -> ()
+  return
+}

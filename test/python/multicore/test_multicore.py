@@ -53,6 +53,12 @@ CASES = {
                                              'memref<1x8x16x16xf16, "gm">']), 4, 4),
     "defractalize": (_op("ascend.defractalize", ['memref<1x8x16x16xf32, "gm">',
                                                  'memref<128x16xf32, "gm">']), 2, 2),
+    # Wider than a column block: the Nz side of a row cut is strided, so the
+    # cores take runs of row blocks through the whole tensors (core_part).
+    "fractalize-row-blocks": (_op("ascend.fractalize", ['memref<256x96xf16, "gm">',
+                                                        'memref<6x16x16x16xf16, "gm">']), 8, 8),
+    "defractalize-row-blocks": (_op("ascend.defractalize", ['memref<6x16x16x16xf32, "gm">',
+                                                            'memref<256x96xf32, "gm">']), 4, 4),
     # A grid of N and M blocks: strided slices of A and C.
     "matmul": (_op("ascend.matmul", [NZ_A, NZ_B, NZ_C]), 8, 8),
     "matmul-f16-out": (_op("ascend.matmul", [NZ_A, NZ_B, NZ_C.replace("f32", "f16")]), 8, 8),
