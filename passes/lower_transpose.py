@@ -15,7 +15,8 @@ batch dimensions:
     src[a,k,j,l]`. The last dim is moved as whole 32-byte blocks: chunks of K
     source rows (`src[a,k,:,:]`) are loaded contiguously and written back
     with one strided copy per j (gap = the other j's). Needs the last
-    dimension to be a whole number of 32-byte blocks.
+    dimension to be a whole number of 32-byte blocks. On many cores the k
+    rows may be cut into runs (`npu.core_part`): each core copies its own.
 Before choosing, size-1 dims are dropped and input dims that stay adjacent
 in the output are merged (`transpose_general.collapse_permutation`): e.g.
 [2, 0, 1] on [4, 16, 32] is the 2-D transpose of [64, 32]. A permutation
@@ -88,7 +89,9 @@ class LowerTranspose(Pass):
             columns = core_part(op)
         except ValueError as e:
             raise PassError(str(e), op)
-        if columns is not None:
+        if columns is not None and rank == 3 and perm == [1, 0, 2]:
+            self.swap_before_last(op, src, dst, elem, 1, *shape, run=columns)
+        elif columns is not None:
             self.core_columns(op, src, dst, elem, shape, perm, columns)
         elif perm == ident:
             copy_through_ub(self, src, dst, elem, int(np.prod(in_shape)))
@@ -217,13 +220,26 @@ class LowerTranspose(Pass):
 
     # -- dst[a, j, k, l] = src[a, k, j, l] -------------------------------------------
     def swap_before_last(self, op: ir.Operation, src: ir.Value, dst: ir.Value, elem: str,
-                         batch: int, nk: int, nj: int, nl: int) -> None:
+                         batch: int, nk: int, nj: int, nl: int,
+                         run: tuple[int, ir.Value] | None = None) -> None:
         """[.., k, j, l] -> [.., j, k, l] by block copies: a tile of k rows x
         j columns of whole-block l rows loaded (one burst per k row), then
         stored one j at a time (its k rows, strided in UB). The j tile is all
         of j when a k row fits the UB budget, else as many as fit (ViT-base's
-        patch rows: 196 x 256 f32 per channel)."""
+        patch rows: 196 x 256 f32 per channel). `run`: (parts, this core's
+        part) of the k rows that npu-split-cores cut over the cores
+        (`nir.CORE_PART_ATTR`; a cut of k is a strided slice of the result)."""
         es = nir.element_bytes(elem)
+        first_k: Index = 0
+        if run is not None:
+            parts, part = run
+            if nk % parts:
+                raise PassError(f"{nir.CORE_PART_ATTR}: {nk} source rows do not cut into {parts} "
+                                "equal runs", op)
+            nk_all, nk = nk, nk // parts
+            first_k = lin((part, nk))
+        else:
+            nk_all = nk
         granule = self.target.granule("ub")
         if (nl * es) % granule:
             raise PassError(f"permutation [0, 2, 1, 3] is lowered as block copies and needs the "
@@ -243,7 +259,8 @@ class LowerTranspose(Pass):
 
         def chunk(a: Index, k0: Index, nrows: int, j0: Index, nj_tile: int) -> None:
             buf = nir.alloc([nrows * nj_tile * nl], elem, "ub")
-            start = lin((a, nk * nj * nl), (k0, nj * nl), (j0, nl))
+            k0 = lin((k0, 1), (first_k, 1))
+            start = lin((a, nk_all * nj * nl), (k0, nj * nl), (j0, nl))
             if nj_tile == nj:  # whole k rows: one burst
                 copy("cce.copy_gm_to_ub", sub(flat_src, start, nrows * nj * nl), buf, 1,
                      nrows * nj * blocks_l)
@@ -254,7 +271,7 @@ class LowerTranspose(Pass):
 
             def one_j(j: Index) -> None:
                 ub_view = sub(buf, lin((j, nl)), (nrows - 1) * nj_tile * nl + nl)
-                out = lin((a, nj * nk * nl), (j0, nk * nl), (j, nk * nl), (k0, nl))
+                out = lin((a, nj * nk_all * nl), (j0, nk_all * nl), (j, nk_all * nl), (k0, nl))
                 copy("cce.copy_ub_to_gm", ub_view, sub(flat_dst, out, nrows * nl), nrows,
                      blocks_l, src_gap=(nj_tile - 1) * blocks_l, dst_gap=0)
 

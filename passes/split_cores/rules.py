@@ -14,7 +14,9 @@
   that divides evenly into contiguous slices (broadcast operands are not
   sliced);
 * transpose splits one output dimension (and the input dimension it comes
-  from), fractalize / defractalize the rows of the ND side (a matrix wider
+  from; a swap of the two dims before the last, the heads of a projection,
+  runs of the source's rows, `_split_swapped_rows`, which its lowering
+  takes itself), fractalize / defractalize the rows of the ND side (a matrix wider
   than one column block: runs of its row blocks, `_split_row_blocks`, which
   its lowering takes itself), gather the ids and their output rows (every
   core reads the whole table), a slice that moves one run (`_split_run`)
@@ -37,7 +39,7 @@ from npu.costmodel.matmul.tiling import TilingError, choose_tiling
 from npu.target import Target
 
 from .conv import split_conv, split_pool
-from .split import COLUMNS, ROW_BLOCKS, RUN, Split
+from .split import COLUMNS, ROW_BLOCKS, ROWS, RUN, Split
 
 ELEMENTWISE = {"ascend.add", "ascend.sub", "ascend.mul", "ascend.div", "ascend.max",
                "ascend.min"}
@@ -100,7 +102,8 @@ class SplitRules:
                 cuts = ({perm[d]: "x"}, {d: "x"})
                 if self._cuts_aligned(types, cuts, parts):
                     return Split(cuts, (("x", parts),))
-            return self._split_columns(types, perm, parts)
+            return (self._split_columns(types, perm, parts)
+                    or self._split_swapped_rows(types, perm, parts))
         if name == "ascend.gather":  # rows of the output with their ids; the table whole
             axis = nir.int_attr(op, "axis") % len(nir.memref_shape(types[0]))
             for d in range(len(nir.memref_shape(types[1]))):
@@ -197,6 +200,24 @@ class SplitRules:
             return None
         cuts = ({n - 1: COLUMNS}, {n - 2: COLUMNS})
         return Split(cuts, ((COLUMNS, parts),), unsliced=frozenset({COLUMNS}))
+
+    def _split_swapped_rows(self, types: list, perm: list[int], parts: int) -> Split | None:
+        """A swap of the two dims before the last ([1, S, H, D] -> [1, H, S, D]:
+        the heads of a projection, when attention is not fused) whose cuts are
+        strided slices on one side: runs of the source's rows (its first
+        swapped dim), left unsliced (npu-lower-transpose's block copies take the
+        core's run); whole 32-byte blocks of the last dim, one row of which
+        fits half of UB, as those copies need."""
+        shape = nir.memref_shape(types[0])
+        n = len(shape)
+        es = nir.element_bytes(nir.memref_element(types[0]))
+        if (n < 3 or perm != list(range(n - 3)) + [n - 2, n - 3, n - 1]
+                or math.prod(shape[:-3]) != 1 or shape[-3] % parts or shape[-2] < 2
+                or shape[-1] * es % self.target.vector_block_bytes
+                or shape[-2] * shape[-1] * es > self.target.capacity("ub") // 2
+                or not all(nir.is_contiguous(t) for t in types)):
+            return None
+        return Split(({n - 3: ROWS}, {n - 2: ROWS}), ((ROWS, parts),), unsliced=frozenset({ROWS}))
 
     def split_matmul(self, op: ir.Operation, parts: int, whole_k: bool = False) -> Split | None:
         """The matmul's grid; `whole_k`: only M is cut (every core keeps whole
