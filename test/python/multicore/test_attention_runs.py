@@ -16,6 +16,7 @@ from attention_patterns import attention  # noqa: E402
 from helpers import compile_and_simulate  # noqa: E402
 
 from npu import diagnostics  # noqa: E402
+from npu.costmodel.attention.pattern import ATTENTION_ATTR  # noqa: E402
 from npu.ir import CORE_PART_ATTR, make_context, parse_module, walk  # noqa: E402
 from npu.pipeline import run_pipeline  # noqa: E402
 from npu.simulator import SimulationError, simulate  # noqa: E402
@@ -34,7 +35,7 @@ def _inputs(heads: int, seq: int) -> list[np.ndarray]:
     return qkv + [np.zeros((heads * 4, seq // 16, 16, 16), np.float16)]
 
 
-def _split_remark(text: str, cores: int) -> str:
+def _split_remark(text: str, cores: int) -> tuple[str, list]:
     module = parse_module(text, make_context())
     engine = diagnostics.DiagnosticEngine()
     token = diagnostics.install(engine)
@@ -44,7 +45,10 @@ def _split_remark(text: str, cores: int) -> str:
     finally:
         diagnostics._current.reset(token)  # noqa: SLF001
     (remark,) = [d.message for d in engine.diagnostics if "npu-split-cores" in d.message]
-    parts = [op for op in walk(module.operation) if CORE_PART_ATTR in op.attributes]
+    # the attention groups that divide their query rows themselves (the
+    # head transposes outside a group may carry npu.core_part too)
+    parts = [op for op in walk(module.operation)
+             if CORE_PART_ATTR in op.attributes and ATTENTION_ATTR in op.attributes]
     return remark, parts
 
 
