@@ -76,10 +76,7 @@ class LowerSlices(Pass):
         self.chunk = max(self.block, round_down(int(self.target.capacity("ub") * self.ub_fraction)
                                                 // es, self.block))
         flat_src, flat_dst = nir.flatten_memref(src), nir.flatten_memref(dst)
-        try:
-            share = core_part(op)
-        except ValueError as e:
-            raise PassError(str(e), op)
+        share = core_part(op)
         if share is not None:
             self.core_share(op, runs, flat_src, flat_dst, *share)
         elif runs.length >= self.block:

@@ -85,10 +85,7 @@ class LowerTranspose(Pass):
         ident = list(range(rank))
         es = nir.element_bytes(elem)
         granule = self.target.granule("ub")
-        try:
-            columns = core_part(op)
-        except ValueError as e:
-            raise PassError(str(e), op)
+        columns = core_part(op)
         if columns is not None and rank == 3 and perm == [1, 0, 2]:
             self.swap_before_last(op, src, dst, elem, 1, *shape, run=columns)
         elif columns is not None:

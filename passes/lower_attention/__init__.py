@@ -173,10 +173,7 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, KeyMask, TileSc
         """(query blocks, first query block) of this core's run when
         npu-split-cores cut the queries over the cores (`nir.CORE_PART_ATTR`
         on the group), else None."""
-        try:
-            found = core_part(region)
-        except ValueError as e:
-            raise PassError(f"npu-lower-attention: {e}", region)
+        found = core_part(region, "npu-lower-attention")
         if found is None:
             return None
         runs, run = found

@@ -87,10 +87,7 @@ class LowerConv(Pass):
     def row_parts(op: ir.Operation) -> tuple[int, ir.Value] | None:
         """(parts, this core's part) of a conv whose output rows
         npu-split-cores cut into equal runs over the cores."""
-        try:
-            found = core_part(op)
-        except ValueError as e:
-            raise PassError(f"npu-lower-conv: {e}", op)
+        found = core_part(op, "npu-lower-conv")
         ho = geometry(op).out_hw[0]
         if found is not None and ho % found[0]:
             raise PassError(f"npu-lower-conv: {nir.CORE_PART_ATTR}: {ho} output rows do not cut "

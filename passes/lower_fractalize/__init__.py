@@ -197,10 +197,7 @@ class LowerFractalize(RowMoves, Pass):
     def row_run(self, op: ir.Operation, g: Geometry) -> tuple[int, ir.Value] | None:
         """(row blocks, first row block) of this core's run when npu-split-cores
         cut the matrix's row blocks over the cores (`nir.CORE_PART_ATTR`)."""
-        try:
-            found = core_part(op)
-        except ValueError as e:
-            raise PassError(f"npu-lower-fractalize: {e}", op)
+        found = core_part(op, "npu-lower-fractalize")
         if found is None:
             return None
         parts, part = found

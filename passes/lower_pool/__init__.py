@@ -95,10 +95,7 @@ class LowerPool(Pass):
                                 f"bytes for 16 planes of {geo.w} columns; UB {capacity})", op)
             emit_columns(self, LowerSlices(self.target), op, geo, wc)
             return
-        try:
-            rows = core_part(op)
-        except ValueError as e:
-            raise PassError(str(e), op)
+        rows = core_part(op)
         if rows is not None:
             self.row_runs(op, geo, elem, rows)
             return

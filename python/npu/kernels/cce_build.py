@@ -12,6 +12,7 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from npu import ir as nir
+from npu.diagnostics import PassError
 from npu.dialects.hivm import config_field
 
 
@@ -81,12 +82,13 @@ def index_mul(a: ir.Value, b: int) -> ir.Value:
 Index = int | ir.Value
 
 
-def core_part(op: ir.Operation) -> tuple[int, ir.Value] | None:
+def core_part(op: ir.Operation, who: str = "") -> tuple[int, ir.Value] | None:
     """(parts, this core's part) of an op that npu-split-cores cut along an
     axis its lowering divides itself (`nir.CORE_PART_ATTR`: parts, inner
     and, for an op on a share of the cores, its first core), the part
     computed at `op` from the kernel's block index; None when it is not cut.
-    Raises ValueError outside a multi-core kernel."""
+    Outside a multi-core kernel, an error located at `op` (from the lowering
+    `who`)."""
     if nir.CORE_PART_ATTR not in op.attributes:
         return None
     parts, inner, *first = nir.int_array_attr(op, nir.CORE_PART_ATTR)
@@ -94,8 +96,8 @@ def core_part(op: ir.Operation) -> tuple[int, ir.Value] | None:
         return None
     blk = nir.block_idx_value(op)
     if blk is None:
-        raise ValueError(f"{nir.CORE_PART_ATTR} outside a multi-core kernel (its function has "
-                         "no npu.block_idx argument)")
+        raise PassError(f"{who + ': ' if who else ''}{nir.CORE_PART_ATTR} outside a multi-core "
+                        "kernel (its function has no npu.block_idx argument)", op)
     with op.location, ir.InsertionPoint(op):
         if first and first[0]:
             blk = arith.SubIOp(blk, nir.index_const(first[0])).result
