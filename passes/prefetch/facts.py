@@ -227,9 +227,13 @@ def _guarded(op: ir.Operation) -> list[ir.Operation]:
     """The ops of an `scf.if` without an else (npu-split-cores' guard of an op
     that runs on some of the cores), else none: on the cores that run it,
     they are the op."""
-    if op.name != "scf.if" or len(op.regions[1].blocks) and len(op.regions[1].blocks[0].operations) > 1:
+    if op.name != "scf.if":
         return []
-    return [o.operation for o in op.regions[0].blocks[0].operations if o.operation.name != "scf.yield"]
+    orelse = op.regions[1].blocks
+    if len(orelse) and len(orelse[0].operations) > 1:  # an else with more than its yield
+        return []
+    return [o.operation for o in op.regions[0].blocks[0].operations
+            if o.operation.name != "scf.yield"]
 
 
 def contains(op: ir.Operation, predicate) -> bool:

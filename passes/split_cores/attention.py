@@ -57,13 +57,13 @@ def matched(group: ir.Operation) -> att.Attention | None:
     return found
 
 
-def grid(group: ir.Operation, parts: int, target: Target) -> tuple[int, int, int] | None:
+def grid(group: ir.Operation, a: att.Attention | None, parts: int, target: Target
+         ) -> tuple[int, int, int] | None:
     """(head parts, query runs, modelled cycles of one core) of the cheapest
-    grid of at most `parts` cores, or None when the heads and rows give no
-    grid of two or more."""
+    grid of at most `parts` cores for the group and its attention `a`
+    (`matched`), or None when the heads and rows give no grid of two or more."""
     attrs = nir.dict_attr_items(group.attributes[att.ATTENTION_ATTR])
     heads = attrs["heads"]
-    a = matched(group)
     runs_ok = (a is not None and a.seq % 16 == 0 and PROJECTION_ATTR not in group.attributes)
     s1 = a.seq_blocks if a is not None else 1
     best: tuple[int, int, int] | None = None

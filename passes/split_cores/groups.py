@@ -53,13 +53,13 @@ def group_split(group: ir.Operation, parts: int, rules: SplitRules
         split = Split((), (("x", parts),))
         return _cuts(group, split, lambda v: _row_cut(v, rows, parts, rules.target.fractal))
     if ATTENTION_ATTR in group.attributes:
-        found = attention.grid(group, parts, rules.target)
+        a = attention.matched(group)
+        found = attention.grid(group, a, parts, rules.target)
         if found is None:
             return None
         hp, qp, _ = found
         attrs = group.attributes[ATTENTION_ATTR]
         heads, head_dim = _dict_int(attrs, "heads"), _dict_int(attrs, "head_dim")
-        a = attention.matched(group)
         queries = attention.query_side(a) if a is not None and qp > 1 else set()
         # the key mask [1, .., 1, S] holds no heads: every core reads it whole
         whole = {a.key_mask} if a is not None and a.key_mask is not None else set()
