@@ -59,7 +59,8 @@ def projection_work(a: Attention, p: Projection, pp: ProjPlan, target: Target,
     at plan `pp`, for all heads, and the first head's projection (which no
     attention overlaps: `fill`). Cube: every head's C blocks and a mad's
     latency per L0 sub-step (each waits for its slot's release), plus the
-    W copies each job waits for when the W slots hold only its own chunks;
+    W copies each job waits for when the W slots hold only its own chunks,
+    and with one C slot each piece's move out of L0C before the next job;
     GM -> L1: X once (resident) or in strips once a head (`snake`: but the
     two strips a head starts with, which the previous head left in L1), W's
     columns of a head once per row tile; L1 -> L0: X's sub-tiles once per
@@ -75,6 +76,12 @@ def projection_work(a: Attention, p: Projection, pp: ProjPlan, target: Target,
         # No room for the next job's W chunks while this one's are read:
         # each job's mads wait for its own copies.
         cube += h * jobs * pp.cols * p.n1 * FRACTAL_F16 / gm
+    if pp.c_slots == 1:
+        # One C piece in L0C: each job's first mad waits until the vector
+        # unit has moved the previous piece out (L0C -> UB), at the least.
+        drain = target.path("l0c_to_ub")
+        piece = pp.rows * pp.cols * FRACTAL_F32
+        cube += h * jobs * (piece / drain.bytes_per_cycle + drain.latency)
     x_bytes = p.n1 * p.m1 * FRACTAL_F16
     w_bytes = 3 * d1 * p.n1 * FRACTAL_F16
     rows = pp.row_tiles(p.m1)
