@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections import defaultdict
+from itertools import chain
 
 import numpy as np
 
@@ -32,44 +32,27 @@ from npu.simulator.instruction import OP
 
 def per_op_breakdown(result, target, names: dict[str, str],
                      members: dict[str, list[str]] | None = None) -> list[dict]:
-    from npu.simulator.hazards import PIPE_NAMES
-
-    groups: dict[str, dict] = {}
-    for core, instr, count, duration, start, end in _static_entries(result):
-        g = groups.get(instr.where)
-        if g is None:
-            g = groups[instr.where] = {"first": start, "last": end, "instructions": 0, "cores": {},
-                                       "flops": 0, "cube_flops": 0, "gm_bytes": 0}
-        g["first"] = min(g["first"], start)
-        g["last"] = max(g["last"], end)
-        g["instructions"] += count
-        busy, moved = g["cores"].setdefault(core, ({}, {}))
-        pipe = PIPE_NAMES[instr.pipe]
-        busy[pipe] = busy.get(pipe, 0) + (instr.occupancy * count if pipe in ("V", "M")
-                                          else duration)
-        flops = _flops(instr, target) * count
-        g["flops"] += flops
-        if pipe == "M":
-            g["cube_flops"] += flops
-        if instr.path is not None:
-            moved[instr.path] = moved.get(instr.path, 0) + instr.nbytes * count
-            if "gm" in instr.path.split("_to_"):
-                g["gm_bytes"] += instr.nbytes * count
+    ops = _OpTotals(target)
+    for entries, timeline in result.core_traces or [(result.trace_entries, result.timeline)]:
+        if entries and timeline.codes is not None:
+            ops.add_core(timeline)
     exclusive = exclusive_cycles(result)
     rows = []
-    for where, g in groups.items():
-        bound, unit = max(_core_bound(busy, moved, target) for busy, moved in g["cores"].values())
-        span = int(g["last"] - g["first"])
+    for k, where in enumerate(ops.wheres):
+        bound, unit = ops.bound(k)
+        first, last = ops.first[k], ops.last[k]
+        span = int(last - first)
         seconds = span / (target.clock_ghz * 1e9) if span else 0.0
+        flops, gm_bytes = int(ops.flops[k]), int(ops.gm_bytes[k])
         rows.append({"op": names.get(where, where), "location": where,
-                     "instructions": g["instructions"], "span_cycles": span,
+                     "instructions": int(ops.instructions[k]), "span_cycles": span,
                      "exclusive_cycles": round(exclusive.get(where, 0.0), 1),
-                     "first_cycle": int(g["first"]), "last_cycle": int(g["last"]),
+                     "first_cycle": int(first), "last_cycle": int(last),
                      "bound_cycles": int(math.ceil(bound)), "bound_unit": unit,
-                     "bytes": sum(sum(moved.values()) for _, moved in g["cores"].values()),
-                     "gm_bytes": g["gm_bytes"], "flops": g["flops"], "cube_flops": g["cube_flops"],
-                     "tflops": round(g["flops"] / seconds / 1e12, 3) if seconds else 0.0,
-                     "gbps": round(g["gm_bytes"] / seconds / 1e9, 1) if seconds else 0.0,
+                     "bytes": int(ops.bytes[k]), "gm_bytes": gm_bytes, "flops": flops,
+                     "cube_flops": int(ops.cube_flops[k]),
+                     "tflops": round(flops / seconds / 1e12, 3) if seconds else 0.0,
+                     "gbps": round(gm_bytes / seconds / 1e9, 1) if seconds else 0.0,
                      "members": [names.get(m, m) for m in (members or {}).get(where, [])
                                  if m != where]})
     rows.sort(key=lambda r: _source_order(r["location"]))
@@ -148,25 +131,53 @@ def _flops(instr, target) -> int:
     return 0
 
 
-def _core_bound(busy: dict, moved: dict, target) -> tuple[float, str]:
-    """One core's share of an op: its bytes over each path's bandwidth, its
-    vector and cube issue; the largest, and what it is."""
-    bounds = {f"path:{p}": n / target.path(p).bytes_per_cycle for p, n in moved.items()}
-    bounds["V"] = busy.get("V", 0)
-    bounds["M"] = busy.get("M", 0)
-    unit = max(bounds, key=bounds.get)
-    return bounds[unit], unit
+class _OpTotals:
+    """Each op's (source location's) totals over the cores, summed per core
+    in numpy: a launch has hundreds of thousands of (core, static
+    instruction) pairs, so the Python work is one table row per distinct
+    static instruction. Ops are numbered in order of first appearance (core
+    by core, in each core's static order), and each core's units of an op
+    in the order they appear (a tie between two units' bounds goes to the
+    first, as `max` over them in that order would)."""
 
+    def __init__(self, target) -> None:
+        self.target = target
+        self.wheres: list[str] = []  # the ops, numbered as they first run
+        self._seen: list[str] = []  # every location met in a table row
+        self._seen_ids: dict[str, int] = {}
+        self._out: dict[int, int] = {}  # index in _seen -> index in wheres
+        self._paths: list[str] = []
+        self._path_ids: dict[str, int] = {}
+        self._rows: dict = {}  # static instruction -> its table row
+        self.first = self.last = np.zeros(0)
+        self.instructions = self.flops = self.cube_flops = np.zeros(0)
+        self.gm_bytes = self.bytes = np.zeros(0)
+        self._best: list[tuple[float, str] | None] = []  # per op: the largest core bound
 
-def _static_entries(result):
-    """(core, static operation, dispatches, cycles from start to end summed,
-    first start, last end) of every operation of the launch: one numpy pass
-    per core over its trace, then one Python step per static instruction."""
-    cores = result.core_traces or [(result.trace_entries, result.timeline)]
-    for core, (entries, timeline) in enumerate(cores):
+    def _row(self, instr) -> tuple:
+        """(op, unit: 0 other / 1 V / 2 M, occupancy, flops per dispatch,
+        path or -1, bytes per dispatch, whether the path touches GM); op -1
+        for what is not an operation."""
+        row = self._rows.get(instr)
+        if row is None:
+            if instr.kind != OP:
+                row = (-1, 0, 0, 0, -1, 0, 0)
+            else:
+                where = self._seen_ids.get(instr.where)
+                if where is None:
+                    where = self._seen_ids[instr.where] = len(self._seen)
+                    self._seen.append(instr.where)
+                path = -1 if instr.path is None else self._path_ids.setdefault(
+                    instr.path, len(self._path_ids))
+                unit = {"V": 1, "M": 2}.get(instr.pipe_name, 0)
+                row = (where, unit, instr.occupancy, _flops(instr, self.target), path,
+                       instr.nbytes if path >= 0 else 0,
+                       int(path >= 0 and "gm" in instr.path.split("_to_")))
+            self._rows[instr] = row
+        return row
+
+    def add_core(self, timeline) -> None:
         codes = timeline.codes
-        if not entries or codes is None:
-            continue
         k, n = codes.codes, len(codes.instrs)
         start, end = np.asarray(timeline.start), np.asarray(timeline.end)
         count = np.bincount(k, minlength=n)
@@ -175,10 +186,73 @@ def _static_entries(result):
         np.minimum.at(first, k, start)
         last = np.full(n, -np.inf)
         np.maximum.at(last, k, end)
-        for i, instr in enumerate(codes.instrs):
-            if instr.kind == OP and count[i]:
-                yield (core, instr, int(count[i]), duration[i].item(), first[i].item(),
-                       last[i].item())
+        table = np.fromiter(chain.from_iterable(map(self._row, codes.instrs)), np.int64,
+                            7 * n).reshape(n, 7)
+        seen, unit, occupancy, flops, path, nbytes, gm = table.T
+        keep = np.flatnonzero((seen >= 0) & (count > 0))
+        for r in dict.fromkeys(seen[keep].tolist()):  # ops new to the launch, in order
+            if r not in self._out:
+                self._out[r] = len(self.wheres)
+                self.wheres.append(self._seen[r])
+        self._paths = list(self._path_ids)
+        self._grow()
+        lookup = np.full(len(self._seen), -1, np.int64)
+        lookup[list(self._out)] = list(self._out.values())
+        w, c = lookup[seen[keep]], count[keep]
+        self.first = np.minimum(self.first, self._min_by(w, first[keep]))
+        self.last = np.maximum(self.last, -self._min_by(w, -last[keep]))
+        nw = len(self.wheres)
+        self.instructions += np.bincount(w, weights=c, minlength=nw)
+        per_op = flops[keep] * c
+        self.flops += np.bincount(w, weights=per_op, minlength=nw)
+        self.cube_flops += np.bincount(w, weights=per_op * (unit[keep] == 2), minlength=nw)
+        moved = nbytes[keep] * c
+        self.gm_bytes += np.bincount(w, weights=moved * gm[keep], minlength=nw)
+        self.bytes += np.bincount(w, weights=moved, minlength=nw)
+        busy = np.where(unit[keep] > 0, (occupancy[keep] * c).astype(np.float64), duration[keep])
+        self._core_bounds(w, unit[keep], busy, path[keep], moved)
+
+    def _grow(self) -> None:
+        extra = len(self.wheres) - self.first.size
+        if extra:
+            self.first = np.r_[self.first, np.full(extra, np.inf)]
+            self.last = np.r_[self.last, np.full(extra, -np.inf)]
+            for name in ("instructions", "flops", "cube_flops", "gm_bytes", "bytes"):
+                setattr(self, name, np.r_[getattr(self, name), np.zeros(extra)])
+            self._best.extend([None] * extra)
+
+    def _min_by(self, who: np.ndarray, values: np.ndarray) -> np.ndarray:
+        out = np.full(len(self.wheres), np.inf)
+        np.minimum.at(out, who, values)
+        return out
+
+    def _core_bounds(self, w, unit, busy, path, moved) -> None:
+        """This core's bound of each of its ops (the largest of its bytes over
+        each path's bandwidth, its V and M busy cycles) against the largest so
+        far: (bound, unit) tuples compared as `max` compares them."""
+        nw, stride = len(self.wheres), max(len(self._paths), 1)
+        v = np.bincount(w, weights=busy * (unit == 1), minlength=nw)
+        m = np.bincount(w, weights=busy * (unit == 2), minlength=nw)
+        on_path = path >= 0
+        cell = w[on_path] * stride + path[on_path]
+        nbytes = np.bincount(cell, weights=moved[on_path], minlength=nw * stride)
+        never = np.iinfo(np.int64).max
+        appears = np.full(nw * stride, never)  # where each (op, path) first appears here
+        np.minimum.at(appears, cell, np.flatnonzero(on_path))
+        rates = [self.target.path(p).bytes_per_cycle for p in self._paths]
+        for op in dict.fromkeys(w.tolist()):
+            row = appears[op * stride:op * stride + len(self._paths)]
+            bounds = {f"path:{self._paths[p]}": nbytes[op * stride + p] / rates[p]
+                      for p in sorted(np.flatnonzero(row != never), key=row.__getitem__)}
+            bounds["V"] = v[op]
+            bounds["M"] = m[op]
+            name = max(bounds, key=bounds.get)
+            here = (float(bounds[name]), name)
+            if self._best[op] is None or here > self._best[op]:
+                self._best[op] = here
+
+    def bound(self, op: int) -> tuple[float, str]:
+        return self._best[op]
 
 
 def _source_order(location: str) -> tuple:
