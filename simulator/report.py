@@ -5,7 +5,8 @@ Lower bound = max over
   * each pipe's throughput work: V and M the sum of their instructions'
     issue cycles (repeats x rate, cube blocks / blocks per cycle), S the
     scalar cycles, each mover pipe the bytes of its paths over their
-    bandwidths;
+    bandwidths (an instruction with a rate of its own, img2col, at that
+    rate);
   * each path's bytes over its bandwidth.
 Latencies are left out: a perfect schedule hides them. On a tie the path is
 named, being the more specific answer.
@@ -35,6 +36,10 @@ def build(trace: list, timeline, program, target: Target, hazards: list[dict],
           serialize: bool) -> dict:
     cycles = timeline.total_cycles
     path_bytes = {p: 0 for p in target.paths}
+    # Movers with a rate of their own (img2col, slower than its path): their
+    # bytes and their cycles at that rate, for their pipe's bound.
+    own_rate_bytes = {p: 0 for p in target.paths}
+    own_rate_cycles = Counter()
     issue = [0] * len(PIPE_NAMES)
     waited = [0] * len(PIPE_NAMES)
     counts = timeline.static_counts or Counter(map(itemgetter(0), trace))
@@ -42,6 +47,9 @@ def build(trace: list, timeline, program, target: Target, hazards: list[dict],
         if instr.kind == OP:
             if instr.path is not None:
                 path_bytes[instr.path] += instr.nbytes * n
+                if instr.rate:
+                    own_rate_bytes[instr.path] += instr.nbytes * n
+                    own_rate_cycles[instr.pipe_name] += instr.nbytes * n / instr.rate
             if instr.pipe in (V, M):
                 issue[instr.pipe] += instr.occupancy * n
     # The hotspots need every dynamic instruction in order (waiting intervals):
@@ -85,7 +93,9 @@ def build(trace: list, timeline, program, target: Target, hazards: list[dict],
     bounds["V"] = float(issue[V])
     bounds["M"] = float(issue[M])
     for pipe in ("MTE1", "MTE2", "MTE3"):
-        bounds[pipe] = sum(bounds[f"path:{p}"] for p, pp in PATH_PIPES.items() if pp == pipe)
+        bounds[pipe] = own_rate_cycles[pipe] + sum(
+            (path_bytes[p] - own_rate_bytes[p]) / target.path(p).bytes_per_cycle
+            for p, pp in PATH_PIPES.items() if pp == pipe)
     bound_unit = max(bounds, key=lambda k: (bounds[k], k.startswith("path:")))
     bound_cycles = math.ceil(bounds[bound_unit])
     if not bound_cycles:  # no work (an empty function): no unit limits it

@@ -156,12 +156,13 @@ class _OpTotals:
 
     def _row(self, instr) -> tuple:
         """(op, unit: 0 other / 1 V / 2 M, occupancy, flops per dispatch,
-        path or -1, bytes per dispatch, whether the path touches GM); op -1
-        for what is not an operation."""
+        path or -1, bytes per dispatch, whether the path touches GM, the bytes
+        that take as long on the path as the instruction's own rate takes
+        (img2col: slower than its path); op -1 for what is not an operation."""
         row = self._rows.get(instr)
         if row is None:
             if instr.kind != OP:
-                row = (-1, 0, 0, 0, -1, 0, 0)
+                row = (-1, 0, 0, 0, -1, 0, 0, 0)
             else:
                 where = self._seen_ids.get(instr.where)
                 if where is None:
@@ -170,9 +171,11 @@ class _OpTotals:
                 path = -1 if instr.path is None else self._path_ids.setdefault(
                     instr.path, len(self._path_ids))
                 unit = {"V": 1, "M": 2}.get(instr.pipe_name, 0)
-                row = (where, unit, instr.occupancy, _flops(instr, self.target), path,
-                       instr.nbytes if path >= 0 else 0,
-                       int(path >= 0 and "gm" in instr.path.split("_to_")))
+                nbytes = instr.nbytes if path >= 0 else 0
+                timed = (nbytes * self.target.path(instr.path).bytes_per_cycle // instr.rate
+                         if path >= 0 and instr.rate else nbytes)
+                row = (where, unit, instr.occupancy, _flops(instr, self.target), path, nbytes,
+                       int(path >= 0 and "gm" in instr.path.split("_to_")), timed)
             self._rows[instr] = row
         return row
 
@@ -187,8 +190,8 @@ class _OpTotals:
         last = np.full(n, -np.inf)
         np.maximum.at(last, k, end)
         table = np.fromiter(chain.from_iterable(map(self._row, codes.instrs)), np.int64,
-                            7 * n).reshape(n, 7)
-        seen, unit, occupancy, flops, path, nbytes, gm = table.T
+                            8 * n).reshape(n, 8)
+        seen, unit, occupancy, flops, path, nbytes, gm, timed = table.T
         keep = np.flatnonzero((seen >= 0) & (count > 0))
         for r in dict.fromkeys(seen[keep].tolist()):  # ops new to the launch, in order
             if r not in self._out:
@@ -210,7 +213,7 @@ class _OpTotals:
         self.gm_bytes += np.bincount(w, weights=moved * gm[keep], minlength=nw)
         self.bytes += np.bincount(w, weights=moved, minlength=nw)
         busy = np.where(unit[keep] > 0, (occupancy[keep] * c).astype(np.float64), duration[keep])
-        self._core_bounds(w, unit[keep], busy, path[keep], moved)
+        self._core_bounds(w, unit[keep], busy, path[keep], timed[keep] * c)
 
     def _grow(self) -> None:
         extra = len(self.wheres) - self.first.size
@@ -228,8 +231,9 @@ class _OpTotals:
 
     def _core_bounds(self, w, unit, busy, path, moved) -> None:
         """This core's bound of each of its ops (the largest of its bytes over
-        each path's bandwidth, its V and M busy cycles) against the largest so
-        far: (bound, unit) tuples compared as `max` compares them."""
+        each path's bandwidth, `moved` counting an img2col's at its own rate,
+        and its V and M busy cycles) against the largest so far: (bound, unit)
+        tuples compared as `max` compares them."""
         nw, stride = len(self.wheres), max(len(self._paths), 1)
         v = np.bincount(w, weights=busy * (unit == 1), minlength=nw)
         m = np.bincount(w, weights=busy * (unit == 2), minlength=nw)
