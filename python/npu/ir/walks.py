@@ -116,14 +116,16 @@ def erase_argument(func_op: ir.Operation, index: int) -> None:
 
 
 def constant_data(attr: ir.Attribute, shape: Sequence[int], element: str):
-    """The numpy array of an `npu.constant` argument's dense elements."""
+    """The numpy array of an `npu.constant` argument's dense elements: a
+    read-only view of the attribute's storage when the types agree (the
+    weights of a model are not copied again; the view keeps the context alive)."""
     import numpy as np
 
     dense = ir.DenseElementsAttr(attr)
     dtype = numpy_dtypes()[element]
     if dense.is_splat:
         return np.full(tuple(shape), np.array(dense.get_splat_value().value, dtype))
-    return np.array(dense).astype(dtype).reshape(tuple(shape))
+    return np.asarray(dense).astype(dtype, copy=False).reshape(tuple(shape))
 
 
 def block_idx_arg(func_op: ir.Operation) -> int | None:
