@@ -118,7 +118,11 @@ def _load_inputs(program: Program, inputs: Sequence[np.ndarray], where: str,
             raise SimulationError(INVALID, f"input #{n} differs from the data of argument #{i}, "
                                   "an npu.constant the program was compiled for", where)
         raw = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
-        mem.data[:raw.size] = raw
+        mem.constant = constant is not None  # no instruction may write it (`Machine.bind`)
+        if mem.constant and not raw.flags.writeable and raw.size == mem.data.size:
+            mem.share(raw)  # the compiled data itself (`Interface.constants`), read-only
+        else:
+            mem.data[:raw.size] = raw
         mem.wstamp.set_range(0, raw.size, INPUT_STAMP)
 
 

@@ -20,7 +20,7 @@ from functools import partial
 import numpy as np
 
 from npu.simulator import fast_path
-from npu.simulator.errors import ALIGNMENT, BOUNDS, SimulationError
+from npu.simulator.errors import ALIGNMENT, BOUNDS, INVALID, SimulationError
 from npu.simulator.hazards import V, HazardDetector
 from npu.simulator.instruction import Instr
 from npu.simulator.stamps import selection
@@ -79,6 +79,10 @@ class Machine:
                 self._out_of_bounds(instr, k, lo, hi, write, region)
             mem = region.mem
             cross_gm = self.cross is not None and mem.space == "gm"
+            if write and mem.constant:
+                raise SimulationError(INVALID, f"'{instr.name}' operand #{k} writes "
+                                      f"{region.label}, an npu.constant (data compiled into "
+                                      "the program)", instr.where)
             if write:
                 stamps = mem.wstamp
                 writes.append((mem, region.group, pat, addr, stamps, stamps.whole(pat, addr),

@@ -38,6 +38,8 @@ class Memory:
     writers: set[int] = field(init=False)  # pipes that wrote it
     # None until a movement instruction carries uninitialised bytes (see `Shadow`).
     uninit: "Shadow | None" = field(init=False)
+    # An `npu.constant` argument: the compiled data, which no instruction may write.
+    constant: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         self.import_state(None)
@@ -55,6 +57,13 @@ class Memory:
             state = (data, {name: data.view(dt) for name, dt in DTYPES.items()},
                      Stamps(padded, self.granule, NEVER_WRITTEN), {}, set(), None)
         self.data, self.typed, self.wstamp, self.rstamp, self.writers, self.uninit = state
+
+    def share(self, raw: np.ndarray) -> None:
+        """Hold `raw`, a read-only uint8 array of exactly this memory's size
+        (a compiled model's constant), as its bytes without copying them: a
+        model's weights then exist once in a run."""
+        self.data = raw
+        self.typed = {name: raw.view(dt) for name, dt in DTYPES.items()}
 
     def readers(self, pipe: int) -> Stamps:
         stamps = self.rstamp.get(pipe)

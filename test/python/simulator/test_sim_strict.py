@@ -326,3 +326,34 @@ def test_deadlock_through_barrier_all():
     expect_error(k, [f16(256), f16(256)], "deadlock", "wait",
                  f"every pipe with work left is blocked: V waits for flag MTE2 -> V, event 2 at "
                  f"-:{k.tags['wait']}:3; S waits at pipe_barrier(ALL) at -:{k.tags['barrier']}:3")
+
+
+def test_a_constant_argument_is_never_written():
+    # Its data is the program's (the read-only array a compiled model holds is
+    # shared with the run, not copied): a write to it is a fault of the program.
+    k = Kernel([("a", gm([256])),
+                ("w", gm([256]) + " {npu.constant = dense<1.5> : tensor<256xf16>}")])
+    k.alloc("u", UB)
+    k.copy("gm_to_ub", "a", "u", 1, 16)
+    k.emit('"cce.copy_ub_to_gm"(%u, %w) {n_burst = 1 : i64, burst_len = 16 : i64, '
+           'src_gap = 0 : i64, dst_gap = 0 : i64} : '
+           '(memref<256xf16, "ub">, memref<256xf16, "gm">) -> ()', tag="store")
+    weights = np.full(256, 1.5, np.float16)
+    weights.flags.writeable = False
+    for w in (weights, weights.copy()):
+        expect_error(k, [f16(256), w], "invalid", "store",
+                     "'cce.copy_ub_to_gm' operand #1 writes argument #1, an "
+                     "npu.constant (data compiled into the program)")
+    assert (weights == 1.5).all()
+    # Read only, it is the run's memory itself; a writable array is copied.
+    k = Kernel([("a", gm([256])),
+                ("w", gm([256]) + " {npu.constant = dense<1.5> : tensor<256xf16>}")])
+    k.alloc("u", UB)
+    k.emit('"cce.copy_gm_to_ub"(%w, %u) {n_burst = 1 : i64, burst_len = 16 : i64, '
+           'src_gap = 0 : i64, dst_gap = 0 : i64} : '
+           '(memref<256xf16, "gm">, memref<256xf16, "ub">) -> ()')
+    k.copy("ub_to_gm", "u", "a", 1, 16)
+    for w, shared in ((weights, True), (weights.copy(), False)):
+        res = simulate(k.parse(), [f16(256), w], serialize=True)
+        assert (res.outputs[0] == 1.5).all()
+        assert np.shares_memory(res.outputs[1], w) == shared
