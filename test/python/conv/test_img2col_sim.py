@@ -96,6 +96,23 @@ def test_cce_and_hivm_agree_on_cycles_and_timing_from_target():
             + t.img2col_latency
 
 
+def test_own_bound_counts_img2col_at_its_own_rate():
+    # Its bytes go over L1 -> L0A, whose 512 B/cycle the other loads get; the
+    # report's MTE1 bound takes img2col's own (slower) rate from the target.
+    from npu.target import PATH_PIPES
+
+    c1_blocks, f = CASES["stride2_mode1"]
+    _, _, res = run(c1_blocks, f, "cce")
+    t, rep = get_target("ascend910"), res.report
+    img2col = f["repeat"] * 512
+    others = sum(rep["bytes"][p] / t.path(p).bytes_per_cycle
+                 for p, pipe in PATH_PIPES.items() if pipe == "MTE1")
+    others -= img2col / t.path("l1_to_l0a").bytes_per_cycle
+    assert rep["bounds"]["MTE1"] == pytest.approx(
+        img2col / t.img2col_bytes_per_cycle + others, abs=0.01)
+    assert t.img2col_bytes_per_cycle < t.path("l1_to_l0a").bytes_per_cycle
+
+
 def test_binary_round_trip_and_listing():
     from npu.hivm.binary import encode
     from npu.hivm.disasm import decode, listing
