@@ -111,6 +111,10 @@ class LowerElementwise(Pass):
         elems = [nir.memref_element(v) for v in operands[:-1]]
         compute = compute_of(op, elems, out_elem)
         dims, slice_in, slice_out = collapse_broadcast(in_shapes, out_shape)
+        if self.rows_too_long(op, slice_in, slice_out, elems + [out_elem]):
+            # A row operand of rows longer than the repeat stride reaches:
+            # one slice per row, where it is a full run.
+            dims, slice_in, slice_out = collapse_broadcast(in_shapes, out_shape, inner_runs=1)
         flats = [nir.flatten_memref(v) for v in operands]
         aliased = [v == out for v in operands[:-1]]
 
@@ -144,6 +148,20 @@ class LowerElementwise(Pass):
             lower_slice(offsets, out_offset)
 
         for_range(int(np.prod(dims.outer)), body)
+
+    def rows_too_long(self, op: ir.Operation, slice_in: list[list[int]], slice_out: list[int],
+                      elems: list[str]) -> bool:
+        """A slice with a row operand (and no column) whose rows of whole
+        blocks are wider than the vector repeat stride (`RowsLowering` steps
+        a row per repeat): one slice per row streams it as a full run. (A
+        column would become a one-element slice per row, which the slice
+        loop does not move.)"""
+        kinds = {classify(op, s, slice_out) for s in slice_in}
+        if len(slice_out) < 2 or "row" not in kinds or "column" in kinds:
+            return False
+        sizes = [nir.element_bytes(e) for e in elems]
+        whole = slice_out[-1] - slice_out[-1] % VectorGeometry.for_types(self.target, sizes).block
+        return whole * max(sizes) // self.target.granule("ub") > self.target.vector_max_stride
 
     def untileable(self, op: ir.Operation, dims: OuterDims, slice_in: list[list[int]],
                    slice_out: list[int], elems: list[str], out_elem: str) -> str:

@@ -69,10 +69,15 @@ TINY_BROADCASTS = [s for s in BROADCASTS if int(np.prod(s[1] or (1,))) == 1
 @pytest.mark.parametrize("elem", ["f16", "f32"])
 @pytest.mark.parametrize("shapes", TINY_BROADCASTS, ids=lambda s: f"{s[0]}-{s[1]}")
 def test_broadcast_tiny(shapes, elem):
-    src, inputs = broadcast_case(shapes, "sub", elem)
-    res = run(src, "npu-lower-elementwise{max-chunk=1024}", inputs)
+    assert_broadcast(shapes, "sub", elem, "npu-lower-elementwise{max-chunk=1024}")
+
+
+def assert_broadcast(shapes, op: str, elem: str, pipeline: str) -> None:
+    """One broadcast case of `op`, lowered by `pipeline`, equals numpy's."""
+    src, inputs = broadcast_case(shapes, op, elem)
+    res = run(src, pipeline, inputs)
     a, b, _ = inputs
-    assert np.array_equal(res.outputs[2], reference("sub", elem, a, b).reshape(shapes[2]))
+    assert np.array_equal(res.outputs[2], reference(op, elem, a, b).reshape(shapes[2]))
 
 
 @pytest.mark.slow
@@ -180,3 +185,18 @@ def test_in_place_rows(shape, rhs):
            f'  "ascend.add"(%a, %b, %a) : ({t}, {tb}, {t}) -> ()\n  return\n}}\n')
     res = run(src, "npu-lower-elementwise{max-chunk=1024}", [a, b])
     assert np.array_equal(res.outputs[0], a + b)
+
+
+# A row or column operand whose rows are longer than one vector repeat
+# stride reaches (255 blocks: 2,040 f32 or 4,080 f16 elements): the
+# attention mask [1, 1, S, S] added to the scores [1, H, S, S] of an unfused
+# decoder, whose rows of S * S elements did not lower.
+LONG_ROWS = [((2, 64, 64), (1, 64, 64), (2, 64, 64)),    # a row of 4,096
+             ((3, 4100), (4100,), (3, 4100)),             # not whole blocks
+             ((2, 3, 4104), (4104,), (2, 3, 4104))]       # over a leading dim
+
+
+@pytest.mark.parametrize("elem", ["f16", "f32"])
+@pytest.mark.parametrize("shapes", LONG_ROWS, ids=lambda s: f"{s[0]}-{s[1]}")
+def test_rows_longer_than_the_repeat_stride(shapes, elem):
+    assert_broadcast(shapes, "add", elem, "npu-lower-elementwise")

@@ -46,11 +46,11 @@ class OuterDims:
     out_strides: list[int]
 
 
-def collapse_broadcast(in_shapes: Sequence[Sequence[int]], out_shape: Sequence[int]
-                       ) -> tuple[OuterDims, list[list[int]], list[int]]:
+def collapse_broadcast(in_shapes: Sequence[Sequence[int]], out_shape: Sequence[int],
+                       inner_runs: int = 2) -> tuple[OuterDims, list[list[int]], list[int]]:
     """Merge the output's dims into runs every input follows or broadcasts
-    alike; returns the leading runs (all but the last two) as loop dims and
-    the per-input / output shapes of one slice (the last two runs)."""
+    alike; returns the leading runs (all but the last `inner_runs`) as loop
+    dims and the per-input / output shapes of one slice (the last runs)."""
     rank = len(out_shape)
     padded = [[1] * (rank - len(s)) + list(s) for s in in_shapes]
     groups: list[list] = []  # [size, signature]
@@ -64,7 +64,7 @@ def collapse_broadcast(in_shapes: Sequence[Sequence[int]], out_shape: Sequence[i
             groups.append([size, sig])
     if not groups:
         groups = [[1, tuple(True for _ in in_shapes)]]
-    inner, lead = groups[-2:], groups[:-2]
+    inner, lead = groups[-inner_runs:], groups[:-inner_runs]
     slice_out = [g[0] for g in inner]
     slice_in = [[g[0] if g[1][k] else 1 for g in inner] for k in range(len(in_shapes))]
     outer = [g[0] for g in lead]
