@@ -74,9 +74,10 @@ class FuseAttentionProjectionPass(Pass):
             apart = (attrs["query_rows"] // 16, attrs["key_rows"] // 16)
             s1 = a.seq_blocks
 
-            def own(qb: int, kb: int, a=a, s1=s1) -> dict[str, int]:
+            def own(qb: int, kb: int, a=a, s1=s1,
+                    mb=cost.mask_bytes(a, attrs.get("softmax", "f32"))) -> dict[str, int]:
                 return cost.footprint(qb, kb, a.d_blocks, a.staged, qb >= s1 and kb >= s1,
-                                      a.nz_out, self.target, a.guard, a.mask_blocks)
+                                      a.nz_out, self.target, a.guard, a.mask_blocks, mb, s1)
 
             choice = choice_model.choose(a, found, self.target, self.ub_fraction, apart, own,
                                          attrs.get("softmax", "f32"))

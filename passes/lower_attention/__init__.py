@@ -62,6 +62,7 @@ from npu.passes.lower_attention.operands import OperandTiles
 from npu.passes.lower_attention.projected_tiles import ProjectedTiles
 from npu.passes.lower_attention.projection import ProjectedHeads
 from npu.passes.lower_attention.schedules import TileSchedules
+from npu.passes.lower_attention.scores_mask import ScoresMask
 from npu.passes.lower_attention.softmax import SoftmaxSteps
 from npu.passes.lower_attention.softmax_f16 import HalfSoftmax
 from npu.passes.lower_matmul import LowerMatmul
@@ -91,8 +92,8 @@ class LowerAttention(Pass):
             region.erase()
 
 
-class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, KeyMask, TileSchedules,
-              ProjectedHeads, ProjectedTiles):
+class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, KeyMask, ScoresMask,
+              TileSchedules, ProjectedHeads, ProjectedTiles):
     def __init__(self, p: LowerAttention, region: ir.Operation):
         self.p, self.region, self.t = p, region, p.target
         body = [o.operation for o in region.regions[0].blocks[0].operations]
@@ -134,7 +135,8 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, KeyMask, TileSc
             self.qb = run_tile(self.qb, self.q_run[0])
         need = cost.footprint(self.qb, self.kb, d1, found.staged,
                               s1 <= min(self.qb, self.kb), found.nz_out, self.t, found.guard,
-                              found.mask_blocks)
+                              found.mask_blocks,
+                              cost.mask_bytes(found, attrs.get("softmax", "f32")), s1)
         if self.pp is not None:
             need = proj.footprint(found, self.qb, self.kb, self.projection, self.pp, need)
         for space, nbytes in need.items():
@@ -289,7 +291,8 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, KeyMask, TileSc
     def slots(self, mq: int, kbk: int, online: bool, v: bool = True) -> dict[str, list[ir.Value]]:
         """The two slots of what a step's stages hand on (see `skewed`);
         alpha only with several key tiles (online softmax); V's tile unless
-        V stays in L1 (`head_tiles`)."""
+        V stays in L1 (`head_tiles`); the tile of a mask of the scores (unless it
+        stays whole in UB)."""
         d1, rows = self.a.d_blocks, mq * 16
         # With the projection's C pieces beside them, the scores may have one
         # slot (`ProjPlan.scores_slots`): a step's Q.K^T then follows the
@@ -301,7 +304,9 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, KeyMask, TileSc
                 "pv": [nir.alloc([d1 + 1, mq, 16, 16], "f32", "l0c") for _ in range(2)],
                 "v": [nir.alloc([d1 + 1, kbk, 16, 16], "f16", "l1") for _ in range(2 * v)],
                 "p": [nir.alloc([kbk, mq, 16, 16], "f16", "l1") for _ in range(2)],
-                "alpha": [nir.alloc([rows], "f32", "ub") for _ in range(2 * online)]}
+                "alpha": [nir.alloc([rows], "f32", "ub") for _ in range(2 * online)],
+                "mask": [nir.alloc([kbk * rows * 16], "f32", "ub")
+                         for _ in range(2 * (self.a.scores_mask and self.resident_mask is None))]}
 
     def nz_staging(self, q_blocks: int) -> None:
         """A set of f16 slabs of the context on their way to the Nz output,
@@ -359,8 +364,9 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, KeyMask, TileSc
     def probs(self, mq: int, kbk: int, buf: dict, slot: int, first: bool, masked: bool,
               key0=0) -> None:
         """The softmax step of the slot's scores (keys from key block
-        `key0`), P into the slot's L1 tile."""
+        `key0`; the slot's tile of a mask of the scores), P into the slot's L1 tile."""
         alpha = None if first else buf["alpha"][slot]
+        self.mask_tile, self.mask_slot = (buf["mask"][slot] if buf["mask"] else None), slot
         self.softmax_tile(self.prefix(buf["scores"][slot], kbk), self.prefix(buf["p"][slot], kbk),
                           mq, kbk, alpha, masked, key0)
 

@@ -89,6 +89,13 @@ class HeadTiles:
             key tile); `following(h, x)`: the (head, query tile) after tile x
             of head h in the pipeline, and whether its Q is loaded ahead."""
             def load(step, slot: int) -> None:
+                """The step's operands, then its tile of a mask of the scores
+                (behind them in MTE2's queue: the cube does not wait for it)."""
+                load_operands(step, slot)
+                _, x, y = locate(step)
+                self.load_mask_tile(buf, slot, first_row_block(x), y * kb, qb, blocks(y))
+
+            def load_operands(step, slot: int) -> None:
                 h, x, y = locate(step)
                 if projected:
                     own = tiles[self.parity]

@@ -1,5 +1,5 @@
-"""The additive key mask in the fused attention
-(`npu.costmodel.attention.key_mask`): loaded once per kernel and laid out so
+"""The additive mask in the fused attention
+(`npu.costmodel.attention.key_mask`). A key mask is loaded once per kernel and laid out so
 that one vadd per key slab adds it to every row of the scores. A slab's
 row holds its 16 keys; f32: one repeat covers four rows, so each key block
 gets its 16 values four times over (one repeat, read with repeat stride 0);
@@ -8,7 +8,9 @@ In f16 the mask is clamped to the finite f16 range first: a key masked by a
 value below -65504 is still removed (its exp underflows to 0), but a row
 whose every key is masked then gets the softmax of its raw scores where
 f32 would give every key the same weight (the f16 softmax's own limit, as
-for scores past 65504)."""
+for scores past 65504).
+
+A mask of the scores ([S, S]): `npu.passes.lower_attention.scores_mask`."""
 
 from __future__ import annotations
 
@@ -32,7 +34,12 @@ class KeyMask:
         its per-key-block layout for `add_key_mask`."""
         a = self.a
         self.mask_layout: ir.Value | None = None
+        self.resident_mask: ir.Value | None = None  # (`ScoresMask`)
         if a.key_mask is None:
+            return
+        if a.scores_mask:  # (`ScoresMask`)
+            self.mask_layout = nir.flatten_memref(a.key_mask)
+            self.prepare_scores_mask()
             return
         n = a.seq_blocks * 16
         raw = nir.alloc([n], "f32", "ub")
@@ -60,9 +67,13 @@ class KeyMask:
     def add_key_mask(self, scores: ir.Value, kbk: int, rows: int, key0: Index,
                      scaled: bool) -> None:
         """scores += mask on key slabs key0.. (kbk of them), when the mask
-        is added at this point: after the scale (`scaled`) or before it."""
+        is added at this point: after the scale (`scaled`) or before it (a
+        mask of the scores: the step's tile, `load_mask_tile`)."""
         a = self.a
         if a.key_mask is None or a.mask_scaled != scaled:
+            return
+        if a.scores_mask:  # (`ScoresMask`)
+            self.add_mask_tile(scores, kbk, rows)
             return
         es = 2 if self.elem == "f16" else 4
         lanes, slab = self.t.lanes(es), rows * 16

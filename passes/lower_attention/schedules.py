@@ -212,8 +212,9 @@ class TileSchedules(HeadTiles):
         def load(k, slot: int) -> None:
             if tiles is not None:
                 self.projected_scores(tiles, None, lin((k, kb)), blocks(k), q0, buf, slot, mq)
-                return
-            self.scores_and_v(h, q0, mq, lin((k, kb)), blocks(k), buf, slot)
+            else:
+                self.scores_and_v(h, q0, mq, lin((k, kb)), blocks(k), buf, slot)
+            self.load_mask_tile(buf, slot, x0, lin((k, kb)), mq, blocks(k))
 
         def pv(k, slot: int) -> None:
             if tiles is not None:

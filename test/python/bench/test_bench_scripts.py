@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 # script -> (arguments of its smallest configuration, seconds it takes: > 5 is slow)
 SMALLEST: dict[str, tuple[list[str], bool]] = {
+    "attention_masks.py": (["--seq", "32", "--heads", "2"], False),
     "attention_softmax.py": (["--seq", "100", "--sigma", "1.0", "--cycles", "128"], True),
     "bert_layer.py": (["--seq", "32", "--hidden", "64", "--heads", "2", "--ffn", "128"], False),
     "chip.py": (["--cores", "1,2", "--rows", "ffn"], False),

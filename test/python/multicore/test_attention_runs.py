@@ -124,16 +124,22 @@ def _remark_and_outputs(model, ins: dict, cores: int):
     return split, outs, report
 
 
-@pytest.mark.parametrize("kind", ["key mask", "nan guard"])
+@pytest.mark.parametrize("kind", ["key mask", "nan guard", "scores mask"])
 def test_masked_and_guarded_attention_split_too(kind: str) -> None:
     # HF BERT's attention: an additive key mask [1, 1, 1, S] and sdpa's NaN
     # guard (its zero a [1, 1, 1, 1] scalar) are read whole by every core;
-    # both kept the whole attention on one core before.
+    # both kept the whole attention on one core before. A causal mask of the
+    # scores [1, 1, S, S] too: each core reads its query rows' tiles of it.
     from test_attention_key_mask import feeds as mask_feeds, masked_attention
     from test_attention_nan_guard import feeds as guard_feeds, guarded_attention
+    from test_attention_scores_mask import causal
 
-    model, ins = ((masked_attention(256), mask_feeds(256, -1e9)) if kind == "key mask"
-                  else (guarded_attention(256), guard_feeds(256, "nan_key")))
+    if kind == "scores mask":
+        model, ins = masked_attention(256, mask_shape=[1, 1, 256, 256]), mask_feeds(256, 0.0)
+        ins["mask"] = causal(256, -1e9)
+    else:
+        model, ins = ((masked_attention(256), mask_feeds(256, -1e9)) if kind == "key mask"
+                      else (guarded_attention(256), guard_feeds(256, "nan_key")))
     (remark,), many, report = _remark_and_outputs(model, ins, 8)
     assert "attention 2x4" in remark and report["hazards"] == []
     _, one, _ = _remark_and_outputs(model, ins, 1)

@@ -50,6 +50,23 @@ class TileCost:
                 f"L1->L0 {self.mte1}, GM->L1 {self.mte2})")
 
 
+def mask_resident(seq_blocks: int, q_blocks: int, k_blocks: int, mask_bytes: int) -> bool:
+    """Whether `npu-lower-attention` keeps a whole mask of the scores in UB,
+    made ready once (elements of `mask_bytes`: the softmax's precision),
+    rather than reading each step's tile into two f32 slots: with one tile a
+    head, or when the whole mask takes no more UB than the two slots."""
+    whole = q_blocks >= seq_blocks and k_blocks >= seq_blocks
+    return whole or seq_blocks ** 2 * mask_bytes <= 2 * q_blocks * k_blocks * 4
+
+
+def mask_rows_per_repeat(elem_bytes: int, row_blocks: int, t: Target) -> int:
+    """Rows of a mask tile one vadd repeat reads into a key block's Nz slab
+    (`ScoresMask.add_mask_tile`): eight f16 rows, each a block (a block
+    stride of one row of the tile, `row_blocks`), while eight rows are
+    within a repeat stride; else (and f32, two blocks a row) one."""
+    return 8 if elem_bytes == 2 and 8 * row_blocks <= t.vector_max_stride else 1
+
+
 def fold_across_cycles(rows: int, elem_bytes: int, t: Target) -> int:
     """Vector cycles of a row max's last step by a transpose and a halving
     tree (`npu-lower-attention`'s `fold_across`): the vnchwconv repeats,
@@ -68,7 +85,8 @@ def row_max_cycles(rows: int, elem_bytes: int, t: Target) -> int:
 def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_blocks: int,
               softmax: str, resident: bool, row_loads: bool, nz_out: bool,
               t: Target, on_chip: bool = False, guard: bool = False,
-              key_mask: str = "", query_blocks: int | None = None) -> TileCost:
+              key_mask: str = "", query_blocks: int | None = None,
+              scores_mask: bool = False) -> TileCost:
     """The pipes' cycles of `heads` heads of seq_blocks x seq_blocks scores
     in tiles of q_blocks x k_blocks (16-row blocks). `resident`: K and V are
     loaded once a head (else once per query tile); `row_loads`: Q, K, V are
@@ -79,7 +97,11 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
     P's NaN guard (`npu.costmodel.attention.guard`); `key_mask`: "before" or
     "after" the scale when the scores get a key mask, "" without one;
     `query_blocks`: the queries are a run of that many blocks (one core's
-    share of a query cut, `npu-split-cores`), against all keys."""
+    share of a query cut, `npu-split-cores`), against all keys;
+    `scores_mask`: the mask is one of the scores ([S, S]), each step's tile
+    read from GM in f32 (a burst per row), clamped to the finite range (cast
+    to f16 with the f16 softmax) and added; or, kept whole in UB
+    (`mask_resident`), read and made ready once for every head and step."""
     s1, d1 = seq_blocks, d_blocks
     sq = s1 if query_blocks is None else query_blocks
     es = 2 if softmax == "f16" else 4
@@ -93,6 +115,13 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
     drain_rate = t.path("l0c_to_ub").bytes_per_cycle
     q_tiles = [min(q_blocks, sq - x) for x in range(0, sq, q_blocks)]
     k_tiles = [min(k_blocks, s1 - y) for y in range(0, s1, k_blocks)]
+    # The whole mask of the scores kept in UB: loaded and made ready once.
+    once = scores_mask and mask_resident(s1, q_blocks, k_blocks, es)
+
+    def ready(elements: int) -> int:  # clamp (f16: the cast, then both sides in f16)
+        return repeats(elements) * (simple if es == 4 else conv) + (es == 2) * 2 * repeats(
+            elements, 2) * simple
+
     vector = cube = mte1 = 0
     for qb in q_tiles:
         rows = qb * 16
@@ -114,6 +143,10 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
             if key_mask:  # one vadd per key slab (after the scale: the scores scaled first)
                 vector += kb * repeats(slab, es) * simple
                 vector += repeats(scores, es) * simple if key_mask == "after" else 0
+            if scores_mask:  # the tile's vadds (and its clamp and cast, unless made once)
+                row_blocks = (s1 if once else kb) * 16 * es // t.vector_block_bytes
+                per = mask_rows_per_repeat(es, row_blocks, t)
+                vector += kb * -(-rows // per) * simple + (0 if once else ready(scores))
             if guard:  # the rows' mask (vsub, vcmp) and one vsel over P
                 vector += 2 * repeats(slab, es) * simple + repeats(scores, 2) * simple
             vector += STEP_IDLE_CYCLES
@@ -130,4 +163,13 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
         return nbytes // gm + bursts * t.gm_burst_cycles
 
     mte2 = 0 if on_chip else load(sq * d1) + (1 if resident else len(q_tiles)) * load(2 * s1 * d1)
-    return TileCost(heads * vector, heads * int(cube), heads * mte1, heads * mte2)
+    # The mask in f32: each head's steps' tiles (a burst per row), or the
+    # whole mask once (a burst per 16 rows) and made ready once.
+    once_mte2 = once_vector = 0
+    if once:
+        once_mte2 = s1 * s1 * 256 * 4 // gm + s1 * t.gm_burst_cycles
+        once_vector = ready(s1 * s1 * 256)
+    elif scores_mask:
+        mte2 += sq * s1 * 256 * 4 // gm + sq * 16 * len(k_tiles) * t.gm_burst_cycles
+    return TileCost(heads * vector + once_vector, heads * int(cube), heads * mte1,
+                    heads * mte2 + once_mte2)

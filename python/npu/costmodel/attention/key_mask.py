@@ -1,9 +1,15 @@
-"""An additive key mask on the scores as part of the attention pattern:
-`scores + M` with M [1, .., 1, S] (one value per key, the same for every head
-and query), as HF exports BERT-style encoders with an `attention_mask`
-(0 for a key attended, a large negative value for a padded one). The
-fused kernel adds M to every row of the scores on chip
-(`npu-lower-attention`, `key_mask`)."""
+"""An additive mask on the scores as part of the attention pattern, in one
+of two forms, the same for every head:
+  key     `scores + M` with M [1, .., 1, S] (one value per key), as HF
+          exports BERT-style encoders with an `attention_mask` (0 for a
+          key attended, a large negative value for a padded one): the
+          fused kernel keeps M in UB and adds it to every row of the scores;
+  scores  M [1, .., 1, S, S] (one value per query and key), as decoders
+          export their causal mask (GPT-2: the causal triangle and the
+          `attention_mask` combined at run time into one additive tensor):
+          the fused kernel reads each step's [query rows, keys] tile of M
+          from GM beside the scores' tile and adds it on chip.
+Both are lowered by `npu-lower-attention` (`key_mask`)."""
 
 from __future__ import annotations
 
@@ -13,11 +19,13 @@ from mlir import ir
 
 from npu import ir as nir
 
+KEY, SCORES = "key", "scores"  # the two forms (`Attention.mask_form`)
+
 
 def key_mask_operand(add: ir.Operation, scores: ir.Value, seq: int,
-                     root: Callable[[ir.Value], ir.Value]) -> ir.Value | str:
-    """The mask operand of `add` (one of whose operands is the scores' root
-    `scores`), or why it is not a key mask."""
+                     root: Callable[[ir.Value], ir.Value]) -> tuple[ir.Value, str] | str:
+    """(the mask operand of `add`, its form), where one of `add`'s operands
+    is the scores' root `scores`; or why it is not a mask the kernel takes."""
     a, b = add.operands[0], add.operands[1]
     if root(a) == scores and root(b) != scores:
         mask = b
@@ -26,13 +34,21 @@ def key_mask_operand(add: ir.Operation, scores: ir.Value, seq: int,
     else:
         return "the scores are added to themselves"
     shape = nir.memref_shape(mask)
-    if not shape or shape[-1] != seq or any(d != 1 for d in shape[:-1]):
+    if shape and shape[-1] == seq and all(d == 1 for d in shape[:-1]):
+        form = KEY
+    elif len(shape) >= 2 and shape[-2:] == [seq, seq] and all(d == 1 for d in shape[:-2]):
+        form = SCORES
+    else:
         return (f"the scores' addend has shape {shape}: the fused kernel takes a key mask "
-                f"[1, .., 1, {seq}] (one value per key, shared by heads and queries)")
+                f"[1, .., 1, {seq}] or a mask of the scores [1, .., 1, {seq}, {seq}] "
+                f"(shared by heads)")
     if nir.memref_element(mask) != "f32":
-        return f"the key mask is {nir.memref_element(mask)}, the fused kernel takes f32"
-    if (seq * 4) % 32:
+        return f"the mask is {nir.memref_element(mask)}, the fused kernel takes f32"
+    if form == KEY and (seq * 4) % 32:
         return f"the key mask's {seq} f32 values are not whole 32-byte blocks"
+    if form == SCORES and seq % 16:
+        return (f"the mask of the scores needs a seq of whole 16-row blocks (seq {seq}): "
+                f"its tiles are read as whole [16, 16] blocks")
     if not nir.is_contiguous(mask):
-        return "the key mask is not a contiguous tensor"
-    return mask
+        return "the mask is not a contiguous tensor"
+    return mask, form

@@ -26,7 +26,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.attention.guard import match_guard
-from npu.costmodel.attention.key_mask import key_mask_operand
+from npu.costmodel.attention.key_mask import KEY, SCORES, key_mask_operand
 
 ATTENTION_ATTR = "npu.attention"
 # The precision of the kernel's softmax (`softmax` in the attribute;
@@ -55,10 +55,11 @@ class Attention:
     scale: float
     reciprocal: bool = field(default=False)  # softmax ends with reciprocal + mul
     guard: bool = False  # P's NaN guard is a member (`npu.costmodel.attention.guard`)
-    # An additive key mask [1, .., 1, S] on the scores (`npu.costmodel.attention.key_mask`),
+    # An additive mask on the scores (`npu.costmodel.attention.key_mask`, of `mask_form`),
     # added after the scale (`mask_scaled`) or before it.
     key_mask: ir.Value | None = None
     mask_scaled: bool = False
+    mask_form: str = KEY
     # The f32 ND tensors Q [H,S,D], K^T [H,D,S], V [H,S,D] when their casts to
     # f16 and fractalizes are members too (loaded, converted and laid out on
     # chip), or the f16 ND tensors when only the fractalizes are (laid out
@@ -83,8 +84,13 @@ class Attention:
 
     @property
     def mask_blocks(self) -> int:
-        """Key blocks of the key mask the kernel keeps in UB (0: no mask)."""
-        return self.seq_blocks if self.key_mask is not None else 0
+        """Key blocks of the key mask the kernel keeps in UB (0: none)."""
+        return self.seq_blocks if self.key_mask is not None and self.mask_form == KEY else 0
+
+    @property
+    def scores_mask(self) -> bool:
+        """The mask is one of the scores [.., S, S], read a tile per step."""
+        return self.key_mask is not None and self.mask_form == SCORES
 
     @property
     def seq_blocks(self) -> int:
@@ -95,8 +101,7 @@ class Attention:
         return self.head_dim // 16
 
 
-def _root(v: ir.Value) -> ir.Value:
-    return nir.view_root(v)
+_root = nir.view_root
 
 
 def _distinct(ops: list[ir.Operation]) -> list[ir.Operation]:
@@ -147,7 +152,7 @@ def match(bm1: ir.Operation, users: dict, any_seq: bool = False) -> Attention | 
         return d1
     s = out(d1)
     scale = 1.0
-    writer, scaled, mask, mask_scaled = d1, False, None, False
+    writer, scaled, mask, mask_scaled, form = d1, False, None, False, KEY
     seq_of_scores = nir.memref_shape(d1.operands[-1])[-1]
     for _ in range(2):  # the scale and a key mask, in either order
         rs = readers(s, writer)
@@ -156,10 +161,10 @@ def match(bm1: ir.Operation, users: dict, any_seq: bool = False) -> Attention | 
         if rs[0].name == "ascend.muls" and not scaled:
             scale, scaled = nir.float_attr(rs[0], "scalar"), True
         elif rs[0].name == "ascend.add" and mask is None:
-            mask = key_mask_operand(rs[0], s, seq_of_scores, _root)
-            if isinstance(mask, str):
-                return mask
-            mask_scaled = scaled
+            found = key_mask_operand(rs[0], s, seq_of_scores, _root)
+            if isinstance(found, str):
+                return found
+            (mask, form), mask_scaled = found, scaled
         else:
             break
         members.append(rs[0])
@@ -252,7 +257,8 @@ def match(bm1: ir.Operation, users: dict, any_seq: bool = False) -> Attention | 
     if not nir.is_contiguous(o):
         return "the context is not a contiguous tensor"
     found = Attention(members, q, k, v, o, internal, heads, seq, head_dim, scale, reciprocal,
-                      guard=guarded is not None, key_mask=mask, mask_scaled=mask_scaled)
+                      guard=guarded is not None, key_mask=mask, mask_scaled=mask_scaled,
+                      mask_form=form)
     _absorb_prologues(found, users, any_seq)
     _absorb_merge(found, users)
     return found

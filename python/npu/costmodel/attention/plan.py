@@ -17,7 +17,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.attention.pattern import Attention, drop_casts, drop_prologues
-from npu.costmodel.attention.cost import TileCost, tile_cost
+from npu.costmodel.attention.cost import TileCost, mask_resident, tile_cost
 from npu.target import Target
 
 # UB share of one tile's buffers by `footprint` (the rest: granule rounding
@@ -63,7 +63,8 @@ def key_chunks(k_blocks: int, d_blocks: int, target: Target) -> list[int]:
 def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = False,
               whole: bool = False, nz_out: bool = False,
               target: Target | None = None, guard: bool = False,
-              mask_blocks: int = 0) -> dict[str, int]:
+              mask_blocks: int = 0, mask_bytes: int = 0,
+              seq_blocks: int = 0) -> dict[str, int]:
     """Bytes per on-chip buffer of one tile (`npu-lower-attention`'s
     buffers). UB: what lives through the tile (the context with its row-sum
     slab, the row max; `whole` and `absorbed`: the f32 staging of Q and K,
@@ -79,7 +80,12 @@ def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = Fals
     `target`, a key tile whose K^T and V do not fit L0B together holds two
     chunks of each in L0B and two of P in L0A (`key_chunks`). `guard`: the
     buffers of P's NaN guard (`npu.costmodel.attention.guard`); `mask_blocks`:
-    the key blocks of a key mask (`npu.costmodel.attention.key_mask`)."""
+    the key blocks of a key mask (`npu.costmodel.attention.key_mask`);
+    `mask_bytes`: a mask of the scores of `seq_blocks` blocks, added in
+    elements of that size (the softmax's precision; 0: none): two f32 slots
+    of its tile (each step's loaded a step ahead) live through the tile and
+    the scores phase holds its f16 copy, or the whole mask is kept ready
+    (`mask_resident`; in f16 through an f32 staging of 16 rows)."""
     frac4, frac2 = 16 * 16 * 4, 16 * 16 * 2
     slab = q_blocks * frac4  # one [rows, 16] f32 slab
     rows = q_blocks * 16
@@ -87,16 +93,21 @@ def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = Fals
     if nz_out and not whole:
         persistent += d_blocks * rows * 16 * 2
     scores = k_blocks * slab + k_blocks * q_blocks * frac2 + 4 * slab
+    if mask_bytes and mask_resident(seq_blocks, q_blocks, k_blocks, mask_bytes):
+        persistent += seq_blocks ** 2 * 256 * mask_bytes + (mask_bytes == 2) * seq_blocks * 1024
+    elif mask_bytes:
+        persistent += 2 * k_blocks * slab
+        scores += (mask_bytes == 2) * k_blocks * q_blocks * frac2
     staging = max(q_blocks, k_blocks) * d_blocks * 16 * 16 * 6 if absorbed else 0
     if whole and absorbed:
         persistent += 2 * rows * d_blocks * 16 * 4
         staging = rows * d_blocks * 16 * 2
-    ub = persistent + max(scores, staging, (d_blocks + 2) * slab, k_blocks * frac2)
     if guard:  # P's NaN guard: a slab of max - max, its i8 mask, the row flags, a zero block
         persistent += slab + rows * 16 + rows * 5 + 32
     # A key mask of `mask_blocks` key blocks: its f32 values and, per key
     # block, one repeat of them over four rows (f32) or one block (f16).
     persistent += mask_blocks * (16 * 4 + 4 * 16 * 4)
+    ub = persistent + max(scores, staging, (d_blocks + 2) * slab, k_blocks * frac2)
     chunks = [k_blocks] if target is None else key_chunks(k_blocks, d_blocks, target)
     on_l0 = k_blocks if len(chunks) == 1 else 2 * chunks[0]
     return {"ub": ub,
@@ -148,7 +159,7 @@ def _plan(a: Attention, target: Target, ub_fraction: float, softmax: str,
         for kb in widths:
             whole = qb >= s1 and kb >= s1
             need = footprint(qb, kb, d1, a.staged, whole, a.nz_out, target if by_cost else None,
-                             a.guard, a.mask_blocks)
+                             a.guard, a.mask_blocks, mask_bytes(a, softmax), s1)
             budget = {sp: target.capacity(sp) for sp in need}
             budget["ub"] = int(budget["ub"] * ub_fraction)
             if not all(need[sp] <= budget[sp] for sp in need):
@@ -168,6 +179,12 @@ def _plan(a: Attention, target: Target, ub_fraction: float, softmax: str,
                 f"{need['ub']} bytes of UB, more than {ub_fraction:g} of "
                 f"{target.capacity('ub')}")
     return best
+
+
+def mask_bytes(a: Attention, softmax: str) -> int:
+    """Bytes of an element of the attention's mask of the scores as its
+    softmax adds it (`footprint`'s `mask_bytes`; 0: no such mask)."""
+    return (2 if softmax == "f16" else 4) if a.scores_mask else 0
 
 
 def key_widths(seq_blocks: int) -> list[int]:
@@ -214,7 +231,7 @@ def modelled(a: Attention, q_blocks: int, k_blocks: int, target: Target,
     return tile_cost(a.heads if heads is None else heads, a.seq_blocks, a.d_blocks, q_blocks,
                      k_blocks, softmax, resident(a, q_blocks, k_blocks, target, query_blocks),
                      a.sources is not None, a.nz_out, target, on_chip, a.guard, mask,
-                     query_blocks)
+                     query_blocks, a.scores_mask)
 
 
 def _rank(p: Plan, seq_blocks: int) -> tuple[int, bool, int]:

@@ -1,0 +1,119 @@
+"""A mask of the scores ([1, .., 1, S, S], shared by the heads:
+`npu.costmodel.attention.key_mask`) in the fused attention.
+
+The whole mask stays in UB when it takes no more room than two tiles of it
+(and always with one tile a head: `mask_resident`), made ready once for
+every head and step: clamped to the finite range of the scores' type (f16:
+cast, then clamped in f16, half the repeats). Otherwise each step's tile
+(its query rows, its keys) is read in the step's load stage, a step ahead
+of its softmax, into one of two slots (one copy, a burst per row,
+row-major in UB), and its softmax makes it ready. Either is added to the
+scores' Nz slabs key block by key block, read with strides: f16, eight
+rows a repeat (block stride one row of the mask) while eight rows are
+within a repeat stride; f32 (two blocks a row), a row a repeat.
+
+Clamped, a -inf in the mask acts as the most negative finite value: a tile
+whose row is all masked keeps a finite running max, and the online
+softmax's later tiles replace it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from mlir import ir
+
+from npu import ir as nir
+from npu.costmodel.vector.recipes import Compute, cast_compute
+from npu.costmodel.vector.tiling import split_repeats
+from npu.kernels.cce_build import Index, View, copy, lin, sub
+from npu.costmodel.attention.cost import mask_resident, mask_rows_per_repeat
+from npu.kernels.vector_compute import emit
+from npu.passes.lower_attention.softmax_f16 import F16_MAX, HALF, NARROW
+
+F32_MAX = float(np.finfo(np.float32).max)
+
+
+class ScoresMask:
+    """Mixed into the kernel with `KeyMask` (its `mask_layout`: the flat
+    mask; `a`, `t`, `qb`, `kb`, `elem`, `granule`, `apply`)."""
+
+    def prepare_scores_mask(self) -> None:
+        """The whole mask made ready in UB when it stays there
+        (`mask_resident`; f16: through an f32 staging buffer of 16 rows at
+        a time), else nothing: the steps read their tiles."""
+        a, es = self.a, 4 if self.elem == "f32" else 2
+        s1, n = a.seq_blocks, a.seq
+        self.mask_at: dict[int, tuple[Index, Index]] = {}  # slot -> (query0, key0)
+        self.resident_mask = None
+        if not mask_resident(s1, self.qb, self.kb, es):
+            return
+        if es == 4:
+            tile = nir.alloc([n * n], "f32", "ub")
+            copy("cce.copy_gm_to_ub", self.mask_layout, tile, 1, n * n * 4 // self.granule)
+            self.resident_mask = self.ready_mask(tile, n * n)
+            return
+        half = nir.alloc([n * n], "f16", "ub")
+        staging = nir.alloc([16 * n], "f32", "ub")
+        for i in range(s1):
+            copy("cce.copy_gm_to_ub", sub(self.mask_layout, i * 16 * n, 16 * n), staging, 1,
+                 16 * n * 4 // self.granule)
+            self.apply(cast_compute("f32", "f16", "rint"), half, [staging], 16 * n,
+                       offsets=(i * 16 * n, 0), sizes=NARROW)
+        self.resident_mask = self.ready_half(half, n * n)
+
+    def load_mask_tile(self, buf: dict, slot: int, query0: Index, key0: Index, mq: int,
+                       kbk: int) -> None:
+        """The step's tile (query blocks from `query0`, key blocks from
+        `key0`): GM -> the slot's UB buffer ([mq * 16, kbk * 16], row-major),
+        unless the whole mask is resident."""
+        if not self.a.scores_mask:
+            return
+        self.mask_at[slot] = (query0, key0)
+        if self.resident_mask is not None:
+            return
+        seq, rows, width = self.a.seq, mq * 16, kbk * 16
+        at = lin((query0, 16 * seq), (key0, 16))
+        copy("cce.copy_gm_to_ub", sub(self.mask_layout, at, (rows - 1) * seq + width),
+             buf["mask"][slot], rows, width * 4 // self.granule,
+             (seq - width) * 4 // self.granule, 0)
+
+    def ready_mask(self, tile: ir.Value, count: int) -> ir.Value:
+        """The f32 tile clamped to the finite range of the scores' type: in
+        place (f32), or cast to f16 first and clamped there."""
+        if self.elem == "f32":
+            self.apply(Compute("scalar", vop="cce.vmaxs", scalar=-F32_MAX), tile, [tile], count)
+            return tile
+        half = nir.alloc([count], "f16", "ub")
+        self.apply(cast_compute("f32", "f16", "rint"), half, [tile], count, sizes=NARROW)
+        return self.ready_half(half, count)
+
+    def ready_half(self, half: ir.Value, count: int) -> ir.Value:
+        for vop, bound in (("cce.vmaxs", -F16_MAX), ("cce.vmins", F16_MAX)):
+            self.apply(Compute("scalar", vop=vop, scalar=bound), half, [half], count, sizes=HALF)
+        return half
+
+    def add_mask_tile(self, scores: ir.Value, kbk: int, rows: int) -> None:
+        """scores (kbk Nz slabs of `rows` rows) += the step's tile: read from
+        the resident mask at the step's place (one tile a head: the whole
+        mask, at 0), or the slot's tile (`mask_tile`) made ready."""
+        es = 4 if self.elem == "f32" else 2
+        if self.resident_mask is not None:
+            query0, key0 = self.mask_at.get(self.mask_slot, (0, 0))
+            ready, row_len = self.resident_mask, self.a.seq
+            base = lin((query0, 16 * row_len), (key0, 16))
+        else:
+            ready, row_len, base = self.ready_mask(self.mask_tile, kbk * rows * 16), kbk * 16, 0
+        row_blocks = row_len * es // self.granule
+        per = mask_rows_per_repeat(es, row_blocks, self.t)
+        lanes = per * 16
+        for j in range(kbk):
+            for piece in split_repeats(rows * 16, lanes, self.t.max_repeat):
+                touched = (piece.repeat - 1) * lanes + piece.mask
+                data = View(sub(scores, j * rows * 16 + piece.offset, touched), 1,
+                            lanes * es // self.granule)
+                last_row = (piece.repeat - 1) * per + (piece.mask - 1) // 16
+                at = lin((base, 1), (1, piece.offset // 16 * row_len + j * 16))
+                mask = View(sub(ready, at, last_row * row_len + 16),
+                            row_blocks if per > 1 else 1, per * row_blocks)
+                emit(Compute("binary", vop="cce.vadd"), data, [data, mask], piece.repeat,
+                     piece.mask)

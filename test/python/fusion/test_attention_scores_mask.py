@@ -1,0 +1,100 @@
+"""Attention with an additive mask of the scores [1, 1, S, S] (a decoder's
+causal mask; GPT-2's exports combine it with the `attention_mask` at run
+time into one tensor) fuses into one kernel that reads each step's tile of
+the mask beside its scores (`npu.costmodel.attention.key_mask`). Checked
+against onnxruntime: causal masks of finfo.min, -inf and a moderate value,
+the mask before and after the scale, both softmax precisions, several key
+tiles (online softmax: a tile whose rows are all masked), and a mask that is
+not causal. A mask per head, or a seq of partial 16-row blocks, stays
+unfused and right."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime
+import pytest
+
+import npu
+from test_attention_key_mask import HEADS, DIM, masked_attention
+
+
+def causal(seq: int, fill: float, heads: int = 1) -> np.ndarray:
+    keep = np.tril(np.ones((seq, seq), bool))
+    return np.broadcast_to(np.where(keep, 0.0, fill).astype(np.float32),
+                           (1, heads, seq, seq)).copy()
+
+
+def run(seq: int, mask: np.ndarray, options: str = "", mask_first: bool = False,
+        fused: bool = True) -> dict:
+    model = masked_attention(seq, mask_first, mask_shape=list(mask.shape))
+    kernel = npu.compile(model, where="attention.onnx", cores=1,
+                         pipeline=f"npu-lower{{{options}}}" if options else "npu-lower")
+    rng = np.random.default_rng(seq)
+    ins = {n: rng.standard_normal((1, HEADS, seq, DIM)).astype(np.float32) for n in "qkv"}
+    ins["mask"] = mask
+    (y,), report = kernel(*[ins[n] for n in kernel.input_names])
+    (want,) = onnxruntime.InferenceSession(model.SerializeToString()).run(None, ins)
+    np.testing.assert_allclose(y, want, rtol=2e-2, atol=2e-2)
+    names = {row["op"].split(" ")[0] for row in report["per_op"]}
+    inside = not names & {"softmax", "mask_add", "scale_mul"}
+    assert inside == fused, names
+    return report
+
+
+@pytest.mark.parametrize("softmax", ["f16", "f32"])
+@pytest.mark.parametrize("fill", [float(np.finfo(np.float32).min), -np.inf, -3.0])
+def test_causal_mask_after_the_scale(fill: float, softmax: str) -> None:
+    run(48, causal(48, fill), f"attention-softmax={softmax}")
+
+
+@pytest.mark.parametrize("softmax", ["f16", "f32"])
+def test_mask_before_the_scale(softmax: str) -> None:
+    run(64, causal(64, -1e4), f"attention-softmax={softmax}", mask_first=True)
+
+
+FLT_MIN = float(np.finfo(np.float32).min)
+
+
+@pytest.mark.parametrize("options,fill", [("attention-tile=fewest", FLT_MIN), ("", FLT_MIN),
+                                          ("", -np.inf), ("attention-softmax=f32", -np.inf)])
+def test_causal_mask_over_key_tiles(options: str, fill: float) -> None:
+    """seq 512 in several query and key tiles (each step's tile of the mask
+    read a step ahead): the key tiles above the diagonal are all masked for
+    every row of their query tile."""
+    run(512, causal(512, fill), options)
+
+
+@pytest.mark.parametrize("seq", [160, 192])
+def test_resident_mask_over_tiles(seq: int) -> None:
+    """Several tiles a head, the whole mask kept in UB: each step reads its
+    tile at its query rows and keys."""
+    run(seq, causal(seq, -1e9))
+
+
+def test_any_mask_values() -> None:
+    """Not a triangle: random values, a masked key per row and a fully
+    masked column, added as they are."""
+    seq = 96
+    rng = np.random.default_rng(3)
+    mask = rng.uniform(-4.0, 4.0, (1, 1, seq, seq)).astype(np.float32)
+    mask[0, 0, np.arange(seq), (np.arange(seq) * 7) % seq] = -1e9
+    mask[..., 5] = float(np.finfo(np.float32).min)
+    run(seq, mask)
+
+
+def test_fused_beats_the_unfused_attention() -> None:
+    mask = causal(128, float(np.finfo(np.float32).min))
+    fused = run(128, mask)["cycles"]
+    apart = run(128, mask, "fuse-attention=false", fused=False)["cycles"]
+    assert fused < 0.5 * apart, (fused, apart)
+
+
+def test_a_mask_per_head_stays_unfused_and_right() -> None:
+    run(32, causal(32, -1e9, heads=HEADS), fused=False)
+
+
+def test_a_seq_of_partial_blocks_stays_unfused_and_right() -> None:
+    """seq 72: the mask's tiles would not be whole [16, 16] blocks; its rows
+    (5,184 elements, past the vector repeat stride) broadcast over the heads
+    one row slice at a time."""
+    run(72, causal(72, float(np.finfo(np.float32).min)), fused=False)
