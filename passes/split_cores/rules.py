@@ -19,8 +19,9 @@
   takes itself), fractalize / defractalize the rows of the ND side (a matrix wider
   than one column block: runs of its row blocks, `_split_row_blocks`, which
   its lowering takes itself), gather the ids and their output rows (every
-  core reads the whole table), a slice that moves one run (`_split_run`)
-  equal pieces of it.
+  core reads the whole table), a slice along a leading dim it takes whole
+  (`_split_whole_dim`), or that moves one run (`_split_run`) equal pieces
+  of it.
 
 Every slice is 32-byte aligned, and each core moves at least `min_bytes`
 (its share of all the op's operands).
@@ -112,7 +113,7 @@ class SplitRules:
                     return Split(cuts, (("x", parts),))
             return None
         if name in ("ascend.slice", "ascend.insert_slice"):
-            return self._split_run(op, types, parts)
+            return self._split_whole_dim(op, types, parts) or self._split_run(op, types, parts)
         if name in ("ascend.fractalize", "ascend.defractalize"):
             nd, nz = (0, 1) if name == "ascend.fractalize" else (1, 0)
             nd_shape = nir.memref_shape(types[nd])
@@ -173,6 +174,23 @@ class SplitRules:
 
     def split_conv(self, op: ir.Operation, parts: int) -> Split | None:
         return split_conv(op, parts, self.target)
+
+    def _split_whole_dim(self, op: ir.Operation, types: list, parts: int) -> Split | None:
+        """A slice that takes a leading dim whole (the same size on both
+        sides, offset 0, stride 1: the columns of each row, as a Split along
+        the last axis reads them) cut along it: each core's rows keep the
+        op's offsets, which are relative to its operands."""
+        src, dst = (nir.memref_shape(t) for t in types)
+        offsets = nir.int_array_attr(op, "offsets")
+        strides = (nir.int_array_attr(op, "strides") if op.name == "ascend.slice"
+                   else [1] * len(offsets))
+        for d in range(len(src) - 1):
+            if src[d] != dst[d] or offsets[d] or strides[d] != 1:
+                continue
+            cuts = ({d: "x"}, {d: "x"})
+            if self._cuts_aligned(types, cuts, parts):
+                return Split(cuts, (("x", parts),))
+        return None
 
     def _split_run(self, op: ir.Operation, types: list, parts: int) -> Split | None:
         """A slice that moves one long run (the image's 3 channels into the

@@ -68,6 +68,15 @@ CASES = {
                                                         'memref<6x16x16x16xf16, "gm">']), 8, 8),
     "defractalize-row-blocks": (_op("ascend.defractalize", ['memref<6x16x16x16xf32, "gm">',
                                                             'memref<256x96xf32, "gm">']), 4, 4),
+    # A Split along the last axis (GPT-2's c_attn into Q, K, V): the rows it
+    # takes whole, cut over the cores, each core's slice at the same offsets.
+    "slice-columns": (_op("ascend.slice", ['memref<1x128x192xf16, "gm">',
+                                           'memref<1x128x64xf16, "gm">'],
+                          "{offsets = array<i64: 0, 0, 64>, strides = array<i64: 1, 1, 1>} "),
+                      8, 8),
+    "insert-slice-columns": (_op("ascend.insert_slice", ['memref<64x32xf32, "gm">',
+                                                         'memref<64x96xf32, "gm">'],
+                                 "{offsets = array<i64: 0, 32>} "), 4, 4),
     # A grid of N and M blocks: strided slices of A and C.
     "matmul": (_op("ascend.matmul", [NZ_A, NZ_B, NZ_C]), 8, 8),
     "matmul-f16-out": (_op("ascend.matmul", [NZ_A, NZ_B, NZ_C.replace("f32", "f16")]), 8, 8),
