@@ -15,7 +15,8 @@ def matmul_epilogue(m: int, n: int, k: int, steps: tuple[str, ...], out: str = "
     as the frontend materialises a bias), "bias_row" (+ that bias as a host
     constant, `npu.constant`, every row the same: what the frontend makes of
     an ONNX bias), "bias_table" (+ a host constant whose rows differ),
-    "scale" (x 1/sqrt(64)), "gelu" (erf form: five ops), "residual" (+
+    "scale" (x 1/sqrt(64)), "gelu" (erf form: five ops), "gelu_tanh" (the
+    tanh form: nine ops), "residual" (+
     another input tensor), "cast" (to f16, the last step); the result goes
     to %y with element type `out`, or with `nd` = (rows, cols) through a
     defractalize to %y of that shape. Operands and intermediates have C's
@@ -58,6 +59,14 @@ def matmul_epilogue(m: int, n: int, k: int, steps: tuple[str, ...], out: str = "
         elif step == "gelu":
             h = v
             for name, attrs in ERF_GELU_STEPS:
+                v = emit(name, [v], attrs)
+            v = emit("mul", [h, v], last=last)
+        elif step == "gelu_tanh":  # 0.5 x (1 + tanh(s (x + c x^3))), GPT-2's gelu_new
+            h = v
+            cube = emit("mul", [h, emit("mul", [h, h])])
+            v = emit("add", [h, emit("muls", [cube], "scalar = 4.4715e-02 : f64")])
+            for name, attrs in (("muls", "scalar = 0.7978845608028654 : f64"), ("tanh", ""),
+                                ("adds", "scalar = 1.0 : f64"), ("muls", "scalar = 0.5 : f64")):
                 v = emit(name, [v], attrs)
             v = emit("mul", [h, v], last=last)
     if nd is not None:

@@ -1,7 +1,7 @@
 """Matmul epilogues computed in f16 (`npu-fuse` epilogue-f16, README
 "Precision") on the simulator: the GELU epilogue of an identity matmul
 over every finite f16 input gives exactly the f16 recipe
-(`recipes.gelu_erf_recipe_f16`) as `vector_numerics.run_steps`
+(`recipes.gelu_erf_recipe_f16`, `gelu_tanh_recipe_f16`) as `vector_numerics.run_steps`
 computes it, at the cce and the hivm level; the L0C -> UB move's f32 -> f16
 conversion (drain-convert) gives the same bits as the vconv it replaces;
 with epilogue-f16=false the chain stays in f32 (one rounding at the end)."""
@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from helpers import compile_program, simulate_levels
 from matmul_patterns import matmul_epilogue
@@ -18,7 +19,7 @@ from matmul_patterns import matmul_epilogue
 from npu.ir import walk
 from npu.reference import defractalize, fractalize
 from npu.simulator.vector_numerics import run_steps
-from npu.costmodel.vector.recipes import gelu_erf_recipe_f16
+from npu.costmodel.vector.recipes import gelu_erf_recipe_f16, gelu_tanh_recipe_f16
 
 EDGE = 256  # C is EDGE x EDGE: every finite f16 value once, zeros after
 
@@ -37,8 +38,8 @@ def identity_inputs() -> tuple[np.ndarray, list[np.ndarray]]:
     return x, [a, b, y]
 
 
-def run(pipeline: str):
-    text = matmul_epilogue(EDGE, EDGE, EDGE, ("gelu", "cast"), "f16")
+def run(pipeline: str, gelu: str = "gelu"):
+    text = matmul_epilogue(EDGE, EDGE, EDGE, (gelu, "cast"), "f16")
     module = compile_program(text, pipeline)
     x, ins = identity_inputs()
     res = simulate_levels(module, ins, force_hivm=True)
@@ -46,10 +47,14 @@ def run(pipeline: str):
     return x, defractalize(res.outputs[2], EDGE, EDGE), module, res
 
 
-def test_gelu_epilogue_in_f16_is_the_recipe_bit_for_bit():
-    x, y, module, _ = run("npu-lower{cores=1 emit=cce}")
+@pytest.mark.parametrize("gelu", ["gelu", "gelu_tanh"])
+def test_gelu_epilogue_in_f16_is_the_recipe_bit_for_bit(gelu: str):
+    x, y, module, _ = run("npu-lower{cores=1 emit=cce}", gelu)
     c = x + np.float16(0)  # what C = x . I holds: -0 + 0 is +0
-    want = run_steps(gelu_erf_recipe_f16(1 / math.sqrt(2)), c)
+    recipe = (gelu_erf_recipe_f16(1 / math.sqrt(2)) if gelu == "gelu"
+              else gelu_tanh_recipe_f16(0.044715, 0.7978845608028654))
+    with np.errstate(all="ignore"):
+        want = run_steps(recipe, c)
     assert y.view(np.uint16).tolist() == want.view(np.uint16).tolist()
     # In f16 from the drain on: the accumulator is rounded by its move
     # (drain-convert), no vconv is left.
@@ -105,10 +110,11 @@ def tanh_gelu_program() -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_tanh_gelu_in_an_f16_epilogue_runs_widened():
-    """The tanh form has no f16 recipe: in an f16 epilogue its one recipe
-    still runs in f32 (vconv in and out), the rest in f16; the result
-    matches the reference within f16 tolerances."""
+def test_tanh_gelu_in_an_f16_epilogue_runs_in_f16():
+    """The tanh form in an f16 epilogue takes its f16 recipe
+    (`gelu_tanh_recipe_f16`; it ran widened to f32 before there was one):
+    exp on f16 lanes; the result matches the reference within f16
+    tolerances."""
     from helpers import assert_outputs_close, compile_and_simulate
 
     from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
@@ -126,7 +132,7 @@ def test_tanh_gelu_in_an_f16_epilogue_runs_widened():
     assert_outputs_close(out, want)
     lowered = compile_program(text, "npu-lower{cores=1 emit=cce}")
     exps = [op for op in walk(lowered.operation) if op.name == "cce.vexp"]
-    assert exps and all("f32" in str(op.operands[0].type) for op in exps)
+    assert exps and all("f16" in str(op.operands[0].type) for op in exps)
 
 
 def test_bias_in_f32_is_rounded_once_before_the_f16_gelu():

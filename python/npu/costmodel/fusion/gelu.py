@@ -19,13 +19,13 @@ from collections import Counter
 from npu import ir as nir
 from npu.costmodel.fusion.rows import RowOp
 from npu.costmodel.vector.recipes import (gelu_compute, gelu_erf_recipe, gelu_erf_recipe_f16,
-                                gelu_tanh_recipe)
+                                          gelu_tanh_recipe, gelu_tanh_recipe_f16)
 
 
 def collapse(members: list[RowOp], leaving: set, in_f16: bool = False) -> list[RowOp]:
     """`members` with each GELU chain replaced by one member (at the chain's
     last op, reading the chain's input). `in_f16`: a chain on f16 data runs
-    in f16 (the erf form's `gelu_erf_recipe_f16`), not widened to f32: for
+    in f16 (`gelu_erf_recipe_f16`, `gelu_tanh_recipe_f16`), not widened to f32: for
     epilogues whose policy allows it (`npu.costmodel.fusion.precision.f16_refusal`)."""
     producer = {m.out.root: m for m in members}
     uses = Counter(i.root for m in members for i in m.ins)
@@ -46,7 +46,8 @@ def collapse(members: list[RowOp], leaving: set, in_f16: bool = False) -> list[R
         if m.op.name != "ascend.mul" or m.out.kind != "full" or m.op in replaced:
             continue
         for x, v in ((m.ins[0], m.ins[1]), (m.ins[1], m.ins[0])):
-            found = _erf_chain(x, v, inner, in_f16 and x.elem == "f16") or _tanh_chain(x, v, inner)
+            native = in_f16 and x.elem == "f16"
+            found = _erf_chain(x, v, inner, native) or _tanh_chain(x, v, inner, native)
             if (x.kind == "full" and x.elem == m.out.elem and found is not None
                     and all(c.out.elem == x.elem for c in found[0])):
                 chain, steps, native = found
@@ -73,7 +74,7 @@ def _erf_chain(x, v, inner, native_f16: bool = False):
     return [half, one, erf, scaled], gelu_erf_recipe(scale), False
 
 
-def _tanh_chain(x, v, inner):
+def _tanh_chain(x, v, inner, native_f16: bool = False):
     half = inner(v.root, "ascend.muls", 0.5)
     one = half and inner(half.ins[0].root, "ascend.adds", 1.0)
     tanh = one and inner(one.ins[0].root, "ascend.tanh")
@@ -95,5 +96,6 @@ def _tanh_chain(x, v, inner):
     if not square or any(i.root != x.root for i in square.ins):
         return None
     chain = [half, one, tanh, scaled, inner_sum, cubed_scaled, cube, square]
-    return chain, gelu_tanh_recipe(nir.float_attr(cubed_scaled.op, "scalar"),
-                                   nir.float_attr(scaled.op, "scalar")), False
+    recipe = gelu_tanh_recipe_f16 if native_f16 else gelu_tanh_recipe
+    return chain, recipe(nir.float_attr(cubed_scaled.op, "scalar"),
+                         nir.float_attr(scaled.op, "scalar")), native_f16
