@@ -18,6 +18,8 @@ evaluated on the host (`linalg_eval`).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from mlir import ir
 
@@ -165,6 +167,24 @@ class Converter(MatmulLowering, Int8MatmulLowering, ReductionLowering, GatherLow
             return None
         return lambda: self.dest(value, shape, dtype, "")
 
+    def reshape_nz(self, op: ir.Operation) -> bool:
+        """A reshape that only adds or drops unit dims before the last two of
+        a (not batched) matmul result held only in Nz (GPT-2's Gemm [S, 4H]
+        viewed as [1, S, 4H] before its GELU): the result shares the Nz
+        buffers, so the elementwise ops after it still run on them
+        (`elementwise_in_nz`) and a matmul epilogue can take them. (Batched
+        results, attention's scores, keep the ND form its pattern reads.)
+        False when it does not apply."""
+        t = self.tensors.get(op.operands[0])
+        if t is None or t.nz is None or t.nd is not None or len(t.nz_nd_shape) != 2:
+            return False
+        shape = tuple(tensor_shape(op.results[0]))
+        if (len(shape) < 2 or shape[-2:] != t.shape[-2:]
+                or [d for d in shape[:-2] if d != 1] != [d for d in t.shape[:-2] if d != 1]):
+            return False
+        self.tensors[op.results[0]] = replace(t, shape=shape)
+        return True
+
     def nd(self, value: ir.Value, loc: str) -> Buf:
         """`value` as a row-major GM buffer (materialised on first use)."""
         t = self.tensors[value]
@@ -233,7 +253,8 @@ class Converter(MatmulLowering, Int8MatmulLowering, ReductionLowering, GatherLow
         if name in CONV_OPS:
             self.conv(op)
             return
-        if name in ("tensor.expand_shape", "tensor.collapse_shape") and self.reshape_5hd(op):
+        if name in ("tensor.expand_shape", "tensor.collapse_shape") and (
+                self.reshape_5hd(op) or self.reshape_nz(op)):
             return
         if name in ("tensor.expand_shape", "tensor.collapse_shape", "tensor.cast", "linalg.copy"):
             src = self.nd(op.operands[0], loc)

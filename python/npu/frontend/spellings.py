@@ -196,8 +196,18 @@ def attention(g: _Graph, rng, x: str, seq: int, hidden: int, heads: int, s: Spel
     return _linear(g, rng, n("Reshape", [ctx, merge], "merge"), hidden, hidden, "out_proj")
 
 
-def ffn(g: _Graph, rng, x: str, hidden: int, ffn_dim: int, s: Spelling, gemm: bool = False) -> str:
-    h = gelu(g, _linear(g, rng, x, hidden, ffn_dim, "ffn_in", gemm), s.gelu)
+def ffn(g: _Graph, rng, x: str, hidden: int, ffn_dim: int, s: Spelling, gemm: bool = False,
+        rows: int = 0) -> str:
+    """`rows`: the activation is viewed as [1, rows, ffn_dim] around the
+    GELU (GPT-2's Conv1D: a 2-D Gemm whose result is reshaped to 3-D)."""
+    h = _linear(g, rng, x, hidden, ffn_dim, "ffn_in", gemm)
+    if rows:
+        h = g.node("Reshape", [h, g.const("to_3d", np.array([1, rows, ffn_dim], np.int64))],
+                   "ffn_in_3d")
+    h = gelu(g, h, s.gelu)
+    if rows:
+        h = g.node("Reshape", [h, g.const("to_2d", np.array([rows, ffn_dim], np.int64))],
+                   "ffn_in_2d")
     return _linear(g, rng, h, ffn_dim, hidden, "ffn_out", gemm)
 
 
@@ -229,12 +239,14 @@ def layer(seq: int = 128, hidden: int = 768, heads: int = 12, ffn_dim: int = 307
 
 
 def ffn_block(rows: int = 64, hidden: int = 128, ffn_dim: int = 512, gelu_spelling: str = "canonical",
-              seed: int = 0, gemm: bool = False):
+              seed: int = 0, gemm: bool = False, unit_dims: bool = False):
     """x [rows, hidden] -> GELU(x W1 + b1) W2 + b2: the feed-forward half
-    alone; `gemm`: each linear layer one Gemm with W stored transposed."""
+    alone; `gemm`: each linear layer one Gemm with W stored transposed;
+    `unit_dims`: the GELU on a [1, rows, ffn_dim] view."""
     rng = np.random.default_rng(seed)
     g = _Graph()
-    y = ffn(g, rng, "x", hidden, ffn_dim, Spelling(gelu=gelu_spelling), gemm)
+    y = ffn(g, rng, "x", hidden, ffn_dim, Spelling(gelu=gelu_spelling), gemm,
+            rows if unit_dims else 0)
     g.nodes.append(g.helper.make_node("Identity", [y], ["y"], name="output"))
     return _model(g, "ffn", [rows, hidden], [rows, hidden],
                   opset=20 if gelu_spelling in ("op", "tanh_op") else 17)

@@ -61,6 +61,16 @@ def test_gelu_spellings_reach_the_recipe(gelu):
     assert within(cycles, ffn(reference)[0]), (cycles, ffn(reference)[0])
 
 
+@pytest.mark.parametrize("gelu", ["tanh", "torch"])
+def test_gelu_on_a_unit_dim_view_reaches_the_recipe(gelu):
+    """GPT-2's MLP: the Gemm's result reshaped to [1, S, 4H] for its GELU
+    and back: the view keeps the Nz result (no defractalize / fractalize
+    pair), so the GELU still runs in ffn_in's drains."""
+    cycles, ops = run(sp.ffn_block(64, 128, 512, gelu, gemm=True, unit_dims=True), (64, 128))
+    assert ops == ["ffn_in", "ffn_out"], ops
+    assert within(cycles, ffn("tanh_op" if gelu == "tanh" else "canonical")[0])
+
+
 def test_gemm_with_transposed_weights_runs_as_matmul():
     """nn.Linear as torch.onnx writes it on 2-D rows: Gemm(x, W [out, in],
     transB=1); the constant weight is transposed on the host."""
