@@ -8,6 +8,7 @@ torch and transformers are not test dependencies. Run with a Python that has
 torch, transformers, onnx, onnxscript and onnxruntime:
 
     python test/models/make_exports.py [--only bert] [--out test/models]
+    python test/models/make_exports.py --block 128 --out /tmp   # a full-size GPT-2 block
 
 Every file written is run once in onnxruntime; the README table lists them.
 """
@@ -34,12 +35,12 @@ class Spec:
     inputs: Callable[[], dict]      # input name -> example tensor
 
 
-def _text_inputs() -> dict:
+def _text_inputs(seq: int = SEQ) -> dict:
     import torch
 
     g = torch.Generator().manual_seed(1)
-    ids = torch.randint(0, VOCAB, (1, SEQ), generator=g, dtype=torch.int64)
-    mask = torch.ones(1, SEQ, dtype=torch.int64)
+    ids = torch.randint(0, VOCAB, (1, seq), generator=g, dtype=torch.int64)
+    mask = torch.ones(1, seq, dtype=torch.int64)
     mask[0, -3:] = 0  # padding, so the mask is not all ones
     return {"input_ids": ids, "attention_mask": mask}
 
@@ -92,6 +93,17 @@ def _gpt2(attn: str):
     from transformers import GPT2Config, GPT2Model
 
     cfg = GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=2, n_positions=64,
+                     attn_implementation=attn)
+    return _LastHidden.wrap(GPT2Model(cfg))
+
+
+def _gpt2_block(attn: str):
+    """One full-size GPT-2 small block (hidden 768, 12 heads) with its
+    embeddings: for the bench figures of docs/exports.md, not committed
+    (about 32 MB)."""
+    from transformers import GPT2Config, GPT2Model
+
+    cfg = GPT2Config(vocab_size=VOCAB, n_embd=768, n_layer=1, n_head=12, n_positions=1024,
                      attn_implementation=attn)
     return _LastHidden.wrap(GPT2Model(cfg))
 
@@ -260,9 +272,17 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
     ap.add_argument("--only", action="append", help="model family (repeatable)")
+    ap.add_argument("--block", type=int, metavar="SEQ", help="only one full-size GPT-2 small "
+                    "block at this sequence length (gpt2block<SEQ>_*.onnx, not committed)")
     ap.add_argument("--cnn", action="store_true", help="the torchvision CNNs (into <out>/cnn), "
                     "needs torchvision")
     args = ap.parse_args(argv)
+    if args.block:
+        spec = Spec(f"gpt2block{args.block}", _gpt2_block, lambda: _text_inputs(args.block))
+        for exporter in EXPORTERS:
+            for attn in ("eager", "sdpa"):
+                print("ok  ", export(spec, attn, exporter, args.out))
+        return 0
     if args.cnn:
         return export_cnns(os.path.join(args.out, "cnn"), args.only)
     rows, failed = [], []
