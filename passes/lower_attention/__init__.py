@@ -305,8 +305,7 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, KeyMask, Scores
                 "v": [nir.alloc([d1 + 1, kbk, 16, 16], "f16", "l1") for _ in range(2 * v)],
                 "p": [nir.alloc([kbk, mq, 16, 16], "f16", "l1") for _ in range(2)],
                 "alpha": [nir.alloc([rows], "f32", "ub") for _ in range(2 * online)],
-                "mask": [nir.alloc([kbk * rows * 16], "f32", "ub")
-                         for _ in range(2 * (self.a.scores_mask and self.resident_mask is None))]}
+                "mask": self.mask_slots(mq, kbk)}
 
     def nz_staging(self, q_blocks: int) -> None:
         """A set of f16 slabs of the context on their way to the Nz output,

@@ -35,47 +35,82 @@ F32_MAX = float(np.finfo(np.float32).max)
 
 class ScoresMask:
     """Mixed into the kernel with `KeyMask` (its `mask_layout`: the flat
-    mask; `a`, `t`, `qb`, `kb`, `elem`, `granule`, `apply`)."""
+    mask; `a`, `t`, `qb`, `kb`, `elem`, `granule`, `apply`, `fill`)."""
 
     def prepare_scores_mask(self) -> None:
         """The whole mask made ready in UB when it stays there
         (`mask_resident`; f16: through an f32 staging buffer of 16 rows at
-        a time), else nothing: the steps read their tiles."""
+        a time), else nothing: the steps read their tiles. Rows have the
+        pitch of whole key blocks; with a seq of partial blocks the padding
+        (rows and keys past the seq) is 0."""
         a, es = self.a, 4 if self.elem == "f32" else 2
         s1, n = a.seq_blocks, a.seq
+        pitch = s1 * 16
         self.mask_at: dict[int, tuple[Index, Index]] = {}  # slot -> (query0, key0)
         self.resident_mask = None
         if not mask_resident(s1, self.qb, self.kb, es):
             return
         if es == 4:
-            tile = nir.alloc([n * n], "f32", "ub")
-            copy("cce.copy_gm_to_ub", self.mask_layout, tile, 1, n * n * 4 // self.granule)
-            self.resident_mask = self.ready_mask(tile, n * n)
+            tile = nir.alloc([pitch * pitch], "f32", "ub")
+            if n < pitch:
+                self.fill(tile, pitch * pitch, "f32", 0.0)
+            self.copy_rows(self.mask_layout, tile, n, n, pitch)
+            self.resident_mask = self.ready_mask(tile, pitch * pitch)
             return
-        half = nir.alloc([n * n], "f16", "ub")
-        staging = nir.alloc([16 * n], "f32", "ub")
+        half = nir.alloc([pitch * pitch], "f16", "ub")
+        staging = nir.alloc([16 * pitch], "f32", "ub")
+        if n < pitch:
+            self.fill(staging, 16 * pitch, "f32", 0.0)
         for i in range(s1):
-            copy("cce.copy_gm_to_ub", sub(self.mask_layout, i * 16 * n, 16 * n), staging, 1,
-                 16 * n * 4 // self.granule)
-            self.apply(cast_compute("f32", "f16", "rint"), half, [staging], 16 * n,
-                       offsets=(i * 16 * n, 0), sizes=NARROW)
-        self.resident_mask = self.ready_half(half, n * n)
+            self.copy_rows(sub(self.mask_layout, i * 16 * n, min(16, n - 16 * i) * n), staging,
+                           min(16, n - 16 * i), n, pitch)
+            self.apply(cast_compute("f32", "f16", "rint"), half, [staging], 16 * pitch,
+                       offsets=(i * 16 * pitch, 0), sizes=NARROW)
+        self.resident_mask = self.ready_half(half, pitch * pitch)
+
+    def copy_rows(self, src: ir.Value, dst: ir.Value, rows: int, width: int, pitch: int) -> None:
+        """`rows` rows of `width` f32 mask values, `seq` apart in GM, into
+        rows `pitch` apart in UB (one copy, a burst per row; one burst
+        when both sides are dense)."""
+        g, seq = self.granule, self.a.seq
+        if width == seq == pitch:
+            copy("cce.copy_gm_to_ub", src, dst, 1, rows * width * 4 // g)
+            return
+        copy("cce.copy_gm_to_ub", src, dst, rows, width * 4 // g, (seq - width) * 4 // g,
+             (pitch - width) * 4 // g)
+
+    def mask_slots(self, mq: int, kbk: int) -> list[ir.Value]:
+        """The two slots of the steps' tiles (none when the whole mask is
+        resident); with a seq of partial blocks, zeroed once: the last
+        tiles fill only their valid rows and keys."""
+        if not self.a.scores_mask or self.resident_mask is not None:
+            return []
+        slots = [nir.alloc([kbk * mq * 256], "f32", "ub") for _ in range(2)]
+        if self.a.seq % 16:
+            for slot in slots:
+                self.fill(slot, kbk * mq * 256, "f32", 0.0)
+        return slots
 
     def load_mask_tile(self, buf: dict, slot: int, query0: Index, key0: Index, mq: int,
                        kbk: int) -> None:
         """The step's tile (query blocks from `query0`, key blocks from
         `key0`): GM -> the slot's UB buffer ([mq * 16, kbk * 16], row-major),
-        unless the whole mask is resident."""
+        unless the whole mask is resident. A static tile at the end of the
+        seq reads only its valid rows and keys (the schedules keep the last
+        query and key tiles static)."""
         if not self.a.scores_mask:
             return
         self.mask_at[slot] = (query0, key0)
         if self.resident_mask is not None:
             return
         seq, rows, width = self.a.seq, mq * 16, kbk * 16
+        if isinstance(query0, int):
+            rows = min(rows, seq - 16 * query0)
+        if isinstance(key0, int):
+            width = min(width, seq - 16 * key0)
         at = lin((query0, 16 * seq), (key0, 16))
-        copy("cce.copy_gm_to_ub", sub(self.mask_layout, at, (rows - 1) * seq + width),
-             buf["mask"][slot], rows, width * 4 // self.granule,
-             (seq - width) * 4 // self.granule, 0)
+        self.copy_rows(sub(self.mask_layout, at, (rows - 1) * seq + width), buf["mask"][slot],
+                       rows, width, kbk * 16)
 
     def ready_mask(self, tile: ir.Value, count: int) -> ir.Value:
         """The f32 tile clamped to the finite range of the scores' type: in
@@ -99,7 +134,7 @@ class ScoresMask:
         es = 4 if self.elem == "f32" else 2
         if self.resident_mask is not None:
             query0, key0 = self.mask_at.get(self.mask_slot, (0, 0))
-            ready, row_len = self.resident_mask, self.a.seq
+            ready, row_len = self.resident_mask, self.a.seq_blocks * 16
             base = lin((query0, 16 * row_len), (key0, 16))
         else:
             ready, row_len, base = self.ready_mask(self.mask_tile, kbk * rows * 16), kbk * 16, 0

@@ -4,9 +4,9 @@ time into one tensor) fuses into one kernel that reads each step's tile of
 the mask beside its scores (`npu.costmodel.attention.key_mask`). Checked
 against onnxruntime: causal masks of finfo.min, -inf and a moderate value,
 the mask before and after the scale, both softmax precisions, several key
-tiles (online softmax: a tile whose rows are all masked), and a mask that is
-not causal. A mask per head, or a seq of partial 16-row blocks, stays
-unfused and right."""
+tiles (online softmax: a tile whose rows are all masked), seqs of partial
+16-row blocks, and a mask that is not causal. A mask per head, or rows that
+are not whole 32-byte blocks, stay unfused and right."""
 
 from __future__ import annotations
 
@@ -93,8 +93,15 @@ def test_a_mask_per_head_stays_unfused_and_right() -> None:
     run(32, causal(32, -1e9, heads=HEADS), fused=False)
 
 
-def test_a_seq_of_partial_blocks_stays_unfused_and_right() -> None:
-    """seq 72: the mask's tiles would not be whole [16, 16] blocks; its rows
-    (5,184 elements, past the vector repeat stride) broadcast over the heads
-    one row slice at a time."""
-    run(72, causal(72, float(np.finfo(np.float32).min)), fused=False)
+@pytest.mark.parametrize("seq,options", [(72, ""), (200, "attention-softmax=f32"), (520, "")])
+def test_a_seq_of_partial_blocks(seq: int, options: str) -> None:
+    """Rows of whole 32-byte blocks but not whole 16-row blocks: the mask's
+    rows are laid out a whole key block wide, the padding zeroed (72: the
+    whole mask resident; 200 in f32 and 520: the last tiles read only
+    their valid rows and keys)."""
+    run(seq, causal(seq, -1e9), options)
+
+
+def test_rows_of_partial_blocks_stay_unfused_and_right() -> None:
+    """seq 36: a row of the mask is not whole 32-byte blocks."""
+    run(36, causal(36, float(np.finfo(np.float32).min)), fused=False)

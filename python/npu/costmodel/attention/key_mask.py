@@ -7,9 +7,11 @@ of two forms, the same for every head:
   scores  M [1, .., 1, S, S] (one value per query and key), as decoders
           export their causal mask (GPT-2: the causal triangle and the
           `attention_mask` combined at run time into one additive tensor):
-          the fused kernel reads each step's [query rows, keys] tile of M
-          from GM beside the scores' tile and adds it on chip.
-Both are lowered by `npu-lower-attention` (`key_mask`)."""
+          the fused kernel keeps M in UB when it is small, else reads each
+          step's [query rows, keys] tile of M beside the scores' tile, and
+          adds it on chip.
+Both take rows of whole 32-byte blocks (S a multiple of 8) and are lowered
+by `npu-lower-attention` (`key_mask`, `scores_mask`)."""
 
 from __future__ import annotations
 
@@ -44,11 +46,8 @@ def key_mask_operand(add: ir.Operation, scores: ir.Value, seq: int,
                 f"(shared by heads)")
     if nir.memref_element(mask) != "f32":
         return f"the mask is {nir.memref_element(mask)}, the fused kernel takes f32"
-    if form == KEY and (seq * 4) % 32:
-        return f"the key mask's {seq} f32 values are not whole 32-byte blocks"
-    if form == SCORES and seq % 16:
-        return (f"the mask of the scores needs a seq of whole 16-row blocks (seq {seq}): "
-                f"its tiles are read as whole [16, 16] blocks")
+    if (seq * 4) % 32:
+        return f"the mask's rows of {seq} f32 values are not whole 32-byte blocks"
     if not nir.is_contiguous(mask):
         return "the mask is not a contiguous tensor"
     return mask, form
