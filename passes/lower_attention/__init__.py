@@ -136,7 +136,8 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, KeyMask, Scores
         need = cost.footprint(self.qb, self.kb, d1, found.staged,
                               s1 <= min(self.qb, self.kb), found.nz_out, self.t, found.guard,
                               found.mask_blocks,
-                              cost.mask_bytes(found, attrs.get("softmax", "f32")), s1)
+                              cost.mask_bytes(found, attrs.get("softmax", "f32")), s1,
+                              not found.bias_per_head)
         if self.pp is not None:
             need = proj.footprint(found, self.qb, self.kb, self.projection, self.pp, need)
         for space, nbytes in need.items():
@@ -156,7 +157,8 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, KeyMask, Scores
         # way to L1: 1.4k cycles less in BERT at seq 512, 20k for 12 heads
         # of 1024, 0.7k for 12 heads of 128 with Q cast on chip.
         # A key mask added after the scale: the scores are scaled first too.
-        self.prescale = found.scale < 0 or (found.mask_scaled and found.scale != 1.0)
+        self.prescale = found.scale < 0 or ((found.mask_scaled or found.bias_scaled)
+                                            and found.scale != 1.0)
         self.nz_slabs: list[ir.Value] | None = None  # UB of the f16 context slabs (`store_nz`)
         self.scale_p = not self.prescale and found.scale != 1.0
         self.scale_block: View | None = None  # the scale's block (`scale_p`), of `elem`

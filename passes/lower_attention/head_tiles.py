@@ -92,8 +92,8 @@ class HeadTiles:
                 """The step's operands, then its tile of a mask of the scores
                 (behind them in MTE2's queue: the cube does not wait for it)."""
                 load_operands(step, slot)
-                _, x, y = locate(step)
-                self.load_mask_tile(buf, slot, first_row_block(x), y * kb, qb, blocks(y))
+                h, x, y = locate(step)
+                self.load_mask_tile(buf, slot, first_row_block(x), y * kb, qb, blocks(y), h)
 
             def load_operands(step, slot: int) -> None:
                 h, x, y = locate(step)

@@ -31,15 +31,12 @@ class KeyMask:
 
     def prepare_key_mask(self) -> None:
         """The mask GM -> UB (padded keys: 0; their own bias masks them) and
-        its per-key-block layout for `add_key_mask`."""
+        its per-key-block layout for `add_key_mask`; a mask of the scores
+        (`ScoresMask`) made ready."""
         a = self.a
         self.mask_layout: ir.Value | None = None
-        self.resident_mask: ir.Value | None = None  # (`ScoresMask`)
+        self.prepare_scores_mask()
         if a.key_mask is None:
-            return
-        if a.scores_mask:  # (`ScoresMask`)
-            self.mask_layout = nir.flatten_memref(a.key_mask)
-            self.prepare_scores_mask()
             return
         n = a.seq_blocks * 16
         raw = nir.alloc([n], "f32", "ub")
@@ -66,14 +63,13 @@ class KeyMask:
 
     def add_key_mask(self, scores: ir.Value, kbk: int, rows: int, key0: Index,
                      scaled: bool) -> None:
-        """scores += mask on key slabs key0.. (kbk of them), when the mask
-        is added at this point: after the scale (`scaled`) or before it (a
-        mask of the scores: the step's tile, `load_mask_tile`)."""
+        """scores += the masks on key slabs key0.. (kbk of them) that are
+        added at this point: after the scale (`scaled`) or before it (a mask
+        of the scores: the step's tile, `ScoresMask`)."""
         a = self.a
-        if a.key_mask is None or a.mask_scaled != scaled:
-            return
-        if a.scores_mask:  # (`ScoresMask`)
+        if a.scores_bias is not None and a.bias_scaled == scaled:
             self.add_mask_tile(scores, kbk, rows)
+        if a.key_mask is None or a.mask_scaled != scaled:
             return
         es = 2 if self.elem == "f16" else 4
         lanes, slab = self.t.lanes(es), rows * 16

@@ -156,8 +156,14 @@ class TileSchedules(HeadTiles):
 
         # (Projected: the jobs are not in one scope, `run_jobs`; head 0's
         # copy their own weights, job by job.)
-        self.skewed(a.heads, load if projected else lambda h, slot: self.scope(
-                        lambda: load(h, slot)),
+        def load_all(h, slot: int) -> None:
+            """The head's operands, then its tile of a mask of the scores
+            (one a head; a shared mask is resident)."""
+            load(h, slot)
+            self.load_mask_tile(buf, slot, 0, 0, s1, s1, h)
+
+        self.skewed(a.heads, load_all if projected else lambda h, slot: self.scope(
+                        lambda: load_all(h, slot)),
                     lambda h, slot: self.scope(lambda: soft(h, slot)),
                     pv,
                     lambda h, slot: self.scope(lambda: drain(h, slot)),
@@ -214,7 +220,7 @@ class TileSchedules(HeadTiles):
                 self.projected_scores(tiles, None, lin((k, kb)), blocks(k), q0, buf, slot, mq)
             else:
                 self.scores_and_v(h, q0, mq, lin((k, kb)), blocks(k), buf, slot)
-            self.load_mask_tile(buf, slot, x0, lin((k, kb)), mq, blocks(k))
+            self.load_mask_tile(buf, slot, x0, lin((k, kb)), mq, blocks(k), h)
 
         def pv(k, slot: int) -> None:
             if tiles is not None:

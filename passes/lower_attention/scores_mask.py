@@ -1,8 +1,9 @@
-"""A mask of the scores ([1, .., 1, S, S], shared by the heads:
-`npu.costmodel.attention.key_mask`) in the fused attention.
+"""A mask of the scores ([1, .., 1, S, S] shared by the heads, or
+[1, .., H, S, S] one per head: `npu.costmodel.attention.key_mask`) in the
+fused attention.
 
-The whole mask stays in UB when it takes no more room than two tiles of it
-(and always with one tile a head: `mask_resident`), made ready once for
+A shared mask stays whole in UB when it takes no more room than two tiles
+of it (and always with one tile a head: `mask_resident`), made ready once for
 every head and step: clamped to the finite range of the scores' type (f16:
 cast, then clamped in f16, half the repeats). Otherwise each step's tile
 (its query rows, its keys) is read in the step's load stage, a step ahead
@@ -34,8 +35,8 @@ F32_MAX = float(np.finfo(np.float32).max)
 
 
 class ScoresMask:
-    """Mixed into the kernel with `KeyMask` (its `mask_layout`: the flat
-    mask; `a`, `t`, `qb`, `kb`, `elem`, `granule`, `apply`, `fill`)."""
+    """Mixed into the kernel with `KeyMask` (`a`, `t`, `qb`, `kb`, `elem`,
+    `granule`, `apply`, `fill`)."""
 
     def prepare_scores_mask(self) -> None:
         """The whole mask made ready in UB when it stays there
@@ -47,14 +48,17 @@ class ScoresMask:
         s1, n = a.seq_blocks, a.seq
         pitch = s1 * 16
         self.mask_at: dict[int, tuple[Index, Index]] = {}  # slot -> (query0, key0)
-        self.resident_mask = None
-        if not mask_resident(s1, self.qb, self.kb, es):
+        self.resident_mask: ir.Value | None = None
+        if a.scores_bias is None:
+            return
+        self.bias_flat = nir.flatten_memref(a.scores_bias)
+        if not mask_resident(s1, self.qb, self.kb, es, not a.bias_per_head):
             return
         if es == 4:
             tile = nir.alloc([pitch * pitch], "f32", "ub")
             if n < pitch:
                 self.fill(tile, pitch * pitch, "f32", 0.0)
-            self.copy_rows(self.mask_layout, tile, n, n, pitch)
+            self.copy_rows(self.bias_flat, tile, n, n, pitch)
             self.resident_mask = self.ready_mask(tile, pitch * pitch)
             return
         half = nir.alloc([pitch * pitch], "f16", "ub")
@@ -62,7 +66,7 @@ class ScoresMask:
         if n < pitch:
             self.fill(staging, 16 * pitch, "f32", 0.0)
         for i in range(s1):
-            self.copy_rows(sub(self.mask_layout, i * 16 * n, min(16, n - 16 * i) * n), staging,
+            self.copy_rows(sub(self.bias_flat, i * 16 * n, min(16, n - 16 * i) * n), staging,
                            min(16, n - 16 * i), n, pitch)
             self.apply(cast_compute("f32", "f16", "rint"), half, [staging], 16 * pitch,
                        offsets=(i * 16 * pitch, 0), sizes=NARROW)
@@ -83,7 +87,7 @@ class ScoresMask:
         """The two slots of the steps' tiles (none when the whole mask is
         resident); with a seq of partial blocks, zeroed once: the last
         tiles fill only their valid rows and keys."""
-        if not self.a.scores_mask or self.resident_mask is not None:
+        if self.a.scores_bias is None or self.resident_mask is not None:
             return []
         slots = [nir.alloc([kbk * mq * 256], "f32", "ub") for _ in range(2)]
         if self.a.seq % 16:
@@ -92,24 +96,26 @@ class ScoresMask:
         return slots
 
     def load_mask_tile(self, buf: dict, slot: int, query0: Index, key0: Index, mq: int,
-                       kbk: int) -> None:
+                       kbk: int, head: Index = 0) -> None:
         """The step's tile (query blocks from `query0`, key blocks from
-        `key0`): GM -> the slot's UB buffer ([mq * 16, kbk * 16], row-major),
-        unless the whole mask is resident. A static tile at the end of the
-        seq reads only its valid rows and keys (the schedules keep the last
-        query and key tiles static)."""
-        if not self.a.scores_mask:
+        `key0`; of `head`'s mask when there is one per head): GM -> the
+        slot's UB buffer ([mq * 16, kbk * 16], row-major), unless the whole
+        mask is resident. A static tile at the end of the seq reads only its
+        valid rows and keys (the schedules keep the last query and key tiles
+        static)."""
+        a = self.a
+        if a.scores_bias is None:
             return
         self.mask_at[slot] = (query0, key0)
         if self.resident_mask is not None:
             return
-        seq, rows, width = self.a.seq, mq * 16, kbk * 16
+        seq, rows, width = a.seq, mq * 16, kbk * 16
         if isinstance(query0, int):
             rows = min(rows, seq - 16 * query0)
         if isinstance(key0, int):
             width = min(width, seq - 16 * key0)
-        at = lin((query0, 16 * seq), (key0, 16))
-        self.copy_rows(sub(self.mask_layout, at, (rows - 1) * seq + width), buf["mask"][slot],
+        at = lin((head, seq * seq if a.bias_per_head else 0), (query0, 16 * seq), (key0, 16))
+        self.copy_rows(sub(self.bias_flat, at, (rows - 1) * seq + width), buf["mask"][slot],
                        rows, width, kbk * 16)
 
     def ready_mask(self, tile: ir.Value, count: int) -> ir.Value:

@@ -61,8 +61,10 @@ def group_split(group: ir.Operation, parts: int, rules: SplitRules
         attrs = group.attributes[ATTENTION_ATTR]
         heads, head_dim = _dict_int(attrs, "heads"), _dict_int(attrs, "head_dim")
         queries = attention.query_side(a) if a is not None and qp > 1 else set()
-        # the key mask [1, .., 1, S] holds no heads: every core reads it whole
-        whole = {a.key_mask} if a is not None and a.key_mask is not None else set()
+        # the key mask [1, .., 1, S] and a mask of the scores shared by the heads
+        # hold no heads: every core reads them whole (one per head: cut by heads)
+        whole = set() if a is None else {m for m in (
+            a.key_mask, None if a.bias_per_head else a.scores_bias) if m is not None}
 
         def cut_of(v: ir.Value) -> Cuts | None:
             if v in whole:

@@ -5,8 +5,9 @@ the mask beside its scores (`npu.costmodel.attention.key_mask`). Checked
 against onnxruntime: causal masks of finfo.min, -inf and a moderate value,
 the mask before and after the scale, both softmax precisions, several key
 tiles (online softmax: a tile whose rows are all masked), seqs of partial
-16-row blocks, and a mask that is not causal. A mask per head, or rows that
-are not whole 32-byte blocks, stay unfused and right."""
+16-row blocks, a mask that is not causal, a mask per head, and T5's bias
+per head beside a key mask. Rows that are not whole 32-byte blocks stay
+unfused and right."""
 
 from __future__ import annotations
 
@@ -89,8 +90,51 @@ def test_fused_beats_the_unfused_attention() -> None:
     assert fused < 0.5 * apart, (fused, apart)
 
 
-def test_a_mask_per_head_stays_unfused_and_right() -> None:
-    run(32, causal(32, -1e9, heads=HEADS), fused=False)
+@pytest.mark.parametrize("seq,options", [(48, ""), (48, "attention-softmax=f32"), (512, "")])
+def test_a_mask_per_head(seq: int, options: str) -> None:
+    """[1, H, S, S]: each head's tiles read from its own mask (different
+    values per head)."""
+    rng = np.random.default_rng(5)
+    mask = np.concatenate([causal(seq, -1e9), rng.uniform(-3, 3, (1, 1, seq, seq))],
+                          axis=1).astype(np.float32)
+    run(seq, mask, options)
+
+
+def relative_bias_attention(seq: int):
+    """T5's self-attention: scores (no scale) + a position bias per head
+    [1, H, S, S], + the key mask [1, 1, 1, S]."""
+    from onnx import TensorProto, helper
+
+    shape = [1, HEADS, seq, DIM]
+    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2], name="k_t"),
+             helper.make_node("MatMul", ["q", "kt"], ["s"], name="scores"),
+             helper.make_node("Add", ["s", "bias"], ["sb"], name="bias_add"),
+             helper.make_node("Add", ["sb", "mask"], ["x"], name="mask_add"),
+             helper.make_node("Softmax", ["x"], ["p"], axis=-1, name="softmax"),
+             helper.make_node("MatMul", ["p", "v"], ["y"], name="context")]
+    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape) for n in "qkv"]
+    inputs += [helper.make_tensor_value_info("bias", TensorProto.FLOAT, [1, HEADS, seq, seq]),
+               helper.make_tensor_value_info("mask", TensorProto.FLOAT, [1, 1, 1, seq])]
+    graph = helper.make_graph(nodes, "t5_attention", inputs,
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+@pytest.mark.parametrize("seq", [64, 256])
+def test_a_bias_per_head_and_a_key_mask(seq: int) -> None:
+    """Both masks in one attention (T5): the bias per head, then the key mask."""
+    model = relative_bias_attention(seq)
+    kernel = npu.compile(model, where="attention.onnx", cores=1)
+    rng = np.random.default_rng(seq)
+    ins = {n: rng.standard_normal((1, HEADS, seq, DIM)).astype(np.float32) for n in "qkv"}
+    ins["bias"] = rng.uniform(-2, 2, (1, HEADS, seq, seq)).astype(np.float32)
+    ins["mask"] = np.where(np.arange(seq) < seq - 5, 0.0, -1e9).astype(np.float32)[None, None,
+                                                                                    None]
+    (y,), report = kernel(*[ins[n] for n in kernel.input_names])
+    (want,) = onnxruntime.InferenceSession(model.SerializeToString()).run(None, ins)
+    np.testing.assert_allclose(y, want, rtol=2e-2, atol=2e-2)
+    names = {row["op"].split(" ")[0] for row in report["per_op"]}
+    assert not names & {"softmax", "mask_add", "bias_add"}, names
 
 
 @pytest.mark.parametrize("seq,options", [(72, ""), (200, "attention-softmax=f32"), (520, "")])

@@ -124,7 +124,7 @@ def _remark_and_outputs(model, ins: dict, cores: int):
     return split, outs, report
 
 
-@pytest.mark.parametrize("kind", ["key mask", "nan guard", "scores mask"])
+@pytest.mark.parametrize("kind", ["key mask", "nan guard", "scores mask", "mask per head"])
 def test_masked_and_guarded_attention_split_too(kind: str) -> None:
     # HF BERT's attention: an additive key mask [1, 1, 1, S] and sdpa's NaN
     # guard (its zero a [1, 1, 1, 1] scalar) are read whole by every core;
@@ -134,9 +134,12 @@ def test_masked_and_guarded_attention_split_too(kind: str) -> None:
     from test_attention_nan_guard import feeds as guard_feeds, guarded_attention
     from test_attention_scores_mask import causal
 
-    if kind == "scores mask":
-        model, ins = masked_attention(256, mask_shape=[1, 1, 256, 256]), mask_feeds(256, 0.0)
-        ins["mask"] = causal(256, -1e9)
+    if kind in ("scores mask", "mask per head"):  # per head: cut with the heads
+        heads = 2 if kind == "mask per head" else 1
+        model = masked_attention(256, mask_shape=[1, heads, 256, 256])
+        ins = mask_feeds(256, 0.0)
+        ins["mask"] = causal(256, -1e9, heads) + np.random.default_rng(2).uniform(
+            -1, 1, (1, heads, 256, 256)).astype(np.float32)
     else:
         model, ins = ((masked_attention(256), mask_feeds(256, -1e9)) if kind == "key mask"
                       else (guarded_attention(256), guard_feeds(256, "nan_key")))

@@ -50,13 +50,15 @@ class TileCost:
                 f"L1->L0 {self.mte1}, GM->L1 {self.mte2})")
 
 
-def mask_resident(seq_blocks: int, q_blocks: int, k_blocks: int, mask_bytes: int) -> bool:
+def mask_resident(seq_blocks: int, q_blocks: int, k_blocks: int, mask_bytes: int,
+                  shared: bool = True) -> bool:
     """Whether `npu-lower-attention` keeps a whole mask of the scores in UB,
     made ready once (elements of `mask_bytes`: the softmax's precision),
-    rather than reading each step's tile into two f32 slots: with one tile a
-    head, or when the whole mask takes no more UB than the two slots."""
+    rather than reading each step's tile into two f32 slots: a mask shared
+    by the heads (`shared`), with one tile a head or when the whole mask
+    takes no more UB than the two slots."""
     whole = q_blocks >= seq_blocks and k_blocks >= seq_blocks
-    return whole or seq_blocks ** 2 * mask_bytes <= 2 * q_blocks * k_blocks * 4
+    return shared and (whole or seq_blocks ** 2 * mask_bytes <= 2 * q_blocks * k_blocks * 4)
 
 
 def mask_rows_per_repeat(elem_bytes: int, row_blocks: int, t: Target) -> int:
@@ -86,7 +88,7 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
               softmax: str, resident: bool, row_loads: bool, nz_out: bool,
               t: Target, on_chip: bool = False, guard: bool = False,
               key_mask: str = "", query_blocks: int | None = None,
-              scores_mask: bool = False) -> TileCost:
+              scores_mask: str = "") -> TileCost:
     """The pipes' cycles of `heads` heads of seq_blocks x seq_blocks scores
     in tiles of q_blocks x k_blocks (16-row blocks). `resident`: K and V are
     loaded once a head (else once per query tile); `row_loads`: Q, K, V are
@@ -98,7 +100,8 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
     "after" the scale when the scores get a key mask, "" without one;
     `query_blocks`: the queries are a run of that many blocks (one core's
     share of a query cut, `npu-split-cores`), against all keys;
-    `scores_mask`: the mask is one of the scores ([S, S]), each step's tile
+    `scores_mask`: "shared" or "head" (one per head) for a mask of the
+    scores ([S, S]), "" without one: each step's tile
     read from GM in f32 (a burst per row), clamped to the finite range (cast
     to f16 with the f16 softmax) and added; or, kept whole in UB
     (`mask_resident`), read and made ready once for every head and step."""
@@ -116,7 +119,8 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
     q_tiles = [min(q_blocks, sq - x) for x in range(0, sq, q_blocks)]
     k_tiles = [min(k_blocks, s1 - y) for y in range(0, s1, k_blocks)]
     # The whole mask of the scores kept in UB: loaded and made ready once.
-    once = scores_mask and mask_resident(s1, q_blocks, k_blocks, es)
+    once = bool(scores_mask) and mask_resident(s1, q_blocks, k_blocks, es,
+                                               scores_mask == "shared")
 
     def ready(elements: int) -> int:  # clamp (f16: the cast, then both sides in f16)
         return repeats(elements) * (simple if es == 4 else conv) + (es == 2) * 2 * repeats(

@@ -1,12 +1,10 @@
 """The attention pattern as the frontend produces it, found by structure:
 what `npu-fuse-attention` groups and `npu-lower-attention` checks and
-lowers (the cost model is `npu.costmodel.attention.plan`).
-
-The pattern, per batch of heads H, seq S, head dim D (Nz operands f16):
+lowers (the cost model is `npu.costmodel.attention.plan`). The pattern, per batch of heads H, seq S, head dim D (Nz operands f16):
 
     C1 = batch_matmul(Qf, Kf)            Qf Nz of Q [S x D], Kf Nz of K^T [D x S]
     S  = defractalize(C1)                [H, S, S] f32
-    S' = muls(S, scale)                  optional
+    S' = muls(S, scale), add(S, masks)   optional, in any order
     P  = softmax(S') along keys          reduce_max, sub, exp, reduce_sum and
                                          div, or reciprocal and mul
     Pf = fractalize(cast(P -> f16))
@@ -55,11 +53,13 @@ class Attention:
     scale: float
     reciprocal: bool = field(default=False)  # softmax ends with reciprocal + mul
     guard: bool = False  # P's NaN guard is a member (`npu.costmodel.attention.guard`)
-    # An additive mask on the scores (`npu.costmodel.attention.key_mask`, of `mask_form`),
-    # added after the scale (`mask_scaled`) or before it.
+    # Additive masks on the scores (`npu.costmodel.attention.key_mask`), added after the
+    # scale (`*_scaled`) or before: a key mask, a mask of the scores (per head or shared).
     key_mask: ir.Value | None = None
     mask_scaled: bool = False
-    mask_form: str = KEY
+    scores_bias: ir.Value | None = None
+    bias_scaled: bool = False
+    bias_per_head: bool = False
     # The f32 ND tensors Q [H,S,D], K^T [H,D,S], V [H,S,D] when their casts to
     # f16 and fractalizes are members too (loaded, converted and laid out on
     # chip), or the f16 ND tensors when only the fractalizes are (laid out
@@ -85,12 +85,11 @@ class Attention:
     @property
     def mask_blocks(self) -> int:
         """Key blocks of the key mask the kernel keeps in UB (0: none)."""
-        return self.seq_blocks if self.key_mask is not None and self.mask_form == KEY else 0
+        return self.seq_blocks if self.key_mask is not None else 0
 
     @property
     def scores_mask(self) -> bool:
-        """The mask is one of the scores [.., S, S], read a tile per step."""
-        return self.key_mask is not None and self.mask_form == SCORES
+        return self.scores_bias is not None
 
     @property
     def seq_blocks(self) -> int:
@@ -105,8 +104,7 @@ _root = nir.view_root
 
 
 def _distinct(ops: list[ir.Operation]) -> list[ir.Operation]:
-    """`ops` without repeats (an op reading a tensor twice is listed twice)."""
-    return list(dict.fromkeys(ops))
+    return list(dict.fromkeys(ops))  # an op reading a tensor twice is listed twice
 
 
 def users_of(ops: list[ir.Operation]) -> dict:
@@ -152,19 +150,18 @@ def match(bm1: ir.Operation, users: dict, any_seq: bool = False) -> Attention | 
         return d1
     s = out(d1)
     scale = 1.0
-    writer, scaled, mask, mask_scaled, form = d1, False, None, False, KEY
-    seq_of_scores = nir.memref_shape(d1.operands[-1])[-1]
-    for _ in range(2):  # the scale and a key mask, in either order
+    writer, scaled, masks = d1, False, {}  # masks: form -> (mask, scaled, per head)
+    for _ in range(3):  # the scale and the two masks, in any order
         rs = readers(s, writer)
         if len(rs) != 1:
             break
         if rs[0].name == "ascend.muls" and not scaled:
             scale, scaled = nir.float_attr(rs[0], "scalar"), True
-        elif rs[0].name == "ascend.add" and mask is None:
-            found = key_mask_operand(rs[0], s, seq_of_scores, _root)
-            if isinstance(found, str):
-                return found
-            (mask, form), mask_scaled = found, scaled
+        elif rs[0].name == "ascend.add":
+            m = key_mask_operand(rs[0], s, nir.memref_shape(d1.operands[-1]), _root)
+            if isinstance(m, str) or m[1] in masks:
+                return m if isinstance(m, str) else f"two {m[1]} masks on the scores"
+            masks[m[1]] = (m[0], scaled, m[2])
         else:
             break
         members.append(rs[0])
@@ -257,8 +254,10 @@ def match(bm1: ir.Operation, users: dict, any_seq: bool = False) -> Attention | 
     if not nir.is_contiguous(o):
         return "the context is not a contiguous tensor"
     found = Attention(members, q, k, v, o, internal, heads, seq, head_dim, scale, reciprocal,
-                      guard=guarded is not None, key_mask=mask, mask_scaled=mask_scaled,
-                      mask_form=form)
+                      guard=guarded is not None)
+    none = (None, False, False)
+    found.key_mask, found.mask_scaled, _ = masks.get(KEY, none)
+    found.scores_bias, found.bias_scaled, found.bias_per_head = masks.get(SCORES, none)
     _absorb_prologues(found, users, any_seq)
     _absorb_merge(found, users)
     return found

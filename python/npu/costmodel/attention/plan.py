@@ -64,7 +64,7 @@ def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = Fals
               whole: bool = False, nz_out: bool = False,
               target: Target | None = None, guard: bool = False,
               mask_blocks: int = 0, mask_bytes: int = 0,
-              seq_blocks: int = 0) -> dict[str, int]:
+              seq_blocks: int = 0, mask_shared: bool = True) -> dict[str, int]:
     """Bytes per on-chip buffer of one tile (`npu-lower-attention`'s
     buffers). UB: what lives through the tile (the context with its row-sum
     slab, the row max; `whole` and `absorbed`: the f32 staging of Q and K,
@@ -85,7 +85,8 @@ def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = Fals
     elements of that size (the softmax's precision; 0: none): two f32 slots
     of its tile (each step's loaded a step ahead) live through the tile and
     the scores phase holds its f16 copy, or the whole mask is kept ready
-    (`mask_resident`; in f16 through an f32 staging of 16 rows)."""
+    (`mask_resident`: shared by the heads, `mask_shared`; in f16 through an
+    f32 staging of 16 rows)."""
     frac4, frac2 = 16 * 16 * 4, 16 * 16 * 2
     slab = q_blocks * frac4  # one [rows, 16] f32 slab
     rows = q_blocks * 16
@@ -93,7 +94,7 @@ def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = Fals
     if nz_out and not whole:
         persistent += d_blocks * rows * 16 * 2
     scores = k_blocks * slab + k_blocks * q_blocks * frac2 + 4 * slab
-    if mask_bytes and mask_resident(seq_blocks, q_blocks, k_blocks, mask_bytes):
+    if mask_bytes and mask_resident(seq_blocks, q_blocks, k_blocks, mask_bytes, mask_shared):
         persistent += seq_blocks ** 2 * 256 * mask_bytes + (mask_bytes == 2) * seq_blocks * 1024
     elif mask_bytes:
         persistent += 2 * k_blocks * slab
@@ -159,7 +160,8 @@ def _plan(a: Attention, target: Target, ub_fraction: float, softmax: str,
         for kb in widths:
             whole = qb >= s1 and kb >= s1
             need = footprint(qb, kb, d1, a.staged, whole, a.nz_out, target if by_cost else None,
-                             a.guard, a.mask_blocks, mask_bytes(a, softmax), s1)
+                             a.guard, a.mask_blocks, mask_bytes(a, softmax), s1,
+                             not a.bias_per_head)
             budget = {sp: target.capacity(sp) for sp in need}
             budget["ub"] = int(budget["ub"] * ub_fraction)
             if not all(need[sp] <= budget[sp] for sp in need):
@@ -231,7 +233,8 @@ def modelled(a: Attention, q_blocks: int, k_blocks: int, target: Target,
     return tile_cost(a.heads if heads is None else heads, a.seq_blocks, a.d_blocks, q_blocks,
                      k_blocks, softmax, resident(a, q_blocks, k_blocks, target, query_blocks),
                      a.sources is not None, a.nz_out, target, on_chip, a.guard, mask,
-                     query_blocks, a.scores_mask)
+                     query_blocks, "" if not a.scores_mask
+                     else "head" if a.bias_per_head else "shared")
 
 
 def _rank(p: Plan, seq_blocks: int) -> tuple[int, bool, int]:
