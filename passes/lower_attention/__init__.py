@@ -38,7 +38,8 @@ Modules: this one holds the pass and the kernel's structure (steps,
 stages, slots); `schedules` the three orders of steps (one tile per head,
 alike query tiles, uneven query tiles); `operands` the Q, K, V tiles in L1;
 `softmax` the vector work of a step and the context; `softmax_f16` the
-softmax in f16 (`softmax = "f16"` in the attribute).
+softmax in f16 (`softmax = "f16"` in the attribute); `key_mask` and
+`scores_mask` the additive masks on the scores.
 """
 
 from __future__ import annotations
