@@ -101,10 +101,10 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
     `query_blocks`: the queries are a run of that many blocks (one core's
     share of a query cut, `npu-split-cores`), against all keys;
     `scores_mask`: "shared" or "head" (one per head) for a mask of the
-    scores ([S, S]), "" without one: each step's tile
-    read from GM in f32 (a burst per row), clamped to the finite range (cast
-    to f16 with the f16 softmax) and added; or, kept whole in UB
-    (`mask_resident`), read and made ready once for every head and step."""
+    scores ([S, S]), "" without one: each step's tile read from GM in f32
+    (a burst per row), clamped to the finite range (cast to f16 with the f16
+    softmax) and added; or, kept whole in UB (`mask_resident`), read and made
+    ready once for every head and step."""
     s1, d1 = seq_blocks, d_blocks
     sq = s1 if query_blocks is None else query_blocks
     es = 2 if softmax == "f16" else 4
@@ -122,9 +122,11 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
     once = bool(scores_mask) and mask_resident(s1, q_blocks, k_blocks, es,
                                                scores_mask == "shared")
 
-    def ready(elements: int) -> int:  # clamp (f16: the cast, then both sides in f16)
-        return repeats(elements) * (simple if es == 4 else conv) + (es == 2) * 2 * repeats(
-            elements, 2) * simple
+    def ready(elements: int) -> int:
+        """A mask tile made ready: clamped (f16: cast, then clamped both ways in f16)."""
+        if es == 4:
+            return repeats(elements) * simple
+        return repeats(elements) * conv + 2 * repeats(elements, 2) * simple
 
     vector = cube = mte1 = 0
     for qb in q_tiles:
