@@ -75,10 +75,9 @@ class FuseAttentionProjectionPass(Pass):
             s1 = a.seq_blocks
 
             def own(qb: int, kb: int, a=a, s1=s1,
-                    mb=cost.mask_bytes(a, attrs.get("softmax", "f32"))) -> dict[str, int]:
+                    masks=cost.mask_room(a, attrs.get("softmax", "f32"))) -> dict[str, int]:
                 return cost.footprint(qb, kb, a.d_blocks, a.staged, qb >= s1 and kb >= s1,
-                                      a.nz_out, self.target, a.guard, a.mask_blocks, mb, s1,
-                                      not a.bias_per_head)
+                                      a.nz_out, self.target, a.guard, **masks)
 
             choice = choice_model.choose(a, found, self.target, self.ub_fraction, apart, own,
                                          attrs.get("softmax", "f32"))

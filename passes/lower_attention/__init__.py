@@ -136,9 +136,7 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, KeyMask, Scores
             self.qb = run_tile(self.qb, self.q_run[0])
         need = cost.footprint(self.qb, self.kb, d1, found.staged,
                               s1 <= min(self.qb, self.kb), found.nz_out, self.t, found.guard,
-                              found.mask_blocks,
-                              cost.mask_bytes(found, attrs.get("softmax", "f32")), s1,
-                              not found.bias_per_head)
+                              **cost.mask_room(found, attrs.get("softmax", "f32")))
         if self.pp is not None:
             need = proj.footprint(found, self.qb, self.kb, self.projection, self.pp, need)
         for space, nbytes in need.items():

@@ -277,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cnn", action="store_true", help="the torchvision CNNs (into <out>/cnn), "
                     "needs torchvision")
     args = ap.parse_args(argv)
+    if args.block and (args.only or args.cnn):
+        ap.error("--block exports one GPT-2 block: it takes neither --only nor --cnn")
     if args.block:
         spec = Spec(f"gpt2block{args.block}", _gpt2_block, lambda: _text_inputs(args.block))
         for exporter in EXPORTERS:

@@ -160,8 +160,7 @@ def _plan(a: Attention, target: Target, ub_fraction: float, softmax: str,
         for kb in widths:
             whole = qb >= s1 and kb >= s1
             need = footprint(qb, kb, d1, a.staged, whole, a.nz_out, target if by_cost else None,
-                             a.guard, a.mask_blocks, mask_bytes(a, softmax), s1,
-                             not a.bias_per_head)
+                             a.guard, **mask_room(a, softmax))
             budget = {sp: target.capacity(sp) for sp in need}
             budget["ub"] = int(budget["ub"] * ub_fraction)
             if not all(need[sp] <= budget[sp] for sp in need):
@@ -183,10 +182,15 @@ def _plan(a: Attention, target: Target, ub_fraction: float, softmax: str,
     return best
 
 
-def mask_bytes(a: Attention, softmax: str) -> int:
-    """Bytes of an element of the attention's mask of the scores as its
-    softmax adds it (`footprint`'s `mask_bytes`; 0: no such mask)."""
-    return (2 if softmax == "f16" else 4) if a.scores_mask else 0
+def mask_room(a: Attention, softmax: str) -> dict:
+    """`footprint`'s arguments for the attention's masks, so that the plan,
+    the projection's plan and the kernel's own check count them alike: the
+    key mask's key blocks, and for a mask of the scores the bytes of an
+    element as the softmax adds it (0: none), the seq and whether it is
+    shared by the heads."""
+    return {"mask_blocks": a.mask_blocks,
+            "mask_bytes": (2 if softmax == "f16" else 4) if a.scores_mask else 0,
+            "seq_blocks": a.seq_blocks, "mask_shared": not a.bias_per_head}
 
 
 def key_widths(seq_blocks: int) -> list[int]:
