@@ -29,7 +29,7 @@ from npu.costmodel.conv.tiling import choose_tiling, conv_shape
 from npu.dialects.ascend_conv import FORMS_5HD, geometry, has_bias, layout
 from npu.kernels.cce_build import core_part
 from npu.passes.base import Pass, PassError, ub_fraction_option
-from npu.passes.lower_conv.epilogue import ConvEpilogue, group_of
+from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue, group_of
 from npu.passes.lower_conv.kernel import ConvKernel
 
 
@@ -58,11 +58,9 @@ class LowerConv(Pass):
         with op.location, ir.InsertionPoint(op):  # (its recipes' constant blocks go here)
             epi = ConvEpilogue(self.target, region, op) if region is not None else None
         budget = int(self.target.capacity("ub") * self.ub_fraction)
-        if epi is not None:  # the epilogue's tiles beside each drained one (f32 at most)
-            budget = budget * 2 // (2 + epi.tiles)
         row_parts = self.row_parts(op)
         tiling = choose_tiling(shape.row_part(row_parts[0]) if row_parts else shape, self.target,
-                               budget)
+                               budget, epi.work if epi is not None else None, SETS)
         if tiling is None:
             raise PassError(f"npu-lower-conv: no tiling fits: one output row of {g.out_hw[1]} "
                             f"windows and one block of Cout do not fit L0A/L0C/UB", op)
@@ -74,7 +72,7 @@ class LowerConv(Pass):
         bias = op.operands[2] if has_bias(op) else None
         with op.location, ir.InsertionPoint(op):
             kernel = ConvKernel(self.target, g, shape, tiling, op.operands[0], op.operands[1],
-                                bias, op.operands[-1], epi)
+                                bias, op.operands[-1], epi, budget)
             try:
                 kernel.emit(row_parts)
             except ValueError as e:

@@ -16,7 +16,6 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.conv import epilogue
-from npu.costmodel.vector.recipes import compute_of
 from npu.kernels.cce_build import copy_bursts
 from npu.kernels.vector_compute import constant_blocks, emit_flat_run
 from npu.target import Target
@@ -37,7 +36,7 @@ class ConvEpilogue:
         self.target, self.region, self.conv = target, region, conv
         self.members = self.members_of(region, conv)
         self.result = self.members[-1].operands[-1]
-        self.tiles = tile_sets(self.members, conv.operands[-1])
+        self.work = epilogue.work(self.members, conv.operands[-1], target)
         self.consts = {}
         for k, m in enumerate(self.members):
             consts = constant_blocks(self.compute(m), target)
@@ -49,11 +48,7 @@ class ConvEpilogue:
         return [o.operation for o in region.regions[0].blocks[0].operations
                 if o.operation.name.startswith("ascend.") and o.operation != conv]
 
-    @staticmethod
-    def compute(m: ir.Operation):
-        values = [v for v in m.operands if nir.is_memref(v.type)]
-        return compute_of(m, [nir.memref_element(v) for v in values[:-1]],
-                          nir.memref_element(values[-1]))
+    compute = staticmethod(epilogue.member_compute)
 
     def allocate(self, size: int) -> None:
         """`SETS` sets of the tiles a drain needs (`size` elements each), live
@@ -68,19 +63,26 @@ class ConvEpilogue:
                       [nir.alloc([size], nir.memref_element(v), "ub") for v in self.loaded])
                      for _ in range(SETS)]
 
-    def apply(self, tile: ir.Value, n: int, co0: int, n1: int, ho0, rows: int, m1: int,
-              ho: int, wo: int, drain: int) -> ir.Value:
-        """The members over the drained `tile` (the `drain`-th of the conv);
-        the UB buffer of the result."""
+    def prefetch(self, n: int, co0: int, n1: int, ho0, rows: int, m1: int, ho: int, wo: int,
+                 drain: int) -> None:
+        """Load the operands of the `drain`-th drained tile into its set. The
+        kernel issues this beside the super tile's other GM loads, before its
+        mads: each load's flag holds MTE2 for the GM latency, which a run of
+        loads pays once, and a lone load in the drain paid every time."""
+        count = n1 * m1 * FRAC
+        for v, buf in zip(self.loaded, self.sets[drain % SETS][2]):
+            self.load(v, nir.subview(buf, [0], [count]), n, co0, n1, ho0, rows, m1, ho, wo)
+
+    def apply(self, tile: ir.Value, n1: int, rows: int, m1: int, wo: int,
+              drain: int) -> ir.Value:
+        """The members over the drained `tile` (the `drain`-th of the conv,
+        its operands loaded by `prefetch`); the UB buffer of the result."""
         count = n1 * m1 * FRAC
         made, temps_of, loads = self.sets[drain % SETS]
         view = lambda buf: nir.subview(buf, [0], [count])  # noqa: E731
         # value -> its tile in UB: the drained one, the operands loaded, and
         # what the members make (the very values, as `npu-fuse` grouped them)
-        tiles = [(self.conv.operands[-1], tile)]
-        for v, buf in zip(self.loaded, loads):
-            self.load(v, view(buf), n, co0, n1, ho0, rows, m1, ho, wo)
-            tiles.append((v, view(buf)))
+        tiles = [(self.conv.operands[-1], tile)] + [(v, view(b)) for v, b in zip(self.loaded, loads)]
         for k, m in enumerate(self.members):
             values = [v for v in m.operands if nir.is_memref(v.type)]
             srcs = [(next(b for w, b in tiles if w == v), nir.memref_element(v)) for v in values[:-1]]
@@ -116,10 +118,3 @@ class ConvEpilogue:
         what only they used, and put the rest where the region is."""
         nir.dissolve_group(self.region, self.members)
 
-
-def tile_sets(members: list[ir.Operation], conv_out: ir.Value) -> int:
-    """UB tiles (of one drained piece) one drain of a conv with these
-    members takes: the results, their recipes' temporaries and the loaded
-    operands (`SETS` such sets are kept)."""
-    made = sum(1 + len(ConvEpilogue.compute(m).temps) for m in members)
-    return made + len(epilogue.loaded_operands(members, conv_out))

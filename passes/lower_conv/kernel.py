@@ -41,7 +41,7 @@ class Band:
 class ConvKernel:
     def __init__(self, target: Target, g: ConvGeometry, s: ConvShape, t: ConvTiling,
                  x5: ir.Value, wz: ir.Value, bias: ir.Value | None, out5: ir.Value,
-                 epilogue: ConvEpilogue | None = None):
+                 epilogue: ConvEpilogue | None = None, ub_bytes: int | None = None):
         self.target, self.g, self.s, self.t = target, g, s, t
         self.x5, self.wz, self.bias, self.out5 = x5, wz, bias, out5
         self.out_type = nir.memref_element(out5)
@@ -49,6 +49,7 @@ class ConvKernel:
         self.epilogue = epilogue
         self.dest = epilogue.result if epilogue is not None else out5
         self.ext_h = g.dilations[0] * (g.kh - 1) + 1
+        self.ub_bytes = ub_bytes or target.capacity("ub")  # the tiling's budget
 
     # -- the plan ------------------------------------------------------------
     def band(self, ho0: int, rows: int) -> tuple[Band, int]:
@@ -97,6 +98,12 @@ class ConvKernel:
         s, t = self.s, self.t
         self.pattern = self.bias_pattern() if self.bias is not None else None
         self.w_l1, self.pending = None, []
+        # Streamed weights: two L1 buffers, super tiles alternating between
+        # them, so a super tile's weights load while the previous one's feed
+        # the cube (per-tile buffers could share one address once planned).
+        self.w_tiles = [] if t.weights_resident else [
+            nir.alloc([s.k1 * min(t.n1, s.co1) * FRAC], "f16", "l1") for _ in range(2)]
+        self.w_turn = 0
         if t.weights_resident:
             # In pieces of one chunk's rows: the first chunk waits for its own
             # rows only; when the first band is not in a loop, the rest follow
@@ -124,9 +131,11 @@ class ConvKernel:
         # to GM has completed (latency included), so enough of them let the
         # stores overlap (UB_SLOTS at most, within half of UB beside the bias).
         slot_bytes = half * m1 * FRAC * nir.element_bytes(self.out_type)
-        room = self.target.capacity("ub") // 2 - (s.co1 * 256 if self.bias is not None else 0)
+        bias = s.co1 * 256 if self.bias is not None else 0
+        room = self.ub_bytes // 2 - bias
         if self.epilogue is not None:  # the member results and the loaded tiles in turn
-            room -= SETS * self.epilogue.tiles * half * m1 * FRAC * 4
+            sets = SETS * self.epilogue.work.set_bytes * half * m1 * FRAC
+            room = min(room, self.ub_bytes - bias - sets)
         self.ub = [nir.alloc([half * m1 * FRAC], self.out_type, "ub")
                    for _ in range(max(2, min(UB_SLOTS, room // slot_bytes)))]
         if self.epilogue is not None:
@@ -256,11 +265,22 @@ class ConvKernel:
         for s0 in range(0, s.co1, t.n1):
             ns = min(t.n1, s.co1 - s0)
             w_l1, pitch, col = self.w_l1, s.co1, s0
-            if w_l1 is None:  # this super tile's weights (the planner keeps them apart)
-                w_l1, pitch, col = nir.alloc([s.k1 * ns * FRAC], "f16", "l1"), ns, 0
+            if w_l1 is None:  # this super tile's weights, in the buffer of its turn
+                w_l1, pitch, col = self.w_tiles[self.w_turn], ns, 0
+                self.w_turn ^= 1
                 self.copy_tile_weights(w_l1, s0)
             half = -(-ns // 2)
             tiles = [(0, ns)] if ns < 2 else [(0, half), (half, ns - half)]
+            # Streamed weights: the drains' operands join the run of the super
+            # tile's weight loads (one GM latency for the run). With resident
+            # weights each drain loads its own: at the super tile's start the
+            # load would wait for the previous drain to free its set, holding
+            # up the next band's map behind it on MTE2.
+            prefetch = self.epilogue is not None and self.w_l1 is None
+            if prefetch:
+                for k, (t0, n1) in enumerate(tiles):
+                    self.epilogue.prefetch(n, s0 + t0, n1, ho0, band.rows, m1, s.ho, s.wo,
+                                           self.drains + k)
             l0c = [nir.subview(self.l0c[self.parity], [t0 * m1 * FRAC], [n1 * m1 * FRAC])
                    for t0, n1 in tiles]
             if s.diagonal:
@@ -289,7 +309,8 @@ class ConvKernel:
                         self.pending.pop(0)()
             self.flush_weights()
             for (t0, n1), c in zip(tiles, l0c):
-                self.drain(c, n, s0 + t0, n1, ho0, band.rows, m1, self.drains % len(self.ub))
+                self.drain(c, n, s0 + t0, n1, ho0, band.rows, m1, self.drains % len(self.ub),
+                           prefetch)
                 self.drains += 1
         self.parity ^= 1
 
@@ -385,7 +406,7 @@ class ConvKernel:
                       repeat=repeat, src_stride=src_stride, dst_stride=dst_stride, transpose=False)
 
     def drain(self, l0c, n: int, co0: int, n1: int, ho0: Index, rows: int, m1: int,
-              slot: int) -> None:
+              slot: int, prefetched: bool = False) -> None:
         """L0C -> UB (rounded to f16 on the way for an f16 result), + bias in the
         result's type, -> GM: rows*Wo windows of each of the n1 blocks."""
         s, t = self.s, self.target
@@ -402,7 +423,9 @@ class ConvKernel:
                 bias = nir.subview(self.pattern, [(co0 + j) * per_block], [per_block])
                 self.vector("cce.vadd", block, block, bias, m1 * ob, bias_rep=0)
         if self.epilogue is not None:
-            ub = self.epilogue.apply(ub, n, co0, n1, ho0, rows, m1, s.ho, s.wo, self.drains)
+            if not prefetched:
+                self.epilogue.prefetch(n, co0, n1, ho0, rows, m1, s.ho, s.wo, self.drains)
+            ub = self.epilogue.apply(ub, n1, rows, m1, s.wo, self.drains)
             ob = nir.element_bytes(nir.memref_element(self.dest))
         valid = rows * s.wo
         dst = nir.subview(self.dest, [n, co0, ho0, 0, 0], [1, n1, rows, s.wo, 16])

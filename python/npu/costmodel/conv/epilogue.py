@@ -11,11 +11,14 @@ like the result's own store, and only the last member's result goes to GM.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from mlir import ir
 
 from npu import ir as nir
-from npu.costmodel.vector.recipes import compute_of
+from npu.costmodel.vector.recipes import Compute, compute_of, repeat_cycles
 from npu.diagnostics import PassError
+from npu.target import Target
 
 CONV_EPILOGUE_ATTR = "npu.conv_epilogue"
 
@@ -45,3 +48,40 @@ def loaded_operands(members: list[ir.Operation], conv_out: ir.Value) -> list[ir.
             if nir.is_memref(v.type) and not any(v == w for w in made + loads):
                 loads.append(v)
     return loads
+
+
+def member_compute(m: ir.Operation) -> Compute:
+    """The vector recipe of member `m` over its operands' and result's types."""
+    values = [v for v in m.operands if nir.is_memref(v.type)]
+    return compute_of(m, [nir.memref_element(v) for v in values[:-1]],
+                      nir.memref_element(values[-1]))
+
+
+@dataclass(frozen=True)
+class EpilogueWork:
+    """What a conv's epilogue adds to each drained tile, per drained element
+    (the conv's tiling model weighs it: `npu.costmodel.conv.tiling`)."""
+
+    set_bytes: int      # UB of one drain's tiles: results, temporaries, loaded operands
+    vector: float       # vector cycles
+    loaded_bytes: int   # GM bytes read (the operands loaded, e.g. a residual)
+    loads: int          # operands loaded per drained tile (one copy each)
+    out_bytes: int      # of the stored result (the last member's type)
+
+
+def work(members: list[ir.Operation], conv_out: ir.Value, target: Target) -> EpilogueWork:
+    """The epilogue `members` of the conv writing `conv_out`, per element."""
+    computes = [member_compute(m) for m in members]
+    loaded = loaded_operands(members, conv_out)
+    types = [nir.memref_element(m.operands[-1]) for m in members]
+    types += [t for k in computes for t in k.temps]
+    vector = 0.0
+    for m, k in zip(members, computes):
+        widest = max(nir.element_bytes(nir.memref_element(v)) for v in m.operands
+                     if nir.is_memref(v.type))
+        vector += repeat_cycles(k, target) / target.lanes(widest)
+    loaded_types = [nir.memref_element(v) for v in loaded]
+    return EpilogueWork(
+        set_bytes=sum(nir.element_bytes(t) for t in types + loaded_types), vector=vector,
+        loaded_bytes=sum(nir.element_bytes(t) for t in loaded_types), loads=len(loaded),
+        out_bytes=nir.element_bytes(types[len(members) - 1]))

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from mlir import ir
 
 from npu import ir as nir
+from npu.costmodel.conv.epilogue import EpilogueWork
 from npu.dialects.ascend_conv import NC1HWC0_BD, NC1HWC0_C4, geometry, layout
 from npu.target import Target
 
@@ -29,6 +30,7 @@ from npu.target import Target
 # Cycles one (band, Cout super tile) costs beyond its chunks (flags, the
 # exposed edges of its loads and drain): an estimate, fitted to bench/conv.py.
 BAND_OVERHEAD = 300
+FRACTAL_ELEMENTS = 256  # of one 16x16 fractal
 
 
 @dataclass(frozen=True)
@@ -129,8 +131,12 @@ def _tile_cycles(m1: int, n1: int, kc: int, k1: int, t: Target, rate: int) -> fl
     return total + first * m1 * frac / rate + t.img2col_latency
 
 
-def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Target) -> tuple[float, dict]:
-    """(cycles, per-pipe work) of one tiling."""
+def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Target,
+             epilogue: EpilogueWork | None = None) -> tuple[float, dict]:
+    """(cycles, per-pipe work) of one tiling, with `epilogue`'s work on each
+    drained tile: its vector passes, its operands' loads (with resident
+    weights each drain's loads pay the GM latency on their own; streamed,
+    they join the super tile's weight run) and its result's stores."""
     frac = t.fractal_bytes(2)
     bands = -(-s.ho // rows)
     m1 = -(-rows * s.wo // 16)
@@ -145,15 +151,27 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     m_fracs = (bands - 1) * m1 + m1_last  # per image, per N tile
     in_bytes = sum(_l1_band_bytes(s, min(rows, s.ho - b * rows)) for b in range(bands)) * s.batch
     w_bytes = s.k1 * s.co1 * frac * (1 if resident else s.batch * bands)
-    mte2 = (in_bytes + w_bytes) / t.path("gm_to_l1").bytes_per_cycle
+    # each band's map, and each super tile's weights when they stream, end
+    # in a flag that holds MTE2 until they land
+    runs = s.batch * bands * (1 + (0 if resident else len(n_tiles)))
+    mte2 = (in_bytes + w_bytes) / t.path("gm_to_l1").bytes_per_cycle \
+        + runs * t.path("gm_to_l1").latency
     out_fracs = s.batch * m_fracs * s.co1
     drain = out_fracs * t.fractal_bytes(4) / t.path("l0c_to_ub").bytes_per_cycle + out_fracs * 4
+    drains = s.batch * bands * sum(2 if n >= 2 else 1 for n in n_tiles)
+    out_bytes = s.out_bytes
+    if epilogue is not None:
+        pixels = s.batch * s.ho * s.wo * s.co1 * 16
+        drain += out_fracs * FRACTAL_ELEMENTS * epilogue.vector
+        mte2 += pixels * epilogue.loaded_bytes / t.path("gm_to_ub").bytes_per_cycle
+        if resident:
+            mte2 += drains * epilogue.loads * t.path("gm_to_ub").latency
+        out_bytes = epilogue.out_bytes
     # A drain slot is reused only once its store has completed (latency
     # included) and sync insertion serialises the stores' flags: each store
     # pays the GM latency (one per half super tile and band).
-    stores = s.batch * bands * sum(2 if n >= 2 else 1 for n in n_tiles)
-    mte3 = (s.batch * s.ho * s.wo * s.co1 * 16 * s.out_bytes / t.path("ub_to_gm").bytes_per_cycle
-            + stores * t.path("ub_to_gm").latency)
+    mte3 = (s.batch * s.ho * s.wo * s.co1 * 16 * out_bytes / t.path("ub_to_gm").bytes_per_cycle
+            + drains * t.path("ub_to_gm").latency)
     # Each (band, super tile) also pays flag round trips and a drain that is
     # not hidden at its edges: an estimate of BAND_OVERHEAD cycles.
     compute += s.batch * bands * len(n_tiles) * BAND_OVERHEAD
@@ -164,10 +182,13 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     return max(pipes.values()) + first, pipes
 
 
-def choose_tiling(s: ConvShape, t: Target, ub_bytes: int | None = None) -> ConvTiling | None:
+def choose_tiling(s: ConvShape, t: Target, ub_bytes: int | None = None,
+                  epilogue: EpilogueWork | None = None, sets: int = 2) -> ConvTiling | None:
     """The cheapest tiling that fits the buffers (two halves of L0A, L0B, two
-    L0C tiles, the drain in UB, the band and weights in L1); None when not
-    even one output row of one Cout block fits."""
+    L0C tiles, the drain in UB beside `sets` sets of an epilogue's tiles,
+    the band and weights in L1); None when not even one output row of one
+    Cout block fits."""
+    epilogue_bytes = sets * epilogue.set_bytes if epilogue is not None else 0
     frac = t.fractal_bytes(2)
     l0a, l0b = t.capacity("l0a") // 2 // frac, t.capacity("l0b") // 2 // frac
     l0c = t.capacity("l0c") // 2 // t.fractal_bytes(4)
@@ -182,7 +203,12 @@ def choose_tiling(s: ConvShape, t: Target, ub_bytes: int | None = None) -> ConvT
         band = _l1_band_bytes(s, rows)
         for n1 in range(1, s.co1 + 1):
             drained = -(-n1 // 2)  # one of the two accumulators drains at a time
-            if m1 * n1 > l0c or m1 * drained * (t.fractal_bytes(4) + frac) + s.co1 * 256 > ub:
+            # the drain within half of UB; with an epilogue, its sets beside
+            # the bias and two drain slots in the whole
+            drain_ub = m1 * drained * (t.fractal_bytes(4) + frac) + s.co1 * 256
+            epilogue_ub = m1 * drained * FRACTAL_ELEMENTS * (epilogue_bytes + 2 * s.out_bytes)
+            if m1 * n1 > l0c or drain_ub > ub or \
+                    epilogue_bytes and epilogue_ub + s.co1 * 256 > 2 * ub:
                 break
             resident = 2 * band + w_all <= l1
             if not resident and 2 * band + 2 * s.k1 * n1 * frac > l1:
@@ -192,7 +218,7 @@ def choose_tiling(s: ConvShape, t: Target, ub_bytes: int | None = None) -> ConvT
                 continue
             # the largest chunk, and the chunk that splits K evenly in as few
             for kc in sorted({kc_max, -(-s.k1 // -(-s.k1 // kc_max))}):
-                cycles, pipes = estimate(s, rows, n1, kc, resident, t)
+                cycles, pipes = estimate(s, rows, n1, kc, resident, t, epilogue)
                 if best is None or cycles < best.cycles:
                     best = ConvTiling(rows, m1, n1, kc, resident, cycles,
                                       tuple(sorted(pipes.items())))

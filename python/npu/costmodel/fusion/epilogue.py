@@ -51,7 +51,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.fusion import rows as fusion
-from npu.costmodel.vector.recipes import compute_of
+from npu.costmodel.vector.recipes import compute_of, repeat_cycles
 from npu.target import Target
 
 MATMULS = ("ascend.matmul", "ascend.batch_matmul")
@@ -411,11 +411,6 @@ def vector_cycles(members: list[fusion.RowOp], target: Target) -> int:
     """The vector unit's busy cycles for the members over all of C: per
     element run, each instruction of each member's `Compute` costs one
     repeat at its class's rate (a recipe's steps, a cast's conversions)."""
-    from npu.dialects.cce import vector_class
-
-    def rate(op: str) -> int:
-        return target.vector_cycles(vector_class(op))
-
     total = 0
     made: dict = {}  # root -> the type its producer wrote it in
     for m in members:
@@ -426,14 +421,7 @@ def vector_cycles(members: list[fusion.RowOp], target: Target) -> int:
                     * target.vector_cycles("convert")
                 made[i.root] = i.elem
         made[m.out.root] = m.out.elem
-        k = m.compute
-        if k.kind == "unary":
-            per_repeat = sum(rate(s.op) for s in k.steps) + (2 * rate("cce.vconv") if k.widen
-                                                              else 0)
-        elif k.kind == "cast":
-            per_repeat = len(k.chain) * target.vector_cycles("convert")
-        else:
-            per_repeat = rate(k.vop)
         widest = max(o.es for o in m.ins + [m.out])
-        total += -(-fusion.elements(m.out.value) // target.lanes(widest)) * per_repeat
+        total += -(-fusion.elements(m.out.value) // target.lanes(widest)) \
+            * repeat_cycles(m.compute, target)
     return total

@@ -51,7 +51,9 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.diagnostics import PassError
+from npu.dialects.cce import vector_class
 from npu.dialects.opspec import CAST_PAIRS
+from npu.target import Target
 
 BINARY = {"ascend.add": "cce.vadd", "ascend.sub": "cce.vsub", "ascend.mul": "cce.vmul",
           "ascend.div": "cce.vdiv", "ascend.max": "cce.vmax", "ascend.min": "cce.vmin"}
@@ -329,6 +331,20 @@ def cast_compute(src: str, dst: str, round_mode: str) -> Compute | None:
         return None
     steps = tuple((t, round_mode if m == "mode" else m) for t, m in chain)
     return Compute("cast", chain=steps, temps=tuple(t for t, _ in steps[:-1]))
+
+
+def repeat_cycles(k: Compute, target: Target) -> int:
+    """The vector unit's cycles for one repeat of `k`'s lanes: each
+    instruction of its recipe (a cast's conversions, a unary's steps and
+    its widening) at its class's rate."""
+    def rate(op: str) -> int:
+        return target.vector_cycles(vector_class(op))
+
+    if k.kind == "unary":
+        return sum(rate(s.op) for s in k.steps) + (2 * rate("cce.vconv") if k.widen else 0)
+    if k.kind == "cast":
+        return len(k.chain) * target.vector_cycles("convert")
+    return rate(k.vop)
 
 
 def compute_of(op: ir.Operation, in_elems: Sequence[str], out_elem: str) -> Compute:
