@@ -35,6 +35,9 @@ from npu.target import get_target
 # name: (C, H, W, Cout, K, stride, pad)  (ResNet-50 at 224x224, batch 1)
 LAYERS = {
     "stem 7x7/2 3->64 224": (3, 224, 224, 64, 7, 2, 3),
+    # the same conv reading the NCHW f16 image itself (what a model's stem
+    # compiles to: each band laid out in L1 on the way, no NC1HWC0 copy in GM)
+    "stem image 7x7/2 3->64 224": (3, 224, 224, 64, 7, 2, 3),
     "3x3 64->64 56": (64, 56, 56, 64, 3, 1, 1),
     "1x1 64->256 56": (64, 56, 56, 256, 1, 1, 0),
     "1x1 256->64 56": (256, 56, 56, 64, 1, 1, 0),
@@ -55,14 +58,15 @@ LAYERS = {
     "dw 3x3 960 7": (960, 7, 7, 960, 3, 1, 1),
 }
 DEPTHWISE = {name for name in LAYERS if name.startswith("dw ")}
+IMAGE = {name for name in LAYERS if " image " in name}
 
 
 def conv_module(c: int, h: int, w: int, cout: int, k: int, stride: int, pad: int,
-                depthwise: bool = False) -> tuple[str, list]:
+                depthwise: bool = False, image: bool = False) -> tuple[str, list]:
     c1, co1 = -(-c // 16), -(-cout // 16)
     ho = (h + 2 * pad - k) // stride + 1
     wo = (w + 2 * pad - k) // stride + 1
-    t_x = f'memref<1x{c1}x{h}x{w}x16xf16, "gm">'
+    t_x = f'memref<1x{c}x{h}x{w}xf16, "gm">' if image else f'memref<1x{c1}x{h}x{w}x16xf16, "gm">'
     small = c <= 4 and k > 1  # img2col's small-channel mode
     k1 = -(-k * k // 4) if small else k * k if depthwise else c1 * k * k
     form = "nc1hwc0_bd" if depthwise else "nc1hwc0_c4" if small else "nc1hwc0"
@@ -75,7 +79,7 @@ def conv_module(c: int, h: int, w: int, cout: int, k: int, stride: int, pad: int
             f'groups = 1 : i64, layout = "{form}", '
             f'kernel = array<i64: {k}, {k}>}} : '
             f'({t_x}, {t_w}, {t_b}, {t_y}) -> ()\n  return\n}}\n')
-    inputs = [np.zeros((1, c1, h, w, 16), np.float16), np.zeros((k1, co1, 16, 16), np.float16),
+    inputs = [np.zeros((1, c, h, w) if image else (1, c1, h, w, 16), np.float16), np.zeros((k1, co1, 16, 16), np.float16),
               np.zeros(co1 * 16, np.float16), np.zeros((1, co1, ho, wo, 16), np.float16)]
     return text, inputs
 
@@ -83,7 +87,7 @@ def conv_module(c: int, h: int, w: int, cout: int, k: int, stride: int, pad: int
 def run(name: str, spec, target) -> dict:
     c, h, w, cout, k, stride, pad = spec
     dw = name in DEPTHWISE
-    text, inputs = conv_module(*spec, depthwise=dw)
+    text, inputs = conv_module(*spec, depthwise=dw, image=name in IMAGE)
     module = parse_module(text, make_context())
     run_pipeline(module, "npu-lower{cores=1}", target)
     res = simulate(module, inputs, target=target, numerics=False)

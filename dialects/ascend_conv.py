@@ -90,6 +90,9 @@ NCHW, NC1HWC0 = "nchw", "nc1hwc0"
 # one block, the weights [ceil(Kh*Kw/4), Cout1, 16, 16], K column j of group
 # g = kernel point 4g + j // 4, channel j % 4 (img2col's small-channel mode).
 NC1HWC0_C4 = "nc1hwc0_c4"
+# In that form the input may also be the NCHW image itself ([N, C <= 4, H, W]
+# f16): the conv's lowering lays each band out in L1 on the way (no NC1HWC0
+# copy of the image is written to GM and read back).
 # The block-diagonal form (a grouped conv whose groups stay inside one C0
 # block and Cout = C, e.g. depthwise): output block j reads input block j
 # only; the weights are the diagonal fractals [Kh*Kw, C1, 16, 16] (row p of
@@ -114,6 +117,8 @@ def geometry(op: ir.Operation) -> ConvGeometry:
              tuple(int_array_attr(op, "dilations")), int_attr(op, "groups"))
     if layout(op) in FORMS_5HD:
         kh, kw = int_array_attr(op, "kernel")
+        if len(x) == 4:  # the NCHW image of the small-channel form: one padded block
+            return ConvGeometry(x[0], C0, x[2], x[3], w[1] * C0, kh, kw, *attrs)
         return ConvGeometry(x[0], x[1] * C0, x[2], x[3], w[1] * C0, kh, kw, *attrs)
     return ConvGeometry(x[0], x[1], x[2], x[3], w[0], w[2], w[3], *attrs)
 
@@ -122,7 +127,12 @@ def _check_nc1hwc0(op: ir.Operation, shapes: list[list[int]]) -> None:
     x, w, out = shapes[0], shapes[1], shapes[-1]
     if "kernel" not in op.attributes or len(int_array_attr(op, "kernel")) != 2:
         raise RuleError("layout \"nc1hwc0\" needs `kernel = array<i64: Kh, Kw>`")
+    image = layout(op) == NC1HWC0_C4 and len(x) == 4
+    if image and not 1 <= x[1] <= 4:
+        raise RuleError(f"an NCHW input in layout \"nc1hwc0_c4\" has 1 to 4 channels, got {x[1]}")
     for name, shape, form in (("input", x, "[N, C1, H, W, 16]"), ("out", out, "[N, Cout1, Ho, Wo, 16]")):
+        if name == "input" and image:
+            continue
         if len(shape) != 5 or shape[-1] != C0:
             raise RuleError(f"{name} must be {form} in layout \"nc1hwc0\", got shape {shape}")
     g = geometry(op)
@@ -136,7 +146,7 @@ def _check_nc1hwc0(op: ir.Operation, shapes: list[list[int]]) -> None:
             raise RuleError(f"layout \"nc1hwc0_bd\" takes C1 = Cout1, got {x[1]} and {out[1]}")
         want = [g.kh * g.kw, out[1], C0, C0]
     elif layout(op) == NC1HWC0_C4:
-        if x[1] != 1:
+        if x[1] != 1 and not image:
             raise RuleError(f"layout \"nc1hwc0_c4\" takes one C1 block (C <= 4), got {x[1]}")
         want = [-(-g.kh * g.kw // 4), out[1], C0, C0]
     else:

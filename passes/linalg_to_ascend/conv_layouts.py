@@ -72,8 +72,9 @@ class ConvLayouts:
                   loc: str, diagonal: bool = False) -> None:
         n, cout, ho, wo = out4
         co1 = ceil_div(cout, C0)
-        x5 = self.input_5hd(x_val, x4, loc)
         small = weight.shape[1] <= 4 and weight.shape[2] * weight.shape[3] > 1 and not diagonal
+        x5 = self.image_nchw(x_val, x4, loc) if small else None
+        x5 = x5 if x5 is not None else self.input_5hd(x_val, x4, loc)
         pack = fractal_z_diagonal if diagonal else fractal_z_small if small else fractal_z
         wz = self.em.constant(pack(self.host_f16(weight)))
         operands = [x5, wz]
@@ -118,6 +119,20 @@ class ConvLayouts:
         self.em.op("ascend.transpose", [self.em.reshape(src, [n * c1, C0, h * w], loc), out], loc,
                    permutation=i64_array([0, 2, 1]))
         return self.em.reshape(out, [n, c1, h, w, C0], loc)
+
+    def image_nchw(self, value, x4, loc: str) -> Buf | None:
+        """A small-channel conv's input as the f16 NCHW image it reads itself
+        (npu-lower-conv lays each band out in L1: no NC1HWC0 copy in GM), or
+        None when it is already NC1HWC0, a constant, or under 16 pixels wide."""
+        t = self.tensors[value]
+        if t.c1hwc0 is not None or t.is_constant or x4[3] < C0:
+            return None
+        src = self.em.reshape(self.nd(value, loc), list(x4), loc)
+        if src.dtype == "f16":
+            return src
+        half = self.em.alloc(list(x4), "f16", loc)
+        self.em.op("ascend.cast", [src, half], loc, round_mode='"rint"')
+        return half
 
     def nchw_of_5hd(self, value, loc: str) -> Buf:
         """The NCHW buffer of a tensor held in NC1HWC0 (transpose, then the real channels)."""

@@ -17,6 +17,7 @@ from npu.costmodel.conv.tiling import ConvShape, ConvTiling
 from npu.dialects.ascend_conv import ConvGeometry
 from npu.kernels.cce_build import by_run, copy, copy_bursts, lin
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue
+from npu.passes.lower_conv.image_map import ImageMap
 from npu.target import Target
 
 Index = int | ir.Value
@@ -140,6 +141,8 @@ class ConvKernel:
                    for _ in range(max(2, min(UB_SLOTS, room // slot_bytes)))]
         if self.epilogue is not None:
             self.epilogue.allocate(half * m1 * FRAC)
+        self.image = None if len(nir.memref_shape(self.x5)) == 5 else ImageMap(
+            self.target, self.x5, min(self.g.h, (t.rows - 1) * self.g.strides[0] + self.ext_h) * self.g.w)
         kc = min(t.kc, s.k1)
         self.l0a = [nir.alloc([m1 * kc * FRAC], "f16", "l0a") for _ in range(2)]
         self.l0b = [nir.alloc([kc * (1 if s.diagonal else min(t.n1, s.co1)) * FRAC], "f16", "l0b")
@@ -149,6 +152,8 @@ class ConvKernel:
             return
         parts, part = row_parts
         (first, *inner, last), run = self.row_variants(parts)
+        if self.image is not None:
+            self.image.run = run
         pending, bands = list(self.pending), -(-run // t.rows)
 
         def run_plan(groups: list[tuple[Band, int, int]], base: Index) -> None:
@@ -247,8 +252,10 @@ class ConvKernel:
         """The band of output rows from `ho0` of image `n`."""
         g, s, t = self.g, self.s, self.t
         r0 = lin((ho0, g.strides[0]), (-g.pads[0] + band.pad_top, 1))
+        if self.image is not None:  # the NCHW image of a small-channel conv (image_map.py)
+            fm = self.image.band_map(self, n, band, ho0, fm)
         fm = fm if fm is not None else self.map_buffer(band)
-        for c1 in range(s.c1):  # per C1 block: img2col of block 0 waits for block 0 only
+        for c1 in range(s.c1 if self.image is None else 0):  # per C1 block: img2col of block 0 waits for block 0 only
             src = nir.subview(self.x5, [n, c1, r0, 0, 0], [1, 1, band.in_rows, g.w, 16])
             dst = nir.subview(fm, [c1, 0, 0, 0], [1, band.in_rows, g.w, 16])
             copy("cce.copy_gm_to_l1", src, dst, 1, band.in_rows * g.w)

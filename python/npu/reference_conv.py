@@ -81,7 +81,11 @@ def conv2d_5hd(x5: np.ndarray, wz: np.ndarray, bias: np.ndarray | None, kernel: 
         for j in range(c1):
             dense[j * taps:(j + 1) * taps, j] = wz[:, j]
         wz = dense
-    x = nchw_of_5hd(x5)[:, :4] if small else nchw_of_5hd(x5)
+    if small and x5.ndim == 4:  # the NCHW image itself (channels 4 - C are zeros)
+        x = np.zeros((x5.shape[0], 4, *x5.shape[2:]), x5.dtype)
+        x[:, :x5.shape[1]] = x5
+    else:
+        x = nchw_of_5hd(x5)[:, :4] if small else nchw_of_5hd(x5)
     w = oihw_of_small(wz, *kernel) if small else oihw_of_fractal_z(wz, *kernel)
     out = conv2d(x, w, bias, strides, pads, dilations, 1, out_dtype)
     n, c, ho, wo = out.shape

@@ -48,6 +48,27 @@ func.func @stem(%x: memref<1x1x16x16x16xf16, "gm">, %w: memref<13x1x16x16xf16, "
 
 // -----
 
+// The small-channel form on the NCHW image itself (3 channels, 21 wide):
+// each channel's pixel run GM -> UB (one band of 20*21 = 420 pixels: 26
+// whole blocks, then one block read back from the run's end), channel row 3
+// zeroed once, one vnchwconv to 16-slot pixels, UB -> L1 (the tail's 4
+// pixels apart), then img2col in the small-channel mode.
+// CHECK-LABEL: func.func @stem_image
+// CHECK:         "cce.vdup"
+// CHECK:         "cce.copy_gm_to_ub"({{.*}}burst_len = 26 : i64
+// CHECK:         "cce.copy_gm_to_ub"({{.*}}burst_len = 1 : i64
+// CHECK:         "cce.vnchwconv"({{.*}}dst_rep_stride = 16 : i64{{.*}}repeat = 27 : i64
+// CHECK:         "cce.copy_ub_to_l1"({{.*}}burst_len = 416 : i64
+// CHECK:         "cce.copy_ub_to_l1"({{.*}}burst_len = 4 : i64
+// CHECK:         "cce.img2col_l1_to_l0a"({{.*}}small_channel = 1 : i64
+// CHECK-NOT:     "cce.copy_gm_to_l1"({{.*}}memref<1x1x
+func.func @stem_image(%x: memref<1x3x20x21xf16, "gm">, %w: memref<13x1x16x16xf16, "gm">, %y: memref<1x1x10x11x16xf16, "gm">) {
+  "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 2, 2>, pads = array<i64: 3, 3, 3, 3>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0_c4", kernel = array<i64: 7, 7>} : (memref<1x3x20x21xf16, "gm">, memref<13x1x16x16xf16, "gm">, memref<1x1x10x11x16xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
 // The block-diagonal form (depthwise): Cout block j's img2col reads input
 // block j (c1 = j) and reduces over its 9 kernel points only.
 // CHECK-LABEL: func.func @depthwise

@@ -125,3 +125,10 @@ func.func @conv_bad_layout(%x: memref<1x2x6x6x16xf16, "gm">, %w: memref<18x1x16x
   "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nhwc", kernel = array<i64: 3, 3>} : (memref<1x2x6x6x16xf16, "gm">, memref<18x1x16x16xf16, "gm">, memref<1x1x6x6x16xf32, "gm">) -> ()
   return
 }
+
+// -----
+func.func @conv_image_five_channels(%x: memref<1x5x20x20xf16, "gm">, %w: memref<13x1x16x16xf16, "gm">, %y: memref<1x1x10x10x16xf16, "gm">) {
+  // expected-error@+1 {{'ascend.conv2d' op an NCHW input in layout "nc1hwc0_c4" has 1 to 4 channels, got 5}}
+  "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 2, 2>, pads = array<i64: 3, 3, 3, 3>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0_c4", kernel = array<i64: 7, 7>} : (memref<1x5x20x20xf16, "gm">, memref<13x1x16x16xf16, "gm">, memref<1x1x10x10x16xf16, "gm">) -> ()
+  return
+}

@@ -1,0 +1,124 @@
+"""The L1 map of a small-channel conv read straight from its NCHW image.
+
+A first layer (an RGB stem, C <= 4) would otherwise have its image
+converted to NC1HWC0 on the device first: 16 channel slots a pixel, ~5x
+the image's bytes written to GM and read back by the conv. Here each band's
+input rows, which are one contiguous run of pixels in every channel plane,
+go GM -> UB as C channel rows, one `vnchwconv` per chunk turns 16 pixels x
+16 slots into 16 pixel blocks (slots C..3 from zero rows set once, slots
+4..15 repeat rows 0..3: img2col's small-channel mode reads slots 0..3
+only), and MTE3 moves the pixel blocks UB -> L1. The GM traffic is the
+image once (plus the bands' halo rows), and the UB staging alternates two
+buffer pairs so MTE2, V and MTE3 overlap across chunks.
+
+A band's run whose length is not whole 16-pixel blocks ends with one block
+read back from its last pixel (it overlaps the block before it), so no read
+leaves the band; hence a band needs 16 pixels (the frontend keeps W >= 16).
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from npu import ir as nir
+from npu.kernels.cce_build import copy, lin, sub
+from npu.target import Target
+
+Index = int | ir.Value
+SLOTS = 16  # channel slots of a pixel in the L1 map (one 32-byte block)
+REAL = 4    # slots the small-channel mode reads
+# Pixels per staged chunk: 4 channel rows (8 B a pixel) and the transposed
+# pixel blocks (32 B a pixel), two sets: 80 KiB of UB at most.
+MAX_CHUNK = 1024
+
+
+class ImageMap:
+    """Fills a band's L1 map [1, rows, W, 16] from the NCHW f16 image."""
+
+    def __init__(self, target: Target, image: ir.Value, band_pixels: int):
+        self.target = target
+        self.image = nir.flatten_memref(image)
+        self.n, self.c, self.h, self.w = nir.memref_shape(image)
+        if self.w < SLOTS:
+            raise ValueError(f"an NCHW image {self.w} pixels wide: bands need 16 pixels")
+        self.chunk = min(MAX_CHUNK, -(-band_pixels // SLOTS) * SLOTS)
+        blocks = self.chunk // SLOTS + 1  # + the tail block
+        lanes = target.lanes(2)
+        self.row = -(-blocks * SLOTS // lanes) * lanes  # one channel row in UB: whole repeats
+        self.src = [nir.alloc([REAL * self.row], "f16", "ub") for _ in range(2)]
+        self.dst = [nir.alloc([blocks * SLOTS * SLOTS], "f16", "ub") for _ in range(2)]
+        self.turn = 0
+        self.run = 0  # output rows per core's run (npu-split-cores), 0: all
+        self.ahead: dict = {}
+        if self.c < REAL:  # the absent channels' rows: zeros, never overwritten
+            repeats = (REAL - self.c) * self.row // lanes
+            for buf in self.src:
+                for r0 in range(0, repeats, target.max_repeat):
+                    rep = min(target.max_repeat, repeats - r0)
+                    nir.create_op("cce.vdup", [sub(buf, self.c * self.row + r0 * lanes, rep * lanes)],
+                                  repeat=rep, mask=lanes, dst_blk_stride=1, dst_rep_stride=8,
+                                  scalar=0.0)
+
+    def band_map(self, kernel, n: int, band, ho0: Index, fm: ir.Value | None) -> ir.Value:
+        """The band's L1 map, filled; with a static first row, the next band
+        of the same run is filled too, ahead of this band's drains in program
+        order (MTE3 runs both in order: a fill behind a drain would leave the
+        cube waiting for the drain's mads and the fill)."""
+        fm = self.ahead.pop((n, ho0), None) if isinstance(ho0, int) else None
+        if fm is None:
+            fm = kernel.map_buffer(band)
+            self.load(n, self.first_row(kernel, ho0, band), band.in_rows, fm)
+        run = self.run or kernel.s.ho
+        if isinstance(ho0, int) and ho0 + band.rows < (ho0 // run + 1) * run:
+            nxt = ho0 + band.rows
+            nb, _ = kernel.band(nxt, min(kernel.t.rows, (ho0 // run + 1) * run - nxt))
+            self.ahead[(n, nxt)] = kernel.map_buffer(nb)
+            self.load(n, self.first_row(kernel, nxt, nb), nb.in_rows, self.ahead[(n, nxt)])
+        return fm
+
+    @staticmethod
+    def first_row(kernel, ho0: Index, band) -> Index:
+        g = kernel.g
+        return lin((ho0, g.strides[0]), (-g.pads[0] + band.pad_top, 1))
+
+    def load(self, n: int, r0: Index, rows: int, fm: ir.Value) -> None:
+        """Input rows [r0, r0 + rows) of image `n` -> the L1 map `fm`."""
+        total = rows * self.w
+        flat = nir.flatten_memref(fm)
+        for p0 in range(0, total, self.chunk):
+            count = min(self.chunk, total - p0)
+            self.chunk_to_l1(n, lin((r0, self.w), (p0, 1)), count, total - p0 - count == 0 and
+                             count % SLOTS != 0, lin((r0, self.w), (total - SLOTS, 1)),
+                             sub(flat, p0 * SLOTS, count * SLOTS))
+
+    def chunk_to_l1(self, n: int, start: Index, count: int, tail: bool, tail_start: Index,
+                    dst_l1: ir.Value) -> None:
+        """`count` pixels from pixel `start` of every channel plane -> `dst_l1`
+        (count * 16 slots); `tail`: the last count % 16 pixels come from the
+        block that ends them (from `tail_start`)."""
+        src, dst = self.src[self.turn], self.dst[self.turn]
+        self.turn ^= 1
+        body = count // SLOTS if tail else -(-count // SLOTS)
+        plane = self.h * self.w
+        for c in range(self.c):
+            base = lin((n * self.c + c, plane))
+            if body:
+                copy("cce.copy_gm_to_ub", sub(self.image, lin((base, 1), (start, 1)), body * SLOTS),
+                     sub(src, c * self.row, body * SLOTS), 1, body)
+            if tail:
+                copy("cce.copy_gm_to_ub", sub(self.image, lin((base, 1), (tail_start, 1)), SLOTS),
+                     sub(src, c * self.row + body * SLOTS, SLOTS), 1, 1)
+        blocks = body + (1 if tail else 0)
+        row_blocks = self.row // SLOTS
+        nir.create_op("cce.vnchwconv", [sub(dst, 0, blocks * SLOTS * SLOTS),
+                                         sub(src, 0, (REAL - 1) * self.row + blocks * SLOTS)],
+                      repeat=blocks, src_offsets=[(k % REAL) * row_blocks for k in range(SLOTS)],
+                      dst_offsets=list(range(SLOTS)), src_rep_stride=1, dst_rep_stride=SLOTS)
+        if body:
+            done = min(count, body * SLOTS)
+            copy("cce.copy_ub_to_l1", sub(dst, 0, done * SLOTS), sub(dst_l1, 0, done * SLOTS), 1, done)
+        if tail:
+            rest = count % SLOTS
+            at = (body * SLOTS + SLOTS - rest) * SLOTS
+            copy("cce.copy_ub_to_l1", sub(dst, at, rest * SLOTS),
+                 sub(dst_l1, body * SLOTS * SLOTS, rest * SLOTS), 1, rest)
