@@ -18,10 +18,10 @@ from npu.dialects.ascend_conv import ConvGeometry
 from npu.kernels.cce_build import by_run, copy, copy_bursts, lin
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue
 from npu.passes.lower_conv.image_map import ImageMap
+from npu.passes.lower_conv.weights import FRAC, ConvWeights
 from npu.target import Target
 
 Index = int | ir.Value
-FRAC = 256  # elements of one f16 (or f32) fractal
 # Convs of at most this many bands are emitted straight (no scf.for): sync
 # insertion waits for events from before a loop at its entry, which would
 # stall the loop's first band behind the previous band's drain.
@@ -39,7 +39,7 @@ class Band:
     pad_bottom: int
 
 
-class ConvKernel:
+class ConvKernel(ConvWeights):
     def __init__(self, target: Target, g: ConvGeometry, s: ConvShape, t: ConvTiling,
                  x5: ir.Value, wz: ir.Value, bias: ir.Value | None, out5: ir.Value,
                  epilogue: ConvEpilogue | None = None, ub_bytes: int | None = None):
@@ -98,30 +98,7 @@ class ConvKernel:
         one for the inner runs (at a run-time offset) and one for the last."""
         s, t = self.s, self.t
         self.pattern = self.bias_pattern() if self.bias is not None else None
-        self.w_l1, self.pending = None, []
-        # Streamed weights: two L1 buffers, super tiles alternating between
-        # them, so a super tile's weights load while the previous one's feed
-        # the cube (per-tile buffers could share one address once planned).
-        self.w_tiles = [] if t.weights_resident else [
-            nir.alloc([s.k1 * min(t.n1, s.co1) * FRAC], "f16", "l1") for _ in range(2)]
-        self.w_turn = 0
-        if t.weights_resident:
-            # In pieces of one chunk's rows: the first chunk waits for its own
-            # rows only; when the first band is not in a loop, the rest follow
-            # its input on MTE2 (`flush_weights`).
-            self.w_l1 = nir.alloc([s.k1 * s.co1 * FRAC], "f16", "l1")
-            # Pieces of 1, 1, 2, 4, ... chunks: each copy is followed by its flag,
-            # which waits for the copy's GM latency, so a piece must cover
-            # more compute than the previous one took to arrive.
-            step, pieces, k0, size = min(t.kc, s.k1), [], 0, 1
-            while k0 < s.k1:
-                rows = min(size * step, s.k1 - k0)
-                pieces.append((k0, rows))
-                k0 += rows
-                size = size if len(pieces) == 1 else 2 * size
-            self.pending = [lambda k0=k0, rows=rows: self.copy_weight_rows(k0, rows)
-                            for k0, rows in pieces]
-            self.pending.pop(0)()
+        self.plan_weights()
         # Two sets of accumulators (L0C) and drain buffers (UB), alternating
         # band by band, live for the whole conv: a band's mads never wait for
         # the previous band's drain. Bands in loops go two per iteration.
@@ -199,39 +176,6 @@ class ConvKernel:
                 if rest:
                     self.emit_band(n, band, lin((base, 1), (h0 + 2 * pairs * t.rows, 1)))
 
-    def row_pitch(self) -> int:
-        """32-byte blocks from one K1 row of the fractal-Z weights to the
-        next: Cout1 * 16, or more in one core's slice of a conv split over
-        its output channels (npu-split-cores)."""
-        strides, _ = nir.memref_layout(self.wz)
-        return strides[0] // 16
-
-    def copy_weight_rows(self, k0: int, rows: int) -> None:
-        """K1 rows [k0, k0 + rows) of the weights -> the resident L1 copy:
-        one burst when the rows are contiguous, else one per row."""
-        s = self.s
-        dst = nir.subview(self.w_l1, [k0 * s.co1 * FRAC], [rows * s.co1 * FRAC])
-        gap = self.row_pitch() - s.co1 * 16
-        if gap == 0:
-            src = nir.subview(nir.flatten_memref(self.wz), [k0 * s.co1 * FRAC], [rows * s.co1 * FRAC])
-            copy("cce.copy_gm_to_l1", src, dst, 1, rows * s.co1 * 16)
-        else:
-            src = nir.subview(self.wz, [k0, 0, 0, 0], [rows, s.co1, 16, 16])
-            copy_bursts("cce.copy_gm_to_l1", src, dst, rows, s.co1 * 16, src_gap=gap)
-
-    def copy_tile_weights(self, w_l1, s0: int) -> None:
-        """The fractal-Z columns of the super tile at Cout block s0 -> L1."""
-        s = self.s
-        ns = min(self.t.n1, s.co1 - s0)
-        wsrc = nir.subview(self.wz, [0, s0, 0, 0], [s.k1, ns, 16, 16])
-        copy_bursts("cce.copy_gm_to_l1", wsrc, nir.subview(w_l1, [0], [s.k1 * ns * FRAC]), s.k1,
-                    ns * 16, src_gap=self.row_pitch() - ns * 16)
-
-    def flush_weights(self) -> None:
-        for piece in self.pending:
-            piece()
-        self.pending = []
-
     def bias_pattern(self) -> ir.Value:
         """The bias of every Cout block repeated to one 256-byte repeat (4 rows
         of 16 f32, or 8 of 16 f16), [Co1, rows, 16] in UB in the output's
@@ -271,11 +215,7 @@ class ConvKernel:
         chunk = 0
         for s0 in range(0, s.co1, t.n1):
             ns = min(t.n1, s.co1 - s0)
-            w_l1, pitch, col = self.w_l1, s.co1, s0
-            if w_l1 is None:  # this super tile's weights, in the buffer of its turn
-                w_l1, pitch, col = self.w_tiles[self.w_turn], ns, 0
-                self.w_turn ^= 1
-                self.copy_tile_weights(w_l1, s0)
+            w_l1, pitch, col = self.tile_weights(s0, ns)
             half = -(-ns // 2)
             tiles = [(0, ns)] if ns < 2 else [(0, half), (half, ns - half)]
             # Streamed weights: the drains' operands join the run of the super
@@ -385,32 +325,6 @@ class ConvKernel:
                       stride_w=g.strides[1], kernel_h=g.kh, kernel_w=g.kw,
                       dilation_h=g.dilations[0], dilation_w=g.dilations[1],
                       dst_stride=dst_stride, repeat_mode=repeat_mode, repeat=repeat, **extra)
-
-    def load_weights(self, w_l1, l0b, pitch: int, col: int, kp0: int, kcj: int, n1: int,
-                     at: int) -> None:
-        """Fractal-Z rows kp0..kp0+kcj, Cout blocks col..col+n1 -> L0B (Zn [kcj, n1])
-        from fractal `at`: whole runs when the rows are contiguous, else one
-        load per row or per column (whichever is fewer instructions)."""
-        mr = self.target.max_repeat
-        if n1 == pitch:
-            total = kcj * n1
-            for f0 in range(0, total, mr):
-                rep = min(mr, total - f0)
-                self.load(w_l1, l0b, kp0 * pitch + f0, at + f0, rep, 1, 1)
-        elif kcj <= n1:
-            for r in range(kcj):
-                self.load(w_l1, l0b, (kp0 + r) * pitch + col, at + r * n1, n1, 1, 1)
-        else:
-            for c in range(n1):
-                self.load(w_l1, l0b, kp0 * pitch + col + c, at + c, kcj, pitch, n1)
-
-    def load(self, src, dst, src_frac: int, dst_frac: int, repeat: int, src_stride: int,
-             dst_stride: int) -> None:
-        src_len = ((repeat - 1) * src_stride + 1) * FRAC
-        dst_len = ((repeat - 1) * dst_stride + 1) * FRAC
-        nir.create_op("cce.load_l1_to_l0b", [nir.subview(src, [src_frac * FRAC], [src_len]),
-                                             nir.subview(dst, [dst_frac * FRAC], [dst_len])],
-                      repeat=repeat, src_stride=src_stride, dst_stride=dst_stride, transpose=False)
 
     def drain(self, l0c, n: int, co0: int, n1: int, ho0: Index, rows: int, m1: int,
               slot: int, prefetched: bool = False) -> None:
