@@ -30,6 +30,7 @@ from npu.dialects.ascend_conv import FORMS_5HD, geometry, has_bias, layout
 from npu.kernels.cce_build import core_part
 from npu.passes.base import Pass, PassError, ub_fraction_option
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue, group_of
+from npu.passes.lower_conv.image_map import staging_bytes
 from npu.passes.lower_conv.kernel import ConvKernel
 
 
@@ -58,6 +59,8 @@ class LowerConv(Pass):
         with op.location, ir.InsertionPoint(op):  # (its recipes' constant blocks go here)
             epi = ConvEpilogue(self.target, region, op) if region is not None else None
         budget = int(self.target.capacity("ub") * self.ub_fraction)
+        if len(nir.memref_shape(op.operands[0])) == 4:  # an NCHW image staged through UB
+            budget -= staging_bytes(self.target)
         row_parts = self.row_parts(op)
         tiling = choose_tiling(shape.row_part(row_parts[0]) if row_parts else shape, self.target,
                                budget, epi.work if epi is not None else None, SETS)

@@ -32,6 +32,15 @@ REAL = 4    # slots the small-channel mode reads
 MAX_CHUNK = 1024
 
 
+def staging_bytes(target: Target) -> int:
+    """UB the staging takes at most (chunks of MAX_CHUNK pixels): the conv's
+    tiling leaves it out of its budget."""
+    blocks = MAX_CHUNK // SLOTS + 1
+    lanes = target.lanes(2)
+    row = -(-blocks * SLOTS // lanes) * lanes
+    return 2 * 2 * (REAL * row + blocks * SLOTS * SLOTS)
+
+
 class ImageMap:
     """Fills a band's L1 map [1, rows, W, 16] from the NCHW f16 image."""
 
