@@ -6,7 +6,10 @@ runs output-stationary in tiles the conv cost model picks
 input rows (halo included) are copied to L1 once; img2col reads them
 (`cce.img2col_l1_to_l0a`, the band's own feature-map register, so a map
 too large for L1 is simply more bands); weights in fractal-Z stay in L1
-for the whole conv when they fit; per chunk of kernel points, L0A and L0B
+for the whole conv when they fit, else each super tile of Cout blocks
+streams its own into one of two L1 buffers in turn (`weights.py`), its
+drains' epilogue operands loaded in the same run (each run of loads ends in
+a flag that holds MTE2 for the GM latency); per chunk of kernel points, L0A and L0B
 alternate halves so MTE1 fills one while the cube reads the other; the
 drain adds the bias and converts on the way to GM (`kernel.py`), and runs
 the conv's `npu.conv_epilogue` group, if any, on each tile (`epilogue.py`).

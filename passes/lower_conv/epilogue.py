@@ -82,7 +82,8 @@ class ConvEpilogue:
         view = lambda buf: nir.subview(buf, [0], [count])  # noqa: E731
         # value -> its tile in UB: the drained one, the operands loaded, and
         # what the members make (the very values, as `npu-fuse` grouped them)
-        tiles = [(self.conv.operands[-1], tile)] + [(v, view(b)) for v, b in zip(self.loaded, loads)]
+        tiles = [(self.conv.operands[-1], tile)]
+        tiles += [(v, view(b)) for v, b in zip(self.loaded, loads)]
         for k, m in enumerate(self.members):
             values = [v for v in m.operands if nir.is_memref(v.type)]
             srcs = [(next(b for w, b in tiles if w == v), nir.memref_element(v)) for v in values[:-1]]

@@ -36,7 +36,8 @@ def conv_then(x: str, w: str, b: str, out: str, c1: int, co1: int, hw: int,
         lines += [f"%{out}_s = memref.alloc() : {y}",
                   f'"ascend.add"(%{out}_h, %{residual}, %{out}_s) : ({y}, {y}, {y}) -> ()']
         last = f"{out}_s"
-    lines.append(f'"ascend.maxs"(%{last}, %{out}) {{scalar = 0.000000e+00 : f64}} : ({y}, {y}) -> ()')
+    lines.append(f'"ascend.maxs"(%{last}, %{out}) {{scalar = 0.000000e+00 : f64}} : '
+                 f"({y}, {y}) -> ()")
     return lines
 
 
