@@ -18,6 +18,7 @@ from npu import ir as nir
 from npu.costmodel.conv import epilogue
 from npu.kernels.cce_build import copy_bursts
 from npu.kernels.vector_compute import constant_blocks, emit_flat_run
+from npu.passes.lower_conv.drain_cast import leading_cast
 from npu.target import Target
 
 FRAC = 256
@@ -35,8 +36,15 @@ class ConvEpilogue:
     def __init__(self, target: Target, region: ir.Operation, conv: ir.Operation) -> None:
         self.target, self.region, self.conv = target, region, conv
         self.members = self.members_of(region, conv)
-        self.result = self.members[-1].operands[-1]
-        self.work = epilogue.work(self.members, conv.operands[-1], target)
+        # a leading f32 -> f16 cast is the drain's own conversion (drain_cast.py):
+        # the drained tile is then the cast's result
+        self.cast = leading_cast(self.members, conv.operands[-1])
+        if self.cast is not None:
+            self.members = self.members[1:]
+        self.source = conv.operands[-1] if self.cast is None else self.cast.operands[-1]
+        self.result = (self.members or [self.cast])[-1].operands[-1]
+        self.work = epilogue.work(self.members, self.source, target) if self.members else \
+            epilogue.EpilogueWork(0, 0.0, 0, 0, 2)
         self.consts = {}
         for k, m in enumerate(self.members):
             consts = constant_blocks(self.compute(m), target)
@@ -57,7 +65,7 @@ class ConvEpilogue:
         nor its vector work for that drain's store. (Loading the operands a
         super tile ahead, in four sets, measured slower on ResNet-18: the
         extra tiles cost the conv's tiling more than the loads' waits.)"""
-        self.loaded = epilogue.loaded_operands(self.members, self.conv.operands[-1])
+        self.loaded = epilogue.loaded_operands(self.members, self.source)
         self.sets = [([nir.alloc([size], nir.memref_element(m.operands[-1]), "ub") for m in self.members],
                       [[nir.alloc([size], t, "ub") for t in self.compute(m).temps] for m in self.members],
                       [nir.alloc([size], nir.memref_element(v), "ub") for v in self.loaded])
@@ -82,7 +90,7 @@ class ConvEpilogue:
         view = lambda buf: nir.subview(buf, [0], [count])  # noqa: E731
         # value -> its tile in UB: the drained one, the operands loaded, and
         # what the members make (the very values, as `npu-fuse` grouped them)
-        tiles = [(self.conv.operands[-1], tile)]
+        tiles = [(self.source, tile)]
         tiles += [(v, view(b)) for v, b in zip(self.loaded, loads)]
         for k, m in enumerate(self.members):
             values = [v for v in m.operands if nir.is_memref(v.type)]
@@ -117,5 +125,5 @@ class ConvEpilogue:
     def finish(self) -> None:
         """After the conv is lowered inside the region: drop the members and
         what only they used, and put the rest where the region is."""
-        nir.dissolve_group(self.region, self.members)
+        nir.dissolve_group(self.region, ([self.cast] if self.cast is not None else []) + self.members)
 

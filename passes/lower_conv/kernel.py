@@ -16,6 +16,7 @@ from npu import ir as nir
 from npu.costmodel.conv.tiling import ConvShape, ConvTiling
 from npu.dialects.ascend_conv import ConvGeometry
 from npu.kernels.cce_build import by_run, copy, copy_bursts, lin
+from npu.passes.lower_conv.drain_cast import f16_bias_pattern
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue
 from npu.passes.lower_conv.image_map import ImageMap
 from npu.passes.lower_conv.weights import FRAC, ConvWeights
@@ -46,6 +47,8 @@ class ConvKernel(ConvWeights):
         self.target, self.g, self.s, self.t = target, g, s, t
         self.x5, self.wz, self.bias, self.out5 = x5, wz, bias, out5
         self.out_type = nir.memref_element(out5)
+        if epilogue is not None and epilogue.cast is not None:  # the drain rounds (drain_cast.py)
+            self.out_type = "f16"
         # With an epilogue the drain stores its last member's result instead.
         self.epilogue = epilogue
         self.dest = epilogue.result if epilogue is not None else out5
@@ -181,6 +184,8 @@ class ConvKernel(ConvWeights):
         of 16 f32, or 8 of 16 f16), [Co1, rows, 16] in UB in the output's
         type: vadd reads it with repeat stride 0."""
         co1, ob = self.s.co1, nir.element_bytes(self.out_type)
+        if nir.memref_element(self.bias) != self.out_type:
+            return f16_bias_pattern(self.target, self.bias, co1)
         rows = 256 // (16 * ob)
         pattern = nir.alloc([co1 * rows * 16], self.out_type, "ub")
         blocks = ob // 2  # 32-byte blocks of one row of 16
