@@ -72,7 +72,11 @@ class ConvEpilogueGrouping:
         location = ir.Location.fused([conv.location] + [m.location for m in members],
                                      context=conv.context)
         last = members[-1]
-        nir.form_group_region(epilogue.CONV_EPILOGUE_ATTR, {"members": len(members)}, location,
+        figures: dict[str, int | str] = {"members": len(members)}
+        if self.epilogue_f16 and not self.epilogue_bias_f32 and \
+                epilogue.leading_cast(members, conv.operands[-1]) is not None:
+            figures["compute"] = "f16"  # the drain rounds; the bias adds in f16
+        nir.form_group_region(epilogue.CONV_EPILOGUE_ATTR, figures, location,
                               last, internal, [conv] + members)
         if self.remarks:
             names = ", ".join(f"'{m.name}'" for m in members)

@@ -1,4 +1,6 @@
-"""The f32 -> f16 cast after a conv, done by the drain itself.
+"""The f32 -> f16 cast after a conv, done by the drain itself (when its
+`npu.conv_epilogue` group says `compute = "f16"`: `npu-fuse`'s
+`epilogue-f16`, as for matmul epilogues; README "Precision").
 
 An f16 model's conv reaches `npu-lower-conv` with an f32 result (and an f32
 bias, batch-norm folded) followed by `ascend.cast` to f16, usually the first
@@ -9,8 +11,9 @@ f32), the bias add in f32 (4 repeats) and the cast (4 repeats of 64 lanes):
 its pointwise and depthwise layers bound by V. The L0C -> UB copy converts
 to f16 on the way for free, so with the cast folded in the drain is the
 copy and an f16 bias add (2 repeats): the bias rounded to f16 once per
-conv, the sum rounded once more (within half an f16 ulp of the cast of the
-f32 sum: the f16 tolerances against onnxruntime hold).
+conv, the sum rounded once more: the bias add rounds twice, as in a
+matmul's f16 epilogue (`npu-lower{fuse-epilogue-bias-f32=true}` or
+`fuse-epilogue-f16=false` keep the f32 add and one rounding).
 """
 
 from __future__ import annotations
@@ -19,21 +22,6 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.kernels.cce_build import copy
-
-
-def leading_cast(members: list[ir.Operation], conv_out: ir.Value) -> ir.Operation | None:
-    """The group's first member when it is the rounding f32 -> f16 cast of
-    the conv's result and nothing else in the group reads that result."""
-    if not members or members[0].name != "ascend.cast":
-        return None
-    cast = members[0]
-    if cast.operands[0] != conv_out or nir.str_attr(cast, "round_mode") != "rint":
-        return None
-    if (nir.memref_element(conv_out), nir.memref_element(cast.operands[-1])) != ("f32", "f16"):
-        return None
-    if any(v == conv_out for m in members[1:] for v in m.operands):
-        return None
-    return cast
 
 
 def f16_bias_pattern(target, bias: ir.Value, co1: int) -> ir.Value:

@@ -18,7 +18,6 @@ from npu import ir as nir
 from npu.costmodel.conv import epilogue
 from npu.kernels.cce_build import copy_bursts
 from npu.kernels.vector_compute import constant_blocks, emit_flat_run
-from npu.passes.lower_conv.drain_cast import leading_cast
 from npu.target import Target
 
 FRAC = 256
@@ -38,7 +37,9 @@ class ConvEpilogue:
         self.members = self.members_of(region, conv)
         # a leading f32 -> f16 cast is the drain's own conversion (drain_cast.py):
         # the drained tile is then the cast's result
-        self.cast = leading_cast(self.members, conv.operands[-1])
+        figures = region.attributes[epilogue.CONV_EPILOGUE_ATTR]
+        in_f16 = "compute" in figures and ir.StringAttr(figures["compute"]).value == "f16"
+        self.cast = epilogue.leading_cast(self.members, conv.operands[-1]) if in_f16 else None
         if self.cast is not None:
             self.members = self.members[1:]
         self.source = conv.operands[-1] if self.cast is None else self.cast.operands[-1]

@@ -78,3 +78,20 @@ def test_cast_folded_into_the_drain() -> None:
     # 9 Cout blocks x 49 fractals, at most 16 V cycles each (was 9,214: ~21)
     assert expand["bound_unit"] == "V" and expand["bound_cycles"] <= 16 * 9 * 49, expand
     assert rep["cycles"] < 31_000, rep["cycles"]
+
+
+@pytest.mark.parametrize("option", ["fuse-epilogue-f16=false", "fuse-epilogue-bias-f32=true"])
+def test_precision_options_keep_the_f32_bias_add(option: str) -> None:
+    """The fold follows npu-fuse's precision options, as a matmul epilogue's
+    f16 compute does: with either, the conv drains f32, adds the bias in f32
+    and the cast rounds once (vconvs of the drained tiles); by default the
+    drain converts and only the bias pattern's vconv is left."""
+    model = block(8, 40, 13, 1)
+    x = np.random.default_rng(1).standard_normal((1, 8, 13, 13)).astype(np.float16)
+    want = ort_run(model, {"x": x})[0]
+    folded = npu.compile(model, target="ascend910", cores=1)
+    exact = npu.compile(model, target="ascend910", pipeline=f"npu-lower{{cores=1 {option}}}")
+    vconvs = lambda k: k.stages["lowered"].count("vconv")  # noqa: E731
+    assert vconvs(folded) < vconvs(exact), (vconvs(folded), vconvs(exact))
+    (got,), _ = exact(x)
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), **TOL)

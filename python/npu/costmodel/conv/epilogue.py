@@ -50,6 +50,22 @@ def loaded_operands(members: list[ir.Operation], conv_out: ir.Value) -> list[ir.
     return loads
 
 
+def leading_cast(members: list[ir.Operation], conv_out: ir.Value) -> ir.Operation | None:
+    """The group's first member when it is the rounding f32 -> f16 cast of
+    the conv's result and nothing else in the group reads that result: the
+    drain can round as it leaves L0C instead (`compute = "f16"`)."""
+    if not members or members[0].name != "ascend.cast":
+        return None
+    cast = members[0]
+    if cast.operands[0] != conv_out or nir.str_attr(cast, "round_mode") != "rint":
+        return None
+    if (nir.memref_element(conv_out), nir.memref_element(cast.operands[-1])) != ("f32", "f16"):
+        return None
+    if any(v == conv_out for m in members[1:] for v in m.operands):
+        return None
+    return cast
+
+
 def member_compute(m: ir.Operation) -> Compute:
     """The vector recipe of member `m` over its operands' and result's types."""
     values = [v for v in m.operands if nir.is_memref(v.type)]
