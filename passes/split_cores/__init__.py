@@ -50,7 +50,7 @@ from npu.costmodel.fusion.rows import FUSED_ATTR
 
 from .barriers import Access, Unit, gm_operands, place
 from .groups import apply_group, external, group_split, written
-from . import share
+from . import aligned, share
 from .rules import SplitRules
 from .split import Split, apply
 
@@ -135,6 +135,7 @@ class SplitCoresPass(Pass):
             if op.name.startswith("ascend."):
                 split = next((s for n in range(wanted, 1, -1)
                               if (s := self.rules.split(op, n)) is not None), None)
+                split = aligned.choose(op, split, units, splits, self)
                 units.append(self._ascend_unit(op, split))
                 splits.append(split)
             elif op.name == "scf.execute_region" and any(
@@ -142,6 +143,7 @@ class SplitCoresPass(Pass):
                                                  CONV_EPILOGUE_ATTR)):
                 found = next((g for n in range(wanted, 1, -1)
                               if (g := self._group(op, n)) is not None), None)
+                found = aligned.choose(op, found, units, splits, self)
                 units.append(self._group_unit(op, found))
                 splits.append(found)
             elif not op.name.startswith(INERT) and (len(op.regions) or op.name.startswith("cce.")):

@@ -48,14 +48,21 @@ from npu.target import Target
 from .split import BATCH, ROWS, Split
 
 
-def split_conv(op: ir.Operation, parts: int, target: Target) -> Split | None:
-    """The cheapest batch x channel x row grid of at most `parts` cores."""
+def split_conv(op: ir.Operation, parts: int, target: Target,
+               rows_of: tuple[int, int] | None = None) -> Split | None:
+    """The cheapest batch x channel x row grid of at most `parts` cores;
+    with `rows_of = (pb, pr)`, only the grid of pb images and pr runs of
+    whole rows (every channel), to line up with the op that wrote its input
+    (`aligned`)."""
     if layout(op) not in FORMS_5HD:
         return None
     shape = conv_shape(op)
     diagonal = layout(op) == NC1HWC0_BD
     best: Split | None = None
-    for pb, pc, pr in _grids(shape.batch, shape.co1, shape.ho, parts):
+    grids = _grids(shape.batch, shape.co1, shape.ho, parts) if rows_of is None else (
+        [(rows_of[0], 1, rows_of[1])] if rows_of[0] * rows_of[1] <= parts
+        and shape.batch % rows_of[0] == 0 and shape.ho % rows_of[1] == 0 else [])
+    for pb, pc, pr in grids:
         if not inner_runs_unpadded(shape.ho, shape.h, shape.stride_h, shape.pad_top,
                                    shape.extent_h, pr):
             continue
@@ -67,7 +74,8 @@ def split_conv(op: ir.Operation, parts: int, target: Target) -> Split | None:
         if best is not None and (cost, -pb * pc * pr) >= (best.cost, -best.parts):
             continue
         grid, out_cut = _grid(pb, pc, pr)
-        in_cut = {**({0: BATCH} if pb > 1 else {}), **({1: "x"} if diagonal else {})}
+        in_cut = {**({0: BATCH} if pb > 1 else {}), **({1: "x"} if diagonal else {}),
+                  **({2: ROWS} if pr > 1 and reads_own_rows(shape, pr) else {})}
         cuts = (in_cut, {1: "x"}, *(({0: "x"},) if has_bias(op) else ()), out_cut)
         best = Split(cuts, grid, cost, frozenset({ROWS}))
     return best if best is not None and best.parts > 1 else None
@@ -89,6 +97,22 @@ def _grid(pb: int, pc: int, pr: int) -> tuple[tuple, dict[int, str]]:
     grid = ((BATCH, pb),) * (pb > 1) + (("x", pc),) + ((ROWS, pr),) * (pr > 1)
     out_cut = {**({0: BATCH} if pb > 1 else {}), 1: "x", **({2: ROWS} if pr > 1 else {})}
     return grid, out_cut
+
+
+def reads_own_rows(shape: ConvShape, pr: int) -> bool:
+    """Each of the pr runs of output rows reads only its own pr-th of the
+    input rows (a 1x1 conv, unpadded, H = stride * Ho): then its input
+    counts as cut by rows for the barriers, and a conv after one that wrote
+    the same runs of rows on the same cores needs no chip barrier."""
+    if shape.h % pr:
+        return False
+    rows, part = shape.ho // pr, shape.h // pr
+    for r in range(pr):
+        first, n = shape.band_rows(r * rows, rows)
+        top = r * rows * shape.stride_h - shape.pad_top
+        if top < 0 or first < r * part or first + n > (r + 1) * part:
+            return False
+    return True
 
 
 def inner_runs_unpadded(ho: int, h: int, stride: int, pad_top: int, extent: int, pr: int) -> bool:

@@ -57,6 +57,8 @@ class SplitRules:
     def __init__(self, target: Target, min_bytes: int):
         self.target = target
         self.min_bytes = min_bytes
+        # (images, runs of rows): convs take only that grid (`aligned.py`)
+        self.rows_of: tuple[int, int] | None = None
 
     def _aligned(self, t: ir.Type, dim: int, parts: int) -> bool:
         """A slice of `t` along `dim` in `parts` equal pieces starts every
@@ -173,7 +175,7 @@ class SplitRules:
                    for t, cut in zip(types, cuts) for d in cut)
 
     def split_conv(self, op: ir.Operation, parts: int) -> Split | None:
-        return split_conv(op, parts, self.target)
+        return split_conv(op, parts, self.target, self.rows_of)
 
     def _split_whole_dim(self, op: ir.Operation, types: list, parts: int) -> Split | None:
         """A slice that takes a leading dim whole (the same size on both
