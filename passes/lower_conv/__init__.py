@@ -33,6 +33,7 @@ from npu.dialects.ascend_conv import FORMS_5HD, geometry, has_bias, layout
 from npu.kernels.cce_build import core_part
 from npu.passes.base import Pass, PassError, ub_fraction_option
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue, group_of
+from npu.passes.lower_conv.drain_cast import f32_bias_staging
 from npu.passes.lower_conv.image_map import staging_bytes
 from npu.passes.lower_conv.kernel import ConvKernel
 
@@ -64,6 +65,8 @@ class LowerConv(Pass):
         budget = int(self.target.capacity("ub") * self.ub_fraction)
         if len(nir.memref_shape(op.operands[0])) == 4:  # an NCHW image staged through UB
             budget -= staging_bytes(self.target)
+        if epi is not None and epi.cast is not None and has_bias(op):
+            budget -= f32_bias_staging(shape.co1)  # the f16 bias pattern is made from it
         row_parts = self.row_parts(op)
         tiling = choose_tiling(shape.row_part(row_parts[0]) if row_parts else shape, self.target,
                                budget, epi.work if epi is not None else None, SETS)

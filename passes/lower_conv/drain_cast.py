@@ -23,12 +23,20 @@ from mlir import ir
 from npu import ir as nir
 from npu.kernels.cce_build import copy
 
+ROWS = 256 // (16 * 2)  # rows of 16 f16 biases in one 256-byte repeat
+
+
+def f32_bias_staging(co1: int) -> int:
+    """UB bytes of the f32 pattern `f16_bias_pattern` converts (live beside
+    the conv's drain slots: its tiling leaves them out of its budget)."""
+    return co1 * ROWS * 16 * 4
+
 
 def f16_bias_pattern(target, bias: ir.Value, co1: int) -> ir.Value:
     """The f32 bias of every Cout block as the f16 pattern the drain's vadd
     reads with repeat stride 0: [Co1, 8 rows, 16], each row the block's 16
     biases (8 rows of f16 = one 256-byte repeat)."""
-    rows = 256 // (16 * 2)
+    rows = ROWS
     wide = nir.alloc([co1 * rows * 16], "f32", "ub")
     blocks = 2  # 32-byte blocks of a row of 16 f32
     for q in range(rows):

@@ -208,6 +208,7 @@ class ConvKernel(ConvWeights):
             src = nir.subview(self.x5, [n, c1, r0, 0, 0], [1, 1, band.in_rows, g.w, 16])
             dst = nir.subview(fm, [c1, 0, 0, 0], [1, band.in_rows, g.w, 16])
             copy("cce.copy_gm_to_l1", src, dst, 1, band.in_rows * g.w)
+        self.first_piece()
         m1 = -(-band.rows * s.wo // 16)
         kc = min(t.kc, s.k1)
         l0a, l0b = self.l0a, self.l0b

@@ -17,7 +17,8 @@ class ConvWeights:
     """Mixin of `ConvKernel` (its `s`, `t`, `wz`, `target`)."""
 
     def plan_weights(self) -> None:
-        """The weights' L1 buffers, and the resident copy's first piece."""
+        """The weights' L1 buffers, and the resident copy's pieces (the first
+        goes out with the first band's map: `first_piece`)."""
         s, t = self.s, self.t
         self.w_l1, self.pending = None, []
         # Streamed weights: two L1 buffers, super tiles alternating between
@@ -42,6 +43,14 @@ class ConvWeights:
                 size = size if len(pieces) == 1 else 2 * size
             self.pending = [lambda k0=k0, rows=rows: self.copy_weight_rows(k0, rows)
                             for k0, rows in pieces]
+        self.pieces = len(self.pending)
+
+    def first_piece(self) -> None:
+        """The resident copy's first piece, right after the first band's map
+        copies: one run of loads and one GM latency for both. (Before them,
+        its flag held MTE2 for the latency before the map could start, on
+        every core after a chip barrier.)"""
+        if self.pending and len(self.pending) == self.pieces:
             self.pending.pop(0)()
 
     def tile_weights(self, s0: int, ns: int) -> tuple[ir.Value, int, int]:
