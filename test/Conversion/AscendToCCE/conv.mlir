@@ -2,8 +2,8 @@
 // RUN: npu-opt %s --split-input-file --npu-lower-conv -o %t 2>&1 | FileCheck %s --check-prefix=REMARK
 // npu-lower-conv: a 3x3 pad-1 conv of a 6x6 map with 2 C1 blocks (K = 2*9
 // fractals) into one Cout block, one band: the f32 bias repeated to one
-// 256-byte repeat in UB (4 copies), the weights (18 fractals) to L1, the map
-// per C1 block to L1, one img2col per M fractal of the band along K (repeat
+// 256-byte repeat in UB (4 copies), the map per C1 block to L1, then the
+// weights (18 fractals) to L1 in the same run of loads, one img2col per M fractal of the band along K (repeat
 // mode 0: 3 M fractals, fewer than the chunk's 18 K fractals; each starts at
 // its first window, 16 apart in raster order: (-1, -1), (1, 3), (4, 1)), the
 // weights to L0B, one mad over the chunk, then L0C -> UB, the bias vadd and
@@ -11,8 +11,8 @@
 
 // CHECK-LABEL: func.func @conv
 // CHECK-COUNT-4: "cce.copy_gm_to_ub"(%arg2
-// CHECK:         "cce.copy_gm_to_l1"({{.*}}) {burst_len = 288 : i64
 // CHECK-COUNT-2: "cce.copy_gm_to_l1"({{.*}}) {burst_len = 36 : i64
+// CHECK:         "cce.copy_gm_to_l1"({{.*}}) {burst_len = 288 : i64
 // CHECK:         "cce.img2col_l1_to_l0a"({{.*}}) {c1 = 0 : i64, dilation_h = 1 : i64, dilation_w = 1 : i64, dst_stride = 1 : i64, fetch_h = 0 : i64, fetch_w = 0 : i64, fm_h = 6 : i64, fm_w = 6 : i64, kernel_h = 3 : i64, kernel_w = 3 : i64, left_top_h = -1 : i64, left_top_w = -1 : i64, pad_bottom = 1 : i64, pad_left = 1 : i64, pad_right = 1 : i64, pad_top = 1 : i64, repeat = 18 : i64, repeat_mode = 0 : i64, stride_h = 1 : i64, stride_w = 1 : i64}
 // CHECK-NEXT:    memref.subview
 // CHECK-NEXT:    "cce.img2col_l1_to_l0a"({{.*}}) {c1 = 0 : i64, {{.*}} left_top_h = 1 : i64, left_top_w = 3 : i64, {{.*}} repeat = 18 : i64, repeat_mode = 0 : i64
