@@ -45,7 +45,7 @@ class ConvEpilogue:
         self.source = conv.operands[-1] if self.cast is None else self.cast.operands[-1]
         self.result = (self.members or [self.cast])[-1].operands[-1]
         self.work = epilogue.work(self.members, self.source, target) if self.members else \
-            epilogue.EpilogueWork(0, 0.0, 0, 0, 2)
+            epilogue.EpilogueWork(set_bytes=0, vector=0.0, loaded_bytes=0, loads=0, out_bytes=2)
         self.consts = {}
         for k, m in enumerate(self.members):
             consts = constant_blocks(self.compute(m), target)
