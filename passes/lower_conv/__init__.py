@@ -34,7 +34,7 @@ from npu.kernels.cce_build import core_part
 from npu.passes.base import Pass, PassError, ub_fraction_option
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue, group_of
 from npu.passes.lower_conv.drain_cast import f32_bias_staging
-from npu.passes.lower_conv.image_map import staging_bytes
+from npu.passes.lower_conv.image_map import reads_image, staging_bytes
 from npu.passes.lower_conv.kernel import ConvKernel
 
 
@@ -63,7 +63,7 @@ class LowerConv(Pass):
         with op.location, ir.InsertionPoint(op):  # (its recipes' constant blocks go here)
             epi = ConvEpilogue(self.target, region, op) if region is not None else None
         budget = int(self.target.capacity("ub") * self.ub_fraction)
-        if len(nir.memref_shape(op.operands[0])) == 4:  # an NCHW image staged through UB
+        if reads_image(op.operands[0]):  # staged through UB
             budget -= staging_bytes(self.target)
         if epi is not None and epi.cast is not None and has_bias(op):
             budget -= f32_bias_staging(shape.co1)  # the f16 bias pattern is made from it

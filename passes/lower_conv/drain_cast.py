@@ -21,34 +21,28 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import ir as nir
-from npu.kernels.cce_build import copy
+from npu.costmodel.vector.tiling import split_repeats
+from npu.kernels.cce_build import sub
 
 ROWS = 256 // (16 * 2)  # rows of 16 f16 biases in one 256-byte repeat
 
 
 def f32_bias_staging(co1: int) -> int:
-    """UB bytes of the f32 pattern `f16_bias_pattern` converts (live beside
+    """UB bytes of the f32 pattern `f16_pattern` converts (live beside
     the conv's drain slots: its tiling leaves them out of its budget)."""
     return co1 * ROWS * 16 * 4
 
 
-def f16_bias_pattern(target, bias: ir.Value, co1: int) -> ir.Value:
-    """The f32 bias of every Cout block as the f16 pattern the drain's vadd
-    reads with repeat stride 0: [Co1, 8 rows, 16], each row the block's 16
-    biases (8 rows of f16 = one 256-byte repeat)."""
-    rows = ROWS
-    wide = nir.alloc([co1 * rows * 16], "f32", "ub")
-    blocks = 2  # 32-byte blocks of a row of 16 f32
-    for q in range(rows):
-        dst = nir.subview(wide, [q * 16], [co1 * rows * 16 - q * 16])
-        copy("cce.copy_gm_to_ub", bias, dst, co1, blocks, 0, (rows - 1) * blocks)
-    pattern = nir.alloc([co1 * rows * 16], "f16", "ub")
+def f16_pattern(target, wide: ir.Value) -> ir.Value:
+    """The f32 bias pattern `wide` (the kernel's `bias_pattern`, 8 rows of
+    16 a Cout block: one f16 repeat) converted to the f16 one the drain's
+    vadd reads."""
+    count = nir.memref_shape(wide)[0]
+    pattern = nir.alloc([count], "f16", "ub")
     lanes = target.lanes(4)
-    repeats = co1 * rows * 16 // lanes
-    for r0 in range(0, repeats, target.max_repeat):
-        rep = min(target.max_repeat, repeats - r0)
-        nir.create_op("cce.vconv", [nir.subview(pattern, [r0 * lanes], [rep * lanes]),
-                                    nir.subview(wide, [r0 * lanes], [rep * lanes])],
-                      repeat=rep, mask=lanes, dst_blk_stride=1, src_blk_stride=1,
+    for ins in split_repeats(count, lanes, target.max_repeat):
+        span = (ins.repeat - 1) * lanes + ins.mask
+        nir.create_op("cce.vconv", [sub(pattern, ins.offset, span), sub(wide, ins.offset, span)],
+                      repeat=ins.repeat, mask=ins.mask, dst_blk_stride=1, src_blk_stride=1,
                       dst_rep_stride=4, src_rep_stride=8, round_mode="rint")
     return pattern

@@ -32,6 +32,12 @@ REAL = 4    # slots the small-channel mode reads
 MAX_CHUNK = 1024
 
 
+def reads_image(x: ir.Value) -> bool:
+    """Whether a small-channel conv's input is its NCHW image (4-D) rather
+    than an NC1HWC0 map (5-D)."""
+    return len(nir.memref_shape(x)) == 4
+
+
 def staging_bytes(target: Target) -> int:
     """UB the staging takes at most (chunks of MAX_CHUNK pixels): the conv's
     tiling leaves it out of its budget."""
@@ -76,19 +82,14 @@ class ImageMap:
         fm = self.ahead.pop((n, ho0), None) if isinstance(ho0, int) else None
         if fm is None:
             fm = kernel.map_buffer(band)
-            self.load(n, self.first_row(kernel, ho0, band), band.in_rows, fm)
+            self.load(n, kernel.first_row(ho0, band), band.in_rows, fm)
         run = self.run or kernel.s.ho
         if isinstance(ho0, int) and ho0 + band.rows < (ho0 // run + 1) * run:
             nxt = ho0 + band.rows
             nb, _ = kernel.band(nxt, min(kernel.t.rows, (ho0 // run + 1) * run - nxt))
             self.ahead[(n, nxt)] = kernel.map_buffer(nb)
-            self.load(n, self.first_row(kernel, nxt, nb), nb.in_rows, self.ahead[(n, nxt)])
+            self.load(n, kernel.first_row(nxt, nb), nb.in_rows, self.ahead[(n, nxt)])
         return fm
-
-    @staticmethod
-    def first_row(kernel, ho0: Index, band) -> Index:
-        g = kernel.g
-        return lin((ho0, g.strides[0]), (-g.pads[0] + band.pad_top, 1))
 
     def load(self, n: int, r0: Index, rows: int, fm: ir.Value) -> None:
         """Input rows [r0, r0 + rows) of image `n` -> the L1 map `fm`."""

@@ -16,9 +16,9 @@ from npu import ir as nir
 from npu.costmodel.conv.tiling import ConvShape, ConvTiling
 from npu.dialects.ascend_conv import ConvGeometry
 from npu.kernels.cce_build import by_run, copy, copy_bursts, lin
-from npu.passes.lower_conv.drain_cast import f16_bias_pattern
+from npu.passes.lower_conv.drain_cast import f16_pattern
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue
-from npu.passes.lower_conv.image_map import ImageMap
+from npu.passes.lower_conv.image_map import ImageMap, reads_image
 from npu.passes.lower_conv.weights import FRAC, ConvWeights
 from npu.target import Target
 
@@ -121,7 +121,7 @@ class ConvKernel(ConvWeights):
                    for _ in range(max(2, min(UB_SLOTS, room // slot_bytes)))]
         if self.epilogue is not None:
             self.epilogue.allocate(half * m1 * FRAC)
-        self.image = None if len(nir.memref_shape(self.x5)) == 5 else ImageMap(
+        self.image = None if not reads_image(self.x5) else ImageMap(
             self.target, self.x5, min(self.g.h, (t.rows - 1) * self.g.strides[0] + self.ext_h) * self.g.w)
         kc = min(t.kc, s.k1)
         self.l0a = [nir.alloc([m1 * kc * FRAC], "f16", "l0a") for _ in range(2)]
@@ -182,17 +182,23 @@ class ConvKernel(ConvWeights):
     def bias_pattern(self) -> ir.Value:
         """The bias of every Cout block repeated to one 256-byte repeat (4 rows
         of 16 f32, or 8 of 16 f16), [Co1, rows, 16] in UB in the output's
-        type: vadd reads it with repeat stride 0."""
-        co1, ob = self.s.co1, nir.element_bytes(self.out_type)
-        if nir.memref_element(self.bias) != self.out_type:
-            return f16_bias_pattern(self.target, self.bias, co1)
-        rows = 256 // (16 * ob)
-        pattern = nir.alloc([co1 * rows * 16], self.out_type, "ub")
-        blocks = ob // 2  # 32-byte blocks of one row of 16
+        type (converted from the bias's own, `drain_cast`): vadd reads it
+        with repeat stride 0."""
+        co1, bias_type = self.s.co1, nir.memref_element(self.bias)
+        rows = 256 // (16 * nir.element_bytes(self.out_type))
+        pattern = nir.alloc([co1 * rows * 16], bias_type, "ub")
+        blocks = nir.element_bytes(bias_type) // 2  # 32-byte blocks of one row of 16
         for q in range(rows):
             dst = nir.subview(pattern, [q * 16], [co1 * rows * 16 - q * 16])
             copy("cce.copy_gm_to_ub", self.bias, dst, co1, blocks, 0, (rows - 1) * blocks)
+        if bias_type != self.out_type:  # an f32 bias for a drain that rounds to f16
+            return f16_pattern(self.target, pattern)
         return pattern
+
+    def first_row(self, ho0: Index, band: Band) -> Index:
+        """The first input row the band from output row `ho0` reads."""
+        g = self.g
+        return lin((ho0, g.strides[0]), (-g.pads[0] + band.pad_top, 1))
 
     def map_buffer(self, band: Band) -> ir.Value:
         return nir.alloc([self.s.c1, band.in_rows, self.g.w, 16], "f16", "l1")
@@ -200,7 +206,7 @@ class ConvKernel(ConvWeights):
     def emit_band(self, n: int, band: Band, ho0: Index, fm: ir.Value | None = None) -> None:
         """The band of output rows from `ho0` of image `n`."""
         g, s, t = self.g, self.s, self.t
-        r0 = lin((ho0, g.strides[0]), (-g.pads[0] + band.pad_top, 1))
+        r0 = self.first_row(ho0, band)
         if self.image is not None:  # the NCHW image of a small-channel conv (image_map.py)
             fm = self.image.band_map(self, n, band, ho0, fm)
         fm = fm if fm is not None else self.map_buffer(band)

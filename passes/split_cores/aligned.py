@@ -69,16 +69,6 @@ def saving(p: "SplitCoresPass") -> float:
     return t.sync_all_cycles + 2 * t.path("gm_to_ub").latency
 
 
-def _conv_of(op: ir.Operation | None) -> ir.Operation | None:
-    if op is None or not _is_conv(op):
-        return None
-    if op.name == "ascend.conv2d":
-        return op
-    convs = [o.operation for o in op.regions[0].blocks[0].operations
-             if o.operation.name == "ascend.conv2d"]
-    return convs[0] if len(convs) == 1 else None
-
-
 def _with_rows(p: "SplitCoresPass", op: ir.Operation, grid: tuple[int, int]
                ) -> Split | tuple | None:
     p.rules.rows_of = grid
