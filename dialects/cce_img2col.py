@@ -215,7 +215,6 @@ def _check_small(op: ir.Operation, target: Target) -> None:
             raise RuleError(f"attribute 'small_channel' must be 0 or 1 (an i64), got {attr}")
 
 
-
 def _check_pad(op: ir.Operation, target: Target) -> None:
     """`pad_value` is optional: an i64 in [-128, 127], non-zero on an int8 map only."""
     if PAD_VALUE not in op.attributes:

@@ -12,9 +12,10 @@ same block. An img2col becomes `hivm.set_fmatrix` + the instruction, after a
 what the padding register is known to hold: 0 at the kernel's start (the
 register's reset value, so programs without a pad value never set it), the
 last value set earlier in the same block, and unknown at the start of a
-nested block and after one when the function sets any non-zero pad. The i64 constants (addresses, words, masks) are made once per
-value, at the start of the function (`npu.hivm.addresses.Constants`). Loops and
-scalar arithmetic stay as they are. A value that does
+nested block and after one when the function sets any non-zero pad. The
+i64 constants (addresses, words, masks) are made once per value, at the
+start of the function (`npu.hivm.addresses.Constants`). Loops and scalar
+arithmetic stay as they are. A value that does
 not fit its field, or an address the hardware cannot use, is an error at the
 op, never a truncated word.
 """

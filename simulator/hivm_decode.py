@@ -158,6 +158,12 @@ class HivmProgram:
         # (region, first byte, one past the last byte) of every operand view
         self.footprints: list[tuple[Region, int, int]] = []
 
+    def start_core(self) -> None:
+        """Each core of a launch starts with the registers in their reset
+        state (the walks of a launch's cores share this object)."""
+        self.mask[0] = self.fmatrix[0] = None
+        self.padding[0] = 0
+
     def view(self, space: str, addr: int, esize: int, instr_name: str, k: int, where: str):
         """(region, element offset) of a byte address in `space`."""
         if space == "gm":

@@ -77,6 +77,8 @@ class Program:
     def walk(self) -> int:
         """Walk the control flow, filling `trace`; returns trailing scalar cycles."""
         self.pending[0] = 0
+        if self.hivm is not None:
+            self.hivm.start_core()  # the previous core's register writes are not this one's
         if self.scalar_loads is not None:
             self.scalar_loads.lines.clear()  # each walk is a core that starts cold
         env = self.env

@@ -27,11 +27,13 @@ def _attrs(**f) -> str:
     return ", ".join(f"{k} = {v} : i64" for k, v in f.items())
 
 
-def conv_kernel(h: int, w: int, stride: int, pads: tuple[int, ...], mode: int) -> tuple[str, int, int]:
+def conv_kernel(h: int, w: int, stride: int, pads: tuple[int, ...], mode: int,
+                cores: int = 1) -> tuple[str, int, int]:
     """(cce text, Ho, Wo) of one int8 conv of the [C1, h, w, 32] map.
     mode 0: one img2col per 16 windows (block i padding with pads[i]),
     stepping all K fractals (dst_stride 1); mode 1: one per kernel point,
-    stepping the windows (dst_stride n1), padding with pads[0]."""
+    stepping the windows (dst_stride n1), padding with pads[0]. On `cores`
+    cores, each computes the conv and stores it to its own part of out."""
     ho = (h + 2 * PAD - K) // stride + 1
     wo = (w + 2 * PAD - K) // stride + 1
     m1, n1, k1 = -(-ho * wo // 16), C1 * K * K, COUT // 16
@@ -59,9 +61,14 @@ def conv_kernel(h: int, w: int, stride: int, pads: tuple[int, ...], mode: int) -
         view = f'memref<{span}xi8, strided<[1], offset: {frac * 512}>, "l0a">'
         body.append(f'    %a{j} = memref.subview %l0a[{frac * 512}] [{span}] [1] : {a_t} to {view}\n'
                     f'    "cce.img2col_l1_to_l0a"(%l1, %a{j}) {{{_attrs(**f)}}} : ({fm_t}, {view}) -> ()')
+    out_t = f'memref<{c_n}xi32, strided<[1], offset: ?>, "gm">'
     text = f'''
 func.func @conv_i8(%x: memref<{C1}x{h}x{w}x32xi8, "gm">, %wt: memref<{b_n}xi8, "gm">,
-                   %out: memref<{c_n}xi32, "gm">) {{
+                   %all: memref<{cores * c_n}xi32, "gm">, %blk: index {{npu.block_idx}})
+                   attributes {{npu.block_dim = {cores} : i64}} {{
+    %cn = arith.constant {c_n} : index
+    %at = arith.muli %blk, %cn : index
+    %out = memref.subview %all[%at] [{c_n}] [1] : memref<{cores * c_n}xi32, "gm"> to {out_t}
     %l1 = memref.alloc() : {fm_t}
     %l1w = memref.alloc() : memref<{b_n}xi8, "l1">
     %l0a = memref.alloc() : {a_t}
@@ -74,7 +81,7 @@ func.func @conv_i8(%x: memref<{C1}x{h}x{w}x32xi8, "gm">, %wt: memref<{b_n}xi8, "
     "cce.load_l1_to_l0b"(%l1w, %l0b) {{repeat = {n1 * k1} : i64, src_stride = 1 : i64, dst_stride = 1 : i64, transpose = false}} : (memref<{b_n}xi8, "l1">, memref<{b_n}xi8, "l0b">) -> ()
     "cce.mad"(%l0a, %l0b, %l0c) {{m = {m1 * 16} : i64, n = {n1 * 32} : i64, k = {COUT} : i64, accumulate = false}} : ({a_t}, memref<{b_n}xi8, "l0b">, memref<{c_n}xi32, "l0c">) -> ()
     "cce.copy_l0c_to_ub"(%l0c, %ub) {{{_copy(c_n * 4 // 32)}}} : (memref<{c_n}xi32, "l0c">, memref<{c_n}xi32, "ub">) -> ()
-    "cce.copy_ub_to_gm"(%ub, %out) {{{_copy(c_n * 4 // 32)}}} : (memref<{c_n}xi32, "ub">, memref<{c_n}xi32, "gm">) -> ()
+    "cce.copy_ub_to_gm"(%ub, %out) {{{_copy(c_n * 4 // 32)}}} : (memref<{c_n}xi32, "ub">, {out_t}) -> ()
     return
 }}
 '''
@@ -102,22 +109,26 @@ def reference(x: np.ndarray, wt: np.ndarray, stride: int, pad_value: int) -> np.
     return out.astype(np.int32)
 
 
-def run(h, w, stride, pads, mode, level):
-    """(result [Cout, Ho, Wo], its reference, the run, the module); the
-    windows of M block i pad with pads[i] (mode 0) or all with pads[0]."""
+def run(h, w, stride, pads, mode, level, cores=1):
+    """(result [Cout, Ho, Wo] of the last core, its reference, the run, the
+    module); the windows of M block i pad with pads[i] (mode 0) or all with
+    pads[0]."""
     rng = np.random.default_rng(7)
     x = rng.integers(-128, 128, (C, h, w), dtype=np.int8)
     wt = rng.integers(-128, 128, (COUT, C, K, K), dtype=np.int8)
-    text, ho, wo = conv_kernel(h, w, stride, pads, mode)
+    text, ho, wo = conv_kernel(h, w, stride, pads, mode, cores)
     module = parse_module(text, make_context())
     run_pipeline(module, "npu-insert-sync", get_target("ascend910"))
     if level == "hivm":
         run_pipeline(module, "npu-plan-memory,npu-lower-cce-to-hivm", get_target("ascend910"))
     fm = np.ascontiguousarray(x.reshape(C1, 32, h, w).transpose(0, 2, 3, 1))
     m1 = -(-ho * wo // 16)
-    res = simulate(module, [fm, fractal_z_int8(wt), np.zeros(m1 * (COUT // 16) * 256, np.int32)])
+    c_n = m1 * (COUT // 16) * 256
+    res = simulate(module, [fm, fractal_z_int8(wt), np.zeros(cores * c_n, np.int32)])
     assert not res.hazards
-    nz = res.outputs[2].reshape(COUT // 16, m1 * 16, 16)  # Nz: [co1, m, co0]
+    parts = res.outputs[2].reshape(cores, c_n)
+    assert (parts == parts[0]).all()  # every core computed the same conv
+    nz = parts[-1].reshape(COUT // 16, m1 * 16, 16)  # Nz: [co1, m, co0]
     got = nz.transpose(0, 2, 1).reshape(COUT, m1 * 16)[:, :ho * wo].reshape(COUT, ho, wo)
     refs = [reference(x, wt, stride, pads[min(i, len(pads) - 1) if mode == 0 else 0])
             .reshape(COUT, -1)[:, 16 * i:16 * i + 16] for i in range(m1)]
@@ -157,6 +168,15 @@ def test_padding_register_changes_between_img2cols():
     assert str(module).count('"hivm.set_padding"') == 2
     # the pads show: padding every block with -7 gives another result
     assert not np.array_equal(want, run(5, 5, 1, (-7, -7), 0, "cce")[1])
+
+
+def test_each_core_starts_with_the_padding_register_reset():
+    # block 0 pads with 0 (the register's reset value: not set), block 1 with
+    # -7: core 1 must not see the -7 core 0 left in the register
+    got, want, res, module = run(5, 5, 1, (0, -7), 0, "hivm", cores=2)
+    np.testing.assert_array_equal(got, want)
+    assert str(module).count('"hivm.set_padding"') == 1
+    assert res.cycles == run(5, 5, 1, (0, -7), 0, "cce", cores=2)[2].cycles
 
 
 def test_zero_pad_sets_no_register():
