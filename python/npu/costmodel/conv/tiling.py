@@ -23,7 +23,8 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.conv.epilogue import EpilogueWork
-from npu.dialects.ascend_conv import NC1HWC0_BD, NC1HWC0_C4, geometry, layout
+from npu.costmodel.conv.int8_staging import staging_work
+from npu.dialects.ascend_conv import NC1HWC0_BD, NC1HWC0_C4, geometry, is_int8, layout
 from npu.target import Target
 
 
@@ -55,6 +56,9 @@ class ConvShape:
     # Block-diagonal (layout "nc1hwc0_bd": depthwise, small groups): Cout
     # block j reduces over input block j's kernel points only, one block per tile.
     diagonal: bool = False
+    # The int8 form: c1 counts 32-channel blocks (the f16 conv of C/2
+    # channels, fractal for fractal), its map staged through UB (int8_staging).
+    int8: bool = False
 
     @property
     def k1(self) -> int:
@@ -154,10 +158,17 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     # each band's map, and each super tile's weights when they stream, end
     # in a flag that holds MTE2 until they land
     runs = s.batch * bands * (1 + (0 if resident else len(n_tiles)))
+    staged = 0.0  # the int8 map's staging: f16 GM bytes, vector passes, UB -> L1 copies
+    mte3_map = 0.0
+    if s.int8:
+        work = staging_work(in_bytes // (s.c1 * 32), s.c1, t)
+        in_bytes, staged = work.gm_bytes, work.vector
+        mte3_map = work.l1_bytes / t.path("ub_to_l1").bytes_per_cycle
     mte2 = (in_bytes + w_bytes) / t.path("gm_to_l1").bytes_per_cycle \
         + runs * t.path("gm_to_l1").latency
     out_fracs = s.batch * m_fracs * s.co1
-    drain = out_fracs * t.fractal_bytes(4) / t.path("l0c_to_ub").bytes_per_cycle + out_fracs * 4
+    drain = out_fracs * t.fractal_bytes(4) / t.path("l0c_to_ub").bytes_per_cycle + out_fracs * 4 \
+        + staged
     drains = s.batch * bands * sum(2 if n >= 2 else 1 for n in n_tiles)
     out_bytes = s.out_bytes
     if epilogue is not None:
@@ -171,7 +182,7 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     # included) and sync insertion serialises the stores' flags: each store
     # pays the GM latency (one per half super tile and band).
     mte3 = (s.batch * s.ho * s.wo * s.co1 * 16 * out_bytes / t.path("ub_to_gm").bytes_per_cycle
-            + drains * t.path("ub_to_gm").latency)
+            + drains * t.path("ub_to_gm").latency + mte3_map)
     # Each (band, super tile) also pays flag round trips and a drain that is
     # not hidden at its edges: an estimate of BAND_OVERHEAD cycles.
     compute += s.batch * bands * len(n_tiles) * BAND_OVERHEAD
@@ -228,8 +239,10 @@ def choose_tiling(s: ConvShape, t: Target, ub_bytes: int | None = None,
 def conv_shape(op: ir.Operation) -> ConvShape:
     """The cube's view of an `ascend.conv2d` in a 5HD layout."""
     g = geometry(op)
-    return ConvShape(c1=g.c // 16, h=g.h, w=g.w, co1=g.cout // 16, kh=g.kh, kw=g.kw,
+    int8 = is_int8(op)
+    return ConvShape(c1=-(-g.c // 32) if int8 else g.c // 16, h=g.h, w=g.w, co1=g.cout // 16, kh=g.kh, kw=g.kw,
                      ho=g.out_hw[0], wo=g.out_hw[1], stride_h=g.strides[0],
                      dilation_h=g.dilations[0], pad_top=g.pads[0], batch=g.n,
                      out_bytes=nir.element_bytes(nir.memref_element(op.operands[-1])),
-                     small=layout(op) == NC1HWC0_C4, diagonal=layout(op) == NC1HWC0_BD)
+                     small=layout(op) == NC1HWC0_C4, diagonal=layout(op) == NC1HWC0_BD,
+                     int8=int8)

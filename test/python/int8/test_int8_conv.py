@@ -1,0 +1,165 @@
+"""`npu-lower-conv` on the int8 form of `ascend.conv2d` (layout "nc1hwc0"):
+each band's f16 map (int8 values) interleaved into 32-channel pixels and
+narrowed to int8 on its way GM -> UB -> L1, img2col on the i8 map with the
+conv's pad_value, i8 x i8 -> i32 mads, the i32 bias on the drain and an
+epilogue that starts with the cast i32 -> f32. Simulated (strict) and
+exact against the reference (`npu.reference_conv.conv2d_int8_5hd`), on one
+core and split over cores."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helpers import assert_close, compile_and_simulate, compile_program
+from npu.passes.linalg_to_ascend.conv_layouts import fractal_z_int8
+
+
+def _t(shape, elem: str) -> str:
+    return f'memref<{"x".join(map(str, shape))}x{elem}, "gm">'
+
+
+def conv_case(n=1, c=16, h=9, w=9, cout=32, k=3, stride=1, pads=(1, 1, 1, 1), pad_value=0,
+              bias=True, epilogue=False):
+    """(program text, argument shapes and types) of one int8 conv (and its
+    epilogue: cast i32 -> f32, * scale, + addend, relu)."""
+    c1, co1, c1_32 = -(-c // 16), -(-cout // 16), -(-c // 32)
+    top, left, bottom, right = pads
+    ho = (h + top + bottom - k) // stride + 1
+    wo = (w + left + right - k) // stride + 1
+    out = [n, co1, ho, wo, 16]
+    args = [("x", _t([n, c1, h, w, 16], "f16")), ("w", _t([c1_32 * k * k, co1, 16, 32], "i8"))]
+    if bias:
+        args.append(("b", _t([co1 * 16], "i32")))
+    extra = f"pad_value = {pad_value} : i64, " if pad_value else ""
+    conv_out = "%acc" if epilogue else "%y"
+    types = ", ".join(t for _, t in args) + ", " + _t(out, "i32")
+    body = []
+    if epilogue:
+        f32 = _t(out, "f32")
+        args += [("s", f32), ("r", f32), ("y", f32)]
+        body.append(f"%acc = memref.alloc() : {_t(out, 'i32')}")
+    else:
+        args.append(("y", _t(out, "i32")))
+    operands = ", ".join(f"%{name}" for name, _ in args[:2 + bias]) + f", {conv_out}"
+    body.append(f'"ascend.conv2d"({operands}) {{dilations = array<i64: 1, 1>, groups = 1 : i64, '
+                f'kernel = array<i64: {k}, {k}>, layout = "nc1hwc0", {extra}'
+                f"pads = array<i64: {top}, {left}, {bottom}, {right}>, "
+                f"strides = array<i64: {stride}, {stride}>}} : ({types}) -> ()")
+    if epilogue:
+        i32, f32 = _t(out, "i32"), _t(out, "f32")
+        body += [f"%a = memref.alloc() : {f32}",
+                 f'"ascend.cast"(%acc, %a) {{round_mode = "rint"}} : ({i32}, {f32}) -> ()',
+                 f"%m = memref.alloc() : {f32}",
+                 f'"ascend.mul"(%a, %s, %m) : ({f32}, {f32}, {f32}) -> ()',
+                 f"%p = memref.alloc() : {f32}",
+                 f'"ascend.add"(%m, %r, %p) : ({f32}, {f32}, {f32}) -> ()',
+                 f'"ascend.maxs"(%p, %y) {{scalar = 0.000000e+00 : f64}} : ({f32}, {f32}) -> ()']
+    sig = ", ".join(f"%{name}: {t}" for name, t in args)
+    text = f"func.func @f({sig}) {{\n  " + "\n  ".join(body) + "\n  return\n}\n"
+    return text, dict(n=n, c=c, c1=c1, h=h, w=w, cout=cout, co1=co1, k=k, out=out)
+
+
+def conv_inputs(case: dict, seed: int = 0, epilogue: bool = False, bias: bool = True,
+                fractions: bool = False) -> list[np.ndarray]:
+    """int8 values in f16 (the padded channels zero; with `fractions`, off the
+    grid and out of range too: narrowed toward zero, saturating), random i8
+    weights in fractal-Z, an i32 bias; the epilogue's per-channel scale
+    (as a full NC1HWC0 tensor) and addend."""
+    rng = np.random.default_rng(seed)
+    n, c, c1, h, w, k, cout = (case[a] for a in ("n", "c", "c1", "h", "w", "k", "cout"))
+    x = np.zeros([n, c1 * 16, h, w], np.float32)
+    x[:, :c] = rng.integers(-128, 128, [n, c, h, w])
+    if fractions:
+        x[:, :c] += rng.uniform(-0.99, 0.99, [n, c, h, w]) * (np.abs(x[:, :c]) < 120)
+        x[:, :c][rng.random([n, c, h, w]) < 0.05] = 300.0
+        x[:, :c][rng.random([n, c, h, w]) < 0.05] = -1000.0
+    x5 = np.ascontiguousarray(x.reshape(n, c1, 16, h, w).transpose(0, 1, 3, 4, 2)).astype(np.float16)
+    weight = rng.integers(-128, 128, [cout, c, k, k]).astype(np.int8)
+    arrays = [x5, fractal_z_int8(weight)]
+    if bias:
+        arrays.append(rng.integers(-(1 << 20), 1 << 20, [case["co1"] * 16]).astype(np.int32))
+    if epilogue:
+        scale = np.zeros(case["out"], np.float32)
+        scale[...] = rng.uniform(1e-4, 2e-3, [1, case["co1"], 1, 1, 16])
+        arrays += [scale, rng.standard_normal(case["out"]).astype(np.float32),
+                   np.zeros(case["out"], np.float32)]
+    else:
+        arrays.append(np.full(case["out"], -7, np.int32))  # overwritten, not accumulated into
+    return arrays
+
+
+CASES = {
+    "c16_3x3_s1": dict(c=16, cout=32, h=9, w=9),
+    "c32_3x3_s2": dict(c=32, cout=16, h=11, w=10, stride=2),
+    "c48_odd_c1_3x3_s1_pad_value": dict(c=48, cout=48, h=8, w=9, pad_value=-5),
+    "c64_3x3_s2_pad_value": dict(c=64, cout=32, h=12, w=13, stride=2, pad_value=100),
+    "c64_1x1_s2": dict(c=64, cout=64, h=14, w=14, k=1, stride=2, pads=(0, 0, 0, 0)),
+    "c16_asym_pads_no_bias_batch2": dict(n=2, c=16, cout=16, h=6, w=7, pads=(0, 1, 2, 0),
+                                         pad_value=-128, bias=False),
+}
+
+
+def lower(cores: int) -> str:
+    return f"npu-lower{{cores={cores}}}"
+
+
+# Convs large enough that npu-split-cores's conv rule splits them: over
+# output channel blocks, or (c48_rows) over runs of output rows (first,
+# inner and last plans; each core stages its own rows' map).
+MULTICORE = {
+    "c64_3x3_s1_channels": dict(c=64, cout=64, h=16, w=16, pad_value=-3),
+    "c48_3x3_s2_channels": dict(c=48, cout=64, h=24, w=24, stride=2, pad_value=9),
+    "c48_rows": dict(c=48, cout=48, h=24, w=20, pad_value=-77),
+}
+
+
+def run_exact(spec: dict, cores: int, seed: int):
+    text, case = conv_case(**spec)
+    args = conv_inputs(case, seed=seed, bias=spec.get("bias", True))
+    got, want, result = compile_and_simulate(text, lower(cores), args)
+    assert want[-1].dtype == np.int32
+    np.testing.assert_array_equal(got[-1], want[-1])
+    assert not result.hazards
+    return result
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_int8_conv_exact(name: str):
+    """Exact i32 results (Ho*Wo of 81, 30, 72, 42, 49 and 36: rarely whole
+    fractals)."""
+    run_exact(CASES[name], 1, len(name))
+
+
+@pytest.mark.parametrize("cores", [2, 4])
+@pytest.mark.parametrize("name", MULTICORE)
+def test_int8_conv_exact_over_cores(name: str, cores: int):
+    result = run_exact(MULTICORE[name], cores, len(name))
+    assert result.report["block_dim"] > 1
+
+
+def test_int8_conv_narrows_toward_zero_with_saturation():
+    """Inputs off the int8 grid and beyond it: truncated and saturated as the
+    contract says (the vconv f16 -> s8 rounds toward zero)."""
+    text, case = conv_case(c=48, cout=16, h=8, w=8, pad_value=7)
+    args = conv_inputs(case, seed=3, fractions=True)
+    got, want, _ = compile_and_simulate(text, lower(1), args)
+    np.testing.assert_array_equal(got[-1], want[-1])
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+def test_int8_conv_with_epilogue(cores: int):
+    """cast i32 -> f32, * per-channel scale, + addend, relu: grouped by
+    npu-fuse as the conv's epilogue (no i32 tensor reaches GM), within f32
+    rounding of numpy; on 2 cores the group splits over channel blocks."""
+    spec = dict(c=32, cout=32, h=10, w=10) if cores == 1 else dict(c=32, cout=64, h=20, w=20)
+    text, case = conv_case(**spec, pad_value=3, epilogue=True)
+    args = conv_inputs(case, seed=5, epilogue=True)
+    lowered = str(compile_program(text, lower(cores)).operation)
+    stores = [line for line in lowered.splitlines() if "cce.copy_ub_to_gm" in line]
+    assert stores and not any("xi32" in line for line in stores)
+    got, want, result = compile_and_simulate(text, lower(cores), args)
+    assert_close(got[-1], want[-1], np.float32)
+    assert (want[-1] > 0).any() and (want[-1] == 0).any()
+    assert not result.hazards
+    assert result.report.get("block_dim", 1) == cores
