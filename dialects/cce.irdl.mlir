@@ -112,10 +112,11 @@ irdl.dialect @cce {
   }
 
   // l1 -> l0a on pipe MTE1, img2col (load3d): from src, a feature map
-  // [C1, fm_h, fm_w, C0] f16 in l1 (NC1HWC0, one image), `repeat` 16x16
-  // fractals of the im2col matrix (rows: 16 windows in raster order, columns:
-  // the C0 channels of one kernel point of one C1 block; taps in the pads read
-  // 0), dst_stride fractals apart. repeat_mode 0 steps the kernel point (along
+  // [C1, fm_h, fm_w, C0] in l1 (NC1HWC0, one image; f16 with C0 = 16 or i8
+  // with C0 = 32), `repeat` 16 x C0 fractals of the im2col matrix (rows: 16
+  // windows in raster order, columns: the C0 channels of one kernel point of
+  // one C1 block; taps in the pads read 0, or an i8 map's optional pad_value),
+  // dst_stride fractals apart. repeat_mode 0 steps the kernel point (along
   // K: fetch_w, fetch_h, then c1), 1 the windows by 16 (along M). The window
   // starts at (left_top_h, left_top_w) in map coordinates (-pad for the first)
   irdl.operation @img2col_l1_to_l0a {

@@ -1,11 +1,15 @@
 """`cce.img2col_l1_to_l0a`: the img2col (load3d) instruction's rules.
 
-Its attributes are the fields of the three hivm words it becomes (the
-feature-map register and the two instruction words, `hivm.CONFIG_LAYOUTS`
-"fmatrix", "img2col_pos", "img2col"), so every range comes from a field
-width. `Img2colGeometry` is the window arithmetic the simulator, the
-lowering and the verifier share: the output width of the map, the window
-of the q-th row, and the kernel point of the r-th repeat.
+Its geometry attributes are the fields of the three hivm words it becomes
+(the feature-map register and the two instruction words,
+`hivm.CONFIG_LAYOUTS` "fmatrix", "img2col_pos", "img2col"), so every range
+comes from a field width; the words' `b8` comes from the operands' type. The
+map is f16 (C0 = 16) or int8 (C0 = 32: a fractal is 16 windows x 32 bytes,
+the same 512 bytes); an int8 one may give `pad_value`, the value its padded
+taps take (the hivm padding register, `hivm.set_padding`).
+`Img2colGeometry` is the window arithmetic the simulator, the lowering and
+the verifier share: the output width of the map, the window of the q-th
+row, and the kernel point of the r-th repeat.
 """
 
 from __future__ import annotations
@@ -14,20 +18,36 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from npu.dialects.hivm import CONFIG_LAYOUTS, IMG2COL_WORDS, SIGNED_FIELDS
+from npu.dialects.hivm import CONFIG_LAYOUTS, IMG2COL_TYPE_FIELDS, IMG2COL_WORDS, SIGNED_FIELDS
 from npu.dialects.opspec import I64, MAX_REPEAT, Bound, OpSpec, Operand, Range, memref_types
 from npu.dialects.rules import RuleError
-from npu.ir.accessors import int_attr, memref_shape
+from npu.ir.accessors import element_bytes, int_attr, memref_element, memref_shape
 from npu.target import Target
 
 IMG2COL = "cce.img2col_l1_to_l0a"
-# Attribute -> the word holding it (every attribute is one field).
-WORD_OF: dict[str, str] = {f.name: kind for kind in IMG2COL_WORDS for f in CONFIG_LAYOUTS[kind]}
+# Geometry attribute -> the word holding it (every attribute is one field).
+WORD_OF: dict[str, str] = {f.name: kind for kind in IMG2COL_WORDS for f in CONFIG_LAYOUTS[kind]
+                           if f.name not in IMG2COL_TYPE_FIELDS}
 ATTRS = tuple(WORD_OF)
 # Attributes that may be left out (then 0): the small-channel mode.
 OPTIONAL = ("small_channel",)
 REQUIRED = tuple(a for a in ATTRS if a not in OPTIONAL)
 SMALL_C0 = 4  # channels of a map pixel the small-channel mode reads (f16)
+# The optional value of an int8 map's padded taps (default 0), an int8.
+PAD_VALUE = "pad_value"
+PAD_RANGE = (-128, 127)
+
+
+def pad_cell(value: int, b8: bool) -> int:
+    """The 16-bit pattern a pair of bytes in the pads takes: an int8 pad
+    twice ((v & 0xff) * 0x101), or an f16 pad's own bits. `value` is the cce
+    `pad_value` or the padding register's field (their low bytes agree)."""
+    return (value & 0xFF) * 0x101 if b8 else value & 0xFFFF
+
+
+def pad_value(op: ir.Operation) -> int:
+    """The op's `pad_value` (0 when absent)."""
+    return int_attr(op, PAD_VALUE) if PAD_VALUE in op.attributes else 0
 
 
 @dataclass(frozen=True)
@@ -144,9 +164,13 @@ def geometry(op: ir.Operation) -> Img2colGeometry:
 
 
 def _check(op: ir.Operation, target: Target) -> None:
-    src, dst = (memref_shape(t) for t in memref_types(op))
-    c0 = target.fractal
+    src_t, dst_t = memref_types(op)
+    src, dst = memref_shape(src_t), memref_shape(dst_t)
+    esize = element_bytes(memref_element(src_t))
+    c0 = target.fractal_k_int8 if esize == 1 else target.fractal
     g = geometry(op)
+    if esize == 1 and g.small_channel:
+        raise RuleError("small_channel = 1 reads f16 maps only (an int8 map has C0 = 32)")
     if len(src) != 4 or src[1:] != [g.fm_h, g.fm_w, c0]:
         raise RuleError(f"src must be the feature map [C1, fm_h, fm_w, {c0}] = [C1, {g.fm_h}, "
                         f"{g.fm_w}, {c0}], got {src}")
@@ -155,7 +179,7 @@ def _check(op: ir.Operation, target: Target) -> None:
         raise RuleError(why)
     frac = target.fractal_bytes(2)
     need = ((g.repeat - 1) * g.dst_stride + 1) * frac
-    have = 2
+    have = esize
     for d in dst:
         have *= d
     if need > have:
@@ -177,8 +201,9 @@ def _field_range(name: str) -> Range:
 def img2col_specs() -> list[OpSpec]:
     """The spec `npu.dialects.cce` registers."""
     ranges = {name: _field_range(name) for name in REQUIRED}
-    return [OpSpec(IMG2COL, (Operand("src", "l1"), Operand("dst", "l0a")), (("f16", "f16"),),
-                   {name: I64 for name in REQUIRED}, ranges, (_check_small, _check))]
+    return [OpSpec(IMG2COL, (Operand("src", "l1"), Operand("dst", "l0a")),
+                   (("f16", "f16"), ("i8", "i8")), {name: I64 for name in REQUIRED}, ranges,
+                   (_check_small, _check_pad, _check))]
 
 
 def _check_small(op: ir.Operation, target: Target) -> None:
@@ -189,3 +214,20 @@ def _check_small(op: ir.Operation, target: Target) -> None:
                 and ir.IntegerAttr(attr).value in (0, 1)):
             raise RuleError(f"attribute 'small_channel' must be 0 or 1 (an i64), got {attr}")
 
+
+
+def _check_pad(op: ir.Operation, target: Target) -> None:
+    """`pad_value` is optional: an i64 in [-128, 127], non-zero on an int8 map only."""
+    if PAD_VALUE not in op.attributes:
+        return
+    attr = op.attributes[PAD_VALUE]
+    if not (isinstance(attr, ir.IntegerAttr) and str(ir.IntegerAttr(attr).type) == "i64"):
+        raise RuleError(f"attribute '{PAD_VALUE}' must be a 64-bit integer (e.g. `3 : i64`), "
+                        f"got {attr}")
+    value = ir.IntegerAttr(attr).value
+    lo, hi = PAD_RANGE
+    if not lo <= value <= hi:
+        raise RuleError(f"attribute '{PAD_VALUE}' must be in [{lo}, {hi}] (an int8), got {value}")
+    dtype = memref_element(memref_types(op)[0])
+    if value and dtype != "i8":
+        raise RuleError(f"pad_value = {value} needs an i8 map (an {dtype} map pads with 0)")

@@ -609,9 +609,18 @@ irdl.dialect @hivm {
     irdl.operands(config: %config)
   }
 
-  // l1 (NC1HWC0 map) -> l0a on pipe MTE1: `repeat` im2col'd 16x16 fractals;
-  // pos packs the C1 index, kernel point and window top-left, config the
-  // stride/kernel/dilation, dst stride, repeat mode and repeat count
+  // the padding register img2col's taps in the pads take (padding word: the
+  // pad element's bits, the low 8 for an int8 map); 0 until set; free like
+  // the mask
+  irdl.operation @set_padding {
+    %config = irdl.is i64
+    irdl.operands(config: %config)
+  }
+
+  // l1 (NC1HWC0 map, f16 or int8) -> l0a on pipe MTE1: `repeat` im2col'd
+  // 512-byte fractals; pos packs the C1 index, kernel point and window
+  // top-left, config the stride/kernel/dilation, dst stride, repeat mode,
+  // element size (b8) and repeat count
   irdl.operation @img2col_l1_to_l0a {
     %dst = irdl.is i64
     %src = irdl.is i64

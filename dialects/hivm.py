@@ -77,7 +77,8 @@ CONFIG_LAYOUTS: Mapping[str, tuple[Field, ...]] = {
                Field("repeat", 56, 8)),
     # img2col (load3d, `hivm.set_fmatrix` + `hivm.img2col_l1_to_l0a`, see
     # dialects/README.md): the feature map register, the window/kernel-point
-    # word (left_top_* signed 16-bit) and the geometry/repeat word.
+    # word (left_top_* signed 16-bit) and the geometry/repeat word (b8 = 1:
+    # an int8 map, C0 = 32 one-byte channels; 16 two-byte ones otherwise).
     "fmatrix": (Field("fm_w", 0, 16), Field("fm_h", 16, 16), Field("pad_left", 32, 8),
                 Field("pad_right", 40, 8), Field("pad_top", 48, 8), Field("pad_bottom", 56, 8)),
     "img2col_pos": (Field("c1", 0, 12), Field("fetch_w", 12, 8), Field("fetch_h", 20, 8),
@@ -85,11 +86,17 @@ CONFIG_LAYOUTS: Mapping[str, tuple[Field, ...]] = {
     "img2col": (Field("stride_w", 0, 6), Field("stride_h", 6, 6), Field("kernel_w", 12, 8),
                 Field("kernel_h", 20, 8), Field("dilation_w", 28, 8), Field("dilation_h", 36, 8),
                 Field("dst_stride", 44, 8), Field("repeat_mode", 52, 1), Field("small_channel", 53, 1),
-                Field("repeat", 56, 8)),
+                Field("b8", 54, 1), Field("repeat", 56, 8)),
+    # `hivm.set_padding`: the padding register img2col's taps in the pads
+    # take (the vendor's SetLoadDataPaddingValue): the pad element's bits, the
+    # low 8 for an int8 (b8) img2col, all 16 (an f16 pattern) otherwise.
+    "padding": (Field("value", 0, 16),),
 }
 # Fields holding a two's complement value (the img2col window's top-left).
 SIGNED_FIELDS = ("left_top_w", "left_top_h")
 IMG2COL_WORDS = ("fmatrix", "img2col_pos", "img2col")
+# Fields of the img2col words that carry the operands' type, not a cce attribute.
+IMG2COL_TYPE_FIELDS = ("b8",)
 # The layouts of vector-pipe instructions (they run under the mask register).
 VECTOR_KINDS = ("vector", "compare", "select")
 
@@ -231,9 +238,11 @@ SET_FMATRIX = "hivm.set_fmatrix"
 IMG2COL = "hivm.img2col_l1_to_l0a"
 # The chip-wide barrier (cce.sync_all); a sync op, numbered after the others.
 SYNC_ALL = "hivm.sync_all"
+# The img2col padding register (its own word, "padding"); numbered last.
+SET_PADDING = "hivm.set_padding"
 ALL_OPS = (COPY_OPS + LOAD_OPS + ("hivm.mad",) + tuple(n for n in VECTOR_OPS if n not in _ADDED)
            + ("hivm.set_vector_mask", "hivm.addr") + SYNC_OPS + _ADDED + (SCALAR_LOAD,)
-           + (SET_FMATRIX, IMG2COL, SYNC_ALL))
+           + (SET_FMATRIX, IMG2COL, SYNC_ALL, SET_PADDING))
 
 # The buffer each address operand points into, in operand order (config excluded).
 ADDRESS_SPACES: Mapping[str, tuple[str, ...]] = {
@@ -253,7 +262,7 @@ CONFIG_KIND: Mapping[str, str] = {
     **{n: "copy" for n in COPY_OPS}, "hivm.copy_l0c_to_ub": "l0c_copy",
     **{n: "load" for n in LOAD_OPS}, "hivm.mad": "mad",
     **{n: "vector" for n in VECTOR_OPS}, VECTOR_CMP: "compare", VECTOR_SELECT: "select",
-    SET_FMATRIX: "fmatrix", IMG2COL: "img2col",
+    SET_FMATRIX: "fmatrix", IMG2COL: "img2col", SET_PADDING: "padding",
 }
 
 # Element types per vector op (as in cce).
@@ -415,6 +424,7 @@ def _specs() -> list[OpSpec]:
                checks=(_check_addr,)),
         OpSpec(SCALAR_LOAD, _addr("addr")),
         OpSpec(SET_FMATRIX, _addr("config"), checks=(_check_config,)),
+        OpSpec(SET_PADDING, _addr("config"), checks=(_check_config,)),
         OpSpec(IMG2COL, _addr("dst", "src", "pos", "config"), checks=(_check_config, _check_pos)),
     ]
     sync_attrs = {"src": STR, "dst": STR, "event": I64}

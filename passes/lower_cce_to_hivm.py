@@ -7,7 +7,12 @@ planned `npu.offset`, views add their offsets (a dynamic one through one
 packed into the configuration word of `dialects/README.md`
 (`npu.dialects.hivm.encode`); a vector op's mask becomes a
 `hivm.set_vector_mask` whenever it differs from the mask already set in the
-same block. The i64 constants (addresses, words, masks) are made once per
+same block. An img2col becomes `hivm.set_fmatrix` + the instruction, after a
+`hivm.set_padding` when its pad (an int8 map's `pad_value`; 0 for f16) is not
+what the padding register is known to hold: 0 at the kernel's start (the
+register's reset value, so programs without a pad value never set it), the
+last value set earlier in the same block, and unknown at the start of a
+nested block and after one when the function sets any non-zero pad. The i64 constants (addresses, words, masks) are made once per
 value, at the start of the function (`npu.hivm.addresses.Constants`). Loops and
 scalar arithmetic stay as they are. A value that does
 not fit its field, or an address the hardware cannot use, is an error at the
@@ -20,7 +25,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.dialects import cce, hivm
-from npu.dialects.cce_img2col import IMG2COL, WORD_OF
+from npu.dialects.cce_img2col import IMG2COL, WORD_OF, pad_value
 from npu.dialects.opspec import CMP_PREDICATES
 from npu.hivm.addresses import (Address, AddressError, Constants, alloc_address,
                             gm_argument_addresses, materialize, view_address)
@@ -109,6 +114,9 @@ class _FunctionLowering:
         self.dead: list[ir.Operation] = []
         self.layouts: dict[ir.Type, tuple[list[int], int]] = {}  # for `view_address`
         self.element_sizes: dict[ir.Type, int] = {}  # for `view_address`
+        # The padding register's value field as the code so far left it (None: unknown).
+        self.padding: int | None = 0
+        self.pads = _sets_padding(func_op)  # whether any img2col needs a non-zero pad
 
     def run(self) -> None:
         try:
@@ -130,8 +138,10 @@ class _FunctionLowering:
                 self.no_memref_operands(op)
                 for region in op.regions:
                     for inner in region.blocks:
+                        self.padding = None if self.pads else 0  # reached from anywhere
                         self.block(inner)
                 mask = None  # the nested code may have set another mask
+                self.padding = None if self.pads else 0
                 self.no_memref_results(op)
                 continue
             try:
@@ -277,6 +287,7 @@ class _FunctionLowering:
         values: dict[str, dict[str, int]] = {kind: {} for kind in hivm.IMG2COL_WORDS}
         for attr, kind in WORD_OF.items():
             values[kind][attr] = nir.int_attr(op, attr) if attr in op.attributes else 0
+        values["img2col"]["b8"] = int(_is_b8(op))
         try:
             words = [hivm.encode_img2col(kind, values[kind]) for kind in hivm.IMG2COL_WORDS]
         except ValueError as e:
@@ -284,4 +295,23 @@ class _FunctionLowering:
         src, dst = (self.address_of(v, op) for v in op.operands)
         fmatrix, pos, config = (self.constants.get(w) for w in words)
         nir.create_op(hivm.SET_FMATRIX, [fmatrix])
+        padding = _padding_field(op)
+        if padding != self.padding:
+            nir.create_op(hivm.SET_PADDING, [self.constants.get(hivm.encode("padding", value=padding))])
+            self.padding = padding
         nir.create_op(hivm.IMG2COL, [dst, src, pos, config])
+
+
+def _is_b8(op: ir.Operation) -> bool:
+    return nir.element_bytes(nir.memref_element(op.operands[0])) == 1
+
+
+def _padding_field(op: ir.Operation) -> int:
+    """The padding register's value field an img2col needs: an int8 map's pad
+    in the low byte; 0 for f16 (its pads are +0.0)."""
+    return pad_value(op) & 0xFF if _is_b8(op) else 0
+
+
+def _sets_padding(func_op: ir.Operation) -> bool:
+    """Whether any img2col of the function needs a non-zero padding register."""
+    return any(_padding_field(op) for op in nir.ops_named(func_op, IMG2COL))

@@ -23,6 +23,7 @@ from typing import Callable
 from mlir import ir
 
 from npu.dialects import hivm
+from npu.dialects.cce_img2col import PAD_VALUE
 from npu.dialects.opspec import CMP_PREDICATES
 from npu.simulator import cube_unit, img2col, mte, vector_unit
 from npu.simulator.errors import ALIGNMENT, BOUNDS, INVALID, UNSUPPORTED, SimulationError, where_of
@@ -152,6 +153,8 @@ class HivmProgram:
         self.gm_bases = hivm.gm_arg_bases(arg_bytes, target.gm_alloc_granule_bytes)
         self.mask: list[int | None] = [None]
         self.fmatrix: list[int | None] = [None]  # the img2col feature-map register
+        # img2col's padding register (`hivm.set_padding`): 0 until set
+        self.padding: list[int] = [0]
         # (region, first byte, one past the last byte) of every operand view
         self.footprints: list[tuple[Region, int, int]] = []
 
@@ -250,6 +253,13 @@ def scalar_op(decoder, op: ir.Operation) -> tuple[Callable | None, int] | None:
         def set_fmatrix(env: list, word=word, reg=state.fmatrix) -> None:
             reg[0] = env[word]
         return set_fmatrix, 0
+    if op.name == hivm.SET_PADDING:  # free like set_fmatrix; its word is checked at use
+        state = _state(decoder)
+        word = decoder.use(op.operands[0], op)
+
+        def set_padding(env: list, word=word, reg=state.padding) -> None:
+            reg[0] = env[word]
+        return set_padding, 0
     if op.name == "hivm.set_vector_mask":
         state = _state(decoder)
         hi, lo = (decoder.use(v, op) for v in op.operands)
@@ -338,7 +348,9 @@ def instruction(decoder, op: ir.Operation, pre_cost: int) -> Callable:
 
 def _img2col_instruction(decoder, op: ir.Operation, pre_cost: int, where: str) -> Callable:
     """`hivm.img2col_l1_to_l0a (dst, src, pos, config)`: decoded from its two
-    words and the feature-map register, once per distinct triple."""
+    words, the feature-map register and the padding register, once per
+    distinct set of the four. Its operands stay 2-byte cells whatever the
+    word's b8 (as a load's: an int8 map is the f16 map of channel pairs)."""
     state = _state(decoder)
     target = decoder.target
     infos = [OperandInfo("l1", "f16", 2, "l1 address, f16"), OperandInfo("l0a", "f16", 2, "l0a address, f16")]
@@ -346,22 +358,24 @@ def _img2col_instruction(decoder, op: ir.Operation, pre_cost: int, where: str) -
     plan = ((0, src, "l1", 2), (1, dst, "l0a", 2))
     cache: dict = {}
     views_at: dict = {}
-    append, pending, fmatrix = decoder.trace.append, decoder.pending, state.fmatrix
+    append, pending, fmatrix, padding = (decoder.trace.append, decoder.pending, state.fmatrix,
+                                         state.padding)
 
     def dispatch(env: list, pre=pre_cost) -> None:
         if fmatrix[0] is None:
             raise SimulationError(INVALID, f"'{op.name}' runs before the feature-map register is "
                                   "set (hivm.set_fmatrix)", where)
-        key = (fmatrix[0], env[pos], env[word])
+        key = (fmatrix[0], env[pos], env[word], padding[0])
         instr = cache.get(key)
         if instr is None:
             fields: dict[str, int] = {}
-            for kind, value in zip(hivm.IMG2COL_WORDS, key):
+            for kind, value in zip(hivm.IMG2COL_WORDS + ("padding",), key):
                 if hivm.reserved_bits(kind, value):
                     raise SimulationError(INVALID, f"'{op.name}': malformed {kind} word "
                                           f"0x{value & (2**64 - 1):016x} (bits outside every field)",
                                           where)
                 fields.update(hivm.decode_img2col(kind, value))
+            fields[PAD_VALUE] = fields.pop("value")  # the padding register's
             ctx = HivmDecodeContext(op, where, target, 0, None, infos)
             ctx.fields = fields
             instr = cache[key] = img2col.Img2col(ctx).finish()

@@ -1,11 +1,18 @@
 """img2col (load3d): im2col'd fractals from an NC1HWC0 map in L1 into L0A.
 
 The geometry (`npu.dialects.cce_img2col.Img2colGeometry`) is static, so the
-element each destination cell takes is computed once at decode: an index
-into the map, or -1 for a tap in the pads (which writes 0). The source
-pattern is the set of map elements read, the destination `repeat` fractals
-`dst_stride` fractals apart. Cost: `img2col_latency + ceil(bytes written /
-img2col_bytes_per_cycle)` from the target; the bytes count on the
+cell each destination cell takes is computed once at decode: an index into
+the map, or -1 for a tap in the pads (which writes the pad). Cells are
+2-byte: an f16 channel, or a pair of int8 channels (an int8 map [C1, H, W,
+32] is byte for byte the f16 map [C1, H, W, 16] of its channel pairs, and
+its 16 x 32 fractal the f16 16 x 16 one), so both move as uint16; only the
+pads differ (`cce_img2col.pad_cell`: an int8 pad value fills both bytes of
+a pair). The pad value is the cce op's `pad_value`, or at the hivm level
+the padding register (`hivm.set_padding`). The source pattern is the set of
+map bytes read (whole pairs: every channel of a pixel is read), the
+destination `repeat` fractals `dst_stride` fractals apart. Cost:
+`img2col_latency + ceil(bytes written / img2col_bytes_per_cycle)` from the
+target, the same for both element sizes; the bytes count on the
 l1_to_l0a path (the same MTE1 port as a plain load).
 """
 
@@ -13,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from npu.dialects.cce_img2col import OPTIONAL, SMALL_C0, Img2colGeometry
+from npu.dialects.cce_img2col import OPTIONAL, PAD_VALUE, SMALL_C0, Img2colGeometry, pad_cell
 from npu.simulator import access
 from npu.simulator.instruction import Access, DecodeContext, Instr
 from npu.simulator.memory import Memory
@@ -54,12 +61,21 @@ class Img2col(Instr):
         ctx.expect_operands("l1", "l0a")
         super().__init__(ctx, PATH_PIPES[PATH])
         t = ctx.target
-        if any(o.esize != 2 for o in ctx.operands):
-            raise ctx.fail("moves f16 maps only (C0 = 16 two-byte channels)")
+        esizes = {o.esize for o in ctx.operands}
+        if esizes not in ({1}, {2}):
+            raise ctx.fail("moves f16 or int8 maps only (both operands of one element size)")
+        # cce: the operands' type; hivm: the word's b8 field (its operands are untyped)
+        b8 = ctx.bool("b8", False) or esizes == {1}
         g = Img2colGeometry.of(lambda n: ctx.int(n, 0 if n in OPTIONAL else None))
         why = g.problem(1 << 12)  # the C1 count is the map's: bounds are checked on the access
         if why:
             raise ctx.fail(why)
+        if b8 and g.small_channel:
+            raise ctx.fail("small-channel mode reads f16 maps only")
+        pad = ctx.int(PAD_VALUE, 0)
+        if pad and not b8 and ctx.name == ctx.cce_name:  # the cce attribute is int8 only
+            raise ctx.fail(f"pad_value = {pad} needs an i8 map")
+        self.pad = pad_cell(pad, b8)
         self.src_space, self.dst_space = "l1", "l0a"
         edge = t.fractal
         self.frac = t.fractal_bytes(2)
@@ -82,7 +98,7 @@ class Img2col(Instr):
 
     def compute(self, mems: list[Memory], addrs: list[int]) -> None:
         src = mems[0].data[addrs[0]:addrs[0] + self.src_hi + (self.src_hi & 1)].view(np.uint16)
-        values = np.where(self.inside, src[self.index], 0).astype(np.uint16)
+        values = np.where(self.inside, src[self.index], self.pad).astype(np.uint16)
         dst = mems[1].data
         step = self.dst_stride * self.frac
         span = (self.repeat - 1) * step + self.frac

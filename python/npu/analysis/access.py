@@ -336,9 +336,11 @@ class AccessAnalysis(IndexAnalysis):
             return OpAccess(op, PATH_PIPES[short[len("load_"):]],
                             [self.range_of(op.operands[0], 0, ((rep - 1) * ss + 1) * frac)],
                             [self.range_of(op.operands[1], 0, ((rep - 1) * ds + 1) * frac)])
-        if short == "img2col_l1_to_l0a":  # reads within its f16 map operand, writes fractals
+        if short == "img2col_l1_to_l0a":  # reads within its map operand (f16 or i8), writes fractals
             rep, ds, frac = int_attr(op, "repeat"), max(int_attr(op, "dst_stride"), 1), t.fractal_bytes(2)
-            return OpAccess(op, "MTE1", [self.range_of(op.operands[0], 0, 2 * memref_numel(op.operands[0]))],
+            fm = op.operands[0]
+            fm_bytes = self.memref_facts(fm.type).element_bytes * memref_numel(fm)
+            return OpAccess(op, "MTE1", [self.range_of(fm, 0, fm_bytes)],
                             [self.range_of(op.operands[1], 0, ((rep - 1) * ds + 1) * frac)])
         if short == "mad":
             m, n, k = int_attr(op, "m"), int_attr(op, "n"), int_attr(op, "k")

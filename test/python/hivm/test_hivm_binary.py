@@ -54,7 +54,8 @@ class Program:
         return self.draw(st.sampled_from(scope[t]))
 
     def hivm_op(self, scope: dict, name: str) -> None:
-        n_operands = {"hivm.set_vector_mask": 2, hivm.SET_FMATRIX: 1, hivm.IMG2COL: 4}.get(name)
+        n_operands = {"hivm.set_vector_mask": 2, hivm.SET_FMATRIX: 1, hivm.SET_PADDING: 1,
+                      hivm.IMG2COL: 4}.get(name)
         if name == "hivm.addr":
             terms = [self.pick(scope, "index") for _ in range(self.draw(st.integers(0, 3)))]
             scales = [self.draw(st.integers(-(2**40), 2**40)) for _ in terms]
