@@ -55,6 +55,10 @@ class StagedMaps:
 
     ahead: dict
     run: int  # output rows per core's run (npu-split-cores), 0: all
+    # The next band's fill right after this band's (else the kernel calls
+    # `fill_next` after the band's first mads: a long fill issued first
+    # would hold up the band's own first mads behind it).
+    next_with_band = True
 
     def load(self, n: int, r0: Index, rows: int, fm: ir.Value) -> None:
         raise NotImplementedError
@@ -68,13 +72,18 @@ class StagedMaps:
         if fm is None:
             fm = kernel.map_buffer(band)
             self.load(n, kernel.first_row(ho0, band), band.in_rows, fm)
+        if self.next_with_band:
+            self.fill_next(kernel, n, band, ho0)
+        return fm
+
+    def fill_next(self, kernel, n: int, band, ho0: Index) -> None:
+        """With a static first row, the next band's map of the same run."""
         run = self.run or kernel.s.ho
         if isinstance(ho0, int) and ho0 + band.rows < (ho0 // run + 1) * run:
             nxt = ho0 + band.rows
             nb, _ = kernel.band(nxt, min(kernel.t.rows, (ho0 // run + 1) * run - nxt))
             self.ahead[(n, nxt)] = kernel.map_buffer(nb)
             self.load(n, kernel.first_row(nxt, nb), nb.in_rows, self.ahead[(n, nxt)])
-        return fm
 
 
 class ImageMap(StagedMaps):

@@ -274,6 +274,8 @@ class ConvKernel(ConvWeights):
                 for _ in range(ahead if chunk == 1 else 1):
                     if self.pending:
                         self.pending.pop(0)()
+            if s0 == 0 and self.image is not None and not self.image.next_with_band:
+                self.image.fill_next(self, n, band, ho0)  # behind this band's mads, before its drains
             self.flush_weights()
             for (t0, n1), c in zip(tiles, l0c):
                 self.drain(c, n, s0 + t0, n1, ho0, band.rows, m1, self.drains % len(self.ub),

@@ -12,7 +12,9 @@ of L0B, then one mad accumulating into L0C; the tile drains L0C -> UB -> GM.
 The estimate is the busiest pipe's work over the whole conv plus the
 start-up of the first band (the GM latency and one chunk), the matmul cost
 model's reading of a pipelined kernel: the halves of L0A/L0B (and the two
-L0C tiles) let MTE1, M and the drain overlap.
+L0C tiles) let MTE1, M and the drain overlap. An int8 conv is the f16 conv
+of its C1_32 blocks of 32 channels (the same bytes and cube cycles fractal
+for fractal) plus its map's staging through UB (`int8_staging`).
 """
 
 from __future__ import annotations
@@ -163,6 +165,7 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     if s.int8:
         work = staging_work(in_bytes // (s.c1 * 32), s.c1, t)
         in_bytes, staged = work.gm_bytes, work.vector
+        runs += work.runs - s.batch * bands  # its runs of GM reads replace the bands' map copies
         mte3_map = work.l1_bytes / t.path("ub_to_l1").bytes_per_cycle
     mte2 = (in_bytes + w_bytes) / t.path("gm_to_l1").bytes_per_cycle \
         + runs * t.path("gm_to_l1").latency
