@@ -16,6 +16,7 @@ from npu import ir as nir
 from npu.costmodel.conv.tiling import ConvShape, ConvTiling
 from npu.dialects.ascend_conv import ConvGeometry
 from npu.kernels.cce_build import by_run, copy, copy_bursts, lin
+from npu.passes.lower_conv.channel_pattern import channel_pattern, rows_of
 from npu.passes.lower_conv.drain_cast import f16_pattern
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue
 from npu.passes.lower_conv.image_map import ImageMap, reads_image
@@ -119,10 +120,14 @@ class ConvKernel(ConvWeights):
         # stores overlap (UB_SLOTS at most, within half of UB beside the bias).
         slot_bytes = half * m1 * FRAC * nir.element_bytes(self.out_type)
         bias = s.co1 * 256 if self.bias is not None else 0
-        room = self.ub_bytes // 2 - bias
+        budget = self.ub_bytes
+        if self.epilogue is not None:  # its per-channel operands' patterns, staged once
+            self.epilogue.stage_patterns(s.co1)
+            budget -= s.co1 * self.epilogue.work.pattern_bytes
+        room = budget // 2 - bias
         if self.epilogue is not None:  # the member results and the loaded tiles in turn
             sets = SETS * self.epilogue.work.set_bytes * half * m1 * FRAC
-            room = min(room, self.ub_bytes - bias - sets)
+            room = min(room, budget - bias - sets)
         self.ub = [nir.alloc([half * m1 * FRAC], self.out_type, "ub")
                    for _ in range(max(2, min(UB_SLOTS, room // slot_bytes)))]
         if self.epilogue is not None:
@@ -191,14 +196,8 @@ class ConvKernel(ConvWeights):
         of 16 f32, or 8 of 16 f16), [Co1, rows, 16] in UB in the output's
         type (converted from the bias's own, `drain_cast`): vadd reads it
         with repeat stride 0."""
-        co1, bias_type = self.s.co1, nir.memref_element(self.bias)
-        rows = 256 // (16 * nir.element_bytes(self.out_type))
-        pattern = nir.alloc([co1 * rows * 16], bias_type, "ub")
-        blocks = nir.element_bytes(bias_type) // 2  # 32-byte blocks of one row of 16
-        for q in range(rows):
-            dst = nir.subview(pattern, [q * 16], [co1 * rows * 16 - q * 16])
-            copy("cce.copy_gm_to_ub", self.bias, dst, co1, blocks, 0, (rows - 1) * blocks)
-        if bias_type != self.out_type:  # an f32 bias for a drain that rounds to f16
+        pattern = channel_pattern(self.bias, self.s.co1, rows_of(self.out_type))
+        if nir.memref_element(self.bias) != self.out_type:  # an f32 bias, a drain rounding to f16
             return f16_pattern(self.target, pattern)
         return pattern
 
@@ -370,7 +369,7 @@ class ConvKernel(ConvWeights):
         if self.epilogue is not None:
             if not prefetched:
                 self.epilogue.prefetch(n, co0, n1, ho0, rows, m1, s.ho, s.wo, self.drains)
-            ub = self.epilogue.apply(ub, n1, rows, m1, s.wo, self.drains)
+            ub = self.epilogue.apply(ub, co0, n1, rows, m1, s.wo, self.drains)
             ob = nir.element_bytes(nir.memref_element(self.dest))
         valid = rows * s.wo
         dst = nir.subview(self.dest, [n, co0, ho0, 0, 0], [1, n1, rows, s.wo, 16])

@@ -180,6 +180,9 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
         mte2 += pixels * epilogue.loaded_bytes / t.path("gm_to_ub").bytes_per_cycle
         if resident:
             mte2 += drains * epilogue.loads * t.path("gm_to_ub").latency
+        # per-channel operands, staged once (a run of copies each)
+        mte2 += epilogue.patterns * t.path("gm_to_ub").latency \
+            + s.co1 * epilogue.pattern_bytes / t.path("gm_to_ub").bytes_per_cycle
         out_bytes = epilogue.out_bytes
     # A drain slot is reused only once its store has completed (latency
     # included) and sync insertion serialises the stores' flags: each store
@@ -200,13 +203,16 @@ def choose_tiling(s: ConvShape, t: Target, ub_bytes: int | None = None,
                   epilogue: EpilogueWork | None = None, sets: int = 2) -> ConvTiling | None:
     """The cheapest tiling that fits the buffers (two halves of L0A, L0B, two
     L0C tiles, the drain in UB beside `sets` sets of an epilogue's tiles,
-    the band and weights in L1); None when not even one output row of one
-    Cout block fits."""
+    the bias and the epilogue's per-channel patterns, the band and weights
+    in L1); None when not even one output row of one Cout block fits."""
     epilogue_bytes = sets * epilogue.set_bytes if epilogue is not None else 0
     frac = t.fractal_bytes(2)
     l0a, l0b = t.capacity("l0a") // 2 // frac, t.capacity("l0b") // 2 // frac
     l0c = t.capacity("l0c") // 2 // t.fractal_bytes(4)
-    ub = (ub_bytes or t.capacity("ub")) // 2
+    # the epilogue's per-channel patterns hold UB for the whole conv: off the
+    # top (the kernel leaves them out of its drain's budget alike)
+    held = s.co1 * epilogue.pattern_bytes if epilogue is not None else 0
+    ub = ((ub_bytes or t.capacity("ub")) - held) // 2
     l1 = t.capacity("l1")
     best: ConvTiling | None = None
     w_all = s.k1 * s.co1 * frac
