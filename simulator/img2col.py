@@ -23,7 +23,7 @@ import numpy as np
 from npu.dialects.cce_img2col import OPTIONAL, PAD_VALUE, SMALL_C0, Img2colGeometry, pad_cell
 from npu.simulator import access
 from npu.simulator.instruction import Access, DecodeContext, Instr
-from npu.simulator.memory import Memory
+from npu.simulator.memory import Memory, Shadow
 from npu.target import PATH_PIPES
 
 PATH = "l1_to_l0a"
@@ -98,7 +98,10 @@ class Img2col(Instr):
 
     def compute(self, mems: list[Memory], addrs: list[int]) -> None:
         src = mems[0].data[addrs[0]:addrs[0] + self.src_hi + (self.src_hi & 1)].view(np.uint16)
-        values = np.where(self.inside, src[self.index], self.pad).astype(np.uint16)
+        # Replayed on the uninitialised flags (a movement carrying them), the
+        # pads are written, so initialised: flag 0, not the pad value.
+        pad = 0 if isinstance(mems[1], Shadow) else self.pad
+        values = np.where(self.inside, src[self.index], pad).astype(np.uint16)
         dst = mems[1].data
         step = self.dst_stride * self.frac
         span = (self.repeat - 1) * step + self.frac

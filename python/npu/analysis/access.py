@@ -34,7 +34,7 @@ from npu.analysis.index_values import IndexAnalysis
 from npu.analysis.offset_intervals import byte_interval
 from npu.dialects.cce import pipe_of
 from npu.ir import (bool_attr, defining_op, element_bytes, int_array_attr, int_attr, memory_space,
-                    memref_shape, str_attr, walk)
+                    str_attr, walk)
 from npu.target import ON_CHIP_BUFFERS, PATH_PIPES, Target
 
 OFFSET_ATTR = "npu.offset"
@@ -338,9 +338,8 @@ class AccessAnalysis(IndexAnalysis):
                             [self.range_of(op.operands[1], 0, ((rep - 1) * ds + 1) * frac)])
         if short == "img2col_l1_to_l0a":  # reads within its map operand (f16 or i8), writes fractals
             rep, ds, frac = int_attr(op, "repeat"), max(int_attr(op, "dst_stride"), 1), t.fractal_bytes(2)
-            fm = op.operands[0]
-            fm_bytes = self.memref_facts(fm.type).element_bytes * memref_numel(fm)
-            return OpAccess(op, "MTE1", [self.range_of(fm, 0, fm_bytes)],
+            fm = op.operands[0]  # its bytes: numel x 2 (f16) or 1 (i8)
+            return OpAccess(op, "MTE1", [self.range_of(fm, 0, self.memref_facts(fm.type).size)],
                             [self.range_of(op.operands[1], 0, ((rep - 1) * ds + 1) * frac)])
         if short == "mad":
             m, n, k = int_attr(op, "m"), int_attr(op, "n"), int_attr(op, "k")
@@ -442,10 +441,3 @@ def _converts(op: ir.Operation) -> bool:
     """Is `op` a `copy_l0c_to_ub` that rounds f32 to f16 (half-size bursts out)?"""
     return (op.name.endswith("copy_l0c_to_ub") and "convert" in op.attributes
             and str_attr(op, "convert") == "f32_to_f16")
-
-
-def memref_numel(value: ir.Value) -> int:
-    n = 1
-    for d in memref_shape(value.type):
-        n *= d
-    return n

@@ -172,6 +172,17 @@ func.func @img2col(%fm: memref<2x9x9x16xf16, "l1">, %a: memref<512xf16, "l0a">) 
   return
 }
 
+// img2col of an int8 map (C0 = 32 one-byte channels, c1 counts 32-channel
+// blocks): 512-byte fractals of 16 windows x 32 channels; its padded taps
+// take pad_value.
+// CHECK-LABEL: func.func @img2col_i8(
+// CHECK:      "cce.img2col_l1_to_l0a"(%arg0, %arg1) {c1 = 1 : i64, dilation_h = 1 : i64, dilation_w = 1 : i64, dst_stride = 1 : i64, fetch_h = 2 : i64, fetch_w = 1 : i64, fm_h = 9 : i64, fm_w = 9 : i64, kernel_h = 3 : i64, kernel_w = 3 : i64, left_top_h = -1 : i64, left_top_w = -1 : i64, pad_bottom = 1 : i64, pad_left = 1 : i64, pad_right = 1 : i64, pad_top = 1 : i64, pad_value = -128 : i64, repeat = 2 : i64, repeat_mode = 1 : i64, stride_h = 2 : i64, stride_w = 2 : i64} : (memref<2x9x9x32xi8, "l1">, memref<1024xi8, "l0a">) -> ()
+// CHECK-NEXT: return
+func.func @img2col_i8(%fm: memref<2x9x9x32xi8, "l1">, %a: memref<1024xi8, "l0a">) {
+  "cce.img2col_l1_to_l0a"(%fm, %a) {fm_h = 9 : i64, fm_w = 9 : i64, pad_top = 1 : i64, pad_bottom = 1 : i64, pad_left = 1 : i64, pad_right = 1 : i64, c1 = 1 : i64, fetch_h = 2 : i64, fetch_w = 1 : i64, left_top_h = -1 : i64, left_top_w = -1 : i64, stride_h = 2 : i64, stride_w = 2 : i64, kernel_h = 3 : i64, kernel_w = 3 : i64, dilation_h = 1 : i64, dilation_w = 1 : i64, dst_stride = 1 : i64, repeat_mode = 1 : i64, repeat = 2 : i64, pad_value = -128 : i64} : (memref<2x9x9x32xi8, "l1">, memref<1024xi8, "l0a">) -> ()
+  return
+}
+
 // The chip-wide barrier between the cores of a launch.
 // CHECK-LABEL: func.func @sync_all(
 // CHECK:      "cce.sync_all"() : () -> ()

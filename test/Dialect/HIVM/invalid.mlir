@@ -311,6 +311,16 @@ func.func @img2col_stray_pos_bits(%l1: i64, %l0a: i64) {
 
 // -----
 
+func.func @padding_stray_bits() {
+  // value 0x80 and bit 16, which is in no field of the padding word
+  %pad = arith.constant 65664 : i64
+  // expected-error@+1 {{malformed padding configuration word 0x0000000000010080: bits 0x0000000000010000 belong to no field}}
+  "hivm.set_padding"(%pad) : (i64) -> ()
+  return
+}
+
+// -----
+
 func.func @img2col_zero_repeat(%l1: i64, %l0a: i64) {
   %pos = arith.constant 0 : i64
   // the config word above with repeat 0

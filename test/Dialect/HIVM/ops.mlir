@@ -190,6 +190,24 @@ func.func @img2col(%l1: i64, %l0a: i64) {
   return
 }
 
+// An int8 map (b8, bit 54 of the config word) whose padded taps take -128:
+// the padding register (value 0x80, the pad's byte) is set before it.
+// CHECK-LABEL: func.func @img2col_i8(
+// CHECK:      "hivm.set_fmatrix"(%c72340172821823497_i64) : (i64) -> ()
+// CHECK-NEXT: "hivm.set_padding"(%c128_i64) : (i64) -> ()
+// CHECK-NEXT: "hivm.img2col_l1_to_l0a"(%arg1, %arg0, %c-4292866047_i64, %c166650847389823106_i64) : (i64, i64, i64, i64) -> ()
+func.func @img2col_i8(%l1: i64, %l0a: i64) {
+  %fm = arith.constant 72340172821823497 : i64
+  %pad = arith.constant 128 : i64
+  %pos = arith.constant -4292866047 : i64
+  // the config word of @img2col with b8 = 1
+  %cfg = arith.constant 166650847389823106 : i64
+  "hivm.set_fmatrix"(%fm) : (i64) -> ()
+  "hivm.set_padding"(%pad) : (i64) -> ()
+  "hivm.img2col_l1_to_l0a"(%l0a, %l1, %pos, %cfg) : (i64, i64, i64, i64) -> ()
+  return
+}
+
 // CHECK-LABEL: func.func @sync_all(
 // CHECK:      "hivm.sync_all"() : () -> ()
 // CHECK-NEXT: return
