@@ -20,7 +20,8 @@ class ConvEpilogueGrouping:
         """Join each conv with the chain of its result's consumers: each
         member the only reader of the previous one's result (an allocation
         of this function, so nothing else sees it), taking full tensors of
-        the result's shape. The group goes where its last member is, so a
+        the result's shape or, binary ones, a per-channel operand
+        [1, C1, 1, 1, 16] (`epilogue.joins`). The group goes where its last member is, so a
         residual made after the conv (ResNet-50's downsample) is ready; the
         ops it passes must commute with them."""
         ops, index, users, touches = scan_top_level(func)

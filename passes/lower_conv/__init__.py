@@ -17,6 +17,14 @@ A conv that npu-split-cores cut into runs of output rows (`npu.core_part`)
 computes its core's run only: tiled for one run, with the band plans of the
 first, the inner and the last run under `scf.if` on the block index.
 
+The int8 form (f16 input holding int8 values, i8 weights, i32 result)
+runs the same schedule on the int8 cube, the f16 conv of C1_32 blocks of
+32 channels fractal for fractal: each band's map is narrowed to an i8 map
+[C1_32, rows, W, 32] on its way GM -> UB -> L1 (`int8_map.py`), img2col
+pads with the conv's `pad_value`, the mads accumulate in i32, and the drain
+adds the i32 bias to the unconverted i32 tiles; a fused epilogue starts
+with the cast i32 -> f32 (as after an int8 matmul).
+
 A conv in the contract's NCHW form (hand-written IR, weights computed at
 run time) is refused at the op with the reason: the frontend makes the
 nc1hwc0 form for constant weights, a grouped or depthwise conv's as dense
@@ -29,7 +37,8 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.conv.tiling import choose_tiling, conv_shape
-from npu.dialects.ascend_conv import FORMS_5HD, geometry, has_bias, layout
+from npu.costmodel.conv import int8_staging
+from npu.dialects.ascend_conv import FORMS_5HD, geometry, has_bias, layout, pad_value
 from npu.kernels.cce_build import core_part
 from npu.passes.base import Pass, PassError, ub_fraction_option
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue, group_of
@@ -65,6 +74,8 @@ class LowerConv(Pass):
         budget = int(self.target.capacity("ub") * self.ub_fraction)
         if reads_image(op.operands[0]):  # staged through UB
             budget -= staging_bytes(self.target)
+        if shape.int8:  # the map narrowed to int8 on its way through UB (int8_map.py)
+            budget -= int8_staging.staging_bytes(self.target)
         if epi is not None and epi.cast is not None and has_bias(op):
             budget -= f32_bias_staging(shape.co1)  # the f16 bias pattern is made from it
         row_parts = self.row_parts(op)
@@ -81,7 +92,7 @@ class LowerConv(Pass):
         bias = op.operands[2] if has_bias(op) else None
         with op.location, ir.InsertionPoint(op):
             kernel = ConvKernel(self.target, g, shape, tiling, op.operands[0], op.operands[1],
-                                bias, op.operands[-1], epi, budget)
+                                bias, op.operands[-1], epi, budget, pad_value(op))
             try:
                 kernel.emit(row_parts)
             except ValueError as e:

@@ -5,9 +5,13 @@ of `m1` fractals in UB ([n1][m1 * 16][16], the real `rows * Wo` pixels
 first). A member's other operands are NC1HWC0 tensors of the result's
 shape: their tile is loaded the way the result's is stored (a burst per
 Cout block), so every member is one flat vector run over the tile
-(`npu.kernels.vector_compute.emit_flat_run` of its recipe). Only the last
-member's result is stored; the conv's own result and the members' in
-between never reach GM.
+(`npu.kernels.vector_compute.emit_flat_run` of its recipe). A binary
+member's per-channel operand ([1, Cout1, 1, 1, 16]) is staged once per
+conv as a repeating pattern (`channel_pattern`, like the bias) and the
+member runs block by block, the block's repeat read with repeat stride 0
+as its src1 (src0 when it is the left operand). Only the last member's
+result is stored; the conv's own result and the members' in between never
+reach GM.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from npu import ir as nir
 from npu.costmodel.conv import epilogue
 from npu.kernels.cce_build import copy_bursts
 from npu.kernels.vector_compute import constant_blocks, emit_flat_run
+from npu.passes.lower_conv.channel_pattern import block_view, channel_pattern, rows_of
 from npu.target import Target
 
 FRAC = 256
@@ -46,6 +51,7 @@ class ConvEpilogue:
         self.result = (self.members or [self.cast])[-1].operands[-1]
         self.work = epilogue.work(self.members, self.source, target) if self.members else \
             epilogue.EpilogueWork(set_bytes=0, vector=0.0, loaded_bytes=0, loads=0, out_bytes=2)
+        self.patterns: list[tuple[ir.Value, ir.Value]] = []  # per-channel operand, its pattern
         self.consts = {}
         for k, m in enumerate(self.members):
             consts = constant_blocks(self.compute(m), target)
@@ -58,6 +64,14 @@ class ConvEpilogue:
                 if o.operation.name.startswith("ascend.") and o.operation != conv]
 
     compute = staticmethod(epilogue.member_compute)
+
+    def stage_patterns(self, co1: int) -> None:
+        """Each per-channel operand in UB as a pattern of one vector repeat
+        per Cout block, in its member's type (binary members compute in
+        their operands' type), before the conv's loops."""
+        self.patterns = [(v, channel_pattern(v, co1, rows_of(nir.memref_element(v),
+                                                               self.target.vector_bytes)))
+                         for v in epilogue.channel_operands(self.members, self.source)]
 
     def allocate(self, size: int) -> None:
         """`SETS` sets of the tiles a drain needs (`size` elements each), live
@@ -82,10 +96,11 @@ class ConvEpilogue:
         for v, buf in zip(self.loaded, self.sets[drain % SETS][2]):
             self.load(v, nir.subview(buf, [0], [count]), n, co0, n1, ho0, rows, m1, ho, wo)
 
-    def apply(self, tile: ir.Value, n1: int, rows: int, m1: int, wo: int,
+    def apply(self, tile: ir.Value, co0: int, n1: int, rows: int, m1: int, wo: int,
               drain: int) -> ir.Value:
         """The members over the drained `tile` (the `drain`-th of the conv,
-        its operands loaded by `prefetch`); the UB buffer of the result."""
+        Cout blocks co0.. of it, its operands loaded by `prefetch`); the UB
+        buffer of the result."""
         count = n1 * m1 * FRAC
         made, temps_of, loads = self.sets[drain % SETS]
         view = lambda buf: nir.subview(buf, [0], [count])  # noqa: E731
@@ -93,22 +108,31 @@ class ConvEpilogue:
         # what the members make (the very values, as `npu-fuse` grouped them)
         tiles = [(self.source, tile)]
         tiles += [(v, view(b)) for v, b in zip(self.loaded, loads)]
+        per_block = self.target.vector_bytes  # bytes of a pattern's block
         for k, m in enumerate(self.members):
             values = [v for v in m.operands if nir.is_memref(v.type)]
-            srcs = [(next(b for w, b in tiles if w == v), nir.memref_element(v)) for v in values[:-1]]
+            channel = [next((p for w, p in self.patterns if w == v), None) for v in values[:-1]]
+            srcs = [None if p is not None else (next(b for w, b in tiles if w == v),
+                                                nir.memref_element(v))
+                    for v, p in zip(values[:-1], channel)]
             compute = self.compute(m)
             out_type = nir.memref_element(values[-1])
             dst = view(made[k])
             temps = [view(t) for t in temps_of[k]]
             # over the real pixels only (loaded tiles hold nothing past them):
-            # one run when the band fills its fractals, else one per Cout block
+            # one run when the band fills its fractals and no operand is per
+            # channel, else one per Cout block
             valid = rows * wo * 16
-            runs = [(0, count)] if valid == m1 * FRAC else [(j * m1 * FRAC, valid) for j in range(n1)]
-            for at, size in runs:
+            by_block = valid != m1 * FRAC or any(p is not None for p in channel)
+            runs = [(j * m1 * FRAC, valid, co0 + j) for j in range(n1)] if by_block else \
+                [(0, count, None)]
+            for at, size, block in runs:
                 part = lambda buf: nir.subview(buf, [at], [size])  # noqa: E731
-                emit_flat_run(compute, self.target, size, (part(dst), out_type),
-                              [(part(b), e) for b, e in srcs], [part(t) for t in temps],
-                              self.consts.get(k))
+                ins = [(part(src[0]), src[1]) if src is not None else
+                       block_view(p, block, per_block // nir.element_bytes(nir.memref_element(p)))
+                       for src, p in zip(srcs, channel)]
+                emit_flat_run(compute, self.target, size, (part(dst), out_type), ins,
+                              [part(t) for t in temps], self.consts.get(k))
             tiles.insert(0, (values[-1], dst))
         return tiles[0][1]
 

@@ -47,7 +47,46 @@ def staging_bytes(target: Target) -> int:
     return 2 * 2 * (REAL * row + blocks * SLOTS * SLOTS)
 
 
-class ImageMap:
+class StagedMaps:
+    """Band maps filled through UB (the NCHW image here, the int8 map in
+    `int8_map`): each band's map is filled, and with a static first row the
+    next band's of the same run too, ahead of this band's drains. A
+    subclass says how (`load`) and sets `ahead = {}` and `run = 0`."""
+
+    ahead: dict
+    run: int  # output rows per core's run (npu-split-cores), 0: all
+    # The next band's fill right after this band's (else the kernel calls
+    # `fill_next` after the band's first mads: a long fill issued first
+    # would hold up the band's own first mads behind it).
+    next_with_band = True
+
+    def load(self, n: int, r0: Index, rows: int, fm: ir.Value) -> None:
+        raise NotImplementedError
+
+    def band_map(self, kernel, n: int, band, ho0: Index, fm: ir.Value | None) -> ir.Value:
+        """The band's L1 map, filled; with a static first row, the next band
+        of the same run is filled too, ahead of this band's drains in program
+        order (MTE3 runs both in order: a fill behind a drain would leave the
+        cube waiting for the drain's mads and the fill)."""
+        fm = self.ahead.pop((n, ho0), None) if isinstance(ho0, int) else None
+        if fm is None:
+            fm = kernel.map_buffer(band)
+            self.load(n, kernel.first_row(ho0, band), band.in_rows, fm)
+        if self.next_with_band:
+            self.fill_next(kernel, n, band, ho0)
+        return fm
+
+    def fill_next(self, kernel, n: int, band, ho0: Index) -> None:
+        """With a static first row, the next band's map of the same run."""
+        run = self.run or kernel.s.ho
+        if isinstance(ho0, int) and ho0 + band.rows < (ho0 // run + 1) * run:
+            nxt = ho0 + band.rows
+            nb, _ = kernel.band(nxt, min(kernel.t.rows, (ho0 // run + 1) * run - nxt))
+            self.ahead[(n, nxt)] = kernel.map_buffer(nb)
+            self.load(n, kernel.first_row(nxt, nb), nb.in_rows, self.ahead[(n, nxt)])
+
+
+class ImageMap(StagedMaps):
     """Fills a band's L1 map [1, rows, W, 16] from the NCHW f16 image."""
 
     def __init__(self, target: Target, image: ir.Value, band_pixels: int):
@@ -73,23 +112,6 @@ class ImageMap:
                     nir.create_op("cce.vdup", [sub(buf, self.c * self.row + r0 * lanes, rep * lanes)],
                                   repeat=rep, mask=lanes, dst_blk_stride=1, dst_rep_stride=8,
                                   scalar=0.0)
-
-    def band_map(self, kernel, n: int, band, ho0: Index, fm: ir.Value | None) -> ir.Value:
-        """The band's L1 map, filled; with a static first row, the next band
-        of the same run is filled too, ahead of this band's drains in program
-        order (MTE3 runs both in order: a fill behind a drain would leave the
-        cube waiting for the drain's mads and the fill)."""
-        fm = self.ahead.pop((n, ho0), None) if isinstance(ho0, int) else None
-        if fm is None:
-            fm = kernel.map_buffer(band)
-            self.load(n, kernel.first_row(ho0, band), band.in_rows, fm)
-        run = self.run or kernel.s.ho
-        if isinstance(ho0, int) and ho0 + band.rows < (ho0 // run + 1) * run:
-            nxt = ho0 + band.rows
-            nb, _ = kernel.band(nxt, min(kernel.t.rows, (ho0 // run + 1) * run - nxt))
-            self.ahead[(n, nxt)] = kernel.map_buffer(nb)
-            self.load(n, kernel.first_row(nxt, nb), nb.in_rows, self.ahead[(n, nxt)])
-        return fm
 
     def load(self, n: int, r0: Index, rows: int, fm: ir.Value) -> None:
         """Input rows [r0, r0 + rows) of image `n` -> the L1 map `fm`."""

@@ -16,10 +16,12 @@ from npu import ir as nir
 from npu.costmodel.conv.tiling import ConvShape, ConvTiling
 from npu.dialects.ascend_conv import ConvGeometry
 from npu.kernels.cce_build import by_run, copy, copy_bursts, lin
+from npu.passes.lower_conv.channel_pattern import channel_pattern, rows_of
 from npu.passes.lower_conv.drain_cast import f16_pattern
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue
 from npu.passes.lower_conv.image_map import ImageMap, reads_image
-from npu.passes.lower_conv.weights import FRAC, ConvWeights
+from npu.passes.lower_conv.int8_map import Int8Map
+from npu.passes.lower_conv.weights import FRAC, FRAC_INT8, ConvWeights
 from npu.target import Target
 
 Index = int | ir.Value
@@ -43,9 +45,14 @@ class Band:
 class ConvKernel(ConvWeights):
     def __init__(self, target: Target, g: ConvGeometry, s: ConvShape, t: ConvTiling,
                  x5: ir.Value, wz: ir.Value, bias: ir.Value | None, out5: ir.Value,
-                 epilogue: ConvEpilogue | None = None, ub_bytes: int | None = None):
+                 epilogue: ConvEpilogue | None = None, ub_bytes: int | None = None,
+                 pad_value: int = 0):
         self.target, self.g, self.s, self.t = target, g, s, t
         self.x5, self.wz, self.bias, self.out5 = x5, wz, bias, out5
+        # The int8 form: i8 maps and weights (fractals of 16 x 32), i32 in L0C.
+        self.in_type, self.frac, self.acc_type = ("i8", FRAC_INT8, "i32") if s.int8 else \
+            ("f16", FRAC, "f32")
+        self.pad_value = pad_value
         self.out_type = nir.memref_element(out5)
         if epilogue is not None and epilogue.cast is not None:  # the drain rounds (drain_cast.py)
             self.out_type = "f16"
@@ -107,26 +114,31 @@ class ConvKernel(ConvWeights):
         # the previous band's drain. Bands in loops go two per iteration.
         m1 = -(-t.rows * s.wo // 16)
         half = -(-min(t.n1, s.co1) // 2)
-        self.l0c = [nir.alloc([min(t.n1, s.co1) * m1 * FRAC], "f32", "l0c") for _ in range(2)]
+        self.l0c = [nir.alloc([min(t.n1, s.co1) * m1 * FRAC], self.acc_type, "l0c") for _ in range(2)]
         # Drain slots taken in turn: a slot is free again only once its store
         # to GM has completed (latency included), so enough of them let the
         # stores overlap (UB_SLOTS at most, within half of UB beside the bias).
         slot_bytes = half * m1 * FRAC * nir.element_bytes(self.out_type)
         bias = s.co1 * 256 if self.bias is not None else 0
-        room = self.ub_bytes // 2 - bias
+        budget = self.ub_bytes
+        if self.epilogue is not None:  # its per-channel operands' patterns, staged once
+            self.epilogue.stage_patterns(s.co1)
+            budget -= s.co1 * self.epilogue.work.pattern_bytes
+        room = budget // 2 - bias
         if self.epilogue is not None:  # the member results and the loaded tiles in turn
             sets = SETS * self.epilogue.work.set_bytes * half * m1 * FRAC
-            room = min(room, self.ub_bytes - bias - sets)
+            room = min(room, budget - bias - sets)
         self.ub = [nir.alloc([half * m1 * FRAC], self.out_type, "ub")
                    for _ in range(max(2, min(UB_SLOTS, room // slot_bytes)))]
         if self.epilogue is not None:
             self.epilogue.allocate(half * m1 * FRAC)
-        self.image = None if not reads_image(self.x5) else ImageMap(
-            self.target, self.x5, min(self.g.h, (t.rows - 1) * self.g.strides[0] + self.ext_h) * self.g.w)
+        band_pixels = min(self.g.h, (t.rows - 1) * self.g.strides[0] + self.ext_h) * self.g.w
+        staged = Int8Map if s.int8 else ImageMap if reads_image(self.x5) else None
+        self.image = staged(self.target, self.x5, band_pixels) if staged is not None else None
         kc = min(t.kc, s.k1)
-        self.l0a = [nir.alloc([m1 * kc * FRAC], "f16", "l0a") for _ in range(2)]
-        self.l0b = [nir.alloc([kc * (1 if s.diagonal else min(t.n1, s.co1)) * FRAC], "f16", "l0b")
-                    for _ in range(2)]
+        self.l0a = [nir.alloc([m1 * kc * self.frac], self.in_type, "l0a") for _ in range(2)]
+        self.l0b = [nir.alloc([kc * (1 if s.diagonal else min(t.n1, s.co1)) * self.frac],
+                              self.in_type, "l0b") for _ in range(2)]
         if row_parts is None:
             self.emit_rows(self.band_groups(0, s.ho), 0, s.batch * -(-s.ho // t.rows))
             return
@@ -184,14 +196,8 @@ class ConvKernel(ConvWeights):
         of 16 f32, or 8 of 16 f16), [Co1, rows, 16] in UB in the output's
         type (converted from the bias's own, `drain_cast`): vadd reads it
         with repeat stride 0."""
-        co1, bias_type = self.s.co1, nir.memref_element(self.bias)
-        rows = 256 // (16 * nir.element_bytes(self.out_type))
-        pattern = nir.alloc([co1 * rows * 16], bias_type, "ub")
-        blocks = nir.element_bytes(bias_type) // 2  # 32-byte blocks of one row of 16
-        for q in range(rows):
-            dst = nir.subview(pattern, [q * 16], [co1 * rows * 16 - q * 16])
-            copy("cce.copy_gm_to_ub", self.bias, dst, co1, blocks, 0, (rows - 1) * blocks)
-        if bias_type != self.out_type:  # an f32 bias for a drain that rounds to f16
+        pattern = channel_pattern(self.bias, self.s.co1, rows_of(self.out_type))
+        if nir.memref_element(self.bias) != self.out_type:  # an f32 bias, a drain rounding to f16
             return f16_pattern(self.target, pattern)
         return pattern
 
@@ -201,13 +207,13 @@ class ConvKernel(ConvWeights):
         return lin((ho0, g.strides[0]), (-g.pads[0] + band.pad_top, 1))
 
     def map_buffer(self, band: Band) -> ir.Value:
-        return nir.alloc([self.s.c1, band.in_rows, self.g.w, 16], "f16", "l1")
+        return nir.alloc([self.s.c1, band.in_rows, self.g.w, self.frac // 16], self.in_type, "l1")
 
     def emit_band(self, n: int, band: Band, ho0: Index, fm: ir.Value | None = None) -> None:
         """The band of output rows from `ho0` of image `n`."""
         g, s, t = self.g, self.s, self.t
         r0 = self.first_row(ho0, band)
-        if self.image is not None:  # the NCHW image of a small-channel conv (image_map.py)
+        if self.image is not None:  # staged: a small-channel conv's NCHW image, an int8 map
             fm = self.image.band_map(self, n, band, ho0, fm)
         fm = fm if fm is not None else self.map_buffer(band)
         for c1 in range(s.c1 if self.image is None else 0):  # per C1 block: img2col of block 0 waits for block 0 only
@@ -258,14 +264,17 @@ class ConvKernel(ConvWeights):
                 for t0, n1 in tiles:
                     self.load_weights(w_l1, b, pitch, col + t0, kp0, kcj, n1, kcj * t0)
                 for (t0, n1), c in zip(tiles, l0c):
-                    nir.create_op("cce.mad", [nir.subview(a, [0], [m1 * kcj * FRAC]),
-                                              nir.subview(b, [kcj * t0 * FRAC], [kcj * n1 * FRAC]), c],
-                                  m=m1 * 16, n=kcj * 16, k=n1 * 16, accumulate=kp0 > 0)
+                    f = self.frac
+                    nir.create_op("cce.mad", [nir.subview(a, [0], [m1 * kcj * f]),
+                                              nir.subview(b, [kcj * t0 * f], [kcj * n1 * f]), c],
+                                  m=m1 * 16, n=kcj * f // 16, k=n1 * 16, accumulate=kp0 > 0)
                 # the next pieces of weight rows, after this chunk's loads in program
                 # order (sync insertion flags a consumer after every copy before it)
                 for _ in range(ahead if chunk == 1 else 1):
                     if self.pending:
                         self.pending.pop(0)()
+            if s0 == 0 and self.image is not None and not self.image.next_with_band:
+                self.image.fill_next(self, n, band, ho0)  # behind this band's mads, before its drains
             self.flush_weights()
             for (t0, n1), c in zip(tiles, l0c):
                 self.drain(c, n, s0 + t0, n1, ho0, band.rows, m1, self.drains % len(self.ub),
@@ -310,7 +319,7 @@ class ConvKernel(ConvWeights):
             c1 += block
             kh, kw = divmod(rest, g.kw)
         extra = {"small_channel": 1} if s.small else {}
-        dst = nir.subview(l0a, [tt * FRAC], [((m1 - 1) * kcj + 1) * FRAC])
+        dst = nir.subview(l0a, [tt * self.frac], [((m1 - 1) * kcj + 1) * self.frac])
         self.load3d(fm, dst, band, c1, kh, kw, 0, kcj, 1, m1, **extra)
 
     def img2col_row(self, fm, l0a, band: Band, kp0: int, mm: int, kcj: int) -> None:
@@ -320,7 +329,7 @@ class ConvKernel(ConvWeights):
         g = self.g
         c1, rest = divmod(kp0, g.kh * g.kw)
         kh, kw = divmod(rest, g.kw)
-        dst = nir.subview(l0a, [mm * kcj * FRAC], [kcj * FRAC])
+        dst = nir.subview(l0a, [mm * kcj * self.frac], [kcj * self.frac])
         self.load3d(fm, dst, band, c1, kh, kw, 16 * mm, 1, 0, kcj)
 
     def load3d(self, fm, dst, band: Band, c1: int, kh: int, kw: int, window: int,
@@ -329,6 +338,8 @@ class ConvKernel(ConvWeights):
         the band's `window`-th window (raster order) on."""
         g = self.g
         row, col = divmod(window, self.s.wo)
+        if self.pad_value:  # the int8 form's padded taps (its input's zero point)
+            extra["pad_value"] = self.pad_value
         nir.create_op("cce.img2col_l1_to_l0a", [fm, dst], fm_h=band.in_rows, fm_w=g.w,
                       pad_top=band.pad_top, pad_bottom=band.pad_bottom, pad_left=g.pads[1],
                       pad_right=g.pads[3], c1=c1, fetch_h=kh, fetch_w=kw,
@@ -358,7 +369,7 @@ class ConvKernel(ConvWeights):
         if self.epilogue is not None:
             if not prefetched:
                 self.epilogue.prefetch(n, co0, n1, ho0, rows, m1, s.ho, s.wo, self.drains)
-            ub = self.epilogue.apply(ub, n1, rows, m1, s.wo, self.drains)
+            ub = self.epilogue.apply(ub, co0, n1, rows, m1, s.wo, self.drains)
             ob = nir.element_bytes(nir.memref_element(self.dest))
         valid = rows * s.wo
         dst = nir.subview(self.dest, [n, co0, ho0, 0, 0], [1, n1, rows, s.wo, 16])

@@ -10,11 +10,13 @@ from mlir import ir
 from npu import ir as nir
 from npu.kernels.cce_build import copy, copy_bursts
 
-FRAC = 256  # elements of one f16 (or f32) fractal
+FRAC = 256  # elements of one f16 (or f32, i32) fractal
+FRAC_INT8 = 512  # elements of one int8 fractal (16 x 32: 512 bytes, like an f16 one)
 
 
 class ConvWeights:
-    """Mixin of `ConvKernel` (its `s`, `t`, `wz`, `target`)."""
+    """Mixin of `ConvKernel` (its `s`, `t`, `wz`, `target`, and `in_type` /
+    `frac`: the cube's input type and its fractals' elements)."""
 
     def plan_weights(self) -> None:
         """The weights' L1 buffers, and the resident copy's pieces (the first
@@ -25,13 +27,13 @@ class ConvWeights:
         # them, so a super tile's weights load while the previous one's feed
         # the cube (per-tile buffers could share one address once planned).
         self.w_tiles = [] if t.weights_resident else [
-            nir.alloc([s.k1 * min(t.n1, s.co1) * FRAC], "f16", "l1") for _ in range(2)]
+            nir.alloc([s.k1 * min(t.n1, s.co1) * self.frac], self.in_type, "l1") for _ in range(2)]
         self.w_turn = 0
         if t.weights_resident:
             # In pieces of one chunk's rows: the first chunk waits for its own
             # rows only; when the first band is not in a loop, the rest follow
             # its input on MTE2 (`flush_weights`).
-            self.w_l1 = nir.alloc([s.k1 * s.co1 * FRAC], "f16", "l1")
+            self.w_l1 = nir.alloc([s.k1 * s.co1 * self.frac], self.in_type, "l1")
             # Pieces of 1, 1, 2, 4, ... chunks: each copy is followed by its flag,
             # which waits for the copy's GM latency, so a piece must cover
             # more compute than the previous one took to arrive.
@@ -69,27 +71,28 @@ class ConvWeights:
         next: Cout1 * 16, or more in one core's slice of a conv split over
         its output channels (npu-split-cores)."""
         strides, _ = nir.memref_layout(self.wz)
-        return strides[0] // 16
+        return strides[0] * nir.element_bytes(self.in_type) // 32
 
     def copy_weight_rows(self, k0: int, rows: int) -> None:
         """K1 rows [k0, k0 + rows) of the weights -> the resident L1 copy:
         one burst when the rows are contiguous, else one per row."""
         s = self.s
-        dst = nir.subview(self.w_l1, [k0 * s.co1 * FRAC], [rows * s.co1 * FRAC])
+        frac = self.frac
+        dst = nir.subview(self.w_l1, [k0 * s.co1 * frac], [rows * s.co1 * frac])
         gap = self.row_pitch() - s.co1 * 16
         if gap == 0:
-            src = nir.subview(nir.flatten_memref(self.wz), [k0 * s.co1 * FRAC], [rows * s.co1 * FRAC])
+            src = nir.subview(nir.flatten_memref(self.wz), [k0 * s.co1 * frac], [rows * s.co1 * frac])
             copy("cce.copy_gm_to_l1", src, dst, 1, rows * s.co1 * 16)
         else:
-            src = nir.subview(self.wz, [k0, 0, 0, 0], [rows, s.co1, 16, 16])
+            src = nir.subview(self.wz, [k0, 0, 0, 0], [rows, s.co1, 16, frac // 16])
             copy_bursts("cce.copy_gm_to_l1", src, dst, rows, s.co1 * 16, src_gap=gap)
 
     def copy_tile_weights(self, w_l1, s0: int) -> None:
         """The fractal-Z columns of the super tile at Cout block s0 -> L1."""
         s = self.s
         ns = min(self.t.n1, s.co1 - s0)
-        wsrc = nir.subview(self.wz, [0, s0, 0, 0], [s.k1, ns, 16, 16])
-        copy_bursts("cce.copy_gm_to_l1", wsrc, nir.subview(w_l1, [0], [s.k1 * ns * FRAC]), s.k1,
+        wsrc = nir.subview(self.wz, [0, s0, 0, 0], [s.k1, ns, 16, self.frac // 16])
+        copy_bursts("cce.copy_gm_to_l1", wsrc, nir.subview(w_l1, [0], [s.k1 * ns * self.frac]), s.k1,
                     ns * 16, src_gap=self.row_pitch() - ns * 16)
 
     def flush_weights(self) -> None:
@@ -117,8 +120,9 @@ class ConvWeights:
 
     def load(self, src, dst, src_frac: int, dst_frac: int, repeat: int, src_stride: int,
              dst_stride: int) -> None:
-        src_len = ((repeat - 1) * src_stride + 1) * FRAC
-        dst_len = ((repeat - 1) * dst_stride + 1) * FRAC
-        nir.create_op("cce.load_l1_to_l0b", [nir.subview(src, [src_frac * FRAC], [src_len]),
-                                             nir.subview(dst, [dst_frac * FRAC], [dst_len])],
+        frac = self.frac
+        src_len = ((repeat - 1) * src_stride + 1) * frac
+        dst_len = ((repeat - 1) * dst_stride + 1) * frac
+        nir.create_op("cce.load_l1_to_l0b", [nir.subview(src, [src_frac * frac], [src_len]),
+                                             nir.subview(dst, [dst_frac * frac], [dst_len])],
                       repeat=repeat, src_stride=src_stride, dst_stride=dst_stride, transpose=False)

@@ -25,7 +25,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.attention.pattern import ATTENTION_ATTR
-from npu.costmodel.conv.epilogue import CONV_EPILOGUE_ATTR
+from npu.costmodel.conv.epilogue import CONV_EPILOGUE_ATTR, is_per_channel
 from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
 from npu.costmodel.fusion.rows import FUSED_ATTR
 
@@ -145,10 +145,13 @@ def _channel_cut(v: ir.Value, out: list[int], axes: dict[str, int]) -> Cuts | No
     """A conv epilogue's tensors by the conv's cut: maps [N, Cout1, Ho, Wo,
     16] (the conv's result, a residual) along their images and channel
     blocks (and rows, which stay unsliced: the conv's lowering runs the
-    epilogue on its own rows), per-channel vectors [Cout1 * 16] along
-    theirs; a scalar operand is whole on every core."""
+    epilogue on its own rows), per-channel vectors [Cout1 * 16] and
+    operands [1, Cout1, 1, 1, 16] along their channel blocks; a scalar
+    operand is whole on every core."""
     shape = nir.memref_shape(v.type)
     co1 = out[1]
+    if is_per_channel(v, out):
+        return {1: "x"}
     if len(shape) == 5 and shape[:2] == out[:2]:
         return {**({0: BATCH} if BATCH in axes else {}), 1: "x",
                 **({2: ROWS} if ROWS in axes and shape[2] == out[2] else {})}

@@ -7,6 +7,13 @@ op over whole NC1HWC0 tensors of the result's shape (the ReLU or ReLU6
 after a conv, a residual Add, the cast to f16 for the next conv) is one
 more vector pass over the tile in UB: its other operands' tiles are loaded
 like the result's own store, and only the last member's result goes to GM.
+
+A binary member may also take a per-channel operand, [1, Cout1, 1, 1, 16]
+broadcast over the images and pixels (a quantised conv's dequantising
+scale and bias, an unfolded BatchNorm's scale and shift): it is staged once
+per conv into UB as one vector repeat of each Cout block's 16 values (like
+the conv's bias) and read with repeat stride 0, block by block of the tile,
+so it costs UB for the whole conv but no loads per tile.
 """
 
 from __future__ import annotations
@@ -23,22 +30,39 @@ from npu.target import Target
 CONV_EPILOGUE_ATTR = "npu.conv_epilogue"
 
 
+def channel_shape(shape: list[int]) -> list[int]:
+    """The shape of a per-channel operand of a conv result of `shape`
+    (NC1HWC0): [1, C1, 1, 1, C0]."""
+    return [1, shape[1], 1, 1, shape[-1]]
+
+
+def is_per_channel(v: ir.Value, shape: list[int]) -> bool:
+    """Whether memref `v` is a per-channel operand of a conv result of
+    `shape` (and not a tensor of that very shape)."""
+    return len(shape) == 5 and nir.memref_shape(v) == channel_shape(shape) != shape
+
+
 def joins(op: ir.Operation, shape: list[int]) -> bool:
     """Whether elementwise `op` can run on a drained tile: every memref it
     takes or writes is a contiguous GM tensor of the conv result's `shape`,
-    and the vector unit has a recipe for its types."""
+    or, for a binary op, an input per channel (`is_per_channel`), and the
+    vector unit has a recipe for its types."""
     values = [v for v in op.operands if nir.is_memref(v.type)]
-    if len(values) < 2 or any(nir.memory_space(v) != "gm" or not nir.is_contiguous(v)
-                              or nir.memref_shape(v) != shape for v in values):
+    full = [nir.memref_shape(v) == shape for v in values]
+    if len(values) < 2 or not full[-1] or any(
+            nir.memory_space(v) != "gm" or not nir.is_contiguous(v)
+            or not (f or is_per_channel(v, shape)) for f, v in zip(full, values)):
         return False
     try:
-        compute_of(op, [nir.memref_element(v) for v in values[:-1]], nir.memref_element(values[-1]))
+        compute = compute_of(op, [nir.memref_element(v) for v in values[:-1]],
+                             nir.memref_element(values[-1]))
     except PassError:
         return False
-    return True
+    # a binary op may take one input per channel (the other is the tile)
+    return all(full) or (compute.kind == "binary" and any(full[:-1]))
 
 
-def loaded_operands(members: list[ir.Operation], conv_out: ir.Value) -> list[ir.Value]:
+def _inputs_from_gm(members: list[ir.Operation], conv_out: ir.Value) -> list[ir.Value]:
     """The tensors the members read from GM (not made in the group), in
     first-use order."""
     made = [conv_out] + [m.operands[-1] for m in members]
@@ -48,6 +72,18 @@ def loaded_operands(members: list[ir.Operation], conv_out: ir.Value) -> list[ir.
             if nir.is_memref(v.type) and not any(v == w for w in made + loads):
                 loads.append(v)
     return loads
+
+
+def loaded_operands(members: list[ir.Operation], conv_out: ir.Value) -> list[ir.Value]:
+    """The full tensors the members read from GM, loaded tile by tile."""
+    shape = nir.memref_shape(conv_out)
+    return [v for v in _inputs_from_gm(members, conv_out) if not is_per_channel(v, shape)]
+
+
+def channel_operands(members: list[ir.Operation], conv_out: ir.Value) -> list[ir.Value]:
+    """The per-channel operands the members read, each staged once per conv."""
+    shape = nir.memref_shape(conv_out)
+    return [v for v in _inputs_from_gm(members, conv_out) if is_per_channel(v, shape)]
 
 
 def leading_cast(members: list[ir.Operation], conv_out: ir.Value) -> ir.Operation | None:
@@ -83,6 +119,10 @@ class EpilogueWork:
     loaded_bytes: int   # GM bytes read (the operands loaded, e.g. a residual)
     loads: int          # operands loaded per drained tile (one copy each)
     out_bytes: int      # of the stored result (the last member's type)
+    # Per-channel operands, staged once per conv: how many, and the UB they
+    # hold for the whole conv per Cout block (one vector repeat each).
+    patterns: int = 0
+    pattern_bytes: int = 0
 
 
 def work(members: list[ir.Operation], conv_out: ir.Value, target: Target) -> EpilogueWork:
@@ -97,7 +137,9 @@ def work(members: list[ir.Operation], conv_out: ir.Value, target: Target) -> Epi
                      if nir.is_memref(v.type))
         vector += repeat_cycles(k, target) / target.lanes(widest)
     loaded_types = [nir.memref_element(v) for v in loaded]
+    patterns = len(channel_operands(members, conv_out))
     return EpilogueWork(
         set_bytes=sum(nir.element_bytes(t) for t in types + loaded_types), vector=vector,
         loaded_bytes=sum(nir.element_bytes(t) for t in loaded_types), loads=len(loaded),
-        out_bytes=nir.element_bytes(types[len(members) - 1]))
+        out_bytes=nir.element_bytes(types[len(members) - 1]),
+        patterns=patterns, pattern_bytes=patterns * target.vector_bytes)

@@ -12,7 +12,9 @@ of L0B, then one mad accumulating into L0C; the tile drains L0C -> UB -> GM.
 The estimate is the busiest pipe's work over the whole conv plus the
 start-up of the first band (the GM latency and one chunk), the matmul cost
 model's reading of a pipelined kernel: the halves of L0A/L0B (and the two
-L0C tiles) let MTE1, M and the drain overlap.
+L0C tiles) let MTE1, M and the drain overlap. An int8 conv is the f16 conv
+of its C1_32 blocks of 32 channels (the same bytes and cube cycles fractal
+for fractal) plus its map's staging through UB (`int8_staging`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.conv.epilogue import EpilogueWork
-from npu.dialects.ascend_conv import NC1HWC0_BD, NC1HWC0_C4, geometry, layout
+from npu.costmodel.conv.int8_staging import staging_work
+from npu.dialects.ascend_conv import NC1HWC0_BD, NC1HWC0_C4, geometry, is_int8, layout
 from npu.target import Target
 
 
@@ -55,6 +58,9 @@ class ConvShape:
     # Block-diagonal (layout "nc1hwc0_bd": depthwise, small groups): Cout
     # block j reduces over input block j's kernel points only, one block per tile.
     diagonal: bool = False
+    # The int8 form: c1 counts 32-channel blocks (the f16 conv of C/2
+    # channels, fractal for fractal), its map staged through UB (int8_staging).
+    int8: bool = False
 
     @property
     def k1(self) -> int:
@@ -154,10 +160,18 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     # each band's map, and each super tile's weights when they stream, end
     # in a flag that holds MTE2 until they land
     runs = s.batch * bands * (1 + (0 if resident else len(n_tiles)))
+    staged = 0.0  # the int8 map's staging: f16 GM bytes, vector passes, UB -> L1 copies
+    mte3_map = 0.0
+    if s.int8:
+        work = staging_work(in_bytes // (s.c1 * 32), s.c1, t)
+        in_bytes, staged = work.gm_bytes, work.vector
+        runs += work.runs - s.batch * bands  # its runs of GM reads replace the bands' map copies
+        mte3_map = work.l1_bytes / t.path("ub_to_l1").bytes_per_cycle
     mte2 = (in_bytes + w_bytes) / t.path("gm_to_l1").bytes_per_cycle \
         + runs * t.path("gm_to_l1").latency
     out_fracs = s.batch * m_fracs * s.co1
-    drain = out_fracs * t.fractal_bytes(4) / t.path("l0c_to_ub").bytes_per_cycle + out_fracs * 4
+    drain = out_fracs * t.fractal_bytes(4) / t.path("l0c_to_ub").bytes_per_cycle + out_fracs * 4 \
+        + staged
     drains = s.batch * bands * sum(2 if n >= 2 else 1 for n in n_tiles)
     out_bytes = s.out_bytes
     if epilogue is not None:
@@ -166,12 +180,15 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
         mte2 += pixels * epilogue.loaded_bytes / t.path("gm_to_ub").bytes_per_cycle
         if resident:
             mte2 += drains * epilogue.loads * t.path("gm_to_ub").latency
+        # per-channel operands, staged once (a run of copies each)
+        mte2 += epilogue.patterns * t.path("gm_to_ub").latency \
+            + s.co1 * epilogue.pattern_bytes / t.path("gm_to_ub").bytes_per_cycle
         out_bytes = epilogue.out_bytes
     # A drain slot is reused only once its store has completed (latency
     # included) and sync insertion serialises the stores' flags: each store
     # pays the GM latency (one per half super tile and band).
     mte3 = (s.batch * s.ho * s.wo * s.co1 * 16 * out_bytes / t.path("ub_to_gm").bytes_per_cycle
-            + drains * t.path("ub_to_gm").latency)
+            + drains * t.path("ub_to_gm").latency + mte3_map)
     # Each (band, super tile) also pays flag round trips and a drain that is
     # not hidden at its edges: an estimate of BAND_OVERHEAD cycles.
     compute += s.batch * bands * len(n_tiles) * BAND_OVERHEAD
@@ -186,13 +203,16 @@ def choose_tiling(s: ConvShape, t: Target, ub_bytes: int | None = None,
                   epilogue: EpilogueWork | None = None, sets: int = 2) -> ConvTiling | None:
     """The cheapest tiling that fits the buffers (two halves of L0A, L0B, two
     L0C tiles, the drain in UB beside `sets` sets of an epilogue's tiles,
-    the band and weights in L1); None when not even one output row of one
-    Cout block fits."""
+    the bias and the epilogue's per-channel patterns, the band and weights
+    in L1); None when not even one output row of one Cout block fits."""
     epilogue_bytes = sets * epilogue.set_bytes if epilogue is not None else 0
     frac = t.fractal_bytes(2)
     l0a, l0b = t.capacity("l0a") // 2 // frac, t.capacity("l0b") // 2 // frac
     l0c = t.capacity("l0c") // 2 // t.fractal_bytes(4)
-    ub = (ub_bytes or t.capacity("ub")) // 2
+    # the epilogue's per-channel patterns hold UB for the whole conv: off the
+    # top (the kernel leaves them out of its drain's budget alike)
+    held = s.co1 * epilogue.pattern_bytes if epilogue is not None else 0
+    ub = ((ub_bytes or t.capacity("ub")) - held) // 2
     l1 = t.capacity("l1")
     best: ConvTiling | None = None
     w_all = s.k1 * s.co1 * frac
@@ -228,8 +248,10 @@ def choose_tiling(s: ConvShape, t: Target, ub_bytes: int | None = None,
 def conv_shape(op: ir.Operation) -> ConvShape:
     """The cube's view of an `ascend.conv2d` in a 5HD layout."""
     g = geometry(op)
-    return ConvShape(c1=g.c // 16, h=g.h, w=g.w, co1=g.cout // 16, kh=g.kh, kw=g.kw,
+    int8 = is_int8(op)
+    return ConvShape(c1=-(-g.c // 32) if int8 else g.c // 16, h=g.h, w=g.w, co1=g.cout // 16, kh=g.kh, kw=g.kw,
                      ho=g.out_hw[0], wo=g.out_hw[1], stride_h=g.strides[0],
                      dilation_h=g.dilations[0], pad_top=g.pads[0], batch=g.n,
                      out_bytes=nir.element_bytes(nir.memref_element(op.operands[-1])),
-                     small=layout(op) == NC1HWC0_C4, diagonal=layout(op) == NC1HWC0_BD)
+                     small=layout(op) == NC1HWC0_C4, diagonal=layout(op) == NC1HWC0_BD,
+                     int8=int8)
