@@ -4,7 +4,13 @@ The op is the frontend's contract for a 2-D convolution, NCHW on GM:
 `conv2d(input [N, C, H, W], weight [Cout, C/groups, Kh, Kw], bias? [Cout],
 out [N, Cout, Ho, Wo])`. Input and weight are f16 (the cube's type, as for
 matmul: the frontend casts f32 models' data); out and bias are f16 or f32
-(accumulation is in f32, rounded once to out's type). `ConvGeometry` is the
+(accumulation is in f32, rounded once to out's type). The int8 form (f16
+input, i8 weight, i32 out and bias; groups = 1) runs on the int8 cube: the
+input holds int8 values in f16, which the conv narrows toward zero with
+saturation, and padded taps take `pad_value` (the input's zero point). f16
+because an activation map in GM keeps 32-byte blocks of 16 channels like
+every other map; the lowering repacks pairs of blocks into 32-channel int8
+pixels (C0 = 32) on the way to L1. `ConvGeometry` is the
 one place Ho/Wo and the padded extents are computed, so what the verifier
 accepts and what the lowering and the reference assume cannot drift apart.
 """
@@ -23,7 +29,9 @@ from npu.target import Target
 CONV2D = "ascend.conv2d"
 CONV_OPS = (CONV2D,)
 # (input, weight, out) element types; bias, when present, has out's type.
-CONV_SIGNATURES = (("f16", "f16", "f32"), ("f16", "f16", "f16"))
+INT8_SIGNATURE = ("f16", "i8", "i32")
+CONV_SIGNATURES = (("f16", "f16", "f32"), ("f16", "f16", "f16"), INT8_SIGNATURE)
+C0_INT8 = 32  # int8 channels of one 32-byte block
 
 
 @dataclass(frozen=True)
@@ -102,6 +110,20 @@ FORMS_5HD = ("nc1hwc0", "nc1hwc0_c4", "nc1hwc0_bd")
 C0 = 16  # f16 channels per 32-byte block
 
 
+def is_int8(op: ir.Operation) -> bool:
+    """The int8 form: i8 weights (and then f16 input, i32 out)."""
+    return memref_element(memref_types(op)[1]) == "i8"
+
+
+def pad_value(op: ir.Operation) -> int:
+    """The padded taps' value (0 unless the int8 form says otherwise)."""
+    if "pad_value" not in op.attributes:
+        return 0
+    if not isinstance(op.attributes["pad_value"], ir.IntegerAttr):
+        raise RuleError(f"attribute 'pad_value' must be an integer, got {op.attributes['pad_value']}")
+    return int_attr(op, "pad_value")
+
+
 def layout(op: ir.Operation) -> str:
     if "layout" not in op.attributes:
         return NCHW
@@ -141,7 +163,11 @@ def _check_nc1hwc0(op: ir.Operation, shapes: list[list[int]]) -> None:
     why = g.problem()
     if why:
         raise RuleError(why)
-    if layout(op) == NC1HWC0_BD:
+    if is_int8(op):
+        if layout(op) != NC1HWC0:
+            raise RuleError(f"the int8 conv takes layout \"nchw\" or \"nc1hwc0\", got \"{layout(op)}\"")
+        want = [-(-x[1] // 2) * g.kh * g.kw, out[1], C0, C0_INT8]
+    elif layout(op) == NC1HWC0_BD:
         if x[1] != out[1]:
             raise RuleError(f"layout \"nc1hwc0_bd\" takes C1 = Cout1, got {x[1]} and {out[1]}")
         want = [g.kh * g.kw, out[1], C0, C0]
@@ -182,7 +208,15 @@ def _check_conv(op: ir.Operation, target: Target) -> None:
     sig = (dtypes[0], dtypes[1], dtypes[-1])
     if sig not in CONV_SIGNATURES:
         raise RuleError(f"unsupported element types (input: {sig[0]}, weight: {sig[1]}, out: "
-                        f"{sig[2]}); input and weight are f16, out f32 or f16")
+                        f"{sig[2]}); input and weight are f16, out f32 or f16 (or the int8 "
+                        f"form: f16 input, i8 weight, i32 out)")
+    if "pad_value" in op.attributes:
+        if sig != INT8_SIGNATURE:
+            raise RuleError("attribute 'pad_value' applies to the int8 conv only (i8 weight)")
+        if not -128 <= pad_value(op) <= 127:
+            raise RuleError(f"attribute 'pad_value' must be in [-128, 127], got {pad_value(op)}")
+    if sig == INT8_SIGNATURE and int_attr(op, "groups") != 1:
+        raise RuleError(f"the int8 conv takes groups = 1, got {int_attr(op, 'groups')}")
     if has_bias(op) and dtypes[2] != dtypes[-1]:
         raise RuleError(f"bias must have out's element type {dtypes[-1]}, got {dtypes[2]}")
     for name, size in (("strides", 2), ("pads", 4), ("dilations", 2)):

@@ -35,6 +35,18 @@ def fractal_z(w: np.ndarray) -> np.ndarray:
         2, 4, 5, 0, 1, 3).reshape(c1 * kh * kw, co1, C0, C0))
 
 
+def fractal_z_int8(w: np.ndarray) -> np.ndarray:
+    """[Cout, C, Kh, Kw] i8 -> the int8 form's [C1_32*Kh*Kw, Cout1, 16, 32]:
+    K as (c1_32, kh, kw), each fractal 16 output channels x 32 input channels
+    (the L0B block the int8 cube reads, loaded without a transpose)."""
+    cout, c, kh, kw = w.shape
+    co1, c1 = ceil_div(cout, C0), ceil_div(c, 2 * C0)
+    padded = np.zeros((co1 * C0, c1 * 2 * C0, kh, kw), np.int8)
+    padded[:cout, :c] = w
+    return np.ascontiguousarray(padded.reshape(co1, C0, c1, 2 * C0, kh, kw).transpose(
+        2, 4, 5, 0, 1, 3).reshape(c1 * kh * kw, co1, C0, 2 * C0))
+
+
 def fractal_z_diagonal(w: np.ndarray) -> np.ndarray:
     """Dense block-diagonal [C, C, Kh, Kw] weights -> the diagonal fractals
     [Kh*Kw, C1, 16, 16] of layout "nc1hwc0_bd" (block j's own kernel points)."""

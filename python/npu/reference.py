@@ -46,7 +46,7 @@ import numpy as np
 from mlir import ir
 
 from npu import diagnostics
-from npu.reference_conv import conv2d, conv2d_5hd
+from npu.reference_conv import conv2d_of
 from npu.dialects.ascend_conv import NC1HWC0, layout
 from npu.dialects.ascend_pool import Pool2d, pool2d_5hd_numpy, pool2d_numpy
 from npu.reference_int8 import defractalize_blocks, fractalize_blocks, matmul_i8
@@ -283,13 +283,7 @@ def _execute(op: ir.Operation, frame: _Frame) -> None:
         product = np.matmul(a_nd, b_nd)  # fp32 products (exact) and fp32 accumulation
         frame.write(out_value, fractalize(product, c.shape).astype(c.dtype))
     elif name == "ascend.conv2d":
-        bias, geo = ins[2] if len(ins) == 4 else None, [int_array_attr(op, a) for a in
-                                                         ("strides", "pads", "dilations")]
-        form = str_attr(op, "layout") if "layout" in op.attributes else "nchw"
-        frame.write(out_value, conv2d_5hd(ins[0], ins[1], bias, int_array_attr(op, "kernel"), *geo,
-                                          ins[-1].dtype, form == "nc1hwc0_c4",
-                                          form == "nc1hwc0_bd") if form != "nchw" else
-                    conv2d(ins[0], ins[1], bias, *geo, int_attr(op, "groups"), ins[-1].dtype))
+        frame.write(out_value, conv2d_of(op, ins))
     elif name == "ascend.fractalize":
         src, dst = ins
         frame.write(out_value, fractalize(src, dst.shape))

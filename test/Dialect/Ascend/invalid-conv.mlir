@@ -132,3 +132,38 @@ func.func @conv_image_five_channels(%x: memref<1x5x20x20xf16, "gm">, %w: memref<
   "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 2, 2>, pads = array<i64: 3, 3, 3, 3>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0_c4", kernel = array<i64: 7, 7>} : (memref<1x5x20x20xf16, "gm">, memref<13x1x16x16xf16, "gm">, memref<1x1x10x10x16xf16, "gm">) -> ()
   return
 }
+
+// -----
+func.func @conv_int8_weight(%x: memref<1x3x9x9x16xf16, "gm">, %w: memref<27x1x16x32xi8, "gm">, %y: memref<1x1x9x9x16xi32, "gm">) {
+  // expected-error@+1 {{'ascend.conv2d' op weight must be fractal-Z [18, 1, 16, 32], got [27, 1, 16, 32]}}
+  "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0", kernel = array<i64: 3, 3>} : (memref<1x3x9x9x16xf16, "gm">, memref<27x1x16x32xi8, "gm">, memref<1x1x9x9x16xi32, "gm">) -> ()
+  return
+}
+
+// -----
+func.func @conv_int8_f32_out(%x: memref<1x40x9x9xf16, "gm">, %w: memref<8x40x3x3xi8, "gm">, %y: memref<1x8x7x7xf32, "gm">) {
+  // expected-error@+1 {{'ascend.conv2d' op unsupported element types (input: f16, weight: i8, out: f32); input and weight are f16, out f32 or f16 (or the int8 form: f16 input, i8 weight, i32 out)}}
+  "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (memref<1x40x9x9xf16, "gm">, memref<8x40x3x3xi8, "gm">, memref<1x8x7x7xf32, "gm">) -> ()
+  return
+}
+
+// -----
+func.func @conv_pad_value_f16(%x: memref<1x3x9x9xf16, "gm">, %w: memref<8x3x3x3xf16, "gm">, %y: memref<1x8x7x7xf32, "gm">) {
+  // expected-error@+1 {{'ascend.conv2d' op attribute 'pad_value' applies to the int8 conv only (i8 weight)}}
+  "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64, pad_value = 1 : i64} : (memref<1x3x9x9xf16, "gm">, memref<8x3x3x3xf16, "gm">, memref<1x8x7x7xf32, "gm">) -> ()
+  return
+}
+
+// -----
+func.func @conv_pad_value_range(%x: memref<1x40x9x9xf16, "gm">, %w: memref<8x40x3x3xi8, "gm">, %y: memref<1x8x7x7xi32, "gm">) {
+  // expected-error@+1 {{'ascend.conv2d' op attribute 'pad_value' must be in [-128, 127], got 200}}
+  "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64, pad_value = 200 : i64} : (memref<1x40x9x9xf16, "gm">, memref<8x40x3x3xi8, "gm">, memref<1x8x7x7xi32, "gm">) -> ()
+  return
+}
+
+// -----
+func.func @conv_int8_groups(%x: memref<1x40x9x9xf16, "gm">, %w: memref<8x20x3x3xi8, "gm">, %y: memref<1x8x7x7xi32, "gm">) {
+  // expected-error@+1 {{'ascend.conv2d' op the int8 conv takes groups = 1, got 2}}
+  "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 2 : i64} : (memref<1x40x9x9xf16, "gm">, memref<8x20x3x3xi8, "gm">, memref<1x8x7x7xi32, "gm">) -> ()
+  return
+}

@@ -212,6 +212,18 @@ func.func @conv(%x: memref<1x3x9x9xf16, "gm">, %w: memref<8x3x3x3xf16, "gm">, %b
   return
 }
 
+// CHECK-LABEL: func.func @conv_int8(
+// CHECK:      "ascend.conv2d"(%arg0, %arg1, %arg2, %arg3) {dilations = array<i64: 1, 1>, groups = 1 : i64, pad_value = -128 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (memref<1x40x9x9xf16, "gm">, memref<8x40x3x3xi8, "gm">, memref<8xi32, "gm">, memref<1x8x9x9xi32, "gm">) -> ()
+// CHECK-NEXT: "ascend.conv2d"(%arg4, %arg5, %arg6) {dilations = array<i64: 1, 1>, groups = 1 : i64, kernel = array<i64: 3, 3>, layout = "nc1hwc0", pad_value = 3 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (memref<1x3x9x9x16xf16, "gm">, memref<18x1x16x32xi8, "gm">, memref<1x1x5x5x16xi32, "gm">) -> ()
+// CHECK-NEXT: return
+func.func @conv_int8(%x: memref<1x40x9x9xf16, "gm">, %w: memref<8x40x3x3xi8, "gm">, %b: memref<8xi32, "gm">,
+                     %y: memref<1x8x9x9xi32, "gm">, %x5: memref<1x3x9x9x16xf16, "gm">,
+                     %wz: memref<18x1x16x32xi8, "gm">, %y5: memref<1x1x5x5x16xi32, "gm">) {
+  "ascend.conv2d"(%x, %w, %b, %y) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, pad_value = -128 : i64} : (memref<1x40x9x9xf16, "gm">, memref<8x40x3x3xi8, "gm">, memref<8xi32, "gm">, memref<1x8x9x9xi32, "gm">) -> ()
+  "ascend.conv2d"(%x5, %wz, %y5) {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0", kernel = array<i64: 3, 3>, pad_value = 3 : i64} : (memref<1x3x9x9x16xf16, "gm">, memref<18x1x16x32xi8, "gm">, memref<1x1x5x5x16xi32, "gm">) -> ()
+  return
+}
+
 // CHECK-LABEL: func.func @conv_5hd(
 // CHECK:      "ascend.conv2d"(%arg0, %arg1, %arg2, %arg3) {dilations = array<i64: 1, 1>, groups = 1 : i64, kernel = array<i64: 3, 3>, layout = "nc1hwc0", pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>}
 // CHECK-NEXT: "ascend.conv2d"(%arg4, %arg5, %arg6) {dilations = array<i64: 1, 1>, groups = 1 : i64, kernel = array<i64: 7, 7>, layout = "nc1hwc0_c4", pads = array<i64: 3, 3, 3, 3>, strides = array<i64: 2, 2>}
