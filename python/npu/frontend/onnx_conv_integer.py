@@ -2,8 +2,8 @@
 
 The int8 conv (`ascend.conv2d`'s int8 form) takes a 2-D ConvInteger with
 groups = 1 whose x is int8, whose weight is a constant int8 tensor with a
-zero (or absent) zero point, and whose x zero point is one constant int8
-value (or absent). The node is left as it is, only its zero-valued weight
+zero (or absent) zero point, whose x zero point is one constant int8 value
+(or absent), and whose pads are symmetric (torch-mlir imports no other). The node is left as it is, only its zero-valued weight
 zero point dropped: torch-mlir makes it a `tensor.pad` with x_zp and a
 `linalg.conv_2d_nchw_fchw_q`, which `passes/linalg_to_ascend/conv_int8.py`
 takes (pad_value = x_zp, the x_zp term as the conv's i32 bias).
@@ -61,7 +61,8 @@ def rewrite_conv_integers(model, types: dict | None, fail, remark) -> list[str]:
             zps.append(consts[name].astype(np.int64) if name else np.zeros((), np.int64))
         attrs = {a.name: a for a in node.attribute}
         group = attrs["group"].i if "group" in attrs else 1
-        why_not = _not_on_int8_cube(x_t, w_t, w_name in consts, zps, group)
+        why_not = _not_on_int8_cube(x_t, w_t, w_name in consts, zps, group) or \
+            asymmetric_pads(node)
         if not why_not:
             _on_int8_cube(node, graph, int(zps[0].reshape(-1)[0]))
             nodes.append(node)
@@ -110,6 +111,20 @@ def _not_on_int8_cube(x_t: int, w_t: int, w_constant: bool, zps: list, group: in
         return "x has more than one zero point"
     if group != 1:
         return f"group = {group} (the int8 conv takes groups = 1)"
+    return ""
+
+
+def asymmetric_pads(node) -> str:
+    """Why torch-mlir cannot import the node as an integer conv ('' when it
+    can): it takes a ConvInteger's pads only when each axis's two are equal."""
+    attrs = {a.name: a for a in node.attribute}
+    pads = list(attrs["pads"].ints) if "pads" in attrs else [0, 0, 0, 0]
+    auto = attrs["auto_pad"].s.decode() if "auto_pad" in attrs else "NOTSET"
+    if auto not in ("NOTSET", "VALID"):
+        return f"auto_pad = {auto} (torch-mlir's integer conv takes explicit pads)"
+    if len(pads) == 4 and (pads[0] != pads[2] or pads[1] != pads[3]):
+        return (f"pads {pads} differ at the two ends of an axis (torch-mlir's integer conv takes "
+                "symmetric pads)")
     return ""
 
 

@@ -13,8 +13,9 @@ one multiplication by s_x * s_w per output channel ([Cout, 1, 1]) and the
 bias (an int32 constant dequantised on the host, or a float constant), or
 with the requantisation when a QuantizeLinear is the Conv's only user; the
 ConvInteger runs on the int8 conv (`onnx_conv_integer`). A Conv with groups,
-a weight zero point, per-channel activations, `auto_pad` SAME_* or a stem of
-C <= 4 input channels stays in float with a remark saying why: padding 3
+a weight zero point, per-channel activations, `auto_pad` SAME_* or pads that
+differ at an axis's two ends (torch-mlir's ConvInteger takes neither), or a
+stem of C <= 4 input channels stays in float with a remark saying why: padding 3
 channels to an int8 block of 32 costs more cube time than the f16
 small-channel mode (a 7x7 stem: ceil(49 / 4) = 13 f16 K-fractals of 4
 kernel points x 4 channels against 49 int8 ones of 1 kernel point x 32
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from npu.frontend.onnx_conv_integer import asymmetric_pads
 from npu.frontend.onnx_qdq import Int8Product, int8_activation, quant_axis, zero_point
 
 FLOAT = 1
@@ -67,8 +69,9 @@ def _match(node, dq_x, dq_w, producers: dict, consts: dict) -> Int8Product | str
     attrs = {a.name: a for a in node.attribute}
     if "group" in attrs and attrs["group"].i != 1:
         return f"group = {attrs['group'].i} (the int8 conv takes groups = 1)"
-    if "auto_pad" in attrs and attrs["auto_pad"].s not in (b"NOTSET", b"VALID"):
-        return f"auto_pad = {attrs['auto_pad'].s.decode()}"
+    why = asymmetric_pads(node)
+    if why:
+        return why
     if w.shape[1] <= STEM_CHANNELS:
         return (f"C = {w.shape[1]} input channels: padding them to an int8 block of 32 costs more "
                 "cube time than the f16 small-channel mode")
