@@ -99,7 +99,7 @@ def qlinear_conv(c=24, cout=40, h=9, stride=2, per_channel=True, bias=True,
         else np.float32(0.005)
     inits = [const("sx", np.float32(0.04)), const("zx", np.int8(-3)), const("w", w),
              const("sw", s_w), const("zw", np.zeros(cout, np.int8) if per_channel else np.int8(0)),
-             const("sy", np.float32(0.9)), const("zy", np.int8(4))]
+             const("sy", np.float32(0.15)), const("zy", np.int8(4))]
     inputs = ["x", "sx", "zx", "w", "sw", "zw", "sy", "zy"]
     if bias:
         inits.append(const("b", rng.integers(-20000, 20000, cout, dtype=np.int32)))
