@@ -230,8 +230,9 @@ class ConvLayouts:
         return True
 
     def _nonzero_host(self, divisor, body, s, kinds: list[str]) -> bool:
-        """A divisor known on the host with no zero in it (a quantisation's
-        scale): dividing the padded channels' zeros by it keeps them finite."""
+        """A divisor that is one non-zero host value (a quantisation's scale):
+        dividing the padded channels' zeros by it keeps them finite. (A
+        per-channel divisor is laid out with zeros in the padded channels.)"""
         args = list(body.arguments)
         if divisor in args:
             i = args.index(divisor)
@@ -241,11 +242,12 @@ class ConvLayouts:
             value = self.scalars[v] if v in self.scalars else self.tensors[v].array
         else:
             value = self.scalars.get(divisor)
-        return value is not None and bool(np.all(np.asarray(value) != 0))
+        flat = np.asarray(value).reshape(-1) if value is not None else np.zeros(0)
+        return flat.size > 0 and bool(np.all(flat == flat[0])) and bool(flat[0] != 0)
 
 
 # Body ops that keep zeros finite (0 -> 0 or a finite constant); a division
-# does when its divisor is a non-zero host value (`_nonzero_host`).
+# does when its divisor is one non-zero host value (`_nonzero_host`).
 SAFE_BODY_OPS = frozenset({
     "arith.addf", "arith.subf", "arith.mulf", "arith.maximumf", "arith.minimumf",
     "arith.maxnumf", "arith.minnumf", "arith.cmpf", "arith.select", "arith.negf", "arith.extf",
