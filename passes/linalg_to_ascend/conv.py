@@ -22,6 +22,7 @@ from mlir import ir
 from npu.ir import NUMPY_DTYPES
 from npu.passes.linalg_to_ascend.emitter import Buf, i64_array
 from npu.passes.linalg_to_ascend.structure import UnsupportedOp, element_name, tensor_shape
+from npu.passes.linalg_to_ascend.conv_int8 import INT8_CONV, Int8ConvLowering
 from npu.passes.linalg_to_ascend.conv_layouts import ConvLayouts
 from npu.passes.linalg_to_ascend.values import Tensor
 
@@ -42,7 +43,7 @@ def _feeds_convs(value: ir.Value) -> bool:
         if owner.name == "tensor.expand_shape":
             if not _feeds_convs(owner.results[0]):
                 return False
-        elif owner.name not in CONV_OPS:
+        elif owner.name not in CONV_OPS + (INT8_CONV,):
             return False
     return True
 
@@ -58,7 +59,7 @@ def block_diagonal(weight: np.ndarray, groups: int) -> np.ndarray:
     return dense
 
 
-class ConvLowering(ConvLayouts):
+class ConvLowering(ConvLayouts, Int8ConvLowering):
     """Mixed into `Converter` (uses its tensors, scalars, emitter, nd, dest)."""
 
     @property
@@ -68,16 +69,28 @@ class ConvLowering(ConvLayouts):
             self._conv_pads = {}
         return self._conv_pads
 
+    @property
+    def conv_pad_values(self) -> dict:
+        """Padded value -> its non-zero padding value (an int8 conv's zero point)."""
+        if not hasattr(self, "_conv_pad_values"):
+            self._conv_pad_values = {}
+        return self._conv_pad_values
+
     def pad(self, op: ir.Operation) -> None:
-        """A zero `tensor.pad` of H and W feeding convs only: remembered."""
+        """A zero `tensor.pad` of H and W feeding convs only, or one padding
+        with the zero point feeding int8 convs only: remembered."""
         low = list(ir.DenseI64ArrayAttr(op.attributes["static_low"]))
         high = list(ir.DenseI64ArrayAttr(op.attributes["static_high"]))
         yielded = list(op.regions[0].blocks[0].operations)[-1].operands[0]
         if len(op.operands) != 1 or len(low) != 4 or any(low[:2]) or any(high[:2]):
             raise UnsupportedOp(op, f"tensor.pad with low {low} high {high}: only zero pads of H and W "
                                 "before a convolution are supported")
-        if self.scalars.get(yielded) != 0:
+        value = self.scalars.get(yielded)
+        if value != 0 and not (isinstance(value, int) and element_name(op.results[0]) == "i8"
+                               and all(u.owner.name == INT8_CONV for u in op.results[0].uses)):
             raise UnsupportedOp(op, "tensor.pad with a value other than zero")
+        if value:
+            self.conv_pad_values[op.results[0]] = value
         if not _feeds_convs(op.results[0]):
             raise UnsupportedOp(op, "tensor.pad whose result is used by something other than a "
                                 "convolution or a pooling")

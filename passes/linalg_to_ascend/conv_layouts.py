@@ -104,10 +104,13 @@ class ConvLayouts:
                                       c1hwc0=out5, nz_loc=loc)
 
     def input_5hd(self, value, x4, loc: str) -> Buf:
-        """`value` ([N, C, H, W]) as an f16 NC1HWC0 buffer."""
+        """`value` ([N, C, H, W]) as an f16 NC1HWC0 buffer (an int8 one's
+        values in f16 for the int8 conv)."""
         t = self.tensors[value]
         n, c, h, w = x4
         c1 = ceil_div(c, C0)
+        if t.int8_f16 is not None and len(t.int8_f16.shape) == 5:
+            return t.int8_f16
         if t.c1hwc0 is not None:
             if t.c1hwc0.dtype == "f16":
                 return t.c1hwc0
@@ -116,8 +119,9 @@ class ConvLayouts:
             return half
         if t.is_constant:
             return self.em.constant(to_5hd(self.host_f16(t.array.reshape(x4))))
-        src = self.em.reshape(self.nd(value, loc), [n, c, h * w], loc)
-        if src.dtype != "f16":
+        src = self.em.reshape(t.int8_f16 if t.int8_f16 is not None else self.nd(value, loc),
+                              [n, c, h * w], loc)
+        if src.dtype != "f16":  # exact for an int8 tensor (the int8 conv's input)
             half = self.em.alloc([n, c, h * w], "f16", loc)
             self.em.op("ascend.cast", [src, half], loc, round_mode='"rint"')
             src = half
@@ -181,7 +185,8 @@ class ConvLayouts:
             return False
         dtype = element_name(op.results[0])
         body = op.regions[0].blocks[0]
-        if dtype not in ("f16", "f32") or any(o.name not in SAFE_BODY_OPS for o in body.operations):
+        if dtype not in ("f16", "f32") or any(o.name not in SAFE_BODY_OPS | {"arith.divf"}
+                                              for o in body.operations):
             return False
         shape5 = None
         kinds = []
@@ -195,7 +200,8 @@ class ConvLayouts:
                 kinds.append("5hd")
             else:
                 return False
-        if shape5 is None:
+        if shape5 is None or any(o.name == "arith.divf" and not self._nonzero_host(
+                o.operands[1], body, s, kinds) for o in body.operations):
             return False
         loc = self.loc(op)
         args = []
@@ -223,9 +229,26 @@ class ConvLayouts:
                                              nz_loc=loc)
         return True
 
+    def _nonzero_host(self, divisor, body, s, kinds: list[str]) -> bool:
+        """A divisor that is one non-zero host value (a quantisation's scale):
+        dividing the padded channels' zeros by it keeps them finite. (A
+        per-channel divisor is laid out with zeros in the padded channels.)"""
+        args = list(body.arguments)
+        if divisor in args:
+            i = args.index(divisor)
+            if i >= len(s.inputs) or kinds[i] != "host":
+                return False
+            v = s.inputs[i]
+            value = self.scalars[v] if v in self.scalars else self.tensors[v].array
+        else:
+            value = self.scalars.get(divisor)
+        flat = np.asarray(value).reshape(-1) if value is not None else np.zeros(0)
+        return flat.size > 0 and bool(np.all(flat == flat[0])) and bool(flat[0] != 0)
 
-# Body ops that keep zeros finite (0 -> 0 or a finite constant).
+
+# Body ops that keep zeros finite (0 -> 0 or a finite constant); a division
+# does when its divisor is one non-zero host value (`_nonzero_host`).
 SAFE_BODY_OPS = frozenset({
     "arith.addf", "arith.subf", "arith.mulf", "arith.maximumf", "arith.minimumf",
     "arith.maxnumf", "arith.minnumf", "arith.cmpf", "arith.select", "arith.negf", "arith.extf",
-    "arith.truncf", "arith.constant", "linalg.yield"})
+    "arith.truncf", "arith.sitofp", "arith.constant", "linalg.yield"})

@@ -30,6 +30,7 @@ from npu.passes.linalg_to_ascend.structure import (Structured, UnsupportedOp, el
 from npu.passes.linalg_to_ascend.elementwise import SUPPORTED_TYPES, BodyLowering, Term, Unreadable
 from npu.passes.linalg_to_ascend.emitter import Buf, Emitter, i64_array
 from npu.passes.linalg_to_ascend.conv import CONV_OPS, ConvLowering
+from npu.passes.linalg_to_ascend.conv_int8 import INT8_CONV
 from npu.passes.linalg_to_ascend.gather import GatherLowering
 from npu.passes.linalg_to_ascend.matmul import MatmulLowering
 from npu.passes.linalg_to_ascend.matmul_int8 import Int8MatmulLowering
@@ -253,6 +254,9 @@ class Converter(MatmulLowering, Int8MatmulLowering, ReductionLowering, GatherLow
         if name in CONV_OPS:
             self.conv(op)
             return
+        if name == INT8_CONV:
+            self.conv_int8(op)
+            return
         if name in ("tensor.expand_shape", "tensor.collapse_shape") and (
                 self.reshape_5hd(op) or self.reshape_nz(op)):
             return
@@ -282,7 +286,7 @@ class Converter(MatmulLowering, Int8MatmulLowering, ReductionLowering, GatherLow
                 else:
                     self.reduction(op, s)
             elif not (self.gather_generic(op) or self.widening(op, s) or self.int8_of_nz(op, s)
-                      or self.truncation_of_int8_matmul(op, s)):
+                      or self.int8_for_convs(op, s) or self.truncation_of_int8_matmul(op, s)):
                 self.elementwise(op, s)
             return
         raise UnsupportedOp(op, f"'{name}' is not supported by the conversion to ascend")

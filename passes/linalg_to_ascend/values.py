@@ -32,6 +32,9 @@ class Tensor:
     dirty_rows: bool = False
     c1hwc0: Buf | None = None           # a conv result in NC1HWC0 [N, C1, H, W, 16] (conv_layouts)
     widened: object = None              # the int8 tensor value this one sign-extends (matmul_int8)
+    # An int8 tensor only int8 convs read, held as its values in f16:
+    # [N, C, H, W] or NC1HWC0 [N, C1, H, W, 16] (conv_int8).
+    int8_f16: Buf | None = None
 
     @property
     def is_constant(self) -> bool:

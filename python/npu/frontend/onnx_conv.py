@@ -117,13 +117,14 @@ def check_convs(model, fail) -> None:
     input (checked before shape inference, whose message would name no node)."""
     from npu.frontend.onnx_fold import inferred_types
 
-    convs = [n for n in model.graph.node if n.op_type == "Conv" and n.domain in ("", "ai.onnx")]
+    convs = [n for n in model.graph.node if n.op_type in ("Conv", "ConvInteger")
+             and n.domain in ("", "ai.onnx")]
     if not convs:
         return
     types = inferred_types(model) or {}
     inits = {t.name: list(t.dims) for t in model.graph.initializer}
     for node in convs:
-        where = f"node '{node.name}' (Conv)"
+        where = f"node '{node.name}' ({node.op_type})"
         attrs = {a.name: a for a in node.attribute}
         w = inits.get(node.input[1]) if len(node.input) > 1 else None
         if w is None:

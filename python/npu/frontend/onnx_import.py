@@ -31,6 +31,7 @@ SUPPORTED_OPS = frozenset({
     "Conv",
     "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
     "MatMulInteger",  # left only where it runs on the int8 cube (onnx_matmul_integer)
+    "ConvInteger",  # likewise (onnx_conv_integer)
 })
 
 # ONNX elem_type -> numpy dtype name for the types the NPU holds.
@@ -233,13 +234,13 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
 
     check_quantized_nodes(model, _failer(where))  # before folding reads a scale
     model = onnx_versions.upgrade_old_opset(model)
-    from npu.frontend.onnx_qdq_int8 import rewrite_qdq_matmuls
+    from npu.frontend.onnx_qdq_int8 import rewrite_qdq_int8
     from npu.frontend.onnx_qlinear import expand_qlinear_ops, gemms_as_matmuls
 
     remark = lambda m: print(f"{where}: remark: {m}", file=sys.stderr)  # noqa: E731
     expand_qlinear_ops(model, remark)
     gemms_as_matmuls(model, remark)
-    rewrite_qdq_matmuls(model, remark)  # before folding turns DQ(W_q) into a float weight
+    rewrite_qdq_int8(model, remark)  # before folding turns DQ(W_q) into a float weight
     onnx_fold.fold_constants(model)
     types = onnx_fold.inferred_types(model)  # one inference for the rewrites (names keep their types)
     if types is None:  # the model's own error, before an empty output could hide it
@@ -249,10 +250,12 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
         return ImportedModel("", [], [], _name_nodes(model), {}, empty)
     from npu.frontend.onnx_qdq_float import rewrite_qdq_in_float
 
+    from npu.frontend.onnx_conv_integer import rewrite_conv_integers
     from npu.frontend.onnx_matmul_integer import rewrite_matmul_integers
 
     rewrite_qdq_in_float(model, types, remark)
     rewrite_matmul_integers(model, types, _failer(where), remark)
+    rewrite_conv_integers(model, types, _failer(where), remark)
     onnx_batchnorm.fold_batchnorms(model)  # before the patch-conv rewrite reads Conv weights
     onnx_conv.rewrite_patch_convs(model)
     onnx_gelu.expand_tanh_gelus(model)

@@ -1,5 +1,6 @@
 """ONNX quantisation nodes (QuantizeLinear, DequantizeLinear, MatMulInteger,
-QLinearMatMul): the checks every one of them must pass before anything reads it.
+ConvInteger, QLinearMatMul, QLinearConv): the checks every one of them must
+pass before anything reads it.
 
 A bad scale or zero point would otherwise become a silently wrong answer (a
 scale of 0 or NaN makes every dequantised value 0 or NaN), and a dtype the
@@ -10,20 +11,22 @@ a scale computed at run time is taken as given.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
 QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")
-INTEGER_OPS = ("MatMulInteger", "QLinearMatMul", "QLinearConv")
+INTEGER_OPS = ("MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv")
 # Every ONNX op of a quantised model, those we do not run included.
-QUANTIZATION_OPS = frozenset(QDQ_OPS + INTEGER_OPS + ("DynamicQuantizeLinear", "ConvInteger"))
+QUANTIZATION_OPS = frozenset(QDQ_OPS + INTEGER_OPS + ("DynamicQuantizeLinear",))
 # ONNX elem_type -> (name, min, max) of the quantised types we run: int8 and uint8.
 QUANT_TYPES = {3: ("int8", -128, 127), 2: ("uint8", 0, 255)}
 # Inputs of each op that are scales / zero points (by position).
 _SCALES = {"QuantizeLinear": (1,), "DequantizeLinear": (1,), "QLinearMatMul": (1, 4, 6),
            "QLinearConv": (1, 4, 6)}
 _ZERO_POINTS = {"QuantizeLinear": (2,), "DequantizeLinear": (2,), "MatMulInteger": (2, 3),
+                "ConvInteger": (2, 3),
                 "QLinearMatMul": (2, 5, 7), "QLinearConv": (2, 5, 7)}
 
 
@@ -55,6 +58,48 @@ def users_of(graph) -> dict[str, list]:
 def quant_axis(node) -> int:
     """A Q/DQ node's `axis` attribute (ONNX's default: 1)."""
     return next((a.i for a in node.attribute if a.name == "axis"), 1)
+
+
+def zero_point(node, consts: dict) -> np.ndarray | None:
+    """A Q/DQ node's constant zero point, or None (absent or computed at run
+    time; an absent one means uint8 data, which is not int8)."""
+    if len(node.input) < 3 or not node.input[2]:
+        return None
+    return consts.get(node.input[2])
+
+
+def int8_scalar_params(node, consts: dict) -> tuple[float, int] | None:
+    """(scale, zero point) of a Q/DQ node with one constant scale and one
+    constant int8 zero point, else None."""
+    zp = zero_point(node, consts)
+    scale = consts.get(node.input[1])
+    if zp is None or scale is None or zp.dtype != np.int8 or zp.size != 1 or scale.size != 1:
+        return None
+    return float(scale.reshape(-1)[0]), int(zp.reshape(-1)[0])
+
+
+def int8_activation(dq, consts: dict):
+    """(a_q, s_a, zp_a) when `dq` dequantizes a run-time int8 tensor with one
+    constant scale and zero point, else None: the int8 cube's run-time operand."""
+    params = int8_scalar_params(dq, consts)
+    if params is None or dq.input[0] in consts:
+        return None
+    return (dq.input[0], *params)
+
+
+@dataclass
+class Int8Product:
+    """A MatMul or Conv of DQ(a_q) and DQ(W_q) matched for the int8 cube
+    (`onnx_qdq_int8` writes it out; `onnx_qdq_conv` matches convs)."""
+    dqs: tuple                          # the DequantizeLinears it reads
+    a_q: str                            # the run-time int8 operand
+    s_a: float
+    zp_a: int
+    s_w: np.ndarray                     # f32: one, or one per output channel shaped to broadcast
+    # (Expansion, a_q) -> the f32 value of the integer product (a_q - zp_a) x W_q
+    product: Callable
+    bias_acc: np.ndarray | None = None  # f32 bias in units of s_a * s_w (added before a requantisation)
+    bias: np.ndarray | None = None      # f32 bias added after the dequantisation
 
 
 def _type_name(elem_type: int) -> str:

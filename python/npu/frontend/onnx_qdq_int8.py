@@ -1,4 +1,4 @@
-"""QDQ MatMuls onto the int8 cube.
+"""QDQ MatMuls and Convs onto the int8 cube.
 
 A MatMul whose A is `DequantizeLinear(a_q)` of a run-time int8 tensor (one
 scale and zero point) and whose B is `DequantizeLinear(W_q)` of a constant
@@ -15,8 +15,9 @@ round(x / s) + zp), rounding half to even as ONNX does (with the float
 fallback's rounding, `onnx_qdq_float.on_grid`). When the MatMul's only user
 is such a QuantizeLinear, the two meet on the drain: one multiplication by
 s_a * s_w / s_y, the rounding and the zero point, and int8 comes out (the
-requantisation). Runs before constant folding, which
-would fold DQ(W_q) into a float weight and lose W_q.
+requantisation). A Conv takes the same path as `ConvInteger(a_q, W_q,
+zp_a)` (`onnx_qdq_conv`, which says which convs match). Runs before constant
+folding, which would fold DQ(W_q) into a float weight and lose W_q.
 
 What does not match stays as it was and runs in float (`onnx_qdq_float`,
 which says so in a remark).
@@ -27,37 +28,14 @@ from __future__ import annotations
 import numpy as np
 
 from npu.frontend.onnx_matmul_integer import zero_point_correction
-from npu.frontend.onnx_qdq import _constants, producers_of, quant_axis, users_of
+from npu.frontend.onnx_qdq import (Int8Product, _constants, int8_activation, int8_scalar_params,
+                                   producers_of, quant_axis, users_of, zero_point)
+from npu.frontend.onnx_qdq_conv import conv_product
 from npu.frontend.onnx_qdq_float import on_grid
 
 INT8, FLOAT = 3, 1
-
-
-def _zero_point(node, consts: dict) -> np.ndarray | None:
-    """A Q/DQ node's constant zero point, or None (absent or computed at run
-    time; an absent one means uint8 data, which is not int8)."""
-    if len(node.input) < 3 or not node.input[2]:
-        return None
-    return consts.get(node.input[2])
-
-
-def _int8_scalar_params(node, consts: dict) -> tuple[float, int] | None:
-    """(scale, zero point) of a Q/DQ node with one constant scale and one
-    constant int8 zero point, else None."""
-    zp = _zero_point(node, consts)
-    scale = consts.get(node.input[1])
-    if zp is None or scale is None or zp.dtype != np.int8 or zp.size != 1 or scale.size != 1:
-        return None
-    return float(scale.reshape(-1)[0]), int(zp.reshape(-1)[0])
-
-
-def _int8_activation(dq, consts: dict):
-    """(a_q, s_a, zp_a) when `dq` dequantizes a run-time int8 tensor with one
-    constant scale and zero point, else None."""
-    params = _int8_scalar_params(dq, consts)
-    if params is None or dq.input[0] in consts:
-        return None
-    return (dq.input[0], *params)
+# The ops whose DQ operands `rewrite_qdq_int8` puts on the int8 cube.
+INT8_CUBE_OPS = ("MatMul", "Conv")
 
 
 def _int8_weight(dq, consts: dict):
@@ -65,7 +43,7 @@ def _int8_weight(dq, consts: dict):
     weight with zero zero points and one scale or one per column, else None."""
     w = consts.get(dq.input[0])
     scale = consts.get(dq.input[1])
-    zp = _zero_point(dq, consts)
+    zp = zero_point(dq, consts)
     if w is None or scale is None or w.dtype != np.int8 or w.ndim < 2:
         return None
     if zp is not None and np.any(zp != 0):
@@ -77,8 +55,34 @@ def _int8_weight(dq, consts: dict):
     return w, scale.reshape(-1).astype(np.float32)
 
 
-def rewrite_qdq_matmuls(model, remark) -> list[str]:
-    """Rewrite (in place) the QDQ MatMuls described above; their names."""
+def _matmul_product(node, producers: dict, consts: dict) -> Int8Product | None:
+    """A MatMul of DQ(a_q) and DQ(W_q) the int8 cube takes, else None."""
+    dq_a, dq_b = (producers.get(i) for i in node.input[:2])
+    if not (dq_a and dq_b and dq_a.op_type == dq_b.op_type == "DequantizeLinear"):
+        return None
+    act, weight = int8_activation(dq_a, consts), _int8_weight(dq_b, consts)
+    if act is None or weight is None:
+        return None
+    (a_q, s_a, zp_a), (w_q, s_w) = act, weight
+
+    def product(e, a: str) -> str:
+        acc = e.make("Cast", [e.make("MatMulInteger", [a, dq_b.input[0]], "int8")], "acc",
+                     to=FLOAT)
+        if zp_a:
+            # (a_q - zp_a) x W_q = a_q x W_q - zp_a * colsum(W_q), in f32: both
+            # terms are exact integers there below 2^24, their difference
+            # rounds once.
+            acc = e.make("Sub", [acc, e.const("zero_point_correction",
+                                              zero_point_correction(zp_a, w_q), np.float32)],
+                         "zero_point_removed")
+        return acc
+
+    return Int8Product((dq_a, dq_b), a_q, s_a, zp_a, s_w, product)
+
+
+def rewrite_qdq_int8(model, remark) -> list[str]:
+    """Rewrite (in place) the QDQ MatMuls and Convs described above (and in
+    `onnx_qdq_conv`); their names."""
     from npu.frontend.onnx_expansion import Expansion
 
     graph = model.graph
@@ -89,39 +93,31 @@ def rewrite_qdq_matmuls(model, remark) -> list[str]:
     outputs = {o.name for o in graph.output}
     nodes, done, quantized, dropped = [], [], set(), set()
     for node in graph.node:
-        if node.op_type != "MatMul":
+        plan = _matmul_product(node, producers, consts) if node.op_type == "MatMul" else \
+            conv_product(node, producers, consts, remark) if node.op_type == "Conv" else None
+        q = producers.get(plan.a_q) if plan is not None else None
+        if plan is None or (q is not None and q.op_type == "QuantizeLinear"
+                            and not _runs_on_device(q, consts)):
             nodes.append(node)
             continue
-        dq_a, dq_b = (producers.get(i) for i in node.input[:2])
-        if not (dq_a and dq_b and dq_a.op_type == dq_b.op_type == "DequantizeLinear"):
-            nodes.append(node)
-            continue
-        act, weight = _int8_activation(dq_a, consts), _int8_weight(dq_b, consts)
-        q = producers.get(act[0]) if act is not None else None
-        if act is None or weight is None or (q is not None and q.op_type == "QuantizeLinear"
-                                             and not _runs_on_device(q, consts)):
-            nodes.append(node)
-            continue
-        (a_q, s_a, zp_a), (w_q, s_w) = act, weight
         e = Expansion(graph, node, nodes)
-        acc = e.make("Cast", [e.make("MatMulInteger", [a_q, dq_b.input[0]], "int8")], "acc",
-                     to=FLOAT)
-        if zp_a:
-            # (a_q - zp_a) x W_q = a_q x W_q - zp_a * colsum(W_q), in f32: both
-            # terms are exact integers there below 2^24, their difference
-            # rounds once.
-            acc = e.make("Sub", [acc, e.const("zero_point_correction",
-                                              zero_point_correction(zp_a, w_q), np.float32)],
-                         "zero_point_removed")
-        scale = np.float32(s_a) * s_w
+        acc = plan.product(e, plan.a_q)
+        scale = np.float32(plan.s_a) * plan.s_w
         requant, dq_y = _requantizing_user(node, users, consts), None
         if requant is None:
-            e.final("Mul", [acc, e.const("dequant_scale", scale, np.float32)], "dequantized")
+            if plan.bias is None:
+                e.final("Mul", [acc, e.const("dequant_scale", scale, np.float32)], "dequantized")
+            else:
+                v = e.make("Mul", [acc, e.const("dequant_scale", scale, np.float32)], "dequantized")
+                e.final("Add", [v, e.const("bias", plan.bias, np.float32)], "bias")
         else:
             # Straight into the next int8 tensor: one multiplication by
-            # s_a * s_w / s_y, as onnxruntime's QLinearMatMul requantises.
+            # s_a * s_w / s_y (after the bias, in the accumulator's units), as
+            # onnxruntime's QLinearMatMul and QLinearConv requantise.
+            if plan.bias_acc is not None:
+                acc = e.make("Add", [acc, e.const("bias_acc", plan.bias_acc, np.float32)], "bias")
             eq = Expansion(graph, requant, nodes)
-            s_q, zp_q = _int8_scalar_params(requant, consts)
+            s_q, zp_q = int8_scalar_params(requant, consts)
             multiplier = scale / np.float32(s_q)
             v = eq.make("Mul", [acc, eq.const("requant_scale", multiplier, np.float32)],
                         "requant_scaled")
@@ -131,13 +127,13 @@ def rewrite_qdq_matmuls(model, remark) -> list[str]:
             else:
                 # Its int8 values only go back to float: kept on the int8 grid
                 # in float, never written out as int8 and read back.
-                s_d, zp_d = _int8_scalar_params(dq_y, consts)
+                s_d, zp_d = int8_scalar_params(dq_y, consts)
                 v = on_grid(eq, v, -128 - zp_q, 127 - zp_q, zp_q - zp_d)
                 ed = Expansion(graph, dq_y, nodes)
                 ed.final("Mul", [v, ed.const("scale", s_d, np.float32)], "dequantized")
                 dropped.add(dq_y.name)
             dropped.add(requant.name)
-        for dq in (dq_a, dq_b):
+        for dq in plan.dqs:
             if all(u is node for u in users.get(dq.output[0], [])):
                 dropped.add(dq.name)
         if q is not None and q.op_type == "QuantizeLinear":
@@ -146,8 +142,8 @@ def rewrite_qdq_matmuls(model, remark) -> list[str]:
         into = ", dequantised after it" if requant is None else \
             f", requantised by '{requant.name}' on the drain" if dq_y is None else \
             f", requantised by '{requant.name}' on the drain and kept in float for '{dq_y.name}'"
-        remark(f"node '{node.name}' (MatMul) between '{dq_a.name}' and '{dq_b.name}' "
-               f"(DequantizeLinear): on the int8 cube{into}")
+        remark(f"node '{node.name}' ({node.op_type}) between '{plan.dqs[0].name}' and "
+               f"'{plan.dqs[1].name}' (DequantizeLinear): on the int8 cube{into}")
     if done:
         kept = [n for n in nodes if n.name not in dropped]
         del graph.node[:]
@@ -162,7 +158,7 @@ def rewrite_qdq_matmuls(model, remark) -> list[str]:
 def _runs_on_device(q, consts: dict) -> bool:
     """A QuantizeLinear `_round_saturate` writes out: a constant scalar scale
     and int8 zero point."""
-    return _int8_scalar_params(q, consts) is not None
+    return int8_scalar_params(q, consts) is not None
 
 
 def _requantizing_user(node, users: dict, consts: dict):
@@ -176,14 +172,15 @@ def _requantizing_user(node, users: dict, consts: dict):
 
 def _only_float_user(q, users: dict, consts: dict, outputs: set):
     """The DequantizeLinear (constant scalar scale, int8 zero point) that is
-    the only user of `q`'s int8 result, when no MatMul reads it back; else None."""
+    the only user of `q`'s int8 result, when no MatMul or Conv reads it back;
+    else None."""
     after = users.get(q.output[0], [])
     if len(after) != 1 or after[0].op_type != "DequantizeLinear" or q.output[0] in outputs:
         return None
     dq = after[0]
-    if _int8_scalar_params(dq, consts) is None:
+    if int8_scalar_params(dq, consts) is None:
         return None
-    if any(u.op_type == "MatMul" for u in users.get(dq.output[0], [])):
+    if any(u.op_type in INT8_CUBE_OPS for u in users.get(dq.output[0], [])):
         return None
     return dq
 
@@ -195,7 +192,7 @@ def _quantize_on_device(q, consts: dict, graph) -> list:
 
     out: list = []
     e = Expansion(graph, q, out)
-    scale, zp = _int8_scalar_params(q, consts)
+    scale, zp = int8_scalar_params(q, consts)
     _round_saturate(e, e.make("Div", [q.input[0], e.const("scale", scale, np.float32)], "scaled"),
                     zp)
     return out

@@ -3,14 +3,17 @@
     QLinearMatMul(a, s_a, zp_a, b, s_b, zp_b, s_y, zp_y)
         = QuantizeLinear(DequantizeLinear(a) x DequantizeLinear(b), s_y, zp_y)
 
-and QLinearConv likewise, its int32 bias dequantised with scale s_a * s_b.
+and QLinearConv likewise, its int32 bias dequantised with scale s_a * s_b
+(computed on the host in f32 when both are constants, so that the int8
+conv adds the int32 bias itself before requantising).
 
 Written out so, `onnx_qdq_int8` finds the int8-cube form in it (a run-time
-int8 a, a constant int8 b with zero zero points) and requantises on the
-drain with one multiplication by s_a * s_b / s_y, as onnxruntime does; the
-rest goes the QDQ graph's other ways (the float fallback, or the one-line
-refusal of a QuantizeLinear it cannot run); a QLinearConv runs in float
-(no int8 conv yet). Runs first, before the QDQ rewrites read the graph.
+int8 a, a constant int8 b with zero zero points; for a QLinearConv the
+conditions of `onnx_qdq_conv`) and requantises on the drain with one
+multiplication by s_a * s_b / s_y, as onnxruntime does; the rest goes the
+QDQ graph's other ways (the float fallback, or the one-line refusal of a
+QuantizeLinear it cannot run). Runs first, before the QDQ rewrites read the
+graph.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from npu.frontend.onnx_qdq import _constants, producers_of, quant_axis
 def expand_qlinear_ops(model, remark) -> list[str]:
     """Rewrite (in place) every QLinearMatMul and QLinearConv into
     DequantizeLinears, the float op and a QuantizeLinear; their names."""
-    from onnx import helper
+    from onnx import helper, numpy_helper
 
     graph = model.graph
     if not any(n.op_type in ("QLinearMatMul", "QLinearConv") for n in graph.node):
@@ -42,8 +45,13 @@ def expand_qlinear_ops(model, remark) -> list[str]:
         operands = [(a, s_a, zp_a, None), (b, s_b, zp_b, weight_axis)]
         bias = node.input[8] if conv and len(node.input) > 8 and node.input[8] else ""
         if bias:  # int32, scale s_a * s_b (per channel with s_b), zero point 0
-            nodes.append(helper.make_node("Mul", [s_a, s_b], [f"{name}/bias_scale"],
-                                          name=f"{name}/bias_scale"))
+            if s_a in consts and s_b in consts:  # on the host, as onnxruntime's f32 product
+                graph.initializer.append(numpy_helper.from_array(
+                    np.float32(consts[s_a].reshape(())) * consts[s_b].astype(np.float32),
+                    f"{name}/bias_scale"))
+            else:
+                nodes.append(helper.make_node("Mul", [s_a, s_b], [f"{name}/bias_scale"],
+                                              name=f"{name}/bias_scale"))
             operands.append((bias, f"{name}/bias_scale", "", 0))
         dequantized = []
         for (x, scale, zp, axis), tag in zip(operands, ("a", "b", "bias")):

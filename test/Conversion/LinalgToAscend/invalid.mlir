@@ -71,3 +71,49 @@ func.func @int8_out_of_range(%x: tensor<20x64xi8>) -> tensor<20x24xi32> {
   %r = linalg.matmul ins(%x, %w : tensor<20x64xi8>, tensor<64x24xi32>) outs(%f : tensor<20x24xi32>) -> tensor<20x24xi32>
   return %r : tensor<20x24xi32>
 }
+
+// -----
+
+// The int8 conv takes symmetric weights: a weight zero point is refused
+// (onnx_conv_integer sends such a ConvInteger to the f16 cube instead).
+func.func @int8_conv_weight_zero_point(%x: tensor<1x16x6x6xi8>) -> tensor<1x8x6x6xi32> {
+  %w = arith.constant dense<1> : tensor<8x16x1x1xi8>
+  %c0 = arith.constant 0 : i32
+  %c2 = arith.constant 2 : i32
+  %e = tensor.empty() : tensor<1x8x6x6xi32>
+  %f = linalg.fill ins(%c0 : i32) outs(%e : tensor<1x8x6x6xi32>) -> tensor<1x8x6x6xi32>
+  // expected-error@+1 {{cannot convert 'linalg.conv_2d_nchw_fchw_q' to ascend: an integer convolution with a weight zero point (2): the int8 conv takes symmetric weights}}
+  %r = linalg.conv_2d_nchw_fchw_q {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%x, %w, %c0, %c2 : tensor<1x16x6x6xi8>, tensor<8x16x1x1xi8>, i32, i32) outs(%f : tensor<1x8x6x6xi32>) -> tensor<1x8x6x6xi32>
+  return %r : tensor<1x8x6x6xi32>
+}
+
+// -----
+
+// A run-time weight: the int8 conv lays its weights out on the host.
+func.func @int8_conv_run_time_weight(%x: tensor<1x16x6x6xi8>, %w: tensor<8x16x1x1xi8>) -> tensor<1x8x6x6xi32> {
+  %c0 = arith.constant 0 : i32
+  %e = tensor.empty() : tensor<1x8x6x6xi32>
+  %f = linalg.fill ins(%c0 : i32) outs(%e : tensor<1x8x6x6xi32>) -> tensor<1x8x6x6xi32>
+  // expected-error@+1 {{cannot convert 'linalg.conv_2d_nchw_fchw_q' to ascend: an integer convolution with run-time weights}}
+  %r = linalg.conv_2d_nchw_fchw_q {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%x, %w, %c0, %c0 : tensor<1x16x6x6xi8>, tensor<8x16x1x1xi8>, i32, i32) outs(%f : tensor<1x8x6x6xi32>) -> tensor<1x8x6x6xi32>
+  return %r : tensor<1x8x6x6xi32>
+}
+
+// -----
+
+// A pad whose value is not the conv's input zero point.
+func.func @int8_conv_pad_not_zero_point(%x: tensor<1x16x6x6xi8>) -> tensor<1x8x6x6xi32> {
+  %w = arith.constant dense<1> : tensor<8x16x3x3xi8>
+  %c0 = arith.constant 0 : i32
+  %p7 = arith.constant 7 : i8
+  %c5 = arith.constant 5 : i32
+  %p = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %p7 : i8
+  } : tensor<1x16x6x6xi8> to tensor<1x16x8x8xi8>
+  %e = tensor.empty() : tensor<1x8x6x6xi32>
+  %f = linalg.fill ins(%c0 : i32) outs(%e : tensor<1x8x6x6xi32>) -> tensor<1x8x6x6xi32>
+  // expected-error@+1 {{cannot convert 'linalg.conv_2d_nchw_fchw_q' to ascend: an integer convolution padded with 7 while its input zero point is 5}}
+  %r = linalg.conv_2d_nchw_fchw_q {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%p, %w, %c5, %c0 : tensor<1x16x8x8xi8>, tensor<8x16x3x3xi8>, i32, i32) outs(%f : tensor<1x8x6x6xi32>) -> tensor<1x8x6x6xi32>
+  return %r : tensor<1x8x6x6xi32>
+}

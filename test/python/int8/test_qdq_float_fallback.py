@@ -10,6 +10,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from qconv_models import int8_conv_lowers
 from qdq_models import cnn, mlp, quantized, reference
 
 NPU_RUN = ".venv/bin/npu-run"
@@ -78,16 +79,20 @@ def test_quantize_static_mlp_within_one_step(per_channel: bool, tmp_path) -> Non
     assert r.returncode == 0 and "check: passed" in r.stdout + r.stderr, r.stdout + r.stderr
 
 
-def test_quantize_static_cnn_convs_in_float(tmp_path) -> None:
-    """QDQ Convs (no int8 conv yet) run in float between fake quantisations;
-    their int8 weights are dequantised once, on the host (folded: onnx's own
-    evaluator has no DequantizeLinear before opset 19); the classifier's
-    MatMul takes the int8 cube."""
+@pytest.mark.skipif(not int8_conv_lowers(), reason="needs the int8 conv lowering "
+                    "(branch int8-conv-kernel); test_qdq_conv.py checks the ascend level")
+def test_quantize_static_cnn(tmp_path) -> None:
+    """The stem conv (C = 3) runs in float between fake quantisations, its
+    int8 weights and int32 bias dequantised once, on the host (folded:
+    onnx's own evaluator has no DequantizeLinear before opset 19); conv2 and
+    the classifier's MatMul take the int8 cube."""
     model = quantized(cnn(16), (1, 3, 16, 16))
     x = np.random.default_rng(2).standard_normal((1, 3, 16, 16)).astype(np.float32)
     y, want, err = _run(model, x, tmp_path)
-    assert "node 'r1_QuantizeLinear' (QuantizeLinear) and 'r1_DequantizeLinear'" in err
-    assert "w1_DequantizeLinear" not in err and "b2_DequantizeLinear" not in err
+    assert "node 'x_QuantizeLinear' (QuantizeLinear) and 'x_DequantizeLinear'" in err
+    assert "node 'conv1' (Conv) between" in err and "stays in float: C = 3" in err
+    assert "node 'w1_DequantizeLinear'" not in err and "node 'b1_DequantizeLinear'" not in err
+    assert "node 'conv2' (Conv) between" in err and "node 'conv2/int8' (ConvInteger)" in err
     assert "node 'fc' (MatMul) between" in err and "on the int8 cube" in err
     consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     last = next(n for n in reversed(model.graph.node) if n.op_type == "DequantizeLinear")
@@ -97,7 +102,7 @@ def test_quantize_static_cnn_convs_in_float(tmp_path) -> None:
 @pytest.mark.parametrize("axis", [0, 1])
 def test_constant_dequantize_folds_at_opset_17(axis: int) -> None:
     """A per-axis DequantizeLinear of a constant becomes a constant, equal to
-    onnxruntime's (int32 biases: test_quantize_static_cnn_convs_in_float)."""
+    onnxruntime's (int32 biases: test_quantize_static_cnn)."""
     from npu.frontend.onnx_fold import fold_constants
 
     rng = np.random.default_rng(axis)

@@ -1,5 +1,6 @@
 """QLinearMatMul on the int8 cube, requantised on the drain, and a lone
-QuantizeLinear, bit-exact against onnxruntime; QLinearConv in float."""
+QuantizeLinear, bit-exact against onnxruntime; QLinearConv on the int8 conv
+(bit-exact) or, where it does not match, in float."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from qconv_models import int8_conv_lowers, qlinear_conv
 from qdq_models import reference
 
 NPU_RUN = ".venv/bin/npu-run"
@@ -123,13 +125,14 @@ def test_lone_quantize_linear_is_exact(zero_point: np.ndarray, tmp_path) -> None
 
 
 @pytest.mark.parametrize("per_channel, bias", [(True, True), (False, False)])
-def test_qlinear_conv_runs_in_float_within_one_step(per_channel: bool, bias: bool,
-                                                    tmp_path) -> None:
-    """No int8 conv yet: dequantised (the int32 bias with scale s_x * s_w), an
-    f16 conv, quantised in f32; within one output step of onnxruntime."""
+def test_grouped_qlinear_conv_runs_in_float_within_one_step(per_channel: bool, bias: bool,
+                                                           tmp_path) -> None:
+    """A QLinearConv the int8 conv does not take (groups = 2): dequantised
+    (the int32 bias with scale s_x * s_w), an f16 conv, quantised in f32;
+    within one output step of onnxruntime."""
     rng = np.random.default_rng(5)
     cout = 16
-    w = rng.integers(-64, 64, (cout, 8, 3, 3), dtype=np.int8)
+    w = rng.integers(-64, 64, (cout, 4, 3, 3), dtype=np.int8)
     s_w = (rng.random(cout) * 0.01 + 0.002).astype(np.float32) if per_channel \
         else np.float32(0.005)
     inits = [_const("sx", np.float32(0.04)), _const("zx", np.int8(-3)), _const("w", w),
@@ -140,7 +143,7 @@ def test_qlinear_conv_runs_in_float_within_one_step(per_channel: bool, bias: boo
         inits.append(_const("b", rng.integers(-2000, 2000, cout, dtype=np.int32)))
         inputs.append("b")
     node = helper.make_node("QLinearConv", inputs, ["y"], name="qconv", pads=[1, 1, 1, 1],
-                            strides=[2, 2])
+                            strides=[2, 2], group=2)
     graph = helper.make_graph(
         [node], "g", [helper.make_tensor_value_info("x", TensorProto.INT8, [1, 8, 10, 10])],
         [helper.make_tensor_value_info("y", TensorProto.INT8, [1, cout, 5, 5])], inits)
@@ -148,7 +151,25 @@ def test_qlinear_conv_runs_in_float_within_one_step(per_channel: bool, bias: boo
     feeds = {"x": rng.integers(-128, 128, (1, 8, 10, 10), dtype=np.int8)}
     y, err = _npu_run(model, feeds, tmp_path)
     assert "node 'qconv' (QLinearConv): taken as DequantizeLinear -> Conv -> QuantizeLinear" in err
+    assert "node 'qconv' (Conv) between 'qconv/dequantize_a' and 'qconv/dequantize_b' " \
+           "(DequantizeLinear): stays in float: group = 2" in err
     (want,) = reference(model, feeds)
     assert (want == 127).any() or (want == -128).any()
     assert np.abs(y.astype(np.int32) - want).max() <= 1
     assert np.mean(y == want) > 0.9
+
+
+@pytest.mark.skipif(not int8_conv_lowers(), reason="needs the int8 conv lowering "
+                    "(branch int8-conv-kernel); test_qdq_conv.py checks the ascend level")
+@pytest.mark.parametrize("per_channel, bias", [(True, True), (False, False)])
+def test_qlinear_conv_on_the_int8_conv_is_exact(per_channel: bool, bias: bool, tmp_path) -> None:
+    """Requantised on the drain after the int32 bias: bit-exact against
+    onnxruntime, saturation at both ends included."""
+    model = qlinear_conv(per_channel=per_channel, bias=bias)
+    x = np.random.default_rng(9).integers(-128, 128, (1, 24, 9, 9), dtype=np.int8)
+    y, err = _npu_run(model, {"x": x}, tmp_path)
+    assert "node 'qconv/int8' (ConvInteger): on the int8 cube" in err
+    (want,) = reference(model, {"x": x})
+    assert (want == 127).any() and (want == -128).any()
+    assert y.dtype == np.int8
+    np.testing.assert_array_equal(y, want)

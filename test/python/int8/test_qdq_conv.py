@@ -1,0 +1,129 @@
+"""QDQ Convs and QLinearConv on the int8 conv: the ascend module has the int8
+`ascend.conv2d` (i8 weights, pad_value = the activation's zero point), the
+quantisation between two convs runs in NC1HWC0 into f16 rounded toward zero
+(no i8 tensor), and the reference interpreter's result is within one output
+step of onnxruntime (exact for QLinearConv's int8 output). The stem and the
+convs that do not match stay in float with a remark."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from onnx import numpy_helper
+
+from qconv_models import ascend_text, conv_lines, evaluate, qdq_convs, qlinear_conv
+from qdq_models import cnn, quantized, reference
+
+
+def _step(model) -> float:
+    """The scale of the model's last DequantizeLinear: one output step."""
+    consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    last = next(n for n in reversed(model.graph.node) if n.op_type == "DequantizeLinear")
+    return float(consts[last.input[1]].reshape(-1)[0])
+
+
+def _x(shape, scale=2.0, seed=3) -> np.ndarray:
+    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(np.float32)
+
+
+@pytest.mark.parametrize("per_channel, bias", [(True, True), (False, True), (True, False)])
+def test_qdq_conv_on_the_int8_conv_within_one_step(per_channel: bool, bias: bool, capsys) -> None:
+    model = qdq_convs([(24, 2)], c=20, h=9, per_channel=per_channel, bias=bias, zx=-6)
+    text, module, remarks = ascend_text(model, capsys)
+    assert ("node 'conv0' (Conv) between 'dqx' and 'dqw0' (DequantizeLinear): on the int8 cube, "
+            "dequantised after it") in remarks
+    (conv,) = conv_lines(text)
+    assert "pad_value = -6 : i64" in conv and "memref<9x2x16x32xi8" in conv
+    x = _x((1, 20, 9, 9))
+    got, (want,) = evaluate(module, x), reference(model, {"x": x})
+    assert np.abs(got - want).max() <= _step(model) * (1 + 1e-4)
+    assert np.mean(got == want) > 0.95
+
+
+def test_qdq_conv_chain_quantises_in_nc1hwc0(capsys) -> None:
+    """Two int8 convs: the input is converted to NC1HWC0 once (the first
+    quantisation, rounded toward zero to f16 in NCHW); the second conv reads
+    the first's epilogue and quantisation in NC1HWC0 through an rz f16 cast,
+    and no int8 tensor is made."""
+    model = qdq_convs([(32, 1), (24, 2)], c=16, h=10)
+    text, module, remarks = ascend_text(model, capsys)
+    for conv in ("conv0", "conv1"):
+        assert f"node '{conv}' (Conv) between" in remarks
+    first, second = conv_lines(text)
+    assert "pad_value = 3 : i64" in first and "pad_value = -5 : i64" in second
+    casts = re.findall(r'"ascend.cast"\(\S+, \S+\) \{round_mode = "trunc"\} : \((memref<[^>]+>), '
+                       r'(memref<[^>]+>)\)', text)
+    assert casts == [('memref<1x16x10x10xf32, "gm">', 'memref<1x16x10x10xf16, "gm">'),
+                     ('memref<1x2x10x10x16xf32, "gm">', 'memref<1x2x10x10x16xf16, "gm">')]
+    assert first.split("(")[1].split(",")[0] != second.split("(")[1].split(",")[0]
+    assert len(re.findall(r'"ascend.transpose"', text)) == 2  # NCHW -> 5HD in, 5HD -> NCHW out
+    ops = [line for line in text.splitlines() if line.strip().startswith('"ascend.')]
+    assert [line for line in ops if "xi8" in line] == [first, second]  # only their weights
+    x = _x((1, 16, 10, 10))
+    got, (want,) = evaluate(module, x), reference(model, {"x": x})
+    assert np.abs(got - want).max() <= _step(model) * (1 + 1e-4)
+    assert np.mean(got == want) > 0.95
+
+
+@pytest.mark.parametrize("per_channel, bias", [(True, True), (False, False)])
+def test_qlinear_conv_on_the_int8_conv_is_exact(per_channel: bool, bias: bool, capsys) -> None:
+    """Requantised on the drain with s_x * s_w / s_y after the int32 bias, as
+    onnxruntime's QLinearConv: bit-exact, saturation at both ends included."""
+    model = qlinear_conv(per_channel=per_channel, bias=bias)
+    text, module, remarks = ascend_text(model, capsys)
+    assert ("node 'qconv' (Conv) between 'qconv/dequantize_a' and 'qconv/dequantize_b' "
+            "(DequantizeLinear): on the int8 cube, requantised by 'qconv/quantize' on the "
+            "drain") in remarks
+    (conv,) = conv_lines(text)
+    assert "pad_value = -3 : i64" in conv and "xi8" in conv
+    x = np.random.default_rng(9).integers(-128, 128, (1, 24, 9, 9), dtype=np.int8)
+    got, (want,) = evaluate(module, x), reference(model, {"x": x})
+    assert (want == 127).any() and (want == -128).any(), "the case must saturate at both ends"
+    assert got.dtype == np.int8
+    np.testing.assert_array_equal(got, want)
+
+
+def test_stem_stays_in_float_with_a_remark(capsys) -> None:
+    model = qdq_convs([(16, 2)], c=3, h=12)
+    text, module, remarks = ascend_text(model, capsys)
+    assert ("node 'conv0' (Conv) between 'dqx' and 'dqw0' (DequantizeLinear): stays in float: "
+            "C = 3 input channels: padding them to an int8 block of 32 costs more cube time "
+            "than the f16 small-channel mode") in remarks
+    (conv,) = conv_lines(text)
+    assert "xi8" not in conv and '"nc1hwc0_c4"' in conv
+    x = _x((1, 3, 12, 12))
+    got, (want,) = evaluate(module, x), reference(model, {"x": x})
+    assert np.abs(got - want).max() <= _step(model) * (1 + 1e-4)
+
+
+def test_grouped_qdq_conv_stays_in_float_with_a_remark(capsys) -> None:
+    model = qdq_convs([(16, 1)], c=16, h=8)
+    conv = next(n for n in model.graph.node if n.op_type == "Conv")
+    conv.attribute.append(__import__("onnx").helper.make_attribute("group", 2))
+    w = next(t for t in model.graph.initializer if t.name == "w0")
+    w.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(w)[:, :8].copy(), "w0"))
+    text, module, remarks = ascend_text(model, capsys)
+    assert "node 'conv0' (Conv) between 'dqx' and 'dqw0' (DequantizeLinear): stays in float: " \
+           "group = 2 (the int8 conv takes groups = 1)" in remarks
+    assert all("xi8" not in line for line in conv_lines(text))
+    x = _x((1, 16, 8, 8))
+    got, (want,) = evaluate(module, x), reference(model, {"x": x})
+    assert np.abs(got - want).max() <= _step(model) * (1 + 1e-4)
+
+
+def test_quantize_static_cnn_stem_in_float_conv2_on_the_int8_conv(capsys) -> None:
+    """onnxruntime's quantize_static of a 3 -> 16 -> 32 CNN (int8 activations,
+    per-channel weights): the stem in float, conv2 and the classifier on the
+    int8 cube; within one output step."""
+    model = quantized(cnn(16), (1, 3, 16, 16))
+    text, module, remarks = ascend_text(model, capsys)
+    assert "node 'conv1' (Conv) between" in remarks and "stays in float: C = 3" in remarks
+    assert re.search(r"node 'conv2' \(Conv\) between .*: on the int8 cube", remarks)
+    assert "node 'fc' (MatMul) between" in remarks
+    stem, conv2 = conv_lines(text)
+    assert "xi8" not in stem and "xi8" in conv2
+    x = _x((1, 3, 16, 16), 1.0, 2)
+    got, (want,) = evaluate(module, x), reference(model, {"x": x})
+    assert np.abs(got - want).max() <= _step(model) * (1 + 1e-4)
