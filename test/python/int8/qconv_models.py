@@ -139,11 +139,3 @@ def evaluate(module, *inputs: np.ndarray) -> np.ndarray:
 
 def conv_lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if '"ascend.conv2d"' in line]
-
-
-def int8_conv_lowers() -> bool:
-    """Whether `npu-lower-conv` lowers the int8 conv (branch int8-conv-kernel):
-    the end-to-end tests of int8 convs need it."""
-    import importlib.util
-
-    return importlib.util.find_spec("npu.passes.lower_conv.int8_map") is not None

@@ -10,7 +10,6 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from qconv_models import int8_conv_lowers
 from qdq_models import cnn, mlp, quantized, reference
 
 NPU_RUN = ".venv/bin/npu-run"
@@ -79,8 +78,6 @@ def test_quantize_static_mlp_within_one_step(per_channel: bool, tmp_path) -> Non
     assert r.returncode == 0 and "check: passed" in r.stdout + r.stderr, r.stdout + r.stderr
 
 
-@pytest.mark.skipif(not int8_conv_lowers(), reason="needs the int8 conv lowering "
-                    "(branch int8-conv-kernel); test_qdq_conv.py checks the ascend level")
 def test_quantize_static_cnn(tmp_path) -> None:
     """The stem conv (C = 3) runs in float between fake quantisations, its
     int8 weights and int32 bias dequantised once, on the host (folded:

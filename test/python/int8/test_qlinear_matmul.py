@@ -11,7 +11,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from qconv_models import int8_conv_lowers, qlinear_conv
+from qconv_models import qlinear_conv
 from qdq_models import reference
 
 NPU_RUN = ".venv/bin/npu-run"
@@ -159,8 +159,6 @@ def test_grouped_qlinear_conv_runs_in_float_within_one_step(per_channel: bool, b
     assert np.mean(y == want) > 0.9
 
 
-@pytest.mark.skipif(not int8_conv_lowers(), reason="needs the int8 conv lowering "
-                    "(branch int8-conv-kernel); test_qdq_conv.py checks the ascend level")
 @pytest.mark.parametrize("per_channel, bias", [(True, True), (False, False)])
 def test_qlinear_conv_on_the_int8_conv_is_exact(per_channel: bool, bias: bool, tmp_path) -> None:
     """Requantised on the drain after the int32 bias: bit-exact against
