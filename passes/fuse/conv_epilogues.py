@@ -10,6 +10,8 @@ from npu import ir as nir
 from npu.costmodel.conv import epilogue
 from npu.dialects.ascend_conv import FORMS_5HD, layout
 
+from npu.passes.lower_conv import epilogue_tiles
+
 from .scan import scan_top_level
 
 
@@ -46,6 +48,13 @@ class ConvEpilogueGrouping:
                 root = nir.view_root(op.operands[-1])
             while members and not self._movable(conv, members, ops, index, touches):
                 members.pop()
+            rounds = self.epilogue_f16 and not self.epilogue_bias_f32
+            cut = len(members)
+            while members and not epilogue_tiles(conv, members, self.target, rounds):
+                members.pop()
+            if cut > len(members) and self.remarks:
+                self.remark(conv, f"conv epilogue cut after {len(members)} of {cut} ops: with "
+                                  "more, no tiling of the conv fits UB")
             if members:
                 self._form_conv_group(conv, members)
 

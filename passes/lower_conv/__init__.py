@@ -37,14 +37,42 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.conv.tiling import choose_tiling, conv_shape
-from npu.costmodel.conv import int8_staging
+from npu.costmodel.conv import epilogue as epilogue_model, int8_staging
 from npu.dialects.ascend_conv import FORMS_5HD, geometry, has_bias, layout, pad_value
 from npu.kernels.cce_build import core_part
+from npu.target import Target
 from npu.passes.base import Pass, PassError, ub_fraction_option
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue, group_of
 from npu.passes.lower_conv.drain_cast import f32_bias_staging
 from npu.passes.lower_conv.image_map import reads_image, staging_bytes
 from npu.passes.lower_conv.kernel import ConvKernel
+
+
+def conv_budget(op: ir.Operation, target: Target, ub_fraction: float, drain_rounds: bool) -> int:
+    """The UB the conv's tiles may take: `ub_fraction` of UB less what its
+    stagings hold (the NCHW image's, the int8 map's, and the f32 bias a
+    rounding drain makes its f16 pattern from)."""
+    budget = int(target.capacity("ub") * ub_fraction)
+    if reads_image(op.operands[0]):  # staged through UB
+        budget -= staging_bytes(target)
+    if conv_shape(op).int8:  # the map narrowed to int8 on its way through UB (int8_map.py)
+        budget -= int8_staging.staging_bytes(target)
+    if drain_rounds and has_bias(op):
+        budget -= f32_bias_staging(conv_shape(op).co1)  # the f16 bias pattern is made from it
+    return budget
+
+
+def epilogue_tiles(conv: ir.Operation, members: list[ir.Operation], target: Target,
+                   drain_rounds: bool) -> bool:
+    """Whether some tiling fits the conv with `members` on its drain (asked by
+    npu-fuse before it forms a group, so a long epilogue, e.g. a quantised
+    CNN's, is cut where the conv still tiles instead of failing the lowering)."""
+    cast = epilogue_model.leading_cast(members, conv.operands[-1]) if drain_rounds else None
+    rest = members[1:] if cast is not None else members
+    source = conv.operands[-1] if cast is None else cast.operands[-1]
+    work = epilogue_model.work(rest, source, target) if rest else None
+    budget = conv_budget(conv, target, 1.0, cast is not None)
+    return choose_tiling(conv_shape(conv), target, budget, work, SETS) is not None
 
 
 class LowerConv(Pass):
@@ -71,13 +99,7 @@ class LowerConv(Pass):
         region = group_of(op)
         with op.location, ir.InsertionPoint(op):  # (its recipes' constant blocks go here)
             epi = ConvEpilogue(self.target, region, op) if region is not None else None
-        budget = int(self.target.capacity("ub") * self.ub_fraction)
-        if reads_image(op.operands[0]):  # staged through UB
-            budget -= staging_bytes(self.target)
-        if shape.int8:  # the map narrowed to int8 on its way through UB (int8_map.py)
-            budget -= int8_staging.staging_bytes(self.target)
-        if epi is not None and epi.cast is not None and has_bias(op):
-            budget -= f32_bias_staging(shape.co1)  # the f16 bias pattern is made from it
+        budget = conv_budget(op, self.target, self.ub_fraction, epi is not None and epi.cast is not None)
         row_parts = self.row_parts(op)
         tiling = choose_tiling(shape.row_part(row_parts[0]) if row_parts else shape, self.target,
                                budget, epi.work if epi is not None else None, SETS)

@@ -19,7 +19,7 @@ from onnx import helper, numpy_helper
 import npu
 from conv_cases import ELEM, ort_run
 from conv_groups import assert_one_conv_group, loads_of
-from helpers import assert_close, compile_and_simulate
+from helpers import assert_close, compile_and_simulate, compile_program
 from npu.passes.linalg_to_ascend.conv_layouts import fractal_z
 
 
@@ -158,3 +158,22 @@ def test_unfolded_batchnorm_joins_the_conv(dtype):
     (apart,), apart_report = npu.compile(m, pipeline="npu-lower{fuse-epilogues=false}")(x)
     np.testing.assert_allclose(apart.astype(np.float32), want.astype(np.float32), rtol=3e-2, atol=3e-2)
     assert report["cycles"] < 0.8 * apart_report["cycles"]
+
+
+def test_an_epilogue_too_long_for_ub_is_cut_where_the_conv_tiles():
+    """Ten per-channel operands of 2048 channels (32 KB of UB each as f32
+    patterns) cannot all sit beside the conv's tiles: npu-fuse cuts the group
+    where a tiling still fits (`lower_conv.epilogue_tiles`), the rest runs
+    as elementwise kernels, and the result is right (the whole chain in the
+    group failed the lowering: no tiling fits)."""
+    CHAINS["long_f32"] = [("mul", False), ("add", False)] * 5
+    try:
+        text, case = conv_case("long_f32", c=32, cout=2048, h=3, w=3)
+    finally:
+        del CHAINS["long_f32"]
+    fused = str(compile_program(text, "npu-fuse").operation)
+    (members,) = re.findall(r"npu.conv_epilogue = \{[^}]*members = (\d+)", fused)
+    assert 0 < int(members) < case["members"]
+    got, want, result = compile_and_simulate(text, "npu-lower{cores=1}", inputs(case, seed=3))
+    assert_close(got[-1], want[-1], np.float32)
+    assert not result.hazards
