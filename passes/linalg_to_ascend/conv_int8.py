@@ -28,7 +28,7 @@ import numpy as np
 from mlir import ir
 
 from npu.passes.linalg_to_ascend.conv_layouts import C0, ceil_div, fractal_z_int8
-from npu.passes.linalg_to_ascend.emitter import i64_array
+from npu.passes.linalg_to_ascend.emitter import Buf, i64_array
 from npu.passes.linalg_to_ascend.structure import (Structured, UnsupportedOp, element_name,
                                                    tensor_shape)
 from npu.passes.linalg_to_ascend.values import Tensor
@@ -44,7 +44,9 @@ def _ints(op: ir.Operation, name: str) -> list[int]:
 
 def feeds_int8_convs(value: ir.Value) -> bool:
     """Every use is an int8 conv's input, directly or through a `tensor.pad`
-    whose every use is."""
+    whose every use is, or an elementwise generic that only widens it
+    (`arith.sitofp`: a DequantizeLinear, e.g. of a residual), which reads the
+    f16 values as exactly."""
     uses = list(value.uses)
     for use in uses:
         owner = use.owner
@@ -52,9 +54,21 @@ def feeds_int8_convs(value: ir.Value) -> bool:
             if not all(u.owner.name == INT8_CONV and u.operand_number == 0
                        for u in owner.results[0].uses):
                 return False
+        elif owner.name == "linalg.generic":
+            if not _only_widened(owner, use.operand_number):
+                return False
         elif owner.name != INT8_CONV or use.operand_number != 0:
             return False
     return bool(uses)
+
+
+def _only_widened(generic, operand: int) -> bool:
+    """The generic's `operand`-th input is read only by `arith.sitofp`."""
+    block = generic.regions[0].blocks[0]
+    if operand >= len(block.arguments) - len(generic.results):
+        return False  # an init (output) operand
+    uses = list(block.arguments[operand].uses)
+    return bool(uses) and all(u.owner.name == "arith.sitofp" for u in uses)
 
 
 class Int8ConvLowering:
@@ -82,6 +96,19 @@ class Int8ConvLowering:
         self.em.op("ascend.cast", [src, half], loc, round_mode='"trunc"')
         self.tensors[result] = Tensor(tuple(tensor_shape(result)), "i8", int8_f16=half)
         return True
+
+    def nd_of_int8_f16(self, value: ir.Value, loc: str) -> Buf:
+        """The NCHW f16 buffer of int8 values held for the int8 convs, for a
+        widening reader that runs in NCHW (f16 widens to the same floats as
+        i8: `feeds_int8_convs` lets no other reader have it)."""
+        t = self.tensors[value]
+        if len(t.int8_f16.shape) != 5:
+            return t.int8_f16
+        self.tensors[value] = Tensor(t.shape, "f16", c1hwc0=t.int8_f16)
+        try:
+            return self.nchw_of_5hd(value, loc)
+        finally:
+            self.tensors[value] = t
 
     def conv_int8(self, op: ir.Operation) -> None:
         """`linalg.conv_2d_nchw_fchw_q` -> the int8 `ascend.conv2d` in "nc1hwc0"."""

@@ -68,6 +68,17 @@ def fractal_z_small(w: np.ndarray) -> np.ndarray:
                                 .reshape(groups, co1, C0, 16))
 
 
+def _five(t: Tensor) -> Buf | None:
+    """The NC1HWC0 buffer holding `t`: a conv result's, or the f16 one of
+    int8 values the int8 convs read (`Tensor.int8_f16`; widening reads it
+    as exactly as the i8 tensor)."""
+    if t.c1hwc0 is not None:
+        return t.c1hwc0
+    if t.int8_f16 is not None and len(t.int8_f16.shape) == 5:
+        return t.int8_f16
+    return None
+
+
 def to_5hd(array: np.ndarray) -> np.ndarray:
     """[N, C, H, W] -> [N, C1, H, W, 16] (zero padded channels)."""
     n, c, h, w = array.shape
@@ -194,9 +205,9 @@ class ConvLayouts:
             t = self.tensors.get(v)
             if v in self.scalars or (t is not None and t.is_constant):
                 kinds.append("host")
-            elif t is not None and t.c1hwc0 is not None and m == identity and \
-                    list(t.shape) == list(s.loop_sizes) and shape5 in (None, t.c1hwc0.shape):
-                shape5 = t.c1hwc0.shape
+            elif t is not None and _five(t) is not None and m == identity and \
+                    list(t.shape) == list(s.loop_sizes) and shape5 in (None, _five(t).shape):
+                shape5 = _five(t).shape
                 kinds.append("5hd")
             else:
                 return False
@@ -207,7 +218,7 @@ class ConvLayouts:
         args = []
         for v, m, kind in zip(s.inputs, s.maps, kinds):
             if kind == "5hd":
-                args.append(self.tensors[v].c1hwc0)
+                args.append(_five(self.tensors[v]))
             elif v in self.scalars:
                 args.append(self.scalars[v])
             else:

@@ -127,3 +127,30 @@ def test_quantize_static_cnn_stem_in_float_conv2_on_the_int8_conv(capsys) -> Non
     x = _x((1, 3, 16, 16), 1.0, 2)
     got, (want,) = evaluate(module, x), reference(model, {"x": x})
     assert np.abs(got - want).max() <= _step(model) * (1 + 1e-4)
+
+
+def test_a_residual_dequantisation_reads_the_f16_int8_map(capsys) -> None:
+    """A residual block: conv0's quantised result feeds conv1 and, through a
+    DequantizeLinear, the Add after conv1. Both readers take the f16 map of
+    int8 values in NC1HWC0 (a widening reads f16 as exactly as i8): no int8
+    tensor and no layout conversion inside the block (before, the second
+    reader made an int8 NCHW tensor: two transposes and the casts)."""
+    from onnx import TensorProto, helper
+
+    from qconv_models import const
+
+    model = qdq_convs([(16, 1), (16, 1)], c=16, h=10)
+    g = model.graph
+    g.initializer.extend([const("sr", np.float32(0.1)), const("zr", np.int8(-20))])
+    g.node.extend([helper.make_node("Add", ["d1", "d0"], ["sum"], name="residual"),
+                   helper.make_node("QuantizeLinear", ["sum", "sr", "zr"], ["qs"], name="qs"),
+                   helper.make_node("DequantizeLinear", ["qs", "sr", "zr"], ["y"], name="dqs")])
+    del g.output[:]
+    g.output.append(helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 10, 10]))
+    text, module, _ = ascend_text(model, capsys)
+    ops = [line for line in text.splitlines() if line.strip().startswith('"ascend.')]
+    assert [line for line in ops if "xi8" in line] == conv_lines(text)  # only their weights
+    assert len(re.findall(r'"ascend.transpose"', text)) == 2  # NCHW -> 5HD in, 5HD -> NCHW out
+    x = _x((1, 16, 10, 10))
+    got, (want,) = evaluate(module, x), reference(model, {"x": x})
+    assert np.abs(got - want).max() <= _step(model) * (1 + 1e-4)
