@@ -20,12 +20,12 @@ torchvision's ResNet-18 at 64 x 64): a float model and the
 QDQ model onnxruntime's `quantize_static` makes of it (int8 weights per
 channel, int8 activations), each compiled and simulated; the QDQ model is
 checked against onnxruntime run node by node (its fused int8 kernels depend
-on the host CPU). Columns: cycles of each, their ratio, the int8 matmuls
-(MatMulInteger nodes in the report) and the largest difference from
+on the host CPU). Columns: cycles of each, their ratio, the int8 matmuls and
+convs (MatMulInteger and ConvInteger nodes in the report) and the largest difference from
 onnxruntime.
 
 Run: .venv/bin/python bench/int8.py [--shapes 1024x1024x1024,...]
-     [--targets ascend910,ascend310] [--cores N] [--models mlp,bert,resnet18 | --models none]
+     [--targets ascend910,ascend310] [--cores N] [--models mlp,bert,resnet18,resnet18_224 | --models none]
 """
 
 from __future__ import annotations
@@ -121,7 +121,13 @@ def _models(names: list[str]) -> list[tuple[str, object, tuple]]:
     if "resnet18" in names:  # torchvision's, exported at 64 x 64 (test/models/cnn)
         model = onnx.load(os.path.join(ROOT, "test", "models", "cnn", "resnet18_ts.onnx"))
         _rename_input(model, "x")
-        out.append(("ResNet-18 64x64 (convs in float)", model, (1, 3, 64, 64)))
+        out.append(("ResNet-18 64x64 (torchvision export)", model, (1, 3, 64, 64)))
+    if "resnet18_224" in names:  # npu.frontend.cnn's, batch norm folded (as exporters write it)
+        from npu.frontend.cnn import resnet
+
+        model = resnet(18, 224, batchnorm=False)
+        _rename_input(model, "x")
+        out.append(("ResNet-18 224x224", model, (1, 3, 224, 224)))
     return out
 
 
@@ -136,7 +142,7 @@ def _rename_input(model, name: str) -> None:
 def run_models(names: list[str]) -> None:
     import npu
 
-    print("\n| model | f16 cycles | int8 (QDQ) cycles | int8 / f16 | int8 matmuls | max diff "
+    print("\n| model | f16 cycles | int8 (QDQ) cycles | int8 / f16 | int8 matmuls, convs | max diff "
           "from onnxruntime |")
     print("|---|---|---|---|---|---|")
     for title, model, shape in _models(names):
@@ -149,7 +155,8 @@ def run_models(names: list[str]) -> None:
             (y,), report = kernel(x)
             cycles[form] = report["cycles"]
         (want,) = reference(qdq, {"x": x})
-        int8 = sum(1 for r in report["per_op"] if "(MatMulInteger)" in r["op"])
+        int8 = ", ".join(str(sum(1 for r in report["per_op"] if f"({kind})" in r["op"]))
+                         for kind in ("MatMulInteger", "ConvInteger"))
         diff = float(np.abs(y - want).max())
         step = _output_step(qdq)
         print(f"| {title} | {cycles['f16']:,} | {cycles['int8']:,} | "
@@ -175,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--targets", default="ascend910,ascend310")
     p.add_argument("--cores", type=int, default=1)
     p.add_argument("--models", default="mlp,bert,resnet18",
-                   help="quantised models to run (mlp, bert, resnet18), or 'none'")
+                   help="quantised models to run (mlp, bert, resnet18, resnet18_224), or 'none'")
     args = p.parse_args(argv)
     print("| target | M x N x K | form | cycles | bound (unit) | ideal | x ideal | vs f16 |")
     print("|---|---|---|---|---|---|---|---|")

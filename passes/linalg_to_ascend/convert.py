@@ -191,10 +191,8 @@ class Converter(MatmulLowering, Int8MatmulLowering, ReductionLowering, GatherLow
         t = self.tensors[value]
         if t.nd is None and t.array is not None:
             t.nd = self.em.constant(t.array)
-        elif t.nd is None and t.c1hwc0 is not None:
-            t.nd = self.nchw_of_5hd(value, loc)
-        elif t.nd is None and t.int8_f16 is not None:  # only widened (conv_int8): f16 reads alike
-            t.nd = self.nd_of_int8_f16(value, loc)
+        elif t.nd is None and (t.c1hwc0 is not None or t.int8_f16 is not None):  # (conv_int8's f16)
+            t.nd = self.nchw_of_5hd(value, loc) if t.c1hwc0 is not None else self.nd_of_int8_f16(value, loc)
         elif t.nd is None and t.widened is not None:  # an int8 tensor read as i32 after all
             t.nd = self.dest(value, t.shape, "i32", loc)
             self.em.op("ascend.cast", [self.nd(t.widened, loc), t.nd], loc, round_mode='"rint"')
