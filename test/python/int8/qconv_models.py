@@ -90,22 +90,22 @@ def qdq_convs(layers: list[tuple[int, int]], c=8, h=10, per_channel=True, bias=T
 
 
 def qlinear_conv(c=24, cout=40, h=9, stride=2, per_channel=True, bias=True,
-                 seed=5) -> onnx.ModelProto:
+                 seed=5, groups=1, w_max=128, s_y=0.15, b_max=20000) -> onnx.ModelProto:
     """y (int8) = QLinearConv(x int8, ...), 3x3 pad 1; the output scale set so
     that y saturates at both ends."""
     rng = np.random.default_rng(seed)
-    w = rng.integers(-128, 128, (cout, c, 3, 3), dtype=np.int8)
+    w = rng.integers(-w_max, w_max, (cout, c // groups, 3, 3), dtype=np.int8)
     s_w = (rng.random(cout) * 0.01 + 0.002).astype(np.float32) if per_channel \
         else np.float32(0.005)
     inits = [const("sx", np.float32(0.04)), const("zx", np.int8(-3)), const("w", w),
              const("sw", s_w), const("zw", np.zeros(cout, np.int8) if per_channel else np.int8(0)),
-             const("sy", np.float32(0.15)), const("zy", np.int8(4))]
+             const("sy", np.float32(s_y)), const("zy", np.int8(4))]
     inputs = ["x", "sx", "zx", "w", "sw", "zw", "sy", "zy"]
     if bias:
-        inits.append(const("b", rng.integers(-20000, 20000, cout, dtype=np.int32)))
+        inits.append(const("b", rng.integers(-b_max, b_max, cout, dtype=np.int32)))
         inputs.append("b")
     node = helper.make_node("QLinearConv", inputs, ["y"], name="qconv", pads=[1, 1, 1, 1],
-                            strides=[stride, stride])
+                            strides=[stride, stride], group=groups)
     ho = out_size(h, 3, stride, (1, 1, 1, 1))
     graph = helper.make_graph(
         [node], "g", [helper.make_tensor_value_info("x", TensorProto.INT8, [1, c, h, h])],

@@ -130,24 +130,9 @@ def test_grouped_qlinear_conv_runs_in_float_within_one_step(per_channel: bool, b
     """A QLinearConv the int8 conv does not take (groups = 2): dequantised
     (the int32 bias with scale s_x * s_w), an f16 conv, quantised in f32;
     within one output step of onnxruntime."""
-    rng = np.random.default_rng(5)
-    cout = 16
-    w = rng.integers(-64, 64, (cout, 4, 3, 3), dtype=np.int8)
-    s_w = (rng.random(cout) * 0.01 + 0.002).astype(np.float32) if per_channel \
-        else np.float32(0.005)
-    inits = [_const("sx", np.float32(0.04)), _const("zx", np.int8(-3)), _const("w", w),
-             _const("sw", s_w), _const("zw", np.zeros(cout, np.int8) if per_channel else np.int8(0)),
-             _const("sy", np.float32(0.05)), _const("zy", np.int8(4))]
-    inputs = ["x", "sx", "zx", "w", "sw", "zw", "sy", "zy"]
-    if bias:
-        inits.append(_const("b", rng.integers(-2000, 2000, cout, dtype=np.int32)))
-        inputs.append("b")
-    node = helper.make_node("QLinearConv", inputs, ["y"], name="qconv", pads=[1, 1, 1, 1],
-                            strides=[2, 2], group=2)
-    graph = helper.make_graph(
-        [node], "g", [helper.make_tensor_value_info("x", TensorProto.INT8, [1, 8, 10, 10])],
-        [helper.make_tensor_value_info("y", TensorProto.INT8, [1, cout, 5, 5])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    model = qlinear_conv(c=8, cout=16, h=10, per_channel=per_channel, bias=bias, groups=2,
+                         w_max=64, s_y=0.05, b_max=2000)
+    rng = np.random.default_rng(6)
     feeds = {"x": rng.integers(-128, 128, (1, 8, 10, 10), dtype=np.int8)}
     y, err = _npu_run(model, feeds, tmp_path)
     assert "node 'qconv' (QLinearConv): taken as DequantizeLinear -> Conv -> QuantizeLinear" in err
