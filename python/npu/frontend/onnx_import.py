@@ -235,12 +235,14 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     check_quantized_nodes(model, _failer(where))  # before folding reads a scale
     model = onnx_versions.upgrade_old_opset(model)
     from npu.frontend.onnx_qdq_int8 import rewrite_qdq_int8
+    from npu.frontend.onnx_qdq_pool import rewrite_qdq_max_pools
     from npu.frontend.onnx_qlinear import expand_qlinear_ops, gemms_as_matmuls
 
     remark = lambda m: print(f"{where}: remark: {m}", file=sys.stderr)  # noqa: E731
     expand_qlinear_ops(model, remark)
     gemms_as_matmuls(model, remark)
     rewrite_qdq_int8(model, remark)  # before folding turns DQ(W_q) into a float weight
+    rewrite_qdq_max_pools(model, remark)
     onnx_fold.fold_constants(model)
     types = onnx_fold.inferred_types(model)  # one inference for the rewrites (names keep their types)
     if types is None:  # the model's own error, before an empty output could hide it
