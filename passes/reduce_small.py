@@ -16,7 +16,9 @@ the outer one and every row of outputs starts on a block:
      elements, each on a block boundary, identity in the padding;
   4. fold the rows pairwise with vadd / vmax / vmin (f16 sums converted to
      f32 first and rounded once at the end) and store the M results.
-Tensors that do not fit half of UB with the 16x / 8x expansion are rejected
+A tensor that does not fit UB with the 16x / 8x expansion is reduced in
+equal parts of its outer axis, each a whole number of blocks in GM (a
+GlobalAveragePool of 2x2 maps in NCHW); when no part fits, it is rejected
 at the op.
 """
 
@@ -33,23 +35,40 @@ from npu.costmodel.vector.tiling import round_up, split_repeats
 
 
 
+MAX_PARTS = 64  # each part is its own straight-line code
+
+
 class SmallReduce(Reduction):
     """Emits one reduction (module docstring)."""
 
     def __init__(self, p, op: ir.Operation, outer: int, rows: int, inner: int, fold_op: str):
         super().__init__(p, op, outer, rows, inner, fold_op)
         self.block = self.granule // self.es
-        self.total = outer * rows * inner
-        self.m = outer * inner
-        self.m_pad = round_up(self.m, max(self.block, self.granule // self.aes))
-        # Assembly blocks, a whole number of 16-block compaction groups.
-        self.groups = -(-rows * self.m_pad // p.target.fractal)
+        self.whole = outer
+        self._size_for(outer)
         need = self.ub_bytes()
         budget = int(p.target.capacity("ub") * p.ub_fraction)
-        if need > budget:
-            raise PassError(f"reducing rows of {rows} x {inner} elements (shorter than one "
-                            f"32-byte block) holds the whole tensor in UB: {need} bytes, budget "
-                            f"{budget}", op)
+        if need > budget:  # equal parts of the outer axis, each whole blocks in and out
+            fits = [part for part in range(outer - 1, 0, -1) if outer % part == 0
+                    and outer // part <= MAX_PARTS and part * inner * self.es % self.granule == 0
+                    and self._size_for(part).ub_bytes() <= budget]
+            if not fits:
+                raise PassError(f"reducing rows of {rows} x {inner} elements (shorter than one "
+                                f"32-byte block) holds the whole tensor in UB: {need} bytes, "
+                                f"budget {budget}, and no equal part of its {outer} outer "
+                                f"indices (at most {MAX_PARTS}, whole 32-byte blocks) fits", op)
+            self._size_for(fits[0])
+
+    def _size_for(self, outer: int) -> "SmallReduce":
+        """Sizes of a part of `outer` outer indices (the whole tensor, or an
+        equal part of it when the whole does not fit UB)."""
+        self.outer = outer
+        self.total = outer * self.rows * self.inner
+        self.m = outer * self.inner
+        self.m_pad = round_up(self.m, max(self.block, self.granule // self.aes))
+        # Assembly blocks, a whole number of 16-block compaction groups.
+        self.groups = -(-self.rows * self.m_pad // self.p.target.fractal)
+        return self
 
     def ub_bytes(self) -> int:
         g, f = self.granule, self.p.target.fractal
@@ -60,8 +79,16 @@ class SmallReduce(Reduction):
         return round_up(self.total, self.block) * self.es + expanded + assembled + compacted + wide
 
     def emit(self) -> None:
-        p, es, g, elem, f = self.p, self.es, self.granule, self.elem, self.p.target.fractal
         src, dst = (nir.flatten_memref(v) for v in self.op.operands)
+        if self.outer == self.whole:
+            self.emit_part(src, dst)
+            return
+        for o0 in range(0, self.whole, self.outer):  # equal, block-aligned parts
+            self.emit_part(sub(src, o0 * self.rows * self.inner, self.total),
+                           sub(dst, o0 * self.inner, self.m))
+
+    def emit_part(self, src: ir.Value, dst: ir.Value) -> None:
+        p, es, g, elem, f = self.p, self.es, self.granule, self.elem, self.p.target.fractal
         padded = round_up(self.total, self.block)
         inp = nir.alloc([padded], elem, "ub")
         copy("cce.copy_gm_to_ub", src, inp, 1, padded * es // g)

@@ -57,6 +57,14 @@ def test_reduce_many_short_rows(op, elem, shape):
     check(op, elem, shape)
 
 
+@pytest.mark.parametrize("op,elem,shape", [
+    ("sum", "f32", (2048, 4)), ("max", "f16", (4000, 5))], ids=str)
+def test_short_rows_too_many_for_ub_reduce_in_parts(op, elem, shape):
+    # Rows under one block that, expanded 8x / 16x, do not fit UB whole (a
+    # GlobalAveragePool of 2x2 maps in NCHW): equal parts of the outer axis.
+    check(op, elem, shape)
+
+
 @pytest.mark.parametrize("op", ["sum", "max"])
 def test_reduce_small_chunks(op):
     # 64 rows a chunk at most: several chunks plus an overlapped tail of rows.
