@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from npu.frontend.onnx_matmul_integer import INT_RANGES, constant_zero_points, exact_in_f32
 from npu.frontend.onnx_qdq import _constants
 
-_RANGES = {3: (-128, 127), 2: (0, 255)}  # int8, uint8
 INT8, FLOAT, INT32 = 3, 1, 6
 
 
@@ -49,16 +49,11 @@ def rewrite_conv_integers(model, types: dict | None, fail, remark) -> list[str]:
         if w_name in consts:
             w_dims, w_t = list(consts[w_name].shape), {np.dtype(np.int8): INT8,
                                                        np.dtype(np.uint8): 2}.get(consts[w_name].dtype, 0)
-        if x_dims is None or w_dims is None or x_t not in _RANGES or w_t not in _RANGES:
+        if x_dims is None or w_dims is None or x_t not in INT_RANGES or w_t not in INT_RANGES:
             raise fail(f"{where}: needs static shapes and int8/uint8 operands")
         if len(x_dims) != 4 or len(w_dims) != 4:
             raise fail(f"{where}: a {len(w_dims) - 2}-D convolution: only 2-D convolutions compile")
-        zps = []
-        for i in (2, 3):
-            name = node.input[i] if i < len(node.input) else ""
-            if name and name not in consts:
-                raise fail(f"{where}: zero point '{name}' must be a constant")
-            zps.append(consts[name].astype(np.int64) if name else np.zeros((), np.int64))
+        zps = constant_zero_points(node, consts, fail, where)
         attrs = {a.name: a for a in node.attribute}
         group = attrs["group"].i if "group" in attrs else 1
         why_not = _not_on_int8_cube(x_t, w_t, w_name in consts, zps, group) or \
@@ -70,9 +65,7 @@ def rewrite_conv_integers(model, types: dict | None, fail, remark) -> list[str]:
             remark(f"{where}: on the int8 cube")
             continue
         taps = int(np.prod(w_dims[1:]))  # C/G * Kh * Kw
-        span = [max(abs(lo - int(z.min())), abs(hi - int(z.max()))) for z, (lo, hi) in
-                zip(zps, (_RANGES[x_t], _RANGES[w_t]))]
-        if taps * span[0] * span[1] >= 2**24:
+        if not exact_in_f32(taps, zps, (x_t, w_t)):
             raise fail(f"{where}: C/groups * Kh * Kw = {taps} with these zero points can exceed "
                        f"2^24 in the f32 accumulator of the f16 cube, and the int8 cube cannot "
                        f"take this node: {why_not}")

@@ -23,7 +23,27 @@ import numpy as np
 
 from npu.frontend.onnx_qdq import _constants
 
-_RANGES = {3: (-128, 127), 2: (0, 255)}  # int8, uint8
+INT_RANGES = {3: (-128, 127), 2: (0, 255)}  # int8, uint8
+
+
+def constant_zero_points(node, consts: dict, fail, where: str) -> list[np.ndarray]:
+    """The zero points of an integer product's two operands (inputs 2 and 3),
+    which must be constants (zero when absent)."""
+    zps = []
+    for i in (2, 3):
+        name = node.input[i] if i < len(node.input) else ""
+        if name and name not in consts:
+            raise fail(f"{where}: zero point '{name}' must be a constant")
+        zps.append(consts[name].astype(np.int64) if name else np.zeros((), np.int64))
+    return zps
+
+
+def exact_in_f32(terms: int, zps: list[np.ndarray], types: tuple[int, int]) -> bool:
+    """Whether `terms` products of the centred operands (x - zp) sum exactly in
+    an f32 accumulator: at most terms * max|x - zp| * max|w - zp| < 2^24."""
+    span = [max(abs(lo - int(z.min())), abs(hi - int(z.max())))
+            for z, (lo, hi) in zip(zps, (INT_RANGES[t] for t in types))]
+    return terms * span[0] * span[1] < 2**24
 
 
 def rewrite_matmul_integers(model, types: dict | None, fail, remark) -> list[str]:
@@ -43,14 +63,9 @@ def rewrite_matmul_integers(model, types: dict | None, fail, remark) -> list[str
         where = f"node '{node.name}' (MatMulInteger)"
         a_dims, a_t = types.get(node.input[0], (None, 0))
         b_dims, b_t = types.get(node.input[1], (None, 0))
-        if a_dims is None or b_t not in _RANGES or a_t not in _RANGES:
+        if a_dims is None or b_t not in INT_RANGES or a_t not in INT_RANGES:
             raise fail(f"{where}: needs static shapes and int8/uint8 operands")
-        zps = []
-        for i, t in ((2, a_t), (3, b_t)):
-            name = node.input[i] if i < len(node.input) else ""
-            if name and name not in consts:
-                raise fail(f"{where}: zero point '{name}' must be a constant")
-            zps.append(consts[name].astype(np.int64) if name else np.zeros((), np.int64))
+        zps = constant_zero_points(node, consts, fail, where)
         k = a_dims[-1]
         why_not = _not_on_int8_cube(node, a_t, b_t, zps, k, consts)
         if not why_not:
@@ -58,9 +73,7 @@ def rewrite_matmul_integers(model, types: dict | None, fail, remark) -> list[str
             done.append(node.name)
             remark(f"{where}: on the int8 cube")
             continue
-        span = [max(abs(lo - int(z.min())), abs(hi - int(z.max()))) for z, (lo, hi) in
-                zip(zps, (_RANGES[a_t], _RANGES[b_t]))]
-        if k * span[0] * span[1] >= 2**24:
+        if not exact_in_f32(k, zps, (a_t, b_t)):
             raise fail(f"{where}: K = {k} with these zero points can exceed 2^24 in the f32 "
                        f"accumulator of the f16 cube, and the int8 cube cannot take this node: "
                        f"{why_not}")

@@ -16,8 +16,10 @@ float, which would make the DequantizeLinear f32 arithmetic first.
 
 from __future__ import annotations
 
+import numpy as np
 from onnx import TensorProto, helper
 
+from npu.frontend.onnx_expansion import Expansion
 from npu.frontend.onnx_qdq import _constants, int8_activation, producers_of, users_of
 
 
@@ -35,21 +37,14 @@ def rewrite_qdq_max_pools(model, remark) -> list[str]:
             nodes.append(node)
             continue
         q, scale, zp = params
-        name = node.name or node.output[0]
-        tag = lambda t: f"{name}/{t}"  # noqa: E731
-        graph.initializer.extend([helper.make_tensor(tag("zero_point"), TensorProto.FLOAT, [], [zp]),
-                                  helper.make_tensor(tag("scale"), TensorProto.FLOAT, [], [scale])])
-        nodes += [helper.make_node("Cast", [q], [tag("q")], name=tag("q"), to=TensorProto.FLOAT),
-                  helper.make_node("Sub", [tag("q"), tag("zero_point")], [tag("centred")],
-                                   name=tag("centred")),
-                  helper.make_node("Cast", [tag("centred")], [tag("f16")], name=tag("f16"),
-                                   to=TensorProto.FLOAT16),
-                  helper.make_node("MaxPool", [tag("f16")], [tag("pooled")], name=name,
-                                   **{a.name: helper.get_attribute_value(a) for a in node.attribute}),
-                  helper.make_node("Cast", [tag("pooled")], [tag("f32")], name=tag("f32"),
-                                   to=TensorProto.FLOAT),
-                  helper.make_node("Mul", [tag("f32"), tag("scale")], [node.output[0]],
-                                   name=tag("dequantized"))]
+        name = node.name
+        e = Expansion(graph, node, nodes)
+        centred = e.make("Sub", [e.make("Cast", [q], "q", to=TensorProto.FLOAT),
+                                 e.const("zero_point", zp, np.float32)], "centred")
+        pooled = e.make("MaxPool", [e.make("Cast", [centred], "f16", to=TensorProto.FLOAT16)],
+                        "pooled", **{a.name: helper.get_attribute_value(a) for a in node.attribute})
+        e.final("Mul", [e.make("Cast", [pooled], "f32", to=TensorProto.FLOAT),
+                        e.const("scale", scale, np.float32)], "dequantized")
         done.append(name)
         remark(f"node '{name}' (MaxPool) of '{dq.name}' (DequantizeLinear): pools the int8 "
                "values in f16, then dequantises (the same floats: the scale is positive)")
