@@ -17,6 +17,7 @@ from typing import Sequence
 import numpy as np
 from mlir import ir
 
+from npu.dialects.ascend_conv import layout, pad_value
 from npu.ir.accessors import int_array_attr, int_attr
 
 
@@ -156,12 +157,12 @@ def conv2d_of(op: ir.Operation, ins: list[np.ndarray]) -> np.ndarray:
     """The result of the `ascend.conv2d` `op` on its operands' arrays `ins`."""
     bias = ins[2] if len(ins) == 4 else None
     geo = [int_array_attr(op, a) for a in ("strides", "pads", "dilations")]
-    form = ir.StringAttr(op.attributes["layout"]).value if "layout" in op.attributes else "nchw"
+    form = layout(op)
     if ins[1].dtype == np.int8:  # the int8 form
-        pad = int_attr(op, "pad_value") if "pad_value" in op.attributes else 0
         if form == "nchw":
-            return conv2d_int8(ins[0], ins[1], bias, *geo, pad)
-        return conv2d_int8_5hd(ins[0], ins[1], bias, int_array_attr(op, "kernel"), *geo, pad)
+            return conv2d_int8(ins[0], ins[1], bias, *geo, pad_value(op))
+        return conv2d_int8_5hd(ins[0], ins[1], bias, int_array_attr(op, "kernel"), *geo,
+                               pad_value(op))
     if form == "nchw":
         return conv2d(ins[0], ins[1], bias, *geo, int_attr(op, "groups"), ins[-1].dtype)
     return conv2d_5hd(ins[0], ins[1], bias, int_array_attr(op, "kernel"), *geo, ins[-1].dtype,
