@@ -58,6 +58,7 @@ from npu.passes.lower_matmul.chain import ChainedTensors
 from npu.passes.lower_matmul.blocks import (IndexValue, MatmulBlocks, Operands, Segment,
                                             block_pitch, segments)
 from npu.passes.lower_matmul.pipelined import PipelinedSchedule
+from npu.passes.lower_matmul.row_strips import RowStripsSchedule
 from npu.passes.lower_matmul.plan import PipelinedPlan, PipelinedPlanning
 from npu.passes.lower_matmul.simple import SimpleSchedule
 from npu.passes.matmul_epilogue import MatmulEpilogue, group_of
@@ -68,8 +69,8 @@ __all__ = ["STRATEGY_CHOICES", "LowerMatmul", "MatmulBlocks", "Operands", "Pipel
            "Segment", "block_pitch", "segments"]
 
 
-class LowerMatmul(SimpleSchedule, PipelinedSchedule, PipelinedPlanning, MatmulBlocks,
-                  ChainedTensors, Pass):
+class LowerMatmul(SimpleSchedule, RowStripsSchedule, PipelinedSchedule, PipelinedPlanning,
+                  MatmulBlocks, ChainedTensors, Pass):
     name = "npu-lower-matmul"
     summary = "Lower ascend.matmul/batch_matmul to tiled cce loops (OS/IS/WS, cost-model tiles)"
     handles = ("ascend.matmul", "ascend.batch_matmul")
@@ -207,8 +208,12 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, PipelinedPlanning, MatmulBl
     def plan_cycles(self, shape: MatmulShape, choice) -> float:
         """The pipelined schedule's time estimate of this plan with its drain."""
         from npu.costmodel.matmul.pipelined import pipelined_time
+        from npu.costmodel.matmul.row_strips import row_strips_time
 
         p, t = self.pipelined, choice.traffic
+        if p.row_strips:
+            return row_strips_time(shape, choice.tiles, p.chunk, self.target,
+                                   self.drain_cost(shape))
         return pipelined_time(shape.M, shape.N, shape.K, shape.batch, p.mb, p.kb, p.chunk,
                               p.a_resident, t.read_bytes(shape), t.c_writes * shape.acc_bytes,
                               t.write_bytes(shape), self.target, self.drain_cost(shape))
@@ -290,7 +295,9 @@ class LowerMatmul(SimpleSchedule, PipelinedSchedule, PipelinedPlanning, MatmulBl
                             "the pipelined schedule with A's row strip resident; got "
                             + (self.why_simple or "a plan that streams A")
                             + " (run npu-fuse with chains=false)", op)
-        if choice.a_resident and (self.pipelined is None or not self.pipelined.a_resident):
+        if (choice.a_resident and (self.pipelined is None or not self.pipelined.a_resident)
+                or choice.row_strips and (self.pipelined is None
+                                          or not self.pipelined.row_strips)):
             # No plan keeps the strip (e.g. an explicit l1-chunk it cannot
             # use): A streams, and the traffic says so.
             choice = make_choice(choice.strategy, shape, choice.tiles, self.target)

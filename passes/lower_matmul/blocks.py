@@ -124,14 +124,25 @@ class MatmulBlocks:
         """`cols` column blocks of `rows` row blocks of an Nz operand, from block
         (row, col), GM -> L1: one burst per column block (its row blocks are
         contiguous in GM, `pitch` row blocks apart)."""
-        blk = self.target.fractal_bytes(2)  # 512 bytes, int8 fractals too
+        src = self.nz_source(ops, matrix, col, row, cols, rows)
+        l1 = nir.alloc([cols, rows] + nir.memref_shape(matrix)[-2:], ops.in_type, "l1")
+        self.copy_nz(src, pitch, l1)
+        return l1
+
+    @staticmethod
+    def nz_source(ops: Operands, matrix: ir.Value, col: IndexValue, row: IndexValue,
+                  cols: int, rows: int) -> ir.Value:
+        """The GM view of `cols` column blocks of `rows` row blocks from block (row, col)."""
         inner = nir.memref_shape(matrix)[-2:]
-        src = nir.subview(matrix, ops.prefix + [col, row, 0, 0],
-                          [1] * len(ops.prefix) + [cols, rows] + inner)
-        l1 = nir.alloc([cols, rows] + inner, ops.in_type, "l1")
+        return nir.subview(matrix, ops.prefix + [col, row, 0, 0],
+                           [1] * len(ops.prefix) + [cols, rows] + inner)
+
+    def copy_nz(self, src: ir.Value, pitch: int, l1: ir.Value) -> None:
+        """GM view `src` (`nz_source`) -> the L1 buffer `l1` of its blocks."""
+        blk = self.target.fractal_bytes(2)  # 512 bytes, int8 fractals too
+        cols, rows = nir.memref_shape(l1)[:2]
         copy_bursts("cce.copy_gm_to_l1", src, l1, cols, self.target.blocks(rows * blk),
                     src_gap=self.target.blocks((pitch - rows) * blk))
-        return l1
 
     def to_l0a(self, l1: ir.Value, m: int, n: int, first_col: int = 0) -> ir.Value:
         """Columns first_col.. (n blocks) of an L1 A tile -> L0A (Zz).

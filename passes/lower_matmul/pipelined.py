@@ -5,6 +5,8 @@ it follows is `plan.PipelinedPlan`)."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 from mlir import ir
 from mlir.dialects import arith, scf
 
@@ -149,6 +151,8 @@ class PipelinedSchedule:
             # A chained A operand already is the strip (npu-fuse chains).
             strip = self.chained_l1(ops.a) or self.stage_a(ops, 0, 0, mb, ops.N1)
             self.pipelined_loop(ops, plan, per_matrix, c_pieces, strip=strip)
+        elif plan.row_strips:
+            self.row_strips_loop(ops, plan, c_pieces)
         else:
             self.pipelined_loop(ops, plan, per_matrix * max(batch, 1), c_pieces,
                                 per_matrix=per_matrix if batch else 0)
@@ -195,11 +199,7 @@ class PipelinedSchedule:
                 # This chunk's columns of the strip: from block s0 * mb on.
                 a1, a_base = strip, arith.MulIOp(s0, nir.index_const(mb)).result
             b1 = self.stage_b(ops, s0, y, chunk, kb)
-            in_t = ops.in_type
-            a_blk, b_blk = self.l0_blocks(a1, False), self.l0_blocks(b1, True)
-            a_slots = [nir.alloc([mbp, sub] + a_blk, in_t, "l0a") for _ in range(2)]
-            b_slots = [nir.alloc([plan.group * sub, khb] + b_blk, in_t, "l0b")
-                       for _ in range(2)]
+            a_slots, b_slots = self.l0_slots(ops, plan, a1, b1)
             # With an epilogue, each piece may move to one UB buffer (shared
             # by the pieces: V runs them in order) in its own scf.if, so that
             # its L0C is released to the next tile's mads right after the
@@ -208,41 +208,65 @@ class PipelinedSchedule:
                       if self.stages_drain(trips // chunks, trips * mb * kb * chunk, mbp, khb)
                       else None)
             landings = self.landing_slots(staged, mbp, khb)
-            group = plan.group
-            slot_blocks = sub * khb
-            step = 0
-            for g in range(0, pieces, group):
-                for j0 in range(0, chunk, sub):
-                    a0, b0 = a_slots[step % 2], b_slots[step % 2]
-                    step += 1
-                    r0 = plan.piece_at(g)[0]  # the group's pieces share their rows
-                    self.reorder_blocks(a1, a0, rows=mbp, cols=sub, transpose=False,
-                                        op_name="cce.load_l1_to_l0a", src_first=j0 * mb + r0,
-                                        src_col_stride=mb, src_base=a_base)
-                    if j0 > 0:
-                        accumulate: bool | ir.Value = True
-                    else:
-                        accumulate = first if chunks > 1 else False
-                    flat_b = self.flat_blocks(b0, group * slot_blocks)
-                    # The group's pieces share the A sub-tile: their mads run
-                    # back to back and release the slots with one flag.
-                    for h in range(g, g + group):
-                        b_h = b0 if group == 1 else nir.subview(
-                            flat_b, [(h - g) * slot_blocks, 0, 0], [slot_blocks] + b_blk)
-                        self.reorder_blocks(b1, b_h, rows=sub, cols=khb, transpose=True,
-                                            op_name="cce.load_l1_to_l0b",
-                                            src_first=j0 + plan.piece_at(h)[1] * chunk,
-                                            src_col_stride=chunk)
-                    for h in range(g, g + group):
-                        b_h = b0 if group == 1 else nir.subview(
-                            flat_b, [(h - g) * slot_blocks, 0, 0], [slot_blocks] + b_blk)
-                        self.mad(a0, b_h, c_pieces[h], mbp, sub, khb, accumulate)
-                if self.drain_order == "per-piece":
-                    for h in range(g, g + group):
-                        self.drain_piece(ops, plan, c_pieces[h], staged, last, x, y, h,
-                                         ub_budget, landings[h % 2] if landings else None)
-            if self.drain_order == "after-mads":
-                for h in range(pieces):
-                    self.drain_piece(ops, plan, c_pieces[h], staged, last, x, y, h, ub_budget,
-                                     landings[h % 2] if landings else None)
+
+            def drain(h: int) -> None:
+                self.drain_piece(ops, plan, c_pieces[h], staged, last, x, y, h, ub_budget,
+                                 landings[h % 2] if landings else None)
+            self.chunk_mads(plan, a1, a_base, b1, chunk, a_slots, b_slots, c_pieces, 0,
+                            first if chunks > 1 else False, drain)
             nir.yield_()
+
+    def l0_slots(self, ops: Operands, plan: "PipelinedPlan", a1: ir.Value, b1: ir.Value
+                 ) -> tuple[list[ir.Value], list[ir.Value]]:
+        """The two L0A and two L0B slots the sub-steps take turns in."""
+        a_blk, b_blk = self.l0_blocks(a1, False), self.l0_blocks(b1, True)
+        a_slots = [nir.alloc([plan.piece_rows, plan.sub] + a_blk, ops.in_type, "l0a")
+                   for _ in range(2)]
+        b_slots = [nir.alloc([plan.group * plan.sub, plan.piece_cols] + b_blk, ops.in_type, "l0b")
+                   for _ in range(2)]
+        return a_slots, b_slots
+
+    def chunk_mads(self, plan: "PipelinedPlan", a1: ir.Value, a_base: ir.Value | None,
+                   b1: ir.Value, chunk: int, a_slots: list[ir.Value], b_slots: list[ir.Value],
+                   c_pieces: list[ir.Value], step: int, accumulate_first: bool | ir.Value,
+                   drain: Callable[[int], None]) -> int:
+        """The mads of one L1 chunk (A `a1` from block `a_base`, B `b1`, each
+        `chunk` reduction blocks): for each group of C pieces, each sub-step's
+        A and B sub-tiles -> the L0 slots (taking turns from `step` on) and
+        the pieces' mads; `accumulate_first` for the chunk's first sub-step
+        (an i1 "first chunk" flag, or static). `drain(h)` drains piece h
+        (after its group with drain-order=per-piece, else after all mads).
+        Returns the next slot turn."""
+        mbp, khb, sub, group = plan.piece_rows, plan.piece_cols, plan.sub, plan.group
+        mb = plan.mb
+        b_blk = self.l0_blocks(b1, True)
+        slot_blocks = sub * khb
+        for g in range(0, plan.pieces, group):
+            for j0 in range(0, chunk, sub):
+                a0, b0 = a_slots[step % 2], b_slots[step % 2]
+                step += 1
+                r0 = plan.piece_at(g)[0]  # the group's pieces share their rows
+                self.reorder_blocks(a1, a0, rows=mbp, cols=sub, transpose=False,
+                                    op_name="cce.load_l1_to_l0a", src_first=j0 * mb + r0,
+                                    src_col_stride=mb, src_base=a_base)
+                accumulate = True if j0 > 0 else accumulate_first
+                flat_b = self.flat_blocks(b0, group * slot_blocks)
+                # The group's pieces share the A sub-tile: their mads run
+                # back to back and release the slots with one flag.
+                b_views = [b0 if group == 1 else nir.subview(
+                    flat_b, [(h - g) * slot_blocks, 0, 0], [slot_blocks] + b_blk)
+                    for h in range(g, g + group)]
+                for h, b_h in zip(range(g, g + group), b_views):
+                    self.reorder_blocks(b1, b_h, rows=sub, cols=khb, transpose=True,
+                                        op_name="cce.load_l1_to_l0b",
+                                        src_first=j0 + plan.piece_at(h)[1] * chunk,
+                                        src_col_stride=chunk)
+                for h, b_h in zip(range(g, g + group), b_views):
+                    self.mad(a0, b_h, c_pieces[h], mbp, sub, khb, accumulate)
+            if self.drain_order == "per-piece":
+                for h in range(g, g + group):
+                    drain(h)
+        if self.drain_order == "after-mads":
+            for h in range(plan.pieces):
+                drain(h)
+        return step

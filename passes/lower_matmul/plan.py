@@ -12,6 +12,7 @@ from mlir import ir
 from npu import ir as nir
 from npu.costmodel.matmul.fitting import MatmulShape, TilingChoice
 from npu.costmodel.matmul.residency import resident_a_chunks
+from npu.costmodel.matmul.row_strips import row_strip_chunks
 from npu.costmodel.matmul.pipelined import best_chunk, default_pieces, piece_grid
 from npu.passes.base import PassError
 
@@ -39,6 +40,8 @@ class PipelinedPlan:
     a_resident: bool = False
     group: int = 1
     row_pieces: int = 1
+    # A's strips resident row by row (`row_strips`): `chunk` is the parts' size.
+    row_strips: bool = False
 
     @property
     def piece_rows(self) -> int:
@@ -60,7 +63,8 @@ class PipelinedPlan:
                 f"{self.piece_rows * frac}x{self.piece_cols * frac} each)"
                 if self.row_pieces > 1 else "")
         return (f"; pipelined schedule: L1 chunk n={self.chunk * frac}"
-                f"{' (B only: the A row strip stays in L1)' if self.a_resident else ''}, "
+                f"{' (B only: the A row strip stays in L1)' if self.a_resident else ''}"
+                f"{' (A row strips in parts, each kept in L1 for its row)' if self.row_strips else ''}, "
                 f"L0 sub-step n={self.sub * frac}, {self.pieces} C piece(s) in L0C{grid}"
                 f"{f', {self.group} per L0A sub-tile' if self.group > 1 else ''}")
 
@@ -120,10 +124,15 @@ class PipelinedPlanning:
                                                  self.chained_l1(op.operands[0]) is not None)
                     if d in chunks and (not nb_fixed or d % nb_fixed == 0)
                     ] if choice.a_resident else []
-        fitting = resident or [d for d in chunks if 2 * (mb + kb) * d * blk <= l1_cap
-                               and (not nb_fixed or d % nb_fixed == 0)]
+        strips = [d for d in row_strip_chunks(shape, choice.tiles, t)
+                  if d in chunks and (not nb_fixed or d % nb_fixed == 0)
+                  ] if choice.row_strips else []
+        fitting = resident or strips or [d for d in chunks if 2 * (mb + kb) * d * blk <= l1_cap
+                                         and (not nb_fixed or d % nb_fixed == 0)]
         tiles = (M1 // mb) * (K1 // kb)
-        if resident and choice.chunk // frac in resident:
+        if strips:
+            chunk = choice.chunk // frac if choice.chunk // frac in strips else strips[0]
+        elif resident and choice.chunk // frac in resident:
             chunk = choice.chunk // frac  # the one the cost model timed these tiles with
         else:
             chunk = best_chunk(fitting, mb, kb, N1, tiles, not resident, t)
@@ -146,7 +155,8 @@ class PipelinedPlanning:
         mbp, khb = mb // rows, kb * rows // pieces
         group = self.piece_group(shape, choice, tiles * max(shape.batch, 1), mbp * sub * khb,
                                  pieces // rows, sub * khb * blk)
-        return PipelinedPlan(mb, kb, chunk, sub, pieces, bool(resident), group, rows)
+        return PipelinedPlan(mb, kb, chunk, sub, pieces, bool(resident), group, rows,
+                             bool(strips))
 
     def piece_group(self, shape: MatmulShape, choice: TilingChoice, tiles: int,
                     mad_blocks: int, pieces: int, b_slot_bytes: int) -> int:

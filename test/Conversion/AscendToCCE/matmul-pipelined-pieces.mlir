@@ -1,7 +1,7 @@
-// RUN: npu-opt %s --npu-lower-matmul="m=256 k=256 c-pieces=4 schedule=pipelined" 2>/dev/null | FileCheck %s
-// RUN: npu-opt %s --npu-lower-matmul="m=256 k=256 c-pieces=4 schedule=pipelined" 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
-// RUN: npu-opt %s --npu-lower-matmul="m=256 k=256 c-pieces=4 c-piece-rows=1 schedule=pipelined" 2>&1 >/dev/null | FileCheck %s --check-prefix=SLABS
-// RUN: not npu-opt %s --npu-lower-matmul="m=256 k=256 c-pieces=4 c-piece-rows=3 schedule=pipelined" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: npu-opt %s --npu-lower-matmul="m=256 k=256 c-pieces=4 schedule=pipelined resident-a=false" 2>/dev/null | FileCheck %s
+// RUN: npu-opt %s --npu-lower-matmul="m=256 k=256 c-pieces=4 schedule=pipelined resident-a=false" 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
+// RUN: npu-opt %s --npu-lower-matmul="m=256 k=256 c-pieces=4 c-piece-rows=1 schedule=pipelined resident-a=false" 2>&1 >/dev/null | FileCheck %s --check-prefix=SLABS
+// RUN: not npu-opt %s --npu-lower-matmul="m=256 k=256 c-pieces=4 c-piece-rows=3 schedule=pipelined resident-a=false" 2>&1 | FileCheck %s --check-prefix=BAD
 
 // A 256x256 C tile in four L0C pieces, 512x768x768 (cube-bound: the mads'
 // completion stalls bind). As column slabs (256x64) two L0A slots of 256

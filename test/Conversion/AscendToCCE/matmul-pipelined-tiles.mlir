@@ -4,8 +4,9 @@
 
 // Explicit tiles keep the pipelined schedule: the tile n = 128 fills L0A
 // once (256 x 128 f16 = 64 KiB), so the L0 sub-step is its largest divisor
-// with two slots in L0A (64); the L1 chunk is a multiple of n.
-// EXPLICIT: matmul-pipelined-tiles.mlir:[[@LINE+2]]:3: remark: matmul tiling: strategy=os tiles (m=256, n=128, k=256); {{.*}}; pipelined schedule: L1 chunk n=384, L0 sub-step n=64, 2 C piece(s) in L0C
+// with two slots in L0A (64); the L1 chunk (here the parts of A's row
+// strips: two rows of C tiles) is a multiple of n.
+// EXPLICIT: matmul-pipelined-tiles.mlir:[[@LINE+2]]:3: remark: matmul tiling: strategy=os tiles (m=256, n=128, k=256) with each row strip of A resident in L1 across its column tiles; {{.*}}; pipelined schedule: L1 chunk n=256 (A row strips in parts, each kept in L1 for its row), L0 sub-step n=64, 2 C piece(s) in L0C
 func.func @bert(%a: memref<48x32x16x16xf16, "gm">, %b: memref<48x48x16x16xf16, "gm">, %c: memref<48x32x16x16xf32, "gm">) {
   "ascend.matmul"(%a, %b, %c) : (memref<48x32x16x16xf16, "gm">, memref<48x48x16x16xf16, "gm">, memref<48x32x16x16xf32, "gm">) -> ()
   return

@@ -76,6 +76,9 @@ class TilingChoice:
     # With it, the B chunk (reduction elements per GM -> L1 copy) the time
     # estimate chose these tiles with (0: the schedule's own choice).
     chunk: int = 0
+    # A's strips resident row by row (several rows of C tiles, `row_strips`):
+    # A is read once; `chunk` is then the parts' reduction elements.
+    row_strips: bool = False
     # Why the pipelined time estimate replaced the streaming search's plan
     # (`resident_or_streamed`), for the remark; empty when it did not.
     why: str = ""
@@ -84,7 +87,8 @@ class TilingChoice:
         """The text of the remark every lowered matmul emits."""
         t = self.traffic
         return (f"matmul tiling: strategy={self.strategy} tiles {self.tiles}"
-                f"{' with the A row strip resident in L1' if self.a_resident else ''}; modelled GM "
+                f"{' with the A row strip resident in L1' if self.a_resident else ''}"
+                f"{' with each row strip of A resident in L1 across its column tiles' if self.row_strips else ''}; modelled GM "
                 f"traffic: read {t.reads} elements (A {t.a_reads}, B {t.b_reads}) = "
                 f"{t.read_bytes(shape)} bytes, write-back {t.c_writes} elements = "
                 f"{t.write_bytes(shape)} bytes, total {t.read_bytes(shape) + t.write_bytes(shape)} bytes"

@@ -12,6 +12,8 @@ import dataclasses
 from npu.costmodel.matmul.fitting import (MatmulShape, Tiles, TilingChoice, buffer_needs, capacities,
                                           largest_fitting_n, multiples, pipelines, traffic)
 from npu.costmodel.matmul.pipelined import Drain, best_chunk, pipelined_time
+from npu.costmodel.matmul.row_strips import (b_turns, row_strip_chunks, row_strips_time,
+                                             row_strips_traffic)
 from npu.target import Target
 
 
@@ -81,6 +83,17 @@ TIMED_MARGIN = 0.05
 # KiB instead of 960 KiB, ffn_out's first B chunk loads during the layernorm
 # between them: 383,089 -> 379,943 cycles).
 SAME_TIME = 0.01
+# Row strips keep the tiles and only cut A's reads, so their estimate
+# against the same tiles streamed errs little: they replace the plan when
+# estimated faster at all, though never for L1 alone. Simulated against the
+# tiles streamed (one core, f32 or i32 C; ascend910 unless named), all 26
+# shapes with several rows and columns of tiles that `bench/int8.py` and a
+# sweep tried ran faster or the same, none slower: int8 1024^3 149,068 ->
+# 143,985 (3.4%), 768^3 int8 11%, 384x768x768 13%, f16 512x768x3072 2.7%,
+# f16 1024^3 1.9% (with no more strip parts and B turns than event ids:
+# with more, npu-insert-sync merged their flags and f16 1024^3 ran 3%
+# slower), ascend310 int8 1024^3 288,692 -> 280,147.
+ROW_STRIPS_MARGIN = 0.0
 
 
 def resident_or_streamed(shape: MatmulShape, best: TilingChoice, target: Target,
@@ -160,9 +173,12 @@ def resident_or_streamed(shape: MatmulShape, best: TilingChoice, target: Target,
     if not options:  # nothing pipelines: the simple schedule runs these tiles
         return make_choice("os", shape, best.tiles, target)
     if not timed:
-        return options[0][1]
+        # Residency wherever it fits: several rows keep their strips too.
+        consider_row_strips(shape, best.tiles, target, drain, fixed_n, options)
+        return options[-1][1] if options[-1][1].row_strips else options[0][1]
     if other_form is not None:
         consider(best.tiles, other_form)
+    consider_row_strips(shape, best.tiles, target, drain, fixed_n, options)
     if best.tiles.m == shape.M and best.tiles.k < shape.K and not fixed_n:
         for kk in ([fixed_k] if fixed_k else multiples(shape.K, frac)):
             if kk == best.tiles.k or shape.K % kk:
@@ -172,8 +188,10 @@ def resident_or_streamed(shape: MatmulShape, best: TilingChoice, target: Target,
             if nn is not None:
                 consider(Tiles(shape.M, nn, kk), True)
     base_time, base, base_l1 = options[0]
-    faster = [o for o in options[1:] if o[0] < (1 - TIMED_MARGIN) * base_time]
-    smaller = [o for o in options[1:] if o[0] <= (1 + SAME_TIME) * base_time and o[2] < base_l1]
+    faster = [o for o in options[1:] if o[0] < (1 - (
+        ROW_STRIPS_MARGIN if o[1].row_strips else TIMED_MARGIN)) * base_time]
+    smaller = [o for o in options[1:] if o[0] <= (1 + SAME_TIME) * base_time and o[2] < base_l1
+               and not o[1].row_strips]
     if faster:
         pick, why = min(faster, key=lambda o: o[0]), "estimate"
     elif smaller:
@@ -184,3 +202,29 @@ def resident_or_streamed(shape: MatmulShape, best: TilingChoice, target: Target,
         f"the pipelined schedule's estimate: {pick[0]:.0f} cycles against {base_time:.0f}"
         f" for tiles {base.tiles}{' with the strip resident' if base.a_resident else ''}"
         + (f", holding {pick[2]} bytes of L1 instead of {base_l1}" if why == "L1" else "")))
+
+
+def consider_row_strips(shape: MatmulShape, tiles: Tiles, target: Target, drain: Drain,
+                        fixed_n: int, options: list) -> None:
+    """Adds to `options` (time, choice, L1 bytes) these tiles with A's row
+    strips resident (`npu.costmodel.matmul.row_strips`), in the parts the
+    time estimate likes best, where that schedule applies: without an
+    epilogue, whose pieces' drains (vector work, row-major stores) the
+    estimate does not weigh against the parts (examples/matmul_512x768x768,
+    its C stored row-major in f32: estimated 1.7% faster, ran 3.2% slower)."""
+    if drain != Drain():
+        return
+    frac = target.fractal
+    chunks = [d for d in row_strip_chunks(shape, tiles, target)
+              if not fixed_n or d * frac % tiles.n == 0]
+    if not chunks:
+        return
+    chunk = min(chunks, key=lambda d: (row_strips_time(shape, tiles, d, target, drain), -d))
+    blk = target.fractal_bytes(shape.in_bytes)
+    choice = dataclasses.replace(make_choice("os", shape, tiles, target),
+                                 traffic=row_strips_traffic(shape, tiles), row_strips=True,
+                                 chunk=chunk * frac)
+    mb, kb, n1 = tiles.m // frac, tiles.k // frac, shape.N // frac
+    turns = b_turns(mb, kb, n1, chunk, target)
+    footprint = (mb * n1 + turns * kb * chunk) * blk
+    options.append((row_strips_time(shape, tiles, chunk, target, drain), choice, footprint))

@@ -55,6 +55,7 @@ from npu.costmodel.matmul.fitting import (Capacities, MatmulShape, TilingChoice,
                                           pipelines)
 from npu.costmodel.matmul.pipelined import Drain, best_chunk, pipelined_time
 from npu.costmodel.matmul.residency import make_choice, resident_a_chunks, resident_or_streamed
+from npu.costmodel.matmul.row_strips import row_strips_time
 from npu.target import Target
 
 STRATEGIES = ("os", "is", "ws")
@@ -189,6 +190,8 @@ def kernel_cycles(shape: MatmulShape, target: Target, drain: Drain = Drain()) ->
     tiles = choice.tiles
     if choice.strategy != "os" or not pipelines(shape, tiles):
         return rough
+    if choice.row_strips:
+        return row_strips_time(shape, tiles, choice.chunk // frac, target, drain)
     mb, kb, n1 = tiles.m // frac, tiles.k // frac, shape.N // frac
     blk = target.fractal_bytes(shape.in_bytes)
     l1 = target.capacity("l1")
