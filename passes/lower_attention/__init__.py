@@ -147,6 +147,10 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, KeyMask, Scores
         self.lanes = self.t.lanes(4)
         self.deferred: list[Callable[[], None]] | None = None
         self.wides: list[ir.Value] = []  # f32 staging given by `head_pipeline`, in order
+        # Of them, those the heads share (`lasting`) and those whose padding
+        # past the sequence is zero already (`zeroed`, see `lay_out`).
+        self.lasting: list[ir.Value] = []
+        self.zeroed: list[ir.Value] = []
         # Scale the f32 scores before the max only when it does not commute
         # with it (a negative scale). Otherwise the scale rides on the shift
         # by the row max (`scale_p`: one f32 vmadd per slab in place of the

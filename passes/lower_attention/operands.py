@@ -63,8 +63,19 @@ class OperandTiles:
                         dst_gap=(ld - blocks) * 16)
             return l1
         first, pitch = self.rows_of(h, block0)
-        self.stage(a.sources[source], first, blocks * 16, a.head_dim, pitch, l1)
+        self.stage(a.sources[source], first, blocks * 16, a.head_dim, pitch, l1,
+                   valid_rows=self.in_seq(block0, blocks))
         return l1
+
+    def in_seq(self, block0, blocks: int) -> int:
+        """Rows (or keys) of `blocks` 16-row blocks from block `block0` that
+        lie within the sequence: all of them but in the last block of a seq
+        of partial blocks (a dynamic `block0` is a loop's middle tile, never
+        the last: `skewed` peels it)."""
+        a = self.a
+        if isinstance(block0, int) and block0 + blocks >= a.seq_blocks:
+            return a.seq - block0 * 16
+        return blocks * 16
 
     def fill_ones(self, v1: ir.Value, blocks: int) -> None:
         """The last column block of V's L1 tile: ones (see `load_rows`)."""
@@ -99,14 +110,15 @@ class OperandTiles:
             # (j, l) of K^T sits at j * keys/16 + l in both, so one plain load.
             pitch = row_pitch(a.sources[1])
             self.stage(a.sources[1], lin((y0, 16 * pitch), (h, a.head_dim)), kbk * 16,
-                       a.head_dim, pitch, l1)
+                       a.head_dim, pitch, l1, valid_rows=self.in_seq(y0, kbk))
             return l1
         if a.sources is None:
             copy("cce.copy_gm_to_l1", nir.subview(a.k, [h, y0, 0, 0, 0], [1, kbk, d1, 16, 16]),
                  l1, 1, kbk * d1 * 16)
         else:
             first = lin((h, a.seq * a.head_dim), (y0, 16))
-            self.stage(a.sources[1], first, a.head_dim, kbk * 16, a.seq, l1)
+            self.stage(a.sources[1], first, a.head_dim, kbk * 16, a.seq, l1,
+                       valid_cols=self.in_seq(y0, kbk))
         return l1
 
     def k_to_l0b(self, l1: ir.Value, kbk: int) -> ir.Value:
@@ -126,23 +138,32 @@ class OperandTiles:
         self.load_rows(self.a.v, 2, h, y0, kbk, into, ones)
 
     def stage(self, source: ir.Value, first, rows: int, cols: int, pitch: int,
-              l1: ir.Value) -> None:
+              l1: ir.Value, valid_rows: int | None = None,
+              valid_cols: int | None = None) -> None:
         """rows x cols f32 of a GM matrix with `pitch` columns from element
         `first` -> UB, cast to f16 there (the absorbed cast), laid out as Nz
         in `l1` (the absorbed fractalize); the UB staging is a scope of its own.
         While `self.deferred` is a list, only the GM load is emitted here and
         the rest appended to it: the caller issues all its loads first, so
         MTE2 streams them back to back into separate buffers. An f16 source
-        needs no UB: each column block is `rows` bursts straight to L1."""
+        needs no UB: each column block is `rows` bursts straight to L1.
+        `valid_rows` / `valid_cols`: the last block of a seq of partial
+        16-row blocks (Q, V, K's rows / K^T's columns): only those are
+        read, the rest of the tile is zeroed in UB (finite: the keys' mask
+        and P's zeros cancel them only then; the padded query rows are
+        never stored)."""
+        r, c = valid_rows or rows, valid_cols or cols
         if nir.memref_element(source) == "f16":
+            assert (r, c) == (rows, cols), "f16 rows are laid out straight to L1: whole blocks"
             self.rows_to_nz(source, first, rows, cols, pitch, l1)
             return
         if self.deferred is None:
-            self.scope(lambda: self.lay_out(self.fetch(source, first, rows, cols, pitch), l1,
-                                            rows, cols))
+            self.scope(lambda: self.lay_out(self.fetch(source, first, rows, cols, pitch, r, c),
+                                            l1, rows, cols, r, c))
             return
-        wide = self.fetch(source, first, rows, cols, pitch)
-        self.deferred.append(lambda: self.scope(lambda: self.lay_out(wide, l1, rows, cols)))
+        wide = self.fetch(source, first, rows, cols, pitch, r, c)
+        self.deferred.append(lambda: self.scope(lambda: self.lay_out(wide, l1, rows, cols,
+                                                                     r, c)))
 
     def rows_to_nz(self, source: ir.Value, first, rows: int, cols: int, pitch: int,
                    l1: ir.Value) -> None:
@@ -156,25 +177,52 @@ class OperandTiles:
             copy("cce.copy_gm_to_l1", sub(src, lin((first, 1), (16 * j, 1)), (rows - 1) * pitch + 16),
                  self.mm.block_view(flat, j * ld, blocks), rows, 1, pitch * 2 // self.granule - 1, 0)
 
-    def fetch(self, source: ir.Value, first, rows: int, cols: int, pitch: int) -> ir.Value:
+    def fetch(self, source: ir.Value, first, rows: int, cols: int, pitch: int,
+              valid_rows: int | None = None, valid_cols: int | None = None) -> ir.Value:
         """rows x cols of a GM matrix with `pitch` columns -> UB, row-major:
-        into the next of `wides` (f32), or a new buffer."""
+        into the next of `wides` (f32), or a new buffer. Only the first
+        `valid_rows` x `valid_cols` are read (see `stage`)."""
         g, elem = self.granule, nir.memref_element(source)
         es = nir.element_bytes(elem)
+        r, c = valid_rows or rows, valid_cols or cols
         wide = self.wides.pop(0) if self.wides and elem == "f32" \
             else nir.alloc([rows * cols], elem, "ub")
         src, base = flat_rows(source)
+        whole = pitch == cols and c == cols
         copy_bursts("cce.copy_gm_to_ub",
-                    sub(src, lin((first, 1), (base, 1)), (rows - 1) * pitch + cols), wide,
-                    1 if pitch == cols else rows, rows * cols * es // g if pitch == cols
-                    else cols * es // g, src_gap=0 if pitch == cols else (pitch - cols) * es // g)
+                    sub(src, lin((first, 1), (base, 1)), (r - 1) * pitch + c),
+                    wide if r == rows else sub(wide, 0, r * cols),
+                    1 if whole else r, r * cols * es // g if whole else c * es // g,
+                    src_gap=0 if whole else (pitch - c) * es // g,
+                    dst_gap=(cols - c) * es // g)
         return wide
 
-    def lay_out(self, wide: ir.Value, l1: ir.Value, rows: int, cols: int) -> None:
-        """The f32 staging -> f16 -> Nz."""
+    def lay_out(self, wide: ir.Value, l1: ir.Value, rows: int, cols: int,
+                valid_rows: int | None = None, valid_cols: int | None = None) -> None:
+        """The f32 staging -> f16 -> Nz; what `fetch` left out of it (the
+        padding of a partial last block) zeroed first."""
+        r, c = valid_rows or rows, valid_cols or cols
+        if any(wide == z for z in self.zeroed):
+            r, c = rows, cols  # (zeroed by an earlier head: `head_pipeline`)
+        elif any(wide == z for z in self.lasting):
+            self.zeroed.append(wide)
+        if r < rows:
+            self.fill(sub(wide, r * cols, (rows - r) * cols), (rows - r) * cols, "f32", 0.0)
+        if c < cols:
+            self.zero_columns(wide, rows, cols, c)
         half = nir.alloc([rows * cols], "f16", "ub")
         self.apply(cast_compute("f32", "f16", "rint"), half, [wide], rows * cols, sizes=(2, 4))
         self.to_nz(half, l1, rows, cols)
+
+    def zero_columns(self, wide: ir.Value, rows: int, cols: int, valid: int) -> None:
+        """Columns `valid`.. of every row of a row-major rows x cols f32
+        matrix in UB set to 0: a repeat per row, its leading lanes."""
+        per_row = cols * 4 // self.granule
+        for r0 in range(0, rows, self.t.max_repeat):
+            rep = min(self.t.max_repeat, rows - r0)
+            nir.create_op("cce.vdup", [sub(wide, r0 * cols + valid, (rep - 1) * cols + cols - valid)],
+                          repeat=rep, mask=cols - valid, dst_blk_stride=1, dst_rep_stride=per_row,
+                          scalar=0.0)
 
     def to_nz(self, half: ir.Value, l1: ir.Value, rows: int, cols: int) -> None:
         """A row-major rows x cols f16 matrix in UB -> Nz in L1 (the absorbed

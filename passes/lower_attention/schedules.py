@@ -32,8 +32,12 @@ class TileSchedules(HeadTiles):
         # The f32 staging of Q and K (absorbed casts; V reuses Q's once Q is
         # cast), for all heads: never placed over a softmax's buffers, so the
         # loads of head h+1 run during head h's softmax.
-        wides = ([nir.alloc([a.seq * a.head_dim], "f32", "ub") for _ in range(2)]
+        wides = ([nir.alloc([s1 * 16 * a.head_dim], "f32", "ub") for _ in range(2)]
                  if a.staged else [])
+        # The padding of their last block (`stage`) is zeroed by the first
+        # head's loads only: the others leave it, and Q's and V's (which
+        # share one) is in the same place.
+        self.lasting = list(wides)
         # V's two L1 slots get their column of ones once: V's loads leave it.
         for v1 in buf["v"]:
             self.fill_ones(v1, s1)

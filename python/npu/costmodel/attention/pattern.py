@@ -331,11 +331,9 @@ def _absorb_prologues(a: Attention, users: dict, any_seq: bool = False) -> None:
     the next step, become members: the kernel loads the f32 rows and lays
     them out on chip. Without the casts (not among `users`, e.g. inside a
     group that left them out), the fractalizes alone: the kernel reads the
-    f16 rows. All three or none, and only for a seq of whole 16-row blocks
-    (every row of a tile is a whole number of f16 blocks; `any_seq`: the
-    kernel computes the rows, see `match`)."""
-    if a.seq % 16 and not any_seq:
-        return
+    f16 rows. All three or none; at a seq of partial 16-row blocks (`any_seq`
+    aside: see `match`) only staged (the last block's padding zeroed in UB)
+    and K^T [H, D, S] in whole 32-byte rows (K's own rows: any seq)."""
     found = []
     for nz, shape in ((a.q, [a.heads, a.seq, a.head_dim]), (a.k, [a.heads, a.head_dim, a.seq]),
                       (a.v, [a.heads, a.seq, a.head_dim])):
@@ -383,6 +381,8 @@ def _absorb_prologues(a: Attention, users: dict, any_seq: bool = False) -> None:
             a.prologue.append(transpose)
         a.sources = tuple(base for _, base in heads)
         a.interleaved = True
+    if a.seq % 16 and not any_seq and not (a.staged and (a.interleaved or a.seq % 8 == 0)):
+        drop_prologues(a)
 
 
 def _head_transpose(src: ir.Value, users: dict, a: Attention, k_side: bool):

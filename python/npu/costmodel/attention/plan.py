@@ -137,10 +137,15 @@ def plan(a: Attention, target: Target, ub_fraction: float, softmax: str = "f32",
     head has one query tile: with more, K and V would be reloaded in f32 and
     re-cast per query tile, so the casts are left out (once over GM) and the
     tile planned again; the fractalizes stay (the loads lay the f16 rows
-    out as fractals on their way to L1)."""
+    out as fractals on their way to L1). At a seq of partial 16-row blocks
+    the fractalizes go too: the kernel zeroes the padding rows in UB, which
+    f16 rows copied straight to L1 never pass through."""
     chosen = _plan(a, target, ub_fraction, softmax, tile)
     if a.staged and (isinstance(chosen, str) or chosen.q_blocks < a.seq_blocks):
-        drop_casts(a)
+        if a.seq % 16:
+            drop_prologues(a)
+        else:
+            drop_casts(a)
         chosen = _plan(a, target, ub_fraction, softmax, tile)
     if a.sources is not None and isinstance(chosen, str):
         drop_prologues(a)
