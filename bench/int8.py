@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
             for form, r in rows.items():
                 ratio = r["cycles"] / rows["fp16"]["cycles"]
                 print(f"| {name} | {spec} | {form} | {r['cycles']:,} | {r['bound']:,} "
-                      f"({r['unit']}) | {r['ideal']:,} | {r['cycles'] / r['ideal']:.2f} | "
+                      f"({r['unit']}) | {r['ideal']:,} | {r['cycles'] / r['ideal']:.3f} | "
                       f"{ratio:.2f} |", flush=True)
     if args.models != "none":
         run_models(args.models.split(","))
