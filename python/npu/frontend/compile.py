@@ -21,7 +21,8 @@ import numpy as np
 from mlir import ir
 
 from npu import diagnostics
-from npu.frontend import host_memory
+from npu.frontend import host_memory, host_types
+from npu.frontend.host_types import InputError  # noqa: F401 - part of this module's API
 from npu.frontend.node_locations import NodeLocations
 from npu.passes.linalg_to_ascend.structure import UnsupportedOp
 from npu.ir import (NUMPY_DTYPES, functions, is_memref, make_context, memref_element, memref_shape,
@@ -34,11 +35,6 @@ class CompileError(ValueError):
     """One user-facing line (`file:line:col: error: ...` or `model: error: node ...`)."""
 
 
-class InputError(ValueError):
-    """An input the kernel cannot take (an int64 value outside i32), or a
-    result outside the model's integer type."""
-
-
 class UsageError(CompileError):
     """An argument that does not fit the model (`input_shapes`): npu-run's exit 2."""
 
@@ -49,13 +45,13 @@ class Port:
     shape: tuple[int, ...]
     dtype: str
     boolean: bool = False  # an ONNX bool held as i8 0/1 (`npu.bool`): numpy bool outside
-    host_type: str = ""    # integer data held as i32 (`npu.host_type`): its numpy type outside
+    host_type: str = ""    # the model's type when the device holds another (`npu.host_type`)
 
     @property
     def numpy_dtype(self) -> np.dtype:
         if self.boolean:
             return np.dtype(np.bool_)
-        return np.dtype(self.host_type) if self.host_type else self.storage_dtype
+        return host_types.host_dtype(self.host_type) if self.host_type else self.storage_dtype
 
     @property
     def storage_dtype(self) -> np.dtype:
@@ -65,28 +61,19 @@ class Port:
         """`array` (of `numpy_dtype`) as the device holds it; values outside
         i32 are an `InputError` naming the input and the element."""
         if self.host_type:
-            _check_range(array, np.int32, f"input '{self.name}'", "i32")
+            return host_types.to_device(array, self.host_type, self.storage_dtype, f"input '{self.name}'")
         return array.astype(self.storage_dtype, copy=False)
 
     def widened(self, array: np.ndarray) -> np.ndarray:
         """A device result as the caller gets it: booleans, or the model's
-        integer type (`InputError` if the i32 arithmetic left its range:
-        the model's narrower type would have wrapped)."""
+        type (`InputError` if i32 arithmetic left its range, where the
+        model's narrower type would have wrapped, or a value is not one of
+        a narrow type's: `host_types.to_host`)."""
         if self.boolean:
             return array != 0
         if self.host_type:
-            _check_range(array, np.dtype(self.host_type), f"output '{self.name}'", self.host_type)
-            return array.astype(self.host_type)
+            return host_types.to_host(array, self.host_type, f"output '{self.name}'")
         return array
-
-
-def _check_range(array: np.ndarray, dtype, what: str, type_name: str) -> None:
-    info = np.iinfo(dtype)
-    bad = (array < info.min) | (array > info.max)
-    if bad.any():
-        where = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise InputError(f"{what}: element {list(where)} is {array[where]}, outside {type_name} "
-                         "(integer data runs as i32 on the NPU)")
 
 
 @dataclass
@@ -231,7 +218,8 @@ class Kernel:
             a = np.asarray(a)
             if tuple(a.shape) != port.shape:
                 raise ValueError(f"input '{port.name}' must have shape {list(port.shape)}, got {list(a.shape)}")
-            out.append(a.astype(port.numpy_dtype, copy=False))
+            out.append(host_types.from_caller(a, port.host_type, f"input '{port.name}'") if port.host_type
+                       else a.astype(port.numpy_dtype, copy=False))
         return out
 
     def __call__(self, *arrays: np.ndarray, strict: bool = True, numerics: bool = True):

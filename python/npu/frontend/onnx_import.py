@@ -223,7 +223,7 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     drop_absent_trailing_inputs(model)
     from npu.frontend import (onnx_batchnorm, onnx_checks, onnx_conv, onnx_empty, onnx_fold, onnx_gelu, onnx_int_div,
                               onnx_int_pow, onnx_matmul_shapes, onnx_narrow, onnx_pow, onnx_shapes,
-                              onnx_slice_steps, onnx_small_ints, onnx_versions)
+                              onnx_slice_steps, onnx_small_ints, onnx_versions, onnx_wide_types)
 
     onnx_checks.check_initializers(model, _failer(where))  # before any data is read
     if input_shapes:
@@ -268,7 +268,8 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     onnx_matmul_shapes.rewrite_matmul_shapes(model, types)
     onnx_slice_steps.clamp_negative_step_starts(model, types)
     onnx_shapes.infer_output_shapes(model)
-    host_types = onnx_narrow.narrow_integers(model, _failer(where))
+    host_types = onnx_wide_types.widen_types(model, _failer(where), types)
+    host_types.update(onnx_narrow.narrow_integers(model, _failer(where)))
     node_types = _name_nodes(model)  # the nodes left, by their own names
     check_model(model, where)
     initialized = {t.name for t in model.graph.initializer}
