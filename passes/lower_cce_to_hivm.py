@@ -314,5 +314,7 @@ def _padding_field(op: ir.Operation) -> int:
 
 
 def _sets_padding(func_op: ir.Operation) -> bool:
-    """Whether any img2col of the function needs a non-zero padding register."""
-    return any(_padding_field(op) for op in nir.ops_named(func_op, IMG2COL))
+    """Whether any img2col of the function needs a non-zero padding register
+    (MLIR's walk: the pass holds the module; `ops_named`'s Python walk took
+    0.2 CPU s of BERT-12's on 32 cores)."""
+    return any(_padding_field(op) for op in nir.walk_held(func_op, lambda o: o.name == IMG2COL))

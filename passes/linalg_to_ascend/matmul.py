@@ -27,6 +27,18 @@ def is_zero(array: np.ndarray) -> bool:
     return bool(np.all(array == 0))
 
 
+def _within_f16(array: np.ndarray) -> bool:
+    """Every value finite and within f16's range (none becomes inf), from the
+    extremes: counting the values past it element by element took 0.2 CPU s
+    of BERT-12's 85M weights. (NaN extremes compare False: counted then.)"""
+    if not array.size:
+        return True
+    return bool(-F16_MAX <= array.min()) and bool(array.max() <= F16_MAX)
+
+
+F16_MAX = 65504.0  # the largest finite f16
+
+
 class _Synthetic:
     """A dictionary key for a tensor the conversion makes (a transposed operand)."""
 
@@ -40,7 +52,7 @@ class MatmulLowering:
         RuntimeWarning is no diagnostic and names nothing)."""
         with np.errstate(over="ignore", invalid="ignore"):
             half = array.astype(np.float16)
-        over = int(np.count_nonzero(np.isinf(half) & np.isfinite(array)))
+        over = 0 if _within_f16(array) else int(np.count_nonzero(np.isinf(half) & np.isfinite(array)))
         if over:
             self.warn(f"{over} of {array.size} values of a constant matmul operand exceed the f16 "
                       f"range (|x| > 65504, largest {float(np.nanmax(np.abs(array))):.3g}) and become "

@@ -120,30 +120,48 @@ class EmitParts:
 
 
 class _Order:
-    """Program order in the function of a top-level op `issue`: the top-level
-    positions once, nested ones (a guard's few ops) when asked."""
+    """Program order in the function of a top-level op `issue`, by MLIR's
+    own order within the function's block (`is_before_in_block`) and, for
+    nested ops (a guard's few ops), their positions among their siblings.
+    Numbering the whole block for each `_emit` took 0.25 CPU s of BERT-12's
+    on 32 cores (60 emits over 30k top-level ops)."""
 
     def __init__(self, issue: ir.Operation):
-        self.func = issue.parent
-        self.top = {o.operation: k for k, o in
-                    enumerate(self.func.regions[0].blocks[0].operations)}
-        self.issue = self.top[issue]
+        self.func = issue.parent.operation
+        self.issue = issue.operation
 
-    def key(self, op: ir.Operation) -> tuple[int, ...]:
-        """Positions of `op` and its ancestors in their blocks, outermost first."""
+    def _place(self, op: ir.Operation) -> tuple[ir.Operation, tuple[int, ...]]:
+        """`op`'s top-level ancestor and the positions of `op` and its
+        ancestors below it in their blocks, outermost first."""
         path = []
-        while op not in self.top:
-            parent = op.parent
+        while (parent := op.parent.operation) != self.func:
             siblings = [o.operation for r in parent.regions for b in r.blocks
                         for o in b.operations]
             path.append(siblings.index(op))
             op = parent
-        return (self.top[op],) + tuple(reversed(path))
+        return op, tuple(reversed(path))
+
+    def key(self, op: ir.Operation) -> "_Position":
+        """Sorts ops in program order."""
+        return _Position(*self._place(op))
 
     def after(self, op: ir.Operation) -> bool:
         """`op` does not come before `issue`: it does not dominate an op
         inserted before `issue`."""
-        return self.key(op)[0] >= self.issue
+        top, _ = self._place(op)
+        return top == self.issue or self.issue.is_before_in_block(top)
+
+
+class _Position:
+    """A place in program order: (top-level op, positions nested below it)."""
+
+    def __init__(self, top: ir.Operation, path: tuple[int, ...]):
+        self.top, self.path = top, path
+
+    def __lt__(self, other: "_Position") -> bool:
+        if self.top == other.top:
+            return self.path < other.path
+        return self.top.is_before_in_block(other.top)
 
 
 def _cut(copy: ir.Operation, first: int, end: int) -> list[ir.Operation]:
