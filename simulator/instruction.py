@@ -55,6 +55,18 @@ def access_plan(instr: Instr) -> tuple:
                   a.write, a.pattern.key) for a in instr.accesses)
 
 
+# The facts of an instruction that the pipes and the reports read of every
+# one (`trace_codes.TraceCodes`), kept as one tuple (`Instr.facts`): numbers,
+# then texts.
+NUMBERS = ("kind", "pipe", "op_pipe", "nbytes", "rate", "occupancy")
+TEXTS = ("path", "where", "name")
+
+
+def facts_of(instr) -> tuple:
+    """`Instr.facts`: the values of NUMBERS and TEXTS."""
+    return tuple(getattr(instr, name) for name in NUMBERS + TEXTS)
+
+
 class DecodeContext:
     """One op being decoded: its attributes, operand types and the target."""
 
@@ -144,10 +156,14 @@ class Instr:
         self.who = (self.name, pipe, self.where)
         self.esizes = tuple(o.esize for o in ctx.operands)
         self.plan: tuple = ()  # filled by `finish` once the accesses are known
+        self.facts: tuple | None = None  # likewise
 
     def finish(self) -> "Instr":
-        """Precompute the machine's per-access plan (`access_plan`)."""
+        """Precompute the machine's per-access plan (`access_plan`) and the
+        facts the pipes and reports read of every instruction
+        (`facts_of`)."""
         self.plan = access_plan(self)
+        self.facts = facts_of(self)
         return self
 
     def compute(self, mems: list[Memory], addrs: list[int]) -> None:

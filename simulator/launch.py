@@ -19,7 +19,7 @@ from typing import Generator
 
 from npu.simulator.errors import DEADLOCK, SimulationError
 from npu.simulator.hazards import PIPE_NAMES, CrossCoreChecker, HazardDetector
-from npu.simulator.machine import Machine
+from npu.simulator.machine import Machine, SharedBindings
 from npu.simulator.memory import INPUT_STAMP, NEVER_WRITTEN, Memory
 from npu.simulator.memory_system import MemorySystem
 from npu.simulator.pipes import Timeline, start
@@ -81,11 +81,12 @@ def run_cores(program: Program, cores: int, target: Target, strict: bool,
     """Run the launch to its end; returns each core's run, timeline included."""
     cross = CrossCoreChecker(cores)
     buffers = CoreBuffers(list(program.on_chip.values()))
+    shared = SharedBindings()  # the operand sets' checks, done once for every core
     runs = []
     for core, (trace, trailing) in enumerate(walk_cores(program, cores)):
         hazards = HazardDetector(len(trace), program.n_groups, describer(trace, where),
                                  races=not serialize, strict=strict)
-        machine = Machine(hazards, numerics, cross, core)
+        machine = Machine(hazards, numerics, cross, core, shared)
         runs.append(CoreRun(core, trace, hazards, machine,
                             start(trace, machine, hazards, target, trailing, serialize, memsys)))
     release, barrier = None, 0

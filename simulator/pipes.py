@@ -29,14 +29,15 @@ from collections import Counter, deque
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from itertools import accumulate
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 
 import numpy as np
 
-from npu.simulator.errors import DEADLOCK, FLAG, SimulationError
+from npu.simulator.errors import DEADLOCK, SimulationError
 from npu.simulator.hazards import NCOMP, PIPE_NAMES, S, V, M, HazardDetector
 from npu.simulator.instruction import BARRIER, OP, SET, WAIT
 from npu.simulator.machine import Machine
+from npu.simulator.trace_codes import TraceCodes, check_flag_pairs, pipe_counts, static_counts
 from npu.target import Target
 
 NPIPES = len(PIPE_NAMES)
@@ -63,66 +64,6 @@ class Timeline:
     codes: "TraceCodes | None" = None  # each entry's static instruction, as an array
 
 
-@dataclass
-class TraceCodes:
-    """Each trace entry's static instruction as an index into `instrs`, so
-    that per-entry facts (pipe, kind, cost class) are one numpy gather from a
-    per-instruction table instead of a Python pass over the trace."""
-
-    instrs: list
-    codes: np.ndarray
-
-    @classmethod
-    def of(cls, trace: list, counts: Counter) -> "TraceCodes":
-        instrs = list(counts)
-        index = {instr: k for k, instr in enumerate(instrs)}
-        codes = np.fromiter(map(index.__getitem__, map(itemgetter(0), trace)), np.int64,
-                            len(trace))
-        return cls(instrs, codes)
-
-    def column(self, fact) -> np.ndarray:
-        """`fact(instr)` of every entry's instruction."""
-        table = np.array([fact(instr) for instr in self.instrs], np.int64)
-        return table[self.codes] if table.size else np.zeros(0, np.int64)
-
-
-def static_counts(trace: list) -> Counter:
-    """How often each static instruction was dispatched: one C-speed pass over
-    the trace that the flag check, the per-pipe counts and the report share."""
-    return Counter(map(itemgetter(0), trace))
-
-
-def check_flag_pairs(trace: list, counts: Counter | None = None) -> None:
-    """Every wait_flag needs a set_flag to consume: the k-th wait of a flag
-    matches the k-th set of that flag anywhere in the program. The totals per
-    flag decide whether some wait goes unmatched; only then is the trace
-    walked to name the first one."""
-    if counts is None:
-        counts = static_counts(trace)
-    balance: dict[tuple, int] = {}
-    for instr, n in counts.items():
-        if instr.kind == SET:
-            balance[instr.key] = balance.get(instr.key, 0) + n
-        elif instr.kind == WAIT:
-            balance[instr.key] = balance.get(instr.key, 0) - n
-    if all(b >= 0 for b in balance.values()):
-        return
-    sets: dict[tuple, int] = {}
-    for instr, _, _ in trace:
-        if instr.kind == SET:
-            sets[instr.key] = sets.get(instr.key, 0) + 1
-    waits: dict[tuple, int] = {}
-    for instr, _, _ in trace:
-        if instr.kind == WAIT:
-            k = waits[instr.key] = waits.get(instr.key, 0) + 1
-            if k > sets.get(instr.key, 0):
-                have = sets.get(instr.key, 0)
-                raise SimulationError(
-                    FLAG, f"'cce.wait_flag' ({instr.flag_text}) has no matching set_flag: this is "
-                    f"wait #{k} on that flag but the program sets it {have} time"
-                    f"{'' if have == 1 else 's'}", instr.where)
-
-
 def run(trace: list, machine: Machine, hazards: HazardDetector, target: Target,
         trailing_scalar: int, serialize: bool, memsys=None) -> Timeline:
     """`memsys` (a `memory_system.MemorySystem`, shared by the cores of one
@@ -143,15 +84,15 @@ def start(trace: list, machine: Machine, hazards: HazardDetector, target: Target
     a `sync_all` (its pipes drained) and resumes at the cycle sent back, when
     every core has arrived (`launch.run_cores`); its value is the Timeline."""
     counts = static_counts(trace)
-    check_flag_pairs(trace, counts)
     codes = TraceCodes.of(trace, counts)
-    hazards.number_stamps(trace, [0] * NPIPES, codes.column(attrgetter("op_pipe")))
+    check_flag_pairs(trace, counts, codes)
+    hazards.number_stamps(trace, [0] * NPIPES, codes.column("op_pipe"))
     if serialize:
         timeline = yield from _run_serialized(trace, machine, hazards, target, trailing_scalar)
     else:
         timeline = yield from _run_parallel(trace, machine, hazards, target, trailing_scalar,
-                                            memsys, codes.column(attrgetter("pipe")))
-    timeline.counts, timeline.sync_counts = _counts(counts, len(trace))
+                                            memsys, codes.column("pipe"))
+    timeline.counts, timeline.sync_counts = pipe_counts(codes, counts, len(trace))
     timeline.static_counts = counts
     timeline.codes = codes
     return timeline
@@ -436,15 +377,3 @@ def _run_serialized(trace: list, machine: Machine, hazards: HazardDetector, targ
     busy[S] = min(total, sum(map(itemgetter(2), trace)) + trailing_scalar)
     unconsumed = [e for dq in pending.values() for e in dq]
     return Timeline(start, end, total, busy, [], [], flows, unconsumed, dispatch)
-
-
-def _counts(counts: Counter, n_entries: int) -> tuple[list[int], list[int]]:
-    """Per pipe: instructions that compute or move data, and sync ops."""
-    ops, sync = [0] * NPIPES, [0] * NPIPES
-    for instr, n in counts.items():
-        if instr.kind == OP:
-            ops[instr.pipe] += n
-        else:
-            sync[instr.pipe] += n
-    ops[S] = n_entries  # the scalar unit dispatches every instruction
-    return ops, sync

@@ -22,8 +22,9 @@ from operator import itemgetter
 import numpy as np
 
 from npu.simulator.hazards import PIPE_NAMES, S, V, M
-from npu.simulator.instruction import OP, WAIT
-from npu.simulator.pipes import TraceCodes, pipelined_pipes
+from npu.simulator.pipes import pipelined_pipes
+from npu.simulator.report_facts import Facts
+from npu.simulator.trace_codes import TraceCodes
 from npu.target import PATH_PIPES, Target
 
 HOTSPOTS = 10  # source locations listed, by cycles on their unit
@@ -35,45 +36,21 @@ REPORT_KEYS = ("version", "cycles", "bound_cycles", "bound_unit", "bound_ratio",
 def build(trace: list, timeline, program, target: Target, hazards: list[dict],
           serialize: bool) -> dict:
     cycles = timeline.total_cycles
-    path_bytes = {p: 0 for p in target.paths}
+    counts = timeline.static_counts or Counter(map(itemgetter(0), trace))
+    codes = timeline.codes or TraceCodes.of(trace, counts)
+    facts = Facts(codes, counts, target)
+    path_bytes = facts.path_bytes()
     # Movers with a rate of their own (img2col, slower than its path): their
     # bytes and their cycles at that rate, for their pipe's bound.
-    own_rate_bytes = {p: 0 for p in target.paths}
-    own_rate_cycles = Counter()
-    issue = [0] * len(PIPE_NAMES)
+    own_rate_bytes, own_rate_cycles = facts.own_rate()
+    issue = facts.issue()
     waited = [0] * len(PIPE_NAMES)
-    counts = timeline.static_counts or Counter(map(itemgetter(0), trace))
-    for instr, n in counts.items():
-        if instr.kind == OP:
-            if instr.path is not None:
-                path_bytes[instr.path] += instr.nbytes * n
-                if instr.rate:
-                    own_rate_bytes[instr.path] += instr.nbytes * n
-                    own_rate_cycles[instr.pipe_name] += instr.nbytes * n / instr.rate
-            if instr.pipe in (V, M):
-                issue[instr.pipe] += instr.occupancy * n
     # The hotspots need every dynamic instruction in order (waiting intervals):
     # each static instruction's spot and unit cost are looked up once, then
     # each spot takes its instructions as arrays, in trace order.
-    spots: dict[tuple[str, str], Hotspot] = {}
-    spot_index: dict[tuple[str, str], int] = {}
-    code_of: dict = {}  # OP: its spot's index; wait_flag: -2 - pipe; other sync: -1
-    unit_of: dict = {}  # cycles it holds its unit; -1: until its result (end - start)
-    pipelined = pipelined_pipes(target)
-    for instr in counts:
-        if instr.kind == OP:
-            key = (instr.where, instr.name)
-            if key not in spots:
-                spots[key] = Hotspot(instr.where, instr.name, instr.pipe)
-                spot_index[key] = len(spot_index)
-            code_of[instr] = spot_index[key]
-            unit_of[instr] = instr.occupancy if instr.pipe in pipelined else -1
-        else:
-            code_of[instr] = -2 - instr.pipe if instr.kind == WAIT else -1
-            unit_of[instr] = 0
-    codes = timeline.codes or TraceCodes.of(trace, counts)
-    code = codes.column(code_of.__getitem__)
-    unit = codes.column(unit_of.__getitem__)
+    spot_keys, code_table, unit_table = facts.spots(pipelined_pipes(target))
+    spots = [Hotspot(*key) for key in spot_keys]
+    code, unit = code_table[codes.codes], unit_table[codes.codes]
     starts = np.array(timeline.start, np.int64)
     ends = np.array(timeline.end, np.int64)
     dispatched = np.array(timeline.dispatch, np.int64) if timeline.dispatch else starts
@@ -82,7 +59,7 @@ def build(trace: list, timeline, program, target: Target, hazards: list[dict],
         waited[p] = int((ends[mine] - starts[mine]).sum())
     order = np.argsort(code, kind="stable")
     edges = np.searchsorted(code[order], np.arange(len(spots) + 1))
-    for k, spot in enumerate(spots.values()):
+    for k, spot in enumerate(spots):
         idx = order[edges[k]:edges[k + 1]]
         held = np.where(unit[idx] >= 0, unit[idx], ends[idx] - starts[idx])
         spot.add_all(held, dispatched[idx], starts[idx])
@@ -133,7 +110,7 @@ def build(trace: list, timeline, program, target: Target, hazards: list[dict],
         "hazards": list(hazards),
         "warnings": warnings,
         "hotspots": [spot.as_dict() for spot in
-                     sorted(spots.values(), key=lambda h: (-h.unit, -h.waiting))[:HOTSPOTS]],
+                     sorted(spots, key=lambda h: (-h.unit, -h.waiting))[:HOTSPOTS]],
     }
 
 

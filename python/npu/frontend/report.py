@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from itertools import chain
+from itertools import chain, filterfalse
 
 import numpy as np
 
@@ -68,9 +68,14 @@ def exclusive_cycles(result) -> dict[str, float]:
         codes = timeline.codes
         if not entries or codes is None:
             continue
-        op_of = np.array([instr.kind == OP for instr in codes.instrs], bool)[codes.codes]
-        where_of = np.array([wheres.setdefault(instr.where, len(wheres)) for instr in codes.instrs],
-                            np.int64)[codes.codes]
+        # C loops over the distinct instructions (as many as the dynamic ones
+        # in an unrolled program): `TraceCodes.table`, maps of attrgetter.
+        op_of = (codes.table("kind") == OP)[codes.codes]
+        locations = codes.texts("where")
+        for where in filterfalse(wheres.__contains__, dict.fromkeys(locations)):
+            wheres[where] = len(wheres)
+        where_of = np.fromiter(map(wheres.__getitem__, locations), np.int64,
+                               len(locations))[codes.codes]
         start, end = np.asarray(timeline.start, np.float64), np.asarray(timeline.end, np.float64)
         keep = op_of & (end > start)
         share = sweep(start[keep], end[keep], where_of[keep], len(wheres), result.cycles)
@@ -189,8 +194,10 @@ class _OpTotals:
         np.minimum.at(first, k, start)
         last = np.full(n, -np.inf)
         np.maximum.at(last, k, end)
-        table = np.fromiter(chain.from_iterable(map(self._row, codes.instrs)), np.int64,
-                            8 * n).reshape(n, 8)
+        for instr in filterfalse(self._rows.__contains__, codes.instrs):  # new rows, in order
+            self._row(instr)
+        table = np.fromiter(chain.from_iterable(map(self._rows.__getitem__, codes.instrs)),
+                            np.int64, 8 * n).reshape(n, 8)
         seen, unit, occupancy, flops, path, nbytes, gm, timed = table.T
         keep = np.flatnonzero((seen >= 0) & (count > 0))
         for r in dict.fromkeys(seen[keep].tolist()):  # ops new to the launch, in order

@@ -56,3 +56,46 @@ def test_a_core_starts_with_blank_buffers() -> None:
         simulate(parse_module(_kernel("core 0"), make_context()),
                  [np.ones(4 * ROW, np.float16), np.zeros(4 * ROW, np.float16)])
     assert e.value.kind == "uninitialized"
+
+
+UNARY = ("repeat = 1 : i64, mask = 128 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, "
+         "src_blk_stride = 1 : i64, src_rep_stride = 8 : i64")
+
+
+def _scale_kernel() -> str:
+    """Core b scales row b of %a by 2 into row b of %c through UB: the
+    copies' GM operands differ per core, the vmuls's UB operands do not."""
+    lines = _kernel("all").splitlines()[:-4]  # up to the load, without the barrier
+    lines += [f"  %w = memref.alloc() : {U}",
+              '  "cce.set_flag"() {src = "MTE2", dst = "V", event = 0 : i64} : () -> ()',
+              '  "cce.wait_flag"() {src = "MTE2", dst = "V", event = 0 : i64} : () -> ()',
+              f'  "cce.vmuls"(%w, %u) {{{UNARY}, scalar = 2.0 : f64}} : ({U}, {U}) -> ()',
+              '  "cce.set_flag"() {src = "V", dst = "MTE3", event = 0 : i64} : () -> ()',
+              '  "cce.wait_flag"() {src = "V", dst = "MTE3", event = 0 : i64} : () -> ()',
+              '  "cce.copy_ub_to_gm"(%w, %sc) {n_burst = 1 : i64, burst_len = 8 : i64, '
+              f"src_gap = 0 : i64, dst_gap = 0 : i64}} : ({U}, {T}) -> ()",
+              "  return", "}", ""]
+    return "\n".join(lines)
+
+
+def test_cores_bind_a_shared_operand_set_once(monkeypatch) -> None:
+    # The checks that do not depend on the core run once per operand set for
+    # the whole launch (machine.SharedBindings); each core still runs its own
+    # hazard checks and effect on its own buffers.
+    from npu.simulator.machine import SharedBindings
+
+    bound: list[str] = []
+    bind = SharedBindings.bind
+
+    def counted(self, instr, views, cross):
+        bound.append(instr.name)
+        return bind(self, instr, views, cross)
+
+    monkeypatch.setattr(SharedBindings, "bind", counted)
+    a = np.arange(4 * ROW, dtype=np.float16)
+    res = simulate(parse_module(_scale_kernel(), make_context()),
+                   [a, np.zeros(4 * ROW, np.float16)])
+    assert res.hazards == [] and res.report["block_dim"] == 4
+    assert np.array_equal(res.outputs[1], a * 2)
+    assert bound.count("cce.vmuls") == 1  # one UB operand set, four cores
+    assert bound.count("cce.copy_gm_to_ub") == bound.count("cce.copy_ub_to_gm") == 4
