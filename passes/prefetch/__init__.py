@@ -52,6 +52,9 @@ planner nearly always achieves; npu-lower lowers again with `safe`, the
 collector's upper bound, if L1 then overflows). An op that reads
 nothing the previous op writes gets nothing: its loads do not wait. Each
 prefetch and each refusal is a remark (`remarks=true`), with the gaps.
+
+A conv's resident weights get the same treatment (`conv.py`, `convs=true`):
+its first pieces, whole, after the previous op's last load.
 """
 
 from __future__ import annotations

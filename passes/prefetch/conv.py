@@ -219,7 +219,8 @@ class ConvDriver(ConvPrefetch):
                     continue
                 op = self._prefetch_conv(func, c, collector, tops, tops.index(_top(alloc, func)),
                                          constants)
-            k = tops.index(op) + 1
+                k = tops.index(op)  # ops went in before it (one look-up per conv)
+            k += 1
 
     def _prefetch_conv(self, func: ir.Operation, c: ConvCandidate, collector,
                        tops: list[ir.Operation], own: int, constants: set) -> ir.Operation:
