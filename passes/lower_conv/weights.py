@@ -12,6 +12,9 @@ from npu.kernels.cce_build import copy, copy_bursts
 
 FRAC = 256  # elements of one f16 (or f32, i32) fractal
 FRAC_INT8 = 512  # elements of one int8 fractal (16 x 32: 512 bytes, like an f16 one)
+# On the resident weights' L1 alloc: npu-prefetch finds the conv's pieces by it
+# (the copies into it, grouped by their offset there, in order).
+RESIDENT_ATTR = "npu.resident_weights"
 
 
 class ConvWeights:
@@ -34,6 +37,8 @@ class ConvWeights:
             # rows only; when the first band is not in a loop, the rest follow
             # its input on MTE2 (`flush_weights`).
             self.w_l1 = nir.alloc([s.k1 * s.co1 * self.frac], self.in_type, "l1")
+            # npu-prefetch may load its first pieces during the previous op
+            self.w_l1.owner.attributes[RESIDENT_ATTR] = ir.UnitAttr.get()
             # Pieces of 1, 1, 2, 4, ... chunks: each copy is followed by its flag,
             # which waits for the copy's GM latency, so a piece must cover
             # more compute than the previous one took to arrive.

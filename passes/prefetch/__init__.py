@@ -52,56 +52,30 @@ planner nearly always achieves; npu-lower lowers again with `safe`, the
 collector's upper bound, if L1 then overflows). An op that reads
 nothing the previous op writes gets nothing: its loads do not wait. Each
 prefetch and each refusal is a remark (`remarks=true`), with the gaps.
+
+A conv's resident weights get the same treatment (`conv.py`, `convs=true`):
+its first pieces, whole, after the previous op's last load.
 """
 
 from __future__ import annotations
 
-import re
-
 from mlir import ir
 
-from npu.ir import VIEW_OPS, arg_attrs, defining_op, functions, view_root
+from npu.ir import arg_attrs, defining_op, functions, view_root
 from npu.passes.base import Option, Pass
 from npu.passes.buffer_lifetimes import BufferCollector, collector_for
 from npu.analysis.pipe_work import trip_count
 
+from .conv import ConvDriver
 from .emit import EmitParts
 from .facts import FactsCache, contains
 from .gaps import IdleGaps
-from .parts import Candidate, Part
+from .parts import L1_ROOMS, Candidate, Part, _label, _writers
 
 CONSTANT_ATTR = "npu.constant"
-# `npu-prefetch{l1-room}`: in the order of `space_bounds_at`'s (lower, upper).
-L1_ROOMS = ("live", "safe")
 
 
-def _label(op: ir.Operation) -> str:
-    """The source op's name of a (name-)location, else its line."""
-    text = str(op.location)
-    names = re.findall(r'"([A-Za-z_][A-Za-z_0-9.]*)"\(', text) or \
-        re.findall(r'^loc\("([^"]+)"\)$', text)
-    if names:
-        return names[0]
-    line = re.search(r":(\d+):\d+", text)
-    return f"line {line.group(1)}" if line else text
-
-
-def _writers(value: ir.Value) -> list[ir.Operation]:
-    """The copies that store into `value` or a view of it (its uses followed
-    through views: no walk of the function)."""
-    found: list[ir.Operation] = []
-    pending = [value]
-    while pending:
-        for use in pending.pop().uses:
-            owner = use.owner.operation
-            if owner.name.startswith("cce.copy_") and use.operand_number == 1:
-                found.append(owner)
-            elif owner.name in VIEW_OPS and use.operand_number == 0:
-                pending.extend(owner.results)
-    return found
-
-
-class PrefetchPass(IdleGaps, EmitParts, Pass):
+class PrefetchPass(IdleGaps, EmitParts, ConvDriver, Pass):
     name = "npu-prefetch"
     summary = ("Issue a matmul's first host-constant weight loads during the previous op's "
                "idle MTE2 tail, into L1 free there")
@@ -111,6 +85,8 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
         Option("chunks", int, 0, "weight slots (ping-pong buffers) to prefetch per matmul "
                "loop instead of the cost model's choice (still bounded by L1; 0: cost model)",
                low=0),
+        Option("convs", bool, True, "also a conv's first resident weight pieces (host "
+               "constants, `npu.resident_weights`), in the previous op's idle MTE2 tail"),
         Option("l1-room", str, "live", "L1 a prefetched slot may take at each op: beside the "
                "bytes live there (live; npu-lower retries with safe should npu-plan-memory "
                "then overflow L1) or beside every buffer whose lifetime meets those live "
@@ -155,6 +131,8 @@ class PrefetchPass(IdleGaps, EmitParts, Pass):
                 self._say(loop, f"npu-prefetch: not prefetched: {why}")
                 continue
             self._prefetch(func, candidate, collector, tops, at)
+        if self.convs:
+            self._prefetch_convs(func, tops, collector, constants)
 
     # ------------------------------------------------------------ analysis
 

@@ -1,10 +1,17 @@
-"""Plain data of `npu-prefetch`."""
+"""Plain data of `npu-prefetch`, and the IR helpers its parts share."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import re
+
 from mlir import ir
+
+from npu.ir import VIEW_OPS
+
+# `npu-prefetch{l1-room}`: in the order of `space_bounds_at`'s (lower, upper).
+L1_ROOMS = ("live", "safe")
 
 
 @dataclass(frozen=True)
@@ -24,3 +31,29 @@ class Candidate:
     loop: ir.Operation
     # Per weight buffer (a ping-pong slot) in body order: its alloc and copies.
     slots: list[tuple[ir.Operation, list[ir.Operation]]]
+
+
+def _label(op: ir.Operation) -> str:
+    """The source op's name of a (name-)location, else its line."""
+    text = str(op.location)
+    names = re.findall(r'"([A-Za-z_][A-Za-z_0-9.]*)"\(', text) or \
+        re.findall(r'^loc\("([^"]+)"\)$', text)
+    if names:
+        return names[0]
+    line = re.search(r":(\d+):\d+", text)
+    return f"line {line.group(1)}" if line else text
+
+
+def _writers(value: ir.Value) -> list[ir.Operation]:
+    """The copies that store into `value` or a view of it (its uses followed
+    through views: no walk of the function)."""
+    found: list[ir.Operation] = []
+    pending = [value]
+    while pending:
+        for use in pending.pop().uses:
+            owner = use.owner.operation
+            if owner.name.startswith("cce.copy_") and use.operand_number == 1:
+                found.append(owner)
+            elif owner.name in VIEW_OPS and use.operand_number == 0:
+                pending.extend(owner.results)
+    return found

@@ -1,0 +1,333 @@
+"""`npu-prefetch` for convs (mixed into `PrefetchPass`): a conv's first
+resident weight pieces load during the previous op's idle MTE2 tail.
+
+Why: npu-lower-conv keeps a conv's fractal-Z weights resident in L1 for the
+whole conv, copied in pieces (`passes/lower_conv/weights.py`), the first
+right after the first band's map copies; both queue on MTE2 behind the
+map's wait for the previous op's result (on many cores, behind the chip
+barrier), so the cube's first chunk waits for the map, then its weights.
+The weights are host constants: nothing orders their loads after the
+previous op but L1 space.
+
+How: the resident alloc carries `npu.resident_weights`; its pieces are the
+copies into it grouped by their offset there (one copy per plan of a conv
+cut into runs of rows over the cores: the first, inner and last runs load
+the same rows). The conv's first wait is its first op reading GM that is
+no host constant (the band's map); the gaps and the L1 room are
+`_prefetch`'s (`gaps.py`, `collector.space_bounds_at`): pieces are taken
+in order, whole, while they all fit the gaps (at least half of a piece's
+load in a gap's idle time left) and the whole resident buffer fits L1 at
+every op from the earliest one to the conv (the buffer moves to function
+level, before the first load). A piece is cloned with its views (a core's
+slice of the weights at the block index) and, for a conv on a share of the
+cores (under `scf.if` without else), under that guard; its copies in the
+conv are erased.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import scf
+
+from npu.ir import VIEW_OPS, clone_into, defining_op, view_root
+from npu.passes.lower_conv.weights import RESIDENT_ATTR
+
+from .emit import _Order
+from .parts import L1_ROOMS, Part, _label, _writers
+
+
+@dataclass
+class ConvCandidate:
+    """A conv's resident weights: their alloc and pieces (copies per piece, in order)."""
+
+    alloc: ir.Operation
+    pieces: list[list[ir.Operation]]
+    # Share guards (scf.if without else) the pieces' copies run under: the
+    # clones run under the same conditions.
+    guards: list[ir.Operation]
+
+
+def resident_allocs(op: ir.Operation) -> list[ir.Operation]:
+    """The allocs marked resident in top-level op `op`: itself, or in the
+    blocks of its `scf.if`s (not in loops: a piece there loads each time)."""
+    if op.name == "memref.alloc":
+        return [op] if RESIDENT_ATTR in op.attributes else []
+    if op.name != "scf.if":
+        return []
+    found = []
+    for region in op.regions:
+        for block in region.blocks:
+            for child in block.operations:
+                found.extend(resident_allocs(child.operation))
+    return found
+
+
+def _top(op: ir.Operation, func: ir.Operation) -> ir.Operation:
+    while op.parent != func:
+        op = op.parent
+    return op
+
+
+def _offset(view: ir.Value) -> tuple[int, ...] | None:
+    op = defining_op(view)
+    if op is None or op.name != "memref.subview":
+        return None
+    return tuple(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
+
+
+class ConvPrefetch:
+    """Candidates, placement and IR of the conv form (see the module docstring)."""
+
+    def _conv_candidate(self, alloc: ir.Operation, func: ir.Operation, constants: set
+                        ) -> tuple[ConvCandidate | None, str]:
+        writers = _writers(alloc.results[0])
+        if not writers:
+            return None, "nothing copies into the resident weights"
+        groups: dict[tuple[int, ...], list[ir.Operation]] = {}
+        for copy in writers:
+            key = _offset(copy.operands[1])
+            if (copy.name != "cce.copy_gm_to_l1" or key is None
+                    or view_root(copy.operands[0]) not in constants):
+                return None, "the resident weights are not only copies of a host constant"
+            groups.setdefault(key, []).append(copy)
+        pieces = [groups[k] for k in sorted(groups)]
+        guards: list[ir.Operation] = []
+        first = pieces[0][0]
+        op = first.parent
+        while op != func:
+            if op.name != "scf.if":
+                return None, "the first weight piece loads in a loop"
+            orelse = op.regions[1].blocks
+            if not len(orelse) or len(orelse[0].operations) <= 1:
+                guards.append(op)  # a share guard: the clone runs under it
+            elif {_branch(op, c) for c in pieces[0]} - {None} != {0, 1}:
+                return None, "the first weight piece loads in one branch of a choice"
+            op = op.parent
+        # Pieces are taken in order while every copy of each sits under the
+        # same guards (no loops): later ones may be in a band loop.
+        kept = [pieces[0]]
+        for piece in pieces[1:]:
+            if any(_in_loop(c, func) for c in piece):
+                break
+            kept.append(piece)
+        return ConvCandidate(alloc, kept, list(reversed(guards))), ""
+
+    def _first_wait(self, tops: list[ir.Operation], own: int, last: int, constants: set
+                    ) -> int | None:
+        """The conv's first top-level op (from `own` to `last`, the first
+        piece's) that loads GM other than host constants: its map (None when
+        the pieces come first, as for a conv of several images)."""
+        for j in range(own, last + 1):
+            if any(root not in constants for root, _, _ in self.facts.reads(tops[j])):
+                return j
+        return None
+
+    def _place_conv(self, c: ConvCandidate, gaps, need: dict[int, int], size: int,
+                    end: int) -> list[Part]:
+        """The pieces (in order) that fit `gaps` and L1 (`need`, each op's
+        bound, plus the whole buffer from the earliest load to `end`)."""
+        bandwidth = self.target.path("gm_to_l1").bytes_per_cycle
+        capacity = self.target.capacity("l1")
+        best: list[Part] = []
+        reps = [piece[0] for piece in c.pieces]
+        for n in range(1, len(reps) + 1):
+            if self.chunks and n > self.chunks:
+                break
+            trial, _ = self._fill(reps[:n], gaps, dict(gaps), bandwidth)
+            if trial is None:
+                break
+            earliest = min(p.gap for p in trial)
+            if any(need.get(j, 0) + size > capacity for j in range(earliest + 1, end)):
+                break
+            best = trial
+        return best
+
+    def _emit_conv(self, c: ConvCandidate, parts: list[Part], issue: ir.Operation,
+                   alloc: ir.Operation | None) -> list[ir.Operation]:
+        """Clone `parts`' copies (with their views and index arithmetic after
+        `issue`) before `issue`, under the candidate's guards; with `alloc`,
+        move it there first. Returns the top-level ops now before `issue`."""
+        made: list[ir.Operation] = []
+        if alloc is not None:
+            alloc.move_before(issue)
+            made.append(alloc)
+        order = _Order(issue)
+        guards = [g.operands[0] for g in c.guards]
+        chain: set[ir.Operation] = set()
+        pending = [v for p in parts for v in p.copy.operands] + guards
+        while pending:
+            op = defining_op(pending.pop())
+            if op is None or op in chain or op == c.alloc or not order.after(op):
+                continue
+            if not (op.name in VIEW_OPS or op.name.startswith("arith.")):
+                raise ValueError(f"'{op.name}' makes a weight copy's operand")
+            chain.add(op)
+            pending.extend(op.operands)
+        mapping: dict[ir.Value, ir.Value] = {}
+        with issue.context, issue.location, ir.InsertionPoint(issue):
+            made += clone_into(sorted(chain, key=order.key), mapping, set())
+        point, outer = ir.InsertionPoint(issue), None
+        with issue.context, issue.location:
+            for cond in guards:  # outermost first
+                with point:
+                    guard = scf.IfOp(mapping.get(cond, cond), [], has_else=False)
+                with ir.InsertionPoint(guard.then_block):
+                    scf.YieldOp([])
+                outer = outer or guard.operation
+                point = ir.InsertionPoint.at_block_terminator(guard.then_block)
+            with point:
+                copies = clone_into([p.copy for p in parts], mapping, set())
+        made += [outer] if outer is not None else copies
+        return made
+
+
+def _branch(choice: ir.Operation, op: ir.Operation) -> int | None:
+    """Which region of `choice` (an op `op` is nested in) holds `op`."""
+    while op.parent != choice:
+        op = op.parent
+        if op.name == "func.func":
+            return None
+    for k, region in enumerate(choice.regions):
+        if any(op == o.operation for b in region.blocks for o in b.operations):
+            return k
+    return None
+
+
+def _in_loop(op: ir.Operation, func: ir.Operation) -> bool:
+    op = op.parent
+    while op != func:
+        if op.name != "scf.if":
+            return True
+        op = op.parent
+    return False
+
+
+class ConvDriver(ConvPrefetch):
+    """The conv form's analysis and transformation over a function body."""
+
+    def _prefetch_convs(self, func: ir.Operation, tops: list[ir.Operation], collector,
+                        constants: set) -> None:
+        k = 0
+        while k < len(tops):
+            op = tops[k]
+            for alloc in resident_allocs(op) if op.name in ("memref.alloc", "scf.if") else []:
+                c, why = self._conv_candidate(alloc, func, constants)
+                if c is None:
+                    self._say(alloc, f"npu-prefetch: conv weights not prefetched: {why}")
+                    continue
+                op = self._prefetch_conv(func, c, collector, tops, tops.index(_top(alloc, func)),
+                                         constants)
+                k = tops.index(op)  # ops went in before it (one look-up per conv)
+            k += 1
+
+    def _prefetch_conv(self, func: ir.Operation, c: ConvCandidate, collector,
+                       tops: list[ir.Operation], own: int, constants: set) -> ir.Operation:
+        """Prefetch what fits of `c` (its alloc in top-level op `own`);
+        returns the top-level op of the conv's first wait (kept)."""
+        last = tops.index(_top(c.pieces[0][0], func))
+        at = self._first_wait(tops, own, last, constants)
+        if at is None or tops[at] == c.pieces[0][0]:
+            self._say(c.alloc, "npu-prefetch: conv weights not prefetched: they load ahead of "
+                               "the conv's map, waiting for nothing")
+            return tops[own]
+        waiter = tops[at]
+        where = self.facts.location(waiter)
+        works = self.facts.works
+        prev = next((k for k in range(at - 1, -1, -1)
+                     if self.facts.location(tops[k]) != where and works(tops[k])), None)
+        if prev is None:
+            self._say(waiter, "npu-prefetch: conv weights not prefetched: no earlier op whose "
+                              "idle MTE2 time their loads could use")
+            return waiter
+        name = f"'{_label(tops[prev])}'"
+        before, start = self.facts.location(tops[prev]), prev
+        for k in range(prev - 1, -1, -1):
+            if works(tops[k]):
+                if self.facts.location(tops[k]) != before:
+                    break
+                start = k
+        if not self._reads_written(tops[prev + 1:at + 1], tops[start:prev + 1]):
+            self._say(waiter, f"npu-prefetch: conv weights not prefetched: this conv reads "
+                              f"nothing {name} writes, so its loads follow that op's at once")
+            return waiter
+        gaps = self._gaps(tops, start, prev, at)
+        earlier = self._earlier_tail(tops, start, at) if start > 0 else None
+        if earlier is not None:
+            gaps = [earlier] + gaps
+        low = min([start] + [k for k, _ in gaps])
+        bound = L1_ROOMS.index(self.l1_room)
+        end = max(at, last)  # the ops up to the first piece newly hold the buffer
+        need = {j: collector.space_bounds_at(func, "l1", j)[bound] for j in range(low, end)}
+        size = collector.space_size(c.alloc)[1]
+        parts = self._place_conv(c, gaps, need, size, end)
+        if not parts and earlier is not None:
+            parts = self._place_conv(c, gaps[1:], need, size, end)
+        bandwidth = self.target.path("gm_to_l1").bytes_per_cycle
+        own_gaps = gaps[1:] if earlier is not None else gaps
+        figures = (f"estimated MTE2 idle gaps from {name} on: "
+                   f"{', '.join(str(int(g)) for _, g in reversed(own_gaps)) or 'none'} cycles"
+                   + (f", after the op before it {int(earlier[1])}" if earlier is not None else "")
+                   + f"; the first piece of {self._bytes(c.pieces[0][0])} bytes takes "
+                   f"{int(self._bytes(c.pieces[0][0]) / bandwidth)}")
+        if not parts:
+            fits = self._fill([c.pieces[0][0]], gaps, dict(gaps), bandwidth)[0] is not None
+            reason = (f"the resident weights ({size} bytes) do not fit in L1 there" if fits
+                      else "its idle gaps are too short for the first piece's load")
+            self._say(waiter, f"npu-prefetch: conv weights not prefetched: {reason} ({figures})")
+            return waiter
+        taken = len(parts)
+        loaded = sum(self._bytes(p.copy) for p in parts)
+        earliest = min(p.gap for p in parts)
+        # The buffer moves before the first load: out of the conv's guard,
+        # or up the function body.
+        moved = c.alloc != tops[own] or own > earliest
+        if c.alloc == tops[own] and moved:
+            collector.changed(own, [])
+            tops.pop(own)
+        for gap in sorted({p.gap for p in parts}, reverse=True):
+            issue = tops[gap + 1]
+            made = self._emit_conv(c, [p for p in parts if p.gap == gap], issue,
+                                   c.alloc if moved and gap == earliest else None)
+            collector.inserted(gap + 1, made)
+            tops[gap + 1:gap + 2] = made + [issue]
+        for piece in c.pieces[:taken]:
+            for copy in piece:
+                self._erase_copy(copy, func, tops, collector)
+        points = ", ".join(f"after {name}'s last load" if start <= k <= prev else
+                           f"after the op before {name} (its last load)" if k < start else
+                           "after this conv's preparation" for k in sorted({p.gap for p in parts}))
+        self._say(waiter, f"npu-prefetch: conv: {taken} of {len(c.pieces)} resident weight "
+                          f"piece(s) ({loaded} of {size} bytes) "
+                          f"loaded {points}, ahead of this conv's first wait ({figures})")
+        return waiter
+
+    def _bytes(self, copy: ir.Operation) -> int:
+        from npu.ir import element_bytes, memref_element, memref_shape
+
+        n = element_bytes(memref_element(copy.operands[1]))
+        for d in memref_shape(copy.operands[1]):
+            n *= d
+        return n
+
+    def _erase_copy(self, copy: ir.Operation, func: ir.Operation, tops: list[ir.Operation],
+                    collector) -> None:
+        """Erase `copy` and the views only it used, telling the collector."""
+        pending = [copy]
+        while pending:
+            op = pending.pop()
+            top = _top(op, func)
+            nested = top != op
+            operands = [defining_op(v) for v in op.operands]
+            if not nested:
+                k = tops.index(op)
+                collector.changed(k, [])
+                tops.pop(k)
+                self.facts.forget(op)
+            op.erase()
+            if nested:
+                collector.changed(tops.index(top))
+                self.facts.forget(top)
+            pending += [o for o in operands if o is not None and o.name in VIEW_OPS
+                        and o not in pending and not any(True for r in o.results for _ in r.uses)]
