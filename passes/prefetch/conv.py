@@ -112,6 +112,10 @@ class ConvPrefetch:
             if any(_in_loop(c, func) for c in piece):
                 break
             kept.append(piece)
+        maker = _unclonable([c for piece in kept for c in piece] + guards, alloc)
+        if maker is not None:
+            return None, f"'{maker}' makes a weight copy's operand (only views and index " \
+                         "arithmetic are cloned)"
         return ConvCandidate(alloc, kept, list(reversed(guards))), ""
 
     def _first_wait(self, tops: list[ir.Operation], own: int, last: int, constants: set
@@ -181,6 +185,23 @@ class ConvPrefetch:
                 copies = clone_into([p.copy for p in parts], mapping, set())
         made += [outer] if outer is not None else copies
         return made
+
+
+def _unclonable(ops: list[ir.Operation], alloc: ir.Operation) -> str | None:
+    """The name of an op other than a view or index arithmetic that the
+    copies' (or guards') operands come from, which `_emit_conv` could not
+    clone; None when there is none."""
+    seen: set[ir.Operation] = set()
+    pending = [v for op in ops for v in (op.operands if op.name != "scf.if" else op.operands[:1])]
+    while pending:
+        op = defining_op(pending.pop())
+        if op is None or op in seen or op == alloc:
+            continue
+        if not (op.name in VIEW_OPS or op.name.startswith("arith.")):
+            return op.name
+        seen.add(op)
+        pending.extend(op.operands)
+    return None
 
 
 def _branch(choice: ir.Operation, op: ir.Operation) -> int | None:
