@@ -127,8 +127,8 @@ class PipelinedPlanning:
         strips = [d for d in row_strip_chunks(shape, choice.tiles, t)
                   if d in chunks and (not nb_fixed or d % nb_fixed == 0)
                   ] if choice.row_strips else []
-        fitting = resident or strips or [d for d in chunks if 2 * (mb + kb) * d * blk <= l1_cap
-                                         and (not nb_fixed or d % nb_fixed == 0)]
+        fitting = resident or [d for d in chunks if 2 * (mb + kb) * d * blk <= l1_cap
+                               and (not nb_fixed or d % nb_fixed == 0)]
         tiles = (M1 // mb) * (K1 // kb)
         if strips:
             chunk = choice.chunk // frac if choice.chunk // frac in strips else strips[0]

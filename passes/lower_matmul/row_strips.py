@@ -31,7 +31,6 @@ class RowStripsSchedule:
 
     def row_strips_loop(self, ops: Operands, plan: PipelinedPlan,
                         c_pieces: list[ir.Value]) -> None:
-        frac = self.target.fractal
         mb, kb, chunk = plan.mb, plan.kb, plan.chunk
         parts = ops.N1 // chunk
         cols = ops.K1 // kb
@@ -40,7 +39,7 @@ class RowStripsSchedule:
         inner_b = nir.memref_shape(ops.b)[-2:]
         a_parts = [nir.alloc([chunk, mb] + inner_a, ops.in_type, "l1") for _ in range(parts)]
         b_slots_l1 = [nir.alloc([kb, chunk] + inner_b, ops.in_type, "l1")
-                   for _ in range(b_turns(mb, kb, ops.N1, chunk, self.target))]
+                      for _ in range(b_turns(mb, kb, ops.N1, chunk, self.target))]
         ub_budget = self.target.capacity("ub") // (2 * plan.pieces)
         loop = nir.for_loop(0, tiles, 1)
         with ir.InsertionPoint(loop.body):
@@ -52,15 +51,11 @@ class RowStripsSchedule:
             row_start = arith.CmpIOp(arith.CmpIPredicate.eq, col, nir.index_const(0)).result
             last = arith.ConstantOp(ir.IntegerType.get_signless(1), 1).result
             a_slots, b_slots = self.l0_slots(ops, plan, a_parts[0], b_slots_l1[0])
-            staged = (nir.alloc([plan.piece_cols, plan.piece_rows, frac, frac],
-                                self.epilogue.drain_type, "ub")
-                      if self.stages_drain(tiles, tiles * mb * kb * ops.N1, plan.piece_rows,
-                                           plan.piece_cols) else None)
-            landings = self.landing_slots(staged, plan.piece_rows, plan.piece_cols)
 
+            # Row strips are chosen only for matmuls without an epilogue
+            # (`consider_row_strips`): each piece drains straight, unstaged.
             def drain(h: int) -> None:
-                self.drain_piece(ops, plan, c_pieces[h], staged, last, x, y, h, ub_budget,
-                                 landings[h % 2] if landings else None)
+                self.drain_piece(ops, plan, c_pieces[h], None, last, x, y, h, ub_budget)
 
             def no_drain(_h: int) -> None:
                 pass

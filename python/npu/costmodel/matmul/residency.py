@@ -219,7 +219,8 @@ def consider_row_strips(shape: MatmulShape, tiles: Tiles, target: Target, drain:
               if not fixed_n or d * frac % tiles.n == 0]
     if not chunks:
         return
-    chunk = min(chunks, key=lambda d: (row_strips_time(shape, tiles, d, target, drain), -d))
+    times = {d: row_strips_time(shape, tiles, d, target, drain) for d in chunks}
+    chunk = min(chunks, key=lambda d: (times[d], -d))
     blk = target.fractal_bytes(shape.in_bytes)
     choice = dataclasses.replace(make_choice("os", shape, tiles, target),
                                  traffic=row_strips_traffic(shape, tiles), row_strips=True,
@@ -227,4 +228,4 @@ def consider_row_strips(shape: MatmulShape, tiles: Tiles, target: Target, drain:
     mb, kb, n1 = tiles.m // frac, tiles.k // frac, shape.N // frac
     turns = b_turns(mb, kb, n1, chunk, target)
     footprint = (mb * n1 + turns * kb * chunk) * blk
-    options.append((row_strips_time(shape, tiles, chunk, target, drain), choice, footprint))
+    options.append((times[chunk], choice, footprint))

@@ -69,10 +69,11 @@ def row_strips_time(shape: MatmulShape, tiles: Tiles, chunk: int, target: Target
     per part (each part's copies end in one flag), plus what that average
     does not see:
 
-      row starts  a row's first tile copies A's parts beside B's, and B's
-                  two turns let MTE2 run only a part ahead: where those
-                  copies take longer than the tile's mads, the cube waits
-                  the difference, once per row;
+      row starts  a row's first tile copies A's parts beside B's: where
+                  those copies take longer than the tile's mads and the
+                  previous tile's slack MTE2 may borrow (B's turns let it
+                  run up to turns - 1 parts ahead), the cube waits the
+                  difference, once per row;
       hand-over   the next tile's first mads into C piece 0 wait for its
                   drain (L0C -> UB and the epilogue's share), which only
                   the last part's mads of the other pieces hide (measured,
