@@ -12,7 +12,9 @@ only through temporaries that one op writes and one other reads:
 * `matmul_scales`: scalings of a batch_matmul's operands onto its result;
 * `scalings`: consecutive scalings folded, and the factors of a product
   gathered onto its gate operand (an adds) or its result;
-* `polynomials`: the tanh GELU's factored cubic x*(1 + k*x*x) expanded.
+* `polynomials`: the tanh GELU's factored cubic x*(1 + k*x*x) expanded;
+* `masks`: a constant bias and a mask added to the scores one after the
+  other (T5's eager export) as one where(mask, bias, fill), made once.
 
 `Div` by a constant is already a multiplication by its reciprocal when the
 frontend converts it (`npu.passes.linalg_to_ascend.elementwise`: exact for
@@ -26,6 +28,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.passes.base import Option, Pass
+from npu.passes.canonicalize.masks import combine_mask_biases
 from npu.passes.canonicalize.matmul_scales import move_matmul_scales
 from npu.passes.canonicalize.polynomials import expand_cubics
 from npu.passes.canonicalize.scalings import fold_scalings, place_scalings
@@ -38,6 +41,8 @@ RULES = (
     ("scalings", fold_scalings, "consecutive scalings folded into one"),
     ("scalings", place_scalings, "the scalings of a product gathered in one place"),
     ("polynomials", expand_cubics, "x*(1 + k*x*x) expanded to x + k*x^3"),
+    ("mask-biases", combine_mask_biases, "a constant bias and a mask added to the scores combined "
+     "into one where(mask, bias, fill)"),
 )
 # Enough for any chain the rules can lengthen; each round that changes
 # something removes at least one op, so this bound is never the limit in practice.
@@ -55,6 +60,9 @@ class CanonicalizePass(Pass):
                "factors of a product onto its gate operand (an adds) or its result"),
         Option("polynomials", bool, True, "expand the tanh GELU's factored cubic "
                "x*(1 + k*x*x) (gelu_fast) to x + k*x^3, the form its recipe matches"),
+        Option("mask-biases", bool, True, "add a constant bias and a mask (where(keep, 0, c)) "
+               "to the scores as one where(keep, bias, c), made once for every layer (T5's "
+               "position bias, as the sdpa export writes it)"),
         Option("remarks", bool, True, "report each rewrite"),
     )
 

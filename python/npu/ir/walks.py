@@ -13,7 +13,7 @@ from mlir import ir
 
 from npu.dialects.walks import walk, walk_held
 
-from .accessors import numpy_dtypes
+from .accessors import element_type_name, is_block_argument, numpy_dtypes
 
 
 def ops_named(root: ir.Operation | ir.OpView, *names: str) -> list[ir.Operation]:
@@ -49,6 +49,9 @@ def symbol_name(func_op: ir.Operation) -> str:
 # Argument attribute of the GM workspace `npu-plan-gm` appends: scratch bytes
 # the caller provides (the simulator allocates it), neither input nor output.
 WORKSPACE_ATTR = "npu.workspace"
+# On a function argument: the dense value it always holds (a weight made on
+# the host), passed by the caller like an input.
+CONSTANT_ATTR = "npu.constant"
 
 
 def arg_attrs(func_op: ir.Operation, index: int) -> dict[str, ir.Attribute]:
@@ -128,6 +131,22 @@ def constant_data(attr: ir.Attribute, shape: Sequence[int], element: str):
     return np.asarray(dense).astype(dtype, copy=False).reshape(tuple(shape))
 
 
+def constant_argument(value: ir.Value):
+    """The numpy data of the `npu.constant` function argument `value`, or
+    None when it is not one (another value, or a loop's argument)."""
+    if not is_block_argument(value):
+        return None
+    arg = ir.BlockArgument(value)
+    func = arg.owner.owner.operation
+    if func.name != "func.func":
+        return None
+    attr = arg_attrs(func, arg.arg_number).get(CONSTANT_ATTR)
+    if attr is None:
+        return None
+    mtype = ir.MemRefType(value.type)
+    return constant_data(attr, list(mtype.shape), element_type_name(mtype.element_type))
+
+
 def block_idx_arg(func_op: ir.Operation) -> int | None:
     """Index of the argument that receives the block index, if any."""
     n = len(func_op.regions[0].blocks[0].arguments) if func_op.regions[0].blocks else 0
@@ -153,7 +172,7 @@ def block_dim(func_op: ir.Operation) -> int:
     return ir.IntegerAttr(func_op.attributes[BLOCK_DIM_ATTR]).value
 
 
-__all__ = ["BLOCK_DIM_ATTR", "BLOCK_IDX_ATTR", "CORE_PART_ATTR", "F16_EPILOGUES_ATTR", "WORKSPACE_ATTR", "append_argument", "arg_attrs",
-           "block_dim", "block_idx_arg", "block_idx_value", "constant_data", "erase_argument", "functions",
+__all__ = ["BLOCK_DIM_ATTR", "BLOCK_IDX_ATTR", "CONSTANT_ATTR", "CORE_PART_ATTR", "F16_EPILOGUES_ATTR", "WORKSPACE_ATTR", "append_argument", "arg_attrs",
+           "block_dim", "block_idx_arg", "block_idx_value", "constant_argument", "constant_data", "erase_argument", "functions",
            "ops_in_dialect", "ops_named", "replace_ops", "symbol_name", "walk", "walk_held",
            "workspace_args"]

@@ -20,22 +20,11 @@ from mlir import ir
 
 from npu import ir as nir
 
-CONSTANT_ATTR = "npu.constant"
-
 
 def is_zero_constant(value: ir.Value) -> bool:
     """`value` is a function argument holding the constant 0 everywhere."""
-    if not nir.is_block_argument(value):
-        return False
-    arg = ir.BlockArgument(value)
-    func = arg.owner.owner.operation
-    if func.name != "func.func":
-        return False
-    attr = nir.arg_attrs(func, arg.arg_number).get(CONSTANT_ATTR)
-    if attr is None:
-        return False
-    data = nir.constant_data(attr, nir.memref_shape(value), nir.memref_element(value))
-    return bool(np.all(data == 0))
+    data = nir.constant_argument(value)
+    return data is not None and bool(np.all(data == 0))
 
 
 def match_guard(probs: ir.Value, readers: Callable[[ir.Value], list[ir.Operation]],
