@@ -215,9 +215,10 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     where = where or (os.fspath(model_or_path) if isinstance(model_or_path, (str, os.PathLike))
                       else "<model>")
     model = load_model(model_or_path, where)
-    copy = type(model)()
-    copy.CopyFrom(model)  # never touch the caller's proto
-    model = copy
+    if model is model_or_path:  # never touch the caller's proto (one loaded here is ours)
+        copy = type(model)()
+        copy.CopyFrom(model)
+        model = copy
     model.graph.name = function_name(model.graph.name)
     _name_nodes(model)
     drop_absent_trailing_inputs(model)
@@ -276,7 +277,9 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     inputs = [v.name for v in model.graph.input if v.name not in initialized]
     outputs = [v.name for v in model.graph.output]
     weights: dict[str, object] | None = {} if detach_weights else None
-    text = _run_torch_mlir(model, where, node_types, inputs, outputs, weights,
+    owned = [model]
+    del model  # `_run_torch_mlir` lets the proto go once torch-mlir holds the weights
+    text = _run_torch_mlir(owned, where, node_types, inputs, outputs, weights,
                            [f"{n}={t}" for n, t in sorted(host_types.items())])
     return ImportedModel(text, inputs, outputs, node_types, weights or {}, empty)
 
@@ -343,15 +346,19 @@ def attach_weights(module, weights: dict) -> None:
                 del op.attributes[WEIGHT_ATTR]
 
 
-def _run_torch_mlir(model, where: str, node_types: dict[str, str], inputs: list[str],
+def _run_torch_mlir(owned: list, where: str, node_types: dict[str, str], inputs: list[str],
                     outputs: list[str], weights: dict | None = None,
                     host_types: list[str] = ()) -> str:
+    """torch-mlir's import and lowering of the model `owned` holds (its only
+    reference: the proto is dropped once imported, so that its weights are
+    not alive beside torch-mlir's two copies: BERT-12's 340 MB)."""
     import onnx
     from torch_mlir import ir as tir
     from torch_mlir.dialects import torch as torch_d
     from torch_mlir.extras import onnx_importer
     from torch_mlir.passmanager import PassManager as TorchPassManager
 
+    model = owned.pop()
     try:
         take_inferred(model, infer_shapes(model, data_prop=True))
     except Exception as e:
@@ -364,6 +371,7 @@ def _run_torch_mlir(model, where: str, node_types: dict[str, str], inputs: list[
         onnx_importer.NodeImporter.define_function(info.main_graph, module).import_all()
     except onnx_importer.OnnxImportError as e:
         raise _error(where, f"import: {str(e).splitlines()[0]}") from None
+    del info, model
     with ctx:
         # torch-mlir's diagnostics are collected, never printed: the user
         # gets one line naming the node (`_lowering_failure`).
