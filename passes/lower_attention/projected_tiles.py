@@ -8,6 +8,7 @@ from mlir import ir
 
 from npu.costmodel.attention import plan as cost
 from npu.costmodel.attention import projection_plan as plan
+from npu.costmodel.attention import weight_ring
 from npu import ir as nir
 from npu.kernels.cce_build import lin
 from npu.passes.lower_attention.projection import ProjectedHeads, Tiles
@@ -108,23 +109,11 @@ class SpreadJobs:
 
     def __init__(self, kernel: "ProjectedHeads", per_head: int, tiles: list[Tiles]):
         self.k, self.tiles = kernel, tiles
-        jobs, pp = kernel.job_count(), kernel.pp
+        pp = kernel.pp
         chunks = kernel.projection.n1 // pp.chunk
-
-        def over(steps: int) -> dict[int, list[int]]:
-            return {j: [i for i in range(jobs) if 1 + i * steps // jobs == j]
-                    for j in range(per_head)}
-
-        def most(at: dict, span: int) -> int:
-            return max(sum(len(at.get(j + d, [])) for d in range(span)) for j in at)
-
-        self.at = over(per_head - 3) if per_head >= 4 else {}
-        # A step's drains come after the load stage two steps on (skewed:
-        # soft(s), load(s+1), pv(s), drain(s-1)): three steps' jobs at once.
-        self.deferred = bool(self.at) and most(self.at, 3) <= pp.c_slots
-        if not self.deferred:
-            self.at = over(per_head - 1)
-        self.ahead = most(self.at, 1) * chunks <= pp.w_slots
+        # (The cost model replays this placement: `weight_ring.spread`.)
+        self.at, self.deferred = weight_ring.spread(kernel.job_count(), per_head, pp.c_slots)
+        self.ahead = weight_ring.copies_ahead(self.at, chunks, pp.w_slots)
 
     def prologue(self) -> None:
         """Head 0's jobs, before the pipeline."""

@@ -1,0 +1,87 @@
+"""The fused projection's estimate (`npu.costmodel.attention.projection_plan.estimate`)
+sees the W chunks' ring (`npu.costmodel.attention.weight_ring`): with L1
+slots for one step's jobs, each step's copies wait for the slots the jobs
+before free, and MTE1's in-order queue holds the cube's work behind the
+job waiting for them (issue 26, "an honest cost model")."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from npu.costmodel.attention import projection_plan, weight_ring
+from npu.costmodel.attention.cost import TileCost
+from npu.costmodel.attention.projection import FRACTAL_F16, ProjPlan
+from npu.target import get_target
+
+# The BERT layer at seq 256 (12 heads of 64, hidden 768): X [256, 768] in
+# Nz (16 row blocks, 48 reduction blocks), C the 2304 columns of Q, K, V.
+HEADS, S1, D1, N1 = 12, 16, 4, 48
+
+
+def bert256():
+    a = SimpleNamespace(heads=HEADS, seq_blocks=S1, d_blocks=D1)
+    p = SimpleNamespace(m1=S1, n1=N1, vector_cycles=0, c_blocks=3 * HEADS * D1)
+    # The attention's own work at tile 64 x 256 (`modelled`, f16 softmax).
+    attention = TileCost(vector=100608, cube=27648, mte1=17664, mte2=0)
+    return a, p, attention
+
+
+def test_the_kernels_placement_is_the_models():
+    """`SpreadJobs` takes its placement from `weight_ring.spread`: six jobs
+    over four steps, two a step from the second, drains not deferred (two
+    L0C pieces); the copies a step ahead when the slots hold two jobs'."""
+    at, deferred = weight_ring.spread(6, 4, 2)
+    assert at == {0: [], 1: [0, 1], 2: [2, 3], 3: [4, 5]} and not deferred
+    assert weight_ring.copies_ahead(at, 2, 4) and not weight_ring.copies_ahead(at, 2, 3)
+
+
+def test_slots_for_one_step_expose_the_copies():
+    """Slots for one step's two jobs (4 chunks): the next step's copies
+    start when the step's jobs have loaded their last sub-steps, and its
+    first job waits for all of them and the GM latency. The estimate is at
+    least that ring's period for every pair of jobs but the first head's,
+    which the busiest pipe (the old estimate: 160,512 cycles) cannot see."""
+    t = get_target("ascend910")
+    a, p, attention = bert256()
+    pp = ProjPlan(x_resident=False, rows=8, cols=4, c_slots=2, sub=6, chunk=24,
+                  scores_slots=2, w_slots=4)
+    cost, est = projection_plan.estimate(a, 4, 16, p, pp, t, "f16", attention)
+    gm = t.path("gm_to_l1")
+    copy = pp.cols * N1 * FRACTAL_F16 / gm.bytes_per_cycle  # one job's chunks
+    sub_mad = pp.rows * pp.cols * pp.sub + t.mad_latency
+    hold = (N1 // pp.sub - 1) * sub_mad  # a job's first mad to its last sub-step's loads
+    ring = (HEADS - 1) * 3 * (2 * copy + gm.latency + hold)
+    busiest = max(cost.vector, cost.mte1, cost.mte2)
+    assert est > ring > busiest
+    assert cost.cube >= ring
+
+
+def test_slots_for_two_heads_expose_nothing():
+    """With slots for two heads' chunks the copies run a head ahead: the
+    ring adds nothing to the cube's work (no blanket factor)."""
+    t = get_target("ascend910")
+    a, p, attention = bert256()
+    deep = ProjPlan(x_resident=False, rows=8, cols=4, c_slots=2, sub=6, chunk=24,
+                    scores_slots=2, w_slots=24)
+    work, fill = projection_plan.projection_work(a, p, deep, t, True)
+    cost, est = projection_plan.estimate(a, 4, 16, p, deep, t, "f16", attention)
+    assert cost == attention + work
+    assert est == cost.cycles + fill
+
+
+@pytest.mark.slow
+def test_bert256_projection_estimate_against_the_simulator():
+    """The fused projection's estimate at seq 256 against its simulated
+    cycles (bench/fusion_estimates.py): 1.36x before the ring, 1.29x with
+    it (the issue's target, 1.2x, is not met: see weight_ring)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
+    from fusion_estimates import estimates
+
+    rows = estimates(256, 768, 12, 3072, "npu-lower{cores=1 fuse-remarks=true}")
+    (row,) = [r for r in rows if r.kind == "projection"]
+    assert row.ratio < 1.3
