@@ -53,6 +53,11 @@ collector's upper bound, if L1 then overflows). An op that reads
 nothing the previous op writes gets nothing: its loads do not wait. Each
 prefetch and each refusal is a remark (`remarks=true`), with the gaps.
 
+After a run of ops on disjoint shares of the cores (npu-split-cores'
+`share`: Q, K and V's projections), the loads of that gap go into each
+share's guard after its op, and after the run under a guard of the cores
+in none of them (`shares.py`).
+
 A conv's resident weights get the same treatment (`conv.py`, `convs=true`):
 its first pieces, whole, after the previous op's last load.
 """
@@ -71,11 +76,12 @@ from .emit import EmitParts
 from .facts import FactsCache, contains
 from .gaps import IdleGaps
 from .parts import L1_ROOMS, Candidate, Part, _label, _writers
+from .shares import ShareRuns
 
 CONSTANT_ATTR = "npu.constant"
 
 
-class PrefetchPass(IdleGaps, EmitParts, ConvDriver, Pass):
+class PrefetchPass(IdleGaps, EmitParts, ShareRuns, ConvDriver, Pass):
     name = "npu-prefetch"
     summary = ("Issue a matmul's first host-constant weight loads during the previous op's "
                "idle MTE2 tail, into L1 free there")
@@ -204,7 +210,11 @@ class PrefetchPass(IdleGaps, EmitParts, ConvDriver, Pass):
         earlier = self._earlier_tail(tops, start, at) if start > 0 else None
         if earlier is not None:
             gaps = [earlier] + gaps
-        low = min([max(start, 0)] + [k for k, _ in gaps])
+        # A gap after a run of ops on disjoint shares of the cores: its loads
+        # go into each of them (`shares`), live from the run's first op on.
+        runs = {k: run for k, _ in gaps if (run := self._share_run(tops, k)) is not None}
+        live_from = {k: run[0][0] for k, run in runs.items()}
+        low = min([max(start, 0)] + [k for k, _ in gaps] + list(live_from.values()))
         # L1 each op from a gap to the loop needs at most.
         # The lower bound at each op is what is live there; the upper one
         # adds every buffer a lifetime live there meets (an op's whole
@@ -219,11 +229,11 @@ class PrefetchPass(IdleGaps, EmitParts, ConvDriver, Pass):
         # slots (the prefetched ones among them).
         tied = collector.tied_span(func, "l1", at)
         counted = set(range(tied[0], at)) if tied is not None else set()
-        parts, placed = self._place(c, gaps, need, counted, collector, at)
+        parts, placed = self._place(c, gaps, need, counted, collector, at, live_from)
         if not placed and earlier is not None:
             # The previous op may fill L1 (a matmul's chunks): its own tail
             # alone may still have room.
-            parts, placed = self._place(c, gaps[1:], need, counted, collector, at)
+            parts, placed = self._place(c, gaps[1:], need, counted, collector, at, live_from)
         chunk = collector.space_size(c.slots[0][0])[1]
         own = gaps[1:] if earlier is not None else gaps
         figures = (f"estimated MTE2 idle gaps from {name} on: "
@@ -247,6 +257,10 @@ class PrefetchPass(IdleGaps, EmitParts, ConvDriver, Pass):
             steps[k] = count
         # From the latest insertion point back: earlier indices stay valid.
         for gap in sorted({p.gap for p in parts}, reverse=True):
+            if gap in runs:
+                self._emit_run(c, [a for a, k in home.items() if k == gap],
+                               [p for p in parts if p.gap == gap], gap, runs[gap], tops, collector)
+                continue
             issue = tops[gap + 1]
             made = self._emit(c, [a for a, k in home.items() if k == gap],
                               [p for p in parts if p.gap == gap], issue)
@@ -261,7 +275,9 @@ class PrefetchPass(IdleGaps, EmitParts, ConvDriver, Pass):
         def nth(k: int, first: int) -> int:  # k's number among the working ops from `first`
             return steps[k] - (steps[first - 1] if first > low else 0)
 
-        points = ", ".join(f"after {name} step #{nth(k, start)} (of {nth(prev, start)})"
+        points = ", ".join(f"in each of the {len(runs[k])} ops on shares of the cores ending at "
+                           f"'{_label(tops[k])}', after its op" if k in runs else
+                           f"after {name} step #{nth(k, start)} (of {nth(prev, start)})"
                            if start <= k <= prev else
                            f"after the op before {name} (its last load)" if k < start else
                            f"after this op's preparation step #{nth(k, prev + 1)}"
@@ -274,11 +290,14 @@ class PrefetchPass(IdleGaps, EmitParts, ConvDriver, Pass):
                           + f", ahead of this op's first wait ({figures})")
 
     def _place(self, c: Candidate, gaps: list[tuple[int, float]], need: dict[int, int],
-               counted: set[int], collector, at: int) -> tuple[list[Part], int]:
+               counted: set[int], collector, at: int, live_from: dict[int, int]
+               ) -> tuple[list[Part], int]:
         """The parts of the first slots that fit `gaps` (their idle time)
         and L1 (`need`: each op's bound, plus the slots placed before; the
-        ops in `counted` have the loop's slots in their bound already),
-        and how many slots they are."""
+        ops in `counted` have the loop's slots in their bound already; a
+        slot is live from the op after its first part's gap on, or from
+        `live_from[gap]`, a share run's first op), and how many slots they
+        are."""
         bandwidth = self.target.path("gm_to_l1").bytes_per_cycle
         capacity = self.target.capacity("l1")
         need = dict(need)
@@ -302,10 +321,10 @@ class PrefetchPass(IdleGaps, EmitParts, ConvDriver, Pass):
                 partial = True
             if trial is None:
                 break
-            earliest = min(part.gap for part in trial)
-            if any(need[j] + size > capacity for j in range(earliest + 1, at) if j not in counted):
+            earliest = min(live_from.get(part.gap, part.gap + 1) for part in trial)
+            if any(need[j] + size > capacity for j in range(earliest, at) if j not in counted):
                 break
-            for j in range(earliest + 1, at):
+            for j in range(earliest, at):
                 if j not in counted:
                     need[j] += size
             left = rest

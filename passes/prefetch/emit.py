@@ -18,20 +18,24 @@ class EmitParts:
     """Clones and guards of the chosen weight copies."""
 
     def _emit(self, c: Candidate, allocs: list[ir.Operation], parts: list[Part],
-              issue: ir.Operation) -> list[ir.Operation]:
-        """Move `allocs` before `issue` and clone there the loop's first
-        iteration of each part's copy (with its index arithmetic and views,
-        the induction variable replaced by the lower bound), cut to the
-        part's bursts. Returns the ops now before `issue`."""
+              issue: ir.Operation, at: ir.Operation | None = None) -> list[ir.Operation]:
+        """Move `allocs` before `issue` (a top-level op) and clone there, or
+        before `at` (an op nested in a top-level op before `issue`: a share
+        guard's terminator), the loop's first iteration of each part's copy
+        (with its index arithmetic and views, the induction variable
+        replaced by the lower bound), cut to the part's bursts. Returns the
+        top-level ops now before `issue`."""
         loop = c.loop
         body = loop.regions[0].blocks[0]
         iv = body.arguments[0]
         body_ops = [o.operation for o in body.operations]
         made: list[ir.Operation] = []
+        point = issue if at is None else at
         with loop.context, loop.location:
-            with ir.InsertionPoint(issue):
+            with ir.InsertionPoint(point):
                 first = arith.ConstantOp(ir.IndexType.get(), constant_int(loop.operands[0]))
-            made.append(first.operation)
+            if at is None:
+                made.append(first.operation)
             for alloc in allocs:
                 alloc.move_before(issue)
                 made.append(alloc)
@@ -61,7 +65,7 @@ class EmitParts:
                     pending.extend(op.operands)
                 chain = (sorted(outside, key=order.key) + [o for o in body_ops if o in needed]
                          + [copy])
-                with ir.InsertionPoint(issue):
+                with ir.InsertionPoint(point):
                     clones = clone_into(chain, {iv: first.result}, set())
                     whole = clones[-1]
                     n = int_attr(copy, "n_burst")
@@ -69,7 +73,8 @@ class EmitParts:
                         clones.remove(whole)
                         clones.extend(_cut(whole, part.first, part.end))
                         whole.erase()
-                made.extend(clones)
+                if at is None:
+                    made.extend(clones)
         return made
 
     @staticmethod
