@@ -9,9 +9,11 @@ too large for L1 is simply more bands); weights in fractal-Z stay in L1
 for the whole conv when they fit, else each super tile of Cout blocks
 streams its own into one of two L1 buffers in turn (`weights.py`), its
 drains' epilogue operands loaded in the same run (each run of loads ends in
-a flag that holds MTE2 for the GM latency); per chunk of kernel points, L0A and L0B
-alternate halves so MTE1 fills one while the cube reads the other; the
-drain adds the bias and converts on the way to GM (`kernel.py`), and runs
+a flag that holds MTE2 for the GM latency; the first streamed tile, and
+resident weights, in pieces ahead of the chunks needing them); per chunk
+of kernel points, L0A and L0B alternate halves (across bands too) so MTE1
+fills one while the cube reads the other, and super tiles alternate two
+L0C sets so one drains while the next accumulates; the drain adds the bias and converts on the way to GM (`kernel.py`), and runs
 the conv's `npu.conv_epilogue` group, if any, on each tile (`epilogue.py`).
 A conv that npu-split-cores cut into runs of output rows (`npu.core_part`)
 computes its core's run only: tiled for one run, with the band plans of the

@@ -160,7 +160,11 @@ class ConvKernel(ConvWeights):
         image: a band alone has its own L1 map; a run of bands alike is a loop
         of two bands per iteration, or straight code for few bands."""
         s, t = self.s, self.t
-        self.parity, self.drains = 0, 0
+        self.parity, self.drains, self.chunk = 0, 0, 0
+        # Streamed weights: the first super tile in pieces (each run plan's own
+        # code), unless MTE2 bounds the conv: there each piece's flag only adds
+        # a GM latency to the busiest pipe (3x3 512->512 7: 86,315 -> 86,665)
+        self.streamed_first = not t.weights_resident and not self.mte2_bound()
         if self.pending and (groups[0][2] > 1 or s.batch > 1):
             self.flush_weights()
         # The maps of bands outside loops get their own L1 buffers, live for
@@ -230,7 +234,11 @@ class ConvKernel(ConvWeights):
         chunk_cycles = max(1, m1 * kc * (1 if s.diagonal else min(t.n1, s.co1)))
         piece_cycles = kc * min(t.n1, s.co1) * 512 // path.bytes_per_cycle
         ahead = -(-(path.latency + piece_cycles) // chunk_cycles) + 1
-        chunk = 0
+        # L0A/L0B halves alternate across bands too: restarting at half 0 made
+        # a band with an odd number of chunks start on the half its last chunk
+        # was still being read from (MTE1 then waited for that chunk's mads:
+        # the stem's 28 bands of 7 chunks, 60,129 -> see bench/conv.py)
+        chunk = first = self.chunk
         for s0 in range(0, s.co1, t.n1):
             ns = min(t.n1, s.co1 - s0)
             w_l1, pitch, col = self.tile_weights(s0, ns)
@@ -270,7 +278,7 @@ class ConvKernel(ConvWeights):
                                   m=m1 * 16, n=kcj * f // 16, k=n1 * 16, accumulate=kp0 > 0)
                 # the next pieces of weight rows, after this chunk's loads in program
                 # order (sync insertion flags a consumer after every copy before it)
-                for _ in range(ahead if chunk == 1 else 1):
+                for _ in range(ahead if chunk == first + 1 else 1):
                     if self.pending:
                         self.pending.pop(0)()
             if s0 == 0 and self.image is not None and not self.image.next_with_band:
@@ -280,7 +288,10 @@ class ConvKernel(ConvWeights):
                 self.drain(c, n, s0 + t0, n1, ho0, band.rows, m1, self.drains % len(self.ub),
                            prefetch)
                 self.drains += 1
-        self.parity ^= 1
+            # the next super tile accumulates into the other L0C set, so its
+            # mads need not wait for this one's drain
+            self.parity ^= 1
+        self.chunk = chunk
 
     def diagonal_tiles(self, fm, band: Band, tiles, l0c, w_l1, pitch: int, col: int, s0: int,
                        m1: int, kc: int, chunk: int) -> int:

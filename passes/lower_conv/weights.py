@@ -32,25 +32,60 @@ class ConvWeights:
         self.w_tiles = [] if t.weights_resident else [
             nir.alloc([s.k1 * min(t.n1, s.co1) * self.frac], self.in_type, "l1") for _ in range(2)]
         self.w_turn = 0
+        self.tile_major = False
+        self.streamed_first = not t.weights_resident
         if t.weights_resident:
-            # In pieces of one chunk's rows: the first chunk waits for its own
-            # rows only; when the first band is not in a loop, the rest follow
-            # its input on MTE2 (`flush_weights`).
+            # Super tile by super tile ([tile][K1][its Cout blocks][16][C0] in L1,
+            # the order the first band uses them), the first tile in pieces
+            # (`pieces_of_rows`): the first chunk waits for its own rows only,
+            # the first band's tile s for tiles 0..s only (in K1 row order
+            # over all of Cout, its first tile waited for every weight: 1x1
+            # 256->1024 14, 512 KB); when the first band is not in a loop, the
+            # rest follow its input on MTE2 (`flush_weights`).
             self.w_l1 = nir.alloc([s.k1 * s.co1 * self.frac], self.in_type, "l1")
             # npu-prefetch may load its first pieces during the previous op
             self.w_l1.owner.attributes[RESIDENT_ATTR] = ir.UnitAttr.get()
-            # Pieces of 1, 1, 2, 4, ... chunks: each copy is followed by its flag,
-            # which waits for the copy's GM latency, so a piece must cover
-            # more compute than the previous one took to arrive.
-            step, pieces, k0, size = min(t.kc, s.k1), [], 0, 1
-            while k0 < s.k1:
-                rows = min(size * step, s.k1 - k0)
-                pieces.append((k0, rows))
-                k0 += rows
-                size = size if len(pieces) == 1 else 2 * size
-            self.pending = [lambda k0=k0, rows=rows: self.copy_weight_rows(k0, rows)
-                            for k0, rows in pieces]
+            # Tile by tile only where it pays for the flags (each holds MTE2
+            # for a GM latency): dw 3x3/2 144 56 21,894 in K1 rows, 22,618 by tile.
+            self.tile_major = t.n1 < s.co1 and self.weights_hold_first_band()
+            width = t.n1 if self.tile_major else s.co1
+            self.pending = [lambda k0=k0, rows=rows: self.copy_weight_rows(0, k0, rows, width)
+                            for k0, rows in self.pieces_of_rows()]
+            self.pending += [lambda s0=s0: self.copy_weight_rows(s0, 0, s.k1, width)
+                             for s0 in range(width, s.co1, width)]
         self.pieces = len(self.pending)
+
+    def mte2_bound(self) -> bool:
+        """Whether the tiling's estimate has MTE2 at least as busy as the cube
+        and MTE1: then a weight piece's flag costs the conv a GM latency."""
+        pipes = dict(self.t.pipes)
+        return pipes.get("MTE2", 0) >= pipes.get("cube+MTE1", 0)
+
+    def weights_hold_first_band(self) -> bool:
+        """Whether the conv is one band (its only band uses the tiles in
+        turn over the whole conv), or loading all the weights takes at least
+        half the first band's compute (estimated): only then does the first
+        band wait for later super tiles' weights long enough to pay their
+        own flags (1x1 256->1024 14: 512 KB in 8.2k cycles against ~9.4k;
+        dw 3x3/2 144 56: 41 KB in 650 against ~2.1k)."""
+        s, t = self.s, self.t
+        bands = s.batch * -(-s.ho // t.rows)
+        load = s.k1 * s.co1 * self.target.fractal_bytes(2) / self.target.path("gm_to_l1").bytes_per_cycle
+        return bands == 1 or 2 * load >= dict(t.pipes).get("cube+MTE1", 0) / bands
+
+    def pieces_of_rows(self) -> list[tuple[int, int]]:
+        """(first K1 row, rows) of the weights' pieces: 1, 1, 2, 4, ... chunks.
+        Each copy is followed by its flag, which waits for the copy's GM
+        latency, so a piece must cover more compute than the previous one
+        took to arrive."""
+        s = self.s
+        step, pieces, k0, size = min(self.t.kc, s.k1), [], 0, 1
+        while k0 < s.k1:
+            rows = min(size * step, s.k1 - k0)
+            pieces.append((k0, rows))
+            k0 += rows
+            size = size if len(pieces) == 1 else 2 * size
+        return pieces
 
     def first_piece(self) -> None:
         """The resident copy's first piece, right after the first band's map
@@ -64,11 +99,25 @@ class ConvWeights:
         """(L1 buffer, its row pitch in blocks of 16, first column) of the
         weights of the super tile of `ns` Cout blocks at s0: the resident
         copy, or the streamed buffer of its turn, loaded now."""
-        if self.w_l1 is not None:
+        if self.w_l1 is not None and not self.tile_major:
             return self.w_l1, self.s.co1, s0
+        if self.w_l1 is not None:
+            return nir.subview(self.w_l1, [s0 * self.s.k1 * self.frac],
+                               [ns * self.s.k1 * self.frac]), ns, 0
         w_l1 = self.w_tiles[self.w_turn]
         self.w_turn ^= 1
-        self.copy_tile_weights(w_l1, s0)
+        if self.streamed_first:
+            # The conv's first super tile in pieces, like resident weights:
+            # its first chunk waits for its own rows, not the whole tile (3x3
+            # 256->256 14: the cube idled 7k cycles for 295 KB). Later tiles
+            # load whole, during the previous tile's chunks.
+            self.streamed_first = False
+            pieces = [lambda k0=k0, rows=rows: self.copy_tile_weights(w_l1, s0, k0, rows)
+                      for k0, rows in self.pieces_of_rows()]
+            pieces.pop(0)()
+            self.pending = pieces
+        else:
+            self.copy_tile_weights(w_l1, s0)
         return w_l1, ns, 0
 
     def row_pitch(self) -> int:
@@ -78,27 +127,32 @@ class ConvWeights:
         strides, _ = nir.memref_layout(self.wz)
         return strides[0] * nir.element_bytes(self.in_type) // 32
 
-    def copy_weight_rows(self, k0: int, rows: int) -> None:
-        """K1 rows [k0, k0 + rows) of the weights -> the resident L1 copy:
-        one burst when the rows are contiguous, else one per row."""
+    def copy_weight_rows(self, s0: int, k0: int, rows: int, width: int) -> None:
+        """K1 rows [k0, k0 + rows) of the `width` Cout blocks at s0 (a super
+        tile, or all of Cout) -> their place in the resident L1 copy: one
+        burst when the rows are contiguous in GM, else one per row."""
         s = self.s
         frac = self.frac
-        dst = nir.subview(self.w_l1, [k0 * s.co1 * frac], [rows * s.co1 * frac])
-        gap = self.row_pitch() - s.co1 * 16
+        ns = min(width, s.co1 - s0)
+        dst = nir.subview(self.w_l1, [(s0 * s.k1 + k0 * ns) * frac], [rows * ns * frac])
+        gap = self.row_pitch() - ns * 16
         if gap == 0:
-            src = nir.subview(nir.flatten_memref(self.wz), [k0 * s.co1 * frac], [rows * s.co1 * frac])
-            copy("cce.copy_gm_to_l1", src, dst, 1, rows * s.co1 * 16)
+            src = nir.subview(nir.flatten_memref(self.wz), [k0 * ns * frac], [rows * ns * frac])
+            copy("cce.copy_gm_to_l1", src, dst, 1, rows * ns * 16)
         else:
-            src = nir.subview(self.wz, [k0, 0, 0, 0], [rows, s.co1, 16, frac // 16])
-            copy_bursts("cce.copy_gm_to_l1", src, dst, rows, s.co1 * 16, src_gap=gap)
+            src = nir.subview(self.wz, [k0, s0, 0, 0], [rows, ns, 16, frac // 16])
+            copy_bursts("cce.copy_gm_to_l1", src, dst, rows, ns * 16, src_gap=gap)
 
-    def copy_tile_weights(self, w_l1, s0: int) -> None:
-        """The fractal-Z columns of the super tile at Cout block s0 -> L1."""
+    def copy_tile_weights(self, w_l1, s0: int, k0: int = 0, rows: int | None = None) -> None:
+        """K1 rows [k0, k0 + rows) (default: all) of the fractal-Z columns of
+        the super tile at Cout block s0 -> L1."""
         s = self.s
+        rows = s.k1 - k0 if rows is None else rows
         ns = min(self.t.n1, s.co1 - s0)
-        wsrc = nir.subview(self.wz, [0, s0, 0, 0], [s.k1, ns, 16, self.frac // 16])
-        copy_bursts("cce.copy_gm_to_l1", wsrc, nir.subview(w_l1, [0], [s.k1 * ns * self.frac]), s.k1,
-                    ns * 16, src_gap=self.row_pitch() - ns * 16)
+        wsrc = nir.subview(self.wz, [k0, s0, 0, 0], [rows, ns, 16, self.frac // 16])
+        dst = nir.subview(w_l1, [k0 * ns * self.frac], [rows * ns * self.frac])
+        copy_bursts("cce.copy_gm_to_l1", wsrc, dst, rows, ns * 16,
+                    src_gap=self.row_pitch() - ns * 16)
 
     def flush_weights(self) -> None:
         for piece in self.pending:
