@@ -54,7 +54,6 @@ from npu.costmodel.matmul.fitting import MatmulShape
 from npu.costmodel.matmul.tiling import TilingError, choose_tiling
 from npu.passes.base import Option, Pass
 
-CONSTANT_ATTR = "npu.constant"
 ELEMENTWISE = ("ascend.add", "ascend.sub", "ascend.mul", "ascend.div", "ascend.max", "ascend.min",
                "ascend.adds", "ascend.muls", "ascend.cast", "ascend.relu", "ascend.exp",
                "ascend.tanh", "ascend.sigmoid", "ascend.erf", "ascend.abs", "ascend.neg")
@@ -205,7 +204,7 @@ class FuseHorizontalPass(Pass):
     def _weight_kind(self, b: ir.Value) -> str:
         if nir.is_block_argument(b):
             index = ir.BlockArgument(b).arg_number
-            return "constant" if CONSTANT_ATTR in nir.arg_attrs(self.func, index) else "argument"
+            return "constant" if nir.CONSTANT_ATTR in nir.arg_attrs(self.func, index) else "argument"
         return "alloc" if _is_fresh_alloc(b) else "argument"
 
     def _traffic(self, shape: MatmulShape) -> int:
@@ -322,12 +321,10 @@ class FuseHorizontalPass(Pass):
         attr = ir.DenseElementsAttr.get(np.ascontiguousarray(data),
                                         type=ir.RankedTensorType.get(list(data.shape), et))
         return nir.append_argument(self.func, nir.memref_of(data.shape, element, "gm"),
-                                   {CONSTANT_ATTR: attr})
+                                   {nir.CONSTANT_ATTR: attr})
 
     def _constant(self, value: ir.Value) -> np.ndarray:
-        index = ir.BlockArgument(value).arg_number
-        return nir.constant_data(nir.arg_attrs(self.func, index)[CONSTANT_ATTR],
-                                 nir.memref_shape(value.type), nir.memref_element(value.type))
+        return nir.constant_argument(value)
 
     def _make_room(self, group: list[ir.Operation], inputs: list[ir.Value]) -> int | str:
         """Move the ops between the first and the last member of `group`
@@ -366,7 +363,7 @@ class FuseHorizontalPass(Pass):
         concatenation) leave the signature."""
         for index in reversed(range(len(self.block.arguments))):
             arg = self.block.arguments[index]
-            if CONSTANT_ATTR in nir.arg_attrs(self.func, index) and not list(arg.uses):
+            if nir.CONSTANT_ATTR in nir.arg_attrs(self.func, index) and not list(arg.uses):
                 with self.func.context:
                     nir.erase_argument(self.func, index)
 

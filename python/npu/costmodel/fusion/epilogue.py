@@ -56,7 +56,6 @@ from npu.target import Target
 
 MATMULS = ("ascend.matmul", "ascend.batch_matmul")
 EPILOGUE_ATTR = "npu.epilogue"
-CONSTANT_ATTR = "npu.constant"
 
 
 @dataclass
@@ -290,17 +289,10 @@ def row_broadcast(value: ir.Value) -> bool:
     if view is not None and view.name == "memref.subview" and len(
             nir.memref_shape(view.operands[0])) == len(nir.memref_shape(value)):
         return row_broadcast(view.operands[0])  # a core's slice (npu-split-cores) repeats too
-    if not nir.is_block_argument(value):
-        return False
-    arg = ir.BlockArgument(value)
-    func = arg.owner.owner.operation
-    if func.name != "func.func":  # a loop's or region's argument, not an input
-        return False
-    attr = nir.arg_attrs(func, arg.arg_number).get(CONSTANT_ATTR)
-    if attr is None:
+    data = nir.constant_argument(value)  # None: not a constant input (or a loop's argument)
+    if data is None:
         return False
     shape = nir.memref_shape(value)
-    data = nir.constant_data(attr, shape, nir.memref_element(value))
     bits = data.view(f"u{data.itemsize}").reshape(-1, shape[-4], shape[-3] * shape[-2], shape[-1])
     return bool(np.array_equal(bits, np.broadcast_to(bits[:1, :, :1, :], bits.shape)))
 
