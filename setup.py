@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Extension, setup
 
 HERE = Path(__file__).resolve().parent
 
@@ -35,5 +35,17 @@ def packages() -> list[str]:
     return found
 
 
+# The simulator's compiled scheduling loop (simulator/compiled.py says why).
+# Optional: without a C compiler the build skips it and the Python loop runs.
+CENGINE = Extension(
+    "npu.simulator._cengine",
+    sources=[f"simulator/csrc/{name}.c" for name in ("module", "entries", "engine", "crosscore")],
+    depends=["simulator/csrc/engine.h"],
+    # -O3: the cross-core check's byte loops vectorise (crosscore.c).
+    extra_compile_args=["-O3", "-std=c11"],
+    optional=True,
+)
+
+
 if __name__ == "__main__":  # also how setuptools' build backend runs it
-    setup(packages=packages(), package_dir=dict(ROOTS))
+    setup(packages=packages(), package_dir=dict(ROOTS), ext_modules=[CENGINE])

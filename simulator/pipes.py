@@ -33,6 +33,7 @@ from operator import itemgetter
 
 import numpy as np
 
+from npu.simulator import compiled
 from npu.simulator.errors import DEADLOCK, SimulationError
 from npu.simulator.hazards import NCOMP, PIPE_NAMES, S, V, M, HazardDetector
 from npu.simulator.instruction import BARRIER, OP, SET, WAIT
@@ -90,8 +91,23 @@ def start(trace: list, machine: Machine, hazards: HazardDetector, target: Target
     if serialize:
         timeline = yield from _run_serialized(trace, machine, hazards, target, trailing_scalar)
     else:
-        timeline = yield from _run_parallel(trace, machine, hazards, target, trailing_scalar,
-                                            memsys, codes.column("pipe"))
+        entry_pipes = codes.column("pipe")
+        cengine = compiled.engine()
+        engine = None
+        # The C side numbers instruction kinds as instruction.py does (engine.h).
+        if cengine is not None and cengine.KINDS == (OP, SET, WAIT, BARRIER):
+            try:
+                engine = cengine.Engine(trace, entry_pipes.astype(np.int8).tobytes(),
+                                        machine.bound, machine.bind, hazards.executed,
+                                        compiled.gm_timer(memsys), target.flag_latency,
+                                        tuple(pipelined_pipes(target)))
+            except cengine.Unsupported:  # a number the C loop does not hold: Python's
+                engine = None
+        if engine is not None:
+            timeline = yield from _run_compiled(engine, trace, trailing_scalar)
+        else:
+            timeline = yield from _run_parallel(trace, machine, hazards, target,
+                                                trailing_scalar, memsys, entry_pipes)
     timeline.counts, timeline.sync_counts = pipe_counts(codes, counts, len(trace))
     timeline.static_counts = counts
     timeline.codes = codes
@@ -302,7 +318,7 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
         if s_pos == n_entries and not any(queues):
             break
         if not progressed:
-            _deadlock(trace, queues, s_pos)
+            _deadlock(trace, [(p, q[0]) for p, q in enumerate(queues) if p and q], s_pos)
 
     total = max([s_time + trailing_scalar] + done)
     busy[S] = min(total, sum(map(itemgetter(2), trace)) + trailing_scalar)
@@ -310,18 +326,32 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
     return Timeline(start, end, total, busy, [], [], flows, unconsumed, dispatch)
 
 
-def _deadlock(trace: list, queues: list, s_pos: int) -> None:
+def _run_compiled(engine, trace: list, trailing_scalar: int) -> Generator[int, int, Timeline]:
+    """`_run_parallel` through the compiled loop (`compiled.py`): the same
+    generator protocol, the same Timeline."""
+    status, value = engine.step()
+    while status == 1:  # a chip barrier: `value` is when this core arrived
+        release = yield value
+        status, value = engine.step(release)
+    if status == 2:
+        _deadlock(trace, engine.heads(), value)
+    start, end, dispatch, s_time, done, busy, flows, unconsumed, costs = engine.results()
+    total = max([s_time + trailing_scalar] + done)
+    busy[S] = min(total, costs + trailing_scalar)
+    return Timeline(start, end, total, busy, [], [], flows, unconsumed, dispatch)
+
+
+def _deadlock(trace: list, heads: list[tuple[int, int]], s_pos: int) -> None:
+    """`heads`: (pipe, its first entry) of every pipe with work left."""
     blocked = []
     if s_pos < len(trace):
         instr = trace[s_pos][0]
         what = (f"waits for flag {instr.flag_text}" if instr.kind == WAIT
                 else "waits at pipe_barrier(ALL)")
         blocked.append((s_pos, f"S {what} at {instr.where}"))
-    for p in range(1, NPIPES):
-        if queues[p]:
-            i = queues[p][0]
-            instr = trace[i][0]
-            blocked.append((i, f"{PIPE_NAMES[p]} waits for flag {instr.flag_text} at {instr.where}"))
+    for p, i in heads:
+        instr = trace[i][0]
+        blocked.append((i, f"{PIPE_NAMES[p]} waits for flag {instr.flag_text} at {instr.where}"))
     blocked.sort()
     first = trace[blocked[0][0]][0]
     raise SimulationError(DEADLOCK, "every pipe with work left is blocked: "

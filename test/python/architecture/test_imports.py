@@ -186,8 +186,9 @@ def test_checker_sees_late_and_type_only_imports(tmp_path):
 
 
 def test_no_source_file_over_450_lines():
+    """Python and the simulator's C (`simulator/csrc/`) alike."""
     folders = [*FOLDERS.values(), "test", "bench"]
     long = {str(p.relative_to(ROOT)): n for folder in folders
-            for p in (ROOT / folder).rglob("*.py")
+            for pattern in ("*.py", "*.c", "*.h") for p in (ROOT / folder).rglob(pattern)
             if (n := len(p.read_text().splitlines())) > 450}
     assert long == {}

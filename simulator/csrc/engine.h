@@ -1,0 +1,97 @@
+/* The compiled scheduling loop of `npu.simulator.pipes` (`_run_parallel`):
+ * the state of one core's run. The Python engine is the reference: this one
+ * makes the same decisions in the same order, and calls back into Python for
+ * everything that is not scheduling (each instruction's checks and effect,
+ * the memory system's GM timing). See simulator/compiled.py. */
+#ifndef NPU_SIM_ENGINE_H
+#define NPU_SIM_ENGINE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+#define NPIPES 6 /* S, V, M, MTE1, MTE2, MTE3 (hazards.PIPE_NAMES) */
+#define NCOMP 7  /* clock components: the six pipes and the inputs */
+#define PIPE_S 0
+#define PIPE_V 1
+/* instruction.OP, SET, WAIT, BARRIER (compiled.py checks they still are) */
+enum { K_OP = 0, K_SET = 1, K_WAIT = 2, K_BARRIER = 3 };
+#define T_INF INT64_MAX
+
+typedef int64_t Clock[NCOMP];
+
+/* What the loop needs of one static instruction (`Instr`). */
+typedef struct {
+    int64_t occupancy, latency;
+    int kind, key, gm, barrier_all, chip;
+} Info;
+
+typedef struct {
+    PyObject_HEAD
+    /* Python objects the run calls or updates (owned references). */
+    PyObject *trace;    /* list of (instr, views, scalar cycles) */
+    PyObject *bound;    /* Machine.bound: id(views) -> (views, instr, runner) */
+    PyObject *bind;     /* Machine.bind(instr, views) */
+    PyObject *counts;   /* HazardDetector.executed: the live count per pipe */
+    PyObject *gm;       /* gm(t0, instr, views) -> cycles, or None */
+    PyObject *clock_py[NPIPES]; /* each pipe's clock as the runners read it */
+    PyObject *keys;     /* flag key -> its number */
+    int64_t flag_latency;
+    char pipelined[NPIPES];
+
+    /* Per entry. */
+    Py_ssize_t n;
+    int32_t *info_of;   /* its instruction's row of `info` */
+    int8_t *pipe;
+    int64_t *cost, *start, *end, *dispatch;
+    int32_t *snap;      /* the scalar unit's clock when it dispatched it (a pool row) */
+    int32_t *next_s;    /* the first S entry at or after it (n: none) */
+    int64_t cost_sum;
+    Info *info;
+    Py_ssize_t n_info;
+
+    /* Clocks that never change once made (the scalar unit's, the flags'). */
+    Clock *pool;
+    Py_ssize_t pool_len, pool_cap;
+
+    /* Flags: per key a FIFO of raised events. */
+    Py_ssize_t n_keys;
+    int32_t *key_head, *key_tail, *key_order;
+    Py_ssize_t n_order;
+    char *key_raised;
+    int64_t *ev_t;
+    int32_t *ev_clock, *ev_entry, *ev_next;
+    Py_ssize_t n_ev, ev_cap;
+    int32_t *flow_set, *flow_wait;
+    Py_ssize_t n_flows;
+
+    /* Per pipe. */
+    int32_t *queue[NPIPES];
+    Py_ssize_t qhead[NPIPES], qtail[NPIPES];
+    Clock clock[NPIPES];
+    int32_t last_snap[NPIPES];
+    char dirty[NPIPES];
+    int64_t free_at[NPIPES], done[NPIPES], busy[NPIPES], busy_end[NPIPES];
+    int64_t count[NPIPES];
+
+    /* The scalar unit. */
+    Py_ssize_t s_pos;
+    int32_t s_clock;
+    int64_t s_time;
+    int pending_chip; /* stopped at a chip barrier, waiting for its release */
+    int loaded;
+} Engine;
+
+/* entries.c: read the trace into the arrays above (0, or -1 with an exception). */
+int engine_load(Engine *E, PyObject *entry_pipes);
+void engine_free(Engine *E);
+int32_t pool_push(Engine *E, const int64_t *c);
+
+/* engine.c: run until the end (0), a chip barrier (1, its arrival in *t),
+ * a deadlock (2), or an exception (-1). `release`: a barrier's release. */
+int engine_step(Engine *E, int64_t release, int64_t *t);
+
+/* crosscore.c: the cross-core GM check of equal runs of bytes (a module function). */
+PyObject *cross_runs(PyObject *self, PyObject *args);
+
+#endif

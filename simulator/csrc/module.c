@@ -1,0 +1,197 @@
+/* `npu.simulator._cengine`: the Engine type (what simulator/compiled.py
+ * drives) and the module. */
+#include "engine.h"
+
+static int Engine_init(Engine *E, PyObject *args, PyObject *kwds)
+{
+    static char *names[] = {"trace", "entry_pipes", "bound", "bind", "counts", "gm",
+                            "flag_latency", "pipelined", NULL};
+    PyObject *trace, *pipes, *bound, *bind, *counts, *gm, *pipelined;
+    long long flag_latency;
+    if (E->loaded || E->trace) {
+        PyErr_SetString(PyExc_RuntimeError, "an Engine runs one trace once");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!O!OO!OLO", names, &PyList_Type, &trace,
+                                     &PyBytes_Type, &pipes, &PyDict_Type, &bound, &bind,
+                                     &PyList_Type, &counts, &gm, &flag_latency, &pipelined))
+        return -1;
+    if (PyList_GET_SIZE(counts) < NPIPES) {
+        PyErr_SetString(PyExc_ValueError, "counts needs one item per pipe");
+        return -1;
+    }
+    E->trace = Py_NewRef(trace);
+    E->bound = Py_NewRef(bound);
+    E->bind = Py_NewRef(bind);
+    E->counts = Py_NewRef(counts);
+    E->gm = Py_NewRef(gm);
+    E->flag_latency = flag_latency;
+    if (!(E->keys = PyDict_New()))
+        return -1;
+    for (int p = 0; p < NPIPES; p++) {
+        PyObject *num = PyLong_FromLong(p);
+        if (!num)
+            return -1;
+        int r = PySequence_Contains(pipelined, num);
+        Py_DECREF(num);
+        if (r < 0)
+            return -1;
+        E->pipelined[p] = (char)r;
+        if (!(E->clock_py[p] = PyList_New(NCOMP)))
+            return -1;
+        for (int k = 0; k < NCOMP; k++)
+            PyList_SET_ITEM(E->clock_py[p], k, PyLong_FromLong(0));
+    }
+    return engine_load(E, pipes);
+}
+
+static PyObject *Engine_step(Engine *E, PyObject *args)
+{
+    long long release = 0;
+    if (!PyArg_ParseTuple(args, "|L", &release))
+        return NULL;
+    if (!E->loaded) {
+        PyErr_SetString(PyExc_RuntimeError, "the engine did not load its trace");
+        return NULL;
+    }
+    int64_t t = 0;
+    int status = engine_step(E, release, &t);
+    if (status < 0)
+        return NULL;
+    if (status == 1)
+        return Py_BuildValue("(iL)", status, (long long)t);
+    return Py_BuildValue("(in)", status, E->s_pos);
+}
+
+static PyObject *int_list(const int64_t *values, Py_ssize_t n)
+{
+    PyObject *list = PyList_New(n);
+    for (Py_ssize_t i = 0; list && i < n; i++) {
+        PyObject *v = PyLong_FromLongLong(values[i]);
+        if (!v) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, i, v);
+    }
+    return list;
+}
+
+/* (start, end, dispatch, s_time, done, busy, flows, unconsumed, sum of scalar cycles) */
+static PyObject *Engine_results(Engine *E, PyObject *unused)
+{
+    PyObject *flows = PyList_New(E->n_flows), *unconsumed = PyList_New(0);
+    if (!flows || !unconsumed)
+        goto fail;
+    for (Py_ssize_t k = 0; k < E->n_flows; k++) {
+        PyObject *pair = Py_BuildValue("(ii)", E->flow_set[k], E->flow_wait[k]);
+        if (!pair)
+            goto fail;
+        PyList_SET_ITEM(flows, k, pair);
+    }
+    for (Py_ssize_t k = 0; k < E->n_order; k++)
+        for (int32_t ev = E->key_head[E->key_order[k]]; ev >= 0; ev = E->ev_next[ev]) {
+            PyObject *v = PyLong_FromLong(E->ev_entry[ev]);
+            if (!v || PyList_Append(unconsumed, v) < 0) {
+                Py_XDECREF(v);
+                goto fail;
+            }
+            Py_DECREF(v);
+        }
+    return Py_BuildValue("(NNNLNNNNL)", int_list(E->start, E->n), int_list(E->end, E->n),
+                         int_list(E->dispatch, E->n), (long long)E->s_time,
+                         int_list(E->done, NPIPES), int_list(E->busy, NPIPES), flows, unconsumed,
+                         (long long)E->cost_sum);
+fail:
+    Py_XDECREF(flows);
+    Py_XDECREF(unconsumed);
+    return NULL;
+}
+
+/* The head entry of every pipe with work left: [(pipe, entry)] (a deadlock's report). */
+static PyObject *Engine_heads(Engine *E, PyObject *unused)
+{
+    PyObject *list = PyList_New(0);
+    for (int p = 1; list && p < NPIPES; p++) {
+        if (E->qhead[p] == E->qtail[p])
+            continue;
+        PyObject *pair = Py_BuildValue("(ii)", p, E->queue[p][E->qhead[p]]);
+        if (!pair || PyList_Append(list, pair) < 0)
+            Py_CLEAR(list);
+        Py_XDECREF(pair);
+    }
+    return list;
+}
+
+static void Engine_dealloc(Engine *E)
+{
+    engine_free(E);
+    Py_XDECREF(E->trace);
+    Py_XDECREF(E->bound);
+    Py_XDECREF(E->bind);
+    Py_XDECREF(E->counts);
+    Py_XDECREF(E->gm);
+    Py_XDECREF(E->keys);
+    for (int p = 0; p < NPIPES; p++)
+        Py_XDECREF(E->clock_py[p]);
+    Py_TYPE(E)->tp_free((PyObject *)E);
+}
+
+static PyMethodDef Engine_methods[] = {
+    {"step", (PyCFunction)Engine_step, METH_VARARGS,
+     "step([release]) -> (0, s_pos) at the end, (1, arrival) at a chip barrier (the next "
+     "step's argument is its release), (2, s_pos) on a deadlock"},
+    {"results", (PyCFunction)Engine_results, METH_NOARGS,
+     "(start, end, dispatch, s_time, done, busy, flows, unconsumed, sum of scalar cycles)"},
+    {"heads", (PyCFunction)Engine_heads, METH_NOARGS, "[(pipe, its head entry)]"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject EngineType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "npu.simulator._cengine.Engine",
+    .tp_doc = "One core's scheduling loop (pipes._run_parallel), compiled.",
+    .tp_basicsize = sizeof(Engine),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Engine_init,
+    .tp_dealloc = (destructor)Engine_dealloc,
+    .tp_methods = Engine_methods,
+};
+
+static PyMethodDef module_functions[] = {
+    {"cross_runs", cross_runs, METH_VARARGS,
+     "cross_runs(writer, readers, start, n, run, stride, core, write) -> None (does not fit), "
+     "True (a conflict: nothing changed) or False (no conflict: recorded)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef cengine_module = {
+    PyModuleDef_HEAD_INIT, "_cengine",
+    "The simulator's compiled scheduling loop and cross-core GM check (simulator/compiled.py).",
+    -1, module_functions,
+};
+
+PyMODINIT_FUNC PyInit__cengine(void)
+{
+    if (PyType_Ready(&EngineType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&cengine_module);
+    if (!m)
+        return NULL;
+    PyObject *unsupported = PyErr_NewException("npu.simulator._cengine.Unsupported",
+                                               PyExc_TypeError, NULL);
+    PyObject *kinds = Py_BuildValue("(iiii)", K_OP, K_SET, K_WAIT, K_BARRIER);
+    if (!kinds || PyModule_AddObject(m, "KINDS", kinds) < 0) {
+        Py_XDECREF(kinds);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObjectRef(m, "Engine", (PyObject *)&EngineType) < 0 ||
+        PyModule_AddObject(m, "Unsupported", unsupported) < 0) {
+        Py_XDECREF(unsupported);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
