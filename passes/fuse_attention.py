@@ -148,6 +148,11 @@ class FuseAttentionPass(Pass):
                "fractalize absorbed: no separate pass over it)" if a.nz_out
                else f"the context written in f32 (not as an Nz A operand: {a.nz_why})")
         chunks = cost.key_chunks(plan.k_blocks, a.d_blocks, self.target)
+        rows = f"{plan.q_blocks * 16} rows"
+        if cost.overlapped(a, plan.q_blocks):
+            rows += (" (the last overlapping the one before: "
+                     f"{(-(-s1 // plan.q_blocks) * plan.q_blocks - s1) * 16} rows recomputed; "
+                     "K and V cast once a head and kept in L1)")
         tile = ""
         if len(chunks) > 1:
             tile = (f"; Q.K^T and P.V in {len(chunks)} chunks of up to {chunks[0] * 16} keys (K^T "
@@ -159,7 +164,7 @@ class FuseAttentionPass(Pass):
                    "softmax in f32 (row max and shift in f32, exp in f16)")
         self.remark(region_op, f"fused attention ({len(a.members)} ops; {loads}) over {a.heads} heads, "
                                f"seq {a.seq}, head dim {a.head_dim}: query tiles of "
-                               f"{plan.q_blocks * 16} rows, {keys}; GM traffic {unfused} -> "
+                               f"{rows}, {keys}; GM traffic {unfused} -> "
                                f"{fused} bytes; UB {plan.ub_bytes} bytes per tile; {out}; "
                                f"{softmax}{tile}")
 

@@ -205,7 +205,7 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, KeyMask, Scores
                 self.head_tiles(*self.q_run)
             elif a.seq_blocks <= min(self.qb, self.kb):
                 self.head_pipeline()
-            elif a.seq_blocks % self.qb == 0:
+            elif a.seq_blocks % self.qb == 0 or (self.pp is None and cost.overlapped(a, self.qb)):
                 self.head_tiles()
             elif self.pp is not None:
                 self.projected_heads()

@@ -29,12 +29,16 @@ class HeadTiles:
         loop (the middle ones; their key tiles static). Q in L0A, the row
         max and the context are one buffer each. `q_blocks` from block
         `q_first` (an index): this core's run of query rows (npu-split-cores'
-        query runs), against all keys; default all of them."""
+        query runs), against all keys; default all of them. Query tiles that
+        do not divide a seq of partial blocks overlap (`cost.overlapped`): the
+        last one ends at the last block and stores only the rows after the
+        tile before."""
         a = self.a
         s1, d1, qb, kb = a.seq_blocks, a.d_blocks, self.qb, self.kb
         sq = s1 if q_blocks is None else q_blocks
         n_keys = -(-s1 // kb)
         tail = s1 - (n_keys - 1) * kb
+        n_q = -(-sq // qb)
 
         def blocks(y: int) -> int:
             return tail if y == n_keys - 1 else kb
@@ -45,7 +49,7 @@ class HeadTiles:
         # Projected: head h's Q, K and V tiles (by head parity) are made by
         # jobs spread over head h-1's steps (`ProjectedHeads`).
         projected = self.pp is not None
-        per_head = sq // qb * n_keys
+        per_head = n_q * n_keys
         if projected:
             if per_head > MAX_HEAD_STEPS:
                 raise PassError(f"npu.attention with its projection: {per_head} tiles a head, "
@@ -65,14 +69,21 @@ class HeadTiles:
             for y, v1 in enumerate(v_tiles):
                 self.fill_ones(v1, blocks(y))
 
+        # (Overlapped: the last tile's first block, and the blocks it shares
+        # with the tile before, which stored them.)
+        last_first = min((n_q - 1) * qb, sq - qb)
+        shared = (n_q - 1) * qb - last_first
+
         def first_row_block(x):
+            if isinstance(x, int) and x == n_q - 1:
+                return lin((last_first, 1), (q_first, 1))
             return lin((x, qb), (q_first, 1))
 
         def valid_rows(x) -> int:
             """A query tile inside the loop is never the last, nor one of a
             core's run (whole blocks): all rows valid."""
             if isinstance(x, int) and q_blocks is None:
-                return min(qb * 16, a.seq - x * qb * 16)
+                return min(qb * 16, a.seq - first_row_block(x) * 16)
             return qb * 16
 
         # The next query tile's Q is brought to L1 by the load stage of this
@@ -161,14 +172,15 @@ class HeadTiles:
                 else:
                     self.rescale_context(buf["pv"][slot], buf["alpha"][slot], qb)
                 if y == n_keys - 1:
-                    self.finish(h, first_row_block(x), qb, valid_rows(x))
+                    self.finish(h, first_row_block(x), qb, valid_rows(x),
+                                shared if isinstance(x, int) and x == n_q - 1 else 0)
 
             # (Projected: the load stage scopes its parts, `run_jobs`.)
             return tuple(f if projected and f is load else
                          (lambda st, slot, f=f: self.scope(lambda: f(st, slot)))
                          for f in (load, soft, pv, drain, late)[:5 if v_late else 4])
 
-        last_x = sq // qb - 1
+        last_x = n_q - 1
 
         def shift(i):
             return i + 1 if isinstance(i, int) else lin((i, 1), (1, 1))
@@ -209,6 +221,6 @@ class HeadTiles:
             # middle query tiles also loads the next tile's Q: two tiles peeled
             # at the end keep that Q within the sequence.
             self.loop(a.heads, lambda h: self.skewed(
-                sq // qb, *stages(lambda st: (h,) + (st if n_keys > 1 else (st, 0)), within_head),
+                n_q, *stages(lambda st: (h,) + (st if n_keys > 1 else (st, 0)), within_head),
                 inner=n_keys, peel=1 if n_keys > 1 else 2),
                 double_buffer=False)

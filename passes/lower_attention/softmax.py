@@ -173,10 +173,12 @@ class SoftmaxSteps:
             self.apply(Compute("multiply_add"), self.context, [rescale, part], slab,
                        offsets=(j * slab, 0, j * slab))
 
-    def finish(self, h, x0, mq: int, valid: int) -> None:
+    def finish(self, h, x0, mq: int, valid: int, skip: int = 0) -> None:
         """O / l per row, then one burst per valid row and 16 columns to GM
         (with `nz_out`, every column block is scaled before any is cast to
-        f16: the casts then wait for one pipe_barrier(V), not one each)."""
+        f16: the casts then wait for one pipe_barrier(V), not one each).
+        `skip`: the first blocks of rows are not stored (an overlapped query
+        tile's, stored by the tile before)."""
         a = self.a
         rows, d = mq * 16, a.head_dim
         slab = rows * 16
@@ -194,18 +196,20 @@ class SoftmaxSteps:
                 scaled(j)
             halves = [self.nz_half(j, mq, valid) for j in range(a.d_blocks)]
             for j, half in enumerate(halves):
-                self.store_nz(half, h, x0, j, mq)
+                self.store_nz(half, h, x0, j, mq, skip)
             return
+        first_row, valid = skip * 16, valid - skip * 16
         for j in range(a.d_blocks):
             scaled(j)
             if a.merged:  # head h's columns of the merged [S, H*D] rows
                 pitch = a.heads * d
-                first = lin((x0, 16 * pitch), (h, d), (1, 16 * j))
+                first = lin((x0, 16 * pitch), (h, d), (1, 16 * j), (first_row, pitch))
             else:
                 pitch = d
-                first = lin((h, a.seq * d), (x0, 16 * d), (1, 16 * j))
+                first = lin((h, a.seq * d), (x0, 16 * d), (1, 16 * j), (first_row, d))
             dst = sub(self.flat_out, first, (valid - 1) * pitch + 16)
-            copy("cce.copy_ub_to_gm", sub(self.context, j * slab, valid * 16), dst, valid,
+            copy("cce.copy_ub_to_gm", sub(self.context, j * slab + first_row * 16, valid * 16),
+                 dst, valid,
                  16 * 4 // self.granule, 0, (pitch - 16) * 4 // self.granule)
 
     def nz_half(self, j: int, mq: int, valid: int) -> ir.Value:
@@ -228,14 +232,14 @@ class SoftmaxSteps:
                               dst_rep_stride=lanes * 2 // self.granule, scalar=0.0)
         return half
 
-    def store_nz(self, half: ir.Value, h, x0, j: int, mq: int) -> None:
+    def store_nz(self, half: ir.Value, h, x0, j: int, mq: int, skip: int = 0) -> None:
         """`nz_half`'s block j -> one burst into the merged context's Nz
-        tensor at column block h * D/16 + j."""
-        a, rows = self.a, mq * 16
+        tensor at column block h * D/16 + j (but its first `skip` row blocks)."""
+        a, rows = self.a, (mq - skip) * 16
         column = lin((h, a.d_blocks), (1, j))
-        first = lin((column, a.seq_blocks * 256), (x0, 256))
-        copy("cce.copy_ub_to_gm", half, sub(self.flat_out, first, rows * 16), 1,
-             rows * 16 * 2 // self.granule)
+        first = lin((column, a.seq_blocks * 256), (x0, 256), (skip, 256))
+        copy("cce.copy_ub_to_gm", half if not skip else sub(half, skip * 256, rows * 16),
+             sub(self.flat_out, first, rows * 16), 1, rows * 16 * 2 // self.granule)
 
     # -- vector helpers -------------------------------------------------------
     def apply(self, compute: Compute, dst: ir.Value, srcs: list[ir.Value | View], count: int,

@@ -88,7 +88,7 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
               softmax: str, resident: bool, row_loads: bool, nz_out: bool,
               t: Target, on_chip: bool = False, guard: bool = False,
               key_mask: str = "", query_blocks: int | None = None,
-              scores_mask: str = "") -> TileCost:
+              scores_mask: str = "", overlap: bool = False) -> TileCost:
     """The pipes' cycles of `heads` heads of seq_blocks x seq_blocks scores
     in tiles of q_blocks x k_blocks (16-row blocks). `resident`: K and V are
     loaded once a head (else once per query tile); `row_loads`: Q, K, V are
@@ -104,7 +104,9 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
     scores ([S, S]), "" without one: each step's tile read from GM in f32
     (a burst per row), clamped to the finite range (cast to f16 with the f16
     softmax) and added; or, kept whole in UB (`mask_resident`), read and made
-    ready once for every head and step."""
+    ready once for every head and step. `overlap`: every query tile has
+    q_blocks, the last overlapping the one before
+    (`npu.costmodel.attention.plan.overlapped`)."""
     s1, d1 = seq_blocks, d_blocks
     sq = s1 if query_blocks is None else query_blocks
     es = 2 if softmax == "f16" else 4
@@ -116,7 +118,7 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
     simple, fma = t.vector_cycles("simple"), t.vector_cycles("multiply_add")
     trans, conv = t.vector_cycles("transcendental"), t.vector_cycles("convert")
     drain_rate = t.path("l0c_to_ub").bytes_per_cycle
-    q_tiles = [min(q_blocks, sq - x) for x in range(0, sq, q_blocks)]
+    q_tiles = [q_blocks if overlap else min(q_blocks, sq - x) for x in range(0, sq, q_blocks)]
     k_tiles = [min(k_blocks, s1 - y) for y in range(0, s1, k_blocks)]
     # The whole mask of the scores kept in UB: loaded and made ready once.
     once = bool(scores_mask) and mask_resident(s1, q_blocks, k_blocks, es,
