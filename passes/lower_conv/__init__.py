@@ -3,7 +3,9 @@
 The implicit matmul of each image (M = Ho*Wo, N = Cout, K = C1*Kh*Kw*C0)
 runs output-stationary in tiles the conv cost model picks
 (`npu.costmodel.conv.tiling`): a band of output rows is one M tile whose
-input rows (halo included) are copied to L1 once; img2col reads them
+input rows (halo included; with a stride past the kernel's extent, as a
+1x1 stride-2 downsample's, only the rows its windows read, one burst per
+output row, packed) are copied to L1 once; img2col reads them
 (`cce.img2col_l1_to_l0a`, the band's own feature-map register, so a map
 too large for L1 is simply more bands); weights in fractal-Z stay in L1
 for the whole conv when they fit, else each super tile of Cout blocks

@@ -66,6 +66,8 @@ class ConvKernel(ConvWeights):
     def band(self, ho0: int, rows: int) -> tuple[Band, int]:
         """(the band of output rows [ho0, ho0+rows), its first input row)."""
         g = self.g
+        if self.s.row_skip:  # only the runs of input rows the windows read, packed
+            return Band(rows, rows * self.ext_h, 0, 0), ho0 * g.strides[0]
         top = ho0 * g.strides[0] - g.pads[0]
         bottom = (ho0 + rows - 1) * g.strides[0] - g.pads[0] + self.ext_h
         r0 = max(0, top)
@@ -221,8 +223,14 @@ class ConvKernel(ConvWeights):
             fm = self.image.band_map(self, n, band, ho0, fm)
         fm = fm if fm is not None else self.map_buffer(band)
         for c1 in range(s.c1 if self.image is None else 0):  # per C1 block: img2col of block 0 waits for block 0 only
-            src = nir.subview(self.x5, [n, c1, r0, 0, 0], [1, 1, band.in_rows, g.w, 16])
             dst = nir.subview(fm, [c1, 0, 0, 0], [1, band.in_rows, g.w, 16])
+            if s.row_skip:  # a burst per output row: the rows between are never read
+                span = (band.rows - 1) * g.strides[0] + self.ext_h
+                src = nir.subview(self.x5, [n, c1, r0, 0, 0], [1, 1, span, g.w, 16])
+                copy("cce.copy_gm_to_l1", src, dst, band.rows, self.ext_h * g.w,
+                     src_gap=(g.strides[0] - self.ext_h) * g.w)
+                continue
+            src = nir.subview(self.x5, [n, c1, r0, 0, 0], [1, 1, band.in_rows, g.w, 16])
             copy("cce.copy_gm_to_l1", src, dst, 1, band.in_rows * g.w)
         self.first_piece()
         m1 = -(-band.rows * s.wo // 16)
@@ -349,13 +357,15 @@ class ConvKernel(ConvWeights):
         the band's `window`-th window (raster order) on."""
         g = self.g
         row, col = divmod(window, self.s.wo)
+        # packed runs of rows (row_skip): one output row's run after another
+        stride_h = self.ext_h if self.s.row_skip else g.strides[0]
         if self.pad_value:  # the int8 form's padded taps (its input's zero point)
             extra["pad_value"] = self.pad_value
         nir.create_op("cce.img2col_l1_to_l0a", [fm, dst], fm_h=band.in_rows, fm_w=g.w,
                       pad_top=band.pad_top, pad_bottom=band.pad_bottom, pad_left=g.pads[1],
                       pad_right=g.pads[3], c1=c1, fetch_h=kh, fetch_w=kw,
-                      left_top_h=row * g.strides[0] - band.pad_top,
-                      left_top_w=col * g.strides[1] - g.pads[1], stride_h=g.strides[0],
+                      left_top_h=row * stride_h - band.pad_top,
+                      left_top_w=col * g.strides[1] - g.pads[1], stride_h=stride_h,
                       stride_w=g.strides[1], kernel_h=g.kh, kernel_w=g.kw,
                       dilation_h=g.dilations[0], dilation_w=g.dilations[1],
                       dst_stride=dst_stride, repeat_mode=repeat_mode, repeat=repeat, **extra)

@@ -155,7 +155,7 @@ def _cost(shape: ConvShape, pb: int, pc: int, pr: int, t: Target) -> float | Non
         return None
     frac = t.fractal_bytes(2)
     map_block = 64 if core.int8 else 32  # an int8 block of 32 channels is two f16 blocks in GM
-    moved = (core.batch * (core.c1 * core.h * core.w * map_block
+    moved = (core.batch * (core.c1 * core.read_rows * core.w * map_block
                            + core.ho * core.wo * core.co1 * 16 * core.out_bytes)
              + core.k1 * core.co1 * frac)
     return max(tiling.cycles, pb * pc * pr * moved / t.gm_chip_bytes_per_cycle)

@@ -61,6 +61,11 @@ class ConvShape:
     # The int8 form: c1 counts 32-channel blocks (the f16 conv of C/2
     # channels, fractal for fractal), its map staged through UB (int8_staging).
     int8: bool = False
+    # Output rows read disjoint runs of input rows with rows between them
+    # unread (stride_h > the kernel's extent, no padding rows: a 1x1 stride-2
+    # downsample): each band copies only the runs its rows read (a strided
+    # copy), packed in L1, and img2col steps over them with stride_h = extent.
+    row_skip: bool = False
 
     @property
     def k1(self) -> int:
@@ -78,6 +83,11 @@ class ConvShape:
 
     def img2col_rate(self, t: Target) -> int:
         return t.img2col_small_bytes_per_cycle if self.small else t.img2col_bytes_per_cycle
+
+    @property
+    def read_rows(self) -> int:
+        """Input rows the conv reads (per image): those between the windows unread."""
+        return self.ho * self.extent_h if self.row_skip else self.h
 
     def band_rows(self, ho0: int, rows: int) -> tuple[int, int]:
         """(first input row, input rows) the output rows [ho0, ho0+rows) read (clipped)."""
@@ -113,7 +123,7 @@ class ConvTiling:
 
 
 def _l1_band_bytes(s: ConvShape, rows: int) -> int:
-    in_rows = min(s.h, (rows - 1) * s.stride_h + s.extent_h)
+    in_rows = rows * s.extent_h if s.row_skip else min(s.h, (rows - 1) * s.stride_h + s.extent_h)
     return s.c1 * in_rows * s.w * 32
 
 
@@ -249,9 +259,12 @@ def conv_shape(op: ir.Operation) -> ConvShape:
     """The cube's view of an `ascend.conv2d` in a 5HD layout."""
     g = geometry(op)
     int8 = is_int8(op)
+    extent_h = g.dilations[0] * (g.kh - 1) + 1
+    row_skip = (g.strides[0] > extent_h and g.pads[0] == g.pads[2] == 0 and not int8
+                and layout(op) == "nc1hwc0" and len(nir.memref_shape(op.operands[0])) == 5)
     return ConvShape(c1=-(-g.c // 32) if int8 else g.c // 16, h=g.h, w=g.w, co1=g.cout // 16, kh=g.kh, kw=g.kw,
                      ho=g.out_hw[0], wo=g.out_hw[1], stride_h=g.strides[0],
                      dilation_h=g.dilations[0], pad_top=g.pads[0], batch=g.n,
                      out_bytes=nir.element_bytes(nir.memref_element(op.operands[-1])),
                      small=layout(op) == NC1HWC0_C4, diagonal=layout(op) == NC1HWC0_BD,
-                     int8=int8)
+                     int8=int8, row_skip=row_skip)
