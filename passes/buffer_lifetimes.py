@@ -73,6 +73,7 @@ class BufferCollector:
         self._stale: set[int] = set()
         self._table: _Table | None = None
         self._bounds: dict[str, tuple[int, int]] = {}  # space -> space_bounds, while unchanged
+        self.types = AccessAnalysis(target)  # whose memref type facts every piece's analysis shares
 
     def track(self, func_op: ir.Operation) -> list[ir.Operation]:
         """Follow the body of `func_op` through `changed` from now on instead
@@ -98,8 +99,10 @@ class BufferCollector:
         `seeds` (one per replacement op, or None): an analysis already
         holding accesses of that op's ops (`npu.analysis.unrolled.derive_copies`),
         which its piece starts from. `same_accesses`: the op changed inside
-        without changing any access (ops were only wrapped or moved out), so
-        its piece starts from its current analysis."""
+        without changing any access of the ops it had (ops were only
+        wrapped, moved out or added; none erased, so no op or value the
+        analysis holds can have been replaced by another at its address),
+        so its piece starts from its current analysis."""
         if same_accesses and replacement is None and self._top_pieces[index] is not None:
             self._seeds[index] = self._top_pieces[index].analysis
         count = 1
@@ -141,7 +144,7 @@ class BufferCollector:
             fresh = sorted(self._stale)
             self._stale.clear()
             for k in fresh:
-                tops[k] = analyse_piece(self._tops[k], self.target, self._seeds[k])
+                tops[k] = analyse_piece(self._tops[k], self.target, self._seeds[k], self.types)
                 self._seeds[k] = None
                 self._table.fill(k, tops[k])
             if all(tops[k].dynamic is None for k in fresh):
@@ -154,7 +157,7 @@ class BufferCollector:
                         op = child.operation
                         piece = self._pieces.get(op)
                         if piece is None:
-                            piece = self._pieces[op] = analyse_piece(op, self.target)
+                            piece = self._pieces[op] = analyse_piece(op, self.target, types=self.types)
                         tops.append(piece)
         # Accesses were analysed piece by piece; shapes are checked after all
         # of them, as in one walk over the function.

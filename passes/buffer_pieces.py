@@ -42,10 +42,12 @@ class Piece:
     analysis: AccessAnalysis | None = None  # of the op's accesses
 
 
-def analyse_piece(top: ir.Operation, target: Target, analysis: AccessAnalysis | None = None) -> Piece:
+def analyse_piece(top: ir.Operation, target: Target, analysis: AccessAnalysis | None = None,
+                  types: AccessAnalysis | None = None) -> Piece:
     """The `Piece` of top-level op `top`: its ops numbered in pre-order, its
-    accesses analysed (into `analysis`, when given one already holding some),
-    and the lifetimes of its on-chip allocs relative to its own position."""
+    accesses analysed (into `analysis`, when given one already holding some,
+    else a new one sharing the type facts of `types`), and the lifetimes of
+    its on-chip allocs relative to its own position."""
     spans: dict[ir.Operation, tuple[int, int]] = {}
     chains: list[tuple[ir.Operation, list[ir.Operation]]] = []
     allocs: list[tuple[ir.Operation, ir.Operation | None]] = []  # (alloc, parent)
@@ -78,7 +80,7 @@ def analyse_piece(top: ir.Operation, target: Target, analysis: AccessAnalysis | 
         spans[op] = (start, counter[0] - 1)  # closed: the last position inside
 
     number(top, [])
-    analysis = analysis or AccessAnalysis(target)
+    analysis = analysis or AccessAnalysis(target, types)
     uses: dict[ir.Operation, list[tuple[ir.Operation, list[ir.Operation], str]]] = {}
     alloc_of: dict[ir.Value, ir.Operation | None] = {}  # root -> its memref.alloc
     for op, chain in chains:

@@ -206,7 +206,7 @@ class DoubleBufferPass(Pass):
             seeds += [None] * len(bounds)
             seed = None
             if source is not None:  # (before the original body is erased)
-                seed = AccessAnalysis(self.target)
+                seed = AccessAnalysis(self.target, source)
                 for originals, clones, ivs in parts:
                     derive_copies(seed, source, _pairs(originals, clones), ivs)
             seeds.append(seed)

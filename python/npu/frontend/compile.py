@@ -15,7 +15,7 @@ import os
 import re
 import time
 from dataclasses import dataclass, field, replace
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 from mlir import ir
@@ -24,6 +24,7 @@ from npu import diagnostics
 from npu.frontend import host_memory, host_types
 from npu.frontend.host_types import InputError  # noqa: F401 - part of this module's API
 from npu.frontend.node_locations import NodeLocations
+from npu.frontend.stages import Stages
 from npu.passes.linalg_to_ascend.structure import UnsupportedOp
 from npu.ir import (NUMPY_DTYPES, functions, is_memref, make_context, memref_element, memref_shape,
                     parse_module)
@@ -194,7 +195,7 @@ class Kernel:
     module: ir.Module
     interface: Interface
     target: object
-    stages: dict[str, str] = field(default_factory=dict)
+    stages: Mapping[str, str] = field(default_factory=dict)  # a `Stages` from `compile`
     compile_seconds: float = 0.0
     source_names: dict[str, str] = field(default_factory=dict)   # where -> op label
     workspace: dict | None = None
@@ -336,7 +337,7 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
         where = ("<module>" if is_text else os.fspath(source)
                  if isinstance(source, (str, os.PathLike)) else "<model>")
     ctx = make_context()
-    stages: dict[str, str] = {}
+    stages = Stages()
     seconds: dict[str, float] = {}
     # The linalg module lives in a context of its own: MLIR keeps every
     # attribute (the weights, as the importer made them) until its context
@@ -370,7 +371,7 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
         diagnostics.current().diagnostics.append(d if node is None else replace(
             d, message=f"{node}: {d.message}", filename=where, line=0, col=0))
     seconds["lower"] = time.perf_counter() - t0 - sum(seconds.values())
-    stages["lowered"] = _short(module)
+    stages.later("lowered", lambda: _short(module))  # printed when read
     # The pipeline may change the constants (npu-fuse-horizontal concatenates weights).
     interface = read_interface(functions(module)[0])
     check_size(module, tgt, where, locate)
