@@ -59,6 +59,7 @@ from npu.passes.lower_matmul.blocks import (IndexValue, MatmulBlocks, Operands, 
                                             block_pitch, segments)
 from npu.passes.lower_matmul.pipelined import PipelinedSchedule
 from npu.passes.lower_matmul.row_strips import RowStripsSchedule
+from npu.passes.lower_matmul.col_strips import ColStripsSchedule
 from npu.passes.lower_matmul.plan import PipelinedPlan, PipelinedPlanning
 from npu.passes.lower_matmul.simple import SimpleSchedule
 from npu.passes.matmul_epilogue import MatmulEpilogue, group_of
@@ -69,8 +70,8 @@ __all__ = ["STRATEGY_CHOICES", "LowerMatmul", "MatmulBlocks", "Operands", "Pipel
            "Segment", "block_pitch", "segments"]
 
 
-class LowerMatmul(SimpleSchedule, RowStripsSchedule, PipelinedSchedule, PipelinedPlanning,
-                  MatmulBlocks, ChainedTensors, Pass):
+class LowerMatmul(SimpleSchedule, RowStripsSchedule, ColStripsSchedule, PipelinedSchedule,
+                  PipelinedPlanning, MatmulBlocks, ChainedTensors, Pass):
     name = "npu-lower-matmul"
     summary = "Lower ascend.matmul/batch_matmul to tiled cce loops (OS/IS/WS, cost-model tiles)"
     handles = ("ascend.matmul", "ascend.batch_matmul")
@@ -208,11 +209,15 @@ class LowerMatmul(SimpleSchedule, RowStripsSchedule, PipelinedSchedule, Pipeline
     def plan_cycles(self, shape: MatmulShape, choice) -> float:
         """The pipelined schedule's time estimate of this plan with its drain."""
         from npu.costmodel.matmul.pipelined import pipelined_time
+        from npu.costmodel.matmul.col_strips import col_strips_time
         from npu.costmodel.matmul.row_strips import row_strips_time
 
         p, t = self.pipelined, choice.traffic
         if p.row_strips:
             return row_strips_time(shape, choice.tiles, p.chunk, self.target,
+                                   self.drain_cost(shape))
+        if p.col_strips:
+            return col_strips_time(shape, p.mb, p.kb, p.chunk, self.target,
                                    self.drain_cost(shape))
         return pipelined_time(shape.M, shape.N, shape.K, shape.batch, p.mb, p.kb, p.chunk,
                               p.a_resident, t.read_bytes(shape), t.c_writes * shape.acc_bytes,
@@ -297,7 +302,9 @@ class LowerMatmul(SimpleSchedule, RowStripsSchedule, PipelinedSchedule, Pipeline
                             + " (run npu-fuse with chains=false)", op)
         if (choice.a_resident and (self.pipelined is None or not self.pipelined.a_resident)
                 or choice.row_strips and (self.pipelined is None
-                                          or not self.pipelined.row_strips)):
+                                          or not self.pipelined.row_strips)
+                or choice.col_strips and (self.pipelined is None
+                                          or not self.pipelined.col_strips)):
             # No plan keeps the strip (e.g. an explicit l1-chunk it cannot
             # use): A streams, and the traffic says so.
             choice = make_choice(choice.strategy, shape, choice.tiles, self.target)

@@ -153,6 +153,8 @@ class PipelinedSchedule:
             self.pipelined_loop(ops, plan, per_matrix, c_pieces, strip=strip)
         elif plan.row_strips:
             self.row_strips_loop(ops, plan, c_pieces)
+        elif plan.col_strips:
+            self.col_strips_loop(ops, plan, c_pieces)
         else:
             self.pipelined_loop(ops, plan, per_matrix * max(batch, 1), c_pieces,
                                 per_matrix=per_matrix if batch else 0)

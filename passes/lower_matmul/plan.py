@@ -13,6 +13,7 @@ from npu import ir as nir
 from npu.costmodel.matmul.fitting import MatmulShape, TilingChoice
 from npu.costmodel.matmul.residency import resident_a_chunks
 from npu.costmodel.matmul.row_strips import row_strip_chunks
+from npu.costmodel.matmul.col_strips import col_strip_chunks
 from npu.costmodel.matmul.pipelined import best_chunk, default_pieces, piece_grid
 from npu.passes.base import PassError
 
@@ -42,6 +43,9 @@ class PipelinedPlan:
     row_pieces: int = 1
     # A's strips resident row by row (`row_strips`): `chunk` is the parts' size.
     row_strips: bool = False
+    # B's column strip resident across row tiles (`col_strips`): `chunk` is
+    # the parts' size.
+    col_strips: bool = False
 
     @property
     def piece_rows(self) -> int:
@@ -64,7 +68,8 @@ class PipelinedPlan:
                 if self.row_pieces > 1 else "")
         return (f"; pipelined schedule: L1 chunk n={self.chunk * frac}"
                 f"{' (B only: the A row strip stays in L1)' if self.a_resident else ''}"
-                f"{' (A row strips in parts, each kept in L1 for its row)' if self.row_strips else ''}, "
+                f"{' (A row strips in parts, each kept in L1 for its row)' if self.row_strips else ''}"
+                f"{' (B column strip in parts, kept in L1 across the row tiles)' if self.col_strips else ''}, "
                 f"L0 sub-step n={self.sub * frac}, {self.pieces} C piece(s) in L0C{grid}"
                 f"{f', {self.group} per L0A sub-tile' if self.group > 1 else ''}")
 
@@ -127,11 +132,19 @@ class PipelinedPlanning:
         strips = [d for d in row_strip_chunks(shape, choice.tiles, t)
                   if d in chunks and (not nb_fixed or d % nb_fixed == 0)
                   ] if choice.row_strips else []
+        # Column strips keep the one tile's L0 sub-step (its mads' reduction
+        # boundaries, hence its bits: a mad rounds its sum once).
+        one_sub = self.one_tile_sub(M1, kb, N1, pieces, chunks) if choice.col_strips else 0
+        cstrips = [d for d in col_strip_chunks(shape, mb, kb, t)
+                   if d in chunks and one_sub and d % one_sub == 0
+                   and (not nb_fixed or d % nb_fixed == 0)] if choice.col_strips else []
         fitting = resident or [d for d in chunks if 2 * (mb + kb) * d * blk <= l1_cap
                                and (not nb_fixed or d % nb_fixed == 0)]
         tiles = (M1 // mb) * (K1 // kb)
         if strips:
             chunk = choice.chunk // frac if choice.chunk // frac in strips else strips[0]
+        elif cstrips:
+            chunk = choice.chunk // frac if choice.chunk // frac in cstrips else cstrips[0]
         elif resident and choice.chunk // frac in resident:
             chunk = choice.chunk // frac  # the one the cost model timed these tiles with
         else:
@@ -146,7 +159,8 @@ class PipelinedPlanning:
                                   f"({2 * (mb + kb) * (nb_fixed or 1) * blk} bytes at least"
                                   f", L1 capacity {l1_cap})")
         rows, sub = piece_grid(
-            mb, kb, pieces, nb_fixed or chunk, chunk, t, self.c_piece_rows,
+            mb, kb, pieces, nb_fixed or (one_sub if cstrips else chunk), chunk, t,
+            self.c_piece_rows,
             lambda mad_blocks: tiles * max(shape.batch, 1) > 1 and self.stalls_bind(
                 shape, choice, mad_blocks))
         if sub is None:
@@ -156,7 +170,19 @@ class PipelinedPlanning:
         group = self.piece_group(shape, choice, tiles * max(shape.batch, 1), mbp * sub * khb,
                                  pieces // rows, sub * khb * blk)
         return PipelinedPlan(mb, kb, chunk, sub, pieces, bool(resident), group, rows,
-                             bool(strips))
+                             bool(strips), bool(cstrips))
+
+    def one_tile_sub(self, m1: int, kb: int, n1: int, pieces: int, chunks: list[int]) -> int:
+        """The L0 sub-step (reduction blocks) the plan of one m1 x kb C tile
+        takes (its chunk by `best_chunk`), 0 if none."""
+        t = self.target
+        blk = t.fractal_bytes(2)
+        fitting = [d for d in chunks if 2 * (m1 + kb) * d * blk <= t.capacity("l1")]
+        chunk = best_chunk(fitting, m1, kb, n1, 1, True, t)
+        if chunk is None:
+            return 0
+        return piece_grid(m1, kb, pieces, chunk, chunk, t, self.c_piece_rows,
+                          lambda _blocks: False)[1] or 0
 
     def piece_group(self, shape: MatmulShape, choice: TilingChoice, tiles: int,
                     mad_blocks: int, pieces: int, b_slot_bytes: int) -> int:

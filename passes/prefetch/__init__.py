@@ -58,6 +58,12 @@ After a run of ops on disjoint shares of the cores (npu-split-cores'
 share's guard after its op, and after the run under a guard of the cores
 in none of them (`shares.py`).
 
+A loop keeping B's strip resident (npu-lower-matmul's column strips: each
+part's copy alone under an `scf.if` of the body, into a function-level
+buffer) has its parts as the slots: their first copies are cloned the same
+way, the buffers stay where they are, and the loop's copies also ask for a
+later iteration.
+
 A conv's resident weights get the same treatment (`conv.py`, `convs=true`):
 its first pieces, whole, after the previous op's last load.
 """
@@ -149,7 +155,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, ConvDriver, Pass):
         copies = [o for o in ops if o.name == "cce.copy_gm_to_l1"
                   and view_root(o.operands[0]) in constants]
         if not copies:
-            return None, "the loop stages no host-constant weights into L1"
+            return self._resident_candidate(loop, ops, constants)
         if trip_count(loop) is None:
             return None, "the loop has no constant trip count"
         slots: dict[ir.Value, list[ir.Operation]] = {}
@@ -162,6 +168,41 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, ConvDriver, Pass):
         if any(op not in copies for slot in slots for op in _writers(slot)):
             return None, "a weight buffer is also written by another copy"
         return Candidate(loop, [(defining_op(a), c) for a, c in slots.items()]), ""
+
+    def _resident_candidate(self, loop: ir.Operation, ops: list[ir.Operation],
+                            constants: set[ir.Value]) -> tuple[Candidate | None, str]:
+        """A loop keeping a strip of host-constant weights resident in L1
+        (npu-lower-matmul's column strips): each part's one copy alone under
+        an `scf.if` of the body, into a function-level alloc that only such
+        copies write; its slots are the parts in body order, each with its
+        first copy (npu-double-buffer may have unrolled the loop: the
+        later copies are other tiles', which start no column on the first
+        iteration)."""
+        slots = []
+        seen: set = set()
+        guarded: set = set()
+        for op in ops:
+            if op.name != "scf.if" or len(op.regions[1].blocks):
+                continue
+            inner = [o.operation for o in op.regions[0].blocks[0].operations]
+            if (len(inner) != 2 or inner[0].name != "cce.copy_gm_to_l1"
+                    or view_root(inner[0].operands[0]) not in constants):
+                continue
+            guarded.add(inner[0])
+            owner = defining_op(view_root(inner[0].operands[1]))
+            if owner is None or owner.name != "memref.alloc" \
+                    or owner.parent.operation != loop.parent.operation:
+                return None, "a resident weight part is not a function-level buffer"
+            if owner not in seen:
+                seen.add(owner)
+                slots.append((owner, [inner[0]]))
+        if any(w not in guarded for alloc, _ in slots for w in _writers(alloc.results[0])):
+            return None, "a resident weight part is also written by another copy"
+        if not slots:
+            return None, "the loop stages no host-constant weights into L1"
+        if trip_count(loop) is None:
+            return None, "the loop has no constant trip count"
+        return Candidate(loop, slots, resident=True), ""
 
     # ------------------------------------------------------------ transformation
 
@@ -249,7 +290,10 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, ConvDriver, Pass):
         slots = c.slots[:placed]
         rests = [p for p in parts if p.gap == at]
         parts = [p for p in parts if p.gap != at]
-        home = {alloc: min(p.gap for p in parts if p.copy in copies) for alloc, copies in slots}
+        # A resident strip's parts stay where they are (function level, ahead
+        # of every use); slots move out of the loop to their first gap.
+        home = {} if c.resident else {
+            alloc: min(p.gap for p in parts if p.copy in copies) for alloc, copies in slots}
         # Working ops counted from the window's start, as the remark numbers steps.
         steps, count = {}, 0
         for k in range(low, at):
@@ -266,7 +310,10 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, ConvDriver, Pass):
                               [p for p in parts if p.gap == gap], issue)
             collector.inserted(gap + 1, made)
             tops[gap + 1:gap + 2] = made + [issue]
-        self._guard(c, slots, rests)
+        if c.resident:
+            self._guard_resident(c, slots)
+        else:
+            self._guard(c, slots, rests)
         self.facts.forget(c.loop)
         # The guards wrap the loop's copies and its slots moved out: its
         # accesses are the same.
@@ -310,7 +357,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, ConvDriver, Pass):
             size = collector.space_size(alloc)[1]
             trial, rest = self._fill(copies, gaps, left, bandwidth)
             partial = False
-            if trial is None and not self.chunks and not placed:
+            if trial is None and not self.chunks and not placed and not c.resident:
                 # The first slot, at least half of it in the gaps, still
                 # pays: the rest loads in the loop's first iteration, where
                 # all of it did. (A later slot filling the gaps to the brim

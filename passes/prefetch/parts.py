@@ -31,6 +31,10 @@ class Candidate:
     loop: ir.Operation
     # Per weight buffer (a ping-pong slot) in body order: its alloc and copies.
     slots: list[tuple[ir.Operation, list[ir.Operation]]]
+    # The buffers are a resident strip's parts (npu-lower-matmul's column
+    # strips): allocated at function level, each copied under an `scf.if`
+    # of the loop body on the iterations that start a column.
+    resident: bool = False
 
 
 def _label(op: ir.Operation) -> str:

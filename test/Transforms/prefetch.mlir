@@ -201,7 +201,7 @@ func.func @resident_strip(%x: memref<192x8x16x16xf32, "gm">, %e: memref<192x8x16
 // its last mads (M) and its drain, whose pieces overlap on V and MTE3:
 // 3584 cycles, the mads' and the busier drain pipe's work (the sum of
 // its pipes' work would be 5184, the busiest alone 2048). Both slots of
-// the second matmul's weight (k fixed at 384 for these slots) load there.
+// the second matmul's weight (k fixed at 384 for these slots) load there (m fixed: one C tile).
 // CHECK-LABEL: func.func @matmul_before
 // CHECK:       scf.for
 // CHECK:       "cce.copy_gm_to_l1"(%{{.*}}, %{{.*}}) {{{.*}}n_burst = 24
@@ -210,7 +210,7 @@ func.func @resident_strip(%x: memref<192x8x16x16xf32, "gm">, %e: memref<192x8x16
 func.func @matmul_before(%a: memref<48x8x16x16xf16, "gm">, %w1: memref<16x48x16x16xf16, "gm"> {npu.constant = dense<0.5> : tensor<16x48x16x16xf16>}, %c1: memref<16x8x16x16xf32, "gm">, %a2: memref<16x8x16x16xf16, "gm">, %w2: memref<48x16x16x16xf16, "gm"> {npu.constant = dense<0.5> : tensor<48x16x16x16xf16>}, %c2: memref<48x8x16x16xf32, "gm">) {
   // expected-remark @+2 {{matmul tiling}}
   // expected-remark @+1 {{npu-prefetch: not prefetched: no earlier op}}
-  "ascend.matmul"(%a, %w1, %c1) {npu.options = {"l1-chunk" = 192 : i64}} : (memref<48x8x16x16xf16, "gm">, memref<16x48x16x16xf16, "gm">, memref<16x8x16x16xf32, "gm">) -> ()
+  "ascend.matmul"(%a, %w1, %c1) {npu.options = {"m" = 128 : i64, "l1-chunk" = 192 : i64}} : (memref<48x8x16x16xf16, "gm">, memref<16x48x16x16xf16, "gm">, memref<16x8x16x16xf32, "gm">) -> ()
   "ascend.cast"(%c1, %a2) {round_mode = "rint"} : (memref<16x8x16x16xf32, "gm">, memref<16x8x16x16xf16, "gm">) -> ()
   // expected-remark @+2 {{matmul tiling}}
   // expected-remark @+1 {{npu-prefetch: 2 of 2 weight slot(s) (196608 bytes, 2 copies) loaded after the op before 'line 214' (its last load), ahead of this op's first wait (estimated MTE2 idle gaps from 'line 214' on: 0, 852, 0 cycles, after the op before it 3584; a chunk of 98304 bytes takes 1536)}}

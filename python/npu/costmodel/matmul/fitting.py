@@ -79,6 +79,10 @@ class TilingChoice:
     # A's strips resident row by row (several rows of C tiles, `row_strips`):
     # A is read once; `chunk` is then the parts' reduction elements.
     row_strips: bool = False
+    # One column of C tiles in several rows with B's strip resident in L1
+    # across them (`col_strips`): A and B are read once; `chunk` is then
+    # the strip's parts' reduction elements.
+    col_strips: bool = False
     # Why the pipelined time estimate replaced the streaming search's plan
     # (`resident_or_streamed`), for the remark; empty when it did not.
     why: str = ""
@@ -88,7 +92,8 @@ class TilingChoice:
         t = self.traffic
         return (f"matmul tiling: strategy={self.strategy} tiles {self.tiles}"
                 f"{' with the A row strip resident in L1' if self.a_resident else ''}"
-                f"{' with each row strip of A resident in L1 across its column tiles' if self.row_strips else ''}; modelled GM "
+                f"{' with each row strip of A resident in L1 across its column tiles' if self.row_strips else ''}"
+                f"{' with the column strip of B resident in L1 across its row tiles' if self.col_strips else ''}; modelled GM "
                 f"traffic: read {t.reads} elements (A {t.a_reads}, B {t.b_reads}) = "
                 f"{t.read_bytes(shape)} bytes, write-back {t.c_writes} elements = "
                 f"{t.write_bytes(shape)} bytes, total {t.read_bytes(shape) + t.write_bytes(shape)} bytes"

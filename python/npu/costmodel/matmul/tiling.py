@@ -53,6 +53,7 @@ from functools import lru_cache
 from npu.costmodel.matmul.fitting import (Capacities, MatmulShape, TilingChoice, Tiles, Traffic,
                                           capacities, first_overflow, largest_fitting_n, multiples,
                                           pipelines)
+from npu.costmodel.matmul.col_strips import col_strips_or, col_strips_time
 from npu.costmodel.matmul.pipelined import Drain, best_chunk, pipelined_time
 from npu.costmodel.matmul.residency import make_choice, resident_a_chunks, resident_or_streamed
 from npu.costmodel.matmul.row_strips import row_strips_time
@@ -127,8 +128,11 @@ def choose_tiling(shape: MatmulShape, target: Target, strategy: str = "os",
     if best is not None and pipelined and resident_a and best.strategy == "os":
         if a_in_l1:
             return make_choice("os", shape, best.tiles, target, resident_a=True, a_in_l1=True)
-        return resident_or_streamed(shape, best, target, fixed_k=k, fixed_n=n,
-                                    drain=drain or Drain(epilogue_cycles), timed=timed_residency)
+        choice = resident_or_streamed(shape, best, target, fixed_k=k, fixed_n=n,
+                                      drain=drain or Drain(epilogue_cycles), timed=timed_residency)
+        if m or not timed_residency:
+            return choice
+        return col_strips_or(shape, choice, target, drain or Drain(epilogue_cycles), n)
     if best is not None:
         return best
     # Nothing fits: explain with the smallest tile allowed by the explicit edges.
@@ -192,6 +196,9 @@ def kernel_cycles(shape: MatmulShape, target: Target, drain: Drain = Drain()) ->
         return rough
     if choice.row_strips:
         return row_strips_time(shape, tiles, choice.chunk // frac, target, drain)
+    if choice.col_strips:
+        return col_strips_time(shape, tiles.m // frac, tiles.k // frac, choice.chunk // frac,
+                               target, drain)
     mb, kb, n1 = tiles.m // frac, tiles.k // frac, shape.N // frac
     blk = target.fractal_bytes(shape.in_bytes)
     l1 = target.capacity("l1")
