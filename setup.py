@@ -39,7 +39,8 @@ def packages() -> list[str]:
 # Optional: without a C compiler the build skips it and the Python loop runs.
 CENGINE = Extension(
     "npu.simulator._cengine",
-    sources=[f"simulator/csrc/{name}.c" for name in ("module", "entries", "engine", "crosscore")],
+    sources=[f"simulator/csrc/{name}.c" for name in ("module", "entries", "engine", "crosscore",
+                                                          "generic")],
     depends=["simulator/csrc/engine.h"],
     # -O3: the cross-core check's byte loops vectorise (crosscore.c).
     extra_compile_args=["-O3", "-std=c11"],

@@ -163,6 +163,9 @@ static PyMethodDef module_functions[] = {
     {"cross_runs", cross_runs, METH_VARARGS,
      "cross_runs(writer, readers, start, n, run, stride, core, write) -> None (does not fit), "
      "True (a conflict: nothing changed) or False (no conflict: recorded)"},
+    {"generic", (PyCFunction)(void (*)(void))generic, METH_FASTCALL,
+     "generic(state, instr, pipe, reads, writes, stamp, n, clock, clock_list) -> carry: "
+     "Machine.execute_generic's checks (machine.py)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -174,7 +177,7 @@ static struct PyModuleDef cengine_module = {
 
 PyMODINIT_FUNC PyInit__cengine(void)
 {
-    if (PyType_Ready(&EngineType) < 0)
+    if (PyType_Ready(&EngineType) < 0 || generic_init() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&cengine_module);
     if (!m)
