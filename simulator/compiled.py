@@ -60,6 +60,13 @@ def generic():
     return None if cengine is None else cengine.generic
 
 
+def forget_buffers() -> None:
+    """Let go of the arrays whose buffers the compiled generic path keeps
+    (`csrc/stamps.c`): a run is over."""
+    if _cengine is not None:
+        _cengine.forget_buffers()
+
+
 def gm_timer(memsys):
     """The memory system's cycles for one GM transfer of a trace entry, as
     `pipes._run_parallel` computes them (None: static occupancy)."""

@@ -116,6 +116,7 @@ class Machine:
         self.bound.clear()
         self.shared.clear()
         forget_granules()
+        compiled.forget_buffers()
 
     def execute(self, instr: Instr, views: tuple, stamp: int, n: int, clock: list,
                 clock_list: list, pipe: int) -> None:

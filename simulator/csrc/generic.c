@@ -7,7 +7,7 @@
  * granule in part, a shadow of uninitialised bytes) is the Python method the
  * Python loop calls, called at the same point, so hazards, errors and their
  * order are the same. */
-#include "engine.h"
+#include "stamps.h"
 
 /* The state of one core's checks: a tuple built once per machine. */
 enum {
@@ -23,122 +23,18 @@ enum {
 };
 
 static PyObject *s_uninit, *s_wstamp, *s_rstamp, *s_writers, *s_readers, *s_coarse, *s_mixed,
-    *s_any_mixed, *s_set_part, *s_who, *s_check_initialised, *s_check_read_vs_writes,
+    *s_set_part, *s_who, *s_check_initialised, *s_check_read_vs_writes,
     *s_check_write_vs_writes, *s_check_write_vs_reads;
 
 int generic_init(void)
 {
 #define INTERN(name) if (!(s_##name = PyUnicode_InternFromString(#name))) return -1
     INTERN(uninit); INTERN(wstamp); INTERN(rstamp); INTERN(writers); INTERN(readers);
-    INTERN(coarse); INTERN(mixed); INTERN(any_mixed); INTERN(set_part); INTERN(who);
+    INTERN(coarse); INTERN(mixed); INTERN(set_part); INTERN(who);
     INTERN(check_initialised); INTERN(check_read_vs_writes); INTERN(check_write_vs_writes);
     INTERN(check_write_vs_reads);
 #undef INTERN
-    return 0;
-}
-
-/* The granules of `plan` (a slice of `coarse`, or an int64 index array)
- * as [lo, hi) or an index list; 0, or 1 when it is not one this code takes
- * (a step, a negative or out-of-range index: numpy's indexing decides). */
-typedef struct {
-    Py_buffer idx; /* when `held` */
-    int held;
-    Py_ssize_t lo, hi;
-} Plan;
-
-static int plan_open(PyObject *plan, Py_ssize_t size, Plan *P)
-{
-    P->held = 0;
-    if (PySlice_Check(plan)) {
-        Py_ssize_t start, stop, step;
-        if (PySlice_Unpack(plan, &start, &stop, &step) < 0)
-            return -1;
-        if (step != 1 || start < 0 || stop > size || start > stop)
-            return 1;
-        P->lo = start;
-        P->hi = stop;
-        return 0;
-    }
-    if (PyObject_GetBuffer(plan, &P->idx, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-        PyErr_Clear();
-        return 1;
-    }
-    P->held = 1;
-    const char *f = P->idx.format;
-    if (P->idx.itemsize != 8 || !f || (strcmp(f, "l") && strcmp(f, "q"))) {
-        PyBuffer_Release(&P->idx);
-        P->held = 0;
-        return 1;
-    }
-    const int64_t *ix = P->idx.buf;
-    Py_ssize_t n = P->idx.len / 8;
-    for (Py_ssize_t k = 0; k < n; k++)
-        if (ix[k] < 0 || ix[k] >= size) {
-            PyBuffer_Release(&P->idx);
-            P->held = 0;
-            return 1;
-        }
-    return 0;
-}
-
-static void plan_close(Plan *P)
-{
-    if (P->held)
-        PyBuffer_Release(&P->idx);
-}
-
-#define PLAN_FOR(P, k, body)                                                    \
-    do {                                                                        \
-        if ((P)->held) {                                                        \
-            const int64_t *ix_ = (P)->idx.buf;                                  \
-            for (Py_ssize_t j_ = 0; j_ < (P)->idx.len / 8; j_++) {              \
-                Py_ssize_t k = ix_[j_];                                         \
-                body;                                                           \
-            }                                                                   \
-        } else                                                                  \
-            for (Py_ssize_t k = (P)->lo; k < (P)->hi; k++) {                    \
-                body;                                                           \
-            }                                                                   \
-    } while (0)
-
-/* A Stamps object's arrays (int32 stamps, bool mixed flags). */
-typedef struct {
-    Py_buffer c, m;
-    int any_mixed;
-} Arrays;
-
-static int arrays_open(PyObject *stamps, Arrays *A)
-{
-    PyObject *c = PyObject_GetAttr(stamps, s_coarse), *m = PyObject_GetAttr(stamps, s_mixed);
-    PyObject *any = PyObject_GetAttr(stamps, s_any_mixed);
-    int rc = -1;
-    if (!c || !m || !any)
-        goto out;
-    A->any_mixed = PyObject_IsTrue(any);
-    if (A->any_mixed < 0 || PyObject_GetBuffer(c, &A->c, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
-        goto out;
-    if (PyObject_GetBuffer(m, &A->m, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
-        PyBuffer_Release(&A->c);
-        goto out;
-    }
-    if (A->c.itemsize != 4 || A->m.itemsize != 1 || A->c.len / 4 != A->m.len) {
-        PyBuffer_Release(&A->c);
-        PyBuffer_Release(&A->m);
-        PyErr_SetString(PyExc_TypeError, "Stamps holds int32 stamps and bool flags");
-        goto out;
-    }
-    rc = 0;
-out:
-    Py_XDECREF(c);
-    Py_XDECREF(m);
-    Py_XDECREF(any);
-    return rc;
-}
-
-static void arrays_close(Arrays *A)
-{
-    PyBuffer_Release(&A->c);
-    PyBuffer_Release(&A->m);
+    return stamps_init();
 }
 
 /* `stamps.coarse[plan] = stamp` (and its mixed flags cleared), else
@@ -151,10 +47,10 @@ static int stamp(PyObject *stamps, PyObject *plan, PyObject *pat, PyObject *addr
         if (arrays_open(stamps, &A) < 0)
             return -1;
         Plan P;
-        int r = plan_open(plan, A.c.len / 4, &P);
+        int r = plan_open(plan, A.n, &P);
         if (r == 0) {
-            int32_t *c = A.c.buf;
-            char *m = A.m.buf;
+            int32_t *c = A.c;
+            char *m = A.m;
             PLAN_FOR(&P, k, c[k] = value);
             if (A.any_mixed)
                 PLAN_FOR(&P, k, m[k] = 0);
@@ -205,13 +101,13 @@ static int clean(PyObject *mem, PyObject *plan, PyObject *token, PyObject *initi
     if (rc < 0)
         return -1;
     Plan P;
-    int r = plan_open(plan, A.c.len / 4, &P);
+    int r = plan_open(plan, A.n, &P);
     if (r != 0) {
         arrays_close(&A);
         return r < 0 ? -1 : 0; /* the full check, through numpy */
     }
-    const int32_t *c = A.c.buf;
-    const char *m = A.m.buf;
+    const int32_t *c = A.c;
+    const char *m = A.m;
     int bad = 0, any = 0;
     if (A.any_mixed)
         PLAN_FOR(&P, k, bad |= m[k]);
@@ -319,9 +215,14 @@ PyObject *generic(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             if (!sw)
                 return NULL;
             int r = passes(sw, clock_list, 1);
-            if (r > 0)
-                r = call_check(hz, s_check_read_vs_writes, mem, pat, addr, pipe, clock,
-                               clock_list, sw, instr);
+            if (r > 0) { /* the stamps' exit first, then the Python check */
+                r = writes_covered(hz, mem, plan, sw, clock_list);
+                if (r == 0)
+                    r = call_check(hz, s_check_read_vs_writes, mem, pat, addr, pipe, clock,
+                                   clock_list, sw, instr);
+                else if (r > 0)
+                    r = 0;
+            }
             Py_DECREF(sw);
             if (r < 0)
                 return NULL;
@@ -362,18 +263,28 @@ PyObject *generic(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             if (!sw)
                 return NULL;
             int r = passes(sw, clock_list, p != PIPE_V);
-            if (r > 0)
-                r = call_check(hz, s_check_write_vs_writes, mem, pat, addr, pipe, clock,
-                               clock_list, sw, instr);
+            if (r > 0) {
+                r = writes_covered(hz, mem, plan, sw, clock_list);
+                if (r == 0)
+                    r = call_check(hz, s_check_write_vs_writes, mem, pat, addr, pipe, clock,
+                                   clock_list, sw, instr);
+                else if (r > 0)
+                    r = 0;
+            }
             if (r >= 0) {
                 PyObject *sr = PyObject_GetItem(X[X_SUMMARY_R], group);
                 if (!sr)
                     r = -1;
                 else {
                     r = passes(sr, clock_list, p != PIPE_V);
-                    if (r > 0)
-                        r = call_check(hz, s_check_write_vs_reads, mem, pat, addr, pipe, clock,
-                                       clock_list, sr, instr);
+                    if (r > 0) {
+                        r = reads_covered(hz, mem, plan, sr, clock_list, p);
+                        if (r == 0)
+                            r = call_check(hz, s_check_write_vs_reads, mem, pat, addr, pipe,
+                                           clock, clock_list, sr, instr);
+                        else if (r > 0)
+                            r = 0;
+                    }
                     Py_DECREF(sr);
                 }
             }

@@ -75,7 +75,8 @@ def both(monkeypatch):
 
     monkeypatch.setattr(compiled, "_cengine", SimpleNamespace(
         Engine=engine, Unsupported=real_cengine.Unsupported, KINDS=real_cengine.KINDS,
-        cross_runs=real_cengine.cross_runs, generic=generic))
+        cross_runs=real_cengine.cross_runs, generic=generic,
+        forget_buffers=real_cengine.forget_buffers))
 
     def run(fn):
         seen = {}
