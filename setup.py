@@ -39,8 +39,9 @@ def packages() -> list[str]:
 # Optional: without a C compiler the build skips it and the Python loop runs.
 CENGINE = Extension(
     "npu.simulator._cengine",
-    sources=[f"simulator/csrc/{name}.c" for name in ("module", "entries", "engine", "crosscore")],
-    depends=["simulator/csrc/engine.h"],
+    sources=[f"simulator/csrc/{name}.c" for name in ("module", "entries", "engine", "crosscore",
+                                                          "generic", "stamps", "covered")],
+    depends=["simulator/csrc/engine.h", "simulator/csrc/stamps.h"],
     # -O3: the cross-core check's byte loops vectorise (crosscore.c).
     extra_compile_args=["-O3", "-std=c11"],
     optional=True,

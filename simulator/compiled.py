@@ -53,6 +53,20 @@ def cross_runs():
     return None if cengine is None else cengine.cross_runs
 
 
+def generic():
+    """`_cengine.generic` (the generic path's checks, `Machine.generic_checks`)
+    when this run uses the compiled pieces, else None."""
+    cengine = engine()
+    return None if cengine is None else cengine.generic
+
+
+def forget_buffers() -> None:
+    """Let go of the arrays whose buffers the compiled generic path keeps
+    (`csrc/stamps.c`): a run is over."""
+    if _cengine is not None:
+        _cengine.forget_buffers()
+
+
 def gm_timer(memsys):
     """The memory system's cycles for one GM transfer of a trace entry, as
     `pipes._run_parallel` computes them (None: static occupancy)."""

@@ -97,6 +97,7 @@ def run_cores(program: Program, cores: int, target: Target, strict: bool,
                 if run.timeline is not None:
                     continue
                 buffers.activate(run.core)
+                shared.active = run.machine
                 hand_over(cross.take_touched())
                 try:
                     arrived.append((run.runner.send(release) if release is not None

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from npu.simulator import fast_path
+from npu.simulator import compiled, fast_path
 from npu.simulator.errors import ALIGNMENT, BOUNDS, INVALID, SimulationError
 from npu.simulator.hazards import SMALL, V, HazardDetector
 from npu.simulator.instruction import Instr
@@ -56,9 +56,15 @@ class Machine:
         self.numerics = numerics
         self.cross = cross  # hazards.CrossCoreChecker of a multi-core launch, or None
         self.core = core
-        # id(views) -> (views, instr, run(stamp, n, clock, clock list))
-        self.bound: dict[int, tuple] = {}
         self.shared = shared if shared is not None else SharedBindings()
+        # id(views) -> (views, instr, run(stamp, n, clock, clock list)); a
+        # timing-only launch of many cores shares one (`SharedBindings.runners`).
+        self.bound: dict[int, tuple] = ({} if cross is None or numerics
+                                        else self.shared.runners)
+        # The checks of `generic_checks`, compiled (`compiled.py`), on this core's state.
+        self._generic = compiled.generic()
+        self._state = (hazards.initialised, hazards.summary_w, hazards.summary_r, hazards.races,
+                       None if cross is None else cross.access, core, hazards, clear_uninit)
 
     def static(self, instr: Instr, views: tuple) -> tuple:
         """The core-independent binding of `instr` on `views` (checked once)."""
@@ -72,6 +78,8 @@ class Machine:
         its `runner_from_use`-th use a `fast_path` runner), or, timing only,
         no arithmetic at all (`compute` is not even built)."""
         _, _, mems, addrs, reads, writes = self.static(instr, views)
+        if self.bound is self.shared.runners:  # every core's: the active one runs it
+            return self.shared.runner(instr, views, mems, addrs, reads, writes)
         compute = instr.bound(mems, addrs) if self.numerics else None
         # A cross-core launch keeps the generic path (its GM checks).
         after = None if self.cross is not None else self.runner_from_use
@@ -108,6 +116,7 @@ class Machine:
         self.bound.clear()
         self.shared.clear()
         forget_granules()
+        compiled.forget_buffers()
 
     def execute(self, instr: Instr, views: tuple, stamp: int, n: int, clock: list,
                 clock_list: list, pipe: int) -> None:
@@ -121,6 +130,30 @@ class Machine:
     def execute_generic(self, instr: Instr, mems: list, addrs: list, reads: tuple,
                         writes: tuple, compute, countdown: list | None, stamp: int, n: int,
                         clock: list, clock_list: list) -> None:
+        if self._generic is not None:
+            carry = self._generic(self._state, instr, instr.pipe, reads, writes, stamp, n, clock,
+                                  clock_list)
+        else:
+            carry = self.generic_checks(instr, reads, writes, stamp, n, clock, clock_list)
+        if self.numerics:
+            compute()
+        if carry:
+            # Every destination byte gets the flag of the source byte it came from.
+            instr.compute([m.uninit_shadow() for m in mems], addrs)
+            self.hazards.initialised.clear()  # cached clean reads may now cover moved-in garbage
+        if countdown is not None:
+            countdown[0] -= 1
+            if not countdown[0]:  # from the next use on, the runner
+                views = countdown[1]
+                self.bound[id(views)] = (views, instr, self._runner(instr, mems, addrs, reads,
+                                                                    writes, compute))
+
+    def generic_checks(self, instr: Instr, reads: tuple, writes: tuple, stamp: int, n: int,
+                       clock: list, clock_list: list) -> bool:
+        """Every access's checks and stamps; True when a movement read
+        uninitialised bytes (their flags move too). `_cengine.generic` is
+        this loop compiled (`csrc/generic.c`), calling the same methods for
+        every slow path."""
         # The hazard detector's fast paths are inlined here (this runs once per
         # dynamic instruction); the per-byte checks stay in HazardDetector.
         pipe = instr.pipe
@@ -179,19 +212,13 @@ class Machine:
             else:
                 stamps.set_part(pat, addr, stamp)
             if mem.uninit is not None and not carry:
-                mem.uninit.data[selection(pat, addr)] = 0  # freshly written bytes are initialised
-        if self.numerics:
-            compute()
-        if carry:
-            # Every destination byte gets the flag of the source byte it came from.
-            instr.compute([m.uninit_shadow() for m in mems], addrs)
-            initialised.clear()  # cached clean reads may now cover moved-in garbage
-        if countdown is not None:
-            countdown[0] -= 1
-            if not countdown[0]:  # from the next use on, the runner
-                views = countdown[1]
-                self.bound[id(views)] = (views, instr, self._runner(instr, mems, addrs, reads,
-                                                                    writes, compute))
+                clear_uninit(mem, pat, addr)
+        return carry
+
+
+def clear_uninit(mem: Memory, pat, addr: int) -> None:
+    """Freshly written bytes are initialised."""
+    mem.uninit.data[selection(pat, addr)] = 0
 
 
 def _clean(mem: Memory, plan, token, initialised: set) -> bool:
@@ -222,6 +249,29 @@ class SharedBindings:
         # id(views) -> (views, instr, memories, addresses, reads, writes)
         self.bindings: dict[int, tuple] = {}
         self.tokens: dict[tuple, object] = {}  # (memory, address, pattern key) -> clean-read key
+        # A timing-only launch of many cores: each core runs an operand set
+        # about once (BERT-base x12 on 32 cores: 228k executions, 228k
+        # per-core bindings of 28k sets), and its generic path depends on the
+        # core only through the machine, so every core's pipes look up one
+        # runner per set (`runner`), which runs on the machine of the core the
+        # launch runs now (`active`, set by `launch.run_cores`).
+        self.runners: dict[int, tuple] = {}
+        self.active: Machine | None = None
+
+    def runner(self, instr: Instr, views: tuple, mems: list, addrs: list, reads: tuple,
+               writes: tuple) -> tuple:
+        """The binding of `views` in `runners`: the active core's generic path
+        without arithmetic (timing only)."""
+        entry = (views, instr, partial(self._run_active, instr, mems, addrs, reads, writes))
+        if len(self.runners) >= BOUND_CACHE_ENTRIES:
+            self.runners.clear()
+        self.runners[id(views)] = entry
+        return entry
+
+    def _run_active(self, instr: Instr, mems: list, addrs: list, reads: tuple, writes: tuple,
+                    stamp: int, n: int, clock: list, clock_list: list) -> None:
+        self.active.execute_generic(instr, mems, addrs, reads, writes, None, None, stamp, n,
+                                    clock, clock_list)
 
     def bind(self, instr: Instr, views: tuple, cross: bool) -> tuple:
         """Check every operand's alignment and bounds (all before any hazard
@@ -267,6 +317,8 @@ class SharedBindings:
     def clear(self) -> None:
         self.bindings.clear()
         self.tokens.clear()
+        self.runners.clear()
+        self.active = None
 
 
 def _misaligned(instr: Instr, k: int, addr: int, align: int, region) -> None:

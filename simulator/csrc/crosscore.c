@@ -3,12 +3,16 @@
  * same answer as its numpy path, without a numpy call per step. */
 #include "engine.h"
 
+#define NONE (-1) /* hazards.NONE: no writer / no reader */
+#define MANY (-2) /* hazards.MANY: two or more cores read the byte */
+
 /* cross_runs(writer, readers, start, n, run, stride, core, write):
  * None when the runs do not fit the arrays (the caller's numpy path then
  * decides); True when some byte conflicts with another core (nothing is
  * changed: the caller's numpy path reports it and records the access);
  * False when none does, the access then recorded (write: the byte's writer
- * is `core`; read: `core`'s bit set in its reader mask). */
+ * is `core`; read: its reader `core` if none or only `core` read it, else
+ * MANY). Both arrays are int8, one per GM byte. */
 PyObject *cross_runs(PyObject *self, PyObject *args)
 {
     PyObject *w_obj, *r_obj;
@@ -25,9 +29,9 @@ PyObject *cross_runs(PyObject *self, PyObject *args)
         return NULL;
     }
     PyObject *result = NULL;
-    Py_ssize_t size = w.len / 2;
-    if (w.itemsize != 2 || r.itemsize != 8 || r.len / 8 != size || core < 0 || core >= 64) {
-        PyErr_SetString(PyExc_TypeError, "cross_runs takes int16 writers and uint64 readers");
+    Py_ssize_t size = w.len;
+    if (w.itemsize != 1 || r.itemsize != 1 || r.len != size || core < 0 || core >= 64) {
+        PyErr_SetString(PyExc_TypeError, "cross_runs takes int8 writers and readers");
         goto done;
     }
     if (n <= 0 || run <= 0 || stride < run || start < 0 ||
@@ -35,21 +39,17 @@ PyObject *cross_runs(PyObject *self, PyObject *args)
         result = Py_NewRef(Py_None);
         goto done;
     }
-    int16_t *writer = w.buf;
-    uint64_t *readers = r.buf, bit = (uint64_t)1 << core, others = ~bit;
-    int16_t me = (int16_t)core;
+    int8_t *writer = w.buf, *readers = r.buf, me = (int8_t)core;
     /* Branch-free per run, so the compiler vectorises the byte loops. */
     for (Py_ssize_t k = 0; k < n; k++) {
-        const int16_t *wr = writer + start + k * stride;
+        const int8_t *wr = writer + start + k * stride;
         int bad = 0;
         for (Py_ssize_t b = 0; b < run; b++)
             bad |= (wr[b] >= 0) & (wr[b] != me);
         if (write) {
-            const uint64_t *rd = readers + start + k * stride;
-            uint64_t seen = 0;
+            const int8_t *rd = readers + start + k * stride;
             for (Py_ssize_t b = 0; b < run; b++)
-                seen |= rd[b] & others;
-            bad |= seen != 0;
+                bad |= (rd[b] != NONE) & (rd[b] != me);
         }
         if (bad) {
             result = Py_NewRef(Py_True);
@@ -63,7 +63,7 @@ PyObject *cross_runs(PyObject *self, PyObject *args)
                 writer[b] = me;
         else
             for (Py_ssize_t b = b0; b < b0 + run; b++)
-                readers[b] |= bit;
+                readers[b] = (readers[b] == NONE) | (readers[b] == me) ? me : MANY;
     }
     result = Py_NewRef(Py_False);
 done:

@@ -94,4 +94,8 @@ int engine_step(Engine *E, int64_t release, int64_t *t);
 /* crosscore.c: the cross-core GM check of equal runs of bytes (a module function). */
 PyObject *cross_runs(PyObject *self, PyObject *args);
 
+/* generic.c: Machine.execute_generic's checks (a module function). */
+int generic_init(void);
+PyObject *generic(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
 #endif

@@ -1,6 +1,6 @@
 /* `npu.simulator._cengine`: the Engine type (what simulator/compiled.py
  * drives) and the module. */
-#include "engine.h"
+#include "stamps.h"
 
 static int Engine_init(Engine *E, PyObject *args, PyObject *kwds)
 {
@@ -159,10 +159,21 @@ static PyTypeObject EngineType = {
     .tp_methods = Engine_methods,
 };
 
+static PyObject *forget_buffers(PyObject *self, PyObject *unused)
+{
+    buffers_forget();
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_functions[] = {
+    {"forget_buffers", forget_buffers, METH_NOARGS,
+     "forget_buffers(): drop the arrays whose buffers the generic path remembers (stamps.c)"},
     {"cross_runs", cross_runs, METH_VARARGS,
      "cross_runs(writer, readers, start, n, run, stride, core, write) -> None (does not fit), "
      "True (a conflict: nothing changed) or False (no conflict: recorded)"},
+    {"generic", (PyCFunction)(void (*)(void))generic, METH_FASTCALL,
+     "generic(state, instr, pipe, reads, writes, stamp, n, clock, clock_list) -> carry: "
+     "Machine.execute_generic's checks (machine.py)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -174,7 +185,7 @@ static struct PyModuleDef cengine_module = {
 
 PyMODINIT_FUNC PyInit__cengine(void)
 {
-    if (PyType_Ready(&EngineType) < 0)
+    if (PyType_Ready(&EngineType) < 0 || generic_init() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&cengine_module);
     if (!m)

@@ -63,15 +63,20 @@ def both(monkeypatch):
     """`both(fn)`: fn() under each engine; every simulate() it makes (or the
     error it raises) must be the same. Checks the compiled loop really ran."""
     real_simulate, real_cengine = npu.simulator.simulate, compiled._cengine
-    made = []
+    made, checked = [], []
 
     def engine(*args, **kwargs):
         made.append(1)
         return real_cengine.Engine(*args, **kwargs)
 
+    def generic(*args):
+        checked.append(1)
+        return real_cengine.generic(*args)
+
     monkeypatch.setattr(compiled, "_cengine", SimpleNamespace(
         Engine=engine, Unsupported=real_cengine.Unsupported, KINDS=real_cengine.KINDS,
-        cross_runs=real_cengine.cross_runs))
+        cross_runs=real_cengine.cross_runs, generic=generic,
+        forget_buffers=real_cengine.forget_buffers))
 
     def run(fn):
         seen = {}
@@ -90,6 +95,7 @@ def both(monkeypatch):
 
             monkeypatch.setattr(npu.simulator, "simulate", recording)
             made.clear()
+            checked.clear()
             try:
                 value = fn()
             except SimulationError as e:
@@ -97,6 +103,11 @@ def both(monkeypatch):
             seen[name] = (value, results)
             assert results, ("nothing was simulated", value)
             assert bool(made) == (name == "compiled")
+            # the generic path's checks ran compiled (every run that ends executes some)
+            if name == "python":
+                assert not checked
+            elif any(isinstance(r, dict) for r in results):
+                assert checked
         py, c = seen["python"], seen["compiled"]
         assert len(py[1]) == len(c[1])
         for a, b in zip(py[1], c[1]):

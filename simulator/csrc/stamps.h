@@ -1,0 +1,62 @@
+/* `stamps.Stamps` seen from C: the granules an access stamps whole (its
+ * `plan`, a slice or an int64 index array) and a Stamps object's arrays,
+ * for the compiled generic path (generic.c) and its covered-stamp exits
+ * (covered.c). */
+#ifndef NPU_SIM_STAMPS_H
+#define NPU_SIM_STAMPS_H
+
+#include "engine.h"
+
+/* The granules of `plan` (a slice of `coarse`, or an int64 index array)
+ * as [lo, hi) or an index list. */
+typedef struct {
+    const int64_t *ix; /* the index array's, when `held`; else [lo, hi) */
+    Py_ssize_t n;
+    int held;
+    Py_ssize_t lo, hi;
+} Plan;
+
+#define PLAN_FOR(P, k, body)                                                    \
+    do {                                                                        \
+        if ((P)->held) {                                                        \
+            const int64_t *ix_ = (P)->ix;                                       \
+            for (Py_ssize_t j_ = 0; j_ < (P)->n; j_++) {                        \
+                Py_ssize_t k = ix_[j_];                                         \
+                body;                                                           \
+            }                                                                   \
+        } else                                                                  \
+            for (Py_ssize_t k = (P)->lo; k < (P)->hi; k++) {                    \
+                body;                                                           \
+            }                                                                   \
+    } while (0)
+
+/* A Stamps object's arrays: `n` int32 stamps and `n` bool mixed flags. */
+typedef struct {
+    int32_t *c;
+    char *m;
+    Py_ssize_t n;
+    int any_mixed;
+} Arrays;
+
+#define COVERS_ALL INT32_MAX /* hazards.COVERS_ALL: above every stamp */
+
+int stamps_init(void);
+/* Drop the arrays whose buffers are remembered (`forget_buffers`). */
+void buffers_forget(void);
+/* 0; 1 when `plan` is not one this code takes (a step, a negative or
+ * out-of-range index, another dtype: numpy's indexing decides); -1. */
+int plan_open(PyObject *plan, Py_ssize_t size, Plan *P);
+static inline void plan_close(Plan *P) { (void)P; }
+/* A Stamps object's arrays (int32 stamps, bool mixed flags): 0 or -1. */
+int arrays_open(PyObject *stamps, Arrays *A);
+static inline void arrays_close(Arrays *A) { (void)A; }
+
+/* covered.c: the early exits of HazardDetector._check_writes / _check_reads.
+ * 1: every stamp the access covers is covered by the clock (the Python
+ * check would return without a report); 0: the Python check decides; -1. */
+int writes_covered(PyObject *hz, PyObject *mem, PyObject *plan, PyObject *sw,
+                   PyObject *clock_list);
+int reads_covered(PyObject *hz, PyObject *mem, PyObject *plan, PyObject *sr,
+                  PyObject *clock_list, long pipe);
+
+#endif
