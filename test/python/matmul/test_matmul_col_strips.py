@@ -41,7 +41,7 @@ def test_col_strips_are_bit_identical_to_the_one_tile(backend, out):
     """Results match numpy with the race detector clean (compile_and_run),
     B's parts are copied under the column start's scf.if, A and B are read
     once, and C is bit for bit the one tile's."""
-    module, res = compile_and_run(M, N, K, "npu-lower-matmul{schedule=pipelined},"
+    module, res = compile_and_run(M, N, K, "npu-lower-matmul{schedule=pipelined col-strips=true},"
                                   + BACKENDS[backend], out)
     assert is_pipelined(module)
     if out == "f32":  # (f16 C: one tile by the estimate)

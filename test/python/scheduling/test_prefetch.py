@@ -395,7 +395,7 @@ def test_a_resident_strips_first_parts_load_ahead_of_its_loop():
     iteration: the numpy result, bit for bit the unprefetched one, race
     free, and faster."""
     text = chain(256, 512, 256, 128, "f32", "exp")
-    on = "prefetch=true fuse-chains=false"
+    on = "prefetch=true fuse-chains=false matmul-col-strips=true"
     assert 2 in prefetched_weights(text, on)
     # the loop's copies of the prefetched parts: under the column start's
     # condition and a later iteration's

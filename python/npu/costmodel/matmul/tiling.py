@@ -97,7 +97,7 @@ def choose_tiling(shape: MatmulShape, target: Target, strategy: str = "os",
                   m: int = 0, n: int = 0, k: int = 0, pipelined: bool = False,
                   epilogue_cycles: float = 0.0, resident_a: bool = False,
                   a_in_l1: bool = False, drain: Drain | None = None,
-                  timed_residency: bool = True) -> TilingChoice:
+                  timed_residency: bool = True, col_strips: bool = True) -> TilingChoice:
     """The fastest fitting tiling; `m`, `n`, `k` > 0 fix that tile edge;
     `pipelined`: OS tiles for the pipelined schedule (see the module doc);
     `resident_a` (with `pipelined`): it may keep A's row strip in L1
@@ -106,7 +106,8 @@ def choose_tiling(shape: MatmulShape, target: Target, strategy: str = "os",
     search's tiles, the strip resident where (m + k) x N fits L1, as before
     that estimate);
     `epilogue_cycles`: vector work of an epilogue on the drained C (it adds
-    to the drain's pipe in the time estimate).
+    to the drain's pipe in the time estimate); `col_strips`: a one-tile C
+    may run as row tiles with B's strip resident (`col_strips_or`).
 
     `strategy="auto"` compares the three strategies. Raises TilingError when
     an explicit tile edge is not a fractal multiple or nothing fits; the
@@ -130,7 +131,7 @@ def choose_tiling(shape: MatmulShape, target: Target, strategy: str = "os",
             return make_choice("os", shape, best.tiles, target, resident_a=True, a_in_l1=True)
         choice = resident_or_streamed(shape, best, target, fixed_k=k, fixed_n=n,
                                       drain=drain or Drain(epilogue_cycles), timed=timed_residency)
-        if m or not timed_residency:
+        if m or not timed_residency or not col_strips:
             return choice
         return col_strips_or(shape, choice, target, drain or Drain(epilogue_cycles), n)
     if best is not None:
