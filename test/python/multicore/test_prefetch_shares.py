@@ -14,19 +14,14 @@ from onnx import TensorProto, helper, numpy_helper
 
 import npu
 from npu.ir import arg_attrs, functions, view_root
+from test_shared_cores import WIDTH, qkv_projections
 
-ROWS, WIDTH = 128, 768
+ROWS = 128
 
 
 def _model() -> onnx.ModelProto:
     rng = np.random.default_rng(4)
-    inits, nodes = [], []
-    for name in "qkv":
-        w = (rng.standard_normal((WIDTH, WIDTH)) / np.sqrt(WIDTH)).astype(np.float32)
-        b = (rng.standard_normal(WIDTH) * 0.1).astype(np.float32)
-        inits += [numpy_helper.from_array(w, f"w{name}"), numpy_helper.from_array(b, f"b{name}")]
-        nodes += [helper.make_node("MatMul", ["x", f"w{name}"], [f"m{name}"], name=f"{name}_proj"),
-                  helper.make_node("Add", [f"m{name}", f"b{name}"], [name], name=f"{name}_bias")]
+    inits, nodes = qkv_projections(rng)
     wo = (rng.standard_normal((WIDTH, WIDTH)) / np.sqrt(WIDTH)).astype(np.float32)
     inits.append(numpy_helper.from_array(wo, "wo"))
     nodes.append(helper.make_node("MatMul", ["q", "wo"], ["o"], name="o_proj"))

@@ -20,10 +20,8 @@ from npu.simulator import SimulationError, simulate
 ROWS, WIDTH = 128, 768
 
 
-def _projections() -> onnx.ModelProto:
-    """q, k, v = x Wq + bq, x Wk + bk, x Wv + bv; the outputs are k, v and
-    q transposed (a later op reading q across every core's slice)."""
-    rng = np.random.default_rng(4)
+def qkv_projections(rng) -> tuple[list, list]:
+    """(initializers, nodes) of q, k, v = x Wq + bq, x Wk + bk, x Wv + bv."""
     inits, nodes = [], []
     for name in "qkv":
         w = (rng.standard_normal((WIDTH, WIDTH)) / np.sqrt(WIDTH)).astype(np.float32)
@@ -31,6 +29,14 @@ def _projections() -> onnx.ModelProto:
         inits += [numpy_helper.from_array(w, f"w{name}"), numpy_helper.from_array(b, f"b{name}")]
         nodes += [helper.make_node("MatMul", ["x", f"w{name}"], [f"m{name}"], name=f"{name}_proj"),
                   helper.make_node("Add", [f"m{name}", f"b{name}"], [name], name=f"{name}_bias")]
+    return inits, nodes
+
+
+def _projections() -> onnx.ModelProto:
+    """q, k, v = x Wq + bq, x Wk + bk, x Wv + bv; the outputs are k, v and
+    q transposed (a later op reading q across every core's slice)."""
+    rng = np.random.default_rng(4)
+    inits, nodes = qkv_projections(rng)
     nodes.append(helper.make_node("Transpose", ["q"], ["qt"], name="q_t", perm=[1, 0]))
     graph = helper.make_graph(
         nodes, "projections",
