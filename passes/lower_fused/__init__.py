@@ -55,8 +55,9 @@ BODY_OPS = ("memref.alloc", "scf.yield", "arith.constant") + nir.VIEW_OPS
 
 def nz_store(target, nz: ir.Value, rows: int, n: int) -> NzStore:
     """The Nz store of a group's result: into the whole tensor, or into one
-    core's run of row blocks of it (a subview along the row blocks,
-    npu-split-cores), addressed through the whole tensor's flat view."""
+    core's run of row blocks of it, or of rows of one row block (a subview
+    along the row blocks and rows, npu-split-cores), addressed through the
+    whole tensor's flat view."""
     elem = nir.memref_element(nz)
     if nir.is_contiguous(nz):
         return NzStore(target, nir.flatten_memref(nz), rows, n, elem)
@@ -68,7 +69,7 @@ def nz_store(target, nz: ir.Value, rows: int, n: int) -> NzStore:
                for o in ir.DenseI64ArrayAttr(view.attributes["static_offsets"])]
     f = target.fractal
     block_rows = nir.memref_shape(src)[1]
-    base = lin((offsets[0], block_rows * f * f), (offsets[1], f * f))
+    base = lin((offsets[0], block_rows * f * f), (offsets[1], f * f), (offsets[2], f))
     return NzStore(target, nir.flatten_memref(src), rows, n, elem, block_rows, base)
 
 

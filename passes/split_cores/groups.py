@@ -5,7 +5,9 @@ group over each core's slice, before its lowering (`npu-lower-fused`,
 * a row group (`npu.fused`, `rows = R`) is cut into `parts` chunks of whole
   rows: every tensor with R rows (row-major `[R, ...]`, `[R]`, or Nz
   `[C1, R/16, 16, 16]`) is cut along them, row operands (`[1, L]`) are
-  whole on every core;
+  whole on every core; with more cores than the Nz tensors' row blocks, the
+  grid is (row blocks x runs of rows in each) and an Nz tensor is cut along
+  both its row-block and row dims (a core's run of rows of one block);
 * an epilogue group (`npu.epilogue`) takes its matmul's grid
   (`SplitRules.split_matmul`): its C-shaped tensors (Nz `[K1, M1, 16, 16]`, or the
   ND `[M, K]` a defractalize writes) are cut like C, its bias operands
@@ -31,7 +33,7 @@ from npu.costmodel.fusion.rows import FUSED_ATTR
 
 from . import attention
 from .rules import SplitRules
-from .split import BATCH, ROWS, Split, slice_value
+from .split import BATCH, JOINT, ROWS, Split, axis_parts, slice_value
 
 Cuts = dict[int, str]
 
@@ -50,8 +52,16 @@ def group_split(group: ir.Operation, parts: int, rules: SplitRules
     None when some tensor of it does not cut evenly."""
     if FUSED_ATTR in group.attributes:
         rows = _dict_int(group.attributes[FUSED_ATTR], "rows")
-        split = Split((), (("x", parts),))
-        return _cuts(group, split, lambda v: _row_cut(v, rows, parts, rules.target.fractal))
+        frac = rules.target.fractal
+        found = _cuts(group, Split((), (("x", parts),)),
+                      lambda v: _row_cut(v, rows, parts, frac))
+        blocks = rows // frac
+        if found is not None or rows % frac or parts % blocks or frac % (parts // blocks):
+            return found
+        # More cores than an Nz store's row blocks: each core a run of the
+        # rows of one block (`npu.kernels.nz_store` writes any run of rows).
+        split = Split((), (("x", blocks), ("y", parts // blocks)))
+        return _cuts(group, split, lambda v: _row_cut(v, rows, parts, frac, fine=True))
     if ATTENTION_ATTR in group.attributes:
         a = attention.matched(group)
         found = attention.grid(group, a, parts, rules.target)
@@ -119,23 +129,27 @@ def _cuts(group: ir.Operation, split: Split, cut_of) -> tuple[Split, dict] | Non
             if cut is None:
                 return None
             shape = nir.memref_shape(v.type)
-            if any(shape[d] % parts[a] for d, a in cut.items()):
+            if any(shape[d] % axis_parts(parts, a) for d, a in cut.items()):
                 return None
             if cuts.setdefault(v, cut) != cut:
                 return None
     return split, cuts
 
 
-def _row_cut(v: ir.Value, rows: int, parts: int, frac: int) -> Cuts | None:
+def _row_cut(v: ir.Value, rows: int, parts: int, frac: int, fine: bool = False) -> Cuts | None:
+    """`fine`: the grid is (x: the Nz row blocks, y: runs of rows in each)."""
     shape = nir.memref_shape(v.type)
+    axis = "x" + JOINT + "y" if fine else "x"
     if len(shape) == 4 and shape[1] * frac == rows and shape[2] == shape[3] == frac:
+        if fine:
+            return {1: "x", 2: "y"}  # runs of rows inside the row blocks
         return {1: "x"} if shape[1] % parts == 0 else None  # an Nz store: whole row blocks
     if shape and shape[0] == rows:
-        return {0: "x"}
+        return {0: axis}
     if len(shape) >= 2 and math.prod(shape[:-1]) == rows:
         d = next(i for i, n in enumerate(shape) if n > 1)  # leading dims flattened into rows
         if d < len(shape) - 1 and shape[d] % parts == 0:
-            return {d: "x"}
+            return {d: axis}
     if math.prod(shape[:-1]) == 1:
         return {}  # a row operand: every core reads all of it
     return None
@@ -297,7 +311,8 @@ def apply_group(group: ir.Operation, split: Split, cuts: dict[ir.Value, Cuts],
     for attr, key in ((FUSED_ATTR, "rows"), (ATTENTION_ATTR, "heads")):
         if attr in group.attributes:
             figures = ir.DictAttr(group.attributes[attr])
-            n = _dict_int(figures, key) // parts["x"]
+            n = _dict_int(figures, key) // (math.prod(parts.values()) if attr == FUSED_ATTR
+                                             else parts["x"])
             group.attributes[attr] = ir.DictAttr.get(
                 {a.name: (nir.i64_attr(n) if a.name == key else a.attr)
                  for a in (figures[i] for i in range(len(figures)))})
@@ -309,5 +324,5 @@ def _sliced_type(t: ir.Type, cut: Cuts | None, parts: dict[str, int]) -> ir.Type
     m = ir.MemRefType(t)
     shape = list(m.shape)
     for d, a in cut.items():
-        shape[d] //= parts[a]
+        shape[d] //= axis_parts(parts, a)
     return ir.MemRefType.get(shape, m.element_type, None, m.memory_space)

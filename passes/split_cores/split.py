@@ -16,6 +16,29 @@ BATCH = "b"  # of a conv's images
 COLUMNS = "c"  # of a transpose's source columns
 RUN = "run"  # of the one run a slice moves
 ROW_BLOCKS = "rb"  # of a matrix's 16-row blocks (fractalize, defractalize)
+# A dim cut by several grid axes at once is named by them joined with JOINT,
+# outermost first ("x.y": coordinate x * parts(y) + y): a fused row group's
+# rows cut finer than its Nz store's row blocks (`groups._row_cut`).
+JOINT = "."
+
+
+def axis_parts(parts: dict[str, int], axis: str) -> int:
+    """Parts of a grid axis, or of a joint of axes."""
+    return math.prod(parts[a] for a in axis.split(JOINT))
+
+
+def axis_coord(coords: dict, parts: dict[str, int], axis: str):
+    """The coordinate along `axis` (a joint of axes: combined, outermost
+    first), from ints or, at run time, from index values."""
+    names = axis.split(JOINT)
+    out = coords[names[0]]
+    for a in names[1:]:
+        if isinstance(out, int):
+            out = out * parts[a] + coords[a]
+        else:
+            out = arith.AddIOp(arith.MulIOp(out, nir.index_const(parts[a])).result,
+                               coords[a]).result
+    return out
 
 
 @dataclass(frozen=True)
@@ -76,7 +99,8 @@ class Split:
     def box_of(self, shape: list[int], cut: dict[int, str], core: int
                ) -> tuple[tuple[int, int], ...]:
         parts, coords = dict(self.grid), self.coords(core)
-        return tuple((coords[cut[d]] * (n // parts[cut[d]]), n // parts[cut[d]]) if d in cut
+        return tuple((axis_coord(coords, parts, cut[d]) * (n // axis_parts(parts, cut[d])),
+                      n // axis_parts(parts, cut[d])) if d in cut
                      else (0, n) for d, n in enumerate(shape))
 
 
@@ -100,6 +124,7 @@ def slice_value(value: ir.Value, cut: dict[int, str], parts: dict[str, int],
     offsets: list = [0] * len(shape)
     sizes = list(shape)
     for d, axis in cut.items():
-        sizes[d] = shape[d] // parts[axis]
-        offsets[d] = arith.MulIOp(coords[axis], nir.index_const(sizes[d])).result
+        sizes[d] = shape[d] // axis_parts(parts, axis)
+        offsets[d] = arith.MulIOp(axis_coord(coords, parts, axis),
+                                  nir.index_const(sizes[d])).result
     return nir.subview(value, offsets, sizes)

@@ -32,15 +32,17 @@ class NzStore:
 
     def __init__(self, target: Target, nz: ir.Value, rows: int, n: int, elem: str,
                  block_rows: int | None = None, base=0):
-        """`block_rows`, `base`: the rows are a run of whole row blocks of a
-        taller Nz tensor (one core's, npu-split-cores) whose column blocks
-        are `block_rows` row blocks long; `base`: the run's first element."""
+        """`block_rows`, `base`: the rows are a run of whole row blocks (or
+        of rows of one row block) of a taller Nz tensor (one core's,
+        npu-split-cores) whose column blocks are `block_rows` row blocks
+        long; `base`: the run's first element."""
         self.t, self.nz, self.rows, self.n, self.elem = target, nz, rows, n, elem
         self.e = nir.element_bytes(elem)
         f = target.fractal
         self.r1, self.c1 = -(-rows // f), n // f
         self.pitch = block_rows or self.r1  # row blocks between column blocks
         self.base = base
+        self.run = block_rows is not None  # its padding rows are other cores' rows
         self.per_piece = f * self.e // target.vector_block_bytes  # blocks of a row's 16 columns
         # Rows per gather: the destination's repeat stride is the rows' blocks.
         most = target.vector_max_stride // self.per_piece
@@ -53,9 +55,8 @@ class NzStore:
         """Zeros in the rows past `rows` of the last row block, every column block."""
         f = self.t.fractal
         pad = self.r1 * f - self.rows
-        if not pad:
+        if not pad or self.run:  # a tensor cut by rows has whole row blocks: no padding
             return
-        assert self.pitch == self.r1, "a run of whole row blocks has no padding rows"
         lanes = self.t.vector_bytes // self.e
         repeat = -(-pad * f // lanes)
         zeros = nir.alloc([repeat * lanes], self.elem, "ub")

@@ -161,3 +161,29 @@ def test_conv_and_pool_over_channel_blocks() -> None:
     for res in (one, many):
         np.testing.assert_allclose(res.outputs[-1].astype(np.float32), want, rtol=2e-3, atol=2e-3)
     assert many.cycles * 3 < one.cycles
+
+
+NZ_ROWS = """func.func @nz_rows(%x: memref<32x128xf32, "gm">, %a: memref<8x2x16x16xf16, "gm">) {
+  %e = memref.alloc() : memref<32x128xf32, "gm">
+  %h = memref.alloc() : memref<32x128xf16, "gm">
+  "ascend.exp"(%x, %e) : (memref<32x128xf32, "gm">, memref<32x128xf32, "gm">) -> ()
+  "ascend.cast"(%e, %h) {round_mode = "rint"} : (memref<32x128xf32, "gm">, memref<32x128xf16, "gm">) -> ()
+  "ascend.fractalize"(%h, %a) : (memref<32x128xf16, "gm">, memref<8x2x16x16xf16, "gm">) -> ()
+  return
+}
+"""
+
+
+def test_nz_store_over_more_cores_than_row_blocks() -> None:
+    # Two 16-row blocks on 8 cores: each core stores a run of 4 rows of one
+    # row block (the group's grid: 2 row blocks x 4 runs); it used to stop
+    # at one core per row block.
+    t = get_target("ascend910")
+    one, _ = _run(NZ_ROWS, "builtin.module(npu-lower{cores=1})", t)
+    many, program = _run(NZ_ROWS, MANY.format(n=8), t)
+    assert many.report["block_dim"] == 8 and many.hazards == []
+    x = _inputs(parse_module(NZ_ROWS, make_context()))[0]
+    want = np.exp(x).astype(np.float16).reshape(2, 16, 8, 16).transpose(2, 0, 1, 3)
+    np.testing.assert_allclose(one.outputs[1].astype(np.float32), want.astype(np.float32),
+                               rtol=2e-3)
+    assert np.array_equal(one.outputs[1].view(np.uint8), many.outputs[1].view(np.uint8))

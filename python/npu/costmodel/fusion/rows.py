@@ -110,12 +110,15 @@ def _one_per_row(value: ir.Value, out_shape: list[int]) -> bool:
 
 def _row_blocks_of(nz: ir.Value) -> bool:
     """An Nz subview of whole column blocks and a run of row blocks of a
-    contiguous Nz tensor: one core's rows (npu-split-cores)."""
+    contiguous Nz tensor, or a run of rows of one row block: one core's
+    rows (npu-split-cores)."""
     op = nir.defining_op(nz)
     if op is None or op.name != "memref.subview" or not nir.is_contiguous(op.operands[0]):
         return False
     whole, part = nir.memref_shape(op.operands[0]), nir.memref_shape(nz)
-    return len(whole) == 4 and part[0] == whole[0] and part[2:] == whole[2:]
+    if len(whole) != 4 or part[0] != whole[0] or part[3] != whole[3]:
+        return False
+    return part[2] == whole[2] or (part[1] == 1 and whole[2] % part[2] == 0)
 
 
 def _core_slice(v: ir.Value) -> bool:
