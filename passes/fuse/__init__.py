@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from npu.kernels import fused_chunk
+from npu.kernels import fused_chunk, resident_fit
 
 from npu.costmodel.fusion import rows as fusion
 from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
@@ -75,9 +75,10 @@ class FusePass(ConvEpilogueGrouping, EpilogueGrouping, NzLayouts, MatmulChains, 
         ub_fraction_option(FUSED_UB_FRACTION,
                            "UB share of one chunk's buffers by the footprint model (the rest: "
                            "double buffering and the memory planner's longer lifetimes)"),
-        Option("resident", bool, True, "rows that fit UB only twice over (or long rows that are not whole 32-byte "
-               "blocks) stay resident, one row a chunk in two slots (npu.kernels.resident_rows); "
-               "false: the two-pass kernel takes rows that do not fit a chunk of whole rows"),
+        Option("resident", bool, True, "rows too long for a chunk of whole rows that fit UB (or long rows "
+               "that are not whole 32-byte blocks) stay resident, one row a chunk in two slots, "
+               "two sharing a piece of the row, or one (npu.kernels.resident_rows); false: "
+               "the two-pass kernel takes rows that do not fit a chunk of whole rows"),
         Option("epilogues", bool, True, "join matmuls and convs with the elementwise consumers of "
                "their result (matmul and conv epilogues) before forming row groups"),
         Option("epilogue-f16", bool, True, "with epilogues: an epilogue whose only results "
@@ -221,15 +222,15 @@ class FusePass(ConvEpilogueGrouping, EpilogueGrouping, NzLayouts, MatmulChains, 
         """(GM bytes, two-pass plan or None) of the members' kernel, or
         (None, why) when no kernel of them fits UB."""
         g = fusion.model(members, users)
-        resident = self.resident and fused_chunk.resident_fits(g, self.target, budget)
+        resident = self.resident and resident_fit.resident_fits(g, self.target, budget)
         whole = fused_chunk.whole_rows_fit(g, self.target, budget)
         tail = fusion.tail_block(g, self.target)
         if len(members) > 1 and tail and not resident:
             es = min(o.es for m in members for o in m.ins + [m.out] if o.kind in ("full", "row"))
             return None, (f"rows of {g.n} elements of {es} bytes are not whole 32-byte blocks: "
-                          "fused kernels move whole-block rows, or keep one row resident in UB "
-                          "in two slots, which needs rows "
-                          + ("that fit UB twice" if fused_chunk.long_rows(g, self.target)
+                          "fused kernels move whole-block rows, or keep one row resident in UB, "
+                          "which needs rows "
+                          + ("that fit UB" if fused_chunk.long_rows(g, self.target)
                              else "past the vector repeat stride"))
         if len(members) == 1 or whole or resident:
             return fusion.gm_bytes(g, granule), None
@@ -307,9 +308,11 @@ class FusePass(ConvEpilogueGrouping, EpilogueGrouping, NzLayouts, MatmulChains, 
         region_op = nir.form_group_region(fusion.FUSED_ATTR, attrs, location, last, internal,
                                           [m.op for m in members] + list(layouts))
         chain = ", ".join([m.short for m in members] + ["fractalize"] * len(layouts))
-        if plan is None and (fusion.tail_block(g, self.target)
-                             or cb.rows(budget, lambda key: 1) < cb.row_block):
-            how = "rows resident in UB, one a chunk, in two slots (stored from their loaded buffers)"
+        fit = resident_fit.resident_fit(g, self.target, budget) if plan is None else None
+        if fit is not None and (fusion.tail_block(g, self.target)
+                                or cb.rows(budget, lambda key: 1) < cb.row_block):
+            how = (f"rows resident in UB, one a chunk, {fit.describe()} (stored from their "
+                   "loaded buffers)")
         elif plan is None:
             rows_per_chunk = min(g.rows, cb.rows(budget, lambda key: 1))
             how = f"UB {fused_chunk.per_row(cb)} bytes per row, up to {rows_per_chunk} rows per chunk"

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from npu.kernels import fused_chunk
+from npu.kernels import fused_chunk, resident_fit
 
 from npu.costmodel.fusion import rows as fusion
 
@@ -41,7 +41,7 @@ from npu.kernels.cce_build import copy, for_pieces, index_add, lin, sub
 from npu.kernels.scalar_blocks import load_scalar
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass, PassError, ub_fraction_option
 from npu.analysis.pipe_work import pipe_work
-from npu.kernels.resident_rows import ResidentRows
+from npu.kernels.resident_rows import OVERLAP_KEY, ResidentRows
 from npu.kernels.row_builders import IDENTITY, RowBuilders
 from npu.kernels.vector_compute import constant_blocks
 from npu.costmodel.vector.tiling import plan_chunks
@@ -94,9 +94,10 @@ class LowerFused(Pass):
         Option("layouts", bool, True, "choose each kernel's chunk layout with the pipeline "
                "model (stores over loaded buffers, one set of stored buffers, rows per "
                "chunk); false: every streamed buffer in each slot, as many rows as fit"),
-        Option("resident", bool, True, "rows that fit UB only twice over (or long rows that are not whole 32-byte "
-               "blocks) stay resident, one row a chunk in two slots (npu.kernels.resident_rows); "
-               "false: the two-pass kernel takes rows that do not fit a chunk of whole rows"),
+        Option("resident", bool, True, "rows too long for a chunk of whole rows that fit UB (or long rows "
+               "that are not whole 32-byte blocks) stay resident, one row a chunk in two slots, "
+               "two sharing a piece of the row, or one (npu.kernels.resident_rows); false: "
+               "the two-pass kernel takes rows that do not fit a chunk of whole rows"),
         Option("remarks", bool, False, "report each kernel's chunk layout"),
     )
 
@@ -147,9 +148,12 @@ class FusedKernel(RowBuilders, ResidentRows, LayoutChoice):
         self.online = None
         self.profile: ChunkProfile | None = None  # filled by `chunk` when set (`trial`)
         self.tail = fusion.tail_block(self.g, self.target)
-        self.resident = ((self.tail or not fused_chunk.whole_rows_fit(self.g, self.target, budget))
-                         and not self.g.nz and p.slots > 1 and p.resident
-                         and fused_chunk.resident_fits(self.g, self.target, budget))
+        long = self.tail or not fused_chunk.whole_rows_fit(self.g, self.target, budget)
+        fit = (resident_fit.resident_fit(self.g, self.target, budget)
+               if long and not self.g.nz and p.slots > 1 and p.resident else None)
+        self.resident = fit is not None
+        self.overlap = fit.overlap if fit is not None else 0
+        self.resident_slots = fit.slots if fit is not None else 0
         if self.tail and not self.resident:
             raise PassError(f"cannot lower the fused group: rows of {self.n} elements are not "
                             "whole 32-byte blocks and not resident in UB", region)
@@ -226,7 +230,7 @@ class FusedKernel(RowBuilders, ResidentRows, LayoutChoice):
             self.plan = plan_chunks(self.rows, layout.rows, self.row_block)
             if self.p.remarks:
                 self.remark(layout)
-            if layout.slots > 1:
+            if layout.slots > 1 or self.resident:  # a resident row in one slot: no doubling
                 self.pipelined()
             else:
                 for_pieces(self.plan, self.chunk)
@@ -274,17 +278,20 @@ class FusedKernel(RowBuilders, ResidentRows, LayoutChoice):
                    else self.col_size(rows, cp.operand[b].elem)) for b in cp.streamed]
         wanted += [(("nz", root), store.elem, rows * self.n) for root, store in self.nz.items()]
         sets: list[dict] = [{} for _ in range(k)]
+        shared = self.overlap if self.resident and k == 2 and len(wanted) == 1 else 0
         for elem in dict.fromkeys(e for _, e, _ in wanted):
             mine = [(key, size) for key, e, size in wanted if e == elem]
-            total = sum(min(k, copies(key)) * size for key, size in mine)
+            total = sum(min(k, copies(key)) * size for key, size in mine) - shared
             whole = nir.alloc([total], elem, "ub")
             offset = 0
             for key, size in mine:
                 for j in range(k):
                     if j < copies(key):
                         view = sub(whole, offset, size)
-                        offset += size
+                        offset += size - shared
                     sets[j][key] = view
+        if shared:  # the first slot's row ends in the bytes the second's starts in
+            sets[0][OVERLAP_KEY], sets[1][OVERLAP_KEY] = "end", "start"
         return sets
 
     def chunk(self, row0, rows: int, slot: dict | None = None) -> None:
@@ -299,6 +306,7 @@ class FusedKernel(RowBuilders, ResidentRows, LayoutChoice):
         allocated here (in the loop body npu-double-buffer doubles). With
         `profile` set, what the chunk does on each pipe is recorded."""
         valid = min(rows, self.rows)
+        self.overlap_side = slot.get(OVERLAP_KEY) if slot is not None else None
         bufs: dict = {}
         expanded: dict = {}
         pending: list = []

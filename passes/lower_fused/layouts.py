@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from npu.kernels import fused_chunk
+from npu.kernels.resident_fit import shared_columns
 
 from npu.costmodel.fusion import rows as fusion
 from npu import ir as nir
@@ -38,11 +39,14 @@ class Layout:
     rows: int
     slots: int
     estimate: float = 0.0
+    doubled: bool = True  # False: one set of every buffer (a resident row in one slot)
 
     def copies(self, key) -> int:
         """Sets of the streamed buffer `key` (with one slot, the two that
         npu-double-buffer makes of the loop body's)."""
         stored_only = isinstance(key, tuple) or key not in self.plan.loaded
+        if not self.doubled:
+            return 1
         return 1 if self.single and stored_only else max(2, self.slots)
 
 
@@ -53,7 +57,7 @@ class LayoutChoice:
     def budget(self) -> int:
         """UB bytes a chunk's buffers may take (the share shrinks with
         `ub-fraction`, which npu-lower halves when planning overflowed)."""
-        if self.resident:  # as `fused_chunk.resident_fits`, never past UB
+        if self.resident:  # as `resident_fit.resident_fit`, never past UB
             share = min(self.p.ub_fraction / FUSED_UB_FRACTION, 1.0) * fused_chunk.RESIDENT_SHARE
         else:
             share = DOUBLED_SHARE * self.p.ub_fraction / FUSED_UB_FRACTION
@@ -86,6 +90,8 @@ class LayoutChoice:
             if single and not any(b not in cp.loaded for b in cp.streamed) and not self.g.nz:
                 continue
             layout = Layout(cp, deferred, over, single, 0, slots)
+            if self.resident_slots == 1:  # the row fits UB once: its loads follow its stores
+                layout.slots, layout.doubled = 1, False
             cb = fused_chunk.chunk_bytes(self.g, cp, self.target, self.row_block)
             rows = cb.rows(self.budget(), layout.copies)
             if rows < cb.row_block and not out and not self.resident:  # one set: npu-double-buffer decides
@@ -95,7 +101,11 @@ class LayoutChoice:
                 rows = min(rows, max(cb.row_block,
                                      round_down(self.p.max_chunk // self.n, cb.row_block)))
             rows = min(rows, -(-self.rows // cb.row_block) * cb.row_block)
-            if self.resident:
+            if self.resident and self.overlap:  # two slots sharing a piece of the row
+                row = fused_chunk.chunk_bytes(self.g, cp, self.target, self.row_block, self.n)
+                rows = int(layout.slots == 2
+                           and shared_columns(row, self.budget(), self.n) == self.overlap)
+            elif self.resident:
                 rows = min(rows, 1)  # one row a chunk (`npu.kernels.resident_rows`)
             if rows >= cb.row_block:
                 layout.rows = rows

@@ -37,8 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from npu import ir as nir
-from npu.costmodel.fusion.rows import (FUSED_UB_FRACTION, GroupModel, Operand, RowOp, accumulator,
-                                        stores_at_end, tail_block)
+from npu.costmodel.fusion.rows import GroupModel, Operand, RowOp, accumulator, stores_at_end
 from npu.costmodel.vector.nz_limits import cast_gather_limits
 from npu.costmodel.vector.recipes import Compute
 from npu.costmodel.vector.tiling import VectorGeometry
@@ -344,36 +343,15 @@ def per_row(cb: ChunkBytes) -> int:
     return sum(cb.streamed.values()) + cb.vector
 
 
-# UB share two sets of a resident row's buffers may take (`resident_fits`): a
+# UB share the sets of a resident row's buffers may take (`resident_fit`): a
 # one-row chunk's few small buffers beside its row leave the memory planner
 # little to place (npu-lower halves the share and so takes the two-pass
 # kernel should it overflow).
 RESIDENT_SHARE = 0.99
-
-
 def resident_plan(g: GroupModel, target: Target) -> ChunkPlan:
     """The plan of a resident row's chunk: results in place, stored from
     the buffers they were loaded into (one streamed buffer per chain)."""
     return plan(g, stores_at_end(g), target, store_over_loads=True)
-
-
-def resident_fits(g: GroupModel, target: Target, budget: int) -> bool:
-    """Rows too long for `whole_rows_fit` that fit UB twice over, one row a
-    chunk, stored from their loaded buffers (`resident_plan`): the one-pass
-    kernel keeps each row in UB (one GM read, one exp per element) with two
-    slots taken by turns, where the two-pass kernel reads every element
-    twice and computes the reductions' inputs twice. `budget` is the
-    one-set budget (`FUSED_UB_FRACTION` of UB at the default share). Long
-    rows that are not whole blocks (`long_rows`) take this kernel however
-    short: its UB row is the whole blocks and a tail block
-    (`npu.kernels.resident_rows`)."""
-    tail = tail_block(g, target)
-    n = (g.n or 1) - (g.n or 1) % tail + tail if tail else None
-    if tail and not long_rows(g, target):
-        return False  # short rows that are not whole blocks: the unfused kernels take them
-    cb = chunk_bytes(g, resident_plan(g, target), target, online_row_block(g, target), n)
-    allowed = int(min(budget / FUSED_UB_FRACTION, target.capacity("ub")) * RESIDENT_SHARE)
-    return cb.row_block == 1 and cb.rows(allowed, lambda key: 2) >= 1
 
 
 def long_rows(g: GroupModel, target: Target) -> bool:

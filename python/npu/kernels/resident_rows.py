@@ -1,15 +1,19 @@
 """Resident rows: one-pass fused chunks of one long row each (a vocabulary
-softmax), which fit UB only twice over (`fused_chunk.resident_fits`).
+softmax), too long for a chunk of whole rows (`resident_fit.resident_fit`).
 
 Each chunk holds one row, stored from the buffer it was loaded into, in two
-slots taken by turns. A slot's row is loaded, computed and stored before
-the next-but-one row can be loaded into it, so whole-row transfers would
+slots taken by turns (rows of more than half of UB: two slots that share
+the bytes of the row's last stored piece, or one slot). A slot's row is
+loaded, computed and stored before the next-but-one row can be loaded into
+it, so whole-row transfers would
 leave the vector unit waiting for load + store of every other row. The row
 moves in `PIECES` pieces instead, and the last step before a store (a
 lane-wise op) runs piece by piece with each piece stored as soon as it is
 computed: the next row's load into the slot follows the stores piece by
 piece (npu-insert-sync orders them by the bytes they touch), and the vector
-unit, which does the most work per row, runs back to back.
+unit, which does the most work per row, runs back to back. Where the slots
+share bytes, a row stores that piece first and the next row loads it last
+(`shared_last`): MTE2 loads in order, so only that piece waits.
 
 A mixin of `FusedKernel` (npu-lower-fused): needs `n`, `granule`, `flat`,
 `fixed`, `g` and `elementwise`.
@@ -22,29 +26,30 @@ from mlir import ir
 from npu import ir as nir
 from npu.costmodel.fusion import rows as fusion
 from npu.kernels.cce_build import copy, lin, sub
+from npu.kernels.resident_fit import PIECES, resident_pieces
 
-# Pieces a resident row is stored in (and its last step computed in), and
-# loaded in: each load piece waits for the last store piece over its bytes
+# Pieces a resident row is loaded in (`PIECES`: stored in, and its last step
+# computed in): each load piece waits for the last store piece over its bytes
 # from two rows before, one loop-carried flag pair each, and npu-insert-sync
 # merges a loop's carried pairs of one pipe pair into one (the load of a
 # slot then waits for the other slot's stores too) past half its event ids.
-PIECES = 8
 LOAD_PIECES = 2
-# Piece widths are multiples of this many elements (whole f16 and f32 repeats).
-PIECE_STEP = 128
+# The key of a slot (`FusedKernel.slot_buffers`) saying where its row shares
+# bytes with the other slot's: "end" or "start" (`ResidentFit.overlap`).
+OVERLAP_KEY = ("overlap",)
 
 
 class ResidentRows:
     resident: bool = False
+    overlap: int = 0  # elements the two slots' rows share (`resident_fit.ResidentFit`)
+    resident_slots: int = 0  # slots of the resident rows (`resident_fit.ResidentFit`)
+    overlap_side: str | None = None  # this chunk's slot: "end" or "start" of the shared bytes
     tail: int = 0  # elements of a row's tail block (`fusion.tail_block`), 0: whole blocks
     gm_n: int | None = None  # the GM row length when the UB row has a tail block
 
     def resident_pieces(self, pieces: int = PIECES) -> list[tuple[int, int]]:
-        """(first column, width) of each of about `pieces` pieces of a UB
-        row: whole repeats but the last."""
-        n = self.n
-        width = max(PIECE_STEP, -(-n // (pieces * PIECE_STEP)) * PIECE_STEP)
-        return [(j0, min(width, n - j0)) for j0 in range(0, n, width)]
+        """(first column, width) of each of about `pieces` pieces of the UB row."""
+        return resident_pieces(self.n, pieces)
 
     @property
     def main(self) -> int:
@@ -78,8 +83,24 @@ class ResidentRows:
         start = lin((row0, self.gm_n or self.n))
         load = name == "cce.copy_gm_to_ub"
         pieces = self.resident_pieces(LOAD_PIECES if load else PIECES)
+        if load and self.overlap_side is not None:
+            pieces = self.shared_last(pieces)
         for j0, w in pieces if load else pieces[-1:] + pieces[:-1]:
             self.gm_columns(name, o, buf, start, j0, w)
+
+    def shared_last(self, pieces: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Load pieces cut where the row's bytes shared with the other slot
+        begin or end, those bytes last: their load waits for the other row's
+        store of them (its first), and MTE2 loads in order."""
+        n, ov = self.n, self.overlap
+        shared = (n - ov, ov) if self.overlap_side == "end" else (0, ov)
+        lo, hi = shared[0], shared[0] + ov
+        out = []
+        for j0, w in pieces:
+            for a, b in ((j0, min(j0 + w, lo)), (max(j0, hi), j0 + w)):
+                if b > a:
+                    out.append((a, b - a))
+        return out + [shared]
 
     def load_row_operand(self, o: fusion.Operand, buf: ir.Value) -> None:
         """A row operand (gamma, beta) laid out as the rows are."""
