@@ -99,10 +99,10 @@ class DepthwiseKernel:
 
     def loop(self, band: DwBand, run: int, count: int, gb: int, first: int, shift: Index) -> None:
         s = self.s
-        sizes = [size for size in (s.n, count, run)]
+        sizes = [s.n, count, run]
 
         def body(i) -> None:
-            n, grp, kk = delinearize(i, sizes) if not isinstance(i, int) else _static(i, sizes)
+            n, grp, kk = delinearize(i, sizes)
             j0 = lin((grp, self.plan.blocks), (1, first))
             o0 = lin((kk, band.rows), (1, band.o0), (shift, 1))
             in_start = lin((kk, band.rows * s.strides[0]), (1, band.in_start), (shift, s.strides[0]))
@@ -239,13 +239,3 @@ class DepthwiseKernel:
                         rect_op("cce.vmul" if first else "cce.vmla", dsts[g][h].moved(i0, j_0, b),
                                 [src, wgt], i1 - i0, j_1 - j_0, b, t.max_repeat, along=along,
                                 unit=unit)
-
-
-def _static(i: int, sizes: list[int]) -> list[int]:
-    out = []
-    for k, size in enumerate(sizes):
-        inner = 1
-        for later in sizes[k + 1:]:
-            inner *= later
-        out.append(i // inner % size)
-    return out
