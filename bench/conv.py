@@ -26,6 +26,7 @@ import sys
 
 import numpy as np
 
+from npu.costmodel.conv.depthwise_vector import DwShape, plan as vector_plan
 from npu.costmodel.conv.tiling import ConvShape, choose_tiling
 from npu.ir import make_context, parse_module
 from npu.pipeline import run_pipeline
@@ -77,6 +78,7 @@ def conv_module(c: int, h: int, w: int, cout: int, k: int, stride: int, pad: int
             f'  "ascend.conv2d"(%x, %w, %b, %y) {{strides = array<i64: {stride}, {stride}>, '
             f'pads = array<i64: {pad}, {pad}, {pad}, {pad}>, dilations = array<i64: 1, 1>, '
             f'groups = 1 : i64, layout = "{form}", '
+            f'{"group_channels = 1 : i64, " if depthwise else ""}'
             f'kernel = array<i64: {k}, {k}>}} : '
             f'({t_x}, {t_w}, {t_b}, {t_y}) -> ()\n  return\n}}\n')
     inputs = [np.zeros((1, c, h, w) if image else (1, c1, h, w, 16), np.float16), np.zeros((k1, co1, 16, 16), np.float16),
@@ -100,13 +102,25 @@ def run(name: str, spec, target) -> dict:
     shape = ConvShape(-(-c // 16), h, w, -(-cout // 16), k, k, ho, wo, stride, 1, pad,
                       small=c <= 4 and k > 1, diagonal=dw)
     tiling = choose_tiling(shape, target)
+    vector = "vmla" in str(module)  # npu-lower-conv put this depthwise conv on the vector unit
     bands = -(-ho // tiling.rows)
     m_fracs = (bands - 1) * tiling.m1 + -(-(ho - (bands - 1) * tiling.rows) * wo // 16)
     padded = m_fracs * shape.co1 * shape.k1
     return dict(name=name, cycles=res.cycles, cube=cube, ideal=ideal, padded=padded,
                 own=res.report["bound_cycles"], unit=res.report["bound_unit"],
-                tiling=f"rows {tiling.rows} n1 {tiling.n1} kc {tiling.kc}"
-                       f"{' w-resident' if tiling.weights_resident else ''}")
+                tiling=_vector_tiling(spec, target) if vector else
+                f"rows {tiling.rows} n1 {tiling.n1} kc {tiling.kc}"
+                f"{' w-resident' if tiling.weights_resident else ''}")
+
+
+def _vector_tiling(spec, target) -> str:
+    """The vector path's plan of a depthwise layer (as npu-lower-conv makes it)."""
+    c, h, w, _, k, stride, pad = spec
+    ho, wo = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
+    s = DwShape(1, -(-c // 16), h, w, ho, wo, k, k, (stride, stride), (pad,) * 4, (1, 1), 2, True)
+    p = vector_plan(s, target, target.capacity("ub"))
+    return f"vector: {p.blocks} blocks x {p.rows} rows"
+
 
 
 def main(argv=None) -> int:

@@ -106,6 +106,11 @@ NC1HWC0_C4 = "nc1hwc0_c4"
 # only; the weights are the diagonal fractals [Kh*Kw, C1, 16, 16] (row p of
 # block j = kernel point p, its 16x16 block zero outside the groups).
 NC1HWC0_BD = "nc1hwc0_bd"
+# In that form the optional `group_channels` (i64, dividing 16) says how many
+# channels one group has (1: depthwise with multiplier 1, each fractal
+# diagonal), which lets npu-lower-conv run the conv on the vector unit;
+# without it the groups are unknown and the conv runs on the cube.
+GROUP_CHANNELS = "group_channels"
 FORMS_5HD = ("nc1hwc0", "nc1hwc0_c4", "nc1hwc0_bd")
 C0 = 16  # f16 channels per 32-byte block
 
@@ -122,6 +127,16 @@ def pad_value(op: ir.Operation) -> int:
     if not isinstance(op.attributes["pad_value"], ir.IntegerAttr):
         raise RuleError(f"attribute 'pad_value' must be an integer, got {op.attributes['pad_value']}")
     return int_attr(op, "pad_value")
+
+
+def group_channels(op: ir.Operation) -> int | None:
+    """The channels of one group of a block-diagonal conv, when it says."""
+    if GROUP_CHANNELS not in op.attributes:
+        return None
+    attr = op.attributes[GROUP_CHANNELS]
+    if not isinstance(attr, ir.IntegerAttr) or isinstance(attr, ir.BoolAttr):
+        raise RuleError(f"attribute '{GROUP_CHANNELS}' must be an integer, got {attr}")
+    return int_attr(op, GROUP_CHANNELS)
 
 
 def layout(op: ir.Operation) -> str:
@@ -171,6 +186,9 @@ def _check_nc1hwc0(op: ir.Operation, shapes: list[list[int]]) -> None:
         if x[1] != out[1]:
             raise RuleError(f"layout \"nc1hwc0_bd\" takes C1 = Cout1, got {x[1]} and {out[1]}")
         want = [g.kh * g.kw, out[1], C0, C0]
+        cg = group_channels(op)
+        if cg is not None and (cg < 1 or C0 % cg):
+            raise RuleError(f"attribute '{GROUP_CHANNELS}' must divide {C0}, got {cg}")
     elif layout(op) == NC1HWC0_C4:
         if x[1] != 1 and not image:
             raise RuleError(f"layout \"nc1hwc0_c4\" takes one C1 block (C <= 4), got {x[1]}")
@@ -227,6 +245,8 @@ def _check_conv(op: ir.Operation, target: Target) -> None:
     if layout(op) not in (NCHW, *FORMS_5HD):
         raise RuleError(f"attribute 'layout' must be \"nchw\", \"nc1hwc0\", \"nc1hwc0_c4\" or \"nc1hwc0_bd\", "
                         f"got {op.attributes['layout']}")
+    if GROUP_CHANNELS in op.attributes and layout(op) != NC1HWC0_BD:
+        raise RuleError(f"attribute '{GROUP_CHANNELS}' applies to layout \"nc1hwc0_bd\" only")
     if layout(op) in FORMS_5HD:
         _check_nc1hwc0(op, shapes)
         return

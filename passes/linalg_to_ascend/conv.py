@@ -156,6 +156,8 @@ class ConvLowering(ConvLayouts, Int8ConvLowering):
                 diagonal = out4[1] == x4[1] and 16 % cg == 0 and x4[1] > 4
                 weight = block_diagonal(weight, groups)
                 attrs["groups"] = "1 : i64"
+            if diagonal:  # the group size lets npu-lower-conv pick the vector unit for depthwise
+                attrs["group_channels"] = f"{x4[1] // groups} : i64"
             self._conv_5hd(op, x_val, x4, weight, bias, out4, out_dtype, attrs, loc, diagonal)
             return
         x = self._conv_f16(x_val, x4, loc)

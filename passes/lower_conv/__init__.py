@@ -42,13 +42,16 @@ from mlir import ir
 from npu import ir as nir
 from npu.costmodel.conv.tiling import choose_tiling, conv_shape
 from npu.costmodel.conv import epilogue as epilogue_model, int8_staging
-from npu.dialects.ascend_conv import FORMS_5HD, geometry, has_bias, layout, pad_value
+from npu.costmodel.conv.depthwise_vector import DwPlan, DwShape, dw_shape, plan as vector_plan
+from npu.dialects.ascend_conv import (FORMS_5HD, NC1HWC0_BD, geometry, group_channels, has_bias,
+                                      is_int8, layout, pad_value)
 from npu.kernels.cce_build import core_part
 from npu.target import Target
-from npu.passes.base import Pass, PassError, ub_fraction_option
+from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue, group_of
 from npu.passes.lower_conv.drain_cast import f32_bias_staging
 from npu.passes.lower_conv.image_map import reads_image, staging_bytes
+from npu.passes.lower_conv.depthwise_vector import DepthwiseKernel
 from npu.passes.lower_conv.kernel import ConvKernel
 
 
@@ -84,7 +87,13 @@ class LowerConv(Pass):
     summary = "Lower ascend.conv2d (nc1hwc0) to img2col + mad tiles on the cube"
     handles = ("ascend.conv2d",)
     options = (ub_fraction_option(1.0, "fraction of UB the drain of the conv's tiles may use "
-                                       "(two tiles: one drains while the next computes)"),)
+                                       "(two tiles: one drains while the next computes)"),
+               Option("depthwise", str, "auto", "a depthwise conv (layout \"nc1hwc0_bd\" with "
+                      "group_channels = 1): auto = on the vector unit or as block-diagonal "
+                      "fractals on the cube, whichever the conv cost models estimate faster "
+                      "(`npu.costmodel.conv.depthwise_vector` against `tiling`); cube; vector "
+                      "(where it applies: f16/f32, strides within the vector stride fields)",
+                      choices=("auto", "cube", "vector")))
 
     def run(self, module: ir.Operation) -> None:
         self.lower_each(module)
@@ -107,6 +116,11 @@ class LowerConv(Pass):
         row_parts = self.row_parts(op)
         tiling = choose_tiling(shape.row_part(row_parts[0]) if row_parts else shape, self.target,
                                budget, epi.work if epi is not None else None, SETS)
+        vector = self.depthwise_plan(op, epi, budget, row_parts)
+        if vector is not None and (self.depthwise == "vector" or tiling is None
+                                   or vector[0].cycles < tiling.cycles):
+            self.lower_vector(op, vector, epi, row_parts, tiling)
+            return
         if tiling is None:
             raise PassError(f"npu-lower-conv: no tiling fits: one output row of {g.out_hw[1]} "
                             f"windows and one block of Cout do not fit L0A/L0C/UB", op)
@@ -119,6 +133,48 @@ class LowerConv(Pass):
         with op.location, ir.InsertionPoint(op):
             kernel = ConvKernel(self.target, g, shape, tiling, op.operands[0], op.operands[1],
                                 bias, op.operands[-1], epi, budget, pad_value(op))
+            try:
+                kernel.emit(row_parts)
+            except ValueError as e:
+                raise PassError(f"npu-lower-conv: cannot cut the conv's rows over cores: {e}", op)
+        op.erase()
+        if epi is not None:
+            epi.finish()
+
+    def out_type(self, op: ir.Operation, epi: ConvEpilogue | None) -> str:
+        """The type of the conv's tiles in UB: f16 when its drain rounds (drain_cast.py)."""
+        return "f16" if epi is not None and epi.cast is not None else \
+            nir.memref_element(op.operands[-1])
+
+    def depthwise_plan(self, op: ir.Operation, epi: ConvEpilogue | None, budget: int,
+                       row_parts) -> tuple[DwPlan, DwShape] | None:
+        """The vector unit's plan of a depthwise conv (None: the cube's form
+        only: other groups, int8, option depthwise=cube, no plan fits).
+        Accumulation is in the tiles' type: f16 accumulation (one rounding
+        per kernel point) measured 2.3x the cube's f32 error on 3x3 taps
+        (max 0.0017 of the sum of |terms|), well inside f16 results' tolerance."""
+        if (self.depthwise == "cube" or layout(op) != NC1HWC0_BD or group_channels(op) != 1
+                or is_int8(op)):
+            return None
+        out_type = self.out_type(op, epi)
+        s = dw_shape(op, out_type, has_bias(op))
+        if row_parts is not None:
+            s = s.row_part(row_parts[0])
+        p = vector_plan(s, self.target, budget, epi.work if epi is not None else None, SETS)
+        return (p, dw_shape(op, out_type, has_bias(op))) if p is not None else None
+
+    def lower_vector(self, op: ir.Operation, vector, epi: ConvEpilogue | None, row_parts,
+                     tiling) -> None:
+        plan, s = vector
+        cube = f"{tiling.cycles:.0f}" if tiling is not None else "no tiling"
+        self.remark(op, f"npu-lower-conv: depthwise conv on the vector unit ({s.c1} C1 blocks, "
+                        f"{s.kh}x{s.kw} kernel points, {'f16' if s.acc_bytes == 2 else 'f32'} "
+                        f"accumulation; tiles of {plan.blocks} blocks x {plan.rows} rows, est. "
+                        f"{plan.cycles:.0f} cycles against {cube} on the cube)")
+        bias = op.operands[2] if has_bias(op) else None
+        with op.location, ir.InsertionPoint(op):
+            kernel = DepthwiseKernel(self.target, s, plan, op.operands[0], op.operands[1], bias,
+                                     op.operands[-1], epi, self.out_type(op, epi))
             try:
                 kernel.emit(row_parts)
             except ValueError as e:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import ir as nir
-from npu.kernels.cce_build import View, copy, sub
+from npu.kernels.cce_build import View, copy, lin, sub
 
 
 def channel_pattern(src: ir.Value, co1: int, rows: int) -> ir.Value:
@@ -37,7 +37,7 @@ def rows_of(elem: str, repeat_bytes: int = 256) -> int:
     return repeat_bytes // (16 * nir.element_bytes(elem))
 
 
-def block_view(pattern: ir.Value, block: int, per_block: int) -> View:
+def block_view(pattern: ir.Value, block: int | ir.Value, per_block: int) -> View:
     """Cout block `block`'s repeat of `pattern` (`per_block` elements), as a
     vector source read with repeat stride 0: every repeat sees it whole."""
-    return View(sub(pattern, block * per_block, per_block), 1, 0)
+    return View(sub(pattern, lin((block, per_block)), per_block), 1, 0)

@@ -20,7 +20,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.conv import epilogue
-from npu.kernels.cce_build import copy_bursts
+from npu.kernels.cce_build import copy_bursts, lin
 from npu.kernels.vector_compute import constant_blocks, emit_flat_run
 from npu.passes.lower_conv.channel_pattern import block_view, channel_pattern, rows_of
 from npu.target import Target
@@ -124,7 +124,7 @@ class ConvEpilogue:
             # channel, else one per Cout block
             valid = rows * wo * 16
             by_block = valid != m1 * FRAC or any(p is not None for p in channel)
-            runs = [(j * m1 * FRAC, valid, co0 + j) for j in range(n1)] if by_block else \
+            runs = [(j * m1 * FRAC, valid, lin((co0, 1), (j, 1))) for j in range(n1)] if by_block else \
                 [(0, count, None)]
             for at, size, block in runs:
                 part = lambda buf: nir.subview(buf, [at], [size])  # noqa: E731
