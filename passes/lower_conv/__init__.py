@@ -45,7 +45,7 @@ from npu.costmodel.conv import epilogue as epilogue_model, int8_staging
 from npu.dialects.ascend_conv import FORMS_5HD, geometry, has_bias, layout, pad_value
 from npu.kernels.cce_build import core_part
 from npu.target import Target
-from npu.passes.base import Pass, PassError, ub_fraction_option
+from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue, group_of
 from npu.passes.lower_conv.drain_cast import f32_bias_staging
 from npu.passes.lower_conv.image_map import reads_image, staging_bytes
@@ -84,7 +84,9 @@ class LowerConv(Pass):
     summary = "Lower ascend.conv2d (nc1hwc0) to img2col + mad tiles on the cube"
     handles = ("ascend.conv2d",)
     options = (ub_fraction_option(1.0, "fraction of UB the drain of the conv's tiles may use "
-                                       "(two tiles: one drains while the next computes)"),)
+                                       "(two tiles: one drains while the next computes)"),
+               Option("remarks", bool, False, "report each conv's tiling and the cost model's "
+                      "estimate of it (bench/fusion_estimates.py reads it)"))
 
     def run(self, module: ir.Operation) -> None:
         self.lower_each(module)
@@ -115,6 +117,11 @@ class LowerConv(Pass):
                             f"each over its own input block's {shape.k1} kernel points; bands of "
                             f"{tiling.rows} rows, {tiling.n1} blocks per L0C tile, est. "
                             f"{tiling.cycles:.0f} cycles)")
+        elif self.remarks:
+            self.remark(op, f"npu-lower-conv: bands of {tiling.rows} rows, {tiling.n1} Cout blocks "
+                            f"per L0C tile, {tiling.kc} kernel points per chunk, weights "
+                            f"{'resident' if tiling.weights_resident else 'streamed'}; "
+                            f"est. {tiling.cycles:.0f} cycles")
         bias = op.operands[2] if has_bias(op) else None
         with op.location, ir.InsertionPoint(op):
             kernel = ConvKernel(self.target, g, shape, tiling, op.operands[0], op.operands[1],
