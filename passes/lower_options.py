@@ -127,7 +127,7 @@ ROUTES: tuple[Route, ...] = (
           "npu-lower's fused UB shares, halved when a fused kernel overflows"),
     Route("fuse-remarks", tuple(f"{flag} remarks" for flag in (
         "npu-canonicalize", "npu-hoist-casts", "npu-fuse-horizontal", "npu-fuse-attention", "npu-fuse",
-        "npu-fuse-attention-projection", "npu-lower-fused")), "off by default here",
+        "npu-fuse-attention-projection", "npu-lower-fused", "npu-lower-conv")), "off by default here",
         default=False),
     Route("fuse-nz-stores", ("npu-fuse nz-stores", "npu-fuse-attention nz-out"), ""),
     Route("fuse-chains", ("npu-fuse chains",), "with the pipelined matmul schedule only, "

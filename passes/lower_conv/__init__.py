@@ -93,7 +93,9 @@ class LowerConv(Pass):
                       "fractals on the cube, whichever the conv cost models estimate faster "
                       "(`npu.costmodel.conv.depthwise_vector` against `tiling`); cube; vector "
                       "(where it applies: f16/f32, strides within the vector stride fields)",
-                      choices=("auto", "cube", "vector")))
+                      choices=("auto", "cube", "vector")),
+               Option("remarks", bool, False, "report each conv's tiling and the cost model's "
+                      "estimate of it (bench/fusion_estimates.py reads it)"))
 
     def run(self, module: ir.Operation) -> None:
         self.lower_each(module)
@@ -129,6 +131,11 @@ class LowerConv(Pass):
                             f"each over its own input block's {shape.k1} kernel points; bands of "
                             f"{tiling.rows} rows, {tiling.n1} blocks per L0C tile, est. "
                             f"{tiling.cycles:.0f} cycles)")
+        elif self.remarks:
+            self.remark(op, f"npu-lower-conv: bands of {tiling.rows} rows, {tiling.n1} Cout blocks "
+                            f"per L0C tile, {tiling.kc} kernel points per chunk, weights "
+                            f"{'resident' if tiling.weights_resident else 'streamed'}; "
+                            f"est. {tiling.cycles:.0f} cycles")
         bias = op.operands[2] if has_bias(op) else None
         with op.location, ir.InsertionPoint(op):
             kernel = ConvKernel(self.target, g, shape, tiling, op.operands[0], op.operands[1],

@@ -180,8 +180,14 @@ class ConvKernel(ConvWeights):
                     self.emit_band(n, band, lin((base, 1), (h0, 1)), maps[(n, h0)])
                     continue
                 if unrolled:  # a wait before a loop would stall its first band
+                    # Two maps in turn, live across the run: a map of its own
+                    # per band let npu-plan-memory give band b+1 band b's L1,
+                    # so its copies waited for band b's last img2col (ResNet-18
+                    # layer1 conv2: a GM latency and the map, 1,246 cycles a band).
+                    pair = [self.map_buffer(band) for _ in range(2)] \
+                        if self.image is None else [None, None]
                     for k in range(count):
-                        self.emit_band(n, band, lin((base, 1), (h0 + k * t.rows, 1)))
+                        self.emit_band(n, band, lin((base, 1), (h0 + k * t.rows, 1)), pair[k % 2])
                     continue
                 pairs, rest = divmod(count, 2)
                 if pairs == 1:

@@ -1,5 +1,8 @@
 // RUN: npu-opt %s --split-input-file --npu-lower-conv | FileCheck %s
 // RUN: npu-opt %s --split-input-file --npu-lower-conv -o %t 2>&1 | FileCheck %s --check-prefix=REMARK
+// RUN: npu-opt %s --split-input-file --npu-lower-conv=remarks=true -o %t 2>&1 | FileCheck %s --check-prefix=ESTIMATE
+// Without remarks=true a dense conv says nothing (bench/fusion_estimates.py reads the estimate):
+// REMARK-NOT: remark: npu-lower-conv: bands of
 // npu-lower-conv: a 3x3 pad-1 conv of a 6x6 map with 2 C1 blocks (K = 2*9
 // fractals) into one Cout block, one band: the f32 bias repeated to one
 // 256-byte repeat in UB (4 copies), the map per C1 block to L1, then the
@@ -9,6 +12,7 @@
 // weights to L0B, one mad over the chunk, then L0C -> UB, the bias vadd and
 // the store of the band's 36 windows x 16 channels.
 
+// ESTIMATE: conv.mlir:[[@LINE+18]]:3: remark: npu-lower-conv: bands of 6 rows, 1 Cout blocks per L0C tile, 18 kernel points per chunk, weights resident; est. {{[0-9]+}} cycles
 // CHECK-LABEL: func.func @conv
 // CHECK-COUNT-4: "cce.copy_gm_to_ub"(%arg2
 // CHECK-COUNT-2: "cce.copy_gm_to_l1"({{.*}}) {burst_len = 36 : i64
