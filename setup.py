@@ -40,7 +40,8 @@ def packages() -> list[str]:
 CENGINE = Extension(
     "npu.simulator._cengine",
     sources=[f"simulator/csrc/{name}.c" for name in ("module", "entries", "engine", "crosscore",
-                                                          "generic", "stamps", "covered")],
+                                                          "generic", "stamps", "covered",
+                                                          "memsys")],
     depends=["simulator/csrc/engine.h", "simulator/csrc/stamps.h"],
     # -O3: the cross-core check's byte loops vectorise (crosscore.c).
     extra_compile_args=["-O3", "-std=c11"],

@@ -60,6 +60,13 @@ def generic():
     return None if cengine is None else cengine.generic
 
 
+def memsys():
+    """(`_cengine.l2_touch`, `_cengine.bus_take`), the memory system's loops,
+    when this run uses the compiled pieces, else (None, None)."""
+    cengine = engine()
+    return (None, None) if cengine is None else (cengine.l2_touch, cengine.bus_take)
+
+
 def forget_buffers() -> None:
     """Let go of the arrays whose buffers the compiled generic path keeps
     (`csrc/stamps.c`): a run is over."""

@@ -165,6 +165,15 @@ def simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None 
     finally:
         np.seterr(**old_err)
         if gc_was_enabled:
+            # Everything the run made is still in the youngest generation (the
+            # collector was off), so the first collection after it would scan
+            # all of it: 0.4 CPU s after a 4-layer BERT on 32 cores, paid by
+            # whatever allocates next (the per-op report). These objects live
+            # as long as the result: move them to the oldest generation
+            # (`freeze` then `unfreeze`, no scan), which a full collection
+            # still scans.
+            gc.freeze()
+            gc.unfreeze()
             gc.enable()
 
 

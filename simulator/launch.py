@@ -24,6 +24,7 @@ from npu.simulator.memory import INPUT_STAMP, NEVER_WRITTEN, Memory
 from npu.simulator.memory_system import MemorySystem
 from npu.simulator.pipes import Timeline, start
 from npu.simulator.program import Program
+from npu.simulator.trace_codes import InstrTable
 from npu.target import Target
 
 
@@ -82,13 +83,15 @@ def run_cores(program: Program, cores: int, target: Target, strict: bool,
     cross = CrossCoreChecker(cores)
     buffers = CoreBuffers(list(program.on_chip.values()))
     shared = SharedBindings()  # the operand sets' checks, done once for every core
+    table = InstrTable()  # the instructions' facts, read once for every core
     runs = []
     for core, (trace, trailing) in enumerate(walk_cores(program, cores)):
         hazards = HazardDetector(len(trace), program.n_groups, describer(trace, where),
                                  races=not serialize, strict=strict)
         machine = Machine(hazards, numerics, cross, core, shared)
         runs.append(CoreRun(core, trace, hazards, machine,
-                            start(trace, machine, hazards, target, trailing, serialize, memsys)))
+                            start(trace, machine, hazards, target, trailing, serialize, memsys,
+                                  table)))
     release, barrier = None, 0
     try:
         while True:

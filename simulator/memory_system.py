@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from npu.simulator import compiled
 from npu.simulator.access import sorted_unique
 from npu.target import Target
 
@@ -49,6 +50,9 @@ class MemorySystem:
         self.l2_hit_bytes = 0
         self.bus_bytes = 0.0
         self.last_cycle = 0
+        # The loops below compiled (`csrc/memsys.c`; None: Python's): 21.6k
+        # transfers of a 32-core BERT-base x12 took 0.44 of 7.5 CPU s here.
+        self._ctouch, self._cbus = compiled.memsys()
 
     # -- L2 -------------------------------------------------------------------
 
@@ -83,10 +87,34 @@ class MemorySystem:
             rel = self._lines_of[key] = sorted_unique((pattern.byte_idx + addr % line) // line)
         return rel + first
 
+    def _selection(self, last: np.ndarray, pattern, addr: int) -> tuple:
+        """`_lines` as `l2_touch` takes it: (first, a, b, n, step, per, rel)."""
+        line = self.line
+        shift = addr % line
+        first = (addr - shift) // line
+        if pattern.dense:
+            return (0, first + (pattern.lo + shift) // line,
+                    first + (pattern.hi - 1 + shift) // line + 1, 0, 0, 0, None)
+        if pattern.bursts is not None and shift == 0:
+            n, burst, stride = pattern.bursts
+            if burst % line == 0 and stride % line == 0 and stride >= burst:
+                per, step = burst // line, stride // line
+                if first + n * step <= last.size:
+                    return (first, 0, 0, n, step, per, None)
+        key = (pattern.key, shift)
+        rel = self._lines_of.get(key)
+        if rel is None:
+            rel = self._lines_of[key] = sorted_unique((pattern.byte_idx + shift) // line)
+        return (first, 0, 0, 0, 0, 0, rel)
+
     def _touch(self, mem, pattern, addr: int, t0: int) -> tuple[int, int]:
         """(lines the transfer touches that hit in L2, lines in all); marks
         all of them touched at t0."""
         last = self._last(mem)
+        if self._ctouch is not None:
+            done = self._ctouch(last, *self._selection(last, pattern, addr), t0, self.window)
+            if done is not None:
+                return done
         if pattern.dense:
             # A dense transfer over a few lines (the common short copy): the
             # same test and update line by line on Python floats.
@@ -144,6 +172,14 @@ class MemorySystem:
             share = chip / nbytes  # bus bytes per byte the core moves
             left = float(nbytes)
             full = float(rate * BIN)  # what the core moves in a whole bin
+            if self._cbus is not None and type(rate) is int:
+                while left > 0:  # the loop below, compiled: its t and left
+                    done = self._cbus(self.room, t, left, rate, share, BIN)
+                    if done is None:
+                        break
+                    t, left, need = done
+                    if need:
+                        self._grow(need)
             while left > 0:
                 b = int(t // BIN)
                 if b + int(left // full) + 1 > self.room.size:

@@ -25,9 +25,8 @@ race-free program any such order gives the same result.
 
 from __future__ import annotations
 
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Generator
-from dataclasses import dataclass, field
 from itertools import accumulate
 from operator import itemgetter
 
@@ -38,7 +37,8 @@ from npu.simulator.errors import DEADLOCK, SimulationError
 from npu.simulator.hazards import NCOMP, PIPE_NAMES, S, V, M, HazardDetector
 from npu.simulator.instruction import BARRIER, OP, SET, WAIT
 from npu.simulator.machine import Machine
-from npu.simulator.trace_codes import TraceCodes, check_flag_pairs, pipe_counts, static_counts
+from npu.simulator.timeline import Timeline
+from npu.simulator.trace_codes import InstrTable, TraceCodes, check_flag_pairs, pipe_counts
 from npu.target import Target
 
 NPIPES = len(PIPE_NAMES)
@@ -50,27 +50,13 @@ def pipelined_pipes(target: Target) -> frozenset[int]:
 INF = float("inf")
 
 
-@dataclass
-class Timeline:
-    start: list[int]
-    end: list[int]
-    total_cycles: int
-    busy: list[int]
-    counts: list[int]
-    sync_counts: list[int]
-    flows: list[tuple[int, int]] = field(default_factory=list)  # (set entry, wait entry)
-    unconsumed_sets: list[int] = field(default_factory=list)
-    dispatch: list[int] = field(default_factory=list)  # when S handed each entry to its pipe
-    static_counts: Counter = field(default_factory=Counter)  # dispatches per static instruction
-    codes: "TraceCodes | None" = None  # each entry's static instruction, as an array
-
-
 def run(trace: list, machine: Machine, hazards: HazardDetector, target: Target,
-        trailing_scalar: int, serialize: bool, memsys=None) -> Timeline:
+        trailing_scalar: int, serialize: bool, memsys=None,
+        table: InstrTable | None = None) -> Timeline:
     """`memsys` (a `memory_system.MemorySystem`, shared by the cores of one
     launch) times GM transfers, else they cost their static occupancy. One
     core alone: each `sync_all` releases `sync_all_cycles` after it arrives."""
-    core = start(trace, machine, hazards, target, trailing_scalar, serialize, memsys)
+    core = start(trace, machine, hazards, target, trailing_scalar, serialize, memsys, table)
     try:
         arrival = next(core)
         while True:
@@ -80,13 +66,14 @@ def run(trace: list, machine: Machine, hazards: HazardDetector, target: Target,
 
 
 def start(trace: list, machine: Machine, hazards: HazardDetector, target: Target,
-          trailing_scalar: int, serialize: bool, memsys=None) -> Generator[int, int, Timeline]:
+          trailing_scalar: int, serialize: bool, memsys=None,
+          table: InstrTable | None = None) -> Generator[int, int, Timeline]:
     """One core's run as a generator: it yields the cycle at which it reaches
     a `sync_all` (its pipes drained) and resumes at the cycle sent back, when
-    every core has arrived (`launch.run_cores`); its value is the Timeline."""
-    counts = static_counts(trace)
-    codes = TraceCodes.of(trace, counts)
-    check_flag_pairs(trace, counts, codes)
+    every core has arrived (`launch.run_cores`); its value is the Timeline.
+    `table`: the launch's instructions, shared by its cores (`trace_codes`)."""
+    codes = TraceCodes.of(trace, table)
+    check_flag_pairs(trace, codes)
     hazards.number_stamps(trace, [0] * NPIPES, codes.column("op_pipe"))
     if serialize:
         timeline = yield from _run_serialized(trace, machine, hazards, target, trailing_scalar)
@@ -100,7 +87,7 @@ def start(trace: list, machine: Machine, hazards: HazardDetector, target: Target
                 engine = cengine.Engine(trace, entry_pipes.astype(np.int8).tobytes(),
                                         machine.bound, machine.bind, hazards.executed,
                                         compiled.gm_timer(memsys), target.flag_latency,
-                                        tuple(pipelined_pipes(target)))
+                                        tuple(pipelined_pipes(target)), codes.engine_info())
             except cengine.Unsupported:  # a number the C loop does not hold: Python's
                 engine = None
         if engine is not None:
@@ -108,8 +95,7 @@ def start(trace: list, machine: Machine, hazards: HazardDetector, target: Target
         else:
             timeline = yield from _run_parallel(trace, machine, hazards, target,
                                                 trailing_scalar, memsys, entry_pipes)
-    timeline.counts, timeline.sync_counts = pipe_counts(codes, counts, len(trace))
-    timeline.static_counts = counts
+    timeline.counts, timeline.sync_counts = pipe_counts(codes, len(trace))
     timeline.codes = codes
     return timeline
 
@@ -335,9 +321,10 @@ def _run_compiled(engine, trace: list, trailing_scalar: int) -> Generator[int, i
         status, value = engine.step(release)
     if status == 2:
         _deadlock(trace, engine.heads(), value)
-    start, end, dispatch, s_time, done, busy, flows, unconsumed, costs = engine.results()
+    start, end, dispatch, s_time, done, busy, flows, unconsumed, costs = engine.results(True)
     total = max([s_time + trailing_scalar] + done)
     busy[S] = min(total, costs + trailing_scalar)
+    start, end, dispatch = (np.frombuffer(b, np.int64) for b in (start, end, dispatch))
     return Timeline(start, end, total, busy, [], [], flows, unconsumed, dispatch)
 
 

@@ -1,15 +1,18 @@
 """The report's per-instruction sums, over the distinct instructions of a
 core as numpy tables (`trace_codes.TraceCodes.table`): an unrolled program
-has as many distinct instructions as dynamic ones (17k per core of a
+has as many distinct instructions as dynamic ones (19k per core of a
 32-core BERT), so one Python pass over them cost the report 65 ms a core.
-Every sum is the one a Python loop over `counts` makes: integers exactly,
-and each float sum in the same order (`functools.reduce`, sequential)."""
+What depends only on the instruction (its path's number, its hotspot's
+source location and op) is computed once per launch (`InstrTable.derived`):
+the cores share their instructions. Every sum is the one a Python loop over
+the instructions makes: integers exactly, and each float sum in the same
+order (`functools.reduce`, sequential)."""
 
 from __future__ import annotations
 
 from collections import Counter
 from functools import reduce
-from operator import add
+from operator import add, attrgetter
 
 import numpy as np
 
@@ -22,16 +25,15 @@ from npu.target import Target
 class Facts:
     """One core's distinct instructions, their dispatch counts and facts."""
 
-    def __init__(self, codes: TraceCodes, counts: Counter, target: Target):
+    def __init__(self, codes: TraceCodes, target: Target):
         self.codes = codes
-        self.instrs = codes.instrs  # the order of `counts`
-        self.n = np.fromiter(counts.values(), np.int64, len(counts))
+        self.n = codes.n
         self.kind = codes.table("kind")
         self.pipe = codes.table("pipe")
         self.paths = list(target.paths)
         ids = {None: -1, **{p: k for k, p in enumerate(self.paths)}}
-        self.path = np.fromiter(map(ids.__getitem__, codes.texts("path")), np.int64,
-                                len(self.instrs))
+        self.path = codes.derived(("path", tuple(self.paths)), lambda new: list(
+            map(ids.__getitem__, map(attrgetter("path"), new))))
         self.is_op = self.kind == OP
         self.on_path = self.is_op & (self.path >= 0)
 
@@ -71,16 +73,20 @@ class Facts:
         its spot's index if an operation, -2 - pipe if a wait_flag, else -1;
         each instruction's cycles on its unit: occupancy on a pipelined
         unit, -1 (end - start) on another, 0 for sync)."""
-        ops = np.flatnonzero(self.is_op).tolist()
-        wheres, names = self.codes.texts("where"), self.codes.texts("name")
-        keys = [(wheres[k], names[k]) for k in ops]
-        first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1)))
-        order = sorted(first.values())
-        index = {keys[k]: s for s, k in enumerate(order)}
-        pipes = self.pipe[ops].tolist()
-        spots = [(*keys[k], pipes[k]) for k in order]
-        code = np.full(len(self.instrs), -1, np.int64)
-        code[ops] = np.fromiter(map(index.__getitem__, keys), np.int64, len(keys))
+        ops = np.flatnonzero(self.is_op)
+        spot_keys = self.codes.shared.numbering("spot")
+        keys = self.codes.derived("spot", lambda new: [
+            spot_keys.setdefault((i.where, i.name), len(spot_keys)) for i in new])[ops]
+        # Spots in order of their first instruction (instructions: first dispatch order).
+        uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")
+        rank = np.empty(order.size, np.int64)
+        rank[order] = np.arange(order.size)
+        by_number = list(spot_keys)
+        pipes = self.pipe[ops[first[order]]].tolist()
+        spots = [(*by_number[k], p) for k, p in zip(uniq[order].tolist(), pipes)]
+        code = np.full(len(self.n), -1, np.int64)
+        code[ops] = rank[inverse.reshape(-1)]
         waits = self.kind == WAIT
         code[waits] = -2 - self.pipe[waits]
         on_pipelined = np.isin(self.pipe, list(pipelined))

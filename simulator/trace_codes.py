@@ -3,19 +3,22 @@
 A trace entry is `(instr, views, scalar cycles)`. The pipes, the flag check
 and the reports need facts of each entry's instruction (its pipe, kind,
 bytes). Loops repeat instructions, but an unrolled program does not: a
-32-core BERT's hivm program dispatches each of its ~17k instructions once
-per core, so a Python pass over the distinct instructions costs as much as
-one over the trace. Each fact is therefore read with `map(attrgetter)` into
-`np.fromiter` (C loops, no bytecode per instruction), and per-entry columns
-are one gather.
+32-core BERT's hivm program dispatches each of its ~19k instructions once
+per core, so a Python pass over a core's distinct instructions costs as much
+as one over its trace. The cores of a launch run one decoded program,
+though, and share their instructions (BERT-base x12 on 32 cores: 24,670
+distinct of 600k entries). So the facts live in one `InstrTable` per
+launch, read once per instruction (`map(attrgetter)` into `np.fromiter`, C
+loops), and a core's facts are numpy gathers by its entries' numbers.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, count, islice
 from operator import attrgetter, itemgetter
+from typing import Callable
 
 import numpy as np
 
@@ -24,84 +27,177 @@ from npu.simulator.hazards import PIPE_NAMES
 from npu.simulator.instruction import NUMBERS, OP, SET, TEXTS, WAIT, facts_of
 
 NPIPES = len(PIPE_NAMES)
+# What the compiled loop reads of an instruction (`csrc/entries.c`, `Info`), per row.
+ENGINE_INFO = ("kind", "occupancy", "latency", "gm", "key", "barrier_all", "chip")
+COLUMNS = NUMBERS + ("latency", "gm", "key", "barrier_all", "chip")
+
+
+class InstrTable:
+    """Every distinct instruction of a launch, numbered in order of first
+    dispatch (core by core, each in trace order), with its facts: `COLUMNS`
+    as an int64 table, `TEXTS` as lists, flag keys numbered (`key`, -1 for
+    what is not a set or wait). `derived` keeps further per-instruction
+    columns that the reports compute once for every core."""
+
+    def __init__(self) -> None:
+        self.ids: defaultdict = defaultdict(count().__next__)  # Instr -> number
+        self.instrs: list = []
+        self.numbers = np.zeros((0, len(COLUMNS)), np.int64)
+        self.texts: dict[str, list] = {name: [] for name in TEXTS}
+        self.keys: dict[tuple, int] = {}
+        # False once an occupancy or latency is not an int64: the compiled
+        # loop then reads the instructions itself (and refuses them).
+        self.exact = True
+        self._derived: dict = {}
+        self._numberings: dict[str, dict] = {}
+
+    def numbers_of(self, trace: list) -> np.ndarray:
+        """Each entry's instruction number (new instructions join the table)."""
+        before = len(self.ids)
+        # `defaultdict.__getitem__` numbers a new instruction as it is met.
+        nums = np.fromiter(map(self.ids.__getitem__, map(itemgetter(0), trace)), np.int64,
+                           len(trace))
+        if len(self.ids) > before:
+            self._add(list(islice(self.ids, before, None)))
+        return nums
+
+    def _add(self, new: list) -> None:
+        rows = list(map(attrgetter("facts"), new))
+        if None in rows:  # an instruction built without `Instr.finish`
+            rows = [facts_of(i) if r is None else r for r, i in zip(rows, new)]
+        n, k = len(rows), len(NUMBERS)
+        numbers = np.fromiter(chain.from_iterable(map(itemgetter(*range(k)), rows)),
+                              np.int64, n * k).reshape(n, k)
+        kinds = numbers[:, NUMBERS.index("kind")].tolist()
+        keys = self.keys
+        flag = [keys.setdefault(i.key, len(keys)) if kd in (SET, WAIT) else -1
+                for i, kd in zip(new, kinds)]
+        exact = [np.array([r[NUMBERS.index("occupancy")] for r in rows] or [0]),
+                 np.array([getattr(i, "latency", 0) for i in new] or [0])]
+        if any(a.dtype != np.int64 for a in exact):
+            self.exact = False
+        extra = np.array([[getattr(i, "latency", 0) if self.exact else 0 for i in new],
+                          [i.gm_operand is not None for i in new], flag,
+                          [bool(getattr(i, "barrier_all", False)) for i in new],
+                          [bool(getattr(i, "chip", False)) for i in new]], np.int64).T
+        self.numbers = np.concatenate([self.numbers, np.hstack([numbers, extra])])
+        for j, name in enumerate(TEXTS):
+            self.texts[name].extend(map(itemgetter(k + j), rows))
+        self.instrs.extend(new)
+
+    def column(self, name: str) -> np.ndarray:
+        """The COLUMNS fact `name` of every instruction, by number."""
+        return self.numbers[:, COLUMNS.index(name)]
+
+    def numbering(self, name: str) -> dict:
+        """A numbering (value -> number, in the order met) that the launch's
+        cores share, for `derived` columns."""
+        return self._numberings.setdefault(name, {})
+
+    def derived(self, key, make: Callable[[list], list]) -> np.ndarray:
+        """A column (or row) of ints per instruction, `make(new
+        instructions)` for the ones not yet computed (in number order); `key`
+        names it (with whatever it depends on)."""
+        have = self._derived.get(key)
+        done = 0 if have is None else len(have)
+        if done < len(self.instrs):
+            new = np.asarray(make(self.instrs[done:]), np.int64)
+            have = new if have is None else np.concatenate([have, new])
+            self._derived[key] = have
+        return have if have is not None else np.zeros(0, np.int64)
 
 
 @dataclass
 class TraceCodes:
-    """Each trace entry's static instruction as an index into `instrs`, so
-    that per-entry facts (pipe, kind, cost class) are one numpy gather from a
-    per-instruction table instead of a Python pass over the trace. The
-    tables come from one pass over the instructions' `facts` tuples: with
-    17k distinct instructions a core, each pass that reads an attribute of
-    every instruction cost 4 ms (cold objects), and a run made ~20 of them."""
+    """One core's trace against the launch's `InstrTable`: its distinct
+    instructions in order of first dispatch (`glob`: their numbers in the
+    table), each entry's index into them (`codes`) and each one's
+    dispatches (`n`). Per-entry facts are one gather from the table."""
 
-    instrs: list
+    shared: InstrTable
+    glob: np.ndarray
     codes: np.ndarray
-    _numbers: np.ndarray | None = field(default=None, repr=False)
-    _texts: dict | None = field(default=None, repr=False)
+    n: np.ndarray
+    entry_glob: np.ndarray  # each entry's instruction number in the table
+    _instrs: list | None = field(default=None, repr=False)
 
     @classmethod
-    def of(cls, trace: list, counts: Counter) -> "TraceCodes":
-        instrs = list(counts)
-        index = dict(zip(instrs, range(len(instrs))))
-        codes = np.fromiter(map(index.__getitem__, map(itemgetter(0), trace)), np.int64,
-                            len(trace))
-        return cls(instrs, codes)
+    def of(cls, trace: list, table: InstrTable | None = None) -> "TraceCodes":
+        table = table if table is not None else InstrTable()
+        nums = table.numbers_of(trace)
+        if not nums.size or np.bincount(nums).max() == 1:
+            # Each instruction dispatched once (an unrolled program): entry
+            # order is first dispatch order.
+            return cls(table, nums, np.arange(nums.size), np.ones(nums.size, np.int64), nums)
+        uniq, first, inverse, n = np.unique(nums, return_index=True, return_inverse=True,
+                                            return_counts=True)
+        order = np.argsort(first, kind="stable")  # first dispatch order
+        rank = np.empty(order.size, np.int64)
+        rank[order] = np.arange(order.size)
+        return cls(table, uniq[order], rank[inverse.reshape(-1)], n[order], nums)
 
-    def _load(self) -> None:
-        rows = list(map(attrgetter("facts"), self.instrs))
-        if None in rows:  # an instruction built without `Instr.finish`
-            rows = [facts_of(i) if r is None else r for r, i in zip(rows, self.instrs)]
-        n, k = len(rows), len(NUMBERS)
-        self._numbers = np.fromiter(chain.from_iterable(map(itemgetter(*range(k)), rows)),
-                                    np.int64, n * k).reshape(n, k)
-        self._texts = {name: list(map(itemgetter(k + j), rows)) for j, name in enumerate(TEXTS)}
+    @property
+    def instrs(self) -> list:
+        """The distinct instructions, in order of first dispatch."""
+        if self._instrs is None:
+            self._instrs = list(map(self.shared.instrs.__getitem__, self.glob.tolist()))
+        return self._instrs
+
+    @property
+    def counts(self) -> Counter:
+        """Dispatches per static instruction, in order of first dispatch."""
+        return Counter(dict(zip(self.instrs, self.n.tolist())))
 
     def table(self, fact) -> np.ndarray:
-        """Per distinct instruction, in `instrs` order: the NUMBERS fact
+        """Per distinct instruction, in `instrs` order: the COLUMNS fact
         named `fact`, or `fact(instr)` (an int)."""
         if isinstance(fact, str):
-            if self._numbers is None:
-                self._load()
-            return self._numbers[:, NUMBERS.index(fact)]
-        return np.fromiter(map(fact, self.instrs), np.int64, len(self.instrs))
+            return self.shared.column(fact)[self.glob]
+        return np.fromiter(map(fact, self.instrs), np.int64, len(self.glob))
 
     def texts(self, name: str) -> list:
         """Per distinct instruction, the TEXTS fact `name`."""
-        if self._texts is None:
-            self._load()
-        return self._texts[name]
+        return list(map(self.shared.texts[name].__getitem__, self.glob.tolist()))
+
+    def derived(self, key, make: Callable[[list], list]) -> np.ndarray:
+        """`InstrTable.derived`, per distinct instruction in `instrs` order."""
+        return self.shared.derived(key, make)[self.glob]
 
     def column(self, fact) -> np.ndarray:
         """`fact` (as in `table`) of every entry's instruction."""
+        if isinstance(fact, str):
+            return self.shared.column(fact)[self.entry_glob]
         table = self.table(fact)
         return table[self.codes] if table.size else np.zeros(0, np.int64)
 
+    def engine_info(self) -> tuple[bytes, bytes, int] | None:
+        """What the compiled loop reads of the instructions: each entry's
+        index (int32), per distinct instruction `ENGINE_INFO` (int64), and
+        the number of flag keys; None when some number is not an int64."""
+        if not self.shared.exact:
+            return None
+        cols = [COLUMNS.index(name) for name in ENGINE_INFO]
+        info = np.ascontiguousarray(self.shared.numbers[self.glob][:, cols])
+        return (self.codes.astype(np.int32).tobytes(), info.tobytes(), len(self.shared.keys))
+
 
 def static_counts(trace: list) -> Counter:
-    """How often each static instruction was dispatched: one C-speed pass over
-    the trace that the flag check, the per-pipe counts and the report share."""
+    """How often each static instruction was dispatched."""
     return Counter(map(itemgetter(0), trace))
 
 
-def check_flag_pairs(trace: list, counts: Counter | None = None,
-                     codes: TraceCodes | None = None) -> None:
+def check_flag_pairs(trace: list, codes: TraceCodes | None = None) -> None:
     """Every wait_flag needs a set_flag to consume: the k-th wait of a flag
     matches the k-th set of that flag anywhere in the program. The totals per
     flag decide whether some wait goes unmatched; only then is the trace
     walked to name the first one."""
-    if counts is None:
-        counts = static_counts(trace)
-    codes = codes or TraceCodes.of(trace, counts)
-    instrs = codes.instrs
+    codes = codes if codes is not None else TraceCodes.of(trace)
     kinds = codes.table("kind")
-    n = np.fromiter(counts.values(), np.int64, len(instrs))
-    balance: dict[tuple, int] = {}
-    for k in np.flatnonzero((kinds == SET) | (kinds == WAIT)).tolist():
-        instr = instrs[k]
-        change = int(n[k]) if kinds[k] == SET else -int(n[k])
-        balance[instr.key] = balance.get(instr.key, 0) + change
-    if all(b >= 0 for b in balance.values()):
+    sync = np.flatnonzero((kinds == SET) | (kinds == WAIT))
+    balance = np.zeros(len(codes.shared.keys), np.int64)
+    np.add.at(balance, codes.table("key")[sync],
+              np.where(kinds[sync] == SET, codes.n[sync], -codes.n[sync]))
+    if not (balance < 0).any():
         return
     sets: dict[tuple, int] = {}
     for instr, _, _ in trace:
@@ -119,10 +215,9 @@ def check_flag_pairs(trace: list, counts: Counter | None = None,
                     f"{'' if have == 1 else 's'}", instr.where)
 
 
-def pipe_counts(codes: TraceCodes, counts: Counter,
-                n_entries: int) -> tuple[list[int], list[int]]:
+def pipe_counts(codes: TraceCodes, n_entries: int) -> tuple[list[int], list[int]]:
     """Per pipe: instructions that compute or move data, and sync ops."""
-    n = np.fromiter(counts.values(), np.int64, len(counts))
+    n = codes.n
     pipes = codes.table("pipe")
     is_op = codes.table("kind") == OP
     ops, sync = np.zeros(NPIPES, np.int64), np.zeros(NPIPES, np.int64)

@@ -82,8 +82,11 @@ typedef struct {
     int loaded;
 } Engine;
 
-/* entries.c: read the trace into the arrays above (0, or -1 with an exception). */
-int engine_load(Engine *E, PyObject *entry_pipes);
+/* entries.c: read the trace into the arrays above (0, or -1 with an exception).
+ * `info`: None (read each instruction's attributes), or the launch's table
+ * of them (`trace_codes.TraceCodes.engine_info`): (each entry's row as int32
+ * bytes, per row ENGINE_INFO as int64 bytes, the number of flag keys). */
+int engine_load(Engine *E, PyObject *entry_pipes, PyObject *info);
 void engine_free(Engine *E);
 int32_t pool_push(Engine *E, const int64_t *c);
 
@@ -93,6 +96,10 @@ int engine_step(Engine *E, int64_t release, int64_t *t);
 
 /* crosscore.c: the cross-core GM check of equal runs of bytes (a module function). */
 PyObject *cross_runs(PyObject *self, PyObject *args);
+
+/* memsys.c: the memory system's L2 touch and bus loop (module functions). */
+PyObject *l2_touch(PyObject *self, PyObject *args);
+PyObject *bus_take(PyObject *self, PyObject *args);
 
 /* generic.c: Machine.execute_generic's checks (a module function). */
 int generic_init(void);

@@ -129,7 +129,50 @@ int32_t pool_push(Engine *E, const int64_t *c)
 #define ALLOC(ptr, count) \
     ((ptr) = PyMem_Calloc((size_t)(count) + 1, sizeof *(ptr)), (ptr) != NULL)
 
-int engine_load(Engine *E, PyObject *entry_pipes)
+/* The instructions from the launch's table (`info`, see engine.h): no attribute
+ * is read per core. Rows of ENGINE_INFO: kind, occupancy, latency, gm, key,
+ * barrier_all, chip. */
+#define INFO_COLS 7
+static int load_table(Engine *E, PyObject *info, const int32_t **rows_of)
+{
+    PyObject *rows, *table;
+    Py_ssize_t n_keys;
+    if (!PyArg_ParseTuple(info, "O!O!n", &PyBytes_Type, &rows, &PyBytes_Type, &table, &n_keys))
+        return -1;
+    Py_ssize_t n_info = PyBytes_GET_SIZE(table) / (INFO_COLS * (Py_ssize_t)sizeof(int64_t));
+    if (PyBytes_GET_SIZE(rows) != E->n * (Py_ssize_t)sizeof(int32_t) || n_info > E->n ||
+        PyBytes_GET_SIZE(table) != n_info * INFO_COLS * (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "info: one int32 row per entry, 7 int64 per row, at most a row per entry");
+        return -1;
+    }
+    const int64_t *t = (const int64_t *)PyBytes_AS_STRING(table);
+    for (Py_ssize_t r = 0; r < n_info; r++, t += INFO_COLS) {
+        Info *in = &E->info[r];
+        in->kind = (int)t[0];
+        in->occupancy = t[1];
+        in->latency = t[2];
+        in->gm = t[3] != 0;
+        in->key = (int)t[4];
+        in->barrier_all = t[5] != 0;
+        in->chip = t[6] != 0;
+        if ((in->kind == K_SET || in->kind == K_WAIT) && (in->key < 0 || in->key >= n_keys)) {
+            PyErr_SetString(PyExc_ValueError, "info: a flag key out of range");
+            return -1;
+        }
+    }
+    const int32_t *of = (const int32_t *)PyBytes_AS_STRING(rows);
+    for (Py_ssize_t i = 0; i < E->n; i++)
+        if (of[i] < 0 || of[i] >= n_info) {
+            PyErr_SetString(PyExc_ValueError, "info: an entry's row out of range");
+            return -1;
+        }
+    E->n_info = n_info;
+    E->n_keys = n_keys;
+    *rows_of = of;
+    return 0;
+}
+
+int engine_load(Engine *E, PyObject *entry_pipes, PyObject *info)
 {
     Py_ssize_t n = PyList_GET_SIZE(E->trace);
     const char *pipes = PyBytes_AsString(entry_pipes);
@@ -143,23 +186,28 @@ int engine_load(Engine *E, PyObject *entry_pipes)
     size_t cap = 16;
     while (cap < 2 * (size_t)n + 16)
         cap <<= 1;
-    PyObject **slots = PyMem_Calloc(cap, sizeof *slots);
-    int32_t *rows = PyMem_Calloc(cap, sizeof *rows);
+    int hashed = info == Py_None; /* else the table gives each entry's row */
+    PyObject **slots = hashed ? PyMem_Calloc(cap, sizeof *slots) : NULL;
+    int32_t *rows = hashed ? PyMem_Calloc(cap, sizeof *rows) : NULL;
     Py_ssize_t per_pipe[NPIPES] = {0}, n_sets = 0;
-    int ok = slots && rows && ALLOC(E->info_of, n) && ALLOC(E->pipe, n) && ALLOC(E->cost, n) &&
+    int ok = (!hashed || (slots && rows)) && ALLOC(E->info_of, n) && ALLOC(E->pipe, n) && ALLOC(E->cost, n) &&
              ALLOC(E->start, n) && ALLOC(E->end, n) && ALLOC(E->dispatch, n) &&
              ALLOC(E->snap, n) && ALLOC(E->next_s, n) && ALLOC(E->info, n);
     if (!ok) {
         PyErr_NoMemory();
         goto fail;
     }
+    const int32_t *rows_of = NULL;
+    if (!hashed && load_table(E, info, &rows_of) < 0)
+        goto fail;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *entry = PyList_GET_ITEM(E->trace, i);
         if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 3) {
             PyErr_SetString(PyExc_TypeError, "a trace entry is (instr, views, cycles)");
             goto fail;
         }
-        int32_t row = info_row(E, slots, rows, cap - 1, PyTuple_GET_ITEM(entry, 0));
+        int32_t row = rows_of ? rows_of[i]
+                              : info_row(E, slots, rows, cap - 1, PyTuple_GET_ITEM(entry, 0));
         if (row < 0 || as_i64(PyTuple_GET_ITEM(entry, 2), &E->cost[i], "scalar cycles") < 0)
             goto fail;
         E->info_of[i] = row;

@@ -5,16 +5,17 @@
 static int Engine_init(Engine *E, PyObject *args, PyObject *kwds)
 {
     static char *names[] = {"trace", "entry_pipes", "bound", "bind", "counts", "gm",
-                            "flag_latency", "pipelined", NULL};
-    PyObject *trace, *pipes, *bound, *bind, *counts, *gm, *pipelined;
+                            "flag_latency", "pipelined", "info", NULL};
+    PyObject *trace, *pipes, *bound, *bind, *counts, *gm, *pipelined, *info = Py_None;
     long long flag_latency;
     if (E->loaded || E->trace) {
         PyErr_SetString(PyExc_RuntimeError, "an Engine runs one trace once");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!O!OO!OLO", names, &PyList_Type, &trace,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!O!OO!OLO|O", names, &PyList_Type, &trace,
                                      &PyBytes_Type, &pipes, &PyDict_Type, &bound, &bind,
-                                     &PyList_Type, &counts, &gm, &flag_latency, &pipelined))
+                                     &PyList_Type, &counts, &gm, &flag_latency, &pipelined,
+                                     &info))
         return -1;
     if (PyList_GET_SIZE(counts) < NPIPES) {
         PyErr_SetString(PyExc_ValueError, "counts needs one item per pipe");
@@ -42,7 +43,7 @@ static int Engine_init(Engine *E, PyObject *args, PyObject *kwds)
         for (int k = 0; k < NCOMP; k++)
             PyList_SET_ITEM(E->clock_py[p], k, PyLong_FromLong(0));
     }
-    return engine_load(E, pipes);
+    return engine_load(E, pipes, info);
 }
 
 static PyObject *Engine_step(Engine *E, PyObject *args)
@@ -78,8 +79,19 @@ static PyObject *int_list(const int64_t *values, Py_ssize_t n)
 }
 
 /* (start, end, dispatch, s_time, done, busy, flows, unconsumed, sum of scalar cycles) */
-static PyObject *Engine_results(Engine *E, PyObject *unused)
+static PyObject *int_bytes(const int64_t *values, Py_ssize_t n)
 {
+    return PyBytes_FromStringAndSize((const char *)values, n * (Py_ssize_t)sizeof(int64_t));
+}
+
+/* `arrays`: start, end and dispatch as int64 bytes, not lists (the reports read
+ * them as numpy arrays; 3 x 19k ints a core of a 32-core BERT). */
+static PyObject *Engine_results(Engine *E, PyObject *args)
+{
+    int arrays = 0;
+    if (!PyArg_ParseTuple(args, "|p", &arrays))
+        return NULL;
+    PyObject *(*seq)(const int64_t *, Py_ssize_t) = arrays ? int_bytes : int_list;
     PyObject *flows = PyList_New(E->n_flows), *unconsumed = PyList_New(0);
     if (!flows || !unconsumed)
         goto fail;
@@ -98,8 +110,8 @@ static PyObject *Engine_results(Engine *E, PyObject *unused)
             }
             Py_DECREF(v);
         }
-    return Py_BuildValue("(NNNLNNNNL)", int_list(E->start, E->n), int_list(E->end, E->n),
-                         int_list(E->dispatch, E->n), (long long)E->s_time,
+    return Py_BuildValue("(NNNLNNNNL)", seq(E->start, E->n), seq(E->end, E->n),
+                         seq(E->dispatch, E->n), (long long)E->s_time,
                          int_list(E->done, NPIPES), int_list(E->busy, NPIPES), flows, unconsumed,
                          (long long)E->cost_sum);
 fail:
@@ -141,8 +153,9 @@ static PyMethodDef Engine_methods[] = {
     {"step", (PyCFunction)Engine_step, METH_VARARGS,
      "step([release]) -> (0, s_pos) at the end, (1, arrival) at a chip barrier (the next "
      "step's argument is its release), (2, s_pos) on a deadlock"},
-    {"results", (PyCFunction)Engine_results, METH_NOARGS,
-     "(start, end, dispatch, s_time, done, busy, flows, unconsumed, sum of scalar cycles)"},
+    {"results", (PyCFunction)Engine_results, METH_VARARGS,
+     "results([arrays]) -> (start, end, dispatch, s_time, done, busy, flows, unconsumed, sum of "
+     "scalar cycles); start, end and dispatch as int64 bytes when `arrays`"},
     {"heads", (PyCFunction)Engine_heads, METH_NOARGS, "[(pipe, its head entry)]"},
     {NULL, NULL, 0, NULL},
 };
@@ -171,6 +184,12 @@ static PyMethodDef module_functions[] = {
     {"cross_runs", cross_runs, METH_VARARGS,
      "cross_runs(writer, readers, start, n, run, stride, core, write) -> None (does not fit), "
      "True (a conflict: nothing changed) or False (no conflict: recorded)"},
+    {"l2_touch", l2_touch, METH_VARARGS,
+     "l2_touch(last, first, a, b, n, step, per, rel, t0, window) -> (hits, lines) or None "
+     "(memory_system.MemorySystem._touch)"},
+    {"bus_take", bus_take, METH_VARARGS,
+     "bus_take(room, t, left, rate, share, bin) -> (t, left, bins needed) or None "
+     "(memory_system.MemorySystem.transfer's loop)"},
     {"generic", (PyCFunction)(void (*)(void))generic, METH_FASTCALL,
      "generic(state, instr, pipe, reads, writes, stamp, n, clock, clock_list) -> carry: "
      "Machine.execute_generic's checks (machine.py)"},

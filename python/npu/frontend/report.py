@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from itertools import chain, filterfalse
+from operator import attrgetter
 
 import numpy as np
 
@@ -62,21 +62,21 @@ def per_op_breakdown(result, target, names: dict[str, str],
 def exclusive_cycles(result) -> dict[str, float]:
     """{op location: cycles}, summing to the run's cycles (module docstring)."""
     cores = result.core_traces or [(result.trace_entries, result.timeline)]
-    wheres: dict[str, int] = {}
+    wheres: dict[str, int] = {}  # location -> its owner number in `sweep`
     total = np.zeros(0)
     for entries, timeline in cores:
         codes = timeline.codes
         if not entries or codes is None:
             continue
-        # C loops over the distinct instructions (as many as the dynamic ones
-        # in an unrolled program): `TraceCodes.table`, maps of attrgetter.
+        # Per distinct instruction, computed once for the launch's cores
+        # (`InstrTable.derived`), then gathered per entry.
         op_of = (codes.table("kind") == OP)[codes.codes]
-        locations = codes.texts("where")
-        for where in filterfalse(wheres.__contains__, dict.fromkeys(locations)):
-            wheres[where] = len(wheres)
-        where_of = np.fromiter(map(wheres.__getitem__, locations), np.int64,
-                               len(locations))[codes.codes]
-        start, end = np.asarray(timeline.start, np.float64), np.asarray(timeline.end, np.float64)
+        numbers = codes.shared.numbering("where")
+        wheres = numbers
+        where_of = codes.derived("where", lambda new: [
+            numbers.setdefault(w, len(numbers)) for w in map(attrgetter("where"), new)])[codes.codes]
+        start = timeline.array("start").astype(np.float64)
+        end = timeline.array("end").astype(np.float64)
         keep = op_of & (end > start)
         share = sweep(start[keep], end[keep], where_of[keep], len(wheres), result.cycles)
         total = np.concatenate([total, np.zeros(len(wheres) - total.size)]) + share
@@ -153,51 +153,53 @@ class _OpTotals:
         self._out: dict[int, int] = {}  # index in _seen -> index in wheres
         self._paths: list[str] = []
         self._path_ids: dict[str, int] = {}
-        self._rows: dict = {}  # static instruction -> its table row
         self.first = self.last = np.zeros(0)
         self.instructions = self.flops = self.cube_flops = np.zeros(0)
         self.gm_bytes = self.bytes = np.zeros(0)
         self._best: list[tuple[float, str] | None] = []  # per op: the largest core bound
 
-    def _row(self, instr) -> tuple:
-        """(op, unit: 0 other / 1 V / 2 M, occupancy, flops per dispatch,
-        path or -1, bytes per dispatch, whether the path touches GM, the bytes
-        that take as long on the path as the instruction's own rate takes
-        (img2col: slower than its path); op -1 for what is not an operation."""
-        row = self._rows.get(instr)
-        if row is None:
+    def _rows(self, new: list) -> list[tuple]:
+        """Per instruction: (op, unit: 0 other / 1 V / 2 M, occupancy, flops
+        per dispatch, path or -1, bytes per dispatch, whether the path
+        touches GM, the bytes that take as long on the path as the
+        instruction's own rate takes (img2col: slower than its path); op -1
+        for what is not an operation. Computed once per instruction of a
+        launch (`InstrTable.derived`): the cores share them."""
+        rows = []
+        seen, paths, target = self._seen_ids, self._path_ids, self.target
+        for instr in new:
             if instr.kind != OP:
-                row = (-1, 0, 0, 0, -1, 0, 0, 0)
-            else:
-                where = self._seen_ids.get(instr.where)
-                if where is None:
-                    where = self._seen_ids[instr.where] = len(self._seen)
-                    self._seen.append(instr.where)
-                path = -1 if instr.path is None else self._path_ids.setdefault(
-                    instr.path, len(self._path_ids))
-                unit = {"V": 1, "M": 2}.get(instr.pipe_name, 0)
-                nbytes = instr.nbytes if path >= 0 else 0
-                timed = (nbytes * self.target.path(instr.path).bytes_per_cycle // instr.rate
-                         if path >= 0 and instr.rate else nbytes)
-                row = (where, unit, instr.occupancy, _flops(instr, self.target), path, nbytes,
-                       int(path >= 0 and "gm" in instr.path.split("_to_")), timed)
-            self._rows[instr] = row
-        return row
+                rows.append((-1, 0, 0, 0, -1, 0, 0, 0))
+                continue
+            where = seen.setdefault(instr.where, len(seen))
+            path = -1 if instr.path is None else paths.setdefault(instr.path, len(paths))
+            unit = {"V": 1, "M": 2}.get(instr.pipe_name, 0)
+            nbytes = instr.nbytes if path >= 0 else 0
+            timed = (nbytes * target.path(instr.path).bytes_per_cycle // instr.rate
+                     if path >= 0 and instr.rate else nbytes)
+            rows.append((where, unit, instr.occupancy, _flops(instr, target), path, nbytes,
+                         int(path >= 0 and "gm" in instr.path.split("_to_")), timed))
+        return rows
 
     def add_core(self, timeline) -> None:
         codes = timeline.codes
-        k, n = codes.codes, len(codes.instrs)
-        start, end = np.asarray(timeline.start), np.asarray(timeline.end)
+        k, n = codes.codes, len(codes.glob)
+        start, end = timeline.array("start"), timeline.array("end")
         count = np.bincount(k, minlength=n)
         duration = np.bincount(k, weights=end - start, minlength=n)
-        first = np.full(n, np.inf)
-        np.minimum.at(first, k, start)
-        last = np.full(n, -np.inf)
-        np.maximum.at(last, k, end)
-        for instr in filterfalse(self._rows.__contains__, codes.instrs):  # new rows, in order
-            self._row(instr)
-        table = np.fromiter(chain.from_iterable(map(self._rows.__getitem__, codes.instrs)),
-                            np.int64, 8 * n).reshape(n, 8)
+        if codes.n.max(initial=0) == 1:  # each instruction once: `k` orders the entries
+            first, last = np.empty(n), np.empty(n)
+            first[k], last[k] = start, end
+        else:
+            first = _reduce_by(np.minimum, k, start, n, np.inf)
+            last = _reduce_by(np.maximum, k, end, n, -np.inf)
+        shared = codes.shared
+        # The rows' numberings live with them, in the launch's table.
+        shared.numbering("per_op targets").setdefault(id(self.target), self.target)
+        self._seen_ids = shared.numbering(("per_op where", id(self.target)))
+        self._path_ids = shared.numbering(("per_op path", id(self.target)))
+        table = codes.derived(("per_op", id(self.target)), self._rows).reshape(n, 8)
+        self._seen = list(self._seen_ids)
         seen, unit, occupancy, flops, path, nbytes, gm, timed = table.T
         keep = np.flatnonzero((seen >= 0) & (count > 0))
         for r in dict.fromkeys(seen[keep].tolist()):  # ops new to the launch, in order
@@ -232,9 +234,7 @@ class _OpTotals:
             self._best.extend([None] * extra)
 
     def _min_by(self, who: np.ndarray, values: np.ndarray) -> np.ndarray:
-        out = np.full(len(self.wheres), np.inf)
-        np.minimum.at(out, who, values)
-        return out
+        return _reduce_by(np.minimum, who, values, len(self.wheres), np.inf)
 
     def _core_bounds(self, w, unit, busy, path, moved) -> None:
         """This core's bound of each of its ops (the largest of its bytes over
@@ -264,6 +264,20 @@ class _OpTotals:
 
     def bound(self, op: int) -> tuple[float, str]:
         return self._best[op]
+
+
+def _reduce_by(ufunc: np.ufunc, who: np.ndarray, values: np.ndarray, n: int,
+               empty: float) -> np.ndarray:
+    """`ufunc.at(out, who, values)` on `out = [empty] * n` for a minimum or a
+    maximum (exact in any order), as one sort and a `reduceat`: `ufunc.at`
+    took 0.13 CPU s a call of `per_op_breakdown` on a 32-core BERT."""
+    out = np.full(n, empty)
+    if who.size:
+        order = np.argsort(who, kind="stable")
+        grouped = who[order]
+        heads = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
+        out[grouped[heads]] = ufunc(out[grouped[heads]], ufunc.reduceat(values[order], heads))
+    return out
 
 
 def _source_order(location: str) -> tuple:

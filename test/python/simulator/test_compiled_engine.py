@@ -76,7 +76,8 @@ def both(monkeypatch):
     monkeypatch.setattr(compiled, "_cengine", SimpleNamespace(
         Engine=engine, Unsupported=real_cengine.Unsupported, KINDS=real_cengine.KINDS,
         cross_runs=real_cengine.cross_runs, generic=generic,
-        forget_buffers=real_cengine.forget_buffers))
+        forget_buffers=real_cengine.forget_buffers, l2_touch=real_cengine.l2_touch,
+        bus_take=real_cengine.bus_take))
 
     def run(fn):
         seen = {}
