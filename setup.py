@@ -40,8 +40,9 @@ def packages() -> list[str]:
 CENGINE = Extension(
     "npu.simulator._cengine",
     sources=[f"simulator/csrc/{name}.c" for name in ("module", "entries", "engine", "crosscore",
-                                                          "generic", "stamps", "covered")],
-    depends=["simulator/csrc/engine.h", "simulator/csrc/stamps.h"],
+                                                          "generic", "stamps", "covered", "walk",
+                                                          "walkobj")],
+    depends=["simulator/csrc/engine.h", "simulator/csrc/stamps.h", "simulator/csrc/walk.h"],
     # -O3: the cross-core check's byte loops vectorise (crosscore.c).
     extra_compile_args=["-O3", "-std=c11"],
     optional=True,
