@@ -41,8 +41,8 @@ CENGINE = Extension(
     "npu.simulator._cengine",
     sources=[f"simulator/csrc/{name}.c" for name in ("module", "entries", "engine", "crosscore",
                                                           "generic", "stamps", "covered",
-                                                          "memsys")],
-    depends=["simulator/csrc/engine.h", "simulator/csrc/stamps.h"],
+                                                          "memsys", "walk", "walkobj")],
+    depends=["simulator/csrc/engine.h", "simulator/csrc/stamps.h", "simulator/csrc/walk.h"],
     # -O3: the cross-core check's byte loops vectorise (crosscore.c).
     extra_compile_args=["-O3", "-std=c11"],
     optional=True,

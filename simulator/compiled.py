@@ -67,6 +67,13 @@ def memsys():
     return (None, None) if cengine is None else (cengine.l2_touch, cengine.bus_take)
 
 
+def walker_type():
+    """`_cengine.Walker` (the compiled scalar walk, `walk_code.py`) when this
+    run uses the compiled pieces, else None."""
+    cengine = engine()
+    return None if cengine is None else getattr(cengine, "Walker", None)
+
+
 def forget_buffers() -> None:
     """Let go of the arrays whose buffers the compiled generic path keeps
     (`csrc/stamps.c`): a run is over."""

@@ -37,6 +37,7 @@ class ScalarAndViewDecoding:
 
             def binary(env: list, r=r, a=a, b=b, f=f) -> None:
                 env[r] = f(env[a], env[b])
+            binary.code = ("binary", name, r, a, b)  # the compiled walk's (walk_code.py)
             return binary, self.issue
         if name == "arith.cmpi":
             f = scalar_unit.CMPI[npu_ir.int_attr(op, "predicate")]
@@ -45,6 +46,7 @@ class ScalarAndViewDecoding:
 
             def cmp(env: list, r=r, a=a, b=b, f=f) -> None:
                 env[r] = f(env[a], env[b])
+            cmp.code = ("cmpi", npu_ir.int_attr(op, "predicate"), r, a, b)
             return cmp, self.issue
         if name == "arith.select":
             c, t, f_ = (self.use(v, op) for v in op.operands)
@@ -52,6 +54,7 @@ class ScalarAndViewDecoding:
 
             def select(env: list, r=r, c=c, t=t, f_=f_) -> None:
                 env[r] = env[t] if env[c] else env[f_]
+            select.code = ("select", r, c, t, f_)
             return select, self.issue
         if name in scalar_unit.INT_IDENTITY:
             a = self.use(op.operands[0], op)
@@ -59,6 +62,7 @@ class ScalarAndViewDecoding:
 
             def copy(env: list, r=r, a=a) -> None:
                 env[r] = env[a]
+            copy.code = ("copy", r, a)
             return copy, self.issue
         if name in ("memref.alloc", "memref.alloca"):
             self.env[self.slot(op.results[0])] = self.alloc(op, where)

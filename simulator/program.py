@@ -20,7 +20,8 @@ from typing import Callable
 from mlir import ir
 
 from npu import ir as npu_ir
-from npu.simulator import cube_unit, dispatch, hivm_decode, img2col, mte, vector_unit
+from npu.simulator import (compiled, cube_unit, dispatch, hivm_decode, img2col, mte, vector_unit,
+                           walk_code)
 from npu.simulator.errors import INVALID, UNSUPPORTED, SimulationError, where_of
 from npu.simulator.instruction import BARRIER, SET, WAIT, DecodeContext, Instr, SyncInstr
 from npu.simulator.memory import Memory, Placement, Region
@@ -66,6 +67,7 @@ class Program:
     scalar_loads: object = None  # `scalar_loads.ScalarLoads` when the program loads scalars
     block_slot: int | None = None  # the env slot of the `npu.block_idx` argument
     on_chip: dict[str, Memory] = field(default_factory=dict)  # the buffers, by space
+    walker: object = None  # the compiled walk (`walk_code`), False: Python's
 
     def run_scalar(self) -> int:
         """Walk the control flow once, filling `trace`, and number the hazard
@@ -81,6 +83,18 @@ class Program:
             self.hivm.start_core()  # the previous core's register writes are not this one's
         if self.scalar_loads is not None:
             self.scalar_loads.lines.clear()  # each walk is a core that starts cold
+        if self.walker is None:
+            walker_type = compiled.walker_type()
+            self.walker = (walker_type is not None and walk_code.compile_walk(self, walker_type)
+                           or False)
+        if self.walker:
+            start = len(self.trace)
+            trailing = self.walker.walk(0 if self.block_slot is None else
+                                        self.env[self.block_slot], self.trace)
+            if trailing is not None:
+                self.pending[0] = trailing
+                return trailing
+            del self.trace[start:]  # what the walker cannot do exactly: Python's walk
         env = self.env
         for fn in self.body:
             fn(env)
@@ -293,6 +307,9 @@ class Decoder(ScalarAndViewDecoding):
             for s, v in zip(results, vals):
                 env[s] = v
 
+        # what the compiled walk runs instead (walk_code.py)
+        code = ("for", lb, ub, step, iv, iter_cost, inits, bargs, results, yields, body)
+        run_for.code = code
         if inits:
             return run_for
 
@@ -306,6 +323,7 @@ class Decoder(ScalarAndViewDecoding):
                 for fn in body:
                     fn(env)
                 i += st
+        run_simple_for.code = code
         return run_simple_for
 
     def scf_if(self, op: ir.Operation) -> Fn:
@@ -328,6 +346,7 @@ class Decoder(ScalarAndViewDecoding):
                 fn(env)
             for s, y in zip(results, yields):
                 env[s] = env[y]
+        run_if.code = ("if", cond, cost, results, then_body, then_yields, else_body, else_yields)
         return run_if
 
     def _yield_slots(self, block: ir.Block, op: ir.Operation) -> tuple[int, ...]:
@@ -348,4 +367,5 @@ def _defined_in(block: ir.Block) -> set:
 def _add_cost(pending: list[int], cost: int) -> Fn:
     def add(env: list) -> None:
         pending[0] += cost
+    add.code = ("cost", cost)
     return add

@@ -86,4 +86,5 @@ def assert_fn(cond: int, message: str, where: str) -> Fn:
     def check(env: list) -> None:
         if not env[cond]:
             raise SimulationError(BOUNDS, message, where)
+    check.code = ("assert", cond)  # the compiled walk leaves a failure to this (walk_code.py)
     return check

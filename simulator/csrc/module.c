@@ -1,6 +1,7 @@
 /* `npu.simulator._cengine`: the Engine type (what simulator/compiled.py
  * drives) and the module. */
 #include "stamps.h"
+#include "walk.h"
 
 static int Engine_init(Engine *E, PyObject *args, PyObject *kwds)
 {
@@ -217,7 +218,7 @@ PyMODINIT_FUNC PyInit__cengine(void)
         Py_DECREF(m);
         return NULL;
     }
-    if (PyModule_AddObjectRef(m, "Engine", (PyObject *)&EngineType) < 0 ||
+    if (PyModule_AddObjectRef(m, "Engine", (PyObject *)&EngineType) < 0 || walk_register(m) < 0 ||
         PyModule_AddObject(m, "Unsupported", unsupported) < 0) {
         Py_XDECREF(unsupported);
         Py_DECREF(m);

@@ -63,7 +63,7 @@ def both(monkeypatch):
     """`both(fn)`: fn() under each engine; every simulate() it makes (or the
     error it raises) must be the same. Checks the compiled loop really ran."""
     real_simulate, real_cengine = npu.simulator.simulate, compiled._cengine
-    made, checked = [], []
+    made, checked, walkers = [], [], []
 
     def engine(*args, **kwargs):
         made.append(1)
@@ -73,11 +73,15 @@ def both(monkeypatch):
         checked.append(1)
         return real_cengine.generic(*args)
 
+    def walker(*args):
+        walkers.append(1)
+        return real_cengine.Walker(*args)
+
     monkeypatch.setattr(compiled, "_cengine", SimpleNamespace(
         Engine=engine, Unsupported=real_cengine.Unsupported, KINDS=real_cengine.KINDS,
         cross_runs=real_cengine.cross_runs, generic=generic,
         forget_buffers=real_cengine.forget_buffers, l2_touch=real_cengine.l2_touch,
-        bus_take=real_cengine.bus_take))
+        bus_take=real_cengine.bus_take, Walker=walker))
 
     def run(fn):
         seen = {}
@@ -97,6 +101,7 @@ def both(monkeypatch):
             monkeypatch.setattr(npu.simulator, "simulate", recording)
             made.clear()
             checked.clear()
+            walkers.clear()
             try:
                 value = fn()
             except SimulationError as e:
@@ -106,7 +111,7 @@ def both(monkeypatch):
             assert bool(made) == (name == "compiled")
             # the generic path's checks ran compiled (every run that ends executes some)
             if name == "python":
-                assert not checked
+                assert not checked and not walkers
             elif any(isinstance(r, dict) for r in results):
                 assert checked
         py, c = seen["python"], seen["compiled"]
@@ -115,6 +120,7 @@ def both(monkeypatch):
             assert a == b
         assert py[0] == c[0]
         return c
+    run.walkers = walkers  # the compiled walks made in the last run (cce programs: none)
     return run
 
 
@@ -131,6 +137,8 @@ EXAMPLES = ["bert_transpose.mlir", "elementwise_add_1m.mlir", "exp_1m.mlir",
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_examples_match(both, name):
     both(lambda: run_npu_run([str(ROOT / "examples" / name), "--check"]))
+    if name != "bert_transpose.mlir":  # a cce program; the others run at the hivm level
+        assert both.walkers, "the compiled scalar walk did not run"
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -150,6 +158,27 @@ def test_random_sync_programs_match(both, seed):
         npu.simulator.simulate(module, inputs, target=TARGET)
         return len(racy.hazards)
     both(run)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_sync_programs_match_as_hivm(both, seed):
+    """The same programs lowered to hivm: their scalar walk is compiled too
+    (addresses and words computed at run time, the mask register)."""
+    text = random_cce_program(seed)
+    inputs = [np.random.default_rng(seed).uniform(-1, 1, 4096).astype(np.float16)
+              for _ in range(2)]
+
+    def run():
+        ctx = make_context()
+        hazards = []
+        for sync in ("", "npu-insert-sync{mode=precise sink-sets=true},"):
+            module = parse_module(text, ctx)
+            run_pipeline(module, f"builtin.module({sync}npu-lower-cce-to-hivm)", TARGET)
+            hazards.append(npu.simulator.simulate(module, inputs, target=TARGET,
+                                                  strict=bool(sync)).hazards)
+        return hazards
+    both(run)
+    assert both.walkers
 
 
 @pytest.mark.parametrize("seed", range(8))
