@@ -32,6 +32,7 @@ def walk(op: ir.Operation | ir.OpView, predicate: Callable[[ir.Operation], bool]
                     visit(child.operation)
 
     visit(op)
+    visit = None  # noqa: F841 - breaks its cycle through its own cell (`npu.passes.buffer_pieces`)
     return iter(found)
 
 
