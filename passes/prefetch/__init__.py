@@ -64,6 +64,14 @@ buffer) has its parts as the slots: their first copies are cloned the same
 way, the buffers stay where they are, and the loop's copies also ask for a
 later iteration.
 
+A gap's copies go right after its load, unless a single instruction of
+another pipe that reads what the load brought follows it (a fused row
+group's last chunk and its first vector step): then after that one, or
+npu-insert-sync would sink the flag releasing it past the weights
+(`gaps._issue_index`). The op's broadcast rows (a bias) join the latest
+weights placed in the previous op, or go alone into its latest gap that
+holds their load and latency (`rows.py`).
+
 A conv's resident weights get the same treatment (`conv.py`, `convs=true`):
 its first pieces, whole, after the previous op's last load.
 """
@@ -82,12 +90,13 @@ from .emit import EmitParts
 from .facts import FactsCache, contains
 from .gaps import IdleGaps
 from .parts import L1_ROOMS, Candidate, Part, _label, _writers
+from .rows import RowLoads
 from .shares import ShareRuns
 
 CONSTANT_ATTR = "npu.constant"
 
 
-class PrefetchPass(IdleGaps, EmitParts, ShareRuns, ConvDriver, Pass):
+class PrefetchPass(IdleGaps, EmitParts, ShareRuns, RowLoads, ConvDriver, Pass):
     name = "npu-prefetch"
     summary = ("Issue a matmul's first host-constant weight loads during the previous op's "
                "idle MTE2 tail, into L1 free there")
@@ -123,6 +132,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, ConvDriver, Pass):
         # The function body, kept up to date as prefetches are inserted (as
         # the collector's own list is), and each op's facts worked out once.
         tops = [o.operation for o in block.operations]
+        self.constants = constants
         self.facts = FactsCache(self.target)
         loops = [o for o in tops if o.name == "scf.for"
                  and contains(o, lambda x: x.name == "cce.mad")]
@@ -290,6 +300,8 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, ConvDriver, Pass):
         slots = c.slots[:placed]
         rests = [p for p in parts if p.gap == at]
         parts = [p for p in parts if p.gap != at]
+        rows, row_issue, row_after = self._row_place(func, c, tops, prev, at, parts, gaps, runs, collector,
+                                          bound)
         # A resident strip's parts stay where they are (function level, ahead
         # of every use); slots move out of the loop to their first gap.
         home = {} if c.resident else {
@@ -305,11 +317,12 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, ConvDriver, Pass):
                 self._emit_run(c, [a for a, k in home.items() if k == gap],
                                [p for p in parts if p.gap == gap], gap, runs[gap], tops, collector)
                 continue
-            issue = tops[gap + 1]
+            at_k = self._issue_index(tops, gap, at)
+            issue = tops[at_k]
             made = self._emit(c, [a for a, k in home.items() if k == gap],
                               [p for p in parts if p.gap == gap], issue)
-            collector.inserted(gap + 1, made)
-            tops[gap + 1:gap + 2] = made + [issue]
+            collector.inserted(at_k, made)
+            tops[at_k:at_k + 1] = made + [issue]
         if c.resident:
             self._guard_resident(c, slots)
         else:
@@ -318,6 +331,8 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, ConvDriver, Pass):
         # The guards wrap the loop's copies and its slots moved out: its
         # accesses are the same.
         collector.changed(tops.index(c.loop, at), same_accesses=True)
+        if rows:
+            self._move_rows(rows, row_issue, tops, collector)
 
         def nth(k: int, first: int) -> int:  # k's number among the working ops from `first`
             return steps[k] - (steps[first - 1] if first > low else 0)
@@ -334,6 +349,10 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, ConvDriver, Pass):
                           f"{len(parts)} copies) loaded {points}"
                           + (f" (of the last, {sum(p.end - p.first for p in rests)} bursts in "
                              f"the loop's first iteration)" if rests else "")
+                          + (f"; its {len(rows)} broadcast row load(s) "
+                             f"({int(self._row_cycles(rows))} cycles) before its first wait too, "
+                             f"after {row_after}"
+                             if rows else "")
                           + f", ahead of this op's first wait ({figures})")
 
     def _place(self, c: Candidate, gaps: list[tuple[int, float]], need: dict[int, int],

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from mlir import ir
 
-from npu.ir import int_attr, memref_shape
+from npu.dialects.cce import PIPE_OF
+from npu.ir import has_regions, int_attr, memref_shape, view_root
 from npu.analysis.pipe_work import instruction_cycles
 
 from .facts import FactsCache, overlaps
@@ -96,6 +97,28 @@ class IdleGaps:
         # GELU are chains of many steps: +23k cycles at seq 512).
         tail = max((k for k, _ in gaps if k <= last), default=None)
         return [(k, g if k > last or k == tail else 0.0) for k, g in gaps]
+
+    def _issue_index(self, tops: list[ir.Operation], gap: int, at: int) -> int:
+        """Where the copies of the gap after `tops[gap]` go: before the op
+        at the returned index. Right after it, unless it is a single load
+        followed (past index arithmetic and views) by a single instruction
+        of another pipe that reads what it loads (a fused row group's last chunk
+        and its first vector step): then after that instruction. Right
+        after the load, the copies would extend its run of loads, and
+        `npu-insert-sync` sinks the flag that releases the consumer to the
+        run's end: the consumer would wait for the weights too, which the
+        gap model counts as running beside it (BERT's ln1 on 32 cores: its
+        last chunk's vector work waited for ffn_in's and ffn_out's 56 KB)."""
+        if has_regions(tops[gap]) or PIPE_OF.get(tops[gap].name) != "MTE2":
+            return gap + 1
+        k = gap + 1
+        while k < at and not self.facts.works(tops[k]):
+            k += 1
+        loaded = view_root(tops[gap].operands[1])
+        if k < at and not has_regions(tops[k]) and PIPE_OF.get(tops[k].name) not in (None, "MTE2") \
+                and any(view_root(v) == loaded for v in tops[k].operands):
+            return k + 1
+        return gap + 1
 
     def _waiter(self, tops: list[ir.Operation], following: int, end: int, written: set
                 ) -> int | None:

@@ -224,12 +224,16 @@ func.func @matmul_before(%a: memref<48x8x16x16xf16, "gm">, %w1: memref<16x48x16x
 // load (5120 cycles) exceeds the gaps (2048 after the exp, 937 in the
 // cast's tail), but more than half of it fits: 32 + 15 of its 80 bursts
 // load there, the other 33 in the loop's first iteration (the else branch
-// of the guard, in place of the slot's copy).
+// of the guard, in place of the slot's copy). The 15 go after the cast's
+// vconv that reads its last load, not right after that load: there the
+// flag releasing the vconv would sink past them (npu-insert-sync).
 // CHECK-LABEL: func.func @partial_slot
 // CHECK:       cce.vexp
 // CHECK:       "cce.copy_gm_to_l1"(%{{.*}}, %{{.*}}) {{{.*}}n_burst = 32
+// CHECK:       {{^    }}"cce.copy_gm_to_ub"
+// CHECK:       {{^    }}"cce.vconv"
 // CHECK:       "cce.copy_gm_to_l1"(%{{.*}}, %{{.*}}) {{{.*}}n_burst = 15
-// CHECK:       cce.vconv
+// CHECK:       {{^    }}"cce.copy_ub_to_gm"
 // CHECK:       scf.for
 // CHECK:       scf.if
 // CHECK:       } else {
@@ -239,7 +243,7 @@ func.func @partial_slot(%x: memref<64x3x16x16xf32, "gm">, %e: memref<64x3x16x16x
   "ascend.exp"(%x, %e) : (memref<64x3x16x16xf32, "gm">, memref<64x3x16x16xf32, "gm">) -> ()
   "ascend.cast"(%e, %a) {round_mode = "rint"} : (memref<64x3x16x16xf32, "gm">, memref<64x3x16x16xf16, "gm">) -> ()
   // expected-remark @+2 {{matmul tiling}}
-  // expected-remark @+1 {{npu-prefetch: 1 of 2 weight slot(s) (327680 bytes, 2 copies) loaded after the op before 'line 240' (its last load), after 'line 240' step #2 (of 4) (of the last, 33 bursts in the loop's first iteration), ahead of this op's first wait (estimated MTE2 idle gaps from 'line 240' on: 0, 937 cycles, after the op before it 2048; a chunk of 327680 bytes takes 5120)}}
+  // expected-remark @+1 {{npu-prefetch: 1 of 2 weight slot(s) (327680 bytes, 2 copies) loaded after the op before 'line 244' (its last load), after 'line 244' step #2 (of 4) (of the last, 33 bursts in the loop's first iteration), ahead of this op's first wait (estimated MTE2 idle gaps from 'line 244' on: 0, 937 cycles, after the op before it 2048; a chunk of 327680 bytes takes 5120)}}
   "ascend.matmul"(%a, %w, %c) {npu.options = {"l1-chunk" = 128 : i64}} : (memref<64x3x16x16xf16, "gm">, memref<80x64x16x16xf16, "gm">, memref<80x3x16x16xf32, "gm">) -> ()
   return
 }
