@@ -137,11 +137,17 @@ class LowerConv(Pass):
                             f"{'resident' if tiling.weights_resident else 'streamed'}; "
                             f"est. {tiling.cycles:.0f} cycles")
         bias = op.operands[2] if has_bias(op) else None
+        self.replace_with(op, epi, row_parts, lambda: ConvKernel(
+            self.target, g, shape, tiling, op.operands[0], op.operands[1], bias, op.operands[-1],
+            epi, budget, pad_value(op)))
+
+    @staticmethod
+    def replace_with(op: ir.Operation, epi: ConvEpilogue | None, row_parts, make_kernel) -> None:
+        """The kernel `make_kernel()` builds, emitted before `op` (over this
+        core's rows), which it replaces; then the epilogue group's end."""
         with op.location, ir.InsertionPoint(op):
-            kernel = ConvKernel(self.target, g, shape, tiling, op.operands[0], op.operands[1],
-                                bias, op.operands[-1], epi, budget, pad_value(op))
             try:
-                kernel.emit(row_parts)
+                make_kernel().emit(row_parts)
             except ValueError as e:
                 raise PassError(f"npu-lower-conv: cannot cut the conv's rows over cores: {e}", op)
         op.erase()
@@ -179,16 +185,9 @@ class LowerConv(Pass):
                         f"accumulation; tiles of {plan.blocks} blocks x {plan.rows} rows, est. "
                         f"{plan.cycles:.0f} cycles against {cube} on the cube)")
         bias = op.operands[2] if has_bias(op) else None
-        with op.location, ir.InsertionPoint(op):
-            kernel = DepthwiseKernel(self.target, s, plan, op.operands[0], op.operands[1], bias,
-                                     op.operands[-1], epi, self.out_type(op, epi))
-            try:
-                kernel.emit(row_parts)
-            except ValueError as e:
-                raise PassError(f"npu-lower-conv: cannot cut the conv's rows over cores: {e}", op)
-        op.erase()
-        if epi is not None:
-            epi.finish()
+        self.replace_with(op, epi, row_parts, lambda: DepthwiseKernel(
+            self.target, s, plan, op.operands[0], op.operands[1], bias, op.operands[-1], epi,
+            self.out_type(op, epi)))
 
     @staticmethod
     def row_parts(op: ir.Operation) -> tuple[int, ir.Value] | None:
