@@ -5,8 +5,8 @@ simulated cycles against its bound, checked against numpy / onnxruntime.
     (2,040 f32 columns; 128 rows): bound = GM bytes read and written once
     over the GM bandwidth (bench/fusion.py's), and vocabulary-sized
     softmax rows: 16x30522 (not whole 32-byte blocks), 16x32000 (resident
-    in UB, two slots) and 16x32768 (128 KB rows: UB cannot hold two, the
-    two-pass kernel reads each element twice, 1.5x the bound at best);
+    in UB, two slots) and 16x32768 (128 KB rows: UB cannot hold two
+    whole, so the two slots share one stored piece of the row);
     each row also gives the program's own bound (its busiest unit: GM
     reads and writes run side by side, so a kernel can beat the first);
   * reduce_sum over 1024x2048 in f16 and f32 along the last axis
