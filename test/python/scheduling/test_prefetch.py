@@ -120,15 +120,7 @@ def test_prefetched_chain_matches_numpy_and_the_unprefetched_result(m, n, k1, k2
     # chain it stays in L1 and the second matmul waits for no GM round
     # trip (test_matmul_chain.py), which is faster still on these shapes.
     text = chain(m, n, k1, k2, out, lead)
-    ins = inputs(text)
-    got, expected, res = compile_and_simulate(
-        text, "npu-lower{cores=1 prefetch=true fuse-chains=false}", ins)
-    plain, _, plain_res = compile_and_simulate(
-        text, "npu-lower{cores=1 prefetch=false fuse-chains=false}", ins)
-    assert_outputs_close(got, expected)
-    for a, b in zip(got, plain):
-        np.testing.assert_array_equal(a, b)
-    assert res.hazards == [] and plain_res.hazards == []
+    simulated_with_and_without(text, inputs(text), "fuse-chains=false")
     # W2 (argument 2) is loaded ahead of its matmul's loop; W1 only after
     # the exp (the first op, when there is none, has nothing to overlap).
     on = "prefetch=true fuse-chains=false"
@@ -179,11 +171,11 @@ def test_pipe_work_totals_are_the_programs_traffic_and_issue():
             assert facts(child.operation).work == pipe_work([child.operation], target)
 
 
-def simulated_with_and_without(text: str, ins: list[np.ndarray]):
-    """`npu-lower{fuse=false}` with and without npu-prefetch, simulated:
-    both give the numpy result, bit for bit the same, race-free. Returns
-    both SimResults."""
-    pipeline = "npu-lower{{cores=1 fuse=false prefetch={}}}"
+def simulated_with_and_without(text: str, ins: list[np.ndarray], options: str = "fuse=false"):
+    """`npu-lower{cores=1 <options>}` with and without npu-prefetch,
+    simulated: both give the numpy result, bit for bit the same, race-free.
+    Returns both SimResults."""
+    pipeline = f"npu-lower{{{{cores=1 {options} prefetch={{}}}}}}"
     got, expected, res = compile_and_simulate(text, pipeline.format("true"), ins)
     plain, _, plain_res = compile_and_simulate(text, pipeline.format("false"), ins)
     assert_outputs_close(got, expected)
@@ -405,12 +397,6 @@ def test_a_resident_strips_first_parts_load_ahead_of_its_loop():
                and view_root(op.operands[0]) == w2 and op.parent.name == "scf.if"
                and op.parent.operands[0].owner.name == "arith.andi"]
     assert skipped
-    ins = inputs(text)
-    got, expected, res = compile_and_simulate(text, f"npu-lower{{cores=1 {on}}}", ins)
-    plain, _, plain_res = compile_and_simulate(
-        text, "npu-lower{cores=1 prefetch=false fuse-chains=false}", ins)
-    assert_outputs_close(got, expected)
-    for a, b in zip(got, plain):
-        np.testing.assert_array_equal(a, b)
-    assert res.hazards == [] and plain_res.hazards == []
+    res, plain_res = simulated_with_and_without(text, inputs(text),
+                                                "fuse-chains=false matmul-col-strips=true")
     assert res.cycles < plain_res.cycles, (res.cycles, plain_res.cycles)
