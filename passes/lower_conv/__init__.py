@@ -123,6 +123,10 @@ class LowerConv(Pass):
                                    or vector[0].cycles < tiling.cycles):
             self.lower_vector(op, vector, epi, row_parts, tiling)
             return
+        if self.depthwise == "vector":  # asked for, not applicable to this conv: say so
+            self.remark(op, "npu-lower-conv: depthwise=vector does not apply to this conv (only "
+                            "depthwise convs of one channel a group, f16 or f32, whose tiles fit "
+                            "UB): it runs on the cube")
         if tiling is None:
             raise PassError(f"npu-lower-conv: no tiling fits: one output row of {g.out_hw[1]} "
                             f"windows and one block of Cout do not fit L0A/L0C/UB", op)

@@ -1,6 +1,10 @@
 // RUN: npu-opt %s --split-input-file --npu-lower-conv=depthwise=vector | FileCheck %s
 // RUN: npu-opt %s --split-input-file --npu-lower-conv=depthwise=cube | FileCheck %s --check-prefix=CUBE
 // RUN: npu-opt %s --split-input-file --npu-lower-conv -o %t 2>&1 | FileCheck %s --check-prefix=REMARK
+// RUN: npu-opt %s --split-input-file --npu-lower-conv=depthwise=vector -o %t 2>&1 | FileCheck %s --check-prefix=FORCED
+// The depthwise convs take the vector path when it is asked for; only the
+// conv it does not apply to says it stays on the cube.
+// FORCED-NOT:  does not apply
 // npu-lower-conv on a depthwise conv (layout "nc1hwc0_bd", group_channels = 1)
 // on the vector unit (docs/grouped_conv.md): one run of loads (the tile's
 // input rows of both C1 blocks, its 18 diagonal weight fractals), the
@@ -63,6 +67,7 @@ func.func @dw_f32_s2(%x: memref<1x1x7x7x16xf16, "gm">, %w: memref<9x1x16x16xf16,
 // CHECK:         "cce.img2col_l1_to_l0a"
 // CHECK-NOT:     "cce.vmla"
 // REMARK:      remark: npu-lower-conv: block-diagonal conv on the cube
+// FORCED:      remark: npu-lower-conv: depthwise=vector does not apply to this conv
 func.func @groups_of_two(%x: memref<1x2x6x6x16xf16, "gm">, %w: memref<9x2x16x16xf16, "gm">, %y: memref<1x2x6x6x16xf16, "gm">) {
   "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0_bd", group_channels = 2 : i64, kernel = array<i64: 3, 3>} : (memref<1x2x6x6x16xf16, "gm">, memref<9x2x16x16xf16, "gm">, memref<1x2x6x6x16xf16, "gm">) -> ()
   return
