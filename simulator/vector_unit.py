@@ -25,6 +25,15 @@ from npu.simulator.memory import Memory
 from npu.simulator.vector_numerics import BINARY, ROUND_MODES, SCALAR, UNARY, converter, fma_round
 
 
+# (esize, block, repeat, mask, rep_only, strides) -> (pattern, lo, hi, idx):
+# a lane layout depends on nothing else, so the instructions of every loop and
+# layer that share one build it once (BERT-base x12 on 32 cores decodes 8.9k
+# operands' lanes, 1.5 profiled s, from a few hundred layouts). Like
+# `access.from_bursts`, equal patterns are then one object.
+_LANES: dict[tuple, tuple] = {}
+_LANES_KEPT = 4096
+
+
 class Lanes:
     """One operand's active lanes, in lane order, as element offsets."""
 
@@ -36,20 +45,18 @@ class Lanes:
         s = info.esize
         self.index, self.dtype, self.esize = index, info.dtype, s
         if rep_only:  # vcadd/vcmax destination: one element per repeat
-            rep = ctx.int(f"{prefix}_rep_stride")
-            elems = np.arange(repeat, dtype=np.int64) * rep
+            strides = (ctx.int(f"{prefix}_rep_stride"),)
         else:
-            blk, rep = ctx.int(f"{prefix}_blk_stride"), ctx.int(f"{prefix}_rep_stride")
-            if blk < 0 or rep < 0:
+            strides = (ctx.int(f"{prefix}_blk_stride"), ctx.int(f"{prefix}_rep_stride"))
+            if strides[0] < 0 or strides[1] < 0:
                 raise ctx.fail(f"has negative strides for '{prefix}'")
-            e = np.arange(mask, dtype=np.int64) * s
-            lane_bytes = (e // block) * blk * block + e % block
-            byte = (np.arange(repeat, dtype=np.int64)[:, None] * rep * block + lane_bytes[None, :])
-            elems = (byte // s).ravel()
-        self.pattern = access.from_elements(elems, s)
-        self.lo = self.pattern.lo // s
-        self.hi = self.pattern.hi // s
-        self.idx = None if self.pattern.dense else self.pattern.elem_idx
+        key = (s, block, repeat, mask, rep_only, strides)
+        layout = _LANES.get(key)
+        if layout is None:
+            if len(_LANES) >= _LANES_KEPT:
+                _LANES.clear()
+            layout = _LANES[key] = _layout(s, block, repeat, mask, rep_only, strides)
+        self.pattern, self.lo, self.hi, self.idx = layout
 
     def get(self, mems: list[Memory], addrs: list[int]) -> np.ndarray:
         arr = mems[self.index].typed[self.dtype]
@@ -65,6 +72,21 @@ class Lanes:
             arr[base + self.lo:base + self.hi] = values
         else:
             arr[self.idx + base] = values
+
+
+def _layout(s: int, block: int, repeat: int, mask: int, rep_only: bool,
+            strides: tuple[int, ...]) -> tuple:
+    """(pattern, first element, one past the last, element index or None)."""
+    if rep_only:
+        elems = np.arange(repeat, dtype=np.int64) * strides[0]
+    else:
+        blk, rep = strides
+        e = np.arange(mask, dtype=np.int64) * s
+        lane_bytes = (e // block) * blk * block + e % block
+        byte = (np.arange(repeat, dtype=np.int64)[:, None] * rep * block + lane_bytes[None, :])
+        elems = (byte // s).ravel()
+    pattern = access.from_elements(elems, s)
+    return pattern, pattern.lo // s, pattern.hi // s, None if pattern.dense else pattern.elem_idx
 
 
 class VectorOp(Instr):
