@@ -108,7 +108,7 @@ class HazardDetector:
         stamps = mem.wstamp.values(pat, addr)
         # A few granules: Python's min on the list beats numpy's reduction set-up.
         least = min(stamps.tolist()) if stamps.size <= SMALL else stamps.min()
-        if least >= 0 and (moved is None or not moved.any()):
+        if least >= 0 and (moved is None or not np.count_nonzero(moved)):
             self.initialised.add(ckey)
             return False
         if sel is None:
@@ -176,7 +176,8 @@ class HazardDetector:
         # can have left an uncovered stamp.
         top = min([self._covered(q, clock_list[q]) for q in mem.writers if sw[q] > clock_list[q]],
                   default=COVERS_ALL)
-        if stamps.max() <= top or not self._racing_writes(stamps, pipe, clock, reading).any():
+        newest = max(stamps.tolist()) if stamps.size <= SMALL else stamps.max()
+        if newest <= top or not np.count_nonzero(self._racing_writes(stamps, pipe, clock, reading)):
             return
         sel = selection(pat, addr)
         ws = mem.wstamp.get(sel)
@@ -188,7 +189,9 @@ class HazardDetector:
     def _check_reads(self, mem: Memory, pat: Pattern, addr: int, reader_pipe: int,
                      clock: list, clock_list: list, who: tuple[str, str, str]) -> None:
         stamps = mem.rstamp[reader_pipe]
-        if stamps.values(pat, addr).max() <= self._covered(reader_pipe, clock_list[reader_pipe]):
+        values = stamps.values(pat, addr)
+        newest = max(values.tolist()) if values.size <= SMALL else values.max()
+        if newest <= self._covered(reader_pipe, clock_list[reader_pipe]):
             return
         sel = selection(pat, addr)
         rs = stamps.get(sel)

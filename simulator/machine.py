@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from functools import partial
 
+import numpy as np
+
 from npu.simulator import compiled, fast_path
 from npu.simulator.errors import ALIGNMENT, BOUNDS, INVALID, SimulationError
 from npu.simulator.hazards import SMALL, V, HazardDetector
@@ -229,7 +231,7 @@ def _clean(mem: Memory, plan, token, initialised: set) -> bool:
     if plan is None or mem.uninit is not None:
         return False
     ws = mem.wstamp
-    if ws.any_mixed and ws.mixed[plan].any():
+    if ws.any_mixed and np.count_nonzero(ws.mixed[plan]):
         return False
     values = ws.coarse[plan]
     if not values.size:

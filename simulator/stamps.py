@@ -177,9 +177,13 @@ class Stamps:
         self.any_mixed = False
 
     def clamp(self, top: int) -> None:
-        """Every stamp above `top` becomes `top`."""
-        np.minimum(self.coarse, top, out=self.coarse)
-        if self.fine is not None:
+        """Every stamp above `top` becomes `top`. The read-only test first: a
+        hand-over clamps every GM memory a core touched, most of them only
+        read (weights), and `max` reads 74k stamps in 4 us where `minimum`
+        rewrites them in 110."""
+        if self.coarse.size and self.coarse.max() > top:
+            np.minimum(self.coarse, top, out=self.coarse)
+        if self.fine is not None and self.fine.size and self.fine.max() > top:
             np.minimum(self.fine, top, out=self.fine)
 
     # -- queries ----------------------------------------------------------------
@@ -189,7 +193,9 @@ class Stamps:
         per whole uniform granule): enough to decide whether any byte fails a
         test on its stamp. `get` gives them byte by byte."""
         blocks = self._granules(pat, addr)
-        if blocks is not None and not (self.any_mixed and self.mixed[blocks].any()):
+        # count_nonzero, not `.any()`: a direct C call, ~3x faster on the few
+        # granules of an access (0.6 against 3 us here, 85k calls a 32-core BERT).
+        if blocks is not None and not (self.any_mixed and np.count_nonzero(self.mixed[blocks])):
             return self.coarse[blocks]
         return self.get(selection(pat, addr))
 
@@ -200,7 +206,7 @@ class Stamps:
         out = self.coarse[blocks]
         if self.any_mixed:
             m = self.mixed[blocks]
-            if m.any():
+            if np.count_nonzero(m):
                 out[m] = self.fine[idx[m]]
         return out
 
