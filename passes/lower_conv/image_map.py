@@ -154,3 +154,65 @@ class ImageMap(StagedMaps):
             at = (body * SLOTS + SLOTS - rest) * SLOTS
             copy("cce.copy_ub_to_l1", sub(dst, at, rest * SLOTS),
                  sub(dst_l1, body * SLOTS * SLOTS, rest * SLOTS), 1, rest)
+
+
+class SegmentedImageMap(ImageMap):
+    """An `ImageMap` whose bands share L1 maps: `segment` consecutive bands
+    read row windows of one map of their input rows, so the rows two bands
+    both read (7x7/2: 5 of a 4-row band's 13) are staged once per segment,
+    not once per band. The next segment's map is filled a piece per band of
+    this one (its rows split evenly), ahead of each band's drains; two
+    segment maps alternate in L1. Bands with a run-time first row fall back
+    to a map each (`ImageMap`)."""
+
+    def __init__(self, target: Target, image: ir.Value, band_pixels: int, segment: int):
+        super().__init__(target, image, band_pixels)
+        self.segment = segment
+        self.maps: dict = {}  # (n, first output row) -> (map, its first input row, pieces left)
+
+    def segment_start(self, kernel, ho0: int) -> tuple[int, int]:
+        """(first output row, end) of the segment holding output row `ho0`
+        (segments restart at every core's run)."""
+        run = self.run or kernel.s.ho
+        r0 = ho0 // run * run
+        span = self.segment * kernel.t.rows
+        s0 = r0 + (ho0 - r0) // span * span
+        return s0, min(s0 + span, r0 + run)
+
+    def open(self, kernel, n: int, s0: int, end: int, pieces: int) -> None:
+        """The map of the segment of output rows [s0, end), its rows to load
+        in `pieces` (loaded by `step`)."""
+        band, _ = kernel.band(s0, end - s0)
+        fm = kernel.map_buffer(band)
+        first = kernel.first_row(s0, band)
+        cuts = [band.in_rows * k // pieces for k in range(pieces + 1)]
+        left = [(a, b - a) for a, b in zip(cuts, cuts[1:]) if b > a]
+        self.maps[(n, s0)] = (fm, first, left)
+
+    def step(self, n: int, s0: int, count: int | None = None) -> None:
+        """Load `count` (None: all) of the segment's pieces left."""
+        fm, first, left = self.maps[(n, s0)]
+        take = len(left) if count is None else min(count, len(left))
+        for a, rows in left[:take]:
+            shape = nir.memref_shape(fm)
+            self.load(n, first + a, rows, nir.subview(fm, [0, a, 0, 0], [1, rows, *shape[2:]]))
+        del left[:take]
+
+    def band_map(self, kernel, n: int, band, ho0: Index, fm: ir.Value | None) -> ir.Value:
+        if not isinstance(ho0, int):
+            return super().band_map(kernel, n, band, ho0, fm)
+        s0, end = self.segment_start(kernel, ho0)
+        if (n, s0) not in self.maps:
+            self.open(kernel, n, s0, end, 1)
+        self.step(n, s0)  # whatever of this segment is not loaded yet
+        seg, first, _ = self.maps[(n, s0)]
+        run_end = (ho0 // (self.run or kernel.s.ho) + 1) * (self.run or kernel.s.ho)
+        if end < run_end:  # the next segment, a piece per band of this one
+            bands = -(-(end - s0) // kernel.t.rows)
+            if (n, end) not in self.maps:
+                self.open(kernel, n, end, min(end + self.segment * kernel.t.rows, run_end), bands)
+            last = ho0 + band.rows >= end
+            self.step(n, end, None if last else 1)
+        at = kernel.first_row(ho0, band) - first
+        shape = nir.memref_shape(seg)
+        return nir.subview(seg, [0, at, 0, 0], [1, band.in_rows, *shape[2:]])
