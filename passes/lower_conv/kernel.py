@@ -19,7 +19,7 @@ from npu.kernels.cce_build import by_run, copy, copy_bursts, lin
 from npu.passes.lower_conv.channel_pattern import channel_pattern, rows_of
 from npu.passes.lower_conv.drain_cast import f16_pattern
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue
-from npu.passes.lower_conv.image_map import ImageMap, SegmentedImageMap, reads_image
+from npu.passes.lower_conv.image_map import ImageMap, SegmentedImageMap, reads_image, segment_bands
 from npu.passes.lower_conv.int8_map import Int8Map
 from npu.passes.lower_conv.weights import FRAC, FRAC_INT8, ConvWeights
 from npu.target import Target
@@ -30,10 +30,6 @@ Index = int | ir.Value
 # stall the loop's first band behind the previous band's drain.
 UNROLL_BANDS = 64
 UB_SLOTS = 6
-# Bands sharing one L1 map of an NCHW image (`SegmentedImageMap`): the stem
-# image 7x7/2 (bench/conv.py) at 1 (a map per band): 68,106 cycles; 2: 62,114;
-# 4: 60,100; 7: 62,348 (the first segment's whole map before the first mad).
-SEGMENT_BANDS = 4
 
 
 @dataclass(frozen=True)
@@ -107,18 +103,6 @@ class ConvKernel(ConvWeights):
             raise ValueError(f"the inner runs of {run} output rows read padding rows")
         return [plan(0), *inner[:1], plan(parts - 1)], run
 
-    def image_segment(self) -> int:
-        """Bands per shared L1 map of an NCHW image (`SegmentedImageMap`):
-        the most, up to SEGMENT_BANDS, whose two maps fit L1 beside the
-        weights; 1 (a map per band) when not even two bands' do."""
-        s, t = self.s, self.t
-        weights = s.k1 * (s.co1 if t.weights_resident else 2 * min(t.n1, s.co1)) * self.frac * 2
-        for bands in range(SEGMENT_BANDS, 1, -1):
-            band, _ = self.band(0, min(s.ho, bands * t.rows))
-            if 2 * s.c1 * band.in_rows * self.g.w * 32 + weights <= self.target.capacity("l1"):
-                return bands
-        return 1
-
     # -- emission ------------------------------------------------------------
     def emit(self, row_parts: tuple[int, ir.Value] | None = None) -> None:
         """The whole conv, or with `row_parts` = (parts, this core's part)
@@ -154,7 +138,7 @@ class ConvKernel(ConvWeights):
         staged = Int8Map if s.int8 else ImageMap if reads_image(self.x5) else None
         self.image = staged(self.target, self.x5, band_pixels) if staged is not None else None
         if isinstance(self.image, ImageMap):
-            segment = self.image_segment()
+            segment = segment_bands(self)
             if segment > 1:
                 self.image = SegmentedImageMap(self.target, self.x5, band_pixels, segment)
         kc = min(t.kc, s.k1)
