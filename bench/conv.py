@@ -37,7 +37,7 @@ from npu.target import get_target
 LAYERS = {
     "stem 7x7/2 3->64 224": (3, 224, 224, 64, 7, 2, 3),
     # the same conv reading the NCHW f16 image itself (what a model's stem
-    # compiles to: each band laid out in L1 on the way, no NC1HWC0 copy in GM)
+    # compiles to: each segment of bands laid out in L1 on the way, no NC1HWC0 copy in GM)
     "stem image 7x7/2 3->64 224": (3, 224, 224, 64, 7, 2, 3),
     "3x3 64->64 56": (64, 56, 56, 64, 3, 1, 1),
     "1x1 64->256 56": (64, 56, 56, 256, 1, 1, 0),

@@ -30,6 +30,11 @@ REAL = 4    # slots the small-channel mode reads
 # Pixels per staged chunk: 4 channel rows (8 B a pixel) and the transposed
 # pixel blocks (32 B a pixel), two sets: 80 KiB of UB at most.
 MAX_CHUNK = 1024
+# Bands sharing one L1 map of an NCHW image (`SegmentedImageMap`), measured
+# on the stem image 7x7/2 3->64 224 (bench/conv.py): a map per band 68,106
+# cycles; segments of 2 bands 56,936, 3: 58,190, 4: 58,604, 7: 59,846
+# (longer segments: longer pieces per band, ahead of fewer rows' use).
+SEGMENT_BANDS = 2
 
 
 def reads_image(x: ir.Value) -> bool:
@@ -154,3 +159,96 @@ class ImageMap(StagedMaps):
             at = (body * SLOTS + SLOTS - rest) * SLOTS
             copy("cce.copy_ub_to_l1", sub(dst, at, rest * SLOTS),
                  sub(dst_l1, body * SLOTS * SLOTS, rest * SLOTS), 1, rest)
+
+
+class SegmentedImageMap(ImageMap):
+    """An `ImageMap` whose bands share L1 maps: `segment` consecutive bands
+    read row windows of one map of their input rows, so the rows two bands
+    both read (7x7/2: 5 of a 4-row band's 13) are staged once per segment,
+    not once per band. A segment's map is loaded in pieces, a piece per
+    band (the rows that band reads first): the next segment's piece j
+    during band j of this one, and in a run's first segment, piece j+1
+    during band j (so the first band waits for its own rows only). Each
+    band's pieces are issued ahead of its drains; two segment maps
+    alternate in L1. Bands with a run-time first row fall back to a map
+    each (`ImageMap`)."""
+
+    def __init__(self, target: Target, image: ir.Value, band_pixels: int, segment: int):
+        super().__init__(target, image, band_pixels)
+        self.segment = segment
+        self.next_with_band = False  # `fill_next` after the band's first mads
+        # (n, first output row) -> [map, its first input row, pieces, pieces loaded]
+        self.maps: dict = {}
+
+    def bounds(self, kernel, ho0: int) -> tuple[int, int, int]:
+        """(first output row, end, end of the run) of the segment holding
+        output row `ho0` (segments restart at every core's run)."""
+        run = self.run or kernel.s.ho
+        r0 = ho0 // run * run
+        span = self.segment * kernel.t.rows
+        s0 = r0 + (ho0 - r0) // span * span
+        return s0, min(s0 + span, r0 + run), r0 + run
+
+    def open(self, kernel, n: int, s0: int, end: int) -> None:
+        """The map of the segment of output rows [s0, end) and its pieces:
+        (first row in the map, rows) of the rows each band reads first."""
+        band, _ = kernel.band(s0, end - s0)
+        first = kernel.first_row(s0, band)
+        pieces, done = [], 0
+        for ho0 in range(s0, end, kernel.t.rows):
+            b, _ = kernel.band(ho0, min(kernel.t.rows, end - ho0))
+            last = band.in_rows if ho0 + kernel.t.rows >= end else \
+                kernel.first_row(ho0, b) - first + b.in_rows
+            pieces.append((done, last - done))
+            done = last
+        self.maps[(n, s0)] = [kernel.map_buffer(band), first, pieces, 0]
+
+    def step(self, n: int, s0: int, upto: int) -> None:
+        """Load the segment's pieces up to index `upto` not loaded yet."""
+        entry = self.maps[(n, s0)]
+        fm, first, pieces, loaded = entry
+        shape = nir.memref_shape(fm)
+        for a, rows in pieces[loaded:upto + 1]:
+            if rows:
+                self.load(n, first + a, rows, nir.subview(fm, [0, a, 0, 0], [1, rows, *shape[2:]]))
+        entry[3] = max(loaded, min(upto + 1, len(pieces)))
+
+    def fill_next(self, kernel, n: int, band, ho0: Index) -> None:
+        """The pieces loaded during band `ho0` (after its first mads in
+        program order: issued before them, they held up the weights' first
+        piece and the band's own map on MTE2)."""
+        if not isinstance(ho0, int):
+            return super().fill_next(kernel, n, band, ho0)
+        s0, end, run_end = self.bounds(kernel, ho0)
+        j = (ho0 - s0) // kernel.t.rows
+        self.step(n, s0, j + 1)  # a run's first segment: the next band's rows
+        if end < run_end:
+            if (n, end) not in self.maps:
+                self.open(kernel, n, end, min(end + self.segment * kernel.t.rows, run_end))
+            self.step(n, end, j if ho0 + band.rows < end else len(self.maps[(n, end)][2]))
+
+    def band_map(self, kernel, n: int, band, ho0: Index, fm: ir.Value | None) -> ir.Value:
+        if not isinstance(ho0, int):
+            return super().band_map(kernel, n, band, ho0, fm)
+        s0, end, run_end = self.bounds(kernel, ho0)
+        j = (ho0 - s0) // kernel.t.rows
+        if (n, s0) not in self.maps:
+            self.open(kernel, n, s0, end)
+        self.step(n, s0, j)  # this band's rows
+        seg, first = self.maps[(n, s0)][:2]
+        shape = nir.memref_shape(seg)
+        return nir.subview(seg, [0, kernel.first_row(ho0, band) - first, 0, 0],
+                           [1, band.in_rows, *shape[2:]])
+
+
+def segment_bands(kernel) -> int:
+    """Bands per shared L1 map of a conv's NCHW image (`SegmentedImageMap`):
+    the most, up to SEGMENT_BANDS, whose two maps fit L1 beside the
+    weights; 1 (a map per band) when not even two bands' do."""
+    s, t = kernel.s, kernel.t
+    weights = s.k1 * (s.co1 if t.weights_resident else 2 * min(t.n1, s.co1)) * kernel.frac * 2
+    for bands in range(SEGMENT_BANDS, 1, -1):
+        band, _ = kernel.band(0, min(s.ho, bands * t.rows))
+        if 2 * s.c1 * band.in_rows * kernel.g.w * 32 + weights <= kernel.target.capacity("l1"):
+            return bands
+    return 1

@@ -19,7 +19,7 @@ from npu.kernels.cce_build import by_run, copy, copy_bursts, lin
 from npu.passes.lower_conv.channel_pattern import channel_pattern, rows_of
 from npu.passes.lower_conv.drain_cast import f16_pattern
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue
-from npu.passes.lower_conv.image_map import ImageMap, reads_image
+from npu.passes.lower_conv.image_map import ImageMap, SegmentedImageMap, reads_image, segment_bands
 from npu.passes.lower_conv.int8_map import Int8Map
 from npu.passes.lower_conv.weights import FRAC, FRAC_INT8, ConvWeights
 from npu.target import Target
@@ -137,6 +137,10 @@ class ConvKernel(ConvWeights):
         band_pixels = min(self.g.h, (t.rows - 1) * self.g.strides[0] + self.ext_h) * self.g.w
         staged = Int8Map if s.int8 else ImageMap if reads_image(self.x5) else None
         self.image = staged(self.target, self.x5, band_pixels) if staged is not None else None
+        if isinstance(self.image, ImageMap):
+            segment = segment_bands(self)
+            if segment > 1:
+                self.image = SegmentedImageMap(self.target, self.x5, band_pixels, segment)
         kc = min(t.kc, s.k1)
         self.l0a = [nir.alloc([m1 * kc * self.frac], self.in_type, "l0a") for _ in range(2)]
         self.l0b = [nir.alloc([kc * (1 if s.diagonal else min(t.n1, s.co1)) * self.frac],

@@ -73,6 +73,32 @@ func.func @stem_image(%x: memref<1x3x20x21xf16, "gm">, %w: memref<13x1x16x16xf16
 
 // -----
 
+// Bands of an NCHW image share L1 maps: 5 bands of 8 output rows (a 7x7/2
+// band reads 21 input rows, 5 of them the next band's too) in segments of
+// 2 bands, each band a row window of its segment's map (34, 37 and 19
+// rows). A map is loaded a piece per band: the rows its first band reads
+// first, the next band's rows (and the next segment's) during a band.
+// CHECK-LABEL: func.func @stem_image_segments
+// CHECK:         %[[S0:.*]] = memref.alloc() : memref<1x34x112x16xf16, "l1">
+// CHECK:         memref.subview %[[S0]][0, 0, 0, 0] [1, 18, 112, 16]
+// CHECK:         "cce.img2col_l1_to_l0a"
+// CHECK:         memref.subview %[[S0]][0, 18, 0, 0] [1, 16, 112, 16]
+// CHECK:         %[[S1:.*]] = memref.alloc() : memref<1x37x112x16xf16, "l1">
+// CHECK:         memref.subview %[[S1]][0, 0, 0, 0] [1, 21, 112, 16]
+// CHECK:         memref.subview %[[S0]][0, 13, 0, 0] [1, 21, 112, 16]
+// CHECK:         memref.subview %[[S1]][0, 21, 0, 0] [1, 16, 112, 16]
+// CHECK:         memref.subview %[[S1]][0, 0, 0, 0] [1, 21, 112, 16]
+// CHECK:         %[[S2:.*]] = memref.alloc() : memref<1x19x112x16xf16, "l1">
+// CHECK:         memref.subview %[[S1]][0, 16, 0, 0] [1, 21, 112, 16]
+// CHECK:         memref.subview %[[S2]][0, 0, 0, 0] [1, 19, 112, 16]
+// CHECK-NOT:     memref.alloc() : memref<1x{{[0-9]+}}x112x16xf16, "l1">
+func.func @stem_image_segments(%x: memref<1x3x80x112xf16, "gm">, %w: memref<13x4x16x16xf16, "gm">, %y: memref<1x4x40x56x16xf16, "gm">) {
+  "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 2, 2>, pads = array<i64: 3, 3, 3, 3>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0_c4", kernel = array<i64: 7, 7>} : (memref<1x3x80x112xf16, "gm">, memref<13x4x16x16xf16, "gm">, memref<1x4x40x56x16xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
 // The block-diagonal form (depthwise): Cout block j's img2col reads input
 // block j (c1 = j) and reduces over its 9 kernel points only.
 // CHECK-LABEL: func.func @depthwise
