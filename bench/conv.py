@@ -28,7 +28,7 @@ import numpy as np
 
 from npu.costmodel.conv.depthwise_vector import DwShape, plan as vector_plan
 from npu.costmodel.conv.tiling import ConvShape, choose_tiling
-from npu.ir import make_context, parse_module
+from npu.ir import constant_argument, functions, make_context, parse_module
 from npu.pipeline import run_pipeline
 from npu.simulator import simulate
 from npu.target import get_target
@@ -74,7 +74,10 @@ def conv_module(c: int, h: int, w: int, cout: int, k: int, stride: int, pad: int
     t_w = f'memref<{k1}x{co1}x16x16xf16, "gm">'
     t_b = f'memref<{co1 * 16}xf16, "gm">'
     t_y = f'memref<1x{co1}x{ho}x{wo}x16xf16, "gm">'
-    text = (f'func.func @conv(%x: {t_x}, %w: {t_w}, %b: {t_b}, %y: {t_y}) {{\n'
+    # a depthwise layer's weights are host constants, as a model's are: the
+    # vector path loads them as its compact per-channel operand
+    w_attr = (f' {{npu.constant = dense<0.0> : tensor<{k1}x{co1}x16x16xf16>}}' if depthwise else '')
+    text = (f'func.func @conv(%x: {t_x}, %w: {t_w}{w_attr}, %b: {t_b}, %y: {t_y}) {{\n'
             f'  "ascend.conv2d"(%x, %w, %b, %y) {{strides = array<i64: {stride}, {stride}>, '
             f'pads = array<i64: {pad}, {pad}, {pad}, {pad}>, dilations = array<i64: 1, 1>, '
             f'groups = 1 : i64, layout = "{form}", '
@@ -92,6 +95,9 @@ def run(name: str, spec, target) -> dict:
     text, inputs = conv_module(*spec, depthwise=dw, image=name in IMAGE)
     module = parse_module(text, make_context())
     run_pipeline(module, "npu-lower{cores=1}", target)
+    weights = constant_argument(functions(module)[0].regions[0].blocks[0].arguments[1])
+    if weights is not None:  # npu-lower-conv may have retyped it (compact depthwise weights)
+        inputs[1] = weights
     res = simulate(module, inputs, target=target, numerics=False)
     ho = (h + 2 * pad - k) // stride + 1
     wo = (w + 2 * pad - k) // stride + 1
@@ -117,7 +123,8 @@ def _vector_tiling(spec, target) -> str:
     """The vector path's plan of a depthwise layer (as npu-lower-conv makes it)."""
     c, h, w, _, k, stride, pad = spec
     ho, wo = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
-    s = DwShape(1, -(-c // 16), h, w, ho, wo, k, k, (stride, stride), (pad,) * 4, (1, 1), 2, True)
+    s = DwShape(1, -(-c // 16), h, w, ho, wo, k, k, (stride, stride), (pad,) * 4, (1, 1), 2, True,
+                compact=True)
     p = vector_plan(s, target, target.capacity("ub"))
     return f"vector: {p.blocks} blocks x {p.rows} rows"
 

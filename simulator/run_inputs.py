@@ -102,7 +102,10 @@ def bind_to_lowered(original_func, lowered_func, inputs: list) -> tuple[list, li
             arrays.append(inputs[i])
         else:
             arrays.append(data)
-    if len(lowered_args) == len(originals):  # nothing replaced: positions agree
+    if len(lowered_args) == len(originals) and all(
+            a.type == b.type for a, b in zip(originals, lowered_args)):
+        # nothing replaced or retyped (npu-lower-conv's compact depthwise
+        # weights keep their position, not their data): positions agree
         return list(inputs), None
     return arrays, where
 

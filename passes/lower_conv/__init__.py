@@ -51,6 +51,7 @@ from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue, group_of
 from npu.passes.lower_conv.drain_cast import f32_bias_staging
 from npu.passes.lower_conv.image_map import reads_image, staging_bytes
+from npu.passes.lower_conv.compact_weights import compact_operand, has_constant
 from npu.passes.lower_conv.depthwise_vector import DepthwiseKernel
 from npu.passes.lower_conv.kernel import ConvKernel
 
@@ -174,11 +175,10 @@ class LowerConv(Pass):
                 or is_int8(op)):
             return None
         out_type = self.out_type(op, epi)
-        s = dw_shape(op, out_type, has_bias(op))
-        if row_parts is not None:
-            s = s.row_part(row_parts[0])
+        whole = dw_shape(op, out_type, has_bias(op), compact=has_constant(op.operands[1]))
+        s = whole.row_part(row_parts[0]) if row_parts is not None else whole
         p = vector_plan(s, self.target, budget, epi.work if epi is not None else None, SETS)
-        return (p, dw_shape(op, out_type, has_bias(op))) if p is not None else None
+        return (p, whole) if p is not None else None
 
     def lower_vector(self, op: ir.Operation, vector, epi: ConvEpilogue | None, row_parts,
                      tiling) -> None:
@@ -186,11 +186,13 @@ class LowerConv(Pass):
         cube = f"{tiling.cycles:.0f}" if tiling is not None else "no tiling"
         self.remark(op, f"npu-lower-conv: depthwise conv on the vector unit ({s.c1} C1 blocks, "
                         f"{s.kh}x{s.kw} kernel points, {'f16' if s.acc_bytes == 2 else 'f32'} "
-                        f"accumulation; tiles of {plan.blocks} blocks x {plan.rows} rows, est. "
+                        f"accumulation, {'compact' if s.compact else 'fractal'} weights; tiles "
+                        f"of {plan.blocks} blocks x {plan.rows} rows, est. "
                         f"{plan.cycles:.0f} cycles against {cube} on the cube)")
         bias = op.operands[2] if has_bias(op) else None
+        weights = compact_operand(op.operands[1]) if s.compact else op.operands[1]
         self.replace_with(op, epi, row_parts, lambda: DepthwiseKernel(
-            self.target, s, plan, op.operands[0], op.operands[1], bias, op.operands[-1], epi,
+            self.target, s, plan, op.operands[0], weights, bias, op.operands[-1], epi,
             self.out_type(op, epi)))
 
     @staticmethod

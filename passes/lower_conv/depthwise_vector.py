@@ -3,12 +3,14 @@
 Per tile of `blocks` C1 blocks x a band of output rows (the plan of
 `npu.costmodel.conv.depthwise_vector`):
   1. one run of GM -> UB loads: the blocks' input rows (halo included; rows
-     outside the map are not loaded) and their diagonal weight fractals
-     [Kh*Kw, blocks, 16, 16], and the epilogue's operands;
-  2. the weights summed out of the fractals (four halving vadds over their
+     outside the map are not loaded) and their weights, and the epilogue's
+     operands. The weights are the compact operand [C1, Kh*Kw, 16] that
+     npu-lower-conv makes of constant ones (`compact_weights.py`), else the
+     diagonal fractals [Kh*Kw, blocks, 16, 16];
+  2. fractals: the weights summed out of them (four halving vadds over their
      rows: exact, every other entry is zero), one 16-channel block per
-     kernel point and C1 block (with f32 accumulation converted to f32,
-     the input band too);
+     kernel point and C1 block; with f32 accumulation the weights converted
+     to f32, the input band too;
   3. per C1 block: the result initialised with the bias (or the product of a
      kernel point that covers every output), then per kernel point one
      `vmla` over the rectangle of outputs whose tap lies in the map: the
@@ -29,7 +31,6 @@ from npu import ir as nir
 from npu.costmodel.conv.depthwise_vector import DwBand, DwPlan, DwShape, valid
 from npu.costmodel.vector.tiling import split_repeats
 from npu.kernels.cce_build import Index, by_run, copy, copy_bursts, delinearize, for_range, lin, sub
-from npu.passes.lower_conv.channel_pattern import channel_pattern, rows_of
 from npu.passes.lower_conv.drain_cast import f16_pattern
 from npu.passes.lower_conv.epilogue import ConvEpilogue
 from npu.passes.lower_conv.vector_rect import Rect, along_rows, flat_op, rect_op, units
@@ -55,7 +56,6 @@ class DepthwiseKernel:
     # -- the plan --------------------------------------------------------------
     def emit(self, row_parts: tuple[int, ir.Value] | None = None) -> None:
         s, rows = self.s, self.plan.rows
-        self.pattern = self.bias_pattern() if self.bias is not None else None
         if self.epilogue is not None:
             self.epilogue.stage_patterns(s.c1)
             self.epilogue.allocate(self.plan.blocks * self.m1 * FRAC)
@@ -71,13 +71,18 @@ class DepthwiseKernel:
                lambda: self.tiles(s.bands(rows, s.ho - run, s.ho), 0),
                (lambda: self.tiles(inner, lin((part, run), (1, -run)))) if inner else None)
 
-    def bias_pattern(self) -> ir.Value:
-        """The bias as one vector repeat per C1 block in the tile's type (as
-        the cube's drain has it, `ConvKernel.bias_pattern`)."""
-        pattern = channel_pattern(self.bias, self.s.c1, rows_of(self.out_type))
-        if nir.memref_element(self.bias) != self.out_type:
-            return f16_pattern(self.target, pattern)
-        return pattern
+    def load_bias(self, j0: Index, gb: int) -> ir.Value:
+        """The tile's bias, [gb, 16] in the tile's type, loaded with its
+        input (the vector ops read one block with strides 0). Staged once as
+        the cube drain's pattern (`channel_pattern`: 8 copies of C1 bursts),
+        it held the first tile's loads back by its copies and their GM
+        latency: 960@7 6,647 -> 5,958 -> 5,664 cycles (one copy, then none)."""
+        flat = nir.flatten_memref(self.bias)
+        elem = nir.memref_element(self.bias)
+        bias = nir.alloc([gb * 16], elem, "ub")
+        copy("cce.copy_gm_to_ub", nir.subview(flat, [lin((j0, 16))], [gb * 16]), bias, 1,
+             self.target.blocks(gb * 16 * nir.element_bytes(elem)))
+        return f16_pattern(self.target, bias) if elem != self.out_type else bias
 
     def tiles(self, bands: list[DwBand], shift: Index) -> None:
         """Every (image, block group, band) of `bands` (output rows moved by
@@ -118,26 +123,23 @@ class DepthwiseKernel:
         src = nir.subview(self.x5, [n, j0, in_start, 0, 0], [1, gb, band.in_rows, s.w, 16])
         copy_bursts("cce.copy_gm_to_ub", src, x, gb, band.in_rows * s.w,
                     src_gap=(s.h - band.in_rows) * s.w)
-        frac = nir.alloc([k * gb * FRAC], "f16", "ub")
-        pitch = nir.memref_layout(self.wz)[0][0] * 2 // 32
-        wsrc = nir.subview(self.wz, [0, j0, 0, 0], [k, gb, 16, 16])
-        if pitch == gb * 16:
-            copy("cce.copy_gm_to_ub", wsrc, frac, 1, k * gb * 16)
-        else:
-            copy_bursts("cce.copy_gm_to_ub", wsrc, frac, k, gb * 16, src_gap=pitch - gb * 16)
+        weights = self.load_weights(j0, gb)
+        bias = self.load_bias(j0, gb) if self.bias is not None else None
         m1 = -(-band.rows * s.wo // 16)
         drain = self.drains
         self.drains += 1
         if self.epilogue is not None:
             self.epilogue.prefetch(n, j0, gb, o0, band.rows, m1, s.ho, s.wo, drain)
-        weights = self.sum_weights(frac, k * gb)
+        if not s.compact:
+            weights = self.sum_weights(weights, k * gb)
+        weights = self.widened(weights, k * gb)
         if self.acc == "f32":
             xf = nir.alloc([gb * band.in_rows * s.w * 16], "f32", "ub")
             flat_op("cce.vconv", xf, x, gb * band.in_rows * s.w * 16, t.lanes(4), t.max_repeat,
                     dst_rep=8, src_rep=4, round_mode="none")
             x = xf
         out = nir.alloc([gb * m1 * FRAC], self.acc, "ub")
-        self.compute(x, band.in_rows * s.w * 16, weights, gb, out, m1 * FRAC, band, j0)
+        self.compute(x, band.in_rows * s.w * 16, weights, bias, gb, out, m1 * FRAC, band)
         ob = s.acc_bytes
         if self.epilogue is not None:
             out = self.epilogue.apply(out, j0, gb, band.rows, m1, s.wo, drain)
@@ -147,6 +149,30 @@ class DepthwiseKernel:
         copy_bursts("cce.copy_ub_to_gm", out, dst, gb, t.blocks(valid_px * 16 * ob),
                     src_gap=t.blocks((m1 * 16 - valid_px) * 16 * ob),
                     dst_gap=t.blocks((s.ho - band.rows) * s.wo * 16 * ob))
+
+    def load_weights(self, j0: Index, gb: int) -> ir.Value:
+        """The tile's weights in UB: the compact operand's [gb, K, 16] (one
+        burst), or the diagonal fractals [K, gb, 16, 16] (one burst a kernel
+        point unless the tile is every block)."""
+        k = self.s.points
+        if self.s.compact:
+            w = nir.alloc([gb * k * 16], "f16", "ub")
+            copy("cce.copy_gm_to_ub", nir.subview(self.wz, [j0, 0, 0], [gb, k, 16]), w, 1, gb * k)
+            return w
+        frac = nir.alloc([k * gb * FRAC], "f16", "ub")
+        pitch = nir.memref_layout(self.wz)[0][0] * 2 // 32
+        wsrc = nir.subview(self.wz, [0, j0, 0, 0], [k, gb, 16, 16])
+        if pitch == gb * 16:
+            copy("cce.copy_gm_to_ub", wsrc, frac, 1, k * gb * 16)
+        else:
+            copy_bursts("cce.copy_gm_to_ub", wsrc, frac, k, gb * 16, src_gap=pitch - gb * 16)
+        return frac
+
+    def weight_at(self, kp: int, g: int, gb: int) -> int:
+        """Element offset of kernel point `kp`'s weight block of the tile's
+        block `g` (64 f32 a block with f32 accumulation)."""
+        q = g * self.s.points + kp if self.s.compact else kp * gb + g
+        return q * (16 if self.acc == "f16" else 64)
 
     def sum_weights(self, frac: ir.Value, count: int) -> ir.Value:
         """Each fractal's 16 rows added up (its diagonal: the 16 channels'
@@ -180,8 +206,14 @@ class DepthwiseKernel:
                                   repeat=ins.repeat, mask=ins.mask, dst_blk_stride=1,
                                   src0_blk_stride=1, src1_blk_stride=1, dst_rep_stride=8,
                                   src0_rep_stride=8, src1_rep_stride=8)
+        return rows
+
+    def widened(self, rows: ir.Value, count: int) -> ir.Value:
+        """`count` blocks of 16 f16 weights as the accumulation type wants
+        them: as they are for f16, each an f32 repeat (64) for f32."""
         if self.acc == "f16":
             return rows
+        t = self.target
         wide = nir.alloc([count * 64], "f32", "ub")
         for q0 in range(0, count, t.max_repeat):
             rep = min(t.max_repeat, count - q0)
@@ -190,8 +222,8 @@ class DepthwiseKernel:
                           dst_rep_stride=8, src_rep_stride=1, round_mode="none")
         return wide
 
-    def compute(self, x: ir.Value, x_pitch: int, weights: ir.Value, gb: int, out: ir.Value,
-                out_pitch: int, band: DwBand, j0: Index) -> None:
+    def compute(self, x: ir.Value, x_pitch: int, weights: ir.Value, bias: ir.Value | None,
+                gb: int, out: ir.Value, out_pitch: int, band: DwBand) -> None:
         """The tile's blocks (each `x_pitch` / `out_pitch` elements apart):
         init, then a vmla per kernel point (per half of a pixel's blocks with
         f32 accumulation). Kernel points outermost: consecutive instructions
@@ -201,7 +233,6 @@ class DepthwiseKernel:
         s, b, t = self.s, self.b, self.target
         p = s.halves
         (sh, sw), (dh, dw) = s.strides, s.dilations
-        w_per = 16 if self.acc == "f16" else 64  # elements per kernel point and block
         parts = []
         for a in range(s.kh):
             i0, i1 = valid(band.rows, sh, a * dh - band.row_dst, band.in_rows)
@@ -213,19 +244,17 @@ class DepthwiseKernel:
         if whole is not None:  # without a bias, its product initialises the result
             parts = [whole] + [q for q in parts if q != whole]
         dsts = [[Rect(out, g * out_pitch + h * b, s.wo * p, p) for h in range(p)] for g in range(gb)]
-        if self.pattern is not None or whole is None:
-            per_block = 256 // s.acc_bytes
+        if bias is not None or whole is None:
             for g in range(gb):
                 for h in range(p):
-                    if self.pattern is not None:
-                        bias = Rect(self.pattern, lin((j0, per_block), (g * per_block + h * b, 1)), 0, 0)
-                        rect_op("cce.vmuls", dsts[g][h], [bias], band.rows, s.wo, b, t.max_repeat,
+                    if bias is not None:
+                        rect_op("cce.vmuls", dsts[g][h], [Rect(bias, g * 16 + h * b, 0, 0)], band.rows, s.wo, b, t.max_repeat,
                                 scalar=1.0)
                     else:
                         rect_op("cce.vdup", dsts[g][h], [], band.rows, s.wo, b, t.max_repeat,
                                 scalar=0.0)
         for kp, a, c, i0, i1, j_0, j_1 in parts:
-            first = self.pattern is None and (kp, a, c, i0, i1, j_0, j_1) == whole
+            first = bias is None and (kp, a, c, i0, i1, j_0, j_1) == whole
             shift = ((i0 * sh + a * dh - band.row_dst) * s.w + j_0 * sw + c * dw - s.pads[1]) * 16
             srcs = [Rect(x, shift, sh * s.w * p, sw * p), Rect(weights, 0, 0, 0)]
             along = along_rows(i1 - i0, j_1 - j_0, [dsts[0][0]] + srcs)
@@ -235,7 +264,7 @@ class DepthwiseKernel:
                 for unit in units(i1 - i0, j_1 - j_0, along):
                     for g in range(gb):
                         src = Rect(x, g * x_pitch + h * b + shift, sh * s.w * p, sw * p)
-                        wgt = Rect(weights, (kp * gb + g) * w_per + h * b, 0, 0)
+                        wgt = Rect(weights, self.weight_at(kp, g, gb) + h * b, 0, 0)
                         rect_op("cce.vmul" if first else "cce.vmla", dsts[g][h].moved(i0, j_0, b),
                                 [src, wgt], i1 - i0, j_1 - j_0, b, t.max_repeat, along=along,
                                 unit=unit)

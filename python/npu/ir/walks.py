@@ -147,6 +147,34 @@ def constant_argument(value: ir.Value):
     return constant_data(attr, list(mtype.shape), element_type_name(mtype.element_type))
 
 
+def retype_constant(value: ir.Value, data) -> None:
+    """Give the `npu.constant` argument `value` new data (a numpy array of
+    its element type, any shape): its type, the function's type and the
+    attribute follow, its position stays (the caller's constants come
+    before the block index and the workspace). Its uses must accept the new
+    type: only for an argument whose one reader is being rewritten."""
+    arg = ir.BlockArgument(value)
+    func_op = arg.owner.owner.operation
+    with func_op.context, func_op.location:
+        _retype_constant(func_op, arg.arg_number, value, data)
+
+
+def _retype_constant(func_op: ir.Operation, i: int, value: ir.Value, data) -> None:
+    t = ir.MemRefType(value.type)
+    new_type = ir.MemRefType.get(list(data.shape), t.element_type, None, t.memory_space)
+    value.set_type(new_type)
+    ftype = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
+    inputs = list(ftype.inputs)
+    inputs[i] = new_type
+    func_op.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, list(ftype.results)))
+    attrs = list(ir.ArrayAttr(func_op.attributes["arg_attrs"]))
+    d = dict(arg_attrs(func_op, i))
+    d[CONSTANT_ATTR] = ir.DenseElementsAttr.get(
+        data, type=ir.RankedTensorType.get(list(data.shape), t.element_type))
+    attrs[i] = ir.DictAttr.get(d)
+    func_op.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+
+
 def block_idx_arg(func_op: ir.Operation) -> int | None:
     """Index of the argument that receives the block index, if any."""
     n = len(func_op.regions[0].blocks[0].arguments) if func_op.regions[0].blocks else 0
@@ -179,5 +207,5 @@ def block_dim(func_op: ir.Operation) -> int:
 
 __all__ = ["BLOCK_DIM_ATTR", "BLOCK_IDX_ATTR", "CONSTANT_ATTR", "CORE_PART_ATTR", "F16_EPILOGUES_ATTR", "WORKSPACE_ATTR", "append_argument", "arg_attrs",
            "block_dim", "block_idx_arg", "block_idx_value", "constant_argument", "constant_data", "erase_argument", "functions",
-           "ops_in_dialect", "ops_named", "replace_ops", "symbol_name", "walk", "walk_held",
+           "ops_in_dialect", "ops_named", "replace_ops", "retype_constant", "symbol_name", "walk", "walk_held",
            "workspace_args"]

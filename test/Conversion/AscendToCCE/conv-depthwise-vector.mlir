@@ -7,16 +7,18 @@
 // FORCED-NOT:  does not apply
 // npu-lower-conv on a depthwise conv (layout "nc1hwc0_bd", group_channels = 1)
 // on the vector unit (docs/grouped_conv.md): one run of loads (the tile's
-// input rows of both C1 blocks, its 18 diagonal weight fractals), the
-// weights summed out of the fractals across 8 fractals a repeat (block
-// stride 16: one row of each), the bias as the initial value (one block read
-// with strides 0), a vmla per kernel point over the rectangle of outputs
+// input rows of both C1 blocks, its 18 diagonal weight fractals: weights
+// that are a plain argument, not a constant, keep that form; its two bias
+// blocks), the weights summed out of the fractals across 8 fractals a repeat
+// (block stride 16: one row of each), the bias as the initial value (one
+// block read with strides 0), a vmla per kernel point over the rectangle of outputs
 // whose tap is inside the map (the center point covers all 6x6, a corner
 // 5x5), its weight block read with strides 0, and one store of both blocks.
 
 // CHECK-LABEL: func.func @dw_f16
 // CHECK:         "cce.copy_gm_to_ub"({{.*}}) {burst_len = 36 : i64, dst_gap = 0 : i64, n_burst = 2 : i64, src_gap = 0 : i64}
 // CHECK:         "cce.copy_gm_to_ub"({{.*}}) {burst_len = 288 : i64, dst_gap = 0 : i64, n_burst = 1 : i64, src_gap = 0 : i64}
+// CHECK:         "cce.copy_gm_to_ub"({{.*}}) {burst_len = 2 : i64, dst_gap = 0 : i64, n_burst = 1 : i64, src_gap = 0 : i64}
 // CHECK:         "cce.vadd"({{.*}}) {dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, mask = 128 : i64, repeat = 2 : i64, src0_blk_stride = 16 : i64, src0_rep_stride = 128 : i64
 // CHECK-COUNT-2: "cce.vmuls"({{.*}}) {{{.*}}scalar = 1.000000e+00 : f64, src_blk_stride = 0 : i64, src_rep_stride = 0 : i64}
 // CHECK-NEXT:    memref.subview
@@ -30,8 +32,34 @@
 // CUBE-LABEL:  func.func @dw_f16
 // CUBE:          "cce.img2col_l1_to_l0a"
 // CUBE-NOT:      "cce.vmla"
-// REMARK:      remark: npu-lower-conv: depthwise conv on the vector unit (2 C1 blocks, 3x3 kernel points, f16 accumulation; tiles of 2 blocks x 6 rows, est. {{[0-9]+}} cycles against {{[0-9]+}} on the cube)
+// REMARK:      remark: npu-lower-conv: depthwise conv on the vector unit (2 C1 blocks, 3x3 kernel points, f16 accumulation, fractal weights; tiles of 2 blocks x 6 rows, est. {{[0-9]+}} cycles against {{[0-9]+}} on the cube)
 func.func @dw_f16(%x: memref<1x2x6x6x16xf16, "gm">, %w: memref<9x2x16x16xf16, "gm">, %b: memref<32xf16, "gm">, %y: memref<1x2x6x6x16xf16, "gm">) {
+  "ascend.conv2d"(%x, %w, %b, %y) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0_bd", group_channels = 1 : i64, kernel = array<i64: 3, 3>} : (memref<1x2x6x6x16xf16, "gm">, memref<9x2x16x16xf16, "gm">, memref<32xf16, "gm">, memref<1x2x6x6x16xf16, "gm">) -> ()
+  return
+}
+
+// -----
+
+// Constant weights (the frontend's `npu.constant` diagonal fractals): on the
+// vector unit the argument becomes the compact per-channel operand
+// [C1, Kh*Kw, 16], the fractals' diagonals, in place (same position), and a
+// tile loads its blocks' weights in one burst of 2 x 9 blocks: 16x fewer
+// bytes than the 288 blocks of fractals, and no vadds summing them. The
+// cube keeps the fractals.
+
+// CHECK-LABEL: func.func @dw_f16_constant
+// CHECK-SAME:    %arg1: memref<2x9x16xf16, "gm"> {npu.constant = dense<5.000000e-01> : tensor<2x9x16xf16>}
+// CHECK:         "cce.copy_gm_to_ub"({{.*}}) {burst_len = 36 : i64, dst_gap = 0 : i64, n_burst = 2 : i64, src_gap = 0 : i64}
+// CHECK:         "cce.copy_gm_to_ub"({{.*}}) {burst_len = 18 : i64, dst_gap = 0 : i64, n_burst = 1 : i64, src_gap = 0 : i64} : (memref<2x9x16xf16, strided<[144, 16, 1]>, "gm">
+// CHECK-NOT:     "cce.vadd"
+// CHECK:         "cce.vmuls"
+// CHECK:         "cce.vmla"
+// CHECK:         "cce.copy_ub_to_gm"
+// CUBE-LABEL:  func.func @dw_f16_constant
+// CUBE-SAME:     %arg1: memref<9x2x16x16xf16, "gm"> {npu.constant = dense<5.000000e-01> : tensor<9x2x16x16xf16>}
+// CUBE:          "cce.img2col_l1_to_l0a"
+// REMARK:      remark: npu-lower-conv: depthwise conv on the vector unit (2 C1 blocks, 3x3 kernel points, f16 accumulation, compact weights; tiles of 2 blocks x 6 rows
+func.func @dw_f16_constant(%x: memref<1x2x6x6x16xf16, "gm">, %w: memref<9x2x16x16xf16, "gm"> {npu.constant = dense<0.5> : tensor<9x2x16x16xf16>}, %b: memref<32xf16, "gm">, %y: memref<1x2x6x6x16xf16, "gm">) {
   "ascend.conv2d"(%x, %w, %b, %y) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0_bd", group_channels = 1 : i64, kernel = array<i64: 3, 3>} : (memref<1x2x6x6x16xf16, "gm">, memref<9x2x16x16xf16, "gm">, memref<32xf16, "gm">, memref<1x2x6x6x16xf16, "gm">) -> ()
   return
 }

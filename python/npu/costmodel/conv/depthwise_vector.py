@@ -14,9 +14,12 @@ the map. f32 accumulation (an f32 result) holds a pixel in two blocks, so
 twice the repeats and a conversion of the input.
 
 A tile is `blocks` C1 blocks x a band of `rows` output rows: one run of GM
-loads (their input rows, halo included, and their diagonal weight fractals,
-from which the vector unit sums each block's weights out exactly: the
-fractals are zero off the diagonal), one store. Each run of loads and each
+loads (their input rows, halo included, and their weights), one store. The
+weights are the compact per-channel operand [C1, Kh*Kw, 16] npu-lower-conv
+makes on the host from constant diagonal fractals (`compact`: Kh*Kw*32 bytes
+a block), else the diagonal fractals themselves (Kh*Kw*512 bytes a block,
+3x the input map at 960@7), from which the vector unit sums each block's
+weights out exactly (the fractals are zero off the diagonal). Each run of loads and each
 store pays the GM latency on its mover (the flag after it holds the mover:
 see `tiling.estimate`), so tiles are made as large as UB allows two of.
 The estimate is the busiest of V, MTE2 and MTE3 over the conv plus the
@@ -35,6 +38,7 @@ from npu.dialects.ascend_conv import geometry
 from npu.target import Target
 
 FRACTAL_BYTES = 512   # one 16x16 f16 weight fractal
+COMPACT_BYTES = 32    # one kernel point's 16 f16 weights of a block in the compact operand
 BLOCKS_PER_REPEAT = 8
 MAX_STRIDE = 255      # 8-bit block / repeat stride fields of a vector instruction
 
@@ -68,6 +72,17 @@ class DwShape:
     dilations: tuple[int, int]
     acc_bytes: int = 2  # 2: f16 accumulation, 4: f32 (input converted in UB)
     bias: bool = False
+    compact: bool = False  # weights as the per-channel [C1, Kh*Kw, 16] operand, not fractals
+
+    @property
+    def bias_bytes(self) -> int:
+        """GM bytes of one C1 block's bias, loaded with each tile (f32 at most)."""
+        return 64 if self.bias else 0
+
+    @property
+    def weight_bytes(self) -> int:
+        """GM bytes of one C1 block's weights (all its kernel points)."""
+        return self.points * (COMPACT_BYTES if self.compact else FRACTAL_BYTES)
 
     @property
     def halves(self) -> int:
@@ -120,12 +135,13 @@ def valid(count: int, stride: int, shift: int, size: int) -> tuple[int, int]:
     return i0, max(i0, i1)
 
 
-def dw_shape(op: ir.Operation, acc: str, bias: bool) -> DwShape:
-    """The shape of an `ascend.conv2d` in layout "nc1hwc0_bd", accumulating in `acc`."""
+def dw_shape(op: ir.Operation, acc: str, bias: bool, compact: bool = False) -> DwShape:
+    """The shape of an `ascend.conv2d` in layout "nc1hwc0_bd", accumulating
+    in `acc` (`compact`: its weights loaded as the per-channel operand)."""
     g = geometry(op)
     ho, wo = g.out_hw
     return DwShape(g.n, g.c // 16, g.h, g.w, ho, wo, g.kh, g.kw, g.strides, g.pads, g.dilations,
-                   nir.element_bytes(acc), bias)
+                   nir.element_bytes(acc), bias, compact)
 
 
 @dataclass(frozen=True)
@@ -138,12 +154,13 @@ class DwPlan:
 
 def tile_ub(s: DwShape, rows: int, blocks: int) -> tuple[int, int]:
     """(bytes a mover touches, bytes only V touches) of one tile in UB: the
-    input band and weight fractals loaded, the result stored; the summed
-    weights (and with f32 accumulation the converted input and weights)."""
+    input band and weights loaded, the result stored; the weights summed out
+    of fractals (and with f32 accumulation the converted input and weights)."""
     in_rows = min(s.h, (rows - 1) * s.strides[0] + s.extent_h())
     pixels = -(-rows * s.wo // 16) * 16
-    moved = blocks * (in_rows * s.w * 32 + s.points * FRACTAL_BYTES + pixels * 16 * s.acc_bytes)
-    vector = blocks * s.points * 256
+    moved = blocks * (in_rows * s.w * 32 + s.weight_bytes + s.bias_bytes
+                      + pixels * 16 * s.acc_bytes)
+    vector = (0 if s.compact else blocks * s.points * 256) + (blocks * 32 if s.bias else 0)
     if s.acc_bytes == 4:
         vector += blocks * (in_rows * s.w * 64 + s.points * 256)
     return moved, vector
@@ -176,9 +193,10 @@ def estimate(s: DwShape, rows: int, blocks: int, t: Target,
     tiles = s.n * groups * len(bands)
     ma = t.vector_cycles("multiply_add")
     # per tile: the weights summed out of their fractals (15 adds of 8
-    # fractals a repeat, and with f32 accumulation their conversion), f32:
-    # the input band converted
-    extract = 15 * -(-s.points * blocks // 8) + (s.points * blocks if s.acc_bytes == 4 else 0)
+    # fractals a repeat; none for the compact operand), with f32
+    # accumulation their conversion; f32: the input band converted
+    extract = (0 if s.compact else 15 * -(-s.points * blocks // 8)) \
+        + (s.points * blocks if s.acc_bytes == 4 else 0)
     in_pixels = sum(b.in_rows for b in bands) * s.w
     convert = in_pixels * 16 / t.lanes(4) if s.acc_bytes == 4 else 0.0
     pixels = s.ho * s.wo * 16
@@ -197,12 +215,12 @@ def estimate(s: DwShape, rows: int, blocks: int, t: Target,
         vector += s.n * s.c1 * pixels * epilogue.vector
         loaded = s.n * s.c1 * pixels * epilogue.loaded_bytes
         out_bytes = epilogue.out_bytes
-    mte2 = (s.n * s.c1 * (in_pixels * 32 + len(bands) * s.points * FRACTAL_BYTES) + loaded) \
+    mte2 = (s.n * s.c1 * (in_pixels * 32 + len(bands) * (s.weight_bytes + s.bias_bytes)) + loaded) \
         / gm_in.bytes_per_cycle + tiles * gm_in.latency
     mte3 = s.n * s.c1 * pixels * out_bytes / gm_out.bytes_per_cycle + tiles * gm_out.latency
     pipes = {"V": vector, "MTE2": mte2, "MTE3": mte3}
     first_band = bands[0]
-    first_load = blocks * (first_band.in_rows * s.w * 32 + s.points * FRACTAL_BYTES)
+    first_load = blocks * (first_band.in_rows * s.w * 32 + s.weight_bytes + s.bias_bytes)
     first = (gm_in.latency + first_load / gm_in.bytes_per_cycle + vector / tiles
              + gm_out.latency + blocks * first_band.rows * s.wo * 16 * out_bytes / gm_out.bytes_per_cycle)
     return max(pipes.values()) + first, pipes
@@ -215,7 +233,7 @@ def plan(s: DwShape, t: Target, ub_bytes: int, epilogue: EpilogueWork | None = N
     apply (strides past the vector fields) or not even one row of one block fits."""
     if not s.strides_fit():
         return None
-    held = s.c1 * 256 * (1 if s.bias else 0)
+    held = 0
     if epilogue is not None:
         held += s.c1 * epilogue.pattern_bytes
     best: DwPlan | None = None
