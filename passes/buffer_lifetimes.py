@@ -30,6 +30,9 @@ from npu.passes.buffer_placement import Buffer, place
 from npu.target import ON_CHIP_BUFFERS, Target
 
 
+_NO_BUFFERS = {space: (0, 0, 0) for space in ON_CHIP_BUFFERS}
+
+
 class _Table:
     """What `space_bounds` reads of each top-level op's piece, as arrays
     (row k: the k-th op), so that a query after one op changed costs no
@@ -61,7 +64,10 @@ class _Table:
         return self.ids.setdefault(alloc.results[0], len(self.ids))
 
     def fill(self, k: int, piece: Piece) -> None:
-        for column, space in enumerate(ON_CHIP_BUFFERS):
+        if not piece.buffers:  # most top-level ops (views, scalars, single instructions)
+            piece.bounds.update(_NO_BUFFERS)
+            self.inner[k] = 0
+        for column, space in enumerate(ON_CHIP_BUFFERS if piece.buffers else ()):
             bounds = piece.bounds.get(space)
             if bounds is None:
                 mine = [b for b in piece.buffers if b.space == space]
