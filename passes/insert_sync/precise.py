@@ -176,6 +176,9 @@ class _PreciseMode(_EventAllocation):
         waits_before: dict[int, list[tuple[str, str, int]]] = {}
         vbar: set[int] = set()
         copies = 2 if loop is not None and loop.trip_count > 1 else 1
+        # Each node's overlap keys, read once: asking the node for them per
+        # pair tested was 217k calls on BERT-12 at 32 cores.
+        keys = [n.overlap_keys() for n in nodes]
         for copy in range(copies):
             for i, y in enumerate(nodes):
                 key = (copy, i)
@@ -190,10 +193,10 @@ class _PreciseMode(_EventAllocation):
                 # copy 0: the nodes before y; copy 1: the body's nodes in
                 # the previous iteration (loop-carried)
                 # (nodes without a common overlap key cannot depend: skipped here)
-                y_keys = y.overlap_keys()
+                y_keys = keys[i]
                 carried = None if copy == 0 else loop
                 candidates = [((0, j), nodes[j]) for j in st.unordered(y.pipes)
-                              if not y_keys.isdisjoint(nodes[j].overlap_keys())]
+                              if not y_keys.isdisjoint(keys[j])]
                 for xkey, x in candidates:
                     for p, q in dependent_pipes(x, y, self.analysis, carried):
                         if not needs_order(p, q):
