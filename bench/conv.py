@@ -7,9 +7,10 @@ The layout conversions a network pays at its edges are not part of a layer.
 
   cycles   simulated cycles of the layer
   cube     the problem's cube bound: real MACs / (16*16*16 per cycle)
-  ideal    max(cube, the compulsory GM traffic: input, weights and output
-           once each, over the core's GM rate): one core of this target
-           cannot beat it (1x1 layers are bound by GM, not by the cube)
+  ideal    max(cube, the compulsory GM traffic: the input pixels some window
+           reads (a 1x1 stride-2 conv reads a quarter of its map), weights
+           and output once each, over the core's GM rate): one core of this
+           target cannot beat it (1x1 layers are bound by GM, not by the cube)
   padded   the cube work of the padded problem (C to whole 16-channel blocks,
            Ho*Wo rows to whole fractals per band): what this kernel feeds the cube
   own      the simulator's bound for this program (busiest unit's work)
@@ -97,7 +98,7 @@ def run(name: str, spec, target) -> dict:
     wo = (w + 2 * pad - k) // stride + 1
     cin = 1 if dw else c  # input channels per output channel
     cube = ho * wo * cout * cin * k * k / 4096
-    gm_bytes = 2 * (c * h * w + cout * cin * k * k + cout * ho * wo)
+    gm_bytes = 2 * (c * read_pixels(h, w, k, stride, pad) + cout * cin * k * k + cout * ho * wo)
     ideal = max(cube, gm_bytes / target.path("gm_to_l1").bytes_per_cycle)
     shape = ConvShape(-(-c // 16), h, w, -(-cout // 16), k, k, ho, wo, stride, 1, pad,
                       small=c <= 4 and k > 1, diagonal=dw)
@@ -111,6 +112,15 @@ def run(name: str, spec, target) -> dict:
                 tiling=_vector_tiling(spec, target) if vector else
                 f"rows {tiling.rows} n1 {tiling.n1} kc {tiling.kc}"
                 f"{' w-resident' if tiling.weights_resident else ''}")
+
+
+def read_pixels(h: int, w: int, k: int, stride: int, pad: int) -> int:
+    """Input pixels of one channel that some window reads (all of them
+    unless the stride skips rows and columns, as a 1x1 stride-2 conv's)."""
+    def read(n: int) -> int:
+        out = (n + 2 * pad - k) // stride + 1
+        return len({i * stride - pad + j for i in range(out) for j in range(k)} & set(range(n)))
+    return read(h) * read(w)
 
 
 def _vector_tiling(spec, target) -> str:
