@@ -28,7 +28,7 @@ import sys
 import numpy as np
 
 from npu.costmodel.conv.depthwise_vector import DwShape, plan as vector_plan
-from npu.costmodel.conv.tiling import ConvShape, choose_tiling
+from npu.costmodel.conv.tiling import choose_tiling, conv_shape
 from npu.ir import make_context, parse_module
 from npu.pipeline import run_pipeline
 from npu.simulator import simulate
@@ -92,6 +92,9 @@ def run(name: str, spec, target) -> dict:
     dw = name in DEPTHWISE
     text, inputs = conv_module(*spec, depthwise=dw, image=name in IMAGE)
     module = parse_module(text, make_context())
+    # the cube's view of the conv, as npu-lower-conv takes it (its tiling's remark)
+    shape = conv_shape(next(op for op in module.body.operations[0].regions[0].blocks[0].operations
+                            if op.operation.name == "ascend.conv2d"))
     run_pipeline(module, "npu-lower{cores=1}", target)
     res = simulate(module, inputs, target=target, numerics=False)
     ho = (h + 2 * pad - k) // stride + 1
@@ -100,8 +103,6 @@ def run(name: str, spec, target) -> dict:
     cube = ho * wo * cout * cin * k * k / 4096
     gm_bytes = 2 * (c * read_pixels(h, w, k, stride, pad) + cout * cin * k * k + cout * ho * wo)
     ideal = max(cube, gm_bytes / target.path("gm_to_l1").bytes_per_cycle)
-    shape = ConvShape(-(-c // 16), h, w, -(-cout // 16), k, k, ho, wo, stride, 1, pad,
-                      small=c <= 4 and k > 1, diagonal=dw)
     tiling = choose_tiling(shape, target)
     vector = "vmla" in str(module)  # npu-lower-conv put this depthwise conv on the vector unit
     bands = -(-ho // tiling.rows)

@@ -120,7 +120,9 @@ class ConvKernel(ConvWeights):
         # Drain slots taken in turn: a slot is free again only once its store
         # to GM has completed (latency included), so enough of them let the
         # stores overlap (UB_SLOTS at most, within half of UB beside the bias).
-        slot_bytes = half * m1 * FRAC * nir.element_bytes(self.out_type)
+        # one_store: a slot takes a super tile's both halves (one store)
+        slot_blocks = min(t.n1, s.co1) if t.one_store else half
+        slot_bytes = slot_blocks * m1 * FRAC * nir.element_bytes(self.out_type)
         bias = s.co1 * 256 if self.bias is not None else 0
         budget = self.ub_bytes
         if self.epilogue is not None:  # its per-channel operands' patterns, staged once
@@ -130,7 +132,7 @@ class ConvKernel(ConvWeights):
         if self.epilogue is not None:  # the member results and the loaded tiles in turn
             sets = SETS * self.epilogue.work.set_bytes * half * m1 * FRAC
             room = min(room, budget - bias - sets)
-        self.ub = [nir.alloc([half * m1 * FRAC], self.out_type, "ub")
+        self.ub = [nir.alloc([slot_blocks * m1 * FRAC], self.out_type, "ub")
                    for _ in range(max(2, min(UB_SLOTS, room // slot_bytes)))]
         if self.epilogue is not None:
             self.epilogue.allocate(half * m1 * FRAC)
@@ -298,10 +300,19 @@ class ConvKernel(ConvWeights):
             if s0 == 0 and self.image is not None and not self.image.next_with_band:
                 self.image.fill_next(self, n, band, ho0)  # behind this band's mads, before its drains
             self.flush_weights()
-            for (t0, n1), c in zip(tiles, l0c):
-                self.drain(c, n, s0 + t0, n1, ho0, band.rows, m1, self.drains % len(self.ub),
-                           prefetch)
+            if t.one_store and len(tiles) > 1:  # both halves into one slot, one store
+                slot = self.ub[self.drains % len(self.ub)]
+                for (t0, n1), c in zip(tiles, l0c):
+                    self.drain_to_ub(c, nir.subview(slot, [t0 * m1 * FRAC], [n1 * m1 * FRAC]),
+                                     s0 + t0, n1, m1)
+                self.store(nir.subview(slot, [0], [ns * m1 * FRAC]), n, s0, ns, ho0, band.rows,
+                           m1, nir.element_bytes(self.out_type))
                 self.drains += 1
+            else:
+                for (t0, n1), c in zip(tiles, l0c):
+                    self.drain(c, n, s0 + t0, n1, ho0, band.rows, m1,
+                               self.drains % len(self.ub), prefetch)
+                    self.drains += 1
             # the next super tile accumulates into the other L0C set, so its
             # mads need not wait for this one's drain
             self.parity ^= 1
@@ -380,10 +391,21 @@ class ConvKernel(ConvWeights):
               slot: int, prefetched: bool = False) -> None:
         """L0C -> UB (rounded to f16 on the way for an f16 result), + bias in the
         result's type, -> GM: rows*Wo windows of each of the n1 blocks."""
-        s, t = self.s, self.target
-        count = n1 * m1 * FRAC
+        s = self.s
+        ub = nir.subview(self.ub[slot], [0], [n1 * m1 * FRAC])
+        self.drain_to_ub(l0c, ub, co0, n1, m1)
         ob = nir.element_bytes(self.out_type)
-        ub = nir.subview(self.ub[slot], [0], [count])
+        if self.epilogue is not None:
+            if not prefetched:
+                self.epilogue.prefetch(n, co0, n1, ho0, rows, m1, s.ho, s.wo, self.drains)
+            ub = self.epilogue.apply(ub, co0, n1, rows, m1, s.wo, self.drains)
+            ob = nir.element_bytes(nir.memref_element(self.dest))
+        self.store(ub, n, co0, n1, ho0, rows, m1, ob)
+
+    def drain_to_ub(self, l0c, ub, co0: int, n1: int, m1: int) -> None:
+        """L0C -> `ub` (rounded to f16 on the way for an f16 result), + bias:
+        the n1 blocks of m1 fractals from Cout block co0."""
+        ob = nir.element_bytes(self.out_type)
         convert = {"convert": "f32_to_f16"} if self.out_type == "f16" else {}
         nir.create_op("cce.copy_l0c_to_ub", [l0c, ub], n_burst=1, burst_len=n1 * m1 * 32,
                       src_gap=0, dst_gap=0, **convert)
@@ -393,11 +415,11 @@ class ConvKernel(ConvWeights):
                 block = nir.subview(ub, [j * m1 * FRAC], [m1 * FRAC])
                 bias = nir.subview(self.pattern, [(co0 + j) * per_block], [per_block])
                 self.vector("cce.vadd", block, block, bias, m1 * ob, bias_rep=0)
-        if self.epilogue is not None:
-            if not prefetched:
-                self.epilogue.prefetch(n, co0, n1, ho0, rows, m1, s.ho, s.wo, self.drains)
-            ub = self.epilogue.apply(ub, co0, n1, rows, m1, s.wo, self.drains)
-            ob = nir.element_bytes(nir.memref_element(self.dest))
+
+    def store(self, ub, n: int, co0: int, n1: int, ho0: Index, rows: int, m1: int,
+              ob: int) -> None:
+        """UB -> GM: rows*Wo windows of each of the n1 blocks from Cout block co0."""
+        s, t = self.s, self.target
         valid = rows * s.wo
         dst = nir.subview(self.dest, [n, co0, ho0, 0, 0], [1, n1, rows, s.wo, 16])
         copy_bursts("cce.copy_ub_to_gm", ub, dst, n1,
