@@ -119,13 +119,17 @@ func.func @conv_rows(%x: memref<1x1x12x8x16xf16, "gm">, %w: memref<9x1x16x16xf16
 // an f16 result, bands of 4 rows (7 M fractals), all 16 Cout blocks in one
 // super tile: its two accumulators (8 blocks each) drain into one UB slot of
 // 16 x 7 fractals, which leaves in one store of 16 bursts (each store's flag
-// holds MTE3 for the GM latency).
+// holds MTE3 for the GM latency). The band's one chunk is its last: each
+// half drains right after its own mad (one flag after both mads held the
+// first half's drain for the second's).
 // CHECK-LABEL: func.func @one_store
 // CHECK-COUNT-2: memref.alloc() : memref<28672xf16, "ub">
 // CHECK-NOT:     memref.alloc() : memref<{{[0-9]+}}xf16, "ub">
 // CHECK:         "cce.mad"
-// CHECK:         "cce.mad"
+// CHECK-NOT:     "cce.mad"
 // CHECK:         "cce.copy_l0c_to_ub"({{.*}}) {burst_len = 1792 : i64{{.*}}convert = "f32_to_f16"
+// CHECK-NOT:     "cce.copy_ub_to_gm"
+// CHECK:         "cce.mad"
 // CHECK-NOT:     "cce.copy_ub_to_gm"
 // CHECK:         "cce.copy_l0c_to_ub"({{.*}}) {burst_len = 1792 : i64{{.*}}convert = "f32_to_f16"
 // CHECK-NOT:     "cce.copy_l0c_to_ub"

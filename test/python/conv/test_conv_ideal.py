@@ -41,7 +41,8 @@ def test_1x1_64_to_256_56_within_1_3x_ideal():
     """1x1 64 -> 256 on 56x56 (GM-bound: 1.6 MB of output, ideal 31,872):
     MTE3-bound at 46,634 cycles (1.46x) when each half of a super tile left
     in its own store (each store's flag holds MTE3 for the GM latency);
-    38,372 (1.20x) with one store per super tile."""
+    38,156 (1.20x) with one store per super tile (and each half of the
+    last chunk drained right after its own mad)."""
     _, cycles = run(4, 56, 16, 1, 1, 0)
     assert cycles < 1.3 * ideal(4, 56, 16, 1, 1, 0), (cycles, ideal(4, 56, 16, 1, 1, 0))
 
