@@ -7,9 +7,10 @@ The layout conversions a network pays at its edges are not part of a layer.
 
   cycles   simulated cycles of the layer
   cube     the problem's cube bound: real MACs / (16*16*16 per cycle)
-  ideal    max(cube, the compulsory GM traffic: input, weights and output
-           once each, over the core's GM rate): one core of this target
-           cannot beat it (1x1 layers are bound by GM, not by the cube)
+  ideal    max(cube, the compulsory GM traffic: the input pixels some window
+           reads (a 1x1 stride-2 conv reads a quarter of its map), weights
+           and output once each, over the core's GM rate): one core of this
+           target cannot beat it (1x1 layers are bound by GM, not by the cube)
   padded   the cube work of the padded problem (C to whole 16-channel blocks,
            Ho*Wo rows to whole fractals per band): what this kernel feeds the cube
   own      the simulator's bound for this program (busiest unit's work)
@@ -27,7 +28,7 @@ import sys
 import numpy as np
 
 from npu.costmodel.conv.depthwise_vector import DwShape, plan as vector_plan
-from npu.costmodel.conv.tiling import ConvShape, choose_tiling
+from npu.costmodel.conv.tiling import choose_tiling, conv_shape
 from npu.ir import constant_argument, functions, make_context, parse_module
 from npu.pipeline import run_pipeline
 from npu.simulator import simulate
@@ -94,6 +95,9 @@ def run(name: str, spec, target) -> dict:
     dw = name in DEPTHWISE
     text, inputs = conv_module(*spec, depthwise=dw, image=name in IMAGE)
     module = parse_module(text, make_context())
+    # the cube's view of the conv, as npu-lower-conv takes it (its tiling's remark)
+    shape = conv_shape(next(op for op in module.body.operations[0].regions[0].blocks[0].operations
+                            if op.operation.name == "ascend.conv2d"))
     run_pipeline(module, "npu-lower{cores=1}", target)
     weights = constant_argument(functions(module)[0].regions[0].blocks[0].arguments[1])
     if weights is not None:  # npu-lower-conv may have retyped it (compact depthwise weights)
@@ -103,10 +107,8 @@ def run(name: str, spec, target) -> dict:
     wo = (w + 2 * pad - k) // stride + 1
     cin = 1 if dw else c  # input channels per output channel
     cube = ho * wo * cout * cin * k * k / 4096
-    gm_bytes = 2 * (c * h * w + cout * cin * k * k + cout * ho * wo)
+    gm_bytes = 2 * (c * read_pixels(h, w, k, stride, pad) + cout * cin * k * k + cout * ho * wo)
     ideal = max(cube, gm_bytes / target.path("gm_to_l1").bytes_per_cycle)
-    shape = ConvShape(-(-c // 16), h, w, -(-cout // 16), k, k, ho, wo, stride, 1, pad,
-                      small=c <= 4 and k > 1, diagonal=dw)
     tiling = choose_tiling(shape, target)
     vector = "vmla" in str(module)  # npu-lower-conv put this depthwise conv on the vector unit
     bands = -(-ho // tiling.rows)
@@ -117,6 +119,15 @@ def run(name: str, spec, target) -> dict:
                 tiling=_vector_tiling(spec, target) if vector else
                 f"rows {tiling.rows} n1 {tiling.n1} kc {tiling.kc}"
                 f"{' w-resident' if tiling.weights_resident else ''}")
+
+
+def read_pixels(h: int, w: int, k: int, stride: int, pad: int) -> int:
+    """Input pixels of one channel that some window reads (all of them
+    unless the stride skips rows and columns, as a 1x1 stride-2 conv's)."""
+    def read(n: int) -> int:
+        out = (n + 2 * pad - k) // stride + 1
+        return len({i * stride - pad + j for i in range(out) for j in range(k)} & set(range(n)))
+    return read(h) * read(w)
 
 
 def _vector_tiling(spec, target) -> str:

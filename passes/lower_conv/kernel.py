@@ -15,9 +15,8 @@ from mlir import ir
 from npu import ir as nir
 from npu.costmodel.conv.tiling import ConvShape, ConvTiling
 from npu.dialects.ascend_conv import ConvGeometry
-from npu.kernels.cce_build import by_run, copy, copy_bursts, lin
-from npu.passes.lower_conv.channel_pattern import channel_pattern, rows_of
-from npu.passes.lower_conv.drain_cast import f16_pattern
+from npu.kernels.cce_build import by_run, copy, lin
+from npu.passes.lower_conv.drain import ConvDrain
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue
 from npu.passes.lower_conv.image_map import ImageMap, SegmentedImageMap, reads_image, segment_bands
 from npu.passes.lower_conv.int8_map import Int8Map
@@ -42,7 +41,7 @@ class Band:
     pad_bottom: int
 
 
-class ConvKernel(ConvWeights):
+class ConvKernel(ConvWeights, ConvDrain):
     def __init__(self, target: Target, g: ConvGeometry, s: ConvShape, t: ConvTiling,
                  x5: ir.Value, wz: ir.Value, bias: ir.Value | None, out5: ir.Value,
                  epilogue: ConvEpilogue | None = None, ub_bytes: int | None = None,
@@ -120,7 +119,9 @@ class ConvKernel(ConvWeights):
         # Drain slots taken in turn: a slot is free again only once its store
         # to GM has completed (latency included), so enough of them let the
         # stores overlap (UB_SLOTS at most, within half of UB beside the bias).
-        slot_bytes = half * m1 * FRAC * nir.element_bytes(self.out_type)
+        # one_store: a slot takes a super tile's both halves (one store)
+        slot_blocks = min(t.n1, s.co1) if t.one_store else half
+        slot_bytes = slot_blocks * m1 * FRAC * nir.element_bytes(self.out_type)
         bias = s.co1 * 256 if self.bias is not None else 0
         budget = self.ub_bytes
         if self.epilogue is not None:  # its per-channel operands' patterns, staged once
@@ -130,7 +131,7 @@ class ConvKernel(ConvWeights):
         if self.epilogue is not None:  # the member results and the loaded tiles in turn
             sets = SETS * self.epilogue.work.set_bytes * half * m1 * FRAC
             room = min(room, budget - bias - sets)
-        self.ub = [nir.alloc([half * m1 * FRAC], self.out_type, "ub")
+        self.ub = [nir.alloc([slot_blocks * m1 * FRAC], self.out_type, "ub")
                    for _ in range(max(2, min(UB_SLOTS, room // slot_bytes)))]
         if self.epilogue is not None:
             self.epilogue.allocate(half * m1 * FRAC)
@@ -207,16 +208,6 @@ class ConvKernel(ConvWeights):
                 if rest:
                     self.emit_band(n, band, lin((base, 1), (h0 + 2 * pairs * t.rows, 1)))
 
-    def bias_pattern(self) -> ir.Value:
-        """The bias of every Cout block repeated to one 256-byte repeat (4 rows
-        of 16 f32, or 8 of 16 f16), [Co1, rows, 16] in UB in the output's
-        type (converted from the bias's own, `drain_cast`): vadd reads it
-        with repeat stride 0."""
-        pattern = channel_pattern(self.bias, self.s.co1, rows_of(self.out_type))
-        if nir.memref_element(self.bias) != self.out_type:  # an f32 bias, a drain rounding to f16
-            return f16_pattern(self.target, pattern)
-        return pattern
-
     def first_row(self, ho0: Index, band: Band) -> Index:
         """The first input row the band from output row `ho0` reads."""
         g = self.g
@@ -277,6 +268,7 @@ class ConvKernel(ConvWeights):
             if s.diagonal:
                 chunk = self.diagonal_tiles(fm, band, tiles, l0c, w_l1, pitch, col, s0, m1, kc,
                                             chunk)
+            early = False
             for kp0 in range(0 if not s.diagonal else s.k1, s.k1, kc):
                 kcj = min(kc, s.k1 - kp0)
                 a, b = l0a[chunk % 2], l0b[chunk % 2]
@@ -289,11 +281,18 @@ class ConvKernel(ConvWeights):
                         self.img2col(fm, a, band, kp0 + tt, tt, kcj, m1)
                 for t0, n1 in tiles:
                     self.load_weights(w_l1, b, pitch, col + t0, kp0, kcj, n1, kcj * t0)
+                # The last chunk's halves drain right after their own mads
+                # (between them in program order: one flag after both held
+                # the first half's drain for the second's mads)
+                early = (kp0 + kcj >= s.k1 and len(tiles) > 1 and self.image is None
+                         and self.epilogue is None and not self.pending)
                 for (t0, n1), c in zip(tiles, l0c):
                     f = self.frac
                     nir.create_op("cce.mad", [nir.subview(a, [0], [m1 * kcj * f]),
                                               nir.subview(b, [kcj * t0 * f], [kcj * n1 * f]), c],
                                   m=m1 * 16, n=kcj * f // 16, k=n1 * 16, accumulate=kp0 > 0)
+                    if early:
+                        self.drain_tile(c, n, s0, t0, n1, ns, ho0, band.rows, m1, prefetch)
                 # the next pieces of weight rows, after this chunk's loads in program
                 # order (sync insertion flags a consumer after every copy before it)
                 for _ in range(ahead if chunk == first + 1 else 1):
@@ -302,10 +301,8 @@ class ConvKernel(ConvWeights):
             if s0 == 0 and self.image is not None and not self.image.next_with_band:
                 self.image.fill_next(self, n, band, ho0)  # behind this band's mads, before its drains
             self.flush_weights()
-            for (t0, n1), c in zip(tiles, l0c):
-                self.drain(c, n, s0 + t0, n1, ho0, band.rows, m1, self.drains % len(self.ub),
-                           prefetch)
-                self.drains += 1
+            for (t0, n1), c in zip(tiles, l0c) if not early else ():
+                self.drain_tile(c, n, s0, t0, n1, ns, ho0, band.rows, m1, prefetch)
             # the next super tile accumulates into the other L0C set, so its
             # mads need not wait for this one's drain
             self.parity ^= 1
@@ -379,45 +376,3 @@ class ConvKernel(ConvWeights):
                       stride_w=g.strides[1], kernel_h=g.kh, kernel_w=g.kw,
                       dilation_h=g.dilations[0], dilation_w=g.dilations[1],
                       dst_stride=dst_stride, repeat_mode=repeat_mode, repeat=repeat, **extra)
-
-    def drain(self, l0c, n: int, co0: int, n1: int, ho0: Index, rows: int, m1: int,
-              slot: int, prefetched: bool = False) -> None:
-        """L0C -> UB (rounded to f16 on the way for an f16 result), + bias in the
-        result's type, -> GM: rows*Wo windows of each of the n1 blocks."""
-        s, t = self.s, self.target
-        count = n1 * m1 * FRAC
-        ob = nir.element_bytes(self.out_type)
-        ub = nir.subview(self.ub[slot], [0], [count])
-        convert = {"convert": "f32_to_f16"} if self.out_type == "f16" else {}
-        nir.create_op("cce.copy_l0c_to_ub", [l0c, ub], n_burst=1, burst_len=n1 * m1 * 32,
-                      src_gap=0, dst_gap=0, **convert)
-        if self.pattern is not None:
-            per_block = 256 // ob  # elements of one repeat
-            for j in range(n1):
-                block = nir.subview(ub, [j * m1 * FRAC], [m1 * FRAC])
-                bias = nir.subview(self.pattern, [(co0 + j) * per_block], [per_block])
-                self.vector("cce.vadd", block, block, bias, m1 * ob, bias_rep=0)
-        if self.epilogue is not None:
-            if not prefetched:
-                self.epilogue.prefetch(n, co0, n1, ho0, rows, m1, s.ho, s.wo, self.drains)
-            ub = self.epilogue.apply(ub, co0, n1, rows, m1, s.wo, self.drains)
-            ob = nir.element_bytes(nir.memref_element(self.dest))
-        valid = rows * s.wo
-        dst = nir.subview(self.dest, [n, co0, ho0, 0, 0], [1, n1, rows, s.wo, 16])
-        copy_bursts("cce.copy_ub_to_gm", ub, dst, n1,
-                    t.blocks(valid * 16 * ob), src_gap=t.blocks((m1 * 16 - valid) * 16 * ob),
-                    dst_gap=t.blocks((s.ho - rows) * s.wo * 16 * ob))
-
-    def vector(self, name: str, dst, src0, src1, repeats: int, bias_rep: int = 8) -> None:
-        """`dst = src0 op src1` in the output's type over `repeats` 256-byte
-        repeats (src1 with repeat stride `bias_rep`, 0: the same repeat every time)."""
-        mr = self.target.max_repeat
-        lanes = self.target.lanes(nir.element_bytes(nir.memref_element(dst)))
-        for r0 in range(0, repeats, mr):
-            rep = min(mr, repeats - r0)
-            d = nir.subview(dst, [r0 * lanes], [rep * lanes])
-            a = nir.subview(src0, [r0 * lanes], [rep * lanes])
-            b = src1 if bias_rep == 0 else nir.subview(src1, [r0 * lanes], [rep * lanes])
-            nir.create_op(name, [d, a, b], repeat=rep, mask=lanes, dst_blk_stride=1,
-                          src0_blk_stride=1, src1_blk_stride=1, dst_rep_stride=8,
-                          src0_rep_stride=8, src1_rep_stride=bias_rep)

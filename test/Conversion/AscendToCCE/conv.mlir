@@ -138,3 +138,30 @@ func.func @conv_rows(%x: memref<1x1x12x8x16xf16, "gm">, %w: memref<9x1x16x16xf16
   "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0", kernel = array<i64: 3, 3>, npu.core_part = array<i64: 3, 1>} : (memref<1x1x12x8x16xf16, "gm">, memref<9x1x16x16xf16, "gm">, memref<1x1x12x8x16xf32, "gm">) -> ()
   return
 }
+
+// -----
+
+// One store per super tile (`one_store`): a 1x1 64 -> 256 conv on 28x28 with
+// an f16 result, bands of 4 rows (7 M fractals), all 16 Cout blocks in one
+// super tile: its two accumulators (8 blocks each) drain into one UB slot of
+// 16 x 7 fractals, which leaves in one store of 16 bursts (each store's flag
+// holds MTE3 for the GM latency). The band's one chunk is its last: each
+// half drains right after its own mad (one flag after both mads held the
+// first half's drain for the second's).
+// CHECK-LABEL: func.func @one_store
+// CHECK-COUNT-2: memref.alloc() : memref<28672xf16, "ub">
+// CHECK-NOT:     memref.alloc() : memref<{{[0-9]+}}xf16, "ub">
+// CHECK:         "cce.mad"
+// CHECK-NOT:     "cce.mad"
+// CHECK:         "cce.copy_l0c_to_ub"({{.*}}) {burst_len = 1792 : i64{{.*}}convert = "f32_to_f16"
+// CHECK-NOT:     "cce.copy_ub_to_gm"
+// CHECK:         "cce.mad"
+// CHECK-NOT:     "cce.copy_ub_to_gm"
+// CHECK:         "cce.copy_l0c_to_ub"({{.*}}) {burst_len = 1792 : i64{{.*}}convert = "f32_to_f16"
+// CHECK-NOT:     "cce.copy_l0c_to_ub"
+// CHECK:         "cce.copy_ub_to_gm"({{.*}}) {burst_len = 112 : i64, dst_gap = 672 : i64, n_burst = 16 : i64, src_gap = 0 : i64} : (memref<28672xf16
+// CHECK:         "cce.mad"
+func.func @one_store(%x: memref<1x4x28x28x16xf16, "gm">, %w: memref<4x16x16x16xf16, "gm">, %b: memref<256xf16, "gm">, %y: memref<1x16x28x28x16xf16, "gm">) {
+  "ascend.conv2d"(%x, %w, %b, %y) {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0", kernel = array<i64: 1, 1>} : (memref<1x4x28x28x16xf16, "gm">, memref<4x16x16x16xf16, "gm">, memref<256xf16, "gm">, memref<1x16x28x28x16xf16, "gm">) -> ()
+  return
+}

@@ -114,12 +114,31 @@ class ConvTiling:
     weights_resident: bool  # all weights loaded into L1 once
     cycles: float  # the estimate
     pipes: tuple[tuple[str, float], ...] = ()
+    # Both halves of a super tile drain into one UB slot and leave in one
+    # store (`one_store`)
+    one_store: bool = False
 
     @property
     def mad_tiles(self) -> int:
         """Accumulators the super tile's mads alternate between (two hide
         the mad latency of accumulating into one C)."""
         return 2 if self.n1 >= 2 else 1
+
+
+def one_store(s: ConvShape, m1: int, n1: int, ub_half: int,
+              epilogue: EpilogueWork | None) -> bool:
+    """Whether a super tile's two accumulators may drain into one UB slot
+    and leave in one store (the estimate picks it where it is cheaper: its
+    last store is whole at the end): without an epilogue, where two such
+    slots fit half of UB beside the bias. Each store's flag holds MTE3 for the GM latency
+    before the next store may start (its slot is free only once it has
+    landed), so half the stores pay half the latencies: 1x1 64->256 56,
+    56 stores of 28 KB, was MTE3-bound at 46,634 cycles (V 32,928). Not
+    for the int8 form yet: its fused dequantising epilogue stores per half,
+    and test_int8_conv_dequantising_epilogue_cycles holds its bare conv
+    within 1.1x of it."""
+    return (epilogue is None and not s.int8 and min(n1, s.co1) >= 2
+            and 2 * m1 * min(n1, s.co1) * FRACTAL_ELEMENTS * s.out_bytes + s.co1 * 256 <= ub_half)
 
 
 def _l1_band_bytes(s: ConvShape, rows: int) -> int:
@@ -148,11 +167,12 @@ def _tile_cycles(m1: int, n1: int, kc: int, k1: int, t: Target, rate: int) -> fl
 
 
 def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Target,
-             epilogue: EpilogueWork | None = None) -> tuple[float, dict]:
+             epilogue: EpilogueWork | None = None, merged: bool = False) -> tuple[float, dict]:
     """(cycles, per-pipe work) of one tiling, with `epilogue`'s work on each
     drained tile: its vector passes, its operands' loads (with resident
     weights each drain's loads pay the GM latency on their own; streamed,
-    they join the super tile's weight run) and its result's stores."""
+    they join the super tile's weight run) and its result's stores (one per
+    super tile when `merged`: `one_store`)."""
     frac = t.fractal_bytes(2)
     bands = -(-s.ho // rows)
     m1 = -(-rows * s.wo // 16)
@@ -197,8 +217,9 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     # A drain slot is reused only once its store has completed (latency
     # included) and sync insertion serialises the stores' flags: each store
     # pays the GM latency (one per half super tile and band).
+    stores = s.batch * bands * len(n_tiles) if merged else drains
     mte3 = (s.batch * s.ho * s.wo * s.co1 * 16 * out_bytes / t.path("ub_to_gm").bytes_per_cycle
-            + drains * t.path("ub_to_gm").latency + mte3_map)
+            + stores * t.path("ub_to_gm").latency + mte3_map)
     # Each (band, super tile) also pays flag round trips and a drain that is
     # not hidden at its edges: an estimate of BAND_OVERHEAD cycles.
     compute += s.batch * bands * len(n_tiles) * BAND_OVERHEAD
@@ -206,7 +227,10 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     first = (t.path("gm_to_l1").latency + _l1_band_bytes(s, rows) / t.path("gm_to_l1").bytes_per_cycle
              + t.mad_latency + 2 * t.path("ub_to_gm").latency
              + m1 * n1 * t.fractal_bytes(4) / t.path("l0c_to_ub").bytes_per_cycle)
-    return max(pipes.values()) + first, pipes
+    # the last store leaves after the whole conv's compute: one store of a
+    # super tile carries its first half's bytes too
+    last = m1 * (n1 // 2) * FRACTAL_ELEMENTS * out_bytes if merged else 0
+    return max(pipes.values()) + first + last / t.path("ub_to_gm").bytes_per_cycle, pipes
 
 
 def choose_tiling(s: ConvShape, t: Target, ub_bytes: int | None = None,
@@ -247,11 +271,13 @@ def choose_tiling(s: ConvShape, t: Target, ub_bytes: int | None = None,
             if kc_max < 1:
                 continue
             # the largest chunk, and the chunk that splits K evenly in as few
-            for kc in sorted({kc_max, -(-s.k1 // -(-s.k1 // kc_max))}):
-                cycles, pipes = estimate(s, rows, n1, kc, resident, t, epilogue)
+            kcs = sorted({kc_max, -(-s.k1 // -(-s.k1 // kc_max))})
+            for kc, merged in ((kc, m) for kc in kcs
+                               for m in {False, one_store(s, m1, n1, ub, epilogue)}):
+                cycles, pipes = estimate(s, rows, n1, kc, resident, t, epilogue, merged)
                 if best is None or cycles < best.cycles:
                     best = ConvTiling(rows, m1, n1, kc, resident, cycles,
-                                      tuple(sorted(pipes.items())))
+                                      tuple(sorted(pipes.items())), merged)
     return best
 
 

@@ -1,0 +1,101 @@
+"""The drain of a conv's kernel (`kernel.py`): L0C -> UB (rounded to f16
+on the way for an f16 result), the bias added in UB, the conv's epilogue
+group (`epilogue.py`), -> GM; a super tile's two halves in one slot and one
+store where the tiling says so (`one_store`)."""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from npu import ir as nir
+from npu.kernels.cce_build import copy_bursts
+from npu.passes.lower_conv.channel_pattern import channel_pattern, rows_of
+from npu.passes.lower_conv.drain_cast import f16_pattern
+from npu.passes.lower_conv.weights import FRAC
+
+Index = int | ir.Value
+
+
+class ConvDrain:
+    """Mixin of `ConvKernel` (its `s`, `t`, `target`, `bias`, `pattern`,
+    `epilogue`, `dest`, `out_type`, `ub` slots and `drains` count)."""
+
+    def bias_pattern(self) -> ir.Value:
+        """The bias of every Cout block repeated to one 256-byte repeat (4 rows
+        of 16 f32, or 8 of 16 f16), [Co1, rows, 16] in UB in the output's
+        type (converted from the bias's own, `drain_cast`): vadd reads it
+        with repeat stride 0."""
+        pattern = channel_pattern(self.bias, self.s.co1, rows_of(self.out_type))
+        if nir.memref_element(self.bias) != self.out_type:  # an f32 bias, a drain rounding to f16
+            return f16_pattern(self.target, pattern)
+        return pattern
+
+    def drain_tile(self, l0c, n: int, s0: int, t0: int, n1: int, ns: int, ho0: Index,
+                   rows: int, m1: int, prefetched: bool) -> None:
+        """The drain of the super tile's half at t0 (of ns blocks from s0):
+        with `one_store`, into its place in the super tile's slot, stored
+        with the last half; else into a slot and stored on its own."""
+        if not (self.t.one_store and ns > n1):
+            self.drain(l0c, n, s0 + t0, n1, ho0, rows, m1, self.drains % len(self.ub), prefetched)
+            self.drains += 1
+            return
+        slot = self.ub[self.drains % len(self.ub)]
+        self.drain_to_ub(l0c, nir.subview(slot, [t0 * m1 * FRAC], [n1 * m1 * FRAC]), s0 + t0,
+                         n1, m1)
+        if t0 + n1 == ns:
+            self.store(nir.subview(slot, [0], [ns * m1 * FRAC]), n, s0, ns, ho0, rows, m1,
+                       nir.element_bytes(self.out_type))
+            self.drains += 1
+
+    def drain(self, l0c, n: int, co0: int, n1: int, ho0: Index, rows: int, m1: int,
+              slot: int, prefetched: bool = False) -> None:
+        """L0C -> UB (rounded to f16 on the way for an f16 result), + bias in the
+        result's type, -> GM: rows*Wo windows of each of the n1 blocks."""
+        s = self.s
+        ub = nir.subview(self.ub[slot], [0], [n1 * m1 * FRAC])
+        self.drain_to_ub(l0c, ub, co0, n1, m1)
+        ob = nir.element_bytes(self.out_type)
+        if self.epilogue is not None:
+            if not prefetched:
+                self.epilogue.prefetch(n, co0, n1, ho0, rows, m1, s.ho, s.wo, self.drains)
+            ub = self.epilogue.apply(ub, co0, n1, rows, m1, s.wo, self.drains)
+            ob = nir.element_bytes(nir.memref_element(self.dest))
+        self.store(ub, n, co0, n1, ho0, rows, m1, ob)
+
+    def drain_to_ub(self, l0c, ub, co0: int, n1: int, m1: int) -> None:
+        """L0C -> `ub` (rounded to f16 on the way for an f16 result), + bias:
+        the n1 blocks of m1 fractals from Cout block co0."""
+        ob = nir.element_bytes(self.out_type)
+        convert = {"convert": "f32_to_f16"} if self.out_type == "f16" else {}
+        nir.create_op("cce.copy_l0c_to_ub", [l0c, ub], n_burst=1, burst_len=n1 * m1 * 32,
+                      src_gap=0, dst_gap=0, **convert)
+        if self.pattern is not None:
+            per_block = 256 // ob  # elements of one repeat
+            for j in range(n1):
+                block = nir.subview(ub, [j * m1 * FRAC], [m1 * FRAC])
+                bias = nir.subview(self.pattern, [(co0 + j) * per_block], [per_block])
+                self.vector("cce.vadd", block, block, bias, m1 * ob, bias_rep=0)
+
+    def store(self, ub, n: int, co0: int, n1: int, ho0: Index, rows: int, m1: int,
+              ob: int) -> None:
+        """UB -> GM: rows*Wo windows of each of the n1 blocks from Cout block co0."""
+        s, t = self.s, self.target
+        valid = rows * s.wo
+        dst = nir.subview(self.dest, [n, co0, ho0, 0, 0], [1, n1, rows, s.wo, 16])
+        copy_bursts("cce.copy_ub_to_gm", ub, dst, n1,
+                    t.blocks(valid * 16 * ob), src_gap=t.blocks((m1 * 16 - valid) * 16 * ob),
+                    dst_gap=t.blocks((s.ho - rows) * s.wo * 16 * ob))
+
+    def vector(self, name: str, dst, src0, src1, repeats: int, bias_rep: int = 8) -> None:
+        """`dst = src0 op src1` in the output's type over `repeats` 256-byte
+        repeats (src1 with repeat stride `bias_rep`, 0: the same repeat every time)."""
+        mr = self.target.max_repeat
+        lanes = self.target.lanes(nir.element_bytes(nir.memref_element(dst)))
+        for r0 in range(0, repeats, mr):
+            rep = min(mr, repeats - r0)
+            d = nir.subview(dst, [r0 * lanes], [rep * lanes])
+            a = nir.subview(src0, [r0 * lanes], [rep * lanes])
+            b = src1 if bias_rep == 0 else nir.subview(src1, [r0 * lanes], [rep * lanes])
+            nir.create_op(name, [d, a, b], repeat=rep, mask=lanes, dst_blk_stride=1,
+                          src0_blk_stride=1, src1_blk_stride=1, dst_rep_stride=8,
+                          src0_rep_stride=8, src1_rep_stride=bias_rep)
