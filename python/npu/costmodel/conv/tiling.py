@@ -231,60 +231,43 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     if not resident:
         return steady, pipes
     # Resident weights: the first band's chunks wait for their weights, which
-    # MTE2 loads after the band's map, in pieces (`_pieces`), or, when the
-    # first band opens a run of bands alike, all before it (`weights_up_front`).
-    # The cube's idle time until they land (`_weight_wait`) adds to its path.
-    # 1x1 1024->256 14 (512 KB of weights, 8.2k cycles at 64 B/cycle): the
-    # first mad at 10.3k simulated, 27,348 cycles against 19,252 estimated
-    # without this.
+    # MTE2 loads after the band's map (in pieces of 1, 1, 2, 4... chunks:
+    # `_last_piece`) or, when the first band opens a run of bands alike,
+    # all before it (`weights_up_front`). Until the last piece lands the cube
+    # has done at most the first band's work on the earlier ones; from then on
+    # the rest of the conv runs at its busiest pipe. 1x1 1024->256 14 (512 KB
+    # of weights, 8.2k cycles at 64 B/cycle): the first mad at 10.3k
+    # simulated, 27,348 cycles against 19,252 estimated without this.
     w_time = w_bytes / gm.bytes_per_cycle
-    if s.weights_up_front(rows):
-        wait = w_time
-    else:
+    done = 0.0
+    if not s.weights_up_front(rows):
         band0 = [n * _tile_cycles(m1, 1, kc, s.k1, t, s.img2col_rate(t)) if s.diagonal
                  else _tile_cycles(m1, n, kc, s.k1, t, s.img2col_rate(t)) for n in n_tiles]
         # `weights.ConvWeights.weights_hold_first_band`: super tile by super
-        # tile when the conv is one band or loading the weights takes half a
-        # band's compute; else K rows over all of Cout
-        by_tile = len(n_tiles) > 1 and (s.batch * bands == 1
-                                        or 2 * w_time >= compute / (s.batch * bands))
-        wait = _weight_wait(s, kc, n_tiles, band0, by_tile, t)
-    waited = dict(pipes, **{"cube+MTE1": compute + wait})
-    return max(steady, max(waited.values()) + gm.latency + map0 + tail), pipes
+        # tile (the first band's last tile waits for the last weights) when
+        # the conv is one band or loading them takes half a band's compute;
+        # else K rows over all of Cout (its first tile waits for every row)
+        if len(n_tiles) > 1 and (s.batch * bands == 1
+                                 or 2 * w_time >= compute / (s.batch * bands)):
+            done = sum(band0[:-1])
+        else:
+            done = band0[0] * (1 - _last_piece(s.k1, kc) / s.k1)
+        done = min(w_time, done)
+    rest = {"cube+MTE1": compute - done, "MTE2": mte2 - map0 - w_time, "V": drain, "MTE3": mte3}
+    return max(steady, gm.latency + map0 + w_time + max(rest.values()) + tail), pipes
 
 
-def _weight_wait(s: ConvShape, kc: int, n_tiles: list[int], band0: list[float], by_tile: bool,
-                 t: Target) -> float:
-    """The cube's idle cycles in the first band waiting for the resident
-    weights' pieces, replayed piece by piece: MTE2 loads them back to back
-    after the band's map, the cube takes each piece's share of the band's
-    work once it has landed (K rows over all of Cout: all of them feed the
-    first super tile; `by_tile`: the first super tile's rows, then each
-    later tile's weights whole)."""
-    frac, rate = t.fractal_bytes(2), t.path("gm_to_l1").bytes_per_cycle
-    width = n_tiles[0] if by_tile else s.co1
-    pieces = [(rows * width * frac, band0[0] * rows / s.k1) for rows in _pieces(s.k1, kc)]
-    if by_tile:
-        pieces += [(s.k1 * n * frac, work) for n, work in zip(n_tiles[1:], band0[1:])]
-    else:
-        pieces[-1] = (pieces[-1][0] + s.k1 * (s.co1 - width) * frac, pieces[-1][1])
-    mte2 = cube = 0.0
-    for nbytes, work in pieces:
-        mte2 += nbytes / rate
-        cube = max(cube, mte2) + work
-    return cube - sum(work for _, work in pieces)
-
-
-def _pieces(k1: int, kc: int) -> list[int]:
-    """K rows of each piece of the resident weights (`npu-lower-conv`'s
-    `pieces_of_rows`: 1, 1, 2, 4, ... chunks of kc rows)."""
-    step, k0, size, out = min(kc, k1), 0, 1, []
+def _last_piece(k1: int, kc: int) -> int:
+    """K rows of the resident weights' last piece (`npu-lower-conv` loads
+    them in pieces of 1, 1, 2, 4, ... chunks of kc rows)."""
+    step, k0, size, rows = min(kc, k1), 0, 1, 0
+    count = 0
     while k0 < k1:
         rows = min(size * step, k1 - k0)
-        out.append(rows)
         k0 += rows
-        size = size if len(out) == 1 else 2 * size
-    return out
+        count += 1
+        size = size if count == 1 else 2 * size
+    return rows
 
 
 def choose_tiling(s: ConvShape, t: Target, ub_bytes: int | None = None,
