@@ -66,6 +66,12 @@ class ConvShape:
     # downsample): each band copies only the runs its rows read (a strided
     # copy), packed in L1, and img2col steps over them with stride_h = extent.
     row_skip: bool = False
+    # Whether the estimate counts the first band's wait for resident weights
+    # (`estimate`). npu-split-cores weighs its grids without it for now: with
+    # it, each core's row run pays the whole weights' load, and the grids of
+    # small convs moved from row cuts to channel cuts (test/python/multicore
+    # test_conv_rows, test_conv_aligned), not yet measured against each other.
+    weights_gate: bool = True
 
     @property
     def k1(self) -> int:
@@ -228,7 +234,7 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     tail = (t.mad_latency + 2 * t.path("ub_to_gm").latency
             + m1 * n1 * t.fractal_bytes(4) / t.path("l0c_to_ub").bytes_per_cycle)
     steady = max(pipes.values()) + gm.latency + map0 + tail
-    if not resident:
+    if not resident or not s.weights_gate:
         return steady, pipes
     # Resident weights: the first band's chunks wait for their weights, which
     # MTE2 loads after the band's map (in pieces of 1, 1, 2, 4... chunks:
