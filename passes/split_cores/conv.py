@@ -149,7 +149,8 @@ def _cost(shape: ConvShape, pb: int, pc: int, pr: int, t: Target) -> float | Non
     """One core's estimate (the conv cost model on its share), or the chip's
     GM traffic over the chip's bandwidth when that is longer."""
     core = replace(shape.row_part(pr), co1=shape.co1 // pc, batch=shape.batch // pb,
-                   c1=shape.c1 // pc if shape.diagonal else shape.c1)
+                   c1=shape.c1 // pc if shape.diagonal else shape.c1,
+                   weights_gate=False)  # see ConvShape.weights_gate
     tiling = choose_tiling(core, t)
     if tiling is None:
         return None

@@ -66,6 +66,12 @@ class ConvShape:
     # downsample): each band copies only the runs its rows read (a strided
     # copy), packed in L1, and img2col steps over them with stride_h = extent.
     row_skip: bool = False
+    # Whether the estimate counts the first band's wait for resident weights
+    # (`estimate`). npu-split-cores weighs its grids without it for now: with
+    # it, each core's row run pays the whole weights' load, and the grids of
+    # small convs moved from row cuts to channel cuts (test/python/multicore
+    # test_conv_rows, test_conv_aligned), not yet measured against each other.
+    weights_gate: bool = True
 
     @property
     def k1(self) -> int:
@@ -95,6 +101,26 @@ class ConvShape:
         bottom = (ho0 + rows - 1) * self.stride_h - self.pad_top + self.extent_h
         r0, r1 = max(0, top), min(self.h, bottom)
         return r0, max(r1 - r0, 0)
+
+    def band_key(self, ho0: int, rows: int) -> tuple[int, int, int, int]:
+        """What makes two bands alike to the lowering (`kernel.Band`: rows,
+        input rows, top and bottom padding rows): consecutive bands alike
+        are one run of code."""
+        if self.row_skip:
+            return rows, rows * self.extent_h, 0, 0
+        top = ho0 * self.stride_h - self.pad_top
+        bottom = (ho0 + rows - 1) * self.stride_h - self.pad_top + self.extent_h
+        r0 = max(0, top)
+        return rows, min(self.h, bottom) - r0, r0 - top, max(0, bottom - self.h)
+
+    def weights_up_front(self, rows: int) -> bool:
+        """Whether resident weights all load before the first band's map:
+        the lowering issues the pieces behind the first band's chunks only
+        when that band is code of its own (`kernel.emit_rows` flushes them
+        when the first band opens a run of bands alike, or with several
+        images), so there the cube waits for every weight byte."""
+        return self.batch > 1 or (self.ho > rows and self.band_key(0, rows)
+                                  == self.band_key(rows, min(rows, self.ho - rows)))
 
     def row_part(self, parts: int) -> "ConvShape":
         """One core's share of the conv cut into `parts` equal runs of output
@@ -224,13 +250,55 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     # not hidden at its edges: an estimate of BAND_OVERHEAD cycles.
     compute += s.batch * bands * len(n_tiles) * BAND_OVERHEAD
     pipes = {"cube+MTE1": compute, "MTE2": mte2, "V": drain, "MTE3": mte3}
-    first = (t.path("gm_to_l1").latency + _l1_band_bytes(s, rows) / t.path("gm_to_l1").bytes_per_cycle
-             + t.mad_latency + 2 * t.path("ub_to_gm").latency
-             + m1 * n1 * t.fractal_bytes(4) / t.path("l0c_to_ub").bytes_per_cycle)
+    gm = t.path("gm_to_l1")
+    map0 = _l1_band_bytes(s, rows) / gm.bytes_per_cycle
+    tail = (t.mad_latency + 2 * t.path("ub_to_gm").latency
+            + m1 * n1 * t.fractal_bytes(4) / t.path("l0c_to_ub").bytes_per_cycle)
     # the last store leaves after the whole conv's compute: one store of a
     # super tile carries its first half's bytes too
     last = m1 * (n1 // 2) * FRACTAL_ELEMENTS * out_bytes if merged else 0
-    return max(pipes.values()) + first + last / t.path("ub_to_gm").bytes_per_cycle, pipes
+    tail += last / t.path("ub_to_gm").bytes_per_cycle
+    steady = max(pipes.values()) + gm.latency + map0 + tail
+    if not resident or not s.weights_gate:
+        return steady, pipes
+    # Resident weights: the first band's chunks wait for their weights, which
+    # MTE2 loads after the band's map (in pieces of 1, 1, 2, 4... chunks:
+    # `_last_piece`) or, when the first band opens a run of bands alike,
+    # all before it (`weights_up_front`). Until the last piece lands the cube
+    # has done at most the first band's work on the earlier ones; from then on
+    # the rest of the conv runs at its busiest pipe. 1x1 1024->256 14 (512 KB
+    # of weights, 8.2k cycles at 64 B/cycle): the first mad at 10.3k
+    # simulated, 27,348 cycles against 19,252 estimated without this.
+    w_time = w_bytes / gm.bytes_per_cycle
+    done = 0.0
+    if not s.weights_up_front(rows):
+        band0 = [n * _tile_cycles(m1, 1, kc, s.k1, t, s.img2col_rate(t)) if s.diagonal
+                 else _tile_cycles(m1, n, kc, s.k1, t, s.img2col_rate(t)) for n in n_tiles]
+        # `weights.ConvWeights.weights_hold_first_band`: super tile by super
+        # tile (the first band's last tile waits for the last weights) when
+        # the conv is one band or loading them takes half a band's compute;
+        # else K rows over all of Cout (its first tile waits for every row)
+        if len(n_tiles) > 1 and (s.batch * bands == 1
+                                 or 2 * w_time >= compute / (s.batch * bands)):
+            done = sum(band0[:-1])
+        else:
+            done = band0[0] * (1 - _last_piece(s.k1, kc) / s.k1)
+        done = min(w_time, done)
+    rest = {"cube+MTE1": compute - done, "MTE2": mte2 - map0 - w_time, "V": drain, "MTE3": mte3}
+    return max(steady, gm.latency + map0 + w_time + max(rest.values()) + tail), pipes
+
+
+def _last_piece(k1: int, kc: int) -> int:
+    """K rows of the resident weights' last piece (`npu-lower-conv` loads
+    them in pieces of 1, 1, 2, 4, ... chunks of kc rows)."""
+    step, k0, size, rows = min(kc, k1), 0, 1, 0
+    count = 0
+    while k0 < k1:
+        rows = min(size * step, k1 - k0)
+        k0 += rows
+        count += 1
+        size = size if count == 1 else 2 * size
+    return rows
 
 
 def choose_tiling(s: ConvShape, t: Target, ub_bytes: int | None = None,
