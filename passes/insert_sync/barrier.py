@@ -40,6 +40,9 @@ class _BarrierMode:
         """One walk over the block; dirty entries are (node, from the previous iteration)."""
         dirty = list(dirty)
         for i, y in enumerate(nodes):
+            if y.is_fence:  # a chip barrier orders like pipe_barrier(ALL)
+                dirty = []
+                continue
             if i not in barriers and any(
                     needs_order(p, q) for x, prev in dirty
                     for p, q in dependent_pipes(x, y, self.analysis, loop if prev else None)):

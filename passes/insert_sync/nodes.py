@@ -15,6 +15,7 @@ from npu.passes.base import PassError
 from npu.target import ON_CHIP_BUFFERS
 
 CONTROL_OPS = ("scf.for", "scf.if")
+FENCE_OP = "cce.sync_all"
 
 
 @dataclass
@@ -32,6 +33,13 @@ class Node:
     @property
     def is_compound(self) -> bool:
         return self.op.name in CONTROL_OPS
+
+    @property
+    def is_fence(self) -> bool:
+        """A chip barrier (`cce.sync_all`): every pipe of the core drains
+        before it, so everything before it is ordered before everything
+        after it (the simulator and the race checker model it so)."""
+        return self.op.name == FENCE_OP
 
     def ranges_by_pipe(self) -> dict[str, tuple[tuple[Range, ...], tuple[Range, ...]]]:
         """pipe -> (distinct ranges written, distinct ranges read) by the node's
@@ -103,8 +111,11 @@ def build_block(block: ir.Block, analysis: AccessAnalysis) -> list[Node]:
     nodes: list[Node] = []
     for child in block.operations:
         op = child.operation
-        if op.name == "cce.sync_all":
-            continue  # the chip barrier drains every pipe: orders more than any flag
+        if op.name == FENCE_OP:
+            # The chip barrier drains every pipe: it orders more than any
+            # flag, so the walk learns everything before it has finished.
+            nodes.append(Node(op, [], frozenset()))
+            continue
         if op.name in SYNC_OPS:
             raise PassError("npu-insert-sync expects code without synchronisation; "
                             f"found '{op.name}' (run it once, on unsynchronised cce)", op)

@@ -31,6 +31,7 @@ class _BlockState:
         self.index: dict[tuple[int, int], dict[str, int]] = {}      # (copy, node) -> pipe -> idx
         self.snapshot: dict[tuple[int, int], dict[str, dict[str, int]]] = {}
         self.issued_on: dict[str, list[int]] = {}  # pipe -> node numbers in issue order (copy 0)
+        self.fenced: dict[str, int] = {}  # pipe -> its instructions before the last chip barrier
 
     def unordered(self, y_pipes: frozenset[str]) -> list[int]:
         """Node numbers (copy 0, issue order) that some pipe of y does not
@@ -47,7 +48,7 @@ class _BlockState:
         return sorted(found)
 
     def knows(self, q: str, p: str) -> int:
-        return self.known.get(q, {}).get(p, 0)
+        return max(self.known.get(q, {}).get(p, 0), self.fenced.get(p, 0))
 
     def learn(self, q: str, p: str, key: tuple[int, int]) -> None:
         """Pipe q waited for a flag set by p right after node `key`."""
@@ -55,6 +56,11 @@ class _BlockState:
         for pipe, v in self.snapshot[key][p].items():
             mine[pipe] = max(mine.get(pipe, 0), v)
         mine[p] = max(mine.get(p, 0), self.index[key][p])
+
+    def fence(self) -> None:
+        """A chip barrier: every pipe (even one not used yet) knows every
+        earlier instruction has finished."""
+        self.fenced = dict(self.count)
 
     def barrier_v(self) -> None:
         self.known.setdefault("V", {})["V"] = self.count.get("V", 0)
@@ -69,7 +75,7 @@ class _BlockState:
 
     def implied(self) -> set[tuple[str, str]]:
         """(q, p): q knows p's last instruction so far has finished."""
-        return {(q, p) for q in self.known for p, n in self.count.items()
+        return {(q, p) for q in {*self.known, *self.count} for p, n in self.count.items()
                 if n and self.knows(q, p) >= n}
 
     def issue(self, node: Node, key: tuple[int, int]) -> None:
@@ -187,6 +193,9 @@ class _PreciseMode(_EventAllocation):
                         st.learn(q, p, (1, j))
                     if i in vbar:
                         st.barrier_v()
+                if y.is_fence:
+                    st.fence()
+                    continue
                 need: dict[tuple[str, str], tuple[int, int]] = {}
                 need_vbar = False
                 # same-iteration dependencies (first walk only: replayed after)

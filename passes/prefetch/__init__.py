@@ -87,8 +87,9 @@ from npu.analysis.pipe_work import trip_count
 
 from .conv import ConvDriver
 from .emit import EmitParts
-from .facts import FactsCache, contains
+from .facts import FactsCache
 from .gaps import IdleGaps
+from .guarded import GuardedLoops, Share
 from .parts import L1_ROOMS, Candidate, Part, _label, _writers
 from .rows import RowLoads
 from .shares import ShareRuns
@@ -96,7 +97,7 @@ from .shares import ShareRuns
 CONSTANT_ATTR = "npu.constant"
 
 
-class PrefetchPass(IdleGaps, EmitParts, ShareRuns, RowLoads, ConvDriver, Pass):
+class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, ConvDriver, Pass):
     name = "npu-prefetch"
     summary = ("Issue a matmul's first host-constant weight loads during the previous op's "
                "idle MTE2 tail, into L1 free there")
@@ -134,16 +135,14 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, RowLoads, ConvDriver, Pass):
         tops = [o.operation for o in block.operations]
         self.constants = constants
         self.facts = FactsCache(self.target)
-        loops = [o for o in tops if o.name == "scf.for"
-                 and contains(o, lambda x: x.name == "cce.mad")]
+        loops = self._matmul_loops(tops)
         collector = collector_for(self.collectors, func)
         if collector is None:
             collector = BufferCollector(self.target)
             collector.track(func)
         seen: set[str] = set()
         at = 0
-        for loop in loops:
-            at = tops.index(loop, at)
+        for top, loop, share in loops:
             where = self.facts.location(loop)
             if where in seen:  # once per op: attention has several such loops
                 continue
@@ -152,7 +151,14 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, RowLoads, ConvDriver, Pass):
             if candidate is None:
                 self._say(loop, f"npu-prefetch: not prefetched: {why}")
                 continue
-            self._prefetch(func, candidate, collector, tops, at)
+            at = tops.index(top, at)
+            # On a share's cores only what runs there counts (`guarded.py`).
+            self.facts.skip = None if share is None else self._elsewhere(share)
+            try:
+                self._prefetch(func, candidate, collector, tops, at, share)
+            finally:
+                self.facts.skip = None
+            at = tops.index(top, at)
         if self.convs:
             self._prefetch_convs(func, tops, collector, constants)
 
@@ -217,7 +223,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, RowLoads, ConvDriver, Pass):
     # ------------------------------------------------------------ transformation
 
     def _prefetch(self, func: ir.Operation, c: Candidate, collector,
-                  tops: list[ir.Operation], at: int) -> None:
+                  tops: list[ir.Operation], at: int, share: Share | None = None) -> None:
         """Prefetch what the cost model finds room for of `c`, the loop at
         `tops[at]` (`tops` is spliced as ops go in before it)."""
         where = self.facts.location(c.loop)
@@ -235,11 +241,15 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, RowLoads, ConvDriver, Pass):
             # fractalize of A) can leave MTE2 idle before the loop.
             prev = start = -1
             name = "this op's preparation"
-            if not self._reads_written([c.loop], tops[:at]):
+            idle_cores = None if share is None else self._idle_before_barrier(tops, at)
+            if idle_cores is not None:
+                name = "the chip barrier its cores wait at"
+            elif not self._reads_written([c.loop], tops[:at]):
                 self._say(c.loop, "npu-prefetch: not prefetched: no earlier op or preparation "
                                   "whose idle MTE2 time the weight loads could use")
                 return
         else:
+            idle_cores = None
             name = f"'{_label(tops[prev])}'"
             before = self.facts.location(tops[prev])
             start = prev
@@ -253,7 +263,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, RowLoads, ConvDriver, Pass):
                                   f"writes, so its loads follow that op's without waiting")
                 return
         bandwidth = self.target.path("gm_to_l1").bytes_per_cycle
-        gaps = self._gaps(tops, max(start, 0), prev, at)
+        gaps = self._gaps(tops, max(start, 0), prev, at) if idle_cores is None else [idle_cores]
         # The tail of the op before the previous one is tried first: the
         # previous op's own loads follow it, so a chunk there delays nothing
         # it does (in the previous op's tail it delays that op's last
@@ -300,8 +310,8 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, RowLoads, ConvDriver, Pass):
         slots = c.slots[:placed]
         rests = [p for p in parts if p.gap == at]
         parts = [p for p in parts if p.gap != at]
-        rows, row_issue, row_after = self._row_place(func, c, tops, prev, at, parts, gaps, runs, collector,
-                                          bound)
+        rows, row_issue, row_after = ([], None, None) if share is not None else self._row_place(
+            func, c, tops, prev, at, parts, gaps, runs, collector, bound)
         # A resident strip's parts stay where they are (function level, ahead
         # of every use); slots move out of the loop to their first gap.
         home = {} if c.resident else {
@@ -319,8 +329,10 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, RowLoads, ConvDriver, Pass):
                 continue
             at_k = self._issue_index(tops, gap, at)
             issue = tops[at_k]
-            made = self._emit(c, [a for a, k in home.items() if k == gap],
-                              [p for p in parts if p.gap == gap], issue)
+            allocs = [a for a, k in home.items() if k == gap]
+            mine = [p for p in parts if p.gap == gap]
+            made = (self._emit(c, allocs, mine, issue) if share is None
+                    else self._emit_share(c, allocs, mine, issue, share))
             collector.inserted(at_k, made)
             tops[at_k:at_k + 1] = made + [issue]
         if c.resident:
@@ -330,14 +342,16 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, RowLoads, ConvDriver, Pass):
         self.facts.forget(c.loop)
         # The guards wrap the loop's copies and its slots moved out: its
         # accesses are the same.
-        collector.changed(tops.index(c.loop, at), same_accesses=True)
+        collector.changed(tops.index(c.loop if share is None else share.guard, at),
+                          same_accesses=True)
         if rows:
             self._move_rows(rows, row_issue, tops, collector)
 
         def nth(k: int, first: int) -> int:  # k's number among the working ops from `first`
             return steps[k] - (steps[first - 1] if first > low else 0)
 
-        points = ", ".join(f"in each of the {len(runs[k])} ops on shares of the cores ending at "
+        points = ", ".join(f"before {name}, on its cores alone" if idle_cores is not None else
+                           f"in each of the {len(runs[k])} ops on shares of the cores ending at "
                            f"'{_label(tops[k])}', after its op" if k in runs else
                            f"after {name} step #{nth(k, start)} (of {nth(prev, start)})"
                            if start <= k <= prev else

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from typing import Callable
 from dataclasses import dataclass
 
 from mlir import ir
@@ -70,6 +71,9 @@ def _gm_tensor(value: ir.Value) -> GmRange:
         value = op.operands[0]
 
 
+_NOTHING = OpFacts(Counter(), frozenset(), frozenset(), 0.0, 0.0)
+
+
 class FactsCache:
     """`OpFacts` per top-level op, kept for the whole function: the ops the
     pass inserts are new keys, the loops it guards are dropped."""
@@ -88,8 +92,13 @@ class FactsCache:
         # the barrier ~1k cycles past out_proj's last store: 55,231 ->
         # 53,695 cycles). A conv's pieces keep `sync_all_cycles` (`conv.py`).
         self.barrier_idle = 0.0
+        # Ops the current caller's cores do not run (`guarded.py`: the
+        # guards of other shares of the cores): no work, no GM traffic.
+        self.skip: Callable[[ir.Operation], bool] | None = None
 
     def __call__(self, op: ir.Operation) -> OpFacts:
+        if self.skip is not None and self.skip(op):
+            return _NOTHING
         if op.name == "cce.sync_all":
             return self._make(op)  # `barrier_idle` may change between callers
         facts = self._facts.get(op)
@@ -105,6 +114,8 @@ class FactsCache:
     def works(self, op: ir.Operation) -> bool:
         """Whether `op` has any instruction: up to the first one, not a
         whole walk, unless its facts are known."""
+        if self.skip is not None and self.skip(op):
+            return False
         known = self._works.get(op)
         if known is None:
             facts = self._facts.get(op)
@@ -117,6 +128,8 @@ class FactsCache:
         """The GM ranges `op`'s copies load: from its facts when known, else
         from its copies alone (cheaper than the facts of a loop whose work
         the model does not need: the matmul loop it prefetches for)."""
+        if self.skip is not None and self.skip(op):
+            return frozenset()
         facts = self._facts.get(op)
         if facts is not None:
             return facts.reads

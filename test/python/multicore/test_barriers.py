@@ -1,8 +1,9 @@
 """Chip barriers (`cce.sync_all`) in programs whose ops depend on each other.
 
 A program split over cores with barriers computes the single-core results bit
-for bit; deleting any one of its barriers is caught as a race between cores
-(the barriers npu-split-cores places are all needed).
+for bit; deleting any one of its barriers is caught as a race, and putting a
+core-local pipe_barrier(ALL) in its place as a race between cores (the
+barriers npu-split-cores places are all needed).
 """
 
 from __future__ import annotations
@@ -59,15 +60,32 @@ def test_dependent_ops_on_many_cores_equal_one_core() -> None:
         assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
 
 
-@pytest.mark.parametrize("k", [0, 1])
-def test_deleting_any_barrier_is_a_race(k: int) -> None:
+def _without_barrier(k: int, instead: str = "") -> str:
+    """The split CHAIN with its k-th chip barrier replaced by `instead`."""
     text = _compiled(CHAIN, SPLIT)
     at = -1
     for _ in range(k + 1):
         at = text.index(BARRIER, at + 1)
-    cut = text[:at] + text[at + len(BARRIER):]
+    return text[:at] + instead + text[at + len(BARRIER):]
+
+
+@pytest.mark.parametrize("k", [0, 1])
+def test_deleting_any_barrier_is_a_race(k: int) -> None:
+    # npu-insert-sync counts on the chip barrier for the core's own pipe
+    # order across it too (no flags there), so without it the first race
+    # found may be one inside a core.
     with pytest.raises(SimulationError) as e:
-        simulate(parse_module(cut, make_context()), _inputs())
+        simulate(parse_module(_without_barrier(k), make_context()), _inputs())
+    assert e.value.kind == "race"
+
+
+@pytest.mark.parametrize("k", [0, 1])
+def test_a_core_barrier_in_place_of_any_chip_barrier_is_a_race_between_cores(k: int) -> None:
+    # With the core's pipes still drained there (pipe_barrier(ALL)), what
+    # is left unordered is the cores: each chip barrier is needed for them.
+    text = _without_barrier(k, '"hivm.pipe_barrier"() {pipe = "ALL"} : () -> ()')
+    with pytest.raises(SimulationError) as e:
+        simulate(parse_module(text, make_context()), _inputs())
     assert e.value.kind == "race" and "no ordering between the cores" in str(e.value)
 
 
