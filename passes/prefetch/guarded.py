@@ -121,23 +121,20 @@ class GuardedLoops:
         before `issue`."""
         blk = block_idx_value(issue)
         cores = block_dim(issue.parent.operation)
-        k0 = _position(issue)
         with issue.context, issue.location, ir.InsertionPoint(issue):
             for alloc in allocs:
                 alloc.move_before(issue)
-            guard = _cores_guard(sorted(share.cores), blk, cores)
+            guard, made = _cores_guard(sorted(share.cores), blk, cores)
         self._emit(c, [], parts, issue, at=guard.then_block.operations[0].operation)
-        ops = [o.operation for o in issue.block.operations]
-        return ops[k0:_position(issue)]
+        # the slot allocs come from inside the loop, so nothing before them moved
+        return list(allocs) + made
 
 
-def _position(op: ir.Operation) -> int:
-    return [o.operation for o in op.block.operations].index(op.operation)
-
-
-def _cores_guard(cores: list[int], blk: ir.Value, total: int) -> scf.IfOp:
+def _cores_guard(cores: list[int], blk: ir.Value,
+                 total: int) -> tuple[scf.IfOp, list[ir.Operation]]:
     """At the insertion point, an `scf.if` (no else) on the cores `cores`
-    (a run of consecutive ones, or any set: one range test per run)."""
+    (a run of consecutive ones, or any set: one range test per run), and
+    every op it made there, in order (the condition's, then the `scf.if`)."""
     ranges: list[list[int]] = []
     for c in cores:
         if ranges and ranges[-1][1] == c:
@@ -145,18 +142,25 @@ def _cores_guard(cores: list[int], blk: ir.Value, total: int) -> scf.IfOp:
         else:
             ranges.append([c, c + 1])
     index = ir.IndexType.get()
+    made: list[ir.Operation] = []
+
+    def value(op) -> ir.Value:
+        made.append(op.operation)
+        return op.result
+
     cond = None
     for lo, hi in ranges:
         terms = []
         if lo > 0:
-            terms.append(arith.CmpIOp(arith.CmpIPredicate.uge, blk,
-                                      arith.ConstantOp(index, lo).result).result)
+            terms.append(value(arith.CmpIOp(arith.CmpIPredicate.uge, blk,
+                                            value(arith.ConstantOp(index, lo)))))
         if hi < total:
-            terms.append(arith.CmpIOp(arith.CmpIPredicate.ult, blk,
-                                      arith.ConstantOp(index, hi).result).result)
-        term = terms[0] if len(terms) == 1 else arith.AndIOp(*terms).result
-        cond = term if cond is None else arith.OrIOp(cond, term).result
+            terms.append(value(arith.CmpIOp(arith.CmpIPredicate.ult, blk,
+                                            value(arith.ConstantOp(index, hi)))))
+        term = terms[0] if len(terms) == 1 else value(arith.AndIOp(*terms))
+        cond = term if cond is None else value(arith.OrIOp(cond, term))
     guard = scf.IfOp(cond, [], has_else=False)
+    made.append(guard.operation)
     with ir.InsertionPoint(guard.then_block):
         scf.YieldOp([])
-    return guard
+    return guard, made
