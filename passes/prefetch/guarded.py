@@ -21,12 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith, scf
 
 from npu.ir import block_dim, block_idx_value
 
 from .facts import _guarded, contains
-from .shares import guard_cores
+from .shares import cores_guard, guard_cores
 
 
 @dataclass(frozen=True)
@@ -124,43 +123,7 @@ class GuardedLoops:
         with issue.context, issue.location, ir.InsertionPoint(issue):
             for alloc in allocs:
                 alloc.move_before(issue)
-            guard, made = _cores_guard(sorted(share.cores), blk, cores)
+            guard, made = cores_guard(sorted(share.cores), blk, cores)
         self._emit(c, [], parts, issue, at=guard.then_block.operations[0].operation)
         # the slot allocs come from inside the loop, so nothing before them moved
         return list(allocs) + made
-
-
-def _cores_guard(cores: list[int], blk: ir.Value,
-                 total: int) -> tuple[scf.IfOp, list[ir.Operation]]:
-    """At the insertion point, an `scf.if` (no else) on the cores `cores`
-    (a run of consecutive ones, or any set: one range test per run), and
-    every op it made there, in order (the condition's, then the `scf.if`)."""
-    ranges: list[list[int]] = []
-    for c in cores:
-        if ranges and ranges[-1][1] == c:
-            ranges[-1][1] = c + 1
-        else:
-            ranges.append([c, c + 1])
-    index = ir.IndexType.get()
-    made: list[ir.Operation] = []
-
-    def value(op) -> ir.Value:
-        made.append(op.operation)
-        return op.result
-
-    cond = None
-    for lo, hi in ranges:
-        terms = []
-        if lo > 0:
-            terms.append(value(arith.CmpIOp(arith.CmpIPredicate.uge, blk,
-                                            value(arith.ConstantOp(index, lo)))))
-        if hi < total:
-            terms.append(value(arith.CmpIOp(arith.CmpIPredicate.ult, blk,
-                                            value(arith.ConstantOp(index, hi)))))
-        term = terms[0] if len(terms) == 1 else value(arith.AndIOp(*terms))
-        cond = term if cond is None else value(arith.OrIOp(cond, term))
-    guard = scf.IfOp(cond, [], has_else=False)
-    made.append(guard.operation)
-    with ir.InsertionPoint(guard.then_block):
-        scf.YieldOp([])
-    return guard, made

@@ -116,28 +116,7 @@ class ShareRuns:
         rest = [c for c in range(cores) if c not in inside]
         if not rest:
             return None
-        ranges: list[list[int]] = []
-        for c in rest:
-            if ranges and ranges[-1][1] == c:
-                ranges[-1][1] = c + 1
-            else:
-                ranges.append([c, c + 1])
-        cond = None
-        index = ir.IndexType.get()
-        for lo, hi in ranges:
-            terms = []
-            if lo > 0:
-                terms.append(arith.CmpIOp(arith.CmpIPredicate.uge, blk,
-                                          arith.ConstantOp(index, lo).result).result)
-            if hi < cores:
-                terms.append(arith.CmpIOp(arith.CmpIPredicate.ult, blk,
-                                          arith.ConstantOp(index, hi).result).result)
-            term = terms[0] if len(terms) == 1 else arith.AndIOp(*terms).result
-            cond = term if cond is None else arith.OrIOp(cond, term).result
-        guard = scf.IfOp(cond, [], has_else=False)
-        with ir.InsertionPoint(guard.then_block):
-            scf.YieldOp([])
-        return guard
+        return cores_guard(rest, blk, cores)[0]
 
     def _emit_run(self, c, allocs: list[ir.Operation], parts: list, gap: int,
                   run: list[tuple[int, frozenset[int]]], tops: list[ir.Operation],
@@ -182,3 +161,39 @@ def _between(before: ir.Operation, after: ir.Operation) -> list[ir.Operation]:
     ops = [o.operation for o in before.block.operations]
     i, j = ops.index(before), ops.index(after)
     return ops[i + 1:j]
+
+
+def cores_guard(cores: list[int], blk: ir.Value,
+                 total: int) -> tuple[scf.IfOp, list[ir.Operation]]:
+    """At the insertion point, an `scf.if` (no else) on the cores `cores`
+    (a run of consecutive ones, or any set: one range test per run), and
+    every op it made there, in order (the condition's, then the `scf.if`)."""
+    ranges: list[list[int]] = []
+    for c in cores:
+        if ranges and ranges[-1][1] == c:
+            ranges[-1][1] = c + 1
+        else:
+            ranges.append([c, c + 1])
+    index = ir.IndexType.get()
+    made: list[ir.Operation] = []
+
+    def value(op) -> ir.Value:
+        made.append(op.operation)
+        return op.result
+
+    cond = None
+    for lo, hi in ranges:
+        terms = []
+        if lo > 0:
+            terms.append(value(arith.CmpIOp(arith.CmpIPredicate.uge, blk,
+                                            value(arith.ConstantOp(index, lo)))))
+        if hi < total:
+            terms.append(value(arith.CmpIOp(arith.CmpIPredicate.ult, blk,
+                                            value(arith.ConstantOp(index, hi)))))
+        term = terms[0] if len(terms) == 1 else value(arith.AndIOp(*terms))
+        cond = term if cond is None else value(arith.OrIOp(cond, term))
+    guard = scf.IfOp(cond, [], has_else=False)
+    made.append(guard.operation)
+    with ir.InsertionPoint(guard.then_block):
+        scf.YieldOp([])
+    return guard, made
