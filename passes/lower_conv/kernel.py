@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from npu import ir as nir
-from npu.costmodel.conv.tiling import ConvShape, ConvTiling
+from npu.costmodel.conv.tiling import ConvShape, ConvTiling, band_layout
 from npu.dialects.ascend_conv import ConvGeometry
 from npu.kernels.cce_build import by_run, copy, lin
 from npu.passes.lower_conv.drain import ConvDrain
@@ -65,12 +65,8 @@ class ConvKernel(ConvWeights, ConvDrain):
     def band(self, ho0: int, rows: int) -> tuple[Band, int]:
         """(the band of output rows [ho0, ho0+rows), its first input row)."""
         g = self.g
-        if self.s.row_skip:  # only the runs of input rows the windows read, packed
-            return Band(rows, rows * self.ext_h, 0, 0), ho0 * g.strides[0]
-        top = ho0 * g.strides[0] - g.pads[0]
-        bottom = (ho0 + rows - 1) * g.strides[0] - g.pads[0] + self.ext_h
-        r0 = max(0, top)
-        return Band(rows, min(g.h, bottom) - r0, r0 - top, max(0, bottom - g.h)), r0
+        key, r0 = band_layout(ho0, rows, g.h, g.strides[0], g.pads[0], self.ext_h, self.s.row_skip)
+        return Band(*key), r0
 
     def band_groups(self, h0: int, h1: int) -> list[tuple[Band, int, int]]:
         """(band, its first output row, count) of the consecutive bands alike

@@ -8,6 +8,7 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import ir as nir
+from npu.costmodel.conv.tiling import weight_pieces
 from npu.kernels.cce_build import copy, copy_bursts
 
 FRAC = 256  # elements of one f16 (or f32, i32) fractal
@@ -74,18 +75,8 @@ class ConvWeights:
         return bands == 1 or 2 * load >= dict(t.pipes).get("cube+MTE1", 0) / bands
 
     def pieces_of_rows(self) -> list[tuple[int, int]]:
-        """(first K1 row, rows) of the weights' pieces: 1, 1, 2, 4, ... chunks.
-        Each copy is followed by its flag, which waits for the copy's GM
-        latency, so a piece must cover more compute than the previous one
-        took to arrive."""
-        s = self.s
-        step, pieces, k0, size = min(self.t.kc, s.k1), [], 0, 1
-        while k0 < s.k1:
-            rows = min(size * step, s.k1 - k0)
-            pieces.append((k0, rows))
-            k0 += rows
-            size = size if len(pieces) == 1 else 2 * size
-        return pieces
+        """(first K1 row, rows) of the weights' pieces (`weight_pieces`)."""
+        return weight_pieces(self.s.k1, self.t.kc)
 
     def first_piece(self) -> None:
         """The resident copy's first piece, right after the first band's map

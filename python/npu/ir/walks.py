@@ -86,15 +86,23 @@ CORE_PART_ATTR = "npu.core_part"
 BLOCK_DIM_ATTR = "npu.block_dim"
 
 
+def _edit_input_types(func_op: ir.Operation, edit) -> None:
+    """`func_op`'s function type with `edit` applied to its list of input
+    types (in place), its results kept."""
+    ftype = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
+    inputs = list(ftype.inputs)
+    edit(inputs)
+    func_op.attributes["function_type"] = ir.TypeAttr.get(
+        ir.FunctionType.get(inputs, list(ftype.results)))
+
+
 def append_argument(func_op: ir.Operation, arg_type: ir.Type,
                     attrs: dict[str, ir.Attribute] | None = None) -> ir.Value:
     """A new last argument of `func_op` (its type and argument attributes
     kept in step with the block)."""
     block = func_op.regions[0].blocks[0]
     value = block.add_argument(arg_type, func_op.location)
-    ftype = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
-    func_op.attributes["function_type"] = ir.TypeAttr.get(
-        ir.FunctionType.get(list(ftype.inputs) + [arg_type], list(ftype.results)))
+    _edit_input_types(func_op, lambda inputs: inputs.append(arg_type))
     n_args = len(block.arguments)
     old = (list(ir.ArrayAttr(func_op.attributes["arg_attrs"]))
            if "arg_attrs" in func_op.attributes else [])
@@ -107,10 +115,7 @@ def erase_argument(func_op: ir.Operation, index: int) -> None:
     """Remove argument `index` (unused) of `func_op`, its type and attributes."""
     block = func_op.regions[0].blocks[0]
     block.erase_argument(index)
-    ftype = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
-    inputs = list(ftype.inputs)
-    del inputs[index]
-    func_op.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, list(ftype.results)))
+    _edit_input_types(func_op, lambda inputs: inputs.pop(index))
     if "arg_attrs" in func_op.attributes:
         attrs = list(ir.ArrayAttr(func_op.attributes["arg_attrs"]))
         if index < len(attrs):
@@ -154,25 +159,18 @@ def retype_constant(value: ir.Value, data) -> None:
     before the block index and the workspace). Its uses must accept the new
     type: only for an argument whose one reader is being rewritten."""
     arg = ir.BlockArgument(value)
-    func_op = arg.owner.owner.operation
+    func_op, i = arg.owner.owner.operation, arg.arg_number
     with func_op.context, func_op.location:
-        _retype_constant(func_op, arg.arg_number, value, data)
-
-
-def _retype_constant(func_op: ir.Operation, i: int, value: ir.Value, data) -> None:
-    t = ir.MemRefType(value.type)
-    new_type = ir.MemRefType.get(list(data.shape), t.element_type, None, t.memory_space)
-    value.set_type(new_type)
-    ftype = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
-    inputs = list(ftype.inputs)
-    inputs[i] = new_type
-    func_op.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, list(ftype.results)))
-    attrs = list(ir.ArrayAttr(func_op.attributes["arg_attrs"]))
-    d = dict(arg_attrs(func_op, i))
-    d[CONSTANT_ATTR] = ir.DenseElementsAttr.get(
-        data, type=ir.RankedTensorType.get(list(data.shape), t.element_type))
-    attrs[i] = ir.DictAttr.get(d)
-    func_op.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+        t = ir.MemRefType(value.type)
+        new_type = ir.MemRefType.get(list(data.shape), t.element_type, None, t.memory_space)
+        value.set_type(new_type)
+        _edit_input_types(func_op, lambda inputs: inputs.__setitem__(i, new_type))
+        attrs = list(ir.ArrayAttr(func_op.attributes["arg_attrs"]))
+        d = dict(arg_attrs(func_op, i))
+        d[CONSTANT_ATTR] = ir.DenseElementsAttr.get(
+            data, type=ir.RankedTensorType.get(list(data.shape), t.element_type))
+        attrs[i] = ir.DictAttr.get(d)
+        func_op.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
 
 
 def block_idx_arg(func_op: ir.Operation) -> int | None:

@@ -36,6 +36,35 @@ BAND_OVERHEAD = 300
 FRACTAL_ELEMENTS = 256  # of one 16x16 fractal
 
 
+def band_layout(ho0: int, rows: int, h: int, stride: int, pad_top: int, extent: int,
+                row_skip: bool) -> tuple[tuple[int, int, int, int], int]:
+    """((output rows, input rows copied to L1, padding rows above, padding
+    rows below), first input row) of the band of output rows [ho0, ho0+rows)
+    of a map of `h` rows. With `row_skip` only the runs of input rows the
+    windows read are copied, packed. The lowering's bands (`kernel.Band`)
+    and the estimate's test for bands alike both come from here."""
+    if row_skip:
+        return (rows, rows * extent, 0, 0), ho0 * stride
+    top = ho0 * stride - pad_top
+    bottom = (ho0 + rows - 1) * stride - pad_top + extent
+    r0 = max(0, top)
+    return (rows, min(h, bottom) - r0, r0 - top, max(0, bottom - h)), r0
+
+
+def weight_pieces(k1: int, kc: int) -> list[tuple[int, int]]:
+    """(first K1 row, rows) of resident weights' pieces as npu-lower-conv
+    loads them: 1, 1, 2, 4, ... chunks of kc rows. Each copy is followed by
+    its flag, which waits for the copy's GM latency, so a piece must cover
+    more compute than the previous one took to arrive."""
+    step, pieces, k0, size = min(kc, k1), [], 0, 1
+    while k0 < k1:
+        rows = min(size * step, k1 - k0)
+        pieces.append((k0, rows))
+        k0 += rows
+        size = size if len(pieces) == 1 else 2 * size
+    return pieces
+
+
 @dataclass(frozen=True)
 class ConvShape:
     """One image's conv in the units the cube sees (C1, Cout1 in C0 blocks)."""
@@ -103,15 +132,10 @@ class ConvShape:
         return r0, max(r1 - r0, 0)
 
     def band_key(self, ho0: int, rows: int) -> tuple[int, int, int, int]:
-        """What makes two bands alike to the lowering (`kernel.Band`: rows,
-        input rows, top and bottom padding rows): consecutive bands alike
-        are one run of code."""
-        if self.row_skip:
-            return rows, rows * self.extent_h, 0, 0
-        top = ho0 * self.stride_h - self.pad_top
-        bottom = (ho0 + rows - 1) * self.stride_h - self.pad_top + self.extent_h
-        r0 = max(0, top)
-        return rows, min(self.h, bottom) - r0, r0 - top, max(0, bottom - self.h)
+        """What makes two bands alike to the lowering (`band_layout`):
+        consecutive bands alike are one run of code."""
+        return band_layout(ho0, rows, self.h, self.stride_h, self.pad_top, self.extent_h,
+                           self.row_skip)[0]
 
     def weights_up_front(self, rows: int) -> bool:
         """Whether resident weights all load before the first band's map:
@@ -263,7 +287,7 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
         return steady, pipes
     # Resident weights: the first band's chunks wait for their weights, which
     # MTE2 loads after the band's map (in pieces of 1, 1, 2, 4... chunks:
-    # `_last_piece`) or, when the first band opens a run of bands alike,
+    # `weight_pieces`) or, when the first band opens a run of bands alike,
     # all before it (`weights_up_front`). Until the last piece lands the cube
     # has done at most the first band's work on the earlier ones; from then on
     # the rest of the conv runs at its busiest pipe. 1x1 1024->256 14 (512 KB
@@ -282,23 +306,10 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
                                  or 2 * w_time >= compute / (s.batch * bands)):
             done = sum(band0[:-1])
         else:
-            done = band0[0] * (1 - _last_piece(s.k1, kc) / s.k1)
+            done = band0[0] * (1 - weight_pieces(s.k1, kc)[-1][1] / s.k1)
         done = min(w_time, done)
     rest = {"cube+MTE1": compute - done, "MTE2": mte2 - map0 - w_time, "V": drain, "MTE3": mte3}
     return max(steady, gm.latency + map0 + w_time + max(rest.values()) + tail), pipes
-
-
-def _last_piece(k1: int, kc: int) -> int:
-    """K rows of the resident weights' last piece (`npu-lower-conv` loads
-    them in pieces of 1, 1, 2, 4, ... chunks of kc rows)."""
-    step, k0, size, rows = min(kc, k1), 0, 1, 0
-    count = 0
-    while k0 < k1:
-        rows = min(size * step, k1 - k0)
-        k0 += rows
-        count += 1
-        size = size if count == 1 else 2 * size
-    return rows
 
 
 def choose_tiling(s: ConvShape, t: Target, ub_bytes: int | None = None,
