@@ -41,6 +41,17 @@ NCOMP = 7
 MAX_REPORTED = 50
 COVERS_ALL = np.iinfo(np.int32).max  # above every stamp
 SMALL = 64  # stamps few enough to test as a Python list
+
+
+def least(stamps: np.ndarray) -> int:
+    """The smallest stamp: a few by Python's `min` on a list, which beats
+    numpy's reduction set-up."""
+    return min(stamps.tolist()) if stamps.size <= SMALL else int(stamps.min())
+
+
+def newest(stamps: np.ndarray) -> int:
+    """The largest stamp (as `least`)."""
+    return max(stamps.tolist()) if stamps.size <= SMALL else int(stamps.max())
 NONE, MANY = -1, -2  # `CrossCoreChecker`'s per-byte writer / reader: none; several readers
 
 
@@ -106,9 +117,7 @@ class HazardDetector:
             sel = selection(pat, addr)
             moved = shadow.data[sel]
         stamps = mem.wstamp.values(pat, addr)
-        # A few granules: Python's min on the list beats numpy's reduction set-up.
-        least = min(stamps.tolist()) if stamps.size <= SMALL else stamps.min()
-        if least >= 0 and (moved is None or not np.count_nonzero(moved)):
+        if least(stamps) >= 0 and (moved is None or not np.count_nonzero(moved)):
             self.initialised.add(ckey)
             return False
         if sel is None:
@@ -176,8 +185,7 @@ class HazardDetector:
         # can have left an uncovered stamp.
         top = min([self._covered(q, clock_list[q]) for q in mem.writers if sw[q] > clock_list[q]],
                   default=COVERS_ALL)
-        newest = max(stamps.tolist()) if stamps.size <= SMALL else stamps.max()
-        if newest <= top or not np.count_nonzero(self._racing_writes(stamps, pipe, clock, reading)):
+        if newest(stamps) <= top or not np.count_nonzero(self._racing_writes(stamps, pipe, clock, reading)):
             return
         sel = selection(pat, addr)
         ws = mem.wstamp.get(sel)
@@ -189,9 +197,7 @@ class HazardDetector:
     def _check_reads(self, mem: Memory, pat: Pattern, addr: int, reader_pipe: int,
                      clock: list, clock_list: list, who: tuple[str, str, str]) -> None:
         stamps = mem.rstamp[reader_pipe]
-        values = stamps.values(pat, addr)
-        newest = max(values.tolist()) if values.size <= SMALL else values.max()
-        if newest <= self._covered(reader_pipe, clock_list[reader_pipe]):
+        if newest(stamps.values(pat, addr)) <= self._covered(reader_pipe, clock_list[reader_pipe]):
             return
         sel = selection(pat, addr)
         rs = stamps.get(sel)

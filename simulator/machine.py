@@ -21,7 +21,7 @@ import numpy as np
 
 from npu.simulator import compiled, fast_path
 from npu.simulator.errors import ALIGNMENT, BOUNDS, INVALID, SimulationError
-from npu.simulator.hazards import SMALL, V, HazardDetector
+from npu.simulator.hazards import V, HazardDetector, least
 from npu.simulator.instruction import Instr
 from npu.simulator.memory import Memory
 from npu.simulator.stamps import forget_granules, selection
@@ -237,7 +237,7 @@ def _clean(mem: Memory, plan, token, initialised: set) -> bool:
     if not values.size:
         return False
     # A few granules: Python's min on the list beats numpy's reduction set-up.
-    if (min(values.tolist()) if values.size <= SMALL else values.min()) < 0:
+    if least(values) < 0:
         return False
     initialised.add(token)
     return True

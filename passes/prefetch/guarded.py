@@ -28,6 +28,10 @@ from .facts import _guarded, contains
 from .shares import cores_guard, guard_cores
 
 
+def _is_matmul_loop(op: ir.Operation) -> bool:
+    return op.name == "scf.for" and contains(op, lambda x: x.name == "cce.mad")
+
+
 @dataclass(frozen=True)
 class Share:
     """A matmul loop's share guard and its cores."""
@@ -48,13 +52,12 @@ class GuardedLoops:
         each guard of a run of share guards."""
         found = []
         for k, op in enumerate(tops):
-            if op.name == "scf.for" and contains(op, lambda x: x.name == "cce.mad"):
+            if _is_matmul_loop(op):
                 found.append((op, op, None))
                 continue
             if not _guarded(op):
                 continue
-            loop = next((o for o in _guarded(op) if o.name == "scf.for"
-                         and contains(o, lambda x: x.name == "cce.mad")), None)
+            loop = next((o for o in _guarded(op) if _is_matmul_loop(o)), None)
             if loop is None:
                 continue
             last = k  # the run's last guard: `_share_run` goes back from it
