@@ -71,11 +71,45 @@ def test_slots_for_two_heads_expose_nothing():
     assert est == cost.cycles + fill
 
 
+def test_a_steps_attention_mads_wait_for_their_chunks_loads():
+    """A step's Q.K^T and P.V in chunks of keys on the cube's path: each
+    mad after its chunk's L1 -> L0 loads (the first chunk's run beside the
+    jobs' mads) and with the mad's latency. BERT seq 256 at tile 32 x 256
+    (three chunks of 96, 80, 80 keys): 428 cycles a step, the simulator's
+    422-432 from a step's first Q.K^T to its last P.V, against 288 of mads;
+    one chunk (seq 208, tile 16 x 208): the two mads and their latencies."""
+    t = get_target("ascend910")
+    assert weight_ring.step_path(S1, D1, 2, 16, t) == 428
+    lat = t.mad_latency
+    assert weight_ring.step_path(13, D1, 1, 13, t) == 13 * D1 + 13 * (D1 + 1) + 2 * lat
+    # The shorter last key tile counts in the average.
+    assert weight_ring.step_path(13, D1, 1, 8, t) == (
+        (8 * D1 + 8 * (D1 + 1)) + (5 * D1 + 5 * (D1 + 1)) + 4 * lat) / 2
+
+
+def test_bert256s_estimate_counts_the_steps_paths():
+    """The chosen plan at seq 256 (tile 32 x 256, X resident, pieces of 256
+    x 64 in two L0C slots, sub-steps of 48, slots for a step's chunks): the
+    cube's path with each step's attention mads on it, 154,597 cycles
+    (149,760 before: the attention's mads counted as their busy cycles)."""
+    t = get_target("ascend910")
+    a, p, _ = bert256()
+    attention = TileCost(vector=120576, cube=27648, mte1=31488, mte2=0)  # tile 32 x 256
+    pp = ProjPlan(x_resident=True, rows=16, cols=4, c_slots=2, sub=3, chunk=24,
+                  scores_slots=2, w_slots=6)
+    cost, est = projection_plan.estimate(a, 2, 16, p, pp, t, "f16", attention)
+    work, fill = projection_plan.projection_work(a, p, pp, t, True)
+    assert cost.cube > (attention + work).cube + 4000
+    assert est == cost.cube + fill
+
+
 @pytest.mark.slow
 def test_bert256_projection_estimate_against_the_simulator():
     """The fused projection's estimate at seq 256 against its simulated
     cycles (bench/fusion_estimates.py): 1.36x before the ring, 1.29x with
-    it (the issue's target, 1.2x, is not met: see weight_ring)."""
+    it, 1.26x with each step's attention mads on the cube's path
+    (`weight_ring.step_path`; the issue's target, 1.2x, is not met: the
+    first steps of a head wait for its Q, K, V pieces' drains)."""
     import sys
     from pathlib import Path
 
@@ -84,4 +118,4 @@ def test_bert256_projection_estimate_against_the_simulator():
 
     rows = estimates(256, 768, 12, 3072, "npu-lower{cores=1 fuse-remarks=true}")
     (row,) = [r for r in rows if r.kind == "projection"]
-    assert row.ratio < 1.3
+    assert row.ratio < 1.27

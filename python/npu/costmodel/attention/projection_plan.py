@@ -153,8 +153,12 @@ def estimate(a: Attention, qb: int, kb: int, p: Projection, pp: ProjPlan, target
         # that MTE1's in-order queue passes on to the attention's work
         # (`weight_ring`; BERT seq 256: 160,512 -> 187,145 cycles estimated,
         # 218,899 simulated).
+        # Each step's attention mads wait for their chunks' L1 -> L0 loads
+        # and carry the mad's latency (`weight_ring.step_path`; seq 256:
+        # 174,1xx cycles estimated, was 160,512; 207,826 simulated).
         per_head = s1 // qb * -(-s1 // kb)
-        step = max(attention.cube, attention.mte1) / (a.heads * per_head)
+        step = max(max(attention.cube, attention.mte1) / (a.heads * per_head),
+                   weight_ring.step_path(s1, a.d_blocks, qb, kb, target))
         path = weight_ring.cube_path(a.heads, per_head, p, pp, a.d_blocks, step, target)
         total = replace(total, cube=max(total.cube, int(path)))
     if overlapped(a, qb, kb):
