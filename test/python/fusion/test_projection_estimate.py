@@ -60,13 +60,15 @@ def test_slots_for_one_step_expose_the_copies():
 
 def test_slots_for_two_heads_expose_nothing():
     """With slots for two heads' chunks the copies run a head ahead: the
-    ring adds nothing to the cube's work (no blanket factor)."""
+    ring adds nothing to the cube's work (no blanket factor). (Without the
+    steps' floor of the vector's work, `steps=False`: that one is
+    `test_a_step_takes_at_least_the_vectors_share`.)"""
     t = get_target("ascend910")
     a, p, attention = bert256()
     deep = ProjPlan(x_resident=False, rows=8, cols=4, c_slots=2, sub=6, chunk=24,
                     scores_slots=2, w_slots=24)
     work, fill = projection_plan.projection_work(a, p, deep, t, True)
-    cost, est = projection_plan.estimate(a, 4, 16, p, deep, t, "f16", attention)
+    cost, est = projection_plan.estimate(a, 4, 16, p, deep, t, "f16", attention, steps=False)
     assert cost == attention + work
     assert est == cost.cycles + fill
 
@@ -97,25 +99,69 @@ def test_bert256s_estimate_counts_the_steps_paths():
     attention = TileCost(vector=120576, cube=27648, mte1=31488, mte2=0)  # tile 32 x 256
     pp = ProjPlan(x_resident=True, rows=16, cols=4, c_slots=2, sub=3, chunk=24,
                   scores_slots=2, w_slots=6)
-    cost, est = projection_plan.estimate(a, 2, 16, p, pp, t, "f16", attention)
+    cost, est = projection_plan.estimate(a, 2, 16, p, pp, t, "f16", attention, steps=False)
     work, fill = projection_plan.projection_work(a, p, pp, t, True)
     assert cost.cube > (attention + work).cube + 4000
     assert est == cost.cube + fill
 
 
+def test_a_step_takes_at_least_the_vectors_share():
+    """The scores' two L0C slots keep the cube and the vector unit within a
+    step of each other: a step that carries a job is the cube's, one
+    without is the vector's share of the work, so the path is the sum of
+    each step's longer side. BERT seq 208 (tile 16 x 208, pieces 208 x 64,
+    three jobs a head of 2,736 cycles of mads at steps 1, 4 and 7 of 13):
+    the 10 steps a head without a job (all 13 of the last head) take the
+    vector's 486 cycles instead of the attention's 157 on the cube."""
+    t = get_target("ascend910")
+    p = SimpleNamespace(m1=13, n1=N1, vector_cycles=0, c_blocks=3 * HEADS * D1)
+    pp = ProjPlan(x_resident=True, rows=13, cols=4, c_slots=3, sub=4, chunk=24,
+                  scores_slots=2, w_slots=6)
+    assert weight_ring.spread(3, 13, 3)[0] == {j: [[1, 4, 7].index(j)] if j in (1, 4, 7)
+                                                else [] for j in range(13)}
+    cube = weight_ring.cube_path(HEADS, 13, p, pp, D1, 157, t)
+    both = weight_ring.cube_path(HEADS, 13, p, pp, D1, 157, t, vector_step=486)
+    idle = ((HEADS - 1) * 10 + 13) * (486 - 157)
+    assert cube + 0.99 * idle < both <= cube + idle
+    # A step's floor never lengthens the steps that carry a job.
+    longer = weight_ring.cube_path(HEADS, 13, p, pp, D1, 157, t, vector_step=2000)
+    assert longer <= cube + ((HEADS - 1) * 10 + 13) * (2000 - 157)
+
+
 @pytest.mark.slow
-def test_bert256_projection_estimate_against_the_simulator():
-    """The fused projection's estimate at seq 256 against its simulated
-    cycles (bench/fusion_estimates.py): 1.36x before the ring, 1.29x with
-    it, 1.26x with each step's attention mads on the cube's path
-    (`weight_ring.step_path`; the issue's target, 1.2x, is not met: the
-    first steps of a head wait for its Q, K, V pieces' drains)."""
+@pytest.mark.parametrize("seq", [208, 256])
+def test_bert_projection_estimate_against_the_simulator(seq):
+    """The fused projection's estimate against its simulated cycles
+    (bench/fusion_estimates.py), within the issue's 20%: at seq 256 1.36x
+    before the ring, 1.29x with it, 1.26x with each step's attention mads
+    on the cube's path and 1.13x with each step's floor of the vector's
+    work (which also picks a faster plan: 207,826 -> 201,806 cycles); at
+    seq 208 1.22x -> 1.03x (180,952 -> 175,111)."""
     import sys
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
     from fusion_estimates import estimates
 
-    rows = estimates(256, 768, 12, 3072, "npu-lower{cores=1 fuse-remarks=true}")
+    rows = estimates(seq, 768, 12, 3072, "npu-lower{cores=1 fuse-remarks=true}")
     (row,) = [r for r in rows if r.kind == "projection"]
-    assert row.ratio < 1.27
+    assert 0.8 <= row.ratio <= 1.2, (row.predicted, row.simulated)
+
+
+def test_bert208_takes_the_plan_the_steps_path_finds_faster():
+    """BERT-base at seq 208 (ViT's 197 pads to it): pieces of 208 x 32, six
+    jobs a head over the previous head's steps, rather than three of 208 x
+    64, whose steps that carry a job are 2,736 cycles of the cube's while
+    the others wait on the vector (kernel 180,952 -> 175,111 simulated)."""
+    import npu
+    from npu.frontend import bert
+    from npu.ir import dict_attr_items, walk
+    from npu.costmodel.attention.projection import PROJECTION_ATTR
+
+    groups = ("builtin.module(npu-hoist-casts,npu-fuse-horizontal,npu-fuse-attention,npu-fuse,"
+              "npu-fuse-attention-projection)")
+    model = bert.self_attention(208, 768, 12, 64, True, 0, bias_scale=0.5)
+    module = npu.compile(model, target="ascend910", pipeline=groups).module
+    (op,) = [o for o in walk(module.operation) if PROJECTION_ATTR in o.attributes]
+    plan = ProjPlan.from_attr(dict_attr_items(op.attributes[PROJECTION_ATTR]))
+    assert (plan.rows, plan.cols, plan.x_resident) == (13, 2, True)

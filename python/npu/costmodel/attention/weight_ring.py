@@ -85,14 +85,20 @@ def step_path(seq_blocks: int, d_blocks: int, q_blocks: int, k_blocks: int,
 
 
 def cube_path(heads: int, per_head: int, p: Projection, pp: ProjPlan, d_blocks: int,
-              attention_step: float, target: Target) -> float:
+              attention_step: float, target: Target, vector_step: float = 0.0) -> float:
     """Cycles of the in-order cube path of `heads` heads of `per_head`
     steps: each step's attention work on the cube (`attention_step`, its
     mads or their L1 -> L0 loads, the larger) and the next head's jobs it
     carries, each job waiting for its W chunks; the first head's jobs (the
     prologue) are the caller's fill. MTE2 copies a step's jobs one after
     the other (with their share of X's strips, streamed), each once the
-    job that held its slots has loaded its last sub-step."""
+    job that held its slots has loaded its last sub-step. A step takes at
+    least `vector_step` (its share of the vector's work): the scores have
+    two L0C slots, so the vector unit's softmax of a step cannot run ahead
+    of the cube by more than a step, nor the cube ahead of it; a step that
+    carries jobs is the cube's, one without them the vector's (BERT seq
+    208: 3 steps of 13 a head carry a job of 2,736 cycles of mads, the
+    other 10 take the vector's 486; the simulator's head takes 14,380)."""
     jobs = pp.jobs_per_head(p.m1, d_blocks)
     chunks = p.n1 // pp.chunk
     at, _ = spread(jobs, per_head, pp.c_slots)
@@ -126,6 +132,7 @@ def cube_path(heads: int, per_head: int, p: Projection, pp: ProjPlan, d_blocks: 
 
     for h in range(heads - 1):  # head h's steps carry head h+1's jobs
         for j in range(per_head):
+            begin = cube
             if not ahead:  # each job's copies right before its mads
                 for k in at.get(j, []):
                     copy_run(h + 1, [k])
@@ -133,7 +140,8 @@ def cube_path(heads: int, per_head: int, p: Projection, pp: ProjPlan, d_blocks: 
                 start = max(cube, arrive.get((h + 1, k), 0.0) + target.flag_latency + first_load)
                 released[(h + 1) * jobs + k] = start + hold
                 cube = start + mads
-            cube += attention_step
+            cube = max(cube + attention_step, begin + vector_step)
             if ahead:
                 copy_run(h + 1, at.get(j + 1, []) if j + 1 < per_head else [])
-    return cube + per_head * attention_step  # the last head's steps carry no jobs
+    # The last head's steps carry no jobs.
+    return cube + per_head * max(attention_step, vector_step)
