@@ -142,8 +142,9 @@ def estimate(a: Attention, qb: int, kb: int, p: Projection, pp: ProjPlan, target
     work by the shared model (`npu.costmodel.attention.plan.modelled` with the
     softmax's precision, Q, K, V on chip; `attention` when the caller has
     it) plus `projection_work`; the time is the busiest pipe of the sum
-    plus the first head's projection, or (not `overlapped`) the two
-    one after the other. `steps` = False: without the steps' floor of the
+    (with query tiles a head, the cube's is the steps' path,
+    `weight_ring.cube_path`) plus the first head's projection, or (not
+    `overlapped`) the two one after the other. `steps` = False: without the steps' floor of the
     vector's work (`weight_ring.cube_path`), the busiest pipes as the
     kernels apart are estimated (`choose` weighs the two on that basis)."""
     if attention is None:
@@ -157,8 +158,9 @@ def estimate(a: Attention, qb: int, kb: int, p: Projection, pp: ProjPlan, target
         # (`weight_ring`; BERT seq 256: 160,512 -> 187,145 cycles estimated,
         # 218,899 simulated).
         # Each step's attention mads wait for their chunks' L1 -> L0 loads
-        # and carry the mad's latency (`weight_ring.step_path`; seq 256:
-        # 174,1xx cycles estimated, was 160,512; 207,826 simulated).
+        # and carry the mad's latency (`weight_ring.step_path`; seq 256,
+        # tile 32 x 256: 160,512 -> 165,349 cycles estimated, 207,826
+        # simulated).
         per_head = s1 // qb * -(-s1 // kb)
         step = max(max(attention.cube, attention.mte1) / (a.heads * per_head),
                    weight_ring.step_path(s1, a.d_blocks, qb, kb, target))
@@ -167,7 +169,8 @@ def estimate(a: Attention, qb: int, kb: int, p: Projection, pp: ProjPlan, target
         # its waits on the cube, which the path itself now has, and the
         # drains of the jobs), so the path is the sum of each step's longer
         # side rather than the longer of the two sums (seq 208: 148,752 ->
-        # 170,6xx cycles estimated, 180,952 simulated).
+        # 169,391 cycles estimated, and pieces of 208 x 32 taken instead of
+        # 208 x 64: 180,952 -> 175,111 simulated).
         n = a.heads * per_head
         vector_step = (attention.vector - n * STEP_IDLE_CYCLES + work.vector) / n if steps else 0
         path = weight_ring.cube_path(a.heads, per_head, p, pp, a.d_blocks, step, target,
@@ -192,7 +195,8 @@ def projection_cycles(p: Projection, target: Target) -> float:
 class Choice:
     """`choose`'s pick: the attention tile with the projection's plan, the
     estimated cycles fused (`cost`: each pipe's, `fused`: the busiest plus
-    the first head's projection) and apart, and why the tile the attention
+    the first head's projection; `busiest`: without the steps' floor, the
+    basis `apart` is weighed on) and apart, and why the tile the attention
     has apart was not kept (`apart_why`, None when it was)."""
 
     qb: int
@@ -210,10 +214,10 @@ def choose(a: Attention, p: Projection, target: Target, ub_fraction: float,
            apart_tile: tuple[int, int], footprint_of, softmax: str = "f32") -> Choice | str:
     """The attention tile (`npu.costmodel.attention.plan.tile_shapes`, the tiles
     npu-fuse-attention's cost model weighs) and projection plan that fit
-    on chip with the least estimated time (the busiest pipe plus the first
-    head's projection), against the projection's own kernel plus the
-    attention at `apart_tile` (its own plan, by the same model of the
-    attention: `modelled`); a string says why none is taken.
+    on chip with the least estimated time (`estimate`), against the
+    projection's own kernel plus the attention at `apart_tile` (its own
+    plan, by the same model of the attention: `modelled`), the two by their
+    busiest pipes; a string says why none is taken.
     `footprint_of(qb, kb)`: the attention's own footprint at that tile
     (None: it does not fit by itself)."""
     # Apart, the attention's first loads wait for the projection's last
@@ -271,7 +275,8 @@ def choose(a: Attention, p: Projection, target: Target, ub_fraction: float,
     # have no path model (at seq 208 they simulate 1.45x and 1.74x their
     # busiest pipes, 283,687 cycles against 165,436 estimated), so the
     # fused kernel's path against them would keep them apart where they are
-    # slower (BERT-base layer seq 208 629,997 -> 718,890 cycles).
+    # slower (as the reverted cfe2815 did: BERT-base layer seq 208 630,731 ->
+    # 718,890 cycles).
     _, busiest = estimate(a, best.qb, best.kb, p, best.plan, target, softmax, steps=False)
     best = replace(best, busiest=busiest)
     if busiest >= apart:
