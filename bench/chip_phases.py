@@ -10,6 +10,9 @@ busiest pipe is latency or pipelining, one close to its MTE2 is the bytes
 each core moves (docs/multicore.md, "BERT seq 512 on 32 cores").
 
     .venv/bin/python bench/chip_phases.py [--seq 512] [--cores 32] [--pipeline-options 'prefetch=false']
+
+Another grid for an op: `--pipeline-options 'split-cores-grids=512x3072x768:16x2'`
+(npu-split-cores' `grids`: a matmul's M x N x K and its column x row parts).
 """
 
 from __future__ import annotations
