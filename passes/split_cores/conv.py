@@ -187,16 +187,9 @@ def _vector_cost(op: ir.Operation, pb: int, pc: int, pr: int, t: Target) -> floa
 
 def _tile_type(op: ir.Operation) -> str:
     """The type the conv's tiles accumulate in on the vector path: f16 when
-    its epilogue group starts by rounding the f32 result to f16 (the drain
-    does it, as `LowerConv.out_type` says; MobileNetV2's depthwise convs
-    with their ReLU6), else its result's type."""
-    out = nir.memref_element(op.operands[-1].type)
+    its drain rounds the f32 result (MobileNetV2's depthwise convs with their
+    ReLU6), as in `LowerConv.out_type`; else its result's type."""
     group = nir.enclosing_group(op, epilogue_model.CONV_EPILOGUE_ATTR)
-    if group is None:
-        return out
-    figures = group.attributes[epilogue_model.CONV_EPILOGUE_ATTR]
-    if "compute" not in figures or ir.StringAttr(figures["compute"]).value != "f16":
-        return out
-    members = [o.operation for o in group.regions[0].blocks[0].operations
-               if o.operation.name.startswith("ascend.") and o.operation != op]
-    return "f16" if epilogue_model.leading_cast(members, op.operands[-1]) is not None else out
+    if group is not None and epilogue_model.drain_cast(group, op) is not None:
+        return "f16"
+    return nir.memref_element(op.operands[-1].type)
