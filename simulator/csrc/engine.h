@@ -104,5 +104,12 @@ PyObject *bus_take(PyObject *self, PyObject *args);
 /* generic.c: Machine.execute_generic's checks (a module function). */
 int generic_init(void);
 PyObject *generic(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* The same checks: the carry (0 or 1), or -1 with an exception. */
+int generic_run(PyObject *state, PyObject *instr, PyObject *pipe, PyObject *reads,
+                PyObject *writes, PyObject *stamp, PyObject *n, PyObject *clock,
+                PyObject *clock_list);
+
+/* runner.c: the `Runner` type (one operand set's generic path). */
+int runner_register(PyObject *m);
 
 #endif

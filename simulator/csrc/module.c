@@ -219,6 +219,7 @@ PyMODINIT_FUNC PyInit__cengine(void)
         return NULL;
     }
     if (PyModule_AddObjectRef(m, "Engine", (PyObject *)&EngineType) < 0 || walk_register(m) < 0 ||
+        runner_register(m) < 0 ||
         PyModule_AddObject(m, "Unsupported", unsupported) < 0) {
         Py_XDECREF(unsupported);
         Py_DECREF(m);
