@@ -153,6 +153,14 @@ static int call_check(PyObject *hz, PyObject *name, PyObject *mem, PyObject *pat
 static int cross(PyObject *const *X, PyObject *mem, PyObject *pat, PyObject *addr, int write,
                  PyObject *instr)
 {
+    if (PyMethod_Check(X[X_CROSS])) { /* the checker's bound `access`: its fast part here */
+        long core = PyLong_AsLong(X[X_CORE]);
+        if (core == -1 && PyErr_Occurred())
+            return -1;
+        int done = cross_access(PyMethod_GET_SELF(X[X_CROSS]), mem, pat, addr, write, (int)core);
+        if (done)
+            return done < 0 ? -1 : 0;
+    }
     PyObject *args[7] = {mem, pat, addr, write ? Py_True : Py_False, X[X_CORE], instr, X[X_HZ]};
     PyObject *r = PyObject_Vectorcall(X[X_CROSS], args, 7, NULL);
     Py_XDECREF(r);
@@ -227,7 +235,7 @@ int generic_run(PyObject *state, PyObject *instr, PyObject *pipe, PyObject *read
                 return -1;
             int r = passes(sw, clock_list, 1);
             if (r > 0) { /* the stamps' exit first, then the Python check */
-                r = writes_covered(hz, mem, plan, sw, clock_list);
+                r = writes_covered(hz, mem, plan, sw, clock_list, clock, p, 1);
                 if (r == 0)
                     r = call_check(hz, s_check_read_vs_writes, mem, pat, addr, pipe, clock,
                                    clock_list, sw, instr);
@@ -275,7 +283,7 @@ int generic_run(PyObject *state, PyObject *instr, PyObject *pipe, PyObject *read
                 return -1;
             int r = passes(sw, clock_list, p != PIPE_V);
             if (r > 0) {
-                r = writes_covered(hz, mem, plan, sw, clock_list);
+                r = writes_covered(hz, mem, plan, sw, clock_list, clock, p, 0);
                 if (r == 0)
                     r = call_check(hz, s_check_write_vs_writes, mem, pat, addr, pipe, clock,
                                    clock_list, sw, instr);
@@ -289,7 +297,7 @@ int generic_run(PyObject *state, PyObject *instr, PyObject *pipe, PyObject *read
                 else {
                     r = passes(sr, clock_list, p != PIPE_V);
                     if (r > 0) {
-                        r = reads_covered(hz, mem, plan, sr, clock_list, p);
+                        r = reads_covered(hz, mem, plan, sr, clock_list, clock, p);
                         if (r == 0)
                             r = call_check(hz, s_check_write_vs_reads, mem, pat, addr, pipe,
                                            clock, clock_list, sr, instr);

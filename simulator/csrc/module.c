@@ -205,7 +205,7 @@ static struct PyModuleDef cengine_module = {
 
 PyMODINIT_FUNC PyInit__cengine(void)
 {
-    if (PyType_Ready(&EngineType) < 0 || generic_init() < 0)
+    if (PyType_Ready(&EngineType) < 0 || generic_init() < 0 || cross_init() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&cengine_module);
     if (!m)
