@@ -83,7 +83,7 @@ PyObject *cross_runs(PyObject *self, PyObject *args)
     return Py_NewRef(rc < 0 ? Py_None : rc ? Py_True : Py_False);
 }
 
-static PyObject *s_touched, *s_writer, *s_readers, *s_reads, *s_bursts, *s_explicit_idx, *s_lo,
+static PyObject *s_read, *s_written, *s_writer, *s_readers, *s_reads, *s_bursts, *s_explicit_idx, *s_lo,
     *s_hi;
 
 int cross_init(void)
@@ -91,11 +91,12 @@ int cross_init(void)
 #define INTERN(name) if (!(s_##name = PyUnicode_InternFromString(#name))) return -1
     INTERN(bursts); INTERN(explicit_idx); INTERN(lo); INTERN(hi);
 #undef INTERN
-    s_touched = PyUnicode_InternFromString("_touched");
+    s_read = PyUnicode_InternFromString("_read");
+    s_written = PyUnicode_InternFromString("_written");
     s_writer = PyUnicode_InternFromString("_writer");
     s_readers = PyUnicode_InternFromString("_readers");
     s_reads = PyUnicode_InternFromString("_reads");
-    return s_touched && s_writer && s_readers && s_reads ? 0 : -1;
+    return s_read && s_written && s_writer && s_readers && s_reads ? 0 : -1;
 }
 
 static int ssize_item(PyObject *tuple, Py_ssize_t k, Py_ssize_t *out)
@@ -107,11 +108,11 @@ static int ssize_item(PyObject *tuple, Py_ssize_t k, Py_ssize_t *out)
 /* `CrossCoreChecker.access` (hazards.py) up to its numpy path: 1 when done
  * (recorded, no conflict), 0 when the Python method must run (it repeats
  * what was done here, which is only the idempotent note of `mem` as
- * touched), -1. */
+ * read or written), -1. */
 int cross_access(PyObject *checker, PyObject *mem, PyObject *pat, PyObject *addr, int write,
                  int core)
 {
-    PyObject *touched = PyObject_GetAttr(checker, s_touched);
+    PyObject *touched = PyObject_GetAttr(checker, write ? s_written : s_read);
     if (!touched)
         return -1;
     int rc = PySet_Check(touched) ? PySet_Add(touched, mem) : 1;
