@@ -158,8 +158,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
                     self._say(loop, f"npu-prefetch: not prefetched: {why}")
                 else:
                     self._prefetch(func, candidate, collector, tops, at, share)
-                if share is not None:
-                    self._share_rows(func, loop, tops, share.guard, share.cores, collector)
+                self._share_rows(func, loop, tops, share, collector)
             finally:
                 self.facts.skip = None
             at = tops.index(top, at)

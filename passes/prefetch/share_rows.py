@@ -36,11 +36,15 @@ class ShareRows:
     `PrefetchPass`)."""
 
     def _share_rows(self, func: ir.Operation, loop: ir.Operation, tops: list[ir.Operation],
-                    guard: ir.Operation, cores: frozenset[int], collector) -> None:
-        """Move the broadcast-row copies of the share `guard` (on `cores`)
-        that precede its matmul `loop` into a guard of the same cores right
-        before the chip barrier its run of shares follows, when the share's
-        cores leave MTE2 room for them there and UB has room from there on."""
+                    share, collector) -> None:
+        """Move the broadcast-row copies of `share` (`guarded.Share`: its
+        guard and cores; None: a top-level loop, nothing to do) that precede
+        its matmul `loop` into a guard of the same cores right before the
+        chip barrier its run of shares follows, when the share's cores
+        leave MTE2 room for them there and UB has room from there on."""
+        if share is None:
+            return
+        guard, cores = share.guard, share.cores
         rows = self._guard_rows(loop, guard)
         if not rows:
             return
