@@ -212,7 +212,7 @@ class Evaluator:
         loop_outs = [to_loop_space(a, m, n) for a, m in zip(inits, s.maps[n_in:])]
         if not red:
             results = self.body(body, loop_inputs, loop_outs, s.loop_sizes)
-            return [from_loop_space(np.broadcast_to(r, s.loop_sizes), m).astype(t)
+            return [_result(r, m, t, s.loop_sizes)
                     for r, m, t in zip(results, s.maps[n_in:], out_dtypes)]
         return self.reduction(s, body, loop_inputs, loop_outs, out_dtypes)
 
@@ -284,6 +284,20 @@ def _pool_2d(x, kernel, out, strides, dilations, is_max: bool) -> np.ndarray:
             win = x[:, :, a * dh:a * dh + (ho - 1) * sh + 1:sh, b * dw:b * dw + (wo - 1) * sw + 1:sw]
             out = combine(out, win).astype(out.dtype)
     return out
+
+
+def _result(r, results, dtype: np.dtype, loop_sizes: list[int]) -> np.ndarray:
+    """A parallel generic's result `r` over the loop space, in the output's
+    order. One that is already the whole loop space in the output's type
+    (a broadcast adding unit dims, a transpose: BERT-12's weights as its
+    batch matmuls take them) stays a read-only view of its operand: copying
+    those 85M weights was 0.4 CPU s of its conversion and 340 MB of peak."""
+    r = np.asarray(r)
+    if r.dtype != dtype or r.shape != tuple(loop_sizes):
+        return from_loop_space(np.broadcast_to(r, loop_sizes), results).astype(dtype)
+    view = from_loop_space(r, results).view()
+    view.flags.writeable = False
+    return view
 
 
 def _take(a: np.ndarray, red: list[int], index: tuple) -> np.ndarray:
