@@ -179,37 +179,49 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
         maps = {(n, h0): self.map_buffer(band) for n in range(s.batch)
                 for band, h0, count in groups if count == 1}
         unrolled = bands <= UNROLL_BANDS
-        # Straight code: (n, band, first row, map) per band, None for a loop
-        # (already emitted in place: the bands before it are emitted first);
-        # a band followed by another in straight code may share its last
-        # chunk with it (`tail_pairs`).
+        # Straight code: one call per band, emitted in order (its map and
+        # first row made as it is emitted: the IR as without pairs), and
+        # flushed before a loop; a band followed by another in straight code
+        # may share its last chunk with it (`tail_pairs`).
         pairs_tails = self.pairs_tails()
         seq: list = []
 
         def flush() -> None:
             for k, call in enumerate(seq):
-                self.emit_band(*call, defer=pairs_tails and k + 1 < len(seq))
+                call(pairs_tails and k + 1 < len(seq))
             seq.clear()
+
+        def straight(n: int, band: Band, h0: int, fm=None, pair: list | None = None,
+                     k: int = 0) -> None:
+            def call(defer: bool) -> None:
+                if pair is not None and not pair:  # a run's maps, made with its first band
+                    # Two maps in turn (three for a small-channel conv: its
+                    # long map copies ran behind its bands' img2col; stem
+                    # 7x7/2: 56,224 -> 54,928 cycles), live across the run:
+                    # a map of its own per band let npu-plan-memory give band
+                    # b+1 band b's L1, so its copies waited for band b's last
+                    # img2col (ResNet-18 layer1 conv2: a GM latency and the
+                    # map, 1,246 cycles a band).
+                    pair.extend([self.map_buffer(band) for _ in range(3 if s.small else 2)]
+                                if self.image is None else [None])
+                self.emit_band(n, band, lin((base, 1), (h0, 1)),
+                               pair[k % len(pair)] if pair is not None else fm, defer=defer)
+            seq.append(call)
 
         for n in range(s.batch):
             for band, h0, count in groups:
                 if count == 1:
-                    seq.append((n, band, lin((base, 1), (h0, 1)), maps[(n, h0)]))
+                    straight(n, band, h0, maps[(n, h0)])
                     continue
                 if unrolled:  # a wait before a loop would stall its first band
-                    # Two maps in turn, live across the run: a map of its own
-                    # per band let npu-plan-memory give band b+1 band b's L1,
-                    # so its copies waited for band b's last img2col (ResNet-18
-                    # layer1 conv2: a GM latency and the map, 1,246 cycles a band).
-                    pair = [self.map_buffer(band) for _ in range(3 if s.small else 2)] \
-                        if self.image is None else [None]
-                    seq += [(n, band, lin((base, 1), (h0 + k * t.rows, 1)), pair[k % len(pair)])
-                            for k in range(count)]
+                    pair: list = []
+                    for k in range(count):
+                        straight(n, band, h0 + k * t.rows, pair=pair, k=k)
                     continue
                 pairs, rest = divmod(count, 2)
                 if pairs == 1:
-                    seq += [(n, band, lin((base, 1), (h0, 1)), None),
-                            (n, band, lin((base, 1), (h0 + t.rows, 1)), None)]
+                    straight(n, band, h0)
+                    straight(n, band, h0 + t.rows)
                 elif pairs:
                     flush()
                     loop = nir.for_loop(0, pairs)
@@ -219,7 +231,7 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
                         self.emit_band(n, band, lin((first, 1), (t.rows, 1)))
                         nir.yield_()
                 if rest:
-                    seq.append((n, band, lin((base, 1), (h0 + 2 * pairs * t.rows, 1)), None))
+                    straight(n, band, h0 + 2 * pairs * t.rows)
         flush()
 
     def first_row(self, ho0: Index, band: Band) -> Index:
