@@ -17,7 +17,12 @@ The layout conversions a network pays at its edges are not part of a layer.
   x cube   cycles / cube (target: <= 1.3 for 3x3 and 1x1 layers)
   x own    cycles / own (depthwise layers: target <= 1.5)
 
-Run: .venv/bin/python bench/conv.py [--layers name,...]
+With --cores N (N > 1) each layer is compiled with `npu-lower{cores=N}`
+(npu-split-cores' grid) and simulated as one launch: cycles are its
+slowest core's; the bounds stay one core's (x cube and x ideal then read as
+one core's bound over the launch's cycles).
+
+Run: .venv/bin/python bench/conv.py [--layers name,...] [--cores N]
 """
 
 from __future__ import annotations
@@ -90,7 +95,7 @@ def conv_module(c: int, h: int, w: int, cout: int, k: int, stride: int, pad: int
     return text, inputs
 
 
-def run(name: str, spec, target) -> dict:
+def run(name: str, spec, target, cores: int = 1) -> dict:
     c, h, w, cout, k, stride, pad = spec
     dw = name in DEPTHWISE
     text, inputs = conv_module(*spec, depthwise=dw, image=name in IMAGE)
@@ -98,7 +103,7 @@ def run(name: str, spec, target) -> dict:
     # the cube's view of the conv, as npu-lower-conv takes it (its tiling's remark)
     shape = conv_shape(next(op for op in module.body.operations[0].regions[0].blocks[0].operations
                             if op.operation.name == "ascend.conv2d"))
-    run_pipeline(module, "npu-lower{cores=1}", target)
+    run_pipeline(module, f"npu-lower{{cores={cores}}}", target)
     weights = constant_argument(functions(module)[0].regions[0].blocks[0].arguments[1])
     if weights is not None:  # npu-lower-conv may have retyped it (compact depthwise weights)
         inputs[1] = weights
@@ -144,13 +149,14 @@ def _vector_tiling(spec, target) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--layers", default="", help="comma-separated layer names (default: all)")
+    p.add_argument("--cores", type=int, default=1, help="cores to split each layer over")
     args = p.parse_args(argv)
     target = get_target("ascend910")
     names = [n for n in LAYERS if not args.layers or n in args.layers.split(",")]
     print(f"{'layer':24} {'cycles':>9} {'cube':>9} {'ideal':>9} {'padded':>9} {'own':>9} "
           f"{'unit':>12} {'x cube':>7} {'x ideal':>7} {'x own':>6}  tiling")
     for name in names:
-        r = run(name, LAYERS[name], target)
+        r = run(name, LAYERS[name], target, args.cores)
         print(f"{r['name']:24} {r['cycles']:>9,} {r['cube']:>9,.0f} {r['ideal']:>9,.0f} "
               f"{r['padded']:>9,} {r['own']:>9,} {r['unit']:>12} {r['cycles'] / r['cube']:>7.2f} "
               f"{r['cycles'] / r['ideal']:>7.2f} {r['cycles'] / r['own']:>6.2f}  {r['tiling']}")

@@ -189,6 +189,7 @@ class FuseAttentionProjectionPass(Pass):
                             f"slot(s), L0 sub-steps of {pp.sub * frac}"
                             + ("; the scores in one L0C slot" if pp.scores_slots == 1 else "")
                             + f"; {tile}; estimated {int(choice.fused)} cycles ("
-                            f"{choice.cost.text()} and the first head's projection) against "
+                            f"{choice.cost.text()} and the first head's projection; "
+                            f"{int(choice.busiest)} by the busiest pipes) against "
                             f"{int(choice.apart)} apart; Q, K, V never reach GM (GM traffic "
                             f"{unfused} -> {fused} bytes)")

@@ -60,6 +60,14 @@ def generic():
     return None if cengine is None else cengine.generic
 
 
+def runner_type():
+    """`_cengine.Runner` (one operand set's generic path, called by the
+    compiled loop without a Python frame) when this run uses the compiled
+    pieces, else None."""
+    cengine = engine()
+    return None if cengine is None else getattr(cengine, "Runner", None)
+
+
 def memsys():
     """(`_cengine.l2_touch`, `_cengine.bus_take`), the memory system's loops,
     when this run uses the compiled pieces, else (None, None)."""

@@ -285,7 +285,9 @@ class CrossCoreChecker:
         self._writer: dict[Memory, np.ndarray] = {}
         self._readers: dict[Memory, np.ndarray] = {}
         self._reads: dict[Memory, list[tuple[Pattern, int, int]]] = {}  # not yet per byte
-        self._touched: set[Memory] = set()  # since `take_touched` (epochs aside)
+        # Read, and written, since `take_touched` (epochs aside)
+        self._read: set[Memory] = set()
+        self._written: set[Memory] = set()
         # The per-byte test and update of equal runs of bytes, compiled
         # (`compiled.py`): one C call instead of about ten numpy calls.
         self._runs = compiled.cross_runs()
@@ -306,17 +308,19 @@ class CrossCoreChecker:
                 readers[sel] = _read_by(readers[sel], core)
         return w, self._readers[mem]
 
-    def take_touched(self) -> set[Memory]:
-        """The GM memories read or written since the last call: the only
-        ones whose own-core stamps a hand-over to the next core must reset."""
-        touched, self._touched = self._touched, set()
+    def take_touched(self) -> tuple[set[Memory], set[Memory]]:
+        """The GM memories read, and those written, since the last call: the
+        only ones whose own-core stamps a hand-over to the next core must
+        reset (readers) or clamp (writers); every other's already are."""
+        touched = self._read, self._written
+        self._read, self._written = set(), set()
         return touched
 
     def access(self, mem: Memory, pat: Pattern, addr: int, write: bool, core: int, instr,
                detector: HazardDetector) -> None:
         """Check and record one core's access of `pat` at `addr`: on views of
         the per-byte state when its bytes are one run or equal bursts."""
-        self._touched.add(mem)
+        (self._written if write else self._read).add(mem)
         if not write and mem not in self._writer:  # unwritten in this epoch: no race
             self._reads.setdefault(mem, []).append((pat, addr, core))
             return

@@ -128,6 +128,7 @@ class Decoder(ScalarAndViewDecoding):
         self.on_chip: dict[str, Memory] = {}
         self.gm_regions: list[Region] = []
         self.gm_alloc_bytes = 0
+        self.last_yield: ir.Operation | None = None  # of the block `block` decoded last
 
     # -- slots --------------------------------------------------------------
 
@@ -224,9 +225,11 @@ class Decoder(ScalarAndViewDecoding):
                 fns.append(dispatch.dispatch_run(list(run), self.trace, pending))
                 run.clear()
 
+        last_yield = None  # the block's last op when it is an scf.yield
         for op_view in block.operations:
             op = op_view.operation
             name = op.name
+            last_yield = op if name == "scf.yield" else None
             if name in ("scf.yield", "func.return"):
                 continue
             if name in INSTR_DECODERS:
@@ -266,6 +269,7 @@ class Decoder(ScalarAndViewDecoding):
         flush()
         if static_cost:
             fns.append(_add_cost(pending, static_cost))
+        self.last_yield = last_yield  # for `_yield_slots`: listing the ops again cost 5% of decode
         return fns
 
     def instruction(self, op: ir.Operation) -> tuple[Instr, tuple[int, ...]]:
@@ -277,8 +281,9 @@ class Decoder(ScalarAndViewDecoding):
     # -- control flow -----------------------------------------------------------
 
     def scf_for(self, op: ir.Operation) -> Fn:
-        lb, ub, step = (self.use(v, op) for v in list(op.operands)[:3])
-        inits = tuple(self.use(v, op) for v in list(op.operands)[3:])
+        operands = list(op.operands)
+        lb, ub, step = (self.use(v, op) for v in operands[:3])
+        inits = tuple(self.use(v, op) for v in operands[3:])
         body_block = op.regions[0].blocks[0]
         iv = self.slot(body_block.arguments[0])
         bargs = tuple(self.slot(a) for a in list(body_block.arguments)[1:])
@@ -350,9 +355,9 @@ class Decoder(ScalarAndViewDecoding):
         return run_if
 
     def _yield_slots(self, block: ir.Block, op: ir.Operation) -> tuple[int, ...]:
-        ops = list(block.operations)
-        if ops and ops[-1].operation.name == "scf.yield":
-            return tuple(self.use(v, op) for v in ops[-1].operation.operands)
+        """The slots `block`'s scf.yield yields; `block` is the one `self.block` just decoded."""
+        if self.last_yield is not None:
+            return tuple(self.use(v, op) for v in self.last_yield.operands)
         return ()
 
 

@@ -322,11 +322,13 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, KeyMask, Scores
                              for _ in range(self.a.d_blocks)]
 
     # -- the stages of one key tile ---------------------------------------------
-    def scores_and_v(self, h, q0, mq: int, y0, kbk: int, buf: dict, slot: int) -> None:
-        """Keys y0.. (kbk blocks): Q.K^T into the slot's scores, V's tile
-        (with its ones column) into the slot's L1 tile."""
-        self.key_scores(q0, self.load_k(h, y0, kbk), self.prefix(buf["scores"][slot], kbk), mq,
-                        kbk)
+    def scores_and_v(self, h, q0, mq: int, y0, kbk: int, buf: dict, slot: int,
+                     k1: ir.Value | None = None) -> None:
+        """Keys y0.. (kbk blocks): Q.K^T into the slot's scores (of `k1`,
+        K's tile loaded already, else loaded here), V's tile (with its ones
+        column) into the slot's L1 tile."""
+        k1 = self.load_k(h, y0, kbk) if k1 is None else k1
+        self.key_scores(q0, k1, self.prefix(buf["scores"][slot], kbk), mq, kbk)
         self.load_v(h, y0, kbk, buf["v"][slot])
 
     def key_scores(self, q0: ir.Value, k1: ir.Value, scores: ir.Value, mq: int,

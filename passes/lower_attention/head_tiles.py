@@ -15,6 +15,9 @@ from npu.passes.base import PassError
 from npu.passes.lower_attention.projected_tiles import SpreadJobs
 
 MAX_HEAD_STEPS = cost.MAX_HEAD_STEPS
+# A head's first K tile loads right behind its first Q tile (f16 sources:
+# copies alone), under the one flag that releases both (see `load_operands`).
+K_BEHIND_Q = True
 
 
 class HeadTiles:
@@ -116,16 +119,27 @@ class HeadTiles:
                     if not (isinstance(h, int) and h == a.heads - 1):
                         spread.in_load(h, step[1], self.parity)
                     return
+                first_x = isinstance(x, int) and x == 0
+                k_here = resident and first_x and not (v_late and following(h, x)[2])
+                k1 = None
                 if y == 0:
-                    first = isinstance(x, int) and x == 0 and not following(h, x)[2]
+                    first = first_x and not following(h, x)[2]
                     q1 = self.load_q(h, first_row_block(x), qb) if first else q_next
+                    if first and K_BEHIND_Q and (a.sources is None or all(
+                            nir.memref_element(src) == "f16" for src in a.sources)):
+                        # K's tile right behind Q's in MTE2's queue (f16
+                        # tiles: copies alone, no UB staging between): the
+                        # flag after Q held MTE2 until Q landed (a set waits
+                        # for its pipe's earlier work), so K's loads started
+                        # one GM latency later, and Q.K^T waits for both
+                        # (BERT seq 128 on 32 cores: each core's one head).
+                        k1 = self.load_k(h, 0, blocks(0), k_tiles[0] if k_here else None)
                     self.mm.reorder_blocks(q1, q0, rows=qb, cols=d1, transpose=False,
                                            op_name="cce.load_l1_to_l0a", src_col_stride=qb)
                 if not resident:
-                    self.scores_and_v(h, q0, qb, y * kb, blocks(y), buf, slot)
+                    self.scores_and_v(h, q0, qb, y * kb, blocks(y), buf, slot, k1)
                 else:
-                    first_x = isinstance(x, int) and x == 0
-                    if first_x and not (v_late and following(h, x)[2]):
+                    if k_here and k1 is None:
                         self.load_k(h, y * kb, blocks(y), k_tiles[y])
                     self.key_scores(q0, k_tiles[y], self.prefix(buf["scores"][slot], blocks(y)),
                                     qb, blocks(y))

@@ -39,12 +39,10 @@ class ConvEpilogue:
 
     def __init__(self, target: Target, region: ir.Operation, conv: ir.Operation) -> None:
         self.target, self.region, self.conv = target, region, conv
-        self.members = self.members_of(region, conv)
+        self.members = epilogue.group_members(region, conv)
         # a leading f32 -> f16 cast is the drain's own conversion (drain_cast.py):
         # the drained tile is then the cast's result
-        figures = region.attributes[epilogue.CONV_EPILOGUE_ATTR]
-        in_f16 = "compute" in figures and ir.StringAttr(figures["compute"]).value == "f16"
-        self.cast = epilogue.leading_cast(self.members, conv.operands[-1]) if in_f16 else None
+        self.cast = epilogue.drain_cast(region, conv)
         if self.cast is not None:
             self.members = self.members[1:]
         self.source = conv.operands[-1] if self.cast is None else self.cast.operands[-1]
@@ -57,11 +55,6 @@ class ConvEpilogue:
             consts = constant_blocks(self.compute(m), target)
             if consts is not None:
                 self.consts[k] = consts
-
-    @staticmethod
-    def members_of(region: ir.Operation, conv: ir.Operation) -> list[ir.Operation]:
-        return [o.operation for o in region.regions[0].blocks[0].operations
-                if o.operation.name.startswith("ascend.") and o.operation != conv]
 
     compute = staticmethod(epilogue.member_compute)
 

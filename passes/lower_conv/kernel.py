@@ -13,23 +13,21 @@ from dataclasses import dataclass
 from mlir import ir
 
 from npu import ir as nir
-from npu.costmodel.conv.tiling import ConvShape, ConvTiling, band_layout
+from npu.costmodel.conv.tiling import UNROLL_BANDS, ConvShape, ConvTiling, band_layout
 from npu.dialects.ascend_conv import ConvGeometry
 from npu.kernels.cce_build import by_run, copy, lin
 from npu.passes.lower_conv.drain import ConvDrain
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue
 from npu.passes.lower_conv.image_map import ImageMap, SegmentedImageMap, reads_image, segment_bands
 from npu.passes.lower_conv.int8_map import Int8Map
-from npu.passes.lower_conv.tail_pairs import Deferred, TailPairs
-from npu.passes.lower_conv.weights import FRAC, FRAC_INT8, ConvWeights
+from npu.passes.lower_conv.tail_pairs import Deferred, StraightBands, TailPairs
+from npu.passes.lower_conv.weights import FRAC, FRAC_INT8, ConvWeights, Load
 from npu.target import Target
 
 Index = int | ir.Value
-# Convs of at most this many bands are emitted straight (no scf.for): sync
-# insertion waits for events from before a loop at its entry, which would
-# stall the loop's first band behind the previous band's drain.
-UNROLL_BANDS = 64
 UB_SLOTS = 6
+# Bands whose maps go out block by block with the weight pieces (`defer_map`)
+DEFER_BANDS = 2
 
 
 @dataclass(frozen=True)
@@ -61,6 +59,8 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
         self.dest = epilogue.result if epilogue is not None else out5
         self.ext_h = g.dilations[0] * (g.kh - 1) + 1
         self.ub_bytes = ub_bytes or target.capacity("ub")  # the tiling's budget
+        # a deferred band's img2cols read views of their map blocks (`defer_map`)
+        self.split_map = self.last_chunk = False
 
     # -- the plan ------------------------------------------------------------
     def band(self, ho0: int, rows: int) -> tuple[Band, int]:
@@ -153,10 +153,10 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
         (first, *inner, last), run = self.row_variants(parts)
         if self.image is not None:
             self.image.run = run
-        pending, bands = list(self.pending), -(-run // t.rows)
+        loads, bands = list(self.loads), -(-run // t.rows)
 
         def run_plan(groups: list[tuple[Band, int, int]], base: Index) -> None:
-            self.pending = list(pending)
+            self.loads = list(loads)
             self.emit_rows(groups, base, bands)
 
         by_run(parts, part, lambda: run_plan(first, 0), lambda: run_plan(last, (parts - 1) * run),
@@ -171,68 +171,44 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
         # Streamed weights: the first super tile in pieces (each run plan's own
         # code), unless MTE2 bounds the conv: there each piece's flag only adds
         # a GM latency to the busiest pipe (3x3 512->512 7: 86,315 -> 86,665)
-        self.streamed_first = not t.weights_resident and not self.mte2_bound()
-        if self.pending and (groups[0][2] > 1 or s.batch > 1):
+        self.streamed_pieces = self.streamed_first = not t.weights_resident and not self.mte2_bound()
+        if self.loads and ((groups[0][2] > 1 and (bands > UNROLL_BANDS or self.mte2_bound()))
+                           or s.batch > 1):
             self.flush_weights()
+        # the first two bands' maps go out block by block (`defer_map`)
+        self.deferred = DEFER_BANDS if (self.loads and t.weights_resident) or self.streamed_pieces else 0
         # The maps of bands outside loops get their own L1 buffers, live for
         # the whole run: their loads never wait for another band's img2col.
         maps = {(n, h0): self.map_buffer(band) for n in range(s.batch)
                 for band, h0, count in groups if count == 1}
         unrolled = bands <= UNROLL_BANDS
-        # Straight code: one call per band, emitted in order (its map and
-        # first row made as it is emitted: the IR as without pairs), and
-        # flushed before a loop; a band followed by another in straight code
-        # may share its last chunk with it (`tail_pairs`).
-        pairs_tails = self.pairs_tails()
-        seq: list = []
-
-        def flush() -> None:
-            for k, call in enumerate(seq):
-                call(pairs_tails and k + 1 < len(seq))
-            seq.clear()
-
-        def straight(n: int, band: Band, h0: int, fm=None, pair: list | None = None,
-                     k: int = 0) -> None:
-            def call(defer: bool) -> None:
-                if pair is not None and not pair:  # a run's maps, made with its first band
-                    # Two maps in turn (three for a small-channel conv: its
-                    # long map copies ran behind its bands' img2col; stem
-                    # 7x7/2: 56,224 -> 54,928 cycles), live across the run:
-                    # a map of its own per band let npu-plan-memory give band
-                    # b+1 band b's L1, so its copies waited for band b's last
-                    # img2col (ResNet-18 layer1 conv2: a GM latency and the
-                    # map, 1,246 cycles a band).
-                    pair.extend([self.map_buffer(band) for _ in range(3 if s.small else 2)]
-                                if self.image is None else [None])
-                self.emit_band(n, band, lin((base, 1), (h0, 1)),
-                               pair[k % len(pair)] if pair is not None else fm, defer=defer)
-            seq.append(call)
-
+        # straight code's bands, emitted in order (`tail_pairs.StraightBands`)
+        straight = StraightBands(self, base)
         for n in range(s.batch):
             for band, h0, count in groups:
                 if count == 1:
-                    straight(n, band, h0, maps[(n, h0)])
+                    straight.add(n, band, h0, maps[(n, h0)])
                     continue
                 if unrolled:  # a wait before a loop would stall its first band
                     pair: list = []
                     for k in range(count):
-                        straight(n, band, h0 + k * t.rows, pair=pair, k=k)
+                        straight.add(n, band, h0 + k * t.rows, pair=pair, k=k)
                     continue
                 pairs, rest = divmod(count, 2)
                 if pairs == 1:
-                    straight(n, band, h0)
-                    straight(n, band, h0 + t.rows)
+                    straight.add(n, band, h0)
+                    straight.add(n, band, h0 + t.rows)
                 elif pairs:
-                    flush()
+                    straight.flush()
                     loop = nir.for_loop(0, pairs)
                     with ir.InsertionPoint(loop.body):
                         first = lin((loop.induction_variable, 2 * t.rows), (base, 1), (h0, 1))
-                        self.emit_band(n, band, first, defer=pairs_tails)
+                        self.emit_band(n, band, first, defer=straight.pairs)
                         self.emit_band(n, band, lin((first, 1), (t.rows, 1)))
                         nir.yield_()
                 if rest:
-                    straight(n, band, h0 + 2 * pairs * t.rows)
-        flush()
+                    straight.add(n, band, h0 + 2 * pairs * t.rows)
+        straight.flush()
 
     def first_row(self, ho0: Index, band: Band) -> Index:
         """The first input row the band from output row `ho0` reads."""
@@ -251,16 +227,17 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
         if self.image is not None:  # staged: a small-channel conv's NCHW image, an int8 map
             fm = self.image.band_map(self, n, band, ho0, fm)
         fm = fm if fm is not None else self.map_buffer(band)
-        for c1 in range(s.c1 if self.image is None else 0):  # per C1 block: img2col of block 0 waits for block 0 only
-            dst = nir.subview(fm, [c1, 0, 0, 0], [1, band.in_rows, g.w, 16])
-            if s.row_skip:  # a burst per output row: the rows between are never read
-                span = (band.rows - 1) * g.strides[0] + self.ext_h
-                src = nir.subview(self.x5, [n, c1, r0, 0, 0], [1, 1, span, g.w, 16])
-                copy("cce.copy_gm_to_l1", src, dst, band.rows, self.ext_h * g.w,
-                     src_gap=(g.strides[0] - self.ext_h) * g.w)
-                continue
-            src = nir.subview(self.x5, [n, c1, r0, 0, 0], [1, 1, band.in_rows, g.w, 16])
-            copy("cce.copy_gm_to_l1", src, dst, 1, band.in_rows * g.w)
+        blocks = [Load((0, 0 if s.small else c1 * g.kh * g.kw), None,
+                       lambda c1=c1: self.copy_map_block(fm, n, band, r0, c1))
+                  for c1 in range(s.c1 if self.image is None else 0)]
+        # the deferred blocks' img2cols read their own blocks only (views of
+        # the map), so each waits for its blocks' copies, not the whole map's
+        self.split_map = self.defer_map()
+        self.deferred -= 1
+        if self.split_map:
+            self.map_ends = [k0 + rows for k0, rows in self.pieces_of_rows()]
+        for block in blocks:
+            self.queue(block) if self.split_map else block.copy()
         self.first_piece()
         m1 = -(-band.rows * s.wo // 16)
         kc = min(t.kc, s.k1)
@@ -298,7 +275,7 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
                                             chunk)
             # with a deferred band before it, this band's K order starts at
             # the last fractal (`tail_pairs`); deferring, it stops before it
-            shared = self.deferred is not None
+            shared = self.held is not None
             defer = defer and not shared  # bands pair up: one defers, the next shares
             if shared:
                 chunk = self.shared_tail(fm, band, tiles, l0c, w_l1, pitch, col, m1, chunk)
@@ -306,6 +283,10 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
             early = False
             for kp0 in range(0 if not s.diagonal else s.k1, k_end, kc):
                 kcj = min(kc, k_end - kp0)
+                self.need(s0 // t.n1, kp0 + kcj)
+                # the band's last chunk reads the whole map: a later band's copies
+                # into these bytes then wait for one img2col, not one per block
+                self.last_chunk = s0 + t.n1 >= s.co1 and kp0 + kcj >= s.k1
                 a, b = l0a[chunk % 2], l0b[chunk % 2]
                 chunk += 1
                 if m1 < kcj and not s.small:  # fewer instructions: one per M fractal
@@ -320,7 +301,7 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
                 # (between them in program order: one flag after both held
                 # the first half's drain for the second's mads)
                 early = (kp0 + kcj >= k_end and not defer and len(tiles) > 1 and self.image is None
-                         and self.epilogue is None and not self.pending)
+                         and self.epilogue is None and not self.loads)
                 for (t0, n1), c in zip(tiles, l0c):
                     f = self.frac
                     nir.create_op("cce.mad", [nir.subview(a, [0], [m1 * kcj * f]),
@@ -331,20 +312,50 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
                         self.drain_tile(c, n, s0, t0, n1, ns, ho0, band.rows, m1, prefetch)
                 # the next pieces of weight rows, after this chunk's loads in program
                 # order (sync insertion flags a consumer after every copy before it)
-                for _ in range(ahead if chunk == first + 1 else 1):
-                    if self.pending:
-                        self.pending.pop(0)()
+                for _ in range(ahead if chunk == first + 1 and not self.split_map else 1):
+                    if self.loads:
+                        self.ahead()
             if s0 == 0 and self.image is not None and not self.image.next_with_band:
                 self.image.fill_next(self, n, band, ho0)  # behind this band's mads, before its drains
-            self.flush_weights()
             if defer:
-                self.deferred = Deferred(n, band, ho0, fm, m1, tuple(tiles), tuple(l0c), s0, ns)
+                self.held = Deferred(n, band, ho0, fm, m1, tuple(tiles), tuple(l0c), s0, ns)
             for (t0, n1), c in zip(tiles, l0c) if not (early or defer) else ():
                 self.drain_tile(c, n, s0, t0, n1, ns, ho0, band.rows, m1, prefetch)
             # the next super tile accumulates into the other L0C set, so its
             # mads need not wait for this one's drain
             self.parity ^= 1
+        self.flush_weights()
         self.chunk = chunk
+        self.split_map = self.last_chunk = False
+
+    def defer_map(self) -> bool:
+        """Whether this band's map blocks go out with the weight pieces whose
+        K rows read them (`ahead`, `need`): the conv's first DEFER_BANDS
+        bands while its weights load in pieces (resident, or streamed), so
+        the first chunk waits for one piece and the blocks it reads, not the
+        whole map (1x1 1024->256 14: 258 KB of map before the first piece,
+        the first mad at 5.2k cycles), and the second band for its first
+        blocks, not its whole map behind the first band's last pieces (3x3/2
+        128->128 56: the cube idle 2.6k cycles). Only there, and the views
+        (`load3d`) only until the band's last chunk: a later band's copies
+        into those bytes wait for each block's last reader, and with views in
+        every chunk of more bands the flags ran out of event ids (pipe
+        barriers in 3x3/2 128->128 56: 40,202 cycles)."""
+        return self.deferred > 0 and self.image is None and not self.s.diagonal and not self.s.small
+
+    def copy_map_block(self, fm, n: int, band: Band, r0: Index, c1: int) -> None:
+        """Block c1 of the band's input rows -> its L1 map (per C1 block:
+        img2col of block 0 waits for block 0 only)."""
+        g, s = self.g, self.s
+        dst = nir.subview(fm, [c1, 0, 0, 0], [1, band.in_rows, g.w, 16])
+        if s.row_skip:  # a burst per output row: the rows between are never read
+            span = (band.rows - 1) * g.strides[0] + self.ext_h
+            src = nir.subview(self.x5, [n, c1, r0, 0, 0], [1, 1, span, g.w, 16])
+            copy("cce.copy_gm_to_l1", src, dst, band.rows, self.ext_h * g.w,
+                 src_gap=(g.strides[0] - self.ext_h) * g.w)
+            return
+        src = nir.subview(self.x5, [n, c1, r0, 0, 0], [1, 1, band.in_rows, g.w, 16])
+        copy("cce.copy_gm_to_l1", src, dst, 1, band.in_rows * g.w)
 
     def diagonal_tiles(self, fm, band: Band, tiles, l0c, w_l1, pitch: int, col: int, s0: int,
                        m1: int, kc: int, chunk: int) -> int:
@@ -357,6 +368,7 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
                 cj = nir.subview(c, [j * m1 * FRAC], [m1 * FRAC])
                 for kp0 in range(0, s.k1, kc):
                     kcj = min(kc, s.k1 - kp0)
+                    self.need(s0 // self.t.n1, kp0 + kcj)
                     a, b = self.l0a[chunk % 2], self.l0b[chunk % 2]
                     chunk += 1
                     for tt in range(kcj):
@@ -365,8 +377,8 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
                     nir.create_op("cce.mad", [nir.subview(a, [0], [m1 * kcj * FRAC]),
                                               nir.subview(b, [0], [kcj * FRAC]), cj],
                                   m=m1 * 16, n=kcj * 16, k=16, accumulate=kp0 > 0)
-                    if self.pending:
-                        self.pending.pop(0)()
+                    if self.loads:
+                        self.ahead()
         return chunk
 
     def img2col(self, fm, l0a, band: Band, kp: int, tt: int, kcj: int, m1: int,
@@ -399,13 +411,21 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
         c1, rest = divmod(kp0, g.kh * g.kw)
         kh, kw = divmod(rest, g.kw)
         dst = nir.subview(l0a, [mm * kcj * self.frac], [kcj * self.frac])
-        self.load3d(fm, dst, band, c1, kh, kw, 16 * mm, 1, 0, kcj)
+        self.load3d(fm, dst, band, c1, kh, kw, 16 * mm, 1, 0, kcj,
+                    last=(kp0 + kcj - 1) // (g.kh * g.kw))
 
     def load3d(self, fm, dst, band: Band, c1: int, kh: int, kw: int, window: int,
-               dst_stride: int, repeat_mode: int, repeat: int, **extra) -> None:
+               dst_stride: int, repeat_mode: int, repeat: int, last: int | None = None,
+               **extra) -> None:
         """One img2col of the band's map from kernel point (c1, kh, kw) and
-        the band's `window`-th window (raster order) on."""
+        the band's `window`-th window (raster order) on; with `split_map`,
+        of the view of its blocks c1..`last` (default c1)."""
         g = self.g
+        if self.split_map and not self.last_chunk:
+            shape = nir.memref_shape(fm)
+            fm = nir.subview(fm, [c1, 0, 0, 0], [(c1 if last is None else last) - c1 + 1,
+                                                 *shape[1:]])
+            c1 = 0
         row, col = divmod(window, self.s.wo)
         # packed runs of rows (row_skip): one output row's run after another
         stride_h = self.ext_h if self.s.row_skip else g.strides[0]

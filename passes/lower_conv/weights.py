@@ -5,17 +5,38 @@ turn), and L1 -> L0B per reduction chunk."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 from mlir import ir
 
 from npu import ir as nir
-from npu.costmodel.conv.tiling import weight_pieces
 from npu.kernels.cce_build import copy, copy_bursts
 
 FRAC = 256  # elements of one f16 (or f32, i32) fractal
 FRAC_INT8 = 512  # elements of one int8 fractal (16 x 32: 512 bytes, like an f16 one)
+# A streamed super tile after the first loads in this many pieces (the first
+# in `pieces_of_rows`): 3x3 256->256 14 (four tiles of 295 KB) 40,151 cycles
+# whole, 37,775 in halves, 36,983 in thirds; resident later tiles stay whole
+# (1x1/2 256->512 56: 35,129 whole, 35,790 in thirds).
+STREAMED_PARTS = 3
 # On the resident weights' L1 alloc: npu-prefetch finds the conv's pieces by it
 # (the copies into it, grouped by their offset there, in order).
 RESIDENT_ATTR = "npu.resident_weights"
+
+
+@dataclass
+class Load:
+    """A copy to L1 the first band's chunks wait for: a weight piece or a
+    map block, by (super tile, K1 row) of the first chunk reading it."""
+
+    first: tuple[int, int]
+    end: tuple[int, int] | None  # a weight piece's (super tile, K1 row past it)
+    copy: Callable[[], None]
+
+    @property
+    def order(self) -> tuple:
+        return (self.first, self.end is not None)
 
 
 class ConvWeights:
@@ -26,7 +47,10 @@ class ConvWeights:
         """The weights' L1 buffers, and the resident copy's pieces (the first
         goes out with the first band's map: `first_piece`)."""
         s, t = self.s, self.t
-        self.w_l1, self.pending = None, []
+        self.w_l1 = None
+        # Copies not issued yet, in the order the first band's chunks need them
+        self.loads: list[Load] = []
+        self.map_ends: list[int] = []  # K1 rows a deferred map's runs of blocks end at
         # Streamed weights: two L1 buffers, super tiles alternating between
         # them, so a super tile's weights load while the previous one's feed
         # the cube (per-tile buffers could share one address once planned).
@@ -50,11 +74,11 @@ class ConvWeights:
             # for a GM latency): dw 3x3/2 144 56 21,894 in K1 rows, 22,618 by tile.
             self.tile_major = t.n1 < s.co1 and self.weights_hold_first_band()
             width = t.n1 if self.tile_major else s.co1
-            self.pending = [lambda k0=k0, rows=rows: self.copy_weight_rows(0, k0, rows, width)
-                            for k0, rows in self.pieces_of_rows()]
-            self.pending += [lambda s0=s0: self.copy_weight_rows(s0, 0, s.k1, width)
-                             for s0 in range(width, s.co1, width)]
-        self.pieces = len(self.pending)
+            for tile, s0 in enumerate(range(0, s.co1, width)):
+                self.queue_pieces(tile, lambda k0, rows, s0=s0:
+                                  self.copy_weight_rows(s0, k0, rows, width),
+                                  self.pieces_of_rows() if tile == 0 else None)
+        self.pieces = len(self.loads)
 
     def mte2_bound(self) -> bool:
         """Whether the tiling's estimate has MTE2 at least as busy as the cube
@@ -75,16 +99,63 @@ class ConvWeights:
         return bands == 1 or 2 * load >= dict(t.pipes).get("cube+MTE1", 0) / bands
 
     def pieces_of_rows(self) -> list[tuple[int, int]]:
-        """(first K1 row, rows) of the weights' pieces (`weight_pieces`)."""
-        return weight_pieces(self.s.k1, self.t.kc)
+        """(first K1 row, rows) of the weights' pieces (`ConvShape.first_pieces`)."""
+        t = self.t
+        return self.s.first_pieces(t.m1, t.n1, t.kc, self.target)
 
     def first_piece(self) -> None:
-        """The resident copy's first piece, right after the first band's map
-        copies: one run of loads and one GM latency for both. (Before them,
+        """The resident copy's first piece, with the first band's map blocks
+        it needs: one run of loads and one GM latency for both. (Before them,
         its flag held MTE2 for the latency before the map could start, on
         every core after a chip barrier.)"""
-        if self.pending and len(self.pending) == self.pieces:
-            self.pending.pop(0)()
+        if self.loads and (len(self.loads) == self.pieces or self.split_map):
+            self.ahead()
+
+    def queue_pieces(self, tile: int, copy_rows, parts: list[tuple[int, int]] | None) -> None:
+        """Queue super tile `tile`'s K1 rows: `copy_rows(k0, rows)` per
+        (first row, rows) of `parts`, or all in one copy (None)."""
+        for k0, rows in parts or [(0, self.s.k1)]:
+            self.queue(Load((tile, k0), (tile, k0 + rows),
+                            lambda k0=k0, rows=rows: copy_rows(k0, rows)))
+
+    def thirds(self) -> list[tuple[int, int]]:
+        """A later streamed tile's pieces: whole chunks, STREAMED_PARTS of them."""
+        k1 = self.s.k1
+        kc = min(self.t.kc, k1)
+        chunks = -(-k1 // kc)
+        n = min(STREAMED_PARTS, chunks)
+        bounds = [min(k1, -(-chunks * i // n) * kc) for i in range(n + 1)]
+        return [(a, b - a) for a, b in zip(bounds, bounds[1:]) if b > a]
+
+    def queue(self, load: Load) -> None:
+        """Add `load` in need order (a map block before a piece needed alike)."""
+        at = len(self.loads)
+        while at and self.loads[at - 1].order > load.order:
+            at -= 1
+        self.loads.insert(at, load)
+
+    def need(self, tile: int, k_end: int) -> None:
+        """Issue every queued copy that super tile `tile`'s K1 rows below
+        `k_end` read (before their consumers in program order)."""
+        while self.loads and self.loads[0].first < (tile, k_end):
+            self.loads.pop(0).copy()
+
+    def ahead(self) -> None:
+        """Issue the next weight piece and the map blocks its rows read: one
+        run of copies on MTE2 (one flag: sink-sets puts it after the run)."""
+        piece = next((ld for ld in self.loads if ld.end is not None), None)
+        if piece is not None:
+            # the map blocks its chunks read go first in the run (as a band's
+            # map went before its weights)
+            for block in [ld for ld in self.loads if ld.end is None and ld.first < piece.end]:
+                self.loads.remove(block)
+                block.copy()
+            self.need(*piece.end)
+            return
+        # map blocks only (the band after the first): in runs as the pieces go
+        while self.map_ends and self.loads and self.map_ends[0] <= self.loads[0].first[1]:
+            self.map_ends.pop(0)
+        self.need(0, self.map_ends.pop(0)) if self.map_ends else self.flush_weights()
 
     def tile_weights(self, s0: int, ns: int) -> tuple[ir.Value, int, int]:
         """(L1 buffer, its row pitch in blocks of 16, first column) of the
@@ -97,16 +168,16 @@ class ConvWeights:
                                [ns * self.s.k1 * self.frac]), ns, 0
         w_l1 = self.w_tiles[self.w_turn]
         self.w_turn ^= 1
-        if self.streamed_first:
-            # The conv's first super tile in pieces, like resident weights:
-            # its first chunk waits for its own rows, not the whole tile (3x3
-            # 256->256 14: the cube idled 7k cycles for 295 KB). Later tiles
-            # load whole, during the previous tile's chunks.
+        if self.streamed_pieces:
+            # In pieces, like resident weights: the tile's first chunk waits
+            # for its own rows, not the whole tile (3x3 256->256 14: the cube
+            # idled 7k cycles for 295 KB at the start, 3.2k before the second
+            # tile). The conv's first tile as the first band's resident
+            # weights, later ones in STREAMED_PARTS (during the previous tile).
+            self.queue_pieces(s0 // self.t.n1, lambda k0, rows:
+                              self.copy_tile_weights(w_l1, s0, k0, rows),
+                              self.pieces_of_rows() if self.streamed_first else self.thirds())
             self.streamed_first = False
-            pieces = [lambda k0=k0, rows=rows: self.copy_tile_weights(w_l1, s0, k0, rows)
-                      for k0, rows in self.pieces_of_rows()]
-            pieces.pop(0)()
-            self.pending = pieces
         else:
             self.copy_tile_weights(w_l1, s0)
         return w_l1, ns, 0
@@ -146,9 +217,8 @@ class ConvWeights:
                     src_gap=self.row_pitch() - ns * 16)
 
     def flush_weights(self) -> None:
-        for piece in self.pending:
-            piece()
-        self.pending = []
+        while self.loads:
+            self.loads.pop(0).copy()
 
     def load_weights(self, w_l1, l0b, pitch: int, col: int, kp0: int, kcj: int, n1: int,
                      at: int) -> None:

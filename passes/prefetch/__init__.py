@@ -92,12 +92,14 @@ from .gaps import IdleGaps
 from .guarded import GuardedLoops, Share
 from .parts import L1_ROOMS, Candidate, Part, _label, _writers
 from .rows import RowLoads
+from .share_rows import ShareRows
 from .shares import ShareRuns
 
 CONSTANT_ATTR = "npu.constant"
 
 
-class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, ConvDriver, Pass):
+class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, ShareRows, ConvDriver,
+                   Pass):
     name = "npu-prefetch"
     summary = ("Issue a matmul's first host-constant weight loads during the previous op's "
                "idle MTE2 tail, into L1 free there")
@@ -148,14 +150,15 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, ConvD
                 continue
             seen.add(where)
             candidate, why = self._candidate(loop, constants)
-            if candidate is None:
-                self._say(loop, f"npu-prefetch: not prefetched: {why}")
-                continue
             at = tops.index(top, at)
             # On a share's cores only what runs there counts (`guarded.py`).
             self.facts.skip = None if share is None else self._elsewhere(share)
             try:
-                self._prefetch(func, candidate, collector, tops, at, share)
+                if candidate is None:
+                    self._say(loop, f"npu-prefetch: not prefetched: {why}")
+                else:
+                    self._prefetch(func, candidate, collector, tops, at, share)
+                self._share_rows(func, loop, tops, share, collector)
             finally:
                 self.facts.skip = None
             at = tops.index(top, at)

@@ -13,7 +13,7 @@ share guards (the other guards run on other cores), so the gaps are
 measured up to the run's first guard, and the copies go into that op's
 tail under a guard of the share's cores (its weights are the share's
 slice: indexed by the block index less the share's first core). Its
-broadcast rows (a bias) stay in the guard.
+broadcast rows (a bias) go before the chip barrier too (`share_rows.py`).
 """
 
 from __future__ import annotations

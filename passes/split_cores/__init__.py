@@ -51,7 +51,7 @@ from npu.costmodel.fusion.rows import FUSED_ATTR
 from .barriers import Access, Unit, gm_operands, place
 from .groups import apply_group, external, group_split, written
 from . import aligned, share
-from .rules import SplitRules
+from .rules import SplitRules, parse_grids
 from .split import Split, apply
 
 SYNC_ALL = "cce.sync_all"
@@ -93,6 +93,10 @@ class SplitCoresPass(Pass):
                "is no better (false: split whatever it costs; for tests)"),
         Option("share", bool, True, "run independent ops between two barriers side by side, each "
                "on its own share of the cores, when the model says it is faster (`share`)"),
+        Option("grids", str, "", "grids to take instead of the model's, to measure them: "
+               "'MxNxK:PKxPM' (a matmul of that shape, when split over PK*PM cores: PK column "
+               "parts x PM row parts of C, as the remarks print them) or 'attention:HPxQP' (head "
+               "parts x query runs), joined by ';'"),
     )
 
     def run(self, module: ir.Operation) -> None:
@@ -104,7 +108,11 @@ class SplitCoresPass(Pass):
                             f"{self.target.cores} cores", module)
         if wanted == 1:
             return
-        self.rules = SplitRules(self.target, self.least_bytes())
+        try:
+            grids = parse_grids(self.grids)
+        except ValueError as e:
+            raise PassError(f"npu-split-cores: grids: {e}", module) from None
+        self.rules = SplitRules(self.target, self.least_bytes(), grids)
         for func in nir.functions(module):
             if func.regions[0].blocks:
                 self._split_function(func, wanted)

@@ -57,11 +57,13 @@ def matched(group: ir.Operation) -> att.Attention | None:
     return found
 
 
-def grid(group: ir.Operation, a: att.Attention | None, parts: int, target: Target
-         ) -> tuple[int, int, int] | None:
+def grid(group: ir.Operation, a: att.Attention | None, parts: int, target: Target,
+         forced: tuple[int, int] | None = None) -> tuple[int, int, int] | None:
     """(head parts, query runs, modelled cycles of one core) of the cheapest
     grid of at most `parts` cores for the group and its attention `a`
-    (`matched`), or None when the heads and rows give no grid of two or more."""
+    (`matched`), or None when the heads and rows give no grid of two or more;
+    `forced` (head parts, query runs): only that grid (npu-split-cores'
+    `grids`)."""
     attrs = nir.dict_attr_items(group.attributes[att.ATTENTION_ATTR])
     heads = attrs["heads"]
     runs_ok = (a is not None and a.seq % 16 == 0 and PROJECTION_ATTR not in group.attributes)
@@ -69,6 +71,8 @@ def grid(group: ir.Operation, a: att.Attention | None, parts: int, target: Targe
     best: tuple[int, int, int] | None = None
     for hp in _divisors(heads, parts):
         for qp in _divisors(s1, parts // hp) if runs_ok else [1]:
+            if forced is not None and (hp, qp) != forced:
+                continue
             if a is None:
                 cycles = heads // hp  # no model: the most head parts
             else:

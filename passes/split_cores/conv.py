@@ -23,7 +23,12 @@ row cut (its consumer, a pool or the next conv's halo, usually waits for
 other cores' rows). Channel parts each img2col the same input rows again
 and row parts each read their channels' weights again: on ResNet-18's
 56x56x64 layer the model's ranking of the 11 grids matched the simulator's
-(1 x 28 best: 4,544 cycles against 5,923 for 4 x 8).
+(1 x 28 best: 4,544 cycles against 5,923 for 4 x 8). A depthwise conv
+that npu-lower-conv may put on the vector unit counts the smaller of that
+and the vector path's estimate of the share (`_vector_cost`, compact
+weights): by the cube's alone MobileNetV2's 144@56 stride-2 layer took 9 x
+2 and stayed on the cube, 3,727 cycles on 32 cores against 2,420 on the
+vector unit over 1 x 28 (96@112/2: 6,049 -> 4,981).
 
 An NC1HWC0 pool splits the same way (`split_pool`), its lowering choosing
 its rows by the same `core_part`.
@@ -40,8 +45,12 @@ from dataclasses import replace
 from mlir import ir
 
 from npu import ir as nir
+from npu.costmodel.conv import epilogue as epilogue_model
+from npu.costmodel.conv.depthwise_vector import dw_shape, plan as vector_plan
 from npu.costmodel.conv.tiling import ConvShape, choose_tiling, conv_shape
-from npu.dialects.ascend_conv import FORMS_5HD, NC1HWC0, NC1HWC0_BD, has_bias, layout
+from npu.dialects.ascend_conv import (FORMS_5HD, NC1HWC0, NC1HWC0_BD, group_channels, has_bias,
+                                      is_int8, layout)
+from npu.passes.lower_conv.compact_weights import has_constant
 from npu.dialects.ascend_pool import Pool2d
 from npu.target import Target
 
@@ -67,6 +76,8 @@ def split_conv(op: ir.Operation, parts: int, target: Target,
                                    shape.extent_h, pr):
             continue
         cost = _cost(shape, pb, pc, pr, target)
+        vector = _vector_cost(op, pb, pc, pr, target)
+        cost = vector if cost is None else cost if vector is None else min(cost, vector)
         if cost is None:
             continue
         # a row cut's consumer (a pool, the next conv's halo) waits at a barrier
@@ -160,3 +171,25 @@ def _cost(shape: ConvShape, pb: int, pc: int, pr: int, t: Target) -> float | Non
                            + core.ho * core.wo * core.co1 * 16 * core.out_bytes)
              + core.k1 * core.co1 * frac)
     return max(tiling.cycles, pb * pc * pr * moved / t.gm_chip_bytes_per_cycle)
+
+
+def _vector_cost(op: ir.Operation, pb: int, pc: int, pr: int, t: Target) -> float | None:
+    """The depthwise vector path's estimate of one core's share (its
+    weights compact when they are a constant), which npu-lower-conv takes
+    when it beats the cube's; None where that path does not apply."""
+    if layout(op) != NC1HWC0_BD or group_channels(op) != 1 or is_int8(op):
+        return None
+    s = dw_shape(op, _tile_type(op), has_bias(op), compact=has_constant(op.operands[1]))
+    s = replace(s, n=s.n // pb, c1=s.c1 // pc)
+    p = vector_plan(s.row_part(pr) if pr > 1 else s, t, t.capacity("ub"))
+    return p.cycles if p is not None else None
+
+
+def _tile_type(op: ir.Operation) -> str:
+    """The type the conv's tiles accumulate in on the vector path: f16 when
+    its drain rounds the f32 result (MobileNetV2's depthwise convs with their
+    ReLU6), as in `LowerConv.out_type`; else its result's type."""
+    group = nir.enclosing_group(op, epilogue_model.CONV_EPILOGUE_ATTR)
+    if group is not None and epilogue_model.drain_cast(group, op) is not None:
+        return "f16"
+    return nir.memref_element(op.operands[-1].type)

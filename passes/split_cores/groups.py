@@ -32,7 +32,7 @@ from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
 from npu.costmodel.fusion.rows import FUSED_ATTR
 
 from . import attention
-from .rules import SplitRules
+from .rules import ATTENTION_KEY, SplitRules
 from .split import BATCH, JOINT, ROWS, Split, axis_parts, slice_value
 
 Cuts = dict[int, str]
@@ -64,7 +64,7 @@ def group_split(group: ir.Operation, parts: int, rules: SplitRules
         return _cuts(group, split, lambda v: _row_cut(v, rows, parts, frac, fine=True))
     if ATTENTION_ATTR in group.attributes:
         a = attention.matched(group)
-        found = attention.grid(group, a, parts, rules.target)
+        found = attention.grid(group, a, parts, rules.target, rules.grids.get(ATTENTION_KEY))
         if found is None:
             return None
         hp, qp, _ = found

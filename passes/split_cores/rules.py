@@ -25,6 +25,11 @@
 
 Every slice is 32-byte aligned, and each core moves at least `min_bytes`
 (its share of all the op's operands).
+
+`grids` (npu-split-cores' `grids` option, `parse_grids`) replaces the model's
+choice for matmuls of a given shape and for attention, to measure the
+alternatives in the simulator (docs/multicore.md, "BERT seq 512 on 32
+cores").
 """
 
 from __future__ import annotations
@@ -51,12 +56,37 @@ UNARY = {"ascend.adds", "ascend.muls", "ascend.maxs", "ascend.mins", "ascend.rel
 REDUCE = {"ascend.reduce_sum", "ascend.reduce_max"}
 
 
+ATTENTION_KEY = "attention"
+
+
+def parse_grids(text: str) -> dict:
+    """`grids` option text -> {(M, N, K): (column parts, row parts)} for
+    matmuls (M x N times N x K, elements) and {"attention": (head parts,
+    query runs)}: items `MxNxK:PKxPM` or `attention:HPxQP` joined by `;`
+    (the grids as npu-split-cores' remarks print them). ValueError when
+    malformed."""
+    out: dict = {}
+    for item in filter(None, (i.strip() for i in text.split(";"))):
+        key, sep, grid = item.partition(":")
+        try:
+            parts = tuple(int(x) for x in grid.split("x"))
+            dims = None if key == ATTENTION_KEY else tuple(int(x) for x in key.split("x"))
+        except ValueError:
+            parts = dims = ()
+        if not sep or len(parts) != 2 or min(parts) < 1 or (dims is not None and len(dims) != 3):
+            raise ValueError(f"grid '{item}': expected 'MxNxK:PKxPM' (a matmul's M, N, K and its "
+                             "column x row parts) or 'attention:HPxQP'")
+        out[dims if dims is not None else ATTENTION_KEY] = parts
+    return out
+
+
 class SplitRules:
     """The split of one op over a given number of cores, or None."""
 
-    def __init__(self, target: Target, min_bytes: int):
+    def __init__(self, target: Target, min_bytes: int, grids: dict | None = None):
         self.target = target
         self.min_bytes = min_bytes
+        self.grids = grids or {}  # `parse_grids`: the model's choice replaced
         # (images, runs of rows): convs take only that grid (`aligned.py`)
         self.rows_of: tuple[int, int] | None = None
 
@@ -257,9 +287,12 @@ class SplitRules:
         in_bytes = nir.element_bytes(nir.memref_element(types[0]))
         out_bytes = nir.element_bytes(nir.memref_element(types[2]))
         rate = t.path("gm_to_l1").bytes_per_cycle
+        forced = self.grids.get((m1 * f, n1 * f, k1 * f))
+        if forced is not None and forced[0] * forced[1] != parts:
+            forced = None  # applies to splits over its own count of cores
         best = None
         for pk in range(1, 2 if whole_k else parts + 1):
-            if parts % pk:
+            if parts % pk or (forced is not None and pk != forced[0]):
                 continue
             pm = parts // pk
             if k1 % pk or m1 % pm:

@@ -8,7 +8,8 @@
  * them exit here. */
 #include "stamps.h"
 
-static PyObject *s_executed, *s_pipe_stamps, *s_writers, *s_wstamp, *s_rstamp;
+static PyObject *s_executed, *s_pipe_stamps, *s_writers, *s_wstamp, *s_rstamp, *s_stamp_pipe,
+    *s_stamp_n;
 
 static int init(void)
 {
@@ -19,7 +20,10 @@ static int init(void)
     s_writers = PyUnicode_InternFromString("writers");
     s_wstamp = PyUnicode_InternFromString("wstamp");
     s_rstamp = PyUnicode_InternFromString("rstamp");
-    return s_executed && s_pipe_stamps && s_writers && s_wstamp && s_rstamp ? 0 : -1;
+    s_stamp_pipe = PyUnicode_InternFromString("stamp_pipe");
+    s_stamp_n = PyUnicode_InternFromString("stamp_n");
+    return s_executed && s_pipe_stamps && s_writers && s_wstamp && s_rstamp && s_stamp_pipe &&
+        s_stamp_n ? 0 : -1;
 }
 
 static int item(PyObject *list, Py_ssize_t k, int64_t *out)
@@ -61,9 +65,55 @@ static int covered(PyObject *hz, long q, int64_t epoch, int64_t *out)
     return r;
 }
 
-/* 1 when `plan` covers some granule and each is uniform with a stamp of at
- * most `top`; 0 (the per-byte check decides); -1. */
-static int at_most(PyObject *stamps, PyObject *plan, int64_t top)
+/* The per-stamp test of `_racing_writes` / `_check_reads`, for stamps the
+ * clock's epochs do not cover: stamp -> (pipe, epoch) (`stamp_pipe`,
+ * `stamp_n`, numpy's negative index for -1, never written) and the clock. */
+typedef struct {
+    const int64_t *pipe, *n;
+    Py_ssize_t len;
+    int64_t clock[NCOMP];
+    long q;      /* >= 0: a reader pipe's stamps (`_check_reads`); -1: writes */
+    int skip_v;  /* writes: a write inside V does not race with V's writes */
+} Racing;
+
+/* 0, or 1 (the Python check decides). */
+static int racing_open(PyObject *hz, PyObject *clock, Racing *R)
+{
+    PyObject *sp = PyObject_GetAttr(hz, s_stamp_pipe), *sn = PyObject_GetAttr(hz, s_stamp_n);
+    Py_ssize_t n1 = 0, n2 = 0;
+    int r = !sp || !sn || int64_array(sp, &R->pipe, &n1) || int64_array(sn, &R->n, &n2) ||
+        n1 != n2 || !PyList_Check(clock) || PyList_GET_SIZE(clock) != NCOMP;
+    Py_XDECREF(sp);
+    Py_XDECREF(sn);
+    if (PyErr_Occurred())
+        return -1;
+    R->len = n1;
+    for (int k = 0; !r && k < NCOMP; k++) {
+        int e = item(clock, k, &R->clock[k]);
+        if (e)
+            return e;
+    }
+    return r;
+}
+
+/* 1: stamp s (above the covered epochs) may race, or the test cannot say. */
+static inline int races(const Racing *R, int64_t s)
+{
+    Py_ssize_t i = s < 0 ? s + R->len : s;
+    if (i < 0 || i >= R->len)
+        return 1;
+    if (R->q >= 0)
+        return R->clock[R->q] < R->n[i];
+    int64_t wp = R->pipe[i];
+    if (wp < 0 || wp >= NCOMP)
+        return 1;
+    return R->clock[wp] < R->n[i] && !(R->skip_v && wp == PIPE_V);
+}
+
+/* 1 when `plan` covers some granule, each uniform, and either every stamp
+ * is at most `top` or, with `R`, none races (the Python check's two exits,
+ * on the same stamps); 0 (the per-byte check decides); -1. */
+static int at_most(PyObject *stamps, PyObject *plan, int64_t top, const Racing *R)
 {
     if (plan == Py_None)
         return 0;
@@ -81,10 +131,13 @@ static int at_most(PyObject *stamps, PyObject *plan, int64_t top)
     int bad = 0, any = 0;
     if (A.any_mixed)
         PLAN_FOR(&P, k, bad |= m[k]);
-    PLAN_FOR(&P, k, { any = 1; bad |= c[k] > top; });
+    int above = 0, racing = 0;
+    PLAN_FOR(&P, k, { any = 1; above |= c[k] > top; });
+    if (above && R) /* as Python: any stamp of the access that races */
+        PLAN_FOR(&P, k, racing |= races(R, c[k]));
     plan_close(&P);
     arrays_close(&A);
-    return any && !bad;
+    return any && !bad && (!above || (R && !racing));
 }
 
 /* Both clocks and summaries are 7-int lists (generic.c checked them). */
@@ -100,7 +153,7 @@ static int gt(PyObject *a, PyObject *b, long q, int *out)
 }
 
 int writes_covered(PyObject *hz, PyObject *mem, PyObject *plan, PyObject *sw,
-                   PyObject *clock_list)
+                   PyObject *clock_list, PyObject *clock, long pipe, int reading)
 {
     if (init() < 0)
         return -1;
@@ -137,16 +190,20 @@ int writes_covered(PyObject *hz, PyObject *mem, PyObject *plan, PyObject *sw,
         r = -1;
     if (r)
         return r < 0 ? -1 : 0;
+    Racing R = {.q = -1, .skip_v = pipe == PIPE_V && !reading};
+    r = racing_open(hz, clock, &R);
+    if (r < 0)
+        return -1;
     PyObject *ws = PyObject_GetAttr(mem, s_wstamp);
     if (!ws)
         return -1;
-    r = at_most(ws, plan, top);
+    r = at_most(ws, plan, top, r ? NULL : &R);
     Py_DECREF(ws);
     return r;
 }
 
 int reads_covered(PyObject *hz, PyObject *mem, PyObject *plan, PyObject *sr,
-                  PyObject *clock_list, long pipe)
+                  PyObject *clock_list, PyObject *clock, long pipe)
 {
     if (init() < 0)
         return -1;
@@ -175,7 +232,17 @@ int reads_covered(PyObject *hz, PyObject *mem, PyObject *plan, PyObject *sr,
         e = item(clock_list, q, &epoch);
         if (!e)
             e = covered(hz, q, epoch, &cov);
-        r = e ? (e < 0 ? -1 : 0) : at_most(st, plan, cov);
+        Racing R = {.q = q};
+        if (!e) {
+            e = racing_open(hz, clock, &R);
+            if (e < 0) {
+                r = -1;
+                break;
+            }
+            r = at_most(st, plan, cov, e ? NULL : &R);
+            continue;
+        }
+        r = e < 0 ? -1 : 0;
     }
     Py_DECREF(rstamp);
     return r;

@@ -96,6 +96,10 @@ int engine_step(Engine *E, int64_t release, int64_t *t);
 
 /* crosscore.c: the cross-core GM check of equal runs of bytes (a module function). */
 PyObject *cross_runs(PyObject *self, PyObject *args);
+/* `CrossCoreChecker.access` up to its numpy path: 1 done, 0 (Python's), -1. */
+int cross_init(void);
+int cross_access(PyObject *checker, PyObject *mem, PyObject *pat, PyObject *addr, int write,
+                 int core);
 
 /* memsys.c: the memory system's L2 touch and bus loop (module functions). */
 PyObject *l2_touch(PyObject *self, PyObject *args);
@@ -104,5 +108,12 @@ PyObject *bus_take(PyObject *self, PyObject *args);
 /* generic.c: Machine.execute_generic's checks (a module function). */
 int generic_init(void);
 PyObject *generic(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* The same checks: the carry (0 or 1), or -1 with an exception. */
+int generic_run(PyObject *state, PyObject *instr, PyObject *pipe, PyObject *reads,
+                PyObject *writes, PyObject *stamp, PyObject *n, PyObject *clock,
+                PyObject *clock_list);
+
+/* runner.c: the `Runner` type (one operand set's generic path). */
+int runner_register(PyObject *m);
 
 #endif

@@ -153,6 +153,14 @@ static int call_check(PyObject *hz, PyObject *name, PyObject *mem, PyObject *pat
 static int cross(PyObject *const *X, PyObject *mem, PyObject *pat, PyObject *addr, int write,
                  PyObject *instr)
 {
+    if (PyMethod_Check(X[X_CROSS])) { /* the checker's bound `access`: its fast part here */
+        long core = PyLong_AsLong(X[X_CORE]);
+        if (core == -1 && PyErr_Occurred())
+            return -1;
+        int done = cross_access(PyMethod_GET_SELF(X[X_CROSS]), mem, pat, addr, write, (int)core);
+        if (done)
+            return done < 0 ? -1 : 0;
+    }
     PyObject *args[7] = {mem, pat, addr, write ? Py_True : Py_False, X[X_CORE], instr, X[X_HZ]};
     PyObject *r = PyObject_Vectorcall(X[X_CROSS], args, 7, NULL);
     Py_XDECREF(r);
@@ -162,22 +170,33 @@ static int cross(PyObject *const *X, PyObject *mem, PyObject *pat, PyObject *add
 /* generic(state, instr, pipe, reads, writes, stamp, n, clock, clock_list) -> carry */
 PyObject *generic(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 9 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != X_N ||
-        !PyTuple_Check(args[3]) || !PyTuple_Check(args[4])) {
+    if (nargs != 9) {
         PyErr_SetString(PyExc_TypeError, "generic(state, instr, pipe, reads, writes, stamp, n, "
                         "clock, clock_list)");
         return NULL;
     }
-    PyObject *const *X = &PyTuple_GET_ITEM(args[0], 0);
-    PyObject *instr = args[1], *pipe = args[2], *reads = args[3], *writes = args[4];
-    PyObject *stamp_obj = args[5], *n = args[6], *clock = args[7], *clock_list = args[8];
+    int carry = generic_run(args[0], args[1], args[2], args[3], args[4], args[5], args[6],
+                            args[7], args[8]);
+    return carry < 0 ? NULL : PyBool_FromLong(carry);
+}
+
+int generic_run(PyObject *state, PyObject *instr, PyObject *pipe, PyObject *reads,
+                PyObject *writes, PyObject *stamp_obj, PyObject *n, PyObject *clock,
+                PyObject *clock_list)
+{
+    if (!PyTuple_Check(state) || PyTuple_GET_SIZE(state) != X_N || !PyTuple_Check(reads) ||
+        !PyTuple_Check(writes)) {
+        PyErr_SetString(PyExc_TypeError, "generic: a state tuple, reads and writes tuples");
+        return -1;
+    }
+    PyObject *const *X = &PyTuple_GET_ITEM(state, 0);
     long p = PyLong_AsLong(pipe);
     long long sv = PyLong_AsLongLong(stamp_obj);
     if (PyErr_Occurred())
-        return NULL;
+        return -1;
     if (p < 0 || p >= NCOMP || sv < INT32_MIN || sv > INT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "a pipe and an int32 stamp");
-        return NULL;
+        return -1;
     }
     int races = PyObject_IsTrue(X[X_RACES]), with_cross = X[X_CROSS] != Py_None;
     PyObject *hz = X[X_HZ], *initialised = X[X_INITIALISED];
@@ -190,33 +209,33 @@ PyObject *generic(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyObject *token = PyTuple_GET_ITEM(a, 4), *plan = PyTuple_GET_ITEM(a, 5);
         if (PyObject_IsTrue(PyTuple_GET_ITEM(a, 6)) && with_cross &&
             cross(X, mem, pat, addr, 0, instr) < 0)
-            return NULL;
+            return -1;
         int known = PySet_Contains(initialised, token);
         if (known < 0)
-            return NULL;
+            return -1;
         if (!known) {
             int c = clean(mem, plan, token, initialised);
             if (c < 0)
-                return NULL;
+                return -1;
             if (!c) {
                 PyObject *r = PyObject_CallMethodObjArgs(hz, s_check_initialised, mem, pat, addr,
                                                          token, instr, NULL);
                 if (!r)
-                    return NULL;
+                    return -1;
                 int t = PyObject_IsTrue(r);
                 Py_DECREF(r);
                 if (t < 0)
-                    return NULL;
+                    return -1;
                 carry |= t;
             }
         }
         if (races) {
             PyObject *sw = PyObject_GetItem(X[X_SUMMARY_W], group);
             if (!sw)
-                return NULL;
+                return -1;
             int r = passes(sw, clock_list, 1);
             if (r > 0) { /* the stamps' exit first, then the Python check */
-                r = writes_covered(hz, mem, plan, sw, clock_list);
+                r = writes_covered(hz, mem, plan, sw, clock_list, clock, p, 1);
                 if (r == 0)
                     r = call_check(hz, s_check_read_vs_writes, mem, pat, addr, pipe, clock,
                                    clock_list, sw, instr);
@@ -225,28 +244,28 @@ PyObject *generic(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             }
             Py_DECREF(sw);
             if (r < 0)
-                return NULL;
+                return -1;
             PyObject *sr = PyObject_GetItem(X[X_SUMMARY_R], group);
             if (!sr)
-                return NULL;
+                return -1;
             r = PyObject_SetItem(sr, pipe, n);
             Py_DECREF(sr);
             if (r < 0)
-                return NULL;
+                return -1;
         }
         PyObject *rstamp = PyObject_GetAttr(mem, s_rstamp);
         if (!rstamp)
-            return NULL;
+            return -1;
         PyObject *st = PyDict_Check(rstamp) ? PyDict_GetItemWithError(rstamp, pipe) : NULL;
         Py_DECREF(rstamp);
         if (st)
             Py_INCREF(st);
         else if (PyErr_Occurred() || !(st = PyObject_CallMethodObjArgs(mem, s_readers, pipe, NULL)))
-            return NULL;
+            return -1;
         int r = stamp(st, plan, pat, addr, stamp_obj, (int32_t)sv);
         Py_DECREF(st);
         if (r < 0)
-            return NULL;
+            return -1;
     }
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(writes); i++) {
         /* (mem, group, pat, addr, plan, cross_gm) */
@@ -256,15 +275,15 @@ PyObject *generic(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyObject *plan = PyTuple_GET_ITEM(a, 4);
         if (PyObject_IsTrue(PyTuple_GET_ITEM(a, 5)) && with_cross &&
             cross(X, mem, pat, addr, 1, instr) < 0)
-            return NULL;
+            return -1;
         if (races) {
             /* Inside V, write-after-write and write-after-read are ordered. */
             PyObject *sw = PyObject_GetItem(X[X_SUMMARY_W], group);
             if (!sw)
-                return NULL;
+                return -1;
             int r = passes(sw, clock_list, p != PIPE_V);
             if (r > 0) {
-                r = writes_covered(hz, mem, plan, sw, clock_list);
+                r = writes_covered(hz, mem, plan, sw, clock_list, clock, p, 0);
                 if (r == 0)
                     r = call_check(hz, s_check_write_vs_writes, mem, pat, addr, pipe, clock,
                                    clock_list, sw, instr);
@@ -278,7 +297,7 @@ PyObject *generic(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 else {
                     r = passes(sr, clock_list, p != PIPE_V);
                     if (r > 0) {
-                        r = reads_covered(hz, mem, plan, sr, clock_list, p);
+                        r = reads_covered(hz, mem, plan, sr, clock_list, clock, p);
                         if (r == 0)
                             r = call_check(hz, s_check_write_vs_reads, mem, pat, addr, pipe,
                                            clock, clock_list, sr, instr);
@@ -292,38 +311,38 @@ PyObject *generic(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 r = PyObject_SetItem(sw, pipe, n);
             Py_DECREF(sw);
             if (r < 0)
-                return NULL;
+                return -1;
         }
         PyObject *ws = PyObject_GetAttr(mem, s_writers);
         if (!ws)
-            return NULL;
+            return -1;
         int r = PySet_Check(ws) ? PySet_Add(ws, pipe) : -1;
         Py_DECREF(ws);
         if (r < 0) {
             if (!PyErr_Occurred())
                 PyErr_SetString(PyExc_TypeError, "Memory.writers is a set");
-            return NULL;
+            return -1;
         }
         PyObject *st = PyObject_GetAttr(mem, s_wstamp);
         if (!st)
-            return NULL;
+            return -1;
         r = stamp(st, plan, pat, addr, stamp_obj, (int32_t)sv);
         Py_DECREF(st);
         if (r < 0)
-            return NULL;
+            return -1;
         if (!carry) {
             PyObject *uninit = PyObject_GetAttr(mem, s_uninit);
             if (!uninit)
-                return NULL;
+                return -1;
             Py_DECREF(uninit);
             if (uninit != Py_None) {
                 PyObject *res = PyObject_CallFunctionObjArgs(X[X_CLEAR_UNINIT], mem, pat, addr,
                                                              NULL);
                 if (!res)
-                    return NULL;
+                    return -1;
                 Py_DECREF(res);
             }
         }
     }
-    return PyBool_FromLong(carry);
+    return carry;
 }

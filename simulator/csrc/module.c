@@ -179,7 +179,20 @@ static PyObject *forget_buffers(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+static PyObject *cross_access_py(PyObject *self, PyObject *args)
+{
+    PyObject *checker, *mem, *pat, *addr;
+    int write, core;
+    if (!PyArg_ParseTuple(args, "OOOOpi", &checker, &mem, &pat, &addr, &write, &core))
+        return NULL;
+    int done = cross_access(checker, mem, pat, addr, write, core);
+    return done < 0 ? NULL : PyBool_FromLong(done);
+}
+
 static PyMethodDef module_functions[] = {
+    {"cross_access", cross_access_py, METH_VARARGS,
+     "cross_access(checker, mem, pat, addr, write, core) -> done: CrossCoreChecker.access up to "
+     "its numpy path (False: the method must run); the compiled generic path's (generic.c)"},
     {"forget_buffers", forget_buffers, METH_NOARGS,
      "forget_buffers(): drop the arrays whose buffers the generic path remembers (stamps.c)"},
     {"cross_runs", cross_runs, METH_VARARGS,
@@ -205,7 +218,7 @@ static struct PyModuleDef cengine_module = {
 
 PyMODINIT_FUNC PyInit__cengine(void)
 {
-    if (PyType_Ready(&EngineType) < 0 || generic_init() < 0)
+    if (PyType_Ready(&EngineType) < 0 || generic_init() < 0 || cross_init() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&cengine_module);
     if (!m)
@@ -219,6 +232,7 @@ PyMODINIT_FUNC PyInit__cengine(void)
         return NULL;
     }
     if (PyModule_AddObjectRef(m, "Engine", (PyObject *)&EngineType) < 0 || walk_register(m) < 0 ||
+        runner_register(m) < 0 ||
         PyModule_AddObject(m, "Unsupported", unsupported) < 0) {
         Py_XDECREF(unsupported);
         Py_DECREF(m);

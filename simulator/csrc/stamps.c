@@ -127,3 +127,17 @@ out:
     Py_XDECREF(any);
     return rc;
 }
+
+int int64_array(PyObject *obj, const int64_t **data, Py_ssize_t *n)
+{
+    const Buf *b = buffer(obj);
+    if (!b) {
+        PyErr_Clear();
+        return 1;
+    }
+    if (b->itemsize != 8 || (b->format != 'l' && b->format != 'q'))
+        return 1;
+    *data = (const int64_t *)b->buf;
+    *n = b->len / 8;
+    return 0;
+}

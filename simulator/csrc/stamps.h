@@ -30,6 +30,9 @@ typedef struct {
             }                                                                   \
     } while (0)
 
+/* A remembered int64 array's data and length: 0, or 1 (not one: another
+ * dtype, not contiguous; no exception). */
+int int64_array(PyObject *obj, const int64_t **data, Py_ssize_t *n);
 /* A Stamps object's arrays: `n` int32 stamps and `n` bool mixed flags. */
 typedef struct {
     int32_t *c;
@@ -47,6 +50,9 @@ void buffers_forget(void);
  * out-of-range index, another dtype: numpy's indexing decides); -1. */
 int plan_open(PyObject *plan, Py_ssize_t size, Plan *P);
 static inline void plan_close(Plan *P) { (void)P; }
+/* A remembered int64 array's data and length: 0, or 1 (not one: another
+ * dtype, not contiguous; no exception). */
+int int64_array(PyObject *obj, const int64_t **data, Py_ssize_t *n);
 /* A Stamps object's arrays (int32 stamps, bool mixed flags): 0 or -1. */
 int arrays_open(PyObject *stamps, Arrays *A);
 static inline void arrays_close(Arrays *A) { (void)A; }
@@ -54,9 +60,11 @@ static inline void arrays_close(Arrays *A) { (void)A; }
 /* covered.c: the early exits of HazardDetector._check_writes / _check_reads.
  * 1: every stamp the access covers is covered by the clock (the Python
  * check would return without a report); 0: the Python check decides; -1. */
+/* `clock`: the clock the per-stamp test reads (the Python check's `clock`);
+ * `reading`: a read's check (a write inside V does not race with V). */
 int writes_covered(PyObject *hz, PyObject *mem, PyObject *plan, PyObject *sw,
-                   PyObject *clock_list);
+                   PyObject *clock_list, PyObject *clock, long pipe, int reading);
 int reads_covered(PyObject *hz, PyObject *mem, PyObject *plan, PyObject *sr,
-                  PyObject *clock_list, long pipe);
+                  PyObject *clock_list, PyObject *clock, long pipe);
 
 #endif

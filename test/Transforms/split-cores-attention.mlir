@@ -1,5 +1,7 @@
 // RUN: npu-opt %s --npu-fuse-attention --npu-split-cores="cores=8 remarks=true" 2>&1 | FileCheck %s
 // RUN: npu-opt %s -p 'builtin.module(npu-lower{cores=8 emit=cce})' | FileCheck %s --check-prefix=LOWERED
+// RUN: npu-opt %s --npu-fuse-attention --npu-split-cores="cores=8 remarks=true grids=attention:2x2" 2>&1 | FileCheck %s --check-prefix=FORCED
+// FORCED: remark: npu-split-cores: 4 of 8 cores, 0 chip barriers; attention 2x2
 // Two heads over eight cores: a grid of 2 head parts x 4 runs of query rows.
 // Q, K and V are cut by heads (subviews from the block index / 4); the rows
 // stay whole in the IR and the group says which run a core computes

@@ -5,10 +5,12 @@ every conv of ResNet-18/50 and MobileNetV2."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from npu.costmodel.conv.tiling import ConvShape, choose_tiling, conv_shape
+from npu.costmodel.conv.tiling import ConvShape, choose_tiling, conv_shape, piece_cap, weight_pieces
 from npu.ir import make_context, parse_module
 from npu.pipeline import run_pipeline
 from npu.simulator import simulate
@@ -64,3 +66,27 @@ def test_weights_load_before_the_first_band_only_when_it_opens_a_run():
                       dilation_h=1, pad_top=1)
     assert one.weights_up_front(3) and not one.weights_up_front(8)  # 8 + 6 rows: unlike
     assert not three.weights_up_front(3) and not one.weights_up_front(14)
+
+
+def test_unrolled_run_of_bands_keeps_its_weight_pieces_unless_mte2_bounds_it():
+    """The first band of a run of bands alike loads its weights in pieces
+    when the run is straight code (at most UNROLL_BANDS bands) and the cube
+    bounds the conv; in a loop, or where each piece's flag would cost MTE2
+    a GM latency, the weights all load up front."""
+    one = ConvShape(c1=64, h=14, w=14, co1=16, kh=1, kw=1, ho=14, wo=14, stride_h=1,
+                    dilation_h=1, pad_top=0)
+    assert not one.weights_up_front(3, mte2_bound=False)
+    assert one.weights_up_front(3, mte2_bound=True)
+    tall = replace(one, h=200, ho=200)  # 67 bands of 3 rows: a loop
+    assert tall.weights_up_front(3, mte2_bound=False)
+
+
+def test_first_band_weight_pieces_stop_doubling_at_the_cap():
+    """3x3/2 128->128 56's first band: 18 chunks of 448 cube cycles, so
+    pieces of at most sqrt(350 * 18 / 448) = 4 chunks (its last 8 chunks
+    had waited for one 131 KB piece)."""
+    assert [rows for _, rows in weight_pieces(72, 4)] == [4, 4, 8, 16, 32, 8]
+    assert piece_cap(18, 448, 350) == 4
+    pieces = weight_pieces(72, 4, 4)
+    assert [rows for _, rows in pieces] == [4, 4, 8, 16, 16, 16, 8]
+    assert sum(rows for _, rows in pieces) == 72 and pieces[-1][0] == 64

@@ -17,18 +17,23 @@ from npu.simulator.access import dense, from_bursts, from_elements
 from npu.simulator.hazards import MANY, NONE, CrossCoreChecker, HazardDetector
 from npu.simulator.memory import Memory
 
-PATHS = ["numpy"] + (["compiled"] if compiled.available() else [])
+# "access": the compiled generic path's fast part of `access` first (crosscore.c)
+PATHS = ["numpy"] + (["compiled", "access"] if compiled.available() else [])
 INSTR = SimpleNamespace(name="copy_ubuf_to_gm", where="k.mlir:1:1")
 
 
 def checker(path: str) -> tuple[CrossCoreChecker, HazardDetector, Memory]:
     cross = CrossCoreChecker(32)
-    cross._runs = compiled._cengine.cross_runs if path == "compiled" else None
+    cross._runs = compiled._cengine.cross_runs if path in ("compiled", "access") else None
+    cross.path = path
     detector = HazardDetector(0, 1, lambda s: ("", "", ""), races=True, strict=False)
     return cross, detector, Memory("out", "gm", 1024)
 
 
 def access(cross, detector, mem, pat, addr: int, write: bool, core: int) -> None:
+    if cross.path == "access" and compiled._cengine.cross_access(cross, mem, pat, addr, write,
+                                                                 core):
+        return
     cross.access(mem, pat, addr, write, core, INSTR, detector)
 
 

@@ -77,11 +77,15 @@ def both(monkeypatch):
         walkers.append(1)
         return real_cengine.Walker(*args)
 
+    def runner(*args):  # an operand set's compiled generic path (`csrc/runner.c`)
+        checked.append(1)
+        return real_cengine.Runner(*args)
+
     monkeypatch.setattr(compiled, "_cengine", SimpleNamespace(
         Engine=engine, Unsupported=real_cengine.Unsupported, KINDS=real_cengine.KINDS,
         cross_runs=real_cengine.cross_runs, generic=generic,
         forget_buffers=real_cengine.forget_buffers, l2_touch=real_cengine.l2_touch,
-        bus_take=real_cengine.bus_take, Walker=walker))
+        bus_take=real_cengine.bus_take, Walker=walker, Runner=runner))
 
     def run(fn):
         seen = {}

@@ -22,15 +22,16 @@ from test_sim_race_oracle import TILE, TILES, random_program, synced_program
 
 def outcome(module, inputs: list[np.ndarray], runner_from_use: int | None, numerics: bool):
     """What a non-strict run reports, or the error a strict run raises."""
-    saved = Machine.runner_from_use
-    Machine.runner_from_use = runner_from_use
+    saved = Machine.runner_from_use, Machine.compiled_runner_from_use
+    # the Python generic path's and the compiled one's (`csrc/runner.c`)
+    Machine.runner_from_use = Machine.compiled_runner_from_use = runner_from_use
     try:
         try:
             res = simulate(module, [a.copy() for a in inputs], strict=False, numerics=numerics)
         except SimulationError as e:
             return ("error", str(e))
     finally:
-        Machine.runner_from_use = saved
+        Machine.runner_from_use, Machine.compiled_runner_from_use = saved
     report = dict(res.report)
     report.pop("wall_seconds")
     outputs = [o.tobytes() for o in res.outputs] if numerics else None

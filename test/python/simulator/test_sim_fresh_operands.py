@@ -69,12 +69,12 @@ def window_kernel(tiles: int, *, wait_before_load: bool = True, source: str = "x
 def run(text: str, tiles: int, strict: bool, runner_from_use: int | None = 16):
     module = parse_module(text, make_context())
     x = np.random.default_rng(0).uniform(-4, 4, tiles * TILE).astype(np.float16)
-    saved = Machine.runner_from_use
-    Machine.runner_from_use = runner_from_use
+    saved = Machine.runner_from_use, Machine.compiled_runner_from_use
+    Machine.runner_from_use = Machine.compiled_runner_from_use = runner_from_use
     try:
         return x, simulate(module, [x, np.zeros_like(x)], strict=strict)
     finally:
-        Machine.runner_from_use = saved
+        Machine.runner_from_use, Machine.compiled_runner_from_use = saved
 
 
 def test_moving_window_computes_and_times_as_runners_do():

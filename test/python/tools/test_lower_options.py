@@ -78,6 +78,8 @@ def _other_value(option: Option) -> Any:
                                                            "auto"))
     if option.type is bool:
         return not option.default
+    if option.type is str:  # free text (split-cores-grids), read when its pass runs
+        return f"{option.name}-text"
     if option.type is float:
         return option.low + (option.high - option.low) / 4
     if option.high is not None and option.default + 1 > option.high:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from npu import ir as nir
 from npu.costmodel.attention import weight_ring
 from npu.costmodel.attention.pattern import Attention
-from npu.costmodel.attention.cost import TileCost
+from npu.costmodel.attention.cost import STEP_IDLE_CYCLES, TileCost
 from npu.costmodel.attention.plan import MAX_HEAD_STEPS, modelled, tile_shapes
 from npu.costmodel.attention.projection import FRACTAL_F16, FRACTAL_F32, Projection, ProjPlan, footprint
 from npu.target import Target
@@ -135,14 +135,18 @@ def overlapped(a: Attention, qb: int, kb: int) -> bool:
 
 
 def estimate(a: Attention, qb: int, kb: int, p: Projection, pp: ProjPlan, target: Target,
-             softmax: str, attention: TileCost | None = None) -> tuple[TileCost, float]:
+             softmax: str, attention: TileCost | None = None, steps: bool = True
+             ) -> tuple[TileCost, float]:
     """Busy cycles per pipe of the attention kernel at tile qb x kb with the
     projection at plan `pp`, and the estimated time: the attention's own
     work by the shared model (`npu.costmodel.attention.plan.modelled` with the
     softmax's precision, Q, K, V on chip; `attention` when the caller has
     it) plus `projection_work`; the time is the busiest pipe of the sum
-    plus the first head's projection, or (not `overlapped`) the two
-    one after the other."""
+    (with query tiles a head, the cube's is the steps' path,
+    `weight_ring.cube_path`) plus the first head's projection, or (not
+    `overlapped`) the two one after the other. `steps` = False: without the steps' floor of the
+    vector's work (`weight_ring.cube_path`), the busiest pipes as the
+    kernels apart are estimated (`choose` weighs the two on that basis)."""
     if attention is None:
         attention = modelled(a, qb, kb, target, softmax, on_chip=True)
     work, fill = projection_work(a, p, pp, target, overlapped(a, qb, kb))
@@ -153,9 +157,24 @@ def estimate(a: Attention, qb: int, kb: int, p: Projection, pp: ProjPlan, target
         # that MTE1's in-order queue passes on to the attention's work
         # (`weight_ring`; BERT seq 256: 160,512 -> 187,145 cycles estimated,
         # 218,899 simulated).
+        # Each step's attention mads wait for their chunks' L1 -> L0 loads
+        # and carry the mad's latency (`weight_ring.step_path`; seq 256,
+        # tile 32 x 256: 160,512 -> 165,349 cycles estimated, 207,826
+        # simulated).
         per_head = s1 // qb * -(-s1 // kb)
-        step = max(attention.cube, attention.mte1) / (a.heads * per_head)
-        path = weight_ring.cube_path(a.heads, per_head, p, pp, a.d_blocks, step, target)
+        step = max(max(attention.cube, attention.mte1) / (a.heads * per_head),
+                   weight_ring.step_path(s1, a.d_blocks, qb, kb, target))
+        # A step takes at least its share of the vector's busy work (the
+        # attention's without the idle cycles `tile_cost` adds a step for
+        # its waits on the cube, which the path itself now has, and the
+        # drains of the jobs), so the path is the sum of each step's longer
+        # side rather than the longer of the two sums (seq 208: 148,752 ->
+        # 169,391 cycles estimated, and pieces of 208 x 32 taken instead of
+        # 208 x 64: 180,952 -> 175,111 simulated).
+        n = a.heads * per_head
+        vector_step = (attention.vector - n * STEP_IDLE_CYCLES + work.vector) / n if steps else 0
+        path = weight_ring.cube_path(a.heads, per_head, p, pp, a.d_blocks, step, target,
+                                     vector_step)
         total = replace(total, cube=max(total.cube, int(path)))
     if overlapped(a, qb, kb):
         return total, total.cycles + fill
@@ -176,7 +195,8 @@ def projection_cycles(p: Projection, target: Target) -> float:
 class Choice:
     """`choose`'s pick: the attention tile with the projection's plan, the
     estimated cycles fused (`cost`: each pipe's, `fused`: the busiest plus
-    the first head's projection) and apart, and why the tile the attention
+    the first head's projection; `busiest`: without the steps' floor, the
+    basis `apart` is weighed on) and apart, and why the tile the attention
     has apart was not kept (`apart_why`, None when it was)."""
 
     qb: int
@@ -187,16 +207,17 @@ class Choice:
     apart: float
     cost: TileCost | None = None
     apart_why: str | None = None
+    busiest: float = 0.0  # `fused` on the basis of `apart` (`estimate`'s steps=False)
 
 
 def choose(a: Attention, p: Projection, target: Target, ub_fraction: float,
            apart_tile: tuple[int, int], footprint_of, softmax: str = "f32") -> Choice | str:
     """The attention tile (`npu.costmodel.attention.plan.tile_shapes`, the tiles
     npu-fuse-attention's cost model weighs) and projection plan that fit
-    on chip with the least estimated time (the busiest pipe plus the first
-    head's projection), against the projection's own kernel plus the
-    attention at `apart_tile` (its own plan, by the same model of the
-    attention: `modelled`); a string says why none is taken.
+    on chip with the least estimated time (`estimate`), against the
+    projection's own kernel plus the attention at `apart_tile` (its own
+    plan, by the same model of the attention: `modelled`), the two by their
+    busiest pipes; a string says why none is taken.
     `footprint_of(qb, kb)`: the attention's own footprint at that tile
     (None: it does not fit by itself)."""
     # Apart, the attention's first loads wait for the projection's last
@@ -250,9 +271,17 @@ def choose(a: Attention, p: Projection, target: Target, ub_fraction: float,
                 break
     if best is None:
         return why
-    if best.fused >= apart:
-        return (f"estimated {int(best.fused)} cycles fused against {int(apart)} apart "
-                f"(projection kernel, then attention)")
+    # Fused against apart on one basis, the busiest pipes: the kernels apart
+    # have no path model (at seq 208 they simulate 1.45x and 1.74x their
+    # busiest pipes, 283,687 cycles against 165,436 estimated), so the
+    # fused kernel's path against them would keep them apart where they are
+    # slower (as the reverted cfe2815 did: BERT-base layer seq 208 630,731 ->
+    # 718,890 cycles).
+    _, busiest = estimate(a, best.qb, best.kb, p, best.plan, target, softmax, steps=False)
+    best = replace(best, busiest=busiest)
+    if busiest >= apart:
+        return (f"estimated {int(best.fused)} cycles fused, {int(busiest)} by the busiest "
+                f"pipes, against {int(apart)} apart (projection kernel, then attention)")
     if (best.qb, best.kb) != apart_tile:
         if apart_best is not None:
             reason = f"estimated {int(apart_best)} cycles with the projection"

@@ -102,6 +102,21 @@ def leading_cast(members: list[ir.Operation], conv_out: ir.Value) -> ir.Operatio
     return cast
 
 
+def group_members(region: ir.Operation, conv: ir.Operation) -> list[ir.Operation]:
+    """The ascend ops of the conv's epilogue group other than the conv."""
+    return [o.operation for o in region.regions[0].blocks[0].operations
+            if o.operation.name.startswith("ascend.") and o.operation != conv]
+
+
+def drain_cast(region: ir.Operation, conv: ir.Operation) -> ir.Operation | None:
+    """The group's rounding cast that the conv's drain performs as it leaves
+    L0C (the group was formed with `compute = "f16"`), or None."""
+    figures = region.attributes[CONV_EPILOGUE_ATTR]
+    if "compute" not in figures or ir.StringAttr(figures["compute"]).value != "f16":
+        return None
+    return leading_cast(group_members(region, conv), conv.operands[-1])
+
+
 def member_compute(m: ir.Operation) -> Compute:
     """The vector recipe of member `m` over its operands' and result's types."""
     values = [v for v in m.operands if nir.is_memref(v.type)]

@@ -19,6 +19,7 @@ for fractal) plus its map's staging through UB (`int8_staging`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from mlir import ir
@@ -51,18 +52,36 @@ def band_layout(ho0: int, rows: int, h: int, stride: int, pad_top: int, extent: 
     return (rows, min(h, bottom) - r0, r0 - top, max(0, bottom - h)), r0
 
 
-def weight_pieces(k1: int, kc: int) -> list[tuple[int, int]]:
+def weight_pieces(k1: int, kc: int, cap: int | None = None) -> list[tuple[int, int]]:
     """(first K1 row, rows) of resident weights' pieces as npu-lower-conv
-    loads them: 1, 1, 2, 4, ... chunks of kc rows. Each copy is followed by
-    its flag, which waits for the copy's GM latency, so a piece must cover
-    more compute than the previous one took to arrive."""
+    loads them: 1, 1, 2, 4, ... chunks of kc rows, at most `cap` chunks
+    (`piece_cap`). Each copy is followed by its flag, which waits for the
+    copy's GM latency, so a piece must cover more compute than the previous
+    one took to arrive."""
     step, pieces, k0, size = min(kc, k1), [], 0, 1
     while k0 < k1:
-        rows = min(size * step, k1 - k0)
+        rows = min(min(size, cap or size) * step, k1 - k0)
         pieces.append((k0, rows))
         k0 += rows
         size = size if len(pieces) == 1 else 2 * size
     return pieces
+
+
+def piece_cap(chunks: int, chunk_cycles: float, latency: int) -> int:
+    """The most chunks one weight piece of the first band covers. Each piece
+    ends in a flag that holds MTE2 for the GM latency, and where MTE2 paces
+    the band the cube works through the last piece only after it lands:
+    `p` chunks a piece cost about latency * chunks / p + p * chunk_cycles,
+    least at p = sqrt(latency * chunks / chunk_cycles). (Doubling without a
+    cap: 3x3/2 128->128 56's last 8 of 18 chunks waited for one 131 KB
+    piece.)"""
+    return max(1, round(math.sqrt(latency * chunks / max(chunk_cycles, 1))))
+
+
+# Convs of at most this many bands are emitted straight (no scf.for): sync
+# insertion waits for events from before a loop at its entry, which would
+# stall the loop's first band behind the previous band's drain.
+UNROLL_BANDS = 64
 
 
 @dataclass(frozen=True)
@@ -146,14 +165,32 @@ class ConvShape:
         return band_layout(ho0, rows, self.h, self.stride_h, self.pad_top, self.extent_h,
                            self.row_skip)[0]
 
-    def weights_up_front(self, rows: int) -> bool:
+    def weights_up_front(self, rows: int, mte2_bound: bool = True) -> bool:
         """Whether resident weights all load before the first band's map:
-        the lowering issues the pieces behind the first band's chunks only
-        when that band is code of its own (`kernel.emit_rows` flushes them
-        when the first band opens a run of bands alike, or with several
-        images), so there the cube waits for every weight byte."""
+        the lowering issues the pieces behind the first band's chunks unless
+        (`kernel.emit_rows`) there are several images, or the first band
+        opens a run of bands alike that is a loop (more than UNROLL_BANDS
+        bands) or MTE2 bounds the conv (`mte2_bound`: there the pieces'
+        flags would each cost a GM latency); then the cube waits for every
+        weight byte."""
+        bands = self.batch * -(-self.ho // rows)
         return self.batch > 1 or (self.ho > rows and self.band_key(0, rows)
-                                  == self.band_key(rows, min(rows, self.ho - rows)))
+                                  == self.band_key(rows, min(rows, self.ho - rows))
+                                  and (bands > UNROLL_BANDS or mte2_bound))
+
+    def deferred_map(self) -> bool:
+        """Whether the lowering copies the first bands' maps block by block
+        with the weight pieces (`kernel.defer_map`): the f16 form with more
+        than one block, staged through nothing."""
+        return not (self.small or self.diagonal or self.int8)
+
+    def first_pieces(self, m1: int, n1: int, kc: int, t: Target) -> list[tuple[int, int]]:
+        """The first band's weight pieces (`weight_pieces`, capped by
+        `piece_cap` for its chunks of m1 x kc x n1 fractals)."""
+        kc = min(kc, self.k1)
+        chunk = m1 * kc * (1 if self.diagonal else min(n1, self.co1))
+        return weight_pieces(self.k1, kc, piece_cap(-(-self.k1 // kc), chunk,
+                                                    t.path("gm_to_l1").latency))
 
     def row_part(self, parts: int) -> "ConvShape":
         """One core's share of the conv cut into `parts` equal runs of output
@@ -307,7 +344,7 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     # simulated, 27,348 cycles against 19,252 estimated without this.
     w_time = w_bytes / gm.bytes_per_cycle
     done = 0.0
-    if not s.weights_up_front(rows):
+    if not s.weights_up_front(rows, pipes["MTE2"] >= pipes["cube+MTE1"]):
         band0 = [n * _tile_cycles(m1, 1, kc, s.k1, t, s.img2col_rate(t)) if s.diagonal
                  else _tile_cycles(m1, n, kc, s.k1, t, s.img2col_rate(t), s.tail_rate(t))
                  for n in n_tiles]
@@ -319,8 +356,9 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
                                  or 2 * w_time >= compute / (s.batch * bands)):
             done = sum(band0[:-1])
         else:
-            done = band0[0] * (1 - weight_pieces(s.k1, kc)[-1][1] / s.k1)
-        done = min(w_time, done)
+            done = band0[0] * (1 - s.first_pieces(m1, n1, kc, t)[-1][1] / s.k1)
+        # with the map in blocks beside the pieces the cube starts during the map too
+        done = min(w_time + (map0 if s.deferred_map() else 0), done)
     rest = {"cube+MTE1": compute - done, "MTE2": mte2 - map0 - w_time, "V": drain, "MTE3": mte3}
     return max(steady, gm.latency + map0 + w_time + max(rest.values()) + tail), pipes
 

@@ -1,0 +1,165 @@
+"""Broadcast rows of a matmul on a share of the cores, loaded before the
+chip barrier that precedes its run of shares (mixed into `PrefetchPass`).
+
+Why: `rows.py` moves a top-level matmul's bias row into the previous op's
+tail, but the rows of an op on a share of the cores (BERT's Q, K and V
+projections on cores 0-7, 8-15 and 16-23) sit inside its `scf.if` guard,
+as its first load. The flag that releases the row's consumer (its cast on
+V) holds MTE2 until the row has landed, so the first weight and activation
+chunks, which the matmul's first step waits for, started one GM latency
+late: at seq 128 on 32 cores, core 8's first chunk loaded at 2,690 against
+the row's 2,328 (the QKV phase 9,262 cycles, every projection core late by
+the same ~360). Before the barrier the row lands while the cores still
+finish their part of the previous op (its last vector work and the GM
+latency of its stores: a core arrives at the barrier only once they have
+drained), or joins the share's weights prefetched there, and the barrier
+orders it before its consumer, so no flag waits for it.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from npu.dialects.cce import PIPE_OF
+from npu.ir import VIEW_OPS, block_dim, block_idx_value, clone_into, defining_op, view_root
+
+from .emit import _Order
+from .facts import _guarded, contains
+from .parts import L1_ROOMS, _writers
+from .shares import _terminator, cores_guard
+
+
+class ShareRows:
+    """Finds a share's row loads and moves them before the chip barrier
+    (`self.facts`, `self.target`, `self.constants`, `self._rows_fit`,
+    `self._row_cycles`, `self._idle_before_barrier`, `self._say` come from
+    `PrefetchPass`)."""
+
+    def _share_rows(self, func: ir.Operation, loop: ir.Operation, tops: list[ir.Operation],
+                    share, collector) -> None:
+        """Move the broadcast-row copies of `share` (`guarded.Share`: its
+        guard and cores; None: a top-level loop, nothing to do) that precede
+        its matmul `loop` into a guard of the same cores right before the
+        chip barrier its run of shares follows, when the share's cores
+        leave MTE2 room for them there and UB has room from there on."""
+        if share is None:
+            return
+        guard, cores = share.guard, share.cores
+        rows = self._guard_rows(loop, guard)
+        if not rows:
+            return
+        at = tops.index(guard)
+        barrier = self._barrier_before_run(tops, at)
+        if barrier is None:
+            return
+        room = self._room_before(tops, barrier)
+        if room is None:
+            # These cores run nothing there: the row may take what the
+            # others' time to the barrier leaves after its latency.
+            idle = self._idle_before_barrier(tops, at)
+            room = None if idle is None else idle[1] - self.target.path("gm_to_ub").latency
+        need = self._row_cycles(rows)
+        if room is None or room < need:
+            return
+        bound = L1_ROOMS.index(self.l1_room)
+        if not self._rows_fit(func, rows, collector, barrier, at, bound):
+            return
+        made = self._emit_rows(rows, tops[barrier], cores)
+        collector.inserted(barrier, made)
+        tops[barrier:barrier] = made
+        self.facts.forget(guard)
+        collector.changed(tops.index(guard, barrier), same_accesses=False)
+        self._say(loop, f"npu-prefetch: {len(rows)} broadcast row load(s) ({int(need)} cycles) "
+                        f"of this op on cores {min(cores)}-{max(cores)} moved before the chip "
+                        f"barrier its run of shares follows ("
+                        + ("joining the weights loaded there)" if room == float("inf")
+                           else f"MTE2 room there: {int(room)} cycles)"))
+
+    def _guard_rows(self, loop: ir.Operation, guard: ir.Operation) -> list[ir.Operation]:
+        """The GM -> UB copies of host constants directly in `guard`'s
+        body before `loop`, each the only writer of an alloc of that body."""
+        body = [o.operation for o in guard.regions[0].blocks[0].operations]
+        if loop not in body:
+            return []
+        found = []
+        for op in body[:body.index(loop)]:
+            if op.name != "cce.copy_gm_to_ub" or view_root(op.operands[0]) not in self.constants:
+                continue
+            alloc = defining_op(view_root(op.operands[1]))
+            if alloc is None or alloc.name != "memref.alloc" or alloc not in body \
+                    or _writers(alloc.results[0]) != [op]:
+                continue
+            found.append(op)
+        return found
+
+    def _barrier_before_run(self, tops: list[ir.Operation], at: int) -> int | None:
+        """The index of the chip barrier before `tops[at]` when only guards
+        (the run's other shares) or ops without instructions lie between."""
+        for k in range(at - 1, -1, -1):
+            op = tops[k]
+            if op.name == "cce.sync_all":
+                return k
+            if not _guarded(op) and contains(op, lambda o: bool(PIPE_OF.get(o.name))):
+                return None
+        return None
+
+    def _room_before(self, tops: list[ir.Operation], barrier: int) -> float | None:
+        """MTE2 cycles a load issued right before `tops[barrier]` may take
+        on these cores (`self.facts.skip` hides the others) without
+        delaying their arrival: after their last load there, the work that
+        follows it and, when that work stores to GM, the store's latency
+        (the load's own latency overlaps that of the last load, which the
+        work after it waits for). After a run of loads alone (the share's
+        weights prefetched there) rows join the run and cost their bytes
+        only, as in `rows.py`: no limit. None when these cores run nothing
+        between the barriers."""
+        span = 0.0
+        stores = False
+        for k in range(barrier - 1, -1, -1):
+            op = tops[k]
+            if op.name == "cce.sync_all":
+                return None
+            if not self.facts.works(op):
+                continue
+            facts = self.facts(op)
+            stores = stores or bool(facts.writes)
+            if not facts.loads:
+                span += facts.tail_span
+                continue
+            if span == 0.0 and not facts.tail and not stores:
+                return float("inf")
+            return span + facts.tail_span + (
+                self.target.path("ub_to_gm").latency if stores else 0.0)
+        return None
+
+    def _emit_rows(self, rows: list[ir.Operation], issue: ir.Operation,
+                   cores: frozenset[int]) -> list[ir.Operation]:
+        """Clone `rows` (with the views and index arithmetic of their
+        operands made after `issue`) into a new guard of `cores` before the
+        top-level op `issue`, move their allocs before it and erase the
+        originals; returns the top-level ops now before `issue`."""
+        order = _Order(issue)
+        chain: set[ir.Operation] = set()
+        pending = [v for r in rows for v in r.operands]
+        allocs = [defining_op(view_root(r.operands[1])) for r in rows]
+        while pending:
+            op = defining_op(pending.pop())
+            if op is None or op in chain or op in allocs or not order.after(op):
+                continue
+            if not (op.name in VIEW_OPS or op.name.startswith("arith.")):
+                raise AssertionError(f"npu-prefetch: a row copy's operand is made by '{op.name}'")
+            chain.add(op)
+            pending.extend(op.operands)
+        made: list[ir.Operation] = []
+        for alloc in allocs:
+            alloc.move_before(issue)
+            made.append(alloc)
+        with issue.context, issue.location, ir.InsertionPoint(issue):
+            guard, ops = cores_guard(sorted(cores), block_idx_value(issue),
+                                     block_dim(issue.parent.operation))
+        made += ops
+        with ir.InsertionPoint(_terminator(guard.operation)):
+            clone_into(sorted(chain, key=order.key) + rows, {}, set())
+        for row in rows:
+            row.erase()
+        return made

@@ -1,0 +1,113 @@
+"""The problem's compulsory GM bytes, from the model rather than the program.
+
+The simulator's chip ideal (`report["chip"]`) counts the compiled kernel's
+arguments once: their bytes depend on the layouts the compiler chose, and so
+on the core count. MobileNetV2's depthwise weights are host-made compact
+[C1, Kh*Kw, 16] on one core but were diagonal fractals (16x the bytes) on
+two or more, so its ideal read 6,267 cycles on one core against 7,725 on
+32; BERT's biases are 128-row fractals in the program (3.5 MB of its 18.5,
+against the model's 27 KB). A figure to compare core counts and schedules
+with must not move with them: `model_gm_bytes` counts what the model gives,
+once:
+
+* every input and output as the device holds it (the interface's ports);
+* every initializer (and `Constant` node) the graph reads as data, in the
+  type the device holds it in: a float read by the cube (a MatMul's or
+  Gemm's operand, a Conv's weights, directly or through a layout op the
+  import folds on the host) as f16, the cube's input type; any other float,
+  and 8/16/32-bit integers, in their own type; i64 as i32.
+
+Not counted: an initializer only read as a shape, axes, pads or sizes (the
+import folds it into the program), and a single value (a scale, a Clip
+bound: an immediate of the instruction that uses it).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+import numpy as np
+
+# (op type, input index): inputs the import reads on the host only
+HOST_INPUTS: dict[str, tuple[int, ...]] = {
+    "Reshape": (1,), "Expand": (1,), "Tile": (1,), "Slice": (1, 2, 3, 4), "Squeeze": (1,),
+    "Unsqueeze": (1,), "Pad": (1, 3), "Resize": (1, 2, 3), "Split": (1,), "TopK": (1,),
+    "ConstantOfShape": (0,), "Range": (0, 1, 2), "OneHot": (1,),
+    **{op: (1,) for op in ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
+                           "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp")},
+}
+# (op type, input index): operands the cube reads (f16 on device for a float)
+CUBE_INPUTS: dict[str, tuple[int, ...]] = {
+    "MatMul": (0, 1), "Gemm": (0, 1), "Conv": (1,), "ConvTranspose": (1,),
+}
+# Ops the import folds on the host when their data input is a constant: a
+# constant read through them is read as their consumers read it.
+HOST_FOLDED = ("Transpose", "Reshape", "Identity", "Squeeze", "Unsqueeze", "Flatten", "Cast")
+FLOAT_KINDS = "f"
+
+
+def model_gm_bytes(model, ports: Iterable) -> int:
+    """The bytes a run of `model` must move between GM and the cores at
+    least: its inputs and outputs (`ports`, the compiled interface's: each
+    with `shape` and its device `dtype`) and its constant data, each once."""
+    from npu.ir import element_bytes
+
+    total = sum(math.prod(p.shape) * element_bytes(p.dtype) for p in ports)
+    return total + sum(_constant_bytes(model))
+
+
+def _constants(model) -> dict[str, np.ndarray]:
+    """The graph's initializers and `Constant` nodes' values, by name."""
+    from onnx import numpy_helper
+
+    out = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type == "Constant":
+            for a in node.attribute:
+                if a.name == "value":
+                    out[node.output[0]] = numpy_helper.to_array(a.t)
+    return out
+
+
+def _constant_bytes(model) -> Iterable[int]:
+    readers: dict[str, list[tuple[str, int, str]]] = {}
+    for node in model.graph.node:
+        for i, name in enumerate(node.input):
+            readers.setdefault(name, []).append((node.op_type, i, node.output[0] if node.output else ""))
+    for name, data in _constants(model).items():
+        if data.size <= 1:
+            continue
+        reads = _data_reads(name, readers)
+        if not reads:
+            continue
+        yield data.size * _device_bytes(data.dtype, any(i in CUBE_INPUTS.get(op, ())
+                                                        for op, i in reads))
+
+
+def _data_reads(name: str, readers) -> list[tuple[str, int]]:
+    """(op type, input index) of every read of `name` as data, following the
+    host-folded layout ops."""
+    out, todo, seen = [], [name], set()
+    while todo:
+        value = todo.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        for op, i, result in readers.get(value, []):
+            if i in HOST_INPUTS.get(op, ()):
+                continue
+            if op in HOST_FOLDED and i == 0:
+                todo.append(result)
+            else:
+                out.append((op, i))
+    return out
+
+
+def _device_bytes(dtype: np.dtype, cube: bool) -> int:
+    """Bytes of one element on the device."""
+    if dtype.kind == FLOAT_KINDS:
+        return 2 if cube else min(dtype.itemsize, 4)
+    if dtype == np.bool_:
+        return 1
+    return min(dtype.itemsize, 4)

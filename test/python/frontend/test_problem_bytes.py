@@ -1,0 +1,50 @@
+"""The problem's compulsory GM bytes (`npu.frontend.problem`): the model's
+inputs, outputs and weights once, in the types the device holds them in,
+whatever layout the program chose (bench/chip.py's chip ideal)."""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto, helper
+
+import npu
+from npu.frontend.problem import model_gm_bytes
+from onnx_models import mlp, model
+
+
+def test_mlp_counts_the_model_not_the_program():
+    """An f32 MLP: its weights as f16 (the cube's type), its biases f32 and
+    x and probs once, 178,176 bytes; the program's arguments hold the biases
+    broadcast to 256 rows (its compulsory bytes are larger)."""
+    m = mlp(batch=256, d_in=128, d_hidden=512, d_out=128)
+    kernel = npu.compile(m, target="ascend910", pipeline="npu-lower{cores=1}")
+    ports = kernel.interface.inputs + kernel.interface.outputs
+    want = 2 * 256 * 128 * 4 + (128 * 512 + 512 * 128) * 2 + (512 + 128) * 4
+    assert model_gm_bytes(m, ports) == want
+    x = np.zeros((256, 128), np.float32)
+    _, report = kernel(x, numerics=False)
+    assert report["chip"]["min_gm_bytes"] > want
+
+
+def test_host_only_and_scalar_constants_are_not_counted():
+    """A Reshape's shape (read on the host), a scalar scale (an immediate)
+    and a weight read by the cube through a Transpose (folded on the host,
+    f16 on device) next to an f16 bias read by an Add."""
+    w = np.ones((32, 16), np.float32)  # transposed to [16, 32] on the host
+    bias = np.ones(32, np.float16)
+    nodes = [helper.make_node("Transpose", ["w"], ["wt"], perm=[1, 0]),
+             helper.make_node("MatMul", ["x", "wt"], ["h"]),
+             helper.make_node("Mul", ["h", "scale"], ["s"]),
+             helper.make_node("Cast", ["s"], ["s16"], to=TensorProto.FLOAT16),
+             helper.make_node("Add", ["s16", "bias"], ["a"]),
+             helper.make_node("Reshape", ["a", "shape"], ["y"])]
+    m = model(nodes, [("x", [4, 16])], [("y", [2, 64], TensorProto.FLOAT16)],
+              [("w", w), ("scale", np.array(0.5, np.float32)), ("bias", bias),
+               ("shape", np.array([2, 64], np.int64))])
+
+    class Port:
+        def __init__(self, shape, dtype):
+            self.shape, self.dtype = shape, dtype
+
+    ports = [Port((4, 16), "f32"), Port((2, 64), "f16")]
+    assert model_gm_bytes(m, ports) == 4 * 16 * 4 + 2 * 64 * 2 + 32 * 16 * 2 + 32 * 2
