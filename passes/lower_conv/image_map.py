@@ -5,9 +5,12 @@ converted to NC1HWC0 on the device first: 16 channel slots a pixel, ~5x
 the image's bytes written to GM and read back by the conv. Here each band's
 input rows, which are one contiguous run of pixels in every channel plane,
 go GM -> UB as C channel rows, one `vnchwconv` per chunk turns 16 pixels x
-16 slots into 16 pixel blocks (slots C..3 from zero rows set once, slots
-4..15 repeat rows 0..3: img2col's small-channel mode reads slots 0..3
-only), and MTE3 moves the pixel blocks UB -> L1. The GM traffic is the
+16 slots into 16 pixel blocks (slots C..3 from zero rows set once; slots
+4..15, which img2col's small-channel mode does not read, from the first
+zero row, or repeating rows 0..3 for a 4-channel image), and MTE3 moves the
+pixel blocks UB -> L1. With slots 4..15 zero, a 7x7 kernel's last K
+fractal (one kernel point) is read in img2col's normal mode
+(`ConvShape.single_tail`). The GM traffic is the
 image once (plus the bands' halo rows), and the UB staging alternates two
 buffer pairs so MTE2, V and MTE3 overlap across chunks.
 
@@ -149,7 +152,8 @@ class ImageMap(StagedMaps):
         row_blocks = self.row // SLOTS
         nir.create_op("cce.vnchwconv", [sub(dst, 0, blocks * SLOTS * SLOTS),
                                          sub(src, 0, (REAL - 1) * self.row + blocks * SLOTS)],
-                      repeat=blocks, src_offsets=[(k % REAL) * row_blocks for k in range(SLOTS)],
+                      repeat=blocks, src_offsets=[(k if k < REAL or self.c == REAL else self.c)
+                                                  * row_blocks for k in range(SLOTS)],
                       dst_offsets=list(range(SLOTS)), src_rep_stride=1, dst_rep_stride=SLOTS)
         if body:
             done = min(count, body * SLOTS)

@@ -20,6 +20,7 @@ from npu.passes.lower_conv.drain import ConvDrain
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue
 from npu.passes.lower_conv.image_map import ImageMap, SegmentedImageMap, reads_image, segment_bands
 from npu.passes.lower_conv.int8_map import Int8Map
+from npu.passes.lower_conv.tail_pairs import Deferred, StraightBands, TailPairs
 from npu.passes.lower_conv.weights import FRAC, FRAC_INT8, ConvWeights, Load
 from npu.target import Target
 
@@ -39,7 +40,7 @@ class Band:
     pad_bottom: int
 
 
-class ConvKernel(ConvWeights, ConvDrain):
+class ConvKernel(ConvWeights, ConvDrain, TailPairs):
     def __init__(self, target: Target, g: ConvGeometry, s: ConvShape, t: ConvTiling,
                  x5: ir.Value, wz: ir.Value, bias: ir.Value | None, out5: ir.Value,
                  epilogue: ConvEpilogue | None = None, ub_bytes: int | None = None,
@@ -123,7 +124,10 @@ class ConvKernel(ConvWeights, ConvDrain):
         if self.epilogue is not None:  # its per-channel operands' patterns, staged once
             self.epilogue.stage_patterns(s.co1)
             budget -= s.co1 * self.epilogue.work.pattern_bytes
-        room = budget // 2 - bias
+        # An NCHW image's conv has its staging out of the budget already and no
+        # other UB user: its slots take the rest (stem image 7x7/2 3->64 224:
+        # 3 slots 56,616 cycles, 6: 54,072; its stores and the staging share MTE3)
+        room = budget - bias if reads_image(self.x5) else budget // 2 - bias
         if self.epilogue is not None:  # the member results and the loaded tiles in turn
             sets = SETS * self.epilogue.work.set_bytes * half * m1 * FRAC
             room = min(room, budget - bias - sets)
@@ -178,34 +182,33 @@ class ConvKernel(ConvWeights, ConvDrain):
         maps = {(n, h0): self.map_buffer(band) for n in range(s.batch)
                 for band, h0, count in groups if count == 1}
         unrolled = bands <= UNROLL_BANDS
+        # straight code's bands, emitted in order (`tail_pairs.StraightBands`)
+        straight = StraightBands(self, base)
         for n in range(s.batch):
             for band, h0, count in groups:
                 if count == 1:
-                    self.emit_band(n, band, lin((base, 1), (h0, 1)), maps[(n, h0)])
+                    straight.add(n, band, h0, maps[(n, h0)])
                     continue
                 if unrolled:  # a wait before a loop would stall its first band
-                    # Two maps in turn, live across the run: a map of its own
-                    # per band let npu-plan-memory give band b+1 band b's L1,
-                    # so its copies waited for band b's last img2col (ResNet-18
-                    # layer1 conv2: a GM latency and the map, 1,246 cycles a band).
-                    pair = [self.map_buffer(band) for _ in range(2)] \
-                        if self.image is None else [None, None]
+                    pair: list = []
                     for k in range(count):
-                        self.emit_band(n, band, lin((base, 1), (h0 + k * t.rows, 1)), pair[k % 2])
+                        straight.add(n, band, h0 + k * t.rows, pair=pair, k=k)
                     continue
                 pairs, rest = divmod(count, 2)
                 if pairs == 1:
-                    self.emit_band(n, band, lin((base, 1), (h0, 1)))
-                    self.emit_band(n, band, lin((base, 1), (h0 + t.rows, 1)))
+                    straight.add(n, band, h0)
+                    straight.add(n, band, h0 + t.rows)
                 elif pairs:
+                    straight.flush()
                     loop = nir.for_loop(0, pairs)
                     with ir.InsertionPoint(loop.body):
                         first = lin((loop.induction_variable, 2 * t.rows), (base, 1), (h0, 1))
-                        self.emit_band(n, band, first)
+                        self.emit_band(n, band, first, defer=straight.pairs)
                         self.emit_band(n, band, lin((first, 1), (t.rows, 1)))
                         nir.yield_()
                 if rest:
-                    self.emit_band(n, band, lin((base, 1), (h0 + 2 * pairs * t.rows, 1)))
+                    straight.add(n, band, h0 + 2 * pairs * t.rows)
+        straight.flush()
 
     def first_row(self, ho0: Index, band: Band) -> Index:
         """The first input row the band from output row `ho0` reads."""
@@ -215,8 +218,10 @@ class ConvKernel(ConvWeights, ConvDrain):
     def map_buffer(self, band: Band) -> ir.Value:
         return nir.alloc([self.s.c1, band.in_rows, self.g.w, self.frac // 16], self.in_type, "l1")
 
-    def emit_band(self, n: int, band: Band, ho0: Index, fm: ir.Value | None = None) -> None:
-        """The band of output rows from `ho0` of image `n`."""
+    def emit_band(self, n: int, band: Band, ho0: Index, fm: ir.Value | None = None,
+                  defer: bool = False) -> None:
+        """The band of output rows from `ho0` of image `n`; `defer`: its last
+        K fractal and drains go with the next band's first (`tail_pairs`)."""
         g, s, t = self.g, self.s, self.t
         r0 = self.first_row(ho0, band)
         if self.image is not None:  # staged: a small-channel conv's NCHW image, an int8 map
@@ -268,9 +273,16 @@ class ConvKernel(ConvWeights, ConvDrain):
             if s.diagonal:
                 chunk = self.diagonal_tiles(fm, band, tiles, l0c, w_l1, pitch, col, s0, m1, kc,
                                             chunk)
+            # with a deferred band before it, this band's K order starts at
+            # the last fractal (`tail_pairs`); deferring, it stops before it
+            shared = self.held is not None
+            defer = defer and not shared  # bands pair up: one defers, the next shares
+            if shared:
+                chunk = self.shared_tail(fm, band, tiles, l0c, w_l1, pitch, col, m1, chunk)
+            k_end = s.k1 - 1 if shared or defer else s.k1
             early = False
-            for kp0 in range(0 if not s.diagonal else s.k1, s.k1, kc):
-                kcj = min(kc, s.k1 - kp0)
+            for kp0 in range(0 if not s.diagonal else s.k1, k_end, kc):
+                kcj = min(kc, k_end - kp0)
                 self.need(s0 // t.n1, kp0 + kcj)
                 # the band's last chunk reads the whole map: a later band's copies
                 # into these bytes then wait for one img2col, not one per block
@@ -288,13 +300,14 @@ class ConvKernel(ConvWeights, ConvDrain):
                 # The last chunk's halves drain right after their own mads
                 # (between them in program order: one flag after both held
                 # the first half's drain for the second's mads)
-                early = (kp0 + kcj >= s.k1 and len(tiles) > 1 and self.image is None
+                early = (kp0 + kcj >= k_end and not defer and len(tiles) > 1 and self.image is None
                          and self.epilogue is None and not self.loads)
                 for (t0, n1), c in zip(tiles, l0c):
                     f = self.frac
                     nir.create_op("cce.mad", [nir.subview(a, [0], [m1 * kcj * f]),
                                               nir.subview(b, [kcj * t0 * f], [kcj * n1 * f]), c],
-                                  m=m1 * 16, n=kcj * f // 16, k=n1 * 16, accumulate=kp0 > 0)
+                                  m=m1 * 16, n=kcj * f // 16, k=n1 * 16,
+                                  accumulate=kp0 > 0 or shared)
                     if early:
                         self.drain_tile(c, n, s0, t0, n1, ns, ho0, band.rows, m1, prefetch)
                 # the next pieces of weight rows, after this chunk's loads in program
@@ -304,7 +317,9 @@ class ConvKernel(ConvWeights, ConvDrain):
                         self.ahead()
             if s0 == 0 and self.image is not None and not self.image.next_with_band:
                 self.image.fill_next(self, n, band, ho0)  # behind this band's mads, before its drains
-            for (t0, n1), c in zip(tiles, l0c) if not early else ():
+            if defer:
+                self.held = Deferred(n, band, ho0, fm, m1, tuple(tiles), tuple(l0c), s0, ns)
+            for (t0, n1), c in zip(tiles, l0c) if not (early or defer) else ():
                 self.drain_tile(c, n, s0, t0, n1, ns, ho0, band.rows, m1, prefetch)
             # the next super tile accumulates into the other L0C set, so its
             # mads need not wait for this one's drain
@@ -379,7 +394,12 @@ class ConvKernel(ConvWeights, ConvDrain):
             c1, rest = divmod(kp, g.kh * g.kw)
             c1 += block
             kh, kw = divmod(rest, g.kw)
-        extra = {"small_channel": 1} if s.small else {}
+        # `single_tail`: the last fractal's one kernel point in the normal
+        # mode, at twice the rate (its columns 4..15 read zero slots, as the
+        # small mode's points past the kernel read zeros: the same products;
+        # stem 7x7/2: see bench/conv.py)
+        small = s.small and not (s.single_tail and kp == s.k1 - 1)
+        extra = {"small_channel": 1} if small else {}
         dst = nir.subview(l0a, [tt * self.frac], [((m1 - 1) * kcj + 1) * self.frac])
         self.load3d(fm, dst, band, c1, kh, kw, 0, kcj, 1, m1, **extra)
 

@@ -37,13 +37,15 @@ func.func @conv(%x: memref<1x2x6x6x16xf16, "gm">, %w: memref<18x1x16x16xf16, "gm
 // -----
 
 // The small-channel form: a 3-channel 7x7 stride-2 stem reads 4 kernel points
-// per K fractal (ceil(49 / 4) = 13 img2cols, small_channel = 1).
+// per K fractal (ceil(49 / 4) = 13 img2cols, small_channel = 1), but the
+// last, kernel point 48 alone, in the normal mode (its 16 slots, 3..15
+// zero: twice the rate).
 
 // CHECK-LABEL: func.func @stem
 // CHECK:         "cce.img2col_l1_to_l0a"({{.*}}fetch_h = 0 : i64, fetch_w = 0 : i64{{.*}}small_channel = 1 : i64
 // CHECK:         "cce.img2col_l1_to_l0a"({{.*}}fetch_h = 0 : i64, fetch_w = 4 : i64{{.*}}small_channel = 1 : i64
-// CHECK-COUNT-10: "cce.img2col_l1_to_l0a"
-// CHECK:         "cce.img2col_l1_to_l0a"({{.*}}fetch_h = 6 : i64, fetch_w = 6 : i64{{.*}}small_channel = 1 : i64
+// CHECK-COUNT-10: "cce.img2col_l1_to_l0a"({{.*}}small_channel = 1 : i64
+// CHECK:         "cce.img2col_l1_to_l0a"({{.*}}fetch_h = 6 : i64, fetch_w = 6 : i64{{.*}}repeat_mode = 1 : i64, stride_h
 // CHECK:         "cce.load_l1_to_l0b"
 func.func @stem(%x: memref<1x1x16x16x16xf16, "gm">, %w: memref<13x1x16x16xf16, "gm">, %y: memref<1x1x8x8x16xf16, "gm">) {
   "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 2, 2>, pads = array<i64: 3, 3, 3, 3>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0_c4", kernel = array<i64: 7, 7>} : (memref<1x1x16x16x16xf16, "gm">, memref<13x1x16x16xf16, "gm">, memref<1x1x8x8x16xf16, "gm">) -> ()
@@ -55,13 +57,14 @@ func.func @stem(%x: memref<1x1x16x16x16xf16, "gm">, %w: memref<13x1x16x16xf16, "
 // The small-channel form on the NCHW image itself (3 channels, 21 wide):
 // each channel's pixel run GM -> UB (one band of 20*21 = 420 pixels: 26
 // whole blocks, then one block read back from the run's end), channel row 3
-// zeroed once, one vnchwconv to 16-slot pixels, UB -> L1 (the tail's 4
-// pixels apart), then img2col in the small-channel mode.
+// zeroed once, one vnchwconv to 16-slot pixels (slots 4..15 from the zero
+// row 3: src_offsets 0, 32, 64, then 96 x 13), UB -> L1 (the tail's 4 pixels
+// apart), then img2col in the small-channel mode.
 // CHECK-LABEL: func.func @stem_image
 // CHECK:         "cce.vdup"
 // CHECK:         "cce.copy_gm_to_ub"({{.*}}burst_len = 26 : i64
 // CHECK:         "cce.copy_gm_to_ub"({{.*}}burst_len = 1 : i64
-// CHECK:         "cce.vnchwconv"({{.*}}dst_rep_stride = 16 : i64{{.*}}repeat = 27 : i64
+// CHECK:         "cce.vnchwconv"({{.*}}dst_rep_stride = 16 : i64{{.*}}repeat = 27 : i64, src_offsets = array<i64: 0, 32, 64, 96, 96, 96, 96, 96, 96, 96, 96, 96, 96, 96, 96, 96>
 // CHECK:         "cce.copy_ub_to_l1"({{.*}}burst_len = 416 : i64
 // CHECK:         "cce.copy_ub_to_l1"({{.*}}burst_len = 4 : i64
 // CHECK:         "cce.img2col_l1_to_l0a"({{.*}}small_channel = 1 : i64

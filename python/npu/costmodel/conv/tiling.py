@@ -120,6 +120,11 @@ class ConvShape:
     # small convs moved from row cuts to channel cuts (test/python/multicore
     # test_conv_rows, test_conv_aligned), not yet measured against each other.
     weights_gate: bool = True
+    # The small-channel form's last K fractal holds one kernel point (Kh*Kw
+    # = 4g + 1: the 7x7 stem's 49th) and the map's slots 4..15 are zeros:
+    # img2col reads it in the normal mode (the point's 16 slots, weights
+    # zero past its channels) at the full rate (`tail_rate`).
+    single_tail: bool = False
 
     @property
     def k1(self) -> int:
@@ -137,6 +142,10 @@ class ConvShape:
 
     def img2col_rate(self, t: Target) -> int:
         return t.img2col_small_bytes_per_cycle if self.small else t.img2col_bytes_per_cycle
+
+    def tail_rate(self, t: Target) -> int:
+        """The img2col rate of the last K fractal (`single_tail`)."""
+        return t.img2col_bytes_per_cycle if self.single_tail else self.img2col_rate(t)
 
     @property
     def read_rows(self) -> int:
@@ -233,20 +242,23 @@ def _l1_band_bytes(s: ConvShape, rows: int) -> int:
     return s.c1 * in_rows * s.w * 32
 
 
-def _tile_cycles(m1: int, n1: int, kc: int, k1: int, t: Target, rate: int) -> float:
+def _tile_cycles(m1: int, n1: int, kc: int, k1: int, t: Target, rate: int,
+                 tail_rate: int | None = None) -> float:
     """One (band, Cout super tile): its chunks back to back. A chunk takes the
     longer of its mads (plus the mad latency when there is one accumulator:
     accumulating mads into one C wait for each other; two alternate) and its
     MTE1 work (img2col of kc kernel points, kc x n1 weight fractals), the two
     overlapping through the L0A/L0B halves; the first chunk's loads and
-    latencies are exposed."""
+    latencies are exposed. `tail_rate`: the last K fractal's img2col rate
+    (`ConvShape.single_tail`), else `rate`."""
     frac = t.fractal_bytes(2)
     chunks, last = divmod(k1, kc)
     full = [kc] * chunks + ([last] if last else [])
     total = 0.0
-    for k in full:
+    for j, k in enumerate(full):
         mad = t.cube_cycles(m1 * k * n1) + (t.mad_latency if n1 < 2 else 0)
-        mte1 = (k * m1 * frac / rate
+        tail = j == len(full) - 1 and tail_rate is not None
+        mte1 = ((k - tail) * m1 * frac / rate + (m1 * frac / tail_rate if tail else 0)
                 + k * n1 * frac / t.path("l1_to_l0b").bytes_per_cycle)
         total += max(mad, mte1)
     first = full[0]
@@ -268,7 +280,7 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     n_tiles = [min(n1, s.co1 - c) for c in range(0, s.co1, n1)]
     # block-diagonal: each Cout block of a super tile has its own img2col and mads
     compute = s.batch * sum((n * _tile_cycles(m, 1, kc, s.k1, t, s.img2col_rate(t)) if s.diagonal
-                             else _tile_cycles(m, n, kc, s.k1, t, s.img2col_rate(t))) * count
+                             else _tile_cycles(m, n, kc, s.k1, t, s.img2col_rate(t), s.tail_rate(t))) * count
                             for n in n_tiles
                             for m, count in ((m1, bands - 1), (m1_last, 1)) if count)
     m_fracs = (bands - 1) * m1 + m1_last  # per image, per N tile
@@ -334,7 +346,8 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     done = 0.0
     if not s.weights_up_front(rows, pipes["MTE2"] >= pipes["cube+MTE1"]):
         band0 = [n * _tile_cycles(m1, 1, kc, s.k1, t, s.img2col_rate(t)) if s.diagonal
-                 else _tile_cycles(m1, n, kc, s.k1, t, s.img2col_rate(t)) for n in n_tiles]
+                 else _tile_cycles(m1, n, kc, s.k1, t, s.img2col_rate(t), s.tail_rate(t))
+                 for n in n_tiles]
         # `weights.ConvWeights.weights_hold_first_band`: super tile by super
         # tile (the first band's last tile waits for the last weights) when
         # the conv is one band or loading them takes half a band's compute;
@@ -410,4 +423,15 @@ def conv_shape(op: ir.Operation) -> ConvShape:
                      dilation_h=g.dilations[0], pad_top=g.pads[0], batch=g.n,
                      out_bytes=nir.element_bytes(nir.memref_element(op.operands[-1])),
                      small=layout(op) == NC1HWC0_C4, diagonal=layout(op) == NC1HWC0_BD,
-                     int8=int8, row_skip=row_skip)
+                     int8=int8, row_skip=row_skip, single_tail=single_tail(op))
+
+
+def single_tail(op: ir.Operation) -> bool:
+    """`ConvShape.single_tail` of a small-channel conv: Kh*Kw = 4g + 1, and
+    the map's slots 4..15 hold zeros: an NC1HWC0 input's padded channels,
+    or an NCHW image of at most 3 channels (its staging fills slots 4..15
+    from a zero channel row, `image_map`)."""
+    g = geometry(op)
+    x = nir.memref_shape(op.operands[0])
+    return (layout(op) == NC1HWC0_C4 and g.kh * g.kw % 4 == 1
+            and (len(x) == 5 or x[1] < 4))
