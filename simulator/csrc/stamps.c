@@ -83,15 +83,10 @@ int plan_open(PyObject *plan, Py_ssize_t size, Plan *P)
         P->hi = stop;
         return 0;
     }
-    const Buf *b = buffer(plan);
-    if (!b) {
-        PyErr_Clear();
+    const int64_t *ix;
+    Py_ssize_t n;
+    if (int64_array(plan, &ix, &n))
         return 1;
-    }
-    if (b->itemsize != 8 || (b->format != 'l' && b->format != 'q'))
-        return 1;
-    const int64_t *ix = (const int64_t *)b->buf;
-    Py_ssize_t n = b->len / 8;
     for (Py_ssize_t k = 0; k < n; k++)
         if (ix[k] < 0 || ix[k] >= size)
             return 1;

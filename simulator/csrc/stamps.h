@@ -50,9 +50,6 @@ void buffers_forget(void);
  * out-of-range index, another dtype: numpy's indexing decides); -1. */
 int plan_open(PyObject *plan, Py_ssize_t size, Plan *P);
 static inline void plan_close(Plan *P) { (void)P; }
-/* A remembered int64 array's data and length: 0, or 1 (not one: another
- * dtype, not contiguous; no exception). */
-int int64_array(PyObject *obj, const int64_t **data, Py_ssize_t *n);
 /* A Stamps object's arrays (int32 stamps, bool mixed flags): 0 or -1. */
 int arrays_open(PyObject *stamps, Arrays *A);
 static inline void arrays_close(Arrays *A) { (void)A; }
