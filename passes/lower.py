@@ -89,9 +89,11 @@ class LowerPass(Pass):
             self.record = self._read_record(module)
             self._take_pipeline_options(module)
         if (self.cores or self.target.cores) == 1:
+            self._no_split("cores=1", module)
             return self._run(module)
         if not self.cores and (any(block_dim(f) > 1 for f in functions(module))
                                or self._make("npu-split-cores").nothing_to_split(module)):
+            self._no_split("the program is split already or too small to split", module)
             return self._run(module)  # split already, or too small for any core to share
         pinned = self._one_core_options(module)
         if pinned and self.cores:
@@ -107,6 +109,8 @@ class LowerPass(Pass):
             if any(block_dim(f) > 1 for f in functions(module)):
                 return
         except PassError as e:  # a split kernel a lowering does not take: one core
+            if self.split_cores_grids and "grids:" in e.message:
+                raise  # the caller's grids, not the program, are wrong
             refused = e.message.splitlines()[0]
         finally:
             self._many = False
@@ -115,6 +119,11 @@ class LowerPass(Pass):
         if refused is not None and self.cores:  # asked for a count: say why it is not met
             self.remark(module, f"npu-lower: the program split over cores did not lower "
                                 f"({refused}); lowered for one core")
+
+    def _no_split(self, why: str, module: ir.Operation) -> None:
+        """`split-cores-grids` forces grids of a split: refused when there is none."""
+        if self.split_cores_grids:
+            raise PassError(f"npu-lower: split-cores-grids: no split over cores ({why})", module)
 
     def _one_core_options(self, module: ir.Operation) -> str | None:
         """What pins one-core tiles on the program, if anything: the split's

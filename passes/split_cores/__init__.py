@@ -96,7 +96,7 @@ class SplitCoresPass(Pass):
         Option("grids", str, "", "grids to take instead of the model's, to measure them: "
                "'MxNxK:PKxPM' (a matmul of that shape, when split over PK*PM cores: PK column "
                "parts x PM row parts of C, as the remarks print them) or 'attention:HPxQP' (head "
-               "parts x query runs), joined by ';'"),
+               "parts x query runs), joined by ';'; an entry no split takes is an error"),
     )
 
     def run(self, module: ir.Operation) -> None:
@@ -106,16 +106,20 @@ class SplitCoresPass(Pass):
         if wanted > self.target.cores:
             raise PassError(f"npu-split-cores: cores={wanted} but {self.target.name} has "
                             f"{self.target.cores} cores", module)
-        if wanted == 1:
-            return
         try:
             grids = parse_grids(self.grids)
         except ValueError as e:
             raise PassError(f"npu-split-cores: grids: {e}", module) from None
+        if wanted == 1:
+            if grids:
+                raise PassError("npu-split-cores: grids: there is no split on one core", module)
+            return
         self.rules = SplitRules(self.target, self.least_bytes(), grids)
         for func in nir.functions(module):
             if func.regions[0].blocks:
                 self._split_function(func, wanted)
+        if (unused := self.rules.unused_grids()) is not None:
+            raise PassError(f"npu-split-cores: grids: {unused}", module)
 
     def least_bytes(self) -> int:
         """The least bytes a core's share of an op must move."""

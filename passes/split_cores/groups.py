@@ -64,9 +64,12 @@ def group_split(group: ir.Operation, parts: int, rules: SplitRules
         return _cuts(group, split, lambda v: _row_cut(v, rows, parts, frac, fine=True))
     if ATTENTION_ATTR in group.attributes:
         a = attention.matched(group)
-        found = attention.grid(group, a, parts, rules.target, rules.grids.get(ATTENTION_KEY))
+        forced = rules.grids.get(ATTENTION_KEY)
+        found = attention.grid(group, a, parts, rules.target, forced)
         if found is None:
             return None
+        if forced is not None:
+            rules.used.add(ATTENTION_KEY)
         hp, qp, _ = found
         attrs = group.attributes[ATTENTION_ATTR]
         heads, head_dim = _dict_int(attrs, "heads"), _dict_int(attrs, "head_dim")

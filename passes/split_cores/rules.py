@@ -80,6 +80,10 @@ def parse_grids(text: str) -> dict:
     return out
 
 
+def _grid_key(key) -> str:
+    return key if key == ATTENTION_KEY else "x".join(str(d) for d in key)
+
+
 class SplitRules:
     """The split of one op over a given number of cores, or None."""
 
@@ -87,6 +91,8 @@ class SplitRules:
         self.target = target
         self.min_bytes = min_bytes
         self.grids = grids or {}  # `parse_grids`: the model's choice replaced
+        self.used: set = set()  # keys of `grids` some split took
+        self.matmuls: set = set()  # (M, N, K, cores) of the matmul splits asked for
         # (images, runs of rows): convs take only that grid (`aligned.py`)
         self.rows_of: tuple[int, int] | None = None
 
@@ -287,7 +293,9 @@ class SplitRules:
         in_bytes = nir.element_bytes(nir.memref_element(types[0]))
         out_bytes = nir.element_bytes(nir.memref_element(types[2]))
         rate = t.path("gm_to_l1").bytes_per_cycle
-        forced = self.grids.get((m1 * f, n1 * f, k1 * f))
+        dims = (m1 * f, n1 * f, k1 * f)
+        self.matmuls.add((*dims, parts))
+        forced = self.grids.get(dims)
         if forced is not None and forced[0] * forced[1] != parts:
             forced = None  # applies to splits over its own count of cores
         best = None
@@ -308,4 +316,19 @@ class SplitRules:
             cost = max(cube, core_bytes / rate, parts * core_bytes / t.gm_chip_bytes_per_cycle)
             if best is None or cost < best.cost:
                 best = Split(cuts, (("k", pk), ("m", pm)), cost)
+        if forced is not None and best is not None:
+            self.used.add(dims)
         return best
+
+    def unused_grids(self) -> str | None:
+        """A line naming the `grids` entries no split took (a matmul shape or
+        core count the program does not have), with the matmul splits it
+        has, or None: an option that does not apply is refused."""
+        unused = [k for k in self.grids if k not in self.used]
+        if not unused:
+            return None
+        names = ", ".join(f"'{_grid_key(k)}:{self.grids[k][0]}x{self.grids[k][1]}'"
+                          for k in unused)
+        seen = ", ".join(f"{m}x{n}x{k} on {c}" for m, n, k, c in sorted(self.matmuls))
+        return (f"{names} applied to no split (the matmul splits tried, M x N x K on cores: "
+                f"{seen or 'none'})")
