@@ -27,7 +27,6 @@ Run: .venv/bin/python bench/chip.py [--cores 1,2,8,32] [--rows bert128,...,mobil
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import tempfile
 import time
@@ -36,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from npu.frontend.compile import compile as npu_compile
-from npu.frontend.problem import model_gm_bytes
+from npu.frontend.problem import model_chip
 from npu.simulator import simulate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,19 +93,8 @@ def _limit(rep: dict) -> str:
     return "+".join(k for k, v in candidates.items() if v >= 0.98 * top)
 
 
-def ideal(rep: dict, model_bytes: int, target) -> tuple[int, str]:
-    """(cycles, what bounds them): the program's cube work over all the
-    target's cores, or the model's bytes once over the chip's GM bandwidth."""
-    cube = rep["chip"]["cube_cycles"] / target.cores
-    gm = model_bytes / target.gm_chip_bytes_per_cycle
-    return (math.ceil(cube), "cube") if cube >= gm else (math.ceil(gm), "gm")
-
-
 def run(path: str, cores: int) -> dict:
-    import onnx
-
     kernel = npu_compile(path, target="ascend910", pipeline=f"npu-lower{{cores={cores}}}")
-    model_bytes = model_gm_bytes(onnx.load(path), kernel.interface.inputs + kernel.interface.outputs)
     func = kernel.module.body.operations[0]
     extra = [v for v in list(func.regions[0].blocks[0].arguments)[len(kernel.interface.roles):]
              if str(v.type) != "index"]
@@ -116,11 +104,13 @@ def run(path: str, cores: int) -> dict:
     res = simulate(kernel.module, kernel.interface.arguments(inputs, extra), target=kernel.target,
                    numerics=False)
     rep = res.report
+    chip = model_chip(rep, kernel.interface.inputs + kernel.interface.outputs,
+                      kernel.model_constant_bytes, kernel.target)
     text = str(kernel.module)
     core0 = rep["cores"][0]["busy_cycles"] if rep.get("cores") else None
     return {"cycles": res.cycles, "launched": rep.get("block_dim", 1),
             "barriers": text.count("hivm.sync_all"), "own": rep["bound_cycles"],
-            **dict(zip(("ideal", "ideal_unit"), ideal(rep, model_bytes, kernel.target))),
+            **dict(zip(("ideal", "ideal_unit"), (chip["bound_cycles"], chip["bound_unit"]))),
             "program_ideal": rep["chip"]["bound_cycles"], "limit": _limit(rep), "core0": core0,
             "seconds": time.perf_counter() - t0}
 

@@ -152,13 +152,21 @@ def chip_bound(rep: dict, per_core: list[dict], target, min_gm_bytes: int) -> No
     """The chip's ideal for this program: the larger of all its cube work
     spread over every core of the target and its compulsory GM traffic
     (every argument once) over the chip's GM bandwidth; `rep["chip"]`."""
-    cube = sum(r["bounds"]["M"] for r in per_core)
+    rebase_chip_bound(rep, sum(r["bounds"]["M"] for r in per_core), target, min_gm_bytes,
+                      "program")
+
+
+def rebase_chip_bound(rep: dict, cube: float, target, min_gm_bytes: int, source: str) -> None:
+    """`rep["chip"]` from the cube work and the GM bytes `source` counts:
+    the program's arguments, or the model's data (`npu.compile` of an ONNX
+    model: a figure that does not move with the layouts chosen)."""
     cube_bound = cube / target.cores
     gm_bound = min_gm_bytes / target.gm_chip_bytes_per_cycle
     unit, bound = ("cube", cube_bound) if cube_bound >= gm_bound else ("gm", gm_bound)
     rep["chip"] = {"cores": target.cores, "launched": rep.get("block_dim", 1),
                    "bound_cycles": math.ceil(bound), "bound_unit": unit,
                    "cube_cycles": round(cube, 2), "min_gm_bytes": int(min_gm_bytes),
+                   "gm_bytes_of": source,
                    "ratio": round(rep["cycles"] / bound, 4) if bound else None}
 
 
@@ -301,7 +309,8 @@ def format_text(rep: dict) -> str:
         ch = rep["chip"]
         lines.append(f"chip ideal   {ch['bound_cycles']}  (limited by {ch['bound_unit']}: "
                      f"{ch['cube_cycles']:.0f} cube cycles over {ch['cores']} cores, "
-                     f"{ch['min_gm_bytes']} GM bytes once over the chip bus; "
+                     f"the {ch.get('gm_bytes_of', 'program')}'s {ch['min_gm_bytes']} GM bytes "
+                     "once over the chip bus; "
                      f"cycles / ideal = {ch['ratio']})")
     if rep.get("memory_system"):
         m = rep["memory_system"]

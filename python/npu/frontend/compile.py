@@ -200,6 +200,7 @@ class Kernel:
     source_names: dict[str, str] = field(default_factory=dict)   # where -> op label
     workspace: dict | None = None
     stage_seconds: dict[str, float] = field(default_factory=dict)   # import, to_ascend, lower
+    model_constant_bytes: int | None = None  # an ONNX model's data (`problem.constant_bytes`)
 
     @property
     def input_names(self) -> list[str]:
@@ -224,6 +225,7 @@ class Kernel:
         return out
 
     def __call__(self, *arrays: np.ndarray, strict: bool = True, numerics: bool = True):
+        from npu.frontend.problem import model_chip
         from npu.frontend.report import per_op_breakdown
         from npu.ir import fused_members
         from npu.simulator.html_report import html_report as html_page
@@ -244,6 +246,9 @@ class Kernel:
         outputs = [result.outputs[i] for i, r in enumerate(self.interface.roles) if r == "output"]
         outputs = [p.widened(o) for o, p in zip(outputs, self.interface.outputs)]
         report = dict(result.report)
+        if self.model_constant_bytes is not None and report.get("chip"):
+            report["chip"] = model_chip(report, self.interface.inputs + self.interface.outputs,
+                                        self.model_constant_bytes, self.target)
         report["per_op"] = per_op_breakdown(result, self.target, self.source_names,
                                             fused_members(self.module.operation))
         # hotspots by ONNX node (name and type), not only `model.onnx:<node number>:1`
@@ -290,6 +295,7 @@ def import_linalg(source, ctx: ir.Context, where: str, input_shapes: dict | None
         raise CompileError(str(e)) from None
     locate = NodeLocations(os.path.basename(where), imported.node_types)
     locate.empty = imported.empty
+    locate.constant_bytes = imported.constant_bytes
     if not imported.mlir:  # every output known on the host: no device program
         return None, [], [], locate
     module = _parse(imported.mlir, ctx, where)
@@ -378,7 +384,8 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
     names = locate.by_where if locate else {}
     return wrap(locate.empty if locate else None,
                 Kernel(module, interface, tgt, stages, time.perf_counter() - t0, names, gm_plan(module),
-                       {k: round(v, 3) for k, v in seconds.items()}), tgt)
+                       {k: round(v, 3) for k, v in seconds.items()},
+                       locate.constant_bytes if locate else None), tgt)
 
 
 def _by_node(text: str, locate, where: str) -> str:

@@ -18,6 +18,7 @@ class NodeLocations:
         self.order = {name: i + 1 for i, name in enumerate(node_types)}
         self.types = node_types
         self.empty = None  # `onnx_empty.EmptyPlan`: zero-size values the host knows
+        self.constant_bytes: int | None = None  # `problem.constant_bytes` of the model as given
         self.by_where = {f"{model_name}:{i}:1": f"{name} ({node_types[name]})"
                          for name, i in self.order.items()}
 

@@ -59,6 +59,8 @@ class ImportedModel:
     # `onnx_empty.EmptyPlan` when values are zero-size (known on the host);
     # with no device outputs left, `mlir` is empty.
     empty: object = None
+    # `problem.constant_bytes` of the model as given: the chip ideal's constant data
+    constant_bytes: int | None = None
 
 
 def _error(where: str, message: str) -> ImportError_:
@@ -215,6 +217,9 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     where = where or (os.fspath(model_or_path) if isinstance(model_or_path, (str, os.PathLike))
                       else "<model>")
     model = load_model(model_or_path, where)
+    from npu.frontend.problem import constant_bytes
+
+    given_bytes = constant_bytes(model)
     if model is model_or_path:  # never touch the caller's proto (one loaded here is ours)
         copy = type(model)()
         copy.CopyFrom(model)
@@ -281,7 +286,7 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     del model  # `_run_torch_mlir` lets the proto go once torch-mlir holds the weights
     text = _run_torch_mlir(owned, where, node_types, inputs, outputs, weights,
                            [f"{n}={t}" for n, t in sorted(host_types.items())])
-    return ImportedModel(text, inputs, outputs, node_types, weights or {}, empty)
+    return ImportedModel(text, inputs, outputs, node_types, weights or {}, empty, given_bytes)
 
 
 def function_name(graph_name: str) -> str:

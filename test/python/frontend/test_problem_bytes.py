@@ -1,14 +1,18 @@
 """The problem's compulsory GM bytes (`npu.frontend.problem`): the model's
 inputs, outputs and weights once, in the types the device holds them in,
-whatever layout the program chose (bench/chip.py's chip ideal)."""
+whatever layout the program chose (the chip ideal of npu.compile's report,
+npu-run's and bench/chip.py's)."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from onnx import TensorProto, helper
 
 import npu
 from npu.frontend.problem import model_gm_bytes
+from npu.simulator import simulate
 from onnx_models import mlp, model
 
 
@@ -23,7 +27,16 @@ def test_mlp_counts_the_model_not_the_program():
     assert model_gm_bytes(m, ports) == want
     x = np.zeros((256, 128), np.float32)
     _, report = kernel(x, numerics=False)
-    assert report["chip"]["min_gm_bytes"] > want
+    # npu.compile's (and so npu-run's) report takes the model's bytes; the
+    # program's arguments hold more
+    chip = report["chip"]
+    assert (chip["min_gm_bytes"], chip["gm_bytes_of"]) == (want, "model")
+    target = kernel.target
+    assert chip["bound_cycles"] == math.ceil(max(chip["cube_cycles"] / target.cores,
+                                                 want / target.gm_chip_bytes_per_cycle))
+    program = simulate(kernel.module, kernel.interface.arguments([x]), target=target,
+                       numerics=False).report["chip"]
+    assert program["gm_bytes_of"] == "program" and program["min_gm_bytes"] > want
 
 
 def test_host_only_and_scalar_constants_are_not_counted():
