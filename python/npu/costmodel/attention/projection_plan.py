@@ -145,8 +145,8 @@ def estimate(a: Attention, qb: int, kb: int, p: Projection, pp: ProjPlan, target
     (with query tiles a head, the cube's is the steps' path,
     `weight_ring.cube_path`) plus the first head's projection, or (not
     `overlapped`) the two one after the other. `steps` = False: without the steps' floor of the
-    vector's work (`weight_ring.cube_path`), the busiest pipes as the
-    kernels apart are estimated (`choose` weighs the two on that basis)."""
+    vector's work (`weight_ring.cube_path`), the busiest pipes (`choose`'s
+    remark)."""
     if attention is None:
         attention = modelled(a, qb, kb, target, softmax, on_chip=True)
     work, fill = projection_work(a, p, pp, target, overlapped(a, qb, kb))
@@ -195,8 +195,8 @@ def projection_cycles(p: Projection, target: Target) -> float:
 class Choice:
     """`choose`'s pick: the attention tile with the projection's plan, the
     estimated cycles fused (`cost`: each pipe's, `fused`: the busiest plus
-    the first head's projection; `busiest`: without the steps' floor, the
-    basis `apart` is weighed on) and apart, and why the tile the attention
+    the first head's projection; `busiest`: without the steps' floor) and
+    apart, and why the tile the attention
     has apart was not kept (`apart_why`, None when it was)."""
 
     qb: int
@@ -207,7 +207,7 @@ class Choice:
     apart: float
     cost: TileCost | None = None
     apart_why: str | None = None
-    busiest: float = 0.0  # `fused` on the basis of `apart` (`estimate`'s steps=False)
+    busiest: float = 0.0  # `fused` by the busiest pipes (`estimate`'s steps=False)
 
 
 def choose(a: Attention, p: Projection, target: Target, ub_fraction: float,
@@ -216,15 +216,18 @@ def choose(a: Attention, p: Projection, target: Target, ub_fraction: float,
     npu-fuse-attention's cost model weighs) and projection plan that fit
     on chip with the least estimated time (`estimate`), against the
     projection's own kernel plus the attention at `apart_tile` (its own
-    plan, by the same model of the attention: `modelled`), the two by their
-    busiest pipes; a string says why none is taken.
+    plan, by the same model of the attention with its steps' path:
+    `modelled`); a string says why none is taken.
     `footprint_of(qb, kb)`: the attention's own footprint at that tile
     (None: it does not fit by itself)."""
     # Apart, the attention's first loads wait for the projection's last
     # stores: a GM write and read latency between the two kernels.
     boundary = target.path("ub_to_gm").latency + target.path("gm_to_l1").latency
+    # The attention apart with its steps' path (`serial_steps`: at seq 208
+    # its steps cannot overlap, 130,268 cycles simulated, 126,228 estimated,
+    # 74,880 by the busiest pipe).
     apart = (projection_cycles(p, target) + boundary
-             + modelled(a, *apart_tile, target, softmax).cycles)
+             + modelled(a, *apart_tile, target, softmax, path=True).cycles)
     best: Choice | None = None
     why = "no tile of the attention leaves room on chip for one C piece of the projection"
     # Why the apart tile is not kept: the least overflow of its plans, or
@@ -271,17 +274,17 @@ def choose(a: Attention, p: Projection, target: Target, ub_fraction: float,
                 break
     if best is None:
         return why
-    # Fused against apart on one basis, the busiest pipes: the kernels apart
-    # have no path model (at seq 208 they simulate 1.45x and 1.74x their
-    # busiest pipes, 283,687 cycles against 165,436 estimated), so the
-    # fused kernel's path against them would keep them apart where they are
-    # slower (as the reverted cfe2815 did: BERT-base layer seq 208 630,731 ->
-    # 718,890 cycles).
+    # Fused against apart, each with its path: the attention apart has its
+    # steps' path (`serial_steps`), so the whole estimate of the fused
+    # kernel is weighed (before, the busiest pipes of both: apart at seq 208
+    # was 165,436 estimated against 283,687 simulated, and the fused path
+    # against it kept the kernels apart where they are slower, as the
+    # reverted cfe2815 did: BERT-base layer seq 208 630,731 -> 718,890).
     _, busiest = estimate(a, best.qb, best.kb, p, best.plan, target, softmax, steps=False)
     best = replace(best, busiest=busiest)
-    if busiest >= apart:
-        return (f"estimated {int(best.fused)} cycles fused, {int(busiest)} by the busiest "
-                f"pipes, against {int(apart)} apart (projection kernel, then attention)")
+    if best.fused >= apart:
+        return (f"estimated {int(best.fused)} cycles fused ({int(busiest)} by the busiest "
+                f"pipes) against {int(apart)} apart (projection kernel, then attention)")
     if (best.qb, best.kb) != apart_tile:
         if apart_best is not None:
             reason = f"estimated {int(apart_best)} cycles with the projection"
