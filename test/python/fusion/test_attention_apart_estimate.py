@@ -26,11 +26,14 @@ def cost(s1: int, qb: int, kb: int, resident: bool, path: bool = True, rows: boo
 def test_one_chunk_that_fits_l0b_once_is_serial():
     """208 keys (13 blocks): K^T and V take 59,904 of L0B's 65,536 bytes,
     one chunk but not two steps' worth; 256 keys run in three chunks that
-    alternate two buffers; 128 keys fit twice (73,728 bytes: no)."""
+    alternate two buffers. 128 keys (36,864 bytes, twice 73,728) would be
+    serial too, but at seq 128 that is one tile a head, whose steps are
+    the heads (`head_pipeline`): `tile_cost` gives it no steps' path."""
     t = get_target("ascend910")
     assert serial_steps.serial(13, D1, t)
     assert not serial_steps.serial(16, D1, t)
-    assert serial_steps.serial(8, D1, t)  # only a head's one tile: `tile_cost` leaves it
+    assert serial_steps.serial(8, D1, t)
+    assert cost(8, 8, 8, False).path == 0
 
 
 def test_bert208s_steps_are_one_chain():
