@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from npu.costmodel.attention import serial_steps
 from npu.target import Target
 
 # Vector cycles per step the work model does not count: the latencies of a
@@ -35,19 +36,22 @@ class TileCost:
     cube: int
     mte1: int
     mte2: int
+    path: int = 0  # steps that cannot overlap, one after the other (`serial_steps`; 0: none)
 
     def __add__(self, other: "TileCost") -> "TileCost":
         return TileCost(self.vector + other.vector, self.cube + other.cube,
-                        self.mte1 + other.mte1, self.mte2 + other.mte2)
+                        self.mte1 + other.mte1, self.mte2 + other.mte2, self.path + other.path)
 
     @property
     def cycles(self) -> int:
-        """The pipes overlap (a software pipeline): the busiest one."""
-        return max(self.vector, self.cube, self.mte1, self.mte2)
+        """The pipes overlap (a software pipeline): the busiest one, or the
+        steps' path when they cannot overlap."""
+        return max(self.vector, self.cube, self.mte1, self.mte2, self.path)
 
     def text(self) -> str:
+        steps = f", steps' path {self.path}" if self.path else ""
         return (f"{self.cycles} cycles (vector {self.vector}, cube {self.cube}, "
-                f"L1->L0 {self.mte1}, GM->L1 {self.mte2})")
+                f"L1->L0 {self.mte1}, GM->L1 {self.mte2}{steps})")
 
 
 def mask_resident(seq_blocks: int, q_blocks: int, k_blocks: int, mask_bytes: int,
@@ -88,7 +92,7 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
               softmax: str, resident: bool, row_loads: bool, nz_out: bool,
               t: Target, on_chip: bool = False, guard: bool = False,
               key_mask: str = "", query_blocks: int | None = None,
-              scores_mask: str = "", overlap: bool = False) -> TileCost:
+              scores_mask: str = "", overlap: bool = False, path: bool = False) -> TileCost:
     """The pipes' cycles of `heads` heads of seq_blocks x seq_blocks scores
     in tiles of q_blocks x k_blocks (16-row blocks). `resident`: K and V are
     loaded once a head (else once per query tile); `row_loads`: Q, K, V are
@@ -106,7 +110,11 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
     softmax) and added; or, kept whole in UB (`mask_resident`), read and made
     ready once for every head and step. `overlap`: every query tile has
     q_blocks, the last overlapping the one before
-    (`npu.costmodel.attention.plan.overlapped`)."""
+    (`npu.costmodel.attention.plan.overlapped`). `path`: the standalone
+    kernel's in-order latencies, which the tiles' ranking leaves out: the
+    steps' path when they cannot overlap (one key tile that
+    `serial_steps.serial` finds too wide for two steps in L0B) and a GM
+    latency per run of copies on MTE2."""
     s1, d1 = seq_blocks, d_blocks
     sq = s1 if query_blocks is None else query_blocks
     es = 2 if softmax == "f16" else 4
@@ -130,12 +138,15 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
             return repeats(elements) * simple
         return repeats(elements) * conv + 2 * repeats(elements, 2) * simple
 
-    vector = cube = mte1 = 0
+    chained = (path and not on_chip and len(k_tiles) == 1 and len(q_tiles) > 1
+               and serial_steps.serial(k_tiles[0], d1, t))
+    vector = cube = mte1 = chain = 0
     for qb in q_tiles:
         rows = qb * 16
         slab = rows * 16
         for y, kb in enumerate(k_tiles):
             scores = slab * kb
+            before = vector
             vector += scores * 4 // drain_rate  # the scores' drain (f32 read)
             vector += (kb - 1) * repeats(slab, es) * simple  # the row max's fold
             vector += row_max_cycles(rows, es, t)
@@ -145,9 +156,11 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
             vector += repeats(scores, 2) * trans  # exp
             vector += 8 * repeats(rows) * simple  # per-row steps (offsets, alpha)
             vector += rows // (32 // es) * t.vnchwconv_cycles_per_repeat  # the shift's broadcast
+            after = vector  # what follows P.V
             vector += (d1 + 1) * slab * 4 // drain_rate  # P.V (and the sums) drained
             if y:
                 vector += (d1 + 1) * repeats(slab) * fma  # O = alpha O + P.V
+            after = vector - after
             if key_mask:  # one vadd per key slab (after the scale: the scores scaled first)
                 vector += kb * repeats(slab, es) * simple
                 vector += repeats(scores, es) * simple if key_mask == "after" else 0
@@ -157,6 +170,9 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
                 vector += kb * -(-rows // per) * simple + (0 if once else ready(scores))
             if guard:  # the rows' mask (vsub, vcmp) and one vsel over P
                 vector += 2 * repeats(slab, es) * simple + repeats(scores, 2) * simple
+            if chained:  # the step's softmax, before its P.V
+                chain += serial_steps.step_chain(qb, kb, d1, vector - before - after, resident,
+                                                 row_loads, t)
             vector += STEP_IDLE_CYCLES
             cube += t.cube_cycles(qb * kb * (2 * d1 + 1))
             mte1 += (kb * (2 * d1 + 1) * frac2) // t.path("l1_to_l0b").bytes_per_cycle
@@ -171,6 +187,17 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
         return nbytes // gm + bursts * t.gm_burst_cycles
 
     mte2 = 0 if on_chip else load(sq * d1) + (1 if resident else len(q_tiles)) * load(2 * s1 * d1)
+    if path and not on_chip:
+        # Each run of copies ends in a flag whose set waits for the run to
+        # land, and MTE2 issues the next run after it: a GM latency a run.
+        # One tile a head loads Q, K and V as one run (BERT seq 128: 2,654
+        # cycles a head in the simulator, 2,304 of copies; 36,337 simulated
+        # against 29,652 by the busiest pipe); else Q a query tile, and K
+        # and V a key tile (once a head when `resident`).
+        whole = len(q_tiles) == 1 and len(k_tiles) == 1
+        runs = 1 if whole else len(q_tiles) * (1 + (0 if resident else 2 * len(k_tiles))) \
+            + (2 if resident else 0)
+        mte2 += runs * t.path("gm_to_l1").latency
     # The mask in f32: each head's steps' tiles (a burst per row), or the
     # whole mask once (a burst per 16 rows) and made ready once.
     once_mte2 = once_vector = 0
@@ -180,4 +207,4 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
     elif scores_mask:
         mte2 += sq * s1 * 256 * 4 // gm + sq * 16 * len(k_tiles) * t.gm_burst_cycles
     return TileCost(heads * vector + once_vector, heads * int(cube), heads * mte1,
-                    heads * mte2 + once_mte2)
+                    heads * mte2 + once_mte2, int(heads * chain))

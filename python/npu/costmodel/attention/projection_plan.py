@@ -10,7 +10,6 @@ kernel followed by the attention at its own tile (the same model).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 from npu import ir as nir
@@ -19,6 +18,9 @@ from npu.costmodel.attention.pattern import Attention
 from npu.costmodel.attention.cost import STEP_IDLE_CYCLES, TileCost
 from npu.costmodel.attention.plan import MAX_HEAD_STEPS, modelled, tile_shapes
 from npu.costmodel.attention.projection import FRACTAL_F16, FRACTAL_F32, Projection, ProjPlan, footprint
+from npu.costmodel.matmul.fitting import MatmulShape
+from npu.costmodel.matmul.pipelined import Drain, store_cycles
+from npu.costmodel.matmul.tiling import kernel_cycles
 from npu.target import Target
 
 
@@ -145,8 +147,8 @@ def estimate(a: Attention, qb: int, kb: int, p: Projection, pp: ProjPlan, target
     (with query tiles a head, the cube's is the steps' path,
     `weight_ring.cube_path`) plus the first head's projection, or (not
     `overlapped`) the two one after the other. `steps` = False: without the steps' floor of the
-    vector's work (`weight_ring.cube_path`), the busiest pipes as the
-    kernels apart are estimated (`choose` weighs the two on that basis)."""
+    vector's work (`weight_ring.cube_path`), the busiest pipes (`choose`'s
+    remark)."""
     if attention is None:
         attention = modelled(a, qb, kb, target, softmax, on_chip=True)
     work, fill = projection_work(a, p, pp, target, overlapped(a, qb, kb))
@@ -182,21 +184,25 @@ def estimate(a: Attention, qb: int, kb: int, p: Projection, pp: ProjPlan, target
 
 
 def projection_cycles(p: Projection, target: Target) -> float:
-    """The projection as its own kernel (npu-lower-matmul's pipelined
-    schedule): its cube work or its A and B traffic, the larger."""
-    m = p.m1 * target.fractal
-    xs = nir.memref_shape(p.x)
-    blocks = p.m1 * p.n1 * p.c_blocks
-    traffic = (math.prod(xs) * 2 + p.c_blocks * p.n1 * FRACTAL_F16 + m * p.c_blocks * 16 * 2)
-    return max(target.cube_cycles(blocks), traffic / target.path("gm_to_l1").bytes_per_cycle)
+    """The projection as its own kernel: npu-lower-matmul's pipelined
+    schedule with the epilogue on its drains and Q, K, V stored row-major
+    (`kernel_cycles`, the figure npu-fuse gives the epilogue group). Its
+    cube work or its A and B traffic, the larger, left out the fill, the
+    latencies and the stores: BERT seq 208 89,856 against 105,462 (the
+    kernel simulates about 133,000 from its first mad)."""
+    frac = target.fractal
+    c_bytes = nir.element_bytes(nir.memref_element(p.matmul.operands[-1]))
+    shape = MatmulShape(p.m1 * frac, p.n1 * frac, p.c_blocks * frac, out_bytes=c_bytes)
+    stores = store_cycles(target, shape.M * shape.K, 2, frac)  # Q, K, V: f16 rows
+    return kernel_cycles(shape, target, Drain(p.vector_cycles, stores, True))
 
 
 @dataclass(frozen=True)
 class Choice:
     """`choose`'s pick: the attention tile with the projection's plan, the
     estimated cycles fused (`cost`: each pipe's, `fused`: the busiest plus
-    the first head's projection; `busiest`: without the steps' floor, the
-    basis `apart` is weighed on) and apart, and why the tile the attention
+    the first head's projection; `busiest`: without the steps' floor) and
+    apart, and why the tile the attention
     has apart was not kept (`apart_why`, None when it was)."""
 
     qb: int
@@ -207,7 +213,7 @@ class Choice:
     apart: float
     cost: TileCost | None = None
     apart_why: str | None = None
-    busiest: float = 0.0  # `fused` on the basis of `apart` (`estimate`'s steps=False)
+    busiest: float = 0.0  # `fused` by the busiest pipes (`estimate`'s steps=False)
 
 
 def choose(a: Attention, p: Projection, target: Target, ub_fraction: float,
@@ -216,15 +222,18 @@ def choose(a: Attention, p: Projection, target: Target, ub_fraction: float,
     npu-fuse-attention's cost model weighs) and projection plan that fit
     on chip with the least estimated time (`estimate`), against the
     projection's own kernel plus the attention at `apart_tile` (its own
-    plan, by the same model of the attention: `modelled`), the two by their
-    busiest pipes; a string says why none is taken.
+    plan, by the same model of the attention with its steps' path:
+    `modelled`); a string says why none is taken.
     `footprint_of(qb, kb)`: the attention's own footprint at that tile
     (None: it does not fit by itself)."""
     # Apart, the attention's first loads wait for the projection's last
     # stores: a GM write and read latency between the two kernels.
     boundary = target.path("ub_to_gm").latency + target.path("gm_to_l1").latency
+    # The attention apart with its steps' path (`serial_steps`: at seq 208
+    # its steps cannot overlap, 130,268 cycles simulated, 126,228 estimated,
+    # 74,880 by the busiest pipe).
     apart = (projection_cycles(p, target) + boundary
-             + modelled(a, *apart_tile, target, softmax).cycles)
+             + modelled(a, *apart_tile, target, softmax, path=True).cycles)
     best: Choice | None = None
     why = "no tile of the attention leaves room on chip for one C piece of the projection"
     # Why the apart tile is not kept: the least overflow of its plans, or
@@ -271,17 +280,17 @@ def choose(a: Attention, p: Projection, target: Target, ub_fraction: float,
                 break
     if best is None:
         return why
-    # Fused against apart on one basis, the busiest pipes: the kernels apart
-    # have no path model (at seq 208 they simulate 1.45x and 1.74x their
-    # busiest pipes, 283,687 cycles against 165,436 estimated), so the
-    # fused kernel's path against them would keep them apart where they are
-    # slower (as the reverted cfe2815 did: BERT-base layer seq 208 630,731 ->
-    # 718,890 cycles).
+    # Fused against apart, each with its path: the attention apart has its
+    # steps' path (`serial_steps`), so the whole estimate of the fused
+    # kernel is weighed (before, the busiest pipes of both: apart at seq 208
+    # was 165,436 estimated against 283,687 simulated, and the fused path
+    # against it kept the kernels apart where they are slower, as the
+    # reverted cfe2815 did: BERT-base layer seq 208 630,731 -> 718,890).
     _, busiest = estimate(a, best.qb, best.kb, p, best.plan, target, softmax, steps=False)
     best = replace(best, busiest=busiest)
-    if busiest >= apart:
-        return (f"estimated {int(best.fused)} cycles fused, {int(busiest)} by the busiest "
-                f"pipes, against {int(apart)} apart (projection kernel, then attention)")
+    if best.fused >= apart:
+        return (f"estimated {int(best.fused)} cycles fused ({int(busiest)} by the busiest "
+                f"pipes) against {int(apart)} apart (projection kernel, then attention)")
     if (best.qb, best.kb) != apart_tile:
         if apart_best is not None:
             reason = f"estimated {int(apart_best)} cycles with the projection"
