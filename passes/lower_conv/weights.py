@@ -11,15 +11,11 @@ from typing import Callable
 from mlir import ir
 
 from npu import ir as nir
+from npu.costmodel.conv.streamed import STREAMED_PARTS
 from npu.kernels.cce_build import copy, copy_bursts
 
 FRAC = 256  # elements of one f16 (or f32, i32) fractal
 FRAC_INT8 = 512  # elements of one int8 fractal (16 x 32: 512 bytes, like an f16 one)
-# A streamed super tile after the first loads in this many pieces (the first
-# in `pieces_of_rows`): 3x3 256->256 14 (four tiles of 295 KB) 40,151 cycles
-# whole, 37,775 in halves, 36,983 in thirds; resident later tiles stay whole
-# (1x1/2 256->512 56: 35,129 whole, 35,790 in thirds).
-STREAMED_PARTS = 3
 # On the resident weights' L1 alloc: npu-prefetch finds the conv's pieces by it
 # (the copies into it, grouped by their offset there, in order).
 RESIDENT_ATTR = "npu.resident_weights"

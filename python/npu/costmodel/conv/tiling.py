@@ -27,6 +27,7 @@ from mlir import ir
 from npu import ir as nir
 from npu.costmodel.conv.epilogue import EpilogueWork
 from npu.costmodel.conv.int8_staging import staging_work
+from npu.costmodel.conv.streamed import serial_gaps
 from npu.dialects.ascend_conv import NC1HWC0_BD, NC1HWC0_C4, geometry, is_int8, layout
 from npu.target import Target
 
@@ -266,12 +267,14 @@ def _tile_cycles(m1: int, n1: int, kc: int, k1: int, t: Target, rate: int,
 
 
 def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Target,
-             epilogue: EpilogueWork | None = None, merged: bool = False) -> tuple[float, dict]:
+             epilogue: EpilogueWork | None = None, merged: bool = False,
+             sets: int = 2) -> tuple[float, dict]:
     """(cycles, per-pipe work) of one tiling, with `epilogue`'s work on each
     drained tile: its vector passes, its operands' loads (with resident
     weights each drain's loads pay the GM latency on their own; streamed,
-    they join the super tile's weight run) and its result's stores (one per
-    super tile when `merged`: `one_store`)."""
+    they join the super tile's weight run, and super tiles that fill the
+    epilogue's `sets` run one after another: `streamed.serial_gaps`) and its
+    result's stores (one per super tile when `merged`: `one_store`)."""
     frac = t.fractal_bytes(2)
     bands = -(-s.ho // rows)
     m1 = -(-rows * s.wo // 16)
@@ -322,6 +325,9 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     # Each (band, super tile) also pays flag round trips and a drain that is
     # not hidden at its edges: an estimate of BAND_OVERHEAD cycles.
     compute += s.batch * bands * len(n_tiles) * BAND_OVERHEAD
+    # idle, not work: the lowering reads the pipes (`weights.mte2_bound`)
+    idle = 0.0 if resident else serial_gaps(epilogue, n_tiles * (s.batch * bands), m1, s.k1,
+                                            kc, t, sets)
     pipes = {"cube+MTE1": compute, "MTE2": mte2, "V": drain, "MTE3": mte3}
     gm = t.path("gm_to_l1")
     map0 = _l1_band_bytes(s, rows) / gm.bytes_per_cycle
@@ -331,7 +337,7 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     # super tile carries its first half's bytes too
     last = m1 * (n1 // 2) * FRACTAL_ELEMENTS * out_bytes if merged else 0
     tail += last / t.path("ub_to_gm").bytes_per_cycle
-    steady = max(pipes.values()) + gm.latency + map0 + tail
+    steady = max(*pipes.values(), compute + idle) + gm.latency + map0 + tail
     if not resident or not s.weights_gate:
         return steady, pipes
     # Resident weights: the first band's chunks wait for their weights, which
@@ -404,7 +410,7 @@ def choose_tiling(s: ConvShape, t: Target, ub_bytes: int | None = None,
             kcs = sorted({kc_max, -(-s.k1 // -(-s.k1 // kc_max))})
             for kc, merged in ((kc, m) for kc in kcs
                                for m in {False, one_store(s, m1, n1, ub, epilogue)}):
-                cycles, pipes = estimate(s, rows, n1, kc, resident, t, epilogue, merged)
+                cycles, pipes = estimate(s, rows, n1, kc, resident, t, epilogue, merged, sets)
                 if best is None or cycles < best.cycles:
                     best = ConvTiling(rows, m1, n1, kc, resident, cycles,
                                       tuple(sorted(pipes.items())), merged)
