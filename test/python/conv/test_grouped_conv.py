@@ -92,7 +92,10 @@ def test_block_diagonal_is_the_grouped_conv():
 
 def test_cost_model_prefers_the_diagonal_form():
     """MobileNetV2's 14x14x576 depthwise layer: the diagonal form's K is the
-    9 kernel points of one block, C1 = 36 times less than the dense form's."""
+    9 kernel points of one block, C1 = 36 times less than the dense form's.
+    (The dense form's estimate fell from 218,602 to 193,770 cycles when a
+    conv of one band could keep one map in L1 instead of two: a single
+    band of 14 rows; the diagonal form's, 20,414, is 9.5x less.)"""
     from npu.costmodel.conv.tiling import ConvShape, choose_tiling
     from npu.target import get_target
 
@@ -100,4 +103,4 @@ def test_cost_model_prefers_the_diagonal_form():
     dense = ConvShape(36, 14, 14, 36, 3, 3, 14, 14, 1, 1, 1, out_bytes=2)
     diag = ConvShape(36, 14, 14, 36, 3, 3, 14, 14, 1, 1, 1, out_bytes=2, diagonal=True)
     assert diag.k1 == 9 and dense.k1 == 36 * 9
-    assert choose_tiling(diag, t).cycles * 10 < choose_tiling(dense, t).cycles
+    assert choose_tiling(diag, t).cycles * 9 < choose_tiling(dense, t).cycles
