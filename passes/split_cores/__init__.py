@@ -51,6 +51,7 @@ from npu.costmodel.fusion.rows import FUSED_ATTR
 from .barriers import Access, Unit, gm_operands, place
 from .groups import apply_group, external, group_split, written
 from . import aligned, share
+from .prefetched import NONE, Lookahead
 from .rules import SplitRules, parse_grids
 from .split import Split, apply
 
@@ -74,6 +75,21 @@ def _cube_blocks(op: ir.Operation) -> int:
         return out[0] * -(-out[2] * out[3] // 16) * w[0] * w[1]
     a, b = (nir.memref_shape(v.type) for v in op.operands[:2])
     return math.prod(a[:-4]) * a[-3] * a[-4] * b[-4]
+
+
+def _is_matmul(op: ir.Operation) -> bool:
+    """A lone matmul or a matmul epilogue group."""
+    return op.name == "ascend.matmul" or (op.name == "scf.execute_region"
+                                          and EPILOGUE_ATTR in op.attributes)
+
+
+def _roots(op: ir.Operation, written_only: bool = False) -> set:
+    """The GM buffers an op or group reads and writes (or only writes)."""
+    if op.name.startswith("ascend."):
+        values = [op.operands[-1]] if written_only else list(op.operands)
+    else:
+        values = list(written(op)) if written_only else gm_operands(op)
+    return {nir.view_root(v) for v in values}
 
 
 def _bytes(v: ir.Value) -> int:
@@ -140,6 +156,7 @@ class SplitCoresPass(Pass):
         splits: list[Split | None] = []
         for child in func.regions[0].blocks[0].operations:
             op = child.operation
+            self.rules.lookahead = self._lookahead(op, units, splits)
             if op.name.startswith("ascend."):
                 split = next((s for n in range(wanted, 1, -1)
                               if (s := self.rules.split(op, n)) is not None), None)
@@ -159,6 +176,7 @@ class SplitCoresPass(Pass):
                                           for v in gm_operands(op)],
                                   f"{op.name}: 1 core (a kernel already lowered)"))
                 splits.append(None)
+        self.rules.lookahead = NONE
         shares = share.plan(units, wanted, lambda i, n: self._split_at(units[i].op, n)) \
             if self.share else {}
         for i, (choice, base) in shares.items():
@@ -225,6 +243,16 @@ class SplitCoresPass(Pass):
         with ir.InsertionPoint(guard.then_block):
             end = scf.YieldOp([])
         op.move_before(end.operation)
+
+    @staticmethod
+    def _lookahead(op: ir.Operation, units: list[Unit], splits: list) -> Lookahead:
+        """What npu-prefetch gives a matmul's grid (`prefetched`): the MTE2
+        tail of the unit before, when the matmul waits for it."""
+        if (not _is_matmul(op) or not units or splits[-1] is None
+                or not _roots(op) & _roots(units[-1].op, True)):
+            return NONE
+        before = splits[-1][0] if isinstance(splits[-1], tuple) else splits[-1]
+        return Lookahead(before.tail)
 
     def _split_at(self, op: ir.Operation, n: int) -> Split | tuple | None:
         """An ascend op's or a fused group's split over n cores, or None."""

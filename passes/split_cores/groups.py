@@ -22,6 +22,7 @@ smaller C.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from mlir import ir
 
@@ -67,7 +68,7 @@ def group_split(group: ir.Operation, parts: int, rules: SplitRules
         found = attention.grid(group, a, parts, rules.target, rules.grids.get(ATTENTION_KEY))
         if found is None:
             return None
-        hp, qp, _ = found
+        hp, qp, cycles = found
         attrs = group.attributes[ATTENTION_ATTR]
         heads, head_dim = _dict_int(attrs, "heads"), _dict_int(attrs, "head_dim")
         queries = attention.query_side(a) if a is not None and qp > 1 else set()
@@ -85,7 +86,8 @@ def group_split(group: ir.Operation, parts: int, rules: SplitRules
             rows = attention.rows_dim(v, a)
             return None if rows is None or rows in cut else {**cut, rows: attention.QUERIES}
 
-        return _cuts(group, attention.split(hp, qp), cut_of)
+        # its loads come first: MTE2 idles through its modelled cycles (`prefetched`)
+        return _cuts(group, replace(attention.split(hp, qp), tail=float(cycles)), cut_of)
     if CONV_EPILOGUE_ATTR in group.attributes:
         conv = [o for o in members(group) if o.name == "ascend.conv2d"]
         split = rules.split_conv(conv[0], parts) if len(conv) == 1 else None

@@ -45,6 +45,7 @@ from npu.costmodel.matmul.tiling import TilingError, choose_tiling
 from npu.target import Target
 
 from .conv import split_conv, split_pool
+from .prefetched import NONE, Lookahead, is_host_constant, ranked, tail_cycles, weight_slots
 from .split import COLUMNS, ROW_BLOCKS, ROWS, RUN, Split
 
 ELEMENTWISE = {"ascend.add", "ascend.sub", "ascend.mul", "ascend.div", "ascend.max",
@@ -89,6 +90,9 @@ class SplitRules:
         self.grids = grids or {}  # `parse_grids`: the model's choice replaced
         # (images, runs of rows): convs take only that grid (`aligned.py`)
         self.rows_of: tuple[int, int] | None = None
+        # the units around the op being split (`prefetched`): matmul grids
+        # count the weights npu-prefetch loads before their barrier
+        self.lookahead: Lookahead = NONE
 
     def _aligned(self, t: ir.Type, dim: int, parts: int) -> bool:
         """A slice of `t` along `dim` in `parts` equal pieces starts every
@@ -286,7 +290,7 @@ class SplitRules:
         t = self.target
         in_bytes = nir.element_bytes(nir.memref_element(types[0]))
         out_bytes = nir.element_bytes(nir.memref_element(types[2]))
-        rate = t.path("gm_to_l1").bytes_per_cycle
+        constant = is_host_constant(op.operands[1])
         forced = self.grids.get((m1 * f, n1 * f, k1 * f))
         if forced is not None and forced[0] * forced[1] != parts:
             forced = None  # applies to splits over its own count of cores
@@ -305,7 +309,10 @@ class SplitRules:
                 continue
             core_bytes = (choice.traffic.read_bytes(shape) + choice.traffic.write_bytes(shape))
             cube = t.cube_cycles(float(m1 // pm * n1 * (k1 // pk)))
-            cost = max(cube, core_bytes / rate, parts * core_bytes / t.gm_chip_bytes_per_cycle)
+            slots = weight_slots(shape, choice, t) if constant and self.lookahead.gap else 0
+            whole = slots >= shape.N * shape.K * in_bytes
+            cost = ranked(cube, core_bytes, slots, whole, parts, self.lookahead, t)
             if best is None or cost < best.cost:
-                best = Split(cuts, (("k", pk), ("m", pm)), cost)
+                best = Split(cuts, (("k", pk), ("m", pm)), cost,
+                             tail=tail_cycles(shape, choice, t))
         return best
