@@ -154,9 +154,9 @@ class SplitCoresPass(Pass):
         self._dissolve_weight_bound_epilogues(func, wanted)
         units: list[Unit] = []
         splits: list[Split | None] = []
-        for child in func.regions[0].blocks[0].operations:
-            op = child.operation
-            self.rules.lookahead = self._lookahead(op, units, splits)
+        ops = [child.operation for child in func.regions[0].blocks[0].operations]
+        for at, op in enumerate(ops):
+            self.rules.lookahead = self._lookahead(op, ops[at + 1:], units, splits, wanted)
             if op.name.startswith("ascend."):
                 split = next((s for n in range(wanted, 1, -1)
                               if (s := self.rules.split(op, n)) is not None), None)
@@ -244,15 +244,26 @@ class SplitCoresPass(Pass):
             end = scf.YieldOp([])
         op.move_before(end.operation)
 
-    @staticmethod
-    def _lookahead(op: ir.Operation, units: list[Unit], splits: list) -> Lookahead:
+    def _lookahead(self, op: ir.Operation, after: list[ir.Operation], units: list[Unit],
+                   splits: list, wanted: int) -> Lookahead:
         """What npu-prefetch gives a matmul's grid (`prefetched`): the MTE2
-        tail of the unit before, when the matmul waits for it."""
-        if (not _is_matmul(op) or not units or splits[-1] is None
-                or not _roots(op) & _roots(units[-1].op, True)):
+        tail of the unit before, when the matmul waits for it, and the next
+        top-level op's weight slots, when that is a matmul waiting for this
+        one (its split over all the cores asked for, ranked alone)."""
+        if not _is_matmul(op):
             return NONE
-        before = splits[-1][0] if isinstance(splits[-1], tuple) else splits[-1]
-        return Lookahead(before.tail)
+        gap = 0.0
+        if units and splits[-1] is not None and _roots(op) & _roots(units[-1].op, True):
+            gap = (splits[-1][0] if isinstance(splits[-1], tuple) else splits[-1]).tail
+        nxt = next((o for o in after if not o.name.startswith(INERT)), None)
+        if nxt is None or not _is_matmul(nxt) or not _roots(nxt) & _roots(op, True):
+            return Lookahead(gap)
+        self.rules.lookahead = NONE
+        found = self._split_at(nxt, wanted)
+        found = found[0] if isinstance(found, tuple) else found
+        if found is None or not found.slot:
+            return Lookahead(gap)
+        return Lookahead(gap, found.slot, found.slots, found.per_byte)
 
     def _split_at(self, op: ir.Operation, n: int) -> Split | tuple | None:
         """An ascend op's or a fused group's split over n cores, or None."""

@@ -32,7 +32,7 @@ from npu.costmodel.conv.epilogue import CONV_EPILOGUE_ATTR, is_per_channel
 from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
 from npu.costmodel.fusion.rows import FUSED_ATTR
 
-from . import attention
+from . import attention, prefetched
 from .rules import ATTENTION_KEY, SplitRules
 from .split import BATCH, JOINT, ROWS, Split, axis_parts, slice_value
 
@@ -104,7 +104,11 @@ def group_split(group: ir.Operation, parts: int, rules: SplitRules
         c_shape = nir.memref_shape(mm[0].operands[2].type)
         frac = rules.target.fractal
         for whole_k in (False, True):  # then only along M: C's column blocks stay whole
-            split = rules.split_matmul(mm[0], parts, whole_k)
+            rules.epilogue_cycles = prefetched.epilogue_cycles(group, mm[0], rules.target)
+            try:
+                split = rules.split_matmul(mm[0], parts, whole_k)
+            finally:
+                rules.epilogue_cycles = 0.0
             if split is None:
                 continue
             fixed = {v: cut for v, cut in zip(mm[0].operands, split.cuts)}

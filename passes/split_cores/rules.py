@@ -45,7 +45,8 @@ from npu.costmodel.matmul.tiling import TilingError, choose_tiling
 from npu.target import Target
 
 from .conv import split_conv, split_pool
-from .prefetched import NONE, Lookahead, is_host_constant, ranked, tail_cycles, weight_slots
+from .prefetched import (NONE, Lookahead, is_host_constant, phase_cost, ranked, tail_cycles,
+                         weight_slot)
 from .split import COLUMNS, ROW_BLOCKS, ROWS, RUN, Split
 
 ELEMENTWISE = {"ascend.add", "ascend.sub", "ascend.mul", "ascend.div", "ascend.max",
@@ -93,6 +94,8 @@ class SplitRules:
         # the units around the op being split (`prefetched`): matmul grids
         # count the weights npu-prefetch loads before their barrier
         self.lookahead: Lookahead = NONE
+        # vector cycles of the epilogue of the matmul being split, over all of C
+        self.epilogue_cycles = 0.0
 
     def _aligned(self, t: ir.Type, dim: int, parts: int) -> bool:
         """A slice of `t` along `dim` in `parts` equal pieces starts every
@@ -291,6 +294,7 @@ class SplitRules:
         in_bytes = nir.element_bytes(nir.memref_element(types[0]))
         out_bytes = nir.element_bytes(nir.memref_element(types[2]))
         constant = is_host_constant(op.operands[1])
+        best_rank = 0.0
         forced = self.grids.get((m1 * f, n1 * f, k1 * f))
         if forced is not None and forced[0] * forced[1] != parts:
             forced = None  # applies to splits over its own count of cores
@@ -309,10 +313,13 @@ class SplitRules:
                 continue
             core_bytes = (choice.traffic.read_bytes(shape) + choice.traffic.write_bytes(shape))
             cube = t.cube_cycles(float(m1 // pm * n1 * (k1 // pk)))
-            slots = weight_slots(shape, choice, t) if constant and self.lookahead.gap else 0
+            slot, count = weight_slot(shape, choice, t) if constant else (0, 0)
+            slots = min(slot * count, shape.N * shape.K * in_bytes)
             whole = slots >= shape.N * shape.K * in_bytes
-            cost = ranked(cube, core_bytes, slots, whole, parts, self.lookahead, t)
-            if best is None or cost < best.cost:
-                best = Split(cuts, (("k", pk), ("m", pm)), cost,
-                             tail=tail_cycles(shape, choice, t))
+            tail = tail_cycles(shape, choice, t, self.epilogue_cycles / parts)
+            cost, rank = ranked(cube, core_bytes, slots, whole, tail, parts, self.lookahead, t)
+            if best is None or rank < best_rank:
+                saved = cost - phase_cost(cube, core_bytes - slots, parts, t) if slots else 0.0
+                best, best_rank = Split(cuts, (("k", pk), ("m", pm)), cost, tail=tail, slot=slot,
+                                        slots=count, per_byte=saved / slots if slots else 0.0), rank
         return best
