@@ -262,8 +262,8 @@ class SplitCoresPass(Pass):
         found = self._split_at(nxt, wanted)
         found = found[0] if isinstance(found, tuple) else found
         if found is None or not found.slot:
-            return Lookahead(gap)
-        return Lookahead(gap, found.slot, found.slots, found.per_byte)
+            return Lookahead(gap, True)
+        return Lookahead(gap, True, found.slot, found.slots, found.per_byte)
 
     def _split_at(self, op: ir.Operation, n: int) -> Split | tuple | None:
         """An ascend op's or a fused group's split over n cores, or None."""

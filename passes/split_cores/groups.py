@@ -104,7 +104,8 @@ def group_split(group: ir.Operation, parts: int, rules: SplitRules
         c_shape = nir.memref_shape(mm[0].operands[2].type)
         frac = rules.target.fractal
         for whole_k in (False, True):  # then only along M: C's column blocks stay whole
-            rules.epilogue_cycles = prefetched.epilogue_cycles(group, mm[0], rules.target)
+            if rules.lookahead.tails:
+                rules.epilogue_cycles = prefetched.epilogue_cycles(group, mm[0], rules.target)
             try:
                 split = rules.split_matmul(mm[0], parts, whole_k)
             finally:

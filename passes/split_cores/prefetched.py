@@ -41,6 +41,7 @@ class Lookahead:
     """What the units around a matmul give its grid ranking."""
 
     gap: float = 0.0  # MTE2 idle cycles the unit before leaves at its end
+    tails: bool = False  # a matmul waits for this one: its tail counts (`tail_cycles`)
     # the next matmul's (when it waits for this one): one weight slot's
     # bytes, its slots, and its cycles saved per byte loaded early
     next_slot: int = 0

@@ -316,7 +316,8 @@ class SplitRules:
             slot, count = weight_slot(shape, choice, t) if constant else (0, 0)
             slots = min(slot * count, shape.N * shape.K * in_bytes)
             whole = slots >= shape.N * shape.K * in_bytes
-            tail = tail_cycles(shape, choice, t, self.epilogue_cycles / parts)
+            tail = tail_cycles(shape, choice, t, self.epilogue_cycles / parts) \
+                if self.lookahead.tails else 0.0
             cost, rank = ranked(cube, core_bytes, slots, whole, tail, parts, self.lookahead, t)
             if best is None or rank < best_rank:
                 saved = cost - phase_cost(cube, core_bytes - slots, parts, t) if slots else 0.0
