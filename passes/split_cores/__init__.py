@@ -51,6 +51,7 @@ from npu.costmodel.fusion.rows import FUSED_ATTR
 from .barriers import Access, Unit, gm_operands, place
 from .groups import apply_group, external, group_split, written
 from . import aligned, share
+from .prefetched import NONE, Lookahead
 from .rules import SplitRules, parse_grids
 from .split import Split, apply
 
@@ -74,6 +75,21 @@ def _cube_blocks(op: ir.Operation) -> int:
         return out[0] * -(-out[2] * out[3] // 16) * w[0] * w[1]
     a, b = (nir.memref_shape(v.type) for v in op.operands[:2])
     return math.prod(a[:-4]) * a[-3] * a[-4] * b[-4]
+
+
+def _is_matmul(op: ir.Operation) -> bool:
+    """A lone matmul or a matmul epilogue group."""
+    return op.name == "ascend.matmul" or (op.name == "scf.execute_region"
+                                          and EPILOGUE_ATTR in op.attributes)
+
+
+def _roots(op: ir.Operation, written_only: bool = False) -> set:
+    """The GM buffers an op or group reads and writes (or only writes)."""
+    if op.name.startswith("ascend."):
+        values = [op.operands[-1]] if written_only else list(op.operands)
+    else:
+        values = list(written(op)) if written_only else gm_operands(op)
+    return {nir.view_root(v) for v in values}
 
 
 def _bytes(v: ir.Value) -> int:
@@ -142,8 +158,9 @@ class SplitCoresPass(Pass):
         self._dissolve_weight_bound_epilogues(func, wanted)
         units: list[Unit] = []
         splits: list[Split | None] = []
-        for child in func.regions[0].blocks[0].operations:
-            op = child.operation
+        ops = [child.operation for child in func.regions[0].blocks[0].operations]
+        for at, op in enumerate(ops):
+            self.rules.lookahead = self._lookahead(op, ops[at + 1:], units, splits, wanted)
             if op.name.startswith("ascend."):
                 split = next((s for n in range(wanted, 1, -1)
                               if (s := self.rules.split(op, n)) is not None), None)
@@ -163,6 +180,7 @@ class SplitCoresPass(Pass):
                                           for v in gm_operands(op)],
                                   f"{op.name}: 1 core (a kernel already lowered)"))
                 splits.append(None)
+        self.rules.lookahead = NONE
         shares = share.plan(units, wanted, lambda i, n: self._split_at(units[i].op, n)) \
             if self.share else {}
         for i, (choice, base) in shares.items():
@@ -229,6 +247,27 @@ class SplitCoresPass(Pass):
         with ir.InsertionPoint(guard.then_block):
             end = scf.YieldOp([])
         op.move_before(end.operation)
+
+    def _lookahead(self, op: ir.Operation, after: list[ir.Operation], units: list[Unit],
+                   splits: list, wanted: int) -> Lookahead:
+        """What npu-prefetch gives a matmul's grid (`prefetched`): the MTE2
+        tail of the unit before, when the matmul waits for it, and the next
+        top-level op's weight slots, when that is a matmul waiting for this
+        one (its split over all the cores asked for, ranked alone)."""
+        if not _is_matmul(op):
+            return NONE
+        gap = 0.0
+        if units and splits[-1] is not None and _roots(op) & _roots(units[-1].op, True):
+            gap = (splits[-1][0] if isinstance(splits[-1], tuple) else splits[-1]).tail
+        nxt = next((o for o in after if not o.name.startswith(INERT)), None)
+        if nxt is None or not _is_matmul(nxt) or not _roots(nxt) & _roots(op, True):
+            return Lookahead(gap)
+        self.rules.lookahead = NONE
+        found = self._split_at(nxt, wanted)
+        found = found[0] if isinstance(found, tuple) else found
+        if found is None or not found.slot:
+            return Lookahead(gap, True)
+        return Lookahead(gap, True, found.slot, found.slots, found.per_byte)
 
     def _split_at(self, op: ir.Operation, n: int) -> Split | tuple | None:
         """An ascend op's or a fused group's split over n cores, or None."""

@@ -22,6 +22,7 @@ smaller C.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from mlir import ir
 
@@ -31,7 +32,7 @@ from npu.costmodel.conv.epilogue import CONV_EPILOGUE_ATTR, is_per_channel
 from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
 from npu.costmodel.fusion.rows import FUSED_ATTR
 
-from . import attention
+from . import attention, prefetched
 from .rules import ATTENTION_KEY, SplitRules
 from .split import BATCH, JOINT, ROWS, Split, axis_parts, slice_value
 
@@ -70,7 +71,7 @@ def group_split(group: ir.Operation, parts: int, rules: SplitRules
             return None
         if forced is not None:
             rules.used.add(ATTENTION_KEY)
-        hp, qp, _ = found
+        hp, qp, cycles = found
         attrs = group.attributes[ATTENTION_ATTR]
         heads, head_dim = _dict_int(attrs, "heads"), _dict_int(attrs, "head_dim")
         queries = attention.query_side(a) if a is not None and qp > 1 else set()
@@ -88,7 +89,8 @@ def group_split(group: ir.Operation, parts: int, rules: SplitRules
             rows = attention.rows_dim(v, a)
             return None if rows is None or rows in cut else {**cut, rows: attention.QUERIES}
 
-        return _cuts(group, attention.split(hp, qp), cut_of)
+        # its loads come first: MTE2 idles through its modelled cycles (`prefetched`)
+        return _cuts(group, replace(attention.split(hp, qp), tail=float(cycles)), cut_of)
     if CONV_EPILOGUE_ATTR in group.attributes:
         conv = [o for o in members(group) if o.name == "ascend.conv2d"]
         split = rules.split_conv(conv[0], parts) if len(conv) == 1 else None
@@ -105,7 +107,12 @@ def group_split(group: ir.Operation, parts: int, rules: SplitRules
         c_shape = nir.memref_shape(mm[0].operands[2].type)
         frac = rules.target.fractal
         for whole_k in (False, True):  # then only along M: C's column blocks stay whole
-            split = rules.split_matmul(mm[0], parts, whole_k)
+            if rules.lookahead.tails:
+                rules.epilogue_cycles = prefetched.epilogue_cycles(group, mm[0], rules.target)
+            try:
+                split = rules.split_matmul(mm[0], parts, whole_k)
+            finally:
+                rules.epilogue_cycles = 0.0
             if split is None:
                 continue
             fixed = {v: cut for v, cut in zip(mm[0].operands, split.cuts)}

@@ -45,6 +45,8 @@ from npu.costmodel.matmul.tiling import TilingError, choose_tiling
 from npu.target import Target
 
 from .conv import split_conv, split_pool
+from .prefetched import (NONE, Lookahead, is_host_constant, phase_cost, ranked, tail_cycles,
+                         weight_slot)
 from .split import COLUMNS, ROW_BLOCKS, ROWS, RUN, Split
 
 ELEMENTWISE = {"ascend.add", "ascend.sub", "ascend.mul", "ascend.div", "ascend.max",
@@ -95,6 +97,11 @@ class SplitRules:
         self.matmuls: set = set()  # (M, N, K, cores) of the matmul splits asked for
         # (images, runs of rows): convs take only that grid (`aligned.py`)
         self.rows_of: tuple[int, int] | None = None
+        # the units around the op being split (`prefetched`): matmul grids
+        # count the weights npu-prefetch loads before their barrier
+        self.lookahead: Lookahead = NONE
+        # vector cycles of the epilogue of the matmul being split, over all of C
+        self.epilogue_cycles = 0.0
 
     def _aligned(self, t: ir.Type, dim: int, parts: int) -> bool:
         """A slice of `t` along `dim` in `parts` equal pieces starts every
@@ -292,7 +299,8 @@ class SplitRules:
         t = self.target
         in_bytes = nir.element_bytes(nir.memref_element(types[0]))
         out_bytes = nir.element_bytes(nir.memref_element(types[2]))
-        rate = t.path("gm_to_l1").bytes_per_cycle
+        constant = is_host_constant(op.operands[1])
+        best_rank = 0.0
         dims = (m1 * f, n1 * f, k1 * f)
         self.matmuls.add((*dims, parts))
         forced = self.grids.get(dims)
@@ -313,9 +321,16 @@ class SplitRules:
                 continue
             core_bytes = (choice.traffic.read_bytes(shape) + choice.traffic.write_bytes(shape))
             cube = t.cube_cycles(float(m1 // pm * n1 * (k1 // pk)))
-            cost = max(cube, core_bytes / rate, parts * core_bytes / t.gm_chip_bytes_per_cycle)
-            if best is None or cost < best.cost:
-                best = Split(cuts, (("k", pk), ("m", pm)), cost)
+            slot, count = weight_slot(shape, choice, t) if constant else (0, 0)
+            slots = min(slot * count, shape.N * shape.K * in_bytes)
+            whole = slots >= shape.N * shape.K * in_bytes
+            tail = tail_cycles(shape, choice, t, self.epilogue_cycles / parts) \
+                if self.lookahead.tails else 0.0
+            cost, rank = ranked(cube, core_bytes, slots, whole, tail, parts, self.lookahead, t)
+            if best is None or rank < best_rank:
+                saved = cost - phase_cost(cube, core_bytes - slots, parts, t) if slots else 0.0
+                best, best_rank = Split(cuts, (("k", pk), ("m", pm)), cost, tail=tail, slot=slot,
+                                        slots=count, per_byte=saved / slots if slots else 0.0), rank
         if forced is not None and best is not None:
             self.used.add(dims)
         return best

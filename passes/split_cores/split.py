@@ -53,6 +53,14 @@ class Split:
     # Axes the op's lowering divides itself (a conv's output rows): they
     # describe what each core touches, but no operand is sliced along them.
     unsliced: frozenset[str] = frozenset()
+    # MTE2's idle cycles at its end (a matmul's, attention's: `prefetched`),
+    # in which npu-prefetch loads the next matmul's first weights.
+    tail: float = 0.0
+    # a matmul's weight slots (host constants): one's bytes, how many, and
+    # the cycles its cost saves per byte of them loaded before its barrier
+    slot: int = 0
+    slots: int = 0
+    per_byte: float = 0.0
 
     @property
     def parts(self) -> int:
