@@ -41,11 +41,13 @@ def flat_rows(source: ir.Value) -> tuple:
 # (MTE3), rather than `rows_to_nz`'s one 32-byte burst per row and column
 # block straight to L1: a GM burst costs `gm_burst_cycles` of set-up, so a
 # head's K of 512 keys took 4 x 768 cycles of MTE2 against 1,536 (BERT seq
-# 512 on 32 cores: the attention phase 20,331 -> 18,713 cycles, the
-# vector's wait for the first scores 3.8k -> 3.3k and for V's first P.V
+# 512 on 32 cores: the attention phase 20,331 -> 18,363 cycles, the
+# vector's wait for the first scores 3.8k -> 3.0k and for V's first P.V
 # 1.07k -> 0). Smaller tiles (seq 128: 16 KB) are left as they were. The
-# staging is one copy: in pieces, each piece's flag to MTE3 held MTE2
-# for one GM latency (4 pieces: 20,850).
+# staging is one copy, in the caller's scope (a scope of its own put Q's
+# flag, and so one GM latency, between Q's and K's loads: 18,713): in
+# pieces, each piece's flag to MTE3 held MTE2 for one GM latency (4
+# pieces: 20,850).
 STAGE_F16_BYTES = 32 * 1024
 
 
@@ -170,8 +172,7 @@ class OperandTiles:
         if nir.memref_element(source) == "f16":
             assert (r, c) == (rows, cols), "f16 rows are laid out straight to L1: whole blocks"
             if self.staged_f16(rows * cols * 2):
-                self.scope(lambda: self.to_nz(self.fetch(source, first, rows, cols, pitch),
-                                              l1, rows, cols))
+                self.to_nz(self.fetch(source, first, rows, cols, pitch), l1, rows, cols)
                 return
             self.rows_to_nz(source, first, rows, cols, pitch, l1)
             return
