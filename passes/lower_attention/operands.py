@@ -35,6 +35,22 @@ def flat_rows(source: ir.Value) -> tuple:
     strides = nir.memref_layout(whole)[0]
     return nir.flatten_memref(whole), lin(*zip(offsets, strides))
 
+
+# An f16 tile of rows of at least this many bytes is loaded through UB: each
+# row one burst of the head's D columns to UB, then each column block to L1
+# (MTE3), rather than `rows_to_nz`'s one 32-byte burst per row and column
+# block straight to L1: a GM burst costs `gm_burst_cycles` of set-up, so a
+# head's K of 512 keys took 4 x 768 cycles of MTE2 against 1,536 (BERT seq
+# 512 on 32 cores: the attention phase 20,331 -> 18,363 cycles, the
+# vector's wait for the first scores 3.8k -> 3.0k and for V's first P.V
+# 1.07k -> 0). Smaller tiles (seq 128: 16 KB) are left as they were. The
+# staging is one copy, in the caller's scope (a scope of its own put Q's
+# flag, and so one GM latency, between Q's and K's loads: 18,713): in
+# pieces, each piece's flag to MTE3 held MTE2 for one GM latency (4
+# pieces: 20,850).
+STAGE_F16_BYTES = 32 * 1024
+
+
 class OperandTiles:
     """Mixed into the kernel (`a`, `mm`, `granule`, `deferred`, `wides`,
     `scope`, `apply`, `ones_blocks`)."""
@@ -155,6 +171,9 @@ class OperandTiles:
         r, c = valid_rows or rows, valid_cols or cols
         if nir.memref_element(source) == "f16":
             assert (r, c) == (rows, cols), "f16 rows are laid out straight to L1: whole blocks"
+            if self.staged_f16(rows * cols * 2):
+                self.to_nz(self.fetch(source, first, rows, cols, pitch), l1, rows, cols)
+                return
             self.rows_to_nz(source, first, rows, cols, pitch, l1)
             return
         if self.deferred is None:
@@ -176,6 +195,13 @@ class OperandTiles:
         for j in range(cols // 16):
             copy("cce.copy_gm_to_l1", sub(src, lin((first, 1), (16 * j, 1)), (rows - 1) * pitch + 16),
                  self.mm.block_view(flat, j * ld, blocks), rows, 1, pitch * 2 // self.granule - 1, 0)
+
+    def staged_f16(self, nbytes: int) -> bool:
+        """Whether an f16 tile of `nbytes` goes through UB (`STAGE_F16_BYTES`):
+        large enough, and its staging fits UB beside the kernel's footprint
+        (`self.need`, the footprint model's, counts no such staging)."""
+        return (nbytes >= STAGE_F16_BYTES
+                and self.need["ub"] + nbytes <= self.t.capacity("ub"))
 
     def fetch(self, source: ir.Value, first, rows: int, cols: int, pitch: int,
               valid_rows: int | None = None, valid_cols: int | None = None) -> ir.Value:
