@@ -285,6 +285,12 @@ class AccessAnalysis(IndexAnalysis):
         what `npu.analysis.unrolled` may carry over to copies of `op`."""
         return None if op in self._interval_ops else self._accesses.get(op)
 
+    def forget(self, ops: Iterable[ir.Operation]) -> None:
+        """Drop `ops`, about to be erased (no later op may find one's access at its address)."""
+        for op in ops:
+            self._accesses.pop(op, None)
+            self._interval_ops.discard(op)
+
     def take_access(self, op: ir.Operation, acc: OpAccess) -> None:
         """Record `acc`, derived elsewhere (`npu.analysis.unrolled`), as `op`'s access."""
         self._accesses[op] = acc
