@@ -164,6 +164,16 @@ class BufferCollector:
         self._stale.update(range(index, index + count))
         self._bounds.clear()
 
+    def erasing(self, index: int, ops: list[ir.Operation]) -> None:
+        """`ops`, inside tracked top-level op `index`, are about to be erased
+        (and nothing else of it): its analysis forgets them, so that
+        `changed(index, same_accesses=True)` may keep it afterwards. Call
+        before erasing (an erased op is no key to look up)."""
+        piece = self._top_pieces[index]
+        for analysis in (piece.analysis if piece is not None else None, self._seeds[index]):
+            if analysis is not None:
+                analysis.forget(ops)
+
     def inserted(self, index: int, ops: list[ir.Operation]) -> None:
         """`ops` went in before tracked top-level op `index`, which did not
         change: only they are analysed (positions are relative to each op)."""

@@ -29,7 +29,7 @@ from typing import Iterable
 from mlir import ir
 
 from npu.analysis.affine import Affine, ident
-from npu.analysis.byte_ranges import OpAccess, Range
+from npu.analysis.byte_ranges import OFFSET_ATTR, OpAccess, Range, planned_range
 from npu.analysis.index_values import IndexAnalysis
 from npu.analysis.offset_intervals import byte_interval
 from npu.dialects.cce import pipe_of
@@ -37,7 +37,6 @@ from npu.ir import (bool_attr, defining_op, element_bytes, int_array_attr, int_a
                     str_attr, walk)
 from npu.target import ON_CHIP_BUFFERS, PATH_PIPES, Target
 
-OFFSET_ATTR = "npu.offset"
 SYNC_OPS = ("cce.set_flag", "cce.wait_flag", "cce.pipe_barrier", "cce.sync_all")
 VIEW_OPS = ("memref.subview", "memref.reinterpret_cast", "memref.collapse_shape",
             "memref.expand_shape", "memref.cast")
@@ -276,14 +275,20 @@ class AccessAnalysis(IndexAnalysis):
             self._interval_ops |= other._interval_ops
             for op, acc in other._accesses.items():
                 self._accesses[op] = OpAccess(acc.op, acc.pipe,
-                                              [_planned(r, offsets) for r in acc.reads],
-                                              [_planned(r, offsets) for r in acc.writes])
+                                              [planned_range(r, offsets) for r in acc.reads],
+                                              [planned_range(r, offsets) for r in acc.writes])
 
     def reusable_access(self, op: ir.Operation) -> OpAccess | None:
         """`op`'s access if derived already and no range of it was bounded by
         an interval (which holds for `op`'s own loop bounds, not a copy's):
         what `npu.analysis.unrolled` may carry over to copies of `op`."""
         return None if op in self._interval_ops else self._accesses.get(op)
+
+    def forget(self, ops: Iterable[ir.Operation]) -> None:
+        """Drop `ops`, about to be erased (no later op may find one's access at its address)."""
+        for op in ops:
+            self._accesses.pop(op, None)
+            self._interval_ops.discard(op)
 
     def take_access(self, op: ir.Operation, acc: OpAccess) -> None:
         """Record `acc`, derived elsewhere (`npu.analysis.unrolled`), as `op`'s access."""
@@ -414,23 +419,6 @@ class AccessAnalysis(IndexAnalysis):
         if short in READS_DST:
             reads += writes
         return OpAccess(op, "V", reads, writes)
-
-
-def _planned(r: Range, offsets: dict[ir.Operation, int | None]) -> Range:
-    """`r` as `root_key` gives it once its alloc has an `npu.offset`
-    (`offsets` caches each alloc's)."""
-    op = r.alloc
-    if op is None or r.space not in ON_CHIP_BUFFERS:
-        return r
-    if op in offsets:
-        base = offsets[op]
-    else:
-        base = offsets[op] = (ir.IntegerAttr(op.attributes[OFFSET_ATTR]).value
-                              if op.name == "memref.alloc" and OFFSET_ATTR in op.attributes
-                              else None)
-    if base is None:
-        return r
-    return Range(("space", r.space), r.space, r.start + Affine(base), r.length)
 
 
 def is_access_op(op: ir.Operation) -> bool:

@@ -15,6 +15,9 @@ from npu.analysis.index_values import IndexAnalysis
 from npu.target import ON_CHIP_BUFFERS
 
 
+OFFSET_ATTR = "npu.offset"  # an on-chip alloc's planned byte offset (npu-plan-memory)
+
+
 # ----------------------------------------------------------------------------
 # Byte ranges
 # ----------------------------------------------------------------------------
@@ -98,3 +101,20 @@ def conflicts(x: OpAccess, y: OpAccess, analysis: IndexAnalysis,
               shift: tuple[IvKey, int] | None = None) -> bool:
     """RAW, WAR or WAW between x (earlier) and y (later)."""
     return conflicts_by(x, y, lambda a, b: may_overlap(a, b, analysis, shift))
+
+
+def planned_range(r: Range, offsets: dict[ir.Operation, int | None]) -> Range:
+    """`r` as `AccessAnalysis.root_key` gives it once its alloc has an `npu.offset`
+    (`offsets` caches each alloc's)."""
+    op = r.alloc
+    if op is None or r.space not in ON_CHIP_BUFFERS:
+        return r
+    if op in offsets:
+        base = offsets[op]
+    else:
+        base = offsets[op] = (ir.IntegerAttr(op.attributes[OFFSET_ATTR]).value
+                              if op.name == "memref.alloc" and OFFSET_ATTR in op.attributes
+                              else None)
+    if base is None:
+        return r
+    return Range(("space", r.space), r.space, r.start + Affine(base), r.length)
