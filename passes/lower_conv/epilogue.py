@@ -74,7 +74,9 @@ class ConvEpilogue:
         super tile ahead, in four sets, measured slower on ResNet-18: the
         extra tiles cost the conv's tiling more than the loads' waits.)"""
         self.loaded = epilogue.loaded_operands(self.members, self.source)
-        self.sets = [([nir.alloc([size], nir.memref_element(m.operands[-1]), "ub") for m in self.members],
+        self.in_place = epilogue.in_place_sources(self.members, self.source)
+        self.sets = [([nir.alloc([size], nir.memref_element(m.operands[-1]), "ub") if v is None else None
+                       for m, v in zip(self.members, self.in_place)],
                       [[nir.alloc([size], t, "ub") for t in self.compute(m).temps] for m in self.members],
                       [nir.alloc([size], nir.memref_element(v), "ub") for v in self.loaded])
                      for _ in range(SETS)]
@@ -110,7 +112,8 @@ class ConvEpilogue:
                     for v, p in zip(values[:-1], channel)]
             compute = self.compute(m)
             out_type = nir.memref_element(values[-1])
-            dst = view(made[k])
+            over = self.in_place[k]  # the input tile this member writes over, if any
+            dst = next(b for w, b in tiles if w == over) if over is not None else view(made[k])
             temps = [view(t) for t in temps_of[k]]
             # over the real pixels only (loaded tiles hold nothing past them):
             # one run when the band fills its fractals and no operand is per
