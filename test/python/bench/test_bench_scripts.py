@@ -22,6 +22,7 @@ SMALLEST: dict[str, tuple[list[str], bool]] = {
     "chip_phases.py": (["--seq", "32", "--cores", "2"], True),
     "cliffs.py": (["--no-bert"], True),
     "cnn.py": (["--size", "32", "--width", "0.125", "--models", "resnet18", "--no-310"], True),
+    "cnn_breakdown.py": (["--model", "resnet18", "--size", "32", "--width", "0.125"], True),
     "compile_time.py": (["--sizes", "1", "--bert", ""], True),
     "conformance.py": ([], True),
     "conv.py": (["--layers", "3x3 256->256 14"], True),
