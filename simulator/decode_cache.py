@@ -36,10 +36,10 @@ class RecordingReads:
         return value
 
 
-def answers(op, where: str, reads: list) -> bool:
-    """Whether `op`'s attributes answer every recorded read as recorded."""
+def answers(op, name: str, where: str, reads: list) -> bool:
+    """Whether `op` (named `name`)'s attributes answer every recorded read as recorded."""
     probe = DecodeContext.__new__(DecodeContext)
-    probe.op, probe.name, probe.where = op, op.name, where
+    probe.op, probe.name, probe.where = op, name, where
     try:
         for method, name, default, value in reads:
             got = (getattr(DecodeContext, method)(probe, name) if default is _MISSING
@@ -77,9 +77,10 @@ class InstrCache:
         return cache
 
     def find(self, key: tuple, op, where: str) -> Instr | None:
-        """A copy of an earlier build of `key` at `where`, if `op` reads alike."""
+        """A copy of an earlier build of `key` (its op name first) at `where`,
+        if `op` reads alike."""
         for reads, instr in self.built.get(key, ()):
-            if answers(op, where, reads):
+            if answers(op, key[0], where, reads):
                 return clone(instr, where)
         return None
 

@@ -74,9 +74,8 @@ def _type_attr(op: ir.Operation, name: str) -> str:
     return str(ir.TypeAttr(op.attributes[name]).value)
 
 
-def _dtypes(op: ir.Operation) -> list[str]:
+def _dtypes(op: ir.Operation, name: str) -> list[str]:
     """Element type of each hivm address operand, in hivm order."""
-    name = op.name
     if name in hivm.COPY_OPS:
         return ["i8", "i8"]  # copies move bytes
     if name in hivm.LOAD_OPS or name == hivm.IMG2COL:
@@ -221,11 +220,12 @@ def _state(decoder) -> HivmProgram:
     return state
 
 
-def scalar_op(decoder, op: ir.Operation) -> tuple[Callable | None, int] | None:
+def scalar_op(decoder, op: ir.Operation, name: str | None = None) -> tuple[Callable | None, int] | None:
     """`hivm.addr` (one scalar issue) and `hivm.set_vector_mask` (free: the
     mask travels with the next vector dispatch, as the cce `mask` attribute
     does); None for instructions."""
-    if op.name == "hivm.addr":
+    name = op.name if name is None else name  # the caller's: each `op.name` is a new str
+    if name == "hivm.addr":
         base = ir.IntegerAttr(op.attributes["base"]).value
         scales = tuple(ir.DenseI64ArrayAttr(op.attributes["scales"]))
         terms = tuple(zip((decoder.use(v, op) for v in op.operands), scales))
@@ -235,7 +235,7 @@ def scalar_op(decoder, op: ir.Operation) -> tuple[Callable | None, int] | None:
             env[r] = base + sum(env[s] * c for s, c in terms)
         addr.code = ("addr", r, base, terms)  # the compiled walk's (walk_code.py)
         return addr, decoder.issue
-    if op.name == hivm.SCALAR_LOAD:
+    if name == hivm.SCALAR_LOAD:
         state = _state(decoder)
         a = decoder.use(op.operands[0], op)
         r = decoder.slot(op.results[0])
@@ -243,11 +243,11 @@ def scalar_op(decoder, op: ir.Operation) -> tuple[Callable | None, int] | None:
         loads, pending = decoder.scalar_loads, decoder.pending
 
         def load(env: list) -> None:
-            region, offset = state.view("gm", env[a], 4, op.name, 0, where)
+            region, offset = state.view("gm", env[a], 4, name, 0, where)
             env[r], cycles = loads.load(region, region.base + offset * 4, "i32", where)
             pending[0] += cycles
         return load, 0
-    if op.name == hivm.SET_FMATRIX:
+    if name == hivm.SET_FMATRIX:
         state = _state(decoder)
         word = decoder.use(op.operands[0], op)
 
@@ -255,7 +255,7 @@ def scalar_op(decoder, op: ir.Operation) -> tuple[Callable | None, int] | None:
             reg[0] = env[word]
         set_fmatrix.code = ("reg", FMATRIX, word)
         return set_fmatrix, 0
-    if op.name == hivm.SET_PADDING:  # free like set_fmatrix; its word is checked at use
+    if name == hivm.SET_PADDING:  # free like set_fmatrix; its word is checked at use
         state = _state(decoder)
         word = decoder.use(op.operands[0], op)
 
@@ -263,7 +263,7 @@ def scalar_op(decoder, op: ir.Operation) -> tuple[Callable | None, int] | None:
             reg[0] = env[word]
         set_padding.code = ("reg", PADDING, word)
         return set_padding, 0
-    if op.name == "hivm.set_vector_mask":
+    if name == "hivm.set_vector_mask":
         state = _state(decoder)
         hi, lo = (decoder.use(v, op) for v in op.operands)
         where = where_of(op.location)
@@ -281,10 +281,10 @@ def scalar_op(decoder, op: ir.Operation) -> tuple[Callable | None, int] | None:
     return None
 
 
-def instruction(decoder, op: ir.Operation, pre_cost: int) -> Callable:
+def instruction(decoder, op: ir.Operation, pre_cost: int, name: str | None = None) -> Callable:
     """The dispatch closure of one hivm instruction."""
     where = where_of(op.location)
-    name = op.name
+    name = op.name if name is None else name
     target = decoder.target
     instrs = InstrCache.of(decoder)
     if name in _SYNC:
@@ -307,7 +307,7 @@ def instruction(decoder, op: ir.Operation, pre_cost: int) -> Callable:
         return _img2col_instruction(decoder, op, pre_cost, where)
     state = _state(decoder)
     spaces = hivm.ADDRESS_SPACES[name]
-    dtypes = _dtypes(op)
+    dtypes = _dtypes(op, name)
     for d in dtypes:
         if d not in _ESIZE:
             raise SimulationError(INVALID, f"'{name}': unsupported element type {d}", where)
