@@ -90,11 +90,12 @@ class DecodeContext:
         return SimulationError(kind, f"'{self.name}' {message}", self.where)
 
     def int(self, name: str, default: int | None = None) -> int:
-        if name not in self.op.attributes:
+        attrs = self.op.attributes  # a new binding object each time it is asked for
+        if name not in attrs:
             if default is not None:
                 return default
             raise self.fail(f"is missing the integer attribute '{name}'")
-        return ir.IntegerAttr(self.op.attributes[name]).value
+        return ir.IntegerAttr(attrs[name]).value
 
     def float(self, name: str) -> float:
         if name not in self.op.attributes:
@@ -105,18 +106,20 @@ class DecodeContext:
         return ir.FloatAttr(attr).value
 
     def str(self, name: str, default: str | None = None) -> str:
-        if name not in self.op.attributes:
+        attrs = self.op.attributes
+        if name not in attrs:
             if default is not None:
                 return default
             raise self.fail(f"is missing the string attribute '{name}'")
-        return ir.StringAttr(self.op.attributes[name]).value
+        return ir.StringAttr(attrs[name]).value
 
     def bool(self, name: str, default: bool | None = None) -> bool:
-        if name not in self.op.attributes:
+        attrs = self.op.attributes
+        if name not in attrs:
             if default is not None:
                 return default
             raise self.fail(f"is missing the boolean attribute '{name}'")
-        return ir.BoolAttr(self.op.attributes[name]).value
+        return ir.BoolAttr(attrs[name]).value
 
     def ints(self, name: str) -> list[int]:
         if name not in self.op.attributes:

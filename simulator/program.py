@@ -245,10 +245,10 @@ class Decoder(ScalarAndViewDecoding):
                 static_cost = 0
                 continue
             if name.startswith("hivm."):  # the hivm level: decoded from its words
-                scalar = hivm_decode.scalar_op(self, op)
+                scalar = hivm_decode.scalar_op(self, op, name)
                 flush()
                 if scalar is None:
-                    fns.append(hivm_decode.instruction(self, op, static_cost + self.issue))
+                    fns.append(hivm_decode.instruction(self, op, static_cost + self.issue, name))
                     static_cost = 0
                 else:
                     fns.append(scalar[0])

@@ -152,7 +152,19 @@ class Stamps:
         """Byte-level update of `sel` (a slice or an index array)."""
         g = self.g
         if isinstance(sel, slice):
-            blocks = np.arange(sel.start // g, (sel.stop - 1) // g + 1)
+            first = sel.start // g
+            if first == (sel.stop - 1) // g:
+                # One granule (a partial access's end): `_split` on scalars,
+                # not index arrays (BERT-base x12 on 32 cores: 37k of these).
+                if self.fine is None:
+                    self.fine = np.empty(self.coarse.size * g, np.int32)
+                if not self.mixed[first]:
+                    self.fine[first * g:first * g + g] = self.coarse[first]
+                    self.mixed[first] = True
+                    self.any_mixed = True
+                self.fine[sel] = value
+                return
+            blocks = np.arange(first, (sel.stop - 1) // g + 1)
         else:
             blocks = sorted_unique(sel // g)
         self._split(blocks)

@@ -1,0 +1,58 @@
+"""hivm instructions that spell the same (op name, configuration word, mask,
+element types and the attributes their decoder reads) are built once
+(`simulator/decode_cache.py`): each static op gets a copy with its own
+location; an op whose attributes answer a read differently is built anew."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from npu.ir import make_context, parse_module
+from npu.simulator import simulate
+from npu.target import get_target
+
+# Copies GM -> UB -> GM twice with one word; flags on events 0 and 1.
+PROGRAM = """func.func @k(%a: memref<16xf16, "gm">) {
+  %i = arith.constant 0 : index
+  %ub = "hivm.addr"(%i) {base = 0 : i64, scales = array<i64: 1>} : (index) -> i64
+  %gm = arith.constant 0 : i64
+  %w = arith.constant 65537 : i64
+  "hivm.copy_gm_to_ub"(%ub, %gm, %w) : (i64, i64, i64) -> ()
+  "hivm.set_flag"() {src = "MTE2", dst = "MTE3", event = 0 : i64} : () -> ()
+  "hivm.wait_flag"() {src = "MTE2", dst = "MTE3", event = 0 : i64} : () -> ()
+  "hivm.copy_ub_to_gm"(%gm, %ub, %w) : (i64, i64, i64) -> ()
+  "hivm.set_flag"() {src = "MTE3", dst = "MTE2", event = 1 : i64} : () -> ()
+  "hivm.wait_flag"() {src = "MTE3", dst = "MTE2", event = 1 : i64} : () -> ()
+  "hivm.copy_gm_to_ub"(%ub, %gm, %w) : (i64, i64, i64) -> ()
+  "hivm.set_flag"() {src = "MTE2", dst = "MTE3", event = 0 : i64} : () -> ()
+  "hivm.wait_flag"() {src = "MTE2", dst = "MTE3", event = 0 : i64} : () -> ()
+  "hivm.copy_ub_to_gm"(%gm, %ub, %w) : (i64, i64, i64) -> ()
+  return
+}
+"""
+
+
+def _instrs():
+    module = parse_module(PROGRAM, make_context())
+    x = np.arange(16, dtype=np.float16)
+    res = simulate(module, [x], target=get_target())
+    np.testing.assert_array_equal(res.outputs[0], x)
+    return [instr for instr, _, _ in res.trace_entries]
+
+
+def test_equal_instructions_share_their_build_and_keep_their_location():
+    instrs = _instrs()
+    loads = [i for i in instrs if i.name == "hivm.copy_gm_to_ub"]
+    assert [i.where.rsplit(":", 2)[1] for i in loads] == ["6", "12"]
+    assert loads[0] is not loads[1]
+    assert loads[0].accesses is loads[1].accesses  # one build, two locations
+    assert loads[1].who == ("hivm.copy_gm_to_ub", "MTE2", loads[1].where)
+    assert loads[1].facts[-2] == loads[1].where
+
+
+def test_an_attribute_read_differently_is_built_anew():
+    sets = [i for i in _instrs() if i.name == "hivm.set_flag"]
+    assert [s.key[2] for s in sets] == [0, 1, 0]
+    assert [s.flag_text for s in sets] == ["MTE2 -> MTE3, event 0", "MTE3 -> MTE2, event 1",
+                                           "MTE2 -> MTE3, event 0"]
+    assert sets[0].key is sets[2].key and sets[1].key is not sets[0].key
