@@ -61,6 +61,7 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
         self.ub_bytes = ub_bytes or target.capacity("ub")  # the tiling's budget
         # a deferred band's img2cols read views of their map blocks (`defer_map`)
         self.split_map = self.last_chunk = False
+        self.run_bands = 1  # this core's bands (`emit_rows`)
 
     # -- the plan ------------------------------------------------------------
     def band(self, ho0: int, rows: int) -> tuple[Band, int]:
@@ -168,6 +169,7 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
         of two bands per iteration, or straight code for few bands."""
         s, t = self.s, self.t
         self.parity, self.drains, self.chunk = 0, 0, 0
+        self.run_bands = s.batch * bands  # (`map_in_blocks_pays`)
         # Streamed weights: the first super tile in pieces (each run plan's own
         # code), unless MTE2 bounds the conv: there each piece's flag only adds
         # a GM latency to the busiest pipe (3x3 512->512 7: 86,315 -> 86,665)
@@ -232,7 +234,7 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
                   for c1 in range(s.c1 if self.image is None else 0)]
         # the deferred blocks' img2cols read their own blocks only (views of
         # the map), so each waits for its blocks' copies, not the whole map's
-        self.split_map = self.defer_map()
+        self.split_map = self.defer_map(band)
         self.deferred -= 1
         if self.split_map:
             self.map_ends = [k0 + rows for k0, rows in self.pieces_of_rows()]
@@ -244,10 +246,7 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
         l0a, l0b = self.l0a, self.l0b
         # weight pieces far enough ahead of their chunks to hide the GM latency
         # and their own transfer
-        path = self.target.path("gm_to_l1")
-        chunk_cycles = max(1, m1 * kc * (1 if s.diagonal else min(t.n1, s.co1)))
-        piece_cycles = kc * min(t.n1, s.co1) * 512 // path.bytes_per_cycle
-        ahead = -(-(path.latency + piece_cycles) // chunk_cycles) + 1
+        ahead = self.ahead_pieces(m1)
         # L0A/L0B halves alternate across bands too: restarting at half 0 made
         # a band with an odd number of chunks start on the half its last chunk
         # was still being read from (MTE1 then waited for that chunk's mads:
@@ -328,7 +327,7 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
         self.chunk = chunk
         self.split_map = self.last_chunk = False
 
-    def defer_map(self) -> bool:
+    def defer_map(self, band: Band) -> bool:
         """Whether this band's map blocks go out with the weight pieces whose
         K rows read them (`ahead`, `need`): the conv's first DEFER_BANDS
         bands while its weights load in pieces (resident, or streamed), so
@@ -340,8 +339,14 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
         (`load3d`) only until the band's last chunk: a later band's copies
         into those bytes wait for each block's last reader, and with views in
         every chunk of more bands the flags ran out of event ids (pipe
-        barriers in 3x3/2 128->128 56: 40,202 cycles)."""
-        return self.deferred > 0 and self.image is None and not self.s.diagonal and not self.s.small
+        barriers in 3x3/2 128->128 56: 40,202 cycles). And only where the
+        estimate says the blocks' runs pay (`map_in_blocks_pays`: not on a
+        core's share of 32, where npu-prefetch takes the first pieces)."""
+        s = self.s
+        if self.deferred <= 0 or self.image is not None or s.diagonal or s.small:
+            return False
+        rows = band.rows * self.ext_h if s.row_skip else band.in_rows
+        return self.map_in_blocks_pays(rows * self.g.w * 32, -(-band.rows * s.wo // 16))
 
     def copy_map_block(self, fm, n: int, band: Band, r0: Index, c1: int) -> None:
         """Block c1 of the band's input rows -> its L1 map (per C1 block:

@@ -36,7 +36,7 @@ class Load:
 
 
 class ConvWeights:
-    """Mixin of `ConvKernel` (its `s`, `t`, `wz`, `target`, and `in_type` /
+    """Mixin of `ConvKernel` (its `g`, `s`, `t`, `wz`, `target`, and `in_type` /
     `frac`: the cube's input type and its fractals' elements)."""
 
     def plan_weights(self) -> None:
@@ -98,6 +98,75 @@ class ConvWeights:
         """(first K1 row, rows) of the weights' pieces (`ConvShape.first_pieces`)."""
         t = self.t
         return self.s.first_pieces(t.m1, t.n1, t.kc, self.target)
+
+    def ahead_pieces(self, m1: int) -> int:
+        """How many weight pieces go out in one run after a band's first
+        chunk of m1 M fractals (without `split_map`): far enough ahead of
+        their chunks to hide the GM latency and their own transfer."""
+        s, t = self.s, self.t
+        path = self.target.path("gm_to_l1")
+        kc = min(t.kc, s.k1)
+        chunk_cycles = max(1, m1 * kc * (1 if s.diagonal else min(t.n1, s.co1)))
+        piece_cycles = kc * min(t.n1, s.co1) * 512 // path.bytes_per_cycle
+        return -(-(path.latency + piece_cycles) // chunk_cycles) + 1
+
+    def map_in_blocks_pays(self, block_bytes: int, m1: int) -> bool:
+        """Whether a band's map in blocks beside the weight pieces
+        (`kernel.defer_map`) is estimated faster than the whole map in the
+        first run, both with the pieces loaded in the conv and with them
+        loaded before it (npu-prefetch takes a conv's first pieces during the
+        op before it; on many cores most of them).
+
+        In blocks the cube starts after the first piece's blocks, not the
+        whole map, but each run's flag holds MTE2 for a GM latency. Loaded in
+        the conv, each piece is its own run (the `ahead_pieces` run is gone):
+        max(MTE2 + the extra runs' latencies, latency + the first blocks +
+        the cube) against max(MTE2, latency + the whole map + the cube), from
+        the tiling's pipes. Prefetched, the blocks go out a run and a latency
+        at a time, the cube working through a run's rows once it lands
+        (`_blocks_landing`), against the latency, the whole map and the band's
+        cube work. On one core the cube has the slack (3x3/2 128->128 56:
+        33,950 against 30,814 loaded, 11,438 against 9,028 prefetched); a
+        core's share of 32 is one band and prefetched in a model: ResNet-50
+        on 32 cores 320,739 -> 332,503 cycles with every map in blocks
+        (3x3 128->128 28: 2,682 against 2,874 loaded, a phase of the model
+        4,556 -> 5,382; 3x3 256->256 14: 4,026 against 4,036 prefetched,
+        5,824 -> 6,464). The blocks must win both by a GM latency: MobileNetV2's
+        1x1 960->160 and 320->1280 on 7x7, ahead by 65 and 25 estimated, made
+        it 183,637 -> 184,157 on 32 cores (one core's wins: 453 and more)."""
+        s, t, g = self.s, self.t, self.g
+        path = self.target.path("gm_to_l1")
+        pieces = self.pieces_of_rows()
+        runs = len(pieces) - min(len(pieces), 2 + max(0, len(pieces) - 1 - self.ahead_pieces(m1)))
+        first = min(s.c1, -(-pieces[0][1] // (g.kh * g.kw)))  # blocks the first piece reads
+        pipes = dict(t.pipes)
+        mte2, cube = pipes.get("MTE2", 0), pipes.get("cube+MTE1", 0)
+        map_cycles = s.c1 * block_bytes / path.bytes_per_cycle
+        whole = max(mte2, path.latency + map_cycles + cube)
+        blocks = max(mte2 + runs * path.latency,
+                     path.latency + first * block_bytes / path.bytes_per_cycle + cube)
+        band_cube = cube / max(1, self.run_bands)
+        prefetched = self._blocks_landing(pieces, block_bytes, band_cube / s.k1)
+        margin = path.latency  # the estimate's error: see the docstring
+        return (blocks + margin < whole
+                and prefetched + margin < path.latency + map_cycles + band_cube)
+
+    def _blocks_landing(self, pieces: list[tuple[int, int]], block_bytes: int,
+                        row_cycles: float) -> float:
+        """When the cube ends a band whose map goes out in runs of the blocks
+        each piece's rows read, its pieces already in L1: a run lands a GM
+        latency and its bytes after the one before; the cube works through a
+        piece's rows (`row_cycles` each) once its run lands."""
+        path = self.target.path("gm_to_l1")
+        s, g = self.s, self.g
+        land = done = 0.0
+        sent = 0  # blocks sent in earlier runs
+        for k0, rows in pieces:
+            end = min(s.c1, -(-(k0 + rows) // (g.kh * g.kw)))
+            land += path.latency + (end - sent) * block_bytes / path.bytes_per_cycle
+            done = max(done, land) + row_cycles * rows
+            sent = end
+        return done
 
     def first_piece(self) -> None:
         """The resident copy's first piece, with the first band's map blocks
