@@ -54,12 +54,7 @@ NONE = Lookahead()
 
 def is_host_constant(value: ir.Value) -> bool:
     """`value` views an `npu.constant` function argument (a weight)."""
-    root = nir.view_root(value)
-    if not nir.is_block_argument(root):
-        return False
-    arg = ir.BlockArgument(root)
-    func = arg.owner.owner.operation
-    return func.name == "func.func" and nir.CONSTANT_ATTR in nir.arg_attrs(func, arg.arg_number)
+    return nir.constant_attr(nir.view_root(value)) is not None
 
 
 def weight_slot(shape: MatmulShape, choice: TilingChoice, target: Target) -> tuple[int, int]:

@@ -136,16 +136,23 @@ def constant_data(attr: ir.Attribute, shape: Sequence[int], element: str):
     return np.asarray(dense).astype(dtype, copy=False).reshape(tuple(shape))
 
 
-def constant_argument(value: ir.Value):
-    """The numpy data of the `npu.constant` function argument `value`, or
-    None when it is not one (another value, or a loop's argument)."""
+def constant_attr(value: ir.Value):
+    """The `npu.constant` attribute of the function argument `value` (a host
+    constant's data), or None when it is not one (another value, or a
+    loop's argument)."""
     if not is_block_argument(value):
         return None
     arg = ir.BlockArgument(value)
     func = arg.owner.owner.operation
     if func.name != "func.func":
         return None
-    attr = arg_attrs(func, arg.arg_number).get(CONSTANT_ATTR)
+    return arg_attrs(func, arg.arg_number).get(CONSTANT_ATTR)
+
+
+def constant_argument(value: ir.Value):
+    """The numpy data of the `npu.constant` function argument `value`, or
+    None when it is not one (`constant_attr`)."""
+    attr = constant_attr(value)
     if attr is None:
         return None
     mtype = ir.MemRefType(value.type)
@@ -204,6 +211,6 @@ def block_dim(func_op: ir.Operation) -> int:
 
 
 __all__ = ["BLOCK_DIM_ATTR", "BLOCK_IDX_ATTR", "CONSTANT_ATTR", "CORE_PART_ATTR", "F16_EPILOGUES_ATTR", "WORKSPACE_ATTR", "append_argument", "arg_attrs",
-           "block_dim", "block_idx_arg", "block_idx_value", "constant_argument", "constant_data", "erase_argument", "functions",
+           "block_dim", "block_idx_arg", "block_idx_value", "constant_argument", "constant_attr", "constant_data", "erase_argument", "functions",
            "ops_in_dialect", "ops_named", "replace_ops", "retype_constant", "symbol_name", "walk", "walk_held",
            "workspace_args"]
