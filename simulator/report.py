@@ -152,22 +152,23 @@ def chip_bound(rep: dict, per_core: list[dict], target, min_gm_bytes: int) -> No
     """The chip's ideal for this program: the larger of all its cube work
     spread over every core of the target and its compulsory GM traffic
     (every argument once) over the chip's GM bandwidth; `rep["chip"]`."""
-    rebase_chip_bound(rep, sum(r["bounds"]["M"] for r in per_core), target, min_gm_bytes,
-                      "program")
+    rep["chip"] = chip_ideal(rep, sum(r["bounds"]["M"] for r in per_core), target, min_gm_bytes,
+                             "program")
 
 
-def rebase_chip_bound(rep: dict, cube: float, target, min_gm_bytes: int, source: str) -> None:
-    """`rep["chip"]` from the cube work and the GM bytes `source` counts:
-    the program's arguments, or the model's data (`npu.compile` of an ONNX
-    model: a figure that does not move with the layouts chosen)."""
+def chip_ideal(rep: dict, cube: float, target, min_gm_bytes: int, source: str) -> dict:
+    """The chip part of report `rep` from the cube work and the GM bytes
+    `source` counts: the program's arguments, or the model's data
+    (`npu.compile` of an ONNX model: a figure that does not move with the
+    layouts chosen)."""
     cube_bound = cube / target.cores
     gm_bound = min_gm_bytes / target.gm_chip_bytes_per_cycle
     unit, bound = ("cube", cube_bound) if cube_bound >= gm_bound else ("gm", gm_bound)
-    rep["chip"] = {"cores": target.cores, "launched": rep.get("block_dim", 1),
-                   "bound_cycles": math.ceil(bound), "bound_unit": unit,
-                   "cube_cycles": round(cube, 2), "min_gm_bytes": int(min_gm_bytes),
-                   "gm_bytes_of": source,
-                   "ratio": round(rep["cycles"] / bound, 4) if bound else None}
+    return {"cores": target.cores, "launched": rep.get("block_dim", 1),
+            "bound_cycles": math.ceil(bound), "bound_unit": unit,
+            "cube_cycles": round(cube, 2), "min_gm_bytes": int(min_gm_bytes),
+            "gm_bytes_of": source,
+            "ratio": round(rep["cycles"] / bound, 4) if bound else None}
 
 
 def spot_sums(spots: list["Hotspot"], code: np.ndarray, unit: np.ndarray, starts: np.ndarray,

@@ -244,7 +244,6 @@ class LayoutChoice:
         self.p.remark(self.region, f"npu-lower-fused: {'; '.join(how)}{estimate}")
 
 
-
 def _renamed(profile: ChunkProfile, rename) -> ChunkProfile:
     """`profile` with the root of each Nz key (`("nz", root)`) renamed."""
     def key(k):

@@ -125,9 +125,7 @@ def model_chip(report: dict, ports: Iterable, constants: int, target) -> dict:
     """`report["chip"]` with the model's GM bytes (`ports` and `constants`
     bytes of data), not the compiled arguments': the README example's ideal
     is 277 cycles, not 411."""
-    from npu.simulator.report import rebase_chip_bound
+    from npu.simulator.report import chip_ideal
 
-    rep = {"cycles": report["cycles"], "block_dim": report.get("block_dim", 1)}
-    rebase_chip_bound(rep, report["chip"]["cube_cycles"], target,
+    return chip_ideal(report, report["chip"]["cube_cycles"], target,
                       ports_bytes(ports) + constants, "model")
-    return rep["chip"]

@@ -156,11 +156,11 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
             vector += repeats(scores, 2) * trans  # exp
             vector += 8 * repeats(rows) * simple  # per-row steps (offsets, alpha)
             vector += rows // (32 // es) * t.vnchwconv_cycles_per_repeat  # the shift's broadcast
-            after = vector  # what follows P.V
+            pv_start = vector  # P.V's drain and the rescale: after the softmax
             vector += (d1 + 1) * slab * 4 // drain_rate  # P.V (and the sums) drained
             if y:
                 vector += (d1 + 1) * repeats(slab) * fma  # O = alpha O + P.V
-            after = vector - after
+            pv = vector - pv_start
             if key_mask:  # one vadd per key slab (after the scale: the scores scaled first)
                 vector += kb * repeats(slab, es) * simple
                 vector += repeats(scores, es) * simple if key_mask == "after" else 0
@@ -171,7 +171,7 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
             if guard:  # the rows' mask (vsub, vcmp) and one vsel over P
                 vector += 2 * repeats(slab, es) * simple + repeats(scores, 2) * simple
             if chained:  # the step's softmax, before its P.V
-                chain += serial_steps.step_chain(qb, kb, d1, vector - before - after, resident,
+                chain += serial_steps.step_chain(qb, kb, d1, vector - before - pv, resident,
                                                  row_loads, t)
             vector += STEP_IDLE_CYCLES
             cube += t.cube_cycles(qb * kb * (2 * d1 + 1))
