@@ -112,7 +112,8 @@ class SplitCoresPass(Pass):
         Option("grids", str, "", "grids to take instead of the model's, to measure them: "
                "'MxNxK:PKxPM' (a matmul of that shape, when split over PK*PM cores: PK column "
                "parts x PM row parts of C, as the remarks print them) or 'attention:HPxQP' (head "
-               "parts x query runs), joined by ';'; an entry no split takes is an error"),
+               "parts x query runs), joined by ';'; an entry no split takes is an error, and "
+               "a function with a forced grid is split even where the estimate prefers one core"),
     )
 
     def run(self, module: ir.Operation) -> None:
@@ -156,6 +157,7 @@ class SplitCoresPass(Pass):
         if nir.block_idx_arg(func) is not None or nir.BLOCK_DIM_ATTR in func.attributes:
             raise PassError("npu-split-cores: the function is already split over cores", func)
         self._dissolve_weight_bound_epilogues(func, wanted)
+        forced_before = set(self.rules.used)
         units: list[Unit] = []
         splits: list[Split | None] = []
         ops = [child.operation for child in func.regions[0].blocks[0].operations]
@@ -199,7 +201,14 @@ class SplitCoresPass(Pass):
             return
         before = place(units)
         one, many = self._estimate(units, len(before))
-        if self.estimate and many >= 0.9 * one:
+        # A grid the user forced is measured, not second-guessed: the
+        # function is split even when the estimate prefers one core.
+        forced = self.rules.used - forced_before
+        if self.estimate and many >= 0.9 * one and forced:
+            if told:
+                self.remark(func, f"npu-split-cores: split although the estimate ({many:.0f} "
+                            f"cycles) is no better than one core's ({one:.0f}): grids forced")
+        elif self.estimate and many >= 0.9 * one:
             if not told:
                 return
             self.remark(func, f"npu-split-cores: one core of {wanted}: the split's estimate "
