@@ -53,7 +53,7 @@ from .groups import apply_group, external, group_split, written
 from . import aligned, share
 from .prefetched import NONE, Lookahead
 from .rules import SplitRules, parse_grids
-from .split import Split, apply
+from .split import Split, apply, split_of
 
 SYNC_ALL = "cce.sync_all"
 INERT = ("memref.", "arith.", "func.return", "builtin.unrealized_conversion_cast")
@@ -157,7 +157,6 @@ class SplitCoresPass(Pass):
         if nir.block_idx_arg(func) is not None or nir.BLOCK_DIM_ATTR in func.attributes:
             raise PassError("npu-split-cores: the function is already split over cores", func)
         self._dissolve_weight_bound_epilogues(func, wanted)
-        forced_before = set(self.rules.used)
         units: list[Unit] = []
         splits: list[Split | None] = []
         ops = [child.operation for child in func.regions[0].blocks[0].operations]
@@ -203,7 +202,8 @@ class SplitCoresPass(Pass):
         one, many = self._estimate(units, len(before))
         # A grid the user forced is measured, not second-guessed: the
         # function is split even when the estimate prefers one core.
-        forced = self.rules.used - forced_before
+        forced = {s.forced for f in splits if (s := split_of(f)) is not None and s.forced}
+        self.rules.used |= forced
         if self.estimate and many >= 0.9 * one and forced:
             if told:
                 self.remark(func, f"npu-split-cores: split although the estimate ({many:.0f} "
@@ -267,13 +267,12 @@ class SplitCoresPass(Pass):
             return NONE
         gap = 0.0
         if units and splits[-1] is not None and _roots(op) & _roots(units[-1].op, True):
-            gap = (splits[-1][0] if isinstance(splits[-1], tuple) else splits[-1]).tail
+            gap = split_of(splits[-1]).tail
         nxt = next((o for o in after if not o.name.startswith(INERT)), None)
         if nxt is None or not _is_matmul(nxt) or not _roots(nxt) & _roots(op, True):
             return Lookahead(gap)
         self.rules.lookahead = NONE
-        found = self._split_at(nxt, wanted)
-        found = found[0] if isinstance(found, tuple) else found
+        found = split_of(self._split_at(nxt, wanted))
         if found is None or not found.slot:
             return Lookahead(gap, True)
         return Lookahead(gap, True, found.slot, found.slots, found.per_byte)

@@ -28,7 +28,7 @@ from npu.target import Target
 
 from .barriers import Unit, place
 from .rules import SplitRules
-from .split import BATCH, ROWS, Split
+from .split import BATCH, ROWS, Split, split_of
 
 
 class SplitCoresPass(Protocol):
@@ -40,10 +40,6 @@ class SplitCoresPass(Protocol):
     def _split_at(self, op: ir.Operation, n: int) -> Split | tuple | None: ...
 
     def _unit(self, op: ir.Operation, found: Split | tuple) -> Unit: ...
-
-
-def _split_of(found: Split | tuple | None) -> Split | None:
-    return found[0] if isinstance(found, tuple) else found
 
 
 def _is_conv(op: ir.Operation) -> bool:
@@ -84,14 +80,14 @@ def choose(op: ir.Operation, found: Split | tuple | None, units: list[Unit],
     barrier and it models no more than `saving` slower."""
     if not _is_conv(op) or not units or units[-1].base:
         return found
-    grid = row_grid(_split_of(splits[-1]))
+    grid = row_grid(split_of(splits[-1]))
     if grid is None:
         return found
     same = _with_rows(p, op, grid)
-    if same is None or _split_of(same).cost <= 0:
+    if same is None or split_of(same).cost <= 0:
         return found
-    best = _split_of(found)
-    if best is not None and _split_of(same).cost > best.cost + saving(p):
+    best = split_of(found)
+    if best is not None and split_of(same).cost > best.cost + saving(p):
         return found
     if len(units) in place(units + [p._unit(op, same)]):  # noqa: SLF001
         return found  # still behind a barrier: nothing saved

@@ -69,8 +69,6 @@ def group_split(group: ir.Operation, parts: int, rules: SplitRules
         found = attention.grid(group, a, parts, rules.target, forced)
         if found is None:
             return None
-        if forced is not None:
-            rules.used.add(ATTENTION_KEY)
         hp, qp, cycles = found
         attrs = group.attributes[ATTENTION_ATTR]
         heads, head_dim = _dict_int(attrs, "heads"), _dict_int(attrs, "head_dim")
@@ -90,7 +88,8 @@ def group_split(group: ir.Operation, parts: int, rules: SplitRules
             return None if rows is None or rows in cut else {**cut, rows: attention.QUERIES}
 
         # its loads come first: MTE2 idles through its modelled cycles (`prefetched`)
-        return _cuts(group, replace(attention.split(hp, qp), tail=float(cycles)), cut_of)
+        return _cuts(group, replace(attention.split(hp, qp), tail=float(cycles),
+                                       forced=None if forced is None else ATTENTION_KEY), cut_of)
     if CONV_EPILOGUE_ATTR in group.attributes:
         conv = [o for o in members(group) if o.name == "ascend.conv2d"]
         split = rules.split_conv(conv[0], parts) if len(conv) == 1 else None

@@ -35,6 +35,7 @@ cores").
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from mlir import ir
 
@@ -80,6 +81,17 @@ def parse_grids(text: str) -> dict:
                              "column x row parts) or 'attention:HPxQP'")
         out[dims if dims is not None else ATTENTION_KEY] = parts
     return out
+
+
+def _ranges(counts: list[int]) -> str:
+    """Sorted core counts as runs: [2, 3, 4, 8] -> '2-4, 8'."""
+    runs: list[list[int]] = []
+    for c in counts:
+        if runs and c == runs[-1][1] + 1:
+            runs[-1][1] = c
+        else:
+            runs.append([c, c])
+    return ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in runs)
 
 
 def _grid_key(key) -> str:
@@ -332,7 +344,7 @@ class SplitRules:
                 best, best_rank = Split(cuts, (("k", pk), ("m", pm)), cost, tail=tail, slot=slot,
                                         slots=count, per_byte=saved / slots if slots else 0.0), rank
         if forced is not None and best is not None:
-            self.used.add(dims)
+            best = replace(best, forced=dims)
         return best
 
     def unused_grids(self) -> str | None:
@@ -344,6 +356,9 @@ class SplitRules:
             return None
         names = ", ".join(f"'{_grid_key(k)}:{self.grids[k][0]}x{self.grids[k][1]}'"
                           for k in unused)
-        seen = ", ".join(f"{m}x{n}x{k} on {c}" for m, n, k, c in sorted(self.matmuls))
+        counts: dict[tuple, list[int]] = {}
+        for m, n, k, c in sorted(self.matmuls):
+            counts.setdefault((m, n, k), []).append(c)
+        seen = ", ".join(f"{m}x{n}x{k} on {_ranges(c)}" for (m, n, k), c in counts.items())
         return (f"{names} applied to no split (the matmul splits tried, M x N x K on cores: "
                 f"{seen or 'none'})")

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .barriers import Unit, place
-from .split import Split
+from .split import Split, split_of
 
 # The side-by-side shares must model below this fraction of the units one
 # after another (estimate: the models leave out each op's start, which
@@ -41,10 +41,6 @@ class Choice:
     cores: int
     split: Split | tuple
     cost: float
-
-
-def _split_of(found: Split | tuple | None) -> Split | None:
-    return found[0] if isinstance(found, tuple) else found
 
 
 def _independent(a: Unit, b: Unit) -> bool:
@@ -77,7 +73,10 @@ def choices(split_at: Callable[[int], Split | tuple | None], wanted: int) -> dic
     out: dict[int, Choice] = {}
     for n in range(2, wanted + 1):
         found = split_at(n)
-        split = _split_of(found)
+        split = split_of(found)
+        if split is not None and split.forced is not None:
+            # a grid forced with `grids` is the unit's only choice
+            return {m: Choice(split.parts, found, split.cost) for m in range(n, wanted + 1)}
         if split is not None and split.cost > 0 and (best is None or split.cost < best.cost):
             best = Choice(split.parts, found, split.cost)
         if best is not None:

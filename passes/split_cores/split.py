@@ -41,6 +41,11 @@ def axis_coord(coords: dict, parts: dict[str, int], axis: str):
     return out
 
 
+def split_of(found: "Split | tuple | None") -> "Split | None":
+    """The split of a unit's choice (an op's split, or a group's (split, cuts))."""
+    return found[0] if isinstance(found, tuple) else found
+
+
 @dataclass(frozen=True)
 class Split:
     """How one op is cut: per operand, dim -> grid axis name; `grid` orders
@@ -61,6 +66,8 @@ class Split:
     slot: int = 0
     slots: int = 0
     per_byte: float = 0.0
+    # the `grids` entry (`rules.parse_grids` key) this split took, if forced
+    forced: object = None
 
     @property
     def parts(self) -> int:

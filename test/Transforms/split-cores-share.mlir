@@ -1,5 +1,7 @@
 // RUN: npu-opt %s --npu-split-cores="cores=32 remarks=true" 2>&1 | FileCheck %s
 // RUN: npu-opt %s --npu-split-cores="cores=32 remarks=true share=false" 2>&1 | FileCheck %s --check-prefix=APART
+// RUN: npu-opt %s --npu-split-cores="cores=32 remarks=true grids=128x768x768:4x2" 2>&1 | FileCheck %s --check-prefix=FORCED
+// RUN: not npu-opt %s --npu-split-cores="cores=32 grids=128x768x768:16x1" 2>&1 | FileCheck %s --check-prefix=NO-ROOM
 // Three independent projections of one A (BERT's Q, K and V): side by side
 // on cores 0-7, 8-15 and 16-23 (each a 1 x 8 grid over its own cores, its
 // slices indexed by the block index less its first core), not one after
@@ -18,6 +20,12 @@
 // CHECK: "ascend.matmul"
 // CHECK: arith.cmpi uge, %[[BLK]], %c16
 // CHECK: arith.subi %[[BLK]], %c16
+
+// A forced grid is each projection's only choice: 4 x 2 on 8 cores side
+// by side; 16 x 1 on 16 cores each does not fit three times in 32, so no
+// split takes it, and the error lists the core counts tried as runs.
+// FORCED: remark: npu-split-cores: 24 of 32 cores, 0 chip barriers; ascend.matmul 4x2 on cores 0-7; ascend.matmul 4x2 on cores 8-15; ascend.matmul 4x2 on cores 16-23
+// NO-ROOM: error: npu-split-cores: grids: '128x768x768:16x1' applied to no split (the matmul splits tried, M x N x K on cores: 128x768x768 on 2-16, 32)
 
 // APART: remark: npu-split-cores: 32 of 32 cores, 0 chip barriers; ascend.matmul 16x2; ascend.matmul 16x2; ascend.matmul 16x2
 // APART-NOT: arith.subi
