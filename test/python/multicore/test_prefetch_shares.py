@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import npu
@@ -32,6 +33,15 @@ def _model() -> onnx.ModelProto:
 
 
 X = np.random.default_rng(5).standard_normal((ROWS, WIDTH)).astype(np.float32)
+
+
+@pytest.fixture(autouse=True)
+def _shares_of_eight(monkeypatch) -> None:
+    """The least slowest shares alone (8 cores each, cores 24-31 in none):
+    `share.spread` would give those idle cores to Q and K."""
+    from npu.passes.split_cores import share
+
+    monkeypatch.setattr(share, "spread", lambda picked, options, wanted: picked)
 
 
 def _run_with_and_without_prefetch(on) -> tuple[dict, dict]:
