@@ -356,7 +356,9 @@ class BufferCollector:
             if piece.alloc is not None:
                 buffers.append(outer[piece.alloc.op])
             buffers += [Buffer(b.op, b.space, b.size, b.start + base, b.end + base, b.first_pipe,
-                               b.last_pipe, vector_only=b.vector_only) for b in piece.buffers]
+                               b.last_pipe, vector_only=b.vector_only,
+                               release=b.release + base if b.release >= 0 else -1)
+                        for b in piece.buffers]
         return buffers
 
 def collector_for(collectors: dict[ir.Operation, BufferCollector], func_op: ir.Operation

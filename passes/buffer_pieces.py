@@ -50,7 +50,8 @@ def analyse_piece(top: ir.Operation, target: Target, analysis: AccessAnalysis | 
     its on-chip allocs relative to its own position."""
     spans: dict[ir.Operation, tuple[int, int]] = {}
     chains: list[tuple[ir.Operation, list[ir.Operation]]] = []
-    allocs: list[tuple[ir.Operation, ir.Operation | None]] = []  # (alloc, parent)
+    # (alloc, parent, its outermost scf.if: a core guard)
+    allocs: list[tuple[ir.Operation, ir.Operation | None, ir.Operation | None]] = []
     counter = [0]
     # Asking each op for its regions was a third of the numbering's cost.
     leaves = LEAF_OP_NAMES if not top.context.allow_unregistered_dialects else set()
@@ -62,7 +63,8 @@ def analyse_piece(top: ir.Operation, target: Target, analysis: AccessAnalysis | 
         if name.startswith("cce.") and name not in SYNC_OPS:  # is_access_op
             chains.append((op, chain))
         elif name == "memref.alloc":
-            allocs.append((op, chain[-1] if chain else None))
+            allocs.append((op, chain[-1] if chain else None,
+                           next((o for o in chain if o.name == "scf.if"), None)))
         elif name in leaves:
             return  # no span asked of it: only uses, allocs and ancestors'
         if name in leaves:
@@ -107,7 +109,7 @@ def analyse_piece(top: ir.Operation, target: Target, analysis: AccessAnalysis | 
             if alloc is not None:
                 uses.setdefault(alloc, []).append((op, chain, acc.pipe))
     piece = Piece(counter[0], [], {}, analysis=analysis)
-    for alloc, parent in allocs:
+    for alloc, parent, guard in allocs:
         space, size = space_size(alloc, target)
         if space is None:
             continue
@@ -136,7 +138,8 @@ def analyse_piece(top: ir.Operation, target: Target, analysis: AccessAnalysis | 
         ordered = sorted(alloc_uses, key=lambda u: spans[u[0]][0])
         piece.buffers.append(Buffer(alloc, space, size, start, end,
                                     ordered[0][2] if ordered else None,
-                                    ordered[-1][2] if ordered else None, vector_only=only_v))
+                                    ordered[-1][2] if ordered else None, vector_only=only_v,
+                                    release=spans[guard][1] if guard is not None else -1))
     # What is left are uses of allocs outside this op (the function body's).
     for alloc, alloc_uses in uses.items():
         ordered = sorted(alloc_uses, key=lambda u: spans[u[0]][0])

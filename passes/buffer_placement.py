@@ -22,6 +22,10 @@ from npu.diagnostics import _location_parts
 from npu.memory_planning import Plan
 
 
+# Count a guarded buffer's hand-over from its guard's end (`Buffer.release`).
+GUARD_RELEASE = True
+
+
 @dataclass
 class Buffer:
     """One on-chip alloc and what the planner knows about it."""
@@ -35,6 +39,20 @@ class Buffer:
     last_pipe: str | None
     offset: int = -1
     vector_only: bool = False  # a loop-body buffer only V touches (see `buffer_pieces.vector_only`)
+    # A buffer inside an `scf.if` (a core guard, a conv's band plans): the
+    # outermost one's last position.
+    # npu-insert-sync orders a later access of its bytes outside the guard
+    # by flags set after the whole guard, so a hand-over waits for the
+    # guard's last work on the pipe, however early the buffer's own last
+    # access (-1: none).
+    release: int = -1
+
+    @property
+    def handed_over(self) -> int:
+        """Where a next user of its bytes outside its guard may start without
+        waiting on another pipe's later work: its end, or its guard's
+        (`release`); inside the guard, its end counts."""
+        return max(self.end, self.release) if GUARD_RELEASE else self.end
 
     @property
     def name(self) -> str:
@@ -63,7 +81,8 @@ def conflicts(a: Buffer, b: Buffer, window: int | None) -> bool:
     if window == 0:
         return False
     first, second = (a, b) if a.end < b.start else (b, a)
-    if window is not None and second.start - first.end > window:
+    handed = first.handed_over if second.start > first.handed_over else first.end
+    if window is not None and second.start - handed > window:
         return False
     return (first.last_pipe is not None and second.first_pipe is not None
             and first.last_pipe != second.first_pipe)
@@ -77,6 +96,7 @@ class _Lifetimes:
         self.n = len(buffers)
         self.start = np.array([b.start for b in buffers], np.int64)
         self.end = np.array([b.end for b in buffers], np.int64)
+        self.release = np.array([b.handed_over for b in buffers], np.int64)
         self.last = np.array([-1 if b.last_pipe is None
                               else codes.setdefault(b.last_pipe, len(codes)) for b in buffers], np.int64)
         self.first = np.array([-1 if b.first_pipe is None
@@ -87,9 +107,12 @@ class _Lifetimes:
         """[len(rows), n]: does buffer rows[k] conflict with buffer j? Pair
         (i, j), i < j, is tested as `conflicts(buffers[i], buffers[j])`."""
         start, end, last, first, columns = self.start, self.end, self.last, self.first, self.columns
+        release = self.release
         below = columns[None, :] < rows[:, None]  # j < i: tested as conflicts(b_j, b_i)
         a_start = np.where(below, start[None, :], start[rows, None])
         a_end = np.where(below, end[None, :], end[rows, None])
+        a_rel = np.where(below, release[None, :], release[rows, None])
+        b_rel = np.where(below, release[rows, None], release[None, :])
         b_start = np.where(below, start[rows, None], start[None, :])
         b_end = np.where(below, end[rows, None], end[None, :])
         a_last = np.where(below, last[None, :], last[rows, None])
@@ -98,7 +121,10 @@ class _Lifetimes:
         b_first = np.where(below, first[rows, None], first[None, :])
         overlap = (a_start <= b_end) & (b_start <= a_end)
         a_before = a_end < b_start  # else b is the first of the two
-        gap = np.where(a_before, b_start - a_end, a_start - b_end)
+        # (a later buffer inside the same guard: its own end)
+        a_out = np.where(b_start > a_rel, a_rel, a_end)
+        b_out = np.where(a_start > b_rel, b_rel, b_end)
+        gap = np.where(a_before, b_start - a_out, a_start - b_out)
         earlier_last = np.where(a_before, a_last, b_last)
         later_first = np.where(a_before, b_first, a_first)
         hand_over = (earlier_last >= 0) & (later_first >= 0) & (earlier_last != later_first)

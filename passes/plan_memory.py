@@ -17,7 +17,9 @@ between buffers whose lifetimes do not overlap is what lets big tiles fit.
   different pipes), so that pipes stay free to overlap; if that does not fit
   a buffer, it refuses such reuse only between lifetimes that are close in
   program order (shrinking windows), and at last falls back to plain
-  lifetime reuse.
+  lifetime reuse. A buffer inside a core guard (`scf.if`) hands its bytes
+  to a buffer after the guard at the guard's end: npu-insert-sync sets the
+  flags for that after the whole guard (`Buffer.release`).
 * The placement (greedy by size and MegEngine's pushdown, the lower peak
   wins) is the shared planner of `npu.memory_planning`, also used by
   `npu-plan-gm` for the GM workspace. The buffers, their conflicts and
