@@ -8,6 +8,7 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import ir as nir
+from npu.costmodel.conv.epilogue import paired_loads
 from npu.kernels.cce_build import copy_bursts
 from npu.passes.lower_conv.channel_pattern import channel_pattern, rows_of
 from npu.passes.lower_conv.drain_cast import f16_pattern
@@ -18,7 +19,8 @@ Index = int | ir.Value
 
 class ConvDrain:
     """Mixin of `ConvKernel` (its `s`, `t`, `target`, `bias`, `pattern`,
-    `epilogue`, `dest`, `out_type`, `ub` slots and `drains` count)."""
+    `epilogue`, `dest`, `out_type`, `ub` slots, `drains` and `supers` counts
+    and `pairs_tails`)."""
 
     def bias_pattern(self) -> ir.Value:
         """The bias of every Cout block repeated to one 256-byte repeat (4 rows
@@ -30,13 +32,26 @@ class ConvDrain:
             return f16_pattern(self.target, pattern)
         return pattern
 
+    def paired_loads(self) -> bool:
+        """Whether the epilogue loads each super tile's operands in one copy
+        (`ConvEpilogue.load_super`): not where bands share their last chunk
+        (`tail_pairs`: a deferred band drains after the next one's first
+        super tile)."""
+        return paired_loads(self.epilogue.work) and not self.pairs_tails()
+
     def drain_tile(self, l0c, n: int, s0: int, t0: int, n1: int, ns: int, ho0: Index,
                    rows: int, m1: int, prefetched: bool) -> None:
         """The drain of the super tile's half at t0 (of ns blocks from s0):
         with `one_store`, into its place in the super tile's slot, stored
         with the last half; else into a slot and stored on its own."""
         if not (self.t.one_store and ns > n1):
-            self.drain(l0c, n, s0 + t0, n1, ho0, rows, m1, self.drains % len(self.ub), prefetched)
+            at = None
+            if self.epilogue is not None and self.epilogue.paired:
+                if t0 == 0 and not prefetched:
+                    self.epilogue.load_super(n, s0, ns, ho0, rows, m1, self.s.ho, self.s.wo,
+                                             self.supers)
+                at, prefetched = (self.supers, t0 * m1 * FRAC), True
+            self.drain(l0c, n, s0 + t0, n1, ho0, rows, m1, self.drains % len(self.ub), prefetched, at)
             self.drains += 1
             return
         slot = self.ub[self.drains % len(self.ub)]
@@ -48,7 +63,7 @@ class ConvDrain:
             self.drains += 1
 
     def drain(self, l0c, n: int, co0: int, n1: int, ho0: Index, rows: int, m1: int,
-              slot: int, prefetched: bool = False) -> None:
+              slot: int, prefetched: bool = False, at: tuple[int, int] | None = None) -> None:
         """L0C -> UB (rounded to f16 on the way for an f16 result), + bias in the
         result's type, -> GM: rows*Wo windows of each of the n1 blocks."""
         s = self.s
@@ -58,7 +73,7 @@ class ConvDrain:
         if self.epilogue is not None:
             if not prefetched:
                 self.epilogue.prefetch(n, co0, n1, ho0, rows, m1, s.ho, s.wo, self.drains)
-            ub = self.epilogue.apply(ub, co0, n1, rows, m1, s.wo, self.drains)
+            ub = self.epilogue.apply(ub, co0, n1, rows, m1, s.wo, self.drains, at)
             ob = nir.element_bytes(nir.memref_element(self.dest))
         self.store(ub, n, co0, n1, ho0, rows, m1, ob)
 

@@ -66,20 +66,36 @@ class ConvEpilogue:
                                                                self.target.vector_bytes)))
                          for v in epilogue.channel_operands(self.members, self.source)]
 
-    def allocate(self, size: int) -> None:
+    def allocate(self, size: int, paired: bool = False) -> None:
         """`SETS` sets of the tiles a drain needs (`size` elements each), live
         for the whole conv and taken by drains in turn: a drain's operand
         loads (MTE2) never wait for the vector work of the drain just before,
         nor its vector work for that drain's store. (Loading the operands a
         super tile ahead, in four sets, measured slower on ResNet-18: the
-        extra tiles cost the conv's tiling more than the loads' waits.)"""
+        extra tiles cost the conv's tiling more than the loads' waits.)
+        `paired`: each set's loaded tiles hold a whole super tile (both
+        halves, `load_super`), taken by super tiles in turn."""
         self.loaded = epilogue.loaded_operands(self.members, self.source)
         self.in_place = epilogue.in_place_sources(self.members, self.source)
+        self.paired = paired and bool(self.loaded)
+        loaded_size = 2 * size if self.paired else size
         self.sets = [([nir.alloc([size], nir.memref_element(m.operands[-1]), "ub") if v is None else None
                        for m, v in zip(self.members, self.in_place)],
                       [[nir.alloc([size], t, "ub") for t in self.compute(m).temps] for m in self.members],
-                      [nir.alloc([size], nir.memref_element(v), "ub") for v in self.loaded])
+                      [nir.alloc([loaded_size], nir.memref_element(v), "ub") for v in self.loaded])
                      for _ in range(SETS)]
+
+    def load_super(self, n: int, s0: int, ns: int, ho0, rows: int, m1: int, ho: int, wo: int,
+                   turn: int) -> None:
+        """`paired`: load the operands of the `turn`-th super tile (its ns
+        Cout blocks from s0, both halves) into its set in one copy each: one
+        flag, so one GM latency on MTE2, where a copy per half paid two
+        (each copy's flag holds MTE2 until it lands). 1x1 64->256 56 with
+        ResNet's residual + ReLU (bands of 8 rows, super tiles of 4 blocks):
+        MTE2 bound at 8 x 800 cycles of residual copies a band, see
+        `in_place_sources`."""
+        for v, buf in zip(self.loaded, self.sets[turn % SETS][2]):
+            self.load(v, nir.subview(buf, [0], [ns * m1 * FRAC]), n, s0, ns, ho0, rows, m1, ho, wo)
 
     def prefetch(self, n: int, co0: int, n1: int, ho0, rows: int, m1: int, ho: int, wo: int,
                  drain: int) -> None:
@@ -92,17 +108,20 @@ class ConvEpilogue:
             self.load(v, nir.subview(buf, [0], [count]), n, co0, n1, ho0, rows, m1, ho, wo)
 
     def apply(self, tile: ir.Value, co0: int, n1: int, rows: int, m1: int, wo: int,
-              drain: int) -> ir.Value:
+              drain: int, at: tuple[int, int] | None = None) -> ir.Value:
         """The members over the drained `tile` (the `drain`-th of the conv,
-        Cout blocks co0.. of it, its operands loaded by `prefetch`); the UB
-        buffer of the result."""
+        Cout blocks co0.. of it, its operands loaded by `prefetch`, or when
+        `paired` by `load_super` of super tile `at` = (turn, first element
+        of the half)); the UB buffer of the result."""
         count = n1 * m1 * FRAC
         made, temps_of, loads = self.sets[drain % SETS]
         view = lambda buf: nir.subview(buf, [0], [count])  # noqa: E731
+        if at is not None:
+            loads = [nir.subview(b, [at[1]], [count]) for b in self.sets[at[0] % SETS][2]]
         # value -> its tile in UB: the drained one, the operands loaded, and
         # what the members make (the very values, as `npu-fuse` grouped them)
         tiles = [(self.source, tile)]
-        tiles += [(v, view(b)) for v, b in zip(self.loaded, loads)]
+        tiles += [(v, b if at is not None else view(b)) for v, b in zip(self.loaded, loads)]
         per_block = self.target.vector_bytes  # bytes of a pattern's block
         for k, m in enumerate(self.members):
             values = [v for v in m.operands if nir.is_memref(v.type)]

@@ -130,12 +130,12 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
         # 3 slots 56,616 cycles, 6: 54,072; its stores and the staging share MTE3)
         room = budget - bias if reads_image(self.x5) else budget // 2 - bias
         if self.epilogue is not None:  # the member results and the loaded tiles in turn
-            sets = SETS * self.epilogue.work.set_bytes * half * m1 * FRAC
+            sets = self.epilogue.work.ub_bytes(SETS, self.paired_loads()) * half * m1 * FRAC
             room = min(room, budget - bias - sets)
         self.ub = [nir.alloc([slot_blocks * m1 * FRAC], self.out_type, "ub")
                    for _ in range(max(2, min(UB_SLOTS, room // slot_bytes)))]
         if self.epilogue is not None:
-            self.epilogue.allocate(half * m1 * FRAC)
+            self.epilogue.allocate(half * m1 * FRAC, self.paired_loads())
         band_pixels = min(self.g.h, (t.rows - 1) * self.g.strides[0] + self.ext_h) * self.g.w
         staged = Int8Map if s.int8 else ImageMap if reads_image(self.x5) else None
         self.image = staged(self.target, self.x5, band_pixels) if staged is not None else None
@@ -168,7 +168,7 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
         image: a band alone has its own L1 map; a run of bands alike is a loop
         of two bands per iteration, or straight code for few bands."""
         s, t = self.s, self.t
-        self.parity, self.drains, self.chunk = 0, 0, 0
+        self.parity, self.drains, self.chunk, self.supers = 0, 0, 0, 0
         self.run_bands = s.batch * bands  # (`map_in_blocks_pays`)
         # Streamed weights: the first super tile in pieces (each run plan's own
         # code), unless MTE2 bounds the conv: there each piece's flag only adds
@@ -263,7 +263,9 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
             # load would wait for the previous drain to free its set, holding
             # up the next band's map behind it on MTE2.
             prefetch = self.epilogue is not None and self.w_l1 is None
-            if prefetch:
+            if prefetch and self.epilogue.paired:
+                self.epilogue.load_super(n, s0, ns, ho0, band.rows, m1, s.ho, s.wo, self.supers)
+            elif prefetch:
                 for k, (t0, n1) in enumerate(tiles):
                     self.epilogue.prefetch(n, s0 + t0, n1, ho0, band.rows, m1, s.ho, s.wo,
                                            self.drains + k)
@@ -323,6 +325,7 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
             # the next super tile accumulates into the other L0C set, so its
             # mads need not wait for this one's drain
             self.parity ^= 1
+            self.supers += 1
         self.flush_weights()
         self.chunk = chunk
         self.split_map = self.last_chunk = False

@@ -132,28 +132,40 @@ IN_PLACE_KINDS = ("binary", "scalar", "unary")
 
 def in_place_sources(members: list[ir.Operation], conv_out: ir.Value) -> list[ir.Value | None]:
     """Per member, the tile its result overwrites in UB, or None (a tile of
-    its own): the drained tile or an earlier member's result of the result's
-    type that no later member reads. ResNet's residual Add then runs in the
-    drain slot itself, so a drain's UB set holds the loaded residual and the
-    ReLU's result only (f16: 4 bytes an element, was 6): 1x1 64->256 56 with
-    its residual went from bands of 12 rows and one Cout block per L0C tile
-    (the map's img2col redone for each of the 16 blocks), 62,401 cycles, to
-    bands of 8 rows and 4 blocks, 55,933; ResNet-50 on one core 2,205,959
-    -> 2,171,452. The last member keeps a tile of its own, which the store
-    reads: a drain slot held until its store lands measured slower (every
-    member in place: ResNet-50 2,175,366, its ReLU-only convs 400-1,100
-    cycles slower each; with two more drain slots for those, 2,192,754)."""
+    its own): a loaded operand's tile (or a member's result written over
+    one) that no later member reads, else the drained tile or an earlier
+    member's result of the result's type that no later member reads.
+    ResNet's residual Add runs over the loaded residual's tile and its ReLU
+    over the Add's, so a drain's UB set holds the loaded residual alone
+    (f16: 2 bytes an element), which the store reads. (Written over the
+    drained tile, with the ReLU's own tile in the set, 4 bytes: 1x1 64->256
+    56 with its residual went from bands of 12 rows and one Cout block per
+    L0C tile, 62,401 cycles, to bands of 8 rows and 4 blocks, 55,933; the
+    residual's tile too and one copy a super tile (`paired_loads`), bands
+    of 4 rows and 8 blocks, 50,608.) Over the drained tile the last member
+    keeps a tile of its own, which the store reads: a drain slot held until
+    its store lands measured slower (every member in place: ResNet-50
+    2,175,366 against 2,171,452, its ReLU-only convs 400-1,100 cycles slower
+    each; with two more drain slots for those, 2,192,754)."""
     chain = [conv_out] + [m.operands[-1] for m in members]
+    loaded = loaded_operands(members, conv_out)
+    # the values whose tile is a loaded operand's (written over it, in turn)
+    on_loaded: list[ir.Value] = list(loaded)
     picks: list[ir.Value | None] = []
     for k, m in enumerate(members):
         pick = None
-        if k < len(members) - 1 and member_compute(m).kind in IN_PLACE_KINDS:
+        if member_compute(m).kind in IN_PLACE_KINDS:
             out_type = nir.memref_element(m.operands[-1])
             later = [v for n in members[k + 1:] for v in n.operands]
-            pick = next((v for v in m.operands[:-1] if nir.is_memref(v.type)
-                         and any(v == c for c in chain[:k + 1])
-                         and nir.memref_element(v) == out_type
-                         and not any(v == w for w in later)), None)
+            free = [v for v in m.operands[:-1] if nir.is_memref(v.type)
+                    and nir.memref_element(v) == out_type and not any(v == w for w in later)]
+            # a loaded operand's tile first: the last member may write over it
+            # too (the store then reads the loaded tile, no tile of its own)
+            pick = next((v for v in free if any(v == w for w in on_loaded)), None)
+            if pick is None and k < len(members) - 1:
+                pick = next((v for v in free if any(v == c for c in chain[:k + 1])), None)
+            if pick is not None and any(pick == w for w in on_loaded):
+                on_loaded.append(m.operands[-1])
         picks.append(pick)
     return picks
 
@@ -172,6 +184,19 @@ class EpilogueWork:
     # hold for the whole conv per Cout block (one vector repeat each).
     patterns: int = 0
     pattern_bytes: int = 0
+
+    def ub_bytes(self, sets: int, paired: bool = False) -> int:
+        """UB per drained element of `sets` sets; `paired` (`paired_loads`):
+        each set's loaded tiles hold a whole super tile, two drains' worth."""
+        return sets * (self.set_bytes + (self.loaded_bytes if paired else 0))
+
+
+def paired_loads(work: EpilogueWork | None) -> bool:
+    """Whether a conv kernel loads its epilogue's operands a super tile at a
+    time (`npu.passes.lower_conv.epilogue.ConvEpilogue.load_super`): one
+    copy, one flag and one GM latency for both halves, where a copy per
+    drain held MTE2 for a latency each."""
+    return work is not None and work.loads > 0
 
 
 def work(members: list[ir.Operation], conv_out: ir.Value, target: Target) -> EpilogueWork:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from mlir import ir
 
 from npu import ir as nir
-from npu.costmodel.conv.epilogue import EpilogueWork
+from npu.costmodel.conv.epilogue import EpilogueWork, paired_loads
 from npu.costmodel.conv.int8_staging import staging_work
 from npu.costmodel.conv.streamed import serial_gaps
 from npu.dialects.ascend_conv import NC1HWC0_BD, NC1HWC0_C4, geometry, is_int8, layout
@@ -272,7 +272,7 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
              sets: int = 2) -> tuple[float, dict]:
     """(cycles, per-pipe work) of one tiling, with `epilogue`'s work on each
     drained tile: its vector passes, its operands' loads (with resident
-    weights each drain's loads pay the GM latency on their own; streamed,
+    weights each super tile's loads pay a GM latency, paired_loads; streamed,
     they join the super tile's weight run, and super tiles that fill the
     epilogue's `sets` run one after another: `streamed.serial_gaps`) and its
     result's stores (one per super tile when `merged`: `one_store`)."""
@@ -308,11 +308,11 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     drains = s.batch * bands * sum(2 if n >= 2 else 1 for n in n_tiles)
     out_bytes = s.out_bytes
     if epilogue is not None:
-        pixels = s.batch * s.ho * s.wo * s.co1 * 16
+        pixels, gm_lat = s.batch * s.ho * s.wo * s.co1 * 16, t.path("gm_to_ub").latency
         drain += out_fracs * FRACTAL_ELEMENTS * epilogue.vector
         mte2 += pixels * epilogue.loaded_bytes / t.path("gm_to_ub").bytes_per_cycle
-        if resident:
-            mte2 += drains * epilogue.loads * t.path("gm_to_ub").latency
+        if resident:  # a copy per drain, or per super tile (`paired_loads`)
+            mte2 += (s.batch * bands * len(n_tiles) if paired_loads(epilogue) else drains) * epilogue.loads * gm_lat
         # per-channel operands, staged once (a run of copies each)
         mte2 += epilogue.patterns * t.path("gm_to_ub").latency \
             + s.co1 * epilogue.pattern_bytes / t.path("gm_to_ub").bytes_per_cycle
@@ -376,7 +376,7 @@ def choose_tiling(s: ConvShape, t: Target, ub_bytes: int | None = None,
     L0C tiles, the drain in UB beside `sets` sets of an epilogue's tiles,
     the bias and the epilogue's per-channel patterns, the band and weights
     in L1); None when not even one output row of one Cout block fits."""
-    epilogue_bytes = sets * epilogue.set_bytes if epilogue is not None else 0
+    epilogue_bytes = epilogue.ub_bytes(sets, paired_loads(epilogue)) if epilogue is not None else 0
     frac = t.fractal_bytes(2)
     l0a, l0b = t.capacity("l0a") // 2 // frac, t.capacity("l0b") // 2 // frac
     l0c = t.capacity("l0c") // 2 // t.fractal_bytes(4)
