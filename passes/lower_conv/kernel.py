@@ -107,7 +107,7 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
         one for the inner runs (at a run-time offset) and one for the last."""
         s, t = self.s, self.t
         self.pattern = self.bias_pattern() if self.bias is not None else None
-        self.plan_weights()
+        self.plan_weights(share=row_parts is not None)
         # Two sets of accumulators (L0C) and drain buffers (UB), alternating
         # band by band, live for the whole conv: a band's mads never wait for
         # the previous band's drain. Bands in loops go two per iteration.

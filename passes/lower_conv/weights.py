@@ -39,9 +39,10 @@ class ConvWeights:
     """Mixin of `ConvKernel` (its `g`, `s`, `t`, `wz`, `target`, and `in_type` /
     `frac`: the cube's input type and its fractals' elements)."""
 
-    def plan_weights(self) -> None:
+    def plan_weights(self, share: bool = False) -> None:
         """The weights' L1 buffers, and the resident copy's pieces (the first
-        goes out with the first band's map: `first_piece`)."""
+        goes out with the first band's map: `first_piece`); `share`: the
+        conv is one core's run of rows (`first_tile_whole`)."""
         s, t = self.s, self.t
         self.w_l1 = None
         # Copies not issued yet, in the order the first band's chunks need them
@@ -70,10 +71,11 @@ class ConvWeights:
             # for a GM latency): dw 3x3/2 144 56 21,894 in K1 rows, 22,618 by tile.
             self.tile_major = t.n1 < s.co1 and self.weights_hold_first_band()
             width = t.n1 if self.tile_major else s.co1
+            whole = not share and self.first_tile_whole()
             for tile, s0 in enumerate(range(0, s.co1, width)):
                 self.queue_pieces(tile, lambda k0, rows, s0=s0:
                                   self.copy_weight_rows(s0, k0, rows, width),
-                                  self.pieces_of_rows() if tile == 0 else None)
+                                  self.pieces_of_rows() if tile == 0 and not whole else None)
         self.pieces = len(self.loads)
 
     def mte2_bound(self) -> bool:
@@ -98,6 +100,34 @@ class ConvWeights:
         """(first K1 row, rows) of the weights' pieces (`ConvShape.first_pieces`)."""
         t = self.t
         return self.s.first_pieces(t.m1, t.n1, t.kc, self.target)
+
+    def first_tile_whole(self) -> bool:
+        """Whether resident weights' first super tile loads in one run (with
+        the first band's map), not in pieces: tile by tile (`tile_major`),
+        where the first band's work on it takes no longer than the second
+        tile's weights take to land after it (their transfer and a GM
+        latency). The cube then waits for the second tile whatever the first
+        tile's pieces, and each piece's flag only holds MTE2 for a GM latency
+        more before the second tile may start (1x1/2 256->512 56: 1.8k cycles
+        of cube work on the first tile against 2.4k for the second's 128 KB;
+        34,369 cycles in pieces, 33,669 whole). The first bands' maps still go
+        out in runs as `pieces_of_rows` would have the pieces (`defer_map`):
+        with the map whole too, 33,905. Not on a core's share of the conv
+        (its rows or its slice of Cout): there npu-prefetch takes the first
+        pieces during the previous op while they fit its idle MTE2 time, and
+        a whole first tile did not (ResNet-50 on 32 cores 320,227 ->
+        323,683 cycles; 320,739 with the first piece apart and the rest of
+        the tile whole, which on one core gives 34,019)."""
+        s, t = self.s, self.t
+        if not self.tile_major or s.co1 <= t.n1 or self.row_pitch() != s.co1 * 16:
+            return False
+        target = self.target
+        kc = min(t.kc, s.k1)
+        work = (target.cube_cycles(t.m1 * s.k1 * t.n1)
+                + -(-s.k1 // kc) * target.mad_latency)
+        path = target.path("gm_to_l1")
+        second = s.k1 * min(t.n1, s.co1 - t.n1) * self.frac * nir.element_bytes(self.in_type)
+        return work <= path.latency + second / path.bytes_per_cycle
 
     def ahead_pieces(self, m1: int) -> int:
         """How many weight pieces go out in one run after a band's first

@@ -80,7 +80,9 @@ def layer_cycles(name: str) -> tuple[int, float]:
 
 @pytest.mark.parametrize("name,bound", [
     ("3x3 256->256 14", 1.3),     # the target (36,983 = 1.31 before)
-    ("1x1/2 256->512 56", 1.375),  # 35,019 = 1.40 before; 34,369 = 1.37
+    # 35,019 = 1.40 before; 34,369 = 1.37; 33,669 = 1.34 with the first
+    # super tile's weights whole (`weights.first_tile_whole`)
+    ("1x1/2 256->512 56", 1.345),
 ])
 def test_layer_within_its_bound(name: str, bound: float):
     cycles, cube = layer_cycles(name)

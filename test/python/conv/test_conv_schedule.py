@@ -94,3 +94,23 @@ def test_first_mad_waits_for_one_map_block_and_one_piece():
     before = ir_text[:ir_text.index('"cce.mad"')]
     assert before.count('"cce.copy_gm_to_l1"') == 2, before.count('"cce.copy_gm_to_l1"')
     assert "memref<1x9x28x16xf16, strided" in before  # the first img2col's view of block 0
+
+
+def test_first_resident_tile_loads_whole_where_the_cube_waits_for_the_second():
+    """ResNet-50's 1x1/2 256 -> 512 on 56x56 (two resident super tiles of
+    128 KB, tile by tile): the first band's 1.8k cycles of cube work on the
+    first tile end before the second tile's weights can land (2.4k with
+    the GM latency), so the first tile's pieces (32, 32, 64 KB, each with
+    its flag) only held MTE2 for two GM latencies more: 34,369 cycles =
+    1.37x the cube bound in pieces, 33,669 = 1.34x whole
+    (`weights.first_tile_whole`)."""
+    text, args = conv(16, 56, 32, 1, 2, 0, seed=4)
+    got, want, result = compile_and_simulate(text, "npu-lower{cores=1}", args)
+    assert_close(got[-1], want[-1], np.float16)
+    assert not result.hazards
+    copies = [instr.nbytes for instr, _, _ in result.trace_entries
+              if instr.name.endswith("copy_gm_to_l1")]
+    block = 4 * 56 * 32  # a band's map block: 4 input rows of one C1 block
+    assert [b for b in copies if b != block] == [128 * 1024] * 2
+    cube = 28 * 28 * 512 * 256 / 4096
+    assert result.cycles <= 1.345 * cube, (result.cycles, result.cycles / cube)
