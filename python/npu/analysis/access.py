@@ -29,6 +29,7 @@ from typing import Iterable
 from mlir import ir
 
 from npu.analysis.affine import Affine, ident
+from npu.analysis.alloc_uses import AllocUses
 from npu.analysis.byte_ranges import OFFSET_ATTR, OpAccess, Range, planned_range
 from npu.analysis.index_values import IndexAnalysis
 from npu.analysis.offset_intervals import byte_interval
@@ -70,7 +71,7 @@ class _MemrefFacts:
 _DYNAMIC = ir.ShapedType.get_dynamic_stride_or_offset()
 
 
-class AccessAnalysis(IndexAnalysis):
+class AccessAnalysis(IndexAnalysis, AllocUses):
     """Derives `OpAccess`es for the cce ops of one function (on the affine
     index values its base class finds)."""
 
@@ -80,15 +81,11 @@ class AccessAnalysis(IndexAnalysis):
         `BufferCollector` makes an analysis per top-level op: re-reading
         the types for each was 0.1 CPU s of BERT-12's on 32 cores)."""
         super().__init__()
+        AllocUses.__init__(self)  # the allocs each op uses, kept and forgotten with its access
         self.target = target
         # op -> its access: npu-insert-sync asks again for every loop an op
         # is nested in. An analysis lives while the IR it reads is unchanged.
         self._accesses: dict[ir.Operation, OpAccess] = {}
-        # op -> the memref.allocs its operands are views of (`allocs_used`),
-        # kept and forgotten with its access: npu-prefetch re-analyses a
-        # changed op's piece from its analysis, and re-reading every
-        # operand's type and root there was most of that re-analysis.
-        self._allocs_used: dict[ir.Operation, tuple[ir.Operation, ...]] = {}
         # types are uniqued: few distinct
         self._memrefs: dict[ir.Type, _MemrefFacts] = {} if types is None else types._memrefs
         # value -> root_of(value): an operand's root is asked for its ranges
@@ -300,14 +297,6 @@ class AccessAnalysis(IndexAnalysis):
         """Record `acc`, derived elsewhere (`npu.analysis.unrolled`), as `op`'s access."""
         self._accesses[op] = acc
 
-    def known_allocs_used(self, op: ir.Operation) -> tuple[ir.Operation, ...] | None:
-        """`allocs_used(op)` if found already, else None."""
-        return self._allocs_used.get(op)
-
-    def take_allocs_used(self, op: ir.Operation, allocs: tuple[ir.Operation, ...]) -> None:
-        """Record `allocs`, derived elsewhere (`npu.analysis.unrolled`), as `allocs_used(op)`."""
-        self._allocs_used[op] = allocs
-
     def root_value(self, value: ir.Value) -> ir.Value:
         """`root_of(value)[0]` without the offset (only the chain of views is
         followed): which buffer an operand is, for the lifetimes."""
@@ -319,33 +308,6 @@ class AccessAnalysis(IndexAnalysis):
         if view is None or view.name != "memref.view":
             return base
         return self.root_value(view.operands[0])
-
-    def allocs_used(self, op: ir.Operation,
-                    memo: dict[ir.Value, ir.Operation | None] | None = None
-                    ) -> tuple[ir.Operation, ...]:
-        """The `memref.alloc` each memref operand of `op` is a view of, in
-        operand order (one per such operand; operands of no alloc, such as
-        arguments, left out). `memo`: root value -> its alloc or None, for
-        the caller's walk."""
-        found = self._allocs_used.get(op)
-        if found is not None:
-            return found
-        allocs = []
-        for operand in op.operands:
-            if not isinstance(operand.type, ir.MemRefType):
-                continue
-            root = self.root_value(operand)
-            alloc = memo.get(root, False) if memo is not None else False
-            if alloc is False:
-                alloc = defining_op(root)
-                if alloc is not None and alloc.name != "memref.alloc":
-                    alloc = None
-                if memo is not None:
-                    memo[root] = alloc
-            if alloc is not None:
-                allocs.append(alloc)
-        found = self._allocs_used[op] = tuple(allocs)
-        return found
 
     # -- per op ------------------------------------------------------------------
     def access(self, op: ir.Operation) -> OpAccess:
