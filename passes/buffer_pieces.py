@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from mlir import ir
 
 from npu.analysis.access import SYNC_OPS, AccessAnalysis, AccessError
-from npu.ir import LEAF_OP_NAMES, defining_op, element_bytes, memory_space
+from npu.ir import LEAF_OP_NAMES, element_bytes, memory_space
 from npu.passes.base import PassError
 from npu.passes.buffer_placement import Buffer
 from npu.target import ON_CHIP_BUFFERS, Target
@@ -96,18 +96,8 @@ def analyse_piece(top: ir.Operation, target: Target, analysis: AccessAnalysis | 
             acc = analysis.access(op)
         except AccessError as e:
             raise PassError(e.message, e.op) from None
-        for operand in op.operands:
-            if not isinstance(operand.type, ir.MemRefType):
-                continue
-            root = analysis.root_value(operand)
-            if root in alloc_of:
-                alloc = alloc_of[root]
-            else:
-                alloc = alloc_of[root] = defining_op(root)
-                if alloc is not None and alloc.name != "memref.alloc":
-                    alloc = alloc_of[root] = None
-            if alloc is not None:
-                uses.setdefault(alloc, []).append((op, chain, acc.pipe))
+        for alloc in analysis.allocs_used(op, alloc_of):
+            uses.setdefault(alloc, []).append((op, chain, acc.pipe))
     piece = Piece(counter[0], [], {}, analysis=analysis)
     for alloc, parent, guard in allocs:
         space, size = space_size(alloc, target)
@@ -126,7 +116,9 @@ def analyse_piece(top: ir.Operation, target: Target, analysis: AccessAnalysis | 
             start, end = None, None
             for use, chain, _pipe in alloc_uses:
                 # the use's ancestor (or itself) right below `parent`
-                idx = next((i for i, o in enumerate(chain) if o == parent), None)
+                # (by identity: `number` made one object per op, shared by
+                # the chains of everything inside it)
+                idx = next((i for i, o in enumerate(chain) if o is parent), None)
                 top_use = chain[idx + 1] if idx is not None and idx + 1 < len(chain) else use
                 s, e = spans[top_use]
                 start = s if start is None else min(start, s)

@@ -222,7 +222,7 @@ class DoubleBufferPass(Pass):
 
 def _kept_outside(top: ir.Operation, loop: ir.Operation, source: AccessAnalysis) -> AccessAnalysis:
     """A fresh analysis (of `source`'s types) holding `source`'s reusable
-    accesses of the ops of `top` outside `loop`, which unrolling `loop`
+    accesses (and the allocs used) of the ops of `top` outside `loop`, which unrolling `loop`
     leaves as they are (the loop's own ops are erased)."""
     analysis = AccessAnalysis(source.target, source)
     inside = set(walk_held(loop))
@@ -234,6 +234,9 @@ def _kept_outside(top: ir.Operation, loop: ir.Operation, source: AccessAnalysis)
         acc = source.reusable_access(op)
         if acc is not None:
             analysis.take_access(op, acc)
+        used = source.known_allocs_used(op)
+        if used is not None:
+            analysis.take_allocs_used(op, used)
     return analysis
 
 

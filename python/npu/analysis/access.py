@@ -29,6 +29,7 @@ from typing import Iterable
 from mlir import ir
 
 from npu.analysis.affine import Affine, ident
+from npu.analysis.alloc_uses import AllocUses
 from npu.analysis.byte_ranges import OFFSET_ATTR, OpAccess, Range, planned_range
 from npu.analysis.index_values import IndexAnalysis
 from npu.analysis.offset_intervals import byte_interval
@@ -70,7 +71,7 @@ class _MemrefFacts:
 _DYNAMIC = ir.ShapedType.get_dynamic_stride_or_offset()
 
 
-class AccessAnalysis(IndexAnalysis):
+class AccessAnalysis(IndexAnalysis, AllocUses):
     """Derives `OpAccess`es for the cce ops of one function (on the affine
     index values its base class finds)."""
 
@@ -80,6 +81,7 @@ class AccessAnalysis(IndexAnalysis):
         `BufferCollector` makes an analysis per top-level op: re-reading
         the types for each was 0.1 CPU s of BERT-12's on 32 cores)."""
         super().__init__()
+        AllocUses.__init__(self)  # the allocs each op uses, kept and forgotten with its access
         self.target = target
         # op -> its access: npu-insert-sync asks again for every loop an op
         # is nested in. An analysis lives while the IR it reads is unchanged.
@@ -288,6 +290,7 @@ class AccessAnalysis(IndexAnalysis):
         """Drop `ops`, about to be erased (no later op may find one's access at its address)."""
         for op in ops:
             self._accesses.pop(op, None)
+            self._allocs_used.pop(op, None)
             self._interval_ops.discard(op)
 
     def take_access(self, op: ir.Operation, acc: OpAccess) -> None:

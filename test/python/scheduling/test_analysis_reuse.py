@@ -104,3 +104,42 @@ def test_inserted_keeps_the_analysis_of_an_op_changed_with_same_accesses():
     assert collector.analysis_at(func, loop + 1) is kept
     assert collector.space_bounds(func, "ub") == BufferCollector(
         get_target("ascend910")).space_bounds(func, "ub")
+
+
+def test_the_copies_allocs_are_derived_as_a_fresh_analysis_finds_them():
+    """`npu-double-buffer` hands each copy of a loop body the allocs its
+    original used (`AccessAnalysis.allocs_used`, the copy's own allocs in
+    place of the body's), and keeps those of the ops outside an inner loop
+    it unrolls: every cce op's must be what its IR gives afresh, and so the
+    lifetimes the planner gets from the collector."""
+    from npu.passes.double_buffer import DoubleBufferPass
+
+    target = get_target("ascend910")
+    module = parse_module(NESTED, make_context())
+    func = functions(module)[0]
+    unroll = DoubleBufferPass(target)
+    unroll.run(module.operation)
+    collector = next(iter(unroll.collectors.values()))
+    known = {}
+    for analysis in collector.analyses(func):
+        known.update(analysis._allocs_used)  # noqa: SLF001
+    fresh = AccessAnalysis(target)
+    ops = [op for op in walk(func) if op.name.startswith("cce.")]
+    assert len(ops) == 2 * (3 + 3 * 3)
+    for op in ops:
+        assert known[op] == fresh.allocs_used(op)
+    # the copies' slots are their own allocs, not the original's
+    assert len({a for op in ops for a in known[op]}) > 4
+    assert collector.collect(func) == BufferCollector(target).collect(func)
+
+
+def test_forget_drops_the_allocs_an_op_used():
+    """An op about to be erased leaves no allocs behind for a later op at
+    its address (`AccessAnalysis.forget`, as its access)."""
+    module = parse_module(NESTED, make_context())
+    func = functions(module)[0]
+    analysis = AccessAnalysis(get_target("ascend910"))
+    op = next(op for op in walk(func) if op.name == "cce.vexp")
+    assert len(analysis.allocs_used(op)) == 2
+    analysis.forget([op])
+    assert analysis.known_allocs_used(op) is None
