@@ -69,6 +69,7 @@ class Buffer:
 # lifetime and the start of the next within which reuse is refused when it
 # would add a cross-pipe dependency); None is unlimited, 0 plain lifetimes.
 WINDOWS = (None, 256, 64, 16, 0)
+_UNLIMITED = np.iinfo(np.int64).max  # the window None, in per-buffer windows
 
 
 def conflicts(a: Buffer, b: Buffer, window: int | None) -> bool:
@@ -103,9 +104,11 @@ class _Lifetimes:
                                else codes.setdefault(b.first_pipe, len(codes)) for b in buffers], np.int64)
         self.columns = np.arange(self.n)
 
-    def conflicts(self, rows: np.ndarray, window: int | None) -> np.ndarray:
+    def conflicts(self, rows: np.ndarray, window: int | None | np.ndarray) -> np.ndarray:
         """[len(rows), n]: does buffer rows[k] conflict with buffer j? Pair
-        (i, j), i < j, is tested as `conflicts(buffers[i], buffers[j])`."""
+        (i, j), i < j, is tested as `conflicts(buffers[i], buffers[j])`.
+        `window` may also be one per buffer (`_UNLIMITED` for None): a pair
+        then takes the smaller of its two (see `place_relaxed`)."""
         start, end, last, first, columns = self.start, self.end, self.last, self.first, self.columns
         release = self.release
         below = columns[None, :] < rows[:, None]  # j < i: tested as conflicts(b_j, b_i)
@@ -128,14 +131,17 @@ class _Lifetimes:
         earlier_last = np.where(a_before, a_last, b_last)
         later_first = np.where(a_before, b_first, a_first)
         hand_over = (earlier_last >= 0) & (later_first >= 0) & (earlier_last != later_first)
-        if window is not None:
+        if isinstance(window, np.ndarray):
+            hand_over &= gap <= np.minimum(window[rows, None], window[None, :])
+        elif window is not None:
             hand_over &= gap <= window
         conflict = overlap | hand_over
         conflict[np.arange(len(rows)), rows] = False
         return conflict
 
 
-def conflict_graph(buffers: list[Buffer], window: int | None, rows: int = 512) -> list[set[int]]:
+def conflict_graph(buffers: list[Buffer], window: int | None | np.ndarray,
+                   rows: int = 512) -> list[set[int]]:
     """`planner.conflict_graph(buffers, conflicts(., ., window))`, every pair
     tested at once with numpy (a few rows at a time to bound the memory):
     testing pair by pair in Python was most of the pass on a large model.
@@ -148,22 +154,54 @@ def conflict_graph(buffers: list[Buffer], window: int | None, rows: int = 512) -
     return adj
 
 
+def _window_array(levels: np.ndarray) -> np.ndarray:
+    """Each buffer's window (`_UNLIMITED` for None) from its index into WINDOWS."""
+    table = np.array([_UNLIMITED if w is None else w for w in WINDOWS], np.int64)
+    return table[levels]
+
+
+def _exceeding_clique(lifetimes: "_Lifetimes", sizes: np.ndarray, windows: np.ndarray,
+                      capacity: int) -> list[int] | None:
+    """A clique of pairwise conflicting buffers (grown greedily, largest
+    first) whose sizes sum past `capacity`, or None: no placement under
+    these windows can fit such a clique."""
+    candidates = np.ones(lifetimes.n, bool)
+    total, clique = 0, []
+    for i in np.argsort(-sizes, kind="stable"):
+        if candidates[i]:
+            total += int(sizes[i])
+            clique.append(int(i))
+            if total > capacity:
+                return clique
+            candidates &= lifetimes.conflicts(np.array([i]), windows)[0]
+    return None
+
+
 def exceeds(buffers: list[Buffer], window: int | None, capacity: int) -> bool:
     """True when no placement under `conflicts(., ., window)` fits in
-    `capacity`: a clique of pairwise conflicting buffers (grown greedily,
-    largest first) needs the sum of its sizes. The unlimited window makes
-    nearly every pair conflict on a large function, where placing only to
-    find the overflow cost more than all the other windows together."""
+    `capacity` (`_exceeding_clique`)."""
+    levels = np.full(len(buffers), WINDOWS.index(window), np.int64)
+    return _exceeding_clique(_Lifetimes(buffers), np.array([b.size for b in buffers], np.int64),
+                             _window_array(levels), capacity) is not None
+
+
+def start_levels(buffers: list[Buffer], capacity: int) -> np.ndarray:
+    """Each buffer's strictest window (index into WINDOWS) that no clique
+    rules out: while some clique of conflicting buffers needs more than
+    `capacity`, its members take the next window. The unlimited window
+    makes nearly every pair conflict on a large function, where placing
+    only to find the overflow cost more than all the other windows
+    together; a clique found this way is the buffers that must give way."""
     lifetimes = _Lifetimes(buffers)
-    candidates = np.ones(lifetimes.n, bool)
-    total = 0
-    for i in sorted(range(lifetimes.n), key=lambda i: -buffers[i].size):
-        if candidates[i]:
-            total += buffers[i].size
-            if total > capacity:
-                return True
-            candidates &= lifetimes.conflicts(np.array([i]), window)[0]
-    return False
+    sizes = np.array([b.size for b in buffers], np.int64)
+    levels = np.zeros(len(buffers), np.int64)
+    last = len(WINDOWS) - 1
+    while True:
+        clique = _exceeding_clique(lifetimes, sizes, _window_array(levels), capacity)
+        members = [i for i in clique or () if levels[i] < last]
+        if not members:
+            return levels  # fits, or overflows on plain lifetimes (`place` finds out)
+        levels[members] += 1
 
 
 def place(buffers: list[Buffer], window: int | None, algorithm: str) -> Plan:
@@ -174,4 +212,56 @@ def place(buffers: list[Buffer], window: int | None, algorithm: str) -> Plan:
     return planner.place(buffers, adj, algorithm)
 
 
-__all__ = ["Buffer", "WINDOWS", "conflict_graph", "conflicts", "exceeds", "place"]
+@dataclass
+class RelaxedPlan:
+    """`place_relaxed`'s result: the plan and each buffer's window."""
+
+    plan: Plan
+    windows: list[int | None]
+
+    @property
+    def window(self) -> int | None:
+        """The most relaxed window any buffer got (None: all pipe-aware)."""
+        return min(self.windows, key=lambda w: _UNLIMITED if w is None else w, default=None)
+
+
+def place_relaxed(buffers: list[Buffer], capacity: int, algorithm: str,
+                  rounds: int = 8) -> RelaxedPlan:
+    """A placement that relaxes the pipe-aware window only where the bytes
+    run out, instead of for the whole function: every buffer starts at
+    the strictest window no clique rules out for it (`start_levels`); after
+    a placement that overflows, the buffers placed past `capacity` and those
+    they conflict with (what pushed them up) take the next window, and the
+    group is placed again. After `rounds` local steps every buffer takes the
+    next window (as a function-wide fallback did), so it ends, at worst, at
+    plain lifetimes, where the whole group fit before.
+
+    Why: in a whole model on one core (one function), one kernel that fills
+    UB had every kernel's buffers planned on plain lifetimes: ResNet-18's
+    layer3.0 and layer4.0 downsample convs then had their drain slots at one
+    UB offset, each drain waiting for the previous slot's store (8,686 and
+    11,102 cycles against 6,742 and 8,510 estimated; with the slots apart
+    6,997 and 8,444, and the whole model on one core 874,976 -> 837,072)."""
+    levels = start_levels(buffers, capacity)
+    last = len(WINDOWS) - 1
+    local = 0
+    while True:
+        windows = _window_array(levels)
+        adj = (planner.overlap_graph(buffers) if not levels.size or levels.min() == last
+               else conflict_graph(buffers, windows))
+        plan = planner.place(buffers, adj, algorithm)
+        if plan.peak <= capacity or not levels.size or levels.min() == last:
+            return RelaxedPlan(plan, [WINDOWS[k] for k in levels])
+        over = [i for i, b in enumerate(buffers) if plan.offsets[i] + b.size > capacity]
+        touched = sorted({j for i in over for j in adj[i]} | set(over))
+        if local < rounds and any(levels[j] < last for j in touched):
+            local += 1
+            for j in touched:
+                levels[j] = min(last, levels[j] + 1)
+        else:
+            local = 0
+            levels = np.minimum(last, levels + 1)
+
+
+__all__ = ["Buffer", "RelaxedPlan", "WINDOWS", "conflict_graph", "conflicts", "exceeds", "place",
+           "place_relaxed", "start_levels"]

@@ -17,9 +17,11 @@ between buffers whose lifetimes do not overlap is what lets big tiles fit.
   different pipes), so that pipes stay free to overlap; if that does not fit
   a buffer, it refuses such reuse only between lifetimes that are close in
   program order (shrinking windows), and at last falls back to plain
-  lifetime reuse. A buffer inside a core guard (`scf.if`) hands its bytes
-  to a buffer after the guard at the guard's end: npu-insert-sync sets the
-  flags for that after the whole guard (`Buffer.release`).
+  lifetime reuse; the windows shrink buffer by buffer, only for the buffers
+  where the bytes run out (`place_relaxed`), not for the whole function. A
+  buffer inside a core guard (`scf.if`) hands its bytes to a buffer after
+  the guard at the guard's end: npu-insert-sync sets the flags for that
+  after the whole guard (`Buffer.release`).
 * The placement (greedy by size and MegEngine's pushdown, the lower peak
   wins) is the shared planner of `npu.memory_planning`, also used by
   `npu-plan-gm` for the GM workspace. The buffers, their conflicts and
@@ -44,7 +46,7 @@ from npu.ir import functions, i64_attr
 from npu.memory_planning import ALGORITHMS, Plan, lower_bound
 from npu.passes.base import Option, Pass, PassError
 from npu.passes.buffer_lifetimes import BufferCollector, collect_buffers, collector_for
-from npu.passes.buffer_placement import WINDOWS, Buffer, exceeds, place
+from npu.passes.buffer_placement import Buffer, place, place_relaxed  # noqa: F401
 from npu.target import ON_CHIP_BUFFERS, Target
 
 __all__ = ["Buffer", "collect_buffers", "plan_function", "PlanMemoryPass"]
@@ -85,12 +87,8 @@ def plan_function(func_op: ir.Operation, target: Target, algorithm: str = "auto"
             continue
         capacity = target.capacity(space)
         bound, when = lower_bound(group)
-        for window in WINDOWS:
-            if window != 0 and exceeds(group, window, capacity):
-                continue  # placing would only find the overflow
-            plan = place(group, window, algorithm)
-            if plan.peak <= capacity:
-                break
+        relaxed = place_relaxed(group, capacity, algorithm)
+        plan, window = relaxed.plan, relaxed.window
         pipe_aware = window is None
         if plan.peak > capacity:
             _overflow(group, plan, bound, when, capacity, space)

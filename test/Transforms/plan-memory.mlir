@@ -64,6 +64,40 @@ func.func @reuse_when_tight(%in: memref<81920xf16, "gm">, %out: memref<81920xf16
 
 // -----
 
+// The tight pair of @reuse_when_tight, then the two tiles of
+// @no_cross_pipe_reuse in the same function: only the pair gives up the
+// pipe-aware planning; the tiles stay apart (before, one tight kernel had
+// every buffer of the function planned on plain lifetimes: ResNet-18's
+// downsample convs drained each tile into the UB bytes of the previous
+// tile's store, waiting for it).
+// CHECK-LABEL: func.func @tight_pair_then_tiles
+// CHECK-SAME: pipe_aware = false
+// CHECK: memref.alloc() {npu.offset = 0 : i64} : memref<81920xf16, "ub">
+// CHECK: memref.alloc() {npu.offset = 0 : i64} : memref<81920xf16, "ub">
+// CHECK: memref.alloc() {npu.offset = 0 : i64} : memref<2048xf16, "ub">
+// CHECK: memref.alloc() {npu.offset = 4096 : i64} : memref<2048xf16, "ub">
+// expected-remark@+1 {{ub: allocated 163840 B, lower bound 163840 B, sum of sizes 335872 B, capacity 262144 B (4 buffers, greedy-by-size, reuse across pipes)}}
+func.func @tight_pair_then_tiles(%in: memref<81920xf16, "gm">, %out: memref<81920xf16, "gm">) {
+  %a = memref.alloc() : memref<81920xf16, "ub">
+  %b = memref.alloc() : memref<81920xf16, "ub">
+  %c = memref.alloc() : memref<2048xf16, "ub">
+  %d = memref.alloc() : memref<2048xf16, "ub">
+  "cce.copy_gm_to_ub"(%in, %a) {n_burst = 1 : i64, burst_len = 5120 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<81920xf16, "gm">, memref<81920xf16, "ub">) -> ()
+  "cce.copy_ub_to_gm"(%a, %out) {n_burst = 1 : i64, burst_len = 5120 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<81920xf16, "ub">, memref<81920xf16, "gm">) -> ()
+  "cce.copy_gm_to_ub"(%out, %b) {n_burst = 1 : i64, burst_len = 5120 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<81920xf16, "gm">, memref<81920xf16, "ub">) -> ()
+  "cce.copy_ub_to_gm"(%b, %in) {n_burst = 1 : i64, burst_len = 5120 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<81920xf16, "ub">, memref<81920xf16, "gm">) -> ()
+  %i0 = memref.subview %in[0] [2048] [1] : memref<81920xf16, "gm"> to memref<2048xf16, strided<[1]>, "gm">
+  %i1 = memref.subview %in[2048] [2048] [1] : memref<81920xf16, "gm"> to memref<2048xf16, strided<[1], offset: 2048>, "gm">
+  %o0 = memref.subview %out[0] [2048] [1] : memref<81920xf16, "gm"> to memref<2048xf16, strided<[1]>, "gm">
+  %o1 = memref.subview %out[2048] [2048] [1] : memref<81920xf16, "gm"> to memref<2048xf16, strided<[1], offset: 2048>, "gm">
+  "cce.copy_gm_to_ub"(%i0, %c) {n_burst = 1 : i64, burst_len = 128 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<2048xf16, strided<[1]>, "gm">, memref<2048xf16, "ub">) -> ()
+  "cce.copy_ub_to_gm"(%c, %o0) {n_burst = 1 : i64, burst_len = 128 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<2048xf16, "ub">, memref<2048xf16, strided<[1]>, "gm">) -> ()
+  "cce.copy_gm_to_ub"(%i1, %d) {n_burst = 1 : i64, burst_len = 128 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<2048xf16, strided<[1], offset: 2048>, "gm">, memref<2048xf16, "ub">) -> ()
+  "cce.copy_ub_to_gm"(%d, %o1) {n_burst = 1 : i64, burst_len = 128 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<2048xf16, "ub">, memref<2048xf16, strided<[1], offset: 2048>, "gm">) -> ()
+  return
+}
+// -----
+
 // A buffer allocated inside a loop body lives for the whole body, so the two
 // tiles of one iteration never share bytes; L0 buffers round up to 512 B.
 // CHECK-LABEL: func.func @loop_body_and_granule
