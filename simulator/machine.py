@@ -24,7 +24,8 @@ from npu.simulator.errors import ALIGNMENT, BOUNDS, INVALID, SimulationError
 from npu.simulator.hazards import V, HazardDetector, least
 from npu.simulator.instruction import Instr
 from npu.simulator.memory import Memory
-from npu.simulator.stamps import forget_granules, selection
+from npu.simulator.stamps import (BLOCKS_CACHE_ENTRIES, forget_granules, granule_answers,
+                                  selection)
 
 
 BOUND_CACHE_ENTRIES = 1 << 16
@@ -285,6 +286,9 @@ class SharedBindings:
         self.runners: dict[int, tuple] = {}
         self.active_state: list = [None]  # [the active machine's `_state`]
         self._active: Machine | None = None
+        # `bind`, compiled (`csrc/bind.c`), or None: `bind_python` (the
+        # reference, which the compiled one calls for whatever it refuses).
+        self._cbind = compiled.bind_static()
 
     @property
     def active(self) -> "Machine | None":
@@ -320,6 +324,13 @@ class SharedBindings:
                                     clock, clock_list)
 
     def bind(self, instr: Instr, views: tuple, cross: bool) -> tuple:
+        """`bind_python`, compiled when the run uses the compiled pieces."""
+        if self._cbind is not None:
+            return self._cbind(self, instr, views, cross, granule_answers(), BOUND_CACHE_ENTRIES,
+                               BLOCKS_CACHE_ENTRIES)
+        return self.bind_python(instr, views, cross)
+
+    def bind_python(self, instr: Instr, views: tuple, cross: bool) -> tuple:
         """Check every operand's alignment and bounds (all before any hazard
         check) and resolve its accesses. A read is (memory, group, pattern,
         address, clean-read key, how it stamps its granules (`Stamps.plan`),

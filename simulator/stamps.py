@@ -34,6 +34,12 @@ def forget_granules() -> None:
     _BLOCKS_AT.clear()
 
 
+def granule_answers() -> dict:
+    """The shared granule answers themselves (the compiled bind reads them:
+    `csrc/bind.c`); `forget_granules` clears this same dict."""
+    return _BLOCKS_AT
+
+
 def selection(pat: Pattern, addr: int):
     """The bytes `pat` touches at `addr`, as a numpy index (slice or array)."""
     if pat.dense:
