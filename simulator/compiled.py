@@ -76,6 +76,13 @@ def bind_static():
     return None if cengine is None else getattr(cengine, "bind_static", None)
 
 
+def bind_run():
+    """`_cengine.bind_run` (`machine.Machine.bind` with the compiled generic
+    path) when this run uses the compiled pieces, else None."""
+    cengine = engine()
+    return None if cengine is None else getattr(cengine, "bind_run", None)
+
+
 def memsys():
     """(`_cengine.l2_touch`, `_cengine.bus_take`), the memory system's loops,
     when this run uses the compiled pieces, else (None, None)."""

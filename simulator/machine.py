@@ -73,6 +73,9 @@ class Machine:
         # The same path as a callable the compiled loop calls without a frame
         # (`csrc/runner.c`), or None: `execute_generic` through a partial.
         self._runner_type = compiled.runner_type()
+        # `bind` compiled (`_cengine.bind_run`) and its context, made at the first bind.
+        self._cbind_run = compiled.bind_run()
+        self._bind_ctx: tuple | None = None
         self._state = (hazards.initialised, hazards.summary_w, hazards.summary_r, hazards.races,
                        None if cross is None else cross.access, core, hazards, clear_uninit)
 
@@ -84,6 +87,31 @@ class Machine:
         return entry
 
     def bind(self, instr: Instr, views: tuple) -> tuple:
+        """`bind_python`, compiled (`csrc/bind.c`, `bind_run`) when the run
+        uses the compiled generic path from an operand set's first use."""
+        ctx = self._bind_ctx if self._bind_ctx is not None else self._bind_context()
+        if ctx is not None and (ctx[2] is not self.shared.runners or self.shared.active is not None):
+            return self._cbind_run(ctx, instr, views)
+        return self.bind_python(instr, views)
+
+    def _bind_context(self) -> tuple | None:
+        """What `_cengine.bind_run` reads (kept once made), or None: the
+        Python binding (no compiled runner, or a `runner_from_use` to honour)."""
+        shared = self.shared
+        if self._cbind_run is None or self._runner_type is None or shared._cbind is None:
+            return None
+        if self.bound is shared.runners:
+            state, carried = shared.active_state, shared._carried_active
+        elif self.cross is None and self.compiled_runner_from_use is not None:
+            return None
+        else:
+            state, carried = self._state, self._carried
+        self._bind_ctx = (shared, shared.bindings, self.bound, state, carried, bool(self.numerics),
+                          self.cross is not None, self._runner_type, BOUND_CACHE_ENTRIES,
+                          granule_answers(), BLOCKS_CACHE_ENTRIES)
+        return self._bind_ctx
+
+    def bind_python(self, instr: Instr, views: tuple) -> tuple:
         """The operand set's runner on this core: the generic path (and from
         its `runner_from_use`-th use a `fast_path` runner), or, timing only,
         no arithmetic at all (`compute` is not even built)."""

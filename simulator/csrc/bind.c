@@ -260,3 +260,93 @@ done:
     Py_XDECREF(bindings);
     return entry;
 }
+
+/* The context of bind_run, a tuple built once per machine (machine.py). */
+enum {
+    B_SHARED,      /* SharedBindings */
+    B_BINDINGS,    /* SharedBindings.bindings */
+    B_BOUND,       /* Machine.bound (SharedBindings.runners on a timing-only launch) */
+    B_STATE,       /* the Runner's state: Machine._state, or SharedBindings.active_state */
+    B_CARRIED,     /* Machine._carried, or SharedBindings._carried_active */
+    B_NUMERICS,    /* bool: build each operand set's compute (Instr.bound) */
+    B_CROSS,       /* bool: a cross-core launch */
+    B_RUNNER,      /* the Runner type */
+    B_LIMIT,       /* machine.BOUND_CACHE_ENTRIES */
+    B_BLOCKS,      /* stamps' granule answers */
+    B_BLOCKS_LIMIT,
+    B_N
+};
+
+static PyObject *s_bound_attr;
+
+/* bind_run(ctx, instr, views) -> (views, instr, runner): `Machine.bind` with
+ * the compiled generic path from an operand set's first use (what
+ * `compiled_runner_from_use = None` asks for), kept in Machine.bound. */
+PyObject *bind_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != B_N ||
+        !PyDict_Check(PyTuple_GET_ITEM(args[0], B_BINDINGS)) ||
+        !PyDict_Check(PyTuple_GET_ITEM(args[0], B_BOUND))) {
+        PyErr_SetString(PyExc_TypeError, "bind_run(context, instr, views)");
+        return NULL;
+    }
+    PyObject *ctx = args[0], *instr = args[1], *views = args[2];
+#define C(i) PyTuple_GET_ITEM(ctx, i)
+    PyObject *id = PyLong_FromVoidPtr(views);
+    if (!id)
+        return NULL;
+    PyObject *st = PyDict_GetItemWithError(C(B_BINDINGS), id);
+    if (st && PyTuple_Check(st) && PyTuple_GET_SIZE(st) == 6 && PyTuple_GET_ITEM(st, 0) == views &&
+        PyTuple_GET_ITEM(st, 1) == instr) {
+        Py_INCREF(st);
+    } else if (PyErr_Occurred()) {
+        st = NULL;
+    } else {
+        PyObject *bargs[7] = {C(B_SHARED), instr, views, C(B_CROSS), C(B_BLOCKS), C(B_LIMIT),
+                              C(B_BLOCKS_LIMIT)};
+        st = bind_static(NULL, bargs, 7);
+    }
+    if (!st || !PyTuple_Check(st) || PyTuple_GET_SIZE(st) != 6) {
+        if (st)
+            PyErr_SetString(PyExc_TypeError, "a binding is a 6-tuple");
+        Py_XDECREF(st);
+        Py_DECREF(id);
+        return NULL;
+    }
+    PyObject *mems = PyTuple_GET_ITEM(st, 2), *addrs = PyTuple_GET_ITEM(st, 3);
+    PyObject *compute = Py_None, *run = NULL, *entry = NULL;
+    if (C(B_NUMERICS) == Py_True) {
+        if (!s_bound_attr && !(s_bound_attr = PyUnicode_InternFromString("bound")))
+            goto done;
+        if (!(compute = PyObject_CallMethodObjArgs(instr, s_bound_attr, mems, addrs, NULL)))
+            goto done;
+    } else {
+        Py_INCREF(compute);
+    }
+    PyObject *zero = PyLong_FromLong(0);
+    if (!zero)
+        goto done;
+    PyObject *rargs[10] = {C(B_STATE), instr, PyTuple_GET_ITEM(st, 4), PyTuple_GET_ITEM(st, 5),
+                           compute, C(B_CARRIED), mems, addrs, zero, Py_None};
+    run = PyObject_Vectorcall(C(B_RUNNER), rargs, 10, NULL);
+    Py_DECREF(zero);
+    if (!run || !(entry = PyTuple_Pack(3, views, instr, run)))
+        goto done;
+    PyObject *bound = C(B_BOUND);
+    Py_ssize_t limit = PyLong_AsSsize_t(C(B_LIMIT));
+    if (limit == -1 && PyErr_Occurred()) {
+        Py_CLEAR(entry);
+        goto done;
+    }
+    if (PyDict_GET_SIZE(bound) >= limit)
+        PyDict_Clear(bound);
+    if (PyDict_SetItem(bound, id, entry) < 0)
+        Py_CLEAR(entry);
+done:
+#undef C
+    Py_XDECREF(compute);
+    Py_XDECREF(run);
+    Py_DECREF(st);
+    Py_DECREF(id);
+    return entry;
+}

@@ -125,6 +125,7 @@ int generic_run(PyObject *state, PyObject *instr, PyObject *pipe, PyObject *read
 /* bind.c: SharedBindings.bind compiled (a module function). */
 int bind_init(void);
 PyObject *bind_static(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *bind_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* runner.c: the `Runner` type (one operand set's generic path). */
 int runner_register(PyObject *m);

@@ -207,6 +207,9 @@ static PyMethodDef module_functions[] = {
     {"bind_static", (PyCFunction)(void (*)(void))bind_static, METH_FASTCALL,
      "bind_static(shared, instr, views, cross, blocks_at, limit) -> entry: "
      "machine.SharedBindings.bind (its bind_python for what it does not take)"},
+    {"bind_run", (PyCFunction)(void (*)(void))bind_run, METH_FASTCALL,
+     "bind_run(context, instr, views) -> (views, instr, runner): machine.Machine.bind with the "
+     "compiled generic path from the first use (its context: bind.c)"},
     {"gm_transfer", (PyCFunction)(void (*)(void))gm_transfer, METH_FASTCALL,
      "gm_transfer(memsys, bin, t0, instr, views) -> cycles: one GM transfer's "
      "(compiled.gm_timer; MemorySystem.transfer, which it calls for what it does not take)"},

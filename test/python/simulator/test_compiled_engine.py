@@ -91,6 +91,10 @@ def both(monkeypatch):
         binds.append(1)
         return real_cengine.bind_static(*args)
 
+    def bind_run(*args):  # an operand set's runner (`csrc/bind.c`)
+        binds.append(1)
+        return real_cengine.bind_run(*args)
+
     def gm_transfer(*args):  # a GM transfer's cycles (`csrc/gmxfer.c`)
         transfers.append(1)
         return real_cengine.gm_transfer(*args)
@@ -100,7 +104,7 @@ def both(monkeypatch):
         cross_runs=real_cengine.cross_runs, generic=generic,
         forget_buffers=real_cengine.forget_buffers, l2_touch=real_cengine.l2_touch,
         bus_take=real_cengine.bus_take, Walker=walker, Runner=runner,
-        bind_static=bind_static, gm_transfer=gm_transfer))
+        bind_static=bind_static, bind_run=bind_run, gm_transfer=gm_transfer))
 
     def run(fn):
         seen = {}
