@@ -168,7 +168,9 @@ PyObject *gm_transfer(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         fits = r && burst_cycles >= 0 && burst_cycles < (1LL << 20);
     }
     /* The L2 lines: last[a:b] (dense), or n bursts of per lines every step. */
-    long long first = 0, a = 0, b = 0, n = 0, step = 0, per = 0;
+    long long first = 0, a = 0, b = 0, n = 0, step = 0, per = 0, burst = 0, stride = 0,
+              shift = 0;
+    int spread = 0;
     if (fits) {
         PyObject *touch = PyObject_GetAttr(ms, s_last_touch);
         if (!touch)
@@ -183,7 +185,7 @@ PyObject *gm_transfer(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             Py_XDECREF(idx);
             goto done;
         }
-        long long shift = addr % line;
+        shift = addr % line;
         first = (addr - shift) / line;
         if (idx == Py_None && bursts == Py_None) {
             long long lo, hi;
@@ -194,15 +196,19 @@ PyObject *gm_transfer(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 b = first + ll_floordiv(hi - 1 + shift, line) + 1;
             }
             fits = r > 0 && a >= 0;
-        } else if (bursts != Py_None && shift == 0 && PyTuple_Check(bursts) &&
-                   PyTuple_GET_SIZE(bursts) == 3) {
-            long long burst, stride;
+        } else if (bursts != Py_None && PyTuple_Check(bursts) && PyTuple_GET_SIZE(bursts) == 3) {
             fits = item_ll(bursts, 0, &n) && item_ll(bursts, 1, &burst) &&
-                   item_ll(bursts, 2, &stride) && n > 0 && n < (1LL << 32) && burst >= 0 &&
-                   stride >= burst && stride < (1LL << 32) && burst % line == 0 &&
-                   stride % line == 0;
-            per = burst / line;
-            step = stride / line;
+                   item_ll(bursts, 2, &stride) && n > 0 && n < (1LL << 32) && burst > 0 &&
+                   stride >= burst && stride < (1LL << 32);
+            /* Line-aligned bursts: n runs of `per` lines every `step`; others
+             * each line once in address order (Python's sorted_unique of
+             * their bytes' lines), the same lines either way. */
+            if (fits && shift == 0 && burst % line == 0 && stride % line == 0) {
+                per = burst / line;
+                step = stride / line;
+            } else {
+                spread = 1;
+            }
         } else {
             fits = 0; /* lines one by one: Python's */
         }
@@ -217,11 +223,15 @@ PyObject *gm_transfer(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         goto done;
     if (ls) {
         Py_ssize_t size = lv.len / 8;
-        if (n > 0)
+        if (n > 0 && !spread && first + n * step > size)
+            spread = 1; /* the last gap runs past the lines: Python's line by line */
+        if (spread)
+            fits = first >= 0 && first + ((n - 1) * stride + burst - 1 + shift) / line < size;
+        else if (n > 0)
             fits = first >= 0 && first + n * step <= size;
         else if (b > size)
             b = size;
-        if (fits && !write && (n > 0 ? n * per : b - a) <= 0)
+        if (fits && !write && !spread && (n > 0 ? n * per : b - a) <= 0)
             fits = 0; /* no line: Python's division by zero */
         if (!fits)
             PyBuffer_Release(&lv);
@@ -279,7 +289,17 @@ PyObject *gm_transfer(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         if (s_ < tt)                      \
             (slot) = tt;                  \
     } while (0)
-    if (n > 0) {
+    if (spread) {
+        long long next = 0; /* the first line not yet touched */
+        lines = 0;
+        for (long long i = 0; i < n; i++) {
+            long long lo = (i * stride + shift) / line, hi = (i * stride + burst - 1 + shift) / line;
+            for (long long q = lo > next ? lo : next; q <= hi; q++, lines++)
+                TOUCH(ls[first + q]);
+            if (hi + 1 > next)
+                next = hi + 1;
+        }
+    } else if (n > 0) {
         for (long long i = 0; i < n; i++)
             for (long long j = 0; j < per; j++)
                 TOUCH(ls[first + i * step + j]);
