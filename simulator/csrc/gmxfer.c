@@ -109,7 +109,8 @@ PyObject *gm_transfer(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (bus_bin == -1 && PyErr_Occurred())
         return NULL;
     PyObject *pat = NULL, *mem = NULL, *last = NULL, *result = NULL;
-    long long k, t0, nbytes, n_bursts, rate, esize, base, off, line, burst_cycles;
+    long long k, t0 = 0, nbytes = 0, n_bursts = 0, rate = 0, esize = 0, base = 0, off = 0, line = 0,
+              burst_cycles = 0;
     int r;
     if ((r = attr_ll(instr, s_gm_operand, &k)) <= 0)
         return r < 0 ? NULL : PyErr_Format(PyExc_TypeError, "not a GM transfer");
