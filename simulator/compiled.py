@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from functools import partial
 
 try:
     # The extension module itself, not the package's __init__ (which imports
@@ -68,6 +69,20 @@ def runner_type():
     return None if cengine is None else getattr(cengine, "Runner", None)
 
 
+def bind_static():
+    """`_cengine.bind_static` (`machine.SharedBindings.bind`, compiled) when
+    this run uses the compiled pieces, else None."""
+    cengine = engine()
+    return None if cengine is None else getattr(cengine, "bind_static", None)
+
+
+def bind_run():
+    """`_cengine.bind_run` (`machine.Machine.bind` with the compiled generic
+    path) when this run uses the compiled pieces, else None."""
+    cengine = engine()
+    return None if cengine is None else getattr(cengine, "bind_run", None)
+
+
 def memsys():
     """(`_cengine.l2_touch`, `_cengine.bus_take`), the memory system's loops,
     when this run uses the compiled pieces, else (None, None)."""
@@ -91,9 +106,15 @@ def forget_buffers() -> None:
 
 def gm_timer(memsys):
     """The memory system's cycles for one GM transfer of a trace entry, as
-    `pipes._run_parallel` computes them (None: static occupancy)."""
+    `pipes._run_parallel` computes them (None: static occupancy). Compiled
+    whole (`csrc/gmxfer.c`: the loop calls it without a Python frame; it
+    hands what it does not take to `MemorySystem.transfer`) unless the run
+    uses the Python engine or the memory system's Python loops."""
     if memsys is None:
         return None
+    cengine = engine()
+    if cengine is not None and getattr(memsys, "_cbus", None) is not None:
+        return partial(cengine.gm_transfer, memsys, memsys.bin_cycles)
     transfer = memsys.transfer
 
     def gm(t0: int, instr, views: tuple) -> int:

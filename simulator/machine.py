@@ -24,7 +24,8 @@ from npu.simulator.errors import ALIGNMENT, BOUNDS, INVALID, SimulationError
 from npu.simulator.hazards import V, HazardDetector, least
 from npu.simulator.instruction import Instr
 from npu.simulator.memory import Memory
-from npu.simulator.stamps import forget_granules, selection
+from npu.simulator.stamps import (BLOCKS_CACHE_ENTRIES, forget_granules, granule_answers,
+                                  selection)
 
 
 BOUND_CACHE_ENTRIES = 1 << 16
@@ -72,6 +73,9 @@ class Machine:
         # The same path as a callable the compiled loop calls without a frame
         # (`csrc/runner.c`), or None: `execute_generic` through a partial.
         self._runner_type = compiled.runner_type()
+        # `bind` compiled (`_cengine.bind_run`) and its context, made at the first bind.
+        self._cbind_run = compiled.bind_run()
+        self._bind_ctx: tuple | None = None
         self._state = (hazards.initialised, hazards.summary_w, hazards.summary_r, hazards.races,
                        None if cross is None else cross.access, core, hazards, clear_uninit)
 
@@ -83,6 +87,31 @@ class Machine:
         return entry
 
     def bind(self, instr: Instr, views: tuple) -> tuple:
+        """`bind_python`, compiled (`csrc/bind.c`, `bind_run`) when the run
+        uses the compiled generic path from an operand set's first use."""
+        ctx = self._bind_ctx if self._bind_ctx is not None else self._bind_context()
+        if ctx is not None and (ctx[2] is not self.shared.runners or self.shared.active is not None):
+            return self._cbind_run(ctx, instr, views)
+        return self.bind_python(instr, views)
+
+    def _bind_context(self) -> tuple | None:
+        """What `_cengine.bind_run` reads (kept once made), or None: the
+        Python binding (no compiled runner, or a `runner_from_use` to honour)."""
+        shared = self.shared
+        if self._cbind_run is None or self._runner_type is None or shared._cbind is None:
+            return None
+        if self.bound is shared.runners:
+            state, carried = shared.active_state, shared._carried_active
+        elif self.cross is None and self.compiled_runner_from_use is not None:
+            return None
+        else:
+            state, carried = self._state, self._carried
+        self._bind_ctx = (shared, shared.bindings, self.bound, state, carried, bool(self.numerics),
+                          self.cross is not None, self._runner_type, BOUND_CACHE_ENTRIES,
+                          granule_answers(), BLOCKS_CACHE_ENTRIES)
+        return self._bind_ctx
+
+    def bind_python(self, instr: Instr, views: tuple) -> tuple:
         """The operand set's runner on this core: the generic path (and from
         its `runner_from_use`-th use a `fast_path` runner), or, timing only,
         no arithmetic at all (`compute` is not even built)."""
@@ -285,6 +314,9 @@ class SharedBindings:
         self.runners: dict[int, tuple] = {}
         self.active_state: list = [None]  # [the active machine's `_state`]
         self._active: Machine | None = None
+        # `bind`, compiled (`csrc/bind.c`), or None: `bind_python` (the
+        # reference, which the compiled one calls for whatever it refuses).
+        self._cbind = compiled.bind_static()
 
     @property
     def active(self) -> "Machine | None":
@@ -320,6 +352,13 @@ class SharedBindings:
                                     clock, clock_list)
 
     def bind(self, instr: Instr, views: tuple, cross: bool) -> tuple:
+        """`bind_python`, compiled when the run uses the compiled pieces."""
+        if self._cbind is not None:
+            return self._cbind(self, instr, views, cross, granule_answers(), BOUND_CACHE_ENTRIES,
+                               BLOCKS_CACHE_ENTRIES)
+        return self.bind_python(instr, views, cross)
+
+    def bind_python(self, instr: Instr, views: tuple, cross: bool) -> tuple:
         """Check every operand's alignment and bounds (all before any hazard
         check) and resolve its accesses. A read is (memory, group, pattern,
         address, clean-read key, how it stamps its granules (`Stamps.plan`),

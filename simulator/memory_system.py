@@ -40,6 +40,7 @@ SMALL_RUN = 16  # L2 lines of a transfer short enough to test one by one
 class MemorySystem:
     def __init__(self, target: Target):
         self.target = target
+        self.bin_cycles = BIN  # (what the compiled transfer, `csrc/gmxfer.c`, reads)
         self.bin_bytes = target.gm_chip_bytes_per_cycle * BIN
         self.room = np.full(1024, float(self.bin_bytes))
         self.line = target.l2_line_bytes

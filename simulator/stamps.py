@@ -34,6 +34,12 @@ def forget_granules() -> None:
     _BLOCKS_AT.clear()
 
 
+def granule_answers() -> dict:
+    """The shared granule answers themselves (the compiled bind reads them:
+    `csrc/bind.c`); `forget_granules` clears this same dict."""
+    return _BLOCKS_AT
+
+
 def selection(pat: Pattern, addr: int):
     """The bytes `pat` touches at `addr`, as a numpy index (slice or array)."""
     if pat.dense:
@@ -182,9 +188,13 @@ class Stamps:
 
     def reset(self, fill: int) -> None:
         """Every stamp becomes `fill`, in place: the machine's bound operand
-        sets keep referring to this object."""
+        sets keep referring to this object. The mixed flags are all False
+        already unless `any_mixed` (only `set_range` and `set_bytes` raise
+        them, and they set it): a hand-over resets 9k reader stamps of
+        BERT-base x12 on 32 cores, a fifth of their bytes mixed flags."""
         self.coarse.fill(fill)
-        self.mixed.fill(False)
+        if self.any_mixed:
+            self.mixed.fill(False)
         self.fine = None
         self.any_mixed = False
 

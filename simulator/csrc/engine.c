@@ -62,6 +62,14 @@ static int sync_clock(Engine *E, int p)
     if (!E->dirty[p])
         return 0;
     for (int k = 0; k < NCOMP; k++) {
+        /* Most components did not change since the last sync: keep their ints. */
+        PyObject *old = PyList_GET_ITEM(E->clock_py[p], k);
+        if (old && PyLong_CheckExact(old)) {
+            int overflow = 0;
+            long long was = PyLong_AsLongLongAndOverflow(old, &overflow);
+            if (!overflow && was == E->clock[p][k])
+                continue;
+        }
         PyObject *v = PyLong_FromLongLong(E->clock[p][k]);
         if (!v || PyList_SetItem(E->clock_py[p], k, v) < 0)
             return -1;

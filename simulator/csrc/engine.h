@@ -104,6 +104,15 @@ int cross_access(PyObject *checker, PyObject *mem, PyObject *pat, PyObject *addr
 /* memsys.c: the memory system's L2 touch and bus loop (module functions). */
 PyObject *l2_touch(PyObject *self, PyObject *args);
 PyObject *bus_take(PyObject *self, PyObject *args);
+double *f64_data(PyObject *arr, Py_buffer *view);
+double floordiv(double vx, double wx);
+int bus_takes(double t, long long rate_i, long long bin_i, double share);
+long long bus_loop(double *room, Py_ssize_t size, double *t_io, double *left_io, long long rate_i,
+                   double share, long long bin_i);
+
+/* gmxfer.c: one GM transfer's cycles, MemorySystem.transfer compiled (a module function). */
+int gmxfer_init(void);
+PyObject *gm_transfer(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* generic.c: Machine.execute_generic's checks (a module function). */
 int generic_init(void);
@@ -112,6 +121,11 @@ PyObject *generic(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 int generic_run(PyObject *state, PyObject *instr, PyObject *pipe, PyObject *reads,
                 PyObject *writes, PyObject *stamp, PyObject *n, PyObject *clock,
                 PyObject *clock_list);
+
+/* bind.c: SharedBindings.bind compiled (a module function). */
+int bind_init(void);
+PyObject *bind_static(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *bind_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* runner.c: the `Runner` type (one operand set's generic path). */
 int runner_register(PyObject *m);

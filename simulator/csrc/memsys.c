@@ -11,7 +11,7 @@
 
 /* A float64 array's data, or NULL (with an exception) when it is not one
  * contiguous, writable float64 buffer. */
-static double *f64_data(PyObject *arr, Py_buffer *view)
+double *f64_data(PyObject *arr, Py_buffer *view)
 {
     if (PyObject_GetBuffer(arr, view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return NULL;
@@ -88,7 +88,7 @@ PyObject *l2_touch(PyObject *self, PyObject *args)
 
 /* Python's float floor division (floatobject.c, _float_div_mod), which
  * floor(x / y) is not always. */
-static double floordiv(double vx, double wx)
+double floordiv(double vx, double wx)
 {
     double mod = fmod(vx, wx), div = (vx - mod) / wx;
     if (mod && ((wx < 0) != (mod < 0)))
@@ -99,27 +99,22 @@ static double floordiv(double vx, double wx)
     return div - fl > 0.5 ? fl + 1.0 : fl;
 }
 
-/* bus_take(room, t, left, rate, share, bin) -> (t, left, bins needed): the
- * loop of `MemorySystem.transfer` from time t with `left` bytes to move,
- * until they are moved (bins needed 0) or the calendar is too short (the
- * caller grows it to `bins needed` and calls again from the t and left
- * returned). None: a number it does not take. */
-PyObject *bus_take(PyObject *self, PyObject *args)
+/* The numbers bus_take takes (else None: Python's loop runs). */
+int bus_takes(double t, long long rate_i, long long bin_i, double share)
 {
-    PyObject *arr;
-    double t, left, share;
-    long long rate_i, bin_i;
-    if (!PyArg_ParseTuple(args, "OddLdL", &arr, &t, &left, &rate_i, &share, &bin_i))
-        return NULL;
-    if (rate_i <= 0 || bin_i <= 0 || rate_i > (1LL << 40) || bin_i > (1LL << 12) || !(share > 0) ||
-        !(t >= 0) || t > 9e15)
-        Py_RETURN_NONE;
-    Py_buffer view;
-    double *room = f64_data(arr, &view);
-    if (!room)
-        return NULL;
-    Py_ssize_t size = view.len / 8;
+    return rate_i > 0 && bin_i > 0 && rate_i <= (1LL << 40) && bin_i <= (1LL << 12) && share > 0 &&
+           t >= 0 && t <= 9e15;
+}
+
+/* The loop of `MemorySystem.transfer` on `room` (size bins) from *t with
+ * *left bytes to move: 0 once they are moved, or the bins the calendar
+ * needs (it is too short: grow it and call again from *t and *left). The
+ * caller has checked what bus_take checks. */
+long long bus_loop(double *room, Py_ssize_t size, double *t_io, double *left_io, long long rate_i,
+                   double share, long long bin_i)
+{
     const double rate = (double)rate_i, bin = (double)bin_i, full = (double)(rate_i * bin_i);
+    double t = *t_io, left = *left_io;
     long long need = 0;
     while (left > 0) {
         long long b = (long long)floordiv(t, bin);
@@ -153,6 +148,30 @@ PyObject *bus_take(PyObject *self, PyObject *args)
         left -= take;
         t = left <= 0 ? t + take / rate : (double)end;
     }
+    *t_io = t;
+    *left_io = left;
+    return need;
+}
+
+/* bus_take(room, t, left, rate, share, bin) -> (t, left, bins needed): the
+ * loop of `MemorySystem.transfer` from time t with `left` bytes to move,
+ * until they are moved (bins needed 0) or the calendar is too short (the
+ * caller grows it to `bins needed` and calls again from the t and left
+ * returned). None: a number it does not take. */
+PyObject *bus_take(PyObject *self, PyObject *args)
+{
+    PyObject *arr;
+    double t, left, share;
+    long long rate_i, bin_i;
+    if (!PyArg_ParseTuple(args, "OddLdL", &arr, &t, &left, &rate_i, &share, &bin_i))
+        return NULL;
+    if (!bus_takes(t, rate_i, bin_i, share))
+        Py_RETURN_NONE;
+    Py_buffer view;
+    double *room = f64_data(arr, &view);
+    if (!room)
+        return NULL;
+    long long need = bus_loop(room, view.len / 8, &t, &left, rate_i, share, bin_i);
     PyBuffer_Release(&view);
     return Py_BuildValue("(ddL)", t, left, need);
 }

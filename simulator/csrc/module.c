@@ -204,6 +204,15 @@ static PyMethodDef module_functions[] = {
     {"bus_take", bus_take, METH_VARARGS,
      "bus_take(room, t, left, rate, share, bin) -> (t, left, bins needed) or None "
      "(memory_system.MemorySystem.transfer's loop)"},
+    {"bind_static", (PyCFunction)(void (*)(void))bind_static, METH_FASTCALL,
+     "bind_static(shared, instr, views, cross, blocks_at, limit) -> entry: "
+     "machine.SharedBindings.bind (its bind_python for what it does not take)"},
+    {"bind_run", (PyCFunction)(void (*)(void))bind_run, METH_FASTCALL,
+     "bind_run(context, instr, views) -> (views, instr, runner): machine.Machine.bind with the "
+     "compiled generic path from the first use (its context: bind.c)"},
+    {"gm_transfer", (PyCFunction)(void (*)(void))gm_transfer, METH_FASTCALL,
+     "gm_transfer(memsys, bin, t0, instr, views) -> cycles: one GM transfer's "
+     "(compiled.gm_timer; MemorySystem.transfer, which it calls for what it does not take)"},
     {"generic", (PyCFunction)(void (*)(void))generic, METH_FASTCALL,
      "generic(state, instr, pipe, reads, writes, stamp, n, clock, clock_list) -> carry: "
      "Machine.execute_generic's checks (machine.py)"},
@@ -218,7 +227,7 @@ static struct PyModuleDef cengine_module = {
 
 PyMODINIT_FUNC PyInit__cengine(void)
 {
-    if (PyType_Ready(&EngineType) < 0 || generic_init() < 0 || cross_init() < 0)
+    if (PyType_Ready(&EngineType) < 0 || generic_init() < 0 || cross_init() < 0 || gmxfer_init() < 0 || bind_init() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&cengine_module);
     if (!m)

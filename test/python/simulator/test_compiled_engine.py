@@ -58,12 +58,18 @@ def fingerprint(res) -> dict:
     }
 
 
+def moved_gm(fingerprint: dict) -> bool:
+    """The run's report counts bytes on a path to or from GM."""
+    paths = json.loads(fingerprint["report"])["bytes"]
+    return any(n and "gm" in path for path, n in paths.items())
+
+
 @pytest.fixture
 def both(monkeypatch):
     """`both(fn)`: fn() under each engine; every simulate() it makes (or the
     error it raises) must be the same. Checks the compiled loop really ran."""
     real_simulate, real_cengine = npu.simulator.simulate, compiled._cengine
-    made, checked, walkers = [], [], []
+    made, checked, walkers, binds, transfers = [], [], [], [], []
 
     def engine(*args, **kwargs):
         made.append(1)
@@ -81,11 +87,24 @@ def both(monkeypatch):
         checked.append(1)
         return real_cengine.Runner(*args)
 
+    def bind_static(*args):  # an operand set's binding (`csrc/bind.c`)
+        binds.append(1)
+        return real_cengine.bind_static(*args)
+
+    def bind_run(*args):  # an operand set's runner (`csrc/bind.c`)
+        binds.append(1)
+        return real_cengine.bind_run(*args)
+
+    def gm_transfer(*args):  # a GM transfer's cycles (`csrc/gmxfer.c`)
+        transfers.append(1)
+        return real_cengine.gm_transfer(*args)
+
     monkeypatch.setattr(compiled, "_cengine", SimpleNamespace(
         Engine=engine, Unsupported=real_cengine.Unsupported, KINDS=real_cengine.KINDS,
         cross_runs=real_cengine.cross_runs, generic=generic,
         forget_buffers=real_cengine.forget_buffers, l2_touch=real_cengine.l2_touch,
-        bus_take=real_cengine.bus_take, Walker=walker, Runner=runner))
+        bus_take=real_cengine.bus_take, Walker=walker, Runner=runner,
+        bind_static=bind_static, bind_run=bind_run, gm_transfer=gm_transfer))
 
     def run(fn):
         seen = {}
@@ -106,6 +125,8 @@ def both(monkeypatch):
             made.clear()
             checked.clear()
             walkers.clear()
+            binds.clear()
+            transfers.clear()
             try:
                 value = fn()
             except SimulationError as e:
@@ -115,9 +136,11 @@ def both(monkeypatch):
             assert bool(made) == (name == "compiled")
             # the generic path's checks ran compiled (every run that ends executes some)
             if name == "python":
-                assert not checked and not walkers
+                assert not checked and not walkers and not binds and not transfers
             elif any(isinstance(r, dict) for r in results):
-                assert checked
+                assert checked and binds
+                # a run that moved GM bytes timed them with the compiled transfer
+                assert transfers or not any(moved_gm(r) for r in results if isinstance(r, dict))
         py, c = seen["python"], seen["compiled"]
         assert len(py[1]) == len(c[1])
         for a, b in zip(py[1], c[1]):
