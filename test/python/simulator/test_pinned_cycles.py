@@ -99,17 +99,22 @@ CASES: dict[str, tuple[str, str, dict]] = {
 # bind (512-block mads instead of 256): matmul_512x768x768 -0.1% cycles,
 # -13% instructions; its f32 sums are grouped in sub-steps of 128 instead of
 # 64, so its outputs' bits differ (now those of the simple schedule's).
+# Re-pinned for issue 26 (syncev): npu-plan-memory relaxes its pipe-aware
+# window buffer by buffer, not for the whole function (`place_relaxed`):
+# layer 56,355 -> 54,937, matmul-is 363,199 -> 335,996, matmul_512x768x768
+# 207,884 -> 190,288, reduce-transpose 28,901 -> 28,111 cycles; the same
+# outputs.
 PINNED: dict[str, tuple[int, int, str]] = {
     'bert_transpose.mlir': (18151, 176, 'a1a8aa46aa7cc8ab'),
     'chain': (23406, 380, 'c05de75249d53946'),
     'chain-serialized': (65964, 380, 'c05de75249d53946'),
     'elementwise_add_1m.mlir': (78449, 356, '2ca46f0d988297ab'),
     'exp_1m.mlir': (46419, 392, 'd3b2c3e1983e8a03'),
-    'layer': (56355, 786, 'b428d274fd16c59d'),
-    'matmul-is': (363199, 3345, '8eb540ffb2cbbb96'),
+    'layer': (54937, 762, 'b428d274fd16c59d'),
+    'matmul-is': (335996, 3345, '8eb540ffb2cbbb96'),
     'matmul-simple-no-double-buffer': (229868, 1587, '2d532dcf347bfb39'),
-    'matmul_512x768x768.mlir': (207884, 4087, '2d532dcf347bfb39'),
-    'reduce-transpose': (28901, 882, '60c9d95268d44da6'),
+    'matmul_512x768x768.mlir': (190288, 4099, '2d532dcf347bfb39'),
+    'reduce-transpose': (28111, 879, '60c9d95268d44da6'),
 }
 
 
