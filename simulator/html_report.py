@@ -14,6 +14,7 @@ from __future__ import annotations
 import html
 from types import SimpleNamespace
 
+from npu.diagnostics import int_ranges
 from npu.simulator.hazards import PIPE_NAMES
 from npu.simulator.instruction import OP, WAIT
 from npu.simulator.pipes import pipelined_pipes
@@ -165,21 +166,10 @@ def timelines(result, report: dict) -> str:
     for svg, cores in drawn.items():
         anchors = "".join(f'<a id="timeline-core{c}"></a>' for c in cores[1:])
         heading = f"core {cores[0]}" if len(cores) == 1 else \
-            f"cores {_ranges(cores)} (the same timeline)"
+            f"cores {int_ranges(cores)} (the same timeline)"
         parts.append(f"<h3>{heading}{anchors}</h3>\n"
                      + svg.replace('id="{id}"', f'id="timeline-core{cores[0]}"', 1))
     return "\n".join(parts)
-
-
-def _ranges(cores: list[int]) -> str:
-    """[0, 1, 2, 5] -> "0-2, 5"."""
-    spans: list[list[int]] = []
-    for c in cores:
-        if spans and c == spans[-1][1] + 1:
-            spans[-1][1] = c
-        else:
-            spans.append([c, c])
-    return ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in spans)
 
 
 def _ops_section(report: dict) -> str:

@@ -40,6 +40,7 @@ from dataclasses import replace
 from mlir import ir
 
 from npu import ir as nir
+from npu.diagnostics import int_ranges
 from npu.analysis.slice_runs import op_runs
 from npu.costmodel.matmul.fitting import MatmulShape
 from npu.costmodel.matmul.tiling import TilingError, choose_tiling
@@ -81,17 +82,6 @@ def parse_grids(text: str) -> dict:
                              "column x row parts) or 'attention:HPxQP'")
         out[dims if dims is not None else ATTENTION_KEY] = parts
     return out
-
-
-def _ranges(counts: list[int]) -> str:
-    """Sorted core counts as runs: [2, 3, 4, 8] -> '2-4, 8'."""
-    runs: list[list[int]] = []
-    for c in counts:
-        if runs and c == runs[-1][1] + 1:
-            runs[-1][1] = c
-        else:
-            runs.append([c, c])
-    return ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in runs)
 
 
 def _grid_key(key) -> str:
@@ -359,6 +349,6 @@ class SplitRules:
         counts: dict[tuple, list[int]] = {}
         for m, n, k, c in sorted(self.matmuls):
             counts.setdefault((m, n, k), []).append(c)
-        seen = ", ".join(f"{m}x{n}x{k} on {_ranges(c)}" for (m, n, k), c in counts.items())
+        seen = ", ".join(f"{m}x{n}x{k} on {int_ranges(c)}" for (m, n, k), c in counts.items())
         return (f"{names} applied to no split (the matmul splits tried, M x N x K on cores: "
                 f"{seen or 'none'})")

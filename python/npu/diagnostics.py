@@ -109,6 +109,17 @@ class DiagnosticEngine:
         return iter(self.diagnostics)
 
 
+def int_ranges(values: list[int]) -> str:
+    """Sorted ints as runs, for messages and labels: [0, 1, 2, 5] -> '0-2, 5'."""
+    runs: list[list[int]] = []
+    for v in values:
+        if runs and v == runs[-1][1] + 1:
+            runs[-1][1] = v
+        else:
+            runs.append([v, v])
+    return ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in runs)
+
+
 def _is_op_dump(message: str) -> bool:
     # MLIR attaches "see current operation: ..." notes that only repeat the op.
     return message.startswith("see current operation")
