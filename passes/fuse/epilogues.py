@@ -163,7 +163,10 @@ class EpilogueGrouping:
             leaves = epilogue.used_outside({mm} | {m.op for m in members} | {s.op for s in stores},
                                            users)
             final = epilogue.model(mm, c, members, leaves, stores)
-            drain = Drain(work, self.drain_store_cycles(final, shape), True)
+            # An epilogue in f16 drains into two UB landing slots by turns
+            # (npu-lower-matmul's `landing_slots`).
+            f16 = self.epilogue_f16 and precision.f16_refusal(final) is None
+            drain = Drain(work, self.drain_store_cycles(final, shape), True, 2 if f16 else 1)
             self.form_epilogue(final, users, granule, row_blocks, budget, why_not, at,
                                (estimate(shape), work, estimate(shape, drain)))
         return remarks

@@ -52,7 +52,7 @@ from npu.costmodel.matmul.fitting import MatmulShape
 from npu.costmodel.matmul.residency import make_choice
 from npu.costmodel.matmul.tiling import STRATEGIES, TilingError, choose_tiling
 from npu.passes.base import Option, Pass, PassError
-from npu.costmodel.matmul.pipelined import Drain
+from npu.costmodel.matmul.pipelined import STAGED_DRAIN_TILES, Drain
 from npu.target import Target
 from npu.passes.lower_matmul.chain import ChainedTensors
 from npu.passes.lower_matmul.blocks import (IndexValue, MatmulBlocks, Operands, Segment,
@@ -110,8 +110,9 @@ class LowerMatmul(SimpleSchedule, RowStripsSchedule, ColStripsSchedule, Pipeline
                "(c-pieces / c-piece-rows along k); 0: the split with the largest mads "
                "(square pieces of a tall tile: 2 x 2 of a 256x256 one), 1: whole-height "
                "column slabs", low=0),
-        Option("staged-drain", int, 7, "schedule=pipelined with an epilogue: with at least "
-               "this many C tiles, each piece moves L0C -> UB on its own before the "
+        Option("staged-drain", int, STAGED_DRAIN_TILES, "schedule=pipelined with an "
+               "epilogue: with at least this many C tiles, each piece moves L0C -> UB on its "
+               "own before the "
                "epilogue, so the next tile's mads refill it during the vector work (0: never)",
                low=0),
         Option("resident-a", bool, True, "schedule=pipelined: keep A's row strip in L1 "

@@ -194,7 +194,7 @@ def projection_cycles(p: Projection, target: Target) -> float:
     c_bytes = nir.element_bytes(nir.memref_element(p.matmul.operands[-1]))
     shape = MatmulShape(p.m1 * frac, p.n1 * frac, p.c_blocks * frac, out_bytes=c_bytes)
     stores = store_cycles(target, shape.M * shape.K, 2, frac)  # Q, K, V: f16 rows
-    return kernel_cycles(shape, target, Drain(p.vector_cycles, stores, True))
+    return kernel_cycles(shape, target, Drain(p.vector_cycles, stores, True, landing=2))
 
 
 @dataclass(frozen=True)

@@ -62,15 +62,15 @@ def col_strip_chunks(shape: MatmulShape, mb: int, kb: int, target: Target) -> li
 
 
 def col_strips_time(shape: MatmulShape, mb: int, kb: int, chunk: int, target: Target,
-                    drain: Drain = Drain()) -> float:
+                    drain: Drain = Drain(), handoffs: bool = False) -> float:
     """Estimated cycles of the strips in row tiles of mb blocks and parts of
     `chunk` reduction blocks: the streamed schedule's estimate
     (`pipelined_time`) with A and B read once: its fill is one part of A and
-    of B, its tail one row tile's drain."""
+    of B, its tail one row tile's drain (`handoffs`: see `pipelined_time`)."""
     reads = (shape.M * shape.N + shape.N * shape.K) * shape.in_bytes
     return pipelined_time(shape.M, shape.N, shape.K, 1, mb, kb, chunk, False, reads,
                           shape.M * shape.K * shape.acc_bytes,
-                          shape.M * shape.K * shape.out_bytes, target, drain)
+                          shape.M * shape.K * shape.out_bytes, target, drain, handoffs)
 
 
 def one_tile_time(shape: MatmulShape, target: Target, drain: Drain) -> float | None:

@@ -12,7 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from npu.costmodel.matmul.drain_ring import Ring, ring_time
 from npu.target import Target
+
+# C tiles from which npu-lower-matmul moves each piece to one staged UB
+# buffer before its epilogue (its `staged-drain` option's default; measured
+# figures in `passes/lower_matmul/plan.py`'s `stages_drain`).
+STAGED_DRAIN_TILES = 7
 
 
 @dataclass(frozen=True)
@@ -26,6 +32,7 @@ class Drain:
     vector_cycles: float = 0.0
     store_cycles: float = 0.0
     epilogue: bool = False
+    landing: int = 1  # 2: an f16 drain into two UB landing slots by turns
 
 
 def store_cycles(target: Target, elements: int, bytes_per_element: int,
@@ -117,7 +124,7 @@ def best_chunk(chunks: Iterable[int], mb: int, kb: int, n1: int, tiles: int, a_s
 
 def pipelined_time(m: int, n: int, k: int, batch: int, mb: int, kb: int, chunk: int,
                    resident: bool, read_bytes: float, c_bytes: float, write_bytes: float,
-                   target: Target, drain: Drain) -> float:
+                   target: Target, drain: Drain, handoffs: bool = False) -> float:
     """Estimated cycles of an m x n x k matmul (elements; batch of them)
     streamed by the pipelined schedule in C tiles of mb x kb blocks and L1
     chunks of `chunk` reduction blocks, A's row strip `resident` in L1 or
@@ -143,7 +150,14 @@ def pipelined_time(m: int, n: int, k: int, batch: int, mb: int, kb: int, chunk: 
     mads, or after the fill and M) plus the tail, and the fill, the first
     tile's mads and all the drains. A narrower C tile of a resident
     strip shortens the tail (its drain is smaller) for more chunks and
-    smaller mads; the time weighs them."""
+    smaller mads; the time weighs them.
+
+    `handoffs` (an epilogue's drain only): also the L0C-piece / drain /
+    store hand-offs iteration by iteration (`drain_ring`), the later of the
+    two. Only the fusion decisions' estimates ask for it (`kernel_cycles`):
+    npu-lower-matmul's tiling choice keeps the pipe sums, as with the ring
+    it picked tiles that ran slower on 32 cores (BERT seq 128 49,151 ->
+    49,535, seq 512 107,492 -> 112,676 cycles)."""
     frac = target.fractal
     blk = target.fractal_bytes(2)
     path = target.path("gm_to_l1")
@@ -174,4 +188,28 @@ def pipelined_time(m: int, n: int, k: int, batch: int, mb: int, kb: int, chunk: 
     fill = (strip + ((0 if resident else mb) + kb) * chunk * blk) / path.bytes_per_cycle \
         + path.latency
     m_end = max(mte2 + last, fill + max(cube + mads * target.mad_latency, mte1))
-    return max(m_end + tail, fill + cube / tiles + drains)
+    pipes = max(m_end + tail, fill + cube / tiles + drains)
+    if not (handoffs and drain.epilogue):
+        return pipes
+    # The hand-offs of the L0C pieces, their drains and stores, iteration
+    # by iteration (`drain_ring`): the cube waits for V, V for the stores.
+    per_piece = tiles * pieces
+    staged = drain.landing == 1 and tiles >= STAGED_DRAIN_TILES
+    move = target.path("l0c_to_ub")
+    ring = Ring(tiles, n1 // chunk, pieces,
+                mad=max(cube + mads * target.mad_latency, mte1) / (trips * pieces),
+                copy=((0 if resident else mb) + kb) * chunk * blk / path.bytes_per_cycle
+                + path.latency,
+                move=c_bytes / per_piece / move.bytes_per_cycle + move.latency,
+                vector=drain.vector_cycles / per_piece,
+                store=(drain.store_cycles or write_bytes / store.bytes_per_cycle) / per_piece
+                + store.latency,
+                # Several pieces through the one staged buffer of an f32
+                # drain each wait for the store of the piece before; else
+                # a piece's slot is two pieces back (f16 landing slots, one
+                # piece's buffer and npu-double-buffer's copy, the unstaged
+                # drains' buffers).
+                landing=1 if pieces > 1 and staged else 2,
+                every_iteration=pieces == 1 or drain.landing > 1)
+    start = strip / path.bytes_per_cycle + path.latency if resident else 0.0
+    return max(pipes, start + ring_time(ring))

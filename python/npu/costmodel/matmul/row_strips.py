@@ -62,7 +62,7 @@ def row_strips_traffic(shape: MatmulShape, tiles: Tiles) -> Traffic:
 
 
 def row_strips_time(shape: MatmulShape, tiles: Tiles, chunk: int, target: Target,
-                    drain: Drain = Drain()) -> float:
+                    drain: Drain = Drain(), handoffs: bool = False) -> float:
     """Estimated cycles of the row-strips schedule in parts of `chunk`
     reduction blocks: the streamed schedule's estimate (`pipelined_time`)
     with A read once, a part of A and of B as the fill and one GM latency
@@ -84,7 +84,7 @@ def row_strips_time(shape: MatmulShape, tiles: Tiles, chunk: int, target: Target
     t = row_strips_traffic(shape, tiles)
     base = pipelined_time(shape.M, shape.N, shape.K, shape.batch, mb, kb, chunk, False,
                           t.read_bytes(shape), t.c_writes * shape.acc_bytes,
-                          t.write_bytes(shape), target, drain)
+                          t.write_bytes(shape), target, drain, handoffs)
     rows, cols, parts = shape.M // tiles.m, shape.K // tiles.k, n1 // chunk
     count = rows * cols
     blk = target.fractal_bytes(2)
