@@ -161,6 +161,7 @@ class Machine:
         leave every binding to the garbage collector."""
         self.bound.clear()
         self.shared.clear()
+        self._bind_ctx = None  # holds this machine's `_carried` (`_bind_context`)
         forget_granules()
         compiled.forget_buffers()
 

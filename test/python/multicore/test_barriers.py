@@ -127,7 +127,8 @@ def test_cores_with_the_same_timeline_share_one_drawing() -> None:
     import re
     from types import SimpleNamespace
 
-    from npu.simulator.html_report import _ranges, timelines
+    from npu.diagnostics import int_ranges
+    from npu.simulator.html_report import timelines
 
     res = simulate(parse_module(_compiled(CHAIN, SPLIT), make_context()), _inputs())
     trace, tl = res.core_traces[0]
@@ -136,4 +137,4 @@ def test_cores_with_the_same_timeline_share_one_drawing() -> None:
     page = timelines(twin, res.report)
     assert re.findall(r"<h3>([^<]*)", page) == ["cores 0-2 (the same timeline)", "core 3"]
     assert page.count("<svg") == 2 and all(f'id="timeline-core{c}"' in page for c in range(4))
-    assert _ranges([0, 1, 2, 5, 7, 8]) == "0-2, 5, 7-8"
+    assert int_ranges([0, 1, 2, 5, 7, 8]) == "0-2, 5, 7-8"

@@ -84,6 +84,10 @@ def test_cores_bind_a_shared_operand_set_once(monkeypatch) -> None:
     # hazard checks and effect on its own buffers.
     from npu.simulator.machine import SharedBindings
 
+    # Counted on the Python engine, whose binder is a method to count; the
+    # compiled binder (`csrc/bind.c`) fills the same table from C and is held
+    # to the Python one by test_compiled_bind_transfer and test_compiled_engine.
+    monkeypatch.setenv("NPU_SIM", "python")
     bound: list[str] = []
     bind = SharedBindings.bind
 
