@@ -30,7 +30,6 @@ class EpilogueGrouping:
 
         ops, index, users, touches = scan_top_level(func)
         granule = self.target.granule("ub")
-        taken: set = set()
         remarks: dict = {}
         # The roots each top-level op reads, found once: every matmul scans the
         # ops after it, and following their views again for each took 0.3 CPU s
@@ -40,7 +39,7 @@ class EpilogueGrouping:
         # scans the ops after it twice, and hashing each op for both was
         # 0.1 CPU s of BERT-12's on 32 cores.
         reads: list[frozenset | None] = [None] * len(ops)
-        taken_at = [False] * len(ops)  # `op in taken`, by position
+        taken_at = [False] * len(ops)  # whether an earlier group took the op
 
         def read_roots(k: int) -> frozenset:
             found = reads[k]
@@ -143,7 +142,7 @@ class EpilogueGrouping:
                                   "a separate kernel overlaps better") for m in members}
                 members = []
             stores, hoist = self.absorb_row_major_stores(
-                mm, c, members, ops, index, users, touches, taken, why_not) \
+                mm, c, members, ops, index, users, touches, taken_at, why_not) \
                 if self.row_major_stores else ([], False)
             if not members and not stores:
                 listed = "; ".join(f"'{op.name}': {w}" for op, w in why_not.items())
@@ -151,7 +150,6 @@ class EpilogueGrouping:
                                + (f"consumers left out: {listed}" if listed else
                                   "no elementwise op consumes its result"))
                 continue
-            taken.update([m.op for m in members] + [s.op for s in stores])
             for op in [m.op for m in members] + [s.op for s in stores]:
                 taken_at[index[op]] = True
             at = None
@@ -183,7 +181,7 @@ class EpilogueGrouping:
 
     def absorb_row_major_stores(self, mm: ir.Operation, c: fusion.Operand,
                          members: list[fusion.RowOp], ops: list, index: dict, users: dict,
-                         touches: dict, taken: set,
+                         touches: dict, taken_at: list[bool],
                          why_not: dict) -> tuple[list[epilogue.NdStore], bool]:
         """The defractalizes of C or of a member's result that the epilogue
         writes row-major as the tiles drain (`npu.costmodel.fusion.epilogue.NdStore`): for each
@@ -194,7 +192,7 @@ class EpilogueGrouping:
         tensors = {c.root: c} | {m.out.root: m.out for m in members}
         found: dict = {}
         for op in ops[index[mm] + 1:]:
-            if op in taken or op.name != "ascend.defractalize" \
+            if taken_at[index[op]] or op.name != "ascend.defractalize" \
                     or nir.view_root(op.operands[0]) not in tensors:
                 continue
             why_not.pop(op, None)
