@@ -177,14 +177,6 @@ def _exceeding_clique(lifetimes: "_Lifetimes", sizes: np.ndarray, windows: np.nd
     return None
 
 
-def exceeds(buffers: list[Buffer], window: int | None, capacity: int) -> bool:
-    """True when no placement under `conflicts(., ., window)` fits in
-    `capacity` (`_exceeding_clique`)."""
-    levels = np.full(len(buffers), WINDOWS.index(window), np.int64)
-    return _exceeding_clique(_Lifetimes(buffers), np.array([b.size for b in buffers], np.int64),
-                             _window_array(levels), capacity) is not None
-
-
 def start_levels(buffers: list[Buffer], capacity: int) -> np.ndarray:
     """Each buffer's strictest window (index into WINDOWS) that no clique
     rules out: while some clique of conflicting buffers needs more than
@@ -263,5 +255,5 @@ def place_relaxed(buffers: list[Buffer], capacity: int, algorithm: str,
             levels = np.minimum(last, levels + 1)
 
 
-__all__ = ["Buffer", "RelaxedPlan", "WINDOWS", "conflict_graph", "conflicts", "exceeds", "place",
+__all__ = ["Buffer", "RelaxedPlan", "WINDOWS", "conflict_graph", "conflicts", "place",
            "place_relaxed", "start_levels"]

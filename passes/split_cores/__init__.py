@@ -204,11 +204,12 @@ class SplitCoresPass(Pass):
         # function is split even when the estimate prefers one core.
         forced = {s.forced for f in splits if (s := split_of(f)) is not None and s.forced}
         self.rules.used |= forced
-        if self.estimate and many >= 0.9 * one and forced:
+        no_better = self.estimate and many >= 0.9 * one
+        if no_better and forced:
             if told:
                 self.remark(func, f"npu-split-cores: split although the estimate ({many:.0f} "
                             f"cycles) is no better than one core's ({one:.0f}): grids forced")
-        elif self.estimate and many >= 0.9 * one:
+        elif no_better:
             if not told:
                 return
             self.remark(func, f"npu-split-cores: one core of {wanted}: the split's estimate "

@@ -9,10 +9,7 @@ seq 512 on 32 cores."""
 
 from __future__ import annotations
 
-import random
-
-from npu.memory_planning import conflict_graph
-from npu.passes.buffer_placement import Buffer, conflict_graph as pipe_graph, conflicts
+from npu.passes.buffer_placement import Buffer, conflicts
 
 
 def test_a_hand_over_after_the_guard_counts_from_the_guards_end() -> None:
@@ -31,19 +28,3 @@ def test_inside_the_same_guard_its_own_end_counts() -> None:
     later = Buffer(None, "ub", 32, 300, 310, "MTE2", "MTE2", release=500)
     assert not conflicts(ones, later, 256)
     assert conflicts(ones, later, None)
-
-
-def test_vectorised_graph_matches_the_pairwise_test_with_guards() -> None:
-    rng = random.Random(11)
-    pipes = [None, "MTE2", "V", "MTE3"]
-    for _ in range(300):
-        buffers = []
-        for _ in range(rng.randrange(0, 30)):
-            start = rng.randrange(0, 60)
-            end = start + rng.randrange(0, 15)
-            release = rng.choice([-1, end, end + rng.randrange(0, 40)])
-            buffers.append(Buffer(None, "ub", 32, start, end, rng.choice(pipes),
-                                  rng.choice(pipes), release=release))
-        for window in (None, 16, 4):
-            want = conflict_graph(buffers, lambda a, b: conflicts(a, b, window))
-            assert pipe_graph(buffers, window, rows=7) == want

@@ -45,8 +45,9 @@ def test_empty_and_touching_lifetimes():
 
 def test_pipe_aware_conflict_graph_matches_the_pairwise_test():
     """npu-plan-memory's vectorised graph against `conflicts` pair by pair,
-    with unordered lifetimes (start > end) and missing pipes included, and
-    row blocks smaller than the graph."""
+    with unordered lifetimes (start > end), missing pipes and buffers inside
+    a core guard (`release`) included, and row blocks smaller than the
+    graph."""
     from npu.passes.buffer_placement import Buffer, conflict_graph as pipe_graph, conflicts
 
     rng = random.Random(7)
@@ -56,7 +57,9 @@ def test_pipe_aware_conflict_graph_matches_the_pairwise_test():
         for _ in range(rng.randrange(0, 30)):
             start = rng.randrange(0, 60)
             end = start + rng.randrange(-2, 15)
-            buffers.append(Buffer(None, "ub", 32, start, end, rng.choice(pipes), rng.choice(pipes)))
+            release = rng.choice([-1, end, end + rng.randrange(0, 40)])
+            buffers.append(Buffer(None, "ub", 32, start, end, rng.choice(pipes), rng.choice(pipes),
+                                  release=release))
         for window in (None, 16, 4):
             want = conflict_graph(buffers, lambda a, b: conflicts(a, b, window))
             assert pipe_graph(buffers, window, rows=7) == want
