@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -159,7 +160,9 @@ def simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None 
     try:
         # The matrix products are small (one mad's tiles): BLAS threads only
         # contend with each other, and on a loaded machine made them 40x slower.
-        with threadpool_limits(limits=1, user_api="blas"):
+        # A timing-only run makes no products; finding the BLAS libraries
+        # costs it about 1 ms a call.
+        with threadpool_limits(limits=1, user_api="blas") if numerics else nullcontext():
             return _simulate(module, inputs, entry, target, strict, serialize, numerics, wall0,
                              cores)
     finally:

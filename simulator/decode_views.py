@@ -4,6 +4,7 @@ decoder's slot list (`Decoder` in program.py mixes this in)."""
 
 from __future__ import annotations
 
+from operator import mul
 from typing import Callable
 
 from mlir import ir
@@ -182,6 +183,9 @@ class ScalarAndViewDecoding:
         cost = self.issue if dyn_off else 0
 
         memo: dict[tuple, tuple] = {}  # offsets -> (source, view): one object per distinct view
+        # The result's strides, when the type gives them all (`scalar_unit.subview`'s
+        # first case), are the same every time: made once, not per new view.
+        fixed = (tuple(res_strides) if all(s is not None for s in res_strides) else None)
 
         def sub(env: list, r=r, src=src, spec=tuple(spec), shape=shape, steps=steps,
                 res_strides=res_strides) -> None:
@@ -191,8 +195,12 @@ class ScalarAndViewDecoding:
             if hit is None or hit[0] is not source:
                 if len(memo) >= VIEW_MEMO_ENTRIES:
                     memo.clear()
-                hit = memo[offs] = (source, scalar_unit.subview(source, offs, shape, steps,
-                                                                res_strides))
+                if fixed is not None:  # scalar_unit.subview, inlined
+                    view = View(source.region, source.offset + sum(map(mul, offs, source.strides)),
+                                shape, fixed)
+                else:
+                    view = scalar_unit.subview(source, offs, shape, steps, res_strides)
+                hit = memo[offs] = (source, view)
             env[r] = hit[1]
         return sub, cost
 

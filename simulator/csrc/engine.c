@@ -78,8 +78,9 @@ static int sync_clock(Engine *E, int p)
     return 0;
 }
 
-/* Machine.execute, inlined in pipes.py: the operand set's runner. */
-static int execute(Engine *E, Py_ssize_t i, int p, int64_t n)
+/* Machine.execute, inlined in pipes.py: the operand set's runner. `num`
+ * is the pipe's count n, the int the counts list holds (one object, not two). */
+static int execute(Engine *E, Py_ssize_t i, int p, PyObject *num)
 {
     PyObject *tuple = PyList_GET_ITEM(E->trace, i);
     PyObject *instr = PyTuple_GET_ITEM(tuple, 0), *views = PyTuple_GET_ITEM(tuple, 1);
@@ -98,14 +99,13 @@ static int execute(Engine *E, Py_ssize_t i, int p, int64_t n)
         if (!entry)
             return -1;
     }
-    PyObject *stamp = PyLong_FromSsize_t(i + 1), *num = PyLong_FromLongLong(n);
+    PyObject *stamp = PyLong_FromSsize_t(i + 1);
     PyObject *result = NULL;
-    if (stamp && num && sync_clock(E, p) == 0) {
+    if (stamp && sync_clock(E, p) == 0) {
         PyObject *args[4] = {stamp, num, E->clock_py[p], E->clock_py[p]};
         result = PyObject_Vectorcall(PyTuple_GET_ITEM(entry, 2), args, 4, NULL);
     }
     Py_XDECREF(stamp);
-    Py_XDECREF(num);
     Py_DECREF(entry);
     if (!result)
         return -1;
@@ -164,7 +164,12 @@ static int burst(Engine *E, int p, int64_t t_second, int *progressed)
         if (kind == K_OP) {
             int64_t n = ++E->count[p];
             PyObject *v = PyLong_FromLongLong(n);
-            if (!v || PyList_SetItem(E->counts, p, v) < 0) {
+            if (!v) {
+                rc = -1;
+                break;
+            }
+            if (PyList_SetItem(E->counts, p, Py_NewRef(v)) < 0) { /* it stole one reference */
+                Py_DECREF(v);
                 rc = -1;
                 break;
             }
@@ -173,7 +178,9 @@ static int burst(Engine *E, int p, int64_t t_second, int *progressed)
                 E->dirty[p] = 1;
             }
             int64_t occ = in->occupancy;
-            if (execute(E, i, p, n) < 0 || (in->gm && E->gm != Py_None && gm_cycles(E, i, t0, &occ) < 0)) {
+            int bad = execute(E, i, p, v) < 0;
+            Py_DECREF(v);
+            if (bad || (in->gm && E->gm != Py_None && gm_cycles(E, i, t0, &occ) < 0)) {
                 rc = -1;
                 break;
             }
