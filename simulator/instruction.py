@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
+from operator import attrgetter
 from typing import Callable
 
 import numpy as np
@@ -62,9 +63,13 @@ NUMBERS = ("kind", "pipe", "op_pipe", "nbytes", "rate", "occupancy")
 TEXTS = ("path", "where", "name")
 
 
+_FACTS = attrgetter(*NUMBERS, *TEXTS)
+
+
 def facts_of(instr) -> tuple:
-    """`Instr.facts`: the values of NUMBERS and TEXTS."""
-    return tuple(getattr(instr, name) for name in NUMBERS + TEXTS)
+    """`Instr.facts`: the values of NUMBERS and TEXTS (one C call: the
+    generator was 4% of a 32-core BERT's profiled timing-only run: 24k calls)."""
+    return _FACTS(instr)
 
 
 class DecodeContext:
