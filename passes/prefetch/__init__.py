@@ -293,7 +293,9 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
         # slots (the prefetched ones among them).
         tied = collector.tied_span(func, "l1", at)
         counted = set(range(tied[0], at)) if tied is not None else set()
-        parts, placed = self._place(c, gaps, need, counted, collector, at, live_from)
+        first = self._own_tail_first(func, tops, c, gaps, earlier, need, counted, collector, at,
+                                     live_from)
+        parts, placed = first or self._place(c, gaps, need, counted, collector, at, live_from)
         if not placed and earlier is not None:
             # The previous op may fill L1 (a matmul's chunks): its own tail
             # alone may still have room.

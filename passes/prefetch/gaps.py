@@ -1,17 +1,19 @@
 """The MTE2 idle gaps of `npu-prefetch`'s cost model and the placement of
 weight copies into them (mixed into `PrefetchPass`: its target and
-options)."""
+options). On a chip whose cores' movers outrun its GM bus, a phase that
+already loads one matmul's early weights takes no slot of the next's when
+the previous matmul's own tail holds them (`_own_tail_first`)."""
 
 from __future__ import annotations
 
 from mlir import ir
 
 from npu.dialects.cce import PIPE_OF
-from npu.ir import has_regions, int_attr, memref_shape, view_root
+from npu.ir import block_dim, has_regions, int_attr, memref_shape, view_root
 from npu.analysis.pipe_work import instruction_cycles
 
 from .facts import FactsCache, overlaps
-from .parts import Part
+from .parts import Candidate, Part
 
 
 class IdleGaps:
@@ -20,6 +22,7 @@ class IdleGaps:
     function's `FactsCache`)."""
 
     facts: FactsCache
+    constants: set[ir.Value]  # the function's host constants (`PrefetchPass`)
 
     def _reads_written(self, readers: list[ir.Operation], writers: list[ir.Operation]) -> bool:
         """Whether `readers` load GM bytes that `writers` store (the writers
@@ -97,6 +100,42 @@ class IdleGaps:
         # GELU are chains of many steps: +23k cycles at seq 512).
         tail = max((k for k, _ in gaps if k <= last), default=None)
         return [(k, g if k > last or k == tail else 0.0) for k, g in gaps]
+
+    def _own_tail_first(self, func: ir.Operation, tops: list[ir.Operation], c: Candidate,
+                        gaps: list[tuple[int, float]], earlier: tuple[int, float] | None,
+                        need: dict[int, int], counted: set[int], collector, at: int,
+                        live_from: dict[int, int]) -> tuple[list[Part], int] | None:
+        """Every slot in the previous op's own gaps (`gaps[1:]`; `gaps[0]`
+        is `earlier`, the tail of the op before it), when their idle time
+        holds all of the slots' loads and, on more cores than the chip's
+        GM bus serves at their movers' rate (32 on ascend910: 2,048 B/cycle
+        of movers against 1,200), the earlier op's phase (between its chip
+        barriers) already loads another matmul's prefetched weights; else
+        None (the usual order: the earlier tail first). Two matmuls' slots
+        in one phase share the bus with its own loads on every core, and
+        slots in its tail hold its barrier: BERT seq 512's ln1 held
+        ffn_in's first slot and ffn_out's (147,456 and 98,304 bytes a
+        core), which ffn_in's last C tile holds alone: 107,141 -> 106,084
+        cycles. With its phase free the earlier tail stays first (ln ->
+        ffn_in -> ffn_out alone, 512 x 768 rows: 52,190 cycles against
+        52,438)."""
+        t = self.target
+        if earlier is None or \
+                block_dim(func) * t.path("gm_to_l1").bytes_per_cycle <= t.gm_chip_bytes_per_cycle:
+            return None  # the cores' movers cannot fill the chip's bus: no contention
+        lo = next((k for k in range(earlier[0], -1, -1) if tops[k].name == "cce.sync_all"), -1)
+        hi = next((k for k in range(earlier[0], at) if tops[k].name == "cce.sync_all"), at)
+        if not any(op.name == "cce.copy_gm_to_l1" and view_root(op.operands[0]) in self.constants
+                   for op in tops[lo + 1:hi]):
+            return None
+        loads = sum(instruction_cycles(copy, t) for _, copies in c.slots
+                    for copy in copies)
+        if loads > sum(g for _, g in gaps[1:]):
+            return None
+        parts, placed = self._place(c, gaps[1:], need, counted, collector, at, live_from)
+        if placed < len(c.slots) or any(p.gap == at for p in parts):
+            return None
+        return parts, placed
 
     def _issue_index(self, tops: list[ir.Operation], gap: int, at: int) -> int:
         """Where the copies of the gap after `tops[gap]` go: before the op
