@@ -53,7 +53,8 @@ from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue, group_of
 from npu.passes.lower_conv.drain_cast import f32_bias_staging
 from npu.passes.lower_conv.image_map import reads_image, staging_bytes
-from npu.passes.lower_conv.compact_weights import compact_operand, has_constant
+from npu.passes.lower_conv.compact_weights import (compact_operand, has_constant, streams_tiles,
+                                                   tile_major_operand)
 from npu.passes.lower_conv.depthwise_vector import DepthwiseKernel
 from npu.passes.lower_conv.kernel import ConvKernel
 
@@ -144,8 +145,12 @@ class LowerConv(Pass):
                             f"{'resident' if tiling.weights_resident else 'streamed'}; "
                             f"est. {tiling.cycles:.0f} cycles")
         bias = op.operands[2] if has_bias(op) else None
+        weights = op.operands[1]
+        if not shape.diagonal and streams_tiles(weights, shape.co1, tiling.n1,
+                                                tiling.weights_resident):
+            weights = tile_major_operand(weights, tiling.n1)  # one burst a super tile
         self.replace_with(op, epi, row_parts, lambda: ConvKernel(
-            self.target, g, shape, tiling, op.operands[0], op.operands[1], bias, op.operands[-1],
+            self.target, g, shape, tiling, op.operands[0], weights, bias, op.operands[-1],
             epi, budget, pad_value(op)))
 
     @staticmethod

@@ -1,4 +1,8 @@
-"""The depthwise vector path's weight operand, made on the host.
+"""Host-made forms of a conv's constant weights: the depthwise vector
+path's diagonals (below), and streamed weights super tile by super tile
+(`tile_major_data`, at the end).
+
+The depthwise vector path's weight operand, made on the host.
 
 The frontend lays a depthwise conv's constant weights out as the cube wants
 them: the diagonal fractals [Kh*Kw, C1, 16, 16] of layout "nc1hwc0_bd", of
@@ -92,3 +96,41 @@ def compact_operand(wz: ir.Value) -> ir.Value:
             view.erase()
             value = cut
     return value
+
+
+# -- streamed weights, tile by tile -------------------------------------------
+# A conv whose weights do not stay in L1 streams them a super tile (n1 Cout
+# blocks, every K1 row) at a time. In fractal-Z [K1, Co1, 16, C0] a super
+# tile's rows are K1 bursts of n1 blocks each, and every burst costs the mover
+# `gm_burst_cycles`: ResNet-50's 3x3 512->512 on 7x7 streamed 4.7 MB in 3,456
+# bursts, on its bound pipe (MTE2). Laid out super tile after super tile on the
+# host, each tile ([K1, its blocks, 16, C0]) is one run of GM and one burst.
+
+
+def streams_tiles(wz: ir.Value, co1: int, n1: int, resident: bool) -> bool:
+    """Whether the conv streams its weights in super tiles of fewer than all
+    Cout blocks and they are a host constant of this conv alone, not cut
+    by npu-split-cores (a core's channel part would no longer be a range)."""
+    if resident or n1 >= co1 or len(nir.memref_shape(wz)) != 4 or nir.memref_shape(wz)[1] != co1:
+        return False
+    attr = nir.constant_attr(wz)  # not an elided resource (IR printed without its data)
+    if not isinstance(attr, ir.DenseElementsAttr):
+        return False
+    found = constant_chain(wz)
+    return found is not None and not found[1]
+
+
+def tile_major_data(fractals: np.ndarray, n1: int) -> np.ndarray:
+    """Fractal-Z [K1, Co1, 16, C0] -> flat, super tile after super tile:
+    the tile at Cout block s0 starts at element s0 * K1 * 16 * C0 (every
+    earlier tile is n1 blocks wide), each [K1, its blocks, 16, C0]."""
+    co1 = fractals.shape[1]
+    return np.concatenate([fractals[:, s0:s0 + n1].reshape(-1) for s0 in range(0, co1, n1)])
+
+
+def tile_major_operand(wz: ir.Value, n1: int) -> ir.Value:
+    """The constant weights behind `wz` retyped in place to `tile_major_data`
+    (one dimension: the kernel reads it as `ConvWeights.copy_tile_weights`)."""
+    with wz.context:
+        nir.retype_constant(wz, tile_major_data(nir.constant_argument(wz), n1))
+    return wz

@@ -302,12 +302,17 @@ class ConvWeights:
 
     def copy_tile_weights(self, w_l1, s0: int, k0: int = 0, rows: int | None = None) -> None:
         """K1 rows [k0, k0 + rows) (default: all) of the fractal-Z columns of
-        the super tile at Cout block s0 -> L1."""
+        the super tile at Cout block s0 -> L1: one burst from weights laid out
+        tile by tile (1-D), else one per K1 row."""
         s = self.s
         rows = s.k1 - k0 if rows is None else rows
         ns = min(self.t.n1, s.co1 - s0)
-        wsrc = nir.subview(self.wz, [k0, s0, 0, 0], [rows, ns, 16, self.frac // 16])
         dst = nir.subview(w_l1, [k0 * ns * self.frac], [rows * ns * self.frac])
+        if len(nir.memref_shape(self.wz)) == 1:  # laid out tile by tile (`tile_major_data`)
+            src = nir.subview(self.wz, [(s0 * s.k1 + k0 * ns) * self.frac], [rows * ns * self.frac])
+            copy("cce.copy_gm_to_l1", src, dst, 1, rows * ns * 16)
+            return
+        wsrc = nir.subview(self.wz, [k0, s0, 0, 0], [rows, ns, 16, self.frac // 16])
         copy_bursts("cce.copy_gm_to_l1", wsrc, dst, rows, ns * 16,
                     src_gap=self.row_pitch() - ns * 16)
 
