@@ -163,7 +163,7 @@ class LowerTranspose(Pass):
         total = int(np.prod(nir.memref_shape(src)))
         cur = src
         for k, (batch, rows, cols) in enumerate(steps):
-            out = dst if k == len(steps) - 1 else nir.alloc([total], elem, "gm")
+            out = dst if k == len(steps) - 1 else nir.core_scratch([total], elem)
             self.swap_last_two(op, cur, out, elem, batch, rows, cols)
             cur = out
 

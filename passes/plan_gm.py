@@ -28,6 +28,10 @@ small scratch buffer to provide, as real NPU runtimes do.
 * The function gets one more argument, `memref<BYTES x i8, "gm">` marked
   `npu.workspace` (scratch: the caller provides it, it is neither input nor
   output), and each alloc becomes `memref.view` of it at its offset.
+* A temporary a lowering made for its own op (`npu.core_private`) on a
+  kernel of N cores takes N slices of its aligned size, one per core, each
+  core's view at its block index's slice (the op's code runs on every core:
+  one set of bytes for all was a race between the cores).
 
 The function records `npu.gm_plan = {allocated, lower_bound, sum, tensors,
 algorithm}` (bytes of the workspace, most bytes live at once, sum of the
@@ -39,13 +43,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import memref
+from mlir.dialects import arith, memref
 
 from npu import memory_planning as planner
 from npu.costmodel.conv.epilogue import CONV_EPILOGUE_ATTR
 from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
-from npu.ir import (VIEW_OPS, WORKSPACE_ATTR, append_argument, element_bytes, functions,
-                    i64_attr, index_const, memory_space, memref_layout, symbol_name, walk_held)
+from npu.ir import (CORE_PRIVATE_ATTR, VIEW_OPS, WORKSPACE_ATTR, append_argument, block_dim,
+                    block_idx_value, element_bytes, functions, i64_attr, index_const,
+                    memory_space, memref_layout, symbol_name, walk_held)
 from npu.passes.base import Option, Pass, PassError
 from npu.target import Target
 
@@ -71,6 +76,7 @@ class Tensor:
     end: int
     deallocs: list[ir.Operation]
     offset: int = -1
+    per_core: int = 0  # a core-private temporary: each core's slice (`size` holds them all)
 
 
 @dataclass(frozen=True)
@@ -140,6 +146,7 @@ def collect_tensors(func_op: ir.Operation, target: Target) -> tuple[list[Tensor]
     """The plannable GM allocs of `func_op` and how many GM allocs are not."""
     where: dict[ir.Operation, int] | None = None  # listed for the first candidate only
     align = target.gm_workspace_alignment
+    cores = block_dim(func_op)
     tensors, unplanned = [], 0
     for alloc in walk_held(func_op, lambda o: o.name == "memref.alloc"):
         mtype = ir.MemRefType(alloc.results[0].type)
@@ -166,7 +173,10 @@ def collect_tensors(func_op: ir.Operation, target: Target) -> tuple[list[Tensor]
         for d in mtype.shape:
             nbytes *= d
         size = max(align, -(-nbytes // align) * align)
-        tensors.append(Tensor(alloc, size, nbytes, *life))
+        if cores > 1 and CORE_PRIVATE_ATTR in alloc.attributes:
+            tensors.append(Tensor(alloc, size * cores, nbytes, *life, per_core=size))
+        else:
+            tensors.append(Tensor(alloc, size, nbytes, *life))
     return tensors, unplanned
 
 
@@ -200,6 +210,9 @@ def _rewrite(func_op: ir.Operation, tensors: list[Tensor], plan: GmPlan) -> None
                 d.erase()
             with t.op.location, ir.InsertionPoint(t.op):
                 shift = index_const(t.offset)
+                if t.per_core:
+                    core = arith.MulIOp(block_idx_value(t.op), index_const(t.per_core)).result
+                    shift = arith.AddIOp(shift, core).result
                 view = memref.ViewOp(t.op.results[0].type, workspace, shift, []).result
             t.op.results[0].replace_all_uses_with(view)
             t.op.erase()

@@ -57,9 +57,9 @@ def emit_columns(lower_pool, slices, op: ir.Operation, geo: PoolGeometry, wc: in
     starts[-1] = geo.wo - wc
     for c0 in starts:
         sub, first = narrowed(geo, c0, wc)
-        tin = nir.alloc([n, c, h, sub.w], elem, "gm")
+        tin = nir.core_scratch([n, c, h, sub.w], elem)
         _lowered(slices, "ascend.slice", [src, tin], offsets=[0, 0, 0, first], strides=[1, 1, 1, 1])
-        tout = nir.alloc([n, c, sub.ho, wc], elem, "gm")
+        tout = nir.core_scratch([n, c, sub.ho, wc], elem)
         pool = nir.create_op(POOL2D, [tin, tout], **_attrs(sub.pool))
         with ir.InsertionPoint(pool):
             lower_pool.lower(pool)

@@ -210,3 +210,30 @@ func.func @blocks(%in: memref<64xf32, "gm">, %out: memref<64xf32, "gm">) {
   "ascend.relu"(%t, %out) : (memref<64xf32, "gm">, memref<64xf32, "gm">) -> ()
   return
 }
+
+// -----
+
+// On a kernel of 4 cores, a temporary a lowering made for its own op
+// (npu.core_private: a transpose's rotation) takes one slice per core, each
+// core's view at its block index times the slice; a chip-wide temporary
+// (%shared) keeps one set of bytes for all cores.
+// CHECK-LABEL: func.func @core_private_slices
+// CHECK-SAME: %[[BLK:arg[0-9]+]]: index {npu.block_idx}
+// CHECK-SAME: %[[WS:arg[0-9]+]]: memref<{{[0-9]+}}xi8, "gm"> {npu.workspace}
+// CHECK-SAME: sum = 20480 : i64, tensors = 2
+// CHECK: %[[BASE:c[0-9_]+]] = arith.constant {{[0-9]+}} : index
+// CHECK: %[[SLICE:c[0-9_]+]] = arith.constant 4096 : index
+// CHECK: %[[MINE:[0-9]+]] = arith.muli %[[BLK]], %[[SLICE]] : index
+// CHECK: %[[AT:[0-9]+]] = arith.addi %[[BASE]], %[[MINE]] : index
+// CHECK: memref.view %[[WS]][%[[AT]]][] : memref<{{[0-9]+}}xi8, "gm"> to memref<1024xf32, "gm">
+// CHECK-NOT: memref.alloc
+// CHECK: return
+// expected-remark@+1 {{gm workspace: allocated}}
+func.func @core_private_slices(%in: memref<1024xf32, "gm">, %out: memref<1024xf32, "gm">, %blk: index {npu.block_idx}) attributes {npu.block_dim = 4 : i64} {
+  %priv = memref.alloc() {npu.core_private} : memref<1024xf32, "gm">
+  "ascend.relu"(%in, %priv) : (memref<1024xf32, "gm">, memref<1024xf32, "gm">) -> ()
+  %shared = memref.alloc() : memref<1024xf32, "gm">
+  "ascend.exp"(%priv, %shared) : (memref<1024xf32, "gm">, memref<1024xf32, "gm">) -> ()
+  "ascend.relu"(%shared, %out) : (memref<1024xf32, "gm">, memref<1024xf32, "gm">) -> ()
+  return
+}

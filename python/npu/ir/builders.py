@@ -11,7 +11,7 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf
 
 from .accessors import VIEW_OPS, defining_op, memref_layout, memref_shape, memref_type
-from .walks import walk_held
+from .walks import CORE_PRIVATE_ATTR, walk_held
 
 
 def i64_attr(v: int) -> ir.Attribute:
@@ -95,6 +95,14 @@ def memref_of(shape: Sequence[int], element: str | ir.Type, space: str,
 
 def alloc(shape: Sequence[int], element: str | ir.Type, space: str) -> ir.Value:
     return memref.AllocOp(memref_of(shape, element, space), [], []).result
+
+
+def core_scratch(shape: Sequence[int], element: str | ir.Type) -> ir.Value:
+    """A GM temporary of a lowering's own, private to each core on a
+    multi-core kernel (`CORE_PRIVATE_ATTR`, placed by npu-plan-gm)."""
+    op = memref.AllocOp(memref_of(shape, element, "gm"), [], [])
+    op.operation.attributes[CORE_PRIVATE_ATTR] = ir.UnitAttr.get()
+    return op.result
 
 
 def index_const(v: int) -> ir.Value:
@@ -327,7 +335,7 @@ def dissolve_group(region_op: ir.Operation, erased: list[ir.Operation]) -> None:
     region_op.erase()
 
 
-__all__ = ["FUSED_MEMBERS_ATTR", "GROUP_BODY_OPS", "fused_members", "location_key", "alloc", "bool_attr_of", "clone_into", "create_op", "dict_attr_items", "dict_attr_of", "dissolve_group",
+__all__ = ["FUSED_MEMBERS_ATTR", "GROUP_BODY_OPS", "fused_members", "location_key", "alloc", "core_scratch", "bool_attr_of", "clone_into", "create_op", "dict_attr_items", "dict_attr_of", "dissolve_group",
            "enclosing_group", "f64_attr",
            "flatten_memref", "for_loop", "form_group_region", "from_attr", "hoist_definition",
            "i64_array_attr", "i64_attr", "in_block_order", "index_const", "is_contiguous",

@@ -84,6 +84,11 @@ BLOCK_IDX_ATTR = "npu.block_idx"
 # the op: a conv's run of output rows, a transpose's run of source columns.
 CORE_PART_ATTR = "npu.core_part"
 BLOCK_DIM_ATTR = "npu.block_dim"
+# On a GM `memref.alloc` a lowering makes for its own op on a multi-core
+# kernel (a transpose's rotation, a pool's column slices): the op's code runs
+# on every core, so each core needs its own bytes; npu-plan-gm gives each
+# core a slice of the workspace at its block index.
+CORE_PRIVATE_ATTR = "npu.core_private"
 
 
 def _edit_input_types(func_op: ir.Operation, edit) -> None:
@@ -210,7 +215,7 @@ def block_dim(func_op: ir.Operation) -> int:
     return ir.IntegerAttr(func_op.attributes[BLOCK_DIM_ATTR]).value
 
 
-__all__ = ["BLOCK_DIM_ATTR", "BLOCK_IDX_ATTR", "CONSTANT_ATTR", "CORE_PART_ATTR", "F16_EPILOGUES_ATTR", "WORKSPACE_ATTR", "append_argument", "arg_attrs",
+__all__ = ["BLOCK_DIM_ATTR", "BLOCK_IDX_ATTR", "CONSTANT_ATTR", "CORE_PART_ATTR", "CORE_PRIVATE_ATTR", "F16_EPILOGUES_ATTR", "WORKSPACE_ATTR", "append_argument", "arg_attrs",
            "block_dim", "block_idx_arg", "block_idx_value", "constant_argument", "constant_attr", "constant_data", "erase_argument", "functions",
            "ops_in_dialect", "ops_named", "replace_ops", "retype_constant", "symbol_name", "walk", "walk_held",
            "workspace_args"]
