@@ -23,7 +23,7 @@ from mlir.dialects import irdl
 from npu import diagnostics
 from npu.dialects.definitions import DIALECT_FILES, DIALECT_NAMES, dialect_text
 from npu.dialects.irdl_errors import explain, ops_at
-from npu.dialects.rules import verify_op
+from npu.dialects.rules import value_facts_kept, verify_op
 from npu.dialects.walks import walk_held
 
 _LOADED_ATTR = "_npu_dialects_loaded"
@@ -80,8 +80,9 @@ def verify(root: ir.Operation) -> bool:
         return False
     ok = True
     # (MLIR's walk: the caller holds `root`, which keeps the ops alive)
-    for op in walk_held(root, _ruled):
-        ok &= verify_op(op)
+    with value_facts_kept():
+        for op in walk_held(root, _ruled):
+            ok &= verify_op(op)
     return ok
 
 

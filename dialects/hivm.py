@@ -22,7 +22,7 @@ from mlir import ir
 from npu.dialects.opspec import (
     ARITH_TYPES, CAST_PAIRS, CMP_PREDICATES, F64, FLOAT_TYPES, I64, I64_ARRAY, LAST_EVENT, STR,
     TYPE, OpSpec, Operand, Range, check_sync_pipes, register)
-from npu.dialects.rules import RuleError
+from npu.dialects.rules import RuleError, value_fact
 from npu.target import Target
 
 
@@ -296,6 +296,10 @@ def _check_conv_pair(op: ir.Operation, target: Target) -> None:
 
 def _constant_int(value: ir.Value) -> int | None:
     """The integer of an `arith.constant` producer, else None (config built at run time)."""
+    return value_fact(value, _read_constant_int)
+
+
+def _read_constant_int(value: ir.Value) -> int | None:
     owner = value.owner
     if not isinstance(owner, (ir.Operation, ir.OpView)):
         return None  # a block argument

@@ -19,8 +19,8 @@ from typing import Callable, Iterable, Mapping, Sequence
 from mlir import ir
 
 from npu.dialects.rules import RuleError, rule
-from npu.ir.accessors import (ELEMENT_BYTES, float_attr, int_array_attr, int_attr, memory_space,
-                              memref_element, str_attr)
+from npu.ir.accessors import (ELEMENT_BYTES, element_type_name, float_attr, int_array_attr, int_attr,
+                              memory_space, memref_element, str_attr)
 from npu.target import Target, get_target
 
 # Element types of the dialects, and the subsets most ops accept.
@@ -211,9 +211,9 @@ def _kind_ok(attr: ir.Attribute, kind: str) -> bool:
         return isinstance(attr, ir.BoolAttr)
     if kind == I64:
         return (isinstance(attr, ir.IntegerAttr) and not isinstance(attr, ir.BoolAttr)
-                and str(ir.IntegerAttr(attr).type) == "i64")
+                and element_type_name(ir.IntegerAttr(attr).type) == "i64")
     if kind == F64:
-        return isinstance(attr, ir.FloatAttr) and str(ir.FloatAttr(attr).type) == "f64"
+        return isinstance(attr, ir.FloatAttr) and element_type_name(ir.FloatAttr(attr).type) == "f64"
     if kind == STR:
         return isinstance(attr, ir.StringAttr)
     if kind == I64_ARRAY:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from mlir import ir
 
 from npu.analysis.access import SYNC_OPS, AccessAnalysis, AccessError
-from npu.ir import LEAF_OP_NAMES, element_bytes, memory_space
+from npu.ir import LEAF_OP_NAMES, element_bytes, element_type_name, memory_space
 from npu.passes.base import PassError
 from npu.passes.buffer_placement import Buffer
 from npu.target import ON_CHIP_BUFFERS, Target
@@ -148,7 +148,7 @@ def space_size(op: ir.Operation, target: Target) -> tuple[str | None, int | None
         return None, None
     if any(d < 0 for d in mtype.shape):
         return space, None
-    size = element_bytes(str(mtype.element_type))
+    size = element_bytes(element_type_name(mtype.element_type))
     for d in mtype.shape:
         size *= d
     g = target.granule(space)

@@ -49,8 +49,8 @@ from npu import memory_planning as planner
 from npu.costmodel.conv.epilogue import CONV_EPILOGUE_ATTR
 from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
 from npu.ir import (CORE_PRIVATE_ATTR, VIEW_OPS, WORKSPACE_ATTR, append_argument, block_dim,
-                    block_idx_value, element_bytes, functions, i64_attr, index_const,
-                    memory_space, memref_layout, symbol_name, walk_held)
+                    block_idx_value, element_bytes, element_type_name, functions, i64_attr,
+                    index_const, memory_space, memref_layout, symbol_name, walk_held)
 from npu.passes.base import Option, Pass, PassError
 from npu.target import Target
 
@@ -169,7 +169,7 @@ def collect_tensors(func_op: ir.Operation, target: Target) -> tuple[list[Tensor]
         if life is None:
             unplanned += 1
             continue
-        nbytes = element_bytes(str(mtype.element_type))
+        nbytes = element_bytes(element_type_name(mtype.element_type))
         for d in mtype.shape:
             nbytes *= d
         size = max(align, -(-nbytes // align) * align)

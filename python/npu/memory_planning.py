@@ -138,10 +138,11 @@ def _gaps(placed: list[tuple[int, int]]) -> tuple[list[tuple[int, int]], int]:
 def greedy_by_size(buffers: Sequence[Lifetime], adj: list[set[int]]) -> list[int]:
     order = sorted(range(len(buffers)), key=lambda i: (-buffers[i].size, buffers[i].start))
     offsets = [-1] * len(buffers)
+    sizes = [b.size for b in buffers]
     for i in order:
-        placed = [(offsets[j], offsets[j] + buffers[j].size) for j in adj[i] if offsets[j] >= 0]
+        placed = [(offsets[j], offsets[j] + sizes[j]) for j in adj[i] if offsets[j] >= 0]
         gaps, top = _gaps(placed)
-        fitting = [g for g in gaps if g[1] - g[0] >= buffers[i].size]
+        fitting = [g for g in gaps if g[1] - g[0] >= sizes[i]]
         offsets[i] = min(fitting, key=lambda g: (g[1] - g[0], g[0]))[0] if fitting else top
     return offsets
 
@@ -150,9 +151,10 @@ def pushdown(buffers: Sequence[Lifetime], adj: list[set[int]]) -> list[int]:
     order = sorted(range(len(buffers)), key=lambda i: (buffers[i].start, -buffers[i].size))
     offsets = [-1] * len(buffers)
     peak = 0  # top of everything placed so far (kept as it goes: rescanning was quadratic)
+    sizes = [b.size for b in buffers]
     for i in order:
-        size = buffers[i].size
-        placed = [(offsets[j], offsets[j] + buffers[j].size) for j in adj[i] if offsets[j] >= 0]
+        size = sizes[i]
+        placed = [(offsets[j], offsets[j] + sizes[j]) for j in adj[i] if offsets[j] >= 0]
         gaps, top = _gaps(placed)
         fitting = [g for g in gaps if g[1] - g[0] >= size]
         if fitting:
@@ -179,9 +181,11 @@ def compact(buffers: Sequence[Lifetime], adj: list[set[int]], offsets: list[int]
     """Push every buffer down onto the conflicting buffers below it (keeps order)."""
     order = sorted(range(len(buffers)), key=lambda i: (offsets[i], i))
     new = [-1] * len(buffers)
+    sizes = [b.size for b in buffers]
     for i in order:
-        below = [new[j] + buffers[j].size for j in adj[i]
-                 if new[j] >= 0 and (offsets[j], j) < (offsets[i], i)]
+        # Placed already (new[j] >= 0) is below in (offset, index) order:
+        # `order` is that order, its keys distinct.
+        below = [new[j] + sizes[j] for j in adj[i] if new[j] >= 0]
         new[i] = max(below, default=0)
     return new
 
@@ -192,10 +196,11 @@ def peak(buffers: Sequence[Lifetime], offsets: list[int]) -> int:
 
 def check_disjoint(buffers: Sequence[Lifetime], adj: list[set[int]], offsets: list[int]) -> None:
     """Conflicting buffers must not share a byte (a planner bug otherwise)."""
-    for i, b in enumerate(buffers):
+    sizes = [b.size for b in buffers]
+    for i in range(len(buffers)):
+        lo, hi = offsets[i], offsets[i] + sizes[i]
         for j in adj[i]:
-            c = buffers[j]
-            if offsets[i] < offsets[j] + c.size and offsets[j] < offsets[i] + b.size:
+            if lo < offsets[j] + sizes[j] and offsets[j] < hi:
                 raise AssertionError(f"planner bug: buffers #{i} and #{j} overlap")
 
 

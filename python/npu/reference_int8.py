@@ -16,8 +16,12 @@ import numpy as np
 def fractalize_blocks(src: np.ndarray, dst_shape: Sequence[int]) -> np.ndarray:
     """ND `[..., R, C]` -> Nz `[..., C1, R1, r0, c0]`, zero padding."""
     *lead, c1, r1, r0, c0 = dst_shape
-    padded = np.zeros(tuple(lead) + (r1 * r0, c1 * c0), dtype=src.dtype)
-    padded[..., :src.shape[-2], :src.shape[-1]] = src
+    full = tuple(lead) + (r1 * r0, c1 * c0)
+    if tuple(src.shape) == full:  # no padding: the zero fill and its copy were two passes
+        padded = src             # over a BERT-12's 170 MB of weights for nothing
+    else:
+        padded = np.zeros(full, dtype=src.dtype)
+        padded[..., :src.shape[-2], :src.shape[-1]] = src
     n = len(lead)
     blocks = padded.reshape(tuple(lead) + (r1, r0, c1, c0))
     return blocks.transpose(*range(n), n + 2, n, n + 1, n + 3).copy()

@@ -34,7 +34,7 @@ from npu.analysis.byte_ranges import OFFSET_ATTR, OpAccess, Range, planned_range
 from npu.analysis.index_values import IndexAnalysis
 from npu.analysis.offset_intervals import byte_interval
 from npu.dialects.cce import pipe_of
-from npu.ir import (bool_attr, defining_op, element_bytes, int_array_attr, int_attr, memory_space,
+from npu.ir import (bool_attr, defining_op, element_bytes, element_type_name, int_array_attr, int_attr, memory_space,
                     str_attr, walk)
 from npu.target import ON_CHIP_BUFFERS, PATH_PIPES, Target
 
@@ -103,7 +103,7 @@ class AccessAnalysis(IndexAnalysis, AllocUses):
         facts = self._memrefs.get(t)
         if facts is None:
             mt = ir.MemRefType(t)
-            ebytes = element_bytes(str(mt.element_type))
+            ebytes = element_bytes(element_type_name(mt.element_type))
             try:
                 _, offset = mt.get_strides_and_offset()
             except Exception:
@@ -259,7 +259,7 @@ class AccessAnalysis(IndexAnalysis, AllocUses):
         if start is None:
             return None
         mt = ir.MemRefType(base.type)
-        nbytes = element_bytes(str(mt.element_type))
+        nbytes = element_bytes(element_type_name(mt.element_type))
         for d in mt.shape:
             nbytes *= d
         granule = self.target.gm_alloc_granule_bytes if memory_space(base) == "gm" else 1
