@@ -48,9 +48,10 @@ func.func @copy_only(%a: memref<1x64x1x8xf32, "gm">, %b: memref<1x1x64x8xf32, "g
 // -----
 
 // A reversal of 64x48x32 f32 as two rotations: [1 | 64*48, 32] into a GM
-// temporary, then batch 32 of [64 | 48] into the output.
+// temporary (npu.core_private: each core's own on a multi-core kernel),
+// then batch 32 of [64 | 48] into the output.
 // CHECK-LABEL: func.func @rotations
-// CHECK: %[[TMP:.*]] = memref.alloc() : memref<98304xf32, "gm">
+// CHECK: %[[TMP:.*]] = memref.alloc() {npu.core_private} : memref<98304xf32, "gm">
 // CHECK: "cce.vnchwconv"
 // CHECK: "cce.copy_ub_to_gm"({{.*}}, %{{.*}}) {{.*}} -> ()
 // CHECK: scf.for
