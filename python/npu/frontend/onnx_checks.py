@@ -274,3 +274,19 @@ def check_axes(model, types, fail) -> None:
                        f"rank-{rank} input '{node.input[0]}'")
         if len({v % (high + 1) for v in values}) != len(values):
             raise fail(f"{where}: {what} = {values} repeats an axis")
+
+
+def check_reshapes(types, model, fail) -> None:
+    """A Reshape keeps its element count. Strict shape inference lets a
+    zero-size input through to another count, and torch-mlir then crashes
+    (signal 11) instead of refusing it."""
+    for node in model.graph.node:
+        if node.op_type != "Reshape" or not node.input or not node.output:
+            continue
+        src = types.get(node.input[0], (None, 0))[0]
+        dst = types.get(node.output[0], (None, 0))[0]
+        if src is None or dst is None or not all(isinstance(d, int) for d in src + dst):
+            continue
+        if _elements(src) != _elements(dst):
+            raise fail(f"node '{node.name}' ({node.op_type}): cannot reshape '{node.input[0]}' of "
+                       f"shape {src} ({_elements(src)} elements) to {dst} ({_elements(dst)} elements)")

@@ -71,6 +71,25 @@ def test_empty_piece_read_by_device_is_refused():
     assert "\n" not in str(e.value)
 
 
+
+def test_reshape_of_an_empty_value_to_another_count_is_refused():
+    """Transpose of a 4x0 input (empty: the host knows it) reshaped to 2x16:
+    the model is invalid, which strict shape inference lets through; a
+    located one-line error, not torch-mlir's crash (shape fuzzer, onnx-2486)."""
+    import pytest
+
+    from npu.frontend.compile import CompileError
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 0])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 16])
+    shape = numpy_helper.from_array(np.array([2, 16], np.int64), "shape")
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0]),
+             helper.make_node("Reshape", ["t", "shape"], ["y"], name="rs")]
+    with pytest.raises(CompileError, match=r"node 'rs' \(Reshape\): cannot reshape 't' of shape "
+                                           r"\[0, 4\] \(0 elements\) to \[2, 16\]") as e:
+        npu.compile(_model(nodes, [x], [y], [shape]))
+    assert "\n" not in str(e.value)
+
 def test_npu_run_checks_a_model_without_device_work(tmp_path):
     """npu-run --check: zero cycles, the empty output saved, onnxruntime agrees."""
     import subprocess
