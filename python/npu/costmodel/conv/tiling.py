@@ -26,6 +26,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.conv.epilogue import EpilogueWork, paired_loads
+from npu.costmodel.conv.first_band import ahead_pieces, first_tile_left
 from npu.costmodel.conv.int8_staging import staging_work
 from npu.costmodel.conv.streamed import serial_gaps
 from npu.dialects.ascend_conv import NC1HWC0_BD, NC1HWC0_C4, geometry, is_int8, layout
@@ -359,11 +360,16 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
         # tile (the first band's last tile waits for the last weights) when
         # the conv is one band or loading them takes half a band's compute;
         # else K rows over all of Cout (its first tile waits for every row)
-        if len(n_tiles) > 1 and (s.batch * bands == 1
-                                 or 2 * w_time >= compute / (s.batch * bands)):
-            done = sum(band0[:-1])
-        else:
-            done = band0[0] * (1 - s.first_pieces(m1, n1, kc, t)[-1][1] / s.k1)
+        # (`first_band`: the pieces after the first may go out in one run)
+        one_run = not s.deferred_map() or pipes["MTE2"] >= pipes["cube+MTE1"] + map0 + gm.latency
+        ahead = ahead_pieces(m1, min(kc, s.k1), min(n1, s.co1), s.diagonal, t)
+        by_tile = len(n_tiles) > 1 and (s.batch * bands == 1
+                                        or 2 * w_time >= compute / (s.batch * bands))
+        width = n_tiles[0] if by_tile else s.co1
+        later = [n * s.k1 * frac / gm.bytes_per_cycle for n in n_tiles[1:]] if by_tile else []
+        left = first_tile_left(s.first_pieces(m1, n1, kc, t), later, ahead, one_run,
+                               band0[0] / s.k1, width * frac / gm.bytes_per_cycle, gm.latency)
+        done = (sum(band0[:-1]) if by_tile else band0[0]) - left
         # with the map in blocks beside the pieces the cube starts during the map too
         done = min(w_time + (map0 if s.deferred_map() else 0), done)
     rest = {"cube+MTE1": compute - done, "MTE2": mte2 - map0 - w_time, "V": drain, "MTE3": mte3}
