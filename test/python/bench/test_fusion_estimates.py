@@ -10,10 +10,12 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from npu.simulator.instruction import OP, WAIT
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
-from fusion_estimates import lead_ins, own_spans  # noqa: E402
+from fusion_estimates import Estimate, lead_ins, own_spans  # noqa: E402
 
 
 def test_lead_in_is_the_union_of_the_ops_windows_before_the_op_before_ends():
@@ -30,3 +32,15 @@ def test_lead_in_is_the_union_of_the_ops_windows_before_the_op_before_ends():
         timeline=SimpleNamespace(start=[s for *_, s, _ in ops], end=[e for *_, e in ops]))
     assert own_spans(per_op) == {"A": 1000, "B": 500}
     assert lead_ins(result, per_op) == {"A": 0, "B": 370}
+
+
+def test_overlapped_kernel_is_judged_on_both_bounds():
+    """A kernel with a lead-in is within its estimate where the estimate
+    lies between its span and its span with the lead-in, else as far as the
+    nearer bound (ResNet-18's layer3.0 downsample: 0.49 and 1.23 of 6,742);
+    without a lead-in its span alone counts."""
+    downsample = Estimate("ds", "conv", 6742, 3310, lead_in=5011)
+    assert downsample.deviation == 0.0
+    assert Estimate("a", "conv", 1000, 500, lead_in=200).deviation == pytest.approx(0.3)
+    assert Estimate("b", "conv", 1000, 1100, lead_in=400).deviation == pytest.approx(0.1)
+    assert Estimate("c", "conv", 1000, 1230).deviation == pytest.approx(0.23)

@@ -26,6 +26,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.conv.epilogue import EpilogueWork, paired_loads
+from npu.costmodel.conv.first_band import ahead_pieces, first_tile_left
 from npu.costmodel.conv.int8_staging import staging_work
 from npu.costmodel.conv.streamed import serial_gaps
 from npu.dialects.ascend_conv import NC1HWC0_BD, NC1HWC0_C4, geometry, is_int8, layout
@@ -341,10 +342,8 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     steady = max(*pipes.values(), compute + idle) + gm.latency + map0 + tail
     if not resident or not s.weights_gate:
         return steady, pipes
-    # Resident weights: the first band's chunks wait for their weights, which
-    # MTE2 loads after the band's map (in pieces of 1, 1, 2, 4... chunks:
-    # `weight_pieces`) or, when the first band opens a run of bands alike,
-    # all before it (`weights_up_front`). Until the last piece lands the cube
+    # Resident weights: the first band's chunks wait for their weights, loaded
+    # after its map in pieces (`weight_pieces`) or all before it (`weights_up_front`). Until the last piece lands the cube
     # has done at most the first band's work on the earlier ones; from then on
     # the rest of the conv runs at its busiest pipe. 1x1 1024->256 14 (512 KB
     # of weights, 8.2k cycles at 64 B/cycle): the first mad at 10.3k
@@ -355,15 +354,16 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
         band0 = [n * _tile_cycles(m1, 1, kc, s.k1, t, s.img2col_rate(t)) if s.diagonal
                  else _tile_cycles(m1, n, kc, s.k1, t, s.img2col_rate(t), s.tail_rate(t))
                  for n in n_tiles]
-        # `weights.ConvWeights.weights_hold_first_band`: super tile by super
-        # tile (the first band's last tile waits for the last weights) when
-        # the conv is one band or loading them takes half a band's compute;
-        # else K rows over all of Cout (its first tile waits for every row)
-        if len(n_tiles) > 1 and (s.batch * bands == 1
-                                 or 2 * w_time >= compute / (s.batch * bands)):
-            done = sum(band0[:-1])
-        else:
-            done = band0[0] * (1 - s.first_pieces(m1, n1, kc, t)[-1][1] / s.k1)
+        # `weights_hold_first_band`: tile by tile when the conv is one band or
+        # loading them takes half a band's compute; else K rows over all of
+        # Cout (`first_band`: the pieces after the first may go out in one run)
+        one_run = not s.deferred_map() or pipes["MTE2"] >= pipes["cube+MTE1"] + map0 + gm.latency
+        by_tile = len(n_tiles) > 1 and (bands * s.batch == 1 or 2 * w_time >= compute / (s.batch * bands))
+        later = [n * s.k1 * frac / gm.bytes_per_cycle for n in n_tiles[1:]] if by_tile else []
+        left = first_tile_left(s.first_pieces(m1, n1, kc, t), later, ahead_pieces(
+            m1, min(kc, s.k1), min(n1, s.co1), s.diagonal, t), one_run, band0[0] / s.k1,
+            (n_tiles[0] if by_tile else s.co1) * frac / gm.bytes_per_cycle, gm.latency)
+        done = (sum(band0[:-1]) if by_tile else band0[0]) - left
         # with the map in blocks beside the pieces the cube starts during the map too
         done = min(w_time + (map0 if s.deferred_map() else 0), done)
     rest = {"cube+MTE1": compute - done, "MTE2": mte2 - map0 - w_time, "V": drain, "MTE3": mte3}
