@@ -279,13 +279,11 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
         runs = {k: run for k, _ in gaps if (run := self._share_run(tops, k)) is not None}
         live_from = {k: run[0][0] for k, run in runs.items()}
         low = min([max(start, 0)] + [k for k, _ in gaps] + list(live_from.values()))
-        # L1 each op from a gap to the loop needs at most.
-        # The lower bound at each op is what is live there; the upper one
-        # adds every buffer a lifetime live there meets (an op's whole
-        # component: the planner can always place beside it). In a long
-        # kernel (the attention computing its projection) a component spans
-        # the whole kernel, so its tail, where most of it is dead, would
-        # never take a chunk.
+        # L1 each op from a gap to the loop needs at most: at least what is
+        # live there; at most with every buffer a lifetime live there meets
+        # (its whole component: the planner can always place beside it). A
+        # long kernel's component (attention with its projection) spans it
+        # all, so its mostly dead tail would never take a chunk.
         bound = L1_ROOMS.index(self.l1_room)
         need = {j: collector.space_bounds_at(func, "l1", j)[bound] for j in range(low, at)}
         # The ops that function-level allocs tie to the loop (A's resident
