@@ -11,6 +11,7 @@ from typing import Callable
 from mlir import ir
 
 from npu import ir as nir
+from npu.costmodel.conv.first_band import ahead_pieces
 from npu.costmodel.conv.streamed import STREAMED_PARTS
 from npu.kernels.cce_build import copy, copy_bursts
 
@@ -134,11 +135,7 @@ class ConvWeights:
         chunk of m1 M fractals (without `split_map`): far enough ahead of
         their chunks to hide the GM latency and their own transfer."""
         s, t = self.s, self.t
-        path = self.target.path("gm_to_l1")
-        kc = min(t.kc, s.k1)
-        chunk_cycles = max(1, m1 * kc * (1 if s.diagonal else min(t.n1, s.co1)))
-        piece_cycles = kc * min(t.n1, s.co1) * 512 // path.bytes_per_cycle
-        return -(-(path.latency + piece_cycles) // chunk_cycles) + 1
+        return ahead_pieces(m1, min(t.kc, s.k1), min(t.n1, s.co1), s.diagonal, self.target)
 
     def map_in_blocks_pays(self, block_bytes: int, m1: int) -> bool:
         """Whether a band's map in blocks beside the weight pieces

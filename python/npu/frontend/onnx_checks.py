@@ -276,7 +276,7 @@ def check_axes(model, types, fail) -> None:
             raise fail(f"{where}: {what} = {values} repeats an axis")
 
 
-def check_reshapes(types, model, fail) -> None:
+def check_reshapes(model, types, fail) -> None:
     """A Reshape keeps its element count. Strict shape inference lets a
     zero-size input through to another count, and torch-mlir then crashes
     (signal 11) instead of refusing it."""

@@ -168,7 +168,7 @@ def check_model(model, where: str) -> None:
     types = onnx_checks.value_types(inferred)
     onnx_checks.check_sizes(inferred, types, fail)
     onnx_checks.check_axes(inferred, types, fail)
-    onnx_checks.check_reshapes(types, inferred, fail)
+    onnx_checks.check_reshapes(inferred, types, fail)
     shapes = {v.name: v for v in inferred.graph.value_info}
     for node in inferred.graph.node:
         for out in node.output:

@@ -3,8 +3,8 @@ weights have all landed (`tiling.estimate`), with the runs of copies that
 npu-lower-conv issues the first super tile's weight pieces in.
 
 After the first chunk, the lowering issues the next `ahead_pieces` pieces
-at once (`passes/lower_conv/weights.py`, `ahead_pieces`), unless the band's
-map goes out in blocks beside the pieces; later pieces go out one a chunk.
+at once (this module's; `passes/lower_conv/weights.py` calls it), unless
+the band's map goes out in blocks beside the pieces; later pieces go out one a chunk.
 Sync insertion then flags the whole run once, after its last copy, so every
 chunk reading one of its pieces waits for all of it. MobileNetV2's last
 projection (1x1 960->320 on 7x7, super tiles of 19 and 1 Cout blocks, 6
@@ -23,9 +23,9 @@ def ahead_pieces(m1: int, kc: int, n1: int, diagonal: bool, t: Target) -> int:
     """The pieces the lowering issues in one run after the first chunk of
     m1 x kc x n1 fractals (n1: the super tile's Cout blocks, one a chunk's
     mads for a block-diagonal conv): enough to hide a GM latency and one
-    piece's transfer behind chunks. The same
-    formula as npu-lower-conv's (`ConvWeights.ahead_pieces`;
-    test_conv_first_band holds the two together)."""
+    piece's transfer behind chunks. npu-lower-conv issues this many
+    (`ConvWeights.ahead_pieces` calls it), so the estimate and the kernel
+    cannot drift apart."""
     path = t.path("gm_to_l1")
     chunk_cycles = max(1, m1 * kc * (1 if diagonal else n1))
     piece_cycles = kc * n1 * t.fractal_bytes(2) // path.bytes_per_cycle
