@@ -26,11 +26,20 @@ class ConvDrain:
         """The bias of every Cout block repeated to one 256-byte repeat (4 rows
         of 16 f32, or 8 of 16 f16), [Co1, rows, 16] in UB in the output's
         type (converted from the bias's own, `drain_cast`): vadd reads it
-        with repeat stride 0."""
-        pattern = channel_pattern(self.bias, self.s.co1, rows_of(self.out_type))
+        with repeat stride 0. Its vector work waits in `later_fills`
+        (`fill_patterns`)."""
+        pattern = channel_pattern(self.bias, self.s.co1, rows_of(self.out_type), self.later_fills)
         if nir.memref_element(self.bias) != self.out_type:  # an f32 bias, a drain rounding to f16
-            return f16_pattern(self.target, pattern)
+            return f16_pattern(self.target, pattern, self.later_fills)
         return pattern
+
+    def fill_patterns(self) -> None:
+        """The patterns' vector work (`channel_pattern`), here: after the
+        first chunk's loads and before its mads, or before the first loop or
+        run variant (each must see the patterns filled)."""
+        for fill in self.later_fills:
+            fill()
+        self.later_fills.clear()
 
     def paired_loads(self) -> bool:
         """Whether the epilogue loads each super tile's operands in one copy

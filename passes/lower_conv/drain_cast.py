@@ -23,6 +23,7 @@ from mlir import ir
 from npu import ir as nir
 from npu.costmodel.vector.tiling import split_repeats
 from npu.kernels.cce_build import sub
+from npu.passes.lower_conv.channel_pattern import Later
 
 ROWS = 256 // (16 * 2)  # rows of 16 f16 biases in one 256-byte repeat
 
@@ -33,16 +34,19 @@ def f32_bias_staging(co1: int) -> int:
     return co1 * ROWS * 16 * 4
 
 
-def f16_pattern(target, wide: ir.Value) -> ir.Value:
+def f16_pattern(target, wide: ir.Value, later: Later | None = None) -> ir.Value:
     """The f32 bias pattern `wide` (the kernel's `bias_pattern`, 8 rows of
     16 a Cout block: one f16 repeat) converted to the f16 one the drain's
-    vadd reads."""
+    vadd reads; with `later`, the conversion goes there (`channel_pattern`)."""
     count = nir.memref_shape(wide)[0]
     pattern = nir.alloc([count], "f16", "ub")
     lanes = target.lanes(4)
-    for ins in split_repeats(count, lanes, target.max_repeat):
-        span = (ins.repeat - 1) * lanes + ins.mask
-        nir.create_op("cce.vconv", [sub(pattern, ins.offset, span), sub(wide, ins.offset, span)],
-                      repeat=ins.repeat, mask=ins.mask, dst_blk_stride=1, src_blk_stride=1,
-                      dst_rep_stride=4, src_rep_stride=8, round_mode="rint")
+
+    def convert() -> None:
+        for ins in split_repeats(count, lanes, target.max_repeat):
+            span = (ins.repeat - 1) * lanes + ins.mask
+            nir.create_op("cce.vconv", [sub(pattern, ins.offset, span), sub(wide, ins.offset, span)],
+                          repeat=ins.repeat, mask=ins.mask, dst_blk_stride=1, src_blk_stride=1,
+                          dst_rep_stride=4, src_rep_stride=8, round_mode="rint")
+    convert() if later is None else later.append(convert)
     return pattern

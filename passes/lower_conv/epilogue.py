@@ -22,7 +22,7 @@ from npu import ir as nir
 from npu.costmodel.conv import epilogue
 from npu.kernels.cce_build import copy_bursts, lin
 from npu.kernels.vector_compute import constant_blocks, emit_flat_run
-from npu.passes.lower_conv.channel_pattern import block_view, channel_pattern, rows_of
+from npu.passes.lower_conv.channel_pattern import Later, block_view, channel_pattern, rows_of
 from npu.target import Target
 
 FRAC = 256
@@ -58,12 +58,13 @@ class ConvEpilogue:
 
     compute = staticmethod(epilogue.member_compute)
 
-    def stage_patterns(self, co1: int) -> None:
+    def stage_patterns(self, co1: int, later: Later | None = None) -> None:
         """Each per-channel operand in UB as a pattern of one vector repeat
         per Cout block, in its member's type (binary members compute in
-        their operands' type), before the conv's loops."""
+        their operands' type), before the conv's loops (its vector work in
+        `later`, if given: `channel_pattern`)."""
         self.patterns = [(v, channel_pattern(v, co1, rows_of(nir.memref_element(v),
-                                                               self.target.vector_bytes)))
+                                                               self.target.vector_bytes), later))
                          for v in epilogue.channel_operands(self.members, self.source)]
 
     def allocate(self, size: int, paired: bool = False) -> None:

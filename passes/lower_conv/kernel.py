@@ -8,14 +8,14 @@ everything inside a band is static: the img2col fields are attributes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.conv.tiling import UNROLL_BANDS, ConvShape, ConvTiling, band_layout
 from npu.dialects.ascend_conv import ConvGeometry
-from npu.kernels.cce_build import by_run, copy, lin
+from npu.kernels.cce_build import by_run, lin
+from npu.passes.lower_conv.band_maps import Band, BandMaps
+from npu.passes.lower_conv.channel_pattern import Later
 from npu.passes.lower_conv.drain import ConvDrain
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue
 from npu.passes.lower_conv.image_map import ImageMap, SegmentedImageMap, reads_image, segment_bands
@@ -30,17 +30,7 @@ UB_SLOTS = 6
 DEFER_BANDS = 2
 
 
-@dataclass(frozen=True)
-class Band:
-    """What a band's feature-map register and copies depend on."""
-
-    rows: int       # output rows
-    in_rows: int    # input rows copied to L1
-    pad_top: int
-    pad_bottom: int
-
-
-class ConvKernel(ConvWeights, ConvDrain, TailPairs):
+class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs):
     def __init__(self, target: Target, g: ConvGeometry, s: ConvShape, t: ConvTiling,
                  x5: ir.Value, wz: ir.Value, bias: ir.Value | None, out5: ir.Value,
                  epilogue: ConvEpilogue | None = None, ub_bytes: int | None = None,
@@ -48,12 +38,10 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
         self.target, self.g, self.s, self.t = target, g, s, t
         self.x5, self.wz, self.bias, self.out5 = x5, wz, bias, out5
         # The int8 form: i8 maps and weights (fractals of 16 x 32), i32 in L0C.
-        self.in_type, self.frac, self.acc_type = ("i8", FRAC_INT8, "i32") if s.int8 else \
-            ("f16", FRAC, "f32")
+        self.in_type, self.frac, self.acc_type = ("i8", FRAC_INT8, "i32") if s.int8 else ("f16", FRAC, "f32")
         self.pad_value = pad_value
-        self.out_type = nir.memref_element(out5)
-        if epilogue is not None and epilogue.cast is not None:  # the drain rounds (drain_cast.py)
-            self.out_type = "f16"
+        # f16 where the drain rounds (drain_cast.py)
+        self.out_type = "f16" if epilogue is not None and epilogue.cast is not None else nir.memref_element(out5)
         # With an epilogue the drain stores its last member's result instead.
         self.epilogue = epilogue
         self.dest = epilogue.result if epilogue is not None else out5
@@ -62,6 +50,8 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
         # a deferred band's img2cols read views of their map blocks (`defer_map`)
         self.split_map = self.last_chunk = False
         self.run_bands = 1  # this core's bands (`emit_rows`)
+        self.later_fills: Later = []
+        self.next_map = None  # the patterns' vector work (`fill_patterns`)
 
     # -- the plan ------------------------------------------------------------
     def band(self, ho0: int, rows: int) -> tuple[Band, int]:
@@ -102,15 +92,13 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
 
     # -- emission ------------------------------------------------------------
     def emit(self, row_parts: tuple[int, ir.Value] | None = None) -> None:
-        """The whole conv, or with `row_parts` = (parts, this core's part)
-        only the core's run of output rows: a static plan for the first run,
-        one for the inner runs (at a run-time offset) and one for the last."""
+        """The whole conv, or with `row_parts` = (parts, this core's part) only the core's run of
+        output rows: static plans for the first run, the inner runs (at a run-time offset), the last."""
         s, t = self.s, self.t
         self.pattern = self.bias_pattern() if self.bias is not None else None
         self.plan_weights(share=row_parts is not None)
-        # Two sets of accumulators (L0C) and drain buffers (UB), alternating
-        # band by band, live for the whole conv: a band's mads never wait for
-        # the previous band's drain. Bands in loops go two per iteration.
+        # Two sets of accumulators (L0C) and drain buffers (UB), alternating band by band, live
+        # for the whole conv: a band's mads never wait for the previous band's drain.
         m1 = -(-t.rows * s.wo // 16)
         half = -(-min(t.n1, s.co1) // 2)
         self.l0c = [nir.alloc([min(t.n1, s.co1) * m1 * FRAC], self.acc_type, "l0c") for _ in range(2)]
@@ -123,7 +111,7 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
         bias = s.co1 * 256 if self.bias is not None else 0
         budget = self.ub_bytes
         if self.epilogue is not None:  # its per-channel operands' patterns, staged once
-            self.epilogue.stage_patterns(s.co1)
+            self.epilogue.stage_patterns(s.co1, self.later_fills)
             budget -= s.co1 * self.epilogue.work.pattern_bytes
         # An NCHW image's conv has its staging out of the budget already and no
         # other UB user: its slots take the rest (stem image 7x7/2 3->64 224:
@@ -150,6 +138,7 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
         if row_parts is None:
             self.emit_rows(self.band_groups(0, s.ho), 0, s.batch * -(-s.ho // t.rows))
             return
+        self.fill_patterns()
         parts, part = row_parts
         (first, *inner, last), run = self.row_variants(parts)
         if self.image is not None:
@@ -164,9 +153,8 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
                (lambda: run_plan(inner[0], lin((part, run)))) if inner else None)
 
     def emit_rows(self, groups: list[tuple[Band, int, int]], base: Index, bands: int) -> None:
-        """The bands of `groups` (first rows relative to `base`) of every
-        image: a band alone has its own L1 map; a run of bands alike is a loop
-        of two bands per iteration, or straight code for few bands."""
+        """The bands of `groups` (first rows relative to `base`) of every image: a band alone has its
+        own L1 map; a run of bands alike is a loop of two bands per iteration, or straight code."""
         s, t = self.s, self.t
         self.parity, self.drains, self.chunk, self.supers = 0, 0, 0, 0
         self.run_bands = s.batch * bands  # (`map_in_blocks_pays`)
@@ -202,6 +190,7 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
                     straight.add(n, band, h0 + t.rows)
                 elif pairs:
                     straight.flush()
+                    self.fill_patterns()
                     loop = nir.for_loop(0, pairs)
                     with ir.InsertionPoint(loop.body):
                         first = lin((loop.induction_variable, 2 * t.rows), (base, 1), (h0, 1))
@@ -212,16 +201,8 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
                     straight.add(n, band, h0 + 2 * pairs * t.rows)
         straight.flush()
 
-    def first_row(self, ho0: Index, band: Band) -> Index:
-        """The first input row the band from output row `ho0` reads."""
-        g = self.g
-        return lin((ho0, g.strides[0]), (-g.pads[0] + band.pad_top, 1))
-
-    def map_buffer(self, band: Band) -> ir.Value:
-        return nir.alloc([self.s.c1, band.in_rows, self.g.w, self.frac // 16], self.in_type, "l1")
-
     def emit_band(self, n: int, band: Band, ho0: Index, fm: ir.Value | None = None,
-                  defer: bool = False) -> None:
+                  defer: bool = False, map_ready: bool = False) -> None:
         """The band of output rows from `ho0` of image `n`; `defer`: its last
         K fractal and drains go with the next band's first (`tail_pairs`)."""
         g, s, t = self.g, self.s, self.t
@@ -231,10 +212,10 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
         fm = fm if fm is not None else self.map_buffer(band)
         blocks = [Load((0, 0 if s.small else c1 * g.kh * g.kw), None,
                        lambda c1=c1: self.copy_map_block(fm, n, band, r0, c1))
-                  for c1 in range(s.c1 if self.image is None else 0)]
+                  for c1 in range(s.c1 if self.image is None and not map_ready else 0)]
         # the deferred blocks' img2cols read their own blocks only (views of
         # the map), so each waits for its blocks' copies, not the whole map's
-        self.split_map = self.defer_map(band)
+        self.split_map = self.defer_map(band) and not map_ready
         self.deferred -= 1
         if self.split_map:
             self.map_ends = [k0 + rows for k0, rows in self.pieces_of_rows()]
@@ -253,6 +234,9 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
         # the stem's 28 bands of 7 chunks, 60,129 -> see bench/conv.py)
         chunk = first = self.chunk
         for s0 in range(0, s.co1, t.n1):
+            if s0 == t.n1 and self.next_map is not None:
+                self.next_map()
+                self.next_map = None
             ns = min(t.n1, s.co1 - s0)
             w_l1, pitch, col = self.tile_weights(s0, ns)
             half = -(-ns // 2)
@@ -303,6 +287,7 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
                 # the first half's drain for the second's mads)
                 early = (kp0 + kcj >= k_end and not defer and len(tiles) > 1 and self.image is None
                          and self.epilogue is None and not self.loads)
+                self.fill_patterns()
                 for (t0, n1), c in zip(tiles, l0c):
                     f = self.frac
                     nir.create_op("cce.mad", [nir.subview(a, [0], [m1 * kcj * f]),
@@ -330,41 +315,6 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
         self.chunk = chunk
         self.split_map = self.last_chunk = False
 
-    def defer_map(self, band: Band) -> bool:
-        """Whether this band's map blocks go out with the weight pieces whose
-        K rows read them (`ahead`, `need`): the conv's first DEFER_BANDS
-        bands while its weights load in pieces (resident, or streamed), so
-        the first chunk waits for one piece and the blocks it reads, not the
-        whole map (1x1 1024->256 14: 258 KB of map before the first piece,
-        the first mad at 5.2k cycles), and the second band for its first
-        blocks, not its whole map behind the first band's last pieces (3x3/2
-        128->128 56: the cube idle 2.6k cycles). Only there, and the views
-        (`load3d`) only until the band's last chunk: a later band's copies
-        into those bytes wait for each block's last reader, and with views in
-        every chunk of more bands the flags ran out of event ids (pipe
-        barriers in 3x3/2 128->128 56: 40,202 cycles). And only where the
-        estimate says the blocks' runs pay (`map_in_blocks_pays`: not on a
-        core's share of 32, where npu-prefetch takes the first pieces)."""
-        s = self.s
-        if self.deferred <= 0 or self.image is not None or s.diagonal or s.small:
-            return False
-        rows = band.rows * self.ext_h if s.row_skip else band.in_rows
-        return self.map_in_blocks_pays(rows * self.g.w * 32, -(-band.rows * s.wo // 16))
-
-    def copy_map_block(self, fm, n: int, band: Band, r0: Index, c1: int) -> None:
-        """Block c1 of the band's input rows -> its L1 map (per C1 block:
-        img2col of block 0 waits for block 0 only)."""
-        g, s = self.g, self.s
-        dst = nir.subview(fm, [c1, 0, 0, 0], [1, band.in_rows, g.w, 16])
-        if s.row_skip:  # a burst per output row: the rows between are never read
-            span = (band.rows - 1) * g.strides[0] + self.ext_h
-            src = nir.subview(self.x5, [n, c1, r0, 0, 0], [1, 1, span, g.w, 16])
-            copy("cce.copy_gm_to_l1", src, dst, band.rows, self.ext_h * g.w,
-                 src_gap=(g.strides[0] - self.ext_h) * g.w)
-            return
-        src = nir.subview(self.x5, [n, c1, r0, 0, 0], [1, 1, band.in_rows, g.w, 16])
-        copy("cce.copy_gm_to_l1", src, dst, 1, band.in_rows * g.w)
-
     def diagonal_tiles(self, fm, band: Band, tiles, l0c, w_l1, pitch: int, col: int, s0: int,
                        m1: int, kc: int, chunk: int) -> int:
         """Block-diagonal form: each Cout block of the super tile reduces over
@@ -382,6 +332,7 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
                     for tt in range(kcj):
                         self.img2col(fm, a, band, kp0 + tt, tt, kcj, m1, s0 + t0 + j)
                     self.load_weights(w_l1, b, pitch, col + t0 + j, kp0, kcj, 1, 0)
+                    self.fill_patterns()
                     nir.create_op("cce.mad", [nir.subview(a, [0], [m1 * kcj * FRAC]),
                                               nir.subview(b, [0], [kcj * FRAC]), cj],
                                   m=m1 * 16, n=kcj * 16, k=16, accumulate=kp0 > 0)

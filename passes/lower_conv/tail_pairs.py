@@ -32,7 +32,7 @@ class Deferred:
     """A band whose last K fractal and drains wait for the next band."""
 
     n: int
-    band: object  # kernel.Band
+    band: object  # band_maps.Band
     ho0: object  # int | ir.Value
     fm: ir.Value
     m1: int
@@ -112,7 +112,7 @@ class StraightBands:
         band of a run whose maps, made with its first band, go in turn in `pair`."""
         kernel = self.kernel
 
-        def call(defer: bool) -> None:
+        def map_of() -> ir.Value:
             if pair is not None and not pair:
                 # Two maps in turn (three for a small-channel conv: its long
                 # map copies ran behind its bands' img2col; stem 7x7/2: 56,224
@@ -122,11 +122,28 @@ class StraightBands:
                 # conv2: a GM latency and the map, 1,246 cycles a band).
                 pair.extend([kernel.map_buffer(band) for _ in range(3 if kernel.s.small else 2)]
                             if kernel.image is None else [None])
-            kernel.emit_band(n, band, lin((self.base, 1), (h0, 1)),
-                             pair[k % len(pair)] if pair is not None else fm, defer=defer)
-        self.calls.append(call)
+            return pair[k % len(pair)] if pair is not None else fm
+
+        def call(defer: bool, ready: bool) -> None:
+            kernel.emit_band(n, band, lin((self.base, 1), (h0, 1)), map_of(), defer=defer,
+                             map_ready=ready)
+
+        def issue() -> None:
+            kernel.issue_map(n, band, lin((self.base, 1), (h0, 1)), map_of())
+        self.calls.append((call, issue))
 
     def flush(self) -> None:
-        for k, call in enumerate(self.calls):
-            call(self.pairs and k + 1 < len(self.calls))
+        """Bands in order. Where the drains load operands (a residual), each
+        band's map copies go out during the band before it, after its first
+        super tile (`ConvKernel.next_map`), not behind all of its drains'
+        loads on MTE2 (ResNet-50's layer3 conv3 with its residual: the cube
+        idle 1.4k cycles for the second band's map)."""
+        kernel, ready = self.kernel, False
+        early = kernel.image is None and kernel.epilogue is not None and bool(kernel.epilogue.loaded)
+        for k, (call, _) in enumerate(self.calls):
+            nxt = self.calls[k + 1][1] if early and k + 1 < len(self.calls) else None
+            kernel.next_map = nxt
+            call(self.pairs and k + 1 < len(self.calls), ready)
+            ready = nxt is not None and kernel.next_map is None
+        kernel.next_map = None
         self.calls.clear()

@@ -71,11 +71,13 @@ func.func @read_twice(%x: memref<1x1x8x8x16xf16, "gm">, %w: memref<9x1x16x16xf16
 // CHECK-NEXT:    scf.yield
 // CHECK-NEXT:  } {npu.conv_epilogue = {members = 2 : i64}}
 // Each is staged once, before the conv's tiles, as a pattern of 8 rows of
-// 16 f16 per Cout block (8 copies of C1 bursts), and read with repeat
-// stride 0: as the vmul's src1, as the vsub's src0. Nothing is loaded per tile.
+// 16 f16 per Cout block (one GM copy of C1 bursts for row 0; once the first
+// loads are out, three UB copies each double the rows filled), and read with
+// repeat stride 0: as the vmul's src1, as the vsub's src0. Nothing is loaded per tile.
 // KERNEL-LABEL: func.func @per_channel_operands
-// KERNEL-COUNT-8: cce.copy_gm_to_ub{{.*}}n_burst = 2
-// KERNEL-COUNT-8: cce.copy_gm_to_ub{{.*}}n_burst = 2
+// KERNEL-COUNT-2: cce.copy_gm_to_ub{{.*}}n_burst = 2
+// KERNEL:       cce.copy_gm_to_l1
+// KERNEL-COUNT-6: cce.copy_ub_to_ub{{.*}}n_burst = 2
 // KERNEL:       cce.mad
 // KERNEL:       cce.copy_l0c_to_ub
 // KERNEL-NOT:   cce.copy_gm_to_ub

@@ -5,16 +5,18 @@
 // REMARK-NOT: remark: npu-lower-conv: bands of
 // npu-lower-conv: a 3x3 pad-1 conv of a 6x6 map with 2 C1 blocks (K = 2*9
 // fractals) into one Cout block, one band: the f32 bias repeated to one
-// 256-byte repeat in UB (4 copies), the map per C1 block to L1, then the
+// 256-byte repeat in UB (one GM copy of row 0; UB copies on the vector unit
+// fill rows 1 and 2-3 once the first loads are out, before the mad), the map per C1 block to L1, then the
 // weights (18 fractals) to L1 in the same run of loads, one img2col per M fractal of the band along K (repeat
 // mode 0: 3 M fractals, fewer than the chunk's 18 K fractals; each starts at
 // its first window, 16 apart in raster order: (-1, -1), (1, 3), (4, 1)), the
 // weights to L0B, one mad over the chunk, then L0C -> UB, the bias vadd and
 // the store of the band's 36 windows x 16 channels.
 
-// ESTIMATE: conv.mlir:[[@LINE+18]]:3: remark: npu-lower-conv: bands of 6 rows, 1 Cout blocks per L0C tile, 18 kernel points per chunk, weights resident; est. {{[0-9]+}} cycles
+// ESTIMATE: conv.mlir:[[@LINE+21]]:3: remark: npu-lower-conv: bands of 6 rows, 1 Cout blocks per L0C tile, 18 kernel points per chunk, weights resident; est. {{[0-9]+}} cycles
 // CHECK-LABEL: func.func @conv
-// CHECK-COUNT-4: "cce.copy_gm_to_ub"(%arg2
+// CHECK:         "cce.copy_gm_to_ub"(%arg2{{.*}}) {burst_len = 2 : i64, dst_gap = 6 : i64, n_burst = 1 : i64, src_gap = 0 : i64}
+// CHECK-NOT:     "cce.copy_gm_to_ub"(%arg2
 // CHECK-COUNT-2: "cce.copy_gm_to_l1"({{.*}}) {burst_len = 36 : i64
 // CHECK:         "cce.copy_gm_to_l1"({{.*}}) {burst_len = 288 : i64
 // CHECK:         "cce.img2col_l1_to_l0a"({{.*}}) {c1 = 0 : i64, dilation_h = 1 : i64, dilation_w = 1 : i64, dst_stride = 1 : i64, fetch_h = 0 : i64, fetch_w = 0 : i64, fm_h = 6 : i64, fm_w = 6 : i64, kernel_h = 3 : i64, kernel_w = 3 : i64, left_top_h = -1 : i64, left_top_w = -1 : i64, pad_bottom = 1 : i64, pad_left = 1 : i64, pad_right = 1 : i64, pad_top = 1 : i64, repeat = 18 : i64, repeat_mode = 0 : i64, stride_h = 1 : i64, stride_w = 1 : i64}
@@ -24,6 +26,8 @@
 // CHECK-NEXT:    "cce.img2col_l1_to_l0a"({{.*}}) {c1 = 0 : i64, {{.*}} left_top_h = 4 : i64, left_top_w = 1 : i64, {{.*}} repeat = 18 : i64, repeat_mode = 0 : i64
 // CHECK-NOT:     "cce.img2col_l1_to_l0a"
 // CHECK:         "cce.load_l1_to_l0b"({{.*}}) {dst_stride = 1 : i64, repeat = 18 : i64, src_stride = 1 : i64, transpose = false}
+// CHECK:         "cce.copy_ub_to_ub"({{.*}}) {burst_len = 2 : i64, dst_gap = 6 : i64, n_burst = 1 : i64, src_gap = 6 : i64}
+// CHECK:         "cce.copy_ub_to_ub"({{.*}}) {burst_len = 4 : i64, dst_gap = 4 : i64, n_burst = 1 : i64, src_gap = 4 : i64}
 // CHECK:         "cce.mad"({{.*}}) {accumulate = false, k = 16 : i64, m = 48 : i64, n = 288 : i64}
 // CHECK:         "cce.copy_l0c_to_ub"
 // CHECK:         "cce.vadd"({{.*}}) {{{.*}}mask = 64 : i64, repeat = 12 : i64, {{.*}}src1_rep_stride = 0 : i64}
