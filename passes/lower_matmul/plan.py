@@ -207,15 +207,24 @@ class PipelinedPlanning:
         then starts later (the pinned 256x512x256 + bias + relu: 56,355 ->
         56,899).
         Measured (BERT seq 512): ffn_out's loop 326.3k -> 319.1k, the layer
-        1,682,365 -> 1,672,453; all pieces in one group: 1,769,685."""
+        1,682,365 -> 1,672,453; all pieces in one group: 1,769,685.
+        The GM write counts the bytes the drain stores (an epilogue's cast
+        to f16 halves C's f32): seq 512's V projection on 8 of 32 cores
+        (256x768x192 with bias and cast, 4 row tiles) has 1,920 cycles of
+        drain against 9,216 of cube, not 3,072; paired, its phase 20,280 ->
+        19,578 cycles, the layer 106,084 -> 105,380 (bench/chip_phases.py)."""
         group = pieces // 2
         if group < 2 or tiles < 2 or 2 * group * b_slot_bytes > self.target.capacity("l0b"):
             return 1
         t = self.target
         traffic = choice.traffic
+        # The GM write is of the bytes the drain stores: an epilogue that
+        # casts C to f16 stores half of C's f32 (`stored_bytes_per_element`).
+        stored = (traffic.c_writes * self.epilogue.stored_bytes_per_element
+                  if self.epilogue is not None else traffic.write_bytes(shape))
         drain = max(traffic.c_writes * shape.acc_bytes / t.path("l0c_to_ub").bytes_per_cycle
                     + (self.epilogue.vector_cycles if self.epilogue is not None else 0),
-                    traffic.write_bytes(shape) / t.path("ub_to_gm").bytes_per_cycle)
+                    stored / t.path("ub_to_gm").bytes_per_cycle)
         cube = t.cube_cycles(shape.M * shape.N * shape.K * max(shape.batch, 1) // t.fractal ** 3)
         if not self.stalls_bind(shape, choice, mad_blocks) or 4 * drain > cube:
             return 1
