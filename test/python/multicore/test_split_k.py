@@ -1,0 +1,109 @@
+"""A matmul's reduction split over the cores (`passes/split_cores/split_k.py`,
+npu-split-cores' `split-k`): partial matmuls over runs of the reduction
+write f32 sums to GM, and after a chip barrier the epilogue group reduces
+its own run, adds the partial sums in a fixed order and only then applies
+its bias and GELU. The result matches numpy on several core counts, with a
+reduction that does not divide by the parts, the simulator's race checks
+are clean, and the barrier before the sum is needed."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import npu
+from npu import diagnostics
+from npu.frontend.compile import CompileError
+from npu.ir import is_memref, make_context, parse_module
+from npu.simulator import SimulationError, simulate
+
+ROWS, DEPTH, COLS = 64, 1040, 128  # DEPTH: 65 blocks of 16
+SPLIT = f"{ROWS}x{DEPTH}x{COLS}"
+
+
+def _model() -> onnx.ModelProto:
+    """y = gelu(x W + b)."""
+    rng = np.random.default_rng(7)
+    w = (rng.standard_normal((DEPTH, COLS)) / np.sqrt(DEPTH)).astype(np.float32)
+    b = (rng.standard_normal(COLS) * 0.1).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
+             helper.make_node("Add", ["m", "b"], ["a"], name="bias"),
+             helper.make_node("Gelu", ["a"], ["y"], name="gelu")]
+    graph = helper.make_graph(
+        nodes, "ffn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [ROWS, DEPTH])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [ROWS, COLS])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=9)
+
+
+def _want(x: np.ndarray) -> np.ndarray:
+    from math import erf
+    init = {i.name: numpy_helper.to_array(i) for i in _model().graph.initializer}
+    # f16 operands, as the cube takes them; sums and epilogue in f64
+    a = x.astype(np.float16).astype(np.float64) @ init["w"].astype(np.float16).astype(np.float64)
+    a += init["b"]
+    return 0.5 * a * (1 + np.vectorize(erf)(a / np.sqrt(2)))
+
+
+def _compile(cores: int, split_k: str):
+    """The kernel and npu-split-cores' remarks."""
+    options = f"split-cores-split-k={split_k} " if split_k else ""
+    engine = diagnostics.DiagnosticEngine()
+    token = diagnostics.install(engine)
+    try:
+        kernel = npu.compile(_model(), cores=cores, pipeline=(
+            f"builtin.module(npu-lower{{{options}split-cores-estimate=false "
+            "split-cores-remarks=true})"))
+    finally:
+        diagnostics._current.reset(token)  # noqa: SLF001
+    return kernel, [d.message for d in engine.diagnostics if "npu-split-cores:" in d.message]
+
+
+X = np.random.default_rng(8).standard_normal((ROWS, DEPTH)).astype(np.float32)
+
+
+@pytest.mark.parametrize("cores,parts,last", [(4, 2, 1), (8, 4, 5), (16, 4, 1), (32, 3, 2)])
+def test_split_k_matches_numpy(cores: int, parts: int, last: int) -> None:
+    kernel, remarks = _compile(cores, f"{SPLIT}:{parts}x{last}")
+    run = (DEPTH // 16 - last) // parts * 16
+    assert (f"{parts} partial matmul(s) of {run} and {last * 16} in its epilogue group"
+            in remarks[0]), remarks
+    # the partial matmuls side by side, then a barrier, then the group
+    assert remarks[1].count("ascend.matmul") == parts and "matmul epilogue" in remarks[1], remarks
+    (y,), report = kernel(X)
+    assert report["hazards"] == [], report["hazards"][:3]
+    np.testing.assert_allclose(y, _want(X), rtol=1e-2, atol=1e-2)
+    (y_whole,), _ = _compile(cores, "")[0](X)
+    # the same sums associated otherwise: f32 rounding apart, the epilogue
+    # (f16 GELU) rounding the same values alike almost everywhere
+    np.testing.assert_allclose(y, y_whole, rtol=2e-3, atol=2e-3)
+
+
+def test_the_barrier_before_the_sum_is_needed() -> None:
+    kernel, _ = _compile(8, f"{SPLIT}:4x5")
+    program = kernel.module.operation.get_asm(print_generic_op_form=True)
+    barrier = '"hivm.sync_all"() : () -> ()'
+    # the last barrier orders the partial sums before the group adds them
+    cut_at = program.rindex(barrier)
+    cut = program[:cut_at] + program[cut_at + len(barrier):]
+    func = kernel.module.body.operations[0]
+    extra = [a for a in list(func.regions[0].blocks[0].arguments)[len(kernel.interface.roles):]
+             if is_memref(a.type)]
+    ins = kernel.interface.arguments([X], extra)
+    simulate(kernel.module, ins, numerics=False)  # with it: no race
+    with pytest.raises(SimulationError) as e:
+        simulate(parse_module(cut, make_context()), ins, numerics=False)
+    assert e.value.kind == "race"
+
+
+@pytest.mark.parametrize("entry,why", [
+    (f"{SPLIT}:4x2", "do not make 4 equal runs"),
+    (f"{SPLIT}:1x65", "do not make 1 equal runs"),
+    ("64x1024x128:2x2", "no matmul epilogue group of 64x1024x128"),
+    (f"{SPLIT}:4", "expected 'MxNxK:PxL'"),
+])
+def test_bad_entries_are_refused(entry: str, why: str) -> None:
+    with pytest.raises(CompileError, match=why):
+        _compile(8, entry)
