@@ -28,7 +28,7 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import ir as nir
-from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
+from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR, PARTIAL_SUMS_ATTR
 
 
 def parse(text: str) -> dict[tuple[int, int, int], tuple[int, int]]:
@@ -110,6 +110,8 @@ def rewrite(group: ir.Operation, matmul: ir.Operation, parts: int, last: int) ->
             s = nir.alloc([k1, m1, f, f], nir.memref_element(c.type), "gm")
             nir.create_op("ascend.add", [total, w, s])
             total = s
+    with group.context:
+        group.attributes[PARTIAL_SUMS_ATTR] = nir.i64_attr(parts)
     for op in readers:
         for i, v in enumerate(op.operands):
             if v == c:
