@@ -20,6 +20,9 @@ attribute `npu.block_dim = P`. It stays one program (dialects/README.md,
   the matmul cost model says so (`share`; `share=false` turns it off);
   such an op sits under `scf.if` on its cores, its slices indexed by the
   block index less its first core;
+* `split-k` (for measuring; docs/multicore.md) splits the reduction of the
+  matmul epilogue groups it names into partial matmuls and the group's own
+  run (`split_k`) before any op is split;
 * a rough estimate (`_estimate`) keeps the function on one core when the
   split cannot pay for its barriers (npu-lower then lowers the one-core
   program);
@@ -116,10 +119,10 @@ class SplitCoresPass(Pass):
                "a function with a forced grid is split even where the estimate prefers one core"),
         Option("split-k", str, "", "reductions to split, to measure them: 'MxNxK:PxL' (a matmul "
                "epilogue group whose matmul has that shape: P partial matmuls over equal runs of "
-               "the reduction N write f32 sums to GM, and after a chip barrier the group reduces "
-               "the last L 16-element blocks, adds the sums in order and then runs its "
-               "epilogue), joined by ';'; an entry no group takes is an error. Not chosen by "
-               "the model: it measured slower on BERT's FFN (docs/multicore.md)"),
+               "the reduction N write f32 sums to GM; the group reduces the last L 16-element "
+               "blocks, adds the sums in a fixed order, then runs its epilogue; a chip barrier "
+               "between where the grids need one), joined by ';'; an entry no group takes is "
+               "an error. Not chosen by the model: slower on BERT's FFN (docs/multicore.md)"),
     )
 
     def run(self, module: ir.Operation) -> None:

@@ -10,17 +10,21 @@ A split of the reduction cuts those bytes: the matmul epilogue group
 
 becomes `parts` partial matmuls over runs of the reduction, each writing
 its f32 sums to a GM workspace tensor of C's shape (independent ops: they
-run side by side on shares of the cores, `share`), and the group itself
+may run side by side on shares of the cores, `share`), and the group itself
 over the last run, which adds the workspace tensors in a fixed order
 (C_last + W_0 + W_1 + ...) before its epilogue:
 
     W_r = A[:, run r] . B[run r, :]      (r < parts)
     C = A[:, last run] . B[last run, :];  S = ((C + W_0) + W_1) ...;  epilogue(S)
 
-The group's reads of the W_r are by other cores' writes, so a chip barrier
-goes between (`barriers.place`). The epilogue (bias, GELU, residual, cast)
-runs once, on the whole sum. The sum's order is fixed by the IR, so the
-result is the same on every run and any core count for one choice of runs.
+Where the group's grid reads sums other cores wrote, a chip barrier goes
+between (`barriers.place`; none when the grids agree). Its first `parts`
+members are the adds (`PARTIAL_SUMS_ATTR`): npu-lower-matmul's epilogue
+loads all their pieces before the first, so that their latencies overlap.
+The epilogue (bias, GELU, residual, cast) runs once, on the whole sum. The
+sum's order is fixed by the IR, not by which core finishes first, so every
+run gives the same bits (each matmul's own tiling, as for any grid, may
+differ with the core count: docs/multicore.md, "Bits").
 """
 
 from __future__ import annotations
