@@ -110,7 +110,7 @@ class LowerPass(Pass):
                 return
         except PassError as e:  # a split kernel a lowering does not take: one core
             if ((self.split_cores_grids and "grids:" in e.message)
-                    or (self.split_cores_split_k and "split-k:" in e.message)):
+                    or self.split_cores_split_k):
                 raise  # the caller's grids or reduction splits, not the program, are wrong
             refused = e.message.splitlines()[0]
         finally:

@@ -33,6 +33,9 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR, PARTIAL_SUMS_ATTR
+from npu.costmodel.fusion.precision import HEAD_ATTR
+
+COMPUTE_KEY = "compute"  # npu.epilogue's precision (`precision.COMPUTE_F16`)
 
 
 def parse(text: str) -> dict[tuple[int, int, int], tuple[int, int]]:
@@ -116,6 +119,12 @@ def rewrite(group: ir.Operation, matmul: ir.Operation, parts: int, last: int) ->
             total = s
     with group.context:
         group.attributes[PARTIAL_SUMS_ATTR] = nir.i64_attr(parts)
+        # an epilogue computed in f16 rounds C first; the sums are added in
+        # f32 (f32 operands loaded per piece), so the group computes in f32
+        attrs = nir.dict_attr_items(group.attributes[EPILOGUE_ATTR])
+        if attrs.pop(COMPUTE_KEY, None) is not None:
+            attrs.pop(HEAD_ATTR, None)
+            group.attributes[EPILOGUE_ATTR] = nir.dict_attr_of(attrs)
     for op in readers:
         for i, v in enumerate(op.operands):
             if v == c:
