@@ -22,6 +22,7 @@ are checked against onnxruntime by test/python/multicore/test_models.py).
             movers (MTE2/MTE3) or the chip GM bus; ties within 2% all named
 
 Run: .venv/bin/python bench/chip.py [--cores 1,2,8,32] [--rows bert128,...,mobilenetv2]
+     [--pipeline-options 'split-cores-split-k=128x3072x768:4x32'] (more npu-lower options)
 """
 
 from __future__ import annotations
@@ -93,8 +94,9 @@ def _limit(rep: dict) -> str:
     return "+".join(k for k, v in candidates.items() if v >= 0.98 * top)
 
 
-def run(path: str, cores: int) -> dict:
-    kernel = npu_compile(path, target="ascend910", pipeline=f"npu-lower{{cores={cores}}}")
+def run(path: str, cores: int, options: str = "") -> dict:
+    kernel = npu_compile(path, target="ascend910",
+                         pipeline=f"npu-lower{{cores={cores}{' ' + options if options else ''}}}")
     func = kernel.module.body.operations[0]
     extra = [v for v in list(func.regions[0].blocks[0].arguments)[len(kernel.interface.roles):]
              if str(v.type) != "index"]
@@ -119,6 +121,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cores", default="1,2,8,32")
     ap.add_argument("--rows", default=",".join(ROWS))
+    ap.add_argument("--pipeline-options", default="",
+                    help="more npu-lower options for every count but 1, e.g. "
+                         "'split-cores-split-k=128x3072x768:4x32'")
     args = ap.parse_args()
     counts = [int(c) for c in args.cores.split(",")]
     print(f"{'model':<40} {'cores':>5} {'launched':>8} {'barriers':>8} {'cycles':>10} "
@@ -128,7 +133,7 @@ def main() -> None:
         path = make()
         base = None
         for n in counts:
-            r = run(path, n)
+            r = run(path, n, args.pipeline_options if n > 1 else "")
             base = base or r["cycles"]
             print(f"{title:<40} {n:>5} {r['launched']:>8} {r['barriers']:>8} {r['cycles']:>10,} "
                   f"{base / r['cycles']:>7.2f}x {r['own']:>8,} {r['cycles'] / r['own']:>5.2f}x "

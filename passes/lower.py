@@ -109,8 +109,9 @@ class LowerPass(Pass):
             if any(block_dim(f) > 1 for f in functions(module)):
                 return
         except PassError as e:  # a split kernel a lowering does not take: one core
-            if self.split_cores_grids and "grids:" in e.message:
-                raise  # the caller's grids, not the program, are wrong
+            if ((self.split_cores_grids and "grids:" in e.message)
+                    or self.split_cores_split_k):
+                raise  # the caller's grids or reduction splits, not the program, are wrong
             refused = e.message.splitlines()[0]
         finally:
             self._many = False
@@ -121,9 +122,11 @@ class LowerPass(Pass):
                                 f"({refused}); lowered for one core")
 
     def _no_split(self, why: str, module: ir.Operation) -> None:
-        """`split-cores-grids` forces grids of a split: refused when there is none."""
-        if self.split_cores_grids:
-            raise PassError(f"npu-lower: split-cores-grids: no split over cores ({why})", module)
+        """`split-cores-grids` and `split-cores-split-k` force a split: refused when there is none."""
+        for name in ("grids", "split-k"):
+            if getattr(self, f"split_cores_{name.replace('-', '_')}"):
+                raise PassError(f"npu-lower: split-cores-{name}: no split over cores ({why})",
+                                module)
 
     def _one_core_options(self, module: ir.Operation) -> str | None:
         """What pins one-core tiles on the program, if anything: the split's

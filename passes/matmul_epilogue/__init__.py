@@ -129,7 +129,16 @@ class MatmulEpilogue:
         self.stores = [op for _, op in stores]
         self.row_major = row_major.targets([self.e.c] + [m.out for m in self.e.members], stores,
                                            matmul, region)
-        self.plan = epilogue.plan(self.e, self.target, self.drain_type)
+        # a reduction split's partial sums (`PARTIAL_SUMS_ATTR`: the first
+        # members add them to C): every piece of them loads before the first
+        # add, so that their GM latencies overlap
+        sums = nir.int_attr(region, epilogue.PARTIAL_SUMS_ATTR) \
+            if epilogue.PARTIAL_SUMS_ATTR in region.attributes else 0
+        adds = [o.operation for o in region.regions[0].blocks[0].operations
+                if o.operation.name.startswith("ascend.") and o.operation != matmul][:sums]
+        self.early = [r for r in dict.fromkeys(epilogue.tensor_key(op.operands[1]) for op in adds)
+                      if r in self.e.loaded and r not in self.e.broadcast]
+        self.plan = epilogue.plan(self.e, self.target, self.drain_type, frozenset(self.early))
         # A result made in f32 (`f32_head`) and read on in f16 is rounded once
         # as it is made: root -> (the type it is read as, the rounded tensor's
         # root); when its one reader is a cast to f16 to nearest, that cast
@@ -255,6 +264,10 @@ class MatmulEpilogue:
             self.move("cce.copy_ub_to_gm", c, bufs[c.root], piece)
         if c.root in self.row_major:
             self.sink(self.row_major[c.root], bufs[c.root], piece)
+        for root in self.early:
+            o = self.e.loaded[root]
+            bufs[root] = self.alloc(piece, o.elem)
+            self.move("cce.copy_gm_to_ub", o, bufs[root], piece)
         for k, (m, reuse) in enumerate(zip(self.e.members, self.plan.reuse)):
             for i in m.ins:
                 if i.root not in bufs and i.root not in self.e.broadcast:

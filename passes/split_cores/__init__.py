@@ -20,6 +20,9 @@ attribute `npu.block_dim = P`. It stays one program (dialects/README.md,
   the matmul cost model says so (`share`; `share=false` turns it off);
   such an op sits under `scf.if` on its cores, its slices indexed by the
   block index less its first core;
+* `split-k` (for measuring; docs/multicore.md) splits the reduction of the
+  matmul epilogue groups it names into partial matmuls and the group's own
+  run (`split_k`) before any op is split;
 * a rough estimate (`_estimate`) keeps the function on one core when the
   split cannot pay for its barriers (npu-lower then lowers the one-core
   program);
@@ -50,7 +53,7 @@ from npu.costmodel.fusion.rows import FUSED_ATTR
 
 from .barriers import Access, Unit, gm_operands, place
 from .groups import apply_group, external, group_split, written
-from . import aligned, share
+from . import aligned, share, split_k
 from .prefetched import NONE, Lookahead
 from .rules import SplitRules, parse_grids
 from .split import Split, apply, split_of
@@ -114,6 +117,12 @@ class SplitCoresPass(Pass):
                "parts x PM row parts of C, as the remarks print them) or 'attention:HPxQP' (head "
                "parts x query runs), joined by ';'; an entry no split takes is an error, and "
                "a function with a forced grid is split even where the estimate prefers one core"),
+        Option("split-k", str, "", "reductions to split, to measure them: 'MxNxK:PxL' (a matmul "
+               "epilogue group whose matmul has that shape: P partial matmuls over equal runs of "
+               "the reduction N write f32 sums to GM; the group reduces the last L 16-element "
+               "blocks, adds the sums in a fixed order, then runs its epilogue; a chip barrier "
+               "between where the grids need one), joined by ';'; an entry no group takes is "
+               "an error. Not chosen by the model: slower on BERT's FFN (docs/multicore.md)"),
     )
 
     def run(self, module: ir.Operation) -> None:
@@ -127,7 +136,14 @@ class SplitCoresPass(Pass):
             grids = parse_grids(self.grids)
         except ValueError as e:
             raise PassError(f"npu-split-cores: grids: {e}", module) from None
+        try:
+            self.reductions = split_k.parse(self.split_k)
+        except ValueError as e:
+            raise PassError(f"npu-split-cores: split-k: {e}", module) from None
+        self.reductions_used: set = set()
         if wanted == 1:
+            if self.reductions:
+                raise PassError("npu-split-cores: split-k: there is no split on one core", module)
             if grids:
                 raise PassError("npu-split-cores: grids: there is no split on one core", module)
             return
@@ -137,6 +153,10 @@ class SplitCoresPass(Pass):
                 self._split_function(func, wanted)
         if (unused := self.rules.unused_grids()) is not None:
             raise PassError(f"npu-split-cores: grids: {unused}", module)
+        if unused_k := [k for k in self.reductions if k not in self.reductions_used]:
+            names = ", ".join("x".join(map(str, k)) for k in unused_k)
+            raise PassError(f"npu-split-cores: split-k: no matmul epilogue group of {names}",
+                            module)
 
     def least_bytes(self) -> int:
         """The least bytes a core's share of an op must move."""
@@ -157,6 +177,7 @@ class SplitCoresPass(Pass):
         if nir.block_idx_arg(func) is not None or nir.BLOCK_DIM_ATTR in func.attributes:
             raise PassError("npu-split-cores: the function is already split over cores", func)
         self._dissolve_weight_bound_epilogues(func, wanted)
+        self._split_k(func)
         units: list[Unit] = []
         splits: list[Split | None] = []
         ops = [child.operation for child in func.regions[0].blocks[0].operations]
@@ -307,6 +328,16 @@ class SplitCoresPass(Pass):
                     or all(self.rules.split(mm[0], n) is None for n in range(wanted, 1, -1))):
                 continue
             nir.dissolve_group(group, [])
+
+    def _split_k(self, func: ir.Operation) -> None:
+        """The `split-k` entries' reduction splits (`split_k`)."""
+        try:
+            used, said = split_k.apply_all(func, self.reductions, self.target.fractal)
+        except ValueError as e:
+            raise PassError(f"npu-split-cores: split-k: {e}", func) from None
+        self.reductions_used |= used
+        if said and self.remarks:
+            self.remark(func, "npu-split-cores: " + "; ".join(said))
 
     def _estimate(self, units: list[Unit], barriers: int) -> tuple[float, float]:
         """(one core, the split) in cycles, roughly: each unit's GM bytes over

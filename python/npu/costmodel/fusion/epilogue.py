@@ -108,6 +108,11 @@ class Plan:
     per_fractal: int
 
 
+# On an `npu.epilogue` group: its first N members add partial sums of the
+# matmul's reduction to C, each its second operand (npu-split-cores'
+# split-k, `passes/split_cores/split_k.py`).
+PARTIAL_SUMS_ATTR = "npu.partial_sums"
+
 def result_of(matmul: ir.Operation) -> fusion.Operand | str:
     """The matmul's C as an operand, or why no epilogue can follow it."""
     c = matmul.operands[-1]
@@ -359,10 +364,12 @@ def store_bursts(e: Epilogue) -> int:
     return total
 
 
-def plan(e: Epilogue, target: Target, drained: str = "f32") -> Plan:
+def plan(e: Epilogue, target: Target, drained: str = "f32", early: frozenset = frozenset()
+         ) -> Plan:
     """The buffers of one drained tile, by liveness in member order;
     `drained`: the type the accumulator arrives in UB as (f16: converted by
-    the L0C -> UB move itself)."""
+    the L0C -> UB move itself); `early`: loaded operands whose pieces all
+    load before the first member (live from the drain on)."""
     fractal = target.fractal * target.fractal
     last_use: dict = {}
     for k, m in enumerate(e.members):
@@ -374,6 +381,10 @@ def plan(e: Epilogue, target: Target, drained: str = "f32") -> Plan:
         peak += e.c.es * fractal
         live[e.c.root] = e.c.es * fractal
     elem_of = {e.c.root: e.c.elem}
+    for root in early:
+        live[root] = e.loaded[root].es * fractal
+        elem_of[root] = e.loaded[root].elem
+    peak = max(peak, sum(live.values()))
     reuse = []
     for k, m in enumerate(e.members):
         for i in m.ins:
