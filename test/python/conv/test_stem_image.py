@@ -96,7 +96,7 @@ def test_stem_bands_share_image_maps(monkeypatch):
     staged once per segment; before, every band staged its 13 rows through
     UB and MTE3 bounded the conv (68,474 cycles, 2.28x the ideal; now
     57,300, 1.90x). The result is bit for bit the one of a map per band."""
-    from npu.passes.lower_conv import image_map
+    from npu.passes.lower_conv import image_map, kernel
 
     m = conv_model(c=3, cout=64, k=7, h=224, w=224, stride=2, pads=(3, 3, 3, 3), dtype=np.float16)
     x = random_input(m)
@@ -104,5 +104,51 @@ def test_stem_bands_share_image_maps(monkeypatch):
     (row,) = [r for r in report["per_op"] if "conv" in r["op"]]
     assert row["exclusive_cycles"] <= 1.95 * _stem_ideal(3, 224, 224, 64, 7, 112, 112), row
     monkeypatch.setattr(image_map, "SEGMENT_BANDS", 1)
+    monkeypatch.setattr(kernel, "FOLD_SEGMENT_BANDS", 1)  # the folded stem's (stem_fold)
     (per_band,), _ = npu.compile(m, cores=1)(x)
     np.testing.assert_array_equal(got.view(np.uint16), per_band.view(np.uint16))
+
+
+FOLDED = {
+    "c3_7x7_s2": dict(c=3, cout=32, k=7, h=37, w=48, stride=2, pads=(3, 3, 3, 3)),
+    "c3_7x7_s2_batch2_nobias": dict(n=2, c=3, cout=16, k=7, h=24, w=32, stride=2, pads=(3, 3, 3, 3),
+                                    bias=False),
+    "c1_5x5": dict(c=1, cout=16, k=5, h=20, w=32, pads=(1, 1, 1, 1)),
+    "c2_5x5_asym": dict(c=2, cout=20, k=5, h=18, w=32, pads=(2, 1, 0, 2)),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("case", FOLDED)
+def test_folded_stem_matches_onnxruntime(case, dtype):
+    """A stem whose image rows fold into a pixel's slots (stem_fold.py: its
+    width whole 16-pixel blocks, the fetch row never in the padding): the
+    first Kw K fractals in img2col's normal mode, the bias (where there is
+    one) in the weights, fed by a slot of ones, so the drain adds none."""
+    m = conv_model(**FOLDED[case], dtype=dtype)
+    kernel = npu.compile(m, cores=1)
+    lowered = kernel.stages["lowered"]
+    assert "hivm.vadd" not in lowered  # before: one vadd per drained block
+    x = random_input(m)
+    (got,), _ = kernel(x)
+    np.testing.assert_allclose(got.astype(np.float32), ort_run(m, {"x": x})[0].astype(np.float32),
+                               **CUBE)
+
+
+def test_folded_stem_weights():
+    """The folded order against the small-channel one, point by point."""
+    from npu.passes.lower_conv.stem_fold import folded_weights, with_bias
+
+    w = np.random.default_rng(0).standard_normal((13, 2, 16, 16)).astype(np.float16)
+    f = folded_weights(w, 7, 7)
+    for kw in range(7):
+        for j in range(4):
+            point = (3 - j) * 7 + kw
+            np.testing.assert_array_equal(f[kw, :, :, 4 * j:4 * j + 4],
+                                          w[point // 4, :, :, point % 4 * 4:point % 4 * 4 + 4])
+    np.testing.assert_array_equal(f[7:], w[7:])  # points 28.. as before
+    b = np.arange(32, dtype=np.float16)
+    fb = with_bias(f, b, (3, 3))
+    np.testing.assert_array_equal(fb[3, :, :, 3], b.reshape(2, 16))
+    fb[3, :, :, 3] = f[3, :, :, 3]
+    np.testing.assert_array_equal(fb, f)
