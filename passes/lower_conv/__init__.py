@@ -42,7 +42,7 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import ir as nir
-from npu.costmodel.conv.stem_fold import FOLD, folded_stem
+from npu.costmodel.conv.stem_fold import FOLD, folded_stem, stem_with_constants
 from npu.costmodel.conv.tiling import choose_tiling, conv_shape
 from npu.costmodel.conv import epilogue as epilogue_model, int8_staging
 from npu.costmodel.conv.depthwise_vector import DwPlan, DwShape, dw_shape, plan as vector_plan
@@ -152,9 +152,10 @@ class LowerConv(Pass):
         # the constant weights reordered, the bias in them (`stem_fold`); a
         # core's inner run of rows (a run-time first row) must have the rows
         # above it in the image
-        if shape.fold and (row_parts is None or shape.ho // row_parts[0] * g.strides[0]
-                           - g.pads[0] >= FOLD - 1):
-            fold = fold_stem(g, nir.memref_shape(op.operands[0])[1], weights, bias)
+        if stem_with_constants(op):
+            rows = bool(shape.fold) and (row_parts is None or shape.ho // row_parts[0]
+                                         * g.strides[0] - g.pads[0] >= FOLD - 1)
+            fold = fold_stem(g, nir.memref_shape(op.operands[0])[1], weights, bias, rows)
             bias = None if fold.bias else bias
         if not shape.diagonal and streams_tiles(weights, shape.co1, tiling.n1,
                                                 tiling.weights_resident):

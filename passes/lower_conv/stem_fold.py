@@ -52,20 +52,23 @@ def with_bias(w: np.ndarray, bias: np.ndarray, at: tuple[int, int]) -> np.ndarra
     return out
 
 
-def fold_stem(g: ConvGeometry, channels: int, wz: ir.Value, bias: ir.Value | None) -> StemFold:
-    """Rewrite the constant weights behind `wz` for the fold and the bias
-    where they apply (weights and bias host constants, this conv the
-    weights' one reader); returns what applies."""
+def fold_stem(g: ConvGeometry, channels: int, wz: ir.Value, bias: ir.Value | None,
+              rows: bool) -> StemFold:
+    """Rewrite the constant weights behind `wz` for the fold (`rows`) and
+    the bias where they apply (weights and bias host constants, this conv
+    the weights' one reader); returns what applies."""
     found = constant_chain(wz)
-    if found is None or not folds_rows(g, channels):
-        return StemFold(False, False)
-    root = found[0]
-    data = folded_weights(nir.constant_argument(root), g.kh, g.kw)
-    at = bias_point(g, channels, True)
+    at = bias_point(g, channels, rows)
     b_root = constant_root(bias) if bias is not None else None
     folded_bias = at is not None and b_root is not None
+    if found is None or not (rows or folded_bias):
+        return StemFold(False, False)
+    root = found[0]
+    data = nir.constant_argument(root)
+    if rows:
+        data = folded_weights(data, g.kh, g.kw)
     if folded_bias:
         data = with_bias(data, nir.constant_argument(b_root), at)
     with wz.context:
         nir.retype_constant(root, data)
-    return StemFold(True, folded_bias)
+    return StemFold(rows, folded_bias)

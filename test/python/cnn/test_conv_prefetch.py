@@ -14,9 +14,7 @@ from npu.frontend.cnn import resnet
 
 @pytest.mark.parametrize("cores", [1, 4])
 def test_conv_weights_prefetched_same_bits_no_hazards(cores):
-    # width 16: at width 8 the folded stem (stem_fold.py, 2,987 -> 2,383 cycles)
-    # left the prefetched pieces nothing to hide (22,008 cycles either way)
-    model = resnet(18, size=32, width=16, classes=10, layers=[1, 1, 1, 1], dtype=np.float16)
+    model = resnet(18, size=32, width=8, classes=10, layers=[1, 1, 1, 1], dtype=np.float16)
     x = np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float16)
     runs = {}
     for convs in (False, True):

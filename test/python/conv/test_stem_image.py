@@ -120,11 +120,11 @@ FOLDED = {
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("case", FOLDED)
-def test_folded_stem_matches_onnxruntime(case, dtype):
-    """A stem whose image rows fold into a pixel's slots (stem_fold.py: its
-    width whole 16-pixel blocks, the fetch row never in the padding): the
-    first Kw K fractals in img2col's normal mode, the bias (where there is
-    one) in the weights, fed by a slot of ones, so the drain adds none."""
+def test_stem_bias_in_cube_matches_onnxruntime(case, dtype):
+    """A stem with constant weights and bias (stem_fold.py): the bias in the
+    weights, fed by a slot of ones, so the drain adds none (a frontend conv
+    carries an epilogue group: its image rows are not folded, see
+    test_folded_rows_match_numpy)."""
     m = conv_model(**FOLDED[case], dtype=dtype)
     kernel = npu.compile(m, cores=1)
     lowered = kernel.stages["lowered"]
@@ -152,3 +152,52 @@ def test_folded_stem_weights():
     np.testing.assert_array_equal(fb[3, :, :, 3], b.reshape(2, 16))
     fb[3, :, :, 3] = f[3, :, :, 3]
     np.testing.assert_array_equal(fb, f)
+
+
+@pytest.mark.parametrize("h, w, bias", [(24, 32, True), (37, 48, False), (224, 224, True)])
+def test_folded_rows_match_numpy(h, w, bias):
+    """A stem without an epilogue group (as bench/conv.py's image row) folds
+    its image rows: kernel row 3 fetched in img2col's normal mode (the
+    rows above in slots 4..15), bias in the cube; against numpy."""
+    from npu.ir import constant_argument, functions, make_context, parse_module, retype_constant
+    from npu.passes.linalg_to_ascend.conv_layouts import fractal_z_small
+    from npu.pipeline import run_pipeline
+    from npu.reference_conv import conv2d
+    from npu.simulator import simulate
+
+    rng = np.random.default_rng(2)
+    ho, wo, cout = (h - 1) // 2 + 1, (w - 1) // 2 + 1, 32
+    x = rng.standard_normal((1, 3, h, w)).astype(np.float16)
+    wt = (rng.standard_normal((cout, 3, 7, 7)) / 12).astype(np.float16)
+    b = rng.standard_normal(cout).astype(np.float16)
+    tx, tw = f'memref<1x3x{h}x{w}xf16, "gm">', 'memref<13x2x16x16xf16, "gm">'
+    tb, ty = 'memref<32xf16, "gm">', f'memref<1x2x{ho}x{wo}x16xf16, "gm">'
+    args = [f"%x: {tx}", f"%w: {tw} {{npu.constant = dense<0.0> : tensor<13x2x16x16xf16>}}"]
+    args += [f"%b: {tb} {{npu.constant = dense<0.0> : tensor<32xf16>}}"] if bias else []
+    ops = ["%x, %w, %b, %y" if bias else "%x, %w, %y", f"{tx}, {tw}, {tb}, {ty}" if bias else
+           f"{tx}, {tw}, {ty}"]
+    text = (f'func.func @conv({", ".join(args)}, %y: {ty}) {{\n'
+            f'  "ascend.conv2d"({ops[0]}) {{strides = array<i64: 2, 2>, pads = array<i64: 3, 3, 3, 3>, '
+            f'dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0_c4", '
+            f'kernel = array<i64: 7, 7>}} : ({ops[1]}) -> ()\n  return\n}}\n')
+    module = parse_module(text, make_context())
+    fargs = functions(module)[0].regions[0].blocks[0].arguments
+    with module.context:
+        retype_constant(fargs[1], fractal_z_small(wt))
+        if bias:
+            retype_constant(fargs[2], b)
+    run_pipeline(module, "npu-lower{cores=1 emit=cce}", npu.target.get_target("ascend910"))
+    cce = str(module)
+    normal = [line for line in cce.splitlines()
+              if "cce.img2col_l1_to_l0a" in line and "small_channel" not in line]
+    # rows 3..0 of each kernel column in the normal mode (unfolded: only point 48, row 6)
+    assert sum("fetch_h = 3" in line for line in normal) >= 7, normal
+    assert "cce.vadd" not in cce
+    fargs = functions(module)[0].regions[0].blocks[0].arguments
+    inputs = [x, constant_argument(fargs[1])] + ([b] if bias else []) + [
+        np.zeros((1, 2, ho, wo, 16), np.float16)]
+    res = simulate(module, inputs, target=npu.target.get_target("ascend910"))
+    want = conv2d(x.astype(np.float32), wt.astype(np.float32),
+                  b.astype(np.float32) if bias else None, (2, 2), (3, 3, 3, 3), (1, 1), 1)
+    got = res.outputs[-1].transpose(0, 1, 4, 2, 3).reshape(1, cout, ho, wo)
+    np.testing.assert_allclose(got.astype(np.float32), want, **CUBE)
