@@ -40,6 +40,9 @@ MAX_CHUNK = 1024
 # cycles; segments of 2 bands 56,936, 3: 58,190, 4: 58,604, 7: 59,846
 # (longer segments: longer pieces per band, ahead of fewer rows' use).
 SEGMENT_BANDS = 2
+# The same for a folded stem (`stem_fold`): 2: 52,389 cycles, 3: 51,441,
+# 4: 51,547 (its staging reads 3 rows above each chunk: longer segments pay)
+FOLD_SEGMENT_BANDS = 3
 
 
 def reads_image(x: ir.Value) -> bool:
@@ -293,3 +296,12 @@ def segment_bands(kernel, most: int = 0) -> int:
         if 2 * s.c1 * band.in_rows * kernel.g.w * 32 + weights <= kernel.target.capacity("l1"):
             return bands
     return 1
+
+
+def image_maps(kernel, band_pixels: int) -> ImageMap:
+    """The L1 maps of a conv reading its NCHW image: shared by segments of
+    bands where two segments' maps fit L1 (`segment_bands`), else a map per band."""
+    segment = segment_bands(kernel, FOLD_SEGMENT_BANDS if kernel.fold.rows else 0)
+    if segment > 1:
+        return SegmentedImageMap(kernel.target, kernel.x5, band_pixels, segment, kernel.fold)
+    return ImageMap(kernel.target, kernel.x5, band_pixels, kernel.fold)

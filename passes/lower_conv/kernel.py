@@ -19,7 +19,7 @@ from npu.dialects.ascend_conv import ConvGeometry
 from npu.kernels.cce_build import by_run, copy, lin
 from npu.passes.lower_conv.drain import ConvDrain
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue
-from npu.passes.lower_conv.image_map import ImageMap, SegmentedImageMap, reads_image, segment_bands
+from npu.passes.lower_conv.image_map import ImageMap, image_maps, reads_image
 from npu.passes.lower_conv.int8_map import Int8Map
 from npu.passes.lower_conv.stem_fold import StemFold
 from npu.passes.lower_conv.tail_pairs import Deferred, StraightBands, TailPairs
@@ -30,10 +30,6 @@ Index = int | ir.Value
 UB_SLOTS = 6
 # Bands whose maps go out block by block with the weight pieces (`defer_map`)
 DEFER_BANDS = 2
-# Bands sharing one L1 map of a folded stem's image (`SegmentedImageMap`):
-# stem image 7x7/2 3->64 224 (bench/conv.py) 2: 52,389 cycles, 3: 51,441,
-# 4: 51,547 (its staging reads 3 rows above each chunk: longer segments pay)
-FOLD_SEGMENT_BANDS = 3
 
 
 @dataclass(frozen=True)
@@ -145,13 +141,8 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
             self.epilogue.allocate(half * m1 * FRAC, self.paired_loads())
         band_pixels = min(self.g.h, (t.rows - 1) * self.g.strides[0] + self.ext_h) * self.g.w
         staged = Int8Map if s.int8 else ImageMap if reads_image(self.x5) else None
-        self.image = None
-        if staged is ImageMap:
-            segment = segment_bands(self, FOLD_SEGMENT_BANDS if self.fold.rows else 0)
-            self.image = (SegmentedImageMap(self.target, self.x5, band_pixels, segment, self.fold)
-                          if segment > 1 else ImageMap(self.target, self.x5, band_pixels, self.fold))
-        elif staged is not None:
-            self.image = staged(self.target, self.x5, band_pixels)
+        self.image = image_maps(self, band_pixels) if staged is ImageMap else \
+            staged(self.target, self.x5, band_pixels) if staged is not None else None
         kc = min(t.kc, s.k1)
         self.l0a = [nir.alloc([m1 * kc * self.frac], self.in_type, "l0a") for _ in range(2)]
         self.l0b = [nir.alloc([kc * (1 if s.diagonal else min(t.n1, s.co1)) * self.frac],

@@ -96,7 +96,7 @@ def test_stem_bands_share_image_maps(monkeypatch):
     staged once per segment; before, every band staged its 13 rows through
     UB and MTE3 bounded the conv (68,474 cycles, 2.28x the ideal; now
     57,300, 1.90x). The result is bit for bit the one of a map per band."""
-    from npu.passes.lower_conv import image_map, kernel
+    from npu.passes.lower_conv import image_map
 
     m = conv_model(c=3, cout=64, k=7, h=224, w=224, stride=2, pads=(3, 3, 3, 3), dtype=np.float16)
     x = random_input(m)
@@ -104,7 +104,7 @@ def test_stem_bands_share_image_maps(monkeypatch):
     (row,) = [r for r in report["per_op"] if "conv" in r["op"]]
     assert row["exclusive_cycles"] <= 1.95 * _stem_ideal(3, 224, 224, 64, 7, 112, 112), row
     monkeypatch.setattr(image_map, "SEGMENT_BANDS", 1)
-    monkeypatch.setattr(kernel, "FOLD_SEGMENT_BANDS", 1)  # the folded stem's (stem_fold)
+    monkeypatch.setattr(image_map, "FOLD_SEGMENT_BANDS", 1)  # a folded stem's (stem_fold)
     (per_band,), _ = npu.compile(m, cores=1)(x)
     np.testing.assert_array_equal(got.view(np.uint16), per_band.view(np.uint16))
 
