@@ -82,8 +82,11 @@ def conv_module(c: int, h: int, w: int, cout: int, k: int, stride: int, pad: int
     t_y = f'memref<1x{co1}x{ho}x{wo}x16xf16, "gm">'
     # a depthwise layer's weights are host constants, as a model's are: the
     # vector path loads them as its compact per-channel operand
-    w_attr = (f' {{npu.constant = dense<0.0> : tensor<{k1}x{co1}x16x16xf16>}}' if depthwise else '')
-    text = (f'func.func @conv(%x: {t_x}, %w: {t_w}{w_attr}, %b: {t_b}, %y: {t_y}) {{\n'
+    # and so are a stem's (npu-lower-conv reorders them and puts its bias in them: stem_fold.py)
+    w_attr = (f' {{npu.constant = dense<0.0> : tensor<{k1}x{co1}x16x16xf16>}}'
+              if depthwise or image else '')
+    b_attr = f' {{npu.constant = dense<0.0> : tensor<{co1 * 16}xf16>}}' if image else ''
+    text = (f'func.func @conv(%x: {t_x}, %w: {t_w}{w_attr}, %b: {t_b}{b_attr}, %y: {t_y}) {{\n'
             f'  "ascend.conv2d"(%x, %w, %b, %y) {{strides = array<i64: {stride}, {stride}>, '
             f'pads = array<i64: {pad}, {pad}, {pad}, {pad}>, dilations = array<i64: 1, 1>, '
             f'groups = 1 : i64, layout = "{form}", '

@@ -42,6 +42,7 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import ir as nir
+from npu.costmodel.conv.stem_fold import FOLD, folded_stem, stem_with_constants
 from npu.costmodel.conv.tiling import choose_tiling, conv_shape
 from npu.costmodel.conv import epilogue as epilogue_model, int8_staging
 from npu.costmodel.conv.depthwise_vector import DwPlan, DwShape, dw_shape, plan as vector_plan
@@ -52,7 +53,8 @@ from npu.target import Target
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue, group_of
 from npu.passes.lower_conv.drain_cast import f32_bias_staging
-from npu.passes.lower_conv.image_map import reads_image, staging_bytes
+from npu.passes.lower_conv.image_map import prior_pixels, reads_image, staging_bytes
+from npu.passes.lower_conv.stem_fold import StemFold, fold_stem
 from npu.passes.lower_conv.compact_weights import (compact_operand, has_constant, streams_tiles,
                                                    tile_major_operand)
 from npu.passes.lower_conv.depthwise_vector import DepthwiseKernel
@@ -64,8 +66,8 @@ def conv_budget(op: ir.Operation, target: Target, ub_fraction: float, drain_roun
     stagings hold (the NCHW image's, the int8 map's, and the f32 bias a
     rounding drain makes its f16 pattern from)."""
     budget = int(target.capacity("ub") * ub_fraction)
-    if reads_image(op.operands[0]):  # staged through UB
-        budget -= staging_bytes(target)
+    if reads_image(op.operands[0]):  # staged through UB (with the rows above, folded)
+        budget -= staging_bytes(target, prior_pixels(geometry(op).w, folded_stem(op)))
     if conv_shape(op).int8:  # the map narrowed to int8 on its way through UB (int8_map.py)
         budget -= int8_staging.staging_bytes(target)
     if drain_rounds and has_bias(op):
@@ -146,12 +148,21 @@ class LowerConv(Pass):
                             f"est. {tiling.cycles:.0f} cycles")
         bias = op.operands[2] if has_bias(op) else None
         weights = op.operands[1]
+        fold = StemFold(False, False)
+        # the constant weights reordered, the bias in them (`stem_fold`); a
+        # core's inner run of rows (a run-time first row) must have the rows
+        # above it in the image
+        if stem_with_constants(op):
+            rows = bool(shape.fold) and (row_parts is None or shape.ho // row_parts[0]
+                                         * g.strides[0] - g.pads[0] >= FOLD - 1)
+            fold = fold_stem(g, nir.memref_shape(op.operands[0])[1], weights, bias, rows)
+            bias = None if fold.bias else bias
         if not shape.diagonal and streams_tiles(weights, shape.co1, tiling.n1,
                                                 tiling.weights_resident):
             weights = tile_major_operand(weights, tiling.n1)  # one burst a super tile
         self.replace_with(op, epi, row_parts, lambda: ConvKernel(
             self.target, g, shape, tiling, op.operands[0], weights, bias, op.operands[-1],
-            epi, budget, pad_value(op)))
+            epi, budget, pad_value(op), fold))
 
     @staticmethod
     def replace_with(op: ir.Operation, epi: ConvEpilogue | None, row_parts, make_kernel) -> None:

@@ -24,7 +24,9 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import ir as nir
+from npu.costmodel.conv.stem_fold import FOLD
 from npu.kernels.cce_build import copy, lin, sub
+from npu.passes.lower_conv.stem_fold import StemFold
 from npu.target import Target
 
 Index = int | ir.Value
@@ -38,6 +40,9 @@ MAX_CHUNK = 1024
 # cycles; segments of 2 bands 56,936, 3: 58,190, 4: 58,604, 7: 59,846
 # (longer segments: longer pieces per band, ahead of fewer rows' use).
 SEGMENT_BANDS = 2
+# The same for a folded stem (`stem_fold`): 2: 52,389 cycles, 3: 51,441,
+# 4: 51,547 (its staging reads 3 rows above each chunk: longer segments pay)
+FOLD_SEGMENT_BANDS = 3
 
 
 def reads_image(x: ir.Value) -> bool:
@@ -46,12 +51,18 @@ def reads_image(x: ir.Value) -> bool:
     return len(nir.memref_shape(x)) == 4
 
 
-def staging_bytes(target: Target) -> int:
-    """UB the staging takes at most (chunks of MAX_CHUNK pixels): the conv's
-    tiling leaves it out of its budget."""
+def prior_pixels(w: int, fold: bool) -> int:
+    """Pixels a folded image's channel rows hold before their chunk (`ImageMap.prior`)."""
+    return (FOLD - 1) * w if fold else 0
+
+
+def staging_bytes(target: Target, prior: int = 0) -> int:
+    """UB the staging takes at most (chunks of MAX_CHUNK pixels, each
+    channel row `prior` pixels before its chunk too): the conv's tiling
+    leaves it out of its budget."""
     blocks = MAX_CHUNK // SLOTS + 1
     lanes = target.lanes(2)
-    row = -(-blocks * SLOTS // lanes) * lanes
+    row = -(-(prior + blocks * SLOTS) // lanes) * lanes
     return 2 * 2 * (REAL * row + blocks * SLOTS * SLOTS)
 
 
@@ -97,29 +108,43 @@ class StagedMaps:
 class ImageMap(StagedMaps):
     """Fills a band's L1 map [1, rows, W, 16] from the NCHW f16 image."""
 
-    def __init__(self, target: Target, image: ir.Value, band_pixels: int):
+    def __init__(self, target: Target, image: ir.Value, band_pixels: int,
+                 fold: StemFold = StemFold(False, False)):
         self.target = target
         self.image = nir.flatten_memref(image)
         self.n, self.c, self.h, self.w = nir.memref_shape(image)
         if self.w < SLOTS:
             raise ValueError(f"an NCHW image {self.w} pixels wide: bands need 16 pixels")
         self.chunk = min(MAX_CHUNK, -(-band_pixels // SLOTS) * SLOTS)
+        # folded rows (`stem_fold`): slot 4j + c of a pixel is channel c of the
+        # pixel j rows up, so each channel row in UB starts `prior` pixels
+        # (FOLD - 1 image rows) before its chunk
+        self.prior = prior_pixels(self.w, fold.rows)
         blocks = self.chunk // SLOTS + 1  # + the tail block
         lanes = target.lanes(2)
-        self.row = -(-blocks * SLOTS // lanes) * lanes  # one channel row in UB: whole repeats
+        # one channel row in UB: whole repeats
+        self.row = -(-(self.prior + blocks * SLOTS) // lanes) * lanes
         self.src = [nir.alloc([REAL * self.row], "f16", "ub") for _ in range(2)]
         self.dst = [nir.alloc([blocks * SLOTS * SLOTS], "f16", "ub") for _ in range(2)]
         self.turn = 0
         self.run = 0  # output rows per core's run (npu-split-cores), 0: all
         self.ahead: dict = {}
-        if self.c < REAL:  # the absent channels' rows: zeros, never overwritten
-            repeats = (REAL - self.c) * self.row // lanes
+        # the absent channels' rows, never overwritten: zeros, and with the
+        # bias in the weights, channel 3's ones (`stem_fold.bias_point`)
+        for c in range(self.c, REAL):
             for buf in self.src:
-                for r0 in range(0, repeats, target.max_repeat):
-                    rep = min(target.max_repeat, repeats - r0)
-                    nir.create_op("cce.vdup", [sub(buf, self.c * self.row + r0 * lanes, rep * lanes)],
-                                  repeat=rep, mask=lanes, dst_blk_stride=1, dst_rep_stride=8,
-                                  scalar=0.0)
+                self.fill(sub(buf, c * self.row, self.row), 1.0 if fold.bias and c == REAL - 1 else 0.0)
+
+    def fill(self, view: ir.Value, value: float) -> None:
+        """`view` (of whole 16-value blocks) := `value`: whole repeats, then the rest."""
+        lanes, most = self.target.lanes(2), self.target.max_repeat
+        count, at = nir.memref_shape(view)[0], 0
+        while at < count:
+            rep = min(most, (count - at) // lanes) or 1
+            mask = min(lanes, count - at)
+            nir.create_op("cce.vdup", [sub(view, at, (rep - 1) * lanes + mask)], repeat=rep,
+                          mask=mask, dst_blk_stride=1, dst_rep_stride=8, scalar=value)
+            at += (rep - 1) * lanes + mask
 
     def load(self, n: int, r0: Index, rows: int, fm: ir.Value) -> None:
         """Input rows [r0, r0 + rows) of image `n` -> the L1 map `fm`."""
@@ -140,20 +165,34 @@ class ImageMap(StagedMaps):
         self.turn ^= 1
         body = count // SLOTS if tail else -(-count // SLOTS)
         plane = self.h * self.w
+        # folded: the rows above the chunk too, zeros above the image (a
+        # run-time first row is an inner core's run: rows above it exist)
+        before = self.prior
+        zeros = max(0, before - start) if before and isinstance(start, int) else 0
         for c in range(self.c):
             base = lin((n * self.c + c, plane))
+            if zeros:
+                self.fill(sub(src, c * self.row, zeros), 0.0)
             if body:
-                copy("cce.copy_gm_to_ub", sub(self.image, lin((base, 1), (start, 1)), body * SLOTS),
-                     sub(src, c * self.row, body * SLOTS), 1, body)
+                run = body * SLOTS + before - zeros
+                copy("cce.copy_gm_to_ub", sub(self.image, lin((base, 1), (start, 1),
+                                                              (zeros - before, 1)), run),
+                     sub(src, c * self.row + zeros, run), 1, run // SLOTS)
             if tail:
                 copy("cce.copy_gm_to_ub", sub(self.image, lin((base, 1), (tail_start, 1)), SLOTS),
                      sub(src, c * self.row + body * SLOTS, SLOTS), 1, 1)
         blocks = body + (1 if tail else 0)
         row_blocks = self.row // SLOTS
+        if self.prior:  # slot 4j + c: channel c (or its zero / ones row) j rows up
+            offsets = [k % REAL * row_blocks + (self.prior - k // REAL * self.w) // SLOTS
+                       for k in range(SLOTS)]
+        else:
+            offsets = [(k if k < REAL or self.c == REAL else self.c) * row_blocks
+                       for k in range(SLOTS)]
         nir.create_op("cce.vnchwconv", [sub(dst, 0, blocks * SLOTS * SLOTS),
-                                         sub(src, 0, (REAL - 1) * self.row + blocks * SLOTS)],
-                      repeat=blocks, src_offsets=[(k if k < REAL or self.c == REAL else self.c)
-                                                  * row_blocks for k in range(SLOTS)],
+                                         sub(src, 0, (REAL - 1) * self.row + self.prior
+                                             + blocks * SLOTS)],
+                      repeat=blocks, src_offsets=offsets,
                       dst_offsets=list(range(SLOTS)), src_rep_stride=1, dst_rep_stride=SLOTS)
         if body:
             done = min(count, body * SLOTS)
@@ -177,8 +216,9 @@ class SegmentedImageMap(ImageMap):
     alternate in L1. Bands with a run-time first row fall back to a map
     each (`ImageMap`)."""
 
-    def __init__(self, target: Target, image: ir.Value, band_pixels: int, segment: int):
-        super().__init__(target, image, band_pixels)
+    def __init__(self, target: Target, image: ir.Value, band_pixels: int, segment: int,
+                 fold: StemFold = StemFold(False, False)):
+        super().__init__(target, image, band_pixels, fold)
         self.segment = segment
         self.next_with_band = False  # `fill_next` after the band's first mads
         # (n, first output row) -> [map, its first input row, pieces, pieces loaded]
@@ -245,14 +285,23 @@ class SegmentedImageMap(ImageMap):
                            [1, band.in_rows, *shape[2:]])
 
 
-def segment_bands(kernel) -> int:
+def segment_bands(kernel, most: int = 0) -> int:
     """Bands per shared L1 map of a conv's NCHW image (`SegmentedImageMap`):
-    the most, up to SEGMENT_BANDS, whose two maps fit L1 beside the
-    weights; 1 (a map per band) when not even two bands' do."""
+    the most, up to `most` (default SEGMENT_BANDS), whose two maps fit L1
+    beside the weights; 1 (a map per band) when not even two bands' do."""
     s, t = kernel.s, kernel.t
     weights = s.k1 * (s.co1 if t.weights_resident else 2 * min(t.n1, s.co1)) * kernel.frac * 2
-    for bands in range(SEGMENT_BANDS, 1, -1):
+    for bands in range(most or SEGMENT_BANDS, 1, -1):
         band, _ = kernel.band(0, min(s.ho, bands * t.rows))
         if 2 * s.c1 * band.in_rows * kernel.g.w * 32 + weights <= kernel.target.capacity("l1"):
             return bands
     return 1
+
+
+def image_maps(kernel, band_pixels: int) -> ImageMap:
+    """The L1 maps of a conv reading its NCHW image: shared by segments of
+    bands where two segments' maps fit L1 (`segment_bands`), else a map per band."""
+    segment = segment_bands(kernel, FOLD_SEGMENT_BANDS if kernel.fold.rows else 0)
+    if segment > 1:
+        return SegmentedImageMap(kernel.target, kernel.x5, band_pixels, segment, kernel.fold)
+    return ImageMap(kernel.target, kernel.x5, band_pixels, kernel.fold)

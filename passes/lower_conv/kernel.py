@@ -11,6 +11,7 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import ir as nir
+from npu.costmodel.conv.stem_fold import FOLD
 from npu.costmodel.conv.tiling import UNROLL_BANDS, ConvShape, ConvTiling, band_layout
 from npu.dialects.ascend_conv import ConvGeometry
 from npu.kernels.cce_build import by_run, lin
@@ -18,8 +19,9 @@ from npu.passes.lower_conv.band_maps import Band, BandMaps
 from npu.passes.lower_conv.channel_pattern import Later
 from npu.passes.lower_conv.drain import ConvDrain
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue
-from npu.passes.lower_conv.image_map import ImageMap, SegmentedImageMap, reads_image, segment_bands
+from npu.passes.lower_conv.image_map import ImageMap, image_maps, reads_image
 from npu.passes.lower_conv.int8_map import Int8Map
+from npu.passes.lower_conv.stem_fold import StemFold
 from npu.passes.lower_conv.tail_pairs import Deferred, StraightBands, TailPairs
 from npu.passes.lower_conv.weights import FRAC, FRAC_INT8, ConvWeights, Load
 from npu.target import Target
@@ -34,12 +36,13 @@ class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs):
     def __init__(self, target: Target, g: ConvGeometry, s: ConvShape, t: ConvTiling,
                  x5: ir.Value, wz: ir.Value, bias: ir.Value | None, out5: ir.Value,
                  epilogue: ConvEpilogue | None = None, ub_bytes: int | None = None,
-                 pad_value: int = 0):
+                 pad_value: int = 0, fold: StemFold = StemFold(False, False)):
         self.target, self.g, self.s, self.t = target, g, s, t
         self.x5, self.wz, self.bias, self.out5 = x5, wz, bias, out5
         # The int8 form: i8 maps and weights (fractals of 16 x 32), i32 in L0C.
         self.in_type, self.frac, self.acc_type = ("i8", FRAC_INT8, "i32") if s.int8 else ("f16", FRAC, "f32")
         self.pad_value = pad_value
+        self.fold = fold  # a folded stem's map and weights (`stem_fold`)
         # f16 where the drain rounds (drain_cast.py)
         self.out_type = "f16" if epilogue is not None and epilogue.cast is not None else nir.memref_element(out5)
         # With an epilogue the drain stores its last member's result instead.
@@ -126,11 +129,8 @@ class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs):
             self.epilogue.allocate(half * m1 * FRAC, self.paired_loads())
         band_pixels = min(self.g.h, (t.rows - 1) * self.g.strides[0] + self.ext_h) * self.g.w
         staged = Int8Map if s.int8 else ImageMap if reads_image(self.x5) else None
-        self.image = staged(self.target, self.x5, band_pixels) if staged is not None else None
-        if isinstance(self.image, ImageMap):
-            segment = segment_bands(self)
-            if segment > 1:
-                self.image = SegmentedImageMap(self.target, self.x5, band_pixels, segment)
+        self.image = image_maps(self, band_pixels) if staged is ImageMap else \
+            staged(self.target, self.x5, band_pixels) if staged is not None else None
         kc = min(t.kc, s.k1)
         self.l0a = [nir.alloc([m1 * kc * self.frac], self.in_type, "l0a") for _ in range(2)]
         self.l0b = [nir.alloc([kc * (1 if s.diagonal else min(t.n1, s.co1)) * self.frac],
@@ -347,7 +347,10 @@ class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs):
         block-diagonal form) of the band's m1 M fractals, at fractal tt of a
         chunk of kcj."""
         g, s = self.g, self.s
-        if s.small:
+        folded = self.fold.rows and kp < g.kw  # rows FOLD-1..0 of column kp (`stem_fold`)
+        if folded:
+            c1, kh, kw = 0, FOLD - 1, kp
+        elif s.small:
             c1, (kh, kw) = 0, divmod(4 * kp, g.kw)
         else:
             c1, rest = divmod(kp, g.kh * g.kw)
@@ -357,7 +360,7 @@ class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs):
         # mode, at twice the rate (its columns 4..15 read zero slots, as the
         # small mode's points past the kernel read zeros: the same products;
         # stem 7x7/2: see bench/conv.py)
-        small = s.small and not (s.single_tail and kp == s.k1 - 1)
+        small = s.small and not (s.single_tail and kp == s.k1 - 1) and not folded
         extra = {"small_channel": 1} if small else {}
         dst = nir.subview(l0a, [tt * self.frac], [((m1 - 1) * kcj + 1) * self.frac])
         self.load3d(fm, dst, band, c1, kh, kw, 0, kcj, 1, m1, **extra)

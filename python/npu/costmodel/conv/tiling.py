@@ -28,6 +28,7 @@ from npu import ir as nir
 from npu.costmodel.conv.epilogue import EpilogueWork, paired_loads
 from npu.costmodel.conv.first_band import ahead_pieces, first_tile_left
 from npu.costmodel.conv.int8_staging import staging_work
+from npu.costmodel.conv.stem_fold import folded_stem, single_tail
 from npu.costmodel.conv.streamed import serial_gaps
 from npu.dialects.ascend_conv import NC1HWC0_BD, NC1HWC0_C4, geometry, is_int8, layout
 from npu.target import Target
@@ -127,6 +128,9 @@ class ConvShape:
     # img2col reads it in the normal mode (the point's 16 slots, weights
     # zero past its channels) at the full rate (`tail_rate`).
     single_tail: bool = False
+    # K fractals read in the normal mode ahead of the small mode's: a
+    # folded stem's first Kw (`stem_fold`)
+    fold: int = 0
 
     @property
     def k1(self) -> int:
@@ -245,7 +249,7 @@ def _l1_band_bytes(s: ConvShape, rows: int) -> int:
 
 
 def _tile_cycles(m1: int, n1: int, kc: int, k1: int, t: Target, rate: int,
-                 tail_rate: int | None = None) -> float:
+                 tail_rate: int | None = None, head: int = 0) -> float:
     """One (band, Cout super tile): its chunks back to back. A chunk takes the
     longer of its mads plus the mad latency (the set_flag that frees its
     L0A/L0B half for MTE1 waits for its last mad to complete, and with one
@@ -253,7 +257,8 @@ def _tile_cycles(m1: int, n1: int, kc: int, k1: int, t: Target, rate: int,
     paid 20 cycles each in the simulation) and its MTE1 work (img2col of kc kernel points, kc x n1 weight fractals), the two
     overlapping through the L0A/L0B halves; the first chunk's loads and
     latencies are exposed. `tail_rate`: the last K fractal's img2col rate
-    (`ConvShape.single_tail`), else `rate`."""
+    (`ConvShape.single_tail`), else `rate`; the first `head` at the full
+    rate (`ConvShape.fold`)."""
     frac = t.fractal_bytes(2)
     chunks, last = divmod(k1, kc)
     full = [kc] * chunks + ([last] if last else [])
@@ -261,7 +266,9 @@ def _tile_cycles(m1: int, n1: int, kc: int, k1: int, t: Target, rate: int,
     for j, k in enumerate(full):
         mad = t.cube_cycles(m1 * k * n1) + t.mad_latency
         tail = j == len(full) - 1 and tail_rate is not None
-        mte1 = ((k - tail) * m1 * frac / rate + (m1 * frac / tail_rate if tail else 0)
+        fast = max(0, min(head, j * kc + k) - j * kc)
+        mte1 = ((k - tail - fast) * m1 * frac / rate + (m1 * frac / tail_rate if tail else 0)
+                + fast * m1 * frac / t.img2col_bytes_per_cycle
                 + k * n1 * frac / t.path("l1_to_l0b").bytes_per_cycle)
         total += max(mad, mte1)
     first = full[0]
@@ -285,7 +292,8 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     n_tiles = [min(n1, s.co1 - c) for c in range(0, s.co1, n1)]
     # block-diagonal: each Cout block of a super tile has its own img2col and mads
     compute = s.batch * sum((n * _tile_cycles(m, 1, kc, s.k1, t, s.img2col_rate(t)) if s.diagonal
-                             else _tile_cycles(m, n, kc, s.k1, t, s.img2col_rate(t), s.tail_rate(t))) * count
+                             else _tile_cycles(m, n, kc, s.k1, t, s.img2col_rate(t), s.tail_rate(t),
+                                               s.fold)) * count
                             for n in n_tiles
                             for m, count in ((m1, bands - 1), (m1_last, 1)) if count)
     m_fracs = (bands - 1) * m1 + m1_last  # per image, per N tile
@@ -352,7 +360,7 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     done = 0.0
     if not s.weights_up_front(rows, pipes["MTE2"] >= pipes["cube+MTE1"]):
         band0 = [n * _tile_cycles(m1, 1, kc, s.k1, t, s.img2col_rate(t)) if s.diagonal
-                 else _tile_cycles(m1, n, kc, s.k1, t, s.img2col_rate(t), s.tail_rate(t))
+                 else _tile_cycles(m1, n, kc, s.k1, t, s.img2col_rate(t), s.tail_rate(t), s.fold)
                  for n in n_tiles]
         # `weights_hold_first_band`: tile by tile when the conv is one band or
         # loading them takes half a band's compute; else K rows over all of
@@ -436,15 +444,5 @@ def conv_shape(op: ir.Operation) -> ConvShape:
                      dilation_h=g.dilations[0], pad_top=g.pads[0], batch=g.n,
                      out_bytes=nir.element_bytes(nir.memref_element(op.operands[-1])),
                      small=layout(op) == NC1HWC0_C4, diagonal=layout(op) == NC1HWC0_BD,
-                     int8=int8, row_skip=row_skip, single_tail=single_tail(op))
-
-
-def single_tail(op: ir.Operation) -> bool:
-    """`ConvShape.single_tail` of a small-channel conv: Kh*Kw = 4g + 1, and
-    the map's slots 4..15 hold zeros: an NC1HWC0 input's padded channels,
-    or an NCHW image of at most 3 channels (its staging fills slots 4..15
-    from a zero channel row, `image_map`)."""
-    g = geometry(op)
-    x = nir.memref_shape(op.operands[0])
-    return (layout(op) == NC1HWC0_C4 and g.kh * g.kw % 4 == 1
-            and (len(x) == 5 or x[1] < 4))
+                     int8=int8, row_skip=row_skip, single_tail=single_tail(op),
+                     fold=g.kw if folded_stem(op) else 0)
