@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from npu import ir as nir
+from npu.costmodel.conv.accumulators import single_set
 from npu.costmodel.conv.tiling import UNROLL_BANDS, ConvShape, ConvTiling, band_layout
 from npu.dialects.ascend_conv import ConvGeometry
 from npu.kernels.cce_build import by_run, copy, lin
@@ -112,8 +113,13 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
         # band by band, live for the whole conv: a band's mads never wait for
         # the previous band's drain. Bands in loops go two per iteration.
         m1 = -(-t.rows * s.wo // 16)
-        half = -(-min(t.n1, s.co1) // 2)
-        self.l0c = [nir.alloc([min(t.n1, s.co1) * m1 * FRAC], self.acc_type, "l0c") for _ in range(2)]
+        half = t.acc_tiles(min(t.n1, s.co1))[0][1]
+        # one band of one super tile may take all of L0C (`single_set`)
+        l0c_half = self.target.capacity("l0c") // 2 // self.target.fractal_bytes(4)
+        sets = 1 if single_set(s, t.rows, t.n1, l0c_half) else 2
+        self.l0c = [nir.alloc([min(t.n1, s.co1) * m1 * FRAC], self.acc_type, "l0c")
+                    for _ in range(sets)]
+        self.l0c *= 3 - sets
         # Drain slots taken in turn: a slot is free again only once its store
         # to GM has completed (latency included), so enough of them let the
         # stores overlap (UB_SLOTS at most, within half of UB beside the bias).
@@ -255,8 +261,7 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
         for s0 in range(0, s.co1, t.n1):
             ns = min(t.n1, s.co1 - s0)
             w_l1, pitch, col = self.tile_weights(s0, ns)
-            half = -(-ns // 2)
-            tiles = [(0, ns)] if ns < 2 else [(0, half), (half, ns - half)]
+            tiles = t.acc_tiles(ns)
             # Streamed weights: the drains' operands join the run of the super
             # tile's weight loads (one GM latency for the run). With resident
             # weights each drain loads its own: at the super tile's start the

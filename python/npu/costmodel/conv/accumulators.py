@@ -1,0 +1,35 @@
+"""How a conv's super tile holds its accumulators in L0C (`tiling`,
+`passes/lower_conv/kernel.py`): two sets alternating super tile by super
+tile, or one set for a conv of one band and one super tile."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from npu.costmodel.conv.tiling import ConvShape
+
+# Cout blocks of one accumulator of a super tile in a single L0C set
+# (`single_set`): each drains as soon as its last mad is done, so the
+# drain of the others overlaps the last chunk's mads (1x1 1024->256 14:
+# 20,618 cycles with accumulators of 4 blocks, 20,498 with 2).
+ACC_BLOCKS = 2
+
+
+def single_set(s: "ConvShape", rows: int, n1: int, l0c_half: int) -> bool:
+    """Whether a tiling's super tile takes more than half of L0C (in
+    fractals, `l0c_half`): allowed where the conv is one band of one super
+    tile, whose accumulators never alternate with another's (1x1 1024->256
+    14: all 14 rows x 16 blocks, 208 of 256 fractals, one band in which
+    the cube follows the weights as they land; in two bands of 9 and 5
+    rows the second's mads waited for the first's: 23,524 cycles)."""
+    m1 = -(-rows * s.wo // 16)
+    return (s.batch * -(-s.ho // rows) == 1 and n1 >= s.co1
+            and m1 * s.co1 > l0c_half)
+
+
+def accumulators(s: "ConvShape", rows: int, n1: int, l0c_half: int) -> int:
+    """Accumulators of a super tile (`ConvTiling.accumulators`)."""
+    if single_set(s, rows, n1, l0c_half):
+        return -(-min(n1, s.co1) // ACC_BLOCKS)
+    return 2
