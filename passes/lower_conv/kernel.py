@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from npu import ir as nir
-from npu.costmodel.conv.accumulators import single_set
+from npu.costmodel.conv.accumulators import l0c_sets
 from npu.costmodel.conv.tiling import UNROLL_BANDS, ConvShape, ConvTiling, band_layout
 from npu.dialects.ascend_conv import ConvGeometry
 from npu.kernels.cce_build import by_run, copy, lin
@@ -111,15 +111,13 @@ class ConvKernel(ConvWeights, ConvDrain, TailPairs):
         self.plan_weights(share=row_parts is not None)
         # Two sets of accumulators (L0C) and drain buffers (UB), alternating
         # band by band, live for the whole conv: a band's mads never wait for
-        # the previous band's drain. Bands in loops go two per iteration.
+        # the previous band's drain. Bands in loops go two per iteration. (One
+        # set, twice in `self.l0c`, for one band of one super tile: `l0c_sets`.)
         m1 = -(-t.rows * s.wo // 16)
         half = t.acc_tiles(min(t.n1, s.co1))[0][1]
-        # one band of one super tile may take all of L0C (`single_set`)
-        l0c_half = self.target.capacity("l0c") // 2 // self.target.fractal_bytes(4)
-        sets = 1 if single_set(s, t.rows, t.n1, l0c_half) else 2
+        sets = l0c_sets(s, t.rows, t.n1, self.target)
         self.l0c = [nir.alloc([min(t.n1, s.co1) * m1 * FRAC], self.acc_type, "l0c")
-                    for _ in range(sets)]
-        self.l0c *= 3 - sets
+                    for _ in range(sets)] * (3 - sets)
         # Drain slots taken in turn: a slot is free again only once its store
         # to GM has completed (latency included), so enough of them let the
         # stores overlap (UB_SLOTS at most, within half of UB beside the bias).

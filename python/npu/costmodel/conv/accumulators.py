@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from npu.costmodel.conv.tiling import ConvShape
+    from npu.target import Target
 
 # Cout blocks of one accumulator of a super tile in a single L0C set
 # (`single_set`): each drains as soon as its last mad is done, so the
@@ -33,3 +34,10 @@ def accumulators(s: "ConvShape", rows: int, n1: int, l0c_half: int) -> int:
     if single_set(s, rows, n1, l0c_half):
         return -(-min(n1, s.co1) // ACC_BLOCKS)
     return 2
+
+
+def l0c_sets(s: "ConvShape", rows: int, n1: int, t: "Target") -> int:
+    """The L0C sets the lowering allocates for a tiling: one where its
+    super tile takes more than half of L0C (`single_set`), else two."""
+    half = t.capacity("l0c") // 2 // t.fractal_bytes(4)
+    return 1 if single_set(s, rows, n1, half) else 2
