@@ -65,3 +65,17 @@ def test_single_set_with_a_narrow_last_accumulator_matches_onnxruntime():
     kernel = npu.compile(m, pipeline="npu-lower{cores=1}")
     (got,), _ = kernel(x)
     np.testing.assert_allclose(got, ort_run(m, {"x": x})[0], **CUBE)
+
+
+def test_pieces_taper_only_where_the_weights_are_most_of_the_bytes():
+    """1x1 1024->256 14 (512 KB of weights, 401 KB of map) tapers; MobileNetV2's
+    1x1 384->96 14 (74 KB against 150 KB) keeps its doubling pieces, and
+    so does a conv of two bands or one that the cube paces."""
+    assert WIDE.tapers(14, 16, True, True)
+    assert not WIDE.tapers(9, 16, True, True) and not WIDE.tapers(14, 16, True, False)
+    assert not WIDE.tapers(14, 8, True, True) and not WIDE.tapers(14, 16, False, True)
+    projection = ConvShape(c1=24, h=14, w=14, co1=6, kh=1, kw=1, ho=14, wo=14, stride_h=1,
+                           dilation_h=1, pad_top=0, out_bytes=2)
+    assert not projection.tapers(14, 6, True, True)
+    pieces = WIDE.first_pieces(13, 16, 4, T, taper=True)
+    assert pieces == tapered_pieces(64, 4) and pieces != WIDE.first_pieces(13, 16, 4, T)
