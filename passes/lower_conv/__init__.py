@@ -15,7 +15,11 @@ a flag that holds MTE2 for the GM latency; the first streamed tile, and
 resident weights, in pieces ahead of the chunks needing them); per chunk
 of kernel points, L0A and L0B alternate halves (across bands too) so MTE1
 fills one while the cube reads the other, and super tiles alternate two
-L0C sets so one drains while the next accumulates; the drain adds the bias and converts on the way to GM (`kernel.py`;
+L0C sets so one drains while the next accumulates (a conv of one band and
+one super tile may take all of L0C in one set, its accumulators of
+ACC_BLOCKS blocks drained each after its last mad, and where MTE2 paces
+it, its resident weights' pieces taper to one chunk:
+`costmodel/conv/accumulators.py`, `first_band.tapered_pieces`); the drain adds the bias and converts on the way to GM (`kernel.py`;
 a super tile's two accumulators in one UB slot and one store where the
 estimate picks it, `tiling.one_store`: each store pays MTE3 a GM latency), and runs
 the conv's `npu.conv_epilogue` group, if any, on each tile (`epilogue.py`).

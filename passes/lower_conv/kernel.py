@@ -12,6 +12,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.conv.stem_fold import FOLD
+from npu.costmodel.conv.accumulators import l0c_sets
 from npu.costmodel.conv.tiling import UNROLL_BANDS, ConvShape, ConvTiling, band_layout
 from npu.dialects.ascend_conv import ConvGeometry
 from npu.kernels.cce_build import by_run, lin
@@ -53,8 +54,8 @@ class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs):
         # a deferred band's img2cols read views of their map blocks (`defer_map`)
         self.split_map = self.last_chunk = False
         self.run_bands = 1  # this core's bands (`emit_rows`)
-        self.later_fills: Later = []
-        self.next_map = None  # the patterns' vector work (`fill_patterns`)
+        self.later_fills: Later = []  # the patterns' vector work (`fill_patterns`)
+        self.next_map = None  # the next band's map copies (`StraightBands.flush`)
 
     # -- the plan ------------------------------------------------------------
     def band(self, ho0: int, rows: int) -> tuple[Band, int]:
@@ -101,10 +102,13 @@ class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs):
         self.pattern = self.bias_pattern() if self.bias is not None else None
         self.plan_weights(share=row_parts is not None)
         # Two sets of accumulators (L0C) and drain buffers (UB), alternating band by band, live
-        # for the whole conv: a band's mads never wait for the previous band's drain.
+        # for the whole conv: a band's mads never wait for the previous band's drain. (One
+        # set, twice in `self.l0c`, for one band of one super tile: `l0c_sets`.)
         m1 = -(-t.rows * s.wo // 16)
-        half = -(-min(t.n1, s.co1) // 2)
-        self.l0c = [nir.alloc([min(t.n1, s.co1) * m1 * FRAC], self.acc_type, "l0c") for _ in range(2)]
+        half = t.acc_tiles(min(t.n1, s.co1))[0][1]
+        sets = l0c_sets(s, t.rows, t.n1, self.target)
+        self.l0c = [nir.alloc([min(t.n1, s.co1) * m1 * FRAC], self.acc_type, "l0c")
+                    for _ in range(sets)] * (3 - sets)
         # Drain slots taken in turn: a slot is free again only once its store
         # to GM has completed (latency included), so enough of them let the
         # stores overlap (UB_SLOTS at most, within half of UB beside the bias).
@@ -239,8 +243,7 @@ class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs):
                 self.next_map = None
             ns = min(t.n1, s.co1 - s0)
             w_l1, pitch, col = self.tile_weights(s0, ns)
-            half = -(-ns // 2)
-            tiles = [(0, ns)] if ns < 2 else [(0, half), (half, ns - half)]
+            tiles = t.acc_tiles(ns)
             # Streamed weights: the drains' operands join the run of the super
             # tile's weight loads (one GM latency for the run). With resident
             # weights each drain loads its own: at the super tile's start the

@@ -100,7 +100,8 @@ class ConvWeights:
     def pieces_of_rows(self) -> list[tuple[int, int]]:
         """(first K1 row, rows) of the weights' pieces (`ConvShape.first_pieces`)."""
         t = self.t
-        return self.s.first_pieces(t.m1, t.n1, t.kc, self.target)
+        return self.s.first_pieces(t.m1, t.n1, t.kc, self.target, self.s.tapers(
+            t.rows, t.n1, t.weights_resident, self.mte2_bound()))
 
     def first_tile_whole(self) -> bool:
         """Whether resident weights' first super tile loads in one run (with

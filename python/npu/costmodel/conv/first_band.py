@@ -16,6 +16,8 @@ simulated).
 
 from __future__ import annotations
 
+import math
+
 from npu.target import Target
 
 
@@ -52,3 +54,62 @@ def first_tile_left(pieces: list[tuple[int, int]], later: list[float], ahead: in
         if rows:
             cube = max(cube, land) + rows * row_cycles
     return max(0.0, cube - land)
+
+
+def tapered_end(pieces: list[tuple[int, int]], row_cycles: float, row_load: float,
+                latency: int) -> float:
+    """When the cube ends a conv of one band whose weight pieces each go
+    out in their own run (`tapered_pieces`), with the map blocks their rows
+    read: a run lands a GM latency and its bytes (`row_load` cycles a K1
+    row) after the one before; the cube works through a piece's rows
+    (`row_cycles` each) once it lands."""
+    land = cube = 0.0
+    for _, rows in pieces:
+        land += latency + rows * row_load
+        cube = max(cube, land) + rows * row_cycles
+    return cube
+
+
+def weight_pieces(k1: int, kc: int, cap: int | None = None) -> list[tuple[int, int]]:
+    """(first K1 row, rows) of resident weights' pieces as npu-lower-conv
+    loads them: 1, 1, 2, 4, ... chunks of kc rows, at most `cap` chunks
+    (`piece_cap`). Each copy is followed by its flag, which waits for the
+    copy's GM latency, so a piece must cover more compute than the previous
+    one took to arrive."""
+    step, pieces, k0, size = min(kc, k1), [], 0, 1
+    while k0 < k1:
+        rows = min(min(size, cap or size) * step, k1 - k0)
+        pieces.append((k0, rows))
+        k0 += rows
+        size = size if len(pieces) == 1 else 2 * size
+    return pieces
+
+
+def tapered_pieces(k1: int, kc: int) -> list[tuple[int, int]]:
+    """(first K1 row, rows) of resident weights' pieces where MTE2 paces a
+    conv of one band: 1, 1, 2, 2, 3, 3, ... chunks counted from the last
+    piece back, the first taking what is left. The cube works through a
+    piece only once it lands, so the last must be small; an earlier piece
+    may cover about one more chunk than the one after it takes to land
+    with its GM latency (1x1 1024->256 14, 16 chunks: 4, 3, 3, 2, 2, 1, 1)."""
+    chunks = -(-k1 // kc)
+    sizes: list[int] = []
+    while sum(sizes) < chunks:
+        sizes.append(min(len(sizes) // 2 + 1, chunks - sum(sizes)))
+    pieces, k0 = [], 0
+    for size in reversed(sizes):
+        rows = min(size * kc, k1 - k0)
+        pieces.append((k0, rows))
+        k0 += rows
+    return pieces
+
+
+def piece_cap(chunks: int, chunk_cycles: float, latency: int) -> int:
+    """The most chunks one weight piece of the first band covers. Each piece
+    ends in a flag that holds MTE2 for the GM latency, and where MTE2 paces
+    the band the cube works through the last piece only after it lands:
+    `p` chunks a piece cost about latency * chunks / p + p * chunk_cycles,
+    least at p = sqrt(latency * chunks / chunk_cycles). (Doubling without a
+    cap: 3x3/2 128->128 56's last 8 of 18 chunks waited for one 131 KB
+    piece.)"""
+    return max(1, round(math.sqrt(latency * chunks / max(chunk_cycles, 1))))

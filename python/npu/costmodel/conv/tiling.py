@@ -19,14 +19,15 @@ for fractal) plus its map's staging through UB (`int8_staging`).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 from mlir import ir
 
 from npu import ir as nir
+from npu.costmodel.conv.accumulators import ACC_BLOCKS, FRACTAL_ELEMENTS, accumulators, one_store, single_set
 from npu.costmodel.conv.epilogue import EpilogueWork, paired_loads
-from npu.costmodel.conv.first_band import ahead_pieces, first_tile_left
+from npu.costmodel.conv.first_band import (ahead_pieces, first_tile_left, piece_cap, tapered_end,
+                                          tapered_pieces, weight_pieces)
 from npu.costmodel.conv.int8_staging import staging_work
 from npu.costmodel.conv.stem_fold import folded_stem, single_tail
 from npu.costmodel.conv.streamed import serial_gaps
@@ -37,7 +38,6 @@ from npu.target import Target
 # Cycles one (band, Cout super tile) costs beyond its chunks (flags, the
 # exposed edges of its loads and drain): an estimate, fitted to bench/conv.py.
 BAND_OVERHEAD = 300
-FRACTAL_ELEMENTS = 256  # of one 16x16 fractal
 
 
 def band_layout(ho0: int, rows: int, h: int, stride: int, pad_top: int, extent: int,
@@ -53,32 +53,6 @@ def band_layout(ho0: int, rows: int, h: int, stride: int, pad_top: int, extent: 
     bottom = (ho0 + rows - 1) * stride - pad_top + extent
     r0 = max(0, top)
     return (rows, min(h, bottom) - r0, r0 - top, max(0, bottom - h)), r0
-
-
-def weight_pieces(k1: int, kc: int, cap: int | None = None) -> list[tuple[int, int]]:
-    """(first K1 row, rows) of resident weights' pieces as npu-lower-conv
-    loads them: 1, 1, 2, 4, ... chunks of kc rows, at most `cap` chunks
-    (`piece_cap`). Each copy is followed by its flag, which waits for the
-    copy's GM latency, so a piece must cover more compute than the previous
-    one took to arrive."""
-    step, pieces, k0, size = min(kc, k1), [], 0, 1
-    while k0 < k1:
-        rows = min(min(size, cap or size) * step, k1 - k0)
-        pieces.append((k0, rows))
-        k0 += rows
-        size = size if len(pieces) == 1 else 2 * size
-    return pieces
-
-
-def piece_cap(chunks: int, chunk_cycles: float, latency: int) -> int:
-    """The most chunks one weight piece of the first band covers. Each piece
-    ends in a flag that holds MTE2 for the GM latency, and where MTE2 paces
-    the band the cube works through the last piece only after it lands:
-    `p` chunks a piece cost about latency * chunks / p + p * chunk_cycles,
-    least at p = sqrt(latency * chunks / chunk_cycles). (Doubling without a
-    cap: 3x3/2 128->128 56's last 8 of 18 chunks waited for one 131 KB
-    piece.)"""
-    return max(1, round(math.sqrt(latency * chunks / max(chunk_cycles, 1))))
 
 
 # Convs of at most this many bands are emitted straight (no scf.for): sync
@@ -131,6 +105,9 @@ class ConvShape:
     # K fractals read in the normal mode ahead of the small mode's: a
     # folded stem's first Kw (`stem_fold`)
     fold: int = 0
+    # One core's share of a conv cut over cores (`row_part`): npu-prefetch
+    # may take its first weight pieces, which stay as `weight_pieces` makes them.
+    core_share: bool = False
 
     @property
     def k1(self) -> int:
@@ -190,10 +167,14 @@ class ConvShape:
         than one block, staged through nothing."""
         return not (self.small or self.diagonal or self.int8)
 
-    def first_pieces(self, m1: int, n1: int, kc: int, t: Target) -> list[tuple[int, int]]:
+    def first_pieces(self, m1: int, n1: int, kc: int, t: Target,
+                     taper: bool = False) -> list[tuple[int, int]]:
         """The first band's weight pieces (`weight_pieces`, capped by
-        `piece_cap` for its chunks of m1 x kc x n1 fractals)."""
+        `piece_cap` for its chunks of m1 x kc x n1 fractals), or
+        `tapered_pieces` where `taper` (`tapers`)."""
         kc = min(kc, self.k1)
+        if taper:
+            return tapered_pieces(self.k1, kc)
         chunk = m1 * kc * (1 if self.diagonal else min(n1, self.co1))
         return weight_pieces(self.k1, kc, piece_cap(-(-self.k1 // kc), chunk,
                                                     t.path("gm_to_l1").latency))
@@ -204,7 +185,20 @@ class ConvShape:
         inner run reads (its halo included)."""
         rows = self.ho // parts
         return replace(self, ho=rows, h=min(self.h, (rows - 1) * self.stride_h + self.extent_h),
-                       pad_top=0)
+                       pad_top=0, core_share=True)
+
+    def tapers(self, rows: int, n1: int, resident: bool, mte2_bound: bool) -> bool:
+        """Whether resident weights load in `tapered_pieces`: the whole conv
+        is one band of one super tile, its f16 map going out with the
+        pieces (`deferred_map`), MTE2 paces it and the weights are most of
+        its bytes: then the cube can only follow the pieces, and the last
+        one's work comes after all of MTE2's. (Where the map is most of
+        them, the runs are mostly map blocks and the taper's extra runs
+        cost more than its shorter last piece saves: MobileNetV2's 1x1
+        projections on 14x14, 384->96 5,297 -> 7,153 cycles tapered.)"""
+        return (resident and mte2_bound and not self.core_share and self.deferred_map()
+                and n1 >= self.co1 and self.batch * -(-self.ho // rows) == 1
+                and self.k1 * self.co1 * FRACTAL_ELEMENTS * 2 >= _l1_band_bytes(self, rows))
 
 
 @dataclass(frozen=True)
@@ -219,28 +213,22 @@ class ConvTiling:
     # Both halves of a super tile drain into one UB slot and leave in one
     # store (`one_store`)
     one_store: bool = False
+    # Accumulators a super tile's mads go round: two hide the mad latency
+    # of accumulating into one C; a super tile in a single L0C set
+    # (`single_set`) has one per ACC_BLOCKS blocks, each drained in turn
+    accumulators: int = 2
 
     @property
     def mad_tiles(self) -> int:
-        """Accumulators the super tile's mads alternate between (two hide
-        the mad latency of accumulating into one C)."""
-        return 2 if self.n1 >= 2 else 1
+        """Accumulators the super tile's mads alternate between."""
+        return min(self.accumulators, self.n1)
 
-
-def one_store(s: ConvShape, m1: int, n1: int, ub_half: int,
-              epilogue: EpilogueWork | None) -> bool:
-    """Whether a super tile's two accumulators may drain into one UB slot
-    and leave in one store (the estimate picks it where it is cheaper: its
-    last store is whole at the end): without an epilogue, where two such
-    slots fit half of UB beside the bias. Each store's flag holds MTE3 for the GM latency
-    before the next store may start (its slot is free only once it has
-    landed), so half the stores pay half the latencies: 1x1 64->256 56,
-    56 stores of 28 KB, was MTE3-bound at 46,634 cycles (V 32,928). Not
-    for the int8 form yet: its fused dequantising epilogue stores per half,
-    and test_int8_conv_dequantising_epilogue_cycles holds its bare conv
-    within 1.1x of it."""
-    return (epilogue is None and not s.int8 and min(n1, s.co1) >= 2
-            and 2 * m1 * min(n1, s.co1) * FRACTAL_ELEMENTS * s.out_bytes + s.co1 * 256 <= ub_half)
+    def acc_tiles(self, ns: int) -> list[tuple[int, int]]:
+        """(first block, blocks) of the accumulators of a super tile of
+        `ns` Cout blocks: `mad_tiles` runs, the first ones the wider."""
+        k = max(1, min(self.accumulators, ns))
+        width = -(-ns // k)
+        return [(t0, min(width, ns - t0)) for t0 in range(0, ns, width)]
 
 
 def _l1_band_bytes(s: ConvShape, rows: int) -> int:
@@ -277,13 +265,14 @@ def _tile_cycles(m1: int, n1: int, kc: int, k1: int, t: Target, rate: int,
 
 def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Target,
              epilogue: EpilogueWork | None = None, merged: bool = False,
-             sets: int = 2) -> tuple[float, dict]:
+             sets: int = 2, accs: int = 2) -> tuple[float, dict]:
     """(cycles, per-pipe work) of one tiling, with `epilogue`'s work on each
     drained tile: its vector passes, its operands' loads (with resident
     weights each super tile's loads pay a GM latency, paired_loads; streamed,
     they join the super tile's weight run, and super tiles that fill the
     epilogue's `sets` run one after another: `streamed.serial_gaps`) and its
-    result's stores (one per super tile when `merged`: `one_store`)."""
+    result's stores (one per super tile when `merged`: `one_store`).
+    `accs`: each super tile's accumulators, each drained and stored apart."""
     frac = t.fractal_bytes(2)
     bands = -(-s.ho // rows)
     m1 = -(-rows * s.wo // 16)
@@ -314,7 +303,7 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     out_fracs = s.batch * m_fracs * s.co1
     drain = out_fracs * t.fractal_bytes(4) / t.path("l0c_to_ub").bytes_per_cycle + out_fracs * 4 \
         + staged
-    drains = s.batch * bands * sum(2 if n >= 2 else 1 for n in n_tiles)
+    drains = s.batch * bands * sum(min(accs, n) for n in n_tiles)
     out_bytes = s.out_bytes
     if epilogue is not None:
         pixels, gm_lat = s.batch * s.ho * s.wo * s.co1 * 16, t.path("gm_to_ub").latency
@@ -368,6 +357,12 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
         one_run = not s.deferred_map() or pipes["MTE2"] >= pipes["cube+MTE1"] + map0 + gm.latency
         by_tile = len(n_tiles) > 1 and (bands * s.batch == 1 or 2 * w_time >= compute / (s.batch * bands))
         later = [n * s.k1 * frac / gm.bytes_per_cycle for n in n_tiles[1:]] if by_tile else []
+        if s.tapers(rows, n1, resident, pipes["MTE2"] >= pipes["cube+MTE1"]):
+            # each piece a run with the map blocks its rows read (`defer_map`)
+            end = tapered_end(s.first_pieces(m1, n1, kc, t, True), band0[0] / s.k1,
+                              s.co1 * frac / gm.bytes_per_cycle + map0 / s.k1, gm.latency)
+            # (no map ahead of the cube: its blocks go out with the pieces)
+            return max(max(pipes.values()) + gm.latency + tail, end + tail), pipes
         left = first_tile_left(s.first_pieces(m1, n1, kc, t), later, ahead_pieces(
             m1, min(kc, s.k1), min(n1, s.co1), s.diagonal, t), one_run, band0[0] / s.k1,
             (n_tiles[0] if by_tile else s.co1) * frac / gm.bytes_per_cycle, gm.latency)
@@ -381,7 +376,7 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
 def choose_tiling(s: ConvShape, t: Target, ub_bytes: int | None = None,
                   epilogue: EpilogueWork | None = None, sets: int = 2) -> ConvTiling | None:
     """The cheapest tiling that fits the buffers (two halves of L0A, L0B, two
-    L0C tiles, the drain in UB beside `sets` sets of an epilogue's tiles,
+    L0C tiles (one for one band of one super tile: `single_set`), the drain in UB beside `sets` sets of an epilogue's tiles,
     the bias and the epilogue's per-channel patterns, the band and weights
     in L1); None when not even one output row of one Cout block fits."""
     epilogue_bytes = epilogue.ub_bytes(sets, paired_loads(epilogue)) if epilogue is not None else 0
@@ -407,12 +402,18 @@ def choose_tiling(s: ConvShape, t: Target, ub_bytes: int | None = None,
         maps = 1 if s.batch * -(-s.ho // rows) == 1 else 2
         band = maps * _l1_band_bytes(s, rows)
         for n1 in range(1, s.co1 + 1):
-            drained = -(-n1 // 2)  # one of the two accumulators drains at a time
+            # more than half of L0C only for one band of one super tile (`single_set`)
+            if m1 * n1 > l0c and not single_set(s, rows, n1, l0c):
+                if maps == 1 and m1 * s.co1 <= 2 * l0c:
+                    continue
+                break
+            accs = accumulators(s, rows, n1, l0c)
+            drained = -(-n1 // accs)  # one accumulator drains at a time
             # the drain within half of UB; with an epilogue, its sets beside
             # the bias and two drain slots in the whole
             drain_ub = m1 * drained * (t.fractal_bytes(4) + frac) + s.co1 * 256
             epilogue_ub = m1 * drained * FRACTAL_ELEMENTS * (epilogue_bytes + 2 * s.out_bytes)
-            if m1 * n1 > l0c or drain_ub > ub or \
+            if drain_ub > ub or \
                     epilogue_bytes and epilogue_ub + s.co1 * 256 > 2 * ub:
                 break
             resident = band + w_all <= l1
@@ -424,11 +425,12 @@ def choose_tiling(s: ConvShape, t: Target, ub_bytes: int | None = None,
             # the largest chunk, and the chunk that splits K evenly in as few
             kcs = sorted({kc_max, -(-s.k1 // -(-s.k1 // kc_max))})
             for kc, merged in ((kc, m) for kc in kcs
-                               for m in {False, one_store(s, m1, n1, ub, epilogue)}):
-                cycles, pipes = estimate(s, rows, n1, kc, resident, t, epilogue, merged, sets)
+                               for m in {False, accs == 2 and one_store(s, m1, n1, ub, epilogue)}):
+                cycles, pipes = estimate(s, rows, n1, kc, resident, t, epilogue, merged, sets,
+                                         accs)
                 if best is None or cycles < best.cycles:
                     best = ConvTiling(rows, m1, n1, kc, resident, cycles,
-                                      tuple(sorted(pipes.items())), merged)
+                                      tuple(sorted(pipes.items())), merged, accs)
     return best
 
 
