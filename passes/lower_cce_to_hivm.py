@@ -161,6 +161,7 @@ class _FunctionLowering:
         self.dead: list[ir.Operation] = []
         self.layouts: dict[ir.Type, tuple[list[int], int]] = {}  # for `view_address`
         self.element_sizes: dict[ir.Type, int] = {}  # for `view_address`
+        self.offsets: dict[ir.Attribute, list[int]] = {}  # for `view_address`
         # The padding register's value field as the code so far left it (None: unknown).
         self.padding: int | None = 0
         self.pads = _sets_padding(func_op)  # whether any img2col needs a non-zero pad
@@ -230,7 +231,8 @@ class _FunctionLowering:
         source = self.addresses.get(op.operands[0])
         if source is None:
             raise PassError(f"'{op.name}': cannot trace its source memref to an allocation", op)
-        address, dynamic = view_address(op, source, self.layouts, self.element_sizes)
+        address, dynamic = view_address(op, source, self.layouts, self.element_sizes,
+                                        self.offsets)
         if dynamic:
             # One scalar instruction, where the cce view op charged one.
             with op.location, ir.InsertionPoint(op):

@@ -89,16 +89,27 @@ class GmPlan:
     unplanned: int    # GM allocs left as they are (dynamic, escaping, strided)
 
 
-def _positions(func_op: ir.Operation) -> dict[ir.Operation, int]:
-    """Every op of the function -> the position of its entry-block ancestor."""
-    where: dict[ir.Operation, int] = {}
-    for i, top in enumerate(func_op.regions[0].blocks[0].operations):
-        for op in walk_held(top.operation):
-            where[op] = i
-    return where
+class _Positions:
+    """op of the function -> the position of its entry-block ancestor, found
+    by going up from the op: only the users of GM allocs are asked, and
+    listing every op of a lowered BERT-12 (32 cores) cost more than them."""
+
+    def __init__(self, func_op: ir.Operation):
+        self.tops = {top.operation: i for i, top in
+                     enumerate(func_op.regions[0].blocks[0].operations)}
+
+    def __getitem__(self, op: ir.Operation) -> int:
+        found = self.tops.get(op)
+        while found is None:
+            parent = op.parent
+            if parent is None:
+                raise KeyError(f"'{op.name}' is not inside the function")
+            op = parent.operation
+            found = self.tops.get(op)
+        return found
 
 
-def _lifetime(alloc: ir.Operation, where: dict[ir.Operation, int]
+def _lifetime(alloc: ir.Operation, where: _Positions
               ) -> tuple[int, int, list[ir.Operation]] | None:
     """(first and last position that reads or writes the tensor, its
     deallocs), None when it escapes. Views only compute addresses: they
@@ -144,7 +155,7 @@ def _in_epilogue(op: ir.Operation) -> bool:
 
 def collect_tensors(func_op: ir.Operation, target: Target) -> tuple[list[Tensor], int]:
     """The plannable GM allocs of `func_op` and how many GM allocs are not."""
-    where: dict[ir.Operation, int] | None = None  # listed for the first candidate only
+    where: _Positions | None = None  # made for the first candidate only
     align = target.gm_workspace_alignment
     cores = block_dim(func_op)
     tensors, unplanned = [], 0
@@ -160,7 +171,7 @@ def collect_tensors(func_op: ir.Operation, target: Target) -> tuple[list[Tensor]
         life = None
         if mtype.has_static_shape and identity:
             if where is None:
-                where = _positions(func_op)
+                where = _Positions(func_op)
                 barriers = [i for i, top in enumerate(func_op.regions[0].blocks[0].operations)
                             if top.operation.name == "cce.sync_all"]
             life = _lifetime(alloc, where)

@@ -86,8 +86,8 @@ class LowerAttention(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
-        regions = nir.walk(module, lambda o: o.name == "scf.execute_region"
-                           and att.ATTENTION_ATTR in o.attributes)
+        regions = nir.walk_held(module, lambda o: o.name == "scf.execute_region"
+                                and att.ATTENTION_ATTR in o.attributes)
         for region in regions:
             _Kernel(self, region).emit()
             region.erase()

@@ -104,8 +104,8 @@ class LowerFused(Pass):
     def run(self, module: ir.Operation) -> None:
         self.trials: dict = {}  # `LayoutChoice.cached_trial`'s profiles, for this run
         for func in nir.functions(module):
-            groups = nir.walk(func, lambda o: o.name == "scf.execute_region"
-                              and fusion.FUSED_ATTR in o.attributes)
+            groups = nir.walk_held(func, lambda o: o.name == "scf.execute_region"
+                                   and fusion.FUSED_ATTR in o.attributes)
             if not groups:
                 continue
             users = fusion.tensor_users(func)

@@ -253,7 +253,7 @@ class LowerMatmul(SimpleSchedule, RowStripsSchedule, ColStripsSchedule, Pipeline
     def lower(self, op: ir.Operation) -> None:
         group = group_of(op)
         results = [op.operands[2]] + ([] if group is None else [
-            o.operands[-1] for o in nir.walk(group, lambda o: o.name.startswith("ascend."))])
+            o.operands[-1] for o in nir.walk_held(group, lambda o: o.name.startswith("ascend."))])
         target = self.target
         self.target = self.l1_left_target(op, results)
         try:

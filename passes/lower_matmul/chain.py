@@ -26,7 +26,7 @@ class ChainedTensors:
     def bind_chains(self, module: ir.Operation) -> list[ir.Operation]:
         """An L1 buffer for every chained GM alloc; returns those allocs."""
         self.chained = {}
-        allocs = list(nir.walk(module, lambda o: o.name == "memref.alloc" and chain_attr(o) is not None))
+        allocs = nir.walk_held(module, lambda o: o.name == "memref.alloc" and chain_attr(o) is not None)
         for alloc in allocs:
             gm = alloc.results[0]
             with alloc.location, ir.InsertionPoint(alloc):

@@ -29,6 +29,7 @@ class EmitParts:
         body = loop.regions[0].blocks[0]
         iv = body.arguments[0]
         body_ops = [o.operation for o in body.operations]
+        body_set = set(body_ops)  # (a list's `in` compared every op of a large body)
         made: list[ir.Operation] = []
         point = issue if at is None else at
         with loop.context, loop.location:
@@ -53,7 +54,7 @@ class EmitParts:
                     op = defining_op(pending.pop())
                     if op is None or op in needed or op in outside or op in slot_allocs:
                         continue
-                    if op in body_ops:
+                    if op in body_set:
                         needed.add(op)
                     elif order.after(op):
                         if not (op.name in VIEW_OPS or op.name.startswith("arith.")):
@@ -167,9 +168,12 @@ class _Order:
 
     def after(self, op: ir.Operation) -> bool:
         """`op` does not come before `issue`: it does not dominate an op
-        inserted before `issue`."""
-        top, _ = self._place(op)
-        return top == self.issue or self.issue.is_before_in_block(top)
+        inserted before `issue`. Only its top-level ancestor is asked for:
+        listing the siblings on the way (`_place`) cost a loop body's
+        thousands of ops per operand of a copy."""
+        while (parent := op.parent.operation) != self.func:
+            op = parent
+        return op == self.issue or self.issue.is_before_in_block(op)
 
 
 class _Position:

@@ -78,11 +78,15 @@ def _element_size(t: ir.Type) -> int:
 
 def view_address(op: ir.Operation, source: Address,
                  layouts: dict[ir.Type, tuple[list[int], int]] | None = None,
-                 element_sizes: dict[ir.Type, int] | None = None) -> tuple[Address, bool]:
+                 element_sizes: dict[ir.Type, int] | None = None,
+                 offsets: dict[ir.Attribute, list[int]] | None = None) -> tuple[Address, bool]:
     """The address of a view op's result from its source's; True when it has a
     dynamic operand (and so costs a scalar instruction). `layouts` and
     `element_sizes` cache memref types' (strides, offset) and element bytes
-    across calls (one lowering's types: a type is only unique in its context)."""
+    across calls, `offsets` subviews' static offsets by their attribute (one
+    lowering's types and attributes: each is only unique in its context;
+    BERT-12 on 32 cores has 111 distinct ones over 27k subviews, and reading
+    each subview's was 0.09 of the 0.13 CPU s its offsets cost)."""
     name = op.name
     if name in ("memref.collapse_shape", "memref.expand_shape", "memref.cast",
                 "memref.memory_space_cast"):
@@ -107,10 +111,15 @@ def view_address(op: ir.Operation, source: Address,
         strides, _ = layout
         if any(s == DYNAMIC for s in strides):
             raise AddressError(f"subview of {operands[0].type}: dynamic strides are not supported")
-        offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
+        attr = op.attributes["static_offsets"]
+        static = offsets.get(attr) if offsets is not None else None
+        if static is None:
+            static = list(ir.DenseI64ArrayAttr(attr))
+            if offsets is not None:
+                offsets[attr] = static
         dynamic = iter(operands[1:])
         const, terms = 0, []
-        for off, stride in zip(offsets, strides):
+        for off, stride in zip(static, strides):
             if off == DYNAMIC:
                 terms.append((next(dynamic), stride * esize))
             else:
