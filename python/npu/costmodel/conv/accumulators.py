@@ -5,12 +5,21 @@ super tile's two accumulators leave UB in one store (`one_store`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from npu.costmodel.conv.epilogue import EpilogueWork
-    from npu.costmodel.conv.tiling import ConvShape
-    from npu.target import Target
+from npu.costmodel.conv.epilogue import EpilogueWork
+from npu.target import Target
+
+
+class ConvShape(Protocol):
+    """What these rules read of `tiling.ConvShape` (which imports them)."""
+
+    batch: int
+    ho: int
+    wo: int
+    co1: int
+    int8: bool
+    out_bytes: int
 
 FRACTAL_ELEMENTS = 256  # of one 16x16 fractal
 
@@ -21,7 +30,7 @@ FRACTAL_ELEMENTS = 256  # of one 16x16 fractal
 ACC_BLOCKS = 2
 
 
-def single_set(s: "ConvShape", rows: int, n1: int, l0c_half: int) -> bool:
+def single_set(s: ConvShape, rows: int, n1: int, l0c_half: int) -> bool:
     """Whether a tiling's super tile takes more than half of L0C (in
     fractals, `l0c_half`): allowed where the conv is one band of one super
     tile, whose accumulators never alternate with another's (1x1 1024->256
@@ -33,22 +42,22 @@ def single_set(s: "ConvShape", rows: int, n1: int, l0c_half: int) -> bool:
             and m1 * s.co1 > l0c_half)
 
 
-def accumulators(s: "ConvShape", rows: int, n1: int, l0c_half: int) -> int:
+def accumulators(s: ConvShape, rows: int, n1: int, l0c_half: int) -> int:
     """Accumulators of a super tile (`ConvTiling.accumulators`)."""
     if single_set(s, rows, n1, l0c_half):
         return -(-min(n1, s.co1) // ACC_BLOCKS)
     return 2
 
 
-def l0c_sets(s: "ConvShape", rows: int, n1: int, t: "Target") -> int:
+def l0c_sets(s: ConvShape, rows: int, n1: int, t: Target) -> int:
     """The L0C sets the lowering allocates for a tiling: one where its
     super tile takes more than half of L0C (`single_set`), else two."""
     half = t.capacity("l0c") // 2 // t.fractal_bytes(4)
     return 1 if single_set(s, rows, n1, half) else 2
 
 
-def one_store(s: "ConvShape", m1: int, n1: int, ub_half: int,
-              epilogue: "EpilogueWork | None") -> bool:
+def one_store(s: ConvShape, m1: int, n1: int, ub_half: int,
+              epilogue: EpilogueWork | None) -> bool:
     """Whether a super tile's two accumulators may drain into one UB slot
     and leave in one store (the estimate picks it where it is cheaper: its
     last store is whole at the end): without an epilogue, where two such
