@@ -52,7 +52,7 @@ from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
 from npu.costmodel.fusion.rows import FUSED_ATTR
 
 from .barriers import Access, Unit, gm_operands, place
-from .groups import apply_group, external, group_split, written
+from .groups import apply_group, epilogue_matmuls, external, group_split, written
 from . import aligned, share, split_k
 from .prefetched import NONE, Lookahead
 from .rules import SplitRules, parse_grids
@@ -317,15 +317,10 @@ class SplitCoresPass(Pass):
         reads far more weight bytes than its C holds is split up: the
         matmul over the cores, its epilogue ops after it as they cut. Fusing
         saves a pass over C; one core reading all the weights costs far more."""
-        for child in list(func.regions[0].blocks[0].operations):
-            group = child.operation
-            if group.name != "scf.execute_region" or EPILOGUE_ATTR not in group.attributes:
-                continue
-            mm = [o.operation for o in group.regions[0].blocks[0].operations
-                  if o.operation.name == "ascend.matmul"]
-            if (len(mm) != 1 or _bytes(mm[0].operands[1]) < WEIGHT_BOUND * _bytes(mm[0].operands[2])
+        for group, matmul in epilogue_matmuls(func):
+            if (_bytes(matmul.operands[1]) < WEIGHT_BOUND * _bytes(matmul.operands[2])
                     or any(self._group(group, n) is not None for n in range(wanted, 1, -1))
-                    or all(self.rules.split(mm[0], n) is None for n in range(wanted, 1, -1))):
+                    or all(self.rules.split(matmul, n) is None for n in range(wanted, 1, -1))):
                 continue
             nir.dissolve_group(group, [])
 

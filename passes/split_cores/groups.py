@@ -335,3 +335,18 @@ def _sliced_type(t: ir.Type, cut: Cuts | None, parts: dict[str, int]) -> ir.Type
     for d, a in cut.items():
         shape[d] //= axis_parts(parts, a)
     return ir.MemRefType.get(shape, m.element_type, None, m.memory_space)
+
+
+def epilogue_matmuls(func: ir.Operation) -> list[tuple[ir.Operation, ir.Operation]]:
+    """(group, its matmul) of each top-level matmul epilogue group of `func`
+    holding one `ascend.matmul`, listed before any is rewritten."""
+    found = []
+    for child in list(func.regions[0].blocks[0].operations):
+        group = child.operation
+        if group.name != "scf.execute_region" or EPILOGUE_ATTR not in group.attributes:
+            continue
+        mm = [o.operation for o in group.regions[0].blocks[0].operations
+              if o.operation.name == "ascend.matmul"]
+        if len(mm) == 1:
+            found.append((group, mm[0]))
+    return found

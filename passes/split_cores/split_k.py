@@ -35,6 +35,8 @@ from npu import ir as nir
 from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR, PARTIAL_SUMS_ATTR
 from npu.costmodel.fusion.precision import HEAD_ATTR
 
+from .groups import epilogue_matmuls
+
 COMPUTE_KEY = "compute"  # npu.epilogue's precision (`precision.COMPUTE_F16`)
 
 
@@ -64,15 +66,8 @@ def apply_all(func: ir.Operation, wanted: dict, fractal: int) -> tuple[set, list
     for the remarks. ValueError when an entry's runs do not fit its matmul."""
     used: set = set()
     said: list[str] = []
-    for child in list(func.regions[0].blocks[0].operations):
-        group = child.operation
-        if group.name != "scf.execute_region" or EPILOGUE_ATTR not in group.attributes:
-            continue
-        mm = [o.operation for o in group.regions[0].blocks[0].operations
-              if o.operation.name == "ascend.matmul"]
-        if len(mm) != 1:
-            continue
-        a, b = (nir.memref_shape(v.type) for v in mm[0].operands[:2])
+    for group, matmul in epilogue_matmuls(func):
+        a, b = (nir.memref_shape(v.type) for v in matmul.operands[:2])
         dims = (a[1] * fractal, a[0] * fractal, b[0] * fractal)
         if dims not in wanted:
             continue
@@ -80,7 +75,7 @@ def apply_all(func: ir.Operation, wanted: dict, fractal: int) -> tuple[set, list
         if last >= a[0] or (a[0] - last) % parts:
             raise ValueError(f"split '{'x'.join(map(str, dims))}:{parts}x{last}': {a[0]} blocks "
                              f"of the reduction less {last} do not make {parts} equal runs")
-        rewrite(group, mm[0], parts, last)
+        rewrite(group, matmul, parts, last)
         used.add(dims)
         run = (a[0] - last) // parts * fractal
         said.append(f"matmul {'x'.join(map(str, dims))}: its reduction split, {parts} partial "
