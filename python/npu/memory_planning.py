@@ -195,6 +195,21 @@ def _best_fit(starts: np.ndarray, ends: np.ndarray, size: int) -> int | None:
     return int(starts[fitting[np.argmin(widths[fitting])]])
 
 
+def _fit(i: int, offsets: list[int], sizes: list[int], adj: list[set[int]],
+         dense: _Dense) -> tuple[int | None, list[tuple[int, int]], int]:
+    """Buffer i among its placed neighbours: the start of the narrowest gap
+    that fits it (the lowest of equals; None when none fits), the gaps when
+    none fits, and the neighbours' top."""
+    if dense.nbrs[i] is not None:
+        starts, ends, top = dense.gaps(i)
+        fit = _best_fit(starts, ends, sizes[i])
+        return fit, (list(zip(starts.tolist(), ends.tolist())) if fit is None else []), top
+    placed = [(offsets[j], offsets[j] + sizes[j]) for j in adj[i] if offsets[j] >= 0]
+    gaps, top = _gaps(placed)
+    fitting = [g for g in gaps if g[1] - g[0] >= sizes[i]]
+    return (min(fitting, key=lambda g: (g[1] - g[0], g[0]))[0] if fitting else None), gaps, top
+
+
 def greedy_by_size(buffers: Sequence[Lifetime], adj: list[set[int]],
                    nbrs: list[np.ndarray | None] | None = None) -> list[int]:
     order = sorted(range(len(buffers)), key=lambda i: (-buffers[i].size, buffers[i].start))
@@ -202,16 +217,8 @@ def greedy_by_size(buffers: Sequence[Lifetime], adj: list[set[int]],
     sizes = [b.size for b in buffers]
     dense = _Dense(sizes, adj, offsets, nbrs)
     for i in order:
-        if dense.nbrs[i] is not None:
-            starts, ends, top = dense.gaps(i)
-            fit = _best_fit(starts, ends, sizes[i])
-            offsets[i] = dense.offsets[i] = top if fit is None else fit
-            continue
-        placed = [(offsets[j], offsets[j] + sizes[j]) for j in adj[i] if offsets[j] >= 0]
-        gaps, top = _gaps(placed)
-        fitting = [g for g in gaps if g[1] - g[0] >= sizes[i]]
-        offsets[i] = dense.offsets[i] = (min(fitting, key=lambda g: (g[1] - g[0], g[0]))[0]
-                                         if fitting else top)
+        fit, _, top = _fit(i, offsets, sizes, adj, dense)
+        offsets[i] = dense.offsets[i] = top if fit is None else fit
     return offsets
 
 
@@ -224,15 +231,7 @@ def pushdown(buffers: Sequence[Lifetime], adj: list[set[int]],
     dense = _Dense(sizes, adj, offsets, nbrs)
     for i in order:
         size = sizes[i]
-        if dense.nbrs[i] is not None:
-            starts, ends, top = dense.gaps(i)
-            fit = _best_fit(starts, ends, size)
-            gaps = list(zip(starts.tolist(), ends.tolist())) if fit is None else []
-        else:
-            placed = [(offsets[j], offsets[j] + sizes[j]) for j in adj[i] if offsets[j] >= 0]
-            gaps, top = _gaps(placed)
-            fitting = [g for g in gaps if g[1] - g[0] >= size]
-            fit = min(fitting, key=lambda g: (g[1] - g[0], g[0]))[0] if fitting else None
+        fit, gaps, top = _fit(i, offsets, sizes, adj, dense)
         if fit is not None:
             offsets[i] = dense.offsets[i] = fit
             peak = max(peak, offsets[i] + size)
