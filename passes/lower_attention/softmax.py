@@ -14,7 +14,7 @@ from npu.costmodel.attention.cost import fold_across_cycles
 from npu.costmodel.vector.recipes import Compute, cast_compute, unary_compute
 from npu.costmodel.vector.tiling import split_repeats
 from npu.kernels.cce_build import View, copy, lin, sub
-from npu.kernels.vector_compute import emit
+from npu.kernels.vector_compute import emit, vdup_fill
 
 # Added to the scores of padded keys: exp(x - 1e30 - max) is 0 in f32.
 MASKED = -1e30
@@ -371,12 +371,7 @@ class SoftmaxSteps:
 
     def fill(self, buf: ir.Value, count: int, elem: str, value: float) -> None:
         """The first `count` elements of `buf` (`elem`) set to `value` (vdup)."""
-        lanes = self.t.lanes(nir.element_bytes(elem))
-        for piece in split_repeats(count, lanes, self.t.max_repeat):
-            nir.create_op("cce.vdup", [sub(buf, piece.offset, (piece.repeat - 1) * lanes
-                                           + piece.mask)],
-                          repeat=piece.repeat, mask=piece.mask, dst_blk_stride=1,
-                          dst_rep_stride=8, scalar=value)
+        vdup_fill(self.t, buf, count, elem, value)
 
     def ones_blocks(self, blocks: int) -> ir.Value:
         """`blocks` 16x16 f16 blocks of 1.0 in UB, the source of V's ones column."""

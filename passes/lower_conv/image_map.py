@@ -26,6 +26,7 @@ from mlir import ir
 from npu import ir as nir
 from npu.costmodel.conv.stem_fold import FOLD
 from npu.kernels.cce_build import copy, lin, sub
+from npu.kernels.vector_compute import vdup_fill
 from npu.passes.lower_conv.stem_fold import StemFold
 from npu.target import Target
 
@@ -133,18 +134,8 @@ class ImageMap(StagedMaps):
         # bias in the weights, channel 3's ones (`stem_fold.bias_point`)
         for c in range(self.c, REAL):
             for buf in self.src:
-                self.fill(sub(buf, c * self.row, self.row), 1.0 if fold.bias and c == REAL - 1 else 0.0)
-
-    def fill(self, view: ir.Value, value: float) -> None:
-        """`view` (of whole 16-value blocks) := `value`: whole repeats, then the rest."""
-        lanes, most = self.target.lanes(2), self.target.max_repeat
-        count, at = nir.memref_shape(view)[0], 0
-        while at < count:
-            rep = min(most, (count - at) // lanes) or 1
-            mask = min(lanes, count - at)
-            nir.create_op("cce.vdup", [sub(view, at, (rep - 1) * lanes + mask)], repeat=rep,
-                          mask=mask, dst_blk_stride=1, dst_rep_stride=8, scalar=value)
-            at += (rep - 1) * lanes + mask
+                vdup_fill(target, sub(buf, c * self.row, self.row), self.row, "f16",
+                          1.0 if fold.bias and c == REAL - 1 else 0.0)
 
     def load(self, n: int, r0: Index, rows: int, fm: ir.Value) -> None:
         """Input rows [r0, r0 + rows) of image `n` -> the L1 map `fm`."""
@@ -172,7 +163,7 @@ class ImageMap(StagedMaps):
         for c in range(self.c):
             base = lin((n * self.c + c, plane))
             if zeros:
-                self.fill(sub(src, c * self.row, zeros), 0.0)
+                vdup_fill(self.target, sub(src, c * self.row, zeros), zeros, "f16", 0.0)
             if body:
                 run = body * SLOTS + before - zeros
                 copy("cce.copy_gm_to_ub", sub(self.image, lin((base, 1), (start, 1),

@@ -159,3 +159,13 @@ def emit_flat_run(compute: Compute, target, count: int, dst: tuple[ir.Value, str
         emit(compute, flat(*dst), [s if isinstance(s, View) else flat(*s) for s in srcs],
                      piece.repeat, piece.mask,
                      [flat(t, elem) for t, elem in zip(temps, compute.temps)], consts)
+
+
+def vdup_fill(target, buf: ir.Value, count: int, elem: str, value: float) -> None:
+    """The first `count` elements of UB buffer `buf` (`elem`) set to `value`:
+    whole repeats of `vdup`, then one masked repeat for the rest."""
+    lanes = target.lanes(nir.element_bytes(elem))
+    for piece in split_repeats(count, lanes, target.max_repeat):
+        nir.create_op("cce.vdup", [sub(buf, piece.offset, (piece.repeat - 1) * lanes + piece.mask)],
+                      repeat=piece.repeat, mask=piece.mask, dst_blk_stride=1, dst_rep_stride=8,
+                      scalar=value)
