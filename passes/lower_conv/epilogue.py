@@ -26,7 +26,7 @@ from npu.passes.lower_conv.channel_pattern import Later, block_view, channel_pat
 from npu.target import Target
 
 FRAC = 256
-SETS = 2  # drains take their UB tiles in turn
+SETS = epilogue.SETS  # drains take their UB tiles in turn (`epilogue.epilogue_sets`)
 
 
 def group_of(conv: ir.Operation) -> ir.Operation | None:
@@ -67,8 +67,8 @@ class ConvEpilogue:
                                                                self.target.vector_bytes), later))
                          for v in epilogue.channel_operands(self.members, self.source)]
 
-    def allocate(self, size: int, paired: bool = False) -> None:
-        """`SETS` sets of the tiles a drain needs (`size` elements each), live
+    def allocate(self, size: int, paired: bool = False, sets: int = SETS) -> None:
+        """`sets` sets (`epilogue.epilogue_sets`) of the tiles a drain needs (`size` elements each), live
         for the whole conv and taken by drains in turn: a drain's operand
         loads (MTE2) never wait for the vector work of the drain just before,
         nor its vector work for that drain's store. (Loading the operands a
@@ -84,7 +84,7 @@ class ConvEpilogue:
                        for m, v in zip(self.members, self.in_place)],
                       [[nir.alloc([size], t, "ub") for t in self.compute(m).temps] for m in self.members],
                       [nir.alloc([loaded_size], nir.memref_element(v), "ub") for v in self.loaded])
-                     for _ in range(SETS)]
+                     for _ in range(sets)]
 
     def load_super(self, n: int, s0: int, ns: int, ho0, rows: int, m1: int, ho: int, wo: int,
                    turn: int) -> None:
@@ -95,7 +95,7 @@ class ConvEpilogue:
         ResNet's residual + ReLU (bands of 8 rows, super tiles of 4 blocks):
         MTE2 bound at 8 x 800 cycles of residual copies a band, see
         `in_place_sources`."""
-        for v, buf in zip(self.loaded, self.sets[turn % SETS][2]):
+        for v, buf in zip(self.loaded, self.sets[turn % len(self.sets)][2]):
             self.load(v, nir.subview(buf, [0], [ns * m1 * FRAC]), n, s0, ns, ho0, rows, m1, ho, wo)
 
     def prefetch(self, n: int, co0: int, n1: int, ho0, rows: int, m1: int, ho: int, wo: int,
@@ -105,7 +105,7 @@ class ConvEpilogue:
         mads: each load's flag holds MTE2 for the GM latency, which a run of
         loads pays once, and a lone load in the drain paid every time."""
         count = n1 * m1 * FRAC
-        for v, buf in zip(self.loaded, self.sets[drain % SETS][2]):
+        for v, buf in zip(self.loaded, self.sets[drain % len(self.sets)][2]):
             self.load(v, nir.subview(buf, [0], [count]), n, co0, n1, ho0, rows, m1, ho, wo)
 
     def apply(self, tile: ir.Value, co0: int, n1: int, rows: int, m1: int, wo: int,
@@ -115,10 +115,10 @@ class ConvEpilogue:
         `paired` by `load_super` of super tile `at` = (turn, first element
         of the half)); the UB buffer of the result."""
         count = n1 * m1 * FRAC
-        made, temps_of, loads = self.sets[drain % SETS]
+        made, temps_of, loads = self.sets[drain % len(self.sets)]
         view = lambda buf: nir.subview(buf, [0], [count])  # noqa: E731
         if at is not None:
-            loads = [nir.subview(b, [at[1]], [count]) for b in self.sets[at[0] % SETS][2]]
+            loads = [nir.subview(b, [at[1]], [count]) for b in self.sets[at[0] % len(self.sets)][2]]
         # value -> its tile in UB: the drained one, the operands loaded, and
         # what the members make (the very values, as `npu-fuse` grouped them)
         tiles = [(self.source, tile)]

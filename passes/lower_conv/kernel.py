@@ -13,6 +13,7 @@ from mlir import ir
 from npu import ir as nir
 from npu.costmodel.conv.stem_fold import FOLD
 from npu.costmodel.conv.accumulators import l0c_sets
+from npu.costmodel.conv.epilogue import epilogue_sets
 from npu.costmodel.conv.tiling import UNROLL_BANDS, ConvShape, ConvTiling, band_layout
 from npu.dialects.ascend_conv import ConvGeometry
 from npu.kernels.cce_build import by_run, lin
@@ -124,13 +125,16 @@ class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs):
         # other UB user: its slots take the rest (stem image 7x7/2 3->64 224:
         # 3 slots 56,616 cycles, 6: 54,072; its stores and the staging share MTE3)
         room = budget - bias if reads_image(self.x5) else budget // 2 - bias
+        sets = SETS
         if self.epilogue is not None:  # the member results and the loaded tiles in turn
-            sets = self.epilogue.work.ub_bytes(SETS, self.paired_loads()) * half * m1 * FRAC
-            room = min(room, budget - bias - sets)
+            per_set = self.epilogue.work.ub_bytes(1, self.paired_loads()) * half * m1 * FRAC
+            sets = epilogue_sets(self.epilogue.work, self.paired_loads(), budget - bias, per_set,
+                                 slot_bytes)
+            room = min(room, budget - bias - sets * per_set)
         self.ub = [nir.alloc([slot_blocks * m1 * FRAC], self.out_type, "ub")
                    for _ in range(max(2, min(UB_SLOTS, room // slot_bytes)))]
         if self.epilogue is not None:
-            self.epilogue.allocate(half * m1 * FRAC, self.paired_loads())
+            self.epilogue.allocate(half * m1 * FRAC, self.paired_loads(), sets)
         band_pixels = min(self.g.h, (t.rows - 1) * self.g.strides[0] + self.ext_h) * self.g.w
         staged = Int8Map if s.int8 else ImageMap if reads_image(self.x5) else None
         self.image = image_maps(self, band_pixels) if staged is ImageMap else \

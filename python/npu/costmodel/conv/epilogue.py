@@ -28,6 +28,8 @@ from npu.diagnostics import PassError
 from npu.target import Target
 
 CONV_EPILOGUE_ATTR = "npu.conv_epilogue"
+SETS = 2  # sets of a drain's epilogue tiles, taken in turn (`epilogue_sets`)
+THIRD_SET_SLOTS = 2  # drain slots a third set must leave room for
 
 
 def channel_shape(shape: list[int]) -> list[int]:
@@ -147,6 +149,20 @@ def in_place_sources(members: list[ir.Operation], conv_out: ir.Value) -> list[ir
     its store lands measured slower (every member in place: ResNet-50
     2,175,366 against 2,171,452, its ReLU-only convs 400-1,100 cycles slower
     each; with two more drain slots for those, 2,192,754)."""
+    return _placement(members, conv_out)[0]
+
+
+def result_on_loaded(members: list[ir.Operation], conv_out: ir.Value) -> bool:
+    """Whether the last member's result is written over a loaded operand's
+    tile (`in_place_sources`: ResNet's residual Add and its ReLU), so the
+    store reads the loaded tile and a set is free once its store lands."""
+    return bool(members) and any(members[-1].operands[-1] == v
+                                 for v in _placement(members, conv_out)[1])
+
+
+def _placement(members: list[ir.Operation], conv_out: ir.Value
+               ) -> tuple[list[ir.Value | None], list[ir.Value]]:
+    """(`in_place_sources`, the values whose tile is a loaded operand's)."""
     chain = [conv_out] + [m.operands[-1] for m in members]
     loaded = loaded_operands(members, conv_out)
     # the values whose tile is a loaded operand's (written over it, in turn)
@@ -167,7 +183,7 @@ def in_place_sources(members: list[ir.Operation], conv_out: ir.Value) -> list[ir
             if pick is not None and any(pick == w for w in on_loaded):
                 on_loaded.append(m.operands[-1])
         picks.append(pick)
-    return picks
+    return picks, on_loaded
 
 
 @dataclass(frozen=True)
@@ -184,6 +200,8 @@ class EpilogueWork:
     # hold for the whole conv per Cout block (one vector repeat each).
     patterns: int = 0
     pattern_bytes: int = 0
+    # the stored result is written over a loaded tile (`result_on_loaded`)
+    on_loaded: bool = False
 
     def ub_bytes(self, sets: int, paired: bool = False) -> int:
         """UB per drained element of `sets` sets; `paired` (`paired_loads`):
@@ -218,4 +236,23 @@ def work(members: list[ir.Operation], conv_out: ir.Value, target: Target) -> Epi
         set_bytes=sum(nir.element_bytes(t) for t in own + loaded_types), vector=vector,
         loaded_bytes=sum(nir.element_bytes(t) for t in loaded_types), loads=len(loaded),
         out_bytes=nir.element_bytes(types[len(members) - 1]),
-        patterns=patterns, pattern_bytes=patterns * target.vector_bytes)
+        patterns=patterns, pattern_bytes=patterns * target.vector_bytes,
+        on_loaded=result_on_loaded(members, conv_out))
+
+
+def epilogue_sets(work: EpilogueWork, paired: bool, room: int, per_set: int, slot: int) -> int:
+    """The sets of epilogue tiles a conv kernel's drains take in turn
+    (`ConvEpilogue.allocate`), given the UB `room` beside the bias and
+    patterns, one set's bytes and one drain slot's: SETS, or one more where
+    each set holds a super tile's operands and the result is stored from
+    them (`on_loaded`) and THIRD_SET_SLOTS drain slots still fit beside
+    it. With two sets the operand load of super tile k waits for the store
+    of k-2, which waits for k-2's vector work, which waited for its own
+    load: GM latencies on both movers in one chain; a third set takes the
+    store of k-3. (The drained tile itself is read by the vector unit
+    alone, in order, so two slots do.) ResNet-50's conv3s with their
+    residual + ReLU, alone: 1x1 64->256 56 50,876 -> 49,586 cycles, 128->512
+    28 28,786 -> 28,103; in the model layer3's (256->1024 14) too."""
+    if paired and work.on_loaded and room - (SETS + 1) * per_set >= THIRD_SET_SLOTS * slot:
+        return SETS + 1
+    return SETS

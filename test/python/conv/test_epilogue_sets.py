@@ -1,0 +1,61 @@
+"""A conv whose drains load a residual and store the result from the loaded
+tile (ResNet's conv3: residual Add and ReLU written over the residual)
+takes three sets of epilogue tiles in turn where UB has room, not two
+(`epilogue_sets`): the load of super tile k then waits for the store of
+k-3, not of k-2. Numerics against the reference interpreter
+(npu.reference); the choice itself against the cost model's rule."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from npu import ir as nir
+from npu.costmodel.conv.epilogue import SETS, THIRD_SET_SLOTS, EpilogueWork, epilogue_sets
+
+from helpers import assert_close, compile_and_simulate, compile_program
+from test_conv_estimate_epilogue import residual_conv
+
+
+def _inputs(c1: int, co1: int, hw: int, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((1, c1, hw, hw, 16)).astype(np.float16),
+            (rng.standard_normal((c1, co1, 16, 16)) * 0.1).astype(np.float16),
+            rng.standard_normal(co1 * 16).astype(np.float32),
+            rng.standard_normal((1, co1, hw, hw, 16)).astype(np.float16),
+            np.zeros((1, co1, hw, hw, 16), np.float16)]
+
+
+def _residual_buffers(c1: int, co1: int, hw: int) -> tuple[int, int]:
+    """(residual loads, distinct UB buffers they land in)."""
+    text, _ = residual_conv(c1, co1, hw, 1)
+    module = compile_program(text, "npu-lower{cores=1 prefetch=false}")
+    residual = list(nir.functions(module)[0].regions[0].blocks[0].arguments)[3]
+    roots = [nir.view_root(op.operands[1]) for op in nir.ops_named(module.operation, "cce.copy_gm_to_ub")
+             if nir.view_root(op.operands[0]) == residual]
+    return len(roots), len({str(r) for r in roots})
+
+
+def test_residual_loads_go_round_three_sets():
+    """128 -> 512 at 14x14, 1x1 (two bands, two super tiles each): four
+    residual loads, into three buffers (two before)."""
+    assert _residual_buffers(8, 32, 14) == (4, 3)
+
+
+def test_three_sets_numerics():
+    """64 -> 256 at 28x28: seven bands of one super tile, so the three sets
+    go round more than twice; bit for bit as the reference rounds, no races."""
+    text, _ = residual_conv(4, 16, 28, 1)
+    got, want, result = compile_and_simulate(text, "npu-lower{cores=1}", _inputs(4, 16, 28))
+    assert_close(got[-1], want[-1], np.float16)
+    assert not result.hazards
+
+
+def test_third_set_only_with_room_and_a_result_on_the_loads():
+    on = EpilogueWork(set_bytes=2, vector=0.1, loaded_bytes=2, loads=1, out_bytes=2, on_loaded=True)
+    off = EpilogueWork(set_bytes=2, vector=0.1, loaded_bytes=2, loads=1, out_bytes=2)
+    per_set, slot = 1000, 300
+    fits = (SETS + 1) * per_set + THIRD_SET_SLOTS * slot
+    assert epilogue_sets(on, True, fits, per_set, slot) == SETS + 1
+    assert epilogue_sets(on, True, fits - 1, per_set, slot) == SETS
+    assert epilogue_sets(off, True, fits, per_set, slot) == SETS
+    assert epilogue_sets(on, False, fits, per_set, slot) == SETS
