@@ -129,7 +129,7 @@ class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs):
         if self.epilogue is not None:  # the member results and the loaded tiles in turn
             per_set = self.epilogue.work.ub_bytes(1, self.paired_loads()) * half * m1 * FRAC
             sets = epilogue_sets(self.epilogue.work, self.paired_loads(), budget - bias, per_set,
-                                 slot_bytes)
+                                 slot_bytes, -(-s.co1 // t.n1))
             room = min(room, budget - bias - sets * per_set)
         self.ub = [nir.alloc([slot_blocks * m1 * FRAC], self.out_type, "ub")
                    for _ in range(max(2, min(UB_SLOTS, room // slot_bytes)))]

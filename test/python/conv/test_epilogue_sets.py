@@ -42,10 +42,11 @@ def test_residual_loads_go_round_three_sets():
 
 
 def test_three_sets_numerics():
-    """64 -> 256 at 28x28: seven bands of one super tile, so the three sets
-    go round more than twice; bit for bit as the reference rounds, no races."""
-    text, _ = residual_conv(4, 16, 28, 1)
-    got, want, result = compile_and_simulate(text, "npu-lower{cores=1}", _inputs(4, 16, 28))
+    """64 -> 512 at 21x21: eight residual loads, so the three sets go round
+    more than twice; against the reference, no races."""
+    assert _residual_buffers(4, 32, 21) == (8, 3)
+    text, _ = residual_conv(4, 32, 21, 1)
+    got, want, result = compile_and_simulate(text, "npu-lower{cores=1}", _inputs(4, 32, 21))
     assert_close(got[-1], want[-1], np.float16)
     assert not result.hazards
 
@@ -55,7 +56,8 @@ def test_third_set_only_with_room_and_a_result_on_the_loads():
     off = EpilogueWork(set_bytes=2, vector=0.1, loaded_bytes=2, loads=1, out_bytes=2)
     per_set, slot = 1000, 300
     fits = (SETS + 1) * per_set + THIRD_SET_SLOTS * slot
-    assert epilogue_sets(on, True, fits, per_set, slot) == SETS + 1
-    assert epilogue_sets(on, True, fits - 1, per_set, slot) == SETS
-    assert epilogue_sets(off, True, fits, per_set, slot) == SETS
-    assert epilogue_sets(on, False, fits, per_set, slot) == SETS
+    assert epilogue_sets(on, True, fits, per_set, slot, 2) == SETS + 1
+    assert epilogue_sets(on, True, fits - 1, per_set, slot, 2) == SETS
+    assert epilogue_sets(off, True, fits, per_set, slot, 2) == SETS
+    assert epilogue_sets(on, False, fits, per_set, slot, 2) == SETS
+    assert epilogue_sets(on, True, fits, per_set, slot, 1) == SETS

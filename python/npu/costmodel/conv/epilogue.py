@@ -240,7 +240,8 @@ def work(members: list[ir.Operation], conv_out: ir.Value, target: Target) -> Epi
         on_loaded=result_on_loaded(members, conv_out))
 
 
-def epilogue_sets(work: EpilogueWork, paired: bool, room: int, per_set: int, slot: int) -> int:
+def epilogue_sets(work: EpilogueWork, paired: bool, room: int, per_set: int, slot: int,
+                  supers: int) -> int:
     """The sets of epilogue tiles a conv kernel's drains take in turn
     (`ConvEpilogue.allocate`), given the UB `room` beside the bias and
     patterns, one set's bytes and one drain slot's: SETS, or one more where
@@ -252,7 +253,11 @@ def epilogue_sets(work: EpilogueWork, paired: bool, room: int, per_set: int, slo
     store of k-3. (The drained tile itself is read by the vector unit
     alone, in order, so two slots do.) ResNet-50's conv3s with their
     residual + ReLU, alone: 1x1 64->256 56 50,876 -> 49,586 cycles, 128->512
-    28 28,786 -> 28,103; in the model layer3's (256->1024 14) too."""
-    if paired and work.on_loaded and room - (SETS + 1) * per_set >= THIRD_SET_SLOTS * slot:
+    28 28,786 -> 28,103; in the model layer3's (256->1024 14) too. Only
+    where a band has two `supers` or more: with one (MobileNetV2's
+    projections with their residual, 144->24 56 to 960->160 7) it measured
+    nothing alone and cost the next conv 730 cycles in the model."""
+    if (paired and work.on_loaded and supers >= 2
+            and room - (SETS + 1) * per_set >= THIRD_SET_SLOTS * slot):
         return SETS + 1
     return SETS
