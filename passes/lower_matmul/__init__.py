@@ -235,7 +235,7 @@ class LowerMatmul(SimpleSchedule, RowStripsSchedule, ColStripsSchedule, Pipeline
                                    self.drain_cost(shape))
         if p.col_strips:
             return col_strips_time(shape, p.mb, p.kb, p.chunk, self.target,
-                                   self.drain_cost(shape))
+                                   self.drain_cost(shape), pieces=p.pieces)
         return pipelined_time(shape.M, shape.N, shape.K, shape.batch, p.mb, p.kb, p.chunk,
                               p.a_resident, t.read_bytes(shape), t.c_writes * shape.acc_bytes,
                               t.write_bytes(shape), self.target, self.drain_cost(shape))

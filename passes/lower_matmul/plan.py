@@ -13,7 +13,7 @@ from npu import ir as nir
 from npu.costmodel.matmul.fitting import MatmulShape, TilingChoice
 from npu.costmodel.matmul.residency import resident_a_chunks
 from npu.costmodel.matmul.row_strips import row_strip_chunks
-from npu.costmodel.matmul.col_strips import col_strip_chunks
+from npu.costmodel.matmul.col_strips import col_strip_chunks, one_tile_sub
 from npu.costmodel.matmul.pipelined import best_chunk, default_pieces, piece_grid
 from npu.passes.base import PassError
 
@@ -102,7 +102,9 @@ class PipelinedPlanning:
         if self.c_pieces < 0 or self.l1_chunk < 0:
             raise PassError(f"c-pieces and l1-chunk must not be negative, got "
                             f"{self.c_pieces} and {self.l1_chunk}", op)
-        pieces = self.c_pieces or default_pieces(kb, self.epilogue is not None)
+        # Column strips take the cost model's piece count (`col_strips_or`).
+        pieces = self.c_pieces or (choice.pieces if choice.col_strips else 0) or default_pieces(
+            kb, self.epilogue is not None)
         if self.c_piece_rows and (pieces % self.c_piece_rows or mb % self.c_piece_rows):
             raise PassError(f"c-piece-rows={self.c_piece_rows} must divide c-pieces={pieces} "
                             f"and the C tile's {mb} row blocks", op)
@@ -175,14 +177,7 @@ class PipelinedPlanning:
     def one_tile_sub(self, m1: int, kb: int, n1: int, pieces: int, chunks: list[int]) -> int:
         """The L0 sub-step (reduction blocks) the plan of one m1 x kb C tile
         takes (its chunk by `best_chunk`), 0 if none."""
-        t = self.target
-        blk = t.fractal_bytes(2)
-        fitting = [d for d in chunks if 2 * (m1 + kb) * d * blk <= t.capacity("l1")]
-        chunk = best_chunk(fitting, m1, kb, n1, 1, True, t)
-        if chunk is None:
-            return 0
-        return piece_grid(m1, kb, pieces, chunk, chunk, t, self.c_piece_rows,
-                          lambda _blocks: False)[1] or 0
+        return one_tile_sub(m1, kb, n1, pieces, chunks, self.target, self.c_piece_rows)
 
     def piece_group(self, shape: MatmulShape, choice: TilingChoice, tiles: int,
                     mad_blocks: int, pieces: int, b_slot_bytes: int) -> int:

@@ -8,6 +8,9 @@ f16. Its drain was counted as C's f32 bytes (3,072 cycles, over a quarter
 of the 9,216 cube cycles), so each of its 192 mads released its L0 slots
 alone and the cube stalled a mad latency after each: 20,280 cycles for the
 Q/K/V phase, 19,578 with the pieces paired (bench/chip_phases.py).
+The strips' piece count is now the cost model's (two for this share:
+test/python/fusion/test_col_strips_pieces.py); these tests ask for the
+four pieces whose pairing they check (`c-pieces=4`).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from npu.ir import walk
 from npu.reference import defractalize, fractalize
 
 M, N, K = 256, 768, 192  # the V share: rows, reduction, columns
-PIPELINE = "npu-lower{cores=1 emit=cce matmul-col-strips=true}"
+PIPELINE = "npu-lower{cores=1 emit=cce matmul-col-strips=true c-pieces=4}"
 
 
 def counts(module) -> tuple[int, int]:

@@ -23,13 +23,17 @@ from __future__ import annotations
 import dataclasses
 
 from npu.costmodel.matmul.fitting import MatmulShape, Tiles, TilingChoice, Traffic, pipelines
-from npu.costmodel.matmul.pipelined import Drain, best_chunk, pipelined_time
+from npu.costmodel.matmul.pipelined import (Drain, best_chunk, default_pieces, piece_grid,
+                                         pipelined_time)
 from npu.target import Target
 
 # The strips replace the one tile only when estimated this much faster:
 # between near-equal estimates the model's error decides (as
 # `residency.TIMED_MARGIN`).
 COL_STRIPS_MARGIN = 0.05
+# Fewer C pieces than the default only in row tiles of at least this many
+# blocks (`piece_counts`).
+FEWER_PIECES_ROWS = 4
 # Row tiles tried: more, smaller tiles shorten the exposed drain but pay a
 # GM latency per A part and smaller mads.
 MAX_ROW_TILES = 8
@@ -61,19 +65,45 @@ def col_strip_chunks(shape: MatmulShape, mb: int, kb: int, target: Target) -> li
     return [d for d in range(n1 // 2, 0, -1) if n1 % d == 0 and a_turns(mb, kb, n1, d, target)]
 
 
+def one_tile_sub(m1: int, kb: int, n1: int, pieces: int, chunks: list[int], target: Target,
+                 rows: int = 0) -> int:
+    """The L0 sub-step (reduction blocks) of the plan of one m1 x kb C tile
+    in `pieces` (its chunk among `chunks` by `best_chunk`), which column
+    strips keep (its mads' reduction boundaries, hence its bits); 0 if none."""
+    blk = target.fractal_bytes(2)
+    fitting = [d for d in chunks if 2 * (m1 + kb) * d * blk <= target.capacity("l1")]
+    chunk = best_chunk(fitting, m1, kb, n1, 1, True, target)
+    if chunk is None:
+        return 0
+    return piece_grid(m1, kb, pieces, chunk, chunk, target, rows, lambda _blocks: False)[1] or 0
+
+
 def col_strips_time(shape: MatmulShape, mb: int, kb: int, chunk: int, target: Target,
-                    drain: Drain = Drain(), handoffs: bool = False) -> float:
+                    drain: Drain = Drain(), handoffs: bool = False, pieces: int = 0) -> float:
     """Estimated cycles of the strips in row tiles of mb blocks and parts of
-    `chunk` reduction blocks: the streamed schedule's estimate
-    (`pipelined_time`) with A and B read once: its fill is one part of A and
-    of B, its tail one row tile's drain (`handoffs`: see `pipelined_time`)."""
+    `chunk` reduction blocks in `pieces` C pieces (0: `default_pieces`): the
+    streamed schedule's estimate (`pipelined_time`) with A and B read once:
+    its fill is one part of A and of B, its tail one row tile's drain
+    (`handoffs`: see `pipelined_time`), its mads the one tile's sub-step
+    (`one_tile_sub`: a row tile of 4 blocks mads 4 reduction blocks at a
+    time where its own grid would take 12, and pays a `mad_latency` each)."""
+    frac = target.fractal
+    n1 = shape.N // frac
+    pieces = pieces or default_pieces(kb, drain.epilogue)
     reads = (shape.M * shape.N + shape.N * shape.K) * shape.in_bytes
     return pipelined_time(shape.M, shape.N, shape.K, 1, mb, kb, chunk, False, reads,
                           shape.M * shape.K * shape.acc_bytes,
-                          shape.M * shape.K * shape.out_bytes, target, drain, handoffs)
+                          shape.M * shape.K * shape.out_bytes, target, drain, handoffs, pieces,
+                          one_tile_sub(shape.M // frac, kb, n1, pieces, divisors(n1), target))
 
 
-def one_tile_time(shape: MatmulShape, target: Target, drain: Drain) -> float | None:
+def divisors(n: int) -> list[int]:
+    """n's divisors, largest first (the L1 chunks a reduction of n blocks takes)."""
+    return [d for d in range(n, 0, -1) if n % d == 0]
+
+
+def one_tile_time(shape: MatmulShape, target: Target, drain: Drain, pieces: int = 0
+                  ) -> float | None:
     """The pipelined schedule's estimate of the matmul as one C tile, in the
     chunk the lowering takes (`best_chunk`); None if it does not pipeline."""
     frac = target.fractal
@@ -87,7 +117,7 @@ def one_tile_time(shape: MatmulShape, target: Target, drain: Drain) -> float | N
     reads = (shape.M * shape.N + shape.N * shape.K) * shape.in_bytes
     return pipelined_time(shape.M, shape.N, shape.K, 1, m1, k1, chunk, False, reads,
                           shape.M * shape.K * shape.acc_bytes,
-                          shape.M * shape.K * shape.out_bytes, target, drain)
+                          shape.M * shape.K * shape.out_bytes, target, drain, pieces=pieces)
 
 
 def col_strips_or(shape: MatmulShape, choice: TilingChoice, target: Target,
@@ -103,21 +133,64 @@ def col_strips_or(shape: MatmulShape, choice: TilingChoice, target: Target,
     base = one_tile_time(shape, target, drain)
     if base is None:
         return choice
-    m1, kb = shape.M // frac, shape.K // frac
-    best: tuple[float, int, int] | None = None
-    for rows in range(2, MAX_ROW_TILES + 1):
-        if m1 % rows:
-            continue
-        mb = m1 // rows
-        for d in col_strip_chunks(shape, mb, kb, target):
-            time = col_strips_time(shape, mb, kb, d, target, drain)
-            if best is None or time < best[0]:
-                best = (time, mb, d)
-    if best is None or best[0] >= (1 - COL_STRIPS_MARGIN) * base:
+    m1, n1, kb = shape.M // frac, shape.N // frac, shape.K // frac
+
+    def fastest(pieces: int, least_rows: int = 1) -> tuple[float, int, int, int] | None:
+        """The fastest (time, row tile, part, pieces) of the strips in
+        `pieces`, row tiles of at least `least_rows` blocks."""
+        sub = one_tile_sub(m1, kb, n1, pieces, divisors(n1), target)
+        times = [(col_strips_time(shape, m1 // rows, kb, d, target, drain, pieces=pieces),
+                  m1 // rows, d, pieces)
+                 for rows in range(2, MAX_ROW_TILES + 1)
+                 if sub and m1 % rows == 0 and m1 // rows >= least_rows
+                 for d in col_strip_chunks(shape, m1 // rows, kb, target)
+                 if d % sub == 0]  # the plan keeps the one tile's sub-step
+        return min(times, default=None)
+
+    # Strips or the one tile: both at the default piece count (the one
+    # tile's); then fewer pieces where estimated COL_STRIPS_MARGIN faster
+    # still (`piece_counts`).
+    counts = piece_counts(kb, drain.epilogue)
+    first = fastest(counts[0])
+    if first is None or first[0] >= (1 - COL_STRIPS_MARGIN) * base:
         return choice
-    time, mb, d = best
+    fewer = min((x for p in counts[1:] if (x := fastest(p, FEWER_PIECES_ROWS)) is not None),
+                default=None)
+    time, mb, d, pieces = (fewer if fewer is not None
+                           and fewer[0] < (1 - COL_STRIPS_MARGIN) * first[0] else first)
     return dataclasses.replace(
         choice, tiles=Tiles(mb * frac, t.n, t.k), col_strips=True, chunk=d * frac,
+        pieces=pieces,
         traffic=Traffic(shape.M * shape.N, shape.N * shape.K, shape.M * shape.K),
         why=(f"the pipelined schedule's estimate: {time:.0f} cycles in {m1 // mb} row tiles "
-             f"with B's strip resident against {base:.0f} as one tile"))
+             f"with B's strip resident, {pieces} C piece(s), against {base:.0f} as one tile"))
+
+
+def piece_counts(kb: int, epilogue: bool) -> list[int]:
+    """The C piece counts the strips try, most first: `default_pieces` and
+    its halvings that divide kb. A row tile is a few blocks tall, and it
+    keeps the one tile's L0 sub-step (`one_tile_sub`: 4 blocks for BERT
+    seq 512's 256 x 192 shares, where its own grid would take 12), so
+    every piece pays a `mad_latency` per sub-step and chunk: fewer pieces,
+    fewer mads and fewer L1 -> L0 loads of A (once per column of pieces),
+    for a longer last drain.
+
+    The count only refines strips that beat the one tile at the default
+    count (both estimated in the same pieces), and a smaller count must be
+    COL_STRIPS_MARGIN faster than the default's strips, in row tiles of at
+    least FEWER_PIECES_ROWS blocks. BERT layer cycles (bench/chip.py,
+    ascend910, seq 128 on 2 / 8 / 32 cores, seq 512 on 8 / 32), each rule
+    left out in turn:
+      * fewer pieces wherever they beat the one tile: q_proj and k_proj at
+        seq 128 on 32 cores (64 x 768 x 128 a core) as strips of 32 rows in
+        one piece, ffn_in (+ GELU) in two: 48,481 -> 50,239;
+      * the fastest count whatever the margin (estimates 1-2% apart): seq
+        128 237,426 / 100,611 -> 244,730 / 102,757 on 2 / 8 cores;
+      * 2-block row tiles: seq 128's out_proj on 2 cores (128 x 768 x 384)
+        in 32-row tiles of two pieces, 237,426 -> 238,284;
+      * with all three: seq 128 unchanged, seq 512 265,692 -> 262,434 (8
+        cores), 105,380 -> 103,429 (32: V's and ffn_in's 256 x 768 x 192
+        shares in two pieces of 4 x 6 blocks, not four of 4 x 3).
+    """
+    first = default_pieces(kb, epilogue)
+    return [p for p in (first, first // 2, first // 4) if p and kb % p == 0]

@@ -83,6 +83,8 @@ class TilingChoice:
     # across them (`col_strips`): A and B are read once; `chunk` is then
     # the strip's parts' reduction elements.
     col_strips: bool = False
+    # With it, the C pieces each row tile drains in (0: `default_pieces`).
+    pieces: int = 0
     # Why the pipelined time estimate replaced the streaming search's plan
     # (`resident_or_streamed`), for the remark; empty when it did not.
     why: str = ""

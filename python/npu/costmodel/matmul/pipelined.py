@@ -124,7 +124,8 @@ def best_chunk(chunks: Iterable[int], mb: int, kb: int, n1: int, tiles: int, a_s
 
 def pipelined_time(m: int, n: int, k: int, batch: int, mb: int, kb: int, chunk: int,
                    resident: bool, read_bytes: float, c_bytes: float, write_bytes: float,
-                   target: Target, drain: Drain, handoffs: bool = False) -> float:
+                   target: Target, drain: Drain, handoffs: bool = False, pieces: int = 0,
+                   sub: int = 0) -> float:
     """Estimated cycles of an m x n x k matmul (elements; batch of them)
     streamed by the pipelined schedule in C tiles of mb x kb blocks and L1
     chunks of `chunk` reduction blocks, A's row strip `resident` in L1 or
@@ -157,7 +158,11 @@ def pipelined_time(m: int, n: int, k: int, batch: int, mb: int, kb: int, chunk: 
     two. Only the fusion decisions' estimates ask for it (`kernel_cycles`):
     npu-lower-matmul's tiling choice keeps the pipe sums, as with the ring
     it picked tiles that ran slower on 32 cores (BERT seq 128 49,151 ->
-    49,535, seq 512 107,492 -> 112,676 cycles)."""
+    49,535, seq 512 107,492 -> 112,676 cycles).
+
+    `pieces` (0: `default_pieces`) and `sub` (0: `piece_grid`'s) are the
+    plan's C pieces and L0 sub-step when it takes others (column strips:
+    the one tile's sub-step, `col_strips.one_tile_sub`)."""
     frac = target.fractal
     blk = target.fractal_bytes(2)
     path = target.path("gm_to_l1")
@@ -167,8 +172,9 @@ def pipelined_time(m: int, n: int, k: int, batch: int, mb: int, kb: int, chunk: 
     mte2 = read_bytes / path.bytes_per_cycle + (trips + resident) * path.latency
     blocks = m * n * k * batch // frac ** 3
     cube = target.cube_cycles(blocks)
-    pieces = default_pieces(kb, drain.epilogue)
-    rows, sub = piece_grid(mb, kb, pieces, chunk, chunk, target)
+    pieces = pieces or default_pieces(kb, drain.epilogue)
+    rows, grid_sub = piece_grid(mb, kb, pieces, chunk, chunk, target)
+    sub = sub or grid_sub
     mads = trips * pieces * (chunk // (sub or 1))
     # L1 -> L0: each piece loads its rows of A and its columns of B per
     # sub-step, so A goes to L0A once per column of pieces, B to L0B once
