@@ -9,7 +9,7 @@ instructions hold the pipe, waits excluded): a phase far longer than its
 busiest pipe is latency or pipelining, one close to its MTE2 is the bytes
 each core moves (docs/multicore.md, "BERT seq 512 on 32 cores").
 
-    .venv/bin/python bench/chip_phases.py [--seq 512] [--cores 32] [--pipeline-options 'prefetch=false']
+    .venv/bin/python bench/chip_phases.py [--seq 512] [--cores 32] [--layers 2] [--pipeline-options 'prefetch=false']
 
 Another grid for an op: `--pipeline-options 'split-cores-grids=512x3072x768:16x2'`
 (npu-split-cores' `grids`: a matmul's M x N x K and its column x row parts).
@@ -28,6 +28,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seq", type=int, default=512)
     p.add_argument("--cores", type=int, default=32)
+    p.add_argument("--layers", type=int, default=1, help="encoder layers (the 12-layer model's "
+                   "later layers start at the previous one's ln2)")
     p.add_argument("--pipeline-options", default="", help="more npu-lower options, e.g. 'prefetch=false'")
     args = p.parse_args()
 
@@ -41,8 +43,8 @@ def main() -> int:
     from op_timeline import tag_top_level
 
     pipeline = f"npu-lower{{cores={args.cores} {args.pipeline_options}}}"
-    kernel = npu.compile(bert_layer(args.seq, 768, 12, 3072), target="ascend910",
-                         where="bert_layer.onnx", pipeline=pipeline)
+    kernel = npu.compile(bert_layer(args.seq, 768, 12, 3072, layers=args.layers),
+                         target="ascend910", where="bert_layer.onnx", pipeline=pipeline)
     func = functions(kernel.module)[0]
     labels = tag_top_level(func)
     x = np.random.default_rng(1).standard_normal((1, args.seq, 768)).astype(np.float32)

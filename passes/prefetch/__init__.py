@@ -80,7 +80,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from npu.ir import arg_attrs, defining_op, functions, view_root
+from npu.ir import arg_attrs, block_dim, defining_op, functions, view_root
 from npu.passes.base import Option, Pass
 from npu.passes.buffer_lifetimes import BufferCollector, collector_for
 from npu.analysis.pipe_work import trip_count
@@ -136,7 +136,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
         # the collector's own list is), and each op's facts worked out once.
         tops = [o.operation for o in block.operations]
         self.constants = constants
-        self.facts = FactsCache(self.target)
+        self.facts = FactsCache(self.target, landing=block_dim(func) > 1)
         loops = self._matmul_loops(tops)
         collector = collector_for(self.collectors, func)
         if collector is None:
