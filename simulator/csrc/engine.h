@@ -127,6 +127,9 @@ int bind_init(void);
 PyObject *bind_static(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *bind_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
+/* numbering.c: InstrTable.numbers_of compiled (a module function). */
+PyObject *number_entries(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
 /* runner.c: the `Runner` type (one operand set's generic path). */
 int runner_register(PyObject *m);
 

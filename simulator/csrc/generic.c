@@ -124,6 +124,19 @@ static int clean(PyObject *mem, PyObject *plan, PyObject *token, PyObject *initi
 static inline int greater(PyObject *a, PyObject *b)
 {
     if (PyLong_CheckExact(a) && PyLong_CheckExact(b)) {
+        if (a == b)
+            return 0;
+#if PY_VERSION_HEX >= 0x030C0000
+        if (PyUnstable_Long_IsCompact((PyLongObject *)a) &&
+            PyUnstable_Long_IsCompact((PyLongObject *)b))
+            return PyUnstable_Long_CompactValue((PyLongObject *)a) >
+                PyUnstable_Long_CompactValue((PyLongObject *)b);
+#else
+        Py_ssize_t sa = Py_SIZE(a), sb = Py_SIZE(b); /* one digit or none: the value at hand */
+        if (sa >= -1 && sa <= 1 && sb >= -1 && sb <= 1)
+            return (long long)sa * ((PyLongObject *)a)->ob_digit[0] >
+                (long long)sb * ((PyLongObject *)b)->ob_digit[0];
+#endif
         int oa = 0, ob = 0;
         long long x = PyLong_AsLongLongAndOverflow(a, &oa);
         long long y = PyLong_AsLongLongAndOverflow(b, &ob);
