@@ -27,6 +27,8 @@ typedef struct {
     char *buf;
     Py_ssize_t len, itemsize;
     char format, writable;
+    char ranged;        /* min and max of an int64 array's items known */
+    int64_t min, max;
 } Buf;
 
 #define TABLE_BITS 16
@@ -65,6 +67,7 @@ static const Buf *buffer(PyObject *obj)
     b->itemsize = view.itemsize;
     b->format = view.format && view.format[0] && !view.format[1] ? view.format[0] : 0;
     b->writable = (char)writable;
+    b->ranged = 0;
     b->obj = Py_NewRef(obj);
     used++;
     PyBuffer_Release(&view);
@@ -84,13 +87,30 @@ int plan_open(PyObject *plan, Py_ssize_t size, Plan *P)
         P->hi = stop;
         return 0;
     }
-    const int64_t *ix;
-    Py_ssize_t n;
-    if (int64_array(plan, &ix, &n))
+    /* An index array: its range is worked out once (a plan is a pattern's
+     * granules, never written once made; every check of every use looped
+     * over them). */
+    Buf *b = (Buf *)buffer(plan);
+    if (!b) {
+        PyErr_Clear();
         return 1;
-    for (Py_ssize_t k = 0; k < n; k++)
-        if (ix[k] < 0 || ix[k] >= size)
-            return 1;
+    }
+    if (b->itemsize != 8 || (b->format != 'l' && b->format != 'q'))
+        return 1;
+    const int64_t *ix = (const int64_t *)b->buf;
+    Py_ssize_t n = b->len / 8;
+    if (!b->ranged) {
+        int64_t lo = INT64_MAX, hi = INT64_MIN;
+        for (Py_ssize_t k = 0; k < n; k++) {
+            lo = ix[k] < lo ? ix[k] : lo;
+            hi = ix[k] > hi ? ix[k] : hi;
+        }
+        b->min = lo;
+        b->max = hi;
+        b->ranged = 1;
+    }
+    if (n && (b->min < 0 || b->max >= size))
+        return 1;
     P->ix = ix;
     P->n = n;
     P->held = 1;
