@@ -96,6 +96,81 @@ static int add_item(PyObject *dict, PyObject *key, long long delta)
     return r;
 }
 
+/* What a transfer reads of its instruction and of that operand's pattern,
+ * read once per instruction (an instruction's and a pattern's facts do not
+ * change once built: `trace_codes` reads them once per launch too); the
+ * attribute look-ups by name were half of this function's time. A table
+ * indexed by the instruction's address, each slot holding its instruction
+ * (so no other object takes that address while it is there). */
+typedef struct {
+    PyObject *instr, *pat; /* owned; instr NULL: empty */
+    long long k, esize, nbytes, n_bursts, rate, lo, hi, n, burst, stride;
+    char esize_ok, nums_ok; /* esizes[k] and the three numbers are int64s */
+    char shape;             /* 0: dense (lohi: lo and hi read), 1: bursts (their items read), 2: neither */
+    char lohi, items_ok;
+} Facts;
+
+#define FACTS_BITS 10
+static Facts facts_table[1 << FACTS_BITS];
+
+/* The facts of `instr`, or NULL with an exception (`gm_operand` not an int:
+ * not a GM transfer). What cannot be read of them leaves a fact unset, and
+ * the transfer then goes to MemorySystem.transfer, which reads them itself. */
+static const Facts *facts_of(PyObject *instr)
+{
+    size_t h = (size_t)(((uintptr_t)instr >> 4) * 0x9E3779B97F4A7C15ull >> (64 - FACTS_BITS));
+    Facts *f = &facts_table[h];
+    if (f->instr == instr)
+        return f;
+    Facts F = {0};
+    int r;
+    if ((r = attr_ll(instr, s_gm_operand, &F.k)) <= 0)
+        return r < 0 ? NULL : (Facts *)PyErr_Format(PyExc_TypeError, "not a GM transfer");
+    PyObject *esizes = PyObject_GetAttr(instr, s_esizes);
+    if (!esizes)
+        return NULL;
+    F.esize_ok = PyTuple_Check(esizes) && F.k >= 0 && F.k < PyTuple_GET_SIZE(esizes) &&
+                 item_ll(esizes, F.k, &F.esize);
+    Py_DECREF(esizes);
+    if (!(F.pat = PyObject_GetAttr(instr, F.k == 0 ? s_src_pat : s_dst_pat)))
+        return NULL;
+    PyObject *nums[3] = {s_nbytes, s_n_bursts, s_rate};
+    long long *outs[3] = {&F.nbytes, &F.n_bursts, &F.rate};
+    F.nums_ok = 1;
+    for (int j = 0; F.nums_ok && j < 3; j++)
+        if ((r = attr_ll(instr, nums[j], outs[j])) <= 0) {
+            PyErr_Clear(); /* the Python transfer reads it (and raises) */
+            F.nums_ok = 0;
+        }
+    F.shape = 2;
+    PyObject *idx = PyObject_GetAttr(F.pat, s_explicit_idx);
+    PyObject *bursts = idx ? PyObject_GetAttr(F.pat, s_bursts) : NULL;
+    if (idx && bursts && idx == Py_None && bursts == Py_None) {
+        F.shape = 0;
+        if ((r = attr_ll(F.pat, s_lo, &F.lo)) > 0)
+            r = attr_ll(F.pat, s_hi, &F.hi);
+        F.lohi = r > 0;
+        if (r < 0)
+            F.shape = 2;
+    } else if (bursts && bursts != Py_None && PyTuple_Check(bursts) &&
+               PyTuple_GET_SIZE(bursts) == 3) {
+        F.shape = 1;
+        F.items_ok = item_ll(bursts, 0, &F.n) && item_ll(bursts, 1, &F.burst) &&
+                     item_ll(bursts, 2, &F.stride);
+    }
+    Py_XDECREF(idx);
+    Py_XDECREF(bursts);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        F.shape = 2;
+    }
+    Py_XDECREF(f->instr);
+    Py_XDECREF(f->pat);
+    *f = F;
+    f->instr = Py_NewRef(instr);
+    return f;
+}
+
 /* gm_transfer(memsys, bin, t0, instr, views) -> cycles: `compiled.gm_timer`'s
  * gm (`bin`: memory_system.BIN, the calendar's cycles per bin). */
 PyObject *gm_transfer(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -112,17 +187,16 @@ PyObject *gm_transfer(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     long long k, t0 = 0, nbytes = 0, n_bursts = 0, rate = 0, esize = 0, base = 0, off = 0, line = 0,
               burst_cycles = 0;
     int r;
-    if ((r = attr_ll(instr, s_gm_operand, &k)) <= 0)
-        return r < 0 ? NULL : PyErr_Format(PyExc_TypeError, "not a GM transfer");
+    const Facts *F = facts_of(instr);
+    if (!F)
+        return NULL;
+    k = F->k;
     if (k < 0 || k >= PyTuple_GET_SIZE(views) || !PyTuple_Check(PyTuple_GET_ITEM(views, k)) ||
         PyTuple_GET_SIZE(PyTuple_GET_ITEM(views, k)) < 2)
         return PyErr_Format(PyExc_TypeError, "a GM operand view");
     PyObject *view = PyTuple_GET_ITEM(views, k), *region = PyTuple_GET_ITEM(view, 0);
-    PyObject *esizes = PyObject_GetAttr(instr, s_esizes);
-    if (!esizes)
-        return NULL;
-    int fits = PyTuple_Check(esizes) && k < PyTuple_GET_SIZE(esizes) && item_ll(esizes, k, &esize);
-    Py_DECREF(esizes);
+    int fits = F->esize_ok;
+    esize = F->esize;
     PyObject *base_obj = PyObject_GetAttr(region, s_base);
     if (!base_obj)
         return NULL;
@@ -136,16 +210,13 @@ PyObject *gm_transfer(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     long long addr = 0;
     fits = fits && !__builtin_mul_overflow(off, esize, &addr) &&
            !__builtin_add_overflow(addr, base, &addr);
-    if (!(mem = PyObject_GetAttr(region, s_mem)) ||
-        !(pat = PyObject_GetAttr(instr, k == 0 ? s_src_pat : s_dst_pat)))
+    if (!(mem = PyObject_GetAttr(region, s_mem)))
         goto done;
-    PyObject *nums[3] = {s_nbytes, s_n_bursts, s_rate};
-    long long *outs[3] = {&nbytes, &n_bursts, &rate};
-    for (int j = 0; fits && j < 3; j++)
-        if ((r = attr_ll(instr, nums[j], outs[j])) < 0)
-            goto done;
-        else
-            fits = r;
+    pat = Py_NewRef(F->pat);
+    fits = fits && F->nums_ok;
+    nbytes = F->nbytes;
+    n_bursts = F->n_bursts;
+    rate = F->rate;
     if (fits && !PyLong_CheckExact(t0_obj))
         fits = 0;
     if (fits) {
@@ -181,25 +252,20 @@ PyObject *gm_transfer(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         Py_DECREF(touch);
         if (!last && (PyErr_Occurred() || !(last = PyObject_CallMethodOneArg(ms, s_last, mem))))
             goto done;
-        PyObject *idx = PyObject_GetAttr(pat, s_explicit_idx), *bursts = NULL;
-        if (!idx || !(bursts = PyObject_GetAttr(pat, s_bursts))) {
-            Py_XDECREF(idx);
-            goto done;
-        }
         shift = addr % line;
         first = (addr - shift) / line;
-        if (idx == Py_None && bursts == Py_None) {
-            long long lo, hi;
-            if ((r = attr_ll(pat, s_lo, &lo)) > 0)
-                r = attr_ll(pat, s_hi, &hi);
-            if (r > 0 && lo > -(1LL << 52) && hi < (1LL << 52)) {
+        if (F->shape == 0) {
+            long long lo = F->lo, hi = F->hi;
+            if (F->lohi && lo > -(1LL << 52) && hi < (1LL << 52)) {
                 a = first + ll_floordiv(lo + shift, line);
                 b = first + ll_floordiv(hi - 1 + shift, line) + 1;
             }
-            fits = r > 0 && a >= 0;
-        } else if (bursts != Py_None && PyTuple_Check(bursts) && PyTuple_GET_SIZE(bursts) == 3) {
-            fits = item_ll(bursts, 0, &n) && item_ll(bursts, 1, &burst) &&
-                   item_ll(bursts, 2, &stride) && n > 0 && n < (1LL << 32) && burst > 0 &&
+            fits = F->lohi && a >= 0;
+        } else if (F->shape == 1) {
+            n = F->n;
+            burst = F->burst;
+            stride = F->stride;
+            fits = F->items_ok && n > 0 && n < (1LL << 32) && burst > 0 &&
                    stride >= burst && stride < (1LL << 32);
             /* Line-aligned bursts: n runs of `per` lines every `step`; others
              * each line once in address order (Python's sorted_unique of
@@ -213,10 +279,6 @@ PyObject *gm_transfer(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         } else {
             fits = 0; /* lines one by one: Python's */
         }
-        Py_DECREF(idx);
-        Py_DECREF(bursts);
-        if (PyErr_Occurred())
-            goto done;
     }
     Py_buffer lv;
     double *ls = NULL;
