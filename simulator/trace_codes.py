@@ -14,14 +14,15 @@ loops), and a core's facts are numpy gathers by its entries' numbers.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
-from itertools import chain, count, islice
+from itertools import chain, islice
 from operator import attrgetter, itemgetter
 from typing import Callable
 
 import numpy as np
 
+from npu.simulator import compiled
 from npu.simulator.errors import FLAG, SimulationError
 from npu.simulator.hazards import PIPE_NAMES
 from npu.simulator.instruction import NUMBERS, OP, SET, TEXTS, WAIT, facts_of
@@ -32,6 +33,15 @@ ENGINE_INFO = ("kind", "occupancy", "latency", "gm", "key", "barrier_all", "chip
 COLUMNS = NUMBERS + ("latency", "gm", "key", "barrier_all", "chip")
 
 
+class _Numbering(dict):
+    """Instr -> number: a missing instruction gets the next number (the
+    dict's length, which the compiled `number_entries` gives it too)."""
+
+    def __missing__(self, instr) -> int:
+        n = self[instr] = len(self)
+        return n
+
+
 class InstrTable:
     """Every distinct instruction of a launch, numbered in order of first
     dispatch (core by core, each in trace order), with its facts: `COLUMNS`
@@ -40,7 +50,7 @@ class InstrTable:
     columns that the reports compute once for every core."""
 
     def __init__(self) -> None:
-        self.ids: defaultdict = defaultdict(count().__next__)  # Instr -> number
+        self.ids: _Numbering = _Numbering()  # Instr -> number
         self.instrs: list = []
         self.numbers = np.zeros((0, len(COLUMNS)), np.int64)
         self.texts: dict[str, list] = {name: [] for name in TEXTS}
@@ -54,9 +64,14 @@ class InstrTable:
     def numbers_of(self, trace: list) -> np.ndarray:
         """Each entry's instruction number (new instructions join the table)."""
         before = len(self.ids)
-        # `defaultdict.__getitem__` numbers a new instruction as it is met.
-        nums = np.fromiter(map(self.ids.__getitem__, map(itemgetter(0), trace)), np.int64,
-                           len(trace))
+        cengine = compiled.engine()
+        if cengine is not None and hasattr(cengine, "number_entries"):
+            nums = np.empty(len(trace), np.int64)
+            cengine.number_entries(trace, self.ids, nums)  # the loop below, in C
+        else:
+            # `_Numbering.__getitem__` numbers a new instruction as it is met.
+            nums = np.fromiter(map(self.ids.__getitem__, map(itemgetter(0), trace)), np.int64,
+                               len(trace))
         if len(self.ids) > before:
             self._add(list(islice(self.ids, before, None)))
         return nums

@@ -113,6 +113,22 @@ long long bus_loop(double *room, Py_ssize_t size, double *t_io, double *left_io,
 /* gmxfer.c: one GM transfer's cycles, MemorySystem.transfer compiled (a module function). */
 int gmxfer_init(void);
 PyObject *gm_transfer(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* An int attribute / tuple item as a long long: 1, 0 (absent, not an exact
+ * int, too large: the caller falls back), -1 with an exception. */
+int attr_ll(PyObject *o, PyObject *name, long long *out);
+int item_ll(PyObject *tuple, Py_ssize_t k, long long *out);
+
+/* gmfacts.c: what a GM transfer reads of its instruction, once per instruction. */
+typedef struct {
+    PyObject *instr, *pat; /* owned; instr NULL: empty */
+    long long k, esize, nbytes, n_bursts, rate, lo, hi, n, burst, stride;
+    char esize_ok, nums_ok; /* esizes[k] and the three numbers are int64s */
+    char shape;             /* 0: dense (lohi: lo and hi read), 1: bursts (their items read), 2: neither */
+    char lohi, items_ok;
+} Facts;
+int gmfacts_init(void);
+/* The facts of `instr`, or NULL with an exception (not a GM transfer). */
+const Facts *facts_of(PyObject *instr);
 
 /* generic.c: Machine.execute_generic's checks (a module function). */
 int generic_init(void);
@@ -126,6 +142,9 @@ int generic_run(PyObject *state, PyObject *instr, PyObject *pipe, PyObject *read
 int bind_init(void);
 PyObject *bind_static(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *bind_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
+/* numbering.c: InstrTable.numbers_of compiled (a module function). */
+PyObject *number_entries(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* runner.c: the `Runner` type (one operand set's generic path). */
 int runner_register(PyObject *m);

@@ -12,17 +12,15 @@
 
 #include <math.h>
 
-static PyObject *s_gm_operand, *s_esizes, *s_nbytes, *s_n_bursts, *s_rate, *s_src_pat,
-    *s_dst_pat, *s_base, *s_mem, *s_explicit_idx, *s_bursts, *s_lo, *s_hi, *s_last_touch,
+static PyObject *s_esizes, *s_nbytes, *s_n_bursts, *s_rate, *s_base, *s_mem, *s_last_touch,
     *s_line, *s_window, *s_room, *s_gm_bytes, *s_l2_hit_bytes, *s_bus_bytes, *s_last_cycle,
     *s_target, *s_gm_burst_cycles, *s_transfer, *s_last, *s_grow, *s_read, *s_write;
 
 int gmxfer_init(void)
 {
 #define INTERN(name) if (!(s_##name = PyUnicode_InternFromString(#name))) return -1
-    INTERN(gm_operand); INTERN(esizes); INTERN(nbytes); INTERN(n_bursts); INTERN(rate);
-    INTERN(src_pat); INTERN(dst_pat); INTERN(base); INTERN(mem); INTERN(explicit_idx);
-    INTERN(bursts); INTERN(lo); INTERN(hi); INTERN(line); INTERN(window); INTERN(room);
+    INTERN(esizes); INTERN(nbytes); INTERN(n_bursts); INTERN(rate); INTERN(base); INTERN(mem);
+    INTERN(line); INTERN(window); INTERN(room);
     INTERN(gm_bytes); INTERN(l2_hit_bytes); INTERN(bus_bytes); INTERN(last_cycle);
     INTERN(read); INTERN(write); INTERN(target); INTERN(gm_burst_cycles);
 #undef INTERN
@@ -30,12 +28,12 @@ int gmxfer_init(void)
     s_transfer = PyUnicode_InternFromString("transfer");
     s_last = PyUnicode_InternFromString("_last");
     s_grow = PyUnicode_InternFromString("_grow");
-    return s_last_touch && s_transfer && s_last && s_grow ? 0 : -1;
+    return s_last_touch && s_transfer && s_last && s_grow ? gmfacts_init() : -1;
 }
 
 /* An int attribute as a long long: 1, 0 (absent, not an exact int, or too
  * large: the caller falls back), -1 with an exception. */
-static int attr_ll(PyObject *o, PyObject *name, long long *out)
+int attr_ll(PyObject *o, PyObject *name, long long *out)
 {
     PyObject *v = PyObject_GetAttr(o, name);
     if (!v)
@@ -50,7 +48,7 @@ static int attr_ll(PyObject *o, PyObject *name, long long *out)
     return ok;
 }
 
-static int item_ll(PyObject *tuple, Py_ssize_t k, long long *out)
+int item_ll(PyObject *tuple, Py_ssize_t k, long long *out)
 {
     PyObject *v = PyTuple_GET_ITEM(tuple, k);
     if (!PyLong_CheckExact(v))
@@ -112,17 +110,16 @@ PyObject *gm_transfer(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     long long k, t0 = 0, nbytes = 0, n_bursts = 0, rate = 0, esize = 0, base = 0, off = 0, line = 0,
               burst_cycles = 0;
     int r;
-    if ((r = attr_ll(instr, s_gm_operand, &k)) <= 0)
-        return r < 0 ? NULL : PyErr_Format(PyExc_TypeError, "not a GM transfer");
+    const Facts *F = facts_of(instr);
+    if (!F)
+        return NULL;
+    k = F->k;
     if (k < 0 || k >= PyTuple_GET_SIZE(views) || !PyTuple_Check(PyTuple_GET_ITEM(views, k)) ||
         PyTuple_GET_SIZE(PyTuple_GET_ITEM(views, k)) < 2)
         return PyErr_Format(PyExc_TypeError, "a GM operand view");
     PyObject *view = PyTuple_GET_ITEM(views, k), *region = PyTuple_GET_ITEM(view, 0);
-    PyObject *esizes = PyObject_GetAttr(instr, s_esizes);
-    if (!esizes)
-        return NULL;
-    int fits = PyTuple_Check(esizes) && k < PyTuple_GET_SIZE(esizes) && item_ll(esizes, k, &esize);
-    Py_DECREF(esizes);
+    int fits = F->esize_ok;
+    esize = F->esize;
     PyObject *base_obj = PyObject_GetAttr(region, s_base);
     if (!base_obj)
         return NULL;
@@ -136,16 +133,13 @@ PyObject *gm_transfer(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     long long addr = 0;
     fits = fits && !__builtin_mul_overflow(off, esize, &addr) &&
            !__builtin_add_overflow(addr, base, &addr);
-    if (!(mem = PyObject_GetAttr(region, s_mem)) ||
-        !(pat = PyObject_GetAttr(instr, k == 0 ? s_src_pat : s_dst_pat)))
+    if (!(mem = PyObject_GetAttr(region, s_mem)))
         goto done;
-    PyObject *nums[3] = {s_nbytes, s_n_bursts, s_rate};
-    long long *outs[3] = {&nbytes, &n_bursts, &rate};
-    for (int j = 0; fits && j < 3; j++)
-        if ((r = attr_ll(instr, nums[j], outs[j])) < 0)
-            goto done;
-        else
-            fits = r;
+    pat = Py_NewRef(F->pat);
+    fits = fits && F->nums_ok;
+    nbytes = F->nbytes;
+    n_bursts = F->n_bursts;
+    rate = F->rate;
     if (fits && !PyLong_CheckExact(t0_obj))
         fits = 0;
     if (fits) {
@@ -181,25 +175,20 @@ PyObject *gm_transfer(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         Py_DECREF(touch);
         if (!last && (PyErr_Occurred() || !(last = PyObject_CallMethodOneArg(ms, s_last, mem))))
             goto done;
-        PyObject *idx = PyObject_GetAttr(pat, s_explicit_idx), *bursts = NULL;
-        if (!idx || !(bursts = PyObject_GetAttr(pat, s_bursts))) {
-            Py_XDECREF(idx);
-            goto done;
-        }
         shift = addr % line;
         first = (addr - shift) / line;
-        if (idx == Py_None && bursts == Py_None) {
-            long long lo, hi;
-            if ((r = attr_ll(pat, s_lo, &lo)) > 0)
-                r = attr_ll(pat, s_hi, &hi);
-            if (r > 0 && lo > -(1LL << 52) && hi < (1LL << 52)) {
+        if (F->shape == 0) {
+            long long lo = F->lo, hi = F->hi;
+            if (F->lohi && lo > -(1LL << 52) && hi < (1LL << 52)) {
                 a = first + ll_floordiv(lo + shift, line);
                 b = first + ll_floordiv(hi - 1 + shift, line) + 1;
             }
-            fits = r > 0 && a >= 0;
-        } else if (bursts != Py_None && PyTuple_Check(bursts) && PyTuple_GET_SIZE(bursts) == 3) {
-            fits = item_ll(bursts, 0, &n) && item_ll(bursts, 1, &burst) &&
-                   item_ll(bursts, 2, &stride) && n > 0 && n < (1LL << 32) && burst > 0 &&
+            fits = F->lohi && a >= 0;
+        } else if (F->shape == 1) {
+            n = F->n;
+            burst = F->burst;
+            stride = F->stride;
+            fits = F->items_ok && n > 0 && n < (1LL << 32) && burst > 0 &&
                    stride >= burst && stride < (1LL << 32);
             /* Line-aligned bursts: n runs of `per` lines every `step`; others
              * each line once in address order (Python's sorted_unique of
@@ -213,10 +202,6 @@ PyObject *gm_transfer(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         } else {
             fits = 0; /* lines one by one: Python's */
         }
-        Py_DECREF(idx);
-        Py_DECREF(bursts);
-        if (PyErr_Occurred())
-            goto done;
     }
     Py_buffer lv;
     double *ls = NULL;

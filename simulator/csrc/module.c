@@ -213,6 +213,9 @@ static PyMethodDef module_functions[] = {
     {"gm_transfer", (PyCFunction)(void (*)(void))gm_transfer, METH_FASTCALL,
      "gm_transfer(memsys, bin, t0, instr, views) -> cycles: one GM transfer's "
      "(compiled.gm_timer; MemorySystem.transfer, which it calls for what it does not take)"},
+    {"number_entries", (PyCFunction)(void (*)(void))number_entries, METH_FASTCALL,
+     "number_entries(trace, ids, out): each entry's instruction number into `out` (int64), a "
+     "new instruction numbered len(ids) as it is met (trace_codes.InstrTable.numbers_of)"},
     {"generic", (PyCFunction)(void (*)(void))generic, METH_FASTCALL,
      "generic(state, instr, pipe, reads, writes, stamp, n, clock, clock_list) -> carry: "
      "Machine.execute_generic's checks (machine.py)"},
