@@ -46,6 +46,7 @@ class HeldChunk:
     b: object  # its L0B half, weights per piece
     kp0: int
     kcj: int
+    accumulate: bool  # onto the accumulators' earlier sums (not the first K rows)
 
 
 class FinalDrain:
@@ -93,13 +94,12 @@ class FinalDrain:
             out += [(b, e - b, c, b - t0) for b, e in zip(starts, starts[1:])]
         return out
 
-    def final_chunk(self, a, b, tiles, l0c, kp0: int, kcj: int, m1: int, n: int, s0: int,
-                    ho0, rows: int) -> None:
+    def final_chunk(self, last: HeldChunk, tiles, l0c, m1: int, n: int, s0: int, ho0,
+                    rows: int) -> None:
         """The held chunk's and this one's mads piece by piece, each piece
         drained and stored right after its mads."""
         f = self.frac
-        chunks = ([self.final_held] if self.final_held is not None else []) + \
-            [HeldChunk(a, b, kp0, kcj)]
+        chunks = ([self.final_held] if self.final_held is not None else []) + [last]
         self.final_held = None
         pieces = self.pieces_of(tiles, l0c)
         slots = list(l0c)
@@ -110,7 +110,7 @@ class FinalDrain:
                 nir.create_op("cce.mad", [nir.subview(h.a, [0], [m1 * h.kcj * f]),
                                           nir.subview(h.b, [h.kcj * p0 * f], [h.kcj * nu * f]),
                                           acc],
-                              m=m1 * 16, n=h.kcj * f // 16, k=nu * 16, accumulate=h.kp0 > 0)
+                              m=m1 * 16, n=h.kcj * f // 16, k=nu * 16, accumulate=h.accumulate)
             # each accumulator's pieces in its own slot, where it would drain whole
             slot = self.ub[(self.drains + slots.index(c)) % len(self.ub)]
             ub = nir.subview(slot, [u0 * m1 * FRAC], [nu * m1 * FRAC])

@@ -293,10 +293,11 @@ class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDrain):
                     # the conv's last two chunks piece by piece (`final_drain`)
                     self.final_loads(b, w_l1, pitch, col, tiles, kp0, kcj)
                     self.fill_patterns()
+                    chunk_ops = HeldChunk(a, b, kp0, kcj, kp0 > 0 or shared)
                     if kp0 + kcj < k_end:
-                        self.final_held = HeldChunk(a, b, kp0, kcj)
+                        self.final_held = chunk_ops
                     else:
-                        self.final_chunk(a, b, tiles, l0c, kp0, kcj, m1, n, s0, ho0, band.rows)
+                        self.final_chunk(chunk_ops, tiles, l0c, m1, n, s0, ho0, band.rows)
                     continue
                 for t0, n1 in tiles:
                     self.load_weights(w_l1, b, pitch, col + t0, kp0, kcj, n1, kcj * t0)

@@ -58,3 +58,4 @@ def test_one_block_drains_after_the_last_mad():
     # the last super tile's 8 blocks drain in pieces between its mads
     tail = body[-12:]
     assert sum(op.name == "cce.copy_l0c_to_ub" for op in tail) >= 4, [op.name for op in tail]
+
