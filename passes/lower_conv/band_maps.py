@@ -58,6 +58,28 @@ class BandMaps:
         rows = band.rows * self.ext_h if s.row_skip else band.in_rows
         return self.map_in_blocks_pays(rows * self.g.w * 32, -(-band.rows * s.wo // 16))
 
+    def map_runs(self) -> list[int]:
+        """K1 rows at which a deferred band's runs of map blocks end
+        (`ConvWeights.ahead`): as the weight pieces go, except for a 1x1
+        conv's band with no weight pieces left to go (all resident). There
+        each block is one K row read by one chunk only, and two runs do: the
+        first half of the band's chunks' blocks, then the rest. Each run's
+        flag holds MTE2 for a GM latency, and the second still lands before
+        the band's second half needs it (1x1/2 256->512 56, the second
+        band's 16 blocks: in runs of 4, 4 and 8 its third chunk waited 660
+        cycles for the last run; in runs of 8 and 8, none: 32,805 -> 32,671
+        cycles). Not where a block feeds Kh*Kw K rows: 3x3/2 128->128 56
+        (8 blocks of 9 rows) took 35,470 cycles in halves, 35,065 in the
+        pieces' runs."""
+        ends = [k0 + rows for k0, rows in self.pieces_of_rows()]
+        s = self.s
+        if s.kh * s.kw > 1 or any(load.end is not None for load in self.loads):
+            return ends
+        kc = min(self.t.kc, s.k1)
+        chunks = -(-s.k1 // kc)
+        half = max(ends[0], (chunks + 1) // 2 * kc)
+        return [half, s.k1] if half < s.k1 else [s.k1]
+
     def issue_map(self, n: int, band: Band, ho0: Index, fm: ir.Value) -> None:
         """The band's whole map, during the band before it (`StraightBands.flush`)."""
         r0 = self.first_row(ho0, band)

@@ -21,6 +21,7 @@ from npu.passes.lower_conv.band_maps import Band, BandMaps
 from npu.passes.lower_conv.channel_pattern import Later
 from npu.passes.lower_conv.drain import ConvDrain
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue
+from npu.passes.lower_conv.final_drain import FinalDrain, HeldChunk
 from npu.passes.lower_conv.image_map import ImageMap, image_maps, reads_image
 from npu.passes.lower_conv.int8_map import Int8Map
 from npu.passes.lower_conv.stem_fold import StemFold
@@ -34,7 +35,7 @@ UB_SLOTS = 6
 DEFER_BANDS = 2
 
 
-class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs):
+class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDrain):
     def __init__(self, target: Target, g: ConvGeometry, s: ConvShape, t: ConvTiling,
                  x5: ir.Value, wz: ir.Value, bias: ir.Value | None, out5: ir.Value,
                  epilogue: ConvEpilogue | None = None, ub_bytes: int | None = None,
@@ -226,7 +227,7 @@ class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs):
         self.split_map = self.defer_map(band) and not map_ready
         self.deferred -= 1
         if self.split_map:
-            self.map_ends = [k0 + rows for k0, rows in self.pieces_of_rows()]
+            self.map_ends = self.map_runs()
         for block in blocks:
             self.queue(block) if self.split_map else block.copy()
         self.first_piece()
@@ -287,13 +288,23 @@ class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs):
                 else:
                     for tt in range(kcj):
                         self.img2col(fm, a, band, kp0 + tt, tt, kcj, m1)
-                for t0, n1 in tiles:
-                    self.load_weights(w_l1, b, pitch, col + t0, kp0, kcj, n1, kcj * t0)
                 # The last chunk's halves drain right after their own mads
                 # (between them in program order: one flag after both held
                 # the first half's drain for the second's mads)
                 early = (kp0 + kcj >= k_end and not defer and len(tiles) > 1 and self.image is None
                          and self.epilogue is None and not self.loads)
+                if self.final_pieces(n, ho0, band, s0, kp0, kcj, k_end, kc, tiles, defer):
+                    # the conv's last two chunks piece by piece (`final_drain`)
+                    self.final_loads(b, w_l1, pitch, col, tiles, kp0, kcj)
+                    self.fill_patterns()
+                    chunk_ops = HeldChunk(a, b, kp0, kcj, kp0 > 0 or shared)
+                    if kp0 + kcj < k_end:
+                        self.final_held = chunk_ops
+                    else:
+                        self.final_chunk(chunk_ops, tiles, l0c, m1, n, s0, ho0, band.rows)
+                    continue
+                for t0, n1 in tiles:
+                    self.load_weights(w_l1, b, pitch, col + t0, kp0, kcj, n1, kcj * t0)
                 self.fill_patterns()
                 for (t0, n1), c in zip(tiles, l0c):
                     f = self.frac
@@ -319,6 +330,7 @@ class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs):
             self.parity ^= 1
             self.supers += 1
         self.flush_weights()
+        assert self.final_held is None, "a held last-but-one chunk without its last chunk"
         self.chunk = chunk
         self.split_map = self.last_chunk = False
 
