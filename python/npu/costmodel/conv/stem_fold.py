@@ -16,8 +16,10 @@ never fall in the padding (its pad would zero all four rows' slots), and
 the image width must be whole 32-byte blocks (the rows above are read at
 a block offset).
 
-Only without an epilogue group on the drain (`folded_stem`): the fold's
-staging takes UB the epilogue's tiles need.
+Only without an epilogue group on the drain, or with only a ReLU that the
+drain applies on its way out of L0C (`drain_relu`: a model's stem, Conv
+then Relu; `folded_stem`): the fold's staging takes UB an epilogue's tiles
+need.
 
 Slot 3 (channel 3 of a 3-channel image), folded or not, is a free input:
 staged as ones, a weight there adds the bias in the cube, for free, where
