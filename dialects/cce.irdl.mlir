@@ -71,7 +71,8 @@ irdl.dialect @cce {
 
   // l0c -> ub on pipe V: n_burst bursts of burst_len blocks, gaps in blocks;
   // optional `convert = "f32_to_f16"` (checked by npu.dialects.cce): f32 in
-  // l0c to f16 in ub, rounded to nearest even (burst_len, src_gap: source blocks)
+  // l0c to f16 in ub, rounded to nearest even (burst_len, src_gap: source blocks);
+  // "f32_to_f16_relu": the same of max(x, 0)
   irdl.operation @copy_l0c_to_ub {
     %src = irdl.base "!builtin.memref"
     %dst = irdl.base "!builtin.memref"

@@ -14,7 +14,8 @@ from typing import Mapping
 from mlir import ir
 
 from npu.dialects.cce_img2col import IMG2COL, img2col_specs
-from npu.dialects.hivm import CONFIG_LAYOUTS, L0C_CONVERSIONS, check_mad_dims, check_offsets_count
+from npu.dialects.hivm import (CONFIG_LAYOUTS, L0C_CONVERSIONS, L0C_HALVING, check_mad_dims,
+                               check_offsets_count)
 from npu.dialects.opspec import (
     ARITH_TYPES, BOOL, CAST_PAIRS, CMP_PREDICATES, ELEMENT_TYPES, F64, FLOAT_TYPES, I64, I64_ARRAY, LANES,
     LAST_EVENT, MAX_REPEAT, STR, Bound, OpSpec, Operand, Range, check_sync_pipes,
@@ -155,7 +156,7 @@ def _check_l0c_convert(op: ir.Operation, target: Target) -> None:
     if mode not in L0C_CONVERSIONS:
         raise RuleError(f"unknown conversion '{mode}' (one of {', '.join(L0C_CONVERSIONS)})")
     src, dst = (memref_element(t) for t in memref_types(op))
-    want = ("f32", "f16") if mode == "f32_to_f16" else (src, src)
+    want = ("f32", "f16") if mode in L0C_HALVING else (src, src)
     if (src, dst) != want:
         raise RuleError(f"convert = \"{mode}\" moves {want[0]} to {want[1]}, got {src} to {dst}")
 

@@ -50,9 +50,15 @@ _COPY = (Field("n_burst", 0, 12), Field("burst_len", 16, 16),
 # What the L0C -> UB move does to the values on the way (the `convert` field:
 # the index here; cce's `convert` attribute names it): "none" moves bytes,
 # "f32_to_f16" rounds each f32 to the nearest f16 (ties to even), writing
-# half the bytes it reads. burst_len and src_gap count 32-byte blocks of the
-# source (f32), dst_gap blocks of the destination.
-L0C_CONVERSIONS = ("none", "f32_to_f16")
+# half the bytes it reads; "f32_to_f16_relu" does the same to max(x, 0) (the
+# move's ReLU: the DaVinci L0C -> UB copy's CRMODE_F32toF16_RELU, which
+# Ascend C's DataCopy with isRelu issues on dav_c100, the Ascend 910: CANN
+# 8.1 ascendc/include/basic_api/impl/dav_c100/kernel_operator_data_copy_impl.h;
+# at the path's rate, an estimate). burst_len and src_gap count 32-byte blocks
+# of the source (f32), dst_gap blocks of the destination.
+L0C_CONVERSIONS = ("none", "f32_to_f16", "f32_to_f16_relu")
+# the conversions that write f16 from f32 (half the bytes they read)
+L0C_HALVING = ("f32_to_f16", "f32_to_f16_relu")
 
 CONFIG_LAYOUTS: Mapping[str, tuple[Field, ...]] = {
     # Copies: counts in 32-byte blocks.

@@ -12,6 +12,7 @@ from functools import partial
 
 import numpy as np
 
+from npu.dialects.hivm import L0C_HALVING
 from npu.simulator import access
 from npu.simulator.errors import ALIGNMENT
 from npu.simulator.instruction import Access, DecodeContext, Instr
@@ -100,7 +101,7 @@ class Copy(_Transfer):
 
     The L0C -> UB move may convert f32 to f16 on the way (`convert`,
     `hivm.L0C_CONVERSIONS`): each f32 rounded to the nearest f16, ties to
-    even (numpy's astype(float16)); it writes half the bytes it reads
+    even (numpy's astype(float16)), after max(x, 0) for "f32_to_f16_relu"; it writes half the bytes it reads
     (destination bursts of burst_len / 2 blocks, dst_gap in destination
     blocks). Its cost counts the bytes read: the path's rate is what the
     source delivers, converted or not."""
@@ -114,7 +115,9 @@ class Copy(_Transfer):
         if n_burst < 1 or burst_len < 1 or src_gap < 0 or dst_gap < 0:
             raise ctx.fail(f"needs n_burst, burst_len >= 1 and gaps >= 0, got n_burst={n_burst} "
                            f"burst_len={burst_len} src_gap={src_gap} dst_gap={dst_gap}")
-        self.convert = path == "l0c_to_ub" and ctx.str("convert", "none") == "f32_to_f16"
+        mode = ctx.str("convert", "none") if path == "l0c_to_ub" else "none"
+        self.convert = mode in L0C_HALVING
+        self.relu = mode == "f32_to_f16_relu"  # max(x, 0) on the way
         if self.convert and burst_len % 2:
             raise ctx.fail(f"converts f32 to f16 in bursts of {burst_len} blocks: a converted "
                            "burst must be a whole number of destination blocks (even burst_len)")
@@ -154,6 +157,8 @@ class Copy(_Transfer):
         values = self.read_src(mems, addrs)
         if self.convert:
             f32 = np.ascontiguousarray(values).reshape(-1).view(np.float32)
+            if self.relu:
+                f32 = np.maximum(f32, np.float32(0))
             values = f32.astype(np.float16).view(np.uint8)
         self.write_dst(mems, addrs, values)
 

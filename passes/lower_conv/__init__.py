@@ -161,6 +161,9 @@ class LowerConv(Pass):
                                          * g.strides[0] - g.pads[0] >= FOLD - 1)
             fold = fold_stem(g, nir.memref_shape(op.operands[0])[1], weights, bias, rows)
             bias = None if fold.bias else bias
+        if epi is not None and epi.relu is not None and (bias is not None or shape.int8):
+            raise PassError("npu-lower-conv: internal: the drain's ReLU needs the bias in the "
+                            "cube (stem_fold.drain_relu)", op)
         if not shape.diagonal and streams_tiles(weights, shape.co1, tiling.n1,
                                                 tiling.weights_resident):
             weights = tile_major_operand(weights, tiling.n1)  # one burst a super tile

@@ -20,6 +20,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.conv import epilogue
+from npu.costmodel.conv.stem_fold import drain_relu
 from npu.kernels.cce_build import copy_bursts, lin
 from npu.kernels.vector_compute import constant_blocks, emit_flat_run
 from npu.passes.lower_conv.channel_pattern import Later, block_view, channel_pattern, rows_of
@@ -46,7 +47,12 @@ class ConvEpilogue:
         if self.cast is not None:
             self.members = self.members[1:]
         self.source = conv.operands[-1] if self.cast is None else self.cast.operands[-1]
-        self.result = (self.members or [self.cast])[-1].operands[-1]
+        # a ReLU the drain applies on its way out of L0C (`stem_fold.drain_relu`)
+        self.relu = drain_relu(conv)
+        if self.relu is not None:
+            self.members = [m for m in self.members if m != self.relu]
+            self.source = self.relu.operands[-1]
+        self.result = (self.members or [self.relu or self.cast])[-1].operands[-1]
         self.work = epilogue.work(self.members, self.source, target) if self.members else \
             epilogue.EpilogueWork(set_bytes=0, vector=0.0, loaded_bytes=0, loads=0, out_bytes=2)
         self.patterns: list[tuple[ir.Value, ir.Value]] = []  # per-channel operand, its pattern
@@ -166,5 +172,6 @@ class ConvEpilogue:
     def finish(self) -> None:
         """After the conv is lowered inside the region: drop the members and
         what only they used, and put the rest where the region is."""
-        nir.dissolve_group(self.region, ([self.cast] if self.cast is not None else []) + self.members)
+        nir.dissolve_group(self.region, [m for m in (self.cast, self.relu) if m is not None]
+                           + self.members)
 

@@ -34,6 +34,7 @@ from npu.analysis.byte_ranges import OFFSET_ATTR, OpAccess, Range, planned_range
 from npu.analysis.index_values import IndexAnalysis
 from npu.analysis.offset_intervals import byte_interval
 from npu.dialects.cce import pipe_of
+from npu.dialects.hivm import L0C_HALVING
 from npu.ir import (bool_attr, defining_op, element_bytes, element_type_name, int_array_attr, int_attr, memory_space,
                     str_attr, walk)
 from npu.target import ON_CHIP_BUFFERS, PATH_PIPES, Target
@@ -437,4 +438,4 @@ def function_accesses(func_op: ir.Operation, target: Target) -> tuple[AccessAnal
 def _converts(op: ir.Operation) -> bool:
     """Is `op` a `copy_l0c_to_ub` that rounds f32 to f16 (half-size bursts out)?"""
     return (op.name.endswith("copy_l0c_to_ub") and "convert" in op.attributes
-            and str_attr(op, "convert") == "f32_to_f16")
+            and str_attr(op, "convert") in L0C_HALVING)

@@ -457,7 +457,7 @@ func.func @l0c_no_convert_types(%c: memref<1024xf32, "l0c">, %u: memref<1024xf16
 // -----
 
 func.func @l0c_unknown_conversion(%c: memref<1024xf32, "l0c">, %u: memref<1024xf16, "ub">) {
-  // expected-error@+1 {{'cce.copy_l0c_to_ub' op unknown conversion 'f32_to_i8' (one of none, f32_to_f16)}}
+  // expected-error@+1 {{'cce.copy_l0c_to_ub' op unknown conversion 'f32_to_i8' (one of none, f32_to_f16, f32_to_f16_relu)}}
   "cce.copy_l0c_to_ub"(%c, %u) {n_burst = 1 : i64, burst_len = 128 : i64, src_gap = 0 : i64, dst_gap = 0 : i64, convert = "f32_to_i8"} : (memref<1024xf32, "l0c">, memref<1024xf16, "ub">) -> ()
   return
 }

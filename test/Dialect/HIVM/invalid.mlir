@@ -282,7 +282,7 @@ func.func @l0c_unknown_conversion() {
   %a = arith.constant 0 : i64
   // n_burst 1, burst_len 16, convert field (bits 12-13) = 3
   %cfg = arith.constant 1060865 : i64
-  // expected-error@+1 {{'hivm.copy_l0c_to_ub' op config field 'convert' = 3 names no conversion (0..1: none, f32_to_f16)}}
+  // expected-error@+1 {{'hivm.copy_l0c_to_ub' op config field 'convert' = 3 names no conversion (0..2: none, f32_to_f16, f32_to_f16_relu)}}
   "hivm.copy_l0c_to_ub"(%a, %a, %cfg) : (i64, i64, i64) -> ()
   return
 }

@@ -35,8 +35,8 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import ir as nir
-from npu.costmodel.conv.epilogue import CONV_EPILOGUE_ATTR
-from npu.dialects.ascend_conv import NC1HWC0_C4, ConvGeometry, geometry, is_int8, layout
+from npu.costmodel.conv.epilogue import CONV_EPILOGUE_ATTR, drain_cast, group_members
+from npu.dialects.ascend_conv import NC1HWC0_C4, ConvGeometry, geometry, has_bias, is_int8, layout
 
 SLOTS, REAL = 16, 4
 FOLD = SLOTS // REAL  # image rows in a pixel's slots
@@ -97,14 +97,53 @@ def stem_with_constants(op: ir.Operation) -> bool:
             and constant_root(op.operands[1]) is not None)
 
 
+def _is_relu(m: ir.Operation) -> bool:
+    """An `ascend.relu`, or the frontend's ReLU: `ascend.maxs` with 0."""
+    if m.name == "ascend.relu":
+        return True
+    return (m.name == "ascend.maxs" and "scalar" in m.attributes
+            and ir.FloatAttr(m.attributes["scalar"]).value == 0.0)
+
+
+def bias_in_cube(op: ir.Operation) -> bool:
+    """Whether npu-lower-conv puts this stem's bias in its weights
+    (`bias_point`, folded or not, and a constant bias)."""
+    if not stem_with_constants(op) or not has_bias(op) or constant_root(op.operands[2]) is None:
+        return False
+    g, channels = geometry(op), nir.memref_shape(op.operands[0])[1]
+    return all(bias_point(g, channels, fold) is not None for fold in (False, True))
+
+
+def drain_relu(op: ir.Operation) -> ir.Operation | None:
+    """The member of the conv's epilogue group that its drain applies on
+    the way out of L0C (the move's ReLU, `hivm.L0C_CONVERSIONS`
+    "f32_to_f16_relu"), or None: the conv is a stem (`stem_with_constants`:
+    the cube's kernel drains it), its group is the drain's rounding cast and
+    one ReLU of its result, and nothing is added to the tile before the
+    ReLU (no bias, or the bias in the cube: `bias_in_cube`). A model's stem
+    (Conv, Relu) then has no vector work on its drain, and folds."""
+    region = nir.enclosing_group(op, CONV_EPILOGUE_ATTR)
+    cast = drain_cast(region, op) if region is not None and stem_with_constants(op) else None
+    if cast is None:
+        return None
+    members = [m for m in group_members(region, op) if m != cast]
+    if len(members) != 1 or not _is_relu(members[0]) or members[0].operands[0] != cast.operands[-1]:
+        return None
+    if nir.memref_element(members[0].operands[-1]) != "f16":
+        return None
+    return members[0] if not has_bias(op) or bias_in_cube(op) else None
+
+
 def folded_stem(op: ir.Operation) -> bool:
     """Whether npu-lower-conv folds the image rows of this conv: a stem
     with constant weights (`stem_with_constants`) and no epilogue group on
-    its drain. The fold's staging holds 3 more image rows a channel in UB,
-    which the epilogue's tiles need: stem 7x7/2 3->64 224 with a ReLU
-    (per-op cycles) 62,516 before, 60,490 with the bias in the cube, 67,241
-    folded; without a group (bench/conv.py) 54,072 before, 51,441 folded."""
-    return (nir.enclosing_group(op, CONV_EPILOGUE_ATTR) is None and stem_with_constants(op)
+    its drain, or only a ReLU its drain applies (`drain_relu`). The fold's
+    staging holds 3 more image rows a channel in UB, which the epilogue's
+    tiles need: stem 7x7/2 3->64 224 with a ReLU on V (per-op cycles)
+    62,516 before, 60,490 with the bias in the cube, 67,241 folded; without
+    a group (bench/conv.py) 54,072 before, 51,441 folded."""
+    return ((nir.enclosing_group(op, CONV_EPILOGUE_ATTR) is None or drain_relu(op) is not None)
+            and stem_with_constants(op)
             and folds_rows(geometry(op), nir.memref_shape(op.operands[0])[1]))
 
 
