@@ -157,3 +157,29 @@ def single_tail(op: ir.Operation) -> bool:
     x = nir.memref_shape(op.operands[0])
     return (layout(op) == NC1HWC0_C4 and g.kh * g.kw % 4 == 1
             and (len(x) == 5 or x[1] < 4))
+
+
+def image_bytes(channels: int, w: int, band_rows: list[int]) -> int:
+    """GM bytes a folded stem's bands read (`image_map`'s staging): each
+    band's input rows of its NCHW f16 image, channel by channel, and the
+    FOLD - 1 rows above them its staging reads again (not the map's 16
+    slots a pixel). Stem 7x7/2 3->64 224 (38 bands of 11 rows): 715 KB;
+    simulated, its conv reads 724 KB of image."""
+    return sum(channels * (rows + FOLD - 1) * w * 2 for rows in band_rows)
+
+
+def edges_hidden(fold: int, vector: float) -> bool:
+    """Whether a conv's bands hide their first chunk's loads: a folded
+    stem (`fold`) with no vector work on its drain (`vector`).
+
+    A folded stem with no vector work on its drain (none, or the move's ReLU:
+    `drain_relu`) keeps the cube busy from band to band: the next band's map
+    is staged ahead (two maps) and its first chunk's img2col (the fold's
+    normal mode) runs while the last mads of the band before do, so only the
+    conv's first chunk is exposed. Simulated, 7x7/2 3->64 224 with its ReLU
+    leaves the cube idle 3.4k of 50.0k cycles over its 38 bands; est. 70,472
+    cycles with each band's first chunk exposed, 59,369 without (and the
+    image's bytes on MTE2, `image_bytes`), simulated 52,490. The bands' edge
+    cost (`tiling.BAND_OVERHEAD`) stays: without it the plain folded stem
+    (bench/conv.py) takes bands of 3 rows, not 4 (51,441 -> 53,780 cycles)."""
+    return bool(fold) and not vector

@@ -25,11 +25,12 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.conv.accumulators import ACC_BLOCKS, FRACTAL_ELEMENTS, accumulators, one_store, single_set
+from npu.costmodel.conv.chunks import tile_cycles as _tile_cycles
 from npu.costmodel.conv.epilogue import EpilogueWork, paired_loads
 from npu.costmodel.conv.first_band import (ahead_pieces, first_tile_left, piece_cap, tapered_end,
                                           tapered_pieces, weight_pieces)
 from npu.costmodel.conv.int8_staging import staging_work
-from npu.costmodel.conv.stem_fold import folded_stem, single_tail
+from npu.costmodel.conv.stem_fold import edges_hidden, folded_stem, image_bytes, single_tail
 from npu.costmodel.conv.streamed import serial_gaps
 from npu.dialects.ascend_conv import NC1HWC0_BD, NC1HWC0_C4, geometry, is_int8, layout
 from npu.target import Target
@@ -103,8 +104,9 @@ class ConvShape:
     # zero past its channels) at the full rate (`tail_rate`).
     single_tail: bool = False
     # K fractals read in the normal mode ahead of the small mode's: a
-    # folded stem's first Kw (`stem_fold`)
+    # folded stem's first Kw (`stem_fold`), and its image's channels
     fold: int = 0
+    image_c: int = 0
     # One core's share of a conv cut over cores (`row_part`): npu-prefetch
     # may take its first weight pieces, which stay as `weight_pieces` makes them.
     core_share: bool = False
@@ -236,33 +238,6 @@ def _l1_band_bytes(s: ConvShape, rows: int) -> int:
     return s.c1 * in_rows * s.w * 32
 
 
-def _tile_cycles(m1: int, n1: int, kc: int, k1: int, t: Target, rate: int,
-                 tail_rate: int | None = None, head: int = 0) -> float:
-    """One (band, Cout super tile): its chunks back to back. A chunk takes the
-    longer of its mads plus the mad latency (the set_flag that frees its
-    L0A/L0B half for MTE1 waits for its last mad to complete, and with one
-    accumulator its mads wait for each other: 3x3 256->256 14's 144 chunks
-    paid 20 cycles each in the simulation) and its MTE1 work (img2col of kc kernel points, kc x n1 weight fractals), the two
-    overlapping through the L0A/L0B halves; the first chunk's loads and
-    latencies are exposed. `tail_rate`: the last K fractal's img2col rate
-    (`ConvShape.single_tail`), else `rate`; the first `head` at the full
-    rate (`ConvShape.fold`)."""
-    frac = t.fractal_bytes(2)
-    chunks, last = divmod(k1, kc)
-    full = [kc] * chunks + ([last] if last else [])
-    total = 0.0
-    for j, k in enumerate(full):
-        mad = t.cube_cycles(m1 * k * n1) + t.mad_latency
-        tail = j == len(full) - 1 and tail_rate is not None
-        fast = max(0, min(head, j * kc + k) - j * kc)
-        mte1 = ((k - tail - fast) * m1 * frac / rate + (m1 * frac / tail_rate if tail else 0)
-                + fast * m1 * frac / t.img2col_bytes_per_cycle
-                + k * n1 * frac / t.path("l1_to_l0b").bytes_per_cycle)
-        total += max(mad, mte1)
-    first = full[0]
-    return total + first * m1 * frac / rate + t.img2col_latency
-
-
 def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Target,
              epilogue: EpilogueWork | None = None, merged: bool = False,
              sets: int = 2, accs: int = 2) -> tuple[float, dict]:
@@ -279,14 +254,21 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     last_rows = s.ho - (bands - 1) * rows
     m1_last = -(-last_rows * s.wo // 16)
     n_tiles = [min(n1, s.co1 - c) for c in range(0, s.co1, n1)]
+    hidden = edges_hidden(s.fold, epilogue.vector if epilogue is not None else 0.0)
     # block-diagonal: each Cout block of a super tile has its own img2col and mads
     compute = s.batch * sum((n * _tile_cycles(m, 1, kc, s.k1, t, s.img2col_rate(t)) if s.diagonal
                              else _tile_cycles(m, n, kc, s.k1, t, s.img2col_rate(t), s.tail_rate(t),
-                                               s.fold)) * count
+                                               s.fold, not hidden)) * count
                             for n in n_tiles
                             for m, count in ((m1, bands - 1), (m1_last, 1)) if count)
+    if hidden:  # only the conv's first chunk is exposed (`stem_fold.edges_hidden`)
+        compute += _tile_cycles(m1, n1, kc, s.k1, t, s.img2col_rate(t), s.tail_rate(t), s.fold) \
+            - _tile_cycles(m1, n1, kc, s.k1, t, s.img2col_rate(t), s.tail_rate(t), s.fold, False)
     m_fracs = (bands - 1) * m1 + m1_last  # per image, per N tile
     in_bytes = sum(_l1_band_bytes(s, min(rows, s.ho - b * rows)) for b in range(bands)) * s.batch
+    if s.fold:  # its NCHW image's rows (`stem_fold.image_bytes`)
+        in_bytes = s.batch * image_bytes(s.image_c, s.w, [
+            s.band_rows(b * rows, min(rows, s.ho - b * rows))[1] for b in range(bands)])
     w_bytes = s.k1 * s.co1 * frac * (1 if resident else s.batch * bands)
     # each band's map, and each super tile's weights when they stream, end
     # in a flag that holds MTE2 until they land
@@ -447,4 +429,5 @@ def conv_shape(op: ir.Operation) -> ConvShape:
                      out_bytes=nir.element_bytes(nir.memref_element(op.operands[-1])),
                      small=layout(op) == NC1HWC0_C4, diagonal=layout(op) == NC1HWC0_BD,
                      int8=int8, row_skip=row_skip, single_tail=single_tail(op),
-                     fold=g.kw if folded_stem(op) else 0)
+                     fold=g.kw if folded_stem(op) else 0,
+                     image_c=nir.memref_shape(op.operands[0])[1] if folded_stem(op) else 0)
