@@ -447,6 +447,15 @@ func.func @l0c_convert_types(%c: memref<1024xf32, "l0c">, %u: memref<1024xf32, "
 
 // -----
 
+// The move's ReLU rounds to f16 too: it reads f32 and writes f16.
+func.func @l0c_relu_convert_types(%c: memref<1024xf32, "l0c">, %u: memref<1024xf32, "ub">) {
+  // expected-error@+1 {{'cce.copy_l0c_to_ub' op convert = "f32_to_f16_relu" moves f32 to f16, got f32 to f32}}
+  "cce.copy_l0c_to_ub"(%c, %u) {n_burst = 1 : i64, burst_len = 128 : i64, src_gap = 0 : i64, dst_gap = 0 : i64, convert = "f32_to_f16_relu"} : (memref<1024xf32, "l0c">, memref<1024xf32, "ub">) -> ()
+  return
+}
+
+// -----
+
 // Without a conversion the types must match.
 func.func @l0c_no_convert_types(%c: memref<1024xf32, "l0c">, %u: memref<1024xf16, "ub">) {
   // expected-error@+1 {{'cce.copy_l0c_to_ub' op convert = "none" moves f32 to f32, got f32 to f16}}

@@ -9,6 +9,7 @@
 // CHECK-NEXT: "cce.copy_ub_to_ub"(%arg2, %arg3) {burst_len = 256 : i64, dst_gap = 0 : i64, n_burst = 1 : i64, src_gap = 0 : i64} : (memref<4096xf16, "ub">, memref<4096xf16, "ub">) -> ()
 // CHECK-NEXT: "cce.copy_l0c_to_ub"(%arg4, %arg5) {burst_len = 128 : i64, dst_gap = 0 : i64, n_burst = 1 : i64, src_gap = 0 : i64} : (memref<1024xf32, "l0c">, memref<1024xf32, "ub">) -> ()
 // CHECK-NEXT: "cce.copy_l0c_to_ub"(%arg4, %arg6) {burst_len = 128 : i64, convert = "f32_to_f16", dst_gap = 0 : i64, n_burst = 1 : i64, src_gap = 0 : i64} : (memref<1024xf32, "l0c">, memref<1024xf16, "ub">) -> ()
+// CHECK-NEXT: "cce.copy_l0c_to_ub"(%arg4, %arg6) {burst_len = 128 : i64, convert = "f32_to_f16_relu", dst_gap = 0 : i64, n_burst = 1 : i64, src_gap = 0 : i64} : (memref<1024xf32, "l0c">, memref<1024xf16, "ub">) -> ()
 // CHECK-NEXT: return
 func.func @copies(%gm: memref<4096xf16, "gm">, %l1: memref<4096xf16, "l1">,
                   %ub: memref<4096xf16, "ub">, %ub2: memref<4096xf16, "ub">,
@@ -21,6 +22,7 @@ func.func @copies(%gm: memref<4096xf16, "gm">, %l1: memref<4096xf16, "l1">,
   "cce.copy_ub_to_ub"(%ub, %ub2) {n_burst = 1 : i64, burst_len = 256 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<4096xf16, "ub">, memref<4096xf16, "ub">) -> ()
   "cce.copy_l0c_to_ub"(%l0c, %ubf) {n_burst = 1 : i64, burst_len = 128 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<1024xf32, "l0c">, memref<1024xf32, "ub">) -> ()
   "cce.copy_l0c_to_ub"(%l0c, %ubh) {n_burst = 1 : i64, burst_len = 128 : i64, src_gap = 0 : i64, dst_gap = 0 : i64, convert = "f32_to_f16"} : (memref<1024xf32, "l0c">, memref<1024xf16, "ub">) -> ()
+  "cce.copy_l0c_to_ub"(%l0c, %ubh) {n_burst = 1 : i64, burst_len = 128 : i64, src_gap = 0 : i64, dst_gap = 0 : i64, convert = "f32_to_f16_relu"} : (memref<1024xf32, "l0c">, memref<1024xf16, "ub">) -> ()
   return
 }
 

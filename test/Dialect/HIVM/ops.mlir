@@ -10,6 +10,8 @@
 // CHECK-NEXT: "hivm.copy_ub_to_l1"(%arg2, %arg1, %c51539869712_i64) : (i64, i64, i64) -> ()
 // CHECK-NEXT: "hivm.copy_ub_to_ub"(%arg1, %arg1, %c51539869712_i64) : (i64, i64, i64) -> ()
 // CHECK-NEXT: "hivm.copy_l0c_to_ub"(%arg1, %arg3, %c51539869712_i64) : (i64, i64, i64) -> ()
+// CHECK-NEXT: %c1056769_i64 = arith.constant 1056769 : i64
+// CHECK-NEXT: "hivm.copy_l0c_to_ub"(%arg1, %arg3, %c1056769_i64) : (i64, i64, i64) -> ()
 // CHECK-NEXT: return
 func.func @copies(%gm: i64, %ub: i64, %l1: i64, %l0c: i64) {
   // n_burst 16, burst_len 4, src_gap 12, dst_gap 0.
@@ -20,6 +22,9 @@ func.func @copies(%gm: i64, %ub: i64, %l1: i64, %l0c: i64) {
   "hivm.copy_ub_to_l1"(%l1, %ub, %cfg) : (i64, i64, i64) -> ()
   "hivm.copy_ub_to_ub"(%ub, %ub, %cfg) : (i64, i64, i64) -> ()
   "hivm.copy_l0c_to_ub"(%ub, %l0c, %cfg) : (i64, i64, i64) -> ()
+  // n_burst 1, burst_len 16, convert 2 (f32_to_f16_relu: the move's ReLU).
+  %relu = arith.constant 1056769 : i64
+  "hivm.copy_l0c_to_ub"(%ub, %l0c, %relu) : (i64, i64, i64) -> ()
   return
 }
 
