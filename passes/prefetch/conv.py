@@ -31,7 +31,9 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import scf
 
-from npu.ir import VIEW_OPS, clone_into, defining_op, view_root
+from npu.analysis.pipe_work import instruction_cycles
+from npu.dialects.cce import PIPE_OF
+from npu.ir import VIEW_OPS, clone_into, defining_op, has_regions, int_attr, view_root
 from npu.passes.lower_conv.weights import RESIDENT_ATTR
 
 from .emit import _Order
@@ -140,13 +142,29 @@ class ConvPrefetch:
             if self.chunks and n > self.chunks:
                 break
             trial, _ = self._fill(reps[:n], gaps, dict(gaps), bandwidth)
-            if trial is None:
+            if trial is None or (n > 1 and self._overfull(trial, gaps)):
                 break
             earliest = min(p.gap for p in trial)
             if any(need.get(j, 0) + size > capacity for j in range(earliest + 1, end)):
                 break
             best = trial
         return best
+
+    def _overfull(self, parts: list[Part], gaps) -> bool:
+        """Whether `parts` load longer than a gap's idle time: `_fill` lets a
+        gap take a piece when half of it fits, but the conv's map queues on
+        MTE2 behind the pieces, so past the first (which its first chunk
+        waits for anyway) a piece must fit whole (3x3 128->128 28 after
+        1x1 512->128: its 6th piece, 64 KB, 1k cycles over an estimated 3.9k
+        gap holding 3k, delayed the map: 119,757 cycles, 5 pieces 118,x)."""
+        idle = dict(gaps)
+        used: dict[int, float] = {}
+        for p in parts:
+            cycles = instruction_cycles(p.copy, self.target) * (p.end - p.first) / \
+                max(1, int_attr(p.copy, "n_burst"))
+            used[p.gap] = used.get(p.gap, 0.0) + cycles
+        latency = self.target.path("gm_to_l1").latency
+        return any(cycles + latency > idle[g] for g, cycles in used.items())
 
     def _emit_conv(self, c: ConvCandidate, parts: list[Part], issue: ir.Operation,
                    alloc: ir.Operation | None) -> list[ir.Operation]:
@@ -314,11 +332,15 @@ class ConvDriver(ConvPrefetch):
             collector.changed(own, [])
             tops.pop(own)
         for gap in sorted({p.gap for p in parts}, reverse=True):
-            issue = tops[gap + 1]
+            # After the first step reading the gap's load, not right after
+            # it: npu-insert-sync would sink the flag that releases that
+            # step to the end of the run the pieces extend (`_issue_index`).
+            k = self._after_reader(tops, gap, at)
+            issue = tops[k]
             made = self._emit_conv(c, [p for p in parts if p.gap == gap], issue,
                                    c.alloc if moved and gap == earliest else None)
-            collector.inserted(gap + 1, made)
-            tops[gap + 1:gap + 2] = made + [issue]
+            collector.inserted(k, made)
+            tops[k:k + 1] = made + [issue]
         for piece in c.pieces[:taken]:
             for copy in piece:
                 self._erase_copy(copy, func, tops, collector)
@@ -329,6 +351,28 @@ class ConvDriver(ConvPrefetch):
                           f"piece(s) ({loaded} of {size} bytes) "
                           f"loaded {points}, ahead of this conv's first wait ({figures})")
         return waiter
+
+    def _after_reader(self, tops: list[ir.Operation], gap: int, at: int) -> int:
+        """Where the pieces of the gap after `tops[gap]` go: after the first
+        step of another pipe that reads what that load brings (the last
+        band's img2col, or the weight piece's L1 -> L0B load), when only
+        steps of other pipes come before it; else right after the load.
+        Right after it, the pieces would extend its run of loads, whose
+        flag npu-insert-sync sinks to the run's end: the previous conv's
+        last band waited for them (1x1 512->128 then 3x3 128->128 at 28x28,
+        one core: 262 KB, +4.1k cycles to the 1x1)."""
+        if has_regions(tops[gap]) or PIPE_OF.get(tops[gap].name) != "MTE2":
+            return gap + 1
+        loaded = view_root(tops[gap].operands[1])
+        for k in range(gap + 1, at):
+            op = tops[k]
+            if not self.facts.works(op):
+                continue
+            if has_regions(op) or PIPE_OF.get(op.name) in (None, "MTE2"):
+                break
+            if any(view_root(v) == loaded for v in op.operands):
+                return k + 1
+        return gap + 1
 
     def _bytes(self, copy: ir.Operation) -> int:
         from npu.ir import element_bytes, memref_element, memref_shape
