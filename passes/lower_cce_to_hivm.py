@@ -49,8 +49,9 @@ def _word(kind: str, op: ir.Operation) -> int:
     attributes = op.attributes
     known = _fields_of(kind)
     names = _names_of(kind)
-    # in name order, as the attribute dictionary holds them
-    present = sorted(name for name in names if name in attributes)
+    # in name order, as the attribute dictionary holds them (its names
+    # listed at once: asking it for each name the word takes was 0.3 CPU s)
+    present = sorted(name for name in attributes if name in names)
     fields: dict[str, int] = {}
     unplaced: set[str] = set()
     if len(present) == len(attributes) and len(present) == len(set(names[n] for n in present)):
@@ -68,15 +69,15 @@ def _word(kind: str, op: ir.Operation) -> int:
     if stray:
         raise PassError(f"'{op.name}': attribute(s) {', '.join(stray)} have no field in the "
                         f"{kind} configuration word", op)
-    for name, value in fields.items():
-        f = known[name]
-        if not 0 <= value <= f.max:
-            raise PassError(f"'{op.name}': {name} = {value} does not fit the {f.width}-bit field "
-                            f"(bits {f.lo}-{f.lo + f.width - 1}) of the {kind} configuration word "
-                            f"(0..{f.max})", op)
     key = (kind, *fields.items())
     word = _WORDS.get(key)
-    if word is None:
+    if word is None:  # (values met before fitted their fields then)
+        for name, value in fields.items():
+            f = known[name]
+            if not 0 <= value <= f.max:
+                raise PassError(f"'{op.name}': {name} = {value} does not fit the {f.width}-bit "
+                                f"field (bits {f.lo}-{f.lo + f.width - 1}) of the {kind} "
+                                f"configuration word (0..{f.max})", op)
         word = _WORDS[key] = hivm.encode(kind, **fields)
     return word
 

@@ -106,8 +106,21 @@ def _widen(r: Range, analysis: AccessAnalysis, ivs: set[IvKey]) -> Range:
     return Range(r.root, r.space, lo, r.length + spread)
 
 
-def build_block(block: ir.Block, analysis: AccessAnalysis) -> list[Node]:
-    """Nodes of `block` in program order (sync ops and scalar ops are skipped)."""
+@dataclass
+class _Inside:
+    """What a block holds at any depth, gathered while its nodes are built:
+    its cce instructions (program order) and the ivs of its loops. Each
+    enclosing compound widens its instructions' ranges over these; walking
+    each compound's ops anew walked a loop nested d deep d times."""
+
+    accesses: list[ir.Operation] = field(default_factory=list)
+    ivs: set[IvKey] = field(default_factory=set)
+
+
+def build_block(block: ir.Block, analysis: AccessAnalysis, inside: _Inside | None = None
+                ) -> list[Node]:
+    """Nodes of `block` in program order (sync ops and scalar ops are skipped);
+    `inside` gathers its instructions and loop ivs, nested ones included."""
     nodes: list[Node] = []
     for child in block.operations:
         op = child.operation
@@ -125,8 +138,10 @@ def build_block(block: ir.Block, analysis: AccessAnalysis) -> list[Node]:
             except AccessError as e:
                 raise PassError(e.message, e.op) from None
             nodes.append(Node(op, [acc], frozenset([acc.pipe])))
+            if inside is not None:
+                inside.accesses.append(op)
         elif op.name in CONTROL_OPS:
-            node = _compound(op, analysis)
+            node = _compound(op, analysis, inside)
             if node is not None:
                 nodes.append(node)
         elif has_regions(op) and any(is_access_op(o) for o in walk_held(op) if o is not op):
@@ -134,10 +149,25 @@ def build_block(block: ir.Block, analysis: AccessAnalysis) -> list[Node]:
     return nodes
 
 
-def _compound(op: ir.Operation, analysis: AccessAnalysis) -> Node | None:
-    children = [build_block(region.blocks[0], analysis) for region in op.regions
-                if len(region.blocks)]
+def _compound(op: ir.Operation, analysis: AccessAnalysis, outer: _Inside | None = None
+              ) -> Node | None:
+    """The node of a loop / if (None when it runs no instruction); its
+    instructions and ivs join `outer`'s (a loop that never runs included:
+    the enclosing compounds' ranges cover its instructions, as one walk of
+    their ops would)."""
+    inside = _Inside()
     iv, trip, step = None, 1, 1
+    if op.name == "scf.for":
+        # (its own iv first: a nested loop without constant bounds fails in
+        # its own _compound, below)
+        key = analysis.iv_key(op.regions[0].blocks[0].arguments[0])
+        if key is not None:
+            inside.ivs.add(key)
+    children = [build_block(region.blocks[0], analysis, inside) for region in op.regions
+                if len(region.blocks)]
+    if outer is not None:
+        outer.accesses += inside.accesses
+        outer.ivs |= inside.ivs
     if op.name == "scf.for":
         iv = analysis.iv_key(op.regions[0].blocks[0].arguments[0])
         if iv is None:
@@ -147,18 +177,8 @@ def _compound(op: ir.Operation, analysis: AccessAnalysis) -> Node | None:
         if trip == 0:
             return None
     flat: list[OpAccess] = []
-    # one walk for both the loops nested in `op` and its accesses
-    ivs: set[IvKey] = set()
-    accesses: list[ir.Operation] = []
-    for inner in walk_held(op):
-        name = inner.name
-        if name == "scf.for":
-            key = analysis.iv_key(inner.regions[0].blocks[0].arguments[0])
-            if key is not None:
-                ivs.add(key)
-        elif name.startswith("cce.") and name not in SYNC_OPS:  # is_access_op
-            accesses.append(inner)
-    for inner in accesses:
+    ivs = inside.ivs
+    for inner in inside.accesses:
         try:
             acc = analysis.access(inner)
         except AccessError as e:

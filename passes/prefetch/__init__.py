@@ -73,7 +73,7 @@ weights placed in the previous op, or go alone into its latest gap that
 holds their load and latency (`rows.py`).
 
 A conv's resident weights get the same treatment (`conv.py`, `convs=true`):
-its first pieces, whole, after the previous op's last load.
+its first pieces, whole, after the previous op's last load (`conv_split.py`).
 """
 
 from __future__ import annotations

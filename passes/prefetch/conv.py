@@ -16,37 +16,30 @@ the same rows). The conv's first wait is its first op reading GM that is
 no host constant (the band's map); the gaps and the L1 room are
 `_prefetch`'s (`gaps.py`, `collector.space_bounds_at`): pieces are taken
 in order, whole, while they all fit the gaps (at least half of a piece's
-load in a gap's idle time left) and the whole resident buffer fits L1 at
+load in a gap's idle time left; on one core, past the first piece, all of
+it: the map queues behind them) and the whole resident buffer fits L1 at
 every op from the earliest one to the conv (the buffer moves to function
-level, before the first load). A piece is cloned with its views (a core's
-slice of the weights at the block index) and, for a conv on a share of the
-cores (under `scf.if` without else), under that guard; its copies in the
-conv are erased.
+level, before the first load). When it does not, on one core, the pieces
+that fit get a buffer of their own cut from it (`conv_split.py`). A piece is
+cloned with its views (a core's slice of the weights at the block index)
+and, for a conv on a share of the cores (under `scf.if` without else), under
+that guard, after the first step reading the gap's load (`_after_reader`);
+its copies in the conv are erased.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from mlir import ir
 from mlir.dialects import scf
 
-from npu.ir import VIEW_OPS, clone_into, defining_op, view_root
+from npu.analysis.pipe_work import instruction_cycles
+from npu.dialects.cce import PIPE_OF
+from npu.ir import VIEW_OPS, block_dim, clone_into, defining_op, has_regions, int_attr, view_root
 from npu.passes.lower_conv.weights import RESIDENT_ATTR
 
+from .conv_split import ConvSplit
 from .emit import _Order
-from .parts import L1_ROOMS, Part, _label, _writers
-
-
-@dataclass
-class ConvCandidate:
-    """A conv's resident weights: their alloc and pieces (copies per piece, in order)."""
-
-    alloc: ir.Operation
-    pieces: list[list[ir.Operation]]
-    # Share guards (scf.if without else) the pieces' copies run under: the
-    # clones run under the same conditions.
-    guards: list[ir.Operation]
+from .parts import L1_ROOMS, ConvCandidate, Part, _label, _top, _writers
 
 
 def resident_allocs(op: ir.Operation) -> list[ir.Operation]:
@@ -64,11 +57,6 @@ def resident_allocs(op: ir.Operation) -> list[ir.Operation]:
     return found
 
 
-def _top(op: ir.Operation, func: ir.Operation) -> ir.Operation:
-    while op.parent != func:
-        op = op.parent
-    return op
-
 
 def _offset(view: ir.Value) -> tuple[int, ...] | None:
     op = defining_op(view)
@@ -79,6 +67,8 @@ def _offset(view: ir.Value) -> tuple[int, ...] | None:
 
 class ConvPrefetch:
     """Candidates, placement and IR of the conv form (see the module docstring)."""
+
+    one_core: bool = True  # the function runs on one core (`_prefetch_convs` sets it)
 
     def _conv_candidate(self, alloc: ir.Operation, func: ir.Operation, constants: set
                         ) -> tuple[ConvCandidate | None, str]:
@@ -140,13 +130,29 @@ class ConvPrefetch:
             if self.chunks and n > self.chunks:
                 break
             trial, _ = self._fill(reps[:n], gaps, dict(gaps), bandwidth)
-            if trial is None:
+            if trial is None or (n > 1 and self.one_core and self._overfull(trial, gaps)):
                 break
             earliest = min(p.gap for p in trial)
             if any(need.get(j, 0) + size > capacity for j in range(earliest + 1, end)):
                 break
             best = trial
         return best
+
+    def _overfull(self, parts: list[Part], gaps) -> bool:
+        """Whether `parts` load longer than a gap's idle time: `_fill` lets a
+        gap take a piece when half of it fits, but the conv's map queues on
+        MTE2 behind the pieces, so past the first (which its first chunk
+        waits for anyway) a piece must fit whole (3x3 128->128 28 after
+        1x1 512->128: its 6th piece, 64 KB, 1k cycles over an estimated 3.9k
+        gap holding 3k, delayed the map: 119,757 cycles; with 5 pieces 118,732,
+        none 118,940)."""
+        idle = dict(gaps)
+        used: dict[int, float] = {}
+        for p in parts:
+            cycles = instruction_cycles(p.copy, self.target) * (p.end - p.first) / \
+                max(1, int_attr(p.copy, "n_burst"))
+            used[p.gap] = used.get(p.gap, 0.0) + cycles
+        return any(cycles > idle[g] for g, cycles in used.items())
 
     def _emit_conv(self, c: ConvCandidate, parts: list[Part], issue: ir.Operation,
                    alloc: ir.Operation | None) -> list[ir.Operation]:
@@ -224,7 +230,7 @@ def _in_loop(op: ir.Operation, func: ir.Operation) -> bool:
     return False
 
 
-class ConvDriver(ConvPrefetch):
+class ConvDriver(ConvPrefetch, ConvSplit):
     """The conv form's analysis and transformation over a function body."""
 
     def _prefetch_convs(self, func: ir.Operation, tops: list[ir.Operation], collector,
@@ -236,6 +242,9 @@ class ConvDriver(ConvPrefetch):
         # none, 32 cores: ResNet-18 127,223 -> 138,566 cycles, ResNet-50
         # 327,924 -> 351,920, MobileNetV2 195,411 -> 206,252.
         self.facts.barrier_idle = float(self.target.sync_all_cycles)
+        # On many cores a gap before a barrier is that estimate, not idle
+        # time to fill exactly: pieces may overrun it (`_overfull`).
+        self.one_core = block_dim(func) == 1
         k = 0
         while k < len(tops):
             op = tops[k]
@@ -291,6 +300,9 @@ class ConvDriver(ConvPrefetch):
         parts = self._place_conv(c, gaps, need, size, end)
         if not parts and earlier is not None:
             parts = self._place_conv(c, gaps[1:], need, size, end)
+        whole = size
+        if not parts and not c.guards and c.alloc == tops[own]:
+            parts, c, size = self._split_conv(func, c, tops, collector, gaps, earlier, need, end)
         bandwidth = self.target.path("gm_to_l1").bytes_per_cycle
         own_gaps = gaps[1:] if earlier is not None else gaps
         figures = (f"estimated MTE2 idle gaps from {name} on: "
@@ -314,21 +326,48 @@ class ConvDriver(ConvPrefetch):
             collector.changed(own, [])
             tops.pop(own)
         for gap in sorted({p.gap for p in parts}, reverse=True):
-            issue = tops[gap + 1]
+            # After the first step reading the gap's load, not right after
+            # it: npu-insert-sync would sink the flag that releases that
+            # step to the end of the run the pieces extend (`_issue_index`).
+            k = self._after_reader(tops, gap, at)
+            issue = tops[k]
             made = self._emit_conv(c, [p for p in parts if p.gap == gap], issue,
                                    c.alloc if moved and gap == earliest else None)
-            collector.inserted(gap + 1, made)
-            tops[gap + 1:gap + 2] = made + [issue]
+            collector.inserted(k, made)
+            tops[k:k + 1] = made + [issue]
         for piece in c.pieces[:taken]:
             for copy in piece:
                 self._erase_copy(copy, func, tops, collector)
         points = ", ".join(f"after {name}'s last load" if start <= k <= prev else
                            f"after the op before {name} (its last load)" if k < start else
                            "after this conv's preparation" for k in sorted({p.gap for p in parts}))
+        cut = f" (cut from its {whole}-byte buffer)" if size < whole else ""
         self._say(waiter, f"npu-prefetch: conv: {taken} of {len(c.pieces)} resident weight "
-                          f"piece(s) ({loaded} of {size} bytes) "
+                          f"piece(s) ({loaded} of {whole} bytes){cut} "
                           f"loaded {points}, ahead of this conv's first wait ({figures})")
         return waiter
+
+    def _after_reader(self, tops: list[ir.Operation], gap: int, at: int) -> int:
+        """Where the pieces of the gap after `tops[gap]` go: after the first
+        step of another pipe that reads what that load brings (the last
+        band's img2col, or the weight piece's L1 -> L0B load), when only
+        steps of other pipes come before it; else right after the load.
+        Right after it, the pieces would extend its run of loads, whose
+        flag npu-insert-sync sinks to the run's end: the previous conv's
+        last band waited for them (1x1 512->128 then 3x3 128->128 at 28x28,
+        one core: 262 KB, +4.1k cycles to the 1x1)."""
+        if has_regions(tops[gap]) or PIPE_OF.get(tops[gap].name) != "MTE2":
+            return gap + 1
+        loaded = view_root(tops[gap].operands[1])
+        for k in range(gap + 1, at):
+            op = tops[k]
+            if not self.facts.works(op):
+                continue
+            if has_regions(op) or PIPE_OF.get(op.name) in (None, "MTE2"):
+                break
+            if any(view_root(v) == loaded for v in op.operands):
+                return k + 1
+        return gap + 1
 
     def _bytes(self, copy: ir.Operation) -> int:
         from npu.ir import element_bytes, memref_element, memref_shape

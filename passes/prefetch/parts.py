@@ -25,6 +25,17 @@ class Part:
 
 
 @dataclass
+class ConvCandidate:
+    """A conv's resident weights: their alloc and pieces (copies per piece, in order)."""
+
+    alloc: ir.Operation
+    pieces: list[list[ir.Operation]]
+    # Share guards (scf.if without else) the pieces' copies run under: the
+    # clones run under the same conditions.
+    guards: list[ir.Operation]
+
+
+@dataclass
 class Candidate:
     """A matmul loop whose body stages host-constant weights into L1."""
 
@@ -61,3 +72,10 @@ def _writers(value: ir.Value) -> list[ir.Operation]:
             elif owner.name in VIEW_OPS and use.operand_number == 0:
                 pending.extend(owner.results)
     return found
+
+
+def _top(op: ir.Operation, func: ir.Operation) -> ir.Operation:
+    """The top-level op of `func` that holds `op`."""
+    while op.parent != func:
+        op = op.parent
+    return op
