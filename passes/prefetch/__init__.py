@@ -200,6 +200,10 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
         slots = []
         seen: set = set()
         guarded: set = set()
+        # A loop in a share's guard (`guarded.py`) has its strip at function
+        # level, outside the guard.
+        around = loop.parent.operation
+        homes = [around] + ([around.parent.operation] if around.name == "scf.if" else [])
         for op in ops:
             if op.name != "scf.if" or len(op.regions[1].blocks):
                 continue
@@ -210,7 +214,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
             guarded.add(inner[0])
             owner = defining_op(view_root(inner[0].operands[1]))
             if owner is None or owner.name != "memref.alloc" \
-                    or owner.parent.operation != loop.parent.operation:
+                    or owner.parent.operation not in homes:
                 return None, "a resident weight part is not a function-level buffer"
             if owner not in seen:
                 seen.add(owner)
