@@ -62,7 +62,8 @@ A loop keeping B's strip resident (npu-lower-matmul's column strips: each
 part's copy alone under an `scf.if` of the body, into a function-level
 buffer) has its parts as the slots: their first copies are cloned the same
 way, the buffers stay where they are, and the loop's copies also ask for a
-later iteration.
+later iteration. In a share's guard (`resident.py`) its first part may go
+in part: the whole bursts that fit its gaps, the rest in the first iteration.
 
 A gap's copies go right after its load, unless a single instruction of
 another pipe that reads what the load brought follows it (a fused row
