@@ -62,7 +62,8 @@ A loop keeping B's strip resident (npu-lower-matmul's column strips: each
 part's copy alone under an `scf.if` of the body, into a function-level
 buffer) has its parts as the slots: their first copies are cloned the same
 way, the buffers stay where they are, and the loop's copies also ask for a
-later iteration.
+later iteration. In a share's guard (`resident.py`) its first part may go
+in part: the whole bursts that fit its gaps, the rest in the first iteration.
 
 A gap's copies go right after its load, unless a single instruction of
 another pipe that reads what the load brought follows it (a fused row
@@ -91,6 +92,7 @@ from .facts import FactsCache
 from .gaps import IdleGaps
 from .guarded import GuardedLoops, Share
 from .parts import L1_ROOMS, Candidate, Part, _label, _writers
+from .resident import ResidentStrips
 from .rows import RowLoads
 from .share_rows import ShareRows
 from .shares import ShareRuns
@@ -99,7 +101,7 @@ CONSTANT_ATTR = "npu.constant"
 
 
 class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, ShareRows, ConvDriver,
-                   Pass):
+                   ResidentStrips, Pass):
     name = "npu-prefetch"
     summary = ("Issue a matmul's first host-constant weight loads during the previous op's "
                "idle MTE2 tail, into L1 free there")
@@ -188,41 +190,6 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
             return None, "a weight buffer is also written by another copy"
         return Candidate(loop, [(defining_op(a), c) for a, c in slots.items()]), ""
 
-    def _resident_candidate(self, loop: ir.Operation, ops: list[ir.Operation],
-                            constants: set[ir.Value]) -> tuple[Candidate | None, str]:
-        """A loop keeping a strip of host-constant weights resident in L1
-        (npu-lower-matmul's column strips): each part's one copy alone under
-        an `scf.if` of the body, into a function-level alloc that only such
-        copies write; its slots are the parts in body order, each with its
-        first copy (npu-double-buffer may have unrolled the loop: the
-        later copies are other tiles', which start no column on the first
-        iteration)."""
-        slots = []
-        seen: set = set()
-        guarded: set = set()
-        for op in ops:
-            if op.name != "scf.if" or len(op.regions[1].blocks):
-                continue
-            inner = [o.operation for o in op.regions[0].blocks[0].operations]
-            if (len(inner) != 2 or inner[0].name != "cce.copy_gm_to_l1"
-                    or view_root(inner[0].operands[0]) not in constants):
-                continue
-            guarded.add(inner[0])
-            owner = defining_op(view_root(inner[0].operands[1]))
-            if owner is None or owner.name != "memref.alloc" \
-                    or owner.parent.operation != loop.parent.operation:
-                return None, "a resident weight part is not a function-level buffer"
-            if owner not in seen:
-                seen.add(owner)
-                slots.append((owner, [inner[0]]))
-        if any(w not in guarded for alloc, _ in slots for w in _writers(alloc.results[0])):
-            return None, "a resident weight part is also written by another copy"
-        if not slots:
-            return None, "the loop stages no host-constant weights into L1"
-        if trip_count(loop) is None:
-            return None, "the loop has no constant trip count"
-        return Candidate(loop, slots, resident=True), ""
-
     # ------------------------------------------------------------ transformation
 
     def _prefetch(self, func: ir.Operation, c: Candidate, collector,
@@ -293,11 +260,16 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
         counted = set(range(tied[0], at)) if tied is not None else set()
         first = self._own_tail_first(func, tops, c, gaps, earlier, need, counted, collector, at,
                                      live_from)
-        parts, placed = first or self._place(c, gaps, need, counted, collector, at, live_from)
+        # A share's strip (`resident.py`): its first part's bursts that fit
+        # the honest gap before the barrier, whatever their share of it.
+        least = 0.0 if c.resident and share is not None else 0.5
+        parts, placed = first or self._place(c, gaps, need, counted, collector, at, live_from,
+                                             least)
         if not placed and earlier is not None:
             # The previous op may fill L1 (a matmul's chunks): its own tail
             # alone may still have room.
-            parts, placed = self._place(c, gaps[1:], need, counted, collector, at, live_from)
+            parts, placed = self._place(c, gaps[1:], need, counted, collector, at, live_from,
+                                        least)
         chunk = collector.space_size(c.slots[0][0])[1]
         own = gaps[1:] if earlier is not None else gaps
         figures = (f"estimated MTE2 idle gaps from {name} on: "
@@ -339,7 +311,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
             collector.inserted(at_k, made)
             tops[at_k:at_k + 1] = made + [issue]
         if c.resident:
-            self._guard_resident(c, slots)
+            self._guard_resident(c, slots, rests)
         else:
             self._guard(c, slots, rests)
         self.facts.forget(c.loop)
@@ -373,8 +345,8 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
                           + f", ahead of this op's first wait ({figures})")
 
     def _place(self, c: Candidate, gaps: list[tuple[int, float]], need: dict[int, int],
-               counted: set[int], collector, at: int, live_from: dict[int, int]
-               ) -> tuple[list[Part], int]:
+               counted: set[int], collector, at: int, live_from: dict[int, int],
+               least: float = 0.5) -> tuple[list[Part], int]:
         """The parts of the first slots that fit `gaps` (their idle time)
         and L1 (`need`: each op's bound, plus the slots placed before; the
         ops in `counted` have the loop's slots in their bound already; a
@@ -393,14 +365,15 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
             size = collector.space_size(alloc)[1]
             trial, rest = self._fill(copies, gaps, left, bandwidth)
             partial = False
-            if trial is None and not self.chunks and not placed and not c.resident:
+            if trial is None and not self.chunks and not placed and (least < 0.5
+                                                                      or not c.resident):
                 # The first slot, at least half of it in the gaps, still
                 # pays: the rest loads in the loop's first iteration, where
                 # all of it did. (A later slot filling the gaps to the brim
                 # leans on their estimates too hard: BERT's ffn_in, whose
                 # second slot would go three quarters into out_proj's tail,
                 # runs 7.8k cycles longer.)
-                trial, rest = self._fill(copies, gaps, left, bandwidth, rest_at=at)
+                trial, rest = self._fill(copies, gaps, left, bandwidth, rest_at=at, least=least)
                 partial = True
             if trial is None:
                 break

@@ -125,21 +125,6 @@ class EmitParts:
                                    .operation)
 
 
-    @staticmethod
-    def _guard_resident(c: Candidate, slots) -> None:
-        """The loop's own copies of a resident strip's prefetched parts run
-        only on later iterations: their `scf.if` also asks for one."""
-        loop = c.loop
-        iv = loop.regions[0].blocks[0].arguments[0]
-        with loop.context, loop.location:
-            for _, copies in slots:
-                guard = copies[0].parent.operation
-                with ir.InsertionPoint(guard):
-                    later = arith.CmpIOp(arith.CmpIPredicate.ne, iv, loop.operands[0]).result
-                    both = arith.AndIOp(guard.operands[0], later).result
-                guard.operands[0] = both
-
-
 class _Order:
     """Program order in the function of a top-level op `issue`, by MLIR's
     own order within the function's block (`is_before_in_block`) and, for

@@ -167,14 +167,15 @@ class IdleGaps:
                      if overlaps(self.facts.reads(tops[j]), written)), None)
 
     def _fill(self, copies: list[ir.Operation], gaps: list[tuple[int, float]],
-              left: dict[int, float], bandwidth: int, rest_at: int | None = None
-              ) -> tuple[list[Part] | None, dict]:
+              left: dict[int, float], bandwidth: int, rest_at: int | None = None,
+              least: float = 0.5) -> tuple[list[Part] | None, dict]:
         """Split `copies` at bursts over the gaps, latest first: a gap takes
         bursts while at least half of the next one's load fits its idle time
         left (with `chunks` given, the latest gap takes everything). None
         when they do not all fit, unless `rest_at` (the loop's index): then
         what does not fit stays in the loop's first iteration (parts at
-        `rest_at`), provided the gaps take at least half of the load."""
+        `rest_at`), provided the gaps take at least `least` of the load
+        (and some of it)."""
         left = dict(left)
         parts: list[Part] = []
         order = iter(k for k, _ in gaps)
@@ -188,15 +189,21 @@ class IdleGaps:
             b = 0
             while b < bursts:
                 if gap is None:
-                    if rest_at is None or 2 * taken < total:
+                    if rest_at is None or not taken or taken < least * total:
                         return None, left
                     parts.append(Part(rest_at, copy, b * n // bursts, n))
                     break
                 if not self.chunks and left[gap] < cycles / 2:
                     gap = next(order, None)
                     continue
+                # (with `least` 0, a share's strip before the barrier, only
+                # whole bursts in the gap: any excess holds the core's arrival)
                 take = bursts - b if self.chunks else \
-                    min(bursts - b, max(1, int((left[gap] + cycles / 2) // cycles)))
+                    min(bursts - b, max(1, int((left[gap] + cycles / 2) // cycles)) if least
+                        else int(left[gap] // cycles))
+                if not take:
+                    gap = next(order, None)
+                    continue
                 left[gap] -= take * cycles
                 taken += take * cycles
                 parts.append(Part(gap, copy, b * n // bursts, (b + take) * n // bursts))

@@ -105,12 +105,20 @@ class GuardedLoops:
                       if tops[k].name == "cce.sync_all"), 0)
         if any(self.facts.works(tops[k]) for k in range(first, at)):
             return None
+        # Per core: a guard of some cores (another share's prefetched
+        # weights) runs on those alone, not one after another with the rest.
+        cores = block_dim(tops[at].parent.operation)
+        per_core = [0.0] * cores
         skip, self.facts.skip = self.facts.skip, None
         try:
-            busy = sum(max(f.work.values(), default=0.0) for f in
-                       (self.facts(tops[k]) for k in range(first, barrier)))
+            for k in range(first, barrier):
+                work = max(self.facts(tops[k]).work.values(), default=0.0)
+                mine = guard_cores(tops[k], cores) if _guarded(tops[k]) else None
+                for core in range(cores) if mine is None else mine:
+                    per_core[core] += work
         finally:
             self.facts.skip = skip
+        busy = max(per_core, default=0.0)
         if not busy:
             return None
         t = self.target
