@@ -45,8 +45,11 @@ def folded_weights(w: np.ndarray, kh: int, kw: int) -> np.ndarray:
 
 def with_bias(w: np.ndarray, bias: np.ndarray, at: tuple[int, int]) -> np.ndarray:
     """`w` with the bias of Cout block b, channel n at (fractal, column) `at`
-    of block b's row n (a zero weight: channel 3 of a 3-channel image)."""
+    of block b's row n. Every other channel-3 weight is zeroed: the staged
+    image's slot 3 is ones, where the conv's own input has no channel 3
+    (fractal weights written by hand may carry values in that padding)."""
     out = w.copy()
+    out[..., REAL - 1::REAL] = 0
     co1 = w.shape[1]
     out[at[0], :, :, at[1]] = bias[:co1 * 16].reshape(co1, 16).astype(w.dtype)
     return out
