@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from npu.ir import NUMPY_DTYPES, functions, make_context, memref_element, memref_shape, \
-    parse_module, symbol_name
+    parse_module, symbol_name, view_root
 from npu.target import Target, get_target
 
 # Machine epsilon (spacing of 1.0) of fp16: a correctly rounded result is
@@ -224,3 +224,19 @@ def assert_outputs_close(actual: Sequence[np.ndarray], expected: Sequence[np.nda
     assert len(actual) == len(expected), f"{len(actual)} outputs, expected {len(expected)}"
     for i, (a, e) in enumerate(zip(actual, expected)):
         assert_close(a, e, what=names[i] if names else f"argument #{i}")
+
+
+def l1_weights_of(loop, constants) -> set:
+    """The host constants `loop` copies into L1 in its body (the weights a
+    prefetch test expects a matmul loop, or its previous op's tail, to load)."""
+    found = set()
+
+    def visit(op) -> None:
+        if op.name == "cce.copy_gm_to_l1" and view_root(op.operands[0]) in constants:
+            found.add(view_root(op.operands[0]))
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    visit(inner.operation)
+    visit(loop)
+    return found

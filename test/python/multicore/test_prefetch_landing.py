@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import compile_program
+from helpers import compile_program, l1_weights_of
 
 import npu
 from npu.ir import arg_attrs, functions, view_root
@@ -64,21 +64,6 @@ def test_a_matmul_loops_tail_counts_its_last_loads_landing() -> None:
     assert FactsCache(target, landing=False)(loop).tail_span == facts.tail_span - latency
 
 
-def _weights_of(loop, constants) -> set:
-    """The host constants a matmul loop copies into L1 in its body."""
-    found = set()
-
-    def visit(op) -> None:
-        if op.name == "cce.copy_gm_to_l1" and view_root(op.operands[0]) in constants:
-            found.add(view_root(op.operands[0]))
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    visit(inner.operation)
-    visit(loop)
-    return found
-
-
 @pytest.mark.slow  # ~60 s: two BERT-base layers compiled for 32 cores
 def test_the_next_layers_v_projection_loads_both_slots_in_ffn_outs_tail() -> None:
     from npu.frontend.bert import bert_layer
@@ -97,7 +82,7 @@ def test_the_next_layers_v_projection_loads_both_slots_in_ffn_outs_tail() -> Non
 
     ffn_out = loop_of("ffn_out")
     barrier = next(k for k in range(ffn_out, len(tops)) if tops[k].name == "cce.sync_all")
-    v_weights = _weights_of(tops[loop_of("l1_v_proj")], constants)
+    v_weights = l1_weights_of(tops[loop_of("l1_v_proj")], constants)
     assert v_weights
 
     def copies(op) -> int:

@@ -8,25 +8,11 @@ tail beside ffn_in's (107,141 -> 106,084 cycles, bench/chip.py)."""
 from __future__ import annotations
 
 import pytest
+from helpers import l1_weights_of
 
 import npu
 from npu.frontend.bert import bert_layer
 from npu.ir import arg_attrs, view_root
-
-
-def _weights_of(loop, constants) -> set:
-    """The host constants a matmul loop copies into L1 in its body."""
-    found = set()
-
-    def visit(op) -> None:
-        if op.name == "cce.copy_gm_to_l1" and view_root(op.operands[0]) in constants:
-            found.add(view_root(op.operands[0]))
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    visit(inner.operation)
-    visit(loop)
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +31,7 @@ def test_ffn_outs_slots_load_in_ffn_ins_tail(program) -> None:
     loops = {name: next(k for k, op in enumerate(tops) if op.name == "scf.for"
                         and f'"{name}"' in str(op.location)) for name in ("ffn_in", "ffn_out")}
     barriers = [k for k, op in enumerate(tops) if op.name == "cce.sync_all"]
-    w1, w2 = (_weights_of(tops[loops[n]], constants) for n in ("ffn_in", "ffn_out"))
+    w1, w2 = (l1_weights_of(tops[loops[n]], constants) for n in ("ffn_in", "ffn_out"))
     assert w1 and w2 and not w1 & w2
 
     def early(roots) -> list[int]:  # top-level (prefetched) weight copies
