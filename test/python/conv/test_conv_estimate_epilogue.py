@@ -50,6 +50,17 @@ def residual_conv(c1: int, co1: int, hw: int, k: int) -> tuple[str, list[np.ndar
     return text, [np.zeros(s, np.float32 if len(s) == 1 else np.float16) for s in shapes]
 
 
+def residual_inputs(c1: int, co1: int, hw: int, k: int = 1, seed: int = 0) -> list[np.ndarray]:
+    """Random operands of `residual_conv(c1, co1, hw, k)` for numerics (weights
+    scaled so the f16 sums stay in range), the output zeroed."""
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((1, c1, hw, hw, 16)).astype(np.float16),
+            (rng.standard_normal((c1 * k * k, co1, 16, 16)) * 0.1).astype(np.float16),
+            rng.standard_normal(co1 * 16).astype(np.float32),
+            rng.standard_normal((1, co1, hw, hw, 16)).astype(np.float16),
+            np.zeros((1, co1, hw, hw, 16), np.float16)]
+
+
 def test_residual_conv_with_streamed_weights_within_20_percent():
     """ResNet-18's layer3 3x3 256->256 14 with its residual (1.2 MB of
     weights: streamed, four super tiles of 4 Cout blocks): 1.32x the

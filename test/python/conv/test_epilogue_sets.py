@@ -13,16 +13,7 @@ from npu import ir as nir
 from npu.costmodel.conv.epilogue import SETS, THIRD_SET_SLOTS, EpilogueWork, epilogue_sets
 
 from helpers import assert_close, compile_and_simulate, compile_program
-from test_conv_estimate_epilogue import residual_conv
-
-
-def _inputs(c1: int, co1: int, hw: int, seed: int = 0) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    return [rng.standard_normal((1, c1, hw, hw, 16)).astype(np.float16),
-            (rng.standard_normal((c1, co1, 16, 16)) * 0.1).astype(np.float16),
-            rng.standard_normal(co1 * 16).astype(np.float32),
-            rng.standard_normal((1, co1, hw, hw, 16)).astype(np.float16),
-            np.zeros((1, co1, hw, hw, 16), np.float16)]
+from test_conv_estimate_epilogue import residual_conv, residual_inputs
 
 
 def _residual_buffers(c1: int, co1: int, hw: int) -> tuple[int, int]:
@@ -46,7 +37,7 @@ def test_three_sets_numerics():
     more than twice; against the reference, no races."""
     assert _residual_buffers(4, 32, 21) == (8, 3)
     text, _ = residual_conv(4, 32, 21, 1)
-    got, want, result = compile_and_simulate(text, "npu-lower{cores=1}", _inputs(4, 32, 21))
+    got, want, result = compile_and_simulate(text, "npu-lower{cores=1}", residual_inputs(4, 32, 21))
     assert_close(got[-1], want[-1], np.float16)
     assert not result.hazards
 

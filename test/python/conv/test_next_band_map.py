@@ -11,25 +11,16 @@ import numpy as np
 from npu import ir as nir
 
 from helpers import assert_close, compile_and_simulate, compile_program
-from test_conv_estimate_epilogue import residual_conv
+from test_conv_estimate_epilogue import residual_conv, residual_inputs
 
 # 128 -> 512 channels at 14 x 14, 1x1: two bands of 8 and 6 rows, two super
 # tiles of 16 Cout blocks, weights resident (the estimate's tiling)
 C1, CO1, HW = 8, 32, 14
 
 
-def _inputs(seed: int = 0) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    return [rng.standard_normal((1, C1, HW, HW, 16)).astype(np.float16),
-            (rng.standard_normal((C1, CO1, 16, 16)) * 0.1).astype(np.float16),
-            rng.standard_normal(CO1 * 16).astype(np.float32),
-            rng.standard_normal((1, CO1, HW, HW, 16)).astype(np.float16),
-            np.zeros((1, CO1, HW, HW, 16), np.float16)]
-
-
 def test_residual_conv_of_two_bands_and_two_super_tiles():
     text, _ = residual_conv(C1, CO1, HW, 1)
-    got, want, result = compile_and_simulate(text, "npu-lower{cores=1}", _inputs())
+    got, want, result = compile_and_simulate(text, "npu-lower{cores=1}", residual_inputs(C1, CO1, HW))
     assert_close(got[-1], want[-1], np.float16)
     assert not result.hazards
 
