@@ -147,3 +147,23 @@ def matmul_layernorm(m: int, n: int, k: int, elem: str = "f32", residual: bool =
             p.op("cast", [y, src], 'round_mode = "rint"')
         p.op("fractalize", [src, ("%ynz", c_s, "f16")])
     return p.text()
+
+
+def bias_epilogue_inputs(module, m: int, n: int, k: int, seed: int):
+    """Random A (m x n) and B (n x k, scaled so the f16 sums stay in range),
+    the compiled program's host-constant bias (argument 2) and its operands
+    in the program's layouts, for a `matmul_epilogue(..., ("bias_row", ...),
+    nd=(m, k))` program: (a, b, bias, operands)."""
+    import numpy as np
+
+    from npu.ir import arg_attrs, constant_data, functions, memref_shape
+    from npu.reference import fractalize
+
+    func = functions(module)[0]
+    a_s, b_s, bias_s, y_s = [memref_shape(v.type) for v in func.regions[0].blocks[0].arguments]
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, n)).astype(np.float16)
+    b = (rng.standard_normal((n, k)) / 16).astype(np.float16)
+    bias = constant_data(arg_attrs(func, 2)["npu.constant"], bias_s, "f32")
+    return a, b, bias, [fractalize(a, tuple(a_s)), fractalize(b, tuple(b_s)), bias,
+                        np.zeros(y_s, np.float16)]

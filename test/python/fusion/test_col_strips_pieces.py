@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 
 from helpers import compile_program, simulate_levels
-from matmul_patterns import matmul_epilogue
+from matmul_patterns import bias_epilogue_inputs, matmul_epilogue
 
 from npu.costmodel.matmul.col_strips import col_strips_time, one_tile_sub, piece_counts
 from npu.costmodel.matmul.fitting import MatmulShape
 from npu.costmodel.matmul.pipelined import Drain
 from npu.costmodel.matmul.tiling import choose_tiling
 from npu.ir import walk
-from npu.reference import defractalize, fractalize
+from npu.reference import defractalize
 from npu.target import get_target
 
 TARGET = get_target("ascend910")
@@ -74,17 +74,9 @@ def test_two_pieces_halve_the_mads_with_the_same_bits(programs):
     the columns at the same sub-step), and C bit for bit the four pieces', race-free and
     against numpy."""
     assert 2 * counts(programs[0]) == counts(programs[4]) > 0
-    from npu.ir import arg_attrs, constant_data, functions, memref_shape
-
     outs = []
     for p in (0, 4):
-        func = functions(programs[p])[0]
-        a_s, b_s, bias_s, y_s = [memref_shape(v.type) for v in func.regions[0].blocks[0].arguments]
-        rng = np.random.default_rng(7)
-        a = rng.standard_normal((M, N)).astype(np.float16)
-        b = (rng.standard_normal((N, K)) / 16).astype(np.float16)
-        bias = constant_data(arg_attrs(func, 2)["npu.constant"], bias_s, "f32")
-        ins = [fractalize(a, tuple(a_s)), fractalize(b, tuple(b_s)), bias, np.zeros(y_s, np.float16)]
+        a, b, bias, ins = bias_epilogue_inputs(programs[p], M, N, K, 7)
         res = simulate_levels(programs[p], ins, strict=True)
         assert not res.hazards
         outs.append(res.outputs[3])

@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 
 from helpers import compile_program, simulate_levels
-from matmul_patterns import matmul_epilogue
+from matmul_patterns import bias_epilogue_inputs, matmul_epilogue
 
 from npu.ir import walk
-from npu.reference import defractalize, fractalize
+from npu.reference import defractalize
 
 M, N, K = 256, 768, 192  # the V share: rows, reduction, columns
 PIPELINE = "npu-lower{cores=1 emit=cce matmul-col-strips=true c-pieces=4}"
@@ -53,16 +53,8 @@ def test_f16_stores_pair_the_pieces(programs):
 def test_paired_pieces_compute_the_matmul(programs):
     """Against numpy (the pairing moves no arithmetic: each mad is the one
     tile's), race-free, at the cce level and (when due) the hivm level."""
-    from npu.ir import arg_attrs, constant_data, functions, memref_shape
-
     module = programs["f16"]
-    func = functions(module)[0]
-    a_s, b_s, bias_s, y_s = [memref_shape(v.type) for v in func.regions[0].blocks[0].arguments]
-    rng = np.random.default_rng(5)
-    a = rng.standard_normal((M, N)).astype(np.float16)
-    b = (rng.standard_normal((N, K)) / 16).astype(np.float16)
-    bias = constant_data(arg_attrs(func, 2)["npu.constant"], bias_s, "f32")
-    ins = [fractalize(a, tuple(a_s)), fractalize(b, tuple(b_s)), bias, np.zeros(y_s, np.float16)]
+    a, b, bias, ins = bias_epilogue_inputs(module, M, N, K, 5)
     res = simulate_levels(module, ins, strict=True)
     assert not res.hazards
     want = a.astype(np.float64) @ b.astype(np.float64) + defractalize(bias, M, K)[0]
