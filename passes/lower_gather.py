@@ -172,9 +172,7 @@ def _check_kernel_input(value: ir.Value, op: ir.Operation) -> None:
             raise PassError(f"the indices are computed on the device ({what}); the scalar unit "
                             "reads a gather's indices from kernel inputs only", op)
         value = owner.operands[0]
-    func = op.parent
-    while func is not None and func.name != "func.func":
-        func = func.parent
+    func = nir.enclosing_function(op)
     arg = ir.BlockArgument(value)
     if func is not None and arg.arg_number in nir.workspace_args(func):
         raise PassError("the indices are computed on the device (a GM workspace tensor); the "

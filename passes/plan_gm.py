@@ -48,7 +48,7 @@ from mlir.dialects import arith, memref
 from npu import memory_planning as planner
 from npu.costmodel.conv.epilogue import CONV_EPILOGUE_ATTR
 from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
-from npu.ir import (CORE_PRIVATE_ATTR, VIEW_OPS, WORKSPACE_ATTR, append_argument, block_dim,
+from npu.ir import (CORE_PRIVATE_ATTR, VIEW_OPS, WORKSPACE_ATTR, ancestors, append_argument, block_dim,
                     block_idx_value, element_bytes, element_type_name, functions, i64_attr,
                     index_const, memory_space, memref_layout, symbol_name, walk_held)
 from npu.passes.base import Option, Pass, PassError
@@ -145,12 +145,8 @@ def _epochs(life: tuple, barriers: list[int]) -> tuple:
 
 
 def _in_epilogue(op: ir.Operation) -> bool:
-    parent = op.parent
-    while parent is not None and parent.name != "func.func":
-        if EPILOGUE_ATTR in parent.attributes or CONV_EPILOGUE_ATTR in parent.attributes:
-            return True
-        parent = parent.parent
-    return False
+    return any(EPILOGUE_ATTR in node.attributes or CONV_EPILOGUE_ATTR in node.attributes
+               for node in ancestors(op))
 
 
 def collect_tensors(func_op: ir.Operation, target: Target) -> tuple[list[Tensor], int]:

@@ -106,8 +106,8 @@ class MatmulChains:
             return "chains=false"
         if nir.memref_element(tensor) != "f16":
             return f"the result is {nir.memref_element(tensor)}, the next matmul reads f16"
-        body = [o.operation for o in _top(producer).parent.regions[0].blocks[0].operations]
-        if body.index(_top(producer)) >= body.index(_top(consumer)):
+        body = [o.operation for o in nir.top_level(producer).parent.regions[0].blocks[0].operations]
+        if body.index(nir.top_level(producer)) >= body.index(nir.top_level(consumer)):
             return "the consumer does not follow the producer"
         cap = self.target.capacity("l1")
         size = _bytes(tensor)
@@ -172,8 +172,3 @@ def _bytes(value: ir.Value) -> int:
     return n
 
 
-def _top(op: ir.Operation) -> ir.Operation:
-    """The ancestor of `op` in the function body."""
-    while op.parent is not None and op.parent.name != "func.func":
-        op = op.parent
-    return op

@@ -75,10 +75,8 @@ def _many_cores(op: ir.Operation) -> bool:
     one C tile a core and column strips overlap its drain with the next
     row tile's loads. On one core the estimate's 5% did not hold (a 256 x
     512 x 256 matmul: 56,355 cycles as one tile, 56,581 in strips)."""
-    parent = op.parent
-    while parent is not None and parent.name != "func.func":
-        parent = parent.parent
-    return parent is not None and nir.block_dim(parent) > 1
+    func = nir.enclosing_function(op)
+    return func is not None and nir.block_dim(func) > 1
 
 
 class LowerMatmul(SimpleSchedule, RowStripsSchedule, ColStripsSchedule, PipelinedSchedule,

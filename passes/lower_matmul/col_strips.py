@@ -93,6 +93,5 @@ class ColStripsSchedule:
 def _function_block() -> ir.Block:
     """The body of the function around the insertion point."""
     op = ir.InsertionPoint.current.block.owner.operation
-    while op.name != "func.func":
-        op = op.parent.operation
-    return op.regions[0].blocks[0]
+    func = op if op.name == "func.func" else nir.enclosing_function(op)
+    return func.regions[0].blocks[0]

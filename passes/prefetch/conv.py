@@ -34,12 +34,12 @@ from mlir.dialects import scf
 
 from npu.analysis.pipe_work import instruction_cycles
 from npu.dialects.cce import PIPE_OF
-from npu.ir import VIEW_OPS, block_dim, clone_into, defining_op, has_regions, int_attr, view_root
+from npu.ir import VIEW_OPS, block_dim, clone_into, defining_op, has_regions, int_attr, top_level, view_root
 from npu.passes.lower_conv.weights import RESIDENT_ATTR
 
 from .conv_split import ConvSplit
 from .emit import _Order
-from .parts import L1_ROOMS, ConvCandidate, Part, _label, _top, _writers
+from .parts import L1_ROOMS, ConvCandidate, Part, _label, _writers
 
 
 def resident_allocs(op: ir.Operation) -> list[ir.Operation]:
@@ -253,7 +253,7 @@ class ConvDriver(ConvPrefetch, ConvSplit):
                 if c is None:
                     self._say(alloc, f"npu-prefetch: conv weights not prefetched: {why}")
                     continue
-                op = self._prefetch_conv(func, c, collector, tops, tops.index(_top(alloc, func)),
+                op = self._prefetch_conv(func, c, collector, tops, tops.index(top_level(alloc)),
                                          constants)
                 k = tops.index(op)  # ops went in before it (one look-up per conv)
             k += 1
@@ -262,7 +262,7 @@ class ConvDriver(ConvPrefetch, ConvSplit):
                        tops: list[ir.Operation], own: int, constants: set) -> ir.Operation:
         """Prefetch what fits of `c` (its alloc in top-level op `own`);
         returns the top-level op of the conv's first wait (kept)."""
-        last = tops.index(_top(c.pieces[0][0], func))
+        last = tops.index(top_level(c.pieces[0][0]))
         at = self._first_wait(tops, own, last, constants)
         if at is None or tops[at] == c.pieces[0][0]:
             self._say(c.alloc, "npu-prefetch: conv weights not prefetched: they load ahead of "
@@ -383,7 +383,7 @@ class ConvDriver(ConvPrefetch, ConvSplit):
         pending = [copy]
         while pending:
             op = pending.pop()
-            top = _top(op, func)
+            top = top_level(op)
             nested = top != op
             operands = [defining_op(v) for v in op.operands]
             if not nested:

@@ -21,10 +21,10 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import memref
 
-from npu.ir import VIEW_OPS, memref_shape, memref_type
+from npu.ir import VIEW_OPS, memref_shape, memref_type, top_level
 from npu.passes.lower_conv.weights import RESIDENT_ATTR
 
-from .parts import ConvCandidate, Part, _top
+from .parts import ConvCandidate, Part
 
 
 def _range(view: ir.Operation) -> tuple[int, int] | None:
@@ -156,7 +156,7 @@ class ConvSplit:
             old = c.alloc
             alloc, touched = split(old, cut, views)
             index = {op: k for k, op in enumerate(tops)}
-            for k in sorted({index[_top(op, func)] for op in touched + [old]}):
+            for k in sorted({index[top_level(op)] for op in touched + [old]}):
                 collector.changed(k)
             return parts, ConvCandidate(alloc, c.pieces, c.guards), bytes_n
         return [], c, size

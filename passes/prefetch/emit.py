@@ -8,7 +8,7 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from npu.ir import VIEW_OPS, clone_into, constant_int, create_op, defining_op, int_attr
-from npu.ir import memref_shape, subview
+from npu.ir import memref_shape, subview, top_level
 from npu.passes.base import PassError
 
 from .parts import Candidate, Part
@@ -156,8 +156,7 @@ class _Order:
         inserted before `issue`. Only its top-level ancestor is asked for:
         listing the siblings on the way (`_place`) cost a loop body's
         thousands of ops per operand of a copy."""
-        while (parent := op.parent.operation) != self.func:
-            op = parent
+        op = top_level(op)
         return op == self.issue or self.issue.is_before_in_block(op)
 
 

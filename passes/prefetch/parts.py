@@ -74,8 +74,3 @@ def _writers(value: ir.Value) -> list[ir.Operation]:
     return found
 
 
-def _top(op: ir.Operation, func: ir.Operation) -> ir.Operation:
-    """The top-level op of `func` that holds `op`."""
-    while op.parent != func:
-        op = op.parent
-    return op

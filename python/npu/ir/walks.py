@@ -7,7 +7,7 @@ package's parsing runs that verifier); they are re-exported here.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from mlir import ir
 
@@ -197,12 +197,36 @@ def block_idx_arg(func_op: ir.Operation) -> int | None:
                 None)
 
 
-def block_idx_value(op: ir.Operation) -> ir.Value | None:
-    """The block index of the kernel that holds `op` (its function's
-    `npu.block_idx` argument), or None outside a multi-core kernel."""
+def ancestors(op: ir.Operation) -> Iterator[ir.Operation]:
+    """The ops that hold `op`, innermost first, up to (not including) its
+    function."""
+    node = op.parent
+    while node is not None and node.name != "func.func":
+        yield node
+        node = node.parent
+
+
+def enclosing_function(op: ir.Operation) -> ir.Operation | None:
+    """The `func.func` that holds `op`, or None when it is not in one."""
     node = op.parent
     while node is not None and node.name != "func.func":
         node = node.parent
+    return node
+
+
+def top_level(op: ir.Operation) -> ir.Operation:
+    """The op of the function body that is `op` or holds it: where passes
+    that move work between a function's ops (prefetch, fusion) compare
+    program order."""
+    for node in ancestors(op):
+        op = node
+    return op
+
+
+def block_idx_value(op: ir.Operation) -> ir.Value | None:
+    """The block index of the kernel that holds `op` (its function's
+    `npu.block_idx` argument), or None outside a multi-core kernel."""
+    node = enclosing_function(op)
     if node is None or (i := block_idx_arg(node)) is None:
         return None
     return node.regions[0].blocks[0].arguments[i]
@@ -215,7 +239,7 @@ def block_dim(func_op: ir.Operation) -> int:
     return ir.IntegerAttr(func_op.attributes[BLOCK_DIM_ATTR]).value
 
 
-__all__ = ["BLOCK_DIM_ATTR", "BLOCK_IDX_ATTR", "CONSTANT_ATTR", "CORE_PART_ATTR", "CORE_PRIVATE_ATTR", "F16_EPILOGUES_ATTR", "WORKSPACE_ATTR", "append_argument", "arg_attrs",
-           "block_dim", "block_idx_arg", "block_idx_value", "constant_argument", "constant_attr", "constant_data", "erase_argument", "functions",
-           "ops_in_dialect", "ops_named", "replace_ops", "retype_constant", "symbol_name", "walk", "walk_held",
+__all__ = ["BLOCK_DIM_ATTR", "BLOCK_IDX_ATTR", "CONSTANT_ATTR", "CORE_PART_ATTR", "CORE_PRIVATE_ATTR", "F16_EPILOGUES_ATTR", "WORKSPACE_ATTR", "ancestors", "append_argument", "arg_attrs",
+           "block_dim", "block_idx_arg", "block_idx_value", "constant_argument", "constant_attr", "constant_data", "enclosing_function", "erase_argument", "functions",
+           "ops_in_dialect", "ops_named", "replace_ops", "retype_constant", "symbol_name", "top_level", "walk", "walk_held",
            "workspace_args"]
