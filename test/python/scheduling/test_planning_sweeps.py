@@ -63,3 +63,24 @@ def test_pipe_aware_conflict_graph_matches_the_pairwise_test():
         for window in (None, 16, 4):
             want = conflict_graph(buffers, lambda a, b: conflicts(a, b, window))
             assert pipe_graph(buffers, window, rows=7) == want
+
+
+def test_relaxed_windows_step_through_128_positions():
+    """A buffer handed from MTE1 to MTE2 100 positions later keeps its own
+    bytes when a 128-position window fits but 256 does not. Without the
+    128 step the planner fell from 256 to 64 and let the two share: in
+    ResNet-50's layer4.0 the downsample's map then reused the last 4 KB of
+    the 3x3/2 conv's map (70 positions apart) and waited for that conv's
+    last img2col, 3.4k cycles of idle MTE2."""
+    from npu.passes.buffer_placement import Buffer, WINDOWS, place_relaxed
+
+    assert 128 in WINDOWS
+    a = Buffer(None, "l1", 400, 0, 10, "MTE2", "MTE1")
+    b = Buffer(None, "l1", 400, 110, 120, "MTE2", "MTE1")       # 100 after a
+    c = Buffer(None, "l1", 400, 260, 300, "MTE2", "MTE1")       # 250 after a, 140 after b
+    live = Buffer(None, "l1", 100, 0, 300, "MTE2", "MTE2")
+    relaxed = place_relaxed([a, b, c, live], 1000, "auto")
+    offsets = relaxed.plan.offsets
+    assert relaxed.plan.peak <= 1000
+    assert relaxed.windows[:2] == [128, 128]
+    assert offsets[0] + a.size <= offsets[1] or offsets[1] + b.size <= offsets[0]
