@@ -273,52 +273,61 @@ class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDrain):
             if shared:
                 chunk = self.shared_tail(fm, band, tiles, l0c, w_l1, pitch, col, m1, chunk)
             k_end = s.k1 - 1 if shared or defer else s.k1
-            early = False
-            for kp0 in range(0 if not s.diagonal else s.k1, k_end, kc):
-                kcj = min(kc, k_end - kp0)
-                self.need(s0 // t.n1, kp0 + kcj)
-                # the band's last chunk reads the whole map: a later band's copies
-                # into these bytes then wait for one img2col, not one per block
-                self.last_chunk = s0 + t.n1 >= s.co1 and kp0 + kcj >= s.k1
-                a, b = l0a[chunk % 2], l0b[chunk % 2]
-                chunk += 1
-                if m1 < kcj and not s.small:  # fewer instructions: one per M fractal
-                    for mm in range(m1):
-                        self.img2col_row(fm, a, band, kp0, mm, kcj)
-                else:
-                    for tt in range(kcj):
-                        self.img2col(fm, a, band, kp0 + tt, tt, kcj, m1)
-                # The last chunk's halves drain right after their own mads
-                # (between them in program order: one flag after both held
-                # the first half's drain for the second's mads)
-                early = (kp0 + kcj >= k_end and not defer and len(tiles) > 1 and self.image is None
-                         and self.epilogue is None and not self.loads)
-                if self.final_pieces(n, ho0, band, s0, kp0, kcj, k_end, kc, tiles, defer):
-                    # the conv's last two chunks piece by piece (`final_drain`)
-                    self.final_loads(b, w_l1, pitch, col, tiles, kp0, kcj)
-                    self.fill_patterns()
-                    chunk_ops = HeldChunk(a, b, kp0, kcj, kp0 > 0 or shared)
-                    if kp0 + kcj < k_end:
-                        self.final_held = chunk_ops
-                    else:
-                        self.final_chunk(chunk_ops, tiles, l0c, m1, n, s0, ho0, band.rows)
-                    continue
-                for t0, n1 in tiles:
-                    self.load_weights(w_l1, b, pitch, col + t0, kp0, kcj, n1, kcj * t0)
-                self.fill_patterns()
-                for (t0, n1), c in zip(tiles, l0c):
-                    f = self.frac
-                    nir.create_op("cce.mad", [nir.subview(a, [0], [m1 * kcj * f]),
-                                              nir.subview(b, [kcj * t0 * f], [kcj * n1 * f]), c],
-                                  m=m1 * 16, n=kcj * f // 16, k=n1 * 16,
-                                  accumulate=kp0 > 0 or shared)
-                    if early:
+            # the conv's last super tile may go accumulator by accumulator (`final_groups`)
+            groups = self.final_groups(n, ho0, band, s0, tiles, l0c, m1, defer or shared)
+            for tiles, l0c in groups:
+                if tiles is not groups[0][0]:  # the group before drains behind this one's mads
+                    for (t0, n1), c in zip(*before):
                         self.drain_tile(c, n, s0, t0, n1, ns, ho0, band.rows, m1, prefetch)
-                # the next pieces of weight rows, after this chunk's loads in program
-                # order (sync insertion flags a consumer after every copy before it)
-                for _ in range(ahead if chunk == first + 1 and not self.split_map else 1):
-                    if self.loads:
-                        self.ahead()
+                before, early = (tiles, l0c), False
+                for kp0 in range(0 if not s.diagonal else s.k1, k_end, kc):
+                    kcj = min(kc, k_end - kp0)
+                    self.need(s0 // t.n1, kp0 + kcj)
+                    # the band's last chunk reads the whole map: a later band's copies
+                    # into these bytes then wait for one img2col, not one per block
+                    self.last_chunk = s0 + t.n1 >= s.co1 and kp0 + kcj >= s.k1
+                    a, b = l0a[chunk % 2], l0b[chunk % 2]
+                    chunk += 1
+                    if m1 < kcj and not s.small:  # fewer instructions: one per M fractal
+                        for mm in range(m1):
+                            self.img2col_row(fm, a, band, kp0, mm, kcj)
+                    else:
+                        for tt in range(kcj):
+                            self.img2col(fm, a, band, kp0 + tt, tt, kcj, m1)
+                    # The last chunk's halves drain right after their own mads
+                    # (between them in program order: one flag after both held
+                    # the first half's drain for the second's mads)
+                    early = (kp0 + kcj >= k_end and not defer and len(tiles) > 1 and self.image is None
+                             and self.epilogue is None and not self.loads)
+                    if self.final_pieces(n, ho0, band, s0, kp0, kcj, k_end, kc, tiles, defer):
+                        # the conv's last two chunks piece by piece (`final_drain`)
+                        self.final_loads(b, w_l1, pitch, col, tiles, kp0, kcj,
+                                         None if kp0 + kcj < k_end else
+                                         lambda: self.held_step(tiles, l0c, m1))
+                        self.fill_patterns()
+                        chunk_ops = HeldChunk(a, b, kp0, kcj, kp0 > 0 or shared)
+                        if kp0 + kcj < k_end:
+                            self.final_held = chunk_ops
+                        else:
+                            self.final_chunk(chunk_ops, tiles, l0c, m1, n, s0, ho0, band.rows)
+                            early = True  # drained piece by piece
+                        continue
+                    for t0, n1 in tiles:
+                        self.load_weights(w_l1, b, pitch, col + t0, kp0, kcj, n1, kcj * t0)
+                    self.fill_patterns()
+                    for (t0, n1), c in zip(tiles, l0c):
+                        f = self.frac
+                        nir.create_op("cce.mad", [nir.subview(a, [0], [m1 * kcj * f]),
+                                                  nir.subview(b, [kcj * t0 * f], [kcj * n1 * f]), c],
+                                      m=m1 * 16, n=kcj * f // 16, k=n1 * 16,
+                                      accumulate=kp0 > 0 or shared)
+                        if early:
+                            self.drain_tile(c, n, s0, t0, n1, ns, ho0, band.rows, m1, prefetch)
+                    # the next pieces of weight rows, after this chunk's loads in program
+                    # order (sync insertion flags a consumer after every copy before it)
+                    for _ in range(ahead if chunk == first + 1 and not self.split_map else 1):
+                        if self.loads:
+                            self.ahead()
             if s0 == 0 and self.image is not None and not self.image.next_with_band:
                 self.image.fill_next(self, n, band, ho0)  # behind this band's mads, before its drains
             if defer:

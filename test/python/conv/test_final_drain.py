@@ -59,3 +59,23 @@ def test_one_block_drains_after_the_last_mad():
     tail = body[-12:]
     assert sum(op.name == "cce.copy_l0c_to_ub" for op in tail) >= 4, [op.name for op in tail]
 
+
+
+def test_last_super_tile_one_accumulator_after_the_other():
+    """The last super tile (two accumulators of 8 blocks) goes accumulator
+    by accumulator (`final_groups`): the first through its chunk and drained
+    whole, V working on it while the cube does the second, whose pieces
+    alone drain between their mads (1, 2, 2, 2, 1 blocks)."""
+    module = compile_program(_conv(), "npu-lower{cores=1 prefetch=false}")
+    body = [op for op in nir.ops_named(module.operation, "cce.mad", "cce.copy_l0c_to_ub",
+                                       "cce.img2col_l1_to_l0a")]
+    m1 = -(-OUT * OUT // 16)
+    last_load = max(k for k, op in enumerate(body) if op.name == "cce.img2col_l1_to_l0a")
+    pieces = body[last_load + 1:]
+    assert [op.name for op in pieces] == ["cce.mad", "cce.copy_l0c_to_ub"] * 5
+    assert [nir.int_attr(op, "burst_len") // (m1 * 32) for op in pieces[1::2]] == [1, 2, 2, 2, 1]
+    # before the second accumulator's img2col: the first's mad and its whole drain
+    first = [op for op in body[:last_load] if op.name != "cce.img2col_l1_to_l0a"][-2:]
+    assert [op.name for op in first] == ["cce.mad", "cce.copy_l0c_to_ub"]
+    assert nir.int_attr(first[0], "k") == 8 * 16
+    assert nir.int_attr(first[1], "burst_len") == 8 * m1 * 32
