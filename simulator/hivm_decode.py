@@ -28,7 +28,7 @@ from mlir import ir
 from npu.dialects import hivm
 from npu.dialects.cce_img2col import PAD_VALUE
 from npu.simulator import cube_unit, img2col, mte, vector_unit
-from npu.simulator.decode_cache import InstrCache, clone
+from npu.simulator.decode_cache import InstrCache, attributes_of
 from npu.simulator.errors import ALIGNMENT, BOUNDS, INVALID, UNSUPPORTED, SimulationError, where_of
 from npu.simulator.hivm_context import HivmDecodeContext
 from npu.simulator.instruction import (BARRIER, SET, WAIT, DecodeContext, Instr, OperandInfo,
@@ -140,7 +140,6 @@ class HivmProgram:
         # of 15k instructions in BERT-base x12 on 32 cores
         self.spans: dict[Instr, dict[int, tuple[int, int]]] = {}
         self.type_names: dict = {}  # `_type_attr`'s, for this decode
-        self.syncs: dict[tuple, Instr] = {}  # (name, attributes) -> a flag or barrier
 
     def start_core(self) -> None:
         """Each core of a launch starts with the registers in their reset
@@ -299,21 +298,13 @@ def instruction(decoder, op: ir.Operation, pre_cost: int, name: str | None = Non
     target = decoder.target
     instrs = InstrCache.of(decoder)
     if name in _SYNC:
-        # A flag or barrier is a function of its attributes alone (they hash by
-        # value): one probe of the builds per distinct set; probing them for
-        # each of BERT-12's 11k was 10% of its decode.
-        syncs = _state(decoder).syncs
-        attrs = op.attributes
-        same = (name, *((k, attrs[k]) for k in attrs))
-        instr = syncs.get(same)
-        instr = (clone(instr, where) if instr is not None
-                 else instrs.find((name,), op, where))
+        attrs = attributes_of(op)
+        instr = instrs.find((name,), op, where, attrs)
         if instr is None:
             ctx = HivmDecodeContext(op, where, target, None, None, [])
             ctx.reads = []
             instr = SyncInstr(ctx, _SYNC[name], chip=name == hivm.SYNC_ALL).finish()
-            instrs.keep((name,), ctx.reads, instr)
-        syncs.setdefault(same, instr)
+            instrs.keep((name,), ctx.reads, instr, attrs)
         append, pending = decoder.trace.append, decoder.pending
 
         def dispatch_sync(env: list, instr=instr, pre=pre_cost) -> None:
@@ -349,6 +340,7 @@ def instruction(decoder, op: ir.Operation, pre_cost: int, name: str | None = Non
     n_addrs = len(addr_order)
     a0, a1, a2 = (addr_order + (None, None, None))[:3]  # the common arities, unrolled
     operand_views = state.operand_views
+    attrs: list = []  # `attributes_of(op)`, made at the first decode
 
     def decode(key, word: int, lanes: int | None) -> Instr:
         if hivm.reserved_bits(hivm.CONFIG_KIND[name], word):
@@ -356,12 +348,14 @@ def instruction(decoder, op: ir.Operation, pre_cost: int, name: str | None = Non
                                   f"0x{word & (2**64 - 1):016x} (bits outside every field)",
                                   where)
         shared_key = (name, word, lanes, tuple(dtypes))
-        instr = instrs.find(shared_key, op, where)
+        if not attrs:  # the op's, once (for any of its words)
+            attrs.append(attributes_of(op))
+        instr = instrs.find(shared_key, op, where, attrs[0])
         if instr is None:
             ctx = HivmDecodeContext(op, where, target, word, lanes, infos)
             ctx.reads = []
             instr = build(ctx).finish()
-            instrs.keep(shared_key, ctx.reads, instr)
+            instrs.keep(shared_key, ctx.reads, instr, attrs[0])
         cache[key] = instr
         return instr
 
