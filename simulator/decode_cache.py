@@ -62,11 +62,23 @@ def clone(template: Instr, where: str) -> Instr:
     return instr
 
 
+def attributes_of(op) -> tuple:
+    """An op's attributes as (name, attribute) pairs: attributes hash and
+    compare by value, so two ops with equal tuples answer every read alike."""
+    attrs = op.attributes
+    return tuple([(name, attrs[name]) for name in attrs])
+
+
 class InstrCache:
-    """Per decode (`HivmProgram`): key -> [(recorded reads, built Instr)]."""
+    """Per decode (`HivmProgram`): key -> [(recorded reads, built Instr)];
+    and (key, an op's whole attribute set) -> the Instr it got, so an op
+    spelled like an earlier one is a copy without probing the builds'
+    reads (which was a tenth of BERT-12's decode: its 11k flags and
+    barriers share one key per op name)."""
 
     def __init__(self) -> None:
         self.built: dict[tuple, list[tuple[list, Instr]]] = {}
+        self.same: dict[tuple, Instr] = {}
 
     @classmethod
     def of(cls, decoder) -> "InstrCache":
@@ -76,13 +88,22 @@ class InstrCache:
             cache = decoder.hivm_instrs = cls()
         return cache
 
-    def find(self, key: tuple, op, where: str) -> Instr | None:
+    def find(self, key: tuple, op, where: str, attrs: tuple | None = None) -> Instr | None:
         """A copy of an earlier build of `key` (its op name first) at `where`,
-        if `op` reads alike."""
+        if `op` reads alike; `attrs`: the op's `attributes_of`, when known."""
+        if attrs is not None:
+            got = self.same.get((key, attrs))
+            if got is not None:
+                return clone(got, where)
         for reads, instr in self.built.get(key, ()):
             if answers(op, key[0], where, reads):
-                return clone(instr, where)
+                instr = clone(instr, where)
+                if attrs is not None:
+                    self.same[key, attrs] = instr
+                return instr
         return None
 
-    def keep(self, key: tuple, reads: list, instr: Instr) -> None:
+    def keep(self, key: tuple, reads: list, instr: Instr, attrs: tuple | None = None) -> None:
         self.built.setdefault(key, []).append((reads, instr))
+        if attrs is not None:
+            self.same[key, attrs] = instr

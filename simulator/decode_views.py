@@ -27,7 +27,7 @@ class ScalarAndViewDecoding:
 
     def scalar(self, op: ir.Operation) -> tuple[Fn | None, int]:
         name = op.name
-        where = where_of(op.location)
+        where = self.where_of(op.location)
         if name == "arith.constant":
             self.env[self.slot(op.results[0])] = _constant(op, where)
             return None, 0

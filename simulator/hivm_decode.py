@@ -28,7 +28,7 @@ from mlir import ir
 from npu.dialects import hivm
 from npu.dialects.cce_img2col import PAD_VALUE
 from npu.simulator import cube_unit, img2col, mte, vector_unit
-from npu.simulator.decode_cache import InstrCache
+from npu.simulator.decode_cache import InstrCache, attributes_of
 from npu.simulator.errors import ALIGNMENT, BOUNDS, INVALID, UNSUPPORTED, SimulationError, where_of
 from npu.simulator.hivm_context import HivmDecodeContext
 from npu.simulator.instruction import (BARRIER, SET, WAIT, DecodeContext, Instr, OperandInfo,
@@ -70,21 +70,30 @@ def _operand_info(space: str, dtype: str) -> OperandInfo:
     return info
 
 
-def _type_attr(op: ir.Operation, name: str) -> str:
-    return str(ir.TypeAttr(op.attributes[name]).value)
+def _type_attr(op: ir.Operation, name: str, names: dict | None = None) -> str:
+    """The name of a type attribute's type; `names` remembers them per
+    attribute (attributes hash and compare by value): printing the type
+    each time was 1% of a timing-only BERT-12 on 32 cores."""
+    attr = op.attributes[name]
+    got = None if names is None else names.get(attr)
+    if got is None:
+        got = str(ir.TypeAttr(attr).value)
+        if names is not None:
+            names[attr] = got
+    return got
 
 
-def _dtypes(op: ir.Operation, name: str) -> list[str]:
+def _dtypes(op: ir.Operation, name: str, names: dict | None = None) -> list[str]:
     """Element type of each hivm address operand, in hivm order."""
     if name in hivm.COPY_OPS:
         return ["i8", "i8"]  # copies move bytes
     if name in hivm.LOAD_OPS or name == hivm.IMG2COL:
         return ["f16", "f16"]  # whole 512-byte fractals of 16x16 2-byte cells
-    dtype = _type_attr(op, "dtype")
+    dtype = _type_attr(op, "dtype", names)
     if name == "hivm.mad":
         return [_CUBE_OUT.get(dtype, dtype), dtype, dtype]
     if name == "hivm.vconv":
-        return [dtype, _type_attr(op, "src_dtype")]
+        return [dtype, _type_attr(op, "src_dtype", names)]
     if name == hivm.VECTOR_CMP:
         return ["i8", dtype, dtype]
     if name == hivm.VECTOR_SELECT:
@@ -130,6 +139,7 @@ class HivmProgram:
         # instr -> {operand: (lowest, highest byte) of its accesses}: 29k views
         # of 15k instructions in BERT-base x12 on 32 cores
         self.spans: dict[Instr, dict[int, tuple[int, int]]] = {}
+        self.type_names: dict = {}  # `_type_attr`'s, for this decode
 
     def start_core(self) -> None:
         """Each core of a launch starts with the registers in their reset
@@ -239,7 +249,7 @@ def scalar_op(decoder, op: ir.Operation, name: str | None = None) -> tuple[Calla
         state = _state(decoder)
         a = decoder.use(op.operands[0], op)
         r = decoder.slot(op.results[0])
-        where = where_of(op.location)
+        where = decoder.where_of(op.location)
         loads, pending = decoder.scalar_loads, decoder.pending
 
         def load(env: list) -> None:
@@ -266,7 +276,7 @@ def scalar_op(decoder, op: ir.Operation, name: str | None = None) -> tuple[Calla
     if name == "hivm.set_vector_mask":
         state = _state(decoder)
         hi, lo = (decoder.use(v, op) for v in op.operands)
-        where = where_of(op.location)
+        where = decoder.where_of(op.location)
 
         def set_mask(env: list, hi=hi, lo=lo, reg=state.mask) -> None:
             lanes = hivm.mask_lanes(env[hi], env[lo])
@@ -283,17 +293,18 @@ def scalar_op(decoder, op: ir.Operation, name: str | None = None) -> tuple[Calla
 
 def instruction(decoder, op: ir.Operation, pre_cost: int, name: str | None = None) -> Callable:
     """The dispatch closure of one hivm instruction."""
-    where = where_of(op.location)
+    where = decoder.where_of(op.location)
     name = op.name if name is None else name
     target = decoder.target
     instrs = InstrCache.of(decoder)
     if name in _SYNC:
-        instr = instrs.find((name,), op, where)
+        attrs = attributes_of(op)
+        instr = instrs.find((name,), op, where, attrs)
         if instr is None:
             ctx = HivmDecodeContext(op, where, target, None, None, [])
             ctx.reads = []
             instr = SyncInstr(ctx, _SYNC[name], chip=name == hivm.SYNC_ALL).finish()
-            instrs.keep((name,), ctx.reads, instr)
+            instrs.keep((name,), ctx.reads, instr, attrs)
         append, pending = decoder.trace.append, decoder.pending
 
         def dispatch_sync(env: list, instr=instr, pre=pre_cost) -> None:
@@ -307,7 +318,7 @@ def instruction(decoder, op: ir.Operation, pre_cost: int, name: str | None = Non
         return _img2col_instruction(decoder, op, pre_cost, where)
     state = _state(decoder)
     spaces = hivm.ADDRESS_SPACES[name]
-    dtypes = _dtypes(op, name)
+    dtypes = _dtypes(op, name, state.type_names)
     for d in dtypes:
         if d not in _ESIZE:
             raise SimulationError(INVALID, f"'{name}': unsupported element type {d}", where)
@@ -329,6 +340,7 @@ def instruction(decoder, op: ir.Operation, pre_cost: int, name: str | None = Non
     n_addrs = len(addr_order)
     a0, a1, a2 = (addr_order + (None, None, None))[:3]  # the common arities, unrolled
     operand_views = state.operand_views
+    attrs: list = []  # `attributes_of(op)`, made at the first decode
 
     def decode(key, word: int, lanes: int | None) -> Instr:
         if hivm.reserved_bits(hivm.CONFIG_KIND[name], word):
@@ -336,12 +348,14 @@ def instruction(decoder, op: ir.Operation, pre_cost: int, name: str | None = Non
                                   f"0x{word & (2**64 - 1):016x} (bits outside every field)",
                                   where)
         shared_key = (name, word, lanes, tuple(dtypes))
-        instr = instrs.find(shared_key, op, where)
+        if not attrs:  # the op's, once (for any of its words)
+            attrs.append(attributes_of(op))
+        instr = instrs.find(shared_key, op, where, attrs[0])
         if instr is None:
             ctx = HivmDecodeContext(op, where, target, word, lanes, infos)
             ctx.reads = []
             instr = build(ctx).finish()
-            instrs.keep(shared_key, ctx.reads, instr)
+            instrs.keep(shared_key, ctx.reads, instr, attrs[0])
         cache[key] = instr
         return instr
 

@@ -22,7 +22,7 @@ from mlir import ir
 from npu import ir as npu_ir
 from npu.simulator import (compiled, cube_unit, dispatch, hivm_decode, img2col, mte, vector_unit,
                            walk_code)
-from npu.simulator.errors import INVALID, UNSUPPORTED, SimulationError, where_of
+from npu.simulator.errors import INVALID, UNSUPPORTED, Locator, SimulationError, where_of
 from npu.simulator.instruction import BARRIER, SET, WAIT, DecodeContext, Instr, SyncInstr
 from npu.simulator.memory import Memory, Placement, Region
 from npu.simulator.scalar_unit import View
@@ -129,6 +129,7 @@ class Decoder(ScalarAndViewDecoding):
         self.gm_regions: list[Region] = []
         self.gm_alloc_bytes = 0
         self.last_yield: ir.Operation | None = None  # of the block `block` decoded last
+        self.where_of = Locator()  # each op's `file:line:col`
 
     # -- slots --------------------------------------------------------------
 
@@ -183,6 +184,7 @@ class Decoder(ScalarAndViewDecoding):
             self.env[self.slots[arg]] = View(region, 0, shape, tuple(strides))
             args.append((mem, region, dtype, shape))
         body = self.block(block)
+        self.where_of.loc = None  # nothing keeps the module's context alive
         gid = self.placement.assign_groups(0)
         for region in self.gm_regions:
             region.group = gid
@@ -274,7 +276,7 @@ class Decoder(ScalarAndViewDecoding):
 
     def instruction(self, op: ir.Operation) -> tuple[Instr, tuple[int, ...]]:
         """Decode a cce op (once, in program order): its `Instr` and operand slots."""
-        ctx = DecodeContext(op, where_of(op.location), self.target)
+        ctx = DecodeContext(op, self.where_of(op.location), self.target)
         instr = INSTR_DECODERS[op.name](ctx).finish()
         return instr, tuple(self.use(v, op) for v in op.operands)
 
@@ -292,7 +294,7 @@ class Decoder(ScalarAndViewDecoding):
         yields = self._yield_slots(body_block, op)
         pending = self.pending
         iter_cost = self.issue
-        where = where_of(op.location)
+        where = self.where_of(op.location)
 
         def run_for(env: list) -> None:
             i, end, st = env[lb], env[ub], env[step]

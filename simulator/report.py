@@ -179,12 +179,15 @@ def spot_sums(spots: list["Hotspot"], code: np.ndarray, unit: np.ndarray, starts
     profiled seconds. The running maximum of starts within each spot is one
     `maximum.accumulate` over the entries sorted by spot, each spot's starts
     lifted above every earlier spot's."""
-    order = np.argsort(code, kind="stable")
-    order = order[code[order] >= 0]
+    order = np.flatnonzero(code >= 0)
     if not order.size:
         return
     spot = code[order]
-    held = np.where(unit[order] >= 0, unit[order], ends[order] - starts[order])
+    # numpy sorts 16-bit keys stably by radix: 3x faster than int64's merges
+    by_spot = np.argsort(spot.astype(np.uint16) if spot.max() < 1 << 16 else spot, kind="stable")
+    order, spot = order[by_spot], spot[by_spot]
+    held = unit[order]
+    held = np.where(held >= 0, held, ends[order] - starts[order])
     started, lo = starts[order], dispatched[order]
     lift = int(started.max()) + 1
     if lift * (len(spots) + 1) >= 2 ** 62 or started.min() < 0:  # spot by spot

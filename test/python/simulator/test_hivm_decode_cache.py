@@ -56,3 +56,29 @@ def test_an_attribute_read_differently_is_built_anew():
     assert [s.flag_text for s in sets] == ["MTE2 -> MTE3, event 0", "MTE3 -> MTE2, event 1",
                                            "MTE2 -> MTE3, event 0"]
     assert sets[0].key is sets[2].key and sets[1].key is not sets[0].key
+
+
+
+def test_an_op_spelled_like_an_earlier_one_is_copied_without_probing(monkeypatch):
+    """An op whose whole attribute set equals an earlier op's (of the same
+    key) takes the copy kept for that set: no reads are probed. The event-1
+    pair probes the event-0 build (and is built anew); the third pair is
+    copied. With an attribute no decoder reads, the last pair is another
+    attribute set: probed, it answers the reads alike and shares that build."""
+    from npu.simulator import decode_cache
+
+    probes = []
+    real = decode_cache.answers
+    monkeypatch.setattr(decode_cache, "answers",
+                        lambda op, *a: probes.append(op.name) or real(op, *a))
+    assert len(_instrs()) == 10
+    assert probes == ["hivm.set_flag", "hivm.wait_flag"]  # the event-1 pair's
+    probes.clear()
+    head, tail = PROGRAM.rsplit('"hivm.set_flag"', 1)
+    text = head + '"hivm.set_flag"' + tail.replace("event = 0 : i64", 'event = 0 : i64, npu.note = "x"')
+    x = np.arange(16, dtype=np.float16)
+    res = simulate(parse_module(text, make_context()), [x], target=get_target())
+    np.testing.assert_array_equal(res.outputs[0], x)
+    assert probes == ["hivm.set_flag", "hivm.wait_flag"] * 2  # event 1's, the noted pair's
+    sets = [i for i, _, _ in res.trace_entries if i.name == "hivm.set_flag"]
+    assert sets[0].key is sets[2].key and sets[2].where.rsplit(":", 2)[1] == "13"
