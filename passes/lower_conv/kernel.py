@@ -243,7 +243,8 @@ class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDrain):
         # the stem's 28 bands of 7 chunks, 60,129 -> see bench/conv.py)
         chunk = first = self.chunk
         for s0 in range(0, s.co1, t.n1):
-            if s0 == t.n1 and self.next_map is not None:
+            with_map = s0 == t.n1 and self.next_map is not None
+            if with_map:
                 self.next_map()
                 self.next_map = None
             ns = min(t.n1, s.co1 - s0)
@@ -253,8 +254,13 @@ class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDrain):
             # tile's weight loads (one GM latency for the run). With resident
             # weights each drain loads its own: at the super tile's start the
             # load would wait for the previous drain to free its set, holding
-            # up the next band's map behind it on MTE2.
-            prefetch = self.epilogue is not None and self.w_l1 is None
+            # up the next band's map behind it on MTE2. But the super tile
+            # whose start copies the next band's map (`StraightBands`) loads
+            # its operands right after it, paired: one run, one flag (1x1
+            # 64->256 56 with ResNet's Add + ReLU: 14 bands, MTE2 busy 46,885
+            # -> 42,335; the three sets of `epilogue_sets` keep the set free).
+            prefetch = self.epilogue is not None and (
+                self.w_l1 is None or (with_map and self.epilogue.paired))
             if prefetch and self.epilogue.paired:
                 self.epilogue.load_super(n, s0, ns, ho0, band.rows, m1, s.ho, s.wo, self.supers)
             elif prefetch:
