@@ -55,6 +55,7 @@ from npu.dialects.ascend_conv import (FORMS_5HD, NC1HWC0_BD, geometry, group_cha
 from npu.kernels.cce_build import core_part
 from npu.target import Target
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
+from npu.passes.lower_conv import cube_bias
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue, group_of
 from npu.passes.lower_conv.drain_cast import f32_bias_staging
 from npu.passes.lower_conv.image_map import prior_pixels, reads_image, staging_bytes
@@ -104,6 +105,11 @@ class LowerConv(Pass):
                       "(`npu.costmodel.conv.depthwise_vector` against `tiling`); cube; vector "
                       "(where it applies: f16/f32, strides within the vector stride fields)",
                       choices=("auto", "cube", "vector")),
+               Option("cube-bias", str, "auto", "a 1x1 conv's constant bias as one more K "
+                      "fractal (ones against the bias) instead of a vadd on its drain: auto = "
+                      "where V bounds the conv's estimate and the estimate is faster with it "
+                      "(`cube_bias`); always (where it applies: f16, constant weights and "
+                      "bias, one core); never", choices=("auto", "always", "never")),
                Option("remarks", bool, False, "report each conv's tiling and the cost model's "
                       "estimate of it (bench/fusion_estimates.py reads it)"))
 
@@ -128,6 +134,12 @@ class LowerConv(Pass):
         row_parts = self.row_parts(op)
         tiling = choose_tiling(shape.row_part(row_parts[0]) if row_parts else shape, self.target,
                                budget, epi.work if epi is not None else None, SETS)
+        out_f16 = self.out_type(op, epi) == "f16"
+        ones = None if row_parts or self.cube_bias == "never" else cube_bias.choose(
+            op, shape, tiling, out_f16, self.target, budget,
+            epi.work if epi is not None else None, SETS, self.cube_bias == "always")
+        if ones is not None:  # the bias in the cube (`cube_bias`)
+            shape, tiling = ones
         vector = self.depthwise_plan(op, epi, budget, row_parts)
         if vector is not None and (self.depthwise == "vector" or tiling is None
                                    or vector[0].cycles < tiling.cycles):
@@ -161,6 +173,9 @@ class LowerConv(Pass):
                                          * g.strides[0] - g.pads[0] >= FOLD - 1)
             fold = fold_stem(g, nir.memref_shape(op.operands[0])[1], weights, bias, rows)
             bias = None if fold.bias else bias
+        if shape.ones:
+            cube_bias.with_bias_fractal(weights, bias)
+            bias = None
         if epi is not None and epi.relu is not None and (bias is not None or shape.int8):
             raise PassError("npu-lower-conv: internal: the drain's ReLU needs the bias in the "
                             "cube (stem_fold.drain_relu)", op)

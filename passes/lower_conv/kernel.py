@@ -19,6 +19,7 @@ from npu.dialects.ascend_conv import ConvGeometry
 from npu.kernels.cce_build import by_run, lin
 from npu.passes.lower_conv.band_maps import Band, BandMaps
 from npu.passes.lower_conv.channel_pattern import Later
+from npu.passes.lower_conv.cube_bias import ones_map
 from npu.passes.lower_conv.drain import ConvDrain
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue
 from npu.passes.lower_conv.final_drain import FinalDrain, HeldChunk
@@ -137,6 +138,8 @@ class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDrain):
         if self.epilogue is not None:
             self.epilogue.allocate(half * m1 * FRAC, self.paired_loads(), sets)
         band_pixels = min(self.g.h, (t.rows - 1) * self.g.strides[0] + self.ext_h) * self.g.w
+        # the bias in the cube: the A side of its K fractal (`cube_bias`)
+        self.ones_fm = ones_map(band_pixels // self.g.w, self.g.w) if s.ones else None
         staged = Int8Map if s.int8 else ImageMap if reads_image(self.x5) else None
         self.image = image_maps(self, band_pixels) if staged is ImageMap else \
             staged(self.target, self.x5, band_pixels) if staged is not None else None
@@ -243,7 +246,8 @@ class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDrain):
         # the stem's 28 bands of 7 chunks, 60,129 -> see bench/conv.py)
         chunk = first = self.chunk
         for s0 in range(0, s.co1, t.n1):
-            if s0 == t.n1 and self.next_map is not None:
+            with_map = s0 == t.n1 and self.next_map is not None
+            if with_map:
                 self.next_map()
                 self.next_map = None
             ns = min(t.n1, s.co1 - s0)
@@ -253,8 +257,13 @@ class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDrain):
             # tile's weight loads (one GM latency for the run). With resident
             # weights each drain loads its own: at the super tile's start the
             # load would wait for the previous drain to free its set, holding
-            # up the next band's map behind it on MTE2.
-            prefetch = self.epilogue is not None and self.w_l1 is None
+            # up the next band's map behind it on MTE2. But the super tile
+            # whose start copies the next band's map (`StraightBands`) loads
+            # its operands right after it, paired: one run, one flag (1x1
+            # 64->256 56 with ResNet's Add + ReLU: 14 bands, MTE2 busy 46,885
+            # -> 42,335; the three sets of `epilogue_sets` keep the set free).
+            prefetch = self.epilogue is not None and (
+                self.w_l1 is None or (with_map and self.epilogue.paired))
             if prefetch and self.epilogue.paired:
                 self.epilogue.load_super(n, s0, ns, ho0, band.rows, m1, s.ho, s.wo, self.supers)
             elif prefetch:
@@ -288,7 +297,7 @@ class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDrain):
                     self.last_chunk = s0 + t.n1 >= s.co1 and kp0 + kcj >= s.k1
                     a, b = l0a[chunk % 2], l0b[chunk % 2]
                     chunk += 1
-                    if m1 < kcj and not s.small:  # fewer instructions: one per M fractal
+                    if m1 < kcj and not s.small and not s.ones:  # fewer instructions: one per M fractal
                         for mm in range(m1):
                             self.img2col_row(fm, a, band, kp0, mm, kcj)
                     else:
@@ -375,6 +384,13 @@ class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDrain):
         block-diagonal form) of the band's m1 M fractals, at fractal tt of a
         chunk of kcj."""
         g, s = self.g, self.s
+        if kp >= s.k1 - s.ones:  # the ones of the bias's fractal (`cube_bias`), not a map block
+            dst = nir.subview(l0a, [tt * self.frac], [((m1 - 1) * kcj + 1) * self.frac])
+            split, self.split_map = self.split_map, False
+            self.load3d(nir.subview(self.ones_fm, [0, 0, 0, 0], [1, band.in_rows, g.w, 16]), dst,
+                        band, 0, 0, 0, 0, kcj, 1, m1)
+            self.split_map = split
+            return
         folded = self.fold.rows and kp < g.kw  # rows FOLD-1..0 of column kp (`stem_fold`)
         if folded:
             c1, kh, kw = 0, FOLD - 1, kp

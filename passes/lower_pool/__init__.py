@@ -78,8 +78,9 @@ class LowerPool(Pass):
                             f"{geo.ho}x{geo.wo} {elem}) are widened by npu-linalg-to-ascend "
                             "before pooling", op)
         capacity = self.target.capacity("ub")
-        ob = geo.choose_band(int(capacity * self.ub_fraction), self.max_rows) or \
-            geo.choose_band(capacity, self.max_rows, slots=1)
+        rate = self.target.path("gm_to_ub").bytes_per_cycle
+        geo, ob = geo.choose_form(int(capacity * self.ub_fraction), rate, self.max_rows)
+        ob = ob or geo.choose_band(capacity, self.max_rows, slots=1)
         if geo.pixel_major and ob is None:
             raise PassError(f"no band of this NC1HWC0 pool fits UB ({geo.ub_bytes(1, 1)} bytes "
                             f"for one output row of {geo.w} columns; UB {capacity}); "
@@ -110,8 +111,9 @@ class LowerPool(Pass):
         (they must read no padding, so that one plan serves them all)."""
         parts, part = rows
         run = geo.ho // parts
-        ob = geo.choose_band(int(self.target.capacity("ub") * self.ub_fraction),
-                             min(self.max_rows or run, run)) if geo.pixel_major else None
+        geo, ob = geo.choose_form(int(self.target.capacity("ub") * self.ub_fraction),
+                                  self.target.path("gm_to_ub").bytes_per_cycle,
+                                  min(self.max_rows or run, run)) if geo.pixel_major else (geo, None)
         if geo.ho % parts or ob is None or ob > run:
             raise PassError(f"{nir.CORE_PART_ATTR}: cuts the output rows of an NC1HWC0 pool into "
                             f"{parts} equal runs of whole bands; this one has {geo.ho} rows", op)
@@ -135,7 +137,8 @@ class LowerPool(Pass):
         other band in a loop over the full groups (loops are what
         npu-double-buffer ping-pongs); the last partial group the same way."""
         geo = tile.geo
-        grid = [k for k, b in enumerate(bands) if b.interior and b.o0 == bands[0].o0 + k * ob]
+        grid = [k for k, b in enumerate(bands)
+                if b.interior and b.out_rows == ob and b.o0 == bands[0].o0 + k * ob]
         lo, hi = (grid[0], grid[0] + 1) if grid else (0, 0)
         while hi < len(bands) and hi in grid:
             hi += 1

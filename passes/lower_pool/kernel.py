@@ -15,7 +15,10 @@ Per tile (16 planes, `ob` output rows):
   5. `vnchwconv` back to plane-major and store each plane's run (the last
      block again on its own, ending at the run's end).
 An NC1HWC0 map (a conv's result) is pixel-major already: steps 1 and 5 are
-one copy of the group's band each way, and there is no `vnchwconv`.
+one copy of the group's band each way, and there is no `vnchwconv`; its
+window may take each kernel point straight from the image (kh * kw ops, no
+image of rows pooled across) where that buys larger bands
+(`PoolGeometry.choose_form`).
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ class PoolTile:
             self.window(pix, r * n_in * b, out, r * self.ob * g.wo * b, band)
             if g.pool.kind == "avg":
                 self.scale(out, r * self.ob * g.wo * b, band)
-        self.store(out, p0, gp, o0)
+        self.store(out, p0, gp, o0, band.out_rows)
 
     def load(self, p0: Index, gp: int, in_start: Index, n: int) -> ir.Value:
         """The band of 16 planes, pixel-major (pixel k of image r at block r*n + k)."""
@@ -103,6 +106,17 @@ class PoolTile:
         (sh, sw), (dh, dw), w, wo = pool.strides, pool.dilations, g.w, g.wo
         op = "cce.vmax" if pool.kind == "max" else "cce.vadd"
         rows = band.rows
+        if g.direct:  # each kernel point from the image: row step sh rows, column step sw
+            parts = []
+            for a in range(pool.kernel[0]):
+                i0, i1 = _valid(band.out_rows, sh, a * dh - band.row_dst, rows)
+                for c in range(pool.kernel[1]):
+                    j0, j1 = _valid(wo, sw, c * dw - pool.pads[1], w)
+                    if i0 < i1 and j0 < j1:
+                        at = ((i0 * sh + a * dh - band.row_dst) * w + j0 * sw + c * dw - pool.pads[1])
+                        parts.append((i0, i1, j0, j1, (pix, base + at * b, sh * w, sw)))
+            self.combine(op, (out, out_base, wo, 1), band.out_rows, wo, parts)
+            return
         across = nir.alloc([rows * wo * b], self.elem, "ub")
         parts = []
         for c in range(pool.kernel[1]):
@@ -112,11 +126,11 @@ class PoolTile:
         self.combine(op, (across, 0, wo, 1), rows, wo, parts)
         parts = []
         for a in range(pool.kernel[0]):
-            i0, i1 = _valid(self.ob, sh, a * dh - band.row_dst, rows)
+            i0, i1 = _valid(band.out_rows, sh, a * dh - band.row_dst, rows)
             if i0 < i1:
                 at = (i0 * sh + a * dh - band.row_dst) * wo * b
                 parts.append((i0, i1, 0, wo, (across, at, sh * wo, 1)))
-        self.combine(op, (out, out_base, wo, 1), self.ob, wo, parts)
+        self.combine(op, (out, out_base, wo, 1), band.out_rows, wo, parts)
 
     def combine(self, op: str, dst, rows: int, cols: int, parts) -> None:
         """dst (a rows x cols rectangle, rows contiguous) = `op` over `parts`,
@@ -151,11 +165,12 @@ class PoolTile:
         pool = g.pool
         dtype = np.float16 if self.elem == "f16" else np.float32
         if pool.count_include_pad:
-            runs_r = [(0, self.ob, pool.kernel[0])]
+            runs_r = [(0, band.out_rows, pool.kernel[0])]
             runs_c = [(0, g.wo, pool.kernel[1])]
         else:
             rows, cols = pool.counts(g.h, g.w)
-            rows = [pool.kernel[0]] * self.ob if band.interior else list(rows[band.o0:band.o0 + self.ob])
+            rows = [pool.kernel[0]] * band.out_rows if band.interior else \
+                list(rows[band.o0:band.o0 + band.out_rows])
             runs_r, runs_c = _runs(rows), _runs(list(cols))
         for r0, r1, rc in runs_r:
             for c0, c1, cc in runs_c:
@@ -205,9 +220,10 @@ class PoolTile:
         nir.create_op(name, operands, **attrs)
 
     # -- back to planes --------------------------------------------------------
-    def store(self, out: ir.Value, p0: Index, gp: int, o0: Index) -> None:
+    def store(self, out: ir.Value, p0: Index, gp: int, o0: Index, ob: int) -> None:
+        """The tile's `ob` output rows from row `o0` -> GM."""
         g, b = self.geo, self.b
-        n = self.ob * g.wo
+        n = ob * g.wo
         if g.pixel_major:
             copy("cce.copy_ub_to_gm", out, sub(self.y, lin((p0, g.ho * g.wo), (o0, g.wo * b)), n * b),
                  1, n)

@@ -3,14 +3,17 @@
 A tile is a group of 16 planes (n, c) and a band of `ob` output rows. Every
 band has the same `ob`; the last one is moved back to end at Ho (its rows
 overlap the previous band's and are computed and stored twice, identically),
-so per-plane runs are never shorter than a block. Bands whose input rows all
-lie inside the map (no top/bottom padding) are "interior" and run as one
-loop; the others are emitted one by one.
+so per-plane runs are never shorter than a block. A pixel-major (NC1HWC0)
+map has every pixel a block already: its last band keeps its place and
+takes only the rows left (ResNet's stem pool: 6 output rows, not 10 of which
+4 again). Bands whose input rows all lie inside the map (no top/bottom
+padding) are "interior"; those with `ob` rows run as one loop, the others
+are emitted one by one.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from npu.dialects.ascend_pool import Pool2d
 
@@ -25,6 +28,7 @@ class Band:
     rows: int        # input rows loaded
     row_dst: int     # padded-image row the first loaded row goes to
     interior: bool
+    out_rows: int    # output rows (`ob`, but for a pixel-major map's last band)
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,7 @@ class PoolGeometry:
     es: int          # element bytes
     block: int       # elements per 32-byte block (= lanes of one block)
     pixel_major: bool = False  # NC1HWC0 in GM: a group's band is loaded as it lies
+    direct: bool = False  # every kernel point straight from the input image (`choose_form`)
 
     @property
     def regions(self) -> int:
@@ -53,12 +58,15 @@ class PoolGeometry:
         h1 = self.ho if h1 is None else h1
         out = []
         starts = list(range(h0, h1, ob))
-        starts[-1] = h1 - ob
+        if not self.pixel_major:
+            starts[-1] = h1 - ob
         for o0 in starts:
+            rows = min(ob, h1 - o0)
             lo = o0 * self.pool.strides[0] - self.pool.pads[0]
-            hi = lo + self.band_rows(ob)
+            hi = lo + self.band_rows(rows)
             first, last = max(lo, 0), min(hi, self.h)
-            out.append(Band(o0, first, last - first, first - lo, lo >= 0 and hi <= self.h))
+            out.append(Band(o0, first, last - first, first - lo,
+                            lo >= 0 and hi <= self.h, rows))
         return out
 
     def ub_bytes(self, ob: int, slots: int = 2) -> int:
@@ -70,7 +78,8 @@ class PoolGeometry:
         rows = min(self.band_rows(ob), self.h)
         pixels_out = ob * self.wo
         if self.pixel_major:  # the movers fill and drain the images themselves
-            return self.es * GROUP * (slots * (rows * self.w + pixels_out) + rows * self.wo)
+            across = 0 if self.direct else rows * self.wo
+            return self.es * GROUP * (slots * (rows * self.w + pixels_out) + across)
         moved = rows * self.w + pixels_out + 2 * self.block
         vector = rows * self.w + rows * self.wo + pixels_out
         return self.es * GROUP * (slots * moved + vector)
@@ -101,6 +110,28 @@ class PoolGeometry:
                 if ob * self.wo % self.block == 0 and self.fits(ob):
                     return ob
         return best
+
+    def choose_form(self, budget: int, load_rate: int, cap: int = 0
+                    ) -> tuple["PoolGeometry", int | None]:
+        """(geometry, `ob`): a pixel-major map pools each kernel point straight
+        from the loaded image (kh * kw ops over the output, no image of rows
+        pooled across) where the UB that image took buys fewer bands and the
+        window's vector work stays under the band's load: MTE2 bounds such a
+        pool, and each band's load holds MTE2 for a GM latency (ResNet's stem
+        pool 3x3/2 64 112: bands of 14 output rows, not 10; 37,257 -> 35,229
+        cycles, bench/pool.py). Else the separable form."""
+        ob = self.choose_band(budget, cap)
+        if not self.pixel_major or ob is None:
+            return self, ob
+        direct = replace(self, direct=True)
+        ob_d = direct.choose_band(budget, cap)
+        if ob_d is None or len(direct.bands(ob_d)) >= len(self.bands(ob)):
+            return self, ob
+        kh, kw = self.pool.kernel
+        # one repeat covers 8 output pixels; the load moves `load_rate` B a cycle (gm_to_ub)
+        window = kh * kw * ob_d * -(-self.wo // BLOCKS_PER_REPEAT)
+        load = min(self.band_rows(ob_d), self.h) * self.w * self.es * GROUP // load_rate
+        return (direct, ob_d) if window < load else (self, ob)
 
     # -- the bounds bench/pool.py prints ---------------------------------------
     def gm_bytes(self) -> tuple[int, int]:

@@ -108,3 +108,58 @@ def test_pool_5hd_matches_semantics(case):
     result = simulate_strict(module, [x, np.zeros(out, np.float16)], serialize, None, None)
     atol = 0 if kind == "max" else 8e-3
     assert_matches(result.outputs[1], pool2d_5hd_numpy(x, p), rtol=0, atol=atol, what=f"{kind} 5hd")
+
+
+def test_stem_pool_takes_the_direct_form():
+    """ResNet's stem pool (NC1HWC0 64 x 112 x 112, 3x3/2 pad 1) in all of
+    ascend910's UB: each kernel point straight from the loaded image, with no
+    image of rows pooled across, buys bands of 14 output rows where the
+    separable form has 10: 4 bands a C1 group, not 6, each a load that
+    holds MTE2 for a GM latency (bench/pool.py: 37,257 -> 35,229 cycles)."""
+    from npu.passes.lower_pool.plan import PoolGeometry
+    from npu.target import get_target
+
+    target = get_target("ascend910")
+    p = Pool2d("max", (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), 0)
+    geo = PoolGeometry(p, 64, 112, 112, 56, 56, 2, 16, pixel_major=True)
+    budget, rate = target.capacity("ub"), target.path("gm_to_ub").bytes_per_cycle
+    assert geo.choose_band(budget) == 10
+    form, ob = geo.choose_form(budget, rate)
+    assert form.direct and ob == 14 and len(form.bands(ob)) == 4
+    # the last band keeps its place: no rows pooled and stored twice
+    assert [b.out_rows for b in geo.bands(10)] == [10] * 5 + [6]
+
+
+CASES_DIRECT = [
+    # (input NC1HWC0, kind, ub-fraction, direct form's bands (first row, rows))
+    ((1, 2, 40, 40, 16), "max", 0.1, [(0, 3), (3, 3), (6, 3), (9, 3), (12, 3), (15, 3), (18, 2)]),
+    ((1, 2, 33, 29, 16), "max", 0.08, [(0, 4), (4, 4), (8, 4), (12, 4), (16, 1)]),
+    ((1, 2, 33, 29, 16), "avg", 0.08, [(0, 4), (4, 4), (8, 4), (12, 4), (16, 1)]),
+]
+
+
+@pytest.mark.parametrize("case", CASES_DIRECT, ids=[f"{c[1]}-{'x'.join(map(str, c[0]))}" for c in CASES_DIRECT])
+def test_pool_5hd_direct_form_matches_semantics(case):
+    """The direct form (`PoolGeometry.choose_form`) with a short last band,
+    inside the map (40) and over the bottom padding (33), and avg's counts on
+    it: the numpy semantics, max exactly."""
+    from npu.dialects.ascend_pool import pool2d_5hd_numpy
+    from npu.passes.lower_pool.plan import PoolGeometry
+    from npu.target import get_target
+
+    shape, kind, fraction, bands = case
+    p = Pool2d(kind, (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), 0)
+    out = [shape[0], shape[1], *p.out_size(*shape[2:4]), 16]
+    target = get_target()
+    geo = PoolGeometry(p, shape[1] * 16, *shape[2:4], *out[2:4], 2, 16, pixel_major=True)
+    form, ob = geo.choose_form(int(target.capacity("ub") * fraction),
+                               target.path("gm_to_ub").bytes_per_cycle)
+    assert form.direct and [(b.o0, b.out_rows) for b in form.bands(ob)] == bands
+    source = func("pool", "ascend.pool2d", [memref(shape, "f16"), memref(out, "f16")],
+                  _attrs(p) + ', layout = "nc1hwc0"')
+    x = np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float16)
+    module, serialize = compile_source(source, f"npu-lower-pool{{ub-fraction={fraction}}}", None, True)
+    assert str(module).count("cce.copy_gm_to_ub") >= 2  # banded, not one tile
+    result = simulate_strict(module, [x, np.zeros(out, np.float16)], serialize, None, None)
+    assert_matches(result.outputs[1], pool2d_5hd_numpy(x, p), rtol=0,
+                   atol=0 if kind == "max" else 8e-3, what=f"{kind} direct 5hd")

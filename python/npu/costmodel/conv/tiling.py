@@ -110,6 +110,9 @@ class ConvShape:
     # One core's share of a conv cut over cores (`row_part`): npu-prefetch
     # may take its first weight pieces, which stay as `weight_pieces` makes them.
     core_share: bool = False
+    # A K fractal of ones after the map's, its weights the bias: the bias in
+    # the cube, no vadd on the drain (`passes/lower_conv/cube_bias.py`).
+    ones: int = 0
 
     @property
     def k1(self) -> int:
@@ -118,7 +121,7 @@ class ConvShape:
             return -(-self.kh * self.kw // 4)
         if self.diagonal:
             return self.kh * self.kw
-        return self.c1 * self.kh * self.kw
+        return self.c1 * self.kh * self.kw + self.ones
 
     @property
     def extent_h(self) -> int:
@@ -283,8 +286,8 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     mte2 = (in_bytes + w_bytes) / t.path("gm_to_l1").bytes_per_cycle \
         + runs * t.path("gm_to_l1").latency
     out_fracs = s.batch * m_fracs * s.co1
-    drain = out_fracs * t.fractal_bytes(4) / t.path("l0c_to_ub").bytes_per_cycle + out_fracs * 4 \
-        + staged
+    drain = out_fracs * t.fractal_bytes(4) / t.path("l0c_to_ub").bytes_per_cycle \
+        + (0 if s.ones else out_fracs * 4) + staged
     drains = s.batch * bands * sum(min(accs, n) for n in n_tiles)
     out_bytes = s.out_bytes
     if epilogue is not None:
