@@ -73,3 +73,20 @@ def test_script_runs(script: str, tmp_path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip(), "no table printed"
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_chip_phases_cnn_floors(tmp_path) -> None:
+    """chip_phases.py's CNN mode: one row per phase (barriers + 1), each
+    phase's floor at most its span, and a total that adds up."""
+    args = ["--model", "resnet18", "--size", "64", "--width", "16", "--cores", "8",
+            "--pipeline-options", "split-cores-estimate=false"]
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "chip_phases.py"), *args],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    barriers = int(lines[0].split(", ")[1].split()[0])
+    rows = [line.split() for line in lines[2:-1]]
+    assert len(rows) == barriers + 1 and barriers > 0
+    assert all(float(r[9]) <= int(r[2]) for r in rows)  # floor <= cycles
+    assert sum(int(r[2]) for r in rows) == int(lines[0].split(": ")[1].split()[0].replace(",", ""))
