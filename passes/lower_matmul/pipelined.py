@@ -12,6 +12,7 @@ from mlir.dialects import arith, scf
 
 from npu import ir as nir
 from npu.costmodel.matmul.fitting import TilingChoice
+from npu.costmodel.matmul.pipelined import l0_turns
 from npu.passes.lower_matmul.blocks import Operands
 from npu.passes.lower_matmul.plan import PipelinedPlan
 from npu.passes.matmul_epilogue import Piece
@@ -220,12 +221,15 @@ class PipelinedSchedule:
 
     def l0_slots(self, ops: Operands, plan: "PipelinedPlan", a1: ir.Value, b1: ir.Value
                  ) -> tuple[list[ir.Value], list[ir.Value]]:
-        """The two L0A and two L0B slots the sub-steps take turns in."""
+        """The L0A and L0B slots the sub-steps take turns in: four where four
+        fit (`l0_turns`; `chunk_mads` then runs two sub-steps' mads back to
+        back, one slot release a pair), else two."""
         a_blk, b_blk = self.l0_blocks(a1, False), self.l0_blocks(b1, True)
+        n = l0_turns(plan.piece_rows, plan.sub, plan.group * plan.piece_cols, self.target)
         a_slots = [nir.alloc([plan.piece_rows, plan.sub] + a_blk, ops.in_type, "l0a")
-                   for _ in range(2)]
+                   for _ in range(n)]
         b_slots = [nir.alloc([plan.group * plan.sub, plan.piece_cols] + b_blk, ops.in_type, "l0b")
-                   for _ in range(2)]
+                   for _ in range(n)]
         return a_slots, b_slots
 
     def chunk_mads(self, plan: "PipelinedPlan", a1: ir.Value, a_base: ir.Value | None,
@@ -238,14 +242,25 @@ class PipelinedSchedule:
         the pieces' mads; `accumulate_first` for the chunk's first sub-step
         (an i1 "first chunk" flag, or static). `drain(h)` drains piece h
         (after its group with drain-order=per-piece, else after all mads).
-        Returns the next slot turn."""
+        With four slots the mads wait in `pending` until a second sub-step's
+        loads are out: one run of M between slot releases, and those loads
+        ahead of it. Returns the next slot turn."""
         mbp, khb, sub, group = plan.piece_rows, plan.piece_cols, plan.sub, plan.group
         mb = plan.mb
         b_blk = self.l0_blocks(b1, True)
         slot_blocks = sub * khb
+        turns = len(a_slots)
+        run = turns // 2
+        pending: list[Callable[[], None]] = []
+
+        def flush() -> None:
+            for emit in pending:
+                emit()
+            pending.clear()
+
         for g in range(0, plan.pieces, group):
             for j0 in range(0, chunk, sub):
-                a0, b0 = a_slots[step % 2], b_slots[step % 2]
+                a0, b0 = a_slots[step % turns], b_slots[step % turns]
                 step += 1
                 r0 = plan.piece_at(g)[0]  # the group's pieces share their rows
                 self.reorder_blocks(a1, a0, rows=mbp, cols=sub, transpose=False,
@@ -263,8 +278,12 @@ class PipelinedSchedule:
                                         op_name="cce.load_l1_to_l0b",
                                         src_first=j0 + plan.piece_at(h)[1] * chunk,
                                         src_col_stride=chunk)
-                for h, b_h in zip(range(g, g + group), b_views):
+                pending.append(lambda a0=a0, b_views=b_views, g=g, accumulate=accumulate: [
                     self.mad(a0, b_h, c_pieces[h], mbp, sub, khb, accumulate)
+                    for h, b_h in zip(range(g, g + group), b_views)])
+                if len(pending) == run:
+                    flush()
+            flush()
             if self.drain_order == "per-piece":
                 for h in range(g, g + group):
                     drain(h)

@@ -104,6 +104,19 @@ def piece_grid(mb: int, kb: int, pieces: int, top: int, chunk: int, target: Targ
     return best
 
 
+def l0_turns(rows: int, sub: int, cols: int, target: Target) -> int:
+    """L0A / L0B slots a pipelined loop's sub-steps take turns in (rows x
+    sub blocks of A, sub x cols of B each): four where four fit both
+    buffers, else two. With four, npu-lower-matmul loads two sub-steps'
+    slots and then runs their mads back to back, so one slot release (a
+    set_flag after a mad holds M for `mad_latency`) follows two sub-steps'
+    mads, and the loads of the next two go on behind them."""
+    blk = target.fractal_bytes(2)
+    fits = (4 * rows * sub * blk <= target.capacity("l0a")
+            and 4 * sub * cols * blk <= target.capacity("l0b"))
+    return 4 if fits else 2
+
+
 def best_chunk(chunks: Iterable[int], mb: int, kb: int, n1: int, tiles: int, a_streams: bool,
                target: Target) -> int | None:
     """The L1 chunk (reduction blocks per GM -> L1 copy) among `chunks`: it
