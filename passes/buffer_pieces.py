@@ -75,10 +75,29 @@ def analyse_piece(top: ir.Operation, target: Target, analysis: AccessAnalysis | 
             leaves.add(name)
         else:
             inner = chain + [op]  # shared by the children (not changed after)
+            guard = None  # the outermost scf.if of `inner`, found at the first alloc
             for region in regions:
                 for block in region.blocks:
                     for child in block.operations:
-                        number(child.operation, inner)
+                        child = child.operation
+                        # A known leaf is numbered here, not in a call of
+                        # its own: most ops are, and the calls were half of
+                        # the numbering's cost (what `number` does for it).
+                        child_name = child.name
+                        if child_name not in leaves:
+                            number(child, inner)
+                            continue
+                        at = counter[0]
+                        counter[0] = at + 1
+                        if child_name.startswith("cce.") and child_name not in SYNC_OPS:
+                            chains.append((child, inner))
+                        elif child_name == "memref.alloc":
+                            if guard is None:
+                                guard = (next((o for o in inner if o.name == "scf.if"), None),)
+                            allocs.append((child, op, guard[0]))
+                        else:
+                            continue
+                        spans[child] = (at, at)
         spans[op] = (start, counter[0] - 1)  # closed: the last position inside
 
     number(top, [])
@@ -114,11 +133,15 @@ def analyse_piece(top: ir.Operation, target: Target, analysis: AccessAnalysis | 
             start = end = spans[alloc][0]
         else:
             start, end = None, None
+            depth = None  # where `parent` is in a chain holding it (the same in all)
             for use, chain, _pipe in alloc_uses:
                 # the use's ancestor (or itself) right below `parent`
                 # (by identity: `number` made one object per op, shared by
                 # the chains of everything inside it)
-                idx = next((i for i, o in enumerate(chain) if o is parent), None)
+                if depth is not None and depth < len(chain) and chain[depth] is parent:
+                    idx = depth
+                else:
+                    idx = depth = next((i for i, o in enumerate(chain) if o is parent), None)
                 top_use = chain[idx + 1] if idx is not None and idx + 1 < len(chain) else use
                 s, e = spans[top_use]
                 start = s if start is None else min(start, s)
