@@ -75,29 +75,10 @@ def analyse_piece(top: ir.Operation, target: Target, analysis: AccessAnalysis | 
             leaves.add(name)
         else:
             inner = chain + [op]  # shared by the children (not changed after)
-            guard = None  # the outermost scf.if of `inner`, found at the first alloc
             for region in regions:
                 for block in region.blocks:
                     for child in block.operations:
-                        child = child.operation
-                        # A known leaf is numbered here, not in a call of
-                        # its own: most ops are, and the calls were half of
-                        # the numbering's cost (what `number` does for it).
-                        child_name = child.name
-                        if child_name not in leaves:
-                            number(child, inner)
-                            continue
-                        at = counter[0]
-                        counter[0] = at + 1
-                        if child_name.startswith("cce.") and child_name not in SYNC_OPS:
-                            chains.append((child, inner))
-                        elif child_name == "memref.alloc":
-                            if guard is None:
-                                guard = (next((o for o in inner if o.name == "scf.if"), None),)
-                            allocs.append((child, op, guard[0]))
-                        else:
-                            continue
-                        spans[child] = (at, at)
+                        number(child.operation, inner)
         spans[op] = (start, counter[0] - 1)  # closed: the last position inside
 
     number(top, [])
