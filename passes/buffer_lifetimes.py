@@ -51,6 +51,10 @@ class _Table:
         self.outer_users = np.zeros(n, bool)         # it uses allocs of the function body
         self.outer_ids: list[np.ndarray | None] = [None] * n  # ... these (numbers in `ids`)
         self.ids: dict[ir.Value, int] = {}
+        # (first, last) user row of each numbered alloc, which every space's
+        # `function_level` reads: gathered once per change of the table, not
+        # per space (npu-double-buffer asks all four after each unroll).
+        self._spans: tuple[np.ndarray, np.ndarray] | None = None
 
     def splice(self, index: int, count: int) -> None:
         """Row `index` becomes `count` rows (to be filled)."""
@@ -59,11 +63,13 @@ class _Table:
             setattr(self, name, np.concatenate([a[:index], a[index:index + 1].repeat(count, 0),
                                                 a[index + 1:]]))
         self.outer_ids[index:index + 1] = self.outer_ids[index:index + 1] * count
+        self._spans = None
 
     def _id(self, alloc: ir.Operation) -> int:
         return self.ids.setdefault(alloc.results[0], len(self.ids))
 
     def fill(self, k: int, piece: Piece) -> None:
+        self._spans = None
         if not piece.buffers:  # most top-level ops (views, scalars, single instructions)
             piece.bounds.update(_NO_BUFFERS)
             self.inner[k] = 0
@@ -88,9 +94,24 @@ class _Table:
         last user (its own op when unused)."""
         rows = np.flatnonzero(self.alloc_space == column)
         ids = self.alloc_id[rows]
-        users = np.flatnonzero(self.outer_users)
         starts, ends = rows.copy(), rows.copy()
-        if len(users) and len(rows):
+        if len(rows):
+            spans = self._user_spans()
+            if spans is not None:
+                first, last = spans
+                mine_first, mine_last = first[ids], last[ids]
+                seen = mine_last >= 0
+                starts[seen] = mine_first[seen]
+                ends[seen] = mine_last[seen]
+        return starts, ends, self.alloc_size[rows]
+
+    def _user_spans(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(first, last) row using each numbered alloc (len(rows), -1 when
+        none does), or None when no row uses one."""
+        if self._spans is None:
+            users = np.flatnonzero(self.outer_users)
+            if not len(users):
+                return None
             used = [self.outer_ids[k] for k in users.tolist()]
             uses = np.concatenate(used)
             at = np.repeat(users, [len(u) for u in used])
@@ -98,11 +119,8 @@ class _Table:
             last = np.full(len(self.ids), -1, np.int64)
             np.minimum.at(first, uses, at)
             np.maximum.at(last, uses, at)
-            mine_first, mine_last = first[ids], last[ids]
-            seen = mine_last >= 0
-            starts[seen] = mine_first[seen]
-            ends[seen] = mine_last[seen]
-        return starts, ends, self.alloc_size[rows]
+            self._spans = first, last
+        return self._spans
 
 
 class BufferCollector:

@@ -114,11 +114,15 @@ def analyse_piece(top: ir.Operation, target: Target, analysis: AccessAnalysis | 
             start = end = spans[alloc][0]
         else:
             start, end = None, None
+            depth = None  # where `parent` is in a chain holding it (the same in all)
             for use, chain, _pipe in alloc_uses:
                 # the use's ancestor (or itself) right below `parent`
                 # (by identity: `number` made one object per op, shared by
                 # the chains of everything inside it)
-                idx = next((i for i, o in enumerate(chain) if o is parent), None)
+                if depth is not None and depth < len(chain) and chain[depth] is parent:
+                    idx = depth
+                else:
+                    idx = depth = next((i for i, o in enumerate(chain) if o is parent), None)
                 top_use = chain[idx + 1] if idx is not None and idx + 1 < len(chain) else use
                 s, e = spans[top_use]
                 start = s if start is None else min(start, s)

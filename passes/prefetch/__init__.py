@@ -139,6 +139,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
         tops = [o.operation for o in block.operations]
         self.constants = constants
         self.facts = FactsCache(self.target, landing=block_dim(func) > 1)
+        self._guards: dict = {}  # (guard, cores) -> `shares.guard_cores` of it
         loops = self._matmul_loops(tops)
         collector = collector_for(self.collectors, func)
         if collector is None:

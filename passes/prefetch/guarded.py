@@ -25,7 +25,7 @@ from mlir import ir
 from npu.ir import block_dim, block_idx_value
 
 from .facts import _guarded, contains
-from .shares import cores_guard, guard_cores
+from .shares import cores_guard
 
 
 def _is_matmul_loop(op: ir.Operation) -> bool:
@@ -85,7 +85,7 @@ class GuardedLoops:
                 return False
             found = known.get(op)
             if found is None:
-                mine = guard_cores(op, cores) if _guarded(op) else None
+                mine = self._guard_cores(op, cores) if _guarded(op) else None
                 found = known[op] = mine is not None and not (mine & share.cores)
             return found
         return skip
@@ -113,7 +113,7 @@ class GuardedLoops:
         try:
             for k in range(first, barrier):
                 work = max(self.facts(tops[k]).work.values(), default=0.0)
-                mine = guard_cores(tops[k], cores) if _guarded(tops[k]) else None
+                mine = self._guard_cores(tops[k], cores) if _guarded(tops[k]) else None
                 for core in range(cores) if mine is None else mine:
                     per_core[core] += work
         finally:

@@ -80,6 +80,17 @@ class ShareRuns:
     """Finding the run of share guards that ends the previous op, and the
     condition of the cores outside it (`self.facts`: the pass's cache)."""
 
+    def _guard_cores(self, guard: ir.Operation, cores: int) -> frozenset[int] | None:
+        """`guard_cores`, once per guard and pass run (`self._guards`, set by
+        the pass): the pass never erases a guard or changes its condition,
+        and evaluating it per core for each share that asked was 0.1 CPU s
+        of BERT-12's on 32 cores."""
+        key = (guard, cores)
+        found = self._guards.get(key, self)
+        if found is self:
+            found = self._guards[key] = guard_cores(guard, cores)
+        return found
+
     def _share_run(self, tops: list[ir.Operation], prev: int
                    ) -> list[tuple[int, frozenset[int]]] | None:
         """(index, cores) of each guard in the run of top-level share guards
@@ -100,7 +111,7 @@ class ShareRuns:
                 continue
             if not _guarded(op):
                 break
-            mine = guard_cores(op, cores)
+            mine = self._guard_cores(op, cores)
             if mine is None or mine & seen:
                 break
             seen |= mine

@@ -38,8 +38,33 @@ def model_bytes(source) -> int:
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
         return os.path.getsize(path) if path.endswith(".onnx") and os.path.exists(path) else 0
+    graph = getattr(source, "graph", None)
+    if graph is not None and hasattr(graph, "initializer"):
+        return _tensor_bytes(graph)
     byte_size = getattr(source, "ByteSize", None)
     return byte_size() if callable(byte_size) else 0
+
+
+def _tensor_bytes(graph) -> int:
+    """The bytes of a model's initializers and `Constant` values, from their
+    dims and types: what makes a model large, without the data. Asking the
+    proto for its `ByteSize` serialised it in effect: 0.65 CPU s of BERT-12
+    (324 MB), twice per `npu.compile` of a proto."""
+    from onnx.helper import tensor_dtype_to_np_dtype
+
+    tensors = list(graph.initializer)
+    tensors += [a.t for node in graph.node if node.op_type == "Constant"
+                for a in node.attribute if a.HasField("t")]
+    total = 0
+    for t in tensors:
+        count = 1
+        for d in t.dims:
+            count *= d
+        try:
+            total += count * tensor_dtype_to_np_dtype(t.data_type).itemsize
+        except (KeyError, TypeError, ValueError):  # undefined or unknown type: its encoded size
+            total += t.ByteSize()
+    return total
 
 
 def release_after(source) -> None:
