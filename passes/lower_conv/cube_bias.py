@@ -34,10 +34,8 @@ from npu.costmodel.conv.stem_fold import constant_root
 from npu.costmodel.conv.tiling import ConvShape, ConvTiling, choose_tiling
 from npu.dialects.ascend_conv import has_bias, layout
 from npu.kernels.cce_build import copy
+from npu.kernels.vector_compute import vdup_fill
 from npu.passes.lower_conv.compact_weights import constant_chain
-
-LANES = 128  # f16 elements of one vector repeat
-
 
 def applies(op: ir.Operation, s: ConvShape, out_f16: bool) -> bool:
     """A 1x1 f16 conv in layout "nc1hwc0" with a constant bias and constant
@@ -84,19 +82,12 @@ def with_bias_fractal(wz: ir.Value, bias: ir.Value) -> None:
         nir.retype_constant(root, np.concatenate([w, extra]))
 
 
-def ones_map(in_rows: int, w: int) -> ir.Value:
+def ones_map(target, in_rows: int, w: int) -> ir.Value:
     """An L1 map of one block of `in_rows` x `w` pixels, every channel 1.0:
     vdup into a UB tile, then UB -> L1 (the sync pass orders the two)."""
     count = in_rows * w * 16
     ub = nir.alloc([count], "f16", "ub")
-    for r0 in range(0, count // LANES, 255):
-        rep = min(255, count // LANES - r0)
-        nir.create_op("cce.vdup", [nir.subview(ub, [r0 * LANES], [rep * LANES])], repeat=rep,
-                      mask=LANES, dst_blk_stride=1, dst_rep_stride=8, scalar=1.0)
-    if count % LANES:  # a masked last repeat (pixels of 16 channels: 8 a repeat)
-        at = count // LANES * LANES
-        nir.create_op("cce.vdup", [nir.subview(ub, [at], [count - at])], repeat=1,
-                      mask=count - at, dst_blk_stride=1, dst_rep_stride=8, scalar=1.0)
+    vdup_fill(target, ub, count, "f16", 1.0)
     l1 = nir.alloc([1, in_rows, w, 16], "f16", "l1")
     copy("cce.copy_ub_to_l1", ub, l1, 1, count * 2 // 32)
     return l1

@@ -139,7 +139,7 @@ class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDrain):
             self.epilogue.allocate(half * m1 * FRAC, self.paired_loads(), sets)
         band_pixels = min(self.g.h, (t.rows - 1) * self.g.strides[0] + self.ext_h) * self.g.w
         # the bias in the cube: the A side of its K fractal (`cube_bias`)
-        self.ones_fm = ones_map(band_pixels // self.g.w, self.g.w) if s.ones else None
+        self.ones_fm = ones_map(self.target, band_pixels // self.g.w, self.g.w) if s.ones else None
         staged = Int8Map if s.int8 else ImageMap if reads_image(self.x5) else None
         self.image = image_maps(self, band_pixels) if staged is ImageMap else \
             staged(self.target, self.x5, band_pixels) if staged is not None else None
