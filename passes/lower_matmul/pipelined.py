@@ -251,11 +251,12 @@ class PipelinedSchedule:
         slot_blocks = sub * khb
         turns = len(a_slots)
         run = turns // 2
-        pending: list[Callable[[], None]] = []
+        pending: list[tuple] = []  # (A slot, first piece, B views, accumulate) of a sub-step
 
         def flush() -> None:
-            for emit in pending:
-                emit()
+            for a0, g, b_views, accumulate in pending:
+                for h, b_h in zip(range(g, g + group), b_views):
+                    self.mad(a0, b_h, c_pieces[h], mbp, sub, khb, accumulate)
             pending.clear()
 
         for g in range(0, plan.pieces, group):
@@ -278,9 +279,7 @@ class PipelinedSchedule:
                                         op_name="cce.load_l1_to_l0b",
                                         src_first=j0 + plan.piece_at(h)[1] * chunk,
                                         src_col_stride=chunk)
-                pending.append(lambda a0=a0, b_views=b_views, g=g, accumulate=accumulate: [
-                    self.mad(a0, b_h, c_pieces[h], mbp, sub, khb, accumulate)
-                    for h, b_h in zip(range(g, g + group), b_views)])
+                pending.append((a0, g, b_views, accumulate))
                 if len(pending) == run:
                     flush()
             flush()
