@@ -186,6 +186,8 @@ class ScalarAndViewDecoding:
         # The result's strides, when the type gives them all (`scalar_unit.subview`'s
         # first case), are the same every time: made once, not per new view.
         fixed = (tuple(res_strides) if all(s is not None for s in res_strides) else None)
+        if fixed is not None and len(dyn_off) == 1:
+            return _subview_one(r, src, spec, shape, fixed), cost
 
         def sub(env: list, r=r, src=src, spec=tuple(spec), shape=shape, steps=steps,
                 res_strides=res_strides) -> None:
@@ -263,6 +265,37 @@ class ScalarAndViewDecoding:
             env[r] = View(Region(region.mem, start, min(padded, end - start), region.group, label),
                           0, shape, strides)
         return view, cost
+
+
+def _subview_one(r: int, src: int, spec: list, shape: tuple, strides: tuple) -> Fn:
+    """`sub` of a subview with one dynamic offset and the result's strides
+    given by its type (a tile of a loop): the source's part of the address
+    (its offset plus the static offsets') is computed once per source, the
+    view built without the NamedTuple's Python-level constructor. Half the
+    cost of `sub` (the vector bench of bench/sim_throughput.py: two per tile)."""
+    (k, d), = ((k, v) for k, (dyn, v) in enumerate(spec) if dyn)
+    static = [(k2, v) for k2, (dyn, v) in enumerate(spec) if not dyn]
+    memo: dict[int, tuple] = {}  # offset -> (source, view): one object per distinct view
+    last: list = [None, None, 0, 0]  # the source; its region, base offset, dynamic stride
+
+    def sub(env: list) -> None:
+        o = env[d]
+        source = env[src]
+        hit = memo.get(o)
+        if hit is None or hit[0] is not source:
+            if len(memo) >= VIEW_MEMO_ENTRIES:
+                memo.clear()
+            if last[0] is not source:
+                st = source.strides
+                last[:] = (source, source.region,
+                           source.offset + sum(v * st[k2] for k2, v in static), st[k])
+            hit = memo[o] = (source, _new_view(View, (last[1], last[2] + o * last[3], shape,
+                                                      strides)))
+        env[r] = hit[1]
+    return sub
+
+
+_new_view = tuple.__new__  # View((region, offset, shape, strides)) without its Python __new__
 
 
 def _constant(op: ir.Operation, where: str):

@@ -67,26 +67,23 @@ def dispatch_run(run: list[tuple], trace: list, pending: list[int]) -> Fn:
     if len(run) == 1:
         return dispatch_one(*run[0], trace, pending)
     append, extend = trace.append, trace.extend
-    slots = tuple(s for _, instr_slots, _ in run for s in instr_slots)
-    spans = []
-    at = 0
-    for _, instr_slots, _ in run:
-        spans.append((at, at + len(instr_slots)))
-        at += len(instr_slots)
+    # Each distinct slot once (the vector bench's run of 46 instructions
+    # reads 3 buffers through 90 operands): gathered and compared per dispatch.
+    slots = tuple(dict.fromkeys(s for _, instr_slots, _ in run for s in instr_slots))
+    where = {s: k for k, s in enumerate(slots)}
     views_of: list[tuple] = [()] * len(run)
     state: list = [None, None]  # the slots' objects last time; the entries after the first
     first, first_pre = run[0][0], run[0][2]
 
-    def rebuild(vals: list) -> None:
-        for k, (a, b) in enumerate(spans):
-            old = views_of[k]
-            if b > a and (len(old) != b - a or not all(map(is_, old, vals[a:b]))):
-                views_of[k] = tuple(vals[a:b])
+    def rebuild(vals: tuple) -> None:
+        for k, (_, instr_slots, _) in enumerate(run):
+            old, new = views_of[k], tuple([vals[where[s]] for s in instr_slots])
+            if instr_slots and (len(old) != len(new) or not all(map(is_, old, new))):
+                views_of[k] = new
         state[0] = vals
         state[1] = [(instr, views_of[k], pre) for k, (instr, _, pre) in enumerate(run)][1:]
 
-    # The slots' objects in one C call (a list comprehension over ~40 slots
-    # was half of the vector bench's walk); a tuple, which `rebuild` slices alike.
+    # The slots' objects in one C call; a tuple.
     gather = itemgetter(*slots) if len(slots) > 1 else lambda env: tuple([env[s] for s in slots])
 
     def dispatch(env: list) -> None:
