@@ -94,6 +94,16 @@ class Machine:
             return self._cbind_run(ctx, instr, views)
         return self.bind_python(instr, views)
 
+    def binder(self):
+        """What the compiled loop calls to bind an operand set: `bind_run` on
+        this machine's context directly when `bind` would always take it (a
+        core with its own runners), saving `bind`'s Python frame per new
+        operand set (2 per tile of the vector bench); else `bind`."""
+        ctx = self._bind_ctx if self._bind_ctx is not None else self._bind_context()
+        if ctx is not None and ctx[2] is not self.shared.runners:
+            return partial(self._cbind_run, ctx)
+        return self.bind
+
     def _bind_context(self) -> tuple | None:
         """What `_cengine.bind_run` reads (kept once made), or None: the
         Python binding (no compiled runner, or a `runner_from_use` to honour)."""

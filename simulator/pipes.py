@@ -85,7 +85,7 @@ def start(trace: list, machine: Machine, hazards: HazardDetector, target: Target
         if cengine is not None and cengine.KINDS == (OP, SET, WAIT, BARRIER):
             try:
                 engine = cengine.Engine(trace, entry_pipes.astype(np.int8).tobytes(),
-                                        machine.bound, machine.bind, hazards.executed,
+                                        machine.bound, machine.binder(), hazards.executed,
                                         compiled.gm_timer(memsys), target.flag_latency,
                                         tuple(pipelined_pipes(target)), codes.engine_info())
             except cengine.Unsupported:  # a number the C loop does not hold: Python's
