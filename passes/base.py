@@ -34,6 +34,10 @@ OP_OPTIONS_ATTR = "npu.options"
 # loops the op lowers to are marked for (or exempt from) npu-double-buffer.
 DOUBLE_BUFFER_KEY = "double-buffer"
 DOUBLE_BUFFER_ATTR = "npu.double_buffer"
+# On a matmul drain's scf.if (npu-lower-matmul, when the drain is light
+# beside the cube): npu-insert-sync may sink an earlier drain's carried
+# store set past it (`_PreciseMode._sink`).
+LIGHT_DRAIN_ATTR = "npu.light_drain"
 
 
 @dataclass(frozen=True)

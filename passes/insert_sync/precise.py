@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from npu.analysis.access import AccessAnalysis
+from npu.passes.base import LIGHT_DRAIN_ATTR
 from npu.passes.insert_sync.builders import _emit, insert_after, insert_before
 from npu.passes.insert_sync.events import FlagPair, _EventAllocation
 from npu.passes.insert_sync.nodes import Node, dependent_pipes, needs_order
@@ -235,7 +236,9 @@ class _PreciseMode(_EventAllocation):
                         st.learn(q, p, xkey if copy == 0 else (1, j))
                         continue
                     if self.sink_sets:
-                        j = self._sink(nodes, j, self._sink_bound(nodes, copy, j, i, p), p)
+                        carried_store = p == "MTE3" and copy == 1 and j >= i
+                        j = self._sink(nodes, j, self._sink_bound(nodes, copy, j, i, p), p,
+                                       carried_store)
                         xkey = (xkey[0], j)
                     if copy == 0:
                         waits_before.setdefault(i, []).append((p, q, j))
@@ -266,14 +269,21 @@ class _PreciseMode(_EventAllocation):
         return st
 
     @staticmethod
-    def _sink(nodes: list[Node], j: int, i: int, p: str) -> int:
+    def _sink(nodes: list[Node], j: int, i: int, p: str, drains: bool = False) -> int:
         """The last node of the run of single instructions of pipe p that
         follows node j and precedes node i. A set_flag holds its pipe until
         every earlier instruction has finished, so a set between two
         transfers of a mover pipe idles it for the first one's latency; set
         after the run instead (one flag then covers the whole run, and the
-        consumer starts when the run has landed)."""
-        while j + 1 < i and not nodes[j + 1].is_compound and nodes[j + 1].pipes == {p}:
+        consumer starts when the run has landed). With `drains` (a carried
+        store's set) the run also takes the scf.ifs of V and MTE3 work that
+        npu-lower-matmul marks as light drains (`LIGHT_DRAIN_ATTR`: a
+        matmul's C pieces, each drained under its own scf.if): the next
+        piece's stores then follow the previous piece's without waiting
+        for them to land (BERT seq 512's last C tiles)."""
+        while j + 1 < i and (nodes[j + 1].pipes == {p} if not nodes[j + 1].is_compound else
+                             drains and LIGHT_DRAIN_ATTR in nodes[j + 1].op.attributes
+                             and nodes[j + 1].pipes <= {p, "V"}):
             j += 1
         return j
 

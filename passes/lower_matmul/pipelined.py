@@ -14,6 +14,7 @@ from npu import ir as nir
 from npu.costmodel.matmul.fitting import TilingChoice
 from npu.costmodel.matmul.pipelined import l0_turns
 from npu.passes.lower_matmul.blocks import Operands
+from npu.passes.base import LIGHT_DRAIN_ATTR
 from npu.passes.lower_matmul.plan import PipelinedPlan
 from npu.passes.matmul_epilogue import Piece
 
@@ -31,14 +32,14 @@ class PipelinedSchedule:
         frac = self.target.fractal
         mb, khb = plan.piece_rows, plan.piece_cols
         r0, c0h = plan.piece_at(h)
-        move = scf.IfOp(last, [], has_else=False)
+        move = self.drain_if(last, plan)
         with ir.InsertionPoint(move.then_block):
             self.move_to_ub(self.flat_blocks(c_piece, khb * mb), staged, khb * mb)
             scf.YieldOp([])
         staged_bytes = khb * mb * self.target.fractal_bytes(
             nir.element_bytes(nir.memref_element(staged)))
         part = min(khb, self.epilogue_part_columns(mb, staged_bytes))
-        drain = scf.IfOp(last, [], has_else=False)
+        drain = self.drain_if(last, plan)
         with ir.InsertionPoint(drain.then_block):
             for c0 in range(0, khb, part):
                 cols = min(part, khb - c0)
@@ -48,6 +49,15 @@ class PipelinedSchedule:
                 row = arith.AddIOp(x, nir.index_const(r0)).result if r0 else x
                 self.epilogue.emit(view, Piece(ops.prefix, col, row, cols, mb))
             scf.YieldOp([])
+
+    @staticmethod
+    def drain_if(last: ir.Value, plan: "PipelinedPlan") -> scf.IfOp:
+        """An scf.if on `last` for a piece's drain, marked when the plan's
+        drain is light (`PipelinedPlanning.light_drain`)."""
+        op = scf.IfOp(last, [], has_else=False)
+        if plan.light_drain:
+            op.operation.attributes[LIGHT_DRAIN_ATTR] = ir.UnitAttr.get()
+        return op
 
     def landing_slots(self, staged: ir.Value | None, mb: int, khb: int) -> list | None:
         """Two UB buffers the pieces land in by turns (piece h in h % 2), or
@@ -87,7 +97,7 @@ class PipelinedSchedule:
         # then live from their first to their last use, not for the whole
         # loop body, and the pieces' parts can share UB.
         r0, c0 = plan.piece_at(h)
-        drain = scf.IfOp(last, [], has_else=False)
+        drain = self.drain_if(last, plan)
         with ir.InsertionPoint(drain.then_block):
             y_h = y if c0 == 0 else arith.AddIOp(y, nir.index_const(c0)).result
             x_h = x if r0 == 0 else arith.AddIOp(x, nir.index_const(r0)).result

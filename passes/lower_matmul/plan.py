@@ -46,6 +46,9 @@ class PipelinedPlan:
     # B's column strip resident across row tiles (`col_strips`): `chunk` is
     # the parts' size.
     col_strips: bool = False
+    # The drain is light beside the cube (`light_drain`): its scf.ifs get
+    # `LIGHT_DRAIN_ATTR`, past which npu-insert-sync sinks the stores' sets.
+    light_drain: bool = False
 
     @property
     def piece_rows(self) -> int:
@@ -172,7 +175,7 @@ class PipelinedPlanning:
         group = self.piece_group(shape, choice, tiles * max(shape.batch, 1), mbp * sub * khb,
                                  pieces // rows, sub * khb * blk)
         return PipelinedPlan(mb, kb, chunk, sub, pieces, bool(resident), group, rows,
-                             bool(strips), bool(cstrips))
+                             bool(strips), bool(cstrips), self.light_drain(shape, choice))
 
     def one_tile_sub(self, m1: int, kb: int, n1: int, pieces: int, chunks: list[int]) -> int:
         """The L0 sub-step (reduction blocks) the plan of one m1 x kb C tile
@@ -211,6 +214,21 @@ class PipelinedPlanning:
         group = pieces // 2
         if group < 2 or tiles < 2 or 2 * group * b_slot_bytes > self.target.capacity("l0b"):
             return 1
+        if not self.stalls_bind(shape, choice, mad_blocks) or not self.light_drain(shape, choice):
+            return 1
+        return group
+
+    def light_drain(self, shape: MatmulShape, choice: TilingChoice) -> bool:
+        """Whether the drain (L0C -> UB with the epilogue's vector work, or
+        the GM write, whichever is longer) is under a quarter of the cube's
+        work. Then a piece's buffers are next written long after its stores
+        (a C tile's mads later), and the flag releasing them may wait for
+        the next pieces' stores too: MTE3 streams the pieces' stores with
+        one GM latency (BERT seq 512 on 32 cores, the last C tiles: 101,893
+        -> 101,412 cycles). Not for heavy drains: the README's
+        512x768x768 matmul, f32 stores at 24.6k cycles against 73.7k of
+        cube, stores back to back and its V then waited for all four pieces'
+        stores (190,288 -> 191,975)."""
         t = self.target
         traffic = choice.traffic
         # The GM write is of the bytes the drain stores: an epilogue that
@@ -221,9 +239,7 @@ class PipelinedPlanning:
                     + (self.epilogue.vector_cycles if self.epilogue is not None else 0),
                     stored / t.path("ub_to_gm").bytes_per_cycle)
         cube = t.cube_cycles(shape.M * shape.N * shape.K * max(shape.batch, 1) // t.fractal ** 3)
-        if not self.stalls_bind(shape, choice, mad_blocks) or 4 * drain > cube:
-            return 1
-        return group
+        return 4 * drain <= cube
 
     def stalls_bind(self, shape: MatmulShape, choice: TilingChoice, mad_blocks: int) -> bool:
         """Whether the cube's work plus one `mad_latency` per mad of

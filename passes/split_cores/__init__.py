@@ -53,7 +53,7 @@ from npu.costmodel.fusion.rows import FUSED_ATTR
 
 from .barriers import Access, Unit, gm_operands, place
 from .groups import apply_group, epilogue_matmuls, external, group_split, written
-from . import aligned, share, split_k
+from . import aligned, idle_shares, share, split_k
 from .prefetched import NONE, Lookahead
 from .rules import SplitRules, parse_grids
 from .split import Split, apply, split_of
@@ -208,6 +208,12 @@ class SplitCoresPass(Pass):
         for i, (choice, base) in shares.items():
             units[i], splits[i] = self._unit(units[i].op, choice.split), choice.split
             units[i].moved_to(base)
+        found = idle_shares.narrow(units, splits, set(shares),
+                                   lambda n: self._group(units[0].op, n),
+                                   lambda op: FUSED_ATTR in op.attributes, self.target)
+        if found is not None:
+            units[0], splits[0] = self._group_unit(units[0].op, found), found
+            units[0].what += " (the next shares' other cores load their weights meanwhile)"
         cores = max((u.base + u.cores for u in units), default=1)
         # Asked for a count, a program on fewer cores says so; by default
         # (all cores) only with `remarks`: most small programs fit one.

@@ -83,3 +83,78 @@ func.func @carried_stores(%x: memref<128xf16, "gm">, %y: memref<128xf16, "gm">) 
   }
   return
 }
+
+// -----
+
+// A loop-carried store set also sinks past the next C piece's drain when
+// npu-lower-matmul marks it light (an scf.if of vector work and stores, its
+// drain under a quarter of the cube's work): that piece's stores then follow
+// this one's without waiting for them to land (BERT's last C tiles), and
+// one flag releases both buffers.
+// SINK-LABEL: func.func @carried_drains
+// SINK:      scf.for
+// SINK:      scf.if
+// SINK:      "cce.copy_ub_to_gm"(%alloc,
+// SINK-NEXT: {{^ *}}} {npu.light_drain}
+// SINK-NEXT: "cce.set_flag"() {dst = "MTE3", event = 0 : i64, src = "V"}
+// SINK-NEXT: "cce.wait_flag"() {dst = "MTE3", event = 1 : i64, src = "V"}
+// SINK-NEXT: scf.if
+// SINK:      "cce.copy_ub_to_gm"(%alloc_0,
+// SINK-NEXT: {{^ *}}} {npu.light_drain}
+// SINK-NEXT: "cce.set_flag"() {dst = "MTE3", event = 1 : i64, src = "V"}
+// SINK-NEXT: "cce.set_flag"() {dst = "V", event = 0 : i64, src = "MTE3"}
+// SINK-NEXT: {{^ *}}}{{$}}
+func.func @carried_drains(%x: memref<128xf16, "gm">, %y: memref<128xf16, "gm">) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %a = memref.alloc() {npu.offset = 0 : i64} : memref<128xf16, "ub">
+  %b = memref.alloc() {npu.offset = 256 : i64} : memref<128xf16, "ub">
+  scf.for %i = %c0 to %c4 step %c1 {
+    %last = arith.cmpi eq, %i, %c3 : index
+    scf.if %last {
+      "cce.vdup"(%a) {repeat = 1 : i64, mask = 128 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, scalar = 1.0 : f64} : (memref<128xf16, "ub">) -> ()
+      "cce.copy_ub_to_gm"(%a, %x) {n_burst = 1 : i64, burst_len = 8 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<128xf16, "ub">, memref<128xf16, "gm">) -> ()
+    } {npu.light_drain}
+    scf.if %last {
+      "cce.vdup"(%b) {repeat = 1 : i64, mask = 128 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, scalar = 2.0 : f64} : (memref<128xf16, "ub">) -> ()
+      "cce.copy_ub_to_gm"(%b, %y) {n_burst = 1 : i64, burst_len = 8 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<128xf16, "ub">, memref<128xf16, "gm">) -> ()
+    } {npu.light_drain}
+  }
+  return
+}
+
+// -----
+
+// Unmarked (a heavy drain: the next piece's buffers are written again soon
+// and would wait for the later stores), each drain's set stays after it.
+// SINK-LABEL: func.func @unmarked_drains
+// SINK:      scf.for
+// SINK:      "cce.copy_ub_to_gm"(%alloc,
+// SINK-NEXT: {{^ *}}}{{$}}
+// SINK-NEXT: "cce.set_flag"() {dst = "MTE3", event = 0 : i64, src = "V"}
+// SINK-NEXT: "cce.set_flag"() {dst = "V", event = 0 : i64, src = "MTE3"}
+// SINK-NEXT: "cce.wait_flag"
+// SINK-NEXT: "cce.wait_flag"
+// SINK-NEXT: scf.if
+func.func @unmarked_drains(%x: memref<128xf16, "gm">, %y: memref<128xf16, "gm">) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %a = memref.alloc() {npu.offset = 0 : i64} : memref<128xf16, "ub">
+  %b = memref.alloc() {npu.offset = 256 : i64} : memref<128xf16, "ub">
+  scf.for %i = %c0 to %c4 step %c1 {
+    %last = arith.cmpi eq, %i, %c3 : index
+    scf.if %last {
+      "cce.vdup"(%a) {repeat = 1 : i64, mask = 128 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, scalar = 1.0 : f64} : (memref<128xf16, "ub">) -> ()
+      "cce.copy_ub_to_gm"(%a, %x) {n_burst = 1 : i64, burst_len = 8 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<128xf16, "ub">, memref<128xf16, "gm">) -> ()
+    }
+    scf.if %last {
+      "cce.vdup"(%b) {repeat = 1 : i64, mask = 128 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, scalar = 2.0 : f64} : (memref<128xf16, "ub">) -> ()
+      "cce.copy_ub_to_gm"(%b, %y) {n_burst = 1 : i64, burst_len = 8 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<128xf16, "ub">, memref<128xf16, "gm">) -> ()
+    }
+  }
+  return
+}

@@ -26,13 +26,25 @@ def test_strips_in_share_guards_load_their_first_bursts_before_the_barrier() -> 
     messages = [(d.line, d.message) for d in remarks if d.message.startswith("npu-prefetch:")]
     assert not any("not a function-level buffer" in m for _, m in messages), messages
     # The ops on shares of the cores (their rows moved before the barrier):
-    # Q, K and V. Each one's strip loads part of its first part there, the
-    # rest (whole bursts only in the gap: the gap model's figures) later.
+    # Q, K and V. Q's and K's strips (on the cores that cast the input) load
+    # part of their first part there, the rest (whole bursts only in the
+    # gap: the gap model's figures) later; V's cores run nothing before the
+    # barrier (the cast is on 16 cores: `split_cores/idle_shares.py`), so
+    # its whole first part loads there, in the gap to the barrier.
     shares = {line for line, m in messages if "of this op on cores" in m}
     assert len(shares) == 3, messages
+    whole_parts = 0
     for line in shares:
         mine = [m for l, m in messages if l == line and "weight slot(s)" in m]
         assert len(mine) == 1, (line, messages)
+        if "bursts in the loop's first iteration" not in mine[0]:
+            found = re.search(r"\(147456 bytes, 1 copies\) loaded before the chip barrier its "
+                              r"cores wait at, on its cores alone.*idle gaps from [^:]*: "
+                              r"(\d+) cycles; a chunk of 147456 bytes takes (\d+)", mine[0])
+            assert found, mine[0]
+            assert int(found.group(2)) <= int(found.group(1)), mine[0]
+            whole_parts += 1
+            continue
         found = re.search(r"\((\d+) bytes.*of the last, (\d+) bursts in the loop's first "
                           r"iteration.*idle gaps from [^:]*: ([\d, ]+) cycles; a chunk of \d+ "
                           r"bytes takes (\d+)", mine[0])
@@ -42,3 +54,4 @@ def test_strips_in_share_guards_load_their_first_bursts_before_the_barrier() -> 
         bursts = 16 if size == "196608" else 12
         early = (bursts - int(rest)) * int(whole) / bursts
         assert 0 < early <= max(int(g) for g in gaps.split(", ")), mine[0]
+    assert whole_parts == 1, messages  # V's
