@@ -20,6 +20,9 @@ FRAC_INT8 = 512  # elements of one int8 fractal (16 x 32: 512 bytes, like an f16
 # On the resident weights' L1 alloc: npu-prefetch finds the conv's pieces by it
 # (the copies into it, grouped by their offset there, in order).
 RESIDENT_ATTR = "npu.resident_weights"
+# On the first of streamed weights' two L1 buffers: npu-prefetch may load the
+# first tile's copies (those before its first read) during the previous op.
+STREAMED_ATTR = "npu.streamed_weights"
 
 
 @dataclass
@@ -54,6 +57,8 @@ class ConvWeights:
         # the cube (per-tile buffers could share one address once planned).
         self.w_tiles = [] if t.weights_resident else [
             nir.alloc([s.k1 * min(t.n1, s.co1) * self.frac], self.in_type, "l1") for _ in range(2)]
+        if self.w_tiles:
+            self.w_tiles[0].owner.attributes[STREAMED_ATTR] = ir.UnitAttr.get()
         self.w_turn = 0
         self.tile_major = False
         self.streamed_first = not t.weights_resident

@@ -75,6 +75,8 @@ holds their load and latency (`rows.py`).
 
 A conv's resident weights get the same treatment (`conv.py`, `convs=true`):
 its first pieces, whole, after the previous op's last load (`conv_split.py`).
+On one core a streamed conv's first weight tile does too (`conv_streamed.py`),
+where L1 holds it and the conv's first map beside the previous op.
 """
 
 from __future__ import annotations
@@ -112,7 +114,8 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
                "loop instead of the cost model's choice (still bounded by L1; 0: cost model)",
                low=0),
         Option("convs", bool, True, "also a conv's first resident weight pieces (host "
-               "constants, `npu.resident_weights`), in the previous op's idle MTE2 tail"),
+               "constants, `npu.resident_weights`) or, on one core, its first streamed "
+               "weight tile (`npu.streamed_weights`), in the previous op's idle MTE2 tail"),
         Option("l1-room", str, "live", "L1 a prefetched slot may take at each op: beside the "
                "bytes live there (live; npu-lower retries with safe should npu-plan-memory "
                "then overflow L1) or beside every buffer whose lifetime meets those live "

@@ -35,9 +35,10 @@ from mlir.dialects import scf
 from npu.analysis.pipe_work import instruction_cycles
 from npu.dialects.cce import PIPE_OF
 from npu.ir import VIEW_OPS, block_dim, clone_into, defining_op, has_regions, int_attr, top_level, view_root
-from npu.passes.lower_conv.weights import RESIDENT_ATTR
+from npu.passes.lower_conv.weights import RESIDENT_ATTR, STREAMED_ATTR
 
 from .conv_split import ConvSplit
+from .conv_streamed import StreamedConv
 from .emit import _Order
 from .parts import L1_ROOMS, ConvCandidate, Part, _label, _writers
 
@@ -230,7 +231,7 @@ def _in_loop(op: ir.Operation, func: ir.Operation) -> bool:
     return False
 
 
-class ConvDriver(ConvPrefetch, ConvSplit):
+class ConvDriver(ConvPrefetch, ConvSplit, StreamedConv):
     """The conv form's analysis and transformation over a function body."""
 
     def _prefetch_convs(self, func: ir.Operation, tops: list[ir.Operation], collector,
@@ -248,8 +249,14 @@ class ConvDriver(ConvPrefetch, ConvSplit):
         k = 0
         while k < len(tops):
             op = tops[k]
-            for alloc in resident_allocs(op) if op.name in ("memref.alloc", "scf.if") else []:
-                c, why = self._conv_candidate(alloc, func, constants)
+            streamed = self.one_core and op.name == "memref.alloc" and STREAMED_ATTR in op.attributes
+            for alloc in [op] if streamed else \
+                    resident_allocs(op) if op.name in ("memref.alloc", "scf.if") else []:
+                c, why = (self._streamed_candidate(alloc, tops, k, constants) if streamed
+                          else self._conv_candidate(alloc, func, constants))
+                maker = _unclonable(c.pieces[0], alloc) if streamed and c is not None else None
+                if maker is not None:
+                    c, why = None, f"'{maker}' makes a weight copy's operand"
                 if c is None:
                     self._say(alloc, f"npu-prefetch: conv weights not prefetched: {why}")
                     continue
@@ -297,9 +304,10 @@ class ConvDriver(ConvPrefetch, ConvSplit):
         end = max(at, last)  # the ops up to the first piece newly hold the buffer
         need = {j: collector.space_bounds_at(func, "l1", j)[bound] for j in range(low, end)}
         size = collector.space_size(c.alloc)[1]
-        parts = self._place_conv(c, gaps, need, size, end)
+        room = size + self._map_room(c, waiter, collector)
+        parts = self._place_conv(c, gaps, need, room, end)
         if not parts and earlier is not None:
-            parts = self._place_conv(c, gaps[1:], need, size, end)
+            parts = self._place_conv(c, gaps[1:], need, room, end)
         whole = size
         if not parts and not c.guards and c.alloc == tops[own]:
             parts, c, size = self._split_conv(func, c, tops, collector, gaps, earlier, need, end)
@@ -342,7 +350,8 @@ class ConvDriver(ConvPrefetch, ConvSplit):
                            f"after the op before {name} (its last load)" if k < start else
                            "after this conv's preparation" for k in sorted({p.gap for p in parts}))
         cut = f" (cut from its {whole}-byte buffer)" if size < whole else ""
-        self._say(waiter, f"npu-prefetch: conv: {taken} of {len(c.pieces)} resident weight "
+        kind = "streamed first-tile" if STREAMED_ATTR in c.alloc.attributes else "resident"
+        self._say(waiter, f"npu-prefetch: conv: {taken} of {len(c.pieces)} {kind} weight "
                           f"piece(s) ({loaded} of {whole} bytes){cut} "
                           f"loaded {points}, ahead of this conv's first wait ({figures})")
         return waiter

@@ -74,3 +74,44 @@ def test_gm_bound_conv_weights_cut_to_fit_beside_previous_conv():
     (off, off_cycles), (on, on_cycles) = runs[False], runs[True]
     np.testing.assert_array_equal(on, off)
     assert on_cycles < off_cycles
+
+
+def _between(func, attr: str) -> int:
+    """The `cce.mad`s from the first copy into the L1 buffer marked `attr`
+    to the first read of it (in program order)."""
+    from npu.ir import view_root
+
+    ops = [op.operation for op in func.regions[0].blocks[0].operations]
+    buf = next(op.results[0] for op in ops if attr in op.attributes)
+    first = next(i for i, op in enumerate(ops) if op.name == "cce.copy_gm_to_l1"
+                 and view_root(op.operands[1]) == buf)
+    read = next(i for i, op in enumerate(ops) if op.name == "cce.load_l1_to_l0b"
+                and view_root(op.operands[0]) == buf)
+    return sum(op.name == "cce.mad" for op in ops[first:read])
+
+
+def test_streamed_conv_first_tile_loads_during_previous_conv():
+    """ResNet-50's layer4 ends its blocks with a 1x1 512->2048 at 7x7 whose
+    2 MB of weights stream through L1 tile by tile: its first tile now loads
+    during the previous conv's last tile (`conv_streamed.py`), before that
+    conv's last mads, not behind its map's wait for the previous conv's
+    store. Same bits, no hazard, fewer cycles (173,565 against 175,525 without it)."""
+    from npu.ir import functions
+    from npu.passes.lower_conv.weights import STREAMED_ATTR
+
+    model = _chain(512, 7, [(512, 1), (2048, 1)])
+    x = np.random.default_rng(2).standard_normal((1, 512, 7, 7)).astype(np.float16)
+    runs = {}
+    for convs in (False, True):
+        options = f"prefetch-convs={str(convs).lower()}"
+        kernel = npu.compile(model, pipeline=f"npu-lower{{{options}}}", cores=1)
+        (out,), report = kernel(x, strict=True)
+        assert report["hazards"] == []
+        cce = npu.compile(model, pipeline=f"npu-lower{{{options} emit=cce}}", cores=1)
+        func = functions(cce.module)[0]
+        runs[convs] = out, int(report["cycles"]), _between(func, STREAMED_ATTR)
+    (off, off_cycles, off_mads), (on, on_cycles, on_mads) = runs[False], runs[True]
+    np.testing.assert_array_equal(on, off)
+    assert off_mads == 0  # behind the previous conv's every mad (and its store)
+    assert on_mads > 0
+    assert on_cycles < off_cycles

@@ -1,0 +1,93 @@
+"""A streamed conv's first weight tile for `npu-prefetch`'s conv form
+(`conv.py`): its copies load during the previous op's idle MTE2 tail.
+
+Why: a conv whose weights do not fit L1 whole streams them per super tile
+of Cout blocks through two L1 buffers in turn (`lower_conv/weights.py`),
+the first tile right after the first band's map copies. On MTE2 both queue
+behind the map's wait for the previous op's result, while that op's last
+super tile leaves MTE2 idle: its cube work on the last tile and its drain
+and store. ResNet-50's layer4 on one core: a 3x3 512->512 7's map waited
+3.3k cycles for the 1x1 2048->512's last store with nothing on MTE2.
+
+How: the first tile's buffer carries `npu.streamed_weights`; the first
+tile's copies are the copies into it that come before any other use of it
+(later tiles reuse the buffer after the cube has read it). They become the
+candidate's pieces, and `ConvDriver._prefetch_conv` places them as it does
+resident pieces: after the previous op's last load while the gaps hold
+them and the whole buffer fits L1 beside the bytes live there, the buffer
+moved before the first clone. Only on one core with the buffer and the
+copies at function level (straight code; a conv of many bands loops).
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from npu.ir import VIEW_OPS, defining_op, view_root
+from npu.passes.lower_conv.weights import STREAMED_ATTR
+
+from .parts import ConvCandidate
+
+COPY = "cce.copy_gm_to_l1"
+
+
+def _users(value: ir.Value) -> set[ir.Operation]:
+    """The ops using `value` or a view of it (uses followed through views)."""
+    found: set[ir.Operation] = set()
+    pending = [value]
+    while pending:
+        for use in pending.pop().uses:
+            owner = use.owner.operation
+            if owner.name in VIEW_OPS and use.operand_number == 0:
+                pending.extend(owner.results)
+            else:
+                found.add(owner)
+    return found
+
+
+def first_tile(alloc: ir.Operation, tops: list[ir.Operation], own: int,
+               constants: set) -> tuple[list[ir.Operation], str]:
+    """The copies of the first tile into streamed buffer `alloc` (at
+    top-level index `own`) in program order, or none and why."""
+    users = _users(alloc.results[0])
+    func = alloc.parent
+    if any(u.parent != func for u in users):
+        return [], "its weight tiles load in a loop"
+    copies: list[ir.Operation] = []
+    for op in tops[own + 1:]:
+        if op not in users:
+            continue
+        if op.name != COPY or view_root(op.operands[1]) != alloc.results[0]:
+            break
+        if view_root(op.operands[0]) not in constants:
+            return [], "the streamed weights are not copies of a host constant"
+        copies.append(op)
+        users.discard(op)
+        if not users:
+            break
+    if not copies:
+        return [], "nothing copies into the first weight tile before it is read"
+    return copies, ""
+
+
+class StreamedConv:
+    """Mixin of `ConvDriver`: the candidate of a streamed conv's first tile."""
+
+    def _streamed_candidate(self, alloc: ir.Operation, tops: list[ir.Operation], own: int,
+                            constants: set) -> tuple[ConvCandidate | None, str]:
+        copies, why = first_tile(alloc, tops, own, constants)
+        if not copies:
+            return None, why
+        return ConvCandidate(alloc, [[c] for c in copies], []), ""
+
+    def _map_room(self, c: ConvCandidate, waiter: ir.Operation, collector) -> int:
+        """L1 bytes a streamed tile leaves free beside it: its conv's first
+        map (the copy `waiter` fills). Without them the planner may put the
+        map over the previous conv's last tile, whose every chunk's read the
+        map's block copies then wait for: one flag pair each, more than
+        there are event ids, and sync insertion merged every loop's
+        carried pairs (ResNet-50's fc after layer4: +7k cycles)."""
+        if STREAMED_ATTR not in c.alloc.attributes or waiter.name != COPY:
+            return 0
+        alloc = defining_op(view_root(waiter.operands[1]))
+        return (collector.space_size(alloc)[1] or 0) if alloc is not None else 0
