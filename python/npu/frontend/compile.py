@@ -269,7 +269,8 @@ class Kernel:
 def import_linalg(source, ctx: ir.Context, where: str, input_shapes: dict | None = None):
     """(linalg module, input names, output names, NodeLocations | None) from
     any source; `input_shapes` pins an ONNX model's dynamic input dims."""
-    from npu.frontend.onnx_import import ImportError_, attach_weights, import_onnx
+    from npu.frontend.onnx_import import ImportError_, import_onnx
+    from npu.frontend.onnx_weights import attach_weights
     from npu.frontend.onnx_shapes import InputShapeError
 
     is_onnx = not (isinstance(source, ir.Module) or (isinstance(source, str) and _looks_like_mlir(source))

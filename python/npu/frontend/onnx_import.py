@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from npu.frontend.onnx_skeleton import infer_shapes, take_inferred
+from npu.frontend.onnx_weights import detach_weights
 
 SUPPORTED_OPS = frozenset({
     "MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Pow", "Relu", "Gelu", "Erf", "Tanh",
@@ -298,60 +299,6 @@ def function_name(graph_name: str) -> str:
     return name if not name[0].isdigit() else "_" + name
 
 
-# Constants with fewer elements stay in the text (detaching them saves nothing).
-DETACH_MIN_ELEMENTS = 256
-WEIGHT_ATTR = "npu.weight"
-
-
-def _detach_weights(func, tir, weights: dict) -> None:
-    """Move the data of large, non-uniform `arith.constant`s of `func` into
-    `weights`, leaving a zero splat and the key. Uniform ones stay: the
-    parser would make them splats, which `attach_weights` must reproduce."""
-    import numpy as np
-
-    for op in func.regions[0].blocks[0].operations:
-        op = op.operation
-        if op.name != "arith.constant" or not isinstance(op.results[0].type, tir.RankedTensorType):
-            continue
-        ttype = tir.RankedTensorType(op.results[0].type)
-        if isinstance(ttype.element_type, tir.IntegerType) and tir.IntegerType(ttype.element_type).width == 1:
-            continue
-        try:
-            dense = tir.DenseElementsAttr(op.attributes["value"])
-        except (ValueError, TypeError):  # e.g. dense_resource
-            continue
-        if dense.is_splat or ttype.rank == 0 or np.prod(ttype.shape) < DETACH_MIN_ELEMENTS:
-            continue
-        # A read-only view of the attribute's storage (kept alive by the
-        # view, and its context by the attribute): copying 85M weights of
-        # a BERT-12 here cost a quarter of its import.
-        data = np.asarray(dense).reshape(ttype.shape)
-        key = f"w{len(weights)}"
-        weights[key] = data
-        zero = tir.FloatAttr.get(ttype.element_type, 0.0, loc=tir.Location.unknown()) if not isinstance(
-            ttype.element_type, tir.IntegerType) else tir.IntegerAttr.get(ttype.element_type, 0)
-        op.attributes["value"] = tir.DenseElementsAttr.get_splat(ttype, zero)
-        op.attributes[WEIGHT_ATTR] = tir.StringAttr.get(key)
-
-
-def attach_weights(module, weights: dict) -> None:
-    """Put the detached data back into the parsed module (the inverse of
-    `_detach_weights`, without a text round trip)."""
-    from mlir import ir
-
-    if not weights:
-        return
-    with module.context:
-        for func in module.body.operations:
-            for op in func.regions[0].blocks[0].operations if func.operation.name == "func.func" else ():
-                op = op.operation
-                if WEIGHT_ATTR not in op.attributes:
-                    continue
-                key = ir.StringAttr(op.attributes[WEIGHT_ATTR]).value
-                op.attributes["value"] = ir.DenseElementsAttr.get(weights[key], type=op.results[0].type)
-                del op.attributes[WEIGHT_ATTR]
-
-
 def _run_torch_mlir(owned: list, where: str, node_types: dict[str, str], inputs: list[str],
                     outputs: list[str], weights: dict | None = None,
                     host_types: list[str] = ()) -> str:
@@ -404,7 +351,7 @@ def _run_torch_mlir(owned: list, where: str, node_types: dict[str, str], inputs:
                                     ("npu.host_types", host_types)):
                     op.operation.attributes[attr] = tir.ArrayAttr.get([tir.StringAttr.get(n) for n in names])
                 if weights is not None:
-                    _detach_weights(op.operation, tir, weights)
+                    detach_weights(op.operation, tir, weights)
     return _pack_bool_hex(module.get_asm(enable_debug_info=True, large_elements_limit=None))
 
 
