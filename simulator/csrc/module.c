@@ -200,6 +200,9 @@ static PyObject *set_part_py(PyObject *self, PyObject *args)
 }
 
 static PyMethodDef module_functions[] = {
+    {"hand_over", hand_over, METH_VARARGS,
+     "hand_over(written, read, top, fill) -> done: launch.hand_over's stamp updates in C "
+     "(partial.c; False: Python's must run)"},
     {"set_part", set_part_py, METH_VARARGS,
      "set_part(stamps, pat, addr, value) -> done: Stamps.set_part in C (partial.c; False: "
      "Python's must run); the compiled generic path's"},

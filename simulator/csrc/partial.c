@@ -105,10 +105,14 @@ int access_runs(PyObject *stamps, PyObject *pat, PyObject *addr_obj, Py_ssize_t 
 
 /* The writable per-byte stamps of a Stamps object (`fine`, made by its
  * `fine_bytes` when `make`): 0, 1 (none, or not int32 of every byte), -1. */
-static int fine_open(PyObject *stamps, Py_ssize_t n_bytes, int make, int32_t **fine)
+static int fine_open(PyObject *stamps, Py_ssize_t n_bytes, int make, int32_t **fine,
+                     Py_ssize_t *len)
 {
-    PyObject *f = make ? PyObject_CallMethodNoArgs(stamps, s_fine_bytes)
-                       : PyObject_GetAttr(stamps, s_fine);
+    PyObject *f = PyObject_GetAttr(stamps, s_fine);
+    if (f == Py_None && make) {
+        Py_DECREF(f);
+        f = PyObject_CallMethodNoArgs(stamps, s_fine_bytes);
+    }
     if (!f)
         return -1;
     Py_buffer view;
@@ -118,6 +122,7 @@ static int fine_open(PyObject *stamps, Py_ssize_t n_bytes, int make, int32_t **f
         if (view.itemsize == 4 && view.format && view.format[0] == 'i' && !view.format[1] &&
             view.len / 4 >= n_bytes) {
             *fine = (int32_t *)view.buf;
+            *len = view.len / 4;
             r = 0;
         }
         PyBuffer_Release(&view); /* the Stamps object holds the array */
@@ -135,7 +140,8 @@ int bytes_at_most(PyObject *stamps, const Arrays *A, PyObject *pat, PyObject *ad
     if (r)
         return r < 0 ? -1 : 0;
     int32_t *fine = NULL;
-    if (A->any_mixed && (r = fine_open(stamps, A->n * U.g, 0, &fine)))
+    Py_ssize_t len;
+    if (A->any_mixed && (r = fine_open(stamps, A->n * U.g, 0, &fine, &len)))
         return r < 0 ? -1 : 0;
     int above = 0, racing = 0;
     RUNS_FOR(&U, j, {
@@ -175,7 +181,8 @@ int set_part(PyObject *stamps, PyObject *pat, PyObject *addr, int32_t value)
             return 0;
     }
     /* `set_bytes` of the rest: every granule it touches gets per-byte stamps */
-    if ((r = fine_open(stamps, A.n * g, 1, &fine)))
+    Py_ssize_t len;
+    if ((r = fine_open(stamps, A.n * g, 1, &fine, &len)))
         return r;
     int split = 0;
 #define SPLIT(j)                                                                \
@@ -201,4 +208,92 @@ int set_part(PyObject *stamps, PyObject *pat, PyObject *addr, int32_t value)
     if (split && PyObject_SetAttr(stamps, s_any_mixed, Py_True) < 0)
         return -1;
     return 0;
+}
+
+/* `Stamps.clamp(top)` (every stamp above `top` becomes `top`, the per-byte
+ * ones included) and `Stamps.reset(fill)`, in place: 0, 1 (not a Stamps
+ * object this code takes: Python's), -1. */
+static int clamp(PyObject *stamps, int32_t top)
+{
+    Arrays A;
+    if (arrays_open(stamps, &A) < 0)
+        return -1;
+    PyObject *f = PyObject_GetAttr(stamps, s_fine);
+    if (!f)
+        return -1;
+    int none = f == Py_None;
+    Py_DECREF(f);
+    int32_t *fine = NULL;
+    Py_ssize_t len = 0;
+    int r = none ? 0 : fine_open(stamps, 0, 0, &fine, &len);
+    if (r)
+        return r;
+    for (Py_ssize_t k = 0; k < A.n; k++)
+        if (A.c[k] > top)
+            A.c[k] = top;
+    for (Py_ssize_t k = 0; k < len; k++)
+        if (fine[k] > top)
+            fine[k] = top;
+    return 0;
+}
+
+static int reset(PyObject *stamps, int32_t fill)
+{
+    Arrays A;
+    if (arrays_open(stamps, &A) < 0)
+        return -1;
+    for (Py_ssize_t k = 0; k < A.n; k++)
+        A.c[k] = fill;
+    if (A.any_mixed)
+        memset(A.m, 0, (size_t)A.n);
+    if (PyObject_SetAttr(stamps, s_fine, Py_None) < 0 ||
+        PyObject_SetAttr(stamps, s_any_mixed, Py_False) < 0)
+        return -1;
+    return 0;
+}
+
+/* hand_over(written, read, top, fill): launch.hand_over's loops (each
+ * written memory's writer stamps clamped to `top`, each read memory's
+ * reader stamps reset to `fill`); False when some Stamps object is not one
+ * this code takes: the caller then runs Python's over them all (clamping
+ * and resetting twice changes nothing). BERT-base x12 on 32 cores: 2,720
+ * hand-overs, 3% of a timing-only run in numpy. */
+PyObject *hand_over(PyObject *self, PyObject *args)
+{
+    PyObject *written, *read;
+    int top, fill;
+    if (!PyArg_ParseTuple(args, "OOii", &written, &read, &top, &fill) || init() < 0)
+        return NULL;
+    static PyObject *s_wstamp, *s_rstamp;
+    if (!s_wstamp && (!(s_wstamp = PyUnicode_InternFromString("wstamp")) ||
+                      !(s_rstamp = PyUnicode_InternFromString("rstamp"))))
+        return NULL;
+    PyObject *it = PyObject_GetIter(written), *mem;
+    int r = it ? 0 : -1;
+    while (!r && (mem = PyIter_Next(it))) {
+        PyObject *ws = PyObject_GetAttr(mem, s_wstamp);
+        r = ws ? clamp(ws, top) : -1;
+        Py_XDECREF(ws);
+        Py_DECREF(mem);
+    }
+    Py_XDECREF(it);
+    it = r ? NULL : PyObject_GetIter(read);
+    r = r ? r : it ? 0 : -1;
+    while (!r && (mem = PyIter_Next(it))) {
+        PyObject *rs = PyObject_GetAttr(mem, s_rstamp);
+        if (!rs || !PyDict_Check(rs)) {
+            r = rs ? 1 : -1;
+        } else {
+            Py_ssize_t pos = 0;
+            PyObject *key, *st;
+            while (!r && PyDict_Next(rs, &pos, &key, &st))
+                r = reset(st, fill);
+        }
+        Py_XDECREF(rs);
+        Py_DECREF(mem);
+    }
+    Py_XDECREF(it);
+    if (r < 0 || PyErr_Occurred())
+        return NULL;
+    return PyBool_FromLong(r == 0);
 }

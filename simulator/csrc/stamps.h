@@ -90,5 +90,7 @@ int bytes_at_most(PyObject *stamps, const Arrays *A, PyObject *pat, PyObject *ad
                   int64_t top, int (*races)(const void *, int64_t), const void *R);
 /* `Stamps.set_part(pat, addr, value)`: 0, 1 (Python's must do it), -1. */
 int set_part(PyObject *stamps, PyObject *pat, PyObject *addr, int32_t value);
+/* hand_over(written, read, top, fill) -> done (module function). */
+PyObject *hand_over(PyObject *self, PyObject *args);
 
 #endif
