@@ -51,8 +51,9 @@ class HivmProgram:
         self.fmatrix: list[int | None] = [None]  # the img2col feature-map register
         # img2col's padding register (`hivm.set_padding`): 0 until set
         self.padding: list[int] = [0]
-        # (region, first byte, one past the last byte) of every operand view
-        self.footprints: list[tuple[Region, int, int]] = []
+        # every operand view's region and (first byte, one past the last byte)
+        self.footprints: list[Region] = []
+        self.extents: list[tuple[int, int]] = []
         # instr -> {operand: (lowest, highest byte) of its accesses}: 29k views
         # of 15k instructions in BERT-base x12 on 32 cores
         self.spans: dict[Instr, dict[int, tuple[int, int]]] = {}
@@ -91,7 +92,7 @@ class HivmProgram:
         if spans is None:
             spans = self.spans[instr] = _spans(instr)
         views = []
-        peak, footprints = self.peak, self.footprints
+        peak, footprints, extents = self.peak, self.footprints, self.extents
         for (k, _, space, esize), a in zip(plan, addrs):
             region, offset = self.view(space, a, esize, name, k, where)
             region = Region(region.mem, region.base, region.size, region.group, region.label)
@@ -99,7 +100,8 @@ class HivmProgram:
             if span is not None:
                 at = region.base + offset * esize
                 hi = at + span[1]
-                footprints.append((region, at + span[0], hi))
+                footprints.append(region)
+                extents.append((at + span[0], hi))
                 if space != "gm":
                     cur = peak.get(space)
                     if cur is None or hi > cur:
@@ -109,26 +111,30 @@ class HivmProgram:
 
     def assign_groups(self, first_group: int) -> int:
         """Number the hazard groups of the operand views: footprints whose byte
-        extents overlap (in one buffer) share a group. Returns the next free id."""
-        gid = first_group
-        by_mem: dict[int, list[tuple[Region, int, int]]] = {}
-        for fp in self.footprints:
-            by_mem.setdefault(id(fp[0].mem), []).append(fp)
-        for spans in by_mem.values():
-            # In order of the first byte (stable), a footprint starts a group
-            # when it starts at or after the end of everything before it
-            # (numpy: a Python loop over BERT-base x12's 29k was 2% of a run).
-            lo = np.fromiter((f[1] for f in spans), np.int64, len(spans))
-            hi = np.fromiter((f[2] for f in spans), np.int64, len(spans))
-            order = np.argsort(lo, kind="stable")
-            lo, hi = lo[order], hi[order]
-            starts = np.ones(lo.size, np.int64)
-            starts[1:] = lo[1:] >= np.maximum.accumulate(hi)[:-1]
-            groups = np.cumsum(starts) + gid
-            for k, g in zip(order.tolist(), groups.tolist()):
-                spans[k][0].group = g
-            gid = int(groups[-1])
-        return gid + 1
+        extents overlap (in one buffer) share a group. Returns the next free id.
+
+        Buffer by buffer (in order of their first footprint), in order of the
+        first byte (stable), a footprint starts a group when it starts at or
+        after the end of everything before it. In numpy over all of them at
+        once: each buffer's extents are shifted past the previous buffer's,
+        so its first footprint always starts a group (BERT-base x12 on 32
+        cores: 69k footprints, 88 -> 77 ms; most of it is now setting each
+        region's group)."""
+        regions = self.footprints
+        if not regions:
+            return first_group + 1
+        rank: dict[int, int] = {}
+        mem = np.array([rank.setdefault(id(r.mem), len(rank)) for r in regions], np.int64)
+        ext = np.array(self.extents, np.int64).reshape(-1, 2)
+        order = np.lexsort((ext[:, 0], mem))  # by buffer, then first byte; stable
+        shift = (int(ext.max()) - min(int(ext.min()), 0) + 1) * mem[order]
+        lo, hi = ext[order, 0] + shift, ext[order, 1] + shift
+        starts = np.ones(lo.size, np.int64)
+        starts[1:] = lo[1:] >= np.maximum.accumulate(hi)[:-1]
+        groups = np.cumsum(starts) + first_group
+        for k, g in zip(order.tolist(), groups.tolist()):
+            regions[k].group = g
+        return int(groups[-1]) + 1
 
 
 def _spans(instr: Instr) -> dict[int, tuple[int, int]]:
