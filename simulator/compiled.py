@@ -54,6 +54,13 @@ def cross_runs():
     return None if cengine is None else cengine.cross_runs
 
 
+def hand_over():
+    """`_cengine.hand_over` (`launch.hand_over`'s stamp updates) when this run
+    uses the compiled pieces, else None."""
+    cengine = engine()
+    return None if cengine is None else cengine.hand_over
+
+
 def generic():
     """`_cengine.generic` (the generic path's checks, `Machine.generic_checks`)
     when this run uses the compiled pieces, else None."""

@@ -19,22 +19,19 @@ argument area, `npu.dialects.hivm.gm_arg_bases`).
 
 from __future__ import annotations
 
-import bisect
 from typing import Callable
 
-import numpy as np
 from mlir import ir
 
 from npu.dialects import hivm
 from npu.dialects.cce_img2col import PAD_VALUE
 from npu.simulator import cube_unit, img2col, mte, vector_unit
 from npu.simulator.decode_cache import InstrCache, attributes_of
-from npu.simulator.errors import ALIGNMENT, BOUNDS, INVALID, UNSUPPORTED, SimulationError, where_of
+from npu.simulator.errors import INVALID, UNSUPPORTED, SimulationError, where_of
 from npu.simulator.hivm_context import HivmDecodeContext
+from npu.simulator.hivm_views import HivmProgram
 from npu.simulator.instruction import (BARRIER, SET, WAIT, DecodeContext, Instr, OperandInfo,
                                        SyncInstr)
-from npu.simulator.memory import Memory, Region
-from npu.target import ON_CHIP_BUFFERS, Target
 
 _CCE_DECODERS: dict[str, Callable[[DecodeContext], Instr]] = {
     **mte.decoders(), **cube_unit.decoders(), **vector_unit.decoders(), **img2col.decoders()}
@@ -99,128 +96,6 @@ def _dtypes(op: ir.Operation, name: str, names: dict | None = None) -> list[str]
     if name == hivm.VECTOR_SELECT:
         return [dtype, "i8", dtype, dtype]
     return [dtype] * len(hivm.ADDRESS_SPACES[name])
-
-
-class HivmProgram:
-    """Per-run decoding state: the buffers as regions and the mask register.
-
-    Every operand of an instruction at a distinct address set gets a region
-    of its own: bounds are still those of the whole buffer (or GM argument),
-    but the hazard group comes from the bytes it really touches
-    (`assign_groups`), so the race detector's per-group summaries tell a
-    double buffer's halves, or a workspace's tensors, apart as they tell
-    planned allocations apart at the cce level.
-    """
-
-    def __init__(self, decoder) -> None:
-        target: Target = decoder.target
-        self.target = target
-        self.buffers: dict[str, Region] = {}
-        for space in ON_CHIP_BUFFERS:
-            mem = decoder.on_chip.get(space)
-            if mem is None:
-                mem = decoder.on_chip[space] = Memory(space, space, target.capacity(space),
-                                                      target.granule(space))
-            region = Region(mem, 0, target.capacity(space), label=f"the whole {space} buffer")
-            decoder.placement.regions.append(region)  # numbered with the others
-            self.buffers[space] = region
-        # hivm has no allocations: the peak of a buffer is the highest byte
-        # any operand view touches (cce's is the end of its last placed alloc)
-        self.peak = decoder.placement.peak
-        self.gm = decoder.gm_regions  # argument regions, in argument order
-        arg_bytes = [r.size for r in self.gm]
-        self.gm_bases = hivm.gm_arg_bases(arg_bytes, target.gm_alloc_granule_bytes)
-        self.mask: list[int | None] = [None]
-        self.fmatrix: list[int | None] = [None]  # the img2col feature-map register
-        # img2col's padding register (`hivm.set_padding`): 0 until set
-        self.padding: list[int] = [0]
-        # (region, first byte, one past the last byte) of every operand view
-        self.footprints: list[tuple[Region, int, int]] = []
-        # instr -> {operand: (lowest, highest byte) of its accesses}: 29k views
-        # of 15k instructions in BERT-base x12 on 32 cores
-        self.spans: dict[Instr, dict[int, tuple[int, int]]] = {}
-        self.type_names: dict = {}  # `_type_attr`'s, for this decode
-
-    def start_core(self) -> None:
-        """Each core of a launch starts with the registers in their reset
-        state (the walks of a launch's cores share this object)."""
-        self.mask[0] = self.fmatrix[0] = None
-        self.padding[0] = 0
-
-    def view(self, space: str, addr: int, esize: int, instr_name: str, k: int, where: str):
-        """(region, element offset) of a byte address in `space`."""
-        if space == "gm":
-            i = bisect.bisect_right(self.gm_bases, addr) - 1
-            if addr < 0 or i < 0 or addr >= self.gm_bases[i] + self.gm[i].size:
-                raise SimulationError(BOUNDS, f"'{instr_name}' operand #{k}: GM address {addr} "
-                                      "is outside every kernel argument", where)
-            region, rel = self.gm[i], addr - self.gm_bases[i]
-        else:
-            region, rel = self.buffers[space], addr
-            if not 0 <= addr < region.size:
-                raise SimulationError(BOUNDS, f"'{instr_name}' operand #{k}: {space} address "
-                                      f"{addr} is outside the buffer [0, {region.size})", where)
-        if rel % esize:
-            raise SimulationError(ALIGNMENT, f"'{instr_name}' operand #{k}: {space} address "
-                                  f"{addr} is not a multiple of its {esize}-byte element", where)
-        return (region, rel // esize)
-
-    def operand_views(self, instr: Instr, plan: tuple, addrs: tuple, name: str,
-                      where: str) -> tuple:
-        """The views of one instruction at one address set. Every operand gets
-        a region of its own (the bounds of its buffer or GM argument), its
-        footprint the extent of the operand's accesses in its memory."""
-        spans = self.spans.get(instr)
-        if spans is None:
-            spans = self.spans[instr] = _spans(instr)
-        views = []
-        peak, footprints = self.peak, self.footprints
-        for (k, _, space, esize), a in zip(plan, addrs):
-            region, offset = self.view(space, a, esize, name, k, where)
-            region = Region(region.mem, region.base, region.size, region.group, region.label)
-            span = spans.get(k)
-            if span is not None:
-                at = region.base + offset * esize
-                hi = at + span[1]
-                footprints.append((region, at + span[0], hi))
-                if space != "gm":
-                    cur = peak.get(space)
-                    if cur is None or hi > cur:
-                        peak[space] = max(cur or 0, hi)
-            views.append((region, offset))
-        return tuple(views)
-
-    def assign_groups(self, first_group: int) -> int:
-        """Number the hazard groups of the operand views: footprints whose byte
-        extents overlap (in one buffer) share a group. Returns the next free id."""
-        gid = first_group
-        by_mem: dict[int, list[tuple[Region, int, int]]] = {}
-        for fp in self.footprints:
-            by_mem.setdefault(id(fp[0].mem), []).append(fp)
-        for spans in by_mem.values():
-            # In order of the first byte (stable), a footprint starts a group
-            # when it starts at or after the end of everything before it
-            # (numpy: a Python loop over BERT-base x12's 29k was 2% of a run).
-            lo = np.fromiter((f[1] for f in spans), np.int64, len(spans))
-            hi = np.fromiter((f[2] for f in spans), np.int64, len(spans))
-            order = np.argsort(lo, kind="stable")
-            lo, hi = lo[order], hi[order]
-            starts = np.ones(lo.size, np.int64)
-            starts[1:] = lo[1:] >= np.maximum.accumulate(hi)[:-1]
-            groups = np.cumsum(starts) + gid
-            for k, g in zip(order.tolist(), groups.tolist()):
-                spans[k][0].group = g
-            gid = int(groups[-1])
-        return gid + 1
-
-
-def _spans(instr: Instr) -> dict[int, tuple[int, int]]:
-    """Each accessed operand's byte extent relative to its address."""
-    spans: dict[int, tuple[int, int]] = {}
-    for acc in instr.accesses:
-        lo, hi = spans.get(acc.operand, (acc.pattern.lo, acc.pattern.hi))
-        spans[acc.operand] = (min(lo, acc.pattern.lo), max(hi, acc.pattern.hi))
-    return spans
 
 
 def _state(decoder) -> HivmProgram:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Generator
 
+from npu.simulator import compiled
 from npu.simulator.errors import DEADLOCK, SimulationError
 from npu.simulator.hazards import PIPE_NAMES, CrossCoreChecker, HazardDetector
 from npu.simulator.machine import Machine, SharedBindings
@@ -84,6 +85,7 @@ def run_cores(program: Program, cores: int, target: Target, strict: bool,
     buffers = CoreBuffers(list(program.on_chip.values()))
     shared = SharedBindings()  # the operand sets' checks, done once for every core
     table = InstrTable()  # the instructions' facts, read once for every core
+    compiled_hand_over = compiled.hand_over()
     runs = []
     for core, (trace, trailing) in enumerate(walk_cores(program, cores)):
         hazards = HazardDetector(len(trace), program.n_groups, describer(trace, where),
@@ -101,7 +103,10 @@ def run_cores(program: Program, cores: int, target: Target, strict: bool,
                     continue
                 buffers.activate(run.core)
                 shared.active = run.machine
-                hand_over(*cross.take_touched())
+                read, written = cross.take_touched()
+                if compiled_hand_over is None or not compiled_hand_over(
+                        written, read, INPUT_STAMP, NEVER_WRITTEN):
+                    hand_over(read, written)
                 try:
                     arrived.append((run.runner.send(release) if release is not None
                                     else next(run.runner), run))
@@ -135,7 +140,8 @@ def hand_over(read, written) -> None:
     through the cross-core check, so the writer stamps of a memory nobody
     wrote since are still clamped, and the reader stamps of one nobody read
     are still reset (BERT-base x12 on 32 cores: most memories a core
-    touches are only read, weights; their clamp's `max` was 3% of the run)."""
+    touches are only read, weights; their clamp's `max` was 3% of the run).
+    The compiled run does this in C (`csrc/partial.c`, `_cengine.hand_over`)."""
     for mem in written:
         mem.wstamp.clamp(INPUT_STAMP)
     for mem in read:

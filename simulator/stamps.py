@@ -162,8 +162,7 @@ class Stamps:
             if first == (sel.stop - 1) // g:
                 # One granule (a partial access's end): `_split` on scalars,
                 # not index arrays (BERT-base x12 on 32 cores: 37k of these).
-                if self.fine is None:
-                    self.fine = np.empty(self.coarse.size * g, np.int32)
+                self.fine_bytes()
                 if not self.mixed[first]:
                     self.fine[first * g:first * g + g] = self.coarse[first]
                     self.mixed[first] = True
@@ -176,10 +175,16 @@ class Stamps:
         self._split(blocks)
         self.fine[sel] = value
 
-    def _split(self, blocks: np.ndarray) -> None:
-        """Give every granule of `blocks` per-byte stamps."""
+    def fine_bytes(self) -> np.ndarray:
+        """The per-byte stamps, made when first needed (the compiled
+        `set_part`, csrc/partial.c, asks for them here)."""
         if self.fine is None:
             self.fine = np.empty(self.coarse.size * self.g, np.int32)
+        return self.fine
+
+    def _split(self, blocks: np.ndarray) -> None:
+        """Give every granule of `blocks` per-byte stamps."""
+        self.fine_bytes()
         fresh = blocks[~self.mixed[blocks]]
         if fresh.size:
             self.fine.reshape(-1, self.g)[fresh] = self.coarse[fresh][:, None]

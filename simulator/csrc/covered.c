@@ -110,14 +110,25 @@ static inline int races(const Racing *R, int64_t s)
     return R->clock[wp] < R->n[i] && !(R->skip_v && wp == PIPE_V);
 }
 
+static int races_of(const void *R, int64_t s) { return races((const Racing *)R, s); }
+
 /* 1 when `plan` covers some granule, each uniform, and either every stamp
  * is at most `top` or, with `R`, none races (the Python check's two exits,
- * on the same stamps); 0 (the per-byte check decides); -1. */
-static int at_most(PyObject *stamps, PyObject *plan, int64_t top, const Racing *R)
+ * on the same stamps); else the same test on the access's bytes, when it
+ * touches a granule in part or a mixed one (`bytes_at_most`: the Python
+ * check's `values` are then these bytes' stamps); 0 (the per-byte check
+ * decides); -1. */
+static int at_most(PyObject *stamps, PyObject *plan, PyObject *pat, PyObject *addr, int64_t top,
+                   const Racing *R)
 {
-    if (plan == Py_None)
-        return 0;
     Arrays A;
+    if (plan == Py_None) {
+        if (arrays_open(stamps, &A) < 0)
+            return -1;
+        int r = bytes_at_most(stamps, &A, pat, addr, top, races_of, R);
+        arrays_close(&A);
+        return r;
+    }
     if (arrays_open(stamps, &A) < 0)
         return -1;
     Plan P;
@@ -136,8 +147,12 @@ static int at_most(PyObject *stamps, PyObject *plan, int64_t top, const Racing *
     if (above && R) /* as Python: any stamp of the access that races */
         PLAN_FOR(&P, k, racing |= races(R, c[k]));
     plan_close(&P);
+    if (any && bad) /* a mixed granule: the bytes' own stamps */
+        r = bytes_at_most(stamps, &A, pat, addr, top, races_of, R);
+    else
+        r = any && (!above || (R && !racing));
     arrays_close(&A);
-    return any && !bad && (!above || (R && !racing));
+    return r;
 }
 
 /* Both clocks and summaries are 7-int lists (generic.c checked them). */
@@ -152,8 +167,8 @@ static int gt(PyObject *a, PyObject *b, long q, int *out)
     return r;
 }
 
-int writes_covered(PyObject *hz, PyObject *mem, PyObject *plan, PyObject *sw,
-                   PyObject *clock_list, PyObject *clock, long pipe, int reading)
+int writes_covered(PyObject *hz, PyObject *mem, PyObject *plan, PyObject *pat, PyObject *addr,
+                   PyObject *sw, PyObject *clock_list, PyObject *clock, long pipe, int reading)
 {
     if (init() < 0)
         return -1;
@@ -197,13 +212,13 @@ int writes_covered(PyObject *hz, PyObject *mem, PyObject *plan, PyObject *sw,
     PyObject *ws = PyObject_GetAttr(mem, s_wstamp);
     if (!ws)
         return -1;
-    r = at_most(ws, plan, top, r ? NULL : &R);
+    r = at_most(ws, plan, pat, addr, top, r ? NULL : &R);
     Py_DECREF(ws);
     return r;
 }
 
-int reads_covered(PyObject *hz, PyObject *mem, PyObject *plan, PyObject *sr,
-                  PyObject *clock_list, PyObject *clock, long pipe)
+int reads_covered(PyObject *hz, PyObject *mem, PyObject *plan, PyObject *pat, PyObject *addr,
+                  PyObject *sr, PyObject *clock_list, PyObject *clock, long pipe)
 {
     if (init() < 0)
         return -1;
@@ -239,7 +254,7 @@ int reads_covered(PyObject *hz, PyObject *mem, PyObject *plan, PyObject *sr,
                 r = -1;
                 break;
             }
-            r = at_most(st, plan, cov, e ? NULL : &R);
+            r = at_most(st, plan, pat, addr, cov, e ? NULL : &R);
             continue;
         }
         r = e < 0 ? -1 : 0;

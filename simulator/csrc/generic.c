@@ -38,7 +38,7 @@ int generic_init(void)
 }
 
 /* `stamps.coarse[plan] = stamp` (and its mixed flags cleared), else
- * `stamps.set_part(pat, addr, stamp)`. */
+ * `stamps.set_part(pat, addr, stamp)` (in C when partial.c takes it). */
 static int stamp(PyObject *stamps, PyObject *plan, PyObject *pat, PyObject *addr,
                  PyObject *stamp_obj, int32_t value)
 {
@@ -76,6 +76,9 @@ static int stamp(PyObject *stamps, PyObject *plan, PyObject *pat, PyObject *addr
         }
         return 0;
     }
+    int done = set_part(stamps, pat, addr, value); /* partial.c, else Python's */
+    if (done <= 0)
+        return done;
     PyObject *r = PyObject_CallMethodObjArgs(stamps, s_set_part, pat, addr, stamp_obj, NULL);
     Py_XDECREF(r);
     return r ? 0 : -1;
@@ -286,7 +289,7 @@ int generic_run(PyObject *state, PyObject *instr, PyObject *pipe, PyObject *read
                 return -1;
             int r = passes(sw, clock_list, 1);
             if (r > 0) { /* the stamps' exit first, then the Python check */
-                r = writes_covered(hz, mem, plan, sw, clock_list, clock, p, 1);
+                r = writes_covered(hz, mem, plan, pat, addr, sw, clock_list, clock, p, 1);
                 if (r == 0)
                     r = call_check(hz, s_check_read_vs_writes, mem, pat, addr, pipe, clock,
                                    clock_list, sw, instr);
@@ -334,7 +337,7 @@ int generic_run(PyObject *state, PyObject *instr, PyObject *pipe, PyObject *read
                 return -1;
             int r = passes(sw, clock_list, p != PIPE_V);
             if (r > 0) {
-                r = writes_covered(hz, mem, plan, sw, clock_list, clock, p, 0);
+                r = writes_covered(hz, mem, plan, pat, addr, sw, clock_list, clock, p, 0);
                 if (r == 0)
                     r = call_check(hz, s_check_write_vs_writes, mem, pat, addr, pipe, clock,
                                    clock_list, sw, instr);
@@ -348,7 +351,7 @@ int generic_run(PyObject *state, PyObject *instr, PyObject *pipe, PyObject *read
                 else {
                     r = passes(sr, clock_list, p != PIPE_V);
                     if (r > 0) {
-                        r = reads_covered(hz, mem, plan, sr, clock_list, clock, p);
+                        r = reads_covered(hz, mem, plan, pat, addr, sr, clock_list, clock, p);
                         if (r == 0)
                             r = call_check(hz, s_check_write_vs_reads, mem, pat, addr, pipe,
                                            clock, clock_list, sr, instr);

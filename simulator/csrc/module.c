@@ -189,7 +189,23 @@ static PyObject *cross_access_py(PyObject *self, PyObject *args)
     return done < 0 ? NULL : PyBool_FromLong(done);
 }
 
+static PyObject *set_part_py(PyObject *self, PyObject *args)
+{
+    PyObject *stamps, *pat, *addr;
+    int value;
+    if (!PyArg_ParseTuple(args, "OOOi", &stamps, &pat, &addr, &value))
+        return NULL;
+    int r = set_part(stamps, pat, addr, value);
+    return r < 0 ? NULL : PyBool_FromLong(r == 0);
+}
+
 static PyMethodDef module_functions[] = {
+    {"hand_over", hand_over, METH_VARARGS,
+     "hand_over(written, read, top, fill) -> done: launch.hand_over's stamp updates in C "
+     "(partial.c; False: Python's must run)"},
+    {"set_part", set_part_py, METH_VARARGS,
+     "set_part(stamps, pat, addr, value) -> done: Stamps.set_part in C (partial.c; False: "
+     "Python's must run); the compiled generic path's"},
     {"cross_access", cross_access_py, METH_VARARGS,
      "cross_access(checker, mem, pat, addr, write, core) -> done: CrossCoreChecker.access up to "
      "its numpy path (False: the method must run); the compiled generic path's (generic.c)"},

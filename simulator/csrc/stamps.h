@@ -59,9 +59,38 @@ static inline void arrays_close(Arrays *A) { (void)A; }
  * check would return without a report); 0: the Python check decides; -1. */
 /* `clock`: the clock the per-stamp test reads (the Python check's `clock`);
  * `reading`: a read's check (a write inside V does not race with V). */
-int writes_covered(PyObject *hz, PyObject *mem, PyObject *plan, PyObject *sw,
-                   PyObject *clock_list, PyObject *clock, long pipe, int reading);
-int reads_covered(PyObject *hz, PyObject *mem, PyObject *plan, PyObject *sr,
-                  PyObject *clock_list, PyObject *clock, long pipe);
+int writes_covered(PyObject *hz, PyObject *mem, PyObject *plan, PyObject *pat, PyObject *addr,
+                   PyObject *sw, PyObject *clock_list, PyObject *clock, long pipe, int reading);
+int reads_covered(PyObject *hz, PyObject *mem, PyObject *plan, PyObject *pat, PyObject *addr,
+                  PyObject *sr, PyObject *clock_list, PyObject *clock, long pipe);
+
+/* partial.c: an access's bytes, as `n` runs of `burst` bytes `stride` apart
+ * from byte `first` (a dense pattern is one run), or, with `ix`, the `n`
+ * bytes `first + ix[k]` (a pattern given byte by byte); `g` the granule. */
+typedef struct {
+    int64_t first, n, burst, stride, g;
+    const int64_t *ix;
+} Runs;
+
+#define RUNS_FOR(U, j, body)                                                    \
+    for (int64_t r_ = 0; r_ < (U)->n; r_++)                                     \
+        for (int64_t j = (U)->first + ((U)->ix ? (U)->ix[r_] : r_ * (U)->stride), \
+                     e_ = j + (U)->burst;                                       \
+             j < e_; j++) {                                                     \
+            body;                                                               \
+        }
+
+/* The bytes of `pat` at `addr` in a Stamps object of `n_granules`: 0, 1
+ * (not a pattern this code takes, or out of range: Python decides), -1. */
+int access_runs(PyObject *stamps, PyObject *pat, PyObject *addr, Py_ssize_t n_granules,
+                Runs *U);
+/* `at_most`'s test on every byte's own stamp (`races(R, stamp)`: 1 when it
+ * may race): 1 (covered), 0 (Python decides), -1. */
+int bytes_at_most(PyObject *stamps, const Arrays *A, PyObject *pat, PyObject *addr,
+                  int64_t top, int (*races)(const void *, int64_t), const void *R);
+/* `Stamps.set_part(pat, addr, value)`: 0, 1 (Python's must do it), -1. */
+int set_part(PyObject *stamps, PyObject *pat, PyObject *addr, int32_t value);
+/* hand_over(written, read, top, fill) -> done (module function). */
+PyObject *hand_over(PyObject *self, PyObject *args);
 
 #endif

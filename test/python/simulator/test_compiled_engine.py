@@ -104,7 +104,8 @@ def both(monkeypatch):
         cross_runs=real_cengine.cross_runs, generic=generic,
         forget_buffers=real_cengine.forget_buffers, l2_touch=real_cengine.l2_touch,
         bus_take=real_cengine.bus_take, Walker=walker, Runner=runner,
-        bind_static=bind_static, bind_run=bind_run, gm_transfer=gm_transfer))
+        bind_static=bind_static, bind_run=bind_run, gm_transfer=gm_transfer,
+        hand_over=real_cengine.hand_over))
 
     def run(fn):
         seen = {}
