@@ -144,6 +144,7 @@ class ImageMap(StagedMaps):
         self.src = [nir.alloc([REAL * self.row], "f16", "ub") for _ in range(2)]
         self.dst = [nir.alloc([blocks * SLOTS * SLOTS], "f16", "ub") for _ in range(2)]
         self.turn = 0
+        self.between = None  # called once after the next chunk (`SegmentedImageMap.band_map`)
         self.run = 0  # output rows per core's run (npu-split-cores), 0: all
         self.ahead: dict = {}
         # the absent channels' rows, never overwritten: zeros, and with the
@@ -162,6 +163,9 @@ class ImageMap(StagedMaps):
             self.chunk_to_l1(n, lin((r0, self.w), (p0, 1)), count, total - p0 - count == 0 and
                              count % SLOTS != 0, lin((r0, self.w), (total - SLOTS, 1)),
                              sub(flat, p0 * SLOTS, count * SLOTS))
+            if self.between is not None:
+                self.between()
+                self.between = None
 
     def chunk_to_l1(self, n: int, start: Index, count: int, tail: bool, tail_start: Index,
                     dst_l1: ir.Value) -> None:
@@ -291,19 +295,30 @@ class SegmentedImageMap(ImageMap):
             return super().band_map(kernel, n, band, ho0, fm)
         s0, end, run_end = self.bounds(kernel, ho0)
         j = (ho0 - s0) // kernel.t.rows
-        if (n, s0) not in self.maps:
+        early = False
+        if (n, s0) not in self.maps:  # a run's first segment
             self.open(kernel, n, s0, end)
-            if ho0 == s0 and kernel.loads and len(self.maps[(n, s0)][2]) > 2:
-                # Segments of 3 bands or more (short bands, whose next rows
-                # are needed soon): the weights not loaded yet go first, in
-                # one run with the first chunk, one GM latency for both
-                # (after the first band's rows, their two runs held MTE2 for
-                # two more before the next band's). Stem image 7x7/2 3->64
-                # 224: 49,043 -> 48,717 cycles (the first mad 1,438 -> 1,799,
-                # no gap after it); 112x112 (2 bands of 8 rows) 15,853 ->
-                # 16,059 (the weights only delay its first rows).
-                kernel.flush_weights()
+            # Of 3 bands or more (short bands, whose next rows are needed
+            # soon): the weights the first two K chunks read go in one run
+            # with the first band's second chunk, the other weights with the
+            # next band's rows, loaded now: one GM latency each (the first
+            # band's rows, then the weights in two runs of their own, held
+            # MTE2 for three before the next band's rows). Stem image 7x7/2
+            # 3->64 224: 49,043 -> 48,389 cycles (all the weights ahead of
+            # the first chunk: 48,717; in the second's run: 48,615); not
+            # with 2-band segments (112x112: the weights only delay its
+            # first rows, 15,853 -> 16,059).
+            early = bool(kernel.loads) and len(self.maps[(n, s0)][2]) > 2
+            if early:
+                kc = min(kernel.t.kc, kernel.s.k1)
+                self.between = lambda: kernel.need(0, 2 * kc)
         self.step(n, s0, j)  # this band's rows
+        if early:
+            if self.between is not None:  # rows of one chunk
+                self.between()
+                self.between = None
+            kernel.flush_weights()
+            self.step(n, s0, j + 1)
         seg, first = self.maps[(n, s0)][:2]
         shape = nir.memref_shape(seg)
         return nir.subview(seg, [0, kernel.first_row(ho0, band) - first, 0, 0],
