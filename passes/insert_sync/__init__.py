@@ -27,10 +27,7 @@ Two modes:
   before it has finished, so one set per run keeps a mover streaming
   instead of paying each transfer's latency. A loop-carried set of a store
   (its wait in the next iteration) sinks too, through the rest of its run
-  of stores: the stores of one iteration then pay MTE3 one latency. A
-  store's set whose buffer is written again only several stores later
-  sinks past other pipes' instructions through the next run of stores
-  (`STORES_AHEAD`): a ring of drain slots then streams its stores.
+  of stores: the stores of one iteration then pay MTE3 one latency.
 
 A chip barrier (`cce.sync_all`) drains every pipe of the core before the
 cores meet: both modes take it as ordering everything before it before

@@ -96,10 +96,6 @@ class _Exit:
     offers: dict[tuple[str, str], FlagPair]
 
 
-STORE = "cce.copy_ub_to_gm"  # MTE3: UB -> GM
-STORES_AHEAD = 3  # see `_PreciseMode._sink`
-
-
 class _PreciseMode(_EventAllocation):
     def __init__(self, analysis: AccessAnalysis, target, sink_sets: bool = False,
                  carried_span: str = "fit"):
@@ -277,34 +273,8 @@ class _PreciseMode(_EventAllocation):
         transfers of a mover pipe idles it for the first one's latency; set
         after the run instead (one flag then covers the whole run, and the
         consumer starts when the run has landed)."""
-        def run_end(j: int) -> int:
-            while j + 1 < i and not nodes[j + 1].is_compound and nodes[j + 1].pipes == {p}:
-                j += 1
-            return j
-
-        def store(k: int) -> bool:
-            return nodes[k].op.name == STORE
-
-        j = run_end(j)
-        if store(j):
-            # A store's set (its buffer free) whose consumer (the buffer's
-            # next writer) comes STORES_AHEAD stores after the next run of
-            # stores, or later, goes after that run, past other pipes'
-            # instructions: the run no longer waits for this store's GM
-            # latency, and with that many buffers in turn the writer's flag
-            # is not late (the 224 stem's last bands, 6 drain slots: 688 ->
-            # 338 cycles a store; ahead 2: BERT seq 128 on one core 346,631
-            # -> 347,620, ahead 3 unchanged).
-            k = j + 1
-            while k < i and p not in nodes[k].pipes and not nodes[k].is_compound \
-                    and not nodes[k].is_fence:
-                k += 1
-            if k < i and store(k):
-                end, ahead = run_end(k), 0
-                for m in range(end + 1, i):
-                    ahead += store(m)
-                    if ahead == STORES_AHEAD:
-                        return end
+        while j + 1 < i and not nodes[j + 1].is_compound and nodes[j + 1].pipes == {p}:
+            j += 1
         return j
 
     @staticmethod

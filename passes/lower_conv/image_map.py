@@ -304,9 +304,9 @@ class SegmentedImageMap(ImageMap):
             # next band's rows, loaded now: one GM latency each (the first
             # band's rows, then the weights in two runs of their own, held
             # MTE2 for three before the next band's rows). Stem image 7x7/2
-            # 3->64 224: 49,043 -> 48,389 cycles (all the weights ahead of
-            # the first chunk: 48,717; in the second's run: 48,615); not
-            # with 2-band segments (112x112: the weights only delay its
+            # 3->64 224: 49,579 -> 48,925 cycles (no M gap after the first
+            # mad; all the weights ahead of the first chunk instead: 49,253);
+            # not with 2-band segments (112x112: the weights only delay its
             # first rows, 15,853 -> 16,059).
             early = bool(kernel.loads) and len(self.maps[(n, s0)][2]) > 2
             if early:

@@ -83,39 +83,3 @@ func.func @carried_stores(%x: memref<128xf16, "gm">, %y: memref<128xf16, "gm">) 
   }
   return
 }
-
-// -----
-
-// A ring of five buffers, each filled on V and stored: a buffer is written
-// again four stores after its own. The set that frees it goes after the
-// next store, past the vdup between; right after its own store it held
-// MTE3 for that store's GM latency before the next one (`STORES_AHEAD`).
-// SINK-LABEL: func.func @store_ring
-// SINK:      "cce.copy_ub_to_gm"(%[[A:[a-z0-9_]+]],
-// SINK-NEXT: "cce.vdup"
-// SINK-NEXT: "cce.set_flag"() {dst = "MTE3", event = 0 : i64, src = "V"}
-// SINK-NEXT: "cce.wait_flag"() {dst = "MTE3", event = 0 : i64, src = "V"}
-// SINK-NEXT: "cce.copy_ub_to_gm"
-// SINK-NEXT: "cce.set_flag"() {dst = "V", event = 0 : i64, src = "MTE3"}
-// SINK:      "cce.wait_flag"() {dst = "V", event = 0 : i64, src = "MTE3"}
-// SINK-NEXT: "cce.vdup"(%[[A]])
-func.func @store_ring(%y: memref<128xf16, "gm">) {
-  %b0 = memref.alloc() {npu.offset = 0 : i64} : memref<128xf16, "ub">
-  %b1 = memref.alloc() {npu.offset = 256 : i64} : memref<128xf16, "ub">
-  %b2 = memref.alloc() {npu.offset = 512 : i64} : memref<128xf16, "ub">
-  %b3 = memref.alloc() {npu.offset = 768 : i64} : memref<128xf16, "ub">
-  %b4 = memref.alloc() {npu.offset = 1024 : i64} : memref<128xf16, "ub">
-  "cce.vdup"(%b0) {repeat = 1 : i64, mask = 128 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, scalar = 1.0 : f64} : (memref<128xf16, "ub">) -> ()
-  "cce.copy_ub_to_gm"(%b0, %y) {n_burst = 1 : i64, burst_len = 8 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<128xf16, "ub">, memref<128xf16, "gm">) -> ()
-  "cce.vdup"(%b1) {repeat = 1 : i64, mask = 128 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, scalar = 1.0 : f64} : (memref<128xf16, "ub">) -> ()
-  "cce.copy_ub_to_gm"(%b1, %y) {n_burst = 1 : i64, burst_len = 8 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<128xf16, "ub">, memref<128xf16, "gm">) -> ()
-  "cce.vdup"(%b2) {repeat = 1 : i64, mask = 128 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, scalar = 1.0 : f64} : (memref<128xf16, "ub">) -> ()
-  "cce.copy_ub_to_gm"(%b2, %y) {n_burst = 1 : i64, burst_len = 8 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<128xf16, "ub">, memref<128xf16, "gm">) -> ()
-  "cce.vdup"(%b3) {repeat = 1 : i64, mask = 128 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, scalar = 1.0 : f64} : (memref<128xf16, "ub">) -> ()
-  "cce.copy_ub_to_gm"(%b3, %y) {n_burst = 1 : i64, burst_len = 8 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<128xf16, "ub">, memref<128xf16, "gm">) -> ()
-  "cce.vdup"(%b4) {repeat = 1 : i64, mask = 128 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, scalar = 1.0 : f64} : (memref<128xf16, "ub">) -> ()
-  "cce.copy_ub_to_gm"(%b4, %y) {n_burst = 1 : i64, burst_len = 8 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<128xf16, "ub">, memref<128xf16, "gm">) -> ()
-  "cce.vdup"(%b0) {repeat = 1 : i64, mask = 128 : i64, dst_blk_stride = 1 : i64, dst_rep_stride = 8 : i64, scalar = 1.0 : f64} : (memref<128xf16, "ub">) -> ()
-  "cce.copy_ub_to_gm"(%b0, %y) {n_burst = 1 : i64, burst_len = 8 : i64, src_gap = 0 : i64, dst_gap = 0 : i64} : (memref<128xf16, "ub">, memref<128xf16, "gm">) -> ()
-  return
-}

@@ -53,12 +53,10 @@ def test_rows_staged_in_long_chunks_and_first_segment_before_its_stores():
 def test_stem_image_cycles():
     """bench/conv.py's stem image row: 51,441 cycles before (1.71x its
     ideal of 30,086); 49,579 with the long chunks and the first segment's
-    order, 49,043 with the last bands' stores streaming (npu-insert-sync's
-    `STORES_AHEAD`), 48,389 with the weights in the runs of the first
-    band's second chunk and the next band's rows (1.61x; the target is
-    1.6x)."""
+    order; 48,925 with the weights in the runs of the first band's second
+    chunk and the next band's rows (1.63x; the target is 1.6x)."""
     module, target = _stem("")
     inputs = [np.zeros((1, 3, H, W), np.float16), np.zeros((13, 4, 16, 16), np.float16),
               np.zeros(64, np.float16), np.zeros((1, 4, HO, WO, 16), np.float16)]
     res = simulate(module, inputs, target=target, numerics=False)
-    assert res.cycles <= 48_400, res.cycles
+    assert res.cycles <= 48_950, res.cycles
