@@ -34,7 +34,13 @@ Index = int | ir.Value
 SLOTS = 16  # channel slots of a pixel in the L1 map (one 32-byte block)
 REAL = 4    # slots the small-channel mode reads
 # Pixels per staged chunk: 4 channel rows (8 B a pixel) and the transposed
-# pixel blocks (32 B a pixel), two sets: 80 KiB of UB at most.
+# pixel blocks (32 B a pixel), two sets: 80 KiB of UB at most (the tiling's
+# budget leaves this out, `staging_bytes`). Each chunk's flag holds MTE2 for
+# a GM latency and the staging runs back to back there, so a conv whose
+# drain slots leave UB spare takes longer chunks (`longest_chunk`): bench/
+# conv.py stem image 7x7/2 3->64 224 (6 rows of 224 pixels a band): chunks
+# of 1024 51,292 cycles, 1344 49,576, 1488 (the UB its slots leave) 49,579;
+# reserving 1536 in the budget instead: 51,555 (5 drain slots, not 6).
 MAX_CHUNK = 1024
 # Bands sharing one L1 map of an NCHW image (`SegmentedImageMap`), measured
 # on the stem image 7x7/2 3->64 224 (bench/conv.py): a map per band 68,106
@@ -57,14 +63,24 @@ def prior_pixels(w: int, fold: bool) -> int:
     return (FOLD - 1) * w if fold else 0
 
 
-def staging_bytes(target: Target, prior: int = 0) -> int:
-    """UB the staging takes at most (chunks of MAX_CHUNK pixels, each
+def staging_bytes(target: Target, prior: int = 0, chunk: int = MAX_CHUNK) -> int:
+    """UB the staging takes at most (chunks of `chunk` pixels, each
     channel row `prior` pixels before its chunk too): the conv's tiling
-    leaves it out of its budget."""
-    blocks = MAX_CHUNK // SLOTS + 1
+    leaves it (at MAX_CHUNK) out of its budget."""
+    blocks = chunk // SLOTS + 1
     lanes = target.lanes(2)
     row = -(-(prior + blocks * SLOTS) // lanes) * lanes
     return 2 * 2 * (REAL * row + blocks * SLOTS * SLOTS)
+
+
+def longest_chunk(target: Target, prior: int, spare: int) -> int:
+    """The longest chunk (whole 16-pixel blocks) whose staging fits the
+    tiling's reserve plus `spare` bytes of UB the conv leaves unused."""
+    room = staging_bytes(target, prior) + spare
+    chunk = MAX_CHUNK
+    while staging_bytes(target, prior, chunk + SLOTS) <= room:
+        chunk += SLOTS
+    return chunk
 
 
 class StagedMaps:
@@ -110,13 +126,13 @@ class ImageMap(StagedMaps):
     """Fills a band's L1 map [1, rows, W, 16] from the NCHW f16 image."""
 
     def __init__(self, target: Target, image: ir.Value, band_pixels: int,
-                 fold: StemFold = StemFold(False, False)):
+                 fold: StemFold = StemFold(False, False), chunk: int = MAX_CHUNK):
         self.target = target
         self.image = nir.flatten_memref(image)
         self.n, self.c, self.h, self.w = nir.memref_shape(image)
         if self.w < SLOTS:
             raise ValueError(f"an NCHW image {self.w} pixels wide: bands need 16 pixels")
-        self.chunk = min(MAX_CHUNK, -(-band_pixels // SLOTS) * SLOTS)
+        self.chunk = min(chunk, -(-band_pixels // SLOTS) * SLOTS)
         # folded rows (`stem_fold`): slot 4j + c of a pixel is channel c of the
         # pixel j rows up, so each channel row in UB starts `prior` pixels
         # (FOLD - 1 image rows) before its chunk
@@ -128,6 +144,7 @@ class ImageMap(StagedMaps):
         self.src = [nir.alloc([REAL * self.row], "f16", "ub") for _ in range(2)]
         self.dst = [nir.alloc([blocks * SLOTS * SLOTS], "f16", "ub") for _ in range(2)]
         self.turn = 0
+        self.between = None  # called once after the next chunk (`SegmentedImageMap.band_map`)
         self.run = 0  # output rows per core's run (npu-split-cores), 0: all
         self.ahead: dict = {}
         # the absent channels' rows, never overwritten: zeros, and with the
@@ -146,6 +163,9 @@ class ImageMap(StagedMaps):
             self.chunk_to_l1(n, lin((r0, self.w), (p0, 1)), count, total - p0 - count == 0 and
                              count % SLOTS != 0, lin((r0, self.w), (total - SLOTS, 1)),
                              sub(flat, p0 * SLOTS, count * SLOTS))
+            if self.between is not None:
+                self.between()
+                self.between = None
 
     def chunk_to_l1(self, n: int, start: Index, count: int, tail: bool, tail_start: Index,
                     dst_l1: ir.Value) -> None:
@@ -201,15 +221,18 @@ class SegmentedImageMap(ImageMap):
     both read (7x7/2: 5 of a 4-row band's 13) are staged once per segment,
     not once per band. A segment's map is loaded in pieces, a piece per
     band (the rows that band reads first): the next segment's piece j
-    during band j of this one, and in a run's first segment, piece j+1
-    during band j (so the first band waits for its own rows only). Each
-    band's pieces are issued ahead of its drains; two segment maps
+    during band j of this one. In a run's first segment the first band waits
+    for its own rows only, and loads the segment's other pieces during its
+    mads; with 3 bands or more, the next segment's piece j then goes
+    during band j + 1 (the last band loads the rest): on MTE3, the first
+    band's stores then go before it, not behind its staging.
+    Each band's pieces are issued ahead of its drains; two segment maps
     alternate in L1. Bands with a run-time first row fall back to a map
     each (`ImageMap`)."""
 
     def __init__(self, target: Target, image: ir.Value, band_pixels: int, segment: int,
-                 fold: StemFold = StemFold(False, False)):
-        super().__init__(target, image, band_pixels, fold)
+                 fold: StemFold = StemFold(False, False), chunk: int = MAX_CHUNK):
+        super().__init__(target, image, band_pixels, fold, chunk)
         self.segment = segment
         self.next_with_band = False  # `fill_next` after the band's first mads
         # (n, first output row) -> [map, its first input row, pieces, pieces loaded]
@@ -256,20 +279,46 @@ class SegmentedImageMap(ImageMap):
             return super().fill_next(kernel, n, band, ho0)
         s0, end, run_end = self.bounds(kernel, ho0)
         j = (ho0 - s0) // kernel.t.rows
-        self.step(n, s0, j + 1)  # a run's first segment: the next band's rows
+        run = self.run or kernel.s.ho
+        first = s0 == ho0 // run * run  # the run's first segment
+        self.step(n, s0, self.segment if first else j + 1)
         if end < run_end:
             if (n, end) not in self.maps:
                 self.open(kernel, n, end, min(end + self.segment * kernel.t.rows, run_end))
-            self.step(n, end, j if ho0 + band.rows < end else len(self.maps[(n, end)][2]))
+            last = ho0 + band.rows >= end
+            # a run's first segment of 3 bands or more: one band later
+            late = first and end - s0 > 2 * kernel.t.rows
+            self.step(n, end, len(self.maps[(n, end)][2]) if last else j - late)
 
     def band_map(self, kernel, n: int, band, ho0: Index, fm: ir.Value | None) -> ir.Value:
         if not isinstance(ho0, int):
             return super().band_map(kernel, n, band, ho0, fm)
         s0, end, run_end = self.bounds(kernel, ho0)
         j = (ho0 - s0) // kernel.t.rows
-        if (n, s0) not in self.maps:
+        early = False
+        if (n, s0) not in self.maps:  # a run's first segment
             self.open(kernel, n, s0, end)
+            # Of 3 bands or more (short bands, whose next rows are needed
+            # soon): the weights the first two K chunks read go in one run
+            # with the first band's second chunk, the other weights with the
+            # next band's rows, loaded now: one GM latency each (the first
+            # band's rows, then the weights in two runs of their own, held
+            # MTE2 for three before the next band's rows). Stem image 7x7/2
+            # 3->64 224: 49,579 -> 48,925 cycles (no M gap after the first
+            # mad; all the weights ahead of the first chunk instead: 49,253);
+            # not with 2-band segments (112x112: the weights only delay its
+            # first rows, 15,853 -> 16,059).
+            early = bool(kernel.loads) and len(self.maps[(n, s0)][2]) > 2
+            if early:
+                kc = min(kernel.t.kc, kernel.s.k1)
+                self.between = lambda: kernel.need(0, 2 * kc)
         self.step(n, s0, j)  # this band's rows
+        if early:
+            if self.between is not None:  # rows of one chunk
+                self.between()
+                self.between = None
+            kernel.flush_weights()
+            self.step(n, s0, j + 1)
         seg, first = self.maps[(n, s0)][:2]
         shape = nir.memref_shape(seg)
         return nir.subview(seg, [0, kernel.first_row(ho0, band) - first, 0, 0],
@@ -289,10 +338,13 @@ def segment_bands(kernel, most: int = 0) -> int:
     return 1
 
 
-def image_maps(kernel, band_pixels: int) -> ImageMap:
+def image_maps(kernel, band_pixels: int, spare: int = 0) -> ImageMap:
     """The L1 maps of a conv reading its NCHW image: shared by segments of
-    bands where two segments' maps fit L1 (`segment_bands`), else a map per band."""
+    bands where two segments' maps fit L1 (`segment_bands`), else a map per
+    band; staged in chunks as long as `spare` bytes of UB more allow."""
     segment = segment_bands(kernel, FOLD_SEGMENT_BANDS if kernel.fold.rows else 0)
+    chunk = longest_chunk(kernel.target, prior_pixels(kernel.g.w, kernel.fold.rows), spare)
     if segment > 1:
-        return SegmentedImageMap(kernel.target, kernel.x5, band_pixels, segment, kernel.fold)
-    return ImageMap(kernel.target, kernel.x5, band_pixels, kernel.fold)
+        return SegmentedImageMap(kernel.target, kernel.x5, band_pixels, segment, kernel.fold,
+                                 chunk)
+    return ImageMap(kernel.target, kernel.x5, band_pixels, kernel.fold, chunk)

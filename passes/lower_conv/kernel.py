@@ -141,7 +141,8 @@ class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDrain):
         # the bias in the cube: the A side of its K fractal (`cube_bias`)
         self.ones_fm = ones_map(self.target, band_pixels // self.g.w, self.g.w) if s.ones else None
         staged = Int8Map if s.int8 else ImageMap if reads_image(self.x5) else None
-        self.image = image_maps(self, band_pixels) if staged is ImageMap else \
+        spare = room - len(self.ub) * slot_bytes  # UB the slots leave: longer image chunks
+        self.image = image_maps(self, band_pixels, spare) if staged is ImageMap else \
             staged(self.target, self.x5, band_pixels) if staged is not None else None
         kc = min(t.kc, s.k1)
         self.l0a = [nir.alloc([m1 * kc * self.frac], self.in_type, "l0a") for _ in range(2)]
