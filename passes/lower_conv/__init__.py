@@ -43,6 +43,8 @@ block-diagonal weights with groups = 1 (docs/grouped_conv.md).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from mlir import ir
 
 from npu import ir as nir
@@ -132,12 +134,17 @@ class LowerConv(Pass):
             epi = ConvEpilogue(self.target, region, op) if region is not None else None
         budget = conv_budget(op, self.target, self.ub_fraction, epi is not None and epi.cast is not None)
         row_parts = self.row_parts(op)
+        # an epilogue of no members (the drain's cast / ReLU) tiles as none, its
+        # result the drain's type
+        work = epi.work if epi is not None and epi.members else None
+        if epi is not None and work is None:
+            shape = replace(shape, out_bytes=epi.work.out_bytes)
         tiling = choose_tiling(shape.row_part(row_parts[0]) if row_parts else shape, self.target,
-                               budget, epi.work if epi is not None else None, SETS)
+                               budget, work, SETS)
         out_f16 = self.out_type(op, epi) == "f16"
         ones = None if row_parts or self.cube_bias == "never" else cube_bias.choose(
-            op, shape, tiling, out_f16, self.target, budget,
-            epi.work if epi is not None else None, SETS, self.cube_bias == "always")
+            op, shape, tiling, out_f16, self.target, budget, work, SETS,
+            self.cube_bias == "always")
         if ones is not None:  # the bias in the cube (`cube_bias`)
             shape, tiling = ones
         vector = self.depthwise_plan(op, epi, budget, row_parts)
