@@ -50,8 +50,8 @@ class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDrain, Img2co
         # f16 where the drain rounds (drain_cast.py)
         self.out_type = "f16" if epilogue is not None and epilogue.cast is not None else nir.memref_element(out5)
         # With an epilogue the drain stores its last member's result instead.
-        # One of no members (the drain's own cast / ReLU) drains as no epilogue.
-        self.epilogue = epilogue if epilogue is not None and epilogue.members else None
+        # One of no members (the drain's own cast / ReLU) may drain as none (`drains_as_none`).
+        self.epilogue = None if epilogue is not None and epilogue.as_none else epilogue
         self.drain_relu = epilogue.relu if epilogue is not None else None
         self.dest = epilogue.result if epilogue is not None else out5
         self.ext_h = g.dilations[0] * (g.kh - 1) + 1
