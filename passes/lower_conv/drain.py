@@ -91,7 +91,7 @@ class ConvDrain:
         the n1 blocks of m1 fractals from Cout block co0."""
         ob = nir.element_bytes(self.out_type)
         convert = {"convert": "f32_to_f16"} if self.out_type == "f16" else {}
-        if self.epilogue is not None and self.epilogue.relu is not None:  # the move's ReLU
+        if self.drain_relu is not None:  # the move's ReLU
             convert = {"convert": "f32_to_f16_relu"}
         nir.create_op("cce.copy_l0c_to_ub", [l0c, ub], n_burst=1, burst_len=n1 * m1 * 32,
                       src_gap=0, dst_gap=0, **convert)

@@ -41,6 +41,7 @@ class ConvEpilogue:
     def __init__(self, target: Target, region: ir.Operation, conv: ir.Operation) -> None:
         self.target, self.region, self.conv = target, region, conv
         self.members = epilogue.group_members(region, conv)
+        self.as_none = False  # drained as a conv of no epilogue (`drains_as_none`)
         # a leading f32 -> f16 cast is the drain's own conversion (drain_cast.py):
         # the drained tile is then the cast's result
         self.cast = epilogue.drain_cast(region, conv)

@@ -59,9 +59,11 @@ class PoolTile:
         """The band of 16 planes, pixel-major (pixel k of image r at block r*n + k)."""
         g, b = self.geo, self.b
         if g.pixel_major:  # NC1HWC0: the group's band is n whole pixel blocks in GM
-            pix = nir.alloc([n * b], self.elem, "ub")
+            # every band's buffer the largest band's size: the first band's loop and the
+            # interior loop then ping-pong in the same places (`test_stem_pool_band_buffers_alike`)
+            pix = nir.alloc([min(g.band_rows(self.ob), g.h) * g.w * b], self.elem, "ub")
             copy("cce.copy_gm_to_ub", sub(self.x, lin((p0, g.h * g.w), (in_start, g.w * b)), n * b),
-                 pix, 1, n)
+                 sub(pix, 0, n * b), 1, n)
             return pix
         whole, tail = n // b, n % b != 0
         stage = nir.alloc([GROUP * whole * b], self.elem, "ub")

@@ -67,8 +67,9 @@ def test_conv3_at_56_takes_the_bias_fractal():
     """ResNet-50's layer1 conv3 (64 -> 256 at 56, + residual, ReLU), V the
     busiest pipe of its estimate: 4 K fractals + the bias's (row 0 of each
     block the bias, the rest zero), an L1 map of ones for its img2col, and
-    one drain's vadds fewer than with cube-bias=never. Its neighbours (ReLU
-    only, no epilogue) keep theirs."""
+    one drain's vadds fewer than with cube-bias=never. So does the
+    downsample beside it (64 -> 256, its epilogue only the drain's cast:
+    a conv of no epilogue, V-bound alike); the 64 -> 64 (ReLU) keeps its."""
     global SIZE
     SIZE, size = 56, SIZE
     try:
@@ -78,11 +79,10 @@ def test_conv3_at_56_takes_the_bias_fractal():
         SIZE = size
     module = compile_program(text, "npu-lower{cores=1 emit=cce}")
     shapes = sorted(w.shape for w in _weights(module))
-    assert shapes == [(4, 4, 16, 16), (4, 16, 16, 16), (5, 16, 16, 16)]
-    w = next(w for w in _weights(module) if w.shape[0] == 5)
-    np.testing.assert_array_equal(w[4, :, :, 0].reshape(-1), b)
-    assert not w[4, :, :, 1:].any()
-    assert len(nir.ops_named(module.operation, "cce.copy_ub_to_l1")) == 1
+    assert shapes == [(4, 4, 16, 16), (5, 16, 16, 16), (5, 16, 16, 16)]
+    assert any(np.array_equal(w[4, :, :, 0].reshape(-1), b) for w in _weights(module) if w.shape[0] == 5)
+    assert all(not w[4, :, :, 1:].any() for w in _weights(module) if w.shape[0] == 5)
+    assert len(nir.ops_named(module.operation, "cce.copy_ub_to_l1")) == 2
     never = compile_program(text, "npu-lower{cores=1 emit=cce conv-cube-bias=never}")
     assert sorted(w.shape for w in _weights(never)) == [(4, 4, 16, 16), (4, 16, 16, 16),
                                                         (4, 16, 16, 16)]
