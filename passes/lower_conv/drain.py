@@ -53,35 +53,61 @@ class ConvDrain:
 
     held_stores: list | None = None  # a band's stores waiting for its last drain
 
-    def stores_paired(self, n: int, ho0: Index, rows: int) -> bool:
-        """Whether a band's halves drain first and store next to each other:
-        in a conv reading its NCHW image, the last two static bands whose
-        drain slots later drains take again. There the set_flag freeing a
-        slot directly follows its store (no staging behind it on MTE3) and
-        holds MTE3 for the GM latency while the last bands' stores queue
-        there; stores side by side share one (npu-insert-sync sinks a set
-        through a run of stores). Not in the bands after them (no flags:
-        the first store need not wait for the second drain), nor before
-        (their stores share MTE3 with the staging: the first store waiting
-        for the second drain held it up), nor with epilogue members (their
-        result buffers rotate apart from the slots). Stem image 7x7/2
-        3->64 224 (38 bands, 6 slots): 48,925 -> 48,389 cycles (pairing the
-        last band alone 48,575; the last three too 48,707; every band whose
-        slots return 48,389, but the same conv with an f32 result and its
-        bias added in UB then took 55,962 cycles, not 53,678)."""
+    def drains_after(self, n: int, ho0: Index, rows: int) -> tuple[int, int] | None:
+        """(drains after this band's, drains a band) in a conv reading its
+        NCHW image with no epilogue members (their result buffers rotate
+        apart from the slots), for a static band; else None."""
         s, t, e = self.s, self.t, self.epilogue
         if not (isinstance(ho0, int) and self.image is not None and reads_image(self.x5)
                 and (e is None or not (e.members or e.loaded))):
-            return False
+            return None
         run = self.image.run or s.ho
         end = min(s.ho, (ho0 // run + 1) * run)
         later = -(-(end - ho0 - rows) // t.rows)
         if not self.image.run:
             later += (s.batch - 1 - n) * -(-s.ho // t.rows)
         per_band = len(t.acc_tiles(min(t.n1, s.co1))) * -(-s.co1 // t.n1)
-        # the last two bands whose slots return (each slot's set_flag
-        # follows its store there, no image staging behind them on MTE3)
-        return len(self.ub) <= later * per_band < len(self.ub) + 2 * per_band
+        return later * per_band, per_band
+
+    def stores_paired(self, n: int, ho0: Index, rows: int) -> bool:
+        """Whether a band's halves drain first and store next to each other:
+        in a conv reading its NCHW image (`drains_after`), the last two
+        bands whose drain slots later drains take again. There the set_flag
+        freeing a slot directly follows its store (no staging behind it on
+        MTE3) and holds MTE3 for the GM latency while the last bands' stores
+        queue there; stores side by side share one (npu-insert-sync sinks a
+        set through a run of stores). Not in the bands after them (no
+        flags: the first store need not wait for the second drain), nor
+        before (their stores share MTE3 with the staging: the first store
+        waiting for the second drain held it up). Stem image 7x7/2 3->64
+        224 (38 bands, 6 slots): 48,925 -> 48,389 cycles (pairing the last
+        band alone 48,575; the last three too 48,707; every band whose
+        slots return 48,389, but the same conv with an f32 result and its
+        bias added in UB then took 55,962 cycles, not 53,678)."""
+        after = self.drains_after(n, ho0, rows)
+        return after is not None and len(self.ub) <= after[0] < len(self.ub) + 2 * after[1]
+
+    def by_block(self, n: int, ho0: Index, rows: int) -> bool:
+        """Whether the band drains and stores block by block: an NCHW
+        image's last two bands (`drains_after`), whose drains (V) and
+        stores (MTE3) are all that is left behind the last mads: MTE3
+        starts a block's drain after the band's last mad, not a half's.
+        Stem image 7x7/2 3->64 224: 48,389 -> 48,260 cycles (the last band
+        alone: 48,389)."""
+        after = self.drains_after(n, ho0, rows)
+        return after is not None and after[0] < 2 * after[1]
+
+    def drain_blocks(self, l0c, n: int, co0: int, n1: int, ho0: int, rows: int,
+                     m1: int) -> None:
+        """`drain` block by block into one slot, each block stored after its drain."""
+        slot = self.ub[self.drains % len(self.ub)]
+        self.drains += 1
+        ob = nir.element_bytes(self.out_type if self.epilogue is None else
+                               nir.memref_element(self.dest))
+        for j in range(n1):
+            ub = nir.subview(slot, [j * m1 * FRAC], [m1 * FRAC])
+            self.drain_to_ub(nir.subview(l0c, [j * m1 * FRAC], [m1 * FRAC]), ub, co0 + j, 1, m1)
+            self.store(ub, n, co0 + j, 1, ho0, rows, m1, ob)
 
     def drain_tile(self, l0c, n: int, s0: int, t0: int, n1: int, ns: int, ho0: Index,
                    rows: int, m1: int, prefetched: bool) -> None:
@@ -89,6 +115,9 @@ class ConvDrain:
         with `one_store`, into its place in the super tile's slot, stored
         with the last half; else into a slot and stored on its own."""
         if not (self.t.one_store and ns > n1):
+            if self.by_block(n, ho0, rows):
+                self.drain_blocks(l0c, n, s0 + t0, n1, ho0, rows, m1)
+                return
             if t0 == 0 and ns > n1 and self.stores_paired(n, ho0, rows):
                 self.held_stores = []
             at = None
