@@ -78,9 +78,11 @@ def test_stem_image_cycles():
     order; 48,925 with the weights in the runs of the first band's second
     chunk and the next band's rows (1.63x); 48,389 with the stores of the
     last two bands whose slots return side by side; 48,260 with the last
-    two bands drained block by block (1.60x; the target is 1.6x: 48,137)."""
+    two bands drained block by block; 48,225 with the first of them drained
+    half by half right after its halves' last mads (1.60x; the target is
+    1.6x: 48,137)."""
     module, target = _stem("")
     inputs = [np.zeros((1, 3, H, W), np.float16), np.zeros((13, 4, 16, 16), np.float16),
               np.zeros(64, np.float16), np.zeros((1, 4, HO, WO, 16), np.float16)]
     res = simulate(module, inputs, target=target, numerics=False)
-    assert res.cycles <= 48_270, res.cycles
+    assert res.cycles <= 48_240, res.cycles
