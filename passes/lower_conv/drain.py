@@ -1,7 +1,9 @@
 """The drain of a conv's kernel (`kernel.py`): L0C -> UB (rounded to f16
 on the way for an f16 result), the bias added in UB, the conv's epilogue
 group (`epilogue.py`), -> GM; a super tile's two halves in one slot and one
-store where the tiling says so (`one_store`)."""
+store where the tiling says so (`one_store`); an NCHW image's band both
+halves' drains first and then their stores where their slots are taken
+again (`stores_paired`)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from npu.costmodel.conv.epilogue import paired_loads
 from npu.kernels.cce_build import copy_bursts
 from npu.passes.lower_conv.channel_pattern import channel_pattern, rows_of
 from npu.passes.lower_conv.drain_cast import f16_pattern
+from npu.passes.lower_conv.image_map import reads_image
 from npu.passes.lower_conv.weights import FRAC
 
 Index = int | ir.Value
@@ -19,8 +22,8 @@ Index = int | ir.Value
 
 class ConvDrain:
     """Mixin of `ConvKernel` (its `s`, `t`, `target`, `bias`, `pattern`,
-    `epilogue`, `dest`, `out_type`, `ub` slots, `drains` and `supers` counts
-    and `pairs_tails`)."""
+    `epilogue`, `dest`, `out_type`, `ub` slots, `drains` and `supers` counts,
+    `image`, `x5` and `pairs_tails`)."""
 
     def bias_pattern(self) -> ir.Value:
         """The bias of every Cout block repeated to one 256-byte repeat (4 rows
@@ -48,12 +51,75 @@ class ConvDrain:
         super tile)."""
         return paired_loads(self.epilogue.work) and not self.pairs_tails()
 
+    held_stores: list | None = None  # a band's stores waiting for its last drain
+
+    def drains_after(self, n: int, ho0: Index, rows: int) -> tuple[int, int] | None:
+        """(drains after this band's, drains a band) in a conv reading its
+        NCHW image with no epilogue members (their result buffers rotate
+        apart from the slots), for a static band; else None."""
+        s, t, e = self.s, self.t, self.epilogue
+        if not (isinstance(ho0, int) and self.image is not None and reads_image(self.x5)
+                and (e is None or not (e.members or e.loaded))):
+            return None
+        run = self.image.run or s.ho
+        end = min(s.ho, (ho0 // run + 1) * run)
+        later = -(-(end - ho0 - rows) // t.rows)
+        if not self.image.run:
+            later += (s.batch - 1 - n) * -(-s.ho // t.rows)
+        per_band = len(t.acc_tiles(min(t.n1, s.co1))) * -(-s.co1 // t.n1)
+        return later * per_band, per_band
+
+    def stores_paired(self, n: int, ho0: Index, rows: int) -> bool:
+        """Whether a band's halves drain first and store next to each other:
+        in a conv reading its NCHW image (`drains_after`), the last two
+        bands whose drain slots later drains take again. There the set_flag
+        freeing a slot directly follows its store (no staging behind it on
+        MTE3) and holds MTE3 for the GM latency while the last bands' stores
+        queue there; stores side by side share one (npu-insert-sync sinks a
+        set through a run of stores). Not in the bands after them (no
+        flags: the first store need not wait for the second drain), nor
+        before (their stores share MTE3 with the staging: the first store
+        waiting for the second drain held it up). Stem image 7x7/2 3->64
+        224 (38 bands, 6 slots): 48,925 -> 48,389 cycles (pairing the last
+        band alone 48,575; the last three too 48,707; every band whose
+        slots return 48,389, but the same conv with an f32 result and its
+        bias added in UB then took 55,962 cycles, not 53,678)."""
+        after = self.drains_after(n, ho0, rows)
+        return after is not None and len(self.ub) <= after[0] < len(self.ub) + 2 * after[1]
+
+    def by_block(self, n: int, ho0: Index, rows: int) -> bool:
+        """Whether the band drains and stores block by block: an NCHW
+        image's last two bands (`drains_after`), whose drains (V) and
+        stores (MTE3) are all that is left behind the last mads: MTE3
+        starts a block's drain after the band's last mad, not a half's.
+        Stem image 7x7/2 3->64 224: 48,389 -> 48,260 cycles (the last band
+        alone: 48,389)."""
+        after = self.drains_after(n, ho0, rows)
+        return after is not None and after[0] < 2 * after[1]
+
+    def drain_blocks(self, l0c, n: int, co0: int, n1: int, ho0: int, rows: int,
+                     m1: int) -> None:
+        """`drain` block by block into one slot, each block stored after its drain."""
+        slot = self.ub[self.drains % len(self.ub)]
+        self.drains += 1
+        ob = nir.element_bytes(self.out_type if self.epilogue is None else
+                               nir.memref_element(self.dest))
+        for j in range(n1):
+            ub = nir.subview(slot, [j * m1 * FRAC], [m1 * FRAC])
+            self.drain_to_ub(nir.subview(l0c, [j * m1 * FRAC], [m1 * FRAC]), ub, co0 + j, 1, m1)
+            self.store(ub, n, co0 + j, 1, ho0, rows, m1, ob)
+
     def drain_tile(self, l0c, n: int, s0: int, t0: int, n1: int, ns: int, ho0: Index,
                    rows: int, m1: int, prefetched: bool) -> None:
         """The drain of the super tile's half at t0 (of ns blocks from s0):
         with `one_store`, into its place in the super tile's slot, stored
         with the last half; else into a slot and stored on its own."""
         if not (self.t.one_store and ns > n1):
+            if self.by_block(n, ho0, rows):
+                self.drain_blocks(l0c, n, s0 + t0, n1, ho0, rows, m1)
+                return
+            if t0 == 0 and ns > n1 and self.stores_paired(n, ho0, rows):
+                self.held_stores = []
             at = None
             if self.epilogue is not None and self.epilogue.paired:
                 if t0 == 0 and not prefetched:
@@ -62,6 +128,10 @@ class ConvDrain:
                 at, prefetched = (self.supers, t0 * m1 * FRAC), True
             self.drain(l0c, n, s0 + t0, n1, ho0, rows, m1, self.drains % len(self.ub), prefetched, at)
             self.drains += 1
+            if self.held_stores is not None and t0 + n1 == ns:
+                stores, self.held_stores = self.held_stores, None
+                for args in stores:
+                    self.store(*args)
             return
         slot = self.ub[self.drains % len(self.ub)]
         self.drain_to_ub(l0c, nir.subview(slot, [t0 * m1 * FRAC], [n1 * m1 * FRAC]), s0 + t0,
@@ -104,7 +174,11 @@ class ConvDrain:
 
     def store(self, ub, n: int, co0: int, n1: int, ho0: Index, rows: int, m1: int,
               ob: int) -> None:
-        """UB -> GM: rows*Wo windows of each of the n1 blocks from Cout block co0."""
+        """UB -> GM: rows*Wo windows of each of the n1 blocks from Cout block co0
+        (held while the band's stores are paired, `stores_paired`)."""
+        if self.held_stores is not None:
+            self.held_stores.append((ub, n, co0, n1, ho0, rows, m1, ob))
+            return
         s, t = self.s, self.target
         valid = rows * s.wo
         dst = nir.subview(self.dest, [n, co0, ho0, 0, 0], [1, n1, rows, s.wo, 16])

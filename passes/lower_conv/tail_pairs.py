@@ -44,7 +44,8 @@ class Deferred:
 
 class TailPairs:
     """Mixin of `ConvKernel` (its `s`, `t`, `l0a`, `l0b`, `frac`, `image`,
-    `epilogue`, `loads`, `need`, `ahead`, `img2col`, `load_weights` and `drain_tile`)."""
+    `epilogue`, `loads`, `need`, `ahead`, `img2col`, `load_weights`, `drain_tile`
+    and `by_block`)."""
 
     held: Deferred | None = None
 
@@ -72,8 +73,10 @@ class TailPairs:
         for t0, n1 in tiles:
             self.load_weights(w_l1, b, pitch, col + t0, kp, 1, n1, t0)
         # as the last chunk of a band: each half drains right after its mads
-        early = len(d.tiles) > 1 and self.image is None and self.epilogue is None \
-            and not self.loads
+        # (an image conv's too where it drains by block, `by_block`: V then
+        # starts behind the first half's mads; stem image 48,260 -> 48,225)
+        early = len(d.tiles) > 1 and (self.image is None and self.epilogue is None
+                                      and not self.loads or self.by_block(d.n, d.ho0, d.band.rows))
         for last, (at, rows, ts, cs) in enumerate(((0, d.m1, d.tiles, d.l0c),
                                                     (d.m1, m1, tiles, l0c))):
             for (t0, n1), c in zip(ts, cs):
