@@ -34,7 +34,7 @@ import numpy as np
 
 from npu.simulator import compiled
 from npu.simulator.errors import DEADLOCK, SimulationError
-from npu.simulator.hazards import NCOMP, PIPE_NAMES, S, V, M, HazardDetector
+from npu.simulator.hazards import MTE2, NCOMP, PIPE_NAMES, S, V, M, HazardDetector
 from npu.simulator.instruction import BARRIER, OP, SET, WAIT
 from npu.simulator.machine import Machine
 from npu.simulator.timeline import Timeline
@@ -42,6 +42,13 @@ from npu.simulator.trace_codes import InstrTable, TraceCodes, check_flag_pairs, 
 from npu.target import Target
 
 NPIPES = len(PIPE_NAMES)
+# A chip barrier (`cce.sync_all`) waits for every pipe of the core but this
+# one: a core's GM writes (MTE3) and its compute must be done before it
+# signals its arrival, but the loads still queued on MTE2 only fill its own
+# on-chip buffers (npu-prefetch's constant weights for the next op), so
+# they stream on through the barrier; npu-insert-sync orders their
+# consumers after the barrier with flags (target.py: `sync_all_cycles`).
+IN_FLIGHT = MTE2
 
 
 def pipelined_pipes(target: Target) -> frozenset[int]:
@@ -69,7 +76,7 @@ def start(trace: list, machine: Machine, hazards: HazardDetector, target: Target
           trailing_scalar: int, serialize: bool, memsys=None,
           table: InstrTable | None = None) -> Generator[int, int, Timeline]:
     """One core's run as a generator: it yields the cycle at which it reaches
-    a `sync_all` (its pipes drained) and resumes at the cycle sent back, when
+    a `sync_all` (its pipes but MTE2 drained) and resumes at the cycle sent back, when
     every core has arrived (`launch.run_cores`); its value is the Timeline.
     `table`: the launch's instructions, shared by its cores (`trace_codes`)."""
     codes = TraceCodes.of(trace, table)
@@ -177,17 +184,21 @@ def _run_parallel(trace: list, machine: Machine, hazards: HazardDetector, target
                 start[s_pos] = t
                 raise_event(instr.key, t, s_clock.copy(), s_pos)
             elif kind == BARRIER and instr.barrier_all:
-                if any(queues):
+                # a chip barrier leaves MTE2's loads in flight (IN_FLIGHT)
+                skip = IN_FLIGHT if instr.chip else -1
+                if any(q for p, q in enumerate(queues) if p != skip):
                     break
                 start[s_pos] = t
-                t = max([t] + done)
+                t = max([t] + [d for p, d in enumerate(done) if p != skip])
                 joined = s_clock.copy()
                 for p in range(1, NPIPES):
+                    if p == skip:
+                        continue
                     c = clock_lists[p].copy()
                     c[p] = counts[p]
                     joined = list(map(max, joined, c))
                 s_clock = joined
-                if instr.chip:  # every core's pipes drained: wait for the others
+                if instr.chip:  # the core's pipes drained, but MTE2: wait for the others
                     t = yield t
             else:
                 start[s_pos] = t

@@ -29,10 +29,13 @@ Two modes:
   (its wait in the next iteration) sinks too, through the rest of its run
   of stores: the stores of one iteration then pay MTE3 one latency.
 
-A chip barrier (`cce.sync_all`) drains every pipe of the core before the
-cores meet: both modes take it as ordering everything before it before
-everything after it (no flag pair across it: 614 -> 526 flag operations in
-BERT seq 128's kernel on 32 cores, 52,031 -> 51,815 cycles).
+A chip barrier (`cce.sync_all`) drains every pipe of the core but MTE2
+before the cores meet: both modes take it as ordering everything before it
+before everything after it (no flag pair across it: 614 -> 526 flag
+operations in BERT seq 128's kernel on 32 cores, 52,031 -> 51,815 cycles),
+but MTE2's loads, which stream on through it (npu-prefetch's weights for
+the op after it): their consumers after it get a flag pair across it (a
+pipe_barrier(ALL) after it in barrier mode).
 
 Control flow is structured: a nested loop (or scf.if) is one compound node of
 its parent block, touching the union of its ops' bytes on each of its pipes;

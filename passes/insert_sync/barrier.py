@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from npu.analysis.access import AccessAnalysis
 from npu.passes.insert_sync.builders import insert_before
-from npu.passes.insert_sync.nodes import Node, dependent_pipes, needs_order
+from npu.passes.insert_sync.nodes import IN_FLIGHT, Node, dependent_pipes, needs_order
 
 
 
@@ -40,8 +40,8 @@ class _BarrierMode:
         """One walk over the block; dirty entries are (node, from the previous iteration)."""
         dirty = list(dirty)
         for i, y in enumerate(nodes):
-            if y.is_fence:  # a chip barrier orders like pipe_barrier(ALL)
-                dirty = []
+            if y.is_fence:  # a chip barrier orders like pipe_barrier(ALL), but MTE2's loads
+                dirty = [(x, prev) for x, prev in dirty if IN_FLIGHT in x.pipes]
                 continue
             if i not in barriers and any(
                     needs_order(p, q) for x, prev in dirty

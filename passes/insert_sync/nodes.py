@@ -16,6 +16,10 @@ from npu.target import ON_CHIP_BUFFERS
 
 CONTROL_OPS = ("scf.for", "scf.if")
 FENCE_OP = "cce.sync_all"
+# The pipe a chip barrier does not drain: its loads (GM to on-chip buffers,
+# npu-prefetch's constant weights for the op after the barrier) stream on
+# through it, so their consumers after it need flags (simulator/pipes.py).
+IN_FLIGHT = "MTE2"
 
 
 @dataclass
@@ -36,9 +40,10 @@ class Node:
 
     @property
     def is_fence(self) -> bool:
-        """A chip barrier (`cce.sync_all`): every pipe of the core drains
-        before it, so everything before it is ordered before everything
-        after it (the simulator and the race checker model it so)."""
+        """A chip barrier (`cce.sync_all`): every pipe of the core but MTE2
+        drains before it, so everything before it but MTE2's loads is ordered
+        before everything after it (the simulator and the race checker model
+        it so)."""
         return self.op.name == FENCE_OP
 
     def ranges_by_pipe(self) -> dict[str, tuple[tuple[Range, ...], tuple[Range, ...]]]:
@@ -125,7 +130,7 @@ def build_block(block: ir.Block, analysis: AccessAnalysis, inside: _Inside | Non
     for child in block.operations:
         op = child.operation
         if op.name == FENCE_OP:
-            # The chip barrier drains every pipe: it orders more than any
+            # The chip barrier drains every pipe but MTE2 (IN_FLIGHT): it orders more than any
             # flag, so the walk learns everything before it has finished.
             nodes.append(Node(op, [], frozenset()))
             continue

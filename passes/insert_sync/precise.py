@@ -12,7 +12,7 @@ from npu.analysis.access import AccessAnalysis
 from npu.passes.base import LIGHT_DRAIN_ATTR
 from npu.passes.insert_sync.builders import _emit, insert_after, insert_before
 from npu.passes.insert_sync.events import FlagPair, _EventAllocation
-from npu.passes.insert_sync.nodes import Node, dependent_pipes, needs_order
+from npu.passes.insert_sync.nodes import IN_FLIGHT, Node, dependent_pipes, needs_order
 
 
 @dataclass
@@ -60,8 +60,13 @@ class _BlockState:
 
     def fence(self) -> None:
         """A chip barrier: every pipe (even one not used yet) knows every
-        earlier instruction has finished."""
-        self.fenced = dict(self.count)
+        earlier instruction has finished, but MTE2's (`IN_FLIGHT`: its loads
+        stream on through the barrier) only as far as some other pipe knew
+        them finished before it."""
+        seen = max([self.knows(q, IN_FLIGHT) for q in {*self.known, *self.count} if q != IN_FLIGHT],
+                   default=0)
+        self.fenced = {p: n for p, n in self.count.items() if p != IN_FLIGHT}
+        self.fenced[IN_FLIGHT] = seen
 
     def barrier_v(self) -> None:
         self.known.setdefault("V", {})["V"] = self.count.get("V", 0)

@@ -236,13 +236,11 @@ class ConvDriver(ConvPrefetch, ConvSplit, StreamedConv):
 
     def _prefetch_convs(self, func: ir.Operation, tops: list[ir.Operation], collector,
                         constants: set) -> None:
-        # A barrier counts `sync_all_cycles` of idle MTE2 here (none for a
-        # matmul's slots, `FactsCache.barrier_idle`): the pieces it draws
-        # before a barrier mostly fill the wait of cores that arrive early
-        # (a conv's cut over channels and rows is uneven), and counted as
-        # none, 32 cores: ResNet-18 127,223 -> 138,566 cycles, ResNet-50
-        # 327,924 -> 351,920, MobileNetV2 195,411 -> 206,252.
-        self.facts.barrier_idle = float(self.target.sync_all_cycles)
+        # A barrier counts `sync_all_cycles` of idle MTE2 (`FactsCache.barrier_idle`):
+        # the pieces it draws before a barrier fill it and the wait of cores
+        # that arrive early (a conv's cut over channels and rows is uneven);
+        # counted as none, 32 cores: ResNet-18 127,223 -> 138,566 cycles,
+        # ResNet-50 327,924 -> 351,920, MobileNetV2 195,411 -> 206,252.
         # On many cores a gap before a barrier is that estimate, not idle
         # time to fill exactly: pieces may overrun it (`_overfull`).
         self.one_core = block_dim(func) == 1

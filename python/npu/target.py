@@ -120,7 +120,8 @@ class Target:
     pipelined_pipes: tuple[str, ...] = ("V", "M", "MTE1", "MTE2", "MTE3")
     flag_latency: int = 1
     # `cce.sync_all`, the chip-wide barrier between dependent kernels of one
-    # launch: from the last core's arrival (its pipes drained) until every
+    # launch: from the last core's arrival (its pipes drained, but MTE2:
+    # loads still queued there stream on through the barrier) until every
     # core may go on. A barrier over GM flags (each core writes its arrival,
     # then polls) costs about a GM write plus a read round trip.
     sync_all_cycles: int = 700
@@ -299,7 +300,10 @@ _COMMON_SOURCES = {
     "flag_latency": "estimate",
     "sync_all_cycles": "estimate: a barrier over GM flags: the last core's flag write and "
                        "the others' polling read that sees it, each at the GM paths' 350-cycle "
-                       "latency (AscendC SyncAll works this way on parts without hardware sync)",
+                       "latency (AscendC SyncAll works this way on parts without hardware sync); "
+                       "the flag write waits for the core's compute and GM writes, not for its "
+                       "queued GM reads (MTE2 -> L1/UB), which stream on through the barrier: "
+                       "estimate (a GM-flag barrier needs only the core's stores visible)",
     "gm_alloc_granule_bytes": "[C] Ascend runtime allocations are 32-byte aligned and padded",
     "paths.gm_* (per-core MTE limit)": "[M] 32-87 B/cycle per core; each core's GM movers are "
                                        "limited to their path's bytes_per_cycle",

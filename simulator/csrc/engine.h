@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #define NPIPES 6 /* S, V, M, MTE1, MTE2, MTE3 (hazards.PIPE_NAMES) */
+#define P_IN_FLIGHT 4 /* MTE2: a chip barrier does not wait for its loads (pipes.IN_FLIGHT) */
 #define NCOMP 7  /* clock components: the six pipes and the inputs */
 #define PIPE_S 0
 #define PIPE_V 1

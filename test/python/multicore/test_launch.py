@@ -19,7 +19,9 @@ U = f'memref<{ROW}xf16, "ub">'
 def _kernel(load: str) -> str:
     """Core b loads row b of %a into UB (`load`: "all" cores, or "core 0"
     only), passes a chip barrier (every other core runs its own phase
-    meanwhile), then stores its UB to row b of %c."""
+    meanwhile), then stores its UB to row b of %c. A pipe_barrier(ALL)
+    lands the load before the chip barrier, which leaves MTE2's loads in
+    flight (simulator/pipes.py)."""
     lines = [f'func.func @k(%a: {G}, %c: {G}, %blk: index {{npu.block_idx}}) '
              "attributes {npu.block_dim = 4 : i64} {",
              f"  %n = arith.constant {ROW} : index",
@@ -35,7 +37,8 @@ def _kernel(load: str) -> str:
         lines += ["  %c0 = arith.constant 0 : index",
                   "  %first = arith.cmpi eq, %blk, %c0 : index",
                   "  scf.if %first {", "    " + copy, "  }"]
-    lines += ['  "cce.sync_all"() : () -> ()',
+    lines += ['  "cce.pipe_barrier"() {pipe = "ALL"} : () -> ()',
+              '  "cce.sync_all"() : () -> ()',
               '  "cce.copy_ub_to_gm"(%u, %sc) {n_burst = 1 : i64, burst_len = 8 : i64, '
               f"src_gap = 0 : i64, dst_gap = 0 : i64}} : ({U}, {T}) -> ()",
               "  return", "}", ""]
@@ -65,7 +68,7 @@ UNARY = ("repeat = 1 : i64, mask = 128 : i64, dst_blk_stride = 1 : i64, dst_rep_
 def _scale_kernel() -> str:
     """Core b scales row b of %a by 2 into row b of %c through UB: the
     copies' GM operands differ per core, the vmuls's UB operands do not."""
-    lines = _kernel("all").splitlines()[:-4]  # up to the load, without the barrier
+    lines = _kernel("all").splitlines()[:-5]  # up to the load, without the barriers
     lines += [f"  %w = memref.alloc() : {U}",
               '  "cce.set_flag"() {src = "MTE2", dst = "V", event = 0 : i64} : () -> ()',
               '  "cce.wait_flag"() {src = "MTE2", dst = "V", event = 0 : i64} : () -> ()',
