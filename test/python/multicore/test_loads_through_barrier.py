@@ -101,3 +101,13 @@ def test_another_core_writing_what_a_load_in_flight_reads_is_a_race() -> None:
     with pytest.raises(SimulationError) as e:
         simulate(parse_module(text, make_context()), [_w()])
     assert e.value.kind == "race" and "no ordering between the cores" in str(e.value)
+
+
+def test_both_engines_time_the_loads_through_the_barrier_alike(monkeypatch) -> None:
+    text = _synced(_program())
+    runs = []
+    for engine in ("python", "compiled"):  # simulator/pipes.py and csrc/engine.c
+        monkeypatch.setenv("NPU_SIM", engine)
+        res = simulate(parse_module(text, make_context()), [_w()])
+        runs.append((res.cycles, [[int(t) for t in tl.end] for _, tl in res.core_traces]))
+    assert runs[0] == runs[1]
