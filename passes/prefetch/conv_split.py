@@ -69,14 +69,15 @@ def splittable(alloc: ir.Operation, cut: int) -> list[ir.Operation] | None:
     return views
 
 
-def _users(op: ir.Operation) -> list[ir.Operation]:
+def _direct_users(op: ir.Operation) -> list[ir.Operation]:
+    """The ops using `op`'s result itself (views of it not followed)."""
     return [u.owner.operation if hasattr(u.owner, "operation") else u.owner
             for u in op.results[0].uses]
 
 
 def _subviews_only(view: ir.Operation) -> bool:
     """Whether every view fed by `view` (transitively) is a subview."""
-    for user in _users(view):
+    for user in _direct_users(view):
         if user.name in VIEW_OPS and (user.name != "memref.subview" or not _subviews_only(user)):
             return False
     return True
@@ -86,7 +87,7 @@ def _shift(view: ir.Operation, base: int, touched: list[ir.Operation]) -> None:
     """Move the layout offset of `view`'s nested subviews down by `base`
     elements (their static offsets are relative to their source); collect
     the ops reading them."""
-    for user in _users(view):
+    for user in _direct_users(view):
         touched.append(user)
         if user.name != "memref.subview":
             continue

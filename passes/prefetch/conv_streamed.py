@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from npu.ir import VIEW_OPS, defining_op, view_root
+from npu.ir import VIEW_OPS, defining_op, view_closure, view_root
 from npu.passes.lower_conv.weights import STREAMED_ATTR
 
 from .parts import ConvCandidate
@@ -32,17 +32,10 @@ COPY = "cce.copy_gm_to_l1"
 
 
 def _users(value: ir.Value) -> set[ir.Operation]:
-    """The ops using `value` or a view of it (uses followed through views)."""
-    found: set[ir.Operation] = set()
-    pending = [value]
-    while pending:
-        for use in pending.pop().uses:
-            owner = use.owner.operation
-            if owner.name in VIEW_OPS and use.operand_number == 0:
-                pending.extend(owner.results)
-            else:
-                found.add(owner)
-    return found
+    """The ops other than views that use `value` or a view of it."""
+    return {use.owner.operation for view in view_closure(value)
+            for result in view.results for use in result.uses
+            if use.owner.operation.name not in VIEW_OPS}
 
 
 def first_tile(alloc: ir.Operation, tops: list[ir.Operation], own: int,

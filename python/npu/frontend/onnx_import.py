@@ -13,12 +13,12 @@ ONNX name and op type) and the reason.
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 import re
 from dataclasses import dataclass, field
 
+from npu.frontend import host_memory
 from npu.frontend.onnx_skeleton import infer_shapes, take_inferred
 from npu.frontend.onnx_weights import detach_weights
 
@@ -325,12 +325,14 @@ def _run_torch_mlir(owned: list, where: str, node_types: dict[str, str], inputs:
         onnx_importer.NodeImporter.define_function(info.main_graph, module).import_all()
     except onnx_importer.OnnxImportError as e:
         raise _error(where, f"import: {str(e).splitlines()[0]}") from None
+    large = host_memory.model_bytes(model) >= host_memory.WORTH_BYTES
     del info, model
     # The importer's objects hold the proto in reference cycles: free its
     # weights now, not at the next collection (BERT-12's compile peaked
     # 1.23 -> 1.55 GB once detach_weights stopped making an OpView an op,
     # whose allocations used to trigger that collection early).
-    gc.collect()
+    if large:
+        host_memory.release()
     with ctx:
         # torch-mlir's diagnostics are collected, never printed: the user
         # gets one line naming the node (`_lowering_failure`).
