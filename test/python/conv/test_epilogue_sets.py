@@ -27,15 +27,16 @@ def _residual_buffers(c1: int, co1: int, hw: int) -> tuple[int, int]:
 
 
 def test_residual_loads_go_round_three_sets():
-    """128 -> 512 at 14x14, 1x1 (two bands, two super tiles each): four
-    residual loads, into three buffers (two before)."""
-    assert _residual_buffers(8, 32, 14) == (4, 3)
+    """128 -> 512 at 14x14, 1x1 (two bands, three super tiles of up to 11
+    blocks each): six residual loads, into three buffers (two before)."""
+    assert _residual_buffers(8, 32, 14) == (6, 3)
 
 
 def test_three_sets_numerics():
-    """64 -> 512 at 21x21: eight residual loads, so the three sets go round
-    more than twice; against the reference, no races."""
-    assert _residual_buffers(4, 32, 21) == (8, 3)
+    """64 -> 512 at 21x21: twelve residual loads (four bands of three super
+    tiles), so the three sets go round four times; against the reference,
+    no races."""
+    assert _residual_buffers(4, 32, 21) == (12, 3)
     text, _ = residual_conv(4, 32, 21, 1)
     got, want, result = compile_and_simulate(text, "npu-lower{cores=1}", residual_inputs(4, 32, 21))
     assert_close(got[-1], want[-1], np.float16)
