@@ -21,7 +21,11 @@ Two modes:
   `target.events_per_pipe_pair`. When a function has more loops than ids,
   `carried-span=fit` (the default) moves a loop's pre-set and balancing
   wait in towards the loop, only as far as needed for the ids to go round,
-  instead of fencing the loops off with full barriers (`block`). With `sink-sets=true` (npu-lower's
+  instead of fencing the loops off with full barriers (`block`); where ids
+  still run out, a pair of one iteration shares the id of one it meets
+  (set after the later producer, waited before the earlier consumer), else
+  the loops whose carried pairs meet it get one pair each (only those: the
+  others keep one per buffer). With `sink-sets=true` (npu-lower's
   default) a set_flag goes after the run of same-pipe instructions that
   directly follows its producer: a set holds its pipe until everything
   before it has finished, so one set per run keeps a mover streaming

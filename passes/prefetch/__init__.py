@@ -76,7 +76,7 @@ holds their load and latency (`rows.py`).
 A conv's resident weights get the same treatment (`conv.py`, `convs=true`):
 its first pieces, whole, after the previous op's last load (`conv_split.py`).
 On one core a streamed conv's first weight tile does too (`conv_streamed.py`),
-where L1 holds it and the conv's first map beside the previous op.
+where L1 holds it beside the previous op.
 """
 
 from __future__ import annotations

@@ -302,7 +302,7 @@ class ConvDriver(ConvPrefetch, ConvSplit, StreamedConv):
         end = max(at, last)  # the ops up to the first piece newly hold the buffer
         need = {j: collector.space_bounds_at(func, "l1", j)[bound] for j in range(low, end)}
         size = collector.space_size(c.alloc)[1]
-        room = size + self._map_room(c, waiter, collector)
+        room = size
         parts = self._place_conv(c, gaps, need, room, end)
         if not parts and earlier is not None:
             parts = self._place_conv(c, gaps[1:], need, room, end)

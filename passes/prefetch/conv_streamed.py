@@ -15,7 +15,9 @@ tile's copies are the copies into it that come before any other use of it
 candidate's pieces, and `ConvDriver._prefetch_conv` places them as it does
 resident pieces: after the previous op's last load while the gaps hold
 them and the whole buffer fits L1 beside the bytes live there, the buffer
-moved before the first clone. Only on one core with the buffer and the
+moved before the first clone (the conv's first map may then go over the
+previous conv's last tile: npu-insert-sync coalesces the many flag pairs
+that gives where ids run out). Only on one core with the buffer and the
 copies at function level (straight code; a conv of many bands loops).
 """
 
@@ -23,8 +25,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from npu.ir import VIEW_OPS, defining_op, view_closure, view_root
-from npu.passes.lower_conv.weights import STREAMED_ATTR
+from npu.ir import VIEW_OPS, view_closure, view_root
 
 from .parts import ConvCandidate
 
@@ -72,15 +73,3 @@ class StreamedConv:
         if not copies:
             return None, why
         return ConvCandidate(alloc, [[c] for c in copies], []), ""
-
-    def _map_room(self, c: ConvCandidate, waiter: ir.Operation, collector) -> int:
-        """L1 bytes a streamed tile leaves free beside it: its conv's first
-        map (the copy `waiter` fills). Without them the planner may put the
-        map over the previous conv's last tile, whose every chunk's read the
-        map's block copies then wait for: one flag pair each, more than
-        there are event ids, and sync insertion merged every loop's
-        carried pairs (ResNet-50's fc after layer4: +7k cycles)."""
-        if STREAMED_ATTR not in c.alloc.attributes or waiter.name != COPY:
-            return 0
-        alloc = defining_op(view_root(waiter.operands[1]))
-        return (collector.space_size(alloc)[1] or 0) if alloc is not None else 0

@@ -1,5 +1,6 @@
 """Event-id allocation: never more than the target's ids per pipe pair, and
-a correct fallback when a program has more flags in flight than ids."""
+correct fallbacks (coalesced pairs, full barriers) when a program has more
+flags in flight than ids."""
 
 from __future__ import annotations
 
@@ -36,16 +37,48 @@ def events(module, name):
     return [op.attributes["event"].value for op in walk(module.operation) if op.name == name]
 
 
-def test_ids_within_limit_and_fallback_is_race_free():
+def full_barriers(module) -> int:
+    return sum(1 for op in walk(module.operation) if op.name == "cce.pipe_barrier"
+               and op.attributes["pipe"].value == "ALL")
+
+
+def test_ids_within_limit_and_coalescing_is_race_free():
     target = replace(get_target("ascend910"), events_per_pipe_pair=4)
     module = parse_module(many_pairs(6), make_context())
     run_pipeline(module, "npu-insert-sync", target)
     sets = events(module, "cce.set_flag")
     assert sets and max(sets) < 4 and len(set(sets)) == 4
-    barriers = [op for op in walk(module.operation) if op.name == "cce.pipe_barrier"
-                and op.attributes["pipe"].value == "ALL"]
-    assert len(barriers) == 2  # the two pairs that found no free id
+    # The two pairs that found no free id share one with a pair they meet
+    # (set after the later load, waited before the earlier vexp): 4 pairs,
+    # no full barrier (there were 2 before npu-insert-sync coalesced pairs).
+    assert len(sets) == 4 and len(events(module, "cce.wait_flag")) == 4
+    assert full_barriers(module) == 0
     x = np.random.default_rng(0).uniform(-1, 1, 6 * 128).astype(np.float16)
+    simulate(module, [x], target=target, strict=True)
+
+
+def test_fallback_barrier_is_race_free():
+    """One id per pipe pair, a loop of one carried pair per pipe pair and a
+    pair of one iteration that meets it: nothing to coalesce or merge, so a
+    full barrier orders that pair instead."""
+    vexp = VEXP.replace("%u{i}", "%{b}")
+    load = ('"cce.copy_gm_to_ub"(%in, %{b}) {{n_burst = 1 : i64, burst_len = 8 : i64, '
+            'src_gap = 0 : i64, dst_gap = 0 : i64}} : (memref<128xf16, "gm">, '
+            'memref<128xf16, "ub">) -> ()')
+    body = [vexp.format(b="r"), load.format(b="b"), load.format(b="r"), vexp.format(b="b")]
+    text = ('func.func @f(%in: memref<128xf16, "gm">) {\n'
+            '%c0 = arith.constant 0 : index\n%c1 = arith.constant 1 : index\n'
+            '%c4 = arith.constant 4 : index\n'
+            '%b = memref.alloc() {npu.offset = 0 : i64} : memref<128xf16, "ub">\n'
+            '%r = memref.alloc() {npu.offset = 256 : i64} : memref<128xf16, "ub">\n'
+            + load.format(b="r") + "\nscf.for %i = %c0 to %c4 step %c1 {\n"
+            + "\n".join(body) + "\n}\nreturn\n}\n")
+    target = replace(get_target("ascend910"), events_per_pipe_pair=1)
+    module = parse_module(text, make_context())
+    run_pipeline(module, "npu-insert-sync", target)
+    assert set(events(module, "cce.set_flag")) == {0}
+    assert full_barriers(module) > 0
+    x = np.random.default_rng(0).uniform(-1, 1, 128).astype(np.float16)
     simulate(module, [x], target=target, strict=True)
 
 
