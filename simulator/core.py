@@ -10,7 +10,7 @@ from typing import Sequence
 
 import numpy as np
 from mlir import ir
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from npu import ir as npu_ir
 from npu.simulator import launch
@@ -160,9 +160,10 @@ def simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None 
     try:
         # The matrix products are small (one mad's tiles): BLAS threads only
         # contend with each other, and on a loaded machine made them 40x slower.
-        # A timing-only run makes no products; finding the BLAS libraries
-        # costs it about 1 ms a call.
-        with threadpool_limits(limits=1, user_api="blas") if numerics else nullcontext():
+        # A timing-only run makes no products. Finding the BLAS libraries costs
+        # about 1 ms, so it is done once (`_blas`): numpy's BLAS, the one the
+        # products use, is loaded with numpy, before the first run.
+        with _blas().limit(limits=1, user_api="blas") if numerics else nullcontext():
             return _simulate(module, inputs, entry, target, strict, serialize, numerics, wall0,
                              cores)
     finally:
@@ -178,6 +179,16 @@ def simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None 
             gc.freeze()
             gc.unfreeze()
             gc.enable()
+
+
+_BLAS: list[ThreadpoolController] = []
+
+
+def _blas() -> ThreadpoolController:
+    """The process's thread-pool controller, made at the first run with numerics."""
+    if not _BLAS:
+        _BLAS.append(ThreadpoolController())
+    return _BLAS[0]
 
 
 def check_launch(func_op: ir.Operation, target: Target, cores: int | None) -> int:

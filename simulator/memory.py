@@ -36,9 +36,11 @@ def blank_bytes(n: int) -> np.ndarray:
     return np.zeros(n, np.uint8)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Memory:
-    """One addressable buffer: an on-chip space, or one GM argument/allocation."""
+    """One addressable buffer: an on-chip space, or one GM argument/allocation.
+    Slotted: the compiled checks read `wstamp`, `rstamp`, `writers` and
+    `uninit` at their offsets (`csrc/stamps.c`, `mem_slot`)."""
 
     name: str
     space: str

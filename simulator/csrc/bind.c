@@ -7,7 +7,7 @@
  * `bind_python`, which raises or binds as before: the work done here until
  * then (clean-read keys set by default) is what it does again. A granule
  * answer not yet known is `Stamps.plan`'s. */
-#include "engine.h"
+#include "stamps.h"
 
 static PyObject *s_esizes, *s_plan, *s_base, *s_size, *s_mem, *s_group, *s_space, *s_constant,
     *s_wstamp, *s_g, *s_tokens, *s_bindings, *s_bind_python, *s_gm;
@@ -170,7 +170,7 @@ PyObject *bind_static(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             }
         }
         /* plan = mem.wstamp.plan(pat, addr): Stamps._granules' answer */
-        if (!(wstamp = PyObject_GetAttr(mem, s_wstamp)))
+        if (!(wstamp = mem_slot(mem, MEM_WSTAMP)))
             bad = 1;
         PyObject *g = bad ? NULL : PyObject_GetAttr(wstamp, s_g);
         long long g_c = 0;

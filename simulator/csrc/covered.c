@@ -172,7 +172,7 @@ int writes_covered(PyObject *hz, PyObject *mem, PyObject *plan, PyObject *pat, P
 {
     if (init() < 0)
         return -1;
-    PyObject *writers = PyObject_GetAttr(mem, s_writers);
+    PyObject *writers = mem_slot(mem, MEM_WRITERS);
     if (!writers)
         return -1;
     int64_t top = COVERS_ALL;
@@ -209,7 +209,7 @@ int writes_covered(PyObject *hz, PyObject *mem, PyObject *plan, PyObject *pat, P
     r = racing_open(hz, clock, &R);
     if (r < 0)
         return -1;
-    PyObject *ws = PyObject_GetAttr(mem, s_wstamp);
+    PyObject *ws = mem_slot(mem, MEM_WSTAMP);
     if (!ws)
         return -1;
     r = at_most(ws, plan, pat, addr, top, r ? NULL : &R);
@@ -222,7 +222,7 @@ int reads_covered(PyObject *hz, PyObject *mem, PyObject *plan, PyObject *pat, Py
 {
     if (init() < 0)
         return -1;
-    PyObject *rstamp = PyObject_GetAttr(mem, s_rstamp);
+    PyObject *rstamp = mem_slot(mem, MEM_RSTAMP);
     if (!rstamp)
         return -1;
     int r = PyDict_Check(rstamp) ? 1 : 0;

@@ -89,13 +89,13 @@ static int clean(PyObject *mem, PyObject *plan, PyObject *token, PyObject *initi
 {
     if (plan == Py_None)
         return 0;
-    PyObject *uninit = PyObject_GetAttr(mem, s_uninit);
+    PyObject *uninit = mem_slot(mem, MEM_UNINIT);
     if (!uninit)
         return -1;
     Py_DECREF(uninit);
     if (uninit != Py_None)
         return 0;
-    PyObject *ws = PyObject_GetAttr(mem, s_wstamp);
+    PyObject *ws = mem_slot(mem, MEM_WSTAMP);
     if (!ws)
         return -1;
     Arrays A;
@@ -307,7 +307,7 @@ int generic_run(PyObject *state, PyObject *instr, PyObject *pipe, PyObject *read
             if (r < 0)
                 return -1;
         }
-        PyObject *rstamp = PyObject_GetAttr(mem, s_rstamp);
+        PyObject *rstamp = mem_slot(mem, MEM_RSTAMP);
         if (!rstamp)
             return -1;
         PyObject *st = PyDict_Check(rstamp) ? PyDict_GetItemWithError(rstamp, pipe) : NULL;
@@ -367,7 +367,7 @@ int generic_run(PyObject *state, PyObject *instr, PyObject *pipe, PyObject *read
             if (r < 0)
                 return -1;
         }
-        PyObject *ws = PyObject_GetAttr(mem, s_writers);
+        PyObject *ws = mem_slot(mem, MEM_WRITERS);
         if (!ws)
             return -1;
         int r = PySet_Check(ws) ? PySet_Add(ws, pipe) : -1;
@@ -377,7 +377,7 @@ int generic_run(PyObject *state, PyObject *instr, PyObject *pipe, PyObject *read
                 PyErr_SetString(PyExc_TypeError, "Memory.writers is a set");
             return -1;
         }
-        PyObject *st = PyObject_GetAttr(mem, s_wstamp);
+        PyObject *st = mem_slot(mem, MEM_WSTAMP);
         if (!st)
             return -1;
         r = stamp(st, plan, pat, addr, stamp_obj, (int32_t)sv);
@@ -385,7 +385,7 @@ int generic_run(PyObject *state, PyObject *instr, PyObject *pipe, PyObject *read
         if (r < 0)
             return -1;
         if (!carry) {
-            PyObject *uninit = PyObject_GetAttr(mem, s_uninit);
+            PyObject *uninit = mem_slot(mem, MEM_UNINIT);
             if (!uninit)
                 return -1;
             Py_DECREF(uninit);

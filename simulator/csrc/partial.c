@@ -271,7 +271,7 @@ PyObject *hand_over(PyObject *self, PyObject *args)
     PyObject *it = PyObject_GetIter(written), *mem;
     int r = it ? 0 : -1;
     while (!r && (mem = PyIter_Next(it))) {
-        PyObject *ws = PyObject_GetAttr(mem, s_wstamp);
+        PyObject *ws = mem_slot(mem, MEM_WSTAMP);
         r = ws ? clamp(ws, top) : -1;
         Py_XDECREF(ws);
         Py_DECREF(mem);
@@ -280,7 +280,7 @@ PyObject *hand_over(PyObject *self, PyObject *args)
     it = r ? NULL : PyObject_GetIter(read);
     r = r ? r : it ? 0 : -1;
     while (!r && (mem = PyIter_Next(it))) {
-        PyObject *rs = PyObject_GetAttr(mem, s_rstamp);
+        PyObject *rs = mem_slot(mem, MEM_RSTAMP);
         if (!rs || !PyDict_Check(rs)) {
             r = rs ? 1 : -1;
         } else {

@@ -44,6 +44,10 @@ typedef struct {
 #define COVERS_ALL INT32_MAX /* hazards.COVERS_ALL: above every stamp */
 
 int stamps_init(void);
+/* `mem.<slot>` of a `memory.Memory` (a new reference, or NULL with an
+ * exception): read at its offset when the type has slots, else by name. */
+enum { MEM_WSTAMP, MEM_RSTAMP, MEM_WRITERS, MEM_UNINIT, MEM_NSLOTS };
+PyObject *mem_slot(PyObject *mem, int k);
 /* Drop the arrays whose buffers are remembered (`forget_buffers`). */
 void buffers_forget(void);
 /* 0; 1 when `plan` is not one this code takes (a step, a negative or
