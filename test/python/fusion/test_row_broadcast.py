@@ -60,3 +60,30 @@ def test_row_broadcast_matches_the_elementwise_comparison(dtype, element):
     assert answers[0] and not any(answers[1:4])
     if not np.issubdtype(dtype, np.integer):
         assert answers[4] and not answers[5]  # -0.0 is another bit pattern than +0.0
+
+
+def test_answers_are_kept_per_constant_data():
+    # The answer is cached by where the constant's data lives in its
+    # context: two arguments with other data in one context must not share
+    # it, and the same data asked again (through a core's subview) is the
+    # same answer.
+    row = np.arange(16, dtype=np.float32).reshape(1, 1, 1, 16)
+    same = np.broadcast_to(row, (2, 2, 16, 16)).copy()
+    other = same.copy()
+    other[1, 1, 9, 4] += 1
+    ctx = make_context()
+    shape = "2x2x16x16xf32"
+    module = parse_module(f"""func.func @f(%a: memref<{shape}, "gm"> {{npu.constant = dense<0.0> : tensor<{shape}>}},
+    %b: memref<{shape}, "gm"> {{npu.constant = dense<0.0> : tensor<{shape}>}}) {{
+  %v = memref.subview %b[0, 0, 0, 0] [2, 2, 16, 16] [1, 1, 1, 1] : memref<{shape}, "gm"> to memref<{shape}, strided<[512, 256, 16, 1]>, "gm">
+  return
+}}""", ctx)
+    func = module.body.operations[0].operation
+    a, b = func.regions[0].blocks[0].arguments
+    retype_constant(a, same)
+    retype_constant(b, other)
+    sub = next(iter(func.regions[0].blocks[0].operations)).operation.results[0]
+    for _ in range(2):
+        assert row_broadcast(a)
+        assert not row_broadcast(b)
+        assert not row_broadcast(sub)
