@@ -331,8 +331,11 @@ class FusedKernel(RowBuilders, ResidentRows, LayoutChoice):
             return sub(slot[("nz", root)], 0, valid * self.n)
 
         block = ir.InsertionPoint.current.block
+        # Counting the block's ops walks it: only for a profile (a trial),
+        # not for every step of every chunk (0.1 CPU s of BERT-12's at 32 cores).
+        profiled = self.profile is not None
         for index, step in enumerate(cp.steps):
-            start = len(block.operations)
+            start = len(block.operations) if profiled else 0
             m = step.op
             # A loaded buffer a result is stored from loads last: the next
             # chunk's load into it waits for that store.
@@ -377,12 +380,12 @@ class FusedKernel(RowBuilders, ResidentRows, LayoutChoice):
                         leave()
                 if m.out.root in self.nz:
                     self.nz[m.out.root].store(out, row0, valid, later, into=nz_into(m.out.root))
-            if self.profile is not None:
+            if profiled:
                 self.record(list(block.operations)[start:], index, step, bufs, keys)
-        start = len(block.operations)
+        start = len(block.operations) if profiled else 0
         for leave in pending:
             leave()
-        if self.profile is not None:
+        if profiled:
             self.record(list(block.operations)[start:], len(cp.steps), None, bufs, keys)
 
     def record(self, ops: list, index: int, step, bufs: dict, keys: dict) -> None:
