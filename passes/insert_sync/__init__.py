@@ -31,7 +31,9 @@ Two modes:
   before it has finished, so one set per run keeps a mover streaming
   instead of paying each transfer's latency. A loop-carried set of a store
   (its wait in the next iteration) sinks too, through the rest of its run
-  of stores: the stores of one iteration then pay MTE3 one latency.
+  of stores: the stores of one iteration then pay MTE3 one latency. A
+  store's set that a later UB -> L1 copy's set follows before its consumer
+  goes there instead (`store_sets`: the GM latency is not held twice).
 
 A chip barrier (`cce.sync_all`) drains every pipe of the core but MTE2
 before the cores meet: both modes take it as ordering everything before it

@@ -13,6 +13,7 @@ from npu.passes.base import LIGHT_DRAIN_ATTR
 from npu.passes.insert_sync.builders import _emit, insert_after, insert_before
 from npu.passes.insert_sync.events import FlagPair, _EventAllocation
 from npu.passes.insert_sync.nodes import IN_FLIGHT, Node, dependent_pipes, needs_order
+from npu.passes.insert_sync.store_sets import share_store_sets
 
 
 @dataclass
@@ -161,6 +162,8 @@ class _PreciseMode(_EventAllocation):
         self.pairs, self.v_barriers = outer_pairs, outer_vbars
         first_new = len(self.pairs)
         st = self._walk(nodes, loop, exits)
+        if self.sink_sets:  # a store's set after a later staging copy's (`store_sets`)
+            share_store_sets(self.pairs[first_new:], nodes, self.pos)
         offers: dict[tuple[str, str], FlagPair] = {}
         for fp in self.pairs[first_new:]:
             if fp.loop is not None and self._last_of(nodes, fp.src) is fp.producer:

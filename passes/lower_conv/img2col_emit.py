@@ -29,6 +29,8 @@ class Img2colEmit:
                         band, 0, 0, 0, 0, kcj, 1, m1)
             self.split_map = split
             return
+        if self.fold.order:  # the fractal at K position kp (`stem_fold.k_order`)
+            kp = self.fold.order[kp]
         folded = self.fold.rows and kp < g.kw  # rows FOLD-1..0 of column kp (`stem_fold`)
         if folded:
             c1, kh, kw = 0, FOLD - 1, kp

@@ -18,7 +18,8 @@ import numpy as np
 from mlir import ir
 
 from npu import ir as nir
-from npu.costmodel.conv.stem_fold import FOLD, REAL, bias_point, constant_root, folds_rows
+from npu.costmodel.conv.stem_fold import (FOLD, REAL, bias_point, constant_root, folds_rows,
+                                          k_order)
 from npu.dialects.ascend_conv import ConvGeometry
 from npu.passes.lower_conv.compact_weights import constant_chain
 
@@ -29,6 +30,7 @@ class StemFold:
 
     rows: bool   # image rows folded into the slots (`folds_rows`)
     bias: bool   # the bias in the weights, fed by a slot of ones (`bias_point`)
+    order: tuple[int, ...] = ()  # folded: fractal of each K position (`k_order`)
 
 
 def folded_weights(w: np.ndarray, kh: int, kw: int) -> np.ndarray:
@@ -72,6 +74,9 @@ def fold_stem(g: ConvGeometry, channels: int, wz: ir.Value, bias: ir.Value | Non
         data = folded_weights(data, g.kh, g.kw)
     if folded_bias:
         data = with_bias(data, nir.constant_argument(b_root), at)
+    order = k_order(g.kw, data.shape[0], g.kh * g.kw % REAL == 1) if rows else ()
+    if order:
+        data = data[list(order)]  # fractal order[j] at K position j
     with wz.context:
         nir.retype_constant(root, data)
-    return StemFold(rows, folded_bias)
+    return StemFold(rows, folded_bias, order)

@@ -30,6 +30,7 @@ from mlir import ir
 
 from npu.analysis.affine import Affine, ident
 from npu.analysis.alloc_uses import AllocUses
+from npu.analysis.img2col_rows import img2col_read_bytes
 from npu.analysis.byte_ranges import OFFSET_ATTR, OpAccess, Range, planned_range
 from npu.analysis.index_values import IndexAnalysis
 from npu.analysis.offset_intervals import byte_interval
@@ -354,7 +355,9 @@ class AccessAnalysis(IndexAnalysis, AllocUses):
         if short == "img2col_l1_to_l0a":  # reads within its map operand (f16 or i8), writes fractals
             rep, ds, frac = int_attr(op, "repeat"), max(int_attr(op, "dst_stride"), 1), t.fractal_bytes(2)
             fm = op.operands[0]  # its bytes: numel x 2 (f16) or 1 (i8)
-            return OpAccess(op, "MTE1", [self.range_of(fm, 0, self.memref_facts(fm.type).size)],
+            facts = self.memref_facts(fm.type)
+            lo, length = img2col_read_bytes(op, facts.element_bytes, facts.size)  # its windows' rows
+            return OpAccess(op, "MTE1", [self.range_of(fm, lo, length)],
                             [self.range_of(op.operands[1], 0, ((rep - 1) * ds + 1) * frac)])
         if short == "mad":
             m, n, k = int_attr(op, "m"), int_attr(op, "n"), int_attr(op, "k")

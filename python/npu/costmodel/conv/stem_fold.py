@@ -147,6 +147,23 @@ def folded_stem(op: ir.Operation) -> bool:
             and folds_rows(geometry(op), nir.memref_shape(op.operands[0])[1]))
 
 
+def k_order(kw: int, k1: int, tail: bool) -> tuple[int, ...]:
+    """The K fractals of a folded stem in the order its chunks take them
+    (position -> fractal): the small-channel ones (Kw..K1-1, half rate on
+    MTE1) spread evenly among the folded ones (0..Kw-1, full rate), the
+    single tail (`single_tail`) last. In fractal order a chunk of 3 small
+    ones took MTE1 longer than the cube its mads (302 vs 272 cycles a band
+    in the 7x7 stem), and the cube waited for it every band."""
+    body = k1 - 1 if tail else k1
+    small = list(range(kw, body))
+    if not small or kw >= body:
+        return tuple(range(k1))
+    at = {int((i + 0.5) * body / len(small)) for i in range(len(small))}
+    folded, spread = iter(range(kw)), iter(small)
+    order = [next(spread) if j in at else next(folded) for j in range(body)]
+    return tuple(order + ([k1 - 1] if tail else []))
+
+
 def single_tail(op: ir.Operation) -> bool:
     """`ConvShape.single_tail` of a small-channel conv: Kh*Kw = 4g + 1, and
     the map's slots 4..15 hold zeros: an NC1HWC0 input's padded channels,

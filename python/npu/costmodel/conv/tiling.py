@@ -39,6 +39,12 @@ from npu.target import Target
 # Cycles one (band, Cout super tile) costs beyond its chunks (flags, the
 # exposed edges of its loads and drain): an estimate, fitted to bench/conv.py.
 BAND_OVERHEAD = 300
+# The same for a conv whose bands hide their edges (`stem_fold.edges_hidden`),
+# an estimate: bench/conv.py stem image 7x7/2 3->64 224 runs ~1,206 cycles a
+# band against its chunks' 1,192 (est. 59,251 with 300, simulated 47,234);
+# at 100 or less the MTE3 term (each store's GM latency in series) decides,
+# and the chooser takes a tiling that runs 51,214.
+HIDDEN_BAND_OVERHEAD = 200
 
 
 def band_layout(ho0: int, rows: int, h: int, stride: int, pad_top: int, extent: int,
@@ -312,7 +318,7 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
             + stores * t.path("ub_to_gm").latency + mte3_map)
     # Each (band, super tile) also pays flag round trips and a drain that is
     # not hidden at its edges: an estimate of BAND_OVERHEAD cycles.
-    compute += s.batch * bands * len(n_tiles) * BAND_OVERHEAD
+    compute += s.batch * bands * len(n_tiles) * (HIDDEN_BAND_OVERHEAD if hidden else BAND_OVERHEAD)
     # idle, not work: the lowering reads the pipes (`weights.mte2_bound`)
     idle = 0.0 if resident else serial_gaps(epilogue, n_tiles * (s.batch * bands), m1, s.k1,
                                             kc, t, sets)
