@@ -18,8 +18,9 @@ other users of a shared machine inflate wall time) and per wall second.
 
 `--floor` adds, per workload, the CPU time with each component switched off
 (numerics, then the checks, then the pipes' timing) against the time the
-target allows, and the arithmetic alone: for mads the fp32 BLAS calls, for
-the vector kernel its fp16 ufuncs, one numpy call per instruction.
+target allows, and the arithmetic alone: for mads the bit-exact products
+(float64 BLAS calls on fp16 operands, int32 on int8), for the vector kernel
+its fp16 ufuncs, one numpy call per instruction.
 """
 
 from __future__ import annotations
@@ -167,9 +168,11 @@ def floor(name: str, module, inputs: list[np.ndarray], budget: float, repeat: in
     (CPU seconds): each row switches one more component off. "no checks"
     replaces every operand set's runner by nothing (bench-only patch of
     `Machine.bind`), leaving the scalar walk, the pipes' timing, the memory
-    system and the report. For mads, the bit-exact product needs one fp32
-    BLAS call per mad (its operands' own rounding): that call alone, timed on
-    operands of the same shapes, is a floor no interpreter change removes."""
+    system and the report. For mads, the bit-exact product is one float64
+    BLAS call per mad (exact sums of fp16 products, the same bits on every
+    host: `cube_unit`), int32 for int8: that call alone, timed on operands of
+    the same shapes, is a floor no interpreter change removes. (An fp32 call
+    is half as long, but its bits depend on the host's BLAS kernel.)"""
     from threadpoolctl import threadpool_limits
     from npu.simulator.core import find_entry
     from npu.simulator.cube_unit import Mad
@@ -203,21 +206,24 @@ def floor(name: str, module, inputs: list[np.ndarray], budget: float, repeat: in
     mads: dict = {}
     for instr, n in res.timeline.static_counts.items():
         if isinstance(instr, Mad):
-            shape = (instr.m1 * instr.edge, instr.n1 * instr.n_edge, instr.k1 * instr.edge)
+            shape = (instr.m1 * instr.edge, instr.n1 * instr.n_edge, instr.k1 * instr.edge,
+                     np.int32 if instr.in_dtype == "i8" else np.float64)
             mads[shape] = mads.get(shape, 0) + n
     blas = 0.0
     with threadpool_limits(limits=1, user_api="blas"):
-        for (m, k, n), count in mads.items():
-            a = np.ones((m, k), np.float32)
-            b = np.ones((k, n), np.float32)
-            out = np.empty((m, n), np.float32)
+        for (m, k, n, wide), count in mads.items():
+            a = np.ones((m, k), wide)
+            b = np.ones((k, n), wide)
+            out = np.empty((m, n), wide)
             reps = min(count, 200)
             per = _least_cpu(lambda: [np.matmul(a, b, out=out) for _ in range(reps)], 3) / reps
             blas += per * count
-            print(f"  {count} mads of {m}x{k}x{n}: fp32 BLAS alone {per * 1e6:.1f} us each")
+            print(f"  {count} mads of {m}x{k}x{n}: {np.dtype(wide).name} product alone "
+                  f"{per * 1e6:.1f} us each")
     if mads:
-        print(f"  BLAS products alone             {blas:.3f}   (+ decode and walk: "
-              f"{blas + scalar:.3f})")
+        print(f"  bit-exact products alone        {blas:.3f}   (+ decode and walk: "
+              f"{blas + scalar:.3f}; every check and numerics: {full / blas:.1f}x the "
+              f"products; issue 32 allows 2x)")
     if ufuncs is not None:
         alone = _least_cpu(ufuncs, repeat)
         print(f"  numpy ufuncs alone              {alone:.3f}   (every check and numerics: "
