@@ -139,25 +139,36 @@ int plan_open(PyObject *plan, Py_ssize_t size, Plan *P)
 static PyTypeObject *slots_type;
 static Py_ssize_t slot_at[3];
 
-static void learn_slots(PyTypeObject *type)
+/* Where `type` keeps each of the `n` object slots `names` (member
+ * descriptors of `__slots__`), into `at`; 0 when one is not such a slot
+ * (then nothing is read at an offset and every look-up goes by name). */
+static int learn_offsets(PyTypeObject *type, PyObject *const *names, int n, Py_ssize_t *at)
 {
-    PyObject *names[3] = {s_coarse, s_mixed, s_any_mixed};
-    Py_ssize_t at[3];
-    for (int k = 0; k < 3; k++) {
+    Py_ssize_t found[8];
+    if (n > 8)
+        return 0;
+    for (int k = 0; k < n; k++) {
         PyObject *d = PyObject_GetAttr((PyObject *)type, names[k]);
         if (!d) {
             PyErr_Clear();
-            return;
+            return 0;
         }
         int ok = Py_IS_TYPE(d, &PyMemberDescr_Type) &&
             ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX;
-        at[k] = ok ? ((PyMemberDescrObject *)d)->d_member->offset : -1;
+        found[k] = ok ? ((PyMemberDescrObject *)d)->d_member->offset : -1;
         Py_DECREF(d);
         if (!ok)
-            return;
+            return 0;
     }
-    memcpy(slot_at, at, sizeof at);
-    slots_type = (PyTypeObject *)Py_NewRef(type); /* kept: the offsets are its */
+    memcpy(at, found, n * sizeof *at);
+    return 1;
+}
+
+static void learn_slots(PyTypeObject *type)
+{
+    PyObject *names[3] = {s_coarse, s_mixed, s_any_mixed};
+    if (learn_offsets(type, names, 3, slot_at))
+        slots_type = (PyTypeObject *)Py_NewRef(type); /* kept: the offsets are its */
 }
 
 /* `obj.<name>` (a new reference), the k-th of the slots above. */
@@ -209,22 +220,8 @@ static Py_ssize_t mem_at[MEM_NSLOTS];
 
 static void learn_mem(PyTypeObject *type)
 {
-    Py_ssize_t at[MEM_NSLOTS];
-    for (int k = 0; k < MEM_NSLOTS; k++) {
-        PyObject *d = PyObject_GetAttr((PyObject *)type, mem_names[k]);
-        if (!d) {
-            PyErr_Clear();
-            return;
-        }
-        int ok = Py_IS_TYPE(d, &PyMemberDescr_Type) &&
-            ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX;
-        at[k] = ok ? ((PyMemberDescrObject *)d)->d_member->offset : -1;
-        Py_DECREF(d);
-        if (!ok)
-            return;
-    }
-    memcpy(mem_at, at, sizeof at);
-    mem_type = (PyTypeObject *)Py_NewRef(type);
+    if (learn_offsets(type, mem_names, MEM_NSLOTS, mem_at))
+        mem_type = (PyTypeObject *)Py_NewRef(type);
 }
 
 PyObject *mem_slot(PyObject *mem, int k)
