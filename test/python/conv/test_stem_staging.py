@@ -52,6 +52,19 @@ def test_rows_staged_in_long_chunks_and_first_segment_before_its_stores():
     assert sum(blocks[:first_store]) == 20 * W // 16, blocks[:first_store + 1]
 
 
+def _mte3_sequence(cce: str, letters: dict[str, str]) -> str:
+    """The `cce` ops named in `letters` in program order, one letter each,
+    with "F" for every set_flag MTE3 sets (after a store or a staging copy)."""
+    pattern = r'"cce\.(' + "|".join(letters) + r'|set_flag)"\(\)? ?(\{[^}]*\})?'
+    seq = ""
+    for name, attrs in re.findall(pattern, cce):
+        if name != "set_flag":
+            seq += letters[name]
+        elif 'src = "MTE3"' in attrs:
+            seq += "F"
+    return seq
+
+
 def test_last_bands_whose_slots_return_store_side_by_side():
     """Of the 38 bands (6 drain slots), bands 33 and 34 (the last two whose
     slots later drains take again) drain both halves (L0C -> UB) first and
@@ -61,13 +74,7 @@ def test_last_bands_whose_slots_return_store_side_by_side():
     stores each half right after its drain, the last three with no flag
     after their stores at all."""
     cce = str(_stem(" emit=cce")[0])
-    seq = ""
-    for name, attrs in re.findall(r'"cce\.(copy_l0c_to_ub|copy_ub_to_gm|set_flag)"\(\)? ?'
-                                  r'(\{[^}]*\})?', cce):
-        if name != "set_flag":
-            seq += "D" if name == "copy_l0c_to_ub" else "S"
-        elif 'src = "MTE3"' in attrs:
-            seq += "F"  # a flag MTE3 sets (after a store or a staging copy)
+    seq = _mte3_sequence(cce, {"copy_l0c_to_ub": "D", "copy_ub_to_gm": "S"})
     assert seq.replace("F", "") == "DSDS" * 33 + "DDSS" * 2 + "DSDS" + "DS" * 8, seq
     assert seq.count("DDSSF") == 2 and seq.endswith("DSDS" + "DS" * 8), seq
     stores = re.findall(r'"cce\.copy_ub_to_gm".*n_burst = (\d+)', cce)
@@ -105,13 +112,7 @@ def test_store_sets_share_the_staging_copies():
     after a store before, two are left (the last bands', no staging copy
     after them)."""
     cce = str(_stem(" emit=cce")[0])
-    seq = ""
-    for name, attrs in re.findall(r'"cce\.(copy_ub_to_gm|copy_ub_to_l1|set_flag)"\(\)? ?'
-                                  r'(\{[^}]*\})?', cce):
-        if name != "set_flag":
-            seq += "S" if name == "copy_ub_to_gm" else "L"
-        elif 'src = "MTE3"' in attrs:
-            seq += "F"
+    seq = _mte3_sequence(cce, {"copy_ub_to_gm": "S", "copy_ub_to_l1": "L"})
     assert seq.count("SF") == 2, seq
     assert seq.count("S") == 80, seq
 
