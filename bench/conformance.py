@@ -60,7 +60,9 @@ def main() -> None:
     print("installed onnx) for every op family the frontend claims, compiled and simulated by")
     print("`test/python/conformance/test_onnx_node_conformance.py` and compared with the cases'")
     print("expected outputs at their own tolerances. A case that does not pass must be refused")
-    print("with a one-line error for the reason listed here. Made by `bench/conformance.py`.\n")
+    print("with a one-line error for the reason listed here. The default test run takes every")
+    print("refused case and every fourth case of a family; `--runslow` takes them all. Made by")
+    print("`bench/conformance.py`.\n")
     doubles = {n for n, (reason, _) in KNOWN.items() if reason.startswith("DOUBLE")}
     plain = len(cases) - len(doubles)
     print(f"**{passed} of {len(cases)} cases pass ({100 * passed / len(cases):.1f}%)**; without the "

@@ -55,6 +55,7 @@ def _chain(c: int, hw: int, convs: list[tuple[int, int]]):
 
 
 
+@pytest.mark.slow  # two ResNet-50 layers at 14x14: ~10 s
 def test_gm_bound_conv_weights_cut_to_fit_beside_previous_conv():
     """ResNet-50's 3x3 256->256 then 1x1 256->1024 at 14x14 on one core: the
     1x1's 512 KB of weights do not fit in L1 beside the 3x3's tail, so its
@@ -90,6 +91,7 @@ def _between(func, attr: str) -> int:
     return sum(op.name == "cce.mad" for op in ops[first:read])
 
 
+@pytest.mark.slow  # ResNet-50's layer4 convs at 7x7: ~12 s
 def test_streamed_conv_first_tile_loads_during_previous_conv():
     """ResNet-50's layer4 ends its blocks with a 1x1 512->2048 at 7x7 whose
     2 MB of weights stream through L1 tile by tile: its first tile now loads

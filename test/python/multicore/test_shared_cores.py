@@ -109,6 +109,7 @@ def test_dependent_ops_do_not_share() -> None:
     assert remark.count("on cores") == 3 and "transpose" in remark.split("on cores 24-31")[1]
 
 
+@pytest.mark.slow  # a whole ResNet-18 at 64x64 on 32 cores: ~12 s
 def test_a_downsample_conv_beside_the_first_conv_of_its_block() -> None:
     # ResNet-18's stage entries: the stride-2 3x3 conv and the 1x1 shortcut
     # read the same map; each conv's grid keeps its runs of rows
