@@ -27,6 +27,10 @@ def _run() -> tuple:
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason=(
+    "since a chip barrier lets MTE2's loads stream through it (session 20) the release gains "
+    "nothing here: 99,492 cycles with and without it (seq 128: 46,719 with, 46,655 without); "
+    "whether to keep GUARD_RELEASE is open"))
 def test_hand_over_after_a_guard_counts_from_its_end(monkeypatch) -> None:
     ys, report = _run()
     assert report["hazards"] == []
