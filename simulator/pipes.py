@@ -34,12 +34,12 @@ import numpy as np
 
 from npu.simulator import compiled
 from npu.simulator.errors import DEADLOCK, SimulationError
-from npu.simulator.hazards import MTE2, NCOMP, PIPE_NAMES, S, V, M, HazardDetector
+from npu.simulator.hazards import NCOMP, PIPE_NAMES, S, V, M, HazardDetector
 from npu.simulator.instruction import BARRIER, OP, SET, WAIT
 from npu.simulator.machine import Machine
 from npu.simulator.timeline import Timeline
 from npu.simulator.trace_codes import InstrTable, TraceCodes, check_flag_pairs, pipe_counts
-from npu.target import Target
+from npu.target import CHIP_BARRIER_IN_FLIGHT, Target
 
 NPIPES = len(PIPE_NAMES)
 # A chip barrier (`cce.sync_all`) waits for every pipe of the core but this
@@ -48,7 +48,7 @@ NPIPES = len(PIPE_NAMES)
 # on-chip buffers (npu-prefetch's constant weights for the next op), so
 # they stream on through the barrier; npu-insert-sync orders their
 # consumers after the barrier with flags (target.py: `sync_all_cycles`).
-IN_FLIGHT = MTE2
+IN_FLIGHT = PIPE_NAMES.index(CHIP_BARRIER_IN_FLIGHT)
 
 
 def pipelined_pipes(target: Target) -> frozenset[int]:

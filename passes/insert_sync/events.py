@@ -403,7 +403,7 @@ class _Intervals:
         self.intervals: list[tuple[int, int]] = []
 
     def meets(self, intervals: list[tuple[int, int]]) -> bool:
-        return any(x0 <= y1 and y0 <= x1 for x0, x1 in intervals for y0, y1 in self.intervals)
+        return _meet(intervals, self.intervals)
 
     def add(self, intervals: list[tuple[int, int]]) -> None:
         self.intervals += intervals

@@ -12,14 +12,14 @@ from npu.analysis.affine import Affine, IvKey
 from npu.analysis.byte_ranges import OpAccess, Range, may_overlap
 from npu.ir import has_regions, walk_held
 from npu.passes.base import PassError
-from npu.target import ON_CHIP_BUFFERS
+from npu.target import CHIP_BARRIER_IN_FLIGHT, ON_CHIP_BUFFERS
 
 CONTROL_OPS = ("scf.for", "scf.if")
 FENCE_OP = "cce.sync_all"
 # The pipe a chip barrier does not drain: its loads (GM to on-chip buffers,
 # npu-prefetch's constant weights for the op after the barrier) stream on
-# through it, so their consumers after it need flags (simulator/pipes.py).
-IN_FLIGHT = "MTE2"
+# through it, so their consumers after it need flags.
+IN_FLIGHT = CHIP_BARRIER_IN_FLIGHT
 
 
 @dataclass

@@ -42,6 +42,10 @@ MIB = 1024 * KIB
 
 # On-chip buffers in data-flow order; "gm" is external and unbounded here.
 ON_CHIP_BUFFERS = ("l1", "l0a", "l0b", "l0c", "ub")
+# The pipe a chip barrier (`cce.sync_all`) does not drain: the GM loads still
+# queued on it stream on through the barrier (estimate: see the source of
+# `sync_all_cycles`). npu-insert-sync and the simulator both read it here.
+CHIP_BARRIER_IN_FLIGHT = "MTE2"
 MEMORY_SPACES = ("gm",) + ON_CHIP_BUFFERS
 PIPES = ("S", "V", "M", "MTE1", "MTE2", "MTE3")
 
