@@ -125,6 +125,41 @@ def test_tiled_mad_fp16_matches_numpy():
     assert res.report["bytes"]["l1_to_l0b"] == N * K * 2
 
 
+def _awkward_f16(rows: int, cols: int, seed: int, extremes: bool) -> np.ndarray:
+    """fp16 values in [-2, 2] with no magnitude below 2^-4 and signed zeros;
+    with `extremes`, subnormals and magnitudes in [128, 256) mixed in. A
+    product of an extreme and a plain value then has its bits between 2^-38
+    and 2^9, a 32-term sum below 2^14: the float64 sum is exact in any
+    order (52 bits), while a float32 sum rounds."""
+    rng = np.random.default_rng(seed)
+    values = rng.uniform(-2, 2, (rows, cols))
+    values[np.abs(values) < 1 / 16] = 1 / 16
+    bits = values.astype(np.float16).view(np.uint16)
+    pick = rng.random((rows, cols))
+    bits[(pick >= 0.05) & (pick < 0.08)] = 0x8000  # -0.0
+    if extremes:
+        tiny, big = pick < 0.05, (pick >= 0.08) & (pick < 0.1)
+        bits[tiny] = rng.integers(1, 1 << 10, bits.shape)[tiny] | 0x8000 * (pick[tiny] < 0.02)
+        bits[big] = rng.integers(0x5800, 0x5c00, bits.shape)[big] | 0x8000 * (pick[big] < 0.09)
+    return bits.view(np.float16)
+
+
+def test_tiled_mad_fp16_is_bit_exact():
+    """Each mad rounds the exact (float64) sum of its fp16 products to fp32
+    once, and accumulating adds that to C in fp32: the bits, not a tolerance,
+    against that rule computed here tile by tile."""
+    M, N, K, nt = 48, 64, 48, 32
+    a, b = _awkward_f16(M, N, 5, True), _awkward_f16(N, K, 6, False)
+    k = mad_kernel(M, N, K, nt=nt)
+    res = simulate(k.parse(), [nz(a), nz(b), np.zeros((K // 16, M // 16, 16, 16), np.float32)])
+    ref = np.zeros((M, K), np.float32)
+    for t in range(N // nt):
+        part = (a[:, t * nt:(t + 1) * nt].astype(np.float64)
+                @ b[t * nt:(t + 1) * nt].astype(np.float64)).astype(np.float32)
+        ref = part if t == 0 else ref + part
+    np.testing.assert_array_equal(from_nz(res.outputs[2]).view(np.uint32), ref.view(np.uint32))
+
+
 def _nz_i8(x: np.ndarray, re: int, ce: int) -> np.ndarray:
     r, c = x.shape
     return x.reshape(r // re, re, c // ce, ce).transpose(2, 0, 1, 3).copy()
