@@ -140,23 +140,30 @@ class IdleGaps:
     def _issue_index(self, tops: list[ir.Operation], gap: int, at: int) -> int:
         """Where the copies of the gap after `tops[gap]` go: before the op
         at the returned index. Right after it, unless it is a single load
-        followed (past index arithmetic and views) by a single instruction
-        of another pipe that reads what it loads (a fused row group's last chunk
-        and its first vector step): then after that instruction. Right
-        after the load, the copies would extend its run of loads, and
-        `npu-insert-sync` sinks the flag that releases the consumer to the
-        run's end: the consumer would wait for the weights too, which the
-        gap model counts as running beside it (BERT's ln1 on 32 cores: its
-        last chunk's vector work waited for ffn_in's and ffn_out's 56 KB)."""
+        followed (past index arithmetic, views and other pipes' instructions,
+        up to the next load or region) by an instruction of another pipe
+        that reads what it loads (a fused row group's last chunk and its
+        first vector step; a straight-line conv's last weight chunk and its
+        first L0B load, behind the previous chunk's img2cols and mads):
+        then after that instruction. Right after the load, the copies would
+        extend its run of loads, and `npu-insert-sync` sinks the flag that
+        releases the consumer to the run's end: the consumer would wait for
+        the weights too, which the gap model counts as running beside it
+        (BERT's ln1 on 32 cores: its last chunk's vector work waited for
+        ffn_in's and ffn_out's 56 KB; ResNet-50's last conv's last mads
+        waited 5.3k cycles for the fc's first 254 KB). The instructions
+        passed are other pipes': MTE2 issues the copies just as early."""
         if has_regions(tops[gap]) or PIPE_OF.get(tops[gap].name) != "MTE2":
             return gap + 1
-        k = gap + 1
-        while k < at and not self.facts.works(tops[k]):
-            k += 1
         loaded = view_root(tops[gap].operands[1])
-        if k < at and not has_regions(tops[k]) and PIPE_OF.get(tops[k].name) not in (None, "MTE2") \
-                and any(view_root(v) == loaded for v in tops[k].operands):
-            return k + 1
+        for k in range(gap + 1, at):
+            op = tops[k]
+            if not self.facts.works(op):
+                continue
+            if has_regions(op) or PIPE_OF.get(op.name) in (None, "MTE2"):
+                break
+            if any(view_root(v) == loaded for v in op.operands):
+                return k + 1
         return gap + 1
 
     def _waiter(self, tops: list[ir.Operation], following: int, end: int, written: set
