@@ -53,6 +53,11 @@ its pipe's last instruction of the body has its balancing wait moved right
 before the first later node that needs that order (instead of a new pair);
 one left at the end of its block orders the loop's work before the block's
 next iteration and exit (no carried pair of an enclosing loop for it).
+Where that wait would go right before a second loop over the same
+ping-ponged buffers, the second loop's carried pair of the same pipes takes
+the first loop's last set instead of its own pre-set, and an earlier
+carried pair's wait orders what the second body does before it
+(`loop_chain`: ResNet's stem pool 34,485 -> 33,318 cycles).
 """
 
 from __future__ import annotations

@@ -34,6 +34,10 @@ class FlagPair:
     # `balance_at`, its balancing wait (None: at the block's end).
     preset_before: Node | None = None
     wait_before: Node | None = None
+    # `loop_chain`: this first pair's balancing wait, or this second pair's
+    # pre-set, is dropped (the second takes the first's last set)
+    chained_wait: bool = False
+    chained_preset: bool = False
 
 
 

@@ -4,7 +4,7 @@ exits feeding their parent block (see the package's docstring)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mlir import ir
 
@@ -12,6 +12,7 @@ from npu.analysis.access import AccessAnalysis
 from npu.passes.base import LIGHT_DRAIN_ATTR
 from npu.passes.insert_sync.builders import _emit, insert_after, insert_before
 from npu.passes.insert_sync.events import FlagPair, _EventAllocation
+from npu.passes.insert_sync.loop_chain import LoopChain, find_chain, link_chains
 from npu.passes.insert_sync.nodes import IN_FLIGHT, Node, dependent_pipes, needs_order
 from npu.passes.insert_sync.store_sets import share_store_sets
 
@@ -101,6 +102,7 @@ class _Exit:
 
     implied: set[tuple[str, str]]
     offers: dict[tuple[str, str], FlagPair]
+    carried: list[FlagPair] = field(default_factory=list)  # a loop's own (`loop_chain`)
 
 
 class _PreciseMode(_EventAllocation):
@@ -119,6 +121,7 @@ class _PreciseMode(_EventAllocation):
         self.block_nodes: dict[int, list[Node]] = {}
         self._block_ticks: dict[int, tuple[list[int], dict[int, int]]] = {}  # see `_block_of`
         self._clock = 0
+        self.chains: dict[int, LoopChain] = {}  # id(first pair) -> its chain (`loop_chain`)
 
     # -- timeline ----------------------------------------------------------------
     def _tick(self) -> int:
@@ -146,6 +149,7 @@ class _PreciseMode(_EventAllocation):
         self._number(nodes)
         self._block(nodes, None)
         self._allocate_events()
+        link_chains(list(self.chains.values()), self.pairs, self.pos)
         self._emit()
 
     def _block(self, nodes: list[Node], loop: Node | None) -> "_Exit":
@@ -168,9 +172,10 @@ class _PreciseMode(_EventAllocation):
         for fp in self.pairs[first_new:]:
             if fp.loop is not None and self._last_of(nodes, fp.src) is fp.producer:
                 offers[(fp.src, fp.dst)] = fp
+        carried = [fp for fp in self.pairs[first_new:] if fp.loop is not None and fp.loop is loop]
         self.pairs += inner_pairs
         self.v_barriers += inner_vbars
-        return _Exit(st.implied(), offers)
+        return _Exit(st.implied(), offers, carried)
 
     @staticmethod
     def _last_of(nodes: list[Node], pipe: str) -> Node | None:
@@ -189,6 +194,10 @@ class _PreciseMode(_EventAllocation):
         st = _BlockState()
         # decisions of the first walk, replayed on the second (carried) walk
         waits_before: dict[int, list[tuple[str, str, int]]] = {}
+        # chained (`loop_chain`): q knows p's work in the first loop once the
+        # second has run, not at its start
+        learn_after: dict[int, list[tuple[str, str, int]]] = {}
+        carried_of = {k: e.carried for k, e in exits.items()}
         vbar: set[int] = set()
         copies = 2 if loop is not None and loop.trip_count > 1 else 1
         # Each node's overlap keys, read once: asking the node for them per
@@ -238,7 +247,18 @@ class _PreciseMode(_EventAllocation):
                             offer.balance_at is y or not (offer.balance_at or offer.balance_fixed)):
                         # The loop's balancing wait, moved before y, orders y
                         # after all of p's work in the loop: no new pair.
+                        chain = self.chains.get(id(offer))
+                        if copy == 0 and chain is None and offer.balance_at is None:
+                            chain = find_chain(nodes[j], y, offer, carried_of, self.analysis)
+                            if chain is not None:
+                                self.chains[id(offer)] = chain
+                                if chain.early is not None:
+                                    chain.early.balance_at = y
                         offer.balance_at = y
+                        if chain is not None and chain.second.loop is y:
+                            if copy == 0:
+                                learn_after.setdefault(i, []).append((p, q, j))
+                            continue
                         if copy == 0:
                             waits_before.setdefault(i, []).append((p, q, j))
                         st.learn(q, p, xkey if copy == 0 else (1, j))
@@ -265,6 +285,8 @@ class _PreciseMode(_EventAllocation):
                     self.v_barriers.append(y)
                     st.barrier_v()
                 st.issue(y, key)
+                for p, q, j in learn_after.get(i, ()):
+                    st.learn(q, p, (copy, j))
                 if id(y) in exits:
                     st.implies(exits[id(y)].implied, key)
             # The balancing waits left at the block's end order the loops'
@@ -325,13 +347,17 @@ class _PreciseMode(_EventAllocation):
                 # balancing wait after it (at the block's start and end when
                 # no node is named).
                 block = fp.loop.op.block
-                if fp.preset_before is not None:
+                if fp.chained_preset:
+                    pass
+                elif fp.preset_before is not None:
                     insert_before(fp.preset_before.op, "cce.set_flag", **attrs)
                 else:
                     with ir.InsertionPoint.at_block_begin(block) as start:
                         _emit("cce.set_flag", start.ref_operation.location, **attrs)
                 wait_before = fp.balance_at or fp.wait_before
-                if wait_before is not None:
+                if fp.chained_wait:
+                    pass
+                elif wait_before is not None:
                     insert_before(wait_before.op, "cce.wait_flag", **attrs)
                 else:
                     with ir.InsertionPoint.at_block_terminator(block) as end:

@@ -172,7 +172,9 @@ def test_stem_pool_band_buffers_alike():
     and the loop's first load waits for V to free its slot, not for the last
     store of the first band's loop (npu-plan-memory had put the interior's
     larger buffers over the first loop's output tiles). ResNet's stem pool:
-    35,229 -> 34,485 cycles (bench/pool.py)."""
+    35,229 -> 34,485 cycles (bench/pool.py); 33,318 since the interior
+    loop's load into B waits for the first loop's last set of B in its
+    first iteration, not before the loop (npu-insert-sync's loop chains)."""
     from npu.ir import make_context, parse_module
     from npu.pipeline import run_pipeline
     from npu.simulator import simulate
@@ -194,4 +196,4 @@ def test_stem_pool_band_buffers_alike():
     run_pipeline(module, "npu-lower{cores=1}", target)
     res = simulate(module, [np.zeros(x5, np.float16), np.zeros(y5, np.float16)], target=target,
                    numerics=False)
-    assert res.cycles <= 34485
+    assert res.cycles <= 33318

@@ -39,6 +39,7 @@ class Gen:
     counter: int = 0
     depth: int = 0
     ivs: list[tuple[str, int]] = field(default_factory=list)  # (name, trip count)
+    loop_rate: float = 0.15  # chance that the next element of a block is a loop
 
     def fresh(self, prefix: str = "v") -> str:
         self.counter += 1
@@ -164,7 +165,7 @@ class Gen:
 
     def block(self, size: int) -> None:
         for _ in range(size):
-            if self.depth < 2 and self.rng.random() < 0.15:
+            if self.depth < 2 and self.rng.random() < self.loop_rate:
                 self.loop()
             else:
                 self.instruction()
@@ -182,10 +183,13 @@ class Gen:
         self.emit("}")
 
 
-def random_program(seed: int, length: int = 12, ub_bytes: int = 8192, cube: bool | None = None) -> str:
-    """Text of `func.func @k(%in, %out)`; ub buffers overlap at random planned offsets."""
+def random_program(seed: int, length: int = 12, ub_bytes: int = 8192, cube: bool | None = None,
+                   loop_rate: float = 0.15) -> str:
+    """Text of `func.func @k(%in, %out)`; ub buffers overlap at random planned
+    offsets; `loop_rate`: how often a block's next element is a loop (higher:
+    more loops one after another, as npu-insert-sync's loop chains need)."""
     rng = random.Random(seed)
-    g = Gen(rng)
+    g = Gen(rng, loop_rate=loop_rate)
     nbuf = rng.randint(2, 4)
     for i in range(nbuf):
         elems = rng.choice([256, 512, 1024])

@@ -29,8 +29,8 @@ def _inputs(seed: int) -> list[np.ndarray]:
     return [rng.uniform(-1, 1, 4096).astype(np.float16), rng.uniform(-1, 1, 4096).astype(np.float16)]
 
 
-def check_seed(seed: int, mode: str, target=TARGET) -> None:
-    text = random_program(seed)
+def check_seed(seed: int, mode: str, target=TARGET, loop_rate: float = 0.15) -> None:
+    text = random_program(seed, loop_rate=loop_rate)
     ctx = make_context()
     reference = simulate(parse_module(text, ctx), _inputs(seed), target=target, serialize=True)
     # Without sync the strict simulator must find a race in most programs:

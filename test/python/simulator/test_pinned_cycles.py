@@ -104,6 +104,10 @@ CASES: dict[str, tuple[str, str, dict]] = {
 # layer 56,355 -> 54,937, matmul-is 363,199 -> 335,996, matmul_512x768x768
 # 207,884 -> 190,288, reduce-transpose 28,901 -> 28,111 cycles; the same
 # outputs.
+# Re-pinned for issue 27 (r50res21): npu-insert-sync's loop chains (a
+# loop's last carried set is the next loop's pre-set): reduce-transpose
+# 28,111 -> 28,110 cycles, 879 -> 877 instructions (a pre-set and a
+# balancing wait fewer); the same outputs.
 PINNED: dict[str, tuple[int, int, str]] = {
     'bert_transpose.mlir': (18151, 176, 'a1a8aa46aa7cc8ab'),
     'chain': (23406, 380, 'c05de75249d53946'),
@@ -114,7 +118,7 @@ PINNED: dict[str, tuple[int, int, str]] = {
     'matmul-is': (335996, 3345, '8eb540ffb2cbbb96'),
     'matmul-simple-no-double-buffer': (229868, 1587, '2d532dcf347bfb39'),
     'matmul_512x768x768.mlir': (190288, 4099, '2d532dcf347bfb39'),
-    'reduce-transpose': (28111, 879, '60c9d95268d44da6'),
+    'reduce-transpose': (28110, 877, '60c9d95268d44da6'),
 }
 
 
