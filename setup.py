@@ -42,7 +42,8 @@ CENGINE = Extension(
     sources=[f"simulator/csrc/{name}.c" for name in ("module", "entries", "engine", "crosscore",
                                                           "generic", "stamps", "covered",
                                                           "memsys", "gmxfer", "bind", "walk", "walkobj", "runner",
-                                                          "numbering", "gmfacts", "partial", "cubeconv")],
+                                                          "numbering", "gmfacts", "partial", "cubeconv",
+                                                          "vecops")],
     depends=["simulator/csrc/engine.h", "simulator/csrc/stamps.h", "simulator/csrc/walk.h"],
     # -O3: the cross-core check's byte loops vectorise (crosscore.c).
     extra_compile_args=["-O3", "-std=c11"],

@@ -151,6 +151,10 @@ PyObject *number_entries(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 PyObject *f16_to_f64(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *round_into_f32(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
+/* vecops.c: the vector unit's dense elementwise ops (`VecOp`, vec_op). */
+PyObject *vec_op(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+int vecops_register(PyObject *m);
+
 /* runner.c: the `Runner` type (one operand set's generic path). */
 int runner_register(PyObject *m);
 

@@ -247,6 +247,10 @@ static PyMethodDef module_functions[] = {
     {"round_into_f32", (PyCFunction)(void (*)(void))round_into_f32, METH_FASTCALL,
      "round_into_f32(c, wide, accumulate): c = fp32(wide), or fp32(c + fp32(wide)) "
      "(cube_unit.Mad.product)"},
+    {"vec_op", (PyCFunction)(void (*)(void))vec_op, METH_FASTCALL,
+     "vec_op(op, dst, src0, src1, scalar) -> a VecOp on float16 views (call it: dst = src0 op "
+     "src1, or src1 None: op scalar, its bit pattern) or None (not taken: the ufunc runs; "
+     "vecops.c)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -272,7 +276,7 @@ PyMODINIT_FUNC PyInit__cengine(void)
         return NULL;
     }
     if (PyModule_AddObjectRef(m, "Engine", (PyObject *)&EngineType) < 0 || walk_register(m) < 0 ||
-        runner_register(m) < 0 ||
+        runner_register(m) < 0 || vecops_register(m) < 0 ||
         PyModule_AddObject(m, "Unsupported", unsupported) < 0) {
         Py_XDECREF(unsupported);
         Py_DECREF(m);

@@ -110,7 +110,7 @@ def both(monkeypatch):
         bus_take=real_cengine.bus_take, Walker=walker, Runner=runner,
         bind_static=bind_static, bind_run=bind_run, gm_transfer=gm_transfer,
         hand_over=real_cengine.hand_over, f16_to_f64=f16_to_f64,
-        round_into_f32=real_cengine.round_into_f32))
+        round_into_f32=real_cengine.round_into_f32, vec_op=real_cengine.vec_op))
 
     def run(fn):
         seen = {}
