@@ -42,7 +42,7 @@ CENGINE = Extension(
     sources=[f"simulator/csrc/{name}.c" for name in ("module", "entries", "engine", "crosscore",
                                                           "generic", "stamps", "covered",
                                                           "memsys", "gmxfer", "bind", "walk", "walkobj", "runner",
-                                                          "numbering", "gmfacts", "partial")],
+                                                          "numbering", "gmfacts", "partial", "cubeconv")],
     depends=["simulator/csrc/engine.h", "simulator/csrc/stamps.h", "simulator/csrc/walk.h"],
     # -O3: the cross-core check's byte loops vectorise (crosscore.c).
     extra_compile_args=["-O3", "-std=c11"],

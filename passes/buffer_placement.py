@@ -23,6 +23,8 @@ from npu.memory_planning import Plan
 
 
 # Count a guarded buffer's hand-over from its guard's end (`Buffer.release`).
+# False only to measure what that gains (test_guard_release_cycles: BERT seq
+# 128 on 8 cores; the other rows in docs/multicore.md).
 GUARD_RELEASE = True
 
 

@@ -22,7 +22,7 @@ from functools import partial
 
 import numpy as np
 
-from npu.simulator import access
+from npu.simulator import access, compiled
 from npu.simulator.instruction import Access, DecodeContext, Instr
 from npu.simulator.memory import Memory
 
@@ -73,60 +73,74 @@ class Mad(Instr):
         self.latency = t.mad_latency
 
     def compute(self, mems: list[Memory], addrs: list[int]) -> None:
-        self.product(*self._views(mems, addrs))
+        self.product(self._scratch(), *self._views(mems, addrs))
 
     def bound(self, mems: list[Memory], addrs: list[int]):
-        return partial(self.product, *self._views(mems, addrs))
+        cengine = compiled.engine()
+        if cengine is not None and self.in_dtype == "f16" and self.out_dtype == "f32":
+            return partial(self.product_compiled, cengine.f16_to_f64, cengine.round_into_f32,
+                           self._scratch(), *self._views(mems, addrs))
+        return partial(self.product, self._scratch(), *self._views(mems, addrs))
 
-    def product(self, a_zz: np.ndarray, b_zn: np.ndarray, c_nz: np.ndarray,
-                c_rows: np.ndarray | None) -> None:
-        """C (Nz) = or += A (Zz) x B (Zn), given as views (`_views`)."""
-        s = self._scratch()
-        # A: one contiguous conversion (fp16 through a table), then its 16-element
-        # rows moved whole into row-major order. B: its fractals are stored
-        # column-major, so it is converted and transposed element by element.
+    def product_compiled(self, to_f64, round_into, s: "_Scratch", a_rm: np.ndarray,
+                         b_cols: np.ndarray, c_cols: np.ndarray) -> None:
+        """`product` of fp16 into fp32 with the conversions compiled
+        (`csrc/cubeconv.c`: no table, the same bits): a 512 KB table take
+        misses the cache once products run between mads (2048^3: 46 us a
+        mad in the run against 15 us alone)."""
+        to_f64(s.a4, a_rm)
+        to_f64(s.b4, b_cols)
+        np.matmul(s.a2d, s.b3, out=s.wide)
+        round_into(c_cols, s.wide, self.accumulate)
+
+    def product(self, s: "_Scratch", a_rm: np.ndarray, b_cols: np.ndarray,
+                c_cols: np.ndarray) -> None:
+        """C (Nz) = or += A (Zz) x B (Zn), given as views (`_views`): each
+        operand converted once, straight into the layout the product reads
+        (fp16 through a table), and one product per 16-column block of C,
+        written in C's own Nz order, so nothing is moved after the product."""
         if self.in_dtype == "f16":
-            np.take(F16_TO_F64, a_zz, out=s.a_zz, mode="clip")  # every index is in the table
+            np.take(F16_TO_F64, a_rm, out=s.a4, mode="clip")  # every index is in the table
+            np.take(F16_TO_F64, b_cols, out=s.b4, mode="clip")
         else:
-            np.copyto(s.a_zz, a_zz, casting="unsafe")
-        np.copyto(s.a_rows, s.a_zz_rows)
-        np.copyto(s.b, b_zn, casting="unsafe")
-        if s.wide is None:
-            np.matmul(s.a2d, s.b2d, out=s.prod)
-        else:
-            np.matmul(s.a2d, s.b2d, out=s.wide)
-            np.copyto(s.prod, s.wide)  # fp32: one rounding of the exact sum
-        # Nz: block (i, l) at fractal index l*m1 + i, row-major inside: again
-        # whole rows of the product move.
-        if not self.accumulate and c_rows is not None:
-            np.copyto(c_rows, s.prod_rows)
+            np.copyto(s.a4, a_rm, casting="unsafe")
+            np.copyto(s.b4, b_cols, casting="unsafe")
+        np.matmul(s.a2d, s.b3, out=s.wide)
+        if s.prod is None:  # int32: the exact sum is C's type
+            if self.accumulate:
+                np.add(c_cols, s.wide, out=c_cols)
+            else:
+                np.copyto(c_cols, s.wide)
             return
-        np.copyto(s.nz_rows, s.prod_rows)
+        if c_cols.dtype == s.prod.dtype and not self.accumulate:
+            np.copyto(c_cols, s.wide)  # fp32: one rounding of the exact sum
+            return
+        np.copyto(s.prod, s.wide)  # fp32: one rounding of the exact sum
         if not self.accumulate:
-            c_nz[...] = s.nz
-        elif c_nz.dtype == s.nz.dtype:
-            c_nz += s.nz
-        else:
-            c_nz[...] = (c_nz.astype(s.nz.dtype) + s.nz).astype(c_nz.dtype)
+            np.copyto(c_cols, s.prod)
+        elif c_cols.dtype == s.prod.dtype:
+            np.add(c_cols, s.prod, out=c_cols)
+        else:  # fp16 C: the sum in fp32, rounded to fp16
+            c_cols[...] = (c_cols.astype(s.prod.dtype) + s.prod).astype(c_cols.dtype)
 
     def _views(self, mems: list[Memory], addrs: list[int]) -> tuple:
-        """A in Zz order (fp16 as its bit patterns), B (Zn) in row-major
-        order, C as its Nz fractals and (when C has the product's type) as
-        rows of one fractal row each."""
+        """A (Zz, fp16 as its bit patterns) as (m1, e, n1, ne): row-major;
+        B (Zn: block (j, l) column-major inside) as (k1, n1, ne, e): one
+        row-major (n, 16) matrix per 16-column block of C; C (Nz: block
+        (i, l) at l*m1 + i, row-major inside) as (k1, m*16, 16), the same
+        blocks' rows."""
         m1, n1, k1, e, ne = self.m1, self.n1, self.k1, self.edge, self.n_edge
         na, nb, nc = self.sizes
         a_at, b_at, c_at = (addrs[0] // self.operands[0].esize, addrs[1] // self.operands[1].esize,
                             addrs[2] // self.operands[2].esize)
         a_raw = mems[0].typed[self.in_dtype][a_at:a_at + na]
-        if self.in_dtype == "f16":
-            a_raw = a_raw.view(np.uint16)  # indices into F16_TO_F64
         b_raw = mems[1].typed[self.in_dtype][b_at:b_at + nb]
+        if self.in_dtype == "f16":  # indices into F16_TO_F64
+            a_raw, b_raw = a_raw.view(np.uint16), b_raw.view(np.uint16)
         c_view = mems[2].typed[self.out_dtype][c_at:c_at + nc]
-        acc = np.int32 if self.in_dtype == "i8" else np.float32
-        c_rows = _rows(c_view, e).reshape(k1, m1, e) if c_view.dtype == acc else None
-        # Zn: block (j, l) column-major inside.
-        return (a_raw, b_raw.reshape(n1, k1, e, ne).transpose(0, 3, 1, 2),
-                c_view.reshape(k1, m1, e, e), c_rows)
+        return (a_raw.reshape(m1, n1, e, ne).transpose(0, 2, 1, 3),
+                b_raw.reshape(n1, k1, e, ne).transpose(1, 0, 3, 2),
+                c_view.reshape(k1, m1 * e, e))
 
     def _scratch(self) -> "_Scratch":
         key = (self.m1, self.n1, self.k1, self.edge, self.n_edge, self.in_dtype)
@@ -137,32 +151,25 @@ class Mad(Instr):
         return scratch
 
 
-def _rows(arr: np.ndarray, width: int) -> np.ndarray:
-    """`arr` (contiguous, `width` elements per row) as one opaque item per row:
-    moving rows this way is a memcpy each, not an element-wise strided loop."""
-    return arr.reshape(-1, width).view(np.dtype((np.void, width * arr.itemsize))).reshape(-1)
-
-
 class _Scratch:
     """Operand and product buffers of one mad shape (shared by the mads with
-    that shape), with their row views."""
+    that shape)."""
 
     def __init__(self, m1: int, n1: int, k1: int, e: int, ne: int, integer: bool):
         # Operands and the sum in int32 (exact) or float64 (exact for fp16
-        # products), the product stored in C's int32 / fp32.
-        wide, acc = (np.int32, np.int32) if integer else (np.float64, np.float32)
-        self.a_zz = np.empty(m1 * n1 * e * ne, wide)  # A converted, still in Zz order
-        a = np.empty((m1, e, n1, ne), wide)  # A row-major
-        self.a_rows = _rows(a, ne).reshape(m1, e, n1)
-        self.a_zz_rows = _rows(self.a_zz, ne).reshape(m1, n1, e).transpose(0, 2, 1)
-        self.b = np.empty((n1, ne, k1, e), wide)  # B row-major
-        self.a2d = a.reshape(m1 * e, n1 * ne)
-        self.b2d = self.b.reshape(n1 * ne, k1 * e)
-        self.wide = None if integer else np.empty((m1 * e, k1 * e), wide)
-        self.prod = np.empty((m1 * e, k1 * e), acc)
-        self.prod_rows = _rows(self.prod, e).reshape(m1, e, k1).transpose(2, 0, 1)
-        self.nz = np.empty((k1, m1, e, e), acc)  # the product in Nz order
-        self.nz_rows = _rows(self.nz, e).reshape(k1, m1, e)
+        # products), the product rounded to fp32 (`prod`) unless int32.
+        wide = np.int32 if integer else np.float64
+        self.a4 = np.empty((m1, e, n1, ne), wide)  # A row-major
+        self.a2d = self.a4.reshape(m1 * e, n1 * ne)
+        # B as one (n, 16) matrix per 16-column block of C: one product per
+        # block (a stacked matmul), written in C's Nz order, reads A from the
+        # cache each time. 256x64x128: 78 us against 93 for one product and a
+        # move. (With A over 256 KB in float64 the stack is slower, 128x512x256:
+        # 1,043 against 725 us; fp16 A never is: L0A holds 32k elements.)
+        self.b4 = np.empty((k1, n1, ne, e), wide)
+        self.b3 = self.b4.reshape(k1, n1 * ne, e)
+        self.wide = np.empty((k1, m1 * e, e), wide)  # the product in C's Nz order
+        self.prod = None if integer else np.empty((k1, m1 * e, e), np.float32)
 
 
 def decoders() -> dict:

@@ -147,6 +147,10 @@ PyObject *bind_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* numbering.c: InstrTable.numbers_of compiled (a module function). */
 PyObject *number_entries(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
+/* cubeconv.c: the cube unit's numerics around its product (module functions). */
+PyObject *f16_to_f64(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *round_into_f32(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
 /* runner.c: the `Runner` type (one operand set's generic path). */
 int runner_register(PyObject *m);
 

@@ -69,7 +69,7 @@ def both(monkeypatch):
     """`both(fn)`: fn() under each engine; every simulate() it makes (or the
     error it raises) must be the same. Checks the compiled loop really ran."""
     real_simulate, real_cengine = npu.simulator.simulate, compiled._cengine
-    made, checked, walkers, binds, transfers = [], [], [], [], []
+    made, checked, walkers, binds, transfers, converted = [], [], [], [], [], []
 
     def engine(*args, **kwargs):
         made.append(1)
@@ -99,13 +99,18 @@ def both(monkeypatch):
         transfers.append(1)
         return real_cengine.gm_transfer(*args)
 
+    def f16_to_f64(*args):  # a mad's operand conversion (`csrc/cubeconv.c`)
+        converted.append(1)
+        return real_cengine.f16_to_f64(*args)
+
     monkeypatch.setattr(compiled, "_cengine", SimpleNamespace(
         Engine=engine, Unsupported=real_cengine.Unsupported, KINDS=real_cengine.KINDS,
         cross_runs=real_cengine.cross_runs, generic=generic,
         forget_buffers=real_cengine.forget_buffers, l2_touch=real_cengine.l2_touch,
         bus_take=real_cengine.bus_take, Walker=walker, Runner=runner,
         bind_static=bind_static, bind_run=bind_run, gm_transfer=gm_transfer,
-        hand_over=real_cengine.hand_over))
+        hand_over=real_cengine.hand_over, f16_to_f64=f16_to_f64,
+        round_into_f32=real_cengine.round_into_f32))
 
     def run(fn):
         seen = {}
@@ -128,6 +133,7 @@ def both(monkeypatch):
             walkers.clear()
             binds.clear()
             transfers.clear()
+            converted.clear()
             try:
                 value = fn()
             except SimulationError as e:
@@ -138,6 +144,7 @@ def both(monkeypatch):
             # the generic path's checks ran compiled (every run that ends executes some)
             if name == "python":
                 assert not checked and not walkers and not binds and not transfers
+                assert not converted
             elif any(isinstance(r, dict) for r in results):
                 assert checked and binds
                 # a run that moved GM bytes timed them with the compiled transfer
@@ -149,6 +156,7 @@ def both(monkeypatch):
         assert py[0] == c[0]
         return c
     run.walkers = walkers  # the compiled walks made in the last run (cce programs: none)
+    run.converted = converted  # the mads' compiled conversions in the last run
     return run
 
 
@@ -167,6 +175,8 @@ def test_examples_match(both, name):
     both(lambda: run_npu_run([str(ROOT / "examples" / name), "--check"]))
     if name != "bert_transpose.mlir":  # a cce program; the others run at the hivm level
         assert both.walkers, "the compiled scalar walk did not run"
+    if name.startswith(("matmul", "ffn")):
+        assert both.converted, "the mads' compiled conversion did not run"
 
 
 @pytest.mark.parametrize("seed", range(6))

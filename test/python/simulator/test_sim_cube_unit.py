@@ -4,6 +4,7 @@ and mad, fp16 and int8), compared with numpy."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from npu.simulator import simulate
 from npu.target import get_target
@@ -125,6 +126,41 @@ def test_tiled_mad_fp16_matches_numpy():
     assert res.report["bytes"]["l1_to_l0b"] == N * K * 2
 
 
+def _awkward_f16(rows: int, cols: int, seed: int, extremes: bool) -> np.ndarray:
+    """fp16 values in [-2, 2] with no magnitude below 2^-4 and signed zeros;
+    with `extremes`, subnormals and magnitudes in [128, 256) mixed in. A
+    product of an extreme and a plain value then has its bits between 2^-38
+    and 2^9, a 32-term sum below 2^14: the float64 sum is exact in any
+    order (52 bits), while a float32 sum rounds."""
+    rng = np.random.default_rng(seed)
+    values = rng.uniform(-2, 2, (rows, cols))
+    values[np.abs(values) < 1 / 16] = 1 / 16
+    bits = values.astype(np.float16).view(np.uint16)
+    pick = rng.random((rows, cols))
+    bits[(pick >= 0.05) & (pick < 0.08)] = 0x8000  # -0.0
+    if extremes:
+        tiny, big = pick < 0.05, (pick >= 0.08) & (pick < 0.1)
+        bits[tiny] = rng.integers(1, 1 << 10, bits.shape)[tiny] | 0x8000 * (pick[tiny] < 0.02)
+        bits[big] = rng.integers(0x5800, 0x5c00, bits.shape)[big] | 0x8000 * (pick[big] < 0.09)
+    return bits.view(np.float16)
+
+
+def test_tiled_mad_fp16_is_bit_exact():
+    """Each mad rounds the exact (float64) sum of its fp16 products to fp32
+    once, and accumulating adds that to C in fp32: the bits, not a tolerance,
+    against that rule computed here tile by tile."""
+    M, N, K, nt = 48, 64, 48, 32
+    a, b = _awkward_f16(M, N, 5, True), _awkward_f16(N, K, 6, False)
+    k = mad_kernel(M, N, K, nt=nt)
+    res = simulate(k.parse(), [nz(a), nz(b), np.zeros((K // 16, M // 16, 16, 16), np.float32)])
+    ref = np.zeros((M, K), np.float32)
+    for t in range(N // nt):
+        part = (a[:, t * nt:(t + 1) * nt].astype(np.float64)
+                @ b[t * nt:(t + 1) * nt].astype(np.float64)).astype(np.float32)
+        ref = part if t == 0 else ref + part
+    np.testing.assert_array_equal(from_nz(res.outputs[2]).view(np.uint32), ref.view(np.uint32))
+
+
 def _nz_i8(x: np.ndarray, re: int, ce: int) -> np.ndarray:
     r, c = x.shape
     return x.reshape(r // re, re, c // ce, ce).transpose(2, 0, 1, 3).copy()
@@ -182,3 +218,28 @@ def test_transposed_load_into_strided_fractals():
     # L0B slots hold X0^T, X2^T, X1^T, X3^T; read as Zn, column block l of B is X[order[l]].
     order = [0, 2, 1, 3]
     np.testing.assert_array_equal(res.outputs[2][:, 0], x[order].astype(np.float32))
+
+
+def test_compiled_fp16_conversion_is_numpys_cast():
+    """The compiled mad's fp16 -> float64 conversion (csrc/cubeconv.c, bit
+    arithmetic) gives numpy's cast for all 65,536 patterns (NaN payloads,
+    -0, subnormals), read contiguously and through the transposed views the
+    mad reads, and the fp32 rounding adds as numpy does."""
+    from npu.simulator import compiled
+    from npu.simulator.cube_unit import F16_TO_F64
+    if not compiled.available():
+        pytest.skip("the C extension is not built")
+    ce = compiled._cengine
+    bits = np.arange(1 << 16, dtype=np.uint16)
+    for src in (bits, bits.reshape(256, 256).T, bits.reshape(16, 16, 16, 16).transpose(1, 0, 3, 2),
+                bits.reshape(16, 16, 16, 16).transpose(0, 2, 1, 3)):
+        out = np.empty(src.shape)
+        ce.f16_to_f64(out, src)
+        np.testing.assert_array_equal(out.view(np.uint64), F16_TO_F64[src].view(np.uint64))
+    wide = RNG.standard_normal(4096) * 1e3
+    c = RNG.standard_normal(4096).astype(np.float32)
+    expect = c + wide.astype(np.float32)
+    ce.round_into_f32(c, wide, True)
+    np.testing.assert_array_equal(c.view(np.uint32), expect.view(np.uint32))
+    ce.round_into_f32(c, wide, False)
+    np.testing.assert_array_equal(c.view(np.uint32), wide.astype(np.float32).view(np.uint32))
