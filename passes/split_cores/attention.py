@@ -16,7 +16,8 @@ the cores form a grid of `hp` head parts and `qp` runs of query rows:
 
 The grid is the cheapest of every grid of at most the cores asked for, by
 the attention cost model on one core's share (`plan.modelled`: its heads,
-its query run against all keys, K and V loaded once per head and run);
+its query run against all keys, K and V loaded once per head and run,
+each head started cold and its last context stored: `core_start`);
 among equals the fewest runs (each run reads its heads' K and V again).
 Query runs need a sequence of whole 16-row blocks that the runs divide,
 and are not taken with the projection fused in (its kernel projects all
@@ -37,6 +38,7 @@ from npu import ir as nir
 from npu.costmodel.attention import pattern as att
 from npu.costmodel.attention import flat_runs as flat
 from npu.costmodel.attention import plan as cost
+from npu.costmodel.attention.core_start import finished, segment
 from npu.costmodel.attention.projection import PROJECTION_ATTR
 from npu.target import Target
 
@@ -86,9 +88,12 @@ def grid(group: ir.Operation, a: att.Attention | None, parts: int, target: Targe
             else:
                 rows = s1 // qp
                 qb = cost.run_tile(attrs["query_rows"] // 16, rows)
-                cycles = cost.modelled(a, qb, attrs["key_rows"] // 16, target,
-                                       attrs.get("softmax", "f32"), heads=heads // hp,
-                                       query_blocks=rows if qp > 1 else None).cycles
+                kb = attrs["key_rows"] // 16
+                c = cost.modelled(a, qb, kb, target, attrs.get("softmax", "f32"),
+                                  heads=heads // hp, query_blocks=rows if qp > 1 else None)
+                c = segment(c, a, heads // hp, rows, qb, kb, target,
+                            PROJECTION_ATTR in group.attributes)
+                cycles = finished(c, a, qb, target).cycles
             if best is None or (cycles, qp, -hp) < (best[2], best[1], -best[0]):
                 best = (hp, qp, cycles)
     for runs in range(2, parts + 1) if runs_ok else ():

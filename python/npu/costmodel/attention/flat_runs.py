@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from npu.costmodel.attention import pattern as att
 from npu.costmodel.attention import plan as cost
+from npu.costmodel.attention.core_start import finished, segment
 from npu.costmodel.attention.cost import TileCost
 from npu.target import Target
 
@@ -78,14 +79,16 @@ def modelled(a: att.Attention, heads: int, q_blocks: int, k_blocks: int, target:
              softmax: str, runs: int) -> TileCost:
     """The attention cost model's pipes for the slowest shape of `runs` flat
     runs: each segment a head's run of query rows against all its keys (its
-    K and V loaded once)."""
+    K and V loaded once), started cold (`core_start`)."""
     worst: TileCost | None = None
     for v in variants(heads, a.seq_blocks, runs):
         total: TileCost | None = None
         for blocks in v.lengths:
-            c = cost.modelled(a, segment_tile(q_blocks, blocks), k_blocks, target, softmax,
-                              heads=1, query_blocks=blocks)
+            tile = segment_tile(q_blocks, blocks)
+            c = segment(cost.modelled(a, tile, k_blocks, target, softmax, heads=1,
+                                      query_blocks=blocks), a, 1, blocks, tile, k_blocks, target)
             total = c if total is None else total + c
+        total = finished(total, a, tile, target)
         if worst is None or total.cycles > worst.cycles:
             worst = total
     assert worst is not None
