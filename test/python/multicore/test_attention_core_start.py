@@ -32,8 +32,8 @@ def _estimate(text: str, forced: tuple[int, int]) -> int:
 def _simulated(text: str, ins: list[np.ndarray], grid: str) -> int:
     """The attention's phase: from the last chip barrier's release to the end."""
     module = parse_module(text, make_context())
-    run_pipeline(module, f"builtin.module(npu-lower{{cores=32 split-cores-grids=attention:{grid}}})",
-                 get_target())
+    pipeline = f"npu-lower{{cores=32 split-cores-grids=attention:{grid}}}"
+    run_pipeline(module, f"builtin.module({pipeline})", get_target())
     res = simulate(module, ins, numerics=False)
     trace, tl = res.core_traces[0]
     release = [tl.end[i] for i, (x, _, _) in enumerate(trace) if getattr(x, "chip", False)][-1]
