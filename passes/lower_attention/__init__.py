@@ -57,6 +57,8 @@ from npu import ir as nir
 from npu.costmodel.attention.plan import run_tile
 from npu.kernels.cce_build import Index, View, core_part, lin
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass, PassError
+from npu.costmodel.attention.flat_runs import FLAT_RUNS_ATTR
+from npu.passes.lower_attention.flat_runs import FlatRuns
 from npu.passes.lower_attention.key_mask import KeyMask
 from npu.passes.lower_attention.nan_guard import NanGuard
 from npu.passes.lower_attention.operands import OperandTiles
@@ -94,7 +96,7 @@ class LowerAttention(Pass):
 
 
 class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, KeyMask, ScoresMask,
-              TileSchedules, ProjectedHeads, ProjectedTiles):
+              TileSchedules, ProjectedHeads, ProjectedTiles, FlatRuns):
     def __init__(self, p: LowerAttention, region: ir.Operation):
         self.p, self.region, self.t = p, region, p.target
         body = [o.operation for o in region.regions[0].blocks[0].operations]
@@ -131,6 +133,7 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, KeyMask, Scores
                             f"is not whole 16-row blocks within seq {found.seq}", region)
         # npu-split-cores cut the query rows into runs over the cores: this
         # core's run (its blocks, and its first block from the block index).
+        self.flat: tuple[int, ir.Value] | None = None  # (runs, this core's): `FlatRuns`
         self.q_run = self.query_run(region, s1)
         if self.q_run is not None:
             self.qb = run_tile(self.qb, self.q_run[0])
@@ -184,6 +187,9 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, KeyMask, Scores
         if found is None:
             return None
         runs, run = found
+        if FLAT_RUNS_ATTR in region.attributes and self.a.seq % 16 == 0 and self.pp is None:
+            self.flat = found  # (the heads' row blocks in order, cut over the cores)
+            return None
         if self.a.seq % 16 or s1 % runs or self.pp is not None:
             raise PassError(f"npu-lower-attention: {nir.CORE_PART_ATTR}: {runs} runs of query "
                             f"rows need a seq of whole 16-row blocks that they divide "
@@ -201,7 +207,9 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, KeyMask, Scores
             self.prepare_key_mask()
             if self.pp is not None:
                 self.projection_prologue()
-            if self.q_run is not None:
+            if self.flat is not None:
+                self.flat_runs(*self.flat)
+            elif self.q_run is not None:
                 self.head_tiles(*self.q_run)
             elif a.seq_blocks <= min(self.qb, self.kb):
                 self.head_pipeline()

@@ -23,7 +23,8 @@ K_BEHIND_Q = True
 class HeadTiles:
     """Mixed into the kernel with `TileSchedules` (the same attributes)."""
 
-    def head_tiles(self, q_blocks: int | None = None, q_first: Index = 0) -> None:
+    def head_tiles(self, q_blocks: int | None = None, q_first: Index = 0,
+                   heads: int | None = None, head0: Index = 0) -> None:
         """Heads whose query tiles are all alike: the (head, query tile, key
         tile) triples are the steps of one pipeline, so the next query tile's
         (or head's) first scores are computed while this one's last softmax
@@ -35,8 +36,14 @@ class HeadTiles:
         query runs), against all keys; default all of them. Query tiles that
         do not divide a seq of partial blocks overlap (`cost.overlapped`): the
         last one ends at the last block and stores only the rows after the
-        tile before."""
+        tile before. `heads` from head `head0` (an index): this core's heads
+        (a flat run's segment, `flat_runs`); default all of them."""
         a = self.a
+        n_heads = a.heads if heads is None else heads
+
+        def g(h):
+            """The head's index in the tensors (h counts this call's heads)."""
+            return h if isinstance(head0, int) and head0 == 0 else lin((h, 1), (head0, 1))
         s1, d1, qb, kb = a.seq_blocks, a.d_blocks, self.qb, self.kb
         sq = s1 if q_blocks is None else q_blocks
         n_keys = -(-s1 // kb)
@@ -107,7 +114,7 @@ class HeadTiles:
                 (behind them in MTE2's queue: the cube does not wait for it)."""
                 load_operands(step, slot)
                 h, x, y = locate(step)
-                self.load_mask_tile(buf, slot, first_row_block(x), y * kb, qb, blocks(y), h)
+                self.load_mask_tile(buf, slot, first_row_block(x), y * kb, qb, blocks(y), g(h))
 
             def load_operands(step, slot: int) -> None:
                 h, x, y = locate(step)
@@ -116,7 +123,7 @@ class HeadTiles:
                     self.scope(lambda: self.projected_scores(
                         own, first_row_block(x) if y == 0 else None, y * kb, blocks(y), q0, buf,
                         slot, qb))
-                    if not (isinstance(h, int) and h == a.heads - 1):
+                    if not (isinstance(h, int) and h == n_heads - 1):
                         spread.in_load(h, step[1], self.parity)
                     return
                 first_x = isinstance(x, int) and x == 0
@@ -124,7 +131,7 @@ class HeadTiles:
                 k1 = None
                 if y == 0:
                     first = first_x and not following(h, x)[2]
-                    q1 = self.load_q(h, first_row_block(x), qb) if first else q_next
+                    q1 = self.load_q(g(h), first_row_block(x), qb) if first else q_next
                     if first and K_BEHIND_Q and (a.sources is None or all(
                             nir.memref_element(src) == "f16" for src in a.sources)):
                         # K's tile right behind Q's in MTE2's queue (f16
@@ -133,28 +140,28 @@ class HeadTiles:
                         # for its pipe's earlier work), so K's loads started
                         # one GM latency later, and Q.K^T waits for both
                         # (BERT seq 128 on 32 cores: each core's one head).
-                        k1 = self.load_k(h, 0, blocks(0), k_tiles[0] if k_here else None)
+                        k1 = self.load_k(g(h), 0, blocks(0), k_tiles[0] if k_here else None)
                     self.mm.reorder_blocks(q1, q0, rows=qb, cols=d1, transpose=False,
                                            op_name="cce.load_l1_to_l0a", src_col_stride=qb)
                 if not resident:
-                    self.scores_and_v(h, q0, qb, y * kb, blocks(y), buf, slot, k1)
+                    self.scores_and_v(g(h), q0, qb, y * kb, blocks(y), buf, slot, k1)
                 else:
                     if k_here and k1 is None:
-                        self.load_k(h, y * kb, blocks(y), k_tiles[y])
+                        self.load_k(g(h), y * kb, blocks(y), k_tiles[y])
                     self.key_scores(q0, k_tiles[y], self.prefix(buf["scores"][slot], blocks(y)),
                                     qb, blocks(y))
                     if first_x and not v_late:  # after Q.K^T: its flag from MTE2 does
                         # not wait for V
-                        self.load_rows(a.v, 2, h, y * kb, blocks(y), v_tiles[y], ones=False)
+                        self.load_rows(a.v, 2, g(h), y * kb, blocks(y), v_tiles[y], ones=False)
                 h_next, x_next, _ = following(h, x)
                 if y == n_keys - 1 and h_next is not None:
-                    self.load_rows(a.q, 0, h_next, first_row_block(x_next), qb, into=q_next,
+                    self.load_rows(a.q, 0, g(h_next), first_row_block(x_next), qb, into=q_next,
                                    ones=False)
                     if v_late and isinstance(x_next, int) and x_next == 0:
                         # One key tile: the next head's K, once this last Q.K^T
                         # has read the head's own (a step earlier than its
                         # first step would load it).
-                        self.load_k(h_next, 0, blocks(0), k_tiles[0])
+                        self.load_k(g(h_next), 0, blocks(0), k_tiles[0])
 
             def late(step, slot: int) -> None:
                 """With one key tile, a head's first step loads its V after
@@ -162,7 +169,7 @@ class HeadTiles:
                 from the same resident tile)."""
                 h, x, y = locate(step)
                 if v_late and isinstance(x, int) and x == 0:
-                    self.load_rows(a.v, 2, h, y * kb, blocks(y), v_tiles[y], ones=False)
+                    self.load_rows(a.v, 2, g(h), y * kb, blocks(y), v_tiles[y], ones=False)
 
             def soft(step, slot: int) -> None:
                 y = locate(step)[2]
@@ -178,7 +185,7 @@ class HeadTiles:
 
             def drain(step, slot: int) -> None:
                 h, x, y = locate(step)
-                if projected and not (isinstance(h, int) and h == a.heads - 1):
+                if projected and not (isinstance(h, int) and h == n_heads - 1):
                     spread.in_drain(h, step[1], self.parity)
                 if y == 0:
                     copy("cce.copy_l0c_to_ub", buf["pv"][slot], self.context, 1,
@@ -186,7 +193,7 @@ class HeadTiles:
                 else:
                     self.rescale_context(buf["pv"][slot], buf["alpha"][slot], qb)
                 if y == n_keys - 1:
-                    self.finish(h, first_row_block(x), qb, valid_rows(x),
+                    self.finish(g(h), first_row_block(x), qb, valid_rows(x),
                                 shared if isinstance(x, int) and x == n_q - 1 else 0)
 
             # (Projected: the load stage scopes its parts, `run_jobs`.)
@@ -206,7 +213,7 @@ class HeadTiles:
             the first of all."""
             ahead = not (isinstance(h, int) and h == 0)
             if isinstance(x, int) and x == last_x:
-                if isinstance(h, int) and h == a.heads - 1:
+                if isinstance(h, int) and h == n_heads - 1:
                     return None, None, ahead
                 return shift(h), 0, ahead
             return h, shift(x), ahead
@@ -225,7 +232,7 @@ class HeadTiles:
             # (One tile a head, a core's run of one query tile: the step is the
             # head, whose load stage brings the next head's Q; two heads peeled at
             # the end keep a looped step's next head within the heads.)
-            self.skewed(a.heads, *stages(lambda st: (st[0],) + divmod(st[1], n_keys)
+            self.skewed(n_heads, *stages(lambda st: (st[0],) + divmod(st[1], n_keys)
                                          if per_head > 1 else (st, 0, 0),
                                          across_heads), inner=per_head,
                         peel=2 if projected or per_head == 1 else 1, pairs=projected)
@@ -234,7 +241,7 @@ class HeadTiles:
             # (tile, key tile)), and the step loaded ahead inside the loop of
             # middle query tiles also loads the next tile's Q: two tiles peeled
             # at the end keep that Q within the sequence.
-            self.loop(a.heads, lambda h: self.skewed(
+            self.loop(n_heads, lambda h: self.skewed(
                 n_q, *stages(lambda st: (h,) + (st if n_keys > 1 else (st, 0)), within_head),
                 inner=n_keys, peel=1 if n_keys > 1 else 2),
                 double_buffer=False)

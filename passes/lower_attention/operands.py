@@ -9,6 +9,7 @@ import math
 from mlir import ir
 
 from npu import ir as nir
+from npu.costmodel.attention.core_start import STAGE_F16_BYTES
 from npu.costmodel.vector.recipes import cast_compute
 from npu.kernels.cce_build import copy, copy_bursts, lin, sub
 
@@ -47,8 +48,8 @@ def flat_rows(source: ir.Value) -> tuple:
 # staging is one copy, in the caller's scope (a scope of its own put Q's
 # flag, and so one GM latency, between Q's and K's loads: 18,713): in
 # pieces, each piece's flag to MTE3 held MTE2 for one GM latency (4
-# pieces: 20,850).
-STAGE_F16_BYTES = 32 * 1024
+# pieces: 20,850). The size, STAGE_F16_BYTES, is in
+# npu.costmodel.attention.core_start, whose load model reads it too.
 
 
 class OperandTiles:

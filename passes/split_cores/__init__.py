@@ -53,7 +53,7 @@ from npu.costmodel.fusion.rows import FUSED_ATTR
 
 from .barriers import Access, Unit, gm_operands, place
 from .groups import apply_group, epilogue_matmuls, external, group_split, written
-from . import aligned, idle_shares, share, split_k
+from . import aligned, attention, idle_shares, share, split_k
 from .prefetched import NONE, Lookahead
 from .rules import SplitRules, parse_grids
 from .split import Split, apply, split_of
@@ -115,7 +115,8 @@ class SplitCoresPass(Pass):
         Option("grids", str, "", "grids to take instead of the model's, to measure them: "
                "'MxNxK:PKxPM' (a matmul of that shape, when split over PK*PM cores: PK column "
                "parts x PM row parts of C, as the remarks print them) or 'attention:HPxQP' (head "
-               "parts x query runs), joined by ';'; an entry no split takes is an error, and "
+               "parts x query runs; 0xP: P flat runs of (head, query) rows crossing heads), "
+               "joined by ';'; an entry no split takes is an error, and "
                "a function with a forced grid is split even where the estimate prefers one core"),
         Option("split-k", str, "", "reductions to split, to measure them: 'MxNxK:PxL' (a matmul "
                "epilogue group whose matmul has that shape: P partial matmuls over equal runs of "
@@ -384,8 +385,8 @@ class SplitCoresPass(Pass):
                            {c: split.box_of(nir.memref_shape(v.type), cuts[v], c)
                             for c in range(split.parts)})
                     for v in external(group, cuts)]
-        return Unit(group, split.parts, accesses,
-                    f"{kind} {'x'.join(str(k) for _, k in split.grid)}")
+        return Unit(group, split.parts, accesses, attention.flat_remark(group, split)
+                    or f"{kind} {'x'.join(str(k) for _, k in split.grid)}")
 
     def _ascend_unit(self, op: ir.Operation, split: Split | None) -> Unit:
         """The op's GM accesses per core; the output (last operand) is written."""

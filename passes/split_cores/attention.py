@@ -16,11 +16,18 @@ the cores form a grid of `hp` head parts and `qp` runs of query rows:
 
 The grid is the cheapest of every grid of at most the cores asked for, by
 the attention cost model on one core's share (`plan.modelled`: its heads,
-its query run against all keys, K and V loaded once per head and run);
+its query run against all keys, K and V loaded once per head and run,
+each head started cold and its last context stored: `core_start`);
 among equals the fewest runs (each run reads its heads' K and V again).
 Query runs need a sequence of whole 16-row blocks that the runs divide,
 and are not taken with the projection fused in (its kernel projects all
 query rows of a head).
+
+Beside the grids, flat runs (`npu.costmodel.attention.flat_runs`): the
+heads' row blocks in order, an equal run of them a core, a run crossing
+from one head into the next (head parts 0: every tensor whole on every
+core, as far as the barriers go; the kernel finds its run from the block
+index). Weighed by the same model, on the slowest shape of run.
 """
 
 from __future__ import annotations
@@ -29,13 +36,16 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.attention import pattern as att
+from npu.costmodel.attention import flat_runs as flat
 from npu.costmodel.attention import plan as cost
+from npu.costmodel.attention.core_start import finished, segment
 from npu.costmodel.attention.projection import PROJECTION_ATTR
 from npu.target import Target
 
 from .split import Split
 
 QUERIES = "q"  # the grid axis of the query runs
+FLAT = "hq"  # of flat runs of (head, query block) units (head parts 0)
 
 
 def _divisors(n: int, most: int) -> list[int]:
@@ -62,8 +72,8 @@ def grid(group: ir.Operation, a: att.Attention | None, parts: int, target: Targe
     """(head parts, query runs, modelled cycles of one core) of the cheapest
     grid of at most `parts` cores for the group and its attention `a`
     (`matched`), or None when the heads and rows give no grid of two or more;
-    `forced` (head parts, query runs): only that grid (npu-split-cores'
-    `grids`)."""
+    head parts 0: that many flat runs (`flat_runs`); `forced` (head parts,
+    query runs): only that grid (npu-split-cores' `grids`)."""
     attrs = nir.dict_attr_items(group.attributes[att.ATTENTION_ATTR])
     heads = attrs["heads"]
     runs_ok = (a is not None and a.seq % 16 == 0 and PROJECTION_ATTR not in group.attributes)
@@ -78,17 +88,30 @@ def grid(group: ir.Operation, a: att.Attention | None, parts: int, target: Targe
             else:
                 rows = s1 // qp
                 qb = cost.run_tile(attrs["query_rows"] // 16, rows)
-                cycles = cost.modelled(a, qb, attrs["key_rows"] // 16, target,
-                                       attrs.get("softmax", "f32"), heads=heads // hp,
-                                       query_blocks=rows if qp > 1 else None).cycles
+                kb = attrs["key_rows"] // 16
+                c = cost.modelled(a, qb, kb, target, attrs.get("softmax", "f32"),
+                                  heads=heads // hp, query_blocks=rows if qp > 1 else None)
+                c = segment(c, a, heads // hp, rows, qb, kb, target,
+                            PROJECTION_ATTR in group.attributes)
+                cycles = finished(c, a, qb, target).cycles
             if best is None or (cycles, qp, -hp) < (best[2], best[1], -best[0]):
                 best = (hp, qp, cycles)
-    return best if best is not None and best[0] * best[1] > 1 else None
+    for runs in range(2, parts + 1) if runs_ok else ():
+        if not flat.runs_fit(heads, s1, runs) or (forced is not None and forced != (0, runs)):
+            continue
+        cycles = flat.modelled(a, heads, attrs["query_rows"] // 16, attrs["key_rows"] // 16,
+                               target, attrs.get("softmax", "f32"), runs).cycles
+        # (flat runs only when strictly cheaper: a grid's cores read fewer K and V)
+        if best is None or cycles < best[2]:
+            best = (0, runs, cycles)
+    return best if best is not None and (best[0] == 0 or best[0] * best[1] > 1) else None
 
 
 def split(hp: int, qp: int) -> Split:
-    """The grid's `Split` (heads outer, query runs inner); the cuts are the
-    group's (`groups`)."""
+    """The grid's `Split` (heads outer, query runs inner; head parts 0: flat
+    runs); the cuts are the group's (`groups`)."""
+    if hp == 0:
+        return Split((), ((FLAT, qp),), unsliced=frozenset({FLAT}))
     axes = (("x", hp),) + (((QUERIES, qp),) if qp > 1 else ())
     return Split((), axes, unsliced=frozenset({QUERIES}))
 
@@ -108,3 +131,14 @@ def query_side(a: att.Attention) -> set[ir.Value]:
     source it is made from) and the context."""
     q = a.sources[0] if a.sources is not None else a.q
     return {q, a.out}
+
+
+def flat_remark(group: ir.Operation, s: Split) -> str | None:
+    """The remark's words for flat runs (None for a grid): how many runs
+    of how many (head, query) rows."""
+    runs = dict(s.grid).get(FLAT)
+    a = None if runs is None else matched(group)
+    if a is None:
+        return None
+    heads = nir.dict_attr_items(group.attributes[att.ATTENTION_ATTR])["heads"]
+    return f"attention {runs} runs of {heads * a.seq // runs} (head, query) rows across heads"

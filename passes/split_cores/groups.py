@@ -27,6 +27,7 @@ from dataclasses import replace
 from mlir import ir
 
 from npu import ir as nir
+from npu.costmodel.attention.flat_runs import FLAT_RUNS_ATTR
 from npu.costmodel.attention.pattern import ATTENTION_ATTR
 from npu.costmodel.conv.epilogue import CONV_EPILOGUE_ATTR, is_per_channel
 from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
@@ -79,7 +80,7 @@ def group_split(group: ir.Operation, parts: int, rules: SplitRules
             a.key_mask, None if a.bias_per_head else a.scores_bias) if m is not None}
 
         def cut_of(v: ir.Value) -> Cuts | None:
-            if v in whole:
+            if v in whole or hp == 0:  # (flat runs: the kernel indexes the tensors whole)
                 return {}
             cut = _head_cut(v, heads, head_dim)
             if cut is None or v not in queries:
@@ -317,11 +318,13 @@ def apply_group(group: ir.Operation, split: Split, cuts: dict[ir.Value, Cuts],
             split.mark(op, first)
     if ATTENTION_ATTR in group.attributes:
         split.mark(group, first)  # its query runs (`attention`)
+        if attention.FLAT in parts:
+            group.attributes[FLAT_RUNS_ATTR] = ir.UnitAttr.get()
     for attr, key in ((FUSED_ATTR, "rows"), (ATTENTION_ATTR, "heads")):
         if attr in group.attributes:
             figures = ir.DictAttr(group.attributes[attr])
             n = _dict_int(figures, key) // (math.prod(parts.values()) if attr == FUSED_ATTR
-                                             else parts["x"])
+                                             else parts.get("x", 1))
             group.attributes[attr] = ir.DictAttr.get(
                 {a.name: (nir.i64_attr(n) if a.name == key else a.attr)
                  for a in (figures[i] for i in range(len(figures)))})

@@ -66,7 +66,8 @@ ATTENTION_KEY = "attention"
 def parse_grids(text: str) -> dict:
     """`grids` option text -> {(M, N, K): (column parts, row parts)} for
     matmuls (M x N times N x K, elements) and {"attention": (head parts,
-    query runs)}: items `MxNxK:PKxPM` or `attention:HPxQP` joined by `;`
+    query runs; 0 head parts: flat runs)}: items `MxNxK:PKxPM` or
+    `attention:HPxQP` joined by `;`
     (the grids as npu-split-cores' remarks print them). ValueError when
     malformed."""
     out: dict = {}
@@ -77,9 +78,11 @@ def parse_grids(text: str) -> dict:
             dims = None if key == ATTENTION_KEY else tuple(int(x) for x in key.split("x"))
         except ValueError:
             parts = dims = ()
-        if not sep or len(parts) != 2 or min(parts) < 1 or (dims is not None and len(dims) != 3):
+        least = (0, 1) if dims is None else (1, 1)  # attention:0xP: P flat runs
+        if (not sep or len(parts) != 2 or parts[0] < least[0] or parts[1] < least[1]
+                or (dims is not None and len(dims) != 3)):
             raise ValueError(f"grid '{item}': expected 'MxNxK:PKxPM' (a matmul's M, N, K and its "
-                             "column x row parts) or 'attention:HPxQP'")
+                             "column x row parts) or 'attention:HPxQP' (0xP: P flat runs)")
         out[dims if dims is not None else ATTENTION_KEY] = parts
     return out
 

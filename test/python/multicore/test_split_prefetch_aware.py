@@ -51,7 +51,8 @@ def test_bert_seq512_grids_stay_the_simulators_best(monkeypatch) -> None:
     out_proj 4x8 would hide 196,608 of its 294,912 weight bytes, and
     measured 110,628 cycles against 8x4's 110,405."""
     units = _grids(512, 32, monkeypatch)
-    at = units.index("attention 12x2")
+    # (the attention on all 32 cores since flat runs: 12 x 2 on 24 before)
+    at = units.index("attention 32 runs of 192 (head, query) rows across heads")
     assert [units[at + 1], units[at + 3], units[at + 4]] == [
         "matmul epilogue 8x4", "matmul epilogue 16x2", "matmul epilogue 8x4"], units
 
