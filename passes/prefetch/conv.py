@@ -33,8 +33,7 @@ from mlir import ir
 from mlir.dialects import scf
 
 from npu.analysis.pipe_work import instruction_cycles
-from npu.dialects.cce import PIPE_OF
-from npu.ir import VIEW_OPS, block_dim, clone_into, defining_op, has_regions, int_attr, top_level, view_root
+from npu.ir import VIEW_OPS, block_dim, clone_into, defining_op, int_attr, top_level, view_root
 from npu.passes.lower_conv.weights import RESIDENT_ATTR, STREAMED_ATTR
 
 from .conv_split import ConvSplit
@@ -363,18 +362,7 @@ class ConvDriver(ConvPrefetch, ConvSplit, StreamedConv):
         flag npu-insert-sync sinks to the run's end: the previous conv's
         last band waited for them (1x1 512->128 then 3x3 128->128 at 28x28,
         one core: 262 KB, +4.1k cycles to the 1x1)."""
-        if has_regions(tops[gap]) or PIPE_OF.get(tops[gap].name) != "MTE2":
-            return gap + 1
-        loaded = view_root(tops[gap].operands[1])
-        for k in range(gap + 1, at):
-            op = tops[k]
-            if not self.facts.works(op):
-                continue
-            if has_regions(op) or PIPE_OF.get(op.name) in (None, "MTE2"):
-                break
-            if any(view_root(v) == loaded for v in op.operands):
-                return k + 1
-        return gap + 1
+        return self.facts.after_first_reader(tops, gap, at)
 
     def _bytes(self, copy: ir.Operation) -> int:
         from npu.ir import element_bytes, memref_element, memref_shape

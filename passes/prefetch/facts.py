@@ -126,6 +126,26 @@ class FactsCache:
             self._works[op] = known
         return known
 
+    def after_first_reader(self, tops: list[ir.Operation], gap: int, at: int) -> int:
+        """The index just past the first instruction of another pipe that
+        reads what the single load `tops[gap]` brings, when only other pipes'
+        steps (and ops without instructions) come before it up to `at`; else
+        `gap + 1`, right after the load. The prefetches' copies go there, so
+        that they do not extend the load's run, whose flag npu-insert-sync
+        sinks to the run's end (`IdleGaps._issue_index`, `ConvDriver._after_reader`)."""
+        if has_regions(tops[gap]) or PIPE_OF.get(tops[gap].name) != "MTE2":
+            return gap + 1
+        loaded = view_root(tops[gap].operands[1])
+        for k in range(gap + 1, at):
+            op = tops[k]
+            if not self.works(op):
+                continue
+            if has_regions(op) or PIPE_OF.get(op.name) in (None, "MTE2"):
+                break
+            if any(view_root(v) == loaded for v in op.operands):
+                return k + 1
+        return gap + 1
+
     def reads(self, op: ir.Operation) -> frozenset:
         """The GM ranges `op`'s copies load: from its facts when known, else
         from its copies alone (cheaper than the facts of a loop whose work

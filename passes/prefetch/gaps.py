@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from npu.dialects.cce import PIPE_OF
-from npu.ir import block_dim, has_regions, int_attr, memref_shape, view_root
+from npu.ir import block_dim, int_attr, memref_shape, view_root
 from npu.analysis.pipe_work import instruction_cycles
 
 from .facts import FactsCache, overlaps
@@ -153,18 +152,7 @@ class IdleGaps:
         ffn_in's and ffn_out's 56 KB; ResNet-50's last conv's last mads
         waited 5.3k cycles for the fc's first 254 KB). The instructions
         passed are other pipes': MTE2 issues the copies just as early."""
-        if has_regions(tops[gap]) or PIPE_OF.get(tops[gap].name) != "MTE2":
-            return gap + 1
-        loaded = view_root(tops[gap].operands[1])
-        for k in range(gap + 1, at):
-            op = tops[k]
-            if not self.facts.works(op):
-                continue
-            if has_regions(op) or PIPE_OF.get(op.name) in (None, "MTE2"):
-                break
-            if any(view_root(v) == loaded for v in op.operands):
-                return k + 1
-        return gap + 1
+        return self.facts.after_first_reader(tops, gap, at)
 
     def _waiter(self, tops: list[ir.Operation], following: int, end: int, written: set
                 ) -> int | None:
