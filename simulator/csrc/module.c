@@ -158,12 +158,6 @@ static PyMethodDef Engine_methods[] = {
      "results([arrays]) -> (start, end, dispatch, s_time, done, busy, flows, unconsumed, sum of "
      "scalar cycles); start, end and dispatch as int64 bytes when `arrays`"},
     {"heads", (PyCFunction)Engine_heads, METH_NOARGS, "[(pipe, its head entry)]"},
-    {"f16_to_f64", (PyCFunction)(void (*)(void))f16_to_f64, METH_FASTCALL,
-     "f16_to_f64(dst, src): dst (contiguous float64) = the fp16 patterns of src (uint16, any "
-     "strides, 1-4 dims) in C order, as numpy's cast (cube_unit.Mad.product)"},
-    {"round_into_f32", (PyCFunction)(void (*)(void))round_into_f32, METH_FASTCALL,
-     "round_into_f32(c, wide, accumulate): c = fp32(wide), or fp32(c + fp32(wide)) "
-     "(cube_unit.Mad.product)"},
     {NULL, NULL, 0, NULL},
 };
 
