@@ -24,7 +24,7 @@ from dataclasses import replace
 from npu import ir as nir
 from npu.costmodel.attention import pattern as att
 from npu.costmodel.attention import plan as cost
-from npu.costmodel.attention.cost import TileCost
+from npu.costmodel.attention.cost import TileCost, gm_loads
 from npu.target import Target
 
 FRACTAL_F16 = 16 * 16 * 2
@@ -103,14 +103,9 @@ def store_cycles(a: att.Attention, q_blocks: int, target: Target) -> int:
 def _tile_loads(a: att.Attention, query_blocks: int, kv: int, target: Target) -> int:
     """The tile model's MTE2 cycles for a head's Q and `kv` times its K and
     V (`cost.tile_cost`'s loads), which `segment` replaces."""
-    gm = target.path("gm_to_l1").bytes_per_cycle
-
-    def load(blocks: int) -> int:
-        nbytes = blocks * FRACTAL_F16
-        bursts = nbytes // target.vector_block_bytes if a.sources is not None else blocks
-        return nbytes // gm + bursts * target.gm_burst_cycles
-
-    return load(query_blocks * a.d_blocks) + kv * load(2 * a.seq_blocks * a.d_blocks)
+    rows = a.sources is not None
+    return gm_loads(query_blocks * a.d_blocks, rows, target) \
+        + kv * gm_loads(2 * a.seq_blocks * a.d_blocks, rows, target)
 
 
 def segment(c: TileCost, a: att.Attention, heads: int, query_blocks: int, q_blocks: int,

@@ -88,6 +88,15 @@ def row_max_cycles(rows: int, elem_bytes: int, t: Target) -> int:
     return min(rows * t.vector_cycles("reduce"), fold_across_cycles(rows, elem_bytes, t))
 
 
+def gm_loads(blocks: int, row_loads: bool, t: Target) -> int:
+    """MTE2 cycles of `blocks` 16 x 16 f16 blocks from GM: their bytes, and a
+    burst per 32-byte row piece when read as rows (`row_loads`), else a
+    burst per block."""
+    nbytes = blocks * 16 * 16 * 2
+    bursts = nbytes // t.vector_block_bytes if row_loads else blocks
+    return nbytes // t.path("gm_to_l1").bytes_per_cycle + bursts * t.gm_burst_cycles
+
+
 def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_blocks: int,
               softmax: str, resident: bool, row_loads: bool, nz_out: bool,
               t: Target, on_chip: bool = False, guard: bool = False,
@@ -180,13 +189,8 @@ def tile_cost(heads: int, seq_blocks: int, d_blocks: int, q_blocks: int, k_block
         mte1 += (qb * d1 * frac2) // t.path("l1_to_l0a").bytes_per_cycle
         vector += repeats(slab) * trans + d1 * repeats(slab) * (simple + (conv if nz_out else 0))
     gm = t.path("gm_to_l1").bytes_per_cycle
-
-    def load(blocks: int) -> int:  # blocks of 16 x 16 f16 from GM
-        nbytes = blocks * frac2
-        bursts = nbytes // t.vector_block_bytes if row_loads else blocks
-        return nbytes // gm + bursts * t.gm_burst_cycles
-
-    mte2 = 0 if on_chip else load(sq * d1) + (1 if resident else len(q_tiles)) * load(2 * s1 * d1)
+    mte2 = 0 if on_chip else gm_loads(sq * d1, row_loads, t) \
+        + (1 if resident else len(q_tiles)) * gm_loads(2 * s1 * d1, row_loads, t)
     if path and not on_chip:
         # Each run of copies ends in a flag whose set waits for the run to
         # land, and MTE2 issues the next run after it: a GM latency a run.
