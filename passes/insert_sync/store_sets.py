@@ -29,11 +29,11 @@ STAGING_OP = "cce.copy_ub_to_l1"
 PIPE = "MTE3"
 
 
-def share_store_sets(pairs: list[FlagPair], nodes: list[Node], pos: dict) -> int:
+def share_store_sets(pairs: list[FlagPair], nodes: list[Node], pos: dict) -> None:
     """Move the set of each pair of `pairs` (one block's, over `nodes`) that
     follows a GM store to the first later node of the block (before its
     consumer) that another set of MTE3 follows; `pos` (id(node) ->
-    positions) gives the pairs' new intervals. Returns how many moved."""
+    positions) gives the pairs' new intervals."""
     index = {id(n): i for i, n in enumerate(nodes)}
 
     def at(fp: FlagPair) -> int:
@@ -52,7 +52,6 @@ def share_store_sets(pairs: list[FlagPair], nodes: list[Node], pos: dict) -> int
     # later stores' sets: 37,988 -> 52,174 cycles).
     points = sorted({at(fp) for fp in pairs if fp.src == PIPE and id(fp) not in mine and at(fp) >= 0
                      and fp.producer.op.name == STAGING_OP})
-    moved = 0
     for fp in ours:
         j, i = at(fp), index[id(fp.consumer)]
         k = bisect.bisect_right(points, j)
@@ -61,5 +60,3 @@ def share_store_sets(pairs: list[FlagPair], nodes: list[Node], pos: dict) -> int
                 nodes[points[k]].op.location == fp.producer.op.location:
             fp.producer = nodes[points[k]]
             fp.intervals = [(pos[id(fp.producer)].after, pos[id(fp.consumer)].before)]
-            moved += 1
-    return moved
