@@ -19,6 +19,7 @@ SMALLEST: dict[str, tuple[list[str], bool]] = {
     "attention_softmax.py": (["--seq", "100", "--sigma", "1.0", "--cycles", "128"], True),
     "bert_layer.py": (["--seq", "32", "--hidden", "64", "--heads", "2", "--ffn", "128"], False),
     "chip.py": (["--cores", "1,2", "--rows", "ffn"], False),
+    "chip_bound.py": (["--seqs", "128", "--layers", "1"], False),
     "chip_phases.py": (["--seq", "32", "--cores", "2"], True),
     "cliffs.py": (["--no-bert"], True),
     "cnn.py": (["--size", "32", "--width", "0.125", "--models", "resnet18", "--no-310"], True),
