@@ -135,9 +135,10 @@ def share_bytes(w: float, M: int, K: int, N: int, reads_a: bool) -> tuple[float,
     return best
 
 
-def movers_floor(sh: Shape, mc: Machine) -> tuple[int, dict]:
-    """Smallest T with cores x mte2 x T >= the bytes of all MACs, each MAC at
-    the bytes per MAC of the largest share the cube can do in T."""
+def movers_floor(sh: Shape, mc: Machine, layers: int = 1) -> tuple[int, dict]:
+    """Smallest T with cores x mte2 x T >= the bytes of all MACs of `layers`
+    layers, each MAC at the bytes per MAC of the largest share one core can
+    compute and move in T (in a stack a share may grow with the stack's T)."""
     def need(T: float) -> tuple[float, dict]:
         total, shares = 0.0, {}
         for name, M, K, N, ra in sh.matmuls():
@@ -157,7 +158,7 @@ def movers_floor(sh: Shape, mc: Machine) -> tuple[int, dict]:
     lo, hi = 1.0, 1e7
     while hi - lo > 1:
         mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if need(mid)[0] > mc.cores * mc.mte2 * mid else (lo, mid)
+        lo, hi = (mid, hi) if layers * need(mid)[0] > mc.cores * mc.mte2 * mid else (lo, mid)
     return math.ceil(hi), need(hi)[1]
 
 
@@ -185,16 +186,16 @@ def layer_bound(sh: Shape, mc: Machine, layers: int = 1) -> dict:
     def compute(barriers: int) -> float:
         return barriers * mc.barrier + mc.gm_latency + work
     barriers = 2 * layers
-    movers, shares = movers_floor(sh, mc)
+    movers, shares = movers_floor(sh, mc, layers)
     d, f = sh.hidden, sh.ffn
     params = sh.weight_bytes() + 4 * (4 * d + f + d + 4 * d)  # biases, LN (f32)
     bus = (layers * params + 2 * 4 * sh.seq * d) / mc.bus
-    bound = max(compute(barriers), layers * movers, bus)
+    bound = max(compute(barriers), movers, bus)
     # A2: a program with fewer barriers has a core reading a whole hidden^2
     # matrix; its floor is that core's reads, or the others without barriers.
     no_barrier = 2 * d * d / mc.mte2
-    alt = max(no_barrier, compute(0), layers * movers, bus)
-    return {"compute": compute(barriers), "flags": compute(0), "movers": layers * movers, "bus": bus, "segs": segs,
+    alt = max(no_barrier, compute(0), movers, bus)
+    return {"compute": compute(barriers), "flags": compute(0), "movers": movers, "bus": bus, "segs": segs,
             "shares": shares, "barriers": barriers, "no_barrier": no_barrier,
             "bound": min(bound, alt)}
 
