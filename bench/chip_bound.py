@@ -365,7 +365,7 @@ def main() -> int:
         rows.append((f"{args.layers}x seq {seqs[0]}",
                      Shape(seqs[0], args.hidden, args.heads, args.ffn), args.layers))
     print(f"{'row':<14} {'compute':>9} {'movers':>9} {'bus':>8} {'BOUND':>9} {'target':>9} "
-          f"{'measured':>9}  verdict")
+          f"{'11-27':>9}  verdict  (11-27: bench/chip.py on 2026-11-27, not rerun here)")
     for label, sh, layers in rows:
         b = layer_bound(sh, mc, layers)
         target, measured = _target(sh.seq, layers, args)
