@@ -93,7 +93,10 @@ class AccessAnalysis(IndexAnalysis, AllocUses):
         # value -> root_of(value): an operand's root is asked for its ranges
         # and again for the alloc it uses (npu-plan-memory's lifetimes).
         self._roots: dict[ir.Value, tuple[ir.Value, Affine | None]] = {}
-        self._bases: dict[ir.Value, ir.Value] = {}  # value -> `_chain_base`
+        # value -> (`_chain_base`, the base's defining op, the value's own):
+        # the defining ops are asked again by `_root_of` and `_elem_offset`,
+        # and `value.owner` is the dearest binding call on this path.
+        self._bases: dict[ir.Value, tuple[ir.Value, ir.Operation | None, ir.Operation | None]] = {}
         self._layouts: dict[ir.Type, tuple[list[int], int]] = (  # see `_layout`
             {} if types is None else types._layouts)
         # root memref value -> (`root_key`, the root's alloc when keyed by it)
@@ -141,7 +144,7 @@ class AccessAnalysis(IndexAnalysis, AllocUses):
 
     def _root_of(self, value: ir.Value) -> tuple[ir.Value, Affine | None]:
         base, offset = self._base_of(value)
-        view = defining_op(base)
+        view = self._chain(value)[1]
         if view is None or view.name != "memref.view":
             return base, offset
         shift = self.index_value(view.operands[1])
@@ -165,15 +168,20 @@ class AccessAnalysis(IndexAnalysis, AllocUses):
         """The value at the end of `value`'s chain of VIEW_OPS (memoised per
         value: the views of one buffer share the rest of the chain, and an
         operand is often used by several ops)."""
-        base = self._bases.get(value)
-        if base is None:
+        return self._chain(value)[0]
+
+    def _chain(self, value: ir.Value) -> tuple[ir.Value, ir.Operation | None, ir.Operation | None]:
+        """(`_chain_base(value)`, its defining op, `value`'s defining op), memoised."""
+        found = self._bases.get(value)
+        if found is None:
             op = defining_op(value)
             if op is None or op.name not in VIEW_OPS:
-                base = value
+                found = (value, op, op)
             else:
-                base = self._chain_base(op.operands[0])
-            self._bases[value] = base
-        return base
+                base, base_op, _ = self._chain(op.operands[0])
+                found = (base, base_op, op)
+            self._bases[value] = found
+        return found
 
     def _elem_offset(self, value: ir.Value, depth: int = 0) -> Affine | None:
         """Element offset of a (possibly dynamic) view from its root's base."""
@@ -181,7 +189,7 @@ class AccessAnalysis(IndexAnalysis, AllocUses):
         dyn = _DYNAMIC
         if off != dyn:
             return Affine(off)
-        op = defining_op(value)
+        op = self._chain(value)[2]
         if op is None or depth > 32:
             return None
         if op.name in ("memref.collapse_shape", "memref.expand_shape", "memref.cast"):
@@ -253,18 +261,15 @@ class AccessAnalysis(IndexAnalysis, AllocUses):
         """(byte offset from the root, length) of the `memref.view` `value`
         derives from, its bytes rounded up to whole GM allocation granules
         (the padding a GM tensor may be accessed in); None if unknown."""
-        base, _ = self._base_of(value)
-        view = defining_op(base)
+        base, view, _ = self._chain(value)
         if view is None or view.name != "memref.view":
             return None
         root, start = self.root_of(base)
         if start is None:
             return None
-        mt = ir.MemRefType(base.type)
-        nbytes = element_bytes(element_type_name(mt.element_type))
-        for d in mt.shape:
-            nbytes *= d
-        granule = self.target.gm_alloc_granule_bytes if memory_space(base) == "gm" else 1
+        facts = self.memref_facts(base.type)
+        nbytes = facts.size
+        granule = self.target.gm_alloc_granule_bytes if facts.space == "gm" else 1
         return start, -(-nbytes // granule) * granule
 
     def adopt(self, earlier: Iterable["AccessAnalysis"]) -> None:
@@ -305,8 +310,7 @@ class AccessAnalysis(IndexAnalysis, AllocUses):
         found = self._roots.get(value)
         if found is not None:
             return found[0]
-        base = self._chain_base(value)
-        view = defining_op(base)
+        base, view, _ = self._chain(value)
         if view is None or view.name != "memref.view":
             return base
         return self.root_value(view.operands[0])
@@ -362,7 +366,7 @@ class AccessAnalysis(IndexAnalysis, AllocUses):
         if short == "mad":
             m, n, k = int_attr(op, "m"), int_attr(op, "n"), int_attr(op, "k")
             a, b, c = op.operands[0], op.operands[1], op.operands[2]
-            eb = [element_bytes(str(ir.MemRefType(v.type).element_type)) for v in (a, b, c)]
+            eb = [self.memref_facts(v.type).element_bytes for v in (a, b, c)]
             c_range = self.range_of(c, 0, m * k * eb[2])
             reads = [self.range_of(a, 0, m * n * eb[0]), self.range_of(b, 0, n * k * eb[1])]
             if bool_attr(op, "accumulate"):
