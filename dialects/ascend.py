@@ -343,11 +343,18 @@ def _check_insert_slice(op: ir.Operation, target: Target) -> None:
 
 
 def _check_reduce_axis_attr(op: ir.Operation, target: Target) -> None:
-    """`axis` is optional, but when present an i64."""
+    """`axis` is optional, but when present an i64; so is a reduce_sum's
+    `scale` (an f64 the rounded sum is multiplied by: a global average)."""
     if "axis" in op.attributes:
         a = op.attributes["axis"]
         if not (isinstance(a, ir.IntegerAttr) and str(ir.IntegerAttr(a).type) == "i64"):
             raise RuleError(f"attribute 'axis' must be a 64-bit integer (e.g. `1 : i64`), got {a}")
+    if "scale" in op.attributes:
+        a = op.attributes["scale"]
+        if op.name != "ascend.reduce_sum":
+            raise RuleError("only reduce_sum takes a 'scale'")
+        if not (isinstance(a, ir.FloatAttr) and str(ir.FloatAttr(a).type) == "f64"):
+            raise RuleError(f"attribute 'scale' must be a 64-bit float (e.g. `0.5 : f64`), got {a}")
 
 
 def _check_reduce(op: ir.Operation, target: Target) -> None:

@@ -96,6 +96,9 @@ class LowerReduce(Pass):
         acc_bytes = 4 if op.name == "ascend.reduce_sum" else nir.element_bytes(elem)
         block = VectorGeometry.for_types(self.target, [nir.element_bytes(elem), acc_bytes]).block
         rows = in_shape[axis]
+        if nir.has_attr(op, "scale") and not inner >= block:
+            raise PassError("a reduce_sum's scale is lowered only on an outer axis with whole "
+                            f"blocks after it ({inner} < {block} elements)", op)
         if (inner > 1 and inner < block) or (inner == 1 and rows < block and rows % block):
             SmallReduce(self, op, outer, rows, inner, fold_op).emit()
             return

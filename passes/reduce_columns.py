@@ -58,6 +58,9 @@ class Reduction:
         self.acc = "f32" if fold_op == "cce.vadd" and self.elem == "f16" else self.elem
         self.es, self.aes = nir.element_bytes(self.elem), nir.element_bytes(self.acc)
         self.granule = p.target.granule("ub")
+        # A reduce_sum's `scale` (a global average's 1/(H*W)): the rounded
+        # results times it, as ascend.muls would compute them, before the store.
+        self.scale = nir.float_attr(op, "scale") if nir.has_attr(op, "scale") else None
 
 
 class ColumnReduce(Reduction):
@@ -149,6 +152,7 @@ class ColumnReduce(Reduction):
         if self.acc != self.elem:
             out = nir.alloc([length], self.elem, "ub")
             self.convert(out, acc, length, "rint", self.es, self.aes)
+        self.scaled(out, 1, 0, length)
         copy("cce.copy_ub_to_gm", out, sub(self.dst, lin((o, self.inner), (c0, 1)), length), 1,
              length * self.es // self.granule)
 
@@ -158,6 +162,25 @@ class ColumnReduce(Reduction):
             "cce.vconv", [sub(dst, off, span), sub(src, off, span)], repeat=rep, mask=mask,
             dst_blk_stride=1, dst_rep_stride=self.rep_stride(des), src_blk_stride=1,
             src_rep_stride=self.rep_stride(ses), round_mode=mode), count)
+
+    def scaled(self, buf: ir.Value, k: int, stride: int, count: int) -> None:
+        """`buf`'s first `count` elements (k = 1), or those of each of `k` runs
+        `stride` blocks apart, times the scale in place (the element type)."""
+        if self.scale is None:
+            return
+        if k == 1:
+            rs = self.rep_stride(self.es)
+            self.vector(lambda off, span, rep, mask: nir.create_op(
+                "cce.vmuls", [sub(buf, off, span)] * 2, repeat=rep, mask=mask, dst_blk_stride=1,
+                dst_rep_stride=rs, src_blk_stride=1, src_rep_stride=rs, scalar=self.scale), count)
+            return
+        lanes = self.geo.lanes
+        for s0 in range(0, count, lanes):
+            mask = min(lanes, count - s0)
+            view = sub(buf, s0, (k - 1) * stride * self.granule // self.es + mask)
+            nir.create_op("cce.vmuls", [view, view], repeat=k, mask=mask, dst_blk_stride=1,
+                          dst_rep_stride=stride, src_blk_stride=1, src_rep_stride=stride,
+                          scalar=self.scale)
 
     def rep_stride(self, es: int) -> int:
         return self.geo.lanes * es // self.granule
@@ -242,6 +265,7 @@ class OuterBatches:
         es, g, inner, lanes = r.es, r.granule, r.inner, r.geo.lanes
         dst = sub(r.dst, lin((o0, inner)), k * inner)
         if r.acc == r.elem:
+            r.scaled(work, k, self.stride, inner)
             copy("cce.copy_ub_to_gm", sub(work, 0, (k - 1) * self.slab + inner), dst, k,
                  inner * es // g, src_gap=(self.slab - inner) * es // g)
             return
@@ -253,4 +277,5 @@ class OuterBatches:
                           repeat=k, mask=mask, dst_blk_stride=1,
                           dst_rep_stride=inner * es // g, src_blk_stride=1,
                           src_rep_stride=self.stride, round_mode="rint")
+        r.scaled(out, 1, 0, k * inner)
         copy("cce.copy_ub_to_gm", out, dst, 1, k * inner * es // g)

@@ -238,7 +238,7 @@ class FusePass(ConvEpilogueGrouping, EpilogueGrouping, NzLayouts, MatmulChains, 
                           "fused kernels move whole-block rows, or keep one row resident in UB, "
                           "which needs rows "
                           + ("that fit UB" if fused_chunk.long_rows(g, self.target)
-                             else "past the vector repeat stride"))
+                             else "past the vector repeat stride (or a single row)"))
         if len(members) == 1 or whole or resident:
             return fusion.gm_bytes(g, granule), None
         plan = online_rows.plan(g, self.target, budget)

@@ -13,6 +13,8 @@ Numerics (the contract's intent, made precise here):
   accumulation (`npu.reference_int8`).
 * reduce_sum accumulates in fp32 and rounds once; reductions take an
   optional `axis` (default the last) and the output may keep it as size 1.
+  A reduce_sum's optional `scale` then multiplies the rounded sum as muls
+  does (a global average pool's 1/(H*W) in the same kernel).
 * conv2d multiplies fp16 input and weight exactly, accumulates in fp32; f32
   out adds the bias and rounds once, f16 out rounds, then adds the f16 bias
   (`npu.reference_conv`).
@@ -50,7 +52,7 @@ from npu.reference_conv import conv2d_of
 from npu.dialects.ascend_conv import NC1HWC0, layout
 from npu.dialects.ascend_pool import Pool2d, pool2d_5hd_numpy, pool2d_numpy
 from npu.reference_int8 import defractalize_blocks, fractalize_blocks, matmul_i8
-from npu.ir import (NUMPY_DTYPES, float_attr, int_array_attr, int_attr, memory_space,
+from npu.ir import (NUMPY_DTYPES, float_attr, has_attr, int_array_attr, int_attr, memory_space,
                     memref_element, memref_shape, str_attr, workspace_args)
 
 
@@ -319,7 +321,11 @@ def _execute(op: ir.Operation, frame: _Frame) -> None:
     elif name == "ascend.reduce_sum":
         src, out = ins
         total = src.astype(np.float32).sum(axis=_axis(op), dtype=np.float32)
-        frame.write(out_value, total.reshape(out.shape).astype(out.dtype))
+        total = total.reshape(out.shape).astype(out.dtype)
+        if has_attr(op, "scale"):
+            scale = np.asarray(float_attr(op, "scale")).astype(out.dtype)
+            total = _elementwise(np.multiply, out.dtype, total, scale)
+        frame.write(out_value, total)
     elif name in ("ascend.reduce_max", "ascend.reduce_min"):
         src, out = ins
         fn = np.max if name == "ascend.reduce_max" else np.min

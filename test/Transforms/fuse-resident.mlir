@@ -43,10 +43,31 @@ func.func @vocabulary_softmax(%x: memref<16x30522xf32, "gm">, %y: memref<16x3052
 // CHECK-NOT:   scf.execute_region
 func.func @short_rows_not_whole_blocks(%x: memref<4x1001xf32, "gm">, %y: memref<4x1001xf32, "gm">) {
   %m = memref.alloc() : memref<4x1xf32, "gm">
-  // expected-remark @+1 {{'ascend.reduce_max' left unfused: not fused with its consumer 'ascend.sub': rows of 1001 elements of 4 bytes are not whole 32-byte blocks: fused kernels move whole-block rows, or keep one row resident in UB, which needs rows past the vector repeat stride}}
+  // expected-remark @+1 {{'ascend.reduce_max' left unfused: not fused with its consumer 'ascend.sub': rows of 1001 elements of 4 bytes are not whole 32-byte blocks: fused kernels move whole-block rows, or keep one row resident in UB, which needs rows past the vector repeat stride (or a single row)}}
   "ascend.reduce_max"(%x, %m) : (memref<4x1001xf32, "gm">, memref<4x1xf32, "gm">) -> ()
   // expected-remark @+1 {{'ascend.sub' left unfused}}
   "ascend.sub"(%x, %m, %y) : (memref<4x1001xf32, "gm">, memref<4x1xf32, "gm">, memref<4x1001xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+// One short row that is not whole blocks (a classifier's 1000 logits after
+// its matmul: the cast and the bias add) is one resident kernel: the row's
+// whole blocks and the block ending it, loaded from element 984.
+// CHECK-LABEL: func.func @classifier_row
+// CHECK:       scf.execute_region {
+// KERNEL-LABEL: func.func @classifier_row
+// KERNEL:       cce.copy_gm_to_ub{{.*}}burst_len = 2 :{{.*}}memref<16xf32, strided<[1], offset: 984>, "gm">
+// KERNEL:       cce.vconv
+// KERNEL:       cce.copy_gm_to_ub{{.*}}burst_len = 1 :{{.*}}memref<16xf16, strided<[1], offset: 984>, "gm">
+// KERNEL:       cce.vadd
+// KERNEL:       cce.copy_ub_to_gm{{.*}}burst_len = 1 :
+func.func @classifier_row(%c: memref<1x1000xf32, "gm">, %b: memref<1x1000xf16, "gm">, %y: memref<1x1000xf16, "gm">) {
+  %h = memref.alloc() : memref<1x1000xf16, "gm">
+  // expected-remark @+1 {{fused 2 ops (cast, add) over 1 rows of 1000: GM traffic 12000 -> 8000 bytes, 1 tensor(s) stay on chip; rows resident in UB, one a chunk, in two slots (stored from their loaded buffers)}}
+  "ascend.cast"(%c, %h) {round_mode = "rint"} : (memref<1x1000xf32, "gm">, memref<1x1000xf16, "gm">) -> ()
+  "ascend.add"(%h, %b, %y) : (memref<1x1000xf16, "gm">, memref<1x1000xf16, "gm">, memref<1x1000xf16, "gm">) -> ()
   return
 }
 

@@ -69,13 +69,18 @@ def resident_fit(g: GroupModel, target: Target, budget: int) -> ResidentFit | No
     from their loaded buffers), or None. `budget` is the one-set budget
     (`FUSED_UB_FRACTION` of UB at the default share). Long rows that are not
     whole blocks (`fused_chunk.long_rows`) take this kernel however short:
-    its UB row is the whole blocks and a tail block. Rows that fit only once
+    its UB row is the whole blocks and a tail block. So does a single short
+    row that is not whole blocks (a classifier's 1000 logits: its cast and
+    bias add one kernel instead of two, ResNet-50's fc 77,420 -> 76,390
+    cycles) but holds one at least (the tail block starts in the row);
+    several short ones are left to the unfused kernels, which take many
+    rows a chunk. Rows that fit only once
     and are not whole blocks (GPT-2's 50257 f32 columns, which the two-pass
     kernel cannot take) use one slot, each row's loads following the
     previous row's stores piece by piece."""
     tail = tail_block(g, target)
     n = (g.n or 1) - (g.n or 1) % tail + tail if tail else None
-    if tail and not long_rows(g, target):
+    if tail and not long_rows(g, target) and (g.rows > 1 or (g.n or 1) < tail):
         return None  # short rows that are not whole blocks: the unfused kernels take them
     cb = chunk_bytes(g, resident_plan(g, target), target, online_row_block(g, target), n)
     if cb.row_block != 1:

@@ -44,3 +44,21 @@ func.func @min_rows(%a: memref<16x256xf32, "gm">, %b: memref<16x1xf32, "gm">) {
   "ascend.reduce_min"(%a, %b) : (memref<16x256xf32, "gm">, memref<16x1xf32, "gm">) -> ()
   return
 }
+
+// -----
+
+// ResNet-50's global average pool on its last conv's NC1HWC0 result: the
+// sums over [N*C1, H*W, 16] (f32, rounded to f16) times the scale 1/49 in
+// the same kernel, as ascend.muls computes them, then one store.
+// CHECK-LABEL: func.func @global_average_scaled
+// CHECK:       cce.copy_gm_to_ub
+// CHECK:       cce.vadd
+// CHECK:       "cce.vconv"{{.*}}round_mode = "rint"
+// CHECK-NEXT:  "cce.vmuls"{{.*}}repeat = 8 : i64, scalar = 0.020408162847161293
+// CHECK-NEXT:  "cce.copy_ub_to_gm"
+// CHECK-NOT:   cce.vmuls
+// CHECK:       return
+func.func @global_average_scaled(%a: memref<128x49x16xf16, "gm">, %b: memref<128x1x16xf16, "gm">) {
+  "ascend.reduce_sum"(%a, %b) {axis = 1 : i64, scale = 0.020408162847161293 : f64} : (memref<128x49x16xf16, "gm">, memref<128x1x16xf16, "gm">) -> ()
+  return
+}

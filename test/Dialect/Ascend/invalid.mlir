@@ -362,6 +362,23 @@ func.func @reduce_axis_type(%x: memref<4x8xf32, "gm">, %y: memref<4xf32, "gm">) 
 
 // -----
 
+// A global average pool's 1/(H*W) rides on its sum only.
+func.func @reduce_scale_on_max(%x: memref<4x8xf32, "gm">, %y: memref<4xf32, "gm">) {
+  // expected-error@+1 {{only reduce_sum takes a 'scale'}}
+  "ascend.reduce_max"(%x, %y) {axis = 1 : i64, scale = 0.5 : f64} : (memref<4x8xf32, "gm">, memref<4xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
+func.func @reduce_scale_type(%x: memref<4x8xf32, "gm">, %y: memref<4xf32, "gm">) {
+  // expected-error@+1 {{attribute 'scale' must be a 64-bit float (e.g. `0.5 : f64`), got 5.000000e-01 : f32}}
+  "ascend.reduce_sum"(%x, %y) {axis = 1 : i64, scale = 0.5 : f32} : (memref<4x8xf32, "gm">, memref<4xf32, "gm">) -> ()
+  return
+}
+
+// -----
+
 func.func @reduce_axis_shape(%x: memref<4x8x3xf32, "gm">, %y: memref<4x3xf32, "gm">) {
   // expected-error@+1 {{output shape must be [8, 3] (input [4, 8, 3] without axis 0) or [1, 8, 3] (axis kept as size 1), got [4, 3]}}
   "ascend.reduce_max"(%x, %y) {axis = -3 : i64} : (memref<4x8x3xf32, "gm">, memref<4x3xf32, "gm">) -> ()

@@ -296,6 +296,15 @@ def test_reduce_sum_fp16_accumulates_in_fp32():
     np.testing.assert_array_equal(out[1], np.array([4096, 4096], np.float16))
 
 
+def test_reduce_sum_scale_multiplies_the_rounded_sum():
+    # 2049 ones: the sum rounds to 2048 in fp16 first, then times 3 (6144;
+    # 6147 rounded would be 6148), as a muls after the reduce_sum computes it.
+    x = np.ones((1, 2049), np.float16)
+    out = run([((1, 2049), np.float16), ((1,), np.float16)],
+              [("ascend.reduce_sum", [0, 1], "{scale = 3.0 : f64}")], [x, np.zeros(1, np.float16)])
+    np.testing.assert_array_equal(out[1], np.array([6144], np.float16))
+
+
 def test_reduce_sum_and_max_along_last_axis():
     x = RNG.standard_normal((3, 4, 50)).astype(np.float32)
     s = run([((3, 4, 50), np.float32), ((3, 4), np.float32)], [("ascend.reduce_sum", [0, 1], "")],

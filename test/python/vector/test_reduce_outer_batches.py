@@ -51,3 +51,28 @@ def test_gap_head_cycles(c1, ratio):
     np.testing.assert_allclose(res.outputs[1].astype(np.float64), want, rtol=2e-3, atol=2e-3)
     rep = res.report
     assert rep["cycles"] < ratio * rep["bound_cycles"], (rep["cycles"], rep["bound_cycles"])
+
+
+@pytest.mark.parametrize("elem,shape,lowering", [
+    ("f16", (128, 49, 16), "npu-lower-reduce"),                  # ResNet-50's head
+    ("f32", (40, 9, 8), "npu-lower-reduce"),                     # stored from the slabs
+    ("f16", (10, 7, 16), "npu-lower-reduce{max-chunk=100}"),     # per outer index
+    ("f32", (7, 3, 100), "npu-lower-reduce"),                    # overlapping column pieces
+])
+def test_scaled_sum_is_sum_then_muls(elem, shape, lowering):
+    """A global average pool's reduce_sum with `scale` (its 1/(H*W)) gives
+    the bits of the reduce_sum and an ascend.muls after it (the two kernels
+    the frontend made before, the sums through GM)."""
+    scale = "0.020408162847161293 : f64"
+    dt = np.float16 if elem == "f16" else np.float32
+    out = [shape[0], 1, shape[2]]
+    x = np.random.default_rng(sum(shape)).uniform(-4, 4, shape).astype(dt)
+    types = [memref(list(shape), elem), memref(out, elem)]
+    one = run(func("f", "ascend.reduce_sum", types, f"axis = 1 : i64, scale = {scale}"), lowering,
+              [x, np.zeros(out, dt)]).outputs[1]
+    total = run(func("f", "ascend.reduce_sum", types, "axis = 1 : i64"), lowering,
+                [x, np.zeros(out, dt)]).outputs[1]
+    two = run(func("g", "ascend.muls", [memref(out, elem)] * 2, f"scalar = {scale}"),
+              "npu-lower-elementwise", [total, np.zeros(out, dt)]).outputs[1]
+    assert one.tobytes() == two.tobytes()
+    assert not np.array_equal(one, total)

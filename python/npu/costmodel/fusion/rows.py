@@ -161,6 +161,8 @@ def describe(op: ir.Operation, index: int, target: Target, tails: bool = False) 
         shape = nir.memref_shape(src)
         if not shape or reduce_axis(op) % len(shape) != len(shape) - 1:
             return "it reduces an axis other than the last"
+        if nir.has_attr(op, "scale"):
+            return "its sums are scaled (npu-lower-reduce's own kernel)"
         n = shape[-1]
         rows = elements(src) // n
         ins = [Operand(src, nir.view_root(src), "full", nir.memref_element(src))]
