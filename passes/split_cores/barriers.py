@@ -4,9 +4,12 @@ Each unit of work (an ascend op on its own split, or a kernel that runs on
 core 0 alone) touches, per core, a box of each GM operand. A later unit
 needs a barrier before it exactly when some core touches bytes that an
 earlier unit since the previous barrier touched on *another* core, one of
-the two writing them. Boxes of the same view compare exactly; two different
-views of one buffer are taken to overlap (a reshape or a second subview is
-not worth relating: the barrier is only ever extra, never missing).
+the two writing them. Boxes of the same view compare exactly, and so do
+boxes of two views that are chains of static, unit-stride subviews of one
+view (`_lifted`: a split reduction's partial matmul reads a run of the
+columns that ffn_in's cores wrote, `split_k`); any other two views of one
+buffer are taken to overlap (a reshape is not worth relating: the barrier is
+only ever extra, never missing).
 """
 
 from __future__ import annotations
@@ -52,6 +55,29 @@ def _overlap(a: Box | None, b: Box | None) -> bool:
     return all(x0 < y0 + ys and y0 < x0 + xs for (x0, xs), (y0, ys) in zip(a, b))
 
 
+def _lifted(value: ir.Value) -> tuple[ir.Value, tuple[int, ...]]:
+    """The view that `value` is a chain of static, unit-stride, rank-keeping
+    subviews of (itself if none), and `value`'s offsets in it."""
+    offsets = [0] * len(nir.memref_shape(value.type))
+    dyn = ir.ShapedType.get_dynamic_stride_or_offset()
+    while True:
+        op = nir.defining_op(value)
+        if op is None or op.name != "memref.subview" or len(op.operands) != 1:
+            return value, tuple(offsets)
+        static = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
+        strides = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+        source = op.operands[0]
+        if (dyn in static or any(s != 1 for s in strides)
+                or len(static) != len(offsets) or len(nir.memref_shape(source.type)) != len(offsets)):
+            return value, tuple(offsets)
+        offsets = [o + s for o, s in zip(offsets, static)]
+        value = source
+
+
+def _shifted(box: Box | None, offsets: tuple[int, ...]) -> Box | None:
+    return None if box is None else tuple((o + x, n) for o, (x, n) in zip(offsets, box))
+
+
 def conflicts(earlier: Unit, later: Unit) -> bool:
     """Some core of `later` touches bytes that another core touched in
     `earlier`, one of the two writing them."""
@@ -59,10 +85,14 @@ def conflicts(earlier: Unit, later: Unit) -> bool:
         for b in later.accesses:
             if a.root != b.root or not (a.write or b.write):
                 continue
-            same_view = (a.value is not None and b.value is not None and a.value == b.value)
+            lift_a = lift_b = None
+            if a.value is not None and b.value is not None:
+                lift_a, lift_b = _lifted(a.value), _lifted(b.value)
+            same_view = lift_a is not None and lift_a[0] == lift_b[0]
             for c, box_a in a.boxes.items():
                 for d, box_b in b.boxes.items():
-                    if c != d and (not same_view or _overlap(box_a, box_b)):
+                    if c != d and (not same_view or _overlap(_shifted(box_a, lift_a[1]),
+                                                             _shifted(box_b, lift_b[1]))):
                         return True
     return False
 

@@ -138,3 +138,38 @@ def test_cores_with_the_same_timeline_share_one_drawing() -> None:
     assert re.findall(r"<h3>([^<]*)", page) == ["cores 0-2 (the same timeline)", "core 3"]
     assert page.count("<svg") == 2 and all(f'id="timeline-core{c}"' in page for c in range(4))
     assert int_ranges([0, 1, 2, 5, 7, 8]) == "0-2, 5, 7-8"
+
+
+def _rows_of_b(first: int) -> str:
+    """exp on 4 cores (a row each), then exp of rows first, first + 1 of its
+    result (a static subview) on 2 cores."""
+    sub = f'memref<2x1024xf16, strided<[1024, 1], offset: {first * 1024}>, "gm">'
+    return f"""func.func @rows(%a: {R4}, %b: {R4}, %d: memref<2x1024xf16, "gm">) {{
+  "ascend.exp"(%a, %b) : ({R4}, {R4}) -> ()
+  %s = memref.subview %b[{first}, 0] [2, 1024] [1, 1] : {R4} to {sub}
+  "ascend.exp"(%s, %d) : ({sub}, memref<2x1024xf16, "gm">) -> ()
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("first,barriers", [(0, 0), (2, 1)])
+def test_a_subview_compares_its_boxes_in_the_buffer(first: int, barriers: int) -> None:
+    # A subview's boxes are placed in the view it cuts (`barriers._lifted`):
+    # rows 0-1 are read on the cores that wrote them (no barrier: a split
+    # reduction's partial matmul over the columns its cores computed), rows
+    # 2-3 on other cores (a barrier, and without it a race).
+    text = _compiled(_rows_of_b(first), SPLIT)
+    assert text.count(BARRIER) == barriers
+    x = np.random.default_rng(6).uniform(-2, 2, (4, 1024)).astype(np.float16)
+    ins = [x, np.zeros_like(x), np.zeros((2, 1024), np.float16)]
+    res = simulate(parse_module(text, make_context()), ins)
+    assert res.report["block_dim"] == 4 and res.hazards == []
+    np.testing.assert_allclose(res.outputs[2].astype(np.float32),
+                               np.exp(np.exp(x[first:first + 2].astype(np.float32))),
+                               rtol=3e-3)
+    if barriers:
+        cut = text.replace(BARRIER, "", 1)
+        with pytest.raises(SimulationError) as e:
+            simulate(parse_module(cut, make_context()), ins)
+        assert e.value.kind == "race"

@@ -61,9 +61,11 @@ def _want(x: np.ndarray, ffn: bool = False) -> np.ndarray:
     return _f16(g) @ _f16(init["w2"]) + init["b2"] if ffn else g
 
 
-def _compile(cores: int, split_k: str, ffn: bool = False):
-    """The kernel and npu-split-cores' remarks."""
+def _compile(cores: int, split_k: str, ffn: bool = False, grids: str = ""):
+    """The kernel and npu-split-cores' remarks (`grids`: forced, and any op
+    large enough to split)."""
     options = f"split-cores-split-k={split_k} " if split_k else ""
+    options += f"split-cores-grids={grids} split-cores-min-bytes=0 " if grids else ""
     engine = diagnostics.DiagnosticEngine()
     token = diagnostics.install(engine)
     try:
@@ -107,8 +109,9 @@ def test_an_f16_epilogue_sums_and_computes_in_f32(split: str) -> None:
     np.testing.assert_allclose(y, _want(X, ffn=True), rtol=1e-2, atol=1e-2)
 
 
-def test_the_barrier_before_the_sum_is_needed() -> None:
-    kernel, _ = _compile(8, f"{SPLIT}:4x5")
+def _without_last_barrier(kernel) -> None:
+    """The program runs race-free, and with its last chip barrier deleted
+    the race checker stops it."""
     program = kernel.module.operation.get_asm(print_generic_op_form=True)
     barrier = '"hivm.sync_all"() : () -> ()'
     # the last barrier orders the partial sums before the group adds them
@@ -122,6 +125,29 @@ def test_the_barrier_before_the_sum_is_needed() -> None:
     with pytest.raises(SimulationError) as e:
         simulate(parse_module(cut, make_context()), ins, numerics=False)
     assert e.value.kind == "race"
+
+
+def test_the_barrier_before_the_sum_is_needed() -> None:
+    _without_last_barrier(_compile(8, f"{SPLIT}:4x5")[0])
+
+
+# Megatron's FFN: the first matmul on 4 column parts x 2 row parts (core =
+# column part x 2 + row part), the second's reduction cut at those columns,
+# partial r on the two cores that computed column part r, each over its own
+# rows: every core reads only the GELU output it wrote, so no barrier goes
+# between the two matmuls; one goes before the group that sums the parts.
+MEGATRON = dict(split_k=f"{SECOND}:3x2", grids=f"{SPLIT}:4x2;{ROWS}x32x{OUT}:1x2")
+
+
+def test_megatron_ffn_partials_need_no_barrier_after_the_first_matmul() -> None:
+    kernel, remarks = _compile(8, ffn=True, **MEGATRON)
+    assert [f"ascend.matmul 1x2 on cores {2 * r}-{2 * r + 1}" in remarks[1]
+            for r in range(3)] == [True] * 3, remarks
+    assert "2 chip barriers;" in remarks[1], remarks  # the input's, the sums'
+    (y,), report = kernel(X)
+    assert report["hazards"] == [] and report["block_dim"] == 8
+    np.testing.assert_allclose(y, _want(X, ffn=True), rtol=1e-2, atol=1e-2)
+    _without_last_barrier(kernel)
 
 
 @pytest.mark.parametrize("entry,why", [
