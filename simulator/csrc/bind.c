@@ -323,13 +323,8 @@ PyObject *bind_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     } else {
         Py_INCREF(compute);
     }
-    PyObject *zero = PyLong_FromLong(0);
-    if (!zero)
-        goto done;
-    PyObject *rargs[10] = {C(B_STATE), instr, PyTuple_GET_ITEM(st, 4), PyTuple_GET_ITEM(st, 5),
-                           compute, C(B_CARRIED), mems, addrs, zero, Py_None};
-    run = PyObject_Vectorcall(C(B_RUNNER), rargs, 10, NULL);
-    Py_DECREF(zero);
+    run = runner_make(C(B_RUNNER), C(B_STATE), instr, PyTuple_GET_ITEM(st, 4),
+                      PyTuple_GET_ITEM(st, 5), compute, C(B_CARRIED), mems, addrs);
     if (!run || !(entry = PyTuple_Pack(3, views, instr, run)))
         goto done;
     PyObject *bound = C(B_BOUND);

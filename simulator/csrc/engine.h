@@ -155,7 +155,11 @@ PyObject *round_into_f32(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 PyObject *vec_op(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 int vecops_register(PyObject *m);
 
-/* runner.c: the `Runner` type (one operand set's generic path). */
+/* runner.c: the `Runner` type (one operand set's generic path), and one
+ * made without its type call (no upgrade), or `type`'s call for another type. */
 int runner_register(PyObject *m);
+PyObject *runner_make(PyObject *type, PyObject *state, PyObject *instr, PyObject *reads,
+                      PyObject *writes, PyObject *compute, PyObject *carried, PyObject *mems,
+                      PyObject *addrs);
 
 #endif

@@ -126,6 +126,46 @@ static PyObject *Runner_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     return (PyObject *)R;
 }
 
+static PyTypeObject RunnerType;
+
+/* Runner(state, instr, reads, writes, compute, carried, mems, addrs, 0, None)
+ * without the type call: `bind_run` makes one per new operand set (2 a tile
+ * of the vector bench), and the keyword parsing of `Runner_init` was ~3% of
+ * the compiled loop. `type`: the B_RUNNER of bind_run's context; anything
+ * but this type (a subclass, a stand-in) goes through its call. */
+PyObject *runner_make(PyObject *type, PyObject *state, PyObject *instr, PyObject *reads,
+                      PyObject *writes, PyObject *compute, PyObject *carried, PyObject *mems,
+                      PyObject *addrs)
+{
+    if (type != (PyObject *)&RunnerType || !PyTuple_Check(reads) || !PyTuple_Check(writes)) {
+        PyObject *zero = PyLong_FromLong(0);
+        if (!zero)
+            return NULL;
+        PyObject *args[10] = {state, instr, reads, writes, compute, carried, mems, addrs, zero,
+                              Py_None};
+        PyObject *r = PyObject_Vectorcall(type, args, 10, NULL);
+        Py_DECREF(zero);
+        return r;
+    }
+    PyObject *pipe = PyObject_GetAttr(instr, s_pipe);
+    if (!pipe)
+        return NULL;
+    Runner *R = (Runner *)RunnerType.tp_alloc(&RunnerType, 0);
+    if (!R) {
+        Py_DECREF(pipe);
+        return NULL;
+    }
+    R->vectorcall = (vectorcallfunc)Runner_call;
+    R->pipe = pipe;
+#define SET(f) R->f = Py_NewRef(f)
+    SET(state); SET(instr); SET(reads); SET(writes); SET(compute); SET(carried); SET(mems);
+    SET(addrs);
+#undef SET
+    R->upgrade = Py_NewRef(Py_None);
+    R->countdown = 0;
+    return (PyObject *)R;
+}
+
 static PyTypeObject RunnerType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "npu.simulator._cengine.Runner",

@@ -53,6 +53,19 @@ def test_numbers_match_python(seed: int) -> None:
     assert sorted(set(sum(got, []))) == list(range(len(table)))
 
 
+def test_more_instructions_than_the_address_cache() -> None:
+    """2,000 instructions revisited at random: number_entries' cache of
+    recent addresses (256 slots) collides and is overwritten; the numbers
+    are still the dict's."""
+    rng = random.Random(7)
+    pool = [_Instr() for _ in range(2000)]
+    traces = [[(rng.choice(pool), (), 0) for _ in range(5000)] for _ in range(2)]
+    got, table = _numbers(traces, True)
+    want, want_table = _numbers(traces, False)
+    assert got == want
+    assert table == want_table
+
+
 def test_numbers_of_same_with_either_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     pool = [_Instr() for _ in range(7)]
     trace = [(pool[k], (), 1) for k in (3, 3, 1, 4, 1, 5, 6, 2, 6, 5, 3)]
