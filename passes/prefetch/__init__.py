@@ -256,7 +256,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
         # long kernel's component (attention with its projection) spans it
         # all, so its mostly dead tail would never take a chunk.
         bound = L1_ROOMS.index(self.l1_room)
-        need = {j: collector.space_bounds_at(func, "l1", j)[bound] for j in range(low, at)}
+        need = dict(zip(range(low, at), collector.space_bounds_over(func, "l1", low, at, bound)))
         # The ops that function-level allocs tie to the loop (A's resident
         # strip, copied before it) share its bound, which counts the loop's
         # slots (the prefetched ones among them).
