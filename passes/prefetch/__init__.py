@@ -192,7 +192,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
         # The weight buffers are written by the weight copies only.
         if any(op not in copies for slot in slots for op in _writers(slot)):
             return None, "a weight buffer is also written by another copy"
-        return Candidate(loop, [(defining_op(a), c) for a, c in slots.items()]), ""
+        return Candidate(loop, [(defining_op(a), c) for a, c in slots.items()], body=ops), ""
 
     # ------------------------------------------------------------ transformation
 

@@ -28,8 +28,14 @@ class EmitParts:
         loop = c.loop
         body = loop.regions[0].blocks[0]
         iv = body.arguments[0]
-        body_ops = [o.operation for o in body.operations]
-        body_set = set(body_ops)  # (a list's `in` compared every op of a large body)
+        # (`c.body` may still hold slot allocs moved out by an earlier call:
+        # those are never cloned, see `slot_allocs`)
+        if c.body is None:
+            c.body = [o.operation for o in body.operations]
+        body_ops = c.body
+        if c.body_set is None:  # (a list's `in` compared every op of a large body)
+            c.body_set = set(body_ops)
+        body_set = c.body_set
         made: list[ir.Operation] = []
         point = issue if at is None else at
         with loop.context, loop.location:
