@@ -285,6 +285,18 @@ class BufferCollector:
         _, _, lows, highs, _ = self._space_profile(func_op, space)
         return int(lows[index]), int(highs[index])
 
+    def space_bounds_over(self, func_op: ir.Operation, space: str, first: int, end: int,
+                          bound: int) -> list[int]:
+        """`space_bounds_at(...)[bound]` of each top-level op in [first, end),
+        read off the profile at once: npu-prefetch asks for every op from a
+        gap to its loop, 29k single queries on BERT-12 at 32 cores."""
+        if end <= first:
+            return []
+        values = self._space_profile(func_op, space)[2 + bound]
+        # (a negative index counts from the end, as in `space_bounds_at`)
+        head = [int(values[k]) for k in range(first, min(0, end))]
+        return head + values[max(first, 0):end].tolist() if end > 0 else head
+
     def tied_span(self, func_op: ir.Operation, space: str, index: int) -> tuple[int, int] | None:
         """The top-level ops [first, last] that function-level allocs of
         `space` live over together with op `index` (their bound at each is

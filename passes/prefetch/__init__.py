@@ -192,7 +192,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
         # The weight buffers are written by the weight copies only.
         if any(op not in copies for slot in slots for op in _writers(slot)):
             return None, "a weight buffer is also written by another copy"
-        return Candidate(loop, [(defining_op(a), c) for a, c in slots.items()]), ""
+        return Candidate(loop, [(defining_op(a), c) for a, c in slots.items()], body=ops), ""
 
     # ------------------------------------------------------------ transformation
 
@@ -256,7 +256,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
         # long kernel's component (attention with its projection) spans it
         # all, so its mostly dead tail would never take a chunk.
         bound = L1_ROOMS.index(self.l1_room)
-        need = {j: collector.space_bounds_at(func, "l1", j)[bound] for j in range(low, at)}
+        need = dict(zip(range(low, at), collector.space_bounds_over(func, "l1", low, at, bound)))
         # The ops that function-level allocs tie to the loop (A's resident
         # strip, copied before it) share its bound, which counts the loop's
         # slots (the prefetched ones among them).

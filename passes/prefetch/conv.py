@@ -299,7 +299,7 @@ class ConvDriver(ConvPrefetch, ConvSplit, StreamedConv):
         low = min([start] + [k for k, _ in gaps])
         bound = L1_ROOMS.index(self.l1_room)
         end = max(at, last)  # the ops up to the first piece newly hold the buffer
-        need = {j: collector.space_bounds_at(func, "l1", j)[bound] for j in range(low, end)}
+        need = dict(zip(range(low, end), collector.space_bounds_over(func, "l1", low, end, bound)))
         size = collector.space_size(c.alloc)[1]
         room = size
         parts = self._place_conv(c, gaps, need, room, end)

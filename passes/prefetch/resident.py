@@ -61,7 +61,7 @@ class ResidentStrips:
             return None, "the loop stages no host-constant weights into L1"
         if trip_count(loop) is None:
             return None, "the loop has no constant trip count"
-        return Candidate(loop, slots, resident=True), ""
+        return Candidate(loop, slots, resident=True, body=ops), ""
 
     @staticmethod
     def _guard_resident(c: Candidate, slots, rests: list[Part] = ()) -> None:

@@ -77,8 +77,8 @@ class RowLoads:
         size = sum(collector.space_size(defining_op(view_root(r.operands[1])))[1] or 0
                    for r in rows)
         capacity = self.target.capacity(ROW_SPACE)
-        return all(collector.space_bounds_at(func, ROW_SPACE, j)[bound] + size <= capacity
-                   for j in range(first, at))
+        return all(need + size <= capacity
+                   for need in collector.space_bounds_over(func, ROW_SPACE, first, at, bound))
 
     def _row_cycles(self, rows: list[ir.Operation]) -> float:
         return sum(instruction_cycles(r, self.target) for r in rows)

@@ -132,3 +132,21 @@ def test_space_profile_follows_changes_of_function_level_lifetimes():
     assert after == _profile(_fresh(target, func), func, n + 1)
     assert after[1][3] == (3, 11) and after != before
     assert after[2] == lifetime_bounds(tracked.collect(func))
+
+
+def test_space_bounds_over_reads_space_bounds_at_over_a_range():
+    """npu-prefetch's window query gives each op's `space_bounds_at` bound
+    (lower and upper, negative indices counting from the end as there),
+    and nothing for an empty range."""
+    ctx = make_context()
+    module = parse_module(SPANS, ctx)
+    func = functions(module)[0]
+    collector = BufferCollector(get_target("ascend910"))
+    n = len(collector.track(func))
+    for bound in (0, 1):
+        at = [collector.space_bounds_at(func, "ub", k)[bound] for k in range(-2, n)]
+        assert collector.space_bounds_over(func, "ub", -2, n, bound) == at
+        assert collector.space_bounds_over(func, "ub", 3, 8, bound) == at[5:10]
+        assert collector.space_bounds_over(func, "ub", -2, -1, bound) == at[:1]
+        assert len(set(at)) > 1  # (the range is not uniform: a wrong slice shows)
+    assert collector.space_bounds_over(func, "ub", 5, 5, 0) == []
