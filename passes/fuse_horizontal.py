@@ -156,16 +156,20 @@ class FuseHorizontalPass(Pass):
                                 f"move {fused} GM bytes, apart {apart}")
             return None
         last = group[-1]
-        moved = self._make_room(group, [a] + [op.operands[1] for op in group])
-        if isinstance(moved, str):
-            self._remark(first, f"npu-fuse-horizontal: matmuls {names} stay apart: {moved}")
+        weights = [op.operands[1] for op in group]
+        sunk = self._to_sink(group, [a] + weights)
+        if not isinstance(sunk, str) and len(set(weights)) < len(group):  # an alloc joins once
+            sunk = "two of them read the same weight (laid side by side it would be copied)"
+        if isinstance(sunk, str):
+            self._remark(first, f"npu-fuse-horizontal: matmuls {names} stay apart: {sunk}")
             return None
+        moved = self._sink(group, sunk)
         kinds = [self._weight_kind(op.operands[1]) for op in group]
         with self.func.context, first.location:
             if kinds[0] == "constant":
-                b_full = self._concat_constants([op.operands[1] for op in group], first)
+                b_full = self._concat_constants(weights, first)
             else:
-                b_full = self._join_allocs([op.operands[1] for op in group]).full
+                b_full = self._join_allocs(weights).full
             c_slices = self._join_allocs([op.operands[2] for op in group])
             with ir.InsertionPoint(last):
                 nir.create_op("ascend.matmul", [a, b_full, c_slices.full])
@@ -327,10 +331,24 @@ class FuseHorizontalPass(Pass):
         return nir.constant_argument(value)
 
     def _make_room(self, group: list[ir.Operation], inputs: list[ir.Value]) -> int | str:
-        """Move the ops between the first and the last member of `group`
-        that depend on an earlier member (through GM, transitively, keeping
-        their order) after the last member; the number moved, or why the
-        group cannot be placed at its last member."""
+        """Move `_to_sink`'s ops after the last member of `group`; the
+        number moved, or why the group cannot be placed there."""
+        sunk = self._to_sink(group, inputs)
+        return sunk if isinstance(sunk, str) else self._sink(group, sunk)
+
+    @staticmethod
+    def _sink(group: list[ir.Operation], ops: list[ir.Operation]) -> int:
+        anchor = group[-1]
+        for op in ops:
+            op.move_after(anchor)
+            anchor = op
+        return len(ops)
+
+    def _to_sink(self, group: list[ir.Operation], inputs: list[ir.Value]) -> list | str:
+        """The ops between the first and the last member of `group` that
+        depend on an earlier member (through GM, transitively, in order),
+        which must move after the last member; or why the group cannot be
+        placed at its last member."""
         ops = self._ops()
         start, end = ops.index(group[0]), ops.index(group[-1])
         members = set(group)
@@ -352,11 +370,7 @@ class FuseHorizontalPass(Pass):
                 reads |= r
                 writes |= w
             # views and constants that a moved op uses stay where they are: they dominate it
-        anchor = group[-1]
-        for op in sunk:
-            op.move_after(anchor)
-            anchor = op
-        return len(sunk)
+        return sunk
 
     def _erase_unused_constants(self) -> None:
         """Constant arguments no op reads any more (their data moved into a

@@ -137,3 +137,21 @@ func.func @weight_rewritten(%a: memref<2x2x16x16xf16, "gm">, %w: memref<32x16xf1
   "ascend.matmul"(%a, %b0, %c1) : (memref<2x2x16x16xf16, "gm">, memref<1x2x16x16xf16, "gm">, memref<1x2x16x16xf32, "gm">) -> ()
   return
 }
+
+// -----
+
+// Two siblings read the same weight: joining it with itself would need a
+// copy of it (the weights' allocs become views of one buffer), so they stay
+// apart.
+// CHECK-LABEL: func.func @same_weight_twice
+// CHECK-COUNT-2: "ascend.matmul"
+func.func @same_weight_twice(%a: memref<2x2x16x16xf16, "gm">, %w: memref<32x16xf16, "gm">) {
+  %b0 = memref.alloc() : memref<1x2x16x16xf16, "gm">
+  "ascend.fractalize"(%w, %b0) : (memref<32x16xf16, "gm">, memref<1x2x16x16xf16, "gm">) -> ()
+  %c0 = memref.alloc() : memref<1x2x16x16xf32, "gm">
+  // expected-remark @+1 {{stay apart: two of them read the same weight}}
+  "ascend.matmul"(%a, %b0, %c0) : (memref<2x2x16x16xf16, "gm">, memref<1x2x16x16xf16, "gm">, memref<1x2x16x16xf32, "gm">) -> ()
+  %c1 = memref.alloc() : memref<1x2x16x16xf32, "gm">
+  "ascend.matmul"(%a, %b0, %c1) : (memref<2x2x16x16xf16, "gm">, memref<1x2x16x16xf16, "gm">, memref<1x2x16x16xf32, "gm">) -> ()
+  return
+}
