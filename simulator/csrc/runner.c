@@ -72,16 +72,11 @@ out:
     return result;
 }
 
-static int Runner_init(Runner *R, PyObject *args, PyObject *kw)
+/* A Runner's fields, by `Runner_init` and by `runner_make` (a fresh one). */
+static int runner_set(Runner *R, PyObject *state, PyObject *instr, PyObject *reads,
+                      PyObject *writes, PyObject *compute, PyObject *carried, PyObject *mems,
+                      PyObject *addrs, Py_ssize_t countdown, PyObject *upgrade)
 {
-    PyObject *state, *instr, *reads, *writes, *compute, *carried, *mems, *addrs, *upgrade;
-    Py_ssize_t countdown;
-    static char *names[] = {"state", "instr", "reads", "writes", "compute", "carried", "mems",
-                            "addrs", "countdown", "upgrade", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO!O!OOOOnO", names, &state, &instr,
-                                     &PyTuple_Type, &reads, &PyTuple_Type, &writes, &compute,
-                                     &carried, &mems, &addrs, &countdown, &upgrade))
-        return -1;
     PyObject *pipe = PyObject_GetAttr(instr, s_pipe);
     if (!pipe)
         return -1;
@@ -93,6 +88,20 @@ static int Runner_init(Runner *R, PyObject *args, PyObject *kw)
     R->countdown = upgrade == Py_None ? 0 : countdown;
     R->vectorcall = (vectorcallfunc)Runner_call;
     return 0;
+}
+
+static int Runner_init(Runner *R, PyObject *args, PyObject *kw)
+{
+    PyObject *state, *instr, *reads, *writes, *compute, *carried, *mems, *addrs, *upgrade;
+    Py_ssize_t countdown;
+    static char *names[] = {"state", "instr", "reads", "writes", "compute", "carried", "mems",
+                            "addrs", "countdown", "upgrade", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO!O!OOOOnO", names, &state, &instr,
+                                     &PyTuple_Type, &reads, &PyTuple_Type, &writes, &compute,
+                                     &carried, &mems, &addrs, &countdown, &upgrade))
+        return -1;
+    return runner_set(R, state, instr, reads, writes, compute, carried, mems, addrs, countdown,
+                      upgrade);
 }
 
 static int Runner_traverse(Runner *R, visitproc visit, void *arg)
@@ -147,22 +156,13 @@ PyObject *runner_make(PyObject *type, PyObject *state, PyObject *instr, PyObject
         Py_DECREF(zero);
         return r;
     }
-    PyObject *pipe = PyObject_GetAttr(instr, s_pipe);
-    if (!pipe)
-        return NULL;
     Runner *R = (Runner *)RunnerType.tp_alloc(&RunnerType, 0);
-    if (!R) {
-        Py_DECREF(pipe);
+    if (!R)
+        return NULL;
+    if (runner_set(R, state, instr, reads, writes, compute, carried, mems, addrs, 0, Py_None)) {
+        Py_DECREF(R);
         return NULL;
     }
-    R->vectorcall = (vectorcallfunc)Runner_call;
-    R->pipe = pipe;
-#define SET(f) R->f = Py_NewRef(f)
-    SET(state); SET(instr); SET(reads); SET(writes); SET(compute); SET(carried); SET(mems);
-    SET(addrs);
-#undef SET
-    R->upgrade = Py_NewRef(Py_None);
-    R->countdown = 0;
     return (PyObject *)R;
 }
 
