@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 
 from mlir import ir
 
-from npu.analysis.access import SYNC_OPS, AccessAnalysis, AccessError, is_access_op
+from npu.analysis.access import (SYNC_OPS, AccessAnalysis, AccessError, is_access_name,
+                                 is_access_op)
 from npu.analysis.affine import Affine, IvKey
 from npu.analysis.byte_ranges import OpAccess, Range, may_overlap
 from npu.ir import LEAF_OP_NAMES, has_regions, walk_held
@@ -140,7 +141,7 @@ def build_block(block: ir.Block, analysis: AccessAnalysis, inside: _Inside | Non
         if name in SYNC_OPS:
             raise PassError("npu-insert-sync expects code without synchronisation; "
                             f"found '{name}' (run it once, on unsynchronised cce)", op)
-        if name.startswith("cce."):  # `is_access_op`, sync ops having been refused above
+        if is_access_name(name):
             try:
                 acc = analysis.access(op)
             except AccessError as e:
@@ -152,7 +153,8 @@ def build_block(block: ir.Block, analysis: AccessAnalysis, inside: _Inside | Non
             node = _compound(op, analysis, inside)
             if node is not None:
                 nodes.append(node)
-        elif name not in LEAF_OP_NAMES and has_regions(op) and any(is_access_op(o) for o in walk_held(op) if o is not op):
+        elif (name not in LEAF_OP_NAMES and has_regions(op)
+              and any(is_access_op(o) for o in walk_held(op) if o is not op)):
             raise PassError(f"npu-insert-sync does not handle cce ops nested in '{op.name}'", op)
     return nodes
 

@@ -93,7 +93,7 @@ class AccessAnalysis(IndexAnalysis, AllocUses):
         # value -> root_of(value): an operand's root is asked for its ranges
         # and again for the alloc it uses (npu-plan-memory's lifetimes).
         self._roots: dict[ir.Value, tuple[ir.Value, Affine | None]] = {}
-        # value -> (`_chain_base`, the base's defining op, the value's own):
+        # value -> `_chain(value)` (its base, the base's defining op, its own):
         # the defining ops are asked again by `_root_of` and `_elem_offset`,
         # and `value.owner` is the dearest binding call on this path.
         self._bases: dict[ir.Value, tuple[ir.Value, ir.Operation | None, ir.Operation | None]] = {}
@@ -160,18 +160,14 @@ class AccessAnalysis(IndexAnalysis, AllocUses):
         # The strided layout offset of a view is relative to the root's base
         # (MLIR semantics), so a static one is final; dynamic ones are rebuilt.
         if static_off is not None:
-            return self._chain_base(value), Affine(static_off * ebytes)
+            return self._chain(value)[0], Affine(static_off * ebytes)
         elems = self._elem_offset(value)
-        return self._chain_base(value), (elems.scale(ebytes) if elems is not None else None)
-
-    def _chain_base(self, value: ir.Value) -> ir.Value:
-        """The value at the end of `value`'s chain of VIEW_OPS (memoised per
-        value: the views of one buffer share the rest of the chain, and an
-        operand is often used by several ops)."""
-        return self._chain(value)[0]
+        return self._chain(value)[0], (elems.scale(ebytes) if elems is not None else None)
 
     def _chain(self, value: ir.Value) -> tuple[ir.Value, ir.Operation | None, ir.Operation | None]:
-        """(`_chain_base(value)`, its defining op, `value`'s defining op), memoised."""
+        """(the value at the end of `value`'s chain of VIEW_OPS, its defining
+        op, `value`'s defining op), memoised per value: the views of one buffer
+        share the rest of the chain, and an operand is used by several ops."""
         found = self._bases.get(value)
         if found is None:
             op = defining_op(value)
@@ -433,7 +429,13 @@ class AccessAnalysis(IndexAnalysis, AllocUses):
 
 
 def is_access_op(op: ir.Operation) -> bool:
-    return op.name.startswith("cce.") and op.name not in SYNC_OPS
+    return is_access_name(op.name)
+
+
+def is_access_name(name: str) -> bool:
+    """`is_access_op` by the op's name (an op's name is a binding call: a walk
+    that tests it for more than this reads it once)."""
+    return name.startswith("cce.") and name not in SYNC_OPS
 
 
 def function_accesses(func_op: ir.Operation, target: Target) -> tuple[AccessAnalysis, list[OpAccess]]:
