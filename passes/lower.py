@@ -240,7 +240,9 @@ class LowerPass(Pass):
             # a chained A stays in one core's L1: not over many cores
             chains = (self.fuse_chains and self._value("matmul-schedule") == "pipelined"
                       and not self._many)
-            self._make("npu-fuse", chains=chains, **{"ub-fraction": fuse_fraction}).run(module)
+            # a stem's pool on its conv's drain: one core's (a core's rows would need the row above)
+            self._make("npu-fuse", chains=chains, **{"ub-fraction": fuse_fraction,
+                                                     "conv-pool": not self._many}).run(module)
             # on many cores the projection stays its own group (split over its grid) and
             # attention splits over heads
             if (self.fuse_attention and self.fuse_attention_projection and self.fuse_epilogues

@@ -96,6 +96,9 @@ class FusePass(ConvEpilogueGrouping, EpilogueGrouping, NzLayouts, MatmulChains, 
         Option("chains", bool, True, "a matmul's f16 result read only as the next matmul's "
                "A operand stays in L1 when it fits beside the producer's working set "
                "(npu.chain; the producer stores it UB -> L1, the consumer reads it there)"),
+        Option("conv-pool", bool, True, "a stem's max pool (3x3/2) joins its conv's group, "
+               "pooled on the drain (npu.costmodel.conv.stem_pool); npu-lower sets it on one "
+               "core only"),
         Option("remarks", bool, True, "report each group formed and why row ops were left out"),
     )
 

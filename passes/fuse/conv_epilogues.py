@@ -13,9 +13,10 @@ from npu.dialects.ascend_conv import FORMS_5HD, layout
 from npu.passes.lower_conv import epilogue_tiles
 
 from .scan import scan_top_level
+from .stem_pool import StemPoolJoin
 
 
-class ConvEpilogueGrouping:
+class ConvEpilogueGrouping(StemPoolJoin):
     """Mixed into `FusePass` (uses its `remark`)."""
 
     def group_conv_epilogues(self, func: ir.Operation) -> None:
@@ -55,6 +56,9 @@ class ConvEpilogueGrouping:
             if cut > len(members) and self.remarks:
                 self.remark(conv, f"conv epilogue cut after {len(members)} of {cut} ops: with "
                                   "more, no tiling of the conv fits UB")
+            pool = self.stem_pool(conv, members, users) if rounds else None  # (stem_pool.py)
+            if pool is not None and self._movable(conv, members + [pool], ops, index, touches):
+                members.append(pool)
             if members:
                 self._form_conv_group(conv, members)
 

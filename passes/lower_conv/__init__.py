@@ -50,7 +50,7 @@ from mlir import ir
 from npu import ir as nir
 from npu.costmodel.conv.stem_fold import FOLD, folded_stem, stem_with_constants
 from npu.costmodel.conv.tiling import choose_tiling, conv_shape
-from npu.costmodel.conv import epilogue as epilogue_model, int8_staging
+from npu.costmodel.conv import epilogue as epilogue_model, int8_staging, stem_pool
 from npu.costmodel.conv.depthwise_vector import DwPlan, DwShape, dw_shape, plan as vector_plan
 from npu.dialects.ascend_conv import (FORMS_5HD, NC1HWC0_BD, geometry, group_channels, has_bias,
                                       is_int8, layout, pad_value)
@@ -77,6 +77,10 @@ def conv_budget(op: ir.Operation, target: Target, ub_fraction: float, drain_roun
         budget -= staging_bytes(target, prior_pixels(geometry(op).w, folded_stem(op)))
     if conv_shape(op).int8:  # the map narrowed to int8 on its way through UB (int8_map.py)
         budget -= int8_staging.staging_bytes(target)
+    pool = stem_pool.drain_pool(group_of(op), op)
+    if pool is not None:  # its row buffers (`drain_pool`), for bands of up to BUDGET_ROWS rows
+        g = geometry(op)
+        budget -= stem_pool.ub_bytes(conv_shape(op).co1, stem_pool.BUDGET_ROWS, g.out_hw[1])
     if drain_rounds and has_bias(op):
         budget -= f32_bias_staging(conv_shape(op).co1)  # the f16 bias pattern is made from it
     return budget
@@ -152,6 +156,9 @@ class LowerConv(Pass):
             epi = ConvEpilogue(self.target, region, op) if region is not None else None
         budget = conv_budget(op, self.target, self.ub_fraction, epi is not None and epi.cast is not None)
         row_parts = self.row_parts(op)
+        if row_parts is not None and epi is not None and epi.pool is not None:
+            raise PassError("npu-lower-conv: a conv with its pool on the drain (npu-fuse "
+                            "conv-pool) is lowered for one core only", op)
         work = epi.work if epi is not None else None
         if epi is not None and drains_as_none(epi, shape, row_parts, self.target, budget):
             epi.as_none, work = True, None

@@ -52,6 +52,7 @@ class ConvDrain:
         return paired_loads(self.epilogue.work) and not self.pairs_tails()
 
     held_stores: list | None = None  # a band's stores waiting for its last drain
+    pool = None  # a max pool on the drain (`drain_pool`)
 
     def drains_after(self, n: int, ho0: Index, rows: int) -> tuple[int, int] | None:
         """(drains after this band's, drains a band) in a conv reading its
@@ -178,6 +179,9 @@ class ConvDrain:
         (held while the band's stores are paired, `stores_paired`)."""
         if self.held_stores is not None:
             self.held_stores.append((ub, n, co0, n1, ho0, rows, m1, ob))
+            return
+        if self.pool is not None:  # only the pooled rows leave (`drain_pool`)
+            self.pool_store(ub, n, co0, n1, ho0, rows, m1)
             return
         s, t = self.s, self.target
         valid = rows * s.wo

@@ -19,7 +19,7 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import ir as nir
-from npu.costmodel.conv import epilogue
+from npu.costmodel.conv import epilogue, stem_pool
 from npu.costmodel.conv.stem_fold import drain_relu
 from npu.kernels.cce_build import copy_bursts, lin
 from npu.kernels.vector_compute import constant_blocks, emit_flat_run
@@ -41,6 +41,10 @@ class ConvEpilogue:
     def __init__(self, target: Target, region: ir.Operation, conv: ir.Operation) -> None:
         self.target, self.region, self.conv = target, region, conv
         self.members = epilogue.group_members(region, conv)
+        # a max pool that ends the group runs on the drain (`drain_pool.py`)
+        self.pool = stem_pool.drain_pool(region, conv)
+        if self.pool is not None:
+            self.members = self.members[:-1]
         self.as_none = False  # drained as a conv of no epilogue (`drains_as_none`)
         # a leading f32 -> f16 cast is the drain's own conversion (drain_cast.py):
         # the drained tile is then the cast's result
@@ -53,7 +57,7 @@ class ConvEpilogue:
         if self.relu is not None:
             self.members = [m for m in self.members if m != self.relu]
             self.source = self.relu.operands[-1]
-        self.result = (self.members or [self.relu or self.cast])[-1].operands[-1]
+        self.result = (self.members or [self.pool or self.relu or self.cast])[-1].operands[-1]
         self.work = epilogue.work(self.members, self.source, target) if self.members else \
             epilogue.EpilogueWork(set_bytes=0, vector=0.0, loaded_bytes=0, loads=0, out_bytes=2)
         self.patterns: list[tuple[ir.Value, ir.Value]] = []  # per-channel operand, its pattern
@@ -178,5 +182,5 @@ class ConvEpilogue:
         """After the conv is lowered inside the region: drop the members and
         what only they used, and put the rest where the region is."""
         nir.dissolve_group(self.region, [m for m in (self.cast, self.relu) if m is not None]
-                           + self.members)
+                           + self.members + ([self.pool] if self.pool is not None else []))
 

@@ -20,6 +20,7 @@ from npu.passes.lower_conv.band_maps import Band, BandMaps
 from npu.passes.lower_conv.channel_pattern import Later
 from npu.passes.lower_conv.cube_bias import ones_map
 from npu.passes.lower_conv.drain import ConvDrain
+from npu.passes.lower_conv.drain_pool import DrainPool
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue
 from npu.passes.lower_conv.final_drain import FinalDrain, HeldChunk
 from npu.passes.lower_conv.image_map import ImageMap, image_maps, reads_image
@@ -36,7 +37,7 @@ UB_SLOTS = 6
 DEFER_BANDS = 2
 
 
-class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDrain, Img2colEmit):
+class ConvKernel(DrainPool, BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDrain, Img2colEmit):
     def __init__(self, target: Target, g: ConvGeometry, s: ConvShape, t: ConvTiling,
                  x5: ir.Value, wz: ir.Value, bias: ir.Value | None, out5: ir.Value,
                  epilogue: ConvEpilogue | None = None, ub_bytes: int | None = None,
@@ -53,6 +54,7 @@ class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDrain, Img2co
         # One of no members (the drain's own cast / ReLU) may drain as none (`drains_as_none`).
         self.epilogue = None if epilogue is not None and epilogue.as_none else epilogue
         self.drain_relu = epilogue.relu if epilogue is not None else None
+        self.pool = epilogue.pool if epilogue is not None else None  # on the drain (`drain_pool`)
         self.dest = epilogue.result if epilogue is not None else out5
         self.ext_h = g.dilations[0] * (g.kh - 1) + 1
         self.ub_bytes = ub_bytes or target.capacity("ub")  # the tiling's budget
@@ -129,6 +131,8 @@ class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDrain, Img2co
         # other UB user: its slots take the rest (stem image 7x7/2 3->64 224:
         # 3 slots 56,616 cycles, 6: 54,072; its stores and the staging share MTE3)
         room = budget - bias if reads_image(self.x5) else budget // 2 - bias
+        if self.pool is not None:
+            room -= self.setup_pool()
         sets = SETS
         if self.epilogue is not None:  # the member results and the loaded tiles in turn
             per_set = self.epilogue.work.ub_bytes(1, self.paired_loads()) * half * m1 * FRAC
@@ -186,7 +190,7 @@ class ConvKernel(BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDrain, Img2co
         # the whole run: their loads never wait for another band's img2col.
         maps = {(n, h0): self.map_buffer(band) for n in range(s.batch)
                 for band, h0, count in groups if count == 1}
-        unrolled = bands <= UNROLL_BANDS
+        unrolled = bands <= UNROLL_BANDS or self.pool is not None  # (static rows: `drain_pool`)
         # straight code's bands, emitted in order (`tail_pairs.StraightBands`)
         straight = StraightBands(self, base)
         for n in range(s.batch):

@@ -7,7 +7,6 @@ Numerics against onnxruntime."""
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto, helper, numpy_helper
 
 import npu
 from npu import ir as nir
@@ -16,7 +15,7 @@ from npu.costmodel.conv.stem_fold import drain_relu, folded_stem
 from npu.pipeline import run_pipeline
 from npu.target import get_target
 
-from conv_cases import ort_run
+from conv_cases import ort_run, stem_pool_model
 from helpers import compile_program
 
 SIZE, COUT = 32, 64
@@ -56,19 +55,7 @@ def test_relu_stem_folds():
 
 def _stem_model(rng: np.random.Generator):
     """Conv 3->64 7x7/2 with its bias, Relu, MaxPool 3x3/2 (ONNX)."""
-    w = (rng.standard_normal((COUT, 3, 7, 7)) / np.sqrt(147)).astype(np.float16)
-    b = (rng.standard_normal(COUT) * 0.5).astype(np.float16)
-    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[7, 7], strides=[2, 2],
-                              pads=[3, 3, 3, 3]),
-             helper.make_node("Relu", ["c"], ["r"]),
-             helper.make_node("MaxPool", ["r"], ["y"], kernel_shape=[3, 3], strides=[2, 2],
-                              pads=[1, 1, 1, 1])]
-    out = SIZE // 4
-    graph = helper.make_graph(
-        nodes, "stem", [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [1, 3, SIZE, SIZE])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [1, COUT, out, out])],
-        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+    return stem_pool_model(rng, SIZE, SIZE, COUT)
 
 
 def test_stem_relu_pool_matches_onnxruntime():

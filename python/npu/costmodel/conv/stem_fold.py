@@ -36,6 +36,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.conv.epilogue import CONV_EPILOGUE_ATTR, drain_cast, group_members
+from npu.costmodel.conv.stem_pool import drain_pool
 from npu.dialects.ascend_conv import NC1HWC0_C4, ConvGeometry, geometry, has_bias, is_int8, layout
 
 SLOTS, REAL = 16, 4
@@ -97,7 +98,7 @@ def stem_with_constants(op: ir.Operation) -> bool:
             and constant_root(op.operands[1]) is not None)
 
 
-def _is_relu(m: ir.Operation) -> bool:
+def is_relu(m: ir.Operation) -> bool:
     """An `ascend.relu`, or the frontend's ReLU: `ascend.maxs` with 0."""
     if m.name == "ascend.relu":
         return True
@@ -121,13 +122,15 @@ def drain_relu(op: ir.Operation) -> ir.Operation | None:
     the cube's kernel drains it), its group is the drain's rounding cast and
     one ReLU of its result, and nothing is added to the tile before the
     ReLU (no bias, or the bias in the cube: `bias_in_cube`). A model's stem
-    (Conv, Relu) then has no vector work on its drain, and folds."""
+    (Conv, Relu) then has no vector work on its drain, and folds. A max
+    pool after the ReLU may end the group (`stem_pool`: pooled on the drain)."""
     region = nir.enclosing_group(op, CONV_EPILOGUE_ATTR)
     cast = drain_cast(region, op) if region is not None and stem_with_constants(op) else None
     if cast is None:
         return None
-    members = [m for m in group_members(region, op) if m != cast]
-    if len(members) != 1 or not _is_relu(members[0]) or members[0].operands[0] != cast.operands[-1]:
+    pool = drain_pool(region, op)
+    members = [m for m in group_members(region, op) if m != cast and (pool is None or m != pool)]
+    if len(members) != 1 or not is_relu(members[0]) or members[0].operands[0] != cast.operands[-1]:
         return None
     if nir.memref_element(members[0].operands[-1]) != "f16":
         return None
