@@ -97,7 +97,7 @@ class AccessAnalysis(IndexAnalysis, AllocUses):
         # the defining ops are asked again by `_root_of` and `_elem_offset`,
         # and `value.owner` is the dearest binding call on this path.
         self._bases: dict[ir.Value, tuple[ir.Value, ir.Operation | None, ir.Operation | None]] = {}
-        self._layouts: dict[ir.Type, tuple[list[int], int]] = (  # see `_layout`
+        self._layouts: dict[ir.Type, tuple[list[int], int]] = (  # see `layout`
             {} if types is None else types._layouts)
         # root memref value -> (`root_key`, the root's alloc when keyed by it)
         self._root_keys: dict[ir.Value, tuple[tuple[tuple, str, int, int], ir.Operation | None]] = {}
@@ -120,13 +120,6 @@ class AccessAnalysis(IndexAnalysis, AllocUses):
                 size *= d
             facts = self._memrefs[t] = _MemrefFacts(ebytes, offset, memory_space(mt), size)
         return facts
-
-    def _layout(self, t: ir.Type) -> tuple[list[int], int]:
-        """(strides, offset) of a memref type's layout, read once per type."""
-        layout = self._layouts.get(t)
-        if layout is None:
-            layout = self._layouts[t] = ir.MemRefType(t).get_strides_and_offset()
-        return layout
 
     # -- roots and view offsets ------------------------------------------------
     def root_of(self, value: ir.Value) -> tuple[ir.Value, Affine | None]:
@@ -181,7 +174,7 @@ class AccessAnalysis(IndexAnalysis, AllocUses):
 
     def _elem_offset(self, value: ir.Value, depth: int = 0) -> Affine | None:
         """Element offset of a (possibly dynamic) view from its root's base."""
-        strides, off = self._layout(value.type)
+        strides, off = self.layout(value.type)
         dyn = _DYNAMIC
         if off != dyn:
             return Affine(off)
@@ -192,7 +185,7 @@ class AccessAnalysis(IndexAnalysis, AllocUses):
             return self._elem_offset(op.operands[0], depth + 1)
         if op.name == "memref.subview":
             src = op.operands[0]
-            src_strides, _ = self._layout(src.type)
+            src_strides, _ = self.layout(src.type)
             base = self._elem_offset(src, depth + 1)
             if base is None or any(s == dyn for s in src_strides):
                 return None

@@ -29,6 +29,17 @@ class IndexAnalysis:
         self.iv_ranges: dict[IvKey, IvRange] = {}
         self._indices: dict[ir.Value, tuple[Affine | None, int]] = {}  # see `_index`
         self.intervals: dict[ir.Value, tuple[int, int] | None] = {}  # `npu.analysis.offset_intervals`
+        # memref type -> (strides, offset) of its layout (`layout`)
+        self._layouts: dict[ir.Type, tuple[list[int], int]] = {}
+
+    def layout(self, t: ir.Type) -> tuple[list[int], int]:
+        """(strides, offset) of a memref type's layout, read once per type:
+        the offsets of a chain of views ask for each view's (the interval
+        bounds read them afresh every time: 0.1 CPU s of BERT-12's on 32 cores)."""
+        layout = self._layouts.get(t)
+        if layout is None:
+            layout = self._layouts[t] = ir.MemRefType(t).get_strides_and_offset()
+        return layout
 
     def iv_key(self, value: ir.Value) -> IvKey | None:
         """Key of `value` if it is the induction variable of a constant-bound scf.for."""

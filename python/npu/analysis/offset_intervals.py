@@ -94,7 +94,7 @@ def _element_interval(analysis: IndexAnalysis, value: ir.Value,
                       depth: int = 0) -> Interval | None:
     """Element offset of a view from the base its chain of views starts at
     (a root, or a `memref.view`)."""
-    strides, offset = ir.MemRefType(value.type).get_strides_and_offset()
+    strides, offset = analysis.layout(value.type)
     if offset != _DYNAMIC:
         return offset, offset
     op = defining_op(value)
@@ -110,7 +110,7 @@ def _element_interval(analysis: IndexAnalysis, value: ir.Value,
     if op.name != "memref.subview":
         return None
     src = op.operands[0]
-    src_strides, _ = ir.MemRefType(src.type).get_strides_and_offset()
+    src_strides, _ = analysis.layout(src.type)
     base = _element_interval(analysis, src, depth + 1)
     if base is None or any(s == _DYNAMIC for s in src_strides):
         return None
