@@ -160,11 +160,12 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
             # On a share's cores only what runs there counts (`guarded.py`).
             self.facts.skip = None if share is None else self._elsewhere(share)
             try:
+                fit = self._share_rows_fit(func, loop, tops, share, collector)
                 if candidate is None:
                     self._say(loop, f"npu-prefetch: not prefetched: {why}")
                 else:
                     self._prefetch(func, candidate, collector, tops, at, share)
-                self._share_rows(func, loop, tops, share, collector)
+                self._share_rows(func, loop, tops, share, collector, fit)
             finally:
                 self.facts.skip = None
             at = tops.index(top, at)
