@@ -160,11 +160,12 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
             # On a share's cores only what runs there counts (`guarded.py`).
             self.facts.skip = None if share is None else self._elsewhere(share)
             try:
+                fit = self._share_rows_fit(func, loop, tops, share, collector)
                 if candidate is None:
                     self._say(loop, f"npu-prefetch: not prefetched: {why}")
                 else:
                     self._prefetch(func, candidate, collector, tops, at, share)
-                self._share_rows(func, loop, tops, share, collector)
+                self._share_rows(func, loop, tops, share, collector, fit)
             finally:
                 self.facts.skip = None
             at = tops.index(top, at)
@@ -295,9 +296,10 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
         # of every use); slots move out of the loop to their first gap.
         home = {} if c.resident else {
             alloc: min(p.gap for p in parts if p.copy in copies) for alloc, copies in slots}
-        # Working ops counted from the window's start, as the remark numbers steps.
+        # Working ops counted from the window's start, as the remark numbers
+        # steps (only for it: a walk of the window, 40k ops on BERT-12).
         steps, count = {}, 0
-        for k in range(low, at):
+        for k in range(low, at) if self.remarks else ():
             count += works(k)
             steps[k] = count
         # From the latest insertion point back: earlier indices stay valid.
@@ -325,6 +327,8 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
                           same_accesses=True)
         if rows:
             self._move_rows(rows, row_issue, tops, collector)
+        if not self.remarks:
+            return
 
         def nth(k: int, first: int) -> int:  # k's number among the working ops from `first`
             return steps[k] - (steps[first - 1] if first > low else 0)

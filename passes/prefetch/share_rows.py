@@ -36,13 +36,33 @@ class ShareRows:
     `self._row_cycles`, `self._idle_before_barrier`, `self._say` come from
     `PrefetchPass`)."""
 
+    def _share_rows_fit(self, func: ir.Operation, loop: ir.Operation, tops: list[ir.Operation],
+                        share, collector) -> tuple[list[ir.Operation], bool] | None:
+        """`_share_rows`' UB test, asked before npu-prefetch guards the
+        share's loop: (the ops from the barrier to the share's guard, whether
+        UB has room for its rows over them), or None (no rows, no barrier).
+        The weights' guard and slots change the guard's L1 alone, and their
+        copies go before the barrier; asked after them, the collector
+        analysed each of BERT-12's 36 share guards once more (32 cores)."""
+        if share is None or not (rows := self._guard_rows(loop, share.guard)):
+            return None
+        at = tops.index(share.guard)
+        barrier = self._barrier_before_run(tops, at)
+        if barrier is None:
+            return None
+        bound = L1_ROOMS.index(self.l1_room)
+        return tops[barrier:at], self._rows_fit(func, rows, collector, barrier, at, bound)
+
     def _share_rows(self, func: ir.Operation, loop: ir.Operation, tops: list[ir.Operation],
-                    share, collector) -> None:
+                    share, collector, fit: tuple[list[ir.Operation], bool] | None = None
+                    ) -> None:
         """Move the broadcast-row copies of `share` (`guarded.Share`: its
         guard and cores; None: a top-level loop, nothing to do) that precede
         its matmul `loop` into a guard of the same cores right before the
         chip barrier its run of shares follows, when the share's cores
-        leave MTE2 room for them there and UB has room from there on."""
+        leave MTE2 room for them there and UB has room from there on
+        (`fit`: `_share_rows_fit` asked before, used while the ops from
+        the barrier to the guard are those it saw)."""
         if share is None:
             return
         guard, cores = share.guard, share.cores
@@ -63,7 +83,8 @@ class ShareRows:
         if room is None or room < need:
             return
         bound = L1_ROOMS.index(self.l1_room)
-        if not self._rows_fit(func, rows, collector, barrier, at, bound):
+        if not (fit[1] if fit is not None and fit[0] == tops[barrier:at]
+                else self._rows_fit(func, rows, collector, barrier, at, bound)):
             return
         # The rows are erased from the guard, its other ops keep their
         # accesses: re-deriving all of them was 0.5 CPU s of BERT-12 on 32

@@ -382,8 +382,7 @@ class SplitCoresPass(Pass):
         split, cuts = found
         mine = written(group)
         accesses = [Access(nir.view_root(v), v, v in mine,
-                           {c: split.box_of(nir.memref_shape(v.type), cuts[v], c)
-                            for c in range(split.parts)})
+                           split.boxes(nir.memref_shape(v.type), cuts[v]))
                     for v in external(group, cuts)]
         return Unit(group, split.parts, accesses, attention.flat_remark(group, split)
                     or f"{kind} {'x'.join(str(k) for _, k in split.grid)}")
@@ -395,8 +394,8 @@ class SplitCoresPass(Pass):
         last = len(op.operands) - 1
         for i, v in enumerate(op.operands):
             shape = nir.memref_shape(v.type)
-            boxes = {c: (split.box(shape, i, c) if split is not None
-                         else tuple((0, s) for s in shape)) for c in range(n)}
+            boxes = (split.boxes(shape, split.cuts[i]) if split is not None
+                     else {0: tuple((0, s) for s in shape)})
             accesses.append(Access(nir.view_root(v), v, i == last, boxes))
         what = (f"{op.name} {'x'.join(str(k) for _, k in split.grid)}" if split is not None
                 else f"{op.name}: 1 core (no equal, 32-byte aligned, large enough slices)")

@@ -107,16 +107,20 @@ class Split:
                 op.attributes[nir.CORE_PART_ATTR] = ir.DenseI64ArrayAttr.get(
                     [n, inner] + ([first] if first else []))
 
-    def box(self, shape: list[int], operand: int, core: int) -> tuple[tuple[int, int], ...]:
-        """(offset, size) per dim of the slice of `operand` that `core` touches."""
-        return self.box_of(shape, self.cuts[operand], core)
-
-    def box_of(self, shape: list[int], cut: dict[int, str], core: int
-               ) -> tuple[tuple[int, int], ...]:
-        parts, coords = dict(self.grid), self.coords(core)
-        return tuple((axis_coord(coords, parts, cut[d]) * (n // axis_parts(parts, cut[d])),
-                      n // axis_parts(parts, cut[d])) if d in cut
-                     else (0, n) for d, n in enumerate(shape))
+    def boxes(self, shape: list[int], cut: dict[int, str]
+              ) -> dict[int, tuple[tuple[int, int], ...]]:
+        """Per core, (offset, size) per dim of the slice of a value of
+        `shape` cut by `cut` that it touches (each dim's size found once:
+        npu-split-cores asks for every core of every operand)."""
+        parts = dict(self.grid)
+        dims = [(n // axis_parts(parts, cut[d]), cut[d]) if d in cut else (n, None)
+                for d, n in enumerate(shape)]
+        out = {}
+        for core in range(self.parts):
+            coords = self.coords(core)
+            out[core] = tuple((axis_coord(coords, parts, axis) * size, size) if axis is not None
+                              else (0, size) for size, axis in dims)
+        return out
 
 
 

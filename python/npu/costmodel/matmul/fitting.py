@@ -119,35 +119,40 @@ def reduction_steps(shape: MatmulShape, tiles: Tiles) -> int:
     return ceil_div(shape.N, tiles.n)
 
 
-def buffer_needs(strategy: str, shape: MatmulShape, tiles: Tiles, fractal: int
-                 ) -> list[tuple[str, str, int]]:
-    """(buffer, what, bytes) for every buffer the lowering allocates at once."""
+def buffer_needs(strategy: str, shape: MatmulShape, tiles: Tiles, fractal: int,
+                 describe: bool = True) -> list[tuple[str, str, int]]:
+    """(buffer, what, bytes) for every buffer the lowering allocates at once
+    (`describe=False`: what is "", for the search's many fit tests)."""
     m, n, k = tiles.m, tiles.n, tiles.k
     needs = [
-        ("l0a", f"the A tile {m}x{n}", m * n * shape.in_bytes),
-        ("l0b", f"the B tile {n}x{k}", n * k * shape.in_bytes),
+        ("l0a", f"the A tile {m}x{n}" if describe else "", m * n * shape.in_bytes),
+        ("l0b", f"the B tile {n}x{k}" if describe else "", n * k * shape.in_bytes),
     ]
     multi_step = reduction_steps(shape, tiles) > 1
     if strategy == "is" and multi_step:
-        needs.append(("l0c", f"the C row strip {m}x{shape.K} (IS accumulates a whole strip)",
-                      m * shape.K * shape.acc_bytes))
+        needs.append(("l0c", f"the C row strip {m}x{shape.K} (IS accumulates a whole strip)"
+                      if describe else "", m * shape.K * shape.acc_bytes))
     elif strategy == "ws" and multi_step:
-        needs.append(("l0c", f"the C column strip {shape.M}x{k} (WS accumulates a whole strip)",
-                      shape.M * k * shape.acc_bytes))
+        needs.append(("l0c", f"the C column strip {shape.M}x{k} (WS accumulates a whole strip)"
+                      if describe else "", shape.M * k * shape.acc_bytes))
     else:
-        needs.append(("l0c", f"the C tile {m}x{k}", m * k * shape.acc_bytes))
-    needs.append(("l1", f"the A and B tiles staged together ({m}x{n} + {n}x{k})",
-                  (m * n + n * k) * shape.in_bytes))
+        needs.append(("l0c", f"the C tile {m}x{k}" if describe else "", m * k * shape.acc_bytes))
+    needs.append(("l1", f"the A and B tiles staged together ({m}x{n} + {n}x{k})"
+                  if describe else "", (m * n + n * k) * shape.in_bytes))
     extra = shape.out_bytes if shape.out_bytes != shape.acc_bytes else 0
-    needs.append(("ub", f"one {m}x{fractal} column block of C on its way out",
+    needs.append(("ub", f"one {m}x{fractal} column block of C on its way out" if describe else "",
                   m * fractal * (shape.acc_bytes + extra)))
     return needs
 
 
 def first_overflow(strategy: str, shape: MatmulShape, tiles: Tiles, target: Target
                    ) -> Overflow | None:
-    for buffer, what, needed in buffer_needs(strategy, shape, tiles, target.fractal):
+    # Tested without the texts (the tiling search tests tens of thousands of
+    # tiles, which fit or not; an overflow is described once found).
+    for k, (buffer, _, needed) in enumerate(buffer_needs(strategy, shape, tiles, target.fractal,
+                                                         describe=False)):
         if needed > target.capacity(buffer):
+            what = buffer_needs(strategy, shape, tiles, target.fractal)[k][1]
             return Overflow(buffer, what, needed, target.capacity(buffer))
     return None
 
