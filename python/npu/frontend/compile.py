@@ -361,7 +361,7 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
     if linalg is None:
         return wrap(locate.empty, None, tgt)
     seconds["import"] = time.perf_counter() - t0
-    stages["linalg"] = _short(linalg, weights)
+    stages["linalg"] = onnx_weights.as_attached(_short(linalg))  # its detached weights shown as attached
     module = linalg_to_ascend(linalg, in_names, out_names, locate, where, ctx, weights)
     del linalg, weights  # the weights' views kept the importer's context alive
     host_memory.release_after(source)
@@ -444,7 +444,6 @@ def _attr_value(attr):
     return str(attr)
 
 
-def _short(module: ir.Module, detached: dict | None = None) -> str:
-    """Module text with large constants elided (the stages are for reading); `detached`: as attached."""
-    text = module.operation.get_asm(large_elements_limit=16, enable_debug_info=False)
-    return onnx_weights.as_attached(text) if detached else text
+def _short(module: ir.Module) -> str:
+    """Module text with large constants elided (the stages are for reading)."""
+    return module.operation.get_asm(large_elements_limit=16, enable_debug_info=False)
