@@ -53,8 +53,9 @@ def storage_type(element: str) -> str:
 class Converter(MatmulLowering, Int8MatmulLowering, ReductionLowering, GatherLowering,
                 SliceLowering, ConvLowering, PoolingLowering):
     def __init__(self, func_op: ir.Operation, input_names=None, output_names=None, locate=None,
-                 detach_constants: bool = False):
+                 detach_constants: bool = False, weights: dict[str, np.ndarray] | None = None):
         self.func = func_op
+        self.weights = weights  # the imported constants' data kept out of the module (`constant_value`)
         self.locate = locate
         self.em = Emitter(detached={} if detach_constants else None)
         self.tensors: dict[ir.Value, Tensor] = {}
@@ -223,7 +224,7 @@ class Converter(MatmulLowering, Int8MatmulLowering, ReductionLowering, GatherLow
         self.em.origin = loc
         self.current = op
         if name == "arith.constant":
-            value = constant_value(op)
+            value = constant_value(op, self.weights)
             self.folder.env[op.results[0]] = value
             if isinstance(value, np.ndarray):
                 self.tensors[op.results[0]] = Tensor(value.shape, element_name(op.results[0]), array=value)

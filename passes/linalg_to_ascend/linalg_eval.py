@@ -11,13 +11,14 @@ loops (or reduce in one numpy call when the combiner is a plain add or max).
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 from mlir import ir
 
 from npu.passes.linalg_to_ascend.structure import (UnsupportedOp, element_name, from_loop_space, structured,
                                     tensor_shape, to_loop_space)
+from npu.ir import WEIGHT_ATTR
 
 DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i64": np.int64,
           "i32": np.int32, "i8": np.int8, "i1": np.bool_, "index": np.int64, "bf16": np.float32}
@@ -58,13 +59,18 @@ def numpy_dtype(value_or_type) -> np.dtype:
     return np.dtype(DTYPES[name])
 
 
-def constant_value(op: ir.Operation) -> np.ndarray | float | int:
-    """The value of an `arith.constant` (a numpy array for tensors)."""
+def constant_value(op: ir.Operation, weights: Mapping[str, np.ndarray] | None = None
+                   ) -> np.ndarray | float | int:
+    """The value of an `arith.constant` (a numpy array for tensors); one
+    whose data the import kept apart (`WEIGHT_ATTR`) from `weights`."""
     attr = op.attributes["value"]
     result_type = op.results[0].type
     if isinstance(result_type, ir.RankedTensorType):
         dtype = numpy_dtype(result_type)
         shape = ir.RankedTensorType(result_type).shape
+        if weights and WEIGHT_ATTR in op.attributes:
+            data = weights[ir.StringAttr(op.attributes[WEIGHT_ATTR]).value]
+            return data.astype(dtype, copy=False).reshape(shape)
         dense = ir.DenseElementsAttr(attr)
         if dense.is_splat:
             return np.full(shape, _scalar(dense.get_splat_value()), dtype=dtype)

@@ -21,7 +21,7 @@ import numpy as np
 from mlir import ir
 
 from npu import diagnostics
-from npu.frontend import host_memory, host_types
+from npu.frontend import host_memory, host_types, onnx_weights
 from npu.frontend.host_types import InputError  # noqa: F401 - part of this module's API
 from npu.frontend.node_locations import NodeLocations
 from npu.frontend.stages import Stages
@@ -137,19 +137,20 @@ def linalg_to_ascend_text(module: ir.Module, input_names=None, output_names=None
 
 
 def linalg_to_ascend(module: ir.Module, input_names, output_names, locate, where: str,
-                     ctx: ir.Context) -> ir.Module:
-    """`linalg_to_ascend_text` parsed, with the large constants kept out of
-    the text (they are attached from their arrays after the parse)."""
+                     ctx: ir.Context, weights: dict | None = None) -> ir.Module:
+    """`linalg_to_ascend_text` parsed, its large constants attached after the parse, not in the
+    text; `weights`: the data of the module's detached constants (`import_linalg`)."""
     from npu.passes.linalg_to_ascend.emitter import attach_constants
 
-    converter = _convert(module, input_names, output_names, locate, where, detach_constants=True)
+    converter = _convert(module, input_names, output_names, locate, where, detach_constants=True,
+                         weights=weights)
     ascend = _parse(converter.convert(), ctx, where)
     attach_constants(functions(ascend)[0].operation, converter.em.detached)
     return ascend
 
 
-def _convert(module: ir.Module, input_names, output_names, locate, where: str, detach_constants=False):
-    """A converter whose `convert()` reports unsupported ops as CompileError."""
+def _convert(module: ir.Module, input_names, output_names, locate, where: str, **options):
+    """A `Converter` (with `options`) whose `convert()` reports unsupported ops as CompileError."""
     from npu.passes.linalg_to_ascend.convert import Converter
 
     funcs = functions(module)
@@ -166,7 +167,7 @@ def _convert(module: ir.Module, input_names, output_names, locate, where: str, d
                 _warn(op, message, locate, where)
             return text
 
-    return Located(funcs[0], input_names, output_names, locate=locate, detach_constants=detach_constants)
+    return Located(funcs[0], input_names, output_names, locate=locate, **options)
 
 
 def _warn(op, message: str, locate, where: str) -> None:
@@ -266,11 +267,11 @@ class Kernel:
         return outputs, report
 
 
-def import_linalg(source, ctx: ir.Context, where: str, input_shapes: dict | None = None):
+def import_linalg(source, ctx: ir.Context, where: str, input_shapes: dict | None = None, weights=None):
     """(linalg module, input names, output names, NodeLocations | None) from
-    any source; `input_shapes` pins an ONNX model's dynamic input dims."""
+    any source; `input_shapes` pins an ONNX model's dynamic input dims. With `weights` (a dict),
+    an ONNX model's large constants stay detached: their data goes there, for `linalg_to_ascend`."""
     from npu.frontend.onnx_import import ImportError_, import_onnx
-    from npu.frontend.onnx_weights import attach_weights
     from npu.frontend.onnx_shapes import InputShapeError
 
     is_onnx = not (isinstance(source, ir.Module) or (isinstance(source, str) and _looks_like_mlir(source))
@@ -300,7 +301,10 @@ def import_linalg(source, ctx: ir.Context, where: str, input_shapes: dict | None
     if not imported.mlir:  # every output known on the host: no device program
         return None, [], [], locate
     module = _parse(imported.mlir, ctx, where)
-    attach_weights(module, imported.weights)
+    if weights is None:
+        onnx_weights.attach_weights(module, imported.weights)
+    else:
+        weights.update(imported.weights)
     names = imported.input_names, imported.output_names
     del imported  # the importer's context, which holds the weights it made
     host_memory.release_after(source)
@@ -349,16 +353,17 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
     # The linalg module lives in a context of its own: MLIR keeps every
     # attribute (the weights, as the importer made them) until its context
     # dies, and nothing needs them once the ascend module exists.
+    weights: dict = {}  # given to the conversion, never attached to the linalg module
     linalg, in_names, out_names, locate = import_linalg(source, make_context(), where,
-                                                        input_shapes)
+                                                        input_shapes, weights)
     from npu.frontend.empty_kernel import wrap
 
     if linalg is None:
         return wrap(locate.empty, None, tgt)
     seconds["import"] = time.perf_counter() - t0
-    stages["linalg"] = _short(linalg)
-    module = linalg_to_ascend(linalg, in_names, out_names, locate, where, ctx)
-    del linalg
+    stages["linalg"] = onnx_weights.as_attached(_short(linalg))  # its detached weights shown as attached
+    module = linalg_to_ascend(linalg, in_names, out_names, locate, where, ctx, weights)
+    del linalg, weights  # the weights' views kept the importer's context alive
     host_memory.release_after(source)
     seconds["to_ascend"] = time.perf_counter() - t0 - sum(seconds.values())
     stages["ascend"] = _short(module)

@@ -68,14 +68,22 @@ def _tensor_bytes(graph) -> int:
 
 
 def release_after(source) -> None:
-    """`release()` when `source` is a model large enough to be worth it."""
+    """`trim()` when `source` is a model large enough to be worth it. No
+    collection: what a stage drops is freed by reference counting (the
+    importer's one cycle is broken where it is made), and on BERT-12 the two
+    full collections here found 0 and 9 objects for 0.08 CPU s."""
     if model_bytes(source) >= WORTH_BYTES:
-        release()
+        trim()
 
 
 def release() -> None:
     """Collect cycles, then return the free heap to the OS (where glibc can)."""
     gc.collect()
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
+    trim()
+
+
+def trim() -> None:
+    """Return the free heap to the OS (where glibc can)."""
+    malloc_trim = _malloc_trim()
+    if malloc_trim is not None:
+        malloc_trim(0)

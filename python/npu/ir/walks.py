@@ -52,6 +52,9 @@ WORKSPACE_ATTR = "npu.workspace"
 # On a function argument: the dense value it always holds (a weight made on
 # the host), passed by the caller like an input.
 CONSTANT_ATTR = "npu.constant"
+# On an imported `arith.constant` (a zero splat): the key of its data in the
+# table the ONNX import keeps apart (`npu.frontend.onnx_weights`).
+WEIGHT_ATTR = "npu.weight"
 
 
 def arg_attrs(func_op: ir.Operation, index: int) -> dict[str, ir.Attribute]:
@@ -239,7 +242,7 @@ def block_dim(func_op: ir.Operation) -> int:
     return ir.IntegerAttr(func_op.attributes[BLOCK_DIM_ATTR]).value
 
 
-__all__ = ["BLOCK_DIM_ATTR", "BLOCK_IDX_ATTR", "CONSTANT_ATTR", "CORE_PART_ATTR", "CORE_PRIVATE_ATTR", "F16_EPILOGUES_ATTR", "WORKSPACE_ATTR", "ancestors", "append_argument", "arg_attrs",
+__all__ = ["BLOCK_DIM_ATTR", "BLOCK_IDX_ATTR", "CONSTANT_ATTR", "CORE_PART_ATTR", "CORE_PRIVATE_ATTR", "F16_EPILOGUES_ATTR", "WEIGHT_ATTR", "WORKSPACE_ATTR", "ancestors", "append_argument", "arg_attrs",
            "block_dim", "block_idx_arg", "block_idx_value", "constant_argument", "constant_attr", "constant_data", "enclosing_function", "erase_argument", "functions",
            "ops_in_dialect", "ops_named", "replace_ops", "retype_constant", "symbol_name", "top_level", "walk", "walk_held",
            "workspace_args"]
