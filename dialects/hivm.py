@@ -14,7 +14,7 @@ and fields (bits outside every field make a word malformed).
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping
 
 from mlir import ir
@@ -23,6 +23,7 @@ from npu.dialects.opspec import (
     ARITH_TYPES, CAST_PAIRS, CMP_PREDICATES, F64, FLOAT_TYPES, I64, I64_ARRAY, LAST_EVENT, STR,
     TYPE, OpSpec, Operand, Range, check_sync_pipes, register)
 from npu.dialects.rules import RuleError, value_fact
+from npu.ir.accessors import element_type_name
 from npu.target import Target
 
 
@@ -283,7 +284,7 @@ VECTOR_DTYPES: Mapping[str, tuple[str, ...]] = {
 
 
 def _type_attr(op: ir.Operation, name: str) -> str:
-    return str(ir.TypeAttr(op.attributes[name]).value)
+    return element_type_name(ir.TypeAttr(op.attributes[name]).value)
 
 
 def _check_dtype(op: ir.Operation, target: Target) -> None:
@@ -307,12 +308,9 @@ def _constant_int(value: ir.Value) -> int | None:
 
 def _read_constant_int(value: ir.Value) -> int | None:
     owner = value.owner
-    if not isinstance(owner, (ir.Operation, ir.OpView)):
-        return None  # a block argument
-    owner = owner.operation
-    if owner.name != "arith.constant":
-        return None
-    attr = owner.attributes["value"]
+    if not isinstance(owner, (ir.Operation, ir.OpView)) or owner.operation.name != "arith.constant":
+        return None  # a block argument, or a value computed at run time
+    attr = owner.operation.attributes["value"]
     return ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
 
 
@@ -326,8 +324,9 @@ def _read_word(kind: str, word: int) -> tuple[int, dict[str, int]]:
 def _check_config(op: ir.Operation, target: Target) -> None:
     """Check the fields of a constant config word (the last operand) and the
     constant addresses (aligned to their buffer's granule, inside it)."""
+    operands = list(op.operands)  # (one binding call; one per operand read by index)
     for i, space in enumerate(ADDRESS_SPACES.get(op.name, ())):
-        addr = _constant_int(op.operands[i])
+        addr = _constant_int(operands[i])
         if addr is None or space == "gm":
             continue
         granule, capacity = target.granule(space), target.capacity(space)
@@ -337,7 +336,7 @@ def _check_config(op: ir.Operation, target: Target) -> None:
         if not 0 <= addr < capacity:
             raise RuleError(f"address operand #{i} = {addr} is outside {space} "
                             f"[0, {capacity})")
-    word = _constant_int(op.operands[len(op.operands) - 1])
+    word = _constant_int(operands[-1])
     if word is None:
         return
     kind = CONFIG_KIND[op.name]
@@ -446,5 +445,6 @@ def _specs() -> list[OpSpec]:
     return specs
 
 
-SPECS = register(_specs())
+# IRDL types every operand i64: no memref to check
+SPECS = register([replace(s, scalar_operands=True) for s in _specs()])
 assert set(SPECS) == set(ALL_OPS)

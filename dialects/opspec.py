@@ -94,6 +94,8 @@ class OpSpec:
     checks: tuple[Check, ...] = ()
     static_shapes: bool = False
     variadic: bool = False  # any number of operands (IRDL checks their types)
+    # IRDL types every operand as a scalar (hivm's i64s): no memref to check
+    scalar_operands: bool = False
 
 
 def same_dtype(n: int, types: Iterable[str]) -> tuple[tuple[str, ...], ...]:
@@ -155,6 +157,8 @@ def _check_operands(spec: OpSpec, op: ir.Operation) -> None:
     if len(op.operands) != len(spec.operands):
         # IRDL reports this first; kept for ops built without verification.
         raise RuleError(f"expects {len(spec.operands)} operands, got {len(op.operands)}")
+    if spec.scalar_operands:
+        return
     for i, (value, want) in enumerate(zip(op.operands, spec.operands)):
         if not isinstance(value.type, ir.MemRefType):
             continue

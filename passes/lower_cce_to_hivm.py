@@ -35,6 +35,8 @@ from npu.passes.base import Pass, PassError
 ALLOC_OPS = ("memref.alloc", "memref.alloca")
 # cce attributes that are not configuration-word fields but travel otherwise.
 NOT_IN_WORD = {"mask", "scalar", "round_mode", "src_offsets", "dst_offsets"}
+# The attributes a synchronisation op keeps.
+SYNC_ATTRIBUTES = ("src", "dst", "event", "pipe")
 
 
 def _word(kind: str, op: ir.Operation) -> int:
@@ -160,9 +162,11 @@ class _FunctionLowering:
         entry = func_op.regions[0].blocks[0]
         self.constants = Constants(next(iter(entry.operations)).operation)
         self.dead: list[ir.Operation] = []
-        self.layouts: dict[ir.Type, tuple[list[int], int]] = {}  # for `view_address`
+        self.layouts: dict[ir.Type, list[int]] = {}  # for `view_address`
         self.element_sizes: dict[ir.Type, int] = {}  # for `view_address`
         self.offsets: dict[ir.Attribute, list[int]] = {}  # for `view_address`
+        self.words: dict[tuple, int] = {}  # for `word`
+        self.placed: dict[tuple[str, int], ir.Value] = {}  # (space, byte) checked -> its constant
         # The padding register's value field as the code so far left it (None: unknown).
         self.padding: int | None = 0
         # Every op of the function in pre-order, by MLIR's walk (`ir.Operation`s:
@@ -195,7 +199,7 @@ class _FunctionLowering:
             op = ops[self.at]
             self.at += 1
             name = op.name
-            if nir.has_regions(op):
+            if name not in nir.LEAF_OP_NAMES and nir.has_regions(op):
                 self.no_memref_operands(op)
                 for region in op.regions:
                     for inner in region.blocks:
@@ -213,7 +217,7 @@ class _FunctionLowering:
                 elif name == "arith.constant":
                     continue  # a scalar: no memref in or out
                 elif name in nir.VIEW_OPS:
-                    self.view(op)
+                    self.view(op, name)
                 elif name in ALLOC_OPS:
                     self.addresses[op.results[0]] = alloc_address(op)
                     self.dead.append(op)
@@ -240,18 +244,19 @@ class _FunctionLowering:
         if any(nir.is_memref(r.type) for r in op.results):
             raise PassError(f"'{op.name}' produces a memref, which has no hivm form", op)
 
-    def view(self, op: ir.Operation) -> None:
-        source = self.addresses.get(op.operands[0])
+    def view(self, op: ir.Operation, name: str) -> None:
+        operands = list(op.operands)
+        source = self.addresses.get(operands[0])
         if source is None:
-            raise PassError(f"'{op.name}': cannot trace its source memref to an allocation", op)
+            raise PassError(f"'{name}': cannot trace its source memref to an allocation", op)
         address, dynamic = view_address(op, source, self.layouts, self.element_sizes,
-                                        self.offsets)
+                                        self.offsets, name, operands)
         if dynamic:
             # One scalar instruction, where the cce view op charged one.
             with op.location, ir.InsertionPoint(op):
                 address = Address(address.space, address.const, address.terms, address.root,
                                   materialize(address))
-        self.addresses[op.results[0]] = address
+        self.addresses[op.result] = address
         self.dead.append(op)
 
     def scalar_load(self, op: ir.Operation) -> None:
@@ -289,6 +294,10 @@ class _FunctionLowering:
         if a.terms:
             # A static view of a dynamic one: the cce view cost nothing, this costs an issue.
             return materialize(a)
+        key = (a.space, a.const)
+        constant = self.placed.get(key)
+        if constant is not None:
+            return constant
         if a.space != "gm":
             granule, capacity = self.target.granule(a.space), self.target.capacity(a.space)
             if a.const % granule:
@@ -297,15 +306,16 @@ class _FunctionLowering:
             if not 0 <= a.const < capacity:
                 raise PassError(f"'{op.name}': {a.space} address {a.const} is outside the buffer "
                                 f"[0, {capacity})", op)
-        return self.constants.get(a.const)
+        constant = self.placed[key] = self.constants.get(a.const)
+        return constant
 
     def instruction(self, op: ir.Operation, mask: int | None) -> int | None:
         name = op.name
         new = "hivm." + name[len("cce."):]
+        # (every attribute in one binding call: reading them by name was one call each)
+        items = tuple(op.attributes.items())
         if name in cce.SYNC_OPS:
-            attributes = op.attributes
-            ir.Operation.create(new, attributes={k: attributes[k] for k in ("src", "dst", "event", "pipe")
-                                                 if k in attributes})
+            ir.Operation.create(new, attributes={k: a for k, a in items if k in SYNC_ATTRIBUTES})
             return mask
         if name == IMG2COL:
             self.img2col(op)
@@ -313,28 +323,30 @@ class _FunctionLowering:
         kind = hivm.CONFIG_KIND.get(new)
         if kind is None:
             raise PassError(f"'{name}' has no hivm form (stop at cce: npu-lower emit=cce)", op)
-        addrs = [self.address_of(v, op) for v in op.operands]
-        word = self.constants.get(_word(kind, op))
-        # The type the instruction computes in: vcmp's sources (its dst is i8).
-        typed = op.operands[1] if name == cce.VECTOR_CMP else op.operands[0]
-        dtype = ir.MemRefType(typed.type).element_type
+        operands = list(op.operands)
+        addrs = [self.address_of(v, op) for v in operands]
+        word = self.constants.get(self.word(kind, op, items, operands))
         if name in cce.COPY_OPS or name in cce.LOAD_OPS:
             nir.create_op(new, [addrs[1], addrs[0], word])  # (src, dst) -> (dst, src)
             return mask
+        # The type the instruction computes in: vcmp's sources (its dst is i8).
+        typed = operands[1] if name == cce.VECTOR_CMP else operands[0]
+        dtype = ir.MemRefType(typed.type).element_type
         if name == "cce.mad":
             nir.create_op(new, [addrs[2], addrs[0], addrs[1], word], dtype=dtype)
             return mask
+        attributes = dict(items)
         extra = {}
-        if "scalar" in op.attributes:
-            extra["scalar"] = op.attributes["scalar"]
+        if "scalar" in attributes:
+            extra["scalar"] = attributes["scalar"]
         if name == "cce.vconv":
-            extra["src_dtype"] = ir.MemRefType(op.operands[1].type).element_type
-            extra["round_mode"] = op.attributes["round_mode"]
+            extra["src_dtype"] = ir.MemRefType(operands[1].type).element_type
+            extra["round_mode"] = attributes["round_mode"]
         if name == "cce.vnchwconv":
-            extra["src_offsets"] = op.attributes["src_offsets"]
-            extra["dst_offsets"] = op.attributes["dst_offsets"]
-        if "mask" in op.attributes:
-            active = nir.int_attr(op, "mask")
+            extra["src_offsets"] = attributes["src_offsets"]
+            extra["dst_offsets"] = attributes["dst_offsets"]
+        if "mask" in attributes:
+            active = ir.IntegerAttr(attributes["mask"]).value
             if active != mask:
                 hi, lo = hivm.mask_words(active)
                 nir.create_op("hivm.set_vector_mask",
@@ -342,6 +354,18 @@ class _FunctionLowering:
                 mask = active
         nir.create_op(new, addrs + [word], dtype=dtype, **extra)
         return mask
+
+    def word(self, kind: str, op: ir.Operation, items: tuple, operands: list[ir.Value]) -> int:
+        """`_word(kind, op)`, once per distinct attributes (`items`, the op's
+        (name, attribute) pairs) and, for a word with a `b8` field, type of
+        the first operand: BERT-12 on 32 cores has a few hundred distinct
+        words over 16k instructions. (Attributes and types are unique in
+        their context: the key holds for one lowering.)"""
+        key = (kind, items, operands[0].type) if "b8" in _fields_of(kind) else (kind, items)
+        word = self.words.get(key)
+        if word is None:
+            word = self.words[key] = _word(kind, op)
+        return word
 
     def img2col(self, op: ir.Operation) -> None:
         """`cce.img2col_l1_to_l0a` -> `hivm.set_fmatrix` (the map's register)

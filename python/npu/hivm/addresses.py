@@ -11,7 +11,7 @@ unit does the same work at both levels and the cycle counts agree.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from mlir import ir
 
@@ -21,13 +21,14 @@ from npu.dialects.hivm import gm_arg_bases
 DYNAMIC = ir.ShapedType.get_dynamic_stride_or_offset()
 
 
-@dataclass(frozen=True)
-class Address:
+class Address(NamedTuple):
     """Where a memref value starts: `const + sum(value * scale)` bytes in `space`.
 
     `root` is the byte address of its root allocation (reinterpret_cast
     offsets count from there); `value` is the i64 SSA value holding exactly
-    this address once a `hivm.addr` computed it.
+    this address once a `hivm.addr` computed it. A named tuple rather than a
+    frozen dataclass: one is made per view (35k in BERT-12 on 32 cores), and
+    a frozen dataclass's constructor sets each field through a call.
     """
 
     space: str
@@ -37,6 +38,9 @@ class Address:
     value: ir.Value | None = None
 
     def shifted(self, const: int, terms: tuple[tuple[ir.Value, int], ...] = ()) -> "Address":
+        if not terms:  # (most views: a constant shift; `terms` has no zero scale)
+            return self if not const else Address(self.space, self.const + const, self.terms,
+                                                  self.root)
         merged = list(self.terms)
         for v, s in terms:
             for i, (w, t) in enumerate(merged):
@@ -77,21 +81,25 @@ def _element_size(t: ir.Type) -> int:
 
 
 def view_address(op: ir.Operation, source: Address,
-                 layouts: dict[ir.Type, tuple[list[int], int]] | None = None,
+                 layouts: dict[ir.Type, list[int]] | None = None,
                  element_sizes: dict[ir.Type, int] | None = None,
-                 offsets: dict[ir.Attribute, list[int]] | None = None) -> tuple[Address, bool]:
+                 offsets: dict[ir.Attribute, list[int]] | None = None,
+                 name: str | None = None, operands: list[ir.Value] | None = None
+                 ) -> tuple[Address, bool]:
     """The address of a view op's result from its source's; True when it has a
     dynamic operand (and so costs a scalar instruction). `layouts` and
-    `element_sizes` cache memref types' (strides, offset) and element bytes
+    `element_sizes` cache memref types' (static) strides and element bytes
     across calls, `offsets` subviews' static offsets by their attribute (one
     lowering's types and attributes: each is only unique in its context;
     BERT-12 on 32 cores has 111 distinct ones over 27k subviews, and reading
-    each subview's was 0.09 of the 0.13 CPU s its offsets cost)."""
-    name = op.name
+    each subview's was 0.09 of the 0.13 CPU s its offsets cost). `name` and
+    `operands`: the op's, when the caller has read them (each read is a
+    binding call)."""
+    name = name or op.name
     if name in ("memref.collapse_shape", "memref.expand_shape", "memref.cast",
                 "memref.memory_space_cast"):
         return source, False
-    operands = list(op.operands)
+    operands = operands if operands is not None else list(op.operands)
     # A subview's elements are its source's: the source type alone is read
     # (reading a type is the costly part of a view, 37k of them in BERT-12
     # on 32 cores).
@@ -103,14 +111,14 @@ def view_address(op: ir.Operation, source: Address,
         if element_sizes is not None:
             element_sizes[result_type] = esize
     if name == "memref.subview":
-        layout = layouts.get(source_type) if layouts is not None else None
-        if layout is None:
-            layout = nir.memref_layout(source_type)
+        strides = layouts.get(source_type) if layouts is not None else None
+        if strides is None:
+            strides, _ = nir.memref_layout(source_type)
+            if any(s == DYNAMIC for s in strides):
+                raise AddressError(f"subview of {operands[0].type}: dynamic strides are not "
+                                   "supported")
             if layouts is not None:
-                layouts[source_type] = layout
-        strides, _ = layout
-        if any(s == DYNAMIC for s in strides):
-            raise AddressError(f"subview of {operands[0].type}: dynamic strides are not supported")
+                layouts[source_type] = strides
         attr = op.attributes["static_offsets"]
         static = offsets.get(attr) if offsets is not None else None
         if static is None:
