@@ -301,14 +301,13 @@ class SplitRules:
         """`_split_matmul`, once per everything the grid depends on: a model
         repeats its matmuls (BERT-12 at 32 cores: 2,004 grids asked for,
         0.1 CPU s)."""
+        a_shape, b_shape = nir.memref_shape(types[0]), nir.memref_shape(types[1])
+        f = a_shape[2]
+        self.matmuls.add((a_shape[1] * f, a_shape[0] * f, b_shape[0] * f, parts))  # asked for
         key = (*types, is_host_constant(op.operands[1]), parts, whole_k, self.lookahead,
                self.epilogue_cycles)
         if key not in self._matmul_splits:
             self._matmul_splits[key] = self._split_matmul(op, types, parts, whole_k)
-        else:  # (what `_split_matmul` notes of every matmul split tried)
-            a_shape, b_shape = nir.memref_shape(types[0]), nir.memref_shape(types[1])
-            f = a_shape[2]
-            self.matmuls.add((a_shape[1] * f, a_shape[0] * f, b_shape[0] * f, parts))
         return self._matmul_splits[key]
 
     def _split_matmul(self, op: ir.Operation, types: list, parts: int,
@@ -323,7 +322,6 @@ class SplitRules:
         constant = is_host_constant(op.operands[1])
         best_rank = 0.0
         dims = (m1 * f, n1 * f, k1 * f)
-        self.matmuls.add((*dims, parts))
         forced = self.grids.get(dims)
         if forced is not None and forced[0] * forced[1] != parts:
             forced = None  # applies to splits over its own count of cores
