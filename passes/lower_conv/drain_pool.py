@@ -13,6 +13,8 @@ of rows 2p - 1, 2p and 2p + 1, each in its band's buffer, and is stored.
 
 from __future__ import annotations
 
+from functools import partial
+
 from mlir import ir
 
 from npu import ir as nir
@@ -21,14 +23,15 @@ from npu.kernels.cce_build import copy_bursts
 
 PER_REPEAT = 8  # blocks of one vector repeat
 FULL = PER_REPEAT * BLOCK  # the mask of a full repeat (f16 lanes)
-MAX_REPEAT = 255  # the repeat field (Target.max_repeat on every preset)
 
 
-def _vmax(views: list[tuple[ir.Value, int, int, int, int]], repeat: int, mask: int) -> None:
+def _vmax(views: list[tuple[ir.Value, int, int, int, int]], repeat: int, mask: int,
+          max_repeat: int) -> None:
     """cce.vmax; each operand (flat buffer, first block, block stride,
-    repeat stride, blocks a repeat): dst, src0, src1."""
-    for r0 in range(0, repeat, MAX_REPEAT):
-        count = min(MAX_REPEAT, repeat - r0)
+    repeat stride, blocks a repeat): dst, src0, src1; in runs of at most
+    `max_repeat` repeats (the target's repeat field)."""
+    for r0 in range(0, repeat, max_repeat):
+        count = min(max_repeat, repeat - r0)
         operands, attrs = [], {"repeat": count, "mask": mask}
         for tag, (buf, at, blk, rep, width) in zip(("dst", "src0", "src1"), views):
             extent = ((count - 1) * rep + (width - 1) * blk + 1) * BLOCK
@@ -38,7 +41,7 @@ def _vmax(views: list[tuple[ir.Value, int, int, int, int]], repeat: int, mask: i
 
 
 class DrainPool:
-    """Mixin of `ConvKernel` (its `s`, `t`, `dest` and `pool`)."""
+    """Mixin of `ConvKernel` (its `target`, `s`, `t`, `dest` and `pool`)."""
 
     def setup_pool(self) -> int:
         """The pool's buffers, live for the whole conv; returns the bytes
@@ -57,6 +60,7 @@ class DrainPool:
         ho0..ho0+rows) and store the pooled rows it completes."""
         assert isinstance(ho0, int), "the pool's bands are straight code (`emit_rows`)"
         half, big = self.half, self.t.rows
+        vmax = partial(_vmax, max_repeat=self.target.max_repeat)
         band = ho0 // big
         ring = self.col_rows
         cols = ring[band % len(ring)]
@@ -66,18 +70,18 @@ class DrainPool:
             [(j * m1 * BLOCK, (co0 + j) * big * half, rows) for j in range(n1)]
         for xo, co, count in runs:
             total = count * half
-            _vmax([(cols, co, 1, PER_REPEAT, PER_REPEAT), (x, xo, 2, 2 * PER_REPEAT, PER_REPEAT),
-                   (x, xo + 1, 2, 2 * PER_REPEAT, PER_REPEAT)], total // PER_REPEAT, FULL)
+            vmax([(cols, co, 1, PER_REPEAT, PER_REPEAT), (x, xo, 2, 2 * PER_REPEAT, PER_REPEAT),
+                  (x, xo + 1, 2, 2 * PER_REPEAT, PER_REPEAT)], total // PER_REPEAT, FULL)
             full, rest = divmod(total - 1, PER_REPEAT)
             for first, repeat, width in ((0, full, PER_REPEAT), (full, 1 if rest else 0, rest)):
                 if repeat:
                     at = co + 1 + first * PER_REPEAT
-                    _vmax([(cols, at, 1, PER_REPEAT, width), (cols, at, 1, PER_REPEAT, width),
-                           (x, xo + 1 + 2 * first * PER_REPEAT, 2, 2 * PER_REPEAT, width)],
-                          repeat, width * BLOCK)
+                    vmax([(cols, at, 1, PER_REPEAT, width), (cols, at, 1, PER_REPEAT, width),
+                          (x, xo + 1 + 2 * first * PER_REPEAT, 2, 2 * PER_REPEAT, width)],
+                         repeat, width * BLOCK)
             # each row's first column: the max of its columns 0 and 1 only
-            _vmax([(cols, co, 1, half, 1), (x, xo, 1, 2 * half, 1), (x, xo + 1, 1, 2 * half, 1)],
-                  count, BLOCK)
+            vmax([(cols, co, 1, half, 1), (x, xo, 1, 2 * half, 1), (x, xo + 1, 1, 2 * half, 1)],
+                 count, BLOCK)
         done = [p for p in range(self.s.ho // 2) if ho0 <= 2 * p + 1 < ho0 + rows]
         if not done:
             return
@@ -93,9 +97,9 @@ class DrainPool:
                 srcs = [row(co, r) for r in (2 * p - 1, 2 * p, 2 * p + 1) if r >= 0]
                 dst = (out, (co * per_co + k) * half, 1, PER_REPEAT, PER_REPEAT)
                 step = lambda src: (*src, 1, PER_REPEAT, PER_REPEAT)  # noqa: E731
-                _vmax([dst, step(srcs[0]), step(srcs[1])], half // PER_REPEAT, FULL)
+                vmax([dst, step(srcs[0]), step(srcs[1])], half // PER_REPEAT, FULL)
                 if len(srcs) == 3:
-                    _vmax([dst, dst, step(srcs[2])], half // PER_REPEAT, FULL)
+                    vmax([dst, dst, step(srcs[2])], half // PER_REPEAT, FULL)
         ho2, count = self.s.ho // 2, len(done)
         dst = nir.subview(self.dest, [n, co0, done[0], 0, 0], [1, n1, count, half, BLOCK])
         src = nir.subview(out2, [co0, 0], [n1, count * half * BLOCK])

@@ -22,6 +22,7 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import ir as nir
+from npu.costmodel.conv.depthwise_vector import MAX_STRIDE  # the vector stride fields
 from npu.costmodel.conv.epilogue import group_members
 from npu.dialects.ascend_pool import POOL2D, Pool2d
 from npu.target import Target
@@ -32,7 +33,6 @@ BLOCK = 16  # f16 lanes of a 32-byte block
 # rest for its actual bands): with 4, ResNet's stem took bands of one row
 # (73,186 cycles fused), with 2 its bands of 3 rows
 BUDGET_ROWS = 2
-MAX_STRIDE = 255  # the vector repeat stride field (blocks)
 
 
 def pool_fits(pool: ir.Operation, conv_out: ir.Value) -> bool:
