@@ -84,12 +84,16 @@ class Img2col(Instr):
         self.inside = index >= 0
         read = index[self.inside]
         self.index = np.where(self.inside, index, 0)
-        src_pat = access.from_elements(np.unique(read), 2) if read.size else access.dense(2, 2)
         dst_pat = access.from_bursts(g.repeat, self.frac, max(g.dst_stride, 1) * self.frac)
-        self.src_hi = src_pat.hi
         self.dst_stride = max(g.dst_stride, 1)
-        self.accesses = (Access(0, src_pat, False, t.granule("l1")),
-                         Access(1, dst_pat, True, t.granule("l0a")))
+        writes = Access(1, dst_pat, True, t.granule("l0a"))
+        if read.size:
+            src_pat = access.from_elements(np.unique(read), 2)
+            self.src_hi = src_pat.hi
+            self.accesses = (Access(0, src_pat, False, t.granule("l1")), writes)
+        else:  # every tap in the pads (a band's edge windows): no map byte is read
+            self.src_hi = 0
+            self.accesses = (writes,)
         self.path = PATH
         self.nbytes = g.repeat * self.frac
         self.rate = t.img2col_small_bytes_per_cycle if g.small_channel else t.img2col_bytes_per_cycle
@@ -101,7 +105,8 @@ class Img2col(Instr):
         # Replayed on the uninitialised flags (a movement carrying them), the
         # pads are written, so initialised: flag 0, not the pad value.
         pad = 0 if isinstance(mems[1], Shadow) else self.pad
-        values = np.where(self.inside, src[self.index], pad).astype(np.uint16)
+        values = (np.where(self.inside, src[self.index], pad) if self.src_hi
+                  else np.full(self.inside.shape, pad)).astype(np.uint16)
         dst = mems[1].data
         step = self.dst_stride * self.frac
         span = (self.repeat - 1) * step + self.frac

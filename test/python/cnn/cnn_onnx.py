@@ -35,10 +35,10 @@ def ort_run(model, feeds: dict) -> list[np.ndarray]:
     return session.run(None, feeds)
 
 
-def compare_npu(model, feeds: dict, atol: float, rtol: float = 1e-3) -> dict:
-    """Compile with npu, simulate, check every output against onnxruntime;
-    the report."""
-    kernel = compile_npu(model)
+def compare_npu(model, feeds: dict, atol: float, rtol: float = 1e-3, cores: int | None = None) -> dict:
+    """Compile with npu (on `cores`, default all), simulate, check every
+    output against onnxruntime; the report."""
+    kernel = compile_npu(model, cores)
     wants = ort_run(model, feeds)
     gots, report = kernel(*[feeds[n] for n in kernel.input_names])
     for name, got, want in zip(kernel.output_names, gots, wants):
@@ -48,9 +48,9 @@ def compare_npu(model, feeds: dict, atol: float, rtol: float = 1e-3) -> dict:
     return report
 
 
-def compile_npu(model):
+def compile_npu(model, cores: int | None = None):
     """npu.compile(model): every CNN here compiles (grouped and depthwise
     convs included), so any error fails the test."""
     import npu
 
-    return npu.compile(model)
+    return npu.compile(model, cores=cores)

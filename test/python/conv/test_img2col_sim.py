@@ -168,3 +168,19 @@ def test_small_channel_mode(case, level):
     want = expected_small(fm, f)
     valid = np.isfinite(want)
     np.testing.assert_array_equal(got[valid], want[valid])
+
+
+@pytest.mark.parametrize("level", ["cce", "hivm"])
+@pytest.mark.parametrize("small_channel", [0, 1])
+def test_windows_wholly_in_the_pads_read_no_map_byte(small_channel, level):
+    """A band's first img2col of a 7x7 stride-2 stem may take every tap from
+    the top pads (kernel row 0 over output rows 0 and 1). It reads no byte of
+    its map, so npu-insert-sync does not order it after the map's copy; the
+    simulator must not count a read either (it counted the map's first two
+    bytes, a false race with the copy on 32 cores)."""
+    f = geometry(15, 20, k=7, s=2, pads=(3, 3, 3, 3), repeat=1, repeat_mode=1,
+                 small_channel=small_channel)
+    fm, got, res = run(1, f, level)
+    assert not res.hazards
+    np.testing.assert_array_equal(got, np.zeros_like(got))
+    np.testing.assert_array_equal(got, expected(fm, f))
