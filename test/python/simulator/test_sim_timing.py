@@ -122,6 +122,35 @@ def test_mover_latency_overlap_follows_target(pipelined):
     assert res.cycles == expected
 
 
+
+def test_set_flag_holds_its_mover_until_earlier_copies_land():
+    """A set_flag sits in its pipe's in-order queue and fires only once every
+    earlier instruction of that pipe has finished (Ascend C SetFlag: it runs
+    after all reads and writes of the instructions before it complete), so a
+    copy queued behind it starts after the earlier copy has landed: MTE2 pays
+    the GM latency once per flag, not once per run of copies
+    (`npu-insert-sync`'s sink-sets relies on it)."""
+    t = get_target()
+    assert "MTE2" in t.pipelined_pipes
+    k = Kernel([("a", gm([4096]))])
+    k.alloc("u", mem([2048], "f16", "ub"))
+    k.alloc("w", mem([2048], "f16", "ub"))
+    k.copy("gm_to_ub", "a", "u", 1, 128)
+    k.set_flag("MTE2", "V")
+    k.copy("gm_to_ub", "a", "w", 1, 128)
+    k.wait_flag("MTE2", "V")
+    res = simulate(k.parse(), [f16(4096)], target=t)
+    p = t.path("gm_to_ub")
+    occupancy = math.ceil(4096 / p.bytes_per_cycle) + t.gm_burst_cycles
+    first, second = entries(res, "cce.copy_gm_to_ub")
+    tl = res.timeline
+    landed = tl.end[first]
+    assert landed == tl.start[first] + occupancy + p.latency
+    # the second copy waits for the first to land (the flag), with no overlap
+    # of the first's latency as without the flag
+    assert tl.start[second] == landed
+    assert res.cycles == landed + occupancy + p.latency
+
 def test_overlap_of_independent_pipes():
     """A GM load (MTE2) and an unrelated vdup (V) overlap: total = the longer one."""
     t = get_target()
