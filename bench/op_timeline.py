@@ -27,7 +27,7 @@ def tag_top_level(func) -> list[tuple[str, str]]:
     labels = []
     for k, child in enumerate(func.regions[0].blocks[0].operations):
         op = child.operation
-        names = re.findall(r'"([A-Za-z_0-9]+)"\(', str(op.location))
+        names = re.findall(r'"([^"]+)"\(', str(op.location))
         labels.append((op.name, names[0] if names else "-"))
         loc = ir.Location.file("T", k + 1, 1, context=op.context)
         stack = [op]
