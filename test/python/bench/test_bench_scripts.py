@@ -26,6 +26,7 @@ SMALLEST: dict[str, tuple[list[str], bool]] = {
     "cnn_breakdown.py": (["--model", "resnet18", "--size", "32", "--width", "0.125"], True),
     "compile_time.py": (["--sizes", "1", "--bert", ""], True),
     "conformance.py": ([], True),
+    "conv_chains.py": (["--models", "resnet50", "--size", "32", "--width", "0.125"], True),
     "conv.py": (["--layers", "3x3 256->256 14"], True),
     "embedding.py": (["--cores", "1"], False),
     "exports.py": (["--models", "distilbert"], True),
