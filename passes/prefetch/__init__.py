@@ -73,6 +73,10 @@ npu-insert-sync would sink the flag releasing it past the weights
 weights placed in the previous op, or go alone into its latest gap that
 holds their load and latency (`rows.py`).
 
+An odd last chunk (npu-double-buffer's one-trip remainder loop, its own
+buffer) goes into earlier phases' MTE2 tails once the slots are placed
+(`remainder.py`).
+
 A conv's resident weights get the same treatment (`conv.py`, `convs=true`):
 its first pieces, whole, after the previous op's last load (`conv_split.py`).
 On one core a streamed conv's first weight tile does too (`conv_streamed.py`),
