@@ -299,8 +299,8 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
         rests = [p for p in parts if p.gap == at]
         parts = [p for p in parts if p.gap != at]
         extra = self._remainder_parts(func, c, parts, gaps, low, bound, counted, collector, tops,
-                                      at, live_from, runs) if (
-            self.remainder_phases and share is None and not c.resident and not rests
+                                      at, live_from, runs, share) if (
+            self.remainder_phases and not c.resident and not rests
             and placed == len(c.slots)) else None
         rows, row_issue, row_after = ([], None, None) if share is not None else self._row_place(
             func, c, tops, prev, at, parts, gaps, runs, collector, bound)
@@ -326,14 +326,14 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
             mine = [p for p in parts if p.gap == gap]
             made = (self._emit(c, allocs, mine, issue) if share is None
                     else self._emit_share(c, allocs, mine, issue, share))
-            made += self._emit_remainder(extra, gap, issue)
+            made += self._emit_remainder(extra, gap, issue, share)
             collector.inserted(at_k, made)
             tops[at_k:at_k + 1] = made + [issue]
         if c.resident:
             self._guard_resident(c, slots, rests)
         else:
             self._guard(c, slots, rests)
-        self._guard_remainder(extra, tops, at, collector)
+        self._guard_remainder(extra, tops, at, collector, share)
         self.facts.forget(c.loop)
         # The guards wrap the loop's copies and its slots moved out: its
         # accesses are the same.

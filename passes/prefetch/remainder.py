@@ -42,12 +42,12 @@ class RemainderSlots:
     """Finding a matmul loop's remainder loop and placing its chunk
     (`self.facts`, `self._candidate`, `self._place`: the pass's)."""
 
-    def _remainder(self, tops: list[ir.Operation], at: int) -> tuple[int, ir.Operation] | None:
+    def _remainder(self, ops: list[ir.Operation], at: int) -> tuple[int, ir.Operation] | None:
         """(index, loop) of the one-trip loop of the same op right after the
-        matmul loop `tops[at]` (only index arithmetic between), else None."""
-        where = self.facts.location(tops[at])
-        for j in range(at + 1, len(tops)):
-            op = tops[j]
+        matmul loop `ops[at]` (only index arithmetic between), else None."""
+        where = self.facts.location(ops[at])
+        for j in range(at + 1, len(ops)):
+            op = ops[j]
             if op.name == "scf.for":
                 if self.facts.location(op) == where and trip_count(op) == 1 and \
                         self._has_weights(op):
@@ -64,11 +64,16 @@ class RemainderSlots:
     def _remainder_parts(self, func: ir.Operation, c: Candidate, parts: list[Part],
                          gaps: list[tuple[int, float]], low: int, bound: int,
                          counted: set[int], collector, tops: list[ir.Operation], at: int,
-                         live_from: dict[int, int], runs: dict) -> Remainder | None:
+                         live_from: dict[int, int], runs: dict, share=None) -> Remainder | None:
         """The remainder loop's candidate, its parts in `gaps` (the idle time
         `parts`, the main loop's, left) and those left to its iteration, when
         it has a weight slot that fits there and in L1 up to it."""
-        found = self._remainder(tops, at)
+        if share is None:
+            found = self._remainder(tops, at)
+        else:  # in the share's guard, after the loop: L1 counts up to the guard
+            ops = [o.operation for o in share.guard.regions[0].blocks[0].operations]
+            found = self._remainder(ops, ops.index(c.loop)) if c.loop in ops else None
+            found = None if found is None else (at, found[1])
         if found is None:
             return None
         rem_at, rem = found
@@ -134,25 +139,28 @@ class RemainderSlots:
     def _remainder_gaps(extra: Remainder | None) -> set[int]:
         return set() if extra is None else {p.gap for p in extra.parts}
 
-    def _emit_remainder(self, extra: Remainder | None, gap: int, issue: ir.Operation
-                        ) -> list[ir.Operation]:
+    def _emit_remainder(self, extra: Remainder | None, gap: int, issue: ir.Operation,
+                        share=None) -> list[ir.Operation]:
         """The remainder's parts of `gap` cloned before `issue` (after the
         main loop's), each slot's alloc moved to its first gap."""
         if extra is None or not any(p.gap == gap for p in extra.parts):
             return []
         allocs = [a for a, copies in extra.slots
                   if min(p.gap for p in extra.parts if p.copy in copies) == gap]
-        return self._emit(extra.candidate, allocs, [p for p in extra.parts if p.gap == gap],
-                          issue)
+        mine = [p for p in extra.parts if p.gap == gap]
+        if share is None:
+            return self._emit(extra.candidate, allocs, mine, issue)
+        return self._emit_share(extra.candidate, allocs, mine, issue, share)
 
     def _guard_remainder(self, extra: Remainder | None, tops: list[ir.Operation], at: int,
-                         collector) -> None:
+                         collector, share=None) -> None:
         if extra is None:
             return
         loop = extra.candidate.loop
         self._guard(extra.candidate, extra.slots, extra.rests)
         self.facts.forget(loop)
-        collector.changed(tops.index(loop, at), same_accesses=True)
+        collector.changed(tops.index(loop if share is None else share.guard, at),
+                          same_accesses=True)
 
     @staticmethod
     def _remainder_remark(extra: Remainder | None, collector) -> str:
