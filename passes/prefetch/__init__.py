@@ -128,6 +128,9 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
         Option("remainder-phases", int, 3, "an odd last chunk's own buffer (the loop "
                "npu-double-buffer leaves after the slots') in the idle time they leave or in "
                "the MTE2 tails of up to this many earlier phases (0: not at all)", low=0),
+        Option("rest-phases", int, 2, "the bursts of a partly prefetched slot left to the "
+               "loop's first iteration in the MTE2 tails of up to this many earlier phases "
+               "(0: not at all)", low=0),
     )
 
     # func -> the `BufferCollector` `npu-double-buffer` left (set by
@@ -298,6 +301,11 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
         slots = c.slots[:placed]
         rests = [p for p in parts if p.gap == at]
         parts = [p for p in parts if p.gap != at]
+        moved = self._rests_earlier(func, slots, parts, rests, gaps, bound, counted, collector,
+                                    tops, at, live_from) if (
+            self.rest_phases and rests and share is None and not c.resident) else None
+        if moved is not None:
+            parts, rests = parts + moved[0], moved[1]
         extra = self._remainder_parts(func, c, parts, gaps, low, bound, counted, collector, tops,
                                       at, live_from, runs, share) if (
             self.remainder_phases and not c.resident and not rests

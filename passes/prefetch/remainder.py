@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from npu.analysis.pipe_work import trip_count
-from npu.ir import view_root
+from npu.analysis.pipe_work import instruction_cycles, trip_count
+from npu.ir import int_attr, view_root
 
 from .parts import Candidate, Part
 
@@ -134,6 +134,48 @@ class RemainderSlots:
 
     def _is_weight_copy(self, op: ir.Operation) -> bool:
         return op.name == "cce.copy_gm_to_l1" and view_root(op.operands[0]) in self.constants
+
+    def _rests_earlier(self, func: ir.Operation, slots, parts: list[Part], rests: list[Part],
+                       gaps: list[tuple[int, float]], bound: int, counted: set[int], collector,
+                       tops: list[ir.Operation], at: int, live_from: dict[int, int]
+                       ) -> tuple[list[Part], list[Part]] | None:
+        """The bursts of a partly prefetched slot left to the loop's first
+        iteration (`rests`), as whole bursts in the MTE2 tails of up to
+        `rest-phases` phases before its gaps, where L1 holds the slot from
+        there on: (the new parts, the rests still left), or None."""
+        back = self._phase_gaps(tops, min(k for k, _ in gaps), self.rest_phases)
+        if not back:
+            return None
+        first = min(k for k, _ in back)
+        need = dict(zip(range(first, at),
+                        collector.space_bounds_over(func, "l1", first, at, bound)))
+        capacity = self.target.capacity("l1")
+        left = dict(back)
+        moved: list[Part] = []
+        still: list[Part] = []
+        for rest in rests:
+            alloc = next(a for a, copies in slots if rest.copy in copies)
+            size = collector.space_size(alloc)[1]
+            n = int_attr(rest.copy, "n_burst")
+            cycles = instruction_cycles(rest.copy, self.target) / n
+            b = rest.first
+            for k, _ in back:
+                live = min([live_from.get(p.gap, p.gap + 1) for p in parts + moved
+                            if p.copy == rest.copy] + [at])
+                span = [j for j in range(k + 1, live) if j not in counted]
+                take = min(rest.end - b, int(left[k] // cycles))
+                if take <= 0 or any(need[j] + size > capacity for j in span):
+                    continue
+                for j in span:
+                    need[j] += size
+                moved.append(Part(k, rest.copy, b, b + take))
+                left[k] -= take * cycles
+                b += take
+                if b == rest.end:
+                    break
+            if b < rest.end:
+                still.append(Part(at, rest.copy, b, rest.end))
+        return (moved, still) if moved else None
 
     @staticmethod
     def _remainder_gaps(extra: Remainder | None) -> set[int]:
