@@ -301,15 +301,9 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
         slots = c.slots[:placed]
         rests = [p for p in parts if p.gap == at]
         parts = [p for p in parts if p.gap != at]
-        moved = self._rests_earlier(func, slots, parts, rests, gaps, bound, counted, collector,
-                                    tops, at, live_from) if (
-            self.rest_phases and rests and share is None and not c.resident) else None
-        if moved is not None:
-            parts, rests = parts + moved[0], moved[1]
-        extra = self._remainder_parts(func, c, parts, gaps, low, bound, counted, collector, tops,
-                                      at, live_from, runs, share) if (
-            self.remainder_phases and not c.resident and not rests
-            and placed == len(c.slots)) else None
+        parts, rests, extra = self._earlier_phases(func, c, placed, parts, rests, gaps, low, bound,
+                                                   counted, collector, tops, at, live_from, runs,
+                                                   share)
         rows, row_issue, row_after = ([], None, None) if share is not None else self._row_place(
             func, c, tops, prev, at, parts, gaps, runs, collector, bound)
         # A resident strip's parts stay where they are (function level, ahead

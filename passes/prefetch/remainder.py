@@ -135,6 +135,24 @@ class RemainderSlots:
     def _is_weight_copy(self, op: ir.Operation) -> bool:
         return op.name == "cce.copy_gm_to_l1" and view_root(op.operands[0]) in self.constants
 
+    def _earlier_phases(self, func: ir.Operation, c: Candidate, placed: int, parts: list[Part],
+                        rests: list[Part], gaps: list[tuple[int, float]], low: int, bound: int,
+                        counted: set[int], collector, tops: list[ir.Operation], at: int,
+                        live_from: dict[int, int], runs: dict, share
+                        ) -> tuple[list[Part], list[Part], Remainder | None]:
+        """After the slots' own gaps: a partial slot's rest, then the
+        remainder loop's chunk, in earlier phases (parts, rests, remainder)."""
+        if self.rest_phases and rests and share is None and not c.resident:
+            moved = self._rests_earlier(func, c.slots[:placed], parts, rests, gaps, bound,
+                                        counted, collector, tops, at, live_from)
+            if moved is not None:
+                parts, rests = parts + moved[0], moved[1]
+        extra = self._remainder_parts(func, c, parts, gaps, low, bound, counted, collector, tops,
+                                      at, live_from, runs, share) if (
+            self.remainder_phases and not c.resident and not rests
+            and placed == len(c.slots)) else None
+        return parts, rests, extra
+
     def _rests_earlier(self, func: ir.Operation, slots, parts: list[Part], rests: list[Part],
                        gaps: list[tuple[int, float]], bound: int, counted: set[int], collector,
                        tops: list[ir.Operation], at: int, live_from: dict[int, int]
