@@ -73,6 +73,10 @@ npu-insert-sync would sink the flag releasing it past the weights
 weights placed in the previous op, or go alone into its latest gap that
 holds their load and latency (`rows.py`).
 
+An odd last chunk (npu-double-buffer's one-trip remainder loop, its own
+buffer) goes into earlier phases' MTE2 tails once the slots are placed
+(`remainder.py`).
+
 A conv's resident weights get the same treatment (`conv.py`, `convs=true`):
 its first pieces, whole, after the previous op's last load (`conv_split.py`).
 On one core a streamed conv's first weight tile does too (`conv_streamed.py`),
@@ -96,6 +100,7 @@ from .guarded import GuardedLoops, Share
 from .parts import L1_ROOMS, Candidate, Part, _label, _writers
 from .resident import ResidentStrips
 from .rows import RowLoads
+from .remainder import RemainderSlots
 from .share_rows import ShareRows
 from .shares import ShareRuns
 
@@ -103,7 +108,7 @@ CONSTANT_ATTR = "npu.constant"
 
 
 class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, ShareRows, ConvDriver,
-                   ResidentStrips, Pass):
+                   ResidentStrips, RemainderSlots, Pass):
     name = "npu-prefetch"
     summary = ("Issue a matmul's first host-constant weight loads during the previous op's "
                "idle MTE2 tail, into L1 free there")
@@ -120,6 +125,12 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
                "bytes live there (live; npu-lower retries with safe should npu-plan-memory "
                "then overflow L1) or beside every buffer whose lifetime meets those live "
                "there (safe: always placeable)", choices=L1_ROOMS),
+        Option("remainder-phases", int, 3, "an odd last chunk's own buffer (the loop "
+               "npu-double-buffer leaves after the slots') in the idle time they leave or in "
+               "the MTE2 tails of up to this many earlier phases (0: not at all)", low=0),
+        Option("rest-phases", int, 2, "the bursts of a partly prefetched slot left to the "
+               "loop's first iteration in the MTE2 tails of up to this many earlier phases "
+               "(0: not at all)", low=0),
     )
 
     # func -> the `BufferCollector` `npu-double-buffer` left (set by
@@ -290,6 +301,9 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
         slots = c.slots[:placed]
         rests = [p for p in parts if p.gap == at]
         parts = [p for p in parts if p.gap != at]
+        parts, rests, extra = self._earlier_phases(func, c, placed, parts, rests, gaps, low, bound,
+                                                   counted, collector, tops, at, live_from, runs,
+                                                   share)
         rows, row_issue, row_after = ([], None, None) if share is not None else self._row_place(
             func, c, tops, prev, at, parts, gaps, runs, collector, bound)
         # A resident strip's parts stay where they are (function level, ahead
@@ -303,7 +317,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
             count += works(k)
             steps[k] = count
         # From the latest insertion point back: earlier indices stay valid.
-        for gap in sorted({p.gap for p in parts}, reverse=True):
+        for gap in sorted({p.gap for p in parts} | self._remainder_gaps(extra), reverse=True):
             if gap in runs:
                 self._emit_run(c, [a for a, k in home.items() if k == gap],
                                [p for p in parts if p.gap == gap], gap, runs[gap], tops, collector)
@@ -314,12 +328,14 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
             mine = [p for p in parts if p.gap == gap]
             made = (self._emit(c, allocs, mine, issue) if share is None
                     else self._emit_share(c, allocs, mine, issue, share))
+            made += self._emit_remainder(extra, gap, issue, share)
             collector.inserted(at_k, made)
             tops[at_k:at_k + 1] = made + [issue]
         if c.resident:
             self._guard_resident(c, slots, rests)
         else:
             self._guard(c, slots, rests)
+        self._guard_remainder(extra, tops, at, collector, share)
         self.facts.forget(c.loop)
         # The guards wrap the loop's copies and its slots moved out: its
         # accesses are the same.
@@ -346,6 +362,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
                           f"{len(parts)} copies) loaded {points}"
                           + (f" (of the last, {sum(p.end - p.first for p in rests)} bursts in "
                              f"the loop's first iteration)" if rests else "")
+                          + self._remainder_remark(extra, collector)
                           + (f"; its {len(rows)} broadcast row load(s) "
                              f"({int(self._row_cycles(rows))} cycles) before its first wait too, "
                              f"after {row_after}"

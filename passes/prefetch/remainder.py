@@ -1,0 +1,231 @@
+"""A matmul loop's odd last chunk loaded before the barrier too (mixed into
+`PrefetchPass`).
+
+Why: npu-double-buffer unrolls a streamed matmul loop by two and leaves an
+odd trip count's last iteration as a one-trip loop of its own after it,
+with its own weight buffer. npu-prefetch filled only the main loop's two
+slots, so that chunk always loaded after the chip barrier: BERT seq 128's
+ffn_out (three 1,024-deep chunks of its 295 KB of weights a core) loaded
+its third 98 KB chunk in its own phase, which is MTE2-bound, while L1
+(1 MB) had room for it beside the two slots before the barrier. Here,
+once all of the main loop's slots are placed, the remainder's buffer is a
+third slot: its first-iteration copy goes into the idle time the slots
+left in the same gaps (the previous op's tail and the one before it),
+where L1 holds it from there to the remainder loop. Its copy in the loop
+runs only on a later iteration (there is none), as the slots' do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from npu.analysis.pipe_work import instruction_cycles, trip_count
+from npu.ir import int_attr, view_root
+
+from .parts import Candidate, Part
+
+
+@dataclass
+class Remainder:
+    """The remainder loop's candidate, its slots placed, their parts in the
+    gaps and the bursts left to its iteration."""
+
+    candidate: Candidate
+    slots: list
+    parts: list[Part]
+    rests: list[Part]
+
+
+class RemainderSlots:
+    """Finding a matmul loop's remainder loop and placing its chunk
+    (`self.facts`, `self._candidate`, `self._place`: the pass's)."""
+
+    def _remainder(self, ops: list[ir.Operation], at: int) -> tuple[int, ir.Operation] | None:
+        """(index, loop) of the one-trip loop of the same op right after the
+        matmul loop `ops[at]` (only index arithmetic between), else None."""
+        where = self.facts.location(ops[at])
+        for j in range(at + 1, len(ops)):
+            op = ops[j]
+            if op.name == "scf.for":
+                if self.facts.location(op) == where and trip_count(op) == 1 and \
+                        self._has_weights(op):
+                    return j, op
+                return None
+            if op.regions or not op.name.startswith("arith."):
+                return None
+        return None
+
+    def _has_weights(self, loop: ir.Operation) -> bool:
+        body = loop.regions[0].blocks[0]
+        return any(o.operation.name == "cce.copy_gm_to_l1" for o in body.operations)
+
+    def _remainder_parts(self, func: ir.Operation, c: Candidate, parts: list[Part],
+                         gaps: list[tuple[int, float]], low: int, bound: int,
+                         counted: set[int], collector, tops: list[ir.Operation], at: int,
+                         live_from: dict[int, int], runs: dict, share=None) -> Remainder | None:
+        """The remainder loop's candidate, its parts in `gaps` (the idle time
+        `parts`, the main loop's, left) and those left to its iteration, when
+        it has a weight slot that fits there and in L1 up to it."""
+        if share is None:
+            found = self._remainder(tops, at)
+        else:  # in the share's guard, after the loop: L1 counts up to the guard
+            ops = [o.operation for o in share.guard.regions[0].blocks[0].operations]
+            found = self._remainder(ops, ops.index(c.loop)) if c.loop in ops else None
+            found = None if found is None else (at, found[1])
+        if found is None:
+            return None
+        rem_at, rem = found
+        rc, _ = self._candidate(rem, self.constants)
+        if rc is None or rc.resident:
+            return None
+        # Not what the slots left of their own gaps: those end at the barrier
+        # before the loop's op, where a load past the estimate holds the
+        # phase (BERT seq 128's ffn_in: 45,311 -> 45,659 cycles); the earlier
+        # phases' tails, a whole phase ahead of the op.
+        rest_gaps = self._phase_gaps(tops, min(k for k, _ in gaps), self.remainder_phases)
+        if not rest_gaps:
+            return None
+        low = min(low, min(k for k, _ in rest_gaps))
+        # L1 from the gaps to the remainder: the ops' bounds, plus the main
+        # loop's slots where they are live ahead of it.
+        need = dict(zip(range(low, rem_at),
+                        collector.space_bounds_over(func, "l1", low, rem_at, bound)))
+        for alloc, copies in c.slots:
+            size = collector.space_size(alloc)[1]
+            first = min(live_from.get(p.gap, p.gap + 1) for p in parts if p.copy in copies)
+            for j in range(first, at):
+                if j not in counted:
+                    need[j] += size
+        # the ops from the main loop to the remainder count neither slot
+        counted = counted - set(range(at, rem_at))
+        mine, placed = self._place(rc, rest_gaps, need, counted, collector, rem_at, live_from)
+        if not placed or any(p.gap in runs for p in mine):
+            return None
+        return Remainder(rc, rc.slots[:placed], [p for p in mine if p.gap != rem_at],
+                         [p for p in mine if p.gap == rem_at])
+
+    def _phase_gaps(self, tops: list[ir.Operation], before: int, depth: int
+                    ) -> list[tuple[int, float]]:
+        """(k, idle) for the phases (between chip barriers) ending before
+        `tops[before]`'s, latest first, up to `depth` of them: the last op
+        with GM loads in each and the idle MTE2 estimated after it, its
+        tail and the following ops' work up to the barrier, less the loads
+        already placed there (earlier prefetches), plus the barrier's."""
+        gaps: list[tuple[int, float]] = []
+        k = before - 1
+        while k >= 0 and tops[k].name != "cce.sync_all":
+            k -= 1
+        while k > 0 and len(gaps) < depth:
+            barrier = k
+            idle = self.facts.barrier_idle
+            k -= 1
+            while k >= 0 and tops[k].name != "cce.sync_all":
+                f = self.facts(tops[k])
+                if f.loads and not self._is_weight_copy(tops[k]):
+                    gaps.append((k, max(0.0, idle + f.tail_span)))
+                    break
+                idle += f.tail_span - f.loads
+                k -= 1
+            while k >= 0 and tops[k].name != "cce.sync_all":
+                k -= 1
+        return gaps
+
+    def _is_weight_copy(self, op: ir.Operation) -> bool:
+        return op.name == "cce.copy_gm_to_l1" and view_root(op.operands[0]) in self.constants
+
+    def _earlier_phases(self, func: ir.Operation, c: Candidate, placed: int, parts: list[Part],
+                        rests: list[Part], gaps: list[tuple[int, float]], low: int, bound: int,
+                        counted: set[int], collector, tops: list[ir.Operation], at: int,
+                        live_from: dict[int, int], runs: dict, share
+                        ) -> tuple[list[Part], list[Part], Remainder | None]:
+        """After the slots' own gaps: a partial slot's rest, then the
+        remainder loop's chunk, in earlier phases (parts, rests, remainder)."""
+        if self.rest_phases and rests and share is None and not c.resident:
+            moved = self._rests_earlier(func, c.slots[:placed], parts, rests, gaps, bound,
+                                        counted, collector, tops, at, live_from)
+            if moved is not None:
+                parts, rests = parts + moved[0], moved[1]
+        extra = self._remainder_parts(func, c, parts, gaps, low, bound, counted, collector, tops,
+                                      at, live_from, runs, share) if (
+            self.remainder_phases and not c.resident and not rests
+            and placed == len(c.slots)) else None
+        return parts, rests, extra
+
+    def _rests_earlier(self, func: ir.Operation, slots, parts: list[Part], rests: list[Part],
+                       gaps: list[tuple[int, float]], bound: int, counted: set[int], collector,
+                       tops: list[ir.Operation], at: int, live_from: dict[int, int]
+                       ) -> tuple[list[Part], list[Part]] | None:
+        """The bursts of a partly prefetched slot left to the loop's first
+        iteration (`rests`), as whole bursts in the MTE2 tails of up to
+        `rest-phases` phases before its gaps, where L1 holds the slot from
+        there on: (the new parts, the rests still left), or None."""
+        back = self._phase_gaps(tops, min(k for k, _ in gaps), self.rest_phases)
+        if not back:
+            return None
+        first = min(k for k, _ in back)
+        need = dict(zip(range(first, at),
+                        collector.space_bounds_over(func, "l1", first, at, bound)))
+        capacity = self.target.capacity("l1")
+        left = dict(back)
+        moved: list[Part] = []
+        still: list[Part] = []
+        for rest in rests:
+            alloc = next(a for a, copies in slots if rest.copy in copies)
+            size = collector.space_size(alloc)[1]
+            n = int_attr(rest.copy, "n_burst")
+            cycles = instruction_cycles(rest.copy, self.target) / n
+            b = rest.first
+            for k, _ in back:
+                live = min([live_from.get(p.gap, p.gap + 1) for p in parts + moved
+                            if p.copy == rest.copy] + [at])
+                span = [j for j in range(k + 1, live) if j not in counted]
+                take = min(rest.end - b, int(left[k] // cycles))
+                if take <= 0 or any(need[j] + size > capacity for j in span):
+                    continue
+                for j in span:
+                    need[j] += size
+                moved.append(Part(k, rest.copy, b, b + take))
+                left[k] -= take * cycles
+                b += take
+                if b == rest.end:
+                    break
+            if b < rest.end:
+                still.append(Part(at, rest.copy, b, rest.end))
+        return (moved, still) if moved else None
+
+    @staticmethod
+    def _remainder_gaps(extra: Remainder | None) -> set[int]:
+        return set() if extra is None else {p.gap for p in extra.parts}
+
+    def _emit_remainder(self, extra: Remainder | None, gap: int, issue: ir.Operation,
+                        share=None) -> list[ir.Operation]:
+        """The remainder's parts of `gap` cloned before `issue` (after the
+        main loop's), each slot's alloc moved to its first gap."""
+        if extra is None or not any(p.gap == gap for p in extra.parts):
+            return []
+        allocs = [a for a, copies in extra.slots
+                  if min(p.gap for p in extra.parts if p.copy in copies) == gap]
+        mine = [p for p in extra.parts if p.gap == gap]
+        if share is None:
+            return self._emit(extra.candidate, allocs, mine, issue)
+        return self._emit_share(extra.candidate, allocs, mine, issue, share)
+
+    def _guard_remainder(self, extra: Remainder | None, tops: list[ir.Operation], at: int,
+                         collector, share=None) -> None:
+        if extra is None:
+            return
+        loop = extra.candidate.loop
+        self._guard(extra.candidate, extra.slots, extra.rests)
+        self.facts.forget(loop)
+        collector.changed(tops.index(loop if share is None else share.guard, at),
+                          same_accesses=True)
+
+    @staticmethod
+    def _remainder_remark(extra: Remainder | None, collector) -> str:
+        if extra is None:
+            return ""
+        size = sum(collector.space_size(a)[1] for a, _ in extra.slots)
+        return (f"; the remainder loop's {len(extra.slots)} slot(s) ({size} bytes, "
+                f"{len(extra.parts)} copies) too")
