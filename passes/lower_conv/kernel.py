@@ -133,7 +133,9 @@ class ConvKernel(DrainPool, BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDr
         room = budget - bias if reads_image(self.x5) else budget // 2 - bias
         self.pairs_stores = self.stores_pair(row_parts is None)
         if self.pairs_stores:  # nothing else of the conv's in UB: the slots take it all
-            room = budget - bias
+            # but the cube bias's ones, staged through UB at the start (`ones_map`)
+            ones_rows = min(self.g.h, (t.rows - 1) * self.g.strides[0] + self.ext_h)
+            room = budget - bias - (ones_rows * self.g.w * 16 * 2 if s.ones else 0)
         if self.pool is not None:
             room -= self.setup_pool()
         sets = SETS
