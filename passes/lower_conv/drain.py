@@ -162,8 +162,7 @@ class ConvDrain:
         epilogue, pool, NCHW image or int8 staging), emitted straight for
         the `whole` conv (a held store never crosses a loop or a core's run
         variant); the slots then take all of UB, and it pairs only with at
-        least PAIRED_SLOTS of them (`kernel.emit`; the estimate's
-        `accumulators.paired_stores`). 1x1
+        least four of them (`kernel.emit`: two stored while two drain). 1x1
         64->256 56 (ResNet-50 layer1's downsample): MTE3 25.5k busy + 26
         latencies paced it; in the model 36,138 -> 31,606 cycles."""
         s, t = self.s, self.t

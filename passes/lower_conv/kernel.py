@@ -11,7 +11,7 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import ir as nir
-from npu.costmodel.conv.accumulators import PAIRED_SLOTS, l0c_sets
+from npu.costmodel.conv.accumulators import l0c_sets
 from npu.costmodel.conv.epilogue import epilogue_sets
 from npu.costmodel.conv.tiling import UNROLL_BANDS, ConvShape, ConvTiling, band_layout
 from npu.dialects.ascend_conv import ConvGeometry
@@ -146,7 +146,7 @@ class ConvKernel(DrainPool, BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDr
             room = min(room, budget - bias - sets * per_set)
         self.ub = [nir.alloc([slot_blocks * m1 * FRAC], self.out_type, "ub")
                    for _ in range(max(2, min(UB_SLOTS, room // slot_bytes)))]
-        self.pairs_stores = self.pairs_stores and len(self.ub) >= PAIRED_SLOTS
+        self.pairs_stores = self.pairs_stores and len(self.ub) >= 4
         if self.epilogue is not None:
             self.epilogue.allocate(half * m1 * FRAC, self.paired_loads(), sets)
         band_pixels = min(self.g.h, (t.rows - 1) * self.g.strides[0] + self.ext_h) * self.g.w

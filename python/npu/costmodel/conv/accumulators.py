@@ -20,9 +20,6 @@ class ConvShape(Protocol):
     co1: int
     int8: bool
     out_bytes: int
-    small: bool
-    fold: int
-    core_share: bool
 
 FRACTAL_ELEMENTS = 256  # of one 16x16 fractal
 
@@ -73,21 +70,3 @@ def one_store(s: ConvShape, m1: int, n1: int, ub_half: int,
     within 1.1x of it."""
     return (epilogue is None and not s.int8 and min(n1, s.co1) >= 2
             and 2 * m1 * min(n1, s.co1) * FRACTAL_ELEMENTS * s.out_bytes + s.co1 * 256 <= ub_half)
-
-
-# Drain slots that let a conv store its super tiles two at a time
-# (`paired_stores`): two stored while two drain.
-PAIRED_SLOTS = 4
-
-
-def paired_stores(s: ConvShape, m1: int, n1: int, ub_bytes: int, merged: bool) -> bool:
-    """Whether the lowering stores this tiling's super tiles two at a time
-    (`passes/lower_conv/drain.ConvDrain.stores_pair`): one set_flag, so one
-    GM latency on MTE3, per two stores. A `one_store` (`merged`) tiling of
-    a conv with nothing else in UB (no epilogue: the caller's test; no
-    staged image or int8 map), not one core's run of rows, whose
-    PAIRED_SLOTS slots fit all of UB beside the bias; the caller also asks
-    for straight code (no loop)."""
-    slot = m1 * min(n1, s.co1) * FRACTAL_ELEMENTS * s.out_bytes
-    return (merged and not s.int8 and not s.small and not s.fold and not s.core_share
-            and PAIRED_SLOTS * slot + s.co1 * 256 <= ub_bytes)

@@ -24,8 +24,7 @@ from dataclasses import dataclass, replace
 from mlir import ir
 
 from npu import ir as nir
-from npu.costmodel.conv.accumulators import (ACC_BLOCKS, FRACTAL_ELEMENTS, accumulators, one_store,
-                                              paired_stores, single_set)
+from npu.costmodel.conv.accumulators import ACC_BLOCKS, FRACTAL_ELEMENTS, accumulators, one_store, single_set
 from npu.costmodel.conv.chunks import tile_cycles as _tile_cycles
 from npu.costmodel.conv.epilogue import EpilogueWork, paired_loads
 from npu.costmodel.conv.first_band import (ahead_pieces, first_tile_left, piece_cap, tapered_end,
@@ -250,7 +249,7 @@ def _l1_band_bytes(s: ConvShape, rows: int) -> int:
 
 def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Target,
              epilogue: EpilogueWork | None = None, merged: bool = False,
-             sets: int = 2, accs: int = 2, ub_bytes: int | None = None) -> tuple[float, dict]:
+             sets: int = 2, accs: int = 2) -> tuple[float, dict]:
     """(cycles, per-pipe work) of one tiling, with `epilogue`'s work on each
     drained tile: its vector passes, its operands' loads (with resident
     weights each super tile's loads pay a GM latency, paired_loads; streamed,
@@ -315,9 +314,6 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     # tile (1x1 64->256 56 with its residual + ReLU: 28 x (2 x 450 + 350)).
     whole = merged or (epilogue is not None and paired_loads(epilogue) and epilogue.on_loaded)
     stores = s.batch * bands * len(n_tiles) if whole else drains
-    if epilogue is None and s.batch * bands <= UNROLL_BANDS and \
-            paired_stores(s, m1, n1, ub_bytes or t.capacity("ub"), merged):
-        stores = -(-stores // 2)  # two stores a flag
     mte3 = (s.batch * s.ho * s.wo * s.co1 * 16 * out_bytes / t.path("ub_to_gm").bytes_per_cycle
             + stores * t.path("ub_to_gm").latency + mte3_map)
     # Each (band, super tile) also pays flag round trips and a drain that is
@@ -426,7 +422,7 @@ def choose_tiling(s: ConvShape, t: Target, ub_bytes: int | None = None,
             for kc, merged in ((kc, m) for kc in kcs
                                for m in {False, accs == 2 and one_store(s, m1, n1, ub, epilogue)}):
                 cycles, pipes = estimate(s, rows, n1, kc, resident, t, epilogue, merged, sets,
-                                         accs, ub_bytes)
+                                         accs)
                 if best is None or cycles < best.cycles:
                     best = ConvTiling(rows, m1, n1, kc, resident, cycles,
                                       tuple(sorted(pipes.items())), merged, accs)
