@@ -11,6 +11,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.conv.epilogue import paired_loads
+from npu.costmodel.conv.tiling import UNROLL_BANDS
 from npu.kernels.cce_build import copy_bursts
 from npu.passes.lower_conv.channel_pattern import channel_pattern, rows_of
 from npu.passes.lower_conv.drain_cast import f16_pattern
@@ -138,9 +139,42 @@ class ConvDrain:
         self.drain_to_ub(l0c, nir.subview(slot, [t0 * m1 * FRAC], [n1 * m1 * FRAC]), s0 + t0,
                          n1, m1)
         if t0 + n1 == ns:
-            self.store(nir.subview(slot, [0], [ns * m1 * FRAC]), n, s0, ns, ho0, rows, m1,
-                       nir.element_bytes(self.out_type))
+            args = (nir.subview(slot, [0], [ns * m1 * FRAC]), n, s0, ns, ho0, rows, m1,
+                    nir.element_bytes(self.out_type))
             self.drains += 1
+            if not self.pairs_stores:
+                self.store(*args)
+            elif self.pending_store is None:
+                self.pending_store = args
+            else:
+                self.flush_store()
+                self.store(*args)
+
+    pairs_stores = False  # one_store slots stored two at a time (`stores_pair`)
+    pending_store: tuple | None = None
+
+    def stores_pair(self, whole: bool) -> bool:
+        """Whether each super tile's store (`one_store`) waits for the next
+        one's, so the two leave side by side and share one set_flag
+        (npu-insert-sync sinks a set through a run of stores): each flag
+        freeing a slot holds MTE3 for a GM latency, which then comes once
+        per two stores. Only a conv whose slots are all it has in UB (no
+        epilogue, pool, NCHW image or int8 staging), emitted straight for
+        the `whole` conv (a held store never crosses a loop or a core's run
+        variant); the slots then take all of UB, and it pairs only with at
+        least four of them (`kernel.emit`: two stored while two drain). 1x1
+        64->256 56 (ResNet-50 layer1's downsample): MTE3 25.5k busy + 26
+        latencies paced it; in the model 36,138 -> 31,606 cycles."""
+        s, t = self.s, self.t
+        return (whole and t.one_store and self.epilogue is None and self.pool is None
+                and not s.int8 and not reads_image(self.x5)
+                and s.batch * -(-s.ho // t.rows) <= UNROLL_BANDS)
+
+    def flush_store(self) -> None:
+        """The super tile's store held for the next one's (`pairs_stores`)."""
+        if self.pending_store is not None:
+            args, self.pending_store = self.pending_store, None
+            self.store(*args)
 
     def drain(self, l0c, n: int, co0: int, n1: int, ho0: Index, rows: int, m1: int,
               slot: int, prefetched: bool = False, at: tuple[int, int] | None = None) -> None:

@@ -131,6 +131,11 @@ class ConvKernel(DrainPool, BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDr
         # other UB user: its slots take the rest (stem image 7x7/2 3->64 224:
         # 3 slots 56,616 cycles, 6: 54,072; its stores and the staging share MTE3)
         room = budget - bias if reads_image(self.x5) else budget // 2 - bias
+        self.pairs_stores = self.stores_pair(row_parts is None)
+        if self.pairs_stores:  # nothing else of the conv's in UB: the slots take it all
+            # but the cube bias's ones, staged through UB at the start (`ones_map`)
+            ones_rows = min(self.g.h, (t.rows - 1) * self.g.strides[0] + self.ext_h)
+            room = budget - bias - (ones_rows * self.g.w * 16 * 2 if s.ones else 0)
         if self.pool is not None:
             room -= self.setup_pool()
         sets = SETS
@@ -141,6 +146,7 @@ class ConvKernel(DrainPool, BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDr
             room = min(room, budget - bias - sets * per_set)
         self.ub = [nir.alloc([slot_blocks * m1 * FRAC], self.out_type, "ub")
                    for _ in range(max(2, min(UB_SLOTS, room // slot_bytes)))]
+        self.pairs_stores = self.pairs_stores and len(self.ub) >= 4
         if self.epilogue is not None:
             self.epilogue.allocate(half * m1 * FRAC, self.paired_loads(), sets)
         band_pixels = min(self.g.h, (t.rows - 1) * self.g.strides[0] + self.ext_h) * self.g.w
@@ -156,6 +162,7 @@ class ConvKernel(DrainPool, BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDr
                               self.in_type, "l0b") for _ in range(2)]
         if row_parts is None:
             self.emit_rows(self.band_groups(0, s.ho), 0, s.batch * -(-s.ho // t.rows))
+            self.flush_store()
             return
         self.fill_patterns()
         parts, part = row_parts

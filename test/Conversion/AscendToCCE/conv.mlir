@@ -154,9 +154,11 @@ func.func @conv_rows(%x: memref<1x1x12x8x16xf16, "gm">, %w: memref<9x1x16x16xf16
 // 16 x 7 fractals, which leaves in one store of 16 bursts (each store's flag
 // holds MTE3 for the GM latency). The band's one chunk is its last: each
 // half drains right after its own mad (one flag after both mads held the
-// first half's drain for the second's).
+// first half's drain for the second's). The slots are all the conv holds in
+// UB: four of them, and the stores go two bands at a time, side by side (one
+// flag, one GM latency, for both: `stores_pair`).
 // CHECK-LABEL: func.func @one_store
-// CHECK-COUNT-2: memref.alloc() : memref<28672xf16, "ub">
+// CHECK-COUNT-4: memref.alloc() : memref<28672xf16, "ub">
 // CHECK-NOT:     memref.alloc() : memref<{{[0-9]+}}xf16, "ub">
 // CHECK:         "cce.mad"
 // CHECK-NOT:     "cce.mad"
@@ -165,6 +167,17 @@ func.func @conv_rows(%x: memref<1x1x12x8x16xf16, "gm">, %w: memref<9x1x16x16xf16
 // CHECK:         "cce.mad"
 // CHECK-NOT:     "cce.copy_ub_to_gm"
 // CHECK:         "cce.copy_l0c_to_ub"({{.*}}) {burst_len = 1792 : i64{{.*}}convert = "f32_to_f16"
+// CHECK-NOT:     "cce.copy_ub_to_gm"
+// CHECK:         "cce.mad"
+// CHECK-NOT:     "cce.copy_ub_to_gm"
+// CHECK:         "cce.copy_l0c_to_ub"
+// CHECK-NOT:     "cce.copy_ub_to_gm"
+// CHECK:         "cce.mad"
+// CHECK-NOT:     "cce.copy_ub_to_gm"
+// CHECK:         "cce.copy_l0c_to_ub"
+// CHECK-NOT:     "cce.copy_l0c_to_ub"
+// CHECK:         "cce.copy_ub_to_gm"({{.*}}) {burst_len = 112 : i64, dst_gap = 672 : i64, n_burst = 16 : i64, src_gap = 0 : i64} : (memref<28672xf16
+// CHECK-NOT:     "cce.mad"
 // CHECK-NOT:     "cce.copy_l0c_to_ub"
 // CHECK:         "cce.copy_ub_to_gm"({{.*}}) {burst_len = 112 : i64, dst_gap = 672 : i64, n_burst = 16 : i64, src_gap = 0 : i64} : (memref<28672xf16
 // CHECK:         "cce.mad"
