@@ -11,6 +11,8 @@ is taken when the phase it saves is larger than those reads by `MARGIN`
 of the unsplit phase and by a chip barrier's cycles (the model does not
 price the partials' drain tail, their weights' prefetch or the row
 kernel's extra chunks: measured on BERT's ffn_out, docs/multicore.md).
+`split_k.apply_model` also leaves it when a matmul follows the row group
+(its prefetched weights already fill the unsplit phase's idle MTE2).
 """
 
 from __future__ import annotations
