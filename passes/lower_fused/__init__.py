@@ -34,6 +34,7 @@ from npu.costmodel.fusion import gelu
 
 from npu.kernels import online_rows
 from npu.costmodel.vector.chunk_pipeline import ChunkProfile
+from npu.costmodel.fusion.epilogue import PARTIAL_SUMS_ATTR
 from npu.costmodel.fusion.rows import FUSED_UB_FRACTION
 from npu import ir as nir
 from npu.kernels.nz_store import NzStore
@@ -149,6 +150,10 @@ class FusedKernel(RowBuilders, ResidentRows, LayoutChoice):
         self.online = None
         self.profile: ChunkProfile | None = None  # filled by `chunk` when set (`trial`)
         self.tail = fusion.tail_block(self.g, self.target)
+        # partial sums the first members add (`split_cores/split_k_rows.py`):
+        # loaded together, not at first use, so their GM latencies overlap
+        self.sums = (nir.int_attr(region, PARTIAL_SUMS_ATTR)
+                     if PARTIAL_SUMS_ATTR in region.attributes else 0)
         long = self.tail or not fused_chunk.whole_rows_fit(self.g, self.target, budget)
         fit = (resident_fit.resident_fit(self.g, self.target, budget)
                if long and not self.g.nz and p.slots > 1 and p.resident else None)
@@ -334,12 +339,16 @@ class FusedKernel(RowBuilders, ResidentRows, LayoutChoice):
         # Counting the block's ops walks it: only for a profile (a trial),
         # not for every step of every chunk (0.1 CPU s of BERT-12's at 32 cores).
         profiled = self.profile is not None
+        loaded = {o.root for o in self.g.loaded.values()}  # (and the group's own first step's)
+        early = [i for step in cp.steps[:self.sums + 1] for i in step.reads
+                 if self.sums and i.root in loaded]
         for index, step in enumerate(cp.steps):
             start = len(block.operations) if profiled else 0
             m = step.op
             # A loaded buffer a result is stored from loads last: the next
             # chunk's load into it waits for that store.
-            for i in sorted(step.reads, key=lambda o: cp.buffer.get(o.root) in cp.stored):
+            reads = early + step.reads if index == 0 else step.reads
+            for i in sorted(reads, key=lambda o: cp.buffer.get(o.root) in cp.stored):
                 if i.kind in ("full", "col") and i.root not in bufs:
                     bufs[i.root] = self.load(i, row0, rows, valid, streamed(i.root))
             later = pending if m.out.root in self.deferred else None

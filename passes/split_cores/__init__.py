@@ -123,7 +123,12 @@ class SplitCoresPass(Pass):
                "the reduction N write f32 sums to GM; the group reduces the last L 16-element "
                "blocks, adds the sums in a fixed order, then runs its epilogue; a chip barrier "
                "between where the grids need one), joined by ';'; an entry no group takes is "
-               "an error. Not chosen by the model: slower on BERT's FFN (docs/multicore.md)"),
+               "an error. A group whose linear epilogue only a fused row group reads gets its "
+               "sums added by that row group (no phase of their own, `split_k_rows`)"),
+        Option("split-k-model", bool, True, "split the reduction of a matmul epilogue group "
+               "whose linear epilogue (bias adds, a defractalize to f32) only a fused row group "
+               "reads, when the model says the phase saved beats the row group's added loads "
+               "(`split_k_model`; groups `split-k` names keep its split)"),
     )
 
     def run(self, module: ir.Operation) -> None:
@@ -178,7 +183,7 @@ class SplitCoresPass(Pass):
         if nir.block_idx_arg(func) is not None or nir.BLOCK_DIM_ATTR in func.attributes:
             raise PassError("npu-split-cores: the function is already split over cores", func)
         self._dissolve_weight_bound_epilogues(func, wanted)
-        self._split_k(func)
+        self._split_k(func, wanted)
         units: list[Unit] = []
         splits: list[Split | None] = []
         ops = [child.operation for child in func.regions[0].blocks[0].operations]
@@ -331,13 +336,16 @@ class SplitCoresPass(Pass):
                 continue
             nir.dissolve_group(group, [])
 
-    def _split_k(self, func: ir.Operation) -> None:
-        """The `split-k` entries' reduction splits (`split_k`)."""
+    def _split_k(self, func: ir.Operation, wanted: int) -> None:
+        """The `split-k` entries' reduction splits (`split_k`), then the
+        model's (`split_k_model`) for groups whose sums a row group adds."""
         try:
             used, said = split_k.apply_all(func, self.reductions, self.target.fractal)
         except ValueError as e:
             raise PassError(f"npu-split-cores: split-k: {e}", func) from None
         self.reductions_used |= used
+        if self.split_k_model:
+            said += split_k.apply_model(func, set(self.reductions), wanted, self.target)
         if said and self.remarks:
             self.remark(func, "npu-split-cores: " + "; ".join(said))
 

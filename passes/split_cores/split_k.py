@@ -35,8 +35,10 @@ from npu import ir as nir
 from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR, PARTIAL_SUMS_ATTR
 from npu.costmodel.fusion.precision import HEAD_ATTR
 
+from . import split_k_model, split_k_rows
 from .groups import epilogue_matmuls
 
+CUBE_OPS = ("ascend.matmul", "ascend.batch_matmul", "ascend.conv2d")
 COMPUTE_KEY = "compute"  # npu.epilogue's precision (`precision.COMPUTE_F16`)
 
 
@@ -75,12 +77,51 @@ def apply_all(func: ir.Operation, wanted: dict, fractal: int) -> tuple[set, list
         if last >= a[0] or (a[0] - last) % parts:
             raise ValueError(f"split '{'x'.join(map(str, dims))}:{parts}x{last}': {a[0]} blocks "
                              f"of the reduction less {last} do not make {parts} equal runs")
-        rewrite(group, matmul, parts, last)
+        rows = split_k_rows.consumer(group, matmul)
+        if rows is not None:
+            split_k_rows.rewrite(group, matmul, parts, last, rows)
+        else:
+            rewrite(group, matmul, parts, last)
         used.add(dims)
         run = (a[0] - last) // parts * fractal
+        where = ("summed by the fused row group that reads it" if rows is not None
+                 else "in its epilogue group")
         said.append(f"matmul {'x'.join(map(str, dims))}: its reduction split, {parts} partial "
-                    f"matmul(s) of {run} and {last * fractal} in its epilogue group")
+                    f"matmul(s) of {run} and {last * fractal} {where}")
     return used, said
+
+
+def apply_model(func: ir.Operation, named: set, cores: int, target) -> list[str]:
+    """Split the reduction of every matmul epilogue group of `func` not in
+    `named` whose sums its row-group reader can add (`split_k_rows`), into
+    the equal runs `split_k_model` chooses; a remark line per group split."""
+    said: list[str] = []
+    f = target.fractal
+    tops = [o.operation for o in func.regions[0].blocks[0].operations]
+    cube = [bool(nir.walk_held(o, lambda x: x.name in CUBE_OPS)) for o in tops]
+    for group, matmul in epilogue_matmuls(func):
+        a, b, c = (nir.memref_shape(v.type) for v in matmul.operands)
+        dims = (a[1] * f, a[0] * f, b[0] * f)
+        if dims in named or len(a) != 4 or (rows := split_k_rows.consumer(group, matmul)) is None:
+            continue
+        # A matmul after the row group: npu-prefetch already loads its
+        # weights in the unsplit phase's idle MTE2, which the split would
+        # take (BERT-12 at seq 128: 528,191 -> 536,093 cycles split in
+        # every layer, each inner layer's ffn_out phase no shorter)
+        if any(cube[tops.index(rows[0]) + 1:]):
+            continue
+        in_bytes = nir.element_bytes(nir.memref_element(matmul.operands[0].type))
+        out_bytes = nir.element_bytes(nir.memref_element(matmul.operands[2].type))
+        choice = split_k_model.choose(*dims, cores, in_bytes, out_bytes, target)
+        if choice is None or choice.parts == 1:
+            continue
+        run = a[0] // choice.parts
+        split_k_rows.rewrite(group, matmul, choice.parts - 1, run, rows)
+        said.append(f"matmul {'x'.join(map(str, dims))}: its reduction split by the model into "
+                    f"{choice.parts} runs of {run * f}, summed by the fused row group that reads "
+                    f"it (estimate {choice.cycles:,.0f} cycles with the row group's "
+                    f"{choice.reads:,.0f} of added loads, against {choice.unsplit:,.0f} unsplit)")
+    return said
 
 
 def rewrite(group: ir.Operation, matmul: ir.Operation, parts: int, last: int) -> list[ir.Operation]:

@@ -3,7 +3,9 @@ matmul's own tail, not the tail of the op before it, when that tail holds
 them all and the earlier op's phase already loads another matmul's
 prefetched weights (`IdleGaps._own_tail_first`): BERT seq 512 on 32 cores,
 ffn_out's two slots in ffn_in's last C tile instead of the first in ln1's
-tail beside ffn_in's (107,141 -> 106,084 cycles, bench/chip.py)."""
+tail beside ffn_in's (107,141 -> 106,084 cycles, bench/chip.py). On the
+unsplit ffn_out (`split-cores-split-k-model=false`): split by the model, its
+partials run on shares of the cores under `scf.if`, with slots of their own."""
 
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ from npu.ir import arg_attrs, view_root
 @pytest.fixture(scope="module")
 def program():
     kernel = npu.compile(bert_layer(512, 768, 12, 3072), cores=32,
-                         pipeline="builtin.module(npu-lower{emit=cce})")
+                         pipeline="builtin.module(npu-lower{emit=cce "
+                         "split-cores-split-k-model=false})")
     func = kernel.module.body.operations[0]
     args = list(func.regions[0].blocks[0].arguments)
     constants = {a for a in args if "npu.constant" in arg_attrs(func, a.arg_number)}

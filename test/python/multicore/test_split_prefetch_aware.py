@@ -20,7 +20,9 @@ from npu.target import get_target
 
 
 def _grids(seq: int, cores: int, monkeypatch) -> list[str]:
-    """The units of npu-split-cores' remark, in program order."""
+    """The units of npu-split-cores' remark, in program order, with ffn_out
+    unsplit (`split-cores-split-k-model=false`: the grids ranked here are
+    the unsplit matmul's; test_split_k_rows.py covers the split)."""
     engines: list = []
     install = diagnostics.install
 
@@ -31,9 +33,11 @@ def _grids(seq: int, cores: int, monkeypatch) -> list[str]:
     monkeypatch.setattr(diagnostics, "install", keep)
     compile_module.compile(bert_layer(seq, 768, 12, 3072), target="ascend910",
                            where="bert_layer.onnx",
-                           pipeline=f"npu-lower{{cores={cores} split-cores-remarks=true}}")
+                           pipeline=f"npu-lower{{cores={cores} split-cores-remarks=true "
+                                    "split-cores-split-k-model=false}")
     text = next(d.message for e in engines for d in e.diagnostics
-                if d.severity == "remark" and d.message.startswith("npu-split-cores: "))
+                if d.severity == "remark" and d.message.startswith("npu-split-cores: ")
+                and " cores, " in d.message)
     return [u.strip() for u in text.split(";")[1:]]
 
 

@@ -111,7 +111,9 @@ class Plan:
 
 # On an `npu.epilogue` group: its first N members add partial sums of the
 # matmul's reduction to C, each its second operand (npu-split-cores'
-# split-k, `passes/split_cores/split_k.py`).
+# split-k, `passes/split_cores/split_k.py`); on an `npu.fused` row group:
+# its first N members add the partials of the matmul result it reads
+# (`passes/split_cores/split_k_rows.py`).
 PARTIAL_SUMS_ATTR = "npu.partial_sums"
 
 def result_of(matmul: ir.Operation) -> fusion.Operand | str:
