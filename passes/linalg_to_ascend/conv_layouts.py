@@ -118,18 +118,26 @@ class ConvLayouts:
         """`value` ([N, C, H, W]) as an f16 NC1HWC0 buffer (an int8 one's
         values in f16 for the int8 conv)."""
         t = self.tensors[value]
-        n, c, h, w = x4
-        c1 = ceil_div(c, C0)
         if t.int8_f16 is not None and len(t.int8_f16.shape) == 5:
             return t.int8_f16
+        if t.c1hwc0 is not None and t.c1hwc0.dtype == "f16":
+            return t.c1hwc0
+        if t.is_constant:
+            return self.em.constant(to_5hd(self.host_f16(t.array.reshape(x4))))
+        if t.half5 is None:
+            t.half5 = self._half_5hd(value, x4, loc)
+        return t.half5
+
+    def _half_5hd(self, value, x4, loc: str) -> Buf:
+        """`input_5hd` of a tensor not held in f16 NC1HWC0: cast (and
+        transpose from NCHW)."""
+        t = self.tensors[value]
+        n, c, h, w = x4
+        c1 = ceil_div(c, C0)
         if t.c1hwc0 is not None:
-            if t.c1hwc0.dtype == "f16":
-                return t.c1hwc0
             half = self.em.alloc(list(t.c1hwc0.shape), "f16", loc)
             self.em.op("ascend.cast", [t.c1hwc0, half], loc, round_mode='"rint"')
             return half
-        if t.is_constant:
-            return self.em.constant(to_5hd(self.host_f16(t.array.reshape(x4))))
         src = self.em.reshape(t.int8_f16 if t.int8_f16 is not None else self.nd(value, loc),
                               [n, c, h * w], loc)
         if src.dtype != "f16":  # exact for an int8 tensor (the int8 conv's input)
