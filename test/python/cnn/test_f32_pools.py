@@ -63,3 +63,23 @@ def test_f32_stem_pool_in_nc1hwc0(pool, cores):
     (want,) = ort_run(model, {"x": x})
     # The cube multiplies in f16: within a few f16 ulps of the values' scale.
     np.testing.assert_allclose(got, want, atol=2e-2, rtol=2e-2)
+
+
+def test_f32_relu_between_convs_runs_on_the_f16_copy():
+    """An f32 bottleneck's ReLUs between convs clamp the f16 copy the next
+    conv reads (exact: rounding is monotonic), so the cast leads the conv's
+    epilogue and the drain converts; the block outputs, which a residual Add
+    also reads in f32, stay f32. Numerics on 32 cores against onnxruntime."""
+    from npu.frontend.cnn import resnet
+
+    model = resnet(50, size=32, width=8, classes=10, layers=[1, 1, 1, 1])
+    x = np.random.default_rng(1).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    kernel = compile_npu(model, 32)
+    relus = [line for line in kernel.stages["ascend"].splitlines() if '"ascend.maxs"' in line]
+    # conv1 and conv2 of each of the 4 blocks, and the last block's output
+    # (only the head's pool reads it: f32)
+    assert sum("xf16" in r for r in relus) >= 8, relus
+    assert any("xf32" in r for r in relus), relus
+    (got,), _ = kernel(x)
+    (want,) = ort_run(model, {"input": x})
+    np.testing.assert_allclose(got, want, atol=3e-2, rtol=3e-2)
