@@ -13,11 +13,17 @@ converts, the clamp runs on half the bytes, and no f32 map reaches GM).
 
 from __future__ import annotations
 
+import numbers
+
 from mlir import ir
 
 CONV_OPS = ("linalg.conv_2d_nchw_fchw", "linalg.depthwise_conv_2d_nchw_chw",
             "linalg.conv_2d_ngchw_gfchw")
 PASSING = ("tensor.pad", "tensor.expand_shape")  # what convs read through (zero pads, groups)
+# A max pool commutes with the rounding too (a max of its window): a stem's
+# ReLU whose pooled map only convs read (ResNet-50's stem) runs in f16 with
+# its pool, as in an f16 model (where npu-fuse joins the pool to the drain).
+MAX_POOLS = ("linalg.pooling_nchw_max", "linalg.pooling_ncw_max")
 
 
 def clamp_body(body: ir.Block, args: list) -> bool:
@@ -37,17 +43,17 @@ def clamp_body(body: ir.Block, args: list) -> bool:
         compared = conds.get(o.operands[0])
         if compared is None or {o.operands[1], o.operands[2]} != compared:
             return False
-    return all(isinstance(a, (int, float)) for a in args)
+    return all(isinstance(a, numbers.Real) for a in args)
 
 
 def read_by_convs(value: ir.Value) -> bool:
-    """Every use is a conv's input (through zero pads and group reshapes)."""
+    """Every use is a conv's input (through pads, group reshapes and max pools)."""
     uses = list(value.uses)
     if not uses:
         return False
     for use in uses:
         owner = use.owner
-        if owner.name in PASSING:
+        if owner.name in PASSING or (owner.name in MAX_POOLS and use.operand_number == 0):
             if not read_by_convs(owner.results[0]):
                 return False
         elif owner.name not in CONV_OPS or use.operand_number != 0:

@@ -268,7 +268,9 @@ class ConvLayouts:
         t = self.tensors[fives[0]]
         if t.c1hwc0 is None or t.c1hwc0.dtype != "f32" or len(list(fives[0].uses)) != 1:
             return False
-        others = [self.scalars.get(v) for v, k in zip(s.inputs, kinds) if k != "5hd"]
+        others = [self.scalars[v] if v in self.scalars else
+                  float(self.tensors[v].array.reshape(-1)[0]) if self.tensors[v].array.size == 1
+                  else None for v, k in zip(s.inputs, kinds) if k != "5hd"]
         return clamp_body(body, others) and read_by_convs(op.results[0])
 
     def _nonzero_host(self, divisor, body, s, kinds: list[str]) -> bool:

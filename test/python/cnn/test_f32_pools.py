@@ -76,10 +76,13 @@ def test_f32_relu_between_convs_runs_on_the_f16_copy():
     x = np.random.default_rng(1).standard_normal((1, 3, 32, 32)).astype(np.float32)
     kernel = compile_npu(model, 32)
     relus = [line for line in kernel.stages["ascend"].splitlines() if '"ascend.maxs"' in line]
-    # conv1 and conv2 of each of the 4 blocks, and the last block's output
+    # conv1 and conv2 of each of the 4 blocks and the stem's; the last block's output
     # (only the head's pool reads it: f32)
     assert sum("xf16" in r for r in relus) >= 8, relus
     assert any("xf32" in r for r in relus), relus
+    # the stem's pool, which only convs read, pools the stem's f16 ReLU (a max commutes too)
+    pools = [line for line in kernel.stages["ascend"].splitlines() if '"ascend.pool2d"' in line]
+    assert len(pools) == 1 and "xf16" in pools[0] and "xf32" not in pools[0], pools
     (got,), _ = kernel(x)
     (want,) = ort_run(model, {"input": x})
     np.testing.assert_allclose(got, want, atol=3e-2, rtol=3e-2)
