@@ -1,6 +1,6 @@
 """`ascend.pool2d`: 2-D max / sum / average pooling of an NCHW tensor, or of
-an f16 NC1HWC0 one (`layout = "nc1hwc0"`: [N, C1, H, W, 16], a conv's
-result, pooled per channel as it lies; padded channels stay harmless).
+an f16 or f32 NC1HWC0 one (`layout = "nc1hwc0"`: [N, C1, H, W, 16], a
+conv's result, pooled per channel as it lies; padded channels stay harmless).
 
 Kept beside `ascend.py` (whose op table registers the spec made here) so the
 pooling contract, its shape rule and its numpy semantics are in one place:
@@ -135,8 +135,8 @@ def _check_pool(op: ir.Operation, target: Target) -> None:
                         f"{op.attributes['layout']}")
     if form == NC1HWC0:
         elem = str(ir.MemRefType(op.operands[0].type).element_type)
-        if len(src) != 5 or len(dst) != 5 or src[4] != C0 or dst[4] != C0 or elem != "f16":
-            raise RuleError(f"layout \"nc1hwc0\" takes f16 [N, C1, H, W, {C0}] input and output, "
+        if len(src) != 5 or len(dst) != 5 or src[4] != C0 or dst[4] != C0 or elem not in ("f16", "f32"):
+            raise RuleError(f"layout \"nc1hwc0\" takes f16 or f32 [N, C1, H, W, {C0}] input and output, "
                             f"got {elem} {src} and {dst}")
         src, dst = src[:4], dst[:4]
     elif len(src) != 4 or len(dst) != 4:

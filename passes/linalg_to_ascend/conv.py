@@ -25,9 +25,8 @@ from npu.passes.linalg_to_ascend.structure import UnsupportedOp, element_name, t
 from npu.passes.linalg_to_ascend.conv_int8 import INT8_CONV, Int8ConvLowering
 from npu.passes.linalg_to_ascend.conv_layouts import ConvLayouts
 from npu.passes.linalg_to_ascend.values import Tensor
+from npu.passes.linalg_to_ascend.clamp_f16 import CONV_OPS
 
-CONV_OPS = ("linalg.conv_2d_nchw_fchw", "linalg.depthwise_conv_2d_nchw_chw",
-            "linalg.conv_2d_ngchw_gfchw")
 
 
 def _ints(op: ir.Operation, name: str, default: list[int]) -> list[int]:

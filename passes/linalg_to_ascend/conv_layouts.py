@@ -118,18 +118,26 @@ class ConvLayouts:
         """`value` ([N, C, H, W]) as an f16 NC1HWC0 buffer (an int8 one's
         values in f16 for the int8 conv)."""
         t = self.tensors[value]
-        n, c, h, w = x4
-        c1 = ceil_div(c, C0)
         if t.int8_f16 is not None and len(t.int8_f16.shape) == 5:
             return t.int8_f16
+        if t.c1hwc0 is not None and t.c1hwc0.dtype == "f16":
+            return t.c1hwc0
+        if t.is_constant:
+            return self.em.constant(to_5hd(self.host_f16(t.array.reshape(x4))))
+        if t.half5 is None:
+            t.half5 = self._half_5hd(value, x4, loc)
+        return t.half5
+
+    def _half_5hd(self, value, x4, loc: str) -> Buf:
+        """`input_5hd` of a tensor not held in f16 NC1HWC0: cast (and
+        transpose from NCHW)."""
+        t = self.tensors[value]
         if t.c1hwc0 is not None:
-            if t.c1hwc0.dtype == "f16":
-                return t.c1hwc0
             half = self.em.alloc(list(t.c1hwc0.shape), "f16", loc)
             self.em.op("ascend.cast", [t.c1hwc0, half], loc, round_mode='"rint"')
             return half
-        if t.is_constant:
-            return self.em.constant(to_5hd(self.host_f16(t.array.reshape(x4))))
+        n, c, h, w = x4
+        c1 = ceil_div(c, C0)
         src = self.em.reshape(t.int8_f16 if t.int8_f16 is not None else self.nd(value, loc),
                               [n, c, h * w], loc)
         if src.dtype != "f16":  # exact for an int8 tensor (the int8 conv's input)
@@ -220,10 +228,11 @@ class ConvLayouts:
                 o.operands[1], body, s, kinds) for o in body.operations):
             return False
         loc = self.loc(op)
+        half = self._clamp_in_f16(op, s, kinds, body, dtype)
         args = []
         for v, m, kind in zip(s.inputs, s.maps, kinds):
             if kind == "5hd":
-                args.append(_five(self.tensors[v]))
+                args.append(self.input_5hd(v, None, loc) if half else _five(self.tensors[v]))
             elif v in self.scalars:
                 args.append(self.scalars[v])
             else:
@@ -239,11 +248,30 @@ class ConvLayouts:
                     args.append(self.em.constant(to_5hd(np.ascontiguousarray(arr))))
         lowering = BodyLowering(self.em, loc, 5, self.scalar)
         (term,) = lowering.run(body, args + [Unreadable()], [list(body.operations)[-1].operands[0]])
-        if not isinstance(term, Buf) or term.shape != tuple(shape5) or term.dtype != dtype:
+        held = "f16" if half else dtype
+        if not isinstance(term, Buf) or term.shape != tuple(shape5) or term.dtype != held:
+            if half:
+                raise ValueError(f"a clamp of an f16 copy made {term}, not an f16 NC1HWC0 map")
             return False  # a body that computes no full-size result: the NCHW path
-        self.tensors[op.results[0]] = Tensor(tuple(tensor_shape(op.results[0])), dtype, c1hwc0=term,
+        self.tensors[op.results[0]] = Tensor(tuple(tensor_shape(op.results[0])), held, c1hwc0=term,
                                              nz_loc=loc)
         return True
+
+    def _clamp_in_f16(self, op, s, kinds: list[str], body, dtype: str) -> bool:
+        """A ReLU / Clip of one f32 conv result that only convs read: run on
+        the f16 copy they read (clamp_f16.py; the result is held as f16)."""
+        from npu.passes.linalg_to_ascend.clamp_f16 import clamp_body, read_by_convs
+
+        fives = [v for v, k in zip(s.inputs, kinds) if k == "5hd"]
+        if dtype != "f32" or len(fives) != 1 or len(op.results) != 1:
+            return False
+        t = self.tensors[fives[0]]
+        if t.c1hwc0 is None or t.c1hwc0.dtype != "f32" or len(list(fives[0].uses)) != 1:
+            return False
+        others = [self.scalars[v] if v in self.scalars else
+                  float(self.tensors[v].array.reshape(-1)[0]) if self.tensors[v].array.size == 1
+                  else None for v, k in zip(s.inputs, kinds) if k != "5hd"]
+        return clamp_body(body, others) and read_by_convs(op.results[0])
 
     def _nonzero_host(self, divisor, body, s, kinds: list[str]) -> bool:
         """A divisor that is one non-zero host value (a quantisation's scale):

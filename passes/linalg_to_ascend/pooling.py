@@ -40,7 +40,7 @@ POOLING_OPS = {"linalg.pooling_nchw_max": "max", "linalg.pooling_nchw_sum": "sum
                "linalg.pooling_ncw_max": "max", "linalg.pooling_ncw_sum": "sum"}
 IDENTITY = {"max": -np.inf, "sum": 0.0}
 BLOCK_BYTES = 32
-# An NC1HWC0 pool's band of input rows (f16 pixels of 16 channels) for one
+# An NC1HWC0 pool's band of input rows (pixels of 16 channels) for one
 # output row, with room to spare, must fit this: a quarter of the smallest UB
 # of the targets (256 KB), so npu-lower-pool always finds a band; wider maps
 # are pooled in NCHW, which npu-lower-pool cuts into column slices.
@@ -111,7 +111,7 @@ class PoolingLowering:
         self.tensors[result] = Tensor(out_shape, x.dtype, nd=self.em.reshape(out, out_shape, loc))
 
     def _pool_5hd(self, op, kind: str, src_value, pads: tuple) -> bool:
-        """A 2-D pool of an f16 conv result held in NC1HWC0 pools it as it lies
+        """A 2-D pool of an f16 or f32 conv result held in NC1HWC0 pools it as it lies
         and leaves its result NC1HWC0 (the next conv, or a residual Add with
         one, reads it with no conversion); a global one is a reduction down
         the pixels, many channel blocks a chunk (npu-lower-reduce's
@@ -128,12 +128,12 @@ class PoolingLowering:
         p = Pool2d(kind, tuple(kernel), tuple(strides), tuple(_ints(op, "dilations")), pads)
         ho, wo = tensor_shape(op.results[0])[2:]
         is_global = (h, w) == (p.span(0), p.span(1)) and (ho, wo) == (1, 1) and not any(pads)
-        # An f32 map (an f32 model's conv results) is reduced as it lies (its
-        # NCHW form would hold maps under 16 pixels whole in UB); its windowed
-        # pools, whose pixel blocks the pool kernel takes in f16 only, convert.
-        if t.c1hwc0.dtype == "f32" and not is_global:
-            return False
-        if not is_global and (p.span(0) + 2) * w * c0 * 2 > MAX_5HD_BAND_BYTES:
+        # An f32 map (an f32 model's conv results) is pooled as it lies too:
+        # its pixels are two blocks, which npu-lower-pool steps over (the
+        # stem's max pool of ResNet-50 f32 on 32 cores: ~109k cycles on one
+        # core in NCHW, with a transpose each way and a cast, before).
+        es = 2 if t.c1hwc0.dtype == "f16" else 4
+        if not is_global and (p.span(0) + 2) * w * c0 * es > MAX_5HD_BAND_BYTES:
             return False
         p = _trimmed(p, h, w, ho, wo)
         if p.out_size(h, w) != (ho, wo):

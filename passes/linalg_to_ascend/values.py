@@ -35,6 +35,10 @@ class Tensor:
     # An int8 tensor only int8 convs read, held as its values in f16:
     # [N, C, H, W] or NC1HWC0 [N, C1, H, W, 16] (conv_int8).
     int8_f16: Buf | None = None
+    # The f16 NC1HWC0 copy convs read of a non-f16 tensor, made once for all
+    # of them (`ConvLayouts.input_5hd`): a map read by two convs (ResNet's
+    # block input: conv1 and the downsample) is cast / transposed once.
+    half5: Buf | None = None
 
     @property
     def is_constant(self) -> bool:

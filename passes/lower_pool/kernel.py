@@ -15,7 +15,9 @@ Per tile (16 planes, `ob` output rows):
   5. `vnchwconv` back to plane-major and store each plane's run (the last
      block again on its own, ending at the run's end).
 An NC1HWC0 map (a conv's result) is pixel-major already: steps 1 and 5 are
-one copy of the group's band each way, and there is no `vnchwconv`; its
+one copy of the group's band each way, and there is no `vnchwconv` (an f32
+one's pixel is two blocks: its two images interleaved, every vector op
+stepping two blocks a pixel); its
 window may take each kernel point straight from the image (kh * kw ops, no
 image of rows pooled across) where that buys larger bands
 (`PoolGeometry.choose_form`).
@@ -49,21 +51,25 @@ class PoolTile:
         n_in = band.rows * g.w
         pix = self.load(p0, gp, in_start, n_in)
         out = nir.alloc([g.regions * self.ob * g.wo * b], self.elem, "ub")
+        interleaved = g.pixel_blocks > 1  # image r's pixel k at block 2k + r
         for r in range(g.regions):
-            self.window(pix, r * n_in * b, out, r * self.ob * g.wo * b, band)
+            in_base = r * b if interleaved else r * n_in * b
+            out_base = r * b if interleaved else r * self.ob * g.wo * b
+            self.window(pix, in_base, out, out_base, band)
             if g.pool.kind == "avg":
-                self.scale(out, r * self.ob * g.wo * b, band)
+                self.scale(out, out_base, band)
         self.store(out, p0, gp, o0, band.out_rows)
 
     def load(self, p0: Index, gp: int, in_start: Index, n: int) -> ir.Value:
         """The band of 16 planes, pixel-major (pixel k of image r at block r*n + k)."""
         g, b = self.geo, self.b
-        if g.pixel_major:  # NC1HWC0: the group's band is n whole pixel blocks in GM
+        if g.pixel_major:  # NC1HWC0: the group's band is n whole pixels (16 channels) in GM
             # every band's buffer the largest band's size: the first band's loop and the
             # interior loop then ping-pong in the same places (`test_stem_pool_band_buffers_alike`)
-            pix = nir.alloc([min(g.band_rows(self.ob), g.h) * g.w * b], self.elem, "ub")
-            copy("cce.copy_gm_to_ub", sub(self.x, lin((p0, g.h * g.w), (in_start, g.w * b)), n * b),
-                 sub(pix, 0, n * b), 1, n)
+            pb = g.pixel_blocks * b  # elements a pixel
+            pix = nir.alloc([min(g.band_rows(self.ob), g.h) * g.w * pb], self.elem, "ub")
+            copy("cce.copy_gm_to_ub", sub(self.x, lin((p0, g.h * g.w), (in_start, g.w * pb)), n * pb),
+                 sub(pix, 0, n * pb), 1, n * g.pixel_blocks)
             return pix
         whole, tail = n // b, n % b != 0
         stage = nir.alloc([GROUP * whole * b], self.elem, "ub")
@@ -103,7 +109,7 @@ class PoolTile:
         """Separably: along each loaded row (the kw points), then down the
         columns of that (the kh points); each point combined only into the
         outputs whose point lies inside the input (pads hold the identity)."""
-        g, b = self.geo, self.b
+        g, b, ps = self.geo, self.b, self.geo.pixel_blocks
         pool = g.pool
         (sh, sw), (dh, dw), w, wo = pool.strides, pool.dilations, g.w, g.wo
         op = "cce.vmax" if pool.kind == "max" else "cce.vadd"
@@ -116,15 +122,16 @@ class PoolTile:
                     j0, j1 = _valid(wo, sw, c * dw - pool.pads[1], w)
                     if i0 < i1 and j0 < j1:
                         at = ((i0 * sh + a * dh - band.row_dst) * w + j0 * sw + c * dw - pool.pads[1])
-                        parts.append((i0, i1, j0, j1, (pix, base + at * b, sh * w, sw)))
-            self.combine(op, (out, out_base, wo, 1), band.out_rows, wo, parts)
+                        parts.append((i0, i1, j0, j1, (pix, base + at * ps * b, sh * w * ps, sw * ps)))
+            self.combine(op, (out, out_base, wo * ps, ps), band.out_rows, wo, parts)
             return
         across = nir.alloc([rows * wo * b], self.elem, "ub")
         parts = []
         for c in range(pool.kernel[1]):
             j0, j1 = _valid(wo, sw, c * dw - pool.pads[1], w)
             if j0 < j1:
-                parts.append((0, rows, j0, j1, (pix, base + (j0 * sw + c * dw - pool.pads[1]) * b, w, sw)))
+                parts.append((0, rows, j0, j1, (pix, base + (j0 * sw + c * dw - pool.pads[1]) * ps * b,
+                                                w * ps, sw * ps)))
         self.combine(op, (across, 0, wo, 1), rows, wo, parts)
         parts = []
         for a in range(pool.kernel[0]):
@@ -132,13 +139,14 @@ class PoolTile:
             if i0 < i1:
                 at = (i0 * sh + a * dh - band.row_dst) * wo * b
                 parts.append((i0, i1, 0, wo, (across, at, sh * wo, 1)))
-        self.combine(op, (out, out_base, wo, 1), band.out_rows, wo, parts)
+        self.combine(op, (out, out_base, wo * ps, ps), band.out_rows, wo, parts)
 
     def combine(self, op: str, dst, rows: int, cols: int, parts) -> None:
         """dst (a rows x cols rectangle, rows contiguous) = `op` over `parts`,
         each (i0, i1, j0, j1, source at (i0, j0)) covering part of it."""
-        buf, base, row_step, _ = dst
-        at = lambda i, j: (buf, base + (i * row_step + j) * self.b, row_step, 1)  # noqa: E731
+        buf, base, row_step, col_step = dst
+        at = lambda i, j: (buf, base + (i * row_step + j * col_step) * self.b,  # noqa: E731
+                           row_step, col_step)
         whole = [p for p in parts if p[:4] == (0, rows, 0, cols)]
         rest = [p for p in parts if p not in whole]
         if len(whole) >= 2:
@@ -147,18 +155,25 @@ class PoolTile:
         elif whole:
             self.rect("cce.vmuls", dst, [whole[0][4]], rows=rows, cols=cols, scalar=1.0)
         else:
-            self.fill(buf, base, rows * cols, -np.inf if op == "cce.vmax" else 0.0)
+            if row_step != cols * col_step:
+                raise ValueError("a pool's output rectangle is filled only when its rows are dense")
+            self.fill(buf, base, rows * cols, -np.inf if op == "cce.vmax" else 0.0, col_step)
         for i0, i1, j0, j1, src in rest:
             self.rect(op, at(i0, j0), [at(i0, j0), src], rows=i1 - i0, cols=j1 - j0)
 
-    def fill(self, buf: ir.Value, at: int, blocks: int, value: float) -> None:
+    def fill(self, buf: ir.Value, at: int, blocks: int, value: float, step: int = 1) -> None:
+        """`blocks` blocks from element `at`, `step` blocks apart (2: one image
+        of an f32 NC1HWC0 tile), set to `value`."""
         total, done = blocks * self.b, 0
         while done < total:  # full repeats, then one masked repeat
             full = (total - done) // self.lanes
             rep = min(full, self.p.target.max_repeat) or 1
             mask = self.lanes if full else total - done
-            nir.create_op("cce.vdup", [sub(buf, at + done, total - done)], repeat=rep, mask=mask,
-                          dst_blk_stride=1, dst_rep_stride=BLOCKS_PER_REPEAT, scalar=value)
+            start = at + done * step
+            extent = ((total - done) // self.b - 1) * step * self.b + self.b if step > 1 \
+                else total - done
+            nir.create_op("cce.vdup", [sub(buf, start, extent)], repeat=rep, mask=mask,
+                          dst_blk_stride=step, dst_rep_stride=BLOCKS_PER_REPEAT * step, scalar=value)
             done += rep * mask
 
     def scale(self, out: ir.Value, base: int, band: Band) -> None:
@@ -177,7 +192,8 @@ class PoolTile:
         for r0, r1, rc in runs_r:
             for c0, c1, cc in runs_c:
                 factor = float(dtype(np.float32(1) / np.float32(max(rc * cc, 1))))
-                view = (out, base + (r0 * g.wo + c0) * self.b, g.wo, 1)
+                ps = g.pixel_blocks
+                view = (out, base + (r0 * g.wo + c0) * ps * self.b, g.wo * ps, ps)
                 self.rect("cce.vmuls", view, [view], rows=r1 - r0, cols=c1 - c0, scalar=factor)
 
     def rect(self, name: str, dst, srcs, rows: int = 0, cols: int = 0,
@@ -227,8 +243,9 @@ class PoolTile:
         g, b = self.geo, self.b
         n = ob * g.wo
         if g.pixel_major:
-            copy("cce.copy_ub_to_gm", out, sub(self.y, lin((p0, g.ho * g.wo), (o0, g.wo * b)), n * b),
-                 1, n)
+            pb = g.pixel_blocks * b  # elements a pixel
+            copy("cce.copy_ub_to_gm", out, sub(self.y, lin((p0, g.ho * g.wo), (o0, g.wo * pb)), n * pb),
+                 1, n * g.pixel_blocks)
             return
         whole, tail = n // b, n % b != 0
         stage = nir.alloc([GROUP * whole * b], self.elem, "ub")

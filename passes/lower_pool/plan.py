@@ -6,7 +6,7 @@ overlap the previous band's and are computed and stored twice, identically),
 so per-plane runs are never shorter than a block. A pixel-major (NC1HWC0)
 map has every pixel a block already: its last band keeps its place and
 takes only the rows left (ResNet's stem pool: 6 output rows, not 10 of which
-4 again). Bands whose input rows all lie inside the map (no top/bottom
+4 again); an f32 one's pixel is two blocks, one per image (`pixel_blocks`). Bands whose input rows all lie inside the map (no top/bottom
 padding) are "interior"; those with `ob` rows run as one loop, the others
 are emitted one by one.
 """
@@ -48,6 +48,13 @@ class PoolGeometry:
     def regions(self) -> int:
         """Pixel-major images of one group: 16 planes / planes per block."""
         return GROUP // self.block
+
+    @property
+    def pixel_blocks(self) -> int:
+        """Blocks between a pixel and the next in an image: an f32 NC1HWC0
+        map's pixel is two blocks (channels 0-7, 8-15), its two images
+        interleaved as they lie in GM; else 1 (each image on its own)."""
+        return self.regions if self.pixel_major else 1
 
     def band_rows(self, ob: int) -> int:
         """Padded-image rows the windows of `ob` output rows read."""
@@ -129,7 +136,7 @@ class PoolGeometry:
             return self, ob
         kh, kw = self.pool.kernel
         # one repeat covers 8 output pixels; the load moves `load_rate` B a cycle (gm_to_ub)
-        window = kh * kw * ob_d * -(-self.wo // BLOCKS_PER_REPEAT)
+        window = kh * kw * ob_d * -(-self.wo // BLOCKS_PER_REPEAT) * self.regions
         load = min(self.band_rows(ob_d), self.h) * self.w * self.es * GROUP // load_rate
         return (direct, ob_d) if window < load else (self, ob)
 

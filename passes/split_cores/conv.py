@@ -150,6 +150,8 @@ def split_pool(op: ir.Operation, parts: int) -> Split | None:
     for pb, pc, pr in most_cores_fewest_runs:
         if not inner_runs_unpadded(y[2], x[2], pool.strides[0], pool.pads[0], pool.span(0), pr):
             continue
+        if y[0] // pb > 1 and pc > 1:
+            continue  # images of a cut of C1: a strided view, which npu-lower-pool refuses
         grid, out_cut = _grid(pb, pc, pr)
         in_cut = {**({0: BATCH} if pb > 1 else {}), 1: "x"}
         return Split((in_cut, out_cut), grid, unsliced=frozenset({ROWS}))

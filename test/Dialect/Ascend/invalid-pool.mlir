@@ -43,9 +43,9 @@ func.func @pool2d_int(%x: memref<1x3x9x9xi32, "gm">, %y: memref<1x3x5x5xi32, "gm
 }
 
 // -----
-func.func @pool2d_5hd_f32(%x: memref<1x4x9x9x16xf32, "gm">, %y: memref<1x4x5x5x16xf32, "gm">) {
-  // expected-error@+1 {{'ascend.pool2d' op layout "nc1hwc0" takes f16 [N, C1, H, W, 16] input and output, got f32 [1, 4, 9, 9, 16] and [1, 4, 5, 5, 16]}}
-  "ascend.pool2d"(%x, %y) {kind = "max", kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, count_include_pad = 1 : i64, layout = "nc1hwc0"} : (memref<1x4x9x9x16xf32, "gm">, memref<1x4x5x5x16xf32, "gm">) -> ()
+func.func @pool2d_5hd_c0(%x: memref<1x4x9x9x8xf32, "gm">, %y: memref<1x4x5x5x8xf32, "gm">) {
+  // expected-error@+1 {{'ascend.pool2d' op layout "nc1hwc0" takes f16 or f32 [N, C1, H, W, 16] input and output, got f32 [1, 4, 9, 9, 8] and [1, 4, 5, 5, 8]}}
+  "ascend.pool2d"(%x, %y) {kind = "max", kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, count_include_pad = 1 : i64, layout = "nc1hwc0"} : (memref<1x4x9x9x8xf32, "gm">, memref<1x4x5x5x8xf32, "gm">) -> ()
   return
 }
 

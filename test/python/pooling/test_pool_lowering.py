@@ -90,23 +90,26 @@ CASES_5HD = [
 ]
 
 
+@pytest.mark.parametrize("elem", ["f16", "f32"])
 @pytest.mark.parametrize("case", CASES_5HD, ids=[f"{c[1]}-{'x'.join(map(str, c[0]))}" for c in CASES_5HD])
-def test_pool_5hd_matches_semantics(case):
+def test_pool_5hd_matches_semantics(case, elem):
     """`layout = "nc1hwc0"`: each C1 group's band is loaded as it lies (its
-    pixels are whole blocks already) and pooled with no vnchwconv."""
+    pixels are whole blocks already, two of them in f32) and pooled with no
+    vnchwconv."""
     from npu.dialects.ascend_pool import pool2d_5hd_numpy
 
     shape, kind, kernel, strides, dilations, pads, cip, rows = case
     p = Pool2d(kind, kernel, strides, dilations, pads, cip)
     out = [shape[0], shape[1], *p.out_size(*shape[2:4]), 16]
-    source = func("pool", "ascend.pool2d", [memref(shape, "f16"), memref(out, "f16")],
+    source = func("pool", "ascend.pool2d", [memref(shape, elem), memref(out, elem)],
                   _attrs(p) + ', layout = "nc1hwc0"')
-    x = np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float16)
+    dtype = np.float16 if elem == "f16" else np.float32
+    x = np.random.default_rng(sum(shape)).standard_normal(shape).astype(dtype)
     lowering = f"npu-lower-pool{{max-rows={rows}}}" if rows else "npu-lower-pool"
     module, serialize = compile_source(source, lowering, None, True)
     assert "cce.vnchwconv" not in str(module) and "cce.copy_gm_to_ub" in str(module)
-    result = simulate_strict(module, [x, np.zeros(out, np.float16)], serialize, None, None)
-    atol = 0 if kind == "max" else 8e-3
+    result = simulate_strict(module, [x, np.zeros(out, dtype)], serialize, None, None)
+    atol = 0 if kind == "max" else 8e-3 if elem == "f16" else 2e-6
     assert_matches(result.outputs[1], pool2d_5hd_numpy(x, p), rtol=0, atol=atol, what=f"{kind} 5hd")
 
 
