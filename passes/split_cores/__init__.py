@@ -125,10 +125,11 @@ class SplitCoresPass(Pass):
                "between where the grids need one), joined by ';'; an entry no group takes is "
                "an error. A group whose linear epilogue only a fused row group reads gets its "
                "sums added by that row group (no phase of their own, `split_k_rows`)"),
-        Option("split-k-model", bool, True, "split the reduction of a matmul epilogue group "
+        Option("split-k-model", bool, False, "split the reduction of a matmul epilogue group "
                "whose linear epilogue (bias adds, a defractalize to f32) only a fused row group "
                "reads, when the model says the phase saved beats the row group's added loads "
-               "(`split_k_model`; groups `split-k` names keep its split)"),
+               "(`split_k_model`; groups `split-k` names keep its split; off: the model does "
+               "not see npu-prefetch's loads in earlier phases, docs/multicore.md)"),
     )
 
     def run(self, module: ir.Operation) -> None:

@@ -110,13 +110,14 @@ def test_the_barrier_before_the_row_group_is_needed() -> None:
 
 
 FFN_OUT = (128, 3072, 768)  # BERT seq 128's ffn_out
+MODEL = "split-cores-split-k-model=true"  # off by default
 
 
 @pytest.mark.slow
 def test_the_model_splits_an_mte2_bound_reduction_and_is_faster() -> None:
     model = _model(*FFN_OUT)
     ins = _inputs(*FFN_OUT)
-    kernel, remarks = _compile(model, 32)
+    kernel, remarks = _compile(model, 32, MODEL)
     assert "its reduction split by the model into 4 runs of 768" in remarks[0], remarks
     (y,), report = kernel(*ins)
     assert report["hazards"] == []
@@ -126,7 +127,7 @@ def test_the_model_splits_an_mte2_bound_reduction_and_is_faster() -> None:
     (_,), unsplit = plain(*ins)
     assert report["cycles"] < unsplit["cycles"], (report["cycles"], unsplit["cycles"])
     # a matmul after the row group: its prefetched weights fill the phase the split would save
-    _, said = _compile(_model(*FFN_OUT, then=True), 32)
+    _, said = _compile(_model(*FFN_OUT, then=True), 32, MODEL)
     assert not any("reduction split" in r for r in said), said
 
 
@@ -134,5 +135,5 @@ def test_the_model_leaves_a_small_or_cube_bound_reduction_whole() -> None:
     # 768 deep into 3072 columns (BERT's ffn_in shape, f32 rows): the tiles'
     # bytes are the cube's time already; and a reduction too small to pay
     for shape in ((128, 768, 3072), (64, 256, 256)):
-        _, remarks = _compile(_model(*shape), 32)
+        _, remarks = _compile(_model(*shape), 32, MODEL)
         assert not any("reduction split" in r for r in remarks), (shape, remarks)
