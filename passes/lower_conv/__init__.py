@@ -35,6 +35,12 @@ pads with the conv's `pad_value`, the mads accumulate in i32, and the drain
 adds the i32 bias to the unconverted i32 tiles; a fused epilogue starts
 with the cast i32 -> f32 (as after an int8 matmul).
 
+The kernel is built without being emitted (`LowerConv.cube_kernel`), its
+buffers sized by one plan known before emission (`footprint.py`), so a
+caller can emit it band by band (`band_steps.py`): two convs interleaved,
+the first's band results copied UB -> L1 as the next 1x1 conv's band maps
+(`ConvDrain.store_to_map`), the second on the first's L0A/L0B/L0C.
+
 A conv in the contract's NCHW form (hand-written IR, weights computed at
 run time) is refused at the op with the reason: the frontend makes the
 nc1hwc0 form for constant weights, a grouped or depthwise conv's as dense
