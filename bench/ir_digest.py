@@ -6,7 +6,12 @@ The set: the `examples/*.mlir` lowered to hivm and to cce, the three
 `bench/compile_time.py` families at 1, 10 and 50 ops, and a BERT encoder of 1
 and 2 layers through the frontend (the imported linalg, the `ascend` module
 and the lowered module each digested apart); `--large` adds the families at
-200 ops and 12 layers of BERT. Each module is printed with its locations, and
+200 ops and 12 layers of BERT. The CNNs (the conv lowering's programs: the
+cube's convs with their epilogues, the stem's NCHW image and pool, row-skip
+downsamples, depthwise convs, int8 convs, batches, row runs over cores) go
+through the frontend's `compile`: a tiny ResNet-18 and MobileNetV2 on one
+and four cores, one of batch 2, a QDQ int8 ResNet; `--large` adds ResNet-18,
+ResNet-50 and MobileNetV2 at 224x224 on 1 and 32 cores. Each module is printed with its locations, and
 the SHA-256 of the text is recorded.
 
     .venv/bin/python bench/ir_digest.py --write before.json   # before the change
@@ -58,6 +63,56 @@ def _bert(layers: int) -> Iterator[tuple[str, str]]:
     yield f"bert:{layers}/lowered", _digest(module)
 
 
+def _compiled(model, name: str, cores: int) -> str:
+    """The digest of an ONNX model compiled for `cores` cores (weights elided:
+    they are the frontend's, which a change to a lowering leaves alone). The
+    model's file has a fixed path: the locations name it."""
+    import os
+    import tempfile
+
+    import onnx
+
+    from npu.frontend.compile import compile as npu_compile
+
+    path = os.path.join(tempfile.gettempdir(), f"ir_digest_{name.replace(':', '_')}.onnx")
+    onnx.save(model, path)
+    kernel = npu_compile(path, target="ascend910", pipeline=f"npu-lower{{cores={cores}}}")
+    text = kernel.module.operation.get_asm(enable_debug_info=True, large_elements_limit=64)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _cnns(large: bool) -> Iterator[tuple[str, object, tuple[int, ...]]]:
+    """(name, model, cores) of the CNN set."""
+    import numpy as np
+
+    from npu.frontend.cnn import mobilenet_v2, resnet
+
+    tiny = dict(size=64, dtype=np.float16)
+    yield "resnet18:tiny", lambda: resnet(18, layers=[1, 1, 1, 1], **tiny), (1, 4)
+    yield "resnet50:tiny", lambda: resnet(50, layers=[1, 1, 1, 1], **tiny), (1, 4)
+    yield "resnet18:tiny-b2", lambda: resnet(18, layers=[1, 1, 1, 1], batch=2, **tiny), (1,)
+    yield "resnet18:tiny-f32", lambda: resnet(18, layers=[1, 1, 1, 1], size=64), (1,)
+    yield "mobilenetv2:tiny", lambda: mobilenet_v2(size=64, width_mult=0.5, dtype=np.float16), (1, 4)
+
+    def int8() -> object:
+        sys.path.insert(0, str(ROOT / "test" / "python" / "int8"))
+        from qdq_models import quantized
+
+        model = resnet(18, size=32, layers=[1, 1, 1, 1], batchnorm=False)
+        old = model.graph.input[0].name  # `quantized` calibrates an input "x"
+        for node in model.graph.node:
+            node.input[:] = ["x" if i == old else i for i in node.input]
+        model.graph.input[0].name = "x"
+        return quantized(model, (1, 3, 32, 32))
+
+    yield "resnet18:int8", int8, (1,)
+    if large:
+        full = dict(size=224, dtype=np.float16)
+        yield "resnet18:224", lambda: resnet(18, **full), (1, 32)
+        yield "resnet50:224", lambda: resnet(50, **full), (1, 32)
+        yield "mobilenetv2:224", lambda: mobilenet_v2(**full), (1, 32)
+
+
 def digests(only: str | None = None, large: bool = False) -> Iterator[tuple[str, str]]:
     """(module name, digest) for every module of the set (names containing
     `only`); `large` adds the 200-op families and a 12-layer BERT."""
@@ -77,6 +132,13 @@ def digests(only: str | None = None, large: bool = False) -> Iterator[tuple[str,
     for layers in (1, 2) + ((12,) if large else ()):
         if wanted(f"bert:{layers}"):
             yield from _bert(layers)
+    for name, make, cores in _cnns(large):
+        names = [f"{name}/cores={c}" for c in cores]
+        if any(wanted(n) for n in names):
+            model = make()
+            for n, c in zip(names, cores):
+                if wanted(n):
+                    yield n, _compiled(model, name, c)
 
 
 def main() -> int:

@@ -35,6 +35,12 @@ pads with the conv's `pad_value`, the mads accumulate in i32, and the drain
 adds the i32 bias to the unconverted i32 tiles; a fused epilogue starts
 with the cast i32 -> f32 (as after an int8 matmul).
 
+The kernel is built without being emitted (`LowerConv.cube_kernel`), its
+buffers sized by one plan known before emission (`footprint.py`), so a
+caller can emit it band by band (`band_steps.py`): two convs interleaved,
+the first's band results copied UB -> L1 as the next 1x1 conv's band maps
+(`ConvDrain.store_to_map`), the second on the first's L0A/L0B/L0C.
+
 A conv in the contract's NCHW form (hand-written IR, weights computed at
 run time) is refused at the op with the reason: the frontend makes the
 nc1hwc0 form for constant weights, a grouped or depthwise conv's as dense
@@ -141,6 +147,18 @@ class LowerConv(Pass):
         self.lower_each(module)
 
     def lower(self, op: ir.Operation) -> None:
+        made = self.cube_kernel(op)
+        if made is not None:
+            kernel, epi, row_parts = made
+            self.replace_with(op, epi, row_parts, lambda: kernel)
+
+    def cube_kernel(self, op: ir.Operation, rows: int | None = None
+                    ) -> tuple[ConvKernel, ConvEpilogue | None, tuple | None] | None:
+        """(the cube's kernel of `op`, its epilogue, this core's rows) with
+        nothing emitted yet (the conv's constant operands rewritten for it),
+        so a caller may emit it band by band (`band_steps`); None where the
+        vector unit's depthwise kernel lowered `op` instead. `rows`: bands of
+        that many output rows (no cube bias then: it would tile anew)."""
         if layout(op) not in FORMS_5HD:
             g = geometry(op)
             why = (f"groups = {g.groups} in the NCHW form (weights computed at run time, or IR "
@@ -164,9 +182,9 @@ class LowerConv(Pass):
             epi.as_none, work = True, None
             shape = replace(shape, out_bytes=epi.work.out_bytes)
         tiling = choose_tiling(shape.row_part(row_parts[0]) if row_parts else shape, self.target,
-                               budget, work, SETS)
+                               budget, work, SETS, rows)
         out_f16 = self.out_type(op, epi) == "f16"
-        ones = None if row_parts or self.cube_bias == "never" else cube_bias.choose(
+        ones = None if row_parts or rows or self.cube_bias == "never" else cube_bias.choose(
             op, shape, tiling, out_f16, self.target, budget, work, SETS,
             self.cube_bias == "always")
         if ones is not None:  # the bias in the cube (`cube_bias`)
@@ -175,7 +193,7 @@ class LowerConv(Pass):
         if vector is not None and (self.depthwise == "vector" or tiling is None
                                    or vector[0].cycles < tiling.cycles):
             self.lower_vector(op, vector, epi, row_parts, tiling)
-            return
+            return None
         if self.depthwise == "vector":  # asked for, not applicable to this conv: say so
             self.remark(op, "npu-lower-conv: depthwise=vector does not apply to this conv (only "
                             "depthwise convs of one channel a group, f16 or f32, whose tiles fit "
@@ -213,9 +231,8 @@ class LowerConv(Pass):
         if not shape.diagonal and streams_tiles(weights, shape.co1, tiling.n1,
                                                 tiling.weights_resident):
             weights = tile_major_operand(weights, tiling.n1)  # one burst a super tile
-        self.replace_with(op, epi, row_parts, lambda: ConvKernel(
-            self.target, g, shape, tiling, op.operands[0], weights, bias, op.operands[-1],
-            epi, budget, pad_value(op), fold))
+        return ConvKernel(self.target, g, shape, tiling, op.operands[0], weights, bias,
+                          op.operands[-1], epi, budget, pad_value(op), fold), epi, row_parts
 
     @staticmethod
     def replace_with(op: ir.Operation, epi: ConvEpilogue | None, row_parts, make_kernel) -> None:

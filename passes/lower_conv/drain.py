@@ -53,6 +53,9 @@ class ConvDrain:
         return paired_loads(self.epilogue.work) and not self.pairs_tails()
 
     held_stores: list | None = None  # a band's stores waiting for its last drain
+    # The L1 map [Co1, rows, Wo, 16] the band's result is also copied to
+    # (`band_steps`: the next 1x1 conv's input, kept on chip); None: GM only
+    map_out: ir.Value | None = None
     pool = None  # a max pool on the drain (`drain_pool`)
 
     def drains_after(self, n: int, ho0: Index, rows: int) -> tuple[int, int] | None:
@@ -219,10 +222,25 @@ class ConvDrain:
             return
         s, t = self.s, self.target
         valid = rows * s.wo
+        if self.map_out is not None:
+            self.store_to_map(ub, co0, n1, rows, m1, ob)
         dst = nir.subview(self.dest, [n, co0, ho0, 0, 0], [1, n1, rows, s.wo, 16])
         copy_bursts("cce.copy_ub_to_gm", ub, dst, n1,
                     t.blocks(valid * 16 * ob), src_gap=t.blocks((m1 * 16 - valid) * 16 * ob),
                     dst_gap=t.blocks((s.ho - rows) * s.wo * 16 * ob))
+
+    def store_to_map(self, ub, co0: int, n1: int, rows: int, m1: int, ob: int) -> None:
+        """UB -> L1: the tile's rows*Wo windows of each of its n1 blocks into
+        `map_out` (the band's rows from its row 0), before its store to GM:
+        the consumer's band waits for this copy, nothing waits for the store."""
+        _, map_rows, w, c0 = nir.memref_shape(self.map_out)
+        assert ob == 2 and c0 == 16 and w == self.s.wo and rows <= map_rows, \
+            "an f16 map of the band's rows x Wo"
+        t = self.target
+        dst = nir.subview(self.map_out, [co0, 0, 0, 0], [n1, rows, w, 16])
+        copy_bursts("cce.copy_ub_to_l1", ub, dst, n1, t.blocks(rows * w * 16 * ob),
+                    src_gap=t.blocks((m1 * 16 - rows * w) * 16 * ob),
+                    dst_gap=t.blocks((map_rows - rows) * w * 16 * ob))
 
     def vector(self, name: str, dst, src0, src1, repeats: int, bias_rep: int = 8) -> None:
         """`dst = src0 op src1` in the output's type over `repeats` 256-byte

@@ -11,8 +11,6 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import ir as nir
-from npu.costmodel.conv.accumulators import l0c_sets
-from npu.costmodel.conv.epilogue import epilogue_sets
 from npu.costmodel.conv.tiling import UNROLL_BANDS, ConvShape, ConvTiling, band_layout
 from npu.dialects.ascend_conv import ConvGeometry
 from npu.kernels.cce_build import by_run, lin
@@ -21,7 +19,8 @@ from npu.passes.lower_conv.channel_pattern import Later
 from npu.passes.lower_conv.cube_bias import ones_map
 from npu.passes.lower_conv.drain import ConvDrain
 from npu.passes.lower_conv.drain_pool import DrainPool
-from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue
+from npu.passes.lower_conv.epilogue import ConvEpilogue
+from npu.passes.lower_conv.footprint import setup_plan
 from npu.passes.lower_conv.final_drain import FinalDrain, HeldChunk
 from npu.passes.lower_conv.image_map import ImageMap, image_maps, reads_image
 from npu.passes.lower_conv.img2col_emit import Img2colEmit
@@ -32,7 +31,6 @@ from npu.passes.lower_conv.weights import FRAC, FRAC_INT8, ConvWeights, Load
 from npu.target import Target
 
 Index = int | ir.Value
-UB_SLOTS = 6
 # Bands whose maps go out block by block with the weight pieces (`defer_map`)
 DEFER_BANDS = 2
 
@@ -106,60 +104,7 @@ class ConvKernel(DrainPool, BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDr
         """The whole conv, or with `row_parts` = (parts, this core's part) only the core's run of
         output rows: static plans for the first run, the inner runs (at a run-time offset), the last."""
         s, t = self.s, self.t
-        self.pattern = self.bias_pattern() if self.bias is not None else None
-        self.plan_weights(share=row_parts is not None)
-        # Two sets of accumulators (L0C) and drain buffers (UB), alternating band by band, live
-        # for the whole conv: a band's mads never wait for the previous band's drain. (One
-        # set, twice in `self.l0c`, for one band of one super tile: `l0c_sets`.)
-        m1 = -(-t.rows * s.wo // 16)
-        half = t.acc_tiles(min(t.n1, s.co1))[0][1]
-        sets = l0c_sets(s, t.rows, t.n1, self.target)
-        self.l0c = [nir.alloc([min(t.n1, s.co1) * m1 * FRAC], self.acc_type, "l0c")
-                    for _ in range(sets)] * (3 - sets)
-        # Drain slots taken in turn: a slot is free again only once its store
-        # to GM has completed (latency included), so enough of them let the
-        # stores overlap (UB_SLOTS at most, within half of UB beside the bias).
-        # one_store: a slot takes a super tile's both halves (one store)
-        slot_blocks = min(t.n1, s.co1) if t.one_store else half
-        slot_bytes = slot_blocks * m1 * FRAC * nir.element_bytes(self.out_type)
-        bias = s.co1 * 256 if self.bias is not None else 0
-        budget = self.ub_bytes
-        if self.epilogue is not None:  # its per-channel operands' patterns, staged once
-            self.epilogue.stage_patterns(s.co1, self.later_fills)
-            budget -= s.co1 * self.epilogue.work.pattern_bytes
-        # An NCHW image's conv has its staging out of the budget already and no
-        # other UB user: its slots take the rest (stem image 7x7/2 3->64 224:
-        # 3 slots 56,616 cycles, 6: 54,072; its stores and the staging share MTE3)
-        room = budget - bias if reads_image(self.x5) else budget // 2 - bias
-        self.pairs_stores = self.stores_pair(row_parts is None)
-        if self.pairs_stores:  # nothing else of the conv's in UB: the slots take it all
-            # but the cube bias's ones, staged through UB at the start (`ones_map`)
-            ones_rows = min(self.g.h, (t.rows - 1) * self.g.strides[0] + self.ext_h)
-            room = budget - bias - (ones_rows * self.g.w * 16 * 2 if s.ones else 0)
-        if self.pool is not None:
-            room -= self.setup_pool()
-        sets = SETS
-        if self.epilogue is not None:  # the member results and the loaded tiles in turn
-            per_set = self.epilogue.work.ub_bytes(1, self.paired_loads()) * half * m1 * FRAC
-            sets = epilogue_sets(self.epilogue.work, self.paired_loads(), budget - bias, per_set,
-                                 slot_bytes, -(-s.co1 // t.n1))
-            room = min(room, budget - bias - sets * per_set)
-        self.ub = [nir.alloc([slot_blocks * m1 * FRAC], self.out_type, "ub")
-                   for _ in range(max(2, min(UB_SLOTS, room // slot_bytes)))]
-        self.pairs_stores = self.pairs_stores and len(self.ub) >= 4
-        if self.epilogue is not None:
-            self.epilogue.allocate(half * m1 * FRAC, self.paired_loads(), sets)
-        band_pixels = min(self.g.h, (t.rows - 1) * self.g.strides[0] + self.ext_h) * self.g.w
-        # the bias in the cube: the A side of its K fractal (`cube_bias`)
-        self.ones_fm = ones_map(self.target, band_pixels // self.g.w, self.g.w) if s.ones else None
-        staged = Int8Map if s.int8 else ImageMap if reads_image(self.x5) else None
-        spare = room - len(self.ub) * slot_bytes  # UB the slots leave: longer image chunks
-        self.image = image_maps(self, band_pixels, spare) if staged is ImageMap else \
-            staged(self.target, self.x5, band_pixels) if staged is not None else None
-        kc = min(t.kc, s.k1)
-        self.l0a = [nir.alloc([m1 * kc * self.frac], self.in_type, "l0a") for _ in range(2)]
-        self.l0b = [nir.alloc([kc * (1 if s.diagonal else min(t.n1, s.co1)) * self.frac],
-                              self.in_type, "l0b") for _ in range(2)]
+        self.setup(row_parts, whole=row_parts is None)
         if row_parts is None:
             self.emit_rows(self.band_groups(0, s.ho), 0, s.batch * -(-s.ho // t.rows))
             self.flush_store()
@@ -178,9 +123,51 @@ class ConvKernel(DrainPool, BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDr
         by_run(parts, part, lambda: run_plan(first, 0), lambda: run_plan(last, (parts - 1) * run),
                (lambda: run_plan(inner[0], lin((part, run)))) if inner else None)
 
-    def emit_rows(self, groups: list[tuple[Band, int, int]], base: Index, bands: int) -> None:
-        """The bands of `groups` (first rows relative to `base`) of every image: a band alone has its
-        own L1 map; a run of bands alike is a loop of two bands per iteration, or straight code."""
+    def setup(self, row_parts: tuple[int, ir.Value] | None = None,
+              cube: tuple[list, list, list] | None = None, whole: bool = False) -> None:
+        """The buffers live for the whole conv (their sizes: `footprint.setup_plan`, which a
+        caller emitting the bands itself asks before emission: `band_steps`). `cube`: another
+        kernel's L0A halves, L0B halves and L0C sets, at least this one's, to take in turn
+        with it (two kernels' bands interleaved: each alone takes half of L0A/L0B/L0C).
+        `whole`: `emit` emits the whole conv straight (its stores may pair)."""
+        s = self.s
+        p = setup_plan(self, whole)
+        self.pairs_stores = p.pairs_stores
+        if cube is not None:
+            sizes = [nir.memref_shape(bufs[0])[0] for bufs in cube]
+            assert all(have >= need for have, need in zip(sizes, (p.l0a, p.l0b, p.l0c))), \
+                f"the shared L0A/L0B/L0C {sizes} are smaller than {p.l0a, p.l0b, p.l0c}"
+            assert all(nir.memref_element(bufs[0]) == e
+                       for bufs, e in zip(cube, (self.in_type, self.in_type, self.acc_type)))
+        self.pattern = self.bias_pattern() if self.bias is not None else None
+        self.plan_weights(share=row_parts is not None)
+        self.l0c = [nir.alloc([p.l0c], self.acc_type, "l0c")
+                    for _ in range(p.l0c_sets)] * (3 - p.l0c_sets) if cube is None else \
+            [nir.subview(c, [0], [p.l0c]) for c in cube[2]]
+        if self.epilogue is not None:  # its per-channel operands' patterns, staged once
+            self.epilogue.stage_patterns(s.co1, self.later_fills)
+        if self.pool is not None:
+            self.setup_pool()
+        self.ub = [nir.alloc([p.slot_blocks * p.m1 * FRAC], self.out_type, "ub")
+                   for _ in range(p.slots)]
+        if self.epilogue is not None:
+            self.epilogue.allocate(p.half * p.m1 * FRAC, self.paired_loads(), p.epilogue_sets)
+        # the bias in the cube: the A side of its K fractal (`cube_bias`)
+        self.ones_fm = ones_map(self.target, p.band_pixels // self.g.w, self.g.w) if s.ones else None
+        staged = Int8Map if s.int8 else ImageMap if reads_image(self.x5) else None
+        self.image = image_maps(self, p.band_pixels, p.spare) if staged is ImageMap else \
+            staged(self.target, self.x5, p.band_pixels) if staged is not None else None
+        if cube is not None:
+            self.l0a, self.l0b = ([nir.subview(b, [0], [size]) for b in bufs]
+                                  for bufs, size in zip(cube[:2], (p.l0a, p.l0b)))
+            return
+        self.l0a = [nir.alloc([p.l0a], self.in_type, "l0a") for _ in range(2)]
+        self.l0b = [nir.alloc([p.l0b], self.in_type, "l0b") for _ in range(2)]
+
+    def begin_rows(self, groups: list[tuple[Band, int, int]], bands: int) -> None:
+        """The per-run state before the first of `bands` bands a run (plan `groups`): the turns
+        of the L0C sets, drain slots and L0A/L0B halves, the weights still to load, the first
+        bands' maps in blocks (`defer_map`). Also the start of a caller's bands (`band_steps`)."""
         s, t = self.s, self.t
         self.parity, self.drains, self.chunk, self.supers = 0, 0, 0, 0
         self.run_bands = s.batch * bands  # (`map_in_blocks_pays`)
@@ -193,6 +180,12 @@ class ConvKernel(DrainPool, BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDr
             self.flush_weights()
         # the first two bands' maps go out block by block (`defer_map`)
         self.deferred = DEFER_BANDS if (self.loads and t.weights_resident) or self.streamed_pieces else 0
+
+    def emit_rows(self, groups: list[tuple[Band, int, int]], base: Index, bands: int) -> None:
+        """The bands of `groups` (first rows relative to `base`) of every image: a band alone has its
+        own L1 map; a run of bands alike is a loop of two bands per iteration, or straight code."""
+        s, t = self.s, self.t
+        self.begin_rows(groups, bands)
         # The maps of bands outside loops get their own L1 buffers, live for
         # the whole run: their loads never wait for another band's img2col.
         maps = {(n, h0): self.map_buffer(band) for n in range(s.batch)

@@ -369,11 +369,14 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
 
 
 def choose_tiling(s: ConvShape, t: Target, ub_bytes: int | None = None,
-                  epilogue: EpilogueWork | None = None, sets: int = 2) -> ConvTiling | None:
+                  epilogue: EpilogueWork | None = None, sets: int = 2,
+                  rows_of_band: int | None = None) -> ConvTiling | None:
     """The cheapest tiling that fits the buffers (two halves of L0A, L0B, two
     L0C tiles (one for one band of one super tile: `single_set`), the drain in UB beside `sets` sets of an epilogue's tiles,
     the bias and the epilogue's per-channel patterns, the band and weights
-    in L1); None when not even one output row of one Cout block fits."""
+    in L1); None when not even one output row of one Cout block fits.
+    `rows_of_band`: only bands of that many output rows (two convs emitted
+    band by band together share their bands: `lower_conv.band_steps`)."""
     epilogue_bytes = epilogue.ub_bytes(sets, paired_loads(epilogue)) if epilogue is not None else 0
     frac = t.fractal_bytes(2)
     l0a, l0b = t.capacity("l0a") // 2 // frac, t.capacity("l0b") // 2 // frac
@@ -385,7 +388,7 @@ def choose_tiling(s: ConvShape, t: Target, ub_bytes: int | None = None,
     l1 = t.capacity("l1")
     best: ConvTiling | None = None
     w_all = s.k1 * s.co1 * frac
-    for rows in range(1, s.ho + 1):
+    for rows in range(1, s.ho + 1) if rows_of_band is None else (rows_of_band,):
         m1 = -(-rows * s.wo // 16)
         if m1 > min(l0a, t.max_repeat, l0c):
             break
