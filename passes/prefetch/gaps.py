@@ -29,6 +29,10 @@ class IdleGaps:
         read = frozenset().union(*(self.facts.reads(r) for r in readers))
         return any(overlaps(read, self.facts(w).writes) for w in reversed(writers))
 
+    def _is_weight_copy(self, op: ir.Operation) -> bool:
+        """A GM -> L1 copy of host-constant weights."""
+        return op.name == "cce.copy_gm_to_l1" and view_root(op.operands[0]) in self.constants
+
     def _gaps(self, tops: list[ir.Operation], first: int, last: int, end: int
               ) -> list[tuple[int, float]]:
         """(k, cycles), latest first, for each op `tops[k]` in [first, end) with
@@ -124,8 +128,7 @@ class IdleGaps:
             return None  # the cores' movers cannot fill the chip's bus: no contention
         lo = next((k for k in range(earlier[0], -1, -1) if tops[k].name == "cce.sync_all"), -1)
         hi = next((k for k in range(earlier[0], at) if tops[k].name == "cce.sync_all"), at)
-        if not any(op.name == "cce.copy_gm_to_l1" and view_root(op.operands[0]) in self.constants
-                   for op in tops[lo + 1:hi]):
+        if not any(self._is_weight_copy(op) for op in tops[lo + 1:hi]):
             return None
         loads = sum(instruction_cycles(copy, t) for _, copies in c.slots
                     for copy in copies)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from npu.analysis.pipe_work import instruction_cycles, trip_count
-from npu.ir import int_attr, view_root
+from npu.ir import int_attr
 
 from .parts import Candidate, Part
 
@@ -131,9 +131,6 @@ class RemainderSlots:
             while k >= 0 and tops[k].name != "cce.sync_all":
                 k -= 1
         return gaps
-
-    def _is_weight_copy(self, op: ir.Operation) -> bool:
-        return op.name == "cce.copy_gm_to_l1" and view_root(op.operands[0]) in self.constants
 
     def _earlier_phases(self, func: ir.Operation, c: Candidate, placed: int, parts: list[Part],
                         rests: list[Part], gaps: list[tuple[int, float]], low: int, bound: int,
