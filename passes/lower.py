@@ -122,8 +122,10 @@ class LowerPass(Pass):
                                 f"({refused}); lowered for one core")
 
     def _no_split(self, why: str, module: ir.Operation) -> None:
-        """`split-cores-grids` and `split-cores-split-k` force a split: refused when there is none."""
-        for name in ("grids", "split-k"):
+        """`split-cores-grids` and `split-cores-split-k` force a split, and
+        `split-cores-split-k-model` asks the split's model for one: refused
+        when there is no split."""
+        for name in ("grids", "split-k", "split-k-model"):
             if getattr(self, f"split_cores_{name.replace('-', '_')}"):
                 raise PassError(f"npu-lower: split-cores-{name}: no split over cores ({why})",
                                 module)

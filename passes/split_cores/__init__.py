@@ -149,10 +149,11 @@ class SplitCoresPass(Pass):
             raise PassError(f"npu-split-cores: split-k: {e}", module) from None
         self.reductions_used: set = set()
         if wanted == 1:
-            if self.reductions:
-                raise PassError("npu-split-cores: split-k: there is no split on one core", module)
-            if grids:
-                raise PassError("npu-split-cores: grids: there is no split on one core", module)
+            for name, asked in (("split-k", self.reductions), ("grids", grids),
+                                ("split-k-model", self.split_k_model)):
+                if asked:
+                    raise PassError(f"npu-split-cores: {name}: there is no split on one core",
+                                    module)
             return
         self.rules = SplitRules(self.target, self.least_bytes(), grids)
         for func in nir.functions(module):

@@ -3,6 +3,8 @@
 // RUN: not npu-opt %s --split-input-file --npu-split-cores="cores=4 min-bytes=0 estimate=false split-k=128x256x64:3x1" 2>&1 | FileCheck %s --check-prefix=NONE
 // RUN: not npu-opt %s --split-input-file --npu-split-cores="cores=1 split-k=128x160x64:3x1" 2>&1 | FileCheck %s --check-prefix=ONE-CORE
 // RUN: not npu-opt %s --split-input-file --pass-pipeline="builtin.module(npu-lower{cores=1 split-cores-split-k=128x160x64:3x1})" 2>&1 | FileCheck %s --check-prefix=LOWER-ONE-CORE
+// RUN: not npu-opt %s --split-input-file --npu-split-cores="cores=1 split-k-model=true" 2>&1 | FileCheck %s --check-prefix=ONE-CORE-MODEL
+// RUN: not npu-opt %s --split-input-file --pass-pipeline="builtin.module(npu-lower{cores=1 split-cores-split-k-model=true})" 2>&1 | FileCheck %s --check-prefix=LOWER-ONE-CORE-MODEL
 
 // `split-k` splits a matmul epilogue group's reduction (N = 160: 10 blocks
 // of 16): 3 partial matmuls over 48 each write f32 sums to GM workspace
@@ -31,6 +33,8 @@
 // NONE: error: npu-split-cores: split-k: no matmul epilogue group of 128x256x64
 // ONE-CORE: error: npu-split-cores: split-k: there is no split on one core
 // LOWER-ONE-CORE: error: npu-lower: split-cores-split-k: no split over cores (cores=1)
+// ONE-CORE-MODEL: error: npu-split-cores: split-k-model: there is no split on one core
+// LOWER-ONE-CORE-MODEL: error: npu-lower: split-cores-split-k-model: no split over cores (cores=1)
 func.func @ffn_out(%a: memref<10x8x16x16xf16, "gm">, %b: memref<4x10x16x16xf16, "gm">, %out: memref<4x8x16x16xf32, "gm">, %bias: memref<4x8x16x16xf32, "gm">) {
   scf.execute_region {
     %c = memref.alloc() : memref<4x8x16x16xf32, "gm">
