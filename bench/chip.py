@@ -21,7 +21,7 @@ are checked against onnxruntime by test/python/multicore/test_models.py).
   limit     what bounds the launch: the slowest core's cube (M), its GM
             movers (MTE2/MTE3) or the chip GM bus; ties within 2% all named
 
-Run: .venv/bin/python bench/chip.py [--cores 1,2,8,32] [--rows bert128,...,mobilenetv2]
+Run: .venv/bin/python bench/chip.py [--cores 1,2,8,32] [--rows bert128,...,mobilenetv2] [--f32]
      [--pipeline-options 'split-cores-split-k=128x3072x768:4x32'] (more npu-lower options)
 """
 
@@ -53,25 +53,30 @@ def _bert(seq: int, layers: int = 1) -> str:
     return path
 
 
-def _resnet(depth: int) -> str:
+DTYPE = {"f16": np.float16, "f32": np.float32}  # the CNN rows' dtype (--f32: as torchvision exports)
+
+
+def _resnet(depth: int, dtype: str = "f16") -> str:
     import onnx
 
     from npu.frontend.cnn import resnet
 
-    path = os.path.join(tempfile.gettempdir(), f"npu_chip_resnet{depth}.onnx")
+    suffix = "" if dtype == "f16" else f"_{dtype}"
+    path = os.path.join(tempfile.gettempdir(), f"npu_chip_resnet{depth}{suffix}.onnx")
     if not os.path.exists(path):
-        onnx.save(resnet(depth, size=224, dtype=np.float16), path)
+        onnx.save(resnet(depth, size=224, dtype=DTYPE[dtype]), path)
     return path
 
 
-def _mobilenet() -> str:
+def _mobilenet(dtype: str = "f16") -> str:
     import onnx
 
     from npu.frontend.cnn import mobilenet_v2
 
-    path = os.path.join(tempfile.gettempdir(), "npu_chip_mobilenetv2.onnx")
+    suffix = "" if dtype == "f16" else f"_{dtype}"
+    path = os.path.join(tempfile.gettempdir(), f"npu_chip_mobilenetv2{suffix}.onnx")
     if not os.path.exists(path):
-        onnx.save(mobilenet_v2(size=224, dtype=np.float16), path)
+        onnx.save(mobilenet_v2(size=224, dtype=DTYPE[dtype]), path)
     return path
 
 
@@ -84,6 +89,8 @@ ROWS = {
     "resnet50": ("ResNet-50, 224x224, f16", lambda: _resnet(50)),
     "mobilenetv2": ("MobileNetV2, 224x224, f16", _mobilenet),
 }
+CNN_ROWS = {"resnet18": lambda: _resnet(18, "f32"), "resnet50": lambda: _resnet(50, "f32"),
+            "mobilenetv2": lambda: _mobilenet("f32")}
 
 
 def _limit(rep: dict) -> str:
@@ -124,12 +131,18 @@ def main() -> None:
     ap.add_argument("--pipeline-options", default="",
                     help="more npu-lower options for every count but 1, e.g. "
                          "'split-cores-split-k=128x3072x768:4x32'")
+    ap.add_argument("--f32", action="store_true",
+                    help="the CNN rows in f32 (as torchvision exports them); other rows refused")
     args = ap.parse_args()
     counts = [int(c) for c in args.cores.split(",")]
     print(f"{'model':<40} {'cores':>5} {'launched':>8} {'barriers':>8} {'cycles':>10} "
           f"{'speedup':>8} {'own':>8} {'own x':>6} {'ideal':>8} {'ratio':>7}  limit (ideal by)")
     for key in args.rows.split(","):
         title, make = ROWS[key]
+        if args.f32:
+            if key not in CNN_ROWS:
+                ap.error(f"--f32: row '{key}' has no f32 form (only {', '.join(CNN_ROWS)})")
+            title, make = title.replace("f16", "f32"), CNN_ROWS[key]
         path = make()
         base = None
         for n in counts:

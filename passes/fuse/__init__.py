@@ -99,6 +99,11 @@ class FusePass(ConvEpilogueGrouping, EpilogueGrouping, NzLayouts, MatmulChains, 
         Option("conv-pool", bool, True, "a stem's max pool (3x3/2) joins its conv's group, "
                "pooled on the drain (npu.costmodel.conv.stem_pool); npu-lower sets it on one "
                "core only"),
+        Option("conv-f16-copies", bool, True, "with epilogues: a conv group's f32 result that "
+               "convs read through an f16 copy (the cast) and other ops read in f32 (an f32 "
+               "model's residual sum) is stored with its copy by the conv's drain, the cast "
+               "the group's last member (npu.conv_epilogue f16_copy); false leaves the cast "
+               "its own op"),
         Option("remarks", bool, True, "report each group formed and why row ops were left out"),
     )
 

@@ -47,20 +47,45 @@ class ConvEpilogueGrouping(StemPoolJoin):
                     break  # (the tile stands for the very value the previous member made)
                 members.append(op)
                 root = nir.view_root(op.operands[-1])
+            copy = self._f16_copy(conv, members, users, index, shape)
+            if copy is not None:
+                members.append(copy)
             while members and not self._movable(conv, members, ops, index, touches):
                 members.pop()
             rounds = self.epilogue_f16 and not self.epilogue_bias_f32
             cut = len(members)
-            while members and not epilogue_tiles(conv, members, self.target, rounds):
+            while members and not epilogue_tiles(conv, members, self.target, rounds,
+                                                 copy is not None and members[-1] == copy):
                 members.pop()
             if cut > len(members) and self.remarks:
                 self.remark(conv, f"conv epilogue cut after {len(members)} of {cut} ops: with "
                                   "more, no tiling of the conv fits UB")
-            pool = self.stem_pool(conv, members, users) if rounds else None  # (stem_pool.py)
+            dual = copy is not None and bool(members) and members[-1] == copy
+            if copy is not None and not dual and self.remarks:
+                self.remark(copy, "f16 copy left its own op: the conv's drain cannot take it "
+                                  "(an op between reads its input, or the conv does not tile)")
+            pool = self.stem_pool(conv, members, users) if rounds and not dual else None
             if pool is not None and self._movable(conv, members + [pool], ops, index, touches):
-                members.append(pool)
+                members.append(pool)  # (stem_pool.py)
             if members:
-                self._form_conv_group(conv, members)
+                self._form_conv_group(conv, members, dual)
+
+    def _f16_copy(self, conv, members, users, index, shape) -> ir.Operation | None:
+        """The f16 copy (`epilogue.f16_copy`) of the group's f32 result (the
+        conv's, or its last member's) when other ops read that result too
+        (so it is stored as well: ResNet's residual sum and ReLU, which the
+        next block's convs read in f16 and its residual Add in f32), for the
+        drain to make and store beside it (`conv-f16-copies`); the cube's
+        convs only (a depthwise one may run on the vector unit)."""
+        if not self.conv_f16_copies or layout(conv) != "nc1hwc0":
+            return None
+        out = (members[-1] if members else conv).operands[-1]
+        readers = users.get(nir.view_root(out), set()) - {conv} - set(members)
+        copies = [op for op in readers if epilogue.f16_copy(op, out) and op.parent == conv.parent
+                  and op in index and epilogue.joins(op, shape)]
+        if len(copies) != 1 or len(readers) < 2:
+            return None
+        return copies[0]
 
     @staticmethod
     def _movable(conv, members, ops, index, touches) -> bool:
@@ -80,21 +105,26 @@ class ConvEpilogueGrouping(StemPoolJoin):
                 return False
         return True
 
-    def _form_conv_group(self, conv: ir.Operation, members: list[ir.Operation]) -> None:
-        internal = [nir.view_root(conv.operands[-1])] + [nir.view_root(m.operands[-1])
-                                                           for m in members[:-1]]
+    def _form_conv_group(self, conv: ir.Operation, members: list[ir.Operation],
+                         dual: bool = False) -> None:
+        """`dual`: the last member is an f16 copy of a value the group stores too."""
+        made = [conv.operands[-1]] + [m.operands[-1] for m in members[:-1]]
+        internal = [nir.view_root(v) for v in (made[:-1] if dual else made)]
         location = ir.Location.fused([conv.location] + [m.location for m in members],
                                      context=conv.context)
         last = members[-1]
         figures: dict[str, int | str] = {"members": len(members)}
-        if self.epilogue_f16 and not self.epilogue_bias_f32 and \
+        if dual:
+            figures[epilogue.F16_COPY] = 1
+        elif self.epilogue_f16 and not self.epilogue_bias_f32 and \
                 epilogue.leading_cast(members, conv.operands[-1]) is not None:
             figures["compute"] = "f16"  # the drain rounds; the bias adds in f16
         nir.form_group_region(epilogue.CONV_EPILOGUE_ATTR, figures, location,
                               last, internal, [conv] + members)
         if self.remarks:
             names = ", ".join(f"'{m.name}'" for m in members)
-            self.remark(conv, f"conv epilogue: {names} on each drained tile; "
+            stored = " (the f32 result and its f16 copy both stored)" if dual else ""
+            self.remark(conv, f"conv epilogue: {names} on each drained tile{stored}; "
                               f"{len(internal)} tensor(s) never reach GM")
 
 

@@ -93,14 +93,17 @@ def conv_budget(op: ir.Operation, target: Target, ub_fraction: float, drain_roun
 
 
 def epilogue_tiles(conv: ir.Operation, members: list[ir.Operation], target: Target,
-                   drain_rounds: bool) -> bool:
+                   drain_rounds: bool, copy: bool = False) -> bool:
     """Whether some tiling fits the conv with `members` on its drain (asked by
     npu-fuse before it forms a group, so a long epilogue, e.g. a quantised
-    CNN's, is cut where the conv still tiles instead of failing the lowering)."""
-    cast = epilogue_model.leading_cast(members, conv.operands[-1]) if drain_rounds else None
+    CNN's, is cut where the conv still tiles instead of failing the lowering).
+    `copy`: the last member is an f16 copy of a value stored too (`also_stored`)."""
+    cast = epilogue_model.leading_cast(members, conv.operands[-1]) \
+        if drain_rounds and not copy else None
     rest = members[1:] if cast is not None else members
     source = conv.operands[-1] if cast is None else cast.operands[-1]
-    work = epilogue_model.work(rest, source, target) if rest else None
+    also = members[-1].operands[0] if copy else None
+    work = epilogue_model.work(rest, source, target, also) if rest else None
     budget = conv_budget(conv, target, 1.0, cast is not None)
     return choose_tiling(conv_shape(conv), target, budget, work, SETS) is not None
 

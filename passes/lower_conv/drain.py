@@ -193,6 +193,10 @@ class ConvDrain:
             ub = self.epilogue.apply(ub, co0, n1, rows, m1, s.wo, self.drains, at)
             ob = nir.element_bytes(nir.memref_element(self.dest))
         self.store(ub, n, co0, n1, ho0, rows, m1, ob)
+        also = self.epilogue.also if self.epilogue is not None else None
+        if also is not None:  # the f32 value the f16 result copies (`also_stored`)
+            self.store(self.epilogue.also_tile, n, co0, n1, ho0, rows, m1,
+                       nir.element_bytes(nir.memref_element(also)), also)
 
     def drain_to_ub(self, l0c, ub, co0: int, n1: int, m1: int) -> None:
         """L0C -> `ub` (rounded to f16 on the way for an f16 result), + bias:
@@ -211,20 +215,22 @@ class ConvDrain:
                 self.vector("cce.vadd", block, block, bias, m1 * ob, bias_rep=0)
 
     def store(self, ub, n: int, co0: int, n1: int, ho0: Index, rows: int, m1: int,
-              ob: int) -> None:
+              ob: int, dest: ir.Value | None = None) -> None:
         """UB -> GM: rows*Wo windows of each of the n1 blocks from Cout block co0
-        (held while the band's stores are paired, `stores_paired`)."""
+        (held while the band's stores are paired, `stores_paired`); into
+        `dest` if given (the epilogue's `also`), else the conv's result."""
         if self.held_stores is not None:
-            self.held_stores.append((ub, n, co0, n1, ho0, rows, m1, ob))
+            self.held_stores.append((ub, n, co0, n1, ho0, rows, m1, ob, dest))
             return
         if self.pool is not None:  # only the pooled rows leave (`drain_pool`)
             self.pool_store(ub, n, co0, n1, ho0, rows, m1)
             return
         s, t = self.s, self.target
         valid = rows * s.wo
-        if self.map_out is not None:
+        if self.map_out is not None and dest is None:
             self.store_to_map(ub, co0, n1, rows, m1, ob)
-        dst = nir.subview(self.dest, [n, co0, ho0, 0, 0], [1, n1, rows, s.wo, 16])
+        dst = nir.subview(self.dest if dest is None else dest, [n, co0, ho0, 0, 0],
+                          [1, n1, rows, s.wo, 16])
         copy_bursts("cce.copy_ub_to_gm", ub, dst, n1,
                     t.blocks(valid * 16 * ob), src_gap=t.blocks((m1 * 16 - valid) * 16 * ob),
                     dst_gap=t.blocks((s.ho - rows) * s.wo * 16 * ob))

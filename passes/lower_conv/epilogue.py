@@ -11,7 +11,10 @@ conv as a repeating pattern (`channel_pattern`, like the bias) and the
 member runs block by block, the block's repeat read with repeat stride 0
 as its src1 (src0 when it is the left operand). Only the last member's
 result is stored; the conv's own result and the members' in between never
-reach GM.
+reach GM, but for a group whose last member is an f16 copy of the value
+before it (`epilogue.also_stored`: an f32 model's residual sum, which the
+next convs read in f16 and the next residual Add in f32): that value's
+tile is stored too.
 """
 
 from __future__ import annotations
@@ -58,7 +61,10 @@ class ConvEpilogue:
             self.members = [m for m in self.members if m != self.relu]
             self.source = self.relu.operands[-1]
         self.result = (self.members or [self.pool or self.relu or self.cast])[-1].operands[-1]
-        self.work = epilogue.work(self.members, self.source, target) if self.members else \
+        # an f32 value stored beside the last member's f16 copy of it (`epilogue.f16_copy`)
+        self.also = epilogue.also_stored(region, conv)
+        self.also_tile: ir.Value | None = None  # its tile in UB, the latest `apply`'s
+        self.work = epilogue.work(self.members, self.source, target, self.also) if self.members else \
             epilogue.EpilogueWork(set_bytes=0, vector=0.0, loaded_bytes=0, loads=0, out_bytes=2)
         self.patterns: list[tuple[ir.Value, ir.Value]] = []  # per-channel operand, its pattern
         self.consts = {}
@@ -165,6 +171,8 @@ class ConvEpilogue:
                 emit_flat_run(compute, self.target, size, (part(dst), out_type), ins,
                               [part(t) for t in temps], self.consts.get(k))
             tiles.insert(0, (values[-1], dst))
+        if self.also is not None:
+            self.also_tile = next(b for w, b in tiles if w == self.also)
         return tiles[0][1]
 
     def load(self, v: ir.Value, buf: ir.Value, n: int, co0: int, n1: int, ho0, rows: int,

@@ -28,6 +28,9 @@ from npu.diagnostics import PassError
 from npu.target import Target
 
 CONV_EPILOGUE_ATTR = "npu.conv_epilogue"
+# The group's figure saying its last member is an f16 copy (`f16_copy`) of
+# a value the drain stores too (`also_stored`)
+F16_COPY = "f16_copy"
 SETS = 2  # sets of a drain's epilogue tiles, taken in turn (`epilogue_sets`)
 THIRD_SET_SLOTS = 2  # drain slots a third set must leave room for
 
@@ -102,6 +105,28 @@ def leading_cast(members: list[ir.Operation], conv_out: ir.Value) -> ir.Operatio
     if any(v == conv_out for m in members[1:] for v in m.operands):
         return None
     return cast
+
+
+def f16_copy(op: ir.Operation, value: ir.Value) -> bool:
+    """Whether `op` is the rounding f32 -> f16 cast of all of `value`: an
+    f32 model's one f16 copy of a tensor for the convs that read it, which
+    a conv's drain may store beside the f32 value a residual Add reads
+    (`also_stored`): the tile is in UB already, so the copy costs a vector
+    pass and a store of half the bytes, where the cast as its own op read
+    the f32 tensor back from GM."""
+    return (op.name == "ascend.cast" and op.operands[0] == value
+            and nir.str_attr(op, "round_mode") == "rint"
+            and nir.memref_shape(op.operands[-1]) == nir.memref_shape(value)
+            and (nir.memref_element(value), nir.memref_element(op.operands[-1])) == ("f32", "f16"))
+
+
+def also_stored(region: ir.Operation, conv: ir.Operation) -> ir.Value | None:
+    """The f32 value a group of figure F16_COPY stores beside its last
+    member's result (that member's input: the conv's result, or the member
+    before's), or None."""
+    if F16_COPY not in region.attributes[CONV_EPILOGUE_ATTR]:
+        return None
+    return group_members(region, conv)[-1].operands[0]
 
 
 def group_members(region: ir.Operation, conv: ir.Operation) -> list[ir.Operation]:
@@ -202,6 +227,7 @@ class EpilogueWork:
     pattern_bytes: int = 0
     # the stored result is written over a loaded tile (`result_on_loaded`)
     on_loaded: bool = False
+    stores: int = 1  # results stored per drained tile (2: an f16 copy too, `also_stored`)
 
     def ub_bytes(self, sets: int, paired: bool = False) -> int:
         """UB per drained element of `sets` sets; `paired` (`paired_loads`):
@@ -217,8 +243,10 @@ def paired_loads(work: EpilogueWork | None) -> bool:
     return work is not None and work.loads > 0
 
 
-def work(members: list[ir.Operation], conv_out: ir.Value, target: Target) -> EpilogueWork:
-    """The epilogue `members` of the conv writing `conv_out`, per element."""
+def work(members: list[ir.Operation], conv_out: ir.Value, target: Target,
+         also: ir.Value | None = None) -> EpilogueWork:
+    """The epilogue `members` of the conv writing `conv_out`, per element;
+    `also`: a value stored beside the last member's result (`also_stored`)."""
     computes = [member_compute(m) for m in members]
     loaded = loaded_operands(members, conv_out)
     types = [nir.memref_element(m.operands[-1]) for m in members]
@@ -235,9 +263,10 @@ def work(members: list[ir.Operation], conv_out: ir.Value, target: Target) -> Epi
     return EpilogueWork(
         set_bytes=sum(nir.element_bytes(t) for t in own + loaded_types), vector=vector,
         loaded_bytes=sum(nir.element_bytes(t) for t in loaded_types), loads=len(loaded),
-        out_bytes=nir.element_bytes(types[len(members) - 1]),
+        out_bytes=nir.element_bytes(types[len(members) - 1])
+        + (nir.element_bytes(nir.memref_element(also)) if also is not None else 0),
         patterns=patterns, pattern_bytes=patterns * target.vector_bytes,
-        on_loaded=result_on_loaded(members, conv_out))
+        on_loaded=result_on_loaded(members, conv_out), stores=2 if also is not None else 1)
 
 
 def epilogue_sets(work: EpilogueWork, paired: bool, room: int, per_set: int, slot: int,

@@ -313,7 +313,8 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
     # frees them with one flag after both halves' stores: one latency a super
     # tile (1x1 64->256 56 with its residual + ReLU: 28 x (2 x 450 + 350)).
     whole = merged or (epilogue is not None and paired_loads(epilogue) and epilogue.on_loaded)
-    stores = s.batch * bands * len(n_tiles) if whole else drains
+    stores = (s.batch * bands * len(n_tiles) if whole else drains) \
+        * (epilogue.stores if epilogue is not None else 1)
     mte3 = (s.batch * s.ho * s.wo * s.co1 * 16 * out_bytes / t.path("ub_to_gm").bytes_per_cycle
             + stores * t.path("ub_to_gm").latency + mte3_map)
     # Each (band, super tile) also pays flag round trips and a drain that is
