@@ -34,6 +34,9 @@ OP_OPTIONS_ATTR = "npu.options"
 # loops the op lowers to are marked for (or exempt from) npu-double-buffer.
 DOUBLE_BUFFER_KEY = "double-buffer"
 DOUBLE_BUFFER_ATTR = "npu.double_buffer"
+# In an `Option`'s `needs`: the option applies to a program split over
+# several cores only (between its chip barriers).
+MANY_CORES = "several cores"
 # On a matmul drain's scf.if (npu-lower-matmul, when the drain is light
 # beside the cube): npu-insert-sync may sink an earlier drain's carried
 # store set past it (`_PreciseMode._sink`).
@@ -48,6 +51,11 @@ class Option:
     `low`/`high` for a numeric range (`low_open`: the lower bound itself is
     excluded). Every way of setting an option (pipeline text, pass flag,
     keyword argument, `npu-lower` forwarding) is checked against it.
+
+    `needs`: when the option applies at all, as (another option of the same
+    pass, the value it must have) pairs, or `MANY_CORES` (the program is
+    split over several cores); `npu-lower` refuses a value other than the
+    default given where they do not hold (`npu.passes.lower_applies`).
     """
 
     name: str
@@ -58,6 +66,7 @@ class Option:
     low: float | None = None
     high: float | None = None
     low_open: bool = False
+    needs: tuple = ()
 
     def parse(self, text: str | None) -> Any:
         """The value of `name=text` (`text` None: the option was given without `=`)."""
@@ -314,7 +323,7 @@ class Pass:
                 with cyclic_gc_paused():
                     self.run(op.operation)
             except PassError as e:
-                loc = e.op.location if e.op is not None else op.location
+                loc = e.loc if e.loc is not None else op.location
                 diagnostics.emit_error(e.message, loc)
                 pass_.signal_pass_failure()
                 return

@@ -22,6 +22,13 @@ here, derived from the pass's declaration (`npu.passes.lower_options`:
 `ROUTES`), and is forwarded to the pass that owns it. A lowering that is not
 registered is skipped, but no `ascend` op may survive: that is an error at the op.
 
+An option given (other than at its default) where it does not apply is
+refused in one line naming it and why (`npu.passes.lower_applies`: its pass
+is not run, e.g. `prefetch-chunks` with `prefetch=false` or a split-cores
+option on one core, or its declaration's `needs` do not hold, e.g.
+`c-pieces` without the pipelined schedule); at construction, except needs
+an op's own options could meet, checked once `run` sees the ops.
+
 `tuning-record=FILE` (written by `npu-tune`) gives options per op: they are
 set as the ops' `npu.options` (in the lowering's option names) before the
 lowerings run, and override the options above for those ops only. Its
@@ -36,7 +43,8 @@ from typing import Any
 from mlir import ir
 
 from npu.ir import block_dim, dict_attr_items, dict_attr_of, functions, walk, walk_held
-from npu.passes.base import DOUBLE_BUFFER_KEY, OP_OPTIONS_ATTR, Pass, PassError
+from npu.passes.base import DOUBLE_BUFFER_KEY, OP_OPTIONS_ATTR, OptionError, Pass, PassError
+from npu.passes.lower_applies import refusals, resolve
 from npu.passes.lower_options import (FORWARDS, LOWER_OPTIONS, LOWERINGS, PIPELINE_OPTIONS,
                                       SUB_PASS_CLASSES, UNSET)
 
@@ -65,13 +73,25 @@ class LowerPass(Pass):
 
     def _value(self, ours: str) -> Any:
         value = getattr(self, ours.replace("-", "_"))
-        if ours == "matmul-schedule" and value == "auto":
-            return "pipelined" if self.double_buffer else "simple"
-        return value
+        return resolve({ours: value, "double-buffer": self.double_buffer}, ours)
+
+    def _values(self) -> dict[str, Any]:
+        return {o.name: getattr(self, o.name.replace("-", "_")) for o in self.options}
 
     def __init__(self, target=None, **values: Any):
         super().__init__(target, **values)
+        # An option given where it does not apply is refused (npu.passes.lower_applies);
+        # needs an op's own options may meet are checked in `run`, which sees the ops.
+        refused = self._refused(per_op=True)
+        if refused:
+            raise OptionError(refused)
         self._lowerings()  # the owning passes check the values forwarded to them now
+
+    def _refused(self, per_op: bool) -> str | None:
+        """`npu-lower: <option>: does not apply: <why>` for the first option
+        given that does not apply, or None."""
+        found = refusals(self._values(), sorted(self.given), self.target, per_op)
+        return f"npu-lower: {found[0][0]}: does not apply: {found[0][1]}" if found else None
 
     def _lowerings(self) -> list[Pass]:
         return [self._make(flag) for flag, _ in LOWERINGS]
@@ -88,8 +108,13 @@ class LowerPass(Pass):
         if self.tuning_record:
             self.record = self._read_record(module)
             self._take_pipeline_options(module)
+        # again with the record's pipeline options, and the ops' own options seen
+        per_op = ((self.record is not None and bool(self.record.ops))
+                  or bool(walk_held(module, lambda o: OP_OPTIONS_ATTR in o.attributes)))
+        refused = self._refused(per_op)
+        if refused:  # about the options, not a place in the input
+            raise PassError(refused, loc=ir.Location.unknown(module.context))
         if (self.cores or self.target.cores) == 1:
-            self._no_split("cores=1", module)
             return self._run(module)
         if not self.cores and (any(block_dim(f) > 1 for f in functions(module))
                                or self._make("npu-split-cores").nothing_to_split(module)):
@@ -124,11 +149,12 @@ class LowerPass(Pass):
     def _no_split(self, why: str, module: ir.Operation) -> None:
         """`split-cores-grids` and `split-cores-split-k` force a split, and
         `split-cores-split-k-model` asks the split's model for one: refused
-        when there is no split."""
+        when the program is not split (on one core, as every split-cores
+        option is: `npu.passes.lower_applies`)."""
         for name in ("grids", "split-k", "split-k-model"):
             if getattr(self, f"split_cores_{name.replace('-', '_')}"):
-                raise PassError(f"npu-lower: split-cores-{name}: no split over cores ({why})",
-                                module)
+                raise PassError(f"npu-lower: split-cores-{name}: does not apply: no split over "
+                                f"cores ({why})", module)
 
     def _one_core_options(self, module: ir.Operation) -> str | None:
         """What pins one-core tiles on the program, if anything: the split's
@@ -243,8 +269,9 @@ class LowerPass(Pass):
             chains = (self.fuse_chains and self._value("matmul-schedule") == "pipelined"
                       and not self._many)
             # a stem's pool on its conv's drain: one core's (a core's rows would need the row above)
+            conv_pool = self.fuse_conv_pool and not self._many
             self._make("npu-fuse", chains=chains, **{"ub-fraction": fuse_fraction,
-                                                     "conv-pool": not self._many}).run(module)
+                                                     "conv-pool": conv_pool}).run(module)
             # on many cores the projection stays its own group (split over its grid) and
             # attention splits over heads
             if (self.fuse_attention and self.fuse_attention_projection and self.fuse_epilogues

@@ -8,6 +8,11 @@ option is an npu-lower option without a line here. Every departure from that
 rule (an older name, a value shared by several passes, a default or an
 "unset" value of npu-lower's, a value npu-lower sets itself) is one row of
 `ROUTES`; the declarations are checked against it when this module loads.
+
+When each option applies is declared too: the switches that run each
+sub-pass (`RUNS_WITH`), an option's `needs` in its pass's declaration, and
+npu-lower's own (`Route.needs`, `OWN_OPTIONS`); `npu.passes.lower_applies`
+reads them.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from npu.passes.base import Option, Pass
+from npu.passes.base import MANY_CORES, Option, Pass
 from npu.passes.canonicalize import CanonicalizePass
 from npu.passes.double_buffer import DoubleBufferPass
 from npu.passes.fuse import FusePass
@@ -70,6 +75,25 @@ SUB_PASSES: tuple[tuple[type[Pass], str], ...] = (
     (LowerCCEToHIVM, ""),
 )
 
+# When npu-lower runs each sub-pass (the others always run): npu-lower's
+# options with the values they need, or `MANY_CORES` (`_lower`, `run`).
+_FUSE = (("fuse", True),)
+RUNS_WITH: dict[str, tuple] = {
+    "npu-canonicalize": (("canonicalize", True),),
+    "npu-hoist-casts": (*_FUSE, ("hoist-casts", True)),
+    "npu-fuse-horizontal": (*_FUSE, ("fuse-horizontal", True)),
+    "npu-fuse-attention": (*_FUSE, ("fuse-attention", True)),
+    "npu-fuse": _FUSE,
+    "npu-fuse-attention-projection": (*_FUSE, ("fuse-attention", True),
+                                      ("fuse-attention-projection", True),
+                                      ("fuse-epilogues", True)),
+    "npu-lower-fused": _FUSE,
+    "npu-lower-attention": _FUSE,
+    "npu-split-cores": (MANY_CORES,),
+    "npu-plan-gm": (("plan-gm", True),),
+    "npu-prefetch": (("prefetch", True),),
+}
+
 # Each sub-pass's class by its flag: npu-lower builds its steps from these.
 SUB_PASS_CLASSES: dict[str, type[Pass]] = {cls.name: cls for cls, _ in SUB_PASSES}
 
@@ -103,6 +127,7 @@ class Route:
     default: Any = THEIRS    # npu-lower's default
     unset: Any = THEIRS      # a value outside theirs meaning "leave their defaults"
     resolved: tuple = ()     # more choices, which npu-lower resolves to one of theirs
+    needs: tuple = ()        # npu-lower's (option, value) pairs it applies with (as `Option.needs`)
 
 
 # npu-lower-matmul's tiling options kept their names from before the prefix.
@@ -131,12 +156,14 @@ ROUTES: tuple[Route, ...] = (
         default=False),
     Route("fuse-nz-stores", ("npu-fuse nz-stores", "npu-fuse-attention nz-out"), ""),
     Route("fuse-chains", ("npu-fuse chains",), "with the pipelined matmul schedule only, "
-          "the one that reads a chained A"),
+          "the one that reads a chained A", needs=(("matmul-schedule", "pipelined"),)),
     Route("cores", ("npu-split-cores cores",), "1: one core, npu-split-cores not run "
           "(npu-fuse-horizontal and L1 matmul chains run on one core only)"),
     Route("plan", ("npu-plan-gm algorithm", "npu-plan-memory algorithm"), ""),
     Route("double-buffer", ("npu-double-buffer unmarked",),
           "also picks matmul-schedule=auto's schedule"),
+    Route("double-buffer-min-trip-count", ("npu-double-buffer min-trip-count",),
+          "with double-buffer, or an op's own double-buffer option", needs=(("double-buffer", True),)),
     Route("sync", ("npu-insert-sync mode",), ""),
     Route("sink-sets", ("npu-insert-sync sink-sets",), "on by default here", default=True),
 )
@@ -150,14 +177,15 @@ OWN_OPTIONS: tuple[Option, ...] = (
            "npu-lower-fused, npu-lower-attention); false lowers every ascend op as its own kernel"),
     Option("hoist-casts", bool, True, "with fuse: f32 -> f16 casts of batch_matmul "
            "operands (attention's Q, K, V) move ahead of their transposes and "
-           "defractalizes, into the projection's epilogue (npu-hoist-casts)"),
+           "defractalizes, into the projection's epilogue (npu-hoist-casts)", needs=_FUSE),
     Option("fuse-horizontal", bool, True, "with fuse: join sibling matmuls that share A "
-           "(Q/K/V) and their bias adds first (npu-fuse-horizontal)"),
+           "(Q/K/V) and their bias adds first (npu-fuse-horizontal)", needs=_FUSE),
     Option("fuse-attention", bool, True, "with fuse: attention (Q.K^T, scale, softmax, P.V) "
-           "as one kernel per head tile, scores on chip (npu-fuse-attention)"),
-    Option("fuse-attention-projection", bool, True, "with fuse-attention: an attention "
-           "kernel computes its own Q, K, V projection head by head on chip when the cost "
-           "model finds it faster (npu-fuse-attention-projection)"),
+           "as one kernel per head tile, scores on chip (npu-fuse-attention)", needs=_FUSE),
+    Option("fuse-attention-projection", bool, True, "with fuse-attention and fuse-epilogues: "
+           "an attention kernel computes its own Q, K, V projection head by head on chip when "
+           "the cost model finds it faster (npu-fuse-attention-projection)",
+           needs=(*_FUSE, ("fuse-attention", True), ("fuse-epilogues", True))),
     Option("plan-gm", bool, True, "pack GM memref.alloc temporaries into one workspace "
            "argument first (npu-plan-gm); false leaves them as allocs"),
     Option("prefetch", bool, True, "npu-prefetch: a matmul's first host-constant weight "
@@ -169,9 +197,11 @@ OWN_OPTIONS: tuple[Option, ...] = (
 )
 
 
-def _derive() -> tuple[tuple[Option, ...], dict[str, dict[str, str]], dict[str, Any]]:
-    """npu-lower's options, each sub-pass's {its option: npu-lower's}, and
-    npu-lower's unset values; a declaration that breaks a route raises."""
+def _derive() -> tuple[tuple[Option, ...], dict[str, dict[str, str]], dict[str, Any],
+                       dict[str, list[tuple[str, Option]]]]:
+    """npu-lower's options, each sub-pass's {its option: npu-lower's},
+    npu-lower's unset values, and each option's (sub-pass, its option)
+    pairs; a declaration that breaks a route raises."""
     route_of = {pair: r for r in ROUTES for pair in r.theirs}
     owners: dict[str, list[tuple[str, Option]]] = {}
     forwards: dict[str, dict[str, str]] = {}
@@ -191,13 +221,67 @@ def _derive() -> tuple[tuple[Option, ...], dict[str, dict[str, str]], dict[str, 
     for ours, theirs in owners.items():
         if ours in own:
             raise ValueError(f"npu-lower's own option '{ours}' is also a sub-pass's")
-        derived.append(_declare(ours, theirs, routes.get(ours)))
+        derived.append(_declare(ours, theirs, routes.get(ours), forwards))
     unset = {r.ours: r.unset for r in ROUTES if r.unset is not THEIRS}
-    return (*OWN_OPTIONS, *derived), forwards, unset
+    _check_needs((*OWN_OPTIONS, *derived), forwards)
+    return (*OWN_OPTIONS, *derived), forwards, unset, owners
 
 
-def _declare(ours: str, theirs: list[tuple[str, Option]], route: Route | None) -> Option:
-    """npu-lower's option `ours` setting every option in `theirs`."""
+def _check_needs(options: tuple[Option, ...], forwards: dict[str, dict[str, str]]) -> None:
+    """Every need names an option: of npu-lower (its own and `RUNS_WITH`'s)
+    or of the same pass (a sub-pass option's), with a value it may take."""
+    ours = {o.name: o for o in options}
+    named = [(n, ours) for o in options for n in o.needs]
+    named += [(n, ours) for flag, needs in RUNS_WITH.items() if flag in forwards for n in needs]
+    if set(RUNS_WITH) - set(forwards):
+        raise ValueError(f"RUNS_WITH names passes npu-lower does not run: "
+                         f"{', '.join(set(RUNS_WITH) - set(forwards))}")
+    for cls, _ in SUB_PASSES:
+        theirs = {o.name: o for o in cls.options}
+        named += [(n, theirs) for o in cls.options for n in o.needs]
+    for need, options_by_name in named:
+        if need == MANY_CORES:
+            continue
+        name, value = need
+        option = options_by_name.get(name)
+        if option is None:
+            raise ValueError(f"a need names '{name}', which is not an option there")
+        try:
+            option.check(value)
+        except ValueError as e:
+            raise ValueError(f"a need of {name}={value!r}: {e}") from None
+
+
+def _applies(theirs: list[tuple[str, Option]], route: Route,
+             forwards: dict[str, dict[str, str]]) -> str:
+    """When npu-lower's option applies (its needs, then those of the passes
+    it sets, any of them), said for its help; "" when always."""
+    def said(need) -> str:
+        if need == MANY_CORES:
+            return "several cores"
+        name, value = need
+        return f"{name}={('true' if value else 'false') if isinstance(value, bool) else value}"
+
+    each = []
+    for flag, option in theirs:
+        needs = [*RUNS_WITH.get(flag, ()), *(n if n == MANY_CORES else (forwards[flag][n[0]], n[1])
+                                             for n in option.needs
+                                             if n == MANY_CORES or n[0] in forwards[flag])]
+        if not needs:  # a pass it sets runs always
+            each = []
+            break
+        each.append(tuple(map(said, needs)))
+    # an alternative that needs more than another adds nothing
+    each = [e for e in dict.fromkeys(each) if not any(set(o) < set(e) for o in each)]
+    text = ", ".join([*map(said, route.needs), *([" or ".join(map(", ".join, each))]
+                                                 if each else [])])
+    return f" (applies with {text} only)" if text else ""
+
+
+def _declare(ours: str, theirs: list[tuple[str, Option]], route: Route | None,
+             forwards: dict[str, dict[str, str]] | None = None) -> Option:
+    """npu-lower's option `ours` setting every option in `theirs` (whose
+    names in npu-lower are `forwards`: its help says when it applies)."""
     first = theirs[0][1]
     route = route or Route(ours, (), "")
     for flag, option in theirs[1:]:
@@ -223,11 +307,13 @@ def _declare(ours: str, theirs: list[tuple[str, Option]], route: Route | None) -
     help_text = "; ".join(f"{', '.join(names)}: {text}" for text, names in said.items())
     if route.why:
         help_text += f" (npu-lower: {route.why})"
+    if forwards is not None and ours != "cores":  # the count decides the split itself
+        help_text += _applies(theirs, route, forwards)
     return Option(ours, first.type, default, help_text, choices=choices, low=low,
-                  high=first.high, low_open=low_open)
+                  high=first.high, low_open=low_open, needs=route.needs)
 
 
-LOWER_OPTIONS, FORWARDS, UNSET = _derive()
+LOWER_OPTIONS, FORWARDS, UNSET, SETS = _derive()
 
 # Each lowering with {npu-lower's option name: the lowering's}: the names a
 # tuning record's per-op options use.
@@ -238,8 +324,8 @@ LOWERINGS: tuple[tuple[str, dict[str, str]], ...] = tuple(
 # lowering: the ones a tuning record's "pipeline" may set (the core count,
 # the fusion switches, ...). Not the per-op ones (a record's "ops" set
 # those), nor where the output stops or which remarks are printed.
-_PER_OP = {name for _, mapping in LOWERINGS for name in mapping} | {"double-buffer"}
+PER_OP = {name for _, mapping in LOWERINGS for name in mapping} | {"double-buffer"}
 PIPELINE_OPTIONS: dict[str, Option] = {
     o.name: o for o in LOWER_OPTIONS
-    if o.name not in _PER_OP and o.name not in ("tuning-record", "emit")
+    if o.name not in PER_OP and o.name not in ("tuning-record", "emit")
     and not o.name.endswith("-remarks")}

@@ -118,9 +118,15 @@ def check_command_line(args) -> tuple:
     try:
         elements = parse_pipeline(args.pipeline)
         build_pass_manager(elements, make_context(), target)
+        effective = args.pipeline
         if args.tuning_record:
-            with_lower_option(args.pipeline, f'tuning-record="{args.tuning_record}"',
-                              "--tuning-record")
+            effective = with_lower_option(effective, f'tuning-record="{args.tuning_record}"',
+                                          "--tuning-record")
+        if args.cores is not None and any(e.name == "npu-lower" for e in elements):
+            # npu-lower's options as it will run: one that does not apply on
+            # that many cores is refused here, before any work
+            effective = with_lower_option(effective, f"cores={args.cores}", "--cores")
+            build_pass_manager(parse_pipeline(effective), make_context(), target)
     except PipelineError as e:
         raise CommandLineError(f"invalid pass pipeline: {e}") from None
     for path in (args.trace, args.output, args.html):

@@ -83,27 +83,32 @@ class FusePass(ConvEpilogueGrouping, EpilogueGrouping, NzLayouts, MatmulChains, 
                "their result (matmul and conv epilogues) before forming row groups"),
         Option("epilogue-f16", bool, True, "with epilogues: an epilogue whose only results "
                "leaving the group are f32 -> f16 casts is computed in f16 (npu.epilogue "
-               "compute = \"f16\"; README \"Precision\"); false keeps f32 up to the cast"),
+               "compute = \"f16\"; README \"Precision\"); false keeps f32 up to the cast",
+               needs=(("epilogues", True),)),
         Option("epilogue-bias-f32", bool, False, "with epilogue-f16: the first member, "
                "when it adds an f32 operand (a bias) to C, runs in f32 on the drained "
                "accumulator and only its sum is rounded to f16 (npu.epilogue head = \"f32\"; "
-               "one rounding fewer, more vector work: off by default, README \"Precision\")"),
+               "one rounding fewer, more vector work: off by default, README \"Precision\")",
+               needs=(("epilogues", True), ("epilogue-f16", True))),
         Option("row-major-stores", bool, True, "with epilogues: a defractalize of C (or of "
-               "an epilogue's result) joins as its row-major store"),
+               "an epilogue's result) joins as its row-major store",
+               needs=(("epilogues", True),)),
         Option("nz-stores", bool, True, "an ascend.fractalize of a row group's result "
                "joins the group, which writes that result in Nz (a matmul's A operand) as "
                "it leaves UB; false keeps the separate fractalize"),
         Option("chains", bool, True, "a matmul's f16 result read only as the next matmul's "
                "A operand stays in L1 when it fits beside the producer's working set "
                "(npu.chain; the producer stores it UB -> L1, the consumer reads it there)"),
-        Option("conv-pool", bool, True, "a stem's max pool (3x3/2) joins its conv's group, "
-               "pooled on the drain (npu.costmodel.conv.stem_pool); npu-lower sets it on one "
-               "core only"),
+        Option("conv-pool", bool, True, "with epilogue-f16 and without epilogue-bias-f32: a "
+               "stem's max pool (3x3/2) joins its conv's group, pooled on the drain "
+               "(npu.costmodel.conv.stem_pool); npu-lower sets it on one core only",
+               needs=(("epilogues", True), ("epilogue-f16", True), ("epilogue-bias-f32", False))),
         Option("conv-f16-copies", bool, True, "with epilogues: a conv group's f32 result that "
                "convs read through an f16 copy (the cast) and other ops read in f32 (an f32 "
                "model's residual sum) is stored with its copy by the conv's drain, the cast "
                "the group's last member (npu.conv_epilogue f16_copy); false leaves the cast "
-               "its own op"),
+               "its own op",
+               needs=(("epilogues", True),)),
         Option("remarks", bool, True, "report each group formed and why row ops were left out"),
     )
 

@@ -85,12 +85,13 @@ class InsertSyncPass(Pass):
                "full-barrier baseline", choices=("precise", "barrier")),
         Option("sink-sets", bool, False, "precise mode: place a set_flag after the run of "
                "instructions of the producer's pipe that directly follows the producer "
-               "(one flag for the run, and the pipe is not held for each one's latency)"),
+               "(one flag for the run, and the pipe is not held for each one's latency)",
+               needs=(("mode", "precise"),)),
         Option("carried-span", str, "fit", "precise mode: a loop-carried pair's pre-set and "
                "balancing wait go as far before and after the loop as a free event id allows "
                "(fit), or always at the start and end of the loop's block (block: the old "
                "placement, which runs out of ids in a function of many loops)",
-               choices=("fit", "block")),
+               choices=("fit", "block"), needs=(("mode", "precise"),)),
     )
 
     # func -> a `BufferCollector` that followed it until `npu-plan-memory`

@@ -101,33 +101,37 @@ class LowerMatmul(SimpleSchedule, RowStripsSchedule, ColStripsSchedule, Pipeline
                "'simple' when the tiles do not divide the shape or with l1-steps > 1)",
                ("simple", "pipelined")),
         Option("l1-chunk", int, 0, "schedule=pipelined: reduction elements per GM -> L1 copy "
-               "(0: the largest divisor of N whose A and B chunks fit L1 twice)", low=0),
+               "(0: the largest divisor of N whose A and B chunks fit L1 twice)", low=0,
+               needs=(("schedule", "pipelined"),)),
         Option("c-pieces", int, 0, "schedule=pipelined: L0C pieces the C tile is split into "
-               "along k, each drained as soon as its last mad is done (0: auto)", low=0),
+               "along k, each drained as soon as its last mad is done (0: auto)", low=0,
+               needs=(("schedule", "pipelined"),)),
         Option("c-piece-rows", int, 0, "schedule=pipelined: rows of the grid of C pieces "
                "(c-pieces / c-piece-rows along k); 0: the split with the largest mads "
                "(square pieces of a tall tile: 2 x 2 of a 256x256 one), 1: whole-height "
-               "column slabs", low=0),
+               "column slabs", low=0, needs=(("schedule", "pipelined"),)),
         Option("staged-drain", int, STAGED_DRAIN_TILES, "schedule=pipelined with an "
                "epilogue: with at least this many C tiles, each piece moves L0C -> UB on its "
                "own before the "
                "epilogue, so the next tile's mads refill it during the vector work (0: never)",
-               low=0),
+               low=0, needs=(("schedule", "pipelined"),)),
         Option("resident-a", bool, True, "schedule=pipelined: keep A's row strip in L1 "
                "across the column tiles when the cost model finds room (A read once; only "
-               "B streams)"),
+               "B streams)", needs=(("schedule", "pipelined"),)),
         Option("timed-residency", bool, True, "schedule=pipelined with resident-a: choose "
                "between A's strip resident and streamed, and the strip's C tile width, by the "
                "schedule's time estimate "
                "(`npu.costmodel.matmul.residency.resident_or_streamed`: narrower tiles "
                "of a resident strip drain less after the last mad; a strip that leaves less "
                "than (m + k) x N of L1 streams B in smaller chunks); false: the streaming "
-               "search's tiles with the strip resident where (m + k) x N fits L1"),
+               "search's tiles with the strip resident where (m + k) x N fits L1",
+               needs=(("schedule", "pipelined"), ("resident-a", True))),
         Option("col-strips", str, "auto", "schedule=pipelined: a C of one tile may run as row "
                "tiles with B's column strip resident (`npu.costmodel.matmul.col_strips`), when "
                "estimated 5% faster: auto = in kernels launched on several cores (one C tile a "
                "core, whose drain the strips overlap), true = on one core too, false = never",
-               choices=("auto", "true", "false")),
+               choices=("auto", "true", "false"),
+               needs=(("schedule", "pipelined"),)),
         Option("drain-convert", bool, True, "with an epilogue whose C is f16: the L0C -> "
                "UB move rounds the accumulator to f16 itself (cce.copy_l0c_to_ub convert = "
                "\"f32_to_f16\") instead of a vconv after it, and the pieces land in two UB "
@@ -137,7 +141,8 @@ class LowerMatmul(SimpleSchedule, RowStripsSchedule, ColStripsSchedule, Pipeline
         Option("drain-order", str, "after-mads", "schedule=pipelined: where each C piece's "
                "drain sits in the loop body: after every piece's mads of the chunk (drains "
                "side by side: npu-plan-memory keeps consecutive pieces' UB apart) or right "
-               "after its own piece's mads", ("after-mads", "per-piece")),
+               "after its own piece's mads", ("after-mads", "per-piece"),
+               needs=(("schedule", "pipelined"),)),
     )
 
     def run(self, module: ir.Operation) -> None:

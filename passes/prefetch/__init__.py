@@ -88,7 +88,7 @@ from __future__ import annotations
 from mlir import ir
 
 from npu.ir import arg_attrs, block_dim, defining_op, functions, view_root
-from npu.passes.base import Option, Pass
+from npu.passes.base import MANY_CORES, Option, Pass
 from npu.passes.buffer_lifetimes import BufferCollector, collector_for
 from npu.analysis.pipe_work import trip_count
 
@@ -125,12 +125,14 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
                "bytes live there (live; npu-lower retries with safe should npu-plan-memory "
                "then overflow L1) or beside every buffer whose lifetime meets those live "
                "there (safe: always placeable)", choices=L1_ROOMS),
-        Option("remainder-phases", int, 3, "an odd last chunk's own buffer (the loop "
-               "npu-double-buffer leaves after the slots') in the idle time they leave or in "
-               "the MTE2 tails of up to this many earlier phases (0: not at all)", low=0),
-        Option("rest-phases", int, 2, "the bursts of a partly prefetched slot left to the "
-               "loop's first iteration in the MTE2 tails of up to this many earlier phases "
-               "(0: not at all)", low=0),
+        Option("remainder-phases", int, 3, "on several cores: an odd last chunk's own buffer "
+               "(the loop npu-double-buffer leaves after the slots') in the idle time they "
+               "leave or in the MTE2 tails of up to this many earlier phases (between chip "
+               "barriers; 0: not at all)", low=0, needs=(MANY_CORES,)),
+        Option("rest-phases", int, 2, "on several cores: the bursts of a partly prefetched "
+               "slot left to the loop's first iteration in the MTE2 tails of up to this many "
+               "earlier phases (between chip barriers; 0: not at all)", low=0,
+               needs=(MANY_CORES,)),
     )
 
     # func -> the `BufferCollector` `npu-double-buffer` left (set by

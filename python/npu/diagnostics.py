@@ -164,12 +164,16 @@ class CompileError(Exception):
 class PassError(Exception):
     """A user-facing pass failure at an op's location. Raised by the passes
     and by the cost models and kernel builders they call (which sit below
-    `npu.passes`); `npu.passes.base` re-exports it."""
+    `npu.passes`); `npu.passes.base` re-exports it. `loc` instead of the
+    op's: an error about the options rather than the input says so with
+    `ir.Location.unknown()` (the input's name, no line)."""
 
-    def __init__(self, message: str, op: ir.Operation | ir.OpView | None = None):
+    def __init__(self, message: str, op: ir.Operation | ir.OpView | None = None,
+                 loc: ir.Location | None = None):
         super().__init__(message)
         self.message = message
         self.op = op.operation if op is not None else None
+        self.loc = loc if loc is not None else self.op.location if self.op is not None else None
 
 
 def emit_error(message: str, loc: ir.Location | None = None) -> Diagnostic:

@@ -125,13 +125,41 @@ def pipeline_space(spec: dict | None, target: Target) -> dict[str, list[Any]]:
     return space
 
 
+def applicable(settings: list[dict[str, Any]], target: Target,
+               per_op: bool) -> list[dict[str, Any]]:
+    """`settings` with each option that does not apply in one (npu-lower
+    refuses it: `npu.passes.lower_applies`, e.g. a split-cores option on one
+    core) left to npu-lower's default, once for the settings that then
+    agree. An option of the space that applies in none of them is refused.
+    `per_op`: one-core settings carry the record's per-op options."""
+    from npu.passes.lower_applies import OPTIONS, refusals
+
+    kept: dict[str, dict[str, Any]] = {}
+    applies: set[str] = set()
+    refused: dict[str, str] = {}
+    for setting in settings:
+        values = {name: o.default for name, o in OPTIONS.items()} | setting
+        out = dict(refusals(values, list(setting), target, per_op and setting["cores"] == 1))
+        applies |= {n for n, v in setting.items() if n not in out and v != OPTIONS[n].default}
+        for name, why in out.items():
+            refused.setdefault(name, why)
+        trimmed = {n: v for n, v in setting.items() if n not in out}
+        same = {n: v for n, v in trimmed.items() if v != OPTIONS[n].default}
+        kept.setdefault(json.dumps(same, sort_keys=True), trimmed)
+    for name, why in refused.items():
+        if name not in applies:
+            raise SpaceError(f"space spec: pipeline option '{name}' applies to no candidate "
+                             f"(npu-lower: {name}: does not apply: {why})")
+    return list(kept.values())
+
+
 def tune_pipeline(program: Program, record: TuningRecord, target: Target, sweep: Sweep,
                   space: dict[str, list[Any]],
                   evidence: dict[str, Any]) -> tuple[TuningRecord, dict[str, Any]]:
     """The fastest of the space's whole programs (ties: fewer cores), checked
     with full numerics, with its evidence added to `evidence` under
     "pipeline" (and the check's result under "check")."""
-    settings = enumerate_candidates(space)
+    settings = applicable(enumerate_candidates(space), target, bool(record.ops))
     runs = [(record if s["cores"] == 1 else TuningRecord(record.target), s) for s in settings]
     default_record = TuningRecord(record.target)
     results = measure_programs(program, target.name, sweep, [(default_record, {})] + runs)

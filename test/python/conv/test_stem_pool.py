@@ -19,9 +19,10 @@ def _stem_pool_model(h: int, w: int):
     return stem_pool_model(np.random.default_rng(0), h, w)
 
 
-def _run(m, x: np.ndarray, cores: int = 1) -> tuple[np.ndarray, dict, bool]:
+def _run(m, x: np.ndarray, cores: int = 1,
+         pipeline: str = "npu-lower") -> tuple[np.ndarray, dict, bool]:
     """(output, report, whether the pool ran in the conv's kernel: a member of its op)."""
-    (got,), report = npu.compile(m, cores=cores)(x)
+    (got,), report = npu.compile(m, cores=cores, pipeline=pipeline)(x)
     np.testing.assert_allclose(got.astype(np.float32), ort_run(m, {"x": x})[0].astype(np.float32),
                                **CUBE)
     conv = next(o for o in report["per_op"] if o["op"].endswith("(Conv)"))
@@ -38,6 +39,13 @@ def test_rows_not_whole_fractals_keep_the_pool_kernel():
     """A conv map 30 wide (not whole 16-pixel fractals): the pool runs apart."""
     x = np.random.default_rng(2).standard_normal((1, 3, 60, 60)).astype(np.float16)
     assert not _run(_stem_pool_model(60, 60), x)[2]
+
+
+def test_conv_pool_false_keeps_the_pool_apart():
+    """npu-lower's fuse-conv-pool=false reaches npu-fuse (npu-lower once set
+    conv-pool from the core count alone, whatever was given)."""
+    x = np.random.default_rng(1).standard_normal((1, 3, 64, 64)).astype(np.float16)
+    assert not _run(_stem_pool_model(64, 64), x, pipeline="npu-lower{fuse-conv-pool=false}")[2]
 
 
 def test_on_cores_the_pool_runs_apart():

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from npu.ir import make_context, parse_module
-from npu.passes.base import Option
+from npu.passes.base import MANY_CORES, Option
 from npu.passes.lower import LowerPass
-from npu.passes.lower_options import (FORWARDS, LOWERINGS, OWN_OPTIONS, ROUTES, SUB_PASSES, THEIRS,
-                                      UNSET, Route, _declare)
+from npu.passes.lower_options import (FORWARDS, LOWERINGS, OWN_OPTIONS, ROUTES, RUNS_WITH, SETS,
+                                      SUB_PASSES, THEIRS, UNSET, Route, _declare)
 from npu.pipeline import run_pipeline
 
 OURS = {o.name: o for o in LowerPass.options}
@@ -91,18 +91,36 @@ def _spelled(value: Any) -> str:
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
+def _needed() -> dict[str, Any]:
+    """{npu-lower option: the value another option needs of it}: the core
+    count, the switches and the options whose values others need."""
+    needs = [n for o in LowerPass.options for n in o.needs]
+    needs += [n for pairs in RUNS_WITH.values() for n in pairs]
+    needs += [(FORWARDS[flag][n[0]], n[1]) for pairs in SETS.values() for flag, o in pairs
+              for n in o.needs if n != MANY_CORES]
+    needed = {n[0]: n[1] for n in needs if n != MANY_CORES}
+    needed["cores"] = 2
+    return needed
+
+
 def test_values_set_on_npu_lower_reach_each_sub_pass(target):
-    """Every forwarded option at once, in pipeline text: each sub-pass that
-    npu-lower builds carries the value."""
-    values = {name: _other_value(o) for name, o in OURS.items() if name not in
-              {o.name for o in OWN_OPTIONS}}
-    lower = LowerPass.from_option_string(" ".join(f"{k}={_spelled(v)}" for k, v in values.items()),
-                                         target)
-    for cls, _ in SUB_PASSES:
-        built = lower._make(cls.name)
-        assert type(built) is cls
-        for theirs, ours in FORWARDS[cls.name].items():
-            assert getattr(built, theirs.replace("-", "_")) == values[ours], (cls.name, theirs)
+    """Every forwarded option at once, in pipeline text (those others need
+    at the values they need; each of them alone at another value): each
+    sub-pass that npu-lower builds carries the value."""
+    needed = _needed()
+    values = {name: needed.get(name, _other_value(o)) for name, o in OURS.items()
+              if name not in {o.name for o in OWN_OPTIONS}}
+    alone = [{name: _other_value(OURS[name])} for name in needed if name in values]
+    for given in [values, *alone]:
+        lower = LowerPass.from_option_string(" ".join(f"{k}={_spelled(v)}"
+                                                      for k, v in given.items()), target)
+        for cls, _ in SUB_PASSES:
+            built = lower._make(cls.name)
+            assert type(built) is cls
+            for theirs, ours in FORWARDS[cls.name].items():
+                if ours in given:
+                    assert getattr(built, theirs.replace("-", "_")) == given[ours], (cls.name,
+                                                                                     theirs)
 
 
 def _program() -> str:
@@ -130,8 +148,9 @@ def test_npu_lower_builds_the_declared_sub_passes_with_forwarded_values(monkeypa
                  "sink-sets=false": ("npu-insert-sync", "sink_sets", False),
                  "elementwise-in-place-unary=true": ("npu-lower-elementwise", "in_place_unary", True),
                  "fuse-remarks=false": ("npu-fuse", "remarks", False)}
-    for cores in ("cores=1", "cores=2"):
-        pipeline = "npu-lower{" + " ".join([cores, *forwarded]) + "}"
+    for cores in ("cores=1", "cores=2"):  # npu-split-cores' options apply on several cores only
+        given = [o for o in forwarded if cores == "cores=2" or not o.startswith("split-cores-")]
+        pipeline = "npu-lower{" + " ".join([cores, *given]) + "}"
         run_pipeline(parse_module(_program(), make_context()), pipeline, target)
     assert {flag for flag, _ in built} == set(FORWARDS)
     for flag, attr, value in forwarded.values():

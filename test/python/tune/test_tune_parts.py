@@ -194,6 +194,36 @@ def test_pipeline_space_defaults_and_spec():
             pipeline_space({"pipeline": spec}, target)
 
 
+def test_pipeline_candidates_leave_out_options_that_do_not_apply():
+    """npu-lower refuses an option given where it does not apply: a
+    candidate leaves it at npu-lower's default (one candidate for those that
+    then agree), and an option of the space that applies to no candidate is
+    refused up front."""
+    from npu.tune.space import enumerate_candidates
+    from npu.tune.whole_program import applicable
+
+    target = get_target("ascend910")
+    space = {"cores": [1, 8], "split-cores-share": [True, False], "prefetch-chunks": [0, 2]}
+    got = applicable(enumerate_candidates(space), target, per_op=False)
+    assert got == [{"cores": 1, "split-cores-share": True, "prefetch-chunks": 0},
+                   {"cores": 1, "split-cores-share": True, "prefetch-chunks": 2},
+                   {"cores": 8, "split-cores-share": True, "prefetch-chunks": 0},
+                   {"cores": 8, "split-cores-share": True, "prefetch-chunks": 2},
+                   {"cores": 8, "split-cores-share": False, "prefetch-chunks": 0},
+                   {"cores": 8, "split-cores-share": False, "prefetch-chunks": 2}]
+    # the tiles' needs hold where per-op options may meet them (one core)
+    space = {"cores": [1], "double-buffer": [False], "fuse-chains": [False]}
+    assert applicable(enumerate_candidates(space), target, per_op=True) == [
+        {"cores": 1, "double-buffer": False, "fuse-chains": False}]
+    with pytest.raises(SpaceError, match="'fuse-chains' applies to no candidate"):
+        applicable(enumerate_candidates(space), target, per_op=False)
+    with pytest.raises(SpaceError, match="'split-cores-estimate' applies to no candidate "
+                       r"\(npu-lower: split-cores-estimate: does not apply: no split over "
+                       r"cores \(cores=1\)\)"):
+        applicable(enumerate_candidates({"cores": [1], "split-cores-estimate": [False]}),
+                   target, per_op=False)
+
+
 def test_progress_line_has_eta_and_best():
     out = io.StringIO()
     bar = Progress(5, "t", stream=out)

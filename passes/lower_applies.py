@@ -1,0 +1,109 @@
+"""When each of `npu-lower`'s options applies, and why one does not.
+
+An option applies when its own `needs` hold (npu-lower's: `OWN_OPTIONS`,
+`Route.needs`) and some sub-pass option it sets applies: that pass runs
+(`RUNS_WITH`: its switches; npu-split-cores only over several cores) and
+the option's `needs` in that pass's declaration hold, read in npu-lower's
+names (npu-lower-matmul's `schedule` is npu-lower's `matmul-schedule`,
+`auto` resolved by `double-buffer`). A need on an option an op's own
+options may set (`PER_OP`: the schedule, `double-buffer`) is taken to hold
+when the program carries per-op options: they may meet it for their ops.
+
+`npu-lower` refuses an option given with a value other than its default
+that does not apply (`refusals`); npu-tune leaves such options out of its
+whole-program candidates (`npu.tune.whole_program`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from npu.passes.base import MANY_CORES
+from npu.passes.lower_options import FORWARDS, LOWER_OPTIONS, PER_OP, RUNS_WITH, SETS
+
+OPTIONS = {o.name: o for o in LOWER_OPTIONS}
+
+
+def resolve(values: Mapping[str, Any], name: str) -> Any:
+    """npu-lower's option `name` as its passes see it (`values`: npu-lower's,
+    by name): `matmul-schedule=auto` is pipelined with double-buffer, simple without."""
+    value = values[name]
+    if name == "matmul-schedule" and value == "auto":
+        return "pipelined" if values["double-buffer"] else "simple"
+    return value
+
+
+def cores_text(values: Mapping[str, Any], target) -> str | None:
+    """Why the program is lowered for one core, or None when it may be split."""
+    if values["cores"] == 1:
+        return "cores=1"
+    if not values["cores"] and target.cores == 1:
+        return f"{target.name} has one core"
+    return None
+
+
+def refusals(values: Mapping[str, Any], given: Iterable[str], target,
+             per_op: bool = False) -> list[tuple[str, str]]:
+    """(option, why) for each option in `given` whose value in `values`
+    (every npu-lower option's, by name) is not its default and which does
+    not apply with the others' values. `per_op`: the program carries per-op
+    options (a tuning record's, `npu.options`)."""
+    found = []
+    for name in given:
+        option = OPTIONS[name]
+        if values[name] == option.default:
+            continue
+        why = refusal(name, values, target, per_op)
+        if why is not None:
+            found.append((name, why))
+    return found
+
+
+def refusal(name: str, values: Mapping[str, Any], target, per_op: bool = False) -> str | None:
+    """Why npu-lower's option `name` does not apply with `values`, or None."""
+    if name == "cores":  # it decides whether npu-split-cores runs
+        return None
+    why = _unmet(OPTIONS[name].needs, values, target, per_op)
+    if why is not None or name not in SETS:
+        return why
+    first = None
+    for flag, option in SETS[name]:
+        ours = FORWARDS[flag]
+        why = (_unmet(RUNS_WITH.get(flag, ()), values, target, per_op, runs=flag)
+               or _unmet(tuple(n if n == MANY_CORES else (ours[n[0]], n[1])
+                               for n in option.needs if n == MANY_CORES or n[0] in ours),
+                         values, target, per_op))
+        if why is None:
+            return None
+        first = first or why
+    return first
+
+
+def _unmet(needs: tuple, values: Mapping[str, Any], target, per_op: bool,
+           runs: str | None = None) -> str | None:
+    """The first of `needs` (npu-lower's names) that does not hold, said;
+    `runs`: they are what runs that pass."""
+    for need in needs:
+        if need == MANY_CORES:
+            one = cores_text(values, target)
+            if one is not None:
+                return f"no split over cores ({one})"
+            continue
+        name, want = need
+        if per_op and name in PER_OP:
+            continue
+        value = resolve(values, name)
+        if value == want:
+            continue
+        if runs is not None:
+            return f"{runs} is not run ({name}={_spelled(values[name])})"
+        why = f"it needs {name}={_spelled(want)}"
+        if value != values[name]:
+            why += (f" (here {name}={_spelled(values[name])} is {_spelled(value)}: "
+                    f"double-buffer={_spelled(values['double-buffer'])})")
+        return why
+    return None
+
+
+def _spelled(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
