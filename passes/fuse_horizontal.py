@@ -37,6 +37,12 @@ that depend on an earlier sibling's result (through GM, by view roots) move
 after it, in order. A group whose weights are produced by such an op is not
 formed. Runs first in `npu-lower` (before npu-fuse and the matmul
 epilogues), on `ascend` ops.
+
+With `cores` above 1 (npu-lower on several cores) the group is formed only
+over host-constant weights and only when `npu.passes.split_cores.qkv`'s
+model prices each core's columns of every sibling below the siblings apart
+(the remark gives both); the fused matmul is marked `npu.siblings` for
+npu-split-cores, which cuts each sibling's columns.
 """
 
 from __future__ import annotations
@@ -98,8 +104,8 @@ class FuseHorizontalPass(Pass):
         Option("min-siblings", int, 2, "fewest matmuls sharing A that form a group", low=2),
         Option("cores", int, 1, "cores npu-split-cores will split over: above 1, a group forms "
                "only over host-constant weights and when each core computing its columns of "
-               "every sibling models faster than the siblings on shares of the cores "
-               "(`split_cores.qkv`)", low=1),
+               "every sibling models faster than the siblings apart (`split_cores.qkv`)",
+               low=1),
     )
 
     def run(self, module: ir.Operation) -> None:

@@ -74,8 +74,10 @@ def test_on_4_cores_each_core_computes_its_columns_of_q_k_and_v() -> None:
     for y, one, want in zip(ys, ones, _want()):
         assert np.array_equal(y.view(np.uint8), one.view(np.uint8))
         np.testing.assert_allclose(y, want, rtol=2e-2, atol=2e-2)
-    # measured 32,461 against 39,387 cycles apart (one after another on
-    # the 4 cores: each reads all of A three times)
+    # measured 30,877 against 39,387 cycles apart (one after another on
+    # the 4 cores: each reads all of A three times); 32,461 before
+    # npu-prefetch loaded its first weights in the tail of A's cast, across
+    # the barrier between them
     apart, split_apart = _compile(4, horizontal=False)
     assert "siblings" not in split_apart, split_apart
     _, report_apart = apart(X)
