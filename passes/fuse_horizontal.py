@@ -37,6 +37,12 @@ that depend on an earlier sibling's result (through GM, by view roots) move
 after it, in order. A group whose weights are produced by such an op is not
 formed. Runs first in `npu-lower` (before npu-fuse and the matmul
 epilogues), on `ascend` ops.
+
+With `cores` above 1 (npu-lower on several cores) the group is formed only
+over host-constant weights and only when `npu.passes.split_cores.qkv`'s
+model prices each core's columns of every sibling below the siblings apart
+(the remark gives both); the fused matmul is marked `npu.siblings` for
+npu-split-cores, which cuts each sibling's columns.
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ from npu import ir as nir
 from npu.costmodel.matmul.fitting import MatmulShape
 from npu.costmodel.matmul.tiling import TilingError, choose_tiling
 from npu.passes.base import Option, Pass
+from npu.passes.split_cores import qkv
 
 ELEMENTWISE = ("ascend.add", "ascend.sub", "ascend.mul", "ascend.div", "ascend.max", "ascend.min",
                "ascend.adds", "ascend.muls", "ascend.cast", "ascend.relu", "ascend.exp",
@@ -95,6 +102,10 @@ class FuseHorizontalPass(Pass):
     options = (
         Option("remarks", bool, True, "report each group formed and why siblings were left apart"),
         Option("min-siblings", int, 2, "fewest matmuls sharing A that form a group", low=2),
+        Option("cores", int, 1, "cores npu-split-cores will split over: above 1, a group forms "
+               "only over host-constant weights and when each core computing its columns of "
+               "every sibling models faster than the siblings apart (`split_cores.qkv`)",
+               low=1),
     )
 
     def run(self, module: ir.Operation) -> None:
@@ -155,6 +166,14 @@ class FuseHorizontalPass(Pass):
             self._remark(first, f"npu-fuse-horizontal: matmuls {names} stay apart: fused they "
                                 f"move {fused} GM bytes, apart {apart}")
             return None
+        many = ""
+        if self.cores > 1:
+            pays, many = qkv.pays(M, K, [n * f for n in b_blocks], self.cores, self.target)
+            if not pays:
+                self._remark(first, f"npu-fuse-horizontal: matmuls {names} stay apart on "
+                                    f"{self.cores} cores: {many}")
+                return None
+            many = f"; on {self.cores} cores each its columns of every sibling: {many}"
         last = group[-1]
         weights = [op.operands[1] for op in group]
         sunk = self._to_sink(group, [a] + weights)
@@ -172,13 +191,15 @@ class FuseHorizontalPass(Pass):
                 b_full = self._join_allocs(weights).full
             c_slices = self._join_allocs([op.operands[2] for op in group])
             with ir.InsertionPoint(last):
-                nir.create_op("ascend.matmul", [a, b_full, c_slices.full])
+                fused_op = nir.create_op("ascend.matmul", [a, b_full, c_slices.full])
+            if self.cores > 1:  # npu-split-cores cuts each sibling's columns (`qkv`)
+                fused_op.attributes[qkv.SIBLINGS_ATTR] = nir.i64_attr(len(group))
         for op in group:
             op.erase()
         self._remark(c_slices.full.owner, f"npu-fuse-horizontal: matmuls {names} are one matmul "
                      f"{M}x{K}x{shape.K} over {'host-concatenated' if kinds[0] == 'constant' else 'adjacent'} "
                      f"weights ({len(group)} column slices of C, views of one buffer); modelled GM "
-                     f"bytes {apart} -> {fused}; {moved} dependent op(s) moved after it")
+                     f"bytes {apart} -> {fused}; {moved} dependent op(s) moved after it{many}")
         return c_slices
 
     def _matmul_refusal(self, group: list[ir.Operation]) -> str | None:
@@ -191,6 +212,9 @@ class FuseHorizontalPass(Pass):
                     f"through GM twice ({2 * b_bytes} bytes) to save at least {a_bytes} bytes of A loads")
         if len(kinds) > 1:
             return "some weights are host constants and some are computed on the device"
+        if self.cores > 1 and kinds != {"constant"}:
+            return (f"on {self.cores} cores the weights must be host constants (laid out again "
+                    "for each core's columns of every sibling)")
         for op in group:
             b, c = op.operands[1].type, op.operands[2].type
             if nir.memref_shape(b)[1:] != nir.memref_shape(group[0].operands[1].type)[1:] or \

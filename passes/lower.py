@@ -103,7 +103,8 @@ class LowerPass(Pass):
         """On several cores, a program that npu-split-cores leaves on one
         core (too small to pay for its barriers) is lowered again as the
         one-core program: on many cores it would have lost L1 chains and
-        npu-fuse-horizontal for nothing. So is one whose split a lowering refuses
+        npu-fuse-horizontal (formed there only where it pays on the cores)
+        for nothing. So is one whose split a lowering refuses
         (with a remark naming why)."""
         if self.tuning_record:
             self.record = self._read_record(module)
@@ -222,10 +223,10 @@ class LowerPass(Pass):
             fractions = (share, share / 2, None)
             if self.hoist_casts:
                 self._make("npu-hoist-casts").run(module)
-            if self.fuse_horizontal and not self._many:
-                self._make("npu-fuse-horizontal").run(module)
-            elif self.fuse_horizontal and self.fuse_remarks:
-                self.remark(module, HORIZONTAL_ON_MANY)
+            if self.fuse_horizontal:  # on several cores, when each core's columns of
+                # every sibling pay (`split_cores.qkv`)
+                cores = (self.cores or self.target.cores) if self._many else 1
+                self._make("npu-fuse-horizontal", cores=cores).run(module)
         snapshot = module.clone() if fuse or prefetch else None
         room, k = self.prefetch_l1_room, 0
         while True:
@@ -352,20 +353,6 @@ class LowerPass(Pass):
                 values.update(dict_attr_items(op.attributes[OP_OPTIONS_ATTR]))
             with op.context, op.location:
                 op.attributes[OP_OPTIONS_ATTR] = dict_attr_of(values)
-
-
-# Why npu-fuse-horizontal does not run before npu-split-cores (measured with
-# bench/chip.py, ascend910, 32 cores: BERT layer seq128 113,153 cycles fused
-# against 62,465 unfused, seq512 175,076 against 136,228). The fused QKV
-# group's C is the three siblings' outputs side by side and its epilogue
-# defractalizes each sibling's column blocks, so a cut of C's columns is not
-# a cut of each sibling's: the group splits over its rows only, and then
-# every core reads all three weights. Each sibling split over its own grid
-# (8x4 tiles at seq512) reads each weight a few times instead.
-HORIZONTAL_ON_MANY = ("npu-fuse-horizontal: not run on several cores: the fused matmul's "
-                      "epilogue splits over its rows only (C's column blocks are three "
-                      "siblings' outputs), so every core would read every weight; each "
-                      "sibling splits over its own grid instead")
 
 
 def _restore(module: ir.Operation, copy: ir.Operation) -> None:

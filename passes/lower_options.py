@@ -147,6 +147,8 @@ ROUTES: tuple[Route, ...] = (
           "0: each lowering's default", default=0.0, unset=0.0),
     Route("max-chunk", ("npu-lower-elementwise max-chunk", "npu-lower-reduce max-chunk",
                         "npu-lower-fused max-chunk"), ""),
+    Route(None, ("npu-fuse-horizontal cores",), "npu-lower's: the cores npu-split-cores "
+          "splits over, 1 for a one-core program"),
     Route(None, ("npu-fuse ub-fraction", "npu-fuse-attention ub-fraction",
                  "npu-fuse-attention-projection ub-fraction", "npu-lower-fused ub-fraction"),
           "npu-lower's fused UB shares, halved when a fused kernel overflows"),
@@ -158,7 +160,7 @@ ROUTES: tuple[Route, ...] = (
     Route("fuse-chains", ("npu-fuse chains",), "with the pipelined matmul schedule only, "
           "the one that reads a chained A", needs=(("matmul-schedule", "pipelined"),)),
     Route("cores", ("npu-split-cores cores",), "1: one core, npu-split-cores not run "
-          "(npu-fuse-horizontal and L1 matmul chains run on one core only)"),
+          "(L1 matmul chains run on one core only)"),
     Route("plan", ("npu-plan-gm algorithm", "npu-plan-memory algorithm"), ""),
     Route("double-buffer", ("npu-double-buffer unmarked",),
           "also picks matmul-schedule=auto's schedule"),

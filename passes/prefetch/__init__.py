@@ -222,8 +222,10 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
         # The previous op: the last op before the loop doing any work under
         # another location (this op's own preparation, e.g. the cast of A,
         # shares the loop's); its first op, going back over its location.
-        prev = next((k for k in range(at - 1, -1, -1)
-                     if self.facts.location(tops[k]) != where and works(k)), None)
+        # (or of its location before a chip barrier: A's cast, cut otherwise)
+        barrier = next((k for k in range(at - 1, -1, -1) if tops[k].name == "cce.sync_all"), -1)
+        prev = next((k for k in range(at - 1, -1, -1) if works(k) and (
+            self.facts.location(tops[k]) != where or k < barrier)), None)
         if prev is None:
             # The first op: only its own preparation (the cast and
             # fractalize of A) can leave MTE2 idle before the loop.

@@ -15,6 +15,9 @@ attribute `npu.block_dim = P`. It stays one program (dialects/README.md,
   rows in chunks, a matmul's grid, attention's heads in runs; any other
   kernel (one already lowered, a group that does not cut evenly) runs on
   core 0;
+* a horizontal group (npu-fuse-horizontal's Q, K and V as one matmul, where
+  it pays on the cores) cuts each sibling's columns, every core computing
+  its columns of all of them from one read of its rows of A (`qkv`);
 * independent ops between two barriers (Q, K and V's projections) may
   run side by side instead, each over its own share of the cores, when
   the matmul cost model says so (`share`; `share=false` turns it off);
@@ -53,7 +56,7 @@ from npu.costmodel.fusion.rows import FUSED_ATTR
 
 from .barriers import Access, Unit, gm_operands, place
 from .groups import apply_group, epilogue_matmuls, external, group_split, written
-from . import aligned, attention, idle_shares, share, split_k
+from . import aligned, attention, idle_shares, qkv, share, split_k
 from .prefetched import NONE, Lookahead
 from .rules import SplitRules, parse_grids
 from .split import Split, apply, split_of
@@ -355,8 +358,8 @@ class SplitCoresPass(Pass):
         """(one core, the split) in cycles, roughly: each unit's GM bytes over
         one core's mover rate and its cube blocks, shared by its cores, with
         a first load's and last store's latency on each, plus the barriers;
-        the split must save a tenth (it also gives up L1 chains and
-        npu-fuse-horizontal, which run on one core only). Enough to keep a
+        the split must save a tenth (it also gives up L1 chains, which run
+        on one core only). Enough to keep a
         split that cannot pay for its barriers from making a program slower
         than on one core."""
         t = self.target
@@ -384,7 +387,8 @@ class SplitCoresPass(Pass):
     def _group_unit(self, group: ir.Operation, found: tuple | None) -> Unit:
         kind = ("fused rows" if FUSED_ATTR in group.attributes else "attention"
                 if ATTENTION_ATTR in group.attributes else "conv epilogue"
-                if CONV_EPILOGUE_ATTR in group.attributes else "matmul epilogue")
+                if CONV_EPILOGUE_ATTR in group.attributes
+                else "matmul epilogue" + qkv.said(group))
         if found is None:
             accesses = [Access(nir.view_root(v), None, True, {0: None})
                         for v in gm_operands(group)]

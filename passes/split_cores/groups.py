@@ -33,7 +33,7 @@ from npu.costmodel.conv.epilogue import CONV_EPILOGUE_ATTR, is_per_channel
 from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
 from npu.costmodel.fusion.rows import FUSED_ATTR
 
-from . import attention, prefetched
+from . import attention, prefetched, qkv
 from .rules import ATTENTION_KEY, SplitRules
 from .split import BATCH, JOINT, ROWS, Split, axis_parts, slice_value
 
@@ -106,18 +106,21 @@ def group_split(group: ir.Operation, parts: int, rules: SplitRules
             return None
         c_shape = nir.memref_shape(mm[0].operands[2].type)
         frac = rules.target.fractal
-        for whole_k in (False, True):  # then only along M: C's column blocks stay whole
+        count = qkv.siblings(mm[0])  # a horizontal group: each sibling's columns (`qkv`)
+        for whole_k in (False,) if count else (False, True):  # then only along M
             if rules.lookahead.tails:
                 rules.epilogue_cycles = prefetched.epilogue_cycles(group, mm[0], rules.target)
             try:
-                split = rules.split_matmul(mm[0], parts, whole_k)
+                split = rules.split_matmul(mm[0], parts, whole_k,
+                                           c_shape[0] // count if count else 0)
             finally:
                 rules.epilogue_cycles = 0.0
             if split is None:
                 continue
             fixed = {v: cut for v, cut in zip(mm[0].operands, split.cuts)}
-            found = _cuts(group, split,
-                          lambda v: fixed.get(v, _c_cut(v, c_shape, frac, whole_k)))
+            other = (qkv.cut_of(c_shape, count, frac, group) if count
+                     else lambda v: _c_cut(v, c_shape, frac, whole_k))
+            found = _cuts(group, split, lambda v: fixed.get(v, other(v)))
             if found is not None:
                 return found
         return None
@@ -277,6 +280,9 @@ def apply_group(group: ir.Operation, split: Split, cuts: dict[ir.Value, Cuts],
     """Give the group core `blk`'s slice of every tensor (`blk` counted from
     the group's first core, `first`)."""
     parts = dict(split.grid)
+    if EPILOGUE_ATTR in group.attributes:  # a horizontal group's weights, part by part
+        for mm in (o for o in members(group) if qkv.siblings(o)):
+            qkv.permute(mm, parts, cuts, external(group, cuts))
     replaced: dict[ir.Value, ir.Value] = {}
     with ir.InsertionPoint(group):
         coords = split.block_coords(blk)

@@ -288,16 +288,19 @@ class SplitRules:
             return None
         return Split(({n - 3: ROWS}, {n - 2: ROWS}), ((ROWS, parts),), unsliced=frozenset({ROWS}))
 
-    def split_matmul(self, op: ir.Operation, parts: int, whole_k: bool = False) -> Split | None:
+    def split_matmul(self, op: ir.Operation, parts: int, whole_k: bool = False,
+                     columns_of: int = 0) -> Split | None:
         """The matmul's grid; `whole_k`: only M is cut (every core keeps whole
-        rows of C, as a row-major result written from it needs)."""
+        rows of C, as a row-major result written from it needs);
+        `columns_of`: the column parts divide this many column blocks (each
+        sibling's of a horizontal group, `qkv`)."""
         types = [v.type for v in op.operands]
         if not self._big_enough(types[-1], parts, *types[:-1]):
             return None
-        return self._matmul_grid(op, types, parts, whole_k)
+        return self._matmul_grid(op, types, parts, whole_k, columns_of)
 
-    def _matmul_grid(self, op: ir.Operation, types: list, parts: int, whole_k: bool = False
-                     ) -> Split | None:
+    def _matmul_grid(self, op: ir.Operation, types: list, parts: int, whole_k: bool = False,
+                     columns_of: int = 0) -> Split | None:
         """`_split_matmul`, once per everything the grid depends on: a model
         repeats its matmuls (BERT-12 at 32 cores: 2,004 grids asked for,
         0.1 CPU s)."""
@@ -305,13 +308,13 @@ class SplitRules:
         f = a_shape[2]
         self.matmuls.add((a_shape[1] * f, a_shape[0] * f, b_shape[0] * f, parts))  # asked for
         key = (*types, is_host_constant(op.operands[1]), parts, whole_k, self.lookahead,
-               self.epilogue_cycles)
+               self.epilogue_cycles, columns_of)
         if key not in self._matmul_splits:
-            self._matmul_splits[key] = self._split_matmul(op, types, parts, whole_k)
+            self._matmul_splits[key] = self._split_matmul(op, types, parts, whole_k, columns_of)
         return self._matmul_splits[key]
 
     def _split_matmul(self, op: ir.Operation, types: list, parts: int,
-                      whole_k: bool = False) -> Split | None:
+                      whole_k: bool = False, columns_of: int = 0) -> Split | None:
         # A Nz [N1, M1, f, f], B Nz [K1, N1, f, f], C Nz [K1, M1, f, f] (dialects/README.md).
         a_shape, b_shape, c_shape = (nir.memref_shape(t) for t in types)
         n1, m1, f = a_shape[0], a_shape[1], a_shape[2]
@@ -330,7 +333,7 @@ class SplitRules:
             if parts % pk or (forced is not None and pk != forced[0]):
                 continue
             pm = parts // pk
-            if k1 % pk or m1 % pm:
+            if k1 % pk or m1 % pm or (columns_of and columns_of % pk):
                 continue
             cuts = ({1: "m"}, {0: "k"}, {0: "k", 1: "m"})  # whole fractals: always aligned
             shape = MatmulShape(m1 // pm * f, n1 * f, k1 // pk * f, 1, in_bytes, 4, out_bytes)
