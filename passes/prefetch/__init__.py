@@ -133,6 +133,9 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
                "slot left to the loop's first iteration in the MTE2 tails of up to this many "
                "earlier phases (between chip barriers; 0: not at all)", low=0,
                needs=(MANY_CORES,)),
+        Option("later-slots", bool, True, "on several cores: in a share's guard, a slot after "
+               "whole ones most of which fits the idle time they leave (the rest in the first "
+               "iteration)", needs=(MANY_CORES,)),
     )
 
     # func -> the `BufferCollector` `npu-double-buffer` left (set by
@@ -302,12 +305,12 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
                       else "its idle gaps are too short for a chunk's load")
             self._say(c.loop, f"npu-prefetch: not prefetched: {reason} ({figures})")
             return
-        slots = c.slots[:placed]
         rests = [p for p in parts if p.gap == at]
         parts = [p for p in parts if p.gap != at]
-        parts, rests, extra = self._earlier_phases(func, c, placed, parts, rests, gaps, low, bound,
-                                                   counted, collector, tops, at, live_from, runs,
-                                                   share)
+        parts, rests, extra, placed = self._earlier_phases(func, c, placed, parts, rests, gaps,
+                                                           low, bound, counted, collector, tops,
+                                                           at, live_from, runs, share, need)
+        slots = c.slots[:placed]
         rows, row_issue, row_after = ([], None, None) if share is not None else self._row_place(
             func, c, tops, prev, at, parts, gaps, runs, collector, bound)
         # A resident strip's parts stay where they are (function level, ahead

@@ -26,6 +26,10 @@ from npu.ir import int_attr
 
 from .parts import Candidate, Part
 
+# The least of a later slot in the gaps' idle time left (the rest loads in
+# the loop's first iteration): see `RemainderSlots._later_slot`.
+LATER_SLOT_LEAST = 0.75
+
 
 @dataclass
 class Remainder:
@@ -135,20 +139,70 @@ class RemainderSlots:
     def _earlier_phases(self, func: ir.Operation, c: Candidate, placed: int, parts: list[Part],
                         rests: list[Part], gaps: list[tuple[int, float]], low: int, bound: int,
                         counted: set[int], collector, tops: list[ir.Operation], at: int,
-                        live_from: dict[int, int], runs: dict, share
-                        ) -> tuple[list[Part], list[Part], Remainder | None]:
-        """After the slots' own gaps: a partial slot's rest, then the
-        remainder loop's chunk, in earlier phases (parts, rests, remainder)."""
+                        live_from: dict[int, int], runs: dict, share, need: dict[int, int]
+                        ) -> tuple[list[Part], list[Part], Remainder | None, int]:
+        """After the slots' own gaps: a partial slot's rest in earlier phases,
+        or a share's next slot mostly in what the gaps left (`_later_slot`),
+        then the remainder loop's chunk in earlier phases (parts, rests,
+        remainder, the slots placed)."""
         if self.rest_phases and rests and share is None and not c.resident:
             moved = self._rests_earlier(func, c.slots[:placed], parts, rests, gaps, bound,
                                         counted, collector, tops, at, live_from)
             if moved is not None:
                 parts, rests = parts + moved[0], moved[1]
+        elif self.later_slots and share is not None and not rests and not self.chunks \
+                and not c.resident and placed < len(c.slots):
+            later = self._later_slot(c, placed, parts, gaps, counted, collector, at,
+                                     live_from, need)
+            if later is not None:
+                parts, placed = parts + [p for p in later if p.gap != at], placed + 1
+                rests = [p for p in later if p.gap == at]
         extra = self._remainder_parts(func, c, parts, gaps, low, bound, counted, collector, tops,
                                       at, live_from, runs, share) if (
             self.remainder_phases and not c.resident and not rests
             and placed == len(c.slots)) else None
-        return parts, rests, extra
+        return parts, rests, extra, placed
+
+    def _later_slot(self, c: Candidate, placed: int, parts: list[Part],
+                    gaps: list[tuple[int, float]], counted: set[int], collector, at: int,
+                    live_from: dict[int, int], need: dict[int, int]) -> list[Part] | None:
+        """In a share's guard, slot `placed` (the slots before it placed
+        whole, `parts`) when the idle time the gaps left takes at least
+        `LATER_SLOT_LEAST` of it (latest gap first, as `_fill`): its parts,
+        the bursts left to the loop's first iteration at `at`; None when
+        less fits or L1 has no room beside the slots before it. From the
+        second layer of BERT-base seq 128 on 32 cores on, Q's and K's
+        projections (12 cores each, two 98 KB slots a core) loaded their
+        second slot in their own phase; now 7 of its 8 bursts load in the
+        previous layer's ffn_out and ln2 tails (12 layers 500,991 ->
+        498,239 cycles). Not less of it: at seq 512, V's share (before the
+        input cast's barrier) then took half of its second slot, and L1
+        had no room left for out_proj's slot (98,916 -> 101,284); nor the
+        last bursts into earlier phases (`_rests_earlier`): the slot held
+        through ffn_out's phase reshaped its L1 and its loads waited
+        (12 layers 520,255)."""
+        t = self.target
+        left = dict(gaps)
+        for p in parts:
+            left[p.gap] -= instruction_cycles(p.copy, t) * (p.end - p.first) / \
+                int_attr(p.copy, "n_burst")
+        alloc, copies = c.slots[placed]
+        trial, _ = self._fill(copies, gaps, left, t.path("gm_to_l1").bytes_per_cycle,
+                              rest_at=at, least=LATER_SLOT_LEAST)
+        if trial is None or all(p.gap != at for p in trial):
+            return None  # too little fits, or all of it did and L1 refused it (`_place`)
+        held = dict(need)
+        for a, cs in c.slots[:placed]:
+            size = collector.space_size(a)[1]
+            for j in range(min(live_from.get(p.gap, p.gap + 1) for p in parts if p.copy in cs),
+                           at):
+                held[j] += size
+        size = collector.space_size(alloc)[1]
+        earliest = min(live_from.get(p.gap, p.gap + 1) for p in trial if p.gap != at)
+        if any(held[j] + size > t.capacity("l1") for j in range(earliest, at)
+               if j not in counted):
+            return None
+        return trial
 
     def _rests_earlier(self, func: ir.Operation, slots, parts: list[Part], rests: list[Part],
                        gaps: list[tuple[int, float]], bound: int, counted: set[int], collector,
