@@ -176,12 +176,12 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
             # On a share's cores only what runs there counts (`guarded.py`).
             self.facts.skip = None if share is None else self._elsewhere(share)
             try:
-                fit = self._share_rows_fit(func, loop, tops, share, collector)
+                fit = self._share_rows_fit(func, loop, tops, share, collector, at)
                 if candidate is None:
                     self._say(loop, f"npu-prefetch: not prefetched: {why}")
                 else:
                     self._prefetch(func, candidate, collector, tops, at, share)
-                self._share_rows(func, loop, tops, share, collector, fit)
+                self._share_rows(func, loop, tops, share, collector, fit, at)
             finally:
                 self.facts.skip = None
             at = tops.index(top, at)
@@ -349,7 +349,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
         collector.changed(tops.index(c.loop if share is None else share.guard, at),
                           same_accesses=True)
         if rows:
-            self._move_rows(rows, row_issue, tops, collector)
+            self._move_rows(rows, row_issue, tops, collector, at)
         if not self.remarks:
             return
 

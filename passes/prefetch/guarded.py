@@ -24,7 +24,7 @@ from mlir import ir
 
 from npu.ir import block_dim, block_idx_value
 
-from .facts import _guarded, contains
+from .facts import _guarded, contains, is_guard
 from .shares import cores_guard
 
 
@@ -55,7 +55,7 @@ class GuardedLoops:
             if _is_matmul_loop(op):
                 found.append((op, op, None))
                 continue
-            if not _guarded(op):
+            if not is_guard(op):
                 continue
             loop = next((o for o in _guarded(op) if _is_matmul_loop(o)), None)
             if loop is None:
@@ -65,7 +65,7 @@ class GuardedLoops:
                 if tops[j].name == "cce.sync_all":
                     break
                 if self.facts.works(tops[j]):
-                    if not _guarded(tops[j]):
+                    if not is_guard(tops[j]):
                         break
                     last = j
             run = dict(self._share_run(tops, last) or [])
@@ -85,7 +85,7 @@ class GuardedLoops:
                 return False
             found = known.get(op)
             if found is None:
-                mine = self._guard_cores(op, cores) if _guarded(op) else None
+                mine = self._guard_cores(op, cores) if is_guard(op) else None
                 found = known[op] = mine is not None and not (mine & share.cores)
             return found
         return skip
@@ -113,7 +113,7 @@ class GuardedLoops:
         try:
             for k in range(first, barrier):
                 work = max(self.facts(tops[k]).work.values(), default=0.0)
-                mine = self._guard_cores(tops[k], cores) if _guarded(tops[k]) else None
+                mine = self._guard_cores(tops[k], cores) if is_guard(tops[k]) else None
                 for core in range(cores) if mine is None else mine:
                     per_core[core] += work
         finally:

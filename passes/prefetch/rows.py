@@ -20,6 +20,7 @@ from npu.ir import VIEW_OPS, defining_op, view_root
 from npu.analysis.pipe_work import instruction_cycles
 
 from .parts import _label, _writers
+from .positions import index_from, index_near
 
 # The space of a broadcast row's buffer.
 ROW_SPACE = "ub"
@@ -85,16 +86,17 @@ class RowLoads:
 
     @staticmethod
     def _move_rows(rows: list[ir.Operation], issue: ir.Operation, tops: list[ir.Operation],
-                   collector) -> None:
+                   collector, hint: int = 0) -> None:
         """Move `rows` (with their allocs and the index arithmetic and views
         of their operands that follow `issue`) before the top-level op
-        `issue`, in program order, telling `collector`."""
+        `issue`, in program order, telling `collector` (`hint`: an index
+        near `issue`'s, `positions.index_near`)."""
         # Positions of the top-level ops from `issue` to the last row only:
         # the ops moved lie there (a row's operands are made before it), and
         # hashing the whole function body (an op's hash covers its
         # attributes) for each of BERT-12's 36 matmuls on 32 cores was
         # 0.2 CPU s of npu-prefetch.
-        start = tops.index(issue)
+        start = index_near(tops, issue, hint)
         end = max((_index_from(tops, copy, start) for copy in rows), default=start)
         after = {op: k for k, op in enumerate(tops[start:end + 1], start)}
         moving: set[ir.Operation] = set()
@@ -117,7 +119,7 @@ class RowLoads:
             del tops[k]
         for op in ordered:
             op.move_before(issue)
-        k = tops.index(issue)
+        k = index_near(tops, issue, start)
         collector.inserted(k, ordered)
         tops[k:k] = ordered
 
@@ -126,6 +128,6 @@ def _index_from(tops: list[ir.Operation], op: ir.Operation, start: int) -> int:
     """`op`'s index in `tops` from `start` on, or `start` when it is not
     there (a row before the op it would move before: not moved)."""
     try:
-        return tops.index(op, start)
+        return index_from(tops, op, start)
     except ValueError:
         return start

@@ -25,8 +25,9 @@ from npu.dialects.cce import PIPE_OF
 from npu.ir import VIEW_OPS, block_dim, block_idx_value, clone_into, defining_op, view_root
 
 from .emit import _Order
-from .facts import _guarded, contains
+from .facts import contains, is_guard
 from .parts import L1_ROOMS, _writers
+from .positions import index_near
 from .shares import _terminator, cores_guard
 
 
@@ -37,16 +38,18 @@ class ShareRows:
     `PrefetchPass`)."""
 
     def _share_rows_fit(self, func: ir.Operation, loop: ir.Operation, tops: list[ir.Operation],
-                        share, collector) -> tuple[list[ir.Operation], bool] | None:
+                        share, collector, hint: int = 0
+                        ) -> tuple[list[ir.Operation], bool] | None:
         """`_share_rows`' UB test, asked before npu-prefetch guards the
         share's loop: (the ops from the barrier to the share's guard, whether
         UB has room for its rows over them), or None (no rows, no barrier).
         The weights' guard and slots change the guard's L1 alone, and their
         copies go before the barrier; asked after them, the collector
-        analysed each of BERT-12's 36 share guards once more (32 cores)."""
+        analysed each of BERT-12's 36 share guards once more (32 cores).
+        `hint`: an index near the guard's (`positions.index_near`)."""
         if share is None or not (rows := self._guard_rows(loop, share.guard)):
             return None
-        at = tops.index(share.guard)
+        at = index_near(tops, share.guard, hint)
         barrier = self._barrier_before_run(tops, at)
         if barrier is None:
             return None
@@ -54,8 +57,8 @@ class ShareRows:
         return tops[barrier:at], self._rows_fit(func, rows, collector, barrier, at, bound)
 
     def _share_rows(self, func: ir.Operation, loop: ir.Operation, tops: list[ir.Operation],
-                    share, collector, fit: tuple[list[ir.Operation], bool] | None = None
-                    ) -> None:
+                    share, collector, fit: tuple[list[ir.Operation], bool] | None = None,
+                    hint: int = 0) -> None:
         """Move the broadcast-row copies of `share` (`guarded.Share`: its
         guard and cores; None: a top-level loop, nothing to do) that precede
         its matmul `loop` into a guard of the same cores right before the
@@ -69,7 +72,7 @@ class ShareRows:
         rows = self._guard_rows(loop, guard)
         if not rows:
             return
-        at = tops.index(guard)
+        at = index_near(tops, guard, hint)
         barrier = self._barrier_before_run(tops, at)
         if barrier is None:
             return
@@ -125,7 +128,7 @@ class ShareRows:
             op = tops[k]
             if op.name == "cce.sync_all":
                 return k
-            if not _guarded(op) and contains(op, lambda o: bool(PIPE_OF.get(o.name))):
+            if not is_guard(op) and contains(op, lambda o: bool(PIPE_OF.get(o.name))):
                 return None
         return None
 

@@ -24,7 +24,7 @@ from mlir.dialects import arith, scf
 
 from npu.ir import block_dim, block_idx_value, constant_int, defining_op
 
-from .facts import _guarded
+from .facts import is_guard
 
 # arith.cmpi predicates (their enum values) on non-negative indices.
 _CMP = {0: lambda a, b: a == b, 1: lambda a, b: a != b, 2: lambda a, b: a < b,
@@ -97,7 +97,7 @@ class ShareRuns:
         that ends at `tops[prev]` (back to the last chip barrier or working
         op that is no guard), when they are at least two on pairwise
         disjoint cores; else None."""
-        if prev < 0 or not _guarded(tops[prev]):
+        if prev < 0 or not is_guard(tops[prev]):
             return None
         func = tops[prev].parent.operation
         cores = block_dim(func)
@@ -109,7 +109,7 @@ class ShareRuns:
                 break
             if not self.facts.works(op):
                 continue
-            if not _guarded(op):
+            if not is_guard(op):
                 break
             mine = self._guard_cores(op, cores)
             if mine is None or mine & seen:
