@@ -68,13 +68,15 @@ class ConvChains:
                 f"conv chain: its {size}-byte result stays on chip, bands of {rows} rows copied "
                 f"UB -> L1 as the input map of the next 1x1 conv ("
                 + (f"still stored to GM for its {len(others)} other reader(s)" if gm
-                   else "never stored to GM") + f"; the producer takes {ub / 10:g}% of UB, the consumer the rest)")
+                   else "never stored to GM")
+                + f"; the producer takes {ub / 10:g}% of UB, the consumer the rest)")
         return remarks
 
     def conv_chain_refusal(self, producer, consumer, tensor, ops, index,
                            touches) -> str | None:
         if not self.conv_chains:
-            return "conv-chains=false"
+            return ("conv-chains=false (npu-lower sets it on many cores: each conv's grid "
+                    "cuts its own rows)")
         if CONV_CHAIN_ATTR in producer.attributes or CONV_CHAIN_ATTR in consumer.attributes:
             return "a conv of the pair is in another conv chain"
         p, c = index.get(nir.top_level(producer)), index.get(nir.top_level(consumer))

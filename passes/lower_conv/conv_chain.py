@@ -2,14 +2,15 @@
 of the next 1x1 stride-1 conv (`npu-fuse conv-chains`, `npu-lower-conv`).
 
 npu-fuse marks both convs with `npu.conv_chain` (a dictionary: `role`
-"producer" or "consumer", the pair's `id` in its function, the band `rows` both take, the UB share `ub`
-the producer's tiling gets, in per mille of the lowering's (the consumer's the rest), and `gm`: 1 when
-another op reads the map, so the producer still stores it to GM); with
-`gm` = 0 the map's GM alloc carries it too (npu-plan-gm leaves it alone,
-the lowering erases it). npu-lower-conv lowers the producer with its
-consumer, at the consumer: producer band i (its result also copied UB ->
-L1 into the consumer's map of band i), then consumer band i reading that
-map as it is, both on the same L0A/L0B/L0C (`band_steps`).
+"producer" or "consumer", the pair's `id` in its function, the band `rows`
+both take, the UB share `ub` the producer's tiling gets, in per mille of
+the lowering's (the consumer's the rest), and `gm`: 1 when another op reads
+the map, so the producer still stores it to GM); with `gm` = 0 the map's GM
+alloc carries it too (npu-plan-gm leaves it alone, the lowering erases
+it). npu-lower-conv lowers the producer with its consumer, at the
+consumer: producer band i (its result also copied UB -> L1 into the
+consumer's map of band i), SKEW bands ahead of consumer band i, which
+reads that map as it is, both on the same L0A/L0B/L0C (`band_steps`).
 
 `pair_of` finds the pair by the IR's structure, `plan` decides it: the
 consumer tiles with the producer's bands, and both kernels' buffers
