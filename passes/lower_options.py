@@ -159,6 +159,8 @@ ROUTES: tuple[Route, ...] = (
     Route("fuse-nz-stores", ("npu-fuse nz-stores", "npu-fuse-attention nz-out"), ""),
     Route("fuse-chains", ("npu-fuse chains",), "with the pipelined matmul schedule only, "
           "the one that reads a chained A", needs=(("matmul-schedule", "pipelined"),)),
+    Route("fuse-conv-chains", ("npu-fuse conv-chains",), "on one core only (each conv's "
+          "grid cuts its own rows)"),
     Route("cores", ("npu-split-cores cores",), "1: one core, npu-split-cores not run "
           "(L1 matmul chains run on one core only)"),
     Route("plan", ("npu-plan-gm algorithm", "npu-plan-memory algorithm"), ""),

@@ -157,8 +157,9 @@ def collect_tensors(func_op: ir.Operation, target: Target) -> tuple[list[Tensor]
     tensors, unplanned = [], 0
     for alloc in walk_held(func_op, lambda o: o.name == "memref.alloc"):
         mtype = ir.MemRefType(alloc.results[0].type)
-        if memory_space(mtype) != "gm" or _in_epilogue(alloc) or "npu.chain" in alloc.attributes:
-            continue  # a chained tensor becomes an L1 buffer (npu-lower-matmul)
+        if memory_space(mtype) != "gm" or _in_epilogue(alloc) or "npu.chain" in alloc.attributes \
+                or "npu.conv_chain" in alloc.attributes:
+            continue  # a chained tensor becomes an L1 buffer (npu-lower-matmul, npu-lower-conv)
         strides, offset = memref_layout(mtype)
         expected, identity = 1, offset == 0
         for d, s in reversed(list(zip(mtype.shape, strides))):

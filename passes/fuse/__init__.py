@@ -35,7 +35,9 @@ result (`npu.conv_epilogue`, `conv_epilogues.py`) that `npu-lower-conv` runs
 on each drained tile.
 
 Last, matmul chains (`chains`): a matmul's f16 result read only as the next
-matmul's A operand is marked to stay in L1 when it fits (`chains`).
+matmul's A operand is marked to stay in L1 when it fits (`chains`); and conv
+chains (`conv-chains`, `conv_chains.py`): a conv's result kept on chip band by
+band as the next 1x1 conv's input map.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from npu.kernels import online_rows
 from npu.passes.base import Option, Pass, ub_fraction_option
 
 from .chains import MatmulChains
+from .conv_chains import ConvChains
 from .conv_epilogues import ConvEpilogueGrouping
 from .epilogues import EpilogueGrouping
 from .layouts import NzLayouts
@@ -68,7 +71,7 @@ class _Candidate:
     consumer: int
 
 
-class FusePass(ConvEpilogueGrouping, EpilogueGrouping, NzLayouts, MatmulChains, Pass):
+class FusePass(ConvEpilogueGrouping, EpilogueGrouping, NzLayouts, MatmulChains, ConvChains, Pass):
     name = "npu-fuse"
     summary = "Group row ops (elementwise, broadcasts, last-axis reductions) into fused kernels"
     options = (
@@ -99,6 +102,10 @@ class FusePass(ConvEpilogueGrouping, EpilogueGrouping, NzLayouts, MatmulChains, 
         Option("chains", bool, True, "a matmul's f16 result read only as the next matmul's "
                "A operand stays in L1 when it fits beside the producer's working set "
                "(npu.chain; the producer stores it UB -> L1, the consumer reads it there)"),
+        Option("conv-chains", bool, True, "a conv's result read as the input map of a later "
+               "1x1 stride-1 conv stays on chip, band by band, when the consumer tiles with the "
+               "producer's bands and both fit on chip (npu.conv_chain; stored to GM only for "
+               "other readers); npu-lower sets it on one core only"),
         Option("conv-pool", bool, True, "with epilogue-f16 and without epilogue-bias-f32: a "
                "stem's max pool (3x3/2) joins its conv's group, pooled on the drain "
                "(npu.costmodel.conv.stem_pool); npu-lower sets it on one core only",
@@ -234,6 +241,7 @@ class FusePass(ConvEpilogueGrouping, EpilogueGrouping, NzLayouts, MatmulChains, 
                            or ["no row op produces or consumes its tensors"])
                     self.remark(op, f"'{op.name}' left unfused: {'; '.join(dict.fromkeys(why))}")
         chain_remarks = self.chain_matmuls(func)
+        chain_remarks.update(self.chain_convs(func))
         if self.remarks:
             for op, message in chain_remarks.items():
                 self.remark(op, message)

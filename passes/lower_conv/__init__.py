@@ -63,7 +63,7 @@ from npu.dialects.ascend_conv import (FORMS_5HD, NC1HWC0_BD, geometry, group_cha
 from npu.kernels.cce_build import core_part
 from npu.target import Target
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
-from npu.passes.lower_conv import cube_bias
+from npu.passes.lower_conv import conv_chain, cube_bias
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue, group_of
 from npu.passes.lower_conv.drain_cast import f32_bias_staging
 from npu.passes.lower_conv.image_map import prior_pixels, reads_image, staging_bytes
@@ -147,21 +147,43 @@ class LowerConv(Pass):
                       "estimate of it (bench/fusion_estimates.py reads it)"))
 
     def run(self, module: ir.Operation) -> None:
+        self.chain_producers: dict[int, ir.Operation] = {}  # by npu.conv_chain id
         self.lower_each(module)
 
     def lower(self, op: ir.Operation) -> None:
+        figures = conv_chain.chain_attr(op)
+        if figures is not None:  # a conv chain (`conv_chain`): both convs at the consumer
+            if figures["role"] == "producer":
+                self.chain_producers[figures["id"]] = op
+                return
+            producer = self.chain_producers.pop(figures["id"], None)
+            if producer is None:
+                raise PassError("npu-lower-conv: npu.conv_chain: the consumer's map is not "
+                                "written by a chained conv", op)
+            if self.row_parts(op) is not None or self.row_parts(producer) is not None:
+                raise PassError("npu-lower-conv: npu.conv_chain: a chained conv cut over cores "
+                                "(npu-fuse forms conv chains on one core only)", op)
+            why = conv_chain.lower_pair(self, producer, op, figures)
+            if why is None:
+                return
+            self.remark(op, f"npu-lower-conv: conv chain not formed after all: {why}")
+            conv_chain.unmark(producer, op)
+            self.lower(producer)
         made = self.cube_kernel(op)
         if made is not None:
             kernel, epi, row_parts = made
             self.replace_with(op, epi, row_parts, lambda: kernel)
 
-    def cube_kernel(self, op: ir.Operation, rows: int | None = None
+    def cube_kernel(self, op: ir.Operation, rows: int | None = None, plan_only: bool = False
                     ) -> tuple[ConvKernel, ConvEpilogue | None, tuple | None] | None:
         """(the cube's kernel of `op`, its epilogue, this core's rows) with
         nothing emitted yet (the conv's constant operands rewritten for it),
         so a caller may emit it band by band (`band_steps`); None where the
         vector unit's depthwise kernel lowered `op` instead. `rows`: bands of
-        that many output rows (no cube bias then: it would tile anew)."""
+        that many output rows (no cube bias then: it would tile anew).
+        `plan_only`: the kernel for its sizes (`footprint`) and tiling only:
+        no operand rewritten, no remark, nothing emitted (None where the
+        vector unit would take it or no tiling fits)."""
         if layout(op) not in FORMS_5HD:
             g = geometry(op)
             why = (f"groups = {g.groups} in the NCHW form (weights computed at run time, or IR "
@@ -174,7 +196,8 @@ class LowerConv(Pass):
         shape = conv_shape(op)
         region = group_of(op)
         with op.location, ir.InsertionPoint(op):  # (its recipes' constant blocks go here)
-            epi = ConvEpilogue(self.target, region, op) if region is not None else None
+            epi = ConvEpilogue(self.target, region, op, consts=not plan_only) \
+                if region is not None else None
         budget = conv_budget(op, self.target, self.ub_fraction, epi is not None and epi.cast is not None)
         row_parts = self.row_parts(op)
         if row_parts is not None and epi is not None and epi.pool is not None:
@@ -193,6 +216,14 @@ class LowerConv(Pass):
         if ones is not None:  # the bias in the cube (`cube_bias`)
             shape, tiling = ones
         vector = self.depthwise_plan(op, epi, budget, row_parts)
+        if plan_only:
+            if tiling is None or (vector is not None and (self.depthwise == "vector"
+                                                          or vector[0].cycles < tiling.cycles)):
+                return None
+            bias = op.operands[2] if has_bias(op) else None
+            return ConvKernel(self.target, g, shape, tiling, op.operands[0], op.operands[1],
+                              None if shape.ones else bias, op.operands[-1], epi, budget,
+                              pad_value(op)), epi, row_parts
         if vector is not None and (self.depthwise == "vector" or tiling is None
                                    or vector[0].cycles < tiling.cycles):
             self.lower_vector(op, vector, epi, row_parts, tiling)

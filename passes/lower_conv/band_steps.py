@@ -47,16 +47,17 @@ class BandSteps:
         self.maps: dict[Band, list[ir.Value]] = {}  # the kernel's own, per band shape
         self.uses: dict[Band, int] = {}
         self.given: dict[int, ir.Value] = {}  # band -> its map
+        self.turns = 2  # maps per band shape, taken in turn
 
     def footprint(self) -> ConvFootprint:
         """What the kernel holds on chip (before `setup`)."""
         return footprint(self.kernel)
 
-    def setup(self, share: BandSteps | None = None) -> None:
+    def setup(self, share: BandSteps | None = None, cube: tuple | None = None) -> None:
         """The kernel's buffers and the run's state, at the insertion point;
-        with `share` (set up already), that kernel's L0A, L0B and L0C."""
+        with `share` (set up already), that kernel's L0A, L0B and L0C; with
+        `cube`, those buffers (two L0A halves, two L0B halves, two L0C sets)."""
         k = self.kernel
-        cube = None
         if share is not None:
             o = share.kernel
             cube = (o.l0a, o.l0b, o.l0c[:2])
@@ -89,9 +90,9 @@ class BandSteps:
             own = self.maps.setdefault(band, [])
             uses = self.uses.get(band, 0)
             self.uses[band] = uses + 1
-            if len(own) < 2:
+            if len(own) < self.turns:
                 own.append(self.kernel.map_buffer(band))
-            self.given[i] = own[uses % 2]
+            self.given[i] = own[uses % self.turns]
         return self.given[i]
 
     def finish(self) -> None:

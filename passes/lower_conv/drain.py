@@ -56,6 +56,7 @@ class ConvDrain:
     # The L1 map [Co1, rows, Wo, 16] the band's result is also copied to
     # (`band_steps`: the next 1x1 conv's input, kept on chip); None: GM only
     map_out: ir.Value | None = None
+    gm_out = True  # with map_out: the result also stored to GM
     pool = None  # a max pool on the drain (`drain_pool`)
 
     def drains_after(self, n: int, ho0: Index, rows: int) -> tuple[int, int] | None:
@@ -229,6 +230,8 @@ class ConvDrain:
         valid = rows * s.wo
         if self.map_out is not None and dest is None:
             self.store_to_map(ub, co0, n1, rows, m1, ob)
+            if not self.gm_out:  # nothing else reads the result (`conv_chain`)
+                return
         dst = nir.subview(self.dest if dest is None else dest, [n, co0, ho0, 0, 0],
                           [1, n1, rows, s.wo, 16])
         copy_bursts("cce.copy_ub_to_gm", ub, dst, n1,

@@ -41,7 +41,10 @@ def group_of(conv: ir.Operation) -> ir.Operation | None:
 class ConvEpilogue:
     """One conv's group: its members, their tiles in UB, and its result."""
 
-    def __init__(self, target: Target, region: ir.Operation, conv: ir.Operation) -> None:
+    def __init__(self, target: Target, region: ir.Operation, conv: ir.Operation,
+                 consts: bool = True) -> None:
+        """`consts`: make the recipes' constant blocks at the insertion point
+        (False: a plan only, nothing emitted: `conv_chain.chain_plan`)."""
         self.target, self.region, self.conv = target, region, conv
         self.members = epilogue.group_members(region, conv)
         # a max pool that ends the group runs on the drain (`drain_pool.py`)
@@ -68,7 +71,7 @@ class ConvEpilogue:
             epilogue.EpilogueWork(set_bytes=0, vector=0.0, loaded_bytes=0, loads=0, out_bytes=2)
         self.patterns: list[tuple[ir.Value, ir.Value]] = []  # per-channel operand, its pattern
         self.consts = {}
-        for k, m in enumerate(self.members):
+        for k, m in enumerate(self.members if consts else []):
             consts = constant_blocks(self.compute(m), target)
             if consts is not None:
                 self.consts[k] = consts
