@@ -422,34 +422,6 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
                 break
         return parts, placed
 
-    def _earlier_tail(self, tops: list[ir.Operation], start: int, at: int
-                      ) -> tuple[int, float] | None:
-        """The gap after the last load of the op before the previous one
-        (ending before `start`): its tail work and the previous op's steps
-        up to its first load that reads what the earlier op writes (else
-        MTE2 goes on at once). Loads before that one which wait for
-        nothing (a layernorm's gamma and beta) run at once and only
-        shorten the gap."""
-        k = next((j for j in range(start - 1, -1, -1) if self.facts.works(tops[j])), None)
-        if k is None:
-            return None
-        while k >= 0 and not self.facts(tops[k]).loads:
-            k -= 1
-        if k < 0:
-            return None
-        idle = self.facts(tops[k]).tail_span
-        f = k + 1
-        while f < at:
-            facts = self.facts(tops[f])
-            if not facts.loads:
-                idle += facts.tail_span
-            elif self._reads_written([tops[f]], tops[k:f]):
-                return k, max(0.0, idle)
-            else:
-                idle -= facts.loads  # its own work follows them: no wait of ours
-            f += 1
-        return None
-
     def _say(self, op: ir.Operation, message: str) -> None:
         if self.remarks:
             self.remark(op, message)
