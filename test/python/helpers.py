@@ -145,6 +145,13 @@ def simulate_levels(module, inputs: Sequence[np.ndarray], target: Target | None 
     return result
 
 
+def unfused_options(options: str) -> str:
+    """`options` less those that need fusion (npu-lower refuses an option
+    that does not apply): a fused run's options for its unfused baseline."""
+    return " ".join(o for o in options.split()
+                    if not o.startswith(("fuse-", "attention-", "hoist-casts")))
+
+
 def compile_and_simulate(source_text: str, pipeline: str, inputs: Sequence[np.ndarray],
                          target: Target | None = None, serialize: bool = False,
                          entry: str | None = None):

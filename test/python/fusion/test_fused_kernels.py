@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import assert_outputs_close, compile_and_simulate, compile_program
+from helpers import assert_outputs_close, compile_and_simulate, compile_program, unfused_options
 from row_patterns import gelu, layernorm, softmax
 
 from npu.ir import functions, memref_element, memref_shape, walk
@@ -45,7 +45,7 @@ def check(text: str, fused_ops_groups: int = 1, max_chunk: int = 0, options: str
     ins = inputs_for(text)
     opts = (f" max-chunk={max_chunk}" if max_chunk else "") + (f" {options}" if options else "")
     fused, expected, fres = compile_and_simulate(text, f"npu-lower{{{opts.strip()}}}", ins)
-    unfused, _, ures = compile_and_simulate(text, f"npu-lower{{fuse=false{opts}}}", ins)
+    unfused, _, ures = compile_and_simulate(text, f"npu-lower{{fuse=false {unfused_options(opts)}}}", ins)
     assert_outputs_close(fused, expected)
     assert_outputs_close(fused, unfused)
     assert fres.hazards == [], fres.hazards  # the race detector (strict mode raises too)

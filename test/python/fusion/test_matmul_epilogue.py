@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import assert_outputs_close, compile_and_simulate, compile_program
+from helpers import assert_outputs_close, compile_and_simulate, compile_program, unfused_options
 from matmul_patterns import matmul_epilogue
 from test_fused_kernels import inputs_for
 
@@ -29,7 +29,7 @@ def fused_and_unfused(text: str, options: str, ins: dict):
     """Simulation results of the fused and the unfused lowering, after
     checking both against the reference and each other (race detector clean)."""
     fused, expected, fres = compile_and_simulate(text, f"npu-lower{{cores=1 {options}}}", ins)
-    unfused, _, ures = compile_and_simulate(text, f"npu-lower{{cores=1 fuse=false {options}}}", ins)
+    unfused, _, ures = compile_and_simulate(text, f"npu-lower{{cores=1 fuse=false {unfused_options(options)}}}", ins)
     assert_outputs_close(fused, expected)
     assert_outputs_close(fused, unfused)
     assert fres.hazards == [], fres.hazards

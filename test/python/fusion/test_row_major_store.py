@@ -12,7 +12,7 @@ import numpy as np
 import onnxruntime
 import pytest
 
-from helpers import assert_outputs_close, compile_and_simulate, compile_program
+from helpers import assert_outputs_close, compile_and_simulate, compile_program, unfused_options
 from matmul_patterns import matmul_epilogue
 from test_fused_kernels import inputs_for
 from test_horizontal import run, siblings
@@ -31,7 +31,7 @@ def absorbed(text: str) -> int:
 def check(text: str, options: str = "", faster: bool = True):
     ins = inputs_for(text)
     fused, expected, fres = compile_and_simulate(text, f"npu-lower{{{options}}}", ins)
-    unfused, _, ures = compile_and_simulate(text, f"npu-lower{{fuse=false {options}}}", ins)
+    unfused, _, ures = compile_and_simulate(text, f"npu-lower{{fuse=false {unfused_options(options)}}}", ins)
     assert_outputs_close(fused, expected)
     # The same f32 sums in the same order, moved differently: bit for bit.
     for got, same in zip(fused, unfused):
