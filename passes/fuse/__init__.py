@@ -102,10 +102,12 @@ class FusePass(ConvEpilogueGrouping, EpilogueGrouping, NzLayouts, MatmulChains, 
         Option("chains", bool, True, "a matmul's f16 result read only as the next matmul's "
                "A operand stays in L1 when it fits beside the producer's working set "
                "(npu.chain; the producer stores it UB -> L1, the consumer reads it there)"),
-        Option("conv-chains", bool, True, "a conv's result read as the input map of a later "
+        Option("conv-chains", bool, False, "a conv's result read as the input map of a later "
                "1x1 stride-1 conv stays on chip, band by band, when the consumer tiles with the "
                "producer's bands and both fit on chip (npu.conv_chain; stored to GM only for "
-               "other readers); npu-lower sets it on one core only"),
+               "other readers); npu-lower sets it on one core only. Off by default: the decision "
+               "plans each candidate pair's kernels (ResNet-50's compile 1.8x) and pays on small "
+               "maps only"),
         Option("conv-pool", bool, True, "with epilogue-f16 and without epilogue-bias-f32: a "
                "stem's max pool (3x3/2) joins its conv's group, pooled on the drain "
                "(npu.costmodel.conv.stem_pool); npu-lower sets it on one core only",

@@ -1,7 +1,7 @@
-// RUN: npu-opt %s --split-input-file --npu-fuse=remarks=false | FileCheck %s
-// RUN: npu-opt %s --split-input-file --npu-fuse 2>&1 | FileCheck %s --check-prefix=REMARK
+// RUN: npu-opt %s --split-input-file --npu-fuse="remarks=false conv-chains=true" | FileCheck %s
+// RUN: npu-opt %s --split-input-file --npu-fuse=conv-chains=true 2>&1 | FileCheck %s --check-prefix=REMARK
 // RUN: npu-opt %s --split-input-file --npu-fuse=conv-chains=false 2>&1 | FileCheck %s --check-prefix=OFF
-// RUN: npu-opt %s --split-input-file --npu-fuse=remarks=false --npu-plan-gm --npu-lower-conv | FileCheck %s --check-prefix=KERNEL
+// RUN: npu-opt %s --split-input-file --npu-fuse="remarks=false conv-chains=true" --npu-plan-gm --npu-lower-conv | FileCheck %s --check-prefix=KERNEL
 
 // ResNet's conv3 -> next block's conv1 (1x1 64 -> 256 -> 64 at 28x28): the
 // producer's result, read only as the consumer's input map, stays on chip.

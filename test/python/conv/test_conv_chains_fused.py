@@ -15,7 +15,7 @@ import npu
 from conv_cases import ort_run
 
 CUBE = dict(rtol=3e-2, atol=3e-2)
-ONE = "builtin.module(npu-lower{cores=1})"
+ONE = "builtin.module(npu-lower{cores=1 fuse-conv-chains=true})"
 OFF = "builtin.module(npu-lower{cores=1 fuse-conv-chains=false})"
 
 
