@@ -115,8 +115,9 @@ def _remark_and_outputs(model, ins: dict, cores: int):
     engine = diagnostics.DiagnosticEngine()
     token = diagnostics.install(engine)
     try:
+        remarks = "split-cores-remarks=true" if cores > 1 else ""  # (refused on one core)
         kernel = npu.compile(model, cores=cores,
-                             pipeline="builtin.module(npu-lower{split-cores-remarks=true})")
+                             pipeline=f"builtin.module(npu-lower{{{remarks}}})")
     finally:
         diagnostics._current.reset(token)  # noqa: SLF001
     split = [d.message for d in engine.diagnostics if "npu-split-cores:" in d.message]

@@ -72,7 +72,8 @@ def _inputs(text: str) -> list[np.ndarray]:
 
 def _compiled(text: str, cores: int) -> str:
     module = parse_module(text, make_context())
-    run_pipeline(module, f"builtin.module(npu-lower{{cores={cores} split-cores-min-bytes=0 emit=cce}})", get_target())
+    split = " split-cores-min-bytes=0" if cores > 1 else ""  # (refused on one core)
+    run_pipeline(module, f"builtin.module(npu-lower{{cores={cores}{split} emit=cce}})", get_target())
     return module.operation.get_asm(print_generic_op_form=True)
 
 
