@@ -115,16 +115,6 @@ def gm_operands(op: ir.Operation) -> list[ir.Value]:
     for inner in nir.walk(op, lambda o: True):
         for v in inner.operands:
             if (nir.is_memref(v.type) and nir.memory_space(v.type) == "gm"
-                    and v not in seen and not _defined_inside(v, op)):
+                    and v not in seen and not nir.within(v.owner, op)):
                 seen.append(v)
     return seen
-
-
-def _defined_inside(v: ir.Value, op: ir.Operation) -> bool:
-    owner = v.owner
-    node = owner.owner if isinstance(owner, ir.Block) else owner
-    while node is not None:
-        if node.operation == op:
-            return True
-        node = node.operation.parent
-    return False

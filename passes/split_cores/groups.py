@@ -257,22 +257,12 @@ def _c_cut(v: ir.Value, c_shape: list[int], frac: int, whole_k: bool = False) ->
 
 
 def external(group: ir.Operation, cuts: dict[ir.Value, Cuts]) -> list[ir.Value]:
-    return [v for v in cuts if not _inside(v, group)]
+    return [v for v in cuts if not nir.within(v.owner, group)]
 
 
 def written(group: ir.Operation) -> set:
     return {op.operands[len(op.operands) - 1] for op in members(group)
             if op.name.startswith("ascend.")}
-
-
-def _inside(v: ir.Value, group: ir.Operation) -> bool:
-    owner = v.owner
-    node = owner.owner if isinstance(owner, ir.Block) else owner
-    while node is not None:
-        if node.operation == group:
-            return True
-        node = node.operation.parent
-    return False
 
 
 def apply_group(group: ir.Operation, split: Split, cuts: dict[ir.Value, Cuts],

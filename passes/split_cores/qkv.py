@@ -75,7 +75,7 @@ def cut_of(c_shape: list[int], count: int, frac: int, group: ir.Operation
 
     def cut(v: ir.Value) -> dict | None:
         shape = nir.memref_shape(v.type)
-        mine = _in_group(v.owner, group)
+        mine = nir.within(v.owner, group)
         if len(shape) == 1 and nir.memref_element(v.type) == "i8" and mine:
             return {0: COLUMNS + JOINT + "m"}
         if len(shape) == 4 and shape[2:] == [frac, frac] and shape[1] in (m1, 1):
@@ -98,19 +98,10 @@ def cut_of(c_shape: list[int], count: int, frac: int, group: ir.Operation
     return cut
 
 
-def _in_group(owner, group: ir.Operation) -> bool:
-    node = owner.owner if isinstance(owner, ir.Block) else owner
-    while node is not None:
-        if node.operation == group:
-            return True
-        node = node.operation.parent
-    return False
-
-
 def _private_constant(v: ir.Value, group: ir.Operation) -> bool:
     """`v` is a host constant argument itself, read only in the group."""
     return (nir.is_block_argument(v) and is_host_constant(v)
-            and all(_in_group(u.owner, group) for u in v.uses))
+            and all(nir.within(u.owner, group) for u in v.uses))
 
 
 def permute(matmul: ir.Operation, parts: dict[str, int],

@@ -209,6 +209,17 @@ def ancestors(op: ir.Operation) -> Iterator[ir.Operation]:
         node = node.parent
 
 
+def within(owner: ir.Operation | ir.OpView | ir.Block, op: ir.Operation) -> bool:
+    """Whether `owner` (a value's or a use's owner: an op, or the block of a
+    block argument) is `op` or lies inside it."""
+    node = owner.owner if isinstance(owner, ir.Block) else owner
+    while node is not None:
+        if node.operation == op:
+            return True
+        node = node.operation.parent
+    return False
+
+
 def enclosing_function(op: ir.Operation) -> ir.Operation | None:
     """The `func.func` that holds `op`, or None when it is not in one."""
     node = op.parent
@@ -245,4 +256,4 @@ def block_dim(func_op: ir.Operation) -> int:
 __all__ = ["BLOCK_DIM_ATTR", "BLOCK_IDX_ATTR", "CONSTANT_ATTR", "CORE_PART_ATTR", "CORE_PRIVATE_ATTR", "F16_EPILOGUES_ATTR", "WEIGHT_ATTR", "WORKSPACE_ATTR", "ancestors", "append_argument", "arg_attrs",
            "block_dim", "block_idx_arg", "block_idx_value", "constant_argument", "constant_attr", "constant_data", "enclosing_function", "erase_argument", "functions",
            "ops_in_dialect", "ops_named", "replace_ops", "retype_constant", "symbol_name", "top_level", "walk", "walk_held",
-           "workspace_args"]
+           "workspace_args", "within"]
