@@ -33,6 +33,13 @@ class IdleGaps:
         """A GM -> L1 copy of host-constant weights."""
         return op.name == "cce.copy_gm_to_l1" and view_root(op.operands[0]) in self.constants
 
+    def _is_constant_load(self, op: ir.Operation) -> bool:
+        """A top-level GM load of a host constant (weights into L1, a bias
+        row into UB): an earlier prefetch's copy, which waits for nothing
+        and ends no op's work."""
+        return op.name in ("cce.copy_gm_to_l1", "cce.copy_gm_to_ub") \
+            and view_root(op.operands[0]) in self.constants
+
     def _gaps(self, tops: list[ir.Operation], first: int, last: int, end: int
               ) -> list[tuple[int, float]]:
         """(k, cycles), latest first, for each op `tops[k]` in [first, end) with
