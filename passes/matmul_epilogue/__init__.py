@@ -139,6 +139,12 @@ class MatmulEpilogue:
         self.early = [r for r in dict.fromkeys(epilogue.tensor_key(op.operands[1]) for op in adds)
                       if r in self.e.loaded and r not in self.e.broadcast]
         self.plan = epilogue.plan(self.e, self.target, self.drain_type, frozenset(self.early))
+        # The members that may write their result row-major in UB (`rows_in_ub`)
+        # take a new buffer for it (they would overwrite their inputs' rows):
+        # the plan of the default sink.
+        rows = frozenset(k for k in range(len(self.e.members)) if self.may_store_rows(k))
+        self.rows_plan = epilogue.plan(self.e, self.target, self.drain_type,
+                                       frozenset(self.early), rows) if rows else self.plan
         # A result made in f32 (`f32_head`) and read on in f16 is rounded once
         # as it is made: root -> (the type it is read as, the rounded tensor's
         # root); when its one reader is a cast to f16 to nearest, that cast
@@ -177,8 +183,13 @@ class MatmulEpilogue:
         return "f16" if self.e.c.elem == "f16" and self.p.drain_convert else "f32"
 
     @property
+    def buffers(self) -> epilogue.Plan:
+        """The buffer plan of the sink in use (`rows_plan` for the default)."""
+        return self.rows_plan if self.sink == self.store_row_major else self.plan
+
+    @property
     def bytes_per_fractal(self) -> int:
-        return self.plan.per_fractal
+        return self.buffers.per_fractal
 
     @property
     def ub_budget(self) -> int:
@@ -268,19 +279,21 @@ class MatmulEpilogue:
             o = self.e.loaded[root]
             bufs[root] = self.alloc(piece, o.elem)
             self.move("cce.copy_gm_to_ub", o, bufs[root], piece)
-        for k, (m, reuse) in enumerate(zip(self.e.members, self.plan.reuse)):
+        for k, (m, reuse) in enumerate(zip(self.e.members, self.buffers.reuse)):
             for i in m.ins:
                 if i.root not in bufs and i.root not in self.e.broadcast:
                     bufs[i.root] = self.alloc(piece, i.elem)
                     self.move("cce.copy_gm_to_ub", i, bufs[i.root], piece)
+            rows = False  # the result row-major in UB (`rows_in_ub`)
             if k in self.folded:  # the previous member rounded into its result
                 out = bufs[m.out.root]
             else:
                 out = bufs[reuse] if reuse is not None else self.alloc(piece, m.out.elem)
                 elem, rounded = self.narrowed.get(m.out.root, (None, None))
                 narrow = self.alloc(piece, elem) if elem is not None else None
+                rows = reuse is None and narrow is None and self.rows_in_ub(k, piece)
                 if any(i.root in self.e.broadcast for i in m.ins):
-                    self.emit_by_columns(m, out, bufs, piece, narrow)
+                    self.emit_by_columns(m, out, bufs, piece, narrow, rows)
                 else:
                     temps = [nir.flatten_memref(self.alloc(piece, t)) for t in m.compute.temps]
                     emit_flat_run(m.compute, self.target, count,
@@ -294,8 +307,32 @@ class MatmulEpilogue:
                     bufs[rounded] = narrow
             if m.out.root in self.e.leaving:
                 self.move("cce.copy_ub_to_gm", m.out, out, piece)
-            if m.out.root in self.row_major:
+            if rows:
+                row_major.store_rows(self.target, self.row_major[m.out.root][0], out, piece)
+            elif m.out.root in self.row_major:
                 self.sink(self.row_major[m.out.root], out, piece)
+
+    def may_store_rows(self, k: int) -> bool:
+        """Whether member `k` may write its result row-major in UB
+        (`rows_in_ub`, the piece's width aside): a binary member with a
+        broadcast operand whose result is only stored row-major to GM (no
+        later member reads it, no Nz copy of it leaves), to one part of
+        whole blocks."""
+        m = self.e.members[k]
+        return (m.out.root in self.row_major and m.out.root not in self.e.leaving
+                and any(i.root in self.e.broadcast for i in m.ins)
+                and not any(i.root == m.out.root for n in self.e.members[k + 1:] for i in n.ins)
+                and row_major.rows_fit(self.target, self.row_major[m.out.root], 2, m.out.es))
+
+    def rows_in_ub(self, k: int, piece: Piece) -> bool:
+        """Whether member `k` (`may_store_rows`, on its new buffer) writes
+        its result row-major in UB, each row of the piece's column blocks
+        side by side, for one burst per row (`row_major.store_rows`); with
+        the default sink only (npu-lower-attention's Q, K and V tiles stay
+        Nz)."""
+        return (self.sink == self.store_row_major and self.may_store_rows(k)
+                and row_major.rows_fit(self.target, self.row_major[self.e.members[k].out.root],
+                                       piece.cols, self.e.members[k].out.es))
 
     def narrow(self, wide: ir.Value, narrow: ir.Value, first: int, count: int) -> None:
         """Elements first .. first+count of `wide` rounded (to nearest) into `narrow`."""
@@ -305,13 +342,15 @@ class MatmulEpilogue:
                       [(nir.subview(nir.flatten_memref(wide), [first], [count]), src)])
 
     def emit_by_columns(self, m, out: ir.Value, bufs: dict, piece: Piece,
-                        narrow: ir.Value | None = None) -> None:
+                        narrow: ir.Value | None = None, rows: bool = False) -> None:
         """A binary member with a broadcast operand, per column block of the
         piece and per block of a row: every repeat takes that block of 8
         rows (block stride one row), the broadcast row's block is read with
         strides 0. `narrow`: each column block, once computed, is rounded
         into it too (so the first narrow write, which npu-plan-memory places
-        by, follows the drain closely, as an f16 C's vconv does)."""
+        by, follows the drain closely, as an f16 C's vconv does). `rows`:
+        the result row-major in the piece (`rows_in_ub`), each repeat's
+        blocks a row of the piece apart."""
         t = self.target
         frac, granule = t.fractal, t.granule("ub")
         es = m.out.es
@@ -334,6 +373,13 @@ class MatmulEpilogue:
 
                     def strided(flat: ir.Value) -> View:
                         return View(sub(flat, start, extent), row_blocks, rep_stride)
+
+                    def in_rows(flat: ir.Value) -> View:  # row r, block j at r * cols + j
+                        wide = row_blocks * piece.cols  # blocks of a row of the piece
+                        at = ((r0 * rows_per_repeat * piece.cols + j) * row_blocks + h) * per_block
+                        span = ((rep - 1) * rows_per_repeat * wide + (rows_per_repeat - 1) * wide
+                                + 1) * per_block
+                        return View(sub(flat, at, span), wide, rows_per_repeat * wide)
                     srcs = []
                     for i in m.ins:
                         if i.root in self.e.broadcast:
@@ -341,7 +387,8 @@ class MatmulEpilogue:
                             srcs.append(View(sub(self.rows_ub[i.root], at, per_block), 0, 0))
                         else:
                             srcs.append(strided(flats[i.root]))
-                    emit(m.compute, strided(flat_out), srcs, rep, t.lanes(es))
+                    emit(m.compute, (in_rows if rows else strided)(flat_out), srcs, rep,
+                         t.lanes(es))
             if narrow is not None:
                 self.narrow(out, narrow, j * column, column)
 

@@ -145,6 +145,48 @@ def store(target: Target, region: ir.Operation, parts: list[RowMajor], ub: ir.Va
     _branches(rows_case, columns)
 
 
+def rows_fit(target: Target, parts: list[RowMajor], piece_cols: int, es: int) -> bool:
+    """Whether a piece of `piece_cols` column blocks can lie row-major in UB
+    (`store_rows`): one part (sibling) of whole column and row blocks, and
+    a vector instruction's block and repeat strides (a row of the piece
+    apart, `rows_per_repeat` rows a repeat) within their fields."""
+    frac = target.fractal
+    if len(parts) != 1 or piece_cols < 2:
+        return False
+    part = parts[0]
+    if part.cols != part.width * frac or part.rows % frac:
+        return False
+    row = piece_cols * target.blocks(frac * es)  # blocks of one row of the piece
+    gap = target.blocks((part.stride - piece_cols * frac) * es)
+    return (target.vector_bytes // target.granule("ub") * row
+            <= config_field("vector", "dst_rep_stride").max
+            and gap <= config_field("copy", "dst_gap").max)
+
+
+def store_rows(target: Target, part: RowMajor, ub: ir.Value, piece: Piece) -> None:
+    """The piece, row-major in UB (each row of all its column blocks side
+    by side, `rows_fit`), to its row-major place: one burst per row as wide
+    as the piece, where `store` copies a burst per row of each column
+    block (a GM transfer pays `gm_burst_cycles` a burst: BERT seq 128's V
+    projection on 8 cores stores 128 rows x 96 columns a core in two
+    pieces, 6 x 192 cycles of MTE3 one block at a time, 2 x 320 so)."""
+    frac = target.fractal
+    es = nir.element_bytes(part.elem)
+    most = config_field("copy", "n_burst").max
+    n_rows, width = piece.rows * frac, piece.cols * frac
+    at = lin(*[(b, part.rows * part.cols) for b in piece.prefix],
+             (piece.row, frac * part.stride), (piece.col, frac), (part.first, -frac),
+             (part.base, 1))
+    burst, gap = target.blocks(width * es), target.blocks((part.stride - width) * es)
+    flat = nir.flatten_memref(ub)
+    for r0 in range(0, n_rows, most):
+        n = min(most, n_rows - r0)
+        src = nir.subview(flat, [r0 * width], [n * width])
+        dst = nir.subview(part.flat, [lin((at, 1), (r0 * part.stride, 1))],
+                          [(n - 1) * part.stride + width])
+        copy("cce.copy_ub_to_gm", src, dst, n, burst, 0, gap)
+
+
 def _copy(target: Target, region: ir.Operation, part: RowMajor, flat: ir.Value, jj: int, at,
           piece: Piece, n_rows: int, width: int) -> None:
     """Column block `jj` of the piece: its first `n_rows` rows, `width`

@@ -17,6 +17,8 @@ from matmul_patterns import matmul_epilogue
 from test_fused_kernels import inputs_for
 from test_horizontal import run, siblings
 
+from mlir import ir
+
 from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
 from npu.ir import ops_named, walk
 
@@ -141,3 +143,17 @@ def _batched(batch: int, m: int, k: int, elem: str) -> str:
 def test_batched_matmul_then_defractalize(batch, m, k, elem):
     # Each batch element's C goes to its own matrix of the row-major result.
     check(_batched(batch, m, k, elem), faster=False)
+
+
+def test_a_bias_adds_rows_leave_one_burst_a_row_of_the_piece():
+    # The bias add's result, only stored row-major, is written row-major in
+    # UB (`rows_in_ub`): each row of a drained piece (here 3 column blocks,
+    # BERT seq 128's V projection on one of 8 cores) leaves as one burst as
+    # wide as the piece, not one burst per block (a GM burst's set-up each),
+    # the same bits as the unfused lowering's.
+    text = matmul_epilogue(128, 768, 96, ("bias_row",), "f16", "f16", nd=(128, 96))
+    module = compile_program(text, "npu-lower{emit=cce}")
+    stores = [op for op in walk(module.operation) if op.name == "cce.copy_ub_to_gm"]
+    widths = {ir.IntegerAttr(op.attributes["burst_len"]).value for op in stores}
+    assert stores and min(widths) > 1, widths  # 1: a 16-element f16 row of one block
+    check(text)

@@ -348,12 +348,14 @@ def store_bursts(e: Epilogue) -> int:
     return total
 
 
-def plan(e: Epilogue, target: Target, drained: str = "f32", early: frozenset = frozenset()
-         ) -> Plan:
+def plan(e: Epilogue, target: Target, drained: str = "f32", early: frozenset = frozenset(),
+         fresh: frozenset = frozenset()) -> Plan:
     """The buffers of one drained tile, by liveness in member order;
     `drained`: the type the accumulator arrives in UB as (f16: converted by
     the L0C -> UB move itself); `early`: loaded operands whose pieces all
-    load before the first member (live from the drain on)."""
+    load before the first member (live from the drain on); `fresh`: the
+    members whose result takes a new buffer, overwriting no input (written
+    in another layout than the inputs)."""
     fractal = target.fractal * target.fractal
     last_use: dict = {}
     for k, m in enumerate(e.members):
@@ -380,7 +382,7 @@ def plan(e: Epilogue, target: Target, drained: str = "f32", early: frozenset = f
                 live[i.root] = i.es * fractal
                 elem_of[i.root] = i.elem
         dying = [i.root for i in m.ins if last_use[i.root] == k and i.root not in e.broadcast]
-        mine = next((r for r in dying if elem_of[r] == m.out.elem), None)
+        mine = None if k in fresh else next((r for r in dying if elem_of[r] == m.out.elem), None)
         reuse.append(mine)
         out_bytes = 0 if mine is not None else m.out.es * fractal
         temps = sum(nir.element_bytes(t) * fractal for t in m.compute.temps)
