@@ -10,7 +10,8 @@ options may set (`PER_OP`: the schedule, `double-buffer`) is taken to hold
 when the program carries per-op options: they may meet it for their ops.
 
 `npu-lower` refuses an option given with a value other than its default
-that does not apply (`refusals`); npu-tune leaves such options out of its
+that does not apply (`refusals`; a pass run on its own checks its options
+itself, `npu.passes.applies`); npu-tune leaves such options out of its
 whole-program candidates (`npu.tune.whole_program`).
 """
 
