@@ -49,6 +49,15 @@ def does_not_apply(flag: str, option: str, why: str) -> str:
     return f"{flag}: {option}: does not apply: {why}"
 
 
+def one_core_text(cores: int, target) -> str | None:
+    """Why a split over `cores` (0: all of `target`'s) is on one core, or None."""
+    if cores == 1:
+        return "cores=1"
+    if not cores and target.cores == 1:
+        return f"{target.name} has one core"
+    return None
+
+
 def spelled(value: Any) -> str:
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
 

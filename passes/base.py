@@ -390,7 +390,7 @@ def _checked(run):
     """`run` after refusing an option only the program shows does not apply
     (`Pass.refusal` with the module; not for a pass built `unchecked`)."""
     def wrapper(self, op: ir.Operation) -> None:
-        if self.options_checked:
+        if getattr(self, "options_checked", False):  # (a subclass may skip __init__)
             refused = self.refusal(op)
             if refused:  # about the options, not a place in the input
                 raise PassError(refused, loc=ir.Location.unknown(op.context))

@@ -47,6 +47,7 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from npu import ir as nir
+from npu.passes.applies import one_core_text
 from npu.passes.base import MANY_CORES, Option, Pass, PassError
 
 from npu.costmodel.attention.pattern import ATTENTION_ATTR
@@ -146,11 +147,7 @@ class SplitCoresPass(Pass):
     def why_one_core(self, module: ir.Operation | None) -> str | None:
         """Its options other than `cores` apply when it splits: over `cores`
         (0: the target's), whatever the program."""
-        if self.cores == 1:
-            return "cores=1"
-        if not self.cores and self.target.cores == 1:
-            return f"{self.target.name} has one core"
-        return None
+        return one_core_text(self.cores, self.target)
 
     def run(self, module: ir.Operation) -> None:
         wanted = self.cores or self.target.cores

@@ -159,3 +159,14 @@ def test_the_api_refuses_at_the_pass(target):
         module = parse_module(PROGRAM, ctx)
         with pytest.raises(PipelineError, match=r"npu-prefetch: later-slots: does not apply"):
             run_pipeline(module, "builtin.module(npu-prefetch{later-slots=false})", target)
+
+
+def test_what_only_the_programs_contents_decide_is_not_refused(target):
+    """npu-lower keeps this matmul on one core (too small to split) and it
+    has no conv: its several-core and conv options have nothing to do here,
+    which one pipeline for every program must not fail on (docs/passes.md)."""
+    with make_context() as ctx:
+        module = parse_module(PROGRAM, ctx)
+        run_pipeline(module, "builtin.module(npu-lower{cores=4 prefetch-rest-phases=1 "
+                             "split-cores-share=false fuse-conv-pool=false})", target)
+        assert "npu.block_dim" not in str(module)
