@@ -39,8 +39,8 @@ def passes_page() -> str:
              "own names (`npu.passes.lower_applies`) and sets those of the passes it runs "
              "itself, which are not checked again.",
              "",
-             "An option that has nothing to do only because of what the program holds is not "
-             "refused: a fusion option on a program with no op of that kind, a one-core "
+             "In npu-lower, an option that has nothing to do only because of what the program "
+             "holds is not refused: a fusion option on a program with no op of that kind, a one-core "
              "fusion (`fuse-chains`, `fuse-conv-chains`, `fuse-conv-pool`) where npu-lower "
              "splits the program over cores, or a several-core option where it keeps a "
              "program too small to split on one core, since whether a program splits depends "
