@@ -21,7 +21,9 @@ from mlir import ir
 
 from npu import diagnostics
 from npu.diagnostics import PassError  # defined below the passes: cost models raise it too
-from npu.ir import dict_attr_items, walk, walk_held
+from npu.ir import block_dim, dict_attr_items, functions, walk, walk_held
+from npu.passes import applies
+from npu.passes.applies import MANY_CORES
 from npu.passes.instrument import instrumented
 from npu.target import Target, get_target
 
@@ -34,9 +36,6 @@ OP_OPTIONS_ATTR = "npu.options"
 # loops the op lowers to are marked for (or exempt from) npu-double-buffer.
 DOUBLE_BUFFER_KEY = "double-buffer"
 DOUBLE_BUFFER_ATTR = "npu.double_buffer"
-# In an `Option`'s `needs`: the option applies to a program split over
-# several cores only (between its chip barriers).
-MANY_CORES = "several cores"
 # On a matmul drain's scf.if (npu-lower-matmul, when the drain is light
 # beside the cube): npu-insert-sync may sink an earlier drain's carried
 # store set past it (`_PreciseMode._sink`).
@@ -54,8 +53,9 @@ class Option:
 
     `needs`: when the option applies at all, as (another option of the same
     pass, the value it must have) pairs, or `MANY_CORES` (the program is
-    split over several cores); `npu-lower` refuses a value other than the
-    default given where they do not hold (`npu.passes.lower_applies`).
+    split over several cores); a value other than the default given where
+    they do not hold is refused (`npu.passes.applies`; npu-lower's own in
+    its names, `npu.passes.lower_applies`).
     """
 
     name: str
@@ -194,7 +194,7 @@ class Pass:
         super().__init_subclass__(**kwargs)
         run = cls.__dict__.get("run")
         if run is not None and not getattr(run, "instrumented", False):
-            cls.run = instrumented(run)
+            cls.run = _checked(instrumented(run))
 
     def __init__(self, target: Target | None = None, **values: Any):
         self.target = target or get_target()
@@ -215,6 +215,12 @@ class Pass:
         # The options set by the caller rather than left at their defaults:
         # a tuning record's pipeline options fill in the others only.
         self.given = frozenset(known[key.replace("-", "_")].name for key in values)
+        # An option given where it does not apply is refused (`npu.passes.applies`):
+        # here what the options decide, in `run` what the program does.
+        self.options_checked = applies.checking()
+        refused = self.refusal() if self.options_checked else None
+        if refused:
+            raise OptionError(refused)
 
     @classmethod
     def from_option_string(cls, text: str, target: Target | None = None) -> "Pass":
@@ -233,6 +239,39 @@ class Pass:
 
     def run(self, module: ir.Operation) -> None:  # pragma: no cover - interface
         raise NotImplementedError
+
+    # -- when options apply (npu.passes.applies) -------------------------------
+    def refusal(self, module: ir.Operation | None = None) -> str | None:
+        """`<pass>: <option>: does not apply: <why>` for the first option
+        given whose `needs` do not hold, or None; without `module`, needs the
+        program may meet are left for `run`."""
+        return applies.refusal(self, module)
+
+    def why_one_core(self, module: ir.Operation | None) -> str | None:
+        """Why this pass works on one core (a `MANY_CORES` need does not
+        hold), or None; by default the program says: split when a function
+        runs on several cores (None before it is seen)."""
+        if module is None or any(block_dim(f) > 1 for f in functions(module)):
+            return None
+        return "no function runs on several cores"
+
+    def met_by_program(self, name: str, want: Any, module: ir.Operation | None) -> bool:
+        """Whether the program may meet a need of option `name` = `want` the
+        pass's own value does not: a lowering's ops' own options (`npu.options`)
+        may set any of its options (before the program is seen: may)."""
+        if not self.handles:
+            return False
+        if module is None:
+            return True
+        handled = set(self.handles)
+        for op in walk_held(module, lambda o: o.name in handled
+                            and OP_OPTIONS_ATTR in o.attributes):
+            try:
+                if dict_attr_items(op.attributes[OP_OPTIONS_ATTR]).get(name) == want:
+                    return True
+            except (TypeError, ValueError):
+                return True  # a malformed dictionary: its lowering says so at the op
+        return False
 
     # -- per-op options -------------------------------------------------------
     def op_options(self, op: ir.Operation) -> dict[str, Any]:
@@ -345,6 +384,21 @@ class Pass:
 
         run.__name__ = self.name.replace("-", "_")
         return run
+
+
+def _checked(run):
+    """`run` after refusing an option only the program shows does not apply
+    (`Pass.refusal` with the module; not for a pass built `unchecked`)."""
+    def wrapper(self, op: ir.Operation) -> None:
+        if getattr(self, "options_checked", False):  # (a subclass may skip __init__)
+            refused = self.refusal(op)
+            if refused:  # about the options, not a place in the input
+                raise PassError(refused, loc=ir.Location.unknown(op.context))
+        return run(self, op)
+
+    wrapper.__name__, wrapper.__doc__, wrapper.instrumented = run.__name__, run.__doc__, True
+    wrapper.__wrapped__ = run
+    return wrapper
 
 
 @contextlib.contextmanager

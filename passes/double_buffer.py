@@ -54,10 +54,19 @@ class DoubleBufferPass(Pass):
     summary = "Unroll loops that stream on-chip buffers by two, with a second copy of the buffers"
     options = (
         Option("min-trip-count", int, 2, "only loops with at least this many iterations",
-               low=1),
+               low=1, needs=(("unmarked", True),)),  # or loops marked for it (`met_by_program`)
         Option("unmarked", bool, True, "ping-pong loops without an npu.double_buffer mark "
                "(marked loops follow their mark)"),
     )
+
+    def met_by_program(self, name: str, want, module: ir.Operation | None) -> bool:
+        """A loop marked for ping-pong (an op's own `double-buffer` option)
+        is one `min-trip-count` applies to without `unmarked`."""
+        if name != "unmarked" or not want:
+            return False
+        return module is None or bool(walk_held(
+            module, lambda o: o.name == "scf.for" and DOUBLE_BUFFER_ATTR in o.attributes
+            and bool_attr(o, DOUBLE_BUFFER_ATTR)))
 
     def run(self, module: ir.Operation) -> None:
         from npu.passes.buffer_lifetimes import BufferCollector

@@ -27,7 +27,9 @@ refused in one line naming it and why (`npu.passes.lower_applies`: its pass
 is not run, e.g. `prefetch-chunks` with `prefetch=false` or a split-cores
 option on one core, or its declaration's `needs` do not hold, e.g.
 `c-pieces` without the pipelined schedule); at construction, except needs
-an op's own options could meet, checked once `run` sees the ops.
+an op's own options could meet, checked once `run` sees the ops. The passes
+it runs are built `unchecked` (`npu.passes.applies`): it sets their options,
+its defaults among them (`sink-sets=true` with `sync=barrier` does nothing).
 
 `tuning-record=FILE` (written by `npu-tune`) gives options per op: they are
 set as the ops' `npu.options` (in the lowering's option names) before the
@@ -43,7 +45,8 @@ from typing import Any
 from mlir import ir
 
 from npu.ir import block_dim, dict_attr_items, dict_attr_of, functions, walk, walk_held
-from npu.passes.base import DOUBLE_BUFFER_KEY, OP_OPTIONS_ATTR, OptionError, Pass, PassError
+from npu.passes.applies import does_not_apply, unchecked
+from npu.passes.base import DOUBLE_BUFFER_KEY, OP_OPTIONS_ATTR, Pass, PassError
 from npu.passes.lower_applies import refusals, resolve
 from npu.passes.lower_options import (FORWARDS, LOWER_OPTIONS, LOWERINGS, PIPELINE_OPTIONS,
                                       SUB_PASS_CLASSES, UNSET)
@@ -59,7 +62,8 @@ class LowerPass(Pass):
     def _make(self, flag: str, **values: Any) -> Pass:
         """Sub-pass `flag` with the values npu-lower forwards to it
         (`forwarded`), then `values` (npu-lower's own settings of them)."""
-        return SUB_PASS_CLASSES[flag](self.target, **{**self.forwarded(flag), **values})
+        with unchecked():  # checked here, in npu-lower's names (`refusal`)
+            return SUB_PASS_CLASSES[flag](self.target, **{**self.forwarded(flag), **values})
 
     def forwarded(self, flag: str) -> dict[str, Any]:
         """{option of sub-pass `flag`: npu-lower's value}, unset ones left out."""
@@ -79,19 +83,21 @@ class LowerPass(Pass):
         return {o.name: getattr(self, o.name.replace("-", "_")) for o in self.options}
 
     def __init__(self, target=None, **values: Any):
-        super().__init__(target, **values)
-        # An option given where it does not apply is refused (npu.passes.lower_applies);
-        # needs an op's own options may meet are checked in `run`, which sees the ops.
-        refused = self._refused(per_op=True)
-        if refused:
-            raise OptionError(refused)
+        super().__init__(target, **values)  # refuses what does not apply (`refusal`)
         self._lowerings()  # the owning passes check the values forwarded to them now
+
+    def refusal(self, module: ir.Operation | None = None) -> str | None:
+        """At construction, the first option given that does not apply, in
+        npu-lower's names (npu.passes.lower_applies); needs an op's own
+        options may meet, and a tuning record's options, are checked in
+        `run`, which reads the record and sees the ops."""
+        return self._refused(per_op=True) if module is None else None
 
     def _refused(self, per_op: bool) -> str | None:
         """`npu-lower: <option>: does not apply: <why>` for the first option
         given that does not apply, or None."""
         found = refusals(self._values(), sorted(self.given), self.target, per_op)
-        return f"npu-lower: {found[0][0]}: does not apply: {found[0][1]}" if found else None
+        return does_not_apply(self.name, *found[0]) if found else None
 
     def _lowerings(self) -> list[Pass]:
         return [self._make(flag) for flag, _ in LOWERINGS]

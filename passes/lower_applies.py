@@ -10,7 +10,8 @@ options may set (`PER_OP`: the schedule, `double-buffer`) is taken to hold
 when the program carries per-op options: they may meet it for their ops.
 
 `npu-lower` refuses an option given with a value other than its default
-that does not apply (`refusals`); npu-tune leaves such options out of its
+that does not apply (`refusals`; a pass run on its own checks its options
+itself, `npu.passes.applies`); npu-tune leaves such options out of its
 whole-program candidates (`npu.tune.whole_program`).
 """
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from npu.passes.base import MANY_CORES
+from npu.passes.applies import MANY_CORES, one_core_text, spelled as _spelled
 from npu.passes.lower_options import FORWARDS, LOWER_OPTIONS, PER_OP, RUNS_WITH, SETS
 
 OPTIONS = {o.name: o for o in LOWER_OPTIONS}
@@ -35,11 +36,7 @@ def resolve(values: Mapping[str, Any], name: str) -> Any:
 
 def cores_text(values: Mapping[str, Any], target) -> str | None:
     """Why the program is lowered for one core, or None when it may be split."""
-    if values["cores"] == 1:
-        return "cores=1"
-    if not values["cores"] and target.cores == 1:
-        return f"{target.name} has one core"
-    return None
+    return one_core_text(values["cores"], target)
 
 
 def refusals(values: Mapping[str, Any], given: Iterable[str], target,
@@ -104,6 +101,3 @@ def _unmet(needs: tuple, values: Mapping[str, Any], target, per_op: bool,
         return why
     return None
 
-
-def _spelled(value: Any) -> str:
-    return ("true" if value else "false") if isinstance(value, bool) else str(value)

@@ -268,13 +268,18 @@ def _applies(theirs: list[tuple[str, Option]], route: Route,
 
     each = []
     for flag, option in theirs:
-        needs = [*RUNS_WITH.get(flag, ()), *(n if n == MANY_CORES else (forwards[flag][n[0]], n[1])
-                                             for n in option.needs
-                                             if n == MANY_CORES or n[0] in forwards[flag])]
+        needs = list(dict.fromkeys([  # once each (npu-split-cores': several cores, twice)
+            *RUNS_WITH.get(flag, ()), *(n if n == MANY_CORES else (forwards[flag][n[0]], n[1])
+                                        for n in option.needs
+                                        if n == MANY_CORES or n[0] in forwards[flag])]))
         if not needs:  # a pass it sets runs always
             each = []
             break
         each.append(tuple(map(said, needs)))
+    # what npu-lower's own needs say already is not said again
+    own = set(map(said, route.needs))
+    each = [tuple(n for n in e if n not in own) for e in each]
+    each = [] if () in each else each
     # an alternative that needs more than another adds nothing
     each = [e for e in dict.fromkeys(each) if not any(set(o) < set(e) for o in each)]
     text = ", ".join([*map(said, route.needs), *([" or ".join(map(", ".join, each))]

@@ -25,7 +25,28 @@ def passes_page() -> str:
              "Every pass `npu-opt` registers: its flag, what it does, and its options "
              "(`--NAME=\"opt=value ...\"` or `NAME{opt=value}` in a pipeline). Passes marked "
              "*in npu-lower* are stages of `npu-lower`, which also takes their options under "
-             "a prefix (`npu-lower --help` lists them).", ""]
+             "a prefix (`npu-lower --help` lists them).", "",
+             "An option given with a value other than its default where it does not apply "
+             "is refused in one line, `<pass>: <option>: does not apply: <why>` (a non-zero "
+             "exit, no output written): when the pipeline is built, what the options and the "
+             "target decide (npu-fuse's epilogue options with `epilogues=false`; every "
+             "npu-split-cores option but `cores` on one core); when the pass runs, what its "
+             "input decides (npu-prefetch's several-core options on a program no function of "
+             "which runs on several cores; a lowering's option needing another value of one "
+             "of its options that neither it nor an op's own `npu.options` give; "
+             "npu-double-buffer's `min-trip-count` with `unmarked=false` and no loop marked "
+             "`npu.double_buffer = true`). npu-lower checks the options it is given in its "
+             "own names (`npu.passes.lower_applies`) and sets those of the passes it runs "
+             "itself, which are not checked again.",
+             "",
+             "In npu-lower, an option that has nothing to do only because of what the program "
+             "holds is not refused: a fusion option on a program with no op of that kind, a one-core "
+             "fusion (`fuse-chains`, `fuse-conv-chains`, `fuse-conv-pool`) where npu-lower "
+             "splits the program over cores, or a several-core option where it keeps a "
+             "program too small to split on one core, since whether a program splits depends "
+             "on its size and one pipeline lowers every program. Options that name the "
+             "program's parts (`split-cores-grids`, `split-cores-split-k`) are the exception: "
+             "an entry nothing takes is an error.", ""]
     for name, cls in sorted(registry().items()):
         mark = " *(in npu-lower)*" if name in in_lower else ""
         lines += [f"## `{name}`{mark}", "", cls.summary, ""]

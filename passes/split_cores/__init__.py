@@ -47,7 +47,8 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from npu import ir as nir
-from npu.passes.base import Option, Pass, PassError
+from npu.passes.applies import one_core_text
+from npu.passes.base import MANY_CORES, Option, Pass, PassError
 
 from npu.costmodel.attention.pattern import ATTENTION_ATTR
 from npu.costmodel.conv.epilogue import CONV_EPILOGUE_ATTR
@@ -102,6 +103,10 @@ def _bytes(v: ir.Value) -> int:
     return math.prod(nir.memref_shape(v.type)) * nir.element_bytes(nir.memref_element(v.type))
 
 
+# Every option but `cores` applies to a split only (`why_one_core`).
+_SPLIT = (MANY_CORES,)
+
+
 class SplitCoresPass(Pass):
     name = "npu-split-cores"
     summary = "Split each function's work over the target's AI cores, with chip barriers"
@@ -109,31 +114,40 @@ class SplitCoresPass(Pass):
         Option("cores", int, 0, "cores to split over (0: all of the target's, and a function "
                "that runs on fewer says so only with remarks=true)", low=0),
         Option("min-bytes", int, -1, "least output bytes per core (-1: a GM transfer's latency "
-               "worth of bytes; 0: no minimum)"),
-        Option("remarks", bool, False, "report each function's split as a remark"),
+               "worth of bytes; 0: no minimum)", needs=_SPLIT),
+        Option("remarks", bool, False, "report each function's split as a remark", needs=_SPLIT),
         Option("estimate", bool, True, "keep a function on one core when the split's estimate "
-               "is no better (false: split whatever it costs; for tests)"),
+               "is no better (false: split whatever it costs; for tests)", needs=_SPLIT),
         Option("share", bool, True, "run independent ops between two barriers side by side, each "
-               "on its own share of the cores, when the model says it is faster (`share`)"),
+               "on its own share of the cores, when the model says it is faster (`share`)",
+               needs=_SPLIT),
         Option("grids", str, "", "grids to take instead of the model's, to measure them: "
                "'MxNxK:PKxPM' (a matmul of that shape, when split over PK*PM cores: PK column "
                "parts x PM row parts of C, as the remarks print them) or 'attention:HPxQP' (head "
                "parts x query runs; 0xP: P flat runs of (head, query) rows crossing heads), "
                "joined by ';'; an entry no split takes is an error, and "
-               "a function with a forced grid is split even where the estimate prefers one core"),
+               "a function with a forced grid is split even where the estimate prefers one core",
+               needs=_SPLIT),
         Option("split-k", str, "", "reductions to split, to measure them: 'MxNxK:PxL' (a matmul "
                "epilogue group whose matmul has that shape: P partial matmuls over equal runs of "
                "the reduction N write f32 sums to GM; the group reduces the last L 16-element "
                "blocks, adds the sums in a fixed order, then runs its epilogue; a chip barrier "
                "between where the grids need one), joined by ';'; an entry no group takes is "
                "an error. A group whose linear epilogue only a fused row group reads gets its "
-               "sums added by that row group (no phase of their own, `split_k_rows`)"),
+               "sums added by that row group (no phase of their own, `split_k_rows`)",
+               needs=_SPLIT),
         Option("split-k-model", bool, False, "split the reduction of a matmul epilogue group "
                "whose linear epilogue (bias adds, a defractalize to f32) only a fused row group "
                "reads, when the model says the phase saved beats the row group's added loads "
                "(`split_k_model`; groups `split-k` names keep its split; off: the model does "
-               "not see npu-prefetch's loads in earlier phases, docs/multicore.md)"),
+               "not see npu-prefetch's loads in earlier phases, docs/multicore.md)",
+               needs=_SPLIT),
     )
+
+    def why_one_core(self, module: ir.Operation | None) -> str | None:
+        """Its options other than `cores` apply when it splits: over `cores`
+        (0: the target's), whatever the program."""
+        return one_core_text(self.cores, self.target)
 
     def run(self, module: ir.Operation) -> None:
         wanted = self.cores or self.target.cores
@@ -151,12 +165,7 @@ class SplitCoresPass(Pass):
         except ValueError as e:
             raise PassError(f"npu-split-cores: split-k: {e}", module) from None
         self.reductions_used: set = set()
-        if wanted == 1:
-            for name, asked in (("split-k", self.reductions), ("grids", grids),
-                                ("split-k-model", self.split_k_model)):
-                if asked:
-                    raise PassError(f"npu-split-cores: {name}: there is no split on one core",
-                                    module)
+        if wanted == 1:  # its other options were refused (`why_one_core`)
             return
         self.rules = SplitRules(self.target, self.least_bytes(), grids)
         for func in nir.functions(module):

@@ -17,7 +17,7 @@
 // FORCED: "ascend.matmul"({{.*}}) : (memref<4x4x16x16xf16, strided<[2048, 256, 16, 1], offset: ?>, "gm">, memref<2x4x16x16xf16, strided<[1024, 256, 16, 1], offset: ?>, "gm">, memref<2x4x16x16xf32, strided<[2048, 256, 16, 1], offset: ?>, "gm">)
 // OTHER-COUNT: error: npu-split-cores: grids: '128x64x64:2x1' applied to no split (the matmul splits tried, M x N x K on cores: 128x64x64 on 4)
 // NO-ATTENTION: error: npu-split-cores: grids: 'attention:2x2' applied to no split
-// ONE-CORE: error: npu-split-cores: grids: there is no split on one core
+// ONE-CORE: npu-opt: error: invalid pass pipeline: npu-split-cores: grids: does not apply: no split over cores (cores=1){{$}}
 // LOWER-ONE-CORE: npu-opt: error: invalid pass pipeline: npu-lower: split-cores-grids: does not apply: no split over cores (cores=1){{$}}
 // BAD: error: npu-split-cores: grids: grid '128x64:2x2': expected 'MxNxK:PKxPM'
 func.func @matmul(%a: memref<4x8x16x16xf16, "gm">, %b: memref<4x4x16x16xf16, "gm">, %c: memref<4x8x16x16xf32, "gm">) {

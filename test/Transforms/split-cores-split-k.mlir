@@ -31,9 +31,9 @@
 // CHECK: npu.partial_sums = 3
 // UNEVEN: error: npu-split-cores: split-k: split '128x160x64:4x1': 10 blocks of the reduction less 1 do not make 4 equal runs
 // NONE: error: npu-split-cores: split-k: no matmul epilogue group of 128x256x64
-// ONE-CORE: error: npu-split-cores: split-k: there is no split on one core
+// ONE-CORE: npu-opt: error: invalid pass pipeline: npu-split-cores: split-k: does not apply: no split over cores (cores=1){{$}}
 // LOWER-ONE-CORE: npu-opt: error: invalid pass pipeline: npu-lower: split-cores-split-k: does not apply: no split over cores (cores=1){{$}}
-// ONE-CORE-MODEL: error: npu-split-cores: split-k-model: there is no split on one core
+// ONE-CORE-MODEL: npu-opt: error: invalid pass pipeline: npu-split-cores: split-k-model: does not apply: no split over cores (cores=1){{$}}
 // LOWER-ONE-CORE-MODEL: npu-opt: error: invalid pass pipeline: npu-lower: split-cores-split-k-model: does not apply: no split over cores (cores=1){{$}}
 func.func @ffn_out(%a: memref<10x8x16x16xf16, "gm">, %b: memref<4x10x16x16xf16, "gm">, %out: memref<4x8x16x16xf32, "gm">, %bias: memref<4x8x16x16xf32, "gm">) {
   scf.execute_region {

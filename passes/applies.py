@@ -1,0 +1,90 @@
+"""When a pass's option applies, and the one check every pass's options go
+through (`Pass.refusal`, run when the pass is built and again when it runs).
+
+An option applies when its declaration's `needs` hold: other options of the
+same pass with the values they must have, or `MANY_CORES` (the pass works on
+a program split over several cores: `Pass.why_one_core` says why not). An option
+given with a value other than its default that does not apply is refused in
+one line, `<pass>: <option>: does not apply: <why>`: at construction what the
+options and the target decide; once the pass sees the program, what only the
+program decides (whether it is split over cores; an op's own options, or a
+loop's `npu.double_buffer` mark, that may meet a need: `Pass.met_by_program`).
+
+A pass another pass builds (npu-lower's sub-passes) is built `unchecked`:
+its builder checked the options it was given, in its own names
+(`npu.passes.lower_applies`), and sets the others itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from typing import Any, Iterator
+
+# In an `Option`'s `needs`: the option applies to a program split over
+# several cores only (between its chip barriers).
+MANY_CORES = "several cores"
+
+_checking = contextvars.ContextVar("npu_passes_checking", default=True)
+
+
+@contextlib.contextmanager
+def unchecked() -> Iterator[None]:
+    """Passes built inside are not checked for options that do not apply:
+    the caller building them has checked the options it was given."""
+    token = _checking.set(False)
+    try:
+        yield
+    finally:
+        _checking.reset(token)
+
+
+def checking() -> bool:
+    """Whether a pass built now checks its options (`unchecked`)."""
+    return _checking.get()
+
+
+def does_not_apply(flag: str, option: str, why: str) -> str:
+    """The one-line refusal of `option` of pass `flag`."""
+    return f"{flag}: {option}: does not apply: {why}"
+
+
+def one_core_text(cores: int, target) -> str | None:
+    """Why a split over `cores` (0: all of `target`'s) is on one core, or None."""
+    if cores == 1:
+        return "cores=1"
+    if not cores and target.cores == 1:
+        return f"{target.name} has one core"
+    return None
+
+
+def spelled(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def refusal(p, module=None) -> str | None:
+    """The refusal of the first option given to pass `p` (other than at its
+    default, by name) whose `needs` do not hold, or None. Without `module`
+    (at construction) needs the program may meet are taken to hold."""
+    by_name = {o.name: o for o in p.options}
+    for name in sorted(p.given):
+        option = by_name[name]
+        if getattr(p, name.replace("-", "_")) == option.default:
+            continue
+        for need in option.needs:
+            why = _unmet(p, need, module)
+            if why is not None:
+                return does_not_apply(p.name, name, why)
+    return None
+
+
+def _unmet(p, need, module) -> str | None:
+    if need == MANY_CORES:
+        one = p.why_one_core(module)
+        return None if one is None else f"no split over cores ({one})"
+    name, want = need
+    if getattr(p, name.replace("-", "_")) == want:
+        return None
+    if p.met_by_program(name, want, module):
+        return None
+    return f"it needs {name}={spelled(want)}"
