@@ -16,7 +16,11 @@ bounds them (`npu.analysis.offset_intervals`: division and remainder by constant
 min, max; a loop over one row of matmul tiles then stores only that row's
 bytes). Each range is the hull of the bytes the op touches
 (a strided access is widened to its first..last byte): conservative, never
-missing a dependence. The ranges' values and overlap tests are
+missing a dependence; except that a copy's GM side in bursts with gaps
+keeps them (`Range.period`), at a known start: a conv's band of an
+NC1HWC0 map is a burst per C1 block, and the hull of the last band's
+store covered the first rows of every block but the first, so the next
+conv's first band waited for the previous conv's last stores. The ranges' values and overlap tests are
 `npu.analysis.byte_ranges`; the accesses of a loop body's unrolled copies,
 derived from the original's, `npu.analysis.unrolled`.
 """
