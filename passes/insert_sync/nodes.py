@@ -112,7 +112,7 @@ def _widen(r: Range, analysis: AccessAnalysis, ivs: set[IvKey]) -> Range:
     if b is None:
         return Range(r.root, r.space, Affine(0), 1 << 62)
     lo, spread = b
-    return Range(r.root, r.space, lo, r.length + spread)
+    return r.widened(lo, spread)
 
 
 @dataclass

@@ -16,14 +16,18 @@ bounds them (`npu.analysis.offset_intervals`: division and remainder by constant
 min, max; a loop over one row of matmul tiles then stores only that row's
 bytes). Each range is the hull of the bytes the op touches
 (a strided access is widened to its first..last byte): conservative, never
-missing a dependence. The ranges' values and overlap tests are
+missing a dependence; except that a copy's GM side in bursts with gaps
+keeps them (`Range.period`), at a known start: a conv's band of an
+NC1HWC0 map is a burst per C1 block, and the hull of the last band's
+store covered the first rows of every block but the first, so the next
+conv's first band waited for the previous conv's last stores. The ranges' values and overlap tests are
 `npu.analysis.byte_ranges`; the accesses of a loop body's unrolled copies,
 derived from the original's, `npu.analysis.unrolled`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable
 
 from mlir import ir
@@ -336,8 +340,14 @@ class AccessAnalysis(IndexAnalysis, AllocUses):
             dst_ln = ln // 2 if _converts(op) else ln
             src_len = ((n - 1) * (ln + sg) + ln) * blk if n > 0 else 0
             dst_len = ((n - 1) * (dst_ln + dg) + dst_ln) * blk if n > 0 else 0
-            return OpAccess(op, PATH_PIPES[path], [self.range_of(op.operands[0], 0, src_len)],
-                            [self.range_of(op.operands[1], 0, dst_len)])
+            src = self.range_of(op.operands[0], 0, src_len)
+            dst = self.range_of(op.operands[1], 0, dst_len)
+            # a GM side's bursts, where its start is known (not a hull)
+            if n > 1 and sg > 0 and src.space == "gm" and self.root_of(op.operands[0])[1] is not None:
+                src = replace(src, period=(ln + sg) * blk, run=ln * blk)
+            if n > 1 and dg > 0 and dst.space == "gm" and self.root_of(op.operands[1])[1] is not None:
+                dst = replace(dst, period=(dst_ln + dg) * blk, run=dst_ln * blk)
+            return OpAccess(op, PATH_PIPES[path], [src], [dst])
         if short in ("load_l1_to_l0a", "load_l1_to_l0b"):
             frac = t.fractal_bytes(2)
             rep = int_attr(op, "repeat")

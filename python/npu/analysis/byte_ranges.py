@@ -39,6 +39,17 @@ class Range:
     # The root alloc of an ("alloc", id) range, for `AccessAnalysis.adopt`
     # (ids come from op hashes, which two allocs may share); not compared.
     alloc: ir.Operation | None = field(default=None, compare=False, repr=False)
+    # A GM copy's bursts: `run` bytes every `period` from `start` (0: the
+    # bytes are contiguous); `length` is still their hull.
+    period: int = 0
+    run: int = 0
+
+    def widened(self, lo: Affine, spread: int) -> "Range":
+        """This range's bytes from every start in [lo, lo + spread]."""
+        run = self.run + spread
+        periodic = self.period and run < self.period
+        return Range(self.root, self.space, lo, self.length + spread, self.alloc,
+                     self.period if periodic else 0, run if periodic else 0)
 
 
 @dataclass
@@ -71,16 +82,45 @@ def may_overlap(a: Range, b: Range, analysis: IndexAnalysis,
         return False
     bstart = b.start.shifted(*shift) if shift is not None else b.start
     if a.start.terms == bstart.terms:
-        d = bstart.const - a.start.const
-        return -b.length < d < a.length
+        return _share(a, b, bstart.const - a.start.const)
     ba = analysis.bounds(a.start)
     bb = analysis.bounds(bstart)
     if ba is None or bb is None:
         return True
     (alo, aspread), (blo, bspread) = ba, bb
-    a0, a1 = alo.const, alo.const + aspread + a.length
-    b0, b1 = blo.const, blo.const + bspread + b.length
-    return a0 < b1 and b0 < a1
+    a, b = a.widened(alo, aspread), b.widened(blo, bspread)
+    return _share(a, b, b.start.const - a.start.const)
+
+
+def _share(a: Range, b: Range, d: int) -> bool:
+    """Whether `a` from 0 and `b` from `d` share a byte: their hulls, and
+    then their bursts where either range is periodic."""
+    if not -b.length < d < a.length:
+        return False
+    if not (a.period or b.period):
+        return True
+    if a.period and b.period and a.period != b.period:
+        # each against the other's hull: a byte in both is in both tests
+        return _meets(a, d, b.length, 0, 0) and _meets(b, -d, a.length, 0, 0)
+    if a.period:
+        return _meets(a, d, b.length, b.period, b.run)
+    return _meets(b, -d, a.length, 0, 0)
+
+
+def _meets(a: Range, d: int, length: int, period: int, run: int) -> bool:
+    """Whether periodic `a` (from 0) shares a byte with the bytes from `d`:
+    `length` contiguous ones, or (`period` = a's) bursts of `run` in that hull.
+    Burst k of a and burst m of the other meet when (k - m) * period lies
+    in (d - a.run, d + their run), k - m from -(their bursts - 1) to a's - 1."""
+    p = a.period
+    count = (a.length - a.run) // p + 1
+    if period:
+        other, lowest = run, -((length - run) // p)
+    else:
+        other, lowest = length, 0
+    q0 = max(lowest, (d - a.run) // p + 1)
+    q1 = min(count - 1, -(-(d + other) // p) - 1)
+    return q0 <= q1
 
 
 def conflicts_by(x: OpAccess, y: OpAccess, overlap: Callable[[Range, Range], bool]) -> bool:
@@ -117,4 +157,5 @@ def planned_range(r: Range, offsets: dict[ir.Operation, int | None]) -> Range:
                               else None)
     if base is None:
         return r
-    return Range(("space", r.space), r.space, r.start + Affine(base), r.length)
+    return Range(("space", r.space), r.space, r.start + Affine(base), r.length,
+                 period=r.period, run=r.run)

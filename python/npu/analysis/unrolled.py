@@ -53,7 +53,7 @@ def derive_copies(analysis: AccessAnalysis, source: AccessAnalysis,
         if alloc is not None and alloc in copies:
             alloc = copies[alloc]
             root = ("alloc", ident(alloc))
-        return Range(root, r.space, start, r.length, alloc)
+        return Range(root, r.space, start, r.length, alloc, r.period, r.run)
 
     for old, new in pairs:
         # The allocs a copy uses are the original's, those the copy made

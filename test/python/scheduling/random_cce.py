@@ -40,6 +40,7 @@ class Gen:
     depth: int = 0
     ivs: list[tuple[str, int]] = field(default_factory=list)  # (name, trip count)
     loop_rate: float = 0.15  # chance that the next element of a block is a loop
+    strided: bool = False  # GM copies in bursts with gaps (`gm_copy`)
 
     def fresh(self, prefix: str = "v") -> str:
         self.counter += 1
@@ -88,9 +89,27 @@ class Gen:
         return self.view(arg, f'memref<{self.gm_elems}xf16, "gm">', self.gm_elems, length, F16, "gm", 16)
 
     # -- instructions ------------------------------------------------------------
-    def copy(self, kind: str, src: tuple[str, str], dst: tuple[str, str], blocks: int) -> None:
-        self.emit(f'"cce.{kind}"({src[0]}, {dst[0]}) {{n_burst = 1 : i64, burst_len = {blocks} : i64, '
-                  f"src_gap = 0 : i64, dst_gap = 0 : i64}} : ({src[1]}, {dst[1]}) -> ()")
+    def copy(self, kind: str, src: tuple[str, str], dst: tuple[str, str], blocks: int,
+             n: int = 1, src_gap: int = 0, dst_gap: int = 0) -> None:
+        self.emit(f'"cce.{kind}"({src[0]}, {dst[0]}) {{n_burst = {n} : i64, burst_len = {blocks} : i64, '
+                  f"src_gap = {src_gap} : i64, dst_gap = {dst_gap} : i64}} : ({src[1]}, {dst[1]}) -> ()")
+
+    def gm_copy(self, to_gm: bool, arg: str, blocks: int) -> None:
+        """A copy between UB and GM of `blocks` blocks; with `strided`, often
+        in 2 or 3 bursts with gaps on the GM side (as a conv's band of an
+        NC1HWC0 map), which other strided copies may interleave."""
+        n, gap = 1, 0
+        if self.strided and blocks > 1 and self.rng.random() < 0.7:
+            n = self.rng.choice([d for d in (2, 3, 4) if blocks % d == 0])
+            gap = self.rng.choice([1, 2, blocks // n, 3 * blocks // n])
+        run = blocks // n
+        hull = (n * run + (n - 1) * gap) * 16
+        if to_gm:
+            ub = self.ub_view(blocks * 16)
+            self.copy("copy_ub_to_gm", ub, self.gm_view(arg, hull), run, n, 0, gap)
+        else:
+            gm = self.gm_view(arg, hull)
+            self.copy("copy_gm_to_ub", gm, self.ub_view(blocks * 16), run, n, gap, 0)
 
     def vector(self) -> None:
         repeat = self.rng.randint(1, 2)
@@ -154,10 +173,9 @@ class Gen:
         blocks = self.rng.choice([1, 2, 4, 8])
         n = blocks * 16
         if r < 0.3:
-            self.copy("copy_gm_to_ub", self.gm_view("%in" if self.rng.random() < 0.6 else "%out", n),
-                      self.ub_view(n), blocks)
+            self.gm_copy(False, "%in" if self.rng.random() < 0.6 else "%out", blocks)
         elif r < 0.5:
-            self.copy("copy_ub_to_gm", self.ub_view(n), self.gm_view("%out", n), blocks)
+            self.gm_copy(True, "%out", blocks)
         elif r < 0.6:
             self.copy("copy_ub_to_ub", self.ub_view(n), self.ub_view(n), blocks)
         else:
@@ -184,12 +202,13 @@ class Gen:
 
 
 def random_program(seed: int, length: int = 12, ub_bytes: int = 8192, cube: bool | None = None,
-                   loop_rate: float = 0.15) -> str:
+                   loop_rate: float = 0.15, strided: bool = False) -> str:
     """Text of `func.func @k(%in, %out)`; ub buffers overlap at random planned
     offsets; `loop_rate`: how often a block's next element is a loop (higher:
-    more loops one after another, as npu-insert-sync's loop chains need)."""
+    more loops one after another, as npu-insert-sync's loop chains need);
+    `strided`: GM copies in bursts with gaps (`Gen.gm_copy`)."""
     rng = random.Random(seed)
-    g = Gen(rng, loop_rate=loop_rate)
+    g = Gen(rng, loop_rate=loop_rate, strided=strided)
     nbuf = rng.randint(2, 4)
     for i in range(nbuf):
         elems = rng.choice([256, 512, 1024])
