@@ -8,19 +8,15 @@ exactly as dialects/README.md defines them, on planned addresses
 
 Addresses inside loops are affine expressions of the enclosing `scf.for`
 induction variables when the index arithmetic is affine (constants,
-addi/subi/muli by a constant: `npu.analysis.index_values`); anything else falls back, conservatively, to
-the whole root allocation, or to the bytes of the `memref.view` the operand
-derives from (a tensor of a planned GM workspace) when its shift is known,
-narrowed to the hull of the offsets' interval where interval arithmetic
-bounds them (`npu.analysis.offset_intervals`: division and remainder by constants,
-min, max; a loop over one row of matmul tiles then stores only that row's
-bytes). Each range is the hull of the bytes the op touches
-(a strided access is widened to its first..last byte): conservative, never
-missing a dependence; except that a copy's GM side in bursts with gaps
-keeps them (`Range.period`), at a known start: a conv's band of an
-NC1HWC0 map is a burst per C1 block, and the hull of the last band's
-store covered the first rows of every block but the first, so the next
-conv's first band waited for the previous conv's last stores. The ranges' values and overlap tests are
+addi/subi/muli by a constant: `npu.analysis.index_values`); anything else
+falls back, conservatively, to the whole root allocation, or to the bytes of
+the `memref.view` the operand derives from (a tensor of a planned GM
+workspace) when its shift is known, narrowed to the offsets' interval where
+`npu.analysis.offset_intervals` bounds it. Each range is the hull of the
+bytes the op touches, never missing a dependence; but a copy's GM side in
+bursts, at a known start, keeps them (`Range.period`): the hull of a conv's
+last band store (a burst per C1 block) would cover the next conv's first
+band. The ranges' values and overlap tests are
 `npu.analysis.byte_ranges`; the accesses of a loop body's unrolled copies,
 derived from the original's, `npu.analysis.unrolled`.
 """
@@ -340,14 +336,9 @@ class AccessAnalysis(IndexAnalysis, AllocUses):
             dst_ln = ln // 2 if _converts(op) else ln
             src_len = ((n - 1) * (ln + sg) + ln) * blk if n > 0 else 0
             dst_len = ((n - 1) * (dst_ln + dg) + dst_ln) * blk if n > 0 else 0
-            src = self.range_of(op.operands[0], 0, src_len)
-            dst = self.range_of(op.operands[1], 0, dst_len)
-            # a GM side's bursts, where its start is known (not a hull)
-            if n > 1 and sg > 0 and src.space == "gm" and self.root_of(op.operands[0])[1] is not None:
-                src = replace(src, period=(ln + sg) * blk, run=ln * blk)
-            if n > 1 and dg > 0 and dst.space == "gm" and self.root_of(op.operands[1])[1] is not None:
-                dst = replace(dst, period=(dst_ln + dg) * blk, run=dst_ln * blk)
-            return OpAccess(op, PATH_PIPES[path], [src], [dst])
+            return OpAccess(op, PATH_PIPES[path],
+                            [self._bursts(op.operands[0], src_len, n, ln * blk, sg * blk)],
+                            [self._bursts(op.operands[1], dst_len, n, dst_ln * blk, dg * blk)])
         if short in ("load_l1_to_l0a", "load_l1_to_l0b"):
             frac = t.fractal_bytes(2)
             rep = int_attr(op, "repeat")
@@ -374,6 +365,12 @@ class AccessAnalysis(IndexAnalysis, AllocUses):
         if short in VECTOR_OPS:
             return self._vector_access(op, short)
         raise AccessError(f"unknown cce op '{name}': its memory accesses are not modelled", op)
+
+    def _bursts(self, operand: ir.Value, length: int, n: int, run: int, gap: int) -> Range:
+        """A copy side's range: its `n` bursts where it is in GM at a known start, else their hull."""
+        rng = self.range_of(operand, 0, length)
+        bursts = n > 1 and gap > 0 and rng.space == "gm" and self.root_of(operand)[1] is not None
+        return replace(rng, period=run + gap, run=run) if bursts else rng
 
     def _vector_access(self, op: ir.Operation, short: str) -> OpAccess:
         t = self.target
