@@ -13,8 +13,8 @@ from typing import Sequence
 
 import numpy as np
 
-from npu.ir import NUMPY_DTYPES, functions, make_context, memref_element, memref_shape, \
-    parse_module, symbol_name, view_root
+from npu.ir import NUMPY_DTYPES, arg_attrs, functions, int_attr, make_context, memref_element, \
+    memref_shape, parse_module, symbol_name, view_root
 from npu.target import Target, get_target
 
 # Machine epsilon (spacing of 1.0) of fp16: a correctly rounded result is
@@ -247,3 +247,29 @@ def l1_weights_of(loop, constants) -> set:
                     visit(inner.operation)
     visit(loop)
     return found
+
+
+def has_mad(op) -> bool:
+    """Does `op` hold a `cce.mad` (a matmul's loop, not the copies ahead of it)?"""
+    if op.name == "cce.mad":
+        return True
+    return any(has_mad(o.operation) for r in op.regions for b in r.blocks for o in b.operations)
+
+
+def kernel_tops(kernel) -> tuple[set, list]:
+    """A compiled kernel's host-constant arguments and its function's top-level ops."""
+    func = kernel.module.body.operations[0]
+    args = list(func.regions[0].blocks[0].arguments)
+    constants = {a for a in args if "npu.constant" in arg_attrs(func, a.arg_number)}
+    return constants, [o.operation for o in func.regions[0].blocks[0].operations]
+
+
+def unlooped_l1_copies(op, weights, bursts: bool = False) -> int:
+    """L1 copies of `weights` in `op` outside any loop (top level or in a guard):
+    how many, or with `bursts` how many bursts they move."""
+    if op.name == "cce.copy_gm_to_l1" and view_root(op.operands[0]) in weights:
+        return int_attr(op, "n_burst") if bursts else 1
+    if op.name == "scf.for":
+        return 0
+    return sum(unlooped_l1_copies(o.operation, weights, bursts) for r in op.regions
+               for b in r.blocks for o in b.operations)

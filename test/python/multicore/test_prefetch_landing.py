@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import compile_program, l1_weights_of
+from helpers import compile_program, has_mad, kernel_tops, l1_weights_of
 
 import npu
-from npu.ir import arg_attrs, functions, view_root
+from npu.ir import functions, view_root
 from npu.target import get_target
 
 F = 16
@@ -41,19 +41,13 @@ func.func @mm(%a: {_t(a, 'f16')}, %w: {_t(w, 'f16')} {{{const}}}, %c: {_t(c, 'f3
 """
 
 
-def _has_mad(op) -> bool:
-    if op.name == "cce.mad":
-        return True
-    return any(_has_mad(o.operation) for r in op.regions for b in r.blocks for o in b.operations)
-
-
 def test_a_matmul_loops_tail_counts_its_last_loads_landing() -> None:
     from npu.passes.prefetch.facts import FactsCache
 
     target = get_target("ascend910")
     module = compile_program(_matmul(), "npu-lower{cores=1}", target)
     tops = [o.operation for o in functions(module)[0].regions[0].blocks[0].operations]
-    loop = next(op for op in tops if op.name == "scf.for" and _has_mad(op))
+    loop = next(op for op in tops if op.name == "scf.for" and has_mad(op))
     facts = FactsCache(target)(loop)
     latency = target.path("gm_to_l1").latency
     assert facts.loads > 0 and facts.tail > 0
@@ -70,15 +64,12 @@ def test_the_next_layers_v_projection_loads_both_slots_in_ffn_outs_tail() -> Non
 
     kernel = npu.compile(bert_layer(128, 768, 12, 3072, layers=2), cores=32,
                          pipeline="builtin.module(npu-lower{emit=cce})")
-    func = kernel.module.body.operations[0]
-    args = list(func.regions[0].blocks[0].arguments)
-    constants = {a for a in args if "npu.constant" in arg_attrs(func, a.arg_number)}
-    tops = [o.operation for o in func.regions[0].blocks[0].operations]
+    constants, tops = kernel_tops(kernel)
 
     def loop_of(name: str) -> int:
         return next(k for k, op in enumerate(tops)
                     if op.name in ("scf.for", "scf.if") and f'"{name}"' in str(op.location)
-                    and _has_mad(op))
+                    and has_mad(op))
 
     ffn_out = loop_of("ffn_out")
     barrier = next(k for k in range(ffn_out, len(tops)) if tops[k].name == "cce.sync_all")

@@ -11,26 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import l1_weights_of
+from helpers import has_mad, kernel_tops, l1_weights_of, unlooped_l1_copies
 
 import npu
-from npu.ir import arg_attrs, view_root
-
-
-def _has_mad(op) -> bool:
-    if op.name == "cce.mad":
-        return True
-    return any(_has_mad(o.operation) for r in op.regions for b in r.blocks for o in b.operations)
-
-
-def _copies(op, weights) -> int:
-    """Top-level or guarded (not in a loop) L1 copies of `weights` in `op`."""
-    if op.name == "cce.copy_gm_to_l1" and view_root(op.operands[0]) in weights:
-        return 1
-    if op.name == "scf.for":
-        return 0
-    return sum(_copies(o.operation, weights) for r in op.regions for b in r.blocks
-               for o in b.operations)
 
 
 def _model() -> bytes:
@@ -44,18 +27,15 @@ def _early_copies(options: str) -> tuple[int, int]:
     phase (in ffn_out's) and before the projections' barrier."""
     emitted = npu.compile(_model(), cores=32,
                           pipeline=f"builtin.module(npu-lower{{emit=cce {options}}})")
-    func = emitted.module.body.operations[0]
-    args = list(func.regions[0].blocks[0].arguments)
-    constants = {a for a in args if "npu.constant" in arg_attrs(func, a.arg_number)}
-    tops = [o.operation for o in func.regions[0].blocks[0].operations]
+    constants, tops = kernel_tops(emitted)
     # layer 2's Q projection: the share guard holding its matmul loop
     at = next(k for k, op in enumerate(tops) if op.name == "scf.if"
-              and '"l1_q_proj"' in str(op.location) and _has_mad(op))
+              and '"l1_q_proj"' in str(op.location) and has_mad(op))
     weights = l1_weights_of(tops[at], constants)
     assert weights
     barriers = [k for k in range(at) if tops[k].name == "cce.sync_all"]
-    early = sum(_copies(tops[k], weights) for k in range(barriers[-2]))
-    ahead = sum(_copies(tops[k], weights) for k in range(barriers[-1]))
+    early = sum(unlooped_l1_copies(tops[k], weights) for k in range(barriers[-2]))
+    ahead = sum(unlooped_l1_copies(tops[k], weights) for k in range(barriers[-1]))
     return early, ahead
 
 

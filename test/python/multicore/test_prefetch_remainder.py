@@ -12,26 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import l1_weights_of
+from helpers import has_mad, kernel_tops, l1_weights_of, unlooped_l1_copies
 
 import npu
-from npu.ir import arg_attrs, view_root
-
-
-def _has_mad(op) -> bool:
-    if op.name == "cce.mad":
-        return True
-    return any(_has_mad(o.operation) for r in op.regions for b in r.blocks for o in b.operations)
-
-
-def _copies(op, weights) -> int:
-    """Top-level or guarded (not in a loop) L1 copies of `weights` in `op`."""
-    if op.name == "cce.copy_gm_to_l1" and view_root(op.operands[0]) in weights:
-        return 1
-    if op.name == "scf.for":
-        return 0
-    return sum(_copies(o.operation, weights) for r in op.regions for b in r.blocks
-               for o in b.operations)
 
 
 @pytest.mark.slow  # ~40 s: BERT-base seq 128 compiled and simulated twice on 32 cores
@@ -40,19 +23,16 @@ def test_ffn_outs_last_chunk_loads_phases_ahead_with_the_same_bits() -> None:
 
     model = bert_layer(128, 768, 12, 3072).SerializeToString()
     emitted = npu.compile(model, cores=32, pipeline="builtin.module(npu-lower{emit=cce})")
-    func = emitted.module.body.operations[0]
-    args = list(func.regions[0].blocks[0].arguments)
-    constants = {a for a in args if "npu.constant" in arg_attrs(func, a.arg_number)}
-    tops = [o.operation for o in func.regions[0].blocks[0].operations]
+    constants, tops = kernel_tops(emitted)
     loops = [k for k, op in enumerate(tops) if op.name == "scf.for"
-             and '"ffn_out"' in str(op.location) and _has_mad(op)]
+             and '"ffn_out"' in str(op.location) and has_mad(op)]
     assert len(loops) == 2, "ffn_out: the slots' loop and the remainder's"
     weights = l1_weights_of(tops[loops[1]], constants)
     assert weights
     barriers = [k for k in range(loops[0]) if tops[k].name == "cce.sync_all"]
     # its chunk's copies come before the barrier ahead of ln1 (the third
     # before ffn_out), i.e. in out_proj's phase or earlier
-    early = sum(_copies(tops[k], weights) for k in range(barriers[-3]))
+    early = sum(unlooped_l1_copies(tops[k], weights) for k in range(barriers[-3]))
     assert early >= 1
 
     x = np.random.default_rng(0).standard_normal((1, 128, 768)).astype(np.float32)
