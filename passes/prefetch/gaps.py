@@ -31,7 +31,7 @@ class IdleGaps:
 
     def _is_weight_copy(self, op: ir.Operation) -> bool:
         """A GM -> L1 copy of host-constant weights."""
-        return op.name == "cce.copy_gm_to_l1" and view_root(op.operands[0]) in self.constants
+        return op.name == "cce.copy_gm_to_l1" and self._is_constant_load(op)
 
     def _is_constant_load(self, op: ir.Operation) -> bool:
         """A top-level GM load of a host constant (weights into L1, a bias

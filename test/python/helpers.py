@@ -273,3 +273,14 @@ def unlooped_l1_copies(op, weights, bursts: bool = False) -> int:
         return 0
     return sum(unlooped_l1_copies(o.operation, weights, bursts) for r in op.regions
                for b in r.blocks for o in b.operations)
+
+
+def matmul_site(tops: list, constants: set, name: str, kind: str) -> tuple[int, set, list[int]]:
+    """The top-level op of kind `kind` (a loop or a share's guard) holding
+    matmul `name`'s mads: its index, the weights it copies into L1 and the
+    indices of the chip barriers before it."""
+    at = next(k for k, op in enumerate(tops) if op.name == kind
+              and f'"{name}"' in str(op.location) and has_mad(op))
+    weights = l1_weights_of(tops[at], constants)
+    assert weights, f"{name}: no weights copied into L1"
+    return at, weights, [k for k in range(at) if tops[k].name == "cce.sync_all"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import has_mad, kernel_tops, l1_weights_of, unlooped_l1_copies
+from helpers import kernel_tops, matmul_site, unlooped_l1_copies
 
 import npu
 
@@ -29,11 +29,7 @@ def _early_copies(options: str) -> tuple[int, int]:
                           pipeline=f"builtin.module(npu-lower{{emit=cce {options}}})")
     constants, tops = kernel_tops(emitted)
     # layer 2's Q projection: the share guard holding its matmul loop
-    at = next(k for k, op in enumerate(tops) if op.name == "scf.if"
-              and '"l1_q_proj"' in str(op.location) and has_mad(op))
-    weights = l1_weights_of(tops[at], constants)
-    assert weights
-    barriers = [k for k in range(at) if tops[k].name == "cce.sync_all"]
+    _, weights, barriers = matmul_site(tops, constants, "l1_q_proj", "scf.if")
     early = sum(unlooped_l1_copies(tops[k], weights) for k in range(barriers[-2]))
     ahead = sum(unlooped_l1_copies(tops[k], weights) for k in range(barriers[-1]))
     return early, ahead

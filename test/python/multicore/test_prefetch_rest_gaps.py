@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import has_mad, kernel_tops, l1_weights_of, unlooped_l1_copies
+from helpers import kernel_tops, matmul_site, unlooped_l1_copies
 
 import npu
 
@@ -25,16 +25,13 @@ def test_ffn_ins_rest_fills_the_attentions_tail_with_the_same_bits() -> None:
     model = bert_layer(128, 768, 12, 3072).SerializeToString()
     emitted = npu.compile(model, cores=32, pipeline="builtin.module(npu-lower{emit=cce})")
     constants, tops = kernel_tops(emitted)
-    loop = next(k for k, op in enumerate(tops) if op.name == "scf.for"
-                and '"ffn_in"' in str(op.location) and has_mad(op))
-    weights = l1_weights_of(tops[loop], constants)
-    assert weights
-    barriers = [k for k in range(loop) if tops[k].name == "cce.sync_all"]
+    _, weights, barriers = matmul_site(tops, constants, "ffn_in", "scf.for")
     # barriers ahead of ffn_in: after the input cast, the projections, the
     # attention, out_proj and ln1; the attention's phase lies between the
     # second and the third
     assert len(barriers) == 5
-    in_attention = sum(unlooped_l1_copies(tops[k], weights, bursts=True) for k in range(barriers[1] + 1, barriers[2]))
+    in_attention = sum(unlooped_l1_copies(tops[k], weights, bursts=True)
+                       for k in range(barriers[1] + 1, barriers[2]))
     assert in_attention >= 5, in_attention
 
     x = np.random.default_rng(0).standard_normal((1, 128, 768)).astype(np.float32)
