@@ -18,7 +18,7 @@ import sys
 import re
 from dataclasses import dataclass, field
 
-from npu.frontend import host_memory
+from npu.frontend import host_memory, torch_pipeline
 from npu.frontend.onnx_skeleton import infer_shapes, take_inferred
 from npu.frontend.onnx_weights import dense_context_cache, detach_weights
 
@@ -38,11 +38,6 @@ SUPPORTED_OPS = frozenset({
 
 # ONNX elem_type -> numpy dtype name for the types the NPU holds.
 ONNX_DTYPES = {1: "float32", 10: "float16", 6: "int32", 3: "int8", 9: "bool"}
-
-# torch-mlir's two documented pipelines from the torch-onnx dialect to linalg.
-TORCH_PIPELINE = ("builtin.module(torch-onnx-to-torch-backend-pipeline,"
-                  "torch-backend-to-linalg-on-tensors-backend-pipeline)")
-
 
 class ImportError_(ValueError):
     """One user-facing line: `<model>: error: node 'n' (Op): reason`."""
@@ -372,12 +367,7 @@ def _run_torch_mlir(owned: list, where: str, node_types: dict[str, str], inputs:
 
         handler = ctx.attach_diagnostic_handler(collect)
         try:
-            # Verified once at the end, not after each of the ~40 passes:
-            # 0.2 of BERT-12's 0.85 CPU s in torch-mlir, for the same IR.
-            manager = TorchPassManager.parse(TORCH_PIPELINE)
-            manager.enable_verifier(False)
-            manager.run(module)
-            module.verify()
+            torch_pipeline.lower_to_linalg(module, tir, TorchPassManager)
         except Exception as e:
             raise _error(where, _lowering_failure("\n".join([*diagnostics, str(e)]),
                                                   node_types)) from None
