@@ -38,7 +38,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="also run tests marked @pytest.mark.slow")
 
 
+def _slow_cases() -> list[str]:
+    """The node ids (or prefixes) of slow_cases.txt, relative to test/python."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "slow_cases.txt")
+    with open(path) as f:
+        return [line.strip() for line in f if line.strip() and not line.startswith("#")]
+
+
+def _mark_slow_cases(items: list[pytest.Item]) -> None:
+    """Marks the listed cases slow; a line whose file was collected but which
+    matches none of its tests is an error (a renamed test or parameter)."""
+    root = os.path.dirname(os.path.abspath(__file__))
+    ids = {item: os.path.relpath(str(item.path), root).replace(os.sep, "/") + "::"
+           + item.nodeid.split("::", 1)[1] for item in items}
+    files = {node.split("::")[0] for node in ids.values()}
+    for case in _slow_cases():
+        matched = [item for item, node in ids.items() if node.startswith(case)]
+        for item in matched:
+            item.add_marker(pytest.mark.slow)
+        if not matched and case.split("::")[0] in files:
+            raise pytest.UsageError(f"slow_cases.txt: '{case}' matches no test")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _mark_slow_cases(items)
     if config.getoption("--runslow"):
         # Every simulator-backed lowering test also runs at the hivm level
         # (helpers.simulate_levels); by default a sample per test file does.
