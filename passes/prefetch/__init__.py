@@ -75,7 +75,8 @@ holds their load and latency (`rows.py`).
 
 An odd last chunk (npu-double-buffer's one-trip remainder loop, its own
 buffer) goes into earlier phases' MTE2 tails once the slots are placed
-(`remainder.py`).
+(`remainder.py`), and so do a resident strip's parts that its gaps did
+not hold (`strip-phases`).
 
 A conv's resident weights get the same treatment (`conv.py`, `convs=true`):
 its first pieces, whole, after the previous op's last load (`conv_split.py`).
@@ -133,6 +134,9 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
                "slot left to the loop's first iteration in the MTE2 tails of up to this many "
                "earlier phases (between chip barriers; 0: not at all)", low=0,
                needs=(MANY_CORES,)),
+        Option("strip-phases", int, 2, "on several cores: a resident column strip's parts "
+               "after those its gaps hold in the MTE2 tails of up to this many earlier phases "
+               "(between chip barriers; 0: not at all)", low=0, needs=(MANY_CORES,)),
         Option("later-slots", bool, True, "on several cores: in a share's guard, a slot after "
                "whole ones most of which fits the idle time they leave (the rest in the first "
                "iteration)", needs=(MANY_CORES,)),

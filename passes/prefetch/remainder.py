@@ -154,6 +154,12 @@ class RemainderSlots:
                                         counted, collector, tops, at, live_from)
             if moved is not None:
                 parts, rests = parts + moved[0], moved[1]
+        elif self.strip_phases and c.resident and share is None and not rests \
+                and not self.chunks and 0 < placed < len(c.slots):
+            moved = self._strip_earlier(func, c, placed, parts, gaps, bound, counted, collector,
+                                        tops, at, live_from)
+            if moved is not None:
+                parts, rests, placed = parts + moved[0], moved[1], moved[2]
         elif self.later_slots and share is not None and not rests and not self.chunks \
                 and not c.resident and placed < len(c.slots):
             later = self._later_slot(c, placed, parts, gaps, counted, collector, at,
@@ -249,6 +255,55 @@ class RemainderSlots:
             if b < rest.end:
                 still.append(Part(at, rest.copy, b, rest.end))
         return (moved, still) if moved else None
+
+    def _strip_earlier(self, func: ir.Operation, c: Candidate, placed: int, parts: list[Part],
+                       gaps: list[tuple[int, float]], bound: int, counted: set[int], collector,
+                       tops: list[ir.Operation], at: int, live_from: dict[int, int]
+                       ) -> tuple[list[Part], list[Part], int] | None:
+        """A resident strip's parts after the `placed` ones (on every core:
+        its buffers are function-level), as whole bursts in the MTE2 tails of
+        up to `strip-phases` phases before its gaps, latest first, where L1
+        holds each part from there on: (the new parts, the bursts of the last
+        one left to the loop's first iteration, the slots placed), or None."""
+        back = self._phase_gaps(tops, min(k for k, _ in gaps), self.strip_phases)
+        if not back:
+            return None
+        first = min(k for k, _ in back)
+        need = dict(zip(range(first, at),
+                        collector.space_bounds_over(func, "l1", first, at, bound)))
+        for alloc, copies in c.slots[:placed]:
+            size = collector.space_size(alloc)[1]
+            live = min(live_from.get(p.gap, p.gap + 1) for p in parts if p.copy in copies)
+            for j in range(live, at):
+                if j not in counted:
+                    need[j] += size
+        capacity = self.target.capacity("l1")
+        left = dict(back)
+        moved: list[Part] = []
+        for alloc, copies in c.slots[placed:]:
+            copy = copies[0]
+            size = collector.space_size(alloc)[1]
+            n = int_attr(copy, "n_burst")
+            cycles = instruction_cycles(copy, self.target) / n
+            b, live = 0, at
+            for k, _ in back:
+                span = [j for j in range(k + 1, live) if j not in counted]
+                take = min(n - b, int(left[k] // cycles))
+                if take <= 0 or any(need[j] + size > capacity for j in span):
+                    continue
+                for j in span:
+                    need[j] += size
+                moved.append(Part(k, copy, b, b + take))
+                left[k] -= take * cycles
+                b, live = b + take, k + 1
+                if b == n:
+                    break
+            if b == 0:
+                break
+            placed += 1
+            if b < n:
+                return moved, [Part(at, copy, b, n)], placed
+        return (moved, [], placed) if moved else None
 
     @staticmethod
     def _remainder_gaps(extra: Remainder | None) -> set[int]:

@@ -93,6 +93,9 @@ def test_every_need_names_an_option_of_its_pass(flag):
     (PROGRAM, "npu-prefetch{rest-phases=1}",
      "npu-prefetch: rest-phases: does not apply: no split over cores (no function runs on "
      "several cores)"),
+    (PROGRAM, "npu-prefetch{strip-phases=1}",
+     "npu-prefetch: strip-phases: does not apply: no split over cores (no function runs on "
+     "several cores)"),
     (PROGRAM, "npu-lower-matmul{schedule=simple c-pieces=2}",
      "npu-lower-matmul: c-pieces: does not apply: it needs schedule=pipelined"),
     # an op's own option that is not the schedule does not meet it
@@ -117,6 +120,7 @@ def test_what_the_program_decides_is_refused_when_the_pass_runs(program, pipelin
 @pytest.mark.parametrize("program,pipeline", [
     (PROGRAM, "npu-prefetch{rest-phases=2 later-slots=true}"),  # at their defaults
     (PROGRAM, SPLIT + "npu-prefetch{rest-phases=1 remainder-phases=0 later-slots=false}"),
+    (PROGRAM, SPLIT + "npu-prefetch{strip-phases=0}"),
     (PROGRAM, "npu-lower-matmul{schedule=pipelined c-pieces=2 resident-a=false}"),
     # the op asks for the pipelined schedule itself: the pass's options apply to it
     (_program('schedule = "pipelined"'), "npu-lower-matmul{c-pieces=2}"),
