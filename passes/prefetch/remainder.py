@@ -13,6 +13,10 @@ third slot: its first-iteration copy goes into the idle time the slots
 left in the same gaps (the previous op's tail and the one before it),
 where L1 holds it from there to the remainder loop. Its copy in the loop
 runs only on a later iteration (there is none), as the slots' do.
+
+A resident strip's parts (npu-lower-matmul's column strips, outside a
+share's guard) after those its gaps held go the same way, as whole bursts
+into earlier phases' tails (`strip-phases`, `_strip_earlier`).
 """
 
 from __future__ import annotations
@@ -146,7 +150,8 @@ class RemainderSlots:
                         live_from: dict[int, int], runs: dict, share, need: dict[int, int]
                         ) -> tuple[list[Part], list[Part], Remainder | None, int]:
         """After the slots' own gaps: a partial slot's rest in earlier phases,
-        or a share's next slot mostly in what the gaps left (`_later_slot`),
+        a resident strip's later parts there (`_strip_earlier`), or a share's
+        next slot mostly in what the gaps left (`_later_slot`),
         then the remainder loop's chunk in earlier phases (parts, rests,
         remainder, the slots placed)."""
         if self.rest_phases and rests and share is None and not c.resident:
