@@ -155,11 +155,13 @@ class LowerPass(Pass):
 
     def _no_split(self, why: str, module: ir.Operation) -> None:
         """`split-cores-grids` and `split-cores-split-k` force a split, and
-        `split-cores-split-k-model` asks the split's model for one: refused
-        when the program is not split (on one core, as every split-cores
-        option is: `npu.passes.lower_applies`)."""
+        `split-cores-split-k-model` asks the split's model for one (or not):
+        set off their defaults, refused when the program is not split (on
+        one core, as every split-cores option is: `npu.passes.lower_applies`)."""
+        defaults = {o.name: o.default for o in self.options}
         for name in ("grids", "split-k", "split-k-model"):
-            if getattr(self, f"split_cores_{name.replace('-', '_')}"):
+            key = f"split-cores-{name}"
+            if getattr(self, key.replace("-", "_")) != defaults[key]:
                 raise PassError(f"npu-lower: split-cores-{name}: does not apply: no split over "
                                 f"cores ({why})", module)
 

@@ -136,12 +136,10 @@ class SplitCoresPass(Pass):
                "an error. A group whose linear epilogue only a fused row group reads gets its "
                "sums added by that row group (no phase of their own, `split_k_rows`)",
                needs=_SPLIT),
-        Option("split-k-model", bool, False, "split the reduction of a matmul epilogue group "
+        Option("split-k-model", bool, True, "split the reduction of a matmul epilogue group "
                "whose linear epilogue (bias adds, a defractalize to f32) only a fused row group "
                "reads, when the model says the phase saved beats the row group's added loads "
-               "(`split_k_model`; groups `split-k` names keep its split; off: the model does "
-               "not see npu-prefetch's loads in earlier phases, docs/multicore.md)",
-               needs=_SPLIT),
+               "(`split_k_model`; groups `split-k` names keep its split)", needs=_SPLIT),
     )
 
     def why_one_core(self, module: ir.Operation | None) -> str | None:
@@ -325,6 +323,23 @@ class SplitCoresPass(Pass):
             return Lookahead(gap, True)
         return Lookahead(gap, True, found.slot, found.slots, found.per_byte)
 
+    def _room_before(self, func: ir.Operation, op: ir.Operation, wanted: int) -> float:
+        """The MTE2 idle tail of the unit before matmul group `op` when `op`
+        waits for it, as the grid ranking gets it (`_lookahead`): that
+        unit's split over the cores asked for, with `op` after it."""
+        ops = [o.operation for o in func.regions[0].blocks[0].operations]
+        at = ops.index(op)
+        prev = next((k for k in range(at - 1, -1, -1)
+                     if not ops[k].name.startswith(INERT)), None)
+        if prev is None or not _roots(op) & _roots(ops[prev], True):
+            return 0.0
+        self.rules.lookahead = self._lookahead(ops[prev], ops[prev + 1:], [], [], wanted)
+        try:
+            found = split_of(self._split_at(ops[prev], wanted))
+        finally:
+            self.rules.lookahead = NONE
+        return found.tail if found is not None else 0.0
+
     def _split_at(self, op: ir.Operation, n: int) -> Split | tuple | None:
         """An ascend op's or a fused group's split over n cores, or None."""
         if op.name.startswith("ascend."):
@@ -359,7 +374,8 @@ class SplitCoresPass(Pass):
             raise PassError(f"npu-split-cores: split-k: {e}", func) from None
         self.reductions_used |= used
         if self.split_k_model:
-            said += split_k.apply_model(func, set(self.reductions), wanted, self.target)
+            said += split_k.apply_model(func, set(self.reductions), wanted, self.target,
+                                        lambda group: self._room_before(func, group, wanted))
         if said and self.remarks:
             self.remark(func, "npu-split-cores: " + "; ".join(said))
 

@@ -29,6 +29,8 @@ differ with the core count: docs/multicore.md, "Bits").
 
 from __future__ import annotations
 
+from typing import Callable
+
 from mlir import ir
 
 from npu import ir as nir
@@ -37,6 +39,7 @@ from npu.costmodel.fusion.precision import HEAD_ATTR
 
 from . import split_k_model, split_k_rows
 from .groups import epilogue_matmuls
+from .prefetched import is_host_constant
 
 CUBE_OPS = ("ascend.matmul", "ascend.batch_matmul", "ascend.conv2d")
 COMPUTE_KEY = "compute"  # npu.epilogue's precision (`precision.COMPUTE_F16`)
@@ -91,10 +94,12 @@ def apply_all(func: ir.Operation, wanted: dict, fractal: int) -> tuple[set, list
     return used, said
 
 
-def apply_model(func: ir.Operation, named: set, cores: int, target) -> list[str]:
+def apply_model(func: ir.Operation, named: set, cores: int, target,
+                room_before: Callable[[ir.Operation], float]) -> list[str]:
     """Split the reduction of every matmul epilogue group of `func` not in
     `named` whose sums its row-group reader can add (`split_k_rows`), into
-    the equal runs `split_k_model` chooses; a remark line per group split."""
+    the equal runs `split_k_model` chooses (`room_before(group)`: the MTE2
+    idle cycles the unit before leaves it); a remark line per group split."""
     said: list[str] = []
     f = target.fractal
     tops = [o.operation for o in func.regions[0].blocks[0].operations]
@@ -112,7 +117,8 @@ def apply_model(func: ir.Operation, named: set, cores: int, target) -> list[str]
             continue
         in_bytes = nir.element_bytes(nir.memref_element(matmul.operands[0].type))
         out_bytes = nir.element_bytes(nir.memref_element(matmul.operands[2].type))
-        choice = split_k_model.choose(*dims, cores, in_bytes, out_bytes, target)
+        room = room_before(group) if is_host_constant(matmul.operands[1]) else 0.0
+        choice = split_k_model.choose(*dims, cores, in_bytes, out_bytes, target, room)
         if choice is None or choice.parts == 1:
             continue
         run = a[0] // choice.parts

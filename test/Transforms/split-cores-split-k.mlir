@@ -3,8 +3,8 @@
 // RUN: not npu-opt %s --split-input-file --npu-split-cores="cores=4 min-bytes=0 estimate=false split-k=128x256x64:3x1" 2>&1 | FileCheck %s --check-prefix=NONE
 // RUN: not npu-opt %s --split-input-file --npu-split-cores="cores=1 split-k=128x160x64:3x1" 2>&1 | FileCheck %s --check-prefix=ONE-CORE
 // RUN: not npu-opt %s --split-input-file --pass-pipeline="builtin.module(npu-lower{cores=1 split-cores-split-k=128x160x64:3x1})" 2>&1 | FileCheck %s --check-prefix=LOWER-ONE-CORE
-// RUN: not npu-opt %s --split-input-file --npu-split-cores="cores=1 split-k-model=true" 2>&1 | FileCheck %s --check-prefix=ONE-CORE-MODEL
-// RUN: not npu-opt %s --split-input-file --pass-pipeline="builtin.module(npu-lower{cores=1 split-cores-split-k-model=true})" 2>&1 | FileCheck %s --check-prefix=LOWER-ONE-CORE-MODEL
+// RUN: not npu-opt %s --split-input-file --npu-split-cores="cores=1 split-k-model=false" 2>&1 | FileCheck %s --check-prefix=ONE-CORE-MODEL
+// RUN: not npu-opt %s --split-input-file --pass-pipeline="builtin.module(npu-lower{cores=1 split-cores-split-k-model=false})" 2>&1 | FileCheck %s --check-prefix=LOWER-ONE-CORE-MODEL
 
 // `split-k` splits a matmul epilogue group's reduction (N = 160: 10 blocks
 // of 16): 3 partial matmuls over 48 each write f32 sums to GM workspace

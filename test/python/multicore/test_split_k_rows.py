@@ -16,7 +16,9 @@ from onnx import TensorProto, helper, numpy_helper
 import npu
 from npu import diagnostics
 from npu.ir import is_memref, make_context, parse_module
+from npu.passes.split_cores import split_k_model
 from npu.simulator import SimulationError, simulate
+from npu.target import get_target
 
 
 def _model(rows: int, depth: int, cols: int, then: bool = False) -> onnx.ModelProto:
@@ -110,7 +112,7 @@ def test_the_barrier_before_the_row_group_is_needed() -> None:
 
 
 FFN_OUT = (128, 3072, 768)  # BERT seq 128's ffn_out
-MODEL = "split-cores-split-k-model=true"  # off by default
+MODEL = "split-cores-split-k-model=true"  # the default, said
 
 
 @pytest.mark.slow
@@ -137,3 +139,19 @@ def test_the_model_leaves_a_small_or_cube_bound_reduction_whole() -> None:
     for shape in ((128, 768, 3072), (64, 256, 256)):
         _, remarks = _compile(_model(*shape), 32, MODEL)
         assert not any("reduction split" in r for r in remarks), (shape, remarks)
+
+
+def test_the_model_counts_weights_loaded_before_the_barrier() -> None:
+    # BERT's ffn_out on 32 cores, ffn_in's tail before it (4,224 idle MTE2
+    # cycles, its split's): at seq 128 the unsplit 16x2 grid's 295 KB of
+    # weights a core (three chunks) all load before the barrier (two slots
+    # there, the odd last one in earlier phases), so its phase reads A
+    # alone and the split does not pay; with no room before it, it does; at
+    # seq 512 (six chunks a core) only two slots do, and the split pays
+    t = get_target("ascend910")
+    assert split_k_model.choose(128, 3072, 768, 32, 2, 4, t, 4224.0).parts == 1
+    assert split_k_model.choose(128, 3072, 768, 32, 2, 4, t, 0.0).parts == 4
+    assert split_k_model.choose(512, 3072, 768, 32, 2, 4, t, 4224.0).parts == 4
+    assert split_k_model.weights_early(64, 3072, 48, 2, 4, 4224.0, t)
+    assert not split_k_model.weights_early(64, 3072, 48, 2, 4, 1000.0, t)
+    assert not split_k_model.weights_early(128, 3072, 96, 2, 4, 4224.0, t)

@@ -40,7 +40,7 @@ def _program(options: str) -> str:
                                                "(cores=1)"),
     ("npu-split-cores", "cores=1 grids=128x64x64:2x2", "grids: does not apply: no split over "
                                                        "cores (cores=1)"),
-    ("npu-split-cores", "cores=1 split-k-model=true", "split-k-model: does not apply: no split "
+    ("npu-split-cores", "cores=1 split-k-model=false", "split-k-model: does not apply: no split "
                                                       "over cores (cores=1)"),
     ("npu-fuse", "epilogues=false conv-f16-copies=false", "conv-f16-copies: does not apply: it "
                                                           "needs epilogues=true"),
