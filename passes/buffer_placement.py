@@ -27,6 +27,14 @@ from npu.memory_planning import Plan
 # 128 on 8 cores; the other rows in docs/multicore.md).
 GUARD_RELEASE = True
 
+# Count a buffer's hand-over to a buffer of a later kernel from the end of its
+# own kernel (`Buffer.kernel_end`), not from its last access: inside a kernel
+# the pipes that read L1 and L0 (MTE1, M) run behind the loads (MTE2), so the
+# last reads of a buffer freed early in program order still run near the
+# kernel's end in time, and the next kernel's first loads into those bytes
+# would wait for them. False only to measure what that gains.
+KERNEL_RELEASE = True
+
 
 @dataclass
 class Buffer:
@@ -48,6 +56,9 @@ class Buffer:
     # guard's last work on the pipe, however early the buffer's own last
     # access (-1: none).
     release: int = -1
+    # The last position of the kernel it belongs to (the top-level ops of its
+    # source op; -1: unknown): see `handed_over_to` (`npu.passes.buffer_kernels`).
+    kernel_end: int = -1
 
     @property
     def handed_over(self) -> int:
@@ -55,6 +66,21 @@ class Buffer:
         waiting on another pipe's later work: its end, or its guard's
         (`release`); inside the guard, its end counts."""
         return max(self.end, self.release) if GUARD_RELEASE else self.end
+
+    @property
+    def kernel_release(self) -> int | None:
+        """Its kernel's end where that is past `handed_over` (`KERNEL_RELEASE`), else None."""
+        return self.kernel_end if KERNEL_RELEASE and self.kernel_end > self.handed_over else None
+
+    def handed_over_to(self, start: int) -> int:
+        """Where a next user of its bytes starting at `start` counts the
+        hand-over from: its kernel's end when `start` is past it
+        (`kernel_release`), else `handed_over` when `start` is past that,
+        else its end."""
+        kernel = self.kernel_release
+        if kernel is not None and start > kernel:
+            return kernel
+        return self.handed_over if start > self.handed_over else self.end
 
     @property
     def name(self) -> str:
@@ -87,7 +113,7 @@ def conflicts(a: Buffer, b: Buffer, window: int | None) -> bool:
     if window == 0:
         return False
     first, second = (a, b) if a.end < b.start else (b, a)
-    handed = first.handed_over if second.start > first.handed_over else first.end
+    handed = first.handed_over_to(second.start)
     if window is not None and second.start - handed > window:
         return False
     return (first.last_pipe is not None and second.first_pipe is not None
@@ -103,12 +129,15 @@ class _Lifetimes:
         self.start = np.array([b.start for b in buffers], np.int64)
         self.end = np.array([b.end for b in buffers], np.int64)
         self.release = np.array([b.handed_over for b in buffers], np.int64)
+        self.kernel = np.array([_UNLIMITED if b.kernel_release is None else b.kernel_release
+                                for b in buffers], np.int64)
         self.last = np.array([-1 if b.last_pipe is None
                               else codes.setdefault(b.last_pipe, len(codes)) for b in buffers], np.int64)
         self.first = np.array([-1 if b.first_pipe is None
                                else codes.setdefault(b.first_pipe, len(codes)) for b in buffers], np.int64)
 
-    def conflicts(self, rows: np.ndarray, window: int | None | np.ndarray) -> np.ndarray:
+    def conflicts(self, rows: np.ndarray, window: int | None | np.ndarray,
+                  kernels: np.ndarray | None = None) -> np.ndarray:
         """[len(rows), n]: does buffer rows[k] conflict with buffer j? Pair
         (i, j), i < j, is tested as `conflicts(buffers[i], buffers[j])`.
         Of two lifetimes that do not overlap, the one that ends first is
@@ -118,7 +147,9 @@ class _Lifetimes:
         columns into list order (those swaps were ten of the matrices this
         built, 0.37 CPU s of BERT-12's compile on 32 cores).
         `window` may also be one per buffer (`_UNLIMITED` for None): a pair
-        then takes the smaller of its two (see `place_relaxed`)."""
+        then takes the smaller of its two (see `place_relaxed`); `kernels`,
+        one per buffer, whether it counts hand-overs from its kernel's end
+        (a pair does when both do; None: all do)."""
         a_start, a_end = self.start[rows, None], self.end[rows, None]
         b_start, b_end = self.start[None, :], self.end[None, :]
         a_before = a_end < b_start
@@ -129,8 +160,14 @@ class _Lifetimes:
             a_before &= ~(both & (np.arange(self.n)[None, :] < rows[:, None]))
         # (a later buffer inside the same guard: its own end)
         a_rel, b_rel = self.release[rows, None], self.release[None, :]
-        gap = np.where(a_before, b_start - np.where(b_start > a_rel, a_rel, a_end),
-                       a_start - np.where(a_start > b_rel, b_rel, b_end))
+        a_op, b_op = self.kernel[rows, None], self.kernel[None, :]
+        if kernels is not None:
+            both_kernel = kernels[rows, None] & kernels[None, :]
+            a_op = np.where(both_kernel, a_op, _UNLIMITED)
+            b_op = np.where(both_kernel, b_op, _UNLIMITED)
+        a_handed = np.where(b_start > a_op, a_op, np.where(b_start > a_rel, a_rel, a_end))
+        b_handed = np.where(a_start > b_op, b_op, np.where(a_start > b_rel, b_rel, b_end))
+        gap = np.where(a_before, b_start - a_handed, a_start - b_handed)
         earlier_last = np.where(a_before, self.last[rows, None], self.last[None, :])
         later_first = np.where(a_before, self.first[None, :], self.first[rows, None])
         hand_over = (earlier_last >= 0) & (later_first >= 0) & (earlier_last != later_first)
@@ -144,7 +181,7 @@ class _Lifetimes:
 
 
 def conflict_graph(buffers: list[Buffer], window: int | None | np.ndarray,
-                   rows: int = 512) -> list[set[int]]:
+                   rows: int = 512, kernels: np.ndarray | None = None) -> list[set[int]]:
     """`planner.conflict_graph(buffers, conflicts(., ., window))`, every pair
     tested at once with numpy (a few rows at a time to bound the memory):
     testing pair by pair in Python was most of the pass on a large model.
@@ -152,7 +189,7 @@ def conflict_graph(buffers: list[Buffer], window: int | None | np.ndarray,
     lifetimes = _Lifetimes(buffers)
     adj: list[set[int]] = []
     for r0 in range(0, lifetimes.n, rows):
-        conflict = lifetimes.conflicts(np.arange(r0, min(lifetimes.n, r0 + rows)), window)
+        conflict = lifetimes.conflicts(np.arange(r0, min(lifetimes.n, r0 + rows)), window, kernels)
         adj += [set(np.flatnonzero(row).tolist()) for row in conflict]
     return adj
 
@@ -163,12 +200,13 @@ def _window_array(levels: np.ndarray) -> np.ndarray:
     return table[levels]
 
 
-def _exceeding_clique(lifetimes: "_Lifetimes", sizes: np.ndarray, windows: np.ndarray,
+def _exceeding_clique(lifetimes: "_Lifetimes", sizes: np.ndarray, levels: np.ndarray,
                       capacity: int) -> list[int] | None:
     """A clique of pairwise conflicting buffers (grown greedily, largest
     first) whose sizes sum past `capacity`, or None: no placement under
     these windows can fit such a clique."""
     candidates = np.ones(lifetimes.n, bool)
+    windows, kernels = _window_array(levels), np.zeros(lifetimes.n, bool)
     total, clique = 0, []
     for i in np.argsort(-sizes, kind="stable"):
         if candidates[i]:
@@ -176,7 +214,7 @@ def _exceeding_clique(lifetimes: "_Lifetimes", sizes: np.ndarray, windows: np.nd
             clique.append(int(i))
             if total > capacity:
                 return clique
-            candidates &= lifetimes.conflicts(np.array([i]), windows)[0]
+            candidates &= lifetimes.conflicts(np.array([i]), windows, kernels)[0]
     return None
 
 
@@ -192,7 +230,7 @@ def start_levels(buffers: list[Buffer], capacity: int) -> np.ndarray:
     levels = np.zeros(len(buffers), np.int64)
     last = len(WINDOWS) - 1
     while True:
-        clique = _exceeding_clique(lifetimes, sizes, _window_array(levels), capacity)
+        clique = _exceeding_clique(lifetimes, sizes, levels, capacity)
         members = [i for i in clique or () if levels[i] < last]
         if not members:
             return levels  # fits, or overflows on plain lifetimes (`place` finds out)
@@ -240,12 +278,14 @@ def place_relaxed(buffers: list[Buffer], capacity: int, algorithm: str,
     levels = start_levels(buffers, capacity)
     last = len(WINDOWS) - 1
     local = 0
+    off = np.zeros(len(buffers), bool)
     while True:
-        windows = _window_array(levels)
         adj = (planner.overlap_graph(buffers) if not levels.size or levels.min() == last
-               else conflict_graph(buffers, windows))
+               else conflict_graph(buffers, _window_array(levels), kernels=off))
         plan = planner.place(buffers, adj, algorithm)
         if plan.peak <= capacity or not levels.size or levels.min() == last:
+            if plan.peak <= capacity and levels.size and levels.min() < last:
+                plan = _kernel_plan(buffers, capacity, algorithm, levels, rounds) or plan
             return RelaxedPlan(plan, [WINDOWS[k] for k in levels])
         over = [i for i, b in enumerate(buffers) if plan.offsets[i] + b.size > capacity]
         touched = sorted({j for i in over for j in adj[i]} | set(over))
@@ -256,6 +296,35 @@ def place_relaxed(buffers: list[Buffer], capacity: int, algorithm: str,
         else:
             local = 0
             levels = np.minimum(last, levels + 1)
+
+
+def _kernel_plan(buffers: list[Buffer], capacity: int, algorithm: str, levels: np.ndarray,
+                 rounds: int) -> Plan | None:
+    """`place_relaxed`'s plan refined at its windows (`levels`): hand-overs to
+    a later kernel also count from the earlier buffer's kernel's end
+    (`KERNEL_RELEASE`), except for the buffers placed past `capacity` and
+    those they conflict with, up to `rounds` times; None when that does not
+    fit (the windows are never given up for it).
+
+    Why: ResNet-50 on one core: layer2.1 conv3's first loads reused the L1
+    of conv2's band chunks, freed 900-1,600 positions earlier in program
+    order but read by MTE1 until conv2's end in time, and conv3's MTE2
+    waited 13.6k cycles for them."""
+    if not KERNEL_RELEASE or all(b.kernel_release is None for b in buffers):
+        return None
+    kernels = np.ones(len(buffers), bool)
+    windows = _window_array(levels)
+    for _ in range(rounds):
+        adj = conflict_graph(buffers, windows, kernels=kernels)
+        plan = planner.place(buffers, adj, algorithm)
+        if plan.peak <= capacity:
+            return plan
+        over = [i for i, b in enumerate(buffers) if plan.offsets[i] + b.size > capacity]
+        touched = [j for j in {j for i in over for j in adj[i]} | set(over) if kernels[j]]
+        if not touched:
+            return None
+        kernels[touched] = False
+    return None
 
 
 __all__ = ["Buffer", "RelaxedPlan", "WINDOWS", "conflict_graph", "conflicts", "place",

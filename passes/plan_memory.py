@@ -45,6 +45,7 @@ from npu.analysis.access import OFFSET_ATTR
 from npu.ir import functions, i64_attr
 from npu.memory_planning import ALGORITHMS, Plan, lower_bound
 from npu.passes.base import Option, Pass, PassError
+from npu.passes.buffer_kernels import mark_kernel_ends
 from npu.passes.buffer_lifetimes import BufferCollector, collect_buffers, collector_for
 from npu.passes.buffer_placement import Buffer, place, place_relaxed  # noqa: F401
 from npu.target import ON_CHIP_BUFFERS, Target
@@ -79,7 +80,9 @@ def plan_function(func_op: ir.Operation, target: Target, algorithm: str = "auto"
                   ) -> dict[str, SpacePlan]:
     """Plan every on-chip buffer of `func_op`; with `apply`, write `npu.offset`s.
     `collector`: one that follows `func_op` as it is now (see `PlanMemoryPass.collectors`)."""
-    buffers = (collector or BufferCollector(target)).collect(func_op)
+    collector = collector or BufferCollector(target)
+    buffers = collector.collect(func_op)
+    mark_kernel_ends(buffers, func_op, collector.top_spans(func_op))
     result: dict[str, SpacePlan] = {}
     for space in ON_CHIP_BUFFERS:
         group = [b for b in buffers if b.space == space]

@@ -84,3 +84,32 @@ def test_relaxed_windows_step_through_128_positions():
     assert relaxed.plan.peak <= 1000
     assert relaxed.windows[:2] == [128, 128]
     assert offsets[0] + a.size <= offsets[1] or offsets[1] + b.size <= offsets[0]
+
+
+def test_next_kernel_keeps_clear_of_the_previous_kernels_reads():
+    """A buffer of a later kernel does not take the bytes of an earlier
+    kernel's buffer handed from MTE1 to MTE2 within a window of the earlier
+    kernel's end (`Buffer.kernel_end`), however early that buffer's last
+    access is in program order (MTE1 reads it near the kernel's end in
+    time), where the bytes allow; where they do not, the plan still fits
+    and shares them. Without a kernel end, the hand-over counts from the
+    buffer's end as before."""
+    from npu.passes.buffer_placement import Buffer, place_relaxed
+
+    def group(kernel_end):
+        a = Buffer(None, "l1", 400, 0, 10, "MTE2", "MTE1", kernel_end=kernel_end)  # early band
+        w = Buffer(None, "l1", 200, 0, 300, "MTE2", "MTE1", kernel_end=kernel_end)  # weights
+        b = Buffer(None, "l1", 400, 310, 400, "MTE2", "MTE1", kernel_end=800)  # next kernel's
+        c = Buffer(None, "l1", 400, 700, 800, "MTE2", "MTE1", kernel_end=800)  # its later band
+        return [a, w, b, c]
+
+    def shared(plan, i, j, bufs):
+        return not (plan.offsets[i] + bufs[i].size <= plan.offsets[j]
+                    or plan.offsets[j] + bufs[j].size <= plan.offsets[i])
+
+    for kernel_end, capacity, apart in ((300, 1000, True), (-1, 1000, False), (300, 600, False)):
+        bufs = group(kernel_end)
+        relaxed = place_relaxed(bufs, capacity, "auto")
+        assert relaxed.plan.peak <= capacity
+        assert relaxed.windows[0] == relaxed.windows[2] == 256  # a, b: 300 positions apart
+        assert shared(relaxed.plan, 0, 2, bufs) != apart
