@@ -17,10 +17,12 @@ from mlir import ir
 from npu.passes.buffer_placement import Buffer
 
 
-def kernel_ends(func_op: ir.Operation, spans: list[tuple[int, int]]) -> dict[str, int]:
-    """Location text -> last position of the top-level ops carrying it;
+def kernel_ends(func_op: ir.Operation, spans: list[tuple[int, int]]
+                ) -> tuple[dict[str, int], dict[str, int]]:
+    """Location text -> first, and last, position of the top-level ops carrying it;
     `spans`: the [first, last] positions of the function's top-level ops."""
     ends: dict[str, int] = {}
+    starts: dict[str, int] = {}
     ops = [child.operation for child in func_op.regions[0].blocks[0].operations]
     run = None  # the location of the current run (compared, not printed, per op)
     for k, op in enumerate(ops):
@@ -29,7 +31,8 @@ def kernel_ends(func_op: ir.Operation, spans: list[tuple[int, int]]) -> dict[str
             run = loc
             key = str(loc)
         ends[key] = spans[k][1]  # the ops come in order: the last wins
-    return ends
+        starts.setdefault(key, spans[k][0])
+    return starts, ends
 
 
 SPACES = ("l1", "l0a", "l0b", "l0c", "ub")
@@ -38,10 +41,11 @@ SPACES = ("l1", "l0a", "l0b", "l0c", "ub")
 def mark_kernel_ends(buffers: list[Buffer], func_op: ir.Operation,
                      spans: list[tuple[int, int]]) -> None:
     """Set `kernel_end` of every buffer from its alloc's location."""
-    ends = kernel_ends(func_op, spans)
+    starts, ends = kernel_ends(func_op, spans)
     for b in buffers:
         if b.space in SPACES:
-            b.kernel_end = ends.get(str(b.op.location), -1)
+            key = str(b.op.location)
+            b.kernel_start, b.kernel_end = starts.get(key, -1), ends.get(key, -1)
 
 
 __all__ = ["kernel_ends", "mark_kernel_ends"]

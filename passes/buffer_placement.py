@@ -27,13 +27,17 @@ from npu.memory_planning import Plan
 # 128 on 8 cores; the other rows in docs/multicore.md).
 GUARD_RELEASE = True
 
-# Count a buffer's hand-over to a buffer of a later kernel from the end of its
-# own kernel (`Buffer.kernel_end`), not from its last access: inside a kernel
-# the pipes that read L1 and L0 (MTE1, M) run behind the loads (MTE2), so the
-# last reads of a buffer freed early in program order still run near the
-# kernel's end in time, and the next kernel's first loads into those bytes
-# would wait for them. False only to measure what that gains.
+# A buffer's hand-over to a buffer of a later kernel spans from the end of its
+# own kernel to the start of the later one (`Buffer.kernel_end`,
+# `kernel_start`), not between the two accesses: inside a kernel the pipes
+# that read L1, L0 and UB late (MTE1, M, V) run behind its loads (MTE2), which
+# run ahead into the next kernel, so in time the previous kernel's last reads
+# of a buffer freed early in program order meet the next kernel's loads into
+# those bytes, which would wait for them. Applied where the bytes allow only
+# (`_kernel_plan`, up to KERNEL_ROUNDS placements). False only to measure
+# what that gains.
 KERNEL_RELEASE = True
+KERNEL_ROUNDS = 32
 
 
 @dataclass
@@ -56,8 +60,10 @@ class Buffer:
     # guard's last work on the pipe, however early the buffer's own last
     # access (-1: none).
     release: int = -1
-    # The last position of the kernel it belongs to (the top-level ops of its
-    # source op; -1: unknown): see `handed_over_to` (`npu.passes.buffer_kernels`).
+    # The first and last position of the kernel it belongs to (the top-level
+    # ops of its source op; -1: unknown): see KERNEL_RELEASE
+    # (`npu.passes.buffer_kernels`).
+    kernel_start: int = -1
     kernel_end: int = -1
 
     @property
@@ -71,16 +77,6 @@ class Buffer:
     def kernel_release(self) -> int | None:
         """Its kernel's end where that is past `handed_over` (`KERNEL_RELEASE`), else None."""
         return self.kernel_end if KERNEL_RELEASE and self.kernel_end > self.handed_over else None
-
-    def handed_over_to(self, start: int) -> int:
-        """Where a next user of its bytes starting at `start` counts the
-        hand-over from: its kernel's end when `start` is past it
-        (`kernel_release`), else `handed_over` when `start` is past that,
-        else its end."""
-        kernel = self.kernel_release
-        if kernel is not None and start > kernel:
-            return kernel
-        return self.handed_over if start > self.handed_over else self.end
 
     @property
     def name(self) -> str:
@@ -107,17 +103,29 @@ def conflicts(a: Buffer, b: Buffer, window: int | None) -> bool:
     """May a and b not share bytes? Overlapping lifetimes never may; with a
     window, neither may buffers whose reuse would make a pipe wait for
     another (last access of the first and first access of the second on
-    different pipes) when they are less than `window` positions apart."""
+    different pipes) when they are less than `window` positions apart (from
+    the first's kernel's end to the second's kernel's start when the second
+    is past the first's kernel: KERNEL_RELEASE)."""
     if a.overlaps(b):
         return True
     if window == 0:
         return False
     first, second = (a, b) if a.end < b.start else (b, a)
-    handed = first.handed_over_to(second.start)
-    if window is not None and second.start - handed > window:
+    handed = first.handed_over if second.start > first.handed_over else first.end
+    if first.kernel_release is not None and second.start > first.kernel_release:
+        gap = _kernel_gap(first, second)  # a later kernel's buffer
+    else:
+        gap = second.start - handed
+    if window is not None and gap > window:
         return False
     return (first.last_pipe is not None and second.first_pipe is not None
             and first.last_pipe != second.first_pipe)
+
+
+def _kernel_gap(first: Buffer, second: Buffer) -> int:
+    """Positions from the end of `first`'s kernel to the start of `second`'s."""
+    start = second.kernel_start if second.kernel_start >= 0 else second.start
+    return start - first.kernel_release
 
 
 class _Lifetimes:
@@ -131,6 +139,8 @@ class _Lifetimes:
         self.release = np.array([b.handed_over for b in buffers], np.int64)
         self.kernel = np.array([_UNLIMITED if b.kernel_release is None else b.kernel_release
                                 for b in buffers], np.int64)
+        self.kernel_start = np.array([b.kernel_start if b.kernel_start >= 0 else b.start
+                                      for b in buffers], np.int64)
         self.last = np.array([-1 if b.last_pipe is None
                               else codes.setdefault(b.last_pipe, len(codes)) for b in buffers], np.int64)
         self.first = np.array([-1 if b.first_pipe is None
@@ -148,8 +158,9 @@ class _Lifetimes:
         built, 0.37 CPU s of BERT-12's compile on 32 cores).
         `window` may also be one per buffer (`_UNLIMITED` for None): a pair
         then takes the smaller of its two (see `place_relaxed`); `kernels`,
-        one per buffer, whether it counts hand-overs from its kernel's end
-        (a pair does when both do; None: all do)."""
+        one per buffer, whether its hand-overs to a later kernel count
+        between the kernels (KERNEL_RELEASE; a pair's do when both buffers'
+        do; None: all do)."""
         a_start, a_end = self.start[rows, None], self.end[rows, None]
         b_start, b_end = self.start[None, :], self.end[None, :]
         a_before = a_end < b_start
@@ -165,9 +176,12 @@ class _Lifetimes:
             both_kernel = kernels[rows, None] & kernels[None, :]
             a_op = np.where(both_kernel, a_op, _UNLIMITED)
             b_op = np.where(both_kernel, b_op, _UNLIMITED)
-        a_handed = np.where(b_start > a_op, a_op, np.where(b_start > a_rel, a_rel, a_end))
-        b_handed = np.where(a_start > b_op, b_op, np.where(a_start > b_rel, b_rel, b_end))
-        gap = np.where(a_before, b_start - a_handed, a_start - b_handed)
+        a_ks, b_ks = self.kernel_start[rows, None], self.kernel_start[None, :]
+        gap = np.where(a_before,
+                       np.where(b_start > a_op, b_ks - a_op,
+                                b_start - np.where(b_start > a_rel, a_rel, a_end)),
+                       np.where(a_start > b_op, a_ks - b_op,
+                                a_start - np.where(a_start > b_rel, b_rel, b_end)))
         earlier_last = np.where(a_before, self.last[rows, None], self.last[None, :])
         later_first = np.where(a_before, self.first[None, :], self.first[rows, None])
         hand_over = (earlier_last >= 0) & (later_first >= 0) & (earlier_last != later_first)
@@ -285,7 +299,7 @@ def place_relaxed(buffers: list[Buffer], capacity: int, algorithm: str,
         plan = planner.place(buffers, adj, algorithm)
         if plan.peak <= capacity or not levels.size or levels.min() == last:
             if plan.peak <= capacity and levels.size and levels.min() < last:
-                plan = _kernel_plan(buffers, capacity, algorithm, levels, rounds) or plan
+                plan = _kernel_plan(buffers, capacity, algorithm, levels) or plan
             return RelaxedPlan(plan, [WINDOWS[k] for k in levels])
         over = [i for i, b in enumerate(buffers) if plan.offsets[i] + b.size > capacity]
         touched = sorted({j for i in over for j in adj[i]} | set(over))
@@ -298,29 +312,32 @@ def place_relaxed(buffers: list[Buffer], capacity: int, algorithm: str,
             levels = np.minimum(last, levels + 1)
 
 
-def _kernel_plan(buffers: list[Buffer], capacity: int, algorithm: str, levels: np.ndarray,
-                 rounds: int) -> Plan | None:
+def _kernel_plan(buffers: list[Buffer], capacity: int, algorithm: str,
+                 levels: np.ndarray) -> Plan | None:
     """`place_relaxed`'s plan refined at its windows (`levels`): hand-overs to
-    a later kernel also count from the earlier buffer's kernel's end
-    (`KERNEL_RELEASE`), except for the buffers placed past `capacity` and
-    those they conflict with, up to `rounds` times; None when that does not
-    fit (the windows are never given up for it).
+    a later kernel count between the kernels (KERNEL_RELEASE), except for
+    the buffers placed past `capacity` (or, when those are already
+    excepted, the buffers they conflict with), placed again up to
+    KERNEL_ROUNDS times; None when that does not fit (no window is given up
+    for it).
 
     Why: ResNet-50 on one core: layer2.1 conv3's first loads reused the L1
     of conv2's band chunks, freed 900-1,600 positions earlier in program
     order but read by MTE1 until conv2's end in time, and conv3's MTE2
-    waited 13.6k cycles for them."""
+    waited 13.6k cycles for them (one core: ResNet-50 1,796,435 ->
+    1,793,241, ResNet-18 725,744 -> 720,393, MobileNetV2 780,427 -> 774,122)."""
     if not KERNEL_RELEASE or all(b.kernel_release is None for b in buffers):
         return None
     kernels = np.ones(len(buffers), bool)
     windows = _window_array(levels)
-    for _ in range(rounds):
+    for _ in range(KERNEL_ROUNDS):
         adj = conflict_graph(buffers, windows, kernels=kernels)
         plan = planner.place(buffers, adj, algorithm)
         if plan.peak <= capacity:
             return plan
         over = [i for i, b in enumerate(buffers) if plan.offsets[i] + b.size > capacity]
-        touched = [j for j in {j for i in over for j in adj[i]} | set(over) if kernels[j]]
+        touched = [i for i in over if kernels[i]] or [
+            j for j in {j for i in over for j in adj[i]} if kernels[j]]
         if not touched:
             return None
         kernels[touched] = False

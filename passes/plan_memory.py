@@ -18,7 +18,11 @@ between buffers whose lifetimes do not overlap is what lets big tiles fit.
   a buffer, it refuses such reuse only between lifetimes that are close in
   program order (shrinking windows), and at last falls back to plain
   lifetime reuse; the windows shrink buffer by buffer, only for the buffers
-  where the bytes run out (`place_relaxed`), not for the whole function. A
+  where the bytes run out (`place_relaxed`), not for the whole function.
+  Where the bytes allow at those windows, a hand-over to a later kernel
+  spans from the end of the earlier buffer's kernel to the start of the
+  later one's (`npu.passes.buffer_kernels`): a kernel's late readers run
+  behind its loads, which run on into the next kernel. A
   buffer inside a core guard (`scf.if`) hands its bytes to a buffer after
   the guard at the guard's end: npu-insert-sync sets the flags for that
   after the whole guard (`Buffer.release`).
