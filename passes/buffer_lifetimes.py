@@ -415,6 +415,10 @@ class BufferCollector:
         """The access analyses of the function's ops (for `AccessAnalysis.adopt`)."""
         return [piece.analysis for piece in self._top_level(func_op)]
 
+    def top_spans(self, func_op: ir.Operation) -> list[tuple[int, int]]:
+        """[first, last] position of each top-level op of the function."""
+        return [(base, base + piece.length - 1) for base, piece in self._pieces_of(func_op)]
+
     def collect(self, func_op: ir.Operation) -> list[Buffer]:
         """On-chip allocs of a function with their lifetimes and first/last pipes."""
         pieces = self._pieces_of(func_op)

@@ -18,7 +18,11 @@ between buffers whose lifetimes do not overlap is what lets big tiles fit.
   a buffer, it refuses such reuse only between lifetimes that are close in
   program order (shrinking windows), and at last falls back to plain
   lifetime reuse; the windows shrink buffer by buffer, only for the buffers
-  where the bytes run out (`place_relaxed`), not for the whole function. A
+  where the bytes run out (`place_relaxed`), not for the whole function.
+  Where the bytes allow at those windows, a hand-over to a later kernel
+  spans from the end of the earlier buffer's kernel to the start of the
+  later one's (`npu.passes.buffer_kernels`): a kernel's late readers run
+  behind its loads, which run on into the next kernel. A
   buffer inside a core guard (`scf.if`) hands its bytes to a buffer after
   the guard at the guard's end: npu-insert-sync sets the flags for that
   after the whole guard (`Buffer.release`).
@@ -45,6 +49,7 @@ from npu.analysis.access import OFFSET_ATTR
 from npu.ir import functions, i64_attr
 from npu.memory_planning import ALGORITHMS, Plan, lower_bound
 from npu.passes.base import Option, Pass, PassError
+from npu.passes.buffer_kernels import mark_kernel_ends
 from npu.passes.buffer_lifetimes import BufferCollector, collect_buffers, collector_for
 from npu.passes.buffer_placement import Buffer, place, place_relaxed  # noqa: F401
 from npu.target import ON_CHIP_BUFFERS, Target
@@ -79,7 +84,9 @@ def plan_function(func_op: ir.Operation, target: Target, algorithm: str = "auto"
                   ) -> dict[str, SpacePlan]:
     """Plan every on-chip buffer of `func_op`; with `apply`, write `npu.offset`s.
     `collector`: one that follows `func_op` as it is now (see `PlanMemoryPass.collectors`)."""
-    buffers = (collector or BufferCollector(target)).collect(func_op)
+    collector = collector or BufferCollector(target)
+    buffers = collector.collect(func_op)
+    mark_kernel_ends(buffers, func_op, collector.top_spans(func_op))
     result: dict[str, SpacePlan] = {}
     for space in ON_CHIP_BUFFERS:
         group = [b for b in buffers if b.space == space]

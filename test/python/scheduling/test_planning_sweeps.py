@@ -46,8 +46,8 @@ def test_empty_and_touching_lifetimes():
 def test_pipe_aware_conflict_graph_matches_the_pairwise_test():
     """npu-plan-memory's vectorised graph against `conflicts` pair by pair,
     with unordered lifetimes (start > end), missing pipes and buffers inside
-    a core guard (`release`) included, and row blocks smaller than the
-    graph."""
+    a core guard (`release`) and kernels (`kernel_start`, `kernel_end`)
+    included, and row blocks smaller than the graph."""
     from npu.passes.buffer_placement import Buffer, conflict_graph as pipe_graph, conflicts
 
     rng = random.Random(7)
@@ -58,8 +58,11 @@ def test_pipe_aware_conflict_graph_matches_the_pairwise_test():
             start = rng.randrange(0, 60)
             end = start + rng.randrange(-2, 15)
             release = rng.choice([-1, end, end + rng.randrange(0, 40)])
+            kernel_end = rng.choice([-1, end, end + rng.randrange(0, 40)])
+            kernel_start = rng.choice([-1, start - rng.randrange(0, 20)])
             buffers.append(Buffer(None, "ub", 32, start, end, rng.choice(pipes), rng.choice(pipes),
-                                  release=release))
+                                  release=release, kernel_start=kernel_start,
+                                  kernel_end=kernel_end))
         for window in (None, 16, 4):
             want = conflict_graph(buffers, lambda a, b: conflicts(a, b, window))
             assert pipe_graph(buffers, window, rows=7) == want
@@ -84,3 +87,32 @@ def test_relaxed_windows_step_through_128_positions():
     assert relaxed.plan.peak <= 1000
     assert relaxed.windows[:2] == [128, 128]
     assert offsets[0] + a.size <= offsets[1] or offsets[1] + b.size <= offsets[0]
+
+
+def test_next_kernel_keeps_clear_of_the_previous_kernels_reads():
+    """A buffer of a later kernel does not take the bytes of an earlier
+    kernel's buffer handed from MTE1 to MTE2 when the later kernel starts
+    within a window of the earlier one's end (`Buffer.kernel_end`), however
+    early that buffer's last access is in program order (MTE1 reads it near
+    the kernel's end in time), where the bytes allow; where they do not, the
+    plan still fits and shares them. Without a kernel end, the hand-over
+    counts from the buffer's end as before."""
+    from npu.passes.buffer_placement import Buffer, place_relaxed
+
+    def group(kernel_end):
+        a = Buffer(None, "l1", 400, 0, 10, "MTE2", "MTE1", kernel_end=kernel_end)  # early band
+        w = Buffer(None, "l1", 200, 0, 300, "MTE2", "MTE1", kernel_end=kernel_end)  # weights
+        b = Buffer(None, "l1", 400, 310, 400, "MTE2", "MTE1", kernel_end=800)  # next kernel's
+        c = Buffer(None, "l1", 400, 700, 800, "MTE2", "MTE1", kernel_end=800)  # its later band
+        return [a, w, b, c]
+
+    def shared(plan, i, j, bufs):
+        return not (plan.offsets[i] + bufs[i].size <= plan.offsets[j]
+                    or plan.offsets[j] + bufs[j].size <= plan.offsets[i])
+
+    for kernel_end, capacity, apart in ((300, 1000, True), (-1, 1000, False), (300, 600, False)):
+        bufs = group(kernel_end)
+        relaxed = place_relaxed(bufs, capacity, "auto")
+        assert relaxed.plan.peak <= capacity
+        assert relaxed.windows[0] == relaxed.windows[2] == 256  # a, b: 300 positions apart
+        assert shared(relaxed.plan, 0, 2, bufs) != apart
