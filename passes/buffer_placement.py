@@ -24,7 +24,7 @@ from npu.memory_planning import Plan
 
 # Count a guarded buffer's hand-over from its guard's end (`Buffer.release`).
 # False only to measure what that gains (test_guard_release_cycles: BERT seq
-# 128 on 8 cores; the other rows in docs/multicore.md).
+# 256 on 32 cores; the other rows in docs/multicore.md).
 GUARD_RELEASE = True
 
 # A buffer's hand-over to a buffer of a later kernel spans from the end of its
