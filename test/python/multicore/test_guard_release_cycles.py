@@ -78,6 +78,10 @@ def _run() -> tuple:
 
 @pytest.mark.slow
 def test_hand_over_after_a_guard_counts_from_its_end(monkeypatch) -> None:
+    # The release alone: the planner's later kernel rule (KERNEL_RELEASE),
+    # tried once the plan is settled, keeps the same piece off those bytes
+    # where the release does not (57,509 with the rule and no release).
+    monkeypatch.setattr(buffer_placement, "KERNEL_RELEASE", False)
     ys, report = _run()
     assert report["hazards"] == []
     monkeypatch.setattr(buffer_placement, "GUARD_RELEASE", False)
