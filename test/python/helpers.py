@@ -284,3 +284,37 @@ def matmul_site(tops: list, constants: set, name: str, kind: str) -> tuple[int, 
     weights = l1_weights_of(tops[at], constants)
     assert weights, f"{name}: no weights copied into L1"
     return at, weights, [k for k in range(at) if tops[k].name == "cce.sync_all"]
+
+
+def bert_ffn_in_bursts(seq: int, first: int, last: int) -> tuple[bytes, int]:
+    """BERT-base at `seq` on 32 cores (ascend910): the model, and how many
+    bursts of ffn_in's L1 weights load outside loops between its 5 chip
+    barriers `first` and `last` (after the input cast, the projections, the
+    attention, out_proj and ln1)."""
+    import npu
+    from npu.frontend.bert import bert_layer
+
+    model = bert_layer(seq, 768, 12, 3072).SerializeToString()
+    emitted = npu.compile(model, cores=32, pipeline="builtin.module(npu-lower{emit=cce})")
+    constants, tops = kernel_tops(emitted)
+    _, weights, barriers = matmul_site(tops, constants, "ffn_in", "scf.for")
+    assert len(barriers) == 5
+    return model, sum(unlooped_l1_copies(tops[k], weights, bursts=True)
+                      for k in range(barriers[first] + 1, barriers[last]))
+
+
+def assert_same_bits_and_faster(model: bytes, seq: int, off_option: str) -> None:
+    """BERT-base at `seq` on 32 cores gives the same bits with `off_option`
+    as without it, without hazards, and takes more cycles with it."""
+    import npu
+
+    x = np.random.default_rng(0).standard_normal((1, seq, 768)).astype(np.float32)
+    runs = []
+    for options in (off_option, ""):
+        kernel = npu.compile(model, target="ascend910", pipeline=f"npu-lower{{cores=32 {options}}}")
+        (out,), report = kernel(x)
+        assert report["hazards"] == []
+        runs.append((np.asarray(out), report["cycles"]))
+    (off, off_cycles), (on, on_cycles) = runs
+    assert np.array_equal(off.view(np.uint8), on.view(np.uint8))
+    assert on_cycles < off_cycles, (on_cycles, off_cycles)

@@ -11,37 +11,15 @@ went there; now all five (the attention's own tail, ~2.2k): 43,071 ->
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-from helpers import kernel_tops, matmul_site, unlooped_l1_copies
-
-import npu
+from helpers import assert_same_bits_and_faster, bert_ffn_in_bursts
 
 
 @pytest.mark.slow  # ~40 s: BERT-base seq 128 compiled on 32 cores, simulated twice
 def test_ffn_ins_rest_fills_the_attentions_tail_with_the_same_bits() -> None:
-    from npu.frontend.bert import bert_layer
-
-    model = bert_layer(128, 768, 12, 3072).SerializeToString()
-    emitted = npu.compile(model, cores=32, pipeline="builtin.module(npu-lower{emit=cce})")
-    constants, tops = kernel_tops(emitted)
-    _, weights, barriers = matmul_site(tops, constants, "ffn_in", "scf.for")
     # barriers ahead of ffn_in: after the input cast, the projections, the
     # attention, out_proj and ln1; the attention's phase lies between the
     # second and the third
-    assert len(barriers) == 5
-    in_attention = sum(unlooped_l1_copies(tops[k], weights, bursts=True)
-                       for k in range(barriers[1] + 1, barriers[2]))
+    model, in_attention = bert_ffn_in_bursts(128, 1, 2)
     assert in_attention >= 5, in_attention
-
-    x = np.random.default_rng(0).standard_normal((1, 128, 768)).astype(np.float32)
-    runs = []
-    for options in ("prefetch-rest-phases=0", ""):
-        kernel = npu.compile(model, target="ascend910",
-                             pipeline=f"npu-lower{{cores=32 {options}}}")
-        (out,), report = kernel(x)
-        assert report["hazards"] == []
-        runs.append((np.asarray(out), report["cycles"]))
-    (off, off_cycles), (on, on_cycles) = runs
-    assert np.array_equal(off.view(np.uint8), on.view(np.uint8))
-    assert on_cycles < off_cycles, (on_cycles, off_cycles)
+    assert_same_bits_and_faster(model, 128, "prefetch-rest-phases=0")
