@@ -219,6 +219,19 @@ class RemainderSlots:
             return None
         return trial
 
+    def _earlier_tails(self, func: ir.Operation, tops: list[ir.Operation],
+                       gaps: list[tuple[int, float]], phases: int, at: int, bound: int,
+                       collector) -> tuple[list[tuple[int, float]], dict[int, int]] | None:
+        """The MTE2 tails of up to `phases` phases before `gaps`, and L1's
+        planned need at each position from the first of them to `at`; None
+        without such a tail."""
+        back = self._phase_gaps(tops, min(k for k, _ in gaps), phases)
+        if not back:
+            return None
+        first = min(k for k, _ in back)
+        return back, dict(zip(range(first, at),
+                              collector.space_bounds_over(func, "l1", first, at, bound)))
+
     def _rests_earlier(self, func: ir.Operation, slots, parts: list[Part], rests: list[Part],
                        gaps: list[tuple[int, float]], bound: int, counted: set[int], collector,
                        tops: list[ir.Operation], at: int, live_from: dict[int, int]
@@ -227,12 +240,10 @@ class RemainderSlots:
         iteration (`rests`), as whole bursts in the MTE2 tails of up to
         `rest-phases` phases before its gaps, where L1 holds the slot from
         there on: (the new parts, the rests still left), or None."""
-        back = self._phase_gaps(tops, min(k for k, _ in gaps), self.rest_phases)
-        if not back:
+        earlier = self._earlier_tails(func, tops, gaps, self.rest_phases, at, bound, collector)
+        if earlier is None:
             return None
-        first = min(k for k, _ in back)
-        need = dict(zip(range(first, at),
-                        collector.space_bounds_over(func, "l1", first, at, bound)))
+        back, need = earlier
         capacity = self.target.capacity("l1")
         left = dict(back)
         moved: list[Part] = []
@@ -270,12 +281,10 @@ class RemainderSlots:
         up to `strip-phases` phases before its gaps, latest first, where L1
         holds each part from there on: (the new parts, the bursts of the last
         one left to the loop's first iteration, the slots placed), or None."""
-        back = self._phase_gaps(tops, min(k for k, _ in gaps), self.strip_phases)
-        if not back:
+        earlier = self._earlier_tails(func, tops, gaps, self.strip_phases, at, bound, collector)
+        if earlier is None:
             return None
-        first = min(k for k, _ in back)
-        need = dict(zip(range(first, at),
-                        collector.space_bounds_over(func, "l1", first, at, bound)))
+        back, need = earlier
         for alloc, copies in c.slots[:placed]:
             size = collector.space_size(alloc)[1]
             live = min(live_from.get(p.gap, p.gap + 1) for p in parts if p.copy in copies)
