@@ -17,8 +17,8 @@ from mlir import ir
 from npu.passes.buffer_placement import Buffer
 
 
-def kernel_ends(func_op: ir.Operation, spans: list[tuple[int, int]]
-                ) -> tuple[dict[str, int], dict[str, int]]:
+def kernel_spans(func_op: ir.Operation, spans: list[tuple[int, int]]
+                 ) -> tuple[dict[str, int], dict[str, int]]:
     """Location text -> first, and last, position of the top-level ops carrying it;
     `spans`: the [first, last] positions of the function's top-level ops."""
     ends: dict[str, int] = {}
@@ -35,17 +35,14 @@ def kernel_ends(func_op: ir.Operation, spans: list[tuple[int, int]]
     return starts, ends
 
 
-SPACES = ("l1", "l0a", "l0b", "l0c", "ub")
-
-
 def mark_kernel_ends(buffers: list[Buffer], func_op: ir.Operation,
                      spans: list[tuple[int, int]]) -> None:
-    """Set `kernel_end` of every buffer from its alloc's location."""
-    starts, ends = kernel_ends(func_op, spans)
+    """Set `kernel_start` and `kernel_end` of every buffer (the collector's
+    on-chip allocs) from its alloc's location."""
+    starts, ends = kernel_spans(func_op, spans)
     for b in buffers:
-        if b.space in SPACES:
-            key = str(b.op.location)
-            b.kernel_start, b.kernel_end = starts.get(key, -1), ends.get(key, -1)
+        key = str(b.op.location)
+        b.kernel_start, b.kernel_end = starts.get(key, -1), ends.get(key, -1)
 
 
-__all__ = ["kernel_ends", "mark_kernel_ends"]
+__all__ = ["kernel_spans", "mark_kernel_ends"]
