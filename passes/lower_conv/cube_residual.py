@@ -122,8 +122,8 @@ class CubeResidual:
         the band's map copies: one run (one flag, one GM latency held on
         MTE2) carries both. (Per super tile, each at its start, the runs'
         latencies paced MTE2: 1x1 64->256 56 with its residual, bands of 8
-        rows, 41.1k -> 46.3k cycles; the first band's alone that way, so
-        that its first mads waited for their own blocks only, 48.1k.)"""
+        rows, its span 41.1k -> 46.3k cycles; the first band's alone that
+        way, so that its first mads waited for their own blocks only, 48.1k.)"""
         t, s = self.target, self.s
         src = nir.subview(self.residual, [n, 0, ho0, 0, 0], [1, s.co1, rows, s.wo, 16])
         copy_bursts("cce.copy_gm_to_l1", src, self.residual_band(rows), s.co1,

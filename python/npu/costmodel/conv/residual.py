@@ -17,9 +17,9 @@ from npu.target import Target
 
 # L1 buffers of a band's residual, taken by bands in turn (as the maps): a
 # band's copy waits only for the img2cols of the band SETS before it. (Three
-# let MTE2 run further ahead alone, 1x1 64->256 56 the same 41.1k cycles, but
-# in ResNet-50 their L1 met the 3x3 conv2's before them: one core 1,766,585
-# with three, 1,760,753 with two.)
+# let MTE2 run further ahead, but gained nothing alone, ResNet's block end at
+# 56 147,514 cycles either way, and in ResNet-50 their L1 met the 3x3
+# conv2's before them: one core 1,766,585 with three, 1,760,753 with two.)
 SETS = 2
 # Bands whose residual copy is a run of its own (its map's blocks go out
 # with the weight pieces: `kernel.DEFER_BANDS`); the others share the map's
