@@ -63,7 +63,7 @@ from npu.dialects.ascend_conv import (FORMS_5HD, NC1HWC0_BD, geometry, group_cha
 from npu.kernels.cce_build import core_part
 from npu.target import Target
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
-from npu.passes.lower_conv import conv_chain, cube_bias
+from npu.passes.lower_conv import conv_chain, cube_bias, cube_residual
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue, group_of
 from npu.passes.lower_conv.drain_cast import f32_bias_staging
 from npu.passes.lower_conv.image_map import prior_pixels, reads_image, staging_bytes
@@ -143,6 +143,11 @@ class LowerConv(Pass):
                       "where V bounds the conv's estimate and the estimate is faster with it "
                       "(`cube_bias`); always (where it applies: f16, constant weights and "
                       "bias, one core); never", choices=("auto", "always", "never")),
+               Option("cube-residual", str, "auto", "a 1x1 conv's residual Add (and its ReLU) "
+                      "in the cube, an identity mad per Cout block, instead of on its drain: "
+                      "auto = where the cost model estimates it faster (`cube_residual`); "
+                      "always (where it applies: f16, one core, the bias in the cube); never",
+                      choices=("auto", "always", "never")),
                Option("remarks", bool, False, "report each conv's tiling and the cost model's "
                       "estimate of it (bench/fusion_estimates.py reads it)"))
 
@@ -215,6 +220,18 @@ class LowerConv(Pass):
             self.cube_bias == "always")
         if ones is not None:  # the bias in the cube (`cube_bias`)
             shape, tiling = ones
+        found = None if row_parts or rows or plan_only or self.cube_residual == "never" else \
+            cube_residual.applies(op, epi, shape)
+        if found is not None and (not has_bias(op) or shape.ones or (
+                self.cube_bias != "never" and cube_bias.applies(op, shape, out_f16))):
+            # the residual Add in the cube, the bias too (`cube_residual`)
+            res = replace(shape, residual=True, ones=int(has_bias(op)), out_bytes=2)
+            res_tiling = choose_tiling(res, self.target, budget, None, SETS)
+            if res_tiling is not None and res_tiling.weights_resident and (
+                    self.cube_residual == "always" or tiling is None
+                    or res_tiling.cycles < cube_residual.MARGIN * tiling.cycles):
+                cube_residual.take(epi, found)
+                shape, tiling = res, res_tiling
         vector = self.depthwise_plan(op, epi, budget, row_parts)
         if plan_only:
             if tiling is None or (vector is not None and (self.depthwise == "vector"
@@ -259,6 +276,8 @@ class LowerConv(Pass):
         if shape.ones:
             cube_bias.with_bias_fractal(weights, bias)
             bias = None
+        if shape.residual:  # the identity after the K rows (`cube_residual`)
+            cube_residual.with_identity(weights)
         if epi is not None and epi.relu is not None and (bias is not None or shape.int8):
             raise PassError("npu-lower-conv: internal: the drain's ReLU needs the bias in the "
                             "cube (stem_fold.drain_relu)", op)

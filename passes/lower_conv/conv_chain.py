@@ -152,7 +152,8 @@ def plan(lower, producer: ir.Operation, consumer: ir.Operation, gm: bool
 def with_share(lower, fraction: float, remarks: bool = False):
     """The lowering with `fraction` of its UB."""
     return type(lower)(lower.target, ub_fraction=lower.ub_fraction * fraction,
-                       depthwise=lower.depthwise, cube_bias=lower.cube_bias, remarks=remarks)
+                       depthwise=lower.depthwise, cube_bias=lower.cube_bias,
+                       cube_residual=lower.cube_residual, remarks=remarks)
 
 
 def kernels(lower, producer, consumer, ub: int, rows: int):

@@ -52,6 +52,8 @@ class ConvEpilogue:
         if self.pool is not None:
             self.members = self.members[:-1]
         self.as_none = False  # drained as a conv of no epilogue (`drains_as_none`)
+        self.residual: ir.Value | None = None  # an Add's operand in the cube (`cube_residual`)
+        self.folded: list[ir.Operation] = []  # members the cube computes (the Add)
         # a leading f32 -> f16 cast is the drain's own conversion (drain_cast.py):
         # the drained tile is then the cast's result
         self.cast = epilogue.drain_cast(region, conv)
@@ -193,5 +195,5 @@ class ConvEpilogue:
         """After the conv is lowered inside the region: drop the members and
         what only they used, and put the rest where the region is."""
         nir.dissolve_group(self.region, [m for m in (self.cast, self.relu) if m is not None]
-                           + self.members + ([self.pool] if self.pool is not None else []))
+                           + self.members + self.folded + ([self.pool] if self.pool is not None else []))
 

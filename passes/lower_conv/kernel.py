@@ -17,6 +17,7 @@ from npu.kernels.cce_build import by_run, lin
 from npu.passes.lower_conv.band_maps import Band, BandMaps
 from npu.passes.lower_conv.channel_pattern import Later
 from npu.passes.lower_conv.cube_bias import ones_map
+from npu.passes.lower_conv.cube_residual import CubeResidual
 from npu.passes.lower_conv.drain import ConvDrain
 from npu.passes.lower_conv.drain_pool import DrainPool
 from npu.passes.lower_conv.epilogue import ConvEpilogue
@@ -35,7 +36,8 @@ Index = int | ir.Value
 DEFER_BANDS = 2
 
 
-class ConvKernel(DrainPool, BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDrain, Img2colEmit):
+class ConvKernel(DrainPool, BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDrain, Img2colEmit,
+                 CubeResidual):
     def __init__(self, target: Target, g: ConvGeometry, s: ConvShape, t: ConvTiling,
                  x5: ir.Value, wz: ir.Value, bias: ir.Value | None, out5: ir.Value,
                  epilogue: ConvEpilogue | None = None, ub_bytes: int | None = None,
@@ -51,6 +53,8 @@ class ConvKernel(DrainPool, BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDr
         # With an epilogue the drain stores its last member's result instead.
         # One of no members (the drain's own cast / ReLU) may drain as none (`drains_as_none`).
         self.epilogue = None if epilogue is not None and epilogue.as_none else epilogue
+        # a residual Add in the cube (`cube_residual`)
+        self.residual = epilogue.residual if epilogue is not None else None
         self.drain_relu = epilogue.relu if epilogue is not None else None
         self.pool = epilogue.pool if epilogue is not None else None  # on the drain (`drain_pool`)
         self.dest = epilogue.result if epilogue is not None else out5
@@ -163,6 +167,8 @@ class ConvKernel(DrainPool, BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDr
             return
         self.l0a = [nir.alloc([p.l0a], self.in_type, "l0a") for _ in range(2)]
         self.l0b = [nir.alloc([p.l0b], self.in_type, "l0b") for _ in range(2)]
+        if self.residual is not None:
+            self.setup_residual({min(self.t.rows, s.ho - h0) for h0 in range(0, s.ho, self.t.rows)})
 
     def begin_rows(self, groups: list[tuple[Band, int, int]], bands: int) -> None:
         """The per-run state before the first of `bands` bands a run (plan `groups`): the turns
@@ -240,6 +246,8 @@ class ConvKernel(DrainPool, BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDr
             self.map_ends = self.map_runs()
         for block in blocks:
             self.queue(block) if self.split_map else block.copy()
+        if self.residual is not None:  # in the map's run (`cube_residual`)
+            self.load_residual(n, ho0, band.rows)
         self.first_piece()
         m1 = -(-band.rows * s.wo // 16)
         kc = min(t.kc, s.k1)
@@ -296,6 +304,9 @@ class ConvKernel(DrainPool, BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDr
                     for (t0, n1), c in zip(*before):
                         self.drain_tile(c, n, s0, t0, n1, ns, ho0, band.rows, m1, prefetch)
                 before, early = (tiles, l0c), False
+                if self.residual is not None:  # the super tile's first mads (`cube_residual`)
+                    chunk = self.residual_mads(band, tiles, l0c, s0, m1, chunk)
+                    first = chunk if s0 == 0 and tiles is groups[0][0] else first
                 for kp0 in range(0 if not s.diagonal else s.k1, k_end, kc):
                     kcj = min(kc, k_end - kp0)
                     self.need(s0 // t.n1, kp0 + kcj)
@@ -323,7 +334,7 @@ class ConvKernel(DrainPool, BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDr
                                          None if kp0 + kcj < k_end else
                                          lambda: self.held_step(tiles, l0c, m1))
                         self.fill_patterns()
-                        chunk_ops = HeldChunk(a, b, kp0, kcj, kp0 > 0 or shared)
+                        chunk_ops = HeldChunk(a, b, kp0, kcj, kp0 > 0 or shared or self.residual is not None)
                         if kp0 + kcj < k_end:
                             self.final_held = chunk_ops
                         else:
@@ -338,7 +349,7 @@ class ConvKernel(DrainPool, BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDr
                         nir.create_op("cce.mad", [nir.subview(a, [0], [m1 * kcj * f]),
                                                   nir.subview(b, [kcj * t0 * f], [kcj * n1 * f]), c],
                                       m=m1 * 16, n=kcj * f // 16, k=n1 * 16,
-                                      accumulate=kp0 > 0 or shared)
+                                      accumulate=kp0 > 0 or shared or self.residual is not None)
                         if early:
                             self.drain_tile(c, n, s0, t0, n1, ns, ho0, band.rows, m1, prefetch)
                     # the next pieces of weight rows, after this chunk's loads in program
@@ -360,6 +371,7 @@ class ConvKernel(DrainPool, BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDr
         assert self.final_held is None, "a held last-but-one chunk without its last chunk"
         self.chunk = chunk
         self.split_map = self.last_chunk = False
+        self.res_turn += 1  # (`cube_residual`)
 
     def diagonal_tiles(self, fm, band: Band, tiles, l0c, w_l1, pitch: int, col: int, s0: int,
                        m1: int, kc: int, chunk: int) -> int:

@@ -25,6 +25,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.conv.accumulators import ACC_BLOCKS, FRACTAL_ELEMENTS, accumulators, one_store, single_set
+from npu.costmodel.conv import residual
 from npu.costmodel.conv.chunks import tile_cycles as _tile_cycles
 from npu.costmodel.conv.epilogue import EpilogueWork, paired_loads
 from npu.costmodel.conv.first_band import (ahead_pieces, first_tile_left, piece_cap, tapered_end,
@@ -119,6 +120,8 @@ class ConvShape:
     # A K fractal of ones after the map's, its weights the bias: the bias in
     # the cube, no vadd on the drain (`passes/lower_conv/cube_bias.py`).
     ones: int = 0
+    # A residual Add (+ ReLU) in the cube, no vector work on the drain (`costmodel.conv.residual`)
+    residual: bool = False
 
     @property
     def k1(self) -> int:
@@ -270,6 +273,8 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
                                                s.fold, not hidden)) * count
                             for n in n_tiles
                             for m, count in ((m1, bands - 1), (m1_last, 1)) if count)
+    res = residual.work(s, ((m1, bands - 1), (m1_last, 1)), n_tiles, kc, t)  # (0, 0): none
+    compute += res[0]
     if hidden:  # only the conv's first chunk is exposed (`stem_fold.edges_hidden`)
         compute += _tile_cycles(m1, n1, kc, s.k1, t, s.img2col_rate(t), s.tail_rate(t), s.fold) \
             - _tile_cycles(m1, n1, kc, s.k1, t, s.img2col_rate(t), s.tail_rate(t), s.fold, False)
@@ -290,7 +295,7 @@ def estimate(s: ConvShape, rows: int, n1: int, kc: int, resident: bool, t: Targe
         runs += work.runs - s.batch * bands  # its runs of GM reads replace the bands' map copies
         mte3_map = work.l1_bytes / t.path("ub_to_l1").bytes_per_cycle
     mte2 = (in_bytes + w_bytes) / t.path("gm_to_l1").bytes_per_cycle \
-        + runs * t.path("gm_to_l1").latency
+        + runs * t.path("gm_to_l1").latency + res[1]
     out_fracs = s.batch * m_fracs * s.co1
     drain = out_fracs * t.fractal_bytes(4) / t.path("l0c_to_ub").bytes_per_cycle \
         + (0 if s.ones else out_fracs * 4) + staged
@@ -400,6 +405,8 @@ def choose_tiling(s: ConvShape, t: Target, ub_bytes: int | None = None,
         # chunks, each of which pays the mad latency before its flag)
         maps = 1 if s.batch * -(-s.ho // rows) == 1 else 2
         band = maps * _l1_band_bytes(s, rows)
+        if s.residual:  # its bands in L1 (`costmodel.conv.residual`)
+            band += residual.l1_bytes(s.co1, rows, s.wo, s.ho - (-(-s.ho // rows) - 1) * rows)
         for n1 in range(1, s.co1 + 1):
             # more than half of L0C only for one band of one super tile (`single_set`)
             if m1 * n1 > l0c and not single_set(s, rows, n1, l0c):
