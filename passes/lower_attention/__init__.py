@@ -149,6 +149,9 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, KeyMask, Scores
         self.need = need  # the footprint model's bytes per buffer
         self.lanes = self.t.lanes(4)
         self.deferred: list[Callable[[], None]] | None = None
+        # f16 tiles staged through UB, laid out once the loads behind them are
+        # issued (`joint_staged`), while a list
+        self.joint_layouts: list[Callable[[], None]] | None = None
         self.wides: list[ir.Value] = []  # f32 staging given by `head_pipeline`, in order
         # Of them, those the heads share (`lasting`) and those whose padding
         # past the sequence is zero already (`zeroed`, see `lay_out`).

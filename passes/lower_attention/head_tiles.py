@@ -131,16 +131,26 @@ class HeadTiles:
                 k1 = None
                 if y == 0:
                     first = first_x and not following(h, x)[2]
-                    q1 = self.load_q(g(h), first_row_block(x), qb) if first else q_next
-                    if first and K_BEHIND_Q and (a.sources is None or all(
-                            nir.memref_element(src) == "f16" for src in a.sources)):
+                    behind = first and K_BEHIND_Q and (a.sources is None or all(
+                        nir.memref_element(src) == "f16" for src in a.sources))
+                    # K staged through UB: Q's tile too, both laid out in L1
+                    # after both loads, under the one flag K needs anyway
+                    joint = behind and self.joint_staged(qb, blocks(0))
+                    if joint:
+                        self.joint_layouts = []
+                    q1 = self.load_q(g(h), first_row_block(x), qb, joint) if first else q_next
+                    if behind:
                         # K's tile right behind Q's in MTE2's queue (f16
-                        # tiles: copies alone, no UB staging between): the
-                        # flag after Q held MTE2 until Q landed (a set waits
-                        # for its pipe's earlier work), so K's loads started
-                        # one GM latency later, and Q.K^T waits for both
-                        # (BERT seq 128 on 32 cores: each core's one head).
+                        # tiles: no flag between): the flag after Q held
+                        # MTE2 until Q landed (a set waits for its pipe's
+                        # earlier work), so K's loads started one GM latency
+                        # later, and Q.K^T waits for both (BERT seq 128 on
+                        # 32 cores: each core's one head).
                         k1 = self.load_k(g(h), 0, blocks(0), k_tiles[0] if k_here else None)
+                    if joint:
+                        for lay_out in self.joint_layouts:
+                            lay_out()
+                        self.joint_layouts = None
                     self.mm.reorder_blocks(q1, q0, rows=qb, cols=d1, transpose=False,
                                            op_name="cce.load_l1_to_l0a", src_col_stride=qb)
                 if not resident:

@@ -9,7 +9,7 @@ import math
 from mlir import ir
 
 from npu import ir as nir
-from npu.costmodel.attention.core_start import STAGE_F16_BYTES
+from npu.costmodel.attention.core_start import staged_f16
 from npu.costmodel.vector.recipes import cast_compute
 from npu.kernels.cce_build import copy, copy_bursts, lin, sub
 
@@ -37,31 +37,53 @@ def flat_rows(source: ir.Value) -> tuple:
     return nir.flatten_memref(whole), lin(*zip(offsets, strides))
 
 
-# An f16 tile of rows of at least this many bytes is loaded through UB: each
-# row one burst of the head's D columns to UB, then each column block to L1
-# (MTE3), rather than `rows_to_nz`'s one 32-byte burst per row and column
-# block straight to L1: a GM burst costs `gm_burst_cycles` of set-up, so a
-# head's K of 512 keys took 4 x 768 cycles of MTE2 against 1,536 (BERT seq
-# 512 on 32 cores: the attention phase 20,331 -> 18,363 cycles, the
-# vector's wait for the first scores 3.8k -> 3.0k and for V's first P.V
-# 1.07k -> 0). Smaller tiles (seq 128: 16 KB) are left as they were. The
-# staging is one copy, in the caller's scope (a scope of its own put Q's
-# flag, and so one GM latency, between Q's and K's loads: 18,713): in
-# pieces, each piece's flag to MTE3 held MTE2 for one GM latency (4
-# pieces: 20,850). The size, STAGE_F16_BYTES, is in
-# npu.costmodel.attention.core_start, whose load model reads it too.
+# An f16 tile of rows may load through UB: each row one burst of the
+# head's D columns to UB, then each column block to L1 (MTE3), rather than
+# `rows_to_nz`'s one 32-byte burst per row and column block straight to L1:
+# a GM burst costs `gm_burst_cycles` of set-up, so a head's K of 512 keys
+# took 4 x 768 cycles of MTE2 against 1,536 (BERT seq 512 on 32 cores: the
+# attention phase 20,331 -> 18,363 cycles, the vector's wait for the first
+# scores 3.8k -> 3.0k and for V's first P.V 1.07k -> 0). The staging's flag
+# to MTE3 holds MTE2 one GM latency (two for Q's tile: K's load waits
+# behind it), so a tile goes through UB when the bursts it saves take
+# longer (`staged_f16` in npu.costmodel.attention.core_start, whose load
+# model reads it too): seq 128's K and V (128 rows, 384 cycles saved) are
+# staged, its Q tiles are not (BERT seq 128 on 32 cores 41,727 -> 41,151
+# cycles; its 64-row Q tiles staged too, 41,343; on 2 cores, 128-row Q
+# tiles staged, two layers 449,913 -> 454,315). The staging is one copy, in the caller's scope (a scope of its
+# own put Q's flag, and so one GM latency, between Q's and K's loads:
+# 18,713): in pieces, each piece's flag to MTE3 held MTE2 for one GM
+# latency (4 pieces: 20,850).
 
 
 class OperandTiles:
-    """Mixed into the kernel (`a`, `mm`, `granule`, `deferred`, `wides`,
+    """Mixed into the kernel (`a`, `mm`, `granule`, `deferred`, `joint_layouts`, `wides`,
     `scope`, `apply`, `ones_blocks`)."""
 
-    def load_q(self, h, x0, mq: int) -> ir.Value:
-        """Rows x0.. (mq blocks) of Q as the A operand's Nz [D/16, mq, 16, 16]."""
-        return self.load_rows(self.a.q, 0, h, x0, mq)
+    def load_q(self, h, x0, mq: int, joint: bool = False) -> ir.Value:
+        """Rows x0.. (mq blocks) of Q as the A operand's Nz [D/16, mq, 16, 16]
+        (`joint`: staged through UB with the K tile behind it, `joint_staged`)."""
+        return self.load_rows(self.a.q, 0, h, x0, mq, joint=joint)
+
+    def joint_staged(self, q_blocks: int, k_blocks: int) -> bool:
+        """Whether a first Q tile and the K tile loaded right behind it
+        (`K_BEHIND_Q`) both go through UB, laid out after both loads under
+        one flag: when K's tile is staged (`staged_f16`) and both stagings
+        fit UB at once. Q's flag then adds no GM latency, so its bursts
+        saved are free (BERT seq 128 on 32 cores: 64-row Q tiles, 41,151 ->
+        41,023 cycles)."""
+        a = self.a
+        if a.sources is None or any(nir.memref_element(s) != "f16" for s in a.sources):
+            return False
+        k_rows, k_cols = (k_blocks * 16, a.head_dim) if a.interleaved else \
+            (a.head_dim, k_blocks * 16)
+        both = (q_blocks * 16 * a.head_dim + k_blocks * 16 * a.head_dim) * 2
+        return (staged_f16(k_rows, k_cols // 16, self.t)
+                and self.need["ub"] + both <= self.t.capacity("ub"))
 
     def load_rows(self, tensor: ir.Value, source: int, h, block0, blocks: int,
-                  into: ir.Value | None = None, ones: bool = True) -> ir.Value:
+                  into: ir.Value | None = None, ones: bool = True,
+                  joint: bool = False) -> ir.Value:
         """Rows from 16-row block `block0` (`blocks` of them) of a head of Q
         or V as Nz [D/16, blocks, 16, 16] in L1: from the f16 fractals, or
         staged from `a.sources[source]` in f32. `into` (V): a tile of
@@ -81,7 +103,7 @@ class OperandTiles:
             return l1
         first, pitch = self.rows_of(h, block0)
         self.stage(a.sources[source], first, blocks * 16, a.head_dim, pitch, l1,
-                   valid_rows=self.in_seq(block0, blocks))
+                   valid_rows=self.in_seq(block0, blocks), q=source == 0, joint=joint)
         return l1
 
     def in_seq(self, block0, blocks: int) -> int:
@@ -156,14 +178,17 @@ class OperandTiles:
 
     def stage(self, source: ir.Value, first, rows: int, cols: int, pitch: int,
               l1: ir.Value, valid_rows: int | None = None,
-              valid_cols: int | None = None) -> None:
+              valid_cols: int | None = None, q: bool = False,
+              joint: bool = False) -> None:
         """rows x cols f32 of a GM matrix with `pitch` columns from element
         `first` -> UB, cast to f16 there (the absorbed cast), laid out as Nz
         in `l1` (the absorbed fractalize); the UB staging is a scope of its own.
         While `self.deferred` is a list, only the GM load is emitted here and
         the rest appended to it: the caller issues all its loads first, so
         MTE2 streams them back to back into separate buffers. An f16 source
-        needs no UB: each column block is `rows` bursts straight to L1.
+        goes straight to L1, each column block `rows` bursts, or through UB
+        where `staged_f16` takes it (`q`: a tile of Q, K queued behind it;
+        `joint`: staged with K, `joint_staged`).
         `valid_rows` / `valid_cols`: the last block of a seq of partial
         16-row blocks (Q, V, K's rows / K^T's columns): only those are
         read, the rest of the tile is zeroed in UB (finite: the keys' mask
@@ -172,8 +197,12 @@ class OperandTiles:
         r, c = valid_rows or rows, valid_cols or cols
         if nir.memref_element(source) == "f16":
             assert (r, c) == (rows, cols), "f16 rows are laid out straight to L1: whole blocks"
-            if self.staged_f16(rows * cols * 2):
-                self.to_nz(self.fetch(source, first, rows, cols, pitch), l1, rows, cols)
+            if joint or self.staged_f16(rows, cols, q):
+                staged = self.fetch(source, first, rows, cols, pitch)
+                if self.joint_layouts is None:
+                    self.to_nz(staged, l1, rows, cols)
+                else:  # laid out once the caller's loads are issued
+                    self.joint_layouts.append(lambda: self.to_nz(staged, l1, rows, cols))
                 return
             self.rows_to_nz(source, first, rows, cols, pitch, l1)
             return
@@ -197,11 +226,14 @@ class OperandTiles:
             copy("cce.copy_gm_to_l1", sub(src, lin((first, 1), (16 * j, 1)), (rows - 1) * pitch + 16),
                  self.mm.block_view(flat, j * ld, blocks), rows, 1, pitch * 2 // self.granule - 1, 0)
 
-    def staged_f16(self, nbytes: int) -> bool:
-        """Whether an f16 tile of `nbytes` goes through UB (`STAGE_F16_BYTES`):
-        large enough, and its staging fits UB beside the kernel's footprint
-        (`self.need`, the footprint model's, counts no such staging)."""
-        return (nbytes >= STAGE_F16_BYTES
+    def staged_f16(self, rows: int, cols: int, q: bool = False) -> bool:
+        """Whether an f16 tile of rows x cols (of Q: `q`) goes through UB
+        (`staged_f16` of the cost model: its bursts saved outweigh the GM
+        latencies its flag adds), when its staging fits UB beside the
+        kernel's footprint (`self.need`, the footprint model's, counts no
+        such staging)."""
+        nbytes = rows * cols * 2
+        return (staged_f16(rows, cols // 16, self.t, first=q)
                 and self.need["ub"] + nbytes <= self.t.capacity("ub"))
 
     def fetch(self, source: ir.Value, first, rows: int, cols: int, pitch: int,

@@ -28,18 +28,30 @@ from npu.costmodel.attention.cost import TileCost, gm_loads
 from npu.target import Target
 
 FRACTAL_F16 = 16 * 16 * 2
-# An f16 operand tile of at least this many bytes is read into UB in one
-# copy and laid out in L1 by MTE3; smaller ones go to L1 straight, a burst
-# per row and column block (`npu-lower-attention`'s operands; the lowering
-# reads it from here).
-STAGE_F16_BYTES = 32 * 1024
 
 
-def load_cycles(a: att.Attention, rows: int, target: Target) -> tuple[int, int]:
+def staged_f16(rows: int, d_blocks: int, target: Target, first: bool = False) -> bool:
+    """Whether `rows` f16 rows of a head's `d_blocks` column blocks load
+    through UB (one copy of a burst a row, laid out in L1 by MTE3) rather
+    than straight to L1 (a burst per row and column block;
+    `npu-lower-attention`'s operands read it here): when the bursts it saves
+    take MTE2 longer than the GM latencies it adds. Its flag to MTE3 holds
+    MTE2 until the tile lands: one latency, and a second for a `first` tile
+    (Q), whose K queues behind it (`K_BEHIND_Q`) and would otherwise land
+    under the same flag. BERT's 64-wide heads (4 column blocks): K and V of
+    128 rows (seq 128, 384 cycles of bursts saved against 350) are staged,
+    Q tiles of 64 or 128 rows (192, 384 against 700) are not, of 256 rows
+    (768) they are."""
+    saved = rows * (d_blocks - 1) * target.gm_burst_cycles
+    return saved > target.path("gm_to_ub").latency * (2 if first else 1)
+
+
+def load_cycles(a: att.Attention, rows: int, target: Target,
+                first: bool = False) -> tuple[int, int]:
     """(MTE2, MTE3) cycles of `rows` rows of one head's Q, K or V as the
     kernel reads them (the tile model counts a burst per row and column
-    block for every row load): f32 sources or f16 tiles of STAGE_F16_BYTES
-    or more through UB (a burst a row, one when the heads are the sources'
+    block for every row load): f32 sources or f16 tiles `staged_f16` takes
+    through UB (a burst a row, one when the heads are the sources'
     outer dim), smaller f16 tiles a burst per row and column block."""
     d = a.head_dim
     if a.sources is None:  # Nz fractals: a burst per fractal
@@ -49,7 +61,7 @@ def load_cycles(a: att.Attention, rows: int, target: Target) -> tuple[int, int]:
     es = nir.element_bytes(nir.memref_element(src))
     nbytes = rows * d * es
     gm = target.path("gm_to_l1").bytes_per_cycle
-    if es == 2 and nbytes < STAGE_F16_BYTES:
+    if es == 2 and not staged_f16(rows, a.d_blocks, target, first):
         return int(nbytes / gm) + rows * a.d_blocks * target.gm_burst_cycles, 0
     shape = nir.memref_shape(src)  # head-major ([H, S, D], [H, D, S]): one run a head
     bursts = 1 if len(shape) == 3 and shape[1] * shape[2] == a.seq * d else rows
@@ -123,7 +135,7 @@ def segment(c: TileCost, a: att.Attention, heads: int, query_blocks: int, q_bloc
         kv = 1 if cost.resident(a, q_blocks, k_blocks, target,
                                 None if query_blocks == a.seq_blocks else query_blocks) \
             else q_tiles
-        q_load = load_cycles(a, q_blocks * 16, target)[0]
+        q_load = load_cycles(a, q_blocks * 16, target, first=True)[0]
         mte2 = heads * (q_tiles * q_load + kv * 2 * load_cycles(a, a.seq, target)[0])
         mte2 += c.mte2 - heads * _tile_loads(a, query_blocks, kv, target)
     c = replace(c, mte2=mte2)
