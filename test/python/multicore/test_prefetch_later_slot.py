@@ -10,7 +10,7 @@ those without it (`prefetch-later-slots=false`).
 Measured with ffn_out in even chunks (`matmul-last-chunk-parts=false`): with
 its A in parts (the default, `passes/lower_matmul/last_chunk.py`) its tail
 is ~640 cycles shorter, the second slot no longer fits three quarters
-there and loads in the projections' own phase (12 layers 480,383 cycles
+there and loads in the projections' own phase (12 layers 479,615 cycles
 either way, against 485,119 with even chunks and the later slot)."""
 
 from __future__ import annotations
