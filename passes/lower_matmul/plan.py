@@ -199,8 +199,8 @@ class PipelinedPlanning:
         41,087 -> 41,215 cycles against ffn_out's parts alone."""
         frac = self.target.fractal
         func = nir.enclosing_function(op)
-        if (not self.last_chunk_parts or tiles != 1 or max(shape.batch, 1) != 1 or not light
-                or func is None or _in_share(op, func)
+        if (not self.last_chunk_parts or op.name != "ascend.matmul" or tiles != 1
+                or max(shape.batch, 1) != 1 or not light or func is None or _in_share(op, func)
                 or nir.block_dim(func) <= 1 or self.chained_l1(op.operands[0]) is not None
                 or nir.constant_attr(nir.view_root(op.operands[1])) is None):
             return ()
