@@ -60,6 +60,7 @@ from npu.passes.lower_matmul.blocks import (IndexValue, MatmulBlocks, Operands, 
 from npu.passes.lower_matmul.pipelined import PipelinedSchedule
 from npu.passes.lower_matmul.row_strips import RowStripsSchedule
 from npu.passes.lower_matmul.col_strips import ColStripsSchedule
+from npu.passes.lower_matmul.last_chunk import LastChunkSchedule
 from npu.passes.lower_matmul.plan import PipelinedPlan, PipelinedPlanning
 from npu.passes.lower_matmul.simple import SimpleSchedule
 from npu.passes.matmul_epilogue import MatmulEpilogue, group_of
@@ -79,7 +80,8 @@ def _many_cores(op: ir.Operation) -> bool:
     return func is not None and nir.block_dim(func) > 1
 
 
-class LowerMatmul(SimpleSchedule, RowStripsSchedule, ColStripsSchedule, PipelinedSchedule,
+class LowerMatmul(SimpleSchedule, RowStripsSchedule, ColStripsSchedule, LastChunkSchedule,
+                  PipelinedSchedule,
                   PipelinedPlanning, MatmulBlocks, ChainedTensors, Pass):
     name = "npu-lower-matmul"
     summary = "Lower ascend.matmul/batch_matmul to tiled cce loops (OS/IS/WS, cost-model tiles)"
@@ -138,6 +140,13 @@ class LowerMatmul(SimpleSchedule, RowStripsSchedule, ColStripsSchedule, Pipeline
                "buffers by turns (`landing_slots`): BERT layer 398.5k -> 392.2k cycles at "
                "seq 128, 1.678M -> 1.673M at 512 (one shared or fresh buffer per piece "
                "was slower than the vconv: V waited for each piece's store)"),
+        Option("last-chunk-parts", bool, True, "schedule=pipelined: a core's one C tile on "
+               "a chip with a light drain and host-constant B streams A as every chunk but "
+               "the last in one copy, then the last chunk in shrinking parts "
+               "(`npu.costmodel.matmul.col_strips.last_chunk_parts`), each waited for on its "
+               "own: the mads after the last copy lands are one sub-step's (BERT seq 128 on "
+               "32 cores, ffn_out's phase 10,094 -> 9,390 cycles)",
+               needs=(("schedule", "pipelined"),)),
         Option("drain-order", str, "after-mads", "schedule=pipelined: where each C piece's "
                "drain sits in the loop body: after every piece's mads of the chunk (drains "
                "side by side: npu-plan-memory keeps consecutive pieces' UB apart) or right "

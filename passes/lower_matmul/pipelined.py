@@ -166,6 +166,8 @@ class PipelinedSchedule:
             self.row_strips_loop(ops, plan, c_pieces)
         elif plan.col_strips:
             self.col_strips_loop(ops, plan, c_pieces)
+        elif plan.part_blocks:
+            self.last_chunk_loops(ops, plan, c_pieces)
         else:
             self.pipelined_loop(ops, plan, per_matrix * max(batch, 1), c_pieces,
                                 per_matrix=per_matrix if batch else 0)
@@ -245,7 +247,8 @@ class PipelinedSchedule:
     def chunk_mads(self, plan: "PipelinedPlan", a1: ir.Value, a_base: ir.Value | None,
                    b1: ir.Value, chunk: int, a_slots: list[ir.Value], b_slots: list[ir.Value],
                    c_pieces: list[ir.Value], step: int, accumulate_first: bool | ir.Value,
-                   drain: Callable[[int], None]) -> int:
+                   drain: Callable[[int], None], b_first: int = 0, b_stride: int = 0,
+                   b_ahead: bool = False) -> int:
         """The mads of one L1 chunk (A `a1` from block `a_base`, B `b1`, each
         `chunk` reduction blocks): for each group of C pieces, each sub-step's
         A and B sub-tiles -> the L0 slots (taking turns from `step` on) and
@@ -254,7 +257,11 @@ class PipelinedSchedule:
         (after its group with drain-order=per-piece, else after all mads).
         With four slots the mads wait in `pending` until a second sub-step's
         loads are out: one run of M between slot releases, and those loads
-        ahead of it. Returns the next slot turn."""
+        ahead of it. `b_first`, `b_stride`: the chunk's first reduction
+        block in `b1` and `b1`'s column stride (0: `chunk`); `b_ahead`:
+        each sub-step's L0B loads before its L0A load (B is in L1 already,
+        A's copy may still be landing: MTE1 loads B while it waits). Returns
+        the next slot turn."""
         mbp, khb, sub, group = plan.piece_rows, plan.piece_cols, plan.sub, plan.group
         mb = plan.mb
         b_blk = self.l0_blocks(b1, True)
@@ -274,9 +281,13 @@ class PipelinedSchedule:
                 a0, b0 = a_slots[step % turns], b_slots[step % turns]
                 step += 1
                 r0 = plan.piece_at(g)[0]  # the group's pieces share their rows
-                self.reorder_blocks(a1, a0, rows=mbp, cols=sub, transpose=False,
-                                    op_name="cce.load_l1_to_l0a", src_first=j0 * mb + r0,
-                                    src_col_stride=mb, src_base=a_base)
+
+                def load_a() -> None:
+                    self.reorder_blocks(a1, a0, rows=mbp, cols=sub, transpose=False,
+                                        op_name="cce.load_l1_to_l0a", src_first=j0 * mb + r0,
+                                        src_col_stride=mb, src_base=a_base)
+                if not b_ahead:
+                    load_a()
                 accumulate = True if j0 > 0 else accumulate_first
                 flat_b = self.flat_blocks(b0, group * slot_blocks)
                 # The group's pieces share the A sub-tile: their mads run
@@ -287,8 +298,11 @@ class PipelinedSchedule:
                 for h, b_h in zip(range(g, g + group), b_views):
                     self.reorder_blocks(b1, b_h, rows=sub, cols=khb, transpose=True,
                                         op_name="cce.load_l1_to_l0b",
-                                        src_first=j0 + plan.piece_at(h)[1] * chunk,
-                                        src_col_stride=chunk)
+                                        src_first=b_first + j0 + plan.piece_at(h)[1] * (
+                                            b_stride or chunk),
+                                        src_col_stride=b_stride or chunk)
+                if b_ahead:
+                    load_a()
                 pending.append((a0, g, b_views, accumulate))
                 if len(pending) == run:
                     flush()

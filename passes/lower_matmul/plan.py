@@ -13,7 +13,7 @@ from npu import ir as nir
 from npu.costmodel.matmul.fitting import MatmulShape, TilingChoice
 from npu.costmodel.matmul.residency import resident_a_chunks
 from npu.costmodel.matmul.row_strips import row_strip_chunks
-from npu.costmodel.matmul.col_strips import col_strip_chunks, one_tile_sub
+from npu.costmodel.matmul.col_strips import col_strip_chunks, last_chunk_parts, one_tile_sub
 from npu.costmodel.matmul.pipelined import best_chunk, default_pieces, piece_grid
 from npu.passes.base import PassError
 
@@ -49,6 +49,9 @@ class PipelinedPlan:
     # The drain is light beside the cube (`light_drain`): its scf.ifs get
     # `LIGHT_DRAIN_ATTR`, past which npu-insert-sync sinks the stores' sets.
     light_drain: bool = False
+    # One C tile, its A in parts (blocks, first to last): every chunk but the
+    # last, then the last chunk's shrinking parts (`last_chunk_parts`).
+    part_blocks: tuple[int, ...] = ()
 
     @property
     def piece_rows(self) -> int:
@@ -72,7 +75,8 @@ class PipelinedPlan:
         return (f"; pipelined schedule: L1 chunk n={self.chunk * frac}"
                 f"{' (B only: the A row strip stays in L1)' if self.a_resident else ''}"
                 f"{' (A row strips in parts, each kept in L1 for its row)' if self.row_strips else ''}"
-                f"{' (B column strip in parts, kept in L1 across the row tiles)' if self.col_strips else ''}, "
+                f"{' (B column strip in parts, kept in L1 across the row tiles)' if self.col_strips else ''}"
+                f"{f' (A in parts of {self.part_blocks} blocks)' if self.part_blocks else ''}, "
                 f"L0 sub-step n={self.sub * frac}, {self.pieces} C piece(s) in L0C{grid}"
                 f"{f', {self.group} per L0A sub-tile' if self.group > 1 else ''}")
 
@@ -176,8 +180,32 @@ class PipelinedPlanning:
         mbp, khb = mb // rows, kb * rows // pieces
         group = self.piece_group(shape, choice, tiles * max(shape.batch, 1), mbp * sub * khb,
                                  pieces // rows, sub * khb * blk)
+        light = self.light_drain(shape, choice)
+        parts = () if resident or strips or cstrips or nb_fixed or self.l1_chunk else \
+            self.last_chunk(shape, choice, op, tiles, chunk, sub, light)
         return PipelinedPlan(mb, kb, chunk, sub, pieces, bool(resident), group, rows,
-                             bool(strips), bool(cstrips), self.light_drain(shape, choice))
+                             bool(strips), bool(cstrips), light, parts)
+
+    def last_chunk(self, shape: MatmulShape, choice: TilingChoice, op: ir.Operation,
+                   tiles: int, chunk: int, sub: int, light: bool) -> tuple[int, ...]:
+        """A's parts (`last_chunk_parts`) for a core's one C tile on a chip
+        (nothing after it on the core hides its tail) with a light drain (a
+        heavy one takes `whole_reduction`) and B a host constant (npu-prefetch
+        loads its chunks before the chip barrier, so A alone is left to
+        stream), or (). Not for an op on a share of the cores (in its guard,
+        beside other shares' ops in one phase): BERT seq 128's V projection
+        (8 of 32 cores) took (32, 8, 8) of its 48 blocks, and npu-prefetch
+        placed the slots of it and of the ops after it otherwise: the layer
+        41,087 -> 41,215 cycles against ffn_out's parts alone."""
+        frac = self.target.fractal
+        func = nir.enclosing_function(op)
+        if (not self.last_chunk_parts or op.name != "ascend.matmul" or tiles != 1
+                or max(shape.batch, 1) != 1 or not light or func is None or _in_share(op, func)
+                or nir.block_dim(func) <= 1 or self.chained_l1(op.operands[0]) is not None
+                or nir.constant_attr(nir.view_root(op.operands[1])) is None):
+            return ()
+        return last_chunk_parts(shape.M // frac, shape.K // frac, shape.N // frac, chunk, sub,
+                                self.target)
 
     def whole_reduction(self, shape: MatmulShape, choice: TilingChoice, op: ir.Operation,
                         tiles: int) -> bool:
@@ -314,3 +342,13 @@ class PipelinedPlanning:
         self.why_simple = reason
         return None
 
+
+def _in_share(op: ir.Operation, func: ir.Operation) -> bool:
+    """Whether `op` sits in an `scf.if` of `func` (npu-split-cores' guard of
+    a share of the cores)."""
+    parent = op.parent
+    while parent is not None and parent.operation != func.operation:
+        if parent.name == "scf.if":
+            return True
+        parent = parent.parent
+    return False

@@ -194,3 +194,54 @@ def piece_counts(kb: int, epilogue: bool) -> list[int]:
     """
     first = default_pieces(kb, epilogue)
     return [p for p in (first, first // 2, first // 4) if p and kb % p == 0]
+
+
+def _parts_end(parts: list[int], m1: int, kb: int, sub: int, target: Target) -> float:
+    """When the last mad of one m1 x kb C tile ends, its reduction's parts
+    (blocks, first to last) of A copied one after another, each waited for
+    (its GM latency) before its mads, which run one part after another (a
+    `mad_latency` per sub-step)."""
+    path = target.path("gm_to_l1")
+    a_block = m1 * target.fractal_bytes(2) / path.bytes_per_cycle
+    landed = done = 0.0
+    for s in parts:
+        landed += s * a_block + path.latency
+        done = max(done, landed) + s * (target.cube_cycles(m1 * kb)
+                                         + target.mad_latency / sub)
+    return done
+
+
+def last_chunk_parts(m1: int, kb: int, n1: int, chunk: int, sub: int, target: Target
+                     ) -> tuple[int, ...]:
+    """A's parts (blocks, first to last) for one m1 x kb C tile whose B
+    streams in `chunk`-block chunks: all but the last chunk in one part,
+    the last chunk in parts that shrink towards its end, or () where the
+    even chunks end as early by `_parts_end`.
+
+    Why: each part's copy is waited for on its own (its flag holds MTE2 one
+    GM latency), and the mads after the last copy lands are the tail
+    nothing hides. The last chunk is cut from its end: one sub-step last,
+    before it the most sub-steps whose mads end while that part loads (its
+    copy and latency), the rest first; the chunks before it are one part
+    (one latency for them all, their mads overlapping the last chunk's
+    copies). At least three chunks (two before the last: their flag then
+    replaces two)."""
+    even = n1 // chunk
+    if even < 3 or n1 % chunk or chunk % sub or chunk <= sub:
+        return ()
+    path = target.path("gm_to_l1")
+    a_block = m1 * target.fractal_bytes(2) / path.bytes_per_cycle
+    per_block = target.cube_cycles(m1 * kb) + target.mad_latency / sub
+    tail = [sub]
+    left = chunk - sub
+    while left > 0:
+        fits = int((tail[-1] * a_block + path.latency) // per_block) // sub * sub
+        if fits <= 0:
+            return ()
+        tail.append(min(fits, left))
+        left -= tail[-1]
+    parts = [(even - 1) * chunk] + tail[::-1]
+    if _parts_end(parts, m1, kb, sub, target) >= _parts_end([chunk] * even, m1, kb, sub,
+                                                             target):
+        return ()
+    return tuple(parts)
