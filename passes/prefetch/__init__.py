@@ -100,6 +100,7 @@ from .gaps import IdleGaps
 from .guarded import GuardedLoops, Share
 from .parts import L1_ROOMS, Candidate, Part, _label, _writers
 from .resident import ResidentStrips
+from .barrier_rows import BarrierRows
 from .rows import RowLoads
 from .remainder import RemainderSlots
 from .share_rows import ShareRows
@@ -108,8 +109,8 @@ from .shares import ShareRuns
 CONSTANT_ATTR = "npu.constant"
 
 
-class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, ShareRows, ConvDriver,
-                   ResidentStrips, RemainderSlots, Pass):
+class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, BarrierRows, ShareRows,
+                   ConvDriver, ResidentStrips, RemainderSlots, Pass):
     name = "npu-prefetch"
     summary = ("Issue a matmul's first host-constant weight loads during the previous op's "
                "idle MTE2 tail, into L1 free there")
@@ -140,6 +141,9 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
         Option("later-slots", bool, True, "on several cores: in a share's guard, a slot after "
                "whole ones most of which fits the idle time they leave (the rest in the first "
                "iteration)", needs=(MANY_CORES,)),
+        Option("barrier-rows", bool, True, "on several cores: host-constant UB rows an op "
+               "loads first after a chip barrier (a layernorm's gamma and beta) issued before "
+               "the barrier", needs=(MANY_CORES,)),
     )
 
     # func -> the `BufferCollector` `npu-double-buffer` left (set by
@@ -191,6 +195,8 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Share
             at = tops.index(top, at)
         if self.convs:
             self._prefetch_convs(func, tops, collector, constants)
+        if self.barrier_rows:
+            self._barrier_rows(func, tops, collector)
 
     # ------------------------------------------------------------ analysis
 
