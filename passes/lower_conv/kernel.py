@@ -11,7 +11,8 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import ir as nir
-from npu.costmodel.conv.tiling import UNROLL_BANDS, ConvShape, ConvTiling, band_layout
+from npu.costmodel.conv.band_layout import band_layout
+from npu.costmodel.conv.tiling import UNROLL_BANDS, ConvShape, ConvTiling
 from npu.dialects.ascend_conv import ConvGeometry
 from npu.kernels.cce_build import by_run, lin
 from npu.passes.lower_conv.band_maps import Band, BandMaps

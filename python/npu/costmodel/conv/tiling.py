@@ -26,6 +26,7 @@ from mlir import ir
 from npu import ir as nir
 from npu.costmodel.conv.accumulators import ACC_BLOCKS, FRACTAL_ELEMENTS, accumulators, one_store, single_set
 from npu.costmodel.conv import residual
+from npu.costmodel.conv.band_layout import band_layout
 from npu.costmodel.conv.chunks import tile_cycles as _tile_cycles
 from npu.costmodel.conv.epilogue import EpilogueWork, paired_loads
 from npu.costmodel.conv.first_band import (ahead_pieces, first_tile_left, piece_cap, tapered_end,
@@ -46,21 +47,6 @@ BAND_OVERHEAD = 300
 # at 100 or less the MTE3 term (each store's GM latency in series) decides,
 # and the chooser takes a tiling that runs 51,214.
 HIDDEN_BAND_OVERHEAD = 200
-
-
-def band_layout(ho0: int, rows: int, h: int, stride: int, pad_top: int, extent: int,
-                row_skip: bool) -> tuple[tuple[int, int, int, int], int]:
-    """((output rows, input rows copied to L1, padding rows above, padding
-    rows below), first input row) of the band of output rows [ho0, ho0+rows)
-    of a map of `h` rows. With `row_skip` only the runs of input rows the
-    windows read are copied, packed. The lowering's bands (`kernel.Band`)
-    and the estimate's test for bands alike both come from here."""
-    if row_skip:
-        return (rows, rows * extent, 0, 0), ho0 * stride
-    top = ho0 * stride - pad_top
-    bottom = (ho0 + rows - 1) * stride - pad_top + extent
-    r0 = max(0, top)
-    return (rows, min(h, bottom) - r0, r0 - top, max(0, bottom - h)), r0
 
 
 # Convs of at most this many bands are emitted straight (no scf.for): sync
