@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from mlir import ir
 
-from npu.ir import VIEW_OPS, defining_op, view_root
+from npu.ir import VIEW_OPS
 
-from .parts import L1_ROOMS, _writers
+from .parts import L1_ROOMS, _sole_constant_row
 
 # What may lie between the barrier and a group's parameter loads: index
 # arithmetic, views and allocs (the group's preparation) and other such loads.
@@ -50,12 +50,6 @@ class BarrierRows:
         for op in tops[barrier + 1:]:
             if not (op.name in _PREPARATION or op.name.startswith("arith.")):
                 break
-            if op.name != "cce.copy_gm_to_ub" or view_root(op.operands[0]) not in self.constants:
-                continue
-            alloc = defining_op(view_root(op.operands[1]))
-            if alloc is None or alloc.name != "memref.alloc" \
-                    or alloc.parent.operation != op.parent.operation \
-                    or _writers(alloc.results[0]) != [op]:
-                continue
-            found.append(op)
+            if _sole_constant_row(op, self.constants, op):
+                found.append(op)
         return found

@@ -8,7 +8,7 @@ import re
 
 from mlir import ir
 
-from npu.ir import VIEW_OPS
+from npu.ir import VIEW_OPS, defining_op, view_root
 
 # `npu-prefetch{l1-room}`: in the order of `space_bounds_at`'s (lower, upper).
 L1_ROOMS = ("live", "safe")
@@ -62,6 +62,18 @@ def _label(op: ir.Operation) -> str:
         return names[0]
     line = re.search(r":(\d+):\d+", text)
     return f"line {line.group(1)}" if line else text
+
+
+def _sole_constant_row(op: ir.Operation, constants, level: ir.Operation) -> bool:
+    """Whether `op` is a GM -> UB copy of a host constant (in `constants`)
+    into an alloc made at `level`'s block that no other copy writes: a row
+    load that may move anywhere before its first reader."""
+    if op.name != "cce.copy_gm_to_ub" or view_root(op.operands[0]) not in constants:
+        return False
+    alloc = defining_op(view_root(op.operands[1]))
+    return (alloc is not None and alloc.name == "memref.alloc"
+            and alloc.parent.operation == level.parent.operation
+            and _writers(alloc.results[0]) == [op])
 
 
 def _writers(value: ir.Value) -> list[ir.Operation]:

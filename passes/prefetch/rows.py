@@ -19,7 +19,7 @@ from mlir import ir
 from npu.ir import VIEW_OPS, defining_op, view_root
 from npu.analysis.pipe_work import instruction_cycles
 
-from .parts import _label, _writers
+from .parts import _label, _sole_constant_row
 from .positions import index_from, index_near
 
 # The space of a broadcast row's buffer.
@@ -38,15 +38,8 @@ class RowLoads:
         where = self.facts.location(loop)
         found = []
         for op in tops[prev + 1:at]:
-            if op.name != "cce.copy_gm_to_ub" or self.facts.location(op) != where \
-                    or view_root(op.operands[0]) not in constants:
-                continue
-            alloc = defining_op(view_root(op.operands[1]))
-            if alloc is None or alloc.name != "memref.alloc" \
-                    or alloc.parent.operation != loop.parent.operation \
-                    or _writers(alloc.results[0]) != [op]:
-                continue
-            found.append(op)
+            if self.facts.location(op) == where and _sole_constant_row(op, constants, loop):
+                found.append(op)
         return found
 
     def _row_place(self, func: ir.Operation, c, tops: list[ir.Operation], prev: int, at: int,

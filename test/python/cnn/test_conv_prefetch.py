@@ -94,6 +94,22 @@ def _between(func, attr: str) -> int:
     return sum(op.name == "cce.mad" for op in ops[first:read])
 
 
+def _prefetch_off_on(model, x: np.ndarray, measure) -> list[tuple]:
+    """(output, cycles, `measure` of the cce function) with npu-prefetch's
+    conv prefetch off, then on, on one core; each run free of hazards."""
+    from npu.ir import functions
+
+    runs = []
+    for convs in ("false", "true"):
+        options = f"prefetch-convs={convs}"
+        kernel = npu.compile(model, pipeline=f"npu-lower{{{options}}}", cores=1)
+        (out,), report = kernel(x, strict=True)
+        assert report["hazards"] == []
+        cce = npu.compile(model, pipeline=f"npu-lower{{{options} emit=cce}}", cores=1)
+        runs.append((out, int(report["cycles"]), measure(functions(cce.module)[0])))
+    return runs
+
+
 @pytest.mark.slow  # ResNet-50's layer4 convs at 7x7: ~12 s
 def test_streamed_conv_first_tile_loads_during_previous_conv():
     """ResNet-50's layer4 ends its blocks with a 1x1 512->2048 at 7x7 whose
@@ -101,21 +117,12 @@ def test_streamed_conv_first_tile_loads_during_previous_conv():
     during the previous conv's last tile (`conv_streamed.py`), before that
     conv's last mads, not behind its map's wait for the previous conv's
     store. Same bits, no hazard, fewer cycles (173,565 against 175,525 without it)."""
-    from npu.ir import functions
     from npu.passes.lower_conv.weights import STREAMED_ATTR
 
     model = _chain(512, 7, [(512, 1), (2048, 1)])
     x = np.random.default_rng(2).standard_normal((1, 512, 7, 7)).astype(np.float16)
-    runs = {}
-    for convs in (False, True):
-        options = f"prefetch-convs={str(convs).lower()}"
-        kernel = npu.compile(model, pipeline=f"npu-lower{{{options}}}", cores=1)
-        (out,), report = kernel(x, strict=True)
-        assert report["hazards"] == []
-        cce = npu.compile(model, pipeline=f"npu-lower{{{options} emit=cce}}", cores=1)
-        func = functions(cce.module)[0]
-        runs[convs] = out, int(report["cycles"]), _between(func, STREAMED_ATTR)
-    (off, off_cycles, off_mads), (on, on_cycles, on_mads) = runs[False], runs[True]
+    (off, off_cycles, off_mads), (on, on_cycles, on_mads) = _prefetch_off_on(
+        model, x, lambda func: _between(func, STREAMED_ATTR))
     np.testing.assert_array_equal(on, off)
     assert off_mads == 0  # behind the previous conv's every mad (and its store)
     assert on_mads > 0
@@ -144,21 +151,12 @@ def test_streamed_first_tile_in_pieces_loads_whole_during_previous_conv():
     copies past the cube's reads of the earlier pieces), where only the
     first (8 KB of 295 KB) did, the cube then starved behind the rest
     queued after the map. Same bits, no hazard, fewer cycles."""
-    from npu.ir import functions
     from npu.passes.lower_conv.weights import STREAMED_ATTR
 
     model = _chain(512, 28, [(256, 1), (256, 3, 2)])
     x = np.random.default_rng(3).standard_normal((1, 512, 28, 28)).astype(np.float16)
-    runs = {}
-    for convs in (False, True):
-        options = f"prefetch-convs={str(convs).lower()}"
-        kernel = npu.compile(model, pipeline=f"npu-lower{{{options}}}", cores=1)
-        (out,), report = kernel(x, strict=True)
-        assert report["hazards"] == []
-        cce = npu.compile(model, pipeline=f"npu-lower{{{options} emit=cce}}", cores=1)
-        runs[convs] = out, int(report["cycles"]), _copies_before_read(functions(cce.module)[0],
-                                                                      STREAMED_ATTR)
-    (off, off_cycles, off_copies), (on, on_cycles, on_copies) = runs[False], runs[True]
+    (off, off_cycles, off_copies), (on, on_cycles, on_copies) = _prefetch_off_on(
+        model, x, lambda func: _copies_before_read(func, STREAMED_ATTR))
     np.testing.assert_array_equal(on, off)
     assert off_copies == 1  # the first piece, then the cube reads it
     assert on_copies > 4  # the whole first tile before any read
