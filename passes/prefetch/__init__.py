@@ -144,6 +144,9 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
         Option("barrier-rows", bool, True, "on several cores: host-constant UB rows an op "
                "loads first after a chip barrier (a layernorm's gamma and beta) issued before "
                "the barrier", needs=(MANY_CORES,)),
+        Option("barrier-inputs", bool, True, "on several cores: with them, the GM -> UB loads "
+               "of its first chunk that read bytes no core writes in the phase before the "
+               "barrier (ln2's residual rows, ln1's output)", needs=(MANY_CORES,)),
     )
 
     # func -> the `BufferCollector` `npu-double-buffer` left (set by

@@ -12,13 +12,22 @@ before it, it streams while the cores arrive, and the flag across the
 barrier that `npu-insert-sync` pairs for its consumer finds it landed.
 `rows.py` does the same for a matmul's bias row, in the matmul's own
 placement; a row group has no weights to join.
+
+With them (`barrier-inputs`) go the first chunk's loads of GM no core
+writes in the phase before the barrier (ln2's residual rows: ln1's output,
+written phases earlier), into a chunk buffer allocated after the barrier
+(no earlier use of its bytes to wait for) apart from the bytes the loads
+left behind write: ln2's phase on the last core 1,929 -> see docs/multicore.md.
 """
 
 from __future__ import annotations
 
 from mlir import ir
 
-from npu.ir import VIEW_OPS
+from npu.analysis.access import AccessAnalysis
+from npu.analysis.byte_ranges import may_overlap
+from npu.ir import (VIEW_OPS, constant_int, defining_op, element_bytes, is_block_argument,
+                    is_memref, memory_space, memref_element, memref_shape, view_root, walk)
 
 from .parts import L1_ROOMS, _sole_constant_row
 
@@ -37,8 +46,16 @@ class BarrierRows:
         for barrier in [op for op in tops if op.name == "cce.sync_all"]:
             k = tops.index(barrier)
             rows = self._opening_rows(tops, k)
+            inputs = self._settled_inputs(tops, k) if self.barrier_inputs else []
             last = max((tops.index(r, k) for r in rows), default=k)
-            if rows and self._rows_fit(func, rows, collector, k, last, bound):
+            fit = not rows or self._rows_fit(func, rows, collector, k, last, bound)
+            # An input's alloc is live from its own place on either way:
+            # from the barrier to there, beside the rows.
+            made = min((tops.index(defining_op(view_root(r.operands[1])), k) for r in inputs),
+                       default=k)
+            if inputs and fit and self._rows_fit(func, rows + inputs, collector, k, made, bound):
+                rows = rows + inputs
+            if rows and fit:
                 self._move_rows(rows, barrier, tops, collector, k)
 
     def _opening_rows(self, tops: list[ir.Operation], barrier: int) -> list[ir.Operation]:
@@ -53,3 +70,65 @@ class BarrierRows:
             if _sole_constant_row(op, self.constants, op):
                 found.append(op)
         return found
+
+    def _settled_inputs(self, tops: list[ir.Operation], barrier: int) -> list[ir.Operation]:
+        """The other GM -> UB copies among the ops `_opening_rows` looks at
+        whose GM bytes no op of the phase before `tops[barrier]` (on any
+        core) may write, into a function-level alloc made after the barrier,
+        apart from the UB bytes the copies before them there write."""
+        start = max((k for k in range(barrier) if tops[k].name == "cce.sync_all"), default=-1)
+        written = [h for top in tops[start + 1:barrier] for h in _gm_writes(top)]
+        analysis = AccessAnalysis(self.target)
+        later = set(tops[barrier + 1:])
+        copies, found = [], []
+        for op in tops[barrier + 1:]:
+            if not (op.name in _PREPARATION or op.name.startswith("arith.")):
+                break
+            if op.name != "cce.copy_gm_to_ub":
+                continue
+            alloc = defining_op(view_root(op.operands[1]))
+            hull = _gm_hull(op.operands[0])
+            if (view_root(op.operands[0]) not in self.constants and hull is not None
+                    and alloc is not None and alloc.name == "memref.alloc" and alloc in later
+                    and not any(w is None or _hulls_meet(hull, w) for w in written)
+                    and not any(may_overlap(b, a, analysis)
+                                for c in copies for a in analysis.access(c).writes
+                                for b in analysis.access(op).writes)):
+                found.append(op)
+            copies.append(op)
+        return found
+
+
+def _gm_hull(value: ir.Value) -> tuple[ir.Value, int, int] | None:
+    """(function argument, first byte, end) that GM memref `value` lies in:
+    its innermost `memref.view` of an argument at a constant byte shift (a
+    workspace tensor), else the whole argument; None when neither."""
+    while (op := defining_op(value)) is not None and op.name != "memref.view":
+        if op.name not in VIEW_OPS:
+            return None
+        value = op.operands[0]
+    if op is None:
+        return (value, 0, _bytes(value.type)) if is_block_argument(value) else None
+    shift = constant_int(op.operands[1])
+    if shift is None or defining_op(op.operands[0]) is not None:
+        return None
+    return op.operands[0], shift, shift + _bytes(op.results[0].type)
+
+
+def _gm_writes(top: ir.Operation) -> list[tuple[ir.Value, int, int] | None]:
+    """The hulls of every GM operand of an op in `top` that is not a GM
+    -> on-chip copy's source: what it may write (None: anything)."""
+    return [_gm_hull(v) for op in walk(top) if op.name.startswith("cce.")
+            and not op.name.startswith("cce.copy_gm_to_")
+            for v in op.operands if is_memref(v.type) and memory_space(v.type) == "gm"]
+
+
+def _hulls_meet(a: tuple[ir.Value, int, int], b: tuple[ir.Value, int, int]) -> bool:
+    return a[0] == b[0] and a[1] < b[2] and b[1] < a[2]
+
+
+def _bytes(t: ir.Type) -> int:
+    size = element_bytes(memref_element(t))
+    for d in memref_shape(t):
+        size *= d
+    return size
