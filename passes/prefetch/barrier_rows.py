@@ -17,7 +17,8 @@ With them (`barrier-inputs`) go the first chunk's loads of GM no core
 writes in the phase before the barrier (ln2's residual rows: ln1's output,
 written phases earlier), into a chunk buffer allocated after the barrier
 (no earlier use of its bytes to wait for) apart from the bytes the loads
-left behind write: ln2's phase on the last core 1,929 -> see docs/multicore.md.
+left behind write (BERT seq 128 on 32 cores: ln2's phase 1,929 -> 1,893
+cycles, ln1's 3,302 -> 3,238).
 """
 
 from __future__ import annotations
