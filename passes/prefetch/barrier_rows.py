@@ -35,6 +35,8 @@ from .parts import L1_ROOMS, _sole_constant_row
 # What may lie between the barrier and a group's parameter loads: index
 # arithmetic, views and allocs (the group's preparation) and other such loads.
 _PREPARATION = ("memref.alloc", "cce.copy_gm_to_ub") + tuple(VIEW_OPS)
+# Ops whose GM operands they read only (besides copies from GM and views).
+_GM_READERS = ("memref.load", "hivm.load_gm_scalar")
 
 
 class BarrierRows:
@@ -117,10 +119,12 @@ def _gm_hull(value: ir.Value) -> tuple[ir.Value, int, int] | None:
 
 
 def _gm_writes(top: ir.Operation) -> list[tuple[ir.Value, int, int] | None]:
-    """The hulls of every GM operand of an op in `top` that is not a GM
-    -> on-chip copy's source: what it may write (None: anything)."""
-    return [_gm_hull(v) for op in walk(top) if op.name.startswith("cce.")
-            and not op.name.startswith("cce.copy_gm_to_")
+    """The hulls of every GM operand of an op in `top` that only reads it
+    or does not touch it (`_GM_READERS`, views): what it may write (None:
+    anything). Any other op, cce or not (a scalar `memref.store`), counts."""
+    return [_gm_hull(v) for op in walk(top)
+            if not (op.name.startswith("cce.copy_gm_to_") or op.name in _GM_READERS
+                    or op.name in VIEW_OPS)
             for v in op.operands if is_memref(v.type) and memory_space(v.type) == "gm"]
 
 
