@@ -303,18 +303,26 @@ def bert_ffn_in_bursts(seq: int, first: int, last: int) -> tuple[bytes, int]:
                       for k in range(barriers[first] + 1, barriers[last]))
 
 
+def simulate_options(model, x: np.ndarray, options: Sequence[str],
+                     **compile_kw) -> list[tuple[np.ndarray, int]]:
+    """(output, cycles) of `model` on `x` compiled with `npu-lower{options}`
+    for each of `options` (`compile_kw`: `npu.compile`'s cores, target),
+    each run checked free of hazards."""
+    import npu
+
+    runs = []
+    for opts in options:
+        (out,), report = npu.compile(model, pipeline=f"npu-lower{{{opts}}}", **compile_kw)(x)
+        assert report["hazards"] == [], opts
+        runs.append((np.asarray(out), report["cycles"]))
+    return runs
+
+
 def assert_same_bits_and_faster(model: bytes, seq: int, off_option: str) -> None:
     """BERT-base at `seq` on 32 cores gives the same bits with `off_option`
     as without it, without hazards, and takes more cycles with it."""
-    import npu
-
     x = np.random.default_rng(0).standard_normal((1, seq, 768)).astype(np.float32)
-    runs = []
-    for options in (off_option, ""):
-        kernel = npu.compile(model, target="ascend910", pipeline=f"npu-lower{{cores=32 {options}}}")
-        (out,), report = kernel(x)
-        assert report["hazards"] == []
-        runs.append((np.asarray(out), report["cycles"]))
-    (off, off_cycles), (on, on_cycles) = runs
+    (off, off_cycles), (on, on_cycles) = simulate_options(
+        model, x, (f"cores=32 {off_option}", "cores=32"), target="ascend910")
     assert np.array_equal(off.view(np.uint8), on.view(np.uint8))
     assert on_cycles < off_cycles, (on_cycles, off_cycles)

@@ -11,8 +11,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from helpers import kernel_tops, simulate_options
+
 import npu
-from npu.ir import arg_attrs, view_root
+from npu.ir import view_root
 
 ROWS, WIDTH = 128, 768
 CORES = 8
@@ -42,10 +44,7 @@ def _model() -> onnx.ModelProto:
 def _inputs_before_last_barrier(kernel) -> int:
     """Top-level GM -> UB copies of data other than host constants between
     the last two chip barriers."""
-    func = kernel.module.body.operations[0]
-    constants = {a for a in func.regions[0].blocks[0].arguments
-                 if "npu.constant" in arg_attrs(func, a.arg_number)}
-    tops = list(func.regions[0].blocks[0].operations)
+    constants, tops = kernel_tops(kernel)
     bars = [k for k, op in enumerate(tops) if op.name == "cce.sync_all"]
     assert len(bars) >= 2, "no chip barriers around the matmul"
     return sum(1 for o in tops[bars[-2] + 1:bars[-1]] if o.name == "cce.copy_gm_to_ub"
@@ -59,26 +58,20 @@ def _layernorm(v: np.ndarray, g: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def test_residual_rows_load_before_the_barrier() -> None:
     x = np.random.default_rng(12).standard_normal((ROWS, WIDTH)).astype(np.float32)
-    runs = {}
-    for on in (True, False):
-        option = f"prefetch-barrier-inputs={str(on).lower()}"
-        cce = npu.compile(_model(), cores=CORES,
-                          pipeline=f"builtin.module(npu-lower{{emit=cce {option}}})")
-        runs[on] = _inputs_before_last_barrier(cce)
-        (y,), report = npu.compile(_model(), cores=CORES, pipeline=f"npu-lower{{{option}}}")(x)
-        assert report["hazards"] == []
-        runs[on, "y"], runs[on, "cycles"] = np.asarray(y), report["cycles"]
+    options = ("prefetch-barrier-inputs=true", "prefetch-barrier-inputs=false")
+    placed = [_inputs_before_last_barrier(npu.compile(_model(), cores=CORES, pipeline=(
+        f"builtin.module(npu-lower{{emit=cce {opts}}})"))) for opts in options]
+    (on, on_cycles), (off, off_cycles) = simulate_options(_model(), x, options, cores=CORES)
     # the residual's first chunk (ln1's output) before the barrier, ln2's
     # own input (the matmul's result, written in the phase before) after it
-    assert runs[True] == 1 and runs[False] == 0, (runs[True], runs[False])
+    assert placed == [1, 0], placed
     # the same instructions otherwise: bit for bit the same layernorm
-    np.testing.assert_array_equal(runs[True, "y"].view(np.uint32), runs[False, "y"].view(np.uint32))
+    np.testing.assert_array_equal(on.view(np.uint32), off.view(np.uint32))
     w, g1, b1, g2, b2 = (numpy_helper.to_array(t).astype(np.float64)
                          for t in _model().graph.initializer)
     a = _layernorm(x.astype(np.float64), g1, b1)
-    np.testing.assert_allclose(runs[True, "y"], _layernorm(a @ w + a, g2, b2),
+    np.testing.assert_allclose(on, _layernorm(a @ w + a, g2, b2),
                                rtol=5e-3, atol=5e-3)  # the cube's f16 operands
     # ln2's residual rows (16 a core) land while the cores arrive: measured
     # 14,624 against 15,011 cycles (ascend910, 8 cores)
-    assert runs[True, "cycles"] < runs[False, "cycles"], (runs[True, "cycles"],
-                                                          runs[False, "cycles"])
+    assert on_cycles < off_cycles, (on_cycles, off_cycles)

@@ -11,8 +11,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from helpers import kernel_tops, simulate_options
+
 import npu
-from npu.ir import arg_attrs, view_root
+from npu.ir import view_root
 
 ROWS, WIDTH = 128, 768
 CORES = 8
@@ -36,10 +38,7 @@ def _model() -> onnx.ModelProto:
 def _rows_around_barrier(kernel) -> tuple[int, int]:
     """Top-level GM -> UB copies of host constants before the last chip
     barrier (after the one before it) and after it."""
-    func = kernel.module.body.operations[0]
-    constants = {a for a in func.regions[0].blocks[0].arguments
-                 if "npu.constant" in arg_attrs(func, a.arg_number)}
-    tops = list(func.regions[0].blocks[0].operations)
+    constants, tops = kernel_tops(kernel)
     bars = [k for k, op in enumerate(tops) if op.name == "cce.sync_all"]
     assert bars, "no chip barrier between the matmul and the layernorm"
     lo = bars[-2] if len(bars) > 1 else -1
@@ -52,24 +51,18 @@ def _rows_around_barrier(kernel) -> tuple[int, int]:
 
 def test_layernorm_rows_load_before_the_barrier() -> None:
     x = np.random.default_rng(8).standard_normal((ROWS, WIDTH)).astype(np.float32)
-    runs = {}
-    for on in (True, False):
-        cce = npu.compile(_model(), cores=CORES, pipeline=(
-            f"builtin.module(npu-lower{{emit=cce prefetch-barrier-rows={str(on).lower()}}})"))
-        runs[on] = _rows_around_barrier(cce)
-        (y,), report = npu.compile(_model(), cores=CORES, pipeline=(
-            f"npu-lower{{prefetch-barrier-rows={str(on).lower()}}}"))(x)
-        assert report["hazards"] == []
-        runs[on, "y"], runs[on, "cycles"] = np.asarray(y), report["cycles"]
-    assert runs[True] == (2, 0) and runs[False] == (0, 2), (runs[True], runs[False])
+    options = ("prefetch-barrier-rows=true", "prefetch-barrier-rows=false")
+    placed = [_rows_around_barrier(npu.compile(_model(), cores=CORES, pipeline=(
+        f"builtin.module(npu-lower{{emit=cce {opts}}})"))) for opts in options]
+    (on, on_cycles), (off, off_cycles) = simulate_options(_model(), x, options, cores=CORES)
+    assert placed == [(2, 0), (0, 2)], placed
     # the same instructions otherwise: bit for bit the same layernorm
-    np.testing.assert_array_equal(runs[True, "y"].view(np.uint32), runs[False, "y"].view(np.uint32))
+    np.testing.assert_array_equal(on.view(np.uint32), off.view(np.uint32))
     h = x.astype(np.float64) @ numpy_helper.to_array(_model().graph.initializer[0]).astype(np.float64)
     mean, var = h.mean(-1, keepdims=True), h.var(-1, keepdims=True)
     g, b = (numpy_helper.to_array(t) for t in _model().graph.initializer[1:])
-    np.testing.assert_allclose(runs[True, "y"], (h - mean) / np.sqrt(var + 1e-5) * g + b,
+    np.testing.assert_allclose(on, (h - mean) / np.sqrt(var + 1e-5) * g + b,
                                rtol=5e-3, atol=5e-3)  # the cube's f16 operands: 1.7e-3
     # gamma and beta (2 x 3 KB) no longer ahead of the rows: measured 15,101
     # against 15,199 cycles (ascend910, 8 cores)
-    assert runs[True, "cycles"] < runs[False, "cycles"], (runs[True, "cycles"],
-                                                          runs[False, "cycles"])
+    assert on_cycles < off_cycles, (on_cycles, off_cycles)
