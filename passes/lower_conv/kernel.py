@@ -12,6 +12,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.conv.band_layout import band_layout
+from npu.costmodel.conv.first_band import DEFER_BANDS
 from npu.costmodel.conv.tiling import UNROLL_BANDS, ConvShape, ConvTiling
 from npu.dialects.ascend_conv import ConvGeometry
 from npu.kernels.cce_build import by_run, lin
@@ -33,8 +34,6 @@ from npu.passes.lower_conv.weights import FRAC, FRAC_INT8, ConvWeights, Load
 from npu.target import Target
 
 Index = int | ir.Value
-# Bands whose maps go out block by block with the weight pieces (`defer_map`)
-DEFER_BANDS = 2
 
 
 class ConvKernel(DrainPool, BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDrain, Img2colEmit,

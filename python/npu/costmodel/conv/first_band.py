@@ -21,6 +21,12 @@ import math
 from npu.target import Target
 
 
+# Bands whose maps npu-lower-conv sends out block by block with the weight
+# pieces (`defer_map`), each a run of copies of its own; the residual in the
+# cube counts its copies' runs by them (`residual.work`).
+DEFER_BANDS = 2
+
+
 def ahead_pieces(m1: int, kc: int, n1: int, diagonal: bool, t: Target) -> int:
     """The pieces the lowering issues in one run after the first chunk of
     m1 x kc x n1 fractals (n1: the super tile's Cout blocks, one a chunk's

@@ -13,6 +13,7 @@ all the drain does. The residual goes GM -> L1 (not UB), img2col'd like a
 
 from __future__ import annotations
 
+from npu.costmodel.conv.first_band import DEFER_BANDS
 from npu.target import Target
 
 # L1 buffers of a band's residual, taken by bands in turn (as the maps): a
@@ -21,9 +22,6 @@ from npu.target import Target
 # 56 147,514 cycles either way, and in ResNet-50 their L1 met the 3x3
 # conv2's before them: one core 1,766,585 with three, 1,760,753 with two.)
 SETS = 2
-# Bands whose residual copy is a run of its own (its map's blocks go out
-# with the weight pieces: `kernel.DEFER_BANDS`); the others share the map's
-DEFER_BANDS = 2
 
 
 def mads_cycles(m1: int, blocks: int, kc: int, t: Target) -> float:
