@@ -47,7 +47,6 @@ npu-split-cores, which cuts each sibling's columns.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
@@ -83,10 +82,6 @@ def _effects(op: ir.Operation) -> tuple[set, set]:
     if op.name.startswith("ascend.") and roots:
         return set(roots[:-1]), {roots[-1]}
     return set(roots), set(roots)
-
-
-def _nbytes(t: ir.Type) -> int:
-    return math.prod(nir.memref_shape(t)) * nir.element_bytes(nir.memref_element(t))
 
 
 def _is_fresh_alloc(value: ir.Value) -> bool:
@@ -206,8 +201,8 @@ class FuseHorizontalPass(Pass):
         a_type, c0 = group[0].operands[0].type, group[0].operands[2].type
         kinds = {self._weight_kind(op.operands[1]) for op in group}
         if "argument" in kinds:
-            b_bytes = sum(_nbytes(op.operands[1].type) for op in group)
-            a_bytes = _nbytes(a_type) * (len(group) - 1)
+            b_bytes = sum(nir.memref_bytes(op.operands[1].type) for op in group)
+            a_bytes = nir.memref_bytes(a_type) * (len(group) - 1)
             return (f"a weight is a function argument: joining would copy {b_bytes} weight bytes "
                     f"through GM twice ({2 * b_bytes} bytes) to save at least {a_bytes} bytes of A loads")
         if len(kinds) > 1:
@@ -311,7 +306,7 @@ class FuseHorizontalPass(Pass):
         """One i8 GM buffer at the top of the function; each alloc in
         `values` becomes a view of its part (in order), the combined shape a
         view of the whole."""
-        sizes = [_nbytes(v.type) for v in values]
+        sizes = [nir.memref_bytes(v.type) for v in values]
         shape = nir.memref_shape(values[0].type)
         full_shape = [sum(nir.memref_shape(v.type)[0] for v in values)] + shape[1:]
         element = nir.memref_element(values[0].type)

@@ -27,8 +27,8 @@ from mlir import ir
 
 from npu.analysis.access import AccessAnalysis
 from npu.analysis.byte_ranges import may_overlap
-from npu.ir import (VIEW_OPS, constant_int, defining_op, element_bytes, is_block_argument,
-                    is_memref, memory_space, memref_element, memref_shape, view_root, walk)
+from npu.ir import (VIEW_OPS, constant_int, defining_op, is_block_argument, is_memref,
+                    memory_space, memref_bytes, view_root, walk)
 
 from .parts import L1_ROOMS, _sole_constant_row
 
@@ -111,17 +111,18 @@ def _gm_hull(value: ir.Value) -> tuple[ir.Value, int, int] | None:
             return None
         value = op.operands[0]
     if op is None:
-        return (value, 0, _bytes(value.type)) if is_block_argument(value) else None
+        return (value, 0, memref_bytes(value.type)) if is_block_argument(value) else None
     shift = constant_int(op.operands[1])
     if shift is None or defining_op(op.operands[0]) is not None:
         return None
-    return op.operands[0], shift, shift + _bytes(op.results[0].type)
+    return op.operands[0], shift, shift + memref_bytes(op.results[0].type)
 
 
 def _gm_writes(top: ir.Operation) -> list[tuple[ir.Value, int, int] | None]:
-    """The hulls of every GM operand of an op in `top` that only reads it
-    or does not touch it (`_GM_READERS`, views): what it may write (None:
-    anything). Any other op, cce or not (a scalar `memref.store`), counts."""
+    """The hulls of the GM operands of every op in `top` but those that only
+    read them (copies from GM, `_GM_READERS`, views): what the ops may write
+    (None: anything). Every other op counts, cce or not (a scalar
+    `memref.store`)."""
     return [_gm_hull(v) for op in walk(top)
             if not (op.name.startswith("cce.copy_gm_to_") or op.name in _GM_READERS
                     or op.name in VIEW_OPS)
@@ -131,9 +132,3 @@ def _gm_writes(top: ir.Operation) -> list[tuple[ir.Value, int, int] | None]:
 def _hulls_meet(a: tuple[ir.Value, int, int], b: tuple[ir.Value, int, int]) -> bool:
     return a[0] == b[0] and a[1] < b[2] and b[1] < a[2]
 
-
-def _bytes(t: ir.Type) -> int:
-    size = element_bytes(memref_element(t))
-    for d in memref_shape(t):
-        size *= d
-    return size

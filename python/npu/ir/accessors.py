@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 
 from mlir import ir
 
@@ -104,6 +105,11 @@ def element_bytes(type_name: str) -> int:
     return ELEMENT_BYTES[type_name]
 
 
+def memref_bytes(t: ir.Type | ir.Value) -> int:
+    """The bytes of a static memref's elements (its shape, not its strides)."""
+    return math.prod(memref_shape(t)) * element_bytes(memref_element(t))
+
+
 @functools.cache
 def numpy_dtypes() -> dict[str, type]:
     """The numpy scalar type of each element type name (`npu.ir.NUMPY_DTYPES`).
@@ -159,5 +165,5 @@ def constant_int(value: ir.Value) -> int | None:
 __all__ = ["ELEMENT_BYTES", "LEAF_OP_NAMES", "VIEW_OPS", "bool_attr", "constant_int", "defining_op",
            "element_bytes", "element_type_name", "float_attr", "has_attr", "has_regions",
            "int_array_attr", "int_attr", "is_block_argument", "is_memref", "memory_space",
-           "memref_element", "memref_layout", "memref_shape", "memref_type", "numpy_dtypes",
+           "memref_bytes", "memref_element", "memref_layout", "memref_shape", "memref_type", "numpy_dtypes",
            "str_attr", "view_root"]

@@ -10,10 +10,7 @@ K^T and V do not fit L0B together runs on the cube in chunks of keys.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
-
-from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.attention.pattern import Attention, drop_casts, drop_prologues
@@ -290,9 +287,7 @@ def gm_bytes(a: Attention, p: Plan, target: Target) -> tuple[int, int]:
     writes its output once; the fused kernel reads Q once, K and V once per
     query tile (once per head when they stay in L1: `resident`), and writes
     the context once."""
-    def nbytes(v: ir.Value) -> int:
-        return math.prod(nir.memref_shape(v)) * nir.element_bytes(nir.memref_element(v))
-
+    nbytes = nir.memref_bytes
     unfused = sum(nbytes(v) for m in a.members for v in m.operands)
     q_tiles = 1 if resident(a, p.q_blocks, p.k_blocks, target) else -(-a.seq_blocks // p.q_blocks)
     q, k, v = a.sources or (a.q, a.k, a.v)

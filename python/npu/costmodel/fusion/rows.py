@@ -52,8 +52,7 @@ def elements(value: ir.Value) -> int:
     return math.prod(nir.memref_shape(value))
 
 
-def nbytes(value: ir.Value) -> int:
-    return elements(value) * nir.element_bytes(nir.memref_element(value))
+nbytes = nir.memref_bytes  # the name this package's cost terms use
 
 
 @dataclass
