@@ -51,7 +51,7 @@ from npu.dialects.ascend_int8 import is_int8_matmul, matmul_blocks
 from npu.costmodel.matmul.fitting import MatmulShape
 from npu.costmodel.matmul.residency import make_choice
 from npu.costmodel.matmul.tiling import STRATEGIES, TilingError, choose_tiling
-from npu.passes.base import Option, Pass, PassError
+from npu.passes.base import MANY_CORES, Option, Pass, PassError
 from npu.costmodel.matmul.pipelined import STAGED_DRAIN_TILES, Drain
 from npu.target import Target
 from npu.passes.lower_matmul.chain import ChainedTensors
@@ -146,7 +146,7 @@ class LowerMatmul(SimpleSchedule, RowStripsSchedule, ColStripsSchedule, LastChun
                "(`npu.costmodel.matmul.col_strips.last_chunk_parts`), each waited for on its "
                "own: the mads after the last copy lands are one sub-step's (BERT seq 128 on "
                "32 cores, ffn_out's phase 10,094 -> 9,390 cycles)",
-               needs=(("schedule", "pipelined"),)),
+               needs=(("schedule", "pipelined"), MANY_CORES)),
         Option("drain-order", str, "after-mads", "schedule=pipelined: where each C piece's "
                "drain sits in the loop body: after every piece's mads of the chunk (drains "
                "side by side: npu-plan-memory keeps consecutive pieces' UB apart) or right "

@@ -10,6 +10,7 @@
 // RUN: not npu-opt %s --pass-pipeline="builtin.module(npu-lower{cores=1 prefetch-remainder-phases=1})" -o %t 2>&1 | FileCheck %s --check-prefix=REMAINDER
 // RUN: not ls %t
 // RUN: not npu-opt %s --pass-pipeline="builtin.module(npu-lower{cores=1 prefetch-rest-phases=0})" 2>&1 | FileCheck %s --check-prefix=REST
+// RUN: not npu-opt %s --pass-pipeline="builtin.module(npu-lower{cores=1 matmul-last-chunk-parts=false})" 2>&1 | FileCheck %s --check-prefix=PARTS
 // RUN: not npu-opt %s --pass-pipeline="builtin.module(npu-lower{prefetch=false prefetch-chunks=2})" 2>&1 | FileCheck %s --check-prefix=CHUNKS
 // RUN: not npu-opt %s --pass-pipeline="builtin.module(npu-lower{cores=1 split-cores-share=false})" 2>&1 | FileCheck %s --check-prefix=SHARE
 // RUN: not npu-opt %s --pass-pipeline="builtin.module(npu-lower{fuse=false fuse-epilogues=false})" 2>&1 | FileCheck %s --check-prefix=FUSE
@@ -33,6 +34,7 @@
 // REMAINDER: {{^}}npu-opt: error: invalid pass pipeline: npu-lower: prefetch-remainder-phases: does not apply: no split over cores (cores=1){{$}}
 // REST: npu-opt: error: invalid pass pipeline: npu-lower: prefetch-rest-phases: does not apply: no split over cores (cores=1){{$}}
 // CHUNKS: npu-opt: error: invalid pass pipeline: npu-lower: prefetch-chunks: does not apply: npu-prefetch is not run (prefetch=false){{$}}
+// PARTS: npu-opt: error: invalid pass pipeline: npu-lower: matmul-last-chunk-parts: does not apply: no split over cores (cores=1){{$}}
 // SHARE: npu-opt: error: invalid pass pipeline: npu-lower: split-cores-share: does not apply: no split over cores (cores=1){{$}}
 // FUSE: npu-opt: error: invalid pass pipeline: npu-lower: fuse-epilogues: does not apply: npu-fuse is not run (fuse=false){{$}}
 // EPILOGUE: npu-opt: error: invalid pass pipeline: npu-lower: fuse-epilogue-f16: does not apply: it needs fuse-epilogues=true{{$}}
