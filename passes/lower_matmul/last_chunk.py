@@ -77,7 +77,8 @@ class LastChunkSchedule:
                 end = start + size == ops.N1
                 step = self.chunk_mads(plan, a1, None, b1, size, a_slots, b_slots, c_pieces,
                                        step, True, drain if end else no_drain,
-                                       b_first=offset, b_stride=chunk, b_ahead=True)
+                                       b_first=offset, b_stride=chunk, b_ahead=True,
+                                       drain_each=end)
                 start += size
             nir.yield_()
 

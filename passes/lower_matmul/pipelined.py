@@ -248,7 +248,7 @@ class PipelinedSchedule:
                    b1: ir.Value, chunk: int, a_slots: list[ir.Value], b_slots: list[ir.Value],
                    c_pieces: list[ir.Value], step: int, accumulate_first: bool | ir.Value,
                    drain: Callable[[int], None], b_first: int = 0, b_stride: int = 0,
-                   b_ahead: bool = False) -> int:
+                   b_ahead: bool = False, drain_each: bool = False) -> int:
         """The mads of one L1 chunk (A `a1` from block `a_base`, B `b1`, each
         `chunk` reduction blocks): for each group of C pieces, each sub-step's
         A and B sub-tiles -> the L0 slots (taking turns from `step` on) and
@@ -261,19 +261,26 @@ class PipelinedSchedule:
         block in `b1` and `b1`'s column stride (0: `chunk`); `b_ahead`:
         each sub-step's L0B loads before its L0A load (B is in L1 already,
         A's copy may still be landing: MTE1 loads B while it waits). Returns
-        the next slot turn."""
+        the next slot turn. With `drain_each` every piece drains right after
+        its mad of the chunk's last sub-step (between the group's mads: its
+        drain then waits for that mad alone, not for the group's run)."""
         mbp, khb, sub, group = plan.piece_rows, plan.piece_cols, plan.sub, plan.group
         mb = plan.mb
         b_blk = self.l0_blocks(b1, True)
         slot_blocks = sub * khb
         turns = len(a_slots)
         run = turns // 2
-        pending: list[tuple] = []  # (A slot, first piece, B views, accumulate) of a sub-step
+        # (A slot, first piece, B views, accumulate, the chunk's last sub-step)
+        pending: list[tuple] = []
+        drained: set[int] = set()
 
         def flush() -> None:
-            for a0, g, b_views, accumulate in pending:
+            for a0, g, b_views, accumulate, last_sub in pending:
                 for h, b_h in zip(range(g, g + group), b_views):
                     self.mad(a0, b_h, c_pieces[h], mbp, sub, khb, accumulate)
+                    if drain_each and last_sub:
+                        drain(h)
+                        drained.add(h)
             pending.clear()
 
         for g in range(0, plan.pieces, group):
@@ -303,14 +310,16 @@ class PipelinedSchedule:
                                         src_col_stride=b_stride or chunk)
                 if b_ahead:
                     load_a()
-                pending.append((a0, g, b_views, accumulate))
+                pending.append((a0, g, b_views, accumulate, j0 + sub >= chunk))
                 if len(pending) == run:
                     flush()
             flush()
             if self.drain_order == "per-piece":
                 for h in range(g, g + group):
-                    drain(h)
+                    if h not in drained:
+                        drain(h)
         if self.drain_order == "after-mads":
             for h in range(plan.pieces):
-                drain(h)
+                if h not in drained:
+                    drain(h)
         return step
