@@ -254,6 +254,7 @@ class FusedKernel(RowBuilders, ResidentRows, LayoutChoice):
         slots = self.slot_buffers(rows, k, self.layout.copies)
         first = [plan.tail.length] if plan.tail is not None else []
         first += [rows] * (plan.full_chunks % k)
+        first = first[::-1] if self.layout.short_last else first  # no loop (`short_last`)
         groups = plan.full_chunks // k
         row0 = 0
         for j, length in enumerate(first):

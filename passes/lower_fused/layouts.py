@@ -40,6 +40,8 @@ class Layout:
     slots: int
     estimate: float = 0.0
     doubled: bool = True  # False: one set of every buffer (a resident row in one slot)
+    # The short piece after the one long chunk, not before it (`short_last`).
+    short_last: bool = False
 
     def copies(self, key) -> int:
         """Sets of the streamed buffer `key` (with one slot, the two that
@@ -150,8 +152,43 @@ class LayoutChoice:
                 if best is None or key < best[0]:
                     best = (key, layout, rows)
         (cost, _, _), layout, rows = best
+        most = layout.rows  # the most rows a chunk of this layout holds
         layout.rows, layout.estimate = rows, cost
+        measured, at = profiles[(layout.over, layout.deferred)]
+        self.short_last(layout, most, measured.scaled(1 / at))
         return layout
+
+    def short_last(self, layout: Layout, most: int, row: ChunkProfile) -> None:
+        """The kernel's last op (nothing after it on the core hides its end)
+        in chunks that all fit the slots (no loop): one chunk of all rows but
+        the last block, then that block, when the chain of latencies
+        (`chain_end`, from the profile of one row, `row`) ends earlier so.
+
+        Why: the pipeline model prices a steady state, but a few rows a core
+        (a layernorm of 4 rows on 32 cores) are a chain: each chunk's loads
+        wait for the previous chunk's flag (one GM latency on MTE2), and
+        what follows the last loads (that chunk's vector work, its stores
+        and their latency) is the kernel's end. A long first chunk's vector
+        work covers the short one's loads, and the end is the short chunk's
+        (BERT seq 128 on 32 cores, ln2: 2 + 2 rows 1,893 cycles, 4 in one
+        chunk 1,797, 3 + 1 1,653; 1 + 3, the short piece first as the loop
+        form puts it, 2,065; the README example on 8 cores, 16 rows a core
+        in 15 + 1, 8,999 -> 8,844; on one core 64 rows stay in 32 + 32, which
+        the chain prices at 2,760 against 3,057). Not elsewhere: ln1's phase
+        gains 27 cycles
+        that way, but npu-prefetch's estimate of its idle MTE2 shrinks and
+        ffn_out's weights then load later (the layer +448).
+        """
+        long = round_down(self.rows - 1, self.row_block)
+        chunks = self.chunking(layout.rows, layout.slots)[0]
+        if (long < self.row_block or long > most or long == layout.rows
+                or chunks > layout.slots or not ends_kernel(self.region)):
+            return
+        slots = {k: layout.copies(k) for k in row.keys()}
+        now = [layout.rows] * (self.rows // layout.rows) + (
+            [self.rows % layout.rows] if self.rows % layout.rows else [])
+        if chain_end(row, [long, self.rows - long], slots) < chain_end(row, now, slots):
+            layout.rows, layout.short_last = long, True
 
     def chunking(self, rows: int, slots: int) -> tuple[int, int]:
         """(chunks, rows before the chunk loop) of chunks of `rows` rows."""
@@ -252,3 +289,34 @@ def _renamed(profile: ChunkProfile, rename) -> ChunkProfile:
     return ChunkProfile(profile.latency, [(key(b), c) for b, c in profile.loads],
                         [({key(b) for b in r}, {key(b) for b in w}, c) for r, w, c in profile.steps],
                         [(key(b), c, a) for b, c, a in profile.stores])
+
+
+def ends_kernel(op: ir.Operation) -> bool:
+    """Whether nothing but returns and yields follows `op` in its function
+    (through the regions that hold it: a guard of a share of the cores)."""
+    op = op.operation
+    while op.name != "func.func":
+        ops = [o.operation for o in op.block.operations]
+        after = ops[next(k for k, o in enumerate(ops) if o == op) + 1:]
+        if any(o.name not in ("func.return", "scf.yield", "memref.dealloc") for o in after):
+            return False
+        op = op.parent.operation
+    return True
+
+
+def chain_end(row: ChunkProfile, chunks: list[int], slots: dict) -> float:
+    """When the last of `chunks` (rows, in order) has stored, each chunk's
+    loads after the previous chunk's have landed (its flag holds MTE2),
+    its vector work after its loads and the previous chunk's vector work;
+    `row`: one row's profile (`ChunkProfile.scaled`)."""
+    lat = row.latency
+    loaded = v_end = 0.0
+    end = 0.0
+    for rows in chunks:
+        p = row.scaled(rows)
+        loaded += sum(c for _, c in p.loads) + lat
+        v_start = max(loaded, v_end)
+        v_end = v_start + p.vector()
+        landed, _, _ = p.landings(slots, alone=len(chunks) == 1)
+        end = max([end, v_end] + [v_start + t for t in landed.values()])
+    return end
