@@ -185,8 +185,9 @@ class LayoutChoice:
                 or chunks > layout.slots or not ends_kernel(self.region)):
             return
         slots = {k: layout.copies(k) for k in row.keys()}
-        now = [layout.rows] * (self.rows // layout.rows) + (
-            [self.rows % layout.rows] if self.rows % layout.rows else [])
+        # as `FusedKernel.pipelined` emits them: the short piece first
+        now = ([self.rows % layout.rows] if self.rows % layout.rows else []) + [
+            layout.rows] * (self.rows // layout.rows)
         if chain_end(row, [long, self.rows - long], slots) < chain_end(row, now, slots):
             layout.rows, layout.short_last = long, True
 
