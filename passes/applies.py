@@ -8,7 +8,9 @@ given with a value other than its default that does not apply is refused in
 one line, `<pass>: <option>: does not apply: <why>`: at construction what the
 options and the target decide; once the pass sees the program, what only the
 program decides (whether it is split over cores; an op's own options, or a
-loop's `npu.double_buffer` mark, that may meet a need: `Pass.met_by_program`).
+loop's `npu.double_buffer` mark, that may meet a need: `Pass.met_by_program`;
+whether it has an op the option acts on: an `OnOps` need, a lowering's on
+every option, `Pass.acts_on`).
 
 A pass another pass builds (npu-lower's sub-passes) is built `unchecked`:
 its builder checked the options it was given, in its own names
@@ -19,11 +21,63 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+from dataclasses import dataclass
 from typing import Any, Iterator
+
+from npu.dialects.ascend_pool import POOL2D
 
 # In an `Option`'s `needs`: the option applies to a program split over
 # several cores only (between its chip barriers).
 MANY_CORES = "several cores"
+
+
+@dataclass(frozen=True)
+class OnOps:
+    """In an `Option`'s `needs` (or a pass's `acts_on`, every option's): the
+    program has an op the option acts on, one named in `ops`, at any depth
+    (a fused group's members too). `what` names them when it has none."""
+
+    what: str
+    ops: tuple[str, ...]
+
+    def unmet(self, present: frozenset[str]) -> str | None:
+        """Why not, with `present` the program's op names, or None."""
+        return None if present.intersection(self.ops) else NO_OPS + self.what
+
+
+NO_OPS = "the program has no "  # how an unmet `OnOps` need is said
+
+
+# The kinds of op options act on (`OnOps`), each once: the lowerings of
+# convs, matmuls and pools handle these (`Pass.handles`).
+CONVS = OnOps("conv", ("ascend.conv2d",))
+MATMULS = OnOps("matmul", ("ascend.matmul", "ascend.batch_matmul"))
+CUBE_OPS = OnOps("matmul or conv", MATMULS.ops + CONVS.ops)
+BATCH_MATMULS = OnOps("batch_matmul (attention's Q.K^T)", ("ascend.batch_matmul",))
+POOLS = OnOps("pool", (POOL2D,))
+FRACTALIZES = OnOps("fractalize", ("ascend.fractalize",))
+
+
+def row_ops() -> OnOps:
+    """npu-fuse's row ops (elementwise, masks, last-axis reductions)."""
+    from npu.costmodel.fusion.rows import ROW_OPS
+
+    return OnOps("row op (elementwise or reduction)", ROW_OPS)
+
+
+def program_ops(module) -> frozenset[str]:
+    """The names of the ops in `module`, at any depth."""
+    from npu.ir import walk_held
+
+    names: set[str] = set()
+    walk_held(module, lambda o: names.add(o.name))
+    return frozenset(names)
+
+
+def is_pair(need) -> bool:
+    """Whether `need` is an (option, value) pair (not `MANY_CORES`, not `OnOps`)."""
+    return isinstance(need, tuple)
+
 
 _checking = contextvars.ContextVar("npu_passes_checking", default=True)
 
@@ -67,18 +121,26 @@ def refusal(p, module=None) -> str | None:
     default, by name) whose `needs` do not hold, or None. Without `module`
     (at construction) needs the program may meet are taken to hold."""
     by_name = {o.name: o for o in p.options}
+    present: list[frozenset[str]] = []  # the program's op names, once asked for
+    every = (p.acts_on,) if p.acts_on is not None else ()
     for name in sorted(p.given):
         option = by_name[name]
         if getattr(p, name.replace("-", "_")) == option.default:
             continue
-        for need in option.needs:
-            why = _unmet(p, need, module)
+        for need in (*every, *option.needs):
+            why = _unmet(p, need, module, present)
             if why is not None:
                 return does_not_apply(p.name, name, why)
     return None
 
 
-def _unmet(p, need, module) -> str | None:
+def _unmet(p, need, module, present: list) -> str | None:
+    if isinstance(need, OnOps):
+        if module is None:
+            return None
+        if not present:
+            present.append(program_ops(module))
+        return need.unmet(present[0])
     if need == MANY_CORES:
         one = p.why_one_core(module)
         return None if one is None else f"no split over cores ({one})"

@@ -23,7 +23,7 @@ from npu import diagnostics
 from npu.diagnostics import PassError  # defined below the passes: cost models raise it too
 from npu.ir import block_dim, dict_attr_items, functions, walk, walk_held
 from npu.passes import applies
-from npu.passes.applies import MANY_CORES
+from npu.passes.applies import MANY_CORES, OnOps
 from npu.passes.instrument import instrumented
 from npu.target import Target, get_target
 
@@ -52,8 +52,9 @@ class Option:
     keyword argument, `npu-lower` forwarding) is checked against it.
 
     `needs`: when the option applies at all, as (another option of the same
-    pass, the value it must have) pairs, or `MANY_CORES` (the program is
-    split over several cores); a value other than the default given where
+    pass, the value it must have) pairs, `MANY_CORES` (the program is
+    split over several cores) or an `OnOps` (the program has an op the
+    option acts on); a value other than the default given where
     they do not hold is refused (`npu.passes.applies`; npu-lower's own in
     its names, `npu.passes.lower_applies`).
     """
@@ -149,9 +150,10 @@ def _elements(t: ir.Type) -> int:
     return math.prod(t.shape) if isinstance(t, ir.MemRefType) else 1
 
 
-def ub_fraction_option(default: float, help: str) -> Option:
+def ub_fraction_option(default: float, help: str, needs: tuple = ()) -> Option:
     """The `ub-fraction` option of the lowerings: a share of UB in (0, 1]."""
-    return Option("ub-fraction", float, default, help, low=0.0, high=1.0, low_open=True)
+    return Option("ub-fraction", float, default, help, low=0.0, high=1.0, low_open=True,
+                  needs=needs)
 
 
 class OptionError(ValueError):
@@ -187,6 +189,9 @@ class Pass:
     options: ClassVar[Sequence[Option]] = ()
     # A lowering: the ascend ops it replaces (per-op options apply to them).
     handles: ClassVar[tuple[str, ...]] = ()
+    # A need of every option (`npu.passes.applies`): the ops the pass acts on
+    # (a lowering: those it `handles`), without which none does anything.
+    acts_on: ClassVar[OnOps | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Every pass's `run` is seen by npu-opt's instrumentation (printing

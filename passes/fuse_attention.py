@@ -28,10 +28,12 @@ from npu.costmodel.attention import pattern as att
 from npu.costmodel.attention import plan as cost
 from npu import ir as nir
 from npu.passes.base import Option, Pass, ub_fraction_option
+from npu.passes.applies import BATCH_MATMULS
 
 
 class FuseAttentionPass(Pass):
     name = "npu-fuse-attention"
+    acts_on = BATCH_MATMULS  # every option: the program has one
     summary = "Group attention (Q.K^T, scale, softmax, P.V) into one kernel per head tile"
     options = (
         ub_fraction_option(cost.ATTENTION_UB_FRACTION,

@@ -58,6 +58,7 @@ from npu import ir as nir
 from npu.costmodel.matmul.fitting import MatmulShape
 from npu.costmodel.matmul.tiling import TilingError, choose_tiling
 from npu.passes.base import Option, Pass
+from npu.passes.applies import MATMULS
 from npu.passes.split_cores import qkv
 
 ELEMENTWISE = ("ascend.add", "ascend.sub", "ascend.mul", "ascend.div", "ascend.max", "ascend.min",
@@ -93,6 +94,7 @@ def _is_fresh_alloc(value: ir.Value) -> bool:
 
 class FuseHorizontalPass(Pass):
     name = "npu-fuse-horizontal"
+    acts_on = MATMULS  # every option: the program has one
     summary = "Join sibling matmuls sharing A (Q/K/V) into one over concatenated weights"
     options = (
         Option("remarks", bool, True, "report each group formed and why siblings were left apart"),

@@ -32,6 +32,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.passes.base import Option, Pass
+from npu.passes.applies import BATCH_MATMULS
 
 LAYOUT_OPS = ("ascend.transpose", "ascend.defractalize")
 # Views that keep the element type of their source (no byte reinterpretation).
@@ -40,6 +41,7 @@ TYPED_VIEWS = ("memref.subview", "memref.collapse_shape", "memref.expand_shape",
 
 class HoistCastsPass(Pass):
     name = "npu-hoist-casts"
+    acts_on = BATCH_MATMULS  # every option: the program has one
     summary = "Move f32 -> f16 casts of batch_matmul operands ahead of transposes and defractalizes"
     options = (
         Option("remarks", bool, True, "report each cast moved and the layout ops it crossed"),

@@ -26,8 +26,10 @@ An option given (other than at its default) where it does not apply is
 refused in one line naming it and why (`npu.passes.lower_applies`: its pass
 is not run, e.g. `prefetch-chunks` with `prefetch=false` or a split-cores
 option on one core, or its declaration's `needs` do not hold, e.g.
-`c-pieces` without the pipelined schedule); at construction, except needs
-an op's own options could meet, checked once `run` sees the ops. The passes
+`c-pieces` without the pipelined schedule, or the program has no op it acts
+on, e.g. `conv-cube-residual` without a conv); at construction, except needs
+an op's own options could meet and the ops the program has, checked once
+`run` sees the ops (its input's, at any depth). The passes
 it runs are built `unchecked` (`npu.passes.applies`): it sets their options,
 its defaults among them (`sink-sets=true` with `sync=barrier` does nothing).
 
@@ -45,7 +47,7 @@ from typing import Any
 from mlir import ir
 
 from npu.ir import block_dim, dict_attr_items, dict_attr_of, functions, walk, walk_held
-from npu.passes.applies import does_not_apply, unchecked
+from npu.passes.applies import does_not_apply, program_ops, unchecked
 from npu.passes.base import DOUBLE_BUFFER_KEY, OP_OPTIONS_ATTR, Pass, PassError
 from npu.passes.lower_applies import refusals, resolve
 from npu.passes.lower_options import (FORWARDS, LOWER_OPTIONS, LOWERINGS, PIPELINE_OPTIONS,
@@ -93,10 +95,11 @@ class LowerPass(Pass):
         `run`, which reads the record and sees the ops."""
         return self._refused(per_op=True) if module is None else None
 
-    def _refused(self, per_op: bool) -> str | None:
+    def _refused(self, per_op: bool, module: ir.Operation | None = None) -> str | None:
         """`npu-lower: <option>: does not apply: <why>` for the first option
-        given that does not apply, or None."""
-        found = refusals(self._values(), sorted(self.given), self.target, per_op)
+        given that does not apply (to `module`'s ops once seen), or None."""
+        ops = None if module is None else program_ops(module)
+        found = refusals(self._values(), sorted(self.given), self.target, per_op, ops)
         return does_not_apply(self.name, *found[0]) if found else None
 
     def _lowerings(self) -> list[Pass]:
@@ -118,7 +121,7 @@ class LowerPass(Pass):
         # again with the record's pipeline options, and the ops' own options seen
         per_op = ((self.record is not None and bool(self.record.ops))
                   or bool(walk_held(module, lambda o: OP_OPTIONS_ATTR in o.attributes)))
-        refused = self._refused(per_op)
+        refused = self._refused(per_op, module)
         if refused:  # about the options, not a place in the input
             raise PassError(refused, loc=ir.Location.unknown(module.context))
         if (self.cores or self.target.cores) == 1:

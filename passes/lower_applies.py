@@ -8,6 +8,10 @@ names (npu-lower-matmul's `schedule` is npu-lower's `matmul-schedule`,
 `auto` resolved by `double-buffer`). A need on an option an op's own
 options may set (`PER_OP`: the schedule, `double-buffer`) is taken to hold
 when the program carries per-op options: they may meet it for their ops.
+A need of an op the option acts on (`OnOps`: every option of a lowering, of
+the fusions of attention, ...) holds when npu-lower's input has one, or
+a sub-pass that runs makes one of it (`MAKES`); before the input is seen,
+it may.
 
 `npu-lower` refuses an option given with a value other than its default
 that does not apply (`refusals`; a pass run on its own checks its options
@@ -19,10 +23,12 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from npu.passes.applies import MANY_CORES, one_core_text, spelled as _spelled
-from npu.passes.lower_options import FORWARDS, LOWER_OPTIONS, PER_OP, RUNS_WITH, SETS
+from npu.passes.applies import MANY_CORES, NO_OPS as NO, OnOps, one_core_text, spelled as _spelled
+from npu.passes.lower_options import (FORWARDS, LOWER_OPTIONS, MAKES, PER_OP, RUNS_WITH, SETS,
+                                      sub_pass_needs)
 
 OPTIONS = {o.name: o for o in LOWER_OPTIONS}
+OPS_SAID: dict[str, OnOps] = {}  # each unmet `OnOps` need by its words (`_first`)
 
 
 def resolve(values: Mapping[str, Any], name: str) -> Any:
@@ -40,47 +46,78 @@ def cores_text(values: Mapping[str, Any], target) -> str | None:
 
 
 def refusals(values: Mapping[str, Any], given: Iterable[str], target,
-             per_op: bool = False) -> list[tuple[str, str]]:
+             per_op: bool = False, ops: frozenset[str] | None = None) -> list[tuple[str, str]]:
     """(option, why) for each option in `given` whose value in `values`
     (every npu-lower option's, by name) is not its default and which does
     not apply with the others' values. `per_op`: the program carries per-op
-    options (a tuning record's, `npu.options`)."""
+    options (a tuning record's, `npu.options`); `ops`: the names of the
+    program's ops (`npu.passes.applies.program_ops`; None: not seen yet)."""
     found = []
+    if ops is not None:
+        ops = made(ops, values, target)
     for name in given:
         option = OPTIONS[name]
         if values[name] == option.default:
             continue
-        why = refusal(name, values, target, per_op)
+        why = refusal(name, values, target, per_op, ops)
         if why is not None:
             found.append((name, why))
     return found
 
 
-def refusal(name: str, values: Mapping[str, Any], target, per_op: bool = False) -> str | None:
-    """Why npu-lower's option `name` does not apply with `values`, or None."""
+def made(ops: frozenset[str], values: Mapping[str, Any], target) -> frozenset[str]:
+    """`ops` with those the sub-passes that run make of them (`MAKES`)."""
+    more = set(ops)
+    for flag, (sources, makes) in MAKES.items():
+        if ops.intersection(sources) and _unmet(RUNS_WITH.get(flag, ()), values, target,
+                                                False, None) is None:
+            more.update(makes)
+    return frozenset(more)
+
+
+def refusal(name: str, values: Mapping[str, Any], target, per_op: bool = False,
+            ops: frozenset[str] | None = None) -> str | None:
+    """Why npu-lower's option `name` does not apply with `values` (and the
+    program's op names `ops`, once seen, with those made of them), or None."""
     if name == "cores":  # it decides whether npu-split-cores runs
         return None
-    why = _unmet(OPTIONS[name].needs, values, target, per_op)
+    why = _unmet(OPTIONS[name].needs, values, target, per_op, ops)
     if why is not None or name not in SETS:
         return why
-    first = None
+    whys = []
     for flag, option in SETS[name]:
-        ours = FORWARDS[flag]
-        why = (_unmet(RUNS_WITH.get(flag, ()), values, target, per_op, runs=flag)
-               or _unmet(tuple(n if n == MANY_CORES else (ours[n[0]], n[1])
-                               for n in option.needs if n == MANY_CORES or n[0] in ours),
-                         values, target, per_op))
+        why = (_unmet(RUNS_WITH.get(flag, ()), values, target, per_op, ops, runs=flag)
+               or _unmet(sub_pass_needs(flag, option, FORWARDS), values, target, per_op, ops))
         if why is None:
             return None
-        first = first or why
-    return first
+        whys.append(why)
+    return _first(whys)
+
+
+def _first(whys: list[str]) -> str:
+    """The first of the reasons none of the passes an option sets takes it,
+    or, when each is that the program has no op it acts on, all those ops
+    (a kind within another said once: `max-chunk`'s)."""
+    lacking = [OPS_SAID[w] for w in whys if w in OPS_SAID]
+    if len(lacking) < len(whys) or len(lacking) == 1:
+        return whys[0]
+    names = {need: frozenset(need.ops) for need in lacking}
+    said = list(dict.fromkeys(n.what for n in lacking
+                              if not any(names[n] < names[o] for o in lacking)))
+    return NO + (said[0] if len(said) == 1 else f"{', '.join(said[:-1])} or {said[-1]}")
 
 
 def _unmet(needs: tuple, values: Mapping[str, Any], target, per_op: bool,
-           runs: str | None = None) -> str | None:
+           ops: frozenset[str] | None, runs: str | None = None) -> str | None:
     """The first of `needs` (npu-lower's names) that does not hold, said;
     `runs`: they are what runs that pass."""
     for need in needs:
+        if isinstance(need, OnOps):
+            why = None if ops is None else need.unmet(ops)
+            if why is not None:
+                OPS_SAID[why] = need
+                return why
+            continue
         if need == MANY_CORES:
             one = cores_text(values, target)
             if one is not None:

@@ -33,6 +33,7 @@ from npu.dialects.ascend import normalize_axis
 from npu.dialects.hivm import config_field
 from npu.kernels.cce_build import Index, copy, delinearize, for_range, lin, sub
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
+from npu.passes.applies import OnOps
 from npu.passes.gather_unaligned import ElementsIndex, UnalignedGather, checked_id, range_message
 
 
@@ -42,6 +43,7 @@ class LowerGather(Pass):
                "copies its row GM -> UB (realigned in UB when not whole blocks); chunks of rows "
                "are stored UB -> GM")
     handles = ("ascend.gather", "ascend.gather_elements")
+    acts_on = OnOps("gather", handles)  # every option: the program has one
     options = (
         ub_fraction_option(0.9, "fraction of UB the chunks' buffers share (the gather is a "
                            "kernel of its own)"),

@@ -20,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from npu.passes.base import MANY_CORES, Option, Pass
+from npu.passes.applies import CONVS, CUBE_OPS, MANY_CORES, OnOps, is_pair
+from npu.passes.base import Option, Pass
 from npu.passes.canonicalize import CanonicalizePass
 from npu.passes.double_buffer import DoubleBufferPass
 from npu.passes.fuse import FusePass
@@ -44,6 +45,7 @@ from npu.passes.plan_gm import PlanGmPass
 from npu.passes.plan_memory import PlanMemoryPass
 from npu.passes.prefetch import PrefetchPass
 from npu.passes.split_cores import SplitCoresPass
+from npu.passes.split_cores.split_k import CUBE_OPS as SPLIT_K_OPS
 from npu.passes.lower_conv import LowerConv
 
 # Every pass npu-lower runs, in pipeline order, and the prefix of its options
@@ -97,6 +99,24 @@ RUNS_WITH: dict[str, tuple] = {
 # Each sub-pass's class by its flag: npu-lower builds its steps from these.
 SUB_PASS_CLASSES: dict[str, type[Pass]] = {cls.name: cls for cls, _ in SUB_PASSES}
 
+# Ops a sub-pass makes, of kinds the program need not have, and the ops it
+# makes them of: the options acting on them apply when that pass runs
+# (npu-split-cores' split-K partial sums, adds of a cube op's partial results).
+MAKES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "npu-split-cores": (SPLIT_K_OPS, ("ascend.add",)),
+}
+
+
+def sub_pass_needs(flag: str, option: Option, forwards: dict[str, dict[str, str]]) -> tuple:
+    """What sub-pass `flag`'s `option` needs there (its pass's `acts_on`,
+    then its own `needs`), options in npu-lower's names (`forwards`); a need
+    on an option npu-lower does not forward is npu-lower's own setting."""
+    ours = forwards[flag]
+    acts_on = SUB_PASS_CLASSES[flag].acts_on
+    return (*(() if acts_on is None else (acts_on,)),
+            *((ours[n[0]], n[1]) if is_pair(n) else n
+              for n in option.needs if not is_pair(n) or n[0] in ours))
+
 # The lowerings of ascend ops, in the order they run; per-op options (a
 # tuning record's) are npu-lower's names of their options.
 # npu-lower-conv and npu-lower-matmul first: the elementwise members of their
@@ -127,7 +147,8 @@ class Route:
     default: Any = THEIRS    # npu-lower's default
     unset: Any = THEIRS      # a value outside theirs meaning "leave their defaults"
     resolved: tuple = ()     # more choices, which npu-lower resolves to one of theirs
-    needs: tuple = ()        # npu-lower's (option, value) pairs it applies with (as `Option.needs`)
+    needs: tuple = ()        # npu-lower's (option, value) pairs it applies with, or
+    # `OnOps` where only npu-lower sees the ops (as `Option.needs`)
 
 
 # npu-lower-matmul's tiling options kept their names from before the prefix.
@@ -168,6 +189,10 @@ ROUTES: tuple[Route, ...] = (
           "also picks matmul-schedule=auto's schedule"),
     Route("double-buffer-min-trip-count", ("npu-double-buffer min-trip-count",),
           "with double-buffer, or an op's own double-buffer option", needs=(("double-buffer", True),)),
+    # npu-prefetch sees lowered kernels: the ops its chunks belong to are npu-lower's to see
+    Route("prefetch-chunks", ("npu-prefetch chunks",), "", needs=(CUBE_OPS,)),
+    Route("prefetch-l1-room", ("npu-prefetch l1-room",), "", needs=(CUBE_OPS,)),
+    Route("prefetch-convs", ("npu-prefetch convs",), "", needs=(CONVS,)),
     Route("sync", ("npu-insert-sync mode",), ""),
     Route("sink-sets", ("npu-insert-sync sink-sets",), "on by default here", default=True),
 )
@@ -181,15 +206,19 @@ OWN_OPTIONS: tuple[Option, ...] = (
            "npu-lower-fused, npu-lower-attention); false lowers every ascend op as its own kernel"),
     Option("hoist-casts", bool, True, "with fuse: f32 -> f16 casts of batch_matmul "
            "operands (attention's Q, K, V) move ahead of their transposes and "
-           "defractalizes, into the projection's epilogue (npu-hoist-casts)", needs=_FUSE),
+           "defractalizes, into the projection's epilogue (npu-hoist-casts)",
+           needs=(*_FUSE, HoistCastsPass.acts_on)),
     Option("fuse-horizontal", bool, True, "with fuse: join sibling matmuls that share A "
-           "(Q/K/V) and their bias adds first (npu-fuse-horizontal)", needs=_FUSE),
+           "(Q/K/V) and their bias adds first (npu-fuse-horizontal)",
+           needs=(*_FUSE, FuseHorizontalPass.acts_on)),
     Option("fuse-attention", bool, True, "with fuse: attention (Q.K^T, scale, softmax, P.V) "
-           "as one kernel per head tile, scores on chip (npu-fuse-attention)", needs=_FUSE),
+           "as one kernel per head tile, scores on chip (npu-fuse-attention)",
+           needs=(*_FUSE, FuseAttentionPass.acts_on)),
     Option("fuse-attention-projection", bool, True, "with fuse-attention and fuse-epilogues: "
            "an attention kernel computes its own Q, K, V projection head by head on chip when "
            "the cost model finds it faster (npu-fuse-attention-projection)",
-           needs=(*_FUSE, ("fuse-attention", True), ("fuse-epilogues", True))),
+           needs=(*_FUSE, ("fuse-attention", True), ("fuse-epilogues", True),
+                  FuseAttentionProjectionPass.acts_on)),
     Option("plan-gm", bool, True, "pack GM memref.alloc temporaries into one workspace "
            "argument first (npu-plan-gm); false leaves them as allocs"),
     Option("prefetch", bool, True, "npu-prefetch: a matmul's first host-constant weight "
@@ -244,7 +273,7 @@ def _check_needs(options: tuple[Option, ...], forwards: dict[str, dict[str, str]
         theirs = {o.name: o for o in cls.options}
         named += [(n, theirs) for o in cls.options for n in o.needs]
     for need, options_by_name in named:
-        if need == MANY_CORES:
+        if not is_pair(need):
             continue
         name, value = need
         option = options_by_name.get(name)
@@ -256,6 +285,9 @@ def _check_needs(options: tuple[Option, ...], forwards: dict[str, dict[str, str]
             raise ValueError(f"a need of {name}={value!r}: {e}") from None
 
 
+IN = " in the program"  # how an `OnOps` need is said in the help
+
+
 def _applies(theirs: list[tuple[str, Option]], route: Route,
              forwards: dict[str, dict[str, str]]) -> str:
     """When npu-lower's option applies (its needs, then those of the passes
@@ -263,15 +295,15 @@ def _applies(theirs: list[tuple[str, Option]], route: Route,
     def said(need) -> str:
         if need == MANY_CORES:
             return "several cores"
+        if isinstance(need, OnOps):
+            return f"{'an' if need.what[0] in 'aeiou' else 'a'} {need.what}{IN}"
         name, value = need
         return f"{name}={('true' if value else 'false') if isinstance(value, bool) else value}"
 
     each = []
     for flag, option in theirs:
         needs = list(dict.fromkeys([  # once each (npu-split-cores': several cores, twice)
-            *RUNS_WITH.get(flag, ()), *(n if n == MANY_CORES else (forwards[flag][n[0]], n[1])
-                                        for n in option.needs
-                                        if n == MANY_CORES or n[0] in forwards[flag])]))
+            *RUNS_WITH.get(flag, ()), *sub_pass_needs(flag, option, forwards)]))
         if not needs:  # a pass it sets runs always
             each = []
             break
@@ -282,6 +314,11 @@ def _applies(theirs: list[tuple[str, Option]], route: Route,
     each = [] if () in each else each
     # an alternative that needs more than another adds nothing
     each = [e for e in dict.fromkeys(each) if not any(set(o) < set(e) for o in each)]
+    # alternatives that are each an op in the program are said as one
+    alone = [e[0][:-len(IN)] for e in each if len(e) == 1 and e[0].endswith(IN)]
+    if len(alone) > 1:
+        each = [e for e in each if not (len(e) == 1 and e[0].endswith(IN))]
+        each.append((f"{', '.join(alone[:-1])} or {alone[-1]}{IN}",))
     text = ", ".join([*map(said, route.needs), *([" or ".join(map(", ".join, each))]
                                                  if each else [])])
     return f" (applies with {text} only)" if text else ""

@@ -44,6 +44,7 @@ from npu import ir as nir
 from npu.kernels.cce_build import copy, for_pieces, for_range, lin, sub
 from npu.dialects.ascend import reduce_axis, reduced_shape
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
+from npu.passes.applies import OnOps
 from npu.passes.reduce_columns import IDENTITY, ColumnReduce
 from npu.passes.reduce_segments import emit_segments, segment_plan
 from npu.passes.reduce_small import SmallReduce
@@ -61,6 +62,7 @@ class LowerReduce(Pass):
     summary = ("Lower ascend.reduce_sum/max/min: the last axis with vcadd/vcmax/vcmin after "
                "vadd/vmax/vmin folds, an outer axis by accumulating rows")
     handles = tuple(OPS)
+    acts_on = OnOps("reduction", handles)  # every option: the program has one
     options = (
         ub_fraction_option(0.5, "fraction of UB one chunk's buffers may use (0.5 leaves "
                            "room for double buffering)"),

@@ -38,6 +38,7 @@ from npu.dialects.ascend import INSERT_SLICE, SLICE, SLICE_OPS, slice_indices
 from npu.dialects.hivm import config_field
 from npu.kernels.cce_build import copy, core_part, delinearize, for_pieces, for_range, lin, sub
 from npu.passes.base import Pass, PassError, ub_fraction_option
+from npu.passes.applies import OnOps
 from npu.passes.transpose_general import compact_blocks, expand_to_blocks
 from npu.costmodel.vector.tiling import plan_chunks, round_down, round_up
 
@@ -47,6 +48,7 @@ class LowerSlices(Pass):
     summary = ("Lower ascend.slice / insert_slice: whole-block row copies GM->UB->GM, short "
                "or strided rows by an element gather in UB")
     handles = SLICE_OPS
+    acts_on = OnOps("slice or insert_slice", handles)  # every option: the program has one
     options = (ub_fraction_option(0.25, "fraction of UB one group of rows may use (0.25: two "
                                   "groups in flight, for npu-double-buffer)"),)
 

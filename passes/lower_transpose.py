@@ -36,6 +36,7 @@ from mlir import ir
 from npu import ir as nir
 from npu.kernels.cce_build import copy, copy_bursts, core_part, for_pieces, for_range, lin, sub
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
+from npu.passes.applies import OnOps
 from npu.passes.transpose_general import (GatherTranspose, collapse_permutation, copy_through_ub,
                                          rotation_steps)
 from npu.costmodel.vector.tiling import plan_chunks, round_down, round_up
@@ -48,6 +49,7 @@ class LowerTranspose(Pass):
     summary = ("Lower ascend.transpose: last-two swap via vnchwconv, [0,2,1,3] via block "
                "copies, any other permutation by a gather in UB")
     handles = ("ascend.transpose",)
+    acts_on = OnOps("transpose", handles)  # every option: the program has one
     options = (
         ub_fraction_option(0.5, "fraction of UB one chunk's buffers may use (0.5 leaves "
                            "room for double buffering)"),

@@ -54,6 +54,7 @@ from npu.costmodel.fusion.precision import COMPUTE_F16
 from npu.costmodel.fusion.rows import FUSED_UB_FRACTION
 from npu import ir as nir
 from npu.kernels import online_rows
+from npu.passes.applies import CONVS, CUBE_OPS, FRACTALIZES, MATMULS, POOLS, OnOps, row_ops
 from npu.passes.base import Option, Pass, ub_fraction_option
 
 from .chains import MatmulChains
@@ -71,53 +72,63 @@ class _Candidate:
     consumer: int
 
 
+ROWS = row_ops()
+# the UB share: of the row groups' chunks and the matmul and conv epilogues' tiles
+GROUPED = OnOps("row op, matmul or conv", ROWS.ops + CUBE_OPS.ops)
+
+
 class FusePass(ConvEpilogueGrouping, EpilogueGrouping, NzLayouts, MatmulChains, ConvChains, Pass):
     name = "npu-fuse"
     summary = "Group row ops (elementwise, broadcasts, last-axis reductions) into fused kernels"
     options = (
         ub_fraction_option(FUSED_UB_FRACTION,
                            "UB share of one chunk's buffers by the footprint model (the rest: "
-                           "double buffering and the memory planner's longer lifetimes)"),
+                           "double buffering and the memory planner's longer lifetimes)",
+                           needs=(GROUPED,)),
         Option("resident", bool, True, "rows too long for a chunk of whole rows that fit UB (or long rows "
                "that are not whole 32-byte blocks) stay resident, one row a chunk in two slots, "
                "two sharing a piece of the row, or one (npu.kernels.resident_rows); false: "
-               "the two-pass kernel takes rows that do not fit a chunk of whole rows"),
+               "the two-pass kernel takes rows that do not fit a chunk of whole rows",
+               needs=(ROWS,)),
         Option("epilogues", bool, True, "join matmuls and convs with the elementwise consumers of "
-               "their result (matmul and conv epilogues) before forming row groups"),
+               "their result (matmul and conv epilogues) before forming row groups",
+               needs=(CUBE_OPS,)),
         Option("epilogue-f16", bool, True, "with epilogues: an epilogue whose only results "
                "leaving the group are f32 -> f16 casts is computed in f16 (npu.epilogue "
                "compute = \"f16\"; README \"Precision\"); false keeps f32 up to the cast",
-               needs=(("epilogues", True),)),
+               needs=(("epilogues", True), CUBE_OPS)),
         Option("epilogue-bias-f32", bool, False, "with epilogue-f16: the first member, "
                "when it adds an f32 operand (a bias) to C, runs in f32 on the drained "
                "accumulator and only its sum is rounded to f16 (npu.epilogue head = \"f32\"; "
                "one rounding fewer, more vector work: off by default, README \"Precision\")",
-               needs=(("epilogues", True), ("epilogue-f16", True))),
+               needs=(("epilogues", True), ("epilogue-f16", True), CUBE_OPS)),
         Option("row-major-stores", bool, True, "with epilogues: a defractalize of C (or of "
                "an epilogue's result) joins as its row-major store",
-               needs=(("epilogues", True),)),
+               needs=(("epilogues", True), CUBE_OPS)),
         Option("nz-stores", bool, True, "an ascend.fractalize of a row group's result "
                "joins the group, which writes that result in Nz (a matmul's A operand) as "
-               "it leaves UB; false keeps the separate fractalize"),
+               "it leaves UB; false keeps the separate fractalize", needs=(FRACTALIZES,)),
         Option("chains", bool, True, "a matmul's f16 result read only as the next matmul's "
                "A operand stays in L1 when it fits beside the producer's working set "
-               "(npu.chain; the producer stores it UB -> L1, the consumer reads it there)"),
+               "(npu.chain; the producer stores it UB -> L1, the consumer reads it there)",
+               needs=(MATMULS,)),
         Option("conv-chains", bool, False, "a conv's result read as the input map of a later "
                "1x1 stride-1 conv stays on chip, band by band, when the consumer tiles with the "
                "producer's bands and both fit on chip (npu.conv_chain; stored to GM only for "
                "other readers); npu-lower sets it on one core only. Off by default: the decision "
                "plans each candidate pair's kernels (ResNet-50's compile 1.8x) and pays on small "
-               "maps only"),
+               "maps only", needs=(CONVS,)),
         Option("conv-pool", bool, True, "with epilogue-f16 and without epilogue-bias-f32: a "
                "stem's max pool (3x3/2) joins its conv's group, pooled on the drain "
                "(npu.costmodel.conv.stem_pool); npu-lower sets it on one core only",
-               needs=(("epilogues", True), ("epilogue-f16", True), ("epilogue-bias-f32", False))),
+               needs=(("epilogues", True), ("epilogue-f16", True), ("epilogue-bias-f32", False),
+                      CONVS, POOLS)),
         Option("conv-f16-copies", bool, True, "with epilogues: a conv group's f32 result that "
                "convs read through an f16 copy (the cast) and other ops read in f32 (an f32 "
                "model's residual sum) is stored with its copy by the conv's drain, the cast "
                "the group's last member (npu.conv_epilogue f16_copy); false leaves the cast "
                "its own op",
-               needs=(("epilogues", True),)),
+               needs=(("epilogues", True), CONVS)),
         Option("remarks", bool, True, "report each group formed and why row ops were left out"),
     )
 

@@ -63,6 +63,7 @@ from npu.dialects.ascend_conv import (FORMS_5HD, NC1HWC0_BD, geometry, group_cha
 from npu.kernels.cce_build import core_part
 from npu.target import Target
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
+from npu.passes.applies import CONVS
 from npu.passes.lower_conv import conv_chain, cube_bias, cube_residual
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue, group_of
 from npu.passes.lower_conv.drain_cast import f32_bias_staging
@@ -129,7 +130,8 @@ def drains_as_none(epi: ConvEpilogue, shape, row_parts, target: Target, budget: 
 class LowerConv(Pass):
     name = "npu-lower-conv"
     summary = "Lower ascend.conv2d (nc1hwc0) to img2col + mad tiles on the cube"
-    handles = ("ascend.conv2d",)
+    handles = CONVS.ops
+    acts_on = CONVS  # every option: the program has one
     options = (ub_fraction_option(1.0, "fraction of UB the drain of the conv's tiles may use "
                                        "(two tiles: one drains while the next computes)"),
                Option("depthwise", str, "auto", "a depthwise conv (layout \"nc1hwc0_bd\" with "

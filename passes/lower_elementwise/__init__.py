@@ -56,6 +56,7 @@ from npu.costmodel.vector.tiling import VectorGeometry
 from npu.dialects.ascend import broadcastable
 from npu.kernels.cce_build import delinearize, for_range, lin, sub
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
+from npu.passes.applies import OnOps
 from npu.passes.elementwise_small import SmallElementwise
 
 from .flat import FlatLowering, budget_bytes, stream_chunks, writes_in_place
@@ -75,6 +76,7 @@ class LowerElementwise(Pass):
     name = "npu-lower-elementwise"
     summary = "Lower ascend elementwise/scalar/unary/cast/clamp ops to cce vector code"
     handles = HANDLED
+    acts_on = OnOps("elementwise op", handles)  # every option: the program has one
     options = (
         ub_fraction_option(0.5,
                            "fraction of UB one iteration's buffers may use (0.5 leaves room for "

@@ -50,6 +50,7 @@ from npu import ir as nir
 from npu.kernels.cce_build import copy, core_part, index_add, index_mul
 from npu.dialects.hivm import config_field
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
+from npu.passes.applies import OnOps
 
 from .plan import (ALGORITHMS, VNCHW_BLOCK_BYTES, VNCHW_ROWS, Geometry, Vnchw, forward_passes,
                    inverse_passes, split_repeats)
@@ -63,6 +64,7 @@ class LowerFractalize(RowMoves, Pass):
     name = "npu-lower-fractalize"
     summary = "Lower ascend.fractalize/defractalize to cce (UB strips + vnchwconv)"
     handles = ("ascend.fractalize", "ascend.defractalize")
+    acts_on = OnOps("fractalize or defractalize", handles)  # every option: the program has one
     options = (
         Option("algorithm", str, "fill-ub", "naive: 16-row strips; fill-ub: strips as tall "
                "as UB allows, then the tail", ALGORITHMS),

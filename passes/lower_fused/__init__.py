@@ -27,11 +27,8 @@ from __future__ import annotations
 from mlir import ir
 
 from npu.kernels import fused_chunk, resident_fit
-
 from npu.costmodel.fusion import rows as fusion
-
 from npu.costmodel.fusion import gelu
-
 from npu.kernels import online_rows
 from npu.costmodel.vector.chunk_pipeline import ChunkProfile
 from npu.costmodel.fusion.epilogue import PARTIAL_SUMS_ATTR
@@ -41,6 +38,7 @@ from npu.kernels.nz_store import NzStore
 from npu.kernels.cce_build import copy, for_pieces, index_add, lin, sub
 from npu.kernels.scalar_blocks import load_scalar
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass, PassError, ub_fraction_option
+from npu.passes.applies import row_ops
 from npu.analysis.pipe_work import pipe_work
 from npu.kernels.resident_rows import OVERLAP_KEY, ResidentRows
 from npu.kernels.row_builders import IDENTITY, RowBuilders
@@ -76,6 +74,7 @@ def nz_store(target, nz: ir.Value, rows: int, n: int) -> NzStore:
 
 class LowerFused(Pass):
     name = "npu-lower-fused"
+    acts_on = row_ops()  # every option: the program has one
     summary = "Lower npu.fused groups of row ops to one cce vector kernel each"
     options = (
         ub_fraction_option(FUSED_UB_FRACTION,

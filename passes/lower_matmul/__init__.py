@@ -52,6 +52,7 @@ from npu.costmodel.matmul.fitting import MatmulShape
 from npu.costmodel.matmul.residency import make_choice
 from npu.costmodel.matmul.tiling import STRATEGIES, TilingError, choose_tiling
 from npu.passes.base import MANY_CORES, Option, Pass, PassError
+from npu.passes.applies import MATMULS
 from npu.costmodel.matmul.pipelined import STAGED_DRAIN_TILES, Drain
 from npu.target import Target
 from npu.passes.lower_matmul.chain import ChainedTensors
@@ -85,7 +86,8 @@ class LowerMatmul(SimpleSchedule, RowStripsSchedule, ColStripsSchedule, LastChun
                   PipelinedPlanning, MatmulBlocks, ChainedTensors, Pass):
     name = "npu-lower-matmul"
     summary = "Lower ascend.matmul/batch_matmul to tiled cce loops (OS/IS/WS, cost-model tiles)"
-    handles = ("ascend.matmul", "ascend.batch_matmul")
+    handles = MATMULS.ops
+    acts_on = MATMULS  # every option: the program has one
     options = (
         Option("strategy", str, "os", "loop order: output-, input- or weight-stationary, or "
                "auto (cheapest by the cost model)", STRATEGY_CHOICES),

@@ -31,6 +31,7 @@ from npu.dialects.ascend_conv import NC1HWC0, layout
 from npu.dialects.ascend_pool import POOL2D, Pool2d
 from npu.kernels.cce_build import Index, by_run, core_part, delinearize, for_range, lin
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
+from npu.passes.applies import POOLS
 from npu.passes.lower_pool.columns import column_slices, emit_columns
 from npu.passes.lower_pool.kernel import PoolTile
 from npu.passes.lower_slices import LowerSlices
@@ -50,7 +51,8 @@ def geometry(op: ir.Operation, block_bytes: int = 32) -> PoolGeometry:
 class LowerPool(Pass):
     name = "npu-lower-pool"
     summary = "Lower ascend.pool2d: planes transposed to pixel blocks in UB, block-strided windows"
-    handles = (POOL2D,)
+    handles = POOLS.ops
+    acts_on = POOLS  # every option: the program has one
     options = (
         ub_fraction_option(1.0, "fraction of UB two ping-ponged tiles may use (their mover "
                            "buffers twice, the vector-only images once); one tile in all of "

@@ -3,7 +3,8 @@
 // what its options and the target decide before any work (no output file),
 // what the program decides (no function split over cores for npu-prefetch's
 // several-core options; no op's own `npu.options` asking for the pipelined
-// schedule a matmul option needs) when the pass sees it.
+// schedule a matmul option needs; no op the option acts on, e.g. a conv
+// lowering's option and no conv) when the pass sees it.
 
 // RUN: rm -f %t
 // RUN: not npu-opt %s --npu-split-cores="cores=1 share=false" -o %t 2>&1 | FileCheck %s --check-prefix=SHARE
@@ -13,6 +14,12 @@
 // RUN: not npu-opt %s --npu-prefetch=rest-phases=1 -o %t 2>&1 | FileCheck %s --check-prefix=REST
 // RUN: not ls %t
 // RUN: not npu-opt %s --split-input-file --npu-lower-matmul="c-pieces=2" 2>&1 | FileCheck %s --check-prefix=PIECES
+// RUN: rm -f %t
+// RUN: not npu-opt %s --npu-lower-conv="cube-residual=always" -o %t 2>&1 | FileCheck %s --check-prefix=NO-CONV
+// RUN: not ls %t
+// RUN: not npu-opt %s --pass-pipeline="builtin.module(npu-fuse{conv-chains=true})" 2>&1 | FileCheck %s --check-prefix=NO-CONV-CHAINS
+// RUN: not npu-opt %s --pass-pipeline="builtin.module(npu-fuse-attention{softmax=f32})" 2>&1 | FileCheck %s --check-prefix=NO-ATTENTION
+// RUN: not npu-opt %s --pass-pipeline="builtin.module(npu-lower-elementwise{max-chunk=1024})" 2>&1 | FileCheck %s --check-prefix=NO-ELEMENTWISE
 
 // Where they apply they are taken: split over cores, or the op's own
 // options asking for the pipelined schedule (the second function).
@@ -25,6 +32,11 @@
 // REST: pass-options-apply.mlir: error: npu-prefetch: rest-phases: does not apply: no split over cores (no function runs on several cores){{$}}
 // PIECES: pass-options-apply.mlir: error: npu-lower-matmul: c-pieces: does not apply: it needs schedule=pipelined{{$}}
 // PIECES-NOT: error
+// NO-CONV: {{^}}{{.*}}pass-options-apply.mlir: error: npu-lower-conv: cube-residual: does not apply: the program has no conv{{$}}
+// NO-CONV-NOT: error
+// NO-CONV-CHAINS: error: npu-fuse: conv-chains: does not apply: the program has no conv{{$}}
+// NO-ATTENTION: error: npu-fuse-attention: softmax: does not apply: the program has no batch_matmul (attention's Q.K^T){{$}}
+// NO-ELEMENTWISE: error: npu-lower-elementwise: max-chunk: does not apply: the program has no elementwise op{{$}}
 // PIECES: func.func @mm_pipelined(
 // OK: func.func @mm(
 

@@ -21,7 +21,8 @@ from npu.passes.lower_options import PIPELINE_OPTIONS
 from npu.passes.tuning_record import TuningRecord
 from npu.target import Target
 from npu.tune.evaluate import ONE_CORE, Job
-from npu.tune.program import Program
+from npu.passes.applies import program_ops
+from npu.tune.program import Program, parse_program
 from npu.tune.search import Candidate
 from npu.tune.space import SpaceError, enumerate_candidates
 from npu.tune.sweep import Result, Sweep, job_key
@@ -126,12 +127,13 @@ def pipeline_space(spec: dict | None, target: Target) -> dict[str, list[Any]]:
 
 
 def applicable(settings: list[dict[str, Any]], target: Target,
-               per_op: bool) -> list[dict[str, Any]]:
+               per_op: bool, ops: frozenset[str] | None = None) -> list[dict[str, Any]]:
     """`settings` with each option that does not apply in one (npu-lower
     refuses it: `npu.passes.lower_applies`, e.g. a split-cores option on one
-    core) left to npu-lower's default, once for the settings that then
-    agree. An option of the space that applies in none of them is refused.
-    `per_op`: one-core settings carry the record's per-op options."""
+    core, or an attention option on a program without attention) left to
+    npu-lower's default, once for the settings that then agree. An option of
+    the space that applies in none of them is refused. `per_op`: one-core
+    settings carry the record's per-op options; `ops`: the program's op names."""
     from npu.passes.lower_applies import OPTIONS, refusals
 
     kept: dict[str, dict[str, Any]] = {}
@@ -139,7 +141,8 @@ def applicable(settings: list[dict[str, Any]], target: Target,
     refused: dict[str, str] = {}
     for setting in settings:
         values = {name: o.default for name, o in OPTIONS.items()} | setting
-        out = dict(refusals(values, list(setting), target, per_op and setting["cores"] == 1))
+        out = dict(refusals(values, list(setting), target, per_op and setting["cores"] == 1,
+                            ops))
         applies |= {n for n, v in setting.items() if n not in out and v != OPTIONS[n].default}
         for name, why in out.items():
             refused.setdefault(name, why)
@@ -159,7 +162,8 @@ def tune_pipeline(program: Program, record: TuningRecord, target: Target, sweep:
     """The fastest of the space's whole programs (ties: fewer cores), checked
     with full numerics, with its evidence added to `evidence` under
     "pipeline" (and the check's result under "check")."""
-    settings = applicable(enumerate_candidates(space), target, bool(record.ops))
+    settings = applicable(enumerate_candidates(space), target, bool(record.ops),
+                          program_ops(parse_program(program.filename, program.text)[0]))
     runs = [(record if s["cores"] == 1 else TuningRecord(record.target), s) for s in settings]
     default_record = TuningRecord(record.target)
     results = measure_programs(program, target.name, sweep, [(default_record, {})] + runs)

@@ -89,6 +89,17 @@ func.func @add(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xf32> {
 """
 
 
+MATMUL = """func.func @mm(%a: tensor<32x32xf32>, %b: tensor<32x32xf32>) -> tensor<32x32xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<32x32xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<32x32xf32>) -> tensor<32x32xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<32x32xf32>, tensor<32x32xf32>)
+      outs(%f : tensor<32x32xf32>) -> tensor<32x32xf32>
+  return %r : tensor<32x32xf32>
+}
+"""
+
+
 def test_npu_compile_refuses_in_one_line():
     with pytest.raises(CompileError) as e:  # the option is refused for the cores asked for
         npu.compile(LINALG, pipeline="npu-lower{prefetch-rest-phases=1}", cores=1)
@@ -97,12 +108,17 @@ def test_npu_compile_refuses_in_one_line():
     assert "\n" not in str(e.value)
     # a need an op's own options could meet: refused once the ops are seen
     with pytest.raises(CompileError) as e:
-        npu.compile(LINALG, pipeline="npu-lower{double-buffer=false matmul-drain-order=per-piece}")
+        npu.compile(MATMUL, pipeline="npu-lower{double-buffer=false matmul-drain-order=per-piece}")
     assert str(e.value) == ("<module>: error: npu-lower: matmul-drain-order: does not apply: it "
                             "needs matmul-schedule=pipelined (here matmul-schedule=auto is "
                             "simple: double-buffer=false)")
+    # and so is an option acting on ops the program has none of
+    with pytest.raises(CompileError) as e:
+        npu.compile(LINALG, pipeline="npu-lower{matmul-drain-order=per-piece}", cores=1)
+    assert str(e.value) == ("<module>: error: npu-lower: matmul-drain-order: does not apply: the "
+                            "program has no matmul")
     # where it applies, it is taken
-    npu.compile(LINALG, pipeline="npu-lower{matmul-drain-order=per-piece}", cores=1)
+    npu.compile(MATMUL, pipeline="npu-lower{matmul-drain-order=per-piece}", cores=1)
 
 
 @pytest.mark.parametrize("argv,code", [

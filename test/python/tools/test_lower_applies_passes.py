@@ -15,7 +15,8 @@ import dataclasses
 import pytest
 
 from npu.passes import registry
-from npu.passes.base import MANY_CORES, OptionError
+from npu.passes.applies import is_pair
+from npu.passes.base import OptionError
 from npu.pipeline import PipelineError, run_pipeline
 from npu.ir import make_context, parse_module
 from npu.tools import npu_opt, npu_run
@@ -73,7 +74,7 @@ def test_every_pass_takes_every_option_at_its_default(flag, target):
     cls(target, **values)
     for option in cls.options:  # and each switch a need names, turned the other way
         for need in option.needs:
-            if need != MANY_CORES and isinstance(need[1], bool):
+            if is_pair(need) and isinstance(need[1], bool):
                 cls(target, **{**values, need[0]: not need[1]})
 
 
@@ -83,7 +84,7 @@ def test_every_need_names_an_option_of_its_pass(flag):
     by_name = {o.name: o for o in cls.options}
     for option in cls.options:
         for need in option.needs:
-            if need == MANY_CORES:
+            if not is_pair(need):
                 continue
             assert need[0] in by_name and need[0] != option.name
             by_name[need[0]].check(need[1])
@@ -165,12 +166,64 @@ def test_the_api_refuses_at_the_pass(target):
             run_pipeline(module, "builtin.module(npu-prefetch{later-slots=false})", target)
 
 
-def test_what_only_the_programs_contents_decide_is_not_refused(target):
-    """npu-lower keeps this matmul on one core (too small to split) and it
-    has no conv: its several-core and conv options have nothing to do here,
-    which one pipeline for every program must not fail on (docs/passes.md)."""
+def test_a_split_npu_lower_does_not_make_is_not_refused(target):
+    """npu-lower keeps this matmul on one core (too small to split): its
+    several-core options have nothing to do here, which one pipeline for
+    every program must not fail on, since whether a program splits depends
+    on its size (docs/passes.md)."""
     with make_context() as ctx:
         module = parse_module(PROGRAM, ctx)
         run_pipeline(module, "builtin.module(npu-lower{cores=4 prefetch-rest-phases=1 "
-                             "split-cores-share=false fuse-conv-pool=false})", target)
+                             "split-cores-share=false})", target)
         assert "npu.block_dim" not in str(module)
+
+
+@pytest.mark.parametrize("pipeline,why", [
+    ("npu-lower{fuse-conv-pool=false}", "npu-lower: fuse-conv-pool: does not apply: the "
+                                        "program has no conv"),
+    ("npu-lower{cores=1 max-chunk=1024}", "npu-lower: max-chunk: does not apply: the program "
+                                          "has no row op (elementwise or reduction) or "
+                                          "elementwise op"),
+    ("npu-lower-pool{max-rows=8}", "npu-lower-pool: max-rows: does not apply: the program has "
+                                   "no pool"),
+    ("npu-hoist-casts{remarks=false}", "npu-hoist-casts: remarks: does not apply: the program "
+                                       "has no batch_matmul (attention's Q.K^T)"),
+])
+def test_an_option_on_ops_the_program_has_none_of_is_refused(pipeline, why, target):
+    with make_context() as ctx:
+        module = parse_module(PROGRAM, ctx)
+        with pytest.raises(PipelineError) as e:
+            run_pipeline(module, f"builtin.module({pipeline})", target)
+        assert str(e.value) == f"-: error: {why}"
+
+
+def test_a_split_may_make_the_adds_of_split_k(target):
+    """On several cores npu-split-cores may split a matmul's K and add the
+    parts (`lower_options.MAKES`): the elementwise lowering's options apply."""
+    with make_context() as ctx:
+        module = parse_module(PROGRAM, ctx)
+        run_pipeline(module, "builtin.module(npu-lower{cores=4 ub-fraction=0.5})", target)
+
+
+def test_a_tuning_records_pipeline_options_are_not_refused(target, tmp_path):
+    """A record's "pipeline" options fill in what the caller did not give:
+    npu-tune chose them for the program, and they are not checked again."""
+    from npu.passes.tuning_record import TuningRecord
+
+    path = tmp_path / "record.json"
+    path.write_text(TuningRecord(target.name, {}, {"cores": 1, "fuse-conv-pool": False,
+                                                   "attention-softmax": "f32"}).to_json())
+    with make_context() as ctx:
+        module = parse_module(PROGRAM, ctx)
+        run_pipeline(module, f'builtin.module(npu-lower{{tuning-record="{path}"}})', target)
+
+
+def test_npu_tune_leaves_out_an_option_on_ops_the_program_has_none_of(target):
+    from npu.tune.space import SpaceError
+    from npu.tune.whole_program import applicable
+
+    settings = [{"cores": 1, "attention-softmax": s} for s in ("f16", "f32")]
+    with pytest.raises(SpaceError, match="attention-softmax: does not apply: the program has "
+                                         "no batch_matmul"):
+        applicable(settings, target, False, frozenset({"ascend.matmul"}))
+    assert applicable(settings, target, False, frozenset({"ascend.batch_matmul"})) == settings

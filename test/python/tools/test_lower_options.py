@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from npu.ir import make_context, parse_module
-from npu.passes.base import MANY_CORES, Option
+from npu.passes.applies import is_pair
+from npu.passes.base import Option
 from npu.passes.lower import LowerPass
 from npu.passes.lower_options import (FORWARDS, LOWERINGS, OWN_OPTIONS, ROUTES, RUNS_WITH, SETS,
                                       SUB_PASSES, THEIRS, UNSET, Route, _declare)
@@ -97,8 +98,8 @@ def _needed() -> dict[str, Any]:
     needs = [n for o in LowerPass.options for n in o.needs]
     needs += [n for pairs in RUNS_WITH.values() for n in pairs]
     needs += [(FORWARDS[flag][n[0]], n[1]) for pairs in SETS.values() for flag, o in pairs
-              for n in o.needs if n != MANY_CORES]
-    needed = {n[0]: n[1] for n in needs if n != MANY_CORES}
+              for n in o.needs if is_pair(n)]
+    needed = {n[0]: n[1] for n in needs if is_pair(n)}
     needed["cores"] = 2
     return needed
 
@@ -124,9 +125,11 @@ def test_values_set_on_npu_lower_reach_each_sub_pass(target):
 
 
 def _program() -> str:
-    t = 'memref<4096xf16, "gm">'
-    return (f"func.func @f(%a: {t}, %b: {t}, %c: {t}) {{\n"
-            f'  "ascend.add"(%a, %b, %c) : ({t}, {t}, {t}) -> ()\n  return\n}}\n')
+    """An add and a matmul: the options below act on one of them."""
+    t, nz, c = 'memref<4096xf16, "gm">', 'memref<4x4x16x16xf16, "gm">', 'memref<4x4x16x16xf32, "gm">'
+    return (f"func.func @f(%a: {t}, %b: {t}, %c: {t}, %x: {nz}, %y: {nz}, %z: {c}) {{\n"
+            f'  "ascend.add"(%a, %b, %c) : ({t}, {t}, {t}) -> ()\n'
+            f'  "ascend.matmul"(%x, %y, %z) : ({nz}, {nz}, {c}) -> ()\n  return\n}}\n')
 
 
 def test_npu_lower_builds_the_declared_sub_passes_with_forwarded_values(monkeypatch, target):

@@ -1,0 +1,54 @@
+"""An npu-lower option acting on ops a model has none of (a conv lowering's on
+a model without a conv, the matmul lowering's on one without a matmul) is
+refused by npu-run and `npu.compile` in one line, as every option that does
+not apply is (`npu.passes.applies.OnOps`): a non-zero exit, no traceback, no
+output file. Where the model has such an op, and at the defaults, it is taken."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+
+import npu
+from npu.frontend.compile import CompileError
+from npu.tools import npu_run
+from onnx_models import mlp, model
+
+
+def conv() -> "onnx.ModelProto":  # noqa: F821 - a model without a matmul
+    w = np.random.default_rng(0).standard_normal((16, 16, 3, 3)).astype(np.float32) / 12
+    return model([helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3],
+                                   pads=[1, 1, 1, 1])],
+                 [("x", [1, 16, 8, 8])], [("y", [1, 16, 8, 8])], [("w", w)])
+
+
+@pytest.mark.parametrize("options,why", [
+    ("conv-cube-residual=always", "conv-cube-residual: does not apply: the program has no conv"),
+    ("conv-cube-bias=never", "conv-cube-bias: does not apply: the program has no conv"),
+    ("fuse-conv-chains=true", "fuse-conv-chains: does not apply: the program has no conv"),
+])
+def test_npu_run_refuses_a_conv_option_on_a_model_without_a_conv(options, why, tmp_path, capsys):
+    src = tmp_path / "mlp.onnx"
+    src.write_bytes(mlp().SerializeToString())
+    out = tmp_path / "out.npz"
+    code = npu_run.main([str(src), "--cores", "1", "--pipeline", f"npu-lower{{{options}}}",
+                         "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 1 and err == f"{src}: error: npu-lower: {why}\n"
+    assert not out.exists()
+
+
+def test_npu_compile_refuses_a_matmul_option_on_a_model_without_a_matmul():
+    for options in ("m=64", "matmul-schedule=pipelined"):
+        with pytest.raises(CompileError) as e:
+            npu.compile(conv(), pipeline=f"npu-lower{{{options}}}", cores=1)
+        name = options.split("=")[0]
+        assert str(e.value) == (f"<model>: error: npu-lower: {name}: does not apply: the "
+                                "program has no matmul")
+
+
+def test_options_acting_on_the_models_ops_are_taken():
+    """The model's own lowering's options, and another's at its default."""
+    npu.compile(conv(), pipeline="npu-lower{conv-cube-bias=never m=0}", cores=1)
+    npu.compile(mlp(), pipeline="npu-lower{m=32 conv-cube-residual=auto}", cores=1)
