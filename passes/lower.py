@@ -50,6 +50,7 @@ from npu.ir import block_dim, dict_attr_items, dict_attr_of, functions, walk, wa
 from npu.passes.applies import does_not_apply, program_ops, unchecked
 from npu.passes.base import DOUBLE_BUFFER_KEY, OP_OPTIONS_ATTR, Pass, PassError
 from npu.passes.lower_applies import refusals, resolve
+from npu.passes.plan_memory import Overflow
 from npu.passes.lower_options import (FORWARDS, LOWER_OPTIONS, LOWERINGS, PIPELINE_OPTIONS,
                                       SUB_PASS_CLASSES, UNSET)
 
@@ -221,7 +222,8 @@ class LowerPass(Pass):
         too large for the memory planner (UB overflow) is retried with half
         the UB share, then unfused: attempting fusion never fails a program.
         An L1 overflow after npu-prefetch placed chunks beside the bytes live
-        at each op is first retried with its safe room (`l1-room=safe`)."""
+        at each op is first retried with its safe room (`l1-room=safe`), with
+        a remark (`_l1_retry`)."""
         fuse = self.fuse
         prefetch = self.prefetch
         fractions: tuple[float | None, ...] = (None,)
@@ -249,11 +251,8 @@ class LowerPass(Pass):
                 if snapshot is None or "overflows" not in e.message:
                     raise
                 if prefetch and room == "live" and e.message.startswith("l1 overflows"):
-                    room = "safe"
-                    if self.prefetch_remarks:
-                        self.remark(module, "npu-prefetch: L1 overflowed with chunks beside the "
-                                            f"bytes live at each op ({e.message.split(';')[0]}); "
-                                            "lowering again with l1-room=safe")
+                    room = "safe"  # said always: a slower program, or a short estimate
+                    self.remark(module, _l1_retry(e))
                 elif k + 1 < len(fractions):
                     k += 1
                     if self.fuse_remarks:
@@ -367,6 +366,19 @@ class LowerPass(Pass):
                 values.update(dict_attr_items(op.attributes[OP_OPTIONS_ATTR]))
             with op.context, op.location:
                 op.attributes[OP_OPTIONS_ATTR] = dict_attr_of(values)
+
+
+def _l1_retry(e: PassError) -> str:
+    """npu-lower's remark on lowering again with npu-prefetch's safe L1 room:
+    whether the bytes live at once already passed L1 (npu-prefetch placed
+    its slots by a live bound short of the planner's: worth a look) or only
+    their packing did (the planner's heuristic, which the live room allows for)."""
+    said = "L1 overflowed with npu-prefetch's slots beside the bytes live at each op"
+    if isinstance(e, Overflow):
+        said += (f" ({e.peak} bytes placed, at least {e.bound} live at once, {e.capacity} in L1"
+                 + ("; more live than npu-prefetch's bound admitted)" if e.bound > e.capacity
+                    else "; the planner did not pack them)"))
+    return f"npu-lower: {said}; lowered again with prefetch-l1-room=safe"
 
 
 def _restore(module: ir.Operation, copy: ir.Operation) -> None:

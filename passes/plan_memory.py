@@ -117,16 +117,26 @@ def plan_function(func_op: ir.Operation, target: Target, algorithm: str = "auto"
     return result
 
 
+class Overflow(PassError):
+    """A space's plan past its capacity, with its figures: `peak` placed,
+    at least `bound` live at once (npu-lower says which its L1 retry met)."""
+
+    def __init__(self, message: str, op: ir.Operation, peak: int, bound: int, capacity: int):
+        super().__init__(message, op)
+        self.peak, self.bound, self.capacity = peak, bound, capacity
+
+
 def _overflow(group: list[Buffer], plan: Plan, bound: int, when: int, capacity: int,
               space: str) -> None:
     worst = max(range(len(group)), key=lambda i: plan.offsets[i] + group[i].size)
     live = sorted((b for b in group if b.start <= when <= b.end), key=lambda b: -b.size)
     listing = ", ".join(b.name for b in live[:3])
-    raise PassError(
+    raise Overflow(
         f"{space} overflows: {plan.peak} bytes needed but only {capacity} available "
         f"(at least {bound} bytes are live at once; {len(group)} buffers, "
         f"{sum(b.size for b in group)} bytes without reuse); "
-        f"largest allocations live at the peak: {listing}", group[worst].op)
+        f"largest allocations live at the peak: {listing}", group[worst].op,
+        plan.peak, bound, capacity)
 
 
 class PlanMemoryPass(Pass):

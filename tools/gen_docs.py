@@ -37,7 +37,8 @@ def passes_page() -> str:
              "npu-double-buffer's `min-trip-count` with `unmarked=false` and no loop marked "
              "`npu.double_buffer = true`; an option acting on ops the program has none of: "
              "every option of a lowering without its ops, of the attention passes without a "
-             "batch_matmul, npu-fuse's conv options without a conv, `Pass.acts_on` and "
+             "batch_matmul, npu-fuse's conv options without a conv, npu-canonicalize's "
+             "rules without the op each rewrites, `Pass.acts_on` and "
              "`OnOps` needs). npu-lower checks the options it is given in its "
              "own names (`npu.passes.lower_applies`) and sets those of the passes it runs "
              "itself, which are not checked again.",

@@ -27,6 +27,7 @@ from __future__ import annotations
 from mlir import ir
 
 from npu import ir as nir
+from npu.passes.applies import BATCH_MATMULS, OnOps
 from npu.passes.base import Option, Pass
 from npu.passes.canonicalize.masks import combine_mask_biases
 from npu.passes.canonicalize.matmul_scales import move_matmul_scales
@@ -53,16 +54,21 @@ class CanonicalizePass(Pass):
     name = "npu-canonicalize"
     summary = "One form for each spelling of a computation (scalings, GELU, attention scale, K^T)"
     options = (
-        Option("transposes", bool, True, "compose consecutive transposes into one"),
+        Option("transposes", bool, True, "compose consecutive transposes into one",
+               needs=(OnOps("transpose", ("ascend.transpose",)),)),
         Option("matmul-scales", bool, True, "move the scalings of a batch_matmul's operands "
-               "(attention's Q and K) onto its result, where the fused attention applies them"),
+               "(attention's Q and K) onto its result, where the fused attention applies them",
+               needs=(BATCH_MATMULS,)),
         Option("scalings", bool, True, "fold consecutive scalings and gather the scalar "
-               "factors of a product onto its gate operand (an adds) or its result"),
+               "factors of a product onto its gate operand (an adds) or its result",
+               needs=(OnOps("scaling (muls)", ("ascend.muls",)),)),
         Option("polynomials", bool, True, "expand the tanh GELU's factored cubic "
-               "x*(1 + k*x*x) (gelu_fast) to x + k*x^3, the form its recipe matches"),
+               "x*(1 + k*x*x) (gelu_fast) to x + k*x^3, the form its recipe matches",
+               needs=(OnOps("mul", ("ascend.mul",)),)),
         Option("mask-biases", bool, True, "add a constant bias and a mask (where(keep, 0, c)) "
                "to the scores as one where(keep, bias, c), made once for every layer (T5's "
-               "position bias, as the sdpa export writes it)"),
+               "position bias, as the sdpa export writes it)",
+               needs=(OnOps("select (a mask)", ("ascend.select",)),)),
         Option("remarks", bool, True, "report each rewrite"),
     )
 

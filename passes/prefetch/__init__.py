@@ -49,7 +49,7 @@ the slots placed before; the ops that a function-level alloc, A's resident
 strip, ties to the loop have the loop's slots in their bound already) has
 room: by default beside the bytes live there (`l1-room=live`, which the
 planner nearly always achieves; npu-lower lowers again with `safe`, the
-collector's upper bound, if L1 then overflows). An op that reads
+collector's upper bound, if L1 then overflows, and says so). An op that reads
 nothing the previous op writes gets nothing: its loads do not wait. Each
 prefetch and each refusal is a remark (`remarks=true`), with the gaps.
 
@@ -124,8 +124,8 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
                "constants, `npu.resident_weights`) or, on one core, its first streamed "
                "weight tile (`npu.streamed_weights`), in the previous op's idle MTE2 tail"),
         Option("l1-room", str, "live", "L1 a prefetched slot may take at each op: beside the "
-               "bytes live there (live; npu-lower retries with safe should npu-plan-memory "
-               "then overflow L1) or beside every buffer whose lifetime meets those live "
+               "bytes live there (live; npu-lower retries with safe, with a remark, should "
+               "npu-plan-memory then overflow L1) or beside every buffer whose lifetime meets those live "
                "there (safe: always placeable)", choices=L1_ROOMS),
         Option("remainder-phases", int, 3, "on several cores: an odd last chunk's own buffer "
                "(the loop npu-double-buffer leaves after the slots') in the idle time they "

@@ -350,11 +350,17 @@ def test_live_l1_room_takes_the_attention_tail():
     assert runs["live"][1] < runs["safe"][1], runs
 
 
-def test_an_l1_overflow_after_live_room_lowers_again_with_safe_room(monkeypatch):
-    # Should the planner not achieve the live bound, npu-lower lowers the
-    # program again with npu-prefetch's safe room instead of failing.
-    from npu.passes.base import PassError
-    from npu.passes.plan_memory import PlanMemoryPass
+@pytest.mark.parametrize("bound,why", [
+    (1_000_000, "the planner did not pack them"),
+    (1_100_000, "more live than npu-prefetch's bound admitted"),
+])
+def test_an_l1_overflow_after_live_room_lowers_again_with_safe_room(monkeypatch, bound, why,
+                                                                     fresh_diagnostics):
+    """Should the planner not achieve the live bound, npu-lower lowers the
+    program again with npu-prefetch's safe room instead of failing, and says
+    so by default (a slower program): with whether the bytes live at once
+    already passed L1 (npu-prefetch's estimate was short) or their packing did."""
+    from npu.passes.plan_memory import Overflow, PlanMemoryPass
     from npu.passes.prefetch import PrefetchPass
 
     rooms = []
@@ -367,7 +373,7 @@ def test_an_l1_overflow_after_live_room_lowers_again_with_safe_room(monkeypatch)
 
     def overflow_once(self, module):
         if len(rooms) == 1:
-            raise PassError("l1 overflows: 2000000 bytes needed (forced by the test)")
+            raise Overflow("l1 overflows: forced by the test", module, 1_200_000, bound, 1_048_576)
         return plan(self, module)
 
     monkeypatch.setattr(PrefetchPass, "run", spy_prefetch)
@@ -377,6 +383,10 @@ def test_an_l1_overflow_after_live_room_lowers_again_with_safe_room(monkeypatch)
     assert rooms == ["live", "safe"], rooms
     names = [op.name for op in top_level(module)]
     assert "cce.copy_gm_to_l1" in names, "the second lowering did not prefetch"
+    said = [d.message for d in fresh_diagnostics if "prefetch-l1-room=safe" in d.message]
+    assert said == [f"npu-lower: L1 overflowed with npu-prefetch's slots beside the bytes live "
+                    f"at each op (1200000 bytes placed, at least {bound} live at once, 1048576 "
+                    f"in L1; {why}); lowered again with prefetch-l1-room=safe"], said
 
 
 def test_a_resident_strips_first_parts_load_ahead_of_its_loop():

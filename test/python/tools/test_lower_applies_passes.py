@@ -186,6 +186,11 @@ def test_a_split_npu_lower_does_not_make_is_not_refused(target):
                                           "elementwise op"),
     ("npu-lower-pool{max-rows=8}", "npu-lower-pool: max-rows: does not apply: the program has "
                                    "no pool"),
+    ("npu-canonicalize{transposes=false}", "npu-canonicalize: transposes: does not apply: the "
+                                           "program has no transpose"),
+    ("npu-lower{canonicalize-matmul-scales=false}", "npu-lower: canonicalize-matmul-scales: does "
+                                                    "not apply: the program has no batch_matmul "
+                                                    "(attention's Q.K^T)"),
     ("npu-hoist-casts{remarks=false}", "npu-hoist-casts: remarks: does not apply: the program "
                                        "has no batch_matmul (attention's Q.K^T)"),
 ])
