@@ -28,7 +28,6 @@ from npu.passes.lower_options import (FORWARDS, LOWER_OPTIONS, MAKES, PER_OP, RU
                                       sub_pass_needs)
 
 OPTIONS = {o.name: o for o in LOWER_OPTIONS}
-OPS_SAID: dict[str, OnOps] = {}  # each unmet `OnOps` need by its words (`_first`)
 
 
 def resolve(values: Mapping[str, Any], name: str) -> Any:
@@ -98,13 +97,22 @@ def _first(whys: list[str]) -> str:
     """The first of the reasons none of the passes an option sets takes it,
     or, when each is that the program has no op it acts on, all those ops
     (a kind within another said once: `max-chunk`'s)."""
-    lacking = [OPS_SAID[w] for w in whys if w in OPS_SAID]
+    lacking = [w.need for w in whys if isinstance(w, _Lacks)]
     if len(lacking) < len(whys) or len(lacking) == 1:
         return whys[0]
     names = {need: frozenset(need.ops) for need in lacking}
     said = list(dict.fromkeys(n.what for n in lacking
                               if not any(names[n] < names[o] for o in lacking)))
     return NO + (said[0] if len(said) == 1 else f"{', '.join(said[:-1])} or {said[-1]}")
+
+
+class _Lacks(str):
+    """An unmet `OnOps` need, said, with the need (`_first` joins them)."""
+
+    def __new__(cls, why: str, need: OnOps) -> "_Lacks":
+        said = super().__new__(cls, why)
+        said.need = need
+        return said
 
 
 def _unmet(needs: tuple, values: Mapping[str, Any], target, per_op: bool,
@@ -115,8 +123,7 @@ def _unmet(needs: tuple, values: Mapping[str, Any], target, per_op: bool,
         if isinstance(need, OnOps):
             why = None if ops is None else need.unmet(ops)
             if why is not None:
-                OPS_SAID[why] = need
-                return why
+                return _Lacks(why, need)
             continue
         if need == MANY_CORES:
             one = cores_text(values, target)
