@@ -40,7 +40,7 @@ class Layout:
     slots: int
     estimate: float = 0.0
     doubled: bool = True  # False: one set of every buffer (a resident row in one slot)
-    # The short piece after the one long chunk, not before it (`short_last`).
+    # No loop: the whole chunks, then the short piece (`short_last`).
     short_last: bool = False
 
     def copies(self, key) -> int:
@@ -160,36 +160,45 @@ class LayoutChoice:
 
     def short_last(self, layout: Layout, most: int, row: ChunkProfile) -> None:
         """The kernel's last op (nothing after it on the core hides its end)
-        in chunks that all fit the slots (no loop): one chunk of all rows but
-        the last block, then that block, when the chain of latencies
-        (`chain_end`, from the profile of one row, `row`) ends earlier so.
+        in whole chunks, then the short piece, without a loop (fewer than
+        two whole chunks a set), when the chain of latencies (`chain_end`,
+        from the profile of one row, `row`) ends earlier so than the chunks
+        as chosen.
 
         Why: the pipeline model prices a steady state, but a few rows a core
         (a layernorm of 4 rows on 32 cores) are a chain: each chunk's loads
-        wait for the previous chunk's flag (one GM latency on MTE2), and
-        what follows the last loads (that chunk's vector work, its stores
-        and their latency) is the kernel's end. A long first chunk's vector
-        work covers the short one's loads, and the end is the short chunk's
-        (BERT seq 128 on 32 cores, ln2: 2 + 2 rows 1,893 cycles, 4 in one
-        chunk 1,797, 3 + 1 1,653; 1 + 3, the short piece first as the loop
-        form puts it, 2,065; the README example on 8 cores, 16 rows a core
-        in 15 + 1, 8,999 -> 8,844; on one core 64 rows stay in 32 + 32, which
-        the chain prices at 2,760 against 3,057). Not elsewhere: ln1's phase
-        gains 27 cycles
-        that way, but npu-prefetch's estimate of its idle MTE2 shrinks and
-        ffn_out's weights then load later (the layer +448).
+        wait for the previous chunk's flag (one GM latency on MTE2) and, past
+        the sets, for the chunk a set before to be done with its buffers,
+        and what follows the last loads (that chunk's vector work, its
+        stores and their latency) is the kernel's end. A long chunk's
+        vector work covers the short one's loads, and the end is the short
+        chunk's (BERT seq 128 on 32 cores, ln2: 2 + 2 rows 1,893 cycles, 4
+        in one chunk 1,797, 3 + 1 1,653; 1 + 3, the short piece first as
+        the loop form puts it, 2,065; the README example on 8 cores, 16 rows
+        a core in 15 + 1, 8,999 -> 8,844). With more chunks than sets (BERT
+        seq 512 on 32 cores, ln2: 16 rows a core, at most 7 a chunk) the
+        loop of 4 x 4 rows ran its phase in 7,270 cycles, 7 + 7 + 2 in
+        6,531 (6 + 6 + 4 6,601; 5 + 5 + 5 + 1 6,616). Not elsewhere: ln1's
+        phase gains 27 cycles that way at seq 128, but npu-prefetch's
+        estimate of its idle MTE2 shrinks and ffn_out's weights then load
+        later (the layer +448).
         """
-        long = round_down(self.rows - 1, self.row_block)
-        chunks = self.chunking(layout.rows, layout.slots)[0]
-        if (long < self.row_block or long > most or long == layout.rows
-                or chunks > layout.slots or not ends_kernel(self.region)):
+        k = layout.slots
+        if not ends_kernel(self.region):
             return
-        slots = {k: layout.copies(k) for k in row.keys()}
+        slots = {key: layout.copies(key) for key in row.keys()}
         # as `FusedKernel.pipelined` emits them: the short piece first
         now = ([self.rows % layout.rows] if self.rows % layout.rows else []) + [
             layout.rows] * (self.rows // layout.rows)
-        if chain_end(row, [long, self.rows - long], slots) < chain_end(row, now, slots):
-            layout.rows, layout.short_last = long, True
+        best = (chain_end(row, now, slots, k), layout.rows, False)
+        for rows in range(self.row_block, most + 1, self.row_block):
+            seq = [rows] * (self.rows // rows) + ([self.rows % rows] if self.rows % rows else [])
+            if len(seq) < 2 or self.rows // rows >= 2 * k or seq == now:
+                continue  # one chunk, or a chunk loop, or the order emitted anyway
+            cost = chain_end(row, seq, slots, k)
+            if cost < best[0]:
+                best = (cost, rows, True)
+        layout.rows, layout.short_last = best[1], best[2]
 
     def chunking(self, rows: int, slots: int) -> tuple[int, int]:
         """(chunks, rows before the chunk loop) of chunks of `rows` rows."""
@@ -305,19 +314,33 @@ def ends_kernel(op: ir.Operation) -> bool:
     return True
 
 
-def chain_end(row: ChunkProfile, chunks: list[int], slots: dict) -> float:
+def chain_end(row: ChunkProfile, chunks: list[int], slots: dict, turns: int = 0) -> float:
     """When the last of `chunks` (rows, in order) has stored, each chunk's
     loads after the previous chunk's have landed (its flag holds MTE2),
     its vector work after its loads and the previous chunk's vector work;
-    `row`: one row's profile (`ChunkProfile.scaled`)."""
+    `row`: one row's profile (`ChunkProfile.scaled`). With `turns` sets of
+    buffers taken by turns (more chunks than sets), a chunk's load into a
+    buffer also waits until the chunk `slots[b]` before it is done with it:
+    its last vector read, or the landing of a store made from it."""
     lat = row.latency
     loaded = v_end = 0.0
     end = 0.0
-    for rows in chunks:
+    done: list[dict] = []  # per chunk: buffer -> when it is free again
+    _, last, _ = row._v_marks()
+    for j, rows in enumerate(chunks):
         p = row.scaled(rows)
-        loaded += sum(c for _, c in p.loads) + lat
+        t2 = loaded
+        for b, c in p.loads:
+            s = min(slots.get(b, 2), turns) if turns else 0
+            if s and j >= s:
+                t2 = max(t2, done[j - s].get(b, 0.0))
+            t2 += c
+        loaded = t2 + lat
         v_start = max(loaded, v_end)
         v_end = v_start + p.vector()
         landed, _, _ = p.landings(slots, alone=len(chunks) == 1)
         end = max([end, v_end] + [v_start + t for t in landed.values()])
+        free = {b: v_start + t * rows for b, t in last.items()}
+        free.update({b: v_start + t for b, t in landed.items()})
+        done.append(free)
     return end
