@@ -247,23 +247,15 @@ class FusedKernel(RowBuilders, ResidentRows, LayoutChoice):
         the last whole chunk) and the chunks past the last whole group of
         `slots` go first, in the sets the loop takes last: after the loop
         they would have waited at the loop's balancing flags for its last
-        chunk's vector work, before their loads. Without a loop
-        (`Layout.short_last`) the short piece goes last."""
+        chunk's vector work, before their loads (no loop: `chain_chunks`)."""
         plan, k = self.plan, self.layout.slots
         rows = plan.chunk
         slots = self.slot_buffers(rows, k, self.layout.copies)
         first = [plan.tail.length] if plan.tail is not None else []
         first += [rows] * (plan.full_chunks % k)
-        groups = plan.full_chunks // k
-        if self.layout.short_last:  # no loop: the whole chunks, then the short piece
-            assert groups <= 1, "short_last with a chunk loop"
-            pieces = [rows] * plan.full_chunks + first[:plan.tail is not None]
-            row0 = 0
-            for j, length in enumerate(pieces):
-                self.chunk(row0, length, slots[j % k])
-                row0 += length
-            return
-        row0 = 0
+        if self.layout.short_last:
+            return self.chain_chunks(slots)
+        groups, row0 = plan.full_chunks // k, 0
         for j, length in enumerate(first):
             self.chunk(row0, length, slots[(k - len(first) + j) % k])
             row0 += length

@@ -54,7 +54,7 @@ class Layout:
 
 class LayoutChoice:
     """Needs `p`, `g`, `target`, `rows`, `n`, `row_block`, `region`, and
-    `slot_buffers` / `chunk` to emit a trial chunk."""
+    `slot_buffers` / `chunk` to emit a trial chunk (and `plan`, the chain's)."""
 
     def budget(self) -> int:
         """UB bytes a chunk's buffers may take (the share shrinks with
@@ -199,6 +199,18 @@ class LayoutChoice:
             if cost < best[0]:
                 best = (cost, rows, True)
         layout.rows, layout.short_last = best[1], best[2]
+
+    def chain_chunks(self, slots: list[dict]) -> None:
+        """`short_last`'s chunks, no loop: the whole chunks, then the short
+        piece, in the `slots` sets by turns."""
+        plan, k = self.plan, len(slots)
+        assert plan.full_chunks // k <= 1, "short_last with a chunk loop"
+        pieces = [plan.chunk] * plan.full_chunks + (
+            [plan.tail.length] if plan.tail is not None else [])
+        row0 = 0
+        for j, length in enumerate(pieces):
+            self.chunk(row0, length, slots[j % k])
+            row0 += length
 
     def chunking(self, rows: int, slots: int) -> tuple[int, int]:
         """(chunks, rows before the chunk loop) of chunks of `rows` rows."""
