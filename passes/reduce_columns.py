@@ -215,12 +215,19 @@ class OuterBatches:
         if slab * r.aes // r.granule > t.vector_max_stride:
             return None
         widened = r.acc != r.elem
-        # Per slab: the loaded rows (ping-ponged by npu-double-buffer: the
-        # budget is a share of UB), their widened copy and the narrowed
-        # result (vector-only, one of each: counted at half weight).
-        per_outer = slab * r.es + ((slab * r.aes + r.inner * r.es) // 2 if widened else 0)
+        # Per slab: the loaded rows, their widened copy and the narrowed
+        # result. `ub-fraction` is one slot's share: npu-double-buffer
+        # ping-pongs the loaded rows, the two slots share one widened copy
+        # and one result (counted at half weight in each). Where the two
+        # slots do not fit UB (a share over 0.5), the loop stays
+        # single-buffered and a slot has no twin to share with: all three
+        # buffers, whole, must fit UB (at 0.8, ResNet-50's head took 303,104
+        # bytes of 262,144). At shares up to 0.5 the first bound implies it.
+        loaded, shared = slab * r.es, (slab * r.aes + r.inner * r.es if widened else 0)
+        per_slot = loaded + shared // 2
         budget = int(t.capacity("ub") * p.ub_fraction)
-        k = min(r.outer, budget // per_outer, r.geo.max_repeat, copy_field_max("n_burst"))
+        k = min(r.outer, budget // per_slot, t.capacity("ub") // (loaded + shared),
+                r.geo.max_repeat, copy_field_max("n_burst"))
         if p.max_chunk:  # a cap under one slab tests the per-outer pieces instead
             k = min(k, p.max_chunk // slab)
         if k < 2 and not (p.max_chunk and k == 1):

@@ -76,3 +76,20 @@ def test_scaled_sum_is_sum_then_muls(elem, shape, lowering):
               "npu-lower-elementwise", [total, np.zeros(out, dt)]).outputs[1]
     assert one.tobytes() == two.tobytes()
     assert not np.array_equal(one, total)
+
+
+@pytest.mark.parametrize("fraction", [None, 0.5, 0.8, 0.9, 1.0])
+@pytest.mark.parametrize("double_buffer", [False, True])
+def test_head_within_ub_at_any_fraction(fraction, double_buffer):
+    """ResNet-50's global average pool ([128, 49, 16] f16, scaled) at any
+    `ub-fraction`: a share is one ping-pong slot's, the two slots sharing the
+    widened copy; over 0.5 no twin fits and the chunk's buffers, whole,
+    must fit UB (at 0.8 they took 303,104 bytes of 262,144)."""
+    shape, out = [128, 49, 16], [128, 1, 16]
+    x = np.random.default_rng(50).uniform(-4, 4, shape).astype(np.float16)
+    src = func("f", "ascend.reduce_sum", [memref(shape, "f16"), memref(out, "f16")],
+               "axis = 1 : i64, scale = 0.020408162847161293 : f64")
+    lowering = "npu-lower-reduce" + ("" if fraction is None else f"{{ub-fraction={fraction}}}")
+    res = run(src, lowering, [x, np.zeros(out, np.float16)], double_buffer=double_buffer)
+    want = x.astype(np.float64).mean(axis=1, keepdims=True)
+    np.testing.assert_allclose(res.outputs[1].astype(np.float64), want, rtol=2e-3, atol=2e-3)
