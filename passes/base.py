@@ -355,8 +355,13 @@ class Pass:
         raise NotImplementedError
 
     # -- diagnostics helpers for subclasses ---------------------------------
-    def remark(self, op: ir.Operation | ir.OpView, message: str) -> None:
-        diagnostics.emit_remark(message, op.operation.location)
+    def remark(self, op: ir.Operation | ir.OpView, message: str, asked: bool | None = None) -> None:
+        """`asked`: whether an option asked for it (shown by npu.compile and
+        npu-run); by default, whether this pass's `remarks` option was given
+        on (npu-lower gives its sub-passes theirs: off unless asked)."""
+        if asked is None:
+            asked = bool(getattr(self, "remarks", False)) and "remarks" in self.given
+        diagnostics.emit_remark(message, op.operation.location, asked)
 
     def to_callable(self):
         """Adapter for `PassManager.add`: failures become located errors."""

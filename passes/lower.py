@@ -258,7 +258,8 @@ class LowerPass(Pass):
                     if self.fuse_remarks:
                         then = "unfused" if fractions[k] is None else f"at UB share {fractions[k]:g}"
                         self.remark(module, f"npu-fuse: fused kernels at UB share {fraction:g} "
-                                            f"overflowed ({e.message.split(':')[0]}); retrying {then}")
+                                            f"overflowed ({e.message.split(':')[0]}); retrying {then}",
+                                    asked=True)
                 else:
                     raise
                 _restore(module, snapshot.clone())

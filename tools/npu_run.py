@@ -198,6 +198,9 @@ def run(args, filename: str, text: str) -> int:
         raise RunError(f"{filename}: error: --check needs an ascend-level program: the numpy "
                         "reference (npu.reference) evaluates ascend ops, and this module has none")
 
+    for d in engine:  # the remarks an option asked for (npu-lower's `*-remarks`)
+        if d.asked:
+            print(d.format(), file=sys.stderr)
     lowered_inputs, where = inputs, None
     if compiled:
         lowered_inputs, where = bind_to_lowered(find_entry(original, entry), func_op, inputs)

@@ -26,6 +26,9 @@ class Diagnostic:
     line: int = 0
     col: int = 0
     notes: tuple["Diagnostic", ...] = ()
+    # A remark a `remarks` option (npu-lower's `*-remarks`) asked for: shown
+    # by npu.compile and npu-run, which keep the lowerings' others quiet.
+    asked: bool = field(default=False, compare=False)
 
     def format(self) -> str:
         where = f"{self.filename}:{self.line}:{self.col}: " if self.line else f"{self.filename}: "
@@ -70,11 +73,11 @@ class DiagnosticEngine:
     _seen: set[Diagnostic] = field(default_factory=set, repr=False)
 
     def emit(self, severity: str, message: str, loc: ir.Location | None = None,
-             notes: tuple[Diagnostic, ...] = ()) -> Diagnostic:
+             notes: tuple[Diagnostic, ...] = (), asked: bool = False) -> Diagnostic:
         filename, line, col = _location_parts(loc) if loc is not None else ("-", 0, 0)
         if filename == "-":
             filename = self.display_name
-        diag = Diagnostic(severity, message, filename, line, col, notes)
+        diag = Diagnostic(severity, message, filename, line, col, notes, asked)
         if diag in self._seen:
             # One op lowered to many (all at its location) repeats a message
             # many times; once says it.
@@ -180,8 +183,19 @@ def emit_error(message: str, loc: ir.Location | None = None) -> Diagnostic:
     return current().emit("error", message, loc)
 
 
-def emit_remark(message: str, loc: ir.Location | None = None) -> Diagnostic:
-    return current().emit("remark", message, loc)
+def emit_remark(message: str, loc: ir.Location | None = None, asked: bool = False) -> Diagnostic:
+    return current().emit("remark", message, loc, asked=asked)
+
+
+# npu-lower's own remarks and the core split's: said whether asked or not.
+ALWAYS_SHOWN = ("npu-split-cores:", "npu-lower:")
+
+
+def shown_by_compile(d: Diagnostic) -> bool:
+    """Whether npu.compile passes `d` on: every error and warning, the
+    remarks an option asked for and `ALWAYS_SHOWN`'s; the tiling remarks
+    each lowering makes unasked are npu-opt's (and the report's) to show."""
+    return d.severity != "remark" or d.asked or d.message.startswith(ALWAYS_SHOWN)
 
 
 def emit_warning(message: str, loc: ir.Location | None = None) -> Diagnostic:

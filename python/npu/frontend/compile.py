@@ -377,8 +377,8 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
     finally:
         diagnostics._current.reset(token)  # noqa: SLF001
     for d in engine.diagnostics:  # warnings, and what the chip split chose, reach the caller
-        if d.severity == "remark" and not d.message.startswith(("npu-split-cores:", "npu-lower:")):
-            continue  # the tiling and fusion remarks are npu-opt's (and the report's) to show
+        if not diagnostics.shown_by_compile(d):
+            continue  # the tiling and fusion remarks not asked for are npu-opt's to show
         node = locate.node_at(d.filename, d.line) if locate else None
         diagnostics.current().diagnostics.append(d if node is None else replace(
             d, message=f"{node}: {d.message}", filename=where, line=0, col=0))

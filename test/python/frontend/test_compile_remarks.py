@@ -1,0 +1,77 @@
+"""The remarks a user asks for through npu-lower's options reach the caller
+of `npu.compile` (and npu-run's stderr); the ones no option asked for (each
+lowering's tiling remarks) stay quiet. Before, npu.compile passed on only
+`npu-lower:` and `npu-split-cores:` remarks: `prefetch-remarks=true`,
+`fuse-remarks=true`, ... were options silently ignored."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from npu import diagnostics
+
+
+def _model():
+    """x -> Relu -> MatMul by a constant -> Add: a fusable row op, a
+    matmul whose weights npu-prefetch considers, UB buffers to plan."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = np.random.default_rng(0).uniform(-1, 1, (64, 64)).astype(np.float32)
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("MatMul", ["r", "w"], ["m"], name="mm"),
+             helper.make_node("Add", ["m", "x"], ["y"], name="add")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [32, 64])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [32, 64])],
+                              [numpy_helper.from_array(w, "w")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), w
+
+
+def _compile(options: str):
+    import npu
+
+    model, w = _model()
+    engine = diagnostics.DiagnosticEngine()
+    token = diagnostics.install(engine)
+    try:
+        kernel = npu.compile(model, cores=1, pipeline=f"npu-lower{{{options}}}")
+    finally:
+        diagnostics._current.reset(token)  # noqa: SLF001
+    return kernel, w, [d.message for d in engine.diagnostics if d.severity == "remark"]
+
+
+# (option, a phrase of the remarks it asks for)
+ASKED = [("fuse-remarks=true", "left unfused"),
+         ("prefetch-remarks=true", "prefetch"),
+         ("plan-memory-remarks=true", "ub: allocated")]
+
+
+def test_unasked_remarks_stay_quiet():
+    kernel, w, remarks = _compile("")
+    assert remarks == []
+    x = np.random.default_rng(1).uniform(-1, 1, (32, 64)).astype(np.float32)
+    (y,), _ = kernel(x)
+    np.testing.assert_allclose(y, np.maximum(x, 0) @ w + x, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("option,phrase", ASKED)
+def test_asked_remarks_reach_the_caller(option, phrase):
+    _, _, remarks = _compile(option)
+    assert any(phrase in m for m in remarks), remarks
+
+
+def test_npu_run_prints_asked_remarks(tmp_path):
+    """npu-run on an ascend program: the asked remarks on stderr, none unasked."""
+    src = tmp_path / "add.mlir"
+    t = 'memref<64x64xf16, "gm">'
+    src.write_text(f'func.func @f(%a: {t}, %b: {t}, %c: {t}) {{\n'
+                   f'  "ascend.add"(%a, %b, %c) : ({t}, {t}, {t}) -> ()\n  return\n}}\n')
+    tool = [sys.executable, "-m", "npu.tools.npu_run", str(src)]
+    quiet = subprocess.run(tool, capture_output=True, text=True, check=True)
+    asked = subprocess.run(tool + ["--pipeline", "npu-lower{plan-memory-remarks=true fuse-remarks=true}"],
+                           capture_output=True, text=True, check=True)
+    assert "remark" not in quiet.stderr
+    assert "remark: ub: allocated" in asked.stderr and "left unfused" in asked.stderr
