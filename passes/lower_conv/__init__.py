@@ -216,6 +216,12 @@ class LowerConv(Pass):
             shape = replace(shape, out_bytes=epi.work.out_bytes)
         tiling = choose_tiling(shape.row_part(row_parts[0]) if row_parts else shape, self.target,
                                budget, work, SETS, rows)
+        if tiling is None and self.ub_fraction < 1 and rows is None and not plan_only:
+            # a share is room left for others, not a reason to refuse: tiles in all of UB
+            # (what the stagings leave) before no tiling fits (ResNet-50's stem at 0.5)
+            budget = conv_budget(op, self.target, 1.0, epi is not None and epi.cast is not None)
+            tiling = choose_tiling(shape.row_part(row_parts[0]) if row_parts else shape,
+                                   self.target, budget, work, SETS, rows)
         out_f16 = self.out_type(op, epi) == "f16"
         ones = None if row_parts or rows or self.cube_bias == "never" else cube_bias.choose(
             op, shape, tiling, out_f16, self.target, budget, work, SETS,
