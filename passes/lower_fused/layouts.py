@@ -296,6 +296,8 @@ class LayoutChoice:
             how.append(f"{', '.join(over)} stored from its loaded buffer")
         if layout.single:
             how.append("one set of the stored-only buffers")
+        if layout.short_last:
+            how.append("the short piece last")
         kinds = [s.kind for s in cp.steps if s.kind != "op"]
         if kinds:
             how.append("steps " + ", ".join(kinds))

@@ -84,7 +84,11 @@ func.func @leaving(%x: memref<16x32xf32, "gm">, %y: memref<16x32xf32, "gm">, %z:
 // KERNEL:       cce.vrec
 // KERNEL:       cce.vadd
 // KERNEL:       cce.copy_ub_to_gm
-// The second chunk of 4 rows: x loaded once, no second pass.
+// The kernel's last group in 3 + 3 + 2 rows (`short_last`): each chunk
+// loads its x once, no second pass.
+// KERNEL:       cce.copy_gm_to_ub
+// KERNEL:       cce.vrec
+// KERNEL:       cce.copy_ub_to_gm
 // KERNEL:       cce.copy_gm_to_ub
 // KERNEL:       cce.vrec
 // KERNEL:       cce.copy_ub_to_gm
