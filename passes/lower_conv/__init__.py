@@ -72,6 +72,7 @@ from npu.passes.lower_conv.stem_fold import StemFold, fold_stem
 from npu.passes.lower_conv.compact_weights import (compact_operand, has_constant, streams_tiles,
                                                    tile_major_operand)
 from npu.passes.lower_conv.depthwise_vector import DepthwiseKernel
+from npu.passes.lower_conv.footprint import footprint
 from npu.passes.lower_conv.kernel import ConvKernel
 
 
@@ -216,7 +217,8 @@ class LowerConv(Pass):
             shape = replace(shape, out_bytes=epi.work.out_bytes)
         tiling = choose_tiling(shape.row_part(row_parts[0]) if row_parts else shape, self.target,
                                budget, work, SETS, rows)
-        if tiling is None and self.ub_fraction < 1 and rows is None and not plan_only:
+        widened = tiling is None and self.ub_fraction < 1 and rows is None and not plan_only
+        if widened:
             # a share is room left for others, not a reason to refuse: tiles in all of UB
             # (what the stagings leave) before no tiling fits (ResNet-50's stem at 0.5)
             budget = conv_budget(op, self.target, 1.0, epi is not None and epi.cast is not None)
@@ -251,6 +253,8 @@ class LowerConv(Pass):
                               pad_value(op)), epi, row_parts
         if vector is not None and (self.depthwise == "vector" or tiling is None
                                    or vector[0].cycles < tiling.cycles):
+            if widened:
+                self.share_exceeded(op, budget)
             self.lower_vector(op, vector, epi, row_parts, tiling)
             return None
         if self.depthwise == "vector":  # asked for, not applicable to this conv: say so
@@ -292,8 +296,23 @@ class LowerConv(Pass):
         if not shape.diagonal and streams_tiles(weights, shape.co1, tiling.n1,
                                                 tiling.weights_resident):
             weights = tile_major_operand(weights, tiling.n1)  # one burst a super tile
-        return ConvKernel(self.target, g, shape, tiling, op.operands[0], weights, bias,
-                          op.operands[-1], epi, budget, pad_value(op), fold), epi, row_parts
+        kernel = ConvKernel(self.target, g, shape, tiling, op.operands[0], weights, bias,
+                            op.operands[-1], epi, budget, pad_value(op), fold)
+        if widened:
+            self.share_exceeded(op, budget, footprint(kernel).setup["ub"])
+        return kernel, epi, row_parts
+
+    def share_exceeded(self, op: ir.Operation, budget: int, used: int | None = None) -> None:
+        """Say, always and as asked (the user's `ub-fraction` caused it), that
+        no tiling fitted the share and the conv took all of UB: `budget` its
+        tiles' room there, `used` the kernel's UB (None: the vector's plan)."""
+        ub = self.target.capacity("ub")
+        took = f"the kernel's buffers {used} bytes" if used is not None else \
+            f"the vector's tiles within {budget} bytes"
+        staged = f", the stagings {ub - budget}" if ub > budget else ""
+        self.remark(op, f"npu-lower-conv: no tiling fits ub-fraction={self.ub_fraction:g} "
+                        f"({int(ub * self.ub_fraction)} bytes); tiled in all of UB ({took}"
+                        f"{staged}; UB {ub})", asked=True)
 
     @staticmethod
     def replace_with(op: ir.Operation, epi: ConvEpilogue | None, row_parts, make_kernel) -> None:

@@ -32,7 +32,7 @@ from npu.dialects.ascend_pool import POOL2D, Pool2d
 from npu.kernels.cce_build import Index, by_run, core_part, delinearize, for_range, lin
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.passes.applies import POOLS
-from npu.passes.lower_pool.columns import column_slices, emit_columns
+from npu.passes.lower_pool.columns import column_slices, emit_columns, narrowed
 from npu.passes.lower_pool.kernel import PoolTile
 from npu.passes.lower_slices import LowerSlices
 from npu.passes.lower_pool.plan import GROUP, PoolGeometry
@@ -81,7 +81,8 @@ class LowerPool(Pass):
                             "before pooling", op)
         capacity = self.target.capacity("ub")
         rate = self.target.path("gm_to_ub").bytes_per_cycle
-        geo, ob = geo.choose_form(int(capacity * self.ub_fraction), rate, self.max_rows)
+        share = int(capacity * self.ub_fraction)
+        geo, ob = geo.choose_form(share, rate, self.max_rows)
         ob = ob or geo.choose_band(capacity, self.max_rows, slots=1)
         if geo.pixel_major and ob is None:
             raise PassError(f"no band of this NC1HWC0 pool fits UB ({geo.ub_bytes(1, 1)} bytes "
@@ -96,14 +97,27 @@ class LowerPool(Pass):
             if wc is None:
                 raise PassError(f"no column slice of this pool fits UB ({geo.ub_bytes(1, 1)} "
                                 f"bytes for 16 planes of {geo.w} columns; UB {capacity})", op)
+            sub = narrowed(geo, 0, wc)[0]
+            sub_ob = sub.choose_band(capacity, self.max_rows, slots=1)
+            if sub_ob is not None:
+                self.share_exceeded(op, share, sub.ub_bytes(sub_ob, 1))
             emit_columns(self, LowerSlices(self.target), op, geo, wc)
             return
+        self.share_exceeded(op, share, geo.ub_bytes(ob, 2 if geo.ub_bytes(ob) <= share else 1))
         rows = core_part(op)
         if rows is not None:
             self.row_runs(op, geo, elem, rows)
             return
         tile = PoolTile(self, geo, elem, nir.flatten_memref(src), nir.flatten_memref(dst), ob)
         self.tiles(tile, ob, geo.bands(ob))
+
+    def share_exceeded(self, op: ir.Operation, share: int, used: int) -> None:
+        """Say, always and as asked (the user's `ub-fraction` caused it), that
+        the pool's tiles took `used` bytes, more than its `share` of UB."""
+        if used > share:
+            self.remark(op, f"npu-lower-pool: no tiling fits ub-fraction={self.ub_fraction:g} "
+                            f"({share} bytes); tiled in all of UB (one tile of {used} bytes; "
+                            f"UB {self.target.capacity('ub')})", asked=True)
 
     def row_runs(self, op: ir.Operation, geo: PoolGeometry, elem: str,
                  rows: tuple[int, ir.Value]) -> None:
