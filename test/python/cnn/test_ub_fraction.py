@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 import npu
+from npu import diagnostics
+from npu.target import get_target
 from cnn_onnx import make, ort_run
 
 RNG = np.random.default_rng(5)
@@ -51,7 +53,17 @@ def test_stem_with_its_pool_tiles_at_a_small_ub_fraction(fraction):
     model = make(nodes, [("x", 10, [1, 3, 224, 224])], [("y", 10, [1, 64, 56, 56])],
                  [numpy_helper.from_array(w, "w")])
     x = RNG.standard_normal((1, 3, 224, 224)).astype(np.float16)
-    kernel = npu.compile(model, cores=1, pipeline=f"npu-lower{{ub-fraction={fraction}}}")
+    engine = diagnostics.DiagnosticEngine()
+    token = diagnostics.install(engine)
+    try:
+        kernel = npu.compile(model, cores=1, pipeline=f"npu-lower{{ub-fraction={fraction}}}")
+    finally:
+        diagnostics._current.reset(token)  # noqa: SLF001
+    # the share exceeded reaches the caller: the option was theirs
+    share = int(get_target("ascend910").capacity("ub") * fraction)
+    said = [d.message for d in engine.diagnostics if d.severity == "remark"]
+    assert any(f"npu-lower-conv: no tiling fits ub-fraction={fraction:g} "
+               f"({share} bytes); tiled in all of UB" in m for m in said), said
     (got,), _ = kernel(x)
     np.testing.assert_allclose(got.astype(np.float64), ort_run(model, {"x": x})[0].astype(np.float64),
                                atol=1e-2, rtol=1e-2)
