@@ -64,8 +64,11 @@ class LowerReduce(Pass):
     handles = tuple(OPS)
     acts_on = OnOps("reduction", handles)  # every option: the program has one
     options = (
-        ub_fraction_option(0.5, "fraction of UB one chunk's buffers may use (0.5 leaves "
-                           "room for double buffering)"),
+        ub_fraction_option(0.5, "fraction of UB one ping-pong slot's buffers may use (0.5 "
+                           "leaves room for double buffering); a global pool's outer batches "
+                           "count the widened copy and the result, which the two slots share, "
+                           "at half weight: over 0.5 their chunk stays single-buffered and may "
+                           "use more than the share, up to all of UB"),
         Option("max-chunk", int, 0,
                "cap on the elements of one chunk (0: as many as UB allows); for tests", low=0),
     )

@@ -134,7 +134,8 @@ class LowerConv(Pass):
     handles = CONVS.ops
     acts_on = CONVS  # every option: the program has one
     options = (ub_fraction_option(1.0, "fraction of UB the drain of the conv's tiles may use "
-                                       "(two tiles: one drains while the next computes)"),
+                                       "(two tiles: one drains while the next computes); where no "
+                                       "tiling fits it, all of UB, with a remark"),
                Option("depthwise", str, "auto", "a depthwise conv (layout \"nc1hwc0_bd\" with "
                       "group_channels = 1): auto = on the vector unit or as block-diagonal "
                       "fractals on the cube, whichever the conv cost models estimate faster "

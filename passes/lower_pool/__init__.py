@@ -56,7 +56,7 @@ class LowerPool(Pass):
     options = (
         ub_fraction_option(1.0, "fraction of UB two ping-ponged tiles may use (their mover "
                            "buffers twice, the vector-only images once); one tile in all of "
-                           "UB is tried before a map is refused"),
+                           "UB (with a remark) is tried before a map is refused"),
         Option("max-rows", int, 0, "cap on the output rows of a tile (0: as UB allows); for tests",
                low=0),
         Option("max-cols", int, 0, "cap on the output columns of a tile, wider maps in column "
