@@ -198,8 +198,8 @@ def run(args, filename: str, text: str) -> int:
         raise RunError(f"{filename}: error: --check needs an ascend-level program: the numpy "
                         "reference (npu.reference) evaluates ascend ops, and this module has none")
 
-    for d in engine:  # the remarks an option asked for (npu-lower's `*-remarks`)
-        if d.asked:
+    for d in engine:  # as npu.compile passes on for a model: its warnings, the remarks
+        if diagnostics.shown_by_compile(d):  # an option asked for, npu-lower's own
             print(d.format(), file=sys.stderr)
     lowered_inputs, where = inputs, None
     if compiled:

@@ -75,3 +75,23 @@ def test_npu_run_prints_asked_remarks(tmp_path):
                            capture_output=True, text=True, check=True)
     assert "remark" not in quiet.stderr
     assert "remark: ub: allocated" in asked.stderr and "left unfused" in asked.stderr
+
+
+def test_npu_run_prints_the_compiles_warnings(tmp_path):
+    """npu-run on an ascend program printed its compile's warnings only when
+    the parse failed: a tuning record made for another target was used
+    without a word. Now on stderr, as npu-opt and npu-run on a model say them."""
+    from npu.passes.tuning_record import TuningRecord
+
+    src = tmp_path / "add.mlir"
+    t = 'memref<64x64xf16, "gm">'
+    src.write_text(f'func.func @f(%a: {t}, %b: {t}, %c: {t}) {{\n'
+                   f'  "ascend.add"(%a, %b, %c) : ({t}, {t}, {t}) -> ()\n  return\n}}\n')
+    record = tmp_path / "record.json"
+    record.write_text(TuningRecord("another-chip", {}, {}).to_json())
+    tool = [sys.executable, "-m", "npu.tools.npu_run", str(src)]
+    run = subprocess.run(tool + ["--tuning-record", str(record)], capture_output=True, text=True,
+                         check=True)
+    assert (f"warning: npu-lower: tuning record '{record}' was made for target 'another-chip'"
+            in run.stderr), run.stderr
+    assert "warning" not in subprocess.run(tool, capture_output=True, text=True, check=True).stderr
