@@ -251,10 +251,10 @@ class FusedKernel(RowBuilders, ResidentRows, LayoutChoice):
         plan, k = self.plan, self.layout.slots
         rows = plan.chunk
         slots = self.slot_buffers(rows, k, self.layout.copies)
-        first = [plan.tail.length] if plan.tail is not None else []
-        first += [rows] * (plan.full_chunks % k)
         if self.layout.short_last:
             return self.chain_chunks(slots)
+        first = [plan.tail.length] if plan.tail is not None else []
+        first += [rows] * (plan.full_chunks % k)
         groups, row0 = plan.full_chunks // k, 0
         for j, length in enumerate(first):
             self.chunk(row0, length, slots[(k - len(first) + j) % k])

@@ -161,7 +161,7 @@ class LayoutChoice:
     def short_last(self, layout: Layout, most: int, row: ChunkProfile) -> None:
         """The kernel's last op (nothing after it on the core hides its end)
         in whole chunks, then the short piece, without a loop (fewer than
-        two whole chunks a set), when the chain of latencies (`chain_end`,
+        two whole chunks a set), when the chain of latencies (`ChunkProfile.chain_end`,
         from the profile of one row, `row`) ends earlier so than the chunks
         as chosen.
 
@@ -184,18 +184,18 @@ class LayoutChoice:
         later (the layer +448).
         """
         k = layout.slots
-        if not ends_kernel(self.region):
+        if not nir.ends_function(self.region):
             return
         slots = {key: layout.copies(key) for key in row.keys()}
         # as `FusedKernel.pipelined` emits them: the short piece first
         now = ([self.rows % layout.rows] if self.rows % layout.rows else []) + [
             layout.rows] * (self.rows // layout.rows)
-        best = (chain_end(row, now, slots, k), layout.rows, False)
+        best = (row.chain_end(now, slots, k), layout.rows, False)
         for rows in range(self.row_block, most + 1, self.row_block):
             seq = [rows] * (self.rows // rows) + ([self.rows % rows] if self.rows % rows else [])
             if len(seq) < 2 or self.rows // rows >= 2 * k or seq == now:
                 continue  # one chunk, or a chunk loop, or the order emitted anyway
-            cost = chain_end(row, seq, slots, k)
+            cost = row.chain_end(seq, slots, k)
             if cost < best[0]:
                 best = (cost, rows, True)
         layout.rows, layout.short_last = best[1], best[2]
@@ -314,47 +314,3 @@ def _renamed(profile: ChunkProfile, rename) -> ChunkProfile:
                         [({key(b) for b in r}, {key(b) for b in w}, c) for r, w, c in profile.steps],
                         [(key(b), c, a) for b, c, a in profile.stores])
 
-
-def ends_kernel(op: ir.Operation) -> bool:
-    """Whether nothing but returns and yields follows `op` in its function
-    (through the regions that hold it: a guard of a share of the cores)."""
-    op = op.operation
-    while op.name != "func.func":
-        ops = [o.operation for o in op.block.operations]
-        after = ops[next(k for k, o in enumerate(ops) if o == op) + 1:]
-        if any(o.name not in ("func.return", "scf.yield", "memref.dealloc") for o in after):
-            return False
-        op = op.parent.operation
-    return True
-
-
-def chain_end(row: ChunkProfile, chunks: list[int], slots: dict, turns: int = 0) -> float:
-    """When the last of `chunks` (rows, in order) has stored, each chunk's
-    loads after the previous chunk's have landed (its flag holds MTE2),
-    its vector work after its loads and the previous chunk's vector work;
-    `row`: one row's profile (`ChunkProfile.scaled`). With `turns` sets of
-    buffers taken by turns (more chunks than sets), a chunk's load into a
-    buffer also waits until the chunk `slots[b]` before it is done with it:
-    its last vector read, or the landing of a store made from it."""
-    lat = row.latency
-    loaded = v_end = 0.0
-    end = 0.0
-    done: list[dict] = []  # per chunk: buffer -> when it is free again
-    _, last, _ = row._v_marks()
-    for j, rows in enumerate(chunks):
-        p = row.scaled(rows)
-        t2 = loaded
-        for b, c in p.loads:
-            s = min(slots.get(b, 2), turns) if turns else 0
-            if s and j >= s:
-                t2 = max(t2, done[j - s].get(b, 0.0))
-            t2 += c
-        loaded = t2 + lat
-        v_start = max(loaded, v_end)
-        v_end = v_start + p.vector()
-        landed, _, _ = p.landings(slots, alone=len(chunks) == 1)
-        end = max([end, v_end] + [v_start + t for t in landed.values()])
-        free = {b: v_start + t * rows for b, t in last.items()}
-        free.update({b: v_start + t for b, t in landed.items()})
-        done.append(free)
-    return end

@@ -237,6 +237,20 @@ def top_level(op: ir.Operation) -> ir.Operation:
     return op
 
 
+def ends_function(op: ir.Operation | ir.OpView) -> bool:
+    """Whether nothing but returns, yields and deallocs follows `op` in its
+    function, through the regions that hold it (a guard of a share of the
+    cores): nothing after it on the core hides its end."""
+    op = op.operation
+    while op.name != "func.func":
+        ops = [o.operation for o in op.block.operations]
+        after = ops[next(k for k, o in enumerate(ops) if o == op) + 1:]
+        if any(o.name not in ("func.return", "scf.yield", "memref.dealloc") for o in after):
+            return False
+        op = op.parent.operation
+    return True
+
+
 def block_idx_value(op: ir.Operation) -> ir.Value | None:
     """The block index of the kernel that holds `op` (its function's
     `npu.block_idx` argument), or None outside a multi-core kernel."""
@@ -254,6 +268,6 @@ def block_dim(func_op: ir.Operation) -> int:
 
 
 __all__ = ["BLOCK_DIM_ATTR", "BLOCK_IDX_ATTR", "CONSTANT_ATTR", "CORE_PART_ATTR", "CORE_PRIVATE_ATTR", "F16_EPILOGUES_ATTR", "WEIGHT_ATTR", "WORKSPACE_ATTR", "ancestors", "append_argument", "arg_attrs",
-           "block_dim", "block_idx_arg", "block_idx_value", "constant_argument", "constant_attr", "constant_data", "enclosing_function", "erase_argument", "functions",
+           "block_dim", "block_idx_arg", "block_idx_value", "constant_argument", "constant_attr", "constant_data", "enclosing_function", "ends_function", "erase_argument", "functions",
            "ops_in_dialect", "ops_named", "replace_ops", "retype_constant", "symbol_name", "top_level", "walk", "walk_held",
            "workspace_args", "within"]

@@ -1,6 +1,6 @@
 """The kernel's last row group in whole chunks, then its short piece, when
 its chunks outnumber the buffer sets (`LayoutChoice.short_last` with
-`chain_end`'s `turns`): a chunk's loads then also wait until the chunk a
+`ChunkProfile.chain_end`'s `turns`): a chunk's loads then also wait until the chunk a
 set before it is done with the set. The loop form runs the short piece
 first and prices a steady state; with few chunks a core the chain decides.
 BERT seq 512 on 32 cores: ln2 (16 rows a core, five f32 operands, at most
@@ -14,7 +14,6 @@ import pytest
 
 import npu
 from npu.costmodel.vector.chunk_pipeline import ChunkProfile
-from npu.passes.lower_fused.layouts import chain_end
 
 from test_fused_short_last import _last_phase_loads, _model
 
@@ -27,11 +26,11 @@ def test_a_chunk_waits_for_the_set_it_reuses() -> None:
     # first chunk's vector work (450 -> 610), which ends before the second
     # chunk's load lands (900): the chain as without sets
     slots = {"x": 2, "y": 2}
-    assert chain_end(row, [1, 1, 1], slots, 2) == chain_end(row, [1, 1, 1], slots) == 1910
+    assert row.chain_end([1, 1, 1], slots, 2) == row.chain_end([1, 1, 1], slots) == 1910
     # one set of x: each load waits for the previous chunk's vector work
     # (the second's lands at 610 + 450, its vector work ends at 1,220)
     one = {"x": 1, "y": 2}
-    assert chain_end(row, [1, 1, 1], one, 2) == 1220 + 100 + 350 + 160 + 50 + 350
+    assert row.chain_end([1, 1, 1], one, 2) == 1220 + 100 + 350 + 160 + 50 + 350
 
 
 def test_the_short_piece_goes_after_whole_chunks_with_the_same_bits() -> None:

@@ -2,7 +2,7 @@
 (`LayoutChoice.short_last`): with a few rows a core the chunks are a chain
 of latencies (each chunk's loads wait for the previous chunk's flag), and
 the kernel ends with the last chunk's vector work and stores, so that
-chunk is best the short one when the chain says so (`chain_end`). BERT seq
+chunk is best the short one when the chain says so (`ChunkProfile.chain_end`). BERT seq
 128 on 32 cores: ln2 (4 rows a core) 2 + 2 -> 3 + 1 rows, its phase 1,893
 -> 1,653 cycles; the README example on 8 cores 8,999 -> 8,844. Rows are
 computed alone: the bits are the one-core program's."""
@@ -16,7 +16,6 @@ from onnx import TensorProto, helper, numpy_helper
 import npu
 from npu.costmodel.vector.chunk_pipeline import ChunkProfile
 from npu.ir import memref_shape, walk
-from npu.passes.lower_fused.layouts import chain_end
 
 
 def _model(rows: int = 128, depth: int = 256, cols: int = 768) -> onnx.ModelProto:
@@ -71,6 +70,6 @@ def test_the_chain_ends_with_the_last_chunk() -> None:
     # vector work runs to 1,420, its store lands at 1,100 + 320 + 100 + 350;
     # 3 + 1: the first chunk's vector work (650 -> 1,130) covers the second's
     # loads (landed at 1,100), whose 160 cycles and 50-cycle store follow
-    assert chain_end(row, [2, 2], slots) == 1870
-    assert chain_end(row, [3, 1], slots) == 1130 + 160 + 50 + 350
-    assert chain_end(row, [4], slots) == 400 + 350 + 640 + 200 + 350
+    assert row.chain_end([2, 2], slots) == 1870
+    assert row.chain_end([3, 1], slots) == 1130 + 160 + 50 + 350
+    assert row.chain_end([4], slots) == 400 + 350 + 640 + 200 + 350

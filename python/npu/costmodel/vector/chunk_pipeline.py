@@ -22,7 +22,9 @@ when its vector work starts (P: the period). The period is the largest of
          the time its first write takes into that chunk's vector work.
 
 The kernel then takes about one chunk's loads, (chunks - 1) periods, and
-the last chunk's vector work and stores (`ChunkProfile.total`).
+the last chunk's vector work and stores (`ChunkProfile.total`). A few
+chunks (a kernel's last op, a few rows a core) are priced as a chain
+instead (`ChunkProfile.chain_end`).
 Latencies and rates are the target's (the profile's cycles come from
 `npu.analysis.pipe_work` on the emitted chunk).
 """
@@ -139,3 +141,33 @@ class ChunkProfile:
         mte2 = sum(c for _, c in self.loads) + self.latency
         tail = max([self.vector()] + list(landed.values()))
         return mte2 + (chunks - 1) * self.period(slots, loaded) + tail
+
+    def chain_end(self, chunks: list[int], slots: dict, turns: int = 0) -> float:
+        """When the last of `chunks` (rows, in order; this profile is one
+        row's) has stored, as a chain rather than a steady state: each
+        chunk's loads after the previous chunk's have landed (its flag holds
+        MTE2), its vector work after its loads and the previous chunk's
+        vector work. With `turns` sets of buffers taken by turns (more
+        chunks than sets), a chunk's load into a buffer also waits until the
+        chunk `slots[b]` before it is done with it: its last vector read, or
+        the landing of a store made from it."""
+        loaded = v_end = end = 0.0
+        done: list[dict] = []  # per chunk: buffer -> when it is free again
+        _, last, _ = self._v_marks()
+        for j, rows in enumerate(chunks):
+            p = self.scaled(rows)
+            t2 = loaded
+            for b, c in p.loads:
+                s = min(slots.get(b, 2), turns) if turns else 0
+                if s and j >= s:
+                    t2 = max(t2, done[j - s].get(b, 0.0))
+                t2 += c
+            loaded = t2 + self.latency
+            v_start = max(loaded, v_end)
+            v_end = v_start + p.vector()
+            landed, _, _ = p.landings(slots, alone=len(chunks) == 1)
+            end = max([end, v_end] + [v_start + t for t in landed.values()])
+            free = {b: v_start + t * rows for b, t in last.items()}
+            free.update({b: v_start + t for b, t in landed.items()})
+            done.append(free)
+        return end
