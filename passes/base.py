@@ -156,6 +156,17 @@ def ub_fraction_option(default: float, help: str, needs: tuple = ()) -> Option:
                   needs=needs)
 
 
+def say_ub_share_exceeded(p: "Pass", op: ir.Operation, detail: str) -> None:
+    """Remark, always and as asked (the user's `ub-fraction` caused it), that
+    no tiling of `op` fitted pass `p`'s share of UB and it tiled in all of
+    UB, with what it took there (`detail`): a lowering's share is room left
+    for others, not a reason to refuse a map."""
+    ub = p.target.capacity("ub")
+    p.remark(op, f"{p.name}: no tiling fits ub-fraction={p.ub_fraction:g} "
+                 f"({int(ub * p.ub_fraction)} bytes); tiled in all of UB ({detail}; UB {ub})",
+             asked=True)
+
+
 class OptionError(ValueError):
     pass
 

@@ -62,7 +62,7 @@ from npu.dialects.ascend_conv import (FORMS_5HD, NC1HWC0_BD, geometry, group_cha
                                       is_int8, layout, pad_value)
 from npu.kernels.cce_build import core_part
 from npu.target import Target
-from npu.passes.base import Option, Pass, PassError, ub_fraction_option
+from npu.passes.base import Option, Pass, PassError, say_ub_share_exceeded, ub_fraction_option
 from npu.passes.applies import CONVS
 from npu.passes.lower_conv import conv_chain, cube_bias, cube_residual
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue, group_of
@@ -207,7 +207,8 @@ class LowerConv(Pass):
         with op.location, ir.InsertionPoint(op):  # (its recipes' constant blocks go here)
             epi = ConvEpilogue(self.target, region, op, consts=not plan_only) \
                 if region is not None else None
-        budget = conv_budget(op, self.target, self.ub_fraction, epi is not None and epi.cast is not None)
+        staged_cast = epi is not None and epi.cast is not None
+        budget = conv_budget(op, self.target, self.ub_fraction, staged_cast)
         row_parts = self.row_parts(op)
         if row_parts is not None and epi is not None and epi.pool is not None:
             raise PassError("npu-lower-conv: a conv with its pool on the drain (npu-fuse "
@@ -216,15 +217,14 @@ class LowerConv(Pass):
         if epi is not None and drains_as_none(epi, shape, row_parts, self.target, budget):
             epi.as_none, work = True, None
             shape = replace(shape, out_bytes=epi.work.out_bytes)
-        tiling = choose_tiling(shape.row_part(row_parts[0]) if row_parts else shape, self.target,
-                               budget, work, SETS, rows)
+        tiled = shape.row_part(row_parts[0]) if row_parts else shape
+        tiling = choose_tiling(tiled, self.target, budget, work, SETS, rows)
         widened = tiling is None and self.ub_fraction < 1 and rows is None and not plan_only
         if widened:
             # a share is room left for others, not a reason to refuse: tiles in all of UB
             # (what the stagings leave) before no tiling fits (ResNet-50's stem at 0.5)
-            budget = conv_budget(op, self.target, 1.0, epi is not None and epi.cast is not None)
-            tiling = choose_tiling(shape.row_part(row_parts[0]) if row_parts else shape,
-                                   self.target, budget, work, SETS, rows)
+            budget = conv_budget(op, self.target, 1.0, staged_cast)
+            tiling = choose_tiling(tiled, self.target, budget, work, SETS, rows)
         out_f16 = self.out_type(op, epi) == "f16"
         ones = None if row_parts or rows or self.cube_bias == "never" else cube_bias.choose(
             op, shape, tiling, out_f16, self.target, budget, work, SETS,
@@ -304,16 +304,13 @@ class LowerConv(Pass):
         return kernel, epi, row_parts
 
     def share_exceeded(self, op: ir.Operation, budget: int, used: int | None = None) -> None:
-        """Say, always and as asked (the user's `ub-fraction` caused it), that
-        no tiling fitted the share and the conv took all of UB: `budget` its
-        tiles' room there, `used` the kernel's UB (None: the vector's plan)."""
+        """`say_ub_share_exceeded`: `budget` the tiles' room in all of UB,
+        `used` the kernel's UB (None: the vector's plan)."""
         ub = self.target.capacity("ub")
         took = f"the kernel's buffers {used} bytes" if used is not None else \
             f"the vector's tiles within {budget} bytes"
         staged = f", the stagings {ub - budget}" if ub > budget else ""
-        self.remark(op, f"npu-lower-conv: no tiling fits ub-fraction={self.ub_fraction:g} "
-                        f"({int(ub * self.ub_fraction)} bytes); tiled in all of UB ({took}"
-                        f"{staged}; UB {ub})", asked=True)
+        say_ub_share_exceeded(self, op, took + staged)
 
     @staticmethod
     def replace_with(op: ir.Operation, epi: ConvEpilogue | None, row_parts, make_kernel) -> None:

@@ -28,9 +28,9 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.dialects.ascend_conv import NC1HWC0, layout
-from npu.dialects.ascend_pool import POOL2D, Pool2d
+from npu.dialects.ascend_pool import Pool2d
 from npu.kernels.cce_build import Index, by_run, core_part, delinearize, for_range, lin
-from npu.passes.base import Option, Pass, PassError, ub_fraction_option
+from npu.passes.base import Option, Pass, PassError, say_ub_share_exceeded, ub_fraction_option
 from npu.passes.applies import POOLS
 from npu.passes.lower_pool.columns import column_slices, emit_columns, narrowed
 from npu.passes.lower_pool.kernel import PoolTile
@@ -112,12 +112,10 @@ class LowerPool(Pass):
         self.tiles(tile, ob, geo.bands(ob))
 
     def share_exceeded(self, op: ir.Operation, share: int, used: int) -> None:
-        """Say, always and as asked (the user's `ub-fraction` caused it), that
-        the pool's tiles took `used` bytes, more than its `share` of UB."""
+        """`say_ub_share_exceeded` when the pool's tiles took `used` bytes,
+        more than its `share` of UB."""
         if used > share:
-            self.remark(op, f"npu-lower-pool: no tiling fits ub-fraction={self.ub_fraction:g} "
-                            f"({share} bytes); tiled in all of UB (one tile of {used} bytes; "
-                            f"UB {self.target.capacity('ub')})", asked=True)
+            say_ub_share_exceeded(self, op, f"one tile of {used} bytes")
 
     def row_runs(self, op: ir.Operation, geo: PoolGeometry, elem: str,
                  rows: tuple[int, ir.Value]) -> None:

@@ -28,6 +28,21 @@ def _diagnostics_text() -> str:
     return "\n".join(d.format() for d in diagnostics.current().diagnostics)
 
 
+def compile_remarks(model, **kwargs) -> tuple:
+    """`npu.compile(model, **kwargs)` and the remarks it passed on to its
+    caller (what a user of npu.compile or npu-run sees)."""
+    import npu
+    from npu import diagnostics
+
+    engine = diagnostics.DiagnosticEngine()
+    token = diagnostics.install(engine)
+    try:
+        kernel = npu.compile(model, **kwargs)
+    finally:
+        diagnostics._current.reset(token)  # noqa: SLF001
+    return kernel, [d.message for d in engine.diagnostics if d.severity == "remark"]
+
+
 def _entry(module, entry: str | None):
     funcs = functions(module)
     if not funcs:

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import npu
-from npu import diagnostics
 from npu.target import get_target
 from cnn_onnx import make, ort_run
+from helpers import compile_remarks
 
 RNG = np.random.default_rng(5)
 
@@ -53,15 +53,9 @@ def test_stem_with_its_pool_tiles_at_a_small_ub_fraction(fraction):
     model = make(nodes, [("x", 10, [1, 3, 224, 224])], [("y", 10, [1, 64, 56, 56])],
                  [numpy_helper.from_array(w, "w")])
     x = RNG.standard_normal((1, 3, 224, 224)).astype(np.float16)
-    engine = diagnostics.DiagnosticEngine()
-    token = diagnostics.install(engine)
-    try:
-        kernel = npu.compile(model, cores=1, pipeline=f"npu-lower{{ub-fraction={fraction}}}")
-    finally:
-        diagnostics._current.reset(token)  # noqa: SLF001
+    kernel, said = compile_remarks(model, cores=1, pipeline=f"npu-lower{{ub-fraction={fraction}}}")
     # the share exceeded reaches the caller: the option was theirs
     share = int(get_target("ascend910").capacity("ub") * fraction)
-    said = [d.message for d in engine.diagnostics if d.severity == "remark"]
     assert any(f"npu-lower-conv: no tiling fits ub-fraction={fraction:g} "
                f"({share} bytes); tiled in all of UB" in m for m in said), said
     (got,), _ = kernel(x)

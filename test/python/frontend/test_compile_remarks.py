@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from npu import diagnostics
+from helpers import compile_remarks
 
 
 def _model():
@@ -31,16 +31,9 @@ def _model():
 
 
 def _compile(options: str):
-    import npu
-
     model, w = _model()
-    engine = diagnostics.DiagnosticEngine()
-    token = diagnostics.install(engine)
-    try:
-        kernel = npu.compile(model, cores=1, pipeline=f"npu-lower{{{options}}}")
-    finally:
-        diagnostics._current.reset(token)  # noqa: SLF001
-    return kernel, w, [d.message for d in engine.diagnostics if d.severity == "remark"]
+    kernel, remarks = compile_remarks(model, cores=1, pipeline=f"npu-lower{{{options}}}")
+    return kernel, w, remarks
 
 
 # (option, a phrase of the remarks it asks for)
