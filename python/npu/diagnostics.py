@@ -7,6 +7,7 @@ the tools print them uniformly and `--verify-diagnostics` sees all of them.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import re
 import sys
@@ -143,6 +144,19 @@ def current() -> DiagnosticEngine:
 
 def install(engine: DiagnosticEngine) -> contextvars.Token:
     return _current.set(engine)
+
+
+@contextlib.contextmanager
+def collecting(engine: DiagnosticEngine | None = None) -> Iterator[DiagnosticEngine]:
+    """The block's diagnostics go to `engine` (a fresh one by default), then
+    the caller's engine is current again: a caller that decides what of a
+    step's diagnostics to pass on (npu.compile, a test) sees them alone."""
+    engine = engine if engine is not None else DiagnosticEngine()
+    token = _current.set(engine)
+    try:
+        yield engine
+    finally:
+        _current.reset(token)
 
 
 def attach_to_context(ctx: ir.Context) -> None:

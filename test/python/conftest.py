@@ -98,6 +98,5 @@ def fresh_diagnostics():
     """Each test gets its own diagnostics engine, so errors do not leak between tests."""
     from npu import diagnostics
 
-    token = diagnostics.install(diagnostics.DiagnosticEngine())
-    yield diagnostics.current()
-    diagnostics._current.reset(token)
+    with diagnostics.collecting() as engine:
+        yield engine

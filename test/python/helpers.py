@@ -34,12 +34,8 @@ def compile_remarks(model, **kwargs) -> tuple:
     import npu
     from npu import diagnostics
 
-    engine = diagnostics.DiagnosticEngine()
-    token = diagnostics.install(engine)
-    try:
+    with diagnostics.collecting() as engine:
         kernel = npu.compile(model, **kwargs)
-    finally:
-        diagnostics._current.reset(token)  # noqa: SLF001
     return kernel, [d.message for d in engine.diagnostics if d.severity == "remark"]
 
 

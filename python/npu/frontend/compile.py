@@ -318,15 +318,13 @@ def _looks_like_mlir(text: str) -> bool:
 def _parse(text: str, ctx: ir.Context, where: str) -> ir.Module:
     from npu.ir import ParseError
 
-    engine = diagnostics.DiagnosticEngine(display_name=where)
-    token = diagnostics.install(engine)
-    try:
-        return parse_module(text, ctx)
-    except ParseError:
-        raise CompileError("\n".join(d.format() for d in engine.diagnostics if d.severity == "error")
-                           or f"{where}: error: cannot parse") from None
-    finally:
-        diagnostics._current.reset(token)  # noqa: SLF001
+    with diagnostics.collecting(diagnostics.DiagnosticEngine(display_name=where)) as engine:
+        try:
+            return parse_module(text, ctx)
+        except ParseError:
+            raise CompileError("\n".join(d.format() for d in engine.diagnostics
+                                         if d.severity == "error")
+                               or f"{where}: error: cannot parse") from None
 
 
 def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PIPELINE,
@@ -368,14 +366,11 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
     seconds["to_ascend"] = time.perf_counter() - t0 - sum(seconds.values())
     stages["ascend"] = _short(module)
     check_size(module, tgt, where, locate)
-    engine = diagnostics.DiagnosticEngine(display_name=where)
-    token = diagnostics.install(engine)
-    try:
-        run_pipeline(module, pipeline, tgt)
-    except PipelineError as e:
-        raise CompileError(_by_node(str(e), locate, where)) from None
-    finally:
-        diagnostics._current.reset(token)  # noqa: SLF001
+    with diagnostics.collecting(diagnostics.DiagnosticEngine(display_name=where)) as engine:
+        try:
+            run_pipeline(module, pipeline, tgt)
+        except PipelineError as e:
+            raise CompileError(_by_node(str(e), locate, where)) from None
     for d in engine.diagnostics:  # warnings, and what the chip split chose, reach the caller
         if not diagnostics.shown_by_compile(d):
             continue  # the tiling and fusion remarks not asked for are npu-opt's to show

@@ -69,12 +69,8 @@ def test_residual_conv_with_streamed_weights_within_20_percent():
     estimate saw its super tiles run one after another."""
     text, inputs = residual_conv(16, 16, 14, 3)
     module = parse_module(text, make_context())
-    engine = diagnostics.DiagnosticEngine()
-    token = diagnostics.install(engine)
-    try:
+    with diagnostics.collecting() as engine:
         run_pipeline(module, "npu-lower{cores=1 fuse-remarks=true prefetch=false}", T)
-    finally:
-        diagnostics._current.reset(token)  # noqa: SLF001
     (est,) = [int(m.group(1)) for d in engine.diagnostics
               if (m := re.search(r"^npu-lower-conv: .*streamed; est\. (\d+) cycles", d.message))]
     cycles = simulate(module, inputs, target=T, numerics=False).cycles

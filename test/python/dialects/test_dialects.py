@@ -131,14 +131,11 @@ VADD = ('func.func @f(%d: memref<256xf16, "ub">) {{\n'
 
 
 def parse_errors(text: str) -> list[diagnostics.Diagnostic]:
-    engine = diagnostics.DiagnosticEngine(display_name="input.mlir")
-    token = diagnostics.install(engine)
-    try:
-        parse_module(text, make_context())
-    except ParseError:
-        pass
-    finally:
-        diagnostics._current.reset(token)
+    with diagnostics.collecting(diagnostics.DiagnosticEngine(display_name="input.mlir")) as engine:
+        try:
+            parse_module(text, make_context())
+        except ParseError:
+            pass
     return [d for d in engine.diagnostics if d.severity == "error"]
 
 
@@ -305,16 +302,12 @@ def test_built_hivm_op_verifies_through_the_shared_builders():
                                 hivm.encode("vector", dst_blk_stride=1, src0_blk_stride=1,
                                             dst_rep_stride=8, src0_rep_stride=8, repeat=4))
         create_op("hivm.vexp", [d, s, good.result], dtype=ir.F16Type.get())
-    engine = diagnostics.DiagnosticEngine()
-    token = diagnostics.install(engine)
-    try:
+    with diagnostics.collecting() as engine:
         assert verify(module.operation)
         with ctx, ir.Location.unknown(), ir.InsertionPoint.at_block_begin(entry):
             zero_repeat = arith.ConstantOp(ir.IntegerType.get_signless(64), hivm.encode("vector"))
             create_op("hivm.vexp", [d, s, zero_repeat.result], dtype=ir.F16Type.get())
         assert not verify(module.operation)
-    finally:
-        diagnostics._current.reset(token)
     assert [d.message for d in engine.diagnostics] == [
         f"'hivm.vexp' op config field 'repeat' must be in [1, {get_target().max_repeat}] "
         "(target max_repeat), got 0"]

@@ -34,13 +34,9 @@ def model_cycles() -> int:
 def test_epilogue_model_within_20_percent(m, n, k, steps, out, nd):
     text = matmul_epilogue(m, n, k, steps, out, nd=nd)
     ins = inputs_for(text)
-    engine = diagnostics.DiagnosticEngine()
-    token = diagnostics.install(engine)
-    try:
+    with diagnostics.collecting() as engine:
         got, want, res = compile_and_simulate(text, "npu-lower{cores=1 fuse-remarks=true}", ins)
         predicted = model_cycles()
-    finally:
-        diagnostics._current.reset(token)  # noqa: SLF001
     assert_outputs_close(got, want)
     assert 0.8 * predicted <= res.cycles <= 1.2 * predicted, (res.cycles, predicted)
     np.testing.assert_array_equal(res.hazards, [])

@@ -116,12 +116,8 @@ def test_on_several_cores_siblings_join_where_the_model_says_it_pays():
     ctx = make_context()
     linalg, ins, outs, locate = import_linalg(model, ctx, "m.onnx")
     module = parse_module(linalg_to_ascend_text(linalg, ins, outs, locate, "m.onnx"), ctx)
-    engine = diagnostics.DiagnosticEngine()
-    token = diagnostics.install(engine)
-    try:
+    with diagnostics.collecting() as engine:
         run_pipeline(module, many, get_target("ascend910"))
-    finally:
-        diagnostics._current.reset(token)  # noqa: SLF001
     (said,) = [d.message for d in engine if "npu-fuse-horizontal: matmuls" in d.message]
     assert "on 2 cores each its columns of every sibling: 2x1 models" in said, said
     assert "for 3 one after another on 2 cores apart" in said, said

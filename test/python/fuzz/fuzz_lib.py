@@ -234,14 +234,12 @@ def check_opt_output(code: int, out_path: Path) -> list[str]:
         return [f"'{out_path.name}' written although the run failed"] if out_path.exists() else []
     if not out_path.exists():
         return ["exit code 0 but no output file"]
-    engine = diagnostics.DiagnosticEngine(display_name=str(out_path))
-    token = diagnostics.install(engine)
-    try:
-        parse_module(out_path.read_text(), make_context())
-    except ParseError:
-        return ["the output does not parse back: " + "; ".join(d.format() for d in engine)[:300]]
-    finally:
-        diagnostics._current.reset(token)
+    with diagnostics.collecting(diagnostics.DiagnosticEngine(display_name=str(out_path))) as engine:
+        try:
+            parse_module(out_path.read_text(), make_context())
+        except ParseError:
+            return ["the output does not parse back: "
+                    + "; ".join(d.format() for d in engine)[:300]]
     return []
 
 

@@ -37,13 +37,9 @@ def _inputs(heads: int, seq: int) -> list[np.ndarray]:
 
 def _split_remark(text: str, cores: int) -> tuple[str, list]:
     module = parse_module(text, make_context())
-    engine = diagnostics.DiagnosticEngine()
-    token = diagnostics.install(engine)
-    try:
+    with diagnostics.collecting() as engine:
         run_pipeline(module, f"builtin.module(npu-fuse-attention,npu-split-cores{{cores={cores} "
                              "remarks=true})", get_target())
-    finally:
-        diagnostics._current.reset(token)  # noqa: SLF001
     (remark,) = [d.message for d in engine.diagnostics if "npu-split-cores" in d.message]
     # the attention groups that divide their query rows themselves (the
     # head transposes outside a group may carry npu.core_part too)
@@ -112,14 +108,10 @@ def test_deleting_the_barrier_after_the_runs_is_a_race() -> None:
 def _remark_and_outputs(model, ins: dict, cores: int):
     import npu
 
-    engine = diagnostics.DiagnosticEngine()
-    token = diagnostics.install(engine)
-    try:
+    with diagnostics.collecting() as engine:
         remarks = "split-cores-remarks=true" if cores > 1 else ""  # (refused on one core)
         kernel = npu.compile(model, cores=cores,
                              pipeline=f"builtin.module(npu-lower{{{remarks}}})")
-    finally:
-        diagnostics._current.reset(token)  # noqa: SLF001
     split = [d.message for d in engine.diagnostics if "npu-split-cores:" in d.message]
     outs, report = kernel(*[ins[n] for n in kernel.input_names])
     return split, outs, report

@@ -22,14 +22,10 @@ X = np.random.default_rng(5).standard_normal((ROWS, WIDTH)).astype(np.float32)
 
 
 def _compile(cores: int, horizontal: bool = True):
-    engine = diagnostics.DiagnosticEngine()
-    token = diagnostics.install(engine)
-    try:
+    with diagnostics.collecting() as engine:
         kernel = npu.compile(_projections(), cores=cores, pipeline=(
             f"builtin.module(npu-lower{{fuse-horizontal={str(horizontal).lower()} "
             "split-cores-remarks=true})"))
-    finally:
-        diagnostics._current.reset(token)  # noqa: SLF001
     (split,) = [d.message for d in engine.diagnostics if d.message.startswith("npu-split-cores:")]
     return kernel, split
 
@@ -44,13 +40,9 @@ def _fusion_remarks(cores: int) -> list[str]:
     ctx = make_context()
     linalg, ins, outs, locate = import_linalg(_projections(), ctx, "m.onnx")
     module = parse_module(linalg_to_ascend_text(linalg, ins, outs, locate, "m.onnx"), ctx)
-    engine = diagnostics.DiagnosticEngine()
-    token = diagnostics.install(engine)
-    try:
+    with diagnostics.collecting() as engine:
         run_pipeline(module, f"npu-lower{{cores={cores} fuse-remarks=true}}",
                      get_target("ascend910"))
-    finally:
-        diagnostics._current.reset(token)  # noqa: SLF001
     return [d.message for d in engine.diagnostics
             if d.message.startswith("npu-fuse-horizontal: matmuls")]
 

@@ -48,14 +48,10 @@ def _projections() -> onnx.ModelProto:
 
 
 def _compile(share: bool, cores: int = 32):
-    engine = diagnostics.DiagnosticEngine()
-    token = diagnostics.install(engine)
-    try:
+    with diagnostics.collecting() as engine:
         kernel = npu.compile(_projections(), cores=cores, pipeline=(
             f"builtin.module(npu-lower{{split-cores-share={str(share).lower()} "
             "split-cores-remarks=true})"))
-    finally:
-        diagnostics._current.reset(token)  # noqa: SLF001
     split = [d.message for d in engine.diagnostics if "npu-split-cores:" in d.message]
     return kernel, split
 
@@ -118,12 +114,8 @@ def test_a_downsample_conv_beside_the_first_conv_of_its_block() -> None:
 
     model = resnet(18, size=64, classes=10, dtype=np.float16)
     x = np.random.default_rng(4).standard_normal((1, 3, 64, 64)).astype(np.float16)
-    engine = diagnostics.DiagnosticEngine()
-    token = diagnostics.install(engine)
-    try:
+    with diagnostics.collecting() as engine:
         kernel = npu.compile(model, pipeline="builtin.module(npu-lower{split-cores-remarks=true})")
-    finally:
-        diagnostics._current.reset(token)  # noqa: SLF001
     (remark,) = [d.message for d in engine.diagnostics if "npu-split-cores:" in d.message]
     assert remark.count("conv epilogue") and remark.count("on cores") == 6, remark
     (y,), report = kernel(x)

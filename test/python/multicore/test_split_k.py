@@ -66,14 +66,10 @@ def _compile(cores: int, split_k: str, ffn: bool = False, grids: str = ""):
     large enough to split)."""
     options = f"split-cores-split-k={split_k} " if split_k else ""
     options += f"split-cores-grids={grids} split-cores-min-bytes=0 " if grids else ""
-    engine = diagnostics.DiagnosticEngine()
-    token = diagnostics.install(engine)
-    try:
+    with diagnostics.collecting() as engine:
         kernel = npu.compile(_model(ffn), cores=cores, pipeline=(
             f"builtin.module(npu-lower{{{options}split-cores-estimate=false "
             "split-cores-remarks=true})"))
-    finally:
-        diagnostics._current.reset(token)  # noqa: SLF001
     return kernel, [d.message for d in engine.diagnostics if "npu-split-cores:" in d.message]
 
 

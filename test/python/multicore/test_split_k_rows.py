@@ -47,13 +47,9 @@ def _model(rows: int, depth: int, cols: int, then: bool = False) -> onnx.ModelPr
 
 
 def _compile(model: onnx.ModelProto, cores: int, options: str = ""):
-    engine = diagnostics.DiagnosticEngine()
-    token = diagnostics.install(engine)
-    try:
+    with diagnostics.collecting() as engine:
         kernel = npu.compile(model, cores=cores, pipeline=(
             f"builtin.module(npu-lower{{{options} split-cores-remarks=true}})"))
-    finally:
-        diagnostics._current.reset(token)  # noqa: SLF001
     return kernel, [d.message for d in engine.diagnostics if "npu-split-cores:" in d.message]
 
 

@@ -10,39 +10,29 @@ from __future__ import annotations
 
 import pytest
 
-import npu.frontend.compile as compile_module
-from npu import diagnostics
 from npu.frontend.bert import bert_layer
 from npu.costmodel.matmul.fitting import MatmulShape
 from npu.costmodel.matmul.tiling import choose_tiling
 from npu.passes.split_cores.prefetched import NONE, Lookahead, early_bytes, ranked, tail_cycles
 from npu.target import get_target
 
+from helpers import compile_remarks
 
-def _grids(seq: int, cores: int, monkeypatch) -> list[str]:
+
+def _grids(seq: int, cores: int) -> list[str]:
     """The units of npu-split-cores' remark, in program order, with ffn_out
     unsplit (`split-cores-split-k-model=false`: the grids ranked here are
     the unsplit matmul's; test_split_k_rows.py covers the split)."""
-    engines: list = []
-    install = diagnostics.install
-
-    def keep(engine):
-        engines.append(engine)
-        return install(engine)
-
-    monkeypatch.setattr(diagnostics, "install", keep)
-    compile_module.compile(bert_layer(seq, 768, 12, 3072), target="ascend910",
-                           where="bert_layer.onnx",
-                           pipeline=f"npu-lower{{cores={cores} split-cores-remarks=true "
-                                    "split-cores-split-k-model=false}")
-    text = next(d.message for e in engines for d in e.diagnostics
-                if d.severity == "remark" and d.message.startswith("npu-split-cores: ")
-                and " cores, " in d.message)
+    _, remarks = compile_remarks(bert_layer(seq, 768, 12, 3072), target="ascend910",
+                                 where="bert_layer.onnx",
+                                 pipeline=f"npu-lower{{cores={cores} split-cores-remarks=true "
+                                          "split-cores-split-k-model=false}")
+    text = next(m for m in remarks if "npu-split-cores: " in m and " cores, " in m)
     return [u.strip() for u in text.split(";")[1:]]
 
 
-def test_bert_seq128_out_proj_takes_the_grid_its_prefetch_hides(monkeypatch) -> None:
-    units = _grids(128, 32, monkeypatch)
+def test_bert_seq128_out_proj_takes_the_grid_its_prefetch_hides() -> None:
+    units = _grids(128, 32)
     at = units.index("attention 12x2")
     assert units[at + 1] == "matmul epilogue 8x4", units  # out_proj (was 16x2)
     # ffn_in (was 32x1), ffn_out (as before: its weights stream past its slots)
@@ -50,11 +40,11 @@ def test_bert_seq128_out_proj_takes_the_grid_its_prefetch_hides(monkeypatch) -> 
 
 
 @pytest.mark.slow
-def test_bert_seq512_grids_stay_the_simulators_best(monkeypatch) -> None:
+def test_bert_seq512_grids_stay_the_simulators_best() -> None:
     """At seq 512 every grid was the simulator's best (docs/multicore.md):
     out_proj 4x8 would hide 196,608 of its 294,912 weight bytes, and
     measured 110,628 cycles against 8x4's 110,405."""
-    units = _grids(512, 32, monkeypatch)
+    units = _grids(512, 32)
     # (the attention on all 32 cores since flat runs: 12 x 2 on 24 before)
     at = units.index("attention 32 runs of 192 (head, query) rows across heads")
     assert [units[at + 1], units[at + 3], units[at + 4]] == [

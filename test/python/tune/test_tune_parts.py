@@ -145,10 +145,9 @@ def _lowered_cores(pipeline: str) -> tuple[int, list[str]]:
     from npu.ir import block_dim, functions, make_context, parse_module
     from npu.pipeline import run_pipeline
 
-    engine = diagnostics.DiagnosticEngine(display_name="mm.mlir")
-    diagnostics.install(engine)
-    module = parse_module(MATMUL_256, make_context())
-    run_pipeline(module, pipeline, get_target("ascend910"))
+    with diagnostics.collecting(diagnostics.DiagnosticEngine(display_name="mm.mlir")) as engine:
+        module = parse_module(MATMUL_256, make_context())
+        run_pipeline(module, pipeline, get_target("ascend910"))
     (func,) = functions(module.operation)
     return block_dim(func), [d.message for d in engine.diagnostics
                              if d.severity == "remark" and d.message.startswith("npu-lower:")]
