@@ -93,9 +93,10 @@ class ShareRows:
         # accesses: re-deriving all of them was 0.5 CPU s of BERT-12 on 32
         # cores (36 guards).
         collector.erasing(at, rows)
-        made = self._emit_rows(rows, tops[barrier], cores)
-        collector.inserted(barrier, made)
-        tops[barrier:barrier] = made
+        first = self._own_loads_before(tops, barrier, cores)
+        made = self._emit_rows(rows, tops[first], cores)
+        collector.inserted(first, made)
+        tops[first:first] = made
         self.facts.forget(guard)
         collector.changed(tops.index(guard, barrier), same_accesses=True)
         self._say(loop, f"npu-prefetch: {len(rows)} broadcast row load(s) ({int(need)} cycles) "
@@ -103,6 +104,29 @@ class ShareRows:
                         f"barrier its run of shares follows ("
                         + ("joining the weights loaded there)" if room == float("inf")
                            else f"MTE2 room there: {int(room)} cycles)"))
+
+    def _own_loads_before(self, tops: list[ir.Operation], barrier: int,
+                          cores: frozenset[int]) -> int:
+        """Where the run of guards of `cores` holding loads alone (the
+        share's weights prefetched there) that ends right before
+        `tops[barrier]` starts (`barrier` when there is none). The rows go
+        ahead of it: their flag waits for everything MTE2 issued before it,
+        and behind those weights, which may still stream through the
+        barrier, it held the share's first load after the barrier one GM
+        latency (BERT seq 128, V's share: ~360 cycles)."""
+        first = barrier
+        func = tops[barrier].parent.operation
+        n = block_dim(func)
+        for k in range(barrier - 1, -1, -1):
+            op = tops[k]
+            if not self.facts.works(op):
+                continue
+            if not (is_guard(op) and self._guard_cores(op, n) == cores
+                    and contains(op, lambda o: PIPE_OF.get(o.name) == "MTE2")
+                    and not contains(op, lambda o: PIPE_OF.get(o.name) not in (None, "MTE2"))):
+                break
+            first = k
+        return first
 
     def _guard_rows(self, loop: ir.Operation, guard: ir.Operation) -> list[ir.Operation]:
         """The GM -> UB copies of host constants directly in `guard`'s
