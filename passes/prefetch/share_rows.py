@@ -12,9 +12,10 @@ the row's 2,328 (the QKV phase 9,262 cycles, every projection core late by
 the same ~360). Before the barrier the row lands while the cores still
 finish their part of the previous op (its last vector work and the GM
 latency of its stores: a core arrives at the barrier only once they have
-drained), or joins the share's weights prefetched there; the flag across
-the barrier that orders it before its consumer (MTE2's loads stream on
-through a barrier) then finds it landed.
+drained), or goes ahead of the share's weights prefetched there (behind
+them its flag waited for them to land); the flag across the barrier that
+orders it before its consumer (MTE2's loads stream on through a barrier)
+then finds it landed.
 """
 
 from __future__ import annotations

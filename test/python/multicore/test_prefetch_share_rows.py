@@ -114,7 +114,8 @@ def test_share_rows_keep_the_guards_accesses(monkeypatch) -> None:
 def _guards_before_barrier(kernel) -> list[tuple[frozenset[int], str]]:
     """(cores, what it loads: 'rows' to UB or 'weights' to L1) of each
     top-level guard of loads alone before the first chip barrier."""
-    from npu.ir import block_dim, guard_cores
+    from npu.ir import block_dim
+    from npu.passes.prefetch.shares import guard_cores
 
     func = kernel.module.body.operations[0]
     found = []
