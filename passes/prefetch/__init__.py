@@ -337,10 +337,14 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
             count += works(k)
             steps[k] = count
         # From the latest insertion point back: earlier indices stay valid.
+        rem_runs = self._remainder_runs(extra, tops, parts, share)
         for gap in sorted({p.gap for p in parts} | self._remainder_gaps(extra), reverse=True):
             if gap in runs:
                 self._emit_run(c, [a for a, k in home.items() if k == gap],
                                [p for p in parts if p.gap == gap], gap, runs[gap], tops, collector)
+                continue
+            if gap in rem_runs:
+                self._emit_remainder_run(extra, gap, rem_runs[gap], tops, collector)
                 continue
             at_k = self._issue_index(tops, gap, at)
             issue = tops[at_k]

@@ -95,7 +95,14 @@ class RemainderSlots:
         rest_gaps = self._phase_gaps(tops, min(k for k, _ in gaps), self.remainder_phases)
         if not rest_gaps:
             return None
-        low = min(low, min(k for k, _ in rest_gaps))
+        # A tail that ends a run of share guards loads in each of them
+        # (`_emit_remainder_run`): live from the run's first guard on.
+        live_from = dict(live_from)
+        for k, _ in rest_gaps if share is None else ():
+            run = self._share_run(tops, k)
+            if run is not None:
+                live_from[k] = run[0][0]
+        low = min(low, min(k for k, _ in rest_gaps), min(live_from.values(), default=low))
         # L1 from the gaps to the remainder: the ops' bounds, plus the main
         # loop's slots where they are live ahead of it.
         need = dict(zip(range(low, rem_at),
@@ -322,6 +329,32 @@ class RemainderSlots:
     @staticmethod
     def _remainder_gaps(extra: Remainder | None) -> set[int]:
         return set() if extra is None else {p.gap for p in extra.parts}
+
+    def _remainder_runs(self, extra: Remainder | None, tops: list[ir.Operation],
+                        parts: list[Part], share=None) -> dict[int, list]:
+        """The remainder's gaps (no slot part in them) that end a run of
+        share guards, and each run (not for an op in a share's guard, whose
+        copies stay under a guard of its cores). Cloned after the run, on every core, a
+        copy there waited for the share guards' exit flags, which
+        npu-insert-sync puts outside them, and so for the landing of the
+        slots loaded in the guards (`shares.py`): in BERT seq 128's
+        12-layer model ffn_out's remainder third, in the projections'
+        phase, started ~350 cycles after out_proj's slot was done with
+        MTE2 and ran ~540 past the barrier, ahead of the attention's loads."""
+        if extra is None or share is not None:
+            return {}
+        taken = {p.gap for p in parts}
+        return {k: run for k in self._remainder_gaps(extra) - taken
+                if (run := self._share_run(tops, k)) is not None}
+
+    def _emit_remainder_run(self, extra: Remainder, gap: int, run: list, tops: list[ir.Operation],
+                            collector) -> None:
+        """The remainder's parts of `gap` cloned into each guard of `run`
+        after its op (`_emit_run`), each slot's alloc before the run."""
+        allocs = [a for a, copies in extra.slots
+                  if min(p.gap for p in extra.parts if p.copy in copies) == gap]
+        self._emit_run(extra.candidate, allocs, [p for p in extra.parts if p.gap == gap], gap,
+                       run, tops, collector)
 
     def _emit_remainder(self, extra: Remainder | None, gap: int, issue: ir.Operation,
                         share=None) -> list[ir.Operation]:
