@@ -10,6 +10,8 @@ busiest pipe is latency or pipelining, one close to its MTE2 is the bytes
 each core moves (docs/multicore.md, "BERT seq 512 on 32 cores").
 
     .venv/bin/python bench/chip_phases.py [--seq 512] [--cores 32] [--layers 2] [--pipeline-options 'prefetch=false']
+        [--detail 13,14]   (those phases core by core: when each core's pipes but MTE2 are
+                            done, when its MTE2 is, its loads by op)
     .venv/bin/python bench/chip_phases.py --model resnet50 [--cores 32] [--size 224] [--width 64]
     (or resnet18, mobilenetv2: f16 as bench/chip.py's rows; --width: ResNet's stem channels)
 
@@ -45,6 +47,7 @@ def main() -> int:
     p.add_argument("--size", type=int, default=224, help="a CNN's image size")
     p.add_argument("--width", type=int, default=64, help="a ResNet's stem channels")
     p.add_argument("--pipeline-options", default="", help="more npu-lower options, e.g. 'prefetch=false'")
+    p.add_argument("--detail", default="", help="BERT: phases (e.g. '13,14') to show core by core")
     args = p.parse_args()
 
     import npu
@@ -119,8 +122,33 @@ def main() -> int:
         _, busy, ops = per_core[last]
         print(f"{k:>5} {begin:>8} {end:>8} {end - begin:>7} {last:>4}  {','.join(ops)}; "
               + " ".join(f"{p} {c}" for p, c in busy.most_common() if c >= 100))
+        if str(k) in args.detail.split(","):
+            _detail(runs, labels, begin, end)
         begin = end
     return 0
+
+
+def _detail(runs, labels, begin: int, end: int) -> None:
+    """Each core's view of one phase: when its pipes but MTE2 are done (a
+    core arrives at a chip barrier then: its loads stream on through it),
+    when its MTE2 is, and MTE2's occupancy by top-level op (a prefetched
+    weight copy counts under the op it was cloned into or after)."""
+    from npu.simulator.hazards import PIPE_NAMES
+    from npu.simulator.instruction import OP
+
+    for c, (trace, tl) in enumerate(runs):
+        ready = mte2 = begin
+        loads: Counter = Counter()
+        for i, (instr, _, _) in enumerate(trace):
+            if instr.kind != OP or not begin <= tl.start[i] < end:
+                continue
+            if PIPE_NAMES[instr.pipe] == "MTE2":
+                mte2 = max(mte2, tl.end[i])
+                loads[labels[int(instr.where.split(":")[1]) - 1][1]] += instr.occupancy
+            else:
+                ready = max(ready, tl.end[i])
+        print(f"{'':>5} core {c:>2}: done {ready - begin:>6}, MTE2 done {mte2 - begin:>6}; MTE2 "
+              + ", ".join(f"{op} {n}" for op, n in loads.items()))
 
 
 def _floors(runs, releases: list[int], cycles: int, target, memsys) -> int:
