@@ -93,3 +93,18 @@ def test_chip_phases_cnn_floors(tmp_path) -> None:
     assert len(rows) == barriers + 1 and barriers > 0
     assert all(float(r[9]) <= int(r[2]) for r in rows)  # floor <= cycles
     assert sum(int(r[2]) for r in rows) == int(lines[0].split(": ")[1].split()[0].replace(",", ""))
+
+
+@pytest.mark.slow  # a BERT-base layer at seq 32 compiled and simulated on 2 cores
+def test_chip_phases_detail(tmp_path) -> None:
+    """chip_phases.py --detail K: one line per core under phase K's row, the
+    next phase's row after them."""
+    args = ["--seq", "32", "--cores", "2", "--detail", "0"]
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "chip_phases.py"), *args],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    at = next(k for k, line in enumerate(lines) if line.split()[:1] == ["0"])
+    cores = lines[at + 1:at + 3]
+    assert [line.split()[:2] for line in cores] == [["core", "0:"], ["core", "1:"]]
+    assert lines[at + 3].split()[0] == "1", "the next phase's row follows the cores"
