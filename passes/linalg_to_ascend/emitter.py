@@ -157,6 +157,15 @@ class Emitter:
             attr_text = " {" + ", ".join(f"{k} = {v}" for k, v in sorted(attrs.items())) + "}"
         self.lines.append(f'    "{name}"({names}){attr_text} : ({types}) -> () {loc}')
 
+    def typed_view(self, raw: Buf, shape, dtype: str, loc: str) -> Buf:
+        """`raw` (a byte buffer) from its first byte as a contiguous buffer
+        of `shape` and `dtype` (`memref.view`, as the GM plan's own views)."""
+        view = Buf(self.fresh("v"), tuple(int(s) for s in shape), dtype)
+        zero = self.fresh("c")
+        self.lines.append(f"    {zero} = arith.constant 0 : index {loc}")
+        self.lines.append(f"    {view.name} = memref.view {raw.name}[{zero}][] : {raw.type} to {view.type} {loc}")
+        return view
+
     def reshape(self, buf: Buf, shape, loc: str) -> Buf:
         """A view of contiguous `buf` with another shape of the same size:
         collapse to 1-D, then expand (both are plain reinterpretations)."""

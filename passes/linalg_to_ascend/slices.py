@@ -78,6 +78,8 @@ class SliceLowering:
         loc = self.loc(op)
         axis = ir.IntegerAttr(op.attributes["dim"]).value
         shape = tuple(tensor_shape(op.results[0]))
+        if self._concat_blocks(op, axis, shape, loc):
+            return
         parts = [self.nd(v, loc) for v in op.operands]
         out = self.dest(op.results[0], shape, parts[0].dtype, loc)
         narrow = out.dtype == "i8" and not all(
@@ -93,6 +95,39 @@ class SliceLowering:
         if narrow:
             self.em.op("ascend.cast", [target, out], loc, round_mode='"rint"')
         self.tensors[op.results[0]] = Tensor(shape, out.dtype, nd=out)
+
+    def _concat_blocks(self, op: ir.Operation, axis: int, shape: tuple, loc: str) -> bool:
+        """A channel concat of f16 conv maps held in NC1HWC0, each whole C1
+        blocks: their blocks side by side in an NC1HWC0 result (which a conv
+        reads as it is, `onnx_conv_sums`), not through NCHW and back."""
+        parts = [self.tensors.get(v) for v in op.operands]
+        if axis != 1 or len(shape) != 4 or any(t is None or t.shape[1] % 16 for t in parts):
+            return False
+        maps = [t.c1hwc0 if t.c1hwc0 is not None and t.c1hwc0.dtype == "f16" else t.half5
+                for t in parts]
+        if any(m is None for m in maps):
+            return False
+        n, c, h, w = shape
+        made: list[Buf] = []
+
+        def leading() -> Buf:  # the result's bytes, its first blocks the first part's
+            raw = self.em.alloc([n * c * h * w * 2], "i8", loc)
+            made.append(self.em.typed_view(raw, [n, c // 16, h, w, 16], "f16", loc))
+            return self.em.typed_view(raw, maps[0].shape, "f16", loc)
+
+        # The first part's producer writes straight into the result where
+        # its map is a temporary of this function (one image: its blocks
+        # lead the result's); the others are copied in.
+        first = n == 1 and self.em.retarget(maps[0], 0, leading) is not None
+        out = made[0] if first else self.em.alloc([n, c // 16, h, w, 16], "f16", loc)
+        start = 0
+        for k, (t, m) in enumerate(zip(parts, maps)):
+            if k or not first:
+                self.em.op("ascend.insert_slice", [m, out], loc,
+                           offsets=i64_array([0, start // 16, 0, 0, 0]))
+            start += t.shape[1]
+        self.tensors[op.results[0]] = Tensor(shape, "f16", c1hwc0=out)
+        return True
 
     def gather_generic(self, op: ir.Operation) -> bool:
         """A generic that only picks elements at affine indices (GatherGeneric)."""

@@ -286,6 +286,9 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     rewrite_matmul_integers(model, types, _failer(where), remark)
     rewrite_conv_integers(model, types, _failer(where), remark)
     onnx_batchnorm.fold_batchnorms(model)  # before the patch-conv rewrite reads Conv weights
+    from npu.frontend.onnx_conv_sums import fold_summed_convs
+
+    fold_summed_convs(model)  # after the BNs are in the convs' weights
     onnx_conv.rewrite_patch_convs(model)
     onnx_gelu.expand_tanh_gelus(model)
     onnx_pow.expand_tensor_pows(model, types)
