@@ -157,14 +157,18 @@ class Emitter:
             attr_text = " {" + ", ".join(f"{k} = {v}" for k, v in sorted(attrs.items())) + "}"
         self.lines.append(f'    "{name}"({names}){attr_text} : ({types}) -> () {loc}')
 
-    def typed_view(self, raw: Buf, shape, dtype: str, loc: str) -> Buf:
-        """`raw` (a byte buffer) from its first byte as a contiguous buffer
+    def typed_view(self, raw: Buf, shape, dtype: str, loc: str, shift: int = 0) -> Buf:
+        """`raw` (a byte buffer) from byte `shift` on as a contiguous buffer
         of `shape` and `dtype` (`memref.view`, as the GM plan's own views)."""
         view = Buf(self.fresh("v"), tuple(int(s) for s in shape), dtype)
-        zero = self.fresh("c")
-        self.lines.append(f"    {zero} = arith.constant 0 : index {loc}")
-        self.lines.append(f"    {view.name} = memref.view {raw.name}[{zero}][] : {raw.type} to {view.type} {loc}")
+        at = self.fresh("c")
+        self.lines.append(f"    {at} = arith.constant {int(shift)} : index {loc}")
+        self.lines.append(f"    {view.name} = memref.view {raw.name}[{at}][] : {raw.type} to {view.type} {loc}")
         return view
+
+    def alloc_index(self, buf: Buf) -> int | None:
+        """The line of `buf`'s alloc (None: not an alloc of this emitter)."""
+        return self._alloc_line.get(buf.name)
 
     def reshape(self, buf: Buf, shape, loc: str) -> Buf:
         """A view of contiguous `buf` with another shape of the same size:

@@ -10,6 +10,8 @@ it got here.
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import numpy as np
 from mlir import ir
 
@@ -107,27 +109,45 @@ class SliceLowering:
                 for t in parts]
         if any(m is None for m in maps):
             return False
+        roots = [self.em.root(m) for m in maps]  # the allocs behind reshaped maps
         n, c, h, w = shape
-        made: list[Buf] = []
+        starts = [sum(t.shape[1] for t in parts[:k]) for k in range(len(parts))]
+        raw: list[Buf] = []
 
-        def leading() -> Buf:  # the result's bytes, its first blocks the first part's
-            raw = self.em.alloc([n * c * h * w * 2], "i8", loc)
-            made.append(self.em.typed_view(raw, [n, c // 16, h, w, 16], "f16", loc))
-            return self.em.typed_view(raw, maps[0].shape, "f16", loc)
+        def view(k: int):
+            def make() -> Buf:  # the result's bytes (made at the earliest part's alloc)
+                if not raw:
+                    raw.append(self.em.alloc([n * c * h * w * 2], "i8", loc))
+                return self.em.typed_view(raw[0], roots[k].shape, "f16", loc, starts[k] * h * w * 2)
+            return make
 
-        # The first part's producer writes straight into the result where
-        # its map is a temporary of this function (one image: its blocks
-        # lead the result's); the others are copied in.
-        first = n == 1 and self.em.retarget(maps[0], 0, leading) is not None
-        out = made[0] if first else self.em.alloc([n, c // 16, h, w, 16], "f16", loc)
-        start = 0
-        for k, (t, m) in enumerate(zip(parts, maps)):
-            if k or not first:
+        # Each part's producer writes straight into its blocks of the result
+        # where its map is a temporary of this function (one image: a part's
+        # blocks are one run of the result's); the others are copied in.
+        # The earliest temporary first: the result's alloc goes there.
+        temps = sorted((k for k, r in enumerate(roots) if self.em.alloc_index(r) is not None
+                        and r.size == maps[k].size), key=lambda k: self.em.alloc_index(roots[k]))
+        placed = {}
+        for k in temps if n == 1 else ():
+            moved = self.em.retarget(roots[k], 0, view(k))
+            if moved is not None:
+                placed[k] = moved
+                self._rename(roots[k], moved)
+        out = (self.em.typed_view(raw[0], [n, c // 16, h, w, 16], "f16", loc) if raw
+               else self.em.alloc([n, c // 16, h, w, 16], "f16", loc))
+        for k, m in enumerate(maps):
+            if k not in placed:  # (a retargeted root's reshapes follow it)
                 self.em.op("ascend.insert_slice", [m, out], loc,
-                           offsets=i64_array([0, start // 16, 0, 0, 0]))
-            start += t.shape[1]
+                           offsets=i64_array([0, starts[k] // 16, 0, 0, 0]))
         self.tensors[op.results[0]] = Tensor(shape, "f16", c1hwc0=out)
         return True
+
+    def _rename(self, old: Buf, new: Buf) -> None:
+        """Every tensor held in `old` (an alloc the emitter retargeted) now in `new`."""
+        for t in self.tensors.values():
+            for f in fields(t):
+                if getattr(t, f.name) is old:
+                    setattr(t, f.name, new)
 
     def gather_generic(self, op: ir.Operation) -> bool:
         """A generic that only picks elements at affine indices (GatherGeneric)."""

@@ -69,18 +69,6 @@ def parse_pipeline(text: str) -> list[PipelineElement]:
     return elements
 
 
-def lower_option(text: str, key: str) -> str | None:
-    """The value `text`'s npu-lower gives option `key` (its last), or None."""
-    value = None
-    for e in parse_pipeline(text):
-        if e.name == "npu-lower":
-            for item in e.options.split():
-                k, _, v = item.partition("=")
-                if k == key:
-                    value = v
-    return value
-
-
 def with_lower_option(text: str, option: str) -> str:
     """The pipeline `text` with `option` (`key=value`) added to its npu-lower."""
     elements = parse_pipeline(text)

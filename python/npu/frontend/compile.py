@@ -267,12 +267,10 @@ class Kernel:
         return outputs, report
 
 
-def import_linalg(source, ctx: ir.Context, where: str, input_shapes: dict | None = None, weights=None,
-                  one_core: bool = False):
+def import_linalg(source, ctx: ir.Context, where: str, input_shapes: dict | None = None, weights=None):
     """(linalg module, input names, output names, NodeLocations | None) from
     any source; `input_shapes` pins an ONNX model's dynamic input dims. With `weights` (a dict),
-    an ONNX model's large constants stay detached: their data goes there, for `linalg_to_ascend`.
-    `one_core`: two 1x1 convs added become one (`onnx_conv_sums`: it pays on one core only)."""
+    an ONNX model's large constants stay detached: their data goes there, for `linalg_to_ascend`."""
     from npu.frontend.onnx_import import ImportError_, import_onnx
     from npu.frontend.onnx_shapes import InputShapeError
 
@@ -292,8 +290,7 @@ def import_linalg(source, ctx: ir.Context, where: str, input_shapes: dict | None
             with open(source) as f:
                 return _parse(f.read(), ctx, where), None, None, None
     try:
-        imported = import_onnx(source, where, detach_weights=True, input_shapes=input_shapes,
-                               sum_convs=one_core)
+        imported = import_onnx(source, where, detach_weights=True, input_shapes=input_shapes)
     except InputShapeError as e:
         raise UsageError(str(e)) from None
     except ImportError_ as e:
@@ -337,7 +334,7 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
     for every core of the target unless `cores` says how many (1: one; 0: all).
     `input_shapes` ({input name: dims}) pins an ONNX model's dynamic input
     dims; a name or shape that does not fit the model raises `UsageError`."""
-    from npu.pipeline import PipelineError, lower_option, run_pipeline, with_lower_option
+    from npu.pipeline import PipelineError, run_pipeline, with_lower_option
     from npu.target import Target, get_target
 
     t0 = time.perf_counter()
@@ -355,8 +352,8 @@ def compile(source, target: str | None = "ascend910", pipeline: str = DEFAULT_PI
     # attribute (the weights, as the importer made them) until its context
     # dies, and nothing needs them once the ascend module exists.
     weights: dict = {}  # given to the conversion, never attached to the linalg module
-    linalg, in_names, out_names, locate = import_linalg(source, make_context(), where, input_shapes,
-                                                        weights, lower_option(pipeline, "cores") == "1")
+    linalg, in_names, out_names, locate = import_linalg(source, make_context(), where,
+                                                        input_shapes, weights)
     from npu.frontend.empty_kernel import wrap
 
     if linalg is None:

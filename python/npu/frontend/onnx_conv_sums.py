@@ -6,15 +6,15 @@ over maps of the same height and width, that sum is one 1x1 conv over
 Concat(h, x) along channels, its weight [W3 | Wd] and its bias B3 + Bd.
 Written so, the downsample's output (Cout channels) is never stored and
 read back as the conv's residual, and two kernels become one; the concat
-of the NC1HWC0 maps is C1 blocks side by side, h's producer writing its
-blocks in place and x's copied (`linalg_to_ascend.slices.concat`). Taken
+of the NC1HWC0 maps is C1 blocks side by side, each producer writing its
+blocks in place (`linalg_to_ascend.slices.concat`). Taken
 only where Ch + Cx < Cout (the concat moves fewer bytes than the residual
 did: ResNet-50's layer1.0, 64 + 64 < 256) and both inputs are whole C1
-blocks (multiples of 16 channels). On one core only (npu.compile asks it
-there): on 32 cores the concat is one more phase with its chip barrier
-(ResNet-50 292,265 -> 293,673 cycles). ResNet-50 on one core 1,747,758 ->
-1,732,277 cycles (layer1.0's downsample and conv3, 66,334 cycles, now a
-9,310-cycle concat and a 46,514-cycle conv). The Conv keeps conv3's name
+blocks (multiples of 16 channels). ResNet-50 on one core 1,747,758 ->
+1,728,160 cycles (layer1.0's downsample and conv3, 66,334 cycles, now one
+45,064-cycle conv), on 32 cores 292,265 -> 291,689 (one phase and chip
+barrier fewer; with x's blocks copied into the concat it was one more,
+293,673). The Conv keeps conv3's name
 and writes the Add's output; the cube sums the two products in one K
 order (the last bits may differ from two rounded f16 results added).
 """

@@ -226,7 +226,7 @@ def check_operators(model, where: str) -> None:
 
 
 def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = False,
-                input_shapes: dict | None = None, sum_convs: bool = False) -> ImportedModel:
+                input_shapes: dict | None = None) -> ImportedModel:
     """ONNX model (proto, path or bytes) -> linalg-on-tensors text.
 
     `detach_weights` keeps the large constants out of the text (see
@@ -234,8 +234,7 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     literals dominated the import of a large model. `input_shapes` (name ->
     dims) pins dynamic input dims first (`onnx_shapes.InputShapeError` when
     it does not fit the model). What is computable at compile time is folded
-    (`onnx_fold`) before the operators are checked. `sum_convs`: two 1x1
-    convs added become one (`onnx_conv_sums`; npu.compile asks it for one core)."""
+    (`onnx_fold`) before the operators are checked."""
     where = where or (os.fspath(model_or_path) if isinstance(model_or_path, (str, os.PathLike))
                       else "<model>")
     model = load_model(model_or_path, where)
@@ -287,10 +286,9 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     rewrite_matmul_integers(model, types, _failer(where), remark)
     rewrite_conv_integers(model, types, _failer(where), remark)
     onnx_batchnorm.fold_batchnorms(model)  # before the patch-conv rewrite reads Conv weights
-    if sum_convs:  # after the BNs are in the convs' weights
-        from npu.frontend.onnx_conv_sums import fold_summed_convs
+    from npu.frontend.onnx_conv_sums import fold_summed_convs
 
-        fold_summed_convs(model)
+    fold_summed_convs(model)  # after the BNs are in the convs' weights
     onnx_conv.rewrite_patch_convs(model)
     onnx_gelu.expand_tanh_gelus(model)
     onnx_pow.expand_tensor_pows(model, types)
