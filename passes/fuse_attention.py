@@ -27,6 +27,7 @@ from mlir import ir
 from npu.costmodel.attention import pattern as att
 from npu.costmodel.attention import plan as cost
 from npu import ir as nir
+from npu.passes import attention_nz
 from npu.passes.base import Option, Pass, ub_fraction_option
 from npu.passes.applies import BATCH_MATMULS
 
@@ -48,13 +49,38 @@ class FuseAttentionPass(Pass):
                "cycles, npu.costmodel.attention.cost; key tiles wider than L0B holds with V run in "
                "chunks) or 'fewest' (the fewest tiles per head, whole key tiles in L0B)",
                choices=("cost", "fewest")),
+        Option("nz-operands", bool, False, "read Q, K and V as their projections' Nz when "
+               "they are defractalized, transposed per head and fractalized again "
+               "(passes/attention_nz.py)"),
         Option("remarks", bool, True, "report each attention fused and why a candidate was not"),
     )
 
     def run(self, module: ir.Operation) -> None:
         for func in nir.functions(module):
             if len(func.regions[0].blocks):
+                if self.nz_operands:
+                    self.nz_function(func)
                 self.fuse_function(func)
+
+    def nz_function(self, func: ir.Operation) -> None:
+        """Each attention that would fuse with its Q, K, V as rows made from
+        its projections' Nz reads that Nz instead (`attention_nz.rewrite`)."""
+        done: set = set()
+        while True:
+            ops = [o.operation for o in func.regions[0].blocks[0].operations]
+            users = att.users_of(ops)
+            for op in ops:
+                if op.name != "ascend.batch_matmul" or op in done:
+                    continue
+                done.add(op)
+                found = att.match(op, users)
+                if isinstance(found, str) or self.conflict(found, ops) is not None:
+                    continue
+                if isinstance(cost.plan(found, self.target, self.ub_fraction, self.softmax,
+                                        self.tile), cost.Plan) and attention_nz.rewrite(found):
+                    break  # the op list changed
+            else:
+                return
 
     def fuse_function(self, func: ir.Operation) -> None:
         ops = [o.operation for o in func.regions[0].blocks[0].operations]

@@ -55,6 +55,11 @@ from npu.passes.lower_options import (FORWARDS, LOWER_OPTIONS, LOWERINGS, PIPELI
                                       SUB_PASS_CLASSES, UNSET)
 
 
+# On several cores the attention reads Q, K and V as their projections' Nz
+# (npu-fuse-attention's nz-operands, passes/attention_nz.py); False: as rows
+# (the program of before, for measuring).
+ATTENTION_NZ = True
+
 class LowerPass(Pass):
     name = "npu-lower"
     summary = ("Default pipeline: all ascend lowerings, double buffering, memory planning, sync, "
@@ -275,7 +280,8 @@ class LowerPass(Pass):
             attention_fraction = ATTENTION_UB_FRACTION * attention_share
             if self.fuse_attention:
                 self._make("npu-fuse-attention",
-                               **{"ub-fraction": attention_fraction}).run(module)
+                           **{"ub-fraction": attention_fraction,
+                              "nz-operands": self._many and ATTENTION_NZ}).run(module)
             # a chained A is read by the pipelined schedule only
             # a chained A stays in one core's L1: not over many cores
             chains = (self.fuse_chains and self._value("matmul-schedule") == "pipelined"

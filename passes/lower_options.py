@@ -170,6 +170,8 @@ ROUTES: tuple[Route, ...] = (
                         "npu-lower-fused max-chunk"), ""),
     Route(None, ("npu-fuse-horizontal cores",), "npu-lower's: the cores npu-split-cores "
           "splits over, 1 for a one-core program"),
+    Route(None, ("npu-fuse-attention nz-operands",), "npu-lower's: on for a program "
+          "npu-split-cores splits (one core fuses the projections into the attention instead)"),
     Route(None, ("npu-fuse ub-fraction", "npu-fuse-attention ub-fraction",
                  "npu-fuse-attention-projection ub-fraction", "npu-lower-fused ub-fraction"),
           "npu-lower's fused UB shares, halved when a fused kernel overflows"),

@@ -365,7 +365,7 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, KeyMask, Scores
         c0 = 0
         for i, c in enumerate(sizes):
             k0 = nir.subview(pair[i % 2], [0, 0, 0], [d1 * c, 16, 16])
-            if self.a.interleaved:  # K^T block (j, l) at j * ld + l: a run of c per row j
+            if self.a.k_as_rows:  # K^T block (j, l) at j * ld + l: a run of c per row j
                 for j in range(d1):
                     self.mm.reorder_blocks(k1, self.mm.block_view(k0, j * c, d1 * c), rows=1,
                                            cols=c, transpose=False,

@@ -135,7 +135,7 @@ class OperandTiles:
     def k_tile(self, kbk: int) -> ir.Value:
         """An L1 tile for `load_k` of kbk key blocks."""
         d1 = self.a.d_blocks
-        shape = [d1, kbk] if self.a.interleaved else [kbk, d1]
+        shape = [d1, kbk] if self.a.k_as_rows else [kbk, d1]
         return nir.alloc(shape + [16, 16], "f16", "l1")
 
     def load_k(self, h, y0, kbk: int, into: ir.Value | None = None) -> ir.Value:
@@ -151,6 +151,13 @@ class OperandTiles:
             self.stage(a.sources[1], lin((y0, 16 * pitch), (h, a.head_dim)), kbk * 16,
                        a.head_dim, pitch, l1, valid_rows=self.in_seq(y0, kbk))
             return l1
+        if a.k_rows is not None:  # K's own Nz, as the interleaved rows are laid out
+            ld = nir.memref_shape(l1)[1]
+            copy_bursts("cce.copy_gm_to_l1",
+                        nir.subview(a.k_rows, [h, 0, y0, 0, 0], [1, d1, kbk, 16, 16]),
+                        l1, d1, kbk * 16, src_gap=(a.seq_blocks - kbk) * 16,
+                        dst_gap=(ld - kbk) * 16)
+            return l1
         if a.sources is None:
             copy("cce.copy_gm_to_l1", nir.subview(a.k, [h, y0, 0, 0, 0], [1, kbk, d1, 16, 16]),
                  l1, 1, kbk * d1 * 16)
@@ -163,7 +170,7 @@ class OperandTiles:
     def k_to_l0b(self, l1: ir.Value, kbk: int) -> ir.Value:
         """`load_k`'s tile -> L0B (Zn) for Q.K^T."""
         d1 = self.a.d_blocks
-        if self.a.interleaved:
+        if self.a.k_as_rows:
             l0b = nir.alloc([d1, kbk, 16, 16], "f16", "l0b")
             self.mm.reorder_blocks(l1, l0b, rows=1, cols=d1 * kbk, transpose=False,
                                    op_name="cce.load_l1_to_l0b", src_col_stride=1)

@@ -76,11 +76,22 @@ class Attention:
     nz_out: bool = False
     nz_round: str = "rint"  # the absorbed cast's round_mode
     nz_why: str = ""  # why not nz_out (for remarks)
+    # K's own Nz [H, D/16, S/16, 16, 16] (its projection's f16 output), of
+    # which a member transpose [0, 2, 1, 4, 3] makes K^T's Nz `k`: the
+    # kernel loads K's tiles as they lie and reads them as K^T's Zn blocks,
+    # as it does interleaved rows laid out in L1 (`passes/attention_nz.py`).
+    k_rows: ir.Value | None = None
 
     @property
     def staged(self) -> bool:
         """The sources are f32 (cast to f16 on chip, through UB)."""
         return self.sources is not None and nir.memref_element(self.sources[0]) == "f32"
+
+    @property
+    def k_as_rows(self) -> bool:
+        """K's L1 tile is K's own Nz [D/16, keys/16] (interleaved rows laid
+        out, or `k_rows`), not K^T's."""
+        return self.interleaved or self.k_rows is not None
 
     @property
     def mask_blocks(self) -> int:
@@ -259,8 +270,33 @@ def match(bm1: ir.Operation, users: dict, any_seq: bool = False) -> Attention | 
     found.key_mask, found.mask_scaled, _ = masks.get(KEY, none)
     found.scores_bias, found.bias_scaled, found.bias_per_head = masks.get(SCORES, none)
     _absorb_prologues(found, users, any_seq)
+    if found.sources is None:
+        _absorb_k_rows(found, users)
     _absorb_merge(found, users)
     return found
+
+
+def _absorb_k_rows(a: Attention, users: dict) -> None:
+    """K^T's Nz made by a transpose [0, 2, 1, 4, 3] of K's own f16 Nz (read
+    only by the first batch_matmul): the transpose is a member and the
+    kernel reads K's Nz (`k_rows`)."""
+    root = _root(a.k)
+    owner = nir.defining_op(root)
+    readers = users.get(root, [])
+    writers = [u for u in readers if _root(u.operands[-1]) == root]
+    if owner is None or owner.name != "memref.alloc" or len(readers) != 2 or len(writers) != 1:
+        return
+    t = writers[0]
+    src = t.operands[0]
+    if (t.name != "ascend.transpose" or nir.int_array_attr(t, "permutation") != [0, 2, 1, 4, 3]
+            or nir.memref_element(src) != "f16" or not nir.is_contiguous(src)
+            or nir.memref_shape(src) != [a.heads, a.d_blocks, a.seq_blocks, 16, 16]
+            or t.operands[-1] != a.k):
+        return
+    a.members.append(t)
+    a.internal.append(root)
+    a.prologue.append(t)
+    a.k_rows = src
 
 
 def _absorb_merge(a: Attention, users: dict) -> None:
@@ -440,7 +476,7 @@ def drop_prologues(a: Attention) -> None:
     a.members = [m for m in a.members if m not in a.prologue]
     dropped = {nir.view_root(p.operands[-1]) for p in a.prologue}
     a.internal = [r for r in a.internal if r not in dropped]
-    a.prologue, a.sources, a.interleaved = [], None, False
+    a.prologue, a.sources, a.interleaved, a.k_rows = [], None, False, None
 
 
 def _last_axis(op: ir.Operation) -> bool:
