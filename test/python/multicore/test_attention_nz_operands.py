@@ -69,3 +69,20 @@ def test_horizontally_fused_projections_stay_rows(monkeypatch) -> None:
     # npu-fuse-horizontal's siblings write views of one C: not rewritten
     _, said = _compile(True, "", monkeypatch)
     assert "read as f16 rows and laid out on chip" in said
+
+
+def test_nz_operands_plan_keeps_k_and_v_in_l1(monkeypatch) -> None:
+    # 4 heads at seq 256 on 2 cores: the cost's best tile, 96 rows, does not
+    # divide the 16 row blocks and reloads K and V per query tile; resident
+    # tiles come first with Nz operands (`plan._by_cost`): 64 rows, K and V
+    # once (BERT-base seq 512 on 2 cores: 48-row tiles, 851,212 cycles,
+    # against 768,736)
+    from npu.frontend.bert import bert_layer
+
+    monkeypatch.setattr(lower, "ATTENTION_NZ", True)
+    model = bert_layer(seq=256, hidden=256, heads=4, ffn=1024).SerializeToString()
+    _, remarks = compile_remarks(model, target="ascend910",
+                                 pipeline="npu-lower{cores=2 fuse-remarks=true fuse-horizontal=false}")
+    (said,) = [r for r in remarks if "fused attention" in r]
+    assert "read as f16 fractals" in said and "query tiles of 64 rows" in said
+    assert "GM traffic 19423232 -> 524288 bytes" in said
