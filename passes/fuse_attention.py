@@ -25,6 +25,7 @@ from __future__ import annotations
 from mlir import ir
 
 from npu.costmodel.attention import pattern as att
+from npu.costmodel.attention.nz_out import absorb_nz_out
 from npu.costmodel.attention import plan as cost
 from npu import ir as nir
 from npu.passes import attention_nz
@@ -114,11 +115,11 @@ class FuseAttentionPass(Pass):
 
     def absorb_nz_out(self, a: att.Attention, users: dict, ops: list[ir.Operation]) -> str:
         """The context's cast and fractalize join as its f16 Nz store
-        (`npu.costmodel.attention.pattern.absorb_nz_out`), unless off or moving them conflicts."""
+        (`npu.costmodel.attention.nz_out.absorb_nz_out`), unless off or moving them conflicts."""
         if not self.nz_out:
             return "Nz output is off (nz-out=false)"
         before = (list(a.members), list(a.internal), a.out)
-        why = att.absorb_nz_out(a, users)
+        why = absorb_nz_out(a, users)
         if why is None:
             why = self.conflict(a, ops)
             if why is not None:

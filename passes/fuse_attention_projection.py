@@ -27,6 +27,7 @@ from __future__ import annotations
 from mlir import ir
 
 from npu.costmodel.attention import pattern as att
+from npu.costmodel.attention.nz_out import absorb_nz_out
 from npu.costmodel.attention import plan as cost
 from npu.costmodel.attention import projection as proj
 from npu.costmodel.attention import projection_plan as choice_model
@@ -104,7 +105,7 @@ class FuseAttentionProjectionPass(Pass):
         if isinstance(a, str):
             return None
         if any(o.name == "ascend.fractalize" and o not in a.members for o in body):
-            att.absorb_nz_out(a, users)
+            absorb_nz_out(a, users)
         if any(m not in body and m.name not in ("ascend.transpose", "ascend.fractalize")
                for m in a.members):
             return None

@@ -49,9 +49,8 @@ from typing import Callable
 
 from mlir import ir
 
-from npu.costmodel.attention import pattern as att
-from npu.costmodel.attention import plan as cost
-from npu.costmodel.attention import projection as proj
+from npu.costmodel.attention import pattern as att, plan as cost, projection as proj
+from npu.costmodel.attention.nz_out import absorb_nz_out
 from npu.costmodel.fusion import epilogue
 from npu import ir as nir
 from npu.costmodel.attention.plan import run_tile
@@ -116,7 +115,7 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, KeyMask, Scores
         if isinstance(found, str):
             raise PassError(f"npu.attention group is not an attention: {found}", region)
         if any(o.name == "ascend.fractalize" and o not in found.members for o in body):
-            att.absorb_nz_out(found, users)  # the context's f16 Nz store
+            absorb_nz_out(found, users)  # the context's f16 Nz store
         extra = [o for o in body if o.name not in BODY_OPS and o not in found.members
                  and o not in nested]
         if extra:

@@ -36,6 +36,7 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.attention import pattern as att
+from npu.costmodel.attention.nz_out import absorb_nz_out
 from npu.costmodel.attention import flat_runs as flat
 from npu.costmodel.attention import plan as cost
 from npu.costmodel.attention.core_start import finished, segment
@@ -63,7 +64,7 @@ def matched(group: ir.Operation) -> att.Attention | None:
     if isinstance(found, str):
         return None
     if any(o.name == "ascend.fractalize" and o not in found.members for o in body):
-        att.absorb_nz_out(found, users)
+        absorb_nz_out(found, users)
     return found
 
 
