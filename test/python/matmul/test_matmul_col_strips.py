@@ -73,9 +73,11 @@ def test_an_nz_store_share_takes_row_tiles():
     """BERT seq 512's V share on 32 cores (256 x 768 x 192, its f16 Nz store
     since the attention reads the projections' Nz: 384 cycles of epilogue,
     1,536 of stores): strips at the default 4 pieces are estimated 4.7%
-    faster than the one tile (15,404 against 16,172); COL_STRIPS_MARGIN
-    (4%) takes them (simulated: the layer 92,574 -> 90,142 cycles)."""
-    from npu.costmodel.matmul.col_strips import COL_STRIPS_MARGIN, col_strips_or, one_tile_time
+    faster than the one tile (15,404 against 16,172); STORE_DRAIN_MARGIN
+    (4%, stores outweigh the epilogue) takes them (simulated: the layer
+    92,574 -> 90,142 cycles); a vector-heavy drain keeps COL_STRIPS_MARGIN."""
+    from npu.costmodel.matmul.col_strips import (COL_STRIPS_MARGIN, STORE_DRAIN_MARGIN,
+                                                 col_strips_or, one_tile_time)
     from npu.costmodel.matmul.pipelined import Drain
 
     shape, drain = MatmulShape(256, 768, 192), Drain(384, 1536.0, True)
@@ -83,5 +85,13 @@ def test_an_nz_store_share_takes_row_tiles():
                         drain=drain)
     assert not one.col_strips and one.tiles.m == 256
     strips = col_strips_or(shape, one, TARGET, drain)
-    assert strips.col_strips and strips.tiles.m < 256 and COL_STRIPS_MARGIN < 0.047
+    assert strips.col_strips and strips.tiles.m < 256 and STORE_DRAIN_MARGIN < 0.047
     assert round(one_tile_time(shape, TARGET, drain)) == 16172
+    # a vector-heavy drain at 4.5%: a small layer's GELU share (64 x 256 x
+    # 256 of hidden 256 on 4 cores; 2,048 cycles of epilogue, 512 of stores)
+    gelu, heavy = MatmulShape(64, 256, 256), Drain(2048, 512.0, True)
+    assert COL_STRIPS_MARGIN == 0.05
+    one = choose_tiling(gelu, TARGET, "os", pipelined=True, resident_a=True, col_strips=False,
+                        drain=heavy)
+    assert one.tiles.m == 64 and round(one_tile_time(gelu, TARGET, heavy)) == 5948
+    assert not col_strips_or(gelu, one, TARGET, heavy).col_strips

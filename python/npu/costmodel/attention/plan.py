@@ -203,12 +203,14 @@ def _plan(a: Attention, target: Target, ub_fraction: float, softmax: str,
 def _by_cost(a: Attention, p: Plan, target: Target) -> tuple:
     """The cost plans' order: the busiest pipe, then `_rank`. With K read as
     its projection's Nz (`k_rows`, passes/attention_nz.py) tiles that keep
-    K and V in L1 come first: reloaded per query tile, they are MTE2 work
+    K and V in L1 (or load them once: one query tile) come first: reloaded
+    per query tile, they are MTE2 work
     the model overlaps with the vector's, and the simulator does not when
     both are near full (BERT seq 512 on 2 cores, six heads a core in tiles
     of 48 rows: vector 147k, MTE2 142k, the attention's phase 245k against
     173k in resident tiles of 32 rows)."""
-    reloads = a.k_rows is not None and not resident(a, p.q_blocks, p.k_blocks, target)
+    reloads = (a.k_rows is not None and p.q_blocks < a.seq_blocks
+               and not resident(a, p.q_blocks, p.k_blocks, target))
     return reloads, p.cost.cycles, _rank(p, a.seq_blocks)
 
 

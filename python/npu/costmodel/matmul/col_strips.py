@@ -29,14 +29,19 @@ from npu.target import Target
 
 # The strips replace the one tile only when estimated this much faster:
 # between near-equal estimates the model's error decides (as
-# `residency.TIMED_MARGIN`). 5% until BERT's projections stored Nz for the
-# attention (`passes/attention_nz.py`): V's 256 x 768 x 192 share on 32
-# cores (seq 512; 8 cores at seq 512, 4 at seq 256) then estimated its
-# strips 4.7% faster, and they are (BERT seq 512 on 32 cores 92,574 ->
-# 90,142 cycles; 8 cores 244,095 -> 243,581; seq 256 on 4 cores 237,898 ->
-# 236,158); no other BERT share from seq 128 to 512 on 2 to 32 cores lies
-# between 4% and 5%.
-COL_STRIPS_MARGIN = 0.04
+# `residency.TIMED_MARGIN`).
+COL_STRIPS_MARGIN = 0.05
+# ... or this much, for a drain whose stores outweigh its epilogue's vector
+# work (what the row tiles overlap with the next tile's mads is then MTE3's,
+# beside the cube): BERT's V share on 32 cores (256 x 768 x 192, its f16 Nz
+# store since the attention reads the projections' Nz, passes/attention_nz.py:
+# 384 cycles of epilogue, 1,536 of stores) estimates its strips 4.7% faster,
+# and they are (BERT seq 512 on 32 cores 92,574 -> 90,142 cycles; 8 cores
+# 244,095 -> 243,581; seq 256 on 4 cores 237,898 -> 236,158). Not for a
+# vector-heavy drain: the 64 x 256 x 256 GELU share of a small layer (hidden
+# 256, seq 64, 4 cores; 2,048 cycles of epilogue, 512 of stores), 4.5%,
+# took the layer 28,438 -> 30,854.
+STORE_DRAIN_MARGIN = 0.04
 # Fewer C pieces than the default only in row tiles of at least this many
 # blocks (`piece_counts`).
 FEWER_PIECES_ROWS = 4
@@ -158,7 +163,9 @@ def col_strips_or(shape: MatmulShape, choice: TilingChoice, target: Target,
     # still (`piece_counts`).
     counts = piece_counts(kb, drain.epilogue)
     first = fastest(counts[0])
-    if first is None or first[0] >= (1 - COL_STRIPS_MARGIN) * base:
+    margin = (STORE_DRAIN_MARGIN if drain.epilogue and drain.store_cycles > drain.vector_cycles
+              else COL_STRIPS_MARGIN)
+    if first is None or first[0] >= (1 - margin) * base:
         return choice
     fewer = min((x for p in counts[1:] if (x := fastest(p, FEWER_PIECES_ROWS)) is not None),
                 default=None)
