@@ -10,7 +10,8 @@ options and the target decide; once the pass sees the program, what only the
 program decides (whether it is split over cores; an op's own options, or a
 loop's `npu.double_buffer` mark, that may meet a need: `Pass.met_by_program`;
 whether it has an op the option acts on: an `OnOps` need, a lowering's on
-every option, `Pass.acts_on`).
+every option, `Pass.acts_on`; an op in the position it acts on, a 1x1 conv
+whose result a residual Add reads: an `OnPattern` need, `npu.passes.patterns`).
 
 A pass another pass builds (npu-lower's sub-passes) is built `unchecked`:
 its builder checked the options it was given, in its own names
@@ -21,8 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from dataclasses import dataclass
-from typing import Any, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
 
 from npu.dialects.ascend_pool import POOL2D
 
@@ -40,12 +41,47 @@ class OnOps:
     what: str
     ops: tuple[str, ...]
 
+    def lacking(self, present: frozenset[str]) -> "OnOps | None":
+        """The need `present` (the program's op names, `program_ops`) does
+        not meet: this one, or None."""
+        return None if present.intersection(self.ops) else self
+
     def unmet(self, present: frozenset[str]) -> str | None:
         """Why not, with `present` the program's op names, or None."""
-        return None if present.intersection(self.ops) else NO_OPS + self.what
+        lacking = self.lacking(present)
+        return None if lacking is None else NO_OPS + lacking.what
 
 
 NO_OPS = "the program has no "  # how an unmet `OnOps` need is said
+
+
+@dataclass(frozen=True)
+class OnPattern(OnOps):
+    """An `OnOps` need of an op of a kind (`ops`, said `kind`) in a position:
+    one for which `finds(op)` holds (a 1x1 conv whose result a residual Add
+    reads). Said as `kind` when the program has no op of the kind, else as
+    `what`. The position is read in the IR's structure, before or after the
+    fusions group the ops, never in a cost model's choice: what a pattern
+    leaves out is an op the option never acts on. `program_ops` lists the
+    `key` of each pattern the program shows."""
+
+    kind: str = ""
+    finds: Callable[[Any], bool] = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        _PATTERNS.append(self)
+
+    @property
+    def key(self) -> str:
+        return f"pattern: {self.what}"
+
+    def lacking(self, present: frozenset[str]) -> OnOps | None:
+        if not present.intersection(self.ops):
+            return OnOps(self.kind, self.ops)
+        return None if self.key in present else self
+
+
+_PATTERNS: list[OnPattern] = []  # every one declared (program_ops looks for each)
 
 
 # The kinds of op options act on (`OnOps`), each once: the lowerings of
@@ -66,11 +102,16 @@ def row_ops() -> OnOps:
 
 
 def program_ops(module) -> frozenset[str]:
-    """The names of the ops in `module`, at any depth."""
+    """The names of the ops in `module`, at any depth, and the `key` of
+    each `OnPattern` it shows."""
     from npu.ir import walk_held
 
-    names: set[str] = set()
-    walk_held(module, lambda o: names.add(o.name))
+    ops: dict[str, list] = {}
+    walk_held(module, lambda o: ops.setdefault(o.name, []).append(o))
+    names = set(ops)
+    for pattern in _PATTERNS:
+        if any(pattern.finds(o) for name in pattern.ops for o in ops.get(name, ())):
+            names.add(pattern.key)
     return frozenset(names)
 
 

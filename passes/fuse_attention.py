@@ -30,12 +30,12 @@ from npu.costmodel.attention import plan as cost
 from npu import ir as nir
 from npu.passes import attention_nz
 from npu.passes.base import Option, Pass, ub_fraction_option
-from npu.passes.applies import BATCH_MATMULS
+from npu.passes.patterns import ATTENTIONS
 
 
 class FuseAttentionPass(Pass):
     name = "npu-fuse-attention"
-    acts_on = BATCH_MATMULS  # every option: the program has one
+    acts_on = ATTENTIONS  # every option: the program has one
     summary = "Group attention (Q.K^T, scale, softmax, P.V) into one kernel per head tile"
     options = (
         ub_fraction_option(cost.ATTENTION_UB_FRACTION,

@@ -34,13 +34,13 @@ from npu.costmodel.attention import projection_plan as choice_model
 from npu.costmodel.fusion import epilogue
 from npu import ir as nir
 from npu.passes.base import Option, Pass, ub_fraction_option
-from npu.passes.applies import BATCH_MATMULS
+from npu.passes.patterns import ATTENTIONS
 from npu.passes.fuse.scan import scan_top_level
 
 
 class FuseAttentionProjectionPass(Pass):
     name = "npu-fuse-attention-projection"
-    acts_on = BATCH_MATMULS  # every option: the program has one
+    acts_on = ATTENTIONS  # every option: the program has one
     summary = "An attention kernel computes its own Q, K, V projection, head by head, on chip"
     options = (
         ub_fraction_option(cost.ATTENTION_UB_FRACTION,

@@ -121,9 +121,9 @@ def _unmet(needs: tuple, values: Mapping[str, Any], target, per_op: bool,
     `runs`: they are what runs that pass."""
     for need in needs:
         if isinstance(need, OnOps):
-            why = None if ops is None else need.unmet(ops)
-            if why is not None:
-                return _Lacks(why, need)
+            lacking = None if ops is None else need.lacking(ops)
+            if lacking is not None:
+                return _Lacks(NO + lacking.what, lacking)
             continue
         if need == MANY_CORES:
             one = cores_text(values, target)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from npu.passes.applies import CONVS, CUBE_OPS, MANY_CORES, OnOps, is_pair
+from npu.passes.applies import CONVS, CUBE_OPS, MANY_CORES, OnOps, OnPattern, is_pair
 from npu.passes.base import Option, Pass
 from npu.passes.canonicalize import CanonicalizePass
 from npu.passes.double_buffer import DoubleBufferPass
@@ -306,6 +306,10 @@ def _applies(theirs: list[tuple[str, Option]], route: Route,
     for flag, option in theirs:
         needs = list(dict.fromkeys([  # once each (npu-split-cores': several cores, twice)
             *RUNS_WITH.get(flag, ()), *sub_pass_needs(flag, option, forwards)]))
+        # an op of a kind a pattern needs is said by the pattern ("a conv" by "a 1x1 conv ...")
+        patterns = [n for n in needs if isinstance(n, OnPattern)]
+        needs = [n for n in needs if not (type(n) is OnOps
+                                          and any(set(n.ops) <= set(p.ops) for p in patterns))]
         if not needs:  # a pass it sets runs always
             each = []
             break

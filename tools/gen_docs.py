@@ -39,7 +39,12 @@ def passes_page() -> str:
              "every option of a lowering without its ops, of the attention passes without a "
              "batch_matmul, npu-fuse's conv options without a conv, npu-canonicalize's "
              "rules without the op each rewrites, `Pass.acts_on` and "
-             "`OnOps` needs). npu-lower checks the options it is given in its "
+             "`OnOps` needs; or without an op in the position it acts on, read in the IR's "
+             "structure, never in a cost model's choice: `cube-residual` without a 1x1 "
+             "stride-1 conv whose result a residual Add reads, the attention passes' without "
+             "a batch_matmul whose result another reads through its softmax, npu-fuse's "
+             "`chains` and `conv-chains` without a matmul or conv whose result the next reads "
+             "as its input, `OnPattern` needs, `npu.passes.patterns`). npu-lower checks the options it is given in its "
              "own names (`npu.passes.lower_applies`) and sets those of the passes it runs "
              "itself, which are not checked again.",
              "",

@@ -54,8 +54,9 @@ from npu.costmodel.fusion.precision import COMPUTE_F16
 from npu.costmodel.fusion.rows import FUSED_UB_FRACTION
 from npu import ir as nir
 from npu.kernels import online_rows
-from npu.passes.applies import CONVS, CUBE_OPS, FRACTALIZES, MATMULS, POOLS, OnOps, row_ops
+from npu.passes.applies import CONVS, CUBE_OPS, FRACTALIZES, POOLS, OnOps, row_ops
 from npu.passes.base import Option, Pass, ub_fraction_option
+from npu.passes.patterns import CONV_CHAINS, MATMUL_CHAINS
 
 from .chains import MatmulChains
 from .conv_chains import ConvChains
@@ -111,13 +112,13 @@ class FusePass(ConvEpilogueGrouping, EpilogueGrouping, NzLayouts, MatmulChains, 
         Option("chains", bool, True, "a matmul's f16 result read only as the next matmul's "
                "A operand stays in L1 when it fits beside the producer's working set "
                "(npu.chain; the producer stores it UB -> L1, the consumer reads it there)",
-               needs=(MATMULS,)),
+               needs=(MATMUL_CHAINS,)),
         Option("conv-chains", bool, False, "a conv's result read as the input map of a later "
                "1x1 stride-1 conv stays on chip, band by band, when the consumer tiles with the "
                "producer's bands and both fit on chip (npu.conv_chain; stored to GM only for "
                "other readers); npu-lower sets it on one core only. Off by default: the decision "
                "plans each candidate pair's kernels (ResNet-50's compile 1.8x) and pays on small "
-               "maps only", needs=(CONVS,)),
+               "maps only", needs=(CONV_CHAINS,)),
         Option("conv-pool", bool, True, "with epilogue-f16 and without epilogue-bias-f32: a "
                "stem's max pool (3x3/2) joins its conv's group, pooled on the drain "
                "(npu.costmodel.conv.stem_pool); npu-lower sets it on one core only",

@@ -56,7 +56,7 @@ from npu import ir as nir
 from npu.costmodel.attention.plan import run_tile
 from npu.kernels.cce_build import Index, View, core_part, lin
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass, PassError
-from npu.passes.applies import BATCH_MATMULS
+from npu.passes.patterns import ATTENTIONS
 from npu.costmodel.attention.flat_runs import FLAT_RUNS_ATTR
 from npu.passes.lower_attention.flat_runs import FlatRuns
 from npu.passes.lower_attention.key_mask import KeyMask
@@ -75,7 +75,7 @@ BODY_OPS = ("memref.alloc", "scf.yield") + nir.VIEW_OPS
 
 class LowerAttention(Pass):
     name = "npu-lower-attention"
-    acts_on = BATCH_MATMULS  # every option: the program has one
+    acts_on = ATTENTIONS  # every option: the program has one
     summary = "Lower npu.attention groups to one cube + vector kernel each (scores on chip)"
     options = (
         Option("row-max", str, "auto", "the last step of a tile's row max: 'vcmax' (one 16-lane "

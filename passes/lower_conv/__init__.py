@@ -64,6 +64,7 @@ from npu.kernels.cce_build import core_part
 from npu.target import Target
 from npu.passes.base import Option, Pass, PassError, say_ub_share_exceeded, ub_fraction_option
 from npu.passes.applies import CONVS
+from npu.passes.patterns import CONV_RESIDUALS
 from npu.passes.lower_conv import conv_chain, cube_bias, cube_residual
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue, group_of
 from npu.passes.lower_conv.drain_cast import f32_bias_staging
@@ -151,7 +152,7 @@ class LowerConv(Pass):
                       "in the cube, an identity mad per Cout block, instead of on its drain: "
                       "auto = where the cost model estimates it faster (`cube_residual`); "
                       "always (where it applies: f16, one core, the bias in the cube); never",
-                      choices=("auto", "always", "never")),
+                      choices=("auto", "always", "never"), needs=(CONV_RESIDUALS,)),
                Option("remarks", bool, False, "report each conv's tiling and the cost model's "
                       "estimate of it (bench/fusion_estimates.py reads it)"))
 

@@ -1,6 +1,6 @@
 // RUN: npu-opt %s --split-input-file --npu-fuse=remarks=false | FileCheck %s
 // RUN: npu-opt %s --split-input-file --npu-fuse 2>&1 | FileCheck %s --check-prefix=REMARK
-// RUN: npu-opt %s --split-input-file --npu-fuse=chains=false 2>/dev/null | FileCheck %s --check-prefix=OFF
+// RUN: not npu-opt %s --split-input-file --npu-fuse=chains=false 2>/dev/null | FileCheck %s --check-prefix=OFF
 // RUN: npu-opt %s --split-input-file --npu-fuse --npu-lower-matmul=schedule=pipelined 2>/dev/null | FileCheck %s --check-prefix=KERNEL
 // RUN: npu-opt %s --split-input-file --npu-fuse=remarks=false --npu-lower-matmul=schedule=pipelined 2>&1 | FileCheck %s --check-prefix=LOWERED
 
@@ -90,3 +90,9 @@ func.func @narrow(%x: memref<4x1x16x16xf16, "gm">, %w1: memref<8x4x16x16xf16, "g
   "ascend.matmul"(%t, %w2, %y) : (memref<8x1x16x16xf16, "gm">, memref<4x8x16x16xf16, "gm">, memref<4x1x16x16xf32, "gm">) -> ()
   return
 }
+
+// chains=false in @as_b's split, which has no matmul whose result another
+// reads as A, is refused there (the RUN line below, past the other splits).
+// RUN: not npu-opt %s --split-input-file --npu-fuse=chains=false 2>&1 >/dev/null | FileCheck %s --check-prefix=OFF-AS-B
+// OFF-AS-B: {{^}}{{.*}}fuse-chains.mlir: error: npu-fuse: chains: does not apply: the program has no matmul whose result another matmul reads as its A operand{{$}}
+// OFF-AS-B-NOT: error

@@ -52,3 +52,39 @@ def test_options_acting_on_the_models_ops_are_taken():
     """The model's own lowering's options, and another's at its default."""
     npu.compile(conv(), pipeline="npu-lower{conv-cube-bias=never m=0}", cores=1)
     npu.compile(mlp(), pipeline="npu-lower{m=32 conv-cube-residual=auto}", cores=1)
+
+
+def test_npu_run_refuses_cube_residual_on_resnet18(tmp_path, capsys):
+    """ResNet-18 has convs and residual Adds, but each Add reads a 3x3 conv's
+    result or a 1x1 stride-2 downsample's: no conv the option acts on."""
+    from npu.frontend.cnn import resnet
+
+    src = tmp_path / "resnet18.onnx"
+    src.write_bytes(resnet(18, size=32, width=16, classes=10, layers=[1, 1, 1, 1],
+                           dtype=np.float16).SerializeToString())
+    out = tmp_path / "out.npz"
+    code = npu_run.main([str(src), "--cores", "1", "--pipeline",
+                         "npu-lower{conv-cube-residual=always}", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 1 and err == (f"{src}: error: npu-lower: conv-cube-residual: does not apply: "
+                                 "the program has no 1x1 stride-1 conv whose result an f16 Add "
+                                 "reads (a residual)\n")
+    assert not out.exists()
+
+
+def batch_matmul() -> "onnx.ModelProto":  # noqa: F821 - a batched product, no softmax
+    return model([helper.make_node("MatMul", ["a", "b"], ["y"])],
+                 [("a", [2, 16, 32]), ("b", [2, 32, 16])], [("y", [2, 16, 16])], [])
+
+
+@pytest.mark.parametrize("options", ["attention-softmax=f32", "fuse-attention=false",
+                                     "attention-tile=fewest"])
+def test_npu_compile_refuses_attention_options_without_an_attention(options):
+    """A batch_matmul whose result no softmax carries into another is not
+    attention's Q.K^T: the attention passes have nothing to act on."""
+    with pytest.raises(CompileError) as e:
+        npu.compile(batch_matmul(), pipeline=f"npu-lower{{{options}}}", cores=1)
+    name = options.split("=")[0]
+    assert str(e.value) == (f"<model>: error: npu-lower: {name}: does not apply: the program has "
+                            "no attention (a batch_matmul whose result, through its softmax, "
+                            "another batch_matmul reads)")

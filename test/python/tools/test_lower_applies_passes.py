@@ -225,10 +225,16 @@ def test_a_tuning_records_pipeline_options_are_not_refused(target, tmp_path):
 
 def test_npu_tune_leaves_out_an_option_on_ops_the_program_has_none_of(target):
     from npu.tune.space import SpaceError
+    from npu.passes.patterns import ATTENTIONS
     from npu.tune.whole_program import applicable
 
     settings = [{"cores": 1, "attention-softmax": s} for s in ("f16", "f32")]
     with pytest.raises(SpaceError, match="attention-softmax: does not apply: the program has "
                                          "no batch_matmul"):
         applicable(settings, target, False, frozenset({"ascend.matmul"}))
-    assert applicable(settings, target, False, frozenset({"ascend.batch_matmul"})) == settings
+    # a batch_matmul that is not attention's Q.K^T (no softmax into another)
+    with pytest.raises(SpaceError, match=r"attention-softmax: does not apply: the program has "
+                                         r"no attention \(a batch_matmul whose result"):
+        applicable(settings, target, False, frozenset({"ascend.batch_matmul"}))
+    ops = frozenset({"ascend.batch_matmul", ATTENTIONS.key})  # as `program_ops` lists it
+    assert applicable(settings, target, False, ops) == settings

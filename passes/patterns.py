@@ -1,0 +1,107 @@
+"""The positions options act on (`npu.passes.applies.OnPattern`): an op of a
+kind where the option can do something, found in the IR's structure.
+
+Each is read the same before the fusions (npu-lower's input: a conv, then
+its cast, then the Add, each its own op) and after them (npu-lower-conv run
+alone: the same ops inside the conv's `npu.conv_epilogue` group), and each
+is wider than what the pass finally does (a fusion may still decline, the
+cost model may choose otherwise): a program without one has no op the
+option could ever act on, and the option is refused there.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+from mlir import ir
+
+from npu import ir as nir
+from npu.passes.applies import BATCH_MATMULS, CONVS, MATMULS, OnPattern
+
+# The cube's ops: a value through one is another op's result, not the same tensor's
+_CUBE = ("ascend.conv2d", "ascend.matmul", "ascend.batch_matmul")
+# How many ops a search follows a value through (attention's softmax and
+# layout steps are about a dozen)
+_REACH = 24
+
+
+def readers(value: ir.Value) -> Iterator[tuple[ir.Operation, int]]:
+    """(op, operand number) of each ascend op that reads `value` (an input,
+    not its destination, the last operand), through views of it."""
+    for use in value.uses:
+        owner = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+        if owner.name in nir.VIEW_OPS:
+            yield from readers(owner.results[0])
+        elif owner.name.startswith("ascend.") and use.operand_number < len(owner.operands) - 1:
+            yield owner, use.operand_number
+
+
+def reaches(op: ir.Operation, goal: Callable[[ir.Operation, int], bool]) -> bool:
+    """Whether the result of `op` (its last operand), or a result computed
+    from it by ops other than the cube's (casts, elementwise ops, layout
+    changes, reductions, pools), is read as an operand where `goal(reader,
+    operand number)` holds."""
+    seen: set = set()
+    todo = [(op, 0)]
+    while todo:
+        at, depth = todo.pop()
+        for reader, k in readers(at.operands[-1]):
+            if goal(reader, k):
+                return True
+            if reader.name not in _CUBE and depth < _REACH and reader not in seen:
+                seen.add(reader)
+                todo.append((reader, depth + 1))
+    return False
+
+
+def _one_by_one(op: ir.Operation) -> bool:
+    """A dense 1x1 stride-1 unpadded conv in layout "nc1hwc0" of f16 weights."""
+    from npu.dialects.ascend_conv import geometry, layout
+
+    if layout(op) != "nc1hwc0" or nir.memref_element(op.operands[1]) != "f16":
+        return False
+    g = geometry(op)
+    return (g.kh, g.kw, tuple(g.strides), tuple(g.pads), g.groups) == (1, 1, (1, 1), (0, 0, 0, 0), 1)
+
+
+def _residual(conv: ir.Operation) -> bool:
+    """`conv` has `npu-lower-conv cube-residual`'s shape (`cube_residual.applies`
+    on the IR): a 1x1 stride-1 conv whose result, cast to f16, an f16 Add of
+    another tensor of its shape reads."""
+    if not _one_by_one(conv):
+        return False
+    for cast, _ in readers(conv.operands[-1]):
+        if cast.name != "ascend.cast" or nir.memref_element(cast.operands[-1]) != "f16":
+            continue
+        shape = nir.memref_shape(cast.operands[-1])
+        for add, _ in readers(cast.operands[-1]):
+            values = [v for v in add.operands if nir.is_memref(v.type)]
+            if add.name == "ascend.add" and len(values) == 3 and all(
+                    nir.memref_element(v) == "f16" and nir.memref_shape(v) == shape for v in values):
+                return True
+    return False
+
+
+CONV_RESIDUALS = OnPattern("1x1 stride-1 conv whose result an f16 Add reads (a residual)",
+                           CONVS.ops, kind=CONVS.what, finds=_residual)
+
+# npu-fuse conv-chains: a conv's result (after its epilogue) read as the
+# input map of a later 1x1 stride-1 conv (`conv_chain.pair_of`, `takes_map`)
+CONV_CHAINS = OnPattern("conv whose result a 1x1 stride-1 conv reads as its input map",
+                        CONVS.ops, kind=CONVS.what,
+                        finds=lambda op: reaches(op, lambda r, k: (
+                            k == 0 and r.name == "ascend.conv2d" and _one_by_one(r))))
+
+# npu-fuse chains: a matmul's result (after its epilogue, cast and
+# fractalize) read as the next matmul's A operand (`fuse.chains`)
+MATMUL_CHAINS = OnPattern("matmul whose result another matmul reads as its A operand",
+                          ("ascend.matmul",), kind="matmul",
+                          finds=lambda op: reaches(op, lambda r, k: (
+                              k == 0 and r.name == "ascend.matmul")))
+
+# The attention passes: a batch_matmul (Q.K^T) whose result, through the
+# softmax, another batch_matmul (P.V) reads (`costmodel.attention.pattern`
+# matches the canonical form npu-canonicalize makes of it)
+ATTENTIONS = OnPattern("attention (a batch_matmul whose result, through its softmax, another "
+                       "batch_matmul reads)", BATCH_MATMULS.ops, kind=BATCH_MATMULS.what,
+                       finds=lambda op: reaches(op, lambda r, k: r.name == "ascend.batch_matmul"))
