@@ -46,6 +46,7 @@ from typing import Any
 
 from mlir import ir
 
+from npu import diagnostics
 from npu.ir import block_dim, dict_attr_items, dict_attr_of, functions, walk, walk_held
 from npu.passes.applies import does_not_apply, program_ops, unchecked
 from npu.passes.base import DOUBLE_BUFFER_KEY, OP_OPTIONS_ATTR, Pass, PassError
@@ -259,12 +260,11 @@ class LowerPass(Pass):
                     room = "safe"  # said always: a slower program, or a short estimate
                     self.remark(module, _l1_retry(e))
                 elif k + 1 < len(fractions):
-                    k += 1
-                    if self.fuse_remarks:
-                        then = "unfused" if fractions[k] is None else f"at UB share {fractions[k]:g}"
-                        self.remark(module, f"npu-fuse: fused kernels at UB share {fraction:g} "
-                                            f"overflowed ({e.message.split(':')[0]}); retrying {then}",
-                                    asked=True)
+                    k += 1  # said always, at the op that overflowed: a slower program
+                    attention = self.fuse_attention and bool(walk_held(
+                        snapshot, lambda o: o.name == "ascend.batch_matmul"))
+                    diagnostics.emit_remark(_fusion_retry(e, fraction, fractions[k], attention),
+                                            e.loc or module.location, self.fuse_remarks)
                 else:
                     raise
                 _restore(module, snapshot.clone())
@@ -373,6 +373,19 @@ class LowerPass(Pass):
                 values.update(dict_attr_items(op.attributes[OP_OPTIONS_ATTR]))
             with op.context, op.location:
                 op.attributes[OP_OPTIONS_ATTR] = dict_attr_of(values)
+
+
+def _fusion_retry(e: PassError, fraction: float, then: float | None, attention: bool) -> str:
+    """npu-lower's remark on lowering again with half the fused UB shares
+    (`then`; `attention`: npu-fuse-attention's too), or unfused (None),
+    after the program overflowed at `fraction`."""
+    said = e.message.split(":")[0]  # "ub overflows"
+    if isinstance(e, Overflow):
+        said += f": {e.peak} bytes placed, at least {e.bound} live at once, {e.capacity} available"
+    again = "unfused" if then is None else f"at UB share {then:g}" + (
+        " (the attention kernels' share halved too)" if attention else "")
+    return (f"npu-lower: with fused kernels at UB share {fraction:g} the program overflowed "
+            f"({said}); lowered again {again}")
 
 
 def _l1_retry(e: PassError) -> str:
