@@ -54,10 +54,16 @@ class Candidate:
 
 
 def _label(op: ir.Operation) -> str:
-    """The source op's name of a (name-)location, else its line."""
-    text = str(op.location)
-    names = re.findall(r'"([A-Za-z_][A-Za-z_0-9.]*)"\(', text) or \
-        re.findall(r'^loc\("([^"]+)"\)$', text)
+    """The source op's name of a (name-)location, else its line: an ONNX
+    node's name as the frontend writes it (`loc("/layer1/Conv"("m":4:1))`,
+    any characters; was 'line 4' for a name with a '/')."""
+    try:
+        if op.location.is_a_name():
+            return op.location.name_str
+    except AttributeError:
+        pass
+    text = str(op.location)  # a name within a fused or call-site location
+    names = re.findall(r'"([^"]+)"\(', text) or re.findall(r'^loc\("([^"]+)"\)$', text)
     if names:
         return names[0]
     line = re.search(r":(\d+):\d+", text)

@@ -88,3 +88,24 @@ def test_npu_run_prints_the_compiles_warnings(tmp_path):
     assert (f"warning: npu-lower: tuning record '{record}' was made for target 'another-chip'"
             in run.stderr), run.stderr
     assert "warning" not in subprocess.run(tool, capture_output=True, text=True, check=True).stderr
+
+
+def test_prefetch_remarks_name_the_onnx_node():
+    """npu-prefetch names the op whose idle MTE2 time it used by its ONNX
+    node, as the other remarks do; a node name with a '/' (every exporter's)
+    was said as the MLIR line of the frontend's location ('line 1')."""
+    from onnx import helper
+
+    from onnx_models import model
+
+    rng = np.random.default_rng(0)
+    w1, w2 = (rng.standard_normal((32, 32, 3, 3)).astype(np.float16) / 24 for _ in range(2))
+    conv = dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    m = model([helper.make_node("Conv", ["x", "w1"], ["h"], name="/layer1/conv1/Conv", **conv),
+               helper.make_node("Relu", ["h"], ["r"], name="/layer1/relu/Relu"),
+               helper.make_node("Conv", ["r", "w2"], ["y"], name="/layer1/conv2/Conv", **conv)],
+              [("x", [1, 32, 16, 16], 10)], [("y", [1, 32, 16, 16], 10)], [("w1", w1), ("w2", w2)])
+    _, remarks = compile_remarks(m, cores=1, pipeline="npu-lower{prefetch-remarks=true}")
+    said = [r for r in remarks if r.startswith("node '/layer1/conv2/Conv' (Conv): npu-prefetch:")]
+    assert len(said) == 1 and "'/layer1/conv1/Conv'" in said[0], remarks
+    assert not any("'line " in r for r in remarks), remarks
