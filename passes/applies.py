@@ -92,6 +92,11 @@ CUBE_OPS = OnOps("matmul or conv", MATMULS.ops + CONVS.ops)
 BATCH_MATMULS = OnOps("batch_matmul (attention's Q.K^T)", ("ascend.batch_matmul",))
 POOLS = OnOps("pool", (POOL2D,))
 FRACTALIZES = OnOps("fractalize", ("ascend.fractalize",))
+# The lowered program's (npu-double-buffer's, npu-prefetch's; in npu-lower
+# the lowerings make them, `lower_options.MAKES`)
+LOOPS = OnOps("loop (scf.for: a lowered op's)", ("scf.for",))
+GM_LOADS = OnOps("copy from GM into L1 or UB (a lowered op's loads)",
+                 ("cce.copy_gm_to_l1", "cce.copy_gm_to_ub"))
 
 
 def row_ops() -> OnOps:

@@ -40,6 +40,7 @@ from npu.analysis.access import AccessAnalysis
 from npu.analysis.unrolled import derive_copies
 from npu.ir import (bool_attr, clone_into, defining_op, functions, has_regions, i64_attr,
                     index_const, memory_space, walk_held)
+from npu.passes.applies import LOOPS
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass
 from npu.target import ON_CHIP_BUFFERS
 
@@ -52,6 +53,7 @@ SLOT_ATTR = "npu.slot"
 class DoubleBufferPass(Pass):
     name = "npu-double-buffer"
     summary = "Unroll loops that stream on-chip buffers by two, with a second copy of the buffers"
+    acts_on = LOOPS  # every option: the program has one (it runs on lowered programs)
     options = (
         Option("min-trip-count", int, 2, "only loops with at least this many iterations",
                low=1, needs=(("unmarked", True),)),  # or loops marked for it (`met_by_program`)

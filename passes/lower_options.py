@@ -20,7 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from npu.passes.applies import CONVS, CUBE_OPS, MANY_CORES, OnOps, OnPattern, is_pair
+from npu.passes.applies import (CONVS, CUBE_OPS, GM_LOADS, LOOPS, MANY_CORES, OnOps, OnPattern,
+                                is_pair)
+from npu.passes.patterns import CONV_WEIGHTS
 from npu.passes.base import Option, Pass
 from npu.passes.canonicalize import CanonicalizePass
 from npu.passes.double_buffer import DoubleBufferPass
@@ -99,13 +101,6 @@ RUNS_WITH: dict[str, tuple] = {
 # Each sub-pass's class by its flag: npu-lower builds its steps from these.
 SUB_PASS_CLASSES: dict[str, type[Pass]] = {cls.name: cls for cls, _ in SUB_PASSES}
 
-# Ops a sub-pass makes, of kinds the program need not have, and the ops it
-# makes them of: the options acting on them apply when that pass runs
-# (npu-split-cores' split-K partial sums, adds of a cube op's partial results).
-MAKES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "npu-split-cores": (SPLIT_K_OPS, ("ascend.add",)),
-}
-
 
 def sub_pass_needs(flag: str, option: Option, forwards: dict[str, dict[str, str]]) -> tuple:
     """What sub-pass `flag`'s `option` needs there (its pass's `acts_on`,
@@ -124,6 +119,22 @@ def sub_pass_needs(flag: str, option: Option, forwards: dict[str, dict[str, str]
 LOWERING_FLAGS = ("npu-lower-conv", "npu-lower-matmul", "npu-lower-fractalize",
                   "npu-lower-elementwise", "npu-lower-transpose", "npu-lower-slices",
                   "npu-lower-reduce", "npu-lower-gather", "npu-lower-pool")
+# The passes that lower ascend ops (the fused kernels' too): a lowered program's ops are theirs
+LOWERINGS_MAKING = (*LOWERING_FLAGS, "npu-lower-fused", "npu-lower-attention")
+
+
+# Ops a sub-pass makes, of kinds the program need not have, and the ops it
+# makes them of: the options acting on them apply when that pass runs
+# (npu-split-cores' split-K partial sums, adds of a cube op's partial results;
+# a lowering's loops and loads, which npu-double-buffer and npu-prefetch act on).
+MAKES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "npu-split-cores": (SPLIT_K_OPS, ("ascend.add",)),
+    # a conv's weights in L1 too, which npu-prefetch's convs acts on
+    **{flag: (SUB_PASS_CLASSES[flag].handles or SUB_PASS_CLASSES[flag].acts_on.ops,
+              (LOOPS.ops + GM_LOADS.ops
+               + (("memref.alloc", CONV_WEIGHTS.key) if flag == "npu-lower-conv" else ())))
+       for flag in LOWERINGS_MAKING},
+}
 
 
 class _Theirs:
@@ -306,10 +317,12 @@ def _applies(theirs: list[tuple[str, Option]], route: Route,
     for flag, option in theirs:
         needs = list(dict.fromkeys([  # once each (npu-split-cores': several cores, twice)
             *RUNS_WITH.get(flag, ()), *sub_pass_needs(flag, option, forwards)]))
-        # an op of a kind a pattern needs is said by the pattern ("a conv" by "a 1x1 conv ...")
+        # an op of a kind a pattern needs is said by the pattern ("a conv" by "a 1x1 conv
+        # ..."); the lowered program's, which the lowerings make, not at all
         patterns = [n for n in needs if isinstance(n, OnPattern)]
         needs = [n for n in needs if not (type(n) is OnOps
-                                          and any(set(n.ops) <= set(p.ops) for p in patterns))]
+                                          and any(set(n.ops) <= set(p.ops) for p in patterns))
+                 and not _lowered(n)]
         if not needs:  # a pass it sets runs always
             each = []
             break
@@ -328,6 +341,14 @@ def _applies(theirs: list[tuple[str, Option]], route: Route,
     text = ", ".join([*map(said, route.needs), *([" or ".join(map(", ".join, each))]
                                                  if each else [])])
     return f" (applies with {text} only)" if text else ""
+
+
+def _lowered(need) -> bool:
+    """Whether `need` is of ops only a lowered program has (`MAKES`)."""
+    made = {op for flag, (_, makes) in MAKES.items() if flag in LOWERINGS_MAKING for op in makes}
+    if isinstance(need, OnPattern):
+        return need.key in made
+    return isinstance(need, OnOps) and set(need.ops) <= made
 
 
 def _declare(ours: str, theirs: list[tuple[str, Option]], route: Route | None,

@@ -105,3 +105,17 @@ MATMUL_CHAINS = OnPattern("matmul whose result another matmul reads as its A ope
 ATTENTIONS = OnPattern("attention (a batch_matmul whose result, through its softmax, another "
                        "batch_matmul reads)", BATCH_MATMULS.ops, kind=BATCH_MATMULS.what,
                        finds=lambda op: reaches(op, lambda r, k: r.name == "ascend.batch_matmul"))
+
+
+def _conv_weights(alloc: ir.Operation) -> bool:
+    """An L1 alloc of a lowered conv's weights npu-prefetch may load early."""
+    from npu.passes.lower_conv.weights import RESIDENT_ATTR, STREAMED_ATTR
+
+    return RESIDENT_ATTR in alloc.attributes or STREAMED_ATTR in alloc.attributes
+
+
+# npu-prefetch convs: a lowered conv's resident weights or first streamed tile
+# (in npu-lower, npu-lower-conv makes them of a conv: `lower_options.MAKES`)
+CONV_WEIGHTS = OnPattern("lowered conv's weights in L1 (npu.resident_weights or "
+                         "npu.streamed_weights)", ("memref.alloc",), kind="alloc",
+                         finds=_conv_weights)

@@ -44,13 +44,15 @@ def passes_page() -> str:
              "stride-1 conv whose result a residual Add reads, the attention passes' without "
              "a batch_matmul whose result another reads through its softmax, npu-fuse's "
              "`chains` and `conv-chains` without a matmul or conv whose result the next reads "
-             "as its input, `OnPattern` needs, `npu.passes.patterns`). npu-lower checks the options it is given in its "
+             "as its input, `OnPattern` needs, `npu.passes.patterns`; npu-double-buffer's and "
+             "npu-prefetch's on a program not lowered yet, without a loop or a load from GM, "
+             "npu-prefetch's `convs` without a lowered conv's weights in L1). npu-lower checks the options it is given in its "
              "own names (`npu.passes.lower_applies`) and sets those of the passes it runs "
              "itself, which are not checked again.",
              "",
              "In npu-lower, an option acting on ops its input has none of is refused (the "
              "members of fused groups count, and the ops a pass it runs makes of others: "
-             "npu-split-cores' split-K adds); one acting on some op of the program is taken, "
+             "npu-split-cores' split-K adds, the lowerings' loops and loads); one acting on some op of the program is taken, "
              "even where a fusion takes that op first. What only the split decides is not "
              "refused: a one-core "
              "fusion (`fuse-chains`, `fuse-conv-chains`, `fuse-conv-pool`) where npu-lower "

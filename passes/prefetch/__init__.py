@@ -89,7 +89,9 @@ from __future__ import annotations
 from mlir import ir
 
 from npu.ir import arg_attrs, block_dim, defining_op, functions, view_root
+from npu.passes.applies import GM_LOADS
 from npu.passes.base import MANY_CORES, Option, Pass
+from npu.passes.patterns import CONV_WEIGHTS
 from npu.passes.buffer_lifetimes import BufferCollector, collector_for
 from npu.analysis.pipe_work import trip_count
 
@@ -114,6 +116,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
     name = "npu-prefetch"
     summary = ("Issue a matmul's first host-constant weight loads during the previous op's "
                "idle MTE2 tail, into L1 free there")
+    acts_on = GM_LOADS  # every option: the program has one (it runs on lowered programs)
     options = (
         Option("remarks", bool, False, "a remark for each prefetch formed and each matmul loop "
                "left alone, with the cost model's figures"),
@@ -122,7 +125,8 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
                low=0),
         Option("convs", bool, True, "also a conv's first resident weight pieces (host "
                "constants, `npu.resident_weights`) or, on one core, its first streamed "
-               "weight tile (`npu.streamed_weights`), in the previous op's idle MTE2 tail"),
+               "weight tile (`npu.streamed_weights`), in the previous op's idle MTE2 tail",
+               needs=(CONV_WEIGHTS,)),
         Option("l1-room", str, "live", "L1 a prefetched slot may take at each op: beside the "
                "bytes live there (live; npu-lower retries with safe, with a remark, should "
                "npu-plan-memory then overflow L1) or beside every buffer whose lifetime meets those live "

@@ -11,7 +11,7 @@
 // RUN: not ls %t
 // RUN: not npu-opt %s --pass-pipeline="builtin.module(npu-fuse{epilogues=false epilogue-f16=false})" 2>&1 | FileCheck %s --check-prefix=F16
 // RUN: not npu-opt %s --pass-pipeline="builtin.module(npu-insert-sync{mode=barrier sink-sets=true})" 2>&1 | FileCheck %s --check-prefix=SINK
-// RUN: not npu-opt %s --npu-prefetch=rest-phases=1 -o %t 2>&1 | FileCheck %s --check-prefix=REST
+// RUN: not npu-opt %s --npu-lower-matmul --npu-prefetch=rest-phases=1 -o %t 2>&1 | FileCheck %s --check-prefix=REST
 // RUN: not ls %t
 // RUN: not npu-opt %s --split-input-file --npu-lower-matmul="c-pieces=2" 2>&1 | FileCheck %s --check-prefix=PIECES
 // RUN: rm -f %t

@@ -91,12 +91,19 @@ def test_every_need_names_an_option_of_its_pass(flag):
 
 
 @pytest.mark.parametrize("program,pipeline,why", [
-    (PROGRAM, "npu-prefetch{rest-phases=1}",
+    (PROGRAM, "npu-lower-matmul,npu-prefetch{rest-phases=1}",
      "npu-prefetch: rest-phases: does not apply: no split over cores (no function runs on "
      "several cores)"),
-    (PROGRAM, "npu-prefetch{strip-phases=1}",
+    (PROGRAM, "npu-lower-matmul,npu-prefetch{strip-phases=1}",
      "npu-prefetch: strip-phases: does not apply: no split over cores (no function runs on "
      "several cores)"),
+    # npu-prefetch and npu-double-buffer on a program not lowered yet: nothing to act on
+    (PROGRAM, "npu-prefetch{strip-phases=1}",
+     "npu-prefetch: strip-phases: does not apply: the program has no copy from GM into L1 or "
+     "UB (a lowered op's loads)"),
+    (PROGRAM, "npu-double-buffer{min-trip-count=3}",
+     "npu-double-buffer: min-trip-count: does not apply: the program has no loop (scf.for: a "
+     "lowered op's)"),
     (PROGRAM, "npu-lower-matmul{schedule=simple c-pieces=2}",
      "npu-lower-matmul: c-pieces: does not apply: it needs schedule=pipelined"),
     # an op's own option that is not the schedule does not meet it
