@@ -16,7 +16,8 @@ from typing import Callable, Iterator
 from mlir import ir
 
 from npu import ir as nir
-from npu.passes.applies import BATCH_MATMULS, CONVS, MATMULS, OnPattern
+from npu.dialects.ascend_pool import POOL2D
+from npu.passes.applies import BATCH_MATMULS, CONVS, OnPattern
 
 # The cube's ops: a value through one is another op's result, not the same tensor's
 _CUBE = ("ascend.conv2d", "ascend.matmul", "ascend.batch_matmul")
@@ -81,6 +82,41 @@ def _residual(conv: ir.Operation) -> bool:
                 return True
     return False
 
+
+def _biased(conv: ir.Operation) -> bool:
+    """`conv` has `npu-lower-conv cube-bias`'s shape (`cube_bias.applies` on
+    the IR): a 1x1 conv in layout "nc1hwc0" of f16 weights with a bias, its
+    result f16 or cast to f16 (the drain rounds)."""
+    from npu.dialects.ascend_conv import geometry, has_bias, layout
+
+    g = geometry(conv)
+    if (layout(conv) != "nc1hwc0" or (g.kh, g.kw) != (1, 1) or not has_bias(conv)
+            or nir.memref_element(conv.operands[1]) != "f16"):
+        return False
+    return nir.memref_element(conv.operands[-1]) == "f16" or any(
+        r.name == "ascend.cast" and nir.memref_element(r.operands[-1]) == "f16"
+        for r, _ in readers(conv.operands[-1]))
+
+
+def _depthwise(conv: ir.Operation) -> bool:
+    from npu.dialects.ascend_conv import NC1HWC0_BD, group_channels, layout
+
+    return layout(conv) == NC1HWC0_BD and group_channels(conv) == 1
+
+
+# npu-lower-conv depthwise: a depthwise conv (its choice of unit)
+DEPTHWISE = OnPattern('depthwise conv (layout "nc1hwc0_bd", group_channels = 1)', CONVS.ops,
+                      kind=CONVS.what, finds=_depthwise)
+
+CUBE_BIASES = OnPattern("1x1 conv with a bias whose result is f16 or cast to f16", CONVS.ops,
+                        kind=CONVS.what, finds=_biased)
+
+# npu-fuse conv-pool: a conv whose result (its cast and ReLU) a max pool reads
+# (`fuse.stem_pool`: the stem's)
+CONV_POOLS = OnPattern("conv whose result a max pool reads", CONVS.ops, kind=CONVS.what,
+                       finds=lambda op: reaches(op, lambda r, k: (
+                           k == 0 and r.name == POOL2D
+                           and ir.StringAttr(r.attributes["kind"]).value == "max")))
 
 CONV_RESIDUALS = OnPattern("1x1 stride-1 conv whose result an f16 Add reads (a residual)",
                            CONVS.ops, kind=CONVS.what, finds=_residual)

@@ -54,9 +54,9 @@ from npu.costmodel.fusion.precision import COMPUTE_F16
 from npu.costmodel.fusion.rows import FUSED_UB_FRACTION
 from npu import ir as nir
 from npu.kernels import online_rows
-from npu.passes.applies import CONVS, CUBE_OPS, FRACTALIZES, POOLS, OnOps, row_ops
+from npu.passes.applies import CONVS, CUBE_OPS, FRACTALIZES, OnOps, row_ops
 from npu.passes.base import Option, Pass, ub_fraction_option
-from npu.passes.patterns import CONV_CHAINS, MATMUL_CHAINS
+from npu.passes.patterns import CONV_CHAINS, CONV_POOLS, MATMUL_CHAINS
 
 from .chains import MatmulChains
 from .conv_chains import ConvChains
@@ -123,7 +123,7 @@ class FusePass(ConvEpilogueGrouping, EpilogueGrouping, NzLayouts, MatmulChains, 
                "stem's max pool (3x3/2) joins its conv's group, pooled on the drain "
                "(npu.costmodel.conv.stem_pool); npu-lower sets it on one core only",
                needs=(("epilogues", True), ("epilogue-f16", True), ("epilogue-bias-f32", False),
-                      CONVS, POOLS)),
+                      CONVS, CONV_POOLS)),
         Option("conv-f16-copies", bool, True, "with epilogues: a conv group's f32 result that "
                "convs read through an f16 copy (the cast) and other ops read in f32 (an f32 "
                "model's residual sum) is stored with its copy by the conv's drain, the cast "

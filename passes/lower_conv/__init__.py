@@ -64,7 +64,7 @@ from npu.kernels.cce_build import core_part
 from npu.target import Target
 from npu.passes.base import Option, Pass, PassError, say_ub_share_exceeded, ub_fraction_option
 from npu.passes.applies import CONVS
-from npu.passes.patterns import CONV_RESIDUALS
+from npu.passes.patterns import CONV_RESIDUALS, CUBE_BIASES, DEPTHWISE
 from npu.passes.lower_conv import conv_chain, cube_bias, cube_residual
 from npu.passes.lower_conv.epilogue import SETS, ConvEpilogue, group_of
 from npu.passes.lower_conv.drain_cast import f32_bias_staging
@@ -142,12 +142,13 @@ class LowerConv(Pass):
                       "fractals on the cube, whichever the conv cost models estimate faster "
                       "(`npu.costmodel.conv.depthwise_vector` against `tiling`); cube; vector "
                       "(where it applies: f16/f32, strides within the vector stride fields)",
-                      choices=("auto", "cube", "vector")),
+                      choices=("auto", "cube", "vector"), needs=(DEPTHWISE,)),
                Option("cube-bias", str, "auto", "a 1x1 conv's constant bias as one more K "
                       "fractal (ones against the bias) instead of a vadd on its drain: auto = "
                       "where V bounds the conv's estimate and the estimate is faster with it "
                       "(`cube_bias`); always (where it applies: f16, constant weights and "
-                      "bias, one core); never", choices=("auto", "always", "never")),
+                      "bias, one core); never", choices=("auto", "always", "never"),
+                      needs=(CUBE_BIASES,)),
                Option("cube-residual", str, "auto", "a 1x1 conv's residual Add (and its ReLU) "
                       "in the cube, an identity mad per Cout block, instead of on its drain: "
                       "auto = where the cost model estimates it faster (`cube_residual`); "

@@ -89,7 +89,8 @@ func.func @dw_f32_s2(%x: memref<1x1x7x7x16xf16, "gm">, %w: memref<9x1x16x16xf16,
 // -----
 
 // Groups of two channels: their fractals are not diagonal, so the cube's
-// block-diagonal form even when the vector path is asked for.
+// block-diagonal form even when the vector path is asked for (beside a
+// depthwise conv it acts on: a program with none refuses the option).
 
 // CHECK-LABEL: func.func @groups_of_two
 // CHECK:         "cce.img2col_l1_to_l0a"
@@ -98,5 +99,11 @@ func.func @dw_f32_s2(%x: memref<1x1x7x7x16xf16, "gm">, %w: memref<9x1x16x16xf16,
 // FORCED:      remark: npu-lower-conv: depthwise=vector does not apply to this conv
 func.func @groups_of_two(%x: memref<1x2x6x6x16xf16, "gm">, %w: memref<9x2x16x16xf16, "gm">, %y: memref<1x2x6x6x16xf16, "gm">) {
   "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0_bd", group_channels = 2 : i64, kernel = array<i64: 3, 3>} : (memref<1x2x6x6x16xf16, "gm">, memref<9x2x16x16xf16, "gm">, memref<1x2x6x6x16xf16, "gm">) -> ()
+  return
+}
+
+// CHECK-LABEL: func.func @dw_beside
+func.func @dw_beside(%x: memref<1x1x7x7x16xf16, "gm">, %w: memref<9x1x16x16xf16, "gm">, %y: memref<1x1x3x3x16xf32, "gm">) {
+  "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0_bd", group_channels = 1 : i64, kernel = array<i64: 3, 3>} : (memref<1x1x7x7x16xf16, "gm">, memref<9x1x16x16xf16, "gm">, memref<1x1x3x3x16xf32, "gm">) -> ()
   return
 }

@@ -11,6 +11,7 @@ import pytest
 from onnx import helper
 
 import npu
+from npu.frontend.compile import CompileError
 from conv_cases import conv_model, ort_run, random_input
 from npu.costmodel.conv.depthwise_vector import DwShape, plan
 from npu.costmodel.conv.tiling import ConvShape, choose_tiling
@@ -97,12 +98,15 @@ def test_relu_epilogue_f16():
 
 def test_multiplier_and_small_groups_stay_on_the_cube():
     """Only one channel a group runs on the vector unit: a multiplier of 2
-    (dense block-diagonal) and groups of 2 channels keep the cube even when
-    the vector path is asked for."""
+    (dense block-diagonal) and groups of 2 channels keep the cube; asking
+    for the vector path in a model with no depthwise conv is refused."""
     for spec in (dict(c=8, cout=16, group=8, h=8, w=8), dict(c=32, cout=32, group=16, h=7, w=7)):
         m = conv_model(**spec)
         x = random_input(m)
-        kernel = npu.compile(m, pipeline=VECTOR)
+        with pytest.raises(CompileError, match="npu-lower: conv-depthwise: does not apply: the "
+                                               "program has no depthwise conv"):
+            npu.compile(m, pipeline=VECTOR)
+        kernel = npu.compile(m)
         assert "img2col" in str(kernel.module)
         (got,), _ = kernel(x)
         np.testing.assert_allclose(got, ort_run(m, {"x": x})[0], **TOL)

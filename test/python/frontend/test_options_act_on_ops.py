@@ -50,7 +50,7 @@ def test_npu_compile_refuses_a_matmul_option_on_a_model_without_a_matmul():
 
 def test_options_acting_on_the_models_ops_are_taken():
     """The model's own lowering's options, and another's at its default."""
-    npu.compile(conv(), pipeline="npu-lower{conv-cube-bias=never m=0}", cores=1)
+    npu.compile(conv(), pipeline="npu-lower{ub-fraction=0.9 m=0}", cores=1)
     npu.compile(mlp(), pipeline="npu-lower{m=32 conv-cube-residual=auto}", cores=1)
 
 
@@ -88,3 +88,21 @@ def test_npu_compile_refuses_attention_options_without_an_attention(options):
     assert str(e.value) == (f"<model>: error: npu-lower: {name}: does not apply: the program has "
                             "no attention (a batch_matmul whose result, through its softmax, "
                             "another batch_matmul reads)")
+
+
+@pytest.mark.parametrize("options,why", [
+    ("conv-cube-bias=always", "the program has no 1x1 conv with a bias whose result is f16 or "
+                              "cast to f16"),
+    ("fuse-conv-pool=false", "the program has no conv whose result a max pool reads"),
+    ("conv-depthwise=vector", "the program has no depthwise conv (layout \"nc1hwc0_bd\", "
+                              "group_channels = 1)"),
+    ("fuse-conv-chains=true", "the program has no conv whose result a 1x1 stride-1 conv reads "
+                              "as its input map"),
+])
+def test_npu_compile_refuses_conv_options_without_their_conv(options, why):
+    """A 3x3 conv, no bias, no pool: the model has a conv but none the
+    option acts on."""
+    with pytest.raises(CompileError) as e:
+        npu.compile(conv(), pipeline=f"npu-lower{{{options}}}", cores=1)
+    name = options.split("=")[0]
+    assert str(e.value) == f"<model>: error: npu-lower: {name}: does not apply: {why}"
