@@ -21,9 +21,6 @@ from npu.passes.applies import BATCH_MATMULS, CONVS, OnPattern
 
 # The cube's ops: a value through one is another op's result, not the same tensor's
 _CUBE = ("ascend.conv2d", "ascend.matmul", "ascend.batch_matmul")
-# How many ops a search follows a value through (attention's softmax and
-# layout steps are about a dozen)
-_REACH = 24
 
 
 def readers(value: ir.Value) -> Iterator[tuple[ir.Operation, int]]:
@@ -41,17 +38,18 @@ def reaches(op: ir.Operation, goal: Callable[[ir.Operation, int], bool]) -> bool
     """Whether the result of `op` (its last operand), or a result computed
     from it by ops other than the cube's (casts, elementwise ops, layout
     changes, reductions, pools), is read as an operand where `goal(reader,
-    operand number)` holds."""
+    operand number)` holds. Each op is followed once, however far (a bound
+    would refuse an option on a long enough softmax)."""
     seen: set = set()
-    todo = [(op, 0)]
+    todo = [op]
     while todo:
-        at, depth = todo.pop()
+        at = todo.pop()
         for reader, k in readers(at.operands[-1]):
             if goal(reader, k):
                 return True
-            if reader.name not in _CUBE and depth < _REACH and reader not in seen:
+            if reader.name not in _CUBE and reader not in seen:
                 seen.add(reader)
-                todo.append((reader, depth + 1))
+                todo.append(reader)
     return False
 
 
