@@ -9,8 +9,10 @@ names (npu-lower-matmul's `schedule` is npu-lower's `matmul-schedule`,
 options may set (`PER_OP`: the schedule, `double-buffer`) is taken to hold
 when the program carries per-op options: they may meet it for their ops.
 A need of an op the option acts on (`OnOps`: every option of a lowering, of
-the fusions of attention, ...) holds when npu-lower's input has one, or
-a sub-pass that runs makes one of it (`MAKES`); before the input is seen,
+the fusions of attention, ...; `OnPattern`: one in the position it acts on,
+a 1x1 conv whose result a residual Add reads) holds when npu-lower's input
+has one, or a sub-pass that runs makes one of it (`MAKES`: npu-split-cores'
+split-K adds, the lowerings' loops and loads); before the input is seen,
 it may.
 
 `npu-lower` refuses an option given with a value other than its default

@@ -22,7 +22,7 @@ from typing import Any
 
 from npu.passes.applies import (CONVS, CUBE_OPS, GM_LOADS, LOOPS, MANY_CORES, OnOps, OnPattern,
                                 is_pair)
-from npu.passes.patterns import CONV_WEIGHTS
+from npu.passes.patterns import CONV_WEIGHTS, L1_WEIGHTS
 from npu.passes.base import Option, Pass
 from npu.passes.canonicalize import CanonicalizePass
 from npu.passes.double_buffer import DoubleBufferPass
@@ -129,10 +129,12 @@ LOWERINGS_MAKING = (*LOWERING_FLAGS, "npu-lower-fused", "npu-lower-attention")
 # a lowering's loops and loads, which npu-double-buffer and npu-prefetch act on).
 MAKES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "npu-split-cores": (SPLIT_K_OPS, ("ascend.add",)),
-    # a conv's weights in L1 too, which npu-prefetch's convs acts on
+    # the cube's host-constant weights in L1 too, which npu-prefetch's slots act on
     **{flag: (SUB_PASS_CLASSES[flag].handles or SUB_PASS_CLASSES[flag].acts_on.ops,
               (LOOPS.ops + GM_LOADS.ops
-               + (("memref.alloc", CONV_WEIGHTS.key) if flag == "npu-lower-conv" else ())))
+               + (("memref.alloc", CONV_WEIGHTS.key) if flag == "npu-lower-conv" else ())
+               + ((L1_WEIGHTS.key,) if flag in ("npu-lower-conv", "npu-lower-matmul",
+                                                "npu-lower-attention") else ())))
        for flag in LOWERINGS_MAKING},
 }
 

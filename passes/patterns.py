@@ -153,3 +153,21 @@ def _conv_weights(alloc: ir.Operation) -> bool:
 CONV_WEIGHTS = OnPattern("lowered conv's weights in L1 (npu.resident_weights or "
                          "npu.streamed_weights)", ("memref.alloc",), kind="alloc",
                          finds=_conv_weights)
+
+
+def _weights_to_l1(copy: ir.Operation) -> bool:
+    """A GM -> L1 copy of a host constant (a function argument marked
+    `npu.constant`): the weights npu-prefetch may load early."""
+    root = nir.view_root(copy.operands[0])
+    if not isinstance(root, ir.BlockArgument):
+        return False
+    func = root.owner.owner
+    func = func.operation if hasattr(func, "operation") else func
+    return func.name == "func.func" and nir.CONSTANT_ATTR in nir.arg_attrs(func, root.arg_number)
+
+
+# npu-prefetch's slots (chunks, l1-room, ...): a lowered matmul's or conv's
+# host-constant weights staged into L1 (in npu-lower, those lowerings make them)
+L1_WEIGHTS = OnPattern("host-constant weights staged into L1 (a lowered matmul's or conv's)",
+                       ("cce.copy_gm_to_l1",), kind="copy from GM into L1",
+                       finds=_weights_to_l1)

@@ -91,7 +91,7 @@ from mlir import ir
 from npu.ir import arg_attrs, block_dim, defining_op, functions, view_root
 from npu.passes.applies import GM_LOADS
 from npu.passes.base import MANY_CORES, Option, Pass
-from npu.passes.patterns import CONV_WEIGHTS
+from npu.passes.patterns import CONV_WEIGHTS, L1_WEIGHTS
 from npu.passes.buffer_lifetimes import BufferCollector, collector_for
 from npu.analysis.pipe_work import trip_count
 
@@ -122,7 +122,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
                "left alone, with the cost model's figures"),
         Option("chunks", int, 0, "weight slots (ping-pong buffers) to prefetch per matmul "
                "loop instead of the cost model's choice (still bounded by L1; 0: cost model)",
-               low=0),
+               low=0, needs=(L1_WEIGHTS,)),
         Option("convs", bool, True, "also a conv's first resident weight pieces (host "
                "constants, `npu.resident_weights`) or, on one core, its first streamed "
                "weight tile (`npu.streamed_weights`), in the previous op's idle MTE2 tail",
@@ -130,21 +130,21 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
         Option("l1-room", str, "live", "L1 a prefetched slot may take at each op: beside the "
                "bytes live there (live; npu-lower retries with safe, with a remark, should "
                "npu-plan-memory then overflow L1) or beside every buffer whose lifetime meets those live "
-               "there (safe: always placeable)", choices=L1_ROOMS),
+               "there (safe: always placeable)", choices=L1_ROOMS, needs=(L1_WEIGHTS,)),
         Option("remainder-phases", int, 3, "on several cores: an odd last chunk's own buffer "
                "(the loop npu-double-buffer leaves after the slots') in the idle time they "
                "leave or in the MTE2 tails of up to this many earlier phases (between chip "
-               "barriers; 0: not at all)", low=0, needs=(MANY_CORES,)),
+               "barriers; 0: not at all)", low=0, needs=(MANY_CORES, L1_WEIGHTS)),
         Option("rest-phases", int, 2, "on several cores: the bursts of a partly prefetched "
                "slot left to the loop's first iteration in the MTE2 tails of up to this many "
                "earlier phases (between chip barriers; 0: not at all)", low=0,
-               needs=(MANY_CORES,)),
+               needs=(MANY_CORES, L1_WEIGHTS)),
         Option("strip-phases", int, 2, "on several cores: a resident column strip's parts "
                "after those its gaps hold in the MTE2 tails of up to this many earlier phases "
-               "(between chip barriers; 0: not at all)", low=0, needs=(MANY_CORES,)),
+               "(between chip barriers; 0: not at all)", low=0, needs=(MANY_CORES, L1_WEIGHTS)),
         Option("later-slots", bool, True, "on several cores: in a share's guard, a slot after "
                "whole ones most of which fits the idle time they leave (the rest in the first "
-               "iteration)", needs=(MANY_CORES,)),
+               "iteration)", needs=(MANY_CORES, L1_WEIGHTS)),
         Option("barrier-rows", bool, True, "on several cores: host-constant UB rows an op "
                "loads first after a chip barrier (a layernorm's gamma and beta) issued before "
                "the barrier", needs=(MANY_CORES,)),

@@ -1,5 +1,6 @@
 // npu-double-buffer and npu-prefetch act on a lowered program: its loops,
-// its loads from GM, a lowered conv's weights in L1. Run alone on a program
+// its loads from GM, host-constant weights it stages into L1 (B here), a
+// lowered conv's weights in L1. Run alone on a program
 // without them (an ascend program not lowered yet, a lowered one without a
 // conv), their options are refused in one line (no output file); run after
 // a lowering, or as npu-lower's stages (whose lowerings make them), taken.
@@ -20,7 +21,7 @@
 // TAKEN-LABEL: func.func @mm(
 // TAKEN-NOT: ascend.
 // TAKEN: return
-func.func @mm(%a: memref<4x4x16x16xf16, "gm">, %b: memref<4x4x16x16xf16, "gm">, %c: memref<4x4x16x16xf32, "gm">) {
+func.func @mm(%a: memref<4x4x16x16xf16, "gm">, %b: memref<4x4x16x16xf16, "gm"> {npu.constant = dense<0.5> : tensor<4x4x16x16xf16>}, %c: memref<4x4x16x16xf32, "gm">) {
   "ascend.matmul"(%a, %b, %c) : (memref<4x4x16x16xf16, "gm">, memref<4x4x16x16xf16, "gm">, memref<4x4x16x16xf32, "gm">) -> ()
   return
 }

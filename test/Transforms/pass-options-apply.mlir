@@ -40,7 +40,7 @@
 // PIECES: func.func @mm_pipelined(
 // OK: func.func @mm(
 
-func.func @mm(%a: memref<4x4x16x16xf16, "gm">, %b: memref<4x4x16x16xf16, "gm">, %c: memref<4x4x16x16xf32, "gm">) {
+func.func @mm(%a: memref<4x4x16x16xf16, "gm">, %b: memref<4x4x16x16xf16, "gm"> {npu.constant = dense<0.5> : tensor<4x4x16x16xf16>}, %c: memref<4x4x16x16xf32, "gm">) {
   "ascend.matmul"(%a, %b, %c) : (memref<4x4x16x16xf16, "gm">, memref<4x4x16x16xf16, "gm">, memref<4x4x16x16xf32, "gm">) -> ()
   return
 }

@@ -29,6 +29,9 @@ MATMUL = """func.func @mm(%a: memref<4x4x16x16xf16, "gm">, %b: memref<4x4x16x16x
 }}
 """
 PROGRAM = MATMUL.format(attrs="", options="")
+# B a host constant: npu-prefetch's weight slots act on it
+WEIGHTS = PROGRAM.replace('%b: memref<4x4x16x16xf16, "gm">', '%b: memref<4x4x16x16xf16, "gm"> '
+                          '{npu.constant = dense<0.5> : tensor<4x4x16x16xf16>}')
 SPLIT = "npu-split-cores{cores=4 min-bytes=0 estimate=false},npu-lower-matmul,"
 
 
@@ -101,6 +104,9 @@ def test_every_need_names_an_option_of_its_pass(flag):
     (PROGRAM, "npu-prefetch{strip-phases=1}",
      "npu-prefetch: strip-phases: does not apply: the program has no copy from GM into L1 or "
      "UB (a lowered op's loads)"),
+    (PROGRAM, "npu-lower-matmul,npu-prefetch{chunks=2}",  # B is no host constant
+     "npu-prefetch: chunks: does not apply: the program has no host-constant weights staged "
+     "into L1 (a lowered matmul's or conv's)"),
     (PROGRAM, "npu-double-buffer{min-trip-count=3}",
      "npu-double-buffer: min-trip-count: does not apply: the program has no loop (scf.for: a "
      "lowered op's)"),
@@ -127,8 +133,8 @@ def test_what_the_program_decides_is_refused_when_the_pass_runs(program, pipelin
 
 @pytest.mark.parametrize("program,pipeline", [
     (PROGRAM, "npu-prefetch{rest-phases=2 later-slots=true}"),  # at their defaults
-    (PROGRAM, SPLIT + "npu-prefetch{rest-phases=1 remainder-phases=0 later-slots=false}"),
-    (PROGRAM, SPLIT + "npu-prefetch{strip-phases=0}"),
+    (WEIGHTS, SPLIT + "npu-prefetch{rest-phases=1 remainder-phases=0 later-slots=false}"),
+    (WEIGHTS, SPLIT + "npu-prefetch{strip-phases=0}"),
     (PROGRAM, "npu-lower-matmul{schedule=pipelined c-pieces=2 resident-a=false}"),
     # the op asks for the pipelined schedule itself: the pass's options apply to it
     (_program('schedule = "pipelined"'), "npu-lower-matmul{c-pieces=2}"),
