@@ -154,22 +154,27 @@ def lead_ins(result, per_op: list[dict]) -> dict:
 
 
 def compile_with_remarks(model, where: str, pipeline: str):
-    """(kernel, its passes' remarks)."""
+    """(kernel, its passes' remarks): every one, not only those npu.compile
+    passes on, so its engine (`diagnostics.collecting`) is kept as well."""
+    import contextlib
+
     import npu.frontend.compile as compile_module
     from npu import diagnostics
 
     engines: list = []
-    install = diagnostics.install
+    collecting = diagnostics.collecting
 
-    def keep(engine):
-        engines.append(engine)
-        return install(engine)
+    @contextlib.contextmanager
+    def keep(engine=None):
+        with collecting(engine) as kept:
+            engines.append(kept)
+            yield kept
 
-    diagnostics.install = keep
+    diagnostics.collecting = keep
     try:
         kernel = compile_module.compile(model, target="ascend910", where=where, pipeline=pipeline)
     finally:
-        diagnostics.install = install
+        diagnostics.collecting = collecting
     return kernel, [d for e in engines for d in e.diagnostics if d.severity == "remark"]
 
 

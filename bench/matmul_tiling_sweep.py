@@ -106,14 +106,10 @@ def lowered_tiles(M: int, N: int, K: int, steps: tuple[str, ...], target) -> tup
 
     from npu import diagnostics
 
-    engine = diagnostics.DiagnosticEngine()
-    token = diagnostics.install(engine)
-    try:
+    with diagnostics.collecting() as engine:
         module = parse_module(matmul_epilogue(M, N, K, steps, "f16" if "cast" in steps else "f32"),
                               make_context())
         run_pipeline(module, "npu-fuse,npu-lower-matmul{schedule=pipelined}", target)
-    finally:
-        diagnostics._current.reset(token)  # noqa: SLF001
     text = next(d.message for d in engine.diagnostics if "matmul tiling" in d.message)
     m, n, k = re.search(r"tiles \(m=(\d+), n=(\d+), k=(\d+)\)", text).groups()
     return int(m), int(n), int(k)

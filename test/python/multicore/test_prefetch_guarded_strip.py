@@ -30,7 +30,8 @@ def test_strips_in_share_guards_load_their_first_bursts_before_the_barrier() -> 
     # part of their first part there, the rest (whole bursts only in the
     # gap: the gap model's figures) later; V's cores run nothing before the
     # barrier (the cast is on 16 cores: `split_cores/idle_shares.py`), so
-    # its whole first part loads there, in the gap to the barrier.
+    # its share (row tiles over B's strip since the projections store Nz,
+    # docs/multicore.md) loads whole chunks there, as many as the gap holds.
     shares = {line for line, m in messages if "of this op on cores" in m}
     assert len(shares) == 3, messages
     whole_parts = 0
@@ -38,11 +39,12 @@ def test_strips_in_share_guards_load_their_first_bursts_before_the_barrier() -> 
         mine = [m for l, m in messages if l == line and "weight slot(s)" in m]
         assert len(mine) == 1, (line, messages)
         if "bursts in the loop's first iteration" not in mine[0]:
-            found = re.search(r"\(147456 bytes, 1 copies\) loaded before the chip barrier its "
-                              r"cores wait at, on its cores alone.*idle gaps from [^:]*: "
-                              r"(\d+) cycles; a chunk of 147456 bytes takes (\d+)", mine[0])
+            found = re.search(r"\((\d+) bytes, (\d+) copies\) loaded before the chip barrier "
+                              r"its cores wait at, on its cores alone.*idle gaps from [^:]*: "
+                              r"(\d+) cycles; a chunk of (\d+) bytes takes (\d+)", mine[0])
             assert found, mine[0]
-            assert int(found.group(2)) <= int(found.group(1)), mine[0]
+            size, copies, gap, chunk, takes = (int(g) for g in found.groups())
+            assert size == copies * chunk and copies * takes <= gap, mine[0]
             whole_parts += 1
             continue
         found = re.search(r"\((\d+) bytes.*of the last, (\d+) bursts in the loop's first "
