@@ -20,19 +20,15 @@ import numpy as np
 
 def fold_batchnorms(model) -> list[str]:
     """Rewrite (in place) every foldable BatchNormalization; their names."""
-    from npu.frontend.onnx_fold import inferred_types, remove_dead_nodes, replace_nodes
+    from npu.frontend.onnx_fold import (graph_uses, inferred_types, remove_dead_nodes,
+                                        replace_nodes)
 
     graph = model.graph
     if not any(n.op_type == "BatchNormalization" for n in graph.node):
         return []
-    inits = {t.name: t for t in graph.initializer}
     types = inferred_types(model) or {}
-    producers = {out: n for n in graph.node for out in n.output}
-    readers: dict[str, int] = {}
-    for n in graph.node:
-        for name in n.input:
-            readers[name] = readers.get(name, 0) + 1
-    outputs = {v.name for v in graph.output}
+    uses = graph_uses(graph)
+    inits, producers, readers, outputs = uses.inits, uses.producers, uses.readers, uses.outputs
     done, nodes, new_inits = [], [], []
     for node in graph.node:
         affine = _affine(node, inits)

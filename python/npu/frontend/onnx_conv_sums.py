@@ -31,19 +31,15 @@ def fold_summed_convs(model) -> list[str]:
     the Adds rewritten."""
     from onnx import helper, numpy_helper
 
-    from npu.frontend.onnx_fold import inferred_types, remove_dead_nodes, replace_nodes
+    from npu.frontend.onnx_fold import (graph_uses, inferred_types, remove_dead_nodes,
+                                        replace_nodes)
 
     graph = model.graph
     if sum(n.op_type == "Conv" for n in graph.node) < 2:
         return []
     types = inferred_types(model) or {}
-    inits = {t.name: t for t in graph.initializer}
-    producers = {out: n for n in graph.node for out in n.output}
-    readers: dict[str, int] = {}
-    for n in graph.node:
-        for name in n.input:
-            readers[name] = readers.get(name, 0) + 1
-    outputs = {v.name for v in graph.output}
+    uses = graph_uses(graph)
+    inits, producers, readers, outputs = uses.inits, uses.producers, uses.readers, uses.outputs
     done, nodes, new_inits, skip = [], [], [], set()
     for node in graph.node:
         pair = _pair(node, producers, inits, readers, outputs, types)
@@ -81,8 +77,8 @@ def _pair(add, producers, inits, readers, outputs, types):
     out = types.get(add.output[0], (None, 0))[0]
     if any(s is None or len(s) != 4 for s in shapes) or out is None:
         return None
-    (ha, wa_), (hb, wb_) = (tuple(s[2:]) for s in shapes), (tuple(out[2:]), tuple(out[2:]))
-    if ha != hb or ha != wa_ or shapes[0][0] != shapes[1][0]:
+    sizes = {tuple(s[2:]) for s in shapes} | {tuple(out[2:])}  # every map's H x W
+    if len(sizes) != 1 or shapes[0][0] != shapes[1][0]:
         return None
     ca, cb, cout = shapes[0][1], shapes[1][1], out[1]
     if ca % C0 or cb % C0 or ca + cb >= cout:

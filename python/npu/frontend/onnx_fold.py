@@ -322,6 +322,27 @@ def _evaluate(node, feeds: dict[str, np.ndarray], opset: int) -> list[np.ndarray
     return list(ReferenceEvaluator(graph, opsets={"": opset}).run(None, feeds))
 
 
+@dataclass(frozen=True)
+class GraphUses:
+    """Who makes and how many read each value of a graph: what a rewrite
+    that folds a node away must know (its output read once, by the node
+    it folds into, and not a graph output)."""
+    inits: dict
+    producers: dict
+    readers: dict[str, int]
+    outputs: frozenset[str]
+
+
+def graph_uses(graph) -> GraphUses:
+    readers: dict[str, int] = {}
+    for n in graph.node:
+        for name in n.input:
+            readers[name] = readers.get(name, 0) + 1
+    return GraphUses({t.name: t for t in graph.initializer},
+                     {out: n for n in graph.node for out in n.output}, readers,
+                     frozenset(v.name for v in graph.output))
+
+
 def remove_dead_nodes(model) -> list[str]:
     """Remove the nodes whose outputs nothing reads, then the unread
     initializers (and their graph-input entries); the removed node names."""
