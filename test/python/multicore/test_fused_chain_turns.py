@@ -10,9 +10,8 @@ BERT seq 512 on 32 cores: ln2 (16 rows a core, five f32 operands, at most
 from __future__ import annotations
 
 import numpy as np
-import pytest
+from helpers import simulate_options
 
-import npu
 from npu.costmodel.vector.chunk_pipeline import ChunkProfile
 
 from test_fused_short_last import _last_phase_loads, _model
@@ -36,18 +35,14 @@ def test_a_chunk_waits_for_the_set_it_reuses() -> None:
 def test_the_short_piece_goes_after_whole_chunks_with_the_same_bits() -> None:
     model = _model(rows=128, depth=64)
     x = np.random.default_rng(0).standard_normal((128, 64)).astype(np.float32)
-    runs = {}
     # 16 rows a core: at most 7 a chunk (5,376 elements) the pipeline model
     # takes 4 x 4 in a loop, the chain 7 + 7 + 2; at most 4 the loop stays (its
     # body's two chunks)
-    for cap, loads in (("max-chunk=5376", [[5376], [5376], [1536]]),
-                       ("max-chunk=3072", [[3072]] * 2)):
-        options = f"cores=8 {cap}"
-        assert _last_phase_loads(model, options) == loads
-        kernel = npu.compile(model, target="ascend910", pipeline=f"npu-lower{{{options}}}")
-        (out,), report = kernel(x)
-        assert report["hazards"] == []
-        runs[cap] = (np.asarray(out), report["cycles"])
-    (chain, chain_cycles), (loop, loop_cycles) = runs.values()
+    options = {"cores=8 max-chunk=5376": [[5376], [5376], [1536]],
+               "cores=8 max-chunk=3072": [[3072]] * 2}
+    for opts, loads in options.items():
+        assert _last_phase_loads(model, opts) == loads
+    (chain, chain_cycles), (loop, loop_cycles) = simulate_options(model, x, options,
+                                                                  target="ascend910")
     assert np.array_equal(chain.view(np.uint8), loop.view(np.uint8))
     assert chain_cycles < loop_cycles, (chain_cycles, loop_cycles)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+from helpers import simulate_options
 
 import npu
 from npu.costmodel.vector.chunk_pipeline import ChunkProfile
@@ -47,16 +48,12 @@ def _last_phase_loads(model: onnx.ModelProto, options: str) -> list[list[int]]:
 def test_the_last_groups_short_chunk_goes_last_with_the_same_bits() -> None:
     model = _model()
     x = np.random.default_rng(0).standard_normal((128, 256)).astype(np.float32)
-    runs = {}
     # 4 rows a core; max-chunk=1536 (two rows of 768) keeps the 2 + 2 chunks
-    for cap, loads in (("", [[2304], [768]]), ("max-chunk=1536", [[1536], [1536]])):
-        options = f"cores=32 {cap}"
-        assert _last_phase_loads(model, options) == loads
-        kernel = npu.compile(model, target="ascend910", pipeline=f"npu-lower{{{options}}}")
-        (out,), report = kernel(x)
-        assert report["hazards"] == []
-        runs[cap] = (np.asarray(out), report["cycles"])
-    (short, short_cycles), (even, even_cycles) = runs.values()
+    options = {"cores=32": [[2304], [768]], "cores=32 max-chunk=1536": [[1536], [1536]]}
+    for opts, loads in options.items():
+        assert _last_phase_loads(model, opts) == loads
+    (short, short_cycles), (even, even_cycles) = simulate_options(model, x, options,
+                                                                  target="ascend910")
     assert np.array_equal(short.view(np.uint8), even.view(np.uint8))
     assert short_cycles < even_cycles, (short_cycles, even_cycles)  # 6,496 against 7,136 (6,555 before, uncapped)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import kernel_tops, matmul_site, unlooped_l1_copies
+from helpers import kernel_tops, matmul_site, simulate_options, unlooped_l1_copies
 
 import npu
 
@@ -63,13 +63,8 @@ def test_later_slot_keeps_the_bits_and_is_race_free() -> None:
     bits and races are what this run checks; where it pays is the
     estimate's to say (docs/multicore.md)."""
     x = np.random.default_rng(0).standard_normal((1, 128, 768)).astype(np.float32)
-    runs = {}
-    for options in ("prefetch-later-slots=false", ""):
-        kernel = npu.compile(_model(layers=12), target="ascend910",
-                             pipeline=f"npu-lower{{cores=32 {EVEN} {options}}}")
-        (out,), report = kernel(x)
-        assert report["hazards"] == []
-        runs[options] = (np.asarray(out), report["cycles"])
-    (off, off_cycles), (on, on_cycles) = runs.values()
+    (off, off_cycles), (on, on_cycles) = simulate_options(
+        _model(layers=12), x, (f"cores=32 {EVEN} prefetch-later-slots=false", f"cores=32 {EVEN}"),
+        target="ascend910")
     assert np.array_equal(off.view(np.uint8), on.view(np.uint8))
     assert on_cycles != off_cycles  # the slot moved loads: not the same program

@@ -10,9 +10,9 @@ ffn_in's rest (`prefetch-rest-phases`) in earlier phases too: 43,071 and
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-from helpers import has_mad, kernel_tops, l1_weights_of, unlooped_l1_copies
+from helpers import (assert_same_bits_and_faster, has_mad, kernel_tops, l1_weights_of,
+                     unlooped_l1_copies)
 
 import npu
 
@@ -35,14 +35,4 @@ def test_ffn_outs_last_chunk_loads_phases_ahead_with_the_same_bits() -> None:
     early = sum(unlooped_l1_copies(tops[k], weights) for k in range(barriers[-3]))
     assert early >= 1
 
-    x = np.random.default_rng(0).standard_normal((1, 128, 768)).astype(np.float32)
-    runs = {}
-    for options in ("prefetch-remainder-phases=0 prefetch-rest-phases=0", ""):
-        kernel = npu.compile(model, target="ascend910",
-                             pipeline=f"npu-lower{{cores=32 {options}}}")
-        (out,), report = kernel(x)
-        assert report["hazards"] == []
-        runs[options] = (np.asarray(out), report["cycles"])
-    (off, off_cycles), (on, on_cycles) = runs.values()
-    assert np.array_equal(off.view(np.uint8), on.view(np.uint8))
-    assert on_cycles < off_cycles, (on_cycles, off_cycles)
+    assert_same_bits_and_faster(model, 128, "prefetch-remainder-phases=0 prefetch-rest-phases=0")
