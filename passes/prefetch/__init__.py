@@ -107,12 +107,13 @@ from .rows import RowLoads
 from .remainder import RemainderSlots
 from .share_rows import ShareRows
 from .shares import ShareRuns
+from .twins import Lead, TwinShares
 
 CONSTANT_ATTR = "npu.constant"
 
 
 class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, BarrierRows, ShareRows,
-                   ConvDriver, ResidentStrips, RemainderSlots, Pass):
+                   ConvDriver, ResidentStrips, RemainderSlots, TwinShares, Pass):
     name = "npu-prefetch"
     summary = ("Issue a matmul's first host-constant weight loads during the previous op's "
                "idle MTE2 tail, into L1 free there")
@@ -145,6 +146,10 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
         Option("later-slots", bool, True, "on several cores: in a share's guard, a slot after "
                "whole ones most of which fits the idle time they leave (the rest in the first "
                "iteration)", needs=(MANY_CORES, L1_WEIGHTS)),
+        Option("twin-shares", bool, True, "on several cores: an op's later loops on other "
+               "shares of the cores (one ONNX node on several shares: a split reduction's runs) "
+               "load their first slots into the first share's prefetched buffers (`twins.py`)",
+               needs=(MANY_CORES, L1_WEIGHTS)),
         Option("barrier-rows", bool, True, "on several cores: host-constant UB rows an op "
                "loads first after a chip barrier (a layernorm's gamma and beta) issued before "
                "the barrier", needs=(MANY_CORES,)),
@@ -180,14 +185,20 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
             collector = BufferCollector(self.target)
             collector.track(func)
         seen: set[str] = set()
+        leads: dict[str, Lead] = {}  # an op's first share loop prefetched (`twins.py`)
         at = 0
         for top, loop, share in loops:
             where = self.facts.location(loop)
             if where in seen:  # once per op: attention has several such loops
+                if share is not None and where in leads and self.twin_shares:  # `twins.py`
+                    twin, _ = self._candidate(loop, constants)
+                    if twin is not None:
+                        self._twin(leads[where], twin, share, collector, tops)
                 continue
             seen.add(where)
             candidate, why = self._candidate(loop, constants)
             at = tops.index(top, at)
+            self._lead = None
             # On a share's cores only what runs there counts (`guarded.py`).
             self.facts.skip = None if share is None else self._elsewhere(share)
             try:
@@ -196,6 +207,8 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
                     self._say(loop, f"npu-prefetch: not prefetched: {why}")
                 else:
                     self._prefetch(func, candidate, collector, tops, at, share)
+                    if self._lead is not None:
+                        leads[where] = self._lead
                 self._share_rows(func, loop, tops, share, collector, fit, at)
             finally:
                 self.facts.skip = None
@@ -342,6 +355,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
             steps[k] = count
         # From the latest insertion point back: earlier indices stay valid.
         rem_runs = self._remainder_runs(extra, tops, parts, share)
+        lead = (Lead(c, share, placed, rests) if share is not None and extra is None and not any(p.gap in runs for p in parts) else None)
         for gap in sorted({p.gap for p in parts} | self._remainder_gaps(extra), reverse=True):
             if gap in runs:
                 self._emit_run(c, [a for a, k in home.items() if k == gap],
@@ -356,6 +370,8 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
             mine = [p for p in parts if p.gap == gap]
             made = (self._emit(c, allocs, mine, issue) if share is None
                     else self._emit_share(c, allocs, mine, issue, share))
+            if lead is not None:
+                lead.points.append((issue, mine))
             made += self._emit_remainder(extra, gap, issue, share)
             collector.inserted(at_k, made)
             tops[at_k:at_k + 1] = made + [issue]
@@ -364,6 +380,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
         else:
             self._guard(c, slots, rests)
         self._guard_remainder(extra, tops, at, collector, share)
+        self._lead = lead
         self.facts.forget(c.loop)
         # The guards wrap the loop's copies and its slots moved out: its
         # accesses are the same.
