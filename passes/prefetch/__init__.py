@@ -73,6 +73,10 @@ npu-insert-sync would sink the flag releasing it past the weights
 weights placed in the previous op, or go alone into its latest gap that
 holds their load and latency (`rows.py`).
 
+One op's later loops on other shares of the cores (a split reduction's
+runs) load their first slots into the first share's buffers, at its points
+(`twins.py`): no core runs two of them.
+
 An odd last chunk (npu-double-buffer's one-trip remainder loop, its own
 buffer) goes into earlier phases' MTE2 tails once the slots are placed
 (`remainder.py`), and so do a resident strip's parts that its gaps did
@@ -100,7 +104,7 @@ from .emit import EmitParts
 from .facts import FactsCache
 from .gaps import IdleGaps
 from .guarded import GuardedLoops, Share
-from .parts import L1_ROOMS, Candidate, Part, _label, _writers
+from .parts import L1_ROOMS, Candidate, _label, _writers
 from .resident import ResidentStrips
 from .barrier_rows import BarrierRows
 from .rows import RowLoads
@@ -413,52 +417,6 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
                              f"after {row_after}"
                              if rows else "")
                           + f", ahead of this op's first wait ({figures})")
-
-    def _place(self, c: Candidate, gaps: list[tuple[int, float]], need: dict[int, int],
-               counted: set[int], collector, at: int, live_from: dict[int, int],
-               least: float = 0.5) -> tuple[list[Part], int]:
-        """The parts of the first slots that fit `gaps` (their idle time)
-        and L1 (`need`: each op's bound, plus the slots placed before; the
-        ops in `counted` have the loop's slots in their bound already; a
-        slot is live from the op after its first part's gap on, or from
-        `live_from[gap]`, a share run's first op), and how many slots they
-        are."""
-        bandwidth = self.target.path("gm_to_l1").bytes_per_cycle
-        capacity = self.target.capacity("l1")
-        need = dict(need)
-        left = dict(gaps)
-        parts: list[Part] = []
-        placed = 0
-        for alloc, copies in c.slots:
-            if self.chunks and placed == self.chunks:
-                break
-            size = collector.space_size(alloc)[1]
-            trial, rest = self._fill(copies, gaps, left, bandwidth)
-            partial = False
-            if trial is None and not self.chunks and not placed and (least < 0.5
-                                                                      or not c.resident):
-                # The first slot, at least half of it in the gaps, still
-                # pays: the rest loads in the loop's first iteration, where
-                # all of it did. (A later slot filling the gaps to the brim
-                # leans on their estimates too hard: BERT's ffn_in, whose
-                # second slot would go three quarters into out_proj's tail,
-                # runs 7.8k cycles longer.)
-                trial, rest = self._fill(copies, gaps, left, bandwidth, rest_at=at, least=least)
-                partial = True
-            if trial is None:
-                break
-            earliest = min(live_from.get(part.gap, part.gap + 1) for part in trial)
-            if any(need[j] + size > capacity for j in range(earliest, at) if j not in counted):
-                break
-            for j in range(earliest, at):
-                if j not in counted:
-                    need[j] += size
-            left = rest
-            parts.extend(trial)
-            placed += 1
-            if partial:
-                break
-        return parts, placed
 
     def _say(self, op: ir.Operation, message: str) -> None:
         if self.remarks:

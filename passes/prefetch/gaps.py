@@ -171,6 +171,52 @@ class IdleGaps:
         return next((j for j in range(following, end)
                      if overlaps(self.facts.reads(tops[j]), written)), None)
 
+    def _place(self, c: Candidate, gaps: list[tuple[int, float]], need: dict[int, int],
+               counted: set[int], collector, at: int, live_from: dict[int, int],
+               least: float = 0.5) -> tuple[list[Part], int]:
+        """The parts of the first slots that fit `gaps` (their idle time)
+        and L1 (`need`: each op's bound, plus the slots placed before; the
+        ops in `counted` have the loop's slots in their bound already; a
+        slot is live from the op after its first part's gap on, or from
+        `live_from[gap]`, a share run's first op), and how many slots they
+        are."""
+        bandwidth = self.target.path("gm_to_l1").bytes_per_cycle
+        capacity = self.target.capacity("l1")
+        need = dict(need)
+        left = dict(gaps)
+        parts: list[Part] = []
+        placed = 0
+        for alloc, copies in c.slots:
+            if self.chunks and placed == self.chunks:
+                break
+            size = collector.space_size(alloc)[1]
+            trial, rest = self._fill(copies, gaps, left, bandwidth)
+            partial = False
+            if trial is None and not self.chunks and not placed and (least < 0.5
+                                                                      or not c.resident):
+                # The first slot, at least half of it in the gaps, still
+                # pays: the rest loads in the loop's first iteration, where
+                # all of it did. (A later slot filling the gaps to the brim
+                # leans on their estimates too hard: BERT's ffn_in, whose
+                # second slot would go three quarters into out_proj's tail,
+                # runs 7.8k cycles longer.)
+                trial, rest = self._fill(copies, gaps, left, bandwidth, rest_at=at, least=least)
+                partial = True
+            if trial is None:
+                break
+            earliest = min(live_from.get(part.gap, part.gap + 1) for part in trial)
+            if any(need[j] + size > capacity for j in range(earliest, at) if j not in counted):
+                break
+            for j in range(earliest, at):
+                if j not in counted:
+                    need[j] += size
+            left = rest
+            parts.extend(trial)
+            placed += 1
+            if partial:
+                break
+        return parts, placed
+
     def _fill(self, copies: list[ir.Operation], gaps: list[tuple[int, float]],
               left: dict[int, float], bandwidth: int, rest_at: int | None = None,
               least: float = 0.5) -> tuple[list[Part] | None, dict]:
