@@ -111,13 +111,15 @@ from .rows import RowLoads
 from .remainder import RemainderSlots
 from .share_rows import ShareRows
 from .shares import ShareRuns
+from .tail_bus import TailBus
 from .twins import Lead, TwinShares
 
 CONSTANT_ATTR = "npu.constant"
 
 
 class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, BarrierRows, ShareRows,
-                   ConvDriver, ResidentStrips, RemainderSlots, TwinShares, Pass):
+                   ConvDriver, ResidentStrips, RemainderSlots, TailBus,
+                   TwinShares, Pass):
     name = "npu-prefetch"
     summary = ("Issue a matmul's first host-constant weight loads during the previous op's "
                "idle MTE2 tail, into L1 free there")
@@ -154,6 +156,10 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
                "shares of the cores (one ONNX node on several shares: a split reduction's runs) "
                "load their first slots into the first share's prefetched buffers (`twins.py`)",
                needs=(MANY_CORES, L1_WEIGHTS)),
+        Option("tail-bus", bool, True, "on several cores: a run of shares' first slots kept "
+               "below the chip's bus in the earlier tail (cheapest shares to the previous op's "
+               "gaps), a share's odd last chunk in phases where no core streams other weights "
+               "(`tail_bus.py`)", needs=(MANY_CORES, L1_WEIGHTS)),
         Option("barrier-rows", bool, True, "on several cores: host-constant UB rows an op "
                "loads first after a chip barrier (a layernorm's gamma and beta) issued before "
                "the barrier", needs=(MANY_CORES,)),
@@ -183,6 +189,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
         self.constants = constants
         self.facts = FactsCache(self.target, landing=block_dim(func) > 1)
         self._guards: dict = {}  # (guard, cores) -> `shares.guard_cores` of it
+        self._tail_plans: dict = {}  # a run's first guard -> `TailBus._tail_plan` of the run
         loops = self._matmul_loops(tops)
         collector = collector_for(self.collectors, func)
         if collector is None:
@@ -296,6 +303,8 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
         # it does (in the previous op's tail it delays that op's last
         # steps), while L1 has room over the previous op.
         earlier = self._earlier_tail(tops, start, at) if start > 0 else None
+        if earlier is not None and self._off_earlier_tail(share):
+            earlier = None  # the run's slots there would outrun the bus (`tail_bus.py`)
         if earlier is not None:
             gaps = [earlier] + gaps
         # A gap after a run of ops on disjoint shares of the cores: its loads

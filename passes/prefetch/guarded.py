@@ -18,7 +18,7 @@ broadcast rows (a bias) go before the chip barrier too (`share_rows.py`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mlir import ir
 
@@ -38,6 +38,8 @@ class Share:
 
     guard: ir.Operation
     cores: frozenset[int]
+    # the guards of its run of shares (`tail_bus.py` weighs them together)
+    run: tuple = field(default=(), compare=False)
 
 
 class GuardedLoops:
@@ -71,7 +73,7 @@ class GuardedLoops:
             run = dict(self._share_run(tops, last) or [])
             if k not in run:
                 continue
-            found.append((op, loop, Share(op, run[k])))
+            found.append((op, loop, Share(op, run[k], tuple(tops[i] for i in run))))
         return found
 
     def _elsewhere(self, share: Share):

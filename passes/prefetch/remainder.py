@@ -85,15 +85,41 @@ class RemainderSlots:
         if found is None:
             return None
         rem_at, rem = found
-        rc, _ = self._candidate(rem, self.constants)
-        if rc is None or rc.resident:
-            return None
         # Not what the slots left of their own gaps: those end at the barrier
         # before the loop's op, where a load past the estimate holds the
         # phase (BERT seq 128's ffn_in: 45,311 -> 45,659 cycles); the earlier
         # phases' tails, a whole phase ahead of the op.
         rest_gaps = self._phase_gaps(tops, min(k for k, _ in gaps), self.remainder_phases)
         if not rest_gaps:
+            return None
+        if share is not None and self.tail_bus and self._bus_contended(func):
+            # A share's chunk loads on its cores alone: not where every core
+            # streams another op's weights already (`_phase_gaps(quiet=True)`),
+            # when such tails hold it. From BERT-base seq 128's second layer on
+            # (32 cores), V's projection (cores 24-31, the bus's last) loaded it
+            # in the previous layer's ffn_in phase behind ffn_out's two slots,
+            # which then ran ~1k cycles into ffn_out's phase there and held its
+            # A; now it loads at the end of the attention's phase, where V's
+            # cores run nothing (`tail_bus.py`).
+            quiet = self._phase_gaps(tops, min(k for k, _ in gaps), self.remainder_phases,
+                                     quiet=True)
+            if quiet and quiet != rest_gaps:
+                found = self._remainder_in(func, c, parts, quiet, low, bound, counted,
+                                           collector, tops, at, live_from, runs, share,
+                                           rem_at, rem)
+                if found is not None:
+                    return found
+        return self._remainder_in(func, c, parts, rest_gaps, low, bound, counted, collector,
+                                  tops, at, live_from, runs, share, rem_at, rem)
+
+    def _remainder_in(self, func: ir.Operation, c: Candidate, parts: list[Part],
+                      rest_gaps: list[tuple[int, float]], low: int, bound: int,
+                      counted: set[int], collector, tops: list[ir.Operation], at: int,
+                      live_from: dict[int, int], runs: dict, share, rem_at: int,
+                      rem: ir.Operation) -> Remainder | None:
+        """`_remainder_parts` in the phase tails `rest_gaps`."""
+        rc, _ = self._candidate(rem, self.constants)
+        if rc is None or rc.resident:
             return None
         # A tail that ends a run of share guards loads in each of them
         # (`_emit_remainder_run`): live from the run's first guard on.
@@ -121,8 +147,8 @@ class RemainderSlots:
         return Remainder(rc, rc.slots[:placed], [p for p in mine if p.gap != rem_at],
                          [p for p in mine if p.gap == rem_at])
 
-    def _phase_gaps(self, tops: list[ir.Operation], before: int, depth: int
-                    ) -> list[tuple[int, float]]:
+    def _phase_gaps(self, tops: list[ir.Operation], before: int, depth: int,
+                    quiet: bool = False) -> list[tuple[int, float]]:
         """(k, idle) for the phases (between chip barriers) ending before
         `tops[before]`'s, latest first, up to `depth` of them: the last op
         with GM loads in each and the idle MTE2 estimated after it, its
@@ -131,20 +157,29 @@ class RemainderSlots:
         moved before the barrier, which ends no work), plus the barrier's.
         (With the row taken as the last op, BERT seq 128's attention phase
         on 32 cores had the barrier's 700 cycles, not its ~2.2k tail:
-        one burst of ffn_in's rest there instead of five, 42,233 -> 43,071.)"""
+        one burst of ffn_in's rest there instead of five, 42,233 -> 43,071.)
+
+        `quiet`: only the phases whose tails no core streams another op's
+        weights in already (no top-level weight copy), of the `depth` + 1
+        latest, for a share's remainder (`_remainder_parts`)."""
         gaps: list[tuple[int, float]] = []
         k = before - 1
         while k >= 0 and tops[k].name != "cce.sync_all":
             k -= 1
-        while k > 0 and len(gaps) < depth:
+        seen = 0  # phases with a tail, quiet or not
+        while k > 0 and len(gaps) < depth and seen < depth + quiet:
             barrier = k
             idle = self.facts.barrier_idle
+            streams = False
             k -= 1
             while k >= 0 and tops[k].name != "cce.sync_all":
                 f = self.facts(tops[k])
                 if f.loads and not self._is_constant_load(tops[k]):
-                    gaps.append((k, max(0.0, idle + f.tail_span)))
+                    seen += 1
+                    if not (quiet and streams):
+                        gaps.append((k, max(0.0, idle + f.tail_span)))
                     break
+                streams = streams or self._is_weight_copy(tops[k])
                 idle += f.tail_span - f.loads
                 k -= 1
             while k >= 0 and tops[k].name != "cce.sync_all":
