@@ -304,7 +304,9 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
         # steps), while L1 has room over the previous op.
         earlier = self._earlier_tail(tops, start, at) if start > 0 else None
         if earlier is not None and self._off_earlier_tail(share):
-            earlier = None  # the run's slots there would outrun the bus (`tail_bus.py`)
+            # the run's slots there would outrun the bus: it takes only what
+            # the previous op's own gaps leave (`tail_bus.py`)
+            gaps, earlier = gaps + [earlier], None
         if earlier is not None:
             gaps = [earlier] + gaps
         # A gap after a run of ops on disjoint shares of the cores: its loads

@@ -99,8 +99,9 @@ class RemainderSlots:
             # (32 cores), V's projection (cores 24-31, the bus's last) loaded it
             # in the previous layer's ffn_in phase behind ffn_out's two slots,
             # which then ran ~1k cycles into ffn_out's phase there and held its
-            # A; now it loads at the end of the attention's phase, where V's
-            # cores run nothing (`tail_bus.py`).
+            # A; now it loads after V's own projection a layer earlier, on
+            # into the attention's phase, where V's cores run nothing
+            # (`tail_bus.py`).
             quiet = self._phase_gaps(tops, min(k for k, _ in gaps), self.remainder_phases,
                                      quiet=True)
             if quiet and quiet != rest_gaps:

@@ -11,8 +11,11 @@ against the bus's 1,200) hold the bus while the cores it serves last
 store ffn_out's rows: core 31 arrived ~1.1k cycles after core 0. Here the
 ops of such a run whose slots there would exceed the bus go, cheapest
 first (their op's MTE2 work; the first of equals), to the previous op's
-own gaps (ln2's tail) instead, until the rest fit: Q's projection, whose
-share ends its phase ~2k cycles before V's.
+own gaps (ln2's tail) first, until the rest fit: Q's projection, whose
+share ends its phase ~2k cycles before V's. What those gaps do not hold
+still goes into the earlier tail (a third of Q's first slot), not into
+its loop's first iteration, where it loaded behind its A on the bus and
+Q's cores then ended the projections late (12 layers 453,455 -> 452,879).
 
 With it (the same option), a share's odd last chunk goes into the MTE2
 tails of earlier phases in which no core streams another op's weights
@@ -20,7 +23,7 @@ already, when those hold it (`RemainderSlots._remainder_parts`): V's
 cores, served last on the bus, otherwise carried it in the previous
 layer's ffn_in phase behind ffn_out's slots and began ffn_out late.
 Either alone measured slower (3 layers 115,215 and 114,767 cycles against
-114,575); together 114,191.
+114,575); together 114,127.
 """
 
 from __future__ import annotations
