@@ -61,7 +61,9 @@ class TailBus:
         run's L2 misses there (per op, its cores or its distinct weight
         parts if fewer, each at the mover's rate) exceed the chip's bus,
         the op with the least MTE2 work (the first of equals) leaves. None
-        where the cores' movers cannot fill the bus anyway."""
+        leaves where the cores' movers cannot fill the bus anyway. (Whether
+        each op's slots would go into that tail at all is not asked: in a
+        run after one earlier op, all of them do.)"""
         t = self.target
         func = run[0].parent.operation
         cores = block_dim(func)
@@ -103,8 +105,7 @@ class TailBus:
             return 0
         copies = [copy for _, cs in c.slots for copy in cs]
         own = sum(memref_bytes(copy.operands[0]) for copy in copies) * trips
-        body = [o.operation for o in guard.regions[0].blocks[0].operations]
-        rem = self._remainder(body, body.index(loop)) if loop in body else None
+        rem = self._remainder(ops, ops.index(loop))
         if rem is not None:
             rc, _ = self._candidate(rem[1], self.constants)
             if rc is not None and not rc.resident:
