@@ -24,7 +24,7 @@ SMALLEST: dict[str, tuple[list[str], bool]] = {
     "cliffs.py": (["--no-bert"], True),
     "cnn.py": (["--size", "32", "--width", "0.125", "--models", "resnet18", "--no-310"], True),
     "cnn_breakdown.py": (["--model", "resnet18", "--size", "32", "--width", "0.125"], True),
-    "cnn_pipes.py": (["--model", "resnet18", "--size", "32", "--width", "0.125"], True),
+    "cnn_pipes.py": (["--model", "resnet18", "--size", "32", "--width", "0.125", "--bytes"], True),
     "compile_time.py": (["--sizes", "1", "--bert", ""], True),
     "conformance.py": ([], True),
     "conv_chains.py": (["--models", "resnet50", "--size", "32", "--width", "0.125"], True),
