@@ -146,8 +146,10 @@ class LowerConv(Pass):
                Option("cube-bias", str, "auto", "a 1x1 conv's constant bias as one more K "
                       "fractal (ones against the bias) instead of a vadd on its drain: auto = "
                       "where V bounds the conv's estimate and the estimate is faster with it "
-                      "(`cube_bias`); always (where it applies: f16, constant weights and "
-                      "bias, one core); never", choices=("auto", "always", "never"),
+                      "(`cube_bias`), or where its epilogue is only a ReLU, which the drain's "
+                      "move then applies, V or MTE3 bound it and the estimate of that form is "
+                      "faster (`cube_bias.move_relu`); always (where it applies: f16, constant "
+                      "weights and bias, one core); never", choices=("auto", "always", "never"),
                       needs=(CUBE_BIASES,)),
                Option("cube-residual", str, "auto", "a 1x1 conv's residual Add (and its ReLU) "
                       "in the cube, an identity mad per Cout block, instead of on its drain: "
@@ -245,6 +247,16 @@ class LowerConv(Pass):
                     or res_tiling.cycles < cube_residual.MARGIN * tiling.cycles):
                 cube_residual.take(epi, found)
                 shape, tiling = res, res_tiling
+        relu = None if found is not None or row_parts or rows or plan_only \
+            or self.cube_bias == "never" else cube_bias.move_relu(op, epi, shape, out_f16)
+        if relu is not None:  # the bias in the cube, the ReLU on the move (`cube_bias.move_relu`)
+            moved = replace(shape, ones=int(has_bias(op)), out_bytes=2)
+            moved_tiling = choose_tiling(moved, self.target, budget, None, SETS)
+            if moved_tiling is not None and moved_tiling.weights_resident and (
+                    self.cube_bias == "always" or tiling is None
+                    or cube_bias.drain_bound(tiling) and moved_tiling.cycles < tiling.cycles):
+                cube_bias.take_relu(epi, relu)
+                shape, tiling = moved, moved_tiling
         vector = self.depthwise_plan(op, epi, budget, row_parts)
         if plan_only:
             if tiling is None or (vector is not None and (self.depthwise == "vector"

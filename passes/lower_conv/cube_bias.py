@@ -20,6 +20,13 @@ estimate is faster with it (`choose`): a cube-bound conv (a 1x1 with a
 large K) gains nothing from a shorter drain and pays the extra fractal.
 ResNet-50 on one core: its conv3 at 56 48.1k -> 43.5k cycles, at 28
 25.9k -> 23.9k (bench/cnn_breakdown.py); the model 1,906,125 -> 1,890,901.
+
+With the bias in the cube, a ReLU right after the drain's rounding cast is
+the move's (`move_relu`): the conv drains as one of no epilogue (one store
+a super tile, `one_store`). Taken where the drain's pipes bound the vector
+recipe's estimate and that form's is faster: ResNet-50's layer1.0 conv3 and
+downsample summed into one conv (`onnx_conv_sums`) with its ReLU, bound by
+V and its stores' flags, 45,064 -> 31,894 cycles in the model.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ import numpy as np
 from mlir import ir
 
 from npu import ir as nir
-from npu.costmodel.conv.stem_fold import constant_root
+from npu.costmodel.conv.stem_fold import constant_root, is_relu
 from npu.costmodel.conv.tiling import ConvShape, ConvTiling, choose_tiling
 from npu.dialects.ascend_conv import has_bias, layout
 from npu.kernels.cce_build import copy
@@ -67,6 +74,41 @@ def choose(op: ir.Operation, s: ConvShape, tiling: ConvTiling | None, out_f16: b
     if t is None or not t.weights_resident or (not always and t.cycles >= tiling.cycles):
         return None
     return ones, t
+
+
+def move_relu(op: ir.Operation, epi, s: ConvShape, out_f16: bool) -> ir.Operation | None:
+    """The ReLU of a 1x1 f16 conv's epilogue that its drain's move may apply
+    (`f32_to_f16_relu`), or None: the group is the drain's rounding cast and
+    one f16 ReLU of its result, and nothing is added to the tile in between
+    (no bias, or the bias in the cube: `applies`). The conv then drains as
+    one of no epilogue, nothing on V but the move (a stem's drain does this
+    already: `stem_fold.drain_relu`)."""
+    if (s.kh, s.kw) != (1, 1) or s.small or s.diagonal or s.int8 or s.fold or not out_f16 \
+            or layout(op) != "nc1hwc0":
+        return None
+    if epi is None or epi.as_none or epi.cast is None or epi.relu is not None \
+            or epi.pool is not None or epi.also is not None or len(epi.members) != 1:
+        return None
+    relu = epi.members[0]
+    if not is_relu(relu) or relu.operands[0] != epi.cast.operands[-1] \
+            or nir.memref_element(relu.operands[-1]) != "f16":
+        return None
+    if has_bias(op) and not s.ones and not applies(op, s, out_f16):
+        return None
+    return relu
+
+
+def drain_bound(tiling: ConvTiling) -> bool:
+    """Whether the drain's pipes (V: the move and the vector passes, MTE3:
+    the stores and the GM latency each one's flag pays) bound the estimate."""
+    return max(tiling.pipes, key=lambda p: p[1])[0] in ("V", "MTE3")
+
+
+def take_relu(epi, relu: ir.Operation) -> None:
+    """`epi` drained as none (`drains_as_none`), `relu` on the move; `finish` drops it."""
+    epi.as_none = True
+    epi.members, epi.relu = [], relu
+    epi.result = relu.operands[-1]
 
 
 def with_bias_fractal(wz: ir.Value, bias: ir.Value) -> None:

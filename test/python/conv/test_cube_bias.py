@@ -69,9 +69,10 @@ def test_conv3_at_56_takes_the_bias_fractal():
     """ResNet-50's layer1 conv3 (64 -> 256 at 56, + residual, ReLU), V the
     busiest pipe of its estimate: 4 K fractals + the bias's (row 0 of each
     block the bias, the rest zero), an L1 map of ones for its img2col, and
-    one drain's vadds fewer than with cube-bias=never. The downsample
-    beside it (64 -> 256, its ReLU on the drain) and the 64 -> 64 (ReLU)
-    keep theirs."""
+    no drain's vadd left where cube-bias=never has them. The downsample
+    beside it (64 -> 256) and the 64 -> 64, each with its ReLU, whose
+    stores bound them, take it too and apply the ReLU on the move
+    (`move_relu`: cnn/test_move_relu.py)."""
     global SIZE
     SIZE, size = 56, SIZE
     try:
@@ -82,10 +83,11 @@ def test_conv3_at_56_takes_the_bias_fractal():
     # (the residual on the drain: with it in the cube too, test_cube_residual)
     module = compile_program(text, "npu-lower{cores=1 emit=cce conv-cube-residual=never}")
     shapes = sorted(w.shape for w in _weights(module))
-    assert shapes == [(4, 4, 16, 16), (4, 16, 16, 16), (5, 16, 16, 16)]
-    (conv3,) = [w for w in _weights(module) if w.shape[0] == 5]
-    assert np.array_equal(conv3[4, :, :, 0].reshape(-1), b) and not conv3[4, :, :, 1:].any()
-    assert len(nir.ops_named(module.operation, "cce.copy_ub_to_l1")) == 1
+    assert shapes == [(5, 4, 16, 16), (5, 16, 16, 16), (5, 16, 16, 16)]
+    (conv3,) = [w for w in _weights(module) if w.shape[1] == 16
+                and np.array_equal(w[4, :, :, 0].reshape(-1), b)]
+    assert not conv3[4, :, :, 1:].any()
+    assert len(nir.ops_named(module.operation, "cce.copy_ub_to_l1")) == 3
     never = compile_program(text, "npu-lower{cores=1 emit=cce conv-cube-bias=never "
                                   "conv-cube-residual=never}")
     assert sorted(w.shape for w in _weights(never)) == [(4, 4, 16, 16), (4, 16, 16, 16),

@@ -45,19 +45,19 @@ def test_layer1_conv3_takes_the_residual_in_the_cube():
     _, text = _block_end(56)
     module = compile_program(text, "npu-lower{cores=1 emit=cce}")
     shapes = sorted(w.shape for w in _weights(module))
-    # conv1 (64 -> 64), the downsample (its bias a vadd beside its ReLU on
-    # the drain), conv3 with the bias's and the identity's K rows
-    assert shapes == [(4, 4, 16, 16), (4, 16, 16, 16), (6, 16, 16, 16)]
+    # conv1 (64 -> 64) and the downsample with the bias's K row, each its
+    # ReLU on the move (`cube_bias.move_relu`), conv3 with the bias's and
+    # the identity's K rows
+    assert shapes == [(5, 4, 16, 16), (5, 16, 16, 16), (6, 16, 16, 16)]
     conv3 = next(w for w in _weights(module) if w.shape[0] == 6)
     assert all(np.array_equal(conv3[5, j], np.eye(16)) for j in range(16))
     never = compile_program(text, "npu-lower{cores=1 emit=cce conv-cube-residual=never}")
-    assert sorted(w.shape for w in _weights(never)) == [(4, 4, 16, 16), (4, 16, 16, 16),
+    assert sorted(w.shape for w in _weights(never)) == [(5, 4, 16, 16), (5, 16, 16, 16),
                                                         (5, 16, 16, 16)]
     count = lambda m, name: len(nir.ops_named(m.operation, name))  # noqa: E731
     # conv3's residual copies GM -> UB (7 bands of 4 super tiles) gone, its
-    # 7 band copies GM -> L1 and the identity's come; its vadds (the residual;
-    # conv1's drain keeps its bias vadds) and vmaxs (the ReLU) gone, its 7 x
-    # 16 identity mads come
+    # 7 band copies GM -> L1 and the identity's come; its vadds (the residual)
+    # and vmaxs (the ReLU) gone, its 7 x 16 identity mads come
     assert count(module, "cce.copy_gm_to_ub") == count(never, "cce.copy_gm_to_ub") - 28
     assert count(module, "cce.copy_gm_to_l1") == count(never, "cce.copy_gm_to_l1") + 8
     assert count(module, "cce.vadd") == count(never, "cce.vadd") - 56
