@@ -162,8 +162,12 @@ def geometry(op: ir.Operation) -> ConvGeometry:
 
 def _check_nc1hwc0(op: ir.Operation, shapes: list[list[int]]) -> None:
     x, w, out = shapes[0], shapes[1], shapes[-1]
-    if "kernel" not in op.attributes or len(int_array_attr(op, "kernel")) != 2:
-        raise RuleError("layout \"nc1hwc0\" needs `kernel = array<i64: Kh, Kw>`")
+    # Optional in the spec (NCHW takes Kh, Kw from the weight), so its kind is
+    # checked here: another dense array (array<ui8: 3, 3>) does not cast.
+    kernel = op.attributes["kernel"] if "kernel" in op.attributes else None
+    if not isinstance(kernel, ir.DenseI64ArrayAttr) or len(ir.DenseI64ArrayAttr(kernel)) != 2:
+        got = f", got {kernel}" if kernel is not None else ""
+        raise RuleError(f"layout \"nc1hwc0\" needs `kernel = array<i64: Kh, Kw>`{got}")
     image = layout(op) == NC1HWC0_C4 and len(x) == 4
     if image and not 1 <= x[1] <= 4:
         raise RuleError(f"an NCHW input in layout \"nc1hwc0_c4\" has 1 to 4 channels, got {x[1]}")

@@ -99,6 +99,15 @@ func.func @conv_5hd_no_kernel(%x: memref<1x2x6x6x16xf16, "gm">, %w: memref<18x1x
 }
 
 // -----
+// A dense array of another element type is refused, not cast (npu-opt's fuzz
+// case opt-2978 stopped with an internal error on it).
+func.func @conv_5hd_kernel_ui8(%x: memref<1x2x6x6x16xf16, "gm">, %w: memref<18x1x16x16xf16, "gm">, %y: memref<1x1x6x6x16xf32, "gm">) {
+  // expected-error@+1 {{'ascend.conv2d' op layout "nc1hwc0" needs `kernel = array<i64: Kh, Kw>`, got array<ui8: 3, 3>}}
+  "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0", kernel = array<ui8: 3, 3>} : (memref<1x2x6x6x16xf16, "gm">, memref<18x1x16x16xf16, "gm">, memref<1x1x6x6x16xf32, "gm">) -> ()
+  return
+}
+
+// -----
 func.func @conv_small_two_blocks(%x: memref<1x2x6x6x16xf16, "gm">, %w: memref<3x1x16x16xf16, "gm">, %y: memref<1x1x6x6x16xf32, "gm">) {
   // expected-error@+1 {{'ascend.conv2d' op layout "nc1hwc0_c4" takes one C1 block (C <= 4), got 2}}
   "ascend.conv2d"(%x, %w, %y) {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, layout = "nc1hwc0_c4", kernel = array<i64: 3, 3>} : (memref<1x2x6x6x16xf16, "gm">, memref<3x1x16x16xf16, "gm">, memref<1x1x6x6x16xf32, "gm">) -> ()
