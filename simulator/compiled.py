@@ -104,6 +104,11 @@ def walker_type():
     return None if cengine is None else getattr(cengine, "Walker", None)
 
 
+def walk_limit() -> type[Exception]:
+    """`_cengine.WalkLimit`: a compiled walk's trace would pass its limit."""
+    return engine().WalkLimit
+
+
 def forget_buffers() -> None:
     """Let go of the arrays whose buffers the compiled generic path keeps
     (`csrc/stamps.c`): a run is over."""

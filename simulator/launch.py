@@ -68,10 +68,11 @@ class CoreBuffers:
 def walk_cores(program: Program, cores: int) -> list[tuple[list, int]]:
     """Every core's scalar walk: (its trace, its trailing scalar cycles).
     The hazard groups are numbered once, over every core's operand views."""
-    walks = []
+    walks, issued = [], 0
     for core in range(cores):
         program.set_block_idx(core)
-        trailing = program.walk()
+        trailing = program.walk(issued)
+        issued += len(program.trace)
         walks.append((list(program.trace), trailing))
         program.trace.clear()
     program.number_groups()

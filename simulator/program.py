@@ -32,6 +32,19 @@ from .decode_views import ScalarAndViewDecoding, identity_strides, numel
 
 Fn = Callable[[list], None]
 
+# Dynamic instructions one launch may issue, every core's walk together. Its
+# trace holds about 150 bytes an entry and the pipes take about 40 us one
+# (docs/performance.md), so this is some 2.5 GB and 11 minutes; BERT-12 on 32
+# cores issues about 0.5M. Without it a loop made 10^12 iterations long (the
+# npu-run fuzzer's extreme integers) filled 10 GB in 20 s, unbounded.
+MAX_INSTRUCTIONS = 1 << 24
+
+
+def too_many_instructions(where: str) -> SimulationError:
+    return SimulationError(UNSUPPORTED, f"the program issues more than {MAX_INSTRUCTIONS} "
+                           "instructions (every core's together); the simulator runs at most "
+                           "that many", where)
+
 
 def _instr_decoders() -> dict[str, Callable[[DecodeContext], Instr]]:
     table: dict[str, Callable[[DecodeContext], Instr]] = {}
@@ -68,6 +81,9 @@ class Program:
     block_slot: int | None = None  # the env slot of the `npu.block_idx` argument
     on_chip: dict[str, Memory] = field(default_factory=dict)  # the buffers, by space
     walker: object = None  # the compiled walk (`walk_code`), False: Python's
+    # the trace's most entries in this walk (a list: Python's loops read it)
+    trace_limit: list = field(default_factory=lambda: [MAX_INSTRUCTIONS])
+    where: str = ""  # the entry's `file:line:col`
 
     def run_scalar(self) -> int:
         """Walk the control flow once, filling `trace`, and number the hazard
@@ -76,9 +92,12 @@ class Program:
         self.number_groups()
         return trailing
 
-    def walk(self) -> int:
-        """Walk the control flow, filling `trace`; returns trailing scalar cycles."""
+    def walk(self, issued: int = 0) -> int:
+        """Walk the control flow, filling `trace`; returns trailing scalar
+        cycles. With the `issued` instructions of the launch's earlier cores,
+        more than MAX_INSTRUCTIONS is the located error."""
         self.pending[0] = 0
+        self.trace_limit[0] = len(self.trace) + MAX_INSTRUCTIONS - issued
         if self.hivm is not None:
             self.hivm.start_core()  # the previous core's register writes are not this one's
         if self.scalar_loads is not None:
@@ -89,8 +108,12 @@ class Program:
                            or False)
         if self.walker:
             start = len(self.trace)
-            trailing = self.walker.walk(0 if self.block_slot is None else
-                                        self.env[self.block_slot], self.trace)
+            try:
+                trailing = self.walker.walk(0 if self.block_slot is None else
+                                            self.env[self.block_slot], self.trace,
+                                            self.trace_limit[0])
+            except compiled.walk_limit():
+                raise too_many_instructions(self.where) from None
             if trailing is not None:
                 self.pending[0] = trailing
                 return trailing
@@ -98,6 +121,8 @@ class Program:
         env = self.env
         for fn in self.body:
             fn(env)
+        if len(self.trace) > self.trace_limit[0]:  # straight code after the last loop
+            raise too_many_instructions(self.where)
         return self.pending[0]
 
     def number_groups(self) -> None:
@@ -130,6 +155,8 @@ class Decoder(ScalarAndViewDecoding):
         self.gm_alloc_bytes = 0
         self.last_yield: ir.Operation | None = None  # of the block `block` decoded last
         self.where_of = Locator()  # each op's `file:line:col`
+        self.trace_limit = [MAX_INSTRUCTIONS]  # Program.walk sets it
+        self.entry_where = ""
 
     # -- slots --------------------------------------------------------------
 
@@ -183,6 +210,7 @@ class Decoder(ScalarAndViewDecoding):
             self.slots[arg] = len(self.env) - 1
             self.env[self.slots[arg]] = View(region, 0, shape, tuple(strides))
             args.append((mem, region, dtype, shape))
+        self.entry_where = where_of(func_op.location)
         body = self.block(block)
         self.where_of.loc = None  # nothing keeps the module's context alive
         gid = self.placement.assign_groups(0)
@@ -194,7 +222,8 @@ class Decoder(ScalarAndViewDecoding):
                        tuple(i - (blk_arg is not None and i > blk_arg)
                              for i in npu_ir.workspace_args(func_op)),
                        self.gm_alloc_bytes, getattr(self, "hivm_state", None),
-                       getattr(self, "_scalar_loads", None), block_slot, dict(self.on_chip))
+                       getattr(self, "_scalar_loads", None), block_slot, dict(self.on_chip),
+                       trace_limit=self.trace_limit, where=self.entry_where)
 
     def gm_memory(self, name: str, label: str, nbytes: int) -> tuple[Memory, Region]:
         """A GM allocation (argument or temporary): the runtime pads it to whole
@@ -295,6 +324,7 @@ class Decoder(ScalarAndViewDecoding):
         pending = self.pending
         iter_cost = self.issue
         where = self.where_of(op.location)
+        trace, limit, entry = self.trace, self.trace_limit, self.entry_where
 
         def run_for(env: list) -> None:
             i, end, st = env[lb], env[ub], env[step]
@@ -310,6 +340,8 @@ class Decoder(ScalarAndViewDecoding):
                     fn(env)
                 if yields:
                     vals = [env[s] for s in yields]
+                if len(trace) > limit[0]:
+                    raise too_many_instructions(entry)
                 i += st
             for s, v in zip(results, vals):
                 env[s] = v
@@ -329,6 +361,8 @@ class Decoder(ScalarAndViewDecoding):
                 pending[0] += iter_cost
                 for fn in body:
                     fn(env)
+                if len(trace) > limit[0]:
+                    raise too_many_instructions(entry)
                 i += st
         run_simple_for.code = code
         return run_simple_for

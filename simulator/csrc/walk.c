@@ -129,6 +129,10 @@ static PyObject *value(int64_t v, uint8_t tag)
 static int append(Walker *W, PyObject *instr, PyObject *views, int64_t pre)
 {
     int64_t cycles;
+    if (PyList_GET_SIZE(W->trace) >= W->limit) {
+        PyErr_Format(walk_limit_error, "the trace would pass %zd entries", W->limit);
+        return WALK_ERROR;
+    }
     if (ADD(W->pending, pre, &cycles))
         return WALK_BAIL;
     PyObject *c = PyLong_FromLongLong(cycles);
@@ -230,6 +234,10 @@ static int run_for(Walker *W, const int64_t *pc, const int64_t **next)
     for (int64_t k = 0; k < n; k++)
         vals[k] = env[inits[k]], vtags[k] = tag[inits[k]];
     while (i < end) {
+        /* A long loop runs here without returning to Python: its signal
+         * handlers (Ctrl-C, a CPU-time or test timer) would wait for it. */
+        if (!(++W->ticks & 0xffff) && PyErr_CheckSignals() < 0)
+            return WALK_ERROR;
         env[iv] = i, tag[iv] = itag;
         for (int64_t k = 0; k < n; k++)
             env[bargs[k]] = vals[k], tag[bargs[k]] = vtags[k];

@@ -58,11 +58,16 @@ typedef struct {
     Table *tables;
     Py_ssize_t ntables;
     /* one walk's state */
+    Py_ssize_t limit; /* the trace's most entries (WalkLimit past it) */
+    uint32_t ticks;   /* loop iterations, to look at signals now and then */
     int64_t pending;
     int64_t reg[3];
     uint8_t reg_set[3], reg_tag[3];
     PyObject *trace;
 } Walker;
+
+/* `_cengine.WalkLimit`: the walk would make the trace longer than its limit. */
+extern PyObject *walk_limit_error;
 
 int walk_run(Walker *W, const int64_t *pc, const int64_t *end);
 PyObject **table_find(Table *T, const int64_t *key, int *found);

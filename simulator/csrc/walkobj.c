@@ -3,6 +3,8 @@
  * computes; simulator/walk_code.py makes its code. */
 #include "walk.h"
 
+PyObject *walk_limit_error;
+
 static uint64_t mix(uint64_t h)
 {
     h ^= h >> 33;
@@ -159,7 +161,8 @@ static PyObject *Walker_walk(Walker *W, PyObject *args)
 {
     PyObject *trace;
     long long block;
-    if (!PyArg_ParseTuple(args, "LO!", &block, &PyList_Type, &trace))
+    Py_ssize_t limit = PY_SSIZE_T_MAX;
+    if (!PyArg_ParseTuple(args, "LO!|n", &block, &PyList_Type, &trace, &limit))
         return NULL;
     if (!W->code) {
         PyErr_SetString(PyExc_RuntimeError, "the Walker was not made");
@@ -170,6 +173,7 @@ static PyObject *Walker_walk(Walker *W, PyObject *args)
     if (W->block_slot >= 0)
         W->env[W->block_slot] = block, W->tag[W->block_slot] = 0;
     W->pending = 0;
+    W->limit = limit;
     memset(W->reg, 0, sizeof W->reg);
     memset(W->reg_tag, 0, sizeof W->reg_tag);
     W->reg_set[0] = W->reg_set[1] = 0; /* mask and feature map: unset */
@@ -204,8 +208,9 @@ static PyMethodDef Walker_methods[] = {
     {"values", (PyCFunction)Walker_values, METH_NOARGS,
      "values() -> every slot's value after the last walk (a slot that holds no int: 0)"},
     {"walk", (PyCFunction)Walker_walk, METH_VARARGS,
-     "walk(block_idx, trace) -> the trailing scalar cycles, having appended the core's entries "
-     "to trace; None: this core's walk is Python's (trace holds a prefix to drop)"},
+     "walk(block_idx, trace, limit=no limit) -> the trailing scalar cycles, having appended the "
+     "core's entries to trace; None: this core's walk is Python's (trace holds a prefix to "
+     "drop); WalkLimit: an entry would make trace longer than limit"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -224,6 +229,9 @@ static PyTypeObject WalkerType = {
 int walk_register(PyObject *module)
 {
     if (PyType_Ready(&WalkerType) < 0)
+        return -1;
+    walk_limit_error = PyErr_NewException("npu.simulator._cengine.WalkLimit", NULL, NULL);
+    if (!walk_limit_error || PyModule_AddObjectRef(module, "WalkLimit", walk_limit_error) < 0)
         return -1;
     return PyModule_AddObjectRef(module, "Walker", (PyObject *)&WalkerType);
 }
