@@ -57,9 +57,18 @@ class ParseError(Exception):
 
 
 # Input MLIR's parser does not reject but aborts the process on (an assertion
-# in the LLVM 22 build): a dense array of `index` (`array<index: 0, 1>`).
-_PARSER_CRASHES = ((re.compile(r"array\s*<\s*index\b"),
-                    "dense arrays of 'index' are not supported (use array<i64: ...>)"),)
+# in the LLVM 22 build): a dense array of `index` (`array<index: 0, 1>`); in
+# linalg.generic's custom form, an iterator type that is not a string
+# (`iterator_types = ["parallel", 30]`: its parser casts each to StringAttr;
+# npu-run fuzz case run-2671 on this corpus). `at`, when the pattern has it,
+# is the column reported.
+_PARSER_CRASHES = (
+    (re.compile(r"array\s*<\s*index\b"),
+     "dense arrays of 'index' are not supported (use array<i64: ...>)"),
+    (re.compile(r'linalg\.generic(?<!"linalg\.generic)\s*\{.*?\biterator_types\s*=\s*\[\s*'
+                r'(?:"[^"\n]*"\s*,\s*)*(?P<at>)(?!\s*["\]])'),
+     "linalg.generic's iterator_types must be strings (\"parallel\", \"reduction\", \"window\")"),
+)
 
 
 def _reject_parser_crashes(text: str, ctx: ir.Context) -> None:
@@ -69,8 +78,8 @@ def _reject_parser_crashes(text: str, ctx: ir.Context) -> None:
         for pattern, message in _PARSER_CRASHES:
             m = pattern.search(code)
             if m:
-                diagnostics.emit_error(message, ir.Location.file("-", lineno, m.start() + 1,
-                                                                 context=ctx))
+                col = m.start("at" if "at" in pattern.groupindex else 0) + 1
+                diagnostics.emit_error(message, ir.Location.file("-", lineno, col, context=ctx))
                 raise ParseError()
 
 
