@@ -209,7 +209,6 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
             seen.add(where)
             candidate, why = self._candidate(loop, constants)
             at = tops.index(top, at)
-            self._lead = None
             # On a share's cores only what runs there counts (`guarded.py`).
             self.facts.skip = None if share is None else self._elsewhere(share)
             try:
@@ -217,9 +216,9 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
                 if candidate is None:
                     self._say(loop, f"npu-prefetch: not prefetched: {why}")
                 else:
-                    self._prefetch(func, candidate, collector, tops, at, share)
-                    if self._lead is not None:
-                        leads[where] = self._lead
+                    lead = self._prefetch(func, candidate, collector, tops, at, share)
+                    if lead is not None:
+                        leads[where] = lead
                 self._share_rows(func, loop, tops, share, collector, fit, at)
             finally:
                 self.facts.skip = None
@@ -255,9 +254,11 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
     # ------------------------------------------------------------ transformation
 
     def _prefetch(self, func: ir.Operation, c: Candidate, collector,
-                  tops: list[ir.Operation], at: int, share: Share | None = None) -> None:
+                  tops: list[ir.Operation], at: int, share: Share | None = None) -> Lead | None:
         """Prefetch what the cost model finds room for of `c`, the loop at
-        `tops[at]` (`tops` is spliced as ops go in before it)."""
+        `tops[at]` (`tops` is spliced as ops go in before it); a share's loop
+        whose slots went to plain gaps is the lead its op's twins follow
+        (`twins.py`)."""
         where = self.facts.location(c.loop)
 
         def works(k: int) -> bool:
@@ -370,7 +371,8 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
             steps[k] = count
         # From the latest insertion point back: earlier indices stay valid.
         rem_runs = self._remainder_runs(extra, tops, parts, share)
-        lead = (Lead(c, share, placed, rests) if share is not None and extra is None and not any(p.gap in runs for p in parts) else None)
+        lead = (Lead(c, share, placed, rests) if share is not None and extra is None
+                and not any(p.gap in runs for p in parts) else None)
         for gap in sorted({p.gap for p in parts} | self._remainder_gaps(extra), reverse=True):
             if gap in runs:
                 self._emit_run(c, [a for a, k in home.items() if k == gap],
@@ -395,7 +397,6 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
         else:
             self._guard(c, slots, rests)
         self._guard_remainder(extra, tops, at, collector, share)
-        self._lead = lead
         self.facts.forget(c.loop)
         # The guards wrap the loop's copies and its slots moved out: its
         # accesses are the same.
@@ -404,7 +405,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
         if rows:
             self._move_rows(rows, row_issue, tops, collector, at)
         if not self.remarks:
-            return
+            return lead
 
         def nth(k: int, first: int) -> int:  # k's number among the working ops from `first`
             return steps[k] - (steps[first - 1] if first > low else 0)
@@ -428,6 +429,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
                              f"after {row_after}"
                              if rows else "")
                           + f", ahead of this op's first wait ({figures})")
+        return lead
 
     def _say(self, op: ir.Operation, message: str) -> None:
         if self.remarks:

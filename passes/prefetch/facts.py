@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 from dataclasses import dataclass
 
 from mlir import ir
@@ -97,6 +98,16 @@ class FactsCache:
         # Ops the current caller's cores do not run (`guarded.py`: the
         # guards of other shares of the cores): no work, no GM traffic.
         self.skip: Callable[[ir.Operation], bool] | None = None
+
+    @contextmanager
+    def every_core(self) -> Iterator[None]:
+        """Every op's own facts for a while, whatever the caller skips (a
+        guard's work counted on its own cores)."""
+        skip, self.skip = self.skip, None
+        try:
+            yield
+        finally:
+            self.skip = skip
 
     def __call__(self, op: ir.Operation) -> OpFacts:
         if self.skip is not None and self.skip(op):

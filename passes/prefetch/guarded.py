@@ -111,15 +111,12 @@ class GuardedLoops:
         # weights) runs on those alone, not one after another with the rest.
         cores = block_dim(tops[at].parent.operation)
         per_core = [0.0] * cores
-        skip, self.facts.skip = self.facts.skip, None
-        try:
+        with self.facts.every_core():
             for k in range(first, barrier):
                 work = max(self.facts(tops[k]).work.values(), default=0.0)
                 mine = self._guard_cores(tops[k], cores) if is_guard(tops[k]) else None
                 for core in range(cores) if mine is None else mine:
                     per_core[core] += work
-        finally:
-            self.facts.skip = skip
         busy = max(per_core, default=0.0)
         if not busy:
             return None

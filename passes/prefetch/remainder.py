@@ -85,13 +85,18 @@ class RemainderSlots:
         if found is None:
             return None
         rem_at, rem = found
+        rc, _ = self._candidate(rem, self.constants)
+        if rc is None or rc.resident:
+            return None
         # Not what the slots left of their own gaps: those end at the barrier
         # before the loop's op, where a load past the estimate holds the
         # phase (BERT seq 128's ffn_in: 45,311 -> 45,659 cycles); the earlier
         # phases' tails, a whole phase ahead of the op.
-        rest_gaps = self._phase_gaps(tops, min(k for k, _ in gaps), self.remainder_phases)
+        before = min(k for k, _ in gaps)
+        rest_gaps = self._phase_gaps(tops, before, self.remainder_phases)
         if not rest_gaps:
             return None
+        tails = [rest_gaps]
         if share is not None and self.tail_bus and self._bus_contended(func):
             # A share's chunk loads on its cores alone: not where every core
             # streams another op's weights already (`_phase_gaps(quiet=True)`),
@@ -102,26 +107,23 @@ class RemainderSlots:
             # A; now it loads after V's own projection a layer earlier, on
             # into the attention's phase, where V's cores run nothing
             # (`tail_bus.py`).
-            quiet = self._phase_gaps(tops, min(k for k, _ in gaps), self.remainder_phases,
-                                     quiet=True)
+            quiet = self._phase_gaps(tops, before, self.remainder_phases, quiet=True)
             if quiet and quiet != rest_gaps:
-                found = self._remainder_in(func, c, parts, quiet, low, bound, counted,
-                                           collector, tops, at, live_from, runs, share,
-                                           rem_at, rem)
-                if found is not None:
-                    return found
-        return self._remainder_in(func, c, parts, rest_gaps, low, bound, counted, collector,
-                                  tops, at, live_from, runs, share, rem_at, rem)
+                tails.insert(0, quiet)
+        for rest in tails:
+            found = self._remainder_in(func, c, parts, rest, low, bound, counted, collector,
+                                       tops, at, live_from, runs, share, rem_at, rc)
+            if found is not None:
+                return found
+        return None
 
     def _remainder_in(self, func: ir.Operation, c: Candidate, parts: list[Part],
                       rest_gaps: list[tuple[int, float]], low: int, bound: int,
                       counted: set[int], collector, tops: list[ir.Operation], at: int,
                       live_from: dict[int, int], runs: dict, share, rem_at: int,
-                      rem: ir.Operation) -> Remainder | None:
-        """`_remainder_parts` in the phase tails `rest_gaps`."""
-        rc, _ = self._candidate(rem, self.constants)
-        if rc is None or rc.resident:
-            return None
+                      rc: Candidate) -> Remainder | None:
+        """`_remainder_parts` in the phase tails `rest_gaps`, for `rc`, the
+        remainder loop's candidate at `tops[rem_at]`."""
         # A tail that ends a run of share guards loads in each of them
         # (`_emit_remainder_run`): live from the run's first guard on.
         live_from = dict(live_from)
@@ -169,7 +171,6 @@ class RemainderSlots:
             k -= 1
         seen = 0  # phases with a tail, quiet or not
         while k > 0 and len(gaps) < depth and seen < depth + quiet:
-            barrier = k
             idle = self.facts.barrier_idle
             streams = False
             k -= 1

@@ -72,14 +72,11 @@ class TailBus:
         if not self._bus_contended(func):
             return []
         demand: dict[int, tuple[float, float]] = {}  # run index -> (B/cycle, MTE2 work)
-        skip, self.facts.skip = self.facts.skip, None  # every guard's own work
-        try:
+        with self.facts.every_core():  # every guard's own work
             for i, guard in enumerate(run):
                 misses = self._share_misses(guard, cores)
                 if misses:
                     demand[i] = (misses * rate, self.facts(guard).loads)
-        finally:
-            self.facts.skip = skip
         total = sum(d for d, _ in demand.values())
         off: list[ir.Operation] = []
         for i in sorted(demand, key=lambda i: (demand[i][1], i)):

@@ -24,7 +24,7 @@ loop reads are the ones it read before: outputs bit for bit.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mlir import ir
 
@@ -34,6 +34,11 @@ from .guarded import Share
 from .parts import Candidate, Part
 
 _COPY_ATTRS = ("n_burst", "burst_len", "src_gap", "dst_gap")
+
+
+def _mapped(parts: list[Part], mapping: dict) -> list[Part]:
+    """The lead's `parts` as the twin's: the same bursts of its copies."""
+    return [replace(p, copy=mapping[p.copy]) for p in parts]
 
 
 @dataclass
@@ -93,12 +98,11 @@ class TwinShares:
         slots = [(la, copies) for (la, _), (_, copies) in zip(lead.candidate.slots, slots)]
         c.slots = slots + c.slots[lead.placed:]
         for issue, parts in lead.points:
-            mine = [Part(p.gap, mapping[p.copy], p.first, p.end) for p in parts]
-            made = self._emit_share(c, [], mine, issue, share)
+            made = self._emit_share(c, [], _mapped(parts, mapping), issue, share)
             at = tops.index(issue)
             collector.inserted(at, made)
             tops[at:at] = made
-        rests = [Part(r.gap, mapping[r.copy], r.first, r.end) for r in lead.rests]
+        rests = _mapped(lead.rests, mapping)
         if c.resident:
             self._guard_resident(c, slots, rests)
         else:
