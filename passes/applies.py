@@ -2,8 +2,9 @@
 through (`Pass.refusal`, run when the pass is built and again when it runs).
 
 An option applies when its declaration's `needs` hold: other options of the
-same pass with the values they must have, or `MANY_CORES` (the pass works on
-a program split over several cores: `Pass.why_one_core` says why not). An option
+same pass with the values they must have, `MANY_CORES` (the pass works on
+a program split over several cores: `Pass.why_one_core` says why not), or a
+`CoresNeed` (on the count of cores the program is split over). An option
 given with a value other than its default that does not apply is refused in
 one line, `<pass>: <option>: does not apply: <why>`: at construction what the
 options and the target decide; once the pass sees the program, what only the
@@ -30,6 +31,25 @@ from npu.dialects.ascend_pool import POOL2D
 # In an `Option`'s `needs`: the option applies to a program split over
 # several cores only (between its chip barriers).
 MANY_CORES = "several cores"
+
+
+@dataclass(frozen=True)
+class CoresNeed:
+    """In an `Option`'s `needs`: a test on the count of cores the program is
+    split over, with the target, that the option's rule makes before it acts
+    (the cores' movers together outrunning the chip's GM bus), so that the
+    option is refused where the rule never could act. `why_not(cores,
+    target)` says why that count fails it, or None."""
+
+    what: str
+    why_not: Callable[[int, Any], str | None] = field(compare=False, repr=False)
+
+
+def split_cores(module) -> int:
+    """The most cores any function of `module` is split over."""
+    from npu.ir import block_dim, functions
+
+    return max((block_dim(f) for f in functions(module)), default=1)
 
 
 @dataclass(frozen=True)
@@ -121,7 +141,8 @@ def program_ops(module) -> frozenset[str]:
 
 
 def is_pair(need) -> bool:
-    """Whether `need` is an (option, value) pair (not `MANY_CORES`, not `OnOps`)."""
+    """Whether `need` is an (option, value) pair (not `MANY_CORES`, `OnOps`
+    or `CoresNeed`)."""
     return isinstance(need, tuple)
 
 
@@ -187,6 +208,8 @@ def _unmet(p, need, module, present: list) -> str | None:
         if not present:
             present.append(program_ops(module))
         return need.unmet(present[0])
+    if isinstance(need, CoresNeed):
+        return None if module is None else need.why_not(split_cores(module), p.target)
     if need == MANY_CORES:
         one = p.why_one_core(module)
         return None if one is None else f"no split over cores ({one})"

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from npu.passes.applies import MANY_CORES, NO_OPS as NO, OnOps, one_core_text, spelled as _spelled
+from npu.passes.applies import (MANY_CORES, NO_OPS as NO, CoresNeed, OnOps, one_core_text,
+                                spelled as _spelled)
 from npu.passes.lower_options import (FORWARDS, LOWER_OPTIONS, MAKES, PER_OP, RUNS_WITH, SETS,
                                       sub_pass_needs)
 
@@ -131,6 +132,11 @@ def _unmet(needs: tuple, values: Mapping[str, Any], target, per_op: bool,
             one = cores_text(values, target)
             if one is not None:
                 return f"no split over cores ({one})"
+            continue
+        if isinstance(need, CoresNeed):
+            why = need.why_not(values["cores"] or target.cores, target)
+            if why is not None:
+                return why
             continue
         name, want = need
         if per_op and name in PER_OP:

@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from npu.passes.applies import (CONVS, CUBE_OPS, GM_LOADS, LOOPS, MANY_CORES, OnOps, OnPattern,
-                                is_pair)
+from npu.passes.applies import (CONVS, CUBE_OPS, GM_LOADS, LOOPS, MANY_CORES, CoresNeed, OnOps,
+                                OnPattern, is_pair)
 from npu.passes.patterns import CONV_WEIGHTS, L1_WEIGHTS
 from npu.passes.base import Option, Pass
 from npu.passes.canonicalize import CanonicalizePass
@@ -310,6 +310,8 @@ def _applies(theirs: list[tuple[str, Option]], route: Route,
     def said(need) -> str:
         if need == MANY_CORES:
             return "several cores"
+        if isinstance(need, CoresNeed):
+            return need.what
         if isinstance(need, OnOps):
             return f"{'an' if need.what[0] in 'aeiou' else 'a'} {need.what}{IN}"
         name, value = need

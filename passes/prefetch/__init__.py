@@ -93,8 +93,8 @@ from __future__ import annotations
 from mlir import ir
 
 from npu.ir import arg_attrs, block_dim, defining_op, functions, view_root
-from npu.passes.applies import GM_LOADS
-from npu.passes.base import MANY_CORES, Option, Pass
+from npu.passes.applies import GM_LOADS, MANY_CORES
+from npu.passes.base import Option, Pass
 from npu.passes.patterns import CONV_WEIGHTS, L1_WEIGHTS
 from npu.passes.buffer_lifetimes import BufferCollector, collector_for
 from npu.analysis.pipe_work import trip_count
@@ -111,7 +111,7 @@ from .rows import RowLoads
 from .remainder import RemainderSlots
 from .share_rows import ShareRows
 from .shares import ShareRuns
-from .tail_bus import TailBus
+from .tail_bus import OUTRUNS_BUS, TailBus
 from .twins import Lead, TwinShares
 
 CONSTANT_ATTR = "npu.constant"
@@ -159,7 +159,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
         Option("tail-bus", bool, True, "on several cores: a run of shares' first slots kept "
                "below the chip's bus in the earlier tail (cheapest shares to the previous op's "
                "gaps), a share's odd last chunk in phases where no core streams other weights "
-               "(`tail_bus.py`)", needs=(MANY_CORES, L1_WEIGHTS)),
+               "(`tail_bus.py`)", needs=(MANY_CORES, L1_WEIGHTS, OUTRUNS_BUS)),
         Option("barrier-rows", bool, True, "on several cores: host-constant UB rows an op "
                "loads first after a chip barrier (a layernorm's gamma and beta) issued before "
                "the barrier", needs=(MANY_CORES,)),

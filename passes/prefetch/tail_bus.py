@@ -32,9 +32,25 @@ from mlir import ir
 
 from npu.analysis.pipe_work import trip_count
 from npu.ir import block_dim, memref_bytes, view_root
+from npu.passes.applies import CoresNeed
 
 from .facts import _guarded
 from .guarded import _is_matmul_loop
+
+
+def _within_bus(cores: int, target) -> str | None:
+    """Why the movers of `cores` cores cannot outrun the chip's GM bus
+    together, or None when they can (the rule acts only then)."""
+    rate = target.path("gm_to_l1").bytes_per_cycle
+    bus = target.gm_chip_bytes_per_cycle
+    if cores * rate > bus:
+        return None
+    return (f"the movers of {cores} cores ({cores * rate:g} B/cycle) cannot outrun the "
+            f"chip's GM bus ({bus:g} B/cycle)")
+
+
+# `tail-bus`'s need: on fewer cores the rule has nothing to act on.
+OUTRUNS_BUS = CoresNeed("movers outrunning the chip's GM bus", _within_bus)
 
 
 class TailBus:
@@ -53,8 +69,7 @@ class TailBus:
 
     def _bus_contended(self, func: ir.Operation) -> bool:
         """Whether the cores' movers together outrun the chip's GM bus."""
-        t = self.target
-        return block_dim(func) * t.path("gm_to_l1").bytes_per_cycle > t.gm_chip_bytes_per_cycle
+        return _within_bus(block_dim(func), self.target) is None
 
     def _tail_plan(self, run: tuple) -> list[ir.Operation]:
         """The guards of `run` whose slots leave the earlier tail: while the

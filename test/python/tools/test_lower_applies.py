@@ -49,6 +49,9 @@ ALL_OFF = ("cores=1 canonicalize=false fuse=false plan-gm=false prefetch=false s
     ("fuse-epilogue-bias-f32=true fuse-conv-pool=false",
      "fuse-conv-pool: does not apply: it needs fuse-epilogue-bias-f32=false"),
     ("sync=barrier sink-sets=false", "sink-sets: does not apply: it needs sync=precise"),
+    ("cores=16 prefetch-tail-bus=false", "prefetch-tail-bus: does not apply: the movers of 16 "
+                                         "cores (1024 B/cycle) cannot outrun the chip's GM bus "
+                                         "(1200 B/cycle)"),
 ])
 def test_an_option_that_does_not_apply_is_refused(options: str, why: str, target):
     with pytest.raises(OptionError) as e:

@@ -117,6 +117,10 @@ def test_every_need_names_an_option_of_its_pass(flag):
      "npu-lower-matmul: resident-a: does not apply: it needs schedule=pipelined"),
     (PROGRAM, "npu-lower-matmul,npu-double-buffer{unmarked=false min-trip-count=3}",
      "npu-double-buffer: min-trip-count: does not apply: it needs unmarked=true"),
+    # split, but 4 cores' movers (64 B/cycle each) cannot fill the chip's bus
+    (WEIGHTS, SPLIT + "npu-prefetch{tail-bus=false}",
+     "npu-prefetch: tail-bus: does not apply: the movers of 4 cores (256 B/cycle) cannot "
+     "outrun the chip's GM bus (1200 B/cycle)"),
 ])
 def test_what_the_program_decides_is_refused_when_the_pass_runs(program, pipeline, why,
                                                                  target, tmp_path, capsys):

@@ -100,7 +100,7 @@ def _needed() -> dict[str, Any]:
     needs += [(FORWARDS[flag][n[0]], n[1]) for pairs in SETS.values() for flag, o in pairs
               for n in o.needs if is_pair(n)]
     needed = {n[0]: n[1] for n in needs if is_pair(n)}
-    needed["cores"] = 2
+    needed["cores"] = 32  # all of ascend910's: prefetch-tail-bus needs 19 cores' movers
     return needed
 
 
