@@ -50,8 +50,8 @@ def main() -> None:
             family, variant = f[:-5].split("_", 1)
             if not wanted or family in wanted:
                 families[family].append(variant)
-    print(f"| model | variant | cycles | own bound (unit) | cycles / bound | / fastest variant "
-          f"| max abs error vs onnxruntime |")
+    print("| model | variant | cycles | own bound (unit) | cycles / bound | / fastest variant "
+          "| max abs error vs onnxruntime |")
     print("|---|---|---|---|---|---|---|")
     for family, variants in families.items():
         rows = {v: run(os.path.join(MODELS, f"{family}_{v}.onnx"), args.target) for v in variants}

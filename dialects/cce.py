@@ -19,7 +19,7 @@ from npu.dialects.hivm import (CONFIG_LAYOUTS, L0C_CONVERSIONS, L0C_HALVING, che
 from npu.dialects.opspec import (
     ARITH_TYPES, BOOL, CAST_PAIRS, CMP_PREDICATES, ELEMENT_TYPES, F64, FLOAT_TYPES, I64, I64_ARRAY, LANES,
     LAST_EVENT, MAX_REPEAT, STR, Bound, OpSpec, Operand, Range, check_sync_pipes,
-    element_bytes, int_attr, memref_types, register, same_dtype)
+    int_attr, memref_types, register, same_dtype)
 from npu.dialects.rules import RuleError
 from npu.ir.accessors import memref_element, str_attr
 from npu.target import PATH_PIPES, Target

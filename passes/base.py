@@ -23,7 +23,7 @@ from npu import diagnostics
 from npu.diagnostics import PassError  # defined below the passes: cost models raise it too
 from npu.ir import block_dim, dict_attr_items, functions, walk, walk_held
 from npu.passes import applies
-from npu.passes.applies import MANY_CORES, OnOps
+from npu.passes.applies import OnOps
 from npu.passes.instrument import instrumented
 from npu.target import Target, get_target
 

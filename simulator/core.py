@@ -230,13 +230,13 @@ def _simulate(module: ir.Module, inputs: Sequence[np.ndarray], entry: str | None
     else:
         runs = launch.run_cores(program, n_cores, target, strict, serialize, numerics, memsys,
                                 where)
-        for run in runs:
-            trace, timeline, hazards = run.trace, run.timeline, run.hazards
+        for core_run in runs:
+            trace, timeline, hazards = core_run.trace, core_run.timeline, core_run.hazards
             core_traces.append((trace, timeline))
             all_hazards += hazards.hazards
             reports.append(report_mod.build(trace, timeline, program, target, hazards.hazards,
                                             serialize))
-            reports[-1]["barrier_wait_cycles"] = run.barrier_wait
+            reports[-1]["barrier_wait_cycles"] = core_run.barrier_wait
     outputs, own_bytes = [], []
     for i, (mem, region, dtype, shape) in enumerate(program.args):
         if i in program.workspace_args:

@@ -12,7 +12,7 @@ from mlir import ir
 from npu import ir as npu_ir
 from npu.simulator import scalar_unit
 from npu.simulator.scalar_loads import ScalarLoads, assert_fn
-from npu.simulator.errors import BOUNDS, INVALID, UNSUPPORTED, SimulationError, where_of
+from npu.simulator.errors import BOUNDS, INVALID, UNSUPPORTED, SimulationError
 from npu.simulator.memory import Memory, Region
 from npu.simulator.scalar_unit import View
 from npu.target import ON_CHIP_BUFFERS
@@ -210,7 +210,7 @@ class ScalarAndViewDecoding:
         operands = list(op.operands)
         src = self.use(operands[0], op)
         seg = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
-        n_off, n_size, n_stride = seg[1], seg[2], seg[3]
+        n_size = seg[2]
         if n_size:
             raise SimulationError(UNSUPPORTED, "'memref.reinterpret_cast' with dynamic sizes", where)
         dyn = [self.use(v, op) for v in operands[1:]]

@@ -27,7 +27,7 @@ from npu.dialects import hivm
 from npu.dialects.cce_img2col import PAD_VALUE
 from npu.simulator import cube_unit, img2col, mte, vector_unit
 from npu.simulator.decode_cache import InstrCache, attributes_of
-from npu.simulator.errors import INVALID, UNSUPPORTED, SimulationError, where_of
+from npu.simulator.errors import INVALID, UNSUPPORTED, SimulationError
 from npu.simulator.hivm_context import HivmDecodeContext
 from npu.simulator.hivm_views import HivmProgram
 from npu.simulator.instruction import (BARRIER, SET, WAIT, DecodeContext, Instr, OperandInfo,

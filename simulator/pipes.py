@@ -34,7 +34,7 @@ import numpy as np
 
 from npu.simulator import compiled
 from npu.simulator.errors import DEADLOCK, SimulationError
-from npu.simulator.hazards import NCOMP, PIPE_NAMES, S, V, M, HazardDetector
+from npu.simulator.hazards import NCOMP, PIPE_NAMES, S, V, HazardDetector
 from npu.simulator.instruction import BARRIER, OP, SET, WAIT
 from npu.simulator.machine import Machine
 from npu.simulator.timeline import Timeline

@@ -143,7 +143,6 @@ def check_command_line(args) -> tuple:
 def run(args, filename: str, text: str) -> int:
     import numpy as np
 
-    from npu import diagnostics
     from npu import ir as npu_ir
     from npu.ir import ParseError, make_context, parse_module
     from npu.simulator import SimulationError, simulate

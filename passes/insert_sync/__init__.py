@@ -69,10 +69,7 @@ from npu.ir import functions
 from npu.passes.base import Option, Pass
 from npu.passes.buffer_lifetimes import collector_for
 from npu.passes.insert_sync.barrier import _BarrierMode
-from npu.passes.insert_sync.builders import insert_after, insert_before  # noqa: F401
-from npu.passes.insert_sync.events import FlagPair  # noqa: F401
-from npu.passes.insert_sync.nodes import (CONTROL_OPS, Node, build_block,  # noqa: F401
-                                          dependent_pipes, needs_order)
+from npu.passes.insert_sync.nodes import build_block
 from npu.passes.insert_sync.precise import _PreciseMode
 
 

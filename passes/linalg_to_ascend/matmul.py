@@ -11,6 +11,7 @@ transposed on the host when constant, by `ascend.transpose` otherwise.
 from __future__ import annotations
 
 import numpy as np
+from mlir import ir
 
 from npu.dialects.ascend import fractalized_shape
 from npu.passes.linalg_to_ascend.structure import (Structured, UnsupportedOp, element_name, tensor_shape,

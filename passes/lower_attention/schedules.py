@@ -152,7 +152,7 @@ class TileSchedules(HeadTiles):
         def pv(h, slot: int) -> None:
             later = v_last(h)
             if later:  # (the last head's V jobs, after its softmax in V's queue)
-                rest = self.run_jobs(h, tiles_of(slot), later, head_slot=slot,
+                self.run_jobs(h, tiles_of(slot), later, head_slot=slot,
                               loads=not self.loads_ahead, one_scope=True)
                 if v_l0b:
                     self.v_to_l0b(buf["v"][slot], s1, v_l0b[slot])

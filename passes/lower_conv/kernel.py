@@ -299,11 +299,11 @@ class ConvKernel(DrainPool, BandMaps, ConvWeights, ConvDrain, TailPairs, FinalDr
             k_end = s.k1 - 1 if shared or defer else s.k1
             # the conv's last super tile may go accumulator by accumulator (`final_groups`)
             groups = self.final_groups(n, ho0, band, s0, tiles, l0c, m1, defer or shared)
-            for tiles, l0c in groups:
-                if tiles is not groups[0][0]:  # the group before drains behind this one's mads
-                    for (t0, n1), c in zip(*before):
+            for g, (tiles, l0c) in enumerate(groups):
+                if g:  # the group before drains behind this one's mads
+                    for (t0, n1), c in zip(*groups[g - 1]):
                         self.drain_tile(c, n, s0, t0, n1, ns, ho0, band.rows, m1, prefetch)
-                before, early = (tiles, l0c), False
+                early = False
                 if self.residual is not None:  # the super tile's first mads (`cube_residual`)
                     chunk = self.residual_mads(band, tiles, l0c, s0, m1, chunk)
                     first = chunk if s0 == 0 and tiles is groups[0][0] else first

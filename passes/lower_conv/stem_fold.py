@@ -18,8 +18,7 @@ import numpy as np
 from mlir import ir
 
 from npu import ir as nir
-from npu.costmodel.conv.stem_fold import (FOLD, REAL, bias_point, constant_root, folds_rows,
-                                          k_order)
+from npu.costmodel.conv.stem_fold import FOLD, REAL, bias_point, constant_root, k_order
 from npu.dialects.ascend_conv import ConvGeometry
 from npu.passes.lower_conv.compact_weights import constant_chain
 

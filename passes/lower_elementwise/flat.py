@@ -109,7 +109,6 @@ class FlatLowering:
 
     def load_piece(self, start, length: int) -> dict:
         bufs = {}
-        block_bytes = self.p.target.granule("ub")
         for inp in self.full:
             es = nir.element_bytes(inp.elem)
             buf = nir.alloc([length], inp.elem, "ub")

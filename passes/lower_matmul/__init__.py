@@ -51,8 +51,8 @@ from npu.dialects.ascend_int8 import is_int8_matmul, matmul_blocks
 from npu.costmodel.matmul.fitting import MatmulShape
 from npu.costmodel.matmul.residency import make_choice
 from npu.costmodel.matmul.tiling import STRATEGIES, TilingError, choose_tiling
-from npu.passes.base import MANY_CORES, Option, Pass, PassError
-from npu.passes.applies import MATMULS
+from npu.passes.applies import MANY_CORES, MATMULS
+from npu.passes.base import Option, Pass, PassError
 from npu.costmodel.matmul.pipelined import STAGED_DRAIN_TILES, Drain
 from npu.target import Target
 from npu.passes.lower_matmul.chain import ChainedTensors

@@ -180,7 +180,7 @@ class PipelinedSchedule:
         (all of A, resident in L1: one row of C tiles) it loads only B
         chunks."""
         frac = self.target.fractal
-        mb, kb, chunk, sub, pieces = plan.mb, plan.kb, plan.chunk, plan.sub, plan.pieces
+        mb, kb, chunk, pieces = plan.mb, plan.kb, plan.chunk, plan.pieces
         mbp, khb = plan.piece_rows, plan.piece_cols
         chunks = ops.N1 // chunk
         cols = ops.K1 // kb

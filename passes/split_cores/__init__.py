@@ -47,8 +47,8 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from npu import ir as nir
-from npu.passes.applies import one_core_text
-from npu.passes.base import MANY_CORES, Option, Pass, PassError
+from npu.passes.applies import MANY_CORES, one_core_text
+from npu.passes.base import Option, Pass, PassError
 
 from npu.costmodel.attention.pattern import ATTENTION_ATTR
 from npu.costmodel.conv.epilogue import CONV_EPILOGUE_ATTR

@@ -397,8 +397,6 @@ def evaluate(func_op: ir.Operation | ir.OpView, inputs: Sequence[np.ndarray]) ->
     if func_op.name != "func.func":
         raise _fail(func_op, f"expected a func.func, got '{func_op.name}'")
     block = func_op.regions[0].blocks[0]
-    from npu.ir import workspace_args  # here: keeps the import list above the ops' own
-
     args = list(block.arguments)
     scratch = workspace_args(func_op)
     if len(inputs) == len(args) - len(scratch):

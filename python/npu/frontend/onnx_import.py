@@ -327,7 +327,6 @@ def _run_torch_mlir(owned: list, where: str, node_types: dict[str, str], inputs:
     """torch-mlir's import and lowering of the model `owned` holds (its only
     reference: the proto is dropped once imported, so that its weights are
     not alive beside torch-mlir's two copies: BERT-12's 340 MB)."""
-    import onnx
     from torch_mlir import ir as tir
     from torch_mlir.dialects import torch as torch_d
     from torch_mlir.extras import onnx_importer

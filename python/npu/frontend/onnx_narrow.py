@@ -39,7 +39,6 @@ def narrow_integers(model, fail: Callable[[str], Exception]) -> dict[str, str]:
     the graph inputs and outputs that were of those types, with their numpy
     type (the caller's arrays keep it). `fail(message)` makes the located
     error to raise."""
-    import onnx
     from onnx import numpy_helper
 
     from npu.frontend.onnx_skeleton import infer_shapes

@@ -9,7 +9,6 @@ import os
 import numpy as np
 import pytest
 
-import npu
 from cnn_onnx import compile_npu, ort_run
 
 CNN = os.path.join(os.path.dirname(__file__), "..", "..", "models", "cnn")

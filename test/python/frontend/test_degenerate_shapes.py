@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import onnxruntime
 import pytest
-from onnx import TensorProto, helper
+from onnx import helper
 
 import npu
 from onnx_models import model

@@ -8,7 +8,7 @@ import numpy as np
 import onnx
 import onnxruntime
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 import npu
 from npu.frontend.onnx_fold import fold_constants

@@ -4,11 +4,9 @@ rules, against numpy."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from onnx import TensorProto, helper
 
 import npu
-from npu.frontend.compile import CompileError
 
 
 def _pow_model(x_type, y_type, shape_x, shape_y):

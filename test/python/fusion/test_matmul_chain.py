@@ -20,7 +20,7 @@ def run(m: int, n: int, f: int, chains: bool):
     """Simulated result (checked against numpy, no hazard) and the compiled module."""
     from helpers import compile_program
 
-    from npu.ir import arg_attrs, constant_data, functions, memref_element, memref_shape
+    from npu.ir import arg_attrs, constant_data, functions, memref_shape
 
     text = ffn_pair(m, n, f, "relu")
     ins = random_inputs(text, seed=3)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 import pytest
 
 from helpers import compile_program

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import assert_outputs_close, compile_and_simulate, compile_program, random_inputs
-from npu.ir import functions, int_attr, ops_named, workspace_args
+from npu.ir import functions, int_attr, ops_named
 from npu.passes.plan_gm import plan_function
 from npu.target import get_target
 

@@ -12,7 +12,7 @@ from npu.tune import SpaceError, TuningRecord
 from npu.tune.program import Program, extract_ops
 from npu.tune.progress import Progress
 from npu.passes.tuning_record import RecordError
-from npu.tune.search import Candidate, select
+from npu.tune.search import select
 from npu.tune.space import canonical, parse_quantity, space_for, target_with
 from npu.tune.stats import ranks, spearman
 from npu.tune.tuner import op_candidates

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from mlir import ir
 
 from npu import ir as nir
-from npu.costmodel.conv.accumulators import ACC_BLOCKS, FRACTAL_ELEMENTS, accumulators, one_store, single_set
+from npu.costmodel.conv.accumulators import FRACTAL_ELEMENTS, accumulators, one_store, single_set
 from npu.costmodel.conv import residual
 from npu.costmodel.conv.band_layout import band_layout
 from npu.costmodel.conv.chunks import tile_cycles as _tile_cycles
