@@ -56,6 +56,7 @@ class HeadTiles:
         # A head's K and V tiles stay in L1 over its query tiles (loaded by
         # the first, the ones column of V written once) when they fit.
         resident = cost.resident(a, qb, kb, self.t, sq)
+        self.reloads_kv = not resident and n_q > 1
         # Projected: head h's Q, K and V tiles (by head parity) are made by
         # jobs spread over head h-1's steps (`ProjectedHeads`).
         projected = self.pp is not None

@@ -187,6 +187,7 @@ class TileSchedules(HeadTiles):
     def query_tiles(self, h, tiles: dict | None = None) -> None:
         s1, qb = self.a.seq_blocks, self.qb
         last = -(-s1 // qb) - 1
+        self.reloads_kv = last > 0  # each query tile loads its K and V tiles
         if last:
             self.loop(last, lambda x: self.query_tile(h, lin((x, qb)), qb, qb * 16, tiles))
         tail = lambda _: self.query_tile(h, last * qb, s1 - last * qb,
