@@ -38,6 +38,7 @@ from npu.passes.lower_conv.weights import RESIDENT_ATTR, STREAMED_ATTR
 
 from .conv_split import ConvSplit
 from .conv_streamed import StreamedConv
+from .conv_up_front import UpFrontConv
 from .emit import _Order
 from .parts import L1_ROOMS, ConvCandidate, Part, _label, _writers
 
@@ -69,6 +70,7 @@ class ConvPrefetch:
     """Candidates, placement and IR of the conv form (see the module docstring)."""
 
     one_core: bool = True  # the function runs on one core (`_prefetch_convs` sets it)
+    up_front: bool = False  # the sweep for weights loaded before their map (`conv_up_front.py`)
 
     def _conv_candidate(self, alloc: ir.Operation, func: ir.Operation, constants: set
                         ) -> tuple[ConvCandidate | None, str]:
@@ -230,7 +232,7 @@ def _in_loop(op: ir.Operation, func: ir.Operation) -> bool:
     return False
 
 
-class ConvDriver(ConvPrefetch, ConvSplit, StreamedConv):
+class ConvDriver(ConvPrefetch, ConvSplit, StreamedConv, UpFrontConv):
     """The conv form's analysis and transformation over a function body."""
 
     def _prefetch_convs(self, func: ir.Operation, tops: list[ir.Operation], collector,
@@ -243,6 +245,10 @@ class ConvDriver(ConvPrefetch, ConvSplit, StreamedConv):
         # On many cores a gap before a barrier is that estimate, not idle
         # time to fill exactly: pieces may overrun it (`_overfull`).
         self.one_core = block_dim(func) == 1
+        # Weights loaded before their conv's map go in a second sweep
+        # (`conv_up_front.py`).
+        self.up_front = False
+        later: list[ir.Operation] = []
         k = 0
         while k < len(tops):
             op = tops[k]
@@ -257,10 +263,18 @@ class ConvDriver(ConvPrefetch, ConvSplit, StreamedConv):
                 if c is None:
                     self._say(alloc, f"npu-prefetch: conv weights not prefetched: {why}")
                     continue
-                op = self._prefetch_conv(func, c, collector, tops, tops.index(top_level(alloc)),
-                                         constants)
+                own = tops.index(top_level(alloc))
+                if not streamed and self._up_front(c, tops, own, constants):
+                    later.append(alloc)
+                    continue
+                op = self._prefetch_conv(func, c, collector, tops, own, constants)
                 k = tops.index(op)  # ops went in before it (one look-up per conv)
             k += 1
+        self.up_front = True
+        for alloc in later:
+            c, _ = self._conv_candidate(alloc, func, constants)
+            if c is not None:
+                self._prefetch_conv(func, c, collector, tops, tops.index(top_level(alloc)), constants)
 
     def _prefetch_conv(self, func: ir.Operation, c: ConvCandidate, collector,
                        tops: list[ir.Operation], own: int, constants: set) -> ir.Operation:
@@ -268,6 +282,8 @@ class ConvDriver(ConvPrefetch, ConvSplit, StreamedConv):
         returns the top-level op of the conv's first wait (kept)."""
         last = tops.index(top_level(c.pieces[0][0]))
         at = self._first_wait(tops, own, last, constants)
+        if at is None and self.up_front:
+            at = self._map_after(tops, last, constants)
         if at is None or tops[at] == c.pieces[0][0]:
             self._say(c.alloc, "npu-prefetch: conv weights not prefetched: they load ahead of "
                                "the conv's map, waiting for nothing")
@@ -285,7 +301,10 @@ class ConvDriver(ConvPrefetch, ConvSplit, StreamedConv):
         before, start = self.facts.location(tops[prev]), prev
         for k in range(prev - 1, -1, -1):
             if works(tops[k]):
-                if self.facts.location(tops[k]) != before:
+                # In the second sweep a later conv's prefetched pieces may
+                # sit in the previous op: they are part of its loads.
+                if self.facts.location(tops[k]) != before and not (
+                        self.up_front and self._is_constant_load(tops[k])):
                     break
                 start = k
         if not self._reads_written(tops[prev + 1:at + 1], tops[start:prev + 1]):
