@@ -107,6 +107,7 @@ from .guarded import GuardedLoops, Share
 from .parts import L1_ROOMS, Candidate, _label, _writers
 from .resident import ResidentStrips
 from .barrier_rows import BarrierRows
+from .barrier_stores import BarrierStores
 from .rows import RowLoads
 from .remainder import RemainderSlots
 from .share_rows import ShareRows
@@ -117,7 +118,8 @@ from .twins import Lead, TwinShares
 CONSTANT_ATTR = "npu.constant"
 
 
-class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, BarrierRows, ShareRows,
+class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, BarrierRows,
+                   BarrierStores, ShareRows,
                    ConvDriver, ResidentStrips, RemainderSlots, TailBus,
                    TwinShares, Pass):
     name = "npu-prefetch"
@@ -166,6 +168,9 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
         Option("barrier-inputs", bool, True, "on several cores: with them, the GM -> UB loads "
                "of its first chunk that read bytes no core writes in the phase before the "
                "barrier (ln2's residual rows, ln1's output)", needs=(MANY_CORES,)),
+        Option("barrier-stores", bool, True, "on several cores: a UB -> GM store before a chip "
+               "barrier whose bytes no core touches in the phase after it issued after the "
+               "barrier (ln1's f32 rows for ln2; `barrier_stores.py`)", needs=(MANY_CORES,)),
     )
 
     # func -> the `BufferCollector` `npu-double-buffer` left (set by
@@ -227,6 +232,8 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
             self._prefetch_convs(func, tops, collector, constants)
         if self.barrier_rows:
             self._barrier_rows(func, tops, collector)
+        if self.barrier_stores:
+            self._barrier_stores(tops, collector)
 
     # ------------------------------------------------------------ analysis
 
