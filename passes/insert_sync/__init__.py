@@ -69,6 +69,7 @@ from npu.ir import functions
 from npu.passes.base import Option, Pass
 from npu.passes.buffer_lifetimes import collector_for
 from npu.passes.insert_sync.barrier import _BarrierMode
+from npu.passes.insert_sync.barrier_sets import sink_barrier_sets
 from npu.passes.insert_sync.nodes import build_block
 from npu.passes.insert_sync.precise import _PreciseMode
 
@@ -89,6 +90,11 @@ class InsertSyncPass(Pass):
                "(fit), or always at the start and end of the loop's block (block: the old "
                "placement, which runs out of ids in a function of many loops)",
                choices=("fit", "block"), needs=(("mode", "precise"),)),
+        Option("barrier-sets", bool, True, "precise mode: MTE2's sets right before a chip "
+               "barrier (for consumers after it of loads that stream through it) issued after "
+               "the first MTE2 set of the one-trip loop that loads first after the barrier, "
+               "so that MTE2 does not idle for the streamed loads' latency "
+               "(`barrier_sets.py`)", needs=(("mode", "precise"),)),
     )
 
     # func -> a `BufferCollector` that followed it until `npu-plan-memory`
@@ -111,3 +117,5 @@ class InsertSyncPass(Pass):
             else:
                 _PreciseMode(analysis, self.target, self.sink_sets,
                              self.carried_span).run_function(nodes)
+                if self.barrier_sets:
+                    sink_barrier_sets(func.regions[0].blocks[0])
