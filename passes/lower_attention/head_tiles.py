@@ -18,6 +18,15 @@ MAX_HEAD_STEPS = cost.MAX_HEAD_STEPS
 # A head's first K tile loads right behind its first Q tile (f16 sources:
 # copies alone), under the one flag that releases both (see `load_operands`).
 K_BEHIND_Q = True
+# A core whose share is one step (one head, one query tile, one key tile:
+# BERT seq 128 on 24-32 cores) loads P.V's V -> L0B in a scope of its own
+# ahead of P -> L0A and the mad: npu-insert-sync waits for a scope's inputs
+# before the whole scope, so in one scope V's loads waited for P's copy to L1
+# (the softmax's end) though V had landed ~500 cycles before (the
+# attention's phase 4,045 -> 3,926 cycles). Not with several steps, whose
+# pipeline overlaps P.V with the next step's loads anyway (8 cores: 87,226
+# -> 87,256 with it).
+V_AHEAD_OF_P = True
 
 
 class HeadTiles:
@@ -52,6 +61,9 @@ class HeadTiles:
 
         def blocks(y: int) -> int:
             return tail if y == n_keys - 1 else kb
+
+        # the core's share is one step: its P.V waits on nothing but it (`V_AHEAD_OF_P`)
+        one_step = isinstance(n_heads, int) and n_heads * n_q * n_keys == 1
 
         # A head's K and V tiles stay in L1 over its query tiles (loaded by
         # the first, the ones column of V written once) when they fit.
@@ -194,6 +206,18 @@ class HeadTiles:
                     return
                 self.pv(qb, blocks(y), buf, slot, v_tiles[y] if resident else None)
 
+            def pv_staged(step, slot: int) -> None:
+                """V -> L0B in a scope of its own ahead of P's (`V_AHEAD_OF_P`)."""
+                y = locate(step)[2]
+                kbk = blocks(y)
+                if projected or not one_step or len(cost.key_chunks(kbk, d1, self.t)) > 1:
+                    self.scope(lambda: pv(step, slot))
+                    return
+                v1 = v_tiles[y] if resident else buf["v"][slot]
+                v0 = nir.alloc([kbk, d1 + 1, 16, 16], "f16", "l0b")
+                self.scope(lambda: self.v_to_l0b(v1, kbk, v0))
+                self.scope(lambda: self.pv(qb, kbk, buf, slot, v1, v0))
+
             def drain(step, slot: int) -> None:
                 h, x, y = locate(step)
                 if projected and not (isinstance(h, int) and h == n_heads - 1):
@@ -208,9 +232,10 @@ class HeadTiles:
                                 shared if isinstance(x, int) and x == n_q - 1 else 0)
 
             # (Projected: the load stage scopes its parts, `run_jobs`.)
-            return tuple(f if projected and f is load else
+            return tuple(f if projected and f is load or f is pv_staged else
                          (lambda st, slot, f=f: self.scope(lambda: f(st, slot)))
-                         for f in (load, soft, pv, drain, late)[:5 if v_late else 4])
+                         for f in (load, soft, pv_staged if V_AHEAD_OF_P else pv, drain,
+                                   late)[:5 if v_late else 4])
 
         last_x = n_q - 1
 
