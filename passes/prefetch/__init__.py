@@ -167,7 +167,8 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
                "the barrier", needs=(MANY_CORES,)),
         Option("barrier-inputs", bool, True, "on several cores: with them, the GM -> UB loads "
                "of its first chunk that read bytes no core writes in the phase before the "
-               "barrier (ln2's residual rows, ln1's output)", needs=(MANY_CORES,)),
+               "barrier (ln2's residual rows, ln1's output), and the later chunks' where the "
+               "chip's bus binds the phase", needs=(MANY_CORES,)),
         Option("barrier-stores", bool, True, "on several cores: a UB -> GM store before a chip "
                "barrier whose bytes no core touches in the phase after it issued after the "
                "barrier (ln1's f32 rows for ln2; `barrier_stores.py`)", needs=(MANY_CORES,)),

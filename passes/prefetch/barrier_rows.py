@@ -18,17 +18,20 @@ writes in the phase before the barrier (ln2's residual rows: ln1's output,
 written phases earlier), into a chunk buffer allocated after the barrier
 (no earlier use of its bytes to wait for) apart from the bytes the loads
 left behind write (BERT seq 128 on 32 cores: ln2's phase 1,929 -> 1,893
-cycles, ln1's 3,302 -> 3,238).
+cycles, ln1's 3,302 -> 3,238). The later chunks' such loads into the same
+buffers follow, where every core's bytes of them over the chip's bus
+outweigh a GM latency (`_later_pays`): BERT seq 512 on 32 cores, ln1's
+phase 6,564 -> 5,474 cycles, ln2's 6,522 -> 5,598.
 """
 
 from __future__ import annotations
 
 from mlir import ir
 
-from npu.analysis.access import AccessAnalysis
+from npu.analysis.access import AccessAnalysis, is_access_op
 from npu.analysis.byte_ranges import may_overlap
-from npu.ir import (VIEW_OPS, constant_int, defining_op, is_block_argument, is_memref,
-                    memory_space, memref_bytes, view_root, walk)
+from npu.ir import (VIEW_OPS, block_dim, constant_int, defining_op, int_attr, is_block_argument,
+                    is_memref, memory_space, memref_bytes, view_root, walk)
 
 from .parts import L1_ROOMS, _sole_constant_row
 
@@ -57,7 +60,7 @@ class BarrierRows:
             made = min((tops.index(defining_op(view_root(r.operands[1])), k) for r in inputs),
                        default=k)
             if inputs and fit and self._rows_fit(func, rows + inputs, collector, k, made, bound):
-                rows = rows + inputs
+                rows = rows + inputs + self._later_inputs(func, tops, k, inputs)
             if rows and fit:
                 self._move_rows(rows, barrier, tops, collector, k)
 
@@ -100,6 +103,60 @@ class BarrierRows:
                 found.append(op)
             copies.append(op)
         return found
+
+    def _later_inputs(self, func: ir.Operation, tops: list[ir.Operation], barrier: int,
+                      inputs: list[ir.Operation]) -> list[ir.Operation]:
+        """The later chunks' loads of settled GM (`_settled_inputs`' kind)
+        into the same buffers as `inputs`, up to the next barrier: top-level
+        GM -> UB copies whose GM bytes no core writes from the phase before
+        the barrier up to the copy, and whose UB bytes no op between the
+        barrier and the copy touches; when they pay (`_later_pays`)."""
+        allocs = {defining_op(view_root(c.operands[1])) for c in inputs}
+        start = max((k for k in range(barrier) if tops[k].name == "cce.sync_all"), default=-1)
+        written = [h for top in tops[start + 1:barrier] for h in _gm_writes(top)]
+        analysis = AccessAnalysis(self.target)
+        touched = []  # UB ranges the ops after the barrier read or write
+        found = []
+        for op in tops[barrier + 1:]:
+            if op.name == "cce.sync_all":
+                break
+            if op.name == "cce.copy_gm_to_ub" and op not in inputs \
+                    and defining_op(view_root(op.operands[1])) in allocs:
+                hull = _gm_hull(op.operands[0])
+                dst = analysis.access(op).writes
+                if (hull is not None and not any(w is None or _hulls_meet(hull, w) for w in written)
+                        and not any(may_overlap(t, d, analysis) for t in touched for d in dst)):
+                    found.append(op)
+                    continue
+            written.extend(_gm_writes(op))
+            for o in walk(op):
+                if is_access_op(o):
+                    acc = analysis.access(o)
+                    touched.extend(r for r in acc.reads + acc.writes if r.space == "ub")
+        return found if self._later_pays(func, found) else []
+
+    def _later_pays(self, func: ir.Operation, later: list[ir.Operation]) -> bool:
+        """Whether moving `later` before the barrier pays: only on more
+        cores than the chip's GM bus serves at their movers' rate (then a
+        row group's phase, every core loading and storing at once, is bound
+        by the bus, and the bus time these loads take there comes off it),
+        and when that time, every core's bytes over the bus, exceeds one GM
+        latency of the path: what a load still in flight at the release
+        may hold the first chunk's loads behind it (MTE2 runs in order).
+        BERT seq 512 on 32 cores: ln1's second chunk of residual rows (24 KB
+        a core, 655 bus cycles) and ln2's last two (27 KB, 737): 87,918 ->
+        85,904 cycles. Not on 8 cores (ln2's chunks pipeline on MTE2, and
+        its first waited for the later ones: 243,581 -> 244,206), nor seq
+        128 on 32 (6 KB a core, 164 bus cycles: 38,671 -> 38,908)."""
+        if not later:
+            return False
+        t = self.target
+        path = t.path("gm_to_ub")
+        cores = block_dim(func)
+        if cores * path.bytes_per_cycle <= t.gm_chip_bytes_per_cycle:
+            return False
+        moved = sum(int_attr(c, "n_burst") * int_attr(c, "burst_len") for c in later)
+        return cores * moved * t.vector_block_bytes / t.gm_chip_bytes_per_cycle > path.latency
 
 
 def _gm_hull(value: ir.Value) -> tuple[ir.Value, int, int] | None:

@@ -20,7 +20,7 @@ ROWS, WIDTH = 128, 768
 CORES = 8
 
 
-def _model() -> onnx.ModelProto:
+def _model(rows: int = ROWS) -> onnx.ModelProto:
     """a = layernorm(x); y = layernorm(a @ w + a): ln2's residual a is
     written two chip barriers before its phase."""
     rng = np.random.default_rng(11)
@@ -36,8 +36,8 @@ def _model() -> onnx.ModelProto:
              helper.make_node("LayerNormalization", ["r", "g2", "b2"], ["y"], name="ln2",
                               axis=-1, epsilon=1e-5)]
     graph = helper.make_graph(
-        nodes, "ln_proj_ln", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [ROWS, WIDTH])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [ROWS, WIDTH])], inits)
+        nodes, "ln_proj_ln", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, WIDTH])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, WIDTH])], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
@@ -74,4 +74,22 @@ def test_residual_rows_load_before_the_barrier() -> None:
                                rtol=5e-3, atol=5e-3)  # the cube's f16 operands
     # ln2's residual rows (16 a core) land while the cores arrive: measured
     # 14,624 against 15,011 cycles (ascend910, 8 cores)
+    assert on_cycles < off_cycles, (on_cycles, off_cycles)
+
+
+def test_later_chunks_load_before_the_barrier_where_the_bus_binds() -> None:
+    """On 32 cores (more movers than the chip's GM bus serves) each core's
+    16 residual rows come in two chunks of 8: the second's loads (24 KB a
+    core, 655 cycles of the bus over the chip) go before the barrier too
+    (`BarrierRows._later_inputs`); on 8 cores (the movers cannot fill the
+    bus) only the first's, as above."""
+    rows, cores = 512, 32
+    model = _model(rows)
+    x = np.random.default_rng(13).standard_normal((rows, WIDTH)).astype(np.float32)
+    options = ("prefetch-barrier-inputs=true", "prefetch-barrier-inputs=false")
+    placed = [_inputs_before_last_barrier(npu.compile(model, cores=cores, pipeline=(
+        f"builtin.module(npu-lower{{emit=cce {opts}}})"))) for opts in options]
+    assert placed == [2, 0], placed
+    (on, on_cycles), (off, off_cycles) = simulate_options(model, x, options, cores=cores)
+    np.testing.assert_array_equal(on.view(np.uint32), off.view(np.uint32))
     assert on_cycles < off_cycles, (on_cycles, off_cycles)
