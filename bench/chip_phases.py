@@ -12,6 +12,7 @@ each core moves (docs/multicore.md, "BERT seq 512 on 32 cores").
     .venv/bin/python bench/chip_phases.py [--seq 512] [--cores 32] [--layers 2] [--pipeline-options 'prefetch=false']
         [--detail 13,14]   (those phases core by core: when each core's pipes but MTE2 are
                             done, when its MTE2 is, its loads by op)
+        [--floors]         (first each phase's floors, as for a CNN below)
     .venv/bin/python bench/chip_phases.py --model resnet50 [--cores 32] [--size 224] [--width 64]
     (or resnet18, mobilenetv2: f16 as bench/chip.py's rows; --width: ResNet's stem channels)
 
@@ -48,6 +49,8 @@ def main() -> int:
     p.add_argument("--width", type=int, default=64, help="a ResNet's stem channels")
     p.add_argument("--pipeline-options", default="", help="more npu-lower options, e.g. 'prefetch=false'")
     p.add_argument("--detail", default="", help="BERT: phases (e.g. '13,14') to show core by core")
+    p.add_argument("--floors", action="store_true", help="BERT: the phases' floors too (as --model "
+                   "gives a CNN's), before the phases")
     args = p.parse_args()
 
     import npu
@@ -101,8 +104,10 @@ def main() -> int:
     releases = [tl0.end[i] for i, (instr, _, _) in enumerate(trace0) if getattr(instr, "chip", False)]
     what = f"BERT layer seq={args.seq}" if args.model == "bert" else args.model
     print(f"{what} on {len(runs)} cores: {res.cycles:,} cycles, {len(releases)} chip barriers")
-    if args.model != "bert":
-        return _floors(runs, releases, res.cycles, kernel.target, bus)
+    if args.model != "bert" or args.floors:
+        _floors(runs, releases, res.cycles, kernel.target, bus)
+        if args.model != "bert":
+            return 0
     print(f"{'phase':>5} {'from':>8} {'to':>8} {'cycles':>7} {'last':>4}  ops; the last core's pipes")
     begin = 0
     for k, end in enumerate(releases + [res.cycles]):
