@@ -379,7 +379,9 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
             steps[k] = count
         # From the latest insertion point back: earlier indices stay valid.
         rem_runs = self._remainder_runs(extra, tops, parts, share)
-        lead = (Lead(c, share, placed, rests) if share is not None and extra is None
+        lead = (Lead(c, share, placed, rests, tail=dict(gaps).get(max((p.gap for p in parts), default=-1), 0.0),
+                     room=self._room_left(earlier, parts, bandwidth))
+                if share is not None and extra is None
                 and not any(p.gap in runs for p in parts) else None)
         for gap in sorted({p.gap for p in parts} | self._remainder_gaps(extra), reverse=True):
             if gap in runs:

@@ -146,6 +146,17 @@ class IdleGaps:
             return None
         return parts, placed
 
+    def _room_left(self, earlier: tuple[int, float] | None, parts: list[Part],
+                   bandwidth: float) -> float:
+        """The idle MTE2 cycles the earlier tail (`_earlier_tail`'s gap)
+        leaves after the bursts `parts` place there (0 without one)."""
+        if earlier is None:
+            return 0.0
+        k, idle = earlier
+        used = sum((p.end - p.first) * int_attr(p.copy, "burst_len") * self.target.vector_block_bytes
+                   for p in parts if p.gap == k)
+        return max(0.0, idle - used / bandwidth)
+
     def _issue_index(self, tops: list[ir.Operation], gap: int, at: int) -> int:
         """Where the copies of the gap after `tops[gap]` go: before the op
         at the returned index. Right after it, unless it is a single load
