@@ -52,7 +52,7 @@ class BarrierRows:
         for barrier in [op for op in tops if op.name == "cce.sync_all"]:
             k = tops.index(barrier)
             rows = self._opening_rows(tops, k)
-            inputs = self._settled_inputs(tops, k) if self.barrier_inputs else []
+            inputs, written = self._settled_inputs(tops, k) if self.barrier_inputs else ([], [])
             last = max((tops.index(r, k) for r in rows), default=k)
             fit = not rows or self._rows_fit(func, rows, collector, k, last, bound)
             # An input's alloc is live from its own place on either way:
@@ -60,7 +60,7 @@ class BarrierRows:
             made = min((tops.index(defining_op(view_root(r.operands[1])), k) for r in inputs),
                        default=k)
             if inputs and fit and self._rows_fit(func, rows + inputs, collector, k, made, bound):
-                rows = rows + inputs + self._later_inputs(func, tops, k, inputs)
+                rows = rows + inputs + self._later_inputs(func, tops, k, inputs, written)
             if rows and fit:
                 self._move_rows(rows, barrier, tops, collector, k)
 
@@ -77,11 +77,13 @@ class BarrierRows:
                 found.append(op)
         return found
 
-    def _settled_inputs(self, tops: list[ir.Operation], barrier: int) -> list[ir.Operation]:
+    def _settled_inputs(self, tops: list[ir.Operation], barrier: int
+                        ) -> tuple[list[ir.Operation], list]:
         """The other GM -> UB copies among the ops `_opening_rows` looks at
         whose GM bytes no op of the phase before `tops[barrier]` (on any
         core) may write, into a function-level alloc made after the barrier,
-        apart from the UB bytes the copies before them there write."""
+        apart from the UB bytes the copies before them there write; and the
+        hulls that phase's ops may write (`_gm_writes`)."""
         start = max((k for k in range(barrier) if tops[k].name == "cce.sync_all"), default=-1)
         written = [h for top in tops[start + 1:barrier] for h in _gm_writes(top)]
         analysis = AccessAnalysis(self.target)
@@ -102,24 +104,32 @@ class BarrierRows:
                                 for b in analysis.access(op).writes)):
                 found.append(op)
             copies.append(op)
-        return found
+        return found, written
 
     def _later_inputs(self, func: ir.Operation, tops: list[ir.Operation], barrier: int,
-                      inputs: list[ir.Operation]) -> list[ir.Operation]:
+                      inputs: list[ir.Operation], written: list) -> list[ir.Operation]:
         """The later chunks' loads of settled GM (`_settled_inputs`' kind)
         into the same buffers as `inputs`, up to the next barrier: top-level
         GM -> UB copies whose GM bytes no core writes from the phase before
         the barrier up to the copy, and whose UB bytes no op between the
-        barrier and the copy touches; when they pay (`_later_pays`)."""
+        barrier and the copy touches; when they pay (`_later_pays`).
+        `written`: the hulls the phase before the barrier may write."""
+        if not self._bus_bound(func):
+            return []
         allocs = {defining_op(view_root(c.operands[1])) for c in inputs}
-        start = max((k for k in range(barrier) if tops[k].name == "cce.sync_all"), default=-1)
-        written = [h for top in tops[start + 1:barrier] for h in _gm_writes(top)]
+        written = list(written)
+        # the row group's ops (its location) end the search: later copies are others'
+        where = self.facts.location(inputs[0])
+        end = barrier + 1
+        for k in range(barrier + 1, len(tops)):
+            if tops[k].name == "cce.sync_all":
+                break
+            if self.facts.location(tops[k]) == where:
+                end = k + 1
         analysis = AccessAnalysis(self.target)
         touched = []  # UB ranges the ops after the barrier read or write
         found = []
-        for op in tops[barrier + 1:]:
-            if op.name == "cce.sync_all":
-                break
+        for op in tops[barrier + 1:end]:
             if op.name == "cce.copy_gm_to_ub" and op not in inputs \
                     and defining_op(view_root(op.operands[1])) in allocs:
                 hull = _gm_hull(op.operands[0])
@@ -135,6 +145,11 @@ class BarrierRows:
                     touched.extend(r for r in acc.reads + acc.writes if r.space == "ub")
         return found if self._later_pays(func, found) else []
 
+    def _bus_bound(self, func: ir.Operation) -> bool:
+        """More cores than the chip's GM bus serves at their GM -> UB movers' rate."""
+        t = self.target
+        return block_dim(func) * t.path("gm_to_ub").bytes_per_cycle > t.gm_chip_bytes_per_cycle
+
     def _later_pays(self, func: ir.Operation, later: list[ir.Operation]) -> bool:
         """Whether moving `later` before the barrier pays: only on more
         cores than the chip's GM bus serves at their movers' rate (then a
@@ -148,13 +163,11 @@ class BarrierRows:
         85,904 cycles. Not on 8 cores (ln2's chunks pipeline on MTE2, and
         its first waited for the later ones: 243,581 -> 244,206), nor seq
         128 on 32 (6 KB a core, 164 bus cycles: 38,671 -> 38,908)."""
-        if not later:
+        if not later or not self._bus_bound(func):
             return False
         t = self.target
         path = t.path("gm_to_ub")
         cores = block_dim(func)
-        if cores * path.bytes_per_cycle <= t.gm_chip_bytes_per_cycle:
-            return False
         moved = sum(int_attr(c, "n_burst") * int_attr(c, "burst_len") for c in later)
         return cores * moved * t.vector_block_bytes / t.gm_chip_bytes_per_cycle > path.latency
 
