@@ -8,7 +8,6 @@ BERT seq 128 on 32 cores 38,287 -> 38,031 cycles (out_proj's phase 4,091 ->
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from helpers import assert_same_bits_and_faster, kernel_tops
