@@ -69,7 +69,7 @@ def _loop_anchor(after: list[ir.Operation]) -> ir.Operation | None:
     on MTE2, when that op is a one-trip loop reached without a wait on MTE2
     and its body issues only loads before that set."""
     for op in after:
-        inside = walk(op)
+        inside = list(walk(op))  # read twice below
         if not any(o.name.startswith("cce.copy_gm_to_") or
                    (o.name == SET and _attr(o, "src") == MOVER) for o in inside):
             if any(o.name == WAIT and _attr(o, "dst") == MOVER for o in inside):
