@@ -31,7 +31,8 @@ from __future__ import annotations
 
 from mlir import ir
 
-from npu.ir import constant_int, walk
+from npu.analysis.pipe_work import trip_count
+from npu.ir import int_attr, str_attr, walk
 
 SET, WAIT, BARRIER = "cce.set_flag", "cce.wait_flag", "cce.sync_all"
 MOVER = "MTE2"
@@ -48,7 +49,7 @@ def sink_barrier_sets(block: ir.Block) -> int:
             continue
         run = []
         j = k - 1
-        while j >= 0 and (_pure(tops[j]) or tops[j].name == SET and _attr(tops[j], "src") == MOVER):
+        while j >= 0 and (_pure(tops[j]) or tops[j].name == SET and str_attr(tops[j], "src") == MOVER):
             if tops[j].name == SET:
                 run.insert(0, tops[j])
             j -= 1
@@ -71,14 +72,14 @@ def _loop_anchor(after: list[ir.Operation]) -> ir.Operation | None:
     for op in after:
         inside = list(walk(op))  # read twice below
         if not any(o.name.startswith("cce.copy_gm_to_") or
-                   (o.name == SET and _attr(o, "src") == MOVER) for o in inside):
-            if any(o.name == WAIT and _attr(o, "dst") == MOVER for o in inside):
+                   (o.name == SET and str_attr(o, "src") == MOVER) for o in inside):
+            if any(o.name == WAIT and str_attr(o, "dst") == MOVER for o in inside):
                 return None
             continue
-        if op.name != "scf.for" or not _one_trip(op):
+        if op.name != "scf.for" or trip_count(op) != 1:
             return None
         for o in [x.operation for x in op.regions[0].blocks[0].operations]:
-            if o.name == SET and _attr(o, "src") == MOVER:
+            if o.name == SET and str_attr(o, "src") == MOVER:
                 return o
             if o.name in _LOADS or _pure(o) or (o.name == "scf.if" and all(
                     x.name in _LOADS or x.name in ("scf.if", "scf.yield") or _pure(x)
@@ -111,13 +112,4 @@ def _pure(op: ir.Operation) -> bool:
 
 
 def _flag(op: ir.Operation) -> tuple[str, str, int]:
-    return _attr(op, "src"), _attr(op, "dst"), int(ir.IntegerAttr(op.attributes["event"]).value)
-
-
-def _attr(op: ir.Operation, name: str) -> str:
-    return ir.StringAttr(op.attributes[name]).value
-
-
-def _one_trip(loop: ir.Operation) -> bool:
-    lo, hi, step = (constant_int(v) for v in loop.operands[:3])
-    return None not in (lo, hi, step) and step > 0 and -(-(hi - lo) // step) == 1
+    return str_attr(op, "src"), str_attr(op, "dst"), int_attr(op, "event")

@@ -33,6 +33,7 @@ from npu.analysis.byte_ranges import may_overlap
 from npu.ir import (VIEW_OPS, block_dim, constant_int, defining_op, int_attr, is_block_argument,
                     is_memref, memory_space, memref_bytes, view_root, walk)
 
+from .facts import outruns_bus
 from .parts import L1_ROOMS, _sole_constant_row
 
 # What may lie between the barrier and a group's parameter loads: index
@@ -114,7 +115,7 @@ class BarrierRows:
         the barrier up to the copy, and whose UB bytes no op between the
         barrier and the copy touches; when they pay (`_later_pays`).
         `written`: the hulls the phase before the barrier may write."""
-        if not self._bus_bound(func):
+        if not outruns_bus(block_dim(func), self.target, "gm_to_ub"):
             return []
         allocs = {defining_op(view_root(c.operands[1])) for c in inputs}
         written = list(written)
@@ -145,17 +146,12 @@ class BarrierRows:
                     touched.extend(r for r in acc.reads + acc.writes if r.space == "ub")
         return found if self._later_pays(func, found) else []
 
-    def _bus_bound(self, func: ir.Operation) -> bool:
-        """More cores than the chip's GM bus serves at their GM -> UB movers' rate."""
-        t = self.target
-        return block_dim(func) * t.path("gm_to_ub").bytes_per_cycle > t.gm_chip_bytes_per_cycle
-
     def _later_pays(self, func: ir.Operation, later: list[ir.Operation]) -> bool:
-        """Whether moving `later` before the barrier pays: only on more
-        cores than the chip's GM bus serves at their movers' rate (then a
-        row group's phase, every core loading and storing at once, is bound
-        by the bus, and the bus time these loads take there comes off it),
-        and when that time, every core's bytes over the bus, exceeds one GM
+        """Whether moving `later` before the barrier pays (on more cores
+        than the chip's GM bus serves at their movers' rate, `_later_inputs`
+        asks first: then a row group's phase, every core loading and storing
+        at once, is bound by the bus, and the bus time these loads take
+        there comes off it): when that time, every core's bytes over the bus, exceeds one GM
         latency of the path: what a load still in flight at the release
         may hold the first chunk's loads behind it (MTE2 runs in order).
         BERT seq 512 on 32 cores: ln1's second chunk of residual rows (24 KB
@@ -163,7 +159,7 @@ class BarrierRows:
         85,904 cycles. Not on 8 cores (ln2's chunks pipeline on MTE2, and
         its first waited for the later ones: 243,581 -> 244,206), nor seq
         128 on 32 (6 KB a core, 164 bus cycles: 38,671 -> 38,908)."""
-        if not later or not self._bus_bound(func):
+        if not later:
             return False
         t = self.target
         path = t.path("gm_to_ub")
@@ -193,9 +189,16 @@ def _gm_writes(top: ir.Operation) -> list[tuple[ir.Value, int, int] | None]:
     read them (copies from GM, `_GM_READERS`, views): what the ops may write
     (None: anything). Every other op counts, cce or not (a scalar
     `memref.store`)."""
+    return gm_hulls(top, writes_only=True)
+
+
+def gm_hulls(top: ir.Operation, writes_only: bool = False
+             ) -> list[tuple[ir.Value, int, int] | None]:
+    """The hulls of the GM operands of every op in `top` (views aside), of
+    the ops that may write them only with `writes_only` (`_gm_writes`)."""
     return [_gm_hull(v) for op in walk(top)
-            if not (op.name.startswith("cce.copy_gm_to_") or op.name in _GM_READERS
-                    or op.name in VIEW_OPS)
+            if op.name not in VIEW_OPS and not (writes_only and (
+                op.name.startswith("cce.copy_gm_to_") or op.name in _GM_READERS))
             for v in op.operands if is_memref(v.type) and memory_space(v.type) == "gm"]
 
 

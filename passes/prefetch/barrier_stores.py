@@ -29,9 +29,9 @@ from mlir import ir
 
 from npu.analysis.access import AccessAnalysis, is_access_op
 from npu.analysis.byte_ranges import may_overlap
-from npu.ir import VIEW_OPS, is_memref, memory_space, walk
+from npu.ir import walk
 
-from .barrier_rows import _gm_hull, _hulls_meet
+from .barrier_rows import _gm_hull, _hulls_meet, gm_hulls
 from .positions import index_near
 
 STORE = "cce.copy_ub_to_gm"
@@ -50,7 +50,7 @@ class BarrierStores:
             k = barriers[i]
             start = barriers[i - 1] + 1 if i else 0
             end = barriers[i + 1] if i + 1 < len(barriers) else len(tops)
-            after = [h for top in tops[k + 1:end] for h in _gm_touched(top)]
+            after = [h for top in tops[k + 1:end] for h in gm_hulls(top)]
             if any(h is None for h in after):
                 continue
             moving = self._sinkable(tops, start, k, after, analysis)
@@ -72,7 +72,7 @@ class BarrierStores:
             if hull is None or any(_hulls_meet(hull, h) for h in after):
                 continue
             rest = tops[j + 1:barrier]
-            if any(h is None or _hulls_meet(hull, h) for top in rest for h in _gm_touched(top)
+            if any(h is None or _hulls_meet(hull, h) for top in rest for h in gm_hulls(top)
                    if top not in found):
                 continue
             reads = analysis.access(store).reads
@@ -81,13 +81,6 @@ class BarrierStores:
                 continue
             found.append(store)
         return found
-
-
-def _gm_touched(top: ir.Operation) -> list[tuple[ir.Value, int, int] | None]:
-    """The hulls of the GM operands of every op in `top` (views aside): what
-    the ops may read or write (None: anything)."""
-    return [_gm_hull(v) for op in walk(top) if op.name not in VIEW_OPS
-            for v in op.operands if is_memref(v.type) and memory_space(v.type) == "gm"]
 
 
 def _move_after(stores: list[ir.Operation], tops: list[ir.Operation], barrier: int,

@@ -27,6 +27,12 @@ AFTER_LOAD_PIPES = ("MTE1", "M", "V", "MTE3")
 GmRange = tuple[ir.Value, int, float]
 
 
+def outruns_bus(cores: int, target: Target, path: str = "gm_to_l1") -> bool:
+    """Whether `cores` cores' movers on `path` together load faster than
+    the chip's GM bus carries: only then do a phase's loads contend for it."""
+    return cores * target.path(path).bytes_per_cycle > target.gm_chip_bytes_per_cycle
+
+
 @dataclass(frozen=True)
 class OpFacts:
     """One top-level op as the cost model sees it."""

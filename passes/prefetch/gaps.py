@@ -11,7 +11,7 @@ from mlir import ir
 from npu.ir import block_dim, int_attr, memref_shape, view_root
 from npu.analysis.pipe_work import instruction_cycles
 
-from .facts import FactsCache, overlaps
+from .facts import FactsCache, outruns_bus, overlaps
 from .parts import Candidate, Part
 
 
@@ -130,8 +130,7 @@ class IdleGaps:
         ffn_in -> ffn_out alone, 512 x 768 rows: 52,190 cycles against
         52,438)."""
         t = self.target
-        if earlier is None or \
-                block_dim(func) * t.path("gm_to_l1").bytes_per_cycle <= t.gm_chip_bytes_per_cycle:
+        if earlier is None or not outruns_bus(block_dim(func), t):
             return None  # the cores' movers cannot fill the chip's bus: no contention
         lo = next((k for k in range(earlier[0], -1, -1) if tops[k].name == "cce.sync_all"), -1)
         hi = next((k for k in range(earlier[0], at) if tops[k].name == "cce.sync_all"), at)

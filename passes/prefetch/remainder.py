@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from mlir import ir
 
 from npu.analysis.pipe_work import instruction_cycles, trip_count
-from npu.ir import int_attr
+from npu.ir import block_dim, int_attr
 
+from .facts import outruns_bus
 from .parts import Candidate, Part
 
 # The least of a later slot in the gaps' idle time left (the rest loads in
@@ -97,7 +98,7 @@ class RemainderSlots:
         if not rest_gaps:
             return None
         tails = [rest_gaps]
-        if share is not None and self.tail_bus and self._bus_contended(func):
+        if share is not None and self.tail_bus and outruns_bus(block_dim(func), self.target):
             # A share's chunk loads on its cores alone: not where every core
             # streams another op's weights already (`_phase_gaps(quiet=True)`),
             # when such tails hold it. From BERT-base seq 128's second layer on

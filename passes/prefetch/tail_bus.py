@@ -34,19 +34,17 @@ from npu.analysis.pipe_work import trip_count
 from npu.ir import block_dim, memref_bytes, view_root
 from npu.passes.applies import CoresNeed
 
-from .facts import _guarded
+from .facts import _guarded, outruns_bus
 from .guarded import _is_matmul_loop
 
 
 def _within_bus(cores: int, target) -> str | None:
     """Why the movers of `cores` cores cannot outrun the chip's GM bus
     together, or None when they can (the rule acts only then)."""
-    rate = target.path("gm_to_l1").bytes_per_cycle
-    bus = target.gm_chip_bytes_per_cycle
-    if cores * rate > bus:
+    if outruns_bus(cores, target):
         return None
-    return (f"the movers of {cores} cores ({cores * rate:g} B/cycle) cannot outrun the "
-            f"chip's GM bus ({bus:g} B/cycle)")
+    return (f"the movers of {cores} cores ({cores * target.path('gm_to_l1').bytes_per_cycle:g} "
+            f"B/cycle) cannot outrun the chip's GM bus ({target.gm_chip_bytes_per_cycle:g} B/cycle)")
 
 
 # `tail-bus`'s need: on fewer cores the rule has nothing to act on.
@@ -67,10 +65,6 @@ class TailBus:
             self._tail_plans[key] = self._tail_plan(share.run)
         return share.guard in self._tail_plans[key]
 
-    def _bus_contended(self, func: ir.Operation) -> bool:
-        """Whether the cores' movers together outrun the chip's GM bus."""
-        return _within_bus(block_dim(func), self.target) is None
-
     def _tail_plan(self, run: tuple) -> list[ir.Operation]:
         """The guards of `run` whose slots leave the earlier tail: while the
         run's L2 misses there (per op, its cores or its distinct weight
@@ -84,7 +78,7 @@ class TailBus:
         cores = block_dim(func)
         rate = t.path("gm_to_l1").bytes_per_cycle
         bus = t.gm_chip_bytes_per_cycle
-        if not self._bus_contended(func):
+        if not outruns_bus(cores, t):
             return []
         demand: dict[int, tuple[float, float]] = {}  # run index -> (B/cycle, MTE2 work)
         with self.facts.every_core():  # every guard's own work

@@ -35,6 +35,7 @@ from mlir import ir
 
 from npu.ir import block_dim, int_attr
 
+from .facts import outruns_bus
 from .guarded import Share
 from .parts import L1_ROOMS, Candidate, Part
 
@@ -172,7 +173,7 @@ class TwinShares:
         gain = min(over, len(share.cores) * ahead / chip)
         spill = max(0.0, ahead / rate - lead.room)
         lead.bus += mine
-        if block_dim(func) * rate <= chip or lead.placed < 2 or not ahead or gain <= spill:
+        if not outruns_bus(block_dim(func), t) or lead.placed < 2 or not ahead or gain <= spill:
             return None
         issue = next((k for k in range(tops.index(lead.points[0][0]) - 1, -1, -1)
                       if tops[k].name == "cce.sync_all"), None)
