@@ -66,6 +66,7 @@ from mlir import ir
 
 from npu.analysis.access import AccessAnalysis
 from npu.ir import functions
+from npu.passes.applies import MANY_CORES
 from npu.passes.base import Option, Pass
 from npu.passes.buffer_lifetimes import collector_for
 from npu.passes.insert_sync.barrier import _BarrierMode
@@ -94,7 +95,7 @@ class InsertSyncPass(Pass):
                "barrier (for consumers after it of loads that stream through it) issued after "
                "the first MTE2 set of the one-trip loop that loads first after the barrier, "
                "so that MTE2 does not idle for the streamed loads' latency "
-               "(`barrier_sets.py`)", needs=(("mode", "precise"),)),
+               "(`barrier_sets.py`)", needs=(("mode", "precise"), MANY_CORES)),
     )
 
     # func -> a `BufferCollector` that followed it until `npu-plan-memory`

@@ -49,6 +49,7 @@ ALL_OFF = ("cores=1 canonicalize=false fuse=false plan-gm=false prefetch=false s
     ("fuse-epilogue-bias-f32=true fuse-conv-pool=false",
      "fuse-conv-pool: does not apply: it needs fuse-epilogue-bias-f32=false"),
     ("sync=barrier sink-sets=false", "sink-sets: does not apply: it needs sync=precise"),
+    ("cores=1 barrier-sets=false", "barrier-sets: does not apply: no split over cores (cores=1)"),
     ("cores=16 prefetch-tail-bus=false", "prefetch-tail-bus: does not apply: the movers of 16 "
                                          "cores (1024 B/cycle) cannot outrun the chip's GM bus "
                                          "(1200 B/cycle)"),
