@@ -45,6 +45,8 @@ def main() -> int:
     p.add_argument("--layers", type=int, default=1, help="encoder layers (the 12-layer model's "
                    "later layers start at the previous one's ln2)")
     p.add_argument("--model", default="bert", choices=("bert", "resnet18", "resnet50", "mobilenetv2"))
+    p.add_argument("--onnx", metavar="FILE", help="an exported model instead (e.g. a transformers "
+                   "export): its phases as BERT's, random inputs as npu-run makes them")
     p.add_argument("--size", type=int, default=224, help="a CNN's image size")
     p.add_argument("--width", type=int, default=64, help="a ResNet's stem channels")
     p.add_argument("--pipeline-options", default="", help="more npu-lower options, e.g. 'prefetch=false'")
@@ -63,10 +65,16 @@ def main() -> int:
     from op_timeline import tag_top_level
 
     pipeline = f"npu-lower{{cores={args.cores} {args.pipeline_options}}}"
-    if args.model == "bert":
+    if args.onnx:
+        from argparse import Namespace
+
+        from npu.tools.run_model import model_inputs
+        kernel = npu.compile(args.onnx, target="ascend910", pipeline=pipeline)
+        x = model_inputs(kernel, Namespace(inputs=None, seed=0), args.onnx)
+    elif args.model == "bert":
         kernel = npu.compile(bert_layer(args.seq, 768, 12, 3072, layers=args.layers),
                              target="ascend910", where="bert_layer.onnx", pipeline=pipeline)
-        x = np.random.default_rng(1).standard_normal((1, args.seq, 768)).astype(np.float32)
+        x = [np.random.default_rng(1).standard_normal((1, args.seq, 768)).astype(np.float32)]
     else:
         from npu.frontend.cnn import mobilenet_v2, resnet
         model = (mobilenet_v2(size=args.size, dtype=np.float16) if args.model == "mobilenetv2" else
@@ -74,7 +82,7 @@ def main() -> int:
         kernel = npu.compile(model, target="ascend910", where=f"{args.model}.onnx",
                              pipeline=pipeline)
         p0 = kernel.interface.inputs[0]
-        x = np.random.default_rng(1).standard_normal(p0.shape).astype(p0.numpy_dtype)
+        x = [np.random.default_rng(1).standard_normal(p0.shape).astype(p0.numpy_dtype)]
     func = functions(kernel.module)[0]
     labels = tag_top_level(func)
     extra = [v for v in list(func.regions[0].blocks[0].arguments)[len(kernel.interface.roles):]
@@ -92,7 +100,7 @@ def main() -> int:
 
     sim_core.MemorySystem = keep
     try:
-        res = simulate(kernel.module, kernel.interface.arguments(kernel.check_inputs([x]), extra),
+        res = simulate(kernel.module, kernel.interface.arguments(kernel.check_inputs(x), extra),
                        target=kernel.target, numerics=False)
     finally:
         sim_core.MemorySystem = MemorySystem
@@ -102,7 +110,8 @@ def main() -> int:
     # sync_all_cycles), the same cycle on every core
     trace0, tl0 = runs[0]
     releases = [tl0.end[i] for i, (instr, _, _) in enumerate(trace0) if getattr(instr, "chip", False)]
-    what = f"BERT layer seq={args.seq}" if args.model == "bert" else args.model
+    what = (args.onnx if args.onnx else f"BERT layer seq={args.seq}" if args.model == "bert"
+            else args.model)
     print(f"{what} on {len(runs)} cores: {res.cycles:,} cycles, {len(releases)} chip barriers")
     if args.model != "bert" or args.floors:
         _floors(runs, releases, res.cycles, kernel.target, bus)

@@ -157,10 +157,13 @@ class SplitRules:
             return (self._split_columns(types, perm, parts)
                     or self._split_swapped_rows(types, perm, parts))
         if name == "ascend.gather":  # rows of the output with their ids; the table whole
+            # the scalar unit reads the ids one by one: their slice needs no 32-byte start
             axis = nir.int_attr(op, "axis") % len(nir.memref_shape(types[0]))
-            for d in range(len(nir.memref_shape(types[1]))):
+            ids = nir.memref_shape(types[1])
+            for d in range(len(ids)):
                 cuts = ({}, {d: "x"}, {axis + d: "x"})
-                if self._cuts_aligned(types, cuts, parts):
+                if (ids[d] % parts == 0 and all(x == 1 for x in ids[:d])
+                        and self._cuts_aligned(types[::2], cuts[::2], parts)):
                     return Split(cuts, (("x", parts),))
             return None
         if name in ("ascend.slice", "ascend.insert_slice"):
