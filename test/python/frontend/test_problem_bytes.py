@@ -61,3 +61,37 @@ def test_host_only_and_scalar_constants_are_not_counted():
 
     ports = [Port((4, 16), "f32"), Port((2, 64), "f16")]
     assert model_gm_bytes(m, ports) == 4 * 16 * 4 + 2 * 64 * 2 + 32 * 16 * 2 + 32 * 2
+
+
+def test_a_gathered_table_counts_the_rows_it_can_read():
+    """Token embeddings (1,000 rows of 64 f32) read by 16 ids through a
+    Reshape (their count from shape inference) and position embeddings
+    (512 rows) read by a constant run of 16 positions: 16 rows of each,
+    not the tables (278 KB), and a 2-row table under 16 ids whole; read
+    by anything else as well, a table counts whole."""
+    rng = np.random.default_rng(0)
+    words = rng.standard_normal((1000, 64)).astype(np.float32)
+    positions = rng.standard_normal((512, 64)).astype(np.float32)
+    kinds = rng.standard_normal((2, 64)).astype(np.float32)
+    nodes = [helper.make_node("Reshape", ["ids", "flat"], ["ids1"]),
+             helper.make_node("Gather", ["words", "ids1"], ["w"]),
+             helper.make_node("Gather", ["positions", "pos"], ["p"]),
+             helper.make_node("Gather", ["kinds", "ids1"], ["k"]),
+             helper.make_node("Add", ["w", "p"], ["wp"]),
+             helper.make_node("Add", ["wp", "k"], ["y"])]
+    inits = [("words", words), ("positions", positions), ("kinds", kinds),
+             ("pos", np.arange(16, dtype=np.int64)), ("flat", np.array([16], np.int64))]
+    m = model(nodes, [("ids", [1, 16], TensorProto.INT64)], [("y", [16, 64])], inits)
+
+    class Port:
+        def __init__(self, shape, dtype):
+            self.shape, self.dtype = shape, dtype
+
+    ports = [Port((1, 16), "i32"), Port((16, 64), "f32")]
+    io = 16 * 4 + 16 * 64 * 4
+    rows = (16 + 16 + 2) * 64 * 4 + 16 * 4  # and the 16 positions, i64 as i32
+    assert model_gm_bytes(m, ports) == io + rows
+    # the word table also read whole by an op: it counts whole
+    m.graph.node.append(helper.make_node("ReduceSum", ["words"], ["total"], keepdims=0))
+    m.graph.output.append(helper.make_tensor_value_info("total", TensorProto.FLOAT, []))
+    assert model_gm_bytes(m, ports) == io + rows + (1000 - 16) * 64 * 4
