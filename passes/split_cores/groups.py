@@ -118,8 +118,9 @@ def group_split(group: ir.Operation, parts: int, rules: SplitRules
             if split is None:
                 continue
             fixed = {v: cut for v, cut in zip(mm[0].operands, split.cuts)}
+            rows_whole = dict(split.grid).get("m", 1) == 1
             other = (qkv.cut_of(c_shape, count, frac, group) if count
-                     else lambda v: _c_cut(v, c_shape, frac, whole_k))
+                     else lambda v: _c_cut(v, c_shape, frac, whole_k, rows_whole))
             found = _cuts(group, split, lambda v: fixed.get(v, other(v)))
             if found is not None:
                 return found
@@ -220,7 +221,11 @@ def _head_cut(v: ir.Value, heads: int, head_dim: int) -> Cuts | None:
     return None
 
 
-def _c_cut(v: ir.Value, c_shape: list[int], frac: int, whole_k: bool = False) -> Cuts | None:
+def _c_cut(v: ir.Value, c_shape: list[int], frac: int, whole_k: bool = False,
+           rows_whole: bool = False) -> Cuts | None:
+    """How a C-shaped tensor of an epilogue cuts; `rows_whole`: the grid
+    cuts only columns, so an ND tensor of C's real rows (ViT's 197 tokens
+    against C's 13 row blocks) keeps them whole on every core."""
     shape = nir.memref_shape(v.type)
     k1, m1 = c_shape[0], c_shape[1]
     if whole_k:  # every tensor's rows (Nz dim 1, ND dim 0) cut; byte buffers in step
@@ -246,7 +251,7 @@ def _c_cut(v: ir.Value, c_shape: list[int], frac: int, whole_k: bool = False) ->
         cut = {}
         if shape[0] == m1 * frac:
             cut[0] = "m"
-        elif shape[0] != 1:
+        elif shape[0] != 1 and not (rows_whole and -(-shape[0] // frac) == m1):
             return None
         if shape[1] == k1 * frac:
             cut[1] = "k"
