@@ -195,6 +195,9 @@ class FactsCache:
         guarded = _guarded(op)
         if guarded:
             return self._sequence([self(o) for o in guarded])
+        branches = _core_branches(op)
+        if branches:
+            return self._either([self._sequence([self(o) for o in ops]) for ops in branches])
         reads: set[GmRange] = set()
         writes: set[GmRange] = set()
         if op.name == "scf.for":
@@ -239,6 +242,19 @@ class FactsCache:
         return OpFacts(work, frozenset().union(*(f.reads for f in parts)),
                        frozenset().union(*(f.writes for f in parts)),
                        (head.tail if head else 0.0) + rest, (head.tail_span if head else 0.0) + rest)
+
+    @staticmethod
+    def _either(parts: list[OpFacts]) -> OpFacts:
+        """The facts of an op's branches, of which each core runs one: each
+        pipe's work the most any branch has (as `_work` counts an `scf.if`),
+        the least tail (a copy placed after the op runs on every core)."""
+        work: Counter = Counter()
+        for f in parts:
+            for p, c in f.work.items():
+                work[p] = max(work[p], c)
+        return OpFacts(work, frozenset().union(*(f.reads for f in parts)),
+                       frozenset().union(*(f.writes for f in parts)),
+                       min(f.tail for f in parts), min(f.tail_span for f in parts))
 
     def _work(self, op: ir.Operation, times: int, into: dict[str, float],
               reads: set[GmRange], writes: set[GmRange]) -> None:
@@ -303,6 +319,19 @@ def _guarded(op: ir.Operation) -> list[ir.Operation]:
         return []
     return [o.operation for o in op.regions[0].blocks[0].operations
             if o.operation.name != "scf.yield"]
+
+
+def _core_branches(op: ir.Operation) -> list[list[ir.Operation]]:
+    """The ops of each branch of an `scf.if` with an else, else none: each
+    core runs one of them (BERT seq 512's attention on 32 cores, flat query
+    runs, has a body for the six cores that span two heads). Taken whole,
+    such an op had no tail (an op with loads, not a loop), so the idle MTE2
+    after the attention's last loads (~4.2k cycles a core before its
+    barrier) was never offered to a prefetch."""
+    if op.name != "scf.if" or not len(op.regions[1].blocks):
+        return []
+    return [[o.operation for o in r.blocks[0].operations if o.operation.name != "scf.yield"]
+            for r in op.regions]
 
 
 def is_guard(op: ir.Operation) -> bool:
