@@ -192,6 +192,8 @@ class TwinShares:
             tops[issue:issue] = [alloc]
             issue += 1
         lead.bus -= len(share.cores) * ahead
+        if spill > 0:  # the barrier's next phase opens with these bursts on the bus
+            self._spilled.add(tops[issue])
         return tops[issue]
 
 
