@@ -196,10 +196,8 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
         self.facts = FactsCache(self.target, landing=block_dim(func) > 1)
         self._guards: dict = {}  # (guard, cores) -> `shares.guard_cores` of it
         self._tail_plans: dict = {}  # a run's first guard -> `TailBus._tail_plan` of the run
-        # chip barriers that loads placed before them are estimated to run
-        # past (`TwinShares._early_first`'s spill): `barrier_stores.py` keeps
-        # its stores before them
-        self._spilled: set = set()
+        # barriers loads before them are estimated to run past (`twins.py`'s
+        self._spilled: set = set()  # spill): their stores stay (`barrier_stores.py`)
         loops = self._matmul_loops(tops)
         collector = collector_for(self.collectors, func)
         if collector is None:
