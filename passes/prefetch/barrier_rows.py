@@ -33,6 +33,8 @@ from npu.analysis.byte_ranges import may_overlap
 from npu.ir import (VIEW_OPS, block_dim, constant_int, defining_op, int_attr, is_block_argument,
                     is_memref, memory_space, memref_bytes, view_root, walk)
 
+from npu.analysis.pipe_work import instruction_cycles
+
 from .facts import outruns_bus
 from .parts import L1_ROOMS, _sole_constant_row
 
@@ -61,7 +63,7 @@ class BarrierRows:
             made = min((tops.index(defining_op(view_root(r.operands[1])), k) for r in inputs),
                        default=k)
             if inputs and fit and self._rows_fit(func, rows + inputs, collector, k, made, bound):
-                rows = rows + inputs + self._later_inputs(func, tops, k, inputs, written)
+                rows = rows + inputs + self._later_inputs(func, tops, k, inputs, written, rows)
             if rows and fit:
                 self._move_rows(rows, barrier, tops, collector, k)
 
@@ -108,13 +110,15 @@ class BarrierRows:
         return found, written
 
     def _later_inputs(self, func: ir.Operation, tops: list[ir.Operation], barrier: int,
-                      inputs: list[ir.Operation], written: list) -> list[ir.Operation]:
+                      inputs: list[ir.Operation], written: list, rows: list[ir.Operation]
+                      ) -> list[ir.Operation]:
         """The later chunks' loads of settled GM (`_settled_inputs`' kind)
         into the same buffers as `inputs`, up to the next barrier: top-level
         GM -> UB copies whose GM bytes no core writes from the phase before
         the barrier up to the copy, and whose UB bytes no op between the
-        barrier and the copy touches; when they pay (`_later_pays`).
-        `written`: the hulls the phase before the barrier may write."""
+        barrier and the copy touches; when they pay (`_later_pays`, or
+        `_tail_holds` for them, `inputs` and the parameter `rows` moved with
+        them). `written`: the hulls the phase before the barrier may write."""
         if not outruns_bus(block_dim(func), self.target, "gm_to_ub"):
             return []
         allocs = {defining_op(view_root(c.operands[1])) for c in inputs}
@@ -144,7 +148,9 @@ class BarrierRows:
                 if is_access_op(o):
                     acc = analysis.access(o)
                     touched.extend(r for r in acc.reads + acc.writes if r.space == "ub")
-        return found if self._later_pays(func, found) else []
+        pays = self._later_pays(func, found) or (
+            found and self._tail_holds(tops, barrier, rows + inputs + found))
+        return found if pays else []
 
     def _later_pays(self, func: ir.Operation, later: list[ir.Operation]) -> bool:
         """Whether moving `later` before the barrier pays (on more cores
@@ -166,6 +172,28 @@ class BarrierRows:
         cores = block_dim(func)
         moved = sum(int_attr(c, "n_burst") * int_attr(c, "burst_len") for c in later)
         return cores * moved * t.vector_block_bytes / t.gm_chip_bytes_per_cycle > path.latency
+
+
+    def _tail_holds(self, tops: list[ir.Operation], barrier: int,
+                    moved: list[ir.Operation]) -> bool:
+        """Whether the phase before `tops[barrier]` ends with MTE2 idle long
+        enough for `moved` to land before its cores arrive: its last op that
+        does work loads, and its tail after its last load (`OpFacts.tail_span`:
+        the last load's landing, the last mads, the drain) covers their
+        mover time and one GM latency. Then they cost the phase nothing, and
+        each chunk's loads after the barrier no longer wait behind the
+        previous chunk's flag (BERT seq 128 on 32 cores: ln2's second chunk
+        after ffn_out's drain, the phase 1,653 -> 1,634 cycles; ln1's after
+        out_proj's phase, whose tail carries the weights of ffn_in, not)."""
+        k = barrier - 1
+        while k >= 0 and not self.facts.works(tops[k]):
+            k -= 1
+        if k < 0:
+            return False
+        facts = self.facts(tops[k])
+        t = self.target
+        need = sum(instruction_cycles(c, t) for c in moved) + t.path("gm_to_ub").latency
+        return facts.loads > 0 and facts.tail_span >= need
 
 
 def _gm_hull(value: ir.Value) -> tuple[ir.Value, int, int] | None:
