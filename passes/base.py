@@ -40,6 +40,10 @@ DOUBLE_BUFFER_ATTR = "npu.double_buffer"
 # beside the cube): npu-insert-sync may sink an earlier drain's carried
 # store set past it (`_PreciseMode._sink`).
 LIGHT_DRAIN_ATTR = "npu.light_drain"
+# On a matmul's one-trip loop whose sub-steps load B into L0B ahead of A
+# (npu-lower-matmul, B prefetched before the loop): npu-prefetch drops the
+# loop's guarded later-iteration copies (`emit.fold_one_trip_guards`).
+B_AHEAD_ATTR = "npu.b_ahead"
 
 
 @dataclass(frozen=True)

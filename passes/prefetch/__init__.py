@@ -100,7 +100,7 @@ from npu.passes.buffer_lifetimes import BufferCollector, collector_for
 from npu.analysis.pipe_work import trip_count
 
 from .conv import ConvDriver
-from .emit import EmitParts
+from .emit import EmitParts, fold_one_trip_guards
 from .facts import FactsCache
 from .gaps import IdleGaps
 from .guarded import GuardedLoops, Share
@@ -231,6 +231,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
             finally:
                 self.facts.skip = None
             at = tops.index(top, at)
+        fold_one_trip_guards(tops, collector)
         if self.convs:
             self._prefetch_convs(func, tops, collector, constants)
         if self.barrier_rows:

@@ -9,7 +9,8 @@ from mlir.dialects import arith, scf
 
 from npu.ir import VIEW_OPS, clone_into, constant_int, create_op, defining_op, int_attr
 from npu.ir import memref_shape, subview, top_level
-from npu.passes.base import PassError
+from npu.analysis.pipe_work import trip_count
+from npu.passes.base import B_AHEAD_ATTR, PassError
 
 from .parts import Candidate, Part
 
@@ -181,6 +182,44 @@ class _Position:
         if self.top == other.top:
             return self.path < other.path
         return self.top.is_before_in_block(other.top)
+
+
+def fold_one_trip_guards(tops: list[ir.Operation], collector) -> None:
+    """`EmitParts._guard`'s `scf.if later` in a top-level loop of one trip
+    (a core's one C tile) replaced by its else branch: the later iterations
+    do not exist, but npu-insert-sync cannot tell, and held the readers of
+    the guarded copies' buffers (B's L0B loads, B prefetched before the
+    barrier) behind the flag of the run's other copies (A's)."""
+    for k, top in enumerate(tops):
+        if top.name != "scf.for" or B_AHEAD_ATTR not in top.attributes \
+                or trip_count(top) != 1:
+            continue
+        body = top.regions[0].blocks[0]
+        guards = [o.operation for o in body.operations if _is_later(o.operation, top)]
+        if not guards:
+            continue
+        dead = [o for g in guards for region in g.regions[:1] for b in region.blocks
+                for o in b.operations] + guards
+        collector.erasing(k, [o.operation for o in dead])
+        for g in guards:
+            cond = defining_op(g.operands[0])
+            for o in list(g.regions[1].blocks[0].operations)[:-1]:
+                o.operation.move_before(g)
+            g.erase()
+            if not list(cond.results[0].uses):
+                cond.erase()
+        collector.changed(k)
+
+
+def _is_later(op: ir.Operation, loop: ir.Operation) -> bool:
+    """An `scf.if` with an else branch on `iv != lower bound` of `loop`."""
+    if op.name != "scf.if" or len(op.regions) < 2 or not op.regions[1].blocks:
+        return False
+    cond = defining_op(op.operands[0])
+    return (cond is not None and cond.name == "arith.cmpi"
+            and int_attr(cond, "predicate") == 1  # ne
+            and cond.operands[0] == loop.regions[0].blocks[0].arguments[0]
+            and cond.operands[1] == loop.operands[0])
 
 
 def _cut(copy: ir.Operation, first: int, end: int) -> list[ir.Operation]:

@@ -5,7 +5,7 @@
 // MISSING: error: npu-lower: cannot read tuning record '{{.*}}does-not-exist.json': No such file or directory
 
 func.func @unknown_key(%a: memref<4x4x16x16xf16, "gm">, %b: memref<4x4x16x16xf16, "gm">, %c: memref<4x4x16x16xf32, "gm">) {
-  // expected-error@+1 {{'npu.options' sets 'ub-fraction', which is not an option of npu-lower-matmul (options: strategy, m, n, k, l1-steps, first-step, schedule, l1-chunk, c-pieces, c-piece-rows, staged-drain, resident-a, timed-residency, col-strips, drain-convert, last-chunk-parts, drain-order, double-buffer)}}
+  // expected-error@+1 {{'npu.options' sets 'ub-fraction', which is not an option of npu-lower-matmul (options: strategy, m, n, k, l1-steps, first-step, schedule, l1-chunk, c-pieces, c-piece-rows, staged-drain, resident-a, timed-residency, col-strips, drain-convert, last-chunk-parts, b-ahead, drain-order, double-buffer)}}
   "ascend.matmul"(%a, %b, %c) {npu.options = {"ub-fraction" = 0.5 : f64}} : (memref<4x4x16x16xf16, "gm">, memref<4x4x16x16xf16, "gm">, memref<4x4x16x16xf32, "gm">) -> ()
   return
 }

@@ -66,9 +66,14 @@ def _guards_loading_weights(kernel) -> int:
     func = kernel.module.body.operations[0]
     constants = {a for a in func.regions[0].blocks[0].arguments
                  if "npu.constant" in arg_attrs(func, a.arg_number)}
-    constants = {view_root(o.operands[0]) for loop in func.regions[0].blocks[0].operations
-                 if loop.name == "scf.for"
-                 for o in ops_named(loop.operation, "cce.copy_gm_to_l1")} & constants
+    # the L1 buffers a top-level loop's L0B loads read, and the weights
+    # copied into them (in the loop, or all before it: a one-trip loop
+    # keeps no guarded copy of its own, `emit.fold_one_trip_guards`)
+    read = {view_root(o.operands[0]) for loop in func.regions[0].blocks[0].operations
+            if loop.name == "scf.for"
+            for o in ops_named(loop.operation, "cce.load_l1_to_l0b")}
+    constants = {view_root(o.operands[0]) for o in ops_named(func, "cce.copy_gm_to_l1")
+                 if view_root(o.operands[1]) in read} & constants
     assert len(constants) == 1
     count = 0
     for op in func.regions[0].blocks[0].operations:
