@@ -231,7 +231,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
             finally:
                 self.facts.skip = None
             at = tops.index(top, at)
-        fold_one_trip_guards(tops, collector)
+        fold_one_trip_guards(tops, collector, self.facts)
         if self.convs:
             self._prefetch_convs(func, tops, collector, constants)
         if self.barrier_rows:

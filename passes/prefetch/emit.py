@@ -184,12 +184,13 @@ class _Position:
         return self.top.is_before_in_block(other.top)
 
 
-def fold_one_trip_guards(tops: list[ir.Operation], collector) -> None:
+def fold_one_trip_guards(tops: list[ir.Operation], collector, facts) -> None:
     """`EmitParts._guard`'s `scf.if later` in a top-level loop of one trip
     (a core's one C tile) replaced by its else branch: the later iterations
     do not exist, but npu-insert-sync cannot tell, and held the readers of
     the guarded copies' buffers (B's L0B loads, B prefetched before the
-    barrier) behind the flag of the run's other copies (A's)."""
+    barrier) behind the flag of the run's other copies (A's). `collector`
+    and `facts` (the pass's `FactsCache`) are told of each loop changed."""
     for k, top in enumerate(tops):
         if top.name != "scf.for" or B_AHEAD_ATTR not in top.attributes \
                 or trip_count(top) != 1:
@@ -209,6 +210,7 @@ def fold_one_trip_guards(tops: list[ir.Operation], collector) -> None:
             if not list(cond.results[0].uses):
                 cond.erase()
         collector.changed(k)
+        facts.forget(top)
 
 
 def _is_later(op: ir.Operation, loop: ir.Operation) -> bool:
