@@ -53,23 +53,23 @@ BODY_OPS = ("memref.alloc", "scf.yield", "arith.constant") + nir.VIEW_OPS
 
 
 def nz_store(target, nz: ir.Value, rows: int, n: int) -> NzStore:
-    """The Nz store of a group's result: into the whole tensor, or into one
-    core's run of row blocks of it, or of rows of one row block (a subview
-    along the row blocks and rows, npu-split-cores), addressed through the
-    whole tensor's flat view."""
+    """The Nz store of a group's result: into the whole tensor, or one core's run of
+    row blocks or of rows of one block (subviews, npu-split-cores; a peeled group's
+    blocks, `split_cores.peel`), addressed through the whole tensor's flat view."""
     elem = nir.memref_element(nz)
     if nir.is_contiguous(nz):
         return NzStore(target, nir.flatten_memref(nz), rows, n, elem)
-    view = nir.defining_op(nz)
-    src = view.operands[0]
     dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
-    given = iter(list(view.operands)[1:])
-    offsets = [next(given) if o == dynamic else o
-               for o in ir.DenseI64ArrayAttr(view.attributes["static_offsets"])]
-    f = target.fractal
-    block_rows = nir.memref_shape(src)[1]
-    base = lin((offsets[0], block_rows * f * f), (offsets[1], f * f), (offsets[2], f))
-    return NzStore(target, nir.flatten_memref(src), rows, n, elem, block_rows, base)
+    levels, src, f = [], nz, target.fractal
+    while not nir.is_contiguous(src):  # a core's run of a peeled group's blocks: two subviews
+        given, view = iter(list(nir.defining_op(src).operands)[1:]), nir.defining_op(src)
+        levels.append([next(given) if o == dynamic else o
+                       for o in ir.DenseI64ArrayAttr(view.attributes["static_offsets"])])
+        src = view.operands[0]
+    pitch = nir.memref_shape(src)[1]
+    base = lin(*((o[d], step) for o in levels for d, step in ((0, pitch * f * f), (1, f * f), (2, f))))
+    return NzStore(target, nir.flatten_memref(src), rows, n, elem, pitch, base,
+                   nir.memref_shape(nz)[2] == f and rows % f > 0)  # whole blocks it leaves short
 
 
 class LowerFused(Pass):

@@ -57,7 +57,7 @@ from npu.costmodel.fusion.rows import FUSED_ATTR
 
 from .barriers import Access, Unit, gm_operands, place
 from .groups import apply_group, epilogue_matmuls, external, group_split, written
-from . import aligned, attention, idle_shares, qkv, share, split_k
+from . import aligned, attention, idle_shares, peel, qkv, share, split_k
 from .prefetched import NONE, Lookahead
 from .rules import SplitRules, parse_grids
 from .split import Split, apply, split_of
@@ -196,6 +196,7 @@ class SplitCoresPass(Pass):
             raise PassError("npu-split-cores: the function is already split over cores", func)
         self._dissolve_weight_bound_epilogues(func, wanted)
         self._split_k(func, wanted)
+        peel.peel_rows(func, wanted, self._group, self.target.fractal)
         units: list[Unit] = []
         splits: list[Split | None] = []
         ops = [child.operation for child in func.regions[0].blocks[0].operations]

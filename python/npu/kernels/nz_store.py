@@ -31,18 +31,20 @@ class NzStore:
     """Stores of rows of one [rows, n] result into the flat Nz tensor `nz`."""
 
     def __init__(self, target: Target, nz: ir.Value, rows: int, n: int, elem: str,
-                 block_rows: int | None = None, base=0):
+                 block_rows: int | None = None, base=0, pads: bool = False):
         """`block_rows`, `base`: the rows are a run of whole row blocks (or
         of rows of one row block) of a taller Nz tensor (one core's,
         npu-split-cores) whose column blocks are `block_rows` row blocks
-        long; `base`: the run's first element."""
+        long; `base`: the run's first element. `pads`: the run's last row
+        block ends the tensor (a peeled group's rest, `split_cores.peel`):
+        its rows past `rows` are padding, not another core's."""
         self.t, self.nz, self.rows, self.n, self.elem = target, nz, rows, n, elem
         self.e = nir.element_bytes(elem)
         f = target.fractal
         self.r1, self.c1 = -(-rows // f), n // f
         self.pitch = block_rows or self.r1  # row blocks between column blocks
         self.base = base
-        self.run = block_rows is not None  # its padding rows are other cores' rows
+        self.run = block_rows is not None and not pads  # its padding rows are other cores' rows
         self.per_piece = f * self.e // target.vector_block_bytes  # blocks of a row's 16 columns
         # Rows per gather: the destination's repeat stride is the rows' blocks.
         most = target.vector_max_stride // self.per_piece
@@ -64,7 +66,8 @@ class NzStore:
                       dst_rep_stride=self.t.vector_bytes // self.t.vector_block_bytes, scalar=0.0)
         for j in range(self.c1):
             copy("cce.copy_ub_to_gm", sub(zeros, 0, pad * f),
-                 sub(self.nz, (j * self.r1 * f + self.rows) * f, pad * f), 1, self.blocks(pad * f))
+                 sub(self.nz, lin((self.base, 1), ((j * self.pitch * f + self.rows) * f, 1)),
+                     pad * f), 1, self.blocks(pad * f))
 
     def store(self, buf: ir.Value, row0: int | ir.Value, valid: int,
               pending: list | None = None, cast: tuple[Compute, int] | None = None,

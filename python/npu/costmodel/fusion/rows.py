@@ -110,11 +110,12 @@ def _one_per_row(value: ir.Value, out_shape: list[int]) -> bool:
 
 def _row_blocks_of(nz: ir.Value) -> bool:
     """An Nz subview of whole column blocks and a run of row blocks of a
-    contiguous Nz tensor, or a run of rows of one row block: one core's
-    rows (npu-split-cores)."""
+    contiguous Nz tensor (or of such a subview: `split_cores.peel`), or a
+    run of rows of one row block: one core's rows (npu-split-cores)."""
     op = nir.defining_op(nz)
-    if op is None or op.name != "memref.subview" or not nir.is_contiguous(op.operands[0]):
-        return False
+    if op is None or op.name != "memref.subview" or not (
+            nir.is_contiguous(op.operands[0]) or _row_blocks_of(op.operands[0])):
+        return False  # (a subview of one: a core's rows of a peeled group's blocks)
     whole, part = nir.memref_shape(op.operands[0]), nir.memref_shape(nz)
     if len(whole) != 4 or part[0] != whole[0] or part[3] != whole[3]:
         return False

@@ -1,0 +1,178 @@
+"""A row group of R rows, R not whole fractals, as two groups: whole blocks, then the rest.
+
+A fused row group splits over the cores by whole rows, every tensor alike
+(`groups`): its Nz store (the next matmul's A operand, [C1, ceil(R/16),
+16, 16]) by whole row blocks or runs of rows in each. ViT-base's 197 tokens
+(and BERT at seq 100) give neither: 197 is prime, and the Nz store's last
+block holds 5 rows, so each of the layer's layernorms ran on one core
+(~29.7k cycles on 32 cores).
+
+`peel` rewrites such a group as two copies before it: the first over the
+rows of the whole blocks (192), which split like any row group, the second
+over the rest (5), on one core, writing the last block. Each copy reads
+and writes static subviews of the group's tensors (row-major along their
+row dim, Nz along its block dim); the group's own tensors shrink to its
+rows. The rows are the same, computed once each, by the same members: the
+bits are the group's.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from mlir import ir
+
+from npu import ir as nir
+from npu.costmodel.fusion.rows import FUSED_ATTR
+
+from .groups import members
+
+
+NZ = "nz"
+WHOLE = "whole"
+# the views a group's own tensors may have here (a subview's sizes are attributes)
+RESHAPES = ("memref.expand_shape", "memref.collapse_shape")
+
+
+def _row_dim(v: ir.Value, rows: int, frac: int) -> tuple[int, str] | str | None:
+    """(the dim of `v` along its rows, "nz" for an Nz tensor's row blocks
+    or "rows"), WHOLE for a row operand every row reads, None when it has
+    none of the group's rows."""
+    shape = nir.memref_shape(v.type)
+    if len(shape) == 4 and shape[1] == -(-rows // frac) and shape[2] == shape[3] == frac:
+        return 1, NZ
+    if shape and shape[0] == rows:
+        return 0, "rows"
+    if len(shape) >= 2 and math.prod(shape[:-1]) == rows:
+        d = next(i for i, n in enumerate(shape) if n > 1)
+        return (d, "rows") if d < len(shape) - 1 else None
+    if math.prod(shape[:-1]) == 1:
+        return WHOLE
+    return None
+
+
+def _dims(group: ir.Operation, rows: int, frac: int) -> dict | None:
+    """Each memref value of the group's members and its row dim, or None
+    when some value is neither rows nor a row operand (or a byte view)."""
+    dims: dict = {}
+    for op in members(group):
+        if op.name.startswith("ascend."):
+            values = list(op.operands)
+        elif op.name == "memref.alloc" or op.name in RESHAPES:
+            values = [op.results[0]]
+        elif op.name in nir.VIEW_OPS:
+            return None  # a byte view or a subview of its own tensors: not rewritten here
+        else:
+            continue
+        for v in values:
+            d = _row_dim(v, rows, frac)
+            if d is None:
+                return None
+            dims[v] = d
+    return dims
+
+
+def _shrunk(t: ir.Type, dim, lo: int, n: int, frac: int) -> tuple[list[int], list[int]] | None:
+    """(offsets, sizes) of rows lo .. lo + n of a tensor of type `t` whose
+    rows are along `dim` (`_row_dim`); None for a row operand."""
+    if dim == WHOLE:
+        return None
+    shape = nir.memref_shape(t)
+    d, kind = dim
+    offsets, sizes = [0] * len(shape), list(shape)
+    if kind == NZ:
+        offsets[d], sizes[d] = lo // frac, -(-n // frac)
+    else:
+        offsets[d], sizes[d] = lo, n
+    return offsets, sizes
+
+
+def _copy(group: ir.Operation, dims: dict, rows: int, lo: int, n: int, frac: int) -> None:
+    """A copy of `group` before it over rows lo .. lo + n."""
+    with group.location, ir.InsertionPoint(group):
+        copy = group.clone()
+    originals = {}
+    for old, new in zip(_values(group), _values(copy)):
+        originals[new] = old
+    inside = {r for op in members(copy) for r in op.results}
+    replaced: dict[ir.Value, ir.Value] = {}
+    for new, old in originals.items():
+        if new in inside or new in replaced:
+            continue
+        cut = _shrunk(new.type, dims[old], lo, n, frac)
+        if cut is not None:
+            with copy.location, ir.InsertionPoint(copy):
+                replaced[new] = nir.subview(new, *cut)
+    for op in members(copy):
+        if op.name != "memref.alloc" and op.name not in RESHAPES:
+            continue
+        res = op.results[0]
+        cut = _shrunk(res.type, dims[originals[res]], lo, n, frac)
+        if cut is None:
+            continue
+        m = ir.MemRefType(res.type)
+        with ir.InsertionPoint(op), op.location:
+            new_t = ir.MemRefType.get(cut[1], m.element_type, None, m.memory_space)
+            attrs = {a: op.attributes[a] for a in op.attributes}
+            if op.name == "memref.expand_shape":
+                attrs["static_output_shape"] = ir.DenseI64ArrayAttr.get(cut[1])
+            made = ir.Operation.create(op.name, results=[new_t],
+                                       operands=[replaced.get(o, o) for o in op.operands],
+                                       attributes=attrs)
+        replaced[res] = made.results[0]
+    for op in members(copy):
+        for i, o in enumerate(op.operands):
+            if o in replaced:
+                op.operands[i] = replaced[o]
+    for op in reversed(members(copy)):
+        if op.results and all(not list(r.uses) for r in op.results) and (
+                op.name == "memref.alloc" or op.name in nir.VIEW_OPS):
+            op.erase()
+    figures = ir.DictAttr(copy.attributes[FUSED_ATTR])
+    with copy.location:
+        copy.attributes[FUSED_ATTR] = ir.DictAttr.get(
+            {a.name: (nir.i64_attr(n) if a.name == "rows" else a.attr)
+             for a in (figures[i] for i in range(len(figures)))})
+
+
+def _values(group: ir.Operation) -> list[ir.Value]:
+    """The group's memref values in member order (operands of its ascend
+    ops, results of its allocs and views): a copy lists its own alike."""
+    out = []
+    for op in members(group):
+        if op.name.startswith("ascend."):
+            out.extend(op.operands)
+        elif op.name == "memref.alloc" or op.name in RESHAPES:
+            out.append(op.results[0])
+    return out
+
+
+def peel(group: ir.Operation, frac: int) -> bool:
+    """Rewrite `group` (a fused row group no even split takes) as its whole
+    row blocks and the rest, when its tensors allow; whether it did."""
+    rows = ir.IntegerAttr(ir.DictAttr(group.attributes[FUSED_ATTR])["rows"]).value
+    whole = rows // frac * frac
+    if whole == 0 or whole == rows:
+        return False
+    dims = _dims(group, rows, frac)
+    if dims is None:
+        return False
+    _copy(group, dims, rows, 0, whole, frac)
+    _copy(group, dims, rows, whole, rows - whole, frac)
+    group.erase()
+    return True
+
+
+def peel_rows(func: ir.Operation, wanted: int, splits: Callable[[ir.Operation, int], object],
+              frac: int) -> int:
+    """Peel every top-level fused row group of `func` that no split over 2 ..
+    `wanted` cores takes; how many."""
+    done = 0
+    for child in list(func.regions[0].blocks[0].operations):
+        op = child.operation
+        if (op.name == "scf.execute_region" and FUSED_ATTR in op.attributes
+                and all(splits(op, n) is None for n in range(wanted, 1, -1))
+                and peel(op, frac)):
+            done += 1
+    return done
