@@ -46,7 +46,8 @@ def _row_dim(v: ir.Value, rows: int, frac: int) -> tuple[int, str] | str | None:
         return 0, "rows"
     if len(shape) >= 2 and math.prod(shape[:-1]) == rows:
         d = next(i for i, n in enumerate(shape) if n > 1)
-        return (d, "rows") if d < len(shape) - 1 else None
+        # the rows along one dim ([1, 197, 768]); flattened from several, no static run
+        return (d, "rows") if d < len(shape) - 1 and shape[d] == rows else None
     if math.prod(shape[:-1]) == 1:
         return WHOLE
     return None
@@ -88,8 +89,10 @@ def _shrunk(t: ir.Type, dim, lo: int, n: int, frac: int) -> tuple[list[int], lis
     return offsets, sizes
 
 
-def _copy(group: ir.Operation, dims: dict, rows: int, lo: int, n: int, frac: int) -> None:
-    """A copy of `group` before it over rows lo .. lo + n."""
+def _copy(group: ir.Operation, dims: dict, rows: int, lo: int, n: int, frac: int
+          ) -> tuple[ir.Operation, list[ir.Operation]]:
+    """A copy of `group` before it over rows lo .. lo + n, and the subviews
+    made for it."""
     with group.location, ir.InsertionPoint(group):
         copy = group.clone()
     originals = {}
@@ -97,6 +100,7 @@ def _copy(group: ir.Operation, dims: dict, rows: int, lo: int, n: int, frac: int
         originals[new] = old
     inside = {r for op in members(copy) for r in op.results}
     replaced: dict[ir.Value, ir.Value] = {}
+    views: list[ir.Operation] = []
     for new, old in originals.items():
         if new in inside or new in replaced:
             continue
@@ -104,6 +108,7 @@ def _copy(group: ir.Operation, dims: dict, rows: int, lo: int, n: int, frac: int
         if cut is not None:
             with copy.location, ir.InsertionPoint(copy):
                 replaced[new] = nir.subview(new, *cut)
+            views.append(nir.defining_op(replaced[new]))
     for op in members(copy):
         if op.name != "memref.alloc" and op.name not in RESHAPES:
             continue
@@ -134,6 +139,7 @@ def _copy(group: ir.Operation, dims: dict, rows: int, lo: int, n: int, frac: int
         copy.attributes[FUSED_ATTR] = ir.DictAttr.get(
             {a.name: (nir.i64_attr(n) if a.name == "rows" else a.attr)
              for a in (figures[i] for i in range(len(figures)))})
+    return copy, views
 
 
 def _values(group: ir.Operation) -> list[ir.Value]:
@@ -148,9 +154,10 @@ def _values(group: ir.Operation) -> list[ir.Value]:
     return out
 
 
-def peel(group: ir.Operation, frac: int) -> bool:
+def peel(group: ir.Operation, frac: int, splits: Callable[[ir.Operation], bool]) -> bool:
     """Rewrite `group` (a fused row group no even split takes) as its whole
-    row blocks and the rest, when its tensors allow; whether it did."""
+    row blocks and the rest, when its tensors allow and the whole blocks
+    split (`splits`); whether it did."""
     rows = ir.IntegerAttr(ir.DictAttr(group.attributes[FUSED_ATTR])["rows"]).value
     whole = rows // frac * frac
     if whole == 0 or whole == rows:
@@ -158,7 +165,12 @@ def peel(group: ir.Operation, frac: int) -> bool:
     dims = _dims(group, rows, frac)
     if dims is None:
         return False
-    _copy(group, dims, rows, 0, whole, frac)
+    main, views = _copy(group, dims, rows, 0, whole, frac)
+    if not splits(main):  # too small to split even so: the group stays one kernel
+        main.erase()
+        for view in views:
+            view.erase()
+        return False
     _copy(group, dims, rows, whole, rows - whole, frac)
     group.erase()
     return True
@@ -171,8 +183,10 @@ def peel_rows(func: ir.Operation, wanted: int, splits: Callable[[ir.Operation, i
     done = 0
     for child in list(func.regions[0].blocks[0].operations):
         op = child.operation
+        def any_split(g: ir.Operation) -> bool:
+            return any(splits(g, n) is not None for n in range(wanted, 1, -1))
+
         if (op.name == "scf.execute_region" and FUSED_ATTR in op.attributes
-                and all(splits(op, n) is None for n in range(wanted, 1, -1))
-                and peel(op, frac)):
+                and not any_split(op) and peel(op, frac, any_split)):
             done += 1
     return done
