@@ -19,7 +19,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 from mlir import ir
 
 from npu.dialects.rules import RuleError, rule
-from npu.ir.accessors import (ELEMENT_BYTES, element_type_name, int_array_attr, int_attr,
+from npu.ir.accessors import (ELEMENT_BYTES, element_type_name, float_attr, int_array_attr, int_attr,
                               memory_space, memref_element, str_attr)
 from npu.target import Target, get_target
 
