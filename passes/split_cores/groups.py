@@ -306,14 +306,7 @@ def apply_group(group: ir.Operation, split: Split, cuts: dict[ir.Value, Cuts],
             new = ir.Operation.create(op.name, results=[new_t], operands=operands,
                                       attributes=attrs)
         replaced[res] = new.results[0]
-    for op in members(group):
-        for i, o in enumerate(op.operands):
-            if o in replaced:
-                op.operands[i] = replaced[o]
-    for op in reversed(members(group)):
-        if op.results and all(not list(r.uses) for r in op.results) and (
-                op.name == "memref.alloc" or op.name in nir.VIEW_OPS):
-            op.erase()
+    rewire(group, replaced)
     for op in members(group):
         if op.name == "ascend.conv2d":
             split.mark(op, first)
@@ -323,12 +316,31 @@ def apply_group(group: ir.Operation, split: Split, cuts: dict[ir.Value, Cuts],
             group.attributes[FLAT_RUNS_ATTR] = ir.UnitAttr.get()
     for attr, key in ((FUSED_ATTR, "rows"), (ATTENTION_ATTR, "heads")):
         if attr in group.attributes:
-            figures = ir.DictAttr(group.attributes[attr])
-            n = _dict_int(figures, key) // (math.prod(parts.values()) if attr == FUSED_ATTR
-                                             else parts.get("x", 1))
-            group.attributes[attr] = ir.DictAttr.get(
-                {a.name: (nir.i64_attr(n) if a.name == key else a.attr)
-                 for a in (figures[i] for i in range(len(figures)))})
+            n = _dict_int(group.attributes[attr], key) // (
+                math.prod(parts.values()) if attr == FUSED_ATTR else parts.get("x", 1))
+            set_figure(group, attr, key, n)
+
+
+def rewire(group: ir.Operation, replaced: dict[ir.Value, ir.Value]) -> None:
+    """The group's members read `replaced`'s values for its keys; its allocs
+    and views left without a use go."""
+    for op in members(group):
+        for i, o in enumerate(op.operands):
+            if o in replaced:
+                op.operands[i] = replaced[o]
+    for op in reversed(members(group)):
+        if op.results and all(not list(r.uses) for r in op.results) and (
+                op.name == "memref.alloc" or op.name in nir.VIEW_OPS):
+            op.erase()
+
+
+def set_figure(group: ir.Operation, attr: str, key: str, n: int) -> None:
+    """Entry `key` of the group's dictionary attribute `attr` set to `n`."""
+    figures = ir.DictAttr(group.attributes[attr])
+    with group.location:
+        group.attributes[attr] = ir.DictAttr.get(
+            {a.name: (nir.i64_attr(n) if a.name == key else a.attr)
+             for a in (figures[i] for i in range(len(figures)))})
 
 
 def _sliced_type(t: ir.Type, cut: Cuts | None, parts: dict[str, int]) -> ir.Type | None:

@@ -26,7 +26,7 @@ from mlir import ir
 from npu import ir as nir
 from npu.costmodel.fusion.rows import FUSED_ATTR
 
-from .groups import members
+from .groups import members, rewire, set_figure
 
 
 NZ = "nz"
@@ -126,19 +126,8 @@ def _copy(group: ir.Operation, dims: dict, rows: int, lo: int, n: int, frac: int
                                        operands=[replaced.get(o, o) for o in op.operands],
                                        attributes=attrs)
         replaced[res] = made.results[0]
-    for op in members(copy):
-        for i, o in enumerate(op.operands):
-            if o in replaced:
-                op.operands[i] = replaced[o]
-    for op in reversed(members(copy)):
-        if op.results and all(not list(r.uses) for r in op.results) and (
-                op.name == "memref.alloc" or op.name in nir.VIEW_OPS):
-            op.erase()
-    figures = ir.DictAttr(copy.attributes[FUSED_ATTR])
-    with copy.location:
-        copy.attributes[FUSED_ATTR] = ir.DictAttr.get(
-            {a.name: (nir.i64_attr(n) if a.name == "rows" else a.attr)
-             for a in (figures[i] for i in range(len(figures)))})
+    rewire(copy, replaced)
+    set_figure(copy, FUSED_ATTR, "rows", n)
     return copy, views
 
 
