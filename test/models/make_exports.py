@@ -9,6 +9,7 @@ torch, transformers, onnx, onnxscript and onnxruntime:
 
     python test/models/make_exports.py [--only bert] [--out test/models]
     python test/models/make_exports.py --block 128 --out /tmp   # a full-size GPT-2 block
+    python test/models/make_exports.py --full bert --seq 100 --out /tmp   # BERT-base, ViT-base
 
 Every file written is run once in onnxruntime; the README table lists them.
 """
@@ -106,6 +107,35 @@ def _gpt2_block(attn: str):
     cfg = GPT2Config(vocab_size=VOCAB, n_embd=768, n_layer=1, n_head=12, n_positions=1024,
                      attn_implementation=attn)
     return _LastHidden.wrap(GPT2Model(cfg))
+
+
+def _full_size(family: str, seq: int, layers: int, vocab: int) -> Spec:
+    """A full-size BERT-base or ViT-base encoder (hidden 768, 12 heads, FFN
+    3072; `layers` of them) with random weights: for docs/exports.md's
+    figures at full size, not committed (30-435 MB)."""
+    if family == "bert":
+        def build(attn: str):
+            from transformers import BertConfig, BertModel
+
+            cfg = BertConfig(vocab_size=vocab, hidden_size=768, num_hidden_layers=layers,
+                             num_attention_heads=12, intermediate_size=3072,
+                             max_position_embeddings=512, attn_implementation=attn)
+            return _LastHidden.wrap(BertModel(cfg, add_pooling_layer=False))
+        return Spec(f"bertbase{seq}x{layers}v{vocab}", build, lambda: _text_inputs(seq))
+
+    def build_vit(attn: str):
+        from transformers import ViTConfig, ViTModel
+
+        cfg = ViTConfig(image_size=224, patch_size=16, num_channels=3, hidden_size=768,
+                        num_hidden_layers=layers, num_attention_heads=12, intermediate_size=3072,
+                        attn_implementation=attn)
+        return _LastHidden.wrap(ViTModel(cfg, add_pooling_layer=False), ("pixel_values",))
+
+    def image():
+        import torch
+
+        return {"pixel_values": torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(2))}
+    return Spec(f"vitbase224x{layers}", build_vit, image)
 
 
 def _vit(attn: str):
@@ -276,7 +306,16 @@ def main(argv: list[str] | None = None) -> int:
                     "block at this sequence length (gpt2block<SEQ>_*.onnx, not committed)")
     ap.add_argument("--cnn", action="store_true", help="the torchvision CNNs (into <out>/cnn), "
                     "needs torchvision")
+    ap.add_argument("--full", choices=("bert", "vit"), help="only a full-size BERT-base or "
+                    "ViT-base (TorchScript, eager; not committed)")
+    ap.add_argument("--seq", type=int, default=128, help="--full bert: tokens")
+    ap.add_argument("--layers", type=int, default=1, help="--full: encoder layers")
+    ap.add_argument("--vocab", type=int, default=30522, help="--full bert: vocabulary")
     args = ap.parse_args(argv)
+    if args.full:
+        print("ok  ", export(_full_size(args.full, args.seq, args.layers, args.vocab), "eager",
+                             "ts", args.out))
+        return 0
     if args.block and (args.only or args.cnn):
         ap.error("--block exports one GPT-2 block: it takes neither --only nor --cnn")
     if args.block:
