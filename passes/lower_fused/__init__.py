@@ -53,16 +53,16 @@ BODY_OPS = ("memref.alloc", "scf.yield", "arith.constant") + nir.VIEW_OPS
 
 
 def nz_store(target, nz: ir.Value, rows: int, n: int) -> NzStore:
-    """The Nz store of a group's result: into the whole tensor, or one core's run of
-    row blocks or of rows of one block (subviews, npu-split-cores; a peeled group's
-    blocks, `split_cores.peel`), addressed through the whole tensor's flat view."""
+    """The Nz store of a group's result into the whole tensor, or into subviews of it
+    (npu-split-cores' runs of a core, `split_cores.peel`'s) through its flat view."""
     elem = nir.memref_element(nz)
     if nir.is_contiguous(nz):
         return NzStore(target, nir.flatten_memref(nz), rows, n, elem)
     dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
     levels, src, f = [], nz, target.fractal
     while not nir.is_contiguous(src):  # a core's run of a peeled group's blocks: two subviews
-        given, view = iter(list(nir.defining_op(src).operands)[1:]), nir.defining_op(src)
+        view = nir.defining_op(src)
+        given = iter(list(view.operands)[1:])
         levels.append([next(given) if o == dynamic else o
                        for o in ir.DenseI64ArrayAttr(view.attributes["static_offsets"])])
         src = view.operands[0]

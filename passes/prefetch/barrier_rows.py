@@ -30,10 +30,9 @@ from mlir import ir
 
 from npu.analysis.access import AccessAnalysis, is_access_op
 from npu.analysis.byte_ranges import may_overlap
+from npu.analysis.pipe_work import instruction_cycles
 from npu.ir import (VIEW_OPS, block_dim, constant_int, defining_op, int_attr, is_block_argument,
                     is_memref, memory_space, memref_bytes, view_root, walk)
-
-from npu.analysis.pipe_work import instruction_cycles
 
 from .facts import outruns_bus
 from .parts import L1_ROOMS, _sole_constant_row
@@ -172,7 +171,6 @@ class BarrierRows:
         cores = block_dim(func)
         moved = sum(int_attr(c, "n_burst") * int_attr(c, "burst_len") for c in later)
         return cores * moved * t.vector_block_bytes / t.gm_chip_bytes_per_cycle > path.latency
-
 
     def _tail_holds(self, tops: list[ir.Operation], barrier: int,
                     moved: list[ir.Operation]) -> bool:

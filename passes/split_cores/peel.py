@@ -169,12 +169,12 @@ def peel_rows(func: ir.Operation, wanted: int, splits: Callable[[ir.Operation, i
               frac: int) -> int:
     """Peel every top-level fused row group of `func` that no split over 2 ..
     `wanted` cores takes; how many."""
+    def any_split(g: ir.Operation) -> bool:
+        return any(splits(g, n) is not None for n in range(wanted, 1, -1))
+
     done = 0
     for child in list(func.regions[0].blocks[0].operations):
         op = child.operation
-        def any_split(g: ir.Operation) -> bool:
-            return any(splits(g, n) is not None for n in range(wanted, 1, -1))
-
         if (op.name == "scf.execute_region" and FUSED_ATTR in op.attributes
                 and not any_split(op) and peel(op, frac, any_split)):
             done += 1

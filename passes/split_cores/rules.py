@@ -163,7 +163,7 @@ class SplitRules:
             for d in range(len(ids)):
                 cuts = ({}, {d: "x"}, {axis + d: "x"})
                 if (ids[d] % parts == 0 and all(x == 1 for x in ids[:d])
-                        and self._cuts_aligned(types[::2], cuts[::2], parts)):
+                        and self._cuts_aligned(types[2:], cuts[2:], parts)):  # the rows out
                     return Split(cuts, (("x", parts),))
             return None
         if name in ("ascend.slice", "ascend.insert_slice"):

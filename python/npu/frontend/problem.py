@@ -69,64 +69,56 @@ def constant_bytes(model) -> int:
     """The bytes of the constant data `model` reads, each once, as the device
     holds it. From each tensor's dims and type only: reading the data of
     BERT-12's 340 MB of weights would cost the compile that asks."""
-    readers: dict[str, list[tuple[str, int, str]]] = {}
+    readers: dict[str, list[tuple[str, int, object]]] = {}
     for node in model.graph.node:
         for i, name in enumerate(node.input):
             readers.setdefault(name, []).append((node.op_type, i, node))
     total = 0
-    indices: dict[str, int] | None = None
+    shapes: dict[str, list[int]] | None = None  # static dims by value, inferred once if needed
     for name, (size, dtype) in _constants(model).items():
         reads = _data_reads(name, readers) if size > 1 else []
         if not reads:
             continue
         gathers = [g for g in reads if g[0] == "Gather"]
         if gathers and len(gathers) == len(reads) and all(i == 0 for _, i, _ in gathers):
-            indices = _index_counts(model) if indices is None else indices
-            size = min(size, sum(_rows_read(size, g, indices) for g in gathers))
+            shapes = _static_shapes(model) if shapes is None else shapes
+            size = min(size, sum(_rows_read(size, g, shapes) for g in gathers))
         total += size * _device_bytes(dtype, any(i in CUBE_INPUTS.get(op, ())
                                                  for op, i, _ in reads))
     return total
 
 
-def _rows_read(size: int, gather: tuple, indices: dict[str, int]) -> int:
+def _rows_read(size: int, gather: tuple, shapes: dict[str, list[int]]) -> int:
     """The elements of a table (`size` of them) one Gather can read: a row
     (the table's slice at one index of its axis) per index; all of it when
     the count of indices is not known."""
     _, _, node = gather
-    rows = indices.get(node.input[1])
-    dims = indices.get(("dims", node.input[0]))
-    if rows is None or not dims:
+    ids, table = shapes.get(node.input[1]), shapes.get(node.input[0])
+    if ids is None or not table:
         return size
-    axis = next((a.i for a in node.attribute if a.name == "axis"), 0) % len(dims)
-    return size // dims[axis] * min(dims[axis], rows)
+    axis = next((a.i for a in node.attribute if a.name == "axis"), 0) % len(table)
+    return size // table[axis] * min(table[axis], math.prod(ids))
 
 
-def _index_counts(model) -> dict:
-    """Static element counts of the model's values (shape inference on its
-    skeleton), and ("dims", name) -> dims of its constants."""
+def _static_shapes(model) -> dict[str, list[int]]:
+    """The static dims of the model's values (shape inference on its
+    skeleton) and of its constants, by name."""
     from npu.frontend.onnx_skeleton import infer_shapes
 
-    counts: dict = {}
+    shapes: dict[str, list[int]] = {}
     try:
         inferred = infer_shapes(model, data_prop=True).graph
     except Exception:  # a model inference rejects: every table counts whole
-        return counts
+        return shapes
     for info in list(inferred.input) + list(inferred.value_info):
         dims = [d.dim_value if d.HasField("dim_value") else None
                 for d in info.type.tensor_type.shape.dim]
         if dims and all(dims):
-            counts[info.name] = math.prod(dims)
-            counts[("dims", info.name)] = dims
-    for t in model.graph.initializer:
-        counts[t.name] = math.prod(t.dims)
-        counts[("dims", t.name)] = list(t.dims)
-    for node in model.graph.node:
-        if node.op_type == "Constant":
-            for a in node.attribute:
-                if a.name == "value":
-                    counts[node.output[0]] = math.prod(a.t.dims)
-                    counts[("dims", node.output[0])] = list(a.t.dims)
-    return counts
+            shapes[info.name] = dims
+    shapes.update((t.name, list(t.dims)) for t in model.graph.initializer)
+    shapes.update((node.output[0], list(a.t.dims)) for node in model.graph.node
+                  if node.op_type == "Constant" for a in node.attribute if a.name == "value")
+    return shapes
 
 
 def _constants(model) -> dict[str, tuple[int, np.dtype]]:
