@@ -7,7 +7,10 @@ compiler's or simulator's message instead of raising.
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -56,11 +59,53 @@ def simulate_cycles(module, inputs, target, numerics: bool):
     return simulate(module, inputs, target=target, numerics=numerics)
 
 
-def evaluate(job: Job) -> dict:
-    """`Outcome.as_dict()` of `job`; never raises for a bad candidate."""
+class _OutOfTime(BaseException):
+    """Past the time limit: a BaseException, so no `except Exception` in the
+    compiler or simulator mistakes it for a failed candidate."""
+
+
+@contextmanager
+def _time_limit(seconds: float | None):
+    """Raise `_OutOfTime` in this thread `seconds` of wall time from now.
+
+    The task keeps its own limit so the runner need not kill a worker whose
+    result may already be on its way (Ray's forced cancel of a task that is
+    completing aborts the driver). Only the main thread receives signals; an
+    alarm already set (pytest-timeout's) is set again afterwards for the time
+    it had left."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):
+        raise _OutOfTime
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    outer, interval = signal.setitimer(signal.ITIMER_REAL, seconds)
+    start = time.monotonic()
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer:
+            left = max(outer - (time.monotonic() - start), 1e-3)
+            signal.setitimer(signal.ITIMER_REAL, left, interval)
+
+
+def time_limit_error(seconds: float) -> str:
+    return f"no result within the time limit of {seconds:g} s"
+
+
+def evaluate(job: Job, time_limit: float | None = None) -> dict:
+    """`Outcome.as_dict()` of `job`; never raises for a bad candidate. With
+    `time_limit`, a candidate still running after so many seconds is a timeout."""
     t0 = time.perf_counter()
     try:
-        outcome = _evaluate(job)
+        with _time_limit(time_limit):
+            outcome = _evaluate(job)
+    except _OutOfTime:
+        outcome = Outcome(job.key, "timeout", error=time_limit_error(time_limit))
     except _Failure as e:
         outcome = Outcome(job.key, "failed", error=str(e))
     except Exception as e:  # a compiler bug is a failed candidate, not a failed sweep

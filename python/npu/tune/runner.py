@@ -1,8 +1,10 @@
 """Runs candidates as Ray tasks: a local in-process cluster by default, an
-existing cluster with `address`. At most `workers` tasks are in flight, so a
-task starts when it is submitted and its time limit counts from there; a
-task past its limit is cancelled (its worker process killed) and reported as
-a timeout. A task that raises or whose worker dies is a failed outcome.
+existing cluster with `address`. At most `workers` tasks are in flight. A
+task enforces its own time limit, counted from its start in the worker, and
+returns a timeout; only a task stuck where that limit cannot reach it (native
+code that never returns to Python) is cancelled, its worker process killed,
+once the runner's later deadline passes. A task that raises or whose worker
+dies is a failed outcome.
 """
 
 from __future__ import annotations
@@ -12,7 +14,16 @@ import time
 from collections import deque
 from typing import Callable, Iterable
 
-from npu.tune.evaluate import Job, Outcome, evaluate
+from npu.tune.evaluate import Job, Outcome, evaluate, time_limit_error
+
+
+def backstop_seconds(timeout: float) -> float:
+    """How long the runner waits for a task before killing its worker: the
+    task's own limit, again as much for a slow start (a worker launching on a
+    busy machine), and half a minute. Forced cancels race with a result in
+    flight (ray-project/ray: 'Tried to complete task that was not pending'
+    aborts the driver), so they are kept for tasks no limit reaches."""
+    return 2 * timeout + 30.0
 from npu.tune.extras import require
 
 
@@ -55,7 +66,8 @@ class RayRunner:
             while pending or running:
                 while pending and len(running) < self.workers:
                     job = pending.popleft()
-                    running[self._task.remote(job)] = (job, time.monotonic() + self.timeout)
+                    running[self._task.remote(job, self.timeout)] = (
+                        job, time.monotonic() + backstop_seconds(self.timeout))
                 next_deadline = min(deadline for _, deadline in running.values())
                 wait = max(0.01, next_deadline - time.monotonic())
                 done, _ = ray.wait(list(running), num_returns=1, timeout=wait)
@@ -73,8 +85,7 @@ class RayRunner:
                         ray.cancel(ref, force=True)
                         del running[ref]
                         on_outcome(Outcome(job.key, "timeout", seconds=self.timeout,
-                                           error=f"no result within the time limit of "
-                                                 f"{self.timeout:g} s").as_dict())
+                                           error=time_limit_error(self.timeout)).as_dict())
         finally:
             for ref in running:  # interrupted: stop what is still running
                 ray.cancel(ref, force=True)

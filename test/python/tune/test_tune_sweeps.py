@@ -140,7 +140,7 @@ def test_failing_and_hanging_candidates_are_recorded(ray_runner, tmp_path):
               if json.loads(line)["status"] == "failed"]
     assert len(failed) == 1
 
-    # Candidates past their time limit are cancelled and recorded as
+    # Candidates past their time limit stop themselves and are recorded as
     # timeouts. 2^24 elements take about a second to compile and simulate,
     # 20x the limit (2^20 took 0.054 s once the simulator got faster).
     impatient = RayRunner(workers=1, timeout=0.05)
