@@ -88,4 +88,6 @@ class RayRunner:
                                            error=time_limit_error(self.timeout)).as_dict())
         finally:
             for ref in running:  # interrupted: stop what is still running
-                ray.cancel(ref, force=True)
+                # Not forced (a forced cancel races with a reply in flight);
+                # a worker stuck in native code goes with the runner's Ray.
+                ray.cancel(ref, force=False)
