@@ -50,10 +50,10 @@ class RowsLowering:
                             "elements)", op)
         self.full = [i for i in inputs if i.kind == "full"]
         self.in_place = writes_in_place(p, compute, self.full)
-        widest = max(sizes)
-        if self.nm * widest // self.granule > p.target.vector_max_stride:
-            raise PassError(f"rows of {self.n} elements exceed the vector repeat stride limit "
-                            f"({p.target.vector_max_stride} blocks)", op)
+        # Rows wider than a repeat's stride reaches (a squeeze-excite scale
+        # over 112x112 maps: 784 blocks) are computed one row at a time, the
+        # repeats stepping along the row instead of from row to row.
+        self.row_by_row = self.nm * max(sizes) // self.granule > p.target.vector_max_stride
 
     def row_elems(self) -> int:
         """UB elements per row of a streamed buffer: whole blocks (+ end block)."""
@@ -62,13 +62,18 @@ class RowsLowering:
     def emit(self) -> None:
         p, n = self.p, self.n
         columns = [i for i in self.inputs if i.kind == "column"]
-        row_block = max((self.granule // nir.element_bytes(i.elem) for i in columns), default=1)
         fixed = sum(self.row_elems() * nir.element_bytes(i.elem) for i in self.inputs
                     if i.kind == "row")
         fixed += sum(3 * self.granule for i in self.inputs if i.kind == "scalar")
         per_row = self.row_elems() * (sum(nir.element_bytes(i.elem) for i in self.full)
                                       + (0 if self.in_place else nir.element_bytes(self.out_elem)))
-        per_row += sum(nir.element_bytes(i.elem) + self.granule for i in columns)
+        if self.row_by_row:  # the columns' blocks for every row, loaded once: pieces of any rows
+            row_block = 1
+            fixed += sum(self.column_blocks(i) * self.granule * (1 + self.granule // nir.element_bytes(i.elem))
+                         for i in columns)
+        else:
+            row_block = max((self.granule // nir.element_bytes(i.elem) for i in columns), default=1)
+            per_row += sum(nir.element_bytes(i.elem) + self.granule for i in columns)
         try:
             max_rows = max_chunk_elements(budget_bytes(p, fixed), per_row, row_block)
         except ValueError:
@@ -95,6 +100,8 @@ class RowsLowering:
             elif inp.kind == "scalar":
                 self.fixed_views[id(inp)] = load_scalar(self.p.target, inp.elem,
                                                         self.flat[id(inp)], self.op)
+            elif inp.kind == "column" and self.row_by_row:
+                self.fixed_views[id(inp)] = self.load_column(inp)
         stream_chunks(plan, self.load_piece, self.store_piece,
                       aliased=any(i.aliases_out for i in self.full))
 
@@ -133,7 +140,7 @@ class RowsLowering:
                 end = nir.alloc([rows * self.block], inp.elem, "ub") if self.r else None
                 self.move_rows("cce.copy_gm_to_ub", self.flat[id(inp)], row0, rows, main, end, es)
                 bufs[id(inp)] = (main, end)
-            elif inp.kind == "column":
+            elif inp.kind == "column" and not self.row_by_row:
                 raw = nir.alloc([col_rows], inp.elem, "ub")
                 copy("cce.copy_gm_to_ub", sub(self.flat[id(inp)], row0, col_rows), raw, 1,
                      col_rows * es // self.granule)
@@ -152,6 +159,11 @@ class RowsLowering:
         else:
             out_main = nir.alloc([rows * nm], self.out_elem, "ub")
             out_end = nir.alloc([rows * b], self.out_elem, "ub") if self.r else None
+        if self.row_by_row:
+            for_range(rows, lambda k: self.compute_row(row0, k, bufs, out_main, out_end))
+            self.move_rows("cce.copy_ub_to_gm", self.flat_out, row0, rows, out_main, out_end,
+                           out_es)
+            return
         # (buffer part, row length in UB, column offset, active lanes)
         segments = [(0, nm, j0, min(lanes, nm - j0)) for j0 in range(0, nm, lanes)]
         if self.r:
@@ -181,3 +193,56 @@ class RowsLowering:
                 emit(self.compute, dst, srcs, rep, mask)
                 r0 += rep
         self.move_rows("cce.copy_ub_to_gm", self.flat_out, row0, rows, out_main, out_end, out_es)
+
+    def column_blocks(self, inp: Input) -> int:
+        """Granules of a column operand's `m` values, whole vnchwconv repeats."""
+        per_block = self.granule // nir.element_bytes(inp.elem)
+        return -(-self.m // per_block)
+
+    def load_column(self, inp: Input) -> ir.Value:
+        """Every row's broadcast block of a column operand (row i's value in
+        every lane of block i), loaded and expanded once for all pieces."""
+        es = nir.element_bytes(inp.elem)
+        per_block, blocks = self.granule // es, self.column_blocks(inp)
+        raw = nir.alloc([blocks * per_block], inp.elem, "ub")
+        copy("cce.copy_gm_to_ub", sub(self.flat[id(inp)], 0, blocks * per_block), raw, 1, blocks)
+        expanded = nir.alloc([blocks * per_block * per_block], inp.elem, "ub")
+        expand_scalar_blocks(self.p.target, raw, inp.elem, self.m, expanded, self.op)
+        return expanded
+
+    def compute_row(self, row0, k, bufs: dict, out_main: ir.Value,
+                    out_end: ir.Value | None) -> None:
+        """Row `k` of a piece: repeats of `lanes` elements along the row (each
+        operand's repeat stride one repeat's blocks), a column operand's
+        broadcast block read again by every repeat."""
+        lanes, g, b, nm = self.geo.lanes, self.granule, self.block, self.nm
+        out_es = nir.element_bytes(self.out_elem)
+        parts = [(0, nm)] + ([(1, b)] if self.r else [])
+        for part, row_len in parts:
+            whole, tail = divmod(row_len, lanes)
+            pieces = [(j0, min(self.geo.max_repeat, whole - j0 // lanes), lanes)
+                      for j0 in range(0, whole * lanes, self.geo.max_repeat * lanes)]
+            if tail:
+                pieces.append((whole * lanes, 1, tail))
+            for j0, rep, mask in pieces:
+                span = (rep - 1) * lanes + mask
+
+                def along(buf: ir.Value, es: int) -> View:
+                    return View(sub(buf, lin((k, row_len), (j0, 1)), span), 1, lanes * es // g)
+
+                srcs = []
+                for inp in self.inputs:
+                    es = nir.element_bytes(inp.elem)
+                    if inp.kind == "full":
+                        srcs.append(along(bufs[id(inp)][part], es))
+                    elif inp.kind == "row":
+                        srcs.append(View(sub(self.fixed_views[id(inp)][part], j0, span), 1,
+                                         lanes * es // g))
+                    elif inp.kind == "scalar":
+                        srcs.append(self.fixed_views[id(inp)])
+                    else:  # column: this row's broadcast block, for every repeat
+                        per_block = g // es
+                        block = sub(self.fixed_views[id(inp)],
+                                    lin((row0, per_block), (k, per_block)), per_block)
+                        srcs.append(View(block, 0, 0))
+                emit(self.compute, along((out_main, out_end)[part], out_es), srcs, rep, mask)

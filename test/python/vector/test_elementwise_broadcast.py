@@ -200,3 +200,19 @@ LONG_ROWS = [((2, 64, 64), (1, 64, 64), (2, 64, 64)),    # a row of 4,096
 @pytest.mark.parametrize("shapes", LONG_ROWS, ids=lambda s: f"{s[0]}-{s[1]}")
 def test_rows_longer_than_the_repeat_stride(shapes, elem):
     assert_broadcast(shapes, "add", elem, "npu-lower-elementwise")
+
+
+# A column operand beside rows longer than the repeat stride: a
+# squeeze-excite scale [1, C, 1, 1] times its feature map [1, C, H, W]
+# (MobileNetV3, EfficientNet), whose rows of H * W did not lower. Each row
+# is computed on its own, its repeats stepping along the row.
+LONG_COLUMNS = [((1, 6, 70, 70), (1, 6, 1, 1), (1, 6, 70, 70)),  # 4,900: not whole blocks
+                ((20, 1), (20, 4096), (20, 4096)),                # the column on the left
+                ((2, 5, 4104), (2, 5, 1), (2, 5, 4104))]          # over a leading dim
+
+
+@pytest.mark.parametrize("pipeline", ["npu-lower-elementwise", "npu-lower-elementwise{max-chunk=1024}"])
+@pytest.mark.parametrize("elem", ["f16", "f32"])
+@pytest.mark.parametrize("shapes", LONG_COLUMNS, ids=lambda s: f"{s[0]}-{s[1]}")
+def test_columns_beside_rows_longer_than_the_repeat_stride(shapes, elem, pipeline):
+    assert_broadcast(shapes, "mul", elem, pipeline)
