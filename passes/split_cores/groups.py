@@ -55,15 +55,18 @@ def group_split(group: ir.Operation, parts: int, rules: SplitRules
     if FUSED_ATTR in group.attributes:
         rows = _dict_int(group.attributes[FUSED_ATTR], "rows")
         frac = rules.target.fractal
-        found = _cuts(group, Split((), (("x", parts),)),
-                      lambda v: _row_cut(v, rows, parts, frac))
+        found = _stores_whole_granules(group, _cuts(group, Split((), (("x", parts),)),
+                                                    lambda v: _row_cut(v, rows, parts, frac)),
+                                       rules.target.vector_block_bytes)
         blocks = rows // frac
         if found is not None or rows % frac or parts % blocks or frac % (parts // blocks):
             return found
         # More cores than an Nz store's row blocks: each core a run of the
         # rows of one block (`npu.kernels.nz_store` writes any run of rows).
         split = Split((), (("x", blocks), ("y", parts // blocks)))
-        return _cuts(group, split, lambda v: _row_cut(v, rows, parts, frac, fine=True))
+        return _stores_whole_granules(
+            group, _cuts(group, split, lambda v: _row_cut(v, rows, parts, frac, fine=True)),
+            rules.target.vector_block_bytes)
     if ATTENTION_ATTR in group.attributes:
         a = attention.matched(group)
         forced = rules.grids.get(ATTENTION_KEY)
@@ -148,6 +151,30 @@ def _cuts(group: ir.Operation, split: Split, cut_of) -> tuple[Split, dict] | Non
             if cuts.setdefault(v, cut) != cut:
                 return None
     return split, cuts
+
+
+def _stores_whole_granules(group: ir.Operation, found: tuple[Split, dict] | None,
+                           granule: int) -> tuple[Split, dict] | None:
+    """`found`, unless a row-major tensor the group writes has rows under a
+    GM granule and a core's slice of it is not whole granules: the kernel
+    stores such narrow rows as one run padded to a granule, which would
+    write the next core's rows (a global average pool's [C, 1] sums with a
+    channel a core)."""
+    if found is None:
+        return None
+    split, cuts = found
+    parts = dict(split.grid)
+    for v in written(group) & set(external(group, cuts)):  # the group's own stay on chip
+        cut, shape = cuts[v], nir.memref_shape(v.type)
+        if not cut or nir.memory_space(v) != "gm" or not nir.is_contiguous(v):
+            continue
+        d = min(cut)
+        es = nir.element_bytes(nir.memref_element(v.type))
+        row_bytes = math.prod(shape[d + 1:]) * es
+        share = shape[d] // math.prod(axis_parts(parts, a) for a in cut.values())
+        if row_bytes < granule and share * row_bytes % granule:
+            return None
+    return found
 
 
 def _row_cut(v: ir.Value, rows: int, parts: int, frac: int, fine: bool = False) -> Cuts | None:

@@ -166,8 +166,11 @@ def piece_shape(g: GroupModel, p: OnlinePlan, target: Target,
     """(width, rows) of one chunk's pieces within `budget`: widths are
     multiples of WIDTH_STEP within the vector repeat stride. Widths of whole
     8-repeat groups first (a row's partial reductions then fill whole
-    blocks: two-instruction reductions in npu-lower-fused), then the fewest
-    transfers (chunks x pieces, each paying the GM latency), then the wider."""
+    blocks: two-instruction reductions in npu-lower-fused), then the widest
+    that holds a row block. Not the fewest transfers over all the rows: the
+    width would then depend on the row count, and a core's share of a split
+    group would sum its pieces otherwise than one core does (other bits);
+    the widest pieces are also the fewest for a core's few rows."""
     n = g.n or 1
     widest = min(target.vector_max_stride * target.granule("ub") // 4, n)
     block = online_row_block(g, target)
@@ -178,7 +181,7 @@ def piece_shape(g: GroupModel, p: OnlinePlan, target: Target,
         rows = min(chunk_rows(g, p, target, budget, width), all_rows)
         if rows < block:
             continue
-        key = (width % whole_groups != 0, -(-g.rows // rows) * -(-n // width), -width)
+        key = (width % whole_groups != 0, -width)
         if best is None or key < best[0]:
             best = (key, width, rows)
     if best is None:
