@@ -1,8 +1,8 @@
 """A patch-embedding `Conv` (a ViT's first layer) written as a MatMul.
 
-A convolution whose kernel equals its stride, without padding, dilation or
-groups, cuts the image into disjoint p x p patches and applies one linear map
-to each: a matmul of the patches [N, Hp*Wp, C*p*p] by the weight reshaped
+A convolution of an image (fewer than 16 channels) whose kernel equals its
+stride, without padding, dilation or groups, cuts it into disjoint p x p
+patches and applies one linear map to each: a matmul of the patches [N, Hp*Wp, C*p*p] by the weight reshaped
 [C*p*p, O]. That is written out here with Reshape/Transpose (rank 4 at
 most), a constant weight (reshaped and transposed on the host) and MatMul,
 so the cube runs it. The MatMul carries the Conv's node name; the other
@@ -13,6 +13,14 @@ included: as `ascend.conv2d` their results stay NC1HWC0 for the next conv.
 from __future__ import annotations
 
 import numpy as np
+
+
+# Only an image's few channels (under one f16 C0 block of 16) make the conv
+# pad its reduction (3 -> 16); with more, `ascend.conv2d` runs the patches
+# without waste and keeps NC1HWC0, where the rewrite's transposes of a
+# feature map (ConvNeXt's 2x2 downsampling over 96 channels: [96, 784, 4])
+# would not fit UB.
+PATCH_CHANNELS_BELOW = 16
 
 
 def rewrite_patch_convs(model) -> list[str]:
@@ -69,7 +77,7 @@ def _patch_plan(node, types, inits) -> tuple[int, int, int, int, int, int] | Non
             ("auto_pad" in attrs and attrs["auto_pad"].s not in (b"NOTSET", b"VALID")):
         return None
     n, c, h, wd = x
-    if h % p or wd % p:
+    if h % p or wd % p or c >= PATCH_CHANNELS_BELOW:
         return None
     return n, c, h, wd, w[0], p
 

@@ -81,3 +81,14 @@ def test_depthwise_patch_conv_matches_onnxruntime():
     x = rng.standard_normal((1, 3, 32, 32)).astype(np.float32)
     (got,), _ = npu.compile(m)(x)
     np.testing.assert_allclose(got, ort(m, x), **CUBE)
+
+def test_a_feature_map_downsampling_stays_a_conv():
+    """ConvNeXt's downsampling (2x2, stride 2, over 96 channels) has a
+    patch's shape, but a feature map of many channels wastes nothing as
+    ascend.conv2d; the rewrite's transposes of [96, 784, 4] did not fit UB."""
+    m = patch_conv(c=32, h=16, w=16, o=64, p=2)
+    assert rewrite_patch_convs(m) == []
+    x = np.random.default_rng(3).standard_normal((1, 32, 16, 16)).astype(np.float32)
+    (got,), report = npu.compile(patch_conv(c=32, h=16, w=16, o=64, p=2))(x)
+    np.testing.assert_allclose(got, ort(m, x), **CUBE)
+    assert any(row["op"].startswith("patch_embed (Conv)") for row in report["per_op"])
