@@ -163,11 +163,12 @@ def _bartenc(attn: str):
     return _LastHidden.wrap(BartEncoder(cfg))
 
 
-def _cnn_inputs() -> dict:
+def _cnn_inputs(size: int = 0) -> dict:
     import torch
 
     g = torch.Generator().manual_seed(3)
-    return {"input": torch.randn(1, 3, CNN_IMAGE, CNN_IMAGE, generator=g)}
+    size = size or CNN_IMAGE
+    return {"input": torch.randn(1, 3, size, size, generator=g)}
 
 
 def _narrow_resnet(block_name: str, width: int):
@@ -205,6 +206,23 @@ def _mobilenet_v2():
     return _randomize_bn(model)
 
 
+def _mobilenet_v3():
+    """MobileNetV3-small at width 0.25: HardSwish, HardSigmoid and the
+    squeeze-excite scale of each map by its channels' gates."""
+    from torchvision.models import mobilenet_v3_small
+
+    return _randomize_bn(mobilenet_v3_small(width_mult=0.25, num_classes=10))
+
+
+def _efficientnet():
+    """EfficientNet-B0's stages at width and depth 0.25: SiLU, squeeze-excite
+    and depthwise convs of 3x3 and 5x5."""
+    from torchvision.models.efficientnet import EfficientNet, _efficientnet_conf
+
+    setting, last = _efficientnet_conf("efficientnet_b0", width_mult=0.25, depth_mult=0.25)
+    return _randomize_bn(EfficientNet(setting, 0.2, last_channel=last, num_classes=10))
+
+
 def _randomize_bn(model):
     """Running statistics that are not the identity, so a dropped or
     misfolded BatchNormalization shows."""
@@ -223,10 +241,13 @@ def _randomize_bn(model):
 # Tiny torchvision CNNs (no attention variants), written to cnn/: a ResNet
 # with BasicBlocks (resnet18's block) and one with Bottlenecks (resnet50's),
 # one block per stage, 8 stem channels; MobileNetV2 at width 0.25 (last conv
-# 320 channels).
+# 320 channels); MobileNetV3-small and EfficientNet-B0 at width 0.25, on a
+# 96x96 image (their last maps 3x3: rows of at least one f32 block).
 CNN_SPECS = [Spec("resnet18", lambda _: _narrow_resnet("BasicBlock", 8), _cnn_inputs),
              Spec("resnet50", lambda _: _narrow_resnet("Bottleneck", 8), _cnn_inputs),
-             Spec("mobilenetv2", lambda _: _mobilenet_v2(), _cnn_inputs)]
+             Spec("mobilenetv2", lambda _: _mobilenet_v2(), _cnn_inputs),
+             Spec("mobilenetv3", lambda _: _mobilenet_v3(), lambda: _cnn_inputs(96)),
+             Spec("efficientnet", lambda _: _efficientnet(), lambda: _cnn_inputs(96))]
 CNN_IMAGE = 64
 
 SPECS = [Spec("bert", _bert, _text_inputs), Spec("distilbert", _distilbert, _text_inputs),

@@ -1,6 +1,8 @@
 """The tiny torchvision CNN exports (test/models/cnn/, made by
 `make_exports.py --cnn` with the TorchScript and dynamo exporters) compile
-unmodified and match onnxruntime, MobileNetV2's depthwise convs included."""
+unmodified and match onnxruntime, MobileNetV2's depthwise convs included,
+and MobileNetV3's and EfficientNet's hard activations, SiLU and
+squeeze-excite scales."""
 
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ DEFAULT = {"resnet18_ts", "resnet18_dynamo"}
 
 def test_the_corpus_is_there():
     assert {"resnet18_ts", "resnet18_dynamo", "resnet50_ts", "resnet50_dynamo", "mobilenetv2_ts",
-            "mobilenetv2_dynamo"} <= set(EXPORTS)
+            "mobilenetv2_dynamo", "mobilenetv3_ts", "mobilenetv3_dynamo", "efficientnet_ts",
+            "efficientnet_dynamo"} <= set(EXPORTS)
     for name in EXPORTS:
         assert os.path.getsize(os.path.join(CNN, f"{name}.onnx")) < 1 << 20
 
@@ -31,7 +34,8 @@ def test_export_compiles_and_matches_onnxruntime(name):
     import onnx
 
     path = os.path.join(CNN, f"{name}.onnx")
-    x = np.random.default_rng(0).uniform(-1, 1, (1, 3, 64, 64)).astype(np.float32)
+    shape = [d.dim_value for d in onnx.load(path).graph.input[0].type.tensor_type.shape.dim]
+    x = np.random.default_rng(0).uniform(-1, 1, shape).astype(np.float32)
     (got,), report = compile_npu(onnx.load(path))(x)
     want = ort_run(onnx.load(path), {"input": x})[0]
     assert report["cycles"] > 0 and got.shape == want.shape
