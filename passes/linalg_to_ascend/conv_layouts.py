@@ -79,6 +79,15 @@ def _five(t: Tensor) -> Buf | None:
     return None
 
 
+def _per_channel(t: Tensor, results, loops) -> bool:
+    """`t` is [N, C, 1, 1] read per channel (broadcast over H and W) in a
+    loop over [N, C, H, W]."""
+    return (len(results) == 4 and len(t.shape) == 4 and results[1] == 1
+            and results[2] is None and results[3] is None
+            and t.shape[1] == loops[1] and t.shape[2] == t.shape[3] == 1
+            and (t.shape[0] == loops[0] and results[0] == 0 or t.shape[0] == 1))
+
+
 def to_5hd(array: np.ndarray) -> np.ndarray:
     """[N, C, H, W] -> [N, C1, H, W, 16] (zero padded channels)."""
     n, c, h, w = array.shape
@@ -196,8 +205,10 @@ class ConvLayouts:
         conv, a residual Add of two) runs on their NC1HWC0 buffers and its
         result stays NC1HWC0, so the next conv needs no conversion. Only
         when every tensor input is such a result of the same shape read with
-        the identity map, a scalar, or a constant (laid out NC1HWC0 on the
-        host, a per-channel one as [1, C1, 1, 1, 16]), and the body maps zeros
+        the identity map, such a result of one value a channel ([N, C, 1, 1]:
+        a squeeze-excite gate, read broadcast), a scalar, or a constant (laid
+        out NC1HWC0 on the host, a per-channel one as [1, C1, 1, 1, 16]), and
+        the body maps zeros
         to finite values (the padded channels stay harmless: they meet zero
         weights). Returns False (nothing emitted) otherwise."""
         from npu.passes.linalg_to_ascend.elementwise import BodyLowering, Unreadable
@@ -222,10 +233,16 @@ class ConvLayouts:
                     list(t.shape) == list(s.loop_sizes) and shape5 in (None, _five(t).shape):
                 shape5 = _five(t).shape
                 kinds.append("5hd")
+            elif t is not None and _five(t) is not None and _per_channel(t, m, s.loop_sizes):
+                kinds.append("channels")  # a squeeze-excite gate [N, C, 1, 1], NC1HWC0 itself
             else:
                 return False
         if shape5 is None or any(o.name == "arith.divf" and not self._nonzero_host(
                 o.operands[1], body, s, kinds) for o in body.operations):
+            return False
+        gates = [_five(self.tensors[v]) for v, k in zip(s.inputs, kinds) if k == "channels"]
+        maps5 = [_five(self.tensors[v]) for v, k in zip(s.inputs, kinds) if k == "5hd"]
+        if any(g.shape[1] != shape5[1] or g.dtype != maps5[0].dtype for g in gates):
             return False
         loc = self.loc(op)
         half = self._clamp_in_f16(op, s, kinds, body, dtype)
@@ -233,6 +250,8 @@ class ConvLayouts:
         for v, m, kind in zip(s.inputs, s.maps, kinds):
             if kind == "5hd":
                 args.append(self.input_5hd(v, None, loc) if half else _five(self.tensors[v]))
+            elif kind == "channels":  # [N, C1, 1, 1, 16]: broadcast over H and W
+                args.append(_five(self.tensors[v]))
             elif v in self.scalars:
                 args.append(self.scalars[v])
             else:
@@ -263,7 +282,7 @@ class ConvLayouts:
         from npu.passes.linalg_to_ascend.clamp_f16 import clamp_body, read_by_convs
 
         fives = [v for v, k in zip(s.inputs, kinds) if k == "5hd"]
-        if dtype != "f32" or len(fives) != 1 or len(op.results) != 1:
+        if dtype != "f32" or len(fives) != 1 or len(op.results) != 1 or "channels" in kinds:
             return False
         t = self.tensors[fives[0]]
         if t.c1hwc0 is None or t.c1hwc0.dtype != "f32" or len(list(fives[0].uses)) != 1:
