@@ -141,6 +141,12 @@ class MatmulBlocks:
         """GM view `src` (`nz_source`) -> the L1 buffer `l1` of its blocks."""
         blk = self.target.fractal_bytes(2)  # 512 bytes, int8 fractals too
         cols, rows = nir.memref_shape(l1)[:2]
+        if pitch == rows and cols > 1 and nir.constant_attr(nir.view_root(src)) is None:
+            # the column blocks follow each other in GM (a buffer the program
+            # stores by row parts, `split_cores.row_parts`) as in L1: one burst.
+            # Not a host constant's: npu-prefetch cuts the weights' copies at bursts.
+            copy_bursts("cce.copy_gm_to_l1", src, l1, 1, self.target.blocks(cols * rows * blk))
+            return
         copy_bursts("cce.copy_gm_to_l1", src, l1, cols, self.target.blocks(rows * blk),
                     src_gap=self.target.blocks((pitch - rows) * blk))
 
