@@ -142,8 +142,9 @@ class MatmulBlocks:
         blk = self.target.fractal_bytes(2)  # 512 bytes, int8 fractals too
         cols, rows = nir.memref_shape(l1)[:2]
         if pitch == rows and cols > 1 and _intermediate(src):
-            # the column blocks follow each other in GM (a buffer the program
-            # stores by row parts, `split_cores.row_parts`) as in L1: one burst
+            # the column blocks follow each other in GM as in L1 (a view of
+            # every row block, or a row part of a buffer stored by row parts,
+            # `split_cores.row_parts`): one burst
             copy_bursts("cce.copy_gm_to_l1", src, l1, 1, self.target.blocks(cols * rows * blk))
             return
         copy_bursts("cce.copy_gm_to_l1", src, l1, cols, self.target.blocks(rows * blk),
