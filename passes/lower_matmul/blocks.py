@@ -141,6 +141,12 @@ class MatmulBlocks:
         """GM view `src` (`nz_source`) -> the L1 buffer `l1` of its blocks."""
         blk = self.target.fractal_bytes(2)  # 512 bytes, int8 fractals too
         cols, rows = nir.memref_shape(l1)[:2]
+        if pitch == rows and cols > 1 and _intermediate(src):
+            # the column blocks follow each other in GM as in L1 (a view of
+            # every row block, or a row part of a buffer stored by row parts,
+            # `split_cores.row_parts`): one burst
+            copy_bursts("cce.copy_gm_to_l1", src, l1, 1, self.target.blocks(cols * rows * blk))
+            return
         copy_bursts("cce.copy_gm_to_l1", src, l1, cols, self.target.blocks(rows * blk),
                     src_gap=self.target.blocks((pitch - rows) * blk))
 
@@ -345,3 +351,16 @@ class MatmulBlocks:
             nir.create_op("cce.vconv", [d, s], repeat=rep, mask=lanes, dst_blk_stride=1,
                           dst_rep_stride=lanes * 2 // unit, src_blk_stride=1,
                           src_rep_stride=lanes * 4 // unit, round_mode="rint")
+
+
+def _intermediate(view: ir.Value) -> bool:
+    """Whether `view` is of a buffer the program computes (an alloc, or its
+    place in the GM workspace after npu-plan-gm), not an argument's: the
+    weights' copies npu-prefetch cuts at bursts, and the inputs' keep the
+    caller's layout."""
+    root = nir.view_root(view)
+    if not nir.is_block_argument(root):
+        return True
+    arg = ir.BlockArgument(root)
+    func = arg.owner.owner.operation
+    return func.name == "func.func" and nir.WORKSPACE_ATTR in nir.arg_attrs(func, arg.arg_number)

@@ -57,7 +57,7 @@ from npu.costmodel.fusion.rows import FUSED_ATTR
 
 from .barriers import Access, Unit, gm_operands, place
 from .groups import apply_group, epilogue_matmuls, external, group_split, written
-from . import aligned, attention, idle_shares, peel, qkv, share, split_k
+from . import aligned, attention, idle_shares, peel, qkv, row_parts, share, split_k
 from .prefetched import NONE, Lookahead
 from .rules import SplitRules, parse_grids
 from .split import Split, apply, split_of
@@ -140,6 +140,9 @@ class SplitCoresPass(Pass):
                "whose linear epilogue (bias adds, a defractalize to f32) only a fused row group "
                "reads, when the model says the phase saved beats the row group's added loads "
                "(`split_k_model`; groups `split-k` names keep its split)", needs=_SPLIT),
+        Option("row-parts", bool, True, "store an intermediate Nz buffer whose every view is a "
+               "row part of one height (a core's rows of C, written and read) row part by row "
+               "part, each part's blocks contiguous in GM (`row_parts`)", needs=_SPLIT),
     )
 
     def why_one_core(self, module: ir.Operation | None) -> str | None:
@@ -169,6 +172,8 @@ class SplitCoresPass(Pass):
         for func in nir.functions(module):
             if func.regions[0].blocks:
                 self._split_function(func, wanted)
+                if self.row_parts and nir.block_idx_arg(func) is not None:
+                    row_parts.store_by_row_parts(func)
         if (unused := self.rules.unused_grids()) is not None:
             raise PassError(f"npu-split-cores: grids: {unused}", module)
         if unused_k := [k for k in self.reductions if k not in self.reductions_used]:
