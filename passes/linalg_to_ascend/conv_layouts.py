@@ -14,6 +14,7 @@ real channels) only when another consumer asks (`Converter.nd`).
 from __future__ import annotations
 
 import numpy as np
+from mlir import ir
 
 from npu.passes.linalg_to_ascend.emitter import Buf, i64_array
 from npu.passes.linalg_to_ascend.values import Tensor
@@ -77,6 +78,12 @@ def _five(t: Tensor) -> Buf | None:
     if t.int8_f16 is not None and len(t.int8_f16.shape) == 5:
         return t.int8_f16
     return None
+
+
+def _defining(value: ir.Value) -> ir.Operation | None:
+    """The op that defines `value`, or None for a block argument."""
+    owner = value.owner
+    return None if isinstance(owner, ir.Block) else owner.operation
 
 
 def _per_channel(t: Tensor, results, loops) -> bool:
@@ -221,7 +228,7 @@ class ConvLayouts:
         dtype = element_name(op.results[0])
         body = op.regions[0].blocks[0]
         if dtype not in ("f16", "f32") or any(o.name not in SAFE_BODY_OPS | {"arith.divf"}
-                                              for o in body.operations):
+                                              and not self._sigmoid_exp(o) for o in body.operations):
             return False
         shape5 = None
         kinds = []
@@ -237,8 +244,9 @@ class ConvLayouts:
                 kinds.append("channels")  # a squeeze-excite gate [N, C, 1, 1], NC1HWC0 itself
             else:
                 return False
-        if shape5 is None or any(o.name == "arith.divf" and not self._nonzero_host(
-                o.operands[1], body, s, kinds) for o in body.operations):
+        if shape5 is None or any(o.name == "arith.divf" and not (self._nonzero_host(
+                o.operands[1], body, s, kinds) or self._one_plus_exp(o.operands[1]))
+                for o in body.operations):
             return False
         gates = [_five(self.tensors[v]) for v, k in zip(s.inputs, kinds) if k == "channels"]
         maps5 = [_five(self.tensors[v]) for v, k in zip(s.inputs, kinds) if k == "5hd"]
@@ -291,6 +299,32 @@ class ConvLayouts:
                   float(self.tensors[v].array.reshape(-1)[0]) if self.tensors[v].array.size == 1
                   else None for v, k in zip(s.inputs, kinds) if k != "5hd"]
         return clamp_body(body, others) and read_by_convs(op.results[0])
+
+    def _one_plus_exp(self, divisor) -> bool:
+        """A divisor c + exp(v) with c a positive host value (a sigmoid's
+        1 + exp(-x)): at least c, so any finite padded value divides to a
+        finite one (exp's overflow to inf divides to 0)."""
+        add = _defining(divisor)
+        if add is None or add.name != "arith.addf":
+            return False
+        exps = [v for v in add.operands if _defining(v) is not None and _defining(v).name == "math.exp"]
+        others = [v for v in add.operands if v not in exps]
+        if len(exps) != 1 or len(others) != 1:
+            return False
+        value = self.scalars.get(others[0])
+        return value is not None and float(np.asarray(value).reshape(-1)[0]) > 0
+
+    def _sigmoid_exp(self, op) -> bool:
+        """An exp whose only use is such a divisor (`_one_plus_exp`): alone,
+        exp may overflow a padded channel to inf, which a zero weight would
+        make NaN; inside 1 / (1 + exp) it cannot."""
+        if op.name != "math.exp":
+            return False
+        uses = [u.owner for u in op.results[0].uses]
+        return (len(uses) == 1 and uses[0].name == "arith.addf"
+                and all(u.owner.name == "arith.divf" and u.owner.operands[1] == uses[0].results[0]
+                        for u in uses[0].results[0].uses)
+                and self._one_plus_exp(uses[0].results[0]))
 
     def _nonzero_host(self, divisor, body, s, kinds: list[str]) -> bool:
         """A divisor that is one non-zero host value (a quantisation's scale):
