@@ -65,7 +65,9 @@ class FuseAttentionPass(Pass):
 
     def nz_function(self, func: ir.Operation) -> None:
         """Each attention that would fuse with its Q, K, V as rows made from
-        its projections' Nz reads that Nz instead (`attention_nz.rewrite`)."""
+        its projections' Nz reads that Nz instead (`attention_nz.rewrite`);
+        at any seq (`any_seq`: the rows' prologue is kept for the rewrite to
+        find, which reads no rows)."""
         done: set = set()
         while True:
             ops = [o.operation for o in func.regions[0].blocks[0].operations]
@@ -74,7 +76,7 @@ class FuseAttentionPass(Pass):
                 if op.name != "ascend.batch_matmul" or op in done:
                     continue
                 done.add(op)
-                found = att.match(op, users)
+                found = att.match(op, users, any_seq=True)
                 if isinstance(found, str) or self.conflict(found, ops) is not None:
                     continue
                 if isinstance(cost.plan(found, self.target, self.ub_fraction, self.softmax,
