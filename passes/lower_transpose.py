@@ -89,7 +89,8 @@ class LowerTranspose(Pass):
         granule = self.target.granule("ub")
         columns = core_part(op)
         if columns is not None and rank == 3 and perm == [1, 0, 2]:
-            self.swap_before_last(op, src, dst, elem, 1, *shape, run=columns)
+            on_j = nir.CORE_AXIS_ATTR in op.attributes  # (the one named axis it takes)
+            self.swap_before_last(op, src, dst, elem, 1, *shape, run=columns, run_j=on_j)
         elif columns is not None:
             self.core_columns(op, src, dst, elem, shape, perm, columns)
         elif perm == ident:
@@ -220,25 +221,32 @@ class LowerTranspose(Pass):
     # -- dst[a, j, k, l] = src[a, k, j, l] -------------------------------------------
     def swap_before_last(self, op: ir.Operation, src: ir.Value, dst: ir.Value, elem: str,
                          batch: int, nk: int, nj: int, nl: int,
-                         run: tuple[int, ir.Value] | None = None) -> None:
+                         run: tuple[int, ir.Value] | None = None, run_j: bool = False) -> None:
         """[.., k, j, l] -> [.., j, k, l] by block copies: a tile of k rows x
         j columns of whole-block l rows loaded (one burst per k row), then
         stored one j at a time (its k rows, strided in UB). The j tile is all
         of j when a k row fits the UB budget, else as many as fit (ViT-base's
         patch rows: 196 x 256 f32 per channel). `run`: (parts, this core's
         part) of the k rows that npu-split-cores cut over the cores
-        (`nir.CORE_PART_ATTR`; a cut of k is a strided slice of the result)."""
+        (`nir.CORE_PART_ATTR`; a cut of k is a strided slice of the result),
+        or with `run_j` of the j (a strided slice of the source: each k row's
+        run is a burst of its own)."""
         es = nir.element_bytes(elem)
         first_k: Index = 0
+        first_j: Index = 0
+        nk_all, nj_all = nk, nj
         if run is not None:
             parts, part = run
-            if nk % parts:
-                raise PassError(f"{nir.CORE_PART_ATTR}: {nk} source rows do not cut into {parts} "
+            if (nj if run_j else nk) % parts:
+                raise PassError(f"{nir.CORE_PART_ATTR}: {nj if run_j else nk} source "
+                                f"{'columns' if run_j else 'rows'} do not cut into {parts} "
                                 "equal runs", op)
-            nk_all, nk = nk, nk // parts
-            first_k = lin((part, nk))
-        else:
-            nk_all = nk
+            if run_j:
+                nj = nj // parts
+                first_j = lin((part, nj))
+            else:
+                nk = nk // parts
+                first_k = lin((part, nk))
         granule = self.target.granule("ub")
         if (nl * es) % granule:
             raise PassError(f"permutation [0, 2, 1, 3] is lowered as block copies and needs the "
@@ -259,18 +267,20 @@ class LowerTranspose(Pass):
         def chunk(a: Index, k0: Index, nrows: int, j0: Index, nj_tile: int) -> None:
             buf = nir.alloc([nrows * nj_tile * nl], elem, "ub")
             k0 = lin((k0, 1), (first_k, 1))
-            start = lin((a, nk_all * nj * nl), (k0, nj * nl), (j0, nl))
-            if nj_tile == nj:  # whole k rows: one burst
-                copy("cce.copy_gm_to_ub", sub(flat_src, start, nrows * nj * nl), buf, 1,
-                     nrows * nj * blocks_l)
+            j0 = lin((j0, 1), (first_j, 1))
+            start = lin((a, nk_all * nj_all * nl), (k0, nj_all * nl), (j0, nl))
+            if nj_tile == nj_all:  # whole k rows: one burst
+                copy("cce.copy_gm_to_ub", sub(flat_src, start, nrows * nj_all * nl), buf, 1,
+                     nrows * nj_all * blocks_l)
             else:
                 copy_bursts("cce.copy_gm_to_ub",
-                            sub(flat_src, start, (nrows - 1) * nj * nl + nj_tile * nl), buf,
-                            nrows, nj_tile * blocks_l, src_gap=(nj - nj_tile) * blocks_l)
+                            sub(flat_src, start, (nrows - 1) * nj_all * nl + nj_tile * nl), buf,
+                            nrows, nj_tile * blocks_l, src_gap=(nj_all - nj_tile) * blocks_l)
 
             def one_j(j: Index) -> None:
                 ub_view = sub(buf, lin((j, nl)), (nrows - 1) * nj_tile * nl + nl)
-                out = lin((a, nj * nk_all * nl), (j0, nk_all * nl), (j, nk_all * nl), (k0, nl))
+                out = lin((a, nj_all * nk_all * nl), (j0, nk_all * nl), (j, nk_all * nl),
+                          (k0, nl))
                 copy("cce.copy_ub_to_gm", ub_view, sub(flat_dst, out, nrows * nl), nrows,
                      blocks_l, src_gap=(nj_tile - 1) * blocks_l, dst_gap=0)
 

@@ -49,7 +49,7 @@ from npu.target import Target
 from .conv import split_conv, split_pool
 from .prefetched import (NONE, Lookahead, is_host_constant, phase_cost, ranked, tail_cycles,
                          weight_slot)
-from .split import COLUMNS, ROW_BLOCKS, ROWS, RUN, Split
+from .split import COLUMNS, ROW_BLOCKS, ROWS, RUN, SOURCE_J, Split
 
 ELEMENTWISE = {"ascend.add", "ascend.sub", "ascend.mul", "ascend.div", "ascend.max",
                "ascend.min"}
@@ -155,7 +155,8 @@ class SplitRules:
                 if self._cuts_aligned(types, cuts, parts):
                     return Split(cuts, (("x", parts),))
             return (self._split_columns(types, perm, parts)
-                    or self._split_swapped_rows(types, perm, parts))
+                    or self._split_swapped_rows(types, perm, parts)
+                    or self._split_swapped_rows(types, perm, parts, SOURCE_J))
         if name == "ascend.gather":  # rows of the output with their ids; the table whole
             # the scalar unit reads the ids one by one: their slice needs no 32-byte start
             axis = nir.int_attr(op, "axis") % len(nir.memref_shape(types[0]))
@@ -273,23 +274,30 @@ class SplitRules:
         cuts = ({n - 1: COLUMNS}, {n - 2: COLUMNS})
         return Split(cuts, ((COLUMNS, parts),), unsliced=frozenset({COLUMNS}))
 
-    def _split_swapped_rows(self, types: list, perm: list[int], parts: int) -> Split | None:
+    def _split_swapped_rows(self, types: list, perm: list[int], parts: int,
+                            axis: str = ROWS) -> Split | None:
         """A swap of the two dims before the last ([1, S, H, D] -> [1, H, S, D]:
         the heads of a projection, when attention is not fused) whose cuts are
         strided slices on one side: runs of the source's rows (its first
         swapped dim), left unsliced (npu-lower-transpose's block copies take the
         core's run); whole 32-byte blocks of the last dim, one row of which
-        fits half of UB, as those copies need."""
+        fits half of UB, as those copies need. `axis` SOURCE_J: runs of the
+        source's second swapped dim instead (the result's rows), for a first
+        one too short to cut (ViT-base's patches, [1, 3, 196, 256] ->
+        [1, 196, 3, 256]: 3 channels, 196 rows of 28 cores)."""
         shape = nir.memref_shape(types[0])
         n = len(shape)
         es = nir.element_bytes(nir.memref_element(types[0]))
-        if (n < 3 or perm != list(range(n - 3)) + [n - 2, n - 3, n - 1]
-                or math.prod(shape[:-3]) != 1 or shape[-3] % parts or shape[-2] < 2
+        cut, out = (n - 3, n - 2) if axis == ROWS else (n - 2, n - 3)  # source's, result's
+        if n < 3 or perm != list(range(n - 3)) + [n - 2, n - 3, n - 1]:
+            return None
+        row = (shape[-2] if axis == ROWS else shape[-2] // parts) * shape[-1] * es
+        if (math.prod(shape[:-3]) != 1 or shape[cut] % parts or shape[-2] < 2
                 or shape[-1] * es % self.target.vector_block_bytes
-                or shape[-2] * shape[-1] * es > self.target.capacity("ub") // 2
+                or row > self.target.capacity("ub") // 2
                 or not all(nir.is_contiguous(t) for t in types)):
             return None
-        return Split(({n - 3: ROWS}, {n - 2: ROWS}), ((ROWS, parts),), unsliced=frozenset({ROWS}))
+        return Split(({cut: axis}, {out: axis}), ((axis, parts),), unsliced=frozenset({axis}))
 
     def split_matmul(self, op: ir.Operation, parts: int, whole_k: bool = False,
                      columns_of: int = 0) -> Split | None:

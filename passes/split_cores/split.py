@@ -16,6 +16,11 @@ BATCH = "b"  # of a conv's images
 COLUMNS = "c"  # of a transpose's source columns
 RUN = "run"  # of the one run a slice moves
 ROW_BLOCKS = "rb"  # of a matrix's 16-row blocks (fractalize, defractalize)
+# of the source's second swapped dim of a [.., k, j, l] -> [.., j, k, l]
+# transpose (the result's rows); its lowering's other run is of k (ROWS), so
+# `Split.mark` names it (`nir.CORE_AXIS_ATTR`)
+SOURCE_J = "sj"
+NAMED_AXES = frozenset({SOURCE_J})
 # A dim cut by several grid axes at once is named by them joined with JOINT,
 # outermost first ("x.y": coordinate x * parts(y) + y): a fused row group's
 # rows cut finer than its Nz store's row blocks (`groups._row_cut`).
@@ -106,6 +111,8 @@ class Split:
                 inner = math.prod(m for _, m in self.grid[k + 1:])
                 op.attributes[nir.CORE_PART_ATTR] = ir.DenseI64ArrayAttr.get(
                     [n, inner] + ([first] if first else []))
+                if axis in NAMED_AXES:
+                    op.attributes[nir.CORE_AXIS_ATTR] = ir.StringAttr.get(axis)
 
     def boxes(self, shape: list[int], cut: dict[int, str]
               ) -> dict[int, tuple[tuple[int, int], ...]]:
