@@ -81,9 +81,12 @@ def grid_cost(m: int, n: int, k: int, cores: int, in_bytes: int, out_bytes: int,
     store = target.path("ub_to_gm").bytes_per_cycle
     best = None
     for pk in range(1, cores + 1):
-        pm = cores // pk
-        if cores % pk or (k // f) % pk or (m // f) % pm:
+        if (k // f) % pk:
             continue
+        # the most row parts that divide M's blocks on the cores left (a
+        # grid may leave cores idle: C's 13 row blocks of ViT's 197 rows
+        # take none but 1 and 13)
+        pm = max(p for p in range(1, cores // pk + 1) if (m // f) % p == 0)
         tm, tk = m // pm, k // pk
         weights = 0 if room and weights_early(tm, n, tk, in_bytes, out_bytes, room,
                                               target) else tk
