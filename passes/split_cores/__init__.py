@@ -57,7 +57,7 @@ from npu.costmodel.fusion.rows import FUSED_ATTR
 
 from .barriers import Access, Unit, gm_operands, place
 from .groups import apply_group, epilogue_matmuls, external, group_split, written
-from . import aligned, attention, idle_shares, peel, qkv, row_parts, share, split_k
+from . import alone, aligned, attention, idle_shares, peel, qkv, row_parts, share, split_k
 from .prefetched import NONE, Lookahead
 from .rules import SplitRules, parse_grids
 from .split import Split, apply, split_of
@@ -238,6 +238,7 @@ class SplitCoresPass(Pass):
         if found is not None:
             units[0], splits[0] = self._group_unit(units[0].op, found), found
             units[0].what += " (the next shares' other cores load their weights meanwhile)"
+        alone.move(units, splits, wanted)
         cores = max((u.base + u.cores for u in units), default=1)
         # Asked for a count, a program on fewer cores says so; by default
         # (all cores) only with `remarks`: most small programs fit one.
@@ -420,8 +421,12 @@ class SplitCoresPass(Pass):
                 if ATTENTION_ATTR in group.attributes else "conv epilogue"
                 if CONV_EPILOGUE_ATTR in group.attributes
                 else "matmul epilogue" + qkv.said(group))
-        if found is None:
-            accesses = [Access(nir.view_root(v), None, True, {0: None})
+        if found is None:  # all of each operand on one core, compared exactly with
+            # static views of the same tensor (a peeled group's rest beside its
+            # whole row blocks, `peel`); any view of a tensor it writes a write
+            roots = {nir.view_root(w) for w in written(group)}
+            accesses = [Access(nir.view_root(v), v, nir.view_root(v) in roots,
+                               {0: tuple((0, n) for n in nir.memref_shape(v.type))})
                         for v in gm_operands(group)]
             return Unit(group, 1, accesses, f"{kind}: 1 core (no even split of every tensor)")
         split, cuts = found

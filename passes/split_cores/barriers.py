@@ -7,9 +7,12 @@ earlier unit since the previous barrier touched on *another* core, one of
 the two writing them. Boxes of the same view compare exactly, and so do
 boxes of two views that are chains of static, unit-stride subviews of one
 view (`_lifted`: a split reduction's partial matmul reads a run of the
-columns that ffn_in's cores wrote, `split_k`); any other two views of one
-buffer are taken to overlap (a reshape is not worth relating: the barrier is
-only ever extra, never missing).
+columns that ffn_in's cores wrote, `split_k`); two other views of one
+buffer reached by subviews and reshapes of static layouts overlap unless
+the elements their boxes span are apart in the buffer (`_apart`: a peeled
+row group's rest beside its whole blocks, `peel`, through its reshapes);
+any others are taken to overlap (the barrier is only ever extra, never
+missing).
 """
 
 from __future__ import annotations
@@ -78,6 +81,37 @@ def _shifted(box: Box | None, offsets: tuple[int, ...]) -> Box | None:
     return None if box is None else tuple((o + x, n) for o, (x, n) in zip(offsets, box))
 
 
+# Views whose type's layout (strides, offset) counts from the root's first
+# element: an element's place in the buffer is its index times the strides.
+_LAID_OUT = ("memref.subview", "memref.expand_shape", "memref.collapse_shape")
+
+
+def _extent(value: ir.Value, box: Box | None) -> tuple[int, int] | None:
+    """The elements [first, last] of its root buffer that `box` of `value`
+    spans, when `value` is the root or reached from it by subviews and
+    reshapes with static layouts (none: None)."""
+    v = value
+    while (op := nir.defining_op(v)) is not None and op.name in nir.VIEW_OPS:
+        if op.name not in _LAID_OUT:
+            return None
+        v = op.operands[0]
+    strides, offset = nir.memref_layout(value.type)
+    if box is None or offset is None or None in strides:
+        return None
+    first = offset + sum(x * s for (x, _), s in zip(box, strides))
+    return first, first + sum((n - 1) * s for (_, n), s in zip(box, strides))
+
+
+def _apart(a: Access, box_a: Box | None, b: Access, box_b: Box | None) -> bool:
+    """Two boxes of different views of one buffer (a tensor and its
+    reshape: a row group's [1, 197, 768] and [197, 768]) that span disjoint
+    elements of it."""
+    if nir.memref_element(a.value.type) != nir.memref_element(b.value.type):
+        return False
+    ea, eb = _extent(a.value, box_a), _extent(b.value, box_b)
+    return ea is not None and eb is not None and (ea[1] < eb[0] or eb[1] < ea[0])
+
+
 def conflicts(earlier: Unit, later: Unit) -> bool:
     """Some core of `later` touches bytes that another core touched in
     `earlier`, one of the two writing them."""
@@ -91,8 +125,12 @@ def conflicts(earlier: Unit, later: Unit) -> bool:
             same_view = lift_a is not None and lift_a[0] == lift_b[0]
             for c, box_a in a.boxes.items():
                 for d, box_b in b.boxes.items():
-                    if c != d and (not same_view or _overlap(_shifted(box_a, lift_a[1]),
-                                                             _shifted(box_b, lift_b[1]))):
+                    if c == d:
+                        continue
+                    if same_view:
+                        if _overlap(_shifted(box_a, lift_a[1]), _shifted(box_b, lift_b[1])):
+                            return True
+                    elif lift_a is None or not _apart(a, box_a, b, box_b):
                         return True
     return False
 
