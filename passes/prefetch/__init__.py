@@ -323,7 +323,8 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
             gaps = [earlier] + gaps
         # A gap after a run of ops on disjoint shares of the cores: its loads
         # go into each of them (`shares`), live from the run's first op on.
-        runs = {k: run for k, _ in gaps if (run := self._share_run(tops, k)) is not None}
+        runs = {k: run for k, _ in gaps if (run := self._share_run(tops, k)) is not None
+                and self._fits_run(c, run, block_dim(func))}
         live_from = {k: run[0][0] for k, run in runs.items()}
         low = min([max(start, 0)] + [k for k, _ in gaps] + list(live_from.values()))
         # L1 each op from a gap to the loop needs at most: at least what is

@@ -22,7 +22,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, scf
 
-from npu.ir import block_dim, block_idx_value, constant_int, defining_op
+from npu.ir import ancestors, block_dim, block_idx_value, constant_int, defining_op
 
 from .facts import is_guard
 
@@ -118,13 +118,29 @@ class ShareRuns:
             run.append((k, mine))
         return list(reversed(run)) if len(run) >= 2 else None
 
-    @staticmethod
-    def _outside_guard(run: list[tuple[int, frozenset[int]]], blk: ir.Value, cores: int
-                       ) -> tuple[scf.IfOp | None, list[ir.Operation]]:
+    def _runs_on(self, loop: ir.Operation, cores: int) -> frozenset[int]:
+        """The cores that run `loop`: its top-level share guard's (a matmul
+        on some of the cores), else all."""
+        top = ([loop] + list(ancestors(loop)))[-1]
+        mine = self._guard_cores(top, cores) if is_guard(top) else None
+        return frozenset(range(cores)) if mine is None else mine
+
+    def _fits_run(self, c, run: list[tuple[int, frozenset[int]]], cores: int) -> bool:
+        """Every guard of `run` on cores that run `c`'s loop: a clone of its
+        loads computes its slice from the block index, out of the weights'
+        bounds on a core that has none."""
+        mine = self._runs_on(c.loop, cores)
+        return all(g <= mine for _, g in run)
+
+    def _outside_guard(self, c, run: list[tuple[int, frozenset[int]]], blk: ir.Value,
+                       cores: int) -> tuple[scf.IfOp | None, list[ir.Operation]]:
         """At the insertion point, an `scf.if` (no else) on the cores in none
-        of the run's guards, or None when there are none, and the ops made."""
-        inside = frozenset().union(*(c for _, c in run))
-        rest = [c for c in range(cores) if c not in inside]
+        of the run's guards that run `c`'s loop (a peeled row group's rest
+        on core 4 beside its blocks on 0-3, before a matmul on cores 0-7:
+        5-7), or None when there are none, and the ops made."""
+        inside = frozenset().union(*(g for _, g in run))
+        mine = self._runs_on(c.loop, cores)
+        rest = [k for k in range(cores) if k not in inside and k in mine]
         if not rest:
             return None, []
         return cores_guard(rest, blk, cores)
@@ -139,7 +155,7 @@ class ShareRuns:
         issue = tops[gap + 1]
         blk = block_idx_value(issue)
         with issue.context, issue.location, ir.InsertionPoint(issue):
-            outside, made = self._outside_guard(run, blk, block_dim(issue.parent.operation))
+            outside, made = self._outside_guard(c, run, blk, block_dim(issue.parent.operation))
         if outside is not None:
             # Into the guard only (no allocs): the top-level ops made are the
             # guard's (listing the block to find them was 0.07 CPU s of BERT-12's).

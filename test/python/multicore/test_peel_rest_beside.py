@@ -85,3 +85,23 @@ def test_the_rest_on_an_idle_core(monkeypatch) -> None:
     assert "on core 16" not in said0
     _, before = on_core_0(x, r)
     assert report["cycles"] < before["cycles"]  # 6,146 -> 5,541
+
+
+def test_prefetch_beside_a_rest_on_its_own_core() -> None:
+    # The layernorm's blocks on cores 0-3 and its rest on core 4, then the
+    # Q projection on cores 0-7: npu-prefetch's loads of its weights for the
+    # cores outside those two guards went to cores 5-15, and cores 8-15 read
+    # past the weights (a bounds fault); now to 5-7 only
+    from npu.frontend.bert import self_attention
+
+    model = self_attention(ROWS, 512, 8, out_projection=True)
+    kernel, remarks = compile_remarks(
+        model.SerializeToString(), target="ascend910",
+        pipeline="npu-lower{cores=16 fuse-horizontal=false split-cores-remarks=true}")
+    (said,) = [r for r in remarks if "npu-split-cores:" in r]
+    assert "fused rows: 1 core (no even split of every tensor) on core 4" in said, said
+    x = np.random.default_rng(3).standard_normal((1, ROWS, 512)).astype(np.float32)
+    (y,), report = kernel(x)
+    assert report["hazards"] == [] and report["block_dim"] == 16
+    (want,) = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"x": x})
+    np.testing.assert_allclose(y, want, rtol=2e-2, atol=1e-2)
