@@ -191,7 +191,8 @@ class _Kernel(OperandTiles, SoftmaxSteps, HalfSoftmax, NanGuard, KeyMask, Scores
         if found is None:
             return None
         runs, run = found
-        if FLAT_RUNS_ATTR in region.attributes and self.a.seq % 16 == 0 and self.pp is None:
+        if (FLAT_RUNS_ATTR in region.attributes and (self.a.seq % 16 == 0 or self.a.nz_out)
+                and self.pp is None):
             self.flat = found  # (the heads' row blocks in order, cut over the cores)
             return None
         if self.a.seq % 16 or s1 % runs or self.pp is not None:

@@ -78,6 +78,10 @@ def grid(group: ir.Operation, a: att.Attention | None, parts: int, target: Targe
     attrs = nir.dict_attr_items(group.attributes[att.ATTENTION_ATTR])
     heads = attrs["heads"]
     runs_ok = (a is not None and a.seq % 16 == 0 and PROJECTION_ATTR not in group.attributes)
+    # at a seq of partial blocks, flat runs when the context leaves as whole
+    # Nz blocks (`nz_out`): a run's block that is a head's last stores its
+    # padding rows too, as the fractalize would (computed, not zeroed)
+    flat_ok = runs_ok or (a is not None and a.nz_out and PROJECTION_ATTR not in group.attributes)
     s1 = a.seq_blocks if a is not None else 1
     best: tuple[int, int, int] | None = None
     for hp in _divisors(heads, parts):
@@ -97,7 +101,7 @@ def grid(group: ir.Operation, a: att.Attention | None, parts: int, target: Targe
                 cycles = finished(c, a, qb, target).cycles
             if best is None or (cycles, qp, -hp) < (best[2], best[1], -best[0]):
                 best = (hp, qp, cycles)
-    for runs in range(2, parts + 1) if runs_ok else ():
+    for runs in range(2, parts + 1) if flat_ok else ():
         if not flat.runs_fit(heads, s1, runs) or (forced is not None and forced != (0, runs)):
             continue
         cycles = flat.modelled(a, heads, attrs["query_rows"] // 16, attrs["key_rows"] // 16,
@@ -142,4 +146,4 @@ def flat_remark(group: ir.Operation, s: Split) -> str | None:
     if a is None:
         return None
     heads = nir.dict_attr_items(group.attributes[att.ATTENTION_ATTR])["heads"]
-    return f"attention {runs} runs of {heads * a.seq // runs} (head, query) rows across heads"
+    return f"attention {runs} runs of {heads * a.seq_blocks // runs * 16} (head, query) rows across heads"
