@@ -69,6 +69,11 @@ def test_a_projection_of_unknown_padding_stays_rows(monkeypatch) -> None:
 
 
 def test_nz_at_37_rows_bit_for_bit(monkeypatch) -> None:
+    # (out_proj's epilogue whole: its peeled blocks' grid, and so its mads'
+    # depth, may differ between the two programs: docs/multicore.md "Bits")
+    from npu.passes.split_cores import peel
+
+    monkeypatch.setattr(peel, "PEEL_EPILOGUES", False)
     rows_kernel, _, _ = _compile(False, monkeypatch)
     nz_kernel, _, _ = _compile(True, monkeypatch)
     (rows,), r0 = rows_kernel(X)
