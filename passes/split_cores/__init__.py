@@ -238,7 +238,8 @@ class SplitCoresPass(Pass):
         if found is not None:
             units[0], splits[0] = self._group_unit(units[0].op, found), found
             units[0].what += " (the next shares' other cores load their weights meanwhile)"
-        alone.move(units, splits, wanted)
+        alone.move(units, splits, wanted, lambda j, n: alone.regrouped(
+            units[j].op, self._group(units[j].op, n), self._group_unit))
         cores = max((u.base + u.cores for u in units), default=1)
         # Asked for a count, a program on fewer cores says so; by default
         # (all cores) only with `remarks`: most small programs fit one.
