@@ -35,6 +35,7 @@ from npu.analysis.pipe_work import trip_count
 from npu.ir import int_attr, str_attr, walk
 
 SET, WAIT, BARRIER = "cce.set_flag", "cce.wait_flag", "cce.sync_all"
+PIPE_BARRIER = "cce.pipe_barrier"
 MOVER = "MTE2"
 _LOADS = ("cce.copy_gm_to_l1", "cce.copy_gm_to_ub")
 
@@ -55,7 +56,7 @@ def sink_barrier_sets(block: ir.Block) -> int:
             j -= 1
         if not run:
             continue
-        anchor = _loop_anchor(tops[k + 1:])
+        anchor = _loop_anchor(tops[k + 1:], {_flag(s) for s in run})
         if anchor is None or _crossed(run, anchor):
             continue
         for s in run:
@@ -65,16 +66,26 @@ def sink_barrier_sets(block: ir.Block) -> int:
     return moved
 
 
-def _loop_anchor(after: list[ir.Operation]) -> ir.Operation | None:
+def _loop_anchor(after: list[ir.Operation], flags: set) -> ir.Operation | None:
     """The first MTE2 set in the body of the first op of `after` that issues
     on MTE2, when that op is a one-trip loop reached without a wait on MTE2
+    and without a chip barrier, nor a pipe barrier on a pipe that waits for
+    one of the moved sets' `flags` before it (the scalar unit would stop
+    there until that pipe drains, and the pipe waits for the set issued
+    after: a deadlock; DenseNet's concats on 8 cores, a load before one
+    barrier and its store after it, the set moved past the next barrier),
     and its body issues only loads before that set."""
+    waiting: set = set()  # pipes that wait for a moved set before the anchor
     for op in after:
         inside = list(walk(op))  # read twice below
         if not any(o.name.startswith("cce.copy_gm_to_") or
                    (o.name == SET and str_attr(o, "src") == MOVER) for o in inside):
-            if any(o.name == WAIT and str_attr(o, "dst") == MOVER for o in inside):
-                return None
+            for o in inside:
+                if o.name == WAIT and _flag(o) in flags:
+                    waiting.add(str_attr(o, "dst"))
+                if (o.name == WAIT and str_attr(o, "dst") == MOVER or o.name == BARRIER
+                        or o.name == PIPE_BARRIER and str_attr(o, "pipe") in waiting | {"ALL"}):
+                    return None
             continue
         if op.name != "scf.for" or trip_count(op) != 1:
             return None
