@@ -8,8 +8,8 @@ group's plan). Each step has four stages:
     L0C (a slot); V's tile -> L1 (a slot) with a column block of ones (one
     tile per head: V first, and on to L0B with Q and K);
   soft: scores L0C -> UB (Nz: one [rows, 16] f32 slab per 16 keys, so row
-    operations are slab-wise); padded keys of the last tile get -1e30 (a
-    bias slab); row max: slabs folded with vmax onto up to four slabs at
+    operations are slab-wise); padded keys of the last tile get -inf (a
+    bias slab; f16 softmax: -65504); row max: slabs folded with vmax onto up to four slabs at
     once, one vcmax per row; online softmax: m' = max(m, tile max),
     alpha = exp(scale * (m - m')); -scale * max broadcast over 16 lanes by
     vnchwconv, then scale * s - scale * max per slab in f32 (one vmadd

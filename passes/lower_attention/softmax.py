@@ -16,8 +16,12 @@ from npu.costmodel.vector.tiling import split_repeats
 from npu.kernels.cce_build import View, copy, lin, sub
 from npu.kernels.vector_compute import emit, vdup_fill
 
-# Added to the scores of padded keys: exp(x - 1e30 - max) is 0 in f32.
-MASKED = -1e30
+# Added to the scores of padded keys (f32 softmax): -inf, below any score a
+# mask leaves finite (HF's finfo.min mask: s + finfo.min is finite), so a
+# row whose every key is masked spreads its weight over its real keys as
+# onnxruntime does, not over the padded ones (-1e30 did); their shift is
+# clamped to -F16_MASKED before the f16 exp (`p_run`).
+MASKED = float("-inf")
 # The padded keys' shifted scores clamped to this before the f16 exp
 # (finite in f16; exp(-F16_MASKED) is 0 there).
 F16_MASKED = 6e4
@@ -124,7 +128,7 @@ class SoftmaxSteps:
 
         def shifted() -> None:
             self.shift_slabs(scores, shift, j0, j1, slab, "cce.vsub")
-            if masked and j1 == kbk:  # padded keys' -1e30 would overflow f16: a finite value
+            if masked and j1 == kbk:  # padded keys' -inf: a finite value before f16
                 self.apply(Compute("scalar", vop="cce.vmaxs", scalar=-F16_MASKED), scores,
                            [scores], slab, offsets=((kbk - 1) * slab, (kbk - 1) * slab))
 

@@ -97,7 +97,7 @@ def test_row_max_reaches_every_key_slab(key):
 def test_negative_and_tiny_scales(seq, scale):
     """A negative scale does not commute with the row max: the scores are
     scaled before it. A tiny one rides on the shift like any other: the
-    padded keys' -1e30 is scaled with the scores, then clamped to a finite
+    padded keys' -inf is scaled with the scores, then clamped to a finite
     f16 value whose exp is 0. 200 keys: two query tiles of a head."""
     check(2, seq, scale=scale)
 

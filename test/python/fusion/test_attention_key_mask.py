@@ -77,3 +77,18 @@ def test_key_mask_before_the_scale_and_padded_keys(softmax):
 
 def test_key_mask_over_key_tiles():
     run(512, float(np.finfo(np.float32).min), "attention-tile=fewest")
+
+
+@pytest.mark.parametrize("seq", [40])
+def test_every_key_masked_weighs_the_real_keys(seq):
+    # A row whose every key is masked by finfo.min (HF's value) gets the same
+    # weight on each real key in onnxruntime; the padded keys of the last
+    # 16-key block must stay below it (-inf, not -1e30, in the f32 softmax).
+    model = masked_attention(seq)
+    kernel = npu.compile(model, where="attention.onnx",
+                         pipeline="npu-lower{attention-softmax=f32}")
+    ins = feeds(seq, 0.0)
+    ins["mask"][:] = np.finfo(np.float32).min
+    (y,), _ = kernel(*[ins[n] for n in kernel.input_names])
+    (want,) = onnxruntime.InferenceSession(model.SerializeToString()).run(None, ins)
+    np.testing.assert_allclose(y, want, rtol=2e-2, atol=2e-2)
