@@ -227,8 +227,9 @@ class ConvLayouts:
             return False
         dtype = element_name(op.results[0])
         body = op.regions[0].blocks[0]
-        if dtype not in ("f16", "f32") or any(o.name not in SAFE_BODY_OPS | {"arith.divf"}
-                                              and not self._sigmoid_exp(o) for o in body.operations):
+        if dtype not in ("f16", "f32") or any(
+                o.name not in SAFE_BODY_OPS | {"arith.divf"} and not self._sigmoid_exp(o)
+                for o in body.operations):
             return False
         shape5 = None
         kinds = []
@@ -307,7 +308,8 @@ class ConvLayouts:
         add = _defining(divisor)
         if add is None or add.name != "arith.addf":
             return False
-        exps = [v for v in add.operands if _defining(v) is not None and _defining(v).name == "math.exp"]
+        exps = [v for v in add.operands
+                if _defining(v) is not None and _defining(v).name == "math.exp"]
         others = [v for v in add.operands if v not in exps]
         if len(exps) != 1 or len(others) != 1:
             return False

@@ -69,8 +69,8 @@ class RowsLowering:
                                       + (0 if self.in_place else nir.element_bytes(self.out_elem)))
         if self.row_by_row:  # the columns' blocks for every row, loaded once: pieces of any rows
             row_block = 1
-            fixed += sum(self.column_blocks(i) * self.granule * (1 + self.granule // nir.element_bytes(i.elem))
-                         for i in columns)
+            fixed += sum(self.column_blocks(i) * self.granule
+                         * (1 + self.granule // nir.element_bytes(i.elem)) for i in columns)
         else:
             row_block = max((self.granule // nir.element_bytes(i.elem) for i in columns), default=1)
             per_row += sum(nir.element_bytes(i.elem) + self.granule for i in columns)

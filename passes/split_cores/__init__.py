@@ -65,7 +65,6 @@ from .split import Split, apply, split_of
 SYNC_ALL = "cce.sync_all"
 INERT = ("memref.", "arith.", "func.return", "builtin.unrealized_conversion_cast")
 
-
 CUBE_OPS = ("ascend.matmul", "ascend.batch_matmul", "ascend.conv2d")
 # A matmul epilogue whose weights hold this many times C's bytes is split up
 # when the group cannot be cut (`_dissolve_weight_bound_epilogues`): an estimate.
@@ -241,8 +240,7 @@ class SplitCoresPass(Pass):
         alone.move(units, splits, wanted, lambda j, n: alone.regrouped(
             units[j].op, self._group(units[j].op, n), self._group_unit))
         cores = max((u.base + u.cores for u in units), default=1)
-        # Asked for a count, a program on fewer cores says so; by default
-        # (all cores) only with `remarks`: most small programs fit one.
+        # Fewer cores than asked are said; by default only with `remarks` (small programs fit one).
         told = self.remarks or self.cores != 0
         if cores == 1 and not told:
             return
@@ -422,9 +420,8 @@ class SplitCoresPass(Pass):
                 if ATTENTION_ATTR in group.attributes else "conv epilogue"
                 if CONV_EPILOGUE_ATTR in group.attributes
                 else "matmul epilogue" + qkv.said(group))
-        if found is None:  # all of each operand on one core, compared exactly with
-            # static views of the same tensor (a peeled group's rest beside its
-            # whole row blocks, `peel`); any view of a tensor it writes a write
+        if found is None:  # each operand whole on one core, compared exactly with static
+            # views of one tensor (a peeled rest beside its row blocks); a written one's a write
             roots = {nir.view_root(w) for w in written(group)}
             accesses = [Access(nir.view_root(v), v, nir.view_root(v) in roots,
                                {0: tuple((0, n) for n in nir.memref_shape(v.type))})

@@ -38,13 +38,13 @@ def test_not_a_model(tmp_path):
 
 def test_unsupported_operator_names_the_node(tmp_path):
     m = model([helper.make_node("Relu", ["x"], ["r"], name="first"),
-               helper.make_node("HardSwish", ["r"], ["y"], name="swish_7")],
+               helper.make_node("Softsign", ["r"], ["y"], name="softsign_7")],
               [("x", [4, 8])], [("y", [4, 8])])
     path = tmp_path / "m.onnx"
     onnx.save(m, path)
     out = tmp_path / "out.npz"
     r = npu_run(path, "--check", "-o", out)
-    assert_one_line_failure(r, "node 'swish_7' (HardSwish): unsupported operator")
+    assert_one_line_failure(r, "node 'softsign_7' (Softsign): unsupported operator")
     assert not out.exists()
 
 

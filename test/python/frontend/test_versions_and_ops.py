@@ -85,17 +85,17 @@ def test_other_failures_are_not_version_problems():
 
 
 def test_every_unsupported_op_type_at_once(tmp_path, capsys):
-    nodes = [helper.make_node("HardSwish", ["x"], ["a"], name="hs_1"),
+    nodes = [helper.make_node("Softsign", ["x"], ["a"], name="ss_1"),
              helper.make_node("Relu", ["a"], ["b"], name="relu"),
-             helper.make_node("HardSwish", ["b"], ["c"], name="hs_2"),
+             helper.make_node("Softsign", ["b"], ["c"], name="ss_2"),
              helper.make_node("Mish", ["c"], ["d"], name="mish"),
-             helper.make_node("HardSwish", ["d"], ["y"], name="hs_3")]
+             helper.make_node("Softsign", ["d"], ["y"], name="ss_3")]
     path = tmp_path / "many.onnx"
     onnx.save(model(nodes, [("x", [4, 8])], [("y", [4, 8])], opset=18), path)
     out_npz = tmp_path / "out.npz"
     code, err, out = run(capsys, path, "--check", "-o", out_npz)
     assert code == 1
-    assert err == [f"{path}: error: node 'hs_1' (HardSwish): unsupported operator (3 nodes)",
+    assert err == [f"{path}: error: node 'ss_1' (Softsign): unsupported operator (3 nodes)",
                    f"{path}: error: node 'mish' (Mish): unsupported operator (1 node)"]
     assert not out and not out_npz.exists()
 
