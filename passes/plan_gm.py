@@ -134,13 +134,15 @@ def _lifetime(alloc: ir.Operation, where: _Positions
     return min(positions), max(positions), deallocs
 
 
-def _epochs(life: tuple, barriers: list[int]) -> tuple:
+def _epochs(life: tuple, barriers: list[int], end: int) -> tuple:
     """On many cores a tensor's bytes are free for another only once every
     core has passed a chip barrier (`cce.sync_all`) after its last use: the
-    lifetime covers the whole stretch between the barriers around it."""
+    lifetime covers the whole stretch between the barriers around it, from
+    the function's start before the first and to its `end` after the last
+    (a program without barriers is one stretch: its cores run unordered)."""
     first, last, deallocs = life
-    first = max([b + 1 for b in barriers if b < first], default=first)
-    last = min([b - 1 for b in barriers if b > last], default=last)
+    first = max([b + 1 for b in barriers if b < first], default=0)
+    last = min([b - 1 for b in barriers if b > last], default=end)
     return first, last, deallocs
 
 
@@ -169,11 +171,11 @@ def collect_tensors(func_op: ir.Operation, target: Target) -> tuple[list[Tensor]
         if mtype.has_static_shape and identity:
             if where is None:
                 where = _Positions(func_op)
-                barriers = [i for i, top in enumerate(func_op.regions[0].blocks[0].operations)
-                            if top.operation.name == "cce.sync_all"]
+                tops = list(func_op.regions[0].blocks[0].operations)
+                barriers = [i for i, top in enumerate(tops) if top.operation.name == "cce.sync_all"]
             life = _lifetime(alloc, where)
-            if life is not None and barriers:
-                life = _epochs(life, barriers)
+            if life is not None and cores > 1:
+                life = _epochs(life, barriers, len(tops) - 1)
         if life is None:
             unplanned += 1
             continue
