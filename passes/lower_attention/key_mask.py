@@ -8,7 +8,8 @@ In f16 the mask is clamped to the finite f16 range first: a key masked by a
 value below -65504 is still removed (its exp underflows to 0), but a row
 whose every key is masked then gets the softmax of its raw scores where
 f32 would give every key the same weight (the f16 softmax's own limit, as
-for scores past 65504).
+for scores past 65504). A mask whose row ends inside a 32-byte block (a seq
+not a multiple of 8) has its last values realigned in UB (`load_mask_tail`).
 
 A mask of the scores ([S, S]): `npu.passes.lower_attention.scores_mask`."""
 
@@ -22,12 +23,13 @@ from npu.costmodel.vector.tiling import split_repeats
 from npu.kernels.cce_build import Index, View, copy, lin, sub
 from npu.kernels.vector_compute import emit, emit_flat_run
 from npu.passes.lower_attention.softmax_f16 import F16_MAX
+from npu.passes.transpose_general import compact_blocks, expand_to_blocks
 
 ROWS_PER_F32_REPEAT = 4  # 64 lanes of a repeat / 16 keys a row
 
 
 class KeyMask:
-    """Mixed into the kernel (`a`, `t`, `elem`, `granule`, `fill`)."""
+    """Mixed into the kernel (`a`, `p`, `t`, `elem`, `granule`, `fill`)."""
 
     def prepare_key_mask(self) -> None:
         """The mask GM -> UB (padded keys: 0; their own bias masks them) and
@@ -42,8 +44,13 @@ class KeyMask:
         raw = nir.alloc([n], "f32", "ub")
         if a.seq < n:
             self.fill(raw, n, "f32", 0.0)
-        copy("cce.copy_gm_to_ub", nir.flatten_memref(a.key_mask), sub(raw, 0, a.seq), 1,
-             a.seq * 4 // self.granule)
+        flat, per_block = nir.flatten_memref(a.key_mask), self.granule // 4
+        whole, tail = divmod(a.seq, per_block)
+        if whole:
+            copy("cce.copy_gm_to_ub", sub(flat, 0, whole * per_block),
+                 sub(raw, 0, whole * per_block), 1, whole)
+        if tail:
+            self.load_mask_tail(flat, raw, whole * per_block, tail)
         if self.elem == "f16":
             for vop, bound in (("cce.vmaxs", -F16_MAX), ("cce.vmins", F16_MAX)):
                 emit_flat_run(Compute("scalar", vop=vop, scalar=bound), self.t, n,
@@ -60,6 +67,32 @@ class KeyMask:
             copy("cce.copy_ub_to_ub", raw, dst, a.seq_blocks, row_blocks, 0,
                  (ROWS_PER_F32_REPEAT - 1) * row_blocks)
         self.mask_layout = rows
+
+    def load_mask_tail(self, flat: ir.Value, raw: ir.Value, at: int, tail: int) -> None:
+        """raw[at:at + tail] = the mask's last `tail` values, the rest of that
+        block 0 (a seq that is not whole 32-byte blocks). A burst's UB side
+        starts on a block, so they are realigned as `gather_unaligned` does:
+        one block read from a burst that ends at the mask's end (a mask under
+        one block: from its start, into its GM granule's padding), each value
+        expanded to a block of its own (vnchwconv), the `tail` wanted blocks
+        moved to the front of a zeroed run of 16, compacted back (vnchwconv)
+        and its first block copied into place. Once per kernel."""
+        b = self.granule // 4  # f32 values a block
+        begin = max(self.a.seq - b, 0)
+        shift = at - begin  # of the wanted values in the staged block
+        staged = nir.alloc([b], "f32", "ub")
+        copy("cce.copy_gm_to_ub", sub(flat, begin, b), staged, 1, 1)
+        expanded = nir.alloc([b * b], "f32", "ub")
+        expand_to_blocks(self.p, staged, expanded, b, 4)
+        rows = self.t.fractal  # blocks one compacting vnchwconv repeat reads
+        assembled = nir.alloc([rows * b], "f32", "ub")
+        self.fill(assembled, rows * b, "f32", 0.0)
+        copy("cce.copy_ub_to_ub", sub(expanded, shift * b, tail * b),
+             sub(assembled, 0, tail * b), 1, tail)
+        out_blocks = rows // b
+        compacted = nir.alloc([(2 * out_blocks + 2) * b], "f32", "ub")
+        compact_blocks(self.p, assembled, compacted, 1, 4)
+        copy("cce.copy_ub_to_ub", sub(compacted, 0, b), sub(raw, at, b), 1, 1)
 
     def add_key_mask(self, scores: ir.Value, kbk: int, rows: int, key0: Index,
                      scaled: bool) -> None:

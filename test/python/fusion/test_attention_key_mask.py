@@ -4,7 +4,10 @@ of 0 and a large negative value) fuses into one kernel
 (`npu.costmodel.attention.key_mask`). Checked against onnxruntime with the
 mask after the scale (HF's order) and before it, masks of finfo.min, -inf
 and moderate values, odd sequence lengths (padded keys on top of the
-mask), both softmax precisions and several key tiles (online softmax)."""
+mask), both softmax precisions and several key tiles (online softmax).
+A seq that is not a multiple of 8 (HF's padding to the longest: BERT at
+seq 100) has a mask row of partial 32-byte blocks, whose last values the
+kernel realigns in UB (`npu.passes.lower_attention.key_mask`)."""
 
 from __future__ import annotations
 
@@ -77,6 +80,21 @@ def test_key_mask_before_the_scale_and_padded_keys(softmax):
 
 def test_key_mask_over_key_tiles():
     run(512, float(np.finfo(np.float32).min), "attention-tile=fewest")
+
+
+@pytest.mark.parametrize("softmax", ["f16", "f32"])
+@pytest.mark.parametrize("seq,fill,mask_first", [(20, float(np.finfo(np.float32).min), False),
+                                                 (36, -np.inf, True), (100, -1e4, False),
+                                                 (5, -3.0, False)])
+def test_key_mask_of_partial_blocks(seq, fill, mask_first, softmax):
+    # Rows of 20, 36, 100 f32 values end inside a 32-byte block (seq 5: the
+    # whole mask is under one block, its burst runs into the GM granule's
+    # padding); 100 is also partial 16-key blocks (padded keys beside the mask).
+    run(seq, fill, f"attention-softmax={softmax}", mask_first=mask_first)
+
+
+def test_key_mask_of_partial_blocks_over_key_tiles():
+    run(300, float(np.finfo(np.float32).min), "attention-tile=fewest")
 
 
 @pytest.mark.parametrize("seq", [40])

@@ -117,6 +117,18 @@ def _remark_and_outputs(model, ins: dict, cores: int):
     return split, outs, report
 
 
+def test_a_key_mask_of_partial_blocks_splits_too() -> None:
+    # BERT at seq 100 (HF's padding to the longest): every core realigns the
+    # mask's last values in UB; the heads split, bit for bit as on one core.
+    from test_attention_key_mask import feeds as mask_feeds, masked_attention
+
+    model, ins = masked_attention(100), mask_feeds(100, -1e9)
+    (remark,), many, report = _remark_and_outputs(model, ins, 8)
+    assert "attention 2" in remark and report["hazards"] == []
+    _, one, _ = _remark_and_outputs(model, ins, 1)
+    assert np.array_equal(one[0].view(np.uint32), many[0].view(np.uint32))
+
+
 @pytest.mark.parametrize("kind", ["key mask", "nan guard", "scores mask", "mask per head"])
 def test_masked_and_guarded_attention_split_too(kind: str) -> None:
     # HF BERT's attention: an additive key mask [1, 1, 1, S] and sdpa's NaN

@@ -12,8 +12,10 @@ of two forms:
           reads each step's [query rows, keys] tile of M beside the scores'
           tile, and adds it on chip.
 An attention may have one of each.
-Both take rows of whole 32-byte blocks (S a multiple of 8) and are lowered
-by `npu-lower-attention` (`key_mask`, `scores_mask`)."""
+A mask of the scores takes rows of whole 32-byte blocks (S a multiple of 8:
+each step reads its tile's rows as bursts); a key mask any S (read once a
+kernel, its last partial block realigned in UB). Both are lowered by
+`npu-lower-attention` (`key_mask`, `scores_mask`)."""
 
 from __future__ import annotations
 
@@ -52,7 +54,7 @@ def key_mask_operand(add: ir.Operation, scores: ir.Value, scores_shape: list[int
                 f"(shared by heads) or [1, .., {heads}, {seq}, {seq}] (one per head)")
     if nir.memref_element(mask) != "f32":
         return f"the mask is {nir.memref_element(mask)}, the fused kernel takes f32"
-    if (seq * 4) % 32:
+    if form == SCORES and (seq * 4) % 32:
         return f"the mask's rows of {seq} f32 values are not whole 32-byte blocks"
     if not nir.is_contiguous(mask):
         return "the mask is not a contiguous tensor"

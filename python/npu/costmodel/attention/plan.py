@@ -61,7 +61,8 @@ def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = Fals
               whole: bool = False, nz_out: bool = False,
               target: Target | None = None, guard: bool = False,
               mask_blocks: int = 0, mask_bytes: int = 0,
-              seq_blocks: int = 0, mask_shared: bool = True) -> dict[str, int]:
+              seq_blocks: int = 0, mask_shared: bool = True,
+              mask_realigned: bool = False) -> dict[str, int]:
     """Bytes per on-chip buffer of one tile (`npu-lower-attention`'s
     buffers). UB: what lives through the tile (the context with its row-sum
     slab, the row max; `whole` and `absorbed`: the f32 staging of Q and K,
@@ -77,7 +78,9 @@ def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = Fals
     `target`, a key tile whose K^T and V do not fit L0B together holds two
     chunks of each in L0B and two of P in L0A (`key_chunks`). `guard`: the
     buffers of P's NaN guard (`npu.costmodel.attention.guard`); `mask_blocks`:
-    the key blocks of a key mask (`npu.costmodel.attention.key_mask`);
+    the key blocks of a key mask (`npu.costmodel.attention.key_mask`),
+    `mask_realigned`: its row ends inside a 32-byte block (the last values'
+    realignment buffers);
     `mask_bytes`: a mask of the scores of `seq_blocks` blocks, added in
     elements of that size (the softmax's precision; 0: none): two f32 slots
     of its tile (each step's loaded a step ahead) live through the tile and
@@ -105,6 +108,8 @@ def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = Fals
     # A key mask of `mask_blocks` key blocks: its f32 values and, per key
     # block, one repeat of them over four rows (f32) or one block (f16).
     persistent += mask_blocks * (16 * 4 + 4 * 16 * 4)
+    if mask_realigned:  # a staged block, 8 expanded, 16 assembled, 6 compacted
+        persistent += (1 + 8 + 16 + 6) * 32
     ub = persistent + max(scores, staging, (d_blocks + 2) * slab, k_blocks * frac2)
     chunks = [k_blocks] if target is None else key_chunks(k_blocks, d_blocks, target)
     on_l0 = k_blocks if len(chunks) == 1 else 2 * chunks[0]
@@ -220,7 +225,7 @@ def mask_room(a: Attention, softmax: str) -> dict:
     key mask's key blocks, and for a mask of the scores the bytes of an
     element as the softmax adds it (0: none), the seq and whether it is
     shared by the heads."""
-    return {"mask_blocks": a.mask_blocks,
+    return {"mask_blocks": a.mask_blocks, "mask_realigned": a.mask_blocks > 0 and a.seq % 8 > 0,
             "mask_bytes": (2 if softmax == "f16" else 4) if a.scores_mask else 0,
             "seq_blocks": a.seq_blocks, "mask_shared": not a.bias_per_head}
 
