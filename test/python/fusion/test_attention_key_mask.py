@@ -97,7 +97,7 @@ def test_key_mask_of_partial_blocks_over_key_tiles():
     run(300, float(np.finfo(np.float32).min), "attention-tile=fewest")
 
 
-@pytest.mark.parametrize("seq", [40])
+@pytest.mark.parametrize("seq", [40, 100])
 def test_every_key_masked_weighs_the_real_keys(seq):
     # A row whose every key is masked by finfo.min (HF's value) gets the same
     # weight on each real key in onnxruntime; the padded keys of the last
