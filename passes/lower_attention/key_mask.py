@@ -69,19 +69,27 @@ class KeyMask:
         self.mask_layout = rows
 
     def load_mask_tail(self, flat: ir.Value, raw: ir.Value, at: int, tail: int) -> None:
-        """raw[at:at + tail] = the mask's last `tail` values, the rest of that
-        block 0 (a seq that is not whole 32-byte blocks). A burst's UB side
-        starts on a block, so they are realigned as `gather_unaligned` does:
-        one block read from a burst that ends at the mask's end (a mask under
-        one block: from its start, into its GM granule's padding), each value
-        expanded to a block of its own (vnchwconv), the `tail` wanted blocks
-        moved to the front of a zeroed run of 16, compacted back (vnchwconv)
-        and its first block copied into place. Once per kernel."""
+        """raw[at:at + tail] = the key mask's last `tail` values, the rest of
+        that block 0 (a seq that is not whole 32-byte blocks): `load_tail`."""
+        self.load_tail(flat, self.a.seq, tail, raw, at)
+
+    def load_tail(self, src: ir.Value, end: Index, tail: int, dst: ir.Value, at: Index) -> None:
+        """dst[at:at + tail] = src[end - tail:end] (f32, GM), the rest of that
+        UB block 0, `at` on a block. A burst's UB side starts on a block, so
+        the values are realigned as `gather_unaligned` does: one block read
+        from a burst that ends at `end` (a source under one block: from its
+        start, into its GM granule's padding), each value expanded to a
+        block of its own (vnchwconv), the `tail` wanted blocks moved to the
+        front of a zeroed run of 16, compacted back (vnchwconv) and its first
+        block copied into place."""
         b = self.granule // 4  # f32 values a block
-        begin = max(self.a.seq - b, 0)
-        shift = at - begin  # of the wanted values in the staged block
+        if isinstance(end, int):
+            begin: Index = max(end - b, 0)
+            shift = end - tail - begin  # of the wanted values in the staged block
+        else:  # (a row past the source's first block)
+            begin, shift = lin((end, 1), (1, -b)), b - tail
         staged = nir.alloc([b], "f32", "ub")
-        copy("cce.copy_gm_to_ub", sub(flat, begin, b), staged, 1, 1)
+        copy("cce.copy_gm_to_ub", sub(src, begin, b), staged, 1, 1)
         expanded = nir.alloc([b * b], "f32", "ub")
         expand_to_blocks(self.p, staged, expanded, b, 4)
         rows = self.t.fractal  # blocks one compacting vnchwconv repeat reads
@@ -92,7 +100,7 @@ class KeyMask:
         out_blocks = rows // b
         compacted = nir.alloc([(2 * out_blocks + 2) * b], "f32", "ub")
         compact_blocks(self.p, assembled, compacted, 1, 4)
-        copy("cce.copy_ub_to_ub", sub(compacted, 0, b), sub(raw, at, b), 1, 1)
+        copy("cce.copy_ub_to_ub", sub(compacted, 0, b), sub(dst, at, b), 1, 1)
 
     def add_key_mask(self, scores: ir.Value, kbk: int, rows: int, key0: Index,
                      scaled: bool) -> None:

@@ -36,7 +36,7 @@ F32_MAX = float(np.finfo(np.float32).max)
 
 class ScoresMask:
     """Mixed into the kernel with `KeyMask` (`a`, `t`, `qb`, `kb`, `elem`,
-    `granule`, `apply`, `fill`)."""
+    `granule`, `apply`, `fill`, `load_tail`)."""
 
     def prepare_scores_mask(self) -> None:
         """The whole mask made ready in UB when it stays there
@@ -58,7 +58,7 @@ class ScoresMask:
             tile = nir.alloc([pitch * pitch], "f32", "ub")
             if n < pitch:
                 self.fill(tile, pitch * pitch, "f32", 0.0)
-            self.copy_rows(self.bias_flat, tile, n, n, pitch)
+            self.copy_rows(0, tile, n, n, pitch)
             self.resident_mask = self.ready_mask(tile, pitch * pitch)
             return
         half = nir.alloc([pitch * pitch], "f16", "ub")
@@ -66,22 +66,42 @@ class ScoresMask:
         if n < pitch:
             self.fill(staging, 16 * pitch, "f32", 0.0)
         for i in range(s1):
-            self.copy_rows(sub(self.bias_flat, i * 16 * n, min(16, n - 16 * i) * n), staging,
-                           min(16, n - 16 * i), n, pitch)
+            self.copy_rows(i * 16 * n, staging, min(16, n - 16 * i), n, pitch)
             self.apply(cast_compute("f32", "f16", "rint"), half, [staging], 16 * pitch,
                        offsets=(i * 16 * pitch, 0), sizes=NARROW)
         self.resident_mask = self.ready_half(half, pitch * pitch)
 
-    def copy_rows(self, src: ir.Value, dst: ir.Value, rows: int, width: int, pitch: int) -> None:
-        """`rows` rows of `width` f32 mask values, `seq` apart in GM, into
-        rows `pitch` apart in UB (one copy, a burst per row; one burst
-        when both sides are dense)."""
-        g, seq = self.granule, self.a.seq
-        if width == seq == pitch:
-            copy("cce.copy_gm_to_ub", src, dst, 1, rows * width * 4 // g)
+    def copy_rows(self, at: Index, dst: ir.Value, rows: int, width: int, pitch: int) -> None:
+        """`rows` rows of `width` f32 mask values from element `at` of the
+        mask, `seq` apart in GM, into rows `pitch` apart in UB (one copy, a
+        burst per row; one burst when both sides are dense). A seq that is
+        not whole 32-byte blocks: a copy per row (a row starts anywhere in
+        a GM block), each read to the end of its last block (the values past
+        `width` are padded keys' lanes); the last row reads its whole blocks
+        and has its last values realigned (`load_tail`), as its burst could
+        run past the mask."""
+        g, seq, flat = self.granule, self.a.seq, self.bias_flat
+        b = g // 4
+        if seq % b == 0:
+            src = sub(flat, at, (rows - 1) * seq + width)
+            if width == seq == pitch:
+                copy("cce.copy_gm_to_ub", src, dst, 1, rows * width * 4 // g)
+                return
+            copy("cce.copy_gm_to_ub", src, dst, rows, width * 4 // g, (seq - width) * 4 // g,
+                 (pitch - width) * 4 // g)
             return
-        copy("cce.copy_gm_to_ub", src, dst, rows, width * 4 // g, (seq - width) * 4 // g,
-             (pitch - width) * 4 // g)
+        blocks, tail = -(-width // b), width % b
+        for r in range(rows - 1 if tail else rows):
+            copy("cce.copy_gm_to_ub", sub(flat, lin((at, 1), (1, r * seq)), blocks * b),
+                 sub(dst, r * pitch, blocks * b), 1, blocks)
+        if tail:
+            row = lin((at, 1), (1, (rows - 1) * seq))
+            whole = width // b
+            if whole:
+                copy("cce.copy_gm_to_ub", sub(flat, row, whole * b),
+                     sub(dst, (rows - 1) * pitch, whole * b), 1, whole)
+            self.load_tail(flat, lin((row, 1), (1, width)), tail, dst,
+                           (rows - 1) * pitch + whole * b)
 
     def mask_slots(self, mq: int, kbk: int) -> list[ir.Value]:
         """The two slots of the steps' tiles (none when the whole mask is
@@ -115,8 +135,7 @@ class ScoresMask:
         if isinstance(key0, int):
             width = min(width, seq - 16 * key0)
         at = lin((head, seq * seq if a.bias_per_head else 0), (query0, 16 * seq), (key0, 16))
-        self.copy_rows(sub(self.bias_flat, at, (rows - 1) * seq + width), buf["mask"][slot],
-                       rows, width, kbk * 16)
+        self.copy_rows(at, buf["mask"][slot], rows, width, kbk * 16)
 
     def ready_mask(self, tile: ir.Value, count: int) -> ir.Value:
         """The f32 tile clamped to the finite range of the scores' type: in

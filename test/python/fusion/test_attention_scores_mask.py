@@ -146,6 +146,18 @@ def test_a_seq_of_partial_blocks(seq: int, options: str) -> None:
     run(seq, causal(seq, -1e9), options)
 
 
-def test_rows_of_partial_blocks_stay_unfused_and_right() -> None:
-    """seq 36: a row of the mask is not whole 32-byte blocks."""
-    run(36, causal(36, float(np.finfo(np.float32).min)), fused=False)
+@pytest.mark.parametrize("seq,options,per_head", [
+    (36, "", False), (100, "attention-softmax=f32", False), (300, "", True),
+    (300, "attention-softmax=f32", False)])
+def test_rows_of_partial_32_byte_blocks(seq: int, options: str, per_head: bool) -> None:
+    """A row of the mask is not whole 32-byte blocks (GPT-2 padded to the
+    longest): a copy per row, each read to the end of its last block, the
+    last row of each tile realigned in UB (36 and 100: the whole mask
+    resident, in f16 through 16-row stagings or in f32; 300: the steps'
+    tiles, a mask per head with values the causal triangle does not hide)."""
+    mask = causal(seq, float(np.finfo(np.float32).min))
+    if per_head:
+        rng = np.random.default_rng(6)
+        mask = np.concatenate([mask, rng.uniform(-3, 3, (1, 1, seq, seq))],
+                              axis=1).astype(np.float32)
+    run(seq, mask, options)

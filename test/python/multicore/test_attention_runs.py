@@ -117,14 +117,26 @@ def _remark_and_outputs(model, ins: dict, cores: int):
     return split, outs, report
 
 
-def test_a_key_mask_of_partial_blocks_splits_too() -> None:
-    # BERT at seq 100 (HF's padding to the longest): every core realigns the
-    # mask's last values in UB; the heads split, bit for bit as on one core.
+@pytest.mark.parametrize("kind", ["key mask", "mask per head"])
+def test_masks_of_partial_32_byte_blocks_split_too(kind: str) -> None:
+    # seq 100 (HF's padding to the longest): every core realigns the key
+    # mask's last values in UB, or the last row of each of its tiles of a
+    # mask per head (its head known at run time: 7 flat runs of 2 query
+    # blocks; the key mask's attention splits by its 2 heads), bit for bit as
+    # on one core.
     from test_attention_key_mask import feeds as mask_feeds, masked_attention
+    from test_attention_scores_mask import causal
 
-    model, ins = masked_attention(100), mask_feeds(100, -1e9)
+    if kind == "key mask":
+        model, ins = masked_attention(100), mask_feeds(100, -1e9)
+    else:
+        model, ins = masked_attention(100, mask_shape=[1, 2, 100, 100]), mask_feeds(100, 0.0)
+        ins["mask"] = causal(100, -1e9, 2) + np.random.default_rng(2).uniform(
+            -1, 1, (1, 2, 100, 100)).astype(np.float32)
     (remark,), many, report = _remark_and_outputs(model, ins, 8)
-    assert "attention 2" in remark and report["hazards"] == []
+    split = "attention 2" if kind == "key mask" else "attention 7 runs"
+    assert remark.endswith(split) or split + " " in remark
+    assert report["hazards"] == []
     _, one, _ = _remark_and_outputs(model, ins, 1)
     assert np.array_equal(one[0].view(np.uint32), many[0].view(np.uint32))
 

@@ -12,10 +12,10 @@ of two forms:
           reads each step's [query rows, keys] tile of M beside the scores'
           tile, and adds it on chip.
 An attention may have one of each.
-A mask of the scores takes rows of whole 32-byte blocks (S a multiple of 8:
-each step reads its tile's rows as bursts); a key mask any S (read once a
-kernel, its last partial block realigned in UB). Both are lowered by
-`npu-lower-attention` (`key_mask`, `scores_mask`)."""
+Both take any S: a row of S f32 values that ends inside a 32-byte block
+has its last values realigned in UB (the key mask once a kernel; a mask of
+the scores a row at a time, the last row of each tile realigned). Both are
+lowered by `npu-lower-attention` (`key_mask`, `scores_mask`)."""
 
 from __future__ import annotations
 
@@ -54,8 +54,6 @@ def key_mask_operand(add: ir.Operation, scores: ir.Value, scores_shape: list[int
                 f"(shared by heads) or [1, .., {heads}, {seq}, {seq}] (one per head)")
     if nir.memref_element(mask) != "f32":
         return f"the mask is {nir.memref_element(mask)}, the fused kernel takes f32"
-    if form == SCORES and (seq * 4) % 32:
-        return f"the mask's rows of {seq} f32 values are not whole 32-byte blocks"
     if not nir.is_contiguous(mask):
         return "the mask is not a contiguous tensor"
     return mask, form, per_head
