@@ -197,7 +197,7 @@ class OperandTiles:
         the rest appended to it: the caller issues all its loads first, so
         MTE2 streams them back to back into separate buffers. An f16 source
         goes straight to L1, each column block `rows` bursts, or through UB
-        where `staged_f16` takes it (`q`: a tile of Q, K queued behind it;
+        where `staged_f16` takes it or its last block is partial (`q`: a tile of Q, K queued behind it;
         `joint`: staged with K, `joint_staged`).
         `valid_rows` / `valid_cols`: the last block of a seq of partial
         16-row blocks (Q, V, K's rows / K^T's columns): only those are
@@ -206,9 +206,13 @@ class OperandTiles:
         never stored)."""
         r, c = valid_rows or rows, valid_cols or cols
         if nir.memref_element(source) == "f16":
-            assert (r, c) == (rows, cols), "f16 rows are laid out straight to L1: whole blocks"
-            if joint or self.staged_f16(rows, cols, q):
-                staged = self.fetch(source, first, rows, cols, pitch)
+            assert c == cols, "f16 rows: the whole columns of a head (K read as its rows)"
+            if joint or r < rows or self.staged_f16(rows, cols, q):
+                # (the last block of a seq of partial blocks: through UB, its padding zeroed)
+                staged = self.fetch(source, first, rows, cols, pitch, r, c)
+                if r < rows:
+                    self.fill(sub(staged, r * cols, (rows - r) * cols), (rows - r) * cols,
+                              "f16", 0.0)
                 if self.joint_layouts is None:
                     self.to_nz(staged, l1, rows, cols)
                 else:  # laid out once the caller's loads are issued

@@ -328,8 +328,9 @@ def _absorb_prologues(a: Attention, users: dict, any_seq: bool = False) -> None:
     them out on chip. Without the casts (not among `users`, e.g. inside a
     group that left them out), the fractalizes alone: the kernel reads the
     f16 rows. All three or none; at a seq of partial 16-row blocks (`any_seq`
-    aside: see `match`) only staged (the last block's padding zeroed in UB)
-    and K^T [H, D, S] in whole 32-byte rows (K's own rows: any seq)."""
+    aside: see `match`) only with the heads' transposes (K read as its own
+    rows), or staged with K^T [H, D, S] in whole 32-byte rows: the last
+    block's rows go through UB, its padding zeroed there (f16 rows too)."""
     found = []
     for nz, shape in ((a.q, [a.heads, a.seq, a.head_dim]), (a.k, [a.heads, a.head_dim, a.seq]),
                       (a.v, [a.heads, a.seq, a.head_dim])):
@@ -377,7 +378,7 @@ def _absorb_prologues(a: Attention, users: dict, any_seq: bool = False) -> None:
             a.prologue.append(transpose)
         a.sources = tuple(base for _, base in heads)
         a.interleaved = True
-    if a.seq % 16 and not any_seq and not (a.staged and (a.interleaved or a.seq % 8 == 0)):
+    if a.seq % 16 and not any_seq and not (a.interleaved or (a.staged and a.seq % 8 == 0)):
         drop_prologues(a)
 
 
