@@ -79,8 +79,8 @@ def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = Fals
     chunks of each in L0B and two of P in L0A (`key_chunks`). `guard`: the
     buffers of P's NaN guard (`npu.costmodel.attention.guard`); `mask_blocks`:
     the key blocks of a key mask (`npu.costmodel.attention.key_mask`),
-    `mask_realigned`: its row ends inside a 32-byte block (the last values'
-    realignment buffers);
+    `mask_realigned`: a mask's row ends inside a 32-byte block (the last
+    values' realignment buffers);
     `mask_bytes`: a mask of the scores of `seq_blocks` blocks, added in
     elements of that size (the softmax's precision; 0: none): two f32 slots
     of its tile (each step's loaded a step ahead) live through the tile and
@@ -108,7 +108,7 @@ def footprint(q_blocks: int, k_blocks: int, d_blocks: int, absorbed: bool = Fals
     # A key mask of `mask_blocks` key blocks: its f32 values and, per key
     # block, one repeat of them over four rows (f32) or one block (f16).
     persistent += mask_blocks * (16 * 4 + 4 * 16 * 4)
-    if mask_realigned:  # a staged block, 8 expanded, 16 assembled, 6 compacted
+    if mask_realigned:  # (`load_tail`) a staged block, 8 expanded, 16 assembled, 6 compacted
         persistent += (1 + 8 + 16 + 6) * 32
     ub = persistent + max(scores, staging, (d_blocks + 2) * slab, k_blocks * frac2)
     chunks = [k_blocks] if target is None else key_chunks(k_blocks, d_blocks, target)
@@ -225,7 +225,8 @@ def mask_room(a: Attention, softmax: str) -> dict:
     key mask's key blocks, and for a mask of the scores the bytes of an
     element as the softmax adds it (0: none), the seq and whether it is
     shared by the heads."""
-    return {"mask_blocks": a.mask_blocks, "mask_realigned": a.mask_blocks > 0 and a.seq % 8 > 0,
+    realigned = (a.mask_blocks > 0 or a.scores_mask) and a.seq % 8 > 0
+    return {"mask_blocks": a.mask_blocks, "mask_realigned": realigned,
             "mask_bytes": (2 if softmax == "f16" else 4) if a.scores_mask else 0,
             "seq_blocks": a.seq_blocks, "mask_shared": not a.bias_per_head}
 
