@@ -215,9 +215,9 @@ class ConvLayouts:
         the identity map, such a result of one value a channel ([N, C, 1, 1]:
         a squeeze-excite gate, read broadcast), a scalar, or a constant (laid
         out NC1HWC0 on the host, a per-channel one as [1, C1, 1, 1, 16]), and
-        the body maps zeros
-        to finite values (the padded channels stay harmless: they meet zero
-        weights). Returns False (nothing emitted) otherwise."""
+        the body maps zeros to finite values (the padded channels stay
+        harmless: they meet zero weights). Returns False (nothing emitted)
+        otherwise."""
         from npu.passes.linalg_to_ascend.elementwise import BodyLowering, Unreadable
         from npu.passes.linalg_to_ascend.structure import element_name, tensor_shape, to_loop_space
 

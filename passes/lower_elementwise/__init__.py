@@ -157,7 +157,7 @@ class LowerElementwise(Pass):
         blocks are wider than the vector repeat stride (`RowsLowering` steps
         a row per repeat): one slice per row streams it as a full run. (A
         column would become a one-element slice per row, which the slice
-        loop does not move.)"""
+        loop does not move: `RowsLowering` computes those rows one by one.)"""
         kinds = {classify(op, s, slice_out) for s in slice_in}
         if len(slice_out) < 2 or "row" not in kinds or "column" in kinds:
             return False

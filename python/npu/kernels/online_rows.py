@@ -176,18 +176,15 @@ def piece_shape(g: GroupModel, p: OnlinePlan, target: Target,
     block = online_row_block(g, target)
     all_rows = -(-g.rows // block) * block
     whole_groups = 8 * target.lanes(4)
-    best = None
+    fitting = []  # (width, rows), the widest first
     for width in range(widest - widest % WIDTH_STEP, WIDTH_STEP - 1, -WIDTH_STEP):
         rows = min(chunk_rows(g, p, target, budget, width), all_rows)
-        if rows < block:
-            continue
-        key = (width % whole_groups != 0, -width)
-        if best is None or key < best[0]:
-            best = (key, width, rows)
-    if best is None:
+        if rows >= block:
+            fitting.append((width, rows))
+    if not fitting:
         return (f"not even a piece of {WIDTH_STEP} columns of {block} row(s) fits the UB "
                 f"budget {budget}")
-    return best[1], best[2]
+    return next((f for f in fitting if f[0] % whole_groups == 0), fitting[0])
 
 
 def chunk_rows(g: GroupModel, p: OnlinePlan, target: Target, budget: int, width: int) -> int:
