@@ -28,6 +28,9 @@ from npu.tune.extras import require
 
 
 class RayRunner:
+    # What a task runs: a subclass may wrap it (a test's stuck candidate).
+    task_body: Callable[[Job, float | None], dict] = staticmethod(evaluate)
+
     def __init__(self, address: str | None = None, workers: int | None = None,
                  timeout: float = 600.0):
         ray = require("ray", "npu-tune's runner")
@@ -43,7 +46,7 @@ class RayRunner:
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.workers = max(1, workers or cpus)
         self.timeout = timeout
-        self._task = ray.remote(max_retries=0, num_cpus=1)(evaluate)
+        self._task = ray.remote(max_retries=0, num_cpus=1)(self.task_body)
 
     def close(self) -> None:
         """Shut Ray down if this runner started it (a shared instance stays)."""
