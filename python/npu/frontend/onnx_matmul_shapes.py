@@ -16,6 +16,12 @@
   Otherwise the operands are padded with zeros along K (to a whole f16
   block, 16) and N (to 16), which adds only zero products, and the result
   is sliced back.
+* A batch of rows against one matrix (`[..., M, K] x [K, N]`, the leading
+  dimensions more than one matrix: ConvNeXt's pointwise layers on NHWC
+  maps, a batch of sequences): torch-mlir broadcasts B over the batch, so
+  the host would store B once per matrix and the cube read every copy. The
+  rows of every matrix are rows of one `[L*M, K] x [K, N]` product, whose
+  result is reshaped back.
 """
 
 from __future__ import annotations
@@ -52,6 +58,14 @@ def rewrite_matmul_shapes(model, types: dict | None = None) -> list[str]:
         batch = int(np.prod(np.broadcast_shapes(tuple(a_m[:-2]), tuple(b_m[:-2])), dtype=np.int64))
         (m, k), n = a_m[-2:], b_m[-1]
         out_size = 4 if elem == 1 else 2
+        if len(b_dims) == 2 and len(a_dims) > 2 and batch > 1 and all(d > 0 for d in a_dims + b_dims):
+            ex = expansion()
+            rows = ex.make("Reshape", [node.input[0], ex.const("rows_shape", np.array([-1, k], np.int64),
+                                                               np.int64)], "rows")
+            product = ex.make("MatMul", [rows, node.input[1]], "mm")
+            ex.final("Reshape", [product, ex.const("out_shape", np.array(a_dims[:-1] + [n], np.int64),
+                                                   np.int64)], "unrows")
+            return True
         pad_k = batch > 1 and (_small(m, k, 2) or _small(k, n, 2)) and k % PAD_TO != 0
         pad_n = batch > 1 and _small(m, n, out_size) and n % PAD_TO != 0
         if not (a_vec or b_vec or pad_k or pad_n):
