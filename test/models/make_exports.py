@@ -223,6 +223,24 @@ def _efficientnet():
     return _randomize_bn(EfficientNet(setting, 0.2, last_channel=last, num_classes=10))
 
 
+def _convnext():
+    """ConvNeXt's structure at stages of 16-96 channels, one block each: the
+    7x7 depthwise conv, LayerNorm over channels between NHWC transposes, the
+    pointwise layers as MatMuls of [1, H, W, C] maps, layer scales drawn
+    near 1 (torchvision's 1e-6 would hide the blocks' branch)."""
+    import torch
+    from torchvision.models.convnext import CNBlockConfig, ConvNeXt
+
+    setting = [CNBlockConfig(16, 32, 1), CNBlockConfig(32, 64, 1), CNBlockConfig(64, 96, 1),
+               CNBlockConfig(96, None, 1)]
+    model = ConvNeXt(setting, num_classes=10)
+    g = torch.Generator().manual_seed(5)
+    for name, p in model.named_parameters():
+        if name.endswith("layer_scale"):
+            p.data.copy_(torch.rand(p.shape, generator=g) + 0.5)
+    return model.eval()
+
+
 def _randomize_bn(model):
     """Running statistics that are not the identity, so a dropped or
     misfolded BatchNormalization shows."""
@@ -242,12 +260,14 @@ def _randomize_bn(model):
 # with BasicBlocks (resnet18's block) and one with Bottlenecks (resnet50's),
 # one block per stage, 8 stem channels; MobileNetV2 at width 0.25 (last conv
 # 320 channels); MobileNetV3-small and EfficientNet-B0 at width 0.25, on a
-# 96x96 image (their last maps 3x3: rows of at least one f32 block).
+# 96x96 image (their last maps 3x3: rows of at least one f32 block); a
+# narrow ConvNeXt.
 CNN_SPECS = [Spec("resnet18", lambda _: _narrow_resnet("BasicBlock", 8), _cnn_inputs),
              Spec("resnet50", lambda _: _narrow_resnet("Bottleneck", 8), _cnn_inputs),
              Spec("mobilenetv2", lambda _: _mobilenet_v2(), _cnn_inputs),
              Spec("mobilenetv3", lambda _: _mobilenet_v3(), lambda: _cnn_inputs(96)),
-             Spec("efficientnet", lambda _: _efficientnet(), lambda: _cnn_inputs(96))]
+             Spec("efficientnet", lambda _: _efficientnet(), lambda: _cnn_inputs(96)),
+             Spec("convnext", lambda _: _convnext(), _cnn_inputs)]
 CNN_IMAGE = 64
 
 SPECS = [Spec("bert", _bert, _text_inputs), Spec("distilbert", _distilbert, _text_inputs),

@@ -1,8 +1,9 @@
 """The tiny torchvision CNN exports (test/models/cnn/, made by
 `make_exports.py --cnn` with the TorchScript and dynamo exporters) compile
 unmodified and match onnxruntime, MobileNetV2's depthwise convs included,
-and MobileNetV3's and EfficientNet's hard activations, SiLU and
-squeeze-excite scales."""
+MobileNetV3's and EfficientNet's hard activations, SiLU and
+squeeze-excite scales, and ConvNeXt's LayerNorms over channels and
+pointwise MatMuls on NHWC maps."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ DEFAULT = {"resnet18_ts", "resnet18_dynamo"}
 def test_the_corpus_is_there():
     assert {"resnet18_ts", "resnet18_dynamo", "resnet50_ts", "resnet50_dynamo", "mobilenetv2_ts",
             "mobilenetv2_dynamo", "mobilenetv3_ts", "mobilenetv3_dynamo", "efficientnet_ts",
-            "efficientnet_dynamo"} <= set(EXPORTS)
+            "efficientnet_dynamo", "convnext_ts", "convnext_dynamo"} <= set(EXPORTS)
     for name in EXPORTS:
         assert os.path.getsize(os.path.join(CNN, f"{name}.onnx")) < 1 << 20
 
