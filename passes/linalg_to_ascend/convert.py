@@ -170,19 +170,18 @@ class Converter(MatmulLowering, Int8MatmulLowering, ReductionLowering, GatherLow
         return lambda: self.dest(value, shape, dtype, "")
 
     def reshape_nz(self, op: ir.Operation) -> bool:
-        """A reshape that only adds or drops unit dims before the last two of
-        a (not batched) matmul result held only in Nz (GPT-2's Gemm [S, 4H]
-        viewed as [1, S, 4H] before its GELU): the result shares the Nz
-        buffers, so the elementwise ops after it still run on them
-        (`elementwise_in_nz`) and a matmul epilogue can take them. (Batched
-        results, attention's scores, keep the ND form its pattern reads.)
-        False when it does not apply."""
+        """A reshape that keeps the last dim of a (not batched) matmul result
+        held only in Nz and regroups its rows (GPT-2's Gemm [S, 4H] viewed as
+        [1, S, 4H] before its GELU; ConvNeXt's [H*W, 4C] as [1, H, W, 4C]):
+        the result shares the Nz buffers, so the elementwise ops after it
+        still run on them (`elementwise_in_nz`) and a matmul epilogue can
+        take them. (Batched results, attention's scores, keep the ND form
+        its pattern reads.) False when it does not apply."""
         t = self.tensors.get(op.operands[0])
         if t is None or t.nz is None or t.nd is not None or len(t.nz_nd_shape) != 2:
             return False
         shape = tuple(tensor_shape(op.results[0]))
-        if (len(shape) < 2 or shape[-2:] != t.shape[-2:]
-                or [d for d in shape[:-2] if d != 1] != [d for d in t.shape[:-2] if d != 1]):
+        if len(shape) < 2 or shape[-1] != t.shape[-1] or np.prod(shape) != np.prod(t.shape):
             return False
         self.tensors[op.results[0]] = replace(t, shape=shape)
         return True

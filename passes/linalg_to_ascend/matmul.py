@@ -10,6 +10,8 @@ transposed on the host when constant, by `ascend.transpose` otherwise.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from mlir import ir
 
@@ -179,6 +181,9 @@ class MatmulLowering:
         if cols % f or s.maps[-1] != identity or dtype not in ("f32", "i32"):
             return False
         matrix = tuple(([batch] if batch > 1 else []) + [rows, cols])
+        flat = self._rows_of_nz(s, cols)
+        if flat:  # rows regrouped over several dims ([1, H, W, C]): one matrix of their rows
+            matrix, batch = (flat, cols), 1
         kinds = []
         for v, m in zip(s.inputs, s.maps):
             t = self.tensors.get(v)
@@ -200,8 +205,12 @@ class MatmulLowering:
             elif v in self.scalars:
                 args.append(self.scalars[v])
             else:
-                args.append(self._nz_constant(to_loop_space(self.tensors[v].array, m, n), matrix, nz_shape,
-                                                 tuple(s.loop_sizes[:-2]), dtype))
+                array, lead = to_loop_space(self.tensors[v].array, m, n), tuple(s.loop_sizes[:-2])
+                if flat:  # a row broadcast stays one row; anything else is the whole matrix
+                    array = (array.reshape(1, -1) if math.prod(array.shape[:-1]) == 1
+                             else np.broadcast_to(array, s.loop_sizes).reshape(matrix))
+                    lead = ()
+                args.append(self._nz_constant(array, matrix, nz_shape, lead, dtype))
         body = op.regions[0].blocks[0]
         lowering = BodyLowering(self.em, loc, len(nz_shape), self.scalar)
         (term,) = lowering.run(body, args + [Unreadable()], [list(body.operations)[-1].operands[0]])
@@ -214,6 +223,19 @@ class MatmulLowering:
         t.nz_nd_shape = matrix
         self.tensors[op.results[0]] = t
         return True
+
+    def _rows_of_nz(self, s: Structured, cols: int) -> int:
+        """The rows of the 2-D Nz matmul result an elementwise op over more
+        than two loop dims reads (its rows regrouped by `reshape_nz`), when
+        all its dims but the last are that result's rows; else 0."""
+        rows = math.prod(s.loop_sizes[:-1])
+        if len(s.loop_sizes) < 3 or math.prod(s.loop_sizes[:-2]) == 1:
+            return 0
+        for v in s.inputs:
+            t = self.tensors.get(v)
+            if t is not None and t.nd is None and t.nz is not None and t.nz_nd_shape == (rows, cols):
+                return rows
+        return 0
 
     def _nz_constant(self, array: np.ndarray, matrix, nz_shape, lead: tuple[int, ...],
                      dtype: str = "f32") -> float | Buf:

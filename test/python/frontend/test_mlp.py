@@ -54,3 +54,34 @@ def test_ffn_between_matmuls_stays_in_nz():
     (y,), _ = kernel(x)
     (want,) = onnxruntime.InferenceSession(m.SerializeToString()).run(None, {"x": x})
     np.testing.assert_allclose(y, want, rtol=2e-2, atol=2e-2 * np.abs(want).max())
+
+
+def test_pointwise_layers_on_an_nhwc_map_stay_in_nz():
+    """ConvNeXt's pointwise layers: [1, H, W, C] rows (14 x 14 = 196, not
+    whole fractals) against one matrix are one product, and the bias add,
+    the Erf GELU and a per-position scale run on its Nz result viewed as
+    [1, H, W, 4C]: one defractalize at the end, none between the matmuls."""
+    from onnx import helper
+
+    from onnx_models import model
+
+    rng = np.random.default_rng(3)
+    c = 32
+    w1 = (rng.standard_normal((c, 4 * c)) / 6).astype(np.float32)
+    b1 = rng.standard_normal(4 * c).astype(np.float32)
+    pos = rng.uniform(0.5, 1.5, (1, 14, 14, 1)).astype(np.float32)
+    w2 = (rng.standard_normal((4 * c, c)) / 11).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"], name="fc1"),
+             helper.make_node("Add", ["h", "b1"], ["hb"], name="bias"),
+             helper.make_node("Gelu", ["hb"], ["g"], name="gelu"),
+             helper.make_node("Mul", ["g", "pos"], ["a"], name="scale"),
+             helper.make_node("MatMul", ["a", "w2"], ["y"], name="fc2")]
+    m = model(nodes, [("x", [1, 14, 14, c])], [("y", [1, 14, 14, c])],
+              [("w1", w1), ("b1", b1), ("pos", pos), ("w2", w2)], opset=20)
+    kernel = npu.compile(m)
+    assert kernel.stages["ascend"].count('"ascend.defractalize"') == 1
+    assert kernel.stages["ascend"].count('"ascend.fractalize"') == 1  # x only
+    x = rng.standard_normal((1, 14, 14, c)).astype(np.float32)
+    (y,), _ = kernel(x)
+    (want,) = onnxruntime.InferenceSession(m.SerializeToString()).run(None, {"x": x})
+    np.testing.assert_allclose(y, want, rtol=2e-2, atol=2e-2 * np.abs(want).max())
