@@ -10,7 +10,10 @@ batch dimensions:
     repeating down the 16-row tiles; 16x16 tiles for 2-byte types, 16x8 for
     4-byte ones) and stored. R and C that are not whole tiles are covered by
     moving the last chunk back so it ends at the edge (overlap: a few rows or
-    columns are transposed twice, with identical results).
+    columns are transposed twice, with identical results). On many cores
+    (`npu.core_part`) each core takes a run of the source's columns, or of
+    its rows (`npu.core_axis` "sr": the result's columns, stored as strided
+    runs of whole blocks).
   * swap of the two dims before the last (`[0,2,1,3]`): `dst[a,j,k,l] =
     src[a,k,j,l]`. The last dim is moved as whole 32-byte blocks: chunks of K
     source rows (`src[a,k,:,:]`) are loaded contiguously and written back
@@ -88,11 +91,14 @@ class LowerTranspose(Pass):
         es = nir.element_bytes(elem)
         granule = self.target.granule("ub")
         columns = core_part(op)
+        axis = (ir.StringAttr(op.attributes[nir.CORE_AXIS_ATTR]).value
+                if nir.CORE_AXIS_ATTR in op.attributes else None)
         if columns is not None and rank == 3 and perm == [1, 0, 2]:
-            on_j = nir.CORE_AXIS_ATTR in op.attributes  # (the one named axis it takes)
+            on_j = axis == nir.SOURCE_J_AXIS
             self.swap_before_last(op, src, dst, elem, 1, *shape, run=columns, run_j=on_j)
         elif columns is not None:
-            self.core_columns(op, src, dst, elem, shape, perm, columns)
+            self.core_part_swap(op, src, dst, elem, shape, perm, columns,
+                                axis == nir.SOURCE_ROWS_AXIS)
         elif perm == ident:
             copy_through_ub(self, src, dst, elem, int(np.prod(in_shape)))
         elif (perm == ident[:-2] + [rank - 1, rank - 2] and es in (2, 4)
@@ -138,20 +144,28 @@ class LowerTranspose(Pass):
                    sub(flat_dst, lin((start, inner)), rows * inner))
         for_pieces(plan_chunks(shape[0], per, 1), chunk)
 
-    def core_columns(self, op: ir.Operation, src: ir.Value, dst: ir.Value, elem: str,
-                     shape: list[int], perm: list[int], columns: tuple[int, ir.Value]) -> None:
-        """This core's run of source columns of an R x C last-two swap that
-        npu-split-cores cut over the cores (`nir.CORE_PART_ATTR`): a cut of
-        the source's columns is a strided slice, which the chunks' bursts
-        read anyway."""
-        parts, part = columns
+    def core_part_swap(self, op: ir.Operation, src: ir.Value, dst: ir.Value, elem: str,
+                       shape: list[int], perm: list[int], part_of: tuple[int, ir.Value],
+                       source_rows: bool) -> None:
+        """This core's run of source columns (the result's rows), or of source
+        rows (`source_rows`: the result's columns, stored as strided runs), of
+        an R x C last-two swap that npu-split-cores cut over the cores
+        (`nir.CORE_PART_ATTR`): either cut is a strided slice on one side,
+        which the chunks' bursts take anyway."""
+        parts, part = part_of
         col_block = self.target.granule("ub") // nir.element_bytes(elem)
-        if len(shape) != 2 or perm != [1, 0] or shape[1] % (parts * col_block):
-            raise PassError(f"{nir.CORE_PART_ATTR}: cuts the source columns of a 2-D transpose "
-                            f"into {parts} runs of whole {col_block}-column blocks; this one is "
+        cut = shape[0] if source_rows else shape[1] if len(shape) == 2 else 0
+        if len(shape) != 2 or perm != [1, 0] or cut % (parts * col_block):
+            what = "rows" if source_rows else "columns"
+            raise PassError(f"{nir.CORE_PART_ATTR}: cuts the source {what} of a 2-D transpose "
+                            f"into {parts} runs of whole {col_block}-element blocks; this one is "
                             f"{shape} permuted by {perm}", op)
-        run = shape[1] // parts
-        self.swap_last_two(op, src, dst, elem, 1, shape[0], run, lin((part, run)), shape[1])
+        run = cut // parts
+        if source_rows:
+            self.swap_last_two(op, src, dst, elem, 1, run, shape[1], first_row=lin((part, run)),
+                               all_rows=shape[0])
+        else:
+            self.swap_last_two(op, src, dst, elem, 1, shape[0], run, lin((part, run)), shape[1])
 
     def rotations_fit(self, steps: list[tuple[int, int, int]], es: int) -> bool:
         """Every rotation is a last-two swap with at least one vnchwconv tile."""
@@ -176,9 +190,10 @@ class LowerTranspose(Pass):
     # -- dst[b, j, k] = src[b, k, j] ------------------------------------------------
     def swap_last_two(self, op: ir.Operation, src: ir.Value, dst: ir.Value, elem: str,
                       batch: int, rows: int, cols: int, first_col: Index = 0,
-                      all_cols: int | None = None) -> None:
+                      all_cols: int | None = None, first_row: Index = 0,
+                      all_rows: int | None = None) -> None:
         """`cols` columns from `first_col` of the source's `all_cols` (all of
-        them by default)."""
+        them by default), and `rows` rows from `first_row` of `all_rows`."""
         es = nir.element_bytes(elem)
         granule = self.target.granule("ub")
         tile_rows = self.target.fractal  # vnchwconv transposes 16 rows per repeat
@@ -207,10 +222,10 @@ class LowerTranspose(Pass):
         row_plan = plan_chunks(rows, rt, tile_rows)
         col_plan = plan_chunks(cols, ct, col_block)
         flat_src, flat_dst = nir.flatten_memref(src), nir.flatten_memref(dst)
-        ctx = _Swap2(self, flat_src, flat_dst, elem, rows, all_cols or cols)
+        ctx = _Swap2(self, flat_src, flat_dst, elem, all_rows or rows, all_cols or cols)
 
         def over_cols(b: Index, r0: Index, nrows: int) -> None:
-            for_pieces(col_plan, lambda c0, ncols: ctx.chunk(b, r0, nrows,
+            for_pieces(col_plan, lambda c0, ncols: ctx.chunk(b, lin((first_row, 1), (r0, 1)), nrows,
                                                              lin((first_col, 1), (c0, 1)), ncols))
 
         def over_rows(b: Index) -> None:

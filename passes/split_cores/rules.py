@@ -49,7 +49,7 @@ from npu.target import Target
 from .conv import split_conv, split_pool
 from .prefetched import (NONE, Lookahead, is_host_constant, phase_cost, ranked, tail_cycles,
                          weight_slot)
-from .split import COLUMNS, ROW_BLOCKS, ROWS, RUN, SOURCE_J, Split
+from .split import COLUMNS, ROW_BLOCKS, ROWS, RUN, SOURCE_J, SOURCE_ROWS, Split
 
 ELEMENTWISE = {"ascend.add", "ascend.sub", "ascend.mul", "ascend.div", "ascend.max",
                "ascend.min"}
@@ -259,20 +259,29 @@ class SplitRules:
         return Split(({}, {}), ((RUN, parts),), unsliced=frozenset({RUN}))
 
     def _split_columns(self, types: list, perm: list[int], parts: int) -> Split | None:
-        """A last-two swap of one matrix whose rows no contiguous cut divides
-        (NCHW -> NHWC of an image: [1, C, H*W] -> [1, H*W, C]): the source's
-        columns in runs of whole 32-byte blocks, left unsliced (the
-        lowering's chunks read strided rows anyway; `Split.mark`), the
-        result's rows with them."""
+        """A last-two swap whose rows no contiguous cut divides (NCHW -> NHWC
+        of an image: [1, C, H*W] -> [1, H*W, C]), cut along one source dim:
+        its columns (the result's rows; the lowering's chunks read strided
+        rows anyway), or else its rows (the result's columns, written as
+        strided runs of whole 32-byte blocks, at least one vnchwconv tile of
+        rows a core: ConvNeXt's [1, 384, 14, 14] -> [1, 14, 14, 384], whose
+        196 f32 columns are not whole blocks). Left unsliced (`Split.mark`);
+        the dims that swap may be groups of dims ([1, 14, 14, 384] ->
+        [1, 384, 14, 14]) when the cut one is a single dim."""
+        groups = _swapped_groups(nir.memref_shape(types[0]), perm)
+        if groups is None:
+            return None
         shape = nir.memref_shape(types[0])
-        n = len(shape)
-        if n < 2 or perm != list(range(n - 2)) + [n - 1, n - 2] or math.prod(shape[:-2]) != 1:
-            return None
         block = self.target.vector_block_bytes // nir.element_bytes(nir.memref_element(types[0]))
-        if shape[-2] < self.target.fractal or shape[-1] % (parts * block):
+        (row_dims, rows), (col_dims, cols) = groups
+        if len(col_dims) == 1 and rows >= self.target.fractal and cols % (parts * block) == 0:
+            d, axis = col_dims[0], COLUMNS
+        elif (len(row_dims) == 1 and cols >= block and rows % (parts * block) == 0
+              and rows // parts >= self.target.fractal):
+            d, axis = row_dims[0], SOURCE_ROWS
+        else:
             return None
-        cuts = ({n - 1: COLUMNS}, {n - 2: COLUMNS})
-        return Split(cuts, ((COLUMNS, parts),), unsliced=frozenset({COLUMNS}))
+        return Split(({d: axis}, {perm.index(d): axis}), ((axis, parts),), unsliced=frozenset({axis}))
 
     def _split_swapped_rows(self, types: list, perm: list[int], parts: int,
                             axis: str = ROWS) -> Split | None:
@@ -383,3 +392,17 @@ class SplitRules:
         seen = ", ".join(f"{m}x{n}x{k} on {int_ranges(c)}" for (m, n, k), c in counts.items())
         return (f"{names} applied to no split (the matmul splits tried, M x N x K on cores: "
                 f"{seen or 'none'})")
+
+
+def _swapped_groups(shape: list[int], perm: list[int]) -> tuple | None:
+    """((source dims, size) of the rows, (dims, size) of the columns) of a
+    permutation that is a last-two swap once unit dims are dropped and dims
+    that stay adjacent are merged; None for any other."""
+    keep = [d for d in range(len(shape)) if shape[d] != 1]
+    moved = [d for d in perm if shape[d] != 1]
+    for k in range(1, len(keep)):
+        if moved == keep[k:] + keep[:k]:
+            rows, cols = keep[:k], keep[k:]
+            return ((rows, math.prod(shape[d] for d in rows)),
+                    (cols, math.prod(shape[d] for d in cols)))
+    return None

@@ -19,8 +19,10 @@ ROW_BLOCKS = "rb"  # of a matrix's 16-row blocks (fractalize, defractalize)
 # of the source's second swapped dim of a [.., k, j, l] -> [.., j, k, l]
 # transpose (the result's rows); its lowering's other run is of k (ROWS), so
 # `Split.mark` names it (`nir.CORE_AXIS_ATTR`)
-SOURCE_J = "sj"
-NAMED_AXES = frozenset({SOURCE_J})
+SOURCE_J = nir.SOURCE_J_AXIS
+# of a last-two swap's source rows (the result's columns, `rules._split_columns`)
+SOURCE_ROWS = nir.SOURCE_ROWS_AXIS
+NAMED_AXES = frozenset({SOURCE_J, SOURCE_ROWS})
 # A dim cut by several grid axes at once is named by them joined with JOINT,
 # outermost first ("x.y": coordinate x * parts(y) + y): a fused row group's
 # rows cut finer than its Nz store's row blocks (`groups._row_cut`).

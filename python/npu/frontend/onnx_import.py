@@ -249,7 +249,7 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     _name_nodes(model)
     drop_absent_trailing_inputs(model)
     from npu.frontend import (onnx_batchnorm, onnx_checks, onnx_conv, onnx_empty, onnx_fold, onnx_gelu,
-                              onnx_hard_activations, onnx_int_div,
+                              onnx_hard_activations, onnx_int_div, onnx_layernorm_rows,
                               onnx_int_pow, onnx_matmul_shapes, onnx_narrow, onnx_pow, onnx_shapes,
                               onnx_slice_steps, onnx_small_ints, onnx_versions, onnx_wide_types)
 
@@ -297,6 +297,7 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     onnx_int_pow.expand_integer_pows(model, _failer(where), types)
     onnx_small_ints.rewrite_small_int_ops(model, types)
     onnx_int_div.rewrite_int_divs(model, types)
+    onnx_layernorm_rows.flatten_layernorm_rows(model, types)
     onnx_matmul_shapes.rewrite_matmul_shapes(model, types)
     onnx_slice_steps.clamp_negative_step_starts(model, types)
     onnx_shapes.infer_output_shapes(model)
