@@ -267,16 +267,19 @@ class SplitRules:
         rows a core: ConvNeXt's [1, 384, 14, 14] -> [1, 14, 14, 384], whose
         196 f32 columns are not whole blocks). Left unsliced (`Split.mark`);
         the dims that swap may be groups of dims ([1, 14, 14, 384] ->
-        [1, 384, 14, 14]) when the cut one is a single dim."""
+        [1, 384, 14, 14]) when each core's run of the cut group is a cut of
+        its first dim."""
         groups = _swapped_groups(nir.memref_shape(types[0]), perm)
         if groups is None:
             return None
         shape = nir.memref_shape(types[0])
         block = self.target.vector_block_bytes // nir.element_bytes(nir.memref_element(types[0]))
         (row_dims, rows), (col_dims, cols) = groups
-        if len(col_dims) == 1 and rows >= self.target.fractal and cols % (parts * block) == 0:
+        # a group's run of a core is a cut of its first dim
+        if (shape[col_dims[0]] % parts == 0 and rows >= self.target.fractal
+                and cols % (parts * block) == 0):
             d, axis = col_dims[0], COLUMNS
-        elif (len(row_dims) == 1 and cols >= block and rows % (parts * block) == 0
+        elif (shape[row_dims[0]] % parts == 0 and cols >= block and rows % (parts * block) == 0
               and rows // parts >= self.target.fractal):
             d, axis = row_dims[0], SOURCE_ROWS
         else:

@@ -45,6 +45,7 @@ def _run(text: str, pipeline: str, x: np.ndarray, dst: list[int]) -> tuple:
     ([1, 64, 14, 14], [0, 2, 3, 1], "f32", 4),   # NCHW -> NHWC: the source's rows (channels)
     ([1, 14, 14, 64], [0, 3, 1, 2], "f32", 8),   # NHWC -> NCHW: the source's columns (channels)
     ([1, 96, 10, 10], [0, 2, 3, 1], "f16", 6),   # f16: 16-channel runs
+    ([1, 32, 8, 8], [0, 2, 3, 1], "f32", 4),     # the source's columns: runs of whole rows of H
 ])
 def test_an_nhwc_transpose_splits_along_its_channels(src, perm, elem, parts) -> None:
     text, dst = _program(src, perm, elem)
