@@ -8,7 +8,7 @@
   core's cube time, its GM traffic over its movers, and the chip's GM
   traffic over the chip's bandwidth;
 * conv and NC1HWC0 pool: a grid of their output channel blocks and runs of
-  their output rows (`conv.py`);
+  their output rows (`conv.py`); an NCHW pool its images or channels;
 * batch matmul: the batch;
 * elementwise, unary and reduce ops split the output's outermost dimension
   that divides evenly into contiguous slices (broadcast operands are not
@@ -44,6 +44,7 @@ from npu.diagnostics import int_ranges
 from npu.analysis.slice_runs import op_runs
 from npu.costmodel.matmul.fitting import MatmulShape
 from npu.costmodel.matmul.tiling import TilingError, choose_tiling
+from npu.dialects.ascend_conv import NC1HWC0, layout
 from npu.target import Target
 
 from .conv import split_conv, split_pool
@@ -137,7 +138,7 @@ class SplitRules:
         if name == "ascend.conv2d":
             return self.split_conv(op, parts)
         if name == "ascend.pool2d":
-            return split_pool(op, parts)
+            return split_pool(op, parts) or self._split_planes(op, types, parts)
         if name == "ascend.batch_matmul":
             cuts = tuple({0: "x"} for _ in types)
             return Split(cuts, (("x", parts),)) if self._cuts_aligned(types, cuts, parts) else None
@@ -229,6 +230,17 @@ class SplitRules:
 
     def split_conv(self, op: ir.Operation, parts: int) -> Split | None:
         return split_conv(op, parts, self.target, self.rows_of)
+
+    def _split_planes(self, op: ir.Operation, types: list, parts: int) -> Split | None:
+        """An NCHW pool (its map not in NC1HWC0: SqueezeNet's after a concat)
+        over its images or channels: whole planes, contiguous on both sides."""
+        if layout(op) == NC1HWC0:
+            return None
+        for d in (0, 1):
+            cuts = ({d: "x"}, {d: "x"})
+            if self._cuts_aligned(types, cuts, parts):
+                return Split(cuts, (("x", parts),))
+        return None
 
     def _split_whole_dim(self, op: ir.Operation, types: list, parts: int) -> Split | None:
         """A slice that takes a leading dim whole (the same size on both

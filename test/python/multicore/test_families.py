@@ -3,7 +3,7 @@
 row-major column slices, the 310's 1024 x 2048 reduction, and an image's
 NCHW -> NC1HWC0 conversion (a broadcast of the zero padding channels, the
 insert of its 3 channels cut into pieces of one run, a transpose cut by
-its source columns)."""
+its source columns), and an NCHW pool over its channels."""
 
 from __future__ import annotations
 
@@ -87,10 +87,21 @@ def _run(text: str, pipeline: str, target):
     return simulate(module, inputs, target=target), str(module)
 
 
+# SqueezeNet's pools take its concats' NCHW maps: whole planes a core
+NCHW_POOL = """func.func @pool(%x: memref<1x64x27x27xf32, "gm">, %y: memref<1x64x13x13xf32, "gm">) {
+  "ascend.pool2d"(%x, %y) {kind = "max", kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>,
+      pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, count_include_pad = 1 : i64}
+      : (memref<1x64x27x27xf32, "gm">, memref<1x64x13x13xf32, "gm">) -> ()
+  return
+}
+"""
+
+
 @pytest.mark.parametrize("name,text,n,target", [
     ("softmax rows", SOFTMAX, 8, "ascend910"),
     ("310 reduction", RED, 2, "ascend310"),
     ("NCHW -> NC1HWC0", TO_NHWC, 16, "ascend910"),
+    ("NCHW pool", NCHW_POOL, 8, "ascend910"),
 ])
 def test_fused_kernels_on_many_cores_equal_one_core(name: str, text: str, n: int,
                                                     target: str) -> None:
