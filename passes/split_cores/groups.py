@@ -58,6 +58,8 @@ def group_split(group: ir.Operation, parts: int, rules: SplitRules
         found = _stores_whole_granules(group, _cuts(group, Split((), (("x", parts),)),
                                                     lambda v: _row_cut(v, rows, parts, frac)),
                                        rules.target.vector_block_bytes)
+        if found is None:
+            found = _leading_pair(group, rows, parts, rules.target.vector_block_bytes)
         blocks = rows // frac
         if found is not None or rows % frac or parts % blocks or frac % (parts // blocks):
             return found
@@ -194,6 +196,36 @@ def _row_cut(v: ir.Value, rows: int, parts: int, frac: int, fine: bool = False) 
     if math.prod(shape[:-1]) == 1:
         return {}  # a row operand: every core reads all of it
     return None
+
+
+def _leading_pair(group: ir.Operation, rows: int, parts: int, granule: int
+                  ) -> tuple[Split, dict] | None:
+    """Rows flattened from leading dims the first of which is too short to
+    cut alone (an NC1HWC0 map [1, 2, 112, 112, 16]: two channel blocks): a
+    grid of that dim whole by runs of the next ([1, 1, 7, 112, 16] a core,
+    contiguous); row operands whole on every core."""
+    def lead(v: ir.Value) -> tuple[int, int] | None:
+        shape = nir.memref_shape(v.type)
+        if len(shape) < 3 or math.prod(shape[:-1]) != rows:
+            return None
+        d = next(i for i, n in enumerate(shape) if n > 1)
+        return (d, shape[d]) if d + 1 < len(shape) - 1 else None
+
+    first = next((f for op in members(group) if op.name.startswith("ascend.")
+                  for v in op.operands if nir.is_memref(v.type) and (f := lead(v))), None)
+    if first is None or first[1] >= parts or parts % first[1]:
+        return None
+    outer = first[1]
+
+    def cut_of(v: ir.Value) -> Cuts | None:
+        shape = nir.memref_shape(v.type)
+        if math.prod(shape[:-1]) == 1:
+            return {}
+        found = lead(v)
+        return {found[0]: "x", found[0] + 1: "y"} if found and found[1] == outer else None
+
+    return _stores_whole_granules(group, _cuts(group, Split((), (("x", outer), ("y", parts // outer))),
+                                               cut_of), granule)
 
 
 def _channel_cut(v: ir.Value, out: list[int], axes: dict[str, int]) -> Cuts | None:

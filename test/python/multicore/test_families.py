@@ -3,7 +3,8 @@
 row-major column slices, the 310's 1024 x 2048 reduction, and an image's
 NCHW -> NC1HWC0 conversion (a broadcast of the zero padding channels, the
 insert of its 3 channels cut into pieces of one run, a transpose cut by
-its source columns), and an NCHW pool over its channels."""
+its source columns), an NCHW pool over its channels, and an elementwise
+chain over an NC1HWC0 map of two channel blocks."""
 
 from __future__ import annotations
 
@@ -96,12 +97,30 @@ NCHW_POOL = """func.func @pool(%x: memref<1x64x27x27xf32, "gm">, %y: memref<1x64
 }
 """
 
+# SiLU over an NC1HWC0 map of two channel blocks: a grid of the blocks by
+# runs of rows (`groups._leading_pair`), 2 x 4 on 8 cores
+M5 = 'memref<1x2x32x16x16xf32, "gm">'
+SILU_5HD = f"""func.func @silu(%x: {M5}, %y: {M5}) {{
+  %n = memref.alloc() : {M5}
+  %e = memref.alloc() : {M5}
+  %d = memref.alloc() : {M5}
+  %r = memref.alloc() : {M5}
+  "ascend.neg"(%x, %n) : ({M5}, {M5}) -> ()
+  "ascend.exp"(%n, %e) : ({M5}, {M5}) -> ()
+  "ascend.adds"(%e, %d) {{scalar = 1.0 : f64}} : ({M5}, {M5}) -> ()
+  "ascend.reciprocal"(%d, %r) : ({M5}, {M5}) -> ()
+  "ascend.mul"(%x, %r, %y) : ({M5}, {M5}, {M5}) -> ()
+  return
+}}
+"""
+
 
 @pytest.mark.parametrize("name,text,n,target", [
     ("softmax rows", SOFTMAX, 8, "ascend910"),
     ("310 reduction", RED, 2, "ascend310"),
     ("NCHW -> NC1HWC0", TO_NHWC, 16, "ascend910"),
     ("NCHW pool", NCHW_POOL, 8, "ascend910"),
+    ("5HD rows", SILU_5HD, 8, "ascend910"),
 ])
 def test_fused_kernels_on_many_cores_equal_one_core(name: str, text: str, n: int,
                                                     target: str) -> None:
