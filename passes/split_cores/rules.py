@@ -127,10 +127,20 @@ class SplitRules:
                      for t in (out_t, *more))
         return nbytes // parts >= self.min_bytes
 
+    def _row_copies(self, op: ir.Operation, types: list) -> bool:
+        """A transpose whose rows on either side are not whole 32-byte blocks
+        moves each row as a copy of its own (GoogLeNet's NCHW -> NC1HWC0 at
+        7x7: rows of 49 f16), so its cores' time is in their copies, not
+        their bytes: every split that cuts it evenly pays."""
+        if op.name != "ascend.transpose":
+            return False
+        return any(nir.memref_shape(t)[-1] * nir.element_bytes(nir.memref_element(t))
+                   % self.target.vector_block_bytes for t in types)
+
     def split(self, op: ir.Operation, parts: int) -> Split | None:
         types = [v.type for v in op.operands]
         # every operand's bytes: a reduction's or a matmul's reads are most of its traffic
-        if not self._big_enough(types[-1], parts, *types[:-1]):
+        if not (self._big_enough(types[-1], parts, *types[:-1]) or self._row_copies(op, types)):
             return None
         name = op.name
         if name == "ascend.matmul":

@@ -58,3 +58,15 @@ def test_an_nhwc_transpose_splits_along_its_channels(src, perm, elem, parts) -> 
     assert np.array_equal(many.outputs[1], x.transpose(perm))
     assert np.array_equal(one.outputs[1], many.outputs[1])
     assert many.cycles < one.cycles
+
+
+def test_a_transpose_of_rows_under_whole_blocks_takes_every_core_it_can() -> None:
+    """GoogLeNet's 7x7 concat into NC1HWC0 ([52, 16, 49] f16 -> [52, 49,
+    16]): every source row of 49 f16 is a copy of its own, so its time is
+    in those copies; its 163 KB alone gave it 4 cores (least bytes), now 26
+    (41,010 cycles on one core, 10,594 on 4, 2,005 on 26)."""
+    text, dst = _program([52, 16, 49], [0, 2, 1], "f16")
+    x = np.random.default_rng(5).standard_normal((52, 16, 49)).astype(np.float16)
+    many, said = _run(text, "builtin.module(npu-lower{cores=26 split-cores-remarks=true})", x, dst)
+    assert any("ascend.transpose 26" in s for s in said), said
+    assert many.hazards == [] and np.array_equal(many.outputs[1], x.transpose(0, 2, 1))
