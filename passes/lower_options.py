@@ -238,6 +238,10 @@ OWN_OPTIONS: tuple[Option, ...] = (
            "argument first (npu-plan-gm); false leaves them as allocs"),
     Option("prefetch", bool, True, "npu-prefetch: a matmul's first host-constant weight "
            "chunks load during the previous op's idle MTE2 tail (on many cores, before the chip barrier)"),
+    Option("own-tiles", bool, True, "on several cores: a core's tile of an intermediate it "
+           "stores before a chip barrier and loads again after it as a matmul's A (BERT's GELU "
+           "output for ffn_out) kept in UB and copied into A's L1 parts on MTE3 instead "
+           "(`passes/own_tiles.py`)", needs=(MANY_CORES,)),
     Option("tuning-record", str, "", "npu-tune record (JSON) whose per-op options apply "
            "to the ops they match"),
     Option("emit", str, "hivm", "the level to stop at: planned, synchronised cce, or hivm "

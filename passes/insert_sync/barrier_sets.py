@@ -38,6 +38,8 @@ SET, WAIT, BARRIER = "cce.set_flag", "cce.wait_flag", "cce.sync_all"
 PIPE_BARRIER = "cce.pipe_barrier"
 MOVER = "MTE2"
 _LOADS = ("cce.copy_gm_to_l1", "cce.copy_gm_to_ub")
+# copies on chip that the scan lets pass too: they wait for nothing MTE2 sets
+_ON_CHIP = ("cce.copy_ub_to_l1",)
 
 
 def sink_barrier_sets(block: ir.Block) -> int:
@@ -87,13 +89,19 @@ def _loop_anchor(after: list[ir.Operation], flags: set) -> ir.Operation | None:
                         or o.name == PIPE_BARRIER and str_attr(o, "pipe") in waiting | {"ALL"}):
                     return None
             continue
-        if op.name != "scf.for" or trip_count(op) != 1:
+        if op.name == "scf.for" and trip_count(op) == 1:
+            body = [x.operation for x in op.regions[0].blocks[0].operations]
+        elif op.name == "scf.if":  # a one-trip loop inlined (`own_tiles.inline_marked`)
+            body = after[after.index(op):]
+        else:
             return None
-        for o in [x.operation for x in op.regions[0].blocks[0].operations]:
+        for o in body:
             if o.name == SET and str_attr(o, "src") == MOVER:
                 return o
+            if o.name == SET:  # another pipe's set (after the own tiles' copies) waits for nothing
+                continue
             if o.name in _LOADS or _pure(o) or (o.name == "scf.if" and all(
-                    x.name in _LOADS or x.name in ("scf.if", "scf.yield") or _pure(x)
+                    x.name in _LOADS + _ON_CHIP or x.name in ("scf.if", "scf.yield") or _pure(x)
                     for x in walk(o))):
                 continue
             return None
@@ -107,6 +115,10 @@ def _crossed(run: list[ir.Operation], anchor: ir.Operation) -> bool:
     they take the sets in turn, and MTE2 issues only loads up to the anchor."""
     flags = {_flag(s) for s in run}
     block_ops = [o.operation for o in run[-1].block.operations]
+    if anchor.block == run[-1].block:  # the loop inlined: the ops between, at top level
+        between = [x for o in block_ops[block_ops.index(run[-1]) + 1:block_ops.index(anchor)]
+                   for x in walk(o)]
+        return any(x.name == SET and _flag(x) in flags for x in between)
     loop = anchor.parent
     while loop is not None and loop.block != run[-1].block:
         loop = loop.parent
