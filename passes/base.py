@@ -40,6 +40,10 @@ DOUBLE_BUFFER_ATTR = "npu.double_buffer"
 # beside the cube): npu-insert-sync may sink an earlier drain's carried
 # store set past it (`_PreciseMode._sink`).
 LIGHT_DRAIN_ATTR = "npu.light_drain"
+# On the `scf.if` tree of a part's copies that `own_tiles` makes (GM -> L1 on
+# MTE2, UB -> L1 on MTE3, by core): npu-insert-sync may sink an MTE2 set past
+# it as past a single load (`_PreciseMode._sink`).
+OWN_TILE_COPIES_ATTR = "npu.own_tile_copies"
 # On a matmul's one-trip loop whose sub-steps load B into L0B ahead of A
 # (npu-lower-matmul, B prefetched before the loop): npu-prefetch drops the
 # loop's guarded later-iteration copies (`emit.fold_one_trip_guards`).

@@ -39,6 +39,7 @@ from npu import ir as nir
 from npu.analysis.pipe_work import trip_count
 from npu.ir import block_dim, block_idx_arg, walk
 from npu.kernels.cce_build import copy
+from npu.passes.base import OWN_TILE_COPIES_ATTR
 from npu.target import Target
 
 STORE, LOAD, TO_L1, BARRIER = ("cce.copy_ub_to_gm", "cce.copy_gm_to_l1", "cce.copy_ub_to_l1",
@@ -312,10 +313,10 @@ class _Plan:
                     copy(TO_L1, nir.subview(kept[piece], [at, 0, 0, 0], [blocks] + inner), to,
                          1, nbytes)
 
-        def tree(lo: int, hi: int) -> None:
+        def tree(lo: int, hi: int) -> scf.IfOp | None:
             if hi - lo == 1:
                 copies(leaves[lo][2])
-                return
+                return None
             mid = (lo + hi) // 2
             op = scf.IfOp(below[leaves[mid][0]], [], has_else=True)
             with ir.InsertionPoint(op.then_block):
@@ -324,12 +325,15 @@ class _Plan:
             with ir.InsertionPoint(op.else_block):
                 tree(mid, hi)
                 scf.YieldOp([])
+            return op
 
         # one tree: npu-insert-sync sees each plan's copies apart (the plans'
         # L1 ranges overlap across cores; any order of separate GM and
         # on-chip copies would hold one mover behind the other)
         with load.location, ir.InsertionPoint(load):
-            tree(0, len(leaves))
+            root = tree(0, len(leaves))
+            if root is not None:  # MTE2's sets pass it (`_PreciseMode._sink`)
+                root.operation.attributes[OWN_TILE_COPIES_ATTR] = ir.UnitAttr.get()
         load.erase()
 
 

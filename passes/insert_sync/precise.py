@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from mlir import ir
 
 from npu.analysis.access import AccessAnalysis
-from npu.passes.base import LIGHT_DRAIN_ATTR
+from npu.passes.base import LIGHT_DRAIN_ATTR, OWN_TILE_COPIES_ATTR
 from npu.passes.insert_sync.builders import _emit, insert_after, insert_before
 from npu.passes.insert_sync.events import FlagPair, _EventAllocation
 from npu.passes.insert_sync.loop_chain import LoopChain, find_chain, link_chains
@@ -321,10 +321,18 @@ class _PreciseMode(_EventAllocation):
         npu-lower-matmul marks as light drains (`LIGHT_DRAIN_ATTR`: a
         matmul's C pieces, each drained under its own scf.if): the next
         piece's stores then follow the previous piece's without waiting
-        for them to land (BERT seq 512's last C tiles)."""
+        for them to land (BERT seq 512's last C tiles). An MTE2 set also
+        passes the copy trees `own_tiles` makes (`OWN_TILE_COPIES_ATTR`: a
+        part of A by core, GM -> L1 and UB -> L1), as it passes the one copy
+        they replace (GPT-2's c_proj: B's last chunk, then A's part), when
+        the set follows a load MTE2 issues there (not a guarded one: BERT's
+        ffn_out, B prefetched, its L0B loads then waited for A's part)."""
+        trees = p == "MTE2" and not nodes[j].is_compound
         while j + 1 < i and (nodes[j + 1].pipes == {p} if not nodes[j + 1].is_compound else
                              drains and LIGHT_DRAIN_ATTR in nodes[j + 1].op.attributes
-                             and nodes[j + 1].pipes <= {p, "V"}):
+                             and nodes[j + 1].pipes <= {p, "V"}
+                             or trees and OWN_TILE_COPIES_ATTR in nodes[j + 1].op.attributes
+                             and nodes[j + 1].pipes <= {p, "MTE3"}):
             j += 1
         return j
 
