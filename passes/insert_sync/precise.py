@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from mlir import ir
 
 from npu.analysis.access import AccessAnalysis
+from npu.ir import constant_int, defining_op, int_attr
 from npu.passes.base import LIGHT_DRAIN_ATTR, OWN_TILE_COPIES_ATTR
 from npu.passes.insert_sync.builders import _emit, insert_after, insert_before
 from npu.passes.insert_sync.events import FlagPair, _EventAllocation
@@ -325,9 +326,10 @@ class _PreciseMode(_EventAllocation):
         passes the copy trees `own_tiles` makes (`OWN_TILE_COPIES_ATTR`: a
         part of A by core, GM -> L1 and UB -> L1), as it passes the one copy
         they replace (GPT-2's c_proj: B's last chunk, then A's part), when
-        the set follows a load MTE2 issues there (not a guarded one: BERT's
-        ffn_out, B prefetched, its L0B loads then waited for A's part)."""
-        trees = p == "MTE2" and not nodes[j].is_compound
+        the set follows a load MTE2 issues there (not one whose guard never
+        holds: BERT's ffn_out, B prefetched, its L0B loads then waited for
+        A's part)."""
+        trees = p == "MTE2" and not _never_runs(nodes[j].op)
         while j + 1 < i and (nodes[j + 1].pipes == {p} if not nodes[j + 1].is_compound else
                              drains and LIGHT_DRAIN_ATTR in nodes[j + 1].op.attributes
                              and nodes[j + 1].pipes <= {p, "V"}
@@ -394,3 +396,22 @@ class _PreciseMode(_EventAllocation):
         for loop in {id(n): n for n in self.end_barriers}.values():
             last = list(loop.op.block.operations)[-1]
             insert_before(last.operation, "cce.pipe_barrier", pipe="ALL")
+
+
+def _never_runs(op: ir.Operation) -> bool:
+    """An `scf.if` with an empty else whose condition is false at compile
+    time (npu-prefetch's guard of a copy it moved: `cmpi ne` of one value)."""
+    if op.name != "scf.if" or (len(op.regions[1].blocks)
+                               and len(op.regions[1].blocks[0].operations) > 1):
+        return False
+    cond = defining_op(op.operands[0])
+    if cond is None:
+        return False
+    if cond.name == "arith.constant":
+        return constant_int(op.operands[0]) == 0
+    if cond.name != "arith.cmpi":
+        return False
+    a, b = cond.operands
+    same = a == b or (constant_int(a) is not None and constant_int(a) == constant_int(b))
+    # ne, slt, sgt, ult, ugt of a value with itself
+    return same and int_attr(cond, "predicate") in (1, 2, 4, 6, 8)
