@@ -17,17 +17,19 @@ placed): an intermediate GM Nz buffer (`memref.view`/`alloc`, P-row-block
 views of whole 16 x 16 blocks: `split_cores.row_parts`' layout) whose
 every store (`copy_ub_to_gm` of a whole UB alloc, contiguous) is in one
 top-level op and whose `copy_gm_to_l1`s into whole L1 allocs (contiguous)
-are in a later one, one chip barrier apart, each run once on every core
+come after it, one chip barrier apart, each run once on every core
 (one-trip loops, `scf.if`s true on every core). The views' first offsets
-are evaluated core by core; each part copy becomes, under an `scf.if` on
-the cores that share its plan (conditions computed before the barrier,
-where the scalar unit waits anyway), the copies of the runs of the part
-outside the core's stored pieces, then their UB -> L1 copies; other cores
-keep the whole copy. Each piece's landing buffer becomes a UB alloc of its
-own at function level, live until those copies (npu-plan-memory places
-it). Only when every core has a piece in the consumer's parts (the phase
-ends with its slowest core). The bytes are the stored ones: the bits are
-the same.
+are evaluated core by core; each part copy becomes, per core, the GM
+copies of the runs of the part outside the core's stored pieces and the
+UB -> L1 copies of the pieces inside it, in one branch of a tree of
+`scf.if`s on the block index over the runs of cores that share a plan
+(its comparisons before the barrier, where the scalar unit waits anyway;
+cores without a piece in the part keep the whole copy). Each piece's
+landing buffer becomes a UB alloc of its own at function level, live
+until those copies (npu-plan-memory places it). Only when every core has
+a piece in the consumer's parts (the phase ends with its slowest core).
+The consumer's one-trip loops are inlined after memory planning
+(`inline_marked`). The bytes are the stored ones: the bits are the same.
 """
 
 from __future__ import annotations
