@@ -48,16 +48,6 @@ STORE, LOAD, TO_L1, BARRIER = ("cce.copy_ub_to_gm", "cce.copy_gm_to_l1", "cce.co
                                "cce.sync_all")
 # the consumer's one-trip loops, inlined once memory is planned (`inline_marked`)
 INLINE_ATTR = "npu.inline_after_plan"
-_INT_OPS = {
-    "arith.addi": lambda a, b: a + b,
-    "arith.subi": lambda a, b: a - b,
-    "arith.muli": lambda a, b: a * b,
-    "arith.divui": lambda a, b: a // b if b else None,
-    "arith.remui": lambda a, b: a % b if b else None,
-}
-_CMPI = (lambda a, b: a == b, lambda a, b: a != b, lambda a, b: a < b, lambda a, b: a <= b,
-         lambda a, b: a > b, lambda a, b: a >= b, lambda a, b: a < b, lambda a, b: a <= b,
-         lambda a, b: a > b, lambda a, b: a >= b)
 
 # A run of a part: (first block of the part, blocks, the piece it comes
 # from or None for GM, the piece's first block)
@@ -95,30 +85,6 @@ def _root(v: ir.Value) -> ir.Value:
     return v
 
 
-def _value(v: int | ir.Value, blk: ir.Value, core: int) -> int | None:
-    """`v` on core `core`: index arithmetic of constants, the block index and
-    one-trip loops' induction variables (their lower bound), else None."""
-    if isinstance(v, int):
-        return v
-    if v == blk:
-        return core
-    op = nir.defining_op(v)
-    if op is None:
-        owner = v.owner.owner if isinstance(v.owner, ir.Block) else None
-        if owner is not None and owner.name == "scf.for" and trip_count(owner) == 1 \
-                and v == owner.regions[0].blocks[0].arguments[0]:
-            return nir.constant_int(owner.operands[0])
-        return None
-    if op.name == "arith.constant":
-        return nir.constant_int(v)
-    args = [_value(x, blk, core) for x in op.operands]
-    if any(a is None for a in args) or len(args) != 2:
-        return None
-    if op.name in _INT_OPS:
-        return _INT_OPS[op.name](*args)
-    if op.name == "arith.cmpi":
-        return int(_CMPI[nir.int_attr(op, "predicate")](*args))
-    return None
 
 
 def _once_everywhere(op: ir.Operation, blk: ir.Value, cores: int) -> bool:
@@ -130,7 +96,8 @@ def _once_everywhere(op: ir.Operation, blk: ir.Value, cores: int) -> bool:
             return False
         if node.name == "scf.if":
             then = any(o.operation == child for o in node.regions[0].blocks[0].operations)
-            if not then or any(_value(node.operands[0], blk, c) != 1 for c in range(cores)):
+            if not then or any(nir.value_on_core(node.operands[0], blk, c, loops=True) != 1
+                               for c in range(cores)):
                 return False
         elif node.name not in ("scf.for", "scf.if"):
             return False
@@ -146,12 +113,12 @@ def _first_block(view: ir.Value, root: ir.Value, blk: ir.Value, core: int,
     first = 0
     while view != root:
         op = nir.defining_op(view)
-        offsets = _offsets(op)
+        offsets = nir.subview_offsets(op)
         if (nir.int_array_attr(op, "static_strides") != [1] * 4
                 or nir.int_array_attr(op, "static_sizes")[1:] != inner
-                or any(_value(o, blk, core) != 0 for o in offsets[1:])):
+                or any(nir.value_on_core(o, blk, core, loops=True) != 0 for o in offsets[1:])):
             return None
-        o = _value(offsets[0], blk, core)
+        o = nir.value_on_core(offsets[0], blk, core, loops=True)
         if o is None:
             return None
         first += o
@@ -159,11 +126,6 @@ def _first_block(view: ir.Value, root: ir.Value, blk: ir.Value, core: int,
     return first
 
 
-def _offsets(view: ir.Operation) -> list[int | ir.Value]:
-    """A subview's offsets, each static or the SSA value given for it."""
-    dyn = ir.ShapedType.get_dynamic_stride_or_offset()
-    values = iter(list(view.operands)[1:])
-    return [next(values) if o == dyn else o for o in nir.int_array_attr(view, "static_offsets")]
 
 
 def _whole(op: ir.Operation, buf: ir.Value, space: str, inner: list[int], target: Target) -> bool:

@@ -32,19 +32,6 @@ from mlir.dialects import arith
 from npu import ir as nir
 
 SUBVIEW = "memref.subview"
-_INT_OPS = {
-    "arith.addi": lambda a, b: a + b,
-    "arith.subi": lambda a, b: a - b,
-    "arith.muli": lambda a, b: a * b,
-    "arith.divui": lambda a, b: a // b,
-    "arith.remui": lambda a, b: a % b,
-    "arith.andi": lambda a, b: a & b,
-    "arith.ori": lambda a, b: a | b,
-}
-# arith.cmpi predicates (eq ne slt sle sgt sge ult ule ugt uge) on values >= 0
-_CMPI = (lambda a, b: a == b, lambda a, b: a != b, lambda a, b: a < b, lambda a, b: a <= b,
-         lambda a, b: a > b, lambda a, b: a >= b, lambda a, b: a < b, lambda a, b: a <= b,
-         lambda a, b: a > b, lambda a, b: a >= b)
 
 
 def store_by_row_parts(func: ir.Operation) -> int:
@@ -81,7 +68,7 @@ def _part_height(buf: ir.Value, blk: ir.Value, cores: int) -> int | None:
         if view.name != SUBVIEW or use.operand_number != 0:
             return None
         sizes = nir.int_array_attr(view, "static_sizes")
-        offsets = _offsets(view)
+        offsets = nir.subview_offsets(view)
         if (nir.int_array_attr(view, "static_strides") != [1] * 4 or sizes[2:] != [b0, b1]
                 or offsets[2:] != [0, 0]):
             return None  # (a few rows of a block: a row group's Nz store keeps Nz, `nz_layout`)
@@ -95,43 +82,17 @@ def _part_height(buf: ir.Value, blk: ir.Value, cores: int) -> int | None:
     for view, sizes, offsets in views:
         guards = _guards(view)
         for core in range(cores):
-            if not all(_value(cond, blk, core) in (None, int(then)) for cond, then in guards):
+            if not all(nir.value_on_core(cond, blk, core) in (None, int(then))
+                       for cond, then in guards):
                 continue  # (an unknown condition counts as taken)
-            row0 = _value(offsets[1], blk, core)
+            row0 = nir.value_on_core(offsets[1], blk, core)
             if row0 is None or row0 % height:
                 return None
     return height
 
 
-def _offsets(view: ir.Operation) -> list[int | ir.Value]:
-    """A subview's offsets, each static or the SSA value given for it."""
-    dyn = ir.ShapedType.get_dynamic_stride_or_offset()
-    values = iter(list(view.operands)[1:])
-    return [next(values) if o == dyn else o for o in nir.int_array_attr(view, "static_offsets")]
 
 
-def _value(v: int | ir.Value, blk: ir.Value, core: int) -> int | None:
-    """`v` on core `core` (`blk` its block index): integer arithmetic of
-    constants and the block index, else None."""
-    if isinstance(v, int):
-        return v
-    if v == blk:
-        return core
-    op = nir.defining_op(v)
-    if op is None:
-        return None
-    if op.name == "arith.constant":
-        return nir.constant_int(v)
-    args = [_value(x, blk, core) for x in op.operands]
-    if any(a is None for a in args):
-        return None
-    if op.name in _INT_OPS and len(args) == 2:
-        if op.name in ("arith.divui", "arith.remui") and args[1] == 0:
-            return None
-        return int(_INT_OPS[op.name](*args))
-    if op.name == "arith.cmpi" and len(args) == 2:
-        return int(_CMPI[nir.int_attr(op, "predicate")](*args))
-    return None
 
 
 def _guards(view: ir.Operation) -> list[tuple[ir.Value, bool]]:
@@ -155,7 +116,7 @@ def _rewrite(alloc: ir.Operation, height: int) -> None:
         parts = nir.alloc([rows // height * cols, height, b0, b1], element, "gm")
     for use in list(buf.uses):
         view = use.owner.operation
-        col, row, inner, _ = _offsets(view)
+        col, row, inner, _ = nir.subview_offsets(view)
         sizes = nir.int_array_attr(view, "static_sizes")
         with view.location, ir.InsertionPoint(view):
             part, within = _split_row(row, height)
