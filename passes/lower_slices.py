@@ -35,8 +35,8 @@ from mlir import ir
 from npu import ir as nir
 from npu.analysis.slice_runs import RunMap, op_runs
 from npu.dialects.ascend import INSERT_SLICE, SLICE, SLICE_OPS, slice_indices
-from npu.dialects.hivm import config_field
 from npu.kernels.cce_build import copy, core_part, delinearize, for_pieces, for_range, lin, sub
+from npu.kernels.run_copies import RunCopies
 from npu.passes.base import Pass, PassError, ub_fraction_option
 from npu.passes.applies import OnOps
 from npu.passes.transpose_general import compact_blocks, expand_to_blocks
@@ -104,74 +104,11 @@ class LowerSlices(Pass):
             src, dst, r.src_base, r.dst_base, lin((first, 1), (start, 1)), length))
 
     def move(self, src: ir.Value, dst: ir.Value, s0, d0, start, length: int) -> None:
-        """Elements [start, start + length) of a run at src[s0] -> dst[d0]
-        through UB (whole blocks)."""
-        g = self.target.granule("ub")
-        buf = nir.alloc([length], self.elem, "ub")
-        copy("cce.copy_gm_to_ub", sub(src, lin((s0, 1), (start, 1)), length), buf, 1,
-             length * self.es // g)
-        copy("cce.copy_ub_to_gm", buf, sub(dst, lin((d0, 1), (start, 1)), length), 1,
-             length * self.es // g)
+        RunCopies(self.target, self.elem, self.chunk).move(src, dst, s0, d0, start, length)
 
-    # -- rows of at least one block ------------------------------------------
     def rows(self, r: RunMap, src: ir.Value, dst: ir.Value) -> None:
-        b = self.block
-        lead = r.lead
-        grouped = bool(lead) and r.length % b == 0 and r.length <= self.chunk
-        outer = lead[:-1] if grouped else lead
-        count = int(np.prod(outer, dtype=np.int64)) if outer else 1
-
-        def starts(i):
-            index = delinearize(i, outer) if outer else []
-            return (lin((r.src_base, 1), *zip(index, r.src_coef)),
-                    lin((r.dst_base, 1), *zip(index, r.dst_coef)))
-
-        if grouped:  # runs of whole blocks: a group of rows shares one UB buffer
-            rows, sc, dc = lead[-1], r.src_coef[-1], r.dst_coef[-1]
-            per = max(1, min(rows, self.chunk // r.length))
-
-            def group(s0, d0, first, n: int) -> None:
-                buf = nir.alloc([n * r.length], self.elem, "ub")
-                self.gm_side("cce.copy_gm_to_ub", src, lin((s0, 1), (first, sc)), sc, buf, n, r.length)
-                self.gm_side("cce.copy_ub_to_gm", dst, lin((d0, 1), (first, dc)), dc, buf, n, r.length)
-
-            def body(i) -> None:
-                s0, d0 = starts(i)
-                full, rest = divmod(rows, per)
-                for_range(full, lambda q: group(s0, d0, lin((q, per)), per))
-                if rest:
-                    group(s0, d0, full * per, rest)
-            for_range(count, body)
-            return
-        plan = plan_chunks(r.length, self.chunk, b)
-
-        def run(i) -> None:
-            s0, d0 = starts(i)
-            for_pieces(plan, lambda start, length: self.move(src, dst, s0, d0, start, length))
-        for_range(count, run)
-
-
-    def gm_side(self, name: str, gm: ir.Value, start, step: int, buf: ir.Value, n: int,
-                length: int) -> None:
-        """Move n runs of `length` elements (whole blocks) between GM, `step`
-        elements apart from `start`, and the packed UB `buf`: one copy of n
-        bursts when the GM starts are whole blocks apart (the gap fits its
-        field), else one copy per run (issued back to back on the same queue)."""
-        b, blocks = self.block, length // self.block
-        to_ub = name == "cce.copy_gm_to_ub"
-        gap = (step - length) // b if step % b == 0 and step >= length else -1
-        field = "src_gap" if to_ub else "dst_gap"
-        if n == 1 or 0 <= gap <= config_field("copy", field).max:
-            view = sub(gm, start, (n - 1) * step + length) if n > 1 else sub(gm, start, length)
-            gaps = {field: max(gap, 0) if n > 1 else 0}
-            copy(name, view, buf, n, blocks, **gaps) if to_ub else copy(name, buf, view, n, blocks, **gaps)
-            return
-
-        def one(j) -> None:
-            view = sub(gm, lin((start, 1), (j, step)), length)
-            slot = sub(buf, lin((j, length)), length)
-            copy(name, view, slot, 1, blocks) if to_ub else copy(name, slot, view, 1, blocks)
-        for_range(n, one)
+        """Rows of at least one block (`npu.kernels.run_copies`)."""
+        RunCopies(self.target, self.elem, self.chunk).rows(r, src, dst)
 
 
 class Gather:

@@ -37,7 +37,9 @@ import numpy as np
 from mlir import ir
 
 from npu import ir as nir
+from npu.analysis.slice_runs import RunMap
 from npu.kernels.cce_build import copy, copy_bursts, core_part, for_pieces, for_range, lin, sub
+from npu.kernels.run_copies import RunCopies
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.passes.applies import OnOps
 from npu.passes.transpose_general import (GatherTranspose, collapse_permutation, copy_through_ub,
@@ -112,8 +114,33 @@ class LowerTranspose(Pass):
             self.swap_before_last(op, src, dst, elem, batch, *shape[-3:])
         elif self.rotations_fit(rotation_steps(shape, perm), es):
             self.rotate(op, src, dst, elem, rotation_steps(shape, perm))
+        elif perm[-1] == rank - 1 and shape[-1] * es >= granule:
+            self.runs(op, src, dst, elem, shape, perm)
         else:
             self.gather(op, src, dst, elem, shape, perm)
+
+    def runs(self, op: ir.Operation, src: ir.Value, dst: ir.Value, elem: str,
+             shape: list[int], perm: list[int]) -> None:
+        """A permutation that keeps the last dim (of at least one block, not
+        whole blocks: a channel shuffle's H*W planes in NCHW) reorders whole
+        rows: the element gather when the tensor fits UB (one pass), else
+        each row copied GM -> UB -> GM on its own (`npu.kernels.run_copies`:
+        its last block moved back to end at the row's end)."""
+        try:
+            self.gather(op, src, dst, elem, shape, perm)
+            return
+        except PassError:
+            pass
+        in_strides = [int(np.prod(shape[d + 1:])) for d in range(len(shape))]
+        out_shape = [shape[p] for p in perm]
+        out_strides = [int(np.prod(out_shape[d + 1:])) for d in range(len(shape))]
+        es = nir.element_bytes(elem)
+        block = self.target.granule("ub") // es
+        chunk = max(block, round_down(self.budget() // es, block))
+        r = RunMap(out_shape[:-1], [in_strides[p] for p in perm[:-1]], out_strides[:-1], 0, 0,
+                   shape[-1])
+        RunCopies(self.target, elem, chunk).slots(r, nir.flatten_memref(src),
+                                                 nir.flatten_memref(dst))
 
     def gather(self, op: ir.Operation, src: ir.Value, dst: ir.Value, elem: str,
                shape: list[int], perm: list[int]) -> None:
