@@ -95,7 +95,9 @@ class LowerTranspose(Pass):
         columns = core_part(op)
         axis = (ir.StringAttr(op.attributes[nir.CORE_AXIS_ATTR]).value
                 if nir.CORE_AXIS_ATTR in op.attributes else None)
-        if columns is not None and rank == 3 and perm == [1, 0, 2]:
+        if columns is not None and axis == nir.KEPT_ROWS_AXIS:
+            self.runs(op, src, dst, elem, shape, perm, columns)
+        elif columns is not None and rank == 3 and perm == [1, 0, 2]:
             on_j = axis == nir.SOURCE_J_AXIS
             self.swap_before_last(op, src, dst, elem, 1, *shape, run=columns, run_j=on_j)
         elif columns is not None:
@@ -120,27 +122,44 @@ class LowerTranspose(Pass):
             self.gather(op, src, dst, elem, shape, perm)
 
     def runs(self, op: ir.Operation, src: ir.Value, dst: ir.Value, elem: str,
-             shape: list[int], perm: list[int]) -> None:
+             shape: list[int], perm: list[int],
+             part: tuple[int, ir.Value] | None = None) -> None:
         """A permutation that keeps the last dim (of at least one block, not
         whole blocks: a channel shuffle's H*W planes in NCHW) reorders whole
         rows: the element gather when the tensor fits UB (one pass), else
         each row copied GM -> UB -> GM on its own (`npu.kernels.run_copies`:
-        its last block moved back to end at the row's end)."""
-        try:
-            self.gather(op, src, dst, elem, shape, perm)
-            return
-        except PassError:
-            pass
+        its last block moved back to end at the row's end). `part`: (parts,
+        this core's part) of the result's rows, cut by npu-split-cores
+        (`nir.KEPT_ROWS_AXIS`): each core copies its run of rows."""
+        if part is None:
+            try:
+                self.gather(op, src, dst, elem, shape, perm)
+                return
+            except PassError:
+                pass
+        es = nir.element_bytes(elem)
+        block = self.target.granule("ub") // es
+        if shape[-1] < block or perm[-1] != len(shape) - 1:
+            raise PassError(f"{nir.CORE_PART_ATTR}: cuts the rows of a permutation that keeps its "
+                            f"last dim of at least {block} elements; this one is {shape} "
+                            f"permuted by {perm}", op)
         in_strides = [int(np.prod(shape[d + 1:])) for d in range(len(shape))]
         out_shape = [shape[p] for p in perm]
         out_strides = [int(np.prod(out_shape[d + 1:])) for d in range(len(shape))]
-        es = nir.element_bytes(elem)
-        block = self.target.granule("ub") // es
-        chunk = max(block, round_down(self.budget() // es, block))
         r = RunMap(out_shape[:-1], [in_strides[p] for p in perm[:-1]], out_strides[:-1], 0, 0,
                    shape[-1])
+        first, count = 0, None
+        if part is not None:  # this core's rows: a run of the flattened leading dims
+            parts, k = part
+            rows = int(np.prod(out_shape[:-1]))
+            if rows % parts:
+                raise PassError(f"{nir.CORE_PART_ATTR}: {rows} rows do not cut into {parts} equal "
+                                "runs", op)
+            count = rows // parts
+            first = lin((k, count))
+        chunk = max(block, round_down(self.budget() // es, block))
         RunCopies(self.target, elem, chunk).slots(r, nir.flatten_memref(src),
-                                                 nir.flatten_memref(dst))
+                                                 nir.flatten_memref(dst), first, count)
 
     def gather(self, op: ir.Operation, src: ir.Value, dst: ir.Value, elem: str,
                shape: list[int], perm: list[int]) -> None:

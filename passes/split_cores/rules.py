@@ -45,12 +45,13 @@ from npu.analysis.slice_runs import op_runs
 from npu.costmodel.matmul.fitting import MatmulShape
 from npu.costmodel.matmul.tiling import TilingError, choose_tiling
 from npu.dialects.ascend_conv import NC1HWC0, layout
+from npu.passes.transpose_general import collapse_permutation
 from npu.target import Target
 
 from .conv import split_conv, split_pool
 from .prefetched import (NONE, Lookahead, is_host_constant, phase_cost, ranked, tail_cycles,
                          weight_slot)
-from .split import COLUMNS, ROW_BLOCKS, ROWS, RUN, SOURCE_J, SOURCE_ROWS, Split
+from .split import COLUMNS, KEPT_ROWS, ROW_BLOCKS, ROWS, RUN, SOURCE_J, SOURCE_ROWS, Split
 
 ELEMENTWISE = {"ascend.add", "ascend.sub", "ascend.mul", "ascend.div", "ascend.max",
                "ascend.min"}
@@ -167,7 +168,8 @@ class SplitRules:
                     return Split(cuts, (("x", parts),))
             return (self._split_columns(types, perm, parts)
                     or self._split_swapped_rows(types, perm, parts)
-                    or self._split_swapped_rows(types, perm, parts, SOURCE_J))
+                    or self._split_swapped_rows(types, perm, parts, SOURCE_J)
+                    or self._split_kept_rows(types, perm, parts))
         if name == "ascend.gather":  # rows of the output with their ids; the table whole
             # the scalar unit reads the ids one by one: their slice needs no 32-byte start
             axis = nir.int_attr(op, "axis") % len(nir.memref_shape(types[0]))
@@ -332,6 +334,21 @@ class SplitRules:
                 or not all(nir.is_contiguous(t) for t in types)):
             return None
         return Split(({cut: axis}, {out: axis}), ((axis, parts),), unsliced=frozenset({axis}))
+
+    def _split_kept_rows(self, types: list, perm: list[int], parts: int) -> Split | None:
+        """A permutation that keeps its last dim of at least one 32-byte
+        block (a channel shuffle's H*W planes in NCHW), which no rule above
+        cuts: equal runs of the result's rows, left unsliced
+        (npu-lower-transpose copies the core's run of rows; every copy
+        writes only its own row, so any two rows may be cut apart)."""
+        shape, kept = collapse_permutation(nir.memref_shape(types[0]), perm)
+        row = shape[-1] * nir.element_bytes(nir.memref_element(types[0])) if shape else 0
+        block = self.target.vector_block_bytes
+        if (len(kept) < 2 or kept[-1] != len(kept) - 1 or row < block
+                or math.prod(shape[:-1]) % parts
+                or not all(nir.is_contiguous(t) for t in types)):
+            return None
+        return Split(({}, {}), ((KEPT_ROWS, parts),), unsliced=frozenset({KEPT_ROWS}))
 
     def split_matmul(self, op: ir.Operation, parts: int, whole_k: bool = False,
                      columns_of: int = 0) -> Split | None:

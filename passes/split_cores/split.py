@@ -22,7 +22,10 @@ ROW_BLOCKS = "rb"  # of a matrix's 16-row blocks (fractalize, defractalize)
 SOURCE_J = nir.SOURCE_J_AXIS
 # of a last-two swap's source rows (the result's columns, `rules._split_columns`)
 SOURCE_ROWS = nir.SOURCE_ROWS_AXIS
-NAMED_AXES = frozenset({SOURCE_J, SOURCE_ROWS})
+# of the rows a transpose keeping its last dim moves (a channel shuffle's
+# planes in NCHW), copied row by row
+KEPT_ROWS = nir.KEPT_ROWS_AXIS
+NAMED_AXES = frozenset({SOURCE_J, SOURCE_ROWS, KEPT_ROWS})
 # A dim cut by several grid axes at once is named by them joined with JOINT,
 # outermost first ("x.y": coordinate x * parts(y) + y): a fused row group's
 # rows cut finer than its Nz store's row blocks (`groups._row_cut`).

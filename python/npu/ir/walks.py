@@ -93,6 +93,8 @@ CORE_PART_ATTR = "npu.core_part"
 CORE_AXIS_ATTR = "npu.core_axis"
 SOURCE_J_AXIS = "sj"
 SOURCE_ROWS_AXIS = "sr"
+# a transpose keeping its last dim (a channel shuffle): its runs of result rows
+KEPT_ROWS_AXIS = "kr"
 BLOCK_DIM_ATTR = "npu.block_dim"
 # On a GM `memref.alloc` a lowering makes for its own op on a multi-core
 # kernel (a transpose's rotation, a pool's column slices): the op's code runs
@@ -274,7 +276,7 @@ def block_dim(func_op: ir.Operation) -> int:
     return ir.IntegerAttr(func_op.attributes[BLOCK_DIM_ATTR]).value
 
 
-__all__ = ["SOURCE_J_AXIS", "SOURCE_ROWS_AXIS", "BLOCK_DIM_ATTR", "BLOCK_IDX_ATTR", "CONSTANT_ATTR", "CORE_AXIS_ATTR", "CORE_PART_ATTR", "CORE_PRIVATE_ATTR", "F16_EPILOGUES_ATTR", "WEIGHT_ATTR", "WORKSPACE_ATTR", "ancestors", "append_argument", "arg_attrs",
+__all__ = ["KEPT_ROWS_AXIS", "SOURCE_J_AXIS", "SOURCE_ROWS_AXIS", "BLOCK_DIM_ATTR", "BLOCK_IDX_ATTR", "CONSTANT_ATTR", "CORE_AXIS_ATTR", "CORE_PART_ATTR", "CORE_PRIVATE_ATTR", "F16_EPILOGUES_ATTR", "WEIGHT_ATTR", "WORKSPACE_ATTR", "ancestors", "append_argument", "arg_attrs",
            "block_dim", "block_idx_arg", "block_idx_value", "constant_argument", "constant_attr", "constant_data", "enclosing_function", "ends_function", "erase_argument", "functions",
            "ops_in_dialect", "ops_named", "replace_ops", "retype_constant", "symbol_name", "top_level", "walk", "walk_held",
            "workspace_args", "within"]

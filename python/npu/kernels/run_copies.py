@@ -22,7 +22,7 @@ from npu import ir as nir
 from npu.analysis.slice_runs import RunMap
 from npu.costmodel.vector.tiling import plan_chunks
 from npu.dialects.hivm import config_field
-from npu.kernels.cce_build import copy, delinearize, for_pieces, for_range, lin, sub
+from npu.kernels.cce_build import Index, copy, delinearize, for_pieces, for_range, lin, sub
 from npu.target import Target
 
 
@@ -105,40 +105,53 @@ class RunCopies:
             copy(name, view, slot, 1, blocks) if to_ub else copy(name, slot, view, 1, blocks)
         for_range(n, one)
 
-    def slots(self, r: RunMap, src: ir.Value, dst: ir.Value) -> None:
-        """Every run of `r` (at least one block, not whole blocks) through
+    def slots(self, r: RunMap, src: ir.Value, dst: ir.Value, first_run: Index = 0,
+              runs: int | None = None) -> None:
+        """Every run of `r` (at least one block) through
         UB slots: a group of runs, as many as fit `chunk`, is loaded (each
         run's whole blocks to its slot's start, its last block, moved back
         to end at the run's end, after them), then stored the same way. The
         loads of a group go back to back (their latency overlaps), unlike a
-        load and a store per run (`rows`: 708 cycles a run of 144 bytes)."""
+        load and a store per run (`rows`: 708 cycles a run of 144 bytes).
+        `first_run`, `runs`: only those runs (flat index over the lead dims;
+        a core's share)."""
         b, length = self.block, r.length
         main = length // b * b
-        slot = main + b
-        count = int(np.prod(r.lead, dtype=np.int64)) if r.lead else 1
-        per = max(1, min(count, self.chunk // slot))
+        slot = main + (b if length % b else 0)
+        count = runs if runs is not None else int(np.prod(r.lead, dtype=np.int64)) if r.lead else 1
+        per = min(count, self.chunk // slot)
 
         def starts(i):
             index = delinearize(i, r.lead) if r.lead else []
             return (lin((r.src_base, 1), *zip(index, r.src_coef)),
                     lin((r.dst_base, 1), *zip(index, r.dst_coef)))
 
-        def pieces(i, at):
+        if per == 0:  # runs longer than a buffer: each in whole-block pieces
+            plan = plan_chunks(length, self.chunk, b)
+
+            def run(i) -> None:
+                s0, d0 = starts(lin((first_run, 1), (i, 1)))
+                for_pieces(plan, lambda at, n: self.move(src, dst, s0, d0, at, n))
+            for_range(count, run)
+            return
+
+        def pieces(at):
             """(GM offset in the run, UB offset in the slot, elements) of run i."""
-            return [(0, lin((at, slot)), main), (length - b, lin((at, slot), (main, 1)), b)]
+            tail = [(length - b, lin((at, slot), (main, 1)), b)] if length % b else []
+            return [(0, lin((at, slot)), main)] + tail
 
         def group(first, n: int) -> None:
             buf = nir.alloc([n * slot], self.elem, "ub")
 
             def load(k) -> None:
-                s0, _ = starts(lin((first, 1), (k, 1)))
-                for at, ub, size in pieces(k, k):
+                s0, _ = starts(lin((first_run, 1), (first, 1), (k, 1)))
+                for at, ub, size in pieces(k):
                     copy("cce.copy_gm_to_ub", sub(src, lin((s0, 1), (at, 1)), size),
                          sub(buf, ub, size), 1, size // b)
 
             def store(k) -> None:
-                _, d0 = starts(lin((first, 1), (k, 1)))
-                for at, ub, size in pieces(k, k):
+                _, d0 = starts(lin((first_run, 1), (first, 1), (k, 1)))
+                for at, ub, size in pieces(k):
                     copy("cce.copy_ub_to_gm", sub(buf, ub, size),
                          sub(dst, lin((d0, 1), (at, 1)), size), 1, size // b)
             for_range(n, load)
