@@ -22,6 +22,7 @@ fit half of UB with the 16x / 8x expansion are rejected at the op.
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
@@ -41,8 +42,10 @@ class SmallElementwise:
 
     def __init__(self, p, op: ir.Operation, in_shapes: Sequence[Sequence[int]],
                  out_shape: Sequence[int], elems: Sequence[str], out_elem: str,
-                 compute: Compute, why: str):
+                 compute: Compute, why: str, views: Sequence[ir.Value] | None = None):
         self.p, self.op, self.compute = p, op, compute
+        # flat GM memrefs of the inputs and the output (a chunk's), else the op's operands
+        self.views = list(views) if views is not None else None
         self.in_shapes, self.out_shape = [list(s) for s in in_shapes], list(out_shape)
         self.elems, self.out_elem = list(elems), out_elem
         self.granule = p.target.granule("ub")
@@ -78,7 +81,7 @@ class SmallElementwise:
         return total
 
     def emit(self) -> None:
-        operands = list(self.op.operands)
+        operands = self.views or [nir.flatten_memref(v) for v in self.op.operands]
         bufs = [self.load(k, operands[k]) for k in range(len(self.elems))]
         out_es = nir.element_bytes(self.out_elem)
         sizes = [nir.element_bytes(e) for e in self.elems + [self.out_elem]]
@@ -98,8 +101,7 @@ class SmallElementwise:
                                [view(b, nir.element_bytes(e)) for b, e in zip(bufs, self.elems)],
                                ins.repeat, ins.mask, [view(b, es) for b, es in tmps])
         stored = -(-self.total * out_es // g)
-        copy("cce.copy_ub_to_gm", sub(out, 0, stored * g // out_es),
-             nir.flatten_memref(operands[-1]), 1, stored)
+        copy("cce.copy_ub_to_gm", sub(out, 0, stored * g // out_es), operands[-1], 1, stored)
 
     def load(self, k: int, value: ir.Value) -> ir.Value:
         """Input k in the output's shape, flat in UB."""
@@ -107,7 +109,7 @@ class SmallElementwise:
         es = nir.element_bytes(elem)
         n = int(np.prod(self.in_shapes[k]))
         raw = nir.alloc([round_up(max(n, self.total), g)], elem, "ub")
-        copy("cce.copy_gm_to_ub", nir.flatten_memref(value), raw, 1, -(-n * es // g))
+        copy("cce.copy_gm_to_ub", value, raw, 1, -(-n * es // g))
         if not self.materialised(k):
             return raw
         work = self.work_elem(elem)
@@ -170,3 +172,61 @@ class SmallElementwise:
                           repeat=ins.repeat, mask=ins.mask, dst_blk_stride=1,
                           dst_rep_stride=lanes * des // g, src_blk_stride=1,
                           src_rep_stride=lanes * ses // g, round_mode=mode)
+
+
+def lower_small(p, op: ir.Operation, in_shapes: Sequence[Sequence[int]], out_shape: Sequence[int],
+                elems: Sequence[str], out_elem: str, compute: Compute, why: str) -> None:
+    """The whole-tensor fallback, or, when the tensors do not fit UB, the
+    same on chunks of the output's leading dims that every input either
+    follows or broadcasts along (EfficientNet's squeeze-excite scale at
+    2x2 in NCHW: [1, 1152, 2, 2] times a [1, 1152, 1, 1] gate, chunks of
+    channels). A chunk is whole blocks in every tensor that advances with
+    it (the last ends at the tensors' ends), so no chunk's store touches
+    another's elements; an input that broadcasts along the chunked dims is
+    loaded whole for each chunk."""
+    try:
+        SmallElementwise(p, op, in_shapes, out_shape, elems, out_elem, compute, why).emit()
+        return
+    except PassError as refusal:
+        first_refusal = refusal
+    rank = len(out_shape)
+    padded = [[1] * (rank - len(s)) + list(s) for s in in_shapes]
+    t = 0  # leading dims every input follows or broadcasts alike
+    while t < rank - 1 and all(s[:t + 1] == list(out_shape[:t + 1]) or s[:t + 1] == [1] * (t + 1)
+                               for s in padded):
+        t += 1
+    lead = int(np.prod(out_shape[:t], dtype=np.int64))
+    follows = [s[:t] == list(out_shape[:t]) and lead > 1 for s in padded]
+    inner = [int(np.prod(s[t:], dtype=np.int64)) for s in padded] + [
+        int(np.prod(out_shape[t:], dtype=np.int64))]
+    g = p.target.granule("ub")
+    step = 1
+    for k, elem in enumerate(list(elems) + [out_elem]):
+        if k == len(elems) or follows[k]:
+            b = g // nir.element_bytes(elem)
+            step = math.lcm(step, b // math.gcd(inner[k], b))
+
+    def chunk_op(n: int, views=None) -> SmallElementwise:
+        shapes = [[n if f else 1] + s[t:] for s, f in zip(padded, follows)]
+        return SmallElementwise(p, op, shapes, [n] + list(out_shape[t:]), elems, out_elem,
+                                compute, why, views)
+
+    per = (lead // 2) // step * step
+    while per >= step:
+        try:
+            chunk_op(per)
+            break
+        except PassError:
+            per = (per // 2) // step * step
+    else:
+        raise first_refusal
+    flats = [nir.flatten_memref(v) for v in op.operands]
+
+    def chunk(start, n: int) -> None:
+        views = [sub(f, lin((start, inner[k])), n * inner[k]) if k == len(elems) or follows[k]
+                 else f for k, f in enumerate(flats)]
+        chunk_op(n, views).emit()
+    count, rest = divmod(lead, per)
+    for_range(count, lambda q: chunk(lin((q, per)), per))
+    if rest:
+        chunk(count * per, rest)

@@ -29,11 +29,13 @@ Anything else (1-byte short runs, too large for UB) is a located error.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from mlir import ir
 
 from npu import ir as nir
-from npu.analysis.slice_runs import RunMap, op_runs
+from npu.analysis.slice_runs import RunMap, op_runs, run_map
 from npu.dialects.ascend import INSERT_SLICE, SLICE, SLICE_OPS, slice_indices
 from npu.kernels.cce_build import copy, core_part, delinearize, for_pieces, for_range, lin, sub
 from npu.kernels.run_copies import RunCopies
@@ -84,11 +86,60 @@ class LowerSlices(Pass):
         elif runs.length >= self.block:
             self.rows(runs, flat_src, flat_dst)
         elif es in (2, 4):
-            Gather(self, op, runs, in_shape, out_shape).emit(flat_src, flat_dst)
+            self.gather(op, runs, in_shape, out_shape, flat_src, flat_dst)
         else:
             raise PassError(f"{op.name} of {elem} with rows of {runs.length} elements (under one "
                             "32-byte block) needs the element gather, which handles 2- and 4-byte "
                             "types", op)
+
+    def gather(self, op: ir.Operation, runs: RunMap, in_shape: list[int], out_shape: list[int],
+               src: ir.Value, dst: ir.Value) -> None:
+        """The element gather, of the whole op when it fits UB, else of
+        chunks of the leading dims the op takes whole (same size on both
+        sides, offset 0, stride 1): a MaxPool's ceil-mode padding, [1, 832,
+        4, 4] into [1, 832, 4, 8], is 832 gathers of one channel. A chunk is
+        a whole number of blocks on both sides (the last one ends at the
+        tensors' ends), so no chunk's store touches another's elements."""
+        try:
+            Gather(self, op, runs, in_shape, out_shape).emit(src, dst)
+            return
+        except PassError as refusal:
+            first_refusal = refusal
+        offsets = nir.int_array_attr(op, "offsets")
+        strides = nir.int_array_attr(op, "strides") if op.name == SLICE else [1] * len(offsets)
+        k = 0
+        while (k < len(in_shape) - 1 and in_shape[k] == out_shape[k] and offsets[k] == 0
+               and strides[k] == 1):
+            k += 1
+        batch = int(np.prod(in_shape[:k], dtype=np.int64))
+        inner_in, inner_out = (int(np.prod(s[k:], dtype=np.int64)) for s in (in_shape, out_shape))
+        step = math.lcm(self.block // math.gcd(inner_in, self.block),
+                        self.block // math.gcd(inner_out, self.block))
+
+        def chunk_gather(n: int) -> Gather:
+            box, big = (in_shape, out_shape) if op.name == INSERT_SLICE else (out_shape, in_shape)
+            r = run_map([n] + box[k:], [n] + big[k:], [0] + offsets[k:], [1] + strides[k:],
+                        box_is_src=op.name == INSERT_SLICE)
+            return Gather(self, op, r, [n] + in_shape[k:], [n] + out_shape[k:])
+
+        per = round_down(batch // 2, step)
+        while per >= step:
+            try:
+                full = chunk_gather(per)
+                break
+            except PassError:
+                per = round_down(per // 2, step)
+        else:
+            raise first_refusal
+
+        def chunk(start, n: int) -> None:
+            g = full if n == per else chunk_gather(n)
+            g.emit(sub(src, lin((start, inner_in)), n * inner_in),
+                   sub(dst, lin((start, inner_out)), n * inner_out))
+        count, rest = divmod(batch, per)
+        for_range(count, lambda q: chunk(lin((q, per)), per))
+        if rest:
+            chunk(count * per, rest)
 
     def core_share(self, op: ir.Operation, r: RunMap, src: ir.Value, dst: ir.Value, parts: int,
                    part: ir.Value) -> None:

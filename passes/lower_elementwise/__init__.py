@@ -57,7 +57,7 @@ from npu.dialects.ascend import broadcastable
 from npu.kernels.cce_build import delinearize, for_range, lin, sub
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.passes.applies import OnOps
-from npu.passes.elementwise_small import SmallElementwise
+from npu.passes.elementwise_small import lower_small
 
 from .flat import FlatLowering, budget_bytes, stream_chunks, writes_in_place
 from .operands import BROADCASTING, HANDLED, Input
@@ -135,8 +135,7 @@ class LowerElementwise(Pass):
 
         why = self.untileable(op, dims, slice_in, slice_out, elems, out_elem)
         if why:
-            SmallElementwise(self, op, in_shapes, out_shape, elems, out_elem, compute,
-                             why).emit()
+            lower_small(self, op, in_shapes, out_shape, elems, out_elem, compute, why)
             return
         if not dims.outer:
             lower_slice(None, None)
