@@ -251,7 +251,8 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     from npu.frontend import (onnx_batchnorm, onnx_checks, onnx_conv, onnx_empty, onnx_fold, onnx_gelu,
                               onnx_hard_activations, onnx_int_div, onnx_layernorm_rows,
                               onnx_int_pow, onnx_matmul_shapes, onnx_narrow, onnx_pow, onnx_shapes,
-                              onnx_slice_steps, onnx_small_ints, onnx_versions, onnx_wide_types)
+                              onnx_slice_steps, onnx_small_ints, onnx_spatial_means, onnx_versions,
+                              onnx_wide_types)
 
     onnx_checks.check_initializers(model, _failer(where))  # before any data is read
     if input_shapes:
@@ -293,6 +294,7 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     onnx_conv.rewrite_patch_convs(model)
     onnx_gelu.expand_tanh_gelus(model)
     onnx_hard_activations.expand_hard_activations(model, types)
+    onnx_spatial_means.pools_for_spatial_means(model, types)
     onnx_pow.expand_tensor_pows(model, types)
     onnx_int_pow.expand_integer_pows(model, _failer(where), types)
     onnx_small_ints.rewrite_small_int_ops(model, types)
