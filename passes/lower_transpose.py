@@ -20,6 +20,13 @@ batch dimensions:
     with one strided copy per j (gap = the other j's). Needs the last
     dimension to be a whole number of 32-byte blocks. On many cores the k
     rows may be cut into runs (`npu.core_part`): each core copies its own.
+  * a permutation that keeps the last dim, of at least one block but not
+    whole blocks (ShuffleNet's channel shuffle: whole H*W planes of NCHW
+    reordered): the element gather below when the tensor fits UB, else
+    each row copied GM -> UB -> GM whole (`npu.kernels.run_copies.slots`:
+    its whole blocks, then its last block moved back to end at the row's
+    end, a group of rows loaded back to back). On many cores the result's
+    rows are cut into equal runs (`KEPT_ROWS`), whole-block rows too.
 Before choosing, size-1 dims are dropped and input dims that stay adjacent
 in the output are merged (`transpose_general.collapse_permutation`): e.g.
 [2, 0, 1] on [4, 16, 32] is the 2-D transpose of [64, 32]. A permutation
@@ -52,7 +59,8 @@ Index = int | ir.Value
 class LowerTranspose(Pass):
     name = "npu-lower-transpose"
     summary = ("Lower ascend.transpose: last-two swap via vnchwconv, [0,2,1,3] via block "
-               "copies, any other permutation by a gather in UB")
+               "copies, a permutation keeping a last dim of a block or more by row copies, any "
+               "other permutation by a gather in UB")
     handles = ("ascend.transpose",)
     acts_on = OnOps("transpose", handles)  # every option: the program has one
     options = (
