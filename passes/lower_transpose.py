@@ -50,6 +50,7 @@ from npu.kernels.run_copies import RunCopies
 from npu.passes.base import Option, Pass, PassError, ub_fraction_option
 from npu.passes.applies import OnOps
 from npu.passes.transpose_general import (GatherTranspose, collapse_permutation, copy_through_ub,
+                                         gather_in_boxes,
                                          rotation_steps)
 from npu.costmodel.vector.tiling import plan_chunks, round_down, round_up
 
@@ -141,7 +142,7 @@ class LowerTranspose(Pass):
         (`nir.KEPT_ROWS_AXIS`): each core copies its run of rows."""
         if part is None:
             try:
-                self.gather(op, src, dst, elem, shape, perm)
+                self.gather(op, src, dst, elem, shape, perm, boxes=False)
                 return
             except PassError:
                 pass
@@ -170,7 +171,7 @@ class LowerTranspose(Pass):
                                                  nir.flatten_memref(dst), first, count)
 
     def gather(self, op: ir.Operation, src: ir.Value, dst: ir.Value, elem: str,
-               shape: list[int], perm: list[int]) -> None:
+               shape: list[int], perm: list[int], boxes: bool = True) -> None:
         """The general fallback. A leading dim the permutation keeps in place
         is a batch: when the whole tensor does not fit UB, chunks of whole
         blocks of it in turn (a CNN head's maps back to NCHW: [N*C1, H*W,
@@ -184,6 +185,9 @@ class LowerTranspose(Pass):
                 break
             except PassError as e:
                 first_refusal = first_refusal or e
+                if boxes and perm[0] != 0 and gather_in_boxes(self, op, src, dst, elem, shape,
+                                                               perm):
+                    return
                 if perm[0] != 0 or per == 1 or not whole_blocks:
                     raise first_refusal
                 per = -(-per // 2)

@@ -24,11 +24,14 @@ The cost is two vnchwconv passes over 16x (f16) / 8x (f32) the data plus
 one UB copy instruction per output row, so it is meant for tensors of a few
 thousand elements; larger ones go through `rotation_steps` (a chain of
 last-two swaps via GM temporaries, in `npu-lower-transpose`) when every step
-has a whole vnchwconv tile, and are rejected at the op otherwise.
+has a whole vnchwconv tile, else through `gather_in_boxes` (the gather on
+chunks of the result's first dim, each chunk's source box copied to a GM
+scratch first), and are rejected at the op when no chunk fits.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
@@ -207,3 +210,54 @@ class GatherTranspose:
 
         for_range(int(np.prod(lead)) if lead else 1, row)
 
+
+
+def gather_in_boxes(p, op: ir.Operation, src: ir.Value, dst: ir.Value, elem: str,
+                    shape: list[int], perm: list[int]) -> bool:
+    """The general fallback on chunks of the result's first dim, when the
+    whole tensor does not fit UB (a channel shuffle of 2x2 planes,
+    [2, 232, 4] -> [232, 2, 4] f32): each chunk's box of the source (that
+    dim cut, runs of at least one block) is copied to a GM scratch by run
+    copies, then gathered whole into its contiguous piece of the result, a
+    whole number of blocks. False when no chunk fits (or the first dim
+    stays in place: `LowerTranspose.gather` cuts that one directly)."""
+    k = perm[0]
+    if k == 0:
+        return False
+    es = nir.element_bytes(elem)
+    b = p.target.granule("ub") // es
+    inner = int(np.prod(shape[k + 1:]))  # source elements per index of dim k
+    out_inner = int(np.prod([shape[d] for d in perm[1:]]))
+    step = b // math.gcd(out_inner, b)
+    step *= -(-b // (step * inner)) if step * inner < b else 1  # runs of at least a block
+    n, gather = round_down(shape[k] // 2, step), None
+    while n >= step and gather is None:
+        try:
+            gather = GatherTranspose(p, op, elem, shape[:k] + [n] + shape[k + 1:], perm)
+        except PassError:
+            n = round_down(n // 2, step)
+    if gather is None:
+        return False
+    from npu.analysis.slice_runs import RunMap
+    from npu.kernels.run_copies import RunCopies
+
+    lead = shape[:k]
+    src_strides = [int(np.prod(shape[d + 1:])) for d in range(k)]
+    flat_src, flat_dst = nir.flatten_memref(src), nir.flatten_memref(dst)
+    scratch = nir.core_scratch([round_up(int(np.prod(lead)) * n * inner, b)], elem)
+    chunk_elems = max(b, round_down(int(p.target.capacity("ub") * p.ub_fraction) // es, b))
+
+    def chunk(c0, m: int) -> None:
+        box_strides = [int(np.prod(lead[d + 1:])) * m * inner for d in range(k)]
+        runs = RunMap(list(lead), src_strides, box_strides, lin((c0, inner)), 0, m * inner)
+        box = sub(scratch, 0, round_up(int(np.prod(lead)) * m * inner, b))
+        RunCopies(p.target, elem, chunk_elems).rows(runs, flat_src, box)
+        g = gather if m == n else GatherTranspose(p, op, elem, shape[:k] + [m] + shape[k + 1:],
+                                                   perm)
+        g.emit(box, sub(flat_dst, lin((c0, out_inner)), m * out_inner))
+
+    count, rest = divmod(shape[k], n)
+    for_range(count, lambda q: chunk(lin((q, n)), n))
+    if rest:
+        chunk(count * n, rest)
+    return True

@@ -68,3 +68,16 @@ def test_a_shuffle_of_whole_block_planes_splits_too() -> None:
     many, said = _run((1, 2, 24, 8, 8), (0, 2, 1, 3, 4), np.float32, MANY.format(n=8))
     assert any("ascend.transpose 8" in s for s in said), said
     assert many.cycles < one.cycles
+
+
+@pytest.mark.parametrize("shape,perm,dtype", [
+    ((1, 2, 232, 2, 2), (0, 2, 1, 3, 4), np.float32),  # ShuffleNetV2 x1.0 at 64x64: 2x2 planes
+    ((1, 2, 300, 1, 3), (0, 2, 1, 3, 4), np.float16),
+    ((3, 700, 5), (1, 0, 2), np.float32),              # a last chunk shorter than the others
+])
+def test_rows_under_one_block_gather_in_chunks(shape, perm, dtype) -> None:
+    """Rows under one block too many for the element gather in UB: it runs on
+    chunks of the result's first dim, each chunk's source box copied to a GM
+    scratch first (`transpose_general.gather_in_boxes`)."""
+    _run(shape, perm, dtype, "builtin.module(npu-lower{cores=1})")
+    _run(shape, perm, dtype, MANY.format(n=4))
