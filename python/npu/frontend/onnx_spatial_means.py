@@ -29,8 +29,9 @@ def _axes(node, model) -> list[int] | None:
 
 def pools_for_spatial_means(model, types: dict | None = None) -> list[str]:
     """Replace (in place) every float ReduceMean over exactly the dims after
-    N and C of a 3- to 5-D input by GlobalAveragePool (and a Flatten when it
-    drops them); the names of the nodes rewritten."""
+    N and C of a 4- or 5-D input (an image or a volume; a 3-D [B, S, H] is a
+    sequence, whose mean over H is a layernorm's) by GlobalAveragePool (and
+    a Flatten when it drops them); the names of the nodes rewritten."""
     if not any(n.op_type == "ReduceMean" for n in model.graph.node):
         return []
     from npu.frontend.onnx_expansion import rewrite_nodes
@@ -39,7 +40,7 @@ def pools_for_spatial_means(model, types: dict | None = None) -> list[str]:
         if node.op_type != "ReduceMean":
             return False
         shape, elem = types.get(node.input[0], (None, 0))
-        if shape is None or elem not in _FLOATS or not 3 <= len(shape) <= 5:
+        if shape is None or elem not in _FLOATS or len(shape) not in (4, 5):  # images, volumes
             return False
         axes = _axes(node, model)
         rank = len(shape)
