@@ -33,11 +33,14 @@ from npu.passes.canonicalize.masks import combine_mask_biases
 from npu.passes.canonicalize.matmul_scales import move_matmul_scales
 from npu.passes.canonicalize.polynomials import expand_cubics
 from npu.passes.canonicalize.scalings import fold_scalings, place_scalings
+from npu.passes.canonicalize.shuffles import insert_transposed
 from npu.passes.canonicalize.transposes import compose_transposes
 
 # Each rule with its option name and what the remark says it did.
 RULES = (
     ("transposes", compose_transposes, "two transposes composed into one"),
+    ("transposes", insert_transposed, "the inserts filling a transposed buffer written into "
+     "the transpose's result"),
     ("matmul-scales", move_matmul_scales, "operand scalings moved onto the batch_matmul's result"),
     ("scalings", fold_scalings, "consecutive scalings folded into one"),
     ("scalings", place_scalings, "the scalings of a product gathered in one place"),

@@ -76,6 +76,9 @@ class RunCopies:
                     group(s0, d0, full * per, rest)
             for_range(count, body)
             return
+        if count > 1 and r.length % b and r.length + b <= self.chunk:
+            self.slots(r, src, dst)  # many runs not whole blocks: their loads back to back
+            return
         plan = plan_chunks(r.length, self.chunk, b)
 
         def run(i) -> None:

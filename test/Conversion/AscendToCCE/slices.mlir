@@ -15,14 +15,17 @@ func.func @split_grouped(%a: memref<2x7x96xf32, "gm">, %b: memref<2x7x32xf32, "g
 
 // -----
 
-// Rows of 34 f32 (4 whole blocks and 2 elements): per row, the 4 blocks,
-// then one block moved back to end at the row's end, so no copy leaves the row.
+// Rows of 34 f32 (4 whole blocks and 2 elements) through UB slots: each
+// row's 4 blocks, then one block moved back to end at the row's end, so no
+// copy leaves the row; the rows' loads go back to back, then their stores
+// (`npu.kernels.run_copies.slots`).
 // CHECK-LABEL: func.func @rows_tail
 // CHECK: scf.for
 // CHECK: "cce.copy_gm_to_ub"({{.*}}) {burst_len = 4 : i64, dst_gap = 0 : i64, n_burst = 1 : i64, src_gap = 0 : i64} : (memref<32xf32
-// CHECK: "cce.copy_ub_to_gm"({{.*}}) {burst_len = 4 : i64, dst_gap = 0 : i64, n_burst = 1 : i64, src_gap = 0 : i64}
 // CHECK: "cce.copy_gm_to_ub"({{.*}}) {burst_len = 1 : i64, dst_gap = 0 : i64, n_burst = 1 : i64, src_gap = 0 : i64} : (memref<8xf32
-// CHECK: "cce.copy_ub_to_gm"({{.*}}) {burst_len = 1 : i64, dst_gap = 0 : i64, n_burst = 1 : i64, src_gap = 0 : i64}
+// CHECK: scf.for
+// CHECK: "cce.copy_ub_to_gm"({{.*}}) {burst_len = 4 : i64, dst_gap = 0 : i64, n_burst = 1 : i64, src_gap = 0 : i64} : (memref<32xf32
+// CHECK: "cce.copy_ub_to_gm"({{.*}}) {burst_len = 1 : i64, dst_gap = 0 : i64, n_burst = 1 : i64, src_gap = 0 : i64} : (memref<8xf32
 func.func @rows_tail(%a: memref<6x40xf32, "gm">, %b: memref<6x34xf32, "gm">) {
   "ascend.slice"(%a, %b) {offsets = array<i64: 0, 3>, strides = array<i64: 1, 1>} : (memref<6x40xf32, "gm">, memref<6x34xf32, "gm">) -> ()
   return
