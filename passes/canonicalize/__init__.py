@@ -8,7 +8,9 @@ structure, so each rule here rewrites one family of spellings into the one
 the recipes expect, on `ascend` ops (destination-passing GM buffers), and
 only through temporaries that one op writes and one other reads:
 
-* `transposes`: consecutive transposes as one;
+* `transposes`: consecutive transposes as one, and the insert_slices
+  filling a buffer one transpose reads written into its result (`shuffles`:
+  ShuffleNet's Concat and channel shuffle);
 * `matmul_scales`: scalings of a batch_matmul's operands onto its result;
 * `scalings`: consecutive scalings folded, and the factors of a product
   gathered onto its gate operand (an adds) or its result;
