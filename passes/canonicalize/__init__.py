@@ -59,7 +59,8 @@ class CanonicalizePass(Pass):
     name = "npu-canonicalize"
     summary = "One form for each spelling of a computation (scalings, GELU, attention scale, K^T)"
     options = (
-        Option("transposes", bool, True, "compose consecutive transposes into one",
+        Option("transposes", bool, True, "compose consecutive transposes into one, and write "
+               "the inserts filling a buffer one transpose reads into its result",
                needs=(OnOps("transpose", ("ascend.transpose",)),)),
         Option("matmul-scales", bool, True, "move the scalings of a batch_matmul's operands "
                "(attention's Q and K) onto its result, where the fused attention applies them",
