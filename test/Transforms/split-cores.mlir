@@ -31,22 +31,22 @@ func.func @heads(%x: memref<3x64x32xf16, "gm">, %y: memref<3x32x64xf16, "gm">) {
 // -----
 
 // The second op reads what the first wrote, slice for slice on the same
-// core: no barrier. The transpose (one core: its row slices would not be
-// contiguous, its 40 source columns are no whole blocks per core) reads rows other cores wrote: a chip barrier before it. The
-// reduction reads what the transpose wrote on the same core 0: none.
+// core: no barrier. The transpose takes runs of its source rows (its 40
+// source columns are no whole blocks per core; each core stores its 16 of
+// the result's 64 columns as strided runs of one block), the rows each core
+// wrote: none either. The reduction reads a result row every core wrote:
+// a chip barrier before it.
 // CHECK-LABEL: func.func @chain
 // CHECK-SAME: %[[BLK:[a-z0-9]+]]: index {npu.block_idx}) attributes {npu.block_dim = 4 : i64}
 // CHECK: "ascend.exp"
 // CHECK-NOT: cce.sync_all
 // CHECK: "ascend.add"
-// CHECK-NEXT: "cce.sync_all"() : () -> ()
+// CHECK-NEXT: "ascend.transpose"(%{{.*}}) {npu.core_axis = "sr", npu.core_part = array<i64: 4, 1>
+// CHECK: "cce.sync_all"() : () -> ()
 // CHECK: %[[ONE:.*]] = arith.cmpi ult, %[[BLK]], %{{.*}} : index
 // CHECK-NEXT: scf.if %[[ONE]] {
-// CHECK-NEXT: "ascend.transpose"
-// CHECK-NOT: cce.sync_all
-// CHECK: scf.if
 // CHECK-NEXT: "ascend.reduce_sum"
-// expected-remark@+1 {{npu-split-cores: 4 of 4 cores, 1 chip barrier; ascend.exp 4; ascend.add 4; ascend.transpose: 1 core (no equal, 32-byte aligned, large enough slices); ascend.reduce_sum: 1 core (no equal, 32-byte aligned, large enough slices)}}
+// expected-remark@+1 {{npu-split-cores: 4 of 4 cores, 1 chip barrier; ascend.exp 4; ascend.add 4; ascend.transpose 4; ascend.reduce_sum: 1 core (no equal, 32-byte aligned, large enough slices)}}
 func.func @chain(%a: memref<64x40xf16, "gm">, %b: memref<64x40xf16, "gm">, %c: memref<40x64xf16, "gm">, %r: memref<1x64xf16, "gm">, %s: memref<1xf16, "gm">) {
   "ascend.exp"(%a, %b) : (memref<64x40xf16, "gm">, memref<64x40xf16, "gm">) -> ()
   "ascend.add"(%b, %b, %a) : (memref<64x40xf16, "gm">, memref<64x40xf16, "gm">, memref<64x40xf16, "gm">) -> ()
