@@ -36,13 +36,10 @@ OP_OPTIONS_ATTR = "npu.options"
 # loops the op lowers to are marked for (or exempt from) npu-double-buffer.
 DOUBLE_BUFFER_KEY = "double-buffer"
 DOUBLE_BUFFER_ATTR = "npu.double_buffer"
-# On a matmul drain's scf.if (npu-lower-matmul, when the drain is light
-# beside the cube): npu-insert-sync may sink an earlier drain's carried
-# store set past it (`_PreciseMode._sink`).
+# npu-insert-sync may sink a set past these (`_PreciseMode._sink`): a light
+# matmul drain's scf.if (an earlier drain's store set), the scf.if tree of a
+# part's copies by core that `own_tiles` makes (an MTE2 set, as past a load).
 LIGHT_DRAIN_ATTR = "npu.light_drain"
-# On the `scf.if` tree of a part's copies that `own_tiles` makes (GM -> L1 on
-# MTE2, UB -> L1 on MTE3, by core): npu-insert-sync may sink an MTE2 set past
-# it as past a single load (`_PreciseMode._sink`).
 OWN_TILE_COPIES_ATTR = "npu.own_tile_copies"
 # On a matmul's one-trip loop whose sub-steps load B into L0B ahead of A
 # (npu-lower-matmul, B prefetched before the loop): npu-prefetch drops the
