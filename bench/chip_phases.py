@@ -50,7 +50,8 @@ def main() -> int:
     p.add_argument("--size", type=int, default=224, help="a CNN's image size")
     p.add_argument("--width", type=int, default=64, help="a ResNet's stem channels")
     p.add_argument("--pipeline-options", default="", help="more npu-lower options, e.g. 'prefetch=false'")
-    p.add_argument("--detail", default="", help="BERT: phases (e.g. '13,14') to show core by core")
+    p.add_argument("--detail", default="", help="phases (e.g. '13,14') to show core by core (a "
+                   "CNN: with the phase table, after the floors)")
     p.add_argument("--floors", action="store_true", help="BERT: the phases' floors too (as --model "
                    "gives a CNN's), before the phases")
     args = p.parse_args()
@@ -115,7 +116,7 @@ def main() -> int:
     print(f"{what} on {len(runs)} cores: {res.cycles:,} cycles, {len(releases)} chip barriers")
     if args.model != "bert" or args.floors:
         _floors(runs, releases, res.cycles, kernel.target, bus)
-        if args.model != "bert":
+        if args.model != "bert" and not args.detail:
             return 0
     print(f"{'phase':>5} {'from':>8} {'to':>8} {'cycles':>7} {'last':>4}  ops; the last core's pipes")
     begin = 0

@@ -28,6 +28,12 @@ from .facts import _guarded, contains, is_guard
 from .shares import cores_guard
 
 
+# A matmul on some of the cores with no other share beside it (a classifier's
+# fc on 21 of 32 cores: its 63 column blocks in threes) is a share of its
+# own; False: only runs of two or more shares (the program of before).
+LONE_GUARDS = True
+
+
 def _is_matmul_loop(op: ir.Operation) -> bool:
     return op.name == "scf.for" and contains(op, lambda x: x.name == "cce.mad")
 
@@ -70,7 +76,7 @@ class GuardedLoops:
                     if not is_guard(tops[j]):
                         break
                     last = j
-            run = dict(self._share_run(tops, last) or [])
+            run = dict(self._share_run(tops, last, least=1 if LONE_GUARDS else 2) or [])
             if k not in run:
                 continue
             found.append((op, loop, Share(op, run[k], tuple(tops[i] for i in run))))

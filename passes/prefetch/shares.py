@@ -91,7 +91,7 @@ class ShareRuns:
             found = self._guards[key] = guard_cores(guard, cores)
         return found
 
-    def _share_run(self, tops: list[ir.Operation], prev: int
+    def _share_run(self, tops: list[ir.Operation], prev: int, least: int = 2
                    ) -> list[tuple[int, frozenset[int]]] | None:
         """(index, cores) of each guard in the run of top-level share guards
         that ends at `tops[prev]` (back to the last chip barrier or working
@@ -116,7 +116,7 @@ class ShareRuns:
                 break
             seen |= mine
             run.append((k, mine))
-        return list(reversed(run)) if len(run) >= 2 else None
+        return list(reversed(run)) if len(run) >= least else None
 
     def _runs_on(self, loop: ir.Operation, cores: int) -> frozenset[int]:
         """The cores that run `loop`: its top-level share guard's (a matmul
