@@ -119,3 +119,21 @@ def test_tall_narrow_strips(shape, dt):
     block) pass the 8-bit stride fields; those passes go one repeat each
     (test_fractal_plan.py checks the split plans for f32 too)."""
     roundtrip(shape, dt)
+
+
+@pytest.mark.parametrize("shape,dt", [((1, 2048), "f16"), ((1, 48), "f32"), ((1, 1000), "f32"),
+                                      ((1, 1000), "f16"), ((1, 13), "f16"), ((1, 24), "f32")],
+                         ids=str)
+def test_one_row(shape, dt, monkeypatch):
+    """A one-row matrix (a classifier's pooled features, its logits) moves
+    with strided copies, no vnchwconv (`emit_one_row`): the defractalize
+    reads row 0 of each block alone; the fractalize of whole column blocks
+    zeroes its Nz in UB and loads the row into those rows. Same bits as the
+    strips, in fewer cycles (the defractalize reads 1/16 of the Nz)."""
+    import npu.passes.lower_fractalize as lf
+
+    res = roundtrip(shape, dt)
+    monkeypatch.setattr(lf, "ONE_ROW", False)
+    old = roundtrip(shape, dt)
+    if shape[1] >= 1000:
+        assert res.cycles < old.cycles - 500, (res.cycles, old.cycles)
