@@ -107,6 +107,7 @@ from .guarded import GuardedLoops, Share
 from .parts import L1_ROOMS, Candidate, _label, _writers
 from .resident import ResidentStrips
 from .barrier_rows import BarrierRows
+from .guard_rows import GuardRows
 from .barrier_stores import BarrierStores
 from .rows import RowLoads
 from .remainder import RemainderSlots
@@ -119,7 +120,7 @@ CONSTANT_ATTR = "npu.constant"
 
 
 class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, BarrierRows,
-                   BarrierStores, ShareRows,
+                   GuardRows, BarrierStores, ShareRows,
                    ConvDriver, ResidentStrips, RemainderSlots, TailBus,
                    TwinShares, Pass):
     name = "npu-prefetch"
@@ -236,6 +237,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
             self._prefetch_convs(func, tops, collector, constants)
         if self.barrier_rows:
             self._barrier_rows(func, tops, collector)
+            self._guarded_rows(func, tops, collector)
         if self.barrier_stores:
             self._barrier_stores(tops, collector)
 

@@ -35,7 +35,12 @@ from npu.ir import (VIEW_OPS, block_dim, constant_int, defining_op, int_attr, is
                     is_memref, memory_space, memref_bytes, view_root, walk)
 
 from .facts import outruns_bus
+from .guard_rows import opening_rows
 from .parts import L1_ROOMS, _sole_constant_row
+
+# A row's buffer may be written again after the opening (a conv's bias by its
+# broadcast); False: only rows whose buffer nothing else writes (as before).
+LATER_WRITERS = True
 
 # What may lie between the barrier and a group's parameter loads: index
 # arithmetic, views and allocs (the group's preparation) and other such loads.
@@ -69,15 +74,18 @@ class BarrierRows:
     def _opening_rows(self, tops: list[ir.Operation], barrier: int) -> list[ir.Operation]:
         """The GM -> UB copies of host constants among the ops right after
         `tops[barrier]` that prepare the next op (up to its first other
-        instruction or region), each the only writer of a function-level
-        alloc."""
-        found = []
-        for op in tops[barrier + 1:]:
-            if not (op.name in _PREPARATION or op.name.startswith("arith.")):
-                break
-            if _sole_constant_row(op, self.constants, op):
-                found.append(op)
-        return found
+        instruction or region), each the only such copy into a
+        function-level alloc (`guard_rows.opening_rows`: a conv's bias,
+        which its broadcast on V writes again later)."""
+        if not LATER_WRITERS:
+            found = []
+            for op in tops[barrier + 1:]:
+                if not (op.name in _PREPARATION or op.name.startswith("arith.")):
+                    break
+                if _sole_constant_row(op, self.constants, op):
+                    found.append(op)
+            return found
+        return opening_rows(tops[barrier + 1:], self.constants)
 
     def _settled_inputs(self, tops: list[ir.Operation], barrier: int
                         ) -> tuple[list[ir.Operation], list]:
