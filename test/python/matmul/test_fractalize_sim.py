@@ -127,13 +127,15 @@ def test_tall_narrow_strips(shape, dt):
 def test_one_row(shape, dt, monkeypatch):
     """A one-row matrix (a classifier's pooled features, its logits) moves
     with strided copies, no vnchwconv (`emit_one_row`): the defractalize
-    reads row 0 of each block alone; the fractalize of whole column blocks
-    zeroes its Nz in UB and loads the row into those rows. Same bits as the
-    strips, in fewer cycles (the defractalize reads 1/16 of the Nz)."""
+    of a row of whole 32-byte blocks reads row 0 of each block alone; the
+    fractalize of whole column blocks zeroes its Nz in UB and loads the row
+    into those rows. Same bits as the strips, in fewer cycles (the
+    defractalize reads 1/16 of the Nz)."""
     import npu.passes.lower_fractalize as lf
 
     res = roundtrip(shape, dt)
     monkeypatch.setattr(lf, "ONE_ROW", False)
     old = roundtrip(shape, dt)
-    if shape[1] >= 1000:
+    if shape in ((1, 2048), (1, 1000)) and (dt, shape) != ("f16", (1, 1000)):
+        # (f16 logits, 2,000 bytes, end in a window: those keep the strips)
         assert res.cycles < old.cycles - 500, (res.cycles, old.cycles)
