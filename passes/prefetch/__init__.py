@@ -164,8 +164,8 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
                "gaps), a share's odd last chunk in phases where no core streams other weights "
                "(`tail_bus.py`)", needs=(MANY_CORES, L1_WEIGHTS, OUTRUNS_BUS)),
         Option("barrier-rows", bool, True, "on several cores: host-constant UB rows an op "
-               "loads first after a chip barrier (a layernorm's gamma and beta) issued before "
-               "the barrier", needs=(MANY_CORES,)),
+               "loads first after a chip barrier (a layernorm's gamma and beta, a conv's bias, "
+               "also in its core guard) issued before the barrier", needs=(MANY_CORES,)),
         Option("barrier-inputs", bool, True, "on several cores: with them, the GM -> UB loads "
                "of its first chunk that read bytes no core writes in the phase before the "
                "barrier (ln2's residual rows, ln1's output), and the later chunks' where the "
@@ -236,8 +236,7 @@ class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, Barri
         if self.convs:
             self._prefetch_convs(func, tops, collector, constants)
         if self.barrier_rows:
-            self._barrier_rows(func, tops, collector)
-            self._guarded_rows(func, tops, collector)
+            self._barrier_rows(func, tops, collector)  # and `_guarded_rows`
         if self.barrier_stores:
             self._barrier_stores(tops, collector)
 

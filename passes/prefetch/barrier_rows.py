@@ -70,6 +70,7 @@ class BarrierRows:
                 rows = rows + inputs + self._later_inputs(func, tops, k, inputs, written, rows)
             if rows and fit:
                 self._move_rows(rows, barrier, tops, collector, k)
+        self._guarded_rows(func, tops, collector)  # the rows in a guard (`guard_rows.py`)
 
     def _opening_rows(self, tops: list[ir.Operation], barrier: int) -> list[ir.Operation]:
         """The GM -> UB copies of host constants among the ops right after
