@@ -12,6 +12,7 @@ from npu.ir import memref_shape, subview, top_level
 from npu.analysis.pipe_work import trip_count
 from npu.passes.base import B_AHEAD_ATTR, PassError
 
+from .facts import _guarded, is_guard
 from .parts import Candidate, Part
 
 
@@ -185,32 +186,38 @@ class _Position:
 
 
 def fold_one_trip_guards(tops: list[ir.Operation], collector, facts) -> None:
-    """`EmitParts._guard`'s `scf.if later` in a top-level loop of one trip
-    (a core's one C tile) replaced by its else branch: the later iterations
+    """`EmitParts._guard`'s `scf.if later` in a loop of one trip (a core's
+    one C tile), top-level or in a top-level core guard (a classifier's fc
+    on 21 of 32 cores), replaced by its else branch: the later iterations
     do not exist, but npu-insert-sync cannot tell, and held the readers of
     the guarded copies' buffers (B's L0B loads, B prefetched before the
     barrier) behind the flag of the run's other copies (A's). `collector`
-    and `facts` (the pass's `FactsCache`) are told of each loop changed."""
+    and `facts` (the pass's `FactsCache`) are told of each op changed."""
     for k, top in enumerate(tops):
-        if top.name != "scf.for" or B_AHEAD_ATTR not in top.attributes \
-                or trip_count(top) != 1:
-            continue
-        body = top.regions[0].blocks[0]
-        guards = [o.operation for o in body.operations if _is_later(o.operation, top)]
-        if not guards:
-            continue
-        dead = [o for g in guards for region in g.regions[:1] for b in region.blocks
-                for o in b.operations] + guards
-        collector.erasing(k, [o.operation for o in dead])
-        for g in guards:
-            cond = defining_op(g.operands[0])
-            for o in list(g.regions[1].blocks[0].operations)[:-1]:
-                o.operation.move_before(g)
-            g.erase()
-            if not list(cond.results[0].uses):
-                cond.erase()
-        collector.changed(k)
-        facts.forget(top)
+        loops = [top] if top.name == "scf.for" else [
+            o for o in _guarded(top) if o.name == "scf.for"] if is_guard(top) else []
+        changed = False
+        for loop in loops:
+            if B_AHEAD_ATTR not in loop.attributes or trip_count(loop) != 1:
+                continue
+            body = loop.regions[0].blocks[0]
+            guards = [o.operation for o in body.operations if _is_later(o.operation, loop)]
+            if not guards:
+                continue
+            dead = [o for g in guards for region in g.regions[:1] for b in region.blocks
+                    for o in b.operations] + guards
+            collector.erasing(k, [o.operation for o in dead])
+            for g in guards:
+                cond = defining_op(g.operands[0])
+                for o in list(g.regions[1].blocks[0].operations)[:-1]:
+                    o.operation.move_before(g)
+                g.erase()
+                if not list(cond.results[0].uses):
+                    cond.erase()
+            changed = True
+        if changed:
+            collector.changed(k)
+            facts.forget(top)
 
 
 def _is_later(op: ir.Operation, loop: ir.Operation) -> bool:
