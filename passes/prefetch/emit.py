@@ -187,15 +187,15 @@ class _Position:
 
 def fold_one_trip_guards(tops: list[ir.Operation], collector, facts) -> None:
     """`EmitParts._guard`'s `scf.if later` in a loop of one trip (a core's
-    one C tile), top-level or in a top-level core guard (a classifier's fc
-    on 21 of 32 cores), replaced by its else branch: the later iterations
+    one C tile), top-level or in a lone top-level core guard (a classifier's
+    fc on 21 of 32 cores, `_lone_guard`), replaced by its else branch: the later iterations
     do not exist, but npu-insert-sync cannot tell, and held the readers of
     the guarded copies' buffers (B's L0B loads, B prefetched before the
     barrier) behind the flag of the run's other copies (A's). `collector`
     and `facts` (the pass's `FactsCache`) are told of each op changed."""
     for k, top in enumerate(tops):
         loops = [top] if top.name == "scf.for" else [
-            o for o in _guarded(top) if o.name == "scf.for"] if is_guard(top) else []
+            o for o in _guarded(top) if o.name == "scf.for"] if _lone_guard(tops, k, facts) else []
         changed = False
         for loop in loops:
             if B_AHEAD_ATTR not in loop.attributes or trip_count(loop) != 1:
@@ -218,6 +218,21 @@ def fold_one_trip_guards(tops: list[ir.Operation], collector, facts) -> None:
         if changed:
             collector.changed(k)
             facts.forget(top)
+
+
+def _lone_guard(tops: list[ir.Operation], k: int, facts) -> bool:
+    """Whether `tops[k]` is a core guard with no other working guard beside
+    it in its phase (not one of a run of shares: their twins' loops keep
+    their guarded copies, `twins.py`)."""
+    if not is_guard(tops[k]):
+        return False
+    for step in (-1, 1):
+        j = k + step
+        while 0 <= j < len(tops) and tops[j].name != "cce.sync_all" and not facts.works(tops[j]):
+            j += step
+        if 0 <= j < len(tops) and tops[j].name != "cce.sync_all" and is_guard(tops[j]):
+            return False
+    return True
 
 
 def _is_later(op: ir.Operation, loop: ir.Operation) -> bool:
