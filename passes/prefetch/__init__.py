@@ -120,9 +120,8 @@ CONSTANT_ATTR = "npu.constant"
 
 
 class PrefetchPass(IdleGaps, EmitParts, ShareRuns, GuardedLoops, RowLoads, BarrierRows,
-                   GuardRows, BarrierStores, ShareRows,
-                   ConvDriver, ResidentStrips, RemainderSlots, TailBus,
-                   TwinShares, Pass):
+                   GuardRows, BarrierStores, ShareRows, ConvDriver, ResidentStrips,
+                   RemainderSlots, TailBus, TwinShares, Pass):
     name = "npu-prefetch"
     summary = ("Issue a matmul's first host-constant weight loads during the previous op's "
                "idle MTE2 tail, into L1 free there")

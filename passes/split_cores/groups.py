@@ -208,7 +208,7 @@ def _leading_pair(group: ir.Operation, rows: int, parts: int, granule: int
         shape = nir.memref_shape(v.type)
         if len(shape) < 3 or math.prod(shape[:-1]) != rows:
             return None
-        d = next(i for i, n in enumerate(shape) if n > 1)
+        d = next((i for i, n in enumerate(shape) if n > 1), len(shape))
         return (d, shape[d]) if d + 1 < len(shape) - 1 else None
 
     first = next((f for op in members(group) if op.name.startswith("ascend.")

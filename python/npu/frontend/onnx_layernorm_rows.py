@@ -33,7 +33,7 @@ def flatten_layernorm_rows(model, types: dict | None = None) -> list[str]:
             return False
         dims = types.get(node.input[0], (None, 0))[0]
         axis = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "axis"), -1)
-        if (dims is None or not all(isinstance(d, int) and d > 0 for d in dims)
+        if (dims is None or len(dims) < 3 or not all(isinstance(d, int) and d > 0 for d in dims)
                 or axis % len(dims) != len(dims) - 1 or sum(d > 1 for d in dims[:-1]) < 2):
             return False
         ex = expansion()
