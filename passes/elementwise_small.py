@@ -30,11 +30,11 @@ from mlir import ir
 
 from npu import ir as nir
 from npu.costmodel.vector.recipes import Compute
-from npu.costmodel.vector.tiling import round_up, split_repeats
-from npu.kernels.cce_build import View, copy, delinearize, for_range, lin, sub
+from npu.costmodel.vector.tiling import plan_chunks, round_up, split_repeats
+from npu.kernels.cce_build import View, copy, delinearize, for_pieces, for_range, lin, sub
 from npu.kernels.vector_compute import emit
 from npu.passes.base import PassError
-from npu.passes.transpose_general import compact_blocks, expand_to_blocks
+from npu.passes.transpose_general import compact_blocks, expand_to_blocks, halving_fit
 
 
 class SmallElementwise:
@@ -211,14 +211,8 @@ def lower_small(p, op: ir.Operation, in_shapes: Sequence[Sequence[int]], out_sha
         return SmallElementwise(p, op, shapes, [n] + list(out_shape[t:]), elems, out_elem,
                                 compute, why, views)
 
-    per = (lead // 2) // step * step
-    while per >= step:
-        try:
-            chunk_op(per)
-            break
-        except PassError:
-            per = (per // 2) // step * step
-    else:
+    found = halving_fit(lead, step, chunk_op)
+    if found is None:
         raise first_refusal
     flats = [nir.flatten_memref(v) for v in op.operands]
 
@@ -226,7 +220,4 @@ def lower_small(p, op: ir.Operation, in_shapes: Sequence[Sequence[int]], out_sha
         views = [sub(f, lin((start, inner[k])), n * inner[k]) if k == len(elems) or follows[k]
                  else f for k, f in enumerate(flats)]
         chunk_op(n, views).emit()
-    count, rest = divmod(lead, per)
-    for_range(count, lambda q: chunk(lin((q, per)), per))
-    if rest:
-        chunk(count * per, rest)
+    for_pieces(plan_chunks(lead, found[0], 1), chunk)

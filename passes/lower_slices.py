@@ -41,7 +41,7 @@ from npu.kernels.cce_build import copy, core_part, delinearize, for_pieces, for_
 from npu.kernels.run_copies import RunCopies
 from npu.passes.base import Pass, PassError, ub_fraction_option
 from npu.passes.applies import OnOps
-from npu.passes.transpose_general import compact_blocks, expand_to_blocks
+from npu.passes.transpose_general import compact_blocks, expand_to_blocks, halving_fit
 from npu.costmodel.vector.tiling import plan_chunks, round_down, round_up
 
 
@@ -122,24 +122,16 @@ class LowerSlices(Pass):
                         box_is_src=op.name == INSERT_SLICE)
             return Gather(self, op, r, [n] + in_shape[k:], [n] + out_shape[k:])
 
-        per = round_down(batch // 2, step)
-        while per >= step:
-            try:
-                full = chunk_gather(per)
-                break
-            except PassError:
-                per = round_down(per // 2, step)
-        else:
+        found = halving_fit(batch, step, chunk_gather)
+        if found is None:
             raise first_refusal
+        per, full = found
 
         def chunk(start, n: int) -> None:
             g = full if n == per else chunk_gather(n)
             g.emit(sub(src, lin((start, inner_in)), n * inner_in),
                    sub(dst, lin((start, inner_out)), n * inner_out))
-        count, rest = divmod(batch, per)
-        for_range(count, lambda q: chunk(lin((q, per)), per))
-        if rest:
-            chunk(count * per, rest)
+        for_pieces(plan_chunks(batch, per, 1), chunk)
 
     def core_share(self, op: ir.Operation, r: RunMap, src: ir.Value, dst: ir.Value, parts: int,
                    part: ir.Value) -> None:

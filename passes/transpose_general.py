@@ -32,15 +32,19 @@ scratch first), and are rejected at the op when no chunk fits.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Callable, Sequence, TypeVar
 
 import numpy as np
 from mlir import ir
 
 from npu import ir as nir
+from npu.analysis.slice_runs import RunMap
 from npu.kernels.cce_build import copy, delinearize, for_pieces, for_range, lin, sub
+from npu.kernels.run_copies import RunCopies
 from npu.passes.base import PassError
 from npu.costmodel.vector.tiling import plan_chunks, round_down, round_up
+
+T = TypeVar("T")
 
 
 def collapse_permutation(shape: Sequence[int], perm: Sequence[int]
@@ -211,6 +215,21 @@ class GatherTranspose:
         for_range(int(np.prod(lead)) if lead else 1, row)
 
 
+def halving_fit(total: int, step: int, build: Callable[[int], T]) -> tuple[int, T] | None:
+    """The largest of total / 2, total / 4, ... (each rounded down to a
+    multiple of `step`, at least `step`) for which `build(n)` does not
+    refuse with a PassError, and what it built; None when none fits. The
+    chunked fallbacks of tensors too large for UB (`gather_in_boxes`, the
+    slices' element gather, the small elementwise kernel) look for their
+    chunk so."""
+    n = round_down(total // 2, step)
+    while n >= step:
+        try:
+            return n, build(n)
+        except PassError:
+            n = round_down(n // 2, step)
+    return None
+
 
 def gather_in_boxes(p, op: ir.Operation, src: ir.Value, dst: ir.Value, elem: str,
                     shape: list[int], perm: list[int]) -> bool:
@@ -230,17 +249,11 @@ def gather_in_boxes(p, op: ir.Operation, src: ir.Value, dst: ir.Value, elem: str
     out_inner = int(np.prod([shape[d] for d in perm[1:]]))
     step = b // math.gcd(out_inner, b)
     step *= -(-b // (step * inner)) if step * inner < b else 1  # runs of at least a block
-    n, gather = round_down(shape[k] // 2, step), None
-    while n >= step and gather is None:
-        try:
-            gather = GatherTranspose(p, op, elem, shape[:k] + [n] + shape[k + 1:], perm)
-        except PassError:
-            n = round_down(n // 2, step)
-    if gather is None:
+    found = halving_fit(shape[k], step,
+                        lambda n: GatherTranspose(p, op, elem, shape[:k] + [n] + shape[k + 1:], perm))
+    if found is None:
         return False
-    from npu.analysis.slice_runs import RunMap
-    from npu.kernels.run_copies import RunCopies
-
+    n, gather = found
     lead = shape[:k]
     src_strides = [int(np.prod(shape[d + 1:])) for d in range(k)]
     flat_src, flat_dst = nir.flatten_memref(src), nir.flatten_memref(dst)
@@ -256,8 +269,5 @@ def gather_in_boxes(p, op: ir.Operation, src: ir.Value, dst: ir.Value, elem: str
                                                    perm)
         g.emit(box, sub(flat_dst, lin((c0, out_inner)), m * out_inner))
 
-    count, rest = divmod(shape[k], n)
-    for_range(count, lambda q: chunk(lin((q, n)), n))
-    if rest:
-        chunk(count * n, rest)
+    for_pieces(plan_chunks(shape[k], n, 1), chunk)
     return True

@@ -91,10 +91,6 @@ def _part_height(buf: ir.Value, blk: ir.Value, cores: int) -> int | None:
     return height
 
 
-
-
-
-
 def _guards(view: ir.Operation) -> list[tuple[ir.Value, bool]]:
     """The `scf.if`s around `view`: (condition, whether it is in the then region)."""
     found, child, node = [], view, view.parent
