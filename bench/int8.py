@@ -178,7 +178,8 @@ def _output_step(model) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--shapes", default="1024x1024x1024,512x768x768,128x768x3072")
+    p.add_argument("--shapes", default="1024x1024x1024,512x768x768,128x768x3072",
+                   help="M x N x K matmuls to run, or 'none'")
     p.add_argument("--targets", default="ascend910,ascend310")
     p.add_argument("--cores", type=int, default=1)
     p.add_argument("--models", default="mlp,bert,resnet18",
@@ -188,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|---|---|")
     for name in args.targets.split(","):
         target = get_target(name)
-        for spec in args.shapes.split(","):
+        for spec in [] if args.shapes == "none" else args.shapes.split(","):
             M, N, K = (int(v) for v in spec.split("x"))
             rows = {form: run(M, N, K, form, target, args.cores) for form in ("fp16", "int8")}
             for form, r in rows.items():

@@ -53,13 +53,18 @@ class CheckResult:
 
 
 def compare(outputs: list[np.ndarray], expected: list[np.ndarray],
-            tolerances: dict | None = None, reason: str | None = None) -> CheckResult:
+            tolerances: dict | None = None, reason: str | None = None,
+            steps: list[float | None] | None = None) -> CheckResult:
     """Element-wise comparison; names the first output and element that differ.
     `tolerances` (dtype name -> (rtol, atol)) replaces TOLERANCES, for the
-    `reason` the result then states."""
+    `reason` the result then states. `steps` gives an output on a
+    quantisation grid its step: it may then differ by one step, where a
+    reference that rounds differently puts a value on the other side of a
+    rounding boundary."""
     max_abs = max_rel = 0.0
     failure = None
-    for i, (got, want) in enumerate(zip(outputs, expected)):
+    steps = steps or [None] * len(outputs)
+    for i, (got, want, step) in enumerate(zip(outputs, expected, steps)):
         want = np.asarray(want)
         if got.shape != want.shape:
             failure = failure or f"output #{i}: shape {list(got.shape)} != reference {list(want.shape)}"
@@ -79,12 +84,16 @@ def compare(outputs: list[np.ndarray], expected: list[np.ndarray],
             if sizeable.any():
                 with np.errstate(invalid="ignore", over="ignore"):  # inf / inf: no RuntimeWarning
                     max_rel = max(max_rel, float((diff[sizeable] / np.abs(w[sizeable])).max()))
-        bad = diff > atol * scale + rtol * np.abs(w)
+        allowed = atol * scale + rtol * np.abs(w)
+        bound = f"{atol:g}*{scale:g} + {rtol:g}*|expected|"
+        if step is not None:  # one step, and the f32 rounding of a dequantised value
+            allowed, bound = np.maximum(allowed, step * (1 + 1e-4)), f"max({bound}, one step {step:g})"
+        bad = diff > allowed
         if bad.any() and failure is None:
             idx = np.unravel_index(int(np.argmax(bad)), bad.shape)
             failure = (f"output #{i} (argument #{i}) differs at element {list(map(int, idx))}: got "
                        f"{got[idx].item()!r}, expected {want[idx].item()!r} ({int(bad.sum())} of {bad.size} elements "
-                       f"outside |err| <= {atol:g}*{scale:g} + {rtol:g}*|expected|)")
+                       f"outside |err| <= {bound})")
     return CheckResult(failure is None, max_abs, max_rel, failure, reason)
 
 

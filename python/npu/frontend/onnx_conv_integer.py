@@ -8,10 +8,14 @@ zero point dropped: torch-mlir makes it a `tensor.pad` with x_zp and a
 `linalg.conv_2d_nchw_fchw_q`, which `passes/linalg_to_ascend/conv_int8.py`
 takes (pad_value = x_zp, the x_zp term as the conv's i32 bias).
 
-Every other ConvInteger with constant zero points runs on the f16 cube:
-(x - x_zp) and (w - w_zp) are integers of magnitude <= 255, exact in f16,
-their products exact, and the f32 accumulation exact while every partial sum
-stays below 2^24, which C/G * Kh * Kw * max|x - x_zp| * max|w - w_zp| < 2^24
+Every other ConvInteger with constant zero points runs on the f16 cube, and
+so does a stem of C <= 4 input channels: padding them to an int8 block of 32
+costs more cube time than the f16 small-channel mode (a 7x7 stem: ceil(49 / 4)
+= 13 f16 K-fractals of 4 kernel points x 4 channels against 49 int8 ones of
+one kernel point x 32 channels, each taking an f16 fractal's cube cycles).
+There (x - x_zp) and (w - w_zp) are integers of magnitude <= 255, exact in
+f16, their products exact, and the f32 accumulation exact while every partial
+sum stays below 2^24, which C/G * Kh * Kw * max|x - x_zp| * max|w - w_zp| < 2^24
 guarantees. Padding with x_zp is padding (x - x_zp) with zeros, so the float
 Conv keeps the node's attributes. Beyond the bound, or with a zero point
 computed at run time, the node is refused with one line naming it.
@@ -22,14 +26,18 @@ from __future__ import annotations
 import numpy as np
 
 from npu.frontend.onnx_matmul_integer import INT_RANGES, constant_zero_points, exact_in_f32
-from npu.frontend.onnx_qdq import _constants
+from npu.frontend.onnx_qdq import _constants, users_of
 
 INT8, FLOAT, INT32 = 3, 1, 6
+# Input channels up to which a conv takes img2col's small-channel mode on the f16 cube.
+STEM_CHANNELS = 4
 
 
 def rewrite_conv_integers(model, types: dict | None, fail, remark) -> list[str]:
     """Leave (normalised) the ConvIntegers the int8 cube takes, rewrite the
     others into Cast/Sub/Conv/Cast; their names."""
+    from onnx import helper
+
     from npu.frontend.onnx_expansion import Expansion
 
     graph = model.graph
@@ -37,8 +45,11 @@ def rewrite_conv_integers(model, types: dict | None, fail, remark) -> list[str]:
         return []
     consts = _constants(model)
     types = types or {}
-    nodes, done = [], []
+    users, outputs = users_of(graph), {o.name for o in graph.output}
+    nodes, done, taken = [], [], set()
     for node in graph.node:
+        if id(node) in taken:
+            continue
         if node.op_type != "ConvInteger":
             nodes.append(node)
             continue
@@ -57,7 +68,7 @@ def rewrite_conv_integers(model, types: dict | None, fail, remark) -> list[str]:
         attrs = {a.name: a for a in node.attribute}
         group = attrs["group"].i if "group" in attrs else 1
         why_not = _not_on_int8_cube(x_t, w_t, w_name in consts, zps, group) or \
-            asymmetric_pads(node)
+            asymmetric_pads(node) or _few_channels(w_dims[1])
         if not why_not:
             _on_int8_cube(node, graph, int(zps[0].reshape(-1)[0]))
             nodes.append(node)
@@ -81,9 +92,16 @@ def rewrite_conv_integers(model, types: dict | None, fail, remark) -> list[str]:
             w = e.make("Cast", [w_name], "w_float", to=FLOAT)
             if np.any(w_zp != 0):
                 w = e.make("Sub", [w, e.const("w_zero_point", w_zp, np.float32)], "w_centred")
-        product = e.make("Conv", [x, w], "product")
-        nodes[-1].attribute.extend(node.attribute)
-        e.final("Cast", [product], "to_int32", to=INT32)
+        to_float = _float_cast(users.get(node.output[0], []), node.output[0] in outputs)
+        if to_float is None:
+            product = e.make("Conv", [x, w], "product")
+            e.nodes[-1].attribute.extend(node.attribute)
+            e.final("Cast", [product], "to_int32", to=INT32)
+        else:  # the exact f32 sums are what the Cast makes of the int32 ones
+            taken.add(id(to_float))
+            e.nodes.append(helper.make_node("Conv", [x, w], [to_float.output[0]],
+                                            name=f"{node.name}/product"))
+            e.nodes[-1].attribute.extend(node.attribute)
         done.append(node.name)
         remark(f"{where}: run on the f16 cube with exact f32 accumulation "
                f"(C/groups * Kh * Kw = {taps}), not on the int8 cube: {why_not}")
@@ -105,6 +123,22 @@ def _not_on_int8_cube(x_t: int, w_t: int, w_constant: bool, zps: list, group: in
     if group != 1:
         return f"group = {group} (the int8 conv takes groups = 1)"
     return ""
+
+
+def _float_cast(readers: list, is_output: bool):
+    """The Cast to float that is the only reader of a ConvInteger's result, or None."""
+    if is_output or len(readers) != 1 or readers[0].op_type != "Cast":
+        return None
+    to = next((a.i for a in readers[0].attribute if a.name == "to"), None)
+    return readers[0] if to == FLOAT else None
+
+
+def _few_channels(channels: int) -> str:
+    """Why a stem is cheaper on the f16 cube ('' for a wider conv)."""
+    if channels > STEM_CHANNELS:
+        return ""
+    return (f"C = {channels} input channels: padding them to an int8 block of 32 costs more cube "
+            "time than the f16 small-channel mode")
 
 
 def asymmetric_pads(node) -> str:

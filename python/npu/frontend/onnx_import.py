@@ -270,8 +270,9 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     remark = lambda m: print(f"{where}: remark: {m}", file=sys.stderr)  # noqa: E731
     expand_qlinear_ops(model, remark)
     gemms_as_matmuls(model, remark)
-    rewrite_qdq_int8(model, remark)  # before folding turns DQ(W_q) into a float weight
+    # The pools first: a conv's requantisation then feeds the pool's integers.
     rewrite_qdq_max_pools(model, remark)
+    rewrite_qdq_int8(model, remark)  # before folding turns DQ(W_q) into a float weight
     onnx_fold.fold_constants(model)
     types = onnx_fold.inferred_types(model)  # one inference for the rewrites (names keep their types)
     if types is None:  # the model's own error, before an empty output could hide it

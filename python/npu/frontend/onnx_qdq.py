@@ -100,6 +100,7 @@ class Int8Product:
     product: Callable
     bias_acc: np.ndarray | None = None  # f32 bias in units of s_a * s_w (added before a requantisation)
     bias: np.ndarray | None = None      # f32 bias added after the dequantisation
+    unit: str = "on the int8 cube"      # where the integer product runs, for the remark
 
 
 def _type_name(elem_type: int) -> str:
@@ -154,3 +155,22 @@ def check_quantized_nodes(model, fail: Callable[[str], Exception]) -> None:
                 if info is not None and (zp.min() < info[1] or zp.max() > info[2]):
                     raise fail(f"{where}: zero point '{name}' holds {zp.min() if zp.min() < info[1] else zp.max()}, "
                                f"outside {info[0]}'s range [{info[1]}, {info[2]}]")
+
+
+def output_steps(model, names: list[str]) -> list[float | None]:
+    """Each named graph output's quantisation step: the constant per-tensor
+    scale of the DequantizeLinear that computes it (None for other outputs).
+    Such an output is a multiple of its step from its zero point, so a
+    difference of one step is the least the grid can show (`npu-run --check`)."""
+    producers, consts = producers_of(model.graph), None
+    steps: list[float | None] = []
+    for name in names:
+        node = producers.get(name)
+        step = None
+        if node is not None and node.op_type == "DequantizeLinear":
+            consts = _constants(model) if consts is None else consts
+            scale = consts.get(node.input[1])
+            if scale is not None and scale.size == 1:
+                step = abs(float(scale.reshape(())))
+        steps.append(step)
+    return steps

@@ -12,26 +12,21 @@ pads DQ(x_q)). `onnx_qdq_int8` writes it out as ConvInteger, a Cast to f32,
 one multiplication by s_x * s_w per output channel ([Cout, 1, 1]) and the
 bias (an int32 constant dequantised on the host, or a float constant), or
 with the requantisation when a QuantizeLinear is the Conv's only user; the
-ConvInteger runs on the int8 conv (`onnx_conv_integer`). A Conv with groups,
-a weight zero point, per-channel activations, `auto_pad` SAME_* or pads that
-differ at an axis's two ends (torch-mlir's ConvInteger takes neither), or a
-stem of C <= 4 input channels stays in float with a remark saying why: padding 3
-channels to an int8 block of 32 costs more cube time than the f16
-small-channel mode (a 7x7 stem: ceil(49 / 4) = 13 f16 K-fractals of 4
-kernel points x 4 channels against 49 int8 ones of 1 kernel point x 32
-channels, each taking an f16 fractal's cube cycles).
+ConvInteger runs on the int8 conv, or a stem of few input channels exactly on the f16 cube
+(`onnx_conv_integer`). A Conv with groups, a weight zero point, per-channel
+activations, `auto_pad` SAME_* or pads that differ at an axis's two ends
+(torch-mlir's ConvInteger takes neither) stays in float with a remark saying
+why.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from npu.frontend.onnx_conv_integer import asymmetric_pads
+from npu.frontend.onnx_conv_integer import STEM_CHANNELS, asymmetric_pads
 from npu.frontend.onnx_qdq import Int8Product, int8_activation, quant_axis, zero_point
 
 FLOAT = 1
-# Input channels up to which a conv stays in float (img2col's small-channel mode).
-STEM_CHANNELS = 4
 
 
 def conv_product(node, producers: dict, consts: dict, remark) -> Int8Product | None:
@@ -72,9 +67,6 @@ def _match(node, dq_x, dq_w, producers: dict, consts: dict) -> Int8Product | str
     why = asymmetric_pads(node)
     if why:
         return why
-    if w.shape[1] <= STEM_CHANNELS:
-        return (f"C = {w.shape[1]} input channels: padding them to an int8 block of 32 costs more "
-                "cube time than the f16 small-channel mode")
     a_q, s_a, zp_a = act
     scale = np.float32(s_a) * s_w
     dqs = (dq_x, dq_w)
@@ -100,7 +92,9 @@ def _match(node, dq_x, dq_w, producers: dict, consts: dict) -> Int8Product | str
         e.nodes[-1].attribute.extend(node.attribute)
         return e.make("Cast", [acc], "acc", to=FLOAT)
 
-    return Int8Product(dqs, a_q, s_a, zp_a, s_w, product, bias_acc, bias)
+    unit = "on the int8 cube" if w.shape[1] > STEM_CHANNELS else \
+        f"exactly on the f16 cube (C = {w.shape[1]} input channels)"
+    return Int8Product(dqs, a_q, s_a, zp_a, s_w, product, bias_acc, bias, unit)
 
 
 def _bias(name: str, producers: dict, consts: dict, cout: int):

@@ -143,7 +143,7 @@ def rewrite_qdq_int8(model, remark) -> list[str]:
             f", requantised by '{requant.name}' on the drain" if dq_y is None else \
             f", requantised by '{requant.name}' on the drain and kept in float for '{dq_y.name}'"
         remark(f"node '{node.name}' ({node.op_type}) between '{plan.dqs[0].name}' and "
-               f"'{plan.dqs[1].name}' (DequantizeLinear): on the int8 cube{into}")
+               f"'{plan.dqs[1].name}' (DequantizeLinear): {plan.unit}{into}")
     if done:
         kept = [n for n in nodes if n.name not in dropped]
         del graph.node[:]

@@ -41,10 +41,12 @@ def rewrite_qdq_max_pools(model, remark) -> list[str]:
         q, scale, zp = params
         name = node.name
         e = Expansion(graph, node, nodes)
-        centred = e.make("Sub", [e.make("Cast", [q], "q", to=TensorProto.FLOAT),
-                                 e.const("zero_point", zp, np.float32)], "centred")
-        pooled = e.make("MaxPool", [e.make("Cast", [centred], "f16", to=TensorProto.FLOAT16)],
-                        "pooled", **{a.name: helper.get_attribute_value(a) for a in node.attribute})
+        # q and q - zp are integers of magnitude <= 255: exact in f16 all the way.
+        centred = e.make("Cast", [q], "q", to=TensorProto.FLOAT16)
+        if zp:
+            centred = e.make("Sub", [centred, e.const("zero_point", zp, np.float16)], "centred")
+        pooled = e.make("MaxPool", [centred], "pooled",
+                        **{a.name: helper.get_attribute_value(a) for a in node.attribute})
         e.final("Mul", [e.make("Cast", [pooled], "f32", to=TensorProto.FLOAT),
                         e.const("scale", scale, np.float32)], "dequantized")
         done.append(name)
