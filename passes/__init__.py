@@ -41,6 +41,7 @@ _PASS_MODULES: dict[str, str] = {
     "canonicalize": "CanonicalizePass",
     "lower_conv": "LowerConv",
     "lower_pool": "LowerPool",
+    "own_tiles": "OwnTilesPass",
 }
 
 

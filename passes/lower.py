@@ -51,7 +51,6 @@ from npu.ir import block_dim, dict_attr_items, dict_attr_of, functions, walk, wa
 from npu.passes.applies import does_not_apply, program_ops, unchecked
 from npu.passes.base import DOUBLE_BUFFER_KEY, OP_OPTIONS_ATTR, Pass, PassError
 from npu.passes.lower_applies import refusals, resolve
-from npu.passes.own_tiles import inline_marked, keep_own_tiles
 from npu.passes.plan_memory import Overflow
 from npu.passes.lower_options import (FORWARDS, LOWER_OPTIONS, LOWERINGS, PIPELINE_OPTIONS,
                                       SUB_PASS_CLASSES, UNSET)
@@ -326,8 +325,7 @@ class LowerPass(Pass):
             # make temporaries of their own: they get a workspace too.
             self._make("npu-plan-gm").run(module)
         if self._many and self.own_tiles:
-            for f in functions(module):
-                keep_own_tiles(f, self.target)
+            self._make("npu-own-tiles").run(module)
         # Loops of ops with a per-op `double-buffer` carry a mark it follows.
         steps: list[Pass] = [self._make("npu-double-buffer")]
         if self.prefetch:
@@ -337,9 +335,6 @@ class LowerPass(Pass):
         if self.emit == "hivm":
             steps.append(self._make("npu-lower-cce-to-hivm"))
         for step in steps:
-            if step.name == "npu-insert-sync" and self._many and self.own_tiles:
-                for f in functions(module):
-                    inline_marked(f)
             step.run(module)
             if step is steps[0]:
                 # Only npu-prefetch changes the IR in between, and it tells the

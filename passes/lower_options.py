@@ -49,6 +49,7 @@ from npu.passes.prefetch import PrefetchPass
 from npu.passes.split_cores import SplitCoresPass
 from npu.passes.split_cores.split_k import CUBE_OPS as SPLIT_K_OPS
 from npu.passes.lower_conv import LowerConv
+from npu.passes.own_tiles import OwnTilesPass
 
 # Every pass npu-lower runs, in pipeline order, and the prefix of its options
 # in npu-lower's names (npu-prefetch's `chunks` is `prefetch-chunks`).
@@ -72,6 +73,7 @@ SUB_PASSES: tuple[tuple[type[Pass], str], ...] = (
     (LowerReduce, "reduce-"),
     (LowerGather, "gather-"),
     (LowerPool, "pool-"),
+    (OwnTilesPass, "own-tiles-"),
     (DoubleBufferPass, "double-buffer-"),
     (PrefetchPass, "prefetch-"),
     (PlanMemoryPass, "plan-memory-"),
@@ -95,6 +97,7 @@ RUNS_WITH: dict[str, tuple] = {
     "npu-lower-attention": _FUSE,
     "npu-split-cores": (MANY_CORES,),
     "npu-plan-gm": (("plan-gm", True),),
+    "npu-own-tiles": (MANY_CORES, ("own-tiles", True)),
     "npu-prefetch": (("prefetch", True),),
 }
 

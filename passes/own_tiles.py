@@ -1,6 +1,6 @@
 """A core's own stored tile of an intermediate kept in UB across a chip
 barrier and copied into the next matmul's A instead of reloaded from GM
-(`npu-lower`'s `own-tiles`, on several cores).
+(`npu-own-tiles`; `npu-lower`'s `own-tiles`, on several cores).
 
 Why: between two matmuls split over the same row parts (BERT's ffn_in and
 ffn_out at seq 128 on 32 cores, 16 x 2 each), core c stores a 64 x 192
@@ -29,7 +29,7 @@ landing buffer becomes a UB alloc of its own at function level, live
 until those copies (npu-plan-memory places it). Only when every core has
 a piece in the consumer's parts (the phase ends with its slowest core).
 The consumer's one-trip loops are inlined after memory planning
-(`inline_marked`). The bytes are the stored ones: the bits are the same.
+(`inline_marked`, which npu-insert-sync runs first). The bytes are the stored ones: the bits are the same.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from npu import ir as nir
 from npu.analysis.pipe_work import trip_count
 from npu.ir import block_dim, block_idx_arg, walk
 from npu.kernels.cce_build import copy
-from npu.passes.base import OWN_TILE_COPIES_ATTR
+from npu.passes.base import OWN_TILE_COPIES_ATTR, Pass
 from npu.target import Target
 
 STORE, LOAD, TO_L1, BARRIER = ("cce.copy_ub_to_gm", "cce.copy_gm_to_l1", "cce.copy_ub_to_l1",
@@ -52,6 +52,16 @@ INLINE_ATTR = "npu.inline_after_plan"
 # A run of a part: (first block of the part, blocks, the piece it comes
 # from or None for GM, the piece's first block)
 Run = tuple[int, int, int | None, int]
+
+
+class OwnTilesPass(Pass):
+    name = "npu-own-tiles"
+    summary = ("Keep a core's own stored tile of an intermediate in UB across the chip barrier "
+               "and copy it into the next matmul's A (lowered cce, several cores)")
+
+    def run(self, module: ir.Operation) -> None:
+        for func in nir.functions(module):
+            keep_own_tiles(func, self.target)
 
 
 def keep_own_tiles(func: ir.Operation, target: Target) -> int:

@@ -73,6 +73,7 @@ from npu.passes.insert_sync.barrier import _BarrierMode
 from npu.passes.insert_sync.barrier_sets import sink_barrier_sets
 from npu.passes.insert_sync.nodes import build_block
 from npu.passes.insert_sync.precise import _PreciseMode
+from npu.passes.own_tiles import inline_marked
 
 
 
@@ -108,6 +109,7 @@ class InsertSyncPass(Pass):
         for func in functions(module):
             if not func.regions[0].blocks:
                 continue
+            inline_marked(func)  # npu-own-tiles' one-trip loops: ordered op by op
             analysis = AccessAnalysis(self.target)
             collector = collector_for(self.collectors, func)
             if collector is not None:
