@@ -47,20 +47,24 @@ from npu.costmodel.vector.tiling import plan_chunks, round_down, round_up
 T = TypeVar("T")
 
 
+def permutation_groups(shape: Sequence[int], perm: Sequence[int]) -> list[list[int]]:
+    """The runs of input dims (size-1 dims left out) that stay consecutive in
+    the output, in output order: each moves as one dim."""
+    keep = [d for d in range(len(shape)) if shape[d] != 1]
+    groups: list[list[int]] = []
+    for p in (d for d in perm if shape[d] != 1):
+        if groups and keep.index(groups[-1][-1]) + 1 == keep.index(p):
+            groups[-1].append(p)
+        else:
+            groups.append([p])
+    return groups
+
+
 def collapse_permutation(shape: Sequence[int], perm: Sequence[int]
                          ) -> tuple[list[int], list[int]]:
     """(shape, permutation) with size-1 dims dropped and runs of input dims
     that stay consecutive in the output merged into one dim."""
-    keep = [d for d in range(len(shape)) if shape[d] != 1]
-    renum = {d: i for i, d in enumerate(keep)}
-    perm = [renum[p] for p in perm if p in renum]
-    shape = [shape[d] for d in keep]
-    groups: list[list[int]] = []  # runs of input dims, in output order
-    for p in perm:
-        if groups and groups[-1][-1] + 1 == p:
-            groups[-1].append(p)
-        else:
-            groups.append([p])
+    groups = permutation_groups(shape, perm)
     order = sorted(range(len(groups)), key=lambda g: groups[g][0])
     merged_shape = [int(np.prod([shape[d] for d in groups[g]])) for g in order]
     position = {g: i for i, g in enumerate(order)}

@@ -45,7 +45,7 @@ from npu.analysis.slice_runs import op_runs
 from npu.costmodel.matmul.fitting import MatmulShape
 from npu.costmodel.matmul.tiling import TilingError, choose_tiling
 from npu.dialects.ascend_conv import NC1HWC0, layout
-from npu.passes.transpose_general import collapse_permutation
+from npu.passes.transpose_general import collapse_permutation, permutation_groups
 from npu.target import Target
 
 from .conv import split_conv, split_pool
@@ -440,11 +440,8 @@ def _swapped_groups(shape: list[int], perm: list[int]) -> tuple | None:
     """((source dims, size) of the rows, (dims, size) of the columns) of a
     permutation that is a last-two swap once unit dims are dropped and dims
     that stay adjacent are merged; None for any other."""
-    keep = [d for d in range(len(shape)) if shape[d] != 1]
-    moved = [d for d in perm if shape[d] != 1]
-    for k in range(1, len(keep)):
-        if moved == keep[k:] + keep[:k]:
-            rows, cols = keep[:k], keep[k:]
-            return ((rows, math.prod(shape[d] for d in rows)),
-                    (cols, math.prod(shape[d] for d in cols)))
-    return None
+    groups = permutation_groups(shape, perm)
+    if len(groups) != 2 or groups[0][0] < groups[1][0]:
+        return None
+    cols, rows = groups
+    return ((rows, math.prod(shape[d] for d in rows)), (cols, math.prod(shape[d] for d in cols)))
