@@ -1,7 +1,7 @@
 """A patch-embedding `Conv` (a ViT's first layer) written as a MatMul.
 
 A convolution of an image (fewer than 16 channels) whose kernel equals its
-stride, without padding, dilation or groups, cuts it into disjoint p x p
+stride (16 or more), without padding, dilation or groups, cuts it into disjoint p x p
 patches and applies one linear map to each: a matmul of the patches [N, Hp*Wp, C*p*p] by the weight reshaped
 [C*p*p, O]. That is written out here with Reshape/Transpose (rank 4 at
 most), a constant weight (reshaped and transposed on the host) and MatMul,
@@ -21,6 +21,15 @@ import numpy as np
 # feature map (ConvNeXt's 2x2 downsampling over 96 channels: [96, 784, 4])
 # would not fit UB.
 PATCH_CHANNELS_BELOW = 16
+# Only patches whose rows are whole f16 blocks (16 elements) are cut for the
+# matmul: the rewrite's transposes move runs of p elements, and shorter runs
+# are element gathers the scalar unit issues a few elements at a time.
+# img2col gathers them in hardware (ascend910, a 224x224 image, 3 channels,
+# cycles on 1 / 32 cores as a matmul and as ascend.conv2d): ConvNeXt's 4x4
+# stem to 96 channels 701,564 / 29,550 and 85,978 / 16,246; 8x8 to 128
+# 126,754 / 36,137 and 54,555 / 13,749; ViT's 16x16 to 768 130,295 / 24,791
+# and 206,511 / 23,866 (the small-channel K, 4 x 256, is 4/3 of 3 x 256).
+PATCH_SIZE_FROM = 16
 
 
 def rewrite_patch_convs(model) -> list[str]:
@@ -77,7 +86,7 @@ def _patch_plan(node, types, inits) -> tuple[int, int, int, int, int, int] | Non
             ("auto_pad" in attrs and attrs["auto_pad"].s not in (b"NOTSET", b"VALID")):
         return None
     n, c, h, wd = x
-    if h % p or wd % p or c >= PATCH_CHANNELS_BELOW:
+    if h % p or wd % p or c >= PATCH_CHANNELS_BELOW or p < PATCH_SIZE_FROM:
         return None
     return n, c, h, wd, w[0], p
 

@@ -18,7 +18,7 @@ from onnx_models import model
 CUBE = dict(rtol=2e-2, atol=2e-2)
 
 
-def patch_conv(n=1, c=3, h=32, w=32, o=32, p=8, bias=True, **attrs) -> onnx.ModelProto:
+def patch_conv(n=1, c=3, h=32, w=32, o=32, p=16, bias=True, **attrs) -> onnx.ModelProto:
     rng = np.random.default_rng(0)
     weight = (rng.standard_normal((o, c, p, p)) / np.sqrt(c * p * p)).astype(np.float32)
     inits = [("w", weight)] + ([("b", rng.standard_normal(o).astype(np.float32))] if bias else [])
@@ -33,8 +33,8 @@ def ort(m: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
     return session.run(None, {"x": x})[0]
 
 
-@pytest.mark.parametrize("shape", [dict(), dict(n=2, c=1, h=16, w=24, o=16, p=4),
-                                   dict(h=8, w=8, o=8, p=2, bias=False)])
+@pytest.mark.parametrize("shape", [dict(), dict(n=2, c=1, h=16, w=48, o=16),
+                                   dict(h=64, w=32, o=8, bias=False)])
 def test_patch_conv_matches_onnxruntime(shape):
     m = patch_conv(**shape)
     x = np.random.default_rng(1).standard_normal(
@@ -54,13 +54,13 @@ def test_the_rewrite_keeps_the_conv_name_on_the_matmul():
 
 
 @pytest.mark.parametrize("attrs, w_shape, out", [
-    (dict(strides=[4, 4]), [32, 3, 8, 8], [1, 32, 7, 7]),             # overlapping windows
-    (dict(pads=[1, 1, 1, 1]), [32, 3, 8, 8], [1, 32, 4, 4]),          # padding
-    (dict(dilations=[2, 2]), [32, 3, 8, 8], [1, 32, 3, 3])])          # dilation
+    (dict(strides=[8, 8]), [32, 3, 16, 16], [1, 32, 3, 3]),           # overlapping windows
+    (dict(pads=[1, 1, 1, 1]), [32, 3, 16, 16], [1, 32, 2, 2]),        # padding
+    (dict(dilations=[2, 2]), [32, 3, 16, 16], [1, 32, 1, 1])])        # dilation
 def test_other_convs_are_kept(attrs, w_shape, out):
     """Not rewritten: they run as ascend.conv2d (img2col on the cube)."""
     rng = np.random.default_rng(0)
-    attrs = {"kernel_shape": [8, 8], "strides": [8, 8], **attrs}
+    attrs = {"kernel_shape": [16, 16], "strides": [16, 16], **attrs}
     conv = helper.make_node("Conv", ["x", "w"], ["y"], name="c", **attrs)
     m = model([conv], [("x", [1, 3, 32, 32])], [("y", out)],
               [("w", rng.standard_normal(w_shape).astype(np.float32))])
@@ -68,6 +68,18 @@ def test_other_convs_are_kept(attrs, w_shape, out):
     x = rng.standard_normal((1, 3, 32, 32)).astype(np.float32)
     (got,), _ = npu.compile(m)(x)
     np.testing.assert_allclose(got, ort(m, x), **CUBE)
+
+
+@pytest.mark.parametrize("p", [2, 4, 8])
+def test_patches_under_a_block_stay_a_conv(p):
+    """ConvNeXt's 4x4 stem: rows of p < 16 elements would be element
+    gathers in the rewrite's transposes; img2col cuts them (PATCH_SIZE_FROM)."""
+    m = patch_conv(c=3, h=32, w=32, o=24, p=p)
+    assert rewrite_patch_convs(m) == []
+    x = np.random.default_rng(4).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    (got,), report = npu.compile(patch_conv(c=3, h=32, w=32, o=24, p=p))(x)
+    np.testing.assert_allclose(got, ort(m, x), **CUBE)
+    assert any(row["op"].startswith("patch_embed (Conv)") for row in report["per_op"])
 
 
 def test_depthwise_patch_conv_matches_onnxruntime():
