@@ -60,10 +60,9 @@ from .groups import apply_group, epilogue_matmuls, external, group_split, writte
 from . import alone, aligned, attention, idle_shares, peel, qkv, row_parts, share, split_k
 from .prefetched import NONE, Lookahead
 from .rules import SplitRules, parse_grids
-from .split import Split, apply, split_of
+from .split import INERT, Split, apply, split_of
 
 SYNC_ALL = "cce.sync_all"
-INERT = ("memref.", "arith.", "func.return", "builtin.unrealized_conversion_cast")
 
 CUBE_OPS = ("ascend.matmul", "ascend.batch_matmul", "ascend.conv2d")
 # A matmul epilogue whose weights hold this many times C's bytes is split up
@@ -204,12 +203,13 @@ class SplitCoresPass(Pass):
         units: list[Unit] = []
         splits: list[Split | None] = []
         ops = [child.operation for child in func.regions[0].blocks[0].operations]
+        self.planned = {}
         for at, op in enumerate(ops):
             self.rules.lookahead = self._lookahead(op, ops[at + 1:], units, splits, wanted)
             if op.name.startswith("ascend."):
                 split = next((s for n in range(wanted, 1, -1)
                               if (s := self.rules.split(op, n)) is not None), None)
-                split = aligned.choose(op, split, units, splits, self)
+                split = aligned.pick(op, split, ops[at + 1:], units, splits, wanted, self)
                 units.append(self._ascend_unit(op, split))
                 splits.append(split)
             elif op.name == "scf.execute_region" and any(
@@ -217,7 +217,7 @@ class SplitCoresPass(Pass):
                                                  CONV_EPILOGUE_ATTR)):
                 found = next((g for n in range(wanted, 1, -1)
                               if (g := self._group(op, n)) is not None), None)
-                found = aligned.choose(op, found, units, splits, self)
+                found = aligned.pick(op, found, ops[at + 1:], units, splits, wanted, self)
                 units.append(self._group_unit(op, found))
                 splits.append(found)
             elif not op.name.startswith(INERT) and (len(op.regions) or op.name.startswith("cce.")):

@@ -11,24 +11,38 @@ slowest core are saved, and the second conv's first loads overlap the
 first's last stores on each core.
 
 `choose` takes that grid when the conv cost model's estimate of it is at
-most the best grid's plus what the barrier costs (`saving`). (Also steering
-the conv before, a bottleneck's 3x3 conv2, onto a row grid for its conv3
-cut ResNet-50's barriers from 50 to 47 but made it slower, 353,931 ->
-360,331 cycles: the model's row grids on 28 rows are too cheap.)
+most the best grid's plus what the barrier costs (`saving`). A depthwise
+conv after a conv that cuts only channels takes its channel parts alike
+(block-diagonal: each core reads the channel blocks it wrote).
+
+`steer` looks one op ahead, for the conv before such a 1x1 conv (a
+MobileNet block's depthwise 3x3 before its projection): its own best grid
+often cuts channels (12 x 2, 18), on which the projection needs a barrier.
+It puts that conv on a grid of whole-row runs instead when the two convs on
+that grid (the second with no barrier after the first) model cheaper than
+each on its best grid with a barrier between them, and the second conv then
+takes the same grid (`planned`). It also steers ResNet-50's layer1 3x3
+conv2s onto 1 x 28 for their conv3 (an earlier rule that steered every
+bottleneck's conv2 so, without weighing the pair, measured slower: 353,931
+-> 360,331 cycles in all, when ResNet-50 took 354k).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Protocol
 
 from mlir import ir
 
+from npu import ir as nir
+
 from npu.costmodel.conv.epilogue import CONV_EPILOGUE_ATTR
+from npu.dialects.ascend_conv import NC1HWC0_BD, layout
 from npu.target import Target
 
 from .barriers import Unit, place
 from .rules import SplitRules
-from .split import BATCH, ROWS, Split, split_of
+from .split import BATCH, INERT, ROWS, Split, split_of
 
 
 class SplitCoresPass(Protocol):
@@ -40,6 +54,8 @@ class SplitCoresPass(Protocol):
     def _split_at(self, op: ir.Operation, n: int) -> Split | tuple | None: ...
 
     def _unit(self, op: ir.Operation, found: Split | tuple) -> Unit: ...
+
+    planned: dict  # op -> (images, runs): the grid `steer` chose it
 
 
 def _is_conv(op: ir.Operation) -> bool:
@@ -57,6 +73,14 @@ def row_grid(split: Split | None) -> tuple[int, int] | None:
     return grid.get(BATCH, 1), grid[ROWS]
 
 
+def channel_grid(split: Split | None) -> int | None:
+    """The channel parts of a conv grid that cuts only its channels."""
+    if split is None:
+        return None
+    grid = dict(split.grid)
+    return grid["x"] if set(grid) == {"x"} and grid["x"] > 1 else None
+
+
 def saving(p: "SplitCoresPass") -> float:
     """Cycles a barrier-free start saves (an estimate): the barrier, and a
     load's and a store's latency that overlap the previous op's instead of
@@ -65,32 +89,133 @@ def saving(p: "SplitCoresPass") -> float:
     return t.sync_all_cycles + 2 * t.path("gm_to_ub").latency
 
 
-def _with_rows(p: "SplitCoresPass", op: ir.Operation, grid: tuple[int, int]
-               ) -> Split | tuple | None:
-    p.rules.rows_of = grid
+def margin(p: "SplitCoresPass") -> float:
+    """What `steer`'s pair must model cheaper by: the barrier and one
+    latency, not `saving`'s two (the estimate's error on the row grids: by
+    `saving`, MobileNetV2's 28x28x192 blocks went to 1 x 14 and measured
+    about 1,000 cycles slower each, ResNet-50's layer2 conv3s to 1 x 28 and
+    448 slower in all; a removed barrier measured about 1,100 cycles)."""
+    t = p.target
+    return t.sync_all_cycles + t.path("gm_to_ub").latency
+
+
+def _on(p: "SplitCoresPass", op: ir.Operation, grid: tuple[int, int, int]
+        ) -> Split | tuple | None:
+    """`op`'s split on exactly that (images, channel parts, runs) grid."""
+    p.rules.grid_of = grid
     try:
-        return p._split_at(op, grid[0] * grid[1])  # noqa: SLF001
+        return p._split_at(op, grid[0] * grid[1] * grid[2])  # noqa: SLF001
     finally:
-        p.rules.rows_of = None
+        p.rules.grid_of = None
+
+
+def _own(split: Split | None, p: "SplitCoresPass") -> float:
+    """A conv split's estimate without the barrier `split_conv` adds to a
+    row cut for its consumer: `steer` counts the barriers itself."""
+    if split is None:
+        return math.inf
+    return split.cost - (p.target.sync_all_cycles if dict(split.grid).get(ROWS, 1) > 1 else 0)
+
+
+def _conv(op: ir.Operation) -> ir.Operation:
+    """The conv of a conv or of its epilogue group."""
+    return op if op.name == "ascend.conv2d" else next(
+        o for o in nir.walk(op, lambda o: o.name == "ascend.conv2d"))
+
+
+def _runs(op: ir.Operation) -> list[int]:
+    """The numbers of row runs a conv's output rows divide into."""
+    ho = nir.memref_shape(_conv(op).operands[-1].type)[2]
+    return [r for r in range(2, ho + 1) if ho % r == 0]
+
+
+def _best(p: "SplitCoresPass", op: ir.Operation, wanted: int) -> Split | None:
+    """`op`'s own best split, as `npu-split-cores` finds it."""
+    return split_of(next((s for n in range(wanted, 1, -1)
+                          if (s := p._split_at(op, n)) is not None), None))  # noqa: SLF001
+
+
+def steer(op: ir.Operation, found: Split | tuple | None, nxt: ir.Operation | None,
+          units: list[Unit], wanted: int, p: "SplitCoresPass") -> Split | tuple | None:
+    """`found`, or a grid of whole-row runs on which the next op, a conv,
+    follows `op` with no barrier, when the two model cheaper on it than on
+    their own best grids with a barrier between them (then the next op's
+    grid is planned: `choose` takes it)."""
+    if (not _is_conv(op) or nxt is None or not _is_conv(nxt) or found is None
+            or (units and units[-1].base)):
+        return found
+    here, after = split_of(found), _best(p, nxt, wanted)
+    if after is None:
+        return found
+    before = units + [p._unit(op, found)]  # noqa: SLF001
+    barrier = len(units) in place(before)  # before `op` on its own grid
+    grid = row_grid(here)
+    alone = _own(here, p) + _own(after, p) + saving(p)
+    if grid is not None:  # on its own best grid already: would the next op follow it?
+        same = _on(p, nxt, (grid[0], 1, grid[1]))
+        if same is not None and len(units) + 1 not in place(before + [p._unit(nxt, same)]):  # noqa: SLF001
+            alone = min(alone, _own(here, p) + _own(split_of(same), p))
+    best: tuple[float, tuple[int, int, int], Split | tuple] | None = None
+    for runs in _runs(op):
+        if runs > wanted or (1, runs) == grid:
+            continue
+        mine, theirs = _on(p, op, (1, 1, runs)), _on(p, nxt, (1, 1, runs))
+        if mine is None or theirs is None:
+            continue
+        cost = _own(split_of(mine), p) + _own(split_of(theirs), p)
+        if best is not None and cost >= best[0]:
+            continue
+        ahead = units + [p._unit(op, mine)]  # noqa: SLF001
+        if len(units) + 1 in place(ahead + [p._unit(nxt, theirs)]):  # noqa: SLF001
+            continue
+        if not barrier and len(units) in place(ahead):
+            cost += saving(p)
+        best = (cost, (1, 1, runs), mine)
+    if best is None or best[0] + margin(p) >= alone:
+        return found
+    p.planned[nxt] = best[1]
+    return best[2]
 
 
 def choose(op: ir.Operation, found: Split | tuple | None, units: list[Unit],
            splits: list, p: "SplitCoresPass") -> Split | tuple | None:
-    """`found`, or the previous unit's row grid when on it the op needs no
-    barrier and it models no more than `saving` slower."""
+    """`found`, or the grid `steer` planned for it, or the previous unit's
+    grid when on it the op needs no barrier and it models no more than
+    `saving` slower: its row grid, or the channel parts of a conv that cut
+    only channels when `op` is depthwise (each core's channel blocks in and
+    out are the ones it wrote)."""
     if not _is_conv(op) or not units or units[-1].base:
         return found
-    grid = row_grid(split_of(splits[-1]))
-    if grid is None:
+    if (plan := p.planned.pop(op, None)) is not None:
+        same = _on(p, op, plan)
+        if same is not None and len(units) not in place(units + [p._unit(op, same)]):  # noqa: SLF001
+            return same
+    prev = split_of(splits[-1])
+    rows, parts = row_grid(prev), channel_grid(prev)
+    if rows is not None:
+        grid = (rows[0], 1, rows[1])
+    elif parts is not None and layout(_conv(op)) == NC1HWC0_BD:
+        grid = (1, parts, 1)
+    else:
         return found
-    same = _with_rows(p, op, grid)
+    same = _on(p, op, grid)
     if same is None or split_of(same).cost <= 0:
         return found
     best = split_of(found)
     if best is not None and split_of(same).cost > best.cost + saving(p):
         return found
+    if rows is None and best is not None and _own(split_of(same), p) + margin(p) >= _own(best, p) + saving(p):
+        return found  # channel parts: weighed as `steer` weighs its pair
     if len(units) in place(units + [p._unit(op, same)]):  # noqa: SLF001
         return found  # still behind a barrier: nothing saved
     if best is not None and len(units) not in place(units + [p._unit(op, found)]):  # noqa: SLF001
         return found
     return same
+
+
+def pick(op: ir.Operation, found: Split | tuple | None, after: list[ir.Operation],
+         units: list[Unit], splits: list, wanted: int, p: "SplitCoresPass"
+         ) -> Split | tuple | None:
+    """`choose`, then `steer` with the next op of `after` (the ops after `op`)."""
+    nxt = next((o for o in after if not o.name.startswith(INERT)), None)
+    return steer(op, choose(op, found, units, splits, p), nxt, units, wanted, p)

@@ -58,19 +58,18 @@ from .split import BATCH, ROWS, Split
 
 
 def split_conv(op: ir.Operation, parts: int, target: Target,
-               rows_of: tuple[int, int] | None = None) -> Split | None:
+               grid_of: tuple[int, int, int] | None = None) -> Split | None:
     """The cheapest batch x channel x row grid of at most `parts` cores;
-    with `rows_of = (pb, pr)`, only the grid of pb images and pr runs of
-    whole rows (every channel), to line up with the op that wrote its input
-    (`aligned`)."""
+    with `grid_of = (pb, pc, pr)`, only that grid, to line up with the op
+    that wrote its input (`aligned`)."""
     if layout(op) not in FORMS_5HD:
         return None
     shape = conv_shape(op)
     diagonal = layout(op) == NC1HWC0_BD
     best: Split | None = None
-    grids = _grids(shape.batch, shape.co1, shape.ho, parts) if rows_of is None else (
-        [(rows_of[0], 1, rows_of[1])] if rows_of[0] * rows_of[1] <= parts
-        and shape.batch % rows_of[0] == 0 and shape.ho % rows_of[1] == 0 else [])
+    grids = _grids(shape.batch, shape.co1, shape.ho, parts) if grid_of is None else (
+        [grid_of] if grid_of[0] * grid_of[1] * grid_of[2] <= parts and shape.batch % grid_of[0] == 0
+        and shape.co1 % grid_of[1] == 0 and shape.ho % grid_of[2] == 0 else [])
     for pb, pc, pr in grids:
         if not inner_runs_unpadded(shape.ho, shape.h, shape.stride_h, shape.pad_top,
                                    shape.extent_h, pr):

@@ -102,8 +102,8 @@ class SplitRules:
         self.grids = grids or {}  # `parse_grids`: the model's choice replaced
         self.used: set = set()  # keys of `grids` some split took
         self.matmuls: set = set()  # (M, N, K, cores) of the matmul splits asked for
-        # (images, runs of rows): convs take only that grid (`aligned.py`)
-        self.rows_of: tuple[int, int] | None = None
+        # (images, channel parts, runs of rows): convs take only that grid (`aligned.py`)
+        self.grid_of: tuple[int, int, int] | None = None
         # the units around the op being split (`prefetched`): matmul grids
         # count the weights npu-prefetch loads before their barrier
         self.lookahead: Lookahead = NONE
@@ -241,7 +241,7 @@ class SplitRules:
                    for t, cut in zip(types, cuts) for d in cut)
 
     def split_conv(self, op: ir.Operation, parts: int) -> Split | None:
-        return split_conv(op, parts, self.target, self.rows_of)
+        return split_conv(op, parts, self.target, self.grid_of)
 
     def _split_planes(self, op: ir.Operation, types: list, parts: int) -> Split | None:
         """An NCHW pool (its map not in NC1HWC0: SqueezeNet's after a concat)

@@ -11,6 +11,8 @@ from mlir.dialects import arith
 
 from npu import ir as nir
 
+# top-level ops that are no unit of work: views, index arithmetic, the return
+INERT = ("memref.", "arith.", "func.return", "builtin.unrealized_conversion_cast")
 ROWS = "r"  # the grid axis of a conv's output rows (see conv.py)
 BATCH = "b"  # of a conv's images
 COLUMNS = "c"  # of a transpose's source columns
