@@ -30,6 +30,7 @@ bottleneck's conv2 so, without weighing the pair, measured slower: 353,931
 from __future__ import annotations
 
 import math
+from itertools import islice
 from typing import Protocol
 
 from mlir import ir
@@ -129,25 +130,43 @@ def _runs(op: ir.Operation) -> list[int]:
     return [r for r in range(2, ho + 1) if ho % r == 0]
 
 
-def _best(p: "SplitCoresPass", op: ir.Operation, wanted: int) -> Split | None:
-    """`op`'s own best split, as `npu-split-cores` finds it."""
-    return split_of(next((s for n in range(wanted, 1, -1)
-                          if (s := p._split_at(op, n)) is not None), None))  # noqa: SLF001
+def _found(p: "SplitCoresPass", op: ir.Operation, wanted: int) -> Split | tuple | None:
+    """`op`'s own best split (a group's with its cuts), as `npu-split-cores`
+    finds it."""
+    return next((s for n in range(wanted, 1, -1)
+                 if (s := p._split_at(op, n)) is not None), None)  # noqa: SLF001
 
 
-def steer(op: ir.Operation, found: Split | tuple | None, nxt: ir.Operation | None,
+def _third(p: "SplitCoresPass", ops: list[Unit], nxt: ir.Operation, found: Split | tuple,
+           last: tuple[ir.Operation, Split | tuple] | None) -> bool:
+    """Whether the op after `nxt` (`last`, on its own best grid) needs a
+    barrier after `ops` and `nxt` on `found`."""
+    if last is None:
+        return False
+    both = ops + [p._unit(nxt, found), p._unit(*last)]  # noqa: SLF001
+    return len(both) - 1 in place(both)
+
+
+def steer(op: ir.Operation, found: Split | tuple | None, after_op: list[ir.Operation],
           units: list[Unit], wanted: int, p: "SplitCoresPass") -> Split | tuple | None:
     """`found`, or a grid of whole-row runs on which the next op, a conv,
     follows `op` with no barrier, when the two model cheaper on it than on
-    their own best grids with a barrier between them (then the next op's
-    grid is planned: `choose` takes it)."""
-    if (not _is_conv(op) or nxt is None or not _is_conv(nxt) or found is None
-            or (units and units[-1].base)):
+    their own best grids with a barrier between them, the op after them
+    counted too (then the next op's grid is planned: `choose` takes it)."""
+    if not _is_conv(op) or found is None or (units and units[-1].base):
         return found
-    here, after = split_of(found), _best(p, nxt, wanted)
+    later = list(islice((o for o in after_op if not o.name.startswith(INERT)), 2))
+    nxt = later[0] if later else None
+    if nxt is None or not _is_conv(nxt):
+        return found
+    here, best_next = split_of(found), _found(p, nxt, wanted)
+    after = split_of(best_next)
     if after is None:
         return found
+    third = _found(p, later[1], wanted) if len(later) > 1 else None
+    last = (later[1], third) if third is not None else None
     before = units + [p._unit(op, found)]  # noqa: SLF001
+    then = _third(p, before, nxt, best_next, last)  # the op after them behind a barrier
     barrier = len(units) in place(before)  # before `op` on its own grid
     grid = row_grid(here)
     alone = _own(here, p) + _own(after, p) + saving(p)
@@ -169,6 +188,8 @@ def steer(op: ir.Operation, found: Split | tuple | None, nxt: ir.Operation | Non
         if len(units) + 1 in place(ahead + [p._unit(nxt, theirs)]):  # noqa: SLF001
             continue
         if not barrier and len(units) in place(ahead):
+            cost += saving(p)
+        if not then and _third(p, ahead, nxt, theirs, last):
             cost += saving(p)
         best = (cost, (1, 1, runs), mine)
     if best is None or best[0] + margin(p) >= alone:
@@ -217,5 +238,4 @@ def pick(op: ir.Operation, found: Split | tuple | None, after: list[ir.Operation
          units: list[Unit], splits: list, wanted: int, p: "SplitCoresPass"
          ) -> Split | tuple | None:
     """`choose`, then `steer` with the next op of `after` (the ops after `op`)."""
-    nxt = next((o for o in after if not o.name.startswith(INERT)), None)
-    return steer(op, choose(op, found, units, splits, p), nxt, units, wanted, p)
+    return steer(op, choose(op, found, units, splits, p), after, units, wanted, p)
