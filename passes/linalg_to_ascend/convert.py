@@ -71,6 +71,7 @@ class Converter(MatmulLowering, Int8MatmulLowering, ReductionLowering, GatherLow
         self.warnings: list[tuple[ir.Operation, str]] = []
         self.pool_pads: dict[ir.Value, tuple] = {}  # run-time tensor.pad results (pooling.py)
         self.absorbed: set[ir.Value] = set()        # results an earlier op already computed
+        self.concat_bytes: dict[str, tuple] = {}  # NC1HWC0 concats' bytes: (parts, dtype, buf)
 
     # -- the function ---------------------------------------------------------
     def convert(self) -> str:

@@ -141,7 +141,9 @@ class Emitter:
         pattern = re.compile(re.escape(buf.name) + r"\b")
         self.lines[index + 1:] = [pattern.sub(view.name, line) for line in self.lines[index + 1:]]
         self.lines[index:index + 1] = defining
-        self._alloc_line = {n: (i if i < index else i - 1 + len(defining))
+        # (an alloc make_view emitted now stands where buf's did)
+        self._alloc_line = {n: (i if i < index else index + i - start if i >= start
+                                else i - 1 + len(defining))
                             for n, i in self._alloc_line.items() if n != buf.name}
         self._root = {n: (view if r.name == buf.name else r) for n, r in self._root.items()}
         if buf.name in self._flat:

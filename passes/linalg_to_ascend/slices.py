@@ -99,16 +99,24 @@ class SliceLowering:
         self.tensors[op.results[0]] = Tensor(shape, out.dtype, nd=out)
 
     def _concat_blocks(self, op: ir.Operation, axis: int, shape: tuple, loc: str) -> bool:
-        """A channel concat of f16 conv maps held in NC1HWC0, each whole C1
+        """A channel concat of conv maps held in NC1HWC0, each whole C1
         blocks: their blocks side by side in an NC1HWC0 result (which a conv
-        reads as it is, `onnx_conv_sums`), not through NCHW and back."""
+        reads as it is, `onnx_conv_sums`), not through NCHW and back. f16
+        maps (what a conv reads) where every part has one, else f32 maps
+        where every part is one (DenseNet's pool and 3x3 conv results, read
+        by a BatchNorm in f32)."""
         parts = [self.tensors.get(v) for v in op.operands]
         if axis != 1 or len(shape) != 4 or any(t is None or t.shape[1] % 16 for t in parts):
             return False
         maps = [t.c1hwc0 if t.c1hwc0 is not None and t.c1hwc0.dtype == "f16" else t.half5
                 for t in parts]
         if any(m is None for m in maps):
-            return False
+            maps = [t.c1hwc0 if t.c1hwc0 is not None and t.c1hwc0.dtype == "f32" else None
+                    for t in parts]
+            if any(m is None for m in maps):
+                return False
+        dtype = maps[0].dtype
+        size = 2 if dtype == "f16" else 4
         roots = [self.em.root(m) for m in maps]  # the allocs behind reshaped maps
         n, c, h, w = shape
         starts = [sum(t.shape[1] for t in parts[:k]) for k in range(len(parts))]
@@ -117,30 +125,59 @@ class SliceLowering:
         def view(k: int):
             def make() -> Buf:  # the result's bytes (made at the earliest part's alloc)
                 if not raw:
-                    raw.append(self.em.alloc([n * c * h * w * 2], "i8", loc))
-                return self.em.typed_view(raw[0], roots[k].shape, "f16", loc, starts[k] * h * w * 2)
+                    raw.append(self.em.alloc([n * c * h * w * size], "i8", loc))
+                if k < 0:  # an earlier concat's bytes: the prefix of these
+                    return self.em.typed_view(raw[0], prefix.shape, "i8", loc)
+                return self.em.typed_view(raw[0], roots[k].shape, dtype, loc, starts[k] * h * w * size)
             return make
 
         # Each part's producer writes straight into its blocks of the result
         # where its map is a temporary of this function (one image: a part's
         # blocks are one run of the result's); the others are copied in.
+        # An earlier concat whose parts lead this one's (DenseNet: each
+        # layer's input is the one before plus a new map) is the prefix of
+        # its bytes, so no concat copies what an earlier one holds.
         # The earliest temporary first: the result's alloc goes there.
-        temps = sorted((k for k, r in enumerate(roots) if self.em.alloc_index(r) is not None
+        prefix, held = self._concat_prefix(op, dtype, n) if n == 1 else (None, 0)
+        temps = sorted((k for k, r in enumerate(roots) if k >= held
+                        and self.em.alloc_index(r) is not None
                         and r.size == maps[k].size), key=lambda k: self.em.alloc_index(roots[k]))
+        if prefix is not None:
+            temps = sorted(temps + [-1], key=lambda k: self.em.alloc_index(
+                prefix if k < 0 else roots[k]))
         placed = {}
         for k in temps if n == 1 else ():
-            moved = self.em.retarget(roots[k], 0, view(k))
-            if moved is not None:
-                placed[k] = moved
-                self._rename(roots[k], moved)
-        out = (self.em.typed_view(raw[0], [n, c // 16, h, w, 16], "f16", loc) if raw
-               else self.em.alloc([n, c // 16, h, w, 16], "f16", loc))
+            moved = self.em.retarget(prefix if k < 0 else roots[k], 0, view(k))
+            if moved is None:
+                continue
+            if k < 0:
+                placed.update({j: moved for j in range(held)})
+                continue
+            placed[k] = moved
+            self._rename(roots[k], moved)
+        out = (self.em.typed_view(raw[0], [n, c // 16, h, w, 16], dtype, loc) if raw
+               else self.em.alloc([n, c // 16, h, w, 16], dtype, loc))
         for k, m in enumerate(maps):
             if k not in placed:  # (a retargeted root's reshapes follow it)
                 self.em.op("ascend.insert_slice", [m, out], loc,
                            offsets=i64_array([0, starts[k] // 16, 0, 0, 0]))
-        self.tensors[op.results[0]] = Tensor(shape, "f16", c1hwc0=out)
+        if raw:
+            self.concat_bytes[raw[0].name] = (tuple(op.operands), dtype, raw[0])
+        self.tensors[op.results[0]] = Tensor(shape, dtype, c1hwc0=out)
         return True
+
+    def _concat_prefix(self, op: ir.Operation, dtype: str, n: int) -> tuple[Buf | None, int]:
+        """The byte buffer of an earlier concat of this function whose parts
+        are this one's first (the most of them), and their count; (None, 0)
+        when there is none."""
+        best: tuple[Buf | None, int] = (None, 0)
+        operands = tuple(op.operands)
+        for held, kind, buf in self.concat_bytes.values():
+            if kind != dtype or self.em.alloc_index(buf) is None or len(held) <= best[1] or \
+                    operands[:len(held)] != held or len(held) >= len(operands):
+                continue  # (a retargeted buffer is no alloc any more)
+            best = (buf, len(held))
+        return best
 
     def _rename(self, old: Buf, new: Buf) -> None:
         """Every tensor held in `old` (an alloc the emitter retargeted) now in `new`."""
