@@ -317,6 +317,11 @@ class FusePass(ConvEpilogueGrouping, EpilogueGrouping, NzLayouts, MatmulChains, 
             if m.out.root in written:
                 return "two members write the same tensor"
             written.add(m.out.root)
+        views: dict = {}
+        for o in (o for m in members for o in m.ins + [m.out]):
+            if views.setdefault(o.root, o.value) != o.value and (
+                    fusion.byte_view(o.value) or fusion.byte_view(views[o.root])):
+                return "two views of one tensor's bytes"
         for k, m in enumerate(members):
             if any(i.root in written and all(w.out.root != i.root for w in members[:k])
                    for i in m.ins):

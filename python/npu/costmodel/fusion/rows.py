@@ -129,6 +129,20 @@ def _core_slice(v: ir.Value) -> bool:
     return op is not None and op.name == "memref.subview" and nir.is_contiguous(v)
 
 
+def byte_view(v: ir.Value) -> bool:
+    """A `memref.view` (of views) of a byte buffer: a tensor held inside
+    another's bytes (an NC1HWC0 concat's prefix, `linalg_to_ascend.slices`),
+    contiguous and addressed through the views' shifts. Its root is the
+    whole buffer, so a group takes no two such views of one root
+    (`npu-fuse`'s `illegal`)."""
+    op = nir.defining_op(v)
+    while op is not None and op.name == "memref.view":
+        op = nir.defining_op(op.operands[0])
+        if op is None or op.name != "memref.view":
+            return nir.memref_element(nir.view_root(v)) == "i8"
+    return False
+
+
 def describe(op: ir.Operation, index: int, target: Target, tails: bool = False) -> RowOp | str:
     """The op as a row op, or why it is not one. `tails`: rows that are not
     whole 32-byte blocks are row ops too (a group of them is a kernel only
@@ -148,7 +162,7 @@ def describe(op: ir.Operation, index: int, target: Target, tails: bool = False) 
                 name in MASK_OPS and nir.memref_element(v) == "i8") and not (
                 dequantizing and v == operands[0]):
             return f"element type {nir.memref_element(v)} (fused kernels take f16/f32)"
-        if nbytes(nir.view_root(v)) != nbytes(v) and not _core_slice(v):
+        if nbytes(nir.view_root(v)) != nbytes(v) and not _core_slice(v) and not byte_view(v):
             # a memref.view of a whole byte buffer is whole
             return "an operand is a partial view of its tensor"
     out = operands[-1]
