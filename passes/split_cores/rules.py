@@ -48,6 +48,7 @@ from npu.dialects.ascend_conv import NC1HWC0, layout
 from npu.passes.transpose_general import collapse_permutation, permutation_groups
 from npu.target import Target
 
+from .channel_grid import channel_grid
 from .conv import split_conv, split_pool
 from .prefetched import (NONE, Lookahead, is_host_constant, phase_cost, ranked, tail_cycles,
                          weight_slot)
@@ -159,7 +160,7 @@ class SplitRules:
                 cuts = self._cut_dim(types, d, name in REDUCE)
                 if cuts is not None and self._cuts_aligned(types, cuts, parts):
                     return Split(cuts, (("x", parts),))
-            return None
+            return None if name in REDUCE else channel_grid(types, parts)
         if name == "ascend.transpose":
             perm = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
             for d in range(len(perm)):

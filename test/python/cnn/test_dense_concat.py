@@ -106,3 +106,21 @@ def test_bn_on_a_concat_prefix_fuses_with_its_relu():
 
     module.operation.walk(visit)
     assert parents == [True] * 4
+
+
+def test_bn_scale_and_shift_split_over_channel_blocks_and_rows():
+    """A BN left as a per-channel mul and add on the concat's NC1HWC0 map
+    splits as a grid of its channel blocks by runs of rows
+    (`split_cores.channel_grid`), not over its 2 blocks alone, and its
+    results are the same bits as onnxruntime's within f16's tolerance."""
+    from npu import diagnostics
+
+    model = _dense_net(size=32)
+    x = np.random.default_rng(7).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    with diagnostics.collecting(diagnostics.DiagnosticEngine(display_name="dense")) as engine:
+        kernel = npu.compile(model, cores=8, pipeline="builtin.module(npu-lower{split-cores-remarks=true})")
+    (said,) = [d.message for d in engine.diagnostics if "npu-split-cores:" in d.message]
+    assert "ascend.mul 2x4; ascend.add 2x4; fused rows 2x4" in said, said
+    (got,), report = kernel(x, strict=True)
+    assert report["hazards"] == []
+    np.testing.assert_allclose(got, ort_run(model, {"x": x})[0], atol=2e-2, rtol=2e-2)
