@@ -289,10 +289,11 @@ class LowerPass(Pass):
             # a stem's pool on its conv's drain: one core's (a core's rows would need the row above)
             conv_pool = self.fuse_conv_pool and not self._many
             # a conv chain's bands are one core's (each conv's grid cuts its own rows)
-            self._make("npu-fuse", chains=chains, **{"ub-fraction": fuse_fraction,
-                                                     "conv-pool": conv_pool,
-                                                     "conv-chains": self.fuse_conv_chains
-                                                     and not self._many}).run(module)
+            # a per-channel operand is a row on a core of one channel block
+            channels = self.fuse_channels or ((self.cores or self.target.cores) if self._many else 0)
+            self._make("npu-fuse", chains=chains, channels=channels,
+                       **{"ub-fraction": fuse_fraction, "conv-pool": conv_pool,
+                          "conv-chains": self.fuse_conv_chains and not self._many}).run(module)
             # on many cores the projection stays its own group (split over its grid) and
             # attention splits over heads
             if (self.fuse_attention and self.fuse_attention_projection and self.fuse_epilogues

@@ -130,6 +130,11 @@ class FusePass(ConvEpilogueGrouping, EpilogueGrouping, NzLayouts, MatmulChains, 
                "the group's last member (npu.conv_epilogue f16_copy); false leaves the cast "
                "its own op",
                needs=(("epilogues", True), CONVS)),
+        Option("channels", int, 0, "an operand of one row per channel block of an NC1HWC0 "
+               "map of at most this many blocks (a per-channel scale or shift) counts as a row "
+               "operand, as on each core of a split with one block a core (a group left with "
+               "more a core is lowered as its ops alone); npu-lower sets it to the cores it "
+               "splits over (0: never)", low=0, needs=(ROWS,)),
         Option("remarks", bool, True, "report each group formed and why row ops were left out"),
     )
 
@@ -152,7 +157,8 @@ class FusePass(ConvEpilogueGrouping, EpilogueGrouping, NzLayouts, MatmulChains, 
         reasons: dict[ir.Operation, list[str]] = {}
         for op in ops:
             if op.name.startswith("ascend."):
-                d = fusion.describe(op, index[op], self.target, tails=True)
+                d = fusion.describe(op, index[op], self.target, tails=True,
+                                    channels=self.channels)
                 if isinstance(d, str):
                     reasons[op] = [d]
                 else:

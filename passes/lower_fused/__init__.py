@@ -39,6 +39,7 @@ from npu.kernels.cce_build import copy, for_pieces, index_add, lin, sub
 from npu.kernels.scalar_blocks import load_scalar
 from npu.passes.base import DOUBLE_BUFFER_ATTR, Option, Pass, PassError, ub_fraction_option
 from npu.passes.applies import row_ops
+from npu.passes.split_cores.channel_grid import dissolve_per_block
 from npu.analysis.pipe_work import pipe_work
 from npu.kernels.resident_rows import OVERLAP_KEY, ResidentRows
 from npu.kernels.row_builders import IDENTITY, RowBuilders
@@ -104,8 +105,9 @@ class LowerFused(Pass):
     def run(self, module: ir.Operation) -> None:
         self.trials: dict = {}  # `LayoutChoice.cached_trial`'s profiles, for this run
         for func in nir.functions(module):
-            groups = nir.walk_held(func, lambda o: o.name == "scf.execute_region"
-                                   and fusion.FUSED_ATTR in o.attributes)
+            groups = [g for g in nir.walk_held(func, lambda o: o.name == "scf.execute_region"
+                                               and fusion.FUSED_ATTR in o.attributes)
+                      if not dissolve_per_block(g)]  # one left with several blocks a core
             if not groups:
                 continue
             users = fusion.tensor_users(func)

@@ -53,11 +53,12 @@ from npu.passes.base import Option, Pass, PassError
 from npu.costmodel.attention.pattern import ATTENTION_ATTR
 from npu.costmodel.conv.epilogue import CONV_EPILOGUE_ATTR
 from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
-from npu.costmodel.fusion.rows import FUSED_ATTR
+from npu.costmodel.fusion.rows import FUSED_ATTR, has_per_block
 
 from .barriers import Access, Unit, gm_operands, place
 from .groups import apply_group, epilogue_matmuls, external, group_split, written
-from . import alone, aligned, attention, idle_shares, peel, qkv, row_parts, share, split_k
+from . import (alone, aligned, attention, channel_grid, idle_shares, peel, qkv, row_parts, share,
+               split_k)
 from .prefetched import NONE, Lookahead
 from .rules import SplitRules, parse_grids
 from .split import INERT, Split, apply, split_of
@@ -200,6 +201,7 @@ class SplitCoresPass(Pass):
         self._dissolve_weight_bound_epilogues(func, wanted)
         self._split_k(func, wanted)
         peel.peel_rows(func, wanted, self._group, self.target.fractal)
+        channel_grid.dissolve_unsplit(func, wanted, self._group)
         units: list[Unit] = []
         splits: list[Split | None] = []
         ops = [child.operation for child in func.regions[0].blocks[0].operations]
@@ -413,7 +415,10 @@ class SplitCoresPass(Pass):
         if found is None:
             return None
         moved = sum(_bytes(v) for v in external(group, found[1]))  # weights read count too
-        return found if moved // parts >= self.rules.min_bytes else None
+        # a per-channel operand's group takes one block a core or dissolves (four lone ops)
+        blocks = FUSED_ATTR in group.attributes and dict(found[0].grid).get("y") == 1 \
+            and has_per_block(group)
+        return found if moved // parts >= self.rules.min_bytes or blocks else None
 
     def _group_unit(self, group: ir.Operation, found: tuple | None) -> Unit:
         kind = ("fused rows" if FUSED_ATTR in group.attributes else "attention"

@@ -1,5 +1,6 @@
 """A lone elementwise op over an NC1HWC0 map of fewer channel blocks than
-cores: a grid of its channel blocks by runs of rows.
+cores: a grid of its channel blocks by runs of rows; a fused group with a
+per-channel operand that no split gives one block a core: its ops alone.
 
 A BatchNorm the conversion cannot fold into a conv (DenseNet's is
 pre-activation: BN, ReLU, then the 1x1 conv) is a per-channel scale and
@@ -15,8 +16,12 @@ random, 224x224 on 32 cores: 1,200,149 -> 1,123,605 cycles.
 from __future__ import annotations
 
 import math
+from typing import Callable
+
+from mlir import ir
 
 from npu import ir as nir
+from npu.costmodel.fusion.rows import FUSED_ATTR, has_per_block
 
 from .split import Split
 
@@ -42,3 +47,25 @@ def channel_grid(types: list, parts: int) -> Split | None:
         else:
             return None
     return Split(tuple(cuts), (("x", c1), ("y", y)))
+
+
+def dissolve_per_block(region: ir.Operation) -> bool:
+    """Dissolve a fused group with a per-channel operand
+    (`fusion.rows.per_block`: a row operand only on a core of one channel
+    block) into its ops, which then split or lower alone; False (nothing
+    done) for any other group."""
+    if FUSED_ATTR not in region.attributes or not has_per_block(region):
+        return False
+    nir.dissolve_group(region, [])
+    return True
+
+
+def dissolve_unsplit(func: ir.Operation, wanted: int,
+                     group: Callable[[ir.Operation, int], object]) -> None:
+    """Before the split: the per-channel groups of `func` that no core count
+    up to `wanted` splits (`group(op, n)` None for all) are dissolved, so
+    that their ops take their own splits (`channel_grid`)."""
+    for op in [child.operation for child in func.regions[0].blocks[0].operations]:
+        if (op.name == "scf.execute_region" and FUSED_ATTR in op.attributes and has_per_block(op)
+                and all(group(op, n) is None for n in range(wanted, 1, -1))):
+            dissolve_per_block(op)

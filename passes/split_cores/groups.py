@@ -213,7 +213,7 @@ def _leading_pair(group: ir.Operation, rows: int, parts: int, granule: int
 
     first = next((f for op in members(group) if op.name.startswith("ascend.")
                   for v in op.operands if nir.is_memref(v.type) and (f := lead(v))), None)
-    if first is None or first[1] >= parts or parts % first[1]:
+    if first is None or first[1] > parts or parts % first[1]:
         return None
     outer = first[1]
 
@@ -221,6 +221,8 @@ def _leading_pair(group: ir.Operation, rows: int, parts: int, granule: int
         shape = nir.memref_shape(v.type)
         if math.prod(shape[:-1]) == 1:
             return {}
+        if len(shape) == 5 and shape[:2] == [1, outer] and shape[2:4] == [1, 1]:
+            return {1: "x"}  # a row per channel block (`fusion.rows.per_block`): its own
         found = lead(v)
         return {found[0]: "x", found[0] + 1: "y"} if found and found[1] == outer else None
 

@@ -143,10 +143,33 @@ def byte_view(v: ir.Value) -> bool:
     return False
 
 
-def describe(op: ir.Operation, index: int, target: Target, tails: bool = False) -> RowOp | str:
+def per_block(shape: list[int], out_shape: list[int]) -> bool:
+    """`shape` holds one row of C0 values per channel block of the NC1HWC0
+    map `out_shape` ([1, C1, 1, 1, C0] of [1, C1, H, W, C0], C1 > 1): a
+    per-channel scale or shift (DenseNet's BatchNorm on its concat)."""
+    return (len(out_shape) == 5 and out_shape[0] == 1 and out_shape[1] > 1
+            and out_shape[2] * out_shape[3] > 1
+            and list(shape) == [1, out_shape[1], 1, 1, out_shape[4]])
+
+
+def has_per_block(region: ir.Operation) -> bool:
+    """A fused group with a member reading a `per_block` operand."""
+    return any(o.name.startswith("ascend.") and any(
+        per_block(nir.memref_shape(v), nir.memref_shape(o.operands[-1]))
+        for v in list(o.operands)[:-1])
+        for o in (op.operation for op in region.regions[0].blocks[0].operations))
+
+
+def describe(op: ir.Operation, index: int, target: Target, tails: bool = False,
+             channels: int = 0) -> RowOp | str:
     """The op as a row op, or why it is not one. `tails`: rows that are not
     whole 32-byte blocks are row ops too (a group of them is a kernel only
-    with its rows resident, `tail_block`)."""
+    with its rows resident, `tail_block`). `channels` (the cores of a
+    split): an operand of one row per channel block (`per_block`) of a
+    map of at most that many blocks counts as a row operand, as it is on
+    each core of the split that gives every core one block
+    (`split_cores.groups._leading_pair`); npu-lower-fused lowers a group
+    left with more than one a core as its ops alone."""
     name = op.name
     if name not in ROW_OPS:
         return f"'{name}' is not a row op (elementwise, or a reduction along the last axis)"
@@ -190,7 +213,9 @@ def describe(op: ir.Operation, index: int, target: Target, tails: bool = False) 
             try:
                 kind = classify(op, nir.memref_shape(v), out_shape)
             except PassError as e:
-                return e.message
+                if not (per_block(nir.memref_shape(v), out_shape) and out_shape[1] <= channels):
+                    return e.message
+                kind = "row"
             if col_level:
                 kind = "col" if kind == "full" else kind
             else:
