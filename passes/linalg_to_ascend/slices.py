@@ -21,6 +21,11 @@ from npu.passes.linalg_to_ascend.structure import UnsupportedOp, tensor_shape
 from npu.passes.linalg_to_ascend.values import Tensor
 
 
+# Readers of a concat that take it in NCHW order (a reshape, then a transpose):
+# its parts, converted once each, are inserted there (`canonicalize/shuffles.py`).
+RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape", "linalg.transpose")
+
+
 def _static(op: ir.Operation, name: str) -> list[int]:
     values = list(ir.DenseI64ArrayAttr(op.attributes[name]))
     if any(v == ir.ShapedType.get_dynamic_size() or v == ir.ShapedType.get_dynamic_stride_or_offset()
@@ -111,6 +116,8 @@ class SliceLowering:
         maps = [t.c1hwc0 if t.c1hwc0 is not None and t.c1hwc0.dtype == "f16" else t.half5
                 for t in parts]
         if any(m is None for m in maps):
+            if any(u.owner.name in RESHAPES for u in op.results[0].uses):
+                return False  # read as NCHW (ShuffleNet's shuffle): its parts go there
             maps = [t.c1hwc0 if t.c1hwc0 is not None and t.c1hwc0.dtype == "f32" else None
                     for t in parts]
             if any(m is None for m in maps):
