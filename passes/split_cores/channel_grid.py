@@ -21,9 +21,19 @@ from typing import Callable
 from mlir import ir
 
 from npu import ir as nir
-from npu.costmodel.fusion.rows import FUSED_ATTR, has_per_block
+from npu.costmodel.fusion.rows import FUSED_ATTR, has_per_block, per_block
 
 from .split import Split
+
+
+def per_block_op(types: list) -> bool:
+    """An op of a per-channel operand (`fusion.rows.per_block`): its
+    lowering loops over the channel blocks, one latency-bound row-broadcast
+    pass each, so its cores' time is in their blocks, not their bytes: every
+    even split pays, however few bytes a core moves (DenseNet's BN at 7x7
+    on 34-62 blocks: two cores of 17 took 29k cycles)."""
+    out = nir.memref_shape(types[-1])
+    return any(per_block(nir.memref_shape(t), out) for t in types[:-1])
 
 
 def channel_grid(types: list, parts: int) -> Split | None:

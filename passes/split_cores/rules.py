@@ -48,7 +48,7 @@ from npu.dialects.ascend_conv import NC1HWC0, layout
 from npu.passes.transpose_general import collapse_permutation, permutation_groups
 from npu.target import Target
 
-from .channel_grid import channel_grid
+from .channel_grid import channel_grid, per_block_op
 from .conv import split_conv, split_pool
 from .prefetched import (NONE, Lookahead, is_host_constant, phase_cost, ranked, tail_cycles,
                          weight_slot)
@@ -142,7 +142,8 @@ class SplitRules:
     def split(self, op: ir.Operation, parts: int) -> Split | None:
         types = [v.type for v in op.operands]
         # every operand's bytes: a reduction's or a matmul's reads are most of its traffic
-        if not (self._big_enough(types[-1], parts, *types[:-1]) or self._row_copies(op, types)):
+        if not (self._big_enough(types[-1], parts, *types[:-1]) or self._row_copies(op, types)
+                or per_block_op(types)):
             return None
         name = op.name
         if name == "ascend.matmul":
