@@ -26,10 +26,8 @@ from __future__ import annotations
 
 from mlir import ir
 
-from npu.kernels import fused_chunk, resident_fit
-from npu.costmodel.fusion import rows as fusion
-from npu.costmodel.fusion import gelu
-from npu.kernels import online_rows
+from npu.kernels import fused_chunk, online_rows, resident_fit
+from npu.costmodel.fusion import gelu, rows as fusion
 from npu.costmodel.vector.chunk_pipeline import ChunkProfile
 from npu.costmodel.fusion.epilogue import PARTIAL_SUMS_ATTR
 from npu.costmodel.fusion.rows import FUSED_UB_FRACTION

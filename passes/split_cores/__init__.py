@@ -27,8 +27,7 @@ attribute `npu.block_dim = P`. It stays one program (dialects/README.md,
   matmul epilogue groups it names into partial matmuls and the group's own
   run (`split_k`) before any op is split;
 * a rough estimate (`_estimate`) keeps the function on one core when the
-  split cannot pay for its barriers (npu-lower then lowers the one-core
-  program);
+  split cannot pay for its barriers (npu-lower lowers the one-core program);
 * P is the largest count any op uses; an op on fewer cores sits under
   `scf.if %blk < n`, so the other cores skip to the next barrier;
 * a `cce.sync_all` goes before an op exactly where it touches GM that an
@@ -53,12 +52,12 @@ from npu.passes.base import Option, Pass, PassError
 from npu.costmodel.attention.pattern import ATTENTION_ATTR
 from npu.costmodel.conv.epilogue import CONV_EPILOGUE_ATTR
 from npu.costmodel.fusion.epilogue import EPILOGUE_ATTR
-from npu.costmodel.fusion.rows import FUSED_ATTR, has_per_block
+from npu.costmodel.fusion.rows import FUSED_ATTR
 
 from .barriers import Access, Unit, gm_operands, place
 from .groups import apply_group, epilogue_matmuls, external, group_split, written
-from . import (alone, aligned, attention, channel_grid, idle_shares, peel, qkv, row_parts, share,
-               split_k)
+from . import alone, aligned, attention, channel_grid, idle_shares, peel, qkv, row_parts, share
+from . import split_k
 from .prefetched import NONE, Lookahead
 from .rules import SplitRules, parse_grids
 from .split import INERT, Split, apply, split_of
@@ -408,17 +407,13 @@ class SplitCoresPass(Pass):
         return one, many + barriers * t.sync_all_cycles
 
     def _group(self, group: ir.Operation, parts: int) -> tuple | None:
-        """A fused group's split over `parts` cores, when each core moves
-        at least the least bytes (its slices of what the group reads and
-        writes: a matmul's weights count)."""
+        """A fused group's split over `parts` cores when each core moves the least
+        bytes (its slices; a matmul's weights count) or one channel block."""
         found = group_split(group, parts, self.rules)
-        if found is None:
-            return None
-        moved = sum(_bytes(v) for v in external(group, found[1]))  # weights read count too
-        # a per-channel operand's group takes one block a core or dissolves (four lone ops)
-        blocks = FUSED_ATTR in group.attributes and dict(found[0].grid).get("y") == 1 \
-            and has_per_block(group)
-        return found if moved // parts >= self.rules.min_bytes or blocks else None
+        if found is None or channel_grid.one_block(group, found[0]):
+            return found
+        moved = sum(_bytes(v) for v in external(group, found[1]))
+        return found if moved // parts >= self.rules.min_bytes else None
 
     def _group_unit(self, group: ir.Operation, found: tuple | None) -> Unit:
         kind = ("fused rows" if FUSED_ATTR in group.attributes else "attention"

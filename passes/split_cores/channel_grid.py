@@ -79,3 +79,11 @@ def dissolve_unsplit(func: ir.Operation, wanted: int,
         if (op.name == "scf.execute_region" and FUSED_ATTR in op.attributes and has_per_block(op)
                 and all(group(op, n) is None for n in range(wanted, 1, -1))):
             dissolve_per_block(op)
+
+
+def one_block(group: ir.Operation, split: Split) -> bool:
+    """A per-channel group's split of one channel block a core: taken
+    however few bytes a core moves (the alternative is its ops alone, a GM
+    round trip each)."""
+    return (FUSED_ATTR in group.attributes and dict(split.grid).get("y") == 1
+            and has_per_block(group))

@@ -113,8 +113,7 @@ class SplitRules:
         self._matmul_splits: dict[tuple, Split | None] = {}  # `split_matmul`'s grids
 
     def _aligned(self, t: ir.Type, dim: int, parts: int) -> bool:
-        """A slice of `t` along `dim` in `parts` equal pieces starts every
-        piece on a 32-byte boundary."""
+        """A slice of `t` along `dim` in `parts` equal pieces starts each on 32 bytes."""
         shape = nir.memref_shape(t)
         if shape[dim] % parts:
             return False
@@ -130,20 +129,19 @@ class SplitRules:
         return nbytes // parts >= self.min_bytes
 
     def _row_copies(self, op: ir.Operation, types: list) -> bool:
-        """A transpose whose rows on either side are not whole 32-byte blocks
-        moves each row as a copy of its own (GoogLeNet's NCHW -> NC1HWC0 at
-        7x7: rows of 49 f16), so its cores' time is in their copies, not
-        their bytes: every split that cuts it evenly pays."""
+        """A transpose of rows under whole 32-byte blocks on either side copies
+        each row alone (GoogLeNet's 7x7 NCHW -> NC1HWC0, rows of 49 f16): its
+        time is in its copies, not its bytes, so every even cut pays (so an
+        op of a per-channel operand's, `per_block_op`)."""
         if op.name != "ascend.transpose":
-            return False
+            return per_block_op(types)
         return any(nir.memref_shape(t)[-1] * nir.element_bytes(nir.memref_element(t))
                    % self.target.vector_block_bytes for t in types)
 
     def split(self, op: ir.Operation, parts: int) -> Split | None:
         types = [v.type for v in op.operands]
         # every operand's bytes: a reduction's or a matmul's reads are most of its traffic
-        if not (self._big_enough(types[-1], parts, *types[:-1]) or self._row_copies(op, types)
-                or per_block_op(types)):
+        if not (self._big_enough(types[-1], parts, *types[:-1]) or self._row_copies(op, types)):
             return None
         name = op.name
         if name == "ascend.matmul":
