@@ -140,6 +140,13 @@ def listing(data: bytes, filename: str, ctx: ir.Context) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _yielded(block: ir.Block) -> bool:
+    """Whether `block` already ends with its terminator (a corrupt binary may
+    put more instructions after it)."""
+    ops = block.operations
+    return len(ops) > 0 and ops[len(ops) - 1].name == "scf.yield"
+
+
 class _Decoder:
     def __init__(self, data: bytes, start: int, filename: str):
         self.data, self.pos, self.filename = data, start, filename
@@ -169,6 +176,8 @@ class _Decoder:
             p = _Reader(self.data, r.pos, end, self.at)
             self.pos = end
             loc = ir.Location.file(self.filename, 1, self.at)
+            if opcode not in (OP_END, OP_ELSE) and _yielded(current):
+                raise self.fail("instructions after YIELD in the same block")
             parent = current
             with loc, ir.InsertionPoint(current):
                 if opcode == OP_FOR:

@@ -218,6 +218,23 @@ def test_corruption_is_rejected_or_decodes(position, flip):
         assert e.offset < first_code or e.offset in _OFFSETS or e.offset >= position - 4, e
 
 
+def test_an_instruction_after_yield_is_rejected():
+    """Swapping a YIELD with the instruction before it leaves an instruction
+    after the block's terminator: a BinaryError there (hypothesis found one
+    such flip that crashed in MLIR instead)."""
+    from npu.hivm.binary import OP_YIELD
+
+    entries = decode_entries(_BINARY, "x", _CTX)[1]
+    i = next(i for i in range(len(entries) - 1) if entries[i + 1][2] == OP_YIELD)
+    (at, first, *_), (_, yield_bytes, *_) = entries[i], entries[i + 1]
+    data = bytearray(_BINARY)
+    data[at:at + len(first) + len(yield_bytes)] = yield_bytes + first
+    with pytest.raises(BinaryError) as e:
+        decode(bytes(data), "bad.npub", _CTX)
+    assert e.value.offset == at + len(yield_bytes)
+    assert "after YIELD" in e.value.message
+
+
 def test_bad_opcode_names_its_instruction_offset():
     data = bytearray(_BINARY)
     at = _OFFSETS[5]
