@@ -75,9 +75,8 @@ def run_model(args, path: str, text: str | None) -> int:
     trace, page = report.pop("trace"), report.pop("html")
     status = 0
     if args.check:
-        expected = reference(kernel, source, path, inputs)
+        expected, steps = reference(kernel, source, path, inputs)
         uses_cube = any(f"ascend.{op}" in kernel.stages["ascend"] for op in ("matmul", "batch_matmul", "conv2d"))
-        steps = quantized_output_steps(kernel, path)
         check = compare(outputs, expected, CUBE_TOLERANCES if uses_cube else VECTOR_TOLERANCES,
                         "quantised outputs within one step of their grid" if any(steps) else None,
                         steps)
@@ -151,40 +150,32 @@ def _gather_bounds(kernel) -> dict[int, int]:
     return {k: max(1, min(8, by_arg[a])) for k, a in enumerate(args) if a in by_arg}
 
 
-def reference(kernel, source, path: str, inputs) -> list[np.ndarray]:
-    """onnxruntime for an ONNX model; the numpy linalg evaluation otherwise."""
+def reference(kernel, source, path: str, inputs) -> tuple[list[np.ndarray], list[float | None]]:
+    """onnxruntime for an ONNX model; the numpy linalg evaluation otherwise.
+    With the outputs, each one's quantisation step where a DequantizeLinear
+    computes it (an ONNX model's, `onnx_qdq.output_steps`; else None):
+    onnxruntime dequantises and sums in float where the int8 cube's sums are
+    exact integers, so a requantised value near a rounding boundary may land
+    one step away (docs/int8.md)."""
     if str(path).endswith(".onnx"):
         return onnx_reference(kernel, path, inputs)
     from npu.passes.linalg_to_ascend.linalg_eval import evaluate
     from npu.ir import functions, make_context, parse_module
 
     module = parse_module(source, make_context())
-    return evaluate(functions(module)[0], inputs)
+    return evaluate(functions(module)[0], inputs), [None] * len(kernel.output_names)
 
 
-def quantized_output_steps(kernel, path: str) -> list[float | None]:
-    """The quantisation step of each output a DequantizeLinear computes (an
-    ONNX model's): onnxruntime dequantises and sums in float where the int8
-    cube's sums are exact integers, so a requantised value near a rounding
-    boundary may land one step away (docs/int8.md)."""
-    if not str(path).endswith(".onnx"):
-        return [None] * len(kernel.output_names)
-    import onnx
-
-    from npu.frontend.onnx_qdq import output_steps
-
-    return output_steps(onnx.load(path), kernel.output_names)
-
-
-def onnx_reference(kernel, path: str, inputs) -> list[np.ndarray]:
+def onnx_reference(kernel, path: str, inputs) -> tuple[list[np.ndarray], list[float | None]]:
     """onnxruntime's outputs for the model as the compiler read it (absent
-    trailing inputs dropped), its own warnings kept off stderr; a model it
-    cannot load or run is one located error, not an internal one."""
+    trailing inputs dropped), its own warnings kept off stderr, and the
+    outputs' quantisation steps; a model it cannot load or run is one
+    located error, not an internal one."""
     import onnx
     import onnxruntime
 
     from npu.frontend.onnx_import import drop_absent_trailing_inputs
-    from npu.frontend.onnx_qdq import QUANTIZATION_OPS
+    from npu.frontend.onnx_qdq import QUANTIZATION_OPS, output_steps
     from npu.simulator.run_inputs import RunError
 
     model = onnx.load(path)
@@ -205,11 +196,12 @@ def onnx_reference(kernel, path: str, inputs) -> list[np.ndarray]:
         raise RunError(f"{path}: error: --check: onnxruntime cannot run this model ({e}); "
                        "without --check it is compiled and simulated") from None
     try:
-        return readable.session.run(kernel.output_names, dict(zip(kernel.input_names, inputs)))
+        outputs = readable.session.run(kernel.output_names, dict(zip(kernel.input_names, inputs)))
     except Exception as e:  # onnxruntime raises its own Fail/NotImplemented/... types
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise RunError(f"{path}: error: --check: onnxruntime cannot run this model ({reason}); "
                        "without --check it is compiled and simulated") from None
+    return outputs, output_steps(model, kernel.output_names)
 
 
 def save_npz(path: str, arrays: dict) -> None:

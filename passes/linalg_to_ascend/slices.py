@@ -145,7 +145,7 @@ class SliceLowering:
         # layer's input is the one before plus a new map) is the prefix of
         # its bytes, so no concat copies what an earlier one holds.
         # The earliest temporary first: the result's alloc goes there.
-        prefix, held = self._concat_prefix(op, dtype, n) if n == 1 else (None, 0)
+        prefix, held = self._concat_prefix(op, dtype) if n == 1 else (None, 0)
         temps = sorted((k for k, r in enumerate(roots) if k >= held
                         and self.em.alloc_index(r) is not None
                         and r.size == maps[k].size), key=lambda k: self.em.alloc_index(roots[k]))
@@ -173,7 +173,7 @@ class SliceLowering:
         self.tensors[op.results[0]] = Tensor(shape, dtype, c1hwc0=out)
         return True
 
-    def _concat_prefix(self, op: ir.Operation, dtype: str, n: int) -> tuple[Buf | None, int]:
+    def _concat_prefix(self, op: ir.Operation, dtype: str) -> tuple[Buf | None, int]:
         """The byte buffer of an earlier concat of this function whose parts
         are this one's first (the most of them), and their count; (None, 0)
         when there is none."""

@@ -4,25 +4,24 @@ The function gets a last argument `%blk: index {npu.block_idx}` and the
 attribute `npu.block_dim = P`. It stays one program (dialects/README.md,
 "Whole programs on many cores"):
 
-* every top-level ascend op gets its own split (`rules.SplitRules`): the
-  largest core count up to the one asked for into which it cuts equally,
+* every top-level ascend op gets its own split (`rules.SplitRules`): the largest
+  core count up to the one asked for into which it cuts equally (`_best`),
   with 32-byte aligned slices of at least `min-bytes` of output per core
-  (default: the bytes a GM transfer moves during its own latency, below which
-  a core spends more time starting than moving); its operands become the
-  slices core `%blk` owns (`memref.subview`s computed from `%blk`);
-* a fused group (npu-fuse's row groups and matmul epilogues,
-  npu-fuse-attention's attention) is cut before its lowering (`groups`):
-  rows in chunks, a matmul's grid, attention's heads in runs; any other
-  kernel (one already lowered, a group that does not cut evenly) runs on
-  core 0;
+  (default: the bytes a GM transfer moves during its own latency, below which a
+  core spends more time starting than moving); its operands become the slices
+  core `%blk` owns (`memref.subview`s computed from `%blk`);
+* a fused group (npu-fuse's row groups and matmul epilogues, npu-fuse-attention's
+  attention) is cut before its lowering (`groups`): rows in chunks, a matmul's
+  grid, attention's heads in runs; any other kernel (one already lowered, a
+  group that does not cut evenly) runs on core 0;
 * a horizontal group (npu-fuse-horizontal's Q, K and V as one matmul, where
   it pays on the cores) cuts each sibling's columns, every core computing
   its columns of all of them from one read of its rows of A (`qkv`);
-* independent ops between two barriers (Q, K and V's projections) may
-  run side by side instead, each over its own share of the cores, when
-  the matmul cost model says so (`share`; `share=false` turns it off);
-  such an op sits under `scf.if` on its cores, its slices indexed by the
-  block index less its first core;
+* independent ops between two barriers (Q, K and V's projections) may run
+  side by side instead, each over its own share of the cores, when the matmul
+  cost model says so (`share`; `share=false` turns it off); such an op sits
+  under `scf.if` on its cores, its slices indexed by the block index less
+  its first core;
 * `split-k` (for measuring; docs/multicore.md) splits the reduction of the
   matmul epilogue groups it names into partial matmuls and the group's own
   run (`split_k`) before any op is split;
@@ -200,26 +199,20 @@ class SplitCoresPass(Pass):
         self._dissolve_weight_bound_epilogues(func, wanted)
         self._split_k(func, wanted)
         peel.peel_rows(func, wanted, self._group, self.target.fractal)
-        channel_grid.dissolve_unsplit(func, wanted, self._group)
+        channel_grid.dissolve_unsplit(func, lambda op: self._best(op, wanted))
         units: list[Unit] = []
         splits: list[Split | None] = []
         ops = [child.operation for child in func.regions[0].blocks[0].operations]
         self.planned = {}
         for at, op in enumerate(ops):
             self.rules.lookahead = self._lookahead(op, ops[at + 1:], units, splits, wanted)
-            if op.name.startswith("ascend."):
-                split = next((s for n in range(wanted, 1, -1)
-                              if (s := self.rules.split(op, n)) is not None), None)
-                split = aligned.pick(op, split, ops[at + 1:], units, splits, wanted, self)
-                units.append(self._ascend_unit(op, split))
-                splits.append(split)
-            elif op.name == "scf.execute_region" and any(
-                    a in op.attributes for a in (FUSED_ATTR, EPILOGUE_ATTR, ATTENTION_ATTR,
-                                                 CONV_EPILOGUE_ATTR)):
-                found = next((g for n in range(wanted, 1, -1)
-                              if (g := self._group(op, n)) is not None), None)
-                found = aligned.pick(op, found, ops[at + 1:], units, splits, wanted, self)
-                units.append(self._group_unit(op, found))
+            group = op.name == "scf.execute_region" and any(
+                a in op.attributes for a in (FUSED_ATTR, EPILOGUE_ATTR, ATTENTION_ATTR,
+                                             CONV_EPILOGUE_ATTR))
+            if group or op.name.startswith("ascend."):
+                found = aligned.pick(op, self._best(op, wanted), ops[at + 1:], units, splits,
+                                     wanted, self)
+                units.append((self._group_unit if group else self._ascend_unit)(op, found))
                 splits.append(found)
             elif not op.name.startswith(INERT) and (len(op.regions) or op.name.startswith("cce.")):
                 units.append(Unit(op, 1, [Access(nir.view_root(v), None, True, {0: None})
@@ -355,6 +348,11 @@ class SplitCoresPass(Pass):
             return self._group(op, n)
         return None
 
+    def _best(self, op: ir.Operation, wanted: int) -> Split | tuple | None:
+        """An op's or a group's split over the most cores up to `wanted` that takes one."""
+        return next((s for n in range(wanted, 1, -1) if (s := self._split_at(op, n)) is not None),
+                    None)
+
     def _unit(self, op: ir.Operation, found: Split | tuple) -> Unit:
         return (self._group_unit(op, found) if isinstance(found, tuple)
                 else self._ascend_unit(op, found))
@@ -367,8 +365,7 @@ class SplitCoresPass(Pass):
         saves a pass over C; one core reading all the weights costs far more."""
         for group, matmul in epilogue_matmuls(func):
             if (_bytes(matmul.operands[1]) < WEIGHT_BOUND * _bytes(matmul.operands[2])
-                    or any(self._group(group, n) is not None for n in range(wanted, 1, -1))
-                    or all(self.rules.split(matmul, n) is None for n in range(wanted, 1, -1))):
+                    or self._best(group, wanted) is not None or self._best(matmul, wanted) is None):
                 continue
             nir.dissolve_group(group, [])
 

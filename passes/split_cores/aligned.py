@@ -54,6 +54,8 @@ class SplitCoresPass(Protocol):
 
     def _split_at(self, op: ir.Operation, n: int) -> Split | tuple | None: ...
 
+    def _best(self, op: ir.Operation, wanted: int) -> Split | tuple | None: ...
+
     def _unit(self, op: ir.Operation, found: Split | tuple) -> Unit: ...
 
     planned: dict  # op -> (images, runs): the grid `steer` chose it
@@ -130,13 +132,6 @@ def _runs(op: ir.Operation) -> list[int]:
     return [r for r in range(2, ho + 1) if ho % r == 0]
 
 
-def _found(p: "SplitCoresPass", op: ir.Operation, wanted: int) -> Split | tuple | None:
-    """`op`'s own best split (a group's with its cuts), as `npu-split-cores`
-    finds it."""
-    return next((s for n in range(wanted, 1, -1)
-                 if (s := p._split_at(op, n)) is not None), None)  # noqa: SLF001
-
-
 def _third(p: "SplitCoresPass", ops: list[Unit], nxt: ir.Operation, found: Split | tuple,
            last: tuple[ir.Operation, Split | tuple] | None) -> bool:
     """Whether the op after `nxt` (`last`, on its own best grid) needs a
@@ -159,11 +154,11 @@ def steer(op: ir.Operation, found: Split | tuple | None, after_op: list[ir.Opera
     nxt = later[0] if later else None
     if nxt is None or not _is_conv(nxt):
         return found
-    here, best_next = split_of(found), _found(p, nxt, wanted)
+    here, best_next = split_of(found), p._best(nxt, wanted)
     after = split_of(best_next)
     if after is None:
         return found
-    third = _found(p, later[1], wanted) if len(later) > 1 else None
+    third = p._best(later[1], wanted) if len(later) > 1 else None
     last = (later[1], third) if third is not None else None
     before = units + [p._unit(op, found)]  # noqa: SLF001
     then = _third(p, before, nxt, best_next, last)  # the op after them behind a barrier

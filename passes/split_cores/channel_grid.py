@@ -70,14 +70,13 @@ def dissolve_per_block(region: ir.Operation) -> bool:
     return True
 
 
-def dissolve_unsplit(func: ir.Operation, wanted: int,
-                     group: Callable[[ir.Operation, int], object]) -> None:
+def dissolve_unsplit(func: ir.Operation, best: Callable[[ir.Operation], object]) -> None:
     """Before the split: the per-channel groups of `func` that no core count
-    up to `wanted` splits (`group(op, n)` None for all) are dissolved, so
-    that their ops take their own splits (`channel_grid`)."""
+    splits (`best(op)`, the split over the most cores, None) are dissolved,
+    so that their ops take their own splits (`channel_grid`)."""
     for op in [child.operation for child in func.regions[0].blocks[0].operations]:
         if (op.name == "scf.execute_region" and FUSED_ATTR in op.attributes and has_per_block(op)
-                and all(group(op, n) is None for n in range(wanted, 1, -1))):
+                and best(op) is None):
             dissolve_per_block(op)
 
 
