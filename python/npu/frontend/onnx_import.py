@@ -289,6 +289,9 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     rewrite_matmul_integers(model, types, _failer(where), remark)
     rewrite_conv_integers(model, types, _failer(where), remark)
     onnx_batchnorm.fold_batchnorms(model)  # before the patch-conv rewrite reads Conv weights
+    from npu.frontend.onnx_layer_scale import fold_layer_scales
+
+    fold_layer_scales(model, types)
     from npu.frontend.onnx_conv_sums import fold_summed_convs
 
     fold_summed_convs(model)  # after the BNs are in the convs' weights
@@ -300,6 +303,9 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     onnx_int_pow.expand_integer_pows(model, _failer(where), types)
     onnx_small_ints.rewrite_small_int_ops(model, types)
     onnx_int_div.rewrite_int_divs(model, types)
+    from npu.frontend.onnx_unit_transposes import rewrite_unit_transposes
+
+    rewrite_unit_transposes(model, types)  # before the LayerNorms' rows are read
     onnx_layernorm_rows.flatten_layernorm_rows(model, types)
     onnx_matmul_shapes.rewrite_matmul_shapes(model, types)
     onnx_slice_steps.clamp_negative_step_starts(model, types)
