@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlir import ir
+from mlir.dialects import memref
 
 from npu import ir as nir
 from npu.passes.hoist_casts import touching
@@ -135,3 +136,17 @@ def scalar_op(name: str, src: ir.Value, dst: ir.Value, scalar: float,
     point = ir.InsertionPoint.after(at) if after else ir.InsertionPoint(at)
     with at.context, at.location, point:
         return nir.create_op(name, [src, dst], scalar=float(scalar))
+
+
+def reshaped(value: ir.Value, shape: list[int]) -> ir.Value:
+    """A view of the contiguous `value` with `shape` (same element count)."""
+    if nir.memref_shape(value) == shape:
+        return value
+    flat = nir.flatten_memref(value)
+    t = ir.MemRefType(flat.type)
+    if list(t.shape) == shape:
+        return flat
+    i64 = ir.IntegerType.get_signless(64)
+    result = ir.MemRefType.get(shape, t.element_type, None, t.memory_space)
+    group = ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) for d in range(len(shape))])
+    return memref.ExpandShapeOp(result, flat, ir.ArrayAttr.get([group]), [], shape).result

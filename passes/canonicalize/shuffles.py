@@ -21,7 +21,6 @@ import math
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import memref
 
 from npu import ir as nir
 from npu.passes.canonicalize import buffers as buf
@@ -45,7 +44,7 @@ def insert_transposed(func: ir.Operation) -> list[ir.Operation]:
         with op.context, op.location:
             for ins, offsets, sizes in moves:
                 with ir.InsertionPoint(ins):
-                    src = _reshaped(ins.operands[0], sizes)
+                    src = buf.reshaped(ins.operands[0], sizes)
                     nir.create_op("ascend.insert_slice", [src, out],
                                   offsets=ir.DenseI64ArrayAttr.get(offsets))
         dead = op.operands[0]
@@ -134,18 +133,6 @@ def _box(offsets: list[int], sizes: list[int], groups: list[list[int]], view: li
         for g, x in zip(group[:j - 1], fixed):
             out_off[g], out_size[g] = int(x), 1
     return out_off, out_size
-
-
-def _reshaped(value: ir.Value, shape: list[int]) -> ir.Value:
-    """A view of the contiguous `value` with `shape` (same element count)."""
-    flat = nir.flatten_memref(value)
-    t = ir.MemRefType(flat.type)
-    if list(t.shape) == shape:
-        return flat
-    i64 = ir.IntegerType.get_signless(64)
-    result = ir.MemRefType.get(shape, t.element_type, None, t.memory_space)
-    group = ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) for d in range(len(shape))])
-    return memref.ExpandShapeOp(result, flat, ir.ArrayAttr.get([group]), [], shape).result
 
 
 def _position(op: ir.Operation) -> int:
