@@ -207,23 +207,24 @@ class LowerTranspose(Pass):
                        source_rows: bool) -> None:
         """This core's run of source columns (the result's rows), or of source
         rows (`source_rows`: the result's columns, stored as strided runs), of
-        an R x C last-two swap that npu-split-cores cut over the cores
+        an R x C last-two swap (in every batch) that npu-split-cores cut over the cores
         (`nir.CORE_PART_ATTR`): either cut is a strided slice on one side,
         which the chunks' bursts take anyway."""
         parts, part = part_of
         col_block = self.target.granule("ub") // nir.element_bytes(elem)
-        cut = shape[0] if source_rows else shape[1] if len(shape) == 2 else 0
-        if len(shape) != 2 or perm != [1, 0] or cut % (parts * col_block):
+        batch, (rows, cols) = int(np.prod(shape[:-2])), shape[-2:]
+        cut = rows if source_rows else cols
+        if perm not in ([1, 0], [0, 2, 1]) or cut % (parts * col_block):
             what = "rows" if source_rows else "columns"
-            raise PassError(f"{nir.CORE_PART_ATTR}: cuts the source {what} of a 2-D transpose "
-                            f"into {parts} runs of whole {col_block}-element blocks; this one is "
-                            f"{shape} permuted by {perm}", op)
+            raise PassError(f"{nir.CORE_PART_ATTR}: cuts the source {what} of a (batched) 2-D "
+                            f"transpose into {parts} runs of whole {col_block}-element blocks; "
+                            f"this one is {shape} permuted by {perm}", op)
         run = cut // parts
         if source_rows:
-            self.swap_last_two(op, src, dst, elem, 1, run, shape[1], first_row=lin((part, run)),
-                               all_rows=shape[0])
+            self.swap_last_two(op, src, dst, elem, batch, run, cols, first_row=lin((part, run)),
+                               all_rows=rows)
         else:
-            self.swap_last_two(op, src, dst, elem, 1, shape[0], run, lin((part, run)), shape[1])
+            self.swap_last_two(op, src, dst, elem, batch, rows, run, lin((part, run)), cols)
 
     def rotations_fit(self, steps: list[tuple[int, int, int]], es: int) -> bool:
         """Every rotation is a last-two swap with at least one vnchwconv tile."""

@@ -438,9 +438,12 @@ class SplitRules:
 
 def _swapped_groups(shape: list[int], perm: list[int]) -> tuple | None:
     """((source dims, size) of the rows, (dims, size) of the columns) of a
-    permutation that is a last-two swap once unit dims are dropped and dims
-    that stay adjacent are merged; None for any other."""
+    permutation that is a last-two swap, under a batch that stays in front,
+    once unit dims are dropped and dims that stay adjacent are merged; None
+    for any other."""
     groups = permutation_groups(shape, perm)
+    if len(groups) == 3 and groups[0][-1] < min(groups[1][0], groups[2][0]):
+        groups = groups[1:]  # a leading batch that stays in front (NCHW -> NC1HWC0 of C1 blocks)
     if len(groups) != 2 or groups[0][0] < groups[1][0]:
         return None
     cols, rows = groups
