@@ -22,13 +22,12 @@ both buffers (`_refined`).
 
 from __future__ import annotations
 
-import math
-
 from mlir import ir
 from mlir.dialects import memref
 
 from npu import ir as nir
 from npu.passes.canonicalize import buffers as buf
+from npu.passes.transpose_general import collapse_permutation
 
 
 def compose_transposes(func: ir.Operation) -> list[ir.Operation]:
@@ -83,8 +82,8 @@ def _refined(first: ir.Operation, second: ir.Operation) -> tuple | None:
     """(None, the permutation, the input's and the output's shapes) of the
     two transposes as one over the finest dims that the first's result and
     the second's operand (a reshape of it) are both row-major groupings of,
-    adjacent dims that stay adjacent merged; None when no such dims exist or
-    a buffer is not a plain dense one."""
+    dims that stay adjacent merged (`collapse_permutation`); None when no
+    such dims exist or a buffer is not a plain dense one."""
     x_value, z_value = first.operands[0], second.operands[-1]
     if not (_identity_layout(x_value) and buf.plain(z_value)):
         return None
@@ -96,15 +95,8 @@ def _refined(first: ir.Operation, second: ir.Operation) -> tuple | None:
     sizes, of_y, of_v = refined
     x_order = [d for axis in range(len(p1)) for d in of_y[p1.index(axis)]]
     z_order = [d for axis in p2 for d in of_v[axis]]
-    groups: list[list[int]] = []  # runs of x_order that stay together, in order, in z_order
-    for d in x_order:
-        if groups and z_order.index(d) == z_order.index(groups[-1][-1]) + 1:
-            groups[-1].append(d)
-        else:
-            groups.append([d])
-    out = sorted(range(len(groups)), key=lambda g: z_order.index(groups[g][0]))
-    shape = [math.prod(sizes[d] for d in g) for g in groups]
-    return None, out, shape, [shape[g] for g in out]
+    shape, perm = collapse_permutation([sizes[d] for d in x_order], [x_order.index(d) for d in z_order])
+    return None, perm, shape, [shape[p] for p in perm]
 
 
 def _common_dims(y: list[int], v: list[int]) -> tuple[list[int], list[list[int]], list[list[int]]] | None:
