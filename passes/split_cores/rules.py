@@ -299,6 +299,8 @@ class SplitRules:
         shape = nir.memref_shape(types[0])
         block = self.target.vector_block_bytes // nir.element_bytes(nir.memref_element(types[0]))
         (row_dims, rows), (col_dims, cols) = groups
+        if parts < 2 * (math.prod(shape) // (rows * cols)):
+            return None  # under a batch, only where the batch's own cut gives half the cores or fewer
         # a group's run of a core is a cut of its first dim
         if (shape[col_dims[0]] % parts == 0 and rows >= self.target.fractal
                 and cols % (parts * block) == 0):

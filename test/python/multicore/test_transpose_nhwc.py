@@ -47,9 +47,9 @@ def _run(text: str, pipeline: str, x: np.ndarray, dst: list[int]) -> tuple:
     ([1, 96, 10, 10], [0, 2, 3, 1], "f16", 6),   # f16: 16-channel runs
     ([1, 32, 8, 8], [0, 2, 3, 1], "f32", 4),     # the source's columns: runs of whole rows of H
     # NCHW -> NC1HWC0 of 3 channel blocks (ConvNeXt's residual map before its depthwise conv):
-    # runs of H * W in every block, on 4 cores where the blocks alone give 3
-    ([3, 16, 1024], [0, 2, 1], "f16", 4),
-    ([3, 64, 20], [0, 2, 1], "f32", 4),            # its rows: 20 f32 columns are no whole blocks
+    # runs of H * W in every block, on 8 cores where the blocks alone give 3
+    ([3, 16, 1024], [0, 2, 1], "f16", 8),
+    ([3, 128, 20], [0, 2, 1], "f32", 8),           # its rows: 20 f32 columns are no whole blocks
 ])
 def test_an_nhwc_transpose_splits_along_its_channels(src, perm, elem, parts) -> None:
     text, dst = _program(src, perm, elem)
