@@ -290,17 +290,16 @@ class SplitRules:
         strided runs of whole 32-byte blocks, at least one vnchwconv tile of
         rows a core: ConvNeXt's [1, 384, 14, 14] -> [1, 14, 14, 384], whose
         196 f32 columns are not whole blocks). Left unsliced (`Split.mark`);
-        the dims that swap may be groups of dims ([1, 14, 14, 384] ->
-        [1, 384, 14, 14]) when each core's run of the cut group is a cut of
-        its first dim."""
+        the dims that swap may be groups ([1, 14, 14, 384] -> [1, 384, 14, 14])
+        when each core's run of the cut group is a cut of its first dim."""
         groups = _swapped_groups(nir.memref_shape(types[0]), perm)
         if groups is None:
             return None
         shape = nir.memref_shape(types[0])
         block = self.target.vector_block_bytes // nir.element_bytes(nir.memref_element(types[0]))
         (row_dims, rows), (col_dims, cols) = groups
-        if parts < 2 * (math.prod(shape) // (rows * cols)):
-            return None  # under a batch, only where the batch's own cut gives half the cores or fewer
+        if parts < 2 * (math.prod(shape) // (rows * cols)):  # a batch's own cut has half of them
+            return None
         # a group's run of a core is a cut of its first dim
         if (shape[col_dims[0]] % parts == 0 and rows >= self.target.fractal
                 and cols % (parts * block) == 0):
@@ -439,13 +438,12 @@ class SplitRules:
 
 
 def _swapped_groups(shape: list[int], perm: list[int]) -> tuple | None:
-    """((source dims, size) of the rows, (dims, size) of the columns) of a
-    permutation that is a last-two swap, under a batch that stays in front,
-    once unit dims are dropped and dims that stay adjacent are merged; None
-    for any other."""
+    """((source dims, size) of the rows, (dims, size) of the columns) of a last-two
+    swap (under a batch that stays in front), unit dims dropped and dims that
+    stay adjacent merged; None for any other permutation."""
     groups = permutation_groups(shape, perm)
-    if len(groups) == 3 and groups[0][-1] < min(groups[1][0], groups[2][0]):
-        groups = groups[1:]  # a leading batch that stays in front (NCHW -> NC1HWC0 of C1 blocks)
+    if len(groups) == 3 and groups[0][-1] < min(groups[1][0], groups[2][0]):  # NCHW -> NC1HWC0
+        groups = groups[1:]
     if len(groups) != 2 or groups[0][0] < groups[1][0]:
         return None
     cols, rows = groups

@@ -26,8 +26,10 @@ def rewrite_unit_transposes(model, types: dict | None = None) -> list[str]:
         dims = types.get(node.input[0], (None, 0))[0]
         if not dims or any(d is None or d <= 0 for d in dims):
             return False
-        perm = next((list(a.ints) for a in node.attribute if a.name == "perm"),
-                    list(range(len(dims)))[::-1])
+        perm = next((list(a.ints) if a.type == a.INTS else None for a in node.attribute
+                     if a.name == "perm"), list(range(len(dims)))[::-1])
+        if perm is None or sorted(perm) != list(range(len(dims))):
+            return False  # onnx's checker names what is wrong with it
         long_axes = [axis for axis in perm if dims[axis] != 1]
         if long_axes != sorted(long_axes):
             return False
