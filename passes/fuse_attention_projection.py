@@ -35,6 +35,7 @@ from npu.costmodel.fusion import epilogue
 from npu import ir as nir
 from npu.passes.base import Option, Pass, ub_fraction_option
 from npu.passes.patterns import ATTENTIONS
+from npu.passes.fuse.chains import CHAIN_ATTR
 from npu.passes.fuse.scan import scan_top_level
 
 
@@ -142,6 +143,7 @@ class FuseAttentionProjectionPass(Pass):
         `top`: the function's top-level ops."""
         block = region.regions[0].blocks[0]
         head = block.operations[0]
+        unchain(p)
         roots = [nir.view_root(s) for s in a.sources]
         for root in roots:
             for op in nir.view_closure(root):
@@ -196,3 +198,15 @@ class FuseAttentionProjectionPass(Pass):
                             f"{int(choice.busiest)} by the busiest pipes) against "
                             f"{int(choice.apart)} apart; Q, K, V never reach GM (GM traffic "
                             f"{unfused} -> {fused} bytes)")
+
+
+def unchain(p: proj.Projection) -> None:
+    """X read from GM by the attention's projection: a matmul chain that
+    npu-fuse formed into the projection's matmul (its X kept in L1 from the
+    matmul before, passes/fuse/chains.py: ELECTRA's and ALBERT's embedding
+    projection) is undone, so its producer stores X to GM and npu-plan-gm
+    places it; left chained, X had no GM address (a GM temporary in the
+    kernel's argument area)."""
+    alloc = nir.defining_op(nir.view_root(p.x))
+    if alloc is not None and alloc.name == "memref.alloc" and CHAIN_ATTR in alloc.attributes:
+        del alloc.attributes[CHAIN_ATTR]

@@ -110,6 +110,10 @@ class BodyLowering:
             return self.unary(UNARY[name], operands[0])
         if name in CASTS:
             return self.cast(operands[0], out_type, "trunc" if "fpto" in name else "rint")
+        if name == "arith.extui" and element_name(op.operands[0]) == "i1":
+            # a bool (i8 0/1 on chip) to an integer: 0 or 1 either way (RoBERTa's
+            # `Cast(Not(Equal(ids, pad)), to=INT32)`)
+            return self.cast(operands[0], out_type, "rint")
         if name in ("arith.cmpf", "arith.cmpi"):
             return self.compare(op, operands[0], operands[1])
         if name == "arith.select":

@@ -148,8 +148,8 @@ def check_convs(model, fail) -> None:
             w = (types.get(node.input[1], (None, 0))[0] if len(node.input) > 1 else None)
         kernel = list(attrs["kernel_shape"].ints) if "kernel_shape" in attrs else (w[2:] if w else None)
         if kernel is not None and len(kernel) != 2:
-            raise fail(f"{where}: attribute 'kernel_shape' has {len(kernel)} dimensions: only 2-D "
-                       "convolutions compile")
+            raise fail(f"{where}: attribute 'kernel_shape' has {len(kernel)} dimensions: only "
+                       f"{'2-D' if node.op_type == 'ConvInteger' else '1-D and 2-D'} convolutions compile")
         x = types.get(node.input[0], (None, 0))[0]
         if x is None or len(x) != 4 or kernel is None:
             continue

@@ -218,3 +218,34 @@ def test_exports_lose_their_shape_plumbing(name):
         feeds = {"input_ids": ids, "attention_mask": (np.arange(16) < 12).astype(np.int64)[None]}
     for got, want in zip(ort(out, **feeds), ort(m, **feeds)):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_pad_of_zeros_is_an_identity_and_a_shifting_pad_is_kept():
+    """Swin pads its map to whole windows; with whole windows already the
+    pads (computed from shapes) fold to zeros and the Pad moves nothing. A
+    Pad of -1 before and +1 after keeps the dims but shifts: kept."""
+    def padded(pads):
+        nodes = [const("pads", pads), helper.make_node("Pad", ["x", "pads"], ["p"], name="pad"),
+                 helper.make_node("Relu", ["p"], ["y"], name="relu")]
+        return model(nodes, [("x", [1, 8, 8, 4])], [("y", [1, 8, 8, 4])])
+
+    m = folded(padded([0] * 8))
+    assert ops(m) == ["Relu"] and m.graph.node[0].input[0] == "x"
+    assert "Pad" in ops(folded(padded([0, -1, 0, 0, 0, 1, 0, 0])))
+
+
+def test_shapes_read_block_after_block_fold_past_eight_rounds():
+    """MobileViT reshapes each transformer layer by its input's Shape: a
+    round of folding per block. Twelve such blocks fold whole."""
+    nodes, x = [], "x"
+    for i in range(12):
+        nodes += [helper.make_node("Shape", [x], [f"s{i}"], name=f"shape{i}"),
+                  helper.make_node("Reshape", [x, f"s{i}"], [f"r{i}"], name=f"reshape{i}"),
+                  helper.make_node("Relu", [f"r{i}"], [f"a{i}"], name=f"relu{i}")]
+        x = f"a{i}"
+    m = model(nodes, [("x", [2, 3, 4])], [(x, [2, 3, 4])])
+    # Reshape's output shape is unknown until its shape input is known:
+    # shape inference leaves r{i} (and what follows) without dims.
+    for value in list(m.graph.value_info):
+        m.graph.value_info.remove(value)
+    assert "Shape" not in ops(folded(m))
