@@ -11,9 +11,9 @@ that are empty are taken by the kernel but not passed to the device. What
 is left for the device is compiled as usual; when nothing is left there is
 no device program at all.
 
-A node that reads an empty value but has a non-empty result we cannot
-derive here (a Concat of an empty piece, say) is left as it was, and the
-checks that follow refuse it with the zero-size reason.
+A Concat drops its empty pieces. Another node that reads an empty value
+but has a non-empty result we cannot derive here is left as it was, and
+the checks that follow refuse it with the zero-size reason.
 """
 
 from __future__ import annotations
@@ -84,6 +84,8 @@ def take_empty_values(model, types: dict | None = None) -> EmptyPlan | None:
     types = inferred_types(model) if types is None else types
     if types is None or not any(_is_empty(d) for d, _ in types.values()):
         return None
+    if drop_empty_concat_pieces(model, types):
+        remove_dead_nodes(model)
     graph = model.graph
     initialized = {t.name for t in graph.initializer}
     if any(types.get(v.name, (None, 0))[0] is None for v in graph.input if v.name not in initialized):
@@ -122,6 +124,28 @@ def take_empty_values(model, types: dict | None = None) -> EmptyPlan | None:
     del graph.input[:]
     graph.input.extend(left)
     return plan
+
+
+def drop_empty_concat_pieces(model, types: dict) -> list[str]:
+    """A Concat's empty inputs add nothing: they are dropped (one input
+    left: an Identity). Phi-3 splits each head into its rotary part and the
+    rest, `q[..., :r]` and `q[..., r:]`, and concatenates them back; with the
+    whole head rotated the rest is [1, H, S, 0]. The Concats changed, by name."""
+    changed = []
+    for node in model.graph.node:
+        if node.op_type != "Concat" or node.domain not in ("", "ai.onnx") \
+                or _is_empty(types.get(node.output[0], (None, 0))[0]):
+            continue
+        pieces = [i for i in node.input if not _is_empty(types.get(i, (None, 0))[0])]
+        if len(pieces) == len(node.input) or not pieces:
+            continue
+        del node.input[:]
+        node.input.extend(pieces)
+        if len(pieces) == 1:
+            node.op_type = "Identity"
+            del node.attribute[:]
+        changed.append(node.name)
+    return changed
 
 
 def _host_results(node, types: dict, known: dict) -> dict[str, np.ndarray] | None:

@@ -296,13 +296,14 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
 
     fold_summed_convs(model)  # after the BNs are in the convs' weights
     from npu.frontend import (onnx_computed_gather, onnx_conv1d, onnx_cumsum, onnx_instance_norm,
-                              onnx_reduce_norms)
+                              onnx_reduce_norms, onnx_rotate_half)
 
     onnx_conv1d.convs_as_2d(model, types)
     onnx_instance_norm.expand_instance_norms(model, types)
     onnx_cumsum.expand_cumsums(model, types)
     onnx_reduce_norms.expand_reduce_norms(model, types)
     onnx_computed_gather.gathers_as_one_hot(model, types)
+    onnx_rotate_half.rotate_halves_as_matmuls(model, types)
     onnx_conv.rewrite_patch_convs(model)
     onnx_gelu.expand_tanh_gelus(model)
     onnx_hard_activations.expand_hard_activations(model, types)

@@ -55,20 +55,38 @@ def test_no_device_work():
 
 
 def test_empty_piece_read_by_device_is_refused():
-    """A Concat of an empty piece has a non-empty result the host does not
-    derive: it stays refused with the zero-size reason, one line."""
+    """A MatMul of [2, 0] by [0, 3] has a non-empty result (zeros) the host
+    does not derive: it stays refused with the zero-size reason, one line."""
     import pytest
 
     from npu.frontend.compile import CompileError
 
     a = helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 0])
-    b = helper.make_tensor_value_info("b", TensorProto.FLOAT, [2, 3])
+    b = helper.make_tensor_value_info("b", TensorProto.FLOAT, [0, 3])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
-    model = _model([helper.make_node("Concat", ["a", "b"], ["y"], axis=1)], [a, b], [y])
+    model = _model([helper.make_node("MatMul", ["a", "b"], ["y"])], [a, b], [y])
     onnx.checker.check_model(model)
     with pytest.raises(CompileError, match="zero-size dimension") as e:
         npu.compile(model)
     assert "\n" not in str(e.value)
+
+
+def test_a_concat_drops_its_empty_pieces():
+    """Phi-3 concatenates each head's rotary part with the rest, empty when
+    the whole head rotates: Concat(Relu(x), x[:, 3:]) along the axis x[:, 3:]
+    is empty on is Relu(x); the empty Slice never reaches the device."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    inits = [numpy_helper.from_array(np.array(v, np.int64), n)
+             for n, v in (("st", [3]), ("en", [9]), ("ax", [1]))]
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("Slice", ["x", "st", "en", "ax"], ["rest"], name="rest"),
+             helper.make_node("Concat", ["r", "rest"], ["y"], name="join", axis=1)]
+    kernel = npu.compile(_model(nodes, [x], [y], inits))
+    xv = np.array([[-1, 2, -3], [4, -5, 6]], np.float32)
+    (out,), report = kernel(xv)
+    np.testing.assert_array_equal(out, np.maximum(xv, 0))
+    assert report["cycles"] > 0
 
 
 

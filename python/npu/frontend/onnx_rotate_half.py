@@ -1,0 +1,142 @@
+"""The rotary embedding's `rotate_half` written as a matmul by a constant
+signed permutation before torch-mlir.
+
+LLaMA, Qwen, Mistral, Gemma, Phi and GPT-NeoX rotate each head's queries
+and keys as `x * cos + rotate_half(x) * sin`, where `rotate_half(x)` is
+`Concat(-x[..., D/2:], x[..., :D/2])` along the head dim D. As two Slices,
+a Neg and a Concat those are four kernels, each a round trip of the whole
+tensor through GM (about 7,000 cycles a layer for the queries of a tiny
+LLaMA, 4 heads of 16). The same values are `x @ R` with R [D, D] holding one
+-1 or 1 a column (R[j + D/2, j] = -1, R[j - D/2, j] = 1): one matmul on the
+cube, whose epilogue the `* sin` and `+` can join. Its operands are f16 (x
+rounded once, R exact) and each output is one product accumulated in f32:
+the rounding the attention's own Q.K^T matmul gives Q and K anyway.
+
+When x is a projection split into heads, `Transpose(Reshape(x_in @ W [+ b]))`
+with the head dim last, R goes into the weight instead: `x_in @ (W R_h) [+
+b R_h]` (R_h: R on each head's columns, exact on the host), reshaped and
+transposed as x is. That matmul shares its input with the Q, K, V
+projections, which npu-fuse-horizontal computes as one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def rotate_halves_as_matmuls(model, types: dict | None = None) -> list[str]:
+    """Rewrite (in place) every Concat(Neg(Slice(x, D/2:)), Slice(x, :D/2))
+    along the last axis of a static float x; the names of the Concats
+    rewritten (the Slices and Negs nothing else reads are removed)."""
+    if not any(n.op_type == "Concat" for n in model.graph.node):
+        return []
+    from onnx import helper, numpy_helper
+
+    from npu.frontend.onnx_expansion import rewrite_nodes
+    from npu.frontend.onnx_fold import remove_dead_nodes
+
+    producer = {o: n for n in model.graph.node for o in n.output}
+    inits = {t.name: t for t in model.graph.initializer}
+
+    def constant(name: str):
+        if name in inits:
+            return numpy_helper.to_array(inits[name])
+        node = producer.get(name)
+        if node is not None and node.op_type == "Constant" and node.attribute \
+                and node.attribute[0].name == "value":
+            return numpy_helper.to_array(node.attribute[0].t)
+        return None
+
+    def last_axis_slice(name: str, rank: int):
+        """(source, start, end) of a unit-step Slice of the last axis, else None."""
+        node = producer.get(name)
+        if node is None or node.op_type != "Slice" or node.domain not in ("", "ai.onnx") or len(node.input) < 3:
+            return None
+        parts = [constant(i) if i else None for i in list(node.input[1:5]) + [""] * (5 - len(node.input))]
+        starts, ends, axes, steps = parts
+        if starts is None or ends is None or starts.size != 1 or ends.size != 1:
+            return None
+        if len(node.input) > 3 and node.input[3] and (axes is None or int(axes.ravel()[0]) % rank != rank - 1):
+            return None
+        if not (len(node.input) > 3 and node.input[3]) and rank != 1:
+            return None  # no axes: the first axis
+        if len(node.input) > 4 and node.input[4] and (steps is None or int(steps.ravel()[0]) != 1):
+            return None
+        return node.input[0], int(starts.ravel()[0]), int(ends.ravel()[0])
+
+    def expand(node, types: dict, expansion) -> bool:
+        if node.op_type != "Concat" or len(node.input) != 2:
+            return False
+        dims, elem = types.get(node.output[0], (None, 0))
+        if dims is None or elem not in (1, 10) or not all(isinstance(d, int) and d > 0 for d in dims):
+            return False
+        rank, width = len(dims), dims[-1]
+        axis = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "axis"), None)
+        neg = producer.get(node.input[0])
+        if axis is None or axis % rank != rank - 1 or width % 2 or neg is None or neg.op_type != "Neg":
+            return False
+        half = width // 2
+        upper, lower = last_axis_slice(neg.input[0], rank), last_axis_slice(node.input[1], rank)
+        if upper is None or lower is None or upper[0] != lower[0]:
+            return False
+        if types.get(upper[0], (None, 0))[0] != dims:
+            return False
+        (_, u_start, u_end), (_, l_start, l_end) = upper, lower
+        if (u_start % width, min(u_end, width) if u_end >= 0 else u_end % width) != (half, width) \
+                or (l_start % width, l_end if l_end >= 0 else l_end % width) != (0, half):
+            return False
+        r = np.zeros((width, width), np.float32 if elem == 1 else np.float16)
+        for j in range(half):
+            r[j + half, j] = -1
+            r[j, j + half] = 1
+        ex = expansion()
+        if not _from_projection(ex, upper[0], r, producer, constant, types):
+            ex.final("MatMul", [upper[0], ex.const("rotation", r, r.dtype)], "rotate")
+        return True
+
+    done = rewrite_nodes(model, types, expand)
+    if done:
+        remove_dead_nodes(model)
+    return done
+
+
+def _from_projection(ex, source: str, r: np.ndarray, producer: dict, constant, types: dict) -> bool:
+    """Writes `source @ r` as the projection that makes `source` with `r`
+    folded into its weight (and bias), when `source` is
+    Transpose(Reshape(MatMul(x, W) [+ b])) keeping the head dim last; False
+    (nothing written) otherwise."""
+    transpose = producer.get(source)
+    if transpose is None or transpose.op_type != "Transpose":
+        return False
+    perm = next((list(a.ints) for a in transpose.attribute if a.name == "perm"), None)
+    reshape = producer.get(transpose.input[0])
+    if perm is None or perm[-1] != len(perm) - 1 or reshape is None or reshape.op_type != "Reshape":
+        return False
+    split = types.get(reshape.output[0], (None, 0))[0]
+    node = producer.get(reshape.input[0])
+    bias = None
+    if node is not None and node.op_type == "Add":
+        values = [constant(i) for i in node.input]
+        at = next((i for i, v in enumerate(values) if v is not None), None)
+        if at is None:
+            return False
+        bias, node = values[at], producer.get(node.input[1 - at])
+    if node is None or node.op_type != "MatMul" or split is None:
+        return False
+    weight = constant(node.input[1])
+    width = r.shape[0]
+    if weight is None or weight.ndim != 2 or weight.shape[1] % width or split[-1] != width \
+            or types.get(reshape.input[0], (None, 0))[0][-1:] != [weight.shape[1]]:
+        return False
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != weight.shape[1]):
+        return False
+    heads = weight.shape[1] // width
+    rotated = np.einsum("khd,de->khe", weight.reshape(weight.shape[0], heads, width).astype(np.float64),
+                        r.astype(np.float64)).reshape(weight.shape).astype(weight.dtype)
+    value = ex.make("MatMul", [node.input[0], ex.const("rotated_weight", rotated, weight.dtype)], "projection")
+    if bias is not None:
+        b = (bias.reshape(heads, width).astype(np.float64) @ r).reshape(-1).astype(bias.dtype)
+        value = ex.make("Add", [value, ex.const("rotated_bias", b, bias.dtype)], "bias")
+    value = ex.make("Reshape", [value, reshape.input[1]], "heads")
+    ex.final("Transpose", [value], "rotate", perm=perm)
+    return True

@@ -1,0 +1,79 @@
+"""The rotary embedding's rotate_half (`Concat(-x[..., D/2:], x[..., :D/2])`,
+LLaMA/Qwen/Mistral/Gemma/Phi/GPT-NeoX) as a matmul by a signed permutation,
+folded into the projection's weight and bias when x is a projection split
+into heads (`onnx_rotate_half`), against onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime
+import pytest
+from onnx import helper
+
+import npu
+from npu.frontend.onnx_fold import inferred_types
+from npu.frontend.onnx_rotate_half import rotate_halves_as_matmuls
+from onnx_models import model
+
+S, HIDDEN, HEADS, D = 16, 64, 4, 16
+
+
+def _rotary(projected: bool, bias: bool = True):
+    rng = np.random.default_rng(7)
+    angles = np.arange(S)[:, None] * (1.0 / 100 ** (np.arange(D // 2) / (D // 2)))[None, :]
+    angles = np.concatenate([angles, angles], axis=-1)
+    inits = [("cos", np.cos(angles).astype(np.float32)), ("sin", np.sin(angles).astype(np.float32)),
+             ("half", np.array([D // 2], np.int64)), ("end", np.array([2**62], np.int64)),
+             ("zero", np.array([0], np.int64)), ("last", np.array([-1], np.int64))]
+    nodes = []
+    if projected:
+        inits += [("w", (rng.standard_normal((HIDDEN, HEADS * D)) / 8).astype(np.float32)),
+                  ("heads", np.array([1, S, HEADS, D], np.int64))]
+        nodes.append(helper.make_node("MatMul", ["x", "w"], ["p0"], name="q_proj"))
+        p = "p0"
+        if bias:
+            inits.append(("b", (rng.standard_normal(HEADS * D) * 0.3).astype(np.float32)))
+            nodes.append(helper.make_node("Add", ["b", "p0"], ["p1"], name="q_bias"))
+            p = "p1"
+        nodes += [helper.make_node("Reshape", [p, "heads"], ["r"], name="split"),
+                  helper.make_node("Transpose", ["r"], ["q"], name="to_heads", perm=[0, 2, 1, 3])]
+        inputs = [("x", [1, S, HIDDEN])]
+    else:
+        inputs = [("q", [1, HEADS, S, D])]
+    nodes += [helper.make_node("Slice", ["q", "zero", "half", "last"], ["x1"], name="lower"),
+              helper.make_node("Slice", ["q", "half", "end", "last"], ["x2"], name="upper"),
+              helper.make_node("Neg", ["x2"], ["nx2"], name="neg"),
+              helper.make_node("Concat", ["nx2", "x1"], ["rot"], name="rotate_half", axis=-1),
+              helper.make_node("Mul", ["q", "cos"], ["qc"], name="by_cos"),
+              helper.make_node("Mul", ["rot", "sin"], ["rs"], name="by_sin"),
+              helper.make_node("Add", ["qc", "rs"], ["y"], name="rotary")]
+    return model(nodes, inputs, [("y", [1, HEADS, S, D])], inits)
+
+
+@pytest.mark.parametrize("projected,bias", [(True, True), (True, False), (False, False)],
+                         ids=["projection_with_bias", "projection", "input"])
+def test_rotary_embedding_matches_onnxruntime(projected, bias):
+    m = _rotary(projected, bias)
+    rewritten = type(m)()
+    rewritten.CopyFrom(m)
+    assert rotate_halves_as_matmuls(rewritten, inferred_types(rewritten)) == ["rotate_half"]
+    kept = [n.op_type for n in rewritten.graph.node]
+    assert "Concat" not in kept and "Neg" not in kept and "Slice" not in kept
+    # folded into a second projection of x, or a matmul by R
+    assert kept.count("MatMul") == (2 if projected else 1)
+    name = m.graph.input[0].name
+    shape = [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim]
+    x = np.random.default_rng(8).standard_normal(shape).astype(np.float32)
+    (y,), report = npu.compile(m, cores=1)(x)
+    (want,) = onnxruntime.InferenceSession(m.SerializeToString()).run(None, {name: x})
+    np.testing.assert_allclose(y, want, rtol=1e-2, atol=1e-2)  # the cube's f16 operands
+    assert report["hazards"] == []
+
+
+def test_a_concat_that_is_not_rotate_half_is_left():
+    """The upper half not negated: a plain swap of halves, not rewritten."""
+    m = _rotary(False)
+    for node in m.graph.node:
+        if node.op_type == "Neg":
+            node.op_type = "Relu"
+    assert rotate_halves_as_matmuls(m, inferred_types(m)) == []
