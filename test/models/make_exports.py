@@ -163,6 +163,48 @@ def _bartenc(attn: str):
     return _LastHidden.wrap(BartEncoder(cfg))
 
 
+def _llama(attn: str):
+    """A decoder LLM as users bring them now: rotary embeddings (rotate_half),
+    RMSNorm, grouped-query attention (2 heads, 1 KV head), the causal mask
+    combined with `attention_mask`, SiLU-gated MLP."""
+    from transformers import LlamaConfig, LlamaModel
+
+    cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                      num_key_value_heads=1, intermediate_size=64, max_position_embeddings=64,
+                      attn_implementation=attn)
+    return _LastHidden.wrap(LlamaModel(cfg))
+
+
+def _whisperenc(attn: str):
+    """Whisper's encoder: two 1-D convs (GELU) over 16 mel bins x 16 frames,
+    sinusoidal positions, pre-norm layers."""
+    from transformers import WhisperConfig
+    from transformers.models.whisper.modeling_whisper import WhisperEncoder
+
+    cfg = WhisperConfig(vocab_size=VOCAB, d_model=32, encoder_layers=2, encoder_attention_heads=2,
+                        encoder_ffn_dim=64, num_mel_bins=16, max_source_positions=8, decoder_layers=1,
+                        decoder_attention_heads=2, pad_token_id=0, bos_token_id=0, eos_token_id=0,
+                        decoder_start_token_id=0, attn_implementation=attn)
+    return _LastHidden.wrap(WhisperEncoder(cfg), ("input_features",))
+
+
+def _audio_inputs() -> dict:
+    import torch
+
+    g = torch.Generator().manual_seed(2)
+    return {"input_features": torch.randn(1, 16, 16, generator=g)}
+
+
+def _roberta(attn: str):
+    """RoBERTa: position ids counted from the tokens that are not padding
+    (CumSum), its token-type buffer read at them."""
+    from transformers import RobertaConfig, RobertaModel
+
+    cfg = RobertaConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=66, attn_implementation=attn)
+    return _LastHidden.wrap(RobertaModel(cfg, add_pooling_layer=False))
+
+
 def _cnn_inputs(size: int = 0) -> dict:
     import torch
 
@@ -272,7 +314,9 @@ CNN_IMAGE = 64
 
 SPECS = [Spec("bert", _bert, _text_inputs), Spec("distilbert", _distilbert, _text_inputs),
          Spec("gpt2", _gpt2, _text_inputs), Spec("vit", _vit, _image_inputs),
-         Spec("t5enc", _t5enc, _text_inputs), Spec("bartenc", _bartenc, _text_inputs)]
+         Spec("t5enc", _t5enc, _text_inputs), Spec("bartenc", _bartenc, _text_inputs),
+         Spec("llama", _llama, _text_inputs), Spec("whisperenc", _whisperenc, _audio_inputs),
+         Spec("roberta", _roberta, _text_inputs)]
 
 EXPORTERS = {"ts": dict(dynamo=False, opset_version=17), "dynamo": dict(dynamo=True, opset_version=18)}
 

@@ -20,10 +20,12 @@ MODELS = os.path.join(os.path.dirname(__file__), "..", "..", "models")
 STATIC = sorted(f[:-5] for f in os.listdir(MODELS)
                 if f.endswith(".onnx") and not f.endswith("_dynamic.onnx"))
 # By default each model family runs one of its four exports; between them
-# the six cover both exporters and both attention implementations. The
+# the first six cover both exporters and both attention implementations
+# (llama, roberta and whisperenc have only their ts_eager export here). The
 # others run with --runslow (bench/exports.py compares all four's cycles).
 DEFAULT = {"bartenc_dynamo_eager", "bert_ts_sdpa", "distilbert_dynamo_sdpa", "gpt2_ts_eager",
-           "t5enc_ts_sdpa", "vit_dynamo_eager"}
+           "t5enc_ts_sdpa", "vit_dynamo_eager", "llama_ts_eager", "roberta_ts_eager",
+           "whisperenc_ts_eager"}
 EXPORTS = [pytest.param(n, marks=() if n in DEFAULT else pytest.mark.slow) for n in STATIC]
 
 
