@@ -39,21 +39,25 @@ def convs_as_2d(model, types: dict | None = None) -> list[str]:
         if x is None or y is None or len(x) != 3 or len(y) != 3:
             return False
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        sizes = {"pads": 2, "strides": 1, "dilations": 1, "kernel_shape": 1}
+        if any(name in attrs and (not isinstance(attrs[name], list) or len(attrs[name]) != n)
+               for name, n in sizes.items()) or not isinstance(attrs.get("group", 1), int):
+            return False  # malformed: onnx's checker and check_convs name it
         auto = attrs.get("auto_pad", b"NOTSET")
         auto = auto.decode() if isinstance(auto, bytes) else auto
+        weight = node.input[1]
+        w = numpy_helper.to_array(inits[weight]) if weight in inits else None
+        dims = list(w.shape) if w is not None else static(weight)
+        if dims is None or len(dims) != 3:
+            return False  # the checks that follow name it
         ex = expansion()
         image = ex.make("Reshape", [node.input[0], ex.const("x_shape", [x[0], x[1], 1, x[2]], np.int64)],
                         "x2d")
-        weight = node.input[1]
-        if weight in inits:
-            w = numpy_helper.to_array(inits[weight])
-            weight = ex.const("w2d", w.reshape(w.shape[0], w.shape[1], 1, w.shape[2]), w.dtype)
+        if w is not None:
+            weight = ex.const("w2d", w.reshape(dims[0], dims[1], 1, dims[2]), w.dtype)
         else:
-            w = static(weight)
-            if w is None:
-                return False  # unreachable with a static output; kept for safety of the shapes
-            weight = ex.make("Reshape", [weight, ex.const("w_shape", [w[0], w[1], 1, w[2]], np.int64)],
-                             "w2d")
+            weight = ex.make("Reshape", [weight, ex.const("w_shape", [dims[0], dims[1], 1, dims[2]],
+                                                          np.int64)], "w2d")
         conv = {"group": attrs.get("group", 1)}
         if auto != "NOTSET":
             conv["auto_pad"] = auto

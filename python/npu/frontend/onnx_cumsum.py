@@ -34,8 +34,8 @@ def expand_cumsums(model, types: dict | None = None) -> list[str]:
     def axis_of(name: str) -> int | None:
         if name in inits:
             value = numpy_helper.to_array(inits[name])
-        elif name in constants:
-            value = numpy_helper.to_array(helper.get_attribute_value(constants[name].attribute[0]))
+        elif name in constants and constants[name].attribute and constants[name].attribute[0].name == "value":
+            value = numpy_helper.to_array(constants[name].attribute[0].t)
         else:
             return None
         return int(value.reshape(-1)[0]) if value.size == 1 else None
