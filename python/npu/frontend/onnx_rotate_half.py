@@ -14,8 +14,10 @@ is. That matmul reads the input the Q, K, V projections read, and
 npu-fuse-horizontal computes them as one where it pays (a tiny LLaMA, one
 core: 84,701 -> 60,596 cycles; at hidden 512 and seq 128 807,329 against
 842,492 on one core, 174,028 against 173,836 on 32). Its operands are f16,
-as the projection's. Other rotate_halves (after Qwen3's per-head RMSNorm,
-GPT-NeoX's partial rotary) are left as exported.
+as the projection's. Qwen3's per-head RMSNorm between the projection and
+the rotation, `g * P * s` (s constant along the head dim), is gone through:
+`((P * g) @ R) * s`, g into the weight too. Other rotate_halves (GPT-NeoX's
+partial rotary) are left as exported.
 """
 
 from __future__ import annotations
@@ -103,14 +105,20 @@ def rotate_halves_as_matmuls(model, types: dict | None = None) -> list[str]:
 def _from_projection(ex, source: str, r: np.ndarray, producer: dict, constant, types: dict) -> bool:
     """Writes `source @ r` as the projection that makes `source` with `r`
     folded into its weight (and bias), when `source` is
-    Transpose(Reshape(MatMul(x, W) [+ b])) keeping the head dim last; False
-    (nothing written) otherwise."""
+    Transpose(Reshape(MatMul(x, W) [+ b])) keeping the head dim last, or
+    Transpose(g * (Reshape(...) * s)) with a constant gain g over the head
+    dim and s constant along it (Qwen3's per-head RMSNorm: (g * P * s) @ R =
+    ((P * g) @ R) * s); False (nothing written) otherwise."""
     transpose = producer.get(source)
     if transpose is None or transpose.op_type != "Transpose":
         return False
     perm = next((list(a.ints) for a in transpose.attribute if a.name == "perm"), None)
-    reshape = producer.get(transpose.input[0])
-    if perm is None or perm[-1] != len(perm) - 1 or reshape is None or reshape.op_type != "Reshape":
+    if perm is None or perm[-1] != len(perm) - 1:
+        return False
+    width = r.shape[0]
+    gain, row_scale, inner = _head_norm(transpose.input[0], width, producer, constant, types)
+    reshape = producer.get(inner)
+    if reshape is None or reshape.op_type != "Reshape":
         return False
     split = types.get(reshape.output[0], (None, 0))[0]
     node = producer.get(reshape.input[0])
@@ -124,19 +132,52 @@ def _from_projection(ex, source: str, r: np.ndarray, producer: dict, constant, t
     if node is None or node.op_type != "MatMul" or split is None:
         return False
     weight = constant(node.input[1])
-    width = r.shape[0]
     if weight is None or weight.ndim != 2 or weight.shape[1] % width or split[-1] != width \
             or types.get(reshape.input[0], (None, 0))[0][-1:] != [weight.shape[1]]:
         return False
     if bias is not None and (bias.ndim != 1 or bias.shape[0] != weight.shape[1]):
         return False
     heads = weight.shape[1] // width
+    turn = r.astype(np.float64)
+    if gain is not None:
+        turn = gain.astype(np.float64)[:, None] * turn  # diag(g) R
     rotated = np.einsum("khd,de->khe", weight.reshape(weight.shape[0], heads, width).astype(np.float64),
-                        r.astype(np.float64)).reshape(weight.shape).astype(weight.dtype)
+                        turn).reshape(weight.shape).astype(weight.dtype)
     value = ex.make("MatMul", [node.input[0], ex.const("rotated_weight", rotated, weight.dtype)], "projection")
     if bias is not None:
-        b = (bias.reshape(heads, width).astype(np.float64) @ r).reshape(-1).astype(bias.dtype)
+        b = (bias.reshape(heads, width).astype(np.float64) @ turn).reshape(-1).astype(bias.dtype)
         value = ex.make("Add", [value, ex.const("rotated_bias", b, bias.dtype)], "bias")
     value = ex.make("Reshape", [value, reshape.input[1]], "heads")
+    if row_scale is not None:
+        value = ex.make("Mul", [value, row_scale], "row_scale")
     ex.final("Transpose", [value], "rotate", perm=perm)
     return True
+
+
+def _head_norm(name: str, width: int, producer: dict, constant, types: dict):
+    """(g, s, P) when `name` is g * (P * s) (Casts to the same type between)
+    with g a constant of the head dim's `width` values and s of last dim 1;
+    else (None, None, name)."""
+    def through_casts(value: str) -> str:
+        node = producer.get(value)
+        while node is not None and node.op_type == "Cast" and \
+                types.get(node.input[0], (None, 0))[1] == types.get(value, (None, 0))[1]:
+            value = node.input[0]
+            node = producer.get(value)
+        return value
+
+    node = producer.get(name)
+    if node is None or node.op_type != "Mul":
+        return None, None, name
+    values = [constant(i) for i in node.input]
+    at = next((i for i, v in enumerate(values) if v is not None), None)
+    if at is None or values[at].shape != (width,):
+        return None, None, name
+    scaled = producer.get(through_casts(node.input[1 - at]))
+    if scaled is None or scaled.op_type != "Mul":
+        return None, None, name
+    dims = [types.get(i, (None, 0))[0] for i in scaled.input]
+    for k in (0, 1):
+        if dims[k] is not None and dims[k][-1:] == [1] and dims[1 - k] is not None and dims[1 - k][-1:] == [width]:
+            return values[at], scaled.input[k], through_casts(scaled.input[1 - k])
+    return None, None, name

@@ -19,7 +19,7 @@ from onnx_models import model
 S, HIDDEN, HEADS, D = 16, 64, 4, 16
 
 
-def _rotary(projected: bool, bias: bool = True):
+def _rotary(projected: bool, bias: bool = True, normed: bool = False):
     rng = np.random.default_rng(7)
     angles = np.arange(S)[:, None] * (1.0 / 100 ** (np.arange(D // 2) / (D // 2)))[None, :]
     angles = np.concatenate([angles, angles], axis=-1)
@@ -36,8 +36,20 @@ def _rotary(projected: bool, bias: bool = True):
             inits.append(("b", (rng.standard_normal(HEADS * D) * 0.3).astype(np.float32)))
             nodes.append(helper.make_node("Add", ["b", "p0"], ["p1"], name="q_bias"))
             p = "p1"
-        nodes += [helper.make_node("Reshape", [p, "heads"], ["r"], name="split"),
-                  helper.make_node("Transpose", ["r"], ["q"], name="to_heads", perm=[0, 2, 1, 3])]
+        nodes.append(helper.make_node("Reshape", [p, "heads"], ["r"], name="split"))
+        heads = "r"
+        if normed:  # Qwen3's per-head RMSNorm: g * (r * 1 / sqrt(mean(r^2) + eps))
+            inits += [("one", np.array(1.0, np.float32)), ("eps", np.array(1e-6, np.float32)),
+                      ("g", rng.uniform(0.5, 1.5, D).astype(np.float32))]
+            nodes += [helper.make_node("Mul", ["r", "r"], ["sq"], name="square"),
+                      helper.make_node("ReduceMean", ["sq"], ["ms"], name="mean", axes=[-1]),
+                      helper.make_node("Add", ["ms", "eps"], ["mse"], name="eps_add"),
+                      helper.make_node("Sqrt", ["mse"], ["rms"], name="rms"),
+                      helper.make_node("Div", ["one", "rms"], ["inv"], name="inv"),
+                      helper.make_node("Mul", ["r", "inv"], ["rn"], name="normed"),
+                      helper.make_node("Mul", ["g", "rn"], ["rg"], name="gain")]
+            heads = "rg"
+        nodes.append(helper.make_node("Transpose", [heads], ["q"], name="to_heads", perm=[0, 2, 1, 3]))
         inputs = [("x", [1, S, HIDDEN])]
     else:
         inputs = [("q", [1, HEADS, S, D])]
@@ -51,10 +63,11 @@ def _rotary(projected: bool, bias: bool = True):
     return model(nodes, inputs, [("y", [1, HEADS, S, D])], inits)
 
 
-@pytest.mark.parametrize("projected,bias", [(True, True), (True, False), (False, False)],
-                         ids=["projection_with_bias", "projection", "input"])
-def test_rotary_embedding_matches_onnxruntime(projected, bias):
-    m = _rotary(projected, bias)
+@pytest.mark.parametrize("projected,bias,normed", [(True, True, False), (True, False, False),
+                                                   (True, False, True), (False, False, False)],
+                         ids=["projection_with_bias", "projection", "head_rmsnorm", "input"])
+def test_rotary_embedding_matches_onnxruntime(projected, bias, normed):
+    m = _rotary(projected, bias, normed)
     rewritten = type(m)()
     rewritten.CopyFrom(m)
     done = rotate_halves_as_matmuls(rewritten, inferred_types(rewritten))
