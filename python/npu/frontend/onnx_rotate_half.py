@@ -91,10 +91,21 @@ def rotate_halves_as_matmuls(model, types: dict | None = None) -> list[str]:
         for j in range(half):
             r[j + half, j] = -1
             r[j, j + half] = 1
+        # The rotated part of a head (Phi, StableLM, GPT-NeoX rotate its first
+        # columns; GPT-NeoX's fused QKV takes q from a head's 3D): Slices of
+        # the last axis, each window inside the one before.
+        source, offset = upper[0], 0
+        while (cut := last_axis_slice(source, rank)) is not None:
+            inner, start, end = cut
+            n = (types.get(inner, (None, 0))[0] or [0])[-1]
+            start, end = (min(max(v + n if v < 0 else v, 0), n) for v in (start, end))
+            if n <= 0 or offset + width > end - start:
+                return False
+            source, offset = inner, offset + start
         # Only folded into a projection: a matmul of x by R of its own cost
         # more than the slices on 32 cores (a LLaMA of hidden 512, 8 heads of
         # 64, seq 128: 218,060 cycles against 173,836 as exported).
-        return _from_projection(expansion(), upper[0], r, producer, constant, types)
+        return _from_projection(expansion(), source, r, offset, producer, constant, types, last_axis_slice)
 
     done = rewrite_nodes(model, types, expand)
     if done:
@@ -102,26 +113,40 @@ def rotate_halves_as_matmuls(model, types: dict | None = None) -> list[str]:
     return done
 
 
-def _from_projection(ex, source: str, r: np.ndarray, producer: dict, constant, types: dict) -> bool:
+def _from_projection(ex, source: str, r: np.ndarray, offset: int, producer: dict, constant,
+                     types: dict, last_axis_slice) -> bool:
     """Writes `source @ r` as the projection that makes `source` with `r`
     folded into its weight (and bias), when `source` is
     Transpose(Reshape(MatMul(x, W) [+ b])) keeping the head dim last, or
     Transpose(g * (Reshape(...) * s)) with a constant gain g over the head
     dim and s constant along it (Qwen3's per-head RMSNorm: (g * P * s) @ R =
-    ((P * g) @ R) * s); False (nothing written) otherwise."""
+    ((P * g) @ R) * s); False (nothing written) otherwise. `offset`: the
+    first of the head's columns `r` rotates (a part of the head: the
+    projection then computes only those columns). A Slice of the
+    projection's columns before the Reshape (Phi-3's fused QKV) takes the
+    weight's and bias's columns."""
     transpose = producer.get(source)
     if transpose is None or transpose.op_type != "Transpose":
         return False
     perm = next((list(a.ints) for a in transpose.attribute if a.name == "perm"), None)
     if perm is None or perm[-1] != len(perm) - 1:
         return False
-    width = r.shape[0]
-    gain, row_scale, inner = _head_norm(transpose.input[0], width, producer, constant, types)
-    reshape = producer.get(inner)
-    if reshape is None or reshape.op_type != "Reshape":
+    reshape_out = transpose.input[0]
+    split = types.get(reshape_out, (None, 0))[0]
+    if split is None or offset + r.shape[0] > split[-1]:
         return False
-    split = types.get(reshape.output[0], (None, 0))[0]
+    width, part = split[-1], r.shape[0]
+    gain, row_scale, inner = _head_norm(reshape_out, width, producer, constant, types)
+    reshape = producer.get(inner)
+    if reshape is None or reshape.op_type != "Reshape" or types.get(inner, (None, 0))[0] != split:
+        return False
     node = producer.get(reshape.input[0])
+    columns = None
+    cut = last_axis_slice(reshape.input[0], len(types.get(reshape.input[0], (None, 0))[0] or [0]))
+    if cut is not None:
+        n = (types.get(cut[0], (None, 0))[0] or [0])[-1]
+        columns = slice(*(min(max(v + n if v < 0 else v, 0), n) for v in cut[1:]))
+        node = producer.get(cut[0])
     bias = None
     if node is not None and node.op_type == "Add":
         values = [constant(i) for i in node.input]
@@ -132,22 +157,28 @@ def _from_projection(ex, source: str, r: np.ndarray, producer: dict, constant, t
     if node is None or node.op_type != "MatMul" or split is None:
         return False
     weight = constant(node.input[1])
+    if weight is not None and columns is not None:
+        if weight.ndim != 2 or (bias is not None and bias.shape != (weight.shape[1],)):
+            return False
+        weight, bias = weight[:, columns], bias[columns] if bias is not None else None
     if weight is None or weight.ndim != 2 or weight.shape[1] % width or split[-1] != width \
             or types.get(reshape.input[0], (None, 0))[0][-1:] != [weight.shape[1]]:
         return False
     if bias is not None and (bias.ndim != 1 or bias.shape[0] != weight.shape[1]):
         return False
     heads = weight.shape[1] // width
-    turn = r.astype(np.float64)
+    turn = np.zeros((width, part))
+    turn[offset:offset + part] = r  # the part's columns of the head, rotated
     if gain is not None:
         turn = gain.astype(np.float64)[:, None] * turn  # diag(g) R
     rotated = np.einsum("khd,de->khe", weight.reshape(weight.shape[0], heads, width).astype(np.float64),
-                        turn).reshape(weight.shape).astype(weight.dtype)
+                        turn).reshape(weight.shape[0], heads * part).astype(weight.dtype)
     value = ex.make("MatMul", [node.input[0], ex.const("rotated_weight", rotated, weight.dtype)], "projection")
     if bias is not None:
         b = (bias.reshape(heads, width).astype(np.float64) @ turn).reshape(-1).astype(bias.dtype)
         value = ex.make("Add", [value, ex.const("rotated_bias", b, bias.dtype)], "bias")
-    value = ex.make("Reshape", [value, reshape.input[1]], "heads")
+    shape = reshape.input[1] if part == width else ex.const("part_shape", split[:-1] + [part], np.int64)
+    value = ex.make("Reshape", [value, shape], "heads")
     if row_scale is not None:
         value = ex.make("Mul", [value, row_scale], "row_scale")
     ex.final("Transpose", [value], "rotate", perm=perm)

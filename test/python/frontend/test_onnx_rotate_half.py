@@ -19,23 +19,31 @@ from onnx_models import model
 S, HIDDEN, HEADS, D = 16, 64, 4, 16
 
 
-def _rotary(projected: bool, bias: bool = True, normed: bool = False):
+def _rotary(projected: bool, bias: bool = True, normed: bool = False, part: int = D, fused: bool = False):
+    """q * cos + rotate_half(q) * sin of q's first `part` columns (Phi,
+    StableLM: a part of each head); `fused`: q the first third of a QKV
+    projection's columns (Phi-3)."""
     rng = np.random.default_rng(7)
-    angles = np.arange(S)[:, None] * (1.0 / 100 ** (np.arange(D // 2) / (D // 2)))[None, :]
+    angles = np.arange(S)[:, None] * (1.0 / 100 ** (np.arange(part // 2) / (part // 2)))[None, :]
     angles = np.concatenate([angles, angles], axis=-1)
     inits = [("cos", np.cos(angles).astype(np.float32)), ("sin", np.sin(angles).astype(np.float32)),
-             ("half", np.array([D // 2], np.int64)), ("end", np.array([2**62], np.int64)),
+             ("half", np.array([part // 2], np.int64)), ("end", np.array([2**62], np.int64)),
+             ("part", np.array([part], np.int64)),
              ("zero", np.array([0], np.int64)), ("last", np.array([-1], np.int64))]
     nodes = []
     if projected:
-        inits += [("w", (rng.standard_normal((HIDDEN, HEADS * D)) / 8).astype(np.float32)),
-                  ("heads", np.array([1, S, HEADS, D], np.int64))]
+        cols = HEADS * D * (3 if fused else 1)
+        inits += [("w", (rng.standard_normal((HIDDEN, cols)) / 8).astype(np.float32)),
+                  ("heads", np.array([1, S, HEADS, D], np.int64)), ("q_end", np.array([HEADS * D], np.int64))]
         nodes.append(helper.make_node("MatMul", ["x", "w"], ["p0"], name="q_proj"))
         p = "p0"
         if bias:
-            inits.append(("b", (rng.standard_normal(HEADS * D) * 0.3).astype(np.float32)))
+            inits.append(("b", (rng.standard_normal(cols) * 0.3).astype(np.float32)))
             nodes.append(helper.make_node("Add", ["b", "p0"], ["p1"], name="q_bias"))
             p = "p1"
+        if fused:
+            nodes.append(helper.make_node("Slice", [p, "zero", "q_end", "last"], ["p2"], name="q_cols"))
+            p = "p2"
         nodes.append(helper.make_node("Reshape", [p, "heads"], ["r"], name="split"))
         heads = "r"
         if normed:  # Qwen3's per-head RMSNorm: g * (r * 1 / sqrt(mean(r^2) + eps))
@@ -53,28 +61,34 @@ def _rotary(projected: bool, bias: bool = True, normed: bool = False):
         inputs = [("x", [1, S, HIDDEN])]
     else:
         inputs = [("q", [1, HEADS, S, D])]
-    nodes += [helper.make_node("Slice", ["q", "zero", "half", "last"], ["x1"], name="lower"),
-              helper.make_node("Slice", ["q", "half", "end", "last"], ["x2"], name="upper"),
+    q = "q"
+    if part < D:
+        nodes.append(helper.make_node("Slice", ["q", "zero", "part", "last"], ["q_part"], name="rotated_part"))
+        q = "q_part"
+    nodes += [helper.make_node("Slice", [q, "zero", "half", "last"], ["x1"], name="lower"),
+              helper.make_node("Slice", [q, "half", "end", "last"], ["x2"], name="upper"),
               helper.make_node("Neg", ["x2"], ["nx2"], name="neg"),
               helper.make_node("Concat", ["nx2", "x1"], ["rot"], name="rotate_half", axis=-1),
-              helper.make_node("Mul", ["q", "cos"], ["qc"], name="by_cos"),
+              helper.make_node("Mul", [q, "cos"], ["qc"], name="by_cos"),
               helper.make_node("Mul", ["rot", "sin"], ["rs"], name="by_sin"),
               helper.make_node("Add", ["qc", "rs"], ["y"], name="rotary")]
-    return model(nodes, inputs, [("y", [1, HEADS, S, D])], inits)
+    return model(nodes, inputs, [("y", [1, HEADS, S, part])], inits)
 
 
-@pytest.mark.parametrize("projected,bias,normed", [(True, True, False), (True, False, False),
-                                                   (True, False, True), (False, False, False)],
-                         ids=["projection_with_bias", "projection", "head_rmsnorm", "input"])
-def test_rotary_embedding_matches_onnxruntime(projected, bias, normed):
-    m = _rotary(projected, bias, normed)
+@pytest.mark.parametrize("projected,bias,normed,part,fused", [
+    (True, True, False, D, False), (True, False, False, D, False), (True, False, True, D, False),
+    (True, True, False, D // 2, False), (True, True, False, D, True), (False, False, False, D, False)],
+    ids=["projection_with_bias", "projection", "head_rmsnorm", "half_head", "fused_qkv", "input"])
+def test_rotary_embedding_matches_onnxruntime(projected, bias, normed, part, fused):
+    m = _rotary(projected, bias, normed, part, fused)
     rewritten = type(m)()
     rewritten.CopyFrom(m)
     done = rotate_halves_as_matmuls(rewritten, inferred_types(rewritten))
     kept = [n.op_type for n in rewritten.graph.node]
-    if projected:  # folded into a second projection of x
+    if projected:  # folded into a second projection of x (of the part's columns)
         assert done == ["rotate_half"] and kept.count("MatMul") == 2
-        assert "Concat" not in kept and "Neg" not in kept and "Slice" not in kept
+        assert "Concat" not in kept and "Neg" not in kept
+        assert kept.count("Slice") == (part < D) + fused  # the part of q, q's columns of QKV
     else:  # no projection to fold R into: left as exported
         assert done == [] and "Concat" in kept and "MatMul" not in kept
     name = m.graph.input[0].name
