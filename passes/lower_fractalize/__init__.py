@@ -166,7 +166,6 @@ class LowerFractalize(RowMoves, Pass):
                             f"and {VNCHW_BLOCK_BYTES}-byte blocks; target '{self.target.name}' has "
                             f"{self.target.fractal} and {self.target.vector_block_bytes}", op)
         g = self.geometry(op)
-        t = self.strip_rows_blocks(g, op)
         forward = op.name == "ascend.fractalize"
         unit = self.target.vector_block_bytes
         if g.row_bytes % unit and g.batch > 1 and g.R * g.C * g.e < unit:
@@ -176,6 +175,10 @@ class LowerFractalize(RowMoves, Pass):
                             f" = {g.R * g.C * g.e} bytes)", op)
         src, dst = op.operands
         run = self.row_run(op, g)
+        # A single row needs no strip (a classifier's 25088 features would
+        # need 1.6 MB of UB for one 16-row strip and its transpose).
+        one_row = run is None and ONE_ROW and self.one_row(g, forward)
+        t = 1 if one_row else self.strip_rows_blocks(g, op)
         with op.location, ir.InsertionPoint(op):
             nd = nir.flatten_memref(src if forward else dst)
             nz = nir.flatten_memref(dst if forward else src)
@@ -185,7 +188,7 @@ class LowerFractalize(RowMoves, Pass):
                 self.emit_run(g, nd, nz, min(t, run[0]), forward, *run)
                 op.erase()
                 return
-            if ONE_ROW and self.one_row(g, forward):
+            if one_row:
                 self.emit_one_row(g, nd, nz, forward)
                 op.erase()
                 return
@@ -209,17 +212,16 @@ class LowerFractalize(RowMoves, Pass):
         is that row in row 0 of each column block, the other 15 rows zero,
         so it moves with strided copies alone (`emit_one_row`). A fractalize
         needs whole column blocks (its row's last block read whole, not past
-        the tensor's end) and its Nz in UB, a defractalize a row of whole
-        32-byte blocks."""
+        the tensor's end), a defractalize a row of whole 32-byte blocks in UB."""
         if g.batch != 1 or g.R != 1 or g.element == "i8" or g.Cp != g.C1 * self.target.fractal:
             return False
         if not forward:
             # a row of whole 32-byte blocks: with an end-of-tensor window the
             # window's gather waited for the row's store (MobileNetV3-small's
             # f16 logits on 32 cores, +291 cycles); the strips overlap them
-            return g.row_bytes % self.target.vector_block_bytes == 0
-        nz_bytes = g.C1 * self.target.fractal_bytes(g.e)
-        return g.C == g.Cp and nz_bytes <= self.target.capacity("ub")
+            return (g.row_bytes % self.target.vector_block_bytes == 0
+                    and g.row_bytes <= self.target.capacity("ub"))
+        return g.C == g.Cp
 
     def emit_one_row(self, g: Geometry, nd: ir.Value, nz: ir.Value, forward: bool) -> None:
         """The row between GM and row 0 of every block of its Nz: a
@@ -239,12 +241,29 @@ class LowerFractalize(RowMoves, Pass):
                  g.C1, row_blocks, gap, 0)
             self.store_rows(g, nd, zero, row, 1, True, 0)
             return
-        whole = nir.alloc([g.C1 * frac * frac], g.element, "ub")
-        self.zero(whole, 0, g.C1 * self.target.fractal_bytes(g.e), g.e)
-        copy("cce.copy_gm_to_ub", nir.subview(nd, [zero], [g.C]), self.view(whole, 0, span),
-             g.C1, row_blocks, 0, gap)
-        self.copy_contiguous("cce.copy_ub_to_gm", whole, 0, nz, 0,
-                             g.C1 * self.target.fractal_bytes(g.e), g.e)
+        for first, blocks, buf in self.one_row_chunks(g):
+            n = blocks * frac  # row elements of this chunk: its Nz is blocks whole fractals
+            copy("cce.copy_gm_to_ub", nir.subview(nd, [first * frac], [n]),
+                 self.view(buf, 0, (blocks - 1) * frac * frac + frac), blocks, row_blocks, 0, gap)
+            self.copy_contiguous("cce.copy_ub_to_gm", buf, 0, nz, first * frac * frac,
+                                 blocks * self.target.fractal_bytes(g.e), g.e)
+
+    def one_row_chunks(self, g: Geometry) -> list[tuple[int, int, ir.Value]]:
+        """(first column block, column blocks, UB buffer) per chunk of a row's
+        fractalize: its whole Nz when it fits UB, else runs of column blocks
+        of half of UB each, in two buffers taken in turn (a chunk's load
+        overlaps the store before it). Each buffer is zeroed once: the loads
+        write row 0 of its fractals only."""
+        frac_bytes = self.target.fractal_bytes(g.e)
+        per_buf = g.C1 if g.C1 * frac_bytes <= self.target.capacity("ub") else \
+            self.target.capacity("ub") // 2 // frac_bytes
+        bufs = []
+        for _ in range(min(2, -(-g.C1 // per_buf))):
+            buf = nir.alloc([per_buf * self.target.fractal ** 2], g.element, "ub")
+            self.zero(buf, 0, per_buf * frac_bytes, g.e)
+            bufs.append(buf)
+        return [(first, min(per_buf, g.C1 - first), bufs[i % len(bufs)])
+                for i, first in enumerate(range(0, g.C1, per_buf))]
 
     def row_run(self, op: ir.Operation, g: Geometry) -> tuple[int, ir.Value] | None:
         """(row blocks, first row block) of this core's run when npu-split-cores
