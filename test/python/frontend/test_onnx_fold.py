@@ -249,3 +249,43 @@ def test_shapes_read_block_after_block_fold_past_eight_rounds():
     for value in list(m.graph.value_info):
         m.graph.value_info.remove(value)
     assert "Shape" not in ops(folded(m))
+
+
+def window_pads(blocks: int) -> onnx.ModelProto:
+    """Swin's shifted windows: each block pads H and W of its NHWC map to a
+    multiple of the window, the pads computed from the map's shape as
+    `(7 - W % 7) % 7` (Mod, which shape inference does not propagate), so a
+    block's output shape is static only once its pads are folded: a round
+    per block. At 14x14 every pad is 0."""
+    nodes = [const("seven", 7), const("w_axis", 2), const("unsq", [0]),
+             const("zeros", [0, 0, 0, 0, 0, 0]), const("tail", [0]),
+             helper.make_node("Constant", [], ["k"], name="c_k",
+                              value=numpy_helper.from_array(np.array(0.9, np.float32), "k"))]
+    x = "x"
+    for b in range(blocks):
+        p = f"b{b}_"
+        nodes += [helper.make_node("Shape", [x], [p + "s"], name=p + "shape"),
+                  helper.make_node("Gather", [p + "s", "w_axis"], [p + "w"], name=p + "gather", axis=0),
+                  helper.make_node("Mod", [p + "w", "seven"], [p + "r"], name=p + "mod"),
+                  helper.make_node("Sub", ["seven", p + "r"], [p + "d"], name=p + "sub"),
+                  helper.make_node("Mod", [p + "d", "seven"], [p + "pad"], name=p + "mod2"),
+                  helper.make_node("Unsqueeze", [p + "pad", "unsq"], [p + "pad1"], name=p + "unsqueeze"),
+                  helper.make_node("Concat", ["zeros", p + "pad1", "tail"], [p + "pads"],
+                                   name=p + "concat", axis=0),
+                  helper.make_node("Pad", [x, p + "pads"], [p + "padded"], name=p + "pad_node"),
+                  helper.make_node("Mul", [p + "padded", "k"], [p + "y"], name=p + "mul")]
+        x = p + "y"
+    return model(nodes, [("x", [1, 14, 14, 8])], [(x, [1, 14, 14, 8])])
+
+
+def test_shape_chains_fold_over_many_rounds():
+    """Twelve blocks (Swin-T's count) fold whole: the folding runs until a
+    round folds nothing (it stopped after 8 rounds, leaving Swin-T's last
+    stages' Shape, Mod, Range and ScatterND nodes as unsupported operators),
+    and a Pad of nothing is an Identity, bypassed."""
+    m = window_pads(12)
+    out = folded(m)
+    assert [o for o in ops(out) if o != "Constant"] == ["Mul"] * 12, ops(out)
+    x = np.random.default_rng(4).standard_normal((1, 14, 14, 8)).astype(np.float32)
+    (got,), _ = npu.compile(m, cores=1)(x)
+    np.testing.assert_allclose(got, ort(m, x=x)[0], rtol=1e-6)
