@@ -308,6 +308,9 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     onnx_gelu.expand_tanh_gelus(model)
     onnx_hard_activations.expand_hard_activations(model, types)
     onnx_spatial_means.pools_for_spatial_means(model, types)
+    from npu.frontend.onnx_pad import expand_constant_pads
+
+    expand_constant_pads(model, types)
     onnx_pow.expand_tensor_pows(model, types)
     onnx_int_pow.expand_integer_pows(model, _failer(where), types)
     onnx_small_ints.rewrite_small_int_ops(model, types)

@@ -34,13 +34,13 @@ CLAIMED = ("Abs", "Add", "Cast", "Clip", "Div", "Equal", "Erf", "Exp", "Flatten"
 # Families other branches add (issue 26 item 2); every case is expected to
 # fail until their op is in SUPPORTED_OPS.
 EXTENDED = ("Gather", "GatherElements", "Concat", "Slice", "Split", "Expand", "Range", "Shape",
-            "ConstantOfShape", "Not", "And", "Or", "Trilu", "IsNaN", "IsInf")
+            "ConstantOfShape", "Not", "And", "Or", "Trilu", "IsNaN", "IsInf", "Pad")
 
 # op type -> input positions that are axes or shapes (bound at compile time).
 STATIC_INPUTS = {"Reshape": (1,), "Squeeze": (1,), "Unsqueeze": (1,), "ReduceSum": (1,),
                  "ReduceMean": (1,), "ReduceMax": (1,), "ReduceSumSquare": (1,), "Expand": (1,),
                  "Slice": (1, 2, 3, 4), "Split": (1,), "Range": (0, 1, 2),
-                 "ConstantOfShape": (0,), "Trilu": (1,)}
+                 "ConstantOfShape": (0,), "Trilu": (1,), "Pad": (1, 2, 3)}
 
 
 @dataclass
