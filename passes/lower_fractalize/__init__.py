@@ -243,7 +243,8 @@ class LowerFractalize(RowMoves, Pass):
             return
         for first, blocks, buf in self.one_row_chunks(g):
             n = blocks * frac  # row elements of this chunk: its Nz is blocks whole fractals
-            copy("cce.copy_gm_to_ub", nir.subview(nd, [first * frac], [n]),
+            start = zero if first == 0 else first * frac  # (the first as before the chunks)
+            copy("cce.copy_gm_to_ub", nir.subview(nd, [start], [n]),
                  self.view(buf, 0, (blocks - 1) * frac * frac + frac), blocks, row_blocks, 0, gap)
             self.copy_contiguous("cce.copy_ub_to_gm", buf, 0, nz, first * frac * frac,
                                  blocks * self.target.fractal_bytes(g.e), g.e)
