@@ -311,6 +311,9 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     from npu.frontend.onnx_pad import expand_constant_pads
 
     expand_constant_pads(model, types)
+    from npu.frontend.onnx_attention_bias import merge_attention_biases
+
+    merge_attention_biases(model, types)
     onnx_pow.expand_tensor_pows(model, types)
     onnx_int_pow.expand_integer_pows(model, _failer(where), types)
     onnx_small_ints.rewrite_small_int_ops(model, types)

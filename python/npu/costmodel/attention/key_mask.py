@@ -19,6 +19,7 @@ lowered by `npu-lower-attention` (`key_mask`, `scores_mask`)."""
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 from mlir import ir
@@ -46,8 +47,10 @@ def key_mask_operand(add: ir.Operation, scores: ir.Value, scores_shape: list[int
     per_head = False
     if shape and shape[-1] == seq and all(d == 1 for d in shape[:-1]):
         form = KEY
-    elif len(shape) >= 2 and shape[-2:] == [seq, seq] and lead in ([], [heads]):
-        form, per_head = SCORES, lead == [heads] and heads > 1
+    elif len(shape) >= 2 and shape[-2:] == [seq, seq] and (not lead or math.prod(lead) == heads):
+        # one per head: its leading dims those of the scores' heads (Swin's
+        # windows x heads, `onnx_attention_bias`), contiguous: [heads, S, S]
+        form, per_head = SCORES, bool(lead) and heads > 1
     else:
         return (f"the scores' addend has shape {shape}: the fused kernel takes a key mask "
                 f"[1, .., 1, {seq}] or a mask of the scores [1, .., 1, {seq}, {seq}] "
