@@ -248,11 +248,8 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     model.graph.name = function_name(model.graph.name)
     _name_nodes(model)
     drop_absent_trailing_inputs(model)
-    from npu.frontend import (onnx_batchnorm, onnx_checks, onnx_conv, onnx_empty, onnx_fold, onnx_gelu,
-                              onnx_hard_activations, onnx_int_div, onnx_layernorm_rows,
-                              onnx_int_pow, onnx_matmul_shapes, onnx_narrow, onnx_pow, onnx_shapes,
-                              onnx_slice_steps, onnx_small_ints, onnx_spatial_means, onnx_versions,
-                              onnx_wide_types)
+    from npu.frontend import (onnx_checks, onnx_empty, onnx_fold, onnx_narrow, onnx_shapes,
+                              onnx_versions, onnx_wide_types)
 
     onnx_checks.check_initializers(model, _failer(where))  # before any data is read
     if input_shapes:
@@ -280,50 +277,9 @@ def import_onnx(model_or_path, where: str | None = None, detach_weights: bool = 
     empty = onnx_empty.take_empty_values(model, types)  # before rewrites that change a reduction's type
     if empty is not None and not empty.device_outputs:
         return ImportedModel("", [], [], _name_nodes(model), {}, empty)
-    from npu.frontend.onnx_qdq_float import rewrite_qdq_in_float
+    from npu.frontend.onnx_rewrites import rewrite_for_import
 
-    from npu.frontend.onnx_conv_integer import rewrite_conv_integers
-    from npu.frontend.onnx_matmul_integer import rewrite_matmul_integers
-
-    rewrite_qdq_in_float(model, types, remark)
-    rewrite_matmul_integers(model, types, _failer(where), remark)
-    rewrite_conv_integers(model, types, _failer(where), remark)
-    onnx_batchnorm.fold_batchnorms(model)  # before the patch-conv rewrite reads Conv weights
-    from npu.frontend.onnx_layer_scale import fold_layer_scales
-
-    fold_layer_scales(model, types)
-    from npu.frontend.onnx_conv_sums import fold_summed_convs
-
-    fold_summed_convs(model)  # after the BNs are in the convs' weights
-    from npu.frontend import (onnx_computed_gather, onnx_conv1d, onnx_cumsum, onnx_instance_norm,
-                              onnx_reduce_norms, onnx_rotate_half)
-
-    onnx_conv1d.convs_as_2d(model, types)
-    onnx_instance_norm.expand_instance_norms(model, types)
-    onnx_cumsum.expand_cumsums(model, types)
-    onnx_reduce_norms.expand_reduce_norms(model, types)
-    onnx_computed_gather.gathers_as_one_hot(model, types)
-    onnx_rotate_half.rotate_halves_as_matmuls(model, types)
-    onnx_conv.rewrite_patch_convs(model)
-    onnx_gelu.expand_tanh_gelus(model)
-    onnx_hard_activations.expand_hard_activations(model, types)
-    onnx_spatial_means.pools_for_spatial_means(model, types)
-    from npu.frontend.onnx_pad import expand_constant_pads
-
-    expand_constant_pads(model, types)
-    from npu.frontend.onnx_attention_bias import merge_attention_biases
-
-    merge_attention_biases(model, types)
-    onnx_pow.expand_tensor_pows(model, types)
-    onnx_int_pow.expand_integer_pows(model, _failer(where), types)
-    onnx_small_ints.rewrite_small_int_ops(model, types)
-    onnx_int_div.rewrite_int_divs(model, types)
-    from npu.frontend.onnx_unit_transposes import rewrite_unit_transposes
-
-    rewrite_unit_transposes(model, types)  # before the LayerNorms' rows are read
-    onnx_layernorm_rows.flatten_layernorm_rows(model, types)
-    onnx_matmul_shapes.rewrite_matmul_shapes(model, types)
-    onnx_slice_steps.clamp_negative_step_starts(model, types)
+    rewrite_for_import(model, types, _failer(where), remark)
     onnx_shapes.infer_output_shapes(model)
     host_types = onnx_wide_types.widen_types(model, _failer(where), types)
     host_types.update(onnx_narrow.narrow_integers(model, _failer(where)))
